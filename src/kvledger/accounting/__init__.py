@@ -1,0 +1,1 @@
+"""Accounting: KV bytes, memory plans, step costs (roofline and calibrated). Depends only on catalogs and units."""

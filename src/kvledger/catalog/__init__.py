@@ -1,0 +1,1 @@
+"""Catalogs (bottom layer): model specs parsed from real config.json files, GPU specs, engine defaults."""

@@ -1,0 +1,43 @@
+"""The ``kvledger`` command: registers each sub-command and turns user errors into clear messages.
+
+Each command module exposes ``register(app)``; heavy imports happen inside the command
+body so that ``kvledger plan`` starts fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from kvledger.errors import KvLedgerError
+
+app = typer.Typer(
+    name="kvledger",
+    help="The KV-cache ledger and the serving/cost ledger for LLM inference.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+from kvledger.cli import catalog_cmd, plan_cmd  # noqa: E402
+
+plan_cmd.register(app)
+catalog_cmd.register(app)
+
+
+def run() -> None:
+    """Console entry point: run the app; a KvLedgerError prints its message and exits with status 2."""
+    try:
+        app()
+    except KvLedgerError as err:
+        from rich.console import Console
+        from rich.markup import escape
+
+        Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {escape(str(err))}", soft_wrap=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,1 @@
+"""Dynamics: workloads and the serving simulator. Depends on accounting, catalogs and records."""

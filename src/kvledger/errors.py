@@ -1,0 +1,76 @@
+"""Errors meant for the user: each carries a complete, actionable message and no traceback is shown for them."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class KvLedgerError(Exception):
+    """Base class. ``str(err)`` is the full message the CLI prints (exit code 2)."""
+
+
+class InputError(KvLedgerError):
+    """A value the user gave is malformed, out of range or inconsistent with another value."""
+
+
+class UnknownNameError(KvLedgerError):
+    """A model, GPU, engine, trace or policy name that is not in the catalog.
+
+    Attributes:
+        kind: what was looked up ("model", "GPU", ...).
+        name: the name given.
+        suggestions: the closest known names, best first.
+    """
+
+    def __init__(self, kind: str, name: str, known: Iterable[str], hint: str = "") -> None:
+        self.kind, self.name = kind, name
+        self.suggestions = suggest(name, known)
+        msg = f"unknown {kind} {name!r}"
+        if self.suggestions:
+            msg += "; did you mean: " + ", ".join(self.suggestions) + "?"
+        if hint:
+            msg += f" {hint}"
+        super().__init__(msg)
+
+
+class ConfigError(KvLedgerError):
+    """A model config or engine config that is malformed or that this tool cannot interpret.
+
+    Attributes:
+        source: the file (or hub id) the config came from.
+        field: the config field at fault, or None for a syntax error.
+    """
+
+    def __init__(self, source: str, message: str, field: str | None = None) -> None:
+        self.source, self.field = source, field
+        where = f"{source}: field {field!r}: " if field else f"{source}: "
+        super().__init__(where + message)
+
+
+class FormatError(KvLedgerError):
+    """A data file (trace, benchmark output) that is corrupt or of an unknown format.
+
+    Attributes:
+        path: the file.
+        location: line/column or field path inside the file, when known.
+    """
+
+    def __init__(self, path: str, message: str, location: str | None = None) -> None:
+        self.path, self.location = path, location
+        where = f"{path}: {location}: " if location else f"{path}: "
+        super().__init__(where + message)
+
+
+def suggest(name: str, known: Iterable[str], n: int = 5) -> list[str]:
+    """Closest names to ``name`` among ``known`` (case-insensitive, substring matches first)."""
+    known = list(dict.fromkeys(known))
+    low = {k.lower(): k for k in known}
+    key = name.lower()
+    subs = [k for k in known if key and (key in k.lower() or k.lower() in key)]
+    close = [low[m] for m in difflib.get_close_matches(key, list(low), n=n, cutoff=0.5)]
+    out: list[str] = []
+    for k in subs + close:
+        if k not in out:
+            out.append(k)
+    return out[:n]

@@ -1,0 +1,1 @@
+"""Evidence: readers of real benchmark outputs into RunRecords. Never imports the simulator."""

@@ -1,0 +1,1 @@
+"""Ledgers: goodput and cost, computed from RunRecords (simulated or measured alike)."""

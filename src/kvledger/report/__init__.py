@@ -1,0 +1,1 @@
+"""Presentation helpers shared by the CLI: rich tables and JSON output."""

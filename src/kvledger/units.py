@@ -1,0 +1,111 @@
+"""Units: byte and time constants, parsing of user-given sizes and durations, and formatting.
+
+GiB (2**30 bytes) and GB (10**9 bytes) are never mixed: every constant and every
+formatter names its unit, and parsers accept only explicit unit suffixes (a bare
+number of bytes is the one exception, because bytes are the base unit).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from kvledger.errors import InputError
+
+KiB = 2**10
+MiB = 2**20
+GiB = 2**30
+TiB = 2**40
+KB = 10**3
+MB = 10**6
+GB = 10**9
+TB = 10**12
+
+_BYTE_UNITS = {
+    "": 1, "b": 1, "byte": 1, "bytes": 1,
+    "kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
+    "kb": KB, "mb": MB, "gb": GB, "tb": TB,
+}
+_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
+_NUMBER_UNIT = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-zµ]*)\s*$")
+
+
+def parse_bytes(text: str | int | float, *, what: str = "size") -> int:
+    """Parse a memory size such as ``"51.38GiB"``, ``"16 GB"`` or ``"4096"`` (bytes).
+
+    Returns an integer number of bytes (fractional bytes round down, as an engine
+    would floor them). Units: B, KiB/MiB/GiB/TiB (powers of 2), KB/MB/GB/TB
+    (powers of 10); case-insensitive.
+
+    Raises:
+        InputError: unparseable text, unknown unit, negative, NaN or infinite value.
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value, unit = float(text), ""
+    else:
+        m = _NUMBER_UNIT.match(str(text))
+        if not m:
+            raise InputError(f"{what}: cannot read {text!r} as a size; write e.g. '51.38GiB', '16GB' or a number of bytes")
+        value, unit = float(m.group(1)), m.group(2).lower()
+    if unit not in _BYTE_UNITS:
+        raise InputError(f"{what}: unknown unit {unit!r} in {text!r}; use B, KiB, MiB, GiB, TiB (2^10 steps) or KB, MB, GB, TB (10^3 steps)")
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{what}: {text!r} must be a finite, non-negative size")
+    return int(value * _BYTE_UNITS[unit])
+
+
+def parse_duration_s(text: str, *, what: str = "duration") -> float:
+    """Parse a duration with an explicit unit (``"200ms"``, ``"0.2s"``, ``"50us"``) into seconds.
+
+    Raises:
+        InputError: missing or unknown unit, negative, NaN or infinite value.
+    """
+    m = _NUMBER_UNIT.match(str(text))
+    if not m:
+        raise InputError(f"{what}: cannot read {text!r} as a duration; write e.g. '200ms' or '0.5s'")
+    value, unit = float(m.group(1)), m.group(2).lower()
+    if unit == "":
+        raise InputError(f"{what}: {text!r} has no unit; write e.g. '{text}ms' or '{text}s'")
+    if unit not in _TIME_UNITS:
+        raise InputError(f"{what}: unknown time unit {unit!r} in {text!r}; use ns, us, ms, s, min or h")
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{what}: {text!r} must be a finite, non-negative duration")
+    return value * _TIME_UNITS[unit]
+
+
+def gib(n_bytes: float) -> float:
+    """Bytes to GiB (2**30)."""
+    return n_bytes / GiB
+
+
+def gb(n_bytes: float) -> float:
+    """Bytes to GB (10**9)."""
+    return n_bytes / GB
+
+
+def fmt_bytes(n_bytes: float, *, both: bool = True) -> str:
+    """Human text for a byte count: ``"14.96 GiB (16.06 GB)"``; small values in KiB/MiB."""
+    n = float(n_bytes)
+    sign = "-" if n < 0 else ""
+    a = abs(n)
+    if a >= GiB:
+        main = f"{sign}{a / GiB:,.2f} GiB"
+        return f"{main} ({sign}{a / GB:,.2f} GB)" if both else main
+    if a >= MiB:
+        main = f"{sign}{a / MiB:,.2f} MiB"
+        return f"{main} ({sign}{a / MB:,.2f} MB)" if both else main
+    if a >= KiB:
+        return f"{sign}{a / KiB:,.3g} KiB ({sign}{int(a):,} B)"
+    return f"{sign}{int(a):,} B"
+
+
+def fmt_duration(seconds: float) -> str:
+    """Human text for a duration in the most readable unit (µs, ms or s)."""
+    if seconds != seconds:  # NaN
+        return "n/a"
+    a = abs(seconds)
+    if a < 1e-3:
+        return f"{seconds * 1e6:.1f} µs"
+    if a < 1.0:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.3f} s"
