@@ -54,6 +54,22 @@ def parse_bytes(text: str | int | float, *, what: str = "size") -> int:
     return int(value * _BYTE_UNITS[unit])
 
 
+def parse_tokens(text: str | int, *, what: str = "tokens") -> int:
+    """Parse a token count: ``"8192"``, ``"8K"``/``"8k"`` (= 8,192) or ``"1M"`` (= 1,048,576), as context sizes are quoted.
+
+    Raises:
+        InputError: unparseable, fractional or non-positive counts.
+    """
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$", str(text))
+    if not m:
+        raise InputError(f"{what}: cannot read {text!r} as a token count; write e.g. 8192, 8K or 128K")
+    mult = {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+    value = float(m.group(1)) * mult
+    if value < 1 or not value.is_integer():
+        raise InputError(f"{what}: {text!r} must be a whole, positive number of tokens")
+    return int(value)
+
+
 def parse_duration_s(text: str, *, what: str = "duration") -> float:
     """Parse a duration with an explicit unit (``"200ms"``, ``"0.2s"``, ``"50us"``) into seconds.
 
@@ -71,6 +87,11 @@ def parse_duration_s(text: str, *, what: str = "duration") -> float:
     if not math.isfinite(value) or value < 0:
         raise InputError(f"{what}: {text!r} must be a finite, non-negative duration")
     return value * _TIME_UNITS[unit]
+
+
+def cdiv(a: int, b: int) -> int:
+    """``cdiv`` as engines write it: ceil(a / b) for non-negative integers."""
+    return -(-a // b)
 
 
 def gib(n_bytes: float) -> float:

@@ -22,9 +22,13 @@ app = typer.Typer(
 )
 
 from kvledger.cli import catalog_cmd, plan_cmd  # noqa: E402
+from kvledger.cli import goodput_cmd  # noqa: E402
+from kvledger.cli import cost_cmd  # noqa: E402
 
 plan_cmd.register(app)
 catalog_cmd.register(app)
+goodput_cmd.register(app)
+cost_cmd.register(app)
 
 
 def run() -> None:

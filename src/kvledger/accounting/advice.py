@@ -1,0 +1,152 @@
+"""When a plan does not fit: by how much, and what each fix would buy, with numbers; and the waterfall of terms.
+
+The fixes are the ones the engines' own errors and docs name (vLLM's start-up error suggests
+raising gpu_memory_utilization or lowering max_model_len; its tuning guide adds tensor
+parallelism; FP8 KV halves the page): each is re-planned, not guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from kvledger.catalog.gpus import gpu_catalog
+from kvledger.errors import InputError
+from kvledger.units import GB, GiB, MiB
+
+if TYPE_CHECKING:
+    from kvledger.accounting.plan import Plan
+
+__all__ = ["Option", "Advice", "advise", "waterfall"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One fix and its effect at max_model_len: the engine's concurrency figure and whole requests."""
+
+    action: str
+    max_concurrency: float
+    max_requests: int
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Advice:
+    """Verdict ("fits", "weights_do_not_fit", "max_model_len_does_not_fit"), message, shortfall in bytes, options."""
+
+    verdict: str
+    message: str
+    shortfall_bytes: float = 0.0
+    estimated_max_model_len: int | None = None
+    options: tuple[Option, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "message": self.message, "shortfall_bytes": self.shortfall_bytes,
+                "shortfall_gib": self.shortfall_bytes / GiB, "estimated_max_model_len": self.estimated_max_model_len,
+                "options": [o.__dict__ for o in self.options]}
+
+
+def _at_len(p: "Plan") -> tuple[float, int]:
+    row = p.row_at(p.memory.max_model_len)
+    return (row.max_concurrency, row.max_requests) if row else (0.0, 0)
+
+
+def _try(build: Callable, p: "Plan", gpu=None, **update) -> "Plan | None":
+    s = p.settings.model_copy(update={"contexts": (p.memory.max_model_len,), **update})
+    try:
+        return build(p.model, gpu or p.gpu, s, with_roofline=False, with_advice=False)
+    except InputError:
+        return None
+
+
+def _options(p: "Plan", build: Callable, est_len: int | None) -> list[Option]:
+    opts: list[Option] = []
+    for tp in (2, 4, 8, 16):
+        if tp <= p.settings.tp:
+            continue
+        q = _try(build, p, tp=tp)
+        if q and _at_len(q)[1] >= 1:
+            c, n = _at_len(q)
+            opts.append(Option(f"--tp {tp}", c, n, f"{q.memory.available_kv_bytes / GiB:.2f} GiB KV per GPU"))
+            break
+    if not p.settings.kv_cache_dtype.startswith("fp8"):
+        q = _try(build, p, kv_cache_dtype="fp8")
+        if q and _at_len(q)[1] >= 1:
+            c, n = _at_len(q)
+            opts.append(Option("--kv-cache-dtype fp8", c, n, "page size halves, blocks double (kv_cache_interface.py)"))
+    if est_len:
+        opts.append(Option(f"--max-model-len {est_len:,}", 1.0, 1, "the longest request the current pool holds"))
+    bigger = sorted((g for g in gpu_catalog().values() if g.memory_bytes > p.gpu.memory_bytes and g.gpu_id.startswith("nvidia")),
+                    key=lambda g: g.memory_bytes)
+    for g in bigger:
+        q = _try(build, p, gpu=g)
+        if q and _at_len(q)[1] >= 1:
+            c, n = _at_len(q)
+            opts.append(Option(f"--gpu {g.gpu_id}", c, n, f"{g.memory_bytes / GiB:.2f} GiB"))
+            break
+    return opts
+
+
+def _estimate_len(p: "Plan") -> int | None:
+    m = p.memory
+    if m.usable_blocks <= 0:
+        return None
+    if p.layout is not None:
+        from kvledger.accounting.plan_vllm import estimate_max_model_len
+        return estimate_max_model_len(p.layout, m.usable_blocks, p.inflight_tokens, m.max_model_len) or None
+    return m.pool_tokens or None
+
+
+def advise(p: "Plan", build: Callable) -> Advice:
+    """The verdict for a plan and, when it does not fit, the fixes re-planned with numbers."""
+    m = p.memory
+    row = p.row_at(m.max_model_len)
+    need_blocks = row.blocks_per_request if row else 0
+    if m.available_kv_bytes <= 0 or m.usable_blocks <= 0:
+        used = sum(d.bytes for d in m.deductions)
+        short = -m.available_kv_bytes + (need_blocks * m.bytes_per_block)
+        msg = (f"does not fit: the engine may use {m.requested_bytes / GiB:.2f} GiB ({m.fraction_name} {m.fraction}) but "
+               f"{' + '.join(f'{d.name} {d.bytes / GiB:.2f}' for d in m.deductions if d.bytes)} = {used / GiB:.2f} GiB before any KV; "
+               f"short by {-m.available_kv_bytes / GiB:.2f} GiB, {short / GiB:.2f} GiB with one {m.max_model_len:,}-token request")
+        return Advice("weights_do_not_fit", msg, short, None, tuple(_options(p, build, None)))
+    if row and row.max_requests < 1:
+        need = need_blocks * m.bytes_per_block
+        have = m.usable_blocks * m.bytes_per_block
+        est = _estimate_len(p)
+        msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV cache "
+               f"({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB available ({m.usable_blocks:,} usable blocks); "
+               f"short by {(need - have) / GiB:.2f} GiB. Based on the available memory the estimated maximum model length is {est or 0:,}.")
+        return Advice("max_model_len_does_not_fit", msg, need - have, est, tuple(_options(p, build, est)))
+    c, n = _at_len(p)
+    return Advice("fits", f"fits: {n:,} concurrent {m.max_model_len:,}-token requests (engine figure {c:.2f}x)")
+
+
+def waterfall(p: "Plan") -> list[dict[str, Any]]:
+    """Concurrency at the headline context as each term is added, from the back-of-envelope to the engine's figure."""
+    m = p.memory
+    ctx = 8192 if m.max_model_len >= 8192 else m.max_model_len
+    per_req = p.kv.bytes_per_request(ctx)
+    if per_req <= 0 or m.available_given:
+        return []
+    d = {x.name: x.bytes for x in m.deductions}
+    w = d.get("weights", 0.0)
+    u = m.fraction
+    steps = [(f"marketing capacity: {p.gpu.memory_gb_marketed:g} GB × {u} − weights", p.gpu.memory_gb_marketed * GB * u - w)]
+    if p.gpu.nvidia_smi_mib:
+        smi = p.gpu.nvidia_smi_mib * MiB
+        steps.append((f"back-of-envelope (seed-claims §3): nvidia-smi {smi / GiB:.2f} GiB × {u} − weights − 2 GiB rule-of-thumb overhead",
+                      smi * u - w - 2 * GiB))
+    avail = m.requested_bytes - w
+    steps.append((f"engine: CUDA device total {m.gpu_total_bytes / GiB:.2f} GiB × {u} − weights, before its other terms", avail))
+    for name, b in d.items():
+        if name != "weights" and b:
+            avail -= b
+            steps.append((f"− {name} ({b / GiB:.2f} GiB)", avail))
+    out = [{"step": s, "available_kv_bytes": a, "max_concurrency": a / per_req} for s, a in steps]
+    row = p.row_at(ctx)
+    if row:
+        out.append({"step": f"whole {m.block_size}-token blocks, engine's per-request demand ({row.blocks_per_request:,} blocks)",
+                    "available_kv_bytes": m.num_gpu_blocks * m.bytes_per_block, "max_concurrency": row.max_concurrency})
+    for o in out:
+        o["context_tokens"] = ctx
+    return out

@@ -1,0 +1,189 @@
+"""KV bytes per token, per layer group and in total, for a KV dtype and a TP degree; per request at a context.
+
+The formula for softmax attention is ``2 (K,V) × layers × KV heads × head_dim × bytes``
+("How to Scale Your Model", ch. "All About Transformer Inference"; vLLM
+``FullAttentionSpec.page_size_bytes`` / block_size). KV heads per GPU are
+``max(1, H_kv // tp)`` (vLLM ``ModelConfig.get_num_kv_heads``); MLA keeps its latent whole
+on every rank; linear/Mamba layers keep a fixed state per sequence instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.catalog.layers import FullAttention, LayerSpec, MLAAttention, StateLayer, kv_heads_per_gpu
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.errors import InputError
+from kvledger.units import KiB
+
+__all__ = ["KV_DTYPE_BYTES", "kv_elem_bytes", "check_tp", "KVGroup", "KVLedger", "kv_ledger"]
+
+KV_DTYPE_BYTES = {"bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
+                  "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1}
+"""Bytes per KV element by ``--kv-cache-dtype``; every fp8 variant is stored as uint8 (vLLM ``STR_DTYPE_TO_TORCH_DTYPE``)."""
+
+
+def kv_elem_bytes(kv_cache_dtype: str, model: ModelSpec) -> int:
+    """Bytes per KV element: "auto" means the model dtype (vLLM ``CacheConfig.cache_dtype``).
+
+    Raises:
+        InputError: an unknown dtype name.
+    """
+    d = kv_cache_dtype.lower()
+    if d == "auto":
+        return model.dtype_bytes
+    if d not in KV_DTYPE_BYTES:
+        raise InputError(f"--kv-cache-dtype {kv_cache_dtype!r} is not supported; use auto, bf16, fp16, fp8, fp8_e4m3 or fp8_e5m2")
+    return KV_DTYPE_BYTES[d]
+
+
+def check_tp(model: ModelSpec, tp: int) -> None:
+    """Reject TP degrees the engines reject: heads must split evenly (vLLM ``ModelConfig.verify_with_parallel_config``).
+
+    Raises:
+        InputError: tp < 1, attention heads not divisible by tp, or KV heads neither divisible by nor dividing tp.
+    """
+    if tp < 1:
+        raise InputError(f"--tp must be ≥ 1, got {tp}")
+    if model.num_attention_heads % tp:
+        raise InputError(f"--tp {tp}: {model.name} has {model.num_attention_heads} attention heads, not divisible by {tp}")
+    nkv = model.num_kv_heads
+    if nkv and not any(isinstance(l, MLAAttention) for l in model.layers):
+        if (nkv >= tp and nkv % tp) or (nkv < tp and tp % nkv):
+            raise InputError(f"--tp {tp}: {nkv} KV heads can be neither split evenly nor replicated evenly over {tp} GPUs")
+
+
+@dataclass(frozen=True)
+class KVGroup:
+    """Layers sharing one KV spec.
+
+    Attributes:
+        spec: the layers' spec. num_layers: how many layers, count.
+        bytes_per_token_per_layer: per GPU, B/token (0 for state layers).
+        bytes_per_token: all layers of the group, per GPU, B/token.
+        state_bytes_per_seq: all layers of the group, per GPU, B/sequence (state layers only).
+        formula: the arithmetic with the numbers filled in.
+    """
+
+    spec: LayerSpec
+    num_layers: int
+    bytes_per_token_per_layer: float
+    bytes_per_token: float
+    state_bytes_per_seq: float
+    formula: str
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    def bytes_at(self, context_tokens: int) -> float:
+        """Per-GPU bytes this group holds for one request at ``context_tokens`` (sliding windows capped), B."""
+        return self.bytes_per_token * self.spec.tokens_held(context_tokens) + self.state_bytes_per_seq
+
+
+@dataclass(frozen=True)
+class KVLedger:
+    """The KV-bytes ledger for one model, KV dtype and TP degree (all figures per GPU unless named _model).
+
+    Attributes:
+        groups: one per distinct layer spec.
+        kv_cache_dtype / elem_bytes: the KV dtype and its element size, B.
+        tp: tensor-parallel degree.
+        bytes_per_token: every KV layer, each token in its window, per GPU, B/token.
+        bytes_per_token_model: the same for the whole model at TP=1, B/token (the headline figure).
+        growing_bytes_per_token: layers whose KV grows without bound (full and MLA), per GPU, B/token.
+        state_bytes_per_seq: fixed recurrent state per sequence, per GPU, B.
+        notes: warnings (attention heads ≠ KV heads, MLA, replication under TP).
+    """
+
+    groups: tuple[KVGroup, ...]
+    kv_cache_dtype: str
+    elem_bytes: float
+    tp: int
+    bytes_per_token: float
+    bytes_per_token_model: float
+    growing_bytes_per_token: float
+    state_bytes_per_seq: float
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def bytes_per_request(self, context_tokens: int) -> float:
+        """Per-GPU KV (+ state) bytes of one request at ``context_tokens``, B."""
+        return sum(g.bytes_at(context_tokens) for g in self.groups)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kv_cache_dtype": self.kv_cache_dtype, "elem_bytes": self.elem_bytes, "tp": self.tp,
+                "bytes_per_token_per_gpu": self.bytes_per_token, "bytes_per_token_model": self.bytes_per_token_model,
+                "growing_bytes_per_token_per_gpu": self.growing_bytes_per_token,
+                "state_bytes_per_seq_per_gpu": self.state_bytes_per_seq, "notes": list(self.notes),
+                "groups": [{"kind": g.kind, "num_layers": g.num_layers, "bytes_per_token_per_layer": g.bytes_per_token_per_layer,
+                            "bytes_per_token": g.bytes_per_token, "state_bytes_per_seq": g.state_bytes_per_seq,
+                            "window_tokens": getattr(g.spec, "window_tokens", None) or getattr(g.spec, "chunk_tokens", None),
+                            "formula": g.formula} for g in self.groups]}
+
+
+def _group(spec: LayerSpec, n: int, s: float, tp: int, state_s: tuple[float, float]) -> KVGroup:
+    if isinstance(spec, StateLayer):
+        sb = spec.state_bytes(state_s[0], state_s[1], tp)
+        f = f"{n} layers × ({spec.conv_elements:,} conv × {state_s[0]:g} B + {spec.ssm_elements:,} SSM × {state_s[1]:g} B)" + (f" / TP {tp}" if tp > 1 else "") + f" = {n * sb:,.0f} B per sequence"
+        return KVGroup(spec, n, 0.0, 0.0, n * sb, f)
+    per_layer = spec.kv_bytes_per_token(s, tp)
+    total = n * per_layer
+    if isinstance(spec, MLAAttention):
+        f = f"{n} layers × ({spec.kv_lora_rank} + {spec.qk_rope_head_dim}) × {s:g} B = {total:,.0f} B/token"
+    else:
+        h = kv_heads_per_gpu(spec.num_kv_heads, tp)
+        if spec.head_dim == spec.v_head_dim:
+            f = f"2 (K,V) × {n} layers × {h} KV heads × {spec.head_dim} head_dim × {s:g} B = {total:,.0f} B/token"
+        else:
+            f = f"{n} layers × {h} KV heads × ({spec.head_dim} + {spec.v_head_dim}) × {s:g} B = {total:,.0f} B/token"
+        if getattr(spec, "window_tokens", 0):
+            f += f", at most {spec.window_tokens:,} tokens held (sliding window)"
+        if getattr(spec, "chunk_tokens", 0):
+            f += f", at most {spec.chunk_tokens:,} tokens held (chunked local attention)"
+    return KVGroup(spec, n, per_layer, total, 0.0, f)
+
+
+def kv_ledger(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, *, mamba_ssm_cache_dtype: str = "auto") -> KVLedger:
+    """Build the KV-bytes ledger.
+
+    Args:
+        model: the parsed model.
+        kv_cache_dtype: "auto" (model dtype), bf16, fp16 or an fp8 variant.
+        tp: tensor-parallel degree.
+        mamba_ssm_cache_dtype: "auto" (model dtype) or "float32" for the recurrent state (vLLM flag of that name).
+
+    Raises:
+        InputError: unknown dtype or an impossible TP degree.
+    """
+    check_tp(model, tp)
+    s = kv_elem_bytes(kv_cache_dtype, model)
+    ssm_s = 4 if mamba_ssm_cache_dtype.lower() in ("float32", "fp32") else model.dtype_bytes
+    buckets: dict[LayerSpec, int] = {}
+    for l in model.layers:
+        if l is not None:
+            buckets[l] = buckets.get(l, 0) + 1
+    groups = tuple(_group(sp, n, s, tp, (model.dtype_bytes, ssm_s)) for sp, n in buckets.items())
+    per_gpu = sum(g.bytes_per_token for g in groups)
+    model_tp1 = sum(n * sp.kv_bytes_per_token(s, 1) for sp, n in buckets.items())
+    growing = sum(g.bytes_per_token for g in groups if g.kind in ("full", "mla"))
+    return KVLedger(groups, kv_cache_dtype, s, tp, per_gpu, model_tp1, growing, sum(g.state_bytes_per_seq for g in groups),
+                    tuple(_notes(model, buckets, s, tp, model_tp1)))
+
+
+def _notes(model: ModelSpec, buckets: dict, s: float, tp: int, model_tp1: float) -> list[str]:
+    notes = []
+    attn = [sp for sp in buckets if isinstance(sp, FullAttention)]
+    if attn:
+        sp = attn[0]
+        if sp.num_attention_heads != sp.num_kv_heads:
+            ratio = sp.num_attention_heads // sp.num_kv_heads
+            wrong = model_tp1 * ratio
+            kind = "MQA" if sp.num_kv_heads == 1 else "GQA"
+            notes.append(f"{kind}: {sp.num_kv_heads} KV heads ≠ {sp.num_attention_heads} attention heads (group of {ratio}); "
+                         f"sizing with attention heads would give {wrong:,.0f} B/token ({wrong / KiB:,.0f} KiB), {ratio}× too high")
+        if sp.num_kv_heads < tp:
+            notes.append(f"TP {tp} > {sp.num_kv_heads} KV heads: each GPU holds 1 whole KV head (replicated), so per-GPU KV stops shrinking beyond TP {sp.num_kv_heads}")
+    if any(isinstance(sp, MLAAttention) for sp in buckets):
+        notes.append("MLA: the latent cache is replicated on every TP rank; per-GPU KV bytes do not shrink with TP")
+    return notes

@@ -1,0 +1,166 @@
+"""vLLM's paged KV layout: pages per layer, KV cache groups sharing one block pool, bytes per block, blocks per request.
+
+Mirrors ``vllm/v1/core/kv_cache_planning.py`` (``get_kv_cache_groups``,
+``_get_kv_cache_groups_uniform_page_size``, ``unify_kv_cache_spec_page_size``,
+``_get_kv_cache_bytes_per_block``) and each spec's ``max_memory_usage_bytes`` in
+``vllm/v1/kv_cache_interface.py`` (engines.md §1.5–§1.7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.accounting.kvcache import KVLedger
+from kvledger.catalog.layers import StateLayer
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.units import cdiv
+
+__all__ = ["AllocGroup", "KVLayout", "vllm_layout"]
+
+
+@dataclass(frozen=True)
+class AllocGroup:
+    """One KV cache group: ``slots`` layer slots drawing block ids from the shared pool.
+
+    Attributes:
+        kind: "full", "sliding_window", "chunked_local", "mla" or "state".
+        num_layers: real layers in this group (≤ slots; the rest are padding), count.
+        slots: layer slots per physical block (the layout's group_size), count.
+        block_size: tokens per block for this group, tokens.
+        page_bytes: bytes one layer spends on one block, B.
+        window_tokens: sliding window W or chunk C, tokens (0 otherwise).
+    """
+
+    kind: str
+    num_layers: int
+    slots: int
+    block_size: int
+    page_bytes: int
+    window_tokens: int = 0
+
+    def blocks_per_request(self, max_model_len: int, inflight_tokens: int) -> int:
+        """Blocks one request may need at ``max_model_len`` (spec ``max_memory_usage_bytes / page``)."""
+        B, L = self.block_size, max_model_len
+        if self.kind == "sliding_window":
+            return cdiv(min(self.window_tokens - 1 + inflight_tokens, L), B) + 1
+        if self.kind == "chunked_local":
+            return cdiv(min(self.window_tokens + inflight_tokens, L), B)
+        if self.kind == "state":
+            return 1  # mamba_cache_mode "none": one state page per request
+        return cdiv(L, B)
+
+    def blocks_for_tokens(self, num_tokens: int) -> int:
+        """Blocks a running request holds after ``num_tokens`` computed tokens (steady state, out-of-window blocks freed)."""
+        B = self.block_size
+        if self.kind == "state":
+            return 1
+        if self.kind == "sliding_window":
+            return min(cdiv(num_tokens, B), cdiv(self.window_tokens - 1, B) + 1)
+        if self.kind == "chunked_local":
+            return min(cdiv(num_tokens, B), cdiv(self.window_tokens, B) + 1)
+        return cdiv(num_tokens, B)
+
+
+@dataclass(frozen=True)
+class KVLayout:
+    """The paged layout of one GPU's KV pool.
+
+    Attributes:
+        groups: the KV cache groups. bytes_per_block: bytes of one physical block across all slots, B.
+        block_size: tokens per block of the attention groups (the smallest if they differ), tokens.
+        padding_layers: layer slots with no layer behind them (wasted), count.
+        notes: how the layout was decided.
+    """
+
+    groups: tuple[AllocGroup, ...]
+    bytes_per_block: int
+    block_size: int
+    padding_layers: int
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def blocks_per_request(self, max_model_len: int, inflight_tokens: int) -> int:
+        """R(L): Σ over groups of the blocks one request may need, blocks (engines.md §1.8)."""
+        return sum(g.blocks_per_request(max_model_len, inflight_tokens) for g in self.groups)
+
+    def blocks_for_tokens(self, num_tokens: int) -> int:
+        """Blocks a request holds after ``num_tokens`` computed tokens, summed over groups, blocks."""
+        return sum(g.blocks_for_tokens(num_tokens) for g in self.groups)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"bytes_per_block": self.bytes_per_block, "block_size": self.block_size, "padding_layers": self.padding_layers,
+                "num_groups": len(self.groups), "notes": list(self.notes),
+                "groups": [g.__dict__ for g in self.groups]}
+
+
+def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: bool) -> tuple[list[tuple], int, list[str]]:
+    """Per layer: (kind, window, page_bytes, is_state); returns the attention block size used."""
+    notes: list[str] = []
+    per_tok = {g.spec: g.bytes_per_token_per_layer for g in kv.groups}
+    state_page = {g.spec: g.state_bytes_per_seq / g.num_layers for g in kv.groups if isinstance(g.spec, StateLayer)}
+    B = block_size
+    if state_page:
+        attn_tok = max(per_tok[s] for s in per_tok if not isinstance(s, StateLayer))
+        need = max(state_page.values())
+        aligned = block_size * cdiv(int(need), int(block_size * attn_tok))
+        if aligned > B:
+            notes.append(f"hybrid state layers: attention block size raised to {aligned} tokens so one attention page "
+                         f"({aligned} × {attn_tok:,.0f} B) holds a {need:,.0f}-B state page (kv_cache_utils _align_hybrid_block_size; alignment {block_size} assumed)")
+            B = aligned
+    rows = []
+    for l in model.layers:
+        if l is None:
+            continue
+        if isinstance(l, StateLayer):
+            rows.append(("state", 0, None))
+            continue
+        kind = l.kind if not unify_hybrid or l.kind == "mla" else "full"
+        window = getattr(l, "window_tokens", 0) or getattr(l, "chunk_tokens", 0)
+        rows.append((kind, window if kind != "full" else 0, int(per_tok[l] * B)))
+    if unify_hybrid and any(l is not None and l.kind in ("sliding_window", "chunked_local") for l in model.layers):
+        notes.append("hybrid KV cache manager disabled (or vLLM < 0.9): sliding/chunked layers allocated as full attention")
+    attn_page = max((p for _, _, p in rows if p is not None), default=0)
+    rows = [(k, w, p if p is not None else attn_page) for k, w, p in rows]
+    return rows, B, notes
+
+
+def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid: bool = False) -> KVLayout:
+    """Group the layers as vLLM does and size one block.
+
+    Args:
+        model, kv: the parsed model and its KV ledger (per GPU, at the chosen dtype and TP).
+        block_size: tokens per block before any hybrid alignment, tokens.
+        unify_hybrid: treat sliding/chunked layers as full (``--disable-hybrid-kv-cache-manager``, vLLM < 0.9).
+    """
+    rows, B, notes = _layer_pages(model, kv, block_size, unify_hybrid)
+    buckets: dict[tuple, int] = {}
+    for r in rows:
+        buckets[r] = buckets.get(r, 0) + 1
+    pages = {p for (_, _, p) in buckets}
+    max_page = max(pages)
+    bs: dict[tuple, int] = {}
+    for key in buckets:
+        kind, _, page = key
+        if kind != "state" and page != max_page:
+            if max_page % page:
+                notes.append(f"page {page} B does not divide {max_page} B: padded (unify_kv_cache_spec_page_size)")
+                bs[key] = B
+            else:
+                bs[key] = B * (max_page // page)
+                notes.append(f"{kind} layers' block size raised to {bs[key]} tokens to equalise pages")
+        else:
+            bs[key] = B
+    counts = sorted(buckets.values())
+    group_size = counts[0] if len(buckets) > 1 and counts[-1] >= 1.5 * counts[0] else counts[-1]
+    groups: list[AllocGroup] = []
+    padding = 0
+    for (kind, window, _), n in buckets.items():
+        k = cdiv(n, group_size)
+        padding += k * group_size - n
+        for j in range(k):
+            real = min(group_size, n - j * group_size)
+            groups.append(AllocGroup(kind, real, group_size, bs[(kind, window, _)], max_page, window))
+    if padding:
+        notes.append(f"{padding} padding layer slots: buckets of {dict((k[0], v) for k, v in buckets.items())} split into groups of {group_size}")
+    attn_bs = min((g.block_size for g in groups if g.kind != "state"), default=B)
+    return KVLayout(tuple(groups), group_size * max_page, attn_bs, padding, tuple(notes))

@@ -1,0 +1,120 @@
+"""Engine-faithful memory plans: how vLLM, SGLang and TensorRT-LLM turn a GPU into a KV pool.
+
+Each plan is an itemised ledger: the device total, the engine's fraction, every term it
+subtracts (with its source), the KV bytes left, and the pool in blocks or tokens. Rules:
+vLLM ``v1/worker/gpu_worker.py::determine_available_memory`` and ``v1/core/kv_cache_planning.py``;
+SGLang ``mem_cache/kv_cache_configurator.py`` and ``arg_groups/memory_hook.py``; TensorRT-LLM
+``_torch/pyexecutor/_util.py::KvCacheCreator`` (engines.md §1, §3, §4).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.units import GiB
+
+__all__ = ["LineItem", "MemoryPlan", "sglang_mem_fraction_static"]
+
+
+@dataclass(frozen=True)
+class LineItem:
+    """One term of the memory ledger.
+
+    Attributes:
+        name: what it is. bytes: its size, B (a term subtracted from the budget is positive here).
+        source: where the number comes from (engine rule, measurement, model, user).
+    """
+
+    name: str
+    bytes: float
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "bytes": self.bytes, "gib": self.bytes / GiB, "source": self.source}
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The KV pool one engine builds on one GPU.
+
+    Attributes:
+        engine: "vllm", "sglang" or "trtllm"; engine_version: as given or the default.
+        gpu_total_bytes: device total as CUDA reports it, B.
+        fraction_name / fraction: the engine's knob and its value.
+        requested_bytes: what the engine may use before the KV pool (vLLM: ceil(total × util)), B.
+        deductions: terms subtracted before the KV pool (weights, activation peak, ...).
+        available_kv_bytes: KV bytes per GPU, B (negative: does not fit).
+        available_given: True when the user passed the engine's printed figure.
+        block_size: tokens per block (SGLang: page size). bytes_per_block: B per block across layers.
+        num_gpu_blocks: blocks in the pool (vLLM: including the null block), count.
+        usable_blocks: blocks requests can use, count. pool_tokens: token slots the engine reports.
+        printed_lines: the engine's own capacity log lines for these settings.
+        max_model_len, max_num_batched_tokens, max_num_seqs: the settings used.
+        notes: rule choices and assumptions.
+    """
+
+    engine: str
+    engine_version: str
+    gpu_total_bytes: int
+    fraction_name: str
+    fraction: float
+    requested_bytes: int
+    deductions: tuple[LineItem, ...]
+    available_kv_bytes: int
+    available_given: bool
+    block_size: int
+    bytes_per_block: int
+    num_gpu_blocks: int
+    usable_blocks: int
+    pool_tokens: int
+    printed_lines: tuple[str, ...]
+    max_model_len: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def fits(self) -> bool:
+        """True when the pool holds at least one block."""
+        return self.available_kv_bytes > 0 and self.usable_blocks > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "engine_version": self.engine_version, "gpu_total_bytes": self.gpu_total_bytes,
+                "fraction_name": self.fraction_name, "fraction": self.fraction, "requested_bytes": self.requested_bytes,
+                "deductions": [d.to_dict() for d in self.deductions], "available_kv_bytes": self.available_kv_bytes,
+                "available_kv_gib": self.available_kv_bytes / GiB, "available_given": self.available_given,
+                "block_size": self.block_size, "bytes_per_block": self.bytes_per_block, "num_gpu_blocks": self.num_gpu_blocks,
+                "usable_blocks": self.usable_blocks, "pool_tokens": self.pool_tokens, "printed_lines": list(self.printed_lines),
+                "max_model_len": self.max_model_len, "max_num_batched_tokens": self.max_num_batched_tokens,
+                "max_num_seqs": self.max_num_seqs, "notes": list(self.notes)}
+
+
+def sglang_mem_fraction_static(gpu_mem_mib: float, tp: int, chunked_prefill_size: int, cuda_graph_max_bs: int) -> tuple[float, str]:
+    """SGLang's default ``mem_fraction_static`` (``arg_groups/memory_hook.py::handle_gpu_memory_settings``).
+
+    reserved_MiB = 512 + 1.5·max(chunked_prefill_size, 2048) + (tp/8)·1024 + 2·cuda_graph_max_bs,
+    at least 10 GiB on GPUs over 60 GiB; fraction = round((gpu_mem − reserved)/gpu_mem, 3).
+    """
+    reserved = 512 + 1.5 * max(chunked_prefill_size, 2048) + (tp / 8) * 1024 + 2 * cuda_graph_max_bs
+    if gpu_mem_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    frac = round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
+    return frac, f"SGLang default: round(({gpu_mem_mib:,.0f} − {reserved:,.0f} MiB reserved) / {gpu_mem_mib:,.0f} MiB, 3)"
+
+
+def sglang_defaults(gpu_mem_mib: float, tp: int) -> tuple[int, int]:
+    """(chunked_prefill_size, decode cuda_graph_max_bs) by GPU memory (engines.md §3 defaults table)."""
+    gib = gpu_mem_mib / 1024
+    table = [(20, 2048, 8, 8), (35, 4096, 48, 160), (60, 4096, 32, 160), (90, 8192, 256, 512), (160, 8192, 256, 512)]
+    for lim, cps, bs_lo, bs_hi in table:
+        if gib < lim:
+            return cps, bs_lo if tp < 4 else bs_hi
+    return 16384, 512
+
+
+def floor_div(a: float, b: float) -> int:
+    """floor(a / b) for a possibly negative budget (never below 0)."""
+    return max(0, math.floor(a / b))
+

@@ -1,0 +1,102 @@
+"""SGLang's token pool and TensorRT-LLM's block pool for one GPU (engines.md §3, §4).
+
+SGLang: available = pre_load_free × mem_fraction_static − weights; #tokens = floor(available / cell_size),
+page size 1 (``mem_cache/kv_cache_configurator.py::_profile_available_bytes``, ``_compute_cell_size``).
+TensorRT-LLM: kv_mem = (total − peak after the dry run) × free_gpu_memory_fraction; max_tokens =
+floor(kv_mem / bytes per token); blocks = max_tokens // tokens_per_block (32)
+(``_torch/pyexecutor/_util.py::KvCacheCreator._cal_max_memory``, ``resource_manager.py::get_cache_size_per_token``).
+"""
+
+from __future__ import annotations
+
+from kvledger.accounting.kvcache import KVLedger
+from kvledger.accounting.memory import LineItem, MemoryPlan, floor_div, sglang_defaults, sglang_mem_fraction_static
+from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
+from kvledger.accounting.plan_vllm import resolve_max_model_len
+from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.weightmem import weight_bytes_per_gpu
+from kvledger.catalog.gpus import GpuSpec
+from kvledger.catalog.layers import MLAAttention
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.units import GiB, MiB
+
+__all__ = ["sglang_plan", "trtllm_plan", "trtllm_bytes_per_token"]
+
+
+def _hybrid_note(kv: KVLedger) -> list[str]:
+    kinds = {g.kind for g in kv.groups}
+    notes = []
+    if kinds & {"sliding_window", "chunked_local"}:
+        notes.append("sliding/chunked layers are sized here as full attention (the engine's separate SWA pool is not modelled)")
+    if "state" in kinds:
+        notes.append("linear-attention/Mamba state pools are not modelled for this engine; only attention KV is counted")
+    return notes
+
+
+def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
+    """SGLang's KV token pool per GPU (page size 1 unless --block-size sets the page)."""
+    L, _ = resolve_max_model_len(model, s)
+    smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / MiB
+    cps, gbs = sglang_defaults(smi_mib, s.tp)
+    mfs, msrc = (s.mem_fraction_static, "given") if s.mem_fraction_static else sglang_mem_fraction_static(smi_mib, s.tp, cps, gbs)
+    w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
+    w = s.weights_bytes if s.weights_bytes is not None else w
+    pre_free = gpu.memory_bytes - NON_TORCH_BYTES
+    reserve = pre_free * (1 - mfs)
+    items = (LineItem("weights", w, "given" if s.weights_bytes is not None else f"computed: {how}"),
+             LineItem("reserve (1 − mem_fraction_static) × free before load", reserve,
+                      f"{1 - mfs:.3f} × ({gpu.memory_bytes / GiB:.2f} − 0.13 GiB CUDA context) GiB; activations and graphs live here"))
+    given = s.available_kv_memory_bytes is not None
+    avail = s.available_kv_memory_bytes if given else int(pre_free - reserve - w)
+    cell = kv.bytes_per_token
+    page = s.block_size or 1
+    tokens = floor_div(avail, cell) // page * page
+    is_mla = any(isinstance(l, MLAAttention) for l in model.layers)
+    size = tokens * cell / GiB
+    line = (f"KV Cache is allocated. #tokens: {tokens}, KV size: {size:.2f} GB" if is_mla
+            else f"KV Cache is allocated. #tokens: {tokens}, K size: {size / 2:.2f} GB, V size: {size / 2:.2f} GB")
+    mrr = min(max(int(tokens / L * 512), 2048), 4096, tokens // 2) if s.max_num_seqs is None else min(s.max_num_seqs, tokens // 2)
+    notes = [f"mem_fraction_static {mfs}: {msrc}", f"chunked_prefill_size {cps} (SGLang default for this GPU)",
+             f"max_running_requests {mrr}: min(clamp(#tokens/context_len·512, 2048, 4096), #tokens//2)",
+             "SGLang prints sizes in GiB labelled 'GB'"] + _hybrid_note(kv)
+    return MemoryPlan("sglang", "0.5.23 rules", gpu.memory_bytes, "mem_fraction_static", mfs, int(pre_free * mfs), items,
+                      avail, given, page, int(cell * page), tokens // page, tokens // page, tokens, (line,) if tokens else (),
+                      L, s.max_num_batched_tokens or cps, mrr, tuple(notes))
+
+
+def trtllm_bytes_per_token(model: ModelSpec, tp: int, elem_bytes: float) -> float:
+    """``get_cache_size_per_token``: layers × 2 × (head_dim × KV heads // tp) × bytes; MLA latent not divided by TP, B/token."""
+    total = 0.0
+    for l in model.layers:
+        if l is None or l.kind == "state":
+            continue
+        if isinstance(l, MLAAttention):
+            total += (l.kv_lora_rank + l.qk_rope_head_dim) * elem_bytes
+        else:
+            total += 2 * ((l.head_dim * l.num_kv_heads) // tp) * elem_bytes
+    return total
+
+
+def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
+    """TensorRT-LLM (PyTorch backend) KV pool per GPU: tokens_per_block 32, fraction 0.9 of free memory after the dry run."""
+    L, _ = resolve_max_model_len(model, s)
+    frac = s.free_gpu_memory_fraction or 0.9
+    max_num_tokens = s.max_num_batched_tokens or 8192
+    w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
+    act = s.activation_peak_bytes if s.activation_peak_bytes is not None else forward_peak_bytes(model, max_num_tokens, s.tp)
+    items = (LineItem("weights", s.weights_bytes if s.weights_bytes is not None else w, f"computed: {how}" if s.weights_bytes is None else "given"),
+             LineItem("activation peak of the dry run", act, f"model: forward over max_num_tokens {max_num_tokens}" if s.activation_peak_bytes is None else "given"),
+             LineItem("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES, "as measured for vLLM on H100 (assumed)"))
+    free_after = gpu.memory_bytes - sum(i.bytes for i in items)
+    given = s.available_kv_memory_bytes is not None
+    avail = s.available_kv_memory_bytes if given else int(free_after * frac)
+    per_tok = trtllm_bytes_per_token(model, s.tp, kv.elem_bytes)
+    tpb = s.block_size or 32
+    max_tokens = floor_div(avail, per_tok)
+    blocks = max_tokens // tpb
+    notes = [f"free_gpu_memory_fraction {frac} ({'given' if s.free_gpu_memory_fraction else 'default'}) of memory free after the dry run",
+             f"tokens_per_block {tpb} ({'given' if s.block_size else 'KvCacheConfig default'})",
+             f"bytes per token {per_tok:,.0f} B from get_cache_size_per_token (integer division by TP)"] + _hybrid_note(kv)
+    return MemoryPlan("trtllm", "PyTorch backend rules", gpu.memory_bytes, "free_gpu_memory_fraction", frac, int(free_after), items,
+                      avail, given, tpb, int(per_tok * tpb), blocks, blocks, max_tokens, (f"max_tokens={max_tokens}, blocks={blocks}",),
+                      L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes))

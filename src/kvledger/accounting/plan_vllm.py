@@ -1,0 +1,142 @@
+"""vLLM's KV budget and block pool for one GPU, version by version (engines.md §1, §8).
+
+available = ceil(total × gpu_memory_utilization) − weights − activation peak − non-torch
+            − CUDA-graph estimate (0.21+)                        [gpu_worker.py::determine_available_memory]
+num_gpu_blocks = floor(available / bytes_per_block)               [kv_cache_planning.py::get_kv_cache_config_from_groups]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kvledger.accounting import vllm_rules as R
+from kvledger.accounting.kvcache import KVLedger
+from kvledger.accounting.kvlayout import KVLayout, vllm_layout
+from kvledger.accounting.memory import LineItem, MemoryPlan, floor_div
+from kvledger.accounting.overheads import NON_TORCH_BYTES, activation_peak_bytes, cudagraph_bytes
+from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.weightmem import weight_bytes_per_gpu
+from kvledger.catalog.gpus import GpuSpec
+from kvledger.catalog.layers import MLAAttention
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.errors import InputError
+from kvledger.units import GiB
+
+__all__ = ["VllmResult", "vllm_plan", "resolve_max_model_len", "printed_gib_block_range", "estimate_max_model_len"]
+
+
+@dataclass(frozen=True)
+class VllmResult:
+    """The vLLM plan plus the layout and the sliding-window in-flight term used for block demand."""
+
+    memory: MemoryPlan
+    layout: KVLayout
+    inflight_tokens: int
+    version: tuple[int, int, int]
+
+
+def resolve_max_model_len(model: ModelSpec, s: PlanSettings) -> tuple[int, str]:
+    """max_model_len as vLLM resolves it: the user's, else the config-derived length.
+
+    Raises:
+        InputError: a user value above the derived maximum (vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1).
+    """
+    derived = model.derived_max_model_len
+    if s.max_model_len is None:
+        return derived, f"derived from the config (max_position_embeddings {model.max_position_embeddings:,}; YaRN rule)"
+    if s.max_model_len > derived:
+        raise InputError(f"--max-model-len {s.max_model_len:,} exceeds the {derived:,} tokens {model.name} supports "
+                         "(vLLM refuses this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)")
+    return s.max_model_len, "given"
+
+
+def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int, seqs: int) -> list[LineItem]:
+    w, how = weight_bytes_per_gpu(model, s.tp)
+    items = [LineItem("weights", s.weights_bytes, "given (your log's 'Loading weights took')") if s.weights_bytes is not None
+             else LineItem("weights", w, f"computed: {how}")]
+    if s.activation_peak_bytes is not None:
+        items.append(LineItem("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)"))
+    else:
+        peak, src = activation_peak_bytes(model, mnbt, seqs, s.tp)
+        items.append(LineItem("activation peak", peak, src))
+    items.append(LineItem("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES,
+                          "given" if s.non_torch_bytes is not None else "measured 0.13 GiB on H100 TP=1 (vllm_memory_observations.csv)"))
+    if R.subtracts_cudagraphs(ver):
+        if s.cudagraph_bytes is not None:
+            items.append(LineItem("CUDA graphs (estimate)", s.cudagraph_bytes, "given (your log's 'Estimated CUDA graph memory')"))
+        else:
+            cg, src = cudagraph_bytes(seqs, mnbt)
+            items.append(LineItem("CUDA graphs (estimate)", cg, src + "; subtracted since vLLM 0.21"))
+    else:
+        items.append(LineItem("CUDA graphs", 0, f"not subtracted by vLLM {'.'.join(map(str, ver))} (captured after the KV pool is sized; 0.21+ subtracts an estimate)"))
+    return items
+
+
+def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> VllmResult:
+    """Plan the KV pool as this vLLM version would on each of ``s.tp`` identical GPUs.
+
+    Raises:
+        InputError: an impossible combination (see resolve_max_model_len, block size 0).
+    """
+    ver = R.parse_version(s.engine_version or R.LATEST)
+    vtxt = ".".join(map(str, ver))
+    notes: list[str] = []
+    L, _ = resolve_max_model_len(model, s)
+    d_mnbt, d_seqs, why = R.default_batch_limits(ver, gpu.memory_bytes, gpu.name, L)
+    mnbt, seqs = s.max_num_batched_tokens or d_mnbt, s.max_num_seqs or d_seqs
+    if s.max_num_batched_tokens is None or s.max_num_seqs is None:
+        notes.append(why)
+    is_mla = any(isinstance(l, MLAAttention) for l in model.layers)
+    B, bsrc = (s.block_size, "given") if s.block_size else R.default_block_size(ver, is_mla, gpu.arch)
+    notes.append(f"block_size {B}: {bsrc}")
+    unify = s.disable_hybrid_kv_cache_manager or R.era(ver) in ("v0", "v1-0.8")
+    layout = vllm_layout(model, kv, B, unify_hybrid=unify)
+    util, usrc = (s.gpu_memory_utilization, "given") if s.gpu_memory_utilization else R.default_gpu_memory_utilization(ver)
+    notes.append(f"gpu_memory_utilization {util}: {usrc}")
+    requested = math.ceil(gpu.memory_bytes * util)
+    items = _deductions(model, gpu, s, ver, mnbt, seqs)
+    given = s.available_kv_memory_bytes is not None
+    available = s.available_kv_memory_bytes if given else int(requested - sum(i.bytes for i in items))
+    n = s.num_gpu_blocks_override or floor_div(available, layout.bytes_per_block)
+    if s.num_gpu_blocks_override:
+        notes.append(f"num_gpu_blocks_override = {n:,} replaces the computed block count")
+    elif given:
+        lo, hi = printed_gib_block_range(available, layout.bytes_per_block)
+        notes.append(f"vLLM prints available memory to 2 decimals: any value printing as {available / GiB:.2f} GiB gives {lo:,}–{hi:,} blocks; "
+                     "pass bytes for an exact count")
+    v0 = R.era(ver) == "v0"
+    usable = n if v0 else max(0, n - 1)
+    if not v0:
+        notes.append("block 0 is the null block (block_pool.py): usable blocks = num_gpu_blocks − 1")
+    F, fsrc = R.sliding_inflight_tokens(ver, mnbt)
+    if any(g.kind in ("sliding_window", "chunked_local") for g in layout.groups):
+        notes.append(f"sliding-window block demand uses F = {F:,} tokens: {fsrc}")
+    Rl = layout.blocks_per_request(L, F)
+    cpu_blocks = (4 * GiB) // layout.bytes_per_block if v0 else 0
+    lines = R.printed_capacity_lines(ver, n, layout.block_size, len(layout.groups), L, Rl, cpu_blocks) if n > 0 else []
+    mem = MemoryPlan("vllm", vtxt, gpu.memory_bytes, "gpu_memory_utilization", util, requested, tuple(items), available, given,
+                     layout.block_size, layout.bytes_per_block, n, usable, (n // max(1, len(layout.groups))) * layout.block_size,
+                     tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes)
+    return VllmResult(mem, layout, F, ver)
+
+
+def printed_gib_block_range(available_bytes: int, bytes_per_block: int) -> tuple[int, int]:
+    """Block counts consistent with an available-memory figure printed as GiB to 2 decimals (±0.005 GiB), (min, max)."""
+    shown = round(available_bytes / GiB, 2)
+    lo = max(0, math.ceil((shown - 0.005) * GiB))
+    hi = math.ceil((shown + 0.005) * GiB) - 1
+    return lo // bytes_per_block, hi // bytes_per_block
+
+
+def estimate_max_model_len(layout: KVLayout, usable_blocks: int, inflight_tokens: int, upper: int) -> int:
+    """Largest L ≤ upper whose per-request demand fits the usable blocks (vLLM ``_estimate_max_model_len_from_groups``), tokens."""
+    lo, hi = 0, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if layout.blocks_per_request(mid, inflight_tokens) <= usable_blocks:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+

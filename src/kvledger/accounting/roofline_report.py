@@ -1,0 +1,138 @@
+"""The roofline section of the ledger: ridge point, a prefill chunk, decode against concurrency, and where decode turns compute-bound.
+
+Arithmetic intensity = FLOPs / HBM bytes; a step is compute-bound when it exceeds the GPU's ridge
+point (peak FLOP/s ÷ bandwidth). Weight matmuls have intensity ≈ tokens in the step × 2 / bytes per
+weight, so they cross the ridge at ≈ ridge × bytes-per-weight / 2 tokens (295 on an H100 in bf16);
+decode attention reads each sequence's KV for ≈ 2·(H_q/H_kv)/bytes FLOPs per byte and stays
+bandwidth-bound at any batch (seed-claims.md §2–§3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kvledger.accounting.roofline import RooflineStepCost, StepCosts
+from kvledger.accounting.stepcost import StepShape
+
+__all__ = ["DecodeRow", "RooflineReport", "roofline_report", "decode_shape", "prefill_shape"]
+
+
+def decode_shape(batch: int, context_tokens: int) -> StepShape:
+    """``batch`` requests each decoding one token at ``context_tokens`` of KV."""
+    return StepShape(num_decode_seqs=batch, decode_kv_tokens=batch * context_tokens)
+
+
+def prefill_shape(chunk_tokens: int, prior_tokens: int = 0) -> StepShape:
+    """One request's prefill chunk of ``chunk_tokens`` after ``prior_tokens`` already computed."""
+    pairs = chunk_tokens * prior_tokens + chunk_tokens * (chunk_tokens + 1) / 2
+    return StepShape(num_prefill_tokens=chunk_tokens, num_prefill_seqs=1, prefill_kv_tokens=prior_tokens + chunk_tokens, prefill_attn_pairs=pairs)
+
+
+@dataclass(frozen=True)
+class DecodeRow:
+    """One decode step at a batch size and context (per GPU).
+
+    Attributes:
+        batch: sequences, count. context_tokens: KV per sequence, tokens.
+        flops, bytes: FLOP and B per step. intensity: FLOP/B. bound: "compute" or "memory".
+        step_s_lower_bound: at datasheet peaks, s. step_s: at achievable fractions (+ CPU overhead), s.
+        tok_per_s_per_seq / tok_per_s: decode throughput per sequence and in total, tok/s.
+        kv_bytes_share: KV bytes ÷ all bytes of the step, 0–1. fits: within the KV pool's concurrency.
+    """
+
+    batch: int
+    context_tokens: int
+    flops: float
+    bytes: float
+    intensity: float
+    bound: str
+    step_s_lower_bound: float
+    step_s: float
+    tok_per_s_per_seq: float
+    tok_per_s: float
+    kv_bytes_share: float
+    fits: bool
+
+
+@dataclass(frozen=True)
+class RooflineReport:
+    """Roofline figures for one model on one GPU (per GPU, at the plan's TP and KV dtype).
+
+    Attributes:
+        compute_dtype: "bf16" or "fp8". peak_flops_per_s, hbm_bandwidth_bytes_per_s: datasheet peaks.
+        ridge_flops_per_byte: peak ÷ bandwidth, FLOP/B.
+        weight_matmul_crossover_tokens: tokens per step at which weight matmuls turn compute-bound.
+        decode_attention_intensity: FLOP/B of decode attention (any batch, long context).
+        prefill: the prefill chunk's figures. decode: rows over batch sizes per context.
+        decode_compute_bound_batch: per context, the batch where the whole decode step turns compute-bound (None: never).
+        flops_fraction / bandwidth_fraction: achievable shares used for ``step_s``. notes: caveats.
+    """
+
+    compute_dtype: str
+    peak_flops_per_s: float
+    hbm_bandwidth_bytes_per_s: float
+    ridge_flops_per_byte: float
+    weight_matmul_crossover_tokens: float
+    decode_attention_intensity: float | None
+    prefill: dict[str, Any]
+    decode: tuple[DecodeRow, ...]
+    decode_compute_bound_batch: dict[int, int | None]
+    flops_fraction: float
+    bandwidth_fraction: float
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["decode_compute_bound_batch"] = {str(k): v for k, v in self.decode_compute_bound_batch.items()}
+        return d
+
+
+def _crossover(rc: RooflineStepCost, flops_of, bytes_of, hi: int = 1 << 22) -> int | None:
+    """Smallest batch b ≥ 1 with flops(b)/peak ≥ bytes(b)/bw (bisection; None if not below ``hi``)."""
+    def cb(b: int) -> bool:
+        return flops_of(b) / rc.peak_flops >= bytes_of(b) / rc.bw
+    if not cb(hi):
+        return None
+    lo, h = 1, hi
+    while lo < h:
+        mid = (lo + h) // 2
+        if cb(mid):
+            h = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _row(rc: RooflineStepCost, batch: int, ctx: int, max_conc: float | None) -> DecodeRow:
+    c: StepCosts = rc.costs(decode_shape(batch, ctx))
+    lb, t = rc.time_s(c, achievable=False), rc.time_s(c)
+    inten = c.flops / c.bytes
+    return DecodeRow(batch, ctx, c.flops, c.bytes, inten, "compute" if inten >= rc.peak_flops / rc.bw else "memory",
+                     lb, t, 1 / t, batch / t, c.kv_bytes / c.bytes, max_conc is None or batch <= max_conc)
+
+
+def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: dict[int, float],
+                    prefill_chunk_tokens: int) -> RooflineReport:
+    """Build the roofline section: a prefill chunk of ``prefill_chunk_tokens`` and decode over powers of two up to the pool's concurrency."""
+    ridge = rc.peak_flops / rc.bw
+    cross = _crossover(rc, lambda b: (2 * rc.matmul_params + rc.head_flops_per_seq) * b, rc.weight_read_bytes) or float("inf")
+    pc = rc.costs(prefill_shape(prefill_chunk_tokens))
+    prefill = {"chunk_tokens": prefill_chunk_tokens, "flops": pc.flops, "bytes": pc.bytes, "intensity": pc.flops / pc.bytes,
+               "bound": "compute" if pc.flops / pc.bytes >= ridge else "memory", "step_s_lower_bound": rc.time_s(pc, achievable=False),
+               "step_s": rc.time_s(pc), "tok_per_s": prefill_chunk_tokens / rc.time_s(pc)}
+    rows, turn = [], {}
+    for ctx in contexts:
+        mc = max_concurrency.get(ctx)
+        top = max(1, int(mc)) if mc else 1024
+        batches = sorted({b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) if b <= top} | {top})
+        rows += [_row(rc, b, ctx, mc) for b in batches]
+        turn[ctx] = _crossover(rc, lambda b, c=ctx: rc.costs(decode_shape(b, c)).flops, lambda b, c=ctx: rc.costs(decode_shape(b, c)).bytes)
+    long_ctx = max(contexts) if contexts else 8192
+    one = rc.costs(decode_shape(1, long_ctx))
+    attn_int = one.attn_flops / one.kv_bytes if one.kv_bytes else None
+    notes = ["decode attention reads every sequence's KV each step: its intensity does not grow with batch, so it stays bandwidth-bound",
+             f"weight matmuls turn compute-bound at ≈ {cross:,.0f} tokens per step (ridge × bytes-per-weight / 2"
+             + (", × experts/top-k for MoE" if rc.model.is_moe else "") + ")"]
+    return RooflineReport(rc.dtype, rc.peak_flops, rc.bw, ridge, cross, attn_int, prefill, tuple(rows), turn,
+                          rc.flops_fraction, rc.bandwidth_fraction, tuple(notes))

@@ -1,0 +1,85 @@
+"""Validated engine settings for a plan, named as the engines name their flags."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kvledger.errors import InputError
+
+__all__ = ["PlanSettings", "make_settings"]
+
+_TOKENS_MAX = 1 << 26  # 64M tokens: beyond any real context window
+
+
+class PlanSettings(BaseModel):
+    """Engine settings for ``build_plan``. None means "the engine's default for this GPU and version".
+
+    Attributes (units in names; vLLM flag names unless marked):
+        engine: "vllm", "sglang" or "trtllm". engine_version: vLLM version ("0.10.2"); None = newest read.
+        tp: tensor-parallel degree. max_model_len: tokens; None = derived from the config.
+        contexts: context lengths to report concurrency at, tokens.
+        gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
+        free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load.
+        kv_cache_dtype: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
+        max_num_batched_tokens, max_num_seqs, block_size: as vLLM.
+        available_kv_memory_bytes: the "Available KV cache memory" your engine printed, B; skips the memory model.
+        num_gpu_blocks_override: vLLM's flag: the block count, bypassing memory entirely.
+        weights_bytes, activation_peak_bytes, non_torch_bytes, cudagraph_bytes: measured terms, B, replacing the models.
+        disable_hybrid_kv_cache_manager: vLLM flag (sliding/chunked layers allocated as full).
+        mamba_ssm_cache_dtype: "auto" or "float32".
+        achievable_flops_fraction / achievable_bandwidth_fraction: roofline efficiency (see roofline.py).
+        cpu_overhead_s: per-step CPU time added by the step-cost model, s.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
+    engine_version: str | None = None
+    tp: int = Field(1, ge=1, le=1024)
+    max_model_len: int | None = Field(None, ge=1, le=_TOKENS_MAX)
+    contexts: tuple[int, ...] | None = None
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    mem_fraction_static: float | None = Field(None, gt=0, le=1)
+    free_gpu_memory_fraction: float | None = Field(None, gt=0, le=1)
+    kv_cache_dtype: str = "auto"
+    max_num_batched_tokens: int | None = Field(None, ge=1, le=_TOKENS_MAX)
+    max_num_seqs: int | None = Field(None, ge=1, le=1 << 20)
+    block_size: int | None = Field(None, ge=1, le=4096)
+    available_kv_memory_bytes: int | None = Field(None, ge=0, le=1 << 45)
+    num_gpu_blocks_override: int | None = Field(None, ge=1, le=1 << 32)
+    weights_bytes: int | None = Field(None, ge=0, le=1 << 45)
+    activation_peak_bytes: int | None = Field(None, ge=0, le=1 << 45)
+    non_torch_bytes: int | None = Field(None, ge=0, le=1 << 45)
+    cudagraph_bytes: int | None = Field(None, ge=-(1 << 40), le=1 << 45)
+    disable_hybrid_kv_cache_manager: bool = False
+    mamba_ssm_cache_dtype: str = "auto"
+    achievable_flops_fraction: float = Field(0.7, gt=0, le=1)
+    achievable_bandwidth_fraction: float = Field(0.8, gt=0, le=1)
+    cpu_overhead_s: float = Field(0.0, ge=0, le=10)
+
+    @field_validator("contexts")
+    @classmethod
+    def _contexts(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        if v is not None:
+            bad = [c for c in v if not (1 <= c <= _TOKENS_MAX)]
+            if bad:
+                raise ValueError(f"context lengths must be between 1 and {_TOKENS_MAX:,} tokens, got {bad[0]}")
+        return v
+
+
+def make_settings(**kwargs) -> PlanSettings:
+    """Build PlanSettings; a validation failure becomes an InputError naming the setting.
+
+    Raises:
+        InputError: a zero, negative, absurd or unknown setting.
+    """
+    try:
+        return PlanSettings(**{k: v for k, v in kwargs.items()})
+    except ValidationError as err:
+        msgs = []
+        for e in err.errors():
+            loc = ".".join(str(x) for x in e["loc"]) or "settings"
+            msgs.append(f"{loc.replace('_', '-')}: {e['msg']} (got {e.get('input')!r})")
+        raise InputError("invalid setting: " + "; ".join(msgs)) from None

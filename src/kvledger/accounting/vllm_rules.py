@@ -1,0 +1,136 @@
+"""vLLM's version-dependent rules: defaults, which terms the KV budget subtracts, block sizes, and the log lines it prints.
+
+Read from the released wheels (0.8.5, 0.10.2, 0.11.0, 0.15.0, 0.20.0, 0.33.0) as summarised in
+``shared/research/engines.md`` §1–§2; each function names the engine file it mirrors. Where a
+change happened between two read versions and the exact release is unknown, the rule switches at
+the later read version and the returned source says so.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kvledger.errors import InputError
+from kvledger.units import GiB
+
+__all__ = ["LATEST", "parse_version", "era", "default_gpu_memory_utilization", "default_batch_limits",
+           "subtracts_cudagraphs", "sliding_inflight_tokens", "default_block_size", "printed_capacity_lines"]
+
+LATEST = "0.33.0"
+"""Newest vLLM release whose code was read (engines.md, "Sources and versions read")."""
+
+
+def parse_version(v: str) -> tuple[int, int, int]:
+    """``"0.10.2"`` → (0, 10, 2); accepts "v0.11", "0.24.0rc1".
+
+    Raises:
+        InputError: text that is not a version, or a version before 0.5.
+    """
+    m = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", str(v).strip())
+    if not m:
+        raise InputError(f"--engine-version {v!r} is not a version like 0.10.2")
+    ver = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    if ver < (0, 5, 0):
+        raise InputError(f"vLLM {v} predates the rules this tool models (0.5 onwards)")
+    return ver
+
+
+def era(ver: tuple[int, int, int]) -> str:
+    """Which log-format/memory-formula era: "v0" (<0.8), "v1-0.8", "v1-0.10" (0.9–0.23), "v1-0.24" (≥0.24)."""
+    if ver < (0, 8, 0):
+        return "v0"
+    if ver < (0, 9, 0):
+        return "v1-0.8"
+    if ver < (0, 24, 0):
+        return "v1-0.10"
+    return "v1-0.24"
+
+
+def default_gpu_memory_utilization(ver: tuple[int, int, int]) -> tuple[float, str]:
+    """``gpu_memory_utilization`` default (``config/cache.py::CacheConfig``): 0.9 up to 0.15, 0.92 from 0.20."""
+    if ver >= (0, 20, 0):
+        return 0.92, "vLLM ≥0.20 default (config/cache.py::CacheConfig)"
+    if ver >= (0, 16, 0):
+        return 0.9, "vLLM default 0.9 (read in ≤0.15; the change to 0.92 happened somewhere in 0.16–0.20)"
+    return 0.9, "vLLM ≤0.15 default (config/cache.py::CacheConfig)"
+
+
+def default_batch_limits(ver: tuple[int, int, int], gpu_total_bytes: int, gpu_name: str, max_model_len: int) -> tuple[int, int, str]:
+    """(max_num_batched_tokens, max_num_seqs, source) for ``vllm serve`` when the user sets neither.
+
+    Mirrors ``engine/arg_utils.py::EngineArgs.get_batch_defaults`` (0.33) and its 0.10–0.15 form:
+    ≥160 GiB → 16384/1024 (0.21+); ≥70 GiB and not an A100 → 8192/1024; otherwise 2048/256.
+    V0 had no chunked prefill by default: max(max_model_len, 2048) tokens and 256 sequences.
+    The result is capped at max_num_seqs × max_model_len.
+    """
+    gib = gpu_total_bytes / GiB
+    if era(ver) == "v0":
+        return max(max_model_len, 2048), 256, "vLLM V0 default (no chunked prefill: max(max_model_len, 2048); 256 seqs)"
+    if era(ver) == "v1-0.8":
+        mnbt, seqs, why = 2048, 256, "vLLM 0.8 server default (2048 tokens, 256 seqs)"
+    elif gib >= 160 and ver >= (0, 21, 0):
+        mnbt, seqs, why = 16384, 1024, f"vLLM server default for ≥160 GiB GPUs ({gib:.1f} GiB): 16384 tokens, 1024 seqs"
+    elif gib >= 70 and "a100" not in gpu_name.lower():
+        mnbt, seqs, why = 8192, 1024, f"vLLM server default for ≥70 GiB non-A100 GPUs ({gib:.1f} GiB): 8192 tokens, 1024 seqs"
+    else:
+        mnbt, seqs, why = 2048, 256, "vLLM server default for smaller GPUs and A100: 2048 tokens, 256 seqs"
+    return min(mnbt, seqs * max_model_len), seqs, why + " (engine/arg_utils.py::get_batch_defaults)"
+
+
+def subtracts_cudagraphs(ver: tuple[int, int, int]) -> bool:
+    """True from 0.21, where the CUDA-graph estimate is subtracted from the KV budget by default
+    (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``; "default since v0.21.0" in the start-up log)."""
+    return ver >= (0, 21, 0)
+
+
+def sliding_inflight_tokens(ver: tuple[int, int, int], max_num_batched_tokens: int) -> tuple[int, str]:
+    """F in a sliding-window group's per-request block demand ``cdiv(min(W − 1 + F, L), B) + 1``.
+
+    0.33: ``max_in_flight_tokens`` = 2 × max_num_batched_tokens (async scheduling on by default);
+    0.10–0.20: max_num_batched_tokens (``kv_cache_interface.py::SlidingWindowSpec.max_memory_usage_bytes``).
+    """
+    if ver >= (0, 33, 0):
+        return 2 * max_num_batched_tokens, "vLLM 0.33: 2 × max_num_batched_tokens in flight (async scheduling)"
+    return max_num_batched_tokens, "vLLM 0.10–0.20 rule: max_num_batched_tokens (0.21–0.32 not read; assumed the same)"
+
+
+def default_block_size(ver: tuple[int, int, int], is_mla: bool, arch: str) -> tuple[int, str]:
+    """Tokens per KV block when the user does not set ``--block-size``.
+
+    16 (``CacheConfig.DEFAULT_BLOCK_SIZE``) unless the attention backend needs more
+    (``AttentionBackend.get_preferred_block_size``): MLA on Hopper is FLASH_ATTN_MLA (16) in 0.33
+    but FlashMLA (64) before; MLA on Blackwell is FLASHINFER_MLA (32).
+    """
+    if is_mla and arch == "sm90":
+        if ver >= (0, 33, 0):
+            return 16, "vLLM 0.33 on Hopper picks FLASH_ATTN_MLA: block 16 (platforms/cuda.py priorities)"
+        return 64, "vLLM before 0.33 on Hopper picks FlashMLA: block 64"
+    if is_mla and arch == "sm100":
+        return 32, "vLLM on Blackwell picks FLASHINFER_MLA: block 32"
+    return 16, "vLLM default block_size 16 (config/cache.py::DEFAULT_BLOCK_SIZE)"
+
+
+def printed_capacity_lines(ver: tuple[int, int, int], num_blocks: int, block_size: int, num_groups: int,
+                           max_model_len: int, blocks_per_request: int, cpu_blocks: int = 0) -> list[str]:
+    """The start-up lines reporting KV capacity, exactly as this vLLM version formats them (engines.md §1.8).
+
+    Args:
+        num_blocks: GPU blocks including the null block, count. blocks_per_request: R(L), blocks.
+        num_groups: KV cache groups. cpu_blocks: V0 swap blocks (4 GiB swap space by default).
+    """
+    e, L = era(ver), max_model_len
+    if e == "v0":
+        c = num_blocks * block_size / L
+        return [f"# GPU blocks: {num_blocks}, # CPU blocks: {cpu_blocks}",
+                f"Maximum concurrency for {L} tokens per request: {c:.2f}x"]
+    if e == "v1-0.8":
+        tokens = num_blocks * block_size
+        return [f"GPU KV cache size: {tokens:,} tokens", f"Maximum concurrency for {L:,} tokens per request: {tokens / L:.2f}x"]
+    c = num_blocks / blocks_per_request
+    if e == "v1-0.10":
+        tokens = (num_blocks // num_groups) * block_size
+        return [f"GPU KV cache size: {tokens:,} tokens", f"Maximum concurrency for {L:,} tokens per request: {c:.2f}x"]
+    tokens = int(c * L)
+    if ver >= (0, 33, 0):
+        return [f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {L:,} tokens per request: {c:.2f}x"]
+    return [f"GPU KV cache size: {tokens:,} tokens", f"Maximum concurrency for {L:,} tokens per request: {c:.2f}x"]

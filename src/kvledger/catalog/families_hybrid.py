@@ -1,0 +1,214 @@
+"""Families whose layout departs from the plain decoder: DeepSeek MLA, Qwen3-Next, Jamba, Nemotron-H, OPT.
+
+Layer layouts and tensor shapes follow the transformers modeling files
+(``modeling_deepseek_v3.py``, ``modeling_qwen3_next.py``, ``modeling_jamba.py``,
+``modeling_nemotron_h.py``, ``modeling_opt.py``); recurrent-state shapes follow vLLM's
+``mamba_utils`` state-shape helpers (conv state keeps ``kernel − 1`` columns).
+"""
+
+from __future__ import annotations
+
+import math
+
+from kvledger.catalog.cfg import Cfg
+from kvledger.catalog.families import Family, decoder_mlp, embed, heads, moe_counts
+from kvledger.catalog.layers import FullAttention, MLAAttention, StateLayer
+from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
+
+
+def mla(c: Cfg) -> Family:
+    """DeepSeek-V2/V3/R1 and Kimi-K2: MLA attention, dense first layers then MoE with shared experts.
+
+    The KV cache is the latent (kv_lora_rank + qk_rope_head_dim), never num_key_value_heads × head_dim.
+    """
+    h, nh, n = c.int("hidden_size"), c.int("num_attention_heads"), c.int("num_hidden_layers")
+    kv_lora, rope, nope = c.int("kv_lora_rank"), c.int("qk_rope_head_dim"), c.int("qk_nope_head_dim")
+    v_hd, q_lora = c.int("v_head_dim"), c.int("q_lora_rank", None)
+    bias = c.get("attention_bias", False) is True
+    E, k = c.int("n_routed_experts", 0, minimum=0), c.int("num_experts_per_tok", 0, minimum=0)
+    first_dense, freq = c.int("first_k_dense_replace", 0, minimum=0), c.int("moe_layer_freq", 1)
+    w, _ = embed(c, h, tied_default=False)
+    fam = Family([], w, E, k)
+    fam.notes.append(f"MLA: num_key_value_heads={c.get('num_key_value_heads', None)} is not what the cache holds; "
+                     f"the cache holds a {kv_lora}+{rope}-element latent per layer per token")
+    for i in range(n):
+        p = f"model.layers.{i}.self_attn"
+        fam.layers.append(MLAAttention(kv_lora, rope, nh))
+        if q_lora:
+            w += mat(f"{p}.q_a_proj", q_lora, h, bias=bias, tp="replicate") + norm(f"{p}.q_a_layernorm", q_lora)
+            w += mat(f"{p}.q_b_proj", nh * (nope + rope), q_lora)
+        else:
+            w += mat(f"{p}.q_proj", nh * (nope + rope), h)
+        w += mat(f"{p}.kv_a_proj_with_mqa", kv_lora + rope, h, bias=bias, tp="replicate") + norm(f"{p}.kv_a_layernorm", kv_lora)
+        w += mat(f"{p}.kv_b_proj", nh * (nope + v_hd), kv_lora) + mat(f"{p}.o_proj", h, nh * v_hd, bias=bias)
+        lp = f"model.layers.{i}"
+        w += norm(f"{lp}.input_layernorm", h) + norm(f"{lp}.post_attention_layernorm", h)
+        if E and i >= first_dense and i % freq == 0:
+            w += mat(f"{lp}.mlp.gate", E, h, tp="replicate", linear=False)
+            if c.get("topk_method", None) == "noaux_tc":
+                w += vec(f"{lp}.mlp.gate.e_score_correction_bias", E)
+            w += moe_experts(f"{lp}.mlp", h, c.int("moe_intermediate_size"), E)
+            if c.int("n_shared_experts", 0, minimum=0):
+                w += gated_mlp(f"{lp}.mlp.shared_experts", h, c.int("moe_intermediate_size") * c.int("n_shared_experts"))
+        else:
+            w += gated_mlp(f"{lp}.mlp", h, c.int("intermediate_size"))
+    w += norm("model.norm", h)
+    return fam
+
+
+def qwen3_next(c: Cfg) -> Family:
+    """Qwen3-Next: every ``full_attention_interval``-th layer gated softmax attention, the rest Gated DeltaNet."""
+    h, nh, nkv, hd = heads(c)
+    n, interval = c.int("num_hidden_layers"), c.int("full_attention_interval")
+    nk, nv = c.int("linear_num_key_heads"), c.int("linear_num_value_heads")
+    dk, dv, kern = c.int("linear_key_head_dim"), c.int("linear_value_head_dim"), c.int("linear_conv_kernel_dim")
+    key_dim, value_dim = nk * dk, nv * dv
+    conv_dim = 2 * key_dim + value_dim
+    w, _ = embed(c, h, tied_default=False)
+    E, k = moe_counts(c, "qwen3_next")
+    fam = Family([], w, E, k)
+    fam.notes.append(f"layout from full_attention_interval={interval}: layer i is full attention when (i+1) % {interval} == 0")
+    for i in range(n):
+        p = f"model.layers.{i}"
+        if (i + 1) % interval == 0:
+            fam.layers.append(FullAttention(nkv, hd, hd, nh))
+            w += std_attention(f"{p}.self_attn", h, nh, nkv, hd, q_mult=2)
+            w += norm(f"{p}.self_attn.q_norm", hd) + norm(f"{p}.self_attn.k_norm", hd)
+        else:
+            fam.layers.append(StateLayer("gated_deltanet", conv_dim * (kern - 1), nv * dk * dv))
+            la = f"{p}.linear_attn"
+            w += mat(f"{la}.in_proj_qkvz", 2 * key_dim + 2 * value_dim, h) + mat(f"{la}.in_proj_ba", 2 * nv, h)
+            w += [Weight(f"{la}.conv1d.weight", conv_dim, kern, 1, False, "shard")]
+            w += vec(f"{la}.dt_bias", nv, tp="shard") + vec(f"{la}.A_log", nv, tp="shard") + norm(f"{la}.norm", dv)
+            w += mat(f"{la}.out_proj", h, value_dim)
+        w += norm(f"{p}.input_layernorm", h) + norm(f"{p}.post_attention_layernorm", h)
+        w += decoder_mlp(c, "qwen3_next", p, h, i, E)
+    w += norm("model.norm", h)
+    return fam
+
+
+def jamba(c: Cfg) -> Family:
+    """Jamba: attention at ``i % attn_layer_period == attn_layer_offset``, Mamba-1 elsewhere; MoE every other layer."""
+    h, nh, nkv, hd = heads(c)
+    n = c.int("num_hidden_layers")
+    ap, ao = c.int("attn_layer_period"), c.int("attn_layer_offset", minimum=0)
+    ep, eo = c.int("expert_layer_period"), c.int("expert_layer_offset", minimum=0)
+    E, k = c.int("num_experts", 1), c.int("num_experts_per_tok", 1)
+    d_inner, d_state, d_conv = c.int("mamba_expand") * h, c.int("mamba_d_state"), c.int("mamba_d_conv")
+    dt_rank = c.get("mamba_dt_rank")
+    dt_rank = math.ceil(h / 16) if dt_rank == "auto" else c.int("mamba_dt_rank")
+    pb, cb = c.get("mamba_proj_bias", False) is True, c.get("mamba_conv_bias", True) is True
+    w, _ = embed(c, h, tied_default=False)
+    fam = Family([], w, E if E > 1 else 0, k if E > 1 else 0)
+    for i in range(n):
+        p = f"model.layers.{i}"
+        if i % ap == ao:
+            fam.layers.append(FullAttention(nkv, hd, hd, nh))
+            w += std_attention(f"{p}.self_attn", h, nh, nkv, hd)
+        else:
+            fam.layers.append(StateLayer("mamba", d_inner * (d_conv - 1), d_inner * d_state))
+            m = f"{p}.mamba"
+            w += mat(f"{m}.in_proj", 2 * d_inner, h, bias=pb) + [Weight(f"{m}.conv1d.weight", d_inner, d_conv, 1, False)]
+            w += vec(f"{m}.conv1d.bias", d_inner, tp="shard") if cb else []
+            w += mat(f"{m}.x_proj", dt_rank + 2 * d_state, d_inner, tp="shard") + mat(f"{m}.dt_proj", d_inner, dt_rank, bias=True)
+            w += [Weight(f"{m}.A_log", d_inner, d_state, 1, False)] + vec(f"{m}.D", d_inner, tp="shard")
+            w += mat(f"{m}.out_proj", h, d_inner, bias=pb)
+            w += norm(f"{m}.dt_layernorm", dt_rank) + norm(f"{m}.b_layernorm", d_state) + norm(f"{m}.c_layernorm", d_state)
+        if E > 1 and i % ep == eo:
+            w += mat(f"{p}.feed_forward.router", E, h, tp="replicate", linear=False)
+            w += moe_experts(f"{p}.feed_forward", h, c.int("intermediate_size"), E)
+        else:
+            w += gated_mlp(f"{p}.feed_forward", h, c.int("intermediate_size"))
+        w += norm(f"{p}.input_layernorm", h) + norm(f"{p}.pre_ff_layernorm", h)
+    w += norm("model.final_layernorm", h)
+    return fam
+
+
+def nemotron_h(c: Cfg) -> Family:
+    """Nemotron-H: one mixer per layer from ``hybrid_override_pattern`` (M Mamba-2, * attention, - MLP)."""
+    h, nh, nkv, hd = heads(c)
+    pattern, n = c.str("hybrid_override_pattern"), c.int("num_hidden_layers")
+    if len(pattern) != n:
+        raise c.error("hybrid_override_pattern", f"has {len(pattern)} characters for {n} layers")
+    heads_m, hd_m, d_state = c.int("mamba_num_heads"), c.int("mamba_head_dim"), c.int("ssm_state_size")
+    groups, kern = c.int("n_groups"), c.int("conv_kernel")
+    d_inner = heads_m * hd_m
+    conv_dim = d_inner + 2 * groups * d_state
+    ub, cb = c.get("use_bias", False) is True, c.get("use_conv_bias", True) is True
+    w = [Weight("backbone.embeddings.weight", c.int("vocab_size"), h, 1, False, "shard")]
+    if not c.bool("tie_word_embeddings", False):
+        w.append(Weight("lm_head.weight", c.int("vocab_size"), h, 1, False, "shard"))
+    fam = Family([], w)
+    for i, ch in enumerate(pattern):
+        p = f"backbone.layers.{i}"
+        w += norm(f"{p}.norm", h)
+        if ch == "M":
+            fam.layers.append(StateLayer("mamba2", conv_dim * (kern - 1), heads_m * hd_m * d_state))
+            m = f"{p}.mixer"
+            w += mat(f"{m}.in_proj", 2 * d_inner + 2 * groups * d_state + heads_m, h, bias=ub)
+            w += [Weight(f"{m}.conv1d.weight", conv_dim, kern, 1, False)] + (vec(f"{m}.conv1d.bias", conv_dim, tp="shard") if cb else [])
+            w += vec(f"{m}.dt_bias", heads_m, tp="shard") + vec(f"{m}.A_log", heads_m, tp="shard") + vec(f"{m}.D", heads_m, tp="shard")
+            w += norm(f"{m}.norm", d_inner) + mat(f"{m}.out_proj", h, d_inner, bias=ub)
+        elif ch == "*":
+            fam.layers.append(FullAttention(nkv, hd, hd, nh))
+            b = c.get("attention_bias", False) is True
+            w += std_attention(f"{p}.mixer", h, nh, nkv, hd, qkv_bias=b, o_bias=b)
+        elif ch == "-":
+            fam.layers.append(None)
+            w += plain_mlp(f"{p}.mixer", h, c.int("intermediate_size"), bias=c.get("mlp_bias", False) is True)
+        else:
+            raise c.error("hybrid_override_pattern", f"layer {i} has block type {ch!r}; supported: M (Mamba-2), * (attention), - (MLP)")
+    w += norm("backbone.norm_f", h)
+    return fam
+
+
+def opt(c: Cfg) -> Family:
+    """OPT: MHA with biases, learned positions (offset 2), LayerNorms with bias, ReLU fc1/fc2, tied head."""
+    h, nh, nkv, hd = heads(c)
+    n, ffn, v = c.int("num_hidden_layers"), c.int("ffn_dim"), c.int("vocab_size")
+    proj = c.int("word_embed_proj_dim", h)
+    b = c.get("enable_bias", True) is True
+    w = [Weight("model.decoder.embed_tokens.weight", v, proj, 1, False, "shard"),
+         Weight("model.decoder.embed_positions.weight", c.int("max_position_embeddings") + 2, h, 1, False, "replicate")]
+    if proj != h:
+        w += mat("model.decoder.project_in", h, proj, tp="replicate") + mat("model.decoder.project_out", proj, h, tp="replicate")
+    if not c.bool("tie_word_embeddings", True):
+        w.append(Weight("lm_head.weight", v, proj, 1, False, "shard"))
+    fam = Family([], w)
+    for i in range(n):
+        p = f"model.decoder.layers.{i}"
+        fam.layers.append(FullAttention(nkv, hd, hd, nh))
+        w += (mat(f"{p}.self_attn.q_proj", h, h, bias=b) + mat(f"{p}.self_attn.k_proj", h, h, bias=b, tp="kv")
+              + mat(f"{p}.self_attn.v_proj", h, h, bias=b, tp="kv") + mat(f"{p}.self_attn.out_proj", h, h, bias=b, bias_tp="replicate"))
+        w += norm(f"{p}.self_attn_layer_norm", h, bias=True) + norm(f"{p}.final_layer_norm", h, bias=True)
+        w += plain_mlp(p, h, ffn, bias=b, names=("fc1", "fc2"))
+    if c.get("do_layer_norm_before", True) is True and not c.get("_remove_final_layer_norm", False):
+        w += norm("model.decoder.final_layer_norm", h, bias=True)
+    return fam
+
+
+def falcon(c: Cfg) -> Family:
+    """Falcon: fused query_key_value, MQA when ``multi_query`` (one KV head), parallel attention/MLP, LayerNorms with bias, tied head."""
+    h, nh, n = c.int("hidden_size"), c.int("num_attention_heads"), c.int("num_hidden_layers")
+    new_arch = c.get("new_decoder_architecture", False) is True
+    nkv = c.int("num_kv_heads") if new_arch else (1 if c.get("multi_query", True) is True else nh)
+    hd = h // nh
+    b = c.get("bias", False) is True
+    ffn = c.int("ffn_hidden_size", 4 * h)
+    w = [Weight("transformer.word_embeddings.weight", c.int("vocab_size"), h, 1, False, "shard")]
+    if not c.bool("tie_word_embeddings", True):
+        w.append(Weight("lm_head.weight", c.int("vocab_size"), h, 1, False, "shard"))
+    fam = Family([], w)
+    if nkv == 1:
+        fam.notes.append("multi_query: one KV head shared by all attention heads (MQA)")
+    for i in range(n):
+        p = f"transformer.h.{i}"
+        fam.layers.append(FullAttention(nkv, hd, hd, nh))
+        w += mat(f"{p}.self_attention.query_key_value", (nh + 2 * nkv) * hd, h, bias=b)
+        w += mat(f"{p}.self_attention.dense", h, h, bias=b, bias_tp="replicate")
+        w += plain_mlp(f"{p}.mlp", h, ffn, bias=b, names=("dense_h_to_4h", "dense_4h_to_h"))
+        lns = ("ln_attn", "ln_mlp") if new_arch else (("input_layernorm",) if c.get("parallel_attn", True) is True else ("input_layernorm", "post_attention_layernorm"))
+        for ln in lns:
+            w += norm(f"{p}.{ln}", h, bias=True)
+    w += norm("transformer.ln_f", h, bias=True)
+    return fam

@@ -1,0 +1,207 @@
+"""The GPU catalog: memory as CUDA reports it, HBM bandwidth, dense FLOP/s and links, from ``catalog/data/gpus.csv``.
+
+Memory: engines size their budget from the device total that ``cudaMemGetInfo`` returns,
+which is below the ``nvidia-smi`` total (itself below the marketing GB). For the H100-80GB
+the CUDA total is measured (81,120 MiB = 79.22 GiB, vLLM PR #12126 log); for other parts it is
+the nvidia-smi total minus the same 439 MiB gap (an assumption, labelled as such; it matches
+the RTX 3090's 23.58 GiB in vLLM issue #10517 and the RTX 4090's 23.55 GiB in #11550 to ±10 MiB).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from kvledger.errors import InputError, UnknownNameError
+from kvledger.units import GB, MiB
+
+__all__ = ["GpuSpec", "get_gpu", "gpu_catalog", "custom_gpu", "resolve_gpu", "CUDA_RESERVE_MIB"]
+
+CUDA_RESERVE_MIB = 439
+"""nvidia-smi total − CUDA total on an H100-80GB: 81,559 − 81,120 MiB (vLLM PR #12126), MiB."""
+
+_MEASURED_CUDA_TOTAL_MIB = {"nvidia_h100_sxm": (81120, "vLLM PR #12126 log: total_gpu_memory (79.22GiB)"),
+                            "nvidia_h100_pcie": (81120, "same board memory as H100 SXM (vLLM PR #12126 log)")}
+
+_ALIASES = {
+    "nvidia_h100_sxm": ["h100", "h100-sxm", "h100-sxm5", "h100-80gb", "h100-sxm-80gb", "h100 80gb hbm3"],
+    "nvidia_h100_pcie": ["h100-pcie", "h100-pcie-80gb"],
+    "nvidia_h100_nvl": ["h100-nvl", "h100-94gb"],
+    "nvidia_h200_sxm": ["h200", "h200-sxm", "h200-141gb"],
+    "nvidia_h200_nvl": ["h200-nvl"],
+    "nvidia_a100_80gb_sxm": ["a100", "a100-80gb", "a100-sxm", "a100-sxm4-80gb", "a100-80gb-sxm"],
+    "nvidia_a100_80gb_pcie": ["a100-pcie", "a100-80gb-pcie"],
+    "nvidia_a100_40gb_sxm": ["a100-40gb", "a100-sxm4-40gb"],
+    "nvidia_b200": ["b200"], "nvidia_gb200": ["gb200"], "nvidia_b300": ["b300"], "nvidia_gb300": ["gb300"],
+    "nvidia_gh200_96gb": ["gh200", "gh200-96gb"], "nvidia_gh200_144gb": ["gh200-144gb"],
+    "nvidia_l4": ["l4"], "nvidia_l40s": ["l40s"], "nvidia_a10": ["a10"], "nvidia_a10g": ["a10g"],
+    "nvidia_rtx_4090": ["rtx4090", "rtx-4090", "4090"], "nvidia_rtx_5090": ["rtx5090", "rtx-5090", "5090"],
+    "amd_mi300x": ["mi300x"], "amd_mi325x": ["mi325x"], "amd_mi355x": ["mi355x"], "amd_mi250x": ["mi250x"],
+    "google_tpu_v5e": ["tpu-v5e", "v5e"], "google_tpu_v6e": ["tpu-v6e", "v6e", "trillium"], "intel_gaudi3": ["gaudi3"],
+}
+
+_ARCH = {"h100": "sm90", "h200": "sm90", "gh200": "sm90", "b200": "sm100", "gb200": "sm100", "b300": "sm100",
+         "gb300": "sm100", "a100": "sm80", "a10": "sm86", "rtx_4090": "sm89", "l4": "sm89", "l40s": "sm89", "rtx_5090": "sm120"}
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One accelerator as the ledger needs it.
+
+    Attributes:
+        gpu_id: catalog key (``nvidia_h100_sxm``) or "custom".
+        name: vendor model name.
+        memory_gb_marketed: the datasheet's capacity, GB (10^9 B).
+        nvidia_smi_mib: total shown by nvidia-smi/rocm-smi, MiB; None if unknown.
+        memory_bytes: device total as CUDA reports it (what engines multiply by their fraction), B.
+        memory_source: where ``memory_bytes`` comes from (measurement or stated assumption).
+        hbm_bandwidth_bytes_per_s: peak memory bandwidth, B/s.
+        bf16_flops_per_s / fp8_flops_per_s / fp4_flops_per_s: dense tensor-core peaks, FLOP/s (None: unsupported).
+        interconnect / interconnect_bytes_per_s: scale-up link and its bidirectional bandwidth per GPU, B/s.
+        host_link_bytes_per_s: PCIe/C2C bandwidth to the host, bidirectional, B/s.
+        tdp_w: board power, W. arch: compute capability family ("sm90", ...), "" if not NVIDIA.
+        datasheet_ref, confidence, notes: provenance from gpus.csv.
+    """
+
+    gpu_id: str
+    name: str
+    memory_gb_marketed: float
+    nvidia_smi_mib: int | None
+    memory_bytes: int
+    memory_source: str
+    hbm_bandwidth_bytes_per_s: float
+    bf16_flops_per_s: float
+    fp8_flops_per_s: float | None
+    fp4_flops_per_s: float | None
+    interconnect: str
+    interconnect_bytes_per_s: float
+    host_link_bytes_per_s: float
+    tdp_w: float | None
+    arch: str
+    datasheet_ref: str
+    confidence: str
+    notes: str
+
+    def ridge_flops_per_byte(self, dtype: str = "bf16") -> float:
+        """Roofline ridge point: dense peak FLOP/s ÷ HBM bytes/s, FLOP/B (H100 SXM bf16: 989.5e12/3.35e12 = 295.4)."""
+        peak = {"bf16": self.bf16_flops_per_s, "fp8": self.fp8_flops_per_s, "fp4": self.fp4_flops_per_s}[dtype]
+        if not peak:
+            raise InputError(f"{self.name} has no dense {dtype} tensor rate in the catalog")
+        return peak / self.hbm_bandwidth_bytes_per_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _f(x: str) -> float | None:
+    return float(x) if x not in ("", None) else None
+
+
+def _row_to_spec(r: dict[str, str]) -> GpuSpec | None:
+    smi = int(r["memory_mib_reported"]) if r["memory_mib_reported"] else None
+    gid = r["gpu_id"]
+    if gid in _MEASURED_CUDA_TOTAL_MIB:
+        mib, src = _MEASURED_CUDA_TOTAL_MIB[gid]
+    elif smi:
+        mib, src = smi - CUDA_RESERVE_MIB, f"nvidia-smi {smi:,} MiB − {CUDA_RESERVE_MIB} MiB CUDA/driver reserve (assumed as measured on H100)"
+    elif r["memory_gib_reported"]:
+        mib, src = int(float(r["memory_gib_reported"]) * 1024), f"{r['memory_reported_via']}"
+    else:
+        mib, src = int(float(r["memory_gb_marketed"]) * GB / MiB), "marketing capacity (no nvidia-smi figure in the catalog)"
+    key = next((k for k in sorted(_ARCH, key=len, reverse=True) if k in gid), None)
+    return GpuSpec(
+        gpu_id=gid, name=f"{r['vendor']} {r['model']}", memory_gb_marketed=float(r["memory_gb_marketed"]), nvidia_smi_mib=smi,
+        memory_bytes=mib * MiB, memory_source=src, hbm_bandwidth_bytes_per_s=float(r["memory_bandwidth_tb_s"]) * 1e12,
+        bf16_flops_per_s=float(r["bf16_dense_tflops"]) * 1e12,
+        fp8_flops_per_s=(_f(r["fp8_dense_tflops"]) or 0) * 1e12 or None, fp4_flops_per_s=(_f(r["fp4_dense_tflops"]) or 0) * 1e12 or None,
+        interconnect=r["scaleup_interconnect"], interconnect_bytes_per_s=(_f(r["scaleup_bw_gb_s_bidir_per_gpu"]) or 0) * 1e9,
+        host_link_bytes_per_s=(_f(r["host_bw_gb_s_bidir"]) or 0) * 1e9, tdp_w=_f(r["tdp_w"]),
+        arch=_ARCH.get(key, "") if key else "", datasheet_ref=r["datasheet_ref"], confidence=r["confidence"], notes=r["notes"])
+
+
+@lru_cache(maxsize=1)
+def gpu_catalog() -> dict[str, GpuSpec]:
+    """Every catalog GPU keyed by id (source: catalog/data/gpus.csv and gpus.SOURCES.md)."""
+    path = resources.files("kvledger.catalog") / "data" / "gpus.csv"
+    with path.open(encoding="utf-8") as fh:
+        return {r["gpu_id"]: _row_to_spec(r) for r in csv.DictReader(fh)}
+
+
+def _norm(s: str) -> str:
+    return s.strip().lower().replace("_", "-").replace(" ", "-").removeprefix("nvidia-")
+
+
+def get_gpu(name: str) -> GpuSpec:
+    """Look up a GPU by catalog id or alias (``H100``, ``h100-sxm``, ``nvidia_h200_sxm``, case-insensitive).
+
+    Raises:
+        UnknownNameError: unknown name, with the closest names.
+    """
+    cat = gpu_catalog()
+    key = _norm(name)
+    for gid in cat:
+        if key in (_norm(gid), _norm(gid.removeprefix("nvidia_"))) or key in (_norm(a) for a in _ALIASES.get(gid, [])):
+            return cat[gid]
+    known = list(cat) + [a for v in _ALIASES.values() for a in v]
+    raise UnknownNameError("GPU", name, known, hint="Run `kvledger gpus` for the catalog, or describe your own GPU with --gpu-memory/--gpu-bandwidth/--gpu-flops.")
+
+
+def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, bf16_flops_per_s: float,
+               fp8_flops_per_s: float | None = None, base: GpuSpec | None = None) -> GpuSpec:
+    """A GPU from user-given figures (memory as CUDA reports it, B; bandwidth, B/s; dense FLOP/s).
+
+    Raises:
+        InputError: a zero, negative or absurd figure.
+    """
+    for what, v, lo, hi in (("memory", memory_bytes, 1 * MiB, 2**45), ("bandwidth", hbm_bandwidth_bytes_per_s, 1e9, 1e15),
+                            ("bf16 FLOP/s", bf16_flops_per_s, 1e11, 1e18)):
+        if not (lo <= v <= hi):
+            raise InputError(f"custom GPU {what} {v:g} is outside the plausible range [{lo:g}, {hi:g}]")
+    b = base
+    return GpuSpec("custom", name, memory_bytes / GB, None, int(memory_bytes), "given by the user", hbm_bandwidth_bytes_per_s,
+                   bf16_flops_per_s, fp8_flops_per_s, None, b.interconnect if b else "unknown", b.interconnect_bytes_per_s if b else 0.0,
+                   b.host_link_bytes_per_s if b else 0.0, b.tdp_w if b else None, b.arch if b else "", "user", "given", "")
+
+
+def _gpu_file(path: Path) -> GpuSpec:
+    """A custom GPU from a small JSON or TOML file: name, memory ("79.22GiB"), bandwidth_tb_s, bf16_tflops[, fp8_tflops, base]."""
+    import json
+    import tomllib
+
+    from kvledger.errors import ConfigError
+    from kvledger.units import parse_bytes
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        d = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (OSError, ValueError) as err:
+        raise ConfigError(str(path), f"cannot read the GPU description: {err}") from None
+    missing = [k for k in ("memory", "bandwidth_tb_s", "bf16_tflops") if k not in d]
+    if missing:
+        raise ConfigError(str(path), f"missing {', '.join(missing)}; a GPU file needs name, memory (e.g. \"79.22GiB\" as CUDA reports it), bandwidth_tb_s, bf16_tflops", field=missing[0])
+    base = get_gpu(d["base"]) if d.get("base") else None
+    fp8 = d.get("fp8_tflops")
+    return custom_gpu(d.get("name", path.stem), parse_bytes(d["memory"], what=f"{path}: memory"), float(d["bandwidth_tb_s"]) * 1e12,
+                      float(d["bf16_tflops"]) * 1e12, float(fp8) * 1e12 if fp8 else None, base)
+
+
+def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth_bytes_per_s: float | None = None,
+                bf16_flops_per_s: float | None = None) -> GpuSpec:
+    """A catalog GPU or a GPU file, with optional overrides (e.g. the device total your own log printed).
+
+    Raises:
+        UnknownNameError, ConfigError, InputError: as get_gpu / the file reader / custom_gpu.
+    """
+    p = Path(name_or_path)
+    g = _gpu_file(p) if p.suffix in (".json", ".toml") and p.exists() else get_gpu(name_or_path)
+    if memory_bytes is None and bandwidth_bytes_per_s is None and bf16_flops_per_s is None:
+        return g
+    checked = custom_gpu(g.name, memory_bytes or g.memory_bytes, bandwidth_bytes_per_s or g.hbm_bandwidth_bytes_per_s,
+                         bf16_flops_per_s or g.bf16_flops_per_s, g.fp8_flops_per_s, g)
+    src = "given by the user (--gpu-memory)" if memory_bytes else g.memory_source
+    return replace(g, memory_bytes=checked.memory_bytes, memory_source=src, hbm_bandwidth_bytes_per_s=checked.hbm_bandwidth_bytes_per_s,
+                   bf16_flops_per_s=checked.bf16_flops_per_s)

@@ -1,0 +1,153 @@
+"""Per-layer KV-cache specs: what one layer keeps per token (or per sequence) and how that scales with TP.
+
+One frozen dataclass per attention kind whose formula really differs, after vLLM's
+family in ``vllm/v1/kv_cache_interface.py`` (FullAttentionSpec, SlidingWindowSpec,
+ChunkedLocalAttentionSpec, MLAAttentionSpec, MambaSpec). Element sizes (``elem_bytes``)
+are passed in by the caller: they come from the KV-cache dtype, not from the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "FullAttention",
+    "SlidingWindowAttention",
+    "ChunkedLocalAttention",
+    "MLAAttention",
+    "StateLayer",
+    "LayerSpec",
+    "kv_heads_per_gpu",
+]
+
+
+def kv_heads_per_gpu(num_kv_heads: int, tp: int) -> int:
+    """KV heads each GPU holds under tensor parallelism: ``max(1, H_kv // tp)``.
+
+    With fewer KV heads than GPUs each GPU still holds one whole head (heads are
+    replicated). Source: vLLM ``config/model.py::ModelConfig.get_num_kv_heads``.
+    """
+    return max(1, num_kv_heads // tp)
+
+
+@dataclass(frozen=True, slots=True)
+class FullAttention:
+    """Softmax attention over the whole context (MHA, GQA or MQA; the head counts tell which).
+
+    Attributes:
+        num_kv_heads: KV heads of the layer (all GPUs together).
+        head_dim: K head size, elements.
+        v_head_dim: V head size, elements (equal to head_dim except in a few models).
+        num_attention_heads: query heads, kept to flag the classic heads-vs-KV-heads error.
+    """
+
+    num_kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    num_attention_heads: int
+    kind: str = "full"
+
+    def kv_elements_per_token(self, tp: int = 1) -> int:
+        """K and V elements one token adds on one GPU: ``H_kv_per_gpu · (d_k + d_v)``."""
+        return kv_heads_per_gpu(self.num_kv_heads, tp) * (self.head_dim + self.v_head_dim)
+
+    def kv_bytes_per_token(self, elem_bytes: float, tp: int = 1) -> float:
+        """Bytes one token adds on one GPU, B/token (vLLM ``FullAttentionSpec.page_size_bytes`` / block_size)."""
+        return self.kv_elements_per_token(tp) * elem_bytes
+
+    def tokens_held(self, context_tokens: int) -> int:
+        """Tokens whose KV the layer holds at a given context, tokens."""
+        return context_tokens
+
+    def formula(self, elem_bytes: float, tp: int = 1) -> str:
+        h = kv_heads_per_gpu(self.num_kv_heads, tp)
+        dims = f"2 × {self.head_dim}" if self.head_dim == self.v_head_dim else f"({self.head_dim} + {self.v_head_dim})"
+        return f"{h} KV heads × {dims} × {elem_bytes:g} B"
+
+
+@dataclass(frozen=True, slots=True)
+class SlidingWindowAttention(FullAttention):
+    """Attention over the last ``window_tokens`` tokens only (Mistral, Gemma-2 local layers, gpt-oss banded layers)."""
+
+    window_tokens: int = 0
+    kind: str = "sliding_window"
+
+    def tokens_held(self, context_tokens: int) -> int:
+        return min(context_tokens, self.window_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkedLocalAttention(FullAttention):
+    """Attention within fixed chunks of ``chunk_tokens`` tokens (Llama-4 ``attention_chunk_size``)."""
+
+    chunk_tokens: int = 0
+    kind: str = "chunked_local"
+
+    def tokens_held(self, context_tokens: int) -> int:
+        # Upper bound: a token sees at most the chunk it sits in.
+        return min(context_tokens, self.chunk_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class MLAAttention:
+    """Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): one compressed latent per token, no K/V pair.
+
+    Per layer per token the cache holds ``kv_lora_rank + qk_rope_head_dim`` elements
+    (576 for DeepSeek-V3), whatever the head count, and the latent is replicated on every
+    TP rank (vLLM ``MLAAttentionSpec``; DeepSeek-V2 paper §2.1.2).
+    """
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    num_attention_heads: int
+    kind: str = "mla"
+
+    def kv_elements_per_token(self, tp: int = 1) -> int:
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+    def kv_bytes_per_token(self, elem_bytes: float, tp: int = 1) -> float:
+        return self.kv_elements_per_token(tp) * elem_bytes
+
+    def tokens_held(self, context_tokens: int) -> int:
+        return context_tokens
+
+    def formula(self, elem_bytes: float, tp: int = 1) -> str:
+        return f"({self.kv_lora_rank} kv_lora_rank + {self.qk_rope_head_dim} qk_rope_head_dim) × {elem_bytes:g} B, no K/V factor 2, whole on every TP rank"
+
+
+@dataclass(frozen=True, slots=True)
+class StateLayer:
+    """A linear-attention or state-space layer (Mamba-1/2, Gated DeltaNet): a fixed state per sequence.
+
+    Attributes:
+        mixer: "mamba", "mamba2" or "gated_deltanet".
+        conv_elements: convolution state elements per sequence (all GPUs), elements.
+        ssm_elements: recurrent/SSM state elements per sequence (all GPUs), elements.
+        tp_shardable: True when the state splits across TP ranks by heads/channels.
+    """
+
+    mixer: str
+    conv_elements: int
+    ssm_elements: int
+    tp_shardable: bool = True
+    kind: str = "state"
+
+    def kv_elements_per_token(self, tp: int = 1) -> int:
+        return 0
+
+    def kv_bytes_per_token(self, elem_bytes: float, tp: int = 1) -> float:
+        return 0.0
+
+    def tokens_held(self, context_tokens: int) -> int:
+        return 0
+
+    def state_bytes(self, conv_elem_bytes: float, ssm_elem_bytes: float, tp: int = 1) -> float:
+        """Bytes of state per sequence on one GPU, B/sequence (independent of context length)."""
+        div = tp if self.tp_shardable else 1
+        return (self.conv_elements * conv_elem_bytes + self.ssm_elements * ssm_elem_bytes) / div
+
+    def formula(self, elem_bytes: float, tp: int = 1) -> str:
+        return f"{self.mixer}: {self.conv_elements:,} conv + {self.ssm_elements:,} SSM state elements per sequence"
+
+
+LayerSpec = FullAttention | SlidingWindowAttention | ChunkedLocalAttention | MLAAttention | StateLayer

@@ -1,0 +1,140 @@
+"""Finding a model's config: bundled real configs (by HF id or alias), a local file or folder, or the Hub.
+
+Bundled configs live in ``catalog/data/models/<org>--<name>.json`` (provenance in
+``SOURCES.md`` there). Publisher-stated parameter counts are in ``publisher_params.csv``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from kvledger.catalog.jsonload import load_json_file
+from kvledger.catalog.modelspec import ModelSpec, parse_config
+from kvledger.errors import KvLedgerError, UnknownNameError
+
+__all__ = ["load_model", "bundled_models", "resolve_bundled", "StatedParams", "stated_params", "BundledModel"]
+
+_DATA = resources.files("kvledger.catalog") / "data" / "models"
+
+# Releases whose architecture (and config apart from token ids) equals a bundled one.
+_TWINS = {
+    "meta-llama/Meta-Llama-3.1-8B": ["meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B-Instruct"],
+    "meta-llama/Meta-Llama-3.1-70B": ["meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Meta-Llama-3.1-70B-Instruct", "meta-llama/Llama-3.3-70B-Instruct"],
+    "meta-llama/Meta-Llama-3.1-405B": ["meta-llama/Llama-3.1-405B", "meta-llama/Llama-3.1-405B-Instruct"],
+    "meta-llama/Llama-3.2-3B": ["meta-llama/Llama-3.2-3B-Instruct"],
+    "meta-llama/Llama-2-7b-hf": ["meta-llama/Llama-2-7b-chat-hf"],
+    "Qwen/Qwen2.5-7B": ["Qwen/Qwen2.5-7B-Instruct"],
+    "Qwen/Qwen2.5-72B": ["Qwen/Qwen2.5-72B-Instruct"],
+    "mistralai/Mixtral-8x7B-v0.1": ["mistralai/Mixtral-8x7B-Instruct-v0.1"],
+    "google/gemma-2-9b-it": ["google/gemma-2-9b"],
+    "Qwen/Qwen3-Next-80B-A3B-Thinking": ["Qwen/Qwen3-Next-80B-A3B-Instruct"],
+}
+
+
+@dataclass(frozen=True)
+class BundledModel:
+    """A bundled config: its HF id, file name and the names it answers to."""
+
+    hf_id: str
+    file: str
+    aliases: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StatedParams:
+    """What the publisher states, for the ±1% check. Counts in parameters; convention of the active count."""
+
+    total: float
+    active: float | None
+    active_convention: str | None
+    stated_by: str
+    note: str
+
+
+@lru_cache(maxsize=1)
+def bundled_models() -> tuple[BundledModel, ...]:
+    """Every bundled config with its aliases (HF id, twins, the bare name, lower-case forms)."""
+    out = []
+    for f in sorted(p.name for p in _DATA.iterdir() if p.name.endswith(".json")):
+        hf_id = f.removesuffix(".json").replace("--", "/", 1)
+        names = [hf_id] + _TWINS.get(hf_id, [])
+        names += [n.split("/", 1)[1] for n in names]
+        names += [n.removeprefix("Meta-") for n in names if "/" not in n]
+        out.append(BundledModel(hf_id, f, tuple(dict.fromkeys(n.lower() for n in names))))
+    return tuple(out)
+
+
+def resolve_bundled(name: str) -> BundledModel | None:
+    """The bundled config answering to ``name`` (case-insensitive), or None."""
+    key = name.strip().lower()
+    for m in bundled_models():
+        if key in m.aliases:
+            return m
+    return None
+
+
+@lru_cache(maxsize=1)
+def _stated() -> dict[str, StatedParams]:
+    with (_DATA / "publisher_params.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    return {r["file"].replace("--", "/", 1): StatedParams(float(r["total_params_stated"]),
+            float(r["active_params_stated"]) if r["active_params_stated"] else None,
+            r["active_convention"] or None, r["stated_by"], r["note"]) for r in rows}
+
+
+def stated_params(hf_id: str) -> StatedParams | None:
+    """The publisher's stated counts for a bundled model, or None."""
+    return _stated().get(hf_id)
+
+
+def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
+    """Load a model spec from a bundled name, a local ``config.json`` (or a folder holding one), or a Hub id.
+
+    Raises:
+        UnknownNameError: a bare name that is neither bundled nor a path (closest names suggested).
+        ConfigError: a malformed or unsupported config (file, line/column or field named).
+        KvLedgerError: a Hub id that cannot be fetched (offline, gated, missing), with how to pass a local file.
+    """
+    bm = resolve_bundled(name_or_path)
+    if bm is not None:
+        raw = load_json_file(Path(str(_DATA / bm.file)))
+        src = f"bundled config {bm.file} (catalog/data/models/SOURCES.md)"
+        display = bm.hf_id if name_or_path.lower() in (bm.hf_id.lower(), bm.hf_id.split('/')[1].lower()) else f"{name_or_path} (config of {bm.hf_id})"
+        return parse_config(raw, source=src, name=display, catalog_id=bm.hf_id)
+    p = Path(name_or_path).expanduser()
+    if p.exists():
+        f = p / "config.json" if p.is_dir() else p
+        if p.is_dir() and not f.exists():
+            raise KvLedgerError(f"{p}: folder has no config.json")
+        return parse_config(load_json_file(f), source=str(f), name=str(p))
+    if "/" in name_or_path and allow_hub and not name_or_path.startswith((".", "/", "~")):
+        return parse_config(load_json_file(_hub_config(name_or_path)), source=f"huggingface.co/{name_or_path}", name=name_or_path)
+    known = [m.hf_id for m in bundled_models()] + [a for m in bundled_models() for a in m.aliases]
+    raise UnknownNameError("model", name_or_path, known,
+                           hint="Run `kvledger models` for the bundled list, or pass a path to a config.json.")
+
+
+def _hub_config(repo_id: str) -> Path:
+    """Download ``config.json`` of ``repo_id`` with huggingface_hub; a clear error when that is impossible."""
+    how = f"Download {repo_id}'s config.json yourself and pass its path (kvledger plan ./config.json ...)."
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise KvLedgerError(f"model {repo_id!r} is not bundled and HF_HUB_OFFLINE=1 forbids fetching it. {how}")
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+    except ImportError:  # pragma: no cover - declared dependency
+        raise KvLedgerError(f"huggingface_hub is not installed, so {repo_id!r} cannot be fetched. {how}") from None
+    try:
+        return Path(hf_hub_download(repo_id, "config.json", etag_timeout=5))
+    except GatedRepoError:
+        raise KvLedgerError(f"{repo_id} is gated on the Hugging Face Hub: accept its licence and log in (hf auth login), or: {how}") from None
+    except RepositoryNotFoundError:
+        raise KvLedgerError(f"{repo_id} does not exist on the Hugging Face Hub (or is private). {how}") from None
+    except Exception as err:  # network failures come in many types (httpx, OSError, offline mode)
+        raise KvLedgerError(f"could not fetch {repo_id}'s config.json from the Hugging Face Hub "
+                            f"(offline or unreachable: {type(err).__name__}). {how}") from None

@@ -1,0 +1,217 @@
+"""ModelSpec: a model as the ledger needs it, parsed from a real ``config.json``.
+
+``parse_config`` reads the config (nested ``text_config`` included), dispatches on
+``model_type`` to an architecture family, and returns per-layer KV specs, the weight
+inventory, MoE counts and the weight quantization. Anything it cannot interpret raises a
+ConfigError naming the field — it never guesses.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.catalog.cfg import Cfg
+from kvledger.catalog.families import FAMILY_OF, build_family
+from kvledger.catalog.layers import FullAttention, LayerSpec, MLAAttention, StateLayer
+from kvledger.catalog.quant import QuantScheme, parse_quant
+from kvledger.catalog.weights import Weight
+from kvledger.errors import ConfigError
+
+__all__ = ["ModelSpec", "parse_config", "DTYPE_BYTES"]
+
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model's architecture facts, all derived from its config.
+
+    Attributes:
+        name: display name (HF id when known).
+        source: where the config came from (bundled file, local path or hub id).
+        model_type, architectures: as in the config.
+        hidden_size, num_layers, num_attention_heads, num_kv_heads, head_dim, vocab_size: as parsed
+            (num_kv_heads/head_dim of the softmax-attention layers; MLA models report their latent instead).
+        dtype: weight/activation dtype name ("bfloat16", ...); dtype_bytes its size, B.
+        layers: one KV spec per decoder layer (None: a layer that keeps no cache, e.g. a Nemotron-H MLP layer).
+        weights: every parameter tensor (see catalog/weights.py).
+        num_experts, experts_per_token: routed experts per MoE layer and top-k (0 for dense).
+        quant: weight quantization scheme.
+        tie_word_embeddings: lm_head shares the embedding matrix.
+        max_position_embeddings: the config's value; derived_max_model_len: what vLLM derives (YaRN rule).
+        rope_cache_bytes: vLLM's rotary cos/sin buffer, B (counted in its "weights" memory).
+        notes: remarks the ledger shows.
+        catalog_id: the bundled config's HF id when loaded from the catalog, else None.
+    """
+
+    name: str
+    source: str
+    model_type: str
+    architectures: tuple[str, ...]
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    dtype: str
+    dtype_bytes: int
+    layers: tuple[LayerSpec | None, ...]
+    weights: tuple[Weight, ...]
+    num_experts: int
+    experts_per_token: int
+    quant: QuantScheme
+    tie_word_embeddings: bool
+    max_position_embeddings: int
+    derived_max_model_len: int
+    rope_cache_bytes: int
+    intermediate_size: int
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    catalog_id: str | None = None
+
+    @property
+    def num_params(self) -> int:
+        """Total parameters, count (every tensor in the inventory)."""
+        return sum(w.numel for w in self.weights)
+
+    @property
+    def num_active_params(self) -> int:
+        """Parameters used per token, count: routed experts scaled by top-k / experts; embeddings included."""
+        if not self.num_experts:
+            return self.num_params
+        frac = self.experts_per_token / self.num_experts
+        return sum(round(w.numel * frac) if w.expert else w.numel for w in self.weights)
+
+    @property
+    def num_embedding_params(self) -> int:
+        """Input-embedding parameters, count (excluded by some publishers' active counts, e.g. gpt-oss)."""
+        return sum(w.numel for w in self.weights if "embed" in w.path.split(".")[-2])
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    def layer_counts(self) -> Counter:
+        """Layers per KV kind ("full", "sliding_window", "chunked_local", "mla", "state", "none")."""
+        return Counter("none" if l is None else l.kind for l in self.layers)
+
+    def weight_bytes(self) -> float:
+        """Weight bytes of the whole model as stored (quantization and its scales included), B."""
+        return sum(self.quant.bytes_of(w, self.dtype_bytes) for w in self.weights)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "source": self.source, "model_type": self.model_type,
+            "architectures": list(self.architectures), "hidden_size": self.hidden_size,
+            "num_layers": self.num_layers, "num_attention_heads": self.num_attention_heads,
+            "num_kv_heads": self.num_kv_heads, "head_dim": self.head_dim, "vocab_size": self.vocab_size,
+            "dtype": self.dtype, "num_params": self.num_params, "num_active_params": self.num_active_params,
+            "num_experts": self.num_experts, "experts_per_token": self.experts_per_token,
+            "quantization": self.quant.description, "layer_counts": dict(self.layer_counts()),
+            "max_position_embeddings": self.max_position_embeddings,
+            "derived_max_model_len": self.derived_max_model_len, "notes": list(self.notes),
+        }
+
+
+def _text_cfg(raw: dict[str, Any], source: str) -> Cfg:
+    if isinstance(raw.get("text_config"), dict):
+        inner = dict(raw["text_config"])
+        for k in ("quantization_config", "torch_dtype", "dtype", "tie_word_embeddings"):
+            if k in raw and k not in inner:
+                inner[k] = raw[k]
+        return Cfg(inner, source, "text_config.")
+    return Cfg(raw, source)
+
+
+def _dtype(c: Cfg, notes: list[str]) -> tuple[str, int]:
+    name = c.get("torch_dtype", None) or c.get("dtype", None)
+    if name is None:
+        notes.append("config has no torch_dtype; assuming bfloat16 as vLLM does for float32/absent dtypes")
+        return "bfloat16", 2
+    if not isinstance(name, str) or name.removeprefix("torch.") not in DTYPE_BYTES:
+        raise c.error("torch_dtype", f"unsupported dtype {name!r} (bfloat16, float16, float32)")
+    name = name.removeprefix("torch.")
+    if DTYPE_BYTES[name] == 4:
+        notes.append("float32 checkpoint: vLLM's dtype 'auto' serves it in bfloat16; sized as bfloat16")
+        return "bfloat16", 2
+    return ("float16" if name == "half" else name), 2
+
+
+def _max_len(c: Cfg) -> tuple[int, int]:
+    """(max_position_embeddings, vLLM-derived max_model_len): YaRN multiplies the original length by the factor.
+
+    Source: vLLM ``config/model.py::_get_and_verify_max_len``.
+    """
+    mpe = c.int("max_position_embeddings", None) or c.int("n_positions", None) or c.int("seq_length", None)
+    if mpe is None:
+        raise c.error("max_position_embeddings", "is missing; pass --max-model-len explicitly")
+    rs = c.get("rope_scaling", None) or {}
+    rtype = rs.get("rope_type", rs.get("type")) if isinstance(rs, dict) else None
+    derived = mpe
+    if rtype in ("yarn", "deepseek_yarn") and "factor" in rs and rs.get("original_max_position_embeddings"):
+        derived = int(rs["original_max_position_embeddings"] * rs["factor"])
+    return mpe, derived
+
+
+def _rope_cache_bytes(c: Cfg, mt: str, spec_layers: list, hd: int, mpe: int, dtype_bytes: int) -> int:
+    """vLLM rotary cos/sin cache: positions × rotary_dim × dtype bytes (``rotary_embedding.py::_compute_cos_sin_cache``)."""
+    if mt == "opt":  # learned absolute positions, no rotary buffer
+        return 0
+    rs = c.get("rope_scaling", None) or {}
+    positions = mpe
+    if isinstance(rs, dict) and rs.get("rope_type", rs.get("type")) in ("yarn", "deepseek_yarn") and rs.get("original_max_position_embeddings"):
+        positions = int(rs["original_max_position_embeddings"] * rs.get("factor", 1))
+    if any(isinstance(l, MLAAttention) for l in spec_layers):
+        rot = c.int("qk_rope_head_dim")
+    else:
+        rot = int(hd * float(c.get("partial_rotary_factor", 1.0)))
+    return positions * rot * dtype_bytes
+
+
+def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: str | None = None) -> ModelSpec:
+    """Parse a ``config.json`` dict into a ModelSpec.
+
+    Raises:
+        ConfigError: not a JSON object, unsupported ``model_type``, or a missing/invalid field (named).
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError(source, f"expected a JSON object at the top level, got {type(raw).__name__}")
+    c = _text_cfg(raw, source)
+    mt = c.get("model_type", None)
+    if mt is None:
+        raise c.error("model_type", "is missing; cannot tell the architecture")
+    if mt not in FAMILY_OF:
+        archs = raw.get("architectures")
+        raise c.error("model_type", f"unsupported architecture {mt!r} (architectures: {archs}); supported model_types: "
+                      + ", ".join(sorted(FAMILY_OF)))
+    notes: list[str] = []
+    fam = build_family(c, mt)
+    notes += fam.notes
+    dtype, dbytes = _dtype(c, notes)
+    quant = parse_quant(c)
+    mpe, derived = _max_len(c)
+    attn = next((l for l in fam.layers if isinstance(l, FullAttention)), None)
+    mla = next((l for l in fam.layers if isinstance(l, MLAAttention)), None)
+    nh = c.int("num_attention_heads")
+    nkv = attn.num_kv_heads if attn else (1 if mla else 0)
+    hd = attn.head_dim if attn else (mla.kv_lora_rank + mla.qk_rope_head_dim if mla else 0)
+    tied = not any(w.path == "lm_head.weight" for w in fam.weights)
+    inter = c.int("intermediate_size", None) or c.int("ffn_dim", None) or 0
+    return ModelSpec(
+        name=name or str(raw.get("_name_or_path") or source), source=source, model_type=mt,
+        architectures=tuple(raw.get("architectures") or ()), hidden_size=c.int("hidden_size"),
+        num_layers=len(fam.layers), num_attention_heads=nh, num_kv_heads=nkv, head_dim=hd,
+        vocab_size=c.int("vocab_size"), dtype=dtype, dtype_bytes=dbytes, layers=tuple(fam.layers),
+        weights=tuple(fam.weights), num_experts=fam.num_experts, experts_per_token=fam.experts_per_token,
+        quant=quant, tie_word_embeddings=tied, max_position_embeddings=mpe, derived_max_model_len=derived,
+        rope_cache_bytes=_rope_cache_bytes(c, mt, fam.layers, hd, mpe, dbytes), intermediate_size=inter,
+        notes=tuple(notes), catalog_id=catalog_id,
+    )
+
+
+def state_layers(spec: ModelSpec) -> list[StateLayer]:
+    """The model's linear-attention / Mamba layers."""
+    return [l for l in spec.layers if isinstance(l, StateLayer)]
+

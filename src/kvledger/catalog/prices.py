@@ -1,0 +1,171 @@
+"""Reference prices: API list prices per million tokens and GPU rental $/GPU-hour, each row with its source and as-of date.
+
+Data: ``catalog/data/api_prices.csv`` and ``gpu_prices.csv`` (copied from the project's
+reference set; see ``data/prices.SOURCES.md``). Blank cells stay None: a blank cached-input
+price means "not found", not "no discount", and a blank batch discount means no batch API
+is known (DeepSeek, DeepInfra). GPU prices are list on-demand; reserved and spot prices
+are lower (prices.md). Rows marked ``confidence=low`` are placeholders to check.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from kvledger.errors import InputError, UnknownNameError
+
+__all__ = ["ApiPrice", "GpuPrice", "api_prices", "gpu_prices", "find_api_price", "find_gpu_prices", "find_gpu_price"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiPrice:
+    """One API model's list prices, USD per million tokens (``_usd_per_mtok``).
+
+    Attributes:
+        batch_discount: fraction off with the provider's batch API (0.5 = half price); None = no batch API known.
+        cached_input_usd_per_mtok: price of a prompt-cache hit; None = not listed.
+        cache_write_usd_per_mtok: price of writing a prompt-cache entry (Anthropic 5-minute TTL,
+            OpenAI GPT-5.6); None = writes are billed as ordinary input.
+        as_of, source, confidence, notes: provenance, verbatim from the CSV.
+    """
+
+    provider: str
+    model: str
+    input_usd_per_mtok: float
+    cached_input_usd_per_mtok: float | None
+    output_usd_per_mtok: float
+    batch_discount: float | None
+    cache_write_usd_per_mtok: float | None
+    cache_write_1h_usd_per_mtok: float | None
+    cache_read_multiplier: float | None
+    as_of: str
+    source: str
+    confidence: str
+    notes: str
+
+    @property
+    def key(self) -> str:
+        """``"Provider:model"``, the unambiguous name."""
+        return f"{self.provider}:{self.model}"
+
+    @property
+    def aliases(self) -> list[str]:
+        """Model names this row covers (rows like "claude-opus-4 / claude-opus-4.1" cover both)."""
+        return [a.strip() for a in self.model.split(" / ") if a.strip()]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuPrice:
+    """One GPU rental offer: ``usd_per_gpu_hour`` = ``instance_usd_per_hour`` ÷ ``gpus_per_instance``, USD/GPU-h."""
+
+    provider: str
+    provider_type: str
+    gpu_id: str
+    gpu_name: str
+    instance_type: str
+    gpus_per_instance: int
+    instance_usd_per_hour: float
+    usd_per_gpu_hour: float
+    pricing_model: str
+    region: str
+    as_of: str
+    source: str
+    confidence: str
+    notes: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.provider}:{self.instance_type}"
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    text = resources.files("kvledger.catalog").joinpath("data", name).read_text(encoding="utf-8")
+    return list(csv.DictReader(text.splitlines()))
+
+
+def _opt(s: str) -> float | None:
+    return float(s) if s.strip() else None
+
+
+@lru_cache(maxsize=1)
+def api_prices() -> tuple[ApiPrice, ...]:
+    """All API price rows, in file order."""
+    out = []
+    for r in _rows("api_prices.csv"):
+        out.append(ApiPrice(r["provider"], r["model"], float(r["input_usd_per_mtok"]), _opt(r["cached_input_usd_per_mtok"]),
+                            float(r["output_usd_per_mtok"]), _opt(r["batch_discount"]), _opt(r["cache_write_usd_per_mtok"]),
+                            _opt(r["cache_write_1h_usd_per_mtok"]), _opt(r["cache_read_multiplier"]), r["as_of"], r["source"],
+                            r["confidence"], r["notes"]))
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def gpu_prices() -> tuple[GpuPrice, ...]:
+    """All GPU rental rows, in file order."""
+    return tuple(GpuPrice(r["provider"], r["provider_type"], r["gpu_id"], r["gpu_name"], r["instance_type"], int(r["gpus_per_instance"]),
+                          float(r["instance_usd_per_hour"]), float(r["usd_per_gpu_hour"]), r["pricing_model"], r["region"],
+                          r["as_of"], r["source"], r["confidence"], r["notes"]) for r in _rows("gpu_prices.csv"))
+
+
+def find_api_price(name: str, provider: str | None = None) -> ApiPrice:
+    """The API row for ``name`` (``"gpt-4.1"``, ``"OpenAI:gpt-4.1"``, ``"Groq:openai/gpt-oss-120b"``), case-insensitive.
+
+    Raises:
+        UnknownNameError: no row has that model (close names suggested).
+        InputError: several providers list it and none was given (the candidates are named).
+    """
+    if provider is None and ":" in name:
+        provider, name = name.split(":", 1)
+    rows = api_prices()
+    key = name.strip().lower()
+    hits = [r for r in rows if key in (a.lower() for a in r.aliases) or key == r.model.lower()]
+    if provider is not None:
+        hits = [r for r in hits if r.provider.lower() == provider.strip().lower()]
+    if not hits:
+        raise UnknownNameError("API model", name if provider is None else f"{provider}:{name}", [r.key for r in rows] + [a for r in rows for a in r.aliases])
+    if len(hits) > 1:
+        raise InputError(f"API model {name!r} is listed by several providers: {', '.join(r.key for r in hits)}; name one, e.g. {hits[0].key!r}")
+    return hits[0]
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", s.lower())
+
+
+def find_gpu_prices(gpu: str, provider: str | None = None) -> list[GpuPrice]:
+    """All rental rows for a GPU given by catalog id (``nvidia_h100_sxm``) or name (``"H100 80GB SXM"``).
+
+    Raises:
+        UnknownNameError: no row matches (close ids suggested).
+    """
+    q = _norm(gpu)
+    rows = gpu_prices()
+    hits = [r for r in rows if q in (_norm(r.gpu_id), _norm(r.gpu_id.split("_", 1)[-1]), _norm(r.gpu_name))]
+    if provider is not None:
+        hits = [r for r in hits if _norm(r.provider) == _norm(provider)]
+    if not hits:
+        known = sorted({r.gpu_id for r in rows}) + sorted({r.provider for r in rows})
+        raise UnknownNameError("GPU price", gpu if provider is None else f"{gpu} at {provider}", known,
+                               hint="(or pass --gpu-usd-per-hour to give your own price)")
+    return hits
+
+
+def find_gpu_price(gpu: str, provider: str | None = None, instance: str | None = None) -> GpuPrice:
+    """The single rental row for a GPU (narrowed by provider and instance type).
+
+    Raises:
+        UnknownNameError: no row matches.
+        InputError: several rows match; the message lists them with their $/GPU-h so the user can pick.
+    """
+    hits = find_gpu_prices(gpu, provider)
+    if instance is not None:
+        hits = [r for r in hits if _norm(r.instance_type) == _norm(instance)]
+        if not hits:
+            raise UnknownNameError("instance type", instance, [r.instance_type for r in find_gpu_prices(gpu, provider)])
+    if len(hits) > 1:
+        options = "; ".join(f"{r.provider} {r.instance_type} ${r.usd_per_gpu_hour:.2f}/GPU-h ({r.as_of})" for r in hits)
+        raise InputError(f"{len(hits)} rental prices for {gpu!r}: {options}. Pick one with --gpu-provider (and --instance), or give --gpu-usd-per-hour")
+    return hits[0]

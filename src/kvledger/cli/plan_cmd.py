@@ -1,0 +1,82 @@
+"""``kvledger plan``: the KV-cache ledger for a model on a GPU under an engine's rules."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+__all__ = ["register"]
+
+
+def _bytes_opt(v: str | None, what: str) -> int | None:
+    from kvledger.units import parse_bytes
+
+    return None if v is None else parse_bytes(v, what=what)
+
+
+def plan(
+    model: str = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path or folder, or a Hub id."),
+    gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a .json/.toml GPU file."),
+    engine: str = typer.Option("vllm", "--engine", help="vllm, sglang or trtllm."),
+    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: newest read, 0.33.0)."),
+    tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", help="Tensor-parallel degree."),
+    max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Tokens (8192, 8K, 128K); default: from the config."),
+    context: Optional[list[str]] = typer.Option(None, "--context", help="Context length(s) to report concurrency at; repeat or comma-separate (8K,128K)."),
+    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of the device total (default by version)."),
+    mem_fraction_static: Optional[float] = typer.Option(None, "--mem-fraction-static", help="SGLang fraction (default computed as SGLang does)."),
+    free_gpu_memory_fraction: Optional[float] = typer.Option(None, "--free-gpu-memory-fraction", help="TensorRT-LLM fraction of free memory (default 0.9)."),
+    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."),
+    max_num_batched_tokens: Optional[str] = typer.Option(None, "--max-num-batched-tokens", help="Token budget per step (default by GPU and version)."),
+    max_num_seqs: Optional[int] = typer.Option(None, "--max-num-seqs", help="Running requests cap (default by GPU and version)."),
+    block_size: Optional[int] = typer.Option(None, "--block-size", help="Tokens per KV block (default 16, or the backend's)."),
+    available_kv_memory: Optional[str] = typer.Option(None, "--available-kv-memory", help="Your engine's printed 'Available KV cache memory' (e.g. 51.38GiB or bytes)."),
+    num_gpu_blocks_override: Optional[int] = typer.Option(None, "--num-gpu-blocks-override", help="vLLM's flag: fix the block count."),
+    weights_memory: Optional[str] = typer.Option(None, "--weights-memory", help="Measured weight memory (e.g. 14.99GiB) instead of the computed one."),
+    activation_peak: Optional[str] = typer.Option(None, "--activation-peak", help="Measured activation peak instead of the model."),
+    non_torch_memory: Optional[str] = typer.Option(None, "--non-torch-memory", help="Measured non-torch memory instead of 0.13 GiB."),
+    cudagraph_memory: Optional[str] = typer.Option(None, "--cudagraph-memory", help="Your log's 'Estimated CUDA graph memory'."),
+    gpu_memory: Optional[str] = typer.Option(None, "--gpu-memory", help="Device total as CUDA reports it (e.g. 79.18GiB), overriding the catalog."),
+    disable_hybrid_kv_cache_manager: bool = typer.Option(False, "--disable-hybrid-kv-cache-manager", help="vLLM flag: allocate sliding/chunked layers as full."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every note."),
+) -> None:
+    """The KV-cache ledger: KV bytes per token, the engine's memory split, blocks, concurrency and the roofline."""
+    from rich.console import Console
+
+    from kvledger.accounting.plan import build_plan, plan_to_dict
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.models import load_model
+    from kvledger.report.plan_view import render_plan
+    from kvledger.units import parse_tokens
+
+    ctxs = tuple(parse_tokens(c, what="--context") for item in (context or []) for c in item.split(",") if c.strip()) or None
+    settings = make_settings(
+        engine=engine.lower(), engine_version=engine_version, tp=tp,
+        max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None, contexts=ctxs,
+        gpu_memory_utilization=gpu_memory_utilization, mem_fraction_static=mem_fraction_static,
+        free_gpu_memory_fraction=free_gpu_memory_fraction, kv_cache_dtype=kv_cache_dtype,
+        max_num_batched_tokens=parse_tokens(max_num_batched_tokens, what="--max-num-batched-tokens") if max_num_batched_tokens else None,
+        max_num_seqs=max_num_seqs, block_size=block_size,
+        available_kv_memory_bytes=_bytes_opt(available_kv_memory, "--available-kv-memory"),
+        num_gpu_blocks_override=num_gpu_blocks_override, weights_bytes=_bytes_opt(weights_memory, "--weights-memory"),
+        activation_peak_bytes=_bytes_opt(activation_peak, "--activation-peak"),
+        non_torch_bytes=_bytes_opt(non_torch_memory, "--non-torch-memory"),
+        cudagraph_bytes=_bytes_opt(cudagraph_memory, "--cudagraph-memory"),
+        disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager)
+    spec = load_model(model)
+    g = resolve_gpu(gpu, memory_bytes=_bytes_opt(gpu_memory, "--gpu-memory"))
+    p = build_plan(spec, g, settings)
+    if as_json:
+        typer.echo(json.dumps(plan_to_dict(p), indent=2, default=str))
+    else:
+        render_plan(p, Console(), verbose=verbose)
+    if p.advice and p.advice.verdict != "fits":
+        raise typer.Exit(code=3)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``plan`` to the app."""
+    app.command("plan")(plan)

@@ -1,0 +1,146 @@
+"""The event loop over replicas: delivers arrivals in time order, routes them, and advances the replica whose clock is behind.
+
+Time discipline (conservative discrete-event simulation): an arrival at time ``t`` is
+delivered once every busy replica's clock has reached ``t``, so the router sees each
+replica's state as of ``t`` and a replica admits it at its first step starting at or
+after ``t`` (a request that arrives during a step waits for the next one, as in vLLM's
+engine loop). A replica is advanced only with steps that start before the next known
+arrival. In closed-loop mode with several replicas, a finish on one replica can create an
+arrival for another, so a replica's steps must also start no later than the earliest
+time another busy replica's finish could send one (its clock + think time).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+
+from kvledger.dynamics.closed_loop import ClosedLoop
+from kvledger.dynamics.replica import Replica
+from kvledger.dynamics.request_state import SimRequest
+from kvledger.dynamics.workload import RequestSpec
+from kvledger.errors import InputError
+from kvledger.records import RequestRecord
+
+__all__ = ["run_cluster"]
+
+_INF = math.inf
+
+
+def _check(spec: RequestSpec) -> None:
+    bad = None
+    if not (isinstance(spec.num_prompt_tokens, int) and spec.num_prompt_tokens >= 1):
+        bad = f"num_prompt_tokens must be an integer ≥ 1, got {spec.num_prompt_tokens!r}"
+    elif not (isinstance(spec.num_output_tokens, int) and spec.num_output_tokens >= 1):
+        bad = f"num_output_tokens must be an integer ≥ 1, got {spec.num_output_tokens!r}"
+    elif not (0.0 <= spec.arrival_s < _INF):
+        bad = f"arrival_s must be a finite number ≥ 0, got {spec.arrival_s!r}"
+    elif spec.prefix_segments and spec.segment_tokens < 1:
+        bad = f"segment_tokens must be ≥ 1, got {spec.segment_tokens!r}"
+    if bad:
+        raise InputError(f"request {spec.request_id!r}: {bad}")
+
+
+def _rejected(spec: RequestSpec, max_model_len: int) -> RequestRecord:
+    total = spec.num_prompt_tokens + spec.num_output_tokens
+    msg = (f"rejected: prompt ({spec.num_prompt_tokens}) + output ({spec.num_output_tokens}) = {total} tokens "
+           f"exceeds max_model_len={max_model_len} (vLLM refuses such a request at input validation)")
+    return RequestRecord(spec.request_id, spec.arrival_s, spec.num_prompt_tokens, 0, finish_s=spec.arrival_s,
+                         num_cached_tokens=None, num_preemptions=0, error=msg)
+
+
+class _Arrivals:
+    """Known future arrivals: a time-sorted open trace, plus (closed loop) a heap of follow-up requests."""
+
+    def __init__(self, source: Iterable[RequestSpec] | ClosedLoop) -> None:
+        self.heap: list[tuple[float, int, RequestSpec, int]] = []
+        self.seq = 0
+        self.closed = source if isinstance(source, ClosedLoop) else None
+        if self.closed is not None:
+            self.pool, self.next_index = list(self.closed.requests), 0
+            self.total = len(self.pool)
+            for user in range(min(self.closed.num_users, self.total)):
+                self.send(self.closed.start_s, user)
+            self._open: list[RequestSpec] = []
+        else:
+            specs = list(source)
+            for s in specs:
+                _check(s)
+            self._open = sorted(specs, key=lambda s: s.arrival_s) if any(
+                specs[i].arrival_s > specs[i + 1].arrival_s for i in range(len(specs) - 1)) else specs
+            self.total = len(specs)
+        self._i = 0
+
+    def send(self, t: float, user: int) -> None:
+        """Closed loop: ``user`` sends the next unsent request at ``t`` (nothing if the list is used up)."""
+        if self.next_index < len(self.pool):
+            spec = self.pool[self.next_index]
+            self.next_index += 1
+            _check(replace(spec, arrival_s=0.0))
+            heapq.heappush(self.heap, (t, self.seq, replace(spec, arrival_s=t), user))
+            self.seq += 1
+
+    def next_time(self) -> float:
+        t = self._open[self._i].arrival_s if self._i < len(self._open) else _INF
+        return min(t, self.heap[0][0]) if self.heap else t
+
+    def pop(self) -> tuple[RequestSpec, int]:
+        if self.heap and (self._i >= len(self._open) or self.heap[0][0] < self._open[self._i].arrival_s):
+            _, _, spec, user = heapq.heappop(self.heap)
+            return spec, user
+        self._i += 1
+        return self._open[self._i - 1], -1
+
+
+def run_cluster(source: Iterable[RequestSpec] | ClosedLoop, replicas: list[Replica], route: Callable,
+                progress: Callable[[int, int], None] | None = None) -> list[RequestRecord]:
+    """Simulate until every request has finished or been rejected; returns the records in arrival order."""
+    arr = _Arrivals(source)
+    think = arr.closed.think_time_s if arr.closed else 0.0
+    max_len = replicas[0].cfg.max_model_len
+    users: dict[int, int] = {}
+    out: list[tuple[int, RequestRecord]] = []
+    uid, done, single = 0, 0, len(replicas) == 1
+    tick = max(1, arr.total // 200)
+    while True:
+        t_arr = arr.next_time()
+        if single:
+            rep = replicas[0]
+            busy = rep.has_work
+        else:
+            busy_reps = [r for r in replicas if r.has_work]
+            busy = bool(busy_reps)
+            rep = min(busy_reps, key=lambda r: (r.now_s, r.index)) if busy else None
+        if busy and rep.now_s < t_arr:
+            bound = t_arr
+            if arr.closed is not None and not single:
+                others = [r.now_s for r in busy_reps if r is not rep]
+                if others:
+                    bound = min(bound, math.nextafter(min(others) + think, _INF))
+            for req, rec in rep.run_unit(bound, arr.closed is None):
+                out.append((req.uid, rec))
+                if arr.closed is not None:
+                    arr.send(rec.finish_s + think, users.pop(req.uid))
+            if progress is not None and len(out) - done >= tick:
+                done = len(out)
+                progress(done, arr.total)
+            continue
+        if t_arr == _INF:
+            break
+        spec, user = arr.pop()
+        if spec.num_prompt_tokens + spec.num_output_tokens > max_len:
+            out.append((uid, _rejected(spec, max_len)))
+            if user >= 0:
+                arr.send(spec.arrival_s + think, user)
+        else:
+            req = SimRequest(uid, spec)
+            if user >= 0:
+                users[uid] = user
+            replicas[0 if single else route(replicas, req)].add(req)
+        uid += 1
+    if progress is not None:
+        progress(len(out), arr.total)
+    out.sort(key=lambda x: x[0])
+    return [rec for _, rec in out]

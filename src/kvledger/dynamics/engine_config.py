@@ -1,0 +1,137 @@
+"""The simulated engine's settings (vLLM names), their validation, and the policy tables they select from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from kvledger.errors import InputError, UnknownNameError
+
+__all__ = ["EngineConfig", "PREFIX_CACHING_POLICIES", "SCHEDULING_POLICIES", "BATCHING_POLICIES",
+           "KV_ALLOCATION_POLICIES", "make_kv_manager"]
+
+PREFIX_CACHING_POLICIES = {
+    "vllm": "vLLM automatic prefix caching: chained hashes of full blocks, LRU through the free queue",
+    "sglang": "SGLang RadixAttention: token-granular radix tree (page_size 1), LRU eviction of leaves",
+}
+SCHEDULING_POLICIES = {
+    "fcfs": "first come, first served (vLLM and SGLang default)",
+    "lpm": "longest prefix match first; FCFS when more than 128 wait (SGLang schedule_policy.py)",
+}
+BATCHING_POLICIES = {
+    "continuous": "iteration-level scheduling: requests join and leave every step (Orca, vLLM)",
+    "static": "a batch is formed from waiting requests and runs until its last request ends; no joins",
+}
+KV_ALLOCATION_POLICIES = {
+    "paged": "blocks allocated as tokens are computed (PagedAttention)",
+    "contiguous": "max_model_len worth of blocks reserved per request at admission (pre-paging systems, Orca 'Max')",
+}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """One replica's engine settings, named as vLLM names them.
+
+    Attributes:
+        num_gpu_blocks: KV blocks in the pool, blocks; block 0 is vLLM's null block, so
+            ``num_gpu_blocks − 1`` are usable (from the memory plan).
+        max_model_len: longest sequence (prompt + output) accepted, tokens.
+        block_size: tokens per KV block, tokens (vLLM default 16).
+        max_num_batched_tokens: token budget per step, tokens (vLLM server default on
+            H100/H200: 8192; below 70 GiB: 2048; engines.md §2).
+        max_num_seqs: most requests running at once, count (vLLM: 1024 on ≥ 70 GiB GPUs, else 256).
+        enable_chunked_prefill: split prompts across steps under the budget (vLLM v1 default on).
+        enable_prefix_caching: reuse KV of shared prompt prefixes (vLLM v1 default on).
+        prefix_caching_policy: key of ``PREFIX_CACHING_POLICIES``.
+        scheduling_policy: key of ``SCHEDULING_POLICIES``.
+        batching: key of ``BATCHING_POLICIES``.
+        kv_allocation: key of ``KV_ALLOCATION_POLICIES``.
+        scheduler_reserve_full_isl: admit a request only if its whole prompt fits in the free
+            blocks (vLLM default True).
+        blocks_for_tokens: blocks a request holds with ``n`` computed tokens, summed over KV
+            cache groups (hybrid / sliding-window plans); None → ``ceil(n / block_size)``.
+            Should accept numpy int64 arrays (elementwise) for speed.
+    """
+
+    num_gpu_blocks: int
+    max_model_len: int
+    block_size: int = 16
+    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = 256
+    enable_chunked_prefill: bool = True
+    enable_prefix_caching: bool = True
+    prefix_caching_policy: str = "vllm"
+    scheduling_policy: str = "fcfs"
+    batching: str = "continuous"
+    kv_allocation: str = "paged"
+    scheduler_reserve_full_isl: bool = True
+    blocks_for_tokens: Callable[[int], int] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("num_gpu_blocks", "max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise InputError(f"engine setting {name} must be an integer, got {v!r}")
+            if v < 1:
+                raise InputError(f"engine setting {name} must be ≥ 1, got {v}")
+        for name, table in (("prefix_caching_policy", PREFIX_CACHING_POLICIES),
+                            ("scheduling_policy", SCHEDULING_POLICIES), ("batching", BATCHING_POLICIES),
+                            ("kv_allocation", KV_ALLOCATION_POLICIES)):
+            if getattr(self, name) not in table:
+                raise UnknownNameError(name.replace("_", " "), getattr(self, name), table)
+        self._check_combinations()
+        self._check_pool()
+
+    def _check_combinations(self) -> None:
+        if not self.enable_chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
+            raise InputError(
+                f"max_num_batched_tokens ({self.max_num_batched_tokens}) is smaller than max_model_len "
+                f"({self.max_model_len}) with chunked prefill off: a prompt longer than the step budget could never "
+                "be scheduled (vLLM refuses this setting). Raise max_num_batched_tokens to ≥ max_model_len, lower "
+                "max_model_len, or enable chunked prefill.")
+        if self.kv_allocation == "contiguous" and self.enable_prefix_caching:
+            raise InputError("kv_allocation='contiguous' models pre-paging engines, which had no prefix caching; "
+                             "set enable_prefix_caching=False (--no-enable-prefix-caching)")
+        if self.blocks_for_tokens is not None and self.enable_prefix_caching:
+            raise InputError("prefix caching is not modelled for hybrid / sliding-window KV layouts "
+                             "(a custom blocks_for_tokens); set enable_prefix_caching=False")
+
+    def _check_pool(self) -> None:
+        usable = self.num_gpu_blocks - 1
+        need = self.blocks_needed(self.max_model_len)
+        if need > usable:
+            fit = usable * self.block_size if self.blocks_for_tokens is None else None
+            hint = f"; lower max_model_len to ≤ {fit}" if fit else ""
+            raise InputError(
+                f"the KV pool has {usable} usable blocks of {self.block_size} tokens (block 0 is the null block), "
+                f"but one request of max_model_len={self.max_model_len} tokens needs {need} blocks, so it could never "
+                f"run (vLLM refuses to start in this case){hint}, or give the KV cache more memory")
+
+    def blocks_needed(self, num_tokens: int) -> int:
+        """Blocks a request holds with ``num_tokens`` computed tokens, blocks."""
+        if self.blocks_for_tokens is None:
+            return -(-num_tokens // self.block_size)
+        return int(self.blocks_for_tokens(num_tokens))
+
+    @property
+    def caching_policy_in_effect(self) -> str | None:
+        """The prefix-caching policy that runs, or None when caching is off."""
+        return self.prefix_caching_policy if self.enable_prefix_caching else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready settings (``blocks_for_tokens`` reported as "custom" or None)."""
+        d = asdict(self)
+        d["blocks_for_tokens"] = None if self.blocks_for_tokens is None else "custom"
+        return d
+
+
+def make_kv_manager(cfg: EngineConfig):
+    """The KV cache manager the settings select (a PagedKVManager or a RadixKVManager)."""
+    from kvledger.dynamics.kv_manager import PagedKVManager
+    from kvledger.dynamics.radix_cache import RadixKVManager
+
+    if cfg.caching_policy_in_effect == "sglang":
+        return RadixKVManager((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.block_size)
+    return PagedKVManager(cfg.num_gpu_blocks, cfg.block_size, cfg.enable_prefix_caching, cfg.blocks_for_tokens,
+                          contiguous=cfg.kv_allocation == "contiguous", max_model_len=cfg.max_model_len)

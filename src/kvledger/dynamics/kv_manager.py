@@ -1,0 +1,271 @@
+"""The vLLM-style KV cache manager: block tables over a BlockPool, chained block hashes for prefix caching, and reservation variants.
+
+Engine rules it follows (engines.md §2; vLLM ``v1/core/kv_cache_manager.py``,
+``kv_cache_utils.py::hash_block_tokens``):
+
+* Only full blocks get a hash. Block ``i``'s hash depends on block ``i-1``'s hash and the
+  block's own tokens, so a hit on block ``i`` needs hits on blocks ``0..i-1``.
+* Content identity comes from ``RequestSpec.prefix_segments``: tokens ``[0, (i+1)·B)``
+  are fixed by the segments they touch, so block ``i``'s key is
+  ``hash((chain_key(segments[0..j]), i))`` with ``j`` the last segment the block touches.
+  Only blocks wholly inside the request's shareable tokens
+  (``RequestSpec.num_shareable_tokens``) get such a key; the unique remainder and a
+  trailing partial segment are never shared.
+* The hit is capped at ``num_tokens − 1`` tokens, because the last token must be
+  recomputed to get logits (``KVCacheManager.get_computed_blocks``).
+* A request's unique full blocks are also hashed in vLLM. Nobody else can hit them, so
+  they are registered only when the request is preempted (then the request itself can
+  hit them when it is re-admitted, as in vLLM); until then they just go to the LRU tail
+  when freed, as hashed blocks do.
+* ``contiguous=True`` is the pre-paging baseline: a request reserves
+  ``blocks_for_tokens(max_model_len)`` blocks when admitted (Orca "Max", PagedAttention §3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from kvledger.dynamics.block_pool import BlockPool
+from kvledger.dynamics.request_state import SimRequest
+
+__all__ = ["PagedKVManager", "vectorize_blocks_for_tokens"]
+
+_SEED = hash(("kvledger-prefix-seed", 0))
+_OWN = -1  # marks a key of a request's own (unique) block
+
+
+def vectorize_blocks_for_tokens(fn: Callable) -> Callable[[np.ndarray], np.ndarray]:
+    """Wrap ``blocks_for_tokens`` so it maps an int64 array elementwise (uses numpy broadcasting when ``fn`` supports it)."""
+    probe = np.array([[1, 17], [4096, 100000]], dtype=np.int64)
+    try:
+        out = np.asarray(fn(probe))
+        if out.shape == probe.shape and all(int(out[i, j]) == int(fn(int(probe[i, j]))) for i in range(2) for j in range(2)):
+            return lambda a: np.asarray(fn(a), dtype=np.int64)
+    except Exception:  # noqa: BLE001 - a scalar-only callable; fall back to elementwise calls
+        pass
+    vec = np.vectorize(lambda n: int(fn(int(n))), otypes=[np.int64])
+    return vec
+
+
+class PagedKVManager:
+    """Block tables for running requests on one :class:`BlockPool`, with vLLM's prefix caching.
+
+    Args:
+        num_gpu_blocks: pool size, blocks (block 0 is the null block).
+        block_size: tokens per block, tokens.
+        enable_caching: vLLM automatic prefix caching.
+        blocks_for_tokens: blocks a request holds with ``n`` computed tokens; None means
+            ``ceil(n / block_size)``. A custom one (hybrid / sliding-window plans) disables
+            block-level hashing (the caller must pass ``enable_caching=False``).
+        contiguous: reserve ``blocks_for_tokens(max_model_len)`` blocks at admission.
+        max_model_len: the engine's max_model_len, tokens (used when ``contiguous``).
+    """
+
+    name = "vllm"
+
+    def __init__(self, num_gpu_blocks: int, block_size: int, enable_caching: bool,
+                 blocks_for_tokens: Callable[[int], int] | None = None, contiguous: bool = False,
+                 max_model_len: int = 0) -> None:
+        self.pool = BlockPool(num_gpu_blocks, enable_caching)
+        self.block_size = block_size
+        self.enable_caching = enable_caching
+        self.custom_bft = blocks_for_tokens is not None
+        B = block_size
+        self.bft: Callable[[int], int] = blocks_for_tokens or (lambda n: -(-n // B))
+        self._bft_vec = vectorize_blocks_for_tokens(blocks_for_tokens) if blocks_for_tokens else None
+        self.contiguous = contiguous
+        self.max_model_len = max_model_len
+        self.query_tokens = 0  # prompt tokens looked up at first admission, tokens
+        self.hit_tokens = 0  # of which served from the cache, tokens
+        self.recompute_hit_tokens = 0  # tokens a preempted request got back from the cache, tokens
+
+    # ------------------------------------------------------------ accounting
+    @property
+    def capacity_blocks(self) -> int:
+        return self.pool.num_usable_blocks
+
+    @property
+    def num_free_blocks(self) -> int:
+        return self.pool.num_free_blocks
+
+    @property
+    def num_used_blocks(self) -> int:
+        pool = self.pool
+        return pool.num_gpu_blocks - 1 - len(pool._queue) + pool._num_stale
+
+    @property
+    def usage(self) -> float:
+        """Share of usable blocks held by requests (vLLM's "KV cache usage"), fraction."""
+        return self.pool.num_used_blocks / self.pool.num_usable_blocks
+
+    # ------------------------------------------------------------- hashing
+    def _keys(self, req: SimRequest) -> list[int]:
+        """Cache keys of the request's shareable full blocks (computed once per request)."""
+        if req.keys is None:
+            spec, B = req.spec, self.block_size
+            nblk = spec.num_shareable_tokens // B if spec.prefix_segments else 0
+            if nblk == 0:
+                req.keys = []
+            else:
+                S, chain, prev = spec.segment_tokens, [], hash((_SEED, spec.segment_tokens))
+                for seg in spec.prefix_segments[: ((nblk * B - 1) // S) + 1]:
+                    prev = hash((prev, seg))
+                    chain.append(prev)
+                req.keys = [hash((chain[((i + 1) * B - 1) // S], i)) for i in range(nblk)]
+        return req.keys
+
+    def _key(self, req: SimRequest, i: int) -> int:
+        keys = self._keys(req)
+        return keys[i] if i < len(keys) else hash((_OWN, req.uid, i))
+
+    def match(self, req: SimRequest) -> tuple[list[int], int]:
+        """(blocks a waiting request can take from the cache, in order; their tokens); does not mutate."""
+        if not self.enable_caching:
+            return [], 0
+        limit = (req.num_tokens - 1) // self.block_size
+        keys = self._keys(req)
+        nkeys = len(keys)
+        get = self.pool._blocks_of.get
+        hits: list[int] = []
+        for i in range(limit):
+            if i < nkeys:
+                ids = get(keys[i])
+            elif req.num_preemptions:
+                ids = get(hash((_OWN, req.uid, i)))
+            else:
+                break
+            if ids is None:
+                break
+            hits.append(next(iter(ids)))
+        return hits, len(hits) * self.block_size
+
+    def match_tokens(self, req: SimRequest) -> int:
+        """Tokens a request would get from the cache now (for longest-prefix-match ordering), tokens."""
+        return self.match(req)[1]
+
+    def _register(self, req: SimRequest, upto_tokens: int, shared_only: bool) -> None:
+        """Register the request's full blocks up to ``upto_tokens`` (only shareable ones if ``shared_only``)."""
+        full = upto_tokens // self.block_size
+        if shared_only:
+            full = min(full, len(self._keys(req)))
+        for i in range(req.num_registered, full):
+            self.pool.register(req.blocks[i], self._key(req, i))
+        if full > req.num_registered:
+            req.num_registered = full
+
+    # ---------------------------------------------------------- allocation
+    def admit(self, req: SimRequest, hits: list[int], num_new_tokens: int, must_fit_tokens: int,
+              reserve_tokens: int = 0) -> bool:
+        """Admit a waiting request: take ``hits`` from the cache and blocks for ``num_new_tokens`` more.
+
+        Check first: the blocks for ``max(must_fit_tokens, reserve_tokens)`` (vLLM
+        ``scheduler_reserve_full_isl``: the whole prompt) minus the hits, plus hit blocks
+        that now sit in the free queue, must not exceed the free blocks; returns False
+        (nothing changed) when they do. Blocks for ``reserve_tokens`` (static batching: the
+        whole sequence) or ``max_model_len`` (contiguous) are taken now.
+        """
+        pool, B = self.pool, self.block_size
+        n_hit = len(hits)
+        hit_tokens = n_hit * B
+        if self.contiguous:
+            reserve_tokens = self.max_model_len
+        alloc_tokens = max(hit_tokens + num_new_tokens, reserve_tokens)
+        evictable_hits = sum(1 for b in hits if pool._ref[b] == 0) if hits else 0
+        if self.bft(max(must_fit_tokens, alloc_tokens)) - n_hit + evictable_hits > pool.num_free_blocks:
+            return False
+        if hits:
+            pool.touch(hits)
+        req.blocks = hits + pool.allocate(self.bft(alloc_tokens) - n_hit)
+        req.num_registered = n_hit
+        if req.num_preemptions == 0:
+            self.query_tokens += req.num_prompt_tokens
+            self.hit_tokens += hit_tokens
+            req.num_cached_tokens = hit_tokens
+        else:
+            self.recompute_hit_tokens += hit_tokens
+        req.num_computed_tokens = hit_tokens
+        if self.enable_caching:
+            self._register(req, hit_tokens + num_new_tokens, True)
+        return True
+
+    def grow(self, req: SimRequest, num_new_tokens: int) -> bool:
+        """Blocks for ``num_new_tokens`` more tokens of a running request; False (nothing changed) if they do not fit."""
+        upto = req.num_computed_tokens + num_new_tokens
+        if self.custom_bft:
+            need = self.bft(upto) - len(req.blocks)
+        else:
+            need = (upto + self.block_size - 1) // self.block_size - len(req.blocks)
+        if need > 0:
+            if need > self.pool.num_free_blocks:
+                return False
+            req.blocks.extend(self.pool.allocate(need))
+        elif need < 0 and self.custom_bft and not self.contiguous:
+            # sliding-window layers dropped blocks that left the window (vLLM remove_skipped_blocks)
+            dropped, req.blocks = req.blocks[:-need], req.blocks[-need:]
+            self.pool.free(dropped, 0, 0)
+        if self.enable_caching and req.num_registered < len(req.keys or self._keys(req)):
+            self._register(req, upto, True)
+        return True
+
+    def free(self, req: SimRequest, preempted: bool) -> None:
+        """Release a finished or preempted request's blocks (vLLM order; see :meth:`BlockPool.free`)."""
+        if self.enable_caching:
+            num_hashed = req.num_computed_tokens // self.block_size
+            if preempted:
+                self._register(req, req.num_computed_tokens, False)
+            self.pool.free(req.blocks, req.num_registered, num_hashed)
+        else:
+            self.pool.free(req.blocks, 0, 0)
+        req.blocks = []
+        req.num_registered = 0
+
+    # ------------------------------------------------ pure-decode stretches
+    def stretch_limit(self, running: list[SimRequest], k: int) -> int:
+        """Largest ``k' ≤ k`` such that ``k'`` decode steps of all ``running`` requests find their blocks."""
+        free = self.pool.num_free_blocks
+        B = self.block_size
+        if self.custom_bft:
+            return int(np.searchsorted(self._stretch_allocs(running, k)[1], free, side="right"))
+        if len(running) * (k // B + 1) <= free:
+            return k
+
+        def need(steps: int) -> int:
+            return sum(max(0, (r.num_computed_tokens + steps + B - 1) // B - len(r.blocks)) for r in running)
+
+        if need(k) <= free:
+            return k
+        lo, hi = 0, k  # need(lo) <= free < need(hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if need(mid) <= free else (lo, mid)
+        return lo
+
+    def _stretch_allocs(self, running: list[SimRequest], k: int) -> tuple[np.ndarray, np.ndarray]:
+        c = np.fromiter((r.num_computed_tokens for r in running), np.int64, len(running))
+        held = np.fromiter((len(r.blocks) for r in running), np.int64, len(running))
+        need = np.maximum(self._bft_vec(c[:, None] + np.arange(1, k + 1, dtype=np.int64)[None, :]), held[:, None])
+        need = np.maximum.accumulate(need, axis=1)
+        new = np.diff(need, axis=1, prepend=held[:, None])
+        return new, np.cumsum(new.sum(axis=0))
+
+    def stretch_commit(self, running: list[SimRequest], k: int) -> None:
+        """Allocate the blocks ``k`` decode steps need, in the order step-by-step scheduling would (step, then running order)."""
+        B = self.block_size
+        if self.custom_bft:
+            new, _ = self._stretch_allocs(running, k)
+            order = np.repeat(np.tile(np.arange(len(running)), k), new.T.ravel())
+        else:
+            events = []
+            for idx, r in enumerate(running):
+                j = len(r.blocks) * B - r.num_computed_tokens
+                if j < k:
+                    events.extend([(jj, idx) for jj in range(j, k, B)])
+            if not events:
+                return
+            events.sort()
+            order = [idx for _, idx in events]
+        if len(order):
+            for idx, b in zip(order, self.pool.allocate(len(order))):
+                running[idx].blocks.append(b)

@@ -1,0 +1,45 @@
+"""The request specification every workload source produces and the simulator consumes.
+
+A trace row, a synthetic draw or a closed-loop user's next turn all become a
+``RequestSpec``. Prompt *content* is described only as far as prefix caching needs:
+a sequence of shared segment ids, each standing for ``segment_tokens`` tokens of
+identical text; the rest of the prompt is unique to the request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RequestSpec"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSpec:
+    """One request to serve.
+
+    Attributes:
+        request_id: unique within the workload.
+        arrival_s: arrival time at the server, s (≥ 0; ties keep workload order).
+        num_prompt_tokens: prompt length, tokens (≥ 1).
+        num_output_tokens: tokens the request will generate (EOS ignored, as benchmarks do), tokens (≥ 1).
+        prefix_segments: ids of the prompt's leading segments, in order; two requests whose
+            first k ids are equal share their first ``k × segment_tokens`` prompt tokens
+            (Mooncake ``hash_ids`` are such ids with ``segment_tokens = 512``). Tokens beyond
+            the listed segments, and any trailing partial segment, are unique to the request.
+            Empty: nothing shareable.
+        segment_tokens: tokens per segment id, tokens (≥ 1).
+        client_id: the client or tenant that sent it, if the source says (ServeGen, routing tests).
+    """
+
+    request_id: str
+    arrival_s: float
+    num_prompt_tokens: int
+    num_output_tokens: int
+    prefix_segments: tuple[int, ...] = ()
+    segment_tokens: int = 512
+    client_id: str | None = None
+
+    @property
+    def num_shareable_tokens(self) -> int:
+        """Prompt tokens covered by complete listed segments, tokens."""
+        return min(len(self.prefix_segments) * self.segment_tokens, (self.num_prompt_tokens // self.segment_tokens) * self.segment_tokens)

@@ -1,0 +1,160 @@
+"""Loading benchmark files (JSON, JSON Lines, CSV) and checking their numbers, with errors that name file, line and field.
+
+Every reader goes through :func:`load_document` and the small validators here, so an
+empty file, broken JSON, a NaN or a negative latency is reported the same way
+everywhere: a :class:`~kvledger.errors.FormatError` naming the file, the line or
+column when known, and the field (``ttfts[17]``, ``line 3: metrics.ttft.value``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kvledger.errors import FormatError
+
+__all__ = ["Document", "load_document", "number", "latency_s", "count", "TIME_UNITS_S", "to_seconds", "top_keys"]
+
+# Seconds per unit for every time unit the supported tools write ("sec" is AIPerf's spelling).
+TIME_UNITS_S: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "seconds": 1.0}
+
+
+@dataclass(slots=True)
+class Document:
+    """A parsed input file.
+
+    Attributes:
+        path: the file, as the user gave it (used in every error message).
+        kind: "json" (one value), "jsonl" (one value per non-empty line) or "csv" (raw text).
+        value: the JSON value (json), the list of line values (jsonl) or the text (csv).
+        line_numbers: for jsonl, the 1-based file line of each value.
+    """
+
+    path: str
+    kind: str
+    value: Any
+    line_numbers: list[int] | None = None
+
+
+def load_document(path: str | Path) -> Document:
+    """Read ``path`` as JSON, JSON Lines (e.g. vLLM ``--append-result``, SGLang, AIPerf) or CSV.
+
+    Raises:
+        FormatError: missing or unreadable file, a directory, an empty file, or text that is
+            neither JSON, JSON Lines nor a CSV table (the JSON error's line and column are given).
+    """
+    p = Path(path)
+    name = str(path)
+    if p.is_dir():
+        raise FormatError(name, "is a directory; pass the benchmark output files themselves (e.g. profile_export.jsonl, stage_0_lifecycle_metrics.json)")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FormatError(name, "no such file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise FormatError(name, f"cannot read the file: {err}") from None
+    if not text.strip():
+        raise FormatError(name, "the file is empty; a benchmark run writes at least one JSON object")
+    try:
+        return Document(name, "json", json.loads(text))
+    except json.JSONDecodeError as err:
+        first_err = err
+    if first_err.msg == "Extra data" or _first_line_is_json(text):
+        values, lines = [], []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                values.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise FormatError(name, f"not valid JSON Lines: {err.msg}", f"line {lineno}, column {err.colno}") from None
+            lines.append(lineno)
+        return Document(name, "jsonl", values, lines)
+    first_line = text.lstrip().splitlines()[0]
+    if "," in first_line and not first_line.lstrip().startswith(("[", "{")):
+        return Document(name, "csv", text)
+    raise FormatError(name, f"not valid JSON: {first_err.msg}", f"line {first_err.lineno}, column {first_err.colno}")
+
+
+def _first_line_is_json(text: str) -> bool:
+    """True when the first non-empty line is a complete JSON object (a JSON Lines file with a later bad line)."""
+    line = next((ln for ln in text.splitlines() if ln.strip()), "")
+    try:
+        return isinstance(json.loads(line), dict)
+    except json.JSONDecodeError:
+        return False
+
+
+def number(doc_path: str, value: Any, where: str, *, allow_none: bool = False) -> float | None:
+    """``value`` as a finite float; None passes only when ``allow_none``.
+
+    Raises:
+        FormatError: a non-number, NaN or infinity, naming ``where`` (the field path).
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise FormatError(doc_path, f"expected a number, found {value!r}", where)
+    try:
+        x = float(value)
+    except ValueError:
+        raise FormatError(doc_path, f"expected a number, found {value!r}", where) from None
+    if not math.isfinite(x):
+        raise FormatError(doc_path, f"{value!r} is not a finite number (NaN or infinity); the benchmark output is damaged", where)
+    return x
+
+
+def latency_s(doc_path: str, value: Any, where: str, scale_s: float = 1.0, *, allow_none: bool = False) -> float | None:
+    """A latency or timestamp offset converted to seconds (``value × scale_s``); must be finite and ≥ 0.
+
+    Raises:
+        FormatError: non-number, NaN/inf, or a negative latency, naming ``where``.
+    """
+    x = number(doc_path, value, where, allow_none=allow_none)
+    if x is None:
+        return None
+    if x < 0:
+        raise FormatError(doc_path, f"negative latency {value!r}; latencies cannot be negative (clock error or damaged file)", where)
+    return x * scale_s
+
+
+def count(doc_path: str, value: Any, where: str, *, allow_none: bool = False) -> int | None:
+    """A non-negative integer count (token counts, request counts); integral floats such as 550.0 are accepted.
+
+    Raises:
+        FormatError: non-number, NaN, fractional or negative value, naming ``where``.
+    """
+    x = number(doc_path, value, where, allow_none=allow_none)
+    if x is None:
+        return None
+    if x < 0 or x != int(x):
+        raise FormatError(doc_path, f"expected a non-negative whole count, found {value!r}", where)
+    return int(x)
+
+
+def to_seconds(doc_path: str, unit: Any, where: str) -> float:
+    """Seconds per ``unit`` for a time unit string ("ns", "ms", "sec", ...).
+
+    Raises:
+        FormatError: an unknown or missing unit, naming ``where``.
+    """
+    key = str(unit).strip().lower() if unit is not None else ""
+    if key not in TIME_UNITS_S:
+        raise FormatError(doc_path, f"unknown time unit {unit!r}; expected one of {', '.join(TIME_UNITS_S)}", where)
+    return TIME_UNITS_S[key]
+
+
+def top_keys(value: Any, limit: int = 25) -> list[str]:
+    """The top-level keys a file shows (for "unknown format" messages): dict keys, or keys of its first element."""
+    if isinstance(value, dict):
+        keys = list(value)
+    elif isinstance(value, list) and value and isinstance(value[0], dict):
+        keys = [f"[0].{k}" for k in value[0]]
+    elif isinstance(value, list):
+        keys = [f"<list of {len(value)} {type(value[0]).__name__ if value else 'items'}>"]
+    else:
+        keys = [f"<{type(value).__name__}>"]
+    return keys[:limit] + ([f"... {len(keys) - limit} more"] if len(keys) > limit else [])

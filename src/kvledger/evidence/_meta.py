@@ -1,0 +1,77 @@
+"""Run metadata that benchmark files state in free-form places: GPU type and count, request rate, percentile keys.
+
+vLLM copies ``--metadata KEY=VALUE`` pairs to the top level of its result, llm-d and
+InferenceX rows name the accelerator, and users of every tool attach labels; these
+helpers look for the usual spellings and nothing else (no guessing from model names).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+__all__ = ["HARDWARE_KEYS", "GPU_COUNT_KEYS", "stated_hardware", "stated_gpu_count", "rate_or_none", "FLAT_STAT", "parse_flat_stat"]
+
+HARDWARE_KEYS = ("hardware", "hw", "gpu", "gpu_type", "gpu_name", "gpu_model", "accelerator", "accelerator_type", "device")
+GPU_COUNT_KEYS = ("num_gpus", "gpu_count", "n_gpus", "gpus", "num_accelerators", "accelerator_count")
+
+
+def stated_hardware(*sources: dict[str, Any] | None) -> str | None:
+    """The first GPU name found under a usual key (``hardware``, ``gpu``, ``accelerator``, ...), else None."""
+    for src in sources:
+        if not isinstance(src, dict):
+            continue
+        for k in HARDWARE_KEYS:
+            v = src.get(k)
+            if isinstance(v, str) and v.strip():
+                return v.strip()
+    return None
+
+
+def stated_gpu_count(*sources: dict[str, Any] | None) -> int | None:
+    """The first positive whole GPU count under a usual key (``num_gpus``, ``gpu_count``, ...), else None."""
+    for src in sources:
+        if not isinstance(src, dict):
+            continue
+        for k in GPU_COUNT_KEYS:
+            v = src.get(k)
+            try:
+                n = float(v)
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(n) and n >= 1 and n == int(n):
+                return int(n)
+    return None
+
+
+def rate_or_none(value: Any) -> float | None:
+    """A request rate, req/s: numbers as floats, "inf" (vLLM's spelling for as-fast-as-possible) as inf, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+#: vLLM/SGLang/InferenceX flat statistic keys: mean_ttft_ms, median_tpot_ms, p99.9_itl_ms, p99_e2e_latency_ms, median_ttft (s).
+FLAT_STAT = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el|e2e_latency)(_ms)?$")
+_FLAT_METRIC = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2e", "e2e_latency": "e2e"}
+
+
+def parse_flat_stat(key: str) -> tuple[str, str, float] | None:
+    """``"p99.9_itl_ms"`` → ("p99.9", "itl", 1e-3); ``"median_ttft"`` → ("median", "ttft", 1.0); None if no match.
+
+    The third item is seconds per unit: ``_ms`` keys are milliseconds; keys without the
+    suffix are seconds (InferenceX's trimmed client and its processed rows, formats.md §6).
+    """
+    m = FLAT_STAT.match(key)
+    if not m:
+        return None
+    stat, metric, ms = m.groups()
+    return stat, _FLAT_METRIC[metric], (1e-3 if ms else 1.0)

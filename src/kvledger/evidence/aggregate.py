@@ -1,0 +1,122 @@
+"""The aggregate-only run: what a benchmark file gives when it kept percentiles but no per-request records.
+
+Such files (vLLM without ``--save-detailed``, inference-perf lifecycle reports, llmperf
+summaries, GuideLLM with stripped request lists, AIPerf/GenAI-Perf aggregate JSON/CSV)
+still allow a *bounded* goodput estimate (``kvledger.ledgers.estimate``). Each metric is
+stored in canonical seconds with the weighting of its distribution stated, because a
+percentile over pooled inter-chunk gaps or over tokens says nothing per request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from kvledger.records import RunMetadata
+
+__all__ = ["MetricSummary", "AggregateRun", "CANONICAL_METRICS", "WEIGHTINGS"]
+
+#: Canonical metric names (records.py definitions): TTFT, TPOT excluding the first token, E2E, per-gap ITL.
+CANONICAL_METRICS = ("ttft", "tpot", "e2e", "itl")
+#: What one value of a distribution stands for.
+WEIGHTINGS = {
+    "request": "one value per successful request",
+    "gap": "one value per inter-chunk gap, pooled over all requests",
+    "token": "one value per output token (token-weighted)",
+}
+
+
+@dataclass(slots=True)
+class MetricSummary:
+    """A tool's summary of one canonical metric, converted to seconds.
+
+    Attributes:
+        metric: "ttft", "tpot", "e2e" or "itl" (canonical names, see records.py).
+        weighting: key of :data:`WEIGHTINGS`; only "request" distributions bound per-request attainment.
+        percentiles_s: percentile (0–100, e.g. 99.9) → value, s.
+        count: how many values were summarised, if stated.
+        mean_s, min_s, max_s: s, if stated.
+        source_field: the file's field(s) this came from, e.g. "p99_ttft_ms".
+        note: how the tool's definition maps onto the canonical one.
+    """
+
+    metric: str
+    weighting: str
+    percentiles_s: dict[float, float] = field(default_factory=dict)
+    count: int | None = None
+    mean_s: float | None = None
+    min_s: float | None = None
+    max_s: float | None = None
+    source_field: str = ""
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.metric not in CANONICAL_METRICS:
+            raise ValueError(f"metric {self.metric!r} not in {CANONICAL_METRICS}")
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting {self.weighting!r} not in {list(WEIGHTINGS)}")
+
+    def points(self) -> list[tuple[float, float]]:
+        """(percentile, value_s) pairs including min as p0 and max as p100 when known, sorted by percentile."""
+        pts = dict(self.percentiles_s)
+        if self.min_s is not None:
+            pts.setdefault(0.0, self.min_s)
+        if self.max_s is not None:
+            pts.setdefault(100.0, self.max_s)
+        return sorted(pts.items())
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["percentiles_s"] = {_pct_label(p): v for p, v in sorted(self.percentiles_s.items())}
+        return d
+
+
+@dataclass(slots=True)
+class AggregateRun:
+    """A run known only through aggregates.
+
+    Attributes:
+        metadata: as for per-request runs (source, format, model, hardware, rate, ...).
+        num_completed: successful requests, count, if stated.
+        num_failed: failed requests, count, if stated (None: the file does not say).
+        duration_s: benchmark duration as the tool defines it, s (see metadata.definitions).
+        total_input_tokens, total_output_tokens: over successful requests, tokens, if stated.
+        metrics: canonical metric name → :class:`MetricSummary`.
+        tool_goodput: what the tool itself reported as goodput, verbatim with its field name
+            (the SLO it used is usually not stored in the file), or None.
+    """
+
+    metadata: RunMetadata
+    num_completed: int | None = None
+    num_failed: int | None = None
+    duration_s: float | None = None
+    total_input_tokens: int | None = None
+    total_output_tokens: int | None = None
+    metrics: dict[str, MetricSummary] = field(default_factory=dict)
+    tool_goodput: dict[str, Any] | None = None
+
+    @property
+    def num_requests(self) -> int | None:
+        """All requests, failed included, count; None when the completed count is unknown."""
+        if self.num_completed is None:
+            return None
+        return self.num_completed + (self.num_failed or 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "aggregate",
+            "metadata": self.metadata.to_dict(),
+            "num_requests": self.num_requests,
+            "num_completed": self.num_completed,
+            "num_failed": self.num_failed,
+            "duration_s": self.duration_s,
+            "total_input_tokens": self.total_input_tokens,
+            "total_output_tokens": self.total_output_tokens,
+            "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
+            "tool_goodput": self.tool_goodput,
+        }
+
+
+def _pct_label(p: float) -> str:
+    return f"p{int(p)}" if float(p).is_integer() else f"p{p:g}"
+

@@ -1,0 +1,124 @@
+"""Benchmark-format detection by key signature (formats.md §7), and the table of known formats.
+
+Detection looks only at structure, never at file names, so renamed files still read.
+Order matters where signatures overlap: kvledger's own records first, then the more
+specific tool signatures (``total_output_tokens_retokenized`` before the generic
+vLLM ``request_throughput``; AIPerf's ``schema_version`` before GenAI-Perf's bare metric
+table). An unknown file raises a FormatError that lists the known formats and the
+top-level keys it saw.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.errors import FormatError
+from kvledger.evidence._arrays import has_details
+from kvledger.evidence._io import Document, top_keys
+from kvledger.evidence.kvledger_records import looks_like_records
+
+__all__ = ["FORMAT_DESCRIPTIONS", "detect_format"]
+
+#: format name → what it is (shown in help and in "unknown format" errors).
+FORMAT_DESCRIPTIONS: dict[str, str] = {
+    "vllm-bench-serve": "vllm bench serve --save-result JSON (aggregate, --save-detailed, --append-result lines)",
+    "sglang-bench-serving": "SGLang bench_serving --output-file JSONL (with or without --output-details)",
+    "aiperf-jsonl": "AIPerf profile_export.jsonl (per request; early and current layouts)",
+    "aiperf-json": "AIPerf profile_export_aiperf.json (aggregate; early 'records' and current layouts)",
+    "aiperf-csv": "AIPerf/GenAI-Perf profile_export_*.csv (aggregate tables)",
+    "genai-perf-raw": "GenAI-Perf/perf_analyzer profile_export.json (experiments with ns timestamps)",
+    "genai-perf-json": "GenAI-Perf profile_export_genai_perf.json (aggregate)",
+    "guidellm": "GuideLLM benchmarks.json (metadata.version 2 and the older layout)",
+    "llmperf-individual": "llmperf *_individual_responses.json (per request)",
+    "llmperf-summary": "llmperf *_summary.json (aggregate)",
+    "inference-perf-lifecycle": "inference-perf summary_/stage_N_lifecycle_metrics.json (aggregate)",
+    "inference-perf-per-request": "inference-perf per_request_lifecycle_metrics.json",
+    "kvledger-records": "kvledger records file (RunRecords JSON, written by kvledger simulate --out)",
+}
+
+
+def _is_metric_entry(v: Any) -> bool:
+    return isinstance(v, dict) and "unit" in v and ("avg" in v or "p50" in v)
+
+
+def _detect_dict(d: dict[str, Any]) -> str | None:
+    if looks_like_records(d):
+        return "kvledger-records"
+    if isinstance(d.get("metadata"), dict) and ("metrics" in d or "error" in d) and not isinstance(d.get("records"), list):
+        return "aiperf-jsonl"  # a one-line profile_export.jsonl parses as a single JSON object
+    if isinstance(d.get("records"), dict) and any(_is_metric_entry(v) for v in d["records"].values()):
+        return "aiperf-json"
+    if isinstance(d.get("experiments"), list):
+        return "genai-perf-raw"
+    if isinstance(d.get("benchmarks"), list):
+        return "guidellm"
+    if isinstance(d.get("load_summary"), dict) or (isinstance(d.get("successes"), dict) and "failures" in d):
+        succ = d.get("successes") if isinstance(d.get("successes"), dict) else {}
+        if "latency" not in succ and "request_latency" in succ:
+            return "inference-perf-prometheus"
+        return "inference-perf-lifecycle"
+    if "results_ttft_s_mean" in d or any(k.startswith("results_ttft_s_") for k in d):
+        return "llmperf-summary"
+    details = d.get("details") if isinstance(d.get("details"), dict) else {}
+    if "total_output_tokens_retokenized" in d or "mean_e2e_latency_ms" in d or has_details(details):
+        return "sglang-bench-serving"
+    if "request_throughput" in d and ("duration" in d or "completed" in d or has_details(d)):
+        return "vllm-bench-serve"
+    if "request_goodput:" in d:
+        return "vllm-bench-serve"
+    metric_keys = [k for k, v in d.items() if _is_metric_entry(v)]
+    if metric_keys:
+        return "aiperf-json" if ("schema_version" in d or "aiperf_version" in d or "benchmark_duration" in d) else "genai-perf-json"
+    return None
+
+
+def _detect_list(items: list[Any]) -> str | None:
+    first = next((x for x in items if isinstance(x, dict)), None)
+    if first is None:
+        return None
+    if "ttft_s" in first or "end_to_end_latency_s" in first:
+        return "llmperf-individual"
+    if "start_time" in first and "end_time" in first and "info" in first:
+        return "inference-perf-per-request"
+    return None
+
+
+def _detect_lines(values: list[Any]) -> str | None:
+    first = values[0] if values else None
+    if not isinstance(first, dict):
+        return None
+    if isinstance(first.get("metadata"), dict) and ("metrics" in first or "error" in first):
+        return "aiperf-jsonl"
+    return _detect_dict(first) if _detect_dict(first) in ("sglang-bench-serving", "vllm-bench-serve") else None
+
+
+def detect_format(doc: Document) -> str:
+    """The format name of a loaded document.
+
+    Raises:
+        FormatError: no signature matches; the message lists the known formats and the keys seen.
+    """
+    if doc.kind == "csv":
+        first = doc.value.lstrip().split(",", 1)[0].strip().lower()
+        if first == "metric":
+            return "aiperf-csv"
+        fmt = None
+    elif doc.kind == "jsonl":
+        fmt = _detect_lines(doc.value)
+    elif isinstance(doc.value, dict):
+        fmt = _detect_dict(doc.value)
+    elif isinstance(doc.value, list):
+        if not doc.value:
+            raise FormatError(doc.path, "the file holds an empty list: no requests and no aggregates to read")
+        fmt = _detect_list(doc.value)
+    else:
+        fmt = None
+    if fmt == "inference-perf-prometheus":
+        raise FormatError(doc.path, "this is an inference-perf Prometheus report (server-side histograms scraped from the engine), "
+                          "not a lifecycle report; read the matching *_lifecycle_metrics.json (client-side, per stage) instead")
+    if fmt is None:
+        seen = top_keys(doc.value[0] if doc.kind == "jsonl" and doc.value else doc.value) if doc.kind != "csv" else [doc.value.splitlines()[0][:80]]
+        known = "\n".join(f"  {name}: {desc}" for name, desc in FORMAT_DESCRIPTIONS.items())
+        raise FormatError(doc.path, f"unknown benchmark output format. Keys seen: {', '.join(map(str, seen))}.\n"
+                          f"Known formats (force one with --format NAME):\n{known}")
+    return fmt

@@ -1,0 +1,167 @@
+"""Reader for GuideLLM ``benchmarks.json``: the current schema (``metadata.version: 2``) and the older v0.2–v0.4 one.
+
+Each ``benchmarks[]`` entry is one run (a rate or concurrency level; formats.md §4).
+Requests sit in ``requests.{successful, errored, incomplete}``; they may be empty or a
+reservoir sample (``sample_size``), in which case only the ``metrics`` summaries remain.
+Timestamps are epoch **seconds**; fields ending in ``_ms`` are milliseconds. Traps:
+GuideLLM ``inter_token_latency_ms`` is canonical TPOT, while ``time_per_output_token_ms``
+*includes the first token*; per-token metrics are summarised token-weighted; percentile
+keys are ``p001`` = 0.1 %, ``p01`` = 1 %, ``p05`` = 5 %, ``p999`` = 99.9 %.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.errors import FormatError
+from kvledger.evidence._io import Document, count, latency_s, number
+from kvledger.evidence.aggregate import AggregateRun, MetricSummary
+from kvledger.records import RequestRecord, RunMetadata, RunRecords
+
+__all__ = ["FORMAT", "read", "GUIDELLM_PERCENTILES"]
+
+FORMAT = "guidellm"
+GUIDELLM_PERCENTILES = {"p001": 0.1, "p01": 1.0, "p05": 5.0, "p10": 10.0, "p25": 25.0, "p50": 50.0, "p75": 75.0,
+                        "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
+_METRICS = {  # GuideLLM metric → (canonical, seconds per unit, note)
+    "time_to_first_token_ms": ("ttft", 1e-3, "time to first token per request"),
+    "inter_token_latency_ms": ("tpot", 1e-3, "GuideLLM inter_token_latency_ms = (last − first token)/(output − 1), i.e. canonical TPOT; time_per_output_token_ms (first token included) is not used"),
+    "request_latency": ("e2e", 1.0, "GuideLLM request_latency = request end − request start, s (slightly longer than to the last token)"),
+}
+_STATUSES = ("successful", "errored", "incomplete")
+
+
+def read(doc: Document) -> list[RunRecords | AggregateRun]:
+    """One run per benchmark: RunRecords when requests were kept, else an AggregateRun.
+
+    Raises:
+        FormatError: no benchmarks, NaN, negative latencies, naming ``benchmarks[i]`` and the field.
+    """
+    obj = doc.value
+    benches = obj.get("benchmarks")
+    if not isinstance(benches, list) or not benches:
+        raise FormatError(doc.path, "no benchmarks in the file ('benchmarks' is missing or empty)", "benchmarks")
+    version = obj.get("metadata", {}).get("version") if isinstance(obj.get("metadata"), dict) else None
+    model = _model(obj)
+    return [_bench(doc.path, b, i, version, model) for i, b in enumerate(benches)]
+
+
+def _model(obj: dict[str, Any]) -> str | None:
+    for path in (("config", "spec", "backend", "model"), ("config", "backend", "model"), ("args", "model")):
+        cur: Any = obj
+        for k in path:
+            cur = cur.get(k) if isinstance(cur, dict) else None
+        if isinstance(cur, str):
+            return cur
+    return None
+
+
+def _bench(path: str, b: Any, i: int, version: Any, model: str | None) -> RunRecords | AggregateRun:
+    where = f"benchmarks[{i}]."
+    if not isinstance(b, dict):
+        raise FormatError(path, "expected a benchmark object", where.rstrip("."))
+    meta = RunMetadata(source=path, source_format=FORMAT, model=model or _model(b))
+    cfg = b.get("config") if isinstance(b.get("config"), dict) else b.get("args", {})
+    strategy = cfg.get("strategy") if isinstance(cfg, dict) and isinstance(cfg.get("strategy"), dict) else {}
+    rate, conc = strategy.get("rate"), strategy.get("max_concurrency") or strategy.get("streams")
+    meta.request_rate = float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
+    meta.concurrency = conc if isinstance(conc, int) and strategy.get("type_") in ("concurrent", "synchronous") else None
+    meta.duration_s = latency_s(path, b.get("duration"), f"{where}duration", allow_none=True)
+    meta.extra = {"run_label": f"benchmark {i} ({strategy.get('type_', '?')}" + (f" @ {rate} req/s)" if rate else ")"),
+                  "schema_version": version, "strategy": strategy}
+    meta.definitions.append(f"GuideLLM schema version {version if version is not None else '1 (pre-metadata layout)'}; duration = the benchmark's measured window, s")
+    reqs = b.get("requests") if isinstance(b.get("requests"), dict) else {}
+    kept = {s: reqs.get(s) or [] for s in _STATUSES}
+    totals = _totals(path, b, where)
+    if any(kept.values()):
+        return _records(path, kept, totals, meta, where)
+    meta.definitions.append("no per-request records kept (empty request lists): aggregates only; goodput can only be bounded")
+    return _aggregate(path, b, totals, meta, where)
+
+
+def _totals(path: str, b: dict[str, Any], where: str) -> dict[str, int | None]:
+    src = b.get("metrics", {}).get("request_totals") if isinstance(b.get("metrics"), dict) else None
+    if not isinstance(src, dict):
+        src = b.get("request_totals") if isinstance(b.get("request_totals"), dict) else {}
+    return {s: count(path, src.get(s), f"{where}request_totals.{s}", allow_none=True) for s in _STATUSES}
+
+
+def _records(path: str, kept: dict[str, list[Any]], totals: dict[str, int | None], meta: RunMetadata, where: str) -> RunRecords:
+    raw = []
+    for status in _STATUSES:
+        for j, r in enumerate(kept[status]):
+            raw.append(_one(path, r, status, f"{where}requests.{status}[{j}]"))
+    t0 = min(a for a, _ in raw)
+    records = [_shift(rec, t0) for _, rec in raw]
+    meta.time_origin = f"first request start, Unix epoch {t0} s"
+    meta.definitions.append("arrival = request start; TTFT/E2E to the first/last token iteration (epoch s); no per-chunk times (ITL SLOs unavailable)")
+    ok_kept = len(kept["successful"])
+    fail_kept = len(kept["errored"]) + len(kept["incomplete"])
+    ok_total, fail_total = totals["successful"], (totals["errored"] or 0) + (totals["incomplete"] or 0)
+    if ok_total is not None and (ok_total > ok_kept or fail_total > fail_kept):
+        meta.extra["sample_weights"] = {"ok": ok_total / ok_kept if ok_kept else 0.0,
+                                        "failed": fail_total / fail_kept if fail_kept else 0.0}
+        meta.definitions.append(f"requests were reservoir-sampled (kept {ok_kept} of {ok_total} successful, {fail_kept} of {fail_total} failed): counts are scaled up, so goodput is an estimate")
+    return RunRecords(records, meta)
+
+
+def _shift(rec: RequestRecord, t0: float) -> RequestRecord:
+    sh = lambda x: None if x is None else x - t0  # noqa: E731
+    return RequestRecord(rec.request_id, rec.arrival_s - t0, rec.num_prompt_tokens, rec.num_output_tokens,
+                         sh(rec.first_token_s), sh(rec.finish_s), None, error=rec.error)
+
+
+def _one(path: str, r: Any, status: str, where: str) -> tuple[float, RequestRecord]:
+    if not isinstance(r, dict):
+        raise FormatError(path, "expected a request object", where)
+    timings = r.get("info", {}).get("timings", {}) if isinstance(r.get("info"), dict) else {}
+    pick = lambda *keys: next((x for x in (timings.get(k, r.get(k)) for k in keys) if x is not None), None)  # noqa: E731
+    start = number(path, pick("request_start", "request_start_time", "start_time"), f"{where}request_start")
+    first = number(path, pick("first_token_iteration", "first_token_time"), f"{where}first_token_iteration", allow_none=True)
+    last = number(path, pick("last_token_iteration", "last_token_time", "request_end", "request_end_time", "end_time"), f"{where}last_token_iteration", allow_none=True)
+    for name, t in (("first token", first), ("last token", last)):
+        if t is not None and t < start:
+            raise FormatError(path, f"{name} time {t} is before the request start {start}: negative latency", where)
+    n_in = count(path, r.get("prompt_tokens") or 0, f"{where}prompt_tokens")
+    n_out = count(path, r.get("output_tokens") or 0, f"{where}output_tokens")
+    rid = str(r.get("request_id") or where)
+    err = None
+    if status != "successful":
+        info = r.get("info") if isinstance(r.get("info"), dict) else {}
+        err = f"{status}: {info.get('error') or r.get('error') or 'no detail'}"
+    return start, RequestRecord(rid, start, n_in, n_out, first if err is None else None, last, None, error=err)
+
+
+def _aggregate(path: str, b: dict[str, Any], totals: dict[str, int | None], meta: RunMetadata, where: str) -> AggregateRun:
+    agg = AggregateRun(meta, duration_s=meta.duration_s)
+    agg.num_completed = totals["successful"]
+    agg.num_failed = (totals["errored"] or 0) + (totals["incomplete"] or 0)
+    meta.definitions.append("errored and incomplete requests both counted as failed")
+    metrics = b.get("metrics") if isinstance(b.get("metrics"), dict) else {}
+    for name, (canon, scale, note) in _METRICS.items():
+        succ = metrics.get(name, {}).get("successful") if isinstance(metrics.get(name), dict) else None
+        if isinstance(succ, dict):
+            agg.metrics[canon] = _summary(path, succ, canon, scale, note, agg.num_completed, f"{where}metrics.{name}.successful")
+    for attr, name in (("total_input_tokens", "prompt_token_count"), ("total_output_tokens", "output_token_count")):
+        succ = metrics.get(name, {}).get("successful") if isinstance(metrics.get(name), dict) else None
+        if isinstance(succ, dict) and succ.get("total_sum") is not None:
+            setattr(agg, attr, int(round(number(path, succ["total_sum"], f"{where}metrics.{name}.successful.total_sum"))))
+    return agg
+
+
+def _summary(path: str, d: dict[str, Any], canon: str, scale: float, note: str, n_ok: int | None, where: str) -> MetricSummary:
+    c = count(path, d.get("count"), f"{where}.count", allow_none=True)
+    weighting = "request" if c is None or n_ok is None or c == n_ok else "token"
+    m = MetricSummary(canon, weighting, count=c, source_field=where.split("metrics.")[-1], note=note)
+    m.mean_s = latency_s(path, d.get("mean"), f"{where}.mean", scale, allow_none=True)
+    m.min_s = latency_s(path, d.get("min"), f"{where}.min", scale, allow_none=True)
+    m.max_s = latency_s(path, d.get("max"), f"{where}.max", scale, allow_none=True)
+    if d.get("median") is not None:
+        m.percentiles_s[50.0] = latency_s(path, d["median"], f"{where}.median", scale)
+    pcts = d.get("percentiles") if isinstance(d.get("percentiles"), dict) else {}
+    for key, value in pcts.items():
+        if key in GUIDELLM_PERCENTILES and value is not None:
+            m.percentiles_s[GUIDELLM_PERCENTILES[key]] = latency_s(path, value, f"{where}.percentiles.{key}", scale)
+    if weighting == "token":
+        m.note += f"; summarised over {c} values for {n_ok} requests (token-weighted), so only min/max bound requests"
+    return m

@@ -1,0 +1,157 @@
+"""Reader for kubernetes-sigs/inference-perf lifecycle reports (summary, per stage) and ``per_request_lifecycle_metrics.json``.
+
+Everything is in **seconds**, although the metrics doc says ms (formats.md §6). The
+lifecycle report has ``load_summary``, ``successes`` (latency percentiles ``p0.1``…
+``median``…``p99.9``, throughput) and ``failures``; its ``inter_token_latency`` pools
+every token gap, its ``time_per_output_token`` is per request (canonical TPOT), and its
+``goodput_percentage`` divides by *successful* requests only. Duration is measured over
+successful requests, so it is recovered as ``successes.count ÷ requests_per_sec``. The
+per-request file is a list of ``RequestLifecycleMetric`` objects (two layouts: token
+times under ``info`` or under ``info.response_metrics``); each stage becomes one run.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kvledger.errors import FormatError
+from kvledger.evidence._io import Document, count, latency_s, number
+from kvledger.evidence.aggregate import AggregateRun, MetricSummary
+from kvledger.records import RequestRecord, RunMetadata, RunRecords
+
+__all__ = ["FORMAT_LIFECYCLE", "FORMAT_PER_REQUEST", "read_lifecycle", "read_per_request"]
+
+FORMAT_LIFECYCLE, FORMAT_PER_REQUEST = "inference-perf-lifecycle", "inference-perf-per-request"
+_LATENCIES = {  # inference-perf latency key → (canonical, weighting, note)
+    "time_to_first_token": ("ttft", "request", "first token time − start time per streamed request, s"),
+    "time_per_output_token": ("tpot", "request", "(last − first token time)/(tokens − 1) per streamed request, s"),
+    "request_latency": ("e2e", "request", "end time − start time per request, s"),
+    "inter_token_latency": ("itl", "gap", "every gap between token times, pooled over requests, s"),
+}
+_PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
+
+
+def _config_model(path: str) -> str | None:
+    cfg = Path(path).with_name("config.yaml")
+    if not cfg.is_file():
+        return None
+    try:
+        import yaml
+
+        data = yaml.safe_load(cfg.read_text(encoding="utf-8"))
+    except Exception:  # a broken sidecar must not stop reading the report itself
+        return None
+    server = data.get("server") if isinstance(data, dict) else None
+    name = server.get("model_name") if isinstance(server, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def read_lifecycle(doc: Document) -> list[AggregateRun]:
+    """One AggregateRun from a ``summary_``/``stage_N_lifecycle_metrics.json`` report; model from a sibling config.yaml.
+
+    Raises:
+        FormatError: NaN or negative latencies, naming the field.
+    """
+    obj, path = doc.value, doc.path
+    meta = RunMetadata(source=path, source_format=FORMAT_LIFECYCLE, model=_config_model(path))
+    m = re.search(r"stage_(\d+)_", Path(path).name)
+    meta.extra["run_label"] = f"stage {m.group(1)}" if m else "summary"
+    load = obj.get("load_summary") if isinstance(obj.get("load_summary"), dict) else {}
+    succ = obj.get("successes") if isinstance(obj.get("successes"), dict) else {}
+    fail = obj.get("failures") if isinstance(obj.get("failures"), dict) else {}
+    meta.request_rate = number(path, load.get("requested_rate"), "load_summary.requested_rate", allow_none=True)
+    agg = AggregateRun(meta)
+    agg.num_completed = count(path, succ.get("count"), "successes.count", allow_none=True)
+    agg.num_failed = count(path, fail.get("count"), "failures.count", allow_none=True)
+    thr = succ.get("throughput") if isinstance(succ.get("throughput"), dict) else {}
+    rps = number(path, thr.get("requests_per_sec"), "successes.throughput.requests_per_sec", allow_none=True)
+    if agg.num_completed and rps:
+        agg.duration_s = meta.duration_s = agg.num_completed / rps
+        meta.definitions.append("duration = successes.count ÷ successes.throughput.requests_per_sec (inference-perf times successful requests only)")
+    for attr, key in (("total_input_tokens", "prompt_len"), ("total_output_tokens", "output_len")):
+        mean = succ.get(key, {}).get("mean") if isinstance(succ.get(key), dict) else None
+        if mean is not None and agg.num_completed is not None:
+            setattr(agg, attr, int(round(number(path, mean, f"successes.{key}.mean") * agg.num_completed)))
+    lat = succ.get("latency") if isinstance(succ.get("latency"), dict) else {}
+    for key, (canon, weighting, note) in _LATENCIES.items():
+        if isinstance(lat.get(key), dict):
+            agg.metrics[canon] = _summary(path, lat[key], canon, weighting, note, agg.num_completed, f"successes.latency.{key}")
+    meta.definitions.append("all latencies in seconds (the inference-perf docs say ms; the files are s)")
+    gm = obj.get("goodput_metrics")
+    if isinstance(gm, dict):
+        agg.tool_goodput = {"req_per_s": gm.get("request_goodput"), "field": "goodput_metrics", "good_requests": gm.get("good_requests"),
+                            "percentage_of_successful": gm.get("goodput_percentage"), "slo": "report.goodput.constraints (not in this file)"}
+    return [agg]
+
+
+def _summary(path: str, d: dict[str, Any], canon: str, weighting: str, note: str, n: int | None, where: str) -> MetricSummary:
+    m = MetricSummary(canon, weighting, count=n if weighting == "request" else None, source_field=where, note=note)
+    for key, value in d.items():
+        if value is None:
+            continue
+        pm = _PCT.match(key)
+        if pm:
+            m.percentiles_s[float(pm.group(1))] = latency_s(path, value, f"{where}.{key}")
+        elif key == "median":
+            m.percentiles_s[50.0] = latency_s(path, value, f"{where}.{key}")
+        elif key in ("mean", "min", "max"):
+            setattr(m, f"{key}_s", latency_s(path, value, f"{where}.{key}"))
+    return m
+
+
+def read_per_request(doc: Document) -> list[RunRecords]:
+    """One RunRecords per ``stage_id`` (one run when there are no stage ids), on the file's shared clock.
+
+    Raises:
+        FormatError: missing start/end times, NaN, token times before the start (negative latency).
+    """
+    path, items = doc.path, doc.value
+    bad = next((i for i, r in enumerate(items) if not isinstance(r, dict)), None)
+    if bad is not None:
+        raise FormatError(path, "expected one object per request", f"[{bad}]")
+    starts = [number(path, r.get("start_time"), f"[{i}].start_time") for i, r in enumerate(items)]
+    t0 = min(starts)
+    stages: dict[Any, list[RequestRecord]] = {}
+    for i, r in enumerate(items):
+        stages.setdefault(r.get("stage_id"), []).append(_request(path, r, i, starts[i] - t0))
+    model = _config_model(path)
+    runs = []
+    for stage, records in sorted(stages.items(), key=lambda kv: (kv[0] is None, kv[0] if kv[0] is not None else 0)):
+        meta = RunMetadata(source=path, source_format=FORMAT_PER_REQUEST, model=model, time_origin=f"first start_time in the file ({t0} s, perf_counter clock)")
+        meta.extra["run_label"] = f"stage {stage}" if stage is not None else "all requests"
+        meta.definitions += [
+            "arrival = start_time; chunk times = response_metrics.chunk_times (else output_token_times); TTFT to the first of them",
+            "E2E to the last token time (inference-perf's request_latency runs to end_time, slightly later); without token times, to end_time",
+            "duration = last finish − first arrival within the stage",
+        ]
+        runs.append(RunRecords(records, meta))
+    return runs
+
+
+def _request(path: str, r: dict[str, Any], i: int, arrival: float) -> RequestRecord:
+    where = f"[{i}]."
+    info = r.get("info") if isinstance(r.get("info"), dict) else {}
+    resp = info.get("response_metrics") if isinstance(info.get("response_metrics"), dict) else info
+    reqm = info.get("request_metrics") if isinstance(info.get("request_metrics"), dict) else {}
+    text = reqm.get("text") if isinstance(reqm.get("text"), dict) else {}
+    n_in = count(path, text.get("input_tokens", info.get("input_tokens", 0)), f"{where}info.input_tokens")
+    n_out = count(path, resp.get("output_tokens", 0), f"{where}info.output_tokens")
+    start = number(path, r.get("start_time"), f"{where}start_time")
+    end = number(path, r.get("end_time"), f"{where}end_time")
+    err = r.get("error")
+    if err:
+        text_err = f"{err.get('error_type', 'error')}: {err.get('error_msg', '')}" if isinstance(err, dict) else str(err)
+        return RequestRecord(str(i), arrival, n_in, 0, None, arrival + latency_s(path, end - start, f"{where}end_time − start_time"), None, error=text_err)
+    times = resp.get("chunk_times") or resp.get("output_token_times") or []
+    if not times:
+        e2e = latency_s(path, end - start, f"{where}end_time − start_time")
+        return RequestRecord(str(i), arrival, n_in, n_out, None, arrival + e2e, None)
+    rel = np.array([latency_s(path, number(path, t, f"{where}token_times[{k}]") - start, f"{where}token_times[{k}] − start_time") for k, t in enumerate(times)])
+    if np.any(np.diff(rel) < 0):
+        raise FormatError(path, "token times go backwards", f"{where}token_times")
+    chunks = arrival + rel
+    return RequestRecord(str(i), arrival, n_in, n_out, float(chunks[0]), float(chunks[-1]), chunks)

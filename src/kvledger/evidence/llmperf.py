@@ -1,0 +1,128 @@
+"""Reader for ray-project/llmperf ``*_individual_responses.json`` and ``*_summary.json``.
+
+Units are seconds (``*_s``; formats.md §5). Traps: llmperf's ``inter_token_latency_s``
+is (Σ of all gaps, TTFT included) ÷ chunks ≈ e2e/tokens, **not** TPOT, so TPOT is
+recomputed as (e2e − ttft)/(output − 1); the files store no send times, so requests are
+placed on their own clocks (arrival 0) and the run duration comes from the summary
+(``results_num_completed_requests ÷ results_num_completed_requests_per_min × 60``, the
+same window llmperf divides by). A request with ``error_code`` set failed, even when
+its latencies look fine (the leaderboard's −100 "Output too few tokens").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kvledger.errors import FormatError
+from kvledger.evidence._io import Document, count, latency_s, load_document, number
+from kvledger.evidence.aggregate import AggregateRun, MetricSummary
+from kvledger.records import RequestRecord, RunMetadata, RunRecords
+
+__all__ = ["FORMAT_INDIVIDUAL", "FORMAT_SUMMARY", "read_individual", "read_summary", "summary_duration_s"]
+
+FORMAT_INDIVIDUAL, FORMAT_SUMMARY = "llmperf-individual", "llmperf-summary"
+_SUMMARY_METRICS = {
+    "ttft_s": ("ttft", "time to first token per request, s"),
+    "end_to_end_latency_s": ("e2e", "end-to-end latency per request, s"),
+}
+_QUANTILES = (25, 50, 75, 90, 95, 99)
+
+
+def read_individual(doc: Document) -> list[RunRecords]:
+    """One RunRecords; model, concurrency and duration from the sibling summary when found.
+
+    Raises:
+        FormatError: a non-object entry, NaN, negative latency, e2e shorter than ttft.
+    """
+    records = [_one(doc.path, r, i) for i, r in enumerate(doc.value)]
+    meta = RunMetadata(source=doc.path, source_format=FORMAT_INDIVIDUAL, time_origin="each request's own send time (llmperf stores no send times)")
+    meta.extra["shared_clock"] = False
+    meta.definitions += [
+        "TPOT recomputed as (end_to_end_latency_s − ttft_s)/(number_output_tokens − 1); llmperf's inter_token_latency_s (≈ e2e/tokens, TTFT included) is not used",
+        "no per-chunk times: ITL SLOs are unavailable",
+        "requests carry no send times: each sits on its own clock (arrival 0), so the duration must come from the summary",
+    ]
+    summary = _sibling_summary(doc.path)
+    if summary is not None:
+        s_path, s_obj = summary
+        meta.model = s_obj.get("model") if isinstance(s_obj.get("model"), str) else None
+        meta.concurrency = count(s_path, s_obj.get("num_concurrent_requests"), "num_concurrent_requests", allow_none=True)
+        meta.duration_s = summary_duration_s(s_path, s_obj)
+        meta.extra["summary_file"] = s_path
+        meta.definitions.append(f"duration from {Path(s_path).name}: completed ÷ completed-per-minute × 60")
+    else:
+        meta.definitions.append("no sibling *_summary.json found: duration unknown, so goodput and throughput per second cannot be given (attainment can)")
+    return [RunRecords(records, meta)]
+
+
+def _one(path: str, r: Any, i: int) -> RequestRecord:
+    where = f"[{i}]."
+    if not isinstance(r, dict):
+        raise FormatError(path, "expected one object per request", f"[{i}]")
+    code = r.get("error_code")
+    err = None if code is None else f"error_code {code}: {r.get('error_msg') or ''}".strip()
+    n_in = count(path, r.get("number_input_tokens") or 0, f"{where}number_input_tokens")
+    n_out = count(path, r.get("number_output_tokens") or 0, f"{where}number_output_tokens")
+    ttft = latency_s(path, r.get("ttft_s"), f"{where}ttft_s", allow_none=err is not None)
+    e2e = latency_s(path, r.get("end_to_end_latency_s"), f"{where}end_to_end_latency_s", allow_none=err is not None)
+    if err is not None:
+        return RequestRecord(str(i), 0.0, n_in, n_out, None, e2e, None, error=err)
+    if e2e < ttft:
+        raise FormatError(path, f"end_to_end_latency_s {e2e} is shorter than ttft_s {ttft}", f"{where}end_to_end_latency_s")
+    return RequestRecord(str(i), 0.0, n_in, n_out, ttft, e2e, None)
+
+
+def _sibling_summary(path: str) -> tuple[str, dict[str, Any]] | None:
+    p = Path(path)
+    for old in ("individual_responses", "individual"):
+        if old in p.name:
+            cand = p.with_name(p.name[::-1].replace(old[::-1], "summary"[::-1], 1)[::-1])
+            if cand.is_file():
+                try:
+                    value = load_document(cand).value
+                except FormatError:
+                    return None
+                return (str(cand), value) if isinstance(value, dict) else None
+    return None
+
+
+def summary_duration_s(path: str, obj: dict[str, Any]) -> float | None:
+    """Run duration, s: completed ÷ (completed per minute) × 60 (llmperf divides both by end − start)."""
+    n = count(path, obj.get("results_num_completed_requests"), "results_num_completed_requests", allow_none=True)
+    per_min = number(path, obj.get("results_num_completed_requests_per_min"), "results_num_completed_requests_per_min", allow_none=True)
+    if n is None or not per_min:
+        return None
+    return n / per_min * 60.0
+
+
+def read_summary(doc: Document) -> list[AggregateRun]:
+    """One AggregateRun from the flattened ``results_*`` keys (quantiles p25–p99, min, max, mean), seconds."""
+    obj, path = doc.value, doc.path
+    meta = RunMetadata(source=path, source_format=FORMAT_SUMMARY)
+    meta.model = obj.get("model") if isinstance(obj.get("model"), str) else None
+    meta.concurrency = count(path, obj.get("num_concurrent_requests"), "num_concurrent_requests", allow_none=True)
+    meta.duration_s = summary_duration_s(path, obj)
+    meta.extra = {k: obj[k] for k in ("name", "version", "timestamp", "framework", "api", "results_error_code_frequency") if k in obj}
+    agg = AggregateRun(meta, duration_s=meta.duration_s)
+    agg.num_completed = count(path, obj.get("results_num_completed_requests"), "results_num_completed_requests", allow_none=True)
+    started = count(path, obj.get("results_num_requests_started"), "results_num_requests_started", allow_none=True)
+    errors = count(path, obj.get("results_number_errors"), "results_number_errors", allow_none=True)
+    agg.num_failed = errors if errors is not None else (started - agg.num_completed if started and agg.num_completed is not None else None)
+    for key, (canon, note) in _SUMMARY_METRICS.items():
+        m = MetricSummary(canon, "request", count=agg.num_completed, source_field=f"results_{key}_*", note=note)
+        for q in _QUANTILES:
+            v = obj.get(f"results_{key}_quantiles_p{q}")
+            if v is not None:
+                m.percentiles_s[float(q)] = latency_s(path, v, f"results_{key}_quantiles_p{q}")
+        for stat, attr in (("mean", "mean_s"), ("min", "min_s"), ("max", "max_s")):
+            v = obj.get(f"results_{key}_{stat}")
+            if v is not None:
+                setattr(m, attr, latency_s(path, v, f"results_{key}_{stat}"))
+        if m.percentiles_s or m.max_s is not None:
+            agg.metrics[canon] = m
+    meta.definitions += [
+        "duration = results_num_completed_requests ÷ results_num_completed_requests_per_min × 60",
+        "llmperf's inter_token_latency_s (≈ e2e/tokens, TTFT included) is not TPOT and bounds no TPOT SLO",
+    ]
+    return [agg]

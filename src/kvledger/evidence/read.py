@@ -1,0 +1,108 @@
+"""The public entry points: ``read_runs`` (every run a file holds) and ``read_run`` (exactly one).
+
+API decision: a file can hold several runs (vLLM ``--append-result`` and SGLang JSON
+Lines, one per line; GuideLLM ``benchmarks[]``; GenAI-Perf ``experiments[]``;
+inference-perf per-request files, one per stage), and a run is either per-request
+(:class:`~kvledger.records.RunRecords`) or aggregate-only
+(:class:`~kvledger.evidence.aggregate.AggregateRun`). So :func:`read_runs` always returns
+a list of ``RunRecords | AggregateRun`` in file order, and :func:`read_run` returns the
+single run of a one-run file and refuses files with several (naming how many). Each
+run's ``metadata.extra["run_label"]`` says which part of the file it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from kvledger.errors import FormatError, UnknownNameError
+from kvledger.evidence import aiperf, genai_perf, guidellm, inference_perf, kvledger_records, llmperf, sglang_bench, vllm_bench
+from kvledger.evidence._io import Document, load_document
+from kvledger.evidence.aggregate import AggregateRun
+from kvledger.evidence.detect import FORMAT_DESCRIPTIONS, detect_format
+from kvledger.records import RunRecords
+
+__all__ = ["Run", "READERS", "read_runs", "read_run"]
+
+Run = RunRecords | AggregateRun
+
+#: format name → reader (a small function of the loaded document); the keys equal FORMAT_DESCRIPTIONS'.
+READERS: dict[str, Callable[[Document], list[Run]]] = {
+    "vllm-bench-serve": vllm_bench.read,
+    "sglang-bench-serving": sglang_bench.read,
+    "aiperf-jsonl": aiperf.read_jsonl,
+    "aiperf-json": aiperf.read_json,
+    "aiperf-csv": aiperf.read_csv,
+    "genai-perf-raw": genai_perf.read_raw,
+    "genai-perf-json": genai_perf.read_json,
+    "guidellm": guidellm.read,
+    "llmperf-individual": llmperf.read_individual,
+    "llmperf-summary": llmperf.read_summary,
+    "inference-perf-lifecycle": inference_perf.read_lifecycle,
+    "inference-perf-per-request": inference_perf.read_per_request,
+    "kvledger-records": kvledger_records.read,
+}
+
+_SHAPES = {  # what each reader needs the loaded document to be
+    "aiperf-jsonl": ("jsonl",), "aiperf-csv": ("csv",),
+    "vllm-bench-serve": ("json", "jsonl"), "sglang-bench-serving": ("json", "jsonl"),
+    "llmperf-individual": ("json-list",), "inference-perf-per-request": ("json-list",),
+}
+
+
+def read_runs(path: str | Path, *, format: str | None = None) -> list[Run]:
+    """Every run in a benchmark output or kvledger records file, in file order.
+
+    Args:
+        path: the file.
+        format: a name from ``READERS`` to skip auto-detection; None detects by key signature.
+
+    Returns:
+        ``RunRecords`` for runs with per-request data, ``AggregateRun`` for aggregate-only runs.
+
+    Raises:
+        FormatError: unreadable, empty or unknown file (known formats and keys seen are listed),
+            a file of another shape than ``format`` needs, or damaged values (file, line, field named).
+        UnknownNameError: ``format`` is not a known format name.
+    """
+    if format is not None and format not in READERS:
+        raise UnknownNameError("benchmark format", format, READERS, hint="(see kvledger goodput --help for the list)")
+    doc = load_document(path)
+    fmt = format or detect_format(doc)
+    if fmt == "aiperf-jsonl" and doc.kind == "json" and isinstance(doc.value, dict):
+        doc = Document(doc.path, "jsonl", [doc.value], [1])
+    _check_shape(doc, fmt)
+    runs = READERS[fmt](doc)
+    if not runs:
+        raise FormatError(doc.path, f"read as {fmt} but holds no run")
+    for run in runs:
+        if isinstance(run, RunRecords) and not run.records:
+            raise FormatError(doc.path, f"read as {fmt} but holds no requests")
+    return runs
+
+
+def read_run(path: str | Path, *, format: str | None = None) -> Run:
+    """The single run of a one-run file (see :func:`read_runs` for arguments and errors).
+
+    Raises:
+        FormatError: the file holds several runs (use ``read_runs``), or any ``read_runs`` error.
+    """
+    runs = read_runs(path, format=format)
+    if len(runs) != 1:
+        labels = ", ".join(str(r.metadata.extra.get("run_label", i)) for i, r in enumerate(runs))
+        raise FormatError(str(path), f"holds {len(runs)} runs ({labels}); use read_runs() to get all of them")
+    return runs[0]
+
+
+def _check_shape(doc: Document, fmt: str) -> None:
+    want = _SHAPES.get(fmt, ("json",))
+    have = doc.kind
+    if have == "json":
+        have = "json-list" if isinstance(doc.value, list) else ("json" if isinstance(doc.value, dict) else "json-scalar")
+    if have not in want:
+        raise FormatError(doc.path, f"is {_describe(have)} but format {fmt!r} needs {' or '.join(_describe(w) for w in want)}")
+
+
+def _describe(kind: str) -> str:
+    return {"json": "a JSON object", "json-list": "a JSON list", "json-scalar": "a bare JSON value",
+            "jsonl": "JSON Lines", "csv": "a CSV table"}[kind]

@@ -1,0 +1,134 @@
+"""Reader for ``vllm bench serve`` results (``--save-result``, ``--append-result``, ``--save-detailed``) and vLLM-derived clients.
+
+Layout (``vllm/benchmarks/serve.py``, formats.md §1): one JSON object per run; with
+``--append-result`` several objects separated by newlines. Per-request arrays exist only
+with ``--save-detailed`` and are in **seconds**; aggregates are in **milliseconds**
+(``*_ms``). Older files spell the goodput key ``"request_goodput:"`` (trailing colon) and
+lack ``failed``, ``latencies`` and ``start_times``. InferenceX's trimmed client writes
+the same keys without the ``_ms`` suffix, in seconds (formats.md §6). The ``--goodput``
+SLO that produced ``request_goodput`` is not stored in the file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.errors import FormatError
+from kvledger.evidence._arrays import has_details, records_from_arrays
+from kvledger.evidence._io import Document, count, latency_s, number
+from kvledger.evidence._meta import parse_flat_stat, rate_or_none, stated_gpu_count, stated_hardware
+from kvledger.evidence.aggregate import AggregateRun, MetricSummary
+from kvledger.records import RunMetadata, RunRecords
+
+__all__ = ["FORMAT", "read", "flat_summaries", "objects_of"]
+
+FORMAT = "vllm-bench-serve"
+_TOOL_FIELDS = ("backend", "endpoint_type", "label", "date", "tokenizer_id", "num_prompts", "burstiness",
+                "completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput",
+                "output_throughput", "total_token_throughput", "max_output_tokens_per_s", "max_concurrent_requests")
+_NOTES = {
+    "ttft": "time to first token per request",
+    "tpot": "(e2e − ttft)/(output_len − 1) per request; requests with ≤ 1 output token left out of the distribution",
+    "itl": "every gap between streamed chunks, pooled over all requests (not per request)",
+    "e2e": "end-to-end latency per request (only present when requested with --percentile-metrics)",
+}
+
+
+def objects_of(doc: Document) -> list[tuple[dict[str, Any], str]]:
+    """The run objects of a JSON or JSON Lines document with the location prefix for errors ("" or "line N: ")."""
+    if doc.kind == "json" and isinstance(doc.value, dict):
+        return [(doc.value, "")]
+    if doc.kind == "jsonl":
+        out = []
+        for obj, line in zip(doc.value, doc.line_numbers or []):
+            if not isinstance(obj, dict):
+                raise FormatError(doc.path, f"expected a JSON object per line, found {type(obj).__name__}", f"line {line}")
+            out.append((obj, f"line {line}: "))
+        return out
+    raise FormatError(doc.path, "expected a JSON object (one run) or JSON Lines (one run per line)")
+
+
+def read(doc: Document) -> list[RunRecords | AggregateRun]:
+    """One run per JSON object: RunRecords with ``--save-detailed`` arrays, else an AggregateRun.
+
+    Raises:
+        FormatError: NaN, negative latencies, mismatched array lengths, naming line and field.
+    """
+    objs = objects_of(doc)
+    return [_read_one(doc.path, obj, where, len(objs)) for obj, where in objs]
+
+
+def _read_one(path: str, obj: dict[str, Any], where: str, n_runs: int) -> RunRecords | AggregateRun:
+    meta = _metadata(path, obj, where)
+    if n_runs > 1:
+        meta.extra["run_label"] = where.rstrip(": ") or "run"
+    if has_details(obj):
+        records, notes = records_from_arrays(path, obj, where)
+        meta.definitions.extend(notes)
+        return RunRecords(records, meta)
+    if "latencies" in obj:
+        meta.definitions.append("'latencies' present without ttfts/errors (saved without --save-detailed): per-request E2E exists but failures cannot be told apart, so only aggregates are used")
+    meta.definitions.append("no per-request arrays (run without --save-detailed): aggregates only; goodput can only be bounded")
+    agg = AggregateRun(meta, duration_s=meta.duration_s)
+    agg.num_completed = count(path, obj.get("completed"), f"{where}completed", allow_none=True)
+    agg.num_failed = count(path, obj.get("failed"), f"{where}failed", allow_none=True)
+    agg.total_input_tokens = count(path, obj.get("total_input_tokens"), f"{where}total_input_tokens", allow_none=True)
+    agg.total_output_tokens = count(path, obj.get("total_output_tokens"), f"{where}total_output_tokens", allow_none=True)
+    agg.metrics, notes = flat_summaries(path, obj, where, agg.num_completed)
+    meta.definitions.extend(notes)
+    if agg.num_failed is None:
+        meta.definitions.append("no 'failed' count in the file (older vLLM): failed requests unknown, counted as 0")
+    agg.tool_goodput = meta.extra.get("tool_goodput")
+    return agg
+
+
+def _metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
+    meta = RunMetadata(source=path, source_format=FORMAT)
+    meta.model = obj.get("model_id") if isinstance(obj.get("model_id"), str) else None
+    meta.hardware = stated_hardware(obj)
+    meta.num_gpus = stated_gpu_count(obj)
+    meta.request_rate = rate_or_none(obj.get("request_rate"))
+    meta.concurrency = count(path, obj.get("max_concurrency"), f"{where}max_concurrency", allow_none=True)
+    meta.duration_s = latency_s(path, obj.get("duration"), f"{where}duration", allow_none=True)
+    meta.time_origin = "earliest start_times entry (client perf_counter clock)" if "start_times" in obj else None
+    meta.extra = {k: obj[k] for k in _TOOL_FIELDS if k in obj}
+    for key in ("request_goodput", "request_goodput:"):
+        if key in obj and obj[key] is not None:
+            meta.extra["tool_goodput"] = {"req_per_s": number(path, obj[key], f"{where}{key}"), "field": key,
+                                          "slo": "not stored in the file (vllm bench serve --goodput)"}
+            if key.endswith(":"):
+                meta.definitions.append("goodput key spelled 'request_goodput:' (trailing colon, older vLLM) read as request_goodput")
+    return meta
+
+
+def flat_summaries(path: str, obj: dict[str, Any], where: str, completed: int | None) -> tuple[dict[str, MetricSummary], list[str]]:
+    """Canonical metric summaries from flat keys (``p99_ttft_ms``, ``median_e2e_latency_ms``, ``median_tpot``).
+
+    Returns the summaries and definition notes (units, which definition each tool metric has).
+    """
+    out: dict[str, MetricSummary] = {}
+    seconds_keys: list[str] = []
+    ms_keys: list[str] = []
+    for key, value in obj.items():
+        parsed = parse_flat_stat(key)
+        if parsed is None or value is None:
+            continue
+        stat, metric, scale = parsed
+        (seconds_keys if scale == 1.0 else ms_keys).append(key)
+        v = latency_s(path, value, f"{where}{key}", scale)
+        weighting = "gap" if metric == "itl" else "request"
+        m = out.setdefault(metric, MetricSummary(metric, weighting, note=_NOTES[metric]))
+        m.count = completed if weighting == "request" else None
+        m.source_field = ", ".join(filter(None, [m.source_field, key]))
+        if stat == "mean":
+            m.mean_s = v
+        elif stat == "median":
+            m.percentiles_s[50.0] = v
+        elif stat.startswith("p"):
+            m.percentiles_s[float(stat[1:])] = v
+    notes = []
+    if seconds_keys:
+        notes.append(f"latency keys without the _ms suffix ({', '.join(sorted(seconds_keys)[:4])}…) read as seconds (InferenceX-style client)")
+    if ms_keys:
+        notes.append("aggregate latencies read from *_ms keys as milliseconds (per-request arrays, when present, are seconds)")
+    return out, notes

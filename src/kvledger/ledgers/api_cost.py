@@ -1,0 +1,97 @@
+"""The API side of the cost ledger: list prices turned into what the user's traffic mix actually pays.
+
+Per million input tokens, a share ``h`` are prompt-cache reads (``cached_input`` price), a
+share ``w`` cache writes (``cache_write`` price where the provider bills writes, Anthropic
+and OpenAI GPT-5.6; otherwise ordinary input), the rest ordinary input. A share ``b`` of
+requests goes through the batch API at ``(1 − batch_discount)`` of every price (documented
+to stack with cache pricing at Anthropic; assumed to stack elsewhere, and said so).
+Effective prices: input = [(1−h−w)·p_in + h·p_cached + w·p_write]·(1 − b·d),
+output = p_out·(1 − b·d). Sources: the price row (``catalog/prices.py``); seed-claims §18.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from kvledger.catalog.prices import ApiPrice
+from kvledger.errors import InputError
+from kvledger.ledgers.items import Ledger, LineItem
+
+__all__ = ["ApiMix", "api_ledger", "api_price_per_mtok"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiMix:
+    """The user's traffic mix on the API side (fractions in [0, 1]).
+
+    Attributes:
+        batch_share: share of requests sent through the batch API.
+        cache_hit_rate: share of input tokens served as prompt-cache reads.
+        cache_write_rate: share of input tokens written to the prompt cache.
+    """
+
+    batch_share: float = 0.0
+    cache_hit_rate: float = 0.0
+    cache_write_rate: float = 0.0
+
+    def check(self, price: ApiPrice) -> list[str]:
+        """Validate against ``price``; returns notes on assumptions made.
+
+        Raises:
+            InputError: a fraction outside [0, 1], hit + write rates above 1, a batch share for a row
+                with no batch API, or a cache-hit rate for a row with no cached price listed.
+        """
+        for name, v in asdict(self).items():
+            if not 0.0 <= v <= 1.0:
+                raise InputError(f"{name} must be a fraction in [0, 1], got {v}")
+        if self.cache_hit_rate + self.cache_write_rate > 1.0 + 1e-12:
+            raise InputError(f"cache_hit_rate + cache_write_rate = {self.cache_hit_rate + self.cache_write_rate} exceeds 1")
+        notes = []
+        if self.batch_share > 0 and price.batch_discount is None:
+            raise InputError(f"{price.key} has no batch API in the price table (blank batch_discount); set the batch share to 0")
+        if self.cache_hit_rate > 0 and price.cached_input_usd_per_mtok is None:
+            raise InputError(f"{price.key} lists no cached-input price (blank means not found, not 'no discount'); "
+                             "set the cache-hit rate to 0 or check the provider's page")
+        if self.cache_write_rate > 0 and price.cache_write_usd_per_mtok is None:
+            notes.append(f"{price.key} bills no separate cache writes: written tokens priced as ordinary input")
+        if self.batch_share > 0 and (self.cache_hit_rate > 0 or self.cache_write_rate > 0) and price.provider != "Anthropic":
+            notes.append("batch discount assumed to stack with cache pricing (documented for Anthropic only)")
+        return notes
+
+
+def _prices(price: ApiPrice) -> dict[str, float]:
+    return {"input": price.input_usd_per_mtok,
+            "cache read": price.cached_input_usd_per_mtok if price.cached_input_usd_per_mtok is not None else price.input_usd_per_mtok,
+            "cache write": price.cache_write_usd_per_mtok if price.cache_write_usd_per_mtok is not None else price.input_usd_per_mtok,
+            "output": price.output_usd_per_mtok}
+
+
+def api_ledger(price: ApiPrice, mix: ApiMix, input_mtok: float, output_mtok: float, name: str, per: str) -> Ledger:
+    """Itemised API bill for ``input_mtok`` and ``output_mtok`` million tokens under ``mix``.
+
+    Items: {ordinary input, cache reads, cache writes, output} × {on-demand, batch API}; each
+    with quantity in Mtok, unit price in USD/Mtok, the row's source and as-of date.
+    """
+    mix.check(price)
+    p = _prices(price)
+    d = price.batch_discount or 0.0
+    h, w, b = mix.cache_hit_rate, mix.cache_write_rate, mix.batch_share
+    shares = {"input": input_mtok * (1 - h - w), "cache read": input_mtok * h, "cache write": input_mtok * w, "output": output_mtok}
+    ledger = Ledger(name, per)
+    src = f"{price.key} list price ({price.confidence} confidence); {price.source}"
+    for kind, mtok in shares.items():
+        if mtok <= 0:
+            continue
+        label = {"input": "input tokens", "cache read": "cached input tokens (cache reads)",
+                 "cache write": "cache-write input tokens", "output": "output tokens"}[kind]
+        ledger.add(LineItem(f"{label}, on-demand", "Mtok", mtok * (1 - b), p[kind], src, price.as_of))
+        if b > 0:
+            ledger.add(LineItem(f"{label}, batch API ({d:.0%} off)", "Mtok", mtok * b, p[kind] * (1 - d), src, price.as_of))
+    return ledger
+
+
+def api_price_per_mtok(price: ApiPrice, mix: ApiMix) -> dict[str, Any]:
+    """Effective USD per 1M input and per 1M output tokens under ``mix`` (the ledgers' totals)."""
+    return {"input": api_ledger(price, mix, 1.0, 0.0, "API input", "USD per 1M input tokens").total_usd,
+            "output": api_ledger(price, mix, 0.0, 1.0, "API output", "USD per 1M output tokens").total_usd}

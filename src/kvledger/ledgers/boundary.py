@@ -1,0 +1,184 @@
+"""SLO-boundary search: the largest load (request rate, concurrency or max_num_seqs) whose attainment meets a target.
+
+This is DistServe's goodput (Zhong et al., OSDI 2024 §2: "the maximum request rate that
+can be served while meeting a specified SLO attainment", e.g. 90 %), as opposed to
+benchmark goodput at one load. Two ways in:
+
+* :func:`boundary_from_sweep` — over measured runs at several loads (one benchmark file
+  per rate, inference-perf stages, GuideLLM sweeps): the boundary is the largest value
+  below which *every* measured value meets the target (conservative when the sweep is
+  not monotone; the largest passing value is reported too);
+* :func:`search_boundary` — drives any ``value → run`` callable (the simulator, later) by
+  bisection, assuming attainment falls as load rises.
+
+Estimates (percentile-only files) use their lower-bound attainment.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kvledger.errors import InputError
+from kvledger.evidence.aggregate import AggregateRun
+from kvledger.ledgers.goodput import GoodputResult, goodput
+from kvledger.ledgers.slo import SLO
+from kvledger.records import RunRecords
+
+__all__ = ["AXES", "BoundaryPoint", "BoundaryResult", "axis_value", "boundary_from_sweep", "search_boundary"]
+
+AXES = {"request_rate": "offered request rate, req/s", "concurrency": "client concurrency limit, requests",
+        "max_num_seqs": "engine max_num_seqs (from the run's metadata, e.g. vLLM --metadata max_num_seqs=256)"}
+
+
+@dataclass(slots=True)
+class BoundaryPoint:
+    """One evaluated load: its value on the axis, attainment (lower bound for estimates) and goodput."""
+
+    value: float
+    attainment: float
+    meets_target: bool
+    estimate: bool
+    goodput_req_per_s: float | None
+    label: str
+
+
+@dataclass(slots=True)
+class BoundaryResult:
+    """Outcome of a boundary search.
+
+    Attributes:
+        boundary_value: largest value with every evaluated value up to it meeting the target; None
+            when even the lowest misses it.
+        largest_passing_value: largest evaluated value meeting the target (may exceed the boundary
+            when attainment is not monotone).
+        first_failing_value: smallest evaluated value missing the target, if any.
+        boundary_per_gpu: boundary ÷ GPUs for the request-rate axis when the GPU count is known
+            (DistServe optimises goodput per GPU).
+    """
+
+    axis: str
+    target: float
+    slo: dict[str, Any]
+    points: list[BoundaryPoint]
+    boundary_value: float | None
+    largest_passing_value: float | None
+    first_failing_value: float | None
+    boundary_per_gpu: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**{k: v for k, v in asdict(self).items() if k != "points"}, "points": [asdict(p) for p in self.points]}
+
+
+def axis_value(run: RunRecords | AggregateRun, axis: str) -> float:
+    """The run's value on ``axis`` from its metadata (``max_num_seqs`` from ``metadata.extra``).
+
+    Raises:
+        InputError: unknown axis, or the run does not state the value (or states an infinite rate).
+    """
+    if axis not in AXES:
+        raise InputError(f"unknown boundary axis {axis!r}; use one of {', '.join(AXES)}")
+    md = run.metadata
+    v = md.extra.get(axis) if axis == "max_num_seqs" else getattr(md, axis)
+    try:
+        x = float(v) if v is not None else math.nan
+    except (TypeError, ValueError):
+        x = math.nan
+    if not math.isfinite(x):
+        label = md.extra.get("run_label") or md.source
+        hint = " (request_rate=inf is a closed-loop run; use --axis concurrency)" if axis == "request_rate" and v is not None else ""
+        raise InputError(f"{label}: the run states no finite {axis}{hint}")
+    return x
+
+
+def _point(value: float, res: GoodputResult, target: float) -> BoundaryPoint:
+    return BoundaryPoint(value, res.attainment, res.attainment >= target, res.estimate, res.goodput_req_per_s,
+                         res.run_label or res.source)
+
+
+def _finish(axis: str, target: float, slo: SLO, points: list[BoundaryPoint], gpus: int | None, notes: list[str]) -> BoundaryResult:
+    points.sort(key=lambda p: p.value)
+    boundary = None
+    for p in points:
+        if not p.meets_target:
+            break
+        boundary = p.value
+    passing = [p.value for p in points if p.meets_target]
+    failing = [p.value for p in points if not p.meets_target]
+    res = BoundaryResult(axis, target, slo.to_dict(), points, boundary, max(passing) if passing else None,
+                         min(failing) if failing else None, notes=notes)
+    if boundary is None:
+        notes.append(f"attainment misses {target:.0%} already at the lowest {axis} evaluated ({points[0].value:g})")
+    elif res.largest_passing_value != boundary:
+        notes.append(f"attainment is not monotone: {res.largest_passing_value:g} passes again after {res.first_failing_value:g} failed; the boundary stays at {boundary:g}")
+    if not failing and boundary is not None:
+        notes.append(f"the target holds at every {axis} evaluated: the true boundary may be higher")
+    if any(p.estimate for p in points):
+        notes.append("some points are estimates from percentiles: their lower-bound attainment was used")
+    if axis == "request_rate" and boundary is not None and gpus:
+        res.boundary_per_gpu = boundary / gpus
+    return res
+
+
+def boundary_from_sweep(runs: list[RunRecords | AggregateRun], slo: SLO, target: float, axis: str = "request_rate",
+                        values: list[float] | None = None) -> BoundaryResult:
+    """Boundary over measured runs; ``values`` overrides the axis values read from metadata.
+
+    Raises:
+        InputError: target outside (0, 1], no runs, a run without the axis value, duplicate values.
+    """
+    _check_target(target)
+    if not runs:
+        raise InputError("no runs to search")
+    vals = list(values) if values is not None else [axis_value(r, axis) for r in runs]
+    if len(vals) != len(runs):
+        raise InputError(f"{len(vals)} axis values for {len(runs)} runs")
+    if len(set(vals)) != len(vals):
+        raise InputError(f"two runs share the same {axis}; the sweep is ambiguous: {sorted(vals)}")
+    points = [_point(v, goodput(r, slo), target) for v, r in zip(vals, runs)]
+    gpus = {r.metadata.num_gpus for r in runs}
+    return _finish(axis, target, slo, points, gpus.pop() if len(gpus) == 1 else None, [])
+
+
+def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: SLO, target: float, lo: float, hi: float, *,
+                    axis: str = "request_rate", integer: bool = False, tol: float | None = None, max_evals: int = 30) -> BoundaryResult:
+    """Bisection for the largest value in [lo, hi] whose attainment meets ``target``.
+
+    ``run_at(value)`` must return the run at that load (deterministic, e.g. a seeded simulation).
+    Stops when the bracket is narrower than ``tol`` (default (hi − lo)/1000; 1 for ``integer``)
+    or after ``max_evals`` evaluations. Assumes attainment does not rise with load.
+
+    Raises:
+        InputError: lo ≥ hi, negative lo, target outside (0, 1].
+    """
+    _check_target(target)
+    if not (0 <= lo < hi):
+        raise InputError(f"need 0 ≤ lo < hi, got lo={lo}, hi={hi}")
+    step = 1.0 if integer else (tol if tol is not None else (hi - lo) / 1000.0)
+    points: list[BoundaryPoint] = []
+    gpus: list[int | None] = []
+
+    def evaluate(v: float) -> bool:
+        run = run_at(int(v) if integer else v)
+        gpus.append(run.metadata.num_gpus)
+        points.append(_point(v, goodput(run, slo), target))
+        return points[-1].meets_target
+
+    notes = [f"bisection on {axis} in [{lo:g}, {hi:g}], resolution {step:g}; assumes attainment does not rise with load"]
+    if evaluate(lo) and not evaluate(hi):
+        good, bad = lo, hi
+        while bad - good > step and len(points) < max_evals:
+            mid = (good + bad) / 2.0
+            mid = math.floor(mid) if integer else mid
+            if mid in (good, bad):
+                break
+            good, bad = (mid, bad) if evaluate(mid) else (good, mid)
+    return _finish(axis, target, slo, points, gpus[0] if len(set(gpus)) == 1 else None, notes)
+
+
+def _check_target(target: float) -> None:
+    if not (0 < target <= 1):
+        raise InputError(f"attainment target must be in (0, 1], e.g. 0.9 for 90 %; got {target}")

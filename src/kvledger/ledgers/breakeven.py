@@ -1,0 +1,77 @@
+"""Break-even between self-hosting and an API: the utilization and the monthly volume at which the two cost the same.
+
+Per good request of the measured mix (mean input I and output O tokens), the API costs
+a = (I·p_in_eff + O·p_out_eff)/10⁶ USD. One replica costs R = num_gpus × $/GPU-h × 730 h
+per month, people P per month, and serves g good requests/s. Then:
+
+* break-even utilization u* = (R + P) / (g × 3600 × 730 × a): above u*, one replica is
+  cheaper than sending the same requests to the API (u* > 1: never);
+* break-even monthly volume V*: the smallest volume above which self-hosting stays
+  cheaper, with whole replicas each loaded to at most ``max_utilization`` (cost is then a
+  staircase, n·R + P for volumes up to n·c, c = g × 3600 × 730 × max_utilization).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
+
+__all__ = ["replica_usd_per_month", "people_usd_per_month", "break_even_utilization", "break_even_volume"]
+
+
+def replica_usd_per_month(setup: SelfHostSetup) -> float:
+    """R = num_gpus × USD/GPU-h × 730 h."""
+    return setup.num_gpus * setup.gpu.usd_per_gpu_hour * HOURS_PER_MONTH
+
+
+def people_usd_per_month(setup: SelfHostSetup) -> float:
+    """P = engineer-months per month × USD per engineer-month."""
+    return setup.engineer_months_per_month * setup.engineer_usd_per_month
+
+
+def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float) -> dict[str, Any]:
+    """u* for one replica, with the formula's parts; ``reachable`` is False when u* > 1."""
+    fixed = replica_usd_per_month(setup) + people_usd_per_month(setup)
+    full = cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH * api_usd_per_request
+    u = fixed / full if full > 0 else math.inf
+    return {"utilization": u, "reachable": u <= 1.0,
+            "formula": "(replica + people USD/month) ÷ (good req/s × 3600 × 730 × API USD per request)",
+            "replica_usd_per_month": replica_usd_per_month(setup), "people_usd_per_month": people_usd_per_month(setup),
+            "api_usd_per_request": api_usd_per_request, "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH}
+
+
+def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float, max_replicas: int = 100_000) -> dict[str, Any]:
+    """V*, good requests per month (and tokens), above which self-hosting stays cheaper; None when it never does.
+
+    Walks the replica staircase down from the replica count beyond which every volume is
+    cheaper self-hosted (n ≥ (P + a·c)/(a·c − R)) to find where that cheaper region begins.
+    """
+    R, P, a = replica_usd_per_month(setup), people_usd_per_month(setup), api_usd_per_request
+    c = cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH * setup.max_utilization
+    out: dict[str, Any] = {"replica_capacity_requests_per_month": c, "replica_usd_per_month": R, "people_usd_per_month": P,
+                           "api_usd_per_request": a, "max_utilization": setup.max_utilization}
+    if a * c <= R:
+        out.update(requests_per_month=None, reason=f"a replica at {setup.max_utilization:.0%} utilization costs ${R:,.0f}/month but its "
+                   f"{c:,.0f} requests cost ${a * c:,.0f} on the API: self-hosting never breaks even")
+        return out
+    n_full = max(1, math.ceil((P + a * c) / (a * c - R)))
+    if n_full > max_replicas:
+        out.update(requests_per_month=None, reason=f"break-even needs more than {max_replicas} replicas")
+        return out
+    v_star, replicas = (n_full - 1) * c, n_full
+    for n in range(n_full - 1, 0, -1):
+        start = (n * R + P) / a  # volume where n replicas start to be cheaper than the API
+        if start <= (n - 1) * c:
+            v_star, replicas = (n - 1) * c, n
+            continue
+        if start <= n * c:
+            v_star, replicas = start, n
+        break
+    if v_star == 0.0:
+        v_star, replicas = (R + P) / a, 1
+    out.update(requests_per_month=v_star, replicas_at_break_even=replicas,
+               input_tokens_per_month=v_star * cap.mean_input_tokens, output_tokens_per_month=v_star * cap.mean_output_tokens,
+               reason="smallest monthly volume above which whole replicas (each ≤ max utilization) cost less than the API")
+    return out

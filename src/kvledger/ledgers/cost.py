@@ -1,0 +1,185 @@
+"""The self-hosting side of the cost ledger: GPU $/hour and measured goodput → USD per million input and output tokens.
+
+Conversion (the seed's three rules; seed-claims §8, §18): price by **goodput**, not
+throughput (tokens of requests that met the SLO); count **utilization** over the billing
+period, not peak (a rented GPU costs the same idle); compare with the API's
+**discounted** price (``api_cost``). For one replica of ``num_gpus`` GPUs measured at
+goodput g tokens/s, at utilization u of the billed hours:
+
+    GPU-hours per 1M output tokens = num_gpus × 10⁶ / (g_out × 3600 × u) × (1 − prefill_share)
+    GPU-hours per 1M input tokens  = num_gpus × 10⁶ / (g_in × 3600 × u) × prefill_share
+
+``prefill_share`` splits GPU time between the two token kinds; by default it is the
+occupancy split measured on the good requests, Σ TTFT ÷ Σ E2E (each GPU-second shared
+equally by the requests resident then; TTFT includes queueing, so this overstates
+prefill), or given by the user. People cost (engineer-months at a stated monthly rate)
+is amortised over one replica's good tokens per month. Months are 730 h (8760/12).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kvledger.catalog.prices import GpuPrice
+from kvledger.errors import InputError
+from kvledger.evidence.aggregate import AggregateRun
+from kvledger.ledgers.goodput import GoodputResult
+from kvledger.ledgers.items import Ledger, LineItem
+from kvledger.records import RunRecords
+
+__all__ = ["HOURS_PER_MONTH", "GpuRate", "SelfHostSetup", "Capacity", "capacity_from", "self_host_unit_ledgers"]
+
+HOURS_PER_MONTH = 730.0
+
+
+@dataclass(frozen=True, slots=True)
+class GpuRate:
+    """A GPU rental price with its provenance: USD per GPU-hour."""
+
+    usd_per_gpu_hour: float
+    label: str
+    source: str
+    as_of: str
+
+    @classmethod
+    def from_catalog(cls, row: GpuPrice) -> "GpuRate":
+        return cls(row.usd_per_gpu_hour, f"{row.provider} {row.gpu_name} ({row.instance_type}, {row.pricing_model})",
+                   f"gpu_prices.csv {row.key} ({row.confidence} confidence); {row.source}", row.as_of)
+
+    @classmethod
+    def given(cls, usd_per_gpu_hour: float, label: str = "GPU") -> "GpuRate":
+        if not usd_per_gpu_hour > 0:
+            raise InputError(f"GPU price must be > 0 USD per GPU-hour, got {usd_per_gpu_hour}")
+        return cls(usd_per_gpu_hour, label, "user input (--gpu-usd-per-hour)", "user input")
+
+
+@dataclass(frozen=True, slots=True)
+class SelfHostSetup:
+    """What self-hosting costs besides the measurement.
+
+    Attributes:
+        gpu: rental price.
+        num_gpus: GPUs in the measured deployment (one replica).
+        utilization: average load ÷ measured goodput capacity over the billed hours, in (0, 1].
+        engineer_months_per_month: people time spent running the service, engineer-months per month.
+        engineer_usd_per_month: fully loaded cost of one engineer-month, USD.
+        prefill_share: share of GPU time attributed to prefill (input tokens); None = measured.
+        max_utilization: highest average utilization planned per replica when sizing for a volume.
+    """
+
+    gpu: GpuRate
+    num_gpus: int
+    utilization: float
+    engineer_months_per_month: float = 0.0
+    engineer_usd_per_month: float = 0.0
+    prefill_share: float | None = None
+    max_utilization: float = 0.8
+
+    def check(self) -> None:
+        """Raises InputError for out-of-range values (GPU count, utilizations, shares, people cost)."""
+        if self.num_gpus < 1:
+            raise InputError(f"num_gpus must be ≥ 1, got {self.num_gpus}")
+        for name in ("utilization", "max_utilization"):
+            v = getattr(self, name)
+            if not 0.0 < v <= 1.0:
+                raise InputError(f"{name} must be in (0, 1] (share of billed hours spent serving), got {v}")
+        if self.prefill_share is not None and not 0.0 <= self.prefill_share <= 1.0:
+            raise InputError(f"prefill_share must be in [0, 1], got {self.prefill_share}")
+        if self.engineer_months_per_month < 0 or self.engineer_usd_per_month < 0:
+            raise InputError("people cost inputs must be ≥ 0")
+        if self.engineer_months_per_month > 0 and self.engineer_usd_per_month == 0:
+            raise InputError("engineer-months given without a cost per engineer-month (--engineer-usd-per-month)")
+
+
+@dataclass(slots=True)
+class Capacity:
+    """What one replica delivered in the measurement, per second of run time (good = met the SLO)."""
+
+    goodput_req_per_s: float
+    good_input_tok_per_s: float
+    good_output_tok_per_s: float
+    throughput_input_tok_per_s: float
+    throughput_output_tok_per_s: float
+    prefill_share: float
+    prefill_share_method: str
+    estimate: bool
+
+    @property
+    def mean_input_tokens(self) -> float:
+        return self.good_input_tok_per_s / self.goodput_req_per_s
+
+    @property
+    def mean_output_tokens(self) -> float:
+        return self.good_output_tok_per_s / self.goodput_req_per_s
+
+
+def _measured_prefill_share(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[float, str]:
+    if isinstance(run, RunRecords) and gp.good_mask is not None:
+        idx = np.flatnonzero(gp.good_mask)
+        ttft = sum(run.records[i].ttft_s for i in idx)
+        e2e = sum(run.records[i].e2e_s for i in idx)
+        if e2e > 0 and np.isfinite(ttft):
+            return ttft / e2e, f"measured occupancy split Σ TTFT ÷ Σ E2E over {idx.size} good requests (TTFT includes queueing: overstates prefill)"
+    if isinstance(run, AggregateRun) and "ttft" in run.metrics and "e2e" in run.metrics:
+        t, e = run.metrics["ttft"].mean_s, run.metrics["e2e"].mean_s
+        if t is not None and e:
+            return t / e, "mean TTFT ÷ mean E2E from the file's aggregates (all completed requests; TTFT includes queueing)"
+    raise InputError("cannot measure how GPU time splits between prefill and decode from this run (no TTFT/E2E); pass --prefill-share")
+
+
+def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_share: float | None) -> Capacity:
+    """One replica's measured good token rates and the prefill share.
+
+    Raises:
+        InputError: unknown duration, no good requests or no token counts, or no way to split GPU time.
+    """
+    if gp.goodput_req_per_s is None or gp.goodput_output_tok_per_s is None:
+        raise InputError(f"{gp.source}: goodput per second is unknown (run duration not stated), so no cost per token can be derived")
+    if gp.num_good == 0 or gp.goodput_output_tok_per_s <= 0:
+        raise InputError(f"{gp.source}: no request met the SLO ({gp.slo['text']}): the cost per good token is unbounded")
+    if not gp.goodput_input_tok_per_s:
+        raise InputError(f"{gp.source}: the run states no input token counts, so the input side cannot be priced")
+    if prefill_share is None:
+        share, how = _measured_prefill_share(run, gp)
+    else:
+        share, how = prefill_share, "given by the user (--prefill-share)"
+    return Capacity(gp.goodput_req_per_s, gp.goodput_input_tok_per_s, gp.goodput_output_tok_per_s,
+                    gp.throughput_input_tok_per_s or 0.0, gp.throughput_output_tok_per_s or 0.0, share, how, gp.estimate)
+
+
+def _people_item(setup: SelfHostSetup, tokens_per_month: float, share: float, kind: str) -> LineItem | None:
+    if setup.engineer_months_per_month <= 0:
+        return None
+    qty = setup.engineer_months_per_month * 1e6 / tokens_per_month * share
+    return LineItem(f"people, {kind} share", "engineer-month", qty, setup.engineer_usd_per_month, "user input (--engineer-usd-per-month)",
+                    "user input", f"{setup.engineer_months_per_month:g} engineer-months/month over one replica's {tokens_per_month:,.0f} good {kind} tokens/month, × {share:.3f}")
+
+
+def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: float | None = None) -> tuple[Ledger, Ledger]:
+    """(USD per 1M input tokens, USD per 1M output tokens) ledgers at ``utilization`` (default the setup's)."""
+    u = setup.utilization if utilization is None else utilization
+    out = []
+    for kind, tok_s, share in (("input", cap.good_input_tok_per_s, cap.prefill_share), ("output", cap.good_output_tok_per_s, 1.0 - cap.prefill_share)):
+        phase = "prefill" if kind == "input" else "decode"
+        ledger = Ledger(f"self-hosted cost per 1M {kind} tokens", f"USD per 1M {kind} tokens")
+        per_month = tok_s * 3600.0 * u * HOURS_PER_MONTH
+        gpu_h = setup.num_gpus * 1e6 / (tok_s * 3600.0 * u) * share
+        ledger.add(LineItem(f"GPU rental, {phase} share of GPU time", "GPU-hour", gpu_h, setup.gpu.usd_per_gpu_hour, setup.gpu.source, setup.gpu.as_of,
+                            f"{setup.num_gpus} GPU × 10⁶ ÷ ({tok_s:,.1f} good {kind} tok/s × 3600 × utilization {u:.2f}) × {phase} share {share:.3f} ({cap.prefill_share_method})"))
+        people = _people_item(setup, per_month, share, kind)
+        if people is not None:
+            ledger.add(people)
+        out.append(ledger)
+    return out[0], out[1]
+
+
+def capacity_dict(cap: Capacity) -> dict[str, Any]:
+    """JSON-ready view of a Capacity with the mean tokens per good request."""
+    return {"goodput_req_per_s": cap.goodput_req_per_s, "good_input_tok_per_s": cap.good_input_tok_per_s,
+            "good_output_tok_per_s": cap.good_output_tok_per_s, "throughput_input_tok_per_s": cap.throughput_input_tok_per_s,
+            "throughput_output_tok_per_s": cap.throughput_output_tok_per_s, "mean_input_tokens": cap.mean_input_tokens,
+            "mean_output_tokens": cap.mean_output_tokens, "prefill_share": cap.prefill_share,
+            "prefill_share_method": cap.prefill_share_method, "estimate": cap.estimate}

@@ -1,0 +1,119 @@
+"""Latency SLOs: parsing ``ttft=200ms,tpot=50ms,itl=...,e2e=...`` and what each threshold means per request.
+
+A request meets an SLO when its value is **≤** the threshold (equality is good, as in
+vLLM ``calculate_metrics`` and AIPerf); it is *good* when it meets every SLO given and
+did not fail. Per-request values follow records.py: TTFT, TPOT excluding the first token
+(0 for ≤ 1 output token), E2E. ITL is per gap, so an ITL SLO needs a per-request
+statistic of the gaps: ``itl`` = the largest gap (every gap within the SLO, the
+strictest reading), ``itl_mean`` = the mean gap (inference-perf's ``itl`` constraint),
+``itl_p99`` (any ``itl_pQ``) = that percentile of the request's gaps.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kvledger.errors import InputError, UnknownNameError
+from kvledger.units import fmt_duration, parse_duration_s
+
+__all__ = ["SLO", "parse_slo", "SLO_KEYS"]
+
+SLO_KEYS = {
+    "ttft": "time to first token, per request",
+    "tpot": "time per output token excluding the first, per request",
+    "e2e": "end-to-end latency, per request (alias e2el)",
+    "itl": "largest gap between consecutive chunks of a request (every gap within the SLO)",
+    "itl_mean": "mean gap between chunks of a request",
+    "itl_pQ": "Q-th percentile (0 < Q ≤ 100) of a request's gaps, e.g. itl_p99",
+}
+_ALIASES = {"e2el": "e2e", "request_latency": "e2e", "itl_max": "itl"}
+_ITL_PCT = re.compile(r"^itl_p(\d+(?:\.\d+)?)$")
+
+
+@dataclass(frozen=True, slots=True)
+class SLO:
+    """Per-request latency thresholds, s; None = not constrained.
+
+    Attributes:
+        ttft_s, tpot_s, e2e_s, itl_s: thresholds, s.
+        itl_stat: the per-request statistic of the gaps compared with ``itl_s``: "max", "mean" or
+            a percentile such as 99.0.
+    """
+
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    e2e_s: float | None = None
+    itl_s: float | None = None
+    itl_stat: str | float = "max"
+
+    def constraints(self) -> list[tuple[str, float]]:
+        """(metric, threshold_s) pairs in a fixed order: ttft, tpot, itl, e2e."""
+        pairs = [("ttft", self.ttft_s), ("tpot", self.tpot_s), ("itl", self.itl_s), ("e2e", self.e2e_s)]
+        return [(k, v) for k, v in pairs if v is not None]
+
+    @property
+    def itl_key(self) -> str:
+        """The key this ITL statistic is written with: itl, itl_mean or itl_pQ."""
+        if self.itl_stat == "max":
+            return "itl"
+        if self.itl_stat == "mean":
+            return "itl_mean"
+        return f"itl_p{float(self.itl_stat):g}"
+
+    def describe(self) -> str:
+        """Human text, e.g. ``"ttft ≤ 200.00 ms, tpot ≤ 50.00 ms"``."""
+        if not self.constraints():
+            return "no SLO (every completed request counts as good)"
+        names = {"itl": self.itl_key}
+        return ", ".join(f"{names.get(k, k)} ≤ {fmt_duration(v)}" for k, v in self.constraints())
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {f"{k}_s": v for k, v in (("ttft", self.ttft_s), ("tpot", self.tpot_s), ("e2e", self.e2e_s), ("itl", self.itl_s))}
+        d["itl_stat"] = self.itl_stat
+        d["text"] = self.describe()
+        return d
+
+
+def parse_slo(text: str) -> SLO:
+    """Parse ``"ttft=200ms,tpot=50ms"`` (``:`` also accepted instead of ``=``; every value needs a unit).
+
+    Raises:
+        InputError: empty text, a part without ``=``, a value without unit, a repeated key, or
+            more than one ITL statistic.
+        UnknownNameError: an unknown key (close names suggested).
+    """
+    if not text or not text.strip():
+        raise InputError("--slo is empty; write e.g. 'ttft=200ms,tpot=50ms' (keys: " + ", ".join(SLO_KEYS) + ")")
+    values: dict[str, float] = {}
+    itl_stat: str | float = "max"
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        m = re.match(r"^([A-Za-z0-9_.]+)\s*[=:]\s*(.+)$", part)
+        if not m:
+            raise InputError(f"SLO part {part!r} is not KEY=VALUE; write e.g. 'ttft=200ms'")
+        key = _ALIASES.get(m.group(1).lower(), m.group(1).lower())
+        stat: str | float | None = None
+        if key == "itl":
+            stat = "max"
+        elif key == "itl_mean":
+            stat = "mean"
+        elif _ITL_PCT.match(key):
+            q = float(_ITL_PCT.match(key).group(1))
+            if not 0 < q <= 100:
+                raise InputError(f"SLO key {key!r}: the percentile must be in (0, 100]")
+            stat = q
+        elif key not in ("ttft", "tpot", "e2e"):
+            raise UnknownNameError("SLO key", m.group(1), list(SLO_KEYS) + ["itl_p99", "e2el"], hint="(ttft, tpot, itl, itl_mean, itl_pQ, e2e)")
+        slot = "itl" if stat is not None else key
+        if slot in values:
+            raise InputError(f"SLO key {slot!r} given twice in {text!r} (one ITL statistic at a time)")
+        values[slot] = parse_duration_s(m.group(2).strip(), what=f"SLO {m.group(1)}")
+        if stat is not None:
+            itl_stat = stat
+    if not values:
+        raise InputError(f"no SLO in {text!r}; write e.g. 'ttft=200ms,tpot=50ms'")
+    return SLO(values.get("ttft"), values.get("tpot"), values.get("e2e"), values.get("itl"), itl_stat)

@@ -1,0 +1,136 @@
+"""Rich tables for the KV-cache ledger: every figure with its unit, formula and source."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from kvledger.accounting.plan import Plan
+from kvledger.catalog.models import stated_params
+from kvledger.units import GB, GiB, KiB, fmt_bytes, fmt_duration
+
+__all__ = ["render_plan"]
+
+
+def _t(title: str, *cols: str) -> Table:
+    t = Table(title=title, title_justify="left", title_style="bold", show_lines=False, expand=False)
+    for c in cols:
+        t.add_column(c, overflow="fold")
+    return t
+
+
+def _model(p: Plan) -> Table:
+    m, t = p.model, _t("Model", "figure", "value", "source / formula")
+    st = stated_params(m.catalog_id) if m.catalog_id else None
+    diff = f" (publisher {st.total / 1e9:,.2f}B: {100 * (m.num_params / st.total - 1):+.2f}%)" if st else ""
+    t.add_row("parameters", f"{m.num_params:,}", f"counted tensor by tensor from the config{diff}")
+    if m.is_moe:
+        t.add_row("active parameters", f"{m.num_active_params:,}", f"top-{m.experts_per_token} of {m.num_experts} experts per layer, embeddings included")
+    wb = m.weight_bytes()
+    t.add_row("weights (whole model)", fmt_bytes(wb), f"{m.quant.description}; {m.dtype}")
+    t.add_row("layers", ", ".join(f"{n} {k}" for k, n in m.layer_counts().items()), m.source)
+    for n in m.notes:
+        t.add_row("note", "", n)
+    return t
+
+
+def _kv(p: Plan) -> Table:
+    kv = p.kv
+    t = _t(f"KV bytes per token (KV dtype {kv.kv_cache_dtype} = {kv.elem_bytes:g} B/element, per GPU at TP {kv.tp})",
+           "layers", "per token", "formula")
+    for g in kv.groups:
+        val = fmt_bytes(g.state_bytes_per_seq) + " per sequence" if g.kind == "state" else fmt_bytes(g.bytes_per_token)
+        t.add_row(f"{g.num_layers} {g.kind}", val, g.formula)
+    t.add_row("[bold]all KV layers[/]", f"[bold]{kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB)[/]",
+              f"whole model at TP 1: {kv.bytes_per_token_model:,.0f} B/token")
+    return t
+
+
+def _memory(p: Plan) -> Table:
+    m = p.memory
+    t = _t(f"Memory plan: {m.engine} {m.engine_version}, per GPU", "term", "GiB", "GB", "source")
+    t.add_row("device total", f"{m.gpu_total_bytes / GiB:,.2f}", f"{m.gpu_total_bytes / GB:,.2f}", p.gpu.memory_source)
+    t.add_row(f"× {m.fraction_name} {m.fraction}", f"{m.requested_bytes / GiB:,.2f}", f"{m.requested_bytes / GB:,.2f}",
+              "ceil(total × fraction)" if m.engine == "vllm" else "engine rule")
+    for d in m.deductions:
+        t.add_row(f"− {d.name}", f"{d.bytes / GiB:,.2f}", f"{d.bytes / GB:,.2f}", d.source)
+    src = "given: your engine's printed figure" if m.available_given else "what remains"
+    t.add_row("[bold]= available KV memory[/]", f"[bold]{m.available_kv_bytes / GiB:,.2f}[/]", f"{m.available_kv_bytes / GB:,.2f}", src)
+    unit = "page" if m.engine == "sglang" else "block"
+    t.add_row(f"bytes per {unit}", "", f"{m.bytes_per_block:,} B", f"{m.block_size} tokens × per-token bytes over the layers sharing a {unit}")
+    t.add_row(f"{unit}s", "", f"{m.num_gpu_blocks:,}", f"floor(available / {m.bytes_per_block:,} B); usable {m.usable_blocks:,}")
+    return t
+
+
+def _concurrency(p: Plan) -> Table:
+    t = _t("Maximum concurrency (per replica)", "context", "blocks / request", "KV per request", "engine figure", "whole requests")
+    for r in p.concurrency:
+        flag = "" if r.within_max_model_len else " [red](> max_model_len)[/]"
+        t.add_row(f"{r.context_tokens:,}{flag}", f"{r.blocks_per_request:,}", fmt_bytes(r.bytes_per_request, both=False),
+                  f"{r.max_concurrency:,.2f}x", f"{r.max_requests:,}")
+    return t
+
+
+def _waterfall(p: Plan) -> Table | None:
+    if not p.waterfall:
+        return None
+    ctx = p.waterfall[0]["context_tokens"]
+    t = _t(f"Which terms make the difference (concurrency at {ctx:,} tokens)", "step", "KV GiB", "concurrency")
+    for w in p.waterfall:
+        t.add_row(w["step"], f"{w['available_kv_bytes'] / GiB:,.2f}", f"{w['max_concurrency']:,.2f}")
+    return t
+
+
+def _roofline(p: Plan) -> list[Table]:
+    r = p.roofline
+    if r is None:
+        return []
+    t = _t(f"Roofline ({r.compute_dtype} matmuls; achievable {r.flops_fraction:.0%} FLOP/s, {r.bandwidth_fraction:.0%} bandwidth)", "figure", "value", "formula")
+    t.add_row("ridge point", f"{r.ridge_flops_per_byte:,.1f} FLOP/B",
+              f"{r.peak_flops_per_s / 1e12:,.1f} TFLOP/s dense ÷ {r.hbm_bandwidth_bytes_per_s / 1e12:,.2f} TB/s (gpus.csv)")
+    t.add_row("weight matmuls compute-bound above", f"{r.weight_matmul_crossover_tokens:,.0f} tokens/step", "2·params·tokens / peak = weight bytes / bandwidth")
+    if r.decode_attention_intensity:
+        t.add_row("decode attention intensity", f"{r.decode_attention_intensity:,.1f} FLOP/B", "independent of batch: bandwidth-bound at any batch")
+    pf = r.prefill
+    t.add_row(f"prefill chunk {pf['chunk_tokens']:,} tokens", f"{fmt_duration(pf['step_s'])} ({pf['bound']}-bound)",
+              f"{pf['flops'] / 1e12:,.1f} TFLOP, {pf['bytes'] / GB:,.2f} GB, intensity {pf['intensity']:,.0f}; lower bound {fmt_duration(pf['step_s_lower_bound'])}")
+    for ctx, b in r.decode_compute_bound_batch.items():
+        t.add_row(f"decode at {ctx:,} tokens turns compute-bound", "never" if b is None else f"batch {b:,}",
+                  "KV bytes grow with batch as fast as FLOPs" if b is None else "whole step: FLOPs/peak ≥ bytes/bandwidth")
+    d = _t("Decode step vs concurrency (per GPU)", "context", "batch", "step", "tok/s/seq", "tok/s", "bound", "KV share of bytes")
+    for row in r.decode:
+        d.add_row(f"{row.context_tokens:,}", f"{row.batch:,}", fmt_duration(row.step_s), f"{row.tok_per_s_per_seq:,.1f}",
+                  f"{row.tok_per_s:,.0f}", row.bound, f"{row.kv_bytes_share:.0%}")
+    return [t, d]
+
+
+def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
+    """Print the ledger: model, KV bytes, memory plan, concurrency, waterfall, roofline, verdict."""
+    s = p.settings
+    console.print(f"[bold]KV-cache ledger[/]: {p.model.name} on {p.gpu.name} — {p.memory.engine} {p.memory.engine_version}, "
+                  f"TP {s.tp}, max_model_len {p.memory.max_model_len:,}, max_num_batched_tokens {p.memory.max_num_batched_tokens:,}, "
+                  f"max_num_seqs {p.memory.max_num_seqs:,}")
+    for tbl in (_model(p), _kv(p)):
+        console.print(tbl)
+    for n in p.kv.notes:
+        console.print(f"[yellow]note:[/] {n}")
+    console.print(_memory(p))
+    if p.memory.printed_lines:
+        console.print("[bold]The engine would print:[/]")
+        for line in p.memory.printed_lines:
+            console.print(f"  {line}", markup=False, highlight=False)
+    console.print(_concurrency(p))
+    wf = _waterfall(p)
+    if wf is not None:
+        console.print(wf)
+    for tbl in _roofline(p):
+        console.print(tbl)
+    if p.advice:
+        color = "green" if p.advice.verdict == "fits" else "red"
+        console.print(f"[bold {color}]{p.advice.message}[/]")
+        for o in p.advice.options:
+            console.print(f"  → {o.action}: {o.max_requests:,} concurrent {p.memory.max_model_len:,}-token requests "
+                          f"({o.max_concurrency:,.2f}x); {o.detail}")
+    notes = list(p.memory.notes) + (list(p.roofline.notes) if p.roofline and verbose else [])
+    for n in notes:
+        console.print(f"[dim]· {n}[/]")

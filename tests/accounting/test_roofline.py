@@ -1,0 +1,64 @@
+"""Roofline: ridge points, where weight matmuls and whole decode steps turn compute-bound, and the StepCostModel contract."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvledger.accounting.kvcache import kv_ledger
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.roofline import RooflineStepCost
+from kvledger.accounting.settings import make_settings
+from kvledger.accounting.stepcost import StepCostModel, StepShape, decode_steps_by_loop
+from kvledger.catalog.gpus import get_gpu
+from kvledger.catalog.models import load_model
+
+H100 = get_gpu("h100")
+
+
+def roof(name, gpu=H100, **kw):
+    return build_plan(load_model(name), gpu, make_settings(**kw), with_advice=False).roofline
+
+
+def test_llama8b_on_h100():
+    r = roof("meta-llama/Llama-3.1-8B", contexts=(16, 8192))
+    # ridge = 989.5e12 / 3.35e12 = 295.37 FLOP/B.
+    assert r.ridge_flops_per_byte == pytest.approx(295.37, abs=0.01)
+    # Per token: 2 × 7,504,924,672 FLOP (all matmul weights incl. lm_head, excluding the embedding table) against
+    # 15,009,849,344 B of weights read once per step → intensity = tokens; crosses 295.37 at 296 tokens.
+    assert r.weight_matmul_crossover_tokens == 296
+    # Decode attention: 32 layers × 4 × 32 heads × 128 = 524,288 FLOP per (query, key) over 131,072 B of KV = 4.0 FLOP/B.
+    assert r.decode_attention_intensity == pytest.approx(4.0)
+    # Whole decode step at 16 tokens of context: b × (15,009,849,344 + 524,288 × 16) / 989.5e12 ≥
+    # (15,009,849,344 + b × 131,072 × 16) / 3.35e12  ⇔  b ≥ 4.4805e-3 / 1.45516e-5 = 307.9 → 308.
+    # At 8,192 tokens each sequence adds 1 GiB of KV reads for 4.3 GFLOP: never compute-bound.
+    assert r.decode_compute_bound_batch == {16: 308, 8192: None}
+    assert r.prefill["bound"] == "compute"
+    # Batch 1 at 8,192 tokens: 1 GiB of KV read against 15,009,849,344 B of weights → KV share 6.68%.
+    one = next(row for row in r.decode if row.batch == 1 and row.context_tokens == 8192)
+    assert one.bound == "memory" and one.kv_bytes_share == pytest.approx(2**30 / (2**30 + 15_009_849_344), rel=1e-9)
+
+
+def test_h200_ridge_and_fp8_weights():
+    assert roof("meta-llama/Llama-3.1-8B", get_gpu("h200")).ridge_flops_per_byte == pytest.approx(206.15, abs=0.01)
+    # FP8 weights with FP8 matmuls: ridge 1979/3.35 = 590.7 FLOP/B, 1 B per weight → crossover ≈ 590.7 / 2 ≈ 295;
+    # the bf16 lm_head/embedding bytes push it slightly higher.
+    r = roof("Qwen/Qwen3-32B-FP8", max_model_len=8192)
+    assert r.compute_dtype == "fp8" and 295 <= r.weight_matmul_crossover_tokens <= 310
+
+
+def test_moe_crosses_later_than_dense():
+    # Each expert sees ≈ tokens × k / E: Mixtral (top-2 of 8) needs ≈ 4× the tokens, Qwen3-30B-A3B (8 of 128) ≈ 16×,
+    # less the always-read attention and shared weights.
+    assert 1000 < roof("mistralai/Mixtral-8x7B-v0.1", max_model_len=8192).weight_matmul_crossover_tokens < 295 * 4
+    assert 2500 < roof("Qwen/Qwen3-30B-A3B", max_model_len=8192).weight_matmul_crossover_tokens < 295 * 16
+
+
+@pytest.mark.parametrize("name", ["meta-llama/Llama-3.1-8B", "openai/gpt-oss-20b", "Qwen/Qwen3-Next-80B-A3B-Thinking"])
+def test_vectorised_decode_matches_the_per_step_cost(name):
+    m = load_model(name)
+    rc = RooflineStepCost(m, H100, kv_ledger(m), cpu_overhead_s=0.002)
+    assert isinstance(rc, StepCostModel)
+    fast = rc.decode_steps_s(37, 37 * 100, 300)
+    assert np.allclose(fast, decode_steps_by_loop(rc, 37, 37 * 100, 300), rtol=1e-12)
+    assert rc.step_time_s(StepShape()) == 0.0

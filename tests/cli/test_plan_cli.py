@@ -1,0 +1,80 @@
+"""`kvledger plan`, `models`, `gpus` through the CLI: JSON keys scripts rely on, tables, exit codes and error messages."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+
+runner = CliRunner(env={"COLUMNS": "250"})  # wide enough that rich does not wrap table cells
+
+
+def run(*args):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_json_has_the_documented_keys_and_values():
+    r = run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--gpu-memory-utilization", "0.9", "--context", "8K,128K", "--json")
+    assert r.exit_code == 0
+    d = json.loads(r.stdout)
+    assert d["model"]["kv_bytes_per_token"] == 131_072 and d["model"]["num_params"] == 8_030_261_248
+    assert d["model"]["weight_bytes"] == 16_060_522_496  # 8,030,261,248 × 2 B = 16.06 GB = 14.96 GiB
+    assert d["gpu"]["memory_bytes"] == 81_120 * 2**20
+    assert d["memory"]["block_size"] == 16 and d["memory"]["num_gpu_blocks"] > 0 and d["memory"]["available_kv_bytes"] > 0
+    assert [c["context_tokens"] for c in d["concurrency"]] == [8192, 131072]
+    assert 50 <= d["concurrency"][0]["max_concurrency"] <= 56 and d["concurrency"][1]["max_requests"] == 3
+    assert round(d["roofline"]["ridge_flops_per_byte"]) == 295
+
+
+def test_human_output_shows_units_sources_and_engine_lines():
+    r = run("plan", "llama-3.1-8b", "--gpu", "h100", "--available-kv-memory", "51.38GiB", "--engine-version", "0.11.0")
+    assert r.exit_code == 0
+    out = " ".join(r.stdout.split())
+    for text in ("131,072 B/token", "14.96 GiB (16.06 GB)", "GPU KV cache size:", "Maximum concurrency for 131,072 tokens", "ridge point", "4× too high"):
+        assert text in out, text
+
+
+def test_does_not_fit_exits_3_with_the_fix():
+    r = run("plan", "meta-llama/Llama-3.1-70B", "--gpu", "h100")
+    assert r.exit_code == 3
+    assert "does not fit" in r.stdout and "--tp 4" in r.stdout
+
+
+def test_bad_input_is_a_clear_error_not_a_traceback():
+    from kvledger.errors import KvLedgerError
+    for args, text in [
+        (("plan", "llama-3.1-8", "--gpu", "h100"), "did you mean"),
+        (("plan", "llama-3.1-8b", "--gpu", "h1000"), "unknown GPU"),
+        (("plan", "llama-3.1-8b", "--gpu", "h100", "--gpu-memory-utilization", "1.5"), "gpu-memory-utilization"),
+        (("plan", "llama-3.1-8b", "--gpu", "h100", "--available-kv-memory", "lots"), "cannot read"),
+        (("plan", "llama-3.1-8b", "--gpu", "h100", "--max-model-len", "1M"), "exceeds the 131,072 tokens"),
+        (("plan", "llama-3.1-8b", "--gpu", "h100", "--tp", "3"), "not divisible by 3"),
+    ]:
+        try:
+            runner.invoke(app, list(args), catch_exceptions=False)
+        except KvLedgerError as err:  # main.run() prints these without a traceback (exit 2)
+            assert text in str(err), (args, str(err))
+        else:
+            raise AssertionError(f"no error for {args}")
+
+
+def test_entry_point_prints_message_and_exits_2(capsys, monkeypatch):
+    import sys
+
+    import pytest
+
+    from kvledger.cli.main import run as entry
+    monkeypatch.setattr(sys, "argv", ["kvledger", "plan", "llama-3.1-8", "--gpu", "h100"])
+    with pytest.raises(SystemExit) as e:
+        entry()
+    assert e.value.code == 2 and "did you mean" in capsys.readouterr().err
+
+
+def test_catalog_listings():
+    models = json.loads(run("models", "--json").stdout)
+    assert any(m["hf_id"] == "deepseek-ai/DeepSeek-V3" and m["kv_bytes_per_token"] == 70_272 for m in models)
+    gpus = json.loads(run("gpus", "--json").stdout)
+    assert any(g["gpu_id"] == "nvidia_h200_sxm" for g in gpus)
+    assert "GPU catalog" in run("gpus").stdout

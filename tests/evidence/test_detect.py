@@ -1,0 +1,121 @@
+"""Format detection on the real samples, and the bad-input paths: unknown, empty, broken, wrong shape, directories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvledger.errors import FormatError, UnknownNameError
+from kvledger.evidence import FORMAT_DESCRIPTIONS, READERS, read_run, read_runs
+from kvledger.evidence._io import load_document
+from kvledger.evidence.detect import detect_format
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize("rel, fmt", [
+    ("aiperf/run1_profile_export.jsonl", "aiperf-jsonl"),
+    ("aiperf/run1_profile_export_aiperf.json", "aiperf-json"),
+    ("aiperf/run1_profile_export_aiperf.csv", "aiperf-csv"),
+    ("llmperf/leaderboard_individual_anyscale_70b.json", "llmperf-individual"),
+    ("llmperf/leaderboard_summary_bedrock_70b.json", "llmperf-summary"),
+    ("inference-perf/stage_3_lifecycle_metrics.json", "inference-perf-lifecycle"),
+    ("inference-perf/summary_lifecycle_metrics.json", "inference-perf-lifecycle"),
+    ("inferencex/inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json", "vllm-bench-serve"),
+    ("guidellm/llmd_fixture_guidellm_report_v2_mockserver.json", "guidellm"),
+])
+def test_real_samples_are_detected_by_key_signature(rel, fmt):
+    assert detect_format(load_document(DATA / rel)) == fmt
+
+
+def test_detection_ignores_file_names(tmp_path):
+    # the AIPerf sample renamed to something meaningless is still AIPerf
+    p = tmp_path / "results.txt"
+    p.write_bytes((DATA / "aiperf/run1_profile_export.jsonl").read_bytes())
+    assert read_run(p).metadata.source_format == "aiperf-jsonl"
+
+
+def test_reader_table_and_descriptions_agree():
+    assert set(READERS) == set(FORMAT_DESCRIPTIONS)
+
+
+def test_unknown_file_lists_known_formats_and_the_keys_it_saw(tmp_path):
+    p = tmp_path / "mystery.json"
+    p.write_text(json.dumps({"throughput_rps": 3.0, "latency_p50": 0.2}))
+    with pytest.raises(FormatError) as e:
+        read_runs(p)
+    msg = str(e.value)
+    assert "unknown benchmark output format" in msg and "throughput_rps, latency_p50" in msg
+    for name in FORMAT_DESCRIPTIONS:
+        assert name in msg
+
+
+def test_unknown_list_file_shows_first_element_keys(tmp_path):
+    p = tmp_path / "list.json"
+    p.write_text(json.dumps([{"foo": 1, "bar": 2}]))
+    with pytest.raises(FormatError, match=r"\[0\]\.foo, \[0\]\.bar"):
+        read_runs(p)
+
+
+def test_empty_and_whitespace_files(tmp_path):
+    for text in ("", "  \n\n"):
+        p = tmp_path / "empty.json"
+        p.write_text(text)
+        with pytest.raises(FormatError, match="the file is empty"):
+            read_runs(p)
+
+
+def test_empty_list_is_explained(tmp_path):
+    p = tmp_path / "empty_list.json"
+    p.write_text("[]")
+    with pytest.raises(FormatError, match="empty list"):
+        read_runs(p)
+
+
+def test_broken_pretty_json_reports_line_and_column(tmp_path):
+    p = tmp_path / "cut.json"
+    p.write_text('{\n  "duration": 12.0,\n  "completed": \n')
+    with pytest.raises(FormatError, match=r"cut.json: line 4, column 1: not valid JSON: Expecting value"):
+        read_runs(p)
+
+
+def test_broken_json_lines_report_the_bad_line(tmp_path):
+    good = (DATA / "aiperf/run1_profile_export.jsonl").read_text().splitlines()[:3]
+    p = tmp_path / "profile_export.jsonl"
+    p.write_text("\n".join(good + ['{"metadata": {"timestamp_ns": 1}, "metrics": ']) + "\n")
+    with pytest.raises(FormatError, match=r"line 4, column"):
+        read_runs(p)
+
+
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(FormatError, match="no such file"):
+        read_runs(tmp_path / "nope.json")
+    with pytest.raises(FormatError, match="is a directory"):
+        read_runs(tmp_path)
+
+
+def test_prometheus_report_is_named_and_redirected():
+    with pytest.raises(FormatError, match=r"Prometheus report.*_lifecycle_metrics\.json"):
+        read_runs(DATA / "inference-perf/stage_0_prometheus_metrics.json")
+
+
+def test_forced_format_must_exist_and_fit_the_shape():
+    with pytest.raises(UnknownNameError, match="did you mean: aiperf-jsonl"):
+        read_runs(DATA / "aiperf/run1_profile_export.jsonl", format="aiperf-jsonlines")
+    with pytest.raises(FormatError, match="is JSON Lines but format 'llmperf-individual' needs a JSON list"):
+        read_runs(DATA / "aiperf/run1_profile_export.jsonl", format="llmperf-individual")
+
+
+def test_read_run_refuses_multi_run_files():
+    # the GuideLLM sample holds 2 benchmarks (constant 2 and 4 req/s)
+    with pytest.raises(FormatError, match=r"holds 2 runs \(benchmark 0 \(constant @ 2\.0 req/s\), benchmark 1"):
+        read_run(DATA / "guidellm/llmd_fixture_guidellm_report_v2_mockserver.json")
+
+
+def test_input_files_are_never_modified(tmp_path):
+    src = DATA / "aiperf/run1_profile_export.jsonl"
+    before = src.read_bytes()
+    read_runs(src)
+    assert src.read_bytes() == before

@@ -1,0 +1,99 @@
+"""SLO-boundary search: over the real inference-perf rate sweep, and by bisection over a toy load model built from real records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvledger.errors import InputError
+from kvledger.evidence import read_run
+from kvledger.ledgers.boundary import boundary_from_sweep, search_boundary
+from kvledger.ledgers.slo import parse_slo
+from kvledger.records import RequestRecord, RunMetadata, RunRecords
+
+DATA = Path(__file__).resolve().parents[1] / "evidence" / "data"
+
+
+def test_inference_perf_sweep_boundary():
+    runs = [read_run(DATA / f"inference-perf/stage_{i}_lifecycle_metrics.json") for i in range(7)]
+    b = boundary_from_sweep(runs, parse_slo("ttft=100ms,tpot=10ms"), target=0.9)
+    # stage 2 (requested 74.94 req/s): TTFT max ≤ 100 ms and TPOT p99 7.1 ms → all 4496 good.
+    # stage 3 (111.92 req/s): TTFT median 105.5 ms > 100 ms → at most ⌈0.5 × 6714⌉ = 3357 ≤ 50 %; TPOT median 12.6 ms
+    # > 10 ms as well, so the lower bound is 0 → misses 90 %.
+    assert [p.meets_target for p in b.points] == [True, True, True, False, False, False, False]
+    assert b.boundary_value == pytest.approx(74.94) and b.first_failing_value == pytest.approx(111.92)
+    assert b.boundary_per_gpu is None  # the lifecycle reports do not state the GPU count
+    assert any("estimates from percentiles" in n for n in b.notes)
+
+
+def _template() -> list[RequestRecord]:
+    run = read_run(DATA / "aiperf/run1_profile_export.jsonl")
+    return [r for r in run.records if r.ok]
+
+
+def _toy(template: list[RequestRecord], mu: float = 20.0):
+    """Real-shaped records at load λ: each real TTFT stretched by an M/M/1-like factor 1/(1 − λ/μ); decode unchanged."""
+
+    def run_at(lam: float) -> RunRecords:
+        k = 1.0 / (1.0 - lam / mu)
+        recs = [RequestRecord(r.request_id, r.arrival_s, r.num_prompt_tokens, r.num_output_tokens, r.arrival_s + r.ttft_s * k,
+                              r.finish_s + r.ttft_s * (k - 1)) for r in template]
+        return RunRecords(recs, RunMetadata("toy", "toy", request_rate=lam, num_gpus=2, duration_s=10.0))
+
+    return run_at
+
+
+def test_bisection_over_a_callable_finds_the_analytic_boundary():
+    template = _template()
+    # 89 completed requests; 90 % needs ⌈0.9 × 89⌉ = 81 good, i.e. the 81st-smallest real TTFT t₈₁ must satisfy
+    # t₈₁ / (1 − λ/μ) ≤ 8 s  ⇔  λ ≤ μ (1 − t₈₁ / 8)
+    t81 = sorted(r.ttft_s for r in template)[80]
+    lam_star = 20.0 * (1.0 - t81 / 8.0)
+    b = search_boundary(_toy(template), parse_slo("ttft=8s"), target=0.9, lo=0.0, hi=19.0, tol=0.01)
+    assert lam_star - 0.01 <= b.boundary_value <= lam_star
+    assert b.first_failing_value - b.boundary_value <= 0.01
+    assert b.boundary_per_gpu == pytest.approx(b.boundary_value / 2)  # DistServe's per-GPU goodput
+    assert len(b.points) <= 30
+
+
+def test_bisection_when_the_whole_range_passes_or_fails():
+    template = _template()
+    b = search_boundary(_toy(template), parse_slo("ttft=1000s"), target=0.9, lo=0.0, hi=10.0)
+    assert b.boundary_value == 10.0 and len(b.points) == 2
+    assert any("may be higher" in n for n in b.notes)
+    b = search_boundary(_toy(template), parse_slo("ttft=1ms"), target=0.9, lo=0.0, hi=10.0)
+    assert b.boundary_value is None and len(b.points) == 1
+    assert any("misses 90% already at the lowest" in n for n in b.notes)
+
+
+def test_integer_axis_max_num_seqs():
+    def run_at(n: int) -> RunRecords:
+        # attainment 1.0 up to max_num_seqs 37, then every TTFT is 1 s over the 0.5 s SLO
+        ttft = 0.1 if n <= 37 else 1.0
+        recs = [RequestRecord(str(i), 0.0, 10, 2, ttft, ttft + 0.1) for i in range(10)]
+        return RunRecords(recs, RunMetadata("toy", "toy", duration_s=1.0, extra={"max_num_seqs": n}))
+
+    b = search_boundary(run_at, parse_slo("ttft=500ms"), 0.9, 1, 256, axis="max_num_seqs", integer=True)
+    assert (b.boundary_value, b.first_failing_value) == (37, 38)
+
+
+def test_non_monotone_sweep_stays_at_the_first_failure():
+    def run(ttft: float) -> RunRecords:
+        return RunRecords([RequestRecord("0", 0.0, 1, 2, ttft, ttft + 0.1)], RunMetadata("s", "s", duration_s=1.0))
+
+    b = boundary_from_sweep([run(0.1), run(0.9), run(0.1)], parse_slo("ttft=500ms"), 0.9, values=[1.0, 2.0, 3.0])
+    assert (b.boundary_value, b.largest_passing_value, b.first_failing_value) == (1.0, 3.0, 2.0)
+    assert any("not monotone" in n for n in b.notes)
+
+
+def test_sweep_input_errors():
+    runs = [read_run(DATA / "inferencex/inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json")]
+    # InferenceX ran with request_rate "inf" (closed loop at fixed concurrency)
+    with pytest.raises(InputError, match="request_rate=inf is a closed-loop run; use --axis concurrency"):
+        boundary_from_sweep(runs, parse_slo("ttft=1s"), 0.9)
+    assert boundary_from_sweep(runs, parse_slo("ttft=1s"), 0.9, axis="concurrency").boundary_value == 4
+    with pytest.raises(InputError, match=r"target must be in \(0, 1\]"):
+        boundary_from_sweep(runs, parse_slo("ttft=1s"), 90)
+    with pytest.raises(InputError, match="two runs share the same concurrency"):
+        boundary_from_sweep(runs * 2, parse_slo("ttft=1s"), 0.9, axis="concurrency")

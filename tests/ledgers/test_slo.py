@@ -1,0 +1,48 @@
+"""Parsing of ``--slo`` text: units, aliases, ITL statistics, and every way it can be wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.errors import InputError, UnknownNameError
+from kvledger.ledgers.slo import SLO, parse_slo
+
+
+def test_units_become_seconds():
+    s = parse_slo("ttft=200ms,tpot=50ms,e2e=2.5s,itl=100000us")
+    assert (s.ttft_s, s.tpot_s, s.e2e_s, s.itl_s) == pytest.approx((0.2, 0.05, 2.5, 0.1)) and s.itl_stat == "max"
+    assert s.constraints() == [("ttft", 0.2), ("tpot", 0.05), ("itl", pytest.approx(0.1)), ("e2e", 2.5)]
+
+
+def test_vllm_style_colons_and_aliases():
+    # vllm bench serve --goodput writes "ttft:300 tpot:50 e2el:4000" (ms implied there; here units are explicit)
+    s = parse_slo("ttft:300ms, e2el:4s")
+    assert (s.ttft_s, s.e2e_s) == pytest.approx((0.3, 4.0))
+
+
+def test_itl_statistics():
+    assert parse_slo("itl_mean=30ms").itl_stat == "mean"
+    s = parse_slo("itl_p99=80ms")
+    assert s.itl_stat == 99.0 and s.itl_key == "itl_p99" and s.describe() == "itl_p99 ≤ 80.00 ms"
+
+
+@pytest.mark.parametrize("text, err, match", [
+    ("", InputError, "--slo is empty"),
+    ("ttft=200", InputError, "has no unit"),
+    ("ttft=200ms,ttft=300ms", InputError, "given twice"),
+    ("itl=50ms,itl_mean=20ms", InputError, "given twice"),
+    ("ttft=-5ms", InputError, "cannot read|non-negative"),
+    ("ttft=nanms", InputError, "cannot read"),
+    ("ttft 200ms", InputError, "not KEY=VALUE"),
+    ("itl_p0=5ms", InputError, r"percentile must be in \(0, 100\]"),
+    ("tfft=200ms", UnknownNameError, "did you mean: ttft"),
+])
+def test_bad_slo_text(text, err, match):
+    with pytest.raises(err, match=match):
+        parse_slo(text)
+
+
+def test_describe_and_dict():
+    s = SLO(ttft_s=0.2, tpot_s=0.05)
+    assert s.describe() == "ttft ≤ 200.00 ms, tpot ≤ 50.00 ms"
+    assert s.to_dict()["text"] == s.describe()
