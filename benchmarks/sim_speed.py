@@ -82,12 +82,26 @@ def main() -> None:
                   f"{s.ttft_s.p50:>12.4f}{s.tpot_s.p50:>12.4f}{s.num_preemptions:>9}")
     for name, _ in costs:
         print(f"prefix caching at 0% hits, {name}: wall on/off = {results[(name, True)] / results[(name, False)]:.3f}")
-    tracemalloc.start()
-    simulate(reqs, EngineConfig(**kw), costs[-1][1])
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    print(f"peak Python memory of one run (tracemalloc): {peak / 2**20:.1f} MiB "
-          f"(the records alone hold {sum(r.num_output_tokens for r in reqs) * 8 / 2**20:.1f} MiB of token times)")
+    print("memory (tracemalloc peak of one run, roofline/last cost model) vs trace length:")
+    for frac in (4, 2, 1):
+        part = reqs[: len(reqs) // frac]
+        gc.collect()
+        tracemalloc.start()
+        res = simulate(part, EngineConfig(**kw), costs[-1][1])
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        tok = sum(r.num_output_tokens for r in res.records.records)
+        print(f"  {len(part):>6,} requests: peak {peak / 2**20:6.1f} MiB, of which token times in the records "
+              f"{tok * 8 / 2**20:5.1f} MiB (the rest: records, the summary's ITL arrays, the workload)")
+    few = reqs[:1500]
+    t0 = time.perf_counter()
+    simulate(few, EngineConfig(**kw), costs[0][1], fast_forward=False)
+    slow = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    simulate(few, EngineConfig(**kw), costs[0][1])
+    fast = time.perf_counter() - t0
+    print(f"fast-forward vs step-by-step on the first {len(few):,} requests (fixed cost): {fast:.3f} s vs {slow:.3f} s "
+          f"({slow / fast:.0f}x); same records bit for bit (tests/dynamics/test_engine.py)")
     print("target: ≤ 1 s wall (issue 3); BLIS 0.8 s, Vidur 9.1 s per experiment (peers.md)")
 
 

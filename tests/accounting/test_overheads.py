@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +13,7 @@ from kvledger.catalog.models import load_model
 from kvledger.units import GiB
 
 CONFIGS = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B-Instruct", "openai/gpt-oss-20b": "openai/gpt-oss-20b",
-           "Qwen/Qwen3-0.6B": "tests/fixtures/configs/Qwen3-0.6B.json"}
+           "Qwen/Qwen3-0.6B": str(Path(__file__).parents[1] / "fixtures" / "configs" / "Qwen3-0.6B.json")}
 
 
 def rows():

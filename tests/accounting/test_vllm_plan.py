@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +17,7 @@ from kvledger.catalog.models import load_model
 from kvledger.units import GiB
 
 H100 = get_gpu("H100-SXM")
-FIX = "tests/fixtures/configs"
+FIX = str(Path(__file__).parents[1] / "fixtures" / "configs")
 
 
 def plan(model, gpu=H100, **kw):

@@ -21,6 +21,11 @@ def test_stage_report_counts_rate_duration_and_model():
     assert agg.duration_s == pytest.approx(60 / 0.996850670841712, rel=1e-12)
     assert agg.metadata.model == "meta-llama/Meta-Llama-3-8B-Instruct"  # from the sibling config.yaml
     assert agg.metadata.extra["run_label"] == "stage 0"
+    # manifests.yaml: nodeSelector gke-accelerator nvidia-h100-80gb, nvidia.com/gpu 1, --max-num-seqs=192,
+    # and MODEL_ID meta-llama/Llama-3.1-8B-Instruct — not the model config.yaml requests, which is flagged
+    md = agg.metadata
+    assert (md.hardware, md.num_gpus, md.extra["max_num_seqs"]) == ("nvidia-h100-80gb", 1, 192)
+    assert any("check which model served the run" in d for d in md.definitions)
 
 
 def test_latencies_are_seconds_even_though_the_docs_say_ms():
@@ -74,3 +79,15 @@ def test_per_request_token_times_going_backwards(tmp_path):
     p.write_text(json.dumps(doc))
     with pytest.raises(FormatError, match=r"\[0\]\.token_times\[0\] − start_time: negative latency"):
         read_runs(p)
+
+
+def test_goodput_percentage_is_kept_with_its_successful_only_denominator(tmp_path):
+    # Constructed from the lifecycle report's optional goodput_metrics block (formats.md §6): inference-perf's
+    # goodput_percentage divides by *successful* requests, so it is carried verbatim and labelled, never reused.
+    doc = json.loads((DATA / "stage_0_lifecycle_metrics.json").read_text())
+    doc["failures"]["count"] = 20
+    doc["goodput_metrics"] = {"goodput_percentage": 90.0, "request_goodput": 0.9, "good_requests": 54, "total_requests": 60}
+    p = tmp_path / "stage_0_lifecycle_metrics.json"
+    p.write_text(json.dumps(doc))
+    agg = read_run(p)
+    assert agg.tool_goodput["percentage_of_successful"] == 90.0 and agg.num_requests == 80

@@ -148,3 +148,26 @@ def test_sglang_nested_details_damage_is_located(tmp_path):
     d["details"]["ttfts"][0] = -1
     with pytest.raises(FormatError, match=r"details\.ttfts\[0\]: negative latency"):
         read_runs(write(tmp_path, "s.jsonl", json.dumps(d) + "\n"))
+
+
+def test_our_goodput_reproduces_vllms_request_goodput(tmp_path):
+    # vLLM calculate_metrics counts a completed request as good when every SLO ≥ its value and divides by the
+    # duration. For the constructed run with --goodput ttft:200: request 0 (ttft 0.1) ✓, 1 (0.3) ✗, 2 failed,
+    # 3 (0.2, equal) ✓ → 2 good / 1.5 s = 1.3333 req/s, which is what vLLM would have written as request_goodput.
+    from kvledger.ledgers.goodput import goodput
+    from kvledger.ledgers.slo import parse_slo
+
+    d = vllm_detailed()
+    d["request_goodput"] = 2 / 1.5
+    run = read_run(write(tmp_path, "g.json", d))
+    g = goodput(run, parse_slo("ttft=200ms"))
+    assert g.goodput_req_per_s == pytest.approx(run.metadata.extra["tool_goodput"]["req_per_s"])
+    assert g.good_request_ids() == ["0", "3"]
+
+
+def test_fractional_percentile_keys_and_missing_e2el(tmp_path):
+    d = {k: v for k, v in vllm_detailed().items() if not isinstance(v, list)}
+    d["p99.9_ttft_ms"] = 310.0  # --metric-percentiles 99.9 writes "p99.9_ttft_ms"
+    agg = read_run(write(tmp_path, "p.json", d))
+    assert agg.metrics["ttft"].percentiles_s[99.9] == pytest.approx(0.31)
+    assert "e2e" not in agg.metrics  # e2el is only written when --percentile-metrics asks for it

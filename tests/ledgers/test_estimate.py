@@ -84,3 +84,27 @@ def test_failures_enter_the_denominator_of_estimates():
     g = goodput(agg, parse_slo("ttft=10s"))
     # every completed TTFT ≤ max ≤ 10 s → 101 good of 150 requests (49 errors)
     assert (g.num_good, g.num_requests) == (101, 150) and g.attainment == pytest.approx(101 / 150)
+
+
+def test_no_per_request_data_is_explained_not_hidden():
+    from kvledger.errors import InputError
+
+    agg = read_run(DATA / "inferencex/inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json")
+    g = goodput(agg, parse_slo("ttft=600ms"))
+    assert any("no per-request arrays (run without --save-detailed)" in n for n in g.notes)
+    assert any("estimate from percentiles only (no per-request data)" in n for n in g.notes)
+    with pytest.raises(InputError, match="individual requests are unknown"):
+        g.good_request_ids()
+
+
+def test_aggregate_without_any_request_count_points_to_the_per_request_export(tmp_path):
+    import json
+
+    from kvledger.errors import FormatError
+
+    # constructed GenAI-Perf aggregate export whose metrics carry no counts
+    p = tmp_path / "profile_export_genai_perf.json"
+    p.write_text(json.dumps({"time_to_first_token": {"unit": "ms", "avg": 120.0, "p99": 300.0},
+                             "request_throughput": {"unit": "requests/sec", "avg": 4.0}}))
+    with pytest.raises(FormatError, match="neither per-request data nor a completed-request count.*GenAI-Perf profile_export.json"):
+        goodput(read_run(p), parse_slo("ttft=200ms"))

@@ -23,7 +23,7 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import cdiv
 
-__all__ = ["ConcurrencyRow", "Plan", "build_plan", "default_contexts"]
+__all__ = ["ConcurrencyRow", "Plan", "build_plan", "concurrency_rows", "default_contexts", "plan_to_dict"]
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ the experts the step's tokens touch: E·(1 − (1 − k/E)^T) per layer for T to
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.stepcost import StepShape
@@ -19,6 +19,9 @@ from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["StepCosts", "RooflineStepCost", "compute_dtype"]
 
@@ -128,11 +131,18 @@ class RooflineStepCost:
         return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes)
 
     def time_s(self, c: StepCosts, *, achievable: bool = True) -> float:
-        """Step time: max of the compute and memory terms (+ CPU overhead when achievable), s."""
-        ff = self.flops_fraction if achievable else 1.0
-        bf = self.bandwidth_fraction if achievable else 1.0
-        t = max(c.flops / (self.peak_flops * ff), c.bytes / (self.bw * bf))
-        return t + (self.cpu_overhead_s if achievable else 0.0)
+        """Step time, s.
+
+        ``achievable=False``: the roofline lower bound of the whole step, max(FLOPs / peak, bytes / bandwidth).
+        ``achievable=True``: the weight matmuls and the attention run one after the other, each on its own
+        roofline at the achievable fractions, plus the CPU overhead — seed-claims.md §3's step cost
+        ``max(weight FLOPs/peak, weight bytes/BW) + attention (max(FLOPs/peak, KV bytes/BW)) + overhead``,
+        which stops a compute-bound GEMM term from hiding the KV reads at large batch.
+        """
+        if not achievable:
+            return max(c.flops / self.peak_flops, c.bytes / self.bw)
+        p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
+        return max(c.matmul_flops / p, c.weight_bytes / b) + max(c.attn_flops / p, c.kv_bytes / b) + self.cpu_overhead_s
 
     def step_time_s(self, shape: StepShape) -> float:
         if shape.num_tokens == 0:
@@ -141,14 +151,17 @@ class RooflineStepCost:
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
         """Vectorised pure-decode steps (see StepCostModel), s, shape (num_steps,)."""
+        import numpy as np
+
         if num_seqs == 0:
             return np.zeros(num_steps)
+        p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
+        gemm = max((2 * self.matmul_params + self.head_flops_per_seq) * num_seqs / p, self.weight_read_bytes(num_seqs) / b)
         kvt = kv_tokens + num_seqs * np.arange(num_steps, dtype=np.float64)
-        flops = 2 * self.matmul_params * num_seqs + self.head_flops_per_seq * num_seqs + self._attn_coef * kvt
-        byts = self.weight_read_bytes(num_seqs) + self.kv.growing_bytes_per_token * kvt + 2 * self.state_bytes * num_seqs
+        flops = self._attn_coef * kvt
+        byts = self.kv.growing_bytes_per_token * kvt + 2 * self.state_bytes * num_seqs
         for coef, bpt, window in self._swa:
             capped = np.minimum(kvt, window * num_seqs)
             flops = flops + coef * capped
             byts = byts + bpt * capped
-        t = np.maximum(flops / (self.peak_flops * self.flops_fraction), byts / (self.bw * self.bandwidth_fraction))
-        return t + self.cpu_overhead_s
+        return gemm + np.maximum(flops / p, byts / b) + self.cpu_overhead_s

@@ -35,7 +35,7 @@ class DecodeRow:
 
     Attributes:
         batch: sequences, count. context_tokens: KV per sequence, tokens.
-        flops, bytes: FLOP and B per step. intensity: FLOP/B. bound: "compute" or "memory".
+        flops, bytes: FLOP and B per step. intensity: FLOP/B. bound: "memory", "weights compute, KV memory" (weight matmuls past the ridge, attention not) or "compute".
         step_s_lower_bound: at datasheet peaks, s. step_s: at achievable fractions (+ CPU overhead), s.
         tok_per_s_per_seq / tok_per_s: decode throughput per sequence and in total, tok/s.
         kv_bytes_share: KV bytes ÷ all bytes of the step, 0–1. fits: within the KV pool's concurrency.
@@ -108,7 +108,10 @@ def _row(rc: RooflineStepCost, batch: int, ctx: int, max_conc: float | None) -> 
     c: StepCosts = rc.costs(decode_shape(batch, ctx))
     lb, t = rc.time_s(c, achievable=False), rc.time_s(c)
     inten = c.flops / c.bytes
-    return DecodeRow(batch, ctx, c.flops, c.bytes, inten, "compute" if inten >= rc.peak_flops / rc.bw else "memory",
+    gemm_cb = c.matmul_flops / rc.peak_flops >= c.weight_bytes / rc.bw
+    attn_cb = c.attn_flops / rc.peak_flops >= c.kv_bytes / rc.bw
+    bound = "compute" if gemm_cb and attn_cb else ("weights compute, KV memory" if gemm_cb else "memory")
+    return DecodeRow(batch, ctx, c.flops, c.bytes, inten, bound,
                      lb, t, 1 / t, batch / t, c.kv_bytes / c.bytes, max_conc is None or batch <= max_conc)
 
 

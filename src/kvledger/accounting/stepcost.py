@@ -9,9 +9,11 @@ fitted to measurements (``kvledger.accounting.calibrated``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
 
 __all__ = ["StepShape", "StepCostModel", "FixedStepCost", "decode_steps_by_loop"]
 
@@ -69,6 +71,8 @@ class StepCostModel(Protocol):
 
 def decode_steps_by_loop(model: StepCostModel, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
     """Reference implementation of ``decode_steps_s`` by calling ``step_time_s`` once per step."""
+    import numpy as np
+
     out = np.empty(num_steps, dtype=np.float64)
     for i in range(num_steps):
         out[i] = model.step_time_s(StepShape(num_decode_seqs=num_seqs, decode_kv_tokens=kv_tokens + i * num_seqs))
@@ -94,5 +98,7 @@ class FixedStepCost:
         return self.per_step_s + self.per_token_s * shape.num_tokens
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
+        import numpy as np
+
         t = 0.0 if num_seqs == 0 else self.per_step_s + self.per_token_s * num_seqs
         return np.full(num_steps, t, dtype=np.float64)

@@ -25,7 +25,8 @@ CUDA_RESERVE_MIB = 439
 """nvidia-smi total − CUDA total on an H100-80GB: 81,559 − 81,120 MiB (vLLM PR #12126), MiB."""
 
 _MEASURED_CUDA_TOTAL_MIB = {"nvidia_h100_sxm": (81120, "vLLM PR #12126 log: total_gpu_memory (79.22GiB)"),
-                            "nvidia_h100_pcie": (81120, "same board memory as H100 SXM (vLLM PR #12126 log)")}
+                            "nvidia_h100_pcie": (81120, "same board memory as H100 SXM (vLLM PR #12126 log)"),
+                            "nvidia_rtx_3090": (24146, "vLLM issue #10517 log: total_gpu_memory (23.58GiB)")}
 
 _ALIASES = {
     "nvidia_h100_sxm": ["h100", "h100-sxm", "h100-sxm5", "h100-80gb", "h100-sxm-80gb", "h100 80gb hbm3"],
@@ -39,13 +40,13 @@ _ALIASES = {
     "nvidia_b200": ["b200"], "nvidia_gb200": ["gb200"], "nvidia_b300": ["b300"], "nvidia_gb300": ["gb300"],
     "nvidia_gh200_96gb": ["gh200", "gh200-96gb"], "nvidia_gh200_144gb": ["gh200-144gb"],
     "nvidia_l4": ["l4"], "nvidia_l40s": ["l40s"], "nvidia_a10": ["a10"], "nvidia_a10g": ["a10g"],
-    "nvidia_rtx_4090": ["rtx4090", "rtx-4090", "4090"], "nvidia_rtx_5090": ["rtx5090", "rtx-5090", "5090"],
+    "nvidia_rtx_3090": ["rtx3090", "rtx-3090", "3090"], "nvidia_rtx_4090": ["rtx4090", "rtx-4090", "4090"], "nvidia_rtx_5090": ["rtx5090", "rtx-5090", "5090"],
     "amd_mi300x": ["mi300x"], "amd_mi325x": ["mi325x"], "amd_mi355x": ["mi355x"], "amd_mi250x": ["mi250x"],
     "google_tpu_v5e": ["tpu-v5e", "v5e"], "google_tpu_v6e": ["tpu-v6e", "v6e", "trillium"], "intel_gaudi3": ["gaudi3"],
 }
 
 _ARCH = {"h100": "sm90", "h200": "sm90", "gh200": "sm90", "b200": "sm100", "gb200": "sm100", "b300": "sm100",
-         "gb300": "sm100", "a100": "sm80", "a10": "sm86", "rtx_4090": "sm89", "l4": "sm89", "l40s": "sm89", "rtx_5090": "sm120"}
+         "gb300": "sm100", "a100": "sm80", "a10": "sm86", "rtx_4090": "sm89", "rtx_3090": "sm86", "l4": "sm89", "l40s": "sm89", "rtx_5090": "sm120"}
 
 
 @dataclass(frozen=True)

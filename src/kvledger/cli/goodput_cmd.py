@@ -54,7 +54,7 @@ def _print_human(results: list[Any], boundary: Any, slo_text: str) -> None:
     con.print(_rows(results))
     con.print(escape(_LEGEND))
     for k, r in enumerate(results, start=1):
-        con.print(f"\n[bold]#{k} {escape(Path(r.source).name)}{escape(' [' + r.run_label + ']') if r.run_label else ''}[/] ({r.source_format}): "
+        con.print(f"\n[bold]#{k} {escape(Path(r.file).name)}{escape(' [' + r.run_label + ']') if r.run_label else ''}[/] ({r.source_format}): "
                   f"duration {_fmt(r.duration_s, ',.3f')} s, {escape(r.duration_source)}"
                   + ("; SLO misses among completed: " + ", ".join(f"{k} {v}" for k, v in r.num_missed.items()) if r.num_missed else ""))
         if r.tool_goodput:
@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
         files: list[Path] = typer.Argument(..., help="benchmark output files or kvledger records files", show_default=False),
         slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'; keys ttft, tpot, e2e, itl (max gap), itl_mean, itl_p99"),
         json_out: bool = typer.Option(False, "--json", help="JSON for scripts: one object per run, one per line"),
-        format: str | None = typer.Option(None, "--format", help="force a reader instead of auto-detection (names: see --help of 'kvledger goodput')"),
+        format: str | None = typer.Option(None, "--format", help="force a reader (one of the format names listed above) instead of auto-detection"),
         target: float | None = typer.Option(None, "--target", help="attainment target in (0, 1] for the SLO-boundary search across the runs, e.g. 0.9"),
         axis: str = typer.Option("request_rate", "--axis", help="load axis for --target: request_rate, concurrency or max_num_seqs"),
         out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite without --force)"),
@@ -99,7 +99,8 @@ def register(app: typer.Typer) -> None:
         Formats read: vllm-bench-serve, sglang-bench-serving, aiperf-jsonl, aiperf-json, aiperf-csv,
         genai-perf-raw, genai-perf-json, guidellm, llmperf-individual, llmperf-summary,
         inference-perf-lifecycle, inference-perf-per-request, kvledger-records. Files with only
-        percentiles give a bounded estimate, marked as such.
+        percentiles give a bounded estimate, marked as such: in JSON, "estimate" is true, num_good,
+        attainment and goodput_req_per_s are lower bounds and num_good_upper/attainment_upper the upper ones.
         """
         from kvledger.evidence import read_runs
         from kvledger.ledgers.boundary import boundary_from_sweep

@@ -24,11 +24,23 @@ app = typer.Typer(
 from kvledger.cli import catalog_cmd, plan_cmd  # noqa: E402
 from kvledger.cli import goodput_cmd  # noqa: E402
 from kvledger.cli import cost_cmd  # noqa: E402
+from kvledger.cli import fp8_kv_cmd  # noqa: E402
+from kvledger.cli import spec_decode_cmd  # noqa: E402
+from kvledger.cli import simulate_cmd  # noqa: E402
+from kvledger.cli import experiment_cmd  # noqa: E402
+from kvledger.cli import kv_eviction_cmd  # noqa: E402
+from kvledger.cli import doctor_cmd  # noqa: E402
 
 plan_cmd.register(app)
 catalog_cmd.register(app)
 goodput_cmd.register(app)
 cost_cmd.register(app)
+fp8_kv_cmd.register(app)
+spec_decode_cmd.register(app)
+simulate_cmd.register(app)
+experiment_cmd.register(app)
+kv_eviction_cmd.register(app)
+doctor_cmd.register(app)
 
 
 def run() -> None:

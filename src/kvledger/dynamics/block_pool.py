@@ -20,18 +20,17 @@ Behaviour follows vLLM v1 (``vllm/v1/core/block_pool.py::BlockPool`` and
 Speed. The simulator moves millions of blocks, so the pool stores reference counts only
 for blocks registered in the hash map (the only blocks two requests can share). Every
 other block in use is held by exactly one request (ref count 1) and is freed with C-level
-deque operations. Removing a touched block from the middle of the queue is done lazily:
-its old queue entry is counted as stale and skipped when it reaches the front. A block
-with a stale entry is always registered, so it returns to the queue by ``append`` and
-its live entry is always behind its stale ones.
+list operations: the queue is a Python list with a moving head index, so taking ``n``
+blocks is one slice. Removing a touched block from the middle of the queue is done
+lazily: its old queue entry is counted as stale and skipped when it reaches the front. A
+block with a stale entry is always registered, so it returns to the queue by ``append``
+and its live entry is always behind its stale ones.
 
 Cache keys are Python ints (``hash`` of tuples, see ``kv_manager.py``), not sha256: a
 simulation has no adversary, and 64-bit collisions are negligible at these sizes.
 """
 
 from __future__ import annotations
-
-from collections import deque
 
 __all__ = ["BlockPool", "NULL_BLOCK_ID"]
 
@@ -54,7 +53,8 @@ class BlockPool:
             raise ValueError(f"num_gpu_blocks must be ≥ 2 (the null block + 1), got {num_gpu_blocks}")
         self.num_gpu_blocks = num_gpu_blocks
         self.enable_caching = enable_caching
-        self._queue: deque[int] = deque(range(1, num_gpu_blocks))
+        self._queue: list[int] = list(range(1, num_gpu_blocks))  # free queue is _queue[_head:]
+        self._head = 0
         self._stale: dict[int, int] = {}  # block id -> stale entries of it still in the queue
         self._num_stale = 0
         self._ref: dict[int, int] = {}  # ref counts of registered (cached) blocks only
@@ -71,7 +71,7 @@ class BlockPool:
     @property
     def num_free_blocks(self) -> int:
         """Blocks in the free queue (cached blocks with ref count 0 included), count."""
-        return len(self._queue) - self._num_stale
+        return len(self._queue) - self._head - self._num_stale
 
     @property
     def num_used_blocks(self) -> int:
@@ -108,7 +108,7 @@ class BlockPool:
         """The free queue, front (next allocated) to back, stale entries skipped; O(N), for tests and debugging."""
         skip = dict(self._stale)
         out = []
-        for b in self._queue:
+        for b in self._queue[self._head:]:
             if skip.get(b, 0) > 0:
                 skip[b] -= 1
             else:
@@ -126,17 +126,22 @@ class BlockPool:
             return []
         if n > self.num_free_blocks:
             raise RuntimeError(f"block pool: asked for {n} blocks, {self.num_free_blocks} free")
-        pop = self._queue.popleft
+        q, h = self._queue, self._head
         if self._num_stale == 0:
-            ids = [pop() for _ in range(n)]
+            ids = q[h: h + n]
+            self._head = h + n
             if self._key_of:
                 for b in [b for b in ids if b in self._key_of]:
                     self._evict(b)
+            if self._head > 4096 and self._head * 2 > len(q):
+                del q[: self._head]
+                self._head = 0
             return ids
         ids = []
         stale = self._stale
         while len(ids) < n:
-            b = pop()
+            b = q[h]
+            h += 1
             s = stale.get(b, 0)
             if s:
                 if s == 1:
@@ -148,6 +153,7 @@ class BlockPool:
             if b in self._key_of:
                 self._evict(b)
             ids.append(b)
+        self._head = h
         return ids
 
     def _evict(self, b: int) -> None:
@@ -201,7 +207,7 @@ class BlockPool:
             q.extend(reversed(block_ids))
             return
         if num_hashed < len(block_ids):
-            q.extendleft(block_ids[num_hashed:])  # head = last block, then the one before, ...
+            self._prepend(block_ids[:num_hashed - 1 if num_hashed else None:-1])  # last block first
         if num_registered < num_hashed:
             q.extend(reversed(block_ids[num_registered:num_hashed]))
         if num_registered:
@@ -214,3 +220,13 @@ class BlockPool:
                     q.append(b)
                 elif r < 0:
                     raise RuntimeError(f"block {b}: ref count below 0")
+
+    def _prepend(self, ids: list[int]) -> None:
+        """Put ``ids`` at the front of the free queue, ``ids[0]`` first (vLLM ``prepend_n``)."""
+        m, h = len(ids), self._head
+        if m <= h:
+            self._queue[h - m: h] = ids
+            self._head = h - m
+        else:
+            self._queue[:h] = ids
+            self._head = 0

@@ -19,7 +19,8 @@ from dataclasses import replace
 
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.replica import Replica
-from kvledger.dynamics.request_state import SimRequest
+from kvledger.dynamics import fast_path
+from kvledger.dynamics.request_state import SimRequest, rejected_record
 from kvledger.dynamics.workload import RequestSpec
 from kvledger.errors import InputError
 from kvledger.records import RequestRecord
@@ -41,14 +42,6 @@ def _check(spec: RequestSpec) -> None:
         bad = f"segment_tokens must be ≥ 1, got {spec.segment_tokens!r}"
     if bad:
         raise InputError(f"request {spec.request_id!r}: {bad}")
-
-
-def _rejected(spec: RequestSpec, max_model_len: int) -> RequestRecord:
-    total = spec.num_prompt_tokens + spec.num_output_tokens
-    msg = (f"rejected: prompt ({spec.num_prompt_tokens}) + output ({spec.num_output_tokens}) = {total} tokens "
-           f"exceeds max_model_len={max_model_len} (vLLM refuses such a request at input validation)")
-    return RequestRecord(spec.request_id, spec.arrival_s, spec.num_prompt_tokens, 0, finish_s=spec.arrival_s,
-                         num_cached_tokens=None, num_preemptions=0, error=msg)
 
 
 class _Arrivals:
@@ -98,24 +91,63 @@ def run_cluster(source: Iterable[RequestSpec] | ClosedLoop, replicas: list[Repli
                 progress: Callable[[int, int], None] | None = None) -> list[RequestRecord]:
     """Simulate until every request has finished or been rejected; returns the records in arrival order."""
     arr = _Arrivals(source)
+    if arr.closed is None and len(replicas) == 1:
+        out = _run_single_open(arr, replicas[0], progress)
+    else:
+        out = _run_general(arr, replicas, route, progress)
+    if progress is not None:
+        progress(len(out), arr.total)
+    out.sort(key=lambda x: x[0])
+    return [rec for _, rec in out]
+
+
+def _run_single_open(arr: _Arrivals, rep: Replica, progress) -> list[tuple[int, RequestRecord]]:
+    """The common case, one replica and a known trace: the same rules as ``_run_general``, fewer checks."""
+    specs, max_len = arr._open, rep.cfg.max_model_len
+    out: list[tuple[int, RequestRecord]] = []
+    tick, done = max(1, arr.total // 200), 0
+    i, total = 0, len(specs)
+    sched = rep.sched
+    while True:
+        if rep.steady and rep.ready and sched.running and not sched.waiting and rep.fast_forward and not rep._static:
+            i, progressed = fast_path.run_open(rep, specs, i, out)
+            if progressed:
+                if progress is not None and len(out) - done >= tick:
+                    done = len(out)
+                    progress(done, arr.total)
+                continue
+        t_arr = specs[i].arrival_s if i < total else _INF
+        if rep.now_s < t_arr and (rep.sched.running or rep.sched.waiting):
+            for req, rec in rep.run_unit(t_arr, True):
+                out.append((req.uid, rec))
+            if progress is not None and len(out) - done >= tick:
+                done = len(out)
+                progress(done, arr.total)
+            continue
+        if i == total:
+            return out
+        spec = specs[i]
+        if spec.num_prompt_tokens + spec.num_output_tokens > max_len:
+            out.append((i, rejected_record(spec, max_len)))
+        else:
+            rep.add(SimRequest(i, spec))
+        i += 1
+
+
+def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progress) -> list[tuple[int, RequestRecord]]:
     think = arr.closed.think_time_s if arr.closed else 0.0
     max_len = replicas[0].cfg.max_model_len
     users: dict[int, int] = {}
     out: list[tuple[int, RequestRecord]] = []
-    uid, done, single = 0, 0, len(replicas) == 1
+    uid, done = 0, 0
     tick = max(1, arr.total // 200)
     while True:
         t_arr = arr.next_time()
-        if single:
-            rep = replicas[0]
-            busy = rep.has_work
-        else:
-            busy_reps = [r for r in replicas if r.has_work]
-            busy = bool(busy_reps)
-            rep = min(busy_reps, key=lambda r: (r.now_s, r.index)) if busy else None
-        if busy and rep.now_s < t_arr:
+        busy_reps = [r for r in replicas if r.has_work]
+        rep = min(busy_reps, key=lambda r: (r.now_s, r.index)) if busy_reps else None
+        if rep is not None and rep.now_s < t_arr:
             bound = t_arr
-            if arr.closed is not None and not single:
+            if arr.closed is not None:
                 others = [r.now_s for r in busy_reps if r is not rep]
                 if others:
                     bound = min(bound, math.nextafter(min(others) + think, _INF))
@@ -128,19 +160,15 @@ def run_cluster(source: Iterable[RequestSpec] | ClosedLoop, replicas: list[Repli
                 progress(done, arr.total)
             continue
         if t_arr == _INF:
-            break
+            return out
         spec, user = arr.pop()
         if spec.num_prompt_tokens + spec.num_output_tokens > max_len:
-            out.append((uid, _rejected(spec, max_len)))
+            out.append((uid, rejected_record(spec, max_len)))
             if user >= 0:
                 arr.send(spec.arrival_s + think, user)
         else:
             req = SimRequest(uid, spec)
             if user >= 0:
                 users[uid] = user
-            replicas[0 if single else route(replicas, req)].add(req)
+            replicas[0 if len(replicas) == 1 else route(replicas, req)].add(req)
         uid += 1
-    if progress is not None:
-        progress(len(out), arr.total)
-    out.sort(key=lambda x: x[0])
-    return [rec for _, rec in out]

@@ -79,7 +79,8 @@ class EngineConfig:
                             ("scheduling_policy", SCHEDULING_POLICIES), ("batching", BATCHING_POLICIES),
                             ("kv_allocation", KV_ALLOCATION_POLICIES)):
             if getattr(self, name) not in table:
-                raise UnknownNameError(name.replace("_", " "), getattr(self, name), table)
+                raise UnknownNameError(name.replace("_", " "), getattr(self, name), table,
+                                       hint=f"Known: {', '.join(table)}.")
         self._check_combinations()
         self._check_pool()
 

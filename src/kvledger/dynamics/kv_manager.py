@@ -5,12 +5,9 @@ Engine rules it follows (engines.md §2; vLLM ``v1/core/kv_cache_manager.py``,
 
 * Only full blocks get a hash. Block ``i``'s hash depends on block ``i-1``'s hash and the
   block's own tokens, so a hit on block ``i`` needs hits on blocks ``0..i-1``.
-* Content identity comes from ``RequestSpec.prefix_segments``: tokens ``[0, (i+1)·B)``
-  are fixed by the segments they touch, so block ``i``'s key is
-  ``hash((chain_key(segments[0..j]), i))`` with ``j`` the last segment the block touches.
-  Only blocks wholly inside the request's shareable tokens
-  (``RequestSpec.num_shareable_tokens``) get such a key; the unique remainder and a
-  trailing partial segment are never shared.
+* Content identity comes from ``RequestSpec.prefix_segments`` (prefix_keys.py): only
+  blocks wholly inside the request's shareable tokens get a shared key; the unique
+  remainder and a trailing partial segment are never shared.
 * The hit is capped at ``num_tokens − 1`` tokens, because the last token must be
   recomputed to get logits (``KVCacheManager.get_computed_blocks``).
 * A request's unique full blocks are also hashed in vLLM. Nobody else can hit them, so
@@ -28,26 +25,10 @@ from collections.abc import Callable
 import numpy as np
 
 from kvledger.dynamics.block_pool import BlockPool
+from kvledger.dynamics.prefix_keys import own_block_key, shareable_block_keys, vectorize_blocks_for_tokens
 from kvledger.dynamics.request_state import SimRequest
 
-__all__ = ["PagedKVManager", "vectorize_blocks_for_tokens"]
-
-_SEED = hash(("kvledger-prefix-seed", 0))
-_OWN = -1  # marks a key of a request's own (unique) block
-
-
-def vectorize_blocks_for_tokens(fn: Callable) -> Callable[[np.ndarray], np.ndarray]:
-    """Wrap ``blocks_for_tokens`` so it maps an int64 array elementwise (uses numpy broadcasting when ``fn`` supports it)."""
-    probe = np.array([[1, 17], [4096, 100000]], dtype=np.int64)
-    try:
-        out = np.asarray(fn(probe))
-        if out.shape == probe.shape and all(int(out[i, j]) == int(fn(int(probe[i, j]))) for i in range(2) for j in range(2)):
-            return lambda a: np.asarray(fn(a), dtype=np.int64)
-    except Exception:  # noqa: BLE001 - a scalar-only callable; fall back to elementwise calls
-        pass
-    vec = np.vectorize(lambda n: int(fn(int(n))), otypes=[np.int64])
-    return vec
-
+__all__ = ["PagedKVManager"]
 
 class PagedKVManager:
     """Block tables for running requests on one :class:`BlockPool`, with vLLM's prefix caching.
@@ -80,6 +61,7 @@ class PagedKVManager:
         self.query_tokens = 0  # prompt tokens looked up at first admission, tokens
         self.hit_tokens = 0  # of which served from the cache, tokens
         self.recompute_hit_tokens = 0  # tokens a preempted request got back from the cache, tokens
+        self._req_blocks = 0  # Σ over running requests of their block-table lengths (shared blocks per holder)
 
     # ------------------------------------------------------------ accounting
     @property
@@ -93,7 +75,12 @@ class PagedKVManager:
     @property
     def num_used_blocks(self) -> int:
         pool = self.pool
-        return pool.num_gpu_blocks - 1 - len(pool._queue) + pool._num_stale
+        return pool.num_gpu_blocks - 1 - len(pool._queue) + pool._head + pool._num_stale
+
+    @property
+    def held_slots(self) -> int:
+        """KV token slots allocated to running requests (each request's blocks × block_size), tokens."""
+        return self._req_blocks * self.block_size
 
     @property
     def usage(self) -> float:
@@ -104,28 +91,21 @@ class PagedKVManager:
     def _keys(self, req: SimRequest) -> list[int]:
         """Cache keys of the request's shareable full blocks (computed once per request)."""
         if req.keys is None:
-            spec, B = req.spec, self.block_size
-            nblk = spec.num_shareable_tokens // B if spec.prefix_segments else 0
-            if nblk == 0:
-                req.keys = []
-            else:
-                S, chain, prev = spec.segment_tokens, [], hash((_SEED, spec.segment_tokens))
-                for seg in spec.prefix_segments[: ((nblk * B - 1) // S) + 1]:
-                    prev = hash((prev, seg))
-                    chain.append(prev)
-                req.keys = [hash((chain[((i + 1) * B - 1) // S], i)) for i in range(nblk)]
+            req.keys = shareable_block_keys(req.spec, self.block_size)
         return req.keys
 
     def _key(self, req: SimRequest, i: int) -> int:
         keys = self._keys(req)
-        return keys[i] if i < len(keys) else hash((_OWN, req.uid, i))
+        return keys[i] if i < len(keys) else own_block_key(req.uid, i)
 
     def match(self, req: SimRequest) -> tuple[list[int], int]:
         """(blocks a waiting request can take from the cache, in order; their tokens); does not mutate."""
         if not self.enable_caching:
             return [], 0
+        keys = req.keys if req.keys is not None else self._keys(req)
+        if not keys and not req.num_preemptions:
+            return [], 0
         limit = (req.num_tokens - 1) // self.block_size
-        keys = self._keys(req)
         nkeys = len(keys)
         get = self.pool._blocks_of.get
         hits: list[int] = []
@@ -133,7 +113,7 @@ class PagedKVManager:
             if i < nkeys:
                 ids = get(keys[i])
             elif req.num_preemptions:
-                ids = get(hash((_OWN, req.uid, i)))
+                ids = get(own_block_key(req.uid, i))
             else:
                 break
             if ids is None:
@@ -171,14 +151,26 @@ class PagedKVManager:
         hit_tokens = n_hit * B
         if self.contiguous:
             reserve_tokens = self.max_model_len
-        alloc_tokens = max(hit_tokens + num_new_tokens, reserve_tokens)
-        evictable_hits = sum(1 for b in hits if pool._ref[b] == 0) if hits else 0
-        if self.bft(max(must_fit_tokens, alloc_tokens)) - n_hit + evictable_hits > pool.num_free_blocks:
-            return False
+        alloc_tokens = hit_tokens + num_new_tokens
+        if reserve_tokens > alloc_tokens:
+            alloc_tokens = reserve_tokens
+        fit_tokens = must_fit_tokens if must_fit_tokens > alloc_tokens else alloc_tokens
         if hits:
+            evictable = sum(1 for b in hits if pool._ref[b] == 0)
+            if self.bft(fit_tokens) - n_hit + evictable > pool.num_free_blocks:
+                return False
             pool.touch(hits)
-        req.blocks = hits + pool.allocate(self.bft(alloc_tokens) - n_hit)
+            req.blocks = hits + pool.allocate(self.bft(alloc_tokens) - n_hit)
+        else:
+            if self.custom_bft:
+                need_fit, need = self.bft(fit_tokens), self.bft(alloc_tokens)
+            else:
+                need_fit, need = -(-fit_tokens // B), -(-alloc_tokens // B)
+            if need_fit > pool.num_free_blocks:
+                return False
+            req.blocks = pool.allocate(need)
         req.num_registered = n_hit
+        self._req_blocks += len(req.blocks)
         if req.num_preemptions == 0:
             self.query_tokens += req.num_prompt_tokens
             self.hit_tokens += hit_tokens
@@ -186,7 +178,7 @@ class PagedKVManager:
         else:
             self.recompute_hit_tokens += hit_tokens
         req.num_computed_tokens = hit_tokens
-        if self.enable_caching:
+        if self.enable_caching and req.keys:
             self._register(req, hit_tokens + num_new_tokens, True)
         return True
 
@@ -201,10 +193,12 @@ class PagedKVManager:
             if need > self.pool.num_free_blocks:
                 return False
             req.blocks.extend(self.pool.allocate(need))
+            self._req_blocks += need
         elif need < 0 and self.custom_bft and not self.contiguous:
             # sliding-window layers dropped blocks that left the window (vLLM remove_skipped_blocks)
             dropped, req.blocks = req.blocks[:-need], req.blocks[-need:]
             self.pool.free(dropped, 0, 0)
+            self._req_blocks += need
         if self.enable_caching and req.num_registered < len(req.keys or self._keys(req)):
             self._register(req, upto, True)
         return True
@@ -218,21 +212,25 @@ class PagedKVManager:
             self.pool.free(req.blocks, req.num_registered, num_hashed)
         else:
             self.pool.free(req.blocks, 0, 0)
+        self._req_blocks -= len(req.blocks)
         req.blocks = []
         req.num_registered = 0
 
     # ------------------------------------------------ pure-decode stretches
-    def stretch_limit(self, running: list[SimRequest], k: int) -> int:
-        """Largest ``k' ≤ k`` such that ``k'`` decode steps of all ``running`` requests find their blocks."""
+    # A stretch: request i (computed ``comp[i]`` tokens at the start) decodes one token in each
+    # of the first ``min(rems[i], k)`` steps; a request with ``rems[i] <= k`` finishes after its
+    # step ``rems[i] − 1`` and its blocks are freed before the next step allocates.
+    def stretch_limit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int) -> int:
+        """A ``k' ≤ k`` such that the first ``k'`` steps find their blocks (frees mid-stretch ignored: conservative)."""
         free = self.pool.num_free_blocks
         B = self.block_size
         if self.custom_bft:
-            return int(np.searchsorted(self._stretch_allocs(running, k)[1], free, side="right"))
+            return int(np.searchsorted(self._stretch_allocs(running, comp, rems, k)[1], free, side="right"))
         if len(running) * (k // B + 1) <= free:
             return k
 
         def need(steps: int) -> int:
-            return sum(max(0, (r.num_computed_tokens + steps + B - 1) // B - len(r.blocks)) for r in running)
+            return sum(max(0, (c + min(m, steps) + B - 1) // B - len(r.blocks)) for r, c, m in zip(running, comp, rems))
 
         if need(k) <= free:
             return k
@@ -242,30 +240,67 @@ class PagedKVManager:
             lo, hi = (mid, hi) if need(mid) <= free else (lo, mid)
         return lo
 
-    def _stretch_allocs(self, running: list[SimRequest], k: int) -> tuple[np.ndarray, np.ndarray]:
-        c = np.fromiter((r.num_computed_tokens for r in running), np.int64, len(running))
+    def _stretch_allocs(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int):
+        c = np.asarray(comp, dtype=np.int64)
         held = np.fromiter((len(r.blocks) for r in running), np.int64, len(running))
-        need = np.maximum(self._bft_vec(c[:, None] + np.arange(1, k + 1, dtype=np.int64)[None, :]), held[:, None])
+        steps = np.minimum(np.arange(1, k + 1, dtype=np.int64)[None, :], np.asarray(rems, dtype=np.int64)[:, None])
+        need = np.maximum(self._bft_vec(c[:, None] + steps), held[:, None])
         need = np.maximum.accumulate(need, axis=1)
         new = np.diff(need, axis=1, prepend=held[:, None])
         return new, np.cumsum(new.sum(axis=0))
 
-    def stretch_commit(self, running: list[SimRequest], k: int) -> None:
-        """Allocate the blocks ``k`` decode steps need, in the order step-by-step scheduling would (step, then running order)."""
-        B = self.block_size
+    def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
+                       free_finished: bool = True) -> None:
+        """Allocate the stretch's blocks and free finishing requests, in step-by-step order.
+
+        Within a step, blocks go in running order; a request that finishes in a step is freed
+        after that step's allocations (unless ``free_finished`` is False: the caller frees
+        them). The requests' token counters must already be final when freeing here.
+        """
+        B, n = self.block_size, len(running)
+        two_n = 2 * n
+        # event keys: j·2n + i allocates a block for request i in step j; j·2n + n + i frees request i after step j
         if self.custom_bft:
-            new, _ = self._stretch_allocs(running, k)
-            order = np.repeat(np.tile(np.arange(len(running)), k), new.T.ravel())
+            new, _ = self._stretch_allocs(running, comp, rems, k)
+            keys = (np.arange(k)[:, None] * two_n + np.arange(n)[None, :]).ravel()
+            ev = np.repeat(keys, new.T.ravel()).tolist()
+        elif k == 1:  # one step: only requests whose blocks are exactly full need one
+            ev = [idx for idx, (r, c) in enumerate(zip(running, comp)) if len(r.blocks) * B == c]
         else:
-            events = []
-            for idx, r in enumerate(running):
-                j = len(r.blocks) * B - r.num_computed_tokens
-                if j < k:
-                    events.extend([(jj, idx) for jj in range(j, k, B)])
-            if not events:
-                return
-            events.sort()
-            order = [idx for _, idx in events]
-        if len(order):
-            for idx, b in zip(order, self.pool.allocate(len(order))):
-                running[idx].blocks.append(b)
+            ev = []
+            for idx, (r, c, m) in enumerate(zip(running, comp, rems)):
+                j = len(r.blocks) * B - c
+                end = m if m < k else k
+                if j < end:
+                    if j + B >= end:
+                        ev.append(j * two_n + idx)
+                    else:
+                        ev.extend(range(j * two_n + idx, end * two_n, B * two_n))
+        frees = [(m - 1) * two_n + n + i for i, m in enumerate(rems) if m <= k] if free_finished else None
+        if not frees:
+            if ev:
+                if len(ev) > 1:
+                    ev.sort()
+                for e, b in zip(ev, self.pool.allocate(len(ev))):
+                    running[e % two_n].blocks.append(b)
+                self._req_blocks += len(ev)
+            return
+        ev.extend(frees)
+        ev.sort()
+        pending: list[int] = []
+        for e in ev:
+            i = e % two_n
+            if i < n:
+                pending.append(i)
+            else:
+                if pending:
+                    self._hand_out(running, pending)
+                    pending = []
+                self.free(running[i - n], preempted=False)
+        if pending:
+            self._hand_out(running, pending)
+
+    def _hand_out(self, running: list[SimRequest], order: list[int]) -> None:
+        for idx, b in zip(order, self.pool.allocate(len(order))):
+            running[idx].blocks.append(b)
+        self._req_blocks += len(order)

@@ -33,13 +33,17 @@ class LatencyStats:
         return asdict(self)
 
 
-def percentiles(v: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+def percentiles(v: np.ndarray, qs: tuple[float, ...], inplace: bool = False) -> list[float]:
     """Percentiles with numpy's default 'linear' method (``a[⌊h⌋] + (h − ⌊h⌋)(a[⌊h⌋+1] − a[⌊h⌋])``, ``h = q/100·(n−1)``),
-    by one ``np.partition`` call (several times faster than ``np.percentile`` on millions of ITLs)."""
+    by one partition (several times faster than ``np.percentile`` on millions of ITLs; ``inplace`` reorders ``v``)."""
     n = v.size
     hs = [q / 100.0 * (n - 1) for q in qs]
     kth = sorted({min(int(h) + d, n - 1) for h in hs for d in (0, 1)})
-    part = np.partition(v, kth)
+    if inplace:
+        v.partition(kth)
+        part = v
+    else:
+        part = np.partition(v, kth)
     out = []
     for h in hs:
         lo = int(h)
@@ -49,12 +53,12 @@ def percentiles(v: np.ndarray, qs: tuple[float, ...]) -> list[float]:
     return out
 
 
-def latency_stats(values: np.ndarray) -> LatencyStats:
-    """Mean, p50, p90, p99 of ``values`` (s), numpy linear-interpolation percentiles."""
+def latency_stats(values: np.ndarray, inplace: bool = False) -> LatencyStats:
+    """Mean, p50, p90, p99 of ``values`` (s), numpy linear-interpolation percentiles (``inplace`` reorders them)."""
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
         return LatencyStats(None, None, None, None, 0)
-    p50, p90, p99 = percentiles(v, (50.0, 90.0, 99.0))
+    p50, p90, p99 = percentiles(v, (50.0, 90.0, 99.0), inplace=inplace)
     return LatencyStats(float(v.mean()), p50, p90, p99, int(v.size))
 
 
@@ -125,14 +129,11 @@ def summarize_records(run: RunRecords) -> dict[str, Any]:
     e2e = np.fromiter((r.e2e_s for r in ok), np.float64)
     tpot = np.fromiter((r.tpot_s for r in ok if r.num_output_tokens > 1), np.float64)
     chunks = [r.chunk_times_s for r in ok if r.chunk_times_s is not None and len(r.chunk_times_s) > 1]
-    if chunks:
-        allt = np.concatenate(chunks)
-        gaps = np.diff(allt)
-        keep = np.ones(gaps.size, dtype=bool)
-        keep[np.cumsum([len(c) for c in chunks])[:-1] - 1] = False  # one request's last to the next's first
-        itl = gaps[keep]
-    else:
-        itl = np.empty(0)
+    itl = np.empty(sum(len(c) - 1 for c in chunks), dtype=np.float64)  # one array: memory = the gaps, once
+    pos = 0
+    for c in chunks:
+        np.subtract(c[1:], c[:-1], out=itl[pos: pos + len(c) - 1])
+        pos += len(c) - 1
     return {
         "num_requests": len(recs),
         "num_finished": len(ok),
@@ -142,7 +143,7 @@ def summarize_records(run: RunRecords) -> dict[str, Any]:
         "throughput_tok_per_s": out_tok / duration if duration > 0 else 0.0,
         "total_throughput_tok_per_s": (in_tok + out_tok) / duration if duration > 0 else 0.0,
         "ttft_s": latency_stats(ttft),
-        "itl_s": latency_stats(itl),
+        "itl_s": latency_stats(itl, inplace=True),
         "tpot_s": latency_stats(tpot),
         "e2e_s": latency_stats(e2e),
     }

@@ -69,6 +69,7 @@ class RadixKVManager:
         self.query_tokens = 0
         self.hit_tokens = 0
         self.recompute_hit_tokens = 0
+        self.held_slots = 0  # Σ over running requests of the token slots each uses (shared path per holder), tokens
 
     # ------------------------------------------------------------ accounting
     @property
@@ -179,6 +180,7 @@ class RadixKVManager:
             child = RadixNode(key, ntok, node)
             node.children[key] = child
             self.tree_tokens += ntok
+            self.evictable_tokens += ntok  # born unlocked; the lock below takes it back
         elif child.ntok < ntok:  # a request's own tail, grown since it was cached
             self.tree_tokens += ntok - child.ntok
             if child.lock_ref == 0:
@@ -216,6 +218,7 @@ class RadixKVManager:
         self._lock_path(node)
         req.node, req.tree_tokens, req.private_tokens = node, matched, 0
         req.covered_tokens = hit + take
+        self.held_slots += hit + take
         if not self._take(req, take):
             raise RuntimeError("radix cache: admission check passed but allocation failed")
         if req.num_preemptions == 0:
@@ -235,6 +238,7 @@ class RadixKVManager:
         if not self._take(req, need):
             return False
         req.covered_tokens += need
+        self.held_slots += need
         return True
 
     def after_prefill_step(self, req: SimRequest) -> None:
@@ -258,15 +262,18 @@ class RadixKVManager:
             self.private_tokens -= tail
         self.private_tokens -= req.private_tokens  # duplicates of tokens already in the tree
         self._unlock_path(node)
+        self.held_slots -= req.covered_tokens
         req.node, req.tree_tokens, req.private_tokens, req.covered_tokens = None, 0, 0, 0
 
     # ------------------------------------------------ pure-decode stretches
-    def stretch_limit(self, running: list[SimRequest], k: int) -> int:
-        """Largest ``k' ≤ k`` such that ``k'`` decode steps of all ``running`` requests find token slots."""
+    # Same contract as PagedKVManager: request i (``comp[i]`` computed tokens at the start) decodes
+    # in the first ``min(rems[i], k)`` steps; one with ``rems[i] <= k`` finishes after step ``rems[i] − 1``.
+    def stretch_limit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int) -> int:
+        """A ``k' ≤ k`` such that the first ``k'`` steps find token slots (frees mid-stretch ignored: conservative)."""
         avail = self.num_free_tokens + self.evictable_tokens
 
         def need(steps: int) -> int:
-            return sum(max(0, r.num_computed_tokens + steps - r.covered_tokens) for r in running)
+            return sum(max(0, c + min(m, steps) - r.covered_tokens) for r, c, m in zip(running, comp, rems))
 
         if need(k) <= avail:
             return k
@@ -276,13 +283,22 @@ class RadixKVManager:
             lo, hi = (mid, hi) if need(mid) <= avail else (lo, mid)
         return lo
 
-    def stretch_commit(self, running: list[SimRequest], k: int) -> None:
-        """Take the slots those steps need (LRU eviction in the same order as step by step)."""
-        needs = [max(0, r.num_computed_tokens + k - r.covered_tokens) for r in running]
-        n = sum(needs)
-        if n > self.num_free_tokens:
-            self._evict(n)
-        self.private_tokens += n
-        for r, m in zip(running, needs):
-            r.private_tokens += m
-            r.covered_tokens += m
+    def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
+                       free_finished: bool = True) -> None:
+        """Take slots piece by piece between finishes, freeing (caching) each finishing request after its last step."""
+        a = 0
+        for stop in sorted({m for m in rems if m <= k} | {k}):
+            needs = [max(0, c + min(m, stop) - r.covered_tokens) if m > a else 0 for r, c, m in zip(running, comp, rems)]
+            total = sum(needs)
+            if total > self.num_free_tokens:
+                self._evict(total)
+            self.private_tokens += total
+            self.held_slots += total
+            for r, m in zip(running, needs):
+                r.private_tokens += m
+                r.covered_tokens += m
+            if free_finished:
+                for r, m in zip(running, rems):
+                    if m == stop:
+                        self.free(r, preempted=False)
+            a = stop

@@ -1,14 +1,11 @@
-"""One simulated engine replica: executes steps (or whole pure-decode stretches at once) and turns finished requests into records.
+"""One simulated engine replica: runs engine steps by vLLM's rule and turns finished requests into records.
 
 The loop is discrete-event and deterministic: time only moves by step durations from the
-step-cost model. A step is priced from its aggregate shape (``StepShape``). When the
-batch is in a *steady decode* state (every running request decoded one token last step,
-nobody was admitted or preempted, and nobody can be admitted until something finishes),
-the following steps differ only in KV lengths, so the replica prices ``k`` of them with
-one vectorised ``decode_steps_s`` call and applies them at once. ``k`` stops at the first
-completion, the next arrival (the caller's ``bound_s``) and the last step whose blocks
-fit; the result is identical to stepping one at a time (tests check this), including
-block ids, because blocks are handed out in the same (step, running order) order.
+step-cost model; a step is priced from its aggregate shape (``StepShape``). ``_step`` is
+the general step (scheduler.py); the steady-decode shortcuts live in fast_path.py and give
+bit-identical results (tests compare them with ``fast_forward=False``). Token times are
+stored compactly: one end time per engine step, and per request the runs of steps in which
+it emitted a token.
 """
 
 from __future__ import annotations
@@ -16,15 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from kvledger.accounting.stepcost import StepCostModel, StepShape
+from kvledger.dynamics import fast_path
 from kvledger.dynamics.engine_config import EngineConfig, make_kv_manager
 from kvledger.dynamics.request_state import FINISHED, SimRequest
 from kvledger.dynamics.scheduler import Scheduler
 from kvledger.dynamics.steplog import KvUsageTracker, StepLog
 from kvledger.records import RequestRecord
 
-__all__ = ["Replica", "MAX_STRETCH_STEPS"]
-
-MAX_STRETCH_STEPS = 2048  # longest stretch priced in one call, steps (bounds temporary arrays)
+__all__ = ["Replica"]
 
 
 class Replica:
@@ -46,11 +42,11 @@ class Replica:
         self.now_s = 0.0
         self.fast_forward = fast_forward
         self._t = np.empty(4096, dtype=np.float64)  # end time of step (base + i), s
-        self._scratch = np.empty(MAX_STRETCH_STEPS + 1, dtype=np.float64)
         self._base = 0  # global index of self._t[0]
         self.num_steps = 0
         self.num_preemptions = 0
-        self.steady = False
+        self.steady = False  # the next steps are pure decode steps of the same batch
+        self.ready = False  # every running request is one token behind (decode-ready)
         self.usage = KvUsageTracker(cfg.block_size)
         self.steplog = StepLog(index) if record_steps else None
         self._inserts = hasattr(self.kv, "after_prefill_step")
@@ -79,8 +75,13 @@ class Replica:
         the batch stays steady (nothing waits); otherwise it returns at the first finish
         (closed-loop clients react to it).
         """
-        if self.steady and self.fast_forward and self.sched.running:
-            out = self._stretch(bound_s, through_finishes)
+        if self.ready and self.fast_forward and self.sched.running:
+            if self.steady:
+                out = fast_path.stretch(self, bound_s, through_finishes)
+            elif self.sched.waiting and not self._static:
+                out = fast_path.admit_step(self)
+            else:
+                out = None
             if out is not None:
                 return out
         return self._step()
@@ -95,9 +96,11 @@ class Replica:
         for v in preempted:
             self._close_run(v, step)
         self.num_preemptions += len(preempted)
-        pf_tok = pf_seqs = pf_kv = dec = dec_kv = 0
+        pf_tok = pf_seqs = pf_kv = dec = dec_kv = stored = 0
         pairs = 0.0
-        for req, n in plan:
+        finished = []
+        all_emitted = True
+        for req, n in plan:  # price from the state before the step, then apply it
             c = req.num_computed_tokens
             if n == 1 and req.num_generated and c == req.num_tokens - 1:
                 dec += 1
@@ -107,15 +110,7 @@ class Replica:
                 pf_seqs += 1
                 pf_kv += c + n
                 pairs += n * c + n * (n + 1) / 2
-        shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv)
-        dur = self.cost.step_time_s(shape)
-        start, end = self.now_s, self.now_s + dur
-        self._push_times(end)
-        used = self.kv.num_used_blocks
-        stored = 0
-        finished = []
-        for req, n in plan:
-            c = req.num_computed_tokens + n
+            c += n
             req.num_computed_tokens = c
             stored += c
             if c == req.num_tokens:
@@ -124,110 +119,64 @@ class Replica:
                 req.num_generated += 1
                 req.num_tokens = c + 1
                 if req.num_generated == req.num_output_tokens:
-                    finished.append(req)
-            elif self._inserts and req.spec.prefix_segments:
-                self.kv.after_prefill_step(req)
+                    finished.append((req, step))
+            else:
+                all_emitted = False
+                if self._inserts and req.spec.prefix_segments:
+                    self.kv.after_prefill_step(req)
+        shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv)
+        dur = self.cost.step_time_s(shape)
+        start = self.now_s
+        self.now_s = end = start + dur
+        self._push_times(end)
+        used = self.kv.num_used_blocks
         running = sched.running
-        if len(plan) < len(running):
-            scheduled = {id(r) for r, _ in plan}
-            for r in running:
-                if id(r) not in scheduled:
-                    stored += r.num_computed_tokens
-                    if r.run_start >= 0:
-                        self._close_run(r, step)
-        self.usage.add(start, dur, used, self.kv.capacity_blocks, stored)
+        everyone = len(plan) == len(running)
+        if not everyone:
+            stored += self._skipped(plan, step)
+        self.usage.add(start, dur, used, self.kv.capacity_blocks, stored, self.kv.held_slots)
         if self.steplog is not None:
             self.steplog.add(step, start, dur, shape, used / self.kv.capacity_blocks, len(running),
                              len(sched.waiting), [(r.spec.request_id, n) for r, n in plan])
-        self.now_s = end
-        out = self._finish(finished, step) if finished else []
-        self.steady = self._next_is_steady(preempted, admitted, finished, dec == len(plan) == len(running))
+        out = self._finish(finished) if finished else []
+        if finished:
+            sched.running = [r for r in sched.running if r.status != FINISHED]
+        self.ready = everyone and all_emitted and not preempted
+        self.steady = self._next_is_steady(preempted, admitted, finished, self.ready, dec == len(plan))
         return out
 
-    def _next_is_steady(self, preempted: list, admitted: int, finished: list, pure_decode: bool) -> bool:
+    def _skipped(self, plan: list, step: int) -> int:
+        """Running requests the budget left out of this step: their token runs break. Returns their computed tokens."""
+        scheduled = {id(r) for r, _ in plan}
+        stored = 0
+        for r in self.sched.running:
+            if id(r) not in scheduled:
+                stored += r.num_computed_tokens
+                if r.run_start >= 0:
+                    self._close_run(r, step)
+        return stored
+
+    def _next_is_steady(self, preempted: list, admitted: int, finished: list, all_ready: bool, pure_decode: bool) -> bool:
         """True when the next steps are pure decode steps of the same batch until something finishes or arrives.
 
-        That needs every running request to be one token behind (``computed = num_tokens − 1``),
-        all of them to fit the budget, and nobody admissible: the waiting queue is empty, or
-        static batching holds it, or this very step was a pure decode step whose admission
-        attempt failed and freed nothing (free blocks only shrink while decoding, so it keeps
-        failing; with 'lpm' the queue order may change, so not then).
+        That needs every running request to be one token behind (``computed = num_tokens − 1``,
+        true when all were scheduled and all sampled a token), all of them to fit the budget,
+        and nobody admissible: the waiting queue is empty, or static batching holds it, or
+        this very step was a pure decode step whose admission attempt failed and freed
+        nothing (free blocks only shrink while decoding, so it keeps failing; with 'lpm' the
+        queue order may change, so not then).
         """
         sched = self.sched
-        running = sched.running
-        if preempted or not running or len(running) > self.cfg.max_num_batched_tokens:
+        if preempted or not all_ready or not sched.running or len(sched.running) > self.cfg.max_num_batched_tokens:
             return False
-        for r in running:
-            if r.num_computed_tokens != r.num_tokens - 1:
-                return False
         if not sched.waiting or self._static:
             return True
         return pure_decode and not admitted and not finished and self.cfg.scheduling_policy != "lpm"
 
-    # -------------------------------------------------- a pure-decode stretch
-    def _stretch(self, bound_s: float, through: bool) -> list[tuple[SimRequest, RequestRecord]] | None:
-        """Steady decode steps until ``bound_s``, the first finish (going through: past finishes), or the blocks run out.
-
-        Segment by segment: each runs to the next finish with its own batch, priced by one
-        ``decode_steps_s`` call; end times are sequential sums, the same floats step-by-step
-        execution produces.
-        """
-        sched, kv, cost = self.sched, self.kv, self.cost
-        out: list[tuple[SimRequest, RequestRecord]] = []
-        ran = False
-        while True:
-            running = sched.running
-            n = len(running)
-            k = min([r.num_output_tokens - r.num_generated for r in running])
-            if k > MAX_STRETCH_STEPS:
-                k = MAX_STRETCH_STEPS
-            durs = cost.decode_steps_s(n, sum([r.num_computed_tokens for r in running]) + n, k)
-            ends = self._scratch[: k + 1]
-            ends[0] = self.now_s
-            ends[1:] = durs
-            ends.cumsum(out=ends)
-            if k > 1 and ends[k - 1] >= bound_s:
-                k = int(ends[1:k].searchsorted(bound_s)) + 1
-            k = kv.stretch_limit(running, k)
-            if k == 0:
-                return out if ran else None
-            ran = True
-            self._apply_segment(running, k, ends, durs)
-            finished = [r for r in running if r.num_generated == r.num_output_tokens]
-            if not finished:
-                return out
-            out.extend(self._finish(finished, self.num_steps - 1))
-            if sched.waiting and not self._static:
-                self.steady = False
-                return out
-            if not through or not sched.running or self.now_s >= bound_s:
-                return out
-
-    def _apply_segment(self, running: list[SimRequest], k: int, ends: np.ndarray, durs: np.ndarray) -> None:
-        """Apply ``k`` steady decode steps: blocks, token counts, times, usage and the step log."""
-        kv = self.kv
-        n = len(running)
-        stored0 = sum([r.num_computed_tokens for r in running])
-        used0 = kv.num_used_blocks
-        kv.stretch_commit(running, k)
-        step0 = self.num_steps
-        self._push_times(ends[1: k + 1])
-        for r in running:
-            r.num_computed_tokens += k
-            r.num_generated += k
-            r.num_tokens += k
-        start = float(ends[0])
-        self.now_s = end = float(ends[k])
-        used1 = kv.num_used_blocks
-        self.usage.add_stretch(start, end - start, k, used0, used1, kv.capacity_blocks, stored0, n)
-        if self.steplog is not None:
-            self.steplog.add_stretch(step0, start, durs[:k], n, used1 / kv.capacity_blocks, n,
-                                     len(self.sched.waiting), [(r.spec.request_id, 1) for r in running])
-
     # ---------------------------------------------------- token-time storage
     def _push_times(self, t) -> None:
         """Append step end times (a float or an array), s."""
-        if isinstance(t, float):
+        if t.__class__ is float:
             i = self.num_steps - self._base
             if i >= len(self._t):
                 self._compact(1)
@@ -262,9 +211,11 @@ class Replica:
             req.runs.append((req.run_start, step))
             req.run_start = -1
 
-    def _finish(self, finished: list[SimRequest], step: int) -> list[tuple[SimRequest, RequestRecord]]:
+    def _finish(self, finished: list[tuple[SimRequest, int]], freed: bool = False) -> list[tuple[SimRequest, RequestRecord]]:
+        """Records for requests that emitted their last token in the given step (and free their blocks unless
+        ``freed``); marks them FINISHED (callers drop them from the running list)."""
         base, out = self._base, []
-        for req in finished:
+        for req, step in finished:
             self._close_run(req, step + 1)
             if len(req.runs) == 1:
                 a, b = req.runs[0]
@@ -273,11 +224,11 @@ class Replica:
                 times = np.concatenate([self._t[a - base: b - base] for a, b in req.runs])
             times.setflags(write=False)
             req.status = FINISHED
-            self.kv.free(req, preempted=False)
+            if not freed:
+                self.kv.free(req, preempted=False)
             spec = req.spec
             rec = RequestRecord(spec.request_id, spec.arrival_s, spec.num_prompt_tokens, spec.num_output_tokens,
                                 first_token_s=float(times[0]), finish_s=float(times[-1]), chunk_times_s=times,
                                 num_cached_tokens=req.num_cached_tokens, num_preemptions=req.num_preemptions)
             out.append((req, rec))
-        self.sched.running = [r for r in self.sched.running if r.status != FINISHED]
         return out

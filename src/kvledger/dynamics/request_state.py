@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from kvledger.dynamics.workload import RequestSpec
+from kvledger.records import RequestRecord
 
-__all__ = ["SimRequest", "WAITING", "RUNNING", "PREEMPTED", "FINISHED"]
+__all__ = ["SimRequest", "WAITING", "RUNNING", "PREEMPTED", "FINISHED", "rejected_record"]
 
 WAITING, RUNNING, PREEMPTED, FINISHED = "waiting", "running", "preempted", "finished"
 
@@ -61,3 +62,12 @@ class SimRequest:
     def __repr__(self) -> str:
         return (f"SimRequest({self.spec.request_id!r}, computed={self.num_computed_tokens}, "
                 f"generated={self.num_generated}/{self.num_output_tokens}, {self.status})")
+
+
+def rejected_record(spec: RequestSpec, max_model_len: int) -> RequestRecord:
+    """The record of a request refused at input validation: prompt + output longer than max_model_len."""
+    total = spec.num_prompt_tokens + spec.num_output_tokens
+    msg = (f"rejected: prompt ({spec.num_prompt_tokens}) + output ({spec.num_output_tokens}) = {total} tokens "
+           f"exceeds max_model_len={max_model_len} (vLLM refuses such a request at input validation)")
+    return RequestRecord(spec.request_id, spec.arrival_s, spec.num_prompt_tokens, 0, finish_s=spec.arrival_s,
+                         num_cached_tokens=None, num_preemptions=0, error=msg)

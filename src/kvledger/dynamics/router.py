@@ -70,5 +70,5 @@ def make_router(name: str) -> Router:
     from kvledger.errors import UnknownNameError
 
     if name not in ROUTERS:
-        raise UnknownNameError("router", name, ROUTERS)
+        raise UnknownNameError("router", name, ROUTERS, hint=f"Known: {', '.join(ROUTERS)}.")
     return ROUTERS[name]()

@@ -86,7 +86,11 @@ class Scheduler:
         while i < len(running) and budget > 0:
             req = running[i]
             c = req.num_computed_tokens
-            n = min(req.num_tokens - c, budget, max_len - c)
+            n = req.num_tokens - c
+            if n > budget:
+                n = budget
+            if n > max_len - c:
+                n = max_len - c
             if n <= 0:
                 i += 1
                 continue
@@ -122,7 +126,8 @@ class Scheduler:
         cfg, kv, waiting, running = self.cfg, self.kv, self.waiting, self.running
         if not waiting or budget <= 0:
             return 0
-        self._order(waiting, kv)
+        if self._order is not _order_fcfs:
+            self._order(waiting, kv)
         admitted = 0
         while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
             req = waiting[0]

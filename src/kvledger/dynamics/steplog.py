@@ -21,9 +21,10 @@ class KvUsageTracker:
 
     Usage = blocks held by requests / usable blocks (vLLM's "GPU KV cache usage"; cached
     blocks with no holder count as free). Token-state share = Σ computed tokens of running
-    requests / (held blocks × block_size), time-weighted over busy time: the quantity the
-    PagedAttention paper's Fig. 2 calls "token states" (20.4–38.2 % for Orca variants,
-    96.3 % for vLLM). The usage series keeps at most ``MAX_USAGE_BUCKETS`` time buckets,
+    requests / Σ KV slots allocated to them (each request's blocks × block_size, a shared
+    block counted for each holder): the quantity the PagedAttention paper's Fig. 2 calls
+    "token states" (20.4–38.2 % for Orca variants, 96.3 % for vLLM). It is sampled after
+    each full step and at the start of each steady-decode stretch, weighted by duration. The usage series keeps at most ``MAX_USAGE_BUCKETS`` time buckets,
     doubling their width as the run grows; a step counts in the bucket where it starts.
     """
 
@@ -51,33 +52,41 @@ class KvUsageTracker:
             self._b.append([0.0, 0.0, 0.0])
         return self._b[i]
 
-    def add(self, start: float, dur: float, used_blocks: float, capacity_blocks: int, stored_tokens: int) -> None:
-        """One step of ``dur`` s holding ``used_blocks`` blocks and ``stored_tokens`` tokens of state."""
+    def add(self, start: float, dur: float, used_blocks: float, capacity_blocks: int, stored_tokens: int,
+            held_slots: int) -> None:
+        """One step of ``dur`` s: ``used_blocks`` blocks held, ``stored_tokens`` tokens of state in ``held_slots`` slots."""
         u = used_blocks / capacity_blocks
         self.busy_s += dur
         self.usage_s += u * dur
         self.stored_token_s += stored_tokens * dur
-        self.held_token_s += used_blocks * self.block_size * dur
+        self.held_token_s += held_slots * dur
         if u > self.max_usage:
             self.max_usage = u
-        b = self._bucket(start)
+        i = int(start / self.width_s)
+        b = self._b[i] if i < len(self._b) else self._bucket(start)
         b[0] += u * dur
         b[1] += dur
         if u > b[2]:
             b[2] = u
 
-    def add_stretch(self, start: float, dur: float, k: int, used0: float, used1: float, capacity_blocks: int,
-                    stored0: int, n: int) -> None:
-        """``k`` decode steps of ``n`` requests lasting ``dur`` s in all; blocks grow from ``used0`` to ``used1``
-        and stored tokens from ``stored0`` by ``n`` a step (both taken at their mean over the stretch)."""
-        used = 0.5 * (used0 + used1)
-        self.add(start, dur, used, capacity_blocks, stored0 + 0.5 * n * (k + 1))
-        u1 = used1 / capacity_blocks
+    def add_stretch(self, start: float, dur: float, used0: float, used1: float, capacity_blocks: int) -> None:
+        """A piece of a steady-decode stretch lasting ``dur`` s in which held blocks grow from ``used0`` to ``used1`` (taken at their mean)."""
+        u, u1 = 0.5 * (used0 + used1) / capacity_blocks, used1 / capacity_blocks
+        self.busy_s += dur
+        self.usage_s += u * dur
         if u1 > self.max_usage:
             self.max_usage = u1
-        b = self._bucket(start)
+        i = int(start / self.width_s)
+        b = self._b[i] if i < len(self._b) else self._bucket(start)
+        b[0] += u * dur
+        b[1] += dur
         if u1 > b[2]:
             b[2] = u1
+
+    def add_share(self, dur: float, stored_tokens: int, held_slots: int) -> None:
+        """Weight the token-state share sampled at a stretch's start by its duration."""
+        self.stored_token_s += stored_tokens * dur
+        self.held_token_s += held_slots * dur
 
     def summary(self, duration_s: float) -> dict[str, Any]:
         """``mean`` (time-weighted over ``duration_s``, idle counts as 0), ``mean_busy``, ``max`` and the bucket ``series``."""

@@ -35,19 +35,45 @@ _LATENCIES = {  # inference-perf latency key → (canonical, weighting, note)
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
 
 
-def _config_model(path: str) -> str | None:
-    cfg = Path(path).with_name("config.yaml")
-    if not cfg.is_file():
-        return None
+def _yaml_docs(path: Path) -> list[Any]:
+    if not path.is_file():
+        return []
     try:
         import yaml
 
-        data = yaml.safe_load(cfg.read_text(encoding="utf-8"))
+        return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
     except Exception:  # a broken sidecar must not stop reading the report itself
-        return None
-    server = data.get("server") if isinstance(data, dict) else None
-    name = server.get("model_name") if isinstance(server, dict) else None
-    return name if isinstance(name, str) else None
+        return []
+
+
+def _sidecars(path: str, meta: RunMetadata) -> None:
+    """Fill model, GPU type/count and max_num_seqs from the report folder's config.yaml and Kubernetes manifests.yaml."""
+    here = Path(path)
+    for cfg in _yaml_docs(here.with_name("config.yaml")):
+        server = cfg.get("server") if isinstance(cfg, dict) else None
+        if isinstance(server, dict) and isinstance(server.get("model_name"), str):
+            meta.model = server["model_name"]
+            meta.definitions.append("model from config.yaml server.model_name")
+    for doc in _yaml_docs(here.with_name("manifests.yaml")):
+        if not isinstance(doc, dict) or doc.get("kind") != "Deployment":
+            continue
+        pod = doc.get("spec", {}).get("template", {}).get("spec", {})
+        accel = (pod.get("nodeSelector") or {}).get("cloud.google.com/gke-accelerator")
+        gpus = sum(int((c.get("resources", {}).get("limits") or {}).get("nvidia.com/gpu", 0)) for c in pod.get("containers", []))
+        args = " ".join(str(a) for c in pod.get("containers", []) for a in c.get("args", []))
+        if accel:
+            meta.hardware = str(accel)
+        if gpus:
+            meta.num_gpus = gpus * int(doc.get("spec", {}).get("replicas", 1))
+        m = re.search(r"--max[-_]num[-_]seqs[= ](\d+)", args)
+        if m:
+            meta.extra["max_num_seqs"] = int(m.group(1))
+        served = next((e.get("value") for c in pod.get("containers", []) for e in c.get("env", []) if e.get("name") == "MODEL_ID"), None)
+        if served:
+            meta.extra["deployed_model"] = served
+            if meta.model and served != meta.model:
+                meta.definitions.append(f"manifests.yaml deploys {served} while config.yaml requests {meta.model}: check which model served the run")
+        meta.definitions.append("GPU type, count (nvidia.com/gpu limit × replicas) and max_num_seqs from manifests.yaml (Kubernetes Deployment)")
 
 
 def read_lifecycle(doc: Document) -> list[AggregateRun]:
@@ -57,7 +83,8 @@ def read_lifecycle(doc: Document) -> list[AggregateRun]:
         FormatError: NaN or negative latencies, naming the field.
     """
     obj, path = doc.value, doc.path
-    meta = RunMetadata(source=path, source_format=FORMAT_LIFECYCLE, model=_config_model(path))
+    meta = RunMetadata(source=path, source_format=FORMAT_LIFECYCLE)
+    _sidecars(path, meta)
     m = re.search(r"stage_(\d+)_", Path(path).name)
     meta.extra["run_label"] = f"stage {m.group(1)}" if m else "summary"
     load = obj.get("load_summary") if isinstance(obj.get("load_summary"), dict) else {}
@@ -118,10 +145,10 @@ def read_per_request(doc: Document) -> list[RunRecords]:
     stages: dict[Any, list[RequestRecord]] = {}
     for i, r in enumerate(items):
         stages.setdefault(r.get("stage_id"), []).append(_request(path, r, i, starts[i] - t0))
-    model = _config_model(path)
     runs = []
     for stage, records in sorted(stages.items(), key=lambda kv: (kv[0] is None, kv[0] if kv[0] is not None else 0)):
-        meta = RunMetadata(source=path, source_format=FORMAT_PER_REQUEST, model=model, time_origin=f"first start_time in the file ({t0} s, perf_counter clock)")
+        meta = RunMetadata(source=path, source_format=FORMAT_PER_REQUEST, time_origin=f"first start_time in the file ({t0} s, perf_counter clock)")
+        _sidecars(path, meta)
         meta.extra["run_label"] = f"stage {stage}" if stage is not None else "all requests"
         meta.definitions += [
             "arrival = start_time; chunk times = response_metrics.chunk_times (else output_token_times); TTFT to the first of them",

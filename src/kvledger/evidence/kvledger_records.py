@@ -45,6 +45,7 @@ def read(doc: Document) -> list[RunRecords]:
     except TypeError as err:
         raise FormatError(doc.path, f"bad metadata: {err}", "metadata") from None
     records = [_record(doc.path, r, i) for i, r in enumerate(obj["records"])]
+    meta.extra = dict(meta.extra or {}, records_file=doc.path)
     return [RunRecords(records, meta)]
 
 

@@ -6,8 +6,14 @@ inference-perf per-request files, one per stage), and a run is either per-reques
 (:class:`~kvledger.records.RunRecords`) or aggregate-only
 (:class:`~kvledger.evidence.aggregate.AggregateRun`). So :func:`read_runs` always returns
 a list of ``RunRecords | AggregateRun`` in file order, and :func:`read_run` returns the
-single run of a one-run file and refuses files with several (naming how many). Each
-run's ``metadata.extra["run_label"]`` says which part of the file it came from.
+single run of a one-run file and refuses files with several (naming how many).
+
+Keys readers put in ``RunMetadata.extra`` (besides tool fields kept verbatim):
+``run_label`` (which part of a multi-run file: "line 2", "stage 3", "benchmark 0 (...)");
+``tool_goodput`` (goodput the tool itself reported, with its field name; the SLO it used
+is not in the file); ``shared_clock`` = False (requests have no common clock, so the
+duration must be stated: llmperf); ``sample_weights`` = {"ok": w, "failed": w} (the file
+kept a sample of the requests: GuideLLM ``sample_size``); ``summary_file``.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from kvledger.errors import FormatError, UnknownNameError
 from kvledger.evidence import aiperf, genai_perf, guidellm, inference_perf, kvledger_records, llmperf, sglang_bench, vllm_bench
 from kvledger.evidence._io import Document, load_document
 from kvledger.evidence.aggregate import AggregateRun
-from kvledger.evidence.detect import FORMAT_DESCRIPTIONS, detect_format
+from kvledger.evidence.detect import detect_format
 from kvledger.records import RunRecords
 
 __all__ = ["Run", "READERS", "read_runs", "read_run"]

@@ -26,6 +26,7 @@ import numpy as np
 from kvledger.catalog.prices import GpuPrice
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
+from kvledger.ledgers.columns import columns_from
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.records import RunRecords
@@ -118,11 +119,11 @@ class Capacity:
 
 def _measured_prefill_share(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[float, str]:
     if isinstance(run, RunRecords) and gp.good_mask is not None:
-        idx = np.flatnonzero(gp.good_mask)
-        ttft = sum(run.records[i].ttft_s for i in idx)
-        e2e = sum(run.records[i].e2e_s for i in idx)
+        cols = columns_from(run)
+        good = gp.good_mask
+        ttft, e2e = float(cols.ttft_s()[good].sum()), float(cols.e2e_s()[good].sum())
         if e2e > 0 and np.isfinite(ttft):
-            return ttft / e2e, f"measured occupancy split Σ TTFT ÷ Σ E2E over {idx.size} good requests (TTFT includes queueing: overstates prefill)"
+            return ttft / e2e, f"measured occupancy split Σ TTFT ÷ Σ E2E over {int(good.sum())} good requests (TTFT includes queueing: overstates prefill)"
     if isinstance(run, AggregateRun) and "ttft" in run.metrics and "e2e" in run.metrics:
         t, e = run.metrics["ttft"].mean_s, run.metrics["e2e"].mean_s
         if t is not None and e:
@@ -137,11 +138,11 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
         InputError: unknown duration, no good requests or no token counts, or no way to split GPU time.
     """
     if gp.goodput_req_per_s is None or gp.goodput_output_tok_per_s is None:
-        raise InputError(f"{gp.source}: goodput per second is unknown (run duration not stated), so no cost per token can be derived")
+        raise InputError(f"{gp.file}: goodput per second is unknown (run duration not stated), so no cost per token can be derived")
     if gp.num_good == 0 or gp.goodput_output_tok_per_s <= 0:
-        raise InputError(f"{gp.source}: no request met the SLO ({gp.slo['text']}): the cost per good token is unbounded")
+        raise InputError(f"{gp.file}: no request met the SLO ({gp.slo['text']}): the cost per good token is unbounded")
     if not gp.goodput_input_tok_per_s:
-        raise InputError(f"{gp.source}: the run states no input token counts, so the input side cannot be priced")
+        raise InputError(f"{gp.file}: the run states no input token counts, so the input side cannot be priced")
     if prefill_share is None:
         share, how = _measured_prefill_share(run, gp)
     else:

@@ -170,7 +170,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
               "api_price": price.key, "api_price_as_of": price.as_of, "api_price_confidence": price.confidence, "api_mix": asdict(mix),
               "replica_usd_per_month": replica_usd_per_month(setup), "people_usd_per_month": people_usd_per_month(setup),
               "api_usd_per_request": api_req, "self_host_usd_per_request": sh_req, "hours_per_month": HOURS_PER_MONTH}
-    return CostReport(gp.source, gp.slo, capacity_dict(cap), inputs, sh_in, sh_out,
+    return CostReport(gp.file, gp.slo, capacity_dict(cap), inputs, sh_in, sh_out,
                       api_ledger(price, mix, 1.0, 0.0, "API cost per 1M input tokens", "USD per 1M input tokens"),
                       api_ledger(price, mix, 0.0, 1.0, "API cost per 1M output tokens", "USD per 1M output tokens"),
                       sticker, u_star, break_even_volume(cap, setup, api_req), monthly,

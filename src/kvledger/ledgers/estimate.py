@@ -110,5 +110,7 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
 def raise_unknown(agg: AggregateRun) -> None:
     from kvledger.errors import FormatError
 
-    raise FormatError(agg.metadata.source, "the file states neither per-request data nor a completed-request count; "
-                      "no goodput can be computed or bounded from it")
+    notes = "; ".join(agg.metadata.definitions)
+    raise FormatError(agg.metadata.source, "the file states neither per-request data nor a completed-request count, so no goodput "
+                      f"can be computed or bounded from it (reader notes: {notes}). Use the tool's per-request export "
+                      "(vLLM --save-detailed, AIPerf profile_export.jsonl, GenAI-Perf profile_export.json, llmperf individual_responses)")

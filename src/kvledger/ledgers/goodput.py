@@ -35,6 +35,8 @@ __all__ = ["GoodputResult", "goodput", "goodput_of_records", "run_duration_s", "
 class GoodputResult:
     """Goodput of one run under one SLO. Counts are requests; rates per second of run duration.
 
+    ``file`` is the file read (``source`` is where the run came from: the same path for
+    benchmark files, e.g. "simulator" for a kvledger records file).
     ``estimate`` is True when the numbers are bounds from percentiles (then ``num_good`` and
     ``attainment`` are lower bounds and ``*_upper`` the upper ones) or scaled from a sample.
     Rates are None when the duration is unknown. ``good_mask`` (not serialised) marks the
@@ -44,6 +46,7 @@ class GoodputResult:
     source: str
     source_format: str
     run_label: str | None
+    file: str
     slo: dict[str, Any]
     estimate: bool
     num_requests: int
@@ -185,7 +188,8 @@ def _result(run: RunRecords | AggregateRun, slo: SLO, n_all: float, n_ok: float,
             duration: float | None, dsrc: str, notes: list[str], *, estimate: bool = False) -> GoodputResult:
     md = run.metadata
     res = GoodputResult(
-        source=md.source, source_format=md.source_format, run_label=md.extra.get("run_label"), slo=slo.to_dict(),
+        source=md.source, source_format=md.source_format, run_label=md.extra.get("run_label"),
+        file=str(md.extra.get("records_file", md.source)), slo=slo.to_dict(),
         estimate=estimate, num_requests=int(round(n_all)), num_failed=int(round(n_all - n_ok)), num_completed=int(round(n_ok)),
         num_good=int(round(n_good)), attainment=(n_good / n_all) if n_all else 0.0,
         attainment_of_completed=(n_good / n_ok) if n_ok else None, duration_s=duration, duration_source=dsrc,

@@ -1,0 +1,103 @@
+"""The results of ``kvledger doctor``: findings, the start-up comparison with the ledger, and the whole report."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["Finding", "ComparisonRow", "StartupComparison", "DoctorReport"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnosis.
+
+    Attributes:
+        name: "capacity", "prefix_cache_routing" or "batching_ttft_itl".
+        triggered: whether the log shows the problem. verdict: a short code (see each analysis module).
+        message: the diagnosis in one paragraph, with numbers and units.
+        rule: the rule and thresholds applied, and where they come from.
+        evidence: rows {"line": n, "time": "...", "what": "...", "value": ...} from the log.
+        options: rows for the remedies (capacity: {"action", "num_gpu_blocks", "max_concurrency", ...}).
+    """
+
+    name: str
+    triggered: bool
+    verdict: str
+    message: str
+    rule: str
+    evidence: tuple[dict[str, Any], ...] = ()
+    options: tuple[dict[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "triggered": self.triggered, "verdict": self.verdict, "message": self.message,
+                "rule": self.rule, "evidence": list(self.evidence), "options": list(self.options), "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One term of the start-up comparison.
+
+    Attributes:
+        term: "device total", "weights", "blocks", ... unit: "B", "blocks", "tokens" or "x".
+        log_value / log_line: what the log printed (None: not printed) and where.
+        ledger_value: what ``kvledger plan`` gives for the same settings (None: not computable).
+        difference: ledger − log, in ``unit`` (None when either is missing).
+        explanation: why they differ (or agree), term by term.
+    """
+
+    term: str
+    unit: str
+    log_value: float | None
+    log_line: int | None
+    ledger_value: float | None
+    difference: float | None
+    explanation: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class StartupComparison:
+    """The log's start-up figures against ``kvledger plan`` for the same settings.
+
+    Attributes:
+        settings: the settings used, each {"value", "source"} (log line, option, or engine default).
+        rows: the comparison, term by term. consistent: True when every block/token/concurrency row agrees
+            (within vLLM's printed rounding). notes: assumptions and rule choices.
+    """
+
+    settings: dict[str, dict[str, Any]]
+    rows: tuple[ComparisonRow, ...]
+    consistent: bool | None
+    notes: tuple[str, ...] = ()
+
+    def row(self, term: str) -> ComparisonRow | None:
+        return next((r for r in self.rows if r.term == term), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"settings": self.settings, "rows": [r.to_dict() for r in self.rows], "consistent": self.consistent,
+                "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """Everything ``kvledger doctor`` found in one log."""
+
+    source: str
+    log_summary: dict[str, Any]
+    model: str | None
+    gpu: str | None
+    startup: StartupComparison | None
+    findings: tuple[Finding, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def finding(self, name: str) -> Finding | None:
+        return next((f for f in self.findings if f.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "log": self.log_summary, "model": self.model, "gpu": self.gpu,
+                "startup": self.startup.to_dict() if self.startup else None,
+                "findings": [f.to_dict() for f in self.findings], "notes": list(self.notes)}

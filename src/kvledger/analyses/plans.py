@@ -1,0 +1,21 @@
+"""Guards the analyses share: a plan must leave a KV pool before any analysis of it means anything."""
+
+from __future__ import annotations
+
+from kvledger.accounting.plan import Plan
+from kvledger.errors import InputError
+
+__all__ = ["require_kv_pool"]
+
+
+def require_kv_pool(plan: Plan) -> None:
+    """Raise when the plan leaves no usable KV block (the model does not fit at these settings).
+
+    Raises:
+        InputError: naming the model, GPU and TP, with the command that shows the options.
+    """
+    if plan.memory.num_gpu_blocks <= 1:
+        s = plan.settings
+        raise InputError(f"{plan.model.name} leaves no KV cache memory on {plan.gpu.name} at TP {s.tp} "
+                         f"(available {plan.memory.available_kv_bytes / 2**30:,.2f} GiB): run `kvledger plan` with the same "
+                         "settings for the options (more TP, a larger GPU, a quantized checkpoint)")

@@ -1,0 +1,58 @@
+"""Options shared by the analysis commands (fp8-kv, spec-decode, kv-eviction): load the model and GPU and build the plan settings."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+
+__all__ = ["load_target", "parse_token_list", "table", "MODEL_ARG", "GPU_OPT", "TP_OPT", "MAX_LEN_OPT", "UTIL_OPT",
+           "AVAIL_OPT", "BLOCK_OPT", "VERSION_OPT", "BW_OPT", "FLOPS_OPT", "JSON_OPT"]
+
+MODEL_ARG = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path or folder, or a Hub id.")
+GPU_OPT = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a .json/.toml GPU file.")
+TP_OPT = typer.Option(1, "--tp", "--tensor-parallel-size", help="Tensor-parallel degree.")
+MAX_LEN_OPT = typer.Option(None, "--max-model-len", help="Tokens (8192, 8K, 128K); default: from the config.")
+UTIL_OPT = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of the device total (default by version).")
+AVAIL_OPT = typer.Option(None, "--available-kv-memory", help="Your engine's printed 'Available KV cache memory' (e.g. 11.47GiB).")
+BLOCK_OPT = typer.Option(None, "--block-size", help="Tokens per KV block (default 16).")
+VERSION_OPT = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: newest read).")
+BW_OPT = typer.Option(None, "--bandwidth-fraction", help="Achievable share of HBM bandwidth in the roofline (default 0.8).")
+FLOPS_OPT = typer.Option(0.7, "--flops-fraction", help="Achievable share of dense peak FLOP/s in the roofline (default 0.7).")
+JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
+
+
+def parse_token_list(items: Optional[list[str]], what: str) -> list[int] | None:
+    """Token counts from repeated and/or comma-separated options ("8K,32K"), tokens; None when none given."""
+    from kvledger.units import parse_tokens
+
+    out = [parse_tokens(c, what=what) for item in (items or []) for c in item.split(",") if c.strip()]
+    return out or None
+
+
+def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None = None,
+                gpu_memory_utilization: float | None = None, available_kv_memory: str | None = None,
+                block_size: int | None = None, engine_version: str | None = None, bandwidth_fraction: float | None = None,
+                flops_fraction: float = 0.7, **extra: Any):
+    """(ModelSpec, GpuSpec, PlanSettings) from the CLI options; errors are KvLedgerError subclasses."""
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.models import load_model
+    from kvledger.units import parse_bytes, parse_tokens
+
+    settings = make_settings(
+        tp=tp, max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None,
+        gpu_memory_utilization=gpu_memory_utilization, block_size=block_size, engine_version=engine_version,
+        available_kv_memory_bytes=parse_bytes(available_kv_memory, what="--available-kv-memory") if available_kv_memory else None,
+        achievable_bandwidth_fraction=0.8 if bandwidth_fraction is None else bandwidth_fraction, achievable_flops_fraction=flops_fraction, **extra)
+    return load_model(model), resolve_gpu(gpu), settings
+
+
+def table(title: str, *cols: str):
+    """A left-titled rich table with folding columns."""
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", title_style="bold", expand=False)
+    for c in cols:
+        t.add_column(c, overflow="fold")
+    return t

@@ -1,0 +1,115 @@
+"""``kvledger simulate``: serve a real or synthetic trace on a simulated vLLM-like engine sized by the memory plan."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+__all__ = ["register"]
+
+OUT_FILES = ("records.json", "steps.jsonl", "trace.json", "summary.json")
+
+
+def simulate(
+    model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
+    gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a GPU file."),
+    trace: str = typer.Option("azure-conv", "--trace", help="azure-conv, azure-code, mooncake, mooncake-synthetic, arxiv, or a CSV/JSONL path."),
+    rate: Optional[float] = typer.Option(None, "--rate", help="Target mean arrival rate, req/s (gaps rescaled, burstiness kept); 'inf' sends all at t=0."),
+    rate_scale: Optional[float] = typer.Option(None, "--rate-scale", help="Multiply the trace's own rate by this factor."),
+    num_requests: Optional[int] = typer.Option(None, "--num-requests", help="Replay only the first N requests."),
+    seed: int = typer.Option(0, "--seed", help="RNG seed (Poisson arrivals for a lengths-only trace)."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Closed loop: N users, each sends its next request when the last one ends (trace arrival times ignored)."),
+    think_time: float = typer.Option(0.0, "--think-time", help="Closed loop: seconds a user waits before its next request."),
+    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose defaults to apply."),
+    tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", help="Tensor-parallel degree."),
+    max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Tokens (8192, 8K); default: from the config."),
+    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of device memory."),
+    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."),
+    block_size: Optional[int] = typer.Option(None, "--block-size", help="Tokens per KV block (vLLM default 16)."),
+    max_num_batched_tokens: Optional[str] = typer.Option(None, "--max-num-batched-tokens", help="Token budget per step."),
+    max_num_seqs: Optional[int] = typer.Option(None, "--max-num-seqs", help="Most running requests."),
+    num_gpu_blocks_override: Optional[int] = typer.Option(None, "--num-gpu-blocks-override", help="Fix the KV block count."),
+    prefix_caching: Optional[bool] = typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching", help="Automatic prefix caching (default on, as vLLM v1)."),
+    chunked_prefill: Optional[bool] = typer.Option(None, "--enable-chunked-prefill/--no-enable-chunked-prefill", help="Chunked prefill (default on, as vLLM v1)."),
+    policy: Optional[str] = typer.Option(None, "--policy", help="Preset: vllm (hash cache, FCFS), sglang (radix cache, longest prefix first), static (static batching), contiguous (max_model_len reserved per request)."),
+    prefix_caching_policy: Optional[str] = typer.Option(None, "--prefix-caching-policy", help="vllm or sglang."),
+    scheduling_policy: Optional[str] = typer.Option(None, "--scheduling-policy", help="fcfs or lpm."),
+    batching: Optional[str] = typer.Option(None, "--batching", help="continuous or static."),
+    kv_allocation: Optional[str] = typer.Option(None, "--kv-allocation", help="paged or contiguous."),
+    replicas: int = typer.Option(1, "--replicas", help="Identical engine replicas behind a router."),
+    router: str = typer.Option("round_robin", "--router", help="round_robin, least_loaded or prefix_aware."),
+    step_cost: str = typer.Option("roofline", "--step-cost", help="roofline (from the plan) or calibrated (fitted to published measurements)."),
+    cpu_overhead: Optional[str] = typer.Option(None, "--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write records.json, steps.jsonl, trace.json (Chrome) and summary.json here."),
+    force: bool = typer.Option(False, "--force", help="Allow --out to overwrite existing files."),
+) -> None:
+    """Simulate serving a trace: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage, preemptions, prefix-cache hits."""
+    from kvledger.dynamics.sim_setup import SimRequestArgs, prepare
+
+    if out is not None:
+        _check_out(out, force)
+    setup = prepare(SimRequestArgs(
+        model=model, gpu=gpu, trace=trace, rate=rate, rate_scale=rate_scale, num_requests=num_requests, seed=seed,
+        concurrency=concurrency, think_time_s=think_time, engine_version=engine_version, tp=tp,
+        max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype,
+        block_size=block_size, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        num_gpu_blocks_override=num_gpu_blocks_override, enable_prefix_caching=prefix_caching,
+        enable_chunked_prefill=chunked_prefill, policy=policy, prefix_caching_policy=prefix_caching_policy,
+        scheduling_policy=scheduling_policy, batching=batching, kv_allocation=kv_allocation, replicas=replicas,
+        router=router, step_cost=step_cost, cpu_overhead=cpu_overhead))
+    result = _run(setup, record_steps=out is not None, show_progress=not as_json)
+    payload = {"summary": result.summary.to_dict(), "engine": result.config, "workload": setup.workload_info,
+               "step_cost": setup.cost_info, "notes": setup.notes}
+    if out is not None:
+        _write_outputs(out, result, payload)
+    if as_json:
+        typer.echo(json.dumps(payload, indent=2, default=str))
+    else:
+        from rich.console import Console
+
+        from kvledger.cli.simulate_view import render_summary
+
+        render_summary(payload, Console(), out)
+
+
+def _run(setup, record_steps: bool, show_progress: bool):
+    from kvledger.dynamics.engine import simulate as run_sim
+
+    kw = dict(record_steps=record_steps, num_replicas=setup.replicas, router=setup.router,
+              model=setup.model_name, hardware=setup.gpu_name)
+    if not show_progress or setup.num_requests < 5000:
+        return run_sim(setup.workload, setup.config, setup.cost, **kw)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} requests"),
+                  TimeElapsedColumn(), transient=True) as bar:
+        task = bar.add_task("sim", total=setup.num_requests)
+        return run_sim(setup.workload, setup.config, setup.cost,
+                       progress=lambda done, total: bar.update(task, completed=done, total=total), **kw)
+
+
+def _check_out(out: Path, force: bool) -> None:
+    from kvledger.errors import InputError
+
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} exists and is not a directory")
+    existing = [name for name in OUT_FILES if (out / name).exists()]
+    if existing and not force:
+        raise InputError(f"{out} already holds {', '.join(existing)}; refusing to overwrite (pass --force)")
+
+
+def _write_outputs(out: Path, result, payload: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "records.json").write_text(json.dumps(result.records.to_dict(), default=str))
+    with open(out / "steps.jsonl", "w") as fh:
+        result.write_steps_jsonl(fh)
+    (out / "trace.json").write_text(json.dumps(result.chrome_trace()))
+    (out / "summary.json").write_text(json.dumps(payload, indent=2, default=str))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate)

@@ -1,0 +1,49 @@
+"""Terminal rendering of a simulation summary (rich tables), units and sources on every figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["render_summary"]
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None else f"{x * 1e3:,.1f}"
+
+
+def render_summary(payload: dict[str, Any], console, out: Path | None = None) -> None:
+    """Print the run's summary: workload, engine, latency table, throughput, KV usage, cache, preemptions."""
+    from rich.table import Table
+
+    s, eng, wl, cost = payload["summary"], payload["engine"], payload["workload"], payload["step_cost"]
+    console.print(f"[bold]workload[/]: {wl['trace']} — {wl['num_requests']:,} requests, {wl['mode']}; prompt mean "
+                  f"{wl['prompt_tokens_mean']:,.0f}, output mean {wl['output_tokens_mean']:,.0f} tokens")
+    console.print(f"[bold]engine[/]: {eng['num_gpu_blocks']:,} KV blocks × {eng['block_size']} tokens, max_model_len "
+                  f"{eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, max_num_seqs "
+                  f"{eng['max_num_seqs']:,}; batching {eng['batching']}, KV {eng['kv_allocation']}, prefix caching "
+                  f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}, "
+                  f"scheduling {eng['scheduling_policy']}")
+    console.print(f"[bold]step cost[/]: {cost['name']} — {cost['source']}")
+    t = Table(title="latency (ms)", show_edge=False)
+    for c in ("metric", "mean", "p50", "p90", "p99", "n"):
+        t.add_column(c, justify="right" if c != "metric" else "left")
+    for key, label in (("ttft_s", "TTFT"), ("itl_s", "ITL"), ("tpot_s", "TPOT"), ("e2e_s", "E2E")):
+        d = s[key]
+        t.add_row(label, _ms(d["mean"]), _ms(d["p50"]), _ms(d["p90"]), _ms(d["p99"]), f"{d['count']:,}")
+    console.print(t)
+    kv = s["kv_usage"]
+    console.print(f"requests: {s['num_finished']:,} finished / {s['num_requests']:,} "
+                  f"({s['num_rejected']:,} rejected: prompt + output > max_model_len); "
+                  f"preemptions (recompute): {s['num_preemptions']:,}")
+    console.print(f"throughput: {s['throughput_req_per_s']:,.2f} req/s, {s['throughput_tok_per_s']:,.0f} output tok/s, "
+                  f"{s['total_throughput_tok_per_s']:,.0f} total tok/s over {s['duration_s']:,.1f} s "
+                  "(first arrival → last finish)")
+    console.print(f"KV usage (held blocks / usable): mean {kv['mean']:.1%}, max {kv['max']:.1%}; "
+                  f"share of held KV holding token state {kv['token_state_share']:.1%}")
+    console.print(f"prefix cache: hit rate {s['prefix_cache_hit_rate']:.1%} ({s['prefix_cache_hit_tokens']:,} of "
+                  f"{s['prefix_cache_query_tokens']:,} prompt tokens)")
+    for note in payload.get("notes", []):
+        console.print(f"[dim]note: {note}[/]")
+    if out is not None:
+        console.print(f"wrote records.json, steps.jsonl, trace.json (chrome://tracing), summary.json to {out}")

@@ -1,0 +1,126 @@
+"""``kvledger spec-decode``: speculative decoding as a statement about load — the gain at low load, the concurrency where it turns into a loss, and a simulator sweep over request rates."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from kvledger.cli.analysis_opts import (AVAIL_OPT, BLOCK_OPT, BW_OPT, FLOPS_OPT, GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG,
+                                        TP_OPT, UTIL_OPT, VERSION_OPT, load_target, parse_token_list, table)
+
+__all__ = ["register"]
+
+
+def _rates(text: str | None) -> list[float] | str | None:
+    from kvledger.errors import InputError
+
+    if text is None:
+        return None
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"--rates: cannot read {text!r}; give req/s values like 1,2,4,8 or 'auto'") from None
+
+
+def _render(r, console) -> None:
+    from kvledger.analyses.spec_sim import sweep_sentence
+    from kvledger.units import fmt_bytes, fmt_duration
+
+    sm = r.summary
+    console.print(f"[bold]Speculative decoding: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, k = {sm['draft_tokens']}, "
+                  f"α = {sm['acceptance']:g}, draft: {sm['draft']['name']}")
+    t = table(f"One round per sequence vs plain decode at {r.context_tokens:,} tokens of context (per GPU, roofline)",
+              "batch", "plain step", "verify k+1", "draft k", "round", "tokens/round", "speed-up", "tok/s plain → spec",
+              "GEMMs plain/verify", "fits")
+    for x in r.rows:
+        t.add_row(f"{x.batch:,}", fmt_duration(x.base_step_s), fmt_duration(x.verify_step_s), fmt_duration(x.draft_s),
+                  fmt_duration(x.round_s), f"{x.tokens_per_round:.2f}", f"{x.speedup:.2f}×",
+                  f"{x.base_tok_per_s:,.0f} → {x.spec_tok_per_s:,.0f}", f"{x.base_bound}/{x.verify_bound}", "yes" if x.fits else "no")
+    console.print(t)
+    t = table("Where the gain turns into a loss", "context", "flip batch (speed-up < 1)", "spec-decode pool holds", "within the pool")
+    for f in r.flips:
+        t.add_row(f"{f['context_tokens']:,}", "never (≤ max_num_seqs)" if f["flip_batch"] is None else f"{f['flip_batch']:,}",
+                  f"{f['spec_pool_max_batch']:,} requests", "yes" if f["within_pool"] else "no")
+    console.print(t)
+    if sm["draft"]["kind"] == "model":
+        console.print(f"draft memory: {fmt_bytes(sm['draft_weight_bytes_per_gpu'])} weights + {sm['draft_kv_bytes_per_token_per_gpu']:,.0f} B/token KV "
+                      f"per GPU; pool {sm['pool_blocks_without_draft']:,} → {sm['pool_blocks_with_draft']:,} blocks")
+    if r.simulation:
+        sim = r.simulation
+        t = table(f"Simulator sweep ({sim['num_requests']} requests, {sim['prompt_tokens']:,} + {sim['output_tokens']:,} tokens, "
+                  f"{sim['arrivals']}, seed {sim['seed']})", "req/s", "TPOT p50 plain → spec", "× TPOT", "ITL p50 plain → spec",
+                  "TTFT p50 plain → spec", "output tok/s plain → spec", "preemptions plain/spec")
+        for x in sim["rates"]:
+            b, s = x["base"], x["spec"]
+            ratio = "—" if x["tpot_p50_ratio"] is None else f"{x['tpot_p50_ratio']:.2f}"
+            t.add_row(f"{x['rate_per_s']:g}", f"{fmt_duration(b['tpot_s']['p50'] or float('nan'))} → {fmt_duration(s['tpot_s']['p50'] or float('nan'))}",
+                      ratio, f"{fmt_duration(b['itl_s']['p50'] or float('nan'))} → {fmt_duration(s['itl_s']['p50'] or float('nan'))}",
+                      f"{fmt_duration(b['ttft_s']['p50'] or float('nan'))} → {fmt_duration(s['ttft_s']['p50'] or float('nan'))}",
+                      f"{b['throughput_tok_per_s']:,.0f} → {s['throughput_tok_per_s']:,.0f}", f"{b['num_preemptions']}/{s['num_preemptions']}")
+        console.print(t)
+        console.print(sweep_sentence(sim))
+    console.print("[bold]Verdict[/]")
+    for v in r.verdict:
+        console.print(f"• {v}")
+    for n in r.notes:
+        console.print(f"· {n}", style="dim")
+
+
+def spec_decode(
+    model: str = MODEL_ARG, gpu: str = GPU_OPT,
+    draft_tokens: int = typer.Option(..., "--draft-tokens", "-k", help="Draft length k (vLLM num_speculative_tokens)."),
+    acceptance: float = typer.Option(..., "--acceptance", help="Per-token acceptance rate α, 0–1 (i.i.d. model)."),
+    draft_model: Optional[str] = typer.Option(None, "--draft-model", help="Draft model (priced by its own roofline)."),
+    draft_cost_fraction: Optional[float] = typer.Option(None, "--draft-cost-fraction", help="MTP/EAGLE head: cost per draft token as a fraction of the target's decode step."),
+    context: str = typer.Option("2048", "--context", help="Context per sequence for the batch table, tokens (2048, 8K)."),
+    flip_contexts: Optional[list[str]] = typer.Option(None, "--flip-contexts", help="Contexts for the flip table (default 256..32K)."),
+    rates: Optional[str] = typer.Option(None, "--rates", help="Run the simulator at these request rates (1,2,4,8 req/s) or 'auto'."),
+    num_requests: int = typer.Option(200, "--num-requests", help="Requests per simulated rate."),
+    prompt_tokens: Optional[str] = typer.Option(None, "--prompt-tokens", help="Prompt length in the sweep (default: --context)."),
+    output_tokens: int = typer.Option(256, "--output-tokens", help="Output length in the sweep, tokens."),
+    seed: int = typer.Option(0, "--seed", help="Seed for arrivals and acceptance draws."),
+    tp: int = TP_OPT, max_model_len: Optional[str] = MAX_LEN_OPT, gpu_memory_utilization: Optional[float] = UTIL_OPT,
+    available_kv_memory: Optional[str] = AVAIL_OPT, block_size: Optional[int] = BLOCK_OPT,
+    engine_version: Optional[str] = VERSION_OPT, bandwidth_fraction: Optional[float] = BW_OPT, flops_fraction: float = FLOPS_OPT,
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Speculative decoding: expected tokens per round, the gain at low load, the flip concurrency, and a request-rate sweep."""
+    from rich.console import Console
+
+    from kvledger.analyses.spec_report import analyse_spec_decode, make_draft
+    from kvledger.units import parse_tokens
+
+    spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
+                                    available_kv_memory=available_kv_memory, block_size=block_size, engine_version=engine_version,
+                                    bandwidth_fraction=bandwidth_fraction, flops_fraction=flops_fraction)
+    ctx = parse_tokens(context, what="--context")
+    r = analyse_spec_decode(spec, g, settings, draft_tokens=draft_tokens, acceptance=acceptance,
+                            draft=make_draft(draft_model, draft_cost_fraction), context_tokens=ctx,
+                            flip_contexts=parse_token_list(flip_contexts, "--flip-contexts"))
+    wanted = _rates(rates)
+    if wanted is not None:
+        from dataclasses import replace
+
+        from kvledger.accounting.plan import build_plan
+        from kvledger.analyses.spec_decode import SpecDecodeModel
+        from kvledger.analyses.spec_sim import auto_rates, run_spec_sweep
+
+        pt = parse_tokens(prompt_tokens, what="--prompt-tokens") if prompt_tokens else ctx
+        sm = SpecDecodeModel(build_plan(spec, g, settings, with_advice=False), make_draft(draft_model, draft_cost_fraction),
+                             draft_tokens, acceptance)
+        rl = auto_rates(sm, pt, output_tokens) if wanted == "auto" else wanted
+        r = replace(r, simulation=run_spec_sweep(sm, rl, num_requests=num_requests, prompt_tokens=pt,
+                                                 output_tokens=output_tokens, seed=seed))
+    if as_json:
+        typer.echo(json.dumps(r.to_dict(), indent=2, default=str))
+    else:
+        _render(r, Console())
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``spec-decode`` to the app."""
+    app.command("spec-decode")(spec_decode)

@@ -1,0 +1,303 @@
+"""Shortcuts for a replica in steady decode: whole stretches of decode steps at once, the common arrival step, and a fused loop for one replica on a known trace.
+
+All three apply vLLM's rule exactly as ``Replica._step`` would, step by step, only with less
+Python per step (tests compare every token time bit for bit with ``fast_forward=False``):
+
+* ``stretch``: while every running request is one token behind and nobody can be admitted,
+  the next steps differ only in KV lengths. Pieces of them, each running to the next finish
+  with its own batch, are priced with one vectorised ``decode_steps_s`` call each; the
+  stretch stops at the first step that would start at or after ``bound_s`` (the next
+  arrival), at the first finish when requests wait, or where blocks run out. Blocks are
+  handed out in step, then running, order, and finished requests freed after their step.
+* ``admit_step``: the step after an arrival while every running request is one token
+  behind: each decodes one token (blocks first, in running order), then waiting requests
+  are admitted under the budget left, as ``Scheduler._admit`` does.
+* ``run_open``: one replica with a known arrival list (the common CLI run): alternates
+  stretches and arrival steps without returning to the driver, keeping the running
+  requests' token counters in two lists and writing them back when it hands over.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from itertools import accumulate
+
+import numpy as np
+
+from kvledger.accounting.stepcost import StepShape
+from kvledger.dynamics.request_state import FINISHED, SimRequest, rejected_record
+
+__all__ = ["stretch", "admit_step", "run_open", "MAX_STRETCH_STEPS"]
+
+MAX_STRETCH_STEPS = 2048  # longest stretch priced in one go, steps
+
+
+def stretch(rep, bound_s: float, through: bool) -> list | None:
+    """Steady decode steps of ``rep`` (see module doc); None when not even one step's blocks fit."""
+    running = rep.sched.running
+    rems = [r.num_output_tokens - r.num_generated for r in running]
+    comp = [r.num_computed_tokens for r in running]
+    out, k = _decode_run(rep, running, rems, comp, bound_s, through)
+    if k == 0:
+        return None
+    for r, m in zip(running, rems):
+        if m > k:
+            r.num_computed_tokens += k
+            r.num_generated += k
+            r.num_tokens += k
+    if out:
+        rep.sched.running = [r for r in running if r.status != FINISHED]
+        if rep.sched.waiting and not rep._static:
+            rep.steady = False
+    return out
+
+
+def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int], bound_s: float,
+                through: bool) -> tuple[list, int]:
+    """Run ``k`` steady decode steps; finished requests get final counters, are freed and recorded. Returns (records, k).
+
+    The other requests' counters are NOT updated (callers add ``k`` to them or to their lists).
+    """
+    kv = rep.kv
+    go = through and len(running) > 1 and (rep._static or not rep.sched.waiting)
+    k, ends, pieces = _decode_times(rep, rems, comp, go, bound_s)
+    k = kv.stretch_limit(running, comp, rems, k)
+    if k == 0:
+        return [], 0
+    finished = []
+    step0 = rep.num_steps
+    for r, m, c in zip(running, rems, comp):
+        if m <= k:  # finishes inside the stretch: final counters now (the free below needs them)
+            _set_final(r, c + m)
+            finished.append((r, step0 + m - 1))
+    used0, held0 = kv.num_used_blocks, kv.held_slots
+    kv.stretch_commit(running, comp, rems, k)  # blocks in step-by-step order; frees the finished
+    rep._push_times(ends[1: k + 1])
+    rep.now_s = ends[k]
+    _account(rep, pieces, k, ends, used0, held0, running, rems)
+    return (rep._finish(finished, freed=True) if finished else []), k
+
+
+def _set_final(r: SimRequest, computed: int) -> None:
+    """Counters of a request that has just sampled its last token."""
+    r.num_computed_tokens = computed
+    r.num_generated = r.num_output_tokens
+    r.num_tokens = r.num_prompt_tokens + r.num_output_tokens
+
+
+def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float):
+    """Step end times ``ends[0..k]`` (sequential float sums, as step-by-step execution adds them), ``k`` and the pieces.
+
+    A piece runs to the next finish with its own batch size, priced by one ``decode_steps_s``
+    call; ``k`` stops at the first step that would start at or after ``bound_s``, at the first
+    finish (with ``go``: the last) and at MAX_STRETCH_STEPS. Pieces: ``(first step, end step,
+    batch size, tokens stored at the first step)``.
+    """
+    alive = len(rems)
+    kv_tok = sum(comp) + alive
+    ends = [rep.now_s]
+    if go:
+        leaving: dict[int, list[int]] = {}
+        for m, c in zip(rems, comp):
+            x = leaving.get(m)
+            if x is None:
+                leaving[m] = [1, c + 1]
+            else:
+                x[0] += 1
+                x[1] += c + 1
+        stops = sorted(leaving)
+    else:
+        stops = [min(rems)]
+    pieces, a, decode = [], 0, rep.cost.decode_steps_s
+    for stop in stops:
+        b = stop if stop < MAX_STRETCH_STEPS else MAX_STRETCH_STEPS
+        it = accumulate(decode(alive, kv_tok + alive * a, b - a).tolist(), initial=ends[a])
+        next(it)
+        ends.extend(it)
+        if ends[b - 1] >= bound_s:
+            b = bisect_left(ends, bound_s, a, b)
+        if b > a:
+            pieces.append((a, b, alive, kv_tok - alive + alive * a))
+        if b < stop or b == MAX_STRETCH_STEPS or not go:
+            return b, ends, pieces
+        cnt, tok = leaving[stop]
+        alive, kv_tok, a = alive - cnt, kv_tok - tok, b
+    return a, ends, pieces
+
+
+def _account(rep, pieces: list, k: int, ends: list[float], used0: float, held0: int, running: list[SimRequest],
+             rems: list[int]) -> None:
+    used1, cap = rep.kv.num_used_blocks, rep.kv.capacity_blocks
+    rep.usage.add_share(ends[k] - ends[0], pieces[0][3], held0)  # tokens and slots at the stretch's start
+    rep.usage.add_stretch(ends[0], ends[k] - ends[0], used0, used1, cap)
+    if rep.steplog is not None:
+        for a, b, alive, _ in pieces:
+            b = min(b, k)
+            if b > a:
+                batch = [(r.spec.request_id, 1) for r, m in zip(running, rems) if m > a]
+                rep.steplog.add_stretch(rep.num_steps - k + a, ends[a], np.diff(ends[a: b + 1]), alive,
+                                        used1 / cap, alive, len(rep.sched.waiting), batch)
+
+
+def admit_step(rep) -> list | None:
+    """The step after an arrival while every running request is one token behind; None → use the general step."""
+    running = rep.sched.running
+    rems = [r.num_output_tokens - r.num_generated for r in running]
+    comp = [r.num_computed_tokens for r in running]
+    res = _mixed_step(rep, running, rems, comp)
+    if res is None:
+        return None
+    out, survivors = res
+    for r, m in zip(running, rems):
+        if m > 1:
+            r.num_computed_tokens += 1
+            r.num_generated += 1
+            r.num_tokens += 1
+    rep.sched.running = survivors
+    return out
+
+
+def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]):
+    """One step: every running request decodes one token, then waiting ones are admitted.
+
+    Finishing decoders get final counters; the others' counters are left to the caller.
+    Returns (records, the running list after the step: survivors then admitted) or None when
+    the decodes' blocks do not fit or no budget is left (the general step then applies).
+    """
+    sched, kv, cfg = rep.sched, rep.kv, rep.cfg
+    n = len(running)
+    if n >= cfg.max_num_batched_tokens or kv.stretch_limit(running, comp, rems, 1) < 1:
+        return None
+    kv.stretch_commit(running, comp, rems, 1, free_finished=False)
+    plan: list[tuple[SimRequest, int]] = []
+    sched.running = running  # admission appends to it and checks its length against max_num_seqs
+    admitted = sched._admit(plan, cfg.max_num_batched_tokens - n)
+    step = rep.num_steps
+    finished = []
+    for r, m, c in zip(running, rems, comp):
+        if m == 1:
+            _set_final(r, c + 1)
+            finished.append((r, step))
+    pf_tok = pf_kv = stored = 0
+    pairs = 0.0
+    all_emitted = True
+    for req, m in plan:
+        c = req.num_computed_tokens
+        pf_tok += m
+        pf_kv += c + m
+        pairs += m * c + m * (m + 1) / 2
+        c += m
+        req.num_computed_tokens = c
+        stored += c
+        if c == req.num_tokens:
+            req.run_start = step
+            req.num_generated += 1
+            req.num_tokens = c + 1
+            if req.num_generated == req.num_output_tokens:
+                finished.append((req, step))
+        else:
+            all_emitted = False
+            if rep._inserts and req.spec.prefix_segments:
+                kv.after_prefill_step(req)
+    dec_kv = sum(comp) + n
+    shape = StepShape(pf_tok, len(plan), pf_kv, pairs, n, dec_kv)
+    dur = rep.cost.step_time_s(shape)
+    start = rep.now_s
+    rep.now_s = start + dur
+    rep._push_times(rep.now_s)
+    used = kv.num_used_blocks
+    rep.usage.add(start, dur, used, kv.capacity_blocks, stored + dec_kv, kv.held_slots)
+    if rep.steplog is not None:
+        rep.steplog.add(step, start, dur, shape, used / kv.capacity_blocks, len(running), len(sched.waiting),
+                        [(r.spec.request_id, 1) for r in running[:n]] + [(r.spec.request_id, m) for r, m in plan])
+    out = rep._finish(finished) if finished else []
+    rep.ready = all_emitted
+    rep.steady = rep._next_is_steady([], admitted, finished, all_emitted, not plan)
+    return out, ([r for r in running if r.status != FINISHED] if finished else running)
+
+
+def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
+    """Fused loop for one replica on a known, time-sorted arrival list, from index ``i``.
+
+    Precondition: ``rep`` is steady and ready with requests running and none waiting.
+    Appends ``(uid, record)`` to ``out``; returns the next arrival index and whether any
+    step ran. Hands over to the general path (leaving the state exactly as step-by-step
+    execution would) at anything unusual: blocks running out, a prompt that needs more
+    than one step, an admission that fails, several arrivals in one step, or nobody left.
+    """
+    sched = rep.sched
+    total = len(specs)
+    running = sched.running
+    rems = [r.num_output_tokens - r.num_generated for r in running]
+    comp = [r.num_computed_tokens for r in running]
+    progressed = False
+    try:
+        while True:
+            bound = specs[i].arrival_s if i < total else math.inf
+            recs, k = _decode_run(rep, running, rems, comp, bound, True)
+            if k:
+                progressed = True
+                if recs:
+                    out.extend((r.uid, rec) for r, rec in recs)
+                    keep = [j for j, m in enumerate(rems) if m > k]
+                    running = [running[j] for j in keep]
+                    rems = [rems[j] - k for j in keep]
+                    comp = [comp[j] + k for j in keep]
+                else:
+                    rems = [m - k for m in rems]
+                    comp = [c + k for c in comp]
+            if not k or not running or rep.now_s < bound:
+                return i, progressed
+            i = _deliver(rep, specs, i, out)
+            if not sched.waiting:
+                continue
+            if len(sched.waiting) > 1:
+                rep.steady = False
+                return i, progressed
+            res = _mixed_step(rep, running, rems, comp)
+            if res is None:
+                rep.steady = False
+                return i, progressed
+            progressed = True
+            recs, _ = res
+            out.extend((r.uid, rec) for r, rec in recs)
+            running, rems, comp = _after_mixed_step(running, rems, comp, bool(recs))
+            if not rep.steady or rep.sched.waiting:
+                return i, progressed
+    finally:
+        for r, m, c in zip(running, rems, comp):
+            r.num_computed_tokens = c
+            r.num_generated = r.num_output_tokens - m
+            r.num_tokens = r.num_prompt_tokens + r.num_generated
+        sched.running = running
+
+
+def _deliver(rep, specs: list, i: int, out: list) -> int:
+    """Move the arrivals visible at the next step's start into the waiting queue (or reject them); returns the next index."""
+    max_len, now = rep.cfg.max_model_len, rep.now_s
+    while i < len(specs) and specs[i].arrival_s <= now:
+        spec = specs[i]
+        if spec.num_prompt_tokens + spec.num_output_tokens > max_len:
+            out.append((i, rejected_record(spec, max_len)))
+        else:
+            rep.sched.waiting.append(SimRequest(i, spec))
+        i += 1
+    return i
+
+
+def _after_mixed_step(running: list[SimRequest], rems: list[int], comp: list[int], someone_finished: bool):
+    """The running list and counter lists after a mixed step: survivors one token on, then the newly admitted."""
+    new = [r for r in running[len(rems):] if r.status != FINISHED]  # admitted this step, still running
+    if someone_finished:
+        keep = [j for j, m in enumerate(rems) if m > 1]
+        running = [running[j] for j in keep] + new
+        rems = [rems[j] - 1 for j in keep]
+        comp = [comp[j] + 1 for j in keep]
+    else:
+        running = running[: len(rems)] + new
+        rems = [m - 1 for m in rems]
+        comp = [c + 1 for c in comp]
+    rems += [r.num_output_tokens - r.num_generated for r in new]
+    comp += [r.num_computed_tokens for r in new]
+    return running, rems, comp

@@ -1,0 +1,75 @@
+"""Engine settings for the simulator from the KV ledger's memory plan, and the named policy presets.
+
+The pool size, block size and scheduler limits come from ``kvledger.accounting.plan``
+(``Plan.memory``: ``num_gpu_blocks``, ``block_size``, ``max_model_len``,
+``max_num_batched_tokens``, ``max_num_seqs``, resolved by the engine's own rules); a
+hybrid or sliding-window model also brings ``Plan.blocks_for_tokens``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.dynamics.engine_config import EngineConfig
+from kvledger.errors import InputError, UnknownNameError
+
+__all__ = ["POLICY_PRESETS", "engine_config_from_plan", "plan_blocks_for_tokens"]
+
+POLICY_PRESETS: dict[str, dict[str, Any]] = {
+    "vllm": {"prefix_caching_policy": "vllm", "scheduling_policy": "fcfs"},
+    "sglang": {"prefix_caching_policy": "sglang", "scheduling_policy": "lpm"},
+    "static": {"batching": "static", "enable_prefix_caching": False},
+    "contiguous": {"kv_allocation": "contiguous", "enable_prefix_caching": False},
+}
+
+
+def plan_blocks_for_tokens(plan) -> Any:
+    """The plan's ``blocks_for_tokens`` when it differs from ``ceil(n / block_size)`` (hybrid / sliding), else None."""
+    B = plan.memory.block_size
+    probes = [1, B, B + 1, 100 * B + 3, 4096, 131072, plan.memory.max_model_len]
+    if all(plan.blocks_for_tokens(n) == -(-n // B) for n in probes):
+        return None
+    return plan.blocks_for_tokens
+
+
+def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any) -> tuple[EngineConfig, list[str]]:
+    """An EngineConfig sized by ``plan``; returns it with notes on where each setting came from.
+
+    Args:
+        plan: a ``kvledger.accounting.plan.Plan`` (vLLM or SGLang memory plan).
+        policy: a key of ``POLICY_PRESETS`` (applied before ``overrides``), or None.
+        overrides: EngineConfig fields (None values are ignored).
+
+    Raises:
+        InputError: the plan's KV pool holds no block (the model does not fit).
+        UnknownNameError: unknown policy preset.
+    """
+    m = plan.memory
+    if not m.fits:
+        raise InputError(f"the model does not fit: the memory plan leaves {m.available_kv_bytes / 2**30:.2f} GiB for "
+                         f"the KV cache ({m.usable_blocks} usable blocks); see `kvledger plan` for the breakdown")
+    fields: dict[str, Any] = {
+        "num_gpu_blocks": m.num_gpu_blocks if m.engine == "vllm" else m.usable_blocks + 1,
+        "block_size": m.block_size, "max_model_len": m.max_model_len,
+        "max_num_batched_tokens": m.max_num_batched_tokens, "max_num_seqs": m.max_num_seqs,
+    }
+    notes = [f"KV pool: {m.num_gpu_blocks:,} blocks of {m.block_size} tokens from the {m.engine} {m.engine_version} memory "
+             f"plan ({m.available_kv_bytes / 2**30:.2f} GiB for KV); max_model_len {m.max_model_len:,}, "
+             f"max_num_batched_tokens {m.max_num_batched_tokens:,}, max_num_seqs {m.max_num_seqs:,} (engine defaults "
+             "unless set)"]
+    if m.engine == "sglang":
+        notes.append("SGLang pool: usable token slots + vLLM's null block convention (one extra block)")
+    if policy is not None:
+        if policy not in POLICY_PRESETS:
+            raise UnknownNameError("policy", policy, POLICY_PRESETS, hint=f"Known: {', '.join(POLICY_PRESETS)}.")
+        fields.update(POLICY_PRESETS[policy])
+        notes.append(f"policy preset {policy!r}: {POLICY_PRESETS[policy]}")
+    fields.update({k: v for k, v in overrides.items() if v is not None})
+    bft = plan_blocks_for_tokens(plan)
+    if bft is not None:
+        fields["blocks_for_tokens"] = bft
+        notes.append("hybrid / sliding-window KV layout: blocks per request from the plan's KV cache groups")
+        if fields.get("enable_prefix_caching", True):
+            fields["enable_prefix_caching"] = False
+            notes.append("prefix caching is not modelled for hybrid layouts: simulated with it off")
+    return EngineConfig(**fields), notes

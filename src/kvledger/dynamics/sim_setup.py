@@ -1,0 +1,154 @@
+"""Everything a simulation run needs from names a user types: model, GPU, trace, engine flags → EngineConfig, step cost, workload.
+
+Used by ``kvledger simulate`` and ``kvledger experiment``; the memory plan
+(``kvledger.accounting.plan.build_plan``) sizes the KV pool exactly as the engine would.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.dynamics.closed_loop import ClosedLoop
+from kvledger.dynamics.engine_config import EngineConfig
+from kvledger.dynamics.from_plan import engine_config_from_plan
+from kvledger.errors import InputError
+
+__all__ = ["SimRequestArgs", "SimSetup", "prepare", "make_step_cost", "load_plan"]
+
+
+@dataclass
+class SimRequestArgs:
+    """The user's choices, as the CLI flags name them (None: the engine's default)."""
+
+    model: str
+    gpu: str
+    trace: str = "azure-conv"
+    rate: float | None = None
+    rate_scale: float | None = None
+    num_requests: int | None = None
+    seed: int = 0
+    concurrency: int | None = None
+    think_time_s: float = 0.0
+    engine_version: str | None = None
+    tp: int = 1
+    max_model_len: str | int | None = None
+    gpu_memory_utilization: float | None = None
+    kv_cache_dtype: str = "auto"
+    block_size: int | None = None
+    max_num_batched_tokens: str | int | None = None
+    max_num_seqs: int | None = None
+    num_gpu_blocks_override: int | None = None
+    enable_prefix_caching: bool | None = None
+    enable_chunked_prefill: bool | None = None
+    policy: str | None = None
+    prefix_caching_policy: str | None = None
+    scheduling_policy: str | None = None
+    batching: str | None = None
+    kv_allocation: str | None = None
+    replicas: int = 1
+    router: str = "round_robin"
+    step_cost: str = "roofline"
+    cpu_overhead: str | None = None
+
+
+@dataclass
+class SimSetup:
+    """A ready-to-run simulation and where each input came from."""
+
+    config: EngineConfig
+    cost: Any
+    workload: Any
+    num_requests: int
+    replicas: int
+    router: str
+    model_name: str
+    gpu_name: str
+    workload_info: dict[str, Any] = field(default_factory=dict)
+    cost_info: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def load_plan(a: SimRequestArgs):
+    """The vLLM memory plan for the user's model, GPU and flags (the KV pool the simulator serves from)."""
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.models import load_model
+    from kvledger.units import parse_duration_s, parse_tokens
+
+    mnbt = parse_tokens(a.max_num_batched_tokens, what="--max-num-batched-tokens") if a.max_num_batched_tokens else None
+    settings = make_settings(
+        engine="vllm", engine_version=a.engine_version, tp=a.tp,
+        max_model_len=parse_tokens(a.max_model_len, what="--max-model-len") if a.max_model_len else None,
+        gpu_memory_utilization=a.gpu_memory_utilization, kv_cache_dtype=a.kv_cache_dtype,
+        max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,
+        num_gpu_blocks_override=a.num_gpu_blocks_override,
+        cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0)
+    return build_plan(load_model(a.model), resolve_gpu(a.gpu), settings, with_advice=False), mnbt
+
+
+def make_step_cost(a: SimRequestArgs, plan) -> tuple[Any, dict[str, Any]]:
+    """(StepCostModel, a description of it with its source) for ``--step-cost``."""
+    if a.step_cost == "roofline":
+        cost = plan.step_cost()
+        return cost, {"name": "roofline", "flops_fraction": cost.flops_fraction,
+                      "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
+                      "source": "kvledger.accounting.roofline: max(FLOPs/achievable peak, bytes/achievable bandwidth) "
+                                "per step + CPU overhead; uncalibrated"}
+    if a.step_cost == "calibrated":
+        from kvledger.accounting.calibrated import get_calibrated_cost
+
+        cost = get_calibrated_cost(a.model, a.gpu, a.tp)
+        return cost, {"name": getattr(cost, "name", "calibrated"),
+                      "source": "kvledger.accounting.calibrated: fitted to published measurements (see its docstring)"}
+    from kvledger.errors import UnknownNameError
+
+    raise UnknownNameError("step cost model", a.step_cost, ["roofline", "calibrated"], hint="Known: roofline, calibrated.")
+
+
+def _workload(a: SimRequestArgs) -> tuple[Any, int, dict[str, Any]]:
+    from kvledger.dynamics.traces import load_trace, trace_has_arrivals
+
+    rate = a.rate
+    if a.concurrency is not None and rate is None and not trace_has_arrivals(a.trace):
+        rate = math.inf  # closed loop: arrival times are not used
+    specs = load_trace(a.trace, num_requests=a.num_requests, rate=rate, rate_scale=a.rate_scale, seed=a.seed)
+    span = specs[-1].arrival_s - specs[0].arrival_s if len(specs) > 1 else 0.0
+    info: dict[str, Any] = {
+        "trace": a.trace, "num_requests": len(specs),
+        "prompt_tokens_mean": sum(s.num_prompt_tokens for s in specs) / len(specs),
+        "output_tokens_mean": sum(s.num_output_tokens for s in specs) / len(specs),
+    }
+    if a.concurrency is not None:
+        info.update({"mode": "closed loop", "concurrency": a.concurrency, "think_time_s": a.think_time_s})
+        return ClosedLoop(specs, a.concurrency, a.think_time_s), len(specs), info
+    info.update({"mode": "open loop (trace arrival times)", "offered_rate_req_per_s":
+                 (len(specs) - 1) / span if span > 0 else math.inf})
+    return specs, len(specs), info
+
+
+def prepare(a: SimRequestArgs) -> SimSetup:
+    """Build the plan, the engine settings, the step cost and the workload.
+
+    Raises:
+        InputError / UnknownNameError / FormatError: bad names, flags or trace files, with the reason.
+    """
+    if a.replicas < 1:
+        raise InputError(f"--replicas must be ≥ 1, got {a.replicas}")
+    plan, user_mnbt = load_plan(a)
+    overrides: dict[str, Any] = dict(
+        enable_prefix_caching=a.enable_prefix_caching, enable_chunked_prefill=a.enable_chunked_prefill,
+        prefix_caching_policy=a.prefix_caching_policy, scheduling_policy=a.scheduling_policy,
+        batching=a.batching, kv_allocation=a.kv_allocation)
+    notes: list[str] = []
+    if a.enable_chunked_prefill is False and user_mnbt is None:
+        mnbt = max(plan.memory.max_model_len, plan.memory.max_num_batched_tokens)
+        overrides["max_num_batched_tokens"] = mnbt
+        notes.append(f"chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = {mnbt:,} (vLLM rule)")
+    config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
+    cost, cost_info = make_step_cost(a, plan)
+    workload, n, info = _workload(a)
+    return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
+                    plan_notes + notes)

@@ -1,0 +1,193 @@
+"""Reading a vLLM server log: every line is tried against the start-up, metrics and preemption rules; the rest is skipped.
+
+``parse_vllm_log`` never fails on content: unknown lines are counted and skipped, and a log from
+another engine comes back with ``engine`` set to that engine. ``read_vllm_log`` reads a file and
+raises a clear error when the file is not a vLLM log at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from kvledger.errors import FormatError, InputError
+from kvledger.evidence.vllm_log.engines import ENGINE_NAMES, other_engine_hits
+from kvledger.evidence.vllm_log.lines import Segment, seconds_of, segments
+from kvledger.evidence.vllm_log.startup import apply_rules
+from kvledger.evidence.vllm_log.stats import parse_preemption, parse_stats, parse_v0_prefix_line
+from kvledger.evidence.vllm_log.types import PreemptionEvent, StartupFacts, StatsSample, VllmLog
+from kvledger.evidence.vllm_log.version import infer_generation, infer_version, rules_version
+from kvledger.units import GiB
+
+__all__ = ["parse_vllm_log", "read_vllm_log", "require_vllm", "UnsupportedLogError"]
+
+
+class UnsupportedLogError(FormatError):
+    """The file is a log, but not from vLLM (or holds no vLLM lines at all)."""
+
+
+class _Collector:
+    """Start-up facts as they are found: the first value of each field wins, except available KV memory
+    where workers may differ and vLLM sizes every worker's pool by the minimum (kv_cache_utils.py)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.lines: dict[str, int] = {}
+        self.notes: list[str] = []
+        self.markers: set[str] = set()
+        self.sources: set[str] = set()
+        self.workers: list[str] = []
+        self.version_where: str | None = None
+
+    def add(self, result: dict[str, Any], seg: Segment) -> None:
+        note, marker = result.pop("_note", None), result.pop("_marker", None)
+        if note and note not in self.notes:
+            self.notes.append(note)
+        if marker:
+            self.markers.add(marker)
+        for key, value in result.items():
+            old = self.values.get(key)
+            if key == "available_kv_bytes" and old is not None and value < old:
+                self.notes.append(f"workers printed different available KV memory ({old / GiB:.2f} and {value / GiB:.2f} GiB, "
+                                  f"line {seg.line_no}); vLLM sizes every worker's pool by the minimum")
+                self.values[key], self.lines[key] = value, seg.line_no
+            elif old is None:
+                self.values[key], self.lines[key] = value, seg.line_no
+                if key == "vllm_version":
+                    self.version_where = f"line {seg.line_no}"
+
+    def see(self, seg: Segment) -> None:
+        if seg.src:
+            self.sources.add(seg.src)
+            name = seg.src.split(":")[0]
+            if name in ("gpu_worker.py", "gpu_model_runner.py", "kv_cache_utils.py", "loggers.py"):
+                self.markers.add("v1_src")
+            elif name in ("worker.py", "model_runner.py", "executor_base.py", "llm_engine.py", "metrics.py"):
+                self.markers.add("v0_src")
+        if seg.worker and seg.worker not in self.workers:
+            self.workers.append(seg.worker)
+            if seg.worker.startswith(("EngineCore", "Worker_TP")):
+                self.markers.add("v1_src")
+            elif seg.worker.startswith(("VllmWorkerProcess", "RayWorkerWrapper")):
+                self.markers.add("v0_src")
+        if "GPU KV cache size" in seg.message and "Maximum concurrency" in seg.message:
+            self.markers.add("one_line_capacity")
+        if "In v0.19, CUDA graph memory profiling will be enabled by default" in seg.message:
+            self.markers.add("pre_0.19_cudagraph_notice")
+
+
+def _derive(c: _Collector) -> None:
+    """Fields vLLM implies but does not print, each with a note."""
+    v, lines = c.values, c.lines
+    if v.get("activation_peak_bytes") is None and v.get("peak_torch_memory_bytes") is not None and v.get("weights_bytes") is not None:
+        v["activation_peak_bytes"] = v["peak_torch_memory_bytes"] - v["weights_bytes"]
+        lines["activation_peak_bytes"] = lines["peak_torch_memory_bytes"]
+        c.notes.append("activation peak = peak_torch_memory − weights (V0 0.6 prints the torch peak including the weights)")
+    if v.get("requested_memory_bytes") is None and v.get("total_gpu_memory_bytes") and v.get("gpu_memory_utilization"):
+        v["requested_memory_bytes"] = int(v["total_gpu_memory_bytes"] * v["gpu_memory_utilization"])
+        lines["requested_memory_bytes"] = lines["total_gpu_memory_bytes"]
+        c.notes.append("requested memory = total_gpu_memory × gpu_memory_utilization (as vLLM computes it; not printed)")
+    if v.get("max_model_len") is None:
+        for src in ("concurrency_context_tokens", "error_max_model_len"):
+            if v.get(src) is not None:
+                v["max_model_len"], lines["max_model_len"] = v[src], lines[src]
+                c.notes.append(f"max_model_len {v[src]:,} tokens: from line {lines[src]} (vLLM reports capacity for max_model_len)")
+                break
+
+
+def _relative(stats: list[StatsSample], events: list[PreemptionEvent]) -> tuple[list[StatsSample], list[PreemptionEvent]]:
+    raw = [x.t_s for x in (*stats, *events) if x.t_s is not None]
+    if not raw:
+        return stats, events
+    t0 = min(x.t_s for x in stats if x.t_s is not None) if any(s.t_s is not None for s in stats) else min(raw)
+    fix = (lambda x: replace(x, t_s=None if x.t_s is None else x.t_s - t0))
+    return [fix(s) for s in stats], [fix(e) for e in events]
+
+
+def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEvent], dict[str, Any]]:
+    c, stats, events = _Collector(), [], []
+    info: dict[str, Any] = {"total": 0, "vllm": 0, "other": {}, "other_first": {}}
+    for n, raw in enumerate(text.splitlines(), start=1):
+        info["total"] += 1
+        used = False
+        for seg in segments(n, raw):
+            t = seconds_of(seg.time_text)
+            s = parse_stats(seg.message, n, seg.time_text, t)
+            if s is not None:
+                stats.append(s)
+                c.markers.add("v0_stats" if s.swapped_reqs is not None else "v1_stats")
+                used = True
+            elif (p := parse_v0_prefix_line(seg.message, stats[-1] if stats else None)) is not None:
+                stats[-1], used = p, True
+            elif (e := parse_preemption(seg.message, n, seg.time_text, t)) is not None:
+                events.append(e)
+                c.markers.add("v0_preemption" if e.kind == "preempted" else "v1_src")
+                used = True
+            for result in apply_rules(seg.message):
+                c.add(result, seg)
+                used = True
+            if used:
+                c.see(seg)
+        if used:
+            info["vllm"] += 1
+        elif (eng := other_engine_hits(raw)) is not None:
+            info["other"][eng] = info["other"].get(eng, 0) + 1
+            info["other_first"].setdefault(eng, f"line {n}: {raw.strip()[:160]}")
+    return c, stats, events, info
+
+
+def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
+    """Read a vLLM server log's text (any version from 0.5 on; see startup.py and stats.py for the formats)."""
+    c, stats, events, info = _scan(text)
+    _derive(c)
+    stats, events = _relative(stats, events)
+    version, vsrc = infer_version(c.values.pop("vllm_version", None), c.version_where, c.sources, c.markers)
+    generation = infer_generation(c.values.pop("engine_generation", None), version, c.markers)
+    rules, why = rules_version(version, generation, c.markers)
+    startup = StartupFacts(vllm_version=version, engine_generation=generation, workers=tuple(c.workers),
+                           lines=dict(c.lines), notes=tuple(c.notes), **c.values)
+    if info["vllm"]:
+        engine, evidence = "vllm", None
+    elif info["other"]:
+        engine = max(info["other"], key=info["other"].get)
+        evidence = info["other_first"][engine]
+    else:
+        engine, evidence = "unknown", None
+    notes = [f"also holds {n} {ENGINE_NAMES[e]} line(s)" for e, n in info["other"].items() if engine == "vllm"]
+    return VllmLog(source, engine, evidence, version, vsrc, generation, rules, why, startup, tuple(stats), tuple(events),
+                   info["total"], info["vllm"], info["total"] - info["vllm"], tuple(notes))
+
+
+def require_vllm(log: VllmLog) -> VllmLog:
+    """The log itself when it holds vLLM lines.
+
+    Raises:
+        UnsupportedLogError: a log from another engine (named, with the line that identified it), or
+            a file with no vLLM start-up, metrics or preemption lines.
+    """
+    if log.engine == "vllm":
+        return log
+    if log.engine in ENGINE_NAMES:
+        raise UnsupportedLogError(log.source, f"this log comes from {ENGINE_NAMES[log.engine]}, not vLLM ({log.engine_evidence}); "
+                                  "kvledger doctor reads vLLM server logs only")
+    raise UnsupportedLogError(log.source, f"no vLLM log lines in {log.total_lines:,} line(s): looked for start-up lines "
+                              "('Available KV cache memory', '# GPU blocks', 'GPU KV cache size', 'Maximum concurrency for'), "
+                              "metrics lines ('Avg prompt throughput: …') and preemption warnings. Is this a vLLM server log?")
+
+
+def read_vllm_log(path: str | Path) -> VllmLog:
+    """Read and check a vLLM log file.
+
+    Raises:
+        InputError: the file does not exist or cannot be read.
+        UnsupportedLogError: see ``require_vllm``.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except OSError as err:
+        raise InputError(f"{p}: cannot read the log ({err.strerror or err})") from None
+    return require_vllm(parse_vllm_log(text, str(p)))

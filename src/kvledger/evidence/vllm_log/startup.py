@@ -1,0 +1,146 @@
+"""vLLM start-up lines, version by version: each rule turns one message into start-up facts (engines.md §1.2–§1.8).
+
+Formats covered (oldest first):
+* V0 ≤0.6: ``Loading model weights took X GB`` (the label says GB, the figure is bytes / 2**30, i.e. GiB),
+  ``Memory profiling results: total_gpu_memory=… peak_torch_memory=… non_torch_memory=… kv_cache_size=…``,
+  ``# GPU blocks: N, # CPU blocks: M``, ``Maximum concurrency for L tokens per request: Cx``.
+* V0 0.7–0.8 and early V1: ``the current vLLM instance can use total_gpu_memory (T) x gpu_memory_utilization (U) = R``,
+  ``model weights take …; non_torch_memory takes …; PyTorch activation peak memory takes …; the rest of the memory
+  reserved for KV Cache is …``, ``# cuda blocks: N, # CPU blocks: M``; V1 0.7: ``# GPU blocks: N``.
+* V1 0.8+: ``Model loading took X GiB``, ``Memory profiling takes … Total non KV cache memory: …; torch peak memory
+  increase: …; non-torch forward increase memory: …; weights memory: …`` (DEBUG), ``Available KV cache memory: X GiB``,
+  ``Estimated CUDA graph memory: X GiB total``, ``GPU KV cache size: N tokens`` and ``Maximum concurrency for L tokens
+  per request: Cx`` (two lines; one line in 0.33).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from kvledger.evidence.vllm_log.settings_echo import from_arg_dict, from_command_line, from_key_values
+from kvledger.units import GiB
+
+__all__ = ["RULES", "apply_rules"]
+
+_V = r"v?(\d+\.\d+[\w.+-]*)"
+
+
+def _gib(x: str) -> int:
+    return int(round(float(x) * GiB))
+
+
+def _int(x: str) -> int:
+    return int(x.replace(",", ""))
+
+
+def _weights(m: re.Match) -> dict[str, Any]:
+    out: dict[str, Any] = {"weights_bytes": _gib(m.group(1))}
+    if m.group(2) == "GB":
+        out["_note"] = ("'Loading model weights took … GB': vLLM divided bytes by 2**30, so the figure is GiB "
+                        "despite the label (model_runner.py::load_model)")
+    return out
+
+
+def _profiling_results(m: re.Match) -> dict[str, Any]:
+    kv = dict(re.findall(r"(\w+)=([\d.]+)", m.group(1)))
+    names = {"total_gpu_memory": "total_gpu_memory_bytes", "peak_torch_memory": "peak_torch_memory_bytes",
+             "non_torch_memory": "non_torch_bytes", "kv_cache_size": "available_kv_bytes"}
+    out: dict[str, Any] = {f: _gib(kv[k]) for k, f in names.items() if k in kv}
+    if "gpu_memory_utilization" in kv:
+        out["gpu_memory_utilization"] = float(kv["gpu_memory_utilization"])
+    out["_marker"] = "v0_profiling_results"
+    return out
+
+
+def _capacity(m: re.Match) -> dict[str, Any]:
+    return {"concurrency_context_tokens": _int(m.group(1)), "max_concurrency": float(m.group(2))}
+
+
+def _blocks(m: re.Match) -> dict[str, Any]:
+    out: dict[str, Any] = {"num_gpu_blocks": int(m.group(1)), "_marker": "blocks_only"}
+    if m.group(2) is not None:
+        out.update(num_cpu_blocks=int(m.group(2)), _marker="blocks_with_cpu")
+    return out
+
+
+def _engine_init(m: re.Match) -> dict[str, Any]:
+    out = from_key_values(m.group(3) or "")
+    out["vllm_version"] = m.group(2)
+    if m.group(1):
+        out["engine_generation"] = m.group(1).lower()
+    return out
+
+
+def _fixed(**values: Any) -> Callable[[re.Match], dict[str, Any]]:
+    return lambda m: {k: (f(m) if callable(f) else f) for k, f in values.items()}
+
+
+# (needle that must appear in the message, pattern, handler). Every rule is tried on every message.
+RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
+    ("version", re.compile(r"vLLM API server version " + _V), _fixed(vllm_version=lambda m: m.group(1))),
+    ("LLM engine", re.compile(r"Initializing an? (?:(V[01]) )?LLM engine \(" + _V + r"\) with config:(.*)"), _engine_init),
+    ("version", re.compile(r"[█▄▀].*\bversion\s+" + _V), _fixed(vllm_version=lambda m: m.group(1))),
+    ("model", re.compile(r"[█▄▀].*\bmodel\s+(\S+)"), _fixed(model=lambda m: m.group(1))),
+    ("non-default args", re.compile(r"non-default args: (\{.*)"), lambda m: from_arg_dict(m.group(1))),
+    ("Namespace(", re.compile(r"args: Namespace\((.*)"), lambda m: from_key_values(m.group(1))),
+    ("serve", re.compile(r"(?:vllm serve|vllm\.entrypoints\.openai\.api_server)\s+(.*)"), lambda m: from_command_line(m.group(0))),
+    ("Chunked prefill is enabled", re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)"),
+     _fixed(max_num_batched_tokens=lambda m: int(m.group(1)), enable_chunked_prefill=True)),
+    ("max model len", re.compile(r"Using max model len (\d+)"), _fixed(max_model_len=lambda m: int(m.group(1)))),
+    ("weights took", re.compile(r"Loading model weights took ([\d.]+) ?(GB|GiB)"), _weights),
+    ("Model loading took", re.compile(r"Model loading took ([\d.]+) ?(GiB|GB)"), _weights),
+    ("Memory profiling results", re.compile(r"Memory profiling results: (.*)"), _profiling_results),
+    ("total_gpu_memory (", re.compile(r"total_gpu_memory \(([\d.]+)\s*GiB\) x gpu_memory_utilization \(([\d.]+)\) = ([\d.]+)\s*GiB"),
+     _fixed(total_gpu_memory_bytes=lambda m: _gib(m.group(1)), gpu_memory_utilization=lambda m: float(m.group(2)),
+            requested_memory_bytes=lambda m: _gib(m.group(3)), _marker="worker_profile")),
+    ("model weights take", re.compile(r"model weights take ([\d.]+)\s*GiB"), _fixed(weights_bytes=lambda m: _gib(m.group(1)))),
+    ("non_torch_memory takes", re.compile(r"non_torch_memory takes ([\d.]+)\s*GiB"), _fixed(non_torch_bytes=lambda m: _gib(m.group(1)))),
+    ("activation peak memory", re.compile(r"PyTorch activation peak memory takes ([\d.]+)\s*GiB"),
+     _fixed(activation_peak_bytes=lambda m: _gib(m.group(1)))),
+    ("reserved for KV Cache", re.compile(r"the rest of the memory reserved for KV Cache is ([\d.]+)\s*GiB"),
+     _fixed(available_kv_bytes=lambda m: _gib(m.group(1)))),
+    ("Total non KV cache memory", re.compile(r"Total non KV cache memory: ([\d.]+)\s*GiB"),
+     _fixed(non_kv_total_bytes=lambda m: _gib(m.group(1)))),
+    ("torch peak memory increase", re.compile(r"torch peak memory increase: ([\d.]+)\s*GiB"),
+     _fixed(activation_peak_bytes=lambda m: _gib(m.group(1)))),
+    ("non-torch forward increase", re.compile(r"non-torch forward increase memory: ([\d.]+)\s*GiB"),
+     _fixed(non_torch_bytes=lambda m: _gib(m.group(1)))),
+    ("weights memory:", re.compile(r"weights memory: ([\d.]+)\s*GiB"), _fixed(weights_bytes=lambda m: _gib(m.group(1)))),
+    ("Available KV cache memory", re.compile(r"Available KV cache memory: ([\d.]+)\s*GiB"),
+     _fixed(available_kv_bytes=lambda m: _gib(m.group(1)), _marker="available_kv")),
+    ("Estimated CUDA graph memory", re.compile(r"Estimated CUDA graph memory: ([\d.]+)\s*GiB"),
+     _fixed(cudagraph_estimate_bytes=lambda m: _gib(m.group(1)))),
+    ("Graph capturing finished", re.compile(r"Graph capturing finished in [\d.]+ secs?, took ([\d.]+)\s*GiB"),
+     _fixed(cudagraph_actual_bytes=lambda m: _gib(m.group(1)))),
+    ("CUDA graph pool memory", re.compile(r"CUDA graph pool memory: ([\d.]+)\s*GiB \(actual\), ([\d.]+)\s*GiB \(estimated\)"),
+     _fixed(cudagraph_actual_bytes=lambda m: _gib(m.group(1)), cudagraph_estimate_bytes=lambda m: _gib(m.group(2)))),
+    ("--gpu-memory-utilization from", re.compile(r"--gpu-memory-utilization from ([\d.]+) to ([\d.]+)"),
+     _fixed(gpu_memory_utilization=lambda m: float(m.group(1)))),
+    ("blocks:", re.compile(r"(?:GPU|cuda|npu|xpu|hpu|neuron) blocks: (\d+)(?:,\s*#\s*CPU blocks: (\d+))?", re.I), _blocks),
+    ("num_gpu_blocks_override=", re.compile(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(\d+)"),
+     _fixed(num_gpu_blocks_override=lambda m: int(m.group(1)))),
+    ("GPU KV cache size", re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
+     _fixed(kv_cache_tokens=lambda m: _int(m.group(1)), _marker="kv_tokens")),
+    ("Maximum concurrency", re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"), _capacity),
+    ("larger than the maximum number of tokens", re.compile(
+        r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)"),
+     _fixed(startup_error=lambda m: m.group(0), error_max_model_len=lambda m: int(m.group(1)),
+            error_kv_capacity_tokens=lambda m: int(m.group(2)))),
+    ("To serve at least one request", re.compile(
+        r"To serve at least one request with the models?'s max seq len \((\d+)\).*?estimated maximum model length is (\d+)"),
+     _fixed(startup_error=lambda m: m.group(0), error_max_model_len=lambda m: int(m.group(1)),
+            estimated_max_model_len=lambda m: int(m.group(2)))),
+    ("No available memory for the cache blocks", re.compile(r"No available memory for the cache blocks"),
+     _fixed(startup_error=lambda m: m.group(0))),
+]
+
+
+def apply_rules(message: str) -> list[dict[str, Any]]:
+    """Every start-up rule's result on one message (usually none, sometimes several)."""
+    out = []
+    for needle, pattern, handler in RULES:
+        if needle in message:
+            for m in pattern.finditer(message):
+                out.append(handler(m))
+    return out

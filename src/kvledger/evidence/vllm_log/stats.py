@@ -1,0 +1,77 @@
+"""vLLM's periodic metrics lines and per-preemption lines.
+
+V1 (``v1/metrics/loggers.py::LoggingStatLogger.log``, every ``VLLM_LOG_STATS_INTERVAL`` = 10 s by default)::
+
+    Engine 000: Avg prompt throughput: X tokens/s, Avg generation throughput: Y tokens/s, Running: N reqs,
+    Waiting: M reqs[, Deferred: D reqs][, Preemptions: P], GPU KV cache usage: U%, Prefix cache hit rate: H%
+
+``Preemptions`` is the count during the interval and is printed only when > 0 (seed-claims §14); the
+hit rate is over a window of recent requests. V0 (``engine/metrics.py``, every 5 s)::
+
+    Avg prompt throughput: …, Running: N reqs, Swapped: S reqs, Pending: M reqs, GPU KV cache usage: U%, CPU KV cache usage: C%.
+
+with the hit rate on a separate line ``Prefix cache hit rate: GPU: X%, CPU: Y%`` and one warning per
+preemption: ``Sequence group G is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV
+cache space … total_num_cumulative_preemption=K``. V1 has no per-preemption warning; with a KV connector
+its scheduler logs ``Preempted request R has been resumed!``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from kvledger.evidence.vllm_log.types import PreemptionEvent, StatsSample
+
+__all__ = ["parse_stats", "parse_v0_prefix_line", "parse_preemption"]
+
+_ANCHOR = re.compile(r"Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s")
+_ENGINE = re.compile(r"(?:Engine (\d+)|(\d+) Engines Aggregated):\s*$")
+_COUNTS = re.compile(r"\b(Running|Swapped|Pending|Waiting|Deferred): (\d+) reqs|\bPreemptions: (\d+)")
+_PCTS = re.compile(r"\b(GPU KV cache usage|CPU KV cache usage|External prefix cache hit rate|Prefix cache hit rate): ([\d.]+)%")
+_V0_PREFIX = re.compile(r"Prefix cache hit rate: GPU: ([\d.]+)%, CPU: ([\d.]+)%")
+_V0_PREEMPT = re.compile(r"Sequence group (\S+) is preempted by PreemptionMode\.(\w+) mode because there is not enough KV "
+                         r"cache space(?:.*?total_num_cumulative_preemption=(\d+))?")
+_V1_RESUMED = re.compile(r"Preempted request (\S+) has been resumed")
+
+
+def parse_stats(message: str, line_no: int, time_text: str | None, t_s: float | None) -> StatsSample | None:
+    """A metrics sample from one message, or None when it is not a metrics line."""
+    m = _ANCHOR.search(message)
+    if not m:
+        return None
+    eng = _ENGINE.search(message[:m.start()])
+    engine = None if not eng else (eng.group(1) if eng.group(1) else "aggregated")
+    counts: dict[str, int] = {}
+    preempt = None
+    for name, n, p in _COUNTS.findall(message[m.end():]):
+        if p:
+            preempt = int(p)
+        else:
+            counts.setdefault(name, int(n))
+    pcts = {name: float(v) for name, v in _PCTS.findall(message[m.end():])}
+    waiting = counts.get("Waiting", counts.get("Pending", 0))  # V1 "Waiting" already includes "Deferred"
+    return StatsSample(line_no, time_text, t_s, engine, float(m.group(1)), float(m.group(2)), counts.get("Running", 0), waiting,
+                       counts.get("Swapped"), preempt, pcts.get("GPU KV cache usage"), pcts.get("CPU KV cache usage"),
+                       pcts.get("Prefix cache hit rate"), pcts.get("External prefix cache hit rate"))
+
+
+def parse_v0_prefix_line(message: str, last: StatsSample | None) -> StatsSample | None:
+    """V0's separate hit-rate line attached to the metrics sample printed just before it, or None."""
+    m = _V0_PREFIX.search(message)
+    if not m or last is None or last.prefix_cache_hit_pct is not None:
+        return None
+    return replace(last, prefix_cache_hit_pct=float(m.group(1)))
+
+
+def parse_preemption(message: str, line_no: int, time_text: str | None, t_s: float | None) -> PreemptionEvent | None:
+    """A V0 preemption warning or a V1 "resumed" line, or None."""
+    m = _V0_PREEMPT.search(message)
+    if m:
+        return PreemptionEvent(line_no, time_text, t_s, m.group(1), "preempted", m.group(2),
+                               int(m.group(3)) if m.group(3) else None)
+    m = _V1_RESUMED.search(message)
+    if m:
+        return PreemptionEvent(line_no, time_text, t_s, m.group(1), "resumed")
+    return None
+

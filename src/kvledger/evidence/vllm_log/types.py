@@ -1,0 +1,188 @@
+"""The typed, serializable result of reading a vLLM server log: start-up facts, metrics samples, preemption events."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+__all__ = ["StartupFacts", "StatsSample", "PreemptionEvent", "VllmLog", "STARTUP_FIELDS"]
+
+#: Start-up fields and their units. Byte figures are converted from the GiB vLLM prints
+#: (2 decimals, so ±0.005 GiB); "GB" in old vLLM lines is GiB as well (bytes / 2**30).
+STARTUP_FIELDS: dict[str, str] = {
+    "vllm_version": "version as printed", "engine_generation": "'v0' or 'v1' engine",
+    "model": "model id or path", "served_model_name": "name", "dtype": "model dtype", "quantization": "method",
+    "max_model_len": "tokens", "tensor_parallel_size": "GPUs", "pipeline_parallel_size": "stages",
+    "data_parallel_size": "engines", "gpu_memory_utilization": "fraction of the device total",
+    "kv_cache_dtype": "vLLM name", "block_size": "tokens per block", "max_num_batched_tokens": "tokens per step",
+    "max_num_seqs": "requests", "enable_prefix_caching": "bool", "enable_chunked_prefill": "bool",
+    "num_gpu_blocks_override": "blocks",
+    "weights_bytes": "B per GPU", "total_gpu_memory_bytes": "B (CUDA device total)",
+    "requested_memory_bytes": "B (total × gpu_memory_utilization)", "peak_torch_memory_bytes": "B (V0 0.6: weights + activations)",
+    "activation_peak_bytes": "B (torch peak increase during the profile run)", "non_torch_bytes": "B",
+    "non_kv_total_bytes": "B (weights + activation peak + non-torch)", "cudagraph_estimate_bytes": "B",
+    "cudagraph_actual_bytes": "B", "available_kv_bytes": "B per GPU",
+    "num_gpu_blocks": "blocks (V1: null block included)", "num_cpu_blocks": "blocks (V0 swap space)",
+    "kv_cache_tokens": "tokens (as printed)", "concurrency_context_tokens": "tokens (= max_model_len)",
+    "max_concurrency": "× (requests of concurrency_context_tokens)",
+    "startup_error": "text", "error_max_model_len": "tokens", "error_kv_capacity_tokens": "tokens",
+    "estimated_max_model_len": "tokens",
+}
+
+
+@dataclass(frozen=True)
+class StartupFacts:
+    """What the start-up lines say. Every field is None when the log does not print it.
+
+    ``lines`` maps a field name to the 1-based line it was read from; ``notes`` records conversions
+    (for example "the 'GB' label in 'Loading model weights took' is GiB").
+    """
+
+    vllm_version: str | None = None
+    engine_generation: str | None = None
+    model: str | None = None
+    served_model_name: str | None = None
+    dtype: str | None = None
+    quantization: str | None = None
+    max_model_len: int | None = None
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    data_parallel_size: int | None = None
+    gpu_memory_utilization: float | None = None
+    kv_cache_dtype: str | None = None
+    block_size: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    enable_prefix_caching: bool | None = None
+    enable_chunked_prefill: bool | None = None
+    num_gpu_blocks_override: int | None = None
+    weights_bytes: int | None = None
+    total_gpu_memory_bytes: int | None = None
+    requested_memory_bytes: int | None = None
+    peak_torch_memory_bytes: int | None = None
+    activation_peak_bytes: int | None = None
+    non_torch_bytes: int | None = None
+    non_kv_total_bytes: int | None = None
+    cudagraph_estimate_bytes: int | None = None
+    cudagraph_actual_bytes: int | None = None
+    available_kv_bytes: int | None = None
+    num_gpu_blocks: int | None = None
+    num_cpu_blocks: int | None = None
+    kv_cache_tokens: int | None = None
+    concurrency_context_tokens: int | None = None
+    max_concurrency: float | None = None
+    startup_error: str | None = None
+    error_max_model_len: int | None = None
+    error_kv_capacity_tokens: int | None = None
+    estimated_max_model_len: int | None = None
+    workers: tuple[str, ...] = ()
+    lines: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def found(self) -> list[str]:
+        """Names of the fields the log printed (or that were derived from printed ones)."""
+        return [f.name for f in fields(self) if f.name in STARTUP_FIELDS and getattr(self, f.name) is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["workers"] = list(self.workers)
+        d["notes"] = list(self.notes)
+        return d
+
+
+@dataclass(frozen=True)
+class StatsSample:
+    """One periodic metrics line (V1 ``loggers.py`` "Engine 000: ..." or V0 ``metrics.py``).
+
+    Attributes:
+        line_no: 1-based line. time_text: the timestamp as printed ("03-21 20:15:45"), or None.
+        t_s: seconds since the first timestamped metrics line, s; None without timestamps.
+        engine: "000" (V1 engine index), "aggregated" (DP aggregate line) or None (V0 / early V1).
+        prompt_tokens_per_s / generation_tokens_per_s: averages over the logging interval, tokens/s.
+        running_reqs, waiting_reqs: requests (V0 "Pending" is waiting). swapped_reqs: V0 only.
+        preemptions: V1 preemptions during the interval; None when the line does not print the field
+            (V1 prints it only when > 0; V0 never prints it).
+        gpu_kv_usage_pct / cpu_kv_usage_pct: % of blocks in use. prefix_cache_hit_pct: % of queried
+            prompt tokens found in the cache (V1: over a window of recent requests; V0: separate line).
+    """
+
+    line_no: int
+    time_text: str | None
+    t_s: float | None
+    engine: str | None
+    prompt_tokens_per_s: float
+    generation_tokens_per_s: float
+    running_reqs: int
+    waiting_reqs: int
+    swapped_reqs: int | None = None
+    preemptions: int | None = None
+    gpu_kv_usage_pct: float | None = None
+    cpu_kv_usage_pct: float | None = None
+    prefix_cache_hit_pct: float | None = None
+    external_prefix_cache_hit_pct: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PreemptionEvent:
+    """A per-preemption line: V0 "Sequence group X is preempted by PreemptionMode.M" or V1 "Preempted request X has been resumed".
+
+    Attributes:
+        kind: "preempted" (V0 warning) or "resumed" (V1 scheduler line, printed with KV connectors).
+        mode: "RECOMPUTE" or "SWAP" (V0); None otherwise. cumulative: V0 total_num_cumulative_preemption.
+    """
+
+    line_no: int
+    time_text: str | None
+    t_s: float | None
+    request_id: str
+    kind: str
+    mode: str | None = None
+    cumulative: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class VllmLog:
+    """A read log.
+
+    Attributes:
+        source: file path or "<text>". engine: "vllm", or the other engine recognised ("sglang", "tgi",
+            "trtllm", "llama.cpp"), or "unknown". engine_evidence: the first line that identified it.
+        version / version_source: vLLM version (printed or inferred) and how it was found.
+        rules_version: the version whose ledger rules match this log (see version.py).
+        total_lines, vllm_lines (lines that yielded a value), skipped_lines (everything else).
+    """
+
+    source: str
+    engine: str
+    engine_evidence: str | None
+    version: str | None
+    version_source: str
+    generation: str | None
+    rules_version: str | None
+    rules_reason: str
+    startup: StartupFacts
+    stats: tuple[StatsSample, ...]
+    preemptions: tuple[PreemptionEvent, ...]
+    total_lines: int
+    vllm_lines: int
+    skipped_lines: int
+    notes: tuple[str, ...] = ()
+
+    @property
+    def prints_preemption_counts(self) -> bool:
+        """True when some metrics line carries "Preemptions: N" (so its absence elsewhere means 0)."""
+        return any(s.preemptions is not None for s in self.stats)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "engine": self.engine, "engine_evidence": self.engine_evidence,
+                "version": self.version, "version_source": self.version_source, "generation": self.generation,
+                "rules_version": self.rules_version, "rules_reason": self.rules_reason, "startup": self.startup.to_dict(),
+                "stats": [s.to_dict() for s in self.stats], "preemptions": [p.to_dict() for p in self.preemptions],
+                "total_lines": self.total_lines, "vllm_lines": self.vllm_lines, "skipped_lines": self.skipped_lines,
+                "notes": list(self.notes)}

@@ -1,0 +1,84 @@
+"""Which vLLM wrote a log, and which version's ledger rules reproduce its figures.
+
+A printed version wins (``vLLM API server version``, ``Initializing a V1 LLM engine (v0.24.0)``, the
+start-up banner). Without one, the version is inferred only where a line pins it: the source locations
+of the capacity lines that engines.md §7 dated (O6, O8, O10), or the V0 ``Memory profiling results:``
+format of late 2024. The engine generation (V0 or V1) comes from the line formats. The ledger keys its
+rules by version only (``accounting/vllm_rules.py::era``), so a V0-engine log from 0.8 is checked against
+the V0 rules and a V1 log from 0.7 against the 0.8 V1 rules; the reason is returned with the choice.
+"""
+
+from __future__ import annotations
+
+from kvledger.accounting.vllm_rules import parse_version
+from kvledger.errors import InputError
+
+__all__ = ["SOURCE_FINGERPRINTS", "infer_generation", "infer_version", "rules_version"]
+
+#: Capacity-line source locations and the release they belong to (engines.md §7: O6, O8, O10).
+SOURCE_FINGERPRINTS: dict[str, tuple[str, str]] = {
+    "kv_cache_utils.py:864": ("0.10.2", "engines.md §7 O6: kv_cache_utils.py:864/868 match 0.10.2"),
+    "kv_cache_utils.py:868": ("0.10.2", "engines.md §7 O6: kv_cache_utils.py:864/868 match 0.10.2"),
+    "kv_cache_utils.py:1305": ("0.15.0", "engines.md §7 O8: kv_cache_utils.py:1305 matches ~0.14–0.15"),
+    "kv_cache_utils.py:2146": ("0.24.0", "engines.md §7 O10: kv_cache_utils.py:2146/2147 in a v0.24.0 log"),
+    "kv_cache_utils.py:2147": ("0.24.0", "engines.md §7 O10: kv_cache_utils.py:2146/2147 in a v0.24.0 log"),
+}
+
+_V0_MARKERS = {"v0_profiling_results", "blocks_with_cpu", "v0_stats", "v0_preemption", "v0_src"}
+_V1_MARKERS = {"available_kv", "kv_tokens", "v1_stats", "v1_src"}
+
+
+def _ver(text: str | None) -> tuple[int, int, int] | None:
+    try:
+        return parse_version(text) if text else None
+    except InputError:
+        return None
+
+
+def infer_generation(printed: str | None, version: str | None, markers: set[str]) -> str | None:
+    """"v0", "v1" or None: the printed generation, else the line formats, else the default of the version."""
+    if printed:
+        return printed
+    v0, v1 = bool(markers & _V0_MARKERS), bool(markers & _V1_MARKERS)
+    if v0 != v1:
+        return "v0" if v0 else "v1"
+    v = _ver(version)
+    if v is not None:
+        return "v1" if v >= (0, 8, 0) else "v0"
+    return None
+
+
+def infer_version(printed: str | None, printed_where: str | None, sources: set[str], markers: set[str]) -> tuple[str | None, str]:
+    """(version, how it was found)."""
+    if printed:
+        return printed, f"printed ({printed_where})"
+    for src in sorted(sources):
+        if src in SOURCE_FINGERPRINTS:
+            v, why = SOURCE_FINGERPRINTS[src]
+            return v, f"not printed; inferred from the line source {src} ({why})"
+    if "pre_0.19_cudagraph_notice" in markers:
+        return "0.18.0", "not printed; inferred from the notice 'In v0.19, CUDA graph memory profiling will be enabled by default' (printed by 0.18)"
+    if "v0_profiling_results" in markers:
+        return "0.6.4", "not printed; inferred from the V0 'Memory profiling results:' line format (0.6.4, late 2024)"
+    return None, "not printed and not inferable from the line formats"
+
+
+def rules_version(version: str | None, generation: str | None, markers: set[str]) -> tuple[str | None, str]:
+    """The version whose ledger rules to apply, and why."""
+    v = _ver(version)
+    if generation == "v0":
+        if v is not None and v < (0, 8, 0):
+            return version, f"vLLM {version} (V0 engine)"
+        why = f"the log comes from vLLM {version}'s V0 engine" if version else "V0-engine log lines"
+        return "0.7.3", why + "; the ledger's V0 rules (versions before 0.8) apply"
+    if generation == "v1" or markers & _V1_MARKERS:
+        if v is not None and v >= (0, 8, 0):
+            return version, f"vLLM {version} (V1 engine)"
+        if v is not None:
+            return "0.8.5", f"vLLM {version}'s V1 engine; the earliest V1 rules the ledger has (0.8) apply"
+        if "blocks_only" in markers and "kv_tokens" not in markers:
+            return "0.8.5", "version not printed; '# GPU blocks: N' from kv_cache_utils.py is the early V1 format (0.7, PR #12569): V1 rules of 0.8 apply"
+        if "one_line_capacity" in markers:
+            return "0.33.0", "version not printed; the one-line capacity report is the 0.33 format"
+        return "0.11.0", "version not printed; V1 lines: the ledger's 0.10–0.20 rules apply (pass --engine-version to choose)"
+    return (version, f"vLLM {version}") if v is not None else (None, "no vLLM version or engine generation found")

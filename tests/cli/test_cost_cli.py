@@ -1,0 +1,79 @@
+"""``kvledger cost``: JSON line items and totals, a records file as input, the human ledger, and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+from kvledger.errors import InputError
+from kvledger.evidence import write_records
+from kvledger.records import RequestRecord, RunMetadata, RunRecords
+
+DATA = Path(__file__).resolve().parents[1] / "evidence" / "data"
+runner = CliRunner()
+
+
+def _records_file(tmp_path: Path) -> Path:
+    # a simulation-like records file: DistServe's 10 → 3 example (100 requests in 10 s, 30 within TTFT ≤ 200 ms),
+    # 1000 input / 100 output tokens each, on 1 GPU
+    recs = [RequestRecord(str(i), i * 0.1, 1000, 100, i * 0.1 + (0.1 if i < 30 else 0.4), i * 0.1 + 1.0) for i in range(100)]
+    run = RunRecords(recs, RunMetadata("simulator", "simulator", model="m", num_gpus=1, duration_s=10.0))
+    return write_records(run, tmp_path / "sim" / "records.json")
+
+
+def test_cost_json_from_a_records_file(tmp_path):
+    res = runner.invoke(app, ["cost", str(_records_file(tmp_path)), "--slo", "ttft=200ms", "--api", "OpenAI:gpt-4.1",
+                              "--gpu", "nvidia_h100_sxm", "--gpu-provider", "Nebius", "--utilization", "0.5",
+                              "--prefill-share", "0.2", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["source"].endswith("sim/records.json")  # the file read, not the run's origin ("simulator")
+    # self-hosted output: 10⁶ / (300 good tok/s × 3600 × 0.5) × 0.8 GPU-h × $2.95 = $4.370370 per 1M (tests/ledgers/test_cost.py)
+    assert d["totals"]["self_host_usd_per_mtok_output"] == pytest.approx(4.370370, rel=1e-6)
+    assert d["totals"]["api_usd_per_mtok_output"] == 8.0 and d["totals"]["api_usd_per_mtok_input"] == 2.0
+    item = d["ledgers"]["self_host_output"]["items"][0]
+    assert set(item) == {"name", "unit", "quantity", "unit_price_usd", "amount_usd", "source", "as_of", "note"}
+    assert item["unit"] == "GPU-hour" and item["unit_price_usd"] == 2.95 and "Nebius" in item["source"]
+    assert d["sticker"]["multiplier_output"] == pytest.approx(10 / 3)  # DistServe's effective cost 3.3×
+
+
+def test_cost_human_ledger_on_the_real_aiperf_run():
+    res = runner.invoke(app, ["cost", str(DATA / "aiperf/run1_profile_export.jsonl"), "--slo", "ttft=4s,tpot=40ms",
+                              "--api", "Fireworks:gpt-oss-20b", "--gpu-usd-per-hour", "2.5", "--num-gpus", "1",
+                              "--utilization", "0.6", "--monthly-requests", "2e7", "--batch-share", "0.5", "--cache-hit-rate", "0.4"])
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    for text in ("self-hosted cost per 1M output tokens", "API cost per 1M input tokens", "break-even utilization",
+                 "break-even volume", "deciding factors", "data sovereignty", "team capability", "user input (--gpu-usd-per-hour)",
+                 "verdict on cost", "Σ TTFT ÷ Σ E2E"):
+        assert text in out, text
+
+
+def test_cost_needs_what_the_file_does_not_state():
+    f = str(DATA / "aiperf/run1_profile_export.jsonl")
+    base = ["cost", f, "--slo", "ttft=4s", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5"]
+    with pytest.raises(InputError, match="does not state how many GPUs.*--num-gpus"):
+        runner.invoke(app, base + ["--gpu-usd-per-hour", "2"], catch_exceptions=False)
+    with pytest.raises(InputError, match="does not name its GPU"):
+        runner.invoke(app, base + ["--num-gpus", "1"], catch_exceptions=False)
+    with pytest.raises(InputError, match="rental prices for 'nvidia_h100_sxm'"):
+        runner.invoke(app, base + ["--num-gpus", "1", "--gpu", "nvidia_h100_sxm"], catch_exceptions=False)
+
+
+def test_cost_multi_run_file_needs_run_index():
+    f = str(DATA / "guidellm/llmd_fixture_guidellm_report_v2_mockserver.json")
+    with pytest.raises(InputError, match=r"holds 2 runs .*--run INDEX"):
+        runner.invoke(app, ["cost", f, "--slo", "ttft=1s", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5",
+                            "--gpu-usd-per-hour", "2", "--num-gpus", "1"], catch_exceptions=False)
+
+
+def test_cost_out_file_is_not_overwritten(tmp_path):
+    out = tmp_path / "cost.json"
+    out.write_text("keep")
+    res = runner.invoke(app, ["cost", str(_records_file(tmp_path)), "--slo", "ttft=200ms", "--api", "OpenAI:gpt-4.1",
+                              "--gpu-usd-per-hour", "2.95", "--utilization", "0.5", "--out", str(out)])
+    assert isinstance(res.exception, InputError) and out.read_text() == "keep"

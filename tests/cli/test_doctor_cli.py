@@ -1,0 +1,54 @@
+"""`kvledger doctor` through the CLI: JSON for scripts, the human report, and clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+from kvledger.errors import KvLedgerError
+
+LOGS = Path(__file__).parents[1] / "fixtures" / "vllm_logs"
+CONFIGS = Path(__file__).parents[1] / "fixtures" / "configs"
+runner = CliRunner(env={"COLUMNS": "250"})
+
+
+def run(*args):
+    return runner.invoke(app, ["doctor", *map(str, args)], catch_exceptions=False)
+
+
+def test_json_start_up_rows_for_the_o6_log():
+    r = run(LOGS / "v0.10.2_qwen3-14b_lmcache.log", "--model", CONFIGS / "Qwen3-14B.json", "--json")
+    assert r.exit_code == 0
+    d = json.loads(r.stdout)
+    rows = {row["term"]: row for row in d["startup"]["rows"]}
+    # 6.51 GiB / 2,621,440 B per block → 2,666 blocks → 42,656 tokens → 2,666 / 2,048 = 1.30x
+    assert rows["GPU blocks"]["ledger_value"] == 2666 and rows["KV cache size (printed)"]["ledger_value"] == 42656
+    assert rows["max concurrency at 32,768 tokens"]["ledger_value"] == 1.30 and d["startup"]["consistent"] is True
+    assert rows["available KV memory"]["log_line"] == 1
+
+
+def test_human_report_shows_the_options_and_rules():
+    # CONSTRUCTED metrics lines (tests/fixtures/vllm_logs/README.md)
+    r = run(LOGS / "constructed_v1_preemptions_at_full_kv.log", "--gpu", "H100", "--replicas", "4", "--prefix-share", "0.5")
+    assert r.exit_code == 0
+    out = r.stdout
+    assert "FOUND capacity (capacity_bound_preemptions)" in out and "--kv-cache-dtype fp8" in out and "52,613" in out
+    assert "the ledger reproduces the log's block count" in out and "26.31x (L8)" in out
+    assert "FOUND prefix_cache_routing (prefix_blind_routing)" in out and "rule:" in out
+
+
+@pytest.mark.parametrize("args, text", [
+    ((LOGS / "tgi_launcher.log",), "Hugging Face TGI"),
+    ((LOGS / "absent.log",), "no such file"),
+    ((LOGS / "v0.14_qwen3-1.7b.log", "--replicas", "0"), "--replicas must be at least 1"),
+    ((LOGS / "v0.14_qwen3-1.7b.log", "--prefix-share", "1.5"), "between 0 and 1"),
+    ((LOGS / "v0.14_qwen3-1.7b.log", "--gpu", "h1000"), "unknown GPU"),
+])
+def test_errors_are_clear(args, text):
+    with pytest.raises(KvLedgerError) as err:  # main.run() prints these without a traceback and exits 2
+        run(*args)
+    assert text in str(err.value)

@@ -1,0 +1,76 @@
+"""``kvledger goodput``: JSON keys for scripts, the human table, boundary search, bad input and no overwriting."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+from kvledger.errors import FormatError, InputError, KvLedgerError
+
+DATA = Path(__file__).resolve().parents[1] / "evidence" / "data"
+AIPERF = str(DATA / "aiperf/run1_profile_export.jsonl")
+runner = CliRunner()
+
+
+def test_json_keys_for_one_run():
+    res = runner.invoke(app, ["goodput", AIPERF, "--slo", "ttft=900ms,tpot=33.2ms", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    # hand-checked in tests/ledgers/test_goodput.py: 5 good of 100 (11 cancelled) over 9.317788951 s
+    assert (d["num_requests"], d["num_failed"], d["num_good"], d["attainment"]) == (100, 11, 5, 0.05)
+    assert d["goodput_req_per_s"] == pytest.approx(5 / 9.317788951)
+    assert d["throughput_req_per_s"] == pytest.approx(89 / 9.317788951)
+    assert d["duration_s"] == pytest.approx(9.317788951)
+    assert d["effective_cost_multiplier"] == pytest.approx(17.8) and d["estimate"] is False
+
+
+def test_json_lines_for_several_runs_and_boundary():
+    stages = [str(DATA / f"inference-perf/stage_{i}_lifecycle_metrics.json") for i in range(7)]
+    res = runner.invoke(app, ["goodput", *stages, "--slo", "ttft=100ms,tpot=10ms", "--json", "--target", "0.9"])
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(x) for x in res.output.splitlines()]
+    assert len(lines) == 8 and all(x["estimate"] for x in lines[:7])
+    assert lines[-1]["boundary"]["boundary_value"] == pytest.approx(74.94)
+
+
+def test_human_output_names_definitions_and_estimates():
+    res = runner.invoke(app, ["goodput", AIPERF, str(DATA / "inferencex/inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json"),
+                              "--slo", "ttft=600ms,tpot=30ms"])
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert "SLO: ttft ≤ 600.00 ms, tpot ≤ 30.00 ms" in out
+    assert "≥38 ≤40" in out and "≥95.0%" in out  # the InferenceX bounds (tests/ledgers/test_estimate.py)
+    assert "read as seconds (InferenceX-style client)" in out
+    assert "output tokens = output_sequence_length (reasoning tokens included" in out
+
+
+def test_bad_input_raises_user_errors():
+    with pytest.raises(InputError, match="has no unit"):
+        runner.invoke(app, ["goodput", AIPERF, "--slo", "ttft=200"], catch_exceptions=False)
+    bad = runner.invoke(app, ["goodput", str(DATA / "SOURCES.md"), "--slo", "ttft=200ms"])
+    assert isinstance(bad.exception, FormatError) and "Known formats" in str(bad.exception)
+
+
+def test_out_file_is_never_overwritten(tmp_path):
+    out = tmp_path / "g.json"
+    out.write_text("mine")
+    res = runner.invoke(app, ["goodput", AIPERF, "--slo", "ttft=1s", "--out", str(out)])
+    assert isinstance(res.exception, KvLedgerError) and "refusing to overwrite" in str(res.exception)
+    assert out.read_text() == "mine"
+    res = runner.invoke(app, ["goodput", AIPERF, "--slo", "ttft=1s", "--out", str(out), "--force", "--json"])
+    assert res.exit_code == 0 and json.loads(out.read_text())["num_requests"] == 100
+
+
+def test_console_entry_point_prints_the_error_and_exits_2(tmp_path):
+    p = tmp_path / "mystery.json"
+    p.write_text('{"hello": 1}')
+    proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", "goodput", str(p), "--slo", "ttft=1s"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "unknown benchmark output format" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,186 @@
+"""simulate(): determinism, fast-forward = step-by-step, bad input, closed loop, replicas and routers, exports, summary."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+from kvledger.accounting.stepcost import FixedStepCost
+from kvledger.dynamics.closed_loop import ClosedLoop
+from kvledger.dynamics.engine import EngineConfig, simulate
+from kvledger.dynamics.metrics import percentiles
+from kvledger.dynamics.workload import RequestSpec
+from kvledger.errors import InputError, UnknownNameError
+
+STEP = FixedStepCost(per_step_s=0.01)
+
+
+def random_workload(n=300, seed=0, groups=4):
+    rng = np.random.default_rng(seed)
+    t, out = 0.0, []
+    for i in range(n):
+        t += float(rng.exponential(0.02))
+        nseg = int(rng.integers(0, 4))
+        g = int(rng.integers(0, groups))
+        out.append(RequestSpec(f"q{i}", t, nseg * 32 + int(rng.integers(1, 100)), int(rng.integers(1, 120)),
+                               tuple(g * 100 + j for j in range(nseg)), 32))
+    return out
+
+
+CONFIGS = {
+    "vllm-roomy": dict(num_gpu_blocks=2000, block_size=16, max_model_len=512),
+    "rejects": dict(num_gpu_blocks=2000, block_size=16, max_model_len=160, max_num_seqs=8),
+    "vllm-tight": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256),
+    "sglang-tight": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
+                         prefix_caching_policy="sglang"),
+    "lpm": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, scheduling_policy="lpm"),
+    "static": dict(num_gpu_blocks=200, block_size=16, max_model_len=512, batching="static", max_num_seqs=16),
+    "contiguous": dict(num_gpu_blocks=200, block_size=16, max_model_len=512, kv_allocation="contiguous",
+                       enable_prefix_caching=False),
+    "sliding": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, enable_prefix_caching=False,
+                    blocks_for_tokens=lambda n: -(-n // 16) + min(-(-n // 16), 3)),
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_fast_forward_gives_exactly_the_step_by_step_result(name):
+    reqs = random_workload()
+    cost = FixedStepCost(0.005, 1e-5)
+    a = simulate(reqs, EngineConfig(**CONFIGS[name]), cost)
+    b = simulate(reqs, EngineConfig(**CONFIGS[name]), cost, fast_forward=False)
+    assert a.records.records == b.records.records  # every token time bit for bit, cached tokens, preemptions
+    assert a.summary.num_steps == b.summary.num_steps and a.summary.num_preemptions == b.summary.num_preemptions
+    assert a.summary.num_finished + a.summary.num_rejected == len(reqs)
+    assert (a.summary.num_rejected > 0) == (name == "rejects")
+
+
+def test_same_inputs_give_byte_identical_json():
+    reqs = random_workload(200, seed=3)
+    cfg = EngineConfig(**CONFIGS["vllm-tight"])
+    one = json.dumps(simulate(reqs, cfg, STEP, record_steps=True).to_dict(), sort_keys=True)
+    two = json.dumps(simulate(reqs, cfg, STEP, record_steps=True).to_dict(), sort_keys=True)
+    assert one == two
+
+
+def test_memory_pressure_causes_preemptions_and_caching_gets_hits():
+    res = simulate(random_workload(), EngineConfig(**CONFIGS["vllm-tight"]), STEP)
+    s = res.summary
+    assert s.num_preemptions > 0 and 0 < s.prefix_cache_hit_rate < 1
+    assert s.prefix_cache_hit_tokens == sum(r.num_cached_tokens for r in res.records.records)
+    assert 0 < s.kv_usage["mean"] <= s.kv_usage["max"] <= 1 and 0.5 < s.kv_usage["token_state_share"] <= 1
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(num_gpu_blocks=10, max_model_len=16, block_size=0), "block_size must be ≥ 1"),
+    (dict(num_gpu_blocks=-5, max_model_len=16), "num_gpu_blocks must be ≥ 1"),
+    (dict(num_gpu_blocks=4, max_model_len=64, block_size=16), "could never run"),
+    (dict(num_gpu_blocks=100, max_model_len=4096, max_num_batched_tokens=2048, enable_chunked_prefill=False),
+     "max_num_batched_tokens (2048) is smaller than max_model_len (4096)"),
+    (dict(num_gpu_blocks=100, max_model_len=64, kv_allocation="contiguous"), "enable_prefix_caching=False"),
+    (dict(num_gpu_blocks=100, max_model_len=64, max_num_seqs=2.5), "must be an integer"),
+])
+def test_impossible_settings_are_clear_errors(kw, msg):
+    with pytest.raises(InputError, match=None) as err:
+        EngineConfig(**kw)
+    assert msg in str(err.value)
+
+
+def test_unknown_policy_names_suggest_the_known_ones():
+    with pytest.raises(UnknownNameError, match="sglang"):
+        EngineConfig(num_gpu_blocks=10, max_model_len=16, block_size=4, prefix_caching_policy="sglng")
+    with pytest.raises(UnknownNameError):
+        simulate([], EngineConfig(num_gpu_blocks=10, max_model_len=16, block_size=4), STEP, router="random")
+
+
+@pytest.mark.parametrize("spec, msg", [
+    (RequestSpec("bad0", 0.0, 0, 5), "num_prompt_tokens"),
+    (RequestSpec("bad1", 0.0, 5, 0), "num_output_tokens"),
+    (RequestSpec("bad2", float("nan"), 5, 5), "arrival_s"),
+])
+def test_malformed_request_names_the_request(spec, msg):
+    with pytest.raises(InputError, match=spec.request_id) as err:
+        simulate([spec], EngineConfig(num_gpu_blocks=10, max_model_len=16, block_size=4), STEP)
+    assert msg in str(err.value)
+
+
+def test_closed_loop_users_send_the_next_request_when_the_last_one_ends():
+    # 2 users, 4 requests (P=4, O=2), think time 0.1 s. Steps of 10 ms.
+    # t=0: r0, r1 sent; step 0 prefills both (tokens at .01), step 1 decodes (tokens at .02): both done.
+    # both users think 0.1 s → r2, r3 sent at .12, tokens at .13, .14.
+    reqs = [RequestSpec(f"r{i}", 99.0, 4, 2) for i in range(4)]
+    res = simulate(ClosedLoop(reqs, num_users=2, think_time_s=0.1), EngineConfig(num_gpu_blocks=20,
+                   max_model_len=16, block_size=4), STEP)
+    recs = {r.request_id: r for r in res.records.records}
+    assert recs["r2"].arrival_s == pytest.approx(0.12) and recs["r3"].arrival_s == pytest.approx(0.12)
+    assert recs["r3"].finish_s == pytest.approx(0.14)
+    assert res.records.metadata.concurrency == 2
+
+
+def test_closed_loop_across_replicas_keeps_time_order():
+    # 2 users, 2 replicas, round robin, no think time; P=4, O=2 on 10 ms steps.
+    # r0 → replica 0, r1 → replica 1 at t=0; each finishes at .02; r2, r3 are sent at .02 and go to
+    # replicas 0 and 1 → first tokens .03, finish .04.
+    reqs = [RequestSpec(f"r{i}", 0.0, 4, 2) for i in range(4)]
+    progress = []
+    res = simulate(ClosedLoop(reqs, 2), EngineConfig(num_gpu_blocks=20, max_model_len=16, block_size=4), STEP,
+                   num_replicas=2, progress=lambda done, total: progress.append((done, total)))
+    recs = {r.request_id: r for r in res.records.records}
+    assert [recs[f"r{i}"].arrival_s for i in range(4)] == pytest.approx([0.0, 0.0, 0.02, 0.02])
+    assert [recs[f"r{i}"].finish_s for i in range(4)] == pytest.approx([0.02, 0.02, 0.04, 0.04])
+    assert progress[-1] == (4, 4)
+
+
+def test_round_robin_alternates_and_least_loaded_balances():
+    # four identical requests at t=0 on 2 replicas: each replica serves two, batched → all finish at .02
+    reqs = [RequestSpec(f"r{i}", 0.0, 4, 2) for i in range(4)]
+    cfg = EngineConfig(num_gpu_blocks=20, max_model_len=16, block_size=4)
+    for router in ("round_robin", "least_loaded"):
+        res = simulate(reqs, cfg, STEP, num_replicas=2, router=router)
+        assert [r.finish_s for r in res.records.records] == pytest.approx([0.02] * 4)
+        assert res.summary.num_steps == 4  # 2 steps on each replica
+
+
+def test_prefix_aware_routing_keeps_shared_prefixes_together():
+    # two prefix groups arriving in pairs (A A B B A A ...), 2 replicas, 64 shareable tokens (4 blocks) per
+    # request, prompts of 70 tokens. Round robin sends each pair to both replicas, so every replica computes
+    # each group's prefix once: 4 misses, 8 of 12 requests hit 64 tokens. Prefix-aware routing keeps each
+    # group on one replica: 2 misses, 10 hits. Prompt tokens 12 × 70 = 840.
+    reqs = [RequestSpec(f"s{i}", 0.05 * i, 70, 1, ((i // 2) % 2 * 10, (i // 2) % 2 * 10 + 1), 32) for i in range(12)]
+    cfg = EngineConfig(num_gpu_blocks=100, max_model_len=128, block_size=16)
+    rr = simulate(reqs, cfg, STEP, num_replicas=2, router="round_robin").summary
+    pa = simulate(reqs, cfg, STEP, num_replicas=2, router="prefix_aware").summary
+    assert rr.prefix_cache_hit_rate == pytest.approx(8 * 64 / 840)
+    assert pa.prefix_cache_hit_rate == pytest.approx(10 * 64 / 840)
+
+
+def test_step_log_exports_jsonl_and_chrome_trace():
+    res = simulate([RequestSpec("a", 0.0, 6, 3)], EngineConfig(num_gpu_blocks=10, max_model_len=16, block_size=4),
+                   STEP, record_steps=True)
+    buf = io.StringIO()
+    res.write_steps_jsonl(buf)
+    rows = [json.loads(line) for line in buf.getvalue().splitlines()]
+    assert [r["num_scheduled_tokens"] for r in rows] == [6, 1, 1]
+    assert [r["start_s"] for r in rows] == pytest.approx([0.0, 0.01, 0.02])
+    ev = res.chrome_trace()["traceEvents"]
+    steps = [e for e in ev if e["ph"] == "X"]
+    assert [e["name"] for e in steps] == ["prefill", "decode", "decode"] and steps[1]["ts"] == pytest.approx(1e4)
+    with pytest.raises(InputError):
+        simulate([RequestSpec("a", 0.0, 6, 3)], EngineConfig(num_gpu_blocks=10, max_model_len=16, block_size=4),
+                 STEP).chrome_trace()
+
+
+def test_summary_latencies_and_percentiles():
+    # single request P=6, O=3 on 10 ms steps: TTFT .01, ITL [.01, .01], TPOT .01, E2E .03
+    s = simulate([RequestSpec("a", 0.0, 6, 3)], EngineConfig(num_gpu_blocks=10, max_model_len=16, block_size=4),
+                 STEP).summary
+    assert s.ttft_s.p50 == pytest.approx(0.01) and s.e2e_s.p99 == pytest.approx(0.03)
+    assert s.itl_s.count == 2 and s.tpot_s.mean == pytest.approx(0.01)
+    assert s.throughput_tok_per_s == pytest.approx(3 / 0.03)
+    d = s.to_dict()
+    for k in ("ttft_s", "itl_s", "tpot_s", "e2e_s"):
+        assert set(d[k]) >= {"mean", "p50", "p90", "p99"}
+    v = np.random.default_rng(1).exponential(1.0, 1001)
+    assert percentiles(v, (50.0, 90.0, 99.0)) == pytest.approx(list(np.percentile(v, [50, 90, 99])))

@@ -1,0 +1,251 @@
+"""The vLLM server-log parser on real posted logs (tests/fixtures/vllm_logs, sources in its README): exact values, tolerance, other engines.
+
+Byte figures: vLLM prints GiB to 2 decimals and the parser stores round(x × 2**30) bytes, so each expected value
+is written as the printed number times GiB.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvledger.errors import InputError
+from kvledger.evidence.vllm_log import UnsupportedLogError, parse_vllm_log, read_vllm_log
+from kvledger.units import GiB
+
+LOGS = Path(__file__).parents[1] / "fixtures" / "vllm_logs"
+
+
+def log(name: str):
+    return parse_vllm_log((LOGS / name).read_text(encoding="utf-8"), name)
+
+
+def gib(x: float) -> int:
+    return int(round(x * GiB))
+
+
+def test_v0_064_profiling_results_line_and_gb_label():
+    lg = log("v0.6.4_llama-3.1-8b_rtx3090_20k.log")
+    st = lg.startup
+    # L1 "Loading model weights took 14.9888 GB": GB label, GiB value
+    assert st.weights_bytes == gib(14.9888) and st.lines["weights_bytes"] == 1
+    assert any("is GiB despite the label" in n for n in st.notes)
+    # L2 "Memory profiling results: total_gpu_memory=23.58GiB ... peak_torch_memory=17.06GiB ... non_torch_memory=0.35GiB
+    #     kv_cache_size=3.81GiB gpu_memory_utilization=0.90"
+    assert (st.total_gpu_memory_bytes, st.peak_torch_memory_bytes, st.non_torch_bytes, st.available_kv_bytes) == (
+        gib(23.58), gib(17.06), gib(0.35), gib(3.81))
+    assert st.gpu_memory_utilization == 0.90
+    # derived: activation = peak_torch − weights = 17.06 − 14.9888 GiB; requested = 23.58 × 0.90 = 21.222 GiB
+    assert st.activation_peak_bytes == gib(17.06) - gib(14.9888)
+    assert st.requested_memory_bytes == int(gib(23.58) * 0.9)
+    # L3 "GPU blocks: 1952, # CPU blocks: 2048" (the poster dropped the leading '#')
+    assert (st.num_gpu_blocks, st.num_cpu_blocks, st.lines["num_gpu_blocks"]) == (1952, 2048, 3)
+    # L4 "Maximum concurrency for 20000 tokens per request: 1.56x" → max_model_len 20000
+    assert (st.concurrency_context_tokens, st.max_concurrency, st.max_model_len) == (20000, 1.56, 20000)
+    assert (lg.version, lg.generation, lg.rules_version) == ("0.6.4", "v0", "0.6.4")
+    assert "inferred" in lg.version_source and lg.skipped_lines == 0
+
+
+def test_v0_start_up_error_is_read():
+    st = log("v0.6.4_llama-3.1-8b_rtx3090_29k_too_long.log").startup
+    # L5 "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (23648)"
+    assert (st.error_max_model_len, st.error_kv_capacity_tokens) == (29000, 23648)
+    assert st.num_gpu_blocks == 1478 and st.max_concurrency == 0.82  # 1478 × 16 = 23,648; 23,648 / 29,000 = 0.8154
+    assert st.startup_error.startswith("max seq len (29000)")
+
+
+def test_early_v1_command_line_and_blocks_only_format():
+    lg = log("v0.7-v1_llama-3.1-70b-w8a8.log")
+    st = lg.startup
+    # L1 "VLLM_USE_V1=1 vllm serve neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8 --max-model-len 2048 --gpu-memory-utilization 0.98"
+    assert st.model == "neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8"
+    assert (st.max_model_len, st.gpu_memory_utilization) == (2048, 0.98)
+    assert st.weights_bytes == gib(67.7229)  # L3 "Loading model weights took 67.7229 GB"
+    assert (st.num_gpu_blocks, st.num_cpu_blocks, st.max_concurrency) == (1381, None, 10.79)  # L9, L10
+    # 4 lines carry values (command, weights, blocks, concurrency); "...", 5 torch.compile lines are skipped
+    assert (lg.total_lines, lg.vllm_lines, lg.skipped_lines) == (10, 4, 6)
+    assert (lg.generation, lg.rules_version) == ("v1", "0.8.5") and lg.version is None
+
+
+def test_v0_engine_of_08_inside_a_kubectl_pane():
+    lg = log("v0.8-v0engine_llama-2-7b_h100.log")
+    st = lg.startup
+    # L3 "total_gpu_memory (79.19GiB) x gpu_memory_utilization (0.90) = 71.27GiB" between '│' box characters
+    assert (st.total_gpu_memory_bytes, st.gpu_memory_utilization, st.requested_memory_bytes) == (gib(79.19), 0.90, gib(71.27))
+    # L4 "model weights take 12.55GiB; non_torch_memory takes 0.16GiB; PyTorch activation peak memory takes 2.38GiB;
+    #     the rest of the memory reserved for KV Cache is 56.18GiB."
+    assert (st.weights_bytes, st.non_torch_bytes, st.activation_peak_bytes, st.available_kv_bytes) == (
+        gib(12.55), gib(0.16), gib(2.38), gib(56.18))
+    assert (st.num_gpu_blocks, st.num_cpu_blocks) == (7191, 512)  # L5 "# cuda blocks: 7191, # CPU blocks: 512"
+    assert st.lines["available_kv_bytes"] == 4 and st.lines["num_gpu_blocks"] == 5
+    assert (lg.generation, lg.rules_version) == ("v0", "0.7.3") and "V0 rules" in lg.rules_reason
+
+
+def test_several_workers_print_the_same_profile():
+    st = log("v0.8-v0engine_tp_workers.log").startup
+    assert st.workers == ("VllmWorkerProcess pid=521", "VllmWorkerProcess pid=507", "VllmWorkerProcess pid=577")
+    # 23.35 − 21.21 − 0.20 − 0.37 = 1.57 GiB on every worker; no "different" note
+    assert st.available_kv_bytes == gib(1.57) and not any("different" in n for n in st.notes)
+    assert st.requested_memory_bytes == gib(23.35) and st.gpu_memory_utilization == 0.99
+
+
+def test_engine_config_echo_and_printed_version():
+    lg = log("v0.8.1-v0engine_config_echo.log")
+    st = lg.startup
+    # L6 "Initializing a V0 LLM engine (v0.8.1) with config: model='meta-llama/Llama-3.2-1B-Instruct', ...
+    #     dtype=torch.bfloat16, max_seq_len=131072, ..., tensor_parallel_size=1, pipeline_parallel_size=1,"
+    assert (lg.version, lg.version_source, lg.generation) == ("0.8.1", "printed (line 6)", "v0")
+    assert (st.model, st.dtype, st.max_model_len, st.tensor_parallel_size, st.pipeline_parallel_size) == (
+        "meta-llama/Llama-3.2-1B-Instruct", "bfloat16", 131072, 1, 1)
+    # L5 "Chunked prefill is enabled with max_num_batched_tokens=2048."
+    assert (st.max_num_batched_tokens, st.enable_chunked_prefill) == (2048, True)
+    assert lg.skipped_lines == 4  # platform, kserve, tasks and the chunked-prefill warning carry nothing read
+
+
+def test_v1_0102_capacity_lines():
+    lg = log("v0.10.2_qwen3-14b_lmcache.log")
+    st = lg.startup
+    assert st.available_kv_bytes == gib(6.51)  # L1 "Available KV cache memory: 6.51 GiB"
+    assert st.kv_cache_tokens == 42656  # L2 "GPU KV cache size: 42,656 tokens"
+    assert (st.concurrency_context_tokens, st.max_concurrency) == (32768, 1.30)  # L3 "... 32,768 tokens per request: 1.30x"
+    assert st.workers == ("EngineCore_DP0 pid=1133552",)
+    assert lg.version == "0.10.2" and "kv_cache_utils.py:864" in lg.version_source  # engines.md §7 O6
+
+
+def test_banner_args_dict_behind_docker_compose_and_quote_prefixes():
+    lg = log("v0.18.0_banner_docker_compose.log")
+    st = lg.startup
+    assert (lg.version, lg.version_source) == ("0.18.0", "printed (line 3)")  # banner "… version 0.18.0"
+    assert st.model == "/models/unsloth/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf" and st.served_model_name == "Qwen/Qwen3-8B"
+    # L7 non-default args: 'max_model_len': 16384, 'gpu_memory_utilization': 0.79, 'kv_cache_dtype': 'fp8', 'max_num_seqs': 16
+    assert (st.max_model_len, st.gpu_memory_utilization, st.kv_cache_dtype, st.max_num_seqs) == (16384, 0.79, "fp8", 16)
+    assert st.lines["max_model_len"] == 7 and lg.skipped_lines == 5
+
+
+def test_cudagraph_estimate_override_and_018_notice():
+    lg = log("v0.18_cudagraph_estimate_override.log")
+    st = lg.startup
+    assert st.num_gpu_blocks_override == 512  # L1 "Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512"
+    assert st.cudagraph_estimate_bytes == gib(1.62)  # L3 "Estimated CUDA graph memory: 1.62 GiB total"
+    assert st.available_kv_bytes == gib(6.9)  # L4 "Available KV cache memory: 6.9 GiB"
+    assert st.gpu_memory_utilization == 0.9  # L5 "... increase --gpu-memory-utilization from 0.9000 to 0.9690 ..."
+    assert (st.kv_cache_tokens, st.concurrency_context_tokens, st.max_concurrency) == (89760, 262144, 1.36)  # L6, L7
+    assert lg.version == "0.18.0" and "In v0.19" in lg.version_source
+
+
+def test_v024_hybrid_fp8_args_and_printed_version():
+    lg = log("v0.24.0_hybrid_fp8_rtx5090.log")
+    st = lg.startup
+    assert (lg.version, lg.generation, lg.rules_version) == ("0.24.0", "v1", "0.24.0")  # L5 "V1 LLM engine (v0.24.0)"
+    assert (st.available_kv_bytes, st.kv_cache_tokens, st.max_concurrency) == (gib(5.98), 567978, 4.33)  # L1–L3
+    # L4 args: 'max_model_len': 131072, 'kv_cache_dtype': 'fp8', 'max_num_batched_tokens': 8192, 'max_num_seqs': 1
+    assert (st.max_model_len, st.kv_cache_dtype, st.max_num_batched_tokens, st.max_num_seqs) == (131072, "fp8", 8192, 1)
+    assert (st.quantization, st.enable_prefix_caching, st.served_model_name) == ("modelopt", True, "qwen3.6-35b-a3b")
+
+
+def test_cuda_graph_pool_lines():
+    st = log("v0.2x_windows_cudagraph_pool.log").startup
+    assert st.cudagraph_actual_bytes == gib(0.11)  # L6 "Graph capturing finished in 2 secs, took 0.11 GiB"
+    assert st.cudagraph_estimate_bytes == gib(0.14)  # L7 "CUDA graph pool memory: 0.11 GiB (actual), 0.14 GiB (estimated)"
+    assert (st.kv_cache_tokens, st.max_concurrency) == (396928, 3.03)
+
+
+def test_v0_metrics_and_swap_preemption_with_times():
+    lg = log("v0.6.3_metrics_swap_preemption.log")
+    a, b = lg.stats
+    # L1 "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 7220.5 tokens/s, Running: 2 reqs, Swapped: 0 reqs,
+    #     Pending: 98 reqs, GPU KV cache usage: 73.8%, CPU KV cache usage: 0.0%."
+    assert (a.prompt_tokens_per_s, a.generation_tokens_per_s, a.running_reqs, a.swapped_reqs, a.waiting_reqs) == (0.0, 7220.5, 2, 0, 98)
+    assert (a.gpu_kv_usage_pct, a.cpu_kv_usage_pct, a.preemptions, a.engine) == (73.8, 0.0, None, None)
+    assert (b.gpu_kv_usage_pct, b.t_s, a.t_s) == (86.1, 5.0, 0.0)  # 11:16:39 − 11:16:34
+    (e,) = lg.preemptions  # L3 "Sequence group chat-7e63… is preempted by PreemptionMode.SWAP mode because there is not enough KV cache space"
+    assert (e.request_id, e.mode, e.kind, e.cumulative, e.t_s) == ("chat-7e630abf1a8b4c8a88775b1e98a54cf2", "SWAP", "preempted", None, 7.0)
+    assert not lg.prints_preemption_counts
+
+
+def test_recompute_preemption_with_cumulative_count():
+    lg = log("v0.5_recompute_preemption.log")
+    (e,) = lg.preemptions  # "... PreemptionMode.RECOMPUTE mode ... total_num_cumulative_preemption=1"
+    assert (e.request_id, e.mode, e.cumulative, e.time_text) == ("147", "RECOMPUTE", 1, "08-20 10:18:39")
+    assert (lg.vllm_lines, lg.skipped_lines) == (1, 5)  # the traceback is skipped
+
+
+def test_glued_records_on_one_physical_line():
+    lg = log("v0.10_metrics_glued_lines.log")
+    assert [(s.line_no, s.gpu_kv_usage_pct, s.generation_tokens_per_s) for s in lg.stats] == [
+        (1, 91.2, 239.2), (2, 91.6, 239.2), (2, 91.9, 240.0)]  # line 2 holds two records: "…0.0%INFO 07-28 06:41:19 …"
+    assert [s.t_s for s in lg.stats] == [0.0, 10.0, 20.0] and all(s.engine == "000" for s in lg.stats)
+
+
+def test_v1_metrics_behind_iso_stamps_and_prefix_hits():
+    lg = log("v1_metrics_iso_timestamps.log")
+    assert [s.t_s for s in lg.stats] == [0.0, 10.0, 20.0, 30.0]
+    assert [(s.running_reqs, s.waiting_reqs, s.gpu_kv_usage_pct) for s in lg.stats][:2] == [(9, 0, 62.8), (9, 1, 68.8)]
+    hits = [s.prefix_cache_hit_pct for s in log("v1_metrics_prefix_hits_rising.log").stats]
+    assert hits == [0.0, 48.4, 64.6, 72.6, 77.5]  # "Prefix cache hit rate: …%" on lines 1–5
+
+
+def test_v1_preemptions_field_constructed_log():
+    # CONSTRUCTED fixture (README): V1 metrics lines with "Preemptions: N" (loggers.py format); start-up lines from a real measurement
+    lg = log("constructed_v1_preemptions_at_full_kv.log")
+    assert [s.preemptions for s in lg.stats] == [None, None, None, 9, 14, 11]
+    assert lg.prints_preemption_counts and lg.stats[3].gpu_kv_usage_pct == 99.6
+    st = lg.startup
+    # DEBUG "Total non KV cache memory: 19.88GiB; torch peak memory increase: 4.76GiB; non-torch forward increase memory: 0.13GiB;
+    #        weights memory: 14.99GiB." and "Model loading took 14.99 GiB and 12.430712 seconds"
+    assert (st.non_kv_total_bytes, st.activation_peak_bytes, st.non_torch_bytes, st.weights_bytes) == (
+        gib(19.88), gib(4.76), gib(0.13), gib(14.99))
+    assert st.lines["weights_bytes"] == 4 and st.enable_prefix_caching is True
+
+
+def test_one_line_capacity_format_of_033():
+    # CONSTRUCTED from the 0.33 format in engines.md §1.8 ("both values print on one line")
+    text = ("(EngineCore pid=9) INFO 01-05 10:00:00 [kv_cache_utils.py:1400] GPU KV cache size: 440,704 tokens, "
+            "Maximum concurrency for 131,072 tokens per request: 3.36x")
+    lg = parse_vllm_log(text)
+    assert (lg.startup.kv_cache_tokens, lg.startup.max_concurrency, lg.rules_version) == (440704, 3.36, "0.33.0")
+
+
+def test_v0_separate_prefix_hit_line_attaches_to_the_previous_sample():
+    # CONSTRUCTED from V0 engine/metrics.py's documented second line "Prefix cache hit rate: GPU: X%, CPU: Y%"
+    text = ("INFO 05-01 10:00:00 metrics.py:351] Avg prompt throughput: 120.0 tokens/s, Avg generation throughput: 30.0 tokens/s, "
+            "Running: 3 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 5.0%, CPU KV cache usage: 0.0%.\n"
+            "INFO 05-01 10:00:00 metrics.py:367] Prefix cache hit rate: GPU: 42.50%, CPU: 0.00%")
+    (s,) = parse_vllm_log(text).stats
+    assert s.prefix_cache_hit_pct == 42.5 and s.line_no == 1
+
+
+def test_unknown_lines_are_skipped_not_fatal():
+    text = "\n".join(["garbage \x00\x01 line", "INFO 01-01 00:00:00 [x.py:1] something unrelated", "",
+                      "(EngineCore pid=1) INFO 01-01 00:00:01 [gpu_worker.py:1] Available KV cache memory: 1.50 GiB",
+                      "Traceback (most recent call last):", "{ not json"])
+    lg = parse_vllm_log(text)
+    assert (lg.total_lines, lg.vllm_lines, lg.skipped_lines) == (6, 1, 5)
+    assert lg.startup.available_kv_bytes == gib(1.5) and lg.engine == "vllm"
+
+
+@pytest.mark.parametrize("name, engine, word", [
+    ("sglang_server.log", "sglang", "SGLang"), ("tgi_launcher.log", "tgi", "TGI"),
+    ("trtllm_engine.log", "trtllm", "TensorRT-LLM"), ("llamacpp_ollama.log", "llama.cpp", "llama.cpp")])
+def test_other_engines_are_recognised_and_refused(name, engine, word):
+    assert log(name).engine == engine
+    with pytest.raises(UnsupportedLogError) as err:
+        read_vllm_log(LOGS / name)
+    assert word in str(err.value) and "vLLM server logs only" in str(err.value) and "line " in str(err.value)
+
+
+def test_no_vllm_lines_and_missing_file(tmp_path):
+    p = tmp_path / "notes.txt"
+    p.write_text("just some text\nno engine here\n")
+    with pytest.raises(UnsupportedLogError, match="no vLLM log lines in 2 line"):
+        read_vllm_log(p)
+    with pytest.raises(InputError, match="no such file"):
+        read_vllm_log(tmp_path / "absent.log")
+
+
+def test_result_is_json_serializable():
+    d = log("constructed_v1_preemptions_at_full_kv.log").to_dict()
+    back = json.loads(json.dumps(d))
+    assert back["startup"]["kv_cache_tokens"] == 420896 and back["stats"][3]["preemptions"] == 9
