@@ -153,3 +153,38 @@ def test_hub_offline_gives_a_clear_message(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(KvLedgerError, match=r"not bundled .* pass its path"):
         load_model("someorg/some-model-not-bundled")
+
+
+def _llama8b_raw():
+    return json.loads((resources.files("kvledger.catalog") / "data/models/meta-llama--Meta-Llama-3.1-8B.json").read_text())
+
+
+def test_gptq_and_awq_weight_bytes():
+    # 4-bit, group 128, per Linear (rows=out, cols=in): values rows·cols/2 B, an fp16 scale and a 4-bit zero per group
+    # (rows·cols/128 × 2.5 B) and, for GPTQ, an int32 g_idx per input feature. Llama-3.1-8B per layer: 218,103,808 linear
+    # weights → 109,051,904 + 4,259,840 B; g_idx Σ cols = 6 × 4,096 + 14,336 = 38,912 → 155,648 B. 32 layers:
+    # GPTQ 32 × 113,467,392 = 3,630,956,544 B, AWQ 32 × 113,311,744 = 3,625,975,808 B. Embedding + lm_head stay bf16: 2 × 525,336,576 × 2 B; norms 266,240 × 2 B.
+    raw = _llama8b_raw()
+    raw["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False}
+    assert parse_config(raw, source="t").weight_bytes() == 3_630_956_544 + 2_101_346_304 + 532_480  # 5.73 GB
+    raw["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}
+    assert parse_config(raw, source="t").weight_bytes() == 3_625_975_808 + 2_101_346_304 + 532_480
+
+
+def test_fp8_block_scales_and_unknown_quantization():
+    # Qwen3-32B-FP8: 1 B per linear weight + an fp32 scale per 128×128 block; embeddings, norms, lm_head in bf16.
+    fp8, bf16 = load_model("Qwen/Qwen3-32B-FP8"), load_model("Qwen/Qwen3-32B")
+    assert fp8.num_params == bf16.num_params and 0.5 < fp8.weight_bytes() / bf16.weight_bytes() < 0.53
+    raw = _llama8b_raw()
+    raw["quantization_config"] = {"quant_method": "hqq"}
+    with pytest.raises(ConfigError, match=r"'quantization_config.quant_method': unsupported weight quantization 'hqq'"):
+        parse_config(raw, source="t")
+
+
+def test_gemma3_sliding_window_pattern():
+    # Gemma-3: every sliding_window_pattern-th layer (i+1) % 6 == 0 is global; the rest local with window 1024.
+    raw = dict(model_type="gemma3_text", hidden_size=256, num_hidden_layers=12, num_attention_heads=4, num_key_value_heads=2,
+               head_dim=64, intermediate_size=512, vocab_size=1000, max_position_embeddings=4096, sliding_window=1024,
+               sliding_window_pattern=6)
+    kinds = [l.kind for l in parse_config(raw, source="t").layers]
+    assert [i for i, k in enumerate(kinds) if k == "full"] == [5, 11]

@@ -78,3 +78,10 @@ def test_catalog_listings():
     gpus = json.loads(run("gpus", "--json").stdout)
     assert any(g["gpu_id"] == "nvidia_h200_sxm" for g in gpus)
     assert "GPU catalog" in run("gpus").stdout
+
+
+def test_custom_gpu_flags_and_roofline_fractions():
+    # A GPU with 3.0 TB/s and 600 TFLOP/s dense BF16: ridge = 600e12 / 3.0e12 = 200 FLOP/B.
+    d = json.loads(run("plan", "llama-3.1-8b", "--gpu", "h100", "--gpu-bandwidth", "3.0", "--gpu-bf16-tflops", "600",
+                       "--achievable-bandwidth-fraction", "0.5", "--json").stdout)
+    assert d["roofline"]["ridge_flops_per_byte"] == 200.0 and d["roofline"]["bandwidth_fraction"] == 0.5

@@ -86,6 +86,14 @@ class RooflineStepCost:
         self.head_flops_per_seq = 2 * head / tp
         self._attn_coef, self._swa = self._attention_coefficients()
         self.state_bytes = kv.state_bytes_per_seq
+        self._gemm_cache: dict[int, float] = {}
+        self._arange = self._steps_init()
+
+    @staticmethod
+    def _steps_init():
+        import numpy as np
+
+        return np.arange(1024, dtype=np.float64)
 
     def _attention_coefficients(self) -> tuple[float, list[tuple[float, float, int]]]:
         """(FLOPs per query–key pair over unbounded layers, [(flops/pair, bytes/token, window) per windowed group])."""
@@ -149,19 +157,46 @@ class RooflineStepCost:
             return 0.0
         return self.time_s(self.costs(shape))
 
+    def _gemm_s(self, num_seqs: int) -> float:
+        """Weight-matmul term of a pure-decode step of ``num_seqs`` sequences at the achievable fractions, s (cached)."""
+        t = self._gemm_cache.get(num_seqs)
+        if t is None:
+            p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
+            t = max((2 * self.matmul_params + self.head_flops_per_seq) * num_seqs / p, self.weight_read_bytes(num_seqs) / b)
+            if len(self._gemm_cache) < 4096:
+                self._gemm_cache[num_seqs] = t
+        return t
+
+    def _steps(self, num_steps: int) -> np.ndarray:
+        """0, 1, …, num_steps − 1 as float64 (a cached array, sliced)."""
+        import numpy as np
+
+        if num_steps > len(self._arange):
+            self._arange = np.arange(max(num_steps, 2 * len(self._arange)), dtype=np.float64)
+        return self._arange[:num_steps]
+
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
-        """Vectorised pure-decode steps (see StepCostModel), s, shape (num_steps,)."""
+        """Vectorised pure-decode steps (see StepCostModel), s, shape (num_steps,).
+
+        Without windowed layers each step's time is affine in the step index (the KV read grows by
+        ``num_seqs`` tokens a step), so the common case is one multiply-add on a cached index array.
+        """
         import numpy as np
 
         if num_seqs == 0:
             return np.zeros(num_steps)
         p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
-        gemm = max((2 * self.matmul_params + self.head_flops_per_seq) * num_seqs / p, self.weight_read_bytes(num_seqs) / b)
-        kvt = kv_tokens + num_seqs * np.arange(num_steps, dtype=np.float64)
+        base = self._gemm_s(num_seqs) + self.cpu_overhead_s
+        fa, fb = self._attn_coef / p, self.kv.growing_bytes_per_token / b
+        state = 2 * self.state_bytes * num_seqs / b
+        steps = self._steps(num_steps)
+        if not self._swa and fa <= fb:  # attention bandwidth-bound at every length (GQA/MHA/MLA at low TP)
+            return (base + state + fb * kv_tokens) + (fb * num_seqs) * steps
+        kvt = kv_tokens + num_seqs * steps
         flops = self._attn_coef * kvt
         byts = self.kv.growing_bytes_per_token * kvt + 2 * self.state_bytes * num_seqs
         for coef, bpt, window in self._swa:
             capped = np.minimum(kvt, window * num_seqs)
             flops = flops + coef * capped
             byts = byts + bpt * capped
-        return gemm + np.maximum(flops / p, byts / b) + self.cpu_overhead_s
+        return base + np.maximum(flops / p, byts / b)

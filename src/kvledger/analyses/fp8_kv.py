@@ -9,7 +9,7 @@ KV bytes in fp8, plus the FP8 overhead of :mod:`kvledger.analyses.fp8_calibratio
     t_fp8  = max(F_w / F_peak, W / BW) + max(F_a / F_peak, K_fp8  / BW) + cpu + L_attn·f + x·elements
 
 with F_w, F_a the GEMM and attention FLOPs, W the weight bytes, K the KV bytes and BW, F_peak the
-achievable peaks (GEMMs and attention priced in sequence: :mod:`kvledger.analyses.roofline_terms`).
+achievable peaks (GEMMs and attention priced in sequence by ``RooflineStepCost.time_s``).
 Decode attention is bandwidth-bound at any batch, so the weight term cancels and the break-even
 context per sequence is
 
@@ -30,7 +30,7 @@ from kvledger.accounting.roofline_report import decode_shape
 from kvledger.accounting.settings import PlanSettings
 from kvledger.analyses.fp8_calibration import DEFAULT_FP8_OVERHEAD, Fp8Overhead, kv_layers
 from kvledger.analyses.plans import require_kv_pool
-from kvledger.analyses.roofline_terms import serial_time_s, weights_bound
+from kvledger.analyses.roofline_terms import weights_bound
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -111,7 +111,7 @@ class Fp8DecodeModel:
         shape = decode_shape(batch, context_tokens)
         cb, cf = self.rb.costs(shape), self.rf.costs(shape)
         ov = self.overhead_s(cf, batch)
-        return serial_time_s(self.rb, cb), serial_time_s(self.rf, cf) + ov, cb, cf, ov
+        return self.rb.time_s(cb), self.rf.time_s(cf) + ov, cb, cf, ov
 
     def gain_s(self, batch: int, context_tokens: int) -> float:
         """bf16 step − fp8 step, s (positive: fp8 faster)."""

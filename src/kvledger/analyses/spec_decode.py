@@ -7,7 +7,7 @@ eq. 1): ``E = (1 − α^(k+1)) / (1 − α)`` (``k + 1`` when α = 1).
 Per round each running sequence pays k draft steps and one verification step. Verification pushes
 k+1 tokens per sequence through the weights (FLOPs × (k+1), weight bytes read once) and attends them
 to the sequence's KV (read once); logits are computed at all k+1 positions. Steps are priced with the
-GEMMs and attention in sequence (:mod:`kvledger.analyses.roofline_terms`). While the GEMMs are
+GEMMs and attention in sequence (``RooflineStepCost.time_s``). While the GEMMs are
 bandwidth-bound verification costs about one decode step, so a round yields E tokens for ~1 step: a
 gain. Once batch × (k+1) tokens pass the GEMMs' ridge crossover (seed-claims.md §2–§4) their time
 grows with every verified token, and past the point where (k+1)× the GEMM FLOPs plus the draft cost
@@ -27,7 +27,7 @@ from kvledger.accounting.roofline import RooflineStepCost, StepCosts
 from kvledger.accounting.roofline_report import decode_shape
 from kvledger.accounting.stepcost import StepShape
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
-from kvledger.analyses.roofline_terms import serial_time_s, weights_bound
+from kvledger.analyses.roofline_terms import weights_bound
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.units import cdiv
@@ -152,13 +152,13 @@ class SpecDecodeModel:
             return 0.0
         if self.draft.kind == "fraction":
             return self.k * self.draft.cost_fraction * base_step_s
-        return self.k * serial_time_s(self.draft_rc, self.draft_rc.costs(decode_shape(batch, context_tokens)))
+        return self.k * self.draft_rc.time_s(self.draft_rc.costs(decode_shape(batch, context_tokens)))
 
     def row(self, batch: int, context_tokens: int) -> SpecRow:
         cb = self.rc.costs(decode_shape(batch, context_tokens))
-        base = serial_time_s(self.rc, cb)
+        base = self.rc.time_s(cb)
         cv = self.verify_costs(batch, context_tokens)
-        ver = serial_time_s(self.rc, cv)
+        ver = self.rc.time_s(cv)
         dr = self.draft_s(batch, context_tokens, base)
         rnd = ver + dr
         return SpecRow(batch, context_tokens, base, ver, dr, rnd, self.expected, self.expected * base / rnd,

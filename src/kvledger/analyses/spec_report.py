@@ -171,6 +171,6 @@ def analyse_spec_decode(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings |
            "(E·(1 − (1 − top_k/E)^T) experts per layer); consecutive tokens' routing is correlated in practice, so this "
            "overstates the verification cost at small batch."] if model.is_moe else []),
         "Step times are roofline estimates with the weight GEMMs and attention priced in sequence, each the max of its "
-        "compute and bandwidth terms at the achievable fractions (kvledger.analyses.roofline_terms).",
+        "compute and bandwidth terms at the achievable fractions (RooflineStepCost.time_s).",
     ]
     return SpecReport(**{**rep.__dict__, "verdict": tuple(_verdict(rep, sm)), "notes": tuple(notes)})

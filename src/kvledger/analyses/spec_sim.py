@@ -24,34 +24,18 @@ from typing import Any
 import numpy as np
 
 from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop
-from kvledger.analyses.roofline_terms import serial_time_s
 from kvledger.analyses.spec_decode import SpecDecodeModel
 from kvledger.dynamics.workload import RequestSpec
 from kvledger.errors import InputError
 
-__all__ = ["SerialRooflineCost", "SpecRoundStepCost", "rounds_for_tokens", "spec_workload", "run_spec_sweep", "auto_rates",
+__all__ = ["SpecRoundStepCost", "rounds_for_tokens", "spec_workload", "run_spec_sweep", "auto_rates",
            "sweep_sentence"]
-
-
-class SerialRooflineCost:
-    """The plain engine under the same pricing as the rounds: GEMMs and attention in sequence (roofline_terms)."""
-
-    name = "roofline (serial terms)"
-
-    def __init__(self, sm: SpecDecodeModel) -> None:
-        self.rc = sm.rc
-
-    def step_time_s(self, shape: StepShape) -> float:
-        return 0.0 if shape.num_tokens == 0 else serial_time_s(self.rc, self.rc.costs(shape))
-
-    def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
-        return decode_steps_by_loop(self, num_seqs, kv_tokens, num_steps)
 
 
 class SpecRoundStepCost:
     """StepCostModel whose decode steps are speculative rounds: k draft steps + a verification of k+1 tokens each."""
 
-    name = "roofline (serial terms) + speculative rounds"
+    name = "roofline + speculative rounds"
 
     def __init__(self, sm: SpecDecodeModel) -> None:
         self.sm, self.rc, self.k = sm, sm.rc, sm.k
@@ -61,15 +45,15 @@ class SpecRoundStepCost:
             return 0.0
         dec, kvd, k = shape.num_decode_seqs, shape.decode_kv_tokens, self.k
         if dec == 0:
-            return serial_time_s(self.rc, self.rc.costs(shape))
+            return self.rc.time_s(self.rc.costs(shape))
         # each decoding sequence with ℓ KV tokens verifies k+1 tokens after ℓ−1: (k+1)ℓ + k(k+1)/2 pairs, ℓ+k KV tokens
         s = StepShape(shape.num_prefill_tokens + dec * (k + 1), shape.num_prefill_seqs + dec,
                       shape.prefill_kv_tokens + kvd + dec * k,
                       shape.prefill_attn_pairs + (k + 1) * kvd + dec * k * (k + 1) / 2)
         c = self.rc.costs(s)
         c = replace(c, matmul_flops=c.matmul_flops + self.rc.head_flops_per_seq * dec * k)
-        base = serial_time_s(self.rc, self.rc.costs(StepShape(num_decode_seqs=dec, decode_kv_tokens=kvd)))
-        return serial_time_s(self.rc, c) + self._draft_s(dec, kvd, base)
+        base = self.rc.time_s(self.rc.costs(StepShape(num_decode_seqs=dec, decode_kv_tokens=kvd)))
+        return self.rc.time_s(c) + self._draft_s(dec, kvd, base)
 
     def _draft_s(self, dec: int, kvd: int, base_s: float) -> float:
         d = self.sm.draft
@@ -78,7 +62,7 @@ class SpecRoundStepCost:
         if d.kind == "fraction":
             return self.k * d.cost_fraction * base_s
         rd = self.sm.draft_rc
-        return self.k * serial_time_s(rd, rd.costs(StepShape(num_decode_seqs=dec, decode_kv_tokens=kvd)))
+        return self.k * rd.time_s(rd.costs(StepShape(num_decode_seqs=dec, decode_kv_tokens=kvd)))
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
         return decode_steps_by_loop(self, num_seqs, kv_tokens, num_steps)
@@ -145,7 +129,7 @@ def run_spec_sweep(sm: SpecDecodeModel, rates_per_s: list[float], *, num_request
                   blocks_for_tokens=p.blocks_for_tokens if hybrid else None)
     cfg_base = EngineConfig(num_gpu_blocks=m.num_gpu_blocks, **common)
     cfg_spec = EngineConfig(num_gpu_blocks=max(2, sm.pool_blocks()), **common)
-    base_cost, spec_cost = SerialRooflineCost(sm), SpecRoundStepCost(sm)
+    base_cost, spec_cost = sm.rc, SpecRoundStepCost(sm)  # the plain engine: the roofline itself
     out = []
     for i, rate in enumerate(rates_per_s):
         reqs = synthetic_workload(num_requests, rate_per_s=rate, prompt=Fixed(prompt_tokens), output=Fixed(output_tokens),

@@ -38,6 +38,10 @@ def plan(
     non_torch_memory: Optional[str] = typer.Option(None, "--non-torch-memory", help="Measured non-torch memory instead of 0.13 GiB."),
     cudagraph_memory: Optional[str] = typer.Option(None, "--cudagraph-memory", help="Your log's 'Estimated CUDA graph memory'."),
     gpu_memory: Optional[str] = typer.Option(None, "--gpu-memory", help="Device total as CUDA reports it (e.g. 79.18GiB), overriding the catalog."),
+    gpu_bandwidth: Optional[float] = typer.Option(None, "--gpu-bandwidth", help="HBM bandwidth, TB/s (10^12 B/s), overriding the catalog."),
+    gpu_bf16_tflops: Optional[float] = typer.Option(None, "--gpu-bf16-tflops", help="Dense BF16 tensor peak, TFLOP/s, overriding the catalog."),
+    achievable_flops_fraction: float = typer.Option(0.7, "--achievable-flops-fraction", help="Roofline: share of peak FLOP/s matmuls reach (assumption)."),
+    achievable_bandwidth_fraction: float = typer.Option(0.8, "--achievable-bandwidth-fraction", help="Roofline: share of peak HBM bandwidth kernels reach (assumption)."),
     disable_hybrid_kv_cache_manager: bool = typer.Option(False, "--disable-hybrid-kv-cache-manager", help="vLLM flag: allocate sliding/chunked layers as full."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every note."),
@@ -65,9 +69,12 @@ def plan(
         activation_peak_bytes=_bytes_opt(activation_peak, "--activation-peak"),
         non_torch_bytes=_bytes_opt(non_torch_memory, "--non-torch-memory"),
         cudagraph_bytes=_bytes_opt(cudagraph_memory, "--cudagraph-memory"),
-        disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager)
+        disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
+        achievable_flops_fraction=achievable_flops_fraction, achievable_bandwidth_fraction=achievable_bandwidth_fraction)
     spec = load_model(model)
-    g = resolve_gpu(gpu, memory_bytes=_bytes_opt(gpu_memory, "--gpu-memory"))
+    g = resolve_gpu(gpu, memory_bytes=_bytes_opt(gpu_memory, "--gpu-memory"),
+                    bandwidth_bytes_per_s=gpu_bandwidth * 1e12 if gpu_bandwidth else None,
+                    bf16_flops_per_s=gpu_bf16_tflops * 1e12 if gpu_bf16_tflops else None)
     p = build_plan(spec, g, settings)
     if as_json:
         typer.echo(json.dumps(plan_to_dict(p), indent=2, default=str))

@@ -95,8 +95,9 @@ def make_step_cost(a: SimRequestArgs, plan) -> tuple[Any, dict[str, Any]]:
         cost = plan.step_cost()
         return cost, {"name": "roofline", "flops_fraction": cost.flops_fraction,
                       "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
-                      "source": "kvledger.accounting.roofline: max(FLOPs/achievable peak, bytes/achievable bandwidth) "
-                                "per step + CPU overhead; uncalibrated"}
+                      "source": "kvledger.accounting.roofline: weight matmuls then attention, each max(FLOPs/achievable "
+                                f"peak, bytes/achievable bandwidth) at {cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, "
+                                "+ CPU overhead per step; uncalibrated (--step-cost calibrated for measured tables)"}
     if a.step_cost == "calibrated":
         from kvledger.accounting.calibrated import get_calibrated_cost
 
