@@ -166,7 +166,11 @@ class RunRecords:
 
     @property
     def duration_s(self) -> float:
-        """The stated benchmark duration, else last finish − first arrival, s (0.0 for an empty run)."""
+        """The stated benchmark duration, else last finish − first arrival, s (0.0 for an empty run).
+
+        The fallback assumes the records share one clock; readers of tools whose requests carry no common
+        clock (llmperf) set ``metadata.duration_s`` or ``metadata.extra["shared_clock"] = False`` instead.
+        """
         if self.metadata.duration_s is not None:
             return self.metadata.duration_s
         if not self.records:
