@@ -42,6 +42,15 @@ CONFIGS = {
                        enable_prefix_caching=False),
     "sliding": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, enable_prefix_caching=False,
                     blocks_for_tokens=lambda n: -(-n // 16) + min(-(-n // 16), 3)),
+    # vLLM V0's prefill-first rule: preemption-heavy, padded prompt batches, and a hybrid layout
+    "v0-tight": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=512,
+                     batching="vllm_v0", enable_chunked_prefill=False, enable_prefix_caching=False),
+    "v0-padded": dict(num_gpu_blocks=100, block_size=16, max_model_len=512, max_num_batched_tokens=1024,
+                      max_paddings=64, max_num_seqs=24, batching="vllm_v0", enable_chunked_prefill=False,
+                      enable_prefix_caching=False),
+    "v0-sliding": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=512,
+                       batching="vllm_v0", enable_chunked_prefill=False, enable_prefix_caching=False,
+                       blocks_for_tokens=lambda n: -(-n // 16) + min(-(-n // 16), 3)),
 }
 
 

@@ -65,3 +65,17 @@ class ReplicaMachine(RuleBasedStateMachine):
 
 ReplicaMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=60, deadline=None)
 TestReplicaMachine = ReplicaMachine.TestCase
+
+
+class V0ReplicaMachine(ReplicaMachine):
+    """The same invariants under vLLM V0's prefill-first rule (all 12 blocks usable, watermark 0)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cfg = EngineConfig(num_gpu_blocks=12, block_size=4, max_model_len=40, max_num_batched_tokens=40,
+                                batching="vllm_v0", enable_chunked_prefill=False, enable_prefix_caching=False)
+        self.rep = Replica(self.cfg, FixedStepCost(0.01))
+
+
+V0ReplicaMachine.TestCase.settings = settings(max_examples=30, stateful_step_count=60, deadline=None)
+TestV0ReplicaMachine = V0ReplicaMachine.TestCase

@@ -1,9 +1,11 @@
-"""``kvledger cost FILE --slo ... --api MODEL --gpu G --utilization U``: the itemised self-host-versus-API ledger and break-even.
+"""``kvledger cost FILE|--simulate MODEL --slo ... --api MODEL --utilization U``: the itemised self-host-versus-API ledger and break-even.
 
 FILE is a benchmark output or a kvledger records file (what ``kvledger simulate --out``
-writes). Goodput under the SLO sets the self-hosted capacity; GPU and API prices come
-from the bundled price tables (or ``--gpu-usd-per-hour``). Tables for people, ``--json``
-for scripts (line items and the totals per million input and output tokens).
+writes); ``--simulate MODEL --gpu GPU`` runs the simulator instead, with ``kvledger
+simulate``'s workload and engine flags (``kvledger.analyses.sim_ledgers``), and prices the
+simulated GPU by its catalog id. Goodput under the SLO sets the self-hosted capacity; GPU
+and API prices come from the bundled price tables (or ``--gpu-usd-per-hour``). Tables for
+people, ``--json`` for scripts (line items and the totals per million input and output tokens).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import typer
+
+from kvledger.cli import sim_opts as so
 
 __all__ = ["register"]
 
@@ -44,17 +48,21 @@ def _ledger_table(ledger: Any, sources: list[str]) -> Any:
     return t
 
 
-def _print_human(rep: Any) -> None:
+def _print_human(rep: Any, sim: Any = None) -> None:
     from rich.console import Console
     from rich.markup import escape
 
     con = Console(highlight=False)
     cap = rep.capacity
-    con.print(f"[bold]{escape(Path(rep.source).name)}[/] under SLO {escape(rep.slo['text'])}" + (" (goodput is an estimate)" if cap["estimate"] else ""))
-    con.print(f"measured per replica: {cap['goodput_req_per_s']:.3f} good req/s, {cap['good_input_tok_per_s']:,.1f} good input tok/s, "
+    sources: list[str] = sim.source_lines() if sim is not None else []
+    title = f"simulated {sim.setup.model_name} on {sim.num_gpus}× {sim.setup.gpu_name}" if sim is not None else Path(rep.source).name
+    con.print(f"[bold]{escape(title)}[/] under SLO {escape(rep.slo['text'])}" + (" (goodput is an estimate)" if cap["estimate"] else ""))
+    if sim is not None:
+        con.print(f"one deployment unit = {sim.replicas} replica(s) × TP {sim.setup.tp} = {sim.num_gpus} GPU(s); "
+                  f"workload {escape(sim.setup.workload_info['trace'])} (sources [1]–[3] below)")
+    con.print(f"{'simulated per deployment unit [1]' if sim is not None else 'measured per replica'}: {cap['goodput_req_per_s']:.3f} good req/s, {cap['good_input_tok_per_s']:,.1f} good input tok/s, "
               f"{cap['good_output_tok_per_s']:,.1f} good output tok/s; mean {cap['mean_input_tokens']:.1f} in / {cap['mean_output_tokens']:.1f} out tokens per good request")
     con.print(f"GPU time split: prefill {cap['prefill_share']:.3f} / decode {1 - cap['prefill_share']:.3f} — {escape(cap['prefill_share_method'])}")
-    sources: list[str] = []
     for name in ("self_host_input", "self_host_output", "api_input", "api_output"):
         con.print(_ledger_table(getattr(rep, name), sources))
     st = rep.sticker
@@ -108,7 +116,36 @@ def _gpu_rate(gpu: str | None, provider: str | None, instance: str | None, usd: 
     name = gpu or hardware
     if name is None:
         raise InputError("no GPU price: the run does not name its GPU; pass --gpu (e.g. nvidia_h100_sxm) with --gpu-provider, or --gpu-usd-per-hour")
+    if name == "custom":
+        raise InputError("the simulated GPU is a custom GPU with no rental price in the table; pass --gpu-usd-per-hour")
     return GpuRate.from_catalog(find_gpu_price(name, provider, instance))
+
+
+def _file_run(file: Path, fmt: str | None, run_index: int | None, num_gpus: int | None) -> tuple[Any, int, str | None]:
+    """(run, GPU count, GPU name for the price table) from a benchmark or records file."""
+    from kvledger.errors import InputError
+    from kvledger.evidence import read_runs
+
+    run = _pick_run(read_runs(file, format=fmt), run_index, file)
+    md = run.metadata
+    n_gpus = num_gpus if num_gpus is not None else md.num_gpus
+    if n_gpus is None:
+        raise InputError(f"{file} does not state how many GPUs served the run; pass --num-gpus")
+    gpu_id = md.extra.get("gpu_id")  # written by kvledger simulate: the catalog id the price table uses
+    return run, n_gpus, gpu_id if gpu_id not in (None, "custom") else md.hardware
+
+
+def _sim_run(model: str, gpu: str | None, params: dict[str, Any]) -> Any:
+    """The simulated run for ``--simulate`` (FILE-only flags refused)."""
+    from kvledger.analyses.sim_ledgers import simulate_run
+    from kvledger.cli.sim_opts import sim_request
+    from kvledger.errors import InputError
+
+    given = [flag for name, flag in (("num_gpus", "--num-gpus"), ("run_index", "--run"), ("format", "--format")) if params.get(name) is not None]
+    if given:
+        raise InputError(f"{', '.join(given)} apply to a FILE; with --simulate the GPU count is replicas × TP (--replicas, --tp)")
+    args, synthetic = sim_request(model, gpu, params)
+    return simulate_run(args, synthetic)
 
 
 def register(app: typer.Typer) -> None:
@@ -116,15 +153,16 @@ def register(app: typer.Typer) -> None:
 
     @app.command("cost")
     def cost_command(
-        file: Path = typer.Argument(..., help="benchmark output or kvledger records file (kvledger simulate --out DIR writes DIR/records.json)", show_default=False),
+        ctx: typer.Context,
+        file: Path | None = typer.Argument(None, help="benchmark output or kvledger records file (kvledger simulate --out DIR writes DIR/records.json); or use --simulate", show_default=False),
         slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'"),
         api: str = typer.Option(..., "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1'"),
         utilization: float = typer.Option(..., "--utilization", help="average load ÷ measured goodput capacity over the billed hours, (0, 1]"),
-        gpu: str | None = typer.Option(None, "--gpu", help="GPU id or name for the price table, e.g. nvidia_h100_sxm (default: the GPU the file names)"),
+        gpu: str | None = typer.Option(None, "--gpu", help="FILE: GPU id or name for the price table, e.g. nvidia_h100_sxm (default: the GPU the file names). --simulate: the GPU to simulate (catalog name such as H100, or a GPU file), priced by its catalog id"),
         gpu_provider: str | None = typer.Option(None, "--gpu-provider", help="rental provider, e.g. Nebius, AWS, CoreWeave"),
         instance: str | None = typer.Option(None, "--instance", help="instance type when a provider lists several"),
         gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="your own price, USD per GPU-hour (overrides the table)"),
-        num_gpus: int | None = typer.Option(None, "--num-gpus", help="GPUs serving the measured run (default: as the file states)"),
+        num_gpus: int | None = typer.Option(None, "--num-gpus", help="FILE: GPUs serving the measured run (default: as the file states)"),
         max_utilization: float = typer.Option(0.8, "--max-utilization", help="highest average utilization per replica when sizing for a monthly volume"),
         prefill_share: float | None = typer.Option(None, "--prefill-share", help="share of GPU time charged to input tokens (default: measured Σ TTFT ÷ Σ E2E)"),
         batch_share: float = typer.Option(0.0, "--batch-share", help="share of requests sent through the API's batch endpoint"),
@@ -138,41 +176,67 @@ def register(app: typer.Typer) -> None:
         data_sovereignty: str = typer.Option("not_required", "--data-sovereignty", help="required, preferred or not_required"),
         model_control: str = typer.Option("any", "--model-control", help="custom_weights, open_weights or any"),
         team_capability: str = typer.Option("some", "--team-capability", help="experienced, some or none"),
-        run_index: int | None = typer.Option(None, "--run", help="which run of a multi-run file (0-based)"),
-        format: str | None = typer.Option(None, "--format", help="force a reader instead of auto-detection"),
+        run_index: int | None = typer.Option(None, "--run", help="FILE: which run of a multi-run file (0-based)"),
+        format: str | None = typer.Option(None, "--format", help="FILE: force a reader instead of auto-detection"),
         json_out: bool = typer.Option(False, "--json", help="JSON for scripts: line items and totals per 1M input and output tokens"),
         out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite without --force)"),
         force: bool = typer.Option(False, "--force", help="allow --out to overwrite an existing file"),
+        simulate: so.Simulate = None, trace: so.Trace = None, rate: so.Rate = None, rate_scale: so.RateScale = None,
+        num_requests: so.NumRequests = None, seed: so.Seed = None, concurrency: so.Concurrency = None,
+        think_time: so.ThinkTime = None, prompt_lengths: so.PromptLengths = None, output_lengths: so.OutputLengths = None,
+        arrival_cv: so.ArrivalCv = None, tp: so.Tp = None, replicas: so.Replicas = None, router: so.Router = None,
+        engine_version: so.EngineVersion = None, max_model_len: so.MaxModelLen = None,
+        gpu_memory_utilization: so.GpuMemUtil = None, kv_cache_dtype: so.KvCacheDtype = None, block_size: so.BlockSize = None,
+        max_num_batched_tokens: so.MaxNumBatchedTokens = None, max_num_seqs: so.MaxNumSeqs = None,
+        num_gpu_blocks_override: so.NumGpuBlocksOverride = None, prefix_caching: so.PrefixCaching = None,
+        chunked_prefill: so.ChunkedPrefill = None, policy: so.Policy = None, step_cost: so.StepCost = None,
+        cpu_overhead: so.CpuOverhead = None,
     ) -> None:
-        """Self-host vs API: USD per 1M input/output tokens priced by goodput, monthly bills, break-even, deciding factors."""
+        """Self-host vs API: USD per 1M input/output tokens priced by goodput, monthly bills, break-even, deciding factors.
+
+        The run is a FILE (a benchmark output, or the records.json `kvledger simulate --out` writes) or a
+        simulation: `--simulate MODEL --gpu GPU` with `kvledger simulate`'s workload and engine flags
+        (marked [--simulate] below; the whole trace unless --num-requests). A simulation gives the
+        same ledger as `simulate --out DIR` then `cost DIR/records.json` with the same flags; its GPU
+        count is replicas × TP, its GPU is priced by catalog id (pick a row with --gpu-provider), and the
+        simulator, step-cost model and memory-plan figures are listed among the sources.
+        """
         from kvledger.catalog.prices import find_api_price
+        from kvledger.cli.sim_opts import reject_sim_flags
         from kvledger.errors import InputError
-        from kvledger.evidence import read_runs
         from kvledger.ledgers.api_cost import ApiMix
         from kvledger.ledgers.cost import SelfHostSetup
         from kvledger.ledgers.cost_report import DecisionFactors, MonthlyVolume, build_cost_report
         from kvledger.ledgers.goodput import goodput
         from kvledger.ledgers.slo import parse_slo
 
+        if (file is None) == (simulate is None):
+            raise InputError("give either a FILE to read or --simulate MODEL (with --gpu) to simulate, not " + ("both" if file else "neither"))
         if out is not None and out.exists() and not force:
             raise InputError(f"{out} already exists; refusing to overwrite it (pass --force)")
-        run = _pick_run(read_runs(file, format=format), run_index, file)
-        md = run.metadata
-        n_gpus = num_gpus if num_gpus is not None else md.num_gpus
-        if n_gpus is None:
-            raise InputError(f"{file} does not state how many GPUs served the run; pass --num-gpus")
-        setup = SelfHostSetup(_gpu_rate(gpu, gpu_provider, instance, gpu_usd_per_hour, md.hardware), n_gpus, utilization,
+        the_slo = parse_slo(slo)
+        sim = None
+        if file is not None:
+            reject_sim_flags(ctx.params)
+            run, n_gpus, hardware = _file_run(file, format, run_index, num_gpus)
+        else:
+            sim = _sim_run(simulate, gpu, ctx.params)
+            run, n_gpus, hardware, gpu = sim.run, sim.num_gpus, sim.gpu_id, None
+        setup = SelfHostSetup(_gpu_rate(gpu, gpu_provider, instance, gpu_usd_per_hour, hardware), n_gpus, utilization,
                               engineer_months, engineer_usd, prefill_share, max_utilization)
         volume = None
         if monthly_requests is not None or monthly_input_tokens is not None or monthly_output_tokens is not None:
             volume = MonthlyVolume(monthly_requests, monthly_input_tokens, monthly_output_tokens)
-        gp = goodput(run, parse_slo(slo))
+        gp = goodput(run, the_slo)
         rep = build_cost_report(run, gp, setup, find_api_price(api), ApiMix(batch_share, cache_hit_rate, cache_write_rate),
                                 DecisionFactors(data_sovereignty, model_control, team_capability), volume)
-        text = json.dumps(rep.to_dict()) + "\n"
+        d = rep.to_dict()
+        if sim is not None:
+            d["simulation"] = sim.provenance()
+        text = json.dumps(d, default=str) + "\n"
         if out is not None:
             out.write_text(text, encoding="utf-8")
         if json_out:
             typer.echo(text, nl=False)
         else:
-            _print_human(rep)
+            _print_human(rep, sim)

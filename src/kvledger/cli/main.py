@@ -30,6 +30,7 @@ from kvledger.cli import simulate_cmd  # noqa: E402
 from kvledger.cli import experiment_cmd  # noqa: E402
 from kvledger.cli import kv_eviction_cmd  # noqa: E402
 from kvledger.cli import doctor_cmd  # noqa: E402
+from kvledger.cli import disagg_cmd  # noqa: E402
 
 plan_cmd.register(app)
 catalog_cmd.register(app)
@@ -41,6 +42,7 @@ simulate_cmd.register(app)
 experiment_cmd.register(app)
 kv_eviction_cmd.register(app)
 doctor_cmd.register(app)
+disagg_cmd.register(app)
 
 
 def run() -> None:

@@ -48,11 +48,12 @@ def simulate(
     force: bool = typer.Option(False, "--force", help="Allow --out to overwrite existing files."),
 ) -> None:
     """Simulate serving a trace: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage, preemptions, prefix-cache hits."""
-    from kvledger.dynamics.sim_setup import SimRequestArgs, prepare
+    from kvledger.analyses.sim_ledgers import prepare_run
+    from kvledger.dynamics.sim_setup import SimRequestArgs
 
     if out is not None:
         _check_out(out, force)
-    setup = prepare(SimRequestArgs(
+    args = SimRequestArgs(
         model=model, gpu=gpu, trace=trace, rate=rate, rate_scale=rate_scale, num_requests=num_requests, seed=seed,
         concurrency=concurrency, think_time_s=think_time, engine_version=engine_version, tp=tp,
         max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype,
@@ -60,8 +61,9 @@ def simulate(
         num_gpu_blocks_override=num_gpu_blocks_override, enable_prefix_caching=prefix_caching,
         enable_chunked_prefill=chunked_prefill, policy=policy, prefix_caching_policy=prefix_caching_policy,
         scheduling_policy=scheduling_policy, batching=batching, kv_allocation=kv_allocation, replicas=replicas,
-        router=router, step_cost=step_cost, cpu_overhead=cpu_overhead))
-    result = _run(setup, record_steps=out is not None, show_progress=not as_json)
+        router=router, step_cost=step_cost, cpu_overhead=cpu_overhead)
+    setup = prepare_run(args)
+    result = _run(setup, args, record_steps=out is not None, show_progress=not as_json)
     payload = {"summary": result.summary.to_dict(), "engine": result.config, "workload": setup.workload_info,
                "step_cost": setup.cost_info, "notes": setup.notes}
     if out is not None:
@@ -76,20 +78,19 @@ def simulate(
         render_summary(payload, Console(), out)
 
 
-def _run(setup, record_steps: bool, show_progress: bool):
-    from kvledger.dynamics.engine import simulate as run_sim
+def _run(setup, args, record_steps: bool, show_progress: bool):
+    """The simulator's result; its records carry the GPU count, offered rate and max_num_seqs (for `kvledger cost`)."""
+    from kvledger.analyses.sim_ledgers import run_prepared
 
-    kw = dict(record_steps=record_steps, num_replicas=setup.replicas, router=setup.router,
-              model=setup.model_name, hardware=setup.gpu_name)
     if not show_progress or setup.num_requests < 5000:
-        return run_sim(setup.workload, setup.config, setup.cost, **kw)
+        return run_prepared(setup, args, record_steps=record_steps).result
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} requests"),
                   TimeElapsedColumn(), transient=True) as bar:
         task = bar.add_task("sim", total=setup.num_requests)
-        return run_sim(setup.workload, setup.config, setup.cost,
-                       progress=lambda done, total: bar.update(task, completed=done, total=total), **kw)
+        return run_prepared(setup, args, record_steps=record_steps,
+                            progress=lambda done, total: bar.update(task, completed=done, total=total)).result
 
 
 def _check_out(out: Path, force: bool) -> None:

@@ -27,12 +27,15 @@ _NAME = re.compile(r"^(?P<system>[a-z]+)-(?P<n>\d+)-(?P<rate>\d+(?:\.\d+)?)$")
 _KEYS = ("prompt_len", "output_len", "issue_time", "first_token_time", "complete_time", "ttft_ms", "tpot_ms")
 
 #: How DistServe launched vLLM for these runs: LLMServe/DistServe
-#: ``evaluation/2-benchmark-serving/2-start-api-server.py`` (vLLM of early 2024, the V0 engine:
-#: prefill-first scheduling, no chunked prefill, preemption by recompute).
+#: ``evaluation/2-benchmark-serving/2-start-api-server.py`` (``vllm.entrypoints.api_server`` with
+#: ``--engine-use-ray --worker-use-ray``), on vLLM v0.2.3 "with some minor changes" (DistServe's
+#: reproduction notes: interestingLSY/vllm, branch ``distserve-baseline-vllm``): the V0 engine, with
+#: prefill-first scheduling, no chunked prefill, recompute preemption and padded prompt batches
+#: (``max_paddings`` left at v0.2.3's default, 256). Simulate it with ``batching="vllm_v0"``.
 DISTSERVE_VLLM_SETTINGS: dict[str, object] = {
     "model": "facebook/opt-13b", "dtype": "float16", "tensor_parallel_size": 1, "block_size": 16,
     "gpu_memory_utilization": 0.95, "swap_space_gib": 16, "max_num_batched_tokens": 16384, "max_num_seqs": 1024,
-    "enable_chunked_prefill": False, "gpu": "A100-SXM-80GB",
+    "max_paddings": 256, "enable_chunked_prefill": False, "gpu": "A100-SXM-80GB", "vllm_version": "0.2.3",
 }
 
 

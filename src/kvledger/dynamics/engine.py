@@ -131,7 +131,8 @@ def _engine_figures(replicas: list[Replica], duration_s: float) -> dict[str, Any
 
 
 def _policy_notes(cfg: EngineConfig) -> list[str]:
-    notes = [f"engine: vLLM v1 scheduling rule, batching={cfg.batching}, kv_allocation={cfg.kv_allocation}, "
+    rule = "vLLM V0 prefill-first rule" if cfg.batching == "vllm_v0" else "vLLM v1 scheduling rule"
+    notes = [f"engine: {rule}, batching={cfg.batching}, kv_allocation={cfg.kv_allocation}, "
              f"scheduling_policy={cfg.scheduling_policy}, prefix caching={cfg.caching_policy_in_effect}"]
     notes.append("prefix_cache_hit_rate = tokens served from the prefix cache / prompt tokens, at first admission "
                  "(vLLM PrefixCacheStats); re-admissions after preemption are not counted")

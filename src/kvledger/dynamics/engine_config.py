@@ -9,7 +9,11 @@ from typing import Any
 from kvledger.errors import InputError, UnknownNameError
 
 __all__ = ["EngineConfig", "PREFIX_CACHING_POLICIES", "SCHEDULING_POLICIES", "BATCHING_POLICIES",
-           "KV_ALLOCATION_POLICIES", "make_kv_manager"]
+           "KV_ALLOCATION_POLICIES", "V0_WATERMARK", "make_kv_manager"]
+
+#: vLLM V0 block manager: a prompt is admitted only if this share of all GPU blocks stays free
+#: afterwards (``BlockSpaceManager(watermark=0.01)``, ``watermark_blocks = int(0.01 × num_gpu_blocks)``).
+V0_WATERMARK = 0.01
 
 PREFIX_CACHING_POLICIES = {
     "vllm": "vLLM automatic prefix caching: chained hashes of full blocks, LRU through the free queue",
@@ -22,6 +26,10 @@ SCHEDULING_POLICIES = {
 BATCHING_POLICIES = {
     "continuous": "iteration-level scheduling: requests join and leave every step (Orca, vLLM)",
     "static": "a batch is formed from waiting requests and runs until its last request ends; no joins",
+    "vllm_v0": "vLLM V0 default scheduler, chunked prefill off (vllm/core/scheduler.py::_schedule; "
+               "later _schedule_default): prefills first; a step is prompt-only when a waiting prompt can be "
+               "admitted (its blocks + 1% watermark free, max_num_batched_tokens, max_num_seqs, max_paddings), "
+               "else every running request decodes one token; recompute preemption of the newest",
 }
 KV_ALLOCATION_POLICIES = {
     "paged": "blocks allocated as tokens are computed (PagedAttention)",
@@ -35,7 +43,7 @@ class EngineConfig:
 
     Attributes:
         num_gpu_blocks: KV blocks in the pool, blocks; block 0 is vLLM's null block, so
-            ``num_gpu_blocks − 1`` are usable (from the memory plan).
+            ``num_gpu_blocks − 1`` are usable (from the memory plan); V0 had no null block.
         max_model_len: longest sequence (prompt + output) accepted, tokens.
         block_size: tokens per KV block, tokens (vLLM default 16).
         max_num_batched_tokens: token budget per step, tokens (vLLM server default on
@@ -48,7 +56,13 @@ class EngineConfig:
         batching: key of ``BATCHING_POLICIES``.
         kv_allocation: key of ``KV_ALLOCATION_POLICIES``.
         scheduler_reserve_full_isl: admit a request only if its whole prompt fits in the free
-            blocks (vLLM default True).
+            blocks (vLLM default True; the ``vllm_v0`` rule always does).
+        max_paddings: ``vllm_v0`` only: the padded prompt batches of vLLM 0.2.x (0.2.3 in
+            DistServe's runs), which ran prompts as a 2-D [batch, longest prompt] tensor: a prompt
+            batch's padded size (batch × longest prompt) must fit ``max_num_batched_tokens``, its
+            padding (padded size − Σ prompt tokens) must not exceed ``max_paddings`` tokens (vLLM
+            default 256), and the step is priced on the padded size. None: unpadded, as later V0
+            releases (``_schedule_default``) count prompt tokens.
         blocks_for_tokens: blocks a request holds with ``n`` computed tokens, summed over KV
             cache groups (hybrid / sliding-window plans); None → ``ceil(n / block_size)``.
             Should accept numpy int64 arrays (elementwise) for speed.
@@ -66,6 +80,7 @@ class EngineConfig:
     batching: str = "continuous"
     kv_allocation: str = "paged"
     scheduler_reserve_full_isl: bool = True
+    max_paddings: int | None = None
     blocks_for_tokens: Callable[[int], int] | None = None
 
     def __post_init__(self) -> None:
@@ -81,7 +96,12 @@ class EngineConfig:
             if getattr(self, name) not in table:
                 raise UnknownNameError(name.replace("_", " "), getattr(self, name), table,
                                        hint=f"Known: {', '.join(table)}.")
+        pad = self.max_paddings
+        if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int) or pad < 0):
+            raise InputError(f"engine setting max_paddings must be None or an integer ≥ 0, got {pad!r}")
         self._check_combinations()
+        if self.batching == "vllm_v0":
+            self._check_v0()
         self._check_pool()
 
     def _check_combinations(self) -> None:
@@ -94,12 +114,43 @@ class EngineConfig:
         if self.kv_allocation == "contiguous" and self.enable_prefix_caching:
             raise InputError("kv_allocation='contiguous' models pre-paging engines, which had no prefix caching; "
                              "set enable_prefix_caching=False (--no-enable-prefix-caching)")
+        if self.max_paddings is not None and self.batching != "vllm_v0":
+            raise InputError("max_paddings applies to vLLM V0's padded prompt batches only; set batching='vllm_v0' "
+                             "or leave max_paddings unset")
         if self.blocks_for_tokens is not None and self.enable_prefix_caching:
             raise InputError("prefix caching is not modelled for hybrid / sliding-window KV layouts "
                              "(a custom blocks_for_tokens); set enable_prefix_caching=False")
 
+    def _check_v0(self) -> None:
+        """The settings ``vllm_v0`` models: V0's default scheduler (no chunked prefill), FCFS, paged, no caching."""
+        bad = [msg for cond, msg in (
+            (self.enable_chunked_prefill, "enable_chunked_prefill=False (V0 with chunked prefill used another "
+                                          "scheduler, _schedule_chunked_prefill, whose mixed steps are close to "
+                                          "batching='continuous')"),
+            (self.enable_prefix_caching, "enable_prefix_caching=False (V0's prefix caching is not modelled)"),
+            (self.scheduling_policy != "fcfs", "scheduling_policy='fcfs' (V0's default scheduler is FCFS)"),
+            (self.kv_allocation != "paged", "kv_allocation='paged'")) if cond]
+        if bad:
+            raise InputError("batching='vllm_v0' models vLLM V0's default scheduler and needs " + "; ".join(bad))
+        need, wm = self.blocks_needed(self.max_model_len), self.v0_watermark_blocks
+        if need > self.num_gpu_blocks - wm:
+            raise InputError(
+                f"a request of max_model_len={self.max_model_len} tokens needs {need} KV blocks, more than the "
+                f"{self.num_gpu_blocks} blocks less vLLM V0's watermark of {wm} (1%): V0 would ignore such a prompt "
+                "(AllocStatus.NEVER). Lower max_model_len or give the KV cache more blocks")
+
+    @property
+    def v0_watermark_blocks(self) -> int:
+        """Blocks V0 keeps free when admitting a prompt, ``int(0.01 × num_gpu_blocks)`` (block_manager.py), blocks."""
+        return int(V0_WATERMARK * self.num_gpu_blocks)
+
+    @property
+    def num_usable_blocks(self) -> int:
+        """Blocks requests can hold: all of them in V0, all but the null block 0 in vLLM v1, blocks."""
+        return self.num_gpu_blocks if self.batching == "vllm_v0" else self.num_gpu_blocks - 1
+
     def _check_pool(self) -> None:
-        usable = self.num_gpu_blocks - 1
+        usable = self.num_usable_blocks
         need = self.blocks_needed(self.max_model_len)
         if need > usable:
             fit = usable * self.block_size if self.blocks_for_tokens is None else None
@@ -134,5 +185,7 @@ def make_kv_manager(cfg: EngineConfig):
 
     if cfg.caching_policy_in_effect == "sglang":
         return RadixKVManager((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.block_size)
-    return PagedKVManager(cfg.num_gpu_blocks, cfg.block_size, cfg.enable_prefix_caching, cfg.blocks_for_tokens,
-                          contiguous=cfg.kv_allocation == "contiguous", max_model_len=cfg.max_model_len)
+    # the pool keeps block 0 as v1's null block; V0 had none, so give it one more id to keep all usable
+    return PagedKVManager(cfg.num_usable_blocks + 1, cfg.block_size, cfg.enable_prefix_caching,
+                          cfg.blocks_for_tokens, contiguous=cfg.kv_allocation == "contiguous",
+                          max_model_len=cfg.max_model_len)

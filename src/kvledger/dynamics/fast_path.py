@@ -11,7 +11,8 @@ Python per step (tests compare every token time bit for bit with ``fast_forward=
   handed out in step, then running, order, and finished requests freed after their step.
 * ``admit_step``: the step after an arrival while every running request is one token
   behind: each decodes one token (blocks first, in running order), then waiting requests
-  are admitted under the budget left, as ``Scheduler._admit`` does.
+  are admitted under the budget left, as ``Scheduler._admit`` does (v1's mixed steps only;
+  under ``vllm_v0`` an arrival's prompt-only step is a general step).
 * ``run_open``: one replica with a known arrival list (the common CLI run): alternates
   stretches and arrival steps without returning to the driver, keeping the running
   requests' token counters in two lists and writing them back when it hands over.
@@ -27,6 +28,7 @@ import numpy as np
 
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.request_state import FINISHED, SimRequest, rejected_record
+from kvledger.dynamics.scheduler import v0_decode_limit
 
 __all__ = ["stretch", "admit_step", "run_open", "MAX_STRETCH_STEPS"]
 
@@ -62,7 +64,7 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     kv = rep.kv
     go = through and len(running) > 1 and (rep._static or not rep.sched.waiting)
     k, ends, pieces = _decode_times(rep, rems, comp, go, bound_s)
-    k = kv.stretch_limit(running, comp, rems, k)
+    k = _block_limit(rep, running, comp, rems, k)
     if k == 0:
         return [], 0
     finished = []
@@ -77,6 +79,12 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     rep.now_s = ends[k]
     _account(rep, pieces, k, ends, used0, held0, running, rems)
     return (rep._finish(finished, freed=True) if finished else []), k
+
+
+def _block_limit(rep, running: list[SimRequest], comp: list[int], rems: list[int], k: int) -> int:
+    """Steps (≤ ``k``) of a stretch sure to find their blocks without preemption (vllm_v0: see scheduler.py)."""
+    k = rep.kv.stretch_limit(running, comp, rems, k)
+    return v0_decode_limit(rep.kv, running, comp, rems, k) if rep._v0 and k else k
 
 
 def _set_final(r: SimRequest, computed: int) -> None:
@@ -179,14 +187,19 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
         if m == 1:
             _set_final(r, c + 1)
             finished.append((r, step))
-    pf_tok = pf_kv = stored = 0
+    pf_tok = pf_seqs = pf_kv = stored = extra_dec = extra_dec_kv = 0
     pairs = 0.0
     all_emitted = True
     for req, m in plan:
         c = req.num_computed_tokens
-        pf_tok += m
-        pf_kv += c + m
-        pairs += m * c + m * (m + 1) / 2
+        if m == 1 and req.num_generated and c == req.num_tokens - 1:  # priced as Replica._step prices it
+            extra_dec += 1
+            extra_dec_kv += c + 1
+        else:
+            pf_tok += m
+            pf_seqs += 1
+            pf_kv += c + m
+            pairs += m * c + m * (m + 1) / 2
         c += m
         req.num_computed_tokens = c
         stored += c
@@ -201,7 +214,7 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
             if rep._inserts and req.spec.prefix_segments:
                 kv.after_prefill_step(req)
     dec_kv = sum(comp) + n
-    shape = StepShape(pf_tok, len(plan), pf_kv, pairs, n, dec_kv)
+    shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, n + extra_dec, dec_kv + extra_dec_kv)
     dur = rep.cost.step_time_s(shape)
     start = rep.now_s
     rep.now_s = start + dur
@@ -252,7 +265,7 @@ def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
             i = _deliver(rep, specs, i, out)
             if not sched.waiting:
                 continue
-            if len(sched.waiting) > 1:
+            if len(sched.waiting) > 1 or not rep._mixed:  # vllm_v0: the arrival's prompt step is a general step
                 rep.steady = False
                 return i, progressed
             res = _mixed_step(rep, running, rems, comp)

@@ -16,7 +16,7 @@ from kvledger.accounting.stepcost import StepCostModel, StepShape
 from kvledger.dynamics import fast_path
 from kvledger.dynamics.engine_config import EngineConfig, make_kv_manager
 from kvledger.dynamics.request_state import FINISHED, SimRequest
-from kvledger.dynamics.scheduler import Scheduler
+from kvledger.dynamics.scheduler import Scheduler, padded_prompt_shape
 from kvledger.dynamics.steplog import KvUsageTracker, StepLog
 from kvledger.records import RequestRecord
 
@@ -32,12 +32,14 @@ class Replica:
         index: replica number (for step logs and traces).
         record_steps: keep a per-step log (slower; off for speed runs).
         fast_forward: use pure-decode stretches (turn off only to cross-check them).
+        kv_manager: a KV manager to use instead of the one ``cfg`` selects (a disaggregated
+            decode pool's ``ReceivedKVManager``, kv_transfer.py); None → ``make_kv_manager(cfg)``.
     """
 
     def __init__(self, cfg: EngineConfig, cost: StepCostModel, index: int = 0, *, record_steps: bool = False,
-                 fast_forward: bool = True) -> None:
+                 fast_forward: bool = True, kv_manager=None) -> None:
         self.cfg, self.cost, self.index = cfg, cost, index
-        self.kv = make_kv_manager(cfg)
+        self.kv = make_kv_manager(cfg) if kv_manager is None else kv_manager
         self.sched = Scheduler(cfg, self.kv)
         self.now_s = 0.0
         self.fast_forward = fast_forward
@@ -51,6 +53,9 @@ class Replica:
         self.steplog = StepLog(index) if record_steps else None
         self._inserts = hasattr(self.kv, "after_prefill_step")
         self._static = cfg.batching == "static"
+        self._mixed = cfg.batching == "continuous"  # an arrival joins the running requests' step (vLLM v1)
+        self._v0 = cfg.batching == "vllm_v0"
+        self._padded = cfg.max_paddings is not None  # V0 0.2.x: prompt steps priced on the padded batch
 
     @property
     def has_work(self) -> bool:
@@ -78,7 +83,7 @@ class Replica:
         if self.ready and self.fast_forward and self.sched.running:
             if self.steady:
                 out = fast_path.stretch(self, bound_s, through_finishes)
-            elif self.sched.waiting and not self._static:
+            elif self.sched.waiting and self._mixed:
                 out = fast_path.admit_step(self)
             else:
                 out = None
@@ -124,6 +129,8 @@ class Replica:
                 all_emitted = False
                 if self._inserts and req.spec.prefix_segments:
                     self.kv.after_prefill_step(req)
+        if self._padded and pf_seqs:
+            pf_tok, pf_kv, pairs = padded_prompt_shape(plan)
         shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv)
         dur = self.cost.step_time_s(shape)
         start = self.now_s

@@ -1,4 +1,4 @@
-"""vLLM v1's scheduling rule for one step: running requests first, then waiting ones, under a token budget, with recompute preemption.
+"""The per-step scheduling rules: vLLM v1's (running requests first, then waiting ones, under a token budget) and vLLM V0's prefill-first rule.
 
 Source: ``vllm/v1/core/sched/scheduler.py::Scheduler.schedule`` (engines.md §2, "One
 scheduling step"). There are no prefill and decode phases: each request's
@@ -21,17 +21,40 @@ scheduling step"). There are no prefill and decode phases: each request's
    Without chunked prefill, a prompt larger than the budget left also stops admission.
 
 Policies are small functions in dicts: the order of the waiting queue (``fcfs``,
-``lpm``) and batch formation (``continuous``, ``static``).
+``lpm``) and batch formation (``continuous``, ``static``, ``vllm_v0``).
+
+``vllm_v0`` is vLLM V0's default scheduler with chunked prefill off (``vllm/core/scheduler.py``:
+``Scheduler._schedule`` in 0.2.x, ``_schedule_default`` / ``_schedule_prefills`` /
+``_schedule_running`` in later releases; ``block_manager_v1.py``), the engine of DistServe's vLLM baseline
+(v0.2.3). Each step is either prompt-only or decode-only::
+
+    waiting:  [p5 p6 p7]   running: [r1 r2 r3 r4]
+    step k:   p5 p6 (whole prompts; p7 did not fit)   -> r1..r4 wait, no token this step
+    step k+1: p7 did not fit again                     -> r1 r2 r3 r4 p5 p6 decode one token each
+
+1. Prompt phase (V0 skips it while requests are swapped out; recompute never swaps): waiting requests,
+   FCFS, are admitted while ``len(running) < max_num_seqs``, the step's prompt tokens fit
+   ``max_num_batched_tokens`` (with ``max_paddings`` set: batch × longest prompt fits it and
+   the padding stays ≤ ``max_paddings``) and the whole prompt's blocks leave at least the
+   watermark (``int(0.01 × num_gpu_blocks)`` blocks) free (``can_allocate``). The first
+   request that fails stops admission. A preempted request is a prompt of all its tokens
+   (prompt + generated). If any prompt was admitted, the step runs just those prompts.
+2. Otherwise every running request, in arrival order, decodes one token. Before each one V0
+   requires a free block (``can_append_slot``: one free block per sequence, needed or not);
+   while none is free the newest running request is preempted by recompute (blocks freed,
+   front of the waiting queue), or the request itself when it is the newest.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
+import numpy as np
+
 from kvledger.dynamics.engine_config import EngineConfig
 from kvledger.dynamics.request_state import PREEMPTED, RUNNING, SimRequest
 
-__all__ = ["Scheduler", "LPM_MAX_WAITING"]
+__all__ = ["Scheduler", "LPM_MAX_WAITING", "padded_prompt_shape", "v0_decode_limit"]
 
 LPM_MAX_WAITING = 128  # SGLang managers/schedule_policy.py: prefix matching off above this queue length
 
@@ -51,6 +74,18 @@ def _order_lpm(waiting: deque, kv) -> None:
 ORDER_POLICIES = {"fcfs": _order_fcfs, "lpm": _order_lpm}
 
 
+def padded_prompt_shape(plan: list[tuple[SimRequest, int]]) -> tuple[int, int, float]:
+    """A V0 prompt step as vLLM 0.2.x computed it (``max_paddings`` set), padded to [batch, longest prompt].
+
+    Returns (prefill tokens, prefill KV tokens, causal attention pairs) of the padded batch:
+    ``B·L``, ``B·L`` and ``B·L·(L+1)/2`` for ``B`` prompts of longest length ``L``, tokens
+    (``worker/model_runner.py::_prepare_prompt`` pads every prompt to the longest).
+    """
+    longest = max(n for _, n in plan)
+    padded = len(plan) * longest
+    return padded, padded, padded * (longest + 1) / 2
+
+
 class Scheduler:
     """The running list and waiting queue of one replica, and the per-step scheduling rule.
 
@@ -66,6 +101,8 @@ class Scheduler:
         self.waiting: deque[SimRequest] = deque()
         self._order = ORDER_POLICIES[cfg.scheduling_policy]
         self._static = cfg.batching == "static"
+        self._v0 = cfg.batching == "vllm_v0"
+        self._watermark_blocks = cfg.v0_watermark_blocks
         # paged KV with ceil(n / block_size) blocks: lets the running loop skip kv.grow when no block is needed
         self._fast_block_size = kv.block_size if getattr(kv, "pool", None) is not None and not kv.custom_bft else 0
 
@@ -75,6 +112,8 @@ class Scheduler:
         Mutates the running list, the waiting queue and the KV manager (blocks are taken
         here, as vLLM's ``allocate_slots`` does at schedule time).
         """
+        if self._v0:
+            return self._schedule_v0()
         cfg, kv, running = self.cfg, self.kv, self.running
         admitted = self._form_static_batch() if self._static and not running else 0
         budget = cfg.max_num_batched_tokens
@@ -147,6 +186,61 @@ class Scheduler:
             admitted += 1
         return admitted
 
+    def _schedule_v0(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
+        """vLLM V0: a prompt-only step if any waiting prompt is admitted, else a decode step for all (module doc)."""
+        scheduled: list[tuple[SimRequest, int]] = []
+        admitted = self._admit_prompts_v0(scheduled)
+        if admitted:
+            return scheduled, [], admitted
+        kv, running, preempted = self.kv, self.running, []
+        fast_b, free = self._fast_block_size, kv.num_free_blocks
+        i = 0
+        while i < len(running):
+            req = running[i]
+            if free and fast_b and req.num_computed_tokens // fast_b < len(req.blocks):
+                scheduled.append((req, 1))  # a block is free and the new token fits the held blocks
+                i += 1
+                continue
+            while kv.num_free_blocks < 1 or not kv.grow(req, 1):  # can_append_slot: a free block per sequence
+                victim = running.pop()
+                self._preempt(victim)
+                preempted.append(victim)
+                if victim is req:
+                    break
+            else:
+                scheduled.append((req, 1))
+                free = kv.num_free_blocks
+                i += 1
+                continue
+            break
+        return scheduled, preempted, 0
+
+    def _admit_prompts_v0(self, scheduled: list[tuple[SimRequest, int]]) -> int:
+        """V0's prompt phase: admit whole prompts FCFS under the limits of the module doc; returns how many."""
+        cfg, kv, waiting, running = self.cfg, self.kv, self.waiting, self.running
+        budget, max_pad, watermark = cfg.max_num_batched_tokens, cfg.max_paddings, self._watermark_blocks
+        n = total = longest = 0
+        while waiting and len(running) < cfg.max_num_seqs:
+            req = waiting[0]
+            t = req.num_tokens  # a preempted request recomputes its prompt and generated tokens
+            if kv.num_free_blocks - cfg.blocks_needed(t) < watermark:
+                break
+            if max_pad is None:
+                if total + t > budget:
+                    break
+            else:
+                padded = (n + 1) * max(longest, t)
+                if padded > budget or padded - (total + t) > max_pad:
+                    break
+            if not kv.admit(req, [], t, t):
+                break
+            waiting.popleft()
+            req.status = RUNNING
+            running.append(req)
+            scheduled.append((req, t))
+            n, total, longest = n + 1, total + t, max(longest, t)
+        return n
+
     def _form_static_batch(self) -> int:
         """Static batching: with nothing running, admit up to max_num_seqs waiting requests, each reserving its whole sequence."""
         cfg, kv, waiting, running = self.cfg, self.kv, self.waiting, self.running
@@ -161,3 +255,29 @@ class Scheduler:
             req.status = RUNNING
             running.append(req)
         return len(running)
+
+
+def v0_decode_limit(kv, running: list[SimRequest], comp: list[int], rems: list[int], k: int) -> int:
+    """Pure-decode steps (≤ ``k``, whose blocks fit) that vLLM V0 surely runs without preempting.
+
+    V0 decodes a request only while a block is free (``can_append_slot``), needed or not, so
+    a stretch is safe when its blocks leave one free. Used by fast_path.py; stopping short is
+    exact (the general step takes over). ``comp``/``rems``: computed and remaining tokens.
+    """
+    free = kv.num_free_blocks
+    if kv.custom_bft:
+        return int(np.searchsorted(kv._stretch_allocs(running, comp, rems, k)[1], free - 1, side="right"))
+    B = kv.block_size
+    if len(running) * (k // B + 1) < free:
+        return k
+
+    def need(steps: int) -> int:
+        return sum(max(0, (c + min(m, steps) + B - 1) // B - len(r.blocks)) for r, c, m in zip(running, comp, rems))
+
+    if need(k) < free:
+        return k
+    lo, hi = 0, k  # need(lo) < free <= need(hi), or nothing is safe (lo stays 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if need(mid) < free else (lo, mid)
+    return lo

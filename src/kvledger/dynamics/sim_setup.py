@@ -13,6 +13,7 @@ from typing import Any
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.engine_config import EngineConfig
 from kvledger.dynamics.from_plan import engine_config_from_plan
+from kvledger.dynamics.workload import RequestSpec
 from kvledger.errors import InputError
 
 __all__ = ["SimRequestArgs", "SimSetup", "prepare", "make_step_cost", "load_plan"]
@@ -68,6 +69,8 @@ class SimSetup:
     workload_info: dict[str, Any] = field(default_factory=dict)
     cost_info: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    tp: int = 1
+    plan: Any = None
 
 
 def load_plan(a: SimRequestArgs):
@@ -109,16 +112,23 @@ def make_step_cost(a: SimRequestArgs, plan) -> tuple[Any, dict[str, Any]]:
     raise UnknownNameError("step cost model", a.step_cost, ["roofline", "calibrated"], hint="Known: roofline, calibrated.")
 
 
-def _workload(a: SimRequestArgs) -> tuple[Any, int, dict[str, Any]]:
+def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
+              label: str | None = None) -> tuple[Any, int, dict[str, Any]]:
     from kvledger.dynamics.traces import load_trace, trace_has_arrivals
 
-    rate = a.rate
-    if a.concurrency is not None and rate is None and not trace_has_arrivals(a.trace):
-        rate = math.inf  # closed loop: arrival times are not used
-    specs = load_trace(a.trace, num_requests=a.num_requests, rate=rate, rate_scale=a.rate_scale, seed=a.seed)
+    if requests is not None:
+        if not requests:
+            raise InputError("the workload holds no request")
+        specs, name = list(requests), label or "given requests"
+    else:
+        rate = a.rate
+        if a.concurrency is not None and rate is None and not trace_has_arrivals(a.trace):
+            rate = math.inf  # closed loop: arrival times are not used
+        specs = load_trace(a.trace, num_requests=a.num_requests, rate=rate, rate_scale=a.rate_scale, seed=a.seed)
+        name = a.trace
     span = specs[-1].arrival_s - specs[0].arrival_s if len(specs) > 1 else 0.0
     info: dict[str, Any] = {
-        "trace": a.trace, "num_requests": len(specs),
+        "trace": name, "num_requests": len(specs),
         "prompt_tokens_mean": sum(s.num_prompt_tokens for s in specs) / len(specs),
         "output_tokens_mean": sum(s.num_output_tokens for s in specs) / len(specs),
     }
@@ -130,8 +140,12 @@ def _workload(a: SimRequestArgs) -> tuple[Any, int, dict[str, Any]]:
     return specs, len(specs), info
 
 
-def prepare(a: SimRequestArgs) -> SimSetup:
+def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label: str | None = None) -> SimSetup:
     """Build the plan, the engine settings, the step cost and the workload.
+
+    ``requests`` (e.g. a synthetic workload), when given, replaces the trace named by
+    ``a.trace`` (``a.rate``, ``a.rate_scale`` and ``a.num_requests`` then do not apply);
+    ``label`` names it in the workload description.
 
     Raises:
         InputError / UnknownNameError / FormatError: bad names, flags or trace files, with the reason.
@@ -150,6 +164,6 @@ def prepare(a: SimRequestArgs) -> SimSetup:
         notes.append(f"chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = {mnbt:,} (vLLM rule)")
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
     cost, cost_info = make_step_cost(a, plan)
-    workload, n, info = _workload(a)
+    workload, n, info = _workload(a, requests, label)
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
-                    plan_notes + notes)
+                    plan_notes + notes, a.tp, plan)

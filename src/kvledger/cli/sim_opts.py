@@ -1,0 +1,101 @@
+"""The simulation flags ``kvledger cost --simulate`` and ``kvledger goodput --simulate`` share, and their translation into SimRequestArgs.
+
+The flags keep ``kvledger simulate``'s names and meanings. Every one defaults to None here so a
+command can tell "given" from "left at the default" (a simulation flag given without
+``--simulate`` is an error); the engine's and ``kvledger simulate``'s defaults are filled in
+by :func:`sim_request`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+__all__ = ["SIM_FLAGS", "sim_request", "reject_sim_flags", "Simulate"]
+
+_S = "[--simulate] "
+Simulate = Annotated[Optional[str], typer.Option("--simulate", help="Simulate this model (HF id, alias, config.json path or Hub id) on --gpu instead of reading a FILE.", show_default=False)]
+Trace = Annotated[Optional[str], typer.Option("--trace", help=_S + "azure-conv (default), azure-code, mooncake, mooncake-synthetic, arxiv, or a CSV/JSONL path.", show_default=False)]
+Rate = Annotated[Optional[float], typer.Option("--rate", help=_S + "target mean arrival rate, req/s (gaps rescaled, burstiness kept); 'inf' sends all at t=0.", show_default=False)]
+RateScale = Annotated[Optional[float], typer.Option("--rate-scale", help=_S + "multiply the trace's own rate by this factor.", show_default=False)]
+NumRequests = Annotated[Optional[int], typer.Option("--num-requests", help=_S + "replay only the first N requests (default: the whole trace; 2,000 per probe of a --target search).", show_default=False)]
+Seed = Annotated[Optional[int], typer.Option("--seed", help=_S + "RNG seed for synthetic or Poisson arrivals (default 0).", show_default=False)]
+Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help=_S + "closed loop: N users, each sends its next request when the last one ends.", show_default=False)]
+ThinkTime = Annotated[Optional[float], typer.Option("--think-time", help=_S + "closed loop: seconds a user waits before its next request (default 0).", show_default=False)]
+PromptLengths = Annotated[Optional[str], typer.Option("--prompt-lengths", help=_S + "synthetic workload instead of a trace: prompt lengths, e.g. fixed:512, uniform:1:512, exp:128:1536, lognormal:1000:0.8, trace:azure-conv:prompt (with --output-lengths, --rate, --num-requests).", show_default=False)]
+OutputLengths = Annotated[Optional[str], typer.Option("--output-lengths", help=_S + "synthetic workload: output lengths (same forms as --prompt-lengths).", show_default=False)]
+ArrivalCv = Annotated[Optional[float], typer.Option("--arrival-cv", help=_S + "synthetic workload: CV of inter-arrival gaps (default 1 = Poisson).", show_default=False)]
+EngineVersion = Annotated[Optional[str], typer.Option("--engine-version", help=_S + "vLLM version whose defaults to apply.", show_default=False)]
+Tp = Annotated[Optional[int], typer.Option("--tp", "--tensor-parallel-size", help=_S + "tensor-parallel degree (default 1); GPUs = replicas × TP.", show_default=False)]
+MaxModelLen = Annotated[Optional[str], typer.Option("--max-model-len", help=_S + "tokens (8192, 8K); default: from the config.", show_default=False)]
+GpuMemUtil = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help=_S + "vLLM fraction of device memory.", show_default=False)]
+KvCacheDtype = Annotated[Optional[str], typer.Option("--kv-cache-dtype", help=_S + "auto (default), bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.", show_default=False)]
+BlockSize = Annotated[Optional[int], typer.Option("--block-size", help=_S + "tokens per KV block (vLLM default 16).", show_default=False)]
+MaxNumBatchedTokens = Annotated[Optional[str], typer.Option("--max-num-batched-tokens", help=_S + "token budget per step.", show_default=False)]
+MaxNumSeqs = Annotated[Optional[int], typer.Option("--max-num-seqs", help=_S + "most running requests per replica.", show_default=False)]
+NumGpuBlocksOverride = Annotated[Optional[int], typer.Option("--num-gpu-blocks-override", help=_S + "fix the KV block count.", show_default=False)]
+PrefixCaching = Annotated[Optional[bool], typer.Option("--enable-prefix-caching/--no-enable-prefix-caching", help=_S + "automatic prefix caching (default on, as vLLM v1).", show_default=False)]
+ChunkedPrefill = Annotated[Optional[bool], typer.Option("--enable-chunked-prefill/--no-enable-chunked-prefill", help=_S + "chunked prefill (default on, as vLLM v1).", show_default=False)]
+Policy = Annotated[Optional[str], typer.Option("--policy", help=_S + "preset: vllm, sglang, static, contiguous (see kvledger simulate --help).", show_default=False)]
+Replicas = Annotated[Optional[int], typer.Option("--replicas", help=_S + "identical engine replicas behind a router (default 1).", show_default=False)]
+Router = Annotated[Optional[str], typer.Option("--router", help=_S + "round_robin (default), least_loaded or prefix_aware.", show_default=False)]
+StepCost = Annotated[Optional[str], typer.Option("--step-cost", help=_S + "roofline (default; from the memory plan) or calibrated (fitted to published measurements).", show_default=False)]
+CpuOverhead = Annotated[Optional[str], typer.Option("--cpu-overhead", help=_S + "per-step CPU time added to the roofline (e.g. 2ms).", show_default=False)]
+
+# command parameter name → (SimRequestArgs field or None for synthetic-only, default filled in, flag)
+SIM_FLAGS: dict[str, tuple[str | None, Any, str]] = {
+    "trace": ("trace", "azure-conv", "--trace"), "rate": ("rate", None, "--rate"),
+    "rate_scale": ("rate_scale", None, "--rate-scale"), "num_requests": ("num_requests", None, "--num-requests"),
+    "seed": ("seed", 0, "--seed"), "concurrency": ("concurrency", None, "--concurrency"),
+    "think_time": ("think_time_s", 0.0, "--think-time"), "engine_version": ("engine_version", None, "--engine-version"),
+    "tp": ("tp", 1, "--tp"), "max_model_len": ("max_model_len", None, "--max-model-len"),
+    "gpu_memory_utilization": ("gpu_memory_utilization", None, "--gpu-memory-utilization"),
+    "kv_cache_dtype": ("kv_cache_dtype", "auto", "--kv-cache-dtype"), "block_size": ("block_size", None, "--block-size"),
+    "max_num_batched_tokens": ("max_num_batched_tokens", None, "--max-num-batched-tokens"),
+    "max_num_seqs": ("max_num_seqs", None, "--max-num-seqs"),
+    "num_gpu_blocks_override": ("num_gpu_blocks_override", None, "--num-gpu-blocks-override"),
+    "prefix_caching": ("enable_prefix_caching", None, "--enable-prefix-caching"),
+    "chunked_prefill": ("enable_chunked_prefill", None, "--enable-chunked-prefill"),
+    "policy": ("policy", None, "--policy"), "replicas": ("replicas", 1, "--replicas"),
+    "router": ("router", "round_robin", "--router"), "step_cost": ("step_cost", "roofline", "--step-cost"),
+    "cpu_overhead": ("cpu_overhead", None, "--cpu-overhead"),
+    "prompt_lengths": (None, None, "--prompt-lengths"), "output_lengths": (None, None, "--output-lengths"),
+    "arrival_cv": (None, None, "--arrival-cv"),
+}
+
+
+def reject_sim_flags(params: dict[str, Any]) -> None:
+    """Raise InputError naming the simulation flags given without ``--simulate``."""
+    from kvledger.errors import InputError
+
+    given = [flag for name, (_, _, flag) in SIM_FLAGS.items() if params.get(name) is not None]
+    if given:
+        raise InputError(f"{', '.join(given)} describe a simulation; add --simulate MODEL (with --gpu), or drop them to read FILE")
+
+
+def sim_request(model: str, gpu: str | None, params: dict[str, Any], *, num_requests_default: int | None = None):
+    """(SimRequestArgs, SyntheticSpec or None) from a command's parsed parameters (``typer.Context.params``).
+
+    Raises:
+        InputError: no --gpu, or half a synthetic workload, or --trace together with one.
+    """
+    from kvledger.analyses.sim_ledgers import SyntheticSpec
+    from kvledger.dynamics.sim_setup import SimRequestArgs
+    from kvledger.errors import InputError
+
+    if gpu is None:
+        raise InputError("--simulate needs --gpu (a catalog GPU such as H100, or a GPU file)")
+    fields = {field: (params.get(name) if params.get(name) is not None else default)
+              for name, (field, default, _) in SIM_FLAGS.items() if field is not None}
+    if fields["num_requests"] is None:
+        fields["num_requests"] = num_requests_default
+    prompt, output, cv = params.get("prompt_lengths"), params.get("output_lengths"), params.get("arrival_cv")
+    synthetic = None
+    if prompt is not None or output is not None or cv is not None:
+        if prompt is None or output is None:
+            raise InputError("a synthetic workload needs both --prompt-lengths and --output-lengths")
+        if params.get("trace") is not None:
+            raise InputError("give either --trace or a synthetic workload (--prompt-lengths/--output-lengths), not both")
+        synthetic = SyntheticSpec(prompt, output, 1.0 if cv is None else cv)
+    return SimRequestArgs(model=model, gpu=gpu, **fields), synthetic
