@@ -149,7 +149,19 @@ class RunMetadata:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """JSON-ready dict; an infinite request rate ("as fast as possible") is written as the string "inf" (strict JSON)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        if d["request_rate"] is not None and math.isinf(d["request_rate"]):
+            d["request_rate"] = "inf"
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunMetadata":
+        """Inverse of :meth:`to_dict`."""
+        d = dict(d)
+        if d.get("request_rate") == "inf":
+            d["request_rate"] = math.inf
+        return cls(**d)
 
 
 @dataclass(slots=True)
@@ -184,4 +196,4 @@ class RunRecords:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunRecords":
-        return cls([RequestRecord.from_dict(r) for r in d["records"]], RunMetadata(**d["metadata"]))
+        return cls([RequestRecord.from_dict(r) for r in d["records"]], RunMetadata.from_dict(d["metadata"]))

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvledger.catalog.cfg import Cfg
-from kvledger.catalog.layers import (ChunkedLocalAttention, FullAttention, LayerSpec, MLAAttention,
-                                     SlidingWindowAttention, StateLayer)
-from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
+from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
+from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, std_attention, vec
 
 __all__ = ["Family", "FAMILY_OF", "build_family"]
 

@@ -41,7 +41,7 @@ def read(doc: Document) -> list[RunRecords]:
     if unknown:
         raise FormatError(doc.path, f"unknown metadata fields {sorted(unknown)}; known: {sorted(_META_FIELDS)}", "metadata")
     try:
-        meta = RunMetadata(**obj["metadata"])
+        meta = RunMetadata.from_dict(obj["metadata"])
     except TypeError as err:
         raise FormatError(doc.path, f"bad metadata: {err}", "metadata") from None
     records = [_record(doc.path, r, i) for i, r in enumerate(obj["records"])]

@@ -18,7 +18,7 @@ from kvledger.evidence._arrays import has_details, records_from_arrays
 from kvledger.evidence._io import Document, count, latency_s
 from kvledger.evidence._meta import rate_or_none, stated_gpu_count, stated_hardware
 from kvledger.evidence.aggregate import AggregateRun
-from kvledger.evidence.vllm_bench import flat_summaries, objects_of
+from kvledger.evidence.vllm_bench import aggregate_run, objects_of
 from kvledger.records import RunMetadata, RunRecords
 
 __all__ = ["FORMAT", "read"]
@@ -51,13 +51,7 @@ def _read_one(path: str, obj: dict[str, Any], where: str, n_runs: int) -> RunRec
         meta.definitions.append("SGLang itls may be per token (a multi-token chunk's gap split evenly, bench_serving adjust_itl): chunk times are then per-token times")
         return RunRecords(records, meta)
     meta.definitions.append("no per-request arrays (run without --output-details): aggregates only; goodput can only be bounded")
-    agg = AggregateRun(meta, duration_s=meta.duration_s)
-    agg.num_completed = count(path, obj.get("completed"), f"{where}completed", allow_none=True)
-    agg.num_failed = count(path, obj.get("failed"), f"{where}failed", allow_none=True)
-    agg.total_input_tokens = count(path, obj.get("total_input_tokens"), f"{where}total_input_tokens", allow_none=True)
-    agg.total_output_tokens = count(path, obj.get("total_output_tokens"), f"{where}total_output_tokens", allow_none=True)
-    agg.metrics, notes = flat_summaries(path, obj, where, agg.num_completed)
-    meta.definitions.extend(notes)
+    agg = aggregate_run(path, obj, where, meta)
     if agg.num_failed is None:
         meta.definitions.append("SGLang aggregates state no failed count: failed requests unknown, counted as 0")
     return agg

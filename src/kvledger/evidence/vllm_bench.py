@@ -69,6 +69,15 @@ def _read_one(path: str, obj: dict[str, Any], where: str, n_runs: int) -> RunRec
     if "latencies" in obj:
         meta.definitions.append("'latencies' present without ttfts/errors (saved without --save-detailed): per-request E2E exists but failures cannot be told apart, so only aggregates are used")
     meta.definitions.append("no per-request arrays (run without --save-detailed): aggregates only; goodput can only be bounded")
+    agg = aggregate_run(path, obj, where, meta)
+    if agg.num_failed is None:
+        meta.definitions.append("no 'failed' count in the file (older vLLM): failed requests unknown, counted as 0")
+    agg.tool_goodput = meta.extra.get("tool_goodput")
+    return agg
+
+
+def aggregate_run(path: str, obj: dict[str, Any], where: str, meta: RunMetadata) -> AggregateRun:
+    """The aggregate-only run of a vLLM-style result object (counts, token totals, *_ms summaries); SGLang shares the layout."""
     agg = AggregateRun(meta, duration_s=meta.duration_s)
     agg.num_completed = count(path, obj.get("completed"), f"{where}completed", allow_none=True)
     agg.num_failed = count(path, obj.get("failed"), f"{where}failed", allow_none=True)
@@ -76,9 +85,6 @@ def _read_one(path: str, obj: dict[str, Any], where: str, n_runs: int) -> RunRec
     agg.total_output_tokens = count(path, obj.get("total_output_tokens"), f"{where}total_output_tokens", allow_none=True)
     agg.metrics, notes = flat_summaries(path, obj, where, agg.num_completed)
     meta.definitions.extend(notes)
-    if agg.num_failed is None:
-        meta.definitions.append("no 'failed' count in the file (older vLLM): failed requests unknown, counted as 0")
-    agg.tool_goodput = meta.extra.get("tool_goodput")
     return agg
 
 
