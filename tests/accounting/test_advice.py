@@ -31,3 +31,27 @@ def test_long_max_model_len_on_a_small_gpu_gives_the_engine_error_and_estimate()
     assert p.row_at(131072).max_requests == 0
     fixed = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("l4"), make_settings(max_model_len=a.estimated_max_model_len), with_roofline=False)
     assert fixed.advice.verdict == "fits" and fixed.row_at(a.estimated_max_model_len).max_requests == 1
+
+
+def test_verdict_does_not_depend_on_the_reported_contexts():
+    # --context 8K leaves max_model_len (131,072) out of the table; the verdict is still about max_model_len.
+    m, g = load_model("meta-llama/Llama-3.1-70B"), get_gpu("h100")
+    full = build_plan(m, g, make_settings(tp=2), with_roofline=False)
+    only8k = build_plan(m, g, make_settings(tp=2, contexts=(8192,)), with_roofline=False)
+    assert full.advice.verdict == only8k.advice.verdict == "max_model_len_does_not_fit"
+    assert full.advice.shortfall_bytes == only8k.advice.shortfall_bytes
+    # The --max-model-len option names the length it leaves: one request of that length fits.
+    opt = next(o for o in only8k.advice.options if o.action.startswith("--max-model-len"))
+    assert opt.context_tokens == only8k.advice.estimated_max_model_len and opt.max_requests == 1
+
+
+def test_settings_that_cannot_be_meant_are_refused():
+    import pytest
+
+    from kvledger.errors import InputError
+    m, g = load_model("meta-llama/Llama-3.1-8B"), get_gpu("h100")
+    for kw, text in ((dict(engine="sglang", engine_version="0.10.2"), "applies to vLLM"),
+                     (dict(available_kv_memory_bytes=500 * GiB), "more than the whole device"),
+                     (dict(block_size=7), "vLLM accepts 1, 8, 16")):
+        with pytest.raises(InputError, match=text):
+            build_plan(m, g, make_settings(**kw))

@@ -53,5 +53,5 @@ def test_custom_gpu_file_and_override(tmp_path):
     bad.write_text('{"name": "x", "memory": "10GiB"}')
     with pytest.raises(ConfigError, match="missing bandwidth_tb_s"):
         resolve_gpu(str(bad))
-    with pytest.raises(InputError, match="plausible range"):
+    with pytest.raises(InputError, match="GPU memory .* is not plausible"):
         resolve_gpu("h100", memory_bytes=10)

@@ -22,12 +22,13 @@ __all__ = ["Option", "Advice", "advise", "waterfall"]
 
 @dataclass(frozen=True)
 class Option:
-    """One fix and its effect at max_model_len: the engine's concurrency figure and whole requests."""
+    """One fix and its effect: the engine's concurrency figure and whole requests of ``context_tokens`` (the max_model_len it leaves)."""
 
     action: str
     max_concurrency: float
     max_requests: int
     detail: str = ""
+    context_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -67,24 +68,31 @@ def _options(p: "Plan", build: Callable, est_len: int | None) -> list[Option]:
         q = _try(build, p, tp=tp)
         if q and _at_len(q)[1] >= 1:
             c, n = _at_len(q)
-            opts.append(Option(f"--tp {tp}", c, n, f"{q.memory.available_kv_bytes / GiB:.2f} GiB KV per GPU"))
+            opts.append(Option(f"--tp {tp}", c, n, f"{q.memory.available_kv_bytes / GiB:.2f} GiB KV per GPU", q.memory.max_model_len))
             break
     if not p.settings.kv_cache_dtype.startswith("fp8"):
         q = _try(build, p, kv_cache_dtype="fp8")
         if q and _at_len(q)[1] >= 1:
             c, n = _at_len(q)
-            opts.append(Option("--kv-cache-dtype fp8", c, n, "page size halves, blocks double (kv_cache_interface.py)"))
+            opts.append(Option("--kv-cache-dtype fp8", c, n, "page size halves, blocks double (kv_cache_interface.py)", q.memory.max_model_len))
     if est_len:
-        opts.append(Option(f"--max-model-len {est_len:,}", 1.0, 1, "the longest request the current pool holds"))
+        opts.append(Option(f"--max-model-len {est_len:,}", p.memory.usable_blocks / max(1, _blocks_at(p, est_len)), 1,
+                           "the longest request the current pool holds", est_len))
     bigger = sorted((g for g in gpu_catalog().values() if g.memory_bytes > p.gpu.memory_bytes and g.gpu_id.startswith("nvidia")),
                     key=lambda g: g.memory_bytes)
     for g in bigger:
         q = _try(build, p, gpu=g)
         if q and _at_len(q)[1] >= 1:
             c, n = _at_len(q)
-            opts.append(Option(f"--gpu {g.gpu_id}", c, n, f"{g.memory_bytes / GiB:.2f} GiB"))
+            opts.append(Option(f"--gpu {g.gpu_id}", c, n, f"{g.memory_bytes / GiB:.2f} GiB", q.memory.max_model_len))
             break
     return opts
+
+
+def _blocks_at(p: "Plan", length: int) -> int:
+    if p.layout is not None:
+        return p.layout.blocks_per_request(length, p.inflight_tokens)
+    return -(-length // p.memory.block_size)
 
 
 def _estimate_len(p: "Plan") -> int | None:
@@ -105,7 +113,7 @@ def advise(p: "Plan", build: Callable) -> Advice:
     if m.available_kv_bytes <= 0 or m.usable_blocks <= 0:
         used = sum(d.bytes for d in m.deductions)
         short = -m.available_kv_bytes + (need_blocks * m.bytes_per_block)
-        msg = (f"does not fit: the engine may use {m.requested_bytes / GiB:.2f} GiB ({m.fraction_name} {m.fraction}) but "
+        msg = (f"does not fit: the engine may use {m.requested_bytes / GiB:.2f} GiB ({m.requested_label or m.fraction_name}) but "
                f"{' + '.join(f'{d.name} {d.bytes / GiB:.2f}' for d in m.deductions if d.bytes)} = {used / GiB:.2f} GiB before any KV; "
                f"short by {-m.available_kv_bytes / GiB:.2f} GiB, {short / GiB:.2f} GiB with one {m.max_model_len:,}-token request")
         return Advice("weights_do_not_fit", msg, short, None, tuple(_options(p, build, None)))

@@ -44,6 +44,7 @@ class MemoryPlan:
         gpu_total_bytes: device total as CUDA reports it, B.
         fraction_name / fraction: the engine's knob and its value.
         requested_bytes: what the engine may use before the KV pool (vLLM: ceil(total × util)), B.
+        requested_label: how ``requested_bytes`` is obtained, for the ledger's row label.
         deductions: terms subtracted before the KV pool (weights, activation peak, ...).
         available_kv_bytes: KV bytes per GPU, B (negative: does not fit).
         available_given: True when the user passed the engine's printed figure.
@@ -74,6 +75,7 @@ class MemoryPlan:
     max_num_batched_tokens: int
     max_num_seqs: int
     notes: tuple[str, ...] = field(default_factory=tuple)
+    requested_label: str = ""
 
     @property
     def fits(self) -> bool:
@@ -88,7 +90,7 @@ class MemoryPlan:
                 "block_size": self.block_size, "bytes_per_block": self.bytes_per_block, "num_gpu_blocks": self.num_gpu_blocks,
                 "usable_blocks": self.usable_blocks, "pool_tokens": self.pool_tokens, "printed_lines": list(self.printed_lines),
                 "max_model_len": self.max_model_len, "max_num_batched_tokens": self.max_num_batched_tokens,
-                "max_num_seqs": self.max_num_seqs, "notes": list(self.notes)}
+                "max_num_seqs": self.max_num_seqs, "notes": list(self.notes), "requested_label": self.requested_label}
 
 
 def sglang_mem_fraction_static(gpu_mem_mib: float, tp: int, chunked_prefill_size: int, cuda_graph_max_bs: int) -> tuple[float, str]:

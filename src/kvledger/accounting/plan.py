@@ -21,7 +21,8 @@ from kvledger.accounting.roofline_report import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.units import cdiv
+from kvledger.errors import InputError
+from kvledger.units import GiB, cdiv
 
 __all__ = ["ConcurrencyRow", "Plan", "build_plan", "concurrency_rows", "default_contexts", "plan_to_dict"]
 
@@ -33,18 +34,28 @@ class ConcurrencyRow:
     Attributes:
         context_tokens: tokens per request (prompt + output), tokens.
         blocks_per_request: blocks one request may need (vLLM R(L); SGLang: tokens), count.
-        bytes_per_request: KV (+ state) bytes one request holds, per GPU, B.
+        bytes_per_request: KV (+ state) bytes one request holds at this context, per GPU, B.
+        pool_bytes_per_request: what the engine budgets for one request: blocks_per_request × bytes per block, B
+            (above bytes_per_request for sliding windows, which reserve blocks for in-flight tokens, and for padding).
         max_concurrency: the engine's figure, blocks ÷ blocks per request (what vLLM prints), ×.
-        max_requests: whole requests that fit in the usable pool at once, count.
+        max_requests: whole requests that fit in the usable pool at once, count (KV only; see running_cap).
+        running_cap: max_num_seqs, the most requests the engine runs at once whatever the KV allows, count.
         within_max_model_len: False when the context exceeds max_model_len (the engine rejects such requests).
     """
 
     context_tokens: int
     blocks_per_request: int
     bytes_per_request: float
+    pool_bytes_per_request: float
     max_concurrency: float
     max_requests: int
+    running_cap: int
     within_max_model_len: bool
+
+    @property
+    def max_running(self) -> int:
+        """Requests of this length running at once: the KV limit capped by max_num_seqs, count."""
+        return min(self.max_requests, self.running_cap)
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,7 @@ class Plan:
     roofline: RooflineReport | None
     advice: Advice | None
     waterfall: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    at_max_model_len: ConcurrencyRow | None = None
 
     def blocks_for_tokens(self, num_tokens: int) -> int:
         """Blocks a running request holds after ``num_tokens`` computed tokens (for the simulator), blocks."""
@@ -77,7 +89,16 @@ class Plan:
                                 cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s)
 
     def row_at(self, context_tokens: int) -> ConcurrencyRow | None:
-        return next((r for r in self.concurrency if r.context_tokens == context_tokens), None)
+        """The concurrency row at a context (max_model_len's row is always available), or None."""
+        row = next((r for r in self.concurrency if r.context_tokens == context_tokens), None)
+        if row is None and self.at_max_model_len is not None and self.at_max_model_len.context_tokens == context_tokens:
+            return self.at_max_model_len
+        return row
+
+    @property
+    def fits(self) -> bool:
+        """True when at least one request of max_model_len fits (the engine would start)."""
+        return self.at_max_model_len is not None and self.at_max_model_len.max_requests >= 1
 
 
 def default_contexts(max_model_len: int) -> list[int]:
@@ -96,8 +117,29 @@ def concurrency_rows(mem: MemoryPlan, layout: KVLayout | None, kv: KVLedger, inf
         else:
             r = cdiv(c, mem.block_size)
         conc = mem.num_gpu_blocks / r if r else 0.0
-        rows.append(ConcurrencyRow(c, r, kv.bytes_per_request(c), conc, mem.usable_blocks // r if r else 0, c <= mem.max_model_len))
+        rows.append(ConcurrencyRow(c, r, kv.bytes_per_request(c), r * mem.bytes_per_block, conc,
+                                   mem.usable_blocks // r if r else 0, mem.max_num_seqs, c <= mem.max_model_len))
     return rows
+
+
+VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
+"""Block sizes vLLM accepts for ``--block-size`` (config/cache.py; 256 only for backends that need it)."""
+
+
+def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
+    """Reject combinations the engines would reject or that cannot be meant.
+
+    Raises:
+        InputError: a vLLM-only setting with another engine, a KV figure above the device, a block size vLLM refuses.
+    """
+    if s.engine != "vllm" and s.engine_version:
+        raise InputError(f"--engine-version applies to vLLM; the {s.engine} rules are from one release "
+                         "(SGLang 0.5.23, TensorRT-LLM's PyTorch backend) and take no version")
+    if s.available_kv_memory_bytes is not None and s.available_kv_memory_bytes > gpu.memory_bytes:
+        raise InputError(f"--available-kv-memory {s.available_kv_memory_bytes / GiB:.2f} GiB is more than the whole device "
+                         f"({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass the figure your engine printed for one GPU")
+    if s.engine == "vllm" and s.block_size is not None and s.block_size not in VLLM_BLOCK_SIZES:
+        raise InputError(f"--block-size {s.block_size}: vLLM accepts {', '.join(map(str, VLLM_BLOCK_SIZES))}")
 
 
 def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *, with_roofline: bool = True,
@@ -108,6 +150,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         InputError: impossible settings (TP not dividing heads, max_model_len beyond the model, ...).
     """
     s = settings or PlanSettings()
+    _check_settings(gpu, s)
     kv = kv_ledger(model, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
     layout, inflight = None, 0
     if s.engine == "vllm":
@@ -119,16 +162,17 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         mem = trtllm_plan(model, gpu, s, kv)
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
     rows = concurrency_rows(mem, layout, kv, inflight, contexts)
+    at_len = concurrency_rows(mem, layout, kv, inflight, [mem.max_model_len])[0]
     roof = None
-    if with_roofline:
+    if with_roofline and mem.fits:  # no roofline for a model whose weights do not fit: advice says what would
         rc = RooflineStepCost(model, gpu, kv, s.tp, flops_fraction=s.achievable_flops_fraction,
                               bandwidth_fraction=s.achievable_bandwidth_fraction, cpu_overhead_s=s.cpu_overhead_s)
-        maxc = {r.context_tokens: float(r.max_requests) for r in rows if r.max_requests > 0}
+        maxc = {r.context_tokens: float(r.max_running) for r in rows if r.max_requests > 0}
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
-    plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None)
+    plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len)
     adv = advise(plan, build_plan) if with_advice else None
-    wf = tuple(waterfall(plan)) if with_advice and s.engine == "vllm" else ()
-    return Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, adv, wf)
+    wf = tuple(waterfall(plan)) if with_advice and s.engine == "vllm" and mem.fits else ()
+    return Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, adv, wf, at_len)
 
 
 
@@ -145,7 +189,8 @@ def plan_to_dict(p: Plan) -> dict[str, Any]:
     return {
         "model": model, "gpu": p.gpu.to_dict(), "settings": p.settings.model_dump(), "kv": p.kv.to_dict(),
         "memory": {**p.memory.to_dict(), "layout": p.layout.to_dict() if p.layout else None, "inflight_tokens": p.inflight_tokens},
-        "concurrency": [r.__dict__ for r in p.concurrency],
+        "concurrency": [{**r.__dict__, "max_running": r.max_running} for r in p.concurrency],
+        "at_max_model_len": {**p.at_max_model_len.__dict__, "max_running": p.at_max_model_len.max_running} if p.at_max_model_len else None,
         "roofline": p.roofline.to_dict() if p.roofline else None,
         "advice": p.advice.to_dict() if p.advice else None, "waterfall": list(p.waterfall),
     }

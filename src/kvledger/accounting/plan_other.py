@@ -59,9 +59,10 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     notes = [f"mem_fraction_static {mfs}: {msrc}", f"chunked_prefill_size {cps} (SGLang default for this GPU)",
              f"max_running_requests {mrr}: min(clamp(#tokens/context_len·512, 2048, 4096), #tokens//2)",
              "SGLang prints sizes in GiB labelled 'GB'"] + _hybrid_note(kv)
-    return MemoryPlan("sglang", "0.5.23 rules", gpu.memory_bytes, "mem_fraction_static", mfs, int(pre_free * mfs), items,
+    return MemoryPlan("sglang", "0.5.23 rules", gpu.memory_bytes, "mem_fraction_static", mfs, int(pre_free), items,
                       avail, given, page, int(cell * page), tokens // page, tokens // page, tokens, (line,) if tokens else (),
-                      L, s.max_num_batched_tokens or cps, mrr, tuple(notes))
+                      L, s.max_num_batched_tokens or cps, mrr, tuple(notes),
+                      "free before the weights load (device total − 0.13 GiB CUDA context)")
 
 
 def trtllm_bytes_per_token(model: ModelSpec, tp: int, elem_bytes: float) -> float:
@@ -88,6 +89,8 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
              LineItem("activation peak of the dry run", act, f"model: forward over max_num_tokens {max_num_tokens}" if s.activation_peak_bytes is None else "given"),
              LineItem("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES, "as measured for vLLM on H100 (assumed)"))
     free_after = gpu.memory_bytes - sum(i.bytes for i in items)
+    items = items + (LineItem(f"reserve (1 − free_gpu_memory_fraction) × {free_after / GiB:.2f} GiB free after the dry run",
+                              free_after * (1 - frac), "KvCacheCreator._cal_max_memory keeps this share free"),)
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(free_after * frac)
     per_tok = trtllm_bytes_per_token(model, s.tp, kv.elem_bytes)
@@ -97,6 +100,6 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     notes = [f"free_gpu_memory_fraction {frac} ({'given' if s.free_gpu_memory_fraction else 'default'}) of memory free after the dry run",
              f"tokens_per_block {tpb} ({'given' if s.block_size else 'KvCacheConfig default'})",
              f"bytes per token {per_tok:,.0f} B from get_cache_size_per_token (integer division by TP)"] + _hybrid_note(kv)
-    return MemoryPlan("trtllm", "PyTorch backend rules", gpu.memory_bytes, "free_gpu_memory_fraction", frac, int(free_after), items,
+    return MemoryPlan("trtllm", "PyTorch backend rules", gpu.memory_bytes, "free_gpu_memory_fraction", frac, gpu.memory_bytes, items,
                       avail, given, tpb, int(per_tok * tpb), blocks, blocks, max_tokens, (f"max_tokens={max_tokens}, blocks={blocks}",),
-                      L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes))
+                      L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes), "device total (the fraction applies to what is free after the dry run)")

@@ -82,6 +82,8 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> 
     ver = R.parse_version(s.engine_version or R.LATEST)
     vtxt = ".".join(map(str, ver))
     notes: list[str] = []
+    if ver > R.parse_version(R.LATEST):
+        notes.append(f"vLLM {vtxt} is newer than the newest release whose code was read ({R.LATEST}): its rules are applied")
     L, _ = resolve_max_model_len(model, s)
     d_mnbt, d_seqs, why = R.default_batch_limits(ver, gpu.memory_bytes, gpu.name, L)
     mnbt, seqs = s.max_num_batched_tokens or d_mnbt, s.max_num_seqs or d_seqs
@@ -92,6 +94,10 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> 
     notes.append(f"block_size {B}: {bsrc}")
     unify = s.disable_hybrid_kv_cache_manager or R.era(ver) in ("v0", "v1-0.8")
     layout = vllm_layout(model, kv, B, unify_hybrid=unify)
+    if layout.block_size != B:
+        notes[-1] += f"; the hybrid layout then sets the attention block to {layout.block_size} tokens (below)"
+    if s.tp > 1:
+        notes.append(f"non-torch memory is the TP=1 measurement; at TP {s.tp} NCCL and custom all-reduce buffers add more (not modelled)")
     util, usrc = (s.gpu_memory_utilization, "given") if s.gpu_memory_utilization else R.default_gpu_memory_utilization(ver)
     notes.append(f"gpu_memory_utilization {util}: {usrc}")
     requested = math.ceil(gpu.memory_bytes * util)
@@ -117,7 +123,8 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> 
     lines = R.printed_capacity_lines(ver, n, layout.block_size, len(layout.groups), L, Rl, cpu_blocks) if n > 0 else []
     mem = MemoryPlan("vllm", vtxt, gpu.memory_bytes, "gpu_memory_utilization", util, requested, tuple(items), available, given,
                      layout.block_size, layout.bytes_per_block, n, usable, (n // max(1, len(layout.groups))) * layout.block_size,
-                     tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes)
+                     tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
+                     f"× gpu_memory_utilization {util} (ceil)")
     return VllmResult(mem, layout, F, ver)
 
 

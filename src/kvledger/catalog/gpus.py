@@ -107,6 +107,8 @@ def _row_to_spec(r: dict[str, str]) -> GpuSpec | None:
     gid = r["gpu_id"]
     if gid in _MEASURED_CUDA_TOTAL_MIB:
         mib, src = _MEASURED_CUDA_TOTAL_MIB[gid]
+    elif smi and r["vendor"] != "NVIDIA":
+        mib, src = smi, f"{r['memory_reported_via']} (no CUDA-style reserve subtracted: not measured for this vendor)"
     elif smi:
         mib, src = smi - CUDA_RESERVE_MIB, f"nvidia-smi {smi:,} MiB − {CUDA_RESERVE_MIB} MiB CUDA/driver reserve (assumed as measured on H100)"
     elif r["memory_gib_reported"]:
@@ -148,7 +150,7 @@ def get_gpu(name: str) -> GpuSpec:
         if key in (_norm(gid), _norm(gid.removeprefix("nvidia_"))) or key in (_norm(a) for a in _ALIASES.get(gid, [])):
             return cat[gid]
     known = list(cat) + [a for v in _ALIASES.values() for a in v]
-    raise UnknownNameError("GPU", name, known, hint="Run `kvledger gpus` for the catalog, or describe your own GPU with --gpu-memory/--gpu-bandwidth/--gpu-flops.")
+    raise UnknownNameError("GPU", name, known, hint="Run `kvledger gpus` for the catalog, or pass a .json/.toml GPU file, or adjust a catalog GPU with --gpu-memory/--gpu-bandwidth/--gpu-bf16-tflops.")
 
 
 def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, bf16_flops_per_s: float,
@@ -158,10 +160,11 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
     Raises:
         InputError: a zero, negative or absurd figure.
     """
-    for what, v, lo, hi in (("memory", memory_bytes, 1 * MiB, 2**45), ("bandwidth", hbm_bandwidth_bytes_per_s, 1e9, 1e15),
-                            ("bf16 FLOP/s", bf16_flops_per_s, 1e11, 1e18)):
+    for what, v, lo, hi, unit, scale in (("memory", memory_bytes, 1 * MiB, 2**45, "GiB", 2**30),
+                                         ("HBM bandwidth", hbm_bandwidth_bytes_per_s, 1e9, 1e15, "TB/s", 1e12),
+                                         ("dense BF16 peak", bf16_flops_per_s, 1e11, 1e18, "TFLOP/s", 1e12)):
         if not (lo <= v <= hi):
-            raise InputError(f"custom GPU {what} {v:g} is outside the plausible range [{lo:g}, {hi:g}]")
+            raise InputError(f"GPU {what} {v / scale:g} {unit} is not plausible (expected {lo / scale:g}–{hi / scale:g} {unit})")
     b = base
     return GpuSpec("custom", name, memory_bytes / GB, None, int(memory_bytes), "given by the user", hbm_bandwidth_bytes_per_s,
                    bf16_flops_per_s, fp8_flops_per_s, None, b.interconnect if b else "unknown", b.interconnect_bytes_per_s if b else 0.0,
@@ -198,11 +201,19 @@ def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth
         UnknownNameError, ConfigError, InputError: as get_gpu / the file reader / custom_gpu.
     """
     p = Path(name_or_path)
-    g = _gpu_file(p) if p.suffix in (".json", ".toml") and p.exists() else get_gpu(name_or_path)
+    if p.suffix in (".json", ".toml"):
+        if not p.exists():
+            from kvledger.errors import ConfigError
+
+            raise ConfigError(str(p), "GPU file not found (a GPU file is a small .json or .toml: name, memory, bandwidth_tb_s, bf16_tflops)")
+        g = _gpu_file(p)
+    else:
+        g = get_gpu(name_or_path)
     if memory_bytes is None and bandwidth_bytes_per_s is None and bf16_flops_per_s is None:
         return g
-    checked = custom_gpu(g.name, memory_bytes or g.memory_bytes, bandwidth_bytes_per_s or g.hbm_bandwidth_bytes_per_s,
-                         bf16_flops_per_s or g.bf16_flops_per_s, g.fp8_flops_per_s, g)
-    src = "given by the user (--gpu-memory)" if memory_bytes else g.memory_source
+    pick = lambda v, d: d if v is None else v  # noqa: E731 - 0 is a value to check, not "unset"
+    checked = custom_gpu(g.name, pick(memory_bytes, g.memory_bytes), pick(bandwidth_bytes_per_s, g.hbm_bandwidth_bytes_per_s),
+                         pick(bf16_flops_per_s, g.bf16_flops_per_s), g.fp8_flops_per_s, g)
+    src = "given by the user (--gpu-memory)" if memory_bytes is not None else g.memory_source
     return replace(g, memory_bytes=checked.memory_bytes, memory_source=src, hbm_bandwidth_bytes_per_s=checked.hbm_bandwidth_bytes_per_s,
                    bf16_flops_per_s=checked.bf16_flops_per_s)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kvledger.catalog.jsonload import load_json_file
 from kvledger.catalog.modelspec import ModelSpec, parse_config
-from kvledger.errors import KvLedgerError, UnknownNameError
+from kvledger.errors import KvLedgerError, UnknownNameError, suggest
 
 __all__ = ["load_model", "bundled_models", "resolve_bundled", "StatedParams", "stated_params", "BundledModel"]
 
@@ -112,6 +112,9 @@ def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
         if p.is_dir() and not f.exists():
             raise KvLedgerError(f"{p}: folder has no config.json")
         return parse_config(load_json_file(f), source=str(f), name=str(p))
+    if name_or_path.endswith(".json") or name_or_path.startswith((".", "/", "~")):
+        raise KvLedgerError(f"{name_or_path}: file or folder not found (pass a config.json, a folder holding one, "
+                            "a bundled model name, or a Hub id)")
     if "/" in name_or_path and allow_hub and not name_or_path.startswith((".", "/", "~")):
         return parse_config(load_json_file(_hub_config(name_or_path)), source=f"huggingface.co/{name_or_path}", name=name_or_path)
     known = [m.hf_id for m in bundled_models()] + [a for m in bundled_models() for a in m.aliases]
@@ -120,21 +123,33 @@ def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
 
 
 def _hub_config(repo_id: str) -> Path:
-    """Download ``config.json`` of ``repo_id`` with huggingface_hub; a clear error when that is impossible."""
+    """Download ``config.json`` of ``repo_id`` with huggingface_hub; a clear, fast error when that is impossible.
+
+    A 3-second metadata request first tells an unreachable Hub or a repository that does not exist
+    apart from a real download, so a typo does not sit through huggingface_hub's retries.
+    """
+    import logging
+
+    import httpx
+
+    near = suggest(repo_id, [m.hf_id for m in bundled_models()])
     how = f"Download {repo_id}'s config.json yourself and pass its path (kvledger plan ./config.json ...)."
+    hint = f" Bundled models with close names: {', '.join(near)}." if near else " `kvledger models` lists the bundled ones."
     if os.environ.get("HF_HUB_OFFLINE") == "1":
-        raise KvLedgerError(f"model {repo_id!r} is not bundled and HF_HUB_OFFLINE=1 forbids fetching it. {how}")
+        raise KvLedgerError(f"model {repo_id!r} is not bundled and HF_HUB_OFFLINE=1 forbids fetching it.{hint} {how}")
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
     try:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
-    except ImportError:  # pragma: no cover - declared dependency
-        raise KvLedgerError(f"huggingface_hub is not installed, so {repo_id!r} cannot be fetched. {how}") from None
+        r = httpx.get(f"{endpoint}/api/models/{repo_id}", timeout=3.0)
+    except httpx.HTTPError as err:
+        raise KvLedgerError(f"model {repo_id!r} is not bundled and the Hugging Face Hub is unreachable "
+                            f"(offline? {type(err).__name__}).{hint} {how}") from None
+    from huggingface_hub import get_token, hf_hub_download
+
+    if r.status_code == 404 or (r.status_code in (401, 403) and not get_token()):
+        raise KvLedgerError(f"{repo_id} is not on the Hugging Face Hub (or is private or gated: log in with `hf auth login`).{hint} {how}")
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     try:
         return Path(hf_hub_download(repo_id, "config.json", etag_timeout=5))
-    except GatedRepoError:
-        raise KvLedgerError(f"{repo_id} is gated on the Hugging Face Hub: accept its licence and log in (hf auth login), or: {how}") from None
-    except RepositoryNotFoundError:
-        raise KvLedgerError(f"{repo_id} does not exist on the Hugging Face Hub (or is private). {how}") from None
-    except Exception as err:  # network failures come in many types (httpx, OSError, offline mode)
-        raise KvLedgerError(f"could not fetch {repo_id}'s config.json from the Hugging Face Hub "
-                            f"(offline or unreachable: {type(err).__name__}). {how}") from None
+    except Exception as err:  # gated, network, missing file: many types (httpx, OSError, hub errors)
+        raise KvLedgerError(f"could not fetch {repo_id}'s config.json from the Hugging Face Hub ({type(err).__name__}: "
+                            f"{str(err).splitlines()[0][:160] if str(err) else 'no detail'}).{hint} {how}") from None

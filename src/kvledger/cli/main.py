@@ -45,6 +45,19 @@ doctor_cmd.register(app)
 disagg_cmd.register(app)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from kvledger import __version__
+
+        typer.echo(f"kvledger {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit.")) -> None:
+    """The KV-cache ledger and the serving/cost ledger for LLM inference."""
+
+
 def run() -> None:
     """Console entry point: run the app; a KvLedgerError prints its message and exits with status 2."""
     try:

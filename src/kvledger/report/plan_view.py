@@ -50,8 +50,9 @@ def _memory(p: Plan) -> Table:
     m = p.memory
     t = _t(f"Memory plan: {m.engine} {m.engine_version}, per GPU", "term", "GiB", "GB", "source")
     t.add_row("device total", f"{m.gpu_total_bytes / GiB:,.2f}", f"{m.gpu_total_bytes / GB:,.2f}", p.gpu.memory_source)
-    t.add_row(f"× {m.fraction_name} {m.fraction}", f"{m.requested_bytes / GiB:,.2f}", f"{m.requested_bytes / GB:,.2f}",
-              "ceil(total × fraction)" if m.engine == "vllm" else "engine rule")
+    if m.requested_bytes != m.gpu_total_bytes:
+        t.add_row(m.requested_label or f"× {m.fraction_name} {m.fraction}", f"{m.requested_bytes / GiB:,.2f}",
+                  f"{m.requested_bytes / GB:,.2f}", f"{m.fraction_name} {m.fraction}: engine rule ({m.engine})")
     for d in m.deductions:
         t.add_row(f"− {d.name}", f"{d.bytes / GiB:,.2f}", f"{d.bytes / GB:,.2f}", d.source)
     src = "given: your engine's printed figure" if m.available_given else "what remains"
@@ -63,11 +64,18 @@ def _memory(p: Plan) -> Table:
 
 
 def _concurrency(p: Plan) -> Table:
-    t = _t("Maximum concurrency (per replica)", "context", "blocks / request", "KV per request", "engine figure", "whole requests")
+    unit = "tokens" if p.memory.engine == "sglang" else "blocks"
+    t = _t("Maximum concurrency (per replica)", "context", f"{unit} / request", "KV state / request", "pool budget / request",
+           "engine figure", "whole requests (KV)", f"running (≤ max_num_seqs {p.memory.max_num_seqs:,})")
     for r in p.concurrency:
         flag = "" if r.within_max_model_len else " [red](> max_model_len)[/]"
+        capped = " [yellow](capped)[/]" if r.max_requests > r.running_cap else ""
+        whole = f"{r.max_requests:,}" if r.max_requests else "[red]0 — not one fits[/]"
         t.add_row(f"{r.context_tokens:,}{flag}", f"{r.blocks_per_request:,}", fmt_bytes(r.bytes_per_request, both=False),
-                  f"{r.max_concurrency:,.2f}x", f"{r.max_requests:,}")
+                  fmt_bytes(r.pool_bytes_per_request, both=False), f"{r.max_concurrency:,.2f}x", whole,
+                  f"{r.max_running:,}{capped}")
+    t.caption = ("KV state: the tokens' KV and state at that context; pool budget: what the engine reserves per request "
+                 "(blocks × bytes per block; sliding windows reserve in-flight tokens, hybrid pages pad)")
     return t
 
 
@@ -86,8 +94,9 @@ def _roofline(p: Plan) -> list[Table]:
     if r is None:
         return []
     t = _t(f"Roofline ({r.compute_dtype} matmuls; achievable {r.flops_fraction:.0%} FLOP/s, {r.bandwidth_fraction:.0%} bandwidth)", "figure", "value", "formula")
+    src = "given" if p.gpu.gpu_id == "custom" or p.gpu.memory_source.startswith("given") else f"gpus.csv row {p.gpu.gpu_id}"
     t.add_row("ridge point", f"{r.ridge_flops_per_byte:,.1f} FLOP/B",
-              f"{r.peak_flops_per_s / 1e12:,.1f} TFLOP/s dense ÷ {r.hbm_bandwidth_bytes_per_s / 1e12:,.2f} TB/s (gpus.csv)")
+              f"{r.peak_flops_per_s / 1e12:,.1f} TFLOP/s dense ÷ {r.hbm_bandwidth_bytes_per_s / 1e12:,.2f} TB/s ({src})")
     t.add_row("weight matmuls compute-bound above", f"{r.weight_matmul_crossover_tokens:,.0f} tokens/step", "2·params·tokens / peak = weight bytes / bandwidth")
     if r.decode_attention_intensity:
         t.add_row("decode attention intensity", f"{r.decode_attention_intensity:,.1f} FLOP/B", "independent of batch: bandwidth-bound at any batch")
@@ -119,7 +128,8 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
         console.print("[bold]The engine would print:[/]")
         for line in p.memory.printed_lines:
             console.print(f"  {line}", markup=False, highlight=False)
-    console.print(_concurrency(p))
+    if p.memory.fits:
+        console.print(_concurrency(p))
     wf = _waterfall(p)
     if wf is not None:
         console.print(wf)
@@ -129,8 +139,10 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
         color = "green" if p.advice.verdict == "fits" else "red"
         console.print(f"[bold {color}]{p.advice.message}[/]")
         for o in p.advice.options:
-            console.print(f"  → {o.action}: {o.max_requests:,} concurrent {p.memory.max_model_len:,}-token requests "
+            console.print(f"  → {o.action}: {o.max_requests:,} concurrent {o.context_tokens or p.memory.max_model_len:,}-token requests "
                           f"({o.max_concurrency:,.2f}x); {o.detail}")
+        if p.advice.verdict == "weights_do_not_fit":
+            console.print("[dim]· roofline and concurrency by term omitted: the model does not fit; re-run with a fix above[/]")
     notes = list(p.memory.notes) + (list(p.roofline.notes) if p.roofline and verbose else [])
     for n in notes:
         console.print(f"[dim]· {n}[/]")
