@@ -88,6 +88,10 @@ class RooflineStepCost:
         self.state_bytes = kv.state_bytes_per_seq
         self._gemm_cache: dict[int, float] = {}
         self._arange = self._steps_init()
+        p, b = self.peak_flops * flops_fraction, self.bw * bandwidth_fraction
+        fa, fb = self._attn_coef / p, kv.growing_bytes_per_token / b
+        self._fb = fb if not self._swa and fa <= fb else None  # s per KV token read, when the affine shortcut is exact
+        self._state_per_seq_s = 2 * self.state_bytes / b
 
     @staticmethod
     def _steps_init():
@@ -181,17 +185,21 @@ class RooflineStepCost:
         Without windowed layers each step's time is affine in the step index (the KV read grows by
         ``num_seqs`` tokens a step), so the common case is one multiply-add on a cached index array.
         """
+        if num_seqs == 0:
+            import numpy as np
+
+            return np.zeros(num_steps)
+        fb = self._fb
+        if fb is not None:  # attention bandwidth-bound at every length (GQA/MHA/MLA at low TP): affine in the step
+            if num_steps > len(self._arange):
+                self._steps(num_steps)
+            base = self._gemm_s(num_seqs) + self.cpu_overhead_s + self._state_per_seq_s * num_seqs
+            return (base + fb * kv_tokens) + (fb * num_seqs) * self._arange[:num_steps]
         import numpy as np
 
-        if num_seqs == 0:
-            return np.zeros(num_steps)
         p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
         base = self._gemm_s(num_seqs) + self.cpu_overhead_s
-        fa, fb = self._attn_coef / p, self.kv.growing_bytes_per_token / b
-        state = 2 * self.state_bytes * num_seqs / b
         steps = self._steps(num_steps)
-        if not self._swa and fa <= fb:  # attention bandwidth-bound at every length (GQA/MHA/MLA at low TP)
-            return (base + state + fb * kv_tokens) + (fb * num_seqs) * steps
         kvt = kv_tokens + num_seqs * steps
         flops = self._attn_coef * kvt
         byts = self.kv.growing_bytes_per_token * kvt + 2 * self.state_bytes * num_seqs

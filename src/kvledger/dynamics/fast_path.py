@@ -187,32 +187,7 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
         if m == 1:
             _set_final(r, c + 1)
             finished.append((r, step))
-    pf_tok = pf_seqs = pf_kv = stored = extra_dec = extra_dec_kv = 0
-    pairs = 0.0
-    all_emitted = True
-    for req, m in plan:
-        c = req.num_computed_tokens
-        if m == 1 and req.num_generated and c == req.num_tokens - 1:  # priced as Replica._step prices it
-            extra_dec += 1
-            extra_dec_kv += c + 1
-        else:
-            pf_tok += m
-            pf_seqs += 1
-            pf_kv += c + m
-            pairs += m * c + m * (m + 1) / 2
-        c += m
-        req.num_computed_tokens = c
-        stored += c
-        if c == req.num_tokens:
-            req.run_start = step
-            req.num_generated += 1
-            req.num_tokens = c + 1
-            if req.num_generated == req.num_output_tokens:
-                finished.append((req, step))
-        else:
-            all_emitted = False
-            if rep._inserts and req.spec.prefix_segments:
-                kv.after_prefill_step(req)
+    (pf_tok, pf_seqs, pf_kv, pairs, extra_dec, extra_dec_kv), stored, all_emitted = rep._apply_plan(plan, step, finished)
     dec_kv = sum(comp) + n
     shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, n + extra_dec, dec_kv + extra_dec_kv)
     dur = rep.cost.step_time_s(shape)

@@ -101,11 +101,42 @@ class Replica:
         for v in preempted:
             self._close_run(v, step)
         self.num_preemptions += len(preempted)
+        finished: list = []
+        (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv), stored, all_emitted = self._apply_plan(plan, step, finished)
+        if self._padded and pf_seqs:
+            pf_tok, pf_kv, pairs = padded_prompt_shape(plan)
+        shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv)
+        dur = self.cost.step_time_s(shape)
+        start = self.now_s
+        self.now_s = end = start + dur
+        self._push_times(end)
+        used = self.kv.num_used_blocks
+        running = sched.running
+        everyone = len(plan) == len(running)
+        if not everyone:
+            stored += self._skipped(plan, step)
+        self.usage.add(start, dur, used, self.kv.capacity_blocks, stored, self.kv.held_slots)
+        if self.steplog is not None:
+            self.steplog.add(step, start, dur, shape, used / self.kv.capacity_blocks, len(running),
+                             len(sched.waiting), [(r.spec.request_id, n) for r, n in plan])
+        out = self._finish(finished) if finished else []
+        if finished:
+            sched.running = [r for r in sched.running if r.status != FINISHED]
+        self.ready = everyone and all_emitted and not preempted
+        self.steady = self._next_is_steady(preempted, admitted, finished, self.ready, dec == len(plan))
+        return out
+
+    def _apply_plan(self, plan: list, step: int, finished: list) -> tuple[tuple, int, bool]:
+        """Price each scheduled (request, tokens) from its state before the step, then apply it.
+
+        A 1-token run of a request whose output has started is a decode; anything else is a prefill
+        chunk. Appends finishing requests to ``finished``; returns (StepShape fields, computed tokens
+        stored, whether every scheduled request emitted a token).
+        """
         pf_tok = pf_seqs = pf_kv = dec = dec_kv = stored = 0
         pairs = 0.0
-        finished = []
         all_emitted = True
-        for req, n in plan:  # price from the state before the step, then apply it
+        for req, n in plan:
             c = req.num_computed_tokens
             if n == 1 and req.num_generated and c == req.num_tokens - 1:
                 dec += 1
@@ -129,28 +160,7 @@ class Replica:
                 all_emitted = False
                 if self._inserts and req.spec.prefix_segments:
                     self.kv.after_prefill_step(req)
-        if self._padded and pf_seqs:
-            pf_tok, pf_kv, pairs = padded_prompt_shape(plan)
-        shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv)
-        dur = self.cost.step_time_s(shape)
-        start = self.now_s
-        self.now_s = end = start + dur
-        self._push_times(end)
-        used = self.kv.num_used_blocks
-        running = sched.running
-        everyone = len(plan) == len(running)
-        if not everyone:
-            stored += self._skipped(plan, step)
-        self.usage.add(start, dur, used, self.kv.capacity_blocks, stored, self.kv.held_slots)
-        if self.steplog is not None:
-            self.steplog.add(step, start, dur, shape, used / self.kv.capacity_blocks, len(running),
-                             len(sched.waiting), [(r.spec.request_id, n) for r, n in plan])
-        out = self._finish(finished) if finished else []
-        if finished:
-            sched.running = [r for r in sched.running if r.status != FINISHED]
-        self.ready = everyone and all_emitted and not preempted
-        self.steady = self._next_is_steady(preempted, admitted, finished, self.ready, dec == len(plan))
-        return out
+        return (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv), stored, all_emitted
 
     def _skipped(self, plan: list, step: int) -> int:
         """Running requests the budget left out of this step: their token runs break. Returns their computed tokens."""
