@@ -77,3 +77,55 @@ def test_cost_out_file_is_not_overwritten(tmp_path):
     res = runner.invoke(app, ["cost", str(_records_file(tmp_path)), "--slo", "ttft=200ms", "--api", "OpenAI:gpt-4.1",
                               "--gpu-usd-per-hour", "2.95", "--utilization", "0.5", "--out", str(out)])
     assert isinstance(res.exception, InputError) and out.read_text() == "keep"
+
+
+IP_STAGE = str(DATA / "inference-perf/stage_0_lifecycle_metrics.json")  # vLLM on 1 H100 at 1 req/s; names 'nvidia-h100-80gb'
+IP_ARGS = ["--slo", "ttft=500ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--gpu-provider", "Nebius"]
+
+
+@pytest.mark.parametrize("gpu", [[], ["--gpu", "H100"], ["--gpu", "h100-sxm"], ["--gpu", "nvidia_h100_sxm"]])
+def test_cost_resolves_gpu_names_and_the_files_gpu_through_the_catalog(gpu):
+    # the file's 'nvidia-h100-80gb' and the --gpu aliases every other command takes all reach the nvidia_h100_sxm rows;
+    # --gpu-provider still picks Nebius's ($2.95 per GPU-hour)
+    res = runner.invoke(app, ["cost", IP_STAGE, *IP_ARGS, *gpu, "--json"])
+    assert res.exit_code == 0, res.output
+    inputs = json.loads(res.output)["inputs"]
+    assert inputs["gpu_price_source"].startswith("gpu_prices.csv Nebius:gpu-h100-sxm") and inputs["usd_per_gpu_hour"] == 2.95
+
+
+def test_cost_reports_every_bad_input_at_once():
+    res = runner.invoke(app, ["cost", IP_STAGE, "--slo", "ttft=500ms", "--api", "OpenAI:gpt-9", "--utilization", "7",
+                              "--num-gpus", "0", "--gpu", "H100", "--gpu-provider", "Nebulus"])
+    assert isinstance(res.exception, InputError)
+    msg = str(res.exception)
+    assert msg.startswith("4 problems with the inputs:")
+    for text in ("--utilization must be in (0, 1] (share of billed hours spent serving), got 7.0", "--num-gpus must be ≥ 1, got 0",
+                 "unknown API model 'OpenAI:gpt-9'", "unknown GPU price 'nvidia_h100_sxm at Nebulus'"):
+        assert text in msg, text
+
+
+def test_cost_of_a_measured_run_states_its_capacity_basis_and_warns_when_under_loaded():
+    # stage 0 was offered 1 req/s and served 0.997 good req/s (99.7%), TTFT p90 39 ms = 8% of 500 ms, TPOT p90 3.5 ms
+    # = 7% of 50 ms: its goodput is the offered load, far below the ~110 req/s the same server reached at stage 3
+    d = json.loads(runner.invoke(app, ["cost", IP_STAGE, *IP_ARGS, "--json"]).output)
+    basis = d["capacity_basis"]
+    assert basis["kind"] == "measured_run" and basis["load_check"]["status"] == "under_loaded"
+    assert basis["load_check"]["checks"][0]["value"] == pytest.approx(0.99685067, rel=1e-6)
+    assert "capacity is likely higher and the self-hosted cost per token overstated" in basis["warning"]
+    out = " ".join(runner.invoke(app, ["cost", IP_STAGE, *IP_ARGS]).output.split())
+    assert "capacity basis: the run's measured goodput (0.997 good req/s per replica) is taken as the replica's capacity" in out
+    assert "WARNING: the run looks UNDER-LOADED: offered 1 req/s, served 0.997 good req/s (99.7%); TTFT p90 38.98 ms" in out
+    # a run near its limit gets the caveat but no warning, with the reason
+    near = " ".join(runner.invoke(app, ["cost", IP_STAGE.replace("stage_0", "stage_3"), *IP_ARGS]).output.split())
+    assert "capacity basis: the run's measured goodput" in near and "WARNING" not in near
+    assert "load check: not flagged as under-loaded — TTFT p90 300.15 ms = 60% of its 500.00 ms limit" in near
+
+
+def test_cost_says_what_the_prefill_split_lacks():
+    f = str(DATA / "inferencex/inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json")
+    with pytest.raises(InputError) as err:
+        runner.invoke(app, ["cost", f, "--slo", "ttft=5s", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5",
+                            "--gpu-usd-per-hour", "2", "--num-gpus", "8"], catch_exceptions=False)
+    # median TTFT 0.265 s ÷ median E2E 3.0226 s = 0.0877
+    assert ("the file gives TTFT only as p50, p99 (no mean) and E2E only as p50, p99 (no mean) (the medians' ratio, "
+            "0.265 s ÷ 3.02 s = 0.088, is a rough stand-in); pass --prefill-share") in str(err.value)

@@ -52,3 +52,17 @@ def test_errors_are_clear(args, text):
     with pytest.raises(KvLedgerError) as err:  # main.run() prints these without a traceback and exits 2
         run(*args)
     assert text in str(err.value)
+
+
+def test_a_model_other_than_the_logs_is_named_up_front():
+    log = LOGS / "constructed_v1_preemptions_at_full_kv.log"  # line 2: model='meta-llama/Llama-3.1-8B-Instruct'
+    d = json.loads(run(log, "--model", "Qwen/Qwen3-8B", "--gpu", "H100", "--json").stdout)
+    assert d["warnings"] == ["--model Qwen/Qwen3-8B is not the model this log serves: the log names "
+                             "'meta-llama/Llama-3.1-8B-Instruct' (line 2). The comparison below is the ledger for "
+                             "Qwen/Qwen3-8B, so it will not match the log's figures; drop --model to use the log's model "
+                             "(when bundled) or pass its config.json"]
+    out = run(log, "--model", "Qwen/Qwen3-8B", "--gpu", "H100").stdout
+    assert out.index("WARNING: --model Qwen/Qwen3-8B is not the model this log serves") < out.index("Settings used for the ledger")
+    assert "--model Qwen/Qwen3-8B (the log names 'meta-llama/Llama-3.1-8B-Instruct')" in out
+    # the base model of the Instruct the log serves is the same architecture: no warning
+    assert json.loads(run(log, "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--json").stdout)["warnings"] == []

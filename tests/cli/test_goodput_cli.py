@@ -74,3 +74,10 @@ def test_console_entry_point_prints_the_error_and_exits_2(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "unknown benchmark output format" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_yaml_next_to_the_reports_is_an_unknown_format():
+    # the trial passed inference-perf's config.yaml (it sits next to the stage reports) and got "not valid JSON"
+    res = runner.invoke(app, ["goodput", str(DATA / "inference-perf/config.yaml"), "--slo", "ttft=1s"])
+    assert isinstance(res.exception, FormatError)
+    assert "config.yaml: unknown benchmark output format. It is YAML, not JSON, JSON Lines or CSV" in str(res.exception)

@@ -32,10 +32,14 @@ def records(tmp_path_factory):
 def test_cost_of_a_simulation_equals_cost_of_its_records_file(records):
     # the records file states its GPU count (1 replica × TP 1) and catalog GPU id, so FILE mode needs neither --num-gpus nor --gpu
     from_file = json.loads(_ok(["cost", records, *SLO, *COST, "--json"]))
-    direct = json.loads(_ok(["cost", "--simulate", *SIM, *SLO, *COST, "--json"]))
+    direct = json.loads(_ok(["cost", "--simulate", *SIM, "--at-offered-load", *SLO, *COST, "--json"]))
     assert from_file["source"] == records and direct["source"] == "simulator"
     for key in ("totals", "ledgers", "capacity", "inputs", "sticker", "break_even_utilization", "break_even_volume", "verdict"):
         assert direct[key] == from_file[key], key
+    # both price the run's own goodput and say so; the same records give the same under-load verdict
+    assert from_file["capacity_basis"]["kind"] == "measured_run" and direct["capacity_basis"]["kind"] == "offered_load"
+    assert direct["capacity_basis"]["load_check"] == from_file["capacity_basis"]["load_check"]
+    assert "capacity_search" not in direct["simulation"]
     assert direct["inputs"]["num_gpus"] == 1 and "Nebius" in direct["inputs"]["gpu"]
     sim = direct["simulation"]
     assert sim["num_gpus"] == 1 and sim["gpu_id"] == "nvidia_h100_sxm" and sim["workload"]["num_requests"] == 300
@@ -46,8 +50,63 @@ def test_cost_human_ledger_lists_the_simulation_among_the_sources():
     out = " ".join(_ok(["cost", "--simulate", *SIM, *SLO, *COST]).split())
     for text in ("simulated per deployment unit [1]", "[1] simulated run: kvledger simulator", "[2] step cost: roofline",
                  "[3] memory plan (vllm", "blocks × 16 tokens per replica", "workload azure-conv: 300 requests",
-                 "break-even utilization", "[4] gpu_prices.csv Nebius"):
+                 "[4] capacity: SLO-capacity search on the request rate", "probes of 300 requests",
+                 "probes (req/s → share of requests within the SLO): 1 → 100.0%", "(sources [1]–[4] below)",
+                 "break-even utilization", "[5] gpu_prices.csv Nebius"):
         assert text in out, text
+    assert "WARNING" not in out
+
+
+@pytest.fixture(scope="module")
+def priced_at_capacity():
+    return json.loads(_ok(["cost", "--simulate", *SIM, *SLO, *COST, "--json"]))
+
+
+def test_cost_of_a_simulation_is_priced_at_the_slo_capacity_the_goodput_search_finds(priced_at_capacity):
+    d = priced_at_capacity
+    search = [json.loads(x) for x in _ok(["goodput", "--simulate", *SIM, *SLO, "--target", "0.9", "--axis", "rate",
+                                           "--json"]).splitlines()][-1]["boundary"]
+    cs = d["simulation"]["capacity_search"]
+    # the same search as `goodput --simulate --target 0.9 --axis rate` (same seeded 300-request probes): same boundary,
+    # and the ledger's capacity is the goodput of the run at that boundary
+    assert cs["boundary_rate_req_per_s"] == search["boundary_value"] and cs["target"] == 0.9
+    assert d["capacity"]["goodput_req_per_s"] == cs["goodput_at_boundary_req_per_s"] == search["goodput_at_boundary_req_per_s"]
+    assert cs["attainment_at_boundary"] >= 0.9 and len(cs["probes"]) >= 5
+    assert d["capacity_basis"]["kind"] == "slo_capacity" and d["capacity_basis"]["warning"] is None
+    assert d["simulation"]["workload"]["num_requests"] == 300
+    # these 300 requests arrive at 3.56 req/s; an H100 holds several times that under this SLO (the trial's finding on
+    # the whole trace: the offered-load ledger was ~3× too dear)
+    offered = json.loads(_ok(["cost", "--simulate", *SIM, "--at-offered-load", *SLO, *COST, "--json"]))
+    assert cs["boundary_rate_req_per_s"] > 3 * offered["simulation"]["workload"]["offered_rate_req_per_s"]
+    assert d["totals"]["self_host_usd_per_mtok_output"] < offered["totals"]["self_host_usd_per_mtok_output"] / 2
+    # the ledger's arithmetic at the capacity: 1 GPU × 10⁶ ÷ (good output tok/s × 3600 × 0.5) × decode share × $2.95
+    cap = d["capacity"]
+    assert d["totals"]["self_host_usd_per_mtok_output"] == pytest.approx(
+        1e6 / (cap["good_output_tok_per_s"] * 3600 * 0.5) * (1 - cap["prefill_share"]) * 2.95, rel=1e-9)
+
+
+def test_a_short_search_says_its_drain_tail_makes_the_capacity_conservative():
+    # 200 synthetic requests (512-token prompts, outputs exp mean 128 capped at 1,536): at the boundary they arrive
+    # within ~2 s but the longest output takes seconds more, so good ÷ (first arrival → last finish) is far below
+    # offered × attainment, the rate sustained while requests arrive; the ledger prices the former and says so
+    d = json.loads(_ok(["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--prompt-lengths", "fixed:512",
+                        "--output-lengths", "exp:128:1536", "--num-requests", "200", *SLO, *COST, "--json"]))
+    cs, wl = d["simulation"]["capacity_search"], d["simulation"]["workload"]
+    sustained = wl["offered_rate_req_per_s"] * cs["attainment_at_boundary"]
+    assert cs["goodput_at_boundary_req_per_s"] < 0.9 * sustained
+    assert cs["notes"][0].startswith("the run at the boundary took ")
+    assert f"is {cs['goodput_at_boundary_req_per_s'] / sustained:.0%} of the {sustained:,.3f} good req/s it sustained" in cs["notes"][0]
+    assert d["capacity"]["goodput_req_per_s"] == cs["goodput_at_boundary_req_per_s"]
+
+
+def test_cost_at_offered_load_warns_when_the_simulated_run_is_under_loaded():
+    # the first 300 Azure conversation requests arrive at 3.56 req/s (299 gaps over their span); 3.48 good req/s come
+    # back (97.7% ≥ 90%: in pace), TTFT p90 38 ms = 19% of 200 ms and TPOT p90 7.3 ms = 15% of 50 ms (both ≤ 50%):
+    # the rule flags it, and the text says how to price at capacity instead
+    out = " ".join(_ok(["cost", "--simulate", *SIM, "--at-offered-load", *SLO, *COST]).split())
+    assert "WARNING: the run looks UNDER-LOADED: offered 3.56 req/s, served 3.48 good req/s (97.7%); TTFT p90 38.38 ms" in out
+    assert "drop --at-offered-load to price at the SLO capacity found by simulation" in out
+    assert "capacity basis: the simulated run at its offered load" in out
 
 
 def test_goodput_of_a_simulation_equals_goodput_of_its_records_file(records):
@@ -84,6 +143,14 @@ def test_goodput_search_prints_every_probe_and_the_boundary_per_gpu():
     (["cost", "x.json", "--trace", "azure-code", *SLO, *COST], "--trace describe a simulation; add --simulate MODEL"),
     (["cost", "--simulate", *SIM, "--num-gpus", "2", *SLO, *COST], "--num-gpus apply to a FILE"),
     (["cost", "--simulate", "meta-llama/Llama-3.1-8B", *SLO, *COST], "--simulate needs --gpu"),
+    (["cost", "--simulate", *SIM, "--rate", "5", *SLO, *COST], "--rate fix the load, but cost --simulate prices at the SLO "
+     "capacity it searches for (the highest request rate meeting --target); add --at-offered-load"),
+    (["cost", "--simulate", *SIM, "--concurrency", "8", *SLO, *COST], "add --at-offered-load to price the run at the load"),
+    (["cost", "--simulate", *SIM, "--at-offered-load", "--target", "0.8", *SLO, *COST], "--at-offered-load skips; give one"),
+    (["cost", "x.json", "--at-offered-load", *SLO, *COST], "--at-offered-load apply to --simulate"),
+    (["cost", "--simulate", *SIM, "--target", "1.5", *SLO, *COST], "--target must be in (0, 1]"),
+    # 1 ms TTFT: even 1/1024 req/s misses, so there is no capacity to price
+    (["cost", "--simulate", *SIM, "--slo", "ttft=1ms", *COST], "no request rate down to 0.000976562 req/s has 90% of requests"),
     (["goodput", "--simulate", *SIM, "--prompt-lengths", "fixed:8", *SLO], "needs both --prompt-lengths and --output-lengths"),
     (["goodput", "--simulate", *SIM, "--prompt-lengths", "fixed:8", "--output-lengths", "fixed:8", "--rate", "1", *SLO],
      "either --trace or a synthetic workload"),

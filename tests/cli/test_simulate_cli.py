@@ -76,3 +76,63 @@ def test_experiment_quick_table():
     # continuous batching's advantage grows with output-length spread (Anyscale)
     ratios = [r["continuous_over_static"] for r in rows]
     assert ratios[0] < ratios[-1] and all(x >= 1 for x in ratios)
+
+
+def test_calibrated_without_a_table_is_a_short_error_grouped_by_model():
+    res = runner.invoke(app, BASE + ["--step-cost", "calibrated"])
+    assert isinstance(res.exception, InputError)
+    msg = str(res.exception)
+    lines = msg.splitlines()
+    # one line per calibrated model (11 bundled), not one line of ~90 keys
+    assert lines[0] == ("no calibrated step cost for meta-llama/Meta-Llama-3.1-8B on H100 (calibration GPU h100-80gb) at TP 1. "
+                        "Bundled calibrations (model — source: GPU and TPs):")
+    assert "  meta-llama/Meta-Llama-3-8B — vidur: a100-80gb tp1,2,4,8" in lines
+    assert "  facebook/opt-13b — distserve, distserve-vllm: a100-80gb tp1,2,4" in lines
+    assert len(lines) == 13 and max(len(x) for x in lines) < 300
+    # the example is the closest-named model's key, ready to paste
+    assert "--step-cost calibrated:vidur:meta-llama/Meta-Llama-3-8B@a100-80gb/tp1" in lines[-1]
+
+
+def test_a_calibration_can_be_picked_by_key():
+    res = runner.invoke(app, BASE + ["--step-cost", "calibrated:vidur:meta-llama/Meta-Llama-3-8B@a100-80gb/tp1", "--json"])
+    assert res.exit_code == 0, res.output
+    sc = json.loads(res.output)["step_cost"]
+    assert sc["name"] == "vidur:meta-llama/Meta-Llama-3-8B@a100-80gb/tp1"
+    assert "chosen by key: the step times measured for vidur:meta-llama/Meta-Llama-3-8B@a100-80gb/tp1 stand in for" in sc["source"]
+    # the short form takes GPU and TP from the simulation; for OPT-13B on an A100-80GB that is the table auto-pick uses
+    res = runner.invoke(app, ["simulate", "facebook/opt-13b", "--gpu", "A100-80GB", "--num-requests", "20",
+                              "--step-cost", "calibrated:facebook/opt-13b", "--json"])
+    assert res.exit_code == 0, res.output
+    sc = json.loads(res.output)["step_cost"]
+    assert sc["name"] == "distserve-vllm:facebook/opt-13b@a100-80gb/tp1" and "chosen by key" not in sc["source"]
+    res = runner.invoke(app, BASE + ["--step-cost", "calibrated:vidur:meta-llama/Meta-Llama-3-8B@h100-80gb/tp1"])
+    assert isinstance(res.exception, InputError) and "no such calibration" in str(res.exception)
+
+
+def test_roofline_recommends_calibrated_only_where_a_table_exists():
+    res = runner.invoke(app, BASE + ["--json"])
+    src = json.loads(res.output)["step_cost"]["source"]
+    assert src.endswith("uncalibrated (no bundled measurements for this model, GPU and TP)") and "--step-cost" not in src
+    res = runner.invoke(app, ["simulate", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--num-requests", "20", "--json"])
+    src = json.loads(res.output)["step_cost"]["source"]
+    assert src.endswith("--step-cost calibrated (vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1)")
+
+
+def test_experiment_prints_shares_as_percent():
+    # kv-waste --quick (OPT-13B, A100-40GB): the JSON keeps fractions, the table prints them as %
+    js = json.loads(runner.invoke(app, ["experiment", "kv-waste", "--quick", "--json"]).output)
+    paged = next(r for r in js["rows"] if r["kv_allocation"] == "paged")
+    assert 0 < paged["token_state_share"] <= 1
+    out = runner.invoke(app, ["experiment", "kv-waste", "--quick"], env={"COLUMNS": "200"}).output
+    row = next(line for line in out.splitlines() if line.strip().startswith("paged"))
+    assert f"{paged['token_state_share']:.1%}" in row and f"{paged['kv_usage_mean']:.1%}" in row
+
+
+def test_a_trace_without_arrival_times_names_the_cli_flags():
+    res = runner.invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "arxiv"])
+    assert isinstance(res.exception, InputError)
+    assert str(res.exception) == ("trace 'arxiv' has no arrival times (only lengths): give --rate R (req/s) for Poisson "
+                                  "arrivals drawn with --seed S (default 0), --rate inf to send every request at t = 0, or "
+                                  "--concurrency N for a closed loop (Python: load_trace(..., rate=R, seed=S))")
+    res = runner.invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "arxiv", "--rate-scale", "2"])
+    assert "; --rate-scale scales a trace's own arrival times, so it does not apply" in str(res.exception)

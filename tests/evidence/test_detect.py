@@ -119,3 +119,32 @@ def test_input_files_are_never_modified(tmp_path):
     before = src.read_bytes()
     read_runs(src)
     assert src.read_bytes() == before
+
+
+@pytest.mark.parametrize("rel, seen", [
+    # inference-perf's own config and manifests sit next to its reports; neither is a benchmark output
+    ("inference-perf/config.yaml", "It is YAML, not JSON, JSON Lines or CSV (an inference-perf config: read the "
+     "*_lifecycle_metrics.json reports it produced); keys seen: api, data, load, metrics, report, storage, server, tokenizer."),
+    ("inference-perf/manifests.yaml", "It is YAML, not JSON, JSON Lines or CSV; keys seen: [0].apiVersion, [0].kind"),
+    ("SOURCES.md", "It is Markdown, not JSON, JSON Lines or CSV; first line: '# Real benchmark outputs used by the "
+     "evidence, ledger and CLI tests'."),
+])
+def test_yaml_and_markdown_are_unknown_formats_not_broken_json(rel, seen):
+    with pytest.raises(FormatError) as err:
+        read_runs(DATA / rel)
+    msg = str(err.value)
+    assert f"{rel}: unknown benchmark output format. {seen}" in msg and "Known formats" in msg
+    assert "not valid JSON" not in msg
+
+
+def test_a_forced_format_says_the_file_lacks_its_keys():
+    # AIPerf's per-request JSONL read as vLLM or SGLang output: the reader names what it looked for and what it saw,
+    # instead of reading nothing and blaming an older vLLM
+    for fmt in ("vllm-bench-serve", "sglang-bench-serving"):
+        with pytest.raises(FormatError) as err:
+            read_runs(DATA / "aiperf/run1_profile_export.jsonl", format=fmt)
+        msg = str(err.value)
+        assert f"line 1: does not have the keys of {fmt} output" in msg and "keys seen: metadata, metrics, error" in msg
+        assert "older vLLM" not in msg
+    with pytest.raises(FormatError, match="is YAML but format 'guidellm' needs a JSON object"):
+        read_runs(DATA / "inference-perf/config.yaml", format="guidellm")

@@ -53,9 +53,59 @@ class DoctorContext:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+def _same_model(given: str, spec: ModelSpec, named: str) -> bool | None:
+    """Whether the log's model name and the --model spec are the same model (None: cannot tell, e.g. a local config)."""
+    from kvledger.catalog.models import resolve_bundled
+
+    logged = resolve_bundled(named) or resolve_bundled(PurePath(named).name)
+    if spec.catalog_id and logged is not None:
+        return spec.catalog_id == logged.hf_id
+    if PurePath(given).suffix == ".json" or given.startswith((".", "/", "~")):
+        return None
+    mine = _name_key(spec.catalog_id or spec.name)
+    if logged is not None:
+        return _same_key(mine, _name_key(logged.hf_id))
+    parts = PurePath(named).parts
+    if any(_same_key(mine, _name_key(p)) for p in parts[-2:] if p != parts[0] or len(parts) == 1):
+        return True  # the file or folder names the model (an org such as "meta-llama" is not compared)
+    # a hub id names its model; a local path (/models/x, ~/.cache/…) may name anything, so only a hub id can differ
+    return None if named.startswith((".", "/", "~")) or len(parts) > 2 else False
+
+
+def _same_key(a: str, b: str) -> bool:
+    """Equal, or one a prefix of the other up to a separator ("qwen3-8b" and "qwen3-8b-q4_k_m.gguf")."""
+    short, long = sorted((a, b), key=len)
+    if long == short:
+        return True
+    return any(c.isdigit() for c in short) and long.startswith(short) and long[len(short)] in "-._"
+
+
+_VARIANT = re.compile(r"(-(instruct|chat|hf|it|base|fp8|fp8-dynamic|awq|gptq|int4|int8|w8a8|w4a16|bnb-4bit))+$")
+
+
+def _name_key(name: str) -> str:
+    """A model name without org, ``Meta-`` prefix and variant suffixes (Instruct, FP8, AWQ, …): the same architecture."""
+    base = PurePath(name.split(" (config of ")[0]).name.lower().removeprefix("meta-")
+    return _VARIANT.sub("", base)
+
+
+def model_mismatch(log: VllmLog, given: str, spec: ModelSpec) -> str | None:
+    """The warning when ``--model`` names another model than the one the log serves (None when they agree or it cannot be told)."""
+    st = log.startup
+    named = st.model or st.served_model_name
+    if not named or _same_model(given, spec, named) is not False:
+        return None
+    field_name = "model" if st.model else "served_model_name"
+    return (f"--model {given} is not the model this log serves: the log names {named!r} (line {st.lines.get(field_name)}). "
+            f"The comparison below is the ledger for {given}, so it will not match the log's figures; drop --model to use "
+            "the log's model (when bundled) or pass its config.json")
+
+
 def _resolve_model(log: VllmLog, name: str | None) -> tuple[ModelSpec | None, str]:
     if name:
-        return load_model(name), f"--model {name}"
+        spec = load_model(name)
+        named = log.startup.model or log.startup.served_model_name
+        return spec, f"--model {name}" + (f" (the log names {named!r})" if named and model_mismatch(log, name, spec) else "")
     st = log.startup
     for field_name in ("model", "served_model_name"):
         text = getattr(st, field_name)

@@ -93,6 +93,8 @@ class DoctorReport:
     startup: StartupComparison | None
     findings: tuple[Finding, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    """What the reader must see first: e.g. --model naming another model than the log serves."""
 
     def finding(self, name: str) -> Finding | None:
         return next((f for f in self.findings if f.name == name), None)
@@ -100,4 +102,4 @@ class DoctorReport:
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "log": self.log_summary, "model": self.model, "gpu": self.gpu,
                 "startup": self.startup.to_dict() if self.startup else None,
-                "findings": [f.to_dict() for f in self.findings], "notes": list(self.notes)}
+                "findings": [f.to_dict() for f in self.findings], "notes": list(self.notes), "warnings": list(self.warnings)}

@@ -22,12 +22,14 @@ from kvledger.ledgers.boundary import BoundaryPoint, BoundaryResult, search_boun
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
 
-__all__ = ["SEARCH_AXES", "SimProbe", "SimBoundary", "normalize_axis", "search_sim_boundary"]
+__all__ = ["SEARCH_AXES", "PROBE_NUM_REQUESTS", "SimProbe", "SimBoundary", "normalize_axis", "search_sim_boundary"]
 
 SEARCH_AXES = {"request_rate": "mean arrival rate, req/s (the trace's gaps rescaled, burstiness kept; or the synthetic rate)",
                "concurrency": "closed-loop users, each sending its next request when the last one ends",
                "max_num_seqs": "engine max_num_seqs per replica (the memory plan is rebuilt: vLLM's activation peak grows with it)"}
 _AXIS_ALIASES = {"rate": "request_rate", "request-rate": "request_rate", "users": "concurrency", "max-num-seqs": "max_num_seqs"}
+PROBE_NUM_REQUESTS = 2000
+"""Requests per probe unless the caller says otherwise (each probe well under a second for an 8B model on an H100)."""
 _MAX_DOUBLINGS = 12
 _MAX_HALVINGS = 10
 
@@ -74,7 +76,8 @@ class SimBoundary:
             concurrency axes; ``max_num_seqs`` is already a per-replica setting).
         goodput_at_boundary_req_per_s: goodput of the probe at the boundary (DistServe's per-GPU goodput ÷ GPUs).
         provenance: the simulation inputs of the first probe (the axis value varies).
-        goodputs, first_run: each probe's goodput (in probe order) and the first probe's run; not serialised.
+        goodputs, first_run, boundary_run: each probe's goodput (in probe order), the first probe's run and the
+            run at the boundary (None without one); not serialised.
     """
 
     axis: str
@@ -92,6 +95,7 @@ class SimBoundary:
     notes: list[str] = field(default_factory=list)
     goodputs: list[GoodputResult] = field(default_factory=list, repr=False)
     first_run: SimulatedRun | None = field(default=None, repr=False)
+    boundary_run: SimulatedRun | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the per-probe GoodputResults, which the CLI prints one per line)."""
@@ -258,4 +262,5 @@ def _assemble(p: _Prober, res: BoundaryResult, axis: str, target: float) -> SimB
     return SimBoundary(axis, target, first.setup.num_requests, first.replicas, first.num_gpus, res, probes,
                        b / first.replicas if per_unit else None, b / first.num_gpus if per_unit else None,
                        goodput_at, goodput_at / first.num_gpus if goodput_at is not None else None,
-                       first.provenance(), notes, [p.results[v] for v in values], first)
+                       first.provenance(), notes, [p.results[v] for v in values], first,
+                       p.runs.get(float(b)) if b is not None else None)

@@ -66,7 +66,7 @@ class SimulatedRun:
 
     Attributes:
         run: the records; ``metadata.num_gpus`` = replicas × TP, ``request_rate`` = offered rate
-            (open loop), ``extra`` holds ``gpu_id``, ``tp``, ``max_num_seqs``, ``workload`` and ``run_label``.
+            (open loop), ``concurrency`` = users (closed loop), ``extra`` holds ``gpu_id``, ``tp``, ``max_num_seqs``, ``workload`` and ``run_label``.
         result: the simulator's full result (summary, engine settings, step logs if recorded).
         setup: the prepared simulation (plan, engine config, step cost, workload).
         args: the user's choices.
@@ -158,7 +158,9 @@ def _complete_metadata(sim: SimulatedRun) -> None:
     md, s = sim.run.metadata, sim.setup
     md.num_gpus = sim.num_gpus
     rate = s.workload_info.get("offered_rate_req_per_s")
-    md.request_rate = rate if s.workload_info.get("mode") != "closed loop" else None
+    closed = s.workload_info.get("mode") == "closed loop"
+    md.request_rate = None if closed else rate
+    md.concurrency = s.workload_info.get("concurrency") if closed else None
     md.extra.update({"gpu_id": sim.gpu_id, "tp": s.tp, "max_num_seqs": s.config.max_num_seqs,
                      "workload": {**s.workload_info, "seed": sim.args.seed},
                      "run_label": f"simulated {s.workload_info['trace']}, {s.workload_info['num_requests']:,} requests, "

@@ -29,7 +29,7 @@ from kvledger.dynamics.workload import RequestSpec
 from kvledger.errors import InputError
 
 __all__ = ["SpecRoundStepCost", "rounds_for_tokens", "spec_workload", "run_spec_sweep", "auto_rates",
-           "sweep_sentence"]
+           "sweep_sentence", "rate_verdict", "KEEPS_PACE_RATIO"]
 
 
 class SpecRoundStepCost:
@@ -138,8 +138,11 @@ def run_spec_sweep(sm: SpecDecodeModel, rates_per_s: list[float], *, num_request
         b = _metrics(simulate(reqs, cfg_base, base_cost), None)
         s = _metrics(simulate(spec_workload(reqs, sm.k, sm.alpha, seed + 10_000 + i), cfg_spec, spec_cost), real)
         tb, ts = b["tpot_s"]["p50"], s["tpot_s"]["p50"]
-        out.append({"rate_per_s": rate, "base": b, "spec": s, "tpot_p50_ratio": ts / tb if tb and ts else None,
-                    "throughput_ratio": s["throughput_tok_per_s"] / b["throughput_tok_per_s"] if b["throughput_tok_per_s"] else None})
+        row = {"rate_per_s": rate, "base": b, "spec": s, "tpot_p50_ratio": ts / tb if tb and ts else None,
+               "ttft_p50_ratio": _ratio(s["ttft_s"]["p50"], b["ttft_s"]["p50"]),
+               "throughput_ratio": s["throughput_tok_per_s"] / b["throughput_tok_per_s"] if b["throughput_tok_per_s"] else None}
+        row["verdict"], row["verdict_because"] = rate_verdict(row)
+        out.append(row)
     return {"num_requests": num_requests, "prompt_tokens": prompt_tokens, "output_tokens": output_tokens, "seed": seed,
             "arrivals": "Poisson (Gamma CV 1), first request at t = 0", "base_blocks": cfg_base.num_gpu_blocks,
             "spec_blocks": cfg_spec.num_gpu_blocks, "rates": out,
@@ -162,14 +165,73 @@ def _requests_at(sm: SpecDecodeModel, ctx: int) -> int:
     return concurrency_rows(p.memory, p.layout, p.kv, p.inflight_tokens, [ctx])[0].max_requests
 
 
+KEEPS_PACE_RATIO = 0.97
+"""Spec-over-plain output throughput at or above this counts as keeping pace: while both engines keep up with the same
+Poisson arrivals, throughput is set by the arrivals and the ratio sits within a few % of 1; below it the speculative
+engine's queue grows and its requests finish later."""
+
+
+def _ratio(spec: float | None, base: float | None) -> float | None:
+    return spec / base if spec is not None and base else None
+
+
+def rate_verdict(row: dict[str, Any]) -> tuple[str, list[str]]:
+    """("ahead" or "behind", the figures that decided it) for one rate of :func:`run_spec_sweep`.
+
+    Ahead: median TPOT and median E2E lower and output throughput ≥ :data:`KEEPS_PACE_RATIO` × plain's. Behind:
+    anything else — throughput below it (no longer keeping up with the arrivals), or TPOT or E2E not lower.
+    """
+    b, s = row["base"], row["spec"]
+    why = []
+    thr, tpot = row.get("throughput_ratio"), row.get("tpot_p50_ratio")
+    e2e = _ratio(s["e2e_s"]["p50"], b["e2e_s"]["p50"])
+    if thr is not None and thr < KEEPS_PACE_RATIO:
+        why.append(f"output throughput × {thr:.2f}: it no longer keeps up with the arrivals")
+    if tpot is not None and tpot >= 1.0:
+        why.append(f"median TPOT × {tpot:.2f}")
+    if e2e is not None and e2e >= 1.0:
+        why.append(f"median E2E × {e2e:.2f}")
+    return ("behind" if why else "ahead"), why
+
+
+def _join(values: list[float]) -> str:
+    return ", ".join(f"{v:g}" for v in values[:-1]) + (" and " if len(values) > 1 else "") + f"{values[-1]:g}"
+
+
 def sweep_sentence(sim: dict[str, Any]) -> str:
-    """The sweep in words: median TPOT and throughput, spec vs plain, from the lowest to the highest rate."""
+    """The sweep in words, from the figures the table prints: per rate the TPOT, TTFT and throughput ratios, and
+    where speculative decoding is ahead or behind (:func:`rate_verdict`)."""
     rows = [r for r in sim["rates"] if r["tpot_p50_ratio"] is not None]
     if not rows:
         return "The simulator sweep produced no TPOT figures (no request finished with more than one output token)."
-    lo, hi = rows[0], rows[-1]
-    worse = [r["rate_per_s"] for r in rows if r["tpot_p50_ratio"] > 1.0]
+    rates = " / ".join(f"{r['rate_per_s']:g}" for r in rows)
+
+    def series(f) -> str:
+        return " / ".join("—" if f(r) is None else f"{f(r):.2f}" for r in rows)
+
+    ttft = lambda r: _ratio(r["spec"]["ttft_s"]["p50"], r["base"]["ttft_s"]["p50"])  # noqa: E731
     s = (f"Simulator ({sim['num_requests']} requests of {sim['prompt_tokens']:,} + {sim['output_tokens']:,} tokens, Poisson "
-         f"arrivals): median TPOT × {lo['tpot_p50_ratio']:.2f} at {lo['rate_per_s']:g} req/s and × {hi['tpot_p50_ratio']:.2f} "
-         f"at {hi['rate_per_s']:g} req/s; output throughput × {hi['throughput_ratio']:.2f} at the highest rate")
-    return s + (f"; speculative decoding is slower from {worse[0]:g} req/s." if worse else "; it stays ahead at every rate tried.")
+         f"arrivals), speculative vs plain at {rates} req/s: median TPOT × {series(lambda r: r['tpot_p50_ratio'])}, median "
+         f"TTFT × {series(ttft)}, output throughput × {series(lambda r: r['throughput_ratio'])}.")
+    verdicts = [(r, *rate_verdict(r)) for r in rows]
+    ahead = [r["rate_per_s"] for r, v, _ in verdicts if v == "ahead"]
+    behind = [(r, why) for r, v, why in verdicts if v == "behind"]
+    slower_ttft = [r["rate_per_s"] for r in rows if r["rate_per_s"] in ahead and (ttft(r) or 0) > 1.0]
+    where = "" if slower_ttft == ahead else f" at {_join(slower_ttft)} req/s"
+    caveat = (f" (with a higher median TTFT{where}: a prompt's prefill shares its step with a speculative round, which "
+              "takes longer than a plain decode step)") if slower_ttft else ""
+    if not behind:
+        return s + f" It stays ahead at every rate tried: lower median TPOT and E2E at the same throughput{caveat}."
+    first, why = behind[0]
+    detail = (f"; at {first['rate_per_s']:g} req/s " + ", ".join(why)
+              + f" (TTFT p50 {_ms(first['base']['ttft_s']['p50'])} → {_ms(first['spec']['ttft_s']['p50'])})")
+    lost = _join([r["rate_per_s"] for r, _ in behind])
+    if not ahead:
+        return s + f" Speculative decoding is behind at every rate tried{detail}."
+    return s + f" Speculative decoding is ahead at {_join(ahead)} req/s{caveat} and behind at {lost} req/s{detail}."
+
+
+def _ms(x: float | None) -> str:
+    from kvledger.units import fmt_duration
+
+    return "—" if x is None else fmt_duration(x)

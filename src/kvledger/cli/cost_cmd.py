@@ -3,9 +3,12 @@
 FILE is a benchmark output or a kvledger records file (what ``kvledger simulate --out``
 writes); ``--simulate MODEL --gpu GPU`` runs the simulator instead, with ``kvledger
 simulate``'s workload and engine flags (``kvledger.analyses.sim_ledgers``), and prices the
-simulated GPU by its catalog id. Goodput under the SLO sets the self-hosted capacity; GPU
-and API prices come from the bundled price tables (or ``--gpu-usd-per-hour``). Tables for
-people, ``--json`` for scripts (line items and the totals per million input and output tokens).
+simulated GPU by its catalog id. The self-hosted capacity is the SLO capacity found by a
+request-rate search (``kvledger.analyses.sim_capacity``) for a simulation, or the measured
+goodput of a FILE, checked for under-load (``kvledger.ledgers.capacity_basis``); GPU and API
+prices come from the bundled price tables (or ``--gpu-usd-per-hour``). Tables for people
+(``kvledger.cli.cost_view``), ``--json`` for scripts (line items, totals per million input and
+output tokens, ``capacity_basis``).
 """
 
 from __future__ import annotations
@@ -21,78 +24,6 @@ from kvledger.cli import sim_opts as so
 __all__ = ["register"]
 
 
-def _num(x: float) -> str:
-    a = abs(x)
-    if a == 0:
-        return "0"
-    if a >= 100:
-        return f"{x:,.0f}"
-    if a >= 1:
-        return f"{x:,.2f}"
-    return f"{x:.4g}"
-
-
-def _ledger_table(ledger: Any, sources: list[str]) -> Any:
-    """Narrow table: item, quantity and unit, unit price, amount, and a [n] reference into ``sources``."""
-    from rich.table import Table
-
-    t = Table(title=f"{ledger.name} ({ledger.per})", title_justify="left")
-    for col in ("item", "quantity", "× unit price $", "= amount $", "src"):
-        t.add_column(col, justify="left" if col == "item" else "right", overflow="fold")
-    for i in ledger.items:
-        ref = f"{i.source} (as of {i.as_of})" + (f"; {i.note}" if i.note else "")
-        if ref not in sources:
-            sources.append(ref)
-        t.add_row(i.name, f"{_num(i.quantity)} {i.unit}", _num(i.unit_price_usd), f"{i.amount_usd:,.4f}", f"[{sources.index(ref) + 1}]")
-    t.add_row("total (sum of the items)", "", "", f"{ledger.total_usd:,.4f}", "")
-    return t
-
-
-def _print_human(rep: Any, sim: Any = None) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-
-    con = Console(highlight=False)
-    cap = rep.capacity
-    sources: list[str] = sim.source_lines() if sim is not None else []
-    title = f"simulated {sim.setup.model_name} on {sim.num_gpus}× {sim.setup.gpu_name}" if sim is not None else Path(rep.source).name
-    con.print(f"[bold]{escape(title)}[/] under SLO {escape(rep.slo['text'])}" + (" (goodput is an estimate)" if cap["estimate"] else ""))
-    if sim is not None:
-        con.print(f"one deployment unit = {sim.replicas} replica(s) × TP {sim.setup.tp} = {sim.num_gpus} GPU(s); "
-                  f"workload {escape(sim.setup.workload_info['trace'])} (sources [1]–[3] below)")
-    con.print(f"{'simulated per deployment unit [1]' if sim is not None else 'measured per replica'}: {cap['goodput_req_per_s']:.3f} good req/s, {cap['good_input_tok_per_s']:,.1f} good input tok/s, "
-              f"{cap['good_output_tok_per_s']:,.1f} good output tok/s; mean {cap['mean_input_tokens']:.1f} in / {cap['mean_output_tokens']:.1f} out tokens per good request")
-    con.print(f"GPU time split: prefill {cap['prefill_share']:.3f} / decode {1 - cap['prefill_share']:.3f} — {escape(cap['prefill_share_method'])}")
-    for name in ("self_host_input", "self_host_output", "api_input", "api_output"):
-        con.print(_ledger_table(getattr(rep, name), sources))
-    st = rep.sticker
-    con.print(f"sticker (throughput-priced) self-host cost: ${st['usd_per_mtok_input']:.4f}/M input, ${st['usd_per_mtok_output']:.4f}/M output; "
-              f"goodput-priced ÷ sticker = {st['multiplier_output']:.2f}× (effective-cost multiplier)")
-    bu = rep.break_even_utilization
-    con.print(f"\n[bold]break-even utilization[/]: {bu['utilization']:.1%} = {escape(bu['formula'])}" + ("" if bu["reachable"] else " — above 100%: not reachable"))
-    bv = rep.break_even_volume
-    if bv.get("requests_per_month") is not None:
-        con.print(f"[bold]break-even volume[/]: {bv['requests_per_month']:,.0f} good requests/month ({bv['input_tokens_per_month']:,.0f} input + "
-                  f"{bv['output_tokens_per_month']:,.0f} output tokens) with {bv['replicas_at_break_even']} replica(s) — {escape(bv['reason'])}")
-    else:
-        con.print(f"[bold]break-even volume[/]: none — {escape(bv['reason'])}")
-    if rep.monthly is not None:
-        m = rep.monthly
-        con.print(f"\n[bold]monthly at {m['requests']:,.0f} requests[/] ({m['input_tokens']:,.0f} input, {m['output_tokens']:,.0f} output tokens; {escape(m['how'])}): "
-                  f"{m['replicas']} replica(s), realized utilization {m['realized_utilization']:.1%}")
-        con.print(_ledger_table(m["self_host"], sources))
-        con.print(_ledger_table(m["api"], sources))
-    con.print("\n[bold]sources of the line items[/]")
-    for k, src in enumerate(sources, start=1):
-        con.print(f"  [{k}] {escape(src)}")
-    con.print("\n[bold]deciding factors[/]")
-    for f in rep.factors:
-        con.print(f"  {f['factor']}: {escape(f['value'])} — {escape(f['effect'])}")
-    con.print(f"\n[bold]verdict on cost[/]: {escape(rep.verdict)}")
-    for n in rep.notes:
-        con.print(f"  - {escape(n)}")
-
-
 def _pick_run(runs: list[Any], index: int | None, path: Path) -> Any:
     from kvledger.errors import InputError
 
@@ -106,19 +37,84 @@ def _pick_run(runs: list[Any], index: int | None, path: Path) -> Any:
     return runs[index]
 
 
-def _gpu_rate(gpu: str | None, provider: str | None, instance: str | None, usd: float | None, hardware: str | None) -> Any:
+def _price_key(name: str) -> str:
+    """A GPU name as the price table keys it: the catalog id when ``get_gpu`` knows the name or alias (H100,
+    nvidia-h100-80gb, "NVIDIA H100 80GB HBM3" → nvidia_h100_sxm); otherwise the name as given (the table also
+    matches its own GPU names)."""
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.errors import UnknownNameError
+
+    try:
+        return get_gpu(name).gpu_id
+    except UnknownNameError:
+        return name
+
+
+def _is_gpu_file(name: str) -> bool:
+    return Path(name).suffix in (".json", ".toml")
+
+
+def _gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
+    """The GPU's rental price: ``--gpu-usd-per-hour``, else the price-table row of ``name`` (resolved through the GPU catalog's aliases).
+
+    Raises:
+        InputError: no name, a custom GPU without a price, several rows (pick --gpu-provider/--instance).
+        UnknownNameError: no row for the GPU (or the provider / instance).
+    """
     from kvledger.catalog.prices import find_gpu_price
     from kvledger.errors import InputError
     from kvledger.ledgers.cost import GpuRate
 
     if usd is not None:
-        return GpuRate.given(usd, gpu or hardware or "GPU")
-    name = gpu or hardware
+        return GpuRate.given(usd, name or "GPU")
     if name is None:
-        raise InputError("no GPU price: the run does not name its GPU; pass --gpu (e.g. nvidia_h100_sxm) with --gpu-provider, or --gpu-usd-per-hour")
-    if name == "custom":
-        raise InputError("the simulated GPU is a custom GPU with no rental price in the table; pass --gpu-usd-per-hour")
-    return GpuRate.from_catalog(find_gpu_price(name, provider, instance))
+        raise InputError("no GPU price: the run does not name its GPU; pass --gpu (e.g. H100 or nvidia_h100_sxm) with --gpu-provider, or --gpu-usd-per-hour")
+    if name == "custom" or _is_gpu_file(name):
+        raise InputError(f"the GPU {name!r} is a custom GPU with no rental price in the table; pass --gpu-usd-per-hour")
+    return GpuRate.from_catalog(find_gpu_price(_price_key(name), provider, instance))
+
+
+def _collect(problems: list[Exception], fn: Any) -> Any:
+    from kvledger.errors import KvLedgerError
+
+    try:
+        return fn()
+    except KvLedgerError as err:
+        problems.append(err)
+        return None
+
+
+def _check_inputs(p: dict[str, Any], gpu_known: str | None) -> tuple[Any, Any]:
+    """(API price row, GPU rate or None when the GPU is named only by the run) — every input error at once.
+
+    Checks --utilization, --max-utilization, --num-gpus, --prefill-share, --target, --gpu-usd-per-hour, the
+    --api row and, when ``gpu_known``, its price row, and raises them together (one error alone keeps its type).
+    """
+    from kvledger.catalog.prices import find_api_price
+    from kvledger.errors import InputError
+
+    problems: list[Exception] = []
+    for flag, key in (("--utilization", "utilization"), ("--max-utilization", "max_utilization")):
+        if not 0.0 < p[key] <= 1.0:
+            problems.append(InputError(f"{flag} must be in (0, 1] (share of billed hours spent serving), got {p[key]}"))
+    if p["num_gpus"] is not None and p["num_gpus"] < 1:
+        problems.append(InputError(f"--num-gpus must be ≥ 1, got {p['num_gpus']}"))
+    if p["prefill_share"] is not None and not 0.0 <= p["prefill_share"] <= 1.0:
+        problems.append(InputError(f"--prefill-share must be in [0, 1], got {p['prefill_share']}"))
+    if p["target"] is not None and not 0.0 < p["target"] <= 1.0:
+        problems.append(InputError(f"--target must be in (0, 1] (share of requests within the SLO), got {p['target']}"))
+    usd = p["gpu_usd_per_hour"]
+    if usd is not None and not usd > 0:
+        problems.append(InputError(f"--gpu-usd-per-hour must be > 0 USD per GPU-hour, got {usd}"))
+    api = _collect(problems, lambda: find_api_price(p["api"]))
+    rate = None
+    if usd is None and gpu_known is not None:
+        rate = _collect(problems, lambda: _gpu_rate(gpu_known, p["gpu_provider"], p["instance"], None))
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise InputError(f"{len(problems)} problems with the inputs:\n" + "\n".join(f"  - {e}" for e in problems))
+    return api, rate
 
 
 def _file_run(file: Path, fmt: str | None, run_index: int | None, num_gpus: int | None) -> tuple[Any, int, str | None]:
@@ -135,8 +131,11 @@ def _file_run(file: Path, fmt: str | None, run_index: int | None, num_gpus: int 
     return run, n_gpus, gpu_id if gpu_id not in (None, "custom") else md.hardware
 
 
-def _sim_run(model: str, gpu: str | None, params: dict[str, Any]) -> Any:
-    """The simulated run for ``--simulate`` (FILE-only flags refused)."""
+def _sim_run(model: str, gpu: str | None, params: dict[str, Any], slo: Any) -> tuple[Any, Any]:
+    """(simulated run to price, SimCapacity or None) for ``--simulate``: the run at the SLO capacity found by the
+    request-rate search, or with ``--at-offered-load`` the run at the workload's own load (FILE-only flags refused)."""
+    from kvledger.analyses.sim_boundary import PROBE_NUM_REQUESTS
+    from kvledger.analyses.sim_capacity import DEFAULT_TARGET, search_capacity
     from kvledger.analyses.sim_ledgers import simulate_run
     from kvledger.cli.sim_opts import sim_request
     from kvledger.errors import InputError
@@ -144,8 +143,25 @@ def _sim_run(model: str, gpu: str | None, params: dict[str, Any]) -> Any:
     given = [flag for name, flag in (("num_gpus", "--num-gpus"), ("run_index", "--run"), ("format", "--format")) if params.get(name) is not None]
     if given:
         raise InputError(f"{', '.join(given)} apply to a FILE; with --simulate the GPU count is replicas × TP (--replicas, --tp)")
-    args, synthetic = sim_request(model, gpu, params)
-    return simulate_run(args, synthetic)
+    if params.get("at_offered_load"):
+        if params.get("target") is not None:
+            raise InputError("--target sets the attainment target of the capacity search, which --at-offered-load skips; give one of them")
+        args, synthetic = sim_request(model, gpu, params)
+        return simulate_run(args, synthetic), None
+    args, synthetic = sim_request(model, gpu, params, num_requests_default=PROBE_NUM_REQUESTS)
+    target = params.get("target")
+    cap = search_capacity(args, slo, DEFAULT_TARGET if target is None else target, synthetic=synthetic)
+    return cap.run, cap
+
+
+def _basis(run: Any, gp: Any, slo: Any, sim: Any, capacity: Any) -> dict[str, Any]:
+    """The ``capacity_basis`` of the report: the SLO-capacity search, or the run's own goodput with the under-load check."""
+    from kvledger.ledgers.capacity_basis import check_load, measured_basis
+
+    if capacity is not None:
+        return {"kind": "slo_capacity", "text": capacity.text(), "probes": capacity.probes_text(), "warning": None,
+                "notes": list(capacity.notes), "load_check": None}
+    return measured_basis(gp, check_load(run, gp, slo), simulated=sim is not None)
 
 
 def register(app: typer.Typer) -> None:
@@ -157,7 +173,7 @@ def register(app: typer.Typer) -> None:
         file: Path | None = typer.Argument(None, help="benchmark output or kvledger records file (kvledger simulate --out DIR writes DIR/records.json); or use --simulate", show_default=False),
         slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'"),
         api: str = typer.Option(..., "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1'"),
-        utilization: float = typer.Option(..., "--utilization", help="average load ÷ measured goodput capacity over the billed hours, (0, 1]"),
+        utilization: float = typer.Option(..., "--utilization", help="average load ÷ the capacity priced (see Capacity above) over the billed hours, (0, 1]"),
         gpu: str | None = typer.Option(None, "--gpu", help="FILE: GPU id or name for the price table, e.g. nvidia_h100_sxm (default: the GPU the file names). --simulate: the GPU to simulate (catalog name such as H100, or a GPU file), priced by its catalog id"),
         gpu_provider: str | None = typer.Option(None, "--gpu-provider", help="rental provider, e.g. Nebius, AWS, CoreWeave"),
         instance: str | None = typer.Option(None, "--instance", help="instance type when a provider lists several"),
@@ -178,6 +194,8 @@ def register(app: typer.Typer) -> None:
         team_capability: str = typer.Option("some", "--team-capability", help="experienced, some or none"),
         run_index: int | None = typer.Option(None, "--run", help="FILE: which run of a multi-run file (0-based)"),
         format: str | None = typer.Option(None, "--format", help="FILE: force a reader instead of auto-detection"),
+        at_offered_load: bool = typer.Option(False, "--at-offered-load", help="[--simulate] price the simulated run at the workload's own load (the trace's rate, or --rate/--concurrency) instead of at the SLO capacity found by search"),
+        target: float | None = typer.Option(None, "--target", help="[--simulate] attainment target of the capacity search: the share of requests within the SLO at the capacity priced (default 0.9)", show_default=False),
         json_out: bool = typer.Option(False, "--json", help="JSON for scripts: line items and totals per 1M input and output tokens"),
         out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite without --force)"),
         force: bool = typer.Option(False, "--force", help="allow --out to overwrite an existing file"),
@@ -196,12 +214,24 @@ def register(app: typer.Typer) -> None:
 
         The run is a FILE (a benchmark output, or the records.json `kvledger simulate --out` writes) or a
         simulation: `--simulate MODEL --gpu GPU` with `kvledger simulate`'s workload and engine flags
-        (marked [--simulate] below; the whole trace unless --num-requests). A simulation gives the
-        same ledger as `simulate --out DIR` then `cost DIR/records.json` with the same flags; its GPU
-        count is replicas × TP, its GPU is priced by catalog id (pick a row with --gpu-provider), and the
-        simulator, step-cost model and memory-plan figures are listed among the sources.
+        (marked [--simulate] below).
+
+        Capacity. The self-hosted cost divides GPU time by the goodput taken as one replica's capacity.
+        With --simulate that is the SLO capacity: the request-rate boundary search of `kvledger goodput
+        --simulate --target` (2,000 requests per probe unless --num-requests) finds the highest rate at
+        which --target (default 0.9) of the requests meet --slo, and the ledger is priced at the goodput of
+        the run there; the search is listed among the sources and under "simulation" in --json.
+        `--at-offered-load` prices the run at the workload's own load instead (the whole trace unless
+        --num-requests): the same ledger as `simulate --out DIR` then `cost DIR/records.json`. A FILE cannot
+        be re-run, so its measured goodput is taken as the capacity, which the output always states
+        ("capacity_basis" in --json); when the run looks under-loaded — it states its rate or concurrency,
+        kept pace with it (good req/s ≥ 90% of the offered rate; closed loop ≥ 95% of requests good) and
+        every SLO metric's p90 is at most half its limit — a warning says capacity is likely higher.
+
+        GPU prices: --gpu (or the GPU the file names) is resolved through the GPU catalog's names and
+        aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
         """
-        from kvledger.catalog.prices import find_api_price
+        from kvledger.cli.cost_view import print_cost_report
         from kvledger.cli.sim_opts import reject_sim_flags
         from kvledger.errors import InputError
         from kvledger.ledgers.api_cost import ApiMix
@@ -215,28 +245,36 @@ def register(app: typer.Typer) -> None:
         if out is not None and out.exists() and not force:
             raise InputError(f"{out} already exists; refusing to overwrite it (pass --force)")
         the_slo = parse_slo(slo)
-        sim = None
         if file is not None:
             reject_sim_flags(ctx.params)
+            given = [f for f, v in (("--at-offered-load", at_offered_load or None), ("--target", target)) if v is not None]
+            if given:
+                raise InputError(f"{', '.join(given)} apply to --simulate (a measured FILE cannot be re-run at another load)")
+        api_price, gpu_rate = _check_inputs(ctx.params, gpu)
+        sim = capacity = None
+        if file is not None:
             run, n_gpus, hardware = _file_run(file, format, run_index, num_gpus)
         else:
-            sim = _sim_run(simulate, gpu, ctx.params)
-            run, n_gpus, hardware, gpu = sim.run, sim.num_gpus, sim.gpu_id, None
-        setup = SelfHostSetup(_gpu_rate(gpu, gpu_provider, instance, gpu_usd_per_hour, hardware), n_gpus, utilization,
-                              engineer_months, engineer_usd, prefill_share, max_utilization)
+            sim, capacity = _sim_run(simulate, gpu, ctx.params, the_slo)
+            run, n_gpus, hardware = sim.run, sim.num_gpus, sim.gpu_id
+        if gpu_rate is None:
+            gpu_rate = _gpu_rate(gpu if file is not None and gpu else hardware, gpu_provider, instance, gpu_usd_per_hour)
+        setup = SelfHostSetup(gpu_rate, n_gpus, utilization, engineer_months, engineer_usd, prefill_share, max_utilization)
         volume = None
         if monthly_requests is not None or monthly_input_tokens is not None or monthly_output_tokens is not None:
             volume = MonthlyVolume(monthly_requests, monthly_input_tokens, monthly_output_tokens)
         gp = goodput(run, the_slo)
-        rep = build_cost_report(run, gp, setup, find_api_price(api), ApiMix(batch_share, cache_hit_rate, cache_write_rate),
+        rep = build_cost_report(run, gp, setup, api_price, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
                                 DecisionFactors(data_sovereignty, model_control, team_capability), volume)
+        basis = _basis(run, gp, the_slo, sim, capacity)
         d = rep.to_dict()
+        d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
         if sim is not None:
-            d["simulation"] = sim.provenance()
+            d["simulation"] = {**sim.provenance(), **({"capacity_search": capacity.to_dict()} if capacity else {})}
         text = json.dumps(d, default=str) + "\n"
         if out is not None:
             out.write_text(text, encoding="utf-8")
         if json_out:
             typer.echo(text, nl=False)
         else:
-            _print_human(rep, sim)
+            print_cost_report(rep, basis, sim, capacity)

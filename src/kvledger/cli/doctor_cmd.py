@@ -102,6 +102,8 @@ def _render(rep: Any) -> None:
               f"{s['generation'] or '?'} engine; ledger rules of {s['rules_version']} ({escape(s['rules_reason'])})")
     con.print(f"{s['vllm_lines']:,} of {s['total_lines']:,} lines read ({s['skipped_lines']:,} skipped as unknown); "
               f"{s['metrics_lines']} metrics lines, {s['preemption_lines']} preemption lines")
+    for w in rep.warnings:
+        con.print(f"[bold red]WARNING:[/] [bold]{escape(w)}[/]")
     if rep.startup is not None:
         _startup(con, rep.startup)
     else:

@@ -9,7 +9,13 @@ import typer
 __all__ = ["register"]
 
 
-def _fmt(v) -> str:
+PERCENT_COLUMNS = ("prefix_cache_hit_rate", "token_state_share", "kv_usage_mean")
+"""Columns holding a fraction of 1 (hit rate, shares of KV memory), printed as % like every other command (JSON keeps fractions)."""
+
+
+def _fmt(v, column: str = "") -> str:
+    if column in PERCENT_COLUMNS and isinstance(v, (int, float)) and v == v:
+        return f"{v:.1%}"
     if isinstance(v, float):
         if v != v:
             return "—"
@@ -40,7 +46,7 @@ def experiment(
     for c in res.columns:
         table.add_column(c, justify="left" if c in ("policy", "router", "kv_allocation") else "right")
     for row in res.rows:
-        table.add_row(*(_fmt(row[c]) for c in res.columns))
+        table.add_row(*(_fmt(row[c], c) for c in res.columns))
     console.print(table)
     for line in res.setup:
         console.print(f"[dim]setup: {line}[/]")

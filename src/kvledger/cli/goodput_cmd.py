@@ -133,7 +133,7 @@ def _print_sources(sim: Any, title: str) -> None:
 def _simulated(model: str, gpu: str | None, params: dict[str, Any], the_slo: Any, target: float | None, axis: str,
                bounds: tuple[float | None, float | None, float | None]) -> tuple[list[str], Any]:
     """(JSON lines, what to print) for --simulate: one run, or the boundary search with --target."""
-    from kvledger.analyses.sim_boundary import search_sim_boundary
+    from kvledger.analyses.sim_boundary import PROBE_NUM_REQUESTS, search_sim_boundary
     from kvledger.analyses.sim_ledgers import simulate_run
     from kvledger.cli.sim_opts import sim_request
     from kvledger.ledgers.goodput import goodput
@@ -143,7 +143,7 @@ def _simulated(model: str, gpu: str | None, params: dict[str, Any], the_slo: Any
         sim = simulate_run(args, synthetic)
         res = goodput(sim.run, the_slo)
         return [json.dumps({**res.to_dict(), "simulation": sim.provenance()}, default=str)], (res, sim)
-    args, synthetic = sim_request(model, gpu, params, num_requests_default=SEARCH_NUM_REQUESTS)
+    args, synthetic = sim_request(model, gpu, params, num_requests_default=PROBE_NUM_REQUESTS)
     lo, hi, tol = bounds
     sb = search_sim_boundary(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
     lines = [json.dumps({**g.to_dict(), "probe": {"axis": sb.axis, "value": pr.value, "order": pr.order, "phase": pr.phase}})
@@ -171,10 +171,6 @@ def _from_files(files: list[Path], fmt: str | None, params: dict[str, Any], the_
     if boundary is not None:
         lines.append(json.dumps({"boundary": boundary.to_dict()}))
     return lines, (results, boundary)
-
-
-SEARCH_NUM_REQUESTS = 2000
-"""Requests per probe of a simulator-driven boundary search unless --num-requests is given (each probe well under a second for an 8B model)."""
 
 
 def register(app: typer.Typer) -> None:

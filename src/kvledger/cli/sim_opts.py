@@ -19,7 +19,7 @@ Simulate = Annotated[Optional[str], typer.Option("--simulate", help="Simulate th
 Trace = Annotated[Optional[str], typer.Option("--trace", help=_S + "azure-conv (default), azure-code, mooncake, mooncake-synthetic, arxiv, or a CSV/JSONL path.", show_default=False)]
 Rate = Annotated[Optional[float], typer.Option("--rate", help=_S + "target mean arrival rate, req/s (gaps rescaled, burstiness kept); 'inf' sends all at t=0.", show_default=False)]
 RateScale = Annotated[Optional[float], typer.Option("--rate-scale", help=_S + "multiply the trace's own rate by this factor.", show_default=False)]
-NumRequests = Annotated[Optional[int], typer.Option("--num-requests", help=_S + "replay only the first N requests (default: the whole trace; 2,000 per probe of a --target search).", show_default=False)]
+NumRequests = Annotated[Optional[int], typer.Option("--num-requests", help=_S + "replay only the first N requests (default: the whole trace; 2,000 per probe of a --target search or of cost's capacity search).", show_default=False)]
 Seed = Annotated[Optional[int], typer.Option("--seed", help=_S + "RNG seed for synthetic or Poisson arrivals (default 0).", show_default=False)]
 Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help=_S + "closed loop: N users, each sends its next request when the last one ends.", show_default=False)]
 ThinkTime = Annotated[Optional[float], typer.Option("--think-time", help=_S + "closed loop: seconds a user waits before its next request (default 0).", show_default=False)]
@@ -40,7 +40,7 @@ ChunkedPrefill = Annotated[Optional[bool], typer.Option("--enable-chunked-prefil
 Policy = Annotated[Optional[str], typer.Option("--policy", help=_S + "preset: vllm, sglang, static, contiguous (see kvledger simulate --help).", show_default=False)]
 Replicas = Annotated[Optional[int], typer.Option("--replicas", help=_S + "identical engine replicas behind a router (default 1).", show_default=False)]
 Router = Annotated[Optional[str], typer.Option("--router", help=_S + "round_robin (default), least_loaded or prefix_aware.", show_default=False)]
-StepCost = Annotated[Optional[str], typer.Option("--step-cost", help=_S + "roofline (default; from the memory plan) or calibrated (fitted to published measurements).", show_default=False)]
+StepCost = Annotated[Optional[str], typer.Option("--step-cost", help=_S + "roofline (default; from the memory plan), calibrated (bundled measurements for this model/GPU/TP) or calibrated:SOURCE:MODEL@GPU/tpN (a bundled table by key).", show_default=False)]
 CpuOverhead = Annotated[Optional[str], typer.Option("--cpu-overhead", help=_S + "per-step CPU time added to the roofline (e.g. 2ms).", show_default=False)]
 
 # command parameter name → (SimRequestArgs field or None for synthetic-only, default filled in, flag)

@@ -93,23 +93,31 @@ def load_plan(a: SimRequestArgs):
 
 
 def make_step_cost(a: SimRequestArgs, plan) -> tuple[Any, dict[str, Any]]:
-    """(StepCostModel, a description of it with its source) for ``--step-cost``."""
+    """(StepCostModel, a description of it with its source) for ``--step-cost``: ``roofline``, ``calibrated`` or
+    ``calibrated:KEY`` (``kvledger.dynamics.step_cost_choice``).
+
+    Raises:
+        InputError: no bundled calibration for the model/GPU/TP or the key (the bundled ones listed, grouped by model).
+        UnknownNameError: another name.
+    """
+    from kvledger.dynamics.step_cost_choice import CALIBRATED_PREFIX, calibrated_step_cost, find_calibrated_cost
+
     if a.step_cost == "roofline":
         cost = plan.step_cost()
+        cal = find_calibrated_cost(a.model, a.gpu, a.tp)
+        hint = (f"uncalibrated; measured tables exist for this model, GPU and TP: --step-cost calibrated ({cal.name})"
+                if cal is not None else "uncalibrated (no bundled measurements for this model, GPU and TP)")
         return cost, {"name": "roofline", "flops_fraction": cost.flops_fraction,
                       "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
                       "source": "kvledger.accounting.roofline: weight matmuls then attention, each max(FLOPs/achievable "
                                 f"peak, bytes/achievable bandwidth) at {cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, "
-                                "+ CPU overhead per step; uncalibrated (--step-cost calibrated for measured tables)"}
-    if a.step_cost == "calibrated":
-        from kvledger.accounting.calibrated import get_calibrated_cost
-
-        cost = get_calibrated_cost(a.model, a.gpu, a.tp)
-        return cost, {"name": getattr(cost, "name", "calibrated"),
-                      "source": "kvledger.accounting.calibrated: fitted to published measurements (see its docstring)"}
+                                f"+ CPU overhead per step; {hint}"}
+    if a.step_cost == "calibrated" or a.step_cost.startswith(CALIBRATED_PREFIX):
+        return calibrated_step_cost(a.step_cost, a.model, a.gpu, a.tp)
     from kvledger.errors import UnknownNameError
 
-    raise UnknownNameError("step cost model", a.step_cost, ["roofline", "calibrated"], hint="Known: roofline, calibrated.")
+    raise UnknownNameError("step cost model", a.step_cost, ["roofline", "calibrated"],
+                           hint="Known: roofline, calibrated, calibrated:SOURCE:MODEL@GPU/tpN.")
 
 
 def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,

@@ -197,13 +197,16 @@ def load_trace(
     n_rows = len(parsed.prompt_tokens)
     if parsed.arrivals_s is None:
         if rate is None or rate_scale is not None or start_s != 0.0:
-            raise InputError(f"trace {label!r} has no arrival times: pass rate=R (req/s) and seed=S for Poisson "
-                             "arrivals, or rate=inf to send every request at t = 0 (start_s/rate_scale do not apply)")
+            extra = ("; --rate-scale scales a trace's own arrival times, so it does not apply" if rate_scale is not None
+                     else "; a start offset does not apply" if start_s != 0.0 else "")
+            raise InputError(f"trace {label!r} has no arrival times (only lengths): give --rate R (req/s) for Poisson "
+                             "arrivals drawn with --seed S (default 0), --rate inf to send every request at t = 0, or "
+                             f"--concurrency N for a closed loop{extra} (Python: load_trace(..., rate=R, seed=S))")
         count = n_rows if num_requests is None else num_requests
         if count > n_rows:
             raise InputError(f"trace {label!r} has {n_rows:,} requests; asked for {count:,}")
         if seed is None and math.isfinite(rate):
-            raise InputError(f"trace {label!r}: Poisson arrivals need an explicit seed (seed=0, for example)")
+            raise InputError(f"trace {label!r}: Poisson arrivals need an explicit seed (--seed on the command line; seed=0 in Python)")
         rows = np.arange(count)
         times = arrival_times(count, rate, seed=0 if seed is None else seed)
     else:

@@ -28,8 +28,10 @@ class Document:
 
     Attributes:
         path: the file, as the user gave it (used in every error message).
-        kind: "json" (one value), "jsonl" (one value per non-empty line) or "csv" (raw text).
-        value: the JSON value (json), the list of line values (jsonl) or the text (csv).
+        kind: "json" (one value), "jsonl" (one value per non-empty line), "csv" (raw text), "yaml" (a YAML
+            mapping or list: no reader takes it, but the "unknown format" message can show its keys) or
+            "text" (anything else: Markdown, logs, prose).
+        value: the JSON value (json), the list of line values (jsonl), the parsed YAML (yaml) or the text (csv, text).
         line_numbers: for jsonl, the 1-based file line of each value.
     """
 
@@ -40,11 +42,12 @@ class Document:
 
 
 def load_document(path: str | Path) -> Document:
-    """Read ``path`` as JSON, JSON Lines (e.g. vLLM ``--append-result``, SGLang, AIPerf) or CSV.
+    """Read ``path`` as JSON, JSON Lines (e.g. vLLM ``--append-result``, SGLang, AIPerf) or CSV; YAML and other text are
+    returned as such, for :func:`kvledger.evidence.detect.detect_format` to name as an unknown format.
 
     Raises:
-        FormatError: missing or unreadable file, a directory, an empty file, or text that is
-            neither JSON, JSON Lines nor a CSV table (the JSON error's line and column are given).
+        FormatError: missing or unreadable file, a directory, an empty file, or text that starts like JSON
+            but is broken (the JSON error's line and column are given).
     """
     p = Path(path)
     name = str(path)
@@ -73,10 +76,28 @@ def load_document(path: str | Path) -> Document:
                 raise FormatError(name, f"not valid JSON Lines: {err.msg}", f"line {lineno}, column {err.colno}") from None
             lines.append(lineno)
         return Document(name, "jsonl", values, lines)
-    first_line = text.lstrip().splitlines()[0]
-    if "," in first_line and not first_line.lstrip().startswith(("[", "{")):
-        return Document(name, "csv", text)
-    raise FormatError(name, f"not valid JSON: {first_err.msg}", f"line {first_err.lineno}, column {first_err.colno}")
+    if text.lstrip().startswith(("[", "{")):  # meant as JSON, but broken
+        raise FormatError(name, f"not valid JSON: {first_err.msg}", f"line {first_err.lineno}, column {first_err.colno}")
+    yaml_value = _yaml_mapping(text)
+    if yaml_value is not None:
+        return Document(name, "yaml", yaml_value)
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if "," in lines[0] and not lines[0].lstrip().startswith("#") and (len(lines) == 1 or "," in lines[1]):
+        return Document(name, "csv", text)  # a header row and a data row with commas (a Markdown heading is not one)
+    return Document(name, "text", text)
+
+
+def _yaml_mapping(text: str) -> Any:
+    """The YAML mapping or list the text holds (a config or a benchmark report in YAML), else None (prose, a CSV, a scalar)."""
+    import yaml
+
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError:
+        return None
+    if not docs or not all(isinstance(d, (dict, list)) for d in docs):
+        return None
+    return docs[0] if len(docs) == 1 else docs
 
 
 def _first_line_is_json(text: str) -> bool:

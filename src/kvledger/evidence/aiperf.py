@@ -119,10 +119,10 @@ def _sibling_aggregate(jsonl_path: str) -> dict[str, Any] | None:
     if candidate is None or not candidate.is_file():
         return None
     try:
-        value = load_document(candidate).value
+        doc = load_document(candidate)
     except FormatError:
         return None
-    return value if isinstance(value, dict) else None
+    return doc.value if doc.kind == "json" and isinstance(doc.value, dict) else None
 
 
 def input_config_metadata(cfg: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from kvledger.evidence._arrays import has_details
 from kvledger.evidence._io import Document, top_keys
 from kvledger.evidence.kvledger_records import looks_like_records
 
-__all__ = ["FORMAT_DESCRIPTIONS", "detect_format"]
+__all__ = ["FORMAT_DESCRIPTIONS", "detect_format", "describe_content"]
 
 #: format name → what it is (shown in help and in "unknown format" errors).
 FORMAT_DESCRIPTIONS: dict[str, str] = {
@@ -103,6 +103,8 @@ def detect_format(doc: Document) -> str:
         if first == "metric":
             return "aiperf-csv"
         fmt = None
+    elif doc.kind in ("yaml", "text"):
+        fmt = None
     elif doc.kind == "jsonl":
         fmt = _detect_lines(doc.value)
     elif isinstance(doc.value, dict):
@@ -117,8 +119,24 @@ def detect_format(doc: Document) -> str:
         raise FormatError(doc.path, "this is an inference-perf Prometheus report (server-side histograms scraped from the engine), "
                           "not a lifecycle report; read the matching *_lifecycle_metrics.json (client-side, per stage) instead")
     if fmt is None:
-        seen = top_keys(doc.value[0] if doc.kind == "jsonl" and doc.value else doc.value) if doc.kind != "csv" else [doc.value.splitlines()[0][:80]]
         known = "\n".join(f"  {name}: {desc}" for name, desc in FORMAT_DESCRIPTIONS.items())
-        raise FormatError(doc.path, f"unknown benchmark output format. Keys seen: {', '.join(map(str, seen))}.\n"
+        raise FormatError(doc.path, f"unknown benchmark output format. {describe_content(doc)}.\n"
                           f"Known formats (force one with --format NAME):\n{known}")
     return fmt
+
+
+def describe_content(doc: Document) -> str:
+    """What the file was seen to be, for "unknown format" messages: its keys, CSV header, or first line of text."""
+    if doc.kind == "csv":
+        return f"Keys seen: {doc.value.splitlines()[0][:80]}"
+    if doc.kind == "text":
+        first = next((ln.strip() for ln in doc.value.splitlines() if ln.strip()), "")
+        kind = "Markdown" if first.startswith("#") or "](" in doc.value else "plain text"
+        return f"It is {kind}, not JSON, JSON Lines or CSV; first line: {first[:80]!r}"
+    if doc.kind == "yaml":
+        hint = ""
+        if isinstance(doc.value, dict) and {"load", "api"} & set(doc.value):
+            hint = " (an inference-perf config: read the *_lifecycle_metrics.json reports it produced)"
+        return f"It is YAML, not JSON, JSON Lines or CSV{hint}; keys seen: {', '.join(map(str, top_keys(doc.value)))}"
+    seen = top_keys(doc.value[0] if doc.kind == "jsonl" and doc.value else doc.value)
+    return f"Keys seen: {', '.join(map(str, seen))}"

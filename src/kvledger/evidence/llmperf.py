@@ -80,10 +80,10 @@ def _sibling_summary(path: str) -> tuple[str, dict[str, Any]] | None:
             cand = p.with_name(p.name[::-1].replace(old[::-1], "summary"[::-1], 1)[::-1])
             if cand.is_file():
                 try:
-                    value = load_document(cand).value
+                    doc = load_document(cand)
                 except FormatError:
                     return None
-                return (str(cand), value) if isinstance(value, dict) else None
+                return (str(cand), doc.value) if doc.kind == "json" and isinstance(doc.value, dict) else None
     return None
 
 

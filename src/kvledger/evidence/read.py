@@ -111,4 +111,4 @@ def _check_shape(doc: Document, fmt: str) -> None:
 
 def _describe(kind: str) -> str:
     return {"json": "a JSON object", "json-list": "a JSON list", "json-scalar": "a bare JSON value",
-            "jsonl": "JSON Lines", "csv": "a CSV table"}[kind]
+            "jsonl": "JSON Lines", "csv": "a CSV table", "yaml": "YAML", "text": "plain text (not JSON, JSON Lines or CSV)"}[kind]

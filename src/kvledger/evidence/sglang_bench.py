@@ -18,7 +18,7 @@ from kvledger.evidence._arrays import has_details, records_from_arrays
 from kvledger.evidence._io import Document, count, latency_s
 from kvledger.evidence._meta import rate_or_none, stated_gpu_count, stated_hardware
 from kvledger.evidence.aggregate import AggregateRun
-from kvledger.evidence.vllm_bench import aggregate_run, objects_of
+from kvledger.evidence.vllm_bench import aggregate_run, check_run_keys, objects_of
 from kvledger.records import RunMetadata, RunRecords
 
 __all__ = ["FORMAT", "read"]
@@ -40,6 +40,8 @@ def read(doc: Document) -> list[RunRecords | AggregateRun]:
 
 
 def _read_one(path: str, obj: dict[str, Any], where: str, n_runs: int) -> RunRecords | AggregateRun:
+    if not isinstance(obj.get("details"), dict):
+        check_run_keys(path, obj, where, FORMAT)
     meta = _metadata(path, obj, where)
     if n_runs > 1:
         meta.extra["run_label"] = where.rstrip(": ") or "run"

@@ -20,7 +20,7 @@ from kvledger.evidence._meta import parse_flat_stat, rate_or_none, stated_gpu_co
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.records import RunMetadata, RunRecords
 
-__all__ = ["FORMAT", "read", "flat_summaries", "objects_of"]
+__all__ = ["FORMAT", "read", "flat_summaries", "objects_of", "check_run_keys"]
 
 FORMAT = "vllm-bench-serve"
 _TOOL_FIELDS = ("backend", "endpoint_type", "label", "date", "tokenizer_id", "num_prompts", "burstiness",
@@ -58,7 +58,26 @@ def read(doc: Document) -> list[RunRecords | AggregateRun]:
     return [_read_one(doc.path, obj, where, len(objs)) for obj, where in objs]
 
 
+_RUN_KEYS = ("completed", "duration", "request_throughput", "num_prompts", "request_goodput", "request_goodput:",
+             "ttfts", "input_lens", "output_lens")
+
+
+def check_run_keys(path: str, obj: dict[str, Any], where: str, fmt: str = FORMAT) -> None:
+    """Refuse an object with none of a vLLM/SGLang result's keys (e.g. another tool's file read with ``--format fmt``).
+
+    Raises:
+        FormatError: naming the keys looked for and the keys seen.
+    """
+    if any(k in obj for k in _RUN_KEYS) or any(parse_flat_stat(k) for k in obj):
+        return
+    seen = ", ".join(list(map(str, obj))[:12]) + (", …" if len(obj) > 12 else "")
+    raise FormatError(path, f"does not have the keys of {fmt} output (none of {', '.join(_RUN_KEYS[:4])}, ttfts, "
+                      f"mean_ttft_ms, …); keys seen: {seen}. Drop --format to let the format be detected",
+                      where.rstrip(": ") or None)
+
+
 def _read_one(path: str, obj: dict[str, Any], where: str, n_runs: int) -> RunRecords | AggregateRun:
+    check_run_keys(path, obj, where)
     meta = _metadata(path, obj, where)
     if n_runs > 1:
         meta.extra["run_label"] = where.rstrip(": ") or "run"
@@ -71,7 +90,7 @@ def _read_one(path: str, obj: dict[str, Any], where: str, n_runs: int) -> RunRec
     meta.definitions.append("no per-request arrays (run without --save-detailed): aggregates only; goodput can only be bounded")
     agg = aggregate_run(path, obj, where, meta)
     if agg.num_failed is None:
-        meta.definitions.append("no 'failed' count in the file (older vLLM): failed requests unknown, counted as 0")
+        meta.definitions.append("no 'failed' count in the file (older vLLM, or a vLLM-derived client such as InferenceX's): failed requests unknown, counted as 0")
     agg.tool_goodput = meta.extra.get("tool_goodput")
     return agg
 

@@ -128,7 +128,28 @@ def _measured_prefill_share(run: RunRecords | AggregateRun, gp: GoodputResult) -
         t, e = run.metrics["ttft"].mean_s, run.metrics["e2e"].mean_s
         if t is not None and e:
             return t / e, "mean TTFT ÷ mean E2E from the file's aggregates (all completed requests; TTFT includes queueing)"
-    raise InputError("cannot measure how GPU time splits between prefill and decode from this run (no TTFT/E2E); pass --prefill-share")
+    raise InputError(f"cannot split GPU time between prefill and decode: {_missing_for_split(run)}; pass --prefill-share "
+                     "(share of GPU time charged to input tokens)")
+
+
+def _missing_for_split(run: RunRecords | AggregateRun) -> str:
+    """What the prefill/decode split (mean TTFT ÷ mean E2E, or Σ TTFT ÷ Σ E2E over good requests) lacks in this run."""
+    if isinstance(run, RunRecords):
+        return "the good requests have no TTFT or E2E (a non-streaming run has no first-token time)"
+    have = []
+    for name, key in (("TTFT", "ttft"), ("E2E", "e2e")):
+        m = run.metrics.get(key)
+        if m is None:
+            have.append(f"no {name} at all")
+        elif m.mean_s is None:
+            pts = ", ".join(f"p{p:g}" for p in sorted(m.percentiles_s)) or "no statistic"
+            have.append(f"{name} only as {pts} (no mean)")
+    text = "the split is mean TTFT ÷ mean E2E, and the file gives " + " and ".join(have)
+    t, e = run.metrics.get("ttft"), run.metrics.get("e2e")
+    if t is not None and e is not None and t.percentiles_s.get(50.0) is not None and e.percentiles_s.get(50.0):
+        tm, em = t.percentiles_s[50.0], e.percentiles_s[50.0]
+        text += f" (the medians' ratio, {tm:.3g} s ÷ {em:.3g} s = {tm / em:.3f}, is a rough stand-in)"
+    return text
 
 
 def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_share: float | None) -> Capacity:

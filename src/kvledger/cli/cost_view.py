@@ -1,0 +1,112 @@
+"""How ``kvledger cost`` prints its report for people: the capacity and its basis, the four per-token ledgers, break-even, sources and verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["print_cost_report"]
+
+
+def _num(x: float) -> str:
+    a = abs(x)
+    if a == 0:
+        return "0"
+    if a >= 100:
+        return f"{x:,.0f}"
+    if a >= 1:
+        return f"{x:,.2f}"
+    return f"{x:.4g}"
+
+
+def _ledger_table(ledger: Any, sources: list[str]) -> Any:
+    """Narrow table: item, quantity and unit, unit price, amount, and a [n] reference into ``sources``."""
+    from rich.table import Table
+
+    t = Table(title=f"{ledger.name} ({ledger.per})", title_justify="left")
+    for col in ("item", "quantity", "× unit price $", "= amount $", "src"):
+        t.add_column(col, justify="left" if col == "item" else "right", overflow="fold")
+    for i in ledger.items:
+        ref = f"{i.source} (as of {i.as_of})" + (f"; {i.note}" if i.note else "")
+        if ref not in sources:
+            sources.append(ref)
+        t.add_row(i.name, f"{_num(i.quantity)} {i.unit}", _num(i.unit_price_usd), f"{i.amount_usd:,.4f}", f"[{sources.index(ref) + 1}]")
+    t.add_row("total (sum of the items)", "", "", f"{ledger.total_usd:,.4f}", "")
+    return t
+
+
+def _print_capacity(con: Any, rep: Any, sim: Any, basis: dict[str, Any], n_sources: int) -> None:
+    from rich.markup import escape
+
+    cap = rep.capacity
+    if sim is not None:
+        con.print(f"one deployment unit = {sim.replicas} replica(s) × TP {sim.setup.tp} = {sim.num_gpus} GPU(s); "
+                  f"workload {escape(sim.setup.workload_info['trace'])} (sources [1]–[{n_sources}] below)")
+    where = ("simulated per deployment unit [1]" if sim is not None else "measured per replica")
+    con.print(f"{where}: {cap['goodput_req_per_s']:.3f} good req/s, {cap['good_input_tok_per_s']:,.1f} good input tok/s, "
+              f"{cap['good_output_tok_per_s']:,.1f} good output tok/s; mean {cap['mean_input_tokens']:.1f} in / "
+              f"{cap['mean_output_tokens']:.1f} out tokens per good request")
+    con.print(escape(basis["text"]))
+    if basis.get("probes"):
+        con.print(f"  probes (req/s → share of requests within the SLO): {escape(basis['probes'])}")
+    for note in basis.get("notes") or []:
+        con.print(f"  note: {escape(note)}")
+    load = basis.get("load_check")
+    if basis.get("warning"):
+        con.print(f"[bold red]WARNING:[/] [bold]{escape(basis['warning'])}[/]")
+    elif load is not None:
+        label = {"not_flagged": "not flagged as under-loaded", "cannot_tell": "cannot tell whether the run was under-loaded"}
+        con.print(f"load check: {label.get(load['status'], load['status'])} — {escape(load['reason'])}")
+    con.print(f"GPU time split: prefill {cap['prefill_share']:.3f} / decode {1 - cap['prefill_share']:.3f} — "
+              f"{escape(cap['prefill_share_method'])}")
+
+
+def _print_tail(con: Any, rep: Any) -> None:
+    from rich.markup import escape
+
+    st = rep.sticker
+    con.print(f"sticker (throughput-priced) self-host cost: ${st['usd_per_mtok_input']:.4f}/M input, ${st['usd_per_mtok_output']:.4f}/M output; "
+              f"goodput-priced ÷ sticker = {st['multiplier_output']:.2f}× (effective-cost multiplier)")
+    bu = rep.break_even_utilization
+    con.print(f"\n[bold]break-even utilization[/]: {bu['utilization']:.1%} = {escape(bu['formula'])}" + ("" if bu["reachable"] else " — above 100%: not reachable"))
+    bv = rep.break_even_volume
+    if bv.get("requests_per_month") is not None:
+        con.print(f"[bold]break-even volume[/]: {bv['requests_per_month']:,.0f} good requests/month ({bv['input_tokens_per_month']:,.0f} input + "
+                  f"{bv['output_tokens_per_month']:,.0f} output tokens) with {bv['replicas_at_break_even']} replica(s) — {escape(bv['reason'])}")
+    else:
+        con.print(f"[bold]break-even volume[/]: none — {escape(bv['reason'])}")
+
+
+def print_cost_report(rep: Any, basis: dict[str, Any], sim: Any = None, capacity: Any = None) -> None:
+    """Print ``rep`` (a CostReport) with its capacity basis; ``sim`` / ``capacity`` for a simulated run and its search."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    con = Console(highlight=False)
+    sources: list[str] = sim.source_lines() if sim is not None else []
+    if capacity is not None:
+        sources.append(capacity.text())
+    title = f"simulated {sim.setup.model_name} on {sim.num_gpus}× {sim.setup.gpu_name}" if sim is not None else Path(rep.source).name
+    con.print(f"[bold]{escape(title)}[/] under SLO {escape(rep.slo['text'])}" + (" (goodput is an estimate)" if rep.capacity["estimate"] else ""))
+    _print_capacity(con, rep, sim, basis, len(sources))
+    for name in ("self_host_input", "self_host_output", "api_input", "api_output"):
+        con.print(_ledger_table(getattr(rep, name), sources))
+    _print_tail(con, rep)
+    if rep.monthly is not None:
+        m = rep.monthly
+        con.print(f"\n[bold]monthly at {m['requests']:,.0f} requests[/] ({m['input_tokens']:,.0f} input, {m['output_tokens']:,.0f} output tokens; {escape(m['how'])}): "
+                  f"{m['replicas']} replica(s), realized utilization {m['realized_utilization']:.1%}")
+        con.print(_ledger_table(m["self_host"], sources))
+        con.print(_ledger_table(m["api"], sources))
+    con.print("\n[bold]sources of the line items[/]")
+    for k, src in enumerate(sources, start=1):
+        con.print(f"  [{k}] {escape(src)}")
+    con.print("\n[bold]deciding factors[/]")
+    for f in rep.factors:
+        con.print(f"  {f['factor']}: {escape(f['value'])} — {escape(f['effect'])}")
+    con.print(f"\n[bold]verdict on cost[/]: {escape(rep.verdict)}")
+    if basis.get("warning"):
+        con.print("[bold red]WARNING:[/] [bold]the run looks under-loaded (see above): capacity is likely higher than priced, so "
+                  "the self-hosted costs and the break-even are pessimistic for self-hosting[/]")
+    for n in rep.notes:
+        con.print(f"  - {escape(n)}")

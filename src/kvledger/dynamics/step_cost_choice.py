@@ -1,0 +1,126 @@
+"""Choosing a simulation's step-cost model from ``--step-cost``: the roofline, the calibrated table for the simulated model/GPU/TP, or one named by key.
+
+``--step-cost`` takes ``roofline`` (the default, from the memory plan), ``calibrated`` (the
+bundled measurements for the simulated model, GPU and TP, found by
+``kvledger.accounting.calibrated.get_calibrated_cost``) or ``calibrated:KEY`` to pick a
+calibration by hand — ``KEY`` is ``SOURCE:MODEL@GPU/tpN`` as the listing prints it, or a
+shorter ``MODEL@GPU/tpN``, ``MODEL@GPU`` or ``SOURCE:MODEL`` (the missing parts taken from the
+simulation). A hand-picked table measured on another model or GPU prices this model's steps
+with that one's times; the description says so.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict
+from typing import Any
+
+from kvledger.errors import InputError, UnknownNameError
+
+__all__ = ["CALIBRATED_PREFIX", "find_calibrated_cost", "calibration_listing", "calibrated_step_cost"]
+
+CALIBRATED_PREFIX = "calibrated:"
+
+
+def find_calibrated_cost(model: str, gpu: str, tp: int) -> Any | None:
+    """The calibrated step cost ``--step-cost calibrated`` would use for (model, GPU, TP), or None when none is bundled."""
+    from kvledger.accounting.calibrated import get_calibrated_cost
+
+    try:
+        return get_calibrated_cost(model, gpu, tp)
+    except (UnknownNameError, InputError):
+        return None
+
+
+def _grouped() -> dict[str, dict[tuple[str, ...], list[tuple[str, int]]]]:
+    """model → (sources sharing the same GPU/TP set) → [(gpu, tp)], from the bundled registry."""
+    from kvledger.accounting.calibrated import list_calibrated
+
+    per: dict[str, dict[str, list[tuple[str, int]]]] = defaultdict(lambda: defaultdict(list))
+    for c in list_calibrated():
+        per[c.model][c.source].append((c.gpu, c.tp))
+    out: dict[str, dict[tuple[str, ...], list[tuple[str, int]]]] = {}
+    for model, by_source in sorted(per.items(), key=lambda kv: kv[0].lower()):
+        merged: dict[tuple, list[str]] = defaultdict(list)
+        for source, combos in by_source.items():
+            merged[tuple(sorted(combos))].append(source)
+        out[model] = {tuple(sorted(srcs)): list(combos) for combos, srcs in merged.items()}
+    return out
+
+
+def _combos_text(combos: list[tuple[str, int]]) -> str:
+    by_gpu: dict[str, list[int]] = defaultdict(list)
+    for g, tp in combos:
+        by_gpu[g].append(tp)
+    return "; ".join(f"{g} tp{','.join(str(t) for t in sorted(tps))}" for g, tps in sorted(by_gpu.items()))
+
+
+def _example(model: str, gpu_key: str | None, tp: int) -> str:
+    """A key from the listing for the calibrated model whose name is closest to ``model``, on the same GPU and TP if it has them."""
+    from kvledger.accounting.calibrated import list_calibrated
+
+    cals = list_calibrated()
+    names = {c.model.rsplit("/", 1)[-1].lower(): c.model for c in cals}
+    best = difflib.get_close_matches(model.rsplit("/", 1)[-1].lower(), list(names), n=1, cutoff=0.0)
+    pick = [c for c in cals if c.model == names[best[0]]] if best else cals
+    return min(pick, key=lambda c: (c.gpu != gpu_key, c.tp != tp, c.tp, c.gpu)).key
+
+
+def calibration_listing(model: str, gpu: str, tp: int) -> str:
+    """The short "no calibration" message: what is bundled, grouped by model → GPUs/TP, and how to pick one."""
+    from kvledger.accounting.calibrated import _gpu_key
+
+    try:
+        gpu_key = _gpu_key(gpu)
+    except UnknownNameError:
+        gpu_key = None
+    on = f"{gpu} (calibration GPU {gpu_key})" if gpu_key else f"{gpu} (no GPU with calibration data)"
+    lines = [f"no calibrated step cost for {model} on {on} at TP {tp}. Bundled calibrations (model — source: GPU and TPs):"]
+    for m, groups in _grouped().items():
+        lines.append(f"  {m} — " + " | ".join(f"{', '.join(srcs)}: {_combos_text(c)}" for srcs, c in groups.items()))
+    lines.append(f"Pick one with --step-cost calibrated:SOURCE:MODEL@GPU/tpN (e.g. --step-cost "
+                 f"calibrated:{_example(model, gpu_key, tp)}): its measured step times then stand in for this model's, "
+                 "sound only for the same layer shapes on the same kind of GPU; or keep --step-cost roofline")
+    return "\n".join(lines)
+
+
+def _parse_key(key: str, gpu: str, tp: int) -> tuple[str, str, int]:
+    """(model or SOURCE:MODEL, GPU, TP) from ``SOURCE:MODEL@GPU/tpN`` or a shorter form."""
+    if "@" not in key:
+        return key, gpu, tp
+    model, where = key.split("@", 1)
+    if "/tp" in where:
+        where, tp_text = where.rsplit("/tp", 1)
+        try:
+            tp = int(tp_text)
+        except ValueError:
+            raise InputError(f"--step-cost calibrated:{key}: cannot read the TP {tp_text!r}; write e.g. @h100-80gb/tp1") from None
+    return model, where or gpu, tp
+
+
+def calibrated_step_cost(choice: str, model: str, gpu: str, tp: int) -> tuple[Any, dict[str, Any]]:
+    """(StepCostModel, description with its source) for ``calibrated`` or ``calibrated:KEY`` (module docstring).
+
+    Raises:
+        InputError: no bundled calibration matches; the message lists what exists, grouped by model, and how to pick one.
+    """
+    from kvledger.accounting.calibrated import get_calibrated_cost
+
+    source = "kvledger.accounting.calibrated: fitted to published measurements (see its docstring)"
+    if choice == "calibrated":
+        cost = find_calibrated_cost(model, gpu, tp)
+        if cost is None:
+            raise InputError(calibration_listing(model, gpu, tp))
+        return cost, {"name": getattr(cost, "name", "calibrated"), "source": source}
+    key = choice[len(CALIBRATED_PREFIX):].strip()
+    cal_model, cal_gpu, cal_tp = _parse_key(key, gpu, tp)
+    try:
+        cost = get_calibrated_cost(cal_model, cal_gpu, cal_tp)
+    except UnknownNameError:
+        raise InputError(f"--step-cost {choice}: no such calibration. " + calibration_listing(model, gpu, tp)) from None
+    name = getattr(cost, "name", key)
+    info = {"name": name, "source": source, "chosen_by_key": key}
+    if cost is not find_calibrated_cost(model, gpu, tp):
+        info["source"] += (f"; chosen by key: the step times measured for {name} stand in for {model} on {gpu} at TP {tp} "
+                           "(the KV pool and memory plan are still the simulated model's)")
+    return cost, info

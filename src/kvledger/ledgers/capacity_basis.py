@@ -1,0 +1,172 @@
+"""What the cost ledger takes as a replica's capacity, and the check that warns when a measured run was too lightly loaded to show it.
+
+The self-hosted cost per token is GPU time ÷ good tokens, so it is only as right as the capacity
+it divides by. The sound capacity is DistServe's goodput (Zhong et al., OSDI 2024 §2): the
+highest load at which a target share of requests meets the SLO. A single measured run gives
+its *benchmark* goodput at whatever load it was offered; that equals the capacity only when the
+run was at (or near) the SLO limit. A run offered less than the replica can take serves every
+request it is sent, so its goodput is the offered rate, and the ledger then overstates the cost.
+
+The under-load rule (:func:`check_load`). A run *looks under-loaded* when all of these hold:
+
+1. **its load is stated**: an open-loop request rate R (finite) or a client concurrency C;
+2. **the server kept pace and the SLO rejected almost nothing**: open loop, good req/s ≥
+   :data:`KEPT_PACE_SHARE` (90 %) of R — the goodput *is* the offered rate; closed loop
+   (where the rate follows the latency), ≥ :data:`CLOSED_LOOP_ATTAINMENT` (95 %) of requests good;
+3. **the SLO is far from binding**: for every metric the SLO constrains, its p90 over completed
+   requests is ≤ :data:`SLO_SLACK` (50 %) of the limit. For TTFT this is the "little queueing"
+   test: waiting for a free slot or a prefill turn shows up first in TTFT's upper tail, so a TTFT
+   p90 at half its limit leaves room for more load. From aggregates, the smallest stated
+   percentile ≥ 90 stands in for p90 (an upper bound, so the test stays conservative).
+
+Any check that fails means "not flagged" (the run is at or past its limit: capacity ≈ goodput);
+a check the file cannot answer (no rate or concurrency, no percentiles, unknown duration) means
+"cannot tell". Limitation: without a TTFT SLO a run exactly at its throughput ceiling also keeps
+pace, so the warning then says queueing was not judged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kvledger.evidence.aggregate import AggregateRun
+from kvledger.ledgers.columns import columns_from
+from kvledger.ledgers.goodput import GoodputResult, metric_values
+from kvledger.ledgers.slo import SLO
+from kvledger.records import RunRecords
+from kvledger.units import fmt_duration
+
+__all__ = ["KEPT_PACE_SHARE", "CLOSED_LOOP_ATTAINMENT", "SLO_SLACK", "LoadCheck", "check_load", "RULE",
+           "measured_basis"]
+
+KEPT_PACE_SHARE = 0.9
+"""Open loop: good req/s ≥ this share of the offered rate means the goodput is the offered load (drain tails and a few misses stay above it)."""
+CLOSED_LOOP_ATTAINMENT = 0.95
+"""Closed loop: at least this share of requests good means the SLO rejected almost nothing."""
+SLO_SLACK = 0.5
+"""Every constrained metric's p90 at or below this share of its limit: the SLO is far from binding."""
+
+RULE = (f"under-loaded when the run states its load (request rate or concurrency), kept pace with it (open loop: good "
+        f"req/s ≥ {KEPT_PACE_SHARE:.0%} of the offered rate; closed loop: ≥ {CLOSED_LOOP_ATTAINMENT:.0%} of requests good) "
+        f"and every SLO metric's p90 is ≤ {SLO_SLACK:.0%} of its limit (for TTFT: little queueing)")
+
+
+@dataclass(slots=True)
+class LoadCheck:
+    """The verdict of the under-load rule on one run.
+
+    Attributes:
+        status: "under_loaded" (warn: capacity likely higher than the goodput), "not_flagged"
+            (at or past its limit, or a saturating load) or "cannot_tell" (the run does not say enough).
+        reason: the verdict in words, with the numbers.
+        checks: each test as {"check", "value", "limit", "passed" (True/False/None = unknown), "text"}.
+        rule: the rule applied (:data:`RULE`).
+    """
+
+    status: str
+    reason: str
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    rule: str = RULE
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _check(name: str, value: float | None, limit: float, passed: bool | None, text: str) -> dict[str, Any]:
+    return {"check": name, "value": value, "limit": limit, "passed": passed, "text": text}
+
+
+def _p90_records(run: RunRecords, slo: SLO) -> dict[str, float | None]:
+    cols = columns_from(run, with_chunks=slo.itl_s is not None)
+    out = {}
+    for metric, v in metric_values(cols, slo).items():
+        vals = v[cols.ok & ~np.isnan(v)]
+        out[metric] = float(np.percentile(vals, 90)) if vals.size else None
+    return out
+
+
+def _p90_aggregate(run: AggregateRun, slo: SLO) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for metric, _ in slo.constraints():
+        m = run.metrics.get(metric)
+        if m is None or m.weighting != "request" or (metric == "itl"):
+            out[metric] = None  # pooled gaps say nothing about a request's own statistic
+            continue
+        above = sorted((p, v) for p, v in m.percentiles_s.items() if p >= 90.0)
+        out[metric] = above[0][1] if above else (m.max_s if m.max_s is not None else None)
+    return out
+
+
+def _pace_check(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[dict[str, Any] | None, str | None]:
+    """(the kept-pace check, or None with the reason the load cannot be judged)."""
+    md = run.metadata
+    rate, conc = md.request_rate, md.concurrency
+    if rate is not None and math.isfinite(rate) and rate > 0:
+        if gp.goodput_req_per_s is None:
+            return None, "the run's duration is unknown, so its good req/s cannot be set against the offered rate"
+        share = gp.goodput_req_per_s / rate
+        ok = share >= KEPT_PACE_SHARE
+        return _check("kept pace (open loop)", share, KEPT_PACE_SHARE, ok,
+                      f"offered {rate:,.3g} req/s, served {gp.goodput_req_per_s:,.3g} good req/s ({share:.1%}"
+                      + (")" if ok else f", below {KEPT_PACE_SHARE:.0%}: the server fell behind or the SLO rejected requests)")), None
+    if conc:
+        a = gp.attainment
+        ok = a >= CLOSED_LOOP_ATTAINMENT
+        return _check("SLO rejected almost nothing (closed loop)", a, CLOSED_LOOP_ATTAINMENT, ok,
+                      f"{conc:,} concurrent users, {a:.1%} of requests good"
+                      + ("" if ok else f" (below {CLOSED_LOOP_ATTAINMENT:.0%}: the SLO binds)")), None
+    if rate is not None and math.isinf(rate):
+        return None, "every request was sent at t = 0 (request rate inf, no concurrency limit): a saturating load"
+    return None, "the file states neither its request rate nor its concurrency"
+
+
+def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> LoadCheck:
+    """Apply the under-load rule (module docstring) to a run and its goodput under ``slo``."""
+    pace, why = _pace_check(run, gp)
+    if pace is None:
+        status = "not_flagged" if why and why.startswith("every request") else "cannot_tell"
+        return LoadCheck(status, why or "")
+    checks = [pace]
+    p90 = _p90_records(run, slo) if isinstance(run, RunRecords) else _p90_aggregate(run, slo)
+    for metric, limit in slo.constraints():
+        v = p90.get(metric)
+        if v is None:
+            checks.append(_check(f"{metric} slack", None, SLO_SLACK, None, f"{metric} p90 unknown"))
+            continue
+        share = v / limit
+        ok = share <= SLO_SLACK
+        checks.append(_check(f"{metric} slack", share, SLO_SLACK, ok,
+                             f"{metric.upper()} p90 {fmt_duration(v)} = {share:.0%} of its {fmt_duration(limit)} limit"
+                             + ("" if ok else f" (above {SLO_SLACK:.0%}: the SLO is close to binding)")))
+    failed = [c for c in checks if c["passed"] is False]
+    unknown = [c for c in checks if c["passed"] is None]
+    if failed:
+        return LoadCheck("not_flagged", "; ".join(c["text"] for c in failed), checks)
+    if unknown:
+        return LoadCheck("cannot_tell", "the run kept pace, but " + "; ".join(c["text"] for c in unknown)
+                         + " (the file gives no percentile ≥ p90 of a per-request distribution)", checks)
+    reason = "; ".join(c["text"] for c in checks)
+    if slo.ttft_s is None:
+        reason += " (no TTFT SLO: queueing was not judged — a run at its throughput ceiling also keeps pace)"
+    return LoadCheck("under_loaded", reason, checks)
+
+
+def measured_basis(gp: GoodputResult, load: LoadCheck, *, simulated: bool = False) -> dict[str, Any]:
+    """The ``capacity_basis`` of a run priced at its own goodput (a FILE, or ``--at-offered-load``), with its warning."""
+    what = "the simulated run at its offered load" if simulated else "the run's measured goodput"
+    text = (f"capacity basis: {what} ({gp.goodput_req_per_s or 0:,.3f} good req/s per replica) is taken as the "
+            "replica's capacity — right only if the run was at or near its SLO limit; a lightly loaded run understates "
+            "capacity and overstates the self-hosted cost")
+    warning = None
+    if load.status == "under_loaded":
+        fix = ("drop --at-offered-load to price at the SLO capacity found by simulation" if simulated else
+               "measure a rate sweep and price at its SLO boundary (kvledger goodput FILES… --target 0.9), or "
+               "simulate it (kvledger cost --simulate MODEL --gpu GPU …)")
+        warning = (f"the run looks UNDER-LOADED: {load.reason}. Its goodput is the offered load, not the replica's "
+                   f"capacity, so capacity is likely higher and the self-hosted cost per token overstated; {fix}")
+    return {"kind": "offered_load" if simulated else "measured_run", "text": text, "warning": warning,
+            "load_check": load.to_dict()}

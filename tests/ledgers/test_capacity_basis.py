@@ -1,0 +1,87 @@
+"""The under-load rule behind the cost ledger's capacity basis, on hand-built runs and the real inference-perf rate sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvledger.evidence import read_run
+from kvledger.ledgers.capacity_basis import check_load, measured_basis
+from kvledger.ledgers.goodput import goodput
+from kvledger.ledgers.slo import parse_slo
+from kvledger.records import RequestRecord, RunMetadata, RunRecords
+
+DATA = Path(__file__).resolve().parents[1] / "evidence" / "data"
+SLO = parse_slo("ttft=200ms,tpot=50ms")
+
+
+def steady_run(ttft_s: float, *, rate: float | None = 1.0, concurrency: int | None = None, n: int = 100) -> RunRecords:
+    """n requests one second apart, each TTFT ``ttft_s`` and E2E 1 s with 100 output tokens: last finish at n s.
+
+    Goodput = n ÷ (last finish − first arrival) = 100 ÷ 100 s = 1 req/s; TPOT = (1 − ttft) ÷ 99.
+    """
+    recs = [RequestRecord(str(i), float(i), 500, 100, i + ttft_s, i + 1.0) for i in range(n)]
+    return RunRecords(recs, RunMetadata("hand", "test", request_rate=rate, concurrency=concurrency))
+
+
+def test_a_run_that_kept_pace_with_slack_everywhere_is_under_loaded():
+    run = steady_run(0.05)
+    load = check_load(run, goodput(run, SLO), SLO)
+    # goodput 1 req/s of 1 offered (100% ≥ 90%); TTFT p90 50 ms = 25% of 200 ms; TPOT p90 0.95/99 = 9.6 ms = 19% of 50 ms
+    assert load.status == "under_loaded"
+    assert [c["value"] for c in load.checks] == pytest.approx([1.0, 0.25, 0.95 / 99 / 0.05])
+    assert load.reason.startswith("offered 1 req/s, served 1 good req/s (100.0%); TTFT p90 50.00 ms = 25% of its 200.00 ms")
+    basis = measured_basis(goodput(run, SLO), load)
+    assert basis["kind"] == "measured_run" and "UNDER-LOADED" in basis["warning"]
+    assert "kvledger goodput FILES… --target 0.9" in basis["warning"]
+
+
+def test_ttft_near_its_limit_means_the_slo_binds_and_the_run_is_not_flagged():
+    run = steady_run(0.15)  # TTFT p90 150 ms = 75% of 200 ms > 50%
+    load = check_load(run, goodput(run, SLO), SLO)
+    assert load.status == "not_flagged"
+    assert load.reason == "TTFT p90 150.00 ms = 75% of its 200.00 ms limit (above 50%: the SLO is close to binding)"
+    assert measured_basis(goodput(run, SLO), load)["warning"] is None
+
+
+def test_what_the_run_does_not_state_cannot_be_judged():
+    run = steady_run(0.05, rate=None)
+    load = check_load(run, goodput(run, SLO), SLO)
+    assert (load.status, load.reason) == ("cannot_tell", "the file states neither its request rate nor its concurrency")
+    burst = steady_run(0.05, rate=float("inf"))
+    assert check_load(burst, goodput(burst, SLO), SLO).status == "not_flagged"  # all at t = 0 saturates the server
+
+
+def test_closed_loop_uses_attainment():
+    # 4 users; requests 0..9 have TTFT 300 ms (miss), the other 90 meet: attainment 90% < 95% → the SLO binds
+    recs = [RequestRecord(str(i), float(i), 500, 100, i + (0.3 if i < 10 else 0.05), i + 1.0) for i in range(100)]
+    run = RunRecords(recs, RunMetadata("hand", "test", concurrency=4))
+    load = check_load(run, goodput(run, SLO), SLO)
+    assert load.status == "not_flagged" and load.reason.startswith("4 concurrent users, 90.0% of requests good (below 95%")
+
+
+def test_no_ttft_slo_says_queueing_was_not_judged():
+    run, slo = steady_run(0.05), parse_slo("tpot=50ms")
+    load = check_load(run, goodput(run, slo), slo)
+    assert load.status == "under_loaded" and "no TTFT SLO: queueing was not judged" in load.reason
+
+
+@pytest.mark.parametrize("stage, status", [(0, "under_loaded"), (1, "under_loaded"), (2, "under_loaded"),
+                                           (3, "not_flagged"), (4, "not_flagged")])
+def test_the_real_inference_perf_rate_sweep(stage, status):
+    # vLLM on one H100 (kubecon-na-2025 batch-size sweep): stages offered 1, 38, 75, 112, 149 req/s; throughput
+    # saturates at ~113 req/s (stages 4–6). Under ttft=500ms,tpot=50ms the rule flags stages 0–2 (goodput ≈ offered,
+    # TTFT p90 39/38/49 ms ≤ 250 ms) and not stage 3 (TTFT p90 300 ms = 60%: near capacity) nor stage 4 (fell behind)
+    run = read_run(DATA / f"inference-perf/stage_{stage}_lifecycle_metrics.json")
+    slo = parse_slo("ttft=500ms,tpot=50ms")
+    assert check_load(run, goodput(run, slo), slo).status == status
+
+
+def test_aggregates_use_the_smallest_stated_percentile_at_or_above_p90():
+    # InferenceX (vLLM client) states only p50 and p99: p99 TTFT 0.585 s stands in for p90 (an upper bound)
+    run = read_run(DATA / "inferencex/inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json")
+    slo = parse_slo("ttft=2s,tpot=100ms")
+    load = check_load(run, goodput(run, slo), slo)
+    ttft = next(c for c in load.checks if c["check"] == "ttft slack")
+    assert ttft["value"] == pytest.approx(0.5848183088190854 / 2.0)
