@@ -114,7 +114,7 @@ class Scheduler:
         """
         if self._v0:
             return self._schedule_v0()
-        cfg, kv, running = self.cfg, self.kv, self.running
+        cfg, running = self.cfg, self.running
         admitted = self._form_static_batch() if self._static and not running else 0
         budget = cfg.max_num_batched_tokens
         max_len = cfg.max_model_len
@@ -138,21 +138,29 @@ class Scheduler:
                 budget -= n
                 i += 1
                 continue
-            while not kv.grow(req, n):
-                victim = running.pop()
-                self._preempt(victim)
-                preempted.append(victim)
-                if victim is req:
-                    break
-            else:
-                scheduled.append((req, n))
-                budget -= n
-                i += 1
-                continue
-            break
+            if not self._grow_or_preempt(req, n, preempted, need_free_block=False):
+                break
+            scheduled.append((req, n))
+            budget -= n
+            i += 1
         if not preempted and not self._static:
             admitted = self._admit(scheduled, budget)
         return scheduled, preempted, admitted
+
+    def _grow_or_preempt(self, req: SimRequest, n: int, preempted: list[SimRequest], *, need_free_block: bool) -> bool:
+        """Give ``req`` blocks for ``n`` more tokens, preempting the newest running request (recompute) until they fit.
+
+        ``need_free_block``: V0's ``can_append_slot`` also wants one free block per decoding sequence.
+        Returns False when ``req`` itself had to be preempted (the step's running loop then stops).
+        """
+        kv, running = self.kv, self.running
+        while (need_free_block and kv.num_free_blocks < 1) or not kv.grow(req, n):
+            victim = running.pop()
+            self._preempt(victim)
+            preempted.append(victim)
+            if victim is req:
+                return False
+        return True
 
     def _preempt(self, req: SimRequest) -> None:
         self.kv.free(req, preempted=True)
@@ -201,18 +209,11 @@ class Scheduler:
                 scheduled.append((req, 1))  # a block is free and the new token fits the held blocks
                 i += 1
                 continue
-            while kv.num_free_blocks < 1 or not kv.grow(req, 1):  # can_append_slot: a free block per sequence
-                victim = running.pop()
-                self._preempt(victim)
-                preempted.append(victim)
-                if victim is req:
-                    break
-            else:
-                scheduled.append((req, 1))
-                free = kv.num_free_blocks
-                i += 1
-                continue
-            break
+            if not self._grow_or_preempt(req, 1, preempted, need_free_block=True):  # can_append_slot
+                break
+            scheduled.append((req, 1))
+            free = kv.num_free_blocks
+            i += 1
         return scheduled, preempted, 0
 
     def _admit_prompts_v0(self, scheduled: list[tuple[SimRequest, int]]) -> int:
