@@ -50,7 +50,7 @@ def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None 
 
 def table(title: str, *cols: str):
     """A left-titled rich table with folding columns."""
-    from rich.table import Table
+    from kvledger.report.tables import LedgerTable as Table
 
     t = Table(title=title, title_justify="left", title_style="bold", expand=False)
     for c in cols:

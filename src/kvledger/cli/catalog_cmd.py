@@ -12,7 +12,7 @@ __all__ = ["register"]
 def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Bundled model configs: parameters, KV bytes per token (bf16, TP 1) and layer kinds."""
     from rich.console import Console
-    from rich.table import Table
+    from kvledger.report.tables import LedgerTable as Table
 
     from kvledger.accounting.kvcache import kv_ledger
     from kvledger.catalog.models import bundled_models, load_model
@@ -48,7 +48,7 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
 def gpus(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """GPU catalog: memory as CUDA reports it, HBM bandwidth, dense BF16/FP8 FLOP/s, ridge point, links."""
     from rich.console import Console
-    from rich.table import Table
+    from kvledger.report.tables import LedgerTable as Table
 
     from kvledger.catalog.gpus import gpu_catalog
     from kvledger.units import GiB

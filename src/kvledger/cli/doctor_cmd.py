@@ -33,7 +33,7 @@ def _diff(value: Any, unit: str) -> str:
 
 
 def _table(title: str, *cols: str) -> Any:
-    from rich.table import Table
+    from kvledger.report.tables import LedgerTable as Table
 
     t = Table(title=title, title_justify="left", title_style="bold")
     for c in cols:

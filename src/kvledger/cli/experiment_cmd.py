@@ -39,7 +39,7 @@ def experiment(
         typer.echo(json.dumps(res.to_dict(), indent=2, default=str))
         return
     from rich.console import Console
-    from rich.table import Table
+    from kvledger.report.tables import LedgerTable as Table
 
     console = Console()
     table = Table(title=f"{res.name}: {res.title}", show_edge=False)

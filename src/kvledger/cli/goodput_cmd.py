@@ -32,7 +32,7 @@ _LEGEND = ("#: run (details below); req: all requests; fail: failed; good: compl
 
 
 def _rows(results: list[Any]) -> Any:
-    from rich.table import Table
+    from kvledger.report.tables import LedgerTable as Table
 
     t = Table(title="Goodput under the SLO", title_justify="left")
     for col in ("#", "req", "fail", "good", "attain", "good/s", "done/s", "good tok/s", "mult"):
@@ -90,11 +90,12 @@ def _print_search(sb: Any, slo_text: str) -> None:
 
     from kvledger.analyses.sim_boundary import SEARCH_AXES
     from rich.markup import escape
-    from rich.table import Table
+    from kvledger.report.tables import LedgerTable as Table
 
     con = Console(highlight=False)
-    con.print(f"SLO: {escape(slo_text)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "
-              f"{sb.num_requests_per_probe:,} requests per probe")
+    first, _, rest = slo_text.partition("\n")
+    con.print(f"SLO: {escape(first)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "
+              f"{sb.num_requests_per_probe:,} requests per probe" + (f"\n{escape(rest)}" if rest else ""))
     short = {"request_rate": "rate/s", "concurrency": "users", "max_num_seqs": "seqs"}[sb.axis]
     t = Table(title=f"probes ({sb.num_gpus} GPU(s) = {sb.replicas} replica(s) × TP {sb.num_gpus // sb.replicas})", title_justify="left")
     for col in ("#", short, "offered/s", "attain", "good/s", "done/s", "good/s/GPU", "target"):
@@ -220,6 +221,7 @@ def register(app: typer.Typer) -> None:
         """
         from kvledger.errors import InputError
         from kvledger.ledgers.slo import parse_slo
+        from kvledger.report.slo_text import slo_block
 
         if bool(files) == (simulate is not None):
             raise InputError("give either benchmark FILEs or --simulate MODEL (with --gpu), not " + ("both" if files else "neither"))
@@ -241,10 +243,10 @@ def register(app: typer.Typer) -> None:
         if json_out:
             typer.echo(text, nl=False)
         elif simulate is None:
-            _print_human(*shown, the_slo.describe())
+            _print_human(*shown, slo_block(the_slo))
         elif target is None:
             res, sim = shown
-            _print_human([res], None, the_slo.describe())
+            _print_human([res], None, slo_block(the_slo))
             _print_sources(sim, "sources of the simulated run")
         else:
-            _print_search(shown, the_slo.describe())
+            _print_search(shown, slo_block(the_slo))

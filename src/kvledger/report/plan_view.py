@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
+from kvledger.report.tables import LedgerTable as Table
 
 from kvledger.accounting.plan import Plan
 from kvledger.catalog.models import stated_params
