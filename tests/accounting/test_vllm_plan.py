@@ -124,7 +124,7 @@ def test_default_plan_lands_between_the_seed_and_the_log():
     assert 50 <= p.row_at(8192).max_concurrency <= 56
     assert p.row_at(131072).max_requests == 3
     steps = [w["step"] for w in p.waterfall]
-    assert any("activation peak" in s for s in steps) and any("seed-claims" in s for s in steps)
+    assert any("activation peak" in s for s in steps) and any("back-of-envelope: nvidia-smi" in s for s in steps)
     log = plan("meta-llama/Llama-3.1-8B", available_kv_memory_bytes=int(51.38 * GiB), contexts=(8192, 131072))
     assert [r.max_requests for r in log.concurrency] == [51, 3]
 

@@ -29,7 +29,7 @@ def test_json_has_the_documented_keys_and_values():
 
 
 def test_human_output_shows_units_sources_and_engine_lines():
-    r = run("plan", "llama-3.1-8b", "--gpu", "h100", "--available-kv-memory", "51.38GiB", "--engine-version", "0.11.0")
+    r = run("plan", "llama-3.1-8b", "--gpu", "h100", "--available-kv-memory", "51.38GiB", "--engine-version", "0.11.0", "--verbose")
     assert r.exit_code == 0
     out = " ".join(r.stdout.split())
     for text in ("131,072 B/token", "14.96 GiB (16.06 GB)", "GPU KV cache size:", "Maximum concurrency for 131,072 tokens", "ridge point", "4× too high"):

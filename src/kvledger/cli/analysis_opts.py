@@ -17,8 +17,10 @@ UTIL_OPT = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of
 AVAIL_OPT = typer.Option(None, "--available-kv-memory", help="Your engine's printed 'Available KV cache memory' (e.g. 11.47GiB).")
 BLOCK_OPT = typer.Option(None, "--block-size", help="Tokens per KV block (default 16).")
 VERSION_OPT = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: newest read).")
-BW_OPT = typer.Option(None, "--bandwidth-fraction", help="Achievable share of HBM bandwidth in the roofline (default 0.8).")
-FLOPS_OPT = typer.Option(0.7, "--flops-fraction", help="Achievable share of dense peak FLOP/s in the roofline (default 0.7).")
+BW_OPT = typer.Option(None, "--achievable-bandwidth-fraction", "--bandwidth-fraction",
+                      help="Roofline: share of peak HBM bandwidth kernels reach (assumption; default 0.8). Same flag as plan's; --bandwidth-fraction is the old spelling.")
+FLOPS_OPT = typer.Option(0.7, "--achievable-flops-fraction", "--flops-fraction",
+                         help="Roofline: share of peak FLOP/s matmuls reach (assumption; default 0.7). Same flag as plan's; --flops-fraction is the old spelling.")
 JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
 
 

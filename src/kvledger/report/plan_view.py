@@ -113,12 +113,45 @@ def _roofline(p: Plan) -> list[Table]:
     return [t, d]
 
 
+def summary_lines(p: Plan) -> list[str]:
+    """The answer in a few lines: KV per token, the KV pool, concurrency at each context, the roofline's limits, the verdict."""
+    m, kv = p.memory, p.kv
+    out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype {kv.kv_cache_dtype} "
+           f"— " + "; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)]
+    w = next((d.bytes for d in m.deductions if d.name == "weights"), None)
+    weights = f"weights {w / GiB:,.2f} GiB, " if w is not None else ""
+    avail = (f"available KV memory {m.available_kv_bytes / GiB:,.2f} GiB" if m.available_kv_bytes > 0 else
+             f"no memory left for the KV cache (short by {-m.available_kv_bytes / GiB:,.2f} GiB)")
+    out.append(f"memory per GPU: {weights}{avail} "
+               f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version} rule from the device total {m.gpu_total_bytes / GiB:,.2f} GiB'})"
+               f" → {m.num_gpu_blocks:,} blocks of {m.block_size} tokens")
+    if m.fits:
+        rows = "; ".join(f"{r.context_tokens:,} tokens: {r.max_requests:,} requests ({r.max_concurrency:,.2f}x)"
+                         + ("" if r.within_max_model_len else " — above max_model_len, rejected") for r in p.concurrency)
+        out.append(f"concurrency (per replica): {rows}")
+    r = p.roofline
+    if r is not None:
+        out.append(f"roofline: ridge {r.ridge_flops_per_byte:,.1f} FLOP/B; weight matmuls compute-bound above "
+                   f"{r.weight_matmul_crossover_tokens:,.0f} tokens per step"
+                   + (f"; decode attention {r.decode_attention_intensity:,.1f} FLOP/B, bandwidth-bound at any batch"
+                      if r.decode_attention_intensity else ""))
+    return out
+
+
 def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
-    """Print the ledger: model, KV bytes, memory plan, concurrency, waterfall, roofline, verdict."""
+    """Print the summary (a few lines) and, with ``verbose``, the whole ledger: model, KV bytes, memory plan,
+    concurrency, waterfall, roofline, every note."""
     s = p.settings
     console.print(f"[bold]KV-cache ledger[/]: {p.model.name} on {p.gpu.name} — {p.memory.engine} {p.memory.engine_version}, "
                   f"TP {s.tp}, max_model_len {p.memory.max_model_len:,}, max_num_batched_tokens {p.memory.max_num_batched_tokens:,}, "
                   f"max_num_seqs {p.memory.max_num_seqs:,}")
+    for line in summary_lines(p):
+        console.print(f"  {line}", markup=False, highlight=False)
+    if not verbose:
+        _verdict(p, console)
+        console.print("[dim]the full ledger (every term with its source, the waterfall, the roofline tables, notes): "
+                      "--verbose; for scripts: --json[/]")
+        return
     for tbl in (_model(p), _kv(p)):
         console.print(tbl)
     for n in p.kv.notes:
@@ -135,6 +168,13 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
         console.print(wf)
     for tbl in _roofline(p):
         console.print(tbl)
+    _verdict(p, console)
+    notes = list(p.memory.notes) + (list(p.roofline.notes) if p.roofline else [])
+    for n in notes:
+        console.print(f"[dim]· {n}[/]")
+
+
+def _verdict(p: Plan, console: Console) -> None:
     if p.advice:
         color = "green" if p.advice.verdict == "fits" else "red"
         console.print(f"[bold {color}]{p.advice.message}[/]")
@@ -143,6 +183,3 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
                           f"({o.max_concurrency:,.2f}x); {o.detail}")
         if p.advice.verdict == "weights_do_not_fit":
             console.print("[dim]· roofline and concurrency by term omitted: the model does not fit; re-run with a fix above[/]")
-    notes = list(p.memory.notes) + (list(p.roofline.notes) if p.roofline and verbose else [])
-    for n in notes:
-        console.print(f"[dim]· {n}[/]")

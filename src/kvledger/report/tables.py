@@ -35,25 +35,31 @@ class LedgerTable(Table):
     the rows are printed one after the other as ``column: value`` lines instead.
     """
 
-    def _min_widths(self) -> list[int]:
-        widths = []
+    def _widths(self) -> tuple[list[int], list[int]]:
+        """(minimum, natural) width of each column: its longest word, and its longest cell on one line."""
+        mins, maxs = [], []
         for col in self.columns:
             cells = [_plain(c) for c in col._cells] + [_plain(col.header)]
-            widths.append(max(1, _longest_word(cells)))
-        return widths
+            mins.append(max(1, _longest_word(cells)))
+            maxs.append(max(1, max((max((cell_len(x) for x in c.splitlines()), default=0) for c in cells), default=0)))
+        return mins, maxs
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        mins = self._min_widths()
-        pad = 2 * self.padding_width if hasattr(self, "padding_width") else 2
-        needed = sum(mins) + len(mins) * (pad + 1) + 1
-        if needed <= options.max_width:
-            for col, w in zip(self.columns, mins):
-                col.overflow = "fold"
-                col.no_wrap = False
-                col.min_width = max(col.min_width or 0, w)
-            yield from super().__rich_console__(console, options)
+        mins, maxs = self._widths()
+        left, right = self.padding[3], self.padding[1]
+        overhead = len(mins) * (left + right) + (len(mins) + 1 if self.show_edge else len(mins) - 1)
+        room = options.max_width - overhead
+        if sum(mins) > room:
+            yield from self._as_records(options.max_width)
             return
-        yield from self._as_records(options.max_width)
+        widths = list(maxs)
+        if sum(maxs) > room:  # give every column its longest word, then share what is left by what each lacks
+            spare, lack = room - sum(mins), [mx - mn for mn, mx in zip(mins, maxs)]
+            total = sum(lack) or 1
+            widths = [mn + (spare * lk) // total for mn, lk in zip(mins, lack)]
+        for col, w in zip(self.columns, widths):
+            col.overflow, col.no_wrap, col.width, col.min_width, col.max_width = "fold", False, w, None, None
+        yield from super().__rich_console__(console, options)
 
     def _as_records(self, width: int) -> RenderResult:
         if self.title:
