@@ -82,7 +82,7 @@ def fp8_verdict(r: "Fp8Report", dm: "Fp8DecodeModel") -> list[str]:
     out.append(f"This break-even is derived, not a constant: it rests on the FP8 overhead ({fmt_duration(ov.per_layer_s)} per "
                f"layer per step + {ov.ns_per_element:.2g} ns per K/V element; {ov.source}) and the roofline at "
                f"{rb.bandwidth_fraction:.0%} of {rb.bw / 1e12:.2f} TB/s. The often-quoted ~7,000 tokens for 8B models on "
-               "Hopper has no source (seed-claims.md §15); published measurements range from 'always faster' (vLLM docs, L4) "
+               "Hopper has no source: no published measurement behind it; published measurements range from 'always faster' (vLLM docs, L4) "
                "to 'always slower' (vllm #48786 on Hopper, intel/llm-scaler #666).")
     return out
 

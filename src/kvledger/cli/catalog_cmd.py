@@ -1,4 +1,4 @@
-"""``kvledger models`` and ``kvledger gpus``: list the bundled catalogs with their figures and sources."""
+"""``kvledger models``, ``kvledger gpus`` and ``kvledger prices``: list the bundled catalogs with their figures and sources."""
 
 from __future__ import annotations
 
@@ -74,7 +74,63 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> N
     con.print(t)
 
 
+def prices(
+    kind: str = typer.Option("all", "--kind", help="api, gpu or all"),
+    provider: str | None = typer.Option(None, "--provider", help="only this provider's rows (case-insensitive), e.g. OpenAI, Nebius"),
+    gpu: str | None = typer.Option(None, "--gpu", help="only rental rows for this GPU (catalog name or alias, e.g. H100)"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """API and GPU rental price rows (USD per 1M tokens; USD per GPU-hour), with their date and source: what --api and --gpu-provider pick from."""
+    from dataclasses import asdict
+
+    from rich.console import Console
+
+    from kvledger.catalog.prices import api_prices, find_gpu_prices, gpu_prices
+    from kvledger.errors import InputError
+    from kvledger.report.tables import ledger_table
+
+    if kind not in ("api", "gpu", "all"):
+        raise InputError(f"--kind must be api, gpu or all, got {kind!r}")
+    want = (provider or "").lower()
+    api = [r for r in api_prices() if not want or r.provider.lower() == want] if kind in ("api", "all") else []
+    if kind in ("gpu", "all"):
+        rows = find_gpu_prices(_price_gpu_key(gpu)) if gpu else list(gpu_prices())
+        gpus = [r for r in rows if not want or r.provider.lower() == want]
+    else:
+        gpus = []
+    if as_json:
+        typer.echo(json.dumps({"api": [{**asdict(r), "key": r.key} for r in api],
+                               "gpu": [{**asdict(r), "key": r.key} for r in gpus]}, indent=2))
+        return
+    con = Console(highlight=False)
+    if kind in ("api", "all"):
+        t = ledger_table("API prices, USD per 1M tokens (catalog/data/api_prices.csv; --api PROVIDER:MODEL)",
+                         "provider:model", "input", "cached input", "output", "batch off", "as of")
+        for r in api:
+            t.add_row(r.key, f"{r.input_usd_per_mtok:g}", "—" if r.cached_input_usd_per_mtok is None else f"{r.cached_input_usd_per_mtok:g}",
+                      f"{r.output_usd_per_mtok:g}", "—" if r.batch_discount is None else f"{r.batch_discount:.0%}", r.as_of)
+        con.print(t)
+    if kind in ("gpu", "all"):
+        t = ledger_table("GPU rental prices (catalog/data/gpu_prices.csv; --gpu GPU --gpu-provider PROVIDER [--instance TYPE])",
+                         "provider", "GPU", "instance", "GPUs", "USD/GPU-h", "pricing", "as of")
+        for r in gpus:
+            t.add_row(r.provider, r.gpu_id, r.instance_type, f"{r.gpus_per_instance}", f"{r.usd_per_gpu_hour:,.2f}", r.pricing_model, r.as_of)
+        con.print(t)
+    con.print("[dim]sources: each row's 'source' and 'notes' columns (--json); prices are list prices on the date shown[/]")
+
+
+def _price_gpu_key(name: str) -> str:
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.errors import UnknownNameError
+
+    try:
+        return get_gpu(name).gpu_id
+    except UnknownNameError:
+        return name
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``models`` and ``gpus`` to the app."""
+    """Add ``models``, ``gpus`` and ``prices`` to the app."""
     app.command("models")(models)
     app.command("gpus")(gpus)
+    app.command("prices")(prices)

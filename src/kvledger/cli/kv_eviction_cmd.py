@@ -41,7 +41,7 @@ def _render(r, console) -> None:
         t.add_row(f"requests of {x.context_tokens:,} tokens in the pool", f"{r.concurrency_before:,} → {r.concurrency_after:,}",
                   "usable blocks ÷ blocks held per request, before → after")
     console.print(t)
-    t = table("Methods (seed-claims.md §16; accuracy not predicted)", "method", "keeps", "query", "needs attention scores", "paged layout", "source")
+    t = table("Methods (each method's paper in the source column; accuracy not predicted)", "method", "keeps", "query", "needs attention scores", "paged layout", "source")
     for m in r.methods:
         t.add_row(m["method"], m["keeps"], m["query"], m["needs_scores"], m["paged_layout"], m["source"])
     console.print(t)
