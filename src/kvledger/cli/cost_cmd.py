@@ -19,6 +19,8 @@ from typing import Any
 
 import typer
 
+from kvledger.report.progress import working
+
 from kvledger.cli import sim_opts as so
 
 __all__ = ["register"]
@@ -199,10 +201,12 @@ def _sim_run(model: str, gpu: str | None, params: dict[str, Any], slo: Any) -> t
         if params.get("target") is not None:
             raise InputError("--target sets the attainment target of the capacity search, which --at-offered-load skips; give one of them")
         args, synthetic = sim_request(model, gpu, params)
-        return simulate_run(args, synthetic), None
+        with working("simulating"):
+            return simulate_run(args, synthetic), None
     args, synthetic = sim_request(model, gpu, params, num_requests_default=PROBE_NUM_REQUESTS)
     target = params.get("target")
-    cap = search_capacity(args, slo, DEFAULT_TARGET if target is None else target, synthetic=synthetic)
+    with working("searching the SLO capacity (one simulation per probe)"):
+        cap = search_capacity(args, slo, DEFAULT_TARGET if target is None else target, synthetic=synthetic)
     return cap.run, cap
 
 

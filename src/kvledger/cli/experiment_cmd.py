@@ -6,6 +6,8 @@ import json
 
 import typer
 
+from kvledger.report.progress import working
+
 __all__ = ["register"]
 
 
@@ -34,7 +36,8 @@ def experiment(
     prefix caching and routing) and print it with its setup and the published expectation."""
     from kvledger.dynamics.experiments import run_experiment
 
-    res = run_experiment(name, quick=quick)
+    with working(f"running experiment {name}"):
+        res = run_experiment(name, quick=quick)
     if as_json:
         typer.echo(json.dumps(res.to_dict(), indent=2, default=str))
         return

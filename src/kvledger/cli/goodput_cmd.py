@@ -17,6 +17,8 @@ from typing import Any, Optional
 
 import typer
 
+from kvledger.report.progress import working
+
 from kvledger.cli import sim_opts as so
 
 __all__ = ["register"]
@@ -141,12 +143,14 @@ def _simulated(model: str, gpu: str | None, params: dict[str, Any], the_slo: Any
 
     if target is None:
         args, synthetic = sim_request(model, gpu, params)
-        sim = simulate_run(args, synthetic)
+        with working("simulating"):
+            sim = simulate_run(args, synthetic)
         res = goodput(sim.run, the_slo)
         return [json.dumps({**res.to_dict(), "simulation": sim.provenance()}, default=str)], (res, sim)
     args, synthetic = sim_request(model, gpu, params, num_requests_default=PROBE_NUM_REQUESTS)
     lo, hi, tol = bounds
-    sb = search_sim_boundary(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
+    with working(f"searching the SLO boundary on {axis} (one simulation per probe)"):
+        sb = search_sim_boundary(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
     lines = [json.dumps({**g.to_dict(), "probe": {"axis": sb.axis, "value": pr.value, "order": pr.order, "phase": pr.phase}})
              for g, pr in zip(sb.goodputs, sb.probes)]
     d = sb.to_dict()
