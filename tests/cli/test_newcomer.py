@@ -105,3 +105,17 @@ def test_prices_lists_the_rows_cost_picks_from():
 def test_output_cites_no_document_outside_the_package(args):
     out = _out(*args)
     assert not OUTSIDE_DOCS.search(out), OUTSIDE_DOCS.search(out).group(0)
+
+
+def test_fp8_kv_answers_capacity_at_the_users_context_by_default():
+    # the question first: whole 32,768-token requests each pool holds at once — the same figure plan gives for that
+    # context with each KV dtype (at vLLM 0.33's plan for this 8B on an H100: 13 bf16, 26 fp8: 2,048 blocks each) —
+    # and with no --concurrency the speed comparison runs at the bf16 figure, not at a single sequence
+    plan = {dt: json.loads(_out("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--context", "32K", "--kv-cache-dtype", dt, "--json"))
+            for dt in ("auto", "fp8")}
+    n_b, n_f = (plan[dt]["concurrency"][0]["max_requests"] for dt in ("auto", "fp8"))
+    assert n_f in (2 * n_b, 2 * n_b + 1)  # the fp8 pool holds twice the blocks (± the null block's rounding)
+    d = json.loads(_out("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--context", "32K", "--json"))
+    h = d["headline"]
+    assert (h["context_tokens"], h["bf16_max_requests"], h["fp8_max_requests"], h["concurrency"]) == (32768, n_b, n_f, n_b)
+    assert d["concurrency"] == n_b and d["verdict"][0].startswith(f"At 32,768 tokens per request: bf16 KV holds {n_b} requests at once, FP8 KV {n_f}")

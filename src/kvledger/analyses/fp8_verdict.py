@@ -19,7 +19,13 @@ def _n(n: int, noun: str) -> str:
 def _capacity_sentences(r: "Fp8Report") -> list[str]:
     c, n = r.capacity, r.concurrency
     b, f = c.bf16, c.fp8
-    out = [f"Capacity: FP8 KV halves the page ({fmt_bytes(b['bytes_per_block'], both=False)} → "
+    h = r.headline
+    out = []
+    if h:
+        out.append(f"At {h['context_tokens']:,} tokens per request: bf16 KV holds {_n(h['bf16_max_requests'], 'request')} at "
+                   f"once, FP8 KV {h['fp8_max_requests']:,} (per replica, vLLM memory plan). The speed figures below are at "
+                   f"{_n(n, 'concurrent sequence')}: {h['concurrency_basis']}.")
+    out += [f"Capacity: FP8 KV halves the page ({fmt_bytes(b['bytes_per_block'], both=False)} → "
            f"{fmt_bytes(f['bytes_per_block'], both=False)} per {b['block_size']}-token block) and doubles the pool: "
            f"{b['num_gpu_blocks']:,} → {f['num_gpu_blocks']:,} blocks = {b['pool_tokens']:,} → {f['pool_tokens']:,} tokens "
            f"(vLLM memory plan; one byte per KV element instead of {b['elem_bytes']:g})."]

@@ -80,8 +80,8 @@ def _render(r, cal, console) -> None:
 
 def fp8_kv(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
-    concurrency: int = typer.Option(1, "--concurrency", help="Sequences decoding together (the batch), count."),
-    contexts: Optional[list[str]] = typer.Option(None, "--contexts", "--context", help="Contexts for the curve (8K,32K); default 512 doubling to max_model_len."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Sequences decoding together (the batch), count; default: the requests of the first --context the bf16 pool holds at once (at most max_num_seqs)."),
+    contexts: Optional[list[str]] = typer.Option(None, "--contexts", "--context", help="Your context per request first (capacity is answered there; default 8K), then more for the curve (8K,32K); default curve 512 doubling to max_model_len."),
     overhead_ns_per_element: Optional[float] = typer.Option(None, "--overhead-ns-per-element", help="FP8 time per K/V element read or written, ns (default 5.3e-5, fitted to the vLLM docs' L4 table)."),
     overhead_us_per_layer: Optional[float] = typer.Option(None, "--overhead-us-per-layer", help="FP8 fixed time per layer per step, µs (default 6.5)."),
     calibration: Optional[str] = typer.Option(None, "--calibration", help="CSV of your bf16-vs-fp8 decode runs (context_tokens,batch,bf16_tok_per_s,fp8_tok_per_s) to fit the overhead."),
