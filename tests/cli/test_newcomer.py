@@ -119,3 +119,26 @@ def test_fp8_kv_answers_capacity_at_the_users_context_by_default():
     h = d["headline"]
     assert (h["context_tokens"], h["bf16_max_requests"], h["fp8_max_requests"], h["concurrency"]) == (32768, n_b, n_f, n_b)
     assert d["concurrency"] == n_b and d["verdict"][0].startswith(f"At 32,768 tokens per request: bf16 KV holds {n_b} requests at once, FP8 KV {n_f}")
+
+
+def _flags(command: str) -> set[str]:
+    import click
+    import typer.main
+
+    cmd = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    return {opt for p in cmd.params if isinstance(p, click.Option) for opt in p.opts}
+
+
+def test_simulate_goodput_and_cost_take_the_same_workload_and_engine_flags():
+    sim = _flags("simulate") - {"--out", "--force", "--json", "--help"}
+    for command in ("goodput", "cost"):
+        assert sim <= _flags(command), (command, sorted(sim - _flags(command)))
+
+
+def test_simulate_runs_the_synthetic_workload_goodput_and_cost_simulate():
+    # the same seeded synthetic workload through simulate and goodput --simulate: the same 50 requests, the same records
+    wl = ["--prompt-lengths", "fixed:512", "--output-lengths", "fixed:64", "--num-requests", "50", "--rate", "5"]
+    sim = json.loads(_out("simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", *wl, "--json"))
+    assert sim["workload"]["num_requests"] == 50 and sim["workload"]["prompt_tokens_mean"] == 512
+    gp = json.loads(_out("goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", *wl, "--slo", "e2e=1h", "--json").splitlines()[0])
+    assert gp["num_requests"] == sim["summary"]["num_requests"] and gp["num_good"] == sim["summary"]["num_finished"]

@@ -204,7 +204,9 @@ def register(app: typer.Typer) -> None:
         gpu_memory_utilization: so.GpuMemUtil = None, kv_cache_dtype: so.KvCacheDtype = None, block_size: so.BlockSize = None,
         max_num_batched_tokens: so.MaxNumBatchedTokens = None, max_num_seqs: so.MaxNumSeqs = None,
         num_gpu_blocks_override: so.NumGpuBlocksOverride = None, prefix_caching: so.PrefixCaching = None,
-        chunked_prefill: so.ChunkedPrefill = None, policy: so.Policy = None, step_cost: so.StepCost = None,
+        chunked_prefill: so.ChunkedPrefill = None, policy: so.Policy = None,
+        prefix_caching_policy: so.PrefixCachingPolicy = None, scheduling_policy: so.SchedulingPolicy = None,
+        batching: so.Batching = None, kv_allocation: so.KvAllocation = None, step_cost: so.StepCost = None,
         cpu_overhead: so.CpuOverhead = None,
     ) -> None:
         """Goodput under latency SLOs: req/s and tok/s that met every SLO, attainment, effective-cost multiplier.
