@@ -93,7 +93,28 @@ def _finding(con: Any, f: Any) -> None:
     con.print(f"[dim]rule: {escape(f.rule)}[/]")
 
 
-def _render(rep: Any) -> None:
+def _brief(con: Any, rep: Any) -> None:
+    """The answer in a few lines: does the ledger reproduce the start-up, and what each diagnosis found."""
+    from rich.markup import escape
+
+    cmp = rep.startup
+    if cmp is None:
+        con.print("start-up: no memory or capacity lines in this log (nothing to compare with the ledger)")
+    elif cmp.consistent is not None:
+        con.print("start-up: " + ("the ledger reproduces the log's block count, printed tokens and concurrency" if cmp.consistent
+                                  else "the ledger does NOT reproduce the log's capacity figures (--verbose shows the rows)"))
+    for f in rep.findings:
+        flag = "[bold red]FOUND[/]" if f.triggered else "[green]ok[/]"
+        con.print(f"{flag} [bold]{f.name}[/] ({f.verdict}): {escape(f.message)}")
+        for o in f.options:
+            n = o["requests_of_observed_size"]
+            con.print(f"  → {escape(o['action'])}: {o['num_gpu_blocks']:,} blocks per replica"
+                      + (f", {n:,} requests of the size observed at saturation" if n is not None else ""))
+    con.print("[dim]the full reading (settings and start-up terms against the ledger, evidence lines, remedies re-planned, "
+              "rules): --verbose; for scripts: --json[/]")
+
+
+def _render(rep: Any, verbose: bool = False) -> None:
     from rich.console import Console
     from rich.markup import escape
 
@@ -104,6 +125,9 @@ def _render(rep: Any) -> None:
               f"{s['metrics_lines']} metrics lines, {s['preemption_lines']} preemption lines")
     for w in rep.warnings:
         con.print(f"[bold red]WARNING:[/] [bold]{escape(w)}[/]")
+    if not verbose:
+        _brief(con, rep)
+        return
     if rep.startup is not None:
         _startup(con, rep.startup)
     else:
@@ -122,6 +146,7 @@ def doctor(
     prefix_share: Optional[float] = typer.Option(None, "--prefix-share", help="Fraction of prompt tokens your traffic repeats, 0–1."),
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: from the log)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the full reading after the summary: start-up terms against the ledger, evidence lines, remedies, rules."),
 ) -> None:
     """Read a vLLM log: start-up figures against the ledger, and diagnoses (capacity, prefix-cache routing, TTFT/ITL batching)."""
     from kvledger.analyses.doctor import diagnose_file
@@ -130,7 +155,7 @@ def doctor(
     if as_json:
         typer.echo(json.dumps(rep.to_dict(), indent=2, default=str))
     else:
-        _render(rep)
+        _render(rep, verbose)
 
 
 def register(app: typer.Typer) -> None:
