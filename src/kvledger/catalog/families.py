@@ -102,8 +102,9 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
         pat = c.int("sliding_window_pattern", 6 if mt != "cohere2" else 4)
         return ["full" if (i + 1) % pat == 0 else "sliding" for i in range(n)]
     if mt not in ("mistral", "mixtral", "phi3", "starcoder2"):
-        notes.append(f"sliding_window={window} with no layer_types: every layer uses the window, as vLLM's decoder models "
-                     "pass config.sliding_window to each attention layer")
+        notes.append(f"sliding_window={window} with no layer_types: every layer uses the window, as in vLLM, whose "
+                     "CacheConfig.sliding_window applies it to every attention layer of a model that is not interleaved "
+                     "(engine/arg_utils.py, layers/attention/attention.py)")
     return ["sliding"] * n  # the window applies to every layer (rolling buffer)
 
 
@@ -126,7 +127,7 @@ def embed(c: Cfg, h: int, tied_default: bool = True) -> tuple[list[Weight], bool
 
 
 _VERIFIED_DECODERS = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3", "gemma", "gemma2",
-                      "gemma3", "gemma3_text", "gpt_oss", "llama4_text", "starcoder2")
+                      "gemma3", "gemma3_text", "gpt_oss", "llama4_text", "starcoder2", "lfm2")
 
 
 def _state_layer(c: Cfg, kind: str, h: int) -> StateLayer:
@@ -172,7 +173,7 @@ def decoder(c: Cfg, mt: str) -> Family:
         else:
             fam.layers.append(_attn_spec(c, kinds[i], nh, nkv, hd))
             w += std_attention(f"{p}.self_attn", h, nh, nkv, hd, qkv_bias=qkv_bias, o_bias=o_bias)
-            if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):
+            if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2"):
                 w += norm(f"{p}.self_attn.q_norm", hd) + norm(f"{p}.self_attn.k_norm", hd)
             if mt == "gpt_oss":
                 w += vec(f"{p}.self_attn.sinks", nh, tp="shard")
@@ -203,6 +204,13 @@ def decoder_mlp(c: Cfg, mt: str, p: str, h: int, i: int, E: int) -> list[Weight]
     """The MLP of layer ``i``: gated (SwiGLU/GeGLU) or plain, dense or MoE, as the family lays it out."""
     if not E:
         inter = c.int("intermediate_size", None) or 4 * h
+        if mt in ("lfm2",) and c.get("block_auto_adjust_ff_dim", False) is True:  # vLLM models/lfm2.py Lfm2MLP
+            inter = int(2 * inter / 3)
+            mult = c.float("block_ffn_dim_multiplier", None, minimum=0.0, maximum=64.0)
+            if mult is not None:
+                inter = int(mult * inter)
+            step = c.int("block_multiple_of", 256)
+            inter = step * -(-inter // step)
         act = c.get("hidden_act", None) or c.get("activation_function", None)
         bias = c.get("mlp_bias", False) is True or (mt == "starcoder2" and c.get("use_bias", True) is True)
         if mt == "starcoder2" or (mt not in _VERIFIED_DECODERS and act in _PLAIN_ACTS and "gemma" not in mt):

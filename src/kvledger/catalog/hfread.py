@@ -26,7 +26,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "hidden_size": ("n_embd", "n_embed", "d_model", "model_dim", "dim"),
     "num_attention_heads": ("n_head", "n_heads", "num_heads", "n_attn_heads"),
     "num_hidden_layers": ("n_layer", "n_layers", "num_layers"),
-    "intermediate_size": ("n_inner", "ffn_hidden_size", "ffn_dim", "d_ff", "inner_hidden_size"),
+    "intermediate_size": ("block_ff_dim", "n_inner", "ffn_hidden_size", "ffn_dim", "d_ff", "inner_hidden_size"),
+    "tie_word_embeddings": ("tie_embedding",),
     "vocab_size": ("padded_vocab_size", "n_vocab"),
     "head_dim": ("kv_channels", "hidden_size_per_head", "attention_head_dim", "head_size"),
 }
@@ -55,27 +56,28 @@ def _class_info(model_type: Any) -> dict[str, Any] | None:
 
 
 def _resolve(d: dict[str, Any], model_type: Any) -> tuple[dict[str, Any], list[str]]:
-    """Class defaults under the file's keys, then the aliases; returns the merged dict and what was filled in."""
+    """The file's keys, then their aliases, then the class defaults for what is still absent; returns what was filled."""
     info = _class_info(model_type)
     out = dict(d)
     filled: list[str] = []
+    amap = info["attribute_map"] if info else {}
+    for alias, real in amap.items():
+        if out.get(alias) is None and out.get(real) is not None:
+            out[alias] = out[real]
+    for canon, names in ALIASES.items():
+        if canon not in out:
+            for n in names:
+                if out.get(n) is not None and not isinstance(out.get(n), (dict, list)):
+                    out[canon] = out[n]
+                    break
     if info:
-        for alias, real in info["attribute_map"].items():
-            if out.get(alias) is None and out.get(real) is not None:
-                out[alias] = out[real]
         for k, v in info["defaults"].items():
-            canon = next((a for a, r in info["attribute_map"].items() if r == k), k)
+            canon = next((a for a, r in amap.items() if r == k), k)
             if k not in out and canon not in out:  # absent, not an explicit null (Mistral-7B-v0.3's "sliding_window": null)
                 out[k] = v
                 if canon != k:
                     out[canon] = v
                 filled.append(canon)
-    for canon, names in ALIASES.items():
-        if out.get(canon) is None:
-            for n in names:
-                if out.get(n) is not None and not isinstance(out.get(n), (dict, list)):
-                    out[canon] = out[n]
-                    break
     return out, filled
 
 

@@ -15,6 +15,11 @@ parameters and buffers the rank allocates (``gpu_model_runner.py::load_model`` m
 * MXFP4 MoE experts are padded as the backend needs (``fused_moe/oracle/mxfp4.py::
   mxfp4_round_up_hidden_size_and_intermediate_size``): on Hopper the Triton backend rounds the
   intermediate size up to 64; on Blackwell the FlashInfer TRT-LLM backend rounds both sizes up to 256.
+* Each parameter is one allocation of PyTorch's CUDA caching allocator, which vLLM's measure counts
+  whole (``c10/cuda/CUDACachingAllocator.cpp``): sizes round up to 512 B; a request of 10 MiB or more gets
+  a segment rounded up to 2 MiB and keeps all of it unless more than 1 MiB is left over (``should_split``).
+  Parameters are vLLM's fused ones: q/k/v in one ``qkv_proj``, gate/up in one ``gate_up_proj``, a layer's
+  experts in one ``w13``/``w2`` pair. This is what puts Qwen2.5-7B at 14.25 GiB rather than 14.19.
 * The rotary cos/sin buffer (``rotary_embedding``: positions × rotary dim in the served dtype) is a
   buffer of every rank that holds attention layers.
 """
@@ -30,7 +35,7 @@ from kvledger.catalog.quant import QuantScheme, online_fp8
 from kvledger.catalog.weights import Weight
 from kvledger.errors import InputError
 
-__all__ = ["LoadedWeights", "loaded_weights", "SERVED_DTYPE_BYTES"]
+__all__ = ["LoadedWeights", "loaded_weights", "pp_layer_range", "cuda_allocated_bytes", "SERVED_DTYPE_BYTES"]
 
 SERVED_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 _LAYER = re.compile(r"\.(?:layers|h)\.(\d+)\.")
@@ -59,6 +64,26 @@ class LoadedWeights:
     quantization: str
     layers: tuple[int, int]
     how: str
+
+
+_FUSED_NAME = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj", "gate_proj": "gate_up_proj",
+               "up_proj": "gate_up_proj", "w1": "w13", "w3": "w13"}
+_FUSE = re.compile(r"(?<=\.)(q_proj|k_proj|v_proj|gate_proj|up_proj|w1|w3)(?=\.)")
+_MiB = 1 << 20
+
+
+def cuda_allocated_bytes(n: int) -> int:
+    """Bytes PyTorch's CUDA caching allocator counts as allocated for one fresh ``n``-byte tensor, B.
+
+    Source: ``c10/cuda/CUDACachingAllocator.cpp``: ``round_size`` (512-B multiples), ``get_allocation_size``
+    (requests under 10 MiB share 20 MiB segments; larger ones get a segment rounded up to 2 MiB) and
+    ``should_split`` (a large block is split only when more than 1 MiB would remain).
+    """
+    r = max(512, -(-n // 512) * 512)
+    if r < 10 * _MiB:
+        return r
+    seg = -(-r // (2 * _MiB)) * (2 * _MiB)
+    return r if seg - r > _MiB else seg
 
 
 def pp_layer_range(num_layers: int, pp: int, rank: int) -> tuple[int, int]:
@@ -144,14 +169,23 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     lo, hi = pp_layer_range(model.num_layers, pp, pp_rank)
     kv_share = max(1, model.num_kv_heads // tp) / model.num_kv_heads if model.num_kv_heads else 1 / tp
     mx = q.method == "mxfp4" or (q.method == "compressed-tensors" and q.bits == 4 and q.group_size == 32)
-    total = 0.0
+    fused: dict[tuple[str, int], float] = {}
+    fused_g_idx: set[str] = set()
     for w in model.weights:
         if not _on_rank(w.path, pp, pp_rank, lo, hi, model.tie_word_embeddings):
             continue
         if mx and q.converts(w):
             w = _mxfp4_padded(w, model, gpu_arch)
-        b = q.bytes_of(w, db)
-        total += b / tp if w.tp == "shard" else (b * kv_share if w.tp == "kv" else b)
+        share = 1 / tp if w.tp == "shard" else (kv_share if w.tp == "kv" else 1.0)
+        key = _FUSE.sub(lambda m: _FUSED_NAME[m.group(1)], w.path)
+        for part, b in enumerate(q.tensor_bytes(w, db)):
+            if b:
+                if part == 3 and key in fused_g_idx:  # one g_idx per fused parameter (its input size), not one per member
+                    continue
+                fused[(key, part)] = fused.get((key, part), 0.0) + b * share
+                if part == 3:
+                    fused_g_idx.add(key)
+    total = float(sum(cuda_allocated_bytes(math.ceil(b)) for b in fused.values()))
     rope = model.rope_cache_bytes // model.dtype_bytes * db if any(model.layers[lo:hi]) else 0
     how = f"{model.num_params:,} params ({q.description}; {dname} = {db} B)"
     if tp > 1:

@@ -70,8 +70,12 @@ class QuantScheme:
 
     def bytes_of(self, w: Weight, dtype_bytes: float) -> float:
         """Stored bytes of ``w`` (values plus scales, zero points and group indices), B."""
+        return sum(self.tensor_bytes(w, dtype_bytes))
+
+    def tensor_bytes(self, w: Weight, dtype_bytes: float) -> tuple[float, float, float, float]:
+        """Bytes of the separate tensors vLLM allocates for ``w``: (values, scales, zero points, g_idx), B."""
         if not self.converts(w):
-            return w.numel * dtype_bytes
+            return (w.numel * dtype_bytes, 0.0, 0.0, 0.0)
         rows, cols, n = w.rows, w.cols, w.count
         values = w.numel * self.bits / 8
         sb = dtype_bytes if self.scale_bytes is None else self.scale_bytes
@@ -84,7 +88,7 @@ class QuantScheme:
         else:
             groups = n * rows * math.ceil(cols / self.group_size)
         g_idx = n * cols * 4 if self.g_idx else 0
-        return values + groups * (sb + self.zero_bits / 8) + g_idx
+        return (values, groups * sb, groups * self.zero_bits / 8, g_idx)
 
 
 def _compile(patterns: list[str]) -> re.Pattern | None:
