@@ -196,6 +196,11 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         archs = raw.get("architectures")
         raise c.error("num_attention_heads", f"is missing: model_type {mt!r} (architectures: {archs!s:.120}) has no standard "
                       "decoder fields (hidden_size, num_hidden_layers, num_attention_heads) and no family reader here")
+    archs = raw.get("architectures") or []
+    if not isinstance(archs, list) or not all(isinstance(a, str) and len(a) <= 255 for a in archs) or len(archs) > 64:
+        raise ConfigError(source, "must be a list of class names (strings of at most 255 characters)", field="architectures")
+    shown = raw.get("_name_or_path")
+    display = name or (shown if isinstance(shown, str) and 0 < len(shown) <= 255 else source)
     fam = build_family(c, mt)
     notes += fam.notes
     tower, tower_note = vision_tower(raw, source, c.int("hidden_size")) if c.prefix else ([], None)
@@ -212,8 +217,7 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
     tied = not any(w.path == "lm_head.weight" for w in fam.weights)
     inter = c.int("intermediate_size", None) or c.int("ffn_dim", None) or 0
     return ModelSpec(
-        name=name or str(raw.get("_name_or_path") or source), source=source, model_type=mt,
-        architectures=tuple(raw.get("architectures") or ()), hidden_size=c.int("hidden_size"),
+        name=display, source=source, model_type=mt, architectures=tuple(archs), hidden_size=c.int("hidden_size"),
         num_layers=len(fam.layers), num_attention_heads=nh, num_kv_heads=nkv, head_dim=hd,
         vocab_size=c.int("vocab_size"), dtype=dtype, dtype_bytes=dbytes, layers=tuple(fam.layers),
         weights=tuple(fam.weights) + tuple(tower), num_experts=fam.num_experts, experts_per_token=fam.experts_per_token,

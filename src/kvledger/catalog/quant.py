@@ -119,7 +119,10 @@ def parse_quant(c: Cfg) -> QuantScheme:
         raise q.error("quant_method", "is missing; cannot tell the weight format")
     method = method.lower().replace("compressed_tensors", "compressed-tensors")
     skip = [p for p in (q.list("modules_to_not_convert", []) or []) + (q.list("ignore", []) or []) if isinstance(p, str)]
-    rx = _compile(skip)
+    try:
+        rx = _compile(skip)
+    except re.error as err:
+        raise q.error("ignore", f"a module pattern is not a valid regular expression ({err.msg})") from None
     note = f" ({len(skip)} module patterns left unconverted)" if skip else ""
     if method == "fp8":
         blk = q.list("weight_block_size", None)
