@@ -6,8 +6,9 @@ weights), counts its parameters, and reads the KV cache one token adds in two in
 
 * ``cache``: runs a one-token forward pass with ``use_cache=True`` on the meta device and sums, over the
   cache layers transformers returns, the K and V tensors' head count × head size (shapes only);
-* ``proj``: sums the output features of every attention module's ``k_proj``/``v_proj`` (or ``key``/``value``)
-  Linear (fused QKV projections are not split, so the column stays empty for them).
+* ``proj``: sums the output features of every self-attention module's ``k_proj``/``v_proj`` (or ``key``/``value``)
+  Linear (fused QKV projections are not split, so the column stays empty for them; cross-attention modules
+  are left out).
 
 It writes ``benchmarks/data/transformers_oracle.csv`` (one row per model type, with the reason when a
 figure could not be read) and the default config it used as ``benchmarks/data/oracle_configs/<model_type>.json``.
@@ -66,6 +67,8 @@ def _proj_elements(model, torch) -> int | None:
     total, found = 0, False
     for name, mod in model.named_modules():
         last = name.rsplit(".", 1)[-1]
+        if any(x in name for x in ("encoder_attn", "cross_attn", "crossattention")):
+            continue  # cross-attention keeps the encoder output's K/V, not a per-token cache of the decoder
         if last in ("k_proj", "v_proj", "key", "value") and isinstance(mod, torch.nn.Linear):
             total += mod.out_features
             found = True

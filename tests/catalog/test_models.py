@@ -124,8 +124,8 @@ def test_malformed_json_names_line_and_column(tmp_path):
 def test_unsupported_architecture_names_the_field(tmp_path):
     f = tmp_path / "config.json"
     f.write_text(json.dumps({"model_type": "rwkv", "architectures": ["RwkvForCausalLM"]}))
-    # RWKV has no attention heads: transformers' RwkvConfig fills hidden_size and layers, nothing says how to size a cache.
-    with pytest.raises(ConfigError, match=r"field 'num_attention_heads': is missing: model_type 'rwkv'"):
+    # RWKV keeps no attention KV cache and vLLM does not serve it: refused, naming the field, not sized as a decoder.
+    with pytest.raises(ConfigError, match=r"field 'model_type': 'rwkv' is a recurrent architecture"):
         load_model(str(f))
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.hfread import KV_HEAD_KEYS
+from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention, StateLayer
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
 
@@ -54,9 +55,9 @@ def heads(c: Cfg) -> tuple[int, int, int, int]:
     if c.has("head_dim"):
         hd = c.int("head_dim")
     else:
-        if h % nh:
-            raise c.error("num_attention_heads", f"hidden_size {h} is not divisible by {nh} heads and no head_dim is given")
-        hd = h // nh
+        hd = h // nh  # vLLM get_head_size and transformers: floor division, even when it leaves a remainder
+        if hd == 0:
+            raise c.error("num_attention_heads", f"{nh} heads for hidden_size {h} leave no head dimension; give head_dim")
     if nkv > nh or nh % nkv:
         raise c.error(key or "num_key_value_heads", f"{nkv} KV heads cannot serve {nh} attention heads (must divide it)")
     return h, nh, nkv, hd
@@ -64,7 +65,7 @@ def heads(c: Cfg) -> tuple[int, int, int, int]:
 
 _LAYER_KINDS = {"full_attention": "full", "attention": "full", "global_attention": "full", "sliding_attention": "sliding",
                 "local_attention": "sliding", "chunked_attention": "chunked", "conv": "conv", "linear_attention": "linear",
-                "mamba": "mamba"}
+                "mamba": "mamba", "mlp": "mlp"}
 
 
 def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
@@ -109,11 +110,17 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
 
 
 def _attn_spec(c: Cfg, kind: str, nh: int, nkv: int, hd: int) -> LayerSpec:
+    """One attention layer's cache spec; ``v_head_dim`` when V differs from K (MiMo), ``global_head_dim`` for the
+    full layers of Gemma-4 (vLLM models/gemma4.py)."""
+    vd = c.int("v_head_dim", hd)
     if kind == "sliding":
-        return SlidingWindowAttention(nkv, hd, hd, nh, window_tokens=c.int("sliding_window"))
+        return SlidingWindowAttention(nkv, hd, vd, nh, window_tokens=c.int("sliding_window"))
     if kind == "chunked":
-        return ChunkedLocalAttention(nkv, hd, hd, nh, chunk_tokens=c.int("attention_chunk_size"))
-    return FullAttention(nkv, hd, hd, nh)
+        return ChunkedLocalAttention(nkv, hd, vd, nh, chunk_tokens=c.int("attention_chunk_size"))
+    if c.has("global_head_dim"):
+        g = c.int("global_head_dim")
+        return FullAttention(nkv, g, g, nh)
+    return FullAttention(nkv, hd, vd, nh)
 
 
 def embed(c: Cfg, h: int, tied_default: bool = True) -> tuple[list[Weight], bool]:
@@ -128,14 +135,6 @@ def embed(c: Cfg, h: int, tied_default: bool = True) -> tuple[list[Weight], bool
 
 _VERIFIED_DECODERS = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3", "gemma", "gemma2",
                       "gemma3", "gemma3_text", "gpt_oss", "llama4_text", "starcoder2", "lfm2")
-
-
-def _state_layer(c: Cfg, kind: str, h: int) -> StateLayer:
-    """A per-sequence state layer inside a decoder stack (LFM2 short convolutions)."""
-    if kind == "conv":
-        L = c.int("conv_L_cache", 3)
-        return StateLayer("short_conv", h * (L - 1), 0)
-    raise c.error("layer_types", f"layer type {kind!r} needs a family-specific state size that this model_type does not give")
 
 
 def decoder(c: Cfg, mt: str) -> Family:
@@ -163,15 +162,21 @@ def decoder(c: Cfg, mt: str) -> Family:
         fam.notes.append(f"model_type {mt!r}: read as a standard decoder from its fields (hidden {h}, {n} layers, {nh} heads, "
                          f"{nkv} KV heads of {hd}); KV per token follows vLLM's rules, the parameter count uses the Llama "
                          "layout and may differ from the checkpoint by the family's extra tensors")
+    shared = c.int("num_kv_shared_layers", 0, minimum=0, maximum=n)
+    if shared:  # Gemma-3n: the last layers reuse earlier layers' K/V (vLLM kv_sharing_target_layer_name): no cache of their own
+        fam.notes.append(f"cross-layer KV sharing: the last {shared} of {n} layers reuse earlier layers' K/V and keep no cache")
+    cross = set(x for x in (c.list("cross_attention_layers", []) or []) if isinstance(x, int))
+    if cross:  # Mllama: these layers attend to the image tokens' K/V (fixed per request), not to the text
+        fam.notes.append(f"{len(cross)} cross-attention layers keep the image tokens' K/V, not a per-token text cache")
     for i in range(n):
         p = f"model.layers.{i}"
-        if kinds[i] in ("conv", "linear", "mamba"):
-            fam.layers.append(_state_layer(c, kinds[i], h))
-            w += [Weight(f"{p}.conv.conv.weight", h, c.int("conv_L_cache", 3), 1, False, "shard")]
-            w += mat(f"{p}.conv.in_proj", 3 * h, h, bias=c.get("conv_bias", False) is True)
-            w += mat(f"{p}.conv.out_proj", h, h, bias=c.get("conv_bias", False) is True)
+        if kinds[i] in ("conv", "linear", "mamba", "mlp"):
+            spec, sw = state_layer(c, kinds[i], mt, p, h, nh, hd)
+            fam.layers.append(spec)
+            w += sw
         else:
-            fam.layers.append(_attn_spec(c, kinds[i], nh, nkv, hd))
+            no_cache = i >= n - shared or i in cross
+            fam.layers.append(None if no_cache else _attn_spec(c, kinds[i], nh, nkv, hd))
             w += std_attention(f"{p}.self_attn", h, nh, nkv, hd, qkv_bias=qkv_bias, o_bias=o_bias)
             if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2"):
                 w += norm(f"{p}.self_attn.q_norm", hd) + norm(f"{p}.self_attn.k_norm", hd)
@@ -203,7 +208,11 @@ _PLAIN_ACTS = ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "relu", "re
 def decoder_mlp(c: Cfg, mt: str, p: str, h: int, i: int, E: int) -> list[Weight]:
     """The MLP of layer ``i``: gated (SwiGLU/GeGLU) or plain, dense or MoE, as the family lays it out."""
     if not E:
-        inter = c.int("intermediate_size", None) or 4 * h
+        per_layer = c.get("intermediate_size", None)
+        if isinstance(per_layer, list):  # Gemma-3n: one width per layer
+            inter = Cfg({"intermediate_size": per_layer[i] if i < len(per_layer) else None}, c.source, c.prefix).int("intermediate_size")
+        else:
+            inter = c.int("intermediate_size", None) or 4 * h
         if mt in ("lfm2",) and c.get("block_auto_adjust_ff_dim", False) is True:  # vLLM models/lfm2.py Lfm2MLP
             inter = int(2 * inter / 3)
             mult = c.float("block_ffn_dim_multiplier", None, minimum=0.0, maximum=64.0)
@@ -247,7 +256,8 @@ def decoder_mlp(c: Cfg, mt: str, p: str, h: int, i: int, E: int) -> list[Weight]
 
 FAMILY_OF: dict[str, str] = {"deepseek_v2": "mla", "deepseek_v3": "mla", "kimi_k2": "mla", "qwen3_next": "qwen3_next",
                              "jamba": "jamba", "nemotron_h": "nemotron_h", "opt": "opt", "falcon": "falcon",
-                             "gpt_bigcode": "gpt_bigcode"}
+                             "gpt_bigcode": "gpt_bigcode", "mamba": "ssm", "mamba2": "ssm", "falcon_mamba": "ssm",
+                             "minicpm3": "mla"}
 """model_types whose layout departs from the standard decoder; every other model_type is read as a decoder."""
 
 # vLLM ModelArchConfigConvertorBase.is_deepseek_mla: these types cache the MLA latent when kv_lora_rank is set.
@@ -257,11 +267,11 @@ _MLA_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_mtp", "glm
 
 def family_of(c: Cfg, mt: str) -> str:
     """Which family function reads this config."""
-    if mt in _MLA_TYPES and c.has("kv_lora_rank"):
-        return "mla"
+    if c.has("kv_lora_rank") and c.has("qk_rope_head_dim") and (mt in _MLA_TYPES or mt == "minicpm3" or mt not in FAMILY_OF):
+        return "mla"  # vLLM's MLA types, and any other config with a latent (transformers caches the latent)
     if mt in FAMILY_OF and FAMILY_OF[mt] != "mla":
         return FAMILY_OF[mt]
-    if c.has("hybrid_override_pattern"):
+    if c.has("hybrid_override_pattern") or (c.has("layers_block_type") and c.has("mamba_num_heads")):
         return "nemotron_h"
     return "decoder"
 
@@ -274,4 +284,4 @@ def build_family(c: Cfg, mt: str) -> Family:
     if kind == "decoder":
         return decoder(c, mt)
     return {"mla": fh.mla, "qwen3_next": fh.qwen3_next, "jamba": fh.jamba, "nemotron_h": fh.nemotron_h, "opt": fh.opt,
-            "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode}[kind](c)
+            "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode, "ssm": fh.ssm}[kind](c)

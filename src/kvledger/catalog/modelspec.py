@@ -23,6 +23,8 @@ from kvledger.errors import ConfigError
 
 __all__ = ["ModelSpec", "parse_config", "DTYPE_BYTES"]
 
+_RECURRENT = {"rwkv": "RWKV time mixing", "xlstm": "xLSTM mLSTM cells", "recurrent_gemma": "Griffin RG-LRU blocks with local attention"}
+
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
 
@@ -192,6 +194,9 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         raise c.error("model_type", "is missing; cannot tell the architecture")
     if not isinstance(mt, str) or not 0 < len(mt) <= 128:
         raise c.error("model_type", f"must be a name of 1 to 128 characters, got {mt!r:.80}")
+    if mt in _RECURRENT:
+        raise c.error("model_type", f"{mt!r} is a recurrent architecture ({_RECURRENT[mt]}): it keeps no attention KV cache "
+                      "and vLLM does not serve it, so there is no engine rule to size it by")
     if family_of(c, mt) == "decoder" and not c.has("num_attention_heads"):
         archs = raw.get("architectures")
         raise c.error("num_attention_heads", f"is missing: model_type {mt!r} (architectures: {archs!s:.120}) has no standard "
@@ -211,11 +216,13 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
     mpe, derived = _max_len(c, notes)
     attn = next((l for l in fam.layers if isinstance(l, FullAttention)), None)
     mla = next((l for l in fam.layers if isinstance(l, MLAAttention)), None)
-    nh = c.int("num_attention_heads")
+    nh = c.int("num_attention_heads", 0, minimum=0)
     nkv = attn.num_kv_heads if attn else (1 if mla else 0)
     hd = attn.head_dim if attn else (mla.kv_lora_rank + mla.qk_rope_head_dim if mla else 0)
     tied = not any(w.path == "lm_head.weight" for w in fam.weights)
-    inter = c.int("intermediate_size", None) or c.int("ffn_dim", None) or 0
+    inter_raw = c.get("intermediate_size", None)
+    inter = (max((x for x in inter_raw if isinstance(x, int)), default=0) if isinstance(inter_raw, list)
+             else c.int("intermediate_size", None) or c.int("ffn_dim", None) or 0)
     return ModelSpec(
         name=display, source=source, model_type=mt, architectures=tuple(archs), hidden_size=c.int("hidden_size"),
         num_layers=len(fam.layers), num_attention_heads=nh, num_kv_heads=nkv, head_dim=hd,
