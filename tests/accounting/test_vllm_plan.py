@@ -67,10 +67,12 @@ def test_gpt_oss_without_the_hybrid_manager_halves_the_blocks():
 
 def test_mla_block_size_follows_the_backend():
     # DeepSeek-V3 on H200: page = 16 × 576 × 2 = 18,432 B, 61 layers → 1,124,352 B per block with 0.33's
-    # FLASH_ATTN_MLA (block 16); before 0.33 FlashMLA's block 64 → 61 × 73,728 = 4,497,408 B. Same at any TP.
+    # FLASH_ATTN_MLA (block 16, first on Hopper from 0.15); 0.11's FlashMLA block 64 → 61 × 73,728 = 4,497,408 B.
+    # Same at any TP.
     h200 = get_gpu("H200")
     assert plan("deepseek-ai/DeepSeek-V3", h200, tp=8).memory.bytes_per_block == 1_124_352
-    assert plan("deepseek-ai/DeepSeek-V3", h200, tp=8, engine_version="0.20.0").memory.bytes_per_block == 4_497_408
+    assert plan("deepseek-ai/DeepSeek-V3", h200, tp=8, engine_version="0.11.0").memory.bytes_per_block == 4_497_408
+    assert plan("deepseek-ai/DeepSeek-V3", h200, tp=8, engine_version="0.19.0").memory.bytes_per_block == 1_124_352
 
 
 def observations():
