@@ -142,7 +142,7 @@ def waterfall(p: "Plan") -> list[dict[str, Any]]:
     steps = [(f"marketing capacity: {p.gpu.memory_gb_marketed:g} GB × {u} − weights", p.gpu.memory_gb_marketed * GB * u - w)]
     if p.gpu.nvidia_smi_mib:
         smi = p.gpu.nvidia_smi_mib * MiB
-        steps.append((f"back-of-envelope (seed-claims §3): nvidia-smi {smi / GiB:.2f} GiB × {u} − weights − 2 GiB rule-of-thumb overhead",
+        steps.append((f"back-of-envelope: nvidia-smi {smi / GiB:.2f} GiB × {u} − weights − 2 GiB rule-of-thumb overhead",
                       smi * u - w - 2 * GiB))
     avail = m.requested_bytes - w
     steps.append((f"engine: CUDA device total {m.gpu_total_bytes / GiB:.2f} GiB × {u} − weights, before its other terms", avail))
