@@ -122,12 +122,13 @@ def test_llm_d_h100_startup_rows_from_the_models(row):
 def test_default_plan_lands_between_the_seed_and_the_log():
     # Seed: about 54 concurrent 8K requests by round arithmetic; the older H100 log (51.38 GiB) gives 51.38 → 51.
     # vLLM 0.33 rules, util 0.9: ceil(85,060,485,120 × 0.9) = 76,554,436,608 − weights 16,094,076,928 − activation
-    # 2,027,193,139 (0.17+ sampler) − non-torch 268,435,456 − CUDA graphs 780,769,608 = 57,383,961,477 B
-    # → 27,362 blocks of 2 MiB → 27,362 / 512 = 53.44 at 8K. 0.19 does not subtract the graphs: 27,735 → 54.17;
+    # 2,027,193,139 (0.17+ sampler) − non-torch 268,435,456 − CUDA graphs (244 + 2 × 50 × 5 MiB) 780,140,544
+    # = 57,384,590,541 B
+    # → 27,363 blocks of 2 MiB → 27,363 / 512 = 53.44 at 8K. 0.19 does not subtract the graphs: 27,735 → 54.17;
     # 0.11 (sort-era sampler 4.75 GiB, non-torch 0.13 GiB): 51.42.
     # One 8K request is 512 blocks (1 GiB), one 128K request 8,192 blocks (16 GiB).
     p = plan("meta-llama/Llama-3.1-8B", gpu_memory_utilization=0.9)
-    assert p.memory.num_gpu_blocks == 27_362 and round(p.row_at(8192).max_concurrency, 2) == 53.44
+    assert p.memory.num_gpu_blocks == 27_363 and round(p.row_at(8192).max_concurrency, 2) == 53.44
     assert p.row_at(131072).max_requests == 3
     assert round(plan("meta-llama/Llama-3.1-8B", gpu_memory_utilization=0.9, engine_version="0.19.0").row_at(8192).max_concurrency, 2) == 54.17
     assert round(plan("meta-llama/Llama-3.1-8B", gpu_memory_utilization=0.9, engine_version="0.11.0").row_at(8192).max_concurrency, 2) == 51.42

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.accounting.vllm_profile import (ACTIVATION_FIXED_BYTES, CUDAGRAPH_BYTES_PER_GRAPH, SAMPLER_BYTES_PER_LOGIT_SORT,
-                                              activation_peak, moe_workspace_bytes, non_torch, pp_stages, stage_model)
+from kvledger.accounting.vllm_profile import (ACTIVATION_FIXED_BYTES, CUDAGRAPH_BYTES_PER_GRAPH, CUDAGRAPH_FIRST_CAPTURE_BYTES,
+                                              SAMPLER_BYTES_PER_LOGIT_SORT, activation_peak, cudagraph_estimate, moe_workspace_bytes, non_torch, pp_stages, stage_model)
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB, MiB
@@ -73,6 +73,9 @@ def test_non_torch_by_version_tp_and_pp():
     assert round(non_torch(V19, 1, 4)[0] / GiB, 2) == 0.07 and round(non_torch(V16, 1, 1)[0] / GiB, 2) == 0.13
 
 
-def test_cudagraph_estimate_constant():
-    # 0.19 logs "Estimated CUDA graph memory" 0.84 (Llama-3.1-8B) and 0.61 GiB (Qwen2.5-7B) for 2 × 51 graphs: mean 7.28 MiB.
-    assert CUDAGRAPH_BYTES_PER_GRAPH / MiB == pytest.approx((0.84 + 0.61) / 2 * 1024 / 102, abs=0.03)
+def test_cudagraph_estimate_follows_the_code_sum():
+    # profile_cudagraph_memory: max(first captures) + Σ modes (n − 1) × per-graph. Llama-3.1-8B's 0.19 log:
+    # max(138, 260) + 50 × 6 + 50 × 6 = 860 MiB = 0.84 GiB, as printed. With the fitted 244 MiB and 5 MiB:
+    # 244 + 2 × 50 × 5 = 744 MiB; with 4 capture sizes (max_num_seqs 2): 244 + 2 × 3 × 5 = 274 MiB.
+    assert CUDAGRAPH_FIRST_CAPTURE_BYTES == 244 * MiB and CUDAGRAPH_BYTES_PER_GRAPH == 5 * MiB
+    assert cudagraph_estimate(51)[0] == 744 * MiB and cudagraph_estimate(4)[0] == 274 * MiB

@@ -24,7 +24,7 @@ def test_fp8_kv_json_and_table(tmp_path):
     assert r.exit_code == 0
     d = json.loads(r.stdout)
     # vLLM 0.33 on H100-SXM (85,060,485,120 B), util 0.92: ceil(total × 0.92) = 78,255,646,311 − weights 16,094,076,928
-    # − activation 2,027,193,139 − non-torch 268,435,456 − CUDA graphs 102 × 7.3 MiB = 780,769,608 → 59,085,171,180 B;
+    # − activation 2,027,193,139 − non-torch 268,435,456 − CUDA graphs 244 + 2 × 50 × 5 MiB = 780,140,544 → 59,085,800,244 B;
     # fp8 blocks of 1 MiB: floor(… / 1,048,576) = 56,348 = 2 × 28,174 bf16 blocks of 2 MiB
     assert d["capacity"]["bf16"]["num_gpu_blocks"] * 2 == d["capacity"]["fp8"]["num_gpu_blocks"] == 56_348
     assert d["break_even"]["batch"] == 8 and d["break_even"]["context_tokens"] == 1240  # 9,914.05 / 8, next token

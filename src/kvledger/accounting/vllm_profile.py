@@ -17,7 +17,7 @@ Sampler, per logit (requests × vocabulary), from the code:
 The final hidden states of the forward (tokens × hidden × d) are still referenced during the sampler.
 
 Fitted, with the data named at each constant: the fixed part of the peak (ACTIVATION_FIXED_BYTES),
-the sort-era per-logit bytes, non-torch memory by TP/PP, and the CUDA-graph bytes per graph.
+the sort-era per-logit bytes, non-torch memory by TP/PP, and the CUDA-graph first-capture and per-graph bytes.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB, MiB
 
-__all__ = ["ACTIVATION_FIXED_BYTES", "SAMPLER_BYTES_PER_LOGIT_SORT", "CUDAGRAPH_BYTES_PER_GRAPH", "PPStage", "pp_stages",
+__all__ = ["ACTIVATION_FIXED_BYTES", "SAMPLER_BYTES_PER_LOGIT_SORT", "CUDAGRAPH_FIRST_CAPTURE_BYTES", "CUDAGRAPH_BYTES_PER_GRAPH", "PPStage", "pp_stages",
            "stage_model", "sampler_peak_bytes", "forward_peak_bytes", "moe_workspace_bytes", "activation_peak", "non_torch", "cudagraph_estimate",
            "sm_count"]
 
@@ -46,11 +46,15 @@ on top of the model-dtype logits (d B): fitted by least squares to the two dense
 hidden-state and fixed terms (residuals within 0.01 GiB). Not fitted to, and reproduced within 0.01 GiB:
 Qwen3-14B 5.64 GiB in 0.15/0.16 (the same campaign's version sweep); see tests/accounting/test_vllm_profile.py."""
 
-CUDAGRAPH_BYTES_PER_GRAPH = int(7.3 * MiB)
-"""CUDA-graph estimate per captured graph, B: vLLM 0.19.0 logs "Estimated CUDA graph memory" 0.84 GiB
-(Llama-3.1-8B) and 0.61 GiB (Qwen2.5-7B) for 2 × 51 graphs (FULL_AND_PIECEWISE) at TP 1 on H100
-(shared/data/vllm-startups-0.19/startups.csv); 7.3 MiB is their mean per graph (error ±0.12 GiB).
-vLLM subtracts the estimate from 0.21; in 0.19 it is logged only."""
+CUDAGRAPH_FIRST_CAPTURE_BYTES = 244 * MiB
+"""First captured graph of a mode (its private pool), B: vLLM 0.19 ``profile_cudagraph_memory`` logs
+"Estimated FULL/PIECEWISE CUDA graph memory: A MiB first-capture + (n-1) × B MiB per-graph"; the larger first
+capture is 260 MiB (Llama-3.1-8B) and 228 MiB (Qwen2.5-7B) at TP 1 on H100 (vllm-startups-0.19): mean 244 MiB."""
+
+CUDAGRAPH_BYTES_PER_GRAPH = 5 * MiB
+"""Each further graph, B: 6 and 6 MiB (Llama-3.1-8B PIECEWISE, FULL), 4 and 4 MiB (Qwen2.5-7B) in the same logs: mean 5 MiB.
+With the code's total below this gives 0.73 GiB for 51 sizes in both modes; the logs print 0.84 and 0.61 GiB
+(error ±0.12 GiB; across the corpus the estimate ranges 0.49–1.69 GiB)."""
 
 _SM_COUNTS = {"sm90": 132, "sm100": 148, "sm80": 108, "sm89": 142}
 """Streaming multiprocessors by architecture (H100/H200 SXM 132, B200 148, A100 108, L40S 142): the Triton
@@ -210,7 +214,12 @@ def non_torch(ver: tuple[int, int, int], tp: int, pp: int) -> tuple[float, str]:
 
 
 def cudagraph_estimate(num_sizes: int, full_and_piecewise: bool = True) -> tuple[float, str]:
-    """vLLM's pre-KV CUDA-graph estimate, B: graphs (capture sizes × modes) × CUDAGRAPH_BYTES_PER_GRAPH (fitted)."""
-    n = num_sizes * (2 if full_and_piecewise else 1)
-    return n * CUDAGRAPH_BYTES_PER_GRAPH, (f"{n} graphs ({num_sizes} sizes × {'FULL and PIECEWISE' if full_and_piecewise else 'one mode'}) "
-                                           f"× {CUDAGRAPH_BYTES_PER_GRAPH / MiB:.1f} MiB (fitted to vLLM 0.19 estimates, ±0.12 GiB)")
+    """vLLM's pre-KV CUDA-graph estimate, B (``gpu_model_runner.py::profile_cudagraph_memory``, 0.19–0.33): the
+    modes share one pool, so total = max over modes of the first capture + Σ over modes (n − 1) × per-graph;
+    first capture and per-graph bytes are fitted (CUDAGRAPH_FIRST_CAPTURE_BYTES, CUDAGRAPH_BYTES_PER_GRAPH)."""
+    if num_sizes <= 0:
+        return 0.0, "no CUDA graphs captured"
+    modes = 2 if full_and_piecewise else 1
+    total = CUDAGRAPH_FIRST_CAPTURE_BYTES + modes * (num_sizes - 1) * CUDAGRAPH_BYTES_PER_GRAPH
+    return total, (f"{CUDAGRAPH_FIRST_CAPTURE_BYTES // MiB} MiB first capture + {modes} mode(s) × ({num_sizes} − 1) graphs × "
+                   f"{CUDAGRAPH_BYTES_PER_GRAPH // MiB} MiB (profile_cudagraph_memory's sum; sizes fitted to vLLM 0.19 H100 logs, ±0.12 GiB)")
