@@ -212,3 +212,23 @@ def falcon(c: Cfg) -> Family:
             w += norm(f"{p}.{ln}", h, bias=True)
     w += norm("transformer.ln_f", h, bias=True)
     return fam
+
+
+def gpt_bigcode(c: Cfg) -> Family:
+    """GPT-BigCode (StarCoder, SantaCoder): fused c_attn with one KV head when ``multi_query``, learned positions, biases, tied head."""
+    h, nh, nkv, hd = heads(c)
+    n, v = c.int("num_hidden_layers"), c.int("vocab_size")
+    inner = c.int("n_inner", None) or 4 * h
+    w = [Weight("transformer.wte.weight", v, h, 1, False, "shard"),
+         Weight("transformer.wpe.weight", c.int("max_position_embeddings"), h, 1, False, "replicate")]
+    if not c.bool("tie_word_embeddings", True):
+        w.append(Weight("lm_head.weight", v, h, 1, False, "shard"))
+    fam = Family([], w)
+    for i in range(n):
+        p = f"transformer.h.{i}"
+        fam.layers.append(FullAttention(nkv, hd, hd, nh))
+        w += norm(f"{p}.ln_1", h, bias=True) + norm(f"{p}.ln_2", h, bias=True)
+        w += mat(f"{p}.attn.c_attn", h + 2 * nkv * hd, h, bias=True) + mat(f"{p}.attn.c_proj", h, h, bias=True, bias_tp="replicate")
+        w += plain_mlp(f"{p}.mlp", h, inner, bias=True, names=("c_fc", "c_proj"))
+    w += norm("transformer.ln_f", h, bias=True)
+    return fam
