@@ -85,3 +85,29 @@ def test_custom_gpu_flags_and_roofline_fractions():
     d = json.loads(run("plan", "llama-3.1-8b", "--gpu", "h100", "--gpu-bandwidth", "3.0", "--gpu-bf16-tflops", "600",
                        "--achievable-bandwidth-fraction", "0.5", "--json").stdout)
     assert d["roofline"]["ridge_flops_per_byte"] == 200.0 and d["roofline"]["bandwidth_fraction"] == 0.5
+
+
+def test_pp_shows_every_stage_and_the_binding_one():
+    # Llama-3.1-8B, vLLM 0.19, PP 4 on the catalog H100 (79.22 GiB), util 0.95: ceil(total × 0.95) = 75.26 GiB;
+    # PP3 (layers 24–31, LM head, sampler): 75.26 − 4.26 − 2.01 − 0.07 = 68.91 GiB → 141,137 blocks of 0.5 MiB,
+    # fewer than PP0 (69.85 GiB, 1.08 GiB activation) and PP1/PP2 (3.28 GiB weights): PP3 binds.
+    args = ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--pp", "4", "--engine-version", "0.19.0",
+            "--gpu-memory-utilization", "0.95", "--max-model-len", "8192"]
+    d = json.loads(run(*args, "--json").stdout)
+    st = d["memory"]["stages"]
+    assert [s["layers"] for s in st] == [[0, 7], [8, 15], [16, 23], [24, 31]]
+    assert [s["binds"] for s in st] == [False, False, False, True] and d["memory"]["num_gpu_blocks"] == st[3]["num_gpu_blocks"] == 141_137
+    out = " ".join(run(*args).stdout.split())
+    assert "Pipeline stages" in out and "binding stage PP3" in out and "binds" in out
+
+
+def test_pp_errors():
+    from kvledger.errors import KvLedgerError
+    for args, text in [(("plan", "llama-3.1-8b", "--gpu", "h100", "--pp", "2", "--engine", "sglang"), "vLLM only"),
+                       (("plan", "llama-3.1-8b", "--gpu", "h100", "--pp", "64"), "more pipeline stages")]:
+        try:
+            runner.invoke(app, list(args), catch_exceptions=False)
+        except KvLedgerError as err:
+            assert text in str(err), (args, str(err))
+        else:
+            raise AssertionError(f"no error for {args}")

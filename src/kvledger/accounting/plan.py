@@ -135,6 +135,9 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     if s.engine != "vllm" and s.engine_version:
         raise InputError(f"--engine-version applies to vLLM; the {s.engine} rules are from one release "
                          "(SGLang 0.5.23, TensorRT-LLM's PyTorch backend) and take no version")
+    if s.engine != "vllm" and s.pp > 1:
+        raise InputError(f"--pp is modelled for vLLM only (its stage split, get_pp_indices, and per-stage profile); "
+                         f"plan {s.engine} with --tp, or use --engine vllm")
     if s.available_kv_memory_bytes is not None and s.available_kv_memory_bytes > gpu.memory_bytes:
         raise InputError(f"--available-kv-memory {s.available_kv_memory_bytes / GiB:.2f} GiB is more than the whole device "
                          f"({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass the figure your engine printed for one GPU")

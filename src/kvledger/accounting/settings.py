@@ -18,7 +18,7 @@ class PlanSettings(BaseModel):
 
     Attributes (units in names; vLLM flag names unless marked):
         engine: "vllm", "sglang" or "trtllm". engine_version: vLLM version ("0.10.2"); None = newest read.
-        tp: tensor-parallel degree. max_model_len: tokens; None = derived from the config.
+        tp: tensor-parallel degree. pp: pipeline-parallel degree (vLLM ``--pipeline-parallel-size``). max_model_len: tokens; None = derived from the config.
         contexts: context lengths to report concurrency at, tokens.
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
         free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load.
@@ -38,6 +38,7 @@ class PlanSettings(BaseModel):
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
     engine_version: str | None = None
     tp: int = Field(1, ge=1, le=1024)
+    pp: int = Field(1, ge=1, le=256)
     max_model_len: int | None = Field(None, ge=1, le=_TOKENS_MAX)
     contexts: tuple[int, ...] | None = None
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)

@@ -22,6 +22,7 @@ def plan(
     engine: str = typer.Option("vllm", "--engine", help="vllm, sglang or trtllm."),
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: newest read, 0.33.0)."),
     tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", help="Tensor-parallel degree."),
+    pp: int = typer.Option(1, "--pp", "--pipeline-parallel-size", help="Pipeline-parallel degree (vLLM): the stage with the fewest KV blocks binds."),
     max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Tokens (8192, 8K, 128K); default: from the config."),
     context: Optional[list[str]] = typer.Option(None, "--context", help="Context length(s) to report concurrency at; repeat or comma-separate (8K,128K)."),
     gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of the device total (default by version)."),
@@ -35,7 +36,7 @@ def plan(
     num_gpu_blocks_override: Optional[int] = typer.Option(None, "--num-gpu-blocks-override", help="vLLM's flag: fix the block count."),
     weights_memory: Optional[str] = typer.Option(None, "--weights-memory", help="Measured weight memory (e.g. 14.99GiB) instead of the computed one."),
     activation_peak: Optional[str] = typer.Option(None, "--activation-peak", help="Measured activation peak instead of the model."),
-    non_torch_memory: Optional[str] = typer.Option(None, "--non-torch-memory", help="Measured non-torch memory instead of 0.13 GiB."),
+    non_torch_memory: Optional[str] = typer.Option(None, "--non-torch-memory", help="Measured non-torch memory instead of the model (by vLLM version, TP and PP)."),
     cudagraph_memory: Optional[str] = typer.Option(None, "--cudagraph-memory", help="Your log's 'Estimated CUDA graph memory'."),
     gpu_memory: Optional[str] = typer.Option(None, "--gpu-memory", help="Device total as CUDA reports it (e.g. 79.18GiB), overriding the catalog."),
     gpu_bandwidth: Optional[float] = typer.Option(None, "--gpu-bandwidth", help="HBM bandwidth, TB/s (10^12 B/s), overriding the catalog."),
@@ -58,7 +59,7 @@ def plan(
 
     ctxs = tuple(parse_tokens(c, what="--context") for item in (context or []) for c in item.split(",") if c.strip()) or None
     settings = make_settings(
-        engine=engine.lower(), engine_version=engine_version, tp=tp,
+        engine=engine.lower(), engine_version=engine_version, tp=tp, pp=pp,
         max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None, contexts=ctxs,
         gpu_memory_utilization=gpu_memory_utilization, mem_fraction_static=mem_fraction_static,
         free_gpu_memory_fraction=free_gpu_memory_fraction, kv_cache_dtype=kv_cache_dtype,

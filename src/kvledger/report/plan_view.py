@@ -48,7 +48,8 @@ def _kv(p: Plan) -> Table:
 
 def _memory(p: Plan) -> Table:
     m = p.memory
-    t = _t(f"Memory plan: {m.engine} {m.engine_version}, per GPU", "term", "GiB", "GB", "source")
+    where = f"per GPU of the binding stage PP{next(st['rank'] for st in m.stages if st['binds'])}" if m.stages else "per GPU"
+    t = _t(f"Memory plan: {m.engine} {m.engine_version}, {where}", "term", "GiB", "GB", "source")
     t.add_row("device total", f"{m.gpu_total_bytes / GiB:,.2f}", f"{m.gpu_total_bytes / GB:,.2f}", p.gpu.memory_source)
     if m.requested_bytes != m.gpu_total_bytes:
         t.add_row(m.requested_label or f"× {m.fraction_name} {m.fraction}", f"{m.requested_bytes / GiB:,.2f}",
@@ -60,6 +61,21 @@ def _memory(p: Plan) -> Table:
     unit = "page" if m.engine == "sglang" else "block"
     t.add_row(f"bytes per {unit}", "", f"{m.bytes_per_block:,} B", f"{m.block_size} tokens × per-token bytes over the layers sharing a {unit}")
     t.add_row(f"{unit}s", "", f"{m.num_gpu_blocks:,}", f"floor(available / {m.bytes_per_block:,} B); usable {m.usable_blocks:,}")
+    return t
+
+
+def _stages(p: Plan) -> Table | None:
+    """One row per pipeline stage (per GPU of that stage), the binding one marked."""
+    if not p.memory.stages:
+        return None
+    t = _t(f"Pipeline stages (per GPU; TP {p.settings.tp} GPUs per stage)", "stage", "layers", "weights GiB", "activation GiB",
+           "non-torch GiB", "available KV GiB", "blocks", "")
+    for st in p.memory.stages:
+        what = ("embedding, " if st["is_first"] else "") + ("LM head + sampler, " if st["is_last"] else "")
+        t.add_row(f"PP{st['rank']}", f"{what}{st['layers'][0]}–{st['layers'][1]}", f"{st.get('weights_bytes', 0) / GiB:,.2f}",
+                  f"{st.get('activation_peak_bytes', 0) / GiB:,.2f}", f"{st.get('non_torch_memory_bytes', 0) / GiB:,.2f}",
+                  f"{st['available_kv_bytes'] / GiB:,.2f}", f"{st['num_gpu_blocks']:,}",
+                  "[bold]binds[/] (fewest blocks: the engine's pool)" if st["binds"] else "")
     return t
 
 
@@ -143,7 +159,7 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
     concurrency, waterfall, roofline, every note."""
     s = p.settings
     console.print(f"[bold]KV-cache ledger[/]: {p.model.name} on {p.gpu.name} — {p.memory.engine} {p.memory.engine_version}, "
-                  f"TP {s.tp}, max_model_len {p.memory.max_model_len:,}, max_num_batched_tokens {p.memory.max_num_batched_tokens:,}, "
+                  f"TP {s.tp}{f', PP {s.pp}' if s.pp > 1 else ''}, max_model_len {p.memory.max_model_len:,}, max_num_batched_tokens {p.memory.max_num_batched_tokens:,}, "
                   f"max_num_seqs {p.memory.max_num_seqs:,}")
     for line in summary_lines(p):
         console.print(f"  {line}", markup=False, highlight=False)
@@ -157,6 +173,9 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
     for n in p.kv.notes:
         console.print(f"[yellow]note:[/] {n}")
     console.print(_memory(p))
+    stages = _stages(p)
+    if stages is not None:
+        console.print(stages)
     if p.memory.printed_lines:
         console.print("[bold]The engine would print:[/]")
         for line in p.memory.printed_lines:
