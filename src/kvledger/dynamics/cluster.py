@@ -7,7 +7,8 @@ after ``t`` (a request that arrives during a step waits for the next one, as in 
 engine loop). A replica is advanced only with steps that start before the next known
 arrival. In closed-loop mode with several replicas, a finish on one replica can create an
 arrival for another, so a replica's steps must also start no later than the earliest
-time another busy replica's finish could send one (its clock + think time).
+time another busy replica's finish could send one (its clock + think time). Input validation
+(request_state.py ``accept``) rejects or caps requests longer than ``max_model_len``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import replace
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics import fast_path
-from kvledger.dynamics.request_state import SimRequest, rejected_record
+from kvledger.dynamics.request_state import SimRequest, accept
 from kvledger.dynamics.workload import RequestSpec
 from kvledger.errors import InputError
 from kvledger.records import RequestRecord
@@ -126,11 +127,11 @@ def _run_single_open(arr: _Arrivals, rep: Replica, progress) -> list[tuple[int, 
             continue
         if i == total:
             return out
-        spec = specs[i]
-        if spec.num_prompt_tokens + spec.num_output_tokens > max_len:
-            out.append((i, rejected_record(spec, max_len)))
+        req = accept(i, specs[i], max_len, rep.cfg.caps_output)
+        if req.__class__ is SimRequest:
+            rep.add(req)
         else:
-            rep.add(SimRequest(i, spec))
+            out.append((i, req))
         i += 1
 
 
@@ -162,12 +163,12 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
         if t_arr == _INF:
             return out
         spec, user = arr.pop()
-        if spec.num_prompt_tokens + spec.num_output_tokens > max_len:
-            out.append((uid, rejected_record(spec, max_len)))
+        req = accept(uid, spec, max_len, replicas[0].cfg.caps_output)
+        if req.__class__ is not SimRequest:
+            out.append((uid, req))
             if user >= 0:
                 arr.send(spec.arrival_s + think, user)
         else:
-            req = SimRequest(uid, spec)
             if user >= 0:
                 users[uid] = user
             replicas[0 if len(replicas) == 1 else route(replicas, req)].add(req)

@@ -63,6 +63,10 @@ class EngineConfig:
             padding (padded size − Σ prompt tokens) must not exceed ``max_paddings`` tokens (vLLM
             default 256), and the step is priced on the padded size. None: unpadded, as later V0
             releases (``_schedule_default``) count prompt tokens.
+        cap_output_at_max_model_len: vLLM v1 (0.33): serve a request whose prompt + output exceeds
+            ``max_model_len`` with its output capped at ``max_model_len − prompt``, rejecting only
+            prompts ≥ ``max_model_len``; False: reject prompt + output > ``max_model_len`` (V0's
+            OpenAI server). None → False under ``vllm_v0``, else True.
         blocks_for_tokens: blocks a request holds with ``n`` computed tokens, summed over KV
             cache groups (hybrid / sliding-window plans); None → ``ceil(n / block_size)``.
             Should accept numpy int64 arrays (elementwise) for speed.
@@ -82,6 +86,7 @@ class EngineConfig:
     scheduler_reserve_full_isl: bool = True
     max_paddings: int | None = None
     blocks_for_tokens: Callable[[int], int] | None = None
+    cap_output_at_max_model_len: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("num_gpu_blocks", "max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
@@ -143,6 +148,12 @@ class EngineConfig:
     def v0_watermark_blocks(self) -> int:
         """Blocks V0 keeps free when admitting a prompt, ``int(0.01 × num_gpu_blocks)`` (block_manager.py), blocks."""
         return int(V0_WATERMARK * self.num_gpu_blocks)
+
+    @property
+    def caps_output(self) -> bool:
+        """Whether requests longer than max_model_len are served capped (True) or rejected (see the field)."""
+        c = self.cap_output_at_max_model_len
+        return self.batching != "vllm_v0" if c is None else c
 
     @property
     def num_usable_blocks(self) -> int:

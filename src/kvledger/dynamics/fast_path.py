@@ -27,7 +27,7 @@ from itertools import accumulate
 import numpy as np
 
 from kvledger.accounting.stepcost import StepShape
-from kvledger.dynamics.request_state import FINISHED, SimRequest, rejected_record
+from kvledger.dynamics.request_state import FINISHED, SimRequest, accept
 from kvledger.dynamics.scheduler import v0_decode_limit
 
 __all__ = ["stretch", "admit_step", "run_open", "MAX_STRETCH_STEPS"]
@@ -263,13 +263,13 @@ def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
 
 def _deliver(rep, specs: list, i: int, out: list) -> int:
     """Move the arrivals visible at the next step's start into the waiting queue (or reject them); returns the next index."""
-    max_len, now = rep.cfg.max_model_len, rep.now_s
+    max_len, now, cap = rep.cfg.max_model_len, rep.now_s, rep.cfg.caps_output
     while i < len(specs) and specs[i].arrival_s <= now:
-        spec = specs[i]
-        if spec.num_prompt_tokens + spec.num_output_tokens > max_len:
-            out.append((i, rejected_record(spec, max_len)))
+        req = accept(i, specs[i], max_len, cap)
+        if req.__class__ is SimRequest:
+            rep.sched.waiting.append(req)
         else:
-            rep.sched.waiting.append(SimRequest(i, spec))
+            out.append((i, req))
         i += 1
     return i
 

@@ -244,7 +244,7 @@ class Replica:
             if not freed:
                 self.kv.free(req, preempted=False)
             spec = req.spec
-            rec = RequestRecord(spec.request_id, spec.arrival_s, spec.num_prompt_tokens, spec.num_output_tokens,
+            rec = RequestRecord(spec.request_id, spec.arrival_s, spec.num_prompt_tokens, req.num_output_tokens,
                                 first_token_s=float(times[0]), finish_s=float(times[-1]), chunk_times_s=times,
                                 num_cached_tokens=req.num_cached_tokens, num_preemptions=req.num_preemptions)
             out.append((req, rec))
