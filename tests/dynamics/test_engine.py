@@ -51,6 +51,16 @@ CONFIGS = {
     "v0-sliding": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=512,
                        batching="vllm_v0", enable_chunked_prefill=False, enable_prefix_caching=False,
                        blocks_for_tokens=lambda n: -(-n // 16) + min(-(-n // 16), 3)),
+    # vLLM v1's async scheduling (batch queue of two): roomy, preemption-heavy, radix cache, seat-bound, capped
+    "async-roomy": dict(num_gpu_blocks=2000, block_size=16, max_model_len=512, async_scheduling=True),
+    "async-tight": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
+                        async_scheduling=True),
+    "async-sglang": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
+                         prefix_caching_policy="sglang", async_scheduling=True),
+    "async-seats": dict(num_gpu_blocks=2000, block_size=16, max_model_len=160, max_num_seqs=8,
+                        async_scheduling=True),
+    "async-sliding": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, enable_prefix_caching=False,
+                          blocks_for_tokens=lambda n: -(-n // 16) + min(-(-n // 16), 3), async_scheduling=True),
 }
 
 
@@ -63,7 +73,7 @@ def test_fast_forward_gives_exactly_the_step_by_step_result(name):
     assert a.records.records == b.records.records  # every token time bit for bit, cached tokens, preemptions
     assert a.summary.num_steps == b.summary.num_steps and a.summary.num_preemptions == b.summary.num_preemptions
     assert a.summary.num_finished + a.summary.num_rejected == len(reqs)
-    assert (a.summary.num_rejected > 0) == (name == "rejects")
+    assert (a.summary.num_rejected > 0) == (name in ("rejects", "async-seats"))
 
 
 def test_same_inputs_give_byte_identical_json():

@@ -63,6 +63,12 @@ class EngineConfig:
             padding (padded size − Σ prompt tokens) must not exceed ``max_paddings`` tokens (vLLM
             default 256), and the step is priced on the padded size. None: unpadded, as later V0
             releases (``_schedule_default``) count prompt tokens.
+        async_scheduling: vLLM v1's async scheduling (``--async-scheduling``; on by default in 0.33,
+            ``config/vllm.py : VllmConfig.__post_init__``): a batch queue of two steps
+            (``v1/engine/core.py : EngineCore.step_with_batch_queue``), so step k+1 is scheduled
+            while step k runs — a request arriving during step k joins step k+2, and a request
+            finishing in step k frees its blocks (and its ``max_num_seqs`` seat) only after step
+            k+1 is scheduled. Only with ``batching='continuous'``. False: synchronous engine.
         cap_output_at_max_model_len: vLLM v1 (0.33): serve a request whose prompt + output exceeds
             ``max_model_len`` with its output capped at ``max_model_len − prompt``, rejecting only
             prompts ≥ ``max_model_len``; False: reject prompt + output > ``max_model_len`` (V0's
@@ -87,6 +93,7 @@ class EngineConfig:
     max_paddings: int | None = None
     blocks_for_tokens: Callable[[int], int] | None = None
     cap_output_at_max_model_len: bool | None = None
+    async_scheduling: bool = False
 
     def __post_init__(self) -> None:
         for name in ("num_gpu_blocks", "max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
@@ -122,6 +129,9 @@ class EngineConfig:
         if self.max_paddings is not None and self.batching != "vllm_v0":
             raise InputError("max_paddings applies to vLLM V0's padded prompt batches only; set batching='vllm_v0' "
                              "or leave max_paddings unset")
+        if self.async_scheduling and self.batching != "continuous":
+            raise InputError(f"async_scheduling models vLLM v1's batch queue and needs batching='continuous', got "
+                             f"batching={self.batching!r}; use --no-async-scheduling for the {self.batching} rule")
         if self.blocks_for_tokens is not None and self.enable_prefix_caching:
             raise InputError("prefix caching is not modelled for hybrid / sliding-window KV layouts "
                              "(a custom blocks_for_tokens); set enable_prefix_caching=False")

@@ -250,12 +250,14 @@ class PagedKVManager:
         return new, np.cumsum(new.sum(axis=0))
 
     def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
-                       free_finished: bool = True) -> None:
+                       free_finished: bool = True, lag: int = 0) -> None:
         """Allocate the stretch's blocks and free finishing requests, in step-by-step order.
 
         Within a step, blocks go in running order; a request that finishes in a step is freed
         after that step's allocations (unless ``free_finished`` is False: the caller frees
-        them). The requests' token counters must already be final when freeing here.
+        them), or with ``lag`` 1 (async scheduling) after the next step's; one whose free would
+        fall past the stretch is left to the caller. The requests' token counters must already
+        be final when freeing here.
         """
         B, n = self.block_size, len(running)
         two_n = 2 * n
@@ -276,7 +278,7 @@ class PagedKVManager:
                         ev.append(j * two_n + idx)
                     else:
                         ev.extend(range(j * two_n + idx, end * two_n, B * two_n))
-        frees = [(m - 1) * two_n + n + i for i, m in enumerate(rems) if m <= k] if free_finished else None
+        frees = [(m - 1 + lag) * two_n + n + i for i, m in enumerate(rems) if m + lag <= k] if free_finished else None
         if not frees:
             if ev:
                 if len(ev) > 1:
