@@ -81,13 +81,13 @@ class Plan:
             return self.layout.blocks_for_tokens(num_tokens)
         return cdiv(num_tokens, self.memory.block_size)
 
-    def step_cost(self, cpu_overhead_s: float | None = None) -> RooflineStepCost:
-        """The roofline as a StepCostModel with this plan's efficiencies."""
+    def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False) -> RooflineStepCost:
+        """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling)."""
         s = self.settings
         return RooflineStepCost(self.model, self.gpu, self.kv, s.tp, flops_fraction=s.achievable_flops_fraction,
                                 bandwidth_fraction=s.achievable_bandwidth_fraction,
                                 cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
-                                weights_bytes=s.weights_bytes)
+                                weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu)
 
     def row_at(self, context_tokens: int) -> ConcurrencyRow | None:
         """The concurrency row at a context (max_model_len's row is always available), or None."""

@@ -60,7 +60,7 @@ def _plan_setup(model: str, gpu: str, step_cost: str = "roofline", cost_gpu: str
     a = SimRequestArgs(model=model, gpu=gpu, step_cost=step_cost, **kw)
     plan, _ = load_plan(a)
     cfg, notes = engine_config_from_plan(plan)
-    cost, info = make_step_cost(replace(a, gpu=cost_gpu or gpu), plan)
+    cost, info = make_step_cost(replace(a, gpu=cost_gpu or gpu), plan, overlap_cpu=cfg.async_scheduling)
     return cfg, cost, notes + [f"{plan.model.name} on {plan.gpu.name}; step cost: {info['name']} ({info['source']})"]
 
 
@@ -72,7 +72,8 @@ def _batching(quick: bool) -> ExperimentResult:
         reqs = anyscale_workload(cap, n)
         res = {}
         for mode in ("static", "continuous"):
-            c = replace(cfg, batching=mode, enable_prefix_caching=False)
+            c = replace(cfg, batching=mode, enable_prefix_caching=False,
+                        async_scheduling=cfg.async_scheduling and mode == "continuous")
             res[mode] = simulate(reqs, c, cost).summary
         rows.append({"output_cap_tokens": cap,
                      "output_mean_tokens": float(np.mean([r.num_output_tokens for r in reqs])),
