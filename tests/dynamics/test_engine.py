@@ -59,6 +59,14 @@ CONFIGS = {
                          prefix_caching_policy="sglang", async_scheduling=True),
     "async-seats": dict(num_gpu_blocks=2000, block_size=16, max_model_len=160, max_num_seqs=8,
                         async_scheduling=True),
+    # SGLang's own scheduler: prefill-first steps, reservation admission, retraction; fixed lengths and EOS ratio
+    "sglang-rule": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
+                        batching="sglang", prefix_caching_policy="sglang"),
+    "sglang-rule-eos": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
+                            batching="sglang", prefix_caching_policy="sglang", ignore_eos=False,
+                            scheduling_policy="lpm"),
+    "sglang-rule-roomy": dict(num_gpu_blocks=2000, block_size=16, max_model_len=512, batching="sglang",
+                              prefix_caching_policy="sglang"),
     "async-sliding": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, enable_prefix_caching=False,
                           blocks_for_tokens=lambda n: -(-n // 16) + min(-(-n // 16), 3), async_scheduling=True),
 }

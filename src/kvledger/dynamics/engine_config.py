@@ -26,6 +26,9 @@ SCHEDULING_POLICIES = {
 BATCHING_POLICIES = {
     "continuous": "iteration-level scheduling: requests join and leave every step (Orca, vLLM)",
     "static": "a batch is formed from waiting requests and runs until its last request ends; no joins",
+    "sglang": "SGLang's scheduler (managers/scheduler.py, 0.5.x, overlap and mixed chunks off): a step is a prefill "
+              "batch whenever one can be formed (running decodes pause), else a decode batch; admission reserves "
+              "running requests' future tokens (new_token_ratio); one chunked request; decode-time retraction",
     "vllm_v0": "vLLM V0 default scheduler, chunked prefill off (vllm/core/scheduler.py::_schedule; "
                "later _schedule_default): prefills first; a step is prompt-only when a waiting prompt can be "
                "admitted (its blocks + 1% watermark free, max_num_batched_tokens, max_num_seqs, max_paddings), "
@@ -69,6 +72,9 @@ class EngineConfig:
             while step k runs — a request arriving during step k joins step k+2, and a request
             finishing in step k frees its blocks (and its ``max_num_seqs`` seat) only after step
             k+1 is scheduled. Only with ``batching='continuous'``. False: synchronous engine.
+        ignore_eos: ``batching='sglang'`` only: requests are sent with ``ignore_eos`` (benchmark replays of
+            fixed output lengths), so SGLang's admission reserves their whole remaining output; False: it
+            reserves ``new_token_ratio`` of it, as for requests that may stop at EOS.
         cap_output_at_max_model_len: vLLM v1 (0.33): serve a request whose prompt + output exceeds
             ``max_model_len`` with its output capped at ``max_model_len − prompt``, rejecting only
             prompts ≥ ``max_model_len``; False: reject prompt + output > ``max_model_len`` (V0's
@@ -94,6 +100,7 @@ class EngineConfig:
     blocks_for_tokens: Callable[[int], int] | None = None
     cap_output_at_max_model_len: bool | None = None
     async_scheduling: bool = False
+    ignore_eos: bool = True
 
     def __post_init__(self) -> None:
         for name in ("num_gpu_blocks", "max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):

@@ -83,6 +83,7 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
             finished.append((r, step0 + m - 1))
     used0, held0 = kv.num_used_blocks, kv.held_slots
     kv.stretch_commit(running, comp, rems, k, lag=lag)  # blocks in step-by-step order; frees the finished
+    rep.sched.advance_decode(k)
     rep._push_times(ends[1: k + 1])
     rep.now_s = ends[k]
     _account(rep, pieces, k, ends, used0, held0, running, rems)

@@ -17,7 +17,7 @@ __all__ = ["POLICY_PRESETS", "engine_config_from_plan", "plan_blocks_for_tokens"
 
 POLICY_PRESETS: dict[str, dict[str, Any]] = {
     "vllm": {"prefix_caching_policy": "vllm", "scheduling_policy": "fcfs"},
-    "sglang": {"prefix_caching_policy": "sglang", "scheduling_policy": "lpm"},
+    "sglang": {"batching": "sglang", "prefix_caching_policy": "sglang", "scheduling_policy": "fcfs"},
     "static": {"batching": "static", "enable_prefix_caching": False},
     "contiguous": {"kv_allocation": "contiguous", "enable_prefix_caching": False},
 }

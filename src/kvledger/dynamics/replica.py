@@ -26,6 +26,7 @@ from kvledger.dynamics import fast_path
 from kvledger.dynamics.engine_config import EngineConfig, make_kv_manager
 from kvledger.dynamics.request_state import FINISHED, SimRequest
 from kvledger.dynamics.scheduler import Scheduler, padded_prompt_shape
+from kvledger.dynamics.sglang_scheduler import SGLangScheduler
 from kvledger.dynamics.steplog import KvUsageTracker, StepLog
 from kvledger.records import RequestRecord
 
@@ -49,7 +50,7 @@ class Replica:
                  fast_forward: bool = True, kv_manager=None) -> None:
         self.cfg, self.cost, self.index = cfg, cost, index
         self.kv = make_kv_manager(cfg) if kv_manager is None else kv_manager
-        self.sched = Scheduler(cfg, self.kv)
+        self.sched = SGLangScheduler(cfg, self.kv) if cfg.batching == "sglang" else Scheduler(cfg, self.kv)
         self.now_s = 0.0
         self.fast_forward = fast_forward
         self._t = np.empty(4096, dtype=np.float64)  # end time of step (base + i), s
@@ -236,6 +237,8 @@ class Replica:
             return False
         if not sched.waiting or self._static:
             return True
+        if self.cfg.batching == "sglang":  # its admission budget moves every decode step (new_token_ratio)
+            return False
         return pure_decode and not admitted and not finished and self.cfg.scheduling_policy != "lpm"
 
     # ---------------------------------------------------- token-time storage

@@ -148,6 +148,9 @@ class Scheduler:
             admitted = self._admit(scheduled, budget)
         return scheduled, preempted, admitted
 
+    def advance_decode(self, num_steps: int) -> None:
+        """The fast path ran ``num_steps`` pure decode steps (nothing to update for vLLM's rules)."""
+
     def _grow_or_preempt(self, req: SimRequest, n: int, preempted: list[SimRequest], *, need_free_block: bool) -> bool:
         """Give ``req`` blocks for ``n`` more tokens, preempting the newest running request (recompute) until they fit.
 
