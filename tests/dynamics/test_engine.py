@@ -183,6 +183,18 @@ def test_prefix_aware_routing_keeps_shared_prefixes_together():
     assert pa.prefix_cache_hit_rate == pytest.approx(10 * 64 / 840)
 
 
+def test_prefix_aware_falls_back_to_the_replica_with_the_least_routed_text():
+    # sgl-router's cache-aware rule below the match threshold goes to the smallest approximate tree, not the least
+    # loaded replica. Unique prompts, loads balanced (≤ 32 apart): a (100 tokens) → replica 0 (both trees empty,
+    # lowest index); b (10) → replica 1 (tree 0 holds 100 tokens, tree 1 none); c (10) → replica 1 again (100 vs 10),
+    # although both replicas then run one request each and least-loaded would pick replica 0.
+    reqs = [RequestSpec("a", 0.0, 100, 50), RequestSpec("b", 0.001, 10, 50), RequestSpec("c", 0.002, 10, 50)]
+    res = simulate(reqs, EngineConfig(num_gpu_blocks=100, max_model_len=256, block_size=16), STEP, num_replicas=2,
+                   router="prefix_aware", record_steps=True)
+    on = {rid: i for i, log in enumerate(res.steps) for d in log.dicts() for rid, _ in d["batch"]}
+    assert on == {"a": 0, "b": 1, "c": 1}
+
+
 def test_step_log_exports_jsonl_and_chrome_trace():
     res = simulate([RequestSpec("a", 0.0, 6, 3)], EngineConfig(num_gpu_blocks=10, max_model_len=16, block_size=4),
                    STEP, record_steps=True)
