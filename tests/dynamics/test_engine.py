@@ -12,6 +12,7 @@ from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.engine import EngineConfig, simulate
 from kvledger.dynamics.metrics import percentiles
+from kvledger.dynamics.swa_step import StepBlockRule
 from kvledger.dynamics.workload import RequestSpec
 from kvledger.errors import InputError, UnknownNameError
 
@@ -29,6 +30,9 @@ def random_workload(n=300, seed=0, groups=4):
                                tuple(g * 100 + j for j in range(nseg)), 32))
     return out
 
+
+# one full and one sliding group (W = 40 tokens), block 16, in-flight 2 × 256 tokens
+_SWA = StepBlockRule((("full", 16, 0), ("sliding_window", 16, 40)), 512, 512)
 
 CONFIGS = {
     "vllm-roomy": dict(num_gpu_blocks=2000, block_size=16, max_model_len=512),
@@ -59,6 +63,12 @@ CONFIGS = {
                          prefix_caching_policy="sglang", async_scheduling=True),
     "async-seats": dict(num_gpu_blocks=2000, block_size=16, max_model_len=160, max_num_seqs=8,
                         async_scheduling=True),
+    # vLLM's per-step sliding-window rule (a chunk holds its blocks for one step), sync and async
+    "sliding-step": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, enable_prefix_caching=False,
+                         max_num_batched_tokens=256, blocks_for_tokens=_SWA.steady, step_blocks=_SWA),
+    "sliding-step-async": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, enable_prefix_caching=False,
+                               max_num_batched_tokens=256, blocks_for_tokens=_SWA.steady, step_blocks=_SWA,
+                               async_scheduling=True),
     # SGLang's own scheduler: prefill-first steps, reservation admission, retraction; fixed lengths and EOS ratio
     "sglang-rule": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
                         batching="sglang", prefix_caching_policy="sglang"),

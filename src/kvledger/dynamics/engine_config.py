@@ -72,6 +72,10 @@ class EngineConfig:
             while step k runs — a request arriving during step k joins step k+2, and a request
             finishing in step k frees its blocks (and its ``max_num_seqs`` seat) only after step
             k+1 is scheduled. Only with ``batching='continuous'``. False: synchronous engine.
+        step_blocks: with ``blocks_for_tokens``, vLLM's per-step sliding-window block rule
+            (``kvledger.dynamics.swa_step.StepBlockRule``): a prefill chunk holds blocks for all its
+            tokens until the next step frees those left of the window, and admission counts
+            ``max_admission_blocks_per_request``; None: the steady-state window throughout.
         ignore_eos: ``batching='sglang'`` only: requests are sent with ``ignore_eos`` (benchmark replays of
             fixed output lengths), so SGLang's admission reserves their whole remaining output; False: it
             reserves ``new_token_ratio`` of it, as for requests that may stop at EOS.
@@ -101,6 +105,7 @@ class EngineConfig:
     cap_output_at_max_model_len: bool | None = None
     async_scheduling: bool = False
     ignore_eos: bool = True
+    step_blocks: Any = None
 
     def __post_init__(self) -> None:
         for name in ("num_gpu_blocks", "max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
@@ -139,6 +144,9 @@ class EngineConfig:
         if self.async_scheduling and self.batching != "continuous":
             raise InputError(f"async_scheduling models vLLM v1's batch queue and needs batching='continuous', got "
                              f"batching={self.batching!r}; use --no-async-scheduling for the {self.batching} rule")
+        if self.step_blocks is not None and (self.blocks_for_tokens is None or self.batching == "vllm_v0"):
+            raise InputError("step_blocks (vLLM v1's per-step sliding-window rule) needs blocks_for_tokens and a v1 "
+                             "batching rule")
         if self.blocks_for_tokens is not None and self.enable_prefix_caching:
             raise InputError("prefix caching is not modelled for hybrid / sliding-window KV layouts "
                              "(a custom blocks_for_tokens); set enable_prefix_caching=False")
@@ -203,6 +211,7 @@ class EngineConfig:
         """Plain JSON-ready settings (``blocks_for_tokens`` reported as "custom" or None)."""
         d = asdict(self)
         d["blocks_for_tokens"] = None if self.blocks_for_tokens is None else "custom"
+        d["step_blocks"] = None if self.step_blocks is None else "vLLM per-step sliding-window rule"
         return d
 
 
@@ -216,4 +225,4 @@ def make_kv_manager(cfg: EngineConfig):
     # the pool keeps block 0 as v1's null block; V0 had none, so give it one more id to keep all usable
     return PagedKVManager(cfg.num_usable_blocks + 1, cfg.block_size, cfg.enable_prefix_caching,
                           cfg.blocks_for_tokens, contiguous=cfg.kv_allocation == "contiguous",
-                          max_model_len=cfg.max_model_len)
+                          max_model_len=cfg.max_model_len, step_blocks=cfg.step_blocks)

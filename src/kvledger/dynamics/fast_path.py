@@ -220,8 +220,8 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
         rep.last_start_s = start
     else:
         out = rep._finish(finished) if finished else []
-    rep.ready = all_emitted
-    rep.steady = rep._next_is_steady([], admitted, finished or freed, all_emitted, not plan)
+    rep.ready = all_emitted and not rep._overheld()
+    rep.steady = rep._next_is_steady([], admitted, finished or freed, rep.ready, not plan)
     return out, ([r for r in running if r.status != FINISHED] if finished else running)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.dynamics.engine_config import EngineConfig
+from kvledger.dynamics.swa_step import StepBlockRule
 from kvledger.errors import InputError, UnknownNameError
 
 __all__ = ["POLICY_PRESETS", "engine_config_from_plan", "plan_blocks_for_tokens", "default_async_scheduling"]
@@ -92,6 +93,11 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
     if bft is not None:
         fields["blocks_for_tokens"] = bft
         notes.append("hybrid / sliding-window KV layout: blocks per request from the plan's KV cache groups")
+        if m.engine == "vllm" and plan.layout is not None and fields.get("batching", "continuous") != "vllm_v0":
+            fields["step_blocks"] = StepBlockRule.from_layout(plan.layout, m.max_model_len, plan.inflight_tokens)
+            notes.append("sliding-window groups hold a prefill chunk's blocks until the next step and admit on "
+                         f"max_admission_blocks_per_request (in-flight tokens {plan.inflight_tokens:,}; "
+                         "v1/core/single_type_kv_cache_manager.py)")
         if fields.get("enable_prefix_caching", True):
             fields["enable_prefix_caching"] = False
             notes.append("prefix caching is not modelled for hybrid layouts: simulated with it off")

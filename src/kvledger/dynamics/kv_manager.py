@@ -42,13 +42,15 @@ class PagedKVManager:
             block-level hashing (the caller must pass ``enable_caching=False``).
         contiguous: reserve ``blocks_for_tokens(max_model_len)`` blocks at admission.
         max_model_len: the engine's max_model_len, tokens (used when ``contiguous``).
+        step_blocks: vLLM's per-step sliding-window rule (swa_step.py ``StepBlockRule``): a chunk's
+            blocks while it is computed and the capped admission check; None → ``blocks_for_tokens``.
     """
 
     name = "vllm"
 
     def __init__(self, num_gpu_blocks: int, block_size: int, enable_caching: bool,
                  blocks_for_tokens: Callable[[int], int] | None = None, contiguous: bool = False,
-                 max_model_len: int = 0) -> None:
+                 max_model_len: int = 0, step_blocks=None) -> None:
         self.pool = BlockPool(num_gpu_blocks, enable_caching)
         self.block_size = block_size
         self.enable_caching = enable_caching
@@ -58,6 +60,7 @@ class PagedKVManager:
         self._bft_vec = vectorize_blocks_for_tokens(blocks_for_tokens) if blocks_for_tokens else None
         self.contiguous = contiguous
         self.max_model_len = max_model_len
+        self.step_blocks = step_blocks
         self.query_tokens = 0  # prompt tokens looked up at first admission, tokens
         self.hit_tokens = 0  # of which served from the cache, tokens
         self.recompute_hit_tokens = 0  # tokens a preempted request got back from the cache, tokens
@@ -162,7 +165,10 @@ class PagedKVManager:
             pool.touch(hits)
             req.blocks = hits + pool.allocate(self.bft(alloc_tokens) - n_hit)
         else:
-            if self.custom_bft:
+            if self.step_blocks is not None:
+                need_fit = max(self.step_blocks.admission(fit_tokens), self.step_blocks.held_after(0, alloc_tokens))
+                need = self.step_blocks.held_after(0, alloc_tokens)
+            elif self.custom_bft:
                 need_fit, need = self.bft(fit_tokens), self.bft(alloc_tokens)
             else:
                 need_fit, need = -(-fit_tokens // B), -(-alloc_tokens // B)
@@ -185,7 +191,9 @@ class PagedKVManager:
     def grow(self, req: SimRequest, num_new_tokens: int) -> bool:
         """Blocks for ``num_new_tokens`` more tokens of a running request; False (nothing changed) if they do not fit."""
         upto = req.num_computed_tokens + num_new_tokens
-        if self.custom_bft:
+        if self.step_blocks is not None:
+            need = self.step_blocks.held_after(req.num_computed_tokens, num_new_tokens) - len(req.blocks)
+        elif self.custom_bft:
             need = self.bft(upto) - len(req.blocks)
         else:
             need = (upto + self.block_size - 1) // self.block_size - len(req.blocks)

@@ -76,6 +76,15 @@ class Replica:
         t = self.last_start_s
         return self.now_s if t is None else t
 
+    def _overheld(self) -> bool:
+        """A request still holds a prefill chunk's out-of-window blocks (swa_step.py): the next step frees them, so it
+        must be a general step (the fast path only ever adds blocks)."""
+        rule = self.cfg.step_blocks
+        if rule is None:
+            return False
+        steady = rule.steady
+        return any(len(r.blocks) > steady(r.num_computed_tokens + 1) for r in self.sched.running)
+
     def _drain(self) -> bool:
         """Async: process the in-flight step's output (free its finishers); returns whether any were freed."""
         if not self._deferred:
@@ -170,7 +179,7 @@ class Replica:
             out = self._finish(finished) if finished else []
         if finished:
             sched.running = [r for r in sched.running if r.status != FINISHED]
-        self.ready = everyone and all_emitted and not preempted
+        self.ready = everyone and all_emitted and not preempted and not self._overheld()
         self.steady = self._next_is_steady(preempted, admitted, finished or freed, self.ready, dec == len(plan))
         return out
 
