@@ -139,7 +139,9 @@ def _prefix_cache(quick: bool) -> ExperimentResult:
     single = load_trace("mooncake", num_requests=n, rate_scale=0.5)
     for label, kw in (("no caching", dict(enable_prefix_caching=False)),
                       ("vllm (hash, FCFS)", dict(prefix_caching_policy="vllm", scheduling_policy="fcfs")),
-                      ("sglang (radix, LPM)", dict(prefix_caching_policy="sglang", scheduling_policy="lpm"))):
+                      ("sglang (radix, LPM; SGLang's scheduler)",
+                       dict(batching="sglang", prefix_caching_policy="sglang", scheduling_policy="lpm",
+                            async_scheduling=False))):
         s = simulate(single, replace(cfg, **kw), cost).summary
         rows.append(_cache_row(label, 1, "—", s))
     k = 4
