@@ -81,12 +81,13 @@ class Plan:
             return self.layout.blocks_for_tokens(num_tokens)
         return cdiv(num_tokens, self.memory.block_size)
 
-    def step_cost(self, cpu_overhead_s: float | None = None) -> RooflineStepCost:
-        """The roofline as a StepCostModel with this plan's efficiencies."""
+    def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False) -> RooflineStepCost:
+        """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling)."""
         s = self.settings
         return RooflineStepCost(self.model, self.gpu, self.kv, s.tp, flops_fraction=s.achievable_flops_fraction,
                                 bandwidth_fraction=s.achievable_bandwidth_fraction,
-                                cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s)
+                                cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
+                                weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu)
 
     def row_at(self, context_tokens: int) -> ConcurrencyRow | None:
         """The concurrency row at a context (max_model_len's row is always available), or None."""
@@ -169,7 +170,8 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     roof = None
     if with_roofline and mem.fits:  # no roofline for a model whose weights do not fit: advice says what would
         rc = RooflineStepCost(model, gpu, kv, s.tp, flops_fraction=s.achievable_flops_fraction,
-                              bandwidth_fraction=s.achievable_bandwidth_fraction, cpu_overhead_s=s.cpu_overhead_s)
+                              bandwidth_fraction=s.achievable_bandwidth_fraction, cpu_overhead_s=s.cpu_overhead_s,
+                              weights_bytes=s.weights_bytes)
         maxc = {r.context_tokens: float(r.max_running) for r in rows if r.max_requests > 0}
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
     plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len)

@@ -46,6 +46,7 @@ def simulate(
     router: str = typer.Option("round_robin", "--router", help="round_robin, least_loaded or prefix_aware."),
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline (from the plan); calibrated (bundled measurements for this model, GPU and TP, when they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them)."),
     cpu_overhead: Optional[str] = typer.Option(None, "--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms)."),
+    async_scheduling: Optional[bool] = typer.Option(None, "--async-scheduling/--no-async-scheduling", help="vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write records.json, steps.jsonl, trace.json (Chrome) and summary.json here."),
     force: bool = typer.Option(False, "--force", help="Allow --out to overwrite existing files."),
@@ -65,7 +66,7 @@ def simulate(
         num_gpu_blocks_override=num_gpu_blocks_override, enable_prefix_caching=prefix_caching,
         enable_chunked_prefill=chunked_prefill, policy=policy, prefix_caching_policy=prefix_caching_policy,
         scheduling_policy=scheduling_policy, batching=batching, kv_allocation=kv_allocation, replicas=replicas,
-        router=router, step_cost=step_cost, cpu_overhead=cpu_overhead)
+        router=router, step_cost=step_cost, cpu_overhead=cpu_overhead, async_scheduling=async_scheduling)
     synthetic = None
     if prompt_lengths is not None or output_lengths is not None or arrival_cv is not None:
         if prompt_lengths is None or output_lengths is None:
