@@ -97,8 +97,9 @@ def test_pp_shows_every_stage_and_the_binding_one():
     st = d["memory"]["stages"]
     assert [s["layers"] for s in st] == [[0, 7], [8, 15], [16, 23], [24, 31]]
     assert [s["binds"] for s in st] == [False, False, False, True] and d["memory"]["num_gpu_blocks"] == st[3]["num_gpu_blocks"] == 141_137
-    out = " ".join(run(*args).stdout.split())
+    out = " ".join(run(*args, "--verbose").stdout.split())
     assert "Pipeline stages" in out and "binding stage PP3" in out and "binds" in out
+    assert "the binding stage PP3 (layers 24–31, LM head + sampler)" in " ".join(run(*args).stdout.split())
 
 
 def test_pp_errors():

@@ -265,7 +265,7 @@ def register(app: typer.Typer) -> None:
         num_gpu_blocks_override: so.NumGpuBlocksOverride = None, prefix_caching: so.PrefixCaching = None,
         chunked_prefill: so.ChunkedPrefill = None, policy: so.Policy = None,
         prefix_caching_policy: so.PrefixCachingPolicy = None, scheduling_policy: so.SchedulingPolicy = None,
-        batching: so.Batching = None, kv_allocation: so.KvAllocation = None, step_cost: so.StepCost = None,
+        batching: so.Batching = None, kv_allocation: so.KvAllocation = None, async_scheduling: so.AsyncScheduling = None, step_cost: so.StepCost = None,
         cpu_overhead: so.CpuOverhead = None,
     ) -> None:
         """Self-host vs API: USD per 1M input/output tokens priced by goodput, monthly bills, break-even, deciding factors.

@@ -206,7 +206,7 @@ def register(app: typer.Typer) -> None:
         num_gpu_blocks_override: so.NumGpuBlocksOverride = None, prefix_caching: so.PrefixCaching = None,
         chunked_prefill: so.ChunkedPrefill = None, policy: so.Policy = None,
         prefix_caching_policy: so.PrefixCachingPolicy = None, scheduling_policy: so.SchedulingPolicy = None,
-        batching: so.Batching = None, kv_allocation: so.KvAllocation = None, step_cost: so.StepCost = None,
+        batching: so.Batching = None, kv_allocation: so.KvAllocation = None, async_scheduling: so.AsyncScheduling = None, step_cost: so.StepCost = None,
         cpu_overhead: so.CpuOverhead = None,
     ) -> None:
         """Goodput under latency SLOs: req/s and tok/s that met every SLO, attainment, effective-cost multiplier.

@@ -42,6 +42,7 @@ PrefixCachingPolicy = Annotated[Optional[str], typer.Option("--prefix-caching-po
 SchedulingPolicy = Annotated[Optional[str], typer.Option("--scheduling-policy", help=_S + "fcfs or lpm.", show_default=False)]
 Batching = Annotated[Optional[str], typer.Option("--batching", help=_S + "continuous or static.", show_default=False)]
 KvAllocation = Annotated[Optional[str], typer.Option("--kv-allocation", help=_S + "paged or contiguous.", show_default=False)]
+AsyncScheduling = Annotated[Optional[bool], typer.Option("--async-scheduling/--no-async-scheduling", help=_S + "vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33).", show_default=False)]
 Replicas = Annotated[Optional[int], typer.Option("--replicas", help=_S + "identical engine replicas behind a router (default 1).", show_default=False)]
 Router = Annotated[Optional[str], typer.Option("--router", help=_S + "round_robin (default), least_loaded or prefix_aware.", show_default=False)]
 StepCost = Annotated[Optional[str], typer.Option("--step-cost", help=_S + "roofline (default; from the memory plan), calibrated (bundled measurements for this model/GPU/TP) or calibrated:SOURCE:MODEL@GPU/tpN (a bundled table by key).", show_default=False)]
@@ -64,7 +65,8 @@ SIM_FLAGS: dict[str, tuple[str | None, Any, str]] = {
     "policy": ("policy", None, "--policy"),
     "prefix_caching_policy": ("prefix_caching_policy", None, "--prefix-caching-policy"),
     "scheduling_policy": ("scheduling_policy", None, "--scheduling-policy"), "batching": ("batching", None, "--batching"),
-    "kv_allocation": ("kv_allocation", None, "--kv-allocation"), "replicas": ("replicas", 1, "--replicas"),
+    "kv_allocation": ("kv_allocation", None, "--kv-allocation"),
+    "async_scheduling": ("async_scheduling", None, "--async-scheduling"), "replicas": ("replicas", 1, "--replicas"),
     "router": ("router", "round_robin", "--router"), "step_cost": ("step_cost", "roofline", "--step-cost"),
     "cpu_overhead": ("cpu_overhead", None, "--cpu-overhead"),
     "prompt_lengths": (None, None, "--prompt-lengths"), "output_lengths": (None, None, "--output-lengths"),

@@ -138,6 +138,11 @@ def summary_lines(p: Plan) -> list[str]:
     weights = f"weights {w / GiB:,.2f} GiB, " if w is not None else ""
     avail = (f"available KV memory {m.available_kv_bytes / GiB:,.2f} GiB" if m.available_kv_bytes > 0 else
              f"no memory left for the KV cache (short by {-m.available_kv_bytes / GiB:,.2f} GiB)")
+    if m.stages:
+        bind = next(st for st in m.stages if st["binds"])
+        out.append(f"pipeline: {len(m.stages)} stages × TP {p.settings.tp} GPUs; the binding stage PP{bind['rank']} "
+                   f"(layers {bind['layers'][0]}–{bind['layers'][1]}{', LM head + sampler' if bind['is_last'] else ''}) has the "
+                   "fewest blocks and sizes the engine's pool; figures below are per GPU of that stage")
     out.append(f"memory per GPU: {weights}{avail} "
                f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version} rule from the device total {m.gpu_total_bytes / GiB:,.2f} GiB'})"
                f" → {m.num_gpu_blocks:,} blocks of {m.block_size} tokens")
