@@ -19,6 +19,8 @@ from typing import Any
 
 import typer
 
+from kvledger import strict_json
+
 from kvledger.cli import sim_opts as so
 
 __all__ = ["register"]
@@ -84,7 +86,7 @@ def _collect(problems: list[Exception], fn: Any) -> Any:
         return None
 
 
-def _check_inputs(p: dict[str, Any], gpu_known: str | None) -> tuple[Any, Any]:
+def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str] | None = None) -> tuple[Any, Any]:
     """(API price row, GPU rate or None when the GPU is named only by the run) — every input error at once.
 
     Checks --utilization, --max-utilization, --num-gpus, --prefill-share, --target, --gpu-usd-per-hour, the
@@ -93,7 +95,10 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None) -> tuple[Any, Any]:
     from kvledger.catalog.prices import find_api_price
     from kvledger.errors import InputError
 
-    problems: list[Exception] = []
+    from kvledger.cli.limits import range_problems
+
+    own = ("utilization", "max_utilization", "num_gpus", "prefill_share", "target", "gpu_usd_per_hour")
+    problems: list[Exception] = list(range_problems("cost", {k: v for k, v in p.items() if k not in own}, flags))
     for flag, key in (("--utilization", "utilization"), ("--max-utilization", "max_utilization")):
         if not 0.0 < p[key] <= 1.0:
             problems.append(InputError(f"{flag} must be in (0, 1] (share of billed hours spent serving), got {p[key]}"))
@@ -104,7 +109,7 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None) -> tuple[Any, Any]:
     if p["target"] is not None and not 0.0 < p["target"] <= 1.0:
         problems.append(InputError(f"--target must be in (0, 1] (share of requests within the SLO), got {p['target']}"))
     usd = p["gpu_usd_per_hour"]
-    if usd is not None and not usd > 0:
+    if usd is not None and not (usd > 0 and usd != float("inf")):
         problems.append(InputError(f"--gpu-usd-per-hour must be > 0 USD per GPU-hour, got {usd}"))
     api = _collect(problems, lambda: find_api_price(p["api"]))
     rate = None
@@ -242,15 +247,17 @@ def register(app: typer.Typer) -> None:
 
         if (file is None) == (simulate is None):
             raise InputError("give either a FILE to read or --simulate MODEL (with --gpu) to simulate, not " + ("both" if file else "neither"))
-        if out is not None and out.exists() and not force:
-            raise InputError(f"{out} already exists; refusing to overwrite it (pass --force)")
+        if out is not None:
+            from kvledger.cli.outputs import prepare_output_file
+
+            prepare_output_file(out, force=force, inputs=[file] if file is not None else [])
         the_slo = parse_slo(slo)
         if file is not None:
             reject_sim_flags(ctx.params)
             given = [f for f, v in (("--at-offered-load", at_offered_load or None), ("--target", target)) if v is not None]
             if given:
                 raise InputError(f"{', '.join(given)} apply to --simulate (a measured FILE cannot be re-run at another load)")
-        api_price, gpu_rate = _check_inputs(ctx.params, gpu)
+        api_price, gpu_rate = _check_inputs(ctx.params, gpu, {prm.name: prm.opts[0] for prm in ctx.command.params})
         sim = capacity = None
         if file is not None:
             run, n_gpus, hardware = _file_run(file, format, run_index, num_gpus)
@@ -271,9 +278,11 @@ def register(app: typer.Typer) -> None:
         d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
         if sim is not None:
             d["simulation"] = {**sim.provenance(), **({"capacity_search": capacity.to_dict()} if capacity else {})}
-        text = json.dumps(d, default=str) + "\n"
+        text = strict_json.dumps(d) + "\n"
         if out is not None:
-            out.write_text(text, encoding="utf-8")
+            from kvledger.strict_json import write_text_atomic
+
+            write_text_atomic(out, text)
         if json_out:
             typer.echo(text, nl=False)
         else:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 
 import typer
+
+from kvledger import strict_json
 
 __all__ = ["register"]
 
@@ -36,7 +37,7 @@ def experiment(
 
     res = run_experiment(name, quick=quick)
     if as_json:
-        typer.echo(json.dumps(res.to_dict(), indent=2, default=str))
+        typer.echo(strict_json.dumps(res.to_dict(), indent=2))
         return
     from rich.console import Console
     from rich.table import Table
