@@ -91,3 +91,65 @@ def test_simulate_out_into_a_folder_that_cannot_be_written_fails_before_the_run(
     res = invoke([*SIM, "--num-requests", "5", "--out", str(blocker / "run")])
     assert res.code == 2 and not res.traceback, res.exception
     assert "cannot write there" in res.err and "Nothing was run" in res.err
+
+
+# --- benchmark files and logs: refused at the reader, naming file and field ---------------------------------------
+
+import json  # noqa: E402
+import shutil  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from kvledger.errors import FormatError  # noqa: E402
+from kvledger.evidence import read_run  # noqa: E402
+from kvledger.evidence.vllm_log import parse_vllm_log  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1] / "evidence" / "data"
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_logs"
+
+
+def _edited(tmp_path: Path, src: Path, edit) -> Path:
+    """A copy of a real benchmark file (with its sidecars) after ``edit(obj)``."""
+    for sib in src.parent.iterdir():
+        shutil.copy(sib, tmp_path / sib.name)
+    obj = json.loads(src.read_text())
+    edit(obj)
+    (tmp_path / src.name).write_text(json.dumps(obj))
+    return tmp_path / src.name
+
+
+def test_inference_perf_negative_mean_output_length_is_refused(tmp_path):
+    # stage 0 of the KubeCon run, with successes.output_len.mean made negative: before, 60 × −… tokens gave
+    # −74.3 output tok/s; a mean length cannot be negative
+    p = _edited(tmp_path, DATA / "inference-perf" / "stage_0_lifecycle_metrics.json",
+                lambda o: o["successes"]["output_len"].__setitem__("mean", -74.3))
+    with pytest.raises(FormatError, match=r"successes\.output_len\.mean: -74\.3 is negative"):
+        read_run(p)
+    res = invoke(["goodput", str(p), "--slo", "ttft=1s"])
+    assert res.code == 2 and "stage_0_lifecycle_metrics.json" in res.err
+
+
+def test_llmperf_negative_completion_rate_is_refused(tmp_path):
+    # duration = completed ÷ completed-per-minute × 60: a negative rate gave a negative duration
+    p = _edited(tmp_path, DATA / "llmperf" / "leaderboard_summary_anyscale_70b.json",
+                lambda o: o.__setitem__("results_num_completed_requests_per_min", -12.0))
+    with pytest.raises(FormatError, match=r"results_num_completed_requests_per_min: -12\.0 must be > 0"):
+        read_run(p)
+
+
+@pytest.mark.parametrize("line", [
+    "INFO 01-28 16:08:46 [gpu_worker.py:358] Available KV cache memory: 18.78.1 GiB",
+    "INFO 01-28 16:09:46 [loggers.py:123] Engine 000: Avg prompt throughput: 1.2.3 tokens/s, Avg generation throughput: 5.0 tokens/s, "
+    "Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.5%, Prefix cache hit rate: 0.0%",
+    "INFO 01-28 16:09:46 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 5.0 tokens/s, "
+    "Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 1..5%, Prefix cache hit rate: 0.0%",
+    "INFO 01-28 16:08:46 [kv_cache_utils.py:1305] GPU KV cache size: , tokens",
+    "INFO 01-28 16:08:46 [kv_cache_utils.py:1305] GPU KV cache size: " + "9" * 5000 + " tokens",
+])
+def test_a_malformed_number_in_a_vllm_log_line_is_not_read(line):
+    # before: "[\d.]+" matched "18.78.1" and float() raised ValueError; "[\d,]+" matched "," and int("") raised;
+    # 5,000 digits passed Python's int-conversion limit. Such a figure is now not read as a number at all.
+    text = (LOGS / "v0.14_qwen3-1.7b.log").read_text() + line + "\n"
+    log = parse_vllm_log(text, "v0.14_qwen3-1.7b.log+")
+    assert log.startup.kv_cache_tokens == 175_856  # the real figure (line 2), never a garbled one
+    assert abs(log.startup.available_kv_bytes / 2**30 - 18.78) < 0.005
+    assert all(s.prompt_tokens_per_s != 1.2 for s in log.stats)

@@ -16,7 +16,7 @@ from typing import Any
 
 from kvledger.errors import FormatError
 
-__all__ = ["Document", "load_document", "number", "latency_s", "count", "TIME_UNITS_S", "to_seconds", "top_keys"]
+__all__ = ["Document", "load_document", "number", "amount", "positive", "latency_s", "count", "TIME_UNITS_S", "to_seconds", "top_keys"]
 
 # Seconds per unit for every time unit the supported tools write ("sec" is AIPerf's spelling).
 TIME_UNITS_S: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "seconds": 1.0}
@@ -125,6 +125,30 @@ def number(doc_path: str, value: Any, where: str, *, allow_none: bool = False) -
         raise FormatError(doc_path, f"expected a number, found {value!r}", where) from None
     if not math.isfinite(x):
         raise FormatError(doc_path, f"{value!r} is not a finite number (NaN or infinity); the benchmark output is damaged", where)
+    return x
+
+
+def amount(doc_path: str, value: Any, where: str, *, allow_none: bool = False) -> float | None:
+    """A finite quantity that cannot be negative (a mean length, a throughput, a rate, a total).
+
+    Raises:
+        FormatError: non-number, NaN/inf or a negative value, naming ``where``.
+    """
+    x = number(doc_path, value, where, allow_none=allow_none)
+    if x is not None and x < 0:
+        raise FormatError(doc_path, f"{value!r} is negative; this quantity is ≥ 0 (damaged file)", where)
+    return x
+
+
+def positive(doc_path: str, value: Any, where: str, *, allow_none: bool = False) -> float | None:
+    """A finite quantity that must be > 0 because it divides (a completion rate, a requests-per-second figure).
+
+    Raises:
+        FormatError: non-number, NaN/inf, zero or a negative value, naming ``where``.
+    """
+    x = number(doc_path, value, where, allow_none=allow_none)
+    if x is not None and not x > 0:
+        raise FormatError(doc_path, f"{value!r} must be > 0 (it is divided by); damaged file", where)
     return x
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from kvledger.errors import FormatError
 from kvledger.evidence._arrays import has_details, records_from_arrays
-from kvledger.evidence._io import Document, count, latency_s, number
+from kvledger.evidence._io import Document, amount, count, latency_s
 from kvledger.evidence._meta import parse_flat_stat, rate_or_none, stated_gpu_count, stated_hardware
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.records import RunMetadata, RunRecords
@@ -119,7 +119,7 @@ def _metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
     meta.extra = {k: obj[k] for k in _TOOL_FIELDS if k in obj}
     for key in ("request_goodput", "request_goodput:"):
         if key in obj and obj[key] is not None:
-            meta.extra["tool_goodput"] = {"req_per_s": number(path, obj[key], f"{where}{key}"), "field": key,
+            meta.extra["tool_goodput"] = {"req_per_s": amount(path, obj[key], f"{where}{key}"), "field": key,
                                           "slo": "not stored in the file (vllm bench serve --goodput)"}
             if key.endswith(":"):
                 meta.definitions.append("goodput key spelled 'request_goodput:' (trailing colon, older vLLM) read as request_goodput")
