@@ -98,9 +98,11 @@ def main() -> None:
     ap.add_argument("--file", action="store_true", help="also write and read back a kvledger records file")
     ap.add_argument("--vllm-file", action="store_true", help="also read a vLLM --save-detailed file of --n requests")
     ap.add_argument("--skip-records", action="store_true", help="skip the in-memory RequestRecords part")
+    ap.add_argument("--vllm-path", help="reuse (or write once) the vLLM file at this path")
+    ap.add_argument("--repeat", type=int, default=3, help="best of this many reads of the vLLM file")
     args = ap.parse_args()
     if args.vllm_file:
-        read_vllm(args.n, args.chunks)
+        read_vllm(args.n, args.chunks, args.vllm_path, args.repeat)
     if args.skip_records:
         return
     run, _ = timed(f"build {args.n:,} RequestRecords (not part of goodput)", lambda: build(args.n, args.chunks))
@@ -121,20 +123,32 @@ def main() -> None:
             timed("goodput on the records read back", lambda: goodput(back, slo))
 
 
-def read_vllm(n: int, chunks: int) -> None:
-    """Write a vLLM --save-detailed file of n requests, then time reading it and goodput on it (target ≤ 5 s together)."""
+def read_vllm(n: int, chunks: int, path: str | None, repeat: int) -> None:
+    """Write a vLLM --save-detailed file of n requests (or reuse ``path``), then time reading it and goodput on it, best
+    of ``repeat`` (wall and CPU seconds; the target, ≤ 5 s together, is wall time on an unloaded machine)."""
     slo = parse_slo("ttft=300ms,tpot=40ms,e2e=20s")
     with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "vllm-detailed.json"
-        size, _ = timed(f"write a {n:,}-request vLLM --save-detailed file (not timed)", lambda: write_vllm_detailed(p, n, chunks))
-        print(f"  → {size / 1e6:,.0f} MB, {chunks - 1} gaps per successful request")
-        run, t_read = timed("read_run (parse + validate + records)", lambda: read_run(p))
-        g, t_good = timed(f"goodput, {slo.describe()}", lambda: goodput(run, slo))
+        p = Path(path) if path else Path(d) / "vllm-detailed.json"
+        if not p.exists():
+            timed(f"write a {n:,}-request vLLM --save-detailed file (not timed)", lambda: write_vllm_detailed(p, n, chunks))
+        print(f"  {p.name}: {p.stat().st_size / 1e6:,.0f} MB")
+        best = None
+        for _ in range(repeat):
+            c0, t0 = time.process_time(), time.perf_counter()
+            run = read_run(p)
+            c1, t1 = time.process_time(), time.perf_counter()
+            g = goodput(run, slo)
+            c2, t2 = time.process_time(), time.perf_counter()
+            cur = (t1 - t0, t2 - t1, c1 - c0, c2 - c1)
+            best = cur if best is None or sum(cur[:2]) < sum(best[:2]) else best
+        print(f"read_run (parse + validate + columns)  {best[0]:7.3f} s wall  {best[2]:7.3f} s CPU   ({len(run.records):,} requests)")
+        print(f"goodput, {slo.describe():<29s} {best[1]:7.3f} s wall  {best[3]:7.3f} s CPU")
         print(f"  → {g.num_good:,} good of {g.num_requests:,} ({g.attainment:.1%}); goodput {g.goodput_req_per_s:.2f} req/s")
-        g2, t_itl = timed("goodput, itl=100ms (every gap)", lambda: goodput(run, parse_slo("itl=100ms")))
+        g2, _ = timed("goodput, itl=100ms (every gap)", lambda: goodput(run, parse_slo("itl=100ms")))
         print(f"  → {g2.num_good:,} good")
-        total = t_read + t_good
-        print(f"reading + goodput: {total:.3f} s; target ≤ 5.0 s: {'met' if total <= 5.0 else 'MISSED'} ({total / 5.0:.0%} of the budget)")
+        total, cpu = best[0] + best[1], best[2] + best[3]
+        print(f"reading + goodput, best of {repeat}: {total:.3f} s wall, {cpu:.3f} s CPU; target ≤ 5.0 s: "
+              f"{'met' if total <= 5.0 else 'MISSED'} ({total / 5.0:.0%} of the budget)")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ class RecordColumns:
     Attributes:
         arrival_s: s. first_token_s, finish_s: s, NaN where the record has None.
         num_prompt_tokens, num_output_tokens: tokens, int64.
-        error: the error text per request (None for success), object array.
+        error: the error text per request (None for success), object array. ok: ``error is None``, bool.
         chunk_offsets: shape ``(n + 1,)``, int64: request i's chunk times are ``chunk_flat[offsets[i]:offsets[i+1]]``.
         chunk_flat: every request's chunk times concatenated, s, float64, read-only.
         has_chunks: whether request i has chunk times (False → ``chunk_times_s`` None).
@@ -39,6 +39,7 @@ class RecordColumns:
     num_prompt_tokens: np.ndarray
     num_output_tokens: np.ndarray
     error: np.ndarray
+    ok: np.ndarray
     chunk_offsets: np.ndarray
     chunk_flat: np.ndarray
     has_chunks: np.ndarray

@@ -74,8 +74,9 @@ def _gaps(col: Any, n: int) -> tuple[np.ndarray, np.ndarray] | None:
     return offsets, gaps
 
 
-def _errors(col: Any, n: int) -> np.ndarray | None:
-    """``errors`` as an object array (None for success: "" or null), or None when not a list of strings/nulls."""
+def _errors(col: Any, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``errors`` as (object array: the text, None for success ("" or null); failed mask), or None when not strings/nulls."""
+    import pyarrow.compute as pc
     import pyarrow.types as pt
 
     arr = _one_chunk(col)
@@ -83,12 +84,15 @@ def _errors(col: Any, n: int) -> np.ndarray | None:
         return None
     vals = arr.values
     if pt.is_null(vals.type):
-        return np.full(n, None, dtype=object)
+        return np.full(n, None, dtype=object), np.zeros(n, dtype=bool)
     if not pt.is_string(vals.type) and not pt.is_large_string(vals.type):
         return None
-    out = np.array(vals.to_pylist(), dtype=object)
-    out[(out == "") | (out == None)] = None  # noqa: E711 - elementwise comparison on an object array
-    return out
+    success = pc.or_kleene(pc.is_null(vals), pc.equal(vals, "")).to_numpy(zero_copy_only=False)
+    out = np.full(n, None, dtype=object)
+    bad = np.flatnonzero(~success)
+    if bad.size:
+        out[bad] = vals.take(bad).to_numpy(zero_copy_only=False)
+    return out, ~success
 
 
 def _scalars(tbl: Any) -> dict[str, Any] | None:
@@ -148,14 +152,36 @@ def read_fast(path: str | Path, *, format: str | None = None) -> list[RunRecords
     meta: RunMetadata = run_metadata(str(path), obj, "")
     meta.definitions.extend(detail_notes("start_times" in tbl.column_names, "latencies" in tbl.column_names,
                                          "errors" in tbl.column_names))
-    unknown = int(np.count_nonzero(_equal_none(cols.error) & np.isnan(cols.first_token_s)))
+    unknown = int(np.count_nonzero(cols.ok & np.isnan(cols.first_token_s)))
     if unknown:
         meta.definitions.append(f"{unknown} successful requests have ttft 0 (non-streaming): their TTFT is unknown and fails any TTFT SLO")
     return [RunRecords.from_columns(cols, meta)]
 
 
-def _equal_none(a: np.ndarray) -> np.ndarray:
-    return np.fromiter((x is None for x in a), dtype=bool, count=a.size)
+def _chunk_times(first: np.ndarray, timed: np.ndarray, offsets: np.ndarray, gaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets (n + 1,), flat chunk times) of the timed requests: ``first + [0, cumsum(gaps)]`` per request.
+
+    Requests are grouped by their number of gaps so that each group is one 2-D ``cumsum`` along its rows: the same
+    left-to-right sums, bit for bit, as the per-request reader's ``np.cumsum`` (no global running sum to subtract).
+    """
+    n_gaps = np.diff(offsets)
+    chunk_len = np.where(timed, n_gaps + 1, 0)
+    chunk_off = np.concatenate(([0], np.cumsum(chunk_len))).astype(np.int64)
+    flat = np.empty(int(chunk_off[-1]))
+    rows_timed = np.flatnonzero(timed)
+    flat[chunk_off[rows_timed]] = first[rows_timed]
+    order = rows_timed[np.argsort(n_gaps[rows_timed], kind="stable")]
+    lengths = n_gaps[order]
+    cuts = np.flatnonzero(np.diff(lengths)) + 1
+    for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [lengths.size]))):
+        k = int(lengths[a]) if b > a else 0
+        if k == 0:
+            continue
+        rows = order[a:b]
+        steps = np.arange(k)
+        sums = np.cumsum(gaps[offsets[rows][:, None] + steps], axis=1)
+        flat[chunk_off[rows][:, None] + 1 + steps] = first[rows][:, None] + sums
+    return chunk_off, flat
 
 
 def _columns(tbl: Any):
@@ -181,31 +207,19 @@ def _columns(tbl: Any):
     n_gaps = np.diff(offsets)
     if errs is None:  # inferred, as the per-request reader does
         failed = (ttft == 0.0) & (n_out == 0)
-        errs = np.where(failed, "no output (ttft 0 and output_len 0; inferred, the file has no errors array)", None).astype(object)
+        errs = np.full(n, None, dtype=object)
+        errs[failed] = "no output (ttft 0 and output_len 0; inferred, the file has no errors array)"
     else:
-        failed = ~_equal_none(errs)
+        errs, failed = errs
     timed = ~failed & ~((ttft == 0.0) & (n_gaps == 0))
     if lat is not None and (timed & (lat + 1e-9 < ttft)).any():
         return None  # the general reader names the request whose latency is shorter than its TTFT
     first = np.where(timed, arrival + ttft, np.nan)
-    # chunk times: first chunk at arrival + ttft, then one after each gap (cumulative sums restarted per request)
-    chunk_len = np.where(timed, n_gaps + 1, 0)
-    chunk_off = np.concatenate(([0], np.cumsum(chunk_len)))
-    chunk_flat = np.empty(int(chunk_off[-1]))
-    starts_idx = chunk_off[:-1][timed]
-    chunk_flat[starts_idx] = first[timed]
-    keep = np.repeat(timed, n_gaps)
-    if keep.any():
-        seg_gaps = gaps[keep]
-        rows = np.repeat(np.flatnonzero(timed), n_gaps[timed])
-        within = np.arange(seg_gaps.size) - np.repeat(np.concatenate(([0], np.cumsum(n_gaps[timed])[:-1])), n_gaps[timed])
-        run_sum = np.cumsum(seg_gaps)
-        base = np.concatenate(([0.0], run_sum))[np.repeat(np.concatenate(([0], np.cumsum(n_gaps[timed])[:-1])), n_gaps[timed])]
-        chunk_flat[chunk_off[rows] + 1 + within] = first[rows] + (run_sum - base)
+    chunk_off, chunk_flat = _chunk_times(first, timed, offsets, gaps)
     last = chunk_flat[np.maximum(chunk_off[1:] - 1, 0)] if chunk_flat.size else np.zeros(n)
     if lat is not None:
         finish = np.where(timed, arrival + lat, np.where(lat > 0, arrival + lat, np.nan))
     else:
         finish = np.where(timed, last, np.nan)
-    return RecordColumns(arrival, first, finish, n_in.astype(np.int64), n_out.astype(np.int64), errs,
-                         chunk_off.astype(np.int64), chunk_flat, timed)
+    return RecordColumns(arrival, first, finish, n_in.astype(np.int64), n_out.astype(np.int64), errs, ~failed, chunk_off,
+                         chunk_flat, timed)
