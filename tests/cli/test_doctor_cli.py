@@ -48,8 +48,8 @@ def test_human_report_shows_the_options_and_rules():
 @pytest.mark.parametrize("args, text", [
     ((LOGS / "tgi_launcher.log",), "Hugging Face TGI"),
     ((LOGS / "absent.log",), "no such file"),
-    ((LOGS / "v0.14_qwen3-1.7b.log", "--replicas", "0"), "--replicas must be at least 1"),
-    ((LOGS / "v0.14_qwen3-1.7b.log", "--prefix-share", "1.5"), "between 0 and 1"),
+    ((LOGS / "v0.14_qwen3-1.7b.log", "--replicas", "0"), "--replicas 0 is out of range; allowed: [1, 4,096]"),
+    ((LOGS / "v0.14_qwen3-1.7b.log", "--prefix-share", "1.5"), "--prefix-share 1.5 is out of range; allowed: [0, 1] (fraction)"),
     ((LOGS / "v0.14_qwen3-1.7b.log", "--gpu", "h1000"), "unknown GPU"),
 ])
 def test_errors_are_clear(args, text):

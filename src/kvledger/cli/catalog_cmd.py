@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 
 import typer
+
+from kvledger import strict_json
 
 __all__ = ["register"]
 
@@ -26,7 +27,7 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
                      "state_bytes_per_seq": kv.state_bytes_per_seq, "layers": dict(m.layer_counts()),
                      "quantization": m.quant.method, "max_model_len": m.derived_max_model_len})
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        typer.echo(strict_json.dumps(rows, indent=2))
         return
     con = Console()
     wide = con.width >= 130
@@ -55,7 +56,7 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> N
 
     cat = gpu_catalog()
     if as_json:
-        typer.echo(json.dumps([g.to_dict() for g in cat.values()], indent=2))
+        typer.echo(strict_json.dumps([g.to_dict() for g in cat.values()], indent=2))
         return
     con = Console()
     wide = con.width >= 130  # narrow terminals get the figures that matter for sizing; --json has everything

@@ -20,6 +20,7 @@ from typing import Any
 import typer
 
 from kvledger.report.progress import working
+from kvledger import strict_json
 
 from kvledger.cli import sim_opts as so
 
@@ -119,7 +120,7 @@ def _collect(problems: list[Exception], fn: Any) -> Any:
         return None
 
 
-def _check_inputs(p: dict[str, Any], gpu_known: str | None) -> tuple[Any, Any, Any]:
+def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str] | None = None) -> tuple[Any, Any, Any]:
     """(API price row, GPU rate or None when the GPU is named only by the run, SLO) — every input error at once.
 
     Checks that --slo, --api and --utilization are given, then --slo, --utilization, --max-utilization, --num-gpus,
@@ -127,6 +128,7 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None) -> tuple[Any, Any, A
     them together (one error alone keeps its type).
     """
     from kvledger.catalog.prices import find_api_price
+    from kvledger.cli.limits import range_problems
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
 
@@ -137,6 +139,8 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None) -> tuple[Any, Any, A
                                    "price row (e.g. --api OpenAI:gpt-4.1; kvledger prices lists them) and the utilization "
                                    "(e.g. --utilization 0.5)"))
     slo = _collect(problems, lambda: parse_slo(p["slo"])) if p["slo"] is not None else None
+    own = ("utilization", "max_utilization", "num_gpus", "prefill_share", "target", "gpu_usd_per_hour")
+    problems += list(range_problems("cost", {k: v for k, v in p.items() if k not in own}, flags))
     for flag, key in (("--utilization", "utilization"), ("--max-utilization", "max_utilization")):
         if p[key] is not None and not 0.0 < p[key] <= 1.0:
             problems.append(InputError(f"{flag} must be in (0, 1] (share of billed hours spent serving), got {p[key]}"))
@@ -147,7 +151,7 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None) -> tuple[Any, Any, A
     if p["target"] is not None and not 0.0 < p["target"] <= 1.0:
         problems.append(InputError(f"--target must be in (0, 1] (share of requests within the SLO), got {p['target']}"))
     usd = p["gpu_usd_per_hour"]
-    if usd is not None and not usd > 0:
+    if usd is not None and not (usd > 0 and usd != float("inf")):
         problems.append(InputError(f"--gpu-usd-per-hour must be > 0 USD per GPU-hour, got {usd}"))
     api = _collect(problems, lambda: find_api_price(p["api"])) if p["api"] is not None else None
     rate = None
@@ -300,13 +304,15 @@ def register(app: typer.Typer) -> None:
         file = files[0] if files else None
         if (file is None) == (simulate is None):
             raise InputError("give either FILE(s) to read or --simulate MODEL (with --gpu) to simulate, not " + ("both" if file else "neither"))
-        if out is not None and out.exists() and not force:
-            raise InputError(f"{out} already exists; refusing to overwrite it (pass --force)")
+        if out is not None:
+            from kvledger.cli.outputs import prepare_output_file
+
+            prepare_output_file(out, force=force, inputs=list(files or []))
         if file is not None:
             reject_sim_flags(ctx.params)
             if at_offered_load:
                 raise InputError("--at-offered-load apply to --simulate (a measured FILE cannot be re-run at another load)")
-        api_price, gpu_rate, the_slo = _check_inputs(ctx.params, gpu)
+        api_price, gpu_rate, the_slo = _check_inputs(ctx.params, gpu, {prm.name: prm.opts[0] for prm in ctx.command.params})
         sim = capacity = sweep = None
         if file is not None:
             run, n_gpus, hardware, sweep = _file_run(files, format, run_index, num_gpus, the_slo, target)
@@ -330,9 +336,11 @@ def register(app: typer.Typer) -> None:
         d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
         if sim is not None:
             d["simulation"] = {**sim.provenance(), **({"capacity_search": capacity.to_dict()} if capacity else {})}
-        text = json.dumps(d, default=str) + "\n"
+        text = strict_json.dumps(d) + "\n"
         if out is not None:
-            out.write_text(text, encoding="utf-8")
+            from kvledger.strict_json import write_text_atomic
+
+            write_text_atomic(out, text)
         if json_out:
             typer.echo(text, nl=False)
         else:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Optional
 
 import typer
+
+from kvledger import strict_json
 
 from kvledger.cli.analysis_opts import GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG, UTIL_OPT, VERSION_OPT, table
 
@@ -20,7 +21,7 @@ def _split(num_gpus: int | None, p: int | None, d: int | None, ptp: int, dtp: in
     if (p is None) != (d is None):
         raise InputError("give both --prefill-gpus and --decode-gpus, or neither (then every split is compared)")
     if p is None:
-        return num_gpus or 4, None
+        return (4 if num_gpus is None else num_gpus), None
     if p < 1 or d < 1 or p % ptp or d % dtp:
         raise InputError(f"--prefill-gpus {p} / --decode-gpus {d} must be ≥ 1 and multiples of their TP ({ptp}, {dtp})")
     if num_gpus is not None and num_gpus != p + d:
@@ -116,12 +117,13 @@ def disagg(
     from kvledger.ledgers.slo import parse_slo
     from kvledger.units import parse_duration_s
 
-    ptp, dtp = prefill_tp or tp, decode_tp or tp
+    ptp = tp if prefill_tp is None else prefill_tp
+    dtp = tp if decode_tp is None else decode_tp
     n, splits = _split(num_gpus, prefill_gpus, decode_gpus, ptp, dtp)
     spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len,
                                     gpu_memory_utilization=gpu_memory_utilization, engine_version=engine_version)
     kv_link = link_from_gpu(g, link, parse_duration_s(transfer_latency, what="--transfer-latency"))
-    study = DisaggStudy(spec, g, settings, kv_link, parse_slo(slo or DEFAULT_SLO), target=attainment,
+    study = DisaggStudy(spec, g, settings, kv_link, parse_slo(DEFAULT_SLO if slo is None else slo), target=attainment,
                         first_token=first_token, router=router)
 
     def load(r: float | None):
@@ -143,7 +145,7 @@ def disagg(
                        tune_prefill_max_num_batched_tokens=tune_prefill_mnbt, tune_decode_max_num_seqs=tune_decode_mns,
                        load=load if search_max_rate else None, rate_per_s=offered if search_max_rate else None, workload=wl)
     if as_json:
-        typer.echo(json.dumps(r.to_dict(), indent=2, default=str))
+        typer.echo(strict_json.dumps(r.to_dict(), indent=2))
     else:
         _render(r, Console())
 

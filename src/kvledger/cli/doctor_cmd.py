@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Optional
 
 import typer
+
+from kvledger import strict_json
 
 __all__ = ["register"]
 
@@ -153,7 +154,7 @@ def doctor(
 
     rep = diagnose_file(logfile, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share, engine_version=engine_version)
     if as_json:
-        typer.echo(json.dumps(rep.to_dict(), indent=2, default=str))
+        typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:
         _render(rep, verbose)
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 
 import typer
 
 from kvledger.report.progress import working
+from kvledger import strict_json
 
 __all__ = ["register"]
 
@@ -39,7 +39,7 @@ def experiment(
     with working(f"running experiment {name}"):
         res = run_experiment(name, quick=quick)
     if as_json:
-        typer.echo(json.dumps(res.to_dict(), indent=2, default=str))
+        typer.echo(strict_json.dumps(res.to_dict(), indent=2))
         return
     from rich.console import Console
     from kvledger.report.tables import LedgerTable as Table

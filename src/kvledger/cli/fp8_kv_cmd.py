@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Optional
 
 import typer
+
+from kvledger import strict_json
 
 from kvledger.cli.analysis_opts import (AVAIL_OPT, BLOCK_OPT, BW_OPT, FLOPS_OPT, GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG,
                                         TP_OPT, UTIL_OPT, VERSION_OPT, load_target, parse_token_list, table)
@@ -33,6 +34,15 @@ def _overhead(per_element_ns, per_layer_us, calibration, calibration_model, cali
     return ov, cal
 
 
+def _break_even_cell(b) -> str:
+    """The break-even cell of one batch row; only the branch for its kind is formatted (the others' fields are None)."""
+    if b.kind == "always":
+        return "always faster"
+    if b.kind == "never":
+        return f"never (≤ {b.max_context_tokens:,})"
+    return f"{b.context_tokens:,} tokens"
+
+
 def _render(r, cal, console) -> None:
     from kvledger.units import fmt_bytes, fmt_duration
 
@@ -51,7 +61,7 @@ def _render(r, cal, console) -> None:
     console.print(t)
     t = table("Break-even context by batch (fp8 decode step faster from here on)", "batch", "break-even", "closed form c*", "bf16 bound at break-even", "at 1-token context")
     for b in r.break_even_by_batch:
-        be = {"always": "always faster", "never": f"never (≤ {b.max_context_tokens:,})"}.get(b.kind, f"{b.context_tokens:,} tokens")
+        be = _break_even_cell(b)
         cf = f"{b.closed_form_tokens:,.0f} tokens" if b.closed_form_tokens else "—"
         t.add_row(("[bold]" if b.batch == r.concurrency else "") + str(b.batch), be, cf, b.regime, b.short_context_bound)
     console.print(t)
@@ -110,7 +120,7 @@ def fp8_kv(
     if as_json:
         d = r.to_dict()
         d["calibration"] = cal.to_dict() if cal else None
-        typer.echo(json.dumps(d, indent=2, default=str))
+        typer.echo(strict_json.dumps(d, indent=2))
     else:
         _render(r, cal, Console())
 

@@ -11,13 +11,13 @@ JSON object), plus a final ``{"boundary": ...}`` line with ``--target``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
 from kvledger.report.progress import working
+from kvledger import strict_json
 
 from kvledger.cli import sim_opts as so
 
@@ -64,7 +64,7 @@ def _print_human(results: list[Any], boundary: Any, slo_text: str) -> None:
                   f"duration {_fmt(r.duration_s, ',.3f')} s, {escape(r.duration_source)}"
                   + ("; SLO misses among completed: " + ", ".join(f"{k} {v}" for k, v in r.num_missed.items()) if r.num_missed else ""))
         if r.tool_goodput:
-            con.print(f"  tool-reported goodput (its SLO is not in the file): {escape(json.dumps(r.tool_goodput))}")
+            con.print(f"  tool-reported goodput (its SLO is not in the file): {escape(strict_json.dumps(r.tool_goodput))}")
         for note in r.notes:
             con.print(f"  - {escape(note)}")
     if boundary is not None:
@@ -78,12 +78,10 @@ def _print_human(results: list[Any], boundary: Any, slo_text: str) -> None:
             con.print(f"  - {escape(note)}")
 
 
-def _write(out: Path, text: str, force: bool) -> None:
-    from kvledger.errors import InputError
+def _write(out: Path, text: str) -> None:
+    from kvledger.strict_json import write_text_atomic
 
-    if out.exists() and not force:
-        raise InputError(f"{out} already exists; refusing to overwrite it (pass --force)")
-    out.write_text(text, encoding="utf-8")
+    write_text_atomic(out, text)  # the location was checked before the work (prepare_output_file)
 
 
 def _print_search(sb: Any, slo_text: str) -> None:
@@ -146,17 +144,17 @@ def _simulated(model: str, gpu: str | None, params: dict[str, Any], the_slo: Any
         with working("simulating"):
             sim = simulate_run(args, synthetic)
         res = goodput(sim.run, the_slo)
-        return [json.dumps({**res.to_dict(), "simulation": sim.provenance()}, default=str)], (res, sim)
+        return [strict_json.dumps({**res.to_dict(), "simulation": sim.provenance()})], (res, sim)
     args, synthetic = sim_request(model, gpu, params, num_requests_default=PROBE_NUM_REQUESTS)
     lo, hi, tol = bounds
     with working(f"searching the SLO boundary on {axis} (one simulation per probe)"):
         sb = search_sim_boundary(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
-    lines = [json.dumps({**g.to_dict(), "probe": {"axis": sb.axis, "value": pr.value, "order": pr.order, "phase": pr.phase}})
+    lines = [strict_json.dumps({**g.to_dict(), "probe": {"axis": sb.axis, "value": pr.value, "order": pr.order, "phase": pr.phase}})
              for g, pr in zip(sb.goodputs, sb.probes)]
     d = sb.to_dict()
     boundary = {**d.pop("boundary"), **{k: d.pop(k) for k in ("boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",
                                                               "goodput_at_boundary_req_per_s_per_gpu", "num_requests_per_probe")}}
-    lines.append(json.dumps({"boundary": boundary, "probes": d.pop("probes"), "simulation": d.pop("provenance"), "notes": d["notes"]}, default=str))
+    lines.append(strict_json.dumps({"boundary": boundary, "probes": d.pop("probes"), "simulation": d.pop("provenance"), "notes": d["notes"]}))
     return lines, sb
 
 
@@ -172,9 +170,9 @@ def _from_files(files: list[Path], fmt: str | None, params: dict[str, Any], the_
     runs = [run for f in files for run in read_runs(f, format=fmt)]
     results = [goodput(run, the_slo) for run in runs]
     boundary = boundary_from_sweep(runs, the_slo, target, {"rate": "request_rate"}.get(axis, axis)) if target is not None else None
-    lines = [json.dumps(r.to_dict()) for r in results]
+    lines = [strict_json.dumps(r.to_dict()) for r in results]
     if boundary is not None:
-        lines.append(json.dumps({"boundary": boundary.to_dict()}))
+        lines.append(strict_json.dumps({"boundary": boundary.to_dict()}))
     return lines, (results, boundary)
 
 
@@ -232,8 +230,10 @@ def register(app: typer.Typer) -> None:
         if bool(files) == (simulate is not None):
             raise InputError("give either benchmark FILEs or --simulate MODEL (with --gpu), not " + ("both" if files else "neither"))
         the_slo = parse_slo(slo)
-        if out is not None and out.exists() and not force:
-            raise InputError(f"{out} already exists; refusing to overwrite it (pass --force)")
+        if out is not None:
+            from kvledger.cli.outputs import prepare_output_file
+
+            prepare_output_file(out, force=force, inputs=[Path(f) for f in files or []])
         if simulate is not None:
             if format is not None:
                 raise InputError("--format applies to FILEs, not to --simulate")
@@ -245,7 +245,7 @@ def register(app: typer.Typer) -> None:
             lines, shown = _from_files(files, format, ctx.params, the_slo, target, axis)
         text = "\n".join(lines) + "\n"
         if out is not None:
-            _write(out, text, force)
+            _write(out, text)
         if json_out:
             typer.echo(text, nl=False)
         elif simulate is None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Optional
 
 import typer
+
+from kvledger import strict_json
 
 from kvledger.cli.analysis_opts import (AVAIL_OPT, GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG, TP_OPT, UTIL_OPT, VERSION_OPT,
                                         load_target, table)
@@ -78,7 +79,7 @@ def kv_eviction(
                             sink_tokens=sink_tokens, window_tokens=parse_tokens(window, what="--window") if window else None,
                             run_tokens=run_tokens, seed=seed)
     if as_json:
-        typer.echo(json.dumps(r.to_dict(), indent=2, default=str))
+        typer.echo(strict_json.dumps(r.to_dict(), indent=2))
     else:
         _render(r, Console())
 

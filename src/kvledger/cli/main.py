@@ -44,6 +44,12 @@ kv_eviction_cmd.register(app)
 doctor_cmd.register(app)
 disagg_cmd.register(app)
 
+from kvledger.cli.limits import SELF_CHECKED, checked  # noqa: E402
+
+for _info in app.registered_commands:  # every numeric option checked against its range before the command runs
+    if _info.name not in SELF_CHECKED:
+        _info.callback = checked(_info.name or _info.callback.__name__, _info.callback)
+
 
 def _version(value: bool) -> None:
     if value:

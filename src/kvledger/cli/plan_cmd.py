@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Optional
 
 import typer
+
+from kvledger import strict_json
 
 __all__ = ["register"]
 
@@ -74,11 +75,11 @@ def plan(
         achievable_flops_fraction=achievable_flops_fraction, achievable_bandwidth_fraction=achievable_bandwidth_fraction)
     spec = load_model(model)
     g = resolve_gpu(gpu, memory_bytes=_bytes_opt(gpu_memory, "--gpu-memory"),
-                    bandwidth_bytes_per_s=gpu_bandwidth * 1e12 if gpu_bandwidth else None,
-                    bf16_flops_per_s=gpu_bf16_tflops * 1e12 if gpu_bf16_tflops else None)
+                    bandwidth_bytes_per_s=gpu_bandwidth * 1e12 if gpu_bandwidth is not None else None,
+                    bf16_flops_per_s=gpu_bf16_tflops * 1e12 if gpu_bf16_tflops is not None else None)
     p = build_plan(spec, g, settings)
     if as_json:
-        typer.echo(json.dumps(plan_to_dict(p), indent=2, default=str))
+        typer.echo(strict_json.dumps(plan_to_dict(p), indent=2))
     else:
         render_plan(p, Console(), verbose=verbose)
     if p.advice and p.advice.verdict != "fits":

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from kvledger import strict_json
 
 __all__ = ["register"]
 
@@ -57,7 +58,9 @@ def simulate(
     from kvledger.errors import InputError
 
     if out is not None:
-        _check_out(out, force)
+        from kvledger.cli.outputs import prepare_output_dir
+
+        prepare_output_dir(out, OUT_FILES, force=force, inputs=[Path(trace)])
     args = SimRequestArgs(
         model=model, gpu=gpu, trace=trace, rate=rate, rate_scale=rate_scale, num_requests=num_requests, seed=seed,
         concurrency=concurrency, think_time_s=think_time, engine_version=engine_version, tp=tp,
@@ -81,7 +84,7 @@ def simulate(
     if out is not None:
         _write_outputs(out, result, payload)
     if as_json:
-        typer.echo(json.dumps(payload, indent=2, default=str))
+        typer.echo(strict_json.dumps(payload, indent=2))
     else:
         from rich.console import Console
 
@@ -105,23 +108,18 @@ def _run(setup, args, record_steps: bool, show_progress: bool):
                             progress=lambda done, total: bar.update(task, completed=done, total=total)).result
 
 
-def _check_out(out: Path, force: bool) -> None:
-    from kvledger.errors import InputError
-
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} exists and is not a directory")
-    existing = [name for name in OUT_FILES if (out / name).exists()]
-    if existing and not force:
-        raise InputError(f"{out} already holds {', '.join(existing)}; refusing to overwrite (pass --force)")
-
-
 def _write_outputs(out: Path, result, payload: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "records.json").write_text(json.dumps(result.records.to_dict(), default=str))
-    with open(out / "steps.jsonl", "w") as fh:
-        result.write_steps_jsonl(fh)
-    (out / "trace.json").write_text(json.dumps(result.chrome_trace()))
-    (out / "summary.json").write_text(json.dumps(payload, indent=2, default=str))
+    """Write the four files, each atomically (temporary file + rename): a failure leaves no half-written file."""
+    import io
+
+    from kvledger.strict_json import write_text_atomic
+
+    write_text_atomic(out / "records.json", strict_json.dumps(result.records.to_dict()))
+    steps = io.StringIO()
+    result.write_steps_jsonl(steps)
+    write_text_atomic(out / "steps.jsonl", steps.getvalue())
+    write_text_atomic(out / "trace.json", strict_json.dumps(result.chrome_trace()))
+    write_text_atomic(out / "summary.json", strict_json.dumps(payload, indent=2))
 
 
 def register(app: typer.Typer) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Optional
 
 import typer
+
+from kvledger import strict_json
 
 from kvledger.cli.analysis_opts import (AVAIL_OPT, BLOCK_OPT, BW_OPT, FLOPS_OPT, GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG,
                                         TP_OPT, UTIL_OPT, VERSION_OPT, load_target, parse_token_list, table)
@@ -116,7 +117,7 @@ def spec_decode(
         r = replace(r, simulation=run_spec_sweep(sm, rl, num_requests=num_requests, prompt_tokens=pt,
                                                  output_tokens=output_tokens, seed=seed))
     if as_json:
-        typer.echo(json.dumps(r.to_dict(), indent=2, default=str))
+        typer.echo(strict_json.dumps(r.to_dict(), indent=2))
     else:
         _render(r, Console())
 
