@@ -100,7 +100,7 @@ def prices(
     else:
         gpus = []
     if as_json:
-        typer.echo(json.dumps({"api": [{**asdict(r), "key": r.key} for r in api],
+        typer.echo(strict_json.dumps({"api": [{**asdict(r), "key": r.key} for r in api],
                                "gpu": [{**asdict(r), "key": r.key} for r in gpus]}, indent=2))
         return
     con = Console(highlight=False)
