@@ -1,11 +1,13 @@
-"""Fitting ``LinearStepCost`` to measured runs: damped Gauss–Newton on per-request TTFT, TPOT and E2E, with the exact Jacobian of a replay whose schedule is held.
+"""Fitting ``LinearStepCost`` to measured runs: damped Gauss–Newton on statistics of TTFT, TPOT and E2E, with a Jacobian read off the replay's steps, and a pattern search.
 
-The objective is Σ over runs and requests of w_m·((simulated − measured)/run mean of measured)²/n
-for m in TTFT, TPOT, E2E: each run and metric weighs the same whatever its scale or size.
-Between scheduling decisions a simulated time is a sum of step durations, each linear in the
-coefficients: a first token at the end of step k in a busy period starting at step b comes at
-start(b) + Σ_{s=b..k} dur(s), so ∂TTFT/∂θ = Σ_{s=b..k} x(s) (x: the step's features), and a
-request's TPOT has ∂/∂θ = Σ_{s=k1+1..kn} x(s)/(n − 1). Each iteration replays every run once
+A simulated time is a sum of step durations, each linear in the coefficients. The fit's
+linearisation holds the schedule from the request's arrival on: a request arriving during step
+a whose first token ends step k has ∂TTFT/∂θ = f·x(a) + Σ_{s=a+1..k} x(s) (x: the step's
+features, f: the part of step a still to run at the arrival; steps before the arrival are left
+out, since the request would join the next step boundary wherever it fell), and its TPOT has
+∂/∂θ = Σ_{s=k1+1..kn} x(s)/(n − 1). The objective compares run statistics — the mean, p50 and
+p90 of TTFT, TPOT and E2E — as w_m·log(simulated/measured), so runs of any scale weigh the same;
+a percentile's gradient is that of the request at it. Each iteration replays every run once
 step by step (``replay_recorded``), solves the damped linear least-squares problem for the
 step under θ ≥ 0 (coefficients pinned at 0 leave the problem), and accepts the step only if
 the *replayed* objective falls (Levenberg–Marquardt damping otherwise). Deterministic: no
@@ -81,14 +83,14 @@ def _residuals(run: MeasuredRun, res: SimResult, table: StepTable | None, n_para
     if table is not None:
         g = _step_gradients(table, cost, n_params)
         cum = np.cumsum(g, axis=0)
-        new_period = np.ones(len(table.start_s), dtype=bool)
-        new_period[1:] = table.start_s[1:] > table.end_s[:-1] + 1e-12
-        first = np.maximum.accumulate(np.where(new_period, np.arange(len(new_period)), 0))
-        base = np.where(first[:, None] > 0, cum[np.maximum(first - 1, 0)], 0.0)
-        within = cum - base  # Σ of gradients from the busy period's first step to this one
+        arrival = np.array([r.arrival_s for r in sims])
+        ka = np.minimum(np.searchsorted(table.end_s, arrival, side="right"), len(table.end_s) - 1)
+        dur = table.end_s[ka] - table.start_s[ka]
+        frac = np.where(table.start_s[ka] < arrival, (table.end_s[ka] - arrival) / np.where(dur > 0, dur, 1.0), 1.0)
         k1 = _step_index(table.end_s, np.array([r.first_token_s for r in sims]))
         kn = _step_index(table.end_s, np.array([r.finish_s for r in sims]))
-        grads = [within[k1], (cum[kn] - cum[k1]) / np.maximum(nout - 1, 1)[:, None], within[kn]]
+        from_arrival = (cum[ka] - g[ka] * frac[:, None])  # Σ of gradients before the arrival, the running step's part
+        grads = [cum[k1] - from_arrival, (cum[kn] - cum[k1]) / np.maximum(nout - 1, 1)[:, None], cum[kn] - from_arrival]
     rows, jac = [], []
     for j, metric in enumerate(("ttft", "tpot", "e2e")):
         keep = multi if metric == "tpot" else np.ones(len(sims), dtype=bool)
