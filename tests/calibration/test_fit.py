@@ -7,7 +7,7 @@ import pytest
 
 from kvledger.accounting.fitted_cost import LinearStepCost
 from kvledger.calibration.compare import compare_runs
-from kvledger.calibration.fit import _residuals, fit_step_cost, initial_guess, objective
+from kvledger.calibration.fit import _NAMES, _residuals, fit_step_cost, initial_guess, objective
 from kvledger.calibration.replay import MeasuredRun, replay, replay_recorded
 from kvledger.dynamics.engine import EngineConfig
 from kvledger.dynamics.workload import RequestSpec
@@ -39,7 +39,7 @@ def test_jacobian_of_one_request_by_hand():
     req = [RequestSpec("a", 0.0, 100, 3)]
     run = _run("one", req, TRUTH)
     res, table = replay_recorded(run, CFG, TRUTH)
-    r, jac = _residuals(run, res, table, 5, TRUTH)
+    r, jac = _residuals(run, res, table, _NAMES[:5], TRUTH)
     assert np.allclose(r, 0.0)
     x1, x2, x3 = np.array([1, 100, 5050, 0, 0.]), np.array([1, 0, 0, 1, 101.]), np.array([1, 0, 0, 1, 102.])
     ttft, tpot, e2e = TRUTH.gpu_coefficients @ x1, TRUTH.gpu_coefficients @ (x2 + x3) / 2, TRUTH.gpu_coefficients @ (x1 + x2 + x3)

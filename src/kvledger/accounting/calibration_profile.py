@@ -71,6 +71,9 @@ def profile_step_cost(path: str | Path, model: str, gpu: str, tp: int) -> tuple[
     if loo:
         info["leave_one_out"] = [{"run": x.get("run"), "ttft_mean_rel_error": x.get("ttft_mean_rel_error"),
                                   "tpot_mean_rel_error": x.get("tpot_mean_rel_error")} for x in loo]
+    if cost.frontend_s > 0:
+        info["source"] += (f"; its frontend latency ({cost.frontend_s * 1e3:.1f} ms per request, outside the engine) "
+                           "is not in these engine-side figures (kvledger validate adds it)")
     mismatch = []
     if d.get("model") and str(d["model"]).lower() != str(model).lower():
         mismatch.append(f"model {d['model']}")

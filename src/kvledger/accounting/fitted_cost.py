@@ -13,6 +13,11 @@ max(gpu, cpu_overhead_s), as with vLLM v1's async scheduling (``--async-scheduli
 ``vllm/v1/engine/core.py::EngineCore.step_with_batch_queue``). In a synchronous engine the
 overhead and ``fixed_s`` add up, and the data cannot tell them apart: a fit then puts both in
 ``fixed_s`` and leaves ``cpu_overhead_s`` at 0.
+
+``frontend_s`` is not a step cost: it is the latency a client sees outside the engine (HTTP,
+tokenisation, streaming the first chunk back), the same for every request. Replays against a
+measured run (``kvledger validate``/``calibrate``) add it to each request's TTFT and E2E;
+``kvledger simulate`` reports engine-side times without it.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ class LinearStepCost:
         cpu_overhead_s: CPU/serving time per step, s.
         overlap: True when that overhead overlaps GPU work (async scheduling), else it adds to each step.
         name: how the simulator's outputs name the model (the calibration profile's file or label).
+        frontend_s: per-request latency outside the engine, s (module docstring).
     """
 
     fixed_s: float
@@ -63,10 +69,11 @@ class LinearStepCost:
     cpu_overhead_s: float = 0.0
     overlap: bool = False
     name: str = "fitted"
+    frontend_s: float = 0.0
 
     def __post_init__(self) -> None:
         for k in ("fixed_s", "prefill_token_s", "prefill_pair_s", "decode_seq_s", "decode_kv_token_s",
-                  "cpu_overhead_s"):
+                  "cpu_overhead_s", "frontend_s"):
             v = getattr(self, k)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v) or v < 0:
                 raise ValueError(f"{k} must be a finite number ≥ 0, got {v!r}")
@@ -112,4 +119,5 @@ class LinearStepCost:
         overlap = d.get("overlap", False)
         if not isinstance(overlap, bool):
             raise ValueError(f"overlap must be true or false, got {overlap!r}")
-        return cls(*(d[k] for k in keys), cpu_overhead_s=d.get("cpu_overhead_s", 0.0), overlap=overlap, name=name)
+        return cls(*(d[k] for k in keys), cpu_overhead_s=d.get("cpu_overhead_s", 0.0), overlap=overlap, name=name,
+                   frontend_s=d.get("frontend_s", 0.0))

@@ -50,11 +50,11 @@ def _errors(run: MeasuredRun, cfg: EngineConfig, cost) -> Comparison:
 
 
 def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overlap: bool = False,
-                   leave_one_out: bool = True) -> dict[str, Any]:
+                   leave_one_out: bool = True, fit_frontend: bool = False) -> dict[str, Any]:
     """Fit on every run, report each run's errors, and (with several runs and ``leave_one_out``) each run's errors
     under a model fitted on the others. ``start`` is the step-cost model the fit starts from (its linear projection)."""
     guess = initial_guess(runs, start, overlap)
-    fit = fit_step_cost(runs, guess)
+    fit = fit_step_cost(runs, guess, fit_frontend=fit_frontend)
     per_run = []
     for run, cfg in runs:
         c = _errors(run, cfg, fit.cost)
@@ -64,7 +64,7 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
     if leave_one_out and len(runs) > 1:
         for i, (run, cfg) in enumerate(runs):
             rest = runs[:i] + runs[i + 1:]
-            f = fit_step_cost(rest, initial_guess(rest, start, overlap))
+            f = fit_step_cost(rest, initial_guess(rest, start, overlap), fit_frontend=fit_frontend)
             c = _errors(run, cfg, f.cost)
             loo.append({"run": run.label, "fitted_on": [r.label for r, _ in rest], "step_cost": f.cost.coefficients(),
                         **headline_errors(c)})
@@ -73,7 +73,8 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
 
 
 def calibrate_files(paths: list[str], args: SimRequestArgs, *, async_scheduling: bool = False,
-                    max_paddings: int | None = None, leave_one_out: bool = True) -> dict[str, Any]:
+                    max_paddings: int | None = None, leave_one_out: bool = True,
+                    fit_frontend: bool = False) -> dict[str, Any]:
     """The calibration profile (``kvledger.accounting.calibration_profile``'s layout) for measured runs in ``paths``.
 
     Raises:
@@ -84,7 +85,8 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, async_scheduling:
     measured = [load_measured(p) for p in paths]
     setups = [engine_for(args, m, max_paddings) for m in measured]
     runs = [(m, s.config) for m, s in zip(measured, setups)]
-    out = calibrate_runs(runs, setups[0].cost, overlap=async_scheduling, leave_one_out=leave_one_out)
+    out = calibrate_runs(runs, setups[0].cost, overlap=async_scheduling, leave_one_out=leave_one_out,
+                         fit_frontend=fit_frontend)
     return build_profile(out, args, setups[0], paths)
 
 
@@ -98,6 +100,7 @@ def build_profile(out: dict[str, Any], args: SimRequestArgs, setup: SimSetup, pa
         kv_bpt = getattr(getattr(setup.plan, "kv", None), "bytes_per_token", None)
     units = {t[0]: t[1] for t in GPU_TERMS}
     units["cpu_overhead_s"] = "s per step" + (" (overlaps GPU work)" if cost.overlap else " (added to each step)")
+    units["frontend_s"] = "s per request, outside the engine (added to TTFT and E2E by validate, not by simulate)"
     sc_out = {**sc, "units": units, "terms": {t[0]: t[2] for t in GPU_TERMS}}
     if kv_bpt:
         sc_out["kv_bytes_per_token"] = kv_bpt

@@ -49,8 +49,16 @@ class FitResult:
     history: list[float] = field(default_factory=list)
 
 
-def _measured(run: MeasuredRun) -> dict[str, tuple[float, float, float, int]]:
-    return {r.request_id: (r.ttft_s, r.tpot_s, r.e2e_s, r.num_output_tokens) for r in run.measured.records}
+def _target(run: MeasuredRun) -> dict[str, list[float | None]]:
+    """The measured statistics the fit matches: metric → [mean, p50, p90] (``STAT_QUANTILES``), s."""
+    if run.target_stats is not None:
+        return {m: [run.target_stats.get(m, {}).get(k) for k in ("mean", "p50", "p90")] for m in ("ttft", "tpot", "e2e")}
+    recs = [r for r in run.measured.records if r.ok and r.first_token_s is not None]
+    out = {}
+    for m, vals in (("ttft", [r.ttft_s for r in recs]), ("tpot", [r.tpot_s for r in recs if r.num_output_tokens > 1]),
+                    ("e2e", [r.e2e_s for r in recs])):
+        out[m] = [v for v, _ in _stat_rows(np.array(vals), None)] if vals else [None, None, None]
+    return out
 
 
 def _stat_rows(values: np.ndarray, grads: np.ndarray | None) -> list[tuple[float, np.ndarray | None]]:
@@ -68,20 +76,22 @@ def _stat_rows(values: np.ndarray, grads: np.ndarray | None) -> list[tuple[float
     return out
 
 
-def _residuals(run: MeasuredRun, res: SimResult, table: StepTable | None, n_params: int,
-               cost: LinearStepCost) -> tuple[np.ndarray, np.ndarray | None]:
-    """Weighted log-ratio residuals of one run's statistics (and their Jacobian rows when the step table is given)."""
-    meas = _measured(run)
-    sims = [r for r in res.records.records if r.ok and r.first_token_s is not None and r.request_id in meas]
+def _residuals(run: MeasuredRun, res: SimResult, table: StepTable | None, names: list[str],
+               cost: LinearStepCost, add_s: float = 0.0) -> tuple[np.ndarray, np.ndarray | None]:
+    """Weighted log-ratio residuals of one run's statistics (and their Jacobian rows over ``names`` when the step
+    table is given); ``add_s`` is added to each TTFT and E2E (the frontend latency of engine-side records)."""
+    n_params = len(names)
+    target = _target(run)
+    sims = [r for r in res.records.records if r.ok and r.first_token_s is not None]
     if not sims:
         return np.zeros(0), (np.zeros((0, n_params)) if table is not None else None)
-    m = np.array([meas[r.request_id][:3] for r in sims])
-    s = np.array([(r.ttft_s, r.tpot_s, r.e2e_s) for r in sims])
+    s = np.array([(r.ttft_s + add_s, r.tpot_s, r.e2e_s + add_s) for r in sims])
     nout = np.array([r.num_output_tokens for r in sims])
     multi = nout > 1
     grads: list[np.ndarray | None] = [None, None, None]
     if table is not None:
-        g = _step_gradients(table, cost, n_params)
+        n_step = n_params - ("frontend_s" in names)
+        g = _step_gradients(table, cost, n_step)
         cum = np.cumsum(g, axis=0)
         arrival = np.array([r.arrival_s for r in sims])
         ka = np.minimum(np.searchsorted(table.end_s, arrival, side="right"), len(table.end_s) - 1)
@@ -91,6 +101,9 @@ def _residuals(run: MeasuredRun, res: SimResult, table: StepTable | None, n_para
         kn = _step_index(table.end_s, np.array([r.finish_s for r in sims]))
         from_arrival = (cum[ka] - g[ka] * frac[:, None])  # Σ of gradients before the arrival, the running step's part
         grads = [cum[k1] - from_arrival, (cum[kn] - cum[k1]) / np.maximum(nout - 1, 1)[:, None], cum[kn] - from_arrival]
+        if n_step < n_params:  # ∂/∂frontend_s: 1 for TTFT and E2E, 0 for TPOT
+            ones, zeros = np.ones((len(sims), 1)), np.zeros((len(sims), 1))
+            grads = [np.hstack([grads[0], ones]), np.hstack([grads[1], zeros]), np.hstack([grads[2], ones])]
     rows, jac = [], []
     for j, metric in enumerate(("ttft", "tpot", "e2e")):
         keep = multi if metric == "tpot" else np.ones(len(sims), dtype=bool)
@@ -98,8 +111,8 @@ def _residuals(run: MeasuredRun, res: SimResult, table: StepTable | None, n_para
             continue
         w = np.sqrt(METRIC_WEIGHTS[metric])
         gj = None if grads[j] is None else grads[j][keep]
-        for (sv, sg), (mv, _) in zip(_stat_rows(s[keep, j], gj), _stat_rows(m[keep, j], None)):
-            if sv <= 0 or mv <= 0:
+        for (sv, sg), mv in zip(_stat_rows(s[keep, j], gj), target[metric]):
+            if mv is None or sv <= 0 or mv <= 0:
                 continue
             rows.append(w * np.log(sv / mv))
             if sg is not None:
@@ -126,21 +139,24 @@ def _step_gradients(table: StepTable, cost: LinearStepCost, n_params: int) -> np
     return g
 
 
-def _theta(cost: LinearStepCost, n: int) -> np.ndarray:
-    t = cost.gpu_coefficients
-    return np.append(t, cost.cpu_overhead_s) if n == 6 else t
+def _names(cost: LinearStepCost, fit_frontend: bool) -> list[str]:
+    """The fitted coefficients: the GPU terms, the CPU overhead when it overlaps, the frontend latency when asked."""
+    return _NAMES[:5] + (["cpu_overhead_s"] if cost.overlap else []) + (["frontend_s"] if fit_frontend else [])
 
 
-def _with(cost: LinearStepCost, theta: np.ndarray) -> LinearStepCost:
-    vals = dict(zip(_NAMES, (float(v) for v in theta)))
-    return replace(cost, **vals)
+def _theta(cost: LinearStepCost, names: list[str]) -> np.ndarray:
+    return np.array([getattr(cost, k) for k in names], dtype=np.float64)
+
+
+def _with(cost: LinearStepCost, names: list[str], theta: np.ndarray) -> LinearStepCost:
+    return replace(cost, **{k: float(v) for k, v in zip(names, theta)})
 
 
 def objective(runs: list[tuple[MeasuredRun, EngineConfig]], cost: StepCostModel) -> float:
     """The fit's objective for any step-cost model (module docstring)."""
     total = 0.0
     for run, cfg in runs:
-        r, _ = _residuals(run, replay(run, cfg, cost), None, 5, cost)
+        r, _ = _residuals(run, replay(run, cfg, cost), None, _NAMES[:5], cost)
         total += float(r @ r)
     return total
 
@@ -197,7 +213,7 @@ def _damped_step(jac: np.ndarray, r: np.ndarray, theta: np.ndarray, lam: float) 
     return new
 
 
-def _gauss_newton(runs, cost: LinearStepCost, f: float, n: int, max_iterations: int, tol: float,
+def _gauss_newton(runs, cost: LinearStepCost, f: float, names: list[str], max_iterations: int, tol: float,
                   count: list[int], history: list[float]) -> tuple[LinearStepCost, float, int]:
     """Damped Gauss–Newton from ``cost`` (objective ``f``); returns the best model, its objective and the iterations."""
     lam, it = 1e-3, 0
@@ -205,17 +221,17 @@ def _gauss_newton(runs, cost: LinearStepCost, f: float, n: int, max_iterations: 
         rs, js = [], []
         for run, cfg in runs:
             res, table = replay_recorded(run, cfg, cost)
-            r, j = _residuals(run, res, table, n, cost)
+            r, j = _residuals(run, res, table, names, cost, cost.frontend_s)
             rs.append(r)
             js.append(j)
         count[0] += len(runs)
         r, jac = np.concatenate(rs), np.vstack(js)
         if not len(r):
             raise InputError("no measured request finished in the replay; check the engine settings (max_model_len)")
-        theta = _theta(cost, n)
+        theta = _theta(cost, names)
         improved = False
         for _ in range(6):
-            cand = _with(cost, _damped_step(jac, r, theta, lam))
+            cand = _with(cost, names, _damped_step(jac, r, theta, lam))
             fc = objective(runs, cand)
             count[0] += len(runs)
             if fc < f:
@@ -232,7 +248,7 @@ def _gauss_newton(runs, cost: LinearStepCost, f: float, n: int, max_iterations: 
     return cost, f, it
 
 
-def _pattern_search(runs, cost: LinearStepCost, f: float, n: int, count: list[int],
+def _pattern_search(runs, cost: LinearStepCost, f: float, names: list[str], count: list[int],
                     history: list[float]) -> tuple[LinearStepCost, float]:
     """Multiply one coefficient at a time by a factor and its inverse, keeping what lowers the objective; factors
     ``PATTERN_FACTORS`` in turn. Finds the valleys a queueing knee hides from the Jacobian (it is exact only while
@@ -240,14 +256,14 @@ def _pattern_search(runs, cost: LinearStepCost, f: float, n: int, count: list[in
     for factor in PATTERN_FACTORS:
         for _ in range(2):
             moved = False
-            for k in range(n):
-                theta = _theta(cost, n)
+            for k in range(len(names)):
+                theta = _theta(cost, names)
                 if theta[k] == 0:
                     continue
                 for mult in (factor, 1.0 / factor):
                     t = theta.copy()
                     t[k] *= mult
-                    cand = _with(cost, t)
+                    cand = _with(cost, names, t)
                     fc = objective(runs, cand)
                     count[0] += len(runs)
                     if fc < f:
@@ -260,8 +276,9 @@ def _pattern_search(runs, cost: LinearStepCost, f: float, n: int, count: list[in
 
 
 def fit_step_cost(runs: list[tuple[MeasuredRun, EngineConfig]], start: LinearStepCost, *, max_iterations: int = 10,
-                  tol: float = 1e-3) -> FitResult:
-    """Fit ``start``'s coefficients to the runs (module docstring); ``start.overlap`` picks the CPU-overhead form.
+                  tol: float = 1e-3, fit_frontend: bool = False) -> FitResult:
+    """Fit ``start``'s coefficients to the runs (module docstring); ``start.overlap`` picks the CPU-overhead form;
+    ``fit_frontend`` also fits the per-request latency outside the engine (``LinearStepCost.frontend_s``).
 
     Gauss–Newton, then a multiplicative pattern search, then Gauss–Newton again.
 
@@ -270,7 +287,7 @@ def fit_step_cost(runs: list[tuple[MeasuredRun, EngineConfig]], start: LinearSte
     """
     if not runs:
         raise InputError("calibration needs at least one measured run")
-    n = 6 if start.overlap else 5
+    n = _names(start, fit_frontend)
     count = [len(runs)]
     f0 = objective(runs, start)
     history = [f0]

@@ -37,6 +37,10 @@ class MeasuredRun:
         requests: the workload (arrival times from 0, lengths), in arrival order.
         measured: the measured records, ``requests[i]`` ↔ ``measured.records[i]``.
         engine_hints: launch settings the source states (vLLM names), for the user's information.
+        target_stats: for a run known only by aggregates (a benchmark stage): metric ("ttft", "tpot", "e2e") →
+            {"mean", "p50", "p90", "p99"} in s; ``requests`` is then a synthetic workload like the stage's and
+            ``measured`` holds no record.
+        concurrency: when the client capped the requests in flight (a closed loop), that cap; None for open loop.
     """
 
     label: str
@@ -44,6 +48,8 @@ class MeasuredRun:
     requests: list[RequestSpec]
     measured: RunRecords
     engine_hints: dict = field(default_factory=dict)
+    target_stats: dict | None = None
+    concurrency: int | None = None
 
 
 def measured_from_records(run: RunRecords, label: str) -> MeasuredRun:
@@ -130,15 +136,37 @@ class StepTable:
     end_s: np.ndarray
 
 
+def _workload(run: MeasuredRun):
+    if run.concurrency is None:
+        return run.requests
+    from kvledger.dynamics.closed_loop import ClosedLoop
+
+    return ClosedLoop(run.requests, run.concurrency)
+
+
+def _client_view(res: SimResult, cost: StepCostModel) -> SimResult:
+    """The records as the client saw them: each arrival moved ``cost.frontend_s`` earlier (TTFT and E2E grow by it)."""
+    d = float(getattr(cost, "frontend_s", 0.0) or 0.0)
+    if d <= 0:
+        return res
+    from dataclasses import replace as dc_replace
+
+    recs = [dc_replace(r, arrival_s=r.arrival_s - d) for r in res.records.records]
+    res.records = RunRecords(recs, res.records.metadata)
+    return res
+
+
 def replay(run: MeasuredRun, config: EngineConfig, cost: StepCostModel) -> SimResult:
-    """Simulate the run's workload (fast path on)."""
-    return simulate(run.requests, config, cost)
+    """Simulate the run's workload (fast path on); records as the client saw them (``frontend_s`` added)."""
+    return _client_view(simulate(_workload(run), config, cost), cost)
 
 
 def replay_recorded(run: MeasuredRun, config: EngineConfig, cost: StepCostModel) -> tuple[SimResult, StepTable]:
-    """Simulate step by step (no fast path: one priced step per step) and return the steps' features and times."""
+    """Simulate step by step (no fast path: one priced step per step) and return the steps' features and times.
+
+    The records are engine-side (no ``frontend_s``)."""
     rec = _Recorder(cost)
-    res = simulate(run.requests, config, rec, record_steps=True, fast_forward=False)
+    res = simulate(_workload(run), config, rec, record_steps=True, fast_forward=False)
     rows = res.steps[0].rows
     start = np.fromiter((r[1] for r in rows), np.float64, len(rows))
     dur = np.fromiter((r[2] for r in rows), np.float64, len(rows))
