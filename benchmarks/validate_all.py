@@ -203,7 +203,7 @@ KUBECON_CONFIGS = {
 }
 KUBECON_FIT_ON = ("vllm", "vllm+chunking_and_prefix_caching")
 CLIENT_CONCURRENCY = 44 * 10  # config.yaml: num_workers × worker_max_concurrency
-FIT_MAX_REQUESTS = 2500  # per stage when fitting (a shorter window of the same load)
+FIT_MAX_REQUESTS = 1500  # per stage when fitting (a shorter window of the same load)
 
 
 def _kubecon_runs(name: str, max_requests: int | None):
@@ -234,7 +234,7 @@ def _stage_rows(name: str, cost, cost_of_setup: bool = False) -> list[dict]:
         rows.append({"config": name, "stage": run.label.rsplit(" ", 1)[1], "rate": st.requested_rate,
                      "below_saturation": below, "closed_loop": run.concurrency is not None,
                      **{k: {"measured": c.row(k).measured, "predicted": c.row(k).predicted, "rel_error": c.row(k).rel_error}
-                        for k in ("TTFT p50", "TPOT p50", "TTFT mean", "TPOT mean", "throughput")}})
+                        for k in ("TTFT p50", "TTFT mean", "TPOT mean", "TPOT (file's field) p50", "E2E p50", "throughput")}})
     return rows
 
 
@@ -266,7 +266,7 @@ def _sweep_verdict(rows: list[dict]) -> dict:
     p = max(r["throughput"]["predicted"] for r in rows)
     below = [r for r in rows if r["below_saturation"]]
     return {"saturation_throughput": {"measured": m, "predicted": p, "rel_error": p / m - 1},
-            "worst_below": {k: max((r[k]["rel_error"] for r in below), key=abs) for k in ("TTFT p50", "TPOT p50")}}
+            "worst_below": {k: max((r[k]["rel_error"] for r in below), key=abs) for k in ("TTFT p50", "TPOT mean")}}
 
 
 def _print_kubecon(d: dict) -> None:
@@ -277,18 +277,131 @@ def _print_kubecon(d: dict) -> None:
     print(f"fit on {', '.join(d['fitted_on'])} (≤ {FIT_MAX_REQUESTS} requests per stage): {d['fit_seconds']:.0f} s wall; "
           f"objective {d['objective_start']:.2f} → {d['objective']:.2f}; "
           + json.dumps({k: float(f'{v:.4g}') for k, v in d["fit"].items() if not isinstance(v, bool)}))
-    print(f"{'config':<34}{'model':<10}{'sat. thr meas→pred':>24}{'worst TTFT p50':>16}{'worst TPOT p50':>16}  (below saturation)")
+    print(f"{'config':<34}{'model':<10}{'sat. thr meas→pred':>24}{'worst TTFT p50':>16}{'worst TPOT mean':>16}  (below saturation)")
     for name, c in d["configs"].items():
         for label, rows in (("calibr.", c["calibrated"]), ("roofline", c["roofline"])):
             v = _sweep_verdict(rows)
             st = v["saturation_throughput"]
             tag = (" [in fit]" if c["in_fit"] else "") + (f" [{c['caveat']}]" if c["caveat"] and label == "calibr." else "")
             print(f"{name:<34}{label:<10}{st['measured']:>8.1f} → {st['predicted']:6.1f} ({st['rel_error'] * 100:+4.0f}%)"
-                  f"{v['worst_below']['TTFT p50'] * 100:>+15.0f}%{v['worst_below']['TPOT p50'] * 100:>+15.0f}%{tag}")
-    print("per stage (calibrated): rate → TTFT p50 measured/predicted, TPOT p50 measured/predicted")
+                  f"{v['worst_below']['TTFT p50'] * 100:>+15.0f}%{v['worst_below']['TPOT mean'] * 100:>+15.0f}%{tag}")
+    print("per stage (calibrated): rate → TTFT p50 measured/predicted, TPOT mean (from E2E − TTFT) measured/predicted")
     for name, c in d["configs"].items():
         cells = [f"{r['rate']:.0f}{'*' if not r['below_saturation'] else ''}: {r['TTFT p50']['measured'] * 1e3:.0f}/"
-                 f"{r['TTFT p50']['predicted'] * 1e3:.0f} ms, {r['TPOT p50']['measured'] * 1e3:.1f}/"
-                 f"{r['TPOT p50']['predicted'] * 1e3:.1f} ms" for r in c["calibrated"]]
+                 f"{r['TTFT p50']['predicted'] * 1e3:.0f} ms, {r['TPOT mean']['measured'] * 1e3:.1f}/"
+                 f"{r['TPOT mean']['predicted'] * 1e3:.1f} ms" for r in c["calibrated"]]
         print(f"  {name}: " + "; ".join(cells))
     print("  (* = saturated stage: the client's 440-request cap bound the load; replayed as a closed loop)")
+
+
+# ------------------------------------------------------------------- training
+TRAINING = SHARED / "inference-sim-training" / "default_args"
+#: models bundled with kvledger (Llama-2-70B and CodeLlama-34B configs are not: their experiments are listed, not run)
+TRAINING_MODELS = {"llama-2-7b-tp1": ("meta-llama/Llama-2-7b-hf", 1)}
+
+
+def training() -> dict:
+    """Roofline replay of every stage of the bundled-model experiments (no calibration: one H100 model each)."""
+    from kvledger.calibration.api import engine_for
+    from kvledger.calibration.replay import replay
+    from kvledger.calibration.sweep import read_stage, stage_comparison, stage_run
+
+    if not TRAINING.exists():
+        return {"skipped": f"{TRAINING} not found"}
+    rows, skipped = [], []
+    for exp in sorted(p for p in TRAINING.iterdir() if p.is_dir()):
+        key = next((k for k in TRAINING_MODELS if k in exp.name), None)
+        if key is None:
+            skipped.append(exp.name)
+            continue
+        model, tp = TRAINING_MODELS[key]
+        a = _args(model=model, gpu="H100", tp=tp, max_model_len=4096, max_num_batched_tokens=2048, max_num_seqs=128,
+                  enable_prefix_caching=False)
+        for f in sorted((exp / "results").glob("stage_*_lifecycle_metrics.json")):
+            st = read_stage(f)
+            run = stage_run(st, f"{exp.name.split('-', 2)[2]} {f.name.split('_')[1]}", seed=0)
+            s = engine_for(a, run)
+            c = stage_comparison(run.label, st, replay(run, s.config, s.cost).records)
+            rows.append({"stage": run.label, "rate": st.requested_rate, "failed": st.num_failed,
+                         **{k: {"measured": c.row(k).measured, "predicted": c.row(k).predicted,
+                                "rel_error": c.row(k).rel_error} for k in ("TTFT p50", "TPOT mean", "E2E p50",
+                                                                           "throughput")}})
+    return {"rows": rows, "not_run": skipped}
+
+
+def _print_training(d: dict) -> None:
+    print("\n== inference-sim/training: H100 SXM stages (roofline, uncalibrated; multi-turn chat as independent requests) ==")
+    if "skipped" in d:
+        print(d["skipped"])
+        return
+    for r in d["rows"]:
+        e = "; ".join(f"{k} {r[k]['measured'] * (1e3 if k != 'throughput' else 1):.1f}→"
+                      f"{r[k]['predicted'] * (1e3 if k != 'throughput' else 1):.1f} ({r[k]['rel_error'] * 100:+.0f}%)"
+                      for k in ("TTFT p50", "TPOT mean", "E2E p50", "throughput"))
+        print(f"  {r['stage']:<30} {r['rate']:>5.0f} req/s{' (' + str(r['failed']) + ' failed)' if r['failed'] else ''}: {e}")
+    print(f"  not run (model not bundled): {', '.join(d['not_run'])}")
+
+
+# ----------------------------------------------------------------- robustness
+def robustness() -> dict:
+    """Every bundled calibrated step cost (``kvledger.accounting.calibrated.list_calibrated``) serving the whole Azure
+    conversation trace for Llama-3.1-8B on an H100 (the table stands in for the model's step times, as
+    ``--step-cost calibrated:KEY`` does). A KvLedgerError is a clean refusal; anything else would be a crash."""
+    from kvledger.accounting.calibrated import list_calibrated
+    from kvledger.dynamics.engine import simulate
+    from kvledger.dynamics.sim_setup import prepare
+    from kvledger.dynamics.step_cost_choice import calibrated_step_cost
+    from kvledger.errors import KvLedgerError
+
+    setup = prepare(_args(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv"))
+    ok, refused, crashed, worst = 0, [], [], 0.0
+    for c in list_calibrated():
+        try:
+            cost, _ = calibrated_step_cost("calibrated:" + c.key, "meta-llama/Llama-3.1-8B", "H100", 1)
+            t = time.perf_counter()
+            res = simulate(setup.workload, setup.config, cost)
+            worst = max(worst, time.perf_counter() - t)
+            ok += res.summary.num_finished == setup.num_requests
+        except KvLedgerError as e:
+            refused.append(f"{c.key}: {e}")
+        except Exception as e:  # noqa: BLE001 — this benchmark exists to find crashes and list them
+            crashed.append(f"{c.key}: {type(e).__name__}: {e}")
+    return {"models": len(list_calibrated()), "finished_every_request": ok, "refused": refused, "crashed": crashed,
+            "num_requests": setup.num_requests, "slowest_run_s": worst}
+
+
+def _print_robustness(d: dict) -> None:
+    print(f"\n== robustness: {d['models']} bundled calibrated step costs × the whole Azure conversation trace "
+          f"({d['num_requests']:,} requests) ==")
+    print(f"finished every request: {d['finished_every_request']}; refused: {len(d['refused'])}; "
+          f"crashed: {len(d['crashed'])}; slowest simulation {d['slowest_run_s']:.2f} s (wall, shared machine)")
+    for line in d["refused"] + d["crashed"]:
+        print("  " + line)
+
+
+SECTIONS = ("distserve", "llmservingsim", "kubecon", "training", "robustness")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, from {', '.join(SECTIONS)}")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    a = ap.parse_args()
+    chosen = [s.strip() for s in a.sections.split(",") if s.strip()]
+    bad = [s for s in chosen if s not in SECTIONS]
+    if bad:
+        ap.error(f"unknown section(s) {', '.join(bad)}; known: {', '.join(SECTIONS)}")
+    out = {}
+    for s in chosen:
+        t = time.perf_counter()
+        out[s] = globals()[s]()
+        out[s]["wall_s"] = time.perf_counter() - t
+        if not a.json:
+            globals()["_print_" + s](out[s])
+            print(f"[{s}: {out[s]['wall_s']:.0f} s wall]")
+    if a.json:
+        print(json.dumps(out, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
