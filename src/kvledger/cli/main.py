@@ -31,6 +31,7 @@ from kvledger.cli import experiment_cmd  # noqa: E402
 from kvledger.cli import kv_eviction_cmd  # noqa: E402
 from kvledger.cli import doctor_cmd  # noqa: E402
 from kvledger.cli import disagg_cmd  # noqa: E402
+from kvledger.cli import calibrate_cmd, validate_cmd  # noqa: E402
 
 plan_cmd.register(app)
 catalog_cmd.register(app)
@@ -43,6 +44,8 @@ experiment_cmd.register(app)
 kv_eviction_cmd.register(app)
 doctor_cmd.register(app)
 disagg_cmd.register(app)
+calibrate_cmd.register(app)
+validate_cmd.register(app)
 
 from kvledger.cli.limits import SELF_CHECKED, checked  # noqa: E402
 

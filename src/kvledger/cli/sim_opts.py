@@ -45,7 +45,7 @@ KvAllocation = Annotated[Optional[str], typer.Option("--kv-allocation", help=_S 
 AsyncScheduling = Annotated[Optional[bool], typer.Option("--async-scheduling/--no-async-scheduling", help=_S + "vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33).", show_default=False)]
 Replicas = Annotated[Optional[int], typer.Option("--replicas", help=_S + "identical engine replicas behind a router (default 1).", show_default=False)]
 Router = Annotated[Optional[str], typer.Option("--router", help=_S + "round_robin (default), least_loaded or prefix_aware.", show_default=False)]
-StepCost = Annotated[Optional[str], typer.Option("--step-cost", help=_S + "roofline (default; from the memory plan), calibrated (bundled measurements for this model/GPU/TP) or calibrated:SOURCE:MODEL@GPU/tpN (a bundled table by key).", show_default=False)]
+StepCost = Annotated[Optional[str], typer.Option("--step-cost", help=_S + "roofline (default; from the memory plan), calibrated (bundled measurements for this model/GPU/TP) or calibrated:SOURCE:MODEL@GPU/tpN (a bundled table by key), or PROFILE.json from kvledger calibrate.", show_default=False)]
 CpuOverhead = Annotated[Optional[str], typer.Option("--cpu-overhead", help=_S + "per-step CPU time added to the roofline (e.g. 2ms).", show_default=False)]
 
 # command parameter name → (SimRequestArgs field or None for synthetic-only, default filled in, flag)

@@ -45,7 +45,7 @@ def simulate(
     arrival_cv: Optional[float] = typer.Option(None, "--arrival-cv", help="Synthetic workload: CV of inter-arrival gaps (default 1 = Poisson)."),
     replicas: int = typer.Option(1, "--replicas", help="Identical engine replicas behind a router."),
     router: str = typer.Option("round_robin", "--router", help="round_robin, least_loaded or prefix_aware."),
-    step_cost: str = typer.Option("roofline", "--step-cost", help="roofline (from the plan); calibrated (bundled measurements for this model, GPU and TP, when they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them)."),
+    step_cost: str = typer.Option("roofline", "--step-cost", help="roofline (from the plan); calibrated (bundled measurements for this model, GPU and TP, when they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them); or PROFILE.json, a step cost fitted by kvledger calibrate."),
     cpu_overhead: Optional[str] = typer.Option(None, "--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms)."),
     async_scheduling: Optional[bool] = typer.Option(None, "--async-scheduling/--no-async-scheduling", help="vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),

@@ -102,13 +102,16 @@ def make_step_cost(a: SimRequestArgs, plan, overlap_cpu: bool = False) -> tuple[
         InputError: no bundled calibration for the model/GPU/TP or the key (the bundled ones listed, grouped by model).
         UnknownNameError: another name.
     """
-    from kvledger.dynamics.step_cost_choice import CALIBRATED_PREFIX, calibrated_step_cost, find_calibrated_cost
+    from kvledger.dynamics.step_cost_choice import (CALIBRATED_PREFIX, calibrated_step_cost, disagreement_note,
+                                                    find_calibrated_cost, is_profile_choice, profile_step_cost)
 
     if a.step_cost == "roofline":
         cost = plan.step_cost(overlap_cpu=overlap_cpu)
         cal = find_calibrated_cost(a.model, a.gpu, a.tp)
         hint = (f"uncalibrated; measured tables exist for this model, GPU and TP: --step-cost calibrated ({cal.name})"
                 if cal is not None else "uncalibrated (no bundled measurements for this model, GPU and TP)")
+        if cal is not None and (note := disagreement_note(cost, cal)):
+            hint += "; " + note
         return cost, {"name": "roofline", "flops_fraction": cost.flops_fraction,
                       "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
                       "source": "kvledger.accounting.roofline: weight matmuls then attention, each max(FLOPs/achievable "
@@ -117,11 +120,17 @@ def make_step_cost(a: SimRequestArgs, plan, overlap_cpu: bool = False) -> tuple[
                                                           "max(GPU, CPU) per step" if overlap_cpu else "+ CPU overhead per step")
                                 + f"; {hint}"}
     if a.step_cost == "calibrated" or a.step_cost.startswith(CALIBRATED_PREFIX):
-        return calibrated_step_cost(a.step_cost, a.model, a.gpu, a.tp)
+        cost, info = calibrated_step_cost(a.step_cost, a.model, a.gpu, a.tp)
+        if note := disagreement_note(plan.step_cost(), cost, used=f"the calibration ({cost.name})"):
+            info["source"] += "; " + note
+        return cost, info
+    if is_profile_choice(a.step_cost):
+        return profile_step_cost(a.step_cost, plan.model.name, plan.gpu.name, a.tp)
     from kvledger.errors import UnknownNameError
 
     raise UnknownNameError("step cost model", a.step_cost, ["roofline", "calibrated"],
-                           hint="Known: roofline, calibrated, calibrated:SOURCE:MODEL@GPU/tpN.")
+                           hint="Known: roofline, calibrated, calibrated:SOURCE:MODEL@GPU/tpN, or a "
+                                "profile PROFILE.json from `kvledger calibrate`.")
 
 
 def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
