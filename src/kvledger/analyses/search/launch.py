@@ -1,0 +1,58 @@
+"""The launch commands a candidate's plan assumed: ``vllm serve …``, SGLang's equivalent, and the ``kvledger plan`` line that re-derives its KV pool.
+
+Every engine flag is written out with the value the memory plan resolved (defaults included),
+so the command starts the engine the search simulated: vLLM's flags are the plan's own inputs
+(``--tensor-parallel-size``, ``--max-model-len``, ``--gpu-memory-utilization``,
+``--kv-cache-dtype``, ``--max-num-seqs``, ``--max-num-batched-tokens``; prefix caching only when
+the search set it). ``kvledger plan`` takes the same flags, so the check line gives the same
+blocks. SGLang's flags carry the same TP, context, running-request cap and chunk budget; its
+KV pool follows ``mem_fraction_static`` rules, not vLLM's, so the command leaves that at
+SGLang's default and says the simulated pool is the vLLM one (``kvledger plan --engine sglang``
+shows SGLang's).
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+__all__ = ["launch_commands", "SGLANG_KV_DTYPES"]
+
+SGLANG_KV_DTYPES = {"auto": "auto", "bf16": "auto", "fp16": "auto", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
+                    "fp8_e5m2": "fp8_e5m2"}
+"""vLLM ``--kv-cache-dtype`` → SGLang ``--kv-cache-dtype`` (SGLang's ``auto`` is the model dtype; its FP8 is e4m3 or e5m2)."""
+
+
+def _join(words: list[str]) -> str:
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None) -> dict[str, str]:
+    """``{"vllm": …, "sglang": …, "check": …, "note": …}`` for one planned candidate's ledger entry.
+
+    Args:
+        model_id: the Hub id to serve (the catalog's repository id for a bundled model).
+        gpu_id: the catalog GPU id (for the ``kvledger plan`` check).
+        entry: the ledger entry (``tp``, ``enable_prefix_caching`` and the ``plan`` figures).
+        engine_version: the vLLM version whose rules the plan used, when the user fixed one.
+    """
+    p = entry["plan"]
+    flags = ["--tensor-parallel-size", str(entry["tp"]), "--max-model-len", str(p["max_model_len"]),
+             "--gpu-memory-utilization", f"{p['gpu_memory_utilization']:g}", "--kv-cache-dtype", p["kv_cache_dtype"],
+             "--max-num-seqs", str(p["max_num_seqs"]), "--max-num-batched-tokens", str(p["max_num_batched_tokens"])]
+    pc = entry.get("enable_prefix_caching")
+    vllm = ["vllm", "serve", model_id, *flags] + ([] if pc is None else
+                                                   ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"])
+    check = ["kvledger", "plan", model_id, "--gpu", gpu_id, *flags]
+    if engine_version:
+        check += ["--engine-version", engine_version]
+    sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(entry["tp"]),
+              "--context-length", str(p["max_model_len"]), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"], "auto"),
+              "--max-running-requests", str(p["max_num_seqs"]), "--chunked-prefill-size", str(p["max_num_batched_tokens"])]
+    if pc is False:
+        sglang.append("--disable-radix-cache")
+    version = f"vLLM {p['engine_version']}" + ("" if engine_version else " (the newest rules read; pass --engine-version for yours)")
+    return {"vllm": _join(vllm), "sglang": _join(sglang), "check": _join(check),
+            "note": f"the plan follows {version}: {p['num_gpu_blocks']:,} KV blocks of {p['block_size']} tokens per GPU; "
+                    "the SGLang command keeps SGLang's own mem_fraction_static, whose pool differs "
+                    "(kvledger plan --engine sglang shows it)"}

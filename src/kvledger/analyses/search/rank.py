@@ -1,0 +1,153 @@
+"""Ranking, Pareto frontier and the search's result object, from the ledger entries (plain dicts) of every candidate.
+
+Rank: feasible candidates by the monthly bill for the load when one is given, else by USD per
+1,000 good requests at the utilization; ties by that cost, then by candidate order. Frontier:
+output tokens/s per GPU (goodput at the SLO capacity) against tokens/s per user (1 ÷ median TPOT
+at that load); a candidate is dominated when another is at least as good on both and better on
+one, and the ledger names the first such candidate (in ledger order) for each.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.analyses.search.spec import SearchSpec
+
+__all__ = ["rank_key", "pareto", "SearchResult", "build_result", "CSV_COLUMNS", "csv_rows"]
+
+
+def rank_key(entry: dict[str, Any]) -> tuple[float, float]:
+    """Sort key of a feasible entry: (monthly bill or USD per 1k requests, USD per 1k requests)."""
+    per_1k = entry["cost"]["usd_per_1k_requests"]
+    sizing = entry.get("sizing")
+    return (sizing["monthly_usd"] if sizing else per_1k, per_1k)
+
+
+def _point(e: dict[str, Any]) -> tuple[float, float] | None:
+    c = e["capacity"]
+    x, y = c.get("tok_per_s_per_user"), c.get("goodput_output_tok_per_s_per_gpu")
+    return None if x is None or y is None else (x, y)
+
+
+def pareto(feasible: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, str]]]:
+    """(frontier ids by rising tokens/s per user, [{id, dominated_by}]) over the feasible entries in ledger order."""
+    pts = [(e["id"], _point(e)) for e in feasible]
+    pts = [(i, p) for i, p in pts if p is not None]
+    frontier, dominated = [], []
+    for i, (x, y) in pts:
+        by = next((j for j, (a, b) in pts if j != i and a >= x and b >= y and (a > x or b > y)), None)
+        if by is None:
+            frontier.append((x, y, i))
+        else:
+            dominated.append({"id": i, "dominated_by": by})
+    return [i for _, _, i in sorted(frontier)], dominated
+
+
+@dataclass
+class SearchResult:
+    """Everything ``kvledger search`` prints: the ledger (one entry per candidate, in candidate order), the ranking of the
+    feasible ones, the frontier, the API comparison and notes. ``to_dict`` is the ``--json`` document."""
+
+    spec: SearchSpec
+    entries: list[dict[str, Any]]
+    ranking: list[str]
+    frontier: list[str]
+    dominated: list[dict[str, str]]
+    api: dict[str, Any] | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def winner(self) -> dict[str, Any] | None:
+        return self.entry(self.ranking[0]) if self.ranking else None
+
+    def entry(self, cid: str) -> dict[str, Any] | None:
+        return next((e for e in self.entries if e["id"] == cid), None)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for e in self.entries:
+            key = e["status"] if e["status"] == "feasible" else (e.get("reason") or e["status"])
+            out[key] = out.get(key, 0) + 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        w = self.winner
+        return {"spec": self.spec.to_dict(), "counts": self.counts(), "ranking": self.ranking,
+                "winner": None if w is None else {"id": w["id"], "launch": w["launch"]},
+                "frontier": self.frontier, "dominated": self.dominated, "api": self.api, "notes": self.notes,
+                "candidates": self.entries}
+
+
+def _api(spec: SearchSpec, feasible: list[dict[str, Any]]) -> dict[str, Any] | None:
+    from kvledger.analyses.search.evaluate import load_rate_req_per_s
+    from kvledger.catalog.prices import find_api_price
+    from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
+    from kvledger.ledgers.cost import HOURS_PER_MONTH
+
+    if spec.api is None:
+        return None
+    price, mix = find_api_price(spec.api), ApiMix(spec.batch_share, spec.cache_hit_rate, spec.cache_write_rate)
+    notes = mix.check(price)
+    per = api_price_per_mtok(price, mix)
+    out = {"key": price.key, "as_of": price.as_of, "usd_per_mtok_input": per["input"], "usd_per_mtok_output": per["output"],
+           "mix": {"batch_share": mix.batch_share, "cache_hit_rate": mix.cache_hit_rate,
+                   "cache_write_rate": mix.cache_write_rate}, "monthly_usd": None, "notes": notes,
+           "source": f"api_prices.csv {price.key} ({price.confidence} confidence); {price.source}"}
+    if feasible:
+        wl = feasible[0]["workload"]
+        rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
+        if rate is not None:
+            secs = HOURS_PER_MONTH * 3600.0
+            tin, tout = rate * secs * wl["prompt_tokens_mean"], rate * secs * wl["output_tokens_mean"]
+            led = api_ledger(price, mix, tin / 1e6, tout / 1e6, "API bill per month", "USD per month")
+            out.update({"monthly_usd": led.total_usd, "monthly_input_tokens": tin, "monthly_output_tokens": tout,
+                        "ledger": led.to_dict()})
+    return out
+
+
+def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResult:
+    """Rank the feasible entries, find the frontier and price the API side; ``entries`` in candidate order."""
+    order = {e["id"]: n for n, e in enumerate(entries)}
+    feasible = [e for e in entries if e["status"] == "feasible"]
+    ranking = [e["id"] for e in sorted(feasible, key=lambda e: (*rank_key(e), order[e["id"]]))]
+    frontier, dominated = pareto(feasible)
+    notes = []
+    if spec.gpu_provider is None:
+        notes.append("GPU prices: the cheapest on-demand row of each GPU in gpu_prices.csv (any provider); "
+                     "--gpu-provider fixes one")
+    if any(e["status"] == "error" for e in entries):
+        notes.append("some candidates failed (status error): run again with --resume LEDGER to redo only those")
+    return SearchResult(spec, entries, ranking, frontier, dominated, _api(spec, feasible), notes)
+
+
+CSV_COLUMNS = ["rank", "id", "layout", "gpu_id", "tp", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens",
+               "enable_prefix_caching", "status", "reason", "detail", "usd_per_gpu_hour", "price_provider",
+               "num_gpu_blocks", "capacity_req_per_s", "boundary_rate_req_per_s", "output_tok_per_s_per_gpu",
+               "tok_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "usd_per_1k_requests", "utilization",
+               "replicas", "num_gpus", "monthly_usd", "pareto"]
+
+
+def csv_rows(result: SearchResult) -> list[dict[str, Any]]:
+    """One row per candidate (ledger order) under ``CSV_COLUMNS``; blank where a figure does not apply."""
+    rank = {cid: n for n, cid in enumerate(result.ranking, start=1)}
+    front = set(result.frontier)
+    rows = []
+    for e in result.entries:
+        cap, cost, siz = e.get("capacity") or {}, e.get("cost") or {}, e.get("sizing") or {}
+        price, plan = e.get("price") or {}, e.get("plan") or {}
+        r = {"rank": rank.get(e["id"]), "id": e["id"], "layout": f"tp{e['tp']}", "gpu_id": e["gpu_id"], "tp": e["tp"],
+             "kv_cache_dtype": e["kv_cache_dtype"], "max_num_seqs": e["max_num_seqs"],
+             "max_num_batched_tokens": e["max_num_batched_tokens"], "enable_prefix_caching": e["enable_prefix_caching"],
+             "status": e["status"], "reason": e.get("reason"), "detail": e.get("detail"),
+             "usd_per_gpu_hour": price.get("usd_per_gpu_hour"), "price_provider": price.get("provider"),
+             "num_gpu_blocks": plan.get("num_gpu_blocks"), "capacity_req_per_s": cap.get("goodput_req_per_s"),
+             "boundary_rate_req_per_s": cap.get("boundary_rate_req_per_s"),
+             "output_tok_per_s_per_gpu": cap.get("goodput_output_tok_per_s_per_gpu"),
+             "tok_per_s_per_user": cap.get("tok_per_s_per_user"), "usd_per_mtok_input": cost.get("usd_per_mtok_input"),
+             "usd_per_mtok_output": cost.get("usd_per_mtok_output"), "usd_per_1k_requests": cost.get("usd_per_1k_requests"),
+             "utilization": cost.get("utilization"), "replicas": siz.get("replicas"), "num_gpus": siz.get("num_gpus"),
+             "monthly_usd": siz.get("monthly_usd"), "pareto": e["id"] in front if e["status"] == "feasible" else None}
+        rows.append({k: ("" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v) for k, v in r.items()})
+    return rows
