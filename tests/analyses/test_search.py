@@ -110,3 +110,22 @@ def test_pareto_names_a_dominating_candidate():
     front, dom = pareto(entries)
     assert front == ["a", "b", "d"]  # by rising tokens/s per user
     assert dom == [{"id": "c", "dominated_by": "a"}, {"id": "f", "dominated_by": "a"}]
+
+
+def test_disaggregated_units_are_planned_simulated_and_commanded():
+    """--disagg adds units of P prefill + D decode engines: GPUs per unit = P × prefill TP + D × decode TP (1 × 1 + 2 × 2
+    = 5), each pool planned on its own (at TP 2 each GPU holds half the weights, so more KV blocks than at TP 1), KV
+    over PCIe (the L4 has no NVLink in the catalog), one launch line per pool with vLLM's NIXL connector config."""
+    spec = SearchSpec(model="meta-llama/Llama-3.2-3B", slo=SLO, num_requests=60, max_model_len=8192, utilization=0.5)
+    res = run_search(spec, Axes(gpus=("L4",), tps=(1, 2), disagg_splits=((1, 2),)))
+    ids = [e["id"] for e in res.entries]
+    assert ids == ["nvidia_l4:tp1:kv-auto", "nvidia_l4:tp2:kv-auto", "nvidia_l4:p1xtp1+d2xtp1:kv-auto",
+                   "nvidia_l4:p1xtp1+d2xtp2:kv-auto", "nvidia_l4:p1xtp2+d2xtp1:kv-auto", "nvidia_l4:p1xtp2+d2xtp2:kv-auto"]
+    e = res.entry("nvidia_l4:p1xtp1+d2xtp2:kv-auto")
+    assert e["status"] == "feasible" and e["layout"] == "(p)1×tp1 + (d)2×tp2" and e["num_gpus_per_unit"] == 5
+    assert e["plan"]["num_gpu_blocks"] < e["decode_plan"]["num_gpu_blocks"]  # TP 2 halves the weights per GPU
+    vllm = e["launch"]["vllm"].splitlines()
+    assert vllm[0].startswith("prefill ×1: vllm serve") and vllm[1].startswith("decode ×2: vllm serve")
+    assert "--tensor-parallel-size 2" in vllm[1] and "NixlConnector" in vllm[1]
+    assert e["capacity"]["goodput_output_tok_per_s_per_gpu"] == pytest.approx(e["capacity"]["goodput_output_tok_per_s"] / 5)
+    assert e["capacity"]["kv_link"].startswith("pcie: ")

@@ -89,3 +89,33 @@ def test_worker_failure_is_kept_per_candidate_on_ray(local_ray):
     out = {e["id"]: e for e in _ray(SPEC, [good, broken], 2, None)}
     assert out[good["id"]]["status"] == "feasible"
     assert out[broken["id"]]["reason"] == "worker failed" and "plan" in out[broken["id"]]["detail"]
+
+
+def _die(spec, entry):
+    """Stands in for a worker whose process is killed (os._exit skips every handler, as the OOM killer would)."""
+    import os
+
+    os._exit(1)
+
+
+def test_a_dead_pool_process_takes_only_its_candidate(monkeypatch):
+    """One candidate kills its process; the others, taken down with the broken pool, are rerun and come back."""
+    import kvledger.analyses.search.runner as runner
+
+    good, broken = _todo()
+    monkeypatch.setattr(runner, "evaluate_candidate", _Dispatch(broken["id"], runner.evaluate_candidate))
+    out = {e["id"]: e for e in _pool(SPEC, [good, {**broken, "plan": good["plan"]}], 2, None)}
+    assert out[good["id"]]["status"] == "feasible"
+    assert out[broken["id"]]["reason"] == "worker failed" and "BrokenProcessPool" in out[broken["id"]]["detail"]
+
+
+class _Dispatch:
+    """Picklable stand-in for evaluate_candidate: dies for one candidate id, evaluates the others."""
+
+    def __init__(self, dead_id, real):
+        self.dead_id, self.real = dead_id, real
+
+    def __call__(self, spec, entry):
+        if entry["id"] == self.dead_id:
+            _die(spec, entry)
+        return self.real(spec, entry)

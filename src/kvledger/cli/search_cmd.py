@@ -51,10 +51,23 @@ def _onoff(text: str | None) -> tuple[bool | None, ...]:
     return tuple(vals[w.lower()] for w in words) or (None,)
 
 
-def _axes(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, mnbt: str | None, pc: str | None) -> Any:
+def _splits(text: str) -> tuple[tuple[int, int], ...]:
+    from kvledger.errors import InputError
+
+    out = []
+    for w in _split(text):
+        p, _, d = w.partition(":")
+        if not (p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
+            raise InputError(f"--disagg-splits takes P:D pairs of whole numbers ≥ 1 (prefill:decode replicas), got {w!r}")
+        out.append((int(p), int(d)))
+    return tuple(out)
+
+
+def _axes(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, mnbt: str | None, pc: str | None,
+          splits: tuple[tuple[int, int], ...]) -> Any:
     from kvledger.analyses.search import Axes
 
-    return Axes(gpus=tuple(_split(gpus)), tps=_ints(tp, "--tp"), kv_cache_dtypes=tuple(_split(kv)) or ("auto",),
+    return Axes(disagg_splits=splits, gpus=tuple(_split(gpus)), tps=_ints(tp, "--tp"), kv_cache_dtypes=tuple(_split(kv)) or ("auto",),
                 max_num_seqs=_ints(seqs, "--max-num-seqs") or (None,),
                 max_num_batched_tokens=_ints(mnbt, "--max-num-batched-tokens", tokens=True) or (None,),
                 prefix_caching=_onoff(pc))
@@ -145,6 +158,8 @@ def register(app: typer.Typer) -> None:
         max_num_seqs: Optional[str] = typer.Option(None, "--max-num-seqs", help="max_num_seqs values to try (default: vLLM's)", show_default=False),
         max_num_batched_tokens: Optional[str] = typer.Option(None, "--max-num-batched-tokens", help="token budgets to try, e.g. 2048,8192 (default: vLLM's)", show_default=False),
         prefix_caching: Optional[str] = typer.Option(None, "--prefix-caching", help="on, off or on,off (default: vLLM's, on)", show_default=False),
+        disagg: bool = typer.Option(False, "--disagg", help="also try prefill/decode-disaggregated units: every prefill TP × decode TP on the --tp axis × --disagg-splits"),
+        disagg_splits: str = typer.Option("1:1,1:2,2:1", "--disagg-splits", help="with --disagg: prefill:decode replica counts per unit"),
         max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="tokens, for every candidate (default: from the config)", show_default=False),
         gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of device memory, for every candidate (default by version)", show_default=False),
         engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose rules and defaults to apply", show_default=False),
@@ -172,7 +187,8 @@ def register(app: typer.Typer) -> None:
         priced and sized; ranked, with the Pareto frontier and the launch command of the winner.
 
         Candidates are the product of the axes (--gpus, --tp, --kv-cache-dtype, --max-num-seqs,
-        --max-num-batched-tokens, --prefix-caching). Each is planned with vLLM's memory rules; one that
+        --max-num-batched-tokens, --prefix-caching); --disagg adds prefill/decode-disaggregated units
+        (prefill TP × decode TP × --disagg-splits, KV over the GPU's NVLink or PCIe). Each is planned with vLLM's memory rules; one that
         does not fit, whose max_model_len does not fit, or has no price row is listed with the reason and
         numbers. Each feasible one gets its SLO capacity per replica (the rate search of `kvledger goodput
         --simulate --target`, the same seeded workload for all), $ per 1M input/output tokens, and with
@@ -202,7 +218,8 @@ def register(app: typer.Typer) -> None:
         _refuse_overwrite([ledger, csv_out, plot], force)
         if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
             raise InputError(f"--plot {plot}: write .png or .svg")
-        axes = _axes(gpus, tp, kv_cache_dtype, max_num_seqs, max_num_batched_tokens, prefix_caching)
+        axes = _axes(gpus, tp, kv_cache_dtype, max_num_seqs, max_num_batched_tokens, prefix_caching,
+                     _splits(disagg_splits) if disagg else ())
         with _progress_bar() as bar:
             task = bar.add_task("search", total=None, status="planning")
 

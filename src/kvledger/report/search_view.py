@@ -34,7 +34,8 @@ def _top_table(result: Any, top: int) -> Any:
     cols = ["#", "layout", "GPU", "KV" + (" etc." if varied else ""), "req/s", "tok/s/GPU", "tok/s/user", "$/Mtok in",
             "$/Mtok out"] + (["GPUs", "$/month"] if sized else ["$/1k req"])
     for c in cols:
-        t.add_column(c, justify="left" if c in ("layout", "GPU") or c.startswith("KV") else "right", overflow="fold")
+        t.add_column(c, justify="left" if c in ("layout", "GPU") or c.startswith("KV") else "right", overflow="fold",
+                     no_wrap=c in ("#", "layout"))
     for n, e in enumerate(feasible[:top], start=1):
         cap, cost, s = e["capacity"], e["cost"], e.get("sizing") or {}
         row = [str(n), e["layout"], e["gpu_id"].removeprefix("nvidia_"), _settings(e, varied),

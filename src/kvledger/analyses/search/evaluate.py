@@ -1,12 +1,10 @@
 """One planned candidate's evaluation, the unit of work a search worker runs: SLO capacity by simulation, cost per token, sizing for the load, monthly bill.
 
-Capacity: :func:`kvledger.analyses.sim_boundary.search_sim_boundary` on the request rate, the
-same search, probes and seeded workload as ``kvledger goodput --simulate --target`` and
-``kvledger cost --simulate``; the capacity is the goodput of the run at the boundary (good req/s
-per replica, as ``cost --simulate`` prices). Cost per 1M input and output tokens:
+Capacity (``kvledger.analyses.search.capacity``): the goodput of the run at the SLO boundary of a
+request-rate search, good req/s per deployment unit, as ``cost --simulate`` prices. Cost per 1M input and output tokens:
 ``kvledger.ledgers.cost.self_host_unit_ledgers`` at the utilization (given, or realized by the
 sizing). Sizing for a mean load of R req/s: replicas = ⌈R ÷ (capacity × max_utilization)⌉
-(as ``kvledger cost`` sizes a monthly volume), GPUs = replicas × TP, bill = GPUs × $/GPU-h × 730 h.
+(as ``kvledger cost`` sizes a monthly volume), GPUs = replicas × GPUs per unit, bill = GPUs × $/GPU-h × 730 h.
 Speed per user: 1 ÷ the median TPOT of the boundary run's requests (tokens/s each user sees).
 The result is a plain JSON-ready dict; nothing in it depends on where or when it ran.
 """
@@ -19,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from kvledger.analyses.search.launch import launch_commands
-from kvledger.analyses.search.screen import price_row, sim_args
+from kvledger.analyses.search.screen import price_row
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.errors import KvLedgerError
 from kvledger.ledgers.cost import HOURS_PER_MONTH
@@ -53,72 +51,71 @@ def _model_id(model: str) -> str:
     return m.catalog_id or model
 
 
-def _capacity(sb: Any, gp: Any, run: Any) -> dict[str, Any]:
+def _capacity(pr: Any, num_gpus: int) -> dict[str, Any]:
     from kvledger.ledgers.columns import columns_from
 
-    cols = columns_from(run.run)
+    cols = columns_from(pr.run)
     tpot = cols.tpot_s()[cols.ok & (cols.num_output_tokens > 1)]
     tpot_p50 = float(np.median(tpot)) if tpot.size else None
-    return {"boundary_rate_req_per_s": sb.boundary.boundary_value, "attainment": gp.attainment,
+    gp = pr.gp
+    return {"boundary_rate_req_per_s": pr.boundary, "attainment": gp.attainment,
             "goodput_req_per_s": gp.goodput_req_per_s, "goodput_output_tok_per_s": gp.goodput_output_tok_per_s,
-            "goodput_input_tok_per_s": gp.goodput_input_tok_per_s, "tpot_p50_s": tpot_p50,
-            "tok_per_s_per_user": 1.0 / tpot_p50 if tpot_p50 else None,
-            "first_failing_rate_req_per_s": sb.boundary.first_failing_value,
-            "probes": [[p.value, p.attainment] for p in sb.probes], "notes": list(sb.notes),
-            "method": "kvledger.analyses.sim_boundary.search_sim_boundary on request_rate; capacity = goodput at the boundary"}
+            "goodput_input_tok_per_s": gp.goodput_input_tok_per_s,
+            "goodput_output_tok_per_s_per_gpu": gp.goodput_output_tok_per_s / num_gpus, "tpot_p50_s": tpot_p50,
+            "tok_per_s_per_user": 1.0 / tpot_p50 if tpot_p50 else None, "first_failing_rate_req_per_s": pr.first_failing,
+            "probes": pr.probes, "notes": pr.notes, **pr.extra,
+            "method": "SLO capacity by simulation (rate search of kvledger.analyses.sim_boundary / "
+                      "kvledger.ledgers.boundary); capacity = goodput of the run at the boundary"}
 
 
-def _no_rate(entry: dict[str, Any], sb: Any, spec: SearchSpec) -> dict[str, Any]:
-    low = min(sb.probes, key=lambda p: p.value)
+def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]:
+    low = min(pr.probes)
     return {**entry, "status": "rejected", "reason": "SLO not met at any rate",
-            "detail": f"no request rate down to {low.value:g} req/s has {spec.target:.0%} of requests within the SLO "
-                      f"({spec.slo}); {low.attainment:.1%} there", "capacity": {"probes": [[p.value, p.attainment] for p in sb.probes]}}
+            "detail": f"no request rate down to {low[0]:g} req/s has {spec.target:.0%} of requests within the SLO "
+                      f"({spec.slo}); {low[1]:.1%} there", "capacity": {"probes": pr.probes, "notes": pr.notes}}
+
+
+def _sizing(spec: SearchSpec, rate: float, cap: Any, num_gpus: int, usd_h: float) -> dict[str, Any]:
+    replicas, realized = size_for_load(rate, cap.goodput_req_per_s, spec.max_utilization)
+    return {"rate_req_per_s": rate, "replicas": replicas, "num_gpus": replicas * num_gpus,
+            "realized_utilization": realized, "monthly_usd": replicas * num_gpus * usd_h * HOURS_PER_MONTH,
+            "how": f"replicas = ⌈{rate:.4g} req/s ÷ ({cap.goodput_req_per_s:.4g} good req/s × "
+                   f"{spec.max_utilization:.0%})⌉; bill = replicas × {num_gpus} GPUs × ${usd_h:g}/GPU-h × 730 h"}
 
 
 def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any]:
     """The ledger entry of one planned candidate (``status`` "planned", from ``screen_candidate``) after its capacity
     search: "feasible" with capacity, cost, sizing and launch commands; "rejected" when no rate meets the SLO; "error"
     (reason ``simulation error``) when the simulation refuses an input."""
+    from kvledger.analyses.search.capacity import colocated_capacity, disagg_capacity
     from kvledger.analyses.search.spec import Candidate
-    from kvledger.analyses.sim_boundary import search_sim_boundary
     from kvledger.ledgers.cost import GpuRate, SelfHostSetup, capacity_from, self_host_unit_ledgers
     from kvledger.ledgers.slo import parse_slo
 
-    cand = Candidate(entry["gpu_id"], entry["tp"], entry["kv_cache_dtype"], entry["max_num_seqs"],
-                     entry["max_num_batched_tokens"], entry["enable_prefix_caching"])
+    cand = Candidate.from_entry(entry)
+    n_gpus = cand.num_gpus
     try:
         slo = parse_slo(spec.slo)
-        sb = search_sim_boundary(sim_args(spec, cand), slo, spec.target, "request_rate", synthetic=spec.synthetic)
-        if sb.boundary.boundary_value is None or sb.boundary_run is None:
-            return _no_rate(entry, sb, spec)
-        run = sb.boundary_run
-        gp = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == sb.boundary.boundary_value)
-        cap = capacity_from(run.run, gp, None)
+        pr = (disagg_capacity if cand.disagg else colocated_capacity)(spec, cand, slo)
+        if pr.boundary is None or pr.run is None:
+            return _no_rate(entry, pr, spec)
+        cap = capacity_from(pr.run, pr.gp, None)
     except KvLedgerError as err:
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
-    wl = run.setup.workload_info
+    wl = pr.workload
     rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
-    sizing = None
-    utilization = spec.utilization
     row = price_row(cand.gpu_id, spec.gpu_provider)
-    usd_h = row.usd_per_gpu_hour
-    if rate is not None:
-        replicas, realized = size_for_load(rate, cap.goodput_req_per_s, spec.max_utilization)
-        sizing = {"rate_req_per_s": rate, "replicas": replicas, "num_gpus": replicas * cand.tp,
-                  "realized_utilization": realized, "monthly_usd": replicas * cand.tp * usd_h * HOURS_PER_MONTH,
-                  "how": f"replicas = ⌈{rate:.4g} req/s ÷ ({cap.goodput_req_per_s:.4g} good req/s × "
-                         f"{spec.max_utilization:.0%})⌉; bill = GPUs × ${usd_h:g}/GPU-h × 730 h"}
-        utilization = realized if utilization is None else utilization
-    setup = SelfHostSetup(GpuRate.from_catalog(row), cand.tp, utilization, max_utilization=spec.max_utilization)
+    sizing = None if rate is None else _sizing(spec, rate, cap, n_gpus, row.usd_per_gpu_hour)
+    utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
+    setup = SelfHostSetup(GpuRate.from_catalog(row), n_gpus, utilization, max_utilization=spec.max_utilization)
     led_in, led_out = self_host_unit_ledgers(cap, setup)
-    usd_per_1k = cand.tp * usd_h * 1000.0 / (3600.0 * utilization * cap.goodput_req_per_s)
+    usd_per_1k = n_gpus * row.usd_per_gpu_hour * 1000.0 / (3600.0 * utilization * cap.goodput_req_per_s)
     cost = {"utilization": utilization, "usd_per_mtok_input": led_in.total_usd, "usd_per_mtok_output": led_out.total_usd,
-            "usd_per_1k_requests": usd_per_1k, "prefill_share": cap.prefill_share,
+            "usd_per_1k_requests": usd_per_1k,
+            "usd_per_1k_requests_at_capacity": n_gpus * row.usd_per_gpu_hour * 1000.0 / (3600.0 * cap.goodput_req_per_s),
+            "prefill_share": cap.prefill_share,
             "prefill_share_method": cap.prefill_share_method}
-    capd = _capacity(sb, gp, run)
-    capd["goodput_output_tok_per_s_per_gpu"] = capd["goodput_output_tok_per_s"] / cand.tp
-    out = {**entry, "status": "feasible", "workload": {k: wl[k] for k in ("trace", "num_requests", "prompt_tokens_mean",
-                                                                          "output_tokens_mean")},
-           "capacity": capd, "cost": cost, "sizing": sizing}
+    out = {**entry, "status": "feasible", "workload": wl, "capacity": _capacity(pr, n_gpus), "cost": cost,
+           "sizing": sizing}
     out["launch"] = launch_commands(_model_id(spec.model), cand.gpu_id, out, spec.engine_version)
     return out

@@ -27,32 +27,57 @@ def _join(words: list[str]) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None) -> dict[str, str]:
-    """``{"vllm": …, "sglang": …, "check": …, "note": …}`` for one planned candidate's ledger entry.
+NIXL_CONFIG = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+"""vLLM's ``--kv-transfer-config`` for a disaggregated pair (its NixlConnector usage guide: both sides ``kv_both``)."""
 
-    Args:
-        model_id: the Hub id to serve (the catalog's repository id for a bundled model).
-        gpu_id: the catalog GPU id (for the ``kvledger plan`` check).
-        entry: the ledger entry (``tp``, ``enable_prefix_caching`` and the ``plan`` figures).
-        engine_version: the vLLM version whose rules the plan used, when the user fixed one.
-    """
-    p = entry["plan"]
-    flags = ["--tensor-parallel-size", str(entry["tp"]), "--max-model-len", str(p["max_model_len"]),
+
+def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | None,
+            engine_version: str | None) -> tuple[list[str], list[str], list[str]]:
+    """(vllm serve words, SGLang words, kvledger plan words) for one engine with plan figures ``p``."""
+    flags = ["--tensor-parallel-size", str(tp), "--max-model-len", str(p["max_model_len"]),
              "--gpu-memory-utilization", f"{p['gpu_memory_utilization']:g}", "--kv-cache-dtype", p["kv_cache_dtype"],
              "--max-num-seqs", str(p["max_num_seqs"]), "--max-num-batched-tokens", str(p["max_num_batched_tokens"])]
-    pc = entry.get("enable_prefix_caching")
     vllm = ["vllm", "serve", model_id, *flags] + ([] if pc is None else
                                                    ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"])
-    check = ["kvledger", "plan", model_id, "--gpu", gpu_id, *flags]
-    if engine_version:
-        check += ["--engine-version", engine_version]
-    sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(entry["tp"]),
+    check = ["kvledger", "plan", model_id, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
+                                                                       if engine_version else [])
+    sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(tp),
               "--context-length", str(p["max_model_len"]), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"], "auto"),
               "--max-running-requests", str(p["max_num_seqs"]), "--chunked-prefill-size", str(p["max_num_batched_tokens"])]
     if pc is False:
         sglang.append("--disable-radix-cache")
+    return vllm, sglang, check
+
+
+def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None) -> dict[str, str]:
+    """``{"vllm": …, "sglang": …, "check": …, "note": …}`` for one planned candidate's ledger entry (a disaggregated
+    unit gets one line per pool, prefixed ``prefill ×P:`` / ``decode ×D:``).
+
+    Args:
+        model_id: the Hub id to serve (the catalog's repository id for a bundled model).
+        gpu_id: the catalog GPU id (for the ``kvledger plan`` check).
+        entry: the ledger entry (``tp``, ``enable_prefix_caching``, the ``plan`` figures; ``decode_tp``,
+            ``decode_plan`` and the replica counts for a disaggregated unit).
+        engine_version: the vLLM version whose rules the plan used, when the user fixed one.
+    """
+    p = entry["plan"]
     version = f"vLLM {p['engine_version']}" + ("" if engine_version else " (the newest rules read; pass --engine-version for yours)")
-    return {"vllm": _join(vllm), "sglang": _join(sglang), "check": _join(check),
-            "note": f"the plan follows {version}: {p['num_gpu_blocks']:,} KV blocks of {p['block_size']} tokens per GPU; "
-                    "the SGLang command keeps SGLang's own mem_fraction_static, whose pool differs "
-                    "(kvledger plan --engine sglang shows it)"}
+    sglang_note = ("the SGLang command keeps SGLang's own mem_fraction_static, whose pool differs "
+                   "(kvledger plan --engine sglang shows it)")
+    if not entry.get("prefill_replicas"):
+        vllm, sglang, check = _engine(model_id, gpu_id, entry["tp"], p, entry.get("enable_prefix_caching"), engine_version)
+        return {"vllm": _join(vllm), "sglang": _join(sglang), "check": _join(check),
+                "note": f"the plan follows {version}: {p['num_gpu_blocks']:,} KV blocks of {p['block_size']} tokens per "
+                        f"GPU; {sglang_note}"}
+    lines: dict[str, list[str]] = {"vllm": [], "sglang": [], "check": []}
+    for role, tp, plan, n in (("prefill", entry["tp"], p, entry["prefill_replicas"]),
+                              ("decode", entry["decode_tp"], entry["decode_plan"], entry["decode_replicas"])):
+        vllm, sglang, check = _engine(model_id, gpu_id, tp, plan, None, engine_version)
+        lines["vllm"].append(f"{role} ×{n}: " + _join(vllm + ["--kv-transfer-config", NIXL_CONFIG]))
+        lines["sglang"].append(f"{role} ×{n}: " + _join(sglang + ["--disaggregation-mode", role]))
+        lines["check"].append(f"{role}: " + _join(check))
+    d = entry["decode_plan"]
+    return {k: "\n".join(v) for k, v in lines.items()} | {
+        "note": f"the plans follow {version}: prefill {p['num_gpu_blocks']:,} and decode {d['num_gpu_blocks']:,} KV blocks "
+                f"per GPU; a router in front sends each request to a prefill engine, then its decode engine (vLLM's "
+                f"disaggregated-serving proxy examples); {sglang_note}"}

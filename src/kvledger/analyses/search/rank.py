@@ -1,7 +1,8 @@
 """Ranking, Pareto frontier and the search's result object, from the ledger entries (plain dicts) of every candidate.
 
 Rank: feasible candidates by the monthly bill for the load when one is given, else by USD per
-1,000 good requests at the utilization; ties by that cost, then by candidate order. Frontier:
+1,000 good requests at the utilization; ties (the same GPUs rented) by USD per 1,000 good requests
+with every GPU at its SLO capacity (the one with more headroom first), then by candidate order. Frontier:
 output tokens/s per GPU (goodput at the SLO capacity) against tokens/s per user (1 ÷ median TPOT
 at that load); a candidate is dominated when another is at least as good on both and better on
 one, and the ledger names the first such candidate (in ledger order) for each.
@@ -19,10 +20,9 @@ __all__ = ["rank_key", "pareto", "SearchResult", "build_result", "CSV_COLUMNS", 
 
 
 def rank_key(entry: dict[str, Any]) -> tuple[float, float]:
-    """Sort key of a feasible entry: (monthly bill or USD per 1k requests, USD per 1k requests)."""
-    per_1k = entry["cost"]["usd_per_1k_requests"]
-    sizing = entry.get("sizing")
-    return (sizing["monthly_usd"] if sizing else per_1k, per_1k)
+    """Sort key of a feasible entry: (monthly bill or USD per 1k requests, USD per 1k requests at SLO capacity)."""
+    cost, sizing = entry["cost"], entry.get("sizing")
+    return (sizing["monthly_usd"] if sizing else cost["usd_per_1k_requests"], cost["usd_per_1k_requests_at_capacity"])
 
 
 def _point(e: dict[str, Any]) -> tuple[float, float] | None:

@@ -105,10 +105,15 @@ def _failed(entry: dict[str, Any], err: BaseException) -> dict[str, Any]:
 
 
 def _pool(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: str | None) -> Iterator[dict[str, Any]]:
+    """A process pool of ``workers``. A process that dies breaks the whole pool (every pending future fails with
+    BrokenProcessPool), so the candidates it took down are run again, each in a pool of its own: only the one that
+    kills its process again is recorded as failed."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that runs a progress thread
+    broken = []
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futs = {pool.submit(evaluate_candidate, spec, e): e for e in todo}
         pending = set(futs)
@@ -116,7 +121,15 @@ def _pool(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: s
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in sorted(done, key=lambda f: futs[f]["id"]):
                 err = f.exception()  # a worker's exception or a dead process, kept for that candidate only
-                yield _failed(futs[f], err) if err is not None else f.result()
+                if isinstance(err, BrokenProcessPool):
+                    broken.append(futs[f])
+                else:
+                    yield _failed(futs[f], err) if err is not None else f.result()
+    for e in broken:
+        with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as alone:
+            f = alone.submit(evaluate_candidate, spec, e)
+            err = f.exception()
+            yield _failed(e, err) if err is not None else f.result()
 
 
 def _ray(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: str | None) -> Iterator[dict[str, Any]]:

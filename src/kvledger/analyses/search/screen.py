@@ -68,34 +68,51 @@ def _reject(cand: Candidate, reason: str, detail: str, **extra: Any) -> dict[str
     return {**cand.to_dict(), "status": "rejected", "reason": reason, "detail": detail, **extra}
 
 
-def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
-    """The candidate's ledger entry after planning and pricing: ``status`` "rejected" (``reason``, ``detail`` with the
-    numbers) or "planned" (``plan`` figures and ``price``), ready for the capacity search."""
+def _check_plan(spec: SearchSpec, cand: Candidate, tp: int, pool: str) -> tuple[dict[str, Any] | None, Any]:
+    """(rejection or None, plan) for one engine of the candidate at TP ``tp``; ``pool`` prefixes the detail."""
+    from dataclasses import replace
+
     from kvledger.dynamics.sim_setup import load_plan
 
     try:
-        plan, _ = load_plan(sim_args(spec, cand))
+        plan, _ = load_plan(replace(sim_args(spec, cand), tp=tp))
     except KvLedgerError as err:
-        return _reject(cand, "invalid setting", str(err))
+        return _reject(cand, "invalid setting", pool + str(err)), None
     m, figures = plan.memory, plan_figures(plan)
     gib = 2**30
     if not m.fits:
         deductions = ", ".join(f"{d.name} {d.bytes / gib:.2f} GiB" for d in m.deductions)
         return _reject(cand, "does not fit",
-                       f"{m.fraction_name} {m.fraction:g} × {m.gpu_total_bytes / gib:.2f} GiB leaves "
-                       f"{m.available_kv_bytes / gib:.2f} GiB for the KV cache per GPU at TP {cand.tp} ({deductions})",
-                       plan=figures)
-    row = plan.at_max_model_len
+                       f"{pool}{m.fraction_name} {m.fraction:g} × {m.gpu_total_bytes / gib:.2f} GiB leaves "
+                       f"{m.available_kv_bytes / gib:.2f} GiB for the KV cache per GPU at TP {tp} ({deductions})",
+                       plan=figures), plan
     if not plan.fits:
         longest = m.usable_blocks * m.block_size
         return _reject(cand, "max_model_len",
-                       f"one request of max_model_len {m.max_model_len:,} tokens needs {row.blocks_per_request:,} blocks; "
-                       f"the pool holds {m.usable_blocks:,} usable blocks of {m.block_size} tokens "
-                       f"({m.available_kv_bytes / gib:.2f} GiB): --max-model-len ≤ about {longest:,} would start",
-                       plan=figures)
+                       f"{pool}one request of max_model_len {m.max_model_len:,} tokens needs "
+                       f"{plan.at_max_model_len.blocks_per_request:,} blocks; the pool holds {m.usable_blocks:,} usable "
+                       f"blocks of {m.block_size} tokens ({m.available_kv_bytes / gib:.2f} GiB): --max-model-len ≤ about "
+                       f"{longest:,} would start", plan=figures), plan
+    return None, plan
+
+
+def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
+    """The candidate's ledger entry after planning and pricing: ``status`` "rejected" (``reason``, ``detail`` with the
+    numbers) or "planned" (``plan`` figures — and ``decode_plan`` for a disaggregated unit — and ``price``), ready for
+    the capacity search."""
+    rejected, plan = _check_plan(spec, cand, cand.tp, "prefill pool: " if cand.disagg else "")
+    if rejected is not None:
+        return rejected
+    extra: dict[str, Any] = {}
+    if cand.disagg:
+        rejected, dplan = _check_plan(spec, cand, cand.decode_tp, "decode pool: ")
+        if rejected is not None:
+            return rejected
+        extra["decode_plan"] = plan_figures(dplan)
     price = price_row(cand.gpu_id, spec.gpu_provider)
     if price is None:
         where = f" at {spec.gpu_provider}" if spec.gpu_provider else ""
-        return _reject(cand, "no price row", f"gpu_prices.csv has no rental row for {cand.gpu_id}{where}", plan=figures)
+        return _reject(cand, "no price row", f"gpu_prices.csv has no rental row for {cand.gpu_id}{where}",
+                       plan=plan_figures(plan), **extra)
     return {**cand.to_dict(), "status": "planned", "reason": None, "detail": None, "gpu_name": plan.gpu.name,
-            "plan": figures, "price": _price_dict(price)}
+            "plan": plan_figures(plan), **extra, "price": _price_dict(price)}

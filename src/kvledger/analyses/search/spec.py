@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass, field
+import re
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from kvledger.analyses.sim_ledgers import SyntheticSpec
@@ -98,7 +99,11 @@ class SearchSpec:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One deployment unit to evaluate. ``None`` settings take the engine's default (shown as ``default`` in the id)."""
+    """One deployment unit to evaluate. ``None`` settings take the engine's default (absent from the id).
+
+    Colocated: one engine at TP ``tp``. Disaggregated (``prefill_replicas`` > 0): ``prefill_replicas`` prefill
+    engines at TP ``tp`` and ``decode_replicas`` decode engines at TP ``decode_tp``, KV sent between them.
+    """
 
     gpu_id: str
     tp: int
@@ -106,12 +111,26 @@ class Candidate:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     enable_prefix_caching: bool | None = None
+    prefill_replicas: int = 0
+    decode_replicas: int = 0
+    decode_tp: int = 0
+
+    @property
+    def disagg(self) -> bool:
+        return self.prefill_replicas > 0
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs in one deployment unit: TP, or P × prefill TP + D × decode TP."""
+        return self.prefill_replicas * self.tp + self.decode_replicas * self.decode_tp if self.disagg else self.tp
 
     @property
     def id(self) -> str:
-        """``nvidia_h100_sxm:tp4:kv-auto`` plus ``:seqs-256``, ``:mnbt-8192``, ``:pc-off`` for the axes that are set;
-        what ``--show-command`` takes."""
-        parts = [self.gpu_id, f"tp{self.tp}", f"kv-{self.kv_cache_dtype}"]
+        """``nvidia_h100_sxm:tp4:kv-auto`` (or ``…:p2xtp2+d1xtp4:…``) plus ``:seqs-256``, ``:mnbt-8192``, ``:pc-off``
+        for the axes that are set; what ``--show-command`` takes."""
+        shape = (f"p{self.prefill_replicas}xtp{self.tp}+d{self.decode_replicas}xtp{self.decode_tp}" if self.disagg
+                 else f"tp{self.tp}")
+        parts = [self.gpu_id, shape, f"kv-{self.kv_cache_dtype}"]
         if self.max_num_seqs is not None:
             parts.append(f"seqs-{self.max_num_seqs}")
         if self.max_num_batched_tokens is not None:
@@ -122,11 +141,18 @@ class Candidate:
 
     @property
     def layout(self) -> str:
-        """The replica's shape as the table shows it: ``tp4``."""
+        """The unit's shape as the table shows it: ``tp4``, or ``(p)2×tp2 + (d)1×tp4``."""
+        if self.disagg:
+            return f"(p){self.prefill_replicas}×tp{self.tp} + (d){self.decode_replicas}×tp{self.decode_tp}"
         return f"tp{self.tp}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "layout": self.layout, **asdict(self)}
+        return {"id": self.id, "layout": self.layout, "num_gpus_per_unit": self.num_gpus, **asdict(self)}
+
+    @classmethod
+    def from_entry(cls, e: dict[str, Any]) -> "Candidate":
+        """The candidate a ledger entry describes."""
+        return cls(*(e[f.name] for f in fields(cls)))
 
 
 @dataclass
@@ -139,7 +165,7 @@ class Axes:
     max_num_seqs: tuple[int | None, ...] = (None,)
     max_num_batched_tokens: tuple[int | None, ...] = (None,)
     prefix_caching: tuple[bool | None, ...] = (None,)
-    notes: list[str] = field(default_factory=list)
+    disagg_splits: tuple[tuple[int, int], ...] = ()
 
 
 def default_gpus(provider: str | None = None) -> list[str]:
@@ -175,8 +201,14 @@ def make_candidates(axes: Axes, num_kv_heads: int, provider: str | None = None) 
     tps = list(dict.fromkeys(axes.tps)) if axes.tps else default_tps(num_kv_heads)
     if any(t < 1 for t in tps):
         raise InputError(f"--tp values must be ≥ 1, got {', '.join(map(str, tps))}")
-    return [Candidate(g, t, kv, s, b, pc) for g, t, kv, s, b, pc in itertools.product(
+    out = [Candidate(g, t, kv, s, b, pc) for g, t, kv, s, b, pc in itertools.product(
         gpus, tps, axes.kv_cache_dtypes, axes.max_num_seqs, axes.max_num_batched_tokens, axes.prefix_caching)]
+    if any(p < 1 or d < 1 for p, d in axes.disagg_splits):
+        raise InputError("--disagg-splits takes P:D pairs of whole numbers ≥ 1, e.g. 1:1,1:2")
+    for g in gpus:  # disaggregated units: every prefill TP × decode TP × split (prefix caching at the engine default)
+        out += [Candidate(g, pt, kv, s, b, None, p, d, dt) for pt, dt, (p, d), kv, s, b in itertools.product(
+            tps, tps, axes.disagg_splits, axes.kv_cache_dtypes, axes.max_num_seqs, axes.max_num_batched_tokens)]
+    return out
 
 
 def parse_candidate_id(text: str) -> Candidate:
@@ -186,9 +218,15 @@ def parse_candidate_id(text: str) -> Candidate:
         InputError: an id of another shape.
     """
     parts = text.strip().split(":")
-    if len(parts) < 3 or not parts[1].startswith("tp") or not parts[2].startswith("kv-") or not parts[1][2:].isdigit():
-        raise InputError(f"{text!r} is not a candidate id; ids look like nvidia_h100_sxm:tp4:kv-auto (the ledger lists them)")
+    shape = re.fullmatch(r"tp(\d+)|p(\d+)xtp(\d+)\+d(\d+)xtp(\d+)", parts[1]) if len(parts) >= 3 else None
+    if shape is None or not parts[2].startswith("kv-"):
+        raise InputError(f"{text!r} is not a candidate id; ids look like nvidia_h100_sxm:tp4:kv-auto or "
+                         "nvidia_h100_sxm:p2xtp2+d1xtp4:kv-auto (the ledger lists them)")
     kw: dict[str, Any] = {}
+    if shape.group(1) is None:
+        p, pt, d, dt = (int(shape.group(i)) for i in range(2, 6))
+        kw.update(prefill_replicas=p, decode_replicas=d, decode_tp=dt)
+    tp = int(shape.group(1) or shape.group(3))
     for p in parts[3:]:
         key, _, val = p.partition("-")
         if key == "seqs" and val.isdigit():
@@ -199,4 +237,4 @@ def parse_candidate_id(text: str) -> Candidate:
             kw["enable_prefix_caching"] = val == "on"
         else:
             raise InputError(f"{text!r}: unknown part {p!r} (expected seqs-N, mnbt-N, pc-on or pc-off)")
-    return Candidate(parts[0], int(parts[1][2:]), parts[2][3:], **kw)
+    return Candidate(parts[0], tp, parts[2][3:], **kw)
