@@ -102,14 +102,17 @@ def test_size_for_load_arithmetic():
     assert size_for_load(0.001, 5.0, 0.8)[0] == 1
 
 
-def test_pareto_names_a_dominating_candidate():
-    def e(cid, x, y):
-        return {"id": cid, "capacity": {"tok_per_s_per_user": x, "goodput_output_tok_per_s_per_gpu": y}}
+def test_pareto_over_operating_points_names_a_dominating_candidate():
+    def e(cid, *pts):
+        return {"id": cid, "capacity": {"operating_points": [
+            {"rate_req_per_s": r, "tok_per_s_per_user": x, "output_tok_per_s_per_gpu": y} for r, x, y in pts]}}
 
-    entries = [e("a", 10, 100), e("b", 20, 50), e("c", 10, 90), e("d", 30, 10), e("f", 5, 100)]
+    # a: two loads, both on the frontier; b: its heavy load is beaten by a's, its light load is the fastest per user;
+    # c: every point beaten (its capacity point (10, 90) by a's (10, 100)); d: equal to nothing, lowest throughput.
+    entries = [e("a", (2, 10, 100), (1, 20, 60)), e("b", (2, 9, 80), (1, 30, 20)), e("c", (2, 10, 90), (1, 15, 50))]
     front, dom = pareto(entries)
-    assert front == ["a", "b", "d"]  # by rising tokens/s per user
-    assert dom == [{"id": "c", "dominated_by": "a"}, {"id": "f", "dominated_by": "a"}]
+    assert [(p["id"], p["tok_per_s_per_user"]) for p in front] == [("a", 10), ("a", 20), ("b", 30)]
+    assert dom == [{"id": "c", "dominated_by": "a"}]
 
 
 def test_disaggregated_units_are_planned_simulated_and_commanded():
@@ -129,3 +132,17 @@ def test_disaggregated_units_are_planned_simulated_and_commanded():
     assert "--tensor-parallel-size 2" in vllm[1] and "NixlConnector" in vllm[1]
     assert e["capacity"]["goodput_output_tok_per_s_per_gpu"] == pytest.approx(e["capacity"]["goodput_output_tok_per_s"] / 5)
     assert e["capacity"]["kv_link"].startswith("pcie: ")
+
+
+def test_monthly_tokens_and_api_bill_with_discounts():
+    """--monthly-tokens V → V ÷ ((mean in + mean out) × 730 h × 3600 s) req/s; the API bill of that traffic after a
+    50 % batch share at gpt-4.1's 50 % batch discount is 75 % of list: (in × $2 + out × $8) per Mtok × 0.75."""
+    from kvledger.analyses.search.evaluate import load_rate_req_per_s
+    from kvledger.analyses.search.rank import _api
+
+    spec = SearchSpec(model="m", slo=SLO, monthly_tokens=2.628e9, api="OpenAI:gpt-4.1", batch_share=0.5)
+    rate = load_rate_req_per_s(spec, 800.0, 200.0)
+    assert rate == pytest.approx(2.628e9 / (1000 * 2_628_000))  # = 1 req/s
+    a = _api(spec, [{"workload": {"prompt_tokens_mean": 800.0, "output_tokens_mean": 200.0}}])
+    assert a["monthly_input_tokens"] == pytest.approx(800 * 2_628_000) and a["usd_per_mtok_output"] == pytest.approx(6.0)
+    assert a["monthly_usd"] == pytest.approx((2102.4 * 2.0 + 525.6 * 8.0) * 0.75)

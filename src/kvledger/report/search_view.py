@@ -62,12 +62,10 @@ def _legend(result: Any) -> str:
 def _frontier(con: Any, result: Any) -> None:
     from rich.markup import escape
 
-    pts = []
-    for cid in result.frontier:
-        c = result.entry(cid)["capacity"]
-        pts.append(f"{cid} ({c['tok_per_s_per_user']:,.1f} tok/s/user, {c['goodput_output_tok_per_s_per_gpu']:,.0f} "
-                   "out tok/s/GPU)")
-    con.print("Pareto frontier (output tok/s per GPU vs tok/s per user): " + escape("; ".join(pts) or "none"))
+    pts = [f"{p['id']} at {p['rate_req_per_s']:.3g} req/s ({p['tok_per_s_per_user']:,.1f} tok/s/user, "
+           f"{p['output_tok_per_s_per_gpu']:,.0f} out tok/s/GPU)" for p in result.frontier]
+    con.print("Pareto frontier of output tok/s per GPU vs tok/s per user, over each candidate's loads up to its SLO "
+              "capacity: " + escape("; ".join(pts) or "none"))
     if result.dominated:
         con.print("dominated: " + escape("; ".join(f"{d['id']} by {d['dominated_by']}" for d in result.dominated)))
 

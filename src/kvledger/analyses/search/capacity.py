@@ -17,9 +17,12 @@ from typing import Any
 from kvledger.analyses.search.screen import sim_args
 from kvledger.analyses.search.spec import Candidate, SearchSpec
 
-__all__ = ["Probed", "colocated_capacity", "disagg_capacity"]
+__all__ = ["Probed", "colocated_capacity", "disagg_capacity", "LOAD_FRACTIONS", "operating_point"]
 
 _MAX_DOUBLINGS, _MAX_HALVINGS = 12, 10
+LOAD_FRACTIONS = (0.25, 0.5, 0.75)
+"""Besides the boundary, each feasible candidate is simulated at these fractions of its boundary rate: the operating
+points (tokens/s per user against output tokens/s per GPU as the load falls) that the Pareto frontier is drawn from."""
 
 
 @dataclass
@@ -35,6 +38,29 @@ class Probed:
     gp: Any = None
     workload: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    points: list[dict[str, Any]] = field(default_factory=list)
+
+
+def operating_point(rate: float, run: Any, gp: Any, num_gpus: int) -> dict[str, Any]:
+    """One load's figures: offered rate (req/s), attainment, good output tokens/s per GPU and tokens/s per user
+    (1 ÷ the median TPOT of the completed requests with more than one output token)."""
+    import numpy as np
+
+    from kvledger.ledgers.columns import columns_from
+
+    cols = columns_from(run)
+    tpot = cols.tpot_s()[cols.ok & (cols.num_output_tokens > 1)]
+    p50 = float(np.median(tpot)) if tpot.size else None
+    return {"rate_req_per_s": rate, "attainment": gp.attainment, "tpot_p50_s": p50,
+            "tok_per_s_per_user": 1.0 / p50 if p50 else None,
+            "output_tok_per_s_per_gpu": (gp.goodput_output_tok_per_s or 0.0) / num_gpus}
+
+
+def _points(b: float, at: Any, num_gpus: int, target: float) -> list[dict[str, Any]]:
+    """Operating points at LOAD_FRACTIONS × b and at b (``at(rate)`` → (RunRecords, GoodputResult)); loads that miss the
+    target (attainment that is not monotone in load) are left out."""
+    pts = [operating_point(f * b, *at(f * b), num_gpus) for f in LOAD_FRACTIONS] + [operating_point(b, *at(b), num_gpus)]
+    return [p for p in pts if p["attainment"] >= target and p["tok_per_s_per_user"] is not None]
 
 
 def _workload_info(name: str, specs: list[Any]) -> dict[str, Any]:
@@ -56,7 +82,21 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
         out.gp = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
         wl = sb.boundary_run.setup.workload_info
         out.workload = {k: wl[k] for k in ("trace", "num_requests", "prompt_tokens_mean", "output_tokens_mean")}
+        out.points = _points(b, lambda r: _colocated_at(spec, cand, slo, sb, r), cand.num_gpus, spec.target)
     return out
+
+
+def _colocated_at(spec: SearchSpec, cand: Candidate, slo: Any, sb: Any, rate: float) -> tuple[Any, Any]:
+    """(records, goodput) of one colocated run at ``rate``: the boundary run itself, or a new simulation."""
+    from dataclasses import replace
+
+    from kvledger.analyses.sim_ledgers import simulate_run
+    from kvledger.ledgers.goodput import goodput
+
+    if rate == sb.boundary.boundary_value:
+        return sb.boundary_run.run, next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == rate)
+    run = simulate_run(replace(sim_args(spec, cand), rate=rate), spec.synthetic).run
+    return run, goodput(run, slo)
 
 
 def _requests(spec: SearchSpec, rate: float) -> list[Any]:
@@ -129,4 +169,5 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
     if b is not None:
         out.run, out.gp = runs[float(b)]
         out.workload = _workload_info(spec.synthetic.label if spec.synthetic else spec.trace, _requests(spec, b))
+        out.points = _points(b, lambda r: (run_at(r), runs[r][1]), cand.num_gpus, spec.target)
     return out

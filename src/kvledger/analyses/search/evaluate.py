@@ -14,8 +14,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from kvledger.analyses.search.launch import launch_commands
 from kvledger.analyses.search.screen import price_row
 from kvledger.analyses.search.spec import SearchSpec
@@ -52,18 +50,16 @@ def _model_id(model: str) -> str:
 
 
 def _capacity(pr: Any, num_gpus: int) -> dict[str, Any]:
-    from kvledger.ledgers.columns import columns_from
+    from kvledger.analyses.search.capacity import operating_point
 
-    cols = columns_from(pr.run)
-    tpot = cols.tpot_s()[cols.ok & (cols.num_output_tokens > 1)]
-    tpot_p50 = float(np.median(tpot)) if tpot.size else None
     gp = pr.gp
+    at = operating_point(pr.boundary, pr.run, gp, num_gpus)
     return {"boundary_rate_req_per_s": pr.boundary, "attainment": gp.attainment,
             "goodput_req_per_s": gp.goodput_req_per_s, "goodput_output_tok_per_s": gp.goodput_output_tok_per_s,
             "goodput_input_tok_per_s": gp.goodput_input_tok_per_s,
-            "goodput_output_tok_per_s_per_gpu": gp.goodput_output_tok_per_s / num_gpus, "tpot_p50_s": tpot_p50,
-            "tok_per_s_per_user": 1.0 / tpot_p50 if tpot_p50 else None, "first_failing_rate_req_per_s": pr.first_failing,
-            "probes": pr.probes, "notes": pr.notes, **pr.extra,
+            "goodput_output_tok_per_s_per_gpu": at["output_tok_per_s_per_gpu"], "tpot_p50_s": at["tpot_p50_s"],
+            "tok_per_s_per_user": at["tok_per_s_per_user"], "first_failing_rate_req_per_s": pr.first_failing,
+            "probes": pr.probes, "operating_points": pr.points, "notes": pr.notes, **pr.extra,
             "method": "SLO capacity by simulation (rate search of kvledger.analyses.sim_boundary / "
                       "kvledger.ledgers.boundary); capacity = goodput of the run at the boundary"}
 

@@ -2,10 +2,12 @@
 
 Rank: feasible candidates by the monthly bill for the load when one is given, else by USD per
 1,000 good requests at the utilization; ties (the same GPUs rented) by USD per 1,000 good requests
-with every GPU at its SLO capacity (the one with more headroom first), then by candidate order. Frontier:
-output tokens/s per GPU (goodput at the SLO capacity) against tokens/s per user (1 ÷ median TPOT
-at that load); a candidate is dominated when another is at least as good on both and better on
-one, and the ledger names the first such candidate (in ledger order) for each.
+with every GPU at its SLO capacity (the one with more headroom first), then by candidate order. Frontier: good
+output tokens/s per GPU against tokens/s per user (1 ÷ median TPOT) over every candidate's
+operating points — its SLO capacity and lighter loads (``capacity.LOAD_FRACTIONS``) — as the
+load falls each user gets faster tokens and each GPU serves fewer. A point is dominated when
+another is at least as good on both and better on one; a candidate with no point on the
+frontier is listed with the candidate that dominates its point at capacity.
 """
 
 from __future__ import annotations
@@ -25,24 +27,31 @@ def rank_key(entry: dict[str, Any]) -> tuple[float, float]:
     return (sizing["monthly_usd"] if sizing else cost["usd_per_1k_requests"], cost["usd_per_1k_requests_at_capacity"])
 
 
-def _point(e: dict[str, Any]) -> tuple[float, float] | None:
-    c = e["capacity"]
-    x, y = c.get("tok_per_s_per_user"), c.get("goodput_output_tok_per_s_per_gpu")
-    return None if x is None or y is None else (x, y)
+def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    x, y = "tok_per_s_per_user", "output_tok_per_s_per_gpu"
+    return a[x] >= b[x] and a[y] >= b[y] and (a[x] > b[x] or a[y] > b[y])
 
 
-def pareto(feasible: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, str]]]:
-    """(frontier ids by rising tokens/s per user, [{id, dominated_by}]) over the feasible entries in ledger order."""
-    pts = [(e["id"], _point(e)) for e in feasible]
-    pts = [(i, p) for i, p in pts if p is not None]
-    frontier, dominated = [], []
-    for i, (x, y) in pts:
-        by = next((j for j, (a, b) in pts if j != i and a >= x and b >= y and (a > x or b > y)), None)
-        if by is None:
-            frontier.append((x, y, i))
-        else:
-            dominated.append({"id": i, "dominated_by": by})
-    return [i for _, _, i in sorted(frontier)], dominated
+def pareto(feasible: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """(frontier, dominated) over every feasible candidate's operating points (its loads up to the SLO capacity).
+
+    frontier: the points no other point dominates, by rising tokens/s per user, each with its candidate ``id`` and
+    load. dominated: [{id, dominated_by}] for each candidate with no point on the frontier, naming the candidate of the
+    first frontier point that dominates its point at the SLO capacity.
+    """
+    pts = [{"id": e["id"], **p} for e in feasible for p in (e["capacity"].get("operating_points") or [])]
+    front = [p for p in pts if not any(_dominates(q, p) for q in pts)]
+    front.sort(key=lambda p: (p["tok_per_s_per_user"], p["output_tok_per_s_per_gpu"], p["id"]))
+    on = {p["id"] for p in front}
+    dominated = []
+    for e in feasible:
+        mine = [p for p in pts if p["id"] == e["id"]]
+        if e["id"] in on or not mine:
+            continue
+        top = max(mine, key=lambda p: p["rate_req_per_s"])
+        by = next((p["id"] for p in front if _dominates(p, top)), front[0]["id"] if front else None)
+        dominated.append({"id": e["id"], "dominated_by": by})
+    return front, dominated
 
 
 @dataclass
@@ -53,7 +62,7 @@ class SearchResult:
     spec: SearchSpec
     entries: list[dict[str, Any]]
     ranking: list[str]
-    frontier: list[str]
+    frontier: list[dict[str, Any]]
     dominated: list[dict[str, str]]
     api: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
@@ -132,7 +141,7 @@ CSV_COLUMNS = ["rank", "id", "layout", "gpu_id", "tp", "kv_cache_dtype", "max_nu
 def csv_rows(result: SearchResult) -> list[dict[str, Any]]:
     """One row per candidate (ledger order) under ``CSV_COLUMNS``; blank where a figure does not apply."""
     rank = {cid: n for n, cid in enumerate(result.ranking, start=1)}
-    front = set(result.frontier)
+    front = {p["id"] for p in result.frontier}
     rows = []
     for e in result.entries:
         cap, cost, siz = e.get("capacity") or {}, e.get("cost") or {}, e.get("sizing") or {}
