@@ -63,3 +63,11 @@ def test_refuses_to_overwrite(tmp_path):
     res = runner.invoke(app, [*BASE, "--utilization", "0.5", "--ledger", str(f)])
     assert isinstance(res.exception, InputError) and "refusing to overwrite" in str(res.exception)
     assert f.read_text() == "mine"
+
+
+def test_show_command_of_a_disaggregated_unit():
+    d = json.loads(_ok([*BASE, "--show-command", "H100:p1xtp1+d2xtp2:kv-auto", "--json"]))
+    assert d["id"] == "nvidia_h100_sxm:p1xtp1+d2xtp2:kv-auto"
+    prefill, decode = d["launch"]["vllm"].splitlines()
+    assert prefill.startswith("prefill ×1: vllm serve") and "--tensor-parallel-size 1" in prefill
+    assert decode.startswith("decode ×2: vllm serve") and "--tensor-parallel-size 2" in decode

@@ -115,25 +115,14 @@ def _write_csv(result: Any, path: Path) -> None:
 def _show_command(spec: Any, cid: str, as_json: bool) -> None:
     from rich.console import Console
 
-    from kvledger.analyses.search import parse_candidate_id
-    from kvledger.analyses.search.evaluate import _model_id
-    from kvledger.analyses.search.launch import launch_commands
-    from kvledger.analyses.search.screen import screen_candidate
-    from kvledger.catalog.gpus import get_gpu
-    from kvledger.errors import InputError
+    from kvledger.analyses.search.launch import candidate_commands
     from kvledger.report.search_view import print_launch
 
-    cand = parse_candidate_id(cid)
-    cand = type(cand)(get_gpu(cand.gpu_id).gpu_id, cand.tp, cand.kv_cache_dtype, cand.max_num_seqs,
-                      cand.max_num_batched_tokens, cand.enable_prefix_caching)
-    e = screen_candidate(spec, cand)
-    if e["status"] == "rejected" and e["reason"] != "no price row":
-        raise InputError(f"{cand.id} is rejected ({e['reason']}): {e['detail']}")
-    e["launch"] = launch_commands(_model_id(spec.model), cand.gpu_id, e, spec.engine_version)
+    d = candidate_commands(spec, cid)
     if as_json:
-        typer.echo(json.dumps({"id": cand.id, "plan": e["plan"], "launch": e["launch"]}, allow_nan=False))
+        typer.echo(json.dumps(d, allow_nan=False))
     else:
-        print_launch(Console(highlight=False), e, "launch commands")
+        print_launch(Console(highlight=False), d, "launch commands")
 
 
 def register(app: typer.Typer) -> None:

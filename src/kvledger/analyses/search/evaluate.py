@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kvledger.analyses.search.launch import launch_commands
+from kvledger.analyses.search.launch import launch_commands, serve_model_id
 from kvledger.analyses.search.screen import price_row
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.errors import KvLedgerError
@@ -40,13 +40,6 @@ def size_for_load(rate_req_per_s: float, capacity_req_per_s: float, max_utilizat
     """
     replicas = max(1, math.ceil(rate_req_per_s / (capacity_req_per_s * max_utilization) - 1e-12))
     return replicas, rate_req_per_s / (replicas * capacity_req_per_s)
-
-
-def _model_id(model: str) -> str:
-    from kvledger.catalog.models import load_model
-
-    m = load_model(model)
-    return m.catalog_id or model
 
 
 def _capacity(pr: Any, num_gpus: int) -> dict[str, Any]:
@@ -113,5 +106,5 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
             "prefill_share_method": cap.prefill_share_method}
     out = {**entry, "status": "feasible", "workload": wl, "capacity": _capacity(pr, n_gpus), "cost": cost,
            "sizing": sizing}
-    out["launch"] = launch_commands(_model_id(spec.model), cand.gpu_id, out, spec.engine_version)
+    out["launch"] = launch_commands(serve_model_id(spec.model), cand.gpu_id, out, spec.engine_version)
     return out

@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-__all__ = ["launch_commands", "SGLANG_KV_DTYPES"]
+__all__ = ["launch_commands", "candidate_commands", "serve_model_id", "SGLANG_KV_DTYPES"]
 
 SGLANG_KV_DTYPES = {"auto": "auto", "bf16": "auto", "fp16": "auto", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
                     "fp8_e5m2": "fp8_e5m2"}
@@ -81,3 +81,34 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
         "note": f"the plans follow {version}: prefill {p['num_gpu_blocks']:,} and decode {d['num_gpu_blocks']:,} KV blocks "
                 f"per GPU; a router in front sends each request to a prefill engine, then its decode engine (vLLM's "
                 f"disaggregated-serving proxy examples); {sglang_note}"}
+
+
+def serve_model_id(model: str) -> str:
+    """The id to put in a launch command: the Hub repository of a bundled model, else the name as given."""
+    from kvledger.catalog.models import load_model
+
+    return load_model(model).catalog_id or model
+
+
+def candidate_commands(spec: Any, candidate_id: str) -> dict[str, Any]:
+    """``{"id", "plan", "decode_plan"?, "launch"}`` for one candidate id of ``spec``'s search, planned but not simulated.
+
+    Raises:
+        InputError: a malformed id, or a candidate the engine could not start (its rejection, with the numbers).
+        UnknownNameError: an unknown GPU.
+    """
+    from dataclasses import replace
+
+    from kvledger.analyses.search.screen import screen_candidate
+    from kvledger.analyses.search.spec import parse_candidate_id
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.errors import InputError
+
+    cand = parse_candidate_id(candidate_id)
+    cand = replace(cand, gpu_id=get_gpu(cand.gpu_id).gpu_id)
+    e = screen_candidate(spec, cand)
+    if e["status"] == "rejected" and e["reason"] != "no price row":
+        raise InputError(f"{cand.id} is rejected ({e['reason']}): {e['detail']}")
+    out = {k: e[k] for k in ("id", "layout", "plan", "decode_plan") if k in e}
+    out["launch"] = launch_commands(serve_model_id(spec.model), cand.gpu_id, e, spec.engine_version)
+    return out
