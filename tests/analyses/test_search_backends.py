@@ -76,14 +76,6 @@ def _todo():
     return good, broken
 
 
-def test_worker_failure_is_kept_per_candidate_in_the_pool():
-    good, broken = _todo()  # the broken entry lacks its plan: the worker raises KeyError('plan')
-    out = {e["id"]: e for e in _pool(SPEC, [good, broken], 2, None)}
-    assert out[good["id"]]["status"] == "feasible"
-    assert out[broken["id"]]["status"] == "error" and out[broken["id"]]["reason"] == "worker failed"
-    assert "KeyError" in out[broken["id"]]["detail"]
-
-
 def test_worker_failure_is_kept_per_candidate_on_ray(local_ray):
     good, broken = _todo()
     out = {e["id"]: e for e in _ray(SPEC, [good, broken], 2, None)}
@@ -98,15 +90,18 @@ def _die(spec, entry):
     os._exit(1)
 
 
-def test_a_dead_pool_process_takes_only_its_candidate(monkeypatch):
-    """One candidate kills its process; the others, taken down with the broken pool, are rerun and come back."""
+def test_pool_failures_stay_with_their_candidates(monkeypatch):
+    """One task raises (its entry lacks the plan: KeyError) and one kills its process, which breaks the whole pool;
+    the candidates taken down with it are rerun one per process and come back, the two failures are recorded."""
     import kvledger.analyses.search.runner as runner
 
     good, broken = _todo()
-    monkeypatch.setattr(runner, "evaluate_candidate", _Dispatch(broken["id"], runner.evaluate_candidate))
-    out = {e["id"]: e for e in _pool(SPEC, [good, {**broken, "plan": good["plan"]}], 2, None)}
+    dying = {**screen_candidate(SPEC, Candidate("nvidia_l4", 2)), "id": "dies"}
+    monkeypatch.setattr(runner, "evaluate_candidate", _Dispatch("dies", runner.evaluate_candidate))
+    out = {e["id"]: e for e in _pool(SPEC, [good, broken, dying], 2, None)}
     assert out[good["id"]]["status"] == "feasible"
-    assert out[broken["id"]]["reason"] == "worker failed" and "BrokenProcessPool" in out[broken["id"]]["detail"]
+    assert out[broken["id"]]["reason"] == "worker failed" and "KeyError" in out[broken["id"]]["detail"]
+    assert out["dies"]["reason"] == "worker failed" and "BrokenProcessPool" in out["dies"]["detail"]
 
 
 class _Dispatch:

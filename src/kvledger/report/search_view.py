@@ -134,6 +134,9 @@ def print_search(result: Any, top: int = 10) -> None:
         con.print(escape(f"note: {n}"))
     w = result.winner
     if w is not None:
+        pr = w["price"]
+        con.print(escape(f"winner's price: ${pr['usd_per_gpu_hour']:g} per GPU-hour, {pr['provider']} {pr['instance_type']} "
+                         f"({pr['pricing_model']}, as of {pr['as_of']}, {pr['confidence']} confidence; {pr['source']})"))
         print_launch(con, w, "winner")
         for n in w["capacity"]["notes"][1:]:
             con.print(escape(f"  capacity note: {n}"))
