@@ -32,6 +32,7 @@ from kvledger.cli import kv_eviction_cmd  # noqa: E402
 from kvledger.cli import doctor_cmd  # noqa: E402
 from kvledger.cli import disagg_cmd  # noqa: E402
 from kvledger.cli import calibrate_cmd, validate_cmd  # noqa: E402
+from kvledger.cli import search_cmd  # noqa: E402
 
 plan_cmd.register(app)
 catalog_cmd.register(app)
@@ -46,6 +47,7 @@ doctor_cmd.register(app)
 disagg_cmd.register(app)
 calibrate_cmd.register(app)
 validate_cmd.register(app)
+search_cmd.register(app)
 
 from kvledger.cli.limits import SELF_CHECKED, checked  # noqa: E402
 
