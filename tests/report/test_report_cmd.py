@@ -15,6 +15,7 @@ from kvledger.report.html_report import SECTIONS
 from kvledger.report.jsonout import strict_json
 
 runner = CliRunner()
+BENCH = Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-perf" / "stage_1_lifecycle_metrics.json"
 FIGURES = [k for _, _, keys in SECTIONS for k in keys]
 # a small workload keeps the test fast: 150 requests per simulation (the README command uses 2,000)
 ARGS = ["meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv", "--slo", "ttft=200ms,tpot=50ms",
@@ -24,7 +25,8 @@ ARGS = ["meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv", "--
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("report")
-    res = runner.invoke(app, ["report", *ARGS, "--out", str(d / "r.html"), "--png", str(d / "png"), "--json"])
+    res = runner.invoke(app, ["report", *ARGS, "--out", str(d / "r.html"), "--png", str(d / "png"),
+                              "--bench", str(BENCH), "--json"])
     assert res.exit_code == 0, res.output
     return d, json.loads(res.stdout)
 
@@ -69,6 +71,16 @@ def test_report_capacity_and_sweep_equal_goodput_and_simulate_json(built):
     assert r["baseline"].startswith("static batching")
     assert r["throughput_ratio"] == pytest.approx(data["engine_savings"]["engine"]["summary"]["throughput_tok_per_s"]
                                                   / static["summary"]["throughput_tok_per_s"])
+
+
+def test_measured_points_equal_goodput_json(built):
+    # inference-perf stage 1 (Llama-3-8B on one H100 at 37.97 req/s offered): the point drawn is what `goodput FILE --json` says
+    _, data = built
+    (m,) = data["measured"]
+    res = runner.invoke(app, ["goodput", str(BENCH), "--slo", "ttft=200ms,tpot=50ms", "--json"])
+    g = json.loads(res.stdout)
+    assert (m["rate_req_per_s"], m["attainment"], m["goodput_req_per_s"]) == (37.97, g["attainment"], g["goodput_req_per_s"])
+    assert m["estimate"] is True  # the file holds percentiles only: a bounded estimate, flagged
 
 
 def test_report_break_even_lines_meet_where_the_ledger_says(built):

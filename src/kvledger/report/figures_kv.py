@@ -77,7 +77,7 @@ def concurrency_by_context(plan: dict[str, Any]) -> Figure:
 def decode_roofline(plan: dict[str, Any]) -> Figure:
     """Decode step time and the KV share of HBM bytes against batch (8K and 128K), and the roofline with its ridge point."""
     r = plan["roofline"]
-    fig, (ax, bx) = new_axes(2, width=7.2, height=3.4)
+    fig, (ax, bx) = new_axes(2, width=8.0, height=3.4)
     tw = ax.twinx()
     table = []
     for ctx, color in zip(_COMPARE, ("#4c72b0", "#c44e52")):

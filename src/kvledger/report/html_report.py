@@ -5,6 +5,7 @@ One file, no scripts, no fonts or styles fetched from anywhere: it opens offline
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Any
 
@@ -23,7 +24,7 @@ _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
 h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{font-size:1.05em;margin:.2em 0}
 table{border-collapse:collapse;font-size:.8em;margin:.4em 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right;vertical-align:top}
-td:first-child,th:first-child{text-align:left}th{background:#f4f4f4}
+td:first-child,th:first-child,td.t{text-align:left}th{background:#f4f4f4}
 .fig{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:1em;align-items:start;margin:1.2em 0;border-top:1px dashed #e4e4e4;padding-top:.6em}
 .plot svg{width:100%;height:auto}.tbl{overflow-x:auto}.sources{font-size:.75em;color:#555;margin:.3em 0 0 1em;padding:0}
 .answer{background:#f6f9fc;border-left:4px solid #4c72b0;padding:.6em 1em}.note{font-size:.85em;color:#555}
@@ -39,9 +40,18 @@ def report_figures(data: dict[str, Any]) -> list[Figure]:
     return kv_figures(data["plan"]) + serving_figures(data)
 
 
+_NUMERIC = re.compile(r"^[−+\-$]?[\d,.]+(e[+-]?\d+)?( ?%)?$")
+
+
+def _cell(c: Any) -> str:
+    text = str(c)
+    cls = "" if _NUMERIC.match(text) or text == "—" else ' class="t"'
+    return f"<td{cls}>{escape(text)}</td>"
+
+
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(_cell(c) for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 

@@ -35,8 +35,9 @@ h2{font-size:1.05em;margin:1em 0 .3em}.note{font-size:.8em;color:#555}button{mar
 <p class="note">The plan updates as you change a field; capacity and cost run the simulator (vLLM rules) when you press the button.</p>
 </form>
 <div><div id="status" data-version="0">loading</div><div id="error"></div>
-<h2>KV-cache ledger</h2><div class="cards" id="plan-cards"></div><div id="plan-figs"></div>
-<h2>Serving and cost</h2><div class="cards" id="serving-cards"></div><div id="serving-figs"></div></div></main>
+<h2>KV-cache ledger</h2><div class="cards" id="plan-cards"></div>
+<h2>Serving and cost</h2><div class="cards" id="serving-cards"><p class="note">press "compute capacity and cost"</p></div>
+<div id="plan-figs"></div><div id="serving-figs"></div></div></main>
 <script>
 const $ = (id) => document.getElementById(id);
 let version = 0;
