@@ -7,7 +7,7 @@ simulated GPU by its catalog id. The self-hosted capacity is the SLO capacity fo
 request-rate search (``kvledger.analyses.sim_capacity``) for a simulation, or the measured
 goodput of a FILE, checked for under-load (``kvledger.ledgers.capacity_basis``); GPU and API
 prices come from the bundled price tables (or ``--gpu-usd-per-hour``). Tables for people
-(``kvledger.cli.cost_view``), ``--json`` for scripts (line items, totals per million input and
+(``kvledger.report.cost_view``), ``--json`` for scripts (line items, totals per million input and
 output tokens, ``capacity_basis``).
 """
 
@@ -190,7 +190,7 @@ def register(app: typer.Typer) -> None:
         GPU prices: --gpu (or the GPU the file names) is resolved through the GPU catalog's names and
         aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
         """
-        from kvledger.cli.cost_view import print_cost_report
+        from kvledger.report.cost_view import print_cost_report
         from kvledger.cli.sim_opts import reject_sim_flags
         from kvledger.errors import InputError
         from kvledger.ledgers.api_cost import ApiMix

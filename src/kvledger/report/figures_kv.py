@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.report.figure import Figure, fmt, new_axes
+from kvledger.report.figure import Figure, new_axes
 
 __all__ = ["memory_waterfall", "concurrency_by_context", "decode_roofline", "kv_figures"]
 
