@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -10,6 +11,7 @@ import typer
 from kvledger.cli.analysis_opts import (AVAIL_OPT, BLOCK_OPT, BW_OPT, FLOPS_OPT, GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG,
                                         TP_OPT, UTIL_OPT, VERSION_OPT, load_target, parse_token_list)
 
+from kvledger.report.plotfile import check_plot_path, save_plot
 from kvledger.report.fp8_kv_view import render_fp8_kv as _render
 
 __all__ = ["register"]
@@ -48,12 +50,14 @@ def fp8_kv(
     available_kv_memory: Optional[str] = AVAIL_OPT, block_size: Optional[int] = BLOCK_OPT,
     engine_version: Optional[str] = VERSION_OPT, bandwidth_fraction: Optional[float] = BW_OPT, flops_fraction: float = FLOPS_OPT,
     as_json: bool = JSON_OPT,
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses to overwrite."),
 ) -> None:
     """FP8 KV cache: capacity doubling, the decode break-even context, the bf16-vs-fp8 step curve, and when to leave it off."""
     from rich.console import Console
 
     from kvledger.analyses.fp8_kv import analyse_fp8_kv
 
+    check_plot_path(plot)
     spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
                                     available_kv_memory=available_kv_memory, block_size=block_size, engine_version=engine_version,
                                     bandwidth_fraction=0.8 if bandwidth_fraction is None else bandwidth_fraction,
@@ -64,6 +68,10 @@ def fp8_kv(
         settings = settings.model_copy(update={"achievable_bandwidth_fraction": min(1.0, cal.bandwidth_fraction),
                                                "cpu_overhead_s": max(0.0, cal.step_fixed_s)})
     r = analyse_fp8_kv(spec, g, settings, concurrency=concurrency, contexts=parse_token_list(contexts, "--contexts"), overhead=ov)
+    if plot is not None:
+        from kvledger.report.judgment_figures import fp8_kv_figure
+
+        save_plot(fp8_kv_figure(r), plot)
     if as_json:
         d = r.to_dict()
         d["calibration"] = cal.to_dict() if cal else None

@@ -19,6 +19,7 @@ import typer
 
 from kvledger.cli import sim_opts as so
 
+from kvledger.report.plotfile import check_plot_path, save_plot
 from kvledger.report.goodput_view import print_goodput as _print_human, print_search as _print_search, print_sources as _print_sources
 
 __all__ = ["register"]
@@ -75,6 +76,19 @@ def _from_files(files: list[Path], fmt: str | None, params: dict[str, Any], the_
     return lines, (results, boundary)
 
 
+def _boundary_figure(shown: Any, simulated: bool) -> Any:
+    """The boundary figure from a simulated search (its probes) or a file sweep (its points)."""
+    from kvledger.report.judgment_figures import boundary_figure
+
+    if simulated:
+        sb = shown
+        pts = [(p.value, p.attainment, p.goodput_req_per_s) for p in sb.probes]
+        return boundary_figure(pts, sb.axis, sb.target, sb.boundary.boundary_value, measured=False)
+    _results, b = shown
+    return boundary_figure([(p.value, p.attainment, p.goodput_req_per_s) for p in b.points], b.axis, b.target, b.boundary_value,
+                           measured=True)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``goodput`` command to ``app``."""
 
@@ -89,6 +103,7 @@ def register(app: typer.Typer) -> None:
         axis: str = typer.Option("request_rate", "--axis", help="load axis for --target: request_rate (or rate), concurrency or max_num_seqs"),
         out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite without --force)"),
         force: bool = typer.Option(False, "--force", help="allow --out to overwrite an existing file"),
+        plot: Path | None = typer.Option(None, "--plot", help="with --target: draw attainment and goodput against the axis, the boundary marked, to FILE (.png, .svg or .pdf)"),
         gpu: str | None = typer.Option(None, "--gpu", help="[--simulate] the GPU to simulate: a catalog name (H100, H200, ...) or a GPU file", show_default=False),
         lo: float | None = typer.Option(None, "--lo", help="[--simulate --target] lowest value to search (default: found by halving from 1 req/s or 1 user; 1 for max_num_seqs)", show_default=False),
         hi: float | None = typer.Option(None, "--hi", help="[--simulate --target] highest value to search (default: found by doubling; the engine default for max_num_seqs)", show_default=False),
@@ -126,6 +141,9 @@ def register(app: typer.Typer) -> None:
         if bool(files) == (simulate is not None):
             raise InputError("give either benchmark FILEs or --simulate MODEL (with --gpu), not " + ("both" if files else "neither"))
         the_slo = parse_slo(slo)
+        if plot is not None and target is None:
+            raise InputError("--plot draws the SLO boundary: add --target (e.g. 0.9)")
+        check_plot_path(plot)
         if out is not None and out.exists() and not force:
             raise InputError(f"{out} already exists; refusing to overwrite it (pass --force)")
         if simulate is not None:
@@ -137,6 +155,8 @@ def register(app: typer.Typer) -> None:
             if given:
                 raise InputError(f"{', '.join(given)} apply to a --simulate run or search, not to FILEs")
             lines, shown = _from_files(files, format, ctx.params, the_slo, target, axis)
+        if plot is not None:
+            save_plot(_boundary_figure(shown, simulate is not None), plot)
         text = "\n".join(lines) + "\n"
         if out is not None:
             _write(out, text, force)

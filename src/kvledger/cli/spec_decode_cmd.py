@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -10,6 +11,7 @@ import typer
 from kvledger.cli.analysis_opts import (AVAIL_OPT, BLOCK_OPT, BW_OPT, FLOPS_OPT, GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG,
                                         TP_OPT, UTIL_OPT, VERSION_OPT, load_target, parse_token_list)
 
+from kvledger.report.plotfile import check_plot_path, save_plot
 from kvledger.report.spec_decode_view import render_spec_decode as _render
 
 __all__ = ["register"]
@@ -45,6 +47,7 @@ def spec_decode(
     available_kv_memory: Optional[str] = AVAIL_OPT, block_size: Optional[int] = BLOCK_OPT,
     engine_version: Optional[str] = VERSION_OPT, bandwidth_fraction: Optional[float] = BW_OPT, flops_fraction: float = FLOPS_OPT,
     as_json: bool = JSON_OPT,
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses to overwrite."),
 ) -> None:
     """Speculative decoding: expected tokens per round, the gain at low load, the flip concurrency, and a request-rate sweep."""
     from rich.console import Console
@@ -52,6 +55,7 @@ def spec_decode(
     from kvledger.analyses.spec_report import analyse_spec_decode, make_draft
     from kvledger.units import parse_tokens
 
+    check_plot_path(plot)
     spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
                                     available_kv_memory=available_kv_memory, block_size=block_size, engine_version=engine_version,
                                     bandwidth_fraction=bandwidth_fraction, flops_fraction=flops_fraction)
@@ -73,6 +77,10 @@ def spec_decode(
         rl = auto_rates(sm, pt, output_tokens) if wanted == "auto" else wanted
         r = replace(r, simulation=run_spec_sweep(sm, rl, num_requests=num_requests, prompt_tokens=pt,
                                                  output_tokens=output_tokens, seed=seed))
+    if plot is not None:
+        from kvledger.report.judgment_figures import spec_decode_figure
+
+        save_plot(spec_decode_figure(r), plot)
     if as_json:
         typer.echo(json.dumps(r.to_dict(), indent=2, default=str))
     else:
