@@ -81,6 +81,8 @@ def test_measured_points_equal_goodput_json(built):
     g = json.loads(res.stdout)
     assert (m["rate_req_per_s"], m["attainment"], m["goodput_req_per_s"]) == (37.97, g["attainment"], g["goodput_req_per_s"])
     assert m["estimate"] is True  # the file holds percentiles only: a bounded estimate, flagged
+    # the latency point is the file's own p90 TTFT (inference-perf successes.latency.time_to_first_token, 37.5 ms)
+    assert m["ttft_s"]["p90"] == pytest.approx(0.03753255426418036)
 
 
 def test_report_break_even_lines_meet_where_the_ledger_says(built):

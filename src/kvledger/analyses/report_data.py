@@ -174,6 +174,11 @@ def _measured(req: ReportRequest, slo: Any) -> list[dict[str, Any]]:
                 for name, v in (("ttft_s", cols.ttft_s()), ("tpot_s", cols.tpot_s())):
                     v = v[cols.ok & ~np.isnan(v)]
                     row[name] = {f"p{q}": float(np.percentile(v, q)) for q in (50, 90, 99)} if v.size else None
+            else:  # percentiles as the file states them (per-request distributions only)
+                for name, metric in (("ttft_s", "ttft"), ("tpot_s", "tpot")):
+                    ms = run.metrics.get(metric)
+                    got = {} if ms is None or ms.weighting != "request" else ms.percentiles_s
+                    row[name] = {f"p{q}": got[float(q)] for q in (50, 90, 99)} if all(float(q) in got for q in (50, 90, 99)) else None
             out.append(row)
     return out
 
@@ -199,11 +204,15 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
     if not 0.0 < req.utilization <= 1.0:
         raise InputError(f"--utilization must be in (0, 1] (share of billed hours spent serving), got {req.utilization}")
     slo, api_price = parse_slo(req.slo), find_api_price(req.api)
+    if req.num_requests < 1:
+        raise InputError(f"--num-requests must be ≥ 1 (requests per simulation), got {req.num_requests}")
+    if not 0.0 < req.target <= 1.0:
+        raise InputError(f"--target must be in (0, 1] (share of requests within the SLO), got {req.target}")
     say("memory plan")
     plan = build_plan_section(req)
+    rate, how, price_flags = _pick_gpu_rate(req, plan["gpu"]["gpu_id"])  # price errors before the simulations
     say("SLO-capacity search")
     cap = search_capacity(sim_args(req), slo, req.target)
-    rate, how, price_flags = _pick_gpu_rate(req, cap.run.gpu_id)
     setup = SelfHostSetup(rate, cap.run.num_gpus, req.utilization, 0.0, 0.0, None, req.max_utilization)
     cost = cost_payload(cap.run.run, slo, setup, api_price, ApiMix(req.batch_share, req.cache_hit_rate, req.cache_write_rate),
                         DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), None,

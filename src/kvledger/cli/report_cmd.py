@@ -18,6 +18,8 @@ __all__ = ["register"]
 def _check_outputs(out: Path, png: Path | None, force: bool, keys: list[str]) -> None:
     from kvledger.errors import InputError
 
+    if not out.parent.is_dir():
+        raise InputError(f"--out {out}: the folder {out.parent} does not exist")
     if out.exists() and not force:
         raise InputError(f"{out} already exists; refusing to overwrite it (pass --force, or choose another --out)")
     if png is not None:
@@ -100,9 +102,11 @@ def _build(req: Any, quiet: bool) -> dict[str, Any]:
 
     if quiet:
         return build_report_data(req)
+    from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True) as bar:
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True,
+                  console=Console(stderr=True)) as bar:
         task = bar.add_task("report")
         return build_report_data(req, progress=lambda stage: bar.update(task, description=f"report: {stage}"))
 
