@@ -43,3 +43,16 @@ def test_bad_input_is_a_400_with_the_message():
 def test_page_is_self_contained():
     html = client.get("/").text
     assert "<script src" not in html and "http://" not in html and "https://" not in html
+
+
+def test_ui_command_refuses_a_bad_or_taken_port():
+    import socket
+
+    res = runner.invoke(app, ["ui", "--port", "0"])
+    assert res.exit_code != 0 and "--port must be in 1–65535" in str(res.exception)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        taken = s.getsockname()[1]
+        res = runner.invoke(app, ["ui", "--port", str(taken)])
+    assert res.exit_code != 0 and f"cannot listen on 127.0.0.1:{taken}" in str(res.exception)

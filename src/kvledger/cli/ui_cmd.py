@@ -19,8 +19,22 @@ def ui(
 
     if not 0 < port < 65536:
         raise InputError(f"--port must be in 1–65535, got {port}")
+    _check_free(host, port)
     typer.echo(f"kvledger ui on http://{host}:{port}/ (Ctrl-C to stop)")
     uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+
+
+def _check_free(host: str, port: int) -> None:
+    """Raise InputError when ``host:port`` cannot be bound (in use, or not an address of this machine)."""
+    import socket
+
+    from kvledger.errors import InputError
+
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.bind((host, port))
+    except OSError as err:
+        raise InputError(f"cannot listen on {host}:{port} ({err.strerror or err}); choose another --port or --host") from None
 
 
 def register(app: typer.Typer) -> None:
