@@ -33,7 +33,7 @@ def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
 
 
 def _volume_grid(c: float, v_star: float | None) -> list[float]:
-    lo, hi = max(1.0, c / 100.0), c * 8.0
+    lo, hi = max(1.0, min(c / 100.0, v_star / 10.0 if v_star else c)), c * 8.0
     n = 41
     grid = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)]
     extra = [k * c for k in range(1, 9)] + ([v_star] if v_star else [])

@@ -22,12 +22,12 @@ def cost_by_utilization(data: dict[str, Any]) -> Figure:
     u = [100 * p["utilization"] for p in pts]
     ax.plot(u, [p["self_host_usd_per_1k_requests"] for p in pts], marker="o", label="self-hosted")
     ax.plot(u, [p["api_usd_per_1k_requests"] for p in pts], label=f"API ({cost['inputs']['api_price']})")
+    ax.set_yscale("log")
     if c["break_even_utilization"] is not None:
         ax.axvline(100 * c["break_even_utilization"], color="grey", ls=":")
         ax.annotate(f"break-even {100 * c['break_even_utilization']:.1f}%", (100 * c["break_even_utilization"], ax.get_ylim()[1]),
                     fontsize=7, xytext=(4, -12), textcoords="offset points")
     ax.axvline(100 * c["chosen_utilization"], color="#55a868", ls="--", lw=1, label="your utilization")
-    ax.set_yscale("log")
     ax.set_xlabel("utilization, % of billed GPU hours serving at capacity")
     ax.set_ylabel("USD per 1,000 good requests")
     ax.legend(fontsize=7)
@@ -45,12 +45,12 @@ def cost_by_volume(data: dict[str, Any]) -> Figure:
     v = [p["requests_per_month"] for p in pts]
     ax.step(v, [p["self_host_usd_per_month"] for p in pts], where="post", label="self-hosted (whole replicas)")
     ax.plot(v, [p["api_usd_per_month"] for p in pts], label=f"API ({cost['inputs']['api_price']})")
-    if c["break_even_requests_per_month"]:
-        ax.axvline(c["break_even_requests_per_month"], color="grey", ls=":")
-        ax.annotate(f"break-even {c['break_even_requests_per_month']:,.3g}/month", (c["break_even_requests_per_month"], ax.get_ylim()[0]),
-                    fontsize=7, xytext=(4, 8), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    if c["break_even_requests_per_month"]:
+        ax.axvline(c["break_even_requests_per_month"], color="grey", ls=":")
+        ax.annotate(f"break-even {c['break_even_requests_per_month']:,.0f}/month", (c["break_even_requests_per_month"], ax.get_ylim()[1]),
+                    fontsize=7, xytext=(4, -12), textcoords="offset points")
     ax.set_xlabel("good requests per month")
     ax.set_ylabel("USD per month")
     ax.legend(fontsize=7)
@@ -119,6 +119,7 @@ def goodput_by_rate(data: dict[str, Any]) -> Figure:
     tw.set_ylabel("requests within SLO, %")
     tw.set_ylim(0, 105)
     ax.legend(fontsize=7, loc="upper left")
+    tw.legend(fontsize=7, loc="center left")
     rows = [[fmt(p["value"]), f"{100 * p['attainment']:.1f}", fmt(p["goodput_req_per_s"]), fmt(p["throughput_req_per_s"]), p["phase"]]
             for p in probes]
     rows += [[f"{m['file']} (measured)", f"{100 * m['attainment']:.1f}", fmt(m["goodput_req_per_s"]), fmt(m["throughput_req_per_s"]), "—"]
@@ -135,9 +136,12 @@ def engine_savings(data: dict[str, Any]) -> Figure:
     keys = ("engine", "static", "contiguous")
     fig, (ax, bx) = new_axes(2, width=7.2, height=3.0)
     names = ["continuous + paged", "static batching", "contiguous KV"]
-    ax.bar(names, [s[k]["summary"]["throughput_tok_per_s"] for k in keys], color=["#55a868", "#c44e52", "#8172b2"])
+    colors = ["#55a868", "#c44e52", "#8172b2"]
+    bars = ax.bar(names, [s[k]["summary"]["throughput_tok_per_s"] for k in keys], color=colors)
+    ax.bar_label(bars, fmt="{:,.0f}", fontsize=7)
     ax.set_ylabel("output tokens/s")
-    bx.bar(names, [s[k]["goodput_req_per_s"] or 0.0 for k in keys], color=["#55a868", "#c44e52", "#8172b2"])
+    bars = bx.bar(names, [s[k]["goodput_req_per_s"] or 0.0 for k in keys], color=colors)
+    bx.bar_label(bars, fmt="{:,.2f}", fontsize=7)
     bx.set_ylabel("goodput, good req/s")
     for a in (ax, bx):
         a.tick_params(axis="x", labelsize=7)
