@@ -130,7 +130,18 @@ def test_html_is_a_function_of_the_json(built):
     from kvledger.report.html_report import render_html, report_figures
 
     d, data = built
-    assert render_html(data, report_figures(data)) == (d / "r.html").read_text(encoding="utf-8")
+    figures = report_figures(data)
+    assert render_html(data, figures) == (d / "r.html").read_text(encoding="utf-8")
+    # units on every axis: each axis has a label (with its unit) or is categorical (named bars); twins share the x label
+    def words(ticks):
+        return [t.get_text() for t in ticks if t.get_text() and t.get_text()[0].isalpha()]
+
+    for f in figures:
+        for ax in f.fig.axes:
+            assert ax.get_ylabel() or words(ax.get_yticklabels()), (f.key, "y")
+            twin = any(other is not ax and other.bbox.bounds == ax.bbox.bounds for other in f.fig.axes)
+            assert ax.get_xlabel() or twin or words(ax.get_xticklabels()), (f.key, "x")
+        assert f.rows and all(len(r) == len(f.headers) for r in f.rows) and f.sources, f.key
 
 
 def test_headless_chromium_renders_every_figure(built, browser):
