@@ -44,6 +44,8 @@ class ReportRequest:
     engine: dict[str, Any] = field(default_factory=dict)
     utilization: float = 0.5
     max_utilization: float = 0.8
+    engineer_months_per_month: float = 0.0
+    engineer_usd_per_month: float = 0.0
     gpu_provider: str | None = None
     gpu_usd_per_hour: float | None = None
     batch_share: float = 0.0
@@ -213,7 +215,8 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
     rate, how, price_flags = _pick_gpu_rate(req, plan["gpu"]["gpu_id"])  # price errors before the simulations
     say("SLO-capacity search")
     cap = search_capacity(sim_args(req), slo, req.target)
-    setup = SelfHostSetup(rate, cap.run.num_gpus, req.utilization, 0.0, 0.0, None, req.max_utilization)
+    setup = SelfHostSetup(rate, cap.run.num_gpus, req.utilization, req.engineer_months_per_month, req.engineer_usd_per_month,
+                          None, req.max_utilization)
     cost = cost_payload(cap.run.run, slo, setup, api_price, ApiMix(req.batch_share, req.cache_hit_rate, req.cache_write_rate),
                         DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), None,
                         sim=cap.run, capacity=cap)
@@ -237,12 +240,15 @@ def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:
     plan_eng = "".join(f" --{k.replace('_', '-')} {v}" for k, v in req.engine.items()
                        if v is not None and k in ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype", "max_num_seqs"))
     wl = f" --trace {shlex.quote(req.trace)} --num-requests {req.num_requests} --seed {req.seed}{eng}"
-    mix = "".join(f" --{k.replace('_', '-')} {getattr(req, k):g}" for k in ("batch_share", "cache_hit_rate", "cache_write_rate") if getattr(req, k))
+    mix = "".join(f" --{k.replace('_', '-')} {getattr(req, k)!r}" for k in ("batch_share", "cache_hit_rate", "cache_write_rate",
+                                                                             "engineer_months_per_month", "engineer_usd_per_month")
+                  if getattr(req, k))
+    mix += "".join(f" --{k.replace('_', '-')} {getattr(req, k)}" for k in ("data_sovereignty", "model_control", "team_capability"))
     m, g = shlex.quote(req.model), shlex.quote(req.gpu)
     return {
         "plan": f"kvledger plan {m} --gpu {g} --context {','.join(f'{c // 1024}K' for c in CONTEXTS)}{plan_eng} --json",
         "cost": (f"kvledger cost --simulate {m} --gpu {g}{wl} --slo {shlex.quote(req.slo)} --api {shlex.quote(req.api)} "
-                 f"--utilization {req.utilization:g} --max-utilization {req.max_utilization:g}{gpu_price}{mix} --target {req.target:g} --json"),
+                 f"--utilization {req.utilization!r} --max-utilization {req.max_utilization!r}{gpu_price}{mix} --target {req.target:g} --json"),
         "capacity": f"kvledger goodput --simulate {m} --gpu {g}{wl} --slo {shlex.quote(req.slo)} --target {req.target:g} --axis rate --json",
         "sweep_point": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --json",
         "engine_savings": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --policy static|contiguous --json",

@@ -53,6 +53,8 @@ def report(
     batch_share: float = typer.Option(0.0, "--batch-share", help="Share of requests sent through the API's batch endpoint."),
     cache_hit_rate: float = typer.Option(0.0, "--cache-hit-rate", help="Share of API input tokens that are prompt-cache reads."),
     cache_write_rate: float = typer.Option(0.0, "--cache-write-rate", help="Share of API input tokens written to the prompt cache."),
+    engineer_months: float = typer.Option(0.0, "--engineer-months-per-month", help="People time to run the service, engineer-months per month."),
+    engineer_usd: float = typer.Option(0.0, "--engineer-usd-per-month", help="Fully loaded cost of one engineer-month, USD."),
     data_sovereignty: str = typer.Option("not_required", "--data-sovereignty", help="required, preferred or not_required."),
     model_control: str = typer.Option("any", "--model-control", help="custom_weights, open_weights or any."),
     team_capability: str = typer.Option("some", "--team-capability", help="experienced, some or none."),
@@ -83,7 +85,8 @@ def report(
                         engine=engine, utilization=utilization, max_utilization=max_utilization, gpu_provider=gpu_provider,
                         gpu_usd_per_hour=gpu_usd_per_hour, batch_share=batch_share, cache_hit_rate=cache_hit_rate,
                         cache_write_rate=cache_write_rate, data_sovereignty=data_sovereignty, model_control=model_control,
-                        team_capability=team_capability, bench_files=tuple(str(b) for b in bench or ()))
+                        team_capability=team_capability, engineer_months_per_month=engineer_months,
+                        engineer_usd_per_month=engineer_usd, bench_files=tuple(str(b) for b in bench or ()))
     data = _build(req, quiet=as_json)
     figures = report_figures(data)
     out.write_text(render_html(data, figures), encoding="utf-8")
