@@ -54,7 +54,8 @@ def concurrency_by_context(plan: dict[str, Any]) -> Figure:
     ax.plot(xs, [r["max_concurrency"] for r in rows_in], marker="o", label="KV capacity (engine's figure)")
     ax.plot(xs, [r["max_running"] for r in rows_in], marker=".", ls="--", label="running cap (also max_num_seqs)")
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+    if min(r["max_running"] for r in rows_in) > 0:
+        ax.set_yscale("log")
     ax.set_xlabel("context length per request, tokens")
     ax.set_ylabel("concurrent requests")
     ax.legend(fontsize=7)
@@ -74,9 +75,12 @@ def concurrency_by_context(plan: dict[str, Any]) -> Figure:
                   [g["formula"] for g in kv["groups"]] + ["num_gpu_blocks ÷ blocks per request (the engine's 'Maximum concurrency' rule)"])
 
 
-def decode_roofline(plan: dict[str, Any]) -> Figure:
-    """Decode step time and the KV share of HBM bytes against batch (8K and 128K), and the roofline with its ridge point."""
+def decode_roofline(plan: dict[str, Any]) -> Figure | None:
+    """Decode step time and the KV share of HBM bytes against batch (8K and 128K), and the roofline with its ridge point;
+    None when the plan has no roofline (the model does not fit)."""
     r = plan["roofline"]
+    if not r or not r.get("decode"):
+        return None
     fig, (ax, bx) = new_axes(2, width=8.0, height=3.4)
     tw = ax.twinx()
     table = []
@@ -120,4 +124,4 @@ def decode_roofline(plan: dict[str, Any]) -> Figure:
 
 def kv_figures(plan: dict[str, Any]) -> list[Figure]:
     """The three KV-bottleneck figures of a plan."""
-    return [memory_waterfall(plan), concurrency_by_context(plan), decode_roofline(plan)]
+    return [f for f in (memory_waterfall(plan), concurrency_by_context(plan), decode_roofline(plan)) if f is not None]

@@ -63,7 +63,8 @@ async function updatePlan() {
       card("num-gpu-blocks", "KV blocks", fmt(h.num_gpu_blocks, 0), h.num_gpu_blocks) +
       card("max-concurrency-8k", "max concurrency at 8K tokens", fmt(h.max_concurrency_8k, 2), h.max_concurrency_8k) +
       card("max-concurrency-128k", "max concurrency at 128K tokens", fmt(h.max_concurrency_128k, 2), h.max_concurrency_128k) +
-      card("max-model-len", "max_model_len, tokens", fmt(h.max_model_len, 0), h.max_model_len);
+      card("max-model-len", "max_model_len, tokens", fmt(h.max_model_len, 0), h.max_model_len) +
+      `<p class="note" id="plan-verdict">${esc(h.verdict || "")}</p>`;
     figs("plan-figs", d.figures); done("plan ready");
   } catch (e) { $("error").textContent = e.message; done("error"); } }
 async function updateServing() {
