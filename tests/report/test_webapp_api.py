@@ -56,3 +56,11 @@ def test_ui_command_refuses_a_bad_or_taken_port():
         taken = s.getsockname()[1]
         res = runner.invoke(app, ["ui", "--port", str(taken)])
     assert res.exit_code != 0 and f"cannot listen on 127.0.0.1:{taken}" in str(res.exception)
+
+
+def test_a_model_that_does_not_fit_shows_the_verdict_and_no_roofline():
+    # Qwen3-Next-80B in bf16: 148.41 GiB of weights against an H200's 139.8 GiB device total, so no KV and no decode step
+    r = client.get("/api/plan", params={"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "gpu": "H200"})
+    body = r.json()
+    assert r.status_code == 200 and body["headline"]["verdict"].startswith("does not fit")
+    assert body["headline"]["num_gpu_blocks"] == 0 and set(body["figures"]) == {"memory_waterfall", "concurrency_by_context"}
