@@ -61,13 +61,16 @@ def test_winner_launch_command_reproduces_its_plan(llama70b):
 
 def test_max_model_len_and_price_rejections_carry_their_numbers():
     # Llama-3.2-3B on an L4 at its configured 131,072 tokens: one request needs 131,072 / 16 = 8,192 blocks and the
-    # pool holds 7,356 (the simulator's own refusal says the same), so vLLM would not start: "max_model_len".
+    # pool holds fewer — `kvledger plan` gives the usable blocks (7,459 under vLLM 0.33's rules) — so vLLM would not
+    # start: "max_model_len".
     # Nebius lists no A100 row: "no price row" (the plan itself fits: 80 GB holds the 3B's 128K context).
     spec = SearchSpec(model="meta-llama/Llama-3.2-3B", slo=SLO, num_requests=60, utilization=0.5, gpu_provider="Nebius")
     res = run_search(spec, Axes(gpus=("L4", "A100-80GB"), tps=(1,)))
     l4, a100 = res.entries
     assert (l4["reason"], a100["reason"]) == ("max_model_len", "no price row")
-    assert "needs 8,192 blocks" in l4["detail"] and "7,356 usable blocks" in l4["detail"]
+    plan = json.loads(CliRunner().invoke(app, ["plan", "meta-llama/Llama-3.2-3B", "--gpu", "L4", "--json"]).output)
+    usable = plan["memory"]["usable_blocks"]
+    assert usable < 8192 and "needs 8,192 blocks" in l4["detail"] and f"{usable:,} usable blocks" in l4["detail"]
     assert "no rental row for nvidia_a100_80gb_sxm at Nebius" in a100["detail"] and a100["plan"]["num_gpu_blocks"] > 8192
     assert res.ranking == [] and res.winner is None
 

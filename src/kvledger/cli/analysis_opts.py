@@ -6,6 +6,8 @@ from typing import Any, Optional
 
 import typer
 
+from kvledger.report.tables import table  # noqa: F401  (re-exported: the views live in kvledger.report)
+
 __all__ = ["load_target", "parse_token_list", "table", "MODEL_ARG", "GPU_OPT", "TP_OPT", "MAX_LEN_OPT", "UTIL_OPT",
            "AVAIL_OPT", "BLOCK_OPT", "VERSION_OPT", "BW_OPT", "FLOPS_OPT", "JSON_OPT"]
 
@@ -48,13 +50,3 @@ def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None 
         available_kv_memory_bytes=parse_bytes(available_kv_memory, what="--available-kv-memory") if available_kv_memory else None,
         achievable_bandwidth_fraction=0.8 if bandwidth_fraction is None else bandwidth_fraction, achievable_flops_fraction=flops_fraction, **extra)
     return load_model(model), resolve_gpu(gpu), settings
-
-
-def table(title: str, *cols: str):
-    """A left-titled rich table with folding columns."""
-    from kvledger.report.tables import LedgerTable as Table
-
-    t = Table(title=title, title_justify="left", title_style="bold", expand=False)
-    for c in cols:
-        t.add_column(c, overflow="fold")
-    return t

@@ -7,7 +7,7 @@ simulated GPU by its catalog id. The self-hosted capacity is the SLO capacity fo
 request-rate search (``kvledger.analyses.sim_capacity``) for a simulation, or the measured
 goodput of a FILE, checked for under-load (``kvledger.ledgers.capacity_basis``); GPU and API
 prices come from the bundled price tables (or ``--gpu-usd-per-hour``). Tables for people
-(``kvledger.cli.cost_view``), ``--json`` for scripts (line items, totals per million input and
+(``kvledger.report.cost_view``), ``--json`` for scripts (line items, totals per million input and
 output tokens, ``capacity_basis``).
 """
 
@@ -73,41 +73,10 @@ def _sweep_capacity_run(runs: list[Any], slo: Any, target: float, where: str) ->
     return runs[k], {"run_index": k, "axis": axis, "value": res.boundary_value, "text": text, "boundary": res.to_dict()}
 
 
-def _price_key(name: str) -> str:
-    """A GPU name as the price table keys it: the catalog id when ``get_gpu`` knows the name or alias (H100,
-    nvidia-h100-80gb, "NVIDIA H100 80GB HBM3" → nvidia_h100_sxm); otherwise the name as given (the table also
-    matches its own GPU names)."""
-    from kvledger.catalog.gpus import get_gpu
-    from kvledger.errors import UnknownNameError
-
-    try:
-        return get_gpu(name).gpu_id
-    except UnknownNameError:
-        return name
-
-
-def _is_gpu_file(name: str) -> bool:
-    return Path(name).suffix in (".json", ".toml")
-
-
 def _gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
-    """The GPU's rental price: ``--gpu-usd-per-hour``, else the price-table row of ``name`` (resolved through the GPU catalog's aliases).
+    from kvledger.analyses.cost_run import gpu_rate
 
-    Raises:
-        InputError: no name, a custom GPU without a price, several rows (pick --gpu-provider/--instance).
-        UnknownNameError: no row for the GPU (or the provider / instance).
-    """
-    from kvledger.catalog.prices import find_gpu_price
-    from kvledger.errors import InputError
-    from kvledger.ledgers.cost import GpuRate
-
-    if usd is not None:
-        return GpuRate.given(usd, name or "GPU")
-    if name is None:
-        raise InputError("no GPU price: the run does not name its GPU; pass --gpu (e.g. H100 or nvidia_h100_sxm) with --gpu-provider, or --gpu-usd-per-hour")
-    if name == "custom" or _is_gpu_file(name):
-        raise InputError(f"the GPU {name!r} is a custom GPU with no rental price in the table; pass --gpu-usd-per-hour")
-    return GpuRate.from_catalog(find_gpu_price(_price_key(name), provider, instance))
+    return gpu_rate(name, provider, instance, usd)
 
 
 def _collect(problems: list[Exception], fn: Any) -> Any:
@@ -214,16 +183,6 @@ def _sim_run(model: str, gpu: str | None, params: dict[str, Any], slo: Any) -> t
     return cap.run, cap
 
 
-def _basis(run: Any, gp: Any, slo: Any, sim: Any, capacity: Any) -> dict[str, Any]:
-    """The ``capacity_basis`` of the report: the SLO-capacity search, or the run's own goodput with the under-load check."""
-    from kvledger.ledgers.capacity_basis import check_load, measured_basis
-
-    if capacity is not None:
-        return {"kind": "slo_capacity", "text": capacity.text(), "probes": capacity.probes_text(), "warning": None,
-                "notes": list(capacity.notes), "load_check": None}
-    return measured_basis(gp, check_load(run, gp, slo), simulated=sim is not None)
-
-
 def register(app: typer.Typer) -> None:
     """Add the ``cost`` command to ``app``."""
 
@@ -293,13 +252,13 @@ def register(app: typer.Typer) -> None:
         GPU prices: --gpu (or the GPU the file names) is resolved through the GPU catalog's names and
         aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
         """
-        from kvledger.cli.cost_view import print_cost_report
+        from kvledger.report.cost_view import print_cost_report
         from kvledger.cli.sim_opts import reject_sim_flags
         from kvledger.errors import InputError
         from kvledger.ledgers.api_cost import ApiMix
         from kvledger.ledgers.cost import SelfHostSetup
-        from kvledger.ledgers.cost_report import DecisionFactors, MonthlyVolume, build_cost_report
-        from kvledger.ledgers.goodput import goodput
+        from kvledger.analyses.cost_run import cost_payload
+        from kvledger.ledgers.cost_report import DecisionFactors, MonthlyVolume
 
         file = files[0] if files else None
         if (file is None) == (simulate is None):
@@ -325,17 +284,13 @@ def register(app: typer.Typer) -> None:
         volume = None
         if monthly_requests is not None or monthly_input_tokens is not None or monthly_output_tokens is not None:
             volume = MonthlyVolume(monthly_requests, monthly_input_tokens, monthly_output_tokens)
-        gp = goodput(run, the_slo)
-        rep = build_cost_report(run, gp, setup, api_price, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
-                                DecisionFactors(data_sovereignty, model_control, team_capability), volume)
-        basis = _basis(run, gp, the_slo, sim, capacity)
-        d = rep.to_dict()
+        res = cost_payload(run, the_slo, setup, api_price, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
+                           DecisionFactors(data_sovereignty, model_control, team_capability), volume, sim=sim, capacity=capacity)
+        rep, basis, d = res.report, res.basis, res.payload
         if sweep is not None:
             basis["sweep"] = sweep
             basis["text"] = sweep["text"] + ". " + basis["text"]
-        d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
-        if sim is not None:
-            d["simulation"] = {**sim.provenance(), **({"capacity_search": capacity.to_dict()} if capacity else {})}
+            d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
         text = strict_json.dumps(d) + "\n"
         if out is not None:
             from kvledger.strict_json import write_text_atomic

@@ -114,6 +114,10 @@ OPTION_RANGES: dict[str, Range] = {
 COMMAND_RANGES: dict[tuple[str, str], Range] = {
     ("fp8-kv", "concurrency"): _count(1, 1 << 20, "sequences"),
     ("spec-decode", "num_requests"): _count(1, 100_000, "requests per rate"),
+    ("calibrate", "max_paddings"): _count(0, _TOKENS_MAX, "tokens"), ("validate", "max_paddings"): _count(0, _TOKENS_MAX, "tokens"),
+    ("search", "monthly_tokens"): Range(0.0, 1e21, lo_open=True, unit="tokens/month"),
+    ("search", "workers"): _count(1, 4096, "workers"), ("search", "top"): _count(1, 100_000, "rows"),
+    ("ui", "port"): _count(1, 65_535, "TCP port"),
 }
 
 

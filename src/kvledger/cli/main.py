@@ -33,6 +33,7 @@ from kvledger.cli import doctor_cmd  # noqa: E402
 from kvledger.cli import disagg_cmd  # noqa: E402
 from kvledger.cli import calibrate_cmd, validate_cmd  # noqa: E402
 from kvledger.cli import search_cmd  # noqa: E402
+from kvledger.cli import report_cmd, ui_cmd  # noqa: E402  (f-report: the HTML report and the web app)
 
 plan_cmd.register(app)
 catalog_cmd.register(app)
@@ -48,6 +49,8 @@ disagg_cmd.register(app)
 calibrate_cmd.register(app)
 validate_cmd.register(app)
 search_cmd.register(app)
+report_cmd.register(app)
+ui_cmd.register(app)
 
 from kvledger.cli.limits import SELF_CHECKED, checked  # noqa: E402
 

@@ -88,7 +88,7 @@ def simulate(
     else:
         from rich.console import Console
 
-        from kvledger.cli.simulate_view import render_summary
+        from kvledger.report.simulate_view import render_summary
 
         render_summary(payload, Console(), out)
 

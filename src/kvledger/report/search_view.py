@@ -23,7 +23,7 @@ def _settings(e: dict[str, Any], varied: set[str]) -> str:
 
 
 def _top_table(result: Any, top: int) -> Any:
-    from rich.table import Table
+    from kvledger.report.tables import LedgerTable as Table
 
     sized = result.spec.rate_req_per_s is not None or result.spec.monthly_tokens is not None
     feasible = [result.entry(cid) for cid in result.ranking]
@@ -89,7 +89,7 @@ def _api(con: Any, result: Any) -> None:
 
 def _rejections(con: Any, result: Any) -> None:
     from rich.markup import escape
-    from rich.table import Table
+    from kvledger.report.tables import LedgerTable as Table
 
     rej = [e for e in result.entries if e["status"] != "feasible"]
     if not rej:

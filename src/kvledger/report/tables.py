@@ -15,7 +15,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["LedgerTable", "ledger_table"]
+__all__ = ["LedgerTable", "ledger_table", "table"]
 
 
 def _plain(cell: object) -> str:
@@ -81,3 +81,8 @@ def ledger_table(title: str, *cols: str, **kwargs: object) -> LedgerTable:
     for c in cols:
         t.add_column(c)
     return t
+
+
+def table(title: str, *cols: str) -> LedgerTable:
+    """The table every terminal view uses: left-titled, columns sized so nothing is cut (:class:`LedgerTable`)."""
+    return ledger_table(title, *cols)
