@@ -92,6 +92,8 @@ def _refuse_overwrite(paths: list[Path | None], force: bool) -> None:
     for p in paths:
         if p is not None and p.exists() and not force:
             raise InputError(f"{p} already exists; refusing to overwrite it (pass --force)")
+        if p is not None and not p.parent.is_dir():
+            raise InputError(f"cannot write {p}: the folder {p.parent} does not exist")
 
 
 def _progress_bar() -> Any:
