@@ -35,7 +35,8 @@ class SearchSpec:
     Attributes:
         model: HF id, alias or config path. slo: the SLO as text (``ttft=200ms,tpot=50ms``). target: attainment target.
         trace, num_requests, seed, synthetic: the workload of every probe (the same seeded requests for all).
-        step_cost: ``roofline`` or ``calibrated`` (``kvledger.dynamics.step_cost_choice``).
+        step_cost: ``roofline`` or ``calibrated`` (``kvledger.dynamics.step_cost_choice``); cpu_overhead: per-step CPU
+            time added to the roofline (``2ms``; None: none).
         engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
         gpu_provider: rental provider whose rows price the GPUs (None: the cheapest listed row of each GPU).
         utilization: average load ÷ capacity over the billed hours for $ per token (None: the realized one of the sizing).
@@ -52,6 +53,7 @@ class SearchSpec:
     seed: int = 0
     synthetic: SyntheticSpec | None = None
     step_cost: str = "roofline"
+    cpu_overhead: str | None = None
     engine_version: str | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
