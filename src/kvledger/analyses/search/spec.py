@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from kvledger.analyses.sim_ledgers import SyntheticSpec
