@@ -50,6 +50,7 @@ def test_show_command_plans_one_candidate_without_simulating():
     (["--utilization", "0.5", "--tp", "two"], "whole numbers"),
     (["--utilization", "0.5", "--prefix-caching", "maybe"], "on, off"),
     (["--utilization", "0.5", "--plot", "f.jpg"], ".png or .svg"),
+    (["--utilization", "0.5", "--kv-cache-dtype", "auto,fp4"], "'fp4' is not supported"),
     (["--utilization", "0.5", "--show-command", "h100-tp1"], "not a candidate id"),
 ])
 def test_bad_input_is_an_input_error(extra, message):
@@ -71,3 +72,14 @@ def test_show_command_of_a_disaggregated_unit():
     prefill, decode = d["launch"]["vllm"].splitlines()
     assert prefill.startswith("prefill ×1: vllm serve") and "--tensor-parallel-size 1" in prefill
     assert decode.startswith("decode ×2: vllm serve") and "--tensor-parallel-size 2" in decode
+
+
+def test_ledger_then_resume(tmp_path):
+    led = tmp_path / "ledger.jsonl"
+    first = json.loads(_ok([*BASE, "--utilization", "0.5", "--ledger", str(led), "--json"]))
+    full = led.read_bytes()
+    led.write_bytes(b"".join(full.splitlines(keepends=True)[:2]))  # header + the first candidate: as if interrupted
+    again = json.loads(_ok([*BASE, "--utilization", "0.5", "--resume", str(led), "--json"]))
+    assert led.read_bytes() == full and again == first
+    res = runner.invoke(app, [*BASE, "--utilization", "0.6", "--resume", str(led)])
+    assert isinstance(res.exception, InputError) and "another search" in str(res.exception)

@@ -92,6 +92,8 @@ def _refuse_overwrite(paths: list[Path | None], force: bool) -> None:
     for p in paths:
         if p is not None and p.exists() and not force:
             raise InputError(f"{p} already exists; refusing to overwrite it (pass --force)")
+        if p is not None and not p.parent.is_dir():
+            raise InputError(f"cannot write {p}: the folder {p.parent} does not exist")
 
 
 def _progress_bar() -> Any:
@@ -153,6 +155,7 @@ def register(app: typer.Typer) -> None:
         gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of device memory, for every candidate (default by version)", show_default=False),
         engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose rules and defaults to apply", show_default=False),
         step_cost: str = typer.Option("roofline", "--step-cost", help="roofline or calibrated (see kvledger simulate --help)"),
+        cpu_overhead: Optional[str] = typer.Option(None, "--cpu-overhead", help="per-step CPU time added to the roofline, e.g. 2ms (default none)", show_default=False),
         gpu_provider: Optional[str] = typer.Option(None, "--gpu-provider", help="price GPUs at this provider's rows (default: the cheapest row of each GPU)", show_default=False),
         utilization: Optional[float] = typer.Option(None, "--utilization", help="average load ÷ capacity over billed hours for $ per token (default with --rate/--monthly-tokens: the sizing's realized utilization)", show_default=False),
         max_utilization: float = typer.Option(0.8, "--max-utilization", help="highest mean load per replica, as a share of its SLO capacity, when sizing"),
@@ -189,7 +192,7 @@ def register(app: typer.Typer) -> None:
 
         spec = SearchSpec(model=model, slo=slo, target=target, trace=trace or "azure-conv", num_requests=num_requests,
                           seed=seed, synthetic=_synthetic(prompt_lengths, output_lengths, arrival_cv, trace),
-                          step_cost=step_cost, engine_version=engine_version,
+                          step_cost=step_cost, cpu_overhead=cpu_overhead, engine_version=engine_version,
                           max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None,
                           gpu_memory_utilization=gpu_memory_utilization, gpu_provider=gpu_provider,
                           utilization=utilization, max_utilization=max_utilization, rate_req_per_s=rate,

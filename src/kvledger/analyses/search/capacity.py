@@ -56,6 +56,21 @@ def operating_point(rate: float, run: Any, gp: Any, num_gpus: int) -> dict[str, 
             "output_tok_per_s_per_gpu": (gp.goodput_output_tok_per_s or 0.0) / num_gpus}
 
 
+def drain_note(rate: float, num_requests: int, gp: Any) -> list[str]:
+    """A note when the boundary run's goodput (good requests ÷ first arrival → last finish) is below
+    ``kvledger.analyses.sim_capacity.DRAIN_NOTE_SHARE`` of the good rate it sustained while requests arrived (offered
+    rate × attainment): its drain tail makes the capacity, and so the cost, conservative — the rule ``cost --simulate``
+    applies."""
+    from kvledger.analyses.sim_capacity import DRAIN_NOTE_SHARE
+
+    sustained = rate * gp.attainment
+    if not gp.goodput_req_per_s or gp.goodput_req_per_s >= DRAIN_NOTE_SHARE * sustained:
+        return []
+    return [f"the boundary run's goodput ({gp.goodput_req_per_s:,.3f} good req/s) is {gp.goodput_req_per_s / sustained:.0%} "
+            f"of the {sustained:,.3f} good req/s it sustained while its {num_requests:,} requests arrived: the capacity is "
+            "conservative; more requests per probe (--num-requests) shrink the drain tail"]
+
+
 def _points(b: float, at: Any, num_gpus: int, target: float) -> list[dict[str, Any]]:
     """Operating points at LOAD_FRACTIONS × b and at b (``at(rate)`` → (RunRecords, GoodputResult)); loads that miss the
     target (attainment that is not monotone in load) are left out."""
@@ -83,6 +98,7 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
         wl = sb.boundary_run.setup.workload_info
         out.workload = {k: wl[k] for k in ("trace", "num_requests", "prompt_tokens_mean", "output_tokens_mean")}
         out.points = _points(b, lambda r: _colocated_at(spec, cand, slo, sb, r), cand.num_gpus, spec.target)
+        out.notes += drain_note(sb.boundary_run.run.metadata.request_rate or b, out.workload["num_requests"], out.gp)
     return out
 
 
@@ -113,11 +129,14 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
     from kvledger.catalog.gpus import get_gpu
     from kvledger.catalog.models import load_model
     from kvledger.dynamics.kv_transfer import link_from_gpu
+    from kvledger.units import parse_duration_s
 
     gpu = get_gpu(cand.gpu_id)
     link_kind = "nvlink" if gpu.interconnect_bytes_per_s else "pcie"
     settings = make_settings(engine_version=spec.engine_version, max_model_len=spec.max_model_len,
-                             gpu_memory_utilization=spec.gpu_memory_utilization, kv_cache_dtype=cand.kv_cache_dtype)
+                             gpu_memory_utilization=spec.gpu_memory_utilization, kv_cache_dtype=cand.kv_cache_dtype,
+                             cpu_overhead_s=parse_duration_s(spec.cpu_overhead, what="--cpu-overhead")
+                             if spec.cpu_overhead else 0.0)
     study = DisaggStudy(load_model(spec.model), gpu, settings, link_from_gpu(gpu, link_kind, DEFAULT_TRANSFER_LATENCY_S),
                         slo, target=spec.target)
     ov = (("max_num_batched_tokens", cand.max_num_batched_tokens), ("max_num_seqs", cand.max_num_seqs))
@@ -170,4 +189,5 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
         out.run, out.gp = runs[float(b)]
         out.workload = _workload_info(spec.synthetic.label if spec.synthetic else spec.trace, _requests(spec, b))
         out.points = _points(b, lambda r: (run_at(r), runs[r][1]), cand.num_gpus, spec.target)
+        out.notes += drain_note(b, out.workload["num_requests"], out.gp)
     return out

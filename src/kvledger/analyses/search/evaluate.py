@@ -60,7 +60,7 @@ def _capacity(pr: Any, num_gpus: int) -> dict[str, Any]:
 def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]:
     low = min(pr.probes)
     return {**entry, "status": "rejected", "reason": "SLO not met at any rate",
-            "detail": f"no request rate down to {low[0]:g} req/s has {spec.target:.0%} of requests within the SLO "
+            "detail": f"no request rate down to {low[0]:.3g} req/s has {spec.target:.0%} of requests within the SLO "
                       f"({spec.slo}); {low[1]:.1%} there", "capacity": {"probes": pr.probes, "notes": pr.notes}}
 
 

@@ -187,12 +187,9 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int = 1, backend: str =
     header = _header(spec, cands)
     done = _resume(ledger, header) if resume and ledger is not None else {}
     fh = None
-    if ledger is not None:
-        fh = ledger.open("w", encoding="utf-8")
-        fh.write(_line(header))
-        for e in done.values():
-            fh.write(_line(e))
-        fh.flush()
+    if ledger is not None:  # header and kept entries first (replaced whole), then each new entry appended as it ends
+        _write_whole(ledger, [header, *done.values()])
+        fh = ledger.open("a", encoding="utf-8")
     n_feasible = sum(e["status"] == "feasible" for e in done.values())
     best = min((e for e in done.values() if e["status"] == "feasible"), key=rank_key, default=None)
 
@@ -214,7 +211,10 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int = 1, backend: str =
             if c.id in done:
                 continue
             e = screen_candidate(spec, c)
-            (todo.append(e) if e["status"] == "planned" else record(e))
+            if e["status"] == "planned":
+                todo.append(e)
+            else:
+                record(e)
         for e in run(spec, todo, workers, ray_address):
             record(e)
     finally:
@@ -222,7 +222,12 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int = 1, backend: str =
             fh.close()
     entries = [done[c.id] for c in cands]
     if ledger is not None:
-        tmp = ledger.with_name(ledger.name + ".tmp")
-        tmp.write_text(_line(header) + "".join(_line(e) for e in entries), encoding="utf-8")
-        os.replace(tmp, ledger)
+        _write_whole(ledger, [header, *entries])
     return build_result(spec, entries)
+
+
+def _write_whole(path: Path, lines: list[dict[str, Any]]) -> None:
+    """Replace ``path`` with these JSON lines at once (a temporary file renamed over it)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(_line(x) for x in lines), encoding="utf-8")
+    os.replace(tmp, path)

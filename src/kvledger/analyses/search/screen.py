@@ -32,7 +32,7 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           max_model_len=spec.max_model_len, gpu_memory_utilization=spec.gpu_memory_utilization,
                           kv_cache_dtype=cand.kv_cache_dtype, max_num_batched_tokens=cand.max_num_batched_tokens,
                           max_num_seqs=cand.max_num_seqs, enable_prefix_caching=cand.enable_prefix_caching,
-                          step_cost=spec.step_cost)
+                          step_cost=spec.step_cost, cpu_overhead=spec.cpu_overhead)
 
 
 def price_row(gpu_id: str, provider: str | None) -> Any:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from kvledger.analyses.sim_ledgers import SyntheticSpec
@@ -35,7 +35,8 @@ class SearchSpec:
     Attributes:
         model: HF id, alias or config path. slo: the SLO as text (``ttft=200ms,tpot=50ms``). target: attainment target.
         trace, num_requests, seed, synthetic: the workload of every probe (the same seeded requests for all).
-        step_cost: ``roofline`` or ``calibrated`` (``kvledger.dynamics.step_cost_choice``).
+        step_cost: ``roofline`` or ``calibrated`` (``kvledger.dynamics.step_cost_choice``); cpu_overhead: per-step CPU
+            time added to the roofline (``2ms``; None: none).
         engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
         gpu_provider: rental provider whose rows price the GPUs (None: the cheapest listed row of each GPU).
         utilization: average load ÷ capacity over the billed hours for $ per token (None: the realized one of the sizing).
@@ -52,6 +53,7 @@ class SearchSpec:
     seed: int = 0
     synthetic: SyntheticSpec | None = None
     step_cost: str = "roofline"
+    cpu_overhead: str | None = None
     engine_version: str | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
@@ -201,6 +203,11 @@ def make_candidates(axes: Axes, num_kv_heads: int, provider: str | None = None) 
     tps = list(dict.fromkeys(axes.tps)) if axes.tps else default_tps(num_kv_heads)
     if any(t < 1 for t in tps):
         raise InputError(f"--tp values must be ≥ 1, got {', '.join(map(str, tps))}")
+    from kvledger.accounting.kvcache import KV_DTYPE_BYTES
+
+    bad = [d for d in axes.kv_cache_dtypes if d.lower() != "auto" and d.lower() not in KV_DTYPE_BYTES]
+    if bad:
+        raise InputError(f"--kv-cache-dtype {bad[0]!r} is not supported; use auto, {', '.join(KV_DTYPE_BYTES)}")
     out = [Candidate(g, t, kv, s, b, pc) for g, t, kv, s, b, pc in itertools.product(
         gpus, tps, axes.kv_cache_dtypes, axes.max_num_seqs, axes.max_num_batched_tokens, axes.prefix_caching)]
     if any(p < 1 or d < 1 for p, d in axes.disagg_splits):
