@@ -15,7 +15,7 @@ from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
-from kvledger.accounting.plan_vllm import vllm_plan
+from kvledger.accounting.plan_vllm import served_model, vllm_plan
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_report import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
@@ -154,10 +154,11 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     """
     s = settings or PlanSettings()
     _check_settings(gpu, s)
+    checkpoint, model = model, served_model(model, s.dtype)
     kv = kv_ledger(model, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
     layout, inflight = None, 0
     if s.engine == "vllm":
-        res = vllm_plan(model, gpu, s, kv)
+        res = vllm_plan(model, gpu, s, kv, checkpoint=checkpoint)
         mem, layout, inflight = res.memory, res.layout, res.inflight_tokens
     elif s.engine == "sglang":
         mem = sglang_plan(model, gpu, s, kv)
