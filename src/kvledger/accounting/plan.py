@@ -160,13 +160,14 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     if s.engine == "vllm":
         res = vllm_plan(model, gpu, s, kv, checkpoint=checkpoint)
         mem, layout, inflight = res.memory, res.layout, res.inflight_tokens
+        row_kv = res.stage_kv or kv  # with PP, a request's bytes on one GPU of the binding stage
     elif s.engine == "sglang":
-        mem = sglang_plan(model, gpu, s, kv)
+        mem, row_kv = sglang_plan(model, gpu, s, kv), kv
     else:
-        mem = trtllm_plan(model, gpu, s, kv)
+        mem, row_kv = trtllm_plan(model, gpu, s, kv), kv
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
-    rows = concurrency_rows(mem, layout, kv, inflight, contexts)
-    at_len = concurrency_rows(mem, layout, kv, inflight, [mem.max_model_len])[0]
+    rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
+    at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]
     roof = None
     if with_roofline and mem.fits:  # no roofline for a model whose weights do not fit: advice says what would
         rc = RooflineStepCost(model, gpu, kv, s.tp, flops_fraction=s.achievable_flops_fraction,

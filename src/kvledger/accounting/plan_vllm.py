@@ -39,6 +39,8 @@ class VllmResult:
     layout: KVLayout
     inflight_tokens: int
     version: tuple[int, int, int]
+    stage_kv: KVLedger | None = None
+    """With PP, the binding stage's KV ledger (its layers only, per GPU); None without PP."""
 
 
 def resolve_max_model_len(model: ModelSpec, s: PlanSettings) -> tuple[int, str]:
@@ -105,6 +107,7 @@ class _Stage:
     items: list[LineItem]
     available: int
     blocks: int
+    kv: KVLedger
 
 
 def _stage_budgets(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, ver, mnbt: int, seqs: int, B: int,
@@ -116,7 +119,7 @@ def _stage_budgets(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger
         layout = vllm_layout(sm, skv, B, unify_hybrid=unify)
         items = _deductions(sm, gpu, s, ver, mnbt, seqs, st, checkpoint)
         avail = s.available_kv_memory_bytes if s.available_kv_memory_bytes is not None else int(requested - sum(i.bytes for i in items))
-        out.append(_Stage(st, sm, layout, items, avail, floor_div(avail, layout.bytes_per_block)))
+        out.append(_Stage(st, sm, layout, items, avail, floor_div(avail, layout.bytes_per_block), skv))
     return out
 
 
@@ -184,7 +187,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
                      layout.block_size, layout.bytes_per_block, n, usable, (n // max(1, len(layout.groups))) * layout.block_size,
                      tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
                      f"× gpu_memory_utilization {util} (ceil)", summaries)
-    return VllmResult(mem, layout, F, ver)
+    return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
 
 
 def printed_gib_block_range(available_bytes: int, bytes_per_block: int) -> tuple[int, int]:
