@@ -34,17 +34,19 @@ __all__ = ["ACTIVATION_FIXED_BYTES", "SAMPLER_BYTES_PER_LOGIT_SORT", "CUDAGRAPH_
            "sm_count"]
 
 ACTIVATION_FIXED_BYTES = int(0.05 * GiB)
-"""Torch peak not explained by the sampler or forward tensors above, B: 0.05 GiB, the mean residual of the
-vLLM 0.19.0 H100 start-ups of Llama-3.1-8B-Instruct (bf16 1.89, fp32 2.21 GiB) and Qwen2.5-7B-Instruct
-(2.21 GiB) in shared/data/vllm-startups-0.19 (residuals +0.002, −0.005 / +0.003 GiB after the fit; logs
-print 2 decimals). Kept in every version."""
+"""Torch peak not explained by the sampler or forward tensors above, B: 0.05 GiB. Data: the vLLM 0.19.0 H100
+start-ups of Llama-3.1-8B-Instruct (bf16 1.89, fp32 2.21 GiB) and Qwen2.5-7B-Instruct (2.21 GiB) in
+shared/data/vllm-startups-0.19 leave 0.052, 0.065 and 0.050 GiB above the code-derived terms (mean 0.056,
+rounded down so that both bf16 rows print as logged); errors after the fit −0.002, −0.015 and 0.000 GiB
+(the logs print 2 decimals). Kept in every version."""
 
 SAMPLER_BYTES_PER_LOGIT_SORT = 35.95
 """Bytes per (request × vocabulary) logit at the sampler's peak up to vLLM 0.16 (sort-based top-k/top-p),
 on top of the model-dtype logits (d B): fitted by least squares to the two dense pre-0.17 H100 logs at
 1,024 requests, Llama-3.1-8B 4.76 and Qwen3-0.6B 5.56 GiB (data/vllm_memory_observations.csv), after the
-hidden-state and fixed terms (residuals within 0.01 GiB). Not fitted to, and reproduced within 0.01 GiB:
-Qwen3-14B 5.64 GiB in 0.15/0.16 (the same campaign's version sweep); see tests/accounting/test_vllm_profile.py."""
+hidden-state and fixed terms (errors −0.006 and +0.004 GiB). Not fitted to: gpt-oss-20b 7.38 GiB (same file;
+7.372 predicted) and Qwen3-14B 5.64 GiB in 0.15/0.16 (the same campaign's version sweep; 5.627 predicted);
+see tests/accounting/test_vllm_profile.py."""
 
 CUDAGRAPH_FIRST_CAPTURE_BYTES = 244 * MiB
 """First captured graph of a mode (its private pool), B: vLLM 0.19 ``profile_cudagraph_memory`` logs
