@@ -161,6 +161,10 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     layout, items, available = bind.layout, bind.items, bind.available
     if layout.block_size != B:
         notes[-2] += f"; the hybrid layout then sets the attention block to {layout.block_size} tokens (below)"
+    if ver > (0, 20, 0) and s.available_kv_memory_bytes is None:
+        notes.append("the profile terms are those measured on vLLM 0.19; 0.33 charges non-KV memory as total consumed "
+                     "(weights, persistent buffers and non-torch growth since start-up) + the transient peak, and "
+                     "buffers kept between weight loading and the profile are not modelled (no such start-up log in the data)")
     if s.pp > 1:
         notes.append(f"pipeline parallel {s.pp}: stage {bind.stage.rank} binds (fewest blocks; vLLM keeps the smallest "
                      "block count over workers); the ledger shows that stage's GPU, every stage is under 'stages'")
