@@ -79,7 +79,7 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
     if s.activation_peak_bytes is not None:
         items.append(LineItem("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)"))
     else:
-        peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, P.sm_count(gpu.arch))
+        peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, P.sm_count(gpu.gpu_id, gpu.arch))
         items.append(LineItem("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}"))
     if s.non_torch_bytes is not None:
         items.append(LineItem("non-torch memory", s.non_torch_bytes, "given"))

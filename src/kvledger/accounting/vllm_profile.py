@@ -58,16 +58,21 @@ CUDAGRAPH_BYTES_PER_GRAPH = 5 * MiB
 With the code's total below this gives 0.73 GiB for 51 sizes in both modes; the logs print 0.84 and 0.61 GiB
 (error ±0.12 GiB; across the corpus the estimate ranges 0.49–1.69 GiB)."""
 
-_SM_COUNTS = {"sm90": 132, "sm100": 148, "sm80": 108, "sm89": 142}
-"""Streaming multiprocessors by architecture (H100/H200 SXM 132, B200 148, A100 108, L40S 142): the Triton
-top-k/top-p buffer has min(SMs, requests) rows (``topk_topp_triton.py::apply_top_k_top_p_triton``)."""
+_SM_COUNTS = {"nvidia_a10": 72, "nvidia_a10g": 80, "nvidia_l4": 58, "nvidia_l40s": 142, "nvidia_a100_40gb_sxm": 108,
+               "nvidia_a100_80gb_sxm": 108, "nvidia_a100_80gb_pcie": 108, "nvidia_h100_sxm": 132, "nvidia_h100_pcie": 114,
+               "nvidia_h100_nvl": 132, "nvidia_h200_sxm": 132, "nvidia_h200_nvl": 132, "nvidia_gh200_96gb": 132,
+               "nvidia_gh200_144gb": 132, "nvidia_b200": 148, "nvidia_gb200": 148, "nvidia_rtx_3090": 82, "nvidia_rtx_4090": 128}
+"""Streaming multiprocessors per GPU (NVIDIA architecture whitepapers and product datasheets): the Triton top-k/top-p
+buffer has min(SMs, requests) rows (``topk_topp_triton.py::apply_top_k_top_p_triton``). Others: by architecture below."""
+
+_SM_BY_ARCH = {"sm90": 132, "sm100": 148, "sm80": 108, "sm89": 142}
 
 _LAYER_RE = re.compile(r"\.(?:layers|h|blocks|layer)\.(\d+)\.")
 
 
-def sm_count(arch: str) -> int:
-    """SMs of a GPU architecture (132, Hopper, when unknown), count."""
-    return _SM_COUNTS.get(arch, 132)
+def sm_count(gpu_id: str, arch: str = "") -> int:
+    """SMs of a catalog GPU, else of its architecture's largest part (132, Hopper, when unknown), count."""
+    return _SM_COUNTS.get(gpu_id) or _SM_BY_ARCH.get(arch, 132)
 
 
 @dataclass(frozen=True)
