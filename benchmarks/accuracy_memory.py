@@ -126,7 +126,7 @@ def main() -> int:
         if s["n"]:
             print(f"    {t:22s} n={s['n']:2d}  mean |error| {s['mean_abs_pct']:.2f}%  worst {s['worst_pct']:+.2f}%")
     print(f"\nBlocks, tokens and 'Maximum concurrency' from the logged available memory (TP runs): {ok} of {len(exact)} exact "
-          "(the one miss is Llama-4-Scout: the catalog reads its NoPE full-attention layers as chunked)")
+          "(blocks: the engine's count lies in the range the 2-decimal GiB figure allows; tokens and concurrency: equal)")
     print("\nEarlier release, vllm_memory_observations.csv:")
     for label, ts in obs:
         print(f"  {label}: " + "; ".join(f"{t.term} {t.predicted:.2f} vs {t.logged:.2f} ({t.rel_error * 100:+.1f}%)" for t in ts))

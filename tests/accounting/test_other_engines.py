@@ -72,7 +72,7 @@ def test_trtllm_pools_per_window_round_up():
     # blocks (floor would be 210); × 8,192/8,320 → 430,185 tokens → ceil(430,185 / 32) = 13,444 blocks (floor 13,443).
     p = build_plan(load_model("openai/gpt-oss-20b"), H100, make_settings(engine="trtllm", available_kv_memory_bytes=10 * 2**30,
                                                                          max_model_len=8192), with_roofline=False)
-    assert (p.memory.pool_tokens, p.memory.num_gpu_blocks) == (430_185, 13_444)
+    assert (p.memory.pool_tokens, p.memory.num_gpu_blocks, p.memory.bytes_per_block) == (430_185, 13_444, 32 * 24_576)
     assert any("window 128: 6,721 tokens, 211 blocks" in n for n in p.memory.notes)
 
 

@@ -15,7 +15,7 @@ from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
-from kvledger.accounting.plan_vllm import vllm_plan
+from kvledger.accounting.plan_vllm import served_model, vllm_plan
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_report import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
@@ -155,18 +155,20 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     """
     s = settings or PlanSettings()
     _check_settings(gpu, s)
+    checkpoint, model = model, served_model(model, s.dtype)
     kv = kv_ledger(model, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
     layout, inflight = None, 0
     if s.engine == "vllm":
-        res = vllm_plan(model, gpu, s, kv)
+        res = vllm_plan(model, gpu, s, kv, checkpoint=checkpoint)
         mem, layout, inflight = res.memory, res.layout, res.inflight_tokens
+        row_kv = res.stage_kv or kv  # with PP, a request's bytes on one GPU of the binding stage
     elif s.engine == "sglang":
-        mem = sglang_plan(model, gpu, s, kv)
+        mem, row_kv = sglang_plan(model, gpu, s, kv), kv
     else:
-        mem = trtllm_plan(model, gpu, s, kv)
+        mem, row_kv = trtllm_plan(model, gpu, s, kv), kv
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
-    rows = concurrency_rows(mem, layout, kv, inflight, contexts)
-    at_len = concurrency_rows(mem, layout, kv, inflight, [mem.max_model_len])[0]
+    rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
+    at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]
     roof = None
     if with_roofline and mem.fits:  # no roofline for a model whose weights do not fit: advice says what would
         rc = RooflineStepCost(model, gpu, kv, s.tp, flops_fraction=s.achievable_flops_fraction,

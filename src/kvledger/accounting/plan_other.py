@@ -124,5 +124,5 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
              f"tokens_per_block {tpb} ({'given' if s.block_size else 'KvCacheConfig default'})",
              f"bytes per token {per_tok:,.0f} B from get_cache_size_per_token (integer division by TP)", rule] + _hybrid_note(kv, "trtllm")
     return MemoryPlan("trtllm", "PyTorch backend rules", gpu.memory_bytes, "free_gpu_memory_fraction", frac, gpu.memory_bytes, items,
-                      avail, given, tpb, int(per_tok * tpb), blocks, blocks, max_tokens, (f"max_tokens={max_tokens}, blocks={blocks}",),
+                      avail, given, tpb, int(windows[-1].bytes_per_token * tpb), blocks, blocks, max_tokens, (f"max_tokens={max_tokens}, blocks={blocks}",),
                       L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes), "device total (the fraction applies to what is free after the dry run)")

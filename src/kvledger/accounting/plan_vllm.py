@@ -10,7 +10,7 @@ num_gpu_blocks = floor(available / bytes_per_block)               [kv_cache_plan
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvledger.accounting import vllm_rules as R
 from kvledger.accounting.kvcache import KVLedger
@@ -21,14 +21,14 @@ from kvledger.accounting.kvcache import kv_ledger
 from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.settings import PlanSettings
-from kvledger.accounting.weightmem import weight_bytes_per_gpu
+from kvledger.catalog.loading import SERVED_DTYPE_BYTES, loaded_weights
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
-__all__ = ["VllmResult", "vllm_plan", "resolve_max_model_len", "printed_gib_block_range", "estimate_max_model_len"]
+__all__ = ["VllmResult", "vllm_plan", "served_model", "resolve_max_model_len", "printed_gib_block_range", "estimate_max_model_len"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,8 @@ class VllmResult:
     layout: KVLayout
     inflight_tokens: int
     version: tuple[int, int, int]
+    stage_kv: KVLedger | None = None
+    """With PP, the binding stage's KV ledger (its layers only, per GPU); None without PP."""
 
 
 def resolve_max_model_len(model: ModelSpec, s: PlanSettings) -> tuple[int, str]:
@@ -56,18 +58,28 @@ def resolve_max_model_len(model: ModelSpec, s: PlanSettings) -> tuple[int, str]:
     return s.max_model_len, "given"
 
 
-def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int, seqs: int, stage: PPStage) -> list[LineItem]:
+def served_model(model: ModelSpec, dtype: str) -> ModelSpec:
+    """The model as served under vLLM's ``--dtype`` (activations, logits and "auto" KV in that dtype)."""
+    if dtype in ("auto", "", None):
+        return model
+    name = {"half": "float16", "float": "float32"}.get(dtype, dtype)
+    db = SERVED_DTYPE_BYTES[dtype]
+    return model if (name, db) == (model.dtype, model.dtype_bytes) else replace(model, dtype=name, dtype_bytes=db)
+
+
+def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int, seqs: int, stage: PPStage,
+                checkpoint: ModelSpec) -> list[LineItem]:
     vtxt = ".".join(map(str, ver))
-    w, how = weight_bytes_per_gpu(model, s.tp)
-    if stage.pp > 1:
-        how += f"; PP stage {stage.rank}: layers {stage.start_layer}–{stage.end_layer - 1}" + \
-            (", embedding" if stage.is_first else "") + (", final norm and LM head" if stage.is_last else "")
-    items = [LineItem("weights", s.weights_bytes, "given (your log's 'Model loading took')") if s.weights_bytes is not None
-             else LineItem("weights", w, f"computed: {how}")]
+    if s.weights_bytes is not None:
+        items = [LineItem("weights", s.weights_bytes, "given (your log's 'Model loading took')")]
+    else:
+        lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank, dtype=None if s.dtype == "auto" else s.dtype,
+                            quantization=s.quantization, gpu_arch=gpu.arch)
+        items = [LineItem("weights", lw.bytes, f"computed as vLLM allocates them: {lw.how}")]
     if s.activation_peak_bytes is not None:
         items.append(LineItem("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)"))
     else:
-        peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, P.sm_count(gpu.arch))
+        peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, P.sm_count(gpu.gpu_id, gpu.arch))
         items.append(LineItem("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}"))
     if s.non_torch_bytes is not None:
         items.append(LineItem("non-torch memory", s.non_torch_bytes, "given"))
@@ -95,18 +107,19 @@ class _Stage:
     items: list[LineItem]
     available: int
     blocks: int
+    kv: KVLedger
 
 
 def _stage_budgets(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, ver, mnbt: int, seqs: int, B: int,
-                   unify: bool, requested: int) -> list[_Stage]:
+                   unify: bool, requested: int, checkpoint: ModelSpec) -> list[_Stage]:
     out = []
     for st in P.pp_stages(model.num_layers, s.pp):
         sm = P.stage_model(model, st)
         skv = kv if s.pp == 1 else kv_ledger(sm, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
         layout = vllm_layout(sm, skv, B, unify_hybrid=unify)
-        items = _deductions(sm, gpu, s, ver, mnbt, seqs, st)
+        items = _deductions(sm, gpu, s, ver, mnbt, seqs, st, checkpoint)
         avail = s.available_kv_memory_bytes if s.available_kv_memory_bytes is not None else int(requested - sum(i.bytes for i in items))
-        out.append(_Stage(st, sm, layout, items, avail, floor_div(avail, layout.bytes_per_block)))
+        out.append(_Stage(st, sm, layout, items, avail, floor_div(avail, layout.bytes_per_block), skv))
     return out
 
 
@@ -118,7 +131,7 @@ def _stage_summary(b: _Stage, binds: bool) -> dict:
     return d
 
 
-def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> VllmResult:
+def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, checkpoint: ModelSpec | None = None) -> VllmResult:
     """Plan the KV pool as this vLLM version would on each of ``s.tp × s.pp`` GPUs (per GPU of the binding stage).
 
     Raises:
@@ -143,11 +156,15 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> 
     util, usrc = (s.gpu_memory_utilization, "given") if s.gpu_memory_utilization else R.default_gpu_memory_utilization(ver)
     notes.append(f"gpu_memory_utilization {util}: {usrc}")
     requested = math.ceil(gpu.memory_bytes * util)
-    stages = _stage_budgets(model, gpu, s, kv, ver, mnbt, seqs, B, unify, requested)
+    stages = _stage_budgets(model, gpu, s, kv, ver, mnbt, seqs, B, unify, requested, checkpoint or model)
     bind = min(stages, key=lambda b: (b.blocks, -b.stage.rank))
     layout, items, available = bind.layout, bind.items, bind.available
     if layout.block_size != B:
         notes[-2] += f"; the hybrid layout then sets the attention block to {layout.block_size} tokens (below)"
+    if ver > (0, 20, 0) and s.available_kv_memory_bytes is None:
+        notes.append("the profile terms are those measured on vLLM 0.19; 0.33 charges non-KV memory as total consumed "
+                     "(weights, persistent buffers and non-torch growth since start-up) + the transient peak, and "
+                     "buffers kept between weight loading and the profile are not modelled (no such start-up log in the data)")
     if s.pp > 1:
         notes.append(f"pipeline parallel {s.pp}: stage {bind.stage.rank} binds (fewest blocks; vLLM keeps the smallest "
                      "block count over workers); the ledger shows that stage's GPU, every stage is under 'stages'")
@@ -174,7 +191,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> 
                      layout.block_size, layout.bytes_per_block, n, usable, (n // max(1, len(layout.groups))) * layout.block_size,
                      tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
                      f"× gpu_memory_utilization {util} (ceil)", summaries)
-    return VllmResult(mem, layout, F, ver)
+    return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
 
 
 def printed_gib_block_range(available_bytes: int, bytes_per_block: int) -> tuple[int, int]:

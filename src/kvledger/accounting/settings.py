@@ -23,6 +23,8 @@ class PlanSettings(BaseModel):
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
         free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load.
         kv_cache_dtype: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
+        dtype: vLLM ``--dtype`` (the served dtype of weights, activations and "auto" KV). quantization: vLLM
+            ``--quantization``; "fp8" quantizes an unquantized checkpoint on load.
         max_num_batched_tokens, max_num_seqs, block_size: as vLLM.
         available_kv_memory_bytes: the "Available KV cache memory" your engine printed, B; skips the memory model.
         num_gpu_blocks_override: vLLM's flag: the block count, bypassing memory entirely.
@@ -45,6 +47,8 @@ class PlanSettings(BaseModel):
     mem_fraction_static: float | None = Field(None, gt=0, le=1)
     free_gpu_memory_fraction: float | None = Field(None, gt=0, le=1)
     kv_cache_dtype: str = "auto"
+    dtype: Literal["auto", "bfloat16", "float16", "float32", "half", "float"] = "auto"
+    quantization: Literal["fp8"] | None = None
     max_num_batched_tokens: int | None = Field(None, ge=1, le=_TOKENS_MAX)
     max_num_seqs: int | None = Field(None, ge=1, le=1 << 20)
     block_size: int | None = Field(None, ge=1, le=4096)

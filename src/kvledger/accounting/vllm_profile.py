@@ -34,17 +34,19 @@ __all__ = ["ACTIVATION_FIXED_BYTES", "SAMPLER_BYTES_PER_LOGIT_SORT", "CUDAGRAPH_
            "sm_count"]
 
 ACTIVATION_FIXED_BYTES = int(0.05 * GiB)
-"""Torch peak not explained by the sampler or forward tensors above, B: 0.05 GiB, the mean residual of the
-vLLM 0.19.0 H100 start-ups of Llama-3.1-8B-Instruct (bf16 1.89, fp32 2.21 GiB) and Qwen2.5-7B-Instruct
-(2.21 GiB) in shared/data/vllm-startups-0.19 (residuals +0.002, −0.005 / +0.003 GiB after the fit; logs
-print 2 decimals). Kept in every version."""
+"""Torch peak not explained by the sampler or forward tensors above, B: 0.05 GiB. Data: the vLLM 0.19.0 H100
+start-ups of Llama-3.1-8B-Instruct (bf16 1.89, fp32 2.21 GiB) and Qwen2.5-7B-Instruct (2.21 GiB) in
+shared/data/vllm-startups-0.19 leave 0.052, 0.065 and 0.050 GiB above the code-derived terms (mean 0.056,
+rounded down so that both bf16 rows print as logged); errors after the fit −0.002, −0.015 and 0.000 GiB
+(the logs print 2 decimals). Kept in every version."""
 
 SAMPLER_BYTES_PER_LOGIT_SORT = 35.95
 """Bytes per (request × vocabulary) logit at the sampler's peak up to vLLM 0.16 (sort-based top-k/top-p),
 on top of the model-dtype logits (d B): fitted by least squares to the two dense pre-0.17 H100 logs at
 1,024 requests, Llama-3.1-8B 4.76 and Qwen3-0.6B 5.56 GiB (data/vllm_memory_observations.csv), after the
-hidden-state and fixed terms (residuals within 0.01 GiB). Not fitted to, and reproduced within 0.01 GiB:
-Qwen3-14B 5.64 GiB in 0.15/0.16 (the same campaign's version sweep); see tests/accounting/test_vllm_profile.py."""
+hidden-state and fixed terms (errors −0.006 and +0.004 GiB). Not fitted to: gpt-oss-20b 7.38 GiB (same file;
+7.372 predicted) and Qwen3-14B 5.64 GiB in 0.15/0.16 (the same campaign's version sweep; 5.627 predicted);
+see tests/accounting/test_vllm_profile.py."""
 
 CUDAGRAPH_FIRST_CAPTURE_BYTES = 244 * MiB
 """First captured graph of a mode (its private pool), B: vLLM 0.19 ``profile_cudagraph_memory`` logs
@@ -56,16 +58,21 @@ CUDAGRAPH_BYTES_PER_GRAPH = 5 * MiB
 With the code's total below this gives 0.73 GiB for 51 sizes in both modes; the logs print 0.84 and 0.61 GiB
 (error ±0.12 GiB; across the corpus the estimate ranges 0.49–1.69 GiB)."""
 
-_SM_COUNTS = {"sm90": 132, "sm100": 148, "sm80": 108, "sm89": 142}
-"""Streaming multiprocessors by architecture (H100/H200 SXM 132, B200 148, A100 108, L40S 142): the Triton
-top-k/top-p buffer has min(SMs, requests) rows (``topk_topp_triton.py::apply_top_k_top_p_triton``)."""
+_SM_COUNTS = {"nvidia_a10": 72, "nvidia_a10g": 80, "nvidia_l4": 58, "nvidia_l40s": 142, "nvidia_a100_40gb_sxm": 108,
+               "nvidia_a100_80gb_sxm": 108, "nvidia_a100_80gb_pcie": 108, "nvidia_h100_sxm": 132, "nvidia_h100_pcie": 114,
+               "nvidia_h100_nvl": 132, "nvidia_h200_sxm": 132, "nvidia_h200_nvl": 132, "nvidia_gh200_96gb": 132,
+               "nvidia_gh200_144gb": 132, "nvidia_b200": 148, "nvidia_gb200": 148, "nvidia_rtx_3090": 82, "nvidia_rtx_4090": 128}
+"""Streaming multiprocessors per GPU (NVIDIA architecture whitepapers and product datasheets): the Triton top-k/top-p
+buffer has min(SMs, requests) rows (``topk_topp_triton.py::apply_top_k_top_p_triton``). Others: by architecture below."""
+
+_SM_BY_ARCH = {"sm90": 132, "sm100": 148, "sm80": 108, "sm89": 142}
 
 _LAYER_RE = re.compile(r"\.(?:layers|h|blocks|layer)\.(\d+)\.")
 
 
-def sm_count(arch: str) -> int:
-    """SMs of a GPU architecture (132, Hopper, when unknown), count."""
-    return _SM_COUNTS.get(arch, 132)
+def sm_count(gpu_id: str, arch: str = "") -> int:
+    """SMs of a catalog GPU, else of its architecture's largest part (132, Hopper, when unknown), count."""
+    return _SM_COUNTS.get(gpu_id) or _SM_BY_ARCH.get(arch, 132)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ each term for the rank the log reports; ``exact_from_logged`` re-derives blocks,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ CONFIG_FILES = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama--Llama-3.1-8B-In
                 "deepseek-ai/DeepSeek-V2-Lite-Chat": "deepseek-ai--DeepSeek-V2-Lite.json"}
 """Corpus model → config file (the DeepSeek entry is the base model's config, same architecture)."""
 
-_DTYPES = {"torch.bfloat16": ("bfloat16", 2), "torch.float16": ("float16", 2), "torch.float32": ("float32", 4)}
+_DTYPES = {"torch.bfloat16": "bfloat16", "torch.float16": "float16", "torch.float32": "float32"}
 
 
 @dataclass(frozen=True)
@@ -104,13 +104,15 @@ def _model_for(r: dict[str, str], config_dir: Path) -> tuple[ModelSpec | None, s
     cfg = CONFIG_FILES.get(r["model"])
     if cfg is None or not (config_dir / cfg).exists():
         return None, f"config of {r['model']} not available"
-    if r["quantization"] not in ("None", ""):
-        return None, f"--quantization {r['quantization']} on the base config: online quantization is not modelled by the catalog"
-    m = load_model(str(config_dir / cfg))
-    dt = _DTYPES.get(r["dtype"])
-    if dt and dt[1] != m.dtype_bytes:  # vLLM --dtype: the checkpoint is cast on load
-        m = replace(m, dtype=dt[0], dtype_bytes=dt[1])
-    return m, ""
+    if r["quantization"] not in ("None", "", "fp8"):
+        return None, f"--quantization {r['quantization']} on the base config is not a vLLM online quantization kvledger models"
+    return load_model(str(config_dir / cfg)), ""
+
+
+def _engine_flags(r: dict[str, str]) -> dict[str, Any]:
+    """The start-up's --dtype, --quantization and --kv-cache-dtype as plan settings."""
+    return {"dtype": _DTYPES.get(r["dtype"], "auto"), "quantization": "fp8" if r["quantization"] == "fp8" else None,
+            "kv_cache_dtype": r["kv_cache_dtype"] if r["kv_cache_dtype"] not in ("", "auto") else "auto"}
 
 
 def _binding_rank(r: dict[str, str]) -> str:
@@ -133,10 +135,9 @@ def replay(r: dict[str, str], config_dir: Path, rank: str | None = None) -> Repl
     tp, pp = int(r["tp"]), int(r["pp"])
     rank = rank or _binding_rank(r)
     total = float(r["init_total_memory_gib"] or 79.19) * GiB
-    kv_dtype = r["kv_cache_dtype"] if r["kv_cache_dtype"] not in ("", "auto") else "auto"
     s = make_settings(engine="vllm", engine_version=r["vllm_version"] or "0.19.0", tp=tp, pp=pp,
                       max_model_len=int(r["max_seq_len"]), gpu_memory_utilization=float(r["gpu_memory_utilization"]),
-                      kv_cache_dtype=kv_dtype, max_num_batched_tokens=int(r["default_max_num_batched_tokens"] or 8192),
+                      **_engine_flags(r), max_num_batched_tokens=int(r["default_max_num_batched_tokens"] or 8192),
                       max_num_seqs=int(r["default_max_num_seqs"] or 1024))
     p = build_plan(m, resolve_gpu("H100-SXM", memory_bytes=int(total)), s, with_roofline=False, with_advice=False)
     mem = p.memory
@@ -177,9 +178,8 @@ def exact_from_logged(r: dict[str, str], config_dir: Path) -> dict[str, Any] | N
     m, _ = _model_for(r, config_dir) if r["status"] == "ok" else (None, "")
     if m is None or int(r["pp"]) > 1 or not r["available_kv_gib"] or not r["num_gpu_blocks"]:
         return None
-    kv_dtype = r["kv_cache_dtype"] if r["kv_cache_dtype"] not in ("", "auto") else "auto"
     s = make_settings(engine="vllm", engine_version=r["vllm_version"] or "0.19.0", tp=int(r["tp"]),
-                      max_model_len=int(r["max_seq_len"]), kv_cache_dtype=kv_dtype, num_gpu_blocks_override=int(r["num_gpu_blocks"]))
+                      max_model_len=int(r["max_seq_len"]), **_engine_flags(r), num_gpu_blocks_override=int(r["num_gpu_blocks"]))
     p = build_plan(m, resolve_gpu("H100-SXM"), s, with_roofline=False, with_advice=False)
     lo, hi = printed_gib_block_range(round(float(r["available_kv_gib"]) * GiB), p.memory.bytes_per_block)
     return {"blocks_range": (lo, hi), "logged_blocks": int(r["num_gpu_blocks"]), "tokens": p.memory.pool_tokens,
