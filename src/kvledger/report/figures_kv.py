@@ -71,9 +71,8 @@ def concurrency_by_context(plan: dict[str, Any]) -> Figure:
     kv = plan["kv"]
     return Figure("concurrency_by_context", "Capacity: concurrency against context length",
                   f"KV bytes per token {kv['bytes_per_token_per_gpu']:,} B per GPU, so a longer context means fewer requests at once: "
-                  "capacity is the first limit.", fig,
-                  ["context, tokens", "blocks per request", "KV per request, GiB", "max concurrency (engine)", "max running",
-                   f"≤ max_model_len ({plan['memory']['max_model_len']:,})"], rows,
+                  f"capacity is the first limit (max_model_len {plan['memory']['max_model_len']:,} tokens).", fig,
+                  ["context, tokens", "blocks / request", "GiB / request", "max concurrency", "max running", "≤ max_model_len"], rows,
                   [g["formula"] for g in kv["groups"]] + ["num_gpu_blocks ÷ blocks per request (the engine's 'Maximum concurrency' rule)"])
 
 

@@ -50,7 +50,7 @@ def _cell(c: Any) -> str:
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    head = "".join(f"<th>{escape(h).replace('_', '_<wbr>')}</th>" for h in headers)  # engine flag names may break after "_"
     body = "".join("<tr>" + "".join(_cell(c) for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
