@@ -144,3 +144,11 @@ def test_simulate_runs_the_synthetic_workload_goodput_and_cost_simulate():
     assert sim["workload"]["num_requests"] == 50 and sim["workload"]["prompt_tokens_mean"] == 512
     gp = json.loads(_out("goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", *wl, "--slo", "e2e=1h", "--json").splitlines()[0])
     assert gp["num_requests"] == sim["summary"]["num_requests"] and gp["num_good"] == sim["summary"]["num_finished"]
+
+
+def test_every_table_is_a_ledger_table():
+    # a plain rich Table shortens figures with "…" at 80 columns; only report/tables.py may build one
+    src = Path(__file__).resolve().parents[2] / "src" / "kvledger"
+    users = [p.relative_to(src).as_posix() for p in src.rglob("*.py")
+             if re.search(r"^\s*from rich\.table import Table\b", p.read_text(encoding="utf-8"), flags=re.M)]
+    assert users == ["report/tables.py"], users

@@ -61,17 +61,18 @@ def concurrency_by_context(plan: dict[str, Any]) -> Figure:
     ax.legend(fontsize=7)
     pick = [r for r in rows_in if r["context_tokens"] in _COMPARE]
     bars = bx.bar([f"{r['context_tokens'] // 1024}K" for r in pick], [r["max_requests"] for r in pick], color=["#4c72b0", "#c44e52"])
-    bx.bar_label(bars, fontsize=8)
+    bx.bar_label(bars, labels=[f"{r['max_requests']:,}" if r["within_max_model_len"] else f"{r['max_requests']:,}\n(> max_model_len)"
+                               for r in pick], fontsize=8)
     bx.set_ylabel("whole requests at once")
     bx.set_xlabel("context length")
     bx.set_title("8K vs 128K", fontsize=9)
     rows = [[f"{r['context_tokens']:,}", f"{r['blocks_per_request']:,}", f"{r['bytes_per_request'] / GiB:,.2f}",
-             f"{r['max_concurrency']:,.2f}", f"{r['max_running']:,}"] for r in rows_in]
+             f"{r['max_concurrency']:,.2f}", f"{r['max_running']:,}", "yes" if r["within_max_model_len"] else "no"] for r in rows_in]
     kv = plan["kv"]
     return Figure("concurrency_by_context", "Capacity: concurrency against context length",
                   f"KV bytes per token {kv['bytes_per_token_per_gpu']:,} B per GPU, so a longer context means fewer requests at once: "
-                  "capacity is the first limit.", fig,
-                  ["context, tokens", "blocks per request", "KV per request, GiB", "max concurrency (engine)", "max running"], rows,
+                  f"capacity is the first limit (max_model_len {plan['memory']['max_model_len']:,} tokens).", fig,
+                  ["context, tokens", "blocks / request", "GiB / request", "max concurrency", "max running", "≤ max_model_len"], rows,
                   [g["formula"] for g in kv["groups"]] + ["num_gpu_blocks ÷ blocks per request (the engine's 'Maximum concurrency' rule)"])
 
 

@@ -50,7 +50,7 @@ def _cell(c: Any) -> str:
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    head = "".join(f"<th>{escape(h).replace('_', '_<wbr>')}</th>" for h in headers)  # engine flag names may break after "_"
     body = "".join("<tr>" + "".join(_cell(c) for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -65,7 +65,9 @@ def _figure(f: Figure) -> str:
 def _answer(data: dict[str, Any]) -> str:
     c, t, inp = data["cost"], data["cost"]["totals"], data["inputs"]
     cs = c["simulation"]["capacity_search"]
-    conc = {r["context_tokens"]: r["max_requests"] for r in data["plan"]["concurrency"]}
+    mml = data["plan"]["memory"]["max_model_len"]
+    conc = {r["context_tokens"]: (f"{r['max_requests']:,}" if r["within_max_model_len"] else f"none (beyond max_model_len {mml:,})")
+            for r in data["plan"]["concurrency"]}
     lines = [
         f"Verdict: {c['verdict']}.",
         f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {cs['boundary_rate_req_per_s']:g} req/s with "
@@ -73,11 +75,19 @@ def _answer(data: dict[str, Any]) -> str:
         f"Self-hosted at {100 * inp['utilization']:.0f}% utilization: ${t['self_host_usd_per_mtok_input']:,.4f} per 1M input and "
         f"${t['self_host_usd_per_mtok_output']:,.4f} per 1M output tokens at goodput; API {c['inputs']['api_price']}: "
         f"${t['api_usd_per_mtok_input']:,.4f} / ${t['api_usd_per_mtok_output']:,.4f} after batch and prompt-cache discounts.",
-        f"Break-even utilization {fmt(100 * (c['break_even_utilization'].get('utilization') or 0))}%; break-even volume "
-        f"{fmt(c['break_even_volume'].get('requests_per_month'))} good requests per month.",
+        _break_even_text(c),
         f"Concurrency: {conc.get(8192, '—')} requests at 8K tokens, {conc.get(131072, '—')} at 128K (KV capacity).",
     ]
     return '<div class="answer" id="answer">' + "".join(f"<p>{escape(x)}</p>" for x in lines) + "</div>"
+
+
+def _break_even_text(c: dict[str, Any]) -> str:
+    bu, bv = c["break_even_utilization"], c["break_even_volume"]
+    u = (f"break-even utilization {fmt(100 * bu['utilization'])}%" if bu.get("reachable") and bu.get("utilization") is not None
+         else "no utilization up to 100% breaks even")
+    v = (f"break-even volume {fmt(bv['requests_per_month'])} good requests per month" if bv.get("requests_per_month") is not None
+         else f"no break-even volume: {bv.get('reason', '')}")
+    return f"{u[0].upper()}{u[1:]}; {v}."
 
 
 def _build_or_buy_tables(data: dict[str, Any]) -> str:

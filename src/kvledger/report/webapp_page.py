@@ -14,7 +14,7 @@ form label{display:block;font-size:.8em;margin:.5em 0 .1em;color:#444}form selec
 .cards{display:flex;flex-wrap:wrap;gap:.6em}.card{background:#f6f9fc;border-left:4px solid #4c72b0;padding:.4em .8em;min-width:150px}
 .card .v{font-size:1.3em;font-weight:600}.card .k{font-size:.75em;color:#555}
 .fig{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:1em;border-top:1px dashed #ddd;padding-top:.5em;margin-top:.8em}
-.fig svg{width:100%;height:auto}table{border-collapse:collapse;font-size:.75em}td,th{border:1px solid #ddd;padding:1px 5px;text-align:right}
+.fig svg{width:100%;height:auto}.fig>div{min-width:0;overflow-x:auto}table{border-collapse:collapse;font-size:.75em}td,th{border:1px solid #ddd;padding:1px 5px;text-align:right}
 td:first-child,th:first-child{text-align:left}th{background:#f4f4f4}#error{color:#b00020;white-space:pre-wrap}
 h2{font-size:1.05em;margin:1em 0 .3em}.note{font-size:.8em;color:#555}button{margin-top:.8em;padding:.3em 1em}
 </style></head><body>
@@ -49,7 +49,7 @@ function esc(s) { return String(s).replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<"
 function figs(target, figures) { let h = ""; for (const [k, f] of Object.entries(figures)) {
   const rows = f.rows.map((r) => "<tr>" + r.map((c) => `<td>${esc(c)}</td>`).join("") + "</tr>").join("");
   h += `<section class="fig" id="fig-${k}" data-figure="${k}"><div>${f.svg}</div><div><b>${esc(f.title)}</b><p class="note">${esc(f.caption)}</p>` +
-       `<table><tr>${f.headers.map((x) => `<th>${esc(x)}</th>`).join("")}</tr>${rows}</table>` +
+       `<table><tr>${f.headers.map((x) => `<th>${esc(x).replace(/_/g, "_<wbr>")}</th>`).join("")}</tr>${rows}</table>` +
        `<p class="note">Sources: ${f.sources.map(esc).join("; ")}</p></div></section>`; } $(target).innerHTML = h; }
 async function get(path) { const r = await fetch(path); const d = await r.json(); if (!r.ok) throw new Error(d.error || r.statusText); return d; }
 function done(text) { version += 1; $("status").textContent = text; $("status").dataset.version = String(version); }
