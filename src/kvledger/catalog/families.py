@@ -196,7 +196,7 @@ def moe_counts(c: Cfg, mt: str) -> tuple[int, int]:
     E = c.int(key, minimum=0) if key and not isinstance(c.get(key), list) else 0
     if not E or E == 1 and mt != "llama4_text":
         return 0, 0
-    kkey = next((k for k in ("num_experts_per_tok", "experts_per_token", "moe_top_k", "num_experts_per_token", "top_k") if c.has(k)), None)
+    kkey = next((k for k in ("num_experts_per_tok", "experts_per_token", "moe_top_k", "moe_topk", "num_experts_per_token", "top_k") if c.has(k)), None)
     if kkey is None:
         raise c.error("num_experts_per_tok", f"is missing: {E} experts but no top-k (num_experts_per_tok)")
     return E, c.int(kkey, maximum=E)
