@@ -118,9 +118,12 @@ def main() -> int:
     for t in table:
         print(f"{t['model'][:52]:<52} {t['layout']:<14} {t['dtype']:<9} {t['quantization']:<19} {t['predicted_gib']:>9.3f} "
               f"{t['logged_gib']:>7.2f} {t['error_pct']:>+6.2f}%")
-    errs = [abs(t["error_pct"]) for t in table]
-    print(f"\n{len(table)} start-up ranks: mean |error| {sum(errs) / len(errs):.2f}%, worst {max(errs):.2f}% "
-          f"(logged figures are rounded to 0.01 GiB)")
+    for label, part in (("vLLM 0.19 corpus (startups.csv)", [t for t in table if t["log"] != "vllm_memory_observations.csv"]),
+                        ("vllm_memory_observations.csv", [t for t in table if t["log"] == "vllm_memory_observations.csv"])):
+        errs = [abs(t["error_pct"]) for t in part]
+        print(f"\n{label}: {len(part)} start-up ranks, mean |error| {sum(errs) / len(errs):.2f}%, worst {max(errs):.2f}% "
+              f"(logged figures are rounded to 0.01 GiB)", end="")
+    print()
     for s in skipped:
         print("not checked:", s)
     return 0

@@ -122,3 +122,13 @@ def test_every_corpus_startup_within_half_a_percent():
     gpt = next(t for t in table if t["model"] == "openai/gpt-oss-20b")
     assert -5 < gpt["error_pct"] < -4
     assert {s.split(" ")[0] for s in skipped} == {"codellama/CodeLlama-7b-hf", "google/gemma-7b", "microsoft/phi-2", "Qwen/Qwen1.5-MoE-A2.7B"}
+
+
+def test_modelopt_nvfp4_and_fp8():
+    # ModelOpt NVFP4 (vLLM modelopt.py ModelOptNvFp4LinearMethod): 0.5 B per weight + one FP8 scale per 16 inputs:
+    # 6,979,321,856 / 2 + 6,979,321,856 / 16 = 3,489,660,928 + 436,207,616 B; lm_head excluded stays bf16.
+    raw = _llama8b()
+    raw["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "ignore": ["lm_head"]}
+    assert parse_config(raw, source="t").weight_bytes() == LINEAR // 2 + LINEAR // 16 + BF16_REST
+    raw["quantization_config"] = {"quant_method": "modelopt", "quantization": {"quant_algo": "FP8", "exclude_modules": ["lm_head"]}}
+    assert parse_config(raw, source="t").weight_bytes() == LINEAR + 224 * 4 + BF16_REST
