@@ -86,6 +86,8 @@ def test_names_longer_than_255_bytes(monkeypatch, capsys):
     assert code == 2 and "longer than 255 bytes" in err and "Traceback" not in err + out
     code, out, err = _cli(monkeypatch, capsys, "plan", "./" + "d" * 300 + "/config.json", "--gpu", "H100")
     assert code == 2 and "longer than 255 bytes" in err
+    code, out, err = _cli(monkeypatch, capsys, "plan", "meta-llama/Llama-3.1-8B", "--gpu", "./" + "g" * 300 + ".json")
+    assert code == 2 and "longer than 255 bytes" in err and "Traceback" not in err + out
 
 
 def test_bad_architectures_and_quantization_patterns():
