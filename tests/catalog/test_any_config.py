@@ -120,3 +120,33 @@ def test_unknown_model_type_with_standard_fields_plans_with_a_note():
 def test_attribute_aliases(aliases, kv):
     raw = dict(model_type="acme_lm", vocab_size=1000, max_position_embeddings=2048, **aliases)
     assert _kv_bytes(parse_config(raw, source="t")) == kv
+
+
+@pytest.mark.parametrize("mt", ["mamba2", "falcon_mamba", "granitemoehybrid", "kimi_linear", "qwen3_5_text", "bart", "gemma3n_text"])
+def test_plan_runs_on_new_layouts(mt):
+    # Layouts the reader now accepts must go through the whole plan: pure Mamba (each page one layer's state, vLLM
+    # MambaSpec), Mamba-2/attention and KDA/MLA hybrids, Gated DeltaNet, an encoder-decoder's decoder, KV sharing.
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    cfg = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / f"{mt}.json"
+    r = CliRunner().invoke(app, ["plan", str(cfg), "--gpu", "H100", "--json"], catch_exceptions=False)
+    assert r.exit_code in (0, 3)
+    d = json.loads(r.stdout)
+    assert d["memory"]["num_gpu_blocks"] >= 0
+
+
+def test_other_engines_refuse_pure_state_models_clearly():
+    from kvledger.accounting.plan_other import _require_per_token_kv
+    from kvledger.errors import InputError
+
+    spec = parse_config(json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / "mamba.json").read_text()),
+                        source="mamba")
+    assert all(l.kind == "state" for l in spec.layers)
+
+    class _KV:
+        bytes_per_token = 0
+
+    with pytest.raises(InputError, match="SGLang's separate state pool is not modelled"):
+        _require_per_token_kv(spec, _KV(), "SGLang")

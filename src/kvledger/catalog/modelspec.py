@@ -208,6 +208,10 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
     display = name or (shown if isinstance(shown, str) and 0 < len(shown) <= 255 else source)
     fam = build_family(c, mt)
     notes += fam.notes
+    if not any(l is not None for l in fam.layers):
+        key = "num_kv_shared_layers" if c.has("num_kv_shared_layers") else "layer_types"
+        raise c.error(key, "leaves no layer that keeps a KV cache or a state of its own (a draft/assistant model that "
+                      "reads its target's cache): plan the target model instead")
     tower, tower_note = vision_tower(raw, source, c.int("hidden_size")) if c.prefix else ([], None)
     if tower_note:
         notes.append(tower_note)
