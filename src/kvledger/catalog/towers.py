@@ -66,4 +66,7 @@ def vision_tower(raw: dict[str, Any], source: str, text_hidden: int) -> tuple[li
         w += [Weight("multi_modal_projector.mm_input_projection_weight", h, text_hidden, 1, False, "shard")]
         w += norm("multi_modal_projector.mm_soft_emb_norm", h)
     total = sum(x.numel for x in w)
-    return w, f"vision tower ({mt or 'ViT'}, {n} layers of width {h}) and projector: {total:,} parameters, loaded by vLLM with the language model"
+    exact = mt in ("siglip_vision_model", "llama4_vision_model")
+    how = "" if exact else (" (a generic ViT layout: this tower type's exact tensors are not laid out here, so the count "
+                            "is approximate)")
+    return w, f"vision tower ({mt or 'ViT'}, {n} layers of width {h}) and projector: {total:,} parameters{how}, loaded by vLLM with the language model"
