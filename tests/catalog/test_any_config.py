@@ -150,3 +150,16 @@ def test_other_engines_refuse_pure_state_models_clearly():
 
     with pytest.raises(InputError, match="SGLang's separate state pool is not modelled"):
         _require_per_token_kv(spec, _KV(), "SGLang")
+
+
+@pytest.mark.parametrize("rope,expected", [
+    ({"rope_type": "linear", "factor": 4.0}, 16384),        # vLLM _get_and_verify_max_len: × factor
+    ({"type": "dynamic", "factor": 2.0}, 8192),
+    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048}, 8192),  # from the original length
+    ({"rope_type": "llama3", "factor": 8.0}, 4096),          # llama3/longrope/su: no factor
+    ({"full_attention": {"rope_type": "linear", "factor": 2.0}, "sliding_attention": {"rope_type": "default"}}, 8192),
+])
+def test_rope_scaling_stretches_the_default_length_as_vllm_does(rope, expected):
+    raw = dict(model_type="acme_lm", hidden_size=256, num_hidden_layers=2, num_attention_heads=4, vocab_size=1000,
+               intermediate_size=512, max_position_embeddings=4096, rope_scaling=rope)
+    assert parse_config(raw, source="t").derived_max_model_len == expected
