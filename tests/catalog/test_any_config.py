@@ -163,3 +163,15 @@ def test_rope_scaling_stretches_the_default_length_as_vllm_does(rope, expected):
     raw = dict(model_type="acme_lm", hidden_size=256, num_hidden_layers=2, num_attention_heads=4, vocab_size=1000,
                intermediate_size=512, max_position_embeddings=4096, rope_scaling=rope)
     assert parse_config(raw, source="t").derived_max_model_len == expected
+
+
+def test_deepseek_v32_counts_its_indexer_keys():
+    # vLLM DeepseekV32IndexerCache: per layer per token index_head_dim (128) FP8 values + 128/128 × 4 B of fp32 scale
+    # = 132 B, whatever the KV dtype, beside the 576-element MLA latent: 61 × (576 × 2 + 132) = 78,324 B/token in bf16.
+    raw = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / "deepseek_v32.json").read_text())
+    spec = parse_config(raw, source="deepseek_v32")
+    assert sum(l.kv_bytes_per_token(2) for l in spec.layers) == 61 * (576 * 2 + 132) == 78_324
+    assert sum(l.kv_elements_per_token() for l in spec.layers) == 61 * 576  # the latent, as transformers caches it
+    # + the indexer's projections per layer (64 × 128 × 1536 + 128 × 7168 + 2 × 128 + 64 × 7168): 671,877,929,216 parameters,
+    # as transformers' DeepseekV32ForCausalLM on the meta device (benchmarks/data/transformers_oracle.csv).
+    assert spec.num_params == 671_877_929_216

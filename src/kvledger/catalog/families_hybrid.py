@@ -32,6 +32,12 @@ def mla(c: Cfg) -> Family:
     fam = Family([], w, E, k)
     fam.notes.append(f"MLA: num_key_value_heads={c.get('num_key_value_heads', None)} is not what the cache holds; "
                      f"the cache holds a {kv_lora}+{rope}-element latent per layer per token")
+    indexer = 0
+    if c.has("index_topk"):  # DeepSeek-V3.2 sparse attention (vLLM deepseek_v2.py: is_v32 = hasattr(config, "index_topk"))
+        ihd = c.int("index_head_dim", 128)
+        indexer = ihd + ihd // 128 * 4
+        fam.notes.append(f"DeepSeek sparse attention: each layer also caches {indexer} B of indexer keys per token "
+                         f"({ihd} FP8 values + an fp32 scale per 128; vLLM DeepseekV32IndexerCache)")
     kinds = c.list("layer_types", None) or ["full_attention"] * n
     if len(kinds) != n:
         raise c.error("layer_types", f"has {len(kinds)} entries for {n} layers")
@@ -47,12 +53,16 @@ def mla(c: Cfg) -> Family:
         if mt == "minicpm3":  # vLLM MiniCPM3Attention caches decompressed K/V: num_heads heads of qk_head_dim
             fam.layers.append(FullAttention(nh, nope + rope, nope + rope, nh))
         else:
-            fam.layers.append(MLAAttention(kv_lora, rope, nh))
+            fam.layers.append(MLAAttention(kv_lora, rope, nh, indexer_bytes_per_token=indexer))
         if q_lora:
             w += mat(f"{p}.q_a_proj", q_lora, h, bias=bias, tp="replicate") + norm(f"{p}.q_a_layernorm", q_lora)
             w += mat(f"{p}.q_b_proj", nh * (nope + rope), q_lora)
         else:
             w += mat(f"{p}.q_proj", nh * (nope + rope), h)
+        if indexer:  # the indexer's projections (transformers DeepseekV32Indexer): wq_b, wk, k_norm, weights_proj
+            ihd, inh = c.int("index_head_dim", 128), c.int("index_n_heads", 64)
+            w += mat(f"{p}.indexer.wq_b", inh * ihd, q_lora or h, tp="replicate") + mat(f"{p}.indexer.wk", ihd, h, tp="replicate")
+            w += norm(f"{p}.indexer.k_norm", ihd, bias=True) + mat(f"{p}.indexer.weights_proj", inh, h, tp="replicate", linear=False)
         w += mat(f"{p}.kv_a_proj_with_mqa", kv_lora + rope, h, bias=bias, tp="replicate") + norm(f"{p}.kv_a_layernorm", kv_lora)
         w += mat(f"{p}.kv_b_proj", nh * (nope + v_hd), kv_lora) + mat(f"{p}.o_proj", h, nh * v_hd, bias=bias)
         lp = f"model.layers.{i}"
