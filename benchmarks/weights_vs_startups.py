@@ -2,7 +2,8 @@
 
 Reads ``../shared/data/vllm-startups-0.19/startups.csv`` (vLLM 0.19.0 on one H100-80GB per GPU; the
 "Model loading took X GiB" line of each worker, and each PP stage's "weights memory" from the
-profiling line) and ``../shared/data/vllm_memory_observations.csv``, and prints, per start-up and rank,
+profiling line), the run records in ``runs/*.json`` that have no row there (earlier start-ups of the
+same campaign, e.g. DeepSeek-V2-Lite at TP 2 and 4) and ``../shared/data/vllm_memory_observations.csv``, and prints, per start-up and rank,
 the weight memory ``kvledger.catalog.loading.loaded_weights`` predicts, the logged figure and the
 error, then the mean and the worst absolute error.
 
@@ -100,6 +101,23 @@ def rows() -> tuple[list[dict], list[str]]:
             out.append(dict(model=model, log=r["log_file"], layout=f"tp{tp} pp{pp}" + (f" stage {pr}" if pp > 1 else ""),
                             dtype=dtype, quantization=spec.quant.method if q is None else "fp8 (online)",
                             predicted_gib=pred, logged_gib=gib, error_pct=(pred / gib - 1) * 100))
+    seen = {Path(r["log_file"]).stem.removesuffix(".FAILED") for r in csv.DictReader((SHARED / "vllm-startups-0.19" / "startups.csv").open(encoding="utf-8"))}
+    for f in sorted((SHARED / "vllm-startups-0.19" / "runs").glob("*.json")):
+        d = json.loads(f.read_text(encoding="utf-8"))
+        if d.get("skipped") or f.stem in seen or d.get("weight_memory_gib") is None:
+            continue  # not started, or already read from startups.csv
+        model, a = d["model"], d.get("vllm_args") or {}
+        if model not in MODELS:
+            skipped.append(f"{model} ({f.name}): no config in the corpus")
+            continue
+        spec = _spec(model)
+        tp, pp = int(a.get("tensor_parallel_size") or 1), int(a.get("pipeline_parallel_size") or 1)
+        dtype = a.get("dtype") or "auto"
+        q = "fp8" if a.get("quantization") == "fp8" and spec.quant.method == "none" else None
+        pred = loaded_weights(spec, tp=tp, pp=pp, dtype=dtype, quantization=q).bytes / GiB
+        gib = float(d["weight_memory_gib"])
+        out.append(dict(model=model, log=f.name, layout=f"tp{tp} pp{pp}", dtype=dtype, quantization=spec.quant.method,
+                        predicted_gib=pred, logged_gib=gib, error_pct=(pred / gib - 1) * 100))
     for r in csv.DictReader((SHARED / "vllm_memory_observations.csv").open(encoding="utf-8")):
         spec = _spec(r["model"]) if r["model"] in MODELS else None
         if spec is None:
@@ -118,9 +136,12 @@ def main() -> int:
     for t in table:
         print(f"{t['model'][:52]:<52} {t['layout']:<14} {t['dtype']:<9} {t['quantization']:<19} {t['predicted_gib']:>9.3f} "
               f"{t['logged_gib']:>7.2f} {t['error_pct']:>+6.2f}%")
-    errs = [abs(t["error_pct"]) for t in table]
-    print(f"\n{len(table)} start-up ranks: mean |error| {sum(errs) / len(errs):.2f}%, worst {max(errs):.2f}% "
-          f"(logged figures are rounded to 0.01 GiB)")
+    for label, part in (("vLLM 0.19 corpus (startups.csv and runs/*.json)", [t for t in table if t["log"] != "vllm_memory_observations.csv"]),
+                        ("vllm_memory_observations.csv", [t for t in table if t["log"] == "vllm_memory_observations.csv"])):
+        errs = [abs(t["error_pct"]) for t in part]
+        print(f"\n{label}: {len(part)} start-up ranks, mean |error| {sum(errs) / len(errs):.2f}%, worst {max(errs):.2f}% "
+              f"(logged figures are rounded to 0.01 GiB)", end="")
+    print()
     for s in skipped:
         print("not checked:", s)
     return 0

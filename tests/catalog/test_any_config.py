@@ -120,3 +120,58 @@ def test_unknown_model_type_with_standard_fields_plans_with_a_note():
 def test_attribute_aliases(aliases, kv):
     raw = dict(model_type="acme_lm", vocab_size=1000, max_position_embeddings=2048, **aliases)
     assert _kv_bytes(parse_config(raw, source="t")) == kv
+
+
+@pytest.mark.parametrize("mt", ["mamba2", "falcon_mamba", "granitemoehybrid", "kimi_linear", "qwen3_5_text", "bart", "gemma3n_text"])
+def test_plan_runs_on_new_layouts(mt):
+    # Layouts the reader now accepts must go through the whole plan: pure Mamba (each page one layer's state, vLLM
+    # MambaSpec), Mamba-2/attention and KDA/MLA hybrids, Gated DeltaNet, an encoder-decoder's decoder, KV sharing.
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    cfg = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / f"{mt}.json"
+    r = CliRunner().invoke(app, ["plan", str(cfg), "--gpu", "H100", "--json"], catch_exceptions=False)
+    assert r.exit_code in (0, 3)
+    d = json.loads(r.stdout)
+    assert d["memory"]["num_gpu_blocks"] >= 0
+
+
+def test_other_engines_refuse_pure_state_models_clearly():
+    from kvledger.accounting.plan_other import _require_per_token_kv
+    from kvledger.errors import InputError
+
+    spec = parse_config(json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / "mamba.json").read_text()),
+                        source="mamba")
+    assert all(l.kind == "state" for l in spec.layers)
+
+    class _KV:
+        bytes_per_token = 0
+
+    with pytest.raises(InputError, match="SGLang's separate state pool is not modelled"):
+        _require_per_token_kv(spec, _KV(), "SGLang")
+
+
+@pytest.mark.parametrize("rope,expected", [
+    ({"rope_type": "linear", "factor": 4.0}, 16384),        # vLLM _get_and_verify_max_len: × factor
+    ({"type": "dynamic", "factor": 2.0}, 8192),
+    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048}, 8192),  # from the original length
+    ({"rope_type": "llama3", "factor": 8.0}, 4096),          # llama3/longrope/su: no factor
+    ({"full_attention": {"rope_type": "linear", "factor": 2.0}, "sliding_attention": {"rope_type": "default"}}, 8192),
+])
+def test_rope_scaling_stretches_the_default_length_as_vllm_does(rope, expected):
+    raw = dict(model_type="acme_lm", hidden_size=256, num_hidden_layers=2, num_attention_heads=4, vocab_size=1000,
+               intermediate_size=512, max_position_embeddings=4096, rope_scaling=rope)
+    assert parse_config(raw, source="t").derived_max_model_len == expected
+
+
+def test_deepseek_v32_counts_its_indexer_keys():
+    # vLLM DeepseekV32IndexerCache: per layer per token index_head_dim (128) FP8 values + 128/128 × 4 B of fp32 scale
+    # = 132 B, whatever the KV dtype, beside the 576-element MLA latent: 61 × (576 × 2 + 132) = 78,324 B/token in bf16.
+    raw = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / "deepseek_v32.json").read_text())
+    spec = parse_config(raw, source="deepseek_v32")
+    assert sum(l.kv_bytes_per_token(2) for l in spec.layers) == 61 * (576 * 2 + 132) == 78_324
+    assert sum(l.kv_elements_per_token() for l in spec.layers) == 61 * 576  # the latent, as transformers caches it
+    # + the indexer's projections per layer (64 × 128 × 1536 + 128 × 7168 + 2 × 128 + 64 × 7168): 671,877,929,216 parameters,
+    # as transformers' DeepseekV32ForCausalLM on the meta device (benchmarks/data/transformers_oracle.csv).
+    assert spec.num_params == 671_877_929_216

@@ -49,14 +49,12 @@ def _cli(monkeypatch, capsys, *args) -> tuple[int, str, str]:
     ("num_hidden_layers", 32_000_000, r"'num_hidden_layers': must be an integer in \[1, 4,096\], got 32000000"),
     ("vocab_size", -5, r"'vocab_size': must be an integer in \[1, 67,108,864\], got -5"),
     ("num_key_value_heads", 2.5, r"'num_key_value_heads': must be an integer"),
-    ("rope_scaling", {"rope_type": "yarn", "factor": "big", "original_max_position_embeddings": 8192}, None),
+    ("rope_scaling", {"rope_type": "yarn", "factor": "big", "original_max_position_embeddings": 8192},
+     r"'rope_scaling': factor must be a number in \(0, 1024\], got 'big'"),
 ])
 def test_wrongly_typed_and_out_of_range_fields_are_named(key, value, message):
     raw = _llama()
     raw[key] = value
-    if message is None:  # a malformed optional field is ignored as vLLM's rule reads it (factor must be a number)
-        assert parse_config(raw, source="cfg.json").derived_max_model_len == 131_072
-        return
     with pytest.raises(ConfigError, match=message):
         parse_config(raw, source="cfg.json")
 
@@ -86,6 +84,8 @@ def test_names_longer_than_255_bytes(monkeypatch, capsys):
     assert code == 2 and "longer than 255 bytes" in err and "Traceback" not in err + out
     code, out, err = _cli(monkeypatch, capsys, "plan", "./" + "d" * 300 + "/config.json", "--gpu", "H100")
     assert code == 2 and "longer than 255 bytes" in err
+    code, out, err = _cli(monkeypatch, capsys, "plan", "meta-llama/Llama-3.1-8B", "--gpu", "./" + "g" * 300 + ".json")
+    assert code == 2 and "longer than 255 bytes" in err and "Traceback" not in err + out
 
 
 def test_bad_architectures_and_quantization_patterns():
@@ -156,7 +156,7 @@ def _check_spec(spec):
     assert math.isfinite(kv) and kv >= 0 and spec.num_params >= 0
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_configs())
 def test_mutated_configs_parse_or_fail_cleanly(raw):
     try:
@@ -169,7 +169,7 @@ def test_mutated_configs_parse_or_fail_cleanly(raw):
         pass
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(mutated_configs())
 def test_plan_on_mutated_configs_exits_0_2_or_3_with_strict_json(tmp_path_factory, raw):
     from typer.testing import CliRunner
@@ -192,7 +192,7 @@ _gpu_values = st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20)
                         st.lists(st.integers(), max_size=3))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.dictionaries(st.sampled_from(["name", "memory", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "base", "x"]), _gpu_values, max_size=7),
        st.sampled_from([".json", ".toml"]))
 def test_mutated_gpu_files_load_or_fail_cleanly(tmp_path_factory, body, suffix):

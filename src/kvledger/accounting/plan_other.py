@@ -42,6 +42,7 @@ def _hybrid_note(kv: KVLedger, engine: str) -> list[str]:
 
 def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
     """SGLang's KV token pool per GPU (page size 1 unless --block-size sets the page)."""
+    _require_per_token_kv(model, kv, "SGLang")
     L, _ = resolve_max_model_len(model, s)
     smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / MiB
     cps, gbs = sglang_defaults(smi_mib, s.tp)
@@ -78,6 +79,15 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
                       "free before the weights load (device total − 0.13 GiB CUDA context)")
 
 
+def _require_per_token_kv(model: ModelSpec, kv: KVLedger, engine: str) -> None:
+    """A pure state-space model has no per-token KV: these engines' separate state pools are not modelled (clear error)."""
+    if not kv.bytes_per_token:
+        from kvledger.errors import InputError
+
+        raise InputError(f"{model.name} keeps no per-token KV (every layer is a state-space mixer): {engine}'s separate "
+                         "state pool is not modelled here; plan it with --engine vllm")
+
+
 def trtllm_bytes_per_token(model: ModelSpec, tp: int, elem_bytes: float) -> float:
     """``get_cache_size_per_token``: layers × 2 × (head_dim × KV heads // tp) × bytes; MLA latent not divided by TP, B/token."""
     total = 0.0
@@ -93,6 +103,7 @@ def trtllm_bytes_per_token(model: ModelSpec, tp: int, elem_bytes: float) -> floa
 
 def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
     """TensorRT-LLM (PyTorch backend) KV pool per GPU: tokens_per_block 32, fraction 0.9 of free memory after the dry run."""
+    _require_per_token_kv(model, kv, "TensorRT-LLM")
     L, _ = resolve_max_model_len(model, s)
     frac = s.free_gpu_memory_fraction or 0.9
     max_num_tokens = s.max_num_batched_tokens or 8192

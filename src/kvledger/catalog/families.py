@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.hfread import KV_HEAD_KEYS
 from kvledger.catalog.statelayers import state_layer
-from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention, StateLayer
+from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
 
 __all__ = ["Family", "FAMILY_OF", "build_family"]
@@ -196,7 +196,7 @@ def moe_counts(c: Cfg, mt: str) -> tuple[int, int]:
     E = c.int(key, minimum=0) if key and not isinstance(c.get(key), list) else 0
     if not E or E == 1 and mt != "llama4_text":
         return 0, 0
-    kkey = next((k for k in ("num_experts_per_tok", "experts_per_token", "moe_top_k", "num_experts_per_token", "top_k") if c.has(k)), None)
+    kkey = next((k for k in ("num_experts_per_tok", "experts_per_token", "moe_top_k", "moe_topk", "num_experts_per_token", "top_k") if c.has(k)), None)
     if kkey is None:
         raise c.error("num_experts_per_tok", f"is missing: {E} experts but no top-k (num_experts_per_tok)")
     return E, c.int(kkey, maximum=E)
@@ -279,9 +279,10 @@ def family_of(c: Cfg, mt: str) -> str:
 def build_family(c: Cfg, mt: str) -> Family:
     """Dispatch on the family of ``mt`` (see family_of)."""
     from kvledger.catalog import families_hybrid as fh
+    from kvledger.catalog.families_ssm import ssm
 
     kind = family_of(c, mt)
     if kind == "decoder":
         return decoder(c, mt)
     return {"mla": fh.mla, "qwen3_next": fh.qwen3_next, "jamba": fh.jamba, "nemotron_h": fh.nemotron_h, "opt": fh.opt,
-            "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode, "ssm": fh.ssm}[kind](c)
+            "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode, "ssm": ssm}[kind](c)

@@ -1,4 +1,4 @@
-"""Families whose layout departs from the plain decoder: DeepSeek MLA, Qwen3-Next, Jamba, Nemotron-H, OPT.
+"""Families whose layout departs from the plain decoder: DeepSeek MLA (and MiniCPM3, Kimi-Linear), Qwen3-Next, Jamba, Nemotron-H, OPT, Falcon, GPT-BigCode.
 
 Layer layouts and tensor shapes follow the transformers modeling files
 (``modeling_deepseek_v3.py``, ``modeling_qwen3_next.py``, ``modeling_jamba.py``,
@@ -32,6 +32,12 @@ def mla(c: Cfg) -> Family:
     fam = Family([], w, E, k)
     fam.notes.append(f"MLA: num_key_value_heads={c.get('num_key_value_heads', None)} is not what the cache holds; "
                      f"the cache holds a {kv_lora}+{rope}-element latent per layer per token")
+    indexer = 0
+    if c.has("index_topk"):  # DeepSeek-V3.2 sparse attention (vLLM deepseek_v2.py: is_v32 = hasattr(config, "index_topk"))
+        ihd = c.int("index_head_dim", 128)
+        indexer = ihd + ihd // 128 * 4
+        fam.notes.append(f"DeepSeek sparse attention: each layer also caches {indexer} B of indexer keys per token "
+                         f"({ihd} FP8 values + an fp32 scale per 128; vLLM DeepseekV32IndexerCache)")
     kinds = c.list("layer_types", None) or ["full_attention"] * n
     if len(kinds) != n:
         raise c.error("layer_types", f"has {len(kinds)} entries for {n} layers")
@@ -47,12 +53,16 @@ def mla(c: Cfg) -> Family:
         if mt == "minicpm3":  # vLLM MiniCPM3Attention caches decompressed K/V: num_heads heads of qk_head_dim
             fam.layers.append(FullAttention(nh, nope + rope, nope + rope, nh))
         else:
-            fam.layers.append(MLAAttention(kv_lora, rope, nh))
+            fam.layers.append(MLAAttention(kv_lora, rope, nh, indexer_bytes_per_token=indexer))
         if q_lora:
             w += mat(f"{p}.q_a_proj", q_lora, h, bias=bias, tp="replicate") + norm(f"{p}.q_a_layernorm", q_lora)
             w += mat(f"{p}.q_b_proj", nh * (nope + rope), q_lora)
         else:
             w += mat(f"{p}.q_proj", nh * (nope + rope), h)
+        if indexer:  # the indexer's projections (transformers DeepseekV32Indexer): wq_b, wk, k_norm, weights_proj
+            ihd, inh = c.int("index_head_dim", 128), c.int("index_n_heads", 64)
+            w += mat(f"{p}.indexer.wq_b", inh * ihd, q_lora or h, tp="replicate") + mat(f"{p}.indexer.wk", ihd, h, tp="replicate")
+            w += norm(f"{p}.indexer.k_norm", ihd, bias=True) + mat(f"{p}.indexer.weights_proj", inh, h, tp="replicate", linear=False)
         w += mat(f"{p}.kv_a_proj_with_mqa", kv_lora + rope, h, bias=bias, tp="replicate") + norm(f"{p}.kv_a_layernorm", kv_lora)
         w += mat(f"{p}.kv_b_proj", nh * (nope + v_hd), kv_lora) + mat(f"{p}.o_proj", h, nh * v_hd, bias=bias)
         lp = f"model.layers.{i}"
@@ -75,41 +85,6 @@ def _mla_mlp(c: Cfg, lp: str, h: int, i: int, E: int, first_dense: int, freq: in
             w += gated_mlp(f"{lp}.mlp.shared_experts", h, inter * shared)
         return w
     return gated_mlp(f"{lp}.mlp", h, c.int("intermediate_size"))
-
-
-def ssm(c: Cfg) -> Family:
-    """Mamba-1 (Mamba, Falcon-Mamba) and Mamba-2 language models: every layer a state-space mixer, no KV cache.
-
-    State per sequence (vLLM mamba_utils): Mamba-1 conv ``d_inner × (kernel − 1)`` and SSM ``d_inner × state_size``;
-    Mamba-2 conv ``(d_inner + 2·groups·state) × (kernel − 1)`` and SSM ``heads × head_dim × state_size``.
-    """
-    h, n, v = c.int("hidden_size"), c.int("num_hidden_layers"), c.int("vocab_size")
-    kern, d_state = c.int("conv_kernel", 4), c.int("state_size")
-    w = [Weight("backbone.embeddings.weight", v, h, 1, False, "shard")]
-    if not c.bool("tie_word_embeddings", True):
-        w.append(Weight("lm_head.weight", v, h, 1, False, "shard"))
-    fam = Family([], w)
-    two = c.has("num_heads") and c.has("head_dim")
-    for i in range(n):
-        m = f"backbone.layers.{i}.mixer"
-        w += norm(f"backbone.layers.{i}.norm", h)
-        if two:
-            heads, hd, groups = c.int("num_heads"), c.int("head_dim"), c.int("n_groups", 1)
-            d_inner = heads * hd
-            conv_dim = d_inner + 2 * groups * d_state
-            fam.layers.append(StateLayer("mamba2", conv_dim * (kern - 1), heads * hd * d_state))
-            w += mat(f"{m}.in_proj", 2 * d_inner + 2 * groups * d_state + heads, h) + [Weight(f"{m}.conv1d.weight", conv_dim, kern, 1, False)]
-            w += vec(f"{m}.conv1d.bias", conv_dim, tp="shard") + vec(f"{m}.dt_bias", heads, tp="shard") + vec(f"{m}.A_log", heads, tp="shard")
-            w += vec(f"{m}.D", heads, tp="shard") + norm(f"{m}.norm", d_inner) + mat(f"{m}.out_proj", h, d_inner)
-        else:
-            d_inner = c.int("intermediate_size", None) or c.int("expand", 2) * h
-            dt_rank = c.int("time_step_rank", None) or -(-h // 16)
-            fam.layers.append(StateLayer("mamba", d_inner * (kern - 1), d_inner * d_state))
-            w += mat(f"{m}.in_proj", 2 * d_inner, h) + [Weight(f"{m}.conv1d.weight", d_inner, kern, 1, False)] + vec(f"{m}.conv1d.bias", d_inner, tp="shard")
-            w += mat(f"{m}.x_proj", dt_rank + 2 * d_state, d_inner, tp="shard") + mat(f"{m}.dt_proj", d_inner, dt_rank, bias=True)
-            w += [Weight(f"{m}.A_log", d_inner, d_state, 1, False)] + vec(f"{m}.D", d_inner, tp="shard") + mat(f"{m}.out_proj", h, d_inner)
-    w += norm("backbone.norm_f", h)
-    return fam
 
 
 def qwen3_next(c: Cfg) -> Family:

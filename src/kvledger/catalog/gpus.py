@@ -252,11 +252,19 @@ def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth
     Raises:
         UnknownNameError, ConfigError, InputError: as get_gpu / the file reader / custom_gpu.
     """
+    from kvledger.errors import ConfigError
+
+    if not isinstance(name_or_path, str) or "\x00" in name_or_path or len(name_or_path.encode("utf-8", "surrogatepass")) > 4096 \
+            or any(len(part.encode("utf-8", "surrogatepass")) > 255 for part in name_or_path.split("/")):
+        raise InputError(f"GPU {str(name_or_path)[:60]!r}...: not a usable GPU name or file path (a name or path component "
+                         "longer than 255 bytes, or a NUL byte)")
     p = Path(name_or_path)
     if p.suffix in (".json", ".toml"):
-        if not p.exists():
-            from kvledger.errors import ConfigError
-
+        try:
+            exists = p.exists()
+        except OSError as err:
+            raise ConfigError(str(p)[:200], f"cannot be checked as a GPU file ({err.strerror})") from None
+        if not exists:
             raise ConfigError(str(p), "GPU file not found (a GPU file is a small .json or .toml: name, memory, bandwidth_tb_s, bf16_tflops)")
         g = _gpu_file(p)
     else:

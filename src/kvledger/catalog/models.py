@@ -154,12 +154,13 @@ def _hub_config(repo_id: str) -> Path:
         raise KvLedgerError(f"model {repo_id!r} is not bundled and the Hugging Face Hub is unreachable "
                             f"(offline? {type(err).__name__}).{hint} {how}") from None
     from huggingface_hub import get_token, hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
 
     if r.status_code == 404 or (r.status_code in (401, 403) and not get_token()):
         raise KvLedgerError(f"{repo_id} is not on the Hugging Face Hub (or is private or gated: log in with `hf auth login`).{hint} {how}")
     logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     try:
         return Path(hf_hub_download(repo_id, "config.json", etag_timeout=5))
-    except Exception as err:  # gated, network, missing file: many types (httpx, OSError, hub errors)
+    except (OSError, httpx.HTTPError, EntryNotFoundError, ValueError) as err:  # hub errors are OSErrors; network: httpx
         raise KvLedgerError(f"could not fetch {repo_id}'s config.json from the Hugging Face Hub ({type(err).__name__}: "
                             f"{str(err).splitlines()[0][:160] if str(err) else 'no detail'}).{hint} {how}") from None

@@ -137,8 +137,9 @@ def _max_len(c: Cfg, notes: list[str]) -> tuple[int, int]:
     """(length key's value, vLLM-derived max_model_len).
 
     The smallest of vLLM's length keys (``max_position_embeddings``, ``n_positions``, ``max_seq_len``,
-    ``seq_length``, ...), 2048 when none is present (vLLM warns and assumes 2048), and RoPE scaling
-    except llama3/longrope/su: YaRN gives ``original_max_position_embeddings × factor``.
+    ``seq_length``, ...), 2048 when none is present (vLLM warns and assumes 2048), then × the RoPE scaling
+    factor of every rope type except llama3/longrope/su (YaRN starts from ``original_max_position_embeddings``);
+    Gemma-3's length is taken as already scaled.
     Source: vLLM ``config/model.py::_get_and_verify_max_len`` and
     ``transformers_utils/model_arch_config_convertor.py::derive_max_model_len_and_key``.
     """
@@ -149,16 +150,24 @@ def _max_len(c: Cfg, notes: list[str]) -> tuple[int, int]:
         return 2048, 2048
     mpe = min(found)
     rs = c.get("rope_scaling", None) or c.get("rope_parameters", None) or {}
-    if not isinstance(rs, dict) or "gemma3" in str(c.get("model_type", "")):
+    if not isinstance(rs, dict) or "gemma3" in str(c.get("model_type", "")):  # Gemma-3's length is already scaled
         return mpe, mpe
-    rtype = rs.get("rope_type", rs.get("type"))
-    derived = mpe
-    factor = rs.get("factor")
-    if rtype in ("yarn", "deepseek_yarn") and isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor <= 1024:
-        orig = rs.get("original_max_position_embeddings")
-        if isinstance(orig, int) and not isinstance(orig, bool) and 0 < orig <= mpe * 1024:
-            derived = int(orig * factor)
-    return mpe, derived
+    per_type = list(rs.values()) if rs and all(isinstance(v, dict) for v in rs.values()) else [rs]
+    derived, scaling = float(mpe), 1.0
+    for rp in per_type:  # rope_parameters may hold one dict per layer type (transformers 5)
+        rtype = rp.get("rope_type", rp.get("type", "default"))
+        if rtype in ("su", "longrope", "llama3"):
+            continue
+        f = rp.get("factor", scaling)
+        if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1024):
+            raise c.error("rope_scaling", f"factor must be a number in (0, 1024], got {f!r:.40}")
+        scaling = 1.0 if f is None else float(f)  # vLLM falls back to 1.0 for a null factor
+        orig = rp.get("original_max_position_embeddings")
+        if rtype == "yarn" and orig is not None:
+            if isinstance(orig, bool) or not isinstance(orig, int) or not 0 < orig <= mpe:
+                raise c.error("rope_scaling", f"original_max_position_embeddings must be an integer in [1, {mpe:,}], got {orig!r:.40}")
+            derived = float(orig)
+    return mpe, int(derived * scaling)
 
 
 def _rope_cache_bytes(c: Cfg, mt: str, spec_layers: list, hd: int, derived: int, dtype_bytes: int) -> int:
@@ -208,6 +217,10 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
     display = name or (shown if isinstance(shown, str) and 0 < len(shown) <= 255 else source)
     fam = build_family(c, mt)
     notes += fam.notes
+    if not any(l is not None for l in fam.layers):
+        key = "num_kv_shared_layers" if c.has("num_kv_shared_layers") else "layer_types"
+        raise c.error(key, "leaves no layer that keeps a KV cache or a state of its own (a draft/assistant model that "
+                      "reads its target's cache): plan the target model instead")
     tower, tower_note = vision_tower(raw, source, c.int("hidden_size")) if c.prefix else ([], None)
     if tower_note:
         notes.append(tower_note)

@@ -148,11 +148,38 @@ def parse_quant(c: Cfg) -> QuantScheme:
         return QuantScheme(method, bits, gs, None, tuple(skip), desc, rx, None, bits, method == "gptq")
     if method == "compressed-tensors":
         return _compressed_tensors(q, skip, rx)
+    if method in ("modelopt", "modelopt_fp4"):
+        return _modelopt(q)
+    if method == "fbgemm_fp8":  # FBGEMM FP8: 1 B/weight + an fp32 scale per output channel (fbgemm_fp8.py)
+        return QuantScheme("fp8", 8, 0, None, tuple(skip), f"fbgemm_fp8: 1 B/weight + fp32 scale per output channel{note}", rx)
     if method == "bitsandbytes":
         if q.get("load_in_4bit", False) is True:
             return QuantScheme("bitsandbytes", 4, 64, None, tuple(skip), f"bitsandbytes 4-bit NF4 + fp32 absmax per 64{note}", rx, 4)
         return QuantScheme("bitsandbytes", 8, 0, None, tuple(skip), f"bitsandbytes 8-bit + fp32 scale per row{note}", rx, 4)
-    raise q.error("quant_method", f"unsupported weight quantization {method!r:.60}; supported: fp8, mxfp4, awq, gptq, compressed-tensors, bitsandbytes")
+    raise q.error("quant_method", f"unsupported weight quantization {method!r:.60}; supported: fp8, mxfp4, awq, gptq, compressed-tensors, modelopt, fbgemm_fp8, bitsandbytes")
+
+
+def _modelopt(q: Cfg) -> QuantScheme:
+    """NVIDIA ModelOpt checkpoints (vLLM ``quantization/modelopt.py``): FP8 per tensor or per channel, NVFP4 (4-bit E2M1
+    values, an FP8 scale per 16 inputs and fp32 global scales)."""
+    inner = q.dict("quantization", None)
+    src = Cfg(inner, q.source, q.prefix + "quantization.") if inner is not None else q
+    algo = src.str("quant_algo")
+    excl = [p for p in (src.list("exclude_modules", []) or []) + (q.list("ignore", []) or []) if isinstance(p, str)]
+    try:
+        rx = _compile(excl)
+    except re.error as err:
+        raise src.error("exclude_modules", f"a module pattern is not a valid regular expression ({err.msg})") from None
+    note = _n(excl)
+    a = algo.upper()
+    if a == "FP8":
+        return QuantScheme("fp8", 8, -1, None, tuple(excl), f"modelopt FP8: 1 B/weight + fp32 scale per tensor{note}", rx)
+    if a == "FP8_PER_CHANNEL_PER_TOKEN":
+        return QuantScheme("fp8", 8, 0, None, tuple(excl), f"modelopt FP8: 1 B/weight + fp32 scale per output channel{note}", rx)
+    if a == "NVFP4":
+        gs = src.int("group_size", 16, maximum=1 << 20)
+        return QuantScheme("nvfp4", 4, gs, None, tuple(excl), f"modelopt NVFP4: 4-bit E2M1 + FP8 scale per {gs} inputs{note}", rx, 1)
+    raise src.error("quant_algo", f"unsupported ModelOpt algorithm {algo!r:.40} (FP8, FP8_PER_CHANNEL_PER_TOKEN, NVFP4)")
 
 
 def online_fp8() -> QuantScheme:

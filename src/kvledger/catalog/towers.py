@@ -58,10 +58,15 @@ def vision_tower(raw: dict[str, Any], source: str, text_hidden: int) -> tuple[li
         w += _mat(f"{pre}vision_adapter.mlp.fc1", c.int("projector_input_dim", out), shuffled, False)
         w += _mat(f"{pre}vision_adapter.mlp.fc2", c.int("projector_output_dim", out), c.int("projector_input_dim", out), False)
         w += _mat("multi_modal_projector.linear_1", text_hidden, out, False)
-    elif c.get("vision_use_head", False) is True:
-        return [], f"vision_config ({mt}) has an attention-pool head this reader does not lay out: the vision tower is not counted"
     else:  # Gemma-3 projector: one matrix from the vision width to the text width and an RMSNorm
+        if c.get("vision_use_head", True if mt == "siglip_vision_model" else False) is True:  # SigLIP attention-pool head
+            hp = f"{pre}head"
+            w += vec(f"{hp}.probe", h) + _mat(f"{hp}.attention.in_proj", 3 * h, h, True) + _mat(f"{hp}.attention.out_proj", h, h, True)
+            w += norm(f"{hp}.layernorm", h, bias=True) + _mat(f"{hp}.mlp.fc1", inter, h, True) + _mat(f"{hp}.mlp.fc2", h, inter, True)
         w += [Weight("multi_modal_projector.mm_input_projection_weight", h, text_hidden, 1, False, "shard")]
         w += norm("multi_modal_projector.mm_soft_emb_norm", h)
     total = sum(x.numel for x in w)
-    return w, f"vision tower ({mt or 'ViT'}, {n} layers of width {h}) and projector: {total:,} parameters, loaded by vLLM with the language model"
+    exact = mt in ("siglip_vision_model", "llama4_vision_model")
+    how = "" if exact else (" (a generic ViT layout: this tower type's exact tensors are not laid out here, so the count "
+                            "is approximate)")
+    return w, f"vision tower ({mt or 'ViT'}, {n} layers of width {h}) and projector: {total:,} parameters{how}, loaded by vLLM with the language model"
