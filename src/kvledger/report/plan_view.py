@@ -134,6 +134,11 @@ def summary_lines(p: Plan) -> list[str]:
     m, kv = p.memory, p.kv
     out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype {kv.kv_cache_dtype} "
            f"— " + "; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)]
+    if m.stages:
+        stage = m.bytes_per_block / m.block_size
+        out[0] = (f"KV per token: {stage:,.0f} B ({stage / KiB:,.2f} KiB) per GPU of the binding pipeline stage (its layers "
+                  f"only); all layers at TP {p.settings.tp}: {kv.bytes_per_token:,.0f} B, KV dtype {kv.kv_cache_dtype} — "
+                  + "; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups))
     w = next((d.bytes for d in m.deductions if d.name == "weights"), None)
     weights = f"weights {w / GiB:,.2f} GiB, " if w is not None else ""
     avail = (f"available KV memory {m.available_kv_bytes / GiB:,.2f} GiB" if m.available_kv_bytes > 0 else
