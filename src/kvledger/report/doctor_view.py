@@ -138,7 +138,7 @@ def render_doctor(rep: Any, verbose: bool = False) -> None:
     con.print(f"[bold]kvledger doctor[/] {escape(rep.source)}: vLLM {s['version'] or '(version unknown)'} — {escape(s['version_source'])}; "
               f"{s['generation'] or '?'} engine; ledger rules of {s['rules_version']} ({escape(s['rules_reason'])})")
     con.print(f"{s['vllm_lines']:,} of {s['total_lines']:,} lines read ({s['skipped_lines']:,} skipped as unknown); "
-              f"{s['metrics_lines']} metrics lines, {s['preemption_lines']} preemption lines")
+              f"{s['metrics_lines']} metrics lines, {s['preemption_lines']} per-preemption warning lines (preemptions are also counted in the metrics lines)")
     for w in rep.warnings:
         con.print(f"[bold red]WARNING:[/] [bold]{escape(w)}[/]")
     if not verbose:
