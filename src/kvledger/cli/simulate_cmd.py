@@ -67,7 +67,9 @@ def simulate(
         router=router, step_cost=step_cost, cpu_overhead=cpu_overhead)
     setup = prepare_run(args)
     result = _run(setup, args, record_steps=out is not None, show_progress=not as_json)
-    payload = {"summary": result.summary.to_dict(), "engine": result.config, "workload": setup.workload_info,
+    from kvledger.invariants import check_sim_summary
+
+    payload = {"summary": check_sim_summary(result.summary.to_dict()), "engine": result.config, "workload": setup.workload_info,
                "step_cost": setup.cost_info, "notes": setup.notes}
     if out is not None:
         _write_outputs(out, result, payload)
