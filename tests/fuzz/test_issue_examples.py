@@ -153,3 +153,12 @@ def test_a_malformed_number_in_a_vllm_log_line_is_not_read(line):
     assert log.startup.kv_cache_tokens == 175_856  # the real figure (line 2), never a garbled one
     assert abs(log.startup.available_kv_bytes / 2**30 - 18.78) < 0.005
     assert all(s.prompt_tokens_per_s != 1.2 for s in log.stats)
+
+
+def test_spec_decode_sweep_sentence_when_no_rate_has_a_slower_ttft():
+    # found by benchmarks/fuzz.py ("command line:1269"): speculative decoding ahead at one rate with a faster TTFT there
+    # (so no rate has a slower TTFT): the sentence joined an empty list (IndexError in spec_sim._join)
+    res = invoke(["spec-decode", "meta-llama/Llama-3.2-3B", "--gpu", "H100", "--num-requests", "10", "--output-tokens", "16",
+                  "--draft-tokens", "4", "--acceptance", "0.7", "--draft-cost-fraction", "0.05", "--rates", "1,2"])
+    assert res.code == 0, res.exception
+    assert "Simulator (10 requests" in res.out
