@@ -162,3 +162,19 @@ def test_spec_decode_sweep_sentence_when_no_rate_has_a_slower_ttft():
                   "--draft-tokens", "4", "--acceptance", "0.7", "--draft-cost-fraction", "0.05", "--rates", "1,2"])
     assert res.code == 0, res.exception
     assert "Simulator (10 requests" in res.out
+
+
+def test_a_damaged_percentile_key_or_a_huge_integer_is_a_clean_error(tmp_path):
+    # found by benchmarks/fuzz.py: "p99_tpot" damaged to "p999…9_tpot" became the percentile inf (OverflowError in the
+    # percentile bounds); a chunk time of 10^400 in a records file overflowed float() (OverflowError)
+    obj = {"backend": "vllm", "duration": 10.0, "completed": 40, "request_throughput": 4.0, "median_tpot": 0.021,
+           "p" + "9" * 400 + "_tpot": 0.026}
+    (tmp_path / "agg.json").write_text(json.dumps(obj))
+    with pytest.raises(FormatError, match=r"percentile '9999.*is not in \[0, 100\]"):
+        read_run(tmp_path / "agg.json")
+    rec = {"metadata": {"source": "simulator", "source_format": "simulator"},
+           "records": [{"request_id": "0", "arrival_s": 0.0, "num_prompt_tokens": 3, "num_output_tokens": 2,
+                        "first_token_s": 0.1, "finish_s": 0.2, "chunk_times_s": [0.1, 10**400]}]}
+    (tmp_path / "records.json").write_text(json.dumps(rec))
+    with pytest.raises(FormatError, match=r"records\[0\]\.chunk_times_s"):
+        read_run(tmp_path / "records.json")
