@@ -29,6 +29,13 @@ def test_every_numeric_option_of_every_command_has_a_range():
     assert len(list(_numeric_options())) > 100  # the walk really sees the commands' options
 
 
+def test_every_command_is_range_checked_before_it_runs():
+    from kvledger.cli.limits import SELF_CHECKED
+
+    unchecked = [i.name for i in app.registered_commands if i.name not in SELF_CHECKED and not getattr(i.callback, "range_checked", False)]
+    assert not unchecked, f"register these before the range-check loop at the end of kvledger/cli/main.py: {unchecked}"
+
+
 def test_range_bounds_and_specials():
     frac = Range(0.0, 1.0, lo_open=True)
     frac.check("--f", 1.0)
