@@ -178,3 +178,15 @@ def test_a_damaged_percentile_key_or_a_huge_integer_is_a_clean_error(tmp_path):
     (tmp_path / "records.json").write_text(json.dumps(rec))
     with pytest.raises(FormatError, match=r"records\[0\]\.chunk_times_s"):
         read_run(tmp_path / "records.json")
+
+
+def test_names_longer_than_255_bytes_are_clean_errors(tmp_path):
+    # a file name of 300 bytes: os.stat raises OSError (ENAMETOOLONG), which Path.is_dir()/is_file() do not swallow
+    long = "x" * 300
+    res = invoke(["goodput", str(tmp_path / f"{long}.json"), "--slo", "ttft=1s"])
+    assert res.code == 2 and not res.traceback and "File name too long" in res.err
+    stage = str(DATA / "inference-perf" / "stage_0_lifecycle_metrics.json")
+    for args in (["goodput", stage, "--slo", "ttft=1s", "--out", str(tmp_path / f"{long}.json")],
+                 [*SIM, "--num-requests", "3", "--out", str(tmp_path / long)]):
+        res = invoke(args)
+        assert res.code == 2 and not res.traceback and "Nothing was run" in res.err, res.exception

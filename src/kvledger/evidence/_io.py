@@ -53,15 +53,17 @@ def load_document(path: str | Path) -> Document:
             but is broken (the JSON error's line and column are given).
     """
     p = Path(path)
-    name = str(path)
-    if p.is_dir():
-        raise FormatError(name, "is a directory; pass the benchmark output files themselves (e.g. profile_export.jsonl, stage_0_lifecycle_metrics.json)")
+    name = str(path) if len(str(path)) <= 200 else str(path)[:120] + f"… ({len(str(path)):,} characters)"
     try:
+        if p.is_dir():
+            raise FormatError(name, "is a directory; pass the benchmark output files themselves (e.g. profile_export.jsonl, stage_0_lifecycle_metrics.json)")
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FormatError(name, "no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
+    except UnicodeDecodeError as err:
         raise FormatError(name, f"cannot read the file: {err}") from None
+    except OSError as err:  # a name longer than the file system allows, a permission, a device
+        raise FormatError(name, f"cannot read the file: {err.strerror or err}") from None
     if not text.strip():
         raise FormatError(name, "the file is empty; a benchmark run writes at least one JSON object")
     try:

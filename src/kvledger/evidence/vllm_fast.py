@@ -129,11 +129,14 @@ def read_fast(path: str | Path, *, format: str | None = None) -> list[RunRecords
     from kvledger.evidence.vllm_bench import FORMAT, check_run_keys, run_metadata
 
     p = Path(path)
-    if format not in (None, FORMAT) or not p.is_file() or p.stat().st_size < FAST_MIN_BYTES:
-        return None
-    with open(p, "rb") as fh:
-        if fh.read(64).lstrip()[:1] != b"{":
+    try:
+        if format not in (None, FORMAT) or not p.is_file() or p.stat().st_size < FAST_MIN_BYTES:
             return None
+        with open(p, "rb") as fh:
+            if fh.read(64).lstrip()[:1] != b"{":
+                return None
+    except OSError:  # a name too long, a permission: the general reader reports it
+        return None
     tbl = _parse(p)
     if tbl is None or tbl.num_rows != 1:
         return None
