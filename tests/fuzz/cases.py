@@ -195,6 +195,8 @@ def _benchmark_file(rng: random.Random, tmp: Path) -> str:
         text = _mutate_text(rng, text)
     p = tmp / name
     p.write_text(text)
+    if rng.random() < 0.01:
+        p = tmp / ("x" * 300 + ".json")  # a name longer than the file system allows
     fmt = rng.choice(list(READERS)) if rng.random() < 0.15 else None
     try:
         runs = read_runs(p, format=fmt)
@@ -342,7 +344,8 @@ def _cli(rng: random.Random, tmp: Path) -> str:
         else:
             args += [flag, v]
     if "--out" not in args and base[0] in ("simulate", "goodput", "cost") and rng.random() < 0.1:
-        args += ["--out", str(tmp / ("run" if base[0] == "simulate" else "out.json"))]
+        name = "x" * 300 if rng.random() < 0.2 else ("run" if base[0] == "simulate" else "out.json")  # 300 bytes: too long a name
+        args += ["--out", str(tmp / name)]
     if rng.random() < 0.7:
         args.append("--json")
     return _cli_outcome(args)
