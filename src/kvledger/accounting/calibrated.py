@@ -114,10 +114,10 @@ class SplitwiseStepCost:
         if shape.num_tokens == 0:
             return 0.0
         if shape.num_prefill_tokens:
-            return self._interp(shape.num_tokens, self.prompt_tokens, self.prompt_ms) / 1000.0
+            return float(self._interp(shape.num_tokens, self.prompt_tokens, self.prompt_ms)) / 1000.0
         b = shape.num_decode_seqs
         extra = self.kv_ms_per_token * (shape.decode_kv_tokens - b * self.ref_kv_tokens)
-        return max(self._interp(b, self.batch, self.token_ms) + extra, 0.1 * float(self.token_ms[0])) / 1000.0
+        return float(max(self._interp(b, self.batch, self.token_ms) + extra, 0.1 * self.token_ms[0])) / 1000.0
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
         if num_seqs == 0:

@@ -204,7 +204,7 @@ class VidurStepCost:
         }
 
     def step_time_s(self, shape: StepShape) -> float:
-        return sum(self.breakdown_ms(shape).values()) / 1000.0
+        return float(sum(self.breakdown_ms(shape).values())) / 1000.0  # a Python float: the simulator stores one per step
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
         if num_seqs == 0 or num_steps == 0:

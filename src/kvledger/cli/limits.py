@@ -75,7 +75,7 @@ def _count(lo: int, hi: int, unit: str = "") -> Range:
 
 #: parameter name → allowed range, for every int/float option of every command.
 OPTION_RANGES: dict[str, Range] = {
-    "tp": _count(1, 1024, "GPUs"), "prefill_tp": _count(1, 1024, "GPUs"), "decode_tp": _count(1, 1024, "GPUs"),
+    "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "prefill_tp": _count(1, 1024, "GPUs"), "decode_tp": _count(1, 1024, "GPUs"),
     "replicas": _count(1, 4096), "seed": _count(0, _SEED_MAX),
     "num_requests": _count(1, _REQUESTS_MAX, "requests"), "concurrency": _count(1, 1_000_000, "users"),
     "rate": Range(0.0, math.inf, lo_open=True, allow_inf=True, unit="req/s"),
@@ -114,6 +114,10 @@ OPTION_RANGES: dict[str, Range] = {
 COMMAND_RANGES: dict[tuple[str, str], Range] = {
     ("fp8-kv", "concurrency"): _count(1, 1 << 20, "sequences"),
     ("spec-decode", "num_requests"): _count(1, 100_000, "requests per rate"),
+    ("calibrate", "max_paddings"): _count(0, _TOKENS_MAX, "tokens"), ("validate", "max_paddings"): _count(0, _TOKENS_MAX, "tokens"),
+    ("search", "monthly_tokens"): Range(0.0, 1e21, lo_open=True, unit="tokens/month"),
+    ("search", "workers"): _count(1, 4096, "workers"), ("search", "top"): _count(1, 100_000, "rows"),
+    ("ui", "port"): _count(1, 65_535, "TCP port"),
 }
 
 

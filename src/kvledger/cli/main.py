@@ -31,6 +31,9 @@ from kvledger.cli import experiment_cmd  # noqa: E402
 from kvledger.cli import kv_eviction_cmd  # noqa: E402
 from kvledger.cli import doctor_cmd  # noqa: E402
 from kvledger.cli import disagg_cmd  # noqa: E402
+from kvledger.cli import calibrate_cmd, validate_cmd  # noqa: E402
+from kvledger.cli import search_cmd  # noqa: E402
+from kvledger.cli import report_cmd, ui_cmd  # noqa: E402  (f-report: the HTML report and the web app)
 
 plan_cmd.register(app)
 catalog_cmd.register(app)
@@ -43,6 +46,11 @@ experiment_cmd.register(app)
 kv_eviction_cmd.register(app)
 doctor_cmd.register(app)
 disagg_cmd.register(app)
+calibrate_cmd.register(app)
+validate_cmd.register(app)
+search_cmd.register(app)
+report_cmd.register(app)
+ui_cmd.register(app)
 
 
 def _version(value: bool) -> None:

@@ -40,17 +40,22 @@ def simulate(
     scheduling_policy: Optional[str] = typer.Option(None, "--scheduling-policy", help="fcfs or lpm."),
     batching: Optional[str] = typer.Option(None, "--batching", help="continuous or static."),
     kv_allocation: Optional[str] = typer.Option(None, "--kv-allocation", help="paged or contiguous."),
+    prompt_lengths: Optional[str] = typer.Option(None, "--prompt-lengths", help="Synthetic workload instead of a trace: prompt lengths, e.g. fixed:512, uniform:1:512, exp:128:1536, lognormal:1000:0.8 (with --output-lengths, --rate or --concurrency, --num-requests)."),
+    output_lengths: Optional[str] = typer.Option(None, "--output-lengths", help="Synthetic workload: output lengths (same forms as --prompt-lengths)."),
+    arrival_cv: Optional[float] = typer.Option(None, "--arrival-cv", help="Synthetic workload: CV of inter-arrival gaps (default 1 = Poisson)."),
     replicas: int = typer.Option(1, "--replicas", help="Identical engine replicas behind a router."),
     router: str = typer.Option("round_robin", "--router", help="round_robin, least_loaded or prefix_aware."),
-    step_cost: str = typer.Option("roofline", "--step-cost", help="roofline (from the plan); calibrated (bundled measurements for this model, GPU and TP, when they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them)."),
+    step_cost: str = typer.Option("roofline", "--step-cost", help="roofline (from the plan); calibrated (bundled measurements for this model, GPU and TP, when they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them); or PROFILE.json, a step cost fitted by kvledger calibrate."),
     cpu_overhead: Optional[str] = typer.Option(None, "--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms)."),
+    async_scheduling: Optional[bool] = typer.Option(None, "--async-scheduling/--no-async-scheduling", help="vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write records.json, steps.jsonl, trace.json (Chrome) and summary.json here."),
     force: bool = typer.Option(False, "--force", help="Allow --out to overwrite existing files."),
 ) -> None:
     """Simulate serving a trace: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage, preemptions, prefix-cache hits."""
-    from kvledger.analyses.sim_ledgers import prepare_run
+    from kvledger.analyses.sim_ledgers import SyntheticSpec, prepare_run
     from kvledger.dynamics.sim_setup import SimRequestArgs
+    from kvledger.errors import InputError
 
     if out is not None:
         from kvledger.cli.outputs import prepare_output_dir
@@ -64,8 +69,15 @@ def simulate(
         num_gpu_blocks_override=num_gpu_blocks_override, enable_prefix_caching=prefix_caching,
         enable_chunked_prefill=chunked_prefill, policy=policy, prefix_caching_policy=prefix_caching_policy,
         scheduling_policy=scheduling_policy, batching=batching, kv_allocation=kv_allocation, replicas=replicas,
-        router=router, step_cost=step_cost, cpu_overhead=cpu_overhead)
-    setup = prepare_run(args)
+        router=router, step_cost=step_cost, cpu_overhead=cpu_overhead, async_scheduling=async_scheduling)
+    synthetic = None
+    if prompt_lengths is not None or output_lengths is not None or arrival_cv is not None:
+        if prompt_lengths is None or output_lengths is None:
+            raise InputError("a synthetic workload needs both --prompt-lengths and --output-lengths")
+        if trace != "azure-conv":
+            raise InputError("give either --trace or a synthetic workload (--prompt-lengths/--output-lengths), not both")
+        synthetic = SyntheticSpec(prompt_lengths, output_lengths, 1.0 if arrival_cv is None else arrival_cv)
+    setup = prepare_run(args, synthetic)
     result = _run(setup, args, record_steps=out is not None, show_progress=not as_json)
     from kvledger.invariants import check_sim_summary
 
@@ -78,7 +90,7 @@ def simulate(
     else:
         from rich.console import Console
 
-        from kvledger.cli.simulate_view import render_summary
+        from kvledger.report.simulate_view import render_summary
 
         render_summary(payload, Console(), out)
 

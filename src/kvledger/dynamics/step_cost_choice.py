@@ -6,7 +6,8 @@ bundled measurements for the simulated model, GPU and TP, found by
 calibration by hand — ``KEY`` is ``SOURCE:MODEL@GPU/tpN`` as the listing prints it, or a
 shorter ``MODEL@GPU/tpN``, ``MODEL@GPU`` or ``SOURCE:MODEL`` (the missing parts taken from the
 simulation). A hand-picked table measured on another model or GPU prices this model's steps
-with that one's times; the description says so.
+with that one's times; the description says so. A path to a calibration profile written by
+``kvledger calibrate`` (``PROFILE.json``) selects its fitted step cost.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 
 from kvledger.errors import InputError, UnknownNameError
 
-__all__ = ["CALIBRATED_PREFIX", "find_calibrated_cost", "calibration_listing", "calibrated_step_cost"]
+__all__ = ["CALIBRATED_PREFIX", "find_calibrated_cost", "calibration_listing", "calibrated_step_cost",
+           "is_profile_choice", "profile_step_cost", "disagreement_note"]
 
 CALIBRATED_PREFIX = "calibrated:"
 
@@ -124,3 +126,41 @@ def calibrated_step_cost(choice: str, model: str, gpu: str, tp: int) -> tuple[An
         info["source"] += (f"; chosen by key: the step times measured for {name} stand in for {model} on {gpu} at TP {tp} "
                            "(the KV pool and memory plan are still the simulated model's)")
     return cost, info
+
+
+def is_profile_choice(choice: str) -> bool:
+    """True when ``--step-cost`` names a calibration profile file rather than a model name."""
+    from kvledger.accounting.calibration_profile import looks_like_profile
+
+    return choice not in ("roofline", "calibrated") and not choice.startswith(CALIBRATED_PREFIX) and looks_like_profile(choice)
+
+
+def profile_step_cost(choice: str, model: str, gpu: str, tp: int) -> tuple[Any, dict[str, Any]]:
+    """(LinearStepCost, description) from a ``kvledger calibrate`` profile (``kvledger.accounting.calibration_profile``)."""
+    from kvledger.accounting.calibration_profile import profile_step_cost as load
+
+    return load(choice, model, gpu, tp)
+
+
+#: probe steps on which the roofline and a bundled calibration are compared: (label, StepShape fields)
+_PROBES = (("a 1,024-token prefill", dict(num_prefill_tokens=1024, num_prefill_seqs=1, prefill_kv_tokens=1024,
+                                         prefill_attn_pairs=1024 * 1025 / 2)),
+           ("a decode step of 32 requests at 1,024 tokens", dict(num_decode_seqs=32, decode_kv_tokens=32 * 1024)))
+
+
+def disagreement_note(roofline: Any, calibrated: Any, used: str = "the roofline", factor: float = 1.5) -> str | None:
+    """A sentence when the roofline and a bundled calibration price the probe steps more than ``factor``× apart, else
+    None; ``used`` names the one the run used."""
+    from kvledger.accounting.stepcost import StepShape
+
+    parts = []
+    for label, fields in _PROBES:
+        shape = StepShape(**fields)
+        a, b = float(roofline.step_time_s(shape)), float(calibrated.step_time_s(shape))
+        if a > 0 and b > 0 and max(a / b, b / a) > factor:
+            parts.append(f"{label}: roofline {a * 1e3:.1f} ms, {calibrated.name} {b * 1e3:.1f} ms ({max(a / b, b / a):.1f}×)")
+    if not parts:
+        return None
+    return ("the roofline and the bundled calibration disagree — " + "; ".join(parts) + f". This run used {used}; "
+            "to know which is right for your deployment, fit the step cost to one of your own benchmark runs with "
+            "`kvledger calibrate FILE --model M --gpu G` and check it with `kvledger validate`")

@@ -1,0 +1,103 @@
+"""The calibration profile: the JSON file ``kvledger calibrate`` writes and ``--step-cost FILE`` reads (inputs, engine settings, fitted values, errors, data files).
+
+Layout (``"kind": "kvledger-calibration-profile"``, ``"version": 1``): ``model``, ``gpu``, ``tp``;
+``engine`` (the simulated engine settings); ``step_cost`` (``LinearStepCost.coefficients()``: the
+five GPU terms and the CPU overhead in seconds per unit, ``overlap``), with ``units`` and, when
+the model's KV bytes per token are known, ``decode_kv_byte_s``; ``fit`` (start model, objective
+before and after, iterations, replays, the metric weights); ``runs`` (each data file: label,
+source, requests, and predicted-vs-measured errors of the fitted model); ``leave_one_out`` (with
+several runs: each run's errors under a model fitted without it) and ``data_files``. Only
+``step_cost`` is needed to simulate; the rest says where the numbers came from.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
+from kvledger.errors import FormatError
+
+__all__ = ["PROFILE_KIND", "load_profile", "profile_step_cost", "looks_like_profile", "dump_profile"]
+
+PROFILE_KIND = "kvledger-calibration-profile"
+
+
+def looks_like_profile(choice: str) -> bool:
+    """True when ``--step-cost`` names a file (a path ending in .json, or an existing file)."""
+    return choice.lower().endswith(".json") or Path(choice).is_file()
+
+
+def load_profile(path: str | Path) -> dict[str, Any]:
+    """The profile's dict, checked.
+
+    Raises:
+        FormatError: missing file, not JSON, another kind of file, or a malformed ``step_cost``.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FormatError(str(p), "no such calibration profile (write one with `kvledger calibrate FILE... --out PROFILE.json`)")
+    try:
+        d = json.loads(p.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise FormatError(str(p), f"not JSON ({e})") from None
+    if not isinstance(d, dict) or d.get("kind") != PROFILE_KIND:
+        raise FormatError(str(p), f"not a kvledger calibration profile (expected \"kind\": \"{PROFILE_KIND}\")")
+    sc = d.get("step_cost")
+    if not isinstance(sc, dict):
+        raise FormatError(str(p), "missing the \"step_cost\" object", "step_cost")
+    try:
+        LinearStepCost.from_coefficients(sc)
+    except (KeyError, ValueError, TypeError) as e:
+        need = ", ".join(t[0] for t in GPU_TERMS)
+        raise FormatError(str(p), f"malformed step_cost ({e}); it needs {need}, cpu_overhead_s (numbers ≥ 0, s) and "
+                                  "overlap (true/false)", "step_cost") from None
+    return d
+
+
+def profile_step_cost(path: str | Path, model: str, gpu: str, tp: int) -> tuple[LinearStepCost, dict[str, Any]]:
+    """(the fitted model, a description with its source) for ``--step-cost PROFILE.json``; notes a model/GPU/TP mismatch."""
+    d = load_profile(path)
+    cost = LinearStepCost.from_coefficients(d["step_cost"], name=f"calibrated profile {Path(path).name}")
+    runs = ", ".join(r.get("label", "?") for r in d.get("runs", []))
+    src = (f"kvledger calibrate profile {path}: a linear step cost fitted to measured runs ({runs or 'unnamed'}) "
+           f"of {d.get('model')} on {d.get('gpu')} at TP {d.get('tp')} (kvledger.calibration.fit)")
+    fit = d.get("fit") or {}
+    loo = d.get("leave_one_out") or []
+    info: dict[str, Any] = {"name": cost.name, "source": src, "coefficients": cost.coefficients(),
+                            "fit_objective": fit.get("objective")}
+    if loo:
+        info["leave_one_out"] = [{"run": x.get("run"), "ttft_mean_rel_error": x.get("ttft_mean_rel_error"),
+                                  "tpot_mean_rel_error": x.get("tpot_mean_rel_error")} for x in loo]
+    if cost.frontend_s > 0:
+        info["source"] += (f"; its frontend latency ({cost.frontend_s * 1e3:.1f} ms per request, outside the engine) "
+                           "is not in these engine-side figures (kvledger validate adds it)")
+    mismatch = []
+    if d.get("model") and str(d["model"]).lower() != str(model).lower():
+        mismatch.append(f"model {d['model']}")
+    if d.get("gpu") and str(d["gpu"]).lower() != str(gpu).lower():
+        mismatch.append(f"GPU {d['gpu']}")
+    if d.get("tp") is not None and d["tp"] != tp:
+        mismatch.append(f"TP {d['tp']}")
+    if mismatch:
+        info["source"] += (f"; fitted on {', '.join(mismatch)}, simulated here as {model} on {gpu} at TP {tp}: the "
+                           "fitted step times stand in for this deployment's")
+    return cost, info
+
+
+def _clean(v: Any) -> Any:
+    """JSON-safe: non-finite floats become None (strict JSON)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    return v
+
+
+def dump_profile(profile: dict[str, Any]) -> str:
+    """The profile as strict, stable JSON text (sorted keys not used: the layout order is the documented one)."""
+    return json.dumps(_clean(profile), indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,136 @@
+"""One API function per command: ``calibrate_files`` (fit a step cost to measured runs, leave-one-out errors, the profile) and ``validate_file`` (predicted vs measured for one run).
+
+Both build the engine exactly as ``kvledger simulate`` does from the same flags
+(``kvledger.dynamics.sim_setup.prepare`` with the measured workload in place of a trace), so a
+profile written here and passed back as ``--step-cost FILE`` reproduces the numbers it reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
+from kvledger.calibration.compare import Comparison, compare_runs
+from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES, fit_step_cost, initial_guess
+from kvledger.accounting.calibration_profile import PROFILE_KIND
+from kvledger.calibration.replay import MeasuredRun, load_measured, replay
+from kvledger.dynamics.engine import EngineConfig
+from kvledger.dynamics.sim_setup import SimRequestArgs, SimSetup, prepare
+from kvledger.errors import InputError
+from kvledger.ledgers.slo import SLO
+
+__all__ = ["engine_for", "calibrate_runs", "calibrate_files", "validate_file", "headline_errors"]
+
+
+def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None = None) -> SimSetup:
+    """The simulation setup (plan, engine settings, step cost from ``args.step_cost``) for replaying ``run``."""
+    setup = prepare(args, run.requests, run.label)
+    if max_paddings is not None:
+        if setup.config.batching != "vllm_v0":
+            raise InputError("--max-paddings is a vLLM V0 (0.2.x) setting: it needs --batching vllm_v0")
+        setup.config = replace(setup.config, max_paddings=max_paddings)
+    return setup
+
+
+def headline_errors(c: Comparison) -> dict[str, float | None]:
+    """Mean and p90 TTFT/TPOT and mean E2E errors of a comparison, flat (what tables and the profile quote)."""
+    out = {}
+    for metric, key in (("TTFT mean", "ttft_mean"), ("TTFT p90", "ttft_p90"), ("TPOT mean", "tpot_mean"),
+                        ("TPOT p90", "tpot_p90"), ("E2E mean", "e2e_mean"), ("throughput", "throughput")):
+        try:
+            out[f"{key}_rel_error"] = c.row(metric).rel_error
+        except KeyError:
+            out[f"{key}_rel_error"] = None
+    return out
+
+
+def _errors(run: MeasuredRun, cfg: EngineConfig, cost) -> Comparison:
+    return compare_runs(run.label, run.measured, replay(run, cfg, cost).records)
+
+
+def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overlap: bool = False,
+                   leave_one_out: bool = True, fit_frontend: bool = False) -> dict[str, Any]:
+    """Fit on every run, report each run's errors, and (with several runs and ``leave_one_out``) each run's errors
+    under a model fitted on the others. ``start`` is the step-cost model the fit starts from (its linear projection)."""
+    guess = initial_guess(runs, start, overlap)
+    fit = fit_step_cost(runs, guess, fit_frontend=fit_frontend)
+    per_run = []
+    for run, cfg in runs:
+        c = _errors(run, cfg, fit.cost)
+        per_run.append({"label": run.label, "source": run.source, "num_requests": len(run.requests),
+                        **headline_errors(c), "comparison": c.to_dict()})
+    loo = []
+    if leave_one_out and len(runs) > 1:
+        for i, (run, cfg) in enumerate(runs):
+            rest = runs[:i] + runs[i + 1:]
+            f = fit_step_cost(rest, initial_guess(rest, start, overlap), fit_frontend=fit_frontend)
+            c = _errors(run, cfg, f.cost)
+            loo.append({"run": run.label, "fitted_on": [r.label for r, _ in rest], "step_cost": f.cost.coefficients(),
+                        **headline_errors(c)})
+    return {"fit": fit, "runs": per_run, "leave_one_out": loo, "start": getattr(start, "name", type(start).__name__),
+            "initial": guess}
+
+
+def calibrate_files(paths: list[str], args: SimRequestArgs, *, async_scheduling: bool = False,
+                    max_paddings: int | None = None, leave_one_out: bool = True,
+                    fit_frontend: bool = False) -> dict[str, Any]:
+    """The calibration profile (``kvledger.accounting.calibration_profile``'s layout) for measured runs in ``paths``.
+
+    Raises:
+        InputError / FormatError: unreadable or aggregate-only files, bad engine flags.
+    """
+    if not paths:
+        raise InputError("calibrate needs at least one measured run file")
+    measured = [load_measured(p) for p in paths]
+    setups = [engine_for(args, m, max_paddings) for m in measured]
+    runs = [(m, s.config) for m, s in zip(measured, setups)]
+    out = calibrate_runs(runs, setups[0].cost, overlap=async_scheduling, leave_one_out=leave_one_out,
+                         fit_frontend=fit_frontend)
+    return build_profile(out, args, setups[0], paths)
+
+
+def build_profile(out: dict[str, Any], args: SimRequestArgs, setup: SimSetup, paths: list[str]) -> dict[str, Any]:
+    """The profile dict from ``calibrate_runs``' result."""
+    fit = out["fit"]
+    cost: LinearStepCost = fit.cost
+    sc = cost.coefficients()
+    kv_bpt = None
+    if setup.plan is not None:
+        kv_bpt = getattr(getattr(setup.plan, "kv", None), "bytes_per_token", None)
+    units = {t[0]: t[1] for t in GPU_TERMS}
+    units["cpu_overhead_s"] = "s per step" + (" (overlaps GPU work)" if cost.overlap else " (added to each step)")
+    units["frontend_s"] = "s per request, outside the engine (added to TTFT and E2E by validate, not by simulate)"
+    sc_out = {**sc, "units": units, "terms": {t[0]: t[2] for t in GPU_TERMS}}
+    if kv_bpt:
+        sc_out["kv_bytes_per_token"] = kv_bpt
+        sc_out["decode_kv_byte_s"] = cost.decode_kv_token_s / kv_bpt
+    notes = []
+    if not cost.overlap:
+        notes.append("synchronous engine: the per-step CPU/serving overhead and the GPU's fixed time per step add up "
+                     "and cannot be told apart from latencies; both are in fixed_s (cpu_overhead_s = 0)")
+    return {
+        "kind": PROFILE_KIND, "version": 1, "model": setup.model_name, "gpu": setup.gpu_name, "tp": setup.tp,
+        "engine": setup.config.to_dict(), "engine_flags": {k: v for k, v in vars(args).items()
+                                                            if v is not None and k not in ("model", "gpu", "trace")},
+        "step_cost": sc_out,
+        "fit": {"method": "damped Gauss-Newton on log-ratio errors of run statistics, then a multiplicative pattern "
+                          "search, then Gauss-Newton again (kvledger.calibration.fit)",
+                "statistics": ["mean"] + [f"p{int(q * 100)}" for q in STAT_QUANTILES[1:]],
+                "metric_weights": dict(METRIC_WEIGHTS), "start_model": out["start"],
+                "initial": out["initial"].coefficients(), "objective_start": fit.objective_start,
+                "objective": fit.objective, "iterations": fit.iterations, "num_replays": fit.num_replays},
+        "runs": out["runs"], "leave_one_out": out["leave_one_out"], "data_files": list(paths), "notes": notes,
+    }
+
+
+def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None,
+                  max_paddings: int | None = None) -> dict[str, Any]:
+    """Replay the measured run in ``path`` with ``args``' engine and step cost and compare (``Comparison``'s rows)."""
+    run = load_measured(path)
+    setup = engine_for(args, run, max_paddings)
+    res = replay(run, setup.config, setup.cost)
+    c = compare_runs(run.label, run.measured, res.records, slo)
+    return {"run": run.label, "source": run.source, "num_requests": len(run.requests), "model": setup.model_name,
+            "gpu": setup.gpu_name, "tp": setup.tp, "step_cost": setup.cost_info, "engine": setup.config.to_dict(),
+            "comparison": c.to_dict(), **headline_errors(c), "notes": setup.notes + c.notes}

@@ -1,0 +1,95 @@
+"""Predicted against measured for one replayed run: TTFT, ITL, TPOT, E2E (mean, p50, p90, p99), throughput and goodput, each with its error.
+
+Error = predicted/measured − 1 (``rel_error``; None where the measured value is 0 or absent).
+Both sides are summarised by the same code (``kvledger.dynamics.metrics.summarize_records``
+and ``kvledger.ledgers.goodput.goodput``), so a definition can never differ between them. A
+measured file without per-token times has no ITL distribution; the row says so rather than
+comparing against nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.dynamics.metrics import summarize_records
+from kvledger.ledgers.slo import SLO
+from kvledger.records import RunRecords
+
+__all__ = ["MetricRow", "Comparison", "compare_runs", "LATENCY_METRICS", "STATS"]
+
+LATENCY_METRICS = (("ttft_s", "TTFT"), ("itl_s", "ITL"), ("tpot_s", "TPOT"), ("e2e_s", "E2E"))
+STATS = ("mean", "p50", "p90", "p99")
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One compared figure: name, unit, measured, predicted, predicted/measured − 1."""
+
+    metric: str
+    unit: str
+    measured: float | None
+    predicted: float | None
+    rel_error: float | None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "unit": self.unit, "measured": self.measured, "predicted": self.predicted,
+                "rel_error": self.rel_error, "note": self.note}
+
+
+@dataclass
+class Comparison:
+    """Every compared figure of one run, and what was compared."""
+
+    label: str
+    rows: list[MetricRow]
+    num_measured: int
+    num_predicted: int
+    slo: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def row(self, metric: str) -> MetricRow:
+        """The row named ``metric`` (e.g. "TTFT mean")."""
+        for r in self.rows:
+            if r.metric == metric:
+                return r
+        raise KeyError(metric)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.label, "num_measured": self.num_measured, "num_predicted": self.num_predicted,
+                "slo": self.slo, "rows": [r.to_dict() for r in self.rows], "notes": list(self.notes)}
+
+
+def _err(pred: float | None, meas: float | None) -> float | None:
+    if pred is None or meas is None or meas == 0:
+        return None
+    return pred / meas - 1.0
+
+
+def compare_runs(label: str, measured: RunRecords, predicted: RunRecords, slo: SLO | None = None) -> Comparison:
+    """Rows for the four latency metrics' mean/p50/p90/p99 (s), request and output-token throughput, and goodput under ``slo``."""
+    m, p = summarize_records(measured), summarize_records(predicted)
+    rows: list[MetricRow] = []
+    notes: list[str] = []
+    for key, name in LATENCY_METRICS:
+        ms, ps = m[key], p[key]
+        if ms.count == 0:
+            if key == "itl_s":
+                notes.append("ITL: the measured file has no per-token times, so ITL is not compared (TPOT is)")
+            continue
+        for stat in STATS:
+            a, b = getattr(ms, stat), getattr(ps, stat)
+            rows.append(MetricRow(f"{name} {stat}", "s", a, b, _err(b, a)))
+    for key, name, unit in (("throughput_req_per_s", "throughput", "req/s"),
+                            ("throughput_tok_per_s", "output throughput", "tokens/s")):
+        rows.append(MetricRow(name, unit, m[key], p[key], _err(p[key], m[key]),
+                              "finished requests / (last finish − first arrival)"))
+    if slo is not None:
+        from kvledger.ledgers.goodput import goodput
+
+        gm, gp = goodput(measured, slo), goodput(predicted, slo)
+        rows.append(MetricRow("goodput", "req/s", gm.goodput_req_per_s, gp.goodput_req_per_s,
+                              _err(gp.goodput_req_per_s, gm.goodput_req_per_s), f"requests meeting {slo.describe()}"))
+        rows.append(MetricRow("SLO attainment", "fraction", gm.attainment, gp.attainment, _err(gp.attainment, gm.attainment)))
+    return Comparison(label, rows, m["num_finished"], p["num_finished"], slo.to_dict() if slo else None, notes)

@@ -1,0 +1,297 @@
+"""Fitting ``LinearStepCost`` to measured runs: damped Gauss–Newton on statistics of TTFT, TPOT and E2E, with a Jacobian read off the replay's steps, and a pattern search.
+
+A simulated time is a sum of step durations, each linear in the coefficients. The fit's
+linearisation holds the schedule from the request's arrival on: a request arriving during step
+a whose first token ends step k has ∂TTFT/∂θ = f·x(a) + Σ_{s=a+1..k} x(s) (x: the step's
+features, f: the part of step a still to run at the arrival; steps before the arrival are left
+out, since the request would join the next step boundary wherever it fell), and its TPOT has
+∂/∂θ = Σ_{s=k1+1..kn} x(s)/(n − 1). The objective compares run statistics — the mean, p50 and
+p90 of TTFT, TPOT and E2E — as w_m·log(simulated/measured), so runs of any scale weigh the same;
+a percentile's gradient is that of the request at it. Each iteration replays every run once
+step by step (``replay_recorded``), solves the damped linear least-squares problem for the
+step under θ ≥ 0 (coefficients pinned at 0 leave the problem), and accepts the step only if
+the *replayed* objective falls (Levenberg–Marquardt damping otherwise). Deterministic: no
+random starts, no wall clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
+from kvledger.accounting.stepcost import StepCostModel
+from kvledger.calibration.replay import MeasuredRun, StepTable, replay, replay_recorded
+from kvledger.dynamics.engine import EngineConfig, SimResult
+from kvledger.errors import InputError
+
+__all__ = ["FitResult", "fit_step_cost", "initial_guess", "objective", "METRIC_WEIGHTS"]
+
+#: weight of each metric's squared relative error in the objective
+METRIC_WEIGHTS = {"ttft": 1.0, "tpot": 1.0, "e2e": 0.5}
+#: the statistics of each metric compared: mean, then these quantiles (p50, p90)
+STAT_QUANTILES = (None, 0.5, 0.9)
+#: multiplicative steps of the pattern search, coarse to fine
+PATTERN_FACTORS = (2.0, 1.41, 1.19, 1.09)
+_NAMES = [t[0] for t in GPU_TERMS] + ["cpu_overhead_s"]
+
+
+@dataclass
+class FitResult:
+    """A fit: the model, the objective's value at the start and end, and the iterations it took."""
+
+    cost: LinearStepCost
+    objective_start: float
+    objective: float
+    iterations: int
+    num_replays: int
+    history: list[float] = field(default_factory=list)
+
+
+def _target(run: MeasuredRun) -> dict[str, list[float | None]]:
+    """The measured statistics the fit matches: metric → [mean, p50, p90] (``STAT_QUANTILES``), s."""
+    if run.target_stats is not None:
+        return {m: [run.target_stats.get(m, {}).get(k) for k in ("mean", "p50", "p90")] for m in ("ttft", "tpot", "e2e")}
+    recs = [r for r in run.measured.records if r.ok and r.first_token_s is not None]
+    out = {}
+    for m, vals in (("ttft", [r.ttft_s for r in recs]), ("tpot", [r.tpot_s for r in recs if r.num_output_tokens > 1]),
+                    ("e2e", [r.e2e_s for r in recs])):
+        out[m] = [v for v, _ in _stat_rows(np.array(vals), None)] if vals else [None, None, None]
+    return out
+
+
+def _stat_rows(values: np.ndarray, grads: np.ndarray | None) -> list[tuple[float, np.ndarray | None]]:
+    """(value, gradient) of the mean, p50 and p90 of ``values``; a percentile's gradient is that of the request at it."""
+    out = [(float(values.mean()), None if grads is None else grads.mean(axis=0))]
+    order = np.argsort(values, kind="stable")
+    for q in STAT_QUANTILES[1:]:
+        h = q * (len(values) - 1)
+        lo = int(h)
+        hi = min(lo + 1, len(values) - 1)
+        f = h - lo
+        v = (1 - f) * values[order[lo]] + f * values[order[hi]]
+        g = None if grads is None else (1 - f) * grads[order[lo]] + f * grads[order[hi]]
+        out.append((float(v), g))
+    return out
+
+
+def _residuals(run: MeasuredRun, res: SimResult, table: StepTable | None, names: list[str],
+               cost: LinearStepCost, add_s: float = 0.0) -> tuple[np.ndarray, np.ndarray | None]:
+    """Weighted log-ratio residuals of one run's statistics (and their Jacobian rows over ``names`` when the step
+    table is given); ``add_s`` is added to each TTFT and E2E (the frontend latency of engine-side records)."""
+    n_params = len(names)
+    target = _target(run)
+    sims = [r for r in res.records.records if r.ok and r.first_token_s is not None]
+    if not sims:
+        return np.zeros(0), (np.zeros((0, n_params)) if table is not None else None)
+    s = np.array([(r.ttft_s + add_s, r.tpot_s, r.e2e_s + add_s) for r in sims])
+    nout = np.array([r.num_output_tokens for r in sims])
+    multi = nout > 1
+    grads: list[np.ndarray | None] = [None, None, None]
+    if table is not None:
+        n_step = n_params - ("frontend_s" in names)
+        g = _step_gradients(table, cost, n_step)
+        cum = np.cumsum(g, axis=0)
+        arrival = np.array([r.arrival_s for r in sims])
+        ka = np.minimum(np.searchsorted(table.end_s, arrival, side="right"), len(table.end_s) - 1)
+        dur = table.end_s[ka] - table.start_s[ka]
+        frac = np.where(table.start_s[ka] < arrival, (table.end_s[ka] - arrival) / np.where(dur > 0, dur, 1.0), 1.0)
+        k1 = _step_index(table.end_s, np.array([r.first_token_s for r in sims]))
+        kn = _step_index(table.end_s, np.array([r.finish_s for r in sims]))
+        from_arrival = (cum[ka] - g[ka] * frac[:, None])  # Σ of gradients before the arrival, the running step's part
+        grads = [cum[k1] - from_arrival, (cum[kn] - cum[k1]) / np.maximum(nout - 1, 1)[:, None], cum[kn] - from_arrival]
+        if n_step < n_params:  # ∂/∂frontend_s: 1 for TTFT and E2E, 0 for TPOT
+            ones, zeros = np.ones((len(sims), 1)), np.zeros((len(sims), 1))
+            grads = [np.hstack([grads[0], ones]), np.hstack([grads[1], zeros]), np.hstack([grads[2], ones])]
+    rows, jac = [], []
+    for j, metric in enumerate(("ttft", "tpot", "e2e")):
+        keep = multi if metric == "tpot" else np.ones(len(sims), dtype=bool)
+        if not keep.any():
+            continue
+        w = np.sqrt(METRIC_WEIGHTS[metric])
+        gj = None if grads[j] is None else grads[j][keep]
+        for (sv, sg), mv in zip(_stat_rows(s[keep, j], gj), target[metric]):
+            if mv is None or sv <= 0 or mv <= 0:
+                continue
+            rows.append(w * np.log(sv / mv))
+            if sg is not None:
+                jac.append(w * sg / sv)
+    return np.array(rows), (np.array(jac).reshape(len(rows), n_params) if table is not None else None)
+
+
+def _step_index(end_s: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Index of the step that ended at each time in ``t`` (token times are step end times)."""
+    i = np.searchsorted(end_s, t - 1e-9 * np.maximum(1.0, np.abs(t)))
+    return np.minimum(i, len(end_s) - 1)
+
+
+def _step_gradients(table: StepTable, cost: LinearStepCost, n_params: int) -> np.ndarray:
+    """∂ duration/∂θ for every step: the features (synchronous) or, with overlap, the features where the GPU time wins and the CPU term elsewhere."""
+    x = table.features
+    if n_params == 5:
+        return x
+    gpu = x @ cost.gpu_coefficients
+    cpu_wins = (gpu < cost.cpu_overhead_s) & (x[:, 0] > 0)
+    g = np.zeros((len(x), 6))
+    g[~cpu_wins, :5] = x[~cpu_wins]
+    g[cpu_wins, 5] = 1.0
+    return g
+
+
+def _names(cost: LinearStepCost, fit_frontend: bool) -> list[str]:
+    """The fitted coefficients: the GPU terms, the CPU overhead when it overlaps, the frontend latency when asked."""
+    return _NAMES[:5] + (["cpu_overhead_s"] if cost.overlap else []) + (["frontend_s"] if fit_frontend else [])
+
+
+def _theta(cost: LinearStepCost, names: list[str]) -> np.ndarray:
+    return np.array([getattr(cost, k) for k in names], dtype=np.float64)
+
+
+def _with(cost: LinearStepCost, names: list[str], theta: np.ndarray) -> LinearStepCost:
+    return replace(cost, **{k: float(v) for k, v in zip(names, theta)})
+
+
+def objective(runs: list[tuple[MeasuredRun, EngineConfig]], cost: StepCostModel) -> float:
+    """The fit's objective for any step-cost model (module docstring)."""
+    total = 0.0
+    for run, cfg in runs:
+        r, _ = _residuals(run, replay(run, cfg, cost), None, _NAMES[:5], cost)
+        total += float(r @ r)
+    return total
+
+
+def initial_guess(runs: list[tuple[MeasuredRun, EngineConfig]], start: StepCostModel, overlap: bool) -> LinearStepCost:
+    """The linear model closest (least squares over every replayed step, θ ≥ 0) to ``start``'s step times on these workloads."""
+    feats, durs = [], []
+    for run, cfg in runs:
+        _, table = replay_recorded(run, cfg, start)
+        feats.append(table.features)
+        durs.append(table.end_s - table.start_s)
+    x, y = np.vstack(feats), np.concatenate(durs)
+    scale = np.linalg.norm(x, axis=0)
+    scale[scale == 0] = 1.0
+    theta = _nnls(x / scale, y) / scale
+    cpu = 0.0
+    if overlap:  # start the overlapped CPU term at half the shortest step: it then has a say in the fastest steps
+        cpu = 0.5 * float(y[y > 0].min()) if (y > 0).any() else 0.0
+    return LinearStepCost(*theta, cpu_overhead_s=cpu, overlap=overlap, name="fitted")
+
+
+def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """min ‖a·x − b‖ subject to x ≥ 0 by removing negative coefficients one at a time (small problems only)."""
+    free = np.ones(a.shape[1], dtype=bool)
+    x = np.zeros(a.shape[1])
+    while free.any():
+        sol = np.linalg.lstsq(a[:, free], b, rcond=None)[0]
+        if (sol >= 0).all():
+            x[:] = 0.0
+            x[free] = sol
+            return x
+        idx = np.flatnonzero(free)[np.argmin(sol)]
+        free[idx] = False
+    return x
+
+
+def _damped_step(jac: np.ndarray, r: np.ndarray, theta: np.ndarray, lam: float) -> np.ndarray:
+    """θ' minimising ‖r + J(θ'−θ)‖² + λ‖D(θ'−θ)‖² under θ' ≥ 0 (D: column norms of J)."""
+    d = np.linalg.norm(jac, axis=0)
+    free = d > 0
+    r = r.copy()
+    new = theta.copy()
+    while free.any():
+        a = np.vstack([jac[:, free] / d[free], np.sqrt(lam) * np.eye(int(free.sum()))])
+        z = np.linalg.lstsq(a, np.concatenate([-r, np.zeros(int(free.sum()))]), rcond=None)[0]
+        cand = theta[free] + z / d[free]
+        if (cand >= 0).all():
+            new[free] = cand
+            return new
+        idx = np.flatnonzero(free)[np.argmin(cand)]  # pin the most negative at 0 and solve again
+        r = r - jac[:, idx] * theta[idx]
+        new[idx] = 0.0
+        free[idx] = False
+    return new
+
+
+def _gauss_newton(runs, cost: LinearStepCost, f: float, names: list[str], max_iterations: int, tol: float,
+                  count: list[int], history: list[float]) -> tuple[LinearStepCost, float, int]:
+    """Damped Gauss–Newton from ``cost`` (objective ``f``); returns the best model, its objective and the iterations."""
+    lam, it = 1e-3, 0
+    for it in range(1, max_iterations + 1):
+        rs, js = [], []
+        for run, cfg in runs:
+            res, table = replay_recorded(run, cfg, cost)
+            r, j = _residuals(run, res, table, names, cost, cost.frontend_s)
+            rs.append(r)
+            js.append(j)
+        count[0] += len(runs)
+        r, jac = np.concatenate(rs), np.vstack(js)
+        if not len(r):
+            raise InputError("no measured request finished in the replay; check the engine settings (max_model_len)")
+        theta = _theta(cost, names)
+        improved = False
+        for _ in range(6):
+            cand = _with(cost, names, _damped_step(jac, r, theta, lam))
+            fc = objective(runs, cand)
+            count[0] += len(runs)
+            if fc < f:
+                improved, lam = True, max(lam / 3.0, 1e-7)
+                break
+            lam *= 8.0
+        if not improved:
+            break
+        gain = (f - fc) / f if f > 0 else 0.0
+        cost, f = cand, fc
+        history.append(f)
+        if gain < tol:
+            break
+    return cost, f, it
+
+
+def _pattern_search(runs, cost: LinearStepCost, f: float, names: list[str], count: list[int],
+                    history: list[float]) -> tuple[LinearStepCost, float]:
+    """Multiply one coefficient at a time by a factor and its inverse, keeping what lowers the objective; factors
+    ``PATTERN_FACTORS`` in turn. Finds the valleys a queueing knee hides from the Jacobian (it is exact only while
+    the schedule holds)."""
+    for factor in PATTERN_FACTORS:
+        for _ in range(2):
+            moved = False
+            for k in range(len(names)):
+                theta = _theta(cost, names)
+                if theta[k] == 0:
+                    continue
+                for mult in (factor, 1.0 / factor):
+                    t = theta.copy()
+                    t[k] *= mult
+                    cand = _with(cost, names, t)
+                    fc = objective(runs, cand)
+                    count[0] += len(runs)
+                    if fc < f:
+                        cost, f, moved = cand, fc, True
+                        history.append(f)
+                        break
+            if not moved:
+                break
+    return cost, f
+
+
+def fit_step_cost(runs: list[tuple[MeasuredRun, EngineConfig]], start: LinearStepCost, *, max_iterations: int = 10,
+                  tol: float = 1e-3, fit_frontend: bool = False) -> FitResult:
+    """Fit ``start``'s coefficients to the runs (module docstring); ``start.overlap`` picks the CPU-overhead form;
+    ``fit_frontend`` also fits the per-request latency outside the engine (``LinearStepCost.frontend_s``).
+
+    Gauss–Newton, then a multiplicative pattern search, then Gauss–Newton again.
+
+    Raises:
+        InputError: no run, or no request of any run finished in the replay.
+    """
+    if not runs:
+        raise InputError("calibration needs at least one measured run")
+    n = _names(start, fit_frontend)
+    count = [len(runs)]
+    f0 = objective(runs, start)
+    history = [f0]
+    cost, f, it1 = _gauss_newton(runs, start, f0, n, max_iterations, tol, count, history)
+    cost, f = _pattern_search(runs, cost, f, n, count, history)
+    cost, f, it2 = _gauss_newton(runs, cost, f, n, max_iterations, tol, count, history)
+    return FitResult(cost, f0, f, it1 + it2, count[0], history)

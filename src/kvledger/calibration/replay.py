@@ -1,0 +1,176 @@
+"""Measured runs as replayable workloads, and their replay through the simulator with every step's shape kept (what the fit needs).
+
+A measured run is replayable when it has, per request, an arrival time, prompt and output
+lengths, and the measured first-token and finish times. ``load_measured`` reads one from any
+file the benchmark readers know (``kvledger.evidence.read``), LLMServingSim's bench
+``requests.jsonl`` (``kvledger.evidence.llmservingsim``), or DistServe's bundled vLLM runs
+(``distserve:vllm-100-1`` or an ``.exp`` path; ``kvledger.dynamics.distserve_runs``). Files
+with only aggregates are refused with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kvledger.accounting.fitted_cost import step_features
+from kvledger.accounting.stepcost import StepCostModel, StepShape
+from kvledger.dynamics.engine import EngineConfig, SimResult, simulate
+from kvledger.dynamics.workload import RequestSpec
+from kvledger.errors import FormatError, InputError
+from kvledger.records import RunRecords
+
+__all__ = ["MeasuredRun", "load_measured", "measured_from_records", "StepTable", "replay", "replay_recorded"]
+
+DISTSERVE_PREFIX = "distserve:"
+
+
+@dataclass
+class MeasuredRun:
+    """One measured run ready to replay: its workload and its measured outcome, request by request.
+
+    Attributes:
+        label: how tables name it (file stem or bundled name).
+        source: the file (or bundled name) it came from.
+        requests: the workload (arrival times from 0, lengths), in arrival order.
+        measured: the measured records, ``requests[i]`` ↔ ``measured.records[i]``.
+        engine_hints: launch settings the source states (vLLM names), for the user's information.
+        target_stats: for a run known only by aggregates (a benchmark stage): metric ("ttft", "tpot", "e2e") →
+            {"mean", "p50", "p90", "p99"} in s; ``requests`` is then a synthetic workload like the stage's and
+            ``measured`` holds no record.
+        concurrency: when the client capped the requests in flight (a closed loop), that cap; None for open loop.
+    """
+
+    label: str
+    source: str
+    requests: list[RequestSpec]
+    measured: RunRecords
+    engine_hints: dict = field(default_factory=dict)
+    target_stats: dict | None = None
+    concurrency: int | None = None
+
+
+def measured_from_records(run: RunRecords, label: str) -> MeasuredRun:
+    """A replayable run from per-request records (only requests that finished; arrivals shifted to start at 0).
+
+    Raises:
+        InputError: no finished request with a first-token time.
+    """
+    ok = [r for r in run.records if r.ok and r.first_token_s is not None and r.finish_s is not None
+          and r.num_prompt_tokens >= 1 and r.num_output_tokens >= 1]
+    if not ok:
+        raise InputError(f"{label}: no finished request with arrival, first-token and finish times; cannot replay it")
+    ok.sort(key=lambda r: r.arrival_s)
+    t0 = ok[0].arrival_s
+    from kvledger.records import RequestRecord
+
+    recs = [RequestRecord(r.request_id, r.arrival_s - t0, r.num_prompt_tokens, r.num_output_tokens,
+                          first_token_s=r.first_token_s - t0, finish_s=r.finish_s - t0,
+                          chunk_times_s=None if r.chunk_times_s is None else r.chunk_times_s - t0) for r in ok]
+    specs = [RequestSpec(r.request_id, r.arrival_s, r.num_prompt_tokens, r.num_output_tokens) for r in recs]
+    meta = run.metadata
+    return MeasuredRun(label, meta.source, specs, RunRecords(recs, meta),
+                       dict(meta.extra.get("engine_kwargs") or {}))
+
+
+def load_measured(path: str) -> MeasuredRun:
+    """The replayable run in ``path`` (module docstring for what is read).
+
+    Raises:
+        FormatError / InputError: unreadable file, several runs in one file, or aggregates only (with why that cannot be replayed).
+    """
+    if path.startswith(DISTSERVE_PREFIX) or path.endswith(".exp"):
+        from kvledger.dynamics.distserve_runs import DISTSERVE_VLLM_SETTINGS, load_distserve_run
+
+        d = load_distserve_run(path[len(DISTSERVE_PREFIX):] if path.startswith(DISTSERVE_PREFIX) else path)
+        return MeasuredRun(d.name, path, list(d.requests), d.measured, dict(DISTSERVE_VLLM_SETTINGS))
+    from kvledger.evidence.llmservingsim import looks_like_llmservingsim, read_llmservingsim
+
+    p = Path(path)
+    if looks_like_llmservingsim(p):
+        run = read_llmservingsim(p)
+        return measured_from_records(run, _label(p))
+    if not p.exists():
+        raise InputError(f"{path}: no such file (give a benchmark file with per-request times, an LLMServingSim "
+                         "requests.jsonl, or a bundled DistServe run such as distserve:vllm-100-1)")
+    from kvledger.evidence.read import read_runs
+
+    runs = read_runs(p)
+    per_request = [r for r in runs if isinstance(r, RunRecords)]
+    if not per_request:
+        raise FormatError(path, "holds only aggregate statistics (percentiles or means per run), no per-request "
+                                "arrival and token times, so it cannot be replayed request by request; calibrate on a "
+                                "per-request file, or compare stage aggregates with benchmarks/validate_all.py's sweep")
+    if len(runs) > 1:
+        raise FormatError(path, f"holds {len(runs)} runs; split it into one file per run to replay each")
+    return measured_from_records(per_request[0], _label(p))
+
+
+def _label(p: Path) -> str:
+    return p.parent.parent.name + "/" + p.parent.name if p.name == "requests.jsonl" else p.stem
+
+
+class _Recorder:
+    """A step-cost model that prices steps with ``inner`` and keeps each step's features and GPU/CPU split."""
+
+    def __init__(self, inner: StepCostModel) -> None:
+        self.inner, self.name = inner, getattr(inner, "name", "recorded")
+        self.features: list[tuple[float, ...]] = []
+
+    def step_time_s(self, shape: StepShape) -> float:
+        self.features.append(step_features(shape))
+        return self.inner.step_time_s(shape)
+
+    def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
+        raise RuntimeError("the recorder runs with fast_forward=False; decode stretches are not expected")
+
+
+@dataclass
+class StepTable:
+    """Every step of one replay: GPU-term features (``GPU_TERMS`` order), start and end times, s."""
+
+    features: np.ndarray  # (n_steps, 5)
+    start_s: np.ndarray
+    end_s: np.ndarray
+
+
+def _workload(run: MeasuredRun):
+    if run.concurrency is None:
+        return run.requests
+    from kvledger.dynamics.closed_loop import ClosedLoop
+
+    return ClosedLoop(run.requests, run.concurrency)
+
+
+def _client_view(res: SimResult, cost: StepCostModel) -> SimResult:
+    """The records as the client saw them: each arrival moved ``cost.frontend_s`` earlier (TTFT and E2E grow by it)."""
+    d = float(getattr(cost, "frontend_s", 0.0) or 0.0)
+    if d <= 0:
+        return res
+    from dataclasses import replace as dc_replace
+
+    recs = [dc_replace(r, arrival_s=r.arrival_s - d) for r in res.records.records]
+    res.records = RunRecords(recs, res.records.metadata)
+    return res
+
+
+def replay(run: MeasuredRun, config: EngineConfig, cost: StepCostModel) -> SimResult:
+    """Simulate the run's workload (fast path on); records as the client saw them (``frontend_s`` added)."""
+    return _client_view(simulate(_workload(run), config, cost), cost)
+
+
+def replay_recorded(run: MeasuredRun, config: EngineConfig, cost: StepCostModel) -> tuple[SimResult, StepTable]:
+    """Simulate step by step (no fast path: one priced step per step) and return the steps' features and times.
+
+    The records are engine-side (no ``frontend_s``)."""
+    rec = _Recorder(cost)
+    res = simulate(_workload(run), config, rec, record_steps=True, fast_forward=False)
+    rows = res.steps[0].rows
+    start = np.fromiter((r[1] for r in rows), np.float64, len(rows))
+    dur = np.fromiter((r[2] for r in rows), np.float64, len(rows))
+    feats = np.array(rec.features, dtype=np.float64).reshape(-1, 5)
+    if len(feats) != len(rows):
+        raise RuntimeError(f"recorded {len(feats)} priced steps for {len(rows)} logged steps")
+    return res, StepTable(feats, start, start + dur)

@@ -1,0 +1,49 @@
+"""``kvledger validate FILE --model M --gpu G [--step-cost …] [--slo …]``: replay a measured run and print predicted vs measured with the error of each figure."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from kvledger.cli.calib_opts import (Batching, BlockSize, ChunkedPrefill, CpuOverhead, EngineVersion, GpuMemUtil, Gpu,
+                                     KvCacheDtype, MaxModelLen, MaxNumBatchedTokens, MaxNumSeqs, MaxPaddings, Model,
+                                     NumGpuBlocksOverride, PrefixCaching, Tp, engine_args)
+
+__all__ = ["register"]
+
+
+def validate(
+    ctx: typer.Context,
+    file: str = typer.Argument(..., help="A measured run with per-request times (as for `kvledger calibrate`)."),
+    model: Model = ..., gpu: Gpu = ..., engine_version: EngineVersion = None, tp: Tp = 1,
+    max_model_len: MaxModelLen = None, gpu_memory_utilization: GpuMemUtil = None, kv_cache_dtype: KvCacheDtype = "auto",
+    block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
+    num_gpu_blocks_override: NumGpuBlocksOverride = None, prefix_caching: PrefixCaching = None,
+    chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
+    cpu_overhead: CpuOverhead = None,
+    step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a PROFILE.json from `kvledger calibrate`."),
+    slo: Optional[str] = typer.Option(None, "--slo", help="Also compare goodput under these SLOs, e.g. ttft=200ms,tpot=50ms."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+) -> None:
+    """Replay a measured run through the simulator: TTFT, ITL, TPOT, E2E (mean, p50, p90, p99), throughput and goodput, predicted vs measured."""
+    from kvledger.calibration.api import validate_file
+    from kvledger.ledgers.slo import parse_slo
+
+    args = engine_args(model, gpu, ctx.params, step_cost=step_cost)
+    result = validate_file(file, args, parse_slo(slo) if slo else None, max_paddings=max_paddings)
+    if as_json:
+        from kvledger.accounting.calibration_profile import dump_profile
+
+        typer.echo(dump_profile(result), nl=False)
+        return
+    from rich.console import Console
+
+    from kvledger.report.calibration_view import render_validation
+
+    render_validation(json.loads(json.dumps(result, default=str)), Console())
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate)

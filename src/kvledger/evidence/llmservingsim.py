@@ -1,0 +1,115 @@
+"""Reader for LLMServingSim's bench runs of vLLM (``bench/.../vllm/requests.jsonl`` + ``meta.json``): per-request records on the engine's clock.
+
+Layout (casys-kaist/LLMServingSim ``bench/core/runner.py``, which drives ``vllm.AsyncLLM`` in
+process and copies each request's ``RequestStateStats``): one JSON object per line with
+``request_id``, ``input_toks``, ``output_toks``, ``arrival_time`` (wall-clock epoch, s) and
+``queued_ts``, ``scheduled_ts``, ``first_token_ts``, ``last_token_ts`` (the engine's monotonic
+clock, s). The two clocks differ, so — as upstream ``bench/core/validate.py`` does — the
+request's arrival is its ``queued_ts``: TTFT = first_token_ts − queued_ts, E2E =
+last_token_ts − queued_ts, TPOT = (last − first)/(output − 1). Time 0 is the first
+``queued_ts``. ``meta.json`` beside the file (when present) gives the model, the vLLM version,
+the launch settings (``engine_kwargs``) and, in newer runs, the resolved KV cache (``kv_cache``)
+and GPU (``hardware``); they are kept in ``metadata.extra``. Output lengths were forced
+(``min_tokens = max_tokens``), so every request generated exactly ``output_toks`` tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from kvledger.errors import FormatError
+from kvledger.records import RequestRecord, RunMetadata, RunRecords
+
+__all__ = ["FORMAT", "looks_like_llmservingsim", "read_llmservingsim"]
+
+FORMAT = "llmservingsim-vllm"
+_KEYS = ("request_id", "input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
+
+
+def _requests_file(path: Path) -> Path:
+    """``requests.jsonl`` itself, or inside a run folder (``.../vllm/``) or its parent."""
+    if path.is_dir():
+        for cand in (path / "requests.jsonl", path / "vllm" / "requests.jsonl"):
+            if cand.is_file():
+                return cand
+        raise FormatError(str(path), "no requests.jsonl in this folder or its vllm/ sub-folder")
+    return path
+
+
+def looks_like_llmservingsim(path: str | Path) -> bool:
+    """True when the file (or folder) is an LLMServingSim bench ``requests.jsonl`` (first line has its keys)."""
+    try:
+        f = _requests_file(Path(path))
+        with open(f, encoding="utf-8") as fh:
+            first = json.loads(fh.readline())
+    except (OSError, ValueError, FormatError):
+        return False
+    return isinstance(first, dict) and all(k in first for k in _KEYS)
+
+
+def _number(path: str, obj: dict, key: str, line: int, integer: bool = False) -> float:
+    v = obj.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise FormatError(path, f"field {key!r} must be a finite number ≥ 0, got {v!r}", f"line {line}")
+    if integer and int(v) != v:
+        raise FormatError(path, f"field {key!r} must be a whole number of tokens, got {v!r}", f"line {line}")
+    return float(v)
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for i, text in enumerate(fh, 1):
+            if not text.strip():
+                continue
+            try:
+                obj = json.loads(text)
+            except ValueError as e:
+                raise FormatError(str(path), f"not JSON ({e.msg})", f"line {i}") from None
+            if not isinstance(obj, dict) or any(k not in obj for k in _KEYS):
+                missing = [k for k in _KEYS if not isinstance(obj, dict) or k not in obj]
+                raise FormatError(str(path), f"missing field(s) {', '.join(missing)} (LLMServingSim requests.jsonl)",
+                                  f"line {i}")
+            rows.append({"line": i, **obj})
+    if not rows:
+        raise FormatError(str(path), "no request in the file")
+    return rows
+
+
+def read_llmservingsim(path: str | Path) -> RunRecords:
+    """One run: a record per request (arrival order), times in s from the first ``queued_ts``.
+
+    Raises:
+        FormatError: a missing or negative field, a first token after the last, naming the line.
+    """
+    f = _requests_file(Path(path))
+    rows = _rows(f)
+    src = str(f)
+    t0 = min(_number(src, r, "queued_ts", r["line"]) for r in rows)
+    recs = []
+    for r in rows:
+        q, a, b = (_number(src, r, k, r["line"]) - t0 for k in ("queued_ts", "first_token_ts", "last_token_ts"))
+        if not q <= a <= b:
+            raise FormatError(src, f"times out of order: queued {q:.6f} s, first token {a:.6f} s, last {b:.6f} s",
+                              f"line {r['line']}")
+        recs.append(RequestRecord(str(r["request_id"]), q, int(_number(src, r, "input_toks", r["line"], True)),
+                                  int(_number(src, r, "output_toks", r["line"], True)), first_token_s=a, finish_s=b))
+    recs.sort(key=lambda x: x.arrival_s)
+    meta_path = f.parent / "meta.json"
+    meta: dict[str, Any] = {}
+    if meta_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except ValueError as e:
+            raise FormatError(str(meta_path), f"not JSON ({e.msg})") from None
+    hw = meta.get("hardware") or {}
+    extra = {k: meta[k] for k in ("vllm_version", "engine_kwargs", "kv_cache", "dataset_path", "started_at") if k in meta}
+    md = RunMetadata(source=src, source_format=FORMAT, model=meta.get("model"), hardware=hw.get("device_name"),
+                     num_gpus=hw.get("device_count"), time_origin="first request's queued_ts (engine monotonic clock)",
+                     definitions=["arrival = queued_ts (the engine's clock, as LLMServingSim's validate.py); TTFT = "
+                                  "first_token_ts − queued_ts; TPOT = (last − first)/(output − 1); no per-token times"],
+                     extra=extra)
+    return RunRecords(recs, md)

@@ -1,0 +1,91 @@
+"""Terminal rendering of ``kvledger calibrate``'s profile and ``kvledger validate``'s comparison (plain dicts in, rich tables out)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from kvledger.report.tables import LedgerTable as Table
+
+__all__ = ["render_profile", "render_validation", "fmt_value", "fmt_error"]
+
+
+def fmt_value(v: float | None, unit: str) -> str:
+    """A figure in its unit (latencies in ms below 10 s)."""
+    if v is None:
+        return "—"
+    if unit == "s":
+        return f"{v * 1e3:,.1f} ms" if abs(v) < 10 else f"{v:,.2f} s"
+    if unit == "fraction":
+        return f"{v:.1%}"
+    return f"{v:,.2f} {unit}"
+
+
+def fmt_error(e: float | None) -> str:
+    """predicted/measured − 1 as a signed percentage."""
+    return "—" if e is None else f"{e * 100:+.1f}%"
+
+
+def _coef_table(sc: dict[str, Any]) -> Table:
+    t = Table(title="fitted step cost (kvledger.calibration.fit)", title_justify="left")
+    t.add_column("term")
+    t.add_column("value", justify="right")
+    t.add_column("unit")
+    for k, unit in sc["units"].items():
+        t.add_row(k, f"{sc[k]:.4g}", unit)
+    if "decode_kv_byte_s" in sc:
+        t.add_row("decode_kv_byte_s", f"{sc['decode_kv_byte_s']:.4g}",
+                  f"s per KV byte read ({sc['kv_bytes_per_token']:,.0f} B per token)")
+    t.add_row("overlap", str(sc["overlap"]), "CPU overhead overlaps the GPU (async scheduling)")
+    return t
+
+
+def _error_table(title: str, rows: list[dict[str, Any]], key: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    t.add_column("run", no_wrap=True)
+    for c in ("TTFT mean", "TTFT p90", "TPOT mean", "TPOT p90", "E2E mean", "throughput"):
+        t.add_column(c, justify="right")
+    for r in rows:
+        t.add_row(escape(str(r[key])), *(fmt_error(r.get(f"{k}_rel_error")) for k in
+                                         ("ttft_mean", "ttft_p90", "tpot_mean", "tpot_p90", "e2e_mean", "throughput")))
+    return t
+
+
+def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
+    """The fitted coefficients, the fit's objective, each run's error and the leave-one-out errors."""
+    con.print(f"calibration of {escape(str(p['model']))} on {escape(str(p['gpu']))} at TP {p['tp']} from "
+              f"{len(p['runs'])} run(s); engine batching {p['engine']['batching']}, "
+              f"{p['engine']['num_gpu_blocks']:,} KV blocks")
+    con.print(_coef_table(p["step_cost"]))
+    f = p["fit"]
+    con.print(f"objective (Σ weighted log-ratio² of run statistics): {f['objective_start']:.4f} at the start "
+              f"({escape(f['start_model'])}'s linear form) → {f['objective']:.4f} after {f['iterations']} iterations, "
+              f"{f['num_replays']} replays")
+    con.print(_error_table("error of the fitted model on each run (predicted/measured − 1)", p["runs"], "label"))
+    if p["leave_one_out"]:
+        con.print(_error_table("leave-one-out: each run under a model fitted on the others", p["leave_one_out"], "run"))
+    for n in p.get("notes", []):
+        con.print(f"note: {escape(n)}")
+    if out is not None:
+        con.print(f"profile written to {escape(str(out))}: use it with --step-cost {escape(str(out))}")
+
+
+def render_validation(r: dict[str, Any], con: Console) -> None:
+    """Predicted vs measured, row by row, with the step cost's source."""
+    c = r["comparison"]
+    con.print(f"run {escape(r['run'])} ({escape(str(r['source']))}): {c['num_measured']:,} measured requests, "
+              f"{c['num_predicted']:,} finished in the replay; {escape(str(r['model']))} on {escape(str(r['gpu']))} "
+              f"at TP {r['tp']}")
+    sc = r["step_cost"]
+    con.print(f"step cost: {escape(str(sc.get('name')))} — {escape(str(sc.get('source', '')))}")
+    t = Table(title="predicted vs measured (error = predicted/measured − 1)", title_justify="left")
+    for col, just in (("metric", "left"), ("measured", "right"), ("predicted", "right"), ("error", "right")):
+        t.add_column(col, justify=just)
+    for row in c["rows"]:
+        t.add_row(row["metric"], fmt_value(row["measured"], row["unit"]), fmt_value(row["predicted"], row["unit"]),
+                  fmt_error(row["rel_error"]))
+    con.print(t)
+    for n in r.get("notes", []):
+        con.print(f"note: {escape(n)}")

@@ -1,0 +1,68 @@
+"""The fit: its Jacobian against the hand derivative on a one-request replay, and recovery of a known step cost from runs it generated."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvledger.accounting.fitted_cost import LinearStepCost
+from kvledger.calibration.compare import compare_runs
+from kvledger.calibration.fit import _NAMES, _residuals, fit_step_cost, initial_guess, objective
+from kvledger.calibration.replay import MeasuredRun, replay, replay_recorded
+from kvledger.dynamics.engine import EngineConfig
+from kvledger.dynamics.workload import RequestSpec
+from kvledger.records import RunRecords, RunMetadata
+
+TRUTH = LinearStepCost(fixed_s=0.008, prefill_token_s=6e-5, prefill_pair_s=2e-9, decode_seq_s=3e-4, decode_kv_token_s=4e-7)
+CFG = EngineConfig(num_gpu_blocks=400, block_size=16, max_model_len=4096, max_num_batched_tokens=2048, max_num_seqs=64,
+                   enable_prefix_caching=False)
+
+
+def _run(label: str, requests: list[RequestSpec], cost) -> MeasuredRun:
+    """A 'measured' run made by the simulator itself with ``cost``: the fit must find ``cost`` back."""
+    res = replay(MeasuredRun(label, label, requests, RunRecords([], RunMetadata("x", "x"))), CFG, cost)
+    return MeasuredRun(label, label, requests, res.records)
+
+
+def _workload(rate: float, n: int, seed: int) -> list[RequestSpec]:
+    rng = np.random.default_rng(seed)
+    gaps = rng.exponential(1.0 / rate, n)
+    t = np.cumsum(gaps) - gaps[0]
+    return [RequestSpec(f"r{i}", float(t[i]), int(rng.integers(50, 1200)), int(rng.integers(5, 200))) for i in range(n)]
+
+
+def test_jacobian_of_one_request_by_hand():
+    # one request, prompt 100, 3 output tokens, alone: step 1 = prefill of 100 tokens (features 1, 100, 5,050, 0, 0)
+    # gives the first token; steps 2 and 3 decode with 101 and 102 KV tokens (1, 0, 0, 1, 101) and (1, 0, 0, 1, 102).
+    # TTFT = θ·x1, TPOT = (θ·x2 + θ·x3)/2, E2E = θ·(x1 + x2 + x3); each statistic (mean, p50, p90) of one value is
+    # that value, and the residual is w·log(sim/measured), so ∂/∂θ = w·∂value/value.
+    req = [RequestSpec("a", 0.0, 100, 3)]
+    run = _run("one", req, TRUTH)
+    res, table = replay_recorded(run, CFG, TRUTH)
+    r, jac = _residuals(run, res, table, _NAMES[:5], TRUTH)
+    assert np.allclose(r, 0.0)
+    x1, x2, x3 = np.array([1, 100, 5050, 0, 0.]), np.array([1, 0, 0, 1, 101.]), np.array([1, 0, 0, 1, 102.])
+    ttft, tpot, e2e = TRUTH.gpu_coefficients @ x1, TRUTH.gpu_coefficients @ (x2 + x3) / 2, TRUTH.gpu_coefficients @ (x1 + x2 + x3)
+    expect = [x1 / ttft] * 3 + [((x2 + x3) / 2) / tpot] * 3 + [np.sqrt(0.5) * (x1 + x2 + x3) / e2e] * 3
+    assert np.allclose(jac, np.array(expect), rtol=1e-12)
+
+
+def test_fit_recovers_the_generating_model():
+    runs = [(_run(f"r{rate}", _workload(rate, 60, seed), TRUTH), CFG) for seed, rate in enumerate((2.0, 6.0))]
+    start = LinearStepCost(0.004, 1.2e-4, 0.0, 1.5e-4, 8e-7)  # every term off by 2× (the pair term absent)
+    assert objective(runs, start) > 0.1
+    fit = fit_step_cost(runs, start)
+    assert fit.objective < 1e-2 * fit.objective_start
+    for run, cfg in runs:  # the fitted model reproduces the generating one's means within 2%
+        c = compare_runs(run.label, run.measured, replay(run, cfg, fit.cost).records)
+        for m in ("TTFT mean", "TPOT mean", "E2E mean"):
+            assert abs(c.row(m).rel_error) < 0.02, (m, c.row(m))
+    again = fit_step_cost(runs, start)  # deterministic
+    assert again.cost == fit.cost and again.history == fit.history
+
+
+def test_initial_guess_is_the_projection_of_a_linear_model():
+    # when the start model is itself linear, its least-squares projection on the replayed steps is exact
+    runs = [(_run("r", _workload(4.0, 40, 3), TRUTH), CFG)]
+    g = initial_guess(runs, TRUTH, overlap=False)
+    assert np.allclose(g.gpu_coefficients, TRUTH.gpu_coefficients, rtol=1e-6, atol=1e-12)

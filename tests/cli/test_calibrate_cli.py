@@ -1,0 +1,89 @@
+"""``kvledger calibrate`` then ``validate --step-cost PROFILE`` and ``simulate --step-cost PROFILE``: the profile reproduces its own numbers; errors exit cleanly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+from kvledger.errors import FormatError, InputError, KvLedgerError
+
+runner = CliRunner()
+# DistServe's vLLM launch (dynamics/distserve_runs.py: DISTSERVE_VLLM_SETTINGS) in kvledger's flags
+DISTSERVE = ["--model", "facebook/opt-13b", "--gpu", "A100-80GB", "--engine-version", "0.5.0",
+             "--gpu-memory-utilization", "0.95", "--max-num-batched-tokens", "16384", "--max-num-seqs", "1024",
+             "--max-model-len", "2048", "--batching", "vllm_v0", "--max-paddings", "256",
+             "--no-enable-chunked-prefill", "--no-enable-prefix-caching"]
+
+
+def _ok(args: list[str]) -> str:
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, (res.output, res.exception)
+    return res.output
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("cal") / "opt13b.json"
+    _ok(["calibrate", "distserve:vllm-100-1", *DISTSERVE, "--start", "calibrated", "--out", str(out), "--json"])
+    return out
+
+
+def test_profile_layout_and_fit(profile):
+    p = json.loads(profile.read_text())
+    assert p["kind"] == "kvledger-calibration-profile" and p["model"] == "facebook/opt-13b" and p["tp"] == 1
+    assert p["engine"]["batching"] == "vllm_v0" and p["engine"]["max_paddings"] == 256
+    # the KV pool benchmarks/validate_distserve.py uses: the memory plan under DistServe's vLLM settings
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.models import load_model
+
+    s = make_settings(engine_version="0.5.0", gpu_memory_utilization=0.95, max_num_batched_tokens=16384, max_num_seqs=1024,
+                      block_size=16, max_model_len=2048)
+    blocks = build_plan(load_model("facebook/opt-13b"), get_gpu("A100-80GB"), s, with_roofline=False, with_advice=False).memory.num_gpu_blocks
+    assert p["engine"]["num_gpu_blocks"] == blocks and 3_900 < blocks < 4_134  # DistServe's own estimate: 4,134
+    assert p["fit"]["objective"] <= p["fit"]["objective_start"]
+    assert p["data_files"] == ["distserve:vllm-100-1"] and p["leave_one_out"] == []
+    sc = p["step_cost"]  # OPT-13B fp16 KV: 2 × 40 layers × 40 heads × 128 × 2 B = 819,200 B per token
+    assert sc["kv_bytes_per_token"] == 819200
+    assert sc["decode_kv_byte_s"] == pytest.approx(sc["decode_kv_token_s"] / 819200)
+
+
+def test_validate_with_the_profile_reproduces_the_profile_errors(profile):
+    p = json.loads(profile.read_text())
+    out = json.loads(_ok(["validate", "distserve:vllm-100-1", *DISTSERVE, "--step-cost", str(profile),
+                          "--slo", "ttft=300ms,tpot=60ms", "--json"]))
+    assert out["ttft_mean_rel_error"] == p["runs"][0]["ttft_mean_rel_error"]
+    assert out["tpot_mean_rel_error"] == p["runs"][0]["tpot_mean_rel_error"]
+    metrics = [r["metric"] for r in out["comparison"]["rows"]]
+    assert "TTFT p99" in metrics and "goodput" in metrics and "ITL mean" not in metrics  # no per-token times
+    # measured mean TTFT of vllm-100-1 is 161 ms (README's validation table)
+    assert out["comparison"]["rows"][0]["measured"] == pytest.approx(0.161, abs=0.0005)
+
+
+def test_simulate_accepts_the_profile(profile):
+    out = json.loads(_ok(["simulate", "facebook/opt-13b", "--gpu", "A100-80GB", "--num-requests", "50",
+                          "--step-cost", str(profile), "--json"]))
+    assert out["step_cost"]["name"] == "calibrated profile opt13b.json"
+    assert "kvledger calibrate profile" in out["step_cost"]["source"]
+
+
+def test_errors(tmp_path, profile):
+    agg = Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-perf"
+    stage = sorted(agg.glob("stage_*_lifecycle_metrics.json"))
+    if stage:
+        res = runner.invoke(app, ["calibrate", str(stage[0]), "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100"])
+        assert isinstance(res.exception, FormatError) and "aggregate" in str(res.exception)
+    res = runner.invoke(app, ["calibrate", "distserve:vllm-100-1", *DISTSERVE, "--out", str(profile)])
+    assert isinstance(res.exception, InputError) and "refusing to overwrite" in str(res.exception)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"kind": "kvledger-calibration-profile", "step_cost": {"fixed_s": -1}}))
+    res = runner.invoke(app, ["simulate", "facebook/opt-13b", "--gpu", "A100-80GB", "--step-cost", str(bad)])
+    assert isinstance(res.exception, FormatError) and "step_cost" in str(res.exception)
+    res = runner.invoke(app, ["validate", "distserve:vllm-100-1", "--model", "facebook/opt-13b", "--gpu", "A100-80GB",
+                              "--max-paddings", "256"])
+    assert isinstance(res.exception, KvLedgerError) and "vllm_v0" in str(res.exception)
