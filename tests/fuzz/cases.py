@@ -310,6 +310,21 @@ _COMMANDS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
                 "--link": ["nvlink", "pcie", "50GB/s", "0GB/s", "abc"], "--transfer-latency": ["1ms", "-1ms", "abc"],
                 "--prefill-tp": ["1", *_EDGE_I], "--tp": ["1", *_EDGE_I]}),
     "catalog": (["gpus"], {}),
+    "prices": (["prices"], {"--kind": ["api", "gpu", "all", "x"], "--provider": ["OpenAI", "nope"], "--gpu": ["H100", "x"]}),
+}
+# commands whose valid runs are long (a configuration search, a calibration fit, a report): only values that must be
+# refused before any work starts are drawn, so each case checks the boundary and stays short
+_BAD = ["nan", "-1", "abc", "-inf"]
+_REFUSE_ONLY: dict[str, tuple[list[str], list[str]]] = {
+    "search": (["search", _MODEL, "--slo", "ttft=1s"], ["--target", "--arrival-cv", "--num-requests", "--seed", "--rate", "--monthly-tokens",
+                                                        "--gpu-memory-utilization", "--utilization", "--max-utilization", "--batch-share",
+                                                        "--cache-hit-rate", "--workers", "--top"]),
+    "report": (["report", _MODEL, "--gpu", _GPU], ["--num-requests", "--seed", "--target", "--gpu-memory-utilization", "--max-num-seqs",
+                                                   "--utilization", "--gpu-usd-per-hour", "--batch-share", "--engineer-months-per-month"]),
+    "calibrate": (["calibrate", str(EVIDENCE / "inference-perf" / "stage_0_lifecycle_metrics.json")],
+                  ["--gpu-memory-utilization", "--block-size", "--max-num-seqs", "--num-gpu-blocks-override", "--max-paddings"]),
+    "validate": (["validate", str(EVIDENCE / "inference-perf" / "stage_0_lifecycle_metrics.json")],
+                 ["--gpu-memory-utilization", "--block-size", "--max-num-seqs", "--num-gpu-blocks-override", "--max-paddings"]),
 }
 
 
@@ -333,6 +348,12 @@ def _cli_outcome(args: list[str]) -> str:
 
 def _cli(rng: random.Random, tmp: Path) -> str:
     """A command with a random subset of its flags at random values (valid, edge or invalid)."""
+    if rng.random() < 0.15:
+        base, flags = _REFUSE_ONLY[rng.choice(list(_REFUSE_ONLY))]
+        args = [*base, rng.choice(flags), rng.choice(_BAD), "--json"]
+        if _cli_outcome(args) != "clean error":
+            raise Impossible(f"{args} was not refused")
+        return "clean error"
     base, opts = _COMMANDS[rng.choice(list(_COMMANDS))]
     args = [rng.choice(_MODELS) if a == _MODEL and rng.random() < 0.5 else rng.choice(_GPUS) if a == _GPU and rng.random() < 0.3
             else a for a in base]
