@@ -181,4 +181,5 @@ def checked(command: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         check_options(command, dict(bound.arguments), flags)
         return fn(*args, **kwargs)
 
+    wrapper.range_checked = True  # type: ignore[attr-defined]
     return wrapper
