@@ -89,3 +89,9 @@ def test_validate_an_aggregate_stage():
     assert out["num_requests"] == 60 and out["comparison"]["num_predicted"] == 60
     assert rows["TPOT mean"]["measured"] == pytest.approx((0.48322820 - 0.03331899) / 61.35, rel=1e-6)
     assert "goodput" not in rows and any("synthetic workload" in n for n in out["notes"])
+
+
+def test_disagg_accepts_the_profile(profile):
+    out = json.loads(_ok(["disagg", "facebook/opt-13b", "--gpu", "A100-80GB", "--num-requests", "60", "--rate", "2",
+                          "--num-gpus", "2", "--no-tune", "--step-cost", str(profile), "--json"]))
+    assert any("calibrated profile opt13b.json in every pool" in n for n in out["notes"])
