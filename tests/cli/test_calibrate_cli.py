@@ -95,3 +95,9 @@ def test_disagg_accepts_the_profile(profile):
     out = json.loads(_ok(["disagg", "facebook/opt-13b", "--gpu", "A100-80GB", "--num-requests", "60", "--rate", "2",
                           "--num-gpus", "2", "--no-tune", "--step-cost", str(profile), "--json"]))
     assert any("calibrated profile opt13b.json in every pool" in n for n in out["notes"])
+
+
+def test_file_without_a_shared_clock_is_refused():
+    f = Path(__file__).resolve().parents[1] / "evidence" / "data" / "llmperf" / "leaderboard_individual_anyscale_70b.json"
+    res = runner.invoke(app, ["validate", str(f), "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100"])
+    assert isinstance(res.exception, FormatError) and "common clock" in str(res.exception)
