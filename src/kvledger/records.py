@@ -175,6 +175,18 @@ class RunRecords:
 
     records: list[RequestRecord]
     metadata: RunMetadata
+    columns: Any = None  # kvledger.record_columns.RecordColumns when the reader built columns (then records is lazy)
+
+    @classmethod
+    def from_columns(cls, columns: Any, metadata: RunMetadata) -> "RunRecords":
+        """A run held as :class:`~kvledger.record_columns.RecordColumns`; ``records`` builds each record on access."""
+        from kvledger.record_columns import ColumnRecords
+
+        return cls(ColumnRecords(columns), metadata, columns)  # type: ignore[arg-type]
+
+    def request_ids(self) -> list[str]:
+        """Every record's request id, in order."""
+        return self.columns.ids() if self.columns is not None else [r.request_id for r in self.records]
 
     @property
     def duration_s(self) -> float:
@@ -185,8 +197,13 @@ class RunRecords:
         """
         if self.metadata.duration_s is not None:
             return self.metadata.duration_s
-        if not self.records:
+        if not len(self.records):
             return 0.0
+        if self.columns is not None:
+            c = self.columns
+            start = float(c.arrival_s.min())
+            end = float(np.nanmax(c.finish_s)) if not np.isnan(c.finish_s).all() else start
+            return end - start
         start = min(r.arrival_s for r in self.records)
         end = max((r.finish_s for r in self.records if r.finish_s is not None), default=start)
         return end - start

@@ -41,3 +41,43 @@ def test_trtllm_per_token_estimate_divides_heads_without_rounding_up():
     # get_cache_size_per_token: 80 layers × 2 × ((128 × 8) // 16) × 2 B = 20,480 B at TP 16 — half a head per GPU,
     # where vLLM keeps one whole head per GPU (40,960 B).
     assert trtllm_bytes_per_token(load_model("meta-llama/Llama-3.1-70B"), 16, 2) == 20_480
+
+
+def test_sglang_gives_sliding_layers_their_own_pool():
+    # gpt-oss-20b: 12 sliding (W = 128) + 12 full layers, 8 KV heads × 64 × 2 (K, V) × 2 B = 2,048 B per layer-token,
+    # so 24,576 B per token in each kind. SGLang (pool_configurator.py::HybridSWAPoolConfigurator): one full-pool token
+    # costs 24,576 + 0.8 × 24,576 = 44,236.8 B; 40 GiB = 42,949,672,960 B → 970,903 full tokens, int(0.8 × 970,903)
+    # = 776,722 SWA tokens. Sized as full attention it would be 42,949,672,960 // 49,152 = 873,813 tokens.
+    p = build_plan(load_model("openai/gpt-oss-20b"), H100, make_settings(engine="sglang", available_kv_memory_bytes=40 * 2**30,
+                                                                         max_model_len=8192), with_roofline=False)
+    assert p.memory.pool_tokens == 970_903
+    assert p.memory.printed_lines[0] == "Use sliding window memory pool. full_layer_tokens=970903, swa_layer_tokens=776722"
+
+
+def test_sglang_mamba_state_slots_come_first():
+    # Jamba-v0.1 at TP 4: the ledger's state is 2,179,072 B per request over 28 Mamba layers; 4 attention layers hold
+    # 4,096 B per token. SGLang (_handle_max_mamba_cache): budget = 40 GiB × 0.9 / 1.9 = 20,344,581,928.4 B;
+    # K = (budget − s) // s = 9,335 slots; (K + 1) × s = 20,343,816,192 B; the rest 22,605,856,768 B // 4,096 = 5,519,008 tokens.
+    p = build_plan(load_model("ai21labs/Jamba-v0.1"), get_gpu("H200"),
+                   make_settings(engine="sglang", tp=4, available_kv_memory_bytes=40 * 2**30, max_model_len=8192), with_roofline=False)
+    assert p.kv.state_bytes_per_seq == 2_179_072
+    assert p.memory.deductions[-1].bytes == 9_336 * 2_179_072 and p.memory.available_kv_bytes == 22_605_856_768
+    assert p.memory.pool_tokens == 5_519_008
+
+
+def test_trtllm_pools_per_window_round_up():
+    # gpt-oss-20b, max_seq_len 8,192, 10 GiB of KV memory, 32 tokens per block. Windows 128 and 8,192, 24,576 B per
+    # token each: shares 128/8,320 and 8,192/8,320 (kvCacheManager.cpp::calculateWindowSizeToShare weighs bytes ×
+    # window). 10,737,418,240 / 24,576 = 436,906.67 tokens' worth: × 128/8,320 → 6,721 tokens → ceil(6,721 / 32) = 211
+    # blocks (floor would be 210); × 8,192/8,320 → 430,185 tokens → ceil(430,185 / 32) = 13,444 blocks (floor 13,443).
+    p = build_plan(load_model("openai/gpt-oss-20b"), H100, make_settings(engine="trtllm", available_kv_memory_bytes=10 * 2**30,
+                                                                         max_model_len=8192), with_roofline=False)
+    assert (p.memory.pool_tokens, p.memory.num_gpu_blocks, p.memory.bytes_per_block) == (430_185, 13_444, 32 * 24_576)
+    assert any("window 128: 6,721 tokens, 211 blocks" in n for n in p.memory.notes)
+
+
+def test_trtllm_one_window_floors():
+    # Llama-3.1-8B, one window: 131,072 B per token; 2,804,940,800 B → 21,400 tokens → 21,400 // 32 = 668 blocks (668.75):
+    # the Python path (resource_manager.py::calculate_max_num_blocks) floors, the C++ multi-window path would give 669.
+    p = build_plan(LLAMA8, H100, make_settings(engine="trtllm", available_kv_memory_bytes=21_400 * 131_072), with_roofline=False)
+    assert (p.memory.pool_tokens, p.memory.num_gpu_blocks) == (21_400, 668)

@@ -124,22 +124,37 @@ def test_malformed_json_names_line_and_column(tmp_path):
 def test_unsupported_architecture_names_the_field(tmp_path):
     f = tmp_path / "config.json"
     f.write_text(json.dumps({"model_type": "rwkv", "architectures": ["RwkvForCausalLM"]}))
-    with pytest.raises(ConfigError, match=r"field 'model_type': unsupported architecture 'rwkv'"):
+    # RWKV keeps no attention KV cache and vLLM does not serve it: refused, naming the field, not sized as a decoder.
+    with pytest.raises(ConfigError, match=r"field 'model_type': 'rwkv' is a recurrent architecture"):
         load_model(str(f))
 
 
 def test_missing_field_is_named():
+    # A model_type transformers does not know gets no class defaults: a missing layer count is named.
     raw = json.loads((resources.files("kvledger.catalog") / "data/models/Qwen--Qwen3-8B.json").read_text())
+    raw["model_type"] = "my_private_decoder"
     del raw["num_hidden_layers"]
     with pytest.raises(ConfigError, match=r"field 'num_hidden_layers': is missing"):
         parse_config(raw, source="t")
 
 
-def test_sliding_window_without_layer_map_is_refused():
-    raw = dict(model_type="gemma", hidden_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=10,
+def test_absent_keys_take_transformers_class_defaults():
+    # Qwen3Config's default num_hidden_layers is 32 (transformers' class signature): vLLM, which loads the config
+    # through that class, sizes 32 layers, and so does the plan; the note says which keys were filled.
+    raw = json.loads((resources.files("kvledger.catalog") / "data/models/Qwen--Qwen3-8B.json").read_text())
+    del raw["num_hidden_layers"]
+    spec = parse_config(raw, source="t")
+    assert spec.num_layers == 32 and any("num_hidden_layers=32" in n for n in spec.notes)
+
+
+def test_sliding_window_without_layer_map_applies_to_every_layer():
+    # An unknown decoder with sliding_window and no layer_types: vLLM's decoder models pass config.sliding_window to
+    # every attention layer; the plan does the same and says so.
+    raw = dict(model_type="my_swa_decoder", hidden_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=10,
                intermediate_size=128, max_position_embeddings=128, sliding_window=32)
-    with pytest.raises(ConfigError, match=r"'sliding_window': is set but model_type 'gemma' does not say which layers"):
-        parse_config(raw, source="t")
+    spec = parse_config(raw, source="t")
+    assert [l.kind for l in spec.layers] == ["sliding_window"] * 2 and spec.layers[0].window_tokens == 32
+    assert any("every layer uses the window" in n for n in spec.notes)
 
 
 def test_unknown_model_suggests_close_names():

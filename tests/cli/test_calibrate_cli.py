@@ -36,7 +36,16 @@ def test_profile_layout_and_fit(profile):
     p = json.loads(profile.read_text())
     assert p["kind"] == "kvledger-calibration-profile" and p["model"] == "facebook/opt-13b" and p["tp"] == 1
     assert p["engine"]["batching"] == "vllm_v0" and p["engine"]["max_paddings"] == 256
-    assert p["engine"]["num_gpu_blocks"] == 4003  # the KV pool validate_distserve.py uses (README)
+    # the KV pool benchmarks/validate_distserve.py uses: the memory plan under DistServe's vLLM settings
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.models import load_model
+
+    s = make_settings(engine_version="0.5.0", gpu_memory_utilization=0.95, max_num_batched_tokens=16384, max_num_seqs=1024,
+                      block_size=16, max_model_len=2048)
+    blocks = build_plan(load_model("facebook/opt-13b"), get_gpu("A100-80GB"), s, with_roofline=False, with_advice=False).memory.num_gpu_blocks
+    assert p["engine"]["num_gpu_blocks"] == blocks and 3_900 < blocks < 4_134  # DistServe's own estimate: 4,134
     assert p["fit"]["objective"] <= p["fit"]["objective_start"]
     assert p["data_files"] == ["distserve:vllm-100-1"] and p["leave_one_out"] == []
     sc = p["step_cost"]  # OPT-13B fp16 KV: 2 × 40 layers × 40 heads × 128 × 2 B = 819,200 B per token

@@ -64,11 +64,18 @@ def test_cost_needs_what_the_file_does_not_state():
         runner.invoke(app, base + ["--num-gpus", "1", "--gpu", "nvidia_h100_sxm"], catch_exceptions=False)
 
 
-def test_cost_multi_run_file_needs_run_index():
+def test_cost_multi_run_file_is_priced_at_the_sweeps_slo_capacity_run():
+    # GuideLLM sweep of two constant-rate runs (2 and 4 req/s); every request of both meets ttft ≤ 1 s, so the
+    # highest load with ≥ 90% attainment is the 4 req/s run (index 1), and the output says so. --run 0 overrides.
     f = str(DATA / "guidellm/llmd_fixture_guidellm_report_v2_mockserver.json")
-    with pytest.raises(InputError, match=r"holds 2 runs .*--run INDEX"):
-        runner.invoke(app, ["cost", f, "--slo", "ttft=1s", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5",
-                            "--gpu-usd-per-hour", "2", "--num-gpus", "1"], catch_exceptions=False)
+    base = ["cost", f, "--slo", "ttft=1s", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5",
+            "--gpu-usd-per-hour", "2", "--num-gpus", "1", "--json"]
+    d = json.loads(runner.invoke(app, base, catch_exceptions=False).stdout)
+    sweep = d["capacity_basis"]["sweep"]
+    assert sweep["run_index"] == 1 and sweep["axis"] == "request_rate" and sweep["value"] == 4.0
+    assert "run 1" in d["capacity_basis"]["text"] and "SLO capacity" in d["capacity_basis"]["text"]
+    d0 = json.loads(runner.invoke(app, base + ["--run", "0"], catch_exceptions=False).stdout)
+    assert "sweep" not in d0["capacity_basis"]
 
 
 def test_cost_out_file_is_not_overwritten(tmp_path):
@@ -118,7 +125,21 @@ def test_cost_of_a_measured_run_states_its_capacity_basis_and_warns_when_under_l
     # a run near its limit gets the caveat but no warning, with the reason
     near = " ".join(runner.invoke(app, ["cost", IP_STAGE.replace("stage_0", "stage_3"), *IP_ARGS]).output.split())
     assert "capacity basis: the run's measured goodput" in near and "WARNING" not in near
-    assert "load check: not flagged as under-loaded — TTFT p90 300.15 ms = 60% of its 500.00 ms limit" in near
+    assert "load check: not flagged as under- or over-loaded — TTFT p90 300.15 ms = 60% of its 500.00 ms limit" in near
+
+
+def test_cost_warns_when_a_measured_run_is_over_loaded():
+    # stage 4 was offered 148.9 req/s, past the ~111 req/s this H100 sustains: from the file's percentiles at most
+    # 1.0% of requests meet ttft ≤ 500 ms, and its TTFT p90 is 2.360 s = 4.7× the limit (≥ 2× and < 90% good:
+    # over-loaded). Priced at that goodput the API looks cheaper; the ledger must say the load, not the price, decided it.
+    d = json.loads(runner.invoke(app, ["cost", IP_STAGE.replace("stage_0", "stage_4"), *IP_ARGS, "--json"]).output)
+    basis = d["capacity_basis"]
+    assert basis["load_check"]["status"] == "over_loaded"
+    assert basis["load_check"]["checks"][0]["value"] == pytest.approx(2.360 / 0.5, rel=2e-3)
+    assert "OVER-LOADED" in basis["warning"] and "understates what one replica serves within the SLO" in basis["warning"]
+    out = " ".join(runner.invoke(app, ["cost", IP_STAGE.replace("stage_0", "stage_4"), *IP_ARGS]).output.split())
+    assert "WARNING: the run looks OVER-LOADED: only 1.0% of requests good (below 90%); TTFT p90 2.360 s = 4.7× its 500.00 ms limit" in out
+    assert "the run looks over-loaded (past its SLO capacity) (see above)" in out
 
 
 def test_cost_says_what_the_prefill_split_lacks():

@@ -33,19 +33,23 @@ def test_json_start_up_rows_for_the_o6_log():
 
 def test_human_report_shows_the_options_and_rules():
     # CONSTRUCTED metrics lines (tests/fixtures/vllm_logs/README.md)
-    r = run(LOGS / "constructed_v1_preemptions_at_full_kv.log", "--gpu", "H100", "--replicas", "4", "--prefix-share", "0.5")
+    r = run(LOGS / "constructed_v1_preemptions_at_full_kv.log", "--gpu", "H100", "--replicas", "4", "--prefix-share", "0.5", "--verbose")
     assert r.exit_code == 0
     out = r.stdout
     assert "FOUND capacity (capacity_bound_preemptions)" in out and "--kv-cache-dtype fp8" in out and "52,613" in out
     assert "the ledger reproduces the log's block count" in out and "26.31x (L8)" in out
     assert "FOUND prefix_cache_routing (prefix_blind_routing)" in out and "rule:" in out
+    # without --verbose: the verdicts and each remedy in a line apiece, the evidence and rules left to --verbose
+    brief = run(LOGS / "constructed_v1_preemptions_at_full_kv.log", "--gpu", "H100", "--replicas", "4", "--prefix-share", "0.5").stdout
+    assert "FOUND capacity (capacity_bound_preemptions)" in brief and "→ --kv-cache-dtype fp8: 52,613 blocks per replica" in brief
+    assert "rule:" not in brief and "--verbose" in brief and len(brief.splitlines()) < len(out.splitlines()) // 2
 
 
 @pytest.mark.parametrize("args, text", [
     ((LOGS / "tgi_launcher.log",), "Hugging Face TGI"),
     ((LOGS / "absent.log",), "no such file"),
-    ((LOGS / "v0.14_qwen3-1.7b.log", "--replicas", "0"), "--replicas must be at least 1"),
-    ((LOGS / "v0.14_qwen3-1.7b.log", "--prefix-share", "1.5"), "between 0 and 1"),
+    ((LOGS / "v0.14_qwen3-1.7b.log", "--replicas", "0"), "--replicas 0 is out of range; allowed: [1, 4,096]"),
+    ((LOGS / "v0.14_qwen3-1.7b.log", "--prefix-share", "1.5"), "--prefix-share 1.5 is out of range; allowed: [0, 1] (fraction)"),
     ((LOGS / "v0.14_qwen3-1.7b.log", "--gpu", "h1000"), "unknown GPU"),
 ])
 def test_errors_are_clear(args, text):
@@ -61,7 +65,7 @@ def test_a_model_other_than_the_logs_is_named_up_front():
                              "'meta-llama/Llama-3.1-8B-Instruct' (line 2). The comparison below is the ledger for "
                              "Qwen/Qwen3-8B, so it will not match the log's figures; drop --model to use the log's model "
                              "(when bundled) or pass its config.json"]
-    out = run(log, "--model", "Qwen/Qwen3-8B", "--gpu", "H100").stdout
+    out = run(log, "--model", "Qwen/Qwen3-8B", "--gpu", "H100", "--verbose").stdout
     assert out.index("WARNING: --model Qwen/Qwen3-8B is not the model this log serves") < out.index("Settings used for the ledger")
     assert "--model Qwen/Qwen3-8B (the log names 'meta-llama/Llama-3.1-8B-Instruct')" in out
     # the base model of the Instruct the log serves is the same architecture: no warning

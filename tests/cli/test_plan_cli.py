@@ -29,7 +29,7 @@ def test_json_has_the_documented_keys_and_values():
 
 
 def test_human_output_shows_units_sources_and_engine_lines():
-    r = run("plan", "llama-3.1-8b", "--gpu", "h100", "--available-kv-memory", "51.38GiB", "--engine-version", "0.11.0")
+    r = run("plan", "llama-3.1-8b", "--gpu", "h100", "--available-kv-memory", "51.38GiB", "--engine-version", "0.11.0", "--verbose")
     assert r.exit_code == 0
     out = " ".join(r.stdout.split())
     for text in ("131,072 B/token", "14.96 GiB (16.06 GB)", "GPU KV cache size:", "Maximum concurrency for 131,072 tokens", "ridge point", "4× too high"):
@@ -85,3 +85,50 @@ def test_custom_gpu_flags_and_roofline_fractions():
     d = json.loads(run("plan", "llama-3.1-8b", "--gpu", "h100", "--gpu-bandwidth", "3.0", "--gpu-bf16-tflops", "600",
                        "--achievable-bandwidth-fraction", "0.5", "--json").stdout)
     assert d["roofline"]["ridge_flops_per_byte"] == 200.0 and d["roofline"]["bandwidth_fraction"] == 0.5
+
+
+def test_pp_shows_every_stage_and_the_binding_one():
+    # Llama-3.1-8B, vLLM 0.19, PP 4 on the catalog H100 (79.22 GiB), util 0.95: ceil(total × 0.95) = 75.26 GiB;
+    # PP3 (layers 24–31, LM head, sampler): 75.26 − 4.26 − 2.01 − 0.07 = 68.91 GiB → 141,137 blocks of 0.5 MiB,
+    # fewer than PP0 (69.85 GiB, 1.08 GiB activation) and PP1/PP2 (3.28 GiB weights): PP3 binds.
+    args = ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--pp", "4", "--engine-version", "0.19.0",
+            "--gpu-memory-utilization", "0.95", "--max-model-len", "8192"]
+    d = json.loads(run(*args, "--json").stdout)
+    st = d["memory"]["stages"]
+    assert [s["layers"] for s in st] == [[0, 7], [8, 15], [16, 23], [24, 31]]
+    assert [s["binds"] for s in st] == [False, False, False, True] and d["memory"]["num_gpu_blocks"] == st[3]["num_gpu_blocks"] == 141_137
+    out = " ".join(run(*args, "--verbose").stdout.split())
+    assert "Pipeline stages" in out and "binding stage PP3" in out and "binds" in out
+    assert "the binding stage PP3 (layers 24–31, LM head + sampler)" in " ".join(run(*args).stdout.split())
+
+
+def test_pp_errors():
+    from kvledger.errors import KvLedgerError
+    for args, text in [(("plan", "llama-3.1-8b", "--gpu", "h100", "--pp", "2", "--engine", "sglang"), "vLLM only"),
+                       (("plan", "llama-3.1-8b", "--gpu", "h100", "--pp", "64"), "more pipeline stages")]:
+        try:
+            runner.invoke(app, list(args), catch_exceptions=False)
+        except KvLedgerError as err:
+            assert text in str(err), (args, str(err))
+        else:
+            raise AssertionError(f"no error for {args}")
+
+
+def test_dtype_and_online_fp8_follow_the_logged_startups():
+    # vLLM 0.19.0 on H100 (79.19 GiB, util 0.95), Llama-3.1-8B-Instruct: "--dtype float32" logs weights 29.98 GiB,
+    # activation 2.21 and 42.8 GiB available; "--quantization fp8" logs 8.49 GiB of weights and 64.61 GiB available
+    # (shared/data/vllm-startups-0.19). fp32: every weight 4 B (+ RoPE buffer in fp32), the sampler's logits 4 B.
+    from pathlib import Path
+    cfg = str(Path(__file__).parents[1] / "fixtures" / "vllm_startups_0_19" / "configs" / "meta-llama--Llama-3.1-8B-Instruct.json")
+    base = ["plan", cfg, "--gpu", "H100", "--gpu-memory", "79.19GiB", "--engine-version", "0.19.0",
+            "--gpu-memory-utilization", "0.95", "--max-model-len", "8192", "--json"]
+    for extra, weights, avail in ((["--dtype", "float32"], 29.98, 42.8), (["--quantization", "fp8"], 8.49, 64.61)):
+        m = json.loads(run(*base, *extra).stdout)["memory"]
+        assert round(m["deductions"][0]["gib"], 2) == weights and abs(m["available_kv_gib"] - avail) < 0.02, extra
+    from kvledger.errors import KvLedgerError
+    try:
+        runner.invoke(app, ["plan", "llama-3.1-8b", "--gpu", "h100", "--dtype", "int3"], catch_exceptions=False)
+    except KvLedgerError as err:
+        assert "dtype" in str(err)
+    else:
+        raise AssertionError("no error for --dtype int3")

@@ -65,7 +65,7 @@ def test_bad_names_and_settings_are_clear_errors():
 def test_console_entry_point_exits_2_without_a_traceback():
     proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", *BASE, "--replicas", "0"],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "--replicas must be ≥ 1" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "--replicas 0 is out of range; allowed: [1, 4,096]" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_experiment_quick_table():

@@ -12,6 +12,7 @@ from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.engine import EngineConfig, simulate
 from kvledger.dynamics.metrics import percentiles
+from kvledger.dynamics.swa_step import StepBlockRule
 from kvledger.dynamics.workload import RequestSpec
 from kvledger.errors import InputError, UnknownNameError
 
@@ -29,6 +30,9 @@ def random_workload(n=300, seed=0, groups=4):
                                tuple(g * 100 + j for j in range(nseg)), 32))
     return out
 
+
+# one full and one sliding group (W = 40 tokens), block 16, in-flight 2 × 256 tokens
+_SWA = StepBlockRule((("full", 16, 0), ("sliding_window", 16, 40)), 512, 512)
 
 CONFIGS = {
     "vllm-roomy": dict(num_gpu_blocks=2000, block_size=16, max_model_len=512),
@@ -51,6 +55,30 @@ CONFIGS = {
     "v0-sliding": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=512,
                        batching="vllm_v0", enable_chunked_prefill=False, enable_prefix_caching=False,
                        blocks_for_tokens=lambda n: -(-n // 16) + min(-(-n // 16), 3)),
+    # vLLM v1's async scheduling (batch queue of two): roomy, preemption-heavy, radix cache, seat-bound, capped
+    "async-roomy": dict(num_gpu_blocks=2000, block_size=16, max_model_len=512, async_scheduling=True),
+    "async-tight": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
+                        async_scheduling=True),
+    "async-sglang": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
+                         prefix_caching_policy="sglang", async_scheduling=True),
+    "async-seats": dict(num_gpu_blocks=2000, block_size=16, max_model_len=160, max_num_seqs=8,
+                        async_scheduling=True),
+    # vLLM's per-step sliding-window rule (a chunk holds its blocks for one step), sync and async
+    "sliding-step": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, enable_prefix_caching=False,
+                         max_num_batched_tokens=256, blocks_for_tokens=_SWA.steady, step_blocks=_SWA),
+    "sliding-step-async": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, enable_prefix_caching=False,
+                               max_num_batched_tokens=256, blocks_for_tokens=_SWA.steady, step_blocks=_SWA,
+                               async_scheduling=True),
+    # SGLang's own scheduler: prefill-first steps, reservation admission, retraction; fixed lengths and EOS ratio
+    "sglang-rule": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
+                        batching="sglang", prefix_caching_policy="sglang"),
+    "sglang-rule-eos": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
+                            batching="sglang", prefix_caching_policy="sglang", ignore_eos=False,
+                            scheduling_policy="lpm"),
+    "sglang-rule-roomy": dict(num_gpu_blocks=2000, block_size=16, max_model_len=512, batching="sglang",
+                              prefix_caching_policy="sglang"),
+    "async-sliding": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, enable_prefix_caching=False,
+                          blocks_for_tokens=lambda n: -(-n // 16) + min(-(-n // 16), 3), async_scheduling=True),
 }
 
 
@@ -63,7 +91,7 @@ def test_fast_forward_gives_exactly_the_step_by_step_result(name):
     assert a.records.records == b.records.records  # every token time bit for bit, cached tokens, preemptions
     assert a.summary.num_steps == b.summary.num_steps and a.summary.num_preemptions == b.summary.num_preemptions
     assert a.summary.num_finished + a.summary.num_rejected == len(reqs)
-    assert (a.summary.num_rejected > 0) == (name == "rejects")
+    assert (a.summary.num_rejected > 0) == (name in ("rejects", "async-seats"))
 
 
 def test_same_inputs_give_byte_identical_json():
@@ -163,6 +191,18 @@ def test_prefix_aware_routing_keeps_shared_prefixes_together():
     pa = simulate(reqs, cfg, STEP, num_replicas=2, router="prefix_aware").summary
     assert rr.prefix_cache_hit_rate == pytest.approx(8 * 64 / 840)
     assert pa.prefix_cache_hit_rate == pytest.approx(10 * 64 / 840)
+
+
+def test_prefix_aware_falls_back_to_the_replica_with_the_least_routed_text():
+    # sgl-router's cache-aware rule below the match threshold goes to the smallest approximate tree, not the least
+    # loaded replica. Unique prompts, loads balanced (≤ 32 apart): a (100 tokens) → replica 0 (both trees empty,
+    # lowest index); b (10) → replica 1 (tree 0 holds 100 tokens, tree 1 none); c (10) → replica 1 again (100 vs 10),
+    # although both replicas then run one request each and least-loaded would pick replica 0.
+    reqs = [RequestSpec("a", 0.0, 100, 50), RequestSpec("b", 0.001, 10, 50), RequestSpec("c", 0.002, 10, 50)]
+    res = simulate(reqs, EngineConfig(num_gpu_blocks=100, max_model_len=256, block_size=16), STEP, num_replicas=2,
+                   router="prefix_aware", record_steps=True)
+    on = {rid: i for i, log in enumerate(res.steps) for d in log.dicts() for rid, _ in d["batch"]}
+    assert on == {"a": 0, "b": 1, "c": 1}
 
 
 def test_step_log_exports_jsonl_and_chrome_trace():

@@ -89,12 +89,40 @@ def test_preemption_recomputes_the_last_running_request(ff):
     np.testing.assert_allclose(recs["b"].itls_s, [0.01, 0.01, 0.01, 0.01, 0.02])  # the recompute: one 20 ms gap
 
 
-def test_request_longer_than_max_model_len_is_rejected_and_counted():
-    res = simulate([RequestSpec("ok", 0.0, 8, 4), RequestSpec("long", 0.0, 10, 7)],
+def test_s1_request_longer_than_max_model_len_is_served_with_its_output_capped():
+    # Audit scenario S1 (vLLM 0.33: only prompt ≥ max_model_len is rejected; check_stop ends a request at
+    # num_tokens = max_model_len). max_model_len 64, block 16, 8 usable blocks, budget 64; A = 40 + 40, B = 16 + 4.
+    # Step 1 (0–10 ms): [A 40, B 16] → both sample their first token; steps 2–4: [A 1, B 1] (B done at 40 ms);
+    # steps 5–24: [A 1]; A stops at 40 + 24 = 64 tokens, its 24th token at 240 ms (the engine's trace).
+    res = simulate([RequestSpec("A", 0.0, 40, 40), RequestSpec("B", 0.0, 16, 4)],
+                   EngineConfig(num_gpu_blocks=9, max_model_len=64, block_size=16, max_num_batched_tokens=64,
+                                max_num_seqs=4, enable_prefix_caching=False), STEP, record_steps=True)
+    recs = {r.request_id: r for r in res.records.records}
+    a, b = recs["A"], recs["B"]
+    assert a.ok and a.num_output_tokens == 24
+    assert a.chunk_times_s.tolist() == pytest.approx([0.01 * k for k in range(1, 25)])
+    assert b.chunk_times_s.tolist() == pytest.approx([0.01, 0.02, 0.03, 0.04])
+    batches = [d["batch"] for d in res.steps[0].dicts()]
+    assert batches[0] == [["A", 40], ["B", 16]] and batches[1] == [["A", 1], ["B", 1]] and batches[4] == [["A", 1]]
+    assert len(batches) == 24 and res.summary.num_rejected == 0
+
+
+def test_prompt_of_max_model_len_is_rejected_and_counted():
+    # vLLM rejects prompt_len ≥ max_model_len at input validation: a 16-token prompt at max_model_len 16.
+    res = simulate([RequestSpec("ok", 0.0, 8, 4), RequestSpec("long", 0.0, 16, 7)],
                    EngineConfig(num_gpu_blocks=10, block_size=4, max_model_len=16), STEP)
     long = next(r for r in res.records.records if r.request_id == "long")
     assert not long.ok and "max_model_len=16" in long.error and long.num_output_tokens == 0
     assert res.summary.num_rejected == 1 and res.summary.num_finished == 1 and res.summary.num_requests == 2
+
+
+def test_without_output_capping_prompt_plus_output_beyond_max_model_len_is_rejected():
+    # the V0 OpenAI server's check (and cap_output_at_max_model_len=False): 10 + 7 = 17 > 16 is refused
+    res = simulate([RequestSpec("ok", 0.0, 8, 4), RequestSpec("long", 0.0, 10, 7)],
+                   EngineConfig(num_gpu_blocks=10, block_size=4, max_model_len=16, cap_output_at_max_model_len=False), STEP)
+    long = next(r for r in res.records.records if r.request_id == "long")
+    assert not long.ok and "= 17 tokens exceeds max_model_len=16" in long.error
+    assert res.summary.num_rejected == 1
 
 
 def test_max_num_seqs_caps_the_running_batch():

@@ -126,7 +126,13 @@ def advise(p: "Plan", build: Callable) -> Advice:
                f"short by {(need - have) / GiB:.2f} GiB. Based on the available memory the estimated maximum model length is {est or 0:,}.")
         return Advice("max_model_len_does_not_fit", msg, need - have, est, tuple(_options(p, build, est)))
     c, n = _at_len(p)
-    return Advice("fits", f"fits: {n:,} concurrent {m.max_model_len:,}-token requests (engine figure {c:.2f}x)")
+    asked = [r for r in p.concurrency if r.context_tokens != m.max_model_len and r.within_max_model_len
+             and r.context_tokens in p.settings.contexts] if p.settings.contexts else []
+    at_max = f"{n:,} concurrent {m.max_model_len:,}-token requests (engine figure {c:.2f}x)"
+    if not asked:
+        return Advice("fits", f"fits: {at_max}")
+    each = ", ".join(f"{r.max_requests:,} concurrent {r.context_tokens:,}-token requests" for r in asked)
+    return Advice("fits", f"fits: {each}; at max_model_len, {at_max}")
 
 
 def waterfall(p: "Plan") -> list[dict[str, Any]]:
@@ -142,7 +148,7 @@ def waterfall(p: "Plan") -> list[dict[str, Any]]:
     steps = [(f"marketing capacity: {p.gpu.memory_gb_marketed:g} GB × {u} − weights", p.gpu.memory_gb_marketed * GB * u - w)]
     if p.gpu.nvidia_smi_mib:
         smi = p.gpu.nvidia_smi_mib * MiB
-        steps.append((f"back-of-envelope (seed-claims §3): nvidia-smi {smi / GiB:.2f} GiB × {u} − weights − 2 GiB rule-of-thumb overhead",
+        steps.append((f"back-of-envelope: nvidia-smi {smi / GiB:.2f} GiB × {u} − weights − 2 GiB rule-of-thumb overhead",
                       smi * u - w - 2 * GiB))
     avail = m.requested_bytes - w
     steps.append((f"engine: CUDA device total {m.gpu_total_bytes / GiB:.2f} GiB × {u} − weights, before its other terms", avail))

@@ -64,11 +64,11 @@ class DistServeStepCost:
             return 0.0
         if shape.num_prefill_tokens == 0:
             a, b, c = self._decode_coef(shape.num_decode_seqs)
-            return (a + b * shape.decode_kv_tokens + c * shape.num_decode_seqs) / 1000.0
+            return float(a + b * shape.decode_kv_tokens + c * shape.num_decode_seqs) / 1000.0
         a, b, c = self.prefill
         sq = 2.0 * shape.prefill_attn_pairs - shape.num_prefill_tokens
         decode_ctx = self._decode_coef(shape.num_decode_seqs)[1] * shape.decode_kv_tokens
-        return (a + b * shape.num_tokens + c * sq + decode_ctx) / 1000.0
+        return float(a + b * shape.num_tokens + c * sq + decode_ctx) / 1000.0
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
         if num_seqs == 0:

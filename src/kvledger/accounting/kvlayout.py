@@ -99,6 +99,10 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
     per_tok = {g.spec: g.bytes_per_token_per_layer for g in kv.groups}
     state_page = {g.spec: g.state_bytes_per_seq / g.num_layers for g in kv.groups if isinstance(g.spec, StateLayer)}
     B = block_size
+    if state_page and all(isinstance(s, StateLayer) for s in per_tok):
+        # a pure state-space model (Mamba): each page is one layer's state (vLLM MambaSpec.page_size_bytes)
+        page = int(max(state_page.values()))
+        return [("state", 0, page) for l in model.layers if l is not None], B, notes
     if state_page:
         attn_tok = max(per_tok[s] for s in per_tok if not isinstance(s, StateLayer))
         need = max(state_page.values())

@@ -54,6 +54,8 @@ class MemoryPlan:
         printed_lines: the engine's own capacity log lines for these settings.
         max_model_len, max_num_batched_tokens, max_num_seqs: the settings used.
         notes: rule choices and assumptions.
+        stages: with pipeline parallelism, one summary per stage (rank, layers, each term, available KV,
+            blocks, ``binds``: the stage with the fewest blocks sets the engine's pool); empty without PP.
     """
 
     engine: str
@@ -76,6 +78,7 @@ class MemoryPlan:
     max_num_seqs: int
     notes: tuple[str, ...] = field(default_factory=tuple)
     requested_label: str = ""
+    stages: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
     @property
     def fits(self) -> bool:
@@ -90,7 +93,8 @@ class MemoryPlan:
                 "block_size": self.block_size, "bytes_per_block": self.bytes_per_block, "num_gpu_blocks": self.num_gpu_blocks,
                 "usable_blocks": self.usable_blocks, "pool_tokens": self.pool_tokens, "printed_lines": list(self.printed_lines),
                 "max_model_len": self.max_model_len, "max_num_batched_tokens": self.max_num_batched_tokens,
-                "max_num_seqs": self.max_num_seqs, "notes": list(self.notes), "requested_label": self.requested_label}
+                "max_num_seqs": self.max_num_seqs, "notes": list(self.notes), "requested_label": self.requested_label,
+                "stages": [dict(st) for st in self.stages]}
 
 
 def sglang_mem_fraction_static(gpu_mem_mib: float, tp: int, chunked_prefill_size: int, cuda_graph_max_bs: int) -> tuple[float, str]:

@@ -1,5 +1,9 @@
 """The non-KV memory terms an engine reserves besides weights: activation peak, non-torch memory, CUDA graphs.
 
+vLLM plans use the version-by-version rules of ``vllm_profile.py``; this module keeps the forward-pass
+estimate and the 0.13 GiB non-torch figure the SGLang and TensorRT-LLM plans use, the CUDA-graph capture
+sizes, and the original single sampler fit (pre-0.17 logs), which ``vllm_profile`` supersedes.
+
 These are modelled, not read from code, and are fitted to public start-up logs
 (``catalog/data/vllm_memory_observations.csv``: three vLLM runs on one H100 at
 max_num_batched_tokens 8192 and max_num_seqs 1024). Each function returns bytes and a

@@ -15,7 +15,7 @@ from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
-from kvledger.accounting.plan_vllm import vllm_plan
+from kvledger.accounting.plan_vllm import served_model, vllm_plan
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_report import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
@@ -81,12 +81,13 @@ class Plan:
             return self.layout.blocks_for_tokens(num_tokens)
         return cdiv(num_tokens, self.memory.block_size)
 
-    def step_cost(self, cpu_overhead_s: float | None = None) -> RooflineStepCost:
-        """The roofline as a StepCostModel with this plan's efficiencies."""
+    def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False) -> RooflineStepCost:
+        """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling)."""
         s = self.settings
         return RooflineStepCost(self.model, self.gpu, self.kv, s.tp, flops_fraction=s.achievable_flops_fraction,
                                 bandwidth_fraction=s.achievable_bandwidth_fraction,
-                                cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s)
+                                cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
+                                weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu)
 
     def row_at(self, context_tokens: int) -> ConcurrencyRow | None:
         """The concurrency row at a context (max_model_len's row is always available), or None."""
@@ -135,6 +136,9 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     if s.engine != "vllm" and s.engine_version:
         raise InputError(f"--engine-version applies to vLLM; the {s.engine} rules are from one release "
                          "(SGLang 0.5.23, TensorRT-LLM's PyTorch backend) and take no version")
+    if s.engine != "vllm" and s.pp > 1:
+        raise InputError(f"--pp is modelled for vLLM only (its stage split, get_pp_indices, and per-stage profile); "
+                         f"plan {s.engine} with --tp, or use --engine vllm")
     if s.available_kv_memory_bytes is not None and s.available_kv_memory_bytes > gpu.memory_bytes:
         raise InputError(f"--available-kv-memory {s.available_kv_memory_bytes / GiB:.2f} GiB is more than the whole device "
                          f"({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass the figure your engine printed for one GPU")
@@ -151,22 +155,25 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     """
     s = settings or PlanSettings()
     _check_settings(gpu, s)
+    checkpoint, model = model, served_model(model, s.dtype)
     kv = kv_ledger(model, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
     layout, inflight = None, 0
     if s.engine == "vllm":
-        res = vllm_plan(model, gpu, s, kv)
+        res = vllm_plan(model, gpu, s, kv, checkpoint=checkpoint)
         mem, layout, inflight = res.memory, res.layout, res.inflight_tokens
+        row_kv = res.stage_kv or kv  # with PP, a request's bytes on one GPU of the binding stage
     elif s.engine == "sglang":
-        mem = sglang_plan(model, gpu, s, kv)
+        mem, row_kv = sglang_plan(model, gpu, s, kv), kv
     else:
-        mem = trtllm_plan(model, gpu, s, kv)
+        mem, row_kv = trtllm_plan(model, gpu, s, kv), kv
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
-    rows = concurrency_rows(mem, layout, kv, inflight, contexts)
-    at_len = concurrency_rows(mem, layout, kv, inflight, [mem.max_model_len])[0]
+    rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
+    at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]
     roof = None
     if with_roofline and mem.fits:  # no roofline for a model whose weights do not fit: advice says what would
         rc = RooflineStepCost(model, gpu, kv, s.tp, flops_fraction=s.achievable_flops_fraction,
-                              bandwidth_fraction=s.achievable_bandwidth_fraction, cpu_overhead_s=s.cpu_overhead_s)
+                              bandwidth_fraction=s.achievable_bandwidth_fraction, cpu_overhead_s=s.cpu_overhead_s,
+                              weights_bytes=s.weights_bytes)
         maxc = {r.context_tokens: float(r.max_running) for r in rows if r.max_requests > 0}
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
     plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len)

@@ -1,10 +1,16 @@
-"""SGLang's token pool and TensorRT-LLM's block pool for one GPU (engines.md §3, §4).
+"""SGLang's token pools and TensorRT-LLM's block pools for one GPU, each engine's own split for hybrid models.
 
-SGLang: available = pre_load_free × mem_fraction_static − weights; #tokens = floor(available / cell_size),
-page size 1 (``mem_cache/kv_cache_configurator.py::_profile_available_bytes``, ``_compute_cell_size``).
-TensorRT-LLM: kv_mem = (total − peak after the dry run) × free_gpu_memory_fraction; max_tokens =
-floor(kv_mem / bytes per token); blocks = max_tokens // tokens_per_block (32)
-(``_torch/pyexecutor/_util.py::KvCacheCreator._cal_max_memory``, ``resource_manager.py::get_cache_size_per_token``).
+SGLang (0.5.23): available = pre_load_free × mem_fraction_static − weights; #tokens = floor(available / cell_size),
+page size 1 (``mem_cache/kv_cache_configurator.py::_profile_available_bytes``, ``_compute_cell_size``). Sliding-window
+layers get their own pool of swa_full_tokens_ratio (0.8) × the full pool's tokens
+(``model_executor/pool_configurator.py::HybridSWAPoolConfigurator``); Mamba/linear-attention state gets
+mamba_full_memory_ratio / (1 + ratio) (0.9 / 1.9) of the budget in whole per-request slots before the KV pool
+(``kv_cache_configurator.py::_handle_max_mamba_cache``). See engine_pools.py.
+TensorRT-LLM: kv_mem = (total − peak after the dry run) × free_gpu_memory_fraction; one window: max_tokens =
+floor(kv_mem / bytes per token), blocks = max_tokens // tokens_per_block (32) (``resource_manager.py::
+KVCacheManager.calculate_max_num_blocks``); several attention windows: one pool per window, memory shared in
+proportion to bytes-per-token × window, blocks = ceil(max_tokens / tokens_per_block)
+(``kvCacheManager.cpp::BaseKVCacheManager::calculateMaxNumBlocks``, ``BlockManager::calculateWindowSizeToShare``).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.memory import LineItem, MemoryPlan, floor_div, sglang_defaults, sglang_mem_fraction_static
 from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
 from kvledger.accounting.plan_vllm import resolve_max_model_len
+from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
@@ -20,21 +27,22 @@ from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB, MiB
 
-__all__ = ["sglang_plan", "trtllm_plan", "trtllm_bytes_per_token"]
+__all__ = ["sglang_plan", "trtllm_plan", "trtllm_bytes_per_token"]  # pool splits: engine_pools.py
 
 
-def _hybrid_note(kv: KVLedger) -> list[str]:
+def _hybrid_note(kv: KVLedger, engine: str) -> list[str]:
     kinds = {g.kind for g in kv.groups}
     notes = []
-    if kinds & {"sliding_window", "chunked_local"}:
-        notes.append("sliding/chunked layers are sized here as full attention (the engine's separate SWA pool is not modelled)")
-    if "state" in kinds:
-        notes.append("linear-attention/Mamba state pools are not modelled for this engine; only attention KV is counted")
+    if "chunked_local" in kinds:
+        notes.append("chunked-local layers are sized here as full attention (no separate pool modelled for them)")
+    if "state" in kinds and engine == "trtllm":
+        notes.append("TensorRT-LLM's Mamba/linear-attention state pool is not modelled; only attention KV is counted")
     return notes
 
 
 def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
     """SGLang's KV token pool per GPU (page size 1 unless --block-size sets the page)."""
+    _require_per_token_kv(model, kv, "SGLang")
     L, _ = resolve_max_model_len(model, s)
     smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / MiB
     cps, gbs = sglang_defaults(smi_mib, s.tp)
@@ -48,21 +56,36 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
                       f"{1 - mfs:.3f} × ({gpu.memory_bytes / GiB:.2f} − 0.13 GiB CUDA context) GiB; activations and graphs live here"))
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(pre_free - reserve - w)
-    cell = kv.bytes_per_token
     page = s.block_size or 1
-    tokens = floor_div(avail, cell) // page * page
+    pools = sglang_pools(kv, avail, page)
+    tokens, cell = pools.full_tokens, pools.cell_bytes
+    if pools.state_bytes:
+        items = items + (LineItem(f"Mamba state pool ({pools.state_slots:,} + 1 request slots)", pools.state_bytes,
+                                  "mamba_full_memory_ratio 0.9: 0.9/1.9 of the budget in whole per-request slots "
+                                  "(kv_cache_configurator.py::_handle_max_mamba_cache)"),)
     is_mla = any(isinstance(l, MLAAttention) for l in model.layers)
-    size = tokens * cell / GiB
+    size = tokens * pools.full_cell_bytes / GiB
     line = (f"KV Cache is allocated. #tokens: {tokens}, KV size: {size:.2f} GB" if is_mla
             else f"KV Cache is allocated. #tokens: {tokens}, K size: {size / 2:.2f} GB, V size: {size / 2:.2f} GB")
+    lines = ((f"Use sliding window memory pool. full_layer_tokens={tokens}, swa_layer_tokens={pools.swa_tokens}",) if pools.swa_tokens
+             else ()) + ((line,) if tokens else ())
     mrr = min(max(int(tokens / L * 512), 2048), 4096, tokens // 2) if s.max_num_seqs is None else min(s.max_num_seqs, tokens // 2)
     notes = [f"mem_fraction_static {mfs}: {msrc}", f"chunked_prefill_size {cps} (SGLang default for this GPU)",
              f"max_running_requests {mrr}: min(clamp(#tokens/context_len·512, 2048, 4096), #tokens//2)",
-             "SGLang prints sizes in GiB labelled 'GB'"] + _hybrid_note(kv)
+             "SGLang prints sizes in GiB labelled 'GB'"] + pools.notes + _hybrid_note(kv, "sglang")
     return MemoryPlan("sglang", "0.5.23 rules", gpu.memory_bytes, "mem_fraction_static", mfs, int(pre_free), items,
-                      avail, given, page, int(cell * page), tokens // page, tokens // page, tokens, (line,) if tokens else (),
+                      int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page, tokens, lines,
                       L, s.max_num_batched_tokens or cps, mrr, tuple(notes),
                       "free before the weights load (device total − 0.13 GiB CUDA context)")
+
+
+def _require_per_token_kv(model: ModelSpec, kv: KVLedger, engine: str) -> None:
+    """A pure state-space model has no per-token KV: these engines' separate state pools are not modelled (clear error)."""
+    if not kv.bytes_per_token:
+        from kvledger.errors import InputError
+
+        raise InputError(f"{model.name} keeps no per-token KV (every layer is a state-space mixer): {engine}'s separate "
+                         "state pool is not modelled here; plan it with --engine vllm")
 
 
 def trtllm_bytes_per_token(model: ModelSpec, tp: int, elem_bytes: float) -> float:
@@ -80,6 +103,7 @@ def trtllm_bytes_per_token(model: ModelSpec, tp: int, elem_bytes: float) -> floa
 
 def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
     """TensorRT-LLM (PyTorch backend) KV pool per GPU: tokens_per_block 32, fraction 0.9 of free memory after the dry run."""
+    _require_per_token_kv(model, kv, "TensorRT-LLM")
     L, _ = resolve_max_model_len(model, s)
     frac = s.free_gpu_memory_fraction or 0.9
     max_num_tokens = s.max_num_batched_tokens or 8192
@@ -93,13 +117,23 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
                               free_after * (1 - frac), "KvCacheCreator._cal_max_memory keeps this share free"),)
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(free_after * frac)
-    per_tok = trtllm_bytes_per_token(model, s.tp, kv.elem_bytes)
     tpb = s.block_size or 32
-    max_tokens = floor_div(avail, per_tok)
-    blocks = max_tokens // tpb
+    windows = trtllm_window_pools(model, s.tp, kv.elem_bytes, L, avail, tpb)
+    per_tok = sum(w.bytes_per_token for w in windows)
+    if len(windows) == 1:
+        max_tokens = windows[0].max_tokens
+        blocks = max_tokens // tpb
+        rule = "blocks = max_tokens // tokens_per_block (one window: resource_manager.py::calculate_max_num_blocks)"
+    else:
+        max_tokens, blocks = windows[-1].max_tokens, windows[-1].blocks  # the full-attention (largest-window) pool
+        rule = ("one pool per attention window (" + "; ".join(f"window {w.window:,}: {w.max_tokens:,} tokens, {w.blocks:,} blocks"
+                                                       for w in windows) +
+                "); memory shared by bytes-per-token × window, blocks = ceil(max_tokens / tokens_per_block) "
+                "(kvCacheManager.cpp::calculateMaxNumBlocks); the largest-window pool is shown and sets concurrency, "
+                "the sliding pools hold at most their window per request")
     notes = [f"free_gpu_memory_fraction {frac} ({'given' if s.free_gpu_memory_fraction else 'default'}) of memory free after the dry run",
              f"tokens_per_block {tpb} ({'given' if s.block_size else 'KvCacheConfig default'})",
-             f"bytes per token {per_tok:,.0f} B from get_cache_size_per_token (integer division by TP)"] + _hybrid_note(kv)
+             f"bytes per token {per_tok:,.0f} B from get_cache_size_per_token (integer division by TP)", rule] + _hybrid_note(kv, "trtllm")
     return MemoryPlan("trtllm", "PyTorch backend rules", gpu.memory_bytes, "free_gpu_memory_fraction", frac, gpu.memory_bytes, items,
-                      avail, given, tpb, int(per_tok * tpb), blocks, blocks, max_tokens, (f"max_tokens={max_tokens}, blocks={blocks}",),
+                      avail, given, tpb, int(windows[-1].bytes_per_token * tpb), blocks, blocks, max_tokens, (f"max_tokens={max_tokens}, blocks={blocks}",),
                       L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes), "device total (the fraction applies to what is free after the dry run)")

@@ -2,28 +2,33 @@
 
 available = ceil(total × gpu_memory_utilization) − weights − activation peak − non-torch
             − CUDA-graph estimate (0.21+)                        [gpu_worker.py::determine_available_memory]
+  each term per GPU of each pipeline stage, by version (vllm_profile.py); with PP the stage with the
+  fewest blocks binds (the engine keeps the minimum block count over workers)
 num_gpu_blocks = floor(available / bytes_per_block)               [kv_cache_planning.py::get_kv_cache_config_from_groups]
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvledger.accounting import vllm_rules as R
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.kvlayout import KVLayout, vllm_layout
 from kvledger.accounting.memory import LineItem, MemoryPlan, floor_div
-from kvledger.accounting.overheads import NON_TORCH_BYTES, activation_peak_bytes, cudagraph_bytes
+from kvledger.accounting import vllm_profile as P
+from kvledger.accounting.kvcache import kv_ledger
+from kvledger.accounting.overheads import cudagraph_capture_sizes
+from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.settings import PlanSettings
-from kvledger.accounting.weightmem import weight_bytes_per_gpu
+from kvledger.catalog.loading import SERVED_DTYPE_BYTES, loaded_weights
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
-__all__ = ["VllmResult", "vllm_plan", "resolve_max_model_len", "printed_gib_block_range", "estimate_max_model_len"]
+__all__ = ["VllmResult", "vllm_plan", "served_model", "resolve_max_model_len", "printed_gib_block_range", "estimate_max_model_len"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,8 @@ class VllmResult:
     layout: KVLayout
     inflight_tokens: int
     version: tuple[int, int, int]
+    stage_kv: KVLedger | None = None
+    """With PP, the binding stage's KV ledger (its layers only, per GPU); None without PP."""
 
 
 def resolve_max_model_len(model: ModelSpec, s: PlanSettings) -> tuple[int, str]:
@@ -51,39 +58,92 @@ def resolve_max_model_len(model: ModelSpec, s: PlanSettings) -> tuple[int, str]:
     return s.max_model_len, "given"
 
 
-def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int, seqs: int) -> list[LineItem]:
-    w, how = weight_bytes_per_gpu(model, s.tp)
-    items = [LineItem("weights", s.weights_bytes, "given (your log's 'Loading weights took')") if s.weights_bytes is not None
-             else LineItem("weights", w, f"computed: {how}")]
+def served_model(model: ModelSpec, dtype: str) -> ModelSpec:
+    """The model as served under vLLM's ``--dtype`` (activations, logits and "auto" KV in that dtype)."""
+    if dtype in ("auto", "", None):
+        return model
+    name = {"half": "float16", "float": "float32"}.get(dtype, dtype)
+    db = SERVED_DTYPE_BYTES[dtype]
+    return model if (name, db) == (model.dtype, model.dtype_bytes) else replace(model, dtype=name, dtype_bytes=db)
+
+
+def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int, seqs: int, stage: PPStage,
+                checkpoint: ModelSpec) -> list[LineItem]:
+    vtxt = ".".join(map(str, ver))
+    if s.weights_bytes is not None:
+        items = [LineItem("weights", s.weights_bytes, "given (your log's 'Model loading took')")]
+    else:
+        lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank, dtype=None if s.dtype == "auto" else s.dtype,
+                            quantization=s.quantization, gpu_arch=gpu.arch)
+        items = [LineItem("weights", lw.bytes, f"computed as vLLM allocates them: {lw.how}")]
     if s.activation_peak_bytes is not None:
         items.append(LineItem("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)"))
     else:
-        peak, src = activation_peak_bytes(model, mnbt, seqs, s.tp)
-        items.append(LineItem("activation peak", peak, src))
-    items.append(LineItem("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES,
-                          "given" if s.non_torch_bytes is not None else "measured 0.13 GiB on H100 TP=1 (vllm_memory_observations.csv)"))
+        peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, P.sm_count(gpu.gpu_id, gpu.arch))
+        items.append(LineItem("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}"))
+    if s.non_torch_bytes is not None:
+        items.append(LineItem("non-torch memory", s.non_torch_bytes, "given"))
+    else:
+        nt, src = P.non_torch(ver, s.tp, stage.pp)
+        items.append(LineItem("non-torch memory", nt, src))
     if R.subtracts_cudagraphs(ver):
         if s.cudagraph_bytes is not None:
             items.append(LineItem("CUDA graphs (estimate)", s.cudagraph_bytes, "given (your log's 'Estimated CUDA graph memory')"))
         else:
-            cg, src = cudagraph_bytes(seqs, mnbt)
+            cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
             items.append(LineItem("CUDA graphs (estimate)", cg, src + "; subtracted since vLLM 0.21"))
     else:
-        items.append(LineItem("CUDA graphs", 0, f"not subtracted by vLLM {'.'.join(map(str, ver))} (captured after the KV pool is sized; 0.21+ subtracts an estimate)"))
+        items.append(LineItem("CUDA graphs", 0, f"not subtracted by vLLM {vtxt} (captured after the KV pool is sized; 0.21+ subtracts an estimate)"))
     return items
 
 
-def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> VllmResult:
-    """Plan the KV pool as this vLLM version would on each of ``s.tp`` identical GPUs.
+@dataclass(frozen=True)
+class _Stage:
+    """One pipeline stage's budget (the whole model when pp = 1)."""
+
+    stage: PPStage
+    model: ModelSpec
+    layout: KVLayout
+    items: list[LineItem]
+    available: int
+    blocks: int
+    kv: KVLedger
+
+
+def _stage_budgets(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, ver, mnbt: int, seqs: int, B: int,
+                   unify: bool, requested: int, checkpoint: ModelSpec) -> list[_Stage]:
+    out = []
+    for st in P.pp_stages(model.num_layers, s.pp):
+        sm = P.stage_model(model, st)
+        skv = kv if s.pp == 1 else kv_ledger(sm, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
+        layout = vllm_layout(sm, skv, B, unify_hybrid=unify)
+        items = _deductions(sm, gpu, s, ver, mnbt, seqs, st, checkpoint)
+        avail = s.available_kv_memory_bytes if s.available_kv_memory_bytes is not None else int(requested - sum(i.bytes for i in items))
+        out.append(_Stage(st, sm, layout, items, avail, floor_div(avail, layout.bytes_per_block), skv))
+    return out
+
+
+def _stage_summary(b: _Stage, binds: bool) -> dict:
+    d = {"rank": b.stage.rank, "layers": [b.stage.start_layer, b.stage.end_layer - 1], "num_layers": b.stage.num_layers,
+         "is_first": b.stage.is_first, "is_last": b.stage.is_last, "available_kv_bytes": b.available,
+         "bytes_per_block": b.layout.bytes_per_block, "num_gpu_blocks": b.blocks, "binds": binds}
+    d.update({i.name.split(" (")[0].replace(" ", "_").replace("-", "_") + "_bytes": i.bytes for i in b.items})
+    return d
+
+
+def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, checkpoint: ModelSpec | None = None) -> VllmResult:
+    """Plan the KV pool as this vLLM version would on each of ``s.tp × s.pp`` GPUs (per GPU of the binding stage).
 
     Raises:
-        InputError: an impossible combination (see resolve_max_model_len, block size 0).
+        InputError: an impossible combination (see resolve_max_model_len, block size 0, PP above the layer count).
     """
     ver = R.parse_version(s.engine_version or R.LATEST)
     vtxt = ".".join(map(str, ver))
     notes: list[str] = []
     if ver > R.parse_version(R.LATEST):
         notes.append(f"vLLM {vtxt} is newer than the newest release whose code was read ({R.LATEST}): its rules are applied")
+    if s.pp > model.num_layers:
+        raise InputError(f"--pp {s.pp} is more pipeline stages than {model.name} has layers ({model.num_layers})")
     L, _ = resolve_max_model_len(model, s)
     d_mnbt, d_seqs, why = R.default_batch_limits(ver, gpu.memory_bytes, gpu.name, L)
     mnbt, seqs = s.max_num_batched_tokens or d_mnbt, s.max_num_seqs or d_seqs
@@ -93,18 +153,23 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> 
     B, bsrc = (s.block_size, "given") if s.block_size else R.default_block_size(ver, is_mla, gpu.arch)
     notes.append(f"block_size {B}: {bsrc}")
     unify = s.disable_hybrid_kv_cache_manager or R.era(ver) in ("v0", "v1-0.8")
-    layout = vllm_layout(model, kv, B, unify_hybrid=unify)
-    if layout.block_size != B:
-        notes[-1] += f"; the hybrid layout then sets the attention block to {layout.block_size} tokens (below)"
-    if s.tp > 1:
-        notes.append(f"non-torch memory is the TP=1 measurement; at TP {s.tp} NCCL and custom all-reduce buffers add more (not modelled)")
     util, usrc = (s.gpu_memory_utilization, "given") if s.gpu_memory_utilization else R.default_gpu_memory_utilization(ver)
     notes.append(f"gpu_memory_utilization {util}: {usrc}")
     requested = math.ceil(gpu.memory_bytes * util)
-    items = _deductions(model, gpu, s, ver, mnbt, seqs)
+    stages = _stage_budgets(model, gpu, s, kv, ver, mnbt, seqs, B, unify, requested, checkpoint or model)
+    bind = min(stages, key=lambda b: (b.blocks, -b.stage.rank))
+    layout, items, available = bind.layout, bind.items, bind.available
+    if layout.block_size != B:
+        notes[-2] += f"; the hybrid layout then sets the attention block to {layout.block_size} tokens (below)"
+    if ver > (0, 20, 0) and s.available_kv_memory_bytes is None:
+        notes.append("the profile terms are those measured on vLLM 0.19; 0.33 charges non-KV memory as total consumed "
+                     "(weights, persistent buffers and non-torch growth since start-up) + the transient peak, and "
+                     "buffers kept between weight loading and the profile are not modelled (no such start-up log in the data)")
+    if s.pp > 1:
+        notes.append(f"pipeline parallel {s.pp}: stage {bind.stage.rank} binds (fewest blocks; vLLM keeps the smallest "
+                     "block count over workers); the ledger shows that stage's GPU, every stage is under 'stages'")
     given = s.available_kv_memory_bytes is not None
-    available = s.available_kv_memory_bytes if given else int(requested - sum(i.bytes for i in items))
-    n = s.num_gpu_blocks_override or floor_div(available, layout.bytes_per_block)
+    n = s.num_gpu_blocks_override or bind.blocks
     if s.num_gpu_blocks_override:
         notes.append(f"num_gpu_blocks_override = {n:,} replaces the computed block count")
     elif given:
@@ -121,11 +186,12 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> 
     Rl = layout.blocks_per_request(L, F)
     cpu_blocks = (4 * GiB) // layout.bytes_per_block if v0 else 0
     lines = R.printed_capacity_lines(ver, n, layout.block_size, len(layout.groups), L, Rl, cpu_blocks) if n > 0 else []
+    summaries = tuple(_stage_summary(b, b is bind) for b in stages) if s.pp > 1 else ()
     mem = MemoryPlan("vllm", vtxt, gpu.memory_bytes, "gpu_memory_utilization", util, requested, tuple(items), available, given,
                      layout.block_size, layout.bytes_per_block, n, usable, (n // max(1, len(layout.groups))) * layout.block_size,
                      tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
-                     f"× gpu_memory_utilization {util} (ceil)")
-    return VllmResult(mem, layout, F, ver)
+                     f"× gpu_memory_utilization {util} (ceil)", summaries)
+    return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
 
 
 def printed_gib_block_range(available_bytes: int, bytes_per_block: int) -> tuple[int, int]:

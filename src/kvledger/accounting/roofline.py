@@ -5,6 +5,20 @@ CACM 2009). Weight matmuls cost 2 FLOPs per active parameter per token and read 
 step; attention costs 4·H_q·d FLOPs per (query, key) pair and reads every sequence's KV; MoE reads only
 the experts the step's tokens touch: E·(1 − (1 − k/E)^T) per layer for T tokens under uniform routing.
 ("How to Scale Your Model", chapters "Rooflines" and "All About Transformer Inference".)
+
+How vLLM executes the step, and what that changes here:
+
+* attention runs at the attention dtype's peak: bf16 unless the KV cache is fp8, whatever the weights
+  (FlashAttention and the MLA kernels, ``vllm/v1/attention/backends/flash_attn.py``);
+* MLA prefill tokens take the non-absorbed path (``mla_attention.py : MLAAttention.forward_impl`` →
+  ``forward_mha``: per head QK over ``qk_nope + qk_rope`` dims, PV over ``v_head_dim``, with the cached
+  context re-expanded through ``kv_b_proj``), decode tokens the absorbed one (``forward_mqa``);
+* split-kernel backends (MLA; FlashInfer) run prefill and decode attention one after the other, so
+  their terms add; FlashAttention's one varlen kernel overlaps them (one joint term);
+* a tied LM head reads the embedding matrix every step (``LlamaForCausalLM``: ``lm_head.tie_weights``);
+* at TP > 1 two all-reduces per layer (tp_comm.py);
+* with ``weights_bytes`` (``--weights-memory``, the engine's "Loading weights took") every weight
+  read scales by measured / computed weight bytes.
 """
 
 from __future__ import annotations
@@ -15,6 +29,8 @@ from typing import TYPE_CHECKING
 
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.stepcost import StepShape
+from kvledger.accounting.tp_comm import allreduce_latency_s as allreduce_latency_s_default
+from kvledger.accounting.tp_comm import allreduce_step_s, link_bytes_per_s
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention
@@ -23,12 +39,17 @@ from kvledger.catalog.modelspec import ModelSpec
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["StepCosts", "RooflineStepCost", "compute_dtype"]
+__all__ = ["StepCosts", "RooflineStepCost", "compute_dtype", "attention_dtype"]
 
 
 def compute_dtype(model: ModelSpec, gpu: GpuSpec) -> str:
     """Matmul precision: fp8 when the weights are fp8 and the GPU has fp8 tensor cores, else bf16."""
     return "fp8" if model.quant.method == "fp8" and gpu.fp8_flops_per_s else "bf16"
+
+
+def attention_dtype(kv: KVLedger, gpu: GpuSpec) -> str:
+    """Attention precision: fp8 when the KV cache is fp8 and the GPU has fp8 tensor cores, else bf16."""
+    return "fp8" if kv.kv_cache_dtype.lower().startswith("fp8") and gpu.fp8_flops_per_s else "bf16"
 
 
 @dataclass(frozen=True)
@@ -37,12 +58,18 @@ class StepCosts:
 
     Attributes:
         matmul_flops / attn_flops: FLOPs, FLOP. weight_bytes / kv_bytes: HBM bytes read (KV: read + new writes), B.
+        prefill_attn_flops / prefill_kv_bytes: the prefill chunks' share of attn_flops / kv_bytes (split-kernel
+            backends price it apart from the decodes'), FLOP / B.
+        allreduce_s: TP all-reduce time of the step, s (0 at TP 1).
     """
 
     matmul_flops: float
     attn_flops: float
     weight_bytes: float
     kv_bytes: float
+    prefill_attn_flops: float = 0.0
+    prefill_kv_bytes: float = 0.0
+    allreduce_s: float = 0.0
 
     @property
     def flops(self) -> float:
@@ -63,35 +90,73 @@ class RooflineStepCost:
             cuBLAS GEMMs and decode attention kernels typically reach 70–80% and 80–90% of datasheet peaks;
             calibrate against a measurement where you have one).
         cpu_overhead_s: fixed per-step time (scheduling, sampling, launch), s.
+        overlap_cpu: the CPU overhead overlaps the GPU (vLLM's async scheduling): a step takes
+            max(GPU time, overhead) instead of their sum.
+        weights_bytes: measured weight memory per GPU, B (``--weights-memory``); scales every weight read.
+        split_attention: prefill and decode attention as separate kernels (terms add); None → True for
+            MLA models (vLLM's MLA backends), False otherwise (FlashAttention's one varlen kernel).
+        allreduce_latency_s: per-call all-reduce latency, s; None → the fit in tp_comm.py.
     """
 
     name = "roofline"
 
     def __init__(self, model: ModelSpec, gpu: GpuSpec, kv: KVLedger, tp: int = 1, *, flops_fraction: float = 0.7,
-                 bandwidth_fraction: float = 0.8, cpu_overhead_s: float = 0.0) -> None:
+                 bandwidth_fraction: float = 0.8, cpu_overhead_s: float = 0.0, overlap_cpu: bool = False,
+                 weights_bytes: float | None = None, split_attention: bool | None = None,
+                 allreduce_latency_s: float | None = None) -> None:
         self.model, self.gpu, self.kv, self.tp = model, gpu, kv, tp
         self.dtype = compute_dtype(model, gpu)
         self.peak_flops = gpu.fp8_flops_per_s if self.dtype == "fp8" else gpu.bf16_flops_per_s
+        self.attn_dtype = attention_dtype(kv, gpu)
+        self.attn_peak_flops = gpu.fp8_flops_per_s if self.attn_dtype == "fp8" else gpu.bf16_flops_per_s
         self.bw = gpu.hbm_bandwidth_bytes_per_s
         self.flops_fraction, self.bandwidth_fraction, self.cpu_overhead_s = flops_fraction, bandwidth_fraction, cpu_overhead_s
-        w_total, _ = weight_bytes_per_gpu(model, tp, include_rope_cache=False)
-        q, db = model.quant, model.dtype_bytes
-        emb = sum(q.bytes_of(w, db) for w in model.weights if "embed" in w.path) / tp
-        self.expert_bytes = sum(q.bytes_of(w, db) for w in model.weights if w.expert) / tp
-        self.dense_weight_bytes = w_total - self.expert_bytes - emb  # embedding rows read are negligible
+        self.overlap_cpu = overlap_cpu
+        self._init_weights(model, tp, weights_bytes)
+        self._init_allreduce(model, gpu, tp, allreduce_latency_s)
         head = model.vocab_size * model.hidden_size
         emb_params = sum(w.numel for w in model.weights if "embed" in w.path)
         lm_params = 0 if model.tie_word_embeddings else head
         self.matmul_params = (model.num_active_params - emb_params - lm_params) / tp  # per token, excluding the head
         self.head_flops_per_seq = 2 * head / tp
-        self._attn_coef, self._swa = self._attention_coefficients()
+        self._attn_coef, self._swa, self._prefill_coef, self._ctx_upproj = self._attention_coefficients()
+        has_mla = any(isinstance(g.spec, MLAAttention) for g in kv.groups)
+        self.split_attention = has_mla if split_attention is None else split_attention
         self.state_bytes = kv.state_bytes_per_seq
         self._gemm_cache: dict[int, float] = {}
         self._arange = self._steps_init()
-        p, b = self.peak_flops * flops_fraction, self.bw * bandwidth_fraction
-        fa, fb = self._attn_coef / p, kv.growing_bytes_per_token / b
-        self._fb = fb if not self._swa and fa <= fb else None  # s per KV token read, when the affine shortcut is exact
+        pa, b = self.attn_peak_flops * flops_fraction, self.bw * bandwidth_fraction
+        fa, fb = self._attn_coef / pa, kv.growing_bytes_per_token / b
+        # s per KV token read, when the affine shortcut is exact (bandwidth-bound attention, no CPU overlap max)
+        self._fb = fb if not self._swa and fa <= fb and not (overlap_cpu and cpu_overhead_s) else None
         self._state_per_seq_s = 2 * self.state_bytes / b
+
+    def _init_weights(self, model: ModelSpec, tp: int, weights_bytes: float | None) -> None:
+        """Weight bytes each step reads (dense, experts, tied head) and matmul FLOPs per token."""
+        w_total, _ = weight_bytes_per_gpu(model, tp, include_rope_cache=False)
+        q, db = model.quant, model.dtype_bytes
+        # measured / computed weight memory (the engine's figure includes the RoPE cache)
+        scale = 1.0 if weights_bytes is None else weights_bytes / weight_bytes_per_gpu(model, tp)[0]
+        emb = sum(q.bytes_of(w, db) for w in model.weights if "embed" in w.path) / tp
+        self.expert_bytes = scale * sum(q.bytes_of(w, db) for w in model.weights if w.expert) / tp
+        # embedding rows read are negligible; a tied LM head reads the whole embedding matrix (vocab-parallel: /tp)
+        head = sum(q.bytes_of(w, db) for w in model.weights if w.path.endswith("embed_tokens.weight")) / tp \
+            if model.tie_word_embeddings else 0.0
+        self.head_bytes = scale * head
+        self.dense_weight_bytes = scale * (w_total - emb) - self.expert_bytes + self.head_bytes
+
+    def _init_allreduce(self, model: ModelSpec, gpu: GpuSpec, tp: int, latency_s: float | None) -> None:
+        """Two all-reduces per decoder layer at TP > 1 (tp_comm.py), each with the per-call latency."""
+        self.num_allreduce_layers = model.num_layers if tp > 1 else 0
+        self.allreduce_latency_s = (allreduce_latency_s_default(gpu, tp) if latency_s is None else latency_s) if tp > 1 else 0.0
+        self.link_bytes_per_s = link_bytes_per_s(gpu) if tp > 1 else 0.0
+
+    def allreduce_s(self, num_tokens: float) -> float:
+        """TP all-reduce time of a step over ``num_tokens`` tokens (tp_comm.py), s."""
+        if not self.num_allreduce_layers:
+            return 0.0
+        return allreduce_step_s(num_tokens, self.model.hidden_size, self.num_allreduce_layers, self.tp,
+                                self.allreduce_latency_s, self.link_bytes_per_s)
 
     @staticmethod
     def _steps_init():
@@ -99,9 +164,12 @@ class RooflineStepCost:
 
         return np.arange(1024, dtype=np.float64)
 
-    def _attention_coefficients(self) -> tuple[float, list[tuple[float, float, int]]]:
-        """(FLOPs per query–key pair over unbounded layers, [(flops/pair, bytes/token, window) per windowed group])."""
-        full, swa = 0.0, []
+    def _attention_coefficients(self) -> tuple[float, list[tuple[float, float, int]], float, float]:
+        """FLOPs per query–key pair over unbounded layers (decode), [(flops/pair, bytes/token, window) per windowed
+        group], FLOPs per prefill pair over unbounded layers, and MLA's FLOPs per cached-context token of a prefill
+        chunk (``kv_b_proj`` re-expansion on the non-absorbed path)."""
+        full, swa, prefill, upproj = 0.0, [], 0.0, 0.0
+        mla = _mla_head_dims(self.model)
         for g in self.kv.groups:
             sp = g.spec
             if g.kind == "state":
@@ -109,14 +177,22 @@ class RooflineStepCost:
             heads = sp.num_attention_heads / self.tp
             if isinstance(sp, MLAAttention):  # absorbed MLA: QK over (latent + rope), PV over the latent
                 per_pair = 2 * heads * (sp.kv_lora_rank + sp.qk_rope_head_dim) + 2 * heads * sp.kv_lora_rank
+                if mla is not None:  # prefill: MHA over qk_nope + qk_rope dims, PV over v_head_dim
+                    nope, v = mla
+                    prefill += (2 * heads * (nope + sp.qk_rope_head_dim) + 2 * heads * v) * g.num_layers
+                    upproj += 2 * sp.kv_lora_rank * heads * (nope + v) * g.num_layers
+                else:
+                    prefill += per_pair * g.num_layers
             else:
                 per_pair = 2 * heads * sp.head_dim + 2 * heads * sp.v_head_dim
+                if g.kind in ("full", "mla"):
+                    prefill += per_pair * g.num_layers
             if g.kind in ("full", "mla"):
                 full += per_pair * g.num_layers
             else:
                 window = getattr(sp, "window_tokens", 0) or getattr(sp, "chunk_tokens", 0)
                 swa.append((per_pair * g.num_layers, g.bytes_per_token, window))
-        return full, swa
+        return full, swa, prefill, upproj
 
     def experts_touched_fraction(self, num_tokens: float) -> float:
         """Share of each MoE layer's experts that ``num_tokens`` tokens touch (uniform top-k routing), 0–1."""
@@ -132,29 +208,53 @@ class RooflineStepCost:
     def costs(self, shape: StepShape) -> StepCosts:
         """FLOPs and bytes of a step of the given aggregate shape, per GPU."""
         T, seqs = shape.num_tokens, shape.num_seqs
-        matmul = 2 * self.matmul_params * T + self.head_flops_per_seq * seqs
-        pairs = shape.prefill_attn_pairs + shape.decode_kv_tokens
-        attn = self._attn_coef * pairs
+        pf_pairs, dec_pairs = shape.prefill_attn_pairs, shape.decode_kv_tokens
+        context = shape.prefill_kv_tokens - shape.num_prefill_tokens  # cached tokens before the prefill chunks
+        matmul = 2 * self.matmul_params * T + self.head_flops_per_seq * seqs + self._ctx_upproj * context
+        pairs = pf_pairs + dec_pairs
+        pf_attn = self._prefill_coef * pf_pairs
+        attn = pf_attn + self._attn_coef * dec_pairs
         kv_tokens = shape.decode_kv_tokens + shape.prefill_kv_tokens
-        kv_bytes = self.kv.growing_bytes_per_token * kv_tokens + 2 * self.state_bytes * seqs
+        g, st = self.kv.growing_bytes_per_token, 2 * self.state_bytes
+        kv_bytes = g * kv_tokens + st * seqs
+        pf_kv = g * shape.prefill_kv_tokens + st * shape.num_prefill_seqs
         for coef, bpt, window in self._swa:  # each query sees at most `window` keys
-            attn += coef * min(pairs, window * T)
-            kv_bytes += bpt * min(kv_tokens, window * seqs)
-        return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes)
+            pf_attn += coef * min(pf_pairs, window * shape.num_prefill_tokens)
+            pf_kv += bpt * min(shape.prefill_kv_tokens, window * shape.num_prefill_seqs)
+            if self.split_attention:
+                attn += coef * (min(pf_pairs, window * shape.num_prefill_tokens) + min(dec_pairs, window * shape.num_decode_seqs))
+                kv_bytes += bpt * (min(shape.prefill_kv_tokens, window * shape.num_prefill_seqs)
+                                   + min(shape.decode_kv_tokens, window * shape.num_decode_seqs))
+            else:
+                attn += coef * min(pairs, window * T)
+                kv_bytes += bpt * min(kv_tokens, window * seqs)
+        return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T))
+
+    def attention_s(self, c: StepCosts) -> float:
+        """The attention term at the achievable fractions and the attention dtype's peak, s: one roofline over
+        prefill and decode attention, or (split-kernel backends) the two added."""
+        pa, b = self.attn_peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
+        if not self.split_attention:
+            return max(c.attn_flops / pa, c.kv_bytes / b)
+        return (max(c.prefill_attn_flops / pa, c.prefill_kv_bytes / b)
+                + max((c.attn_flops - c.prefill_attn_flops) / pa, (c.kv_bytes - c.prefill_kv_bytes) / b))
 
     def time_s(self, c: StepCosts, *, achievable: bool = True) -> float:
         """Step time, s.
 
-        ``achievable=False``: the roofline lower bound of the whole step, max(FLOPs / peak, bytes / bandwidth).
-        ``achievable=True``: the weight matmuls and the attention run one after the other, each on its own
-        roofline at the achievable fractions, plus the CPU overhead — seed-claims.md §3's step cost
+        ``achievable=False``: the roofline lower bound of the whole step, max(FLOPs / peak, bytes / bandwidth)
+        (matmuls at the weight dtype's peak, attention at the attention dtype's), plus the all-reduces.
+        ``achievable=True``: the weight matmuls, the attention and the all-reduces run one after the other,
+        each matmul and attention term on its own roofline at the achievable fractions, plus the CPU overhead
+        (or, with ``overlap_cpu``, the larger of the two) — the step cost
         ``max(weight FLOPs/peak, weight bytes/BW) + attention (max(FLOPs/peak, KV bytes/BW)) + overhead``,
         which stops a compute-bound GEMM term from hiding the KV reads at large batch.
         """
         if not achievable:
-            return max(c.flops / self.peak_flops, c.bytes / self.bw)
+            return max(c.matmul_flops / self.peak_flops + c.attn_flops / self.attn_peak_flops, c.bytes / self.bw) + c.allreduce_s
         p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
-        return max(c.matmul_flops / p, c.weight_bytes / b) + max(c.attn_flops / p, c.kv_bytes / b) + self.cpu_overhead_s
+        gpu = max(c.matmul_flops / p, c.weight_bytes / b) + self.attention_s(c) + c.allreduce_s
+        return max(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu + self.cpu_overhead_s
 
     def step_time_s(self, shape: StepShape) -> float:
         if shape.num_tokens == 0:
@@ -162,11 +262,12 @@ class RooflineStepCost:
         return self.time_s(self.costs(shape))
 
     def _gemm_s(self, num_seqs: int) -> float:
-        """Weight-matmul term of a pure-decode step of ``num_seqs`` sequences at the achievable fractions, s (cached)."""
+        """Weight-matmul and all-reduce terms of a pure-decode step of ``num_seqs`` sequences, s (cached)."""
         t = self._gemm_cache.get(num_seqs)
         if t is None:
             p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
             t = max((2 * self.matmul_params + self.head_flops_per_seq) * num_seqs / p, self.weight_read_bytes(num_seqs) / b)
+            t += self.allreduce_s(num_seqs)
             if len(self._gemm_cache) < 4096:
                 self._gemm_cache[num_seqs] = t
         return t
@@ -197,8 +298,10 @@ class RooflineStepCost:
             return (base + fb * kv_tokens) + (fb * num_seqs) * self._arange[:num_steps]
         import numpy as np
 
-        p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
-        base = self._gemm_s(num_seqs) + self.cpu_overhead_s
+        p, b = self.attn_peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
+        base = self._gemm_s(num_seqs)
+        if not self.overlap_cpu:
+            base += self.cpu_overhead_s
         steps = self._steps(num_steps)
         kvt = kv_tokens + num_seqs * steps
         flops = self._attn_coef * kvt
@@ -207,4 +310,20 @@ class RooflineStepCost:
             capped = np.minimum(kvt, window * num_seqs)
             flops = flops + coef * capped
             byts = byts + bpt * capped
-        return base + np.maximum(flops / p, byts / b)
+        gpu = base + np.maximum(flops / p, byts / b)
+        return np.maximum(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu
+
+
+def _mla_head_dims(model: ModelSpec) -> tuple[int, int] | None:
+    """MLA's (qk_nope_head_dim, v_head_dim) from the first layer's ``kv_b_proj`` (rows H·(nope + v)) and ``o_proj``
+    (cols H·v) weights; None when the model has no such weights."""
+    kvb = next((w for w in model.weights if w.path.endswith("self_attn.kv_b_proj.weight")), None)
+    if kvb is None:
+        return None
+    prefix = kvb.path[: -len("kv_b_proj.weight")]
+    o = next((w for w in model.weights if w.path == prefix + "o_proj.weight"), None)
+    H = model.num_attention_heads
+    if o is None or o.cols % H or kvb.rows % H:
+        return None
+    v = o.cols // H
+    return kvb.rows // H - v, v

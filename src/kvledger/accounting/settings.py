@@ -18,11 +18,13 @@ class PlanSettings(BaseModel):
 
     Attributes (units in names; vLLM flag names unless marked):
         engine: "vllm", "sglang" or "trtllm". engine_version: vLLM version ("0.10.2"); None = newest read.
-        tp: tensor-parallel degree. max_model_len: tokens; None = derived from the config.
+        tp: tensor-parallel degree. pp: pipeline-parallel degree (vLLM ``--pipeline-parallel-size``). max_model_len: tokens; None = derived from the config.
         contexts: context lengths to report concurrency at, tokens.
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
         free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load.
         kv_cache_dtype: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
+        dtype: vLLM ``--dtype`` (the served dtype of weights, activations and "auto" KV). quantization: vLLM
+            ``--quantization``; "fp8" quantizes an unquantized checkpoint on load.
         max_num_batched_tokens, max_num_seqs, block_size: as vLLM.
         available_kv_memory_bytes: the "Available KV cache memory" your engine printed, B; skips the memory model.
         num_gpu_blocks_override: vLLM's flag: the block count, bypassing memory entirely.
@@ -38,12 +40,15 @@ class PlanSettings(BaseModel):
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
     engine_version: str | None = None
     tp: int = Field(1, ge=1, le=1024)
+    pp: int = Field(1, ge=1, le=256)
     max_model_len: int | None = Field(None, ge=1, le=_TOKENS_MAX)
     contexts: tuple[int, ...] | None = None
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
     mem_fraction_static: float | None = Field(None, gt=0, le=1)
     free_gpu_memory_fraction: float | None = Field(None, gt=0, le=1)
     kv_cache_dtype: str = "auto"
+    dtype: Literal["auto", "bfloat16", "float16", "float32", "half", "float"] = "auto"
+    quantization: Literal["fp8"] | None = None
     max_num_batched_tokens: int | None = Field(None, ge=1, le=_TOKENS_MAX)
     max_num_seqs: int | None = Field(None, ge=1, le=1 << 20)
     block_size: int | None = Field(None, ge=1, le=4096)

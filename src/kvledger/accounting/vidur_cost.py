@@ -195,12 +195,12 @@ class VidurStepCost:
         if shape.num_tokens == 0:
             return {}
         n, L = shape.num_tokens, self.num_layers
-        return {
-            "linear_ops": L * self._linear(n),
-            "attention_prefill": L * self._prefill_attn(shape),
-            "attention_decode": L * self._decode_attn(shape.num_decode_seqs, shape.decode_kv_tokens),
-            "tp_all_reduce": L * 2 * self._allreduce(n),
-            "cpu_overhead": self._cpu(shape.num_seqs),
+        return {  # Python floats: the interpolation helpers may hand back numpy scalars
+            "linear_ops": float(L * self._linear(n)),
+            "attention_prefill": float(L * self._prefill_attn(shape)),
+            "attention_decode": float(L * self._decode_attn(shape.num_decode_seqs, shape.decode_kv_tokens)),
+            "tp_all_reduce": float(L * 2 * self._allreduce(n)),
+            "cpu_overhead": float(self._cpu(shape.num_seqs)),
         }
 
     def step_time_s(self, shape: StepShape) -> float:

@@ -98,13 +98,15 @@ def default_block_size(ver: tuple[int, int, int], is_mla: bool, arch: str) -> tu
     """Tokens per KV block when the user does not set ``--block-size``.
 
     16 (``CacheConfig.DEFAULT_BLOCK_SIZE``) unless the attention backend needs more
-    (``AttentionBackend.get_preferred_block_size``): MLA on Hopper is FLASH_ATTN_MLA (16) in 0.33
-    but FlashMLA (64) before; MLA on Blackwell is FLASHINFER_MLA (32).
+    (``AttentionBackend.get_preferred_block_size``): MLA on Hopper is FLASH_ATTN_MLA (16) from 0.15
+    (first in ``platforms/cuda.py::_get_backend_priorities`` in 0.15–0.19 and 0.33; the 0.19 DeepSeek-V2-Lite
+    H100 log picks it and allocates 16 tokens per block) but FlashMLA (64) in 0.11 (``use_flashmla`` forces 64;
+    0.12–0.14 not read: the switch is applied at 0.15); MLA on Blackwell is FLASHINFER_MLA (32).
     """
     if is_mla and arch == "sm90":
-        if ver >= (0, 33, 0):
-            return 16, "vLLM 0.33 on Hopper picks FLASH_ATTN_MLA: block 16 (platforms/cuda.py priorities)"
-        return 64, "vLLM before 0.33 on Hopper picks FlashMLA: block 64"
+        if ver >= (0, 15, 0):
+            return 16, "vLLM ≥0.15 on Hopper picks FLASH_ATTN_MLA: block 16 (platforms/cuda.py backend priorities)"
+        return 64, "vLLM ≤0.11 on Hopper picks FlashMLA: block 64 (0.12–0.14 not read)"
     if is_mla and arch == "sm100":
         return 32, "vLLM on Blackwell picks FLASHINFER_MLA: block 32"
     return 16, "vLLM default block_size 16 (config/cache.py::DEFAULT_BLOCK_SIZE)"

@@ -32,7 +32,7 @@ RULE = (f"preemption ⇒ a request could not get a KV block (vLLM preempts only 
         "samples to the warning's timestamp) the pool is full of running requests → capacity-bound. Without preemptions, "
         f"usage ≥ {KV_FULL_PCT:.0f}% with requests waiting → admission is capacity-bound. Remedies: vLLM tuning guide "
         "(raise gpu_memory_utilization, raise tensor_parallel_size, lower max_num_seqs) and FP8 KV (page halves, "
-        "engines.md §1.9), each re-planned by the ledger with the log's KV budget.")
+        "vLLM kv_cache_interface.py page_size_bytes), each re-planned by the ledger with the log's KV budget.")
 
 
 def usage_at(event: PreemptionEvent, stats: tuple[StatsSample, ...]) -> float | None:

@@ -45,7 +45,7 @@ BATCH_RULE = (f"implied ITL = running ÷ generation throughput per interval; med
               f"waiting, KV < {KV_FULL_PCT:.0f}% and prompt throughput ≥ {PREFILL_SATURATED:.0%} of its peak → TTFT is queueing "
               "behind prefill (raise max_num_batched_tokens or add replicas). With speculative decoding or parallel sampling a request "
               "emits several tokens per step, so the implied ITL understates; the ratio still compares like with like. "
-              "Source: vLLM tuning guide, chunked prefill (seed-claims §13).")
+              "Source: vLLM docs, Optimization and Tuning → Chunked Prefill.")
 
 
 def implied_itl_s(s: StatsSample) -> float | None:

@@ -84,7 +84,7 @@ class Fp8Measurement:
 
 
 VLLM_DOCS_L4_SOURCE = ("vLLM docs, 'Quantized KV Cache' → 'Performance Considerations' (PR #49050): vLLM 0.25.1, "
-                       "Qwen3-4B on one NVIDIA L4, batch-1 decode, prefix caching off (seed-claims.md §15)")
+                       "Qwen3-4B on one NVIDIA L4, batch-1 decode, prefix caching off")
 VLLM_DOCS_L4_QWEN3_4B = (
     Fp8Measurement(2048, 1, 29.1, 29.4),
     Fp8Measurement(8192, 1, 26.4, 27.9),

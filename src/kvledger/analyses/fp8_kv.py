@@ -236,14 +236,21 @@ class Fp8Report:
     curve: tuple[Fp8Point, ...]
     verdict: tuple[str, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    headline: dict[str, Any] = field(default_factory=dict)
+    """The question asked first: whole requests of ``context_tokens`` each pool holds at once, and why
+    ``concurrency`` is what it is (given, or the bf16 pool's capacity at that context)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *, concurrency: int = 1,
+def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *, concurrency: int | None = None,
                    contexts: list[int] | None = None, overhead: Fp8Overhead = DEFAULT_FP8_OVERHEAD) -> Fp8Report:
     """Compare bf16 ("auto") and fp8 KV for ``model`` on ``gpu`` at ``concurrency`` sequences.
+
+    The first question is capacity at the user's context: the first of ``contexts`` (default 8,192 tokens, or
+    max_model_len when shorter). Without ``concurrency`` the speed comparison runs at the batch the bf16 pool holds
+    at that context (at most max_num_seqs): the load a server filled with such requests decodes at.
 
     Raises:
         InputError: concurrency < 1, a context beyond max_model_len, a model whose KV is already 1 byte,
@@ -251,7 +258,7 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
     """
     from kvledger.analyses.fp8_verdict import fp8_notes, fp8_verdict
 
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
         raise InputError(f"--concurrency must be an integer ≥ 1, got {concurrency!r}")
     s = settings or PlanSettings()
     s_b = s.model_copy(update={"kv_cache_dtype": "auto", "contexts": tuple(contexts) if contexts else s.contexts})
@@ -265,6 +272,17 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
     bad = [c for c in ctxs if c > max_len]
     if bad:
         raise InputError(f"context {bad[0]:,} tokens exceeds max_model_len {max_len:,} (raise --max-model-len)")
+    at = contexts[0] if contexts else min(8192, max_len)
+    n_b, n_f = _requests(pb, at), _requests(pf, at)
+    if concurrency is None:
+        concurrency = max(1, min(n_b, pb.memory.max_num_seqs))
+        why = (f"the bf16 pool's capacity at {at:,} tokens ({n_b:,} whole requests" +
+               (f", capped at max_num_seqs {pb.memory.max_num_seqs:,})" if n_b > pb.memory.max_num_seqs else ")") +
+               "; --concurrency sets another")
+    else:
+        why = "given (--concurrency)"
+    headline = {"context_tokens": at, "bf16_max_requests": n_b, "fp8_max_requests": n_f, "concurrency": concurrency,
+                "concurrency_basis": why}
     dm = Fp8DecodeModel(pb, pf, overhead)
     curve = tuple(dm.point(concurrency, c) for c in ctxs)
     cap_n = min(pb.memory.max_num_seqs, 1024)
@@ -272,5 +290,5 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
     table = tuple(dm.break_even(b, max_len) for b in batches)
     be = next(t for t in table if t.batch == concurrency)
     cap = _capacity(pb, pf, concurrency)
-    rep = Fp8Report(model.name, gpu.name, s_b.model_dump(), overhead, concurrency, cap, be, table, curve, (), ())
+    rep = Fp8Report(model.name, gpu.name, s_b.model_dump(), overhead, concurrency, cap, be, table, curve, (), (), headline)
     return Fp8Report(**{**rep.__dict__, "verdict": tuple(fp8_verdict(rep, dm)), "notes": tuple(fp8_notes(rep, dm))})

@@ -19,7 +19,13 @@ def _n(n: int, noun: str) -> str:
 def _capacity_sentences(r: "Fp8Report") -> list[str]:
     c, n = r.capacity, r.concurrency
     b, f = c.bf16, c.fp8
-    out = [f"Capacity: FP8 KV halves the page ({fmt_bytes(b['bytes_per_block'], both=False)} → "
+    h = r.headline
+    out = []
+    if h:
+        out.append(f"At {h['context_tokens']:,} tokens per request: bf16 KV holds {_n(h['bf16_max_requests'], 'request')} at "
+                   f"once, FP8 KV {h['fp8_max_requests']:,} (per replica, vLLM memory plan). The speed figures below are at "
+                   f"{_n(n, 'concurrent sequence')}: {h['concurrency_basis']}.")
+    out += [f"Capacity: FP8 KV halves the page ({fmt_bytes(b['bytes_per_block'], both=False)} → "
            f"{fmt_bytes(f['bytes_per_block'], both=False)} per {b['block_size']}-token block) and doubles the pool: "
            f"{b['num_gpu_blocks']:,} → {f['num_gpu_blocks']:,} blocks = {b['pool_tokens']:,} → {f['pool_tokens']:,} tokens "
            f"(vLLM memory plan; one byte per KV element instead of {b['elem_bytes']:g})."]
@@ -82,7 +88,7 @@ def fp8_verdict(r: "Fp8Report", dm: "Fp8DecodeModel") -> list[str]:
     out.append(f"This break-even is derived, not a constant: it rests on the FP8 overhead ({fmt_duration(ov.per_layer_s)} per "
                f"layer per step + {ov.ns_per_element:.2g} ns per K/V element; {ov.source}) and the roofline at "
                f"{rb.bandwidth_fraction:.0%} of {rb.bw / 1e12:.2f} TB/s. The often-quoted ~7,000 tokens for 8B models on "
-               "Hopper has no source (seed-claims.md §15); published measurements range from 'always faster' (vLLM docs, L4) "
+               "Hopper has no source: no published measurement behind it; published measurements range from 'always faster' (vLLM docs, L4) "
                "to 'always slower' (vllm #48786 on Hopper, intel/llm-scaler #666).")
     return out
 

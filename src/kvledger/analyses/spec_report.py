@@ -127,8 +127,7 @@ def _verdict(r: SpecReport, sm: SpecDecodeModel) -> list[str]:
                    f"({sm.draft_kv_bytes_per_token:,.0f} B/token) come out of the KV pool: {sm.plan.memory.num_gpu_blocks:,} → "
                    f"{sm.pool_blocks():,} blocks.")
     out.append("Direction as in the vLLM docs (spec decode targets medium-to-low QPS, memory-bound serving); the 2024 vLLM "
-               "blog's 1.4–1.8× slowdowns at high QPS (Llama-3-70B, 4×H100, V0 engine) are a qualitative check only "
-               "(seed-claims.md §4).")
+               "blog's 1.4–1.8× slowdowns at high QPS (Llama-3-70B, 4×H100, V0 engine) are a qualitative check only.")
     return out
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvledger.catalog.cfg import Cfg
+from kvledger.catalog.hfread import KV_HEAD_KEYS
+from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
-from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, std_attention, vec
+from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
 
 __all__ = ["Family", "FAMILY_OF", "build_family"]
 
@@ -35,72 +37,94 @@ class Family:
 
 
 def heads(c: Cfg) -> tuple[int, int, int, int]:
-    """(hidden, attention heads, KV heads, head_dim) with the MHA/MQA/explicit-head_dim rules."""
+    """(hidden, attention heads, KV heads, head_dim) as vLLM reads them.
+
+    KV heads: the first of ``n_head_kv``, ``num_kv_heads``, ``num_key_value_heads``, ``multi_query_group_num``
+    (vLLM ``ModelArchConfigConvertorBase.get_total_num_kv_heads``), else one head when ``multi_query`` (MQA:
+    Falcon-7B, StarCoder), else as many as attention heads (MHA). head_dim: ``head_dim`` (aliases
+    ``kv_channels``, ``hidden_size_per_head``, ``attention_head_dim``), else hidden ÷ heads (``get_head_size``).
+    """
     h, nh = c.int("hidden_size"), c.int("num_attention_heads")
-    if c.has("num_key_value_heads"):
-        nkv = c.int("num_key_value_heads")
+    key = next((k for k in KV_HEAD_KEYS if c.has(k)), None)
+    if key is not None:
+        nkv = c.int(key)
     elif c.get("multi_query", False) is True:
-        nkv = 1  # MQA (Falcon-7B, StarCoder): one shared KV head
-    elif c.has("num_kv_heads"):
-        nkv = c.int("num_kv_heads")
+        nkv = 1
     else:
-        nkv = nh  # MHA: no num_key_value_heads means every head has its own K/V
+        nkv = nh
     if c.has("head_dim"):
         hd = c.int("head_dim")
-    elif c.has("attention_head_dim"):
-        hd = c.int("attention_head_dim")  # Nemotron-H spells it this way
     else:
-        if h % nh:
-            raise c.error("num_attention_heads", f"hidden_size {h} is not divisible by {nh} heads and no head_dim is given")
-        hd = h // nh
+        hd = h // nh  # vLLM get_head_size and transformers: floor division, even when it leaves a remainder
+        if hd == 0:
+            raise c.error("num_attention_heads", f"{nh} heads for hidden_size {h} leave no head dimension; give head_dim")
     if nkv > nh or nh % nkv:
-        raise c.error("num_key_value_heads", f"{nkv} KV heads cannot serve {nh} attention heads (must divide it)")
+        raise c.error(key or "num_key_value_heads", f"{nkv} KV heads cannot serve {nh} attention heads (must divide it)")
     return h, nh, nkv, hd
 
 
-def _attn_kinds(c: Cfg, mt: str, n: int) -> list[str]:
-    """Per-layer attention kind ("full", "sliding", "chunked") for softmax-attention families."""
+_LAYER_KINDS = {"full_attention": "full", "attention": "full", "global_attention": "full", "sliding_attention": "sliding",
+                "local_attention": "sliding", "chunked_attention": "chunked", "conv": "conv", "linear_attention": "linear",
+                "mamba": "mamba", "mlp": "mlp"}
+
+
+def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
+    """Per-layer kind ("full", "sliding", "chunked", or a state kind) for softmax-attention families."""
     if c.has("layer_types"):
         lt = c.list("layer_types")
         if len(lt) != n:
             raise c.error("layer_types", f"has {len(lt)} entries for {n} layers")
-        kinds = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked"}
-        bad = [t for t in lt if t not in kinds]
+        bad = [t for t in lt if not isinstance(t, str) or t not in _LAYER_KINDS]
         if bad:
-            raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(kinds)})")
-        return [kinds[t] for t in lt]
+            raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(_LAYER_KINDS)})")
+        return [_LAYER_KINDS[t] for t in lt]
+    if c.has("full_attn_idxs"):  # LFM2: attention at these indices, short convolutions elsewhere
+        idx = set(x for x in c.list("full_attn_idxs") if isinstance(x, int))
+        return ["full" if i in idx else "conv" for i in range(n)]
     if c.has("attention_chunk_size"):
         nrl = c.list("no_rope_layers", [])
+        if not nrl:  # transformers Llama4TextConfig: empty means every no_rope_layer_interval-th layer (default 4) is NoPE
+            every = c.int("no_rope_layer_interval", 4)
+            nrl = [int((i + 1) % every != 0) for i in range(n)]
         if nrl:  # Llama-4: RoPE layers are chunked-local, NoPE layers (0) are global
+            if len(nrl) != n:
+                raise c.error("no_rope_layers", f"has {len(nrl)} entries for {n} layers")
             return ["chunked" if x else "full" for x in nrl]
         return ["chunked"] * n
     window = c.get("sliding_window", None)
-    if not window:
-        return ["full"] * n
+    if not window or c.get("use_sliding_window", True) is False:
+        return ["full"] * n  # Qwen2.5 ships sliding_window=131072 with use_sliding_window=false: inert
     if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
-        if not c.get("use_sliding_window", False):
-            return ["full"] * n  # Qwen2.5 ships sliding_window=131072 with use_sliding_window=false: inert
         mwl = c.int("max_window_layers", n, minimum=0)
         return ["sliding" if i >= mwl else "full" for i in range(n)]
     if mt == "gemma2":
         return ["sliding" if i % 2 == 0 else "full" for i in range(n)]  # HF Gemma2: even layers local
-    if mt in ("gemma3", "gemma3_text"):
-        pat = c.int("sliding_window_pattern", 6)
+    if mt in ("gemma3", "gemma3_text", "cohere2"):
+        pat = c.int("sliding_window_pattern", 6 if mt != "cohere2" else 4)
         return ["full" if (i + 1) % pat == 0 else "sliding" for i in range(n)]
-    if mt in ("mistral", "mixtral", "phi3"):
-        return ["sliding"] * n  # the window applies to every layer (rolling buffer)
-    raise c.error("sliding_window", f"is set but model_type {mt!r} does not say which layers use it; add a 'layer_types' list")
+    if mt not in ("mistral", "mixtral", "phi3", "starcoder2"):
+        notes.append(f"sliding_window={window} with no layer_types: every layer uses the window, as in vLLM, whose "
+                     "CacheConfig.sliding_window applies it to every attention layer of a model that is not interleaved "
+                     "(engine/arg_utils.py, layers/attention/attention.py)")
+    return ["sliding"] * n  # the window applies to every layer (rolling buffer)
 
 
 def _attn_spec(c: Cfg, kind: str, nh: int, nkv: int, hd: int) -> LayerSpec:
+    """One attention layer's cache spec; ``v_head_dim`` when V differs from K (MiMo), ``global_head_dim`` for the
+    full layers of Gemma-4 (vLLM models/gemma4.py)."""
+    vd = c.int("v_head_dim", hd)
     if kind == "sliding":
-        return SlidingWindowAttention(nkv, hd, hd, nh, window_tokens=c.int("sliding_window"))
+        return SlidingWindowAttention(nkv, hd, vd, nh, window_tokens=c.int("sliding_window"))
     if kind == "chunked":
-        return ChunkedLocalAttention(nkv, hd, hd, nh, chunk_tokens=c.int("attention_chunk_size"))
-    return FullAttention(nkv, hd, hd, nh)
+        return ChunkedLocalAttention(nkv, hd, vd, nh, chunk_tokens=c.int("attention_chunk_size"))
+    if c.has("global_head_dim"):
+        g = c.int("global_head_dim")
+        return FullAttention(nkv, g, g, nh)
+    return FullAttention(nkv, hd, vd, nh)
 
 
-def embed(c: Cfg, h: int, tied_default: bool) -> tuple[list[Weight], bool]:
+def embed(c: Cfg, h: int, tied_default: bool = True) -> tuple[list[Weight], bool]:
+    """Input embedding and, unless tied (transformers' PretrainedConfig default: tied), the LM head."""
     v = c.int("vocab_size")
     tied = c.bool("tie_word_embeddings", tied_default)
     w = [Weight("model.embed_tokens.weight", v, h, 1, False, "shard")]
@@ -109,48 +133,98 @@ def embed(c: Cfg, h: int, tied_default: bool) -> tuple[list[Weight], bool]:
     return w, tied
 
 
+_VERIFIED_DECODERS = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3", "gemma", "gemma2",
+                      "gemma3", "gemma3_text", "gpt_oss", "llama4_text", "starcoder2", "lfm2")
+
+
 def decoder(c: Cfg, mt: str) -> Family:
-    """Llama, Mistral, Mixtral, Qwen2/2.5/3 (dense and MoE), Phi-3, Gemma-2/3, gpt-oss, Llama-4 text.
+    """Decoder-only softmax attention with a dense or MoE MLP: Llama, Mistral, Qwen, Phi-3, Gemma, gpt-oss, Llama-4
+    text, StarCoder2, LFM2 — and any config with the standard decoder fields.
 
     Sources: transformers ``models/<family>/modeling_<family>.py`` (attention biases, q/k norms,
-    Gemma's four norms per layer, gpt-oss sinks and expert biases).
+    Gemma's four norms per layer, gpt-oss sinks and expert biases). For a family not listed the
+    inventory is the Llama layout with the config's biases and MLP kind, and the notes say so.
     """
     h, nh, nkv, hd = heads(c)
     n = c.int("num_hidden_layers")
-    kinds = _attn_kinds(c, mt, n)
-    qkv_bias = mt in ("qwen2", "qwen2_moe") or c.get("attention_bias", False) is True
-    o_bias = c.get("attention_bias", False) is True and mt not in ("qwen2", "qwen2_moe")
+    fam = Family([], [])
+    kinds = _attn_kinds(c, mt, n, fam.notes)
+    bias_all = any(c.get(k, False) is True for k in ("attention_bias", "bias", "use_bias", "add_bias_linear"))
+    qkv_bias = mt in ("qwen2", "qwen2_moe") or bias_all or c.get("qkv_bias", False) is True
+    o_bias = bias_all and mt not in ("qwen2", "qwen2_moe")
     gemma = mt in ("gemma", "gemma2", "gemma3", "gemma3_text")
-    w, _ = embed(c, h, tied_default=gemma)
-    fam = Family([], w)
+    layer_norm = mt in ("starcoder2",)  # LayerNorm with bias
+    w, _ = embed(c, h, tied_default=True)
+    fam.weights = w
     E, k = moe_counts(c, mt)
     fam.num_experts, fam.experts_per_token = E, k
+    if mt not in _VERIFIED_DECODERS:
+        fam.notes.append(f"model_type {mt!r}: read as a standard decoder from its fields (hidden {h}, {n} layers, {nh} heads, "
+                         f"{nkv} KV heads of {hd}); KV per token follows vLLM's rules, the parameter count uses the Llama "
+                         "layout and may differ from the checkpoint by the family's extra tensors")
+    shared = c.int("num_kv_shared_layers", 0, minimum=0, maximum=n)
+    if shared:  # Gemma-3n: the last layers reuse earlier layers' K/V (vLLM kv_sharing_target_layer_name): no cache of their own
+        fam.notes.append(f"cross-layer KV sharing: the last {shared} of {n} layers reuse earlier layers' K/V and keep no cache")
+    cross = set(x for x in (c.list("cross_attention_layers", []) or []) if isinstance(x, int))
+    if cross:  # Mllama: these layers attend to the image tokens' K/V (fixed per request), not to the text
+        fam.notes.append(f"{len(cross)} cross-attention layers keep the image tokens' K/V, not a per-token text cache")
     for i in range(n):
         p = f"model.layers.{i}"
-        fam.layers.append(_attn_spec(c, kinds[i], nh, nkv, hd))
-        w += std_attention(f"{p}.self_attn", h, nh, nkv, hd, qkv_bias=qkv_bias, o_bias=o_bias)
-        if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):
-            w += norm(f"{p}.self_attn.q_norm", hd) + norm(f"{p}.self_attn.k_norm", hd)
-        if mt == "gpt_oss":
-            w += vec(f"{p}.self_attn.sinks", nh, tp="shard")
+        if kinds[i] in ("conv", "linear", "mamba", "mlp"):
+            spec, sw = state_layer(c, kinds[i], mt, p, h, nh, hd)
+            fam.layers.append(spec)
+            w += sw
+        else:
+            no_cache = i >= n - shared or i in cross
+            fam.layers.append(None if no_cache else _attn_spec(c, kinds[i], nh, nkv, hd))
+            w += std_attention(f"{p}.self_attn", h, nh, nkv, hd, qkv_bias=qkv_bias, o_bias=o_bias)
+            if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2"):
+                w += norm(f"{p}.self_attn.q_norm", hd) + norm(f"{p}.self_attn.k_norm", hd)
+            if mt == "gpt_oss":
+                w += vec(f"{p}.self_attn.sinks", nh, tp="shard")
         norms = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm") if gemma and mt != "gemma" else ("input_layernorm", "post_attention_layernorm")
         for nm in norms:
-            w += norm(f"{p}.{nm}", h)
+            w += norm(f"{p}.{nm}", h, bias=layer_norm)
         w += decoder_mlp(c, mt, p, h, i, E)
-    w += norm("model.norm", h)
+    w += norm("model.norm", h, bias=layer_norm)
     return fam
 
 
 def moe_counts(c: Cfg, mt: str) -> tuple[int, int]:
-    E = c.int("num_local_experts", None) or c.int("num_experts", None) or 0
-    if not E:
+    """(routed experts, top-k): vLLM's ``get_num_experts`` names (num_experts, moe_num_experts, n_routed_experts, num_local_experts)."""
+    key = next((k for k in ("num_local_experts", "num_experts", "moe_num_experts", "n_routed_experts") if c.has(k)), None)
+    E = c.int(key, minimum=0) if key and not isinstance(c.get(key), list) else 0
+    if not E or E == 1 and mt != "llama4_text":
         return 0, 0
-    return E, c.int("num_experts_per_tok", None) or c.int("experts_per_token")
+    kkey = next((k for k in ("num_experts_per_tok", "experts_per_token", "moe_top_k", "moe_topk", "num_experts_per_token", "top_k") if c.has(k)), None)
+    if kkey is None:
+        raise c.error("num_experts_per_tok", f"is missing: {E} experts but no top-k (num_experts_per_tok)")
+    return E, c.int(kkey, maximum=E)
+
+
+_PLAIN_ACTS = ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "relu", "relu2", "gelu_10")
 
 
 def decoder_mlp(c: Cfg, mt: str, p: str, h: int, i: int, E: int) -> list[Weight]:
+    """The MLP of layer ``i``: gated (SwiGLU/GeGLU) or plain, dense or MoE, as the family lays it out."""
     if not E:
-        return gated_mlp(f"{p}.mlp", h, c.int("intermediate_size"), bias=c.get("mlp_bias", False) is True)
+        per_layer = c.get("intermediate_size", None)
+        if isinstance(per_layer, list):  # Gemma-3n: one width per layer
+            inter = Cfg({"intermediate_size": per_layer[i] if i < len(per_layer) else None}, c.source, c.prefix).int("intermediate_size")
+        else:
+            inter = c.int("intermediate_size", None) or 4 * h
+        if mt in ("lfm2",) and c.get("block_auto_adjust_ff_dim", False) is True:  # vLLM models/lfm2.py Lfm2MLP
+            inter = int(2 * inter / 3)
+            mult = c.float("block_ffn_dim_multiplier", None, minimum=0.0, maximum=64.0)
+            if mult is not None:
+                inter = int(mult * inter)
+            step = c.int("block_multiple_of", 256)
+            inter = step * -(-inter // step)
+        act = c.get("hidden_act", None) or c.get("activation_function", None)
+        bias = c.get("mlp_bias", False) is True or (mt == "starcoder2" and c.get("use_bias", True) is True)
+        if mt == "starcoder2" or (mt not in _VERIFIED_DECODERS and act in _PLAIN_ACTS and "gemma" not in mt):
+            return plain_mlp(f"{p}.mlp", h, inter, bias=bias, names=("c_fc", "c_proj"))
+        return gated_mlp(f"{p}.mlp", h, inter, bias=bias)
     if mt == "mixtral":
         return (mat(f"{p}.block_sparse_moe.gate", E, h, tp="replicate", linear=False)
                 + moe_experts(f"{p}.block_sparse_moe", h, c.int("intermediate_size"), E, names=("w1", "w3", "w2")))
@@ -172,26 +246,43 @@ def decoder_mlp(c: Cfg, mt: str, p: str, h: int, i: int, E: int) -> list[Weight]
     sparse = i not in (c.list("mlp_only_layers", []) or []) and (i + 1) % c.int("decoder_sparse_step", 1) == 0
     if not sparse:
         return gated_mlp(f"{p}.mlp", h, c.int("intermediate_size"))
-    w = mat(f"{p}.mlp.gate", E, h, tp="replicate", linear=False) + moe_experts(f"{p}.mlp", h, c.int("moe_intermediate_size"), E)
+    inter = c.int("moe_intermediate_size", None) or c.int("intermediate_size")
+    w = mat(f"{p}.mlp.gate", E, h, tp="replicate", linear=False) + moe_experts(f"{p}.mlp", h, inter, E)
     if c.has("shared_expert_intermediate_size"):  # Qwen2-MoE / Qwen3-Next shared expert with a sigmoid gate
         w += gated_mlp(f"{p}.mlp.shared_expert", h, c.int("shared_expert_intermediate_size"))
         w += mat(f"{p}.mlp.shared_expert_gate", 1, h, tp="replicate", linear=False)
     return w
 
 
-FAMILY_OF: dict[str, str] = {mt: "decoder" for mt in (
-    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3", "gemma", "gemma2",
-    "gemma3", "gemma3_text", "gpt_oss", "llama4_text")}
-FAMILY_OF.update({"deepseek_v2": "mla", "deepseek_v3": "mla", "kimi_k2": "mla", "qwen3_next": "qwen3_next",
-                  "jamba": "jamba", "nemotron_h": "nemotron_h", "opt": "opt", "falcon": "falcon"})
+FAMILY_OF: dict[str, str] = {"deepseek_v2": "mla", "deepseek_v3": "mla", "kimi_k2": "mla", "qwen3_next": "qwen3_next",
+                             "jamba": "jamba", "nemotron_h": "nemotron_h", "opt": "opt", "falcon": "falcon",
+                             "gpt_bigcode": "gpt_bigcode", "mamba": "ssm", "mamba2": "ssm", "falcon_mamba": "ssm",
+                             "minicpm3": "mla"}
+"""model_types whose layout departs from the standard decoder; every other model_type is read as a decoder."""
+
+# vLLM ModelArchConfigConvertorBase.is_deepseek_mla: these types cache the MLA latent when kv_lora_rank is set.
+_MLA_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_mtp", "glm_moe_dsa", "glm4_moe_lite", "kimi_k2",
+              "kimi_linear", "longcat_flash", "pangu_ultra_moe", "bailing_hybrid", "AXK1")
+
+
+def family_of(c: Cfg, mt: str) -> str:
+    """Which family function reads this config."""
+    if c.has("kv_lora_rank") and c.has("qk_rope_head_dim") and (mt in _MLA_TYPES or mt == "minicpm3" or mt not in FAMILY_OF):
+        return "mla"  # vLLM's MLA types, and any other config with a latent (transformers caches the latent)
+    if mt in FAMILY_OF and FAMILY_OF[mt] != "mla":
+        return FAMILY_OF[mt]
+    if c.has("hybrid_override_pattern") or (c.has("layers_block_type") and c.has("mamba_num_heads")):
+        return "nemotron_h"
+    return "decoder"
 
 
 def build_family(c: Cfg, mt: str) -> Family:
-    """Dispatch on ``model_type``; the caller has checked that ``mt`` is in FAMILY_OF."""
+    """Dispatch on the family of ``mt`` (see family_of)."""
     from kvledger.catalog import families_hybrid as fh
+    from kvledger.catalog.families_ssm import ssm
 
-    kind = FAMILY_OF[mt]
+    kind = family_of(c, mt)
     if kind == "decoder":
         return decoder(c, mt)
     return {"mla": fh.mla, "qwen3_next": fh.qwen3_next, "jamba": fh.jamba, "nemotron_h": fh.nemotron_h, "opt": fh.opt,
-            "falcon": fh.falcon}[kind](c)
+            "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode, "ssm": ssm}[kind](c)

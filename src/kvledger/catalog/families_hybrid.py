@@ -1,4 +1,4 @@
-"""Families whose layout departs from the plain decoder: DeepSeek MLA, Qwen3-Next, Jamba, Nemotron-H, OPT.
+"""Families whose layout departs from the plain decoder: DeepSeek MLA (and MiniCPM3, Kimi-Linear), Qwen3-Next, Jamba, Nemotron-H, OPT, Falcon, GPT-BigCode.
 
 Layer layouts and tensor shapes follow the transformers modeling files
 (``modeling_deepseek_v3.py``, ``modeling_qwen3_next.py``, ``modeling_jamba.py``,
@@ -13,6 +13,7 @@ import math
 from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.families import Family, decoder_mlp, embed, heads, moe_counts
 from kvledger.catalog.layers import FullAttention, MLAAttention, StateLayer
+from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
 
 
@@ -31,35 +32,70 @@ def mla(c: Cfg) -> Family:
     fam = Family([], w, E, k)
     fam.notes.append(f"MLA: num_key_value_heads={c.get('num_key_value_heads', None)} is not what the cache holds; "
                      f"the cache holds a {kv_lora}+{rope}-element latent per layer per token")
+    indexer = 0
+    if c.has("index_topk"):  # DeepSeek-V3.2 sparse attention (vLLM deepseek_v2.py: is_v32 = hasattr(config, "index_topk"))
+        ihd = c.int("index_head_dim", 128)
+        indexer = ihd + ihd // 128 * 4
+        fam.notes.append(f"DeepSeek sparse attention: each layer also caches {indexer} B of indexer keys per token "
+                         f"({ihd} FP8 values + an fp32 scale per 128; vLLM DeepseekV32IndexerCache)")
+    kinds = c.list("layer_types", None) or ["full_attention"] * n
+    if len(kinds) != n:
+        raise c.error("layer_types", f"has {len(kinds)} entries for {n} layers")
+    mt = c.get("model_type", "")
     for i in range(n):
         p = f"model.layers.{i}.self_attn"
-        fam.layers.append(MLAAttention(kv_lora, rope, nh))
+        if kinds[i] == "linear_attention":  # Kimi-Linear: KDA layers between the MLA ones
+            spec, sw = state_layer(c, "linear", mt, f"model.layers.{i}", h, nh, nope + rope)
+            fam.layers.append(spec)
+            w += sw + norm(f"model.layers.{i}.input_layernorm", h) + norm(f"model.layers.{i}.post_attention_layernorm", h)
+            w += _mla_mlp(c, f"model.layers.{i}", h, i, E, first_dense, freq)
+            continue
+        if mt == "minicpm3":  # vLLM MiniCPM3Attention caches decompressed K/V: num_heads heads of qk_head_dim
+            fam.layers.append(FullAttention(nh, nope + rope, nope + rope, nh))
+        else:
+            fam.layers.append(MLAAttention(kv_lora, rope, nh, indexer_bytes_per_token=indexer))
         if q_lora:
             w += mat(f"{p}.q_a_proj", q_lora, h, bias=bias, tp="replicate") + norm(f"{p}.q_a_layernorm", q_lora)
             w += mat(f"{p}.q_b_proj", nh * (nope + rope), q_lora)
         else:
             w += mat(f"{p}.q_proj", nh * (nope + rope), h)
+        if indexer:  # the indexer's projections (transformers DeepseekV32Indexer): wq_b, wk, k_norm, weights_proj
+            ihd, inh = c.int("index_head_dim", 128), c.int("index_n_heads", 64)
+            w += mat(f"{p}.indexer.wq_b", inh * ihd, q_lora or h, tp="replicate") + mat(f"{p}.indexer.wk", ihd, h, tp="replicate")
+            w += norm(f"{p}.indexer.k_norm", ihd, bias=True) + mat(f"{p}.indexer.weights_proj", inh, h, tp="replicate", linear=False)
         w += mat(f"{p}.kv_a_proj_with_mqa", kv_lora + rope, h, bias=bias, tp="replicate") + norm(f"{p}.kv_a_layernorm", kv_lora)
         w += mat(f"{p}.kv_b_proj", nh * (nope + v_hd), kv_lora) + mat(f"{p}.o_proj", h, nh * v_hd, bias=bias)
         lp = f"model.layers.{i}"
         w += norm(f"{lp}.input_layernorm", h) + norm(f"{lp}.post_attention_layernorm", h)
-        if E and i >= first_dense and i % freq == 0:
-            w += mat(f"{lp}.mlp.gate", E, h, tp="replicate", linear=False)
-            if c.get("topk_method", None) == "noaux_tc":
-                w += vec(f"{lp}.mlp.gate.e_score_correction_bias", E)
-            w += moe_experts(f"{lp}.mlp", h, c.int("moe_intermediate_size"), E)
-            if c.int("n_shared_experts", 0, minimum=0):
-                w += gated_mlp(f"{lp}.mlp.shared_experts", h, c.int("moe_intermediate_size") * c.int("n_shared_experts"))
-        else:
-            w += gated_mlp(f"{lp}.mlp", h, c.int("intermediate_size"))
+        w += _mla_mlp(c, lp, h, i, E, first_dense, freq)
     w += norm("model.norm", h)
     return fam
+
+
+def _mla_mlp(c: Cfg, lp: str, h: int, i: int, E: int, first_dense: int, freq: int) -> list[Weight]:
+    """DeepSeek-style MLP of layer ``i``: dense for the first layers, then routed experts with shared experts."""
+    if E and i >= first_dense and i % freq == 0:
+        w = mat(f"{lp}.mlp.gate", E, h, tp="replicate", linear=False)
+        if c.get("topk_method", None) == "noaux_tc":
+            w += vec(f"{lp}.mlp.gate.e_score_correction_bias", E)
+        inter = c.int("moe_intermediate_size")
+        w += moe_experts(f"{lp}.mlp", h, inter, E)
+        shared = c.int("n_shared_experts", None, minimum=0) if c.has("n_shared_experts") else c.int("num_shared_experts", 0, minimum=0)
+        if shared:
+            w += gated_mlp(f"{lp}.mlp.shared_experts", h, inter * shared)
+        return w
+    return gated_mlp(f"{lp}.mlp", h, c.int("intermediate_size"))
 
 
 def qwen3_next(c: Cfg) -> Family:
     """Qwen3-Next: every ``full_attention_interval``-th layer gated softmax attention, the rest Gated DeltaNet."""
     h, nh, nkv, hd = heads(c)
-    n, interval = c.int("num_hidden_layers"), c.int("full_attention_interval")
+    n = c.int("num_hidden_layers")
+    lt = c.list("layer_types", None)
+    if lt is not None and len(lt) != n:
+        raise c.error("layer_types", f"has {len(lt)} entries for {n} layers")
+    interval = None if lt is not None else c.int("full_attention_interval")
+    full = [t == "full_attention" for t in lt] if lt is not None else [(i + 1) % interval == 0 for i in range(n)]
     nk, nv = c.int("linear_num_key_heads"), c.int("linear_num_value_heads")
     dk, dv, kern = c.int("linear_key_head_dim"), c.int("linear_value_head_dim"), c.int("linear_conv_kernel_dim")
     key_dim, value_dim = nk * dk, nv * dv
@@ -67,10 +103,11 @@ def qwen3_next(c: Cfg) -> Family:
     w, _ = embed(c, h, tied_default=False)
     E, k = moe_counts(c, "qwen3_next")
     fam = Family([], w, E, k)
-    fam.notes.append(f"layout from full_attention_interval={interval}: layer i is full attention when (i+1) % {interval} == 0")
+    if interval:
+        fam.notes.append(f"layout from full_attention_interval={interval}: layer i is full attention when (i+1) % {interval} == 0")
     for i in range(n):
         p = f"model.layers.{i}"
-        if (i + 1) % interval == 0:
+        if full[i]:
             fam.layers.append(FullAttention(nkv, hd, hd, nh))
             w += std_attention(f"{p}.self_attn", h, nh, nkv, hd, q_mult=2)
             w += norm(f"{p}.self_attn.q_norm", hd) + norm(f"{p}.self_attn.k_norm", hd)
@@ -127,7 +164,14 @@ def jamba(c: Cfg) -> Family:
 def nemotron_h(c: Cfg) -> Family:
     """Nemotron-H: one mixer per layer from ``hybrid_override_pattern`` (M Mamba-2, * attention, - MLP)."""
     h, nh, nkv, hd = heads(c)
-    pattern, n = c.str("hybrid_override_pattern"), c.int("num_hidden_layers")
+    if c.has("hybrid_override_pattern"):
+        pattern = c.str("hybrid_override_pattern")
+        n = c.int("num_hidden_layers")
+    else:  # transformers 5 spells the layout as layers_block_type names, one per layer
+        blocks = c.list("layers_block_type")
+        n = c.int("num_hidden_layers", len(blocks))
+        code = {"linear_attention": "M", "mamba": "M", "full_attention": "*", "attention": "*", "mlp": "-", "moe": "E"}
+        pattern = "".join(code.get(b, "?") if isinstance(b, str) else "?" for b in blocks)
     if len(pattern) != n:
         raise c.error("hybrid_override_pattern", f"has {len(pattern)} characters for {n} layers")
     heads_m, hd_m, d_state = c.int("mamba_num_heads"), c.int("mamba_head_dim"), c.int("ssm_state_size")
@@ -156,8 +200,16 @@ def nemotron_h(c: Cfg) -> Family:
         elif ch == "-":
             fam.layers.append(None)
             w += plain_mlp(f"{p}.mixer", h, c.int("intermediate_size"), bias=c.get("mlp_bias", False) is True)
+        elif ch == "E":  # MoE layer (Nemotron-3): relu² routed experts and a shared expert, no cache
+            fam.layers.append(None)
+            E, inter = c.int("n_routed_experts"), c.int("moe_intermediate_size")
+            fam.num_experts, fam.experts_per_token = E, c.int("num_experts_per_tok", maximum=E)
+            w += mat(f"{p}.mixer.gate", E, h, tp="replicate", linear=False) + vec(f"{p}.mixer.gate.e_score_correction_bias", E)
+            w += [Weight(f"{p}.mixer.experts.*.up_proj.weight", inter, h, E, True, "shard", True),
+                  Weight(f"{p}.mixer.experts.*.down_proj.weight", h, inter, E, True, "shard", True)]
+            w += plain_mlp(f"{p}.mixer.shared_experts", h, c.int("moe_shared_expert_intermediate_size", inter))
         else:
-            raise c.error("hybrid_override_pattern", f"layer {i} has block type {ch!r}; supported: M (Mamba-2), * (attention), - (MLP)")
+            raise c.error("hybrid_override_pattern", f"layer {i} has block type {ch!r}; supported: M (Mamba-2), * (attention), - (MLP), E (MoE)")
     w += norm("backbone.norm_f", h)
     return fam
 
@@ -210,5 +262,25 @@ def falcon(c: Cfg) -> Family:
         lns = ("ln_attn", "ln_mlp") if new_arch else (("input_layernorm",) if c.get("parallel_attn", True) is True else ("input_layernorm", "post_attention_layernorm"))
         for ln in lns:
             w += norm(f"{p}.{ln}", h, bias=True)
+    w += norm("transformer.ln_f", h, bias=True)
+    return fam
+
+
+def gpt_bigcode(c: Cfg) -> Family:
+    """GPT-BigCode (StarCoder, SantaCoder): fused c_attn with one KV head when ``multi_query``, learned positions, biases, tied head."""
+    h, nh, nkv, hd = heads(c)
+    n, v = c.int("num_hidden_layers"), c.int("vocab_size")
+    inner = c.int("n_inner", None) or 4 * h
+    w = [Weight("transformer.wte.weight", v, h, 1, False, "shard"),
+         Weight("transformer.wpe.weight", c.int("max_position_embeddings"), h, 1, False, "replicate")]
+    if not c.bool("tie_word_embeddings", True):
+        w.append(Weight("lm_head.weight", v, h, 1, False, "shard"))
+    fam = Family([], w)
+    for i in range(n):
+        p = f"transformer.h.{i}"
+        fam.layers.append(FullAttention(nkv, hd, hd, nh))
+        w += norm(f"{p}.ln_1", h, bias=True) + norm(f"{p}.ln_2", h, bias=True)
+        w += mat(f"{p}.attn.c_attn", h + 2 * nkv * hd, h, bias=True) + mat(f"{p}.attn.c_proj", h, h, bias=True, bias_tp="replicate")
+        w += plain_mlp(f"{p}.mlp", h, inner, bias=True, names=("c_fc", "c_proj"))
     w += norm("transformer.ln_f", h, bias=True)
     return fam

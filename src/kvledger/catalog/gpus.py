@@ -16,6 +16,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.units import GB, MiB
 
@@ -171,26 +173,76 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
                    b.host_link_bytes_per_s if b else 0.0, b.tdp_w if b else None, b.arch if b else "", "user", "given", "")
 
 
+class GpuFile(BaseModel):
+    """A custom GPU file, validated: every figure finite and within what an accelerator can physically have."""
+
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+    name: str = Field(default="custom GPU", min_length=1, max_length=255)
+    memory: str | float = Field(description='memory as CUDA reports it: "79.22GiB", "80GB" or a number of bytes')
+    bandwidth_tb_s: float = Field(gt=0, le=1000, allow_inf_nan=False)
+    bf16_tflops: float = Field(gt=0, le=1e6, allow_inf_nan=False)
+    fp8_tflops: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False)
+    base: str | None = Field(default=None, min_length=1, max_length=255)
+
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _memory(cls, v: Any) -> Any:
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise ValueError("must be a size such as \"79.22GiB\" or a number of bytes")
+        if isinstance(v, str) and len(v) > 64:
+            raise ValueError("is longer than 64 characters")
+        if isinstance(v, (int, float)) and not (0 < v <= 2**50):
+            raise ValueError("must be between 1 B and 1 PiB")
+        return v
+
+
 def _gpu_file(path: Path) -> GpuSpec:
-    """A custom GPU from a small JSON or TOML file: name, memory ("79.22GiB"), bandwidth_tb_s, bf16_tflops[, fp8_tflops, base]."""
-    import json
+    """A custom GPU from a small JSON or TOML file: name, memory ("79.22GiB"), bandwidth_tb_s, bf16_tflops[, fp8_tflops, base].
+
+    Raises:
+        ConfigError: unreadable file, wrong types, missing or out-of-range fields (file, field and allowed range named).
+    """
     import tomllib
 
+    from kvledger.catalog.jsonload import loads_located
     from kvledger.errors import ConfigError
     from kvledger.units import parse_bytes
 
     try:
+        if path.stat().st_size > 1 << 20:
+            raise ConfigError(str(path), "a GPU file is a few lines; this one is over 1 MiB")
         text = path.read_text(encoding="utf-8")
-        d = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (OSError, ValueError) as err:
-        raise ConfigError(str(path), f"cannot read the GPU description: {err}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(str(path), f"not UTF-8 text (byte {err.start})") from None
+    except OSError as err:
+        raise ConfigError(str(path), f"cannot read the GPU description: {err.strerror}") from None
+    if path.suffix == ".toml":
+        try:
+            d = tomllib.loads(text)
+        except (tomllib.TOMLDecodeError, RecursionError, ValueError) as err:
+            raise ConfigError(str(path), f"invalid TOML: {str(err)[:160]}") from None
+    else:
+        d = loads_located(text, str(path))
+    if not isinstance(d, dict):
+        raise ConfigError(str(path), f"expected a table of fields (name, memory, bandwidth_tb_s, bf16_tflops), got {type(d).__name__}")
     missing = [k for k in ("memory", "bandwidth_tb_s", "bf16_tflops") if k not in d]
     if missing:
         raise ConfigError(str(path), f"missing {', '.join(missing)}; a GPU file needs name, memory (e.g. \"79.22GiB\" as CUDA reports it), bandwidth_tb_s, bf16_tflops", field=missing[0])
-    base = get_gpu(d["base"]) if d.get("base") else None
-    fp8 = d.get("fp8_tflops")
-    return custom_gpu(d.get("name", path.stem), parse_bytes(d["memory"], what=f"{path}: memory"), float(d["bandwidth_tb_s"]) * 1e12,
-                      float(d["bf16_tflops"]) * 1e12, float(fp8) * 1e12 if fp8 else None, base)
+    try:
+        f = GpuFile.model_validate({"name": path.stem[:255] or "custom GPU", **d})
+    except ValidationError as err:
+        e = err.errors()[0]
+        loc = ".".join(str(x) for x in e["loc"]) or None
+        raise ConfigError(str(path), f"{e['msg']} (allowed: {_GPU_RANGES.get(str(e['loc'][0]) if e['loc'] else '', 'the fields are name, memory, bandwidth_tb_s, bf16_tflops, fp8_tflops, base')})", field=loc) from None
+    base = get_gpu(f.base) if f.base else None
+    return custom_gpu(f.name, parse_bytes(f.memory, what=f"{path}: memory"), f.bandwidth_tb_s * 1e12, f.bf16_tflops * 1e12,
+                      f.fp8_tflops * 1e12 if f.fp8_tflops else None, base)
+
+
+_GPU_RANGES = {"name": "1 to 255 characters", "memory": 'a size such as "79.22GiB", 1 MiB to 32 TiB',
+               "bandwidth_tb_s": "0 < TB/s ≤ 1000", "bf16_tflops": "0 < TFLOP/s ≤ 1,000,000",
+               "fp8_tflops": "0 < TFLOP/s ≤ 1,000,000", "base": "a catalog GPU name"}
 
 
 def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth_bytes_per_s: float | None = None,
@@ -200,11 +252,19 @@ def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth
     Raises:
         UnknownNameError, ConfigError, InputError: as get_gpu / the file reader / custom_gpu.
     """
+    from kvledger.errors import ConfigError
+
+    if not isinstance(name_or_path, str) or "\x00" in name_or_path or len(name_or_path.encode("utf-8", "surrogatepass")) > 4096 \
+            or any(len(part.encode("utf-8", "surrogatepass")) > 255 for part in name_or_path.split("/")):
+        raise InputError(f"GPU {str(name_or_path)[:60]!r}...: not a usable GPU name or file path (a name or path component "
+                         "longer than 255 bytes, or a NUL byte)")
     p = Path(name_or_path)
     if p.suffix in (".json", ".toml"):
-        if not p.exists():
-            from kvledger.errors import ConfigError
-
+        try:
+            exists = p.exists()
+        except OSError as err:
+            raise ConfigError(str(p)[:200], f"cannot be checked as a GPU file ({err.strerror})") from None
+        if not exists:
             raise ConfigError(str(p), "GPU file not found (a GPU file is a small .json or .toml: name, memory, bandwidth_tb_s, bf16_tflops)")
         g = _gpu_file(p)
     else:

@@ -101,18 +101,22 @@ class MLAAttention:
     qk_rope_head_dim: int
     num_attention_heads: int
     kind: str = "mla"
+    indexer_bytes_per_token: int = 0
+    """DeepSeek-V3.2's sparse-attention indexer keys, B per token, whatever the KV dtype: ``index_head_dim`` FP8
+    values + an fp32 scale per 128 (vLLM ``DeepseekV32IndexerCache``: 128 + 4 = 132 B); 0 for other MLA models."""
 
     def kv_elements_per_token(self, tp: int = 1) -> int:
         return self.kv_lora_rank + self.qk_rope_head_dim
 
     def kv_bytes_per_token(self, elem_bytes: float, tp: int = 1) -> float:
-        return self.kv_elements_per_token(tp) * elem_bytes
+        return self.kv_elements_per_token(tp) * elem_bytes + self.indexer_bytes_per_token
 
     def tokens_held(self, context_tokens: int) -> int:
         return context_tokens
 
     def formula(self, elem_bytes: float, tp: int = 1) -> str:
-        return f"({self.kv_lora_rank} kv_lora_rank + {self.qk_rope_head_dim} qk_rope_head_dim) × {elem_bytes:g} B, no K/V factor 2, whole on every TP rank"
+        idx = f" + {self.indexer_bytes_per_token} B indexer keys" if self.indexer_bytes_per_token else ""
+        return f"({self.kv_lora_rank} kv_lora_rank + {self.qk_rope_head_dim} qk_rope_head_dim) × {elem_bytes:g} B{idx}, no K/V factor 2, whole on every TP rank"
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,6 @@ _TWINS = {
     "meta-llama/Meta-Llama-3.1-405B": ["meta-llama/Llama-3.1-405B", "meta-llama/Llama-3.1-405B-Instruct"],
     "meta-llama/Llama-3.2-3B": ["meta-llama/Llama-3.2-3B-Instruct"],
     "meta-llama/Llama-2-7b-hf": ["meta-llama/Llama-2-7b-chat-hf"],
-    "Qwen/Qwen2.5-7B": ["Qwen/Qwen2.5-7B-Instruct"],
     "Qwen/Qwen2.5-72B": ["Qwen/Qwen2.5-72B-Instruct"],
     "mistralai/Mixtral-8x7B-v0.1": ["mistralai/Mixtral-8x7B-Instruct-v0.1"],
     "google/gemma-2-9b-it": ["google/gemma-2-9b"],
@@ -100,6 +99,13 @@ def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
         ConfigError: a malformed or unsupported config (file, line/column or field named).
         KvLedgerError: a Hub id that cannot be fetched (offline, gated, missing), with how to pass a local file.
     """
+    if not isinstance(name_or_path, str) or not name_or_path.strip():
+        raise KvLedgerError("model: give a bundled model name, a path to a config.json (or a folder holding one), or a Hub id")
+    if "\x00" in name_or_path or len(name_or_path.encode("utf-8", "surrogatepass")) > 4096:
+        raise KvLedgerError(f"model {name_or_path[:60]!r}...: not a usable name or path (NUL byte, or longer than 4,096 bytes)")
+    if any(len(part.encode("utf-8", "surrogatepass")) > 255 for part in name_or_path.replace("\\", "/").split("/")):
+        raise KvLedgerError(f"model {name_or_path[:60]!r}...: a path component or name is longer than 255 bytes, "
+                            "the limit of file names on common file systems and of Hub repository names")
     bm = resolve_bundled(name_or_path)
     if bm is not None:
         raw = load_json_file(Path(str(_DATA / bm.file)))
@@ -107,7 +113,11 @@ def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
         display = bm.hf_id if name_or_path.lower() in (bm.hf_id.lower(), bm.hf_id.split('/')[1].lower()) else f"{name_or_path} (config of {bm.hf_id})"
         return parse_config(raw, source=src, name=display, catalog_id=bm.hf_id)
     p = Path(name_or_path).expanduser()
-    if p.exists():
+    try:
+        exists = p.exists()
+    except OSError as err:  # e.g. a path the file system refuses (too long, permission on a parent)
+        raise KvLedgerError(f"{name_or_path[:120]}: cannot be checked as a path ({err.strerror})") from None
+    if exists:
         f = p / "config.json" if p.is_dir() else p
         if p.is_dir() and not f.exists():
             raise KvLedgerError(f"{p}: folder has no config.json")
@@ -144,12 +154,13 @@ def _hub_config(repo_id: str) -> Path:
         raise KvLedgerError(f"model {repo_id!r} is not bundled and the Hugging Face Hub is unreachable "
                             f"(offline? {type(err).__name__}).{hint} {how}") from None
     from huggingface_hub import get_token, hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
 
     if r.status_code == 404 or (r.status_code in (401, 403) and not get_token()):
         raise KvLedgerError(f"{repo_id} is not on the Hugging Face Hub (or is private or gated: log in with `hf auth login`).{hint} {how}")
     logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     try:
         return Path(hf_hub_download(repo_id, "config.json", etag_timeout=5))
-    except Exception as err:  # gated, network, missing file: many types (httpx, OSError, hub errors)
+    except (OSError, httpx.HTTPError, EntryNotFoundError, ValueError) as err:  # hub errors are OSErrors; network: httpx
         raise KvLedgerError(f"could not fetch {repo_id}'s config.json from the Hugging Face Hub ({type(err).__name__}: "
                             f"{str(err).splitlines()[0][:160] if str(err) else 'no detail'}).{hint} {how}") from None

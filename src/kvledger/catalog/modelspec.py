@@ -13,13 +13,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.catalog.cfg import Cfg
-from kvledger.catalog.families import FAMILY_OF, build_family
+from kvledger.catalog.families import build_family, family_of
+from kvledger.catalog.hfread import MAX_LEN_KEYS, read_text_config
 from kvledger.catalog.layers import FullAttention, LayerSpec, MLAAttention, StateLayer
 from kvledger.catalog.quant import QuantScheme, parse_quant
+from kvledger.catalog.towers import vision_tower
 from kvledger.catalog.weights import Weight
 from kvledger.errors import ConfigError
 
 __all__ = ["ModelSpec", "parse_config", "DTYPE_BYTES"]
+
+_RECURRENT = {"rwkv": "RWKV time mixing", "xlstm": "xLSTM mLSTM cells", "recurrent_gemma": "Griffin RG-LRU blocks with local attention"}
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
@@ -115,16 +119,6 @@ class ModelSpec:
         }
 
 
-def _text_cfg(raw: dict[str, Any], source: str) -> Cfg:
-    if isinstance(raw.get("text_config"), dict):
-        inner = dict(raw["text_config"])
-        for k in ("quantization_config", "torch_dtype", "dtype", "tie_word_embeddings"):
-            if k in raw and k not in inner:
-                inner[k] = raw[k]
-        return Cfg(inner, source, "text_config.")
-    return Cfg(raw, source)
-
-
 def _dtype(c: Cfg, notes: list[str]) -> tuple[str, int]:
     name = c.get("torch_dtype", None) or c.get("dtype", None)
     if name is None:
@@ -139,34 +133,59 @@ def _dtype(c: Cfg, notes: list[str]) -> tuple[str, int]:
     return ("float16" if name == "half" else name), 2
 
 
-def _max_len(c: Cfg) -> tuple[int, int]:
-    """(max_position_embeddings, vLLM-derived max_model_len): YaRN multiplies the original length by the factor.
+def _max_len(c: Cfg, notes: list[str]) -> tuple[int, int]:
+    """(length key's value, vLLM-derived max_model_len).
 
-    Source: vLLM ``config/model.py::_get_and_verify_max_len``.
+    The smallest of vLLM's length keys (``max_position_embeddings``, ``n_positions``, ``max_seq_len``,
+    ``seq_length``, ...), 2048 when none is present (vLLM warns and assumes 2048), then × the RoPE scaling
+    factor of every rope type except llama3/longrope/su (YaRN starts from ``original_max_position_embeddings``);
+    Gemma-3's length is taken as already scaled.
+    Source: vLLM ``config/model.py::_get_and_verify_max_len`` and
+    ``transformers_utils/model_arch_config_convertor.py::derive_max_model_len_and_key``.
     """
-    mpe = c.int("max_position_embeddings", None) or c.int("n_positions", None) or c.int("seq_length", None)
-    if mpe is None:
-        raise c.error("max_position_embeddings", "is missing; pass --max-model-len explicitly")
-    rs = c.get("rope_scaling", None) or {}
-    rtype = rs.get("rope_type", rs.get("type")) if isinstance(rs, dict) else None
-    derived = mpe
-    if rtype in ("yarn", "deepseek_yarn") and "factor" in rs and rs.get("original_max_position_embeddings"):
-        derived = int(rs["original_max_position_embeddings"] * rs["factor"])
-    return mpe, derived
+    found = [c.int(k) for k in MAX_LEN_KEYS if c.has(k)]
+    if not found:
+        notes.append("the config has none of vLLM's length keys (max_position_embeddings, n_positions, max_seq_len, "
+                     "seq_length, ...): vLLM assumes 2048 tokens, and so does this plan")
+        return 2048, 2048
+    mpe = min(found)
+    rs = c.get("rope_scaling", None) or c.get("rope_parameters", None) or {}
+    if not isinstance(rs, dict) or "gemma3" in str(c.get("model_type", "")):  # Gemma-3's length is already scaled
+        return mpe, mpe
+    per_type = list(rs.values()) if rs and all(isinstance(v, dict) for v in rs.values()) else [rs]
+    derived, scaling = float(mpe), 1.0
+    for rp in per_type:  # rope_parameters may hold one dict per layer type (transformers 5)
+        rtype = rp.get("rope_type", rp.get("type", "default"))
+        if rtype in ("su", "longrope", "llama3"):
+            continue
+        f = rp.get("factor", scaling)
+        if f is not None and (isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1024):
+            raise c.error("rope_scaling", f"factor must be a number in (0, 1024], got {f!r:.40}")
+        scaling = 1.0 if f is None else float(f)  # vLLM falls back to 1.0 for a null factor
+        orig = rp.get("original_max_position_embeddings")
+        if rtype == "yarn" and orig is not None:
+            if isinstance(orig, bool) or not isinstance(orig, int) or not 0 < orig <= mpe:
+                raise c.error("rope_scaling", f"original_max_position_embeddings must be an integer in [1, {mpe:,}], got {orig!r:.40}")
+            derived = float(orig)
+    return mpe, int(derived * scaling)
 
 
-def _rope_cache_bytes(c: Cfg, mt: str, spec_layers: list, hd: int, mpe: int, dtype_bytes: int) -> int:
+def _rope_cache_bytes(c: Cfg, mt: str, spec_layers: list, hd: int, derived: int, dtype_bytes: int) -> int:
     """vLLM rotary cos/sin cache: positions × rotary_dim × dtype bytes (``rotary_embedding.py::_compute_cos_sin_cache``)."""
     if mt == "opt":  # learned absolute positions, no rotary buffer
         return 0
-    rs = c.get("rope_scaling", None) or {}
-    positions = mpe
-    if isinstance(rs, dict) and rs.get("rope_type", rs.get("type")) in ("yarn", "deepseek_yarn") and rs.get("original_max_position_embeddings"):
-        positions = int(rs["original_max_position_embeddings"] * rs.get("factor", 1))
+    if mt in ("gpt_bigcode", "gpt2", "bloom", "mpt"):  # learned or ALiBi positions, no rotary buffer
+        return 0
+    positions = derived
     if any(isinstance(l, MLAAttention) for l in spec_layers):
         rot = c.int("qk_rope_head_dim")
+        rs = c.get("rope_scaling", None)
+        if isinstance(rs, dict) and rs.get("type", rs.get("rope_type")) in ("yarn", "deepseek_yarn") and rot in (64, 128, 256, 512):
+            # DeepseekScalingRotaryEmbedding keeps its cache in float32 when FlashInfer's rope applies (CUDA, rotary
+            # head size 64/128/256/512): rotary_embedding/base.py casts to the model dtype only otherwise.
+            return positions * rot * 4
     else:
-        rot = int(hd * float(c.get("partial_rotary_factor", 1.0)))
+        rot = int(hd * c.float("partial_rotary_factor", 1.0, minimum=0.0, maximum=1.0))
     return positions * rot * dtype_bytes
 
 
@@ -178,35 +197,52 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
     """
     if not isinstance(raw, dict):
         raise ConfigError(source, f"expected a JSON object at the top level, got {type(raw).__name__}")
-    c = _text_cfg(raw, source)
+    c, notes = read_text_config(raw, source)
     mt = c.get("model_type", None)
     if mt is None:
         raise c.error("model_type", "is missing; cannot tell the architecture")
-    if mt not in FAMILY_OF:
+    if not isinstance(mt, str) or not 0 < len(mt) <= 128:
+        raise c.error("model_type", f"must be a name of 1 to 128 characters, got {mt!r:.80}")
+    if mt in _RECURRENT:
+        raise c.error("model_type", f"{mt!r} is a recurrent architecture ({_RECURRENT[mt]}): it keeps no attention KV cache "
+                      "and vLLM does not serve it, so there is no engine rule to size it by")
+    if family_of(c, mt) == "decoder" and not c.has("num_attention_heads"):
         archs = raw.get("architectures")
-        raise c.error("model_type", f"unsupported architecture {mt!r} (architectures: {archs}); supported model_types: "
-                      + ", ".join(sorted(FAMILY_OF)))
-    notes: list[str] = []
+        raise c.error("num_attention_heads", f"is missing: model_type {mt!r} (architectures: {archs!s:.120}) has no standard "
+                      "decoder fields (hidden_size, num_hidden_layers, num_attention_heads) and no family reader here")
+    archs = raw.get("architectures") or []
+    if not isinstance(archs, list) or not all(isinstance(a, str) and len(a) <= 255 for a in archs) or len(archs) > 64:
+        raise ConfigError(source, "must be a list of class names (strings of at most 255 characters)", field="architectures")
+    shown = raw.get("_name_or_path")
+    display = name or (shown if isinstance(shown, str) and 0 < len(shown) <= 255 else source)
     fam = build_family(c, mt)
     notes += fam.notes
+    if not any(l is not None for l in fam.layers):
+        key = "num_kv_shared_layers" if c.has("num_kv_shared_layers") else "layer_types"
+        raise c.error(key, "leaves no layer that keeps a KV cache or a state of its own (a draft/assistant model that "
+                      "reads its target's cache): plan the target model instead")
+    tower, tower_note = vision_tower(raw, source, c.int("hidden_size")) if c.prefix else ([], None)
+    if tower_note:
+        notes.append(tower_note)
     dtype, dbytes = _dtype(c, notes)
     quant = parse_quant(c)
-    mpe, derived = _max_len(c)
+    mpe, derived = _max_len(c, notes)
     attn = next((l for l in fam.layers if isinstance(l, FullAttention)), None)
     mla = next((l for l in fam.layers if isinstance(l, MLAAttention)), None)
-    nh = c.int("num_attention_heads")
+    nh = c.int("num_attention_heads", 0, minimum=0)
     nkv = attn.num_kv_heads if attn else (1 if mla else 0)
     hd = attn.head_dim if attn else (mla.kv_lora_rank + mla.qk_rope_head_dim if mla else 0)
     tied = not any(w.path == "lm_head.weight" for w in fam.weights)
-    inter = c.int("intermediate_size", None) or c.int("ffn_dim", None) or 0
+    inter_raw = c.get("intermediate_size", None)
+    inter = (max((x for x in inter_raw if isinstance(x, int)), default=0) if isinstance(inter_raw, list)
+             else c.int("intermediate_size", None) or c.int("ffn_dim", None) or 0)
     return ModelSpec(
-        name=name or str(raw.get("_name_or_path") or source), source=source, model_type=mt,
-        architectures=tuple(raw.get("architectures") or ()), hidden_size=c.int("hidden_size"),
+        name=display, source=source, model_type=mt, architectures=tuple(archs), hidden_size=c.int("hidden_size"),
         num_layers=len(fam.layers), num_attention_heads=nh, num_kv_heads=nkv, head_dim=hd,
         vocab_size=c.int("vocab_size"), dtype=dtype, dtype_bytes=dbytes, layers=tuple(fam.layers),
-        weights=tuple(fam.weights), num_experts=fam.num_experts, experts_per_token=fam.experts_per_token,
+        weights=tuple(fam.weights) + tuple(tower), num_experts=fam.num_experts, experts_per_token=fam.experts_per_token,
         quant=quant, tie_word_embeddings=tied, max_position_embeddings=mpe, derived_max_model_len=derived,
-        rope_cache_bytes=_rope_cache_bytes(c, mt, fam.layers, hd, mpe, dbytes), intermediate_size=inter,
+        rope_cache_bytes=_rope_cache_bytes(c, mt, fam.layers, hd, derived, dbytes), intermediate_size=inter,
         notes=tuple(notes), catalog_id=catalog_id,
     )
 

@@ -10,14 +10,15 @@ are lower (prices.md). Rows marked ``confidence=low`` are placeholders to check.
 from __future__ import annotations
 
 import csv
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from kvledger.errors import InputError, UnknownNameError
+from kvledger.errors import ConfigError, InputError, UnknownNameError
 
-__all__ = ["ApiPrice", "GpuPrice", "api_prices", "gpu_prices", "find_api_price", "find_gpu_prices", "find_gpu_price"]
+__all__ = ["ApiPrice", "GpuPrice", "api_prices", "gpu_prices", "api_prices_from_text", "gpu_prices_from_text", "find_api_price", "find_gpu_prices", "find_gpu_price"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,33 +82,98 @@ class GpuPrice:
         return f"{self.provider}:{self.instance_type}"
 
 
-def _rows(name: str) -> list[dict[str, str]]:
-    text = resources.files("kvledger.catalog").joinpath("data", name).read_text(encoding="utf-8")
-    return list(csv.DictReader(text.splitlines()))
+_API_COLUMNS = ("provider", "model", "input_usd_per_mtok", "cached_input_usd_per_mtok", "output_usd_per_mtok", "batch_discount",
+                "cache_write_usd_per_mtok", "cache_write_1h_usd_per_mtok", "cache_read_multiplier", "as_of", "source", "confidence", "notes")
+_GPU_COLUMNS = ("provider", "provider_type", "gpu_id", "gpu_name", "instance_type", "gpus_per_instance", "instance_usd_per_hour",
+                "usd_per_gpu_hour", "pricing_model", "region", "as_of", "source", "confidence", "notes")
+# allowed ranges, per field: (low, high, low included); USD per million tokens and per GPU-hour stay below 10,000
+_RANGES = {"input_usd_per_mtok": (0.0, 1e4, True), "cached_input_usd_per_mtok": (0.0, 1e4, True), "output_usd_per_mtok": (0.0, 1e4, True),
+           "batch_discount": (0.0, 1.0, True), "cache_write_usd_per_mtok": (0.0, 1e4, True), "cache_write_1h_usd_per_mtok": (0.0, 1e4, True),
+           "cache_read_multiplier": (0.0, 10.0, True), "gpus_per_instance": (1, 64, True), "instance_usd_per_hour": (0.0, 1e5, False),
+           "usd_per_gpu_hour": (0.0, 1e4, False)}
 
 
-def _opt(s: str) -> float | None:
-    return float(s) if s.strip() else None
+def rows_from_text(text: str, name: str, columns: tuple[str, ...] | None = None) -> list[dict[str, str]]:
+    """CSV rows of a price table; every expected column must be in the header.
+
+    Raises:
+        ConfigError: a missing column, or a row with more or fewer cells than the header (file and line named).
+    """
+    reader = csv.DictReader(text.splitlines())
+    header = reader.fieldnames or []
+    missing = [c for c in (columns or ()) if c not in header]
+    if missing:
+        raise ConfigError(name, f"missing column(s) {', '.join(missing)} in the header", None)
+    rows = []
+    for r in reader:
+        if None in r or any(v is None for v in r.values()):
+            raise ConfigError(name, f"line {reader.line_num}: {len(header)} columns in the header, a different number in this row")
+        r["_line"] = str(reader.line_num)
+        rows.append(r)
+    return rows
+
+
+def _value(name: str, r: dict[str, str], field: str, *, optional: bool = False) -> float | None:
+    """A price-table cell as a number in its allowed range (``_RANGES``); blank → None when ``optional``.
+
+    Raises:
+        ConfigError: naming the file, line, field and the allowed range.
+    """
+    text = r[field].strip()
+    where = f"line {r['_line']}: {field}"
+    if not text:
+        if optional:
+            return None
+        raise ConfigError(name, f"{where}: empty; a number is required")
+    try:
+        x = float(text)
+    except ValueError:
+        raise ConfigError(name, f"{where}: {text!r} is not a number") from None
+    lo, hi, lo_in = _RANGES[field]
+    if not (math.isfinite(x) and (x >= lo if lo_in else x > lo) and x <= hi):
+        raise ConfigError(name, f"{where}: {text} is outside the allowed range {'[' if lo_in else '('}{lo:g}, {hi:g}]")
+    if field == "gpus_per_instance" and x != int(x):
+        raise ConfigError(name, f"{where}: {text} is not a whole number of GPUs")
+    return x
+
+
+def api_prices_from_text(text: str, name: str = "api_prices.csv") -> tuple[ApiPrice, ...]:
+    """API price rows of a CSV text in the ``api_prices.csv`` layout, every number checked (see ``_RANGES``)."""
+    out = []
+    for r in rows_from_text(text, name, _API_COLUMNS):
+        v = {f: _value(name, r, f, optional=f not in ("input_usd_per_mtok", "output_usd_per_mtok"))
+             for f in _API_COLUMNS if f in _RANGES}
+        out.append(ApiPrice(r["provider"], r["model"], v["input_usd_per_mtok"], v["cached_input_usd_per_mtok"], v["output_usd_per_mtok"],
+                            v["batch_discount"], v["cache_write_usd_per_mtok"], v["cache_write_1h_usd_per_mtok"], v["cache_read_multiplier"],
+                            r["as_of"], r["source"], r["confidence"], r["notes"]))
+    return tuple(out)
+
+
+def gpu_prices_from_text(text: str, name: str = "gpu_prices.csv") -> tuple[GpuPrice, ...]:
+    """GPU rental rows of a CSV text in the ``gpu_prices.csv`` layout, every number checked (see ``_RANGES``)."""
+    out = []
+    for r in rows_from_text(text, name, _GPU_COLUMNS):
+        v = {f: _value(name, r, f) for f in ("gpus_per_instance", "instance_usd_per_hour", "usd_per_gpu_hour")}
+        out.append(GpuPrice(r["provider"], r["provider_type"], r["gpu_id"], r["gpu_name"], r["instance_type"], int(v["gpus_per_instance"]),
+                            v["instance_usd_per_hour"], v["usd_per_gpu_hour"], r["pricing_model"], r["region"], r["as_of"], r["source"],
+                            r["confidence"], r["notes"]))
+    return tuple(out)
+
+
+def _text(name: str) -> str:
+    return resources.files("kvledger.catalog").joinpath("data", name).read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=1)
 def api_prices() -> tuple[ApiPrice, ...]:
     """All API price rows, in file order."""
-    out = []
-    for r in _rows("api_prices.csv"):
-        out.append(ApiPrice(r["provider"], r["model"], float(r["input_usd_per_mtok"]), _opt(r["cached_input_usd_per_mtok"]),
-                            float(r["output_usd_per_mtok"]), _opt(r["batch_discount"]), _opt(r["cache_write_usd_per_mtok"]),
-                            _opt(r["cache_write_1h_usd_per_mtok"]), _opt(r["cache_read_multiplier"]), r["as_of"], r["source"],
-                            r["confidence"], r["notes"]))
-    return tuple(out)
+    return api_prices_from_text(_text("api_prices.csv"))
 
 
 @lru_cache(maxsize=1)
 def gpu_prices() -> tuple[GpuPrice, ...]:
     """All GPU rental rows, in file order."""
-    return tuple(GpuPrice(r["provider"], r["provider_type"], r["gpu_id"], r["gpu_name"], r["instance_type"], int(r["gpus_per_instance"]),
-                          float(r["instance_usd_per_hour"]), float(r["usd_per_gpu_hour"]), r["pricing_model"], r["region"],
-                          r["as_of"], r["source"], r["confidence"], r["notes"]) for r in _rows("gpu_prices.csv"))
+    return gpu_prices_from_text(_text("gpu_prices.csv"))
 
 
 def find_api_price(name: str, provider: str | None = None) -> ApiPrice:

@@ -1,19 +1,24 @@
-"""Weight quantization from ``quantization_config``: bytes per parameter, scale overheads, modules left unconverted.
+"""Weight quantization from ``quantization_config``: bytes per parameter, scales and zero points as vLLM allocates them.
 
-Formats and their storage (per Linear weight matrix of ``rows × cols``, cols = input features):
+Per Linear weight of ``rows × cols`` (rows = output features, cols = input features), the tensors
+vLLM's quantization methods create (``create_weights`` in ``vllm/model_executor/layers/quantization/``):
 
-* fp8 (``quant_method: fp8``): 1 B/param; with ``weight_block_size [br, bc]`` one fp32 scale per
-  block, ``cdiv(rows, br)·cdiv(cols, bc)·4`` B (DeepSeek-V3 ``weight_scale_inv``), else one fp32
-  scale per matrix.
-* mxfp4 (gpt-oss): 4-bit E2M1 values plus one 8-bit E8M0 scale per 32 values = 4.25 bit/param
-  (OCP Microscaling spec v1.0 §5; gpt-oss model card: 12.8 GiB for the 20b checkpoint).
-* awq / gptq (``bits``, ``group_size``): packed ``bits``-bit weights, an fp16 scale and a packed
-  ``bits``-bit zero point per group of ``group_size`` input features; gptq adds an int32 ``g_idx``
-  per input feature.
-* compressed-tensors: ``config_groups.*.weights.num_bits`` and its group/channel/tensor strategy.
-* bitsandbytes: 8-bit (1 B/param) or 4-bit NF4 (0.5 B/param + a 4-B absmax per 64 values).
+* fp8 (``quant_method: fp8``, and online ``--quantization fp8``): 1 B/param; fp32 scales: one per
+  128×128 block with ``weight_block_size`` (``create_fp8_scale_parameter``), else one per tensor.
+* compressed-tensors, by ``config_groups.*.weights``: 8-bit float or int weights with fp32 scales per
+  tensor, per output channel (``strategy: channel``: ``rows`` scales — the "FP8-dynamic" format) or per
+  block; 4/8-bit int weights without activation quantization (W4A16/W8A16, ``wNa16``) packed in int32 with
+  scales in the model dtype per group of ``group_size`` inputs (channel: one group per row), int32-packed
+  zero points when asymmetric and an int32 ``g_idx`` per input with group activation ordering; 4-bit float
+  weights (NVFP4, group 16, fp8 scales; MXFP4, group 32, uint8 E8M0 scales).
+* mxfp4 (gpt-oss): 4-bit E2M1 values + one E8M0 byte per 32 values (OCP Microscaling spec v1.0 §5).
+* gptq (served as gptq_marlin / Machete): packed ``bits``-bit weights, model-dtype scales and packed
+  ``bits``-bit zero points per group, and an int32 ``g_idx`` per input (``gptq_marlin.py::create_weights``).
+* awq (awq_marlin): packed weights, model-dtype scales and packed zero points per group.
+* bitsandbytes: 8-bit (1 B/param + an fp32 scale per row) or 4-bit NF4 (0.5 B/param + an fp32 absmax per 64).
 
-Embeddings, ``lm_head``, norms, biases and router gates stay in the model dtype, as vLLM loads them.
+Embeddings, ``lm_head`` (unless listed as quantized), norms, biases and router gates stay in the model
+dtype, as vLLM loads them.
 """
 
 from __future__ import annotations
@@ -34,10 +39,14 @@ class QuantScheme:
     """How linear weights are stored.
 
     Attributes:
-        method: "none", "fp8", "mxfp4", "awq", "gptq", "compressed-tensors" or "bitsandbytes".
+        method: "none", "fp8", "mxfp4", "nvfp4", "awq", "gptq", "compressed-tensors" or "bitsandbytes".
         bits: bits per quantized weight value (16 for none).
-        group_size: input features sharing one scale (0 = per channel, -1 = per tensor).
-        block: (rows, cols) of an FP8 scale block, or None.
+        group_size: input features sharing one scale: -1 one scale per tensor, 0 one per output channel
+            (a group spanning all inputs), k > 0 one per k inputs of each output row.
+        block: (rows, cols) of a scale block (FP8 block quantization), or None.
+        scale_bytes: bytes of one scale; None = the model dtype (GPTQ/AWQ/W4A16 scales).
+        zero_bits: bits of one zero point per scale group (asymmetric int formats), 0 if none.
+        g_idx: an int32 group index per input feature (GPTQ, activation ordering).
         not_convert: module-path patterns left in the model dtype (``modules_to_not_convert`` / ``ignore``).
         description: one line for the ledger.
     """
@@ -49,6 +58,9 @@ class QuantScheme:
     not_convert: tuple[str, ...] = ()
     description: str = "unquantized: every weight in the model dtype"
     _regex: re.Pattern | None = field(default=None, compare=False, repr=False)
+    scale_bytes: float | None = 4
+    zero_bits: float = 0
+    g_idx: bool = False
 
     def converts(self, w: Weight) -> bool:
         """True when ``w`` is stored quantized under this scheme."""
@@ -57,24 +69,26 @@ class QuantScheme:
         return self._regex is None or not self._regex.match(w.path)
 
     def bytes_of(self, w: Weight, dtype_bytes: float) -> float:
-        """Stored bytes of ``w`` (values plus scales/zeros), B."""
+        """Stored bytes of ``w`` (values plus scales, zero points and group indices), B."""
+        return sum(self.tensor_bytes(w, dtype_bytes))
+
+    def tensor_bytes(self, w: Weight, dtype_bytes: float) -> tuple[float, float, float, float]:
+        """Bytes of the separate tensors vLLM allocates for ``w``: (values, scales, zero points, g_idx), B."""
         if not self.converts(w):
-            return w.numel * dtype_bytes
+            return (w.numel * dtype_bytes, 0.0, 0.0, 0.0)
         rows, cols, n = w.rows, w.cols, w.count
         values = w.numel * self.bits / 8
-        if self.method == "fp8":
-            if self.block:
-                return values + n * math.ceil(rows / self.block[0]) * math.ceil(cols / self.block[1]) * 4
-            return values + n * 4
-        if self.method == "mxfp4":
-            return w.numel * (4 + 8 / 32) / 8
-        if self.method == "bitsandbytes":
-            return values + (w.numel / 64 * 4 if self.bits == 4 else n * rows * 4)
-        groups = 1 if self.group_size == -1 else (cols if self.group_size == 0 else math.ceil(cols / self.group_size))
-        scales = n * rows * groups * 2
-        zeros = n * rows * groups * self.bits / 8 if self.method in ("awq", "gptq") else 0
-        g_idx = n * cols * 4 if self.method == "gptq" else 0
-        return values + scales + zeros + g_idx
+        sb = dtype_bytes if self.scale_bytes is None else self.scale_bytes
+        if self.block:
+            groups = n * math.ceil(rows / self.block[0]) * math.ceil(cols / self.block[1])
+        elif self.group_size == -1:
+            groups = n
+        elif self.group_size == 0:
+            groups = n * rows
+        else:
+            groups = n * rows * math.ceil(cols / self.group_size)
+        g_idx = n * cols * 4 if self.g_idx else 0
+        return (values, groups * sb, groups * self.zero_bits / 8, g_idx)
 
 
 def _compile(patterns: list[str]) -> re.Pattern | None:
@@ -91,50 +105,142 @@ def _compile(patterns: list[str]) -> re.Pattern | None:
 
 
 def parse_quant(c: Cfg) -> QuantScheme:
-    """Read ``quantization_config`` (absent → unquantized).
+    """Read ``quantization_config`` (or compressed-tensors' ``compression_config``); absent → unquantized.
 
     Raises:
         ConfigError: an unsupported ``quant_method`` or bit width, naming the field.
     """
-    if not c.has("quantization_config"):
+    key = "quantization_config" if c.has("quantization_config") else ("compression_config" if c.has("compression_config") else None)
+    if key is None:
         return QuantScheme()
-    q = Cfg(c.get("quantization_config"), c.source, c.prefix + "quantization_config.")
-    method = q.str("quant_method").lower()
-    skip = list(q.list("modules_to_not_convert", []) or []) + list(q.list("ignore", []) or [])
-    rx = _compile(skip)
+    q = Cfg(c.dict(key), c.source, c.prefix + key + ".")
+    method = q.str("quant_method", "compressed-tensors" if key == "compression_config" else None)
+    if method is None:
+        raise q.error("quant_method", "is missing; cannot tell the weight format")
+    method = method.lower().replace("compressed_tensors", "compressed-tensors")
+    skip = [p for p in (q.list("modules_to_not_convert", []) or []) + (q.list("ignore", []) or []) if isinstance(p, str)]
+    try:
+        rx = _compile(skip)
+    except re.error as err:
+        raise q.error("ignore", f"a module pattern is not a valid regular expression ({err.msg})") from None
     note = f" ({len(skip)} module patterns left unconverted)" if skip else ""
     if method == "fp8":
         blk = q.list("weight_block_size", None)
-        block = (int(blk[0]), int(blk[1])) if blk else None
-        desc = f"fp8 {q.str('fmt', 'e4m3')}: 1 B/weight + fp32 scale per {'%d×%d block' % block if block else 'matrix'}{note}"
+        if blk is not None and (len(blk) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) and 0 < x <= 1 << 20 for x in blk)):
+            raise q.error("weight_block_size", f"must be two positive integers [rows, cols], got {blk!r:.60}")
+        block = (blk[0], blk[1]) if blk else None
+        desc = f"fp8 {q.str('fmt', 'e4m3')}: 1 B/weight + fp32 scale per {'%d×%d block' % block if block else 'tensor'}{note}"
         return QuantScheme("fp8", 8, -1, block, tuple(skip), desc, rx)
     if method == "mxfp4":
-        return QuantScheme("mxfp4", 4.25, 32, None, tuple(skip), f"mxfp4: 4-bit values + 8-bit scale per 32 = 4.25 bit/weight{note}", rx)
-    if method in ("awq", "gptq"):
-        bits = q.int("bits", None) or q.int("w_bit")
-        gs = q.get("group_size", None) or q.get("q_group_size", 128)
+        return QuantScheme("mxfp4", 4, 32, None, tuple(skip), f"mxfp4: 4-bit values + 8-bit scale per 32 = 4.25 bit/weight{note}", rx, 1)
+    if method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
+        method = method.removesuffix("_marlin")
+        bits = q.int("bits", None, maximum=8) or q.int("w_bit", maximum=8)
+        gs = q.int("group_size", None, minimum=-1, maximum=1 << 20) if q.has("group_size") else q.int("q_group_size", 128, minimum=-1, maximum=1 << 20)
         if bits not in (2, 3, 4, 8):
             raise q.error("bits", f"{bits}-bit {method} is not a supported width (2, 3, 4, 8)")
-        desc = f"{method}: {bits}-bit weights, fp16 scale + {bits}-bit zero per {gs} inputs{note}"
-        return QuantScheme(method, bits, int(gs), None, tuple(skip), desc, rx)
+        gs = 0 if gs == -1 else gs  # group_size -1: one group spanning the row
+        if gs == 0:
+            gs_text = "per output channel"
+        else:
+            gs_text = f"per {gs} inputs"
+        desc = f"{method}: {bits}-bit weights, model-dtype scale + {bits}-bit zero {gs_text}{', int32 g_idx' if method == 'gptq' else ''}{note}"
+        return QuantScheme(method, bits, gs, None, tuple(skip), desc, rx, None, bits, method == "gptq")
     if method == "compressed-tensors":
         return _compressed_tensors(q, skip, rx)
+    if method in ("modelopt", "modelopt_fp4"):
+        return _modelopt(q)
+    if method == "fbgemm_fp8":  # FBGEMM FP8: 1 B/weight + an fp32 scale per output channel (fbgemm_fp8.py)
+        return QuantScheme("fp8", 8, 0, None, tuple(skip), f"fbgemm_fp8: 1 B/weight + fp32 scale per output channel{note}", rx)
     if method == "bitsandbytes":
-        bits = 4 if q.get("load_in_4bit", False) else 8
-        return QuantScheme("bitsandbytes", bits, 64, None, tuple(skip), f"bitsandbytes {bits}-bit{note}", rx)
-    raise q.error("quant_method", f"unsupported weight quantization {method!r}; supported: fp8, mxfp4, awq, gptq, compressed-tensors, bitsandbytes")
+        if q.get("load_in_4bit", False) is True:
+            return QuantScheme("bitsandbytes", 4, 64, None, tuple(skip), f"bitsandbytes 4-bit NF4 + fp32 absmax per 64{note}", rx, 4)
+        return QuantScheme("bitsandbytes", 8, 0, None, tuple(skip), f"bitsandbytes 8-bit + fp32 scale per row{note}", rx, 4)
+    raise q.error("quant_method", f"unsupported weight quantization {method!r:.60}; supported: fp8, mxfp4, awq, gptq, compressed-tensors, modelopt, fbgemm_fp8, bitsandbytes")
+
+
+def _modelopt(q: Cfg) -> QuantScheme:
+    """NVIDIA ModelOpt checkpoints (vLLM ``quantization/modelopt.py``): FP8 per tensor or per channel, NVFP4 (4-bit E2M1
+    values, an FP8 scale per 16 inputs and fp32 global scales)."""
+    inner = q.dict("quantization", None)
+    src = Cfg(inner, q.source, q.prefix + "quantization.") if inner is not None else q
+    algo = src.str("quant_algo")
+    excl = [p for p in (src.list("exclude_modules", []) or []) + (q.list("ignore", []) or []) if isinstance(p, str)]
+    try:
+        rx = _compile(excl)
+    except re.error as err:
+        raise src.error("exclude_modules", f"a module pattern is not a valid regular expression ({err.msg})") from None
+    note = _n(excl)
+    a = algo.upper()
+    if a == "FP8":
+        return QuantScheme("fp8", 8, -1, None, tuple(excl), f"modelopt FP8: 1 B/weight + fp32 scale per tensor{note}", rx)
+    if a == "FP8_PER_CHANNEL_PER_TOKEN":
+        return QuantScheme("fp8", 8, 0, None, tuple(excl), f"modelopt FP8: 1 B/weight + fp32 scale per output channel{note}", rx)
+    if a == "NVFP4":
+        gs = src.int("group_size", 16, maximum=1 << 20)
+        return QuantScheme("nvfp4", 4, gs, None, tuple(excl), f"modelopt NVFP4: 4-bit E2M1 + FP8 scale per {gs} inputs{note}", rx, 1)
+    raise src.error("quant_algo", f"unsupported ModelOpt algorithm {algo!r:.40} (FP8, FP8_PER_CHANNEL_PER_TOKEN, NVFP4)")
+
+
+def online_fp8() -> QuantScheme:
+    """vLLM's ``--quantization fp8`` on an unquantized checkpoint: every Linear cast to FP8 with one fp32 scale per tensor.
+
+    Source: ``vllm/model_executor/layers/quantization/fp8.py`` (``Fp8LinearMethod`` for a checkpoint that is not
+    FP8-serialized: weights loaded in the model dtype, then quantized per tensor in ``process_weights_after_loading``).
+    """
+    return QuantScheme("fp8", 8, -1, None, (), "fp8 (online --quantization fp8): 1 B/weight + fp32 scale per tensor")
 
 
 def _compressed_tensors(q: Cfg, skip: list[str], rx: re.Pattern | None) -> QuantScheme:
-    groups = q.get("config_groups", {})
-    if not isinstance(groups, dict) or not groups:
+    groups = q.dict("config_groups", {})
+    if not groups:
         raise q.error("config_groups", "is missing or empty; cannot tell the weight format")
     name, grp = next(iter(groups.items()))
-    wcfg = (grp or {}).get("weights") or {}
-    bits = wcfg.get("num_bits")
+    where = f"config_groups.{name}"
+    if not isinstance(grp, dict) or not isinstance(grp.get("weights"), dict):
+        raise q.error(f"{where}.weights", "is missing; cannot tell the weight format")
+    wc = Cfg(grp["weights"], q.source, q.prefix + where + ".weights.")
+    bits = wc.int("num_bits", maximum=16)
+    wtype = wc.str("type", "int")
+    strategy = wc.str("strategy", "tensor")
+    acts = grp.get("input_activations")
+    sym = wc.get("symmetric", True) is not False
+    fmt = f"compressed-tensors {strategy} {'float' if wtype == 'float' else 'int'}{bits}"
+    if wtype == "float" and bits == 4:  # NVFP4 (group 16, fp8 scales) or MXFP4 (group 32, E8M0 scales)
+        gs = wc.int("group_size", 16, maximum=1 << 20)
+        desc = f"{fmt}: 4-bit E2M1 + 1-B scale per {gs} ({'NVFP4' if gs == 16 else 'MXFP4'}){_n(skip)}"
+        return QuantScheme("compressed-tensors", 4, gs, None, tuple(skip), desc, rx, 1)
     if bits not in (4, 8):
-        raise q.error(f"config_groups.{name}.weights.num_bits", f"unsupported width {bits!r} (4 or 8)")
-    strategy = wcfg.get("strategy", "tensor")
-    gs = {"tensor": -1, "channel": 0}.get(strategy, wcfg.get("group_size") or 128)
-    desc = f"compressed-tensors: {bits}-bit {wcfg.get('type', 'int')} weights, {strategy} scales"
-    return QuantScheme("compressed-tensors", bits, int(gs), None, tuple(skip), desc, rx)
+        raise q.error(f"{where}.weights.num_bits", f"unsupported width {bits} (4 or 8)")
+    if strategy not in ("tensor", "channel", "group", "block", "tensor_group"):
+        raise q.error(f"{where}.weights.strategy", f"unsupported strategy {strategy!r:.40} (tensor, channel, group, block)")
+    block = None
+    if strategy == "block":
+        bs = wc.list("block_structure", [128, 128])
+        if len(bs) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) and 0 < x <= 1 << 20 for x in bs):
+            raise q.error(f"{where}.weights.block_structure", f"must be two positive integers, got {bs!r:.60}")
+        block = (bs[0], bs[1])
+    gs = {"tensor": -1, "channel": 0}.get(strategy)
+    if gs is None and block is None:
+        gs = wc.int("group_size", 128, maximum=1 << 20)
+    w8a8 = wtype == "float" or isinstance(acts, dict)  # W8A8 (int or fp8) and W8A16-fp8 keep fp32 scales
+    if w8a8:
+        desc = f"{fmt}: {bits // 8 if bits == 8 else 0.5:g} B/weight + fp32 scale per {_per(strategy, gs, block)}{_n(skip)}"
+        return QuantScheme("compressed-tensors", bits, gs if gs is not None else -1, block, tuple(skip), desc, rx, 4)
+    # wNa16 (W4A16/W8A16 int): int32-packed values, model-dtype scales, packed zero points when asymmetric
+    actorder = wc.get("actorder", None)
+    g_idx = actorder == "group" or actorder is True
+    desc = (f"{fmt} (W{bits}A16): packed {bits}-bit weights + model-dtype scale per {_per(strategy, gs, block)}"
+            f"{'' if sym else f' + {bits}-bit zero'}{' + int32 g_idx' if g_idx else ''}{_n(skip)}")
+    return QuantScheme("compressed-tensors", bits, gs if gs is not None else -1, block, tuple(skip), desc, rx, None,
+                       0 if sym else bits, g_idx)
+
+
+def _per(strategy: str, gs: int | None, block: tuple[int, int] | None) -> str:
+    if block:
+        return f"{block[0]}×{block[1]} block"
+    return {"tensor": "tensor", "channel": "output channel"}.get(strategy, f"group of {gs} inputs")
+
+
+def _n(skip: list[str]) -> str:
+    return f" ({len(skip)} module patterns left unconverted)" if skip else ""

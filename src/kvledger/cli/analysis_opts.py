@@ -6,6 +6,8 @@ from typing import Any, Optional
 
 import typer
 
+from kvledger.report.tables import table  # noqa: F401  (re-exported: the views live in kvledger.report)
+
 __all__ = ["load_target", "parse_token_list", "table", "MODEL_ARG", "GPU_OPT", "TP_OPT", "MAX_LEN_OPT", "UTIL_OPT",
            "AVAIL_OPT", "BLOCK_OPT", "VERSION_OPT", "BW_OPT", "FLOPS_OPT", "JSON_OPT"]
 
@@ -17,8 +19,10 @@ UTIL_OPT = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of
 AVAIL_OPT = typer.Option(None, "--available-kv-memory", help="Your engine's printed 'Available KV cache memory' (e.g. 11.47GiB).")
 BLOCK_OPT = typer.Option(None, "--block-size", help="Tokens per KV block (default 16).")
 VERSION_OPT = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: newest read).")
-BW_OPT = typer.Option(None, "--bandwidth-fraction", help="Achievable share of HBM bandwidth in the roofline (default 0.8).")
-FLOPS_OPT = typer.Option(0.7, "--flops-fraction", help="Achievable share of dense peak FLOP/s in the roofline (default 0.7).")
+BW_OPT = typer.Option(None, "--achievable-bandwidth-fraction", "--bandwidth-fraction",
+                      help="Roofline: share of peak HBM bandwidth kernels reach (assumption; default 0.8). Same flag as plan's; --bandwidth-fraction is the old spelling.")
+FLOPS_OPT = typer.Option(0.7, "--achievable-flops-fraction", "--flops-fraction",
+                         help="Roofline: share of peak FLOP/s matmuls reach (assumption; default 0.7). Same flag as plan's; --flops-fraction is the old spelling.")
 JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
 
 
@@ -46,13 +50,3 @@ def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None 
         available_kv_memory_bytes=parse_bytes(available_kv_memory, what="--available-kv-memory") if available_kv_memory else None,
         achievable_bandwidth_fraction=0.8 if bandwidth_fraction is None else bandwidth_fraction, achievable_flops_fraction=flops_fraction, **extra)
     return load_model(model), resolve_gpu(gpu), settings
-
-
-def table(title: str, *cols: str):
-    """A left-titled rich table with folding columns."""
-    from rich.table import Table
-
-    t = Table(title=title, title_justify="left", title_style="bold", expand=False)
-    for c in cols:
-        t.add_column(c, overflow="fold")
-    return t

@@ -1,10 +1,12 @@
-"""``kvledger models`` and ``kvledger gpus``: list the bundled catalogs with their figures and sources."""
+"""``kvledger models``, ``kvledger gpus`` and ``kvledger prices``: list the bundled catalogs with their figures and sources."""
 
 from __future__ import annotations
 
-import json
 
 import typer
+
+from kvledger import strict_json
+from kvledger.report.catalog_view import render_gpus, render_models
 
 __all__ = ["register"]
 
@@ -12,7 +14,6 @@ __all__ = ["register"]
 def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Bundled model configs: parameters, KV bytes per token (bf16, TP 1) and layer kinds."""
     from rich.console import Console
-    from rich.table import Table
 
     from kvledger.accounting.kvcache import kv_ledger
     from kvledger.catalog.models import bundled_models, load_model
@@ -26,55 +27,81 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
                      "state_bytes_per_seq": kv.state_bytes_per_seq, "layers": dict(m.layer_counts()),
                      "quantization": m.quant.method, "max_model_len": m.derived_max_model_len})
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        typer.echo(strict_json.dumps(rows, indent=2))
         return
-    con = Console()
-    wide = con.width >= 130
-    t = Table(title="Bundled models (real config.json files; provenance: catalog/data/models/SOURCES.md)", title_justify="left")
-    cols = ["model", "params", "active", "KV B/token"] + (["state/seq", "layers", "weights", "max len"] if wide else [])
-    for i, c in enumerate(cols):
-        t.add_column(c, no_wrap=i == 0, overflow="fold")
-    for r in rows:
-        cells = {"model": r["hf_id"], "params": f"{r['num_params'] / 1e9:,.2f}B", "active": f"{r['num_active_params'] / 1e9:,.2f}B",
-                 "KV B/token": f"{r['kv_bytes_per_token']:,.0f}",
-                 "state/seq": f"{r['state_bytes_per_seq'] / 2**20:,.1f} MiB" if r["state_bytes_per_seq"] else "",
-                 "layers": ", ".join(f"{n} {k}" for k, n in r["layers"].items()), "weights": r["quantization"],
-                 "max len": f"{r['max_model_len']:,}"}
-        t.add_row(*(cells[c] for c in cols))
-    t.caption = "KV B/token: bf16, TP 1, all KV layers; wider terminals (or --json) add state, layers, weights and max length"
-    con.print(t)
+    render_models(rows, Console())
 
 
 def gpus(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """GPU catalog: memory as CUDA reports it, HBM bandwidth, dense BF16/FP8 FLOP/s, ridge point, links."""
     from rich.console import Console
-    from rich.table import Table
 
     from kvledger.catalog.gpus import gpu_catalog
-    from kvledger.units import GiB
 
     cat = gpu_catalog()
     if as_json:
-        typer.echo(json.dumps([g.to_dict() for g in cat.values()], indent=2))
+        typer.echo(strict_json.dumps([g.to_dict() for g in cat.values()], indent=2))
         return
-    con = Console()
-    wide = con.width >= 130  # narrow terminals get the figures that matter for sizing; --json has everything
-    t = Table(title="GPU catalog (catalog/data/gpus.csv; dense tensor peaks, not sparse headlines)", title_justify="left")
-    cols = ["id"] + (["name"] if wide else []) + ["CUDA GiB"] + (["smi MiB"] if wide else []) + ["TB/s", "BF16 TF", "FP8 TF", "ridge"] + (["scale-up link"] if wide else [])
-    for i, c in enumerate(cols):
-        t.add_column(c, no_wrap=i == 0, overflow="fold")
-    for g in cat.values():
-        row = {"id": g.gpu_id, "name": g.name, "CUDA GiB": f"{g.memory_bytes / GiB:,.2f}",
-               "smi MiB": f"{g.nvidia_smi_mib:,}" if g.nvidia_smi_mib else "", "TB/s": f"{g.hbm_bandwidth_bytes_per_s / 1e12:g}",
-               "BF16 TF": f"{g.bf16_flops_per_s / 1e12:g}", "FP8 TF": f"{g.fp8_flops_per_s / 1e12:g}" if g.fp8_flops_per_s else "",
-               "ridge": f"{g.ridge_flops_per_byte():,.0f}",
-               "scale-up link": f"{g.interconnect} {g.interconnect_bytes_per_s / 1e9:g} GB/s" if g.interconnect_bytes_per_s else g.interconnect}
-        t.add_row(*(row[c] for c in cols))
-    t.caption = "CUDA GiB: device total as CUDA reports it; TB/s: HBM bandwidth; TF: dense TFLOP/s; ridge: FLOP per byte"
-    con.print(t)
+    render_gpus(cat, Console())
+
+
+def prices(
+    kind: str = typer.Option("all", "--kind", help="api, gpu or all"),
+    provider: str | None = typer.Option(None, "--provider", help="only this provider's rows (case-insensitive), e.g. OpenAI, Nebius"),
+    gpu: str | None = typer.Option(None, "--gpu", help="only rental rows for this GPU (catalog name or alias, e.g. H100)"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """API and GPU rental price rows (USD per 1M tokens; USD per GPU-hour), with their date and source: what --api and --gpu-provider pick from."""
+    from dataclasses import asdict
+
+    from rich.console import Console
+
+    from kvledger.catalog.prices import api_prices, find_gpu_prices, gpu_prices
+    from kvledger.errors import InputError
+    from kvledger.report.tables import ledger_table
+
+    if kind not in ("api", "gpu", "all"):
+        raise InputError(f"--kind must be api, gpu or all, got {kind!r}")
+    want = (provider or "").lower()
+    api = [r for r in api_prices() if not want or r.provider.lower() == want] if kind in ("api", "all") else []
+    if kind in ("gpu", "all"):
+        rows = find_gpu_prices(_price_gpu_key(gpu)) if gpu else list(gpu_prices())
+        gpus = [r for r in rows if not want or r.provider.lower() == want]
+    else:
+        gpus = []
+    if as_json:
+        typer.echo(strict_json.dumps({"api": [{**asdict(r), "key": r.key} for r in api],
+                               "gpu": [{**asdict(r), "key": r.key} for r in gpus]}, indent=2))
+        return
+    con = Console(highlight=False)
+    if kind in ("api", "all"):
+        t = ledger_table("API prices, USD per 1M tokens (catalog/data/api_prices.csv; --api PROVIDER:MODEL)",
+                         "provider:model", "input", "cached input", "output", "batch off", "as of")
+        for r in api:
+            t.add_row(r.key, f"{r.input_usd_per_mtok:g}", "—" if r.cached_input_usd_per_mtok is None else f"{r.cached_input_usd_per_mtok:g}",
+                      f"{r.output_usd_per_mtok:g}", "—" if r.batch_discount is None else f"{r.batch_discount:.0%}", r.as_of)
+        con.print(t)
+    if kind in ("gpu", "all"):
+        t = ledger_table("GPU rental prices (catalog/data/gpu_prices.csv; --gpu GPU --gpu-provider PROVIDER [--instance TYPE])",
+                         "provider", "GPU", "instance", "GPUs", "USD/GPU-h", "pricing", "as of")
+        for r in gpus:
+            t.add_row(r.provider, r.gpu_id, r.instance_type, f"{r.gpus_per_instance}", f"{r.usd_per_gpu_hour:,.2f}", r.pricing_model, r.as_of)
+        con.print(t)
+    con.print("[dim]sources: each row's 'source' and 'notes' columns (--json); prices are list prices on the date shown[/]")
+
+
+def _price_gpu_key(name: str) -> str:
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.errors import UnknownNameError
+
+    try:
+        return get_gpu(name).gpu_id
+    except UnknownNameError:
+        return name
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``models`` and ``gpus`` to the app."""
+    """Add ``models``, ``gpus`` and ``prices`` to the app."""
     app.command("models")(models)
     app.command("gpus")(gpus)
+    app.command("prices")(prices)

@@ -7,7 +7,7 @@ simulated GPU by its catalog id. The self-hosted capacity is the SLO capacity fo
 request-rate search (``kvledger.analyses.sim_capacity``) for a simulation, or the measured
 goodput of a FILE, checked for under-load (``kvledger.ledgers.capacity_basis``); GPU and API
 prices come from the bundled price tables (or ``--gpu-usd-per-hour``). Tables for people
-(``kvledger.cli.cost_view``), ``--json`` for scripts (line items, totals per million input and
+(``kvledger.report.cost_view``), ``--json`` for scripts (line items, totals per million input and
 output tokens, ``capacity_basis``).
 """
 
@@ -19,59 +19,64 @@ from typing import Any
 
 import typer
 
+from kvledger.report.progress import working
+from kvledger import strict_json
+
 from kvledger.cli import sim_opts as so
 
 __all__ = ["register"]
 
 
-def _pick_run(runs: list[Any], index: int | None, path: Path) -> Any:
+def _pick_run(runs: list[Any], index: int | None, path: str) -> Any:
     from kvledger.errors import InputError
 
     if index is None:
-        if len(runs) == 1:
-            return runs[0]
-        labels = ", ".join(f"{i}: {r.metadata.extra.get('run_label', i)}" for i, r in enumerate(runs))
-        raise InputError(f"{path} holds {len(runs)} runs ({labels}); choose one with --run INDEX")
+        return runs[0]
     if not 0 <= index < len(runs):
         raise InputError(f"--run {index} is out of range: {path} holds {len(runs)} runs (0–{len(runs) - 1})")
     return runs[index]
 
 
-def _price_key(name: str) -> str:
-    """A GPU name as the price table keys it: the catalog id when ``get_gpu`` knows the name or alias (H100,
-    nvidia-h100-80gb, "NVIDIA H100 80GB HBM3" → nvidia_h100_sxm); otherwise the name as given (the table also
-    matches its own GPU names)."""
-    from kvledger.catalog.gpus import get_gpu
-    from kvledger.errors import UnknownNameError
+def _sweep_capacity_run(runs: list[Any], slo: Any, target: float, where: str) -> tuple[Any, dict[str, Any]]:
+    """The run of a sweep that is its SLO capacity: the highest load (request rate, else concurrency) up to which every
+    run has ≥ ``target`` of its requests within the SLO (``ledgers.boundary.boundary_from_sweep``), with the choice in words.
 
-    try:
-        return get_gpu(name).gpu_id
-    except UnknownNameError:
-        return name
+    Raises:
+        InputError: the runs state neither a rate nor a concurrency, or even the lowest load misses the target.
+    """
+    from kvledger.errors import InputError
+    from kvledger.ledgers.boundary import axis_value, boundary_from_sweep
 
-
-def _is_gpu_file(name: str) -> bool:
-    return Path(name).suffix in (".json", ".toml")
+    axis = None
+    for candidate in ("request_rate", "concurrency"):
+        try:
+            values = [axis_value(r, candidate) for r in runs]
+        except InputError:
+            continue
+        if len(set(values)) == len(values):
+            axis = candidate
+            break
+    labels = ", ".join(f"{i}: {r.metadata.extra.get('run_label') or r.metadata.source}" for i, r in enumerate(runs))
+    if axis is None:
+        raise InputError(f"{where} holds {len(runs)} runs ({labels}) that state no distinct request rate or concurrency, so "
+                         "the sweep's capacity cannot be found; choose one with --run INDEX")
+    res = boundary_from_sweep(runs, slo, target, axis, values)
+    rows = "; ".join(f"{p.label} at {p.value:g}: {p.attainment:.1%}" for p in res.points)
+    if res.boundary_value is None:
+        raise InputError(f"no run of the sweep in {where} has {target:.0%} of its requests within the SLO ({rows}); there is "
+                         "no SLO capacity to price: loosen the SLO, or price one run with --run INDEX")
+    k = values.index(res.boundary_value)
+    unit = "req/s" if axis == "request_rate" else "concurrent users"
+    text = (f"run {k} ({runs[k].metadata.extra.get('run_label') or runs[k].metadata.source}, {res.boundary_value:g} {unit}) is "
+            f"the sweep's SLO capacity: the highest load up to which every run has ≥ {target:.0%} of its requests within "
+            f"the SLO (attainment per run: {rows})")
+    return runs[k], {"run_index": k, "axis": axis, "value": res.boundary_value, "text": text, "boundary": res.to_dict()}
 
 
 def _gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
-    """The GPU's rental price: ``--gpu-usd-per-hour``, else the price-table row of ``name`` (resolved through the GPU catalog's aliases).
+    from kvledger.analyses.cost_run import gpu_rate
 
-    Raises:
-        InputError: no name, a custom GPU without a price, several rows (pick --gpu-provider/--instance).
-        UnknownNameError: no row for the GPU (or the provider / instance).
-    """
-    from kvledger.catalog.prices import find_gpu_price
-    from kvledger.errors import InputError
-    from kvledger.ledgers.cost import GpuRate
-
-    if usd is not None:
-        return GpuRate.given(usd, name or "GPU")
-    if name is None:
-        raise InputError("no GPU price: the run does not name its GPU; pass --gpu (e.g. H100 or nvidia_h100_sxm) with --gpu-provider, or --gpu-usd-per-hour")
-    if name == "custom" or _is_gpu_file(name):
-        raise InputError(f"the GPU {name!r} is a custom GPU with no rental price in the table; pass --gpu-usd-per-hour")
-    return GpuRate.from_catalog(find_gpu_price(_price_key(name), provider, instance))
+    return gpu_rate(name, provider, instance, usd)
 
 
 def _collect(problems: list[Exception], fn: Any) -> Any:
@@ -84,18 +89,29 @@ def _collect(problems: list[Exception], fn: Any) -> Any:
         return None
 
 
-def _check_inputs(p: dict[str, Any], gpu_known: str | None) -> tuple[Any, Any]:
-    """(API price row, GPU rate or None when the GPU is named only by the run) — every input error at once.
+def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str] | None = None) -> tuple[Any, Any, Any]:
+    """(API price row, GPU rate or None when the GPU is named only by the run, SLO) — every input error at once.
 
-    Checks --utilization, --max-utilization, --num-gpus, --prefill-share, --target, --gpu-usd-per-hour, the
-    --api row and, when ``gpu_known``, its price row, and raises them together (one error alone keeps its type).
+    Checks that --slo, --api and --utilization are given, then --slo, --utilization, --max-utilization, --num-gpus,
+    --prefill-share, --target, --gpu-usd-per-hour, the --api row and, when ``gpu_known``, its price row, and raises
+    them together (one error alone keeps its type).
     """
     from kvledger.catalog.prices import find_api_price
+    from kvledger.cli.limits import range_problems
     from kvledger.errors import InputError
+    from kvledger.ledgers.slo import parse_slo
 
+    missing = [flag for flag, key in (("--slo", "slo"), ("--api", "api"), ("--utilization", "utilization")) if p[key] is None]
     problems: list[Exception] = []
+    if missing:
+        problems.append(InputError(f"missing {', '.join(missing)}: cost needs the SLO (e.g. --slo ttft=200ms,tpot=50ms), the API "
+                                   "price row (e.g. --api OpenAI:gpt-4.1; kvledger prices lists them) and the utilization "
+                                   "(e.g. --utilization 0.5)"))
+    slo = _collect(problems, lambda: parse_slo(p["slo"])) if p["slo"] is not None else None
+    own = ("utilization", "max_utilization", "num_gpus", "prefill_share", "target", "gpu_usd_per_hour")
+    problems += list(range_problems("cost", {k: v for k, v in p.items() if k not in own}, flags))
     for flag, key in (("--utilization", "utilization"), ("--max-utilization", "max_utilization")):
-        if not 0.0 < p[key] <= 1.0:
+        if p[key] is not None and not 0.0 < p[key] <= 1.0:
             problems.append(InputError(f"{flag} must be in (0, 1] (share of billed hours spent serving), got {p[key]}"))
     if p["num_gpus"] is not None and p["num_gpus"] < 1:
         problems.append(InputError(f"--num-gpus must be ≥ 1, got {p['num_gpus']}"))
@@ -104,9 +120,9 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None) -> tuple[Any, Any]:
     if p["target"] is not None and not 0.0 < p["target"] <= 1.0:
         problems.append(InputError(f"--target must be in (0, 1] (share of requests within the SLO), got {p['target']}"))
     usd = p["gpu_usd_per_hour"]
-    if usd is not None and not usd > 0:
+    if usd is not None and not (usd > 0 and usd != float("inf")):
         problems.append(InputError(f"--gpu-usd-per-hour must be > 0 USD per GPU-hour, got {usd}"))
-    api = _collect(problems, lambda: find_api_price(p["api"]))
+    api = _collect(problems, lambda: find_api_price(p["api"])) if p["api"] is not None else None
     rate = None
     if usd is None and gpu_known is not None:
         rate = _collect(problems, lambda: _gpu_rate(gpu_known, p["gpu_provider"], p["instance"], None))
@@ -114,21 +130,32 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None) -> tuple[Any, Any]:
         raise problems[0]
     if problems:
         raise InputError(f"{len(problems)} problems with the inputs:\n" + "\n".join(f"  - {e}" for e in problems))
-    return api, rate
+    return api, rate, slo
 
 
-def _file_run(file: Path, fmt: str | None, run_index: int | None, num_gpus: int | None) -> tuple[Any, int, str | None]:
-    """(run, GPU count, GPU name for the price table) from a benchmark or records file."""
+def _file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpus: int | None, slo: Any,
+              target: float | None) -> tuple[Any, int, str | None, dict[str, Any] | None]:
+    """(run, GPU count, GPU name for the price table, sweep choice or None) from benchmark or records files.
+
+    One run: that run. Several (a multi-run file or several FILEs, e.g. a rate sweep): ``--run INDEX`` picks one,
+    otherwise the run at the sweep's SLO capacity (:func:`_sweep_capacity_run`) is priced, and the choice is stated.
+    """
     from kvledger.errors import InputError
     from kvledger.evidence import read_runs
 
-    run = _pick_run(read_runs(file, format=fmt), run_index, file)
+    runs = [r for f in files for r in read_runs(f, format=fmt)]
+    where = str(files[0]) if len(files) == 1 else f"{len(files)} files"
+    sweep = None
+    if len(runs) > 1 and run_index is None:
+        run, sweep = _sweep_capacity_run(runs, slo, 0.9 if target is None else target, where)
+    else:
+        run = _pick_run(runs, run_index, where)
     md = run.metadata
     n_gpus = num_gpus if num_gpus is not None else md.num_gpus
     if n_gpus is None:
-        raise InputError(f"{file} does not state how many GPUs served the run; pass --num-gpus")
+        raise InputError(f"{md.source} does not state how many GPUs served the run; pass --num-gpus")
     gpu_id = md.extra.get("gpu_id")  # written by kvledger simulate: the catalog id the price table uses
-    return run, n_gpus, gpu_id if gpu_id not in (None, "custom") else md.hardware
+    return run, n_gpus, gpu_id if gpu_id not in (None, "custom") else md.hardware, sweep
 
 
 def _sim_run(model: str, gpu: str | None, params: dict[str, Any], slo: Any) -> tuple[Any, Any]:
@@ -147,21 +174,13 @@ def _sim_run(model: str, gpu: str | None, params: dict[str, Any], slo: Any) -> t
         if params.get("target") is not None:
             raise InputError("--target sets the attainment target of the capacity search, which --at-offered-load skips; give one of them")
         args, synthetic = sim_request(model, gpu, params)
-        return simulate_run(args, synthetic), None
+        with working("simulating"):
+            return simulate_run(args, synthetic), None
     args, synthetic = sim_request(model, gpu, params, num_requests_default=PROBE_NUM_REQUESTS)
     target = params.get("target")
-    cap = search_capacity(args, slo, DEFAULT_TARGET if target is None else target, synthetic=synthetic)
+    with working("searching the SLO capacity (one simulation per probe)"):
+        cap = search_capacity(args, slo, DEFAULT_TARGET if target is None else target, synthetic=synthetic)
     return cap.run, cap
-
-
-def _basis(run: Any, gp: Any, slo: Any, sim: Any, capacity: Any) -> dict[str, Any]:
-    """The ``capacity_basis`` of the report: the SLO-capacity search, or the run's own goodput with the under-load check."""
-    from kvledger.ledgers.capacity_basis import check_load, measured_basis
-
-    if capacity is not None:
-        return {"kind": "slo_capacity", "text": capacity.text(), "probes": capacity.probes_text(), "warning": None,
-                "notes": list(capacity.notes), "load_check": None}
-    return measured_basis(gp, check_load(run, gp, slo), simulated=sim is not None)
 
 
 def register(app: typer.Typer) -> None:
@@ -170,10 +189,10 @@ def register(app: typer.Typer) -> None:
     @app.command("cost")
     def cost_command(
         ctx: typer.Context,
-        file: Path | None = typer.Argument(None, help="benchmark output or kvledger records file (kvledger simulate --out DIR writes DIR/records.json); or use --simulate", show_default=False),
-        slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'"),
-        api: str = typer.Option(..., "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1'"),
-        utilization: float = typer.Option(..., "--utilization", help="average load ÷ the capacity priced (see Capacity above) over the billed hours, (0, 1]"),
+        files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger simulate --out DIR writes DIR/records.json); several runs (a rate sweep) are priced at the run at their SLO capacity; or use --simulate", show_default=False),
+        slo: str | None = typer.Option(None, "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms' (required)", show_default=False),
+        api: str | None = typer.Option(None, "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1' (required; kvledger prices lists them)", show_default=False),
+        utilization: float | None = typer.Option(None, "--utilization", help="average load ÷ the capacity priced (see Capacity above) over the billed hours, (0, 1] (required)", show_default=False),
         gpu: str | None = typer.Option(None, "--gpu", help="FILE: GPU id or name for the price table, e.g. nvidia_h100_sxm (default: the GPU the file names). --simulate: the GPU to simulate (catalog name such as H100, or a GPU file), priced by its catalog id"),
         gpu_provider: str | None = typer.Option(None, "--gpu-provider", help="rental provider, e.g. Nebius, AWS, CoreWeave"),
         instance: str | None = typer.Option(None, "--instance", help="instance type when a provider lists several"),
@@ -192,10 +211,10 @@ def register(app: typer.Typer) -> None:
         data_sovereignty: str = typer.Option("not_required", "--data-sovereignty", help="required, preferred or not_required"),
         model_control: str = typer.Option("any", "--model-control", help="custom_weights, open_weights or any"),
         team_capability: str = typer.Option("some", "--team-capability", help="experienced, some or none"),
-        run_index: int | None = typer.Option(None, "--run", help="FILE: which run of a multi-run file (0-based)"),
+        run_index: int | None = typer.Option(None, "--run", help="FILE: which run of a multi-run file or of several FILEs (0-based; default: the run at the sweep's SLO capacity)"),
         format: str | None = typer.Option(None, "--format", help="FILE: force a reader instead of auto-detection"),
         at_offered_load: bool = typer.Option(False, "--at-offered-load", help="[--simulate] price the simulated run at the workload's own load (the trace's rate, or --rate/--concurrency) instead of at the SLO capacity found by search"),
-        target: float | None = typer.Option(None, "--target", help="[--simulate] attainment target of the capacity search: the share of requests within the SLO at the capacity priced (default 0.9)", show_default=False),
+        target: float | None = typer.Option(None, "--target", help="attainment target of the capacity search (--simulate) or of the sweep's capacity run (several runs): the share of requests within the SLO at the capacity priced (default 0.9)", show_default=False),
         json_out: bool = typer.Option(False, "--json", help="JSON for scripts: line items and totals per 1M input and output tokens"),
         out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite without --force)"),
         force: bool = typer.Option(False, "--force", help="allow --out to overwrite an existing file"),
@@ -207,7 +226,9 @@ def register(app: typer.Typer) -> None:
         gpu_memory_utilization: so.GpuMemUtil = None, kv_cache_dtype: so.KvCacheDtype = None, block_size: so.BlockSize = None,
         max_num_batched_tokens: so.MaxNumBatchedTokens = None, max_num_seqs: so.MaxNumSeqs = None,
         num_gpu_blocks_override: so.NumGpuBlocksOverride = None, prefix_caching: so.PrefixCaching = None,
-        chunked_prefill: so.ChunkedPrefill = None, policy: so.Policy = None, step_cost: so.StepCost = None,
+        chunked_prefill: so.ChunkedPrefill = None, policy: so.Policy = None,
+        prefix_caching_policy: so.PrefixCachingPolicy = None, scheduling_policy: so.SchedulingPolicy = None,
+        batching: so.Batching = None, kv_allocation: so.KvAllocation = None, async_scheduling: so.AsyncScheduling = None, step_cost: so.StepCost = None,
         cpu_overhead: so.CpuOverhead = None,
     ) -> None:
         """Self-host vs API: USD per 1M input/output tokens priced by goodput, monthly bills, break-even, deciding factors.
@@ -231,29 +252,29 @@ def register(app: typer.Typer) -> None:
         GPU prices: --gpu (or the GPU the file names) is resolved through the GPU catalog's names and
         aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
         """
-        from kvledger.cli.cost_view import print_cost_report
+        from kvledger.report.cost_view import print_cost_report
         from kvledger.cli.sim_opts import reject_sim_flags
         from kvledger.errors import InputError
         from kvledger.ledgers.api_cost import ApiMix
         from kvledger.ledgers.cost import SelfHostSetup
-        from kvledger.ledgers.cost_report import DecisionFactors, MonthlyVolume, build_cost_report
-        from kvledger.ledgers.goodput import goodput
-        from kvledger.ledgers.slo import parse_slo
+        from kvledger.analyses.cost_run import cost_payload
+        from kvledger.ledgers.cost_report import DecisionFactors, MonthlyVolume
 
+        file = files[0] if files else None
         if (file is None) == (simulate is None):
-            raise InputError("give either a FILE to read or --simulate MODEL (with --gpu) to simulate, not " + ("both" if file else "neither"))
-        if out is not None and out.exists() and not force:
-            raise InputError(f"{out} already exists; refusing to overwrite it (pass --force)")
-        the_slo = parse_slo(slo)
+            raise InputError("give either FILE(s) to read or --simulate MODEL (with --gpu) to simulate, not " + ("both" if file else "neither"))
+        if out is not None:
+            from kvledger.cli.outputs import prepare_output_file
+
+            prepare_output_file(out, force=force, inputs=list(files or []))
         if file is not None:
             reject_sim_flags(ctx.params)
-            given = [f for f, v in (("--at-offered-load", at_offered_load or None), ("--target", target)) if v is not None]
-            if given:
-                raise InputError(f"{', '.join(given)} apply to --simulate (a measured FILE cannot be re-run at another load)")
-        api_price, gpu_rate = _check_inputs(ctx.params, gpu)
-        sim = capacity = None
+            if at_offered_load:
+                raise InputError("--at-offered-load apply to --simulate (a measured FILE cannot be re-run at another load)")
+        api_price, gpu_rate, the_slo = _check_inputs(ctx.params, gpu, {prm.name: prm.opts[0] for prm in ctx.command.params})
+        sim = capacity = sweep = None
         if file is not None:
-            run, n_gpus, hardware = _file_run(file, format, run_index, num_gpus)
+            run, n_gpus, hardware, sweep = _file_run(files, format, run_index, num_gpus, the_slo, target)
         else:
             sim, capacity = _sim_run(simulate, gpu, ctx.params, the_slo)
             run, n_gpus, hardware = sim.run, sim.num_gpus, sim.gpu_id
@@ -263,17 +284,18 @@ def register(app: typer.Typer) -> None:
         volume = None
         if monthly_requests is not None or monthly_input_tokens is not None or monthly_output_tokens is not None:
             volume = MonthlyVolume(monthly_requests, monthly_input_tokens, monthly_output_tokens)
-        gp = goodput(run, the_slo)
-        rep = build_cost_report(run, gp, setup, api_price, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
-                                DecisionFactors(data_sovereignty, model_control, team_capability), volume)
-        basis = _basis(run, gp, the_slo, sim, capacity)
-        d = rep.to_dict()
-        d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
-        if sim is not None:
-            d["simulation"] = {**sim.provenance(), **({"capacity_search": capacity.to_dict()} if capacity else {})}
-        text = json.dumps(d, default=str) + "\n"
+        res = cost_payload(run, the_slo, setup, api_price, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
+                           DecisionFactors(data_sovereignty, model_control, team_capability), volume, sim=sim, capacity=capacity)
+        rep, basis, d = res.report, res.basis, res.payload
+        if sweep is not None:
+            basis["sweep"] = sweep
+            basis["text"] = sweep["text"] + ". " + basis["text"]
+            d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
+        text = strict_json.dumps(d) + "\n"
         if out is not None:
-            out.write_text(text, encoding="utf-8")
+            from kvledger.strict_json import write_text_atomic
+
+            write_text_atomic(out, text)
         if json_out:
             typer.echo(text, nl=False)
         else:

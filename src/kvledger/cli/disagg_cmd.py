@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Optional
 
 import typer
 
-from kvledger.cli.analysis_opts import GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG, UTIL_OPT, VERSION_OPT, table
+from kvledger import strict_json
+
+from kvledger.cli.analysis_opts import GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG, UTIL_OPT, VERSION_OPT
+
+from kvledger.report.disagg_view import render_disagg as _render
 
 __all__ = ["register"]
 
@@ -20,59 +23,12 @@ def _split(num_gpus: int | None, p: int | None, d: int | None, ptp: int, dtp: in
     if (p is None) != (d is None):
         raise InputError("give both --prefill-gpus and --decode-gpus, or neither (then every split is compared)")
     if p is None:
-        return num_gpus or 4, None
+        return (4 if num_gpus is None else num_gpus), None
     if p < 1 or d < 1 or p % ptp or d % dtp:
         raise InputError(f"--prefill-gpus {p} / --decode-gpus {d} must be ≥ 1 and multiples of their TP ({ptp}, {dtp})")
     if num_gpus is not None and num_gpus != p + d:
         raise InputError(f"--prefill-gpus {p} + --decode-gpus {d} = {p + d}, not --num-gpus {num_gpus}")
     return p + d, [(p // ptp, d // dtp)]
-
-
-def _row(x) -> list[str]:
-    from kvledger.units import fmt_duration as f
-
-    def q(d, k):
-        return "—" if d[k] is None else f(d[k])
-
-    t = x.transfer
-    xfer = "—" if not t or not t["num_transfers"] else f"{f(t['transfer_s']['mean'])} / {f(t['transfer_s']['p99'])}"
-    mr = "" if x.max_rate_search is None else ("—" if x.max_rate_per_gpu is None else f"{x.max_rate_per_gpu:,.2f}")
-    cells = [x.label, f"{x.num_gpus}", f"{q(x.ttft_s, 'p50')} / {q(x.ttft_s, 'p90')} / {q(x.ttft_s, 'p99')}",
-             f"{q(x.itl_s, 'p50')} / {q(x.itl_s, 'p90')} / {q(x.itl_s, 'p99')}",
-             f"{q(x.tpot_s, 'p50')} / {q(x.tpot_s, 'p90')} / {q(x.tpot_s, 'p99')}",
-             f"{x.throughput_req_per_s:,.2f}", f"{x.attainment:.1%}", f"{x.goodput_req_per_s_per_gpu:,.2f}", xfer,
-             f"{x.num_preemptions:,}"]
-    return cells + ([mr] if x.max_rate_search is not None else [])
-
-
-def _render(r, console) -> None:
-    w = r.workload
-    console.print(f"[bold]Prefill/decode disaggregation: {r.model} on {r.num_gpus} × {r.gpu}[/] — trace {w.get('trace')}, "
-                  f"{w.get('num_requests'):,} requests at {w.get('offered_rate_req_per_s', float('nan')):,.2f} req/s offered; "
-                  f"SLO {r.slo['text']}")
-    console.print(f"KV link: {r.link['source']}; transfer = {r.transfer_model}")
-    searched = any(x.max_rate_search is not None for x in r.deployments)
-    cols = ["deployment", "GPUs", "TTFT p50/p90/p99", "ITL p50/p90/p99", "TPOT p50/p90/p99", "req/s", "good",
-            "goodput req/s/GPU", "KV transfer mean/p99", "preemptions"] + (["max rate/GPU"] if searched else [])
-    t = table("Same GPUs, same requests: colocated vs each prefill:decode split", *cols)
-    for x in r.deployments:
-        t.add_row(*_row(x))
-    console.print(t)
-    if r.tuning:
-        from kvledger.units import fmt_duration as f
-
-        t = table("One knob, one pool: what moves", "deployment", "pool changed", "knob", "TTFT p50", "TTFT p90",
-                  "ITL p50", "ITL p99", "TPOT p90", "goodput req/s/GPU")
-        for x in r.tuning:
-            t.add_row(x["deployment"], x["pool_changed"], x["knob"], *(("—" if x[k] is None else f(x[k])) for k in
-                      ("ttft_p50_s", "ttft_p90_s", "itl_p50_s", "itl_p99_s", "tpot_p90_s")),
-                      f"{x['goodput_req_per_s_per_gpu']:,.2f}")
-        console.print(t)
-    console.print("[bold]Verdict[/]")
-    for v in r.verdict:
-        console.print(f"• {v}")
-    for n in r.notes:
-        console.print(f"· {n}", style="dim")
 
 
 def disagg(
@@ -117,7 +73,8 @@ def disagg(
     from kvledger.ledgers.slo import parse_slo
     from kvledger.units import parse_duration_s
 
-    ptp, dtp = prefill_tp or tp, decode_tp or tp
+    ptp = tp if prefill_tp is None else prefill_tp
+    dtp = tp if decode_tp is None else decode_tp
     n, splits = _split(num_gpus, prefill_gpus, decode_gpus, ptp, dtp)
     spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len,
                                     gpu_memory_utilization=gpu_memory_utilization, engine_version=engine_version)
@@ -127,7 +84,7 @@ def disagg(
         from kvledger.accounting.calibration_profile import profile_step_cost
 
         cost, _ = profile_step_cost(step_cost, spec.name, g.name, tp)
-    study = DisaggStudy(spec, g, settings, kv_link, parse_slo(slo or DEFAULT_SLO), target=attainment,
+    study = DisaggStudy(spec, g, settings, kv_link, parse_slo(DEFAULT_SLO if slo is None else slo), target=attainment,
                         first_token=first_token, router=router, step_cost=cost)
 
     def load(r: float | None):
@@ -149,7 +106,7 @@ def disagg(
                        tune_prefill_max_num_batched_tokens=tune_prefill_mnbt, tune_decode_max_num_seqs=tune_decode_mns,
                        load=load if search_max_rate else None, rate_per_s=offered if search_max_rate else None, workload=wl)
     if as_json:
-        typer.echo(json.dumps(r.to_dict(), indent=2, default=str))
+        typer.echo(strict_json.dumps(r.to_dict(), indent=2))
     else:
         _render(r, Console())
 

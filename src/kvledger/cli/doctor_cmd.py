@@ -2,116 +2,15 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
+from kvledger.report.doctor_view import render_doctor as _render
+
+from kvledger import strict_json
+
 __all__ = ["register"]
-
-
-def _fmt(value: Any, unit: str) -> str:
-    if value is None:
-        return "—"
-    if unit == "B":
-        from kvledger.units import fmt_bytes
-
-        return fmt_bytes(value, both=False)
-    if unit == "x":
-        return f"{value:.2f}x"
-    if unit == "fraction":
-        return f"{value:g}"
-    return f"{value:,.0f}"
-
-
-def _diff(value: Any, unit: str) -> str:
-    if value is None:
-        return ""
-    if unit == "B":
-        return f"{value / 2**30:+,.2f} GiB"
-    return f"{value:+.2f}" if unit in ("x", "fraction") else f"{value:+,.0f}"
-
-
-def _table(title: str, *cols: str) -> Any:
-    from rich.table import Table
-
-    t = Table(title=title, title_justify="left", title_style="bold")
-    for c in cols:
-        t.add_column(c, overflow="fold")
-    return t
-
-
-def _startup(con: Any, cmp: Any) -> None:
-    from rich.markup import escape
-
-    t = _table("Settings used for the ledger", "setting", "value", "source")
-    for k, v in cmp.settings.items():
-        t.add_row(k, escape(str(v["value"])), escape(str(v["source"])))
-    con.print(t)
-    t = _table("Start-up: the log against kvledger plan (ledger − log)", "term", "log (line)", "ledger", "difference", "explanation")
-    for r in cmp.rows:
-        line = f" (L{r.log_line})" if r.log_line else ""
-        t.add_row(r.term, _fmt(r.log_value, r.unit) + line, _fmt(r.ledger_value, r.unit), _diff(r.difference, r.unit), escape(r.explanation))
-    con.print(t)
-    if cmp.consistent is not None:
-        con.print("[bold]" + ("the ledger reproduces the log's block count, printed tokens and concurrency" if cmp.consistent
-                              else "the ledger does NOT reproduce the log's capacity figures: see the rows above") + "[/]")
-    for n in cmp.notes:
-        con.print(f"· {escape(n)}")
-
-
-def _options(con: Any, f: Any) -> None:
-    from rich.markup import escape
-
-    t = _table("Options (ledger, per replica)", "option", "GPUs", "blocks", "token slots", "engine figure at max_model_len",
-               "requests of the size observed at saturation", "what it means")
-    for o in f.options:
-        t.add_row(escape(o["action"]), str(o["gpus_per_replica"]), f"{o['num_gpu_blocks']:,}", f"{o['token_slots']:,}",
-                  f"{o['max_concurrency']:.2f}x at {o['max_model_len']:,}" if o["max_concurrency"] is not None else "—",
-                  f"{o['requests_of_observed_size']:,}" if o["requests_of_observed_size"] is not None else "—", escape(o["detail"]))
-    con.print(t)
-    for n in (f.options[0].get("notes") or []):
-        con.print(f"· {escape(n)}")
-
-
-def _finding(con: Any, f: Any) -> None:
-    from rich.markup import escape
-
-    flag = "[bold red]FOUND[/]" if f.triggered else "[green]ok[/]"
-    con.print(f"\n{flag} [bold]{f.name}[/] ({f.verdict}): {escape(f.message)}")
-    if f.options:
-        _options(con, f)
-    if f.evidence:
-        t = _table("", "line", "time", "what", "value")
-        for e in f.evidence[:12]:
-            t.add_row(str(e["line"]), escape(str(e["time"] or "")), escape(e["what"]), escape(str(e["value"])))
-        con.print(t)
-        if len(f.evidence) > 12:
-            con.print(f"  … {len(f.evidence) - 12} more (see --json)")
-    for n in f.notes:
-        con.print(f"· {escape(n)}")
-    con.print(f"[dim]rule: {escape(f.rule)}[/]")
-
-
-def _render(rep: Any) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-
-    con, s = Console(highlight=False), rep.log_summary
-    con.print(f"[bold]kvledger doctor[/] {escape(rep.source)}: vLLM {s['version'] or '(version unknown)'} — {escape(s['version_source'])}; "
-              f"{s['generation'] or '?'} engine; ledger rules of {s['rules_version']} ({escape(s['rules_reason'])})")
-    con.print(f"{s['vllm_lines']:,} of {s['total_lines']:,} lines read ({s['skipped_lines']:,} skipped as unknown); "
-              f"{s['metrics_lines']} metrics lines, {s['preemption_lines']} preemption lines")
-    for w in rep.warnings:
-        con.print(f"[bold red]WARNING:[/] [bold]{escape(w)}[/]")
-    if rep.startup is not None:
-        _startup(con, rep.startup)
-    else:
-        con.print("no start-up memory or capacity lines in this log (nothing to compare with the ledger)")
-    for f in rep.findings:
-        _finding(con, f)
-    for n in rep.notes:
-        con.print(f"· {escape(n)}")
 
 
 def doctor(
@@ -122,15 +21,16 @@ def doctor(
     prefix_share: Optional[float] = typer.Option(None, "--prefix-share", help="Fraction of prompt tokens your traffic repeats, 0–1."),
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: from the log)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the full reading after the summary: start-up terms against the ledger, evidence lines, remedies, rules."),
 ) -> None:
     """Read a vLLM log: start-up figures against the ledger, and diagnoses (capacity, prefix-cache routing, TTFT/ITL batching)."""
     from kvledger.analyses.doctor import diagnose_file
 
     rep = diagnose_file(logfile, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share, engine_version=engine_version)
     if as_json:
-        typer.echo(json.dumps(rep.to_dict(), indent=2, default=str))
+        typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:
-        _render(rep)
+        _render(rep, verbose)
 
 
 def register(app: typer.Typer) -> None:

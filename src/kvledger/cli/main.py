@@ -32,6 +32,8 @@ from kvledger.cli import kv_eviction_cmd  # noqa: E402
 from kvledger.cli import doctor_cmd  # noqa: E402
 from kvledger.cli import disagg_cmd  # noqa: E402
 from kvledger.cli import calibrate_cmd, validate_cmd  # noqa: E402
+from kvledger.cli import search_cmd  # noqa: E402
+from kvledger.cli import report_cmd, ui_cmd  # noqa: E402  (f-report: the HTML report and the web app)
 
 plan_cmd.register(app)
 catalog_cmd.register(app)
@@ -46,6 +48,15 @@ doctor_cmd.register(app)
 disagg_cmd.register(app)
 calibrate_cmd.register(app)
 validate_cmd.register(app)
+search_cmd.register(app)
+report_cmd.register(app)
+ui_cmd.register(app)
+
+from kvledger.cli.limits import SELF_CHECKED, checked  # noqa: E402
+
+for _info in app.registered_commands:  # every numeric option checked against its range before the command runs
+    if _info.name not in SELF_CHECKED:
+        _info.callback = checked(_info.name or _info.callback.__name__, _info.callback)
 
 
 def _version(value: bool) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Optional
 
 import typer
+
+from kvledger import strict_json
 
 __all__ = ["register"]
 
@@ -22,12 +23,15 @@ def plan(
     engine: str = typer.Option("vllm", "--engine", help="vllm, sglang or trtllm."),
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: newest read, 0.33.0)."),
     tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", help="Tensor-parallel degree."),
+    pp: int = typer.Option(1, "--pp", "--pipeline-parallel-size", help="Pipeline-parallel degree (vLLM): the stage with the fewest KV blocks binds."),
     max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Tokens (8192, 8K, 128K); default: from the config."),
     context: Optional[list[str]] = typer.Option(None, "--context", help="Context length(s) to report concurrency at; repeat or comma-separate (8K,128K)."),
     gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of the device total (default by version)."),
     mem_fraction_static: Optional[float] = typer.Option(None, "--mem-fraction-static", help="SGLang fraction (default computed as SGLang does)."),
     free_gpu_memory_fraction: Optional[float] = typer.Option(None, "--free-gpu-memory-fraction", help="TensorRT-LLM fraction of free memory (default 0.9)."),
     kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."),
+    dtype: str = typer.Option("auto", "--dtype", help="vLLM --dtype: auto, bfloat16, float16, float32 (weights, activations, auto KV)."),
+    quantization: Optional[str] = typer.Option(None, "--quantization", "-q", help="vLLM --quantization fp8: quantize an unquantized checkpoint on load."),
     max_num_batched_tokens: Optional[str] = typer.Option(None, "--max-num-batched-tokens", help="Token budget per step (default by GPU and version)."),
     max_num_seqs: Optional[int] = typer.Option(None, "--max-num-seqs", help="Running requests cap (default by GPU and version)."),
     block_size: Optional[int] = typer.Option(None, "--block-size", help="Tokens per KV block (default 16, or the backend's)."),
@@ -35,7 +39,7 @@ def plan(
     num_gpu_blocks_override: Optional[int] = typer.Option(None, "--num-gpu-blocks-override", help="vLLM's flag: fix the block count."),
     weights_memory: Optional[str] = typer.Option(None, "--weights-memory", help="Measured weight memory (e.g. 14.99GiB) instead of the computed one."),
     activation_peak: Optional[str] = typer.Option(None, "--activation-peak", help="Measured activation peak instead of the model."),
-    non_torch_memory: Optional[str] = typer.Option(None, "--non-torch-memory", help="Measured non-torch memory instead of 0.13 GiB."),
+    non_torch_memory: Optional[str] = typer.Option(None, "--non-torch-memory", help="Measured non-torch memory instead of the model (by vLLM version, TP and PP)."),
     cudagraph_memory: Optional[str] = typer.Option(None, "--cudagraph-memory", help="Your log's 'Estimated CUDA graph memory'."),
     gpu_memory: Optional[str] = typer.Option(None, "--gpu-memory", help="Device total as CUDA reports it (e.g. 79.18GiB), overriding the catalog."),
     gpu_bandwidth: Optional[float] = typer.Option(None, "--gpu-bandwidth", help="HBM bandwidth, TB/s (10^12 B/s), overriding the catalog."),
@@ -44,7 +48,7 @@ def plan(
     achievable_bandwidth_fraction: float = typer.Option(0.8, "--achievable-bandwidth-fraction", help="Roofline: share of peak HBM bandwidth kernels reach (assumption)."),
     disable_hybrid_kv_cache_manager: bool = typer.Option(False, "--disable-hybrid-kv-cache-manager", help="vLLM flag: allocate sliding/chunked layers as full."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every note."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the whole ledger (every term with its source, the waterfall, the roofline tables, every note) after the summary."),
 ) -> None:
     """The KV-cache ledger: KV bytes per token, the engine's memory split, blocks, concurrency and the roofline."""
     from rich.console import Console
@@ -58,10 +62,11 @@ def plan(
 
     ctxs = tuple(parse_tokens(c, what="--context") for item in (context or []) for c in item.split(",") if c.strip()) or None
     settings = make_settings(
-        engine=engine.lower(), engine_version=engine_version, tp=tp,
+        engine=engine.lower(), engine_version=engine_version, tp=tp, pp=pp,
         max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None, contexts=ctxs,
         gpu_memory_utilization=gpu_memory_utilization, mem_fraction_static=mem_fraction_static,
-        free_gpu_memory_fraction=free_gpu_memory_fraction, kv_cache_dtype=kv_cache_dtype,
+        free_gpu_memory_fraction=free_gpu_memory_fraction, kv_cache_dtype=kv_cache_dtype, dtype=dtype.lower(),
+        quantization=quantization.lower() if quantization else None,
         max_num_batched_tokens=parse_tokens(max_num_batched_tokens, what="--max-num-batched-tokens") if max_num_batched_tokens else None,
         max_num_seqs=max_num_seqs, block_size=block_size,
         available_kv_memory_bytes=_bytes_opt(available_kv_memory, "--available-kv-memory"),
@@ -73,11 +78,11 @@ def plan(
         achievable_flops_fraction=achievable_flops_fraction, achievable_bandwidth_fraction=achievable_bandwidth_fraction)
     spec = load_model(model)
     g = resolve_gpu(gpu, memory_bytes=_bytes_opt(gpu_memory, "--gpu-memory"),
-                    bandwidth_bytes_per_s=gpu_bandwidth * 1e12 if gpu_bandwidth else None,
-                    bf16_flops_per_s=gpu_bf16_tflops * 1e12 if gpu_bf16_tflops else None)
+                    bandwidth_bytes_per_s=gpu_bandwidth * 1e12 if gpu_bandwidth is not None else None,
+                    bf16_flops_per_s=gpu_bf16_tflops * 1e12 if gpu_bf16_tflops is not None else None)
     p = build_plan(spec, g, settings)
     if as_json:
-        typer.echo(json.dumps(plan_to_dict(p), indent=2, default=str))
+        typer.echo(strict_json.dumps(plan_to_dict(p), indent=2))
     else:
         render_plan(p, Console(), verbose=verbose)
     if p.advice and p.advice.verdict != "fits":

@@ -38,6 +38,11 @@ NumGpuBlocksOverride = Annotated[Optional[int], typer.Option("--num-gpu-blocks-o
 PrefixCaching = Annotated[Optional[bool], typer.Option("--enable-prefix-caching/--no-enable-prefix-caching", help=_S + "automatic prefix caching (default on, as vLLM v1).", show_default=False)]
 ChunkedPrefill = Annotated[Optional[bool], typer.Option("--enable-chunked-prefill/--no-enable-chunked-prefill", help=_S + "chunked prefill (default on, as vLLM v1).", show_default=False)]
 Policy = Annotated[Optional[str], typer.Option("--policy", help=_S + "preset: vllm, sglang, static, contiguous (see kvledger simulate --help).", show_default=False)]
+PrefixCachingPolicy = Annotated[Optional[str], typer.Option("--prefix-caching-policy", help=_S + "vllm or sglang.", show_default=False)]
+SchedulingPolicy = Annotated[Optional[str], typer.Option("--scheduling-policy", help=_S + "fcfs or lpm.", show_default=False)]
+Batching = Annotated[Optional[str], typer.Option("--batching", help=_S + "continuous or static.", show_default=False)]
+KvAllocation = Annotated[Optional[str], typer.Option("--kv-allocation", help=_S + "paged or contiguous.", show_default=False)]
+AsyncScheduling = Annotated[Optional[bool], typer.Option("--async-scheduling/--no-async-scheduling", help=_S + "vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33).", show_default=False)]
 Replicas = Annotated[Optional[int], typer.Option("--replicas", help=_S + "identical engine replicas behind a router (default 1).", show_default=False)]
 Router = Annotated[Optional[str], typer.Option("--router", help=_S + "round_robin (default), least_loaded or prefix_aware.", show_default=False)]
 StepCost = Annotated[Optional[str], typer.Option("--step-cost", help=_S + "roofline (default; from the memory plan), calibrated (bundled measurements for this model/GPU/TP) or calibrated:SOURCE:MODEL@GPU/tpN (a bundled table by key), or PROFILE.json from kvledger calibrate.", show_default=False)]
@@ -57,7 +62,11 @@ SIM_FLAGS: dict[str, tuple[str | None, Any, str]] = {
     "num_gpu_blocks_override": ("num_gpu_blocks_override", None, "--num-gpu-blocks-override"),
     "prefix_caching": ("enable_prefix_caching", None, "--enable-prefix-caching"),
     "chunked_prefill": ("enable_chunked_prefill", None, "--enable-chunked-prefill"),
-    "policy": ("policy", None, "--policy"), "replicas": ("replicas", 1, "--replicas"),
+    "policy": ("policy", None, "--policy"),
+    "prefix_caching_policy": ("prefix_caching_policy", None, "--prefix-caching-policy"),
+    "scheduling_policy": ("scheduling_policy", None, "--scheduling-policy"), "batching": ("batching", None, "--batching"),
+    "kv_allocation": ("kv_allocation", None, "--kv-allocation"),
+    "async_scheduling": ("async_scheduling", None, "--async-scheduling"), "replicas": ("replicas", 1, "--replicas"),
     "router": ("router", "round_robin", "--router"), "step_cost": ("step_cost", "roofline", "--step-cost"),
     "cpu_overhead": ("cpu_overhead", None, "--cpu-overhead"),
     "prompt_lengths": (None, None, "--prompt-lengths"), "output_lengths": (None, None, "--output-lengths"),

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from kvledger import strict_json
 
 __all__ = ["register"]
 
@@ -39,20 +40,27 @@ def simulate(
     scheduling_policy: Optional[str] = typer.Option(None, "--scheduling-policy", help="fcfs or lpm."),
     batching: Optional[str] = typer.Option(None, "--batching", help="continuous or static."),
     kv_allocation: Optional[str] = typer.Option(None, "--kv-allocation", help="paged or contiguous."),
+    prompt_lengths: Optional[str] = typer.Option(None, "--prompt-lengths", help="Synthetic workload instead of a trace: prompt lengths, e.g. fixed:512, uniform:1:512, exp:128:1536, lognormal:1000:0.8 (with --output-lengths, --rate or --concurrency, --num-requests)."),
+    output_lengths: Optional[str] = typer.Option(None, "--output-lengths", help="Synthetic workload: output lengths (same forms as --prompt-lengths)."),
+    arrival_cv: Optional[float] = typer.Option(None, "--arrival-cv", help="Synthetic workload: CV of inter-arrival gaps (default 1 = Poisson)."),
     replicas: int = typer.Option(1, "--replicas", help="Identical engine replicas behind a router."),
     router: str = typer.Option("round_robin", "--router", help="round_robin, least_loaded or prefix_aware."),
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline (from the plan); calibrated (bundled measurements for this model, GPU and TP, when they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them); or PROFILE.json, a step cost fitted by kvledger calibrate."),
     cpu_overhead: Optional[str] = typer.Option(None, "--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms)."),
+    async_scheduling: Optional[bool] = typer.Option(None, "--async-scheduling/--no-async-scheduling", help="vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write records.json, steps.jsonl, trace.json (Chrome) and summary.json here."),
     force: bool = typer.Option(False, "--force", help="Allow --out to overwrite existing files."),
 ) -> None:
     """Simulate serving a trace: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage, preemptions, prefix-cache hits."""
-    from kvledger.analyses.sim_ledgers import prepare_run
+    from kvledger.analyses.sim_ledgers import SyntheticSpec, prepare_run
     from kvledger.dynamics.sim_setup import SimRequestArgs
+    from kvledger.errors import InputError
 
     if out is not None:
-        _check_out(out, force)
+        from kvledger.cli.outputs import prepare_output_dir
+
+        prepare_output_dir(out, OUT_FILES, force=force, inputs=[Path(trace)])
     args = SimRequestArgs(
         model=model, gpu=gpu, trace=trace, rate=rate, rate_scale=rate_scale, num_requests=num_requests, seed=seed,
         concurrency=concurrency, think_time_s=think_time, engine_version=engine_version, tp=tp,
@@ -61,19 +69,26 @@ def simulate(
         num_gpu_blocks_override=num_gpu_blocks_override, enable_prefix_caching=prefix_caching,
         enable_chunked_prefill=chunked_prefill, policy=policy, prefix_caching_policy=prefix_caching_policy,
         scheduling_policy=scheduling_policy, batching=batching, kv_allocation=kv_allocation, replicas=replicas,
-        router=router, step_cost=step_cost, cpu_overhead=cpu_overhead)
-    setup = prepare_run(args)
+        router=router, step_cost=step_cost, cpu_overhead=cpu_overhead, async_scheduling=async_scheduling)
+    synthetic = None
+    if prompt_lengths is not None or output_lengths is not None or arrival_cv is not None:
+        if prompt_lengths is None or output_lengths is None:
+            raise InputError("a synthetic workload needs both --prompt-lengths and --output-lengths")
+        if trace != "azure-conv":
+            raise InputError("give either --trace or a synthetic workload (--prompt-lengths/--output-lengths), not both")
+        synthetic = SyntheticSpec(prompt_lengths, output_lengths, 1.0 if arrival_cv is None else arrival_cv)
+    setup = prepare_run(args, synthetic)
     result = _run(setup, args, record_steps=out is not None, show_progress=not as_json)
     payload = {"summary": result.summary.to_dict(), "engine": result.config, "workload": setup.workload_info,
                "step_cost": setup.cost_info, "notes": setup.notes}
     if out is not None:
         _write_outputs(out, result, payload)
     if as_json:
-        typer.echo(json.dumps(payload, indent=2, default=str))
+        typer.echo(strict_json.dumps(payload, indent=2))
     else:
         from rich.console import Console
 
-        from kvledger.cli.simulate_view import render_summary
+        from kvledger.report.simulate_view import render_summary
 
         render_summary(payload, Console(), out)
 
@@ -93,23 +108,18 @@ def _run(setup, args, record_steps: bool, show_progress: bool):
                             progress=lambda done, total: bar.update(task, completed=done, total=total)).result
 
 
-def _check_out(out: Path, force: bool) -> None:
-    from kvledger.errors import InputError
-
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} exists and is not a directory")
-    existing = [name for name in OUT_FILES if (out / name).exists()]
-    if existing and not force:
-        raise InputError(f"{out} already holds {', '.join(existing)}; refusing to overwrite (pass --force)")
-
-
 def _write_outputs(out: Path, result, payload: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "records.json").write_text(json.dumps(result.records.to_dict(), default=str))
-    with open(out / "steps.jsonl", "w") as fh:
-        result.write_steps_jsonl(fh)
-    (out / "trace.json").write_text(json.dumps(result.chrome_trace()))
-    (out / "summary.json").write_text(json.dumps(payload, indent=2, default=str))
+    """Write the four files, each atomically (temporary file + rename): a failure leaves no half-written file."""
+    import io
+
+    from kvledger.strict_json import write_text_atomic
+
+    write_text_atomic(out / "records.json", strict_json.dumps(result.records.to_dict()))
+    steps = io.StringIO()
+    result.write_steps_jsonl(steps)
+    write_text_atomic(out / "steps.jsonl", steps.getvalue())
+    write_text_atomic(out / "trace.json", strict_json.dumps(result.chrome_trace()))
+    write_text_atomic(out / "summary.json", strict_json.dumps(payload, indent=2))
 
 
 def register(app: typer.Typer) -> None:

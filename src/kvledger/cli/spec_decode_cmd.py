@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Optional
 
 import typer
 
+from kvledger import strict_json
+
 from kvledger.cli.analysis_opts import (AVAIL_OPT, BLOCK_OPT, BW_OPT, FLOPS_OPT, GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG,
-                                        TP_OPT, UTIL_OPT, VERSION_OPT, load_target, parse_token_list, table)
+                                        TP_OPT, UTIL_OPT, VERSION_OPT, load_target, parse_token_list)
+
+from kvledger.report.plotfile import check_plot_path, save_plot
+from kvledger.report.spec_decode_view import render_spec_decode as _render
 
 __all__ = ["register"]
 
@@ -24,50 +30,6 @@ def _rates(text: str | None) -> list[float] | str | None:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise InputError(f"--rates: cannot read {text!r}; give req/s values like 1,2,4,8 or 'auto'") from None
-
-
-def _render(r, console) -> None:
-    from kvledger.analyses.spec_sim import sweep_sentence
-    from kvledger.units import fmt_bytes, fmt_duration
-
-    sm = r.summary
-    console.print(f"[bold]Speculative decoding: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, k = {sm['draft_tokens']}, "
-                  f"α = {sm['acceptance']:g}, draft: {sm['draft']['name']}")
-    t = table(f"One round per sequence vs plain decode at {r.context_tokens:,} tokens of context (per GPU, roofline)",
-              "batch", "plain step", "verify k+1", "draft k", "round", "tokens/round", "speed-up", "tok/s plain → spec",
-              "GEMMs plain/verify", "fits")
-    for x in r.rows:
-        t.add_row(f"{x.batch:,}", fmt_duration(x.base_step_s), fmt_duration(x.verify_step_s), fmt_duration(x.draft_s),
-                  fmt_duration(x.round_s), f"{x.tokens_per_round:.2f}", f"{x.speedup:.2f}×",
-                  f"{x.base_tok_per_s:,.0f} → {x.spec_tok_per_s:,.0f}", f"{x.base_bound}/{x.verify_bound}", "yes" if x.fits else "no")
-    console.print(t)
-    t = table("Where the gain turns into a loss", "context", "flip batch (speed-up < 1)", "spec-decode pool holds", "within the pool")
-    for f in r.flips:
-        t.add_row(f"{f['context_tokens']:,}", "never (≤ max_num_seqs)" if f["flip_batch"] is None else f"{f['flip_batch']:,}",
-                  f"{f['spec_pool_max_batch']:,} requests", "yes" if f["within_pool"] else "no")
-    console.print(t)
-    if sm["draft"]["kind"] == "model":
-        console.print(f"draft memory: {fmt_bytes(sm['draft_weight_bytes_per_gpu'])} weights + {sm['draft_kv_bytes_per_token_per_gpu']:,.0f} B/token KV "
-                      f"per GPU; pool {sm['pool_blocks_without_draft']:,} → {sm['pool_blocks_with_draft']:,} blocks")
-    if r.simulation:
-        sim = r.simulation
-        t = table(f"Simulator sweep ({sim['num_requests']} requests, {sim['prompt_tokens']:,} + {sim['output_tokens']:,} tokens, "
-                  f"{sim['arrivals']}, seed {sim['seed']})", "req/s", "TPOT p50 plain → spec", "× TPOT", "ITL p50 plain → spec",
-                  "TTFT p50 plain → spec", "output tok/s plain → spec", "preemptions plain/spec")
-        for x in sim["rates"]:
-            b, s = x["base"], x["spec"]
-            ratio = "—" if x["tpot_p50_ratio"] is None else f"{x['tpot_p50_ratio']:.2f}"
-            t.add_row(f"{x['rate_per_s']:g}", f"{fmt_duration(b['tpot_s']['p50'] or float('nan'))} → {fmt_duration(s['tpot_s']['p50'] or float('nan'))}",
-                      ratio, f"{fmt_duration(b['itl_s']['p50'] or float('nan'))} → {fmt_duration(s['itl_s']['p50'] or float('nan'))}",
-                      f"{fmt_duration(b['ttft_s']['p50'] or float('nan'))} → {fmt_duration(s['ttft_s']['p50'] or float('nan'))}",
-                      f"{b['throughput_tok_per_s']:,.0f} → {s['throughput_tok_per_s']:,.0f}", f"{b['num_preemptions']}/{s['num_preemptions']}")
-        console.print(t)
-        console.print(sweep_sentence(sim))
-    console.print("[bold]Verdict[/]")
-    for v in r.verdict:
-        console.print(f"• {v}")
-    for n in r.notes:
-        console.print(f"· {n}", style="dim")
 
 
 def spec_decode(
@@ -87,6 +49,7 @@ def spec_decode(
     available_kv_memory: Optional[str] = AVAIL_OPT, block_size: Optional[int] = BLOCK_OPT,
     engine_version: Optional[str] = VERSION_OPT, bandwidth_fraction: Optional[float] = BW_OPT, flops_fraction: float = FLOPS_OPT,
     as_json: bool = JSON_OPT,
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses to overwrite."),
 ) -> None:
     """Speculative decoding: expected tokens per round, the gain at low load, the flip concurrency, and a request-rate sweep."""
     from rich.console import Console
@@ -94,6 +57,7 @@ def spec_decode(
     from kvledger.analyses.spec_report import analyse_spec_decode, make_draft
     from kvledger.units import parse_tokens
 
+    check_plot_path(plot)
     spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
                                     available_kv_memory=available_kv_memory, block_size=block_size, engine_version=engine_version,
                                     bandwidth_fraction=bandwidth_fraction, flops_fraction=flops_fraction)
@@ -115,8 +79,12 @@ def spec_decode(
         rl = auto_rates(sm, pt, output_tokens) if wanted == "auto" else wanted
         r = replace(r, simulation=run_spec_sweep(sm, rl, num_requests=num_requests, prompt_tokens=pt,
                                                  output_tokens=output_tokens, seed=seed))
+    if plot is not None:
+        from kvledger.report.judgment_figures import spec_decode_figure
+
+        save_plot(spec_decode_figure(r), plot)
     if as_json:
-        typer.echo(json.dumps(r.to_dict(), indent=2, default=str))
+        typer.echo(strict_json.dumps(r.to_dict(), indent=2))
     else:
         _render(r, Console())
 

@@ -4,10 +4,13 @@ Time discipline (conservative discrete-event simulation): an arrival at time ``t
 delivered once every busy replica's clock has reached ``t``, so the router sees each
 replica's state as of ``t`` and a replica admits it at its first step starting at or
 after ``t`` (a request that arrives during a step waits for the next one, as in vLLM's
-engine loop). A replica is advanced only with steps that start before the next known
+engine loop; with async scheduling, for the one after: a replica's scheduling clock is
+``Replica.sched_s``). A replica is advanced only with steps that start before the next known
 arrival. In closed-loop mode with several replicas, a finish on one replica can create an
-arrival for another, so a replica's steps must also start no later than the earliest
-time another busy replica's finish could send one (its clock + think time).
+arrival for another, and the next unsent request goes to whichever user's request finished
+first in processing order, so a replica runs no step scheduled after another busy replica's
+next one (exactly the step-by-step order). Input validation
+(request_state.py ``accept``) rejects or caps requests longer than ``max_model_len``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import replace
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics import fast_path
-from kvledger.dynamics.request_state import SimRequest, rejected_record
+from kvledger.dynamics.request_state import SimRequest, accept
 from kvledger.dynamics.workload import RequestSpec
 from kvledger.errors import InputError
 from kvledger.records import RequestRecord
@@ -117,7 +120,7 @@ def _run_single_open(arr: _Arrivals, rep: Replica, progress) -> list[tuple[int, 
                     progress(done, arr.total)
                 continue
         t_arr = specs[i].arrival_s if i < total else _INF
-        if rep.now_s < t_arr and (rep.sched.running or rep.sched.waiting):
+        if rep.sched_s < t_arr and (rep.sched.running or rep.sched.waiting):
             for req, rec in rep.run_unit(t_arr, True):
                 out.append((req.uid, rec))
             if progress is not None and len(out) - done >= tick:
@@ -126,11 +129,11 @@ def _run_single_open(arr: _Arrivals, rep: Replica, progress) -> list[tuple[int, 
             continue
         if i == total:
             return out
-        spec = specs[i]
-        if spec.num_prompt_tokens + spec.num_output_tokens > max_len:
-            out.append((i, rejected_record(spec, max_len)))
+        req = accept(i, specs[i], max_len, rep.cfg.caps_output)
+        if req.__class__ is SimRequest:
+            rep.add(req)
         else:
-            rep.add(SimRequest(i, spec))
+            out.append((i, req))
         i += 1
 
 
@@ -144,13 +147,16 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
     while True:
         t_arr = arr.next_time()
         busy_reps = [r for r in replicas if r.has_work]
-        rep = min(busy_reps, key=lambda r: (r.now_s, r.index)) if busy_reps else None
-        if rep is not None and rep.now_s < t_arr:
+        rep = min(busy_reps, key=lambda r: (r.sched_s, r.index)) if busy_reps else None
+        if rep is not None and rep.sched_s < t_arr:
             bound = t_arr
             if arr.closed is not None:
-                others = [r.now_s for r in busy_reps if r is not rep]
+                # a finish's follow-up request goes to the next user in finish-processing order, so no step may be
+                # scheduled past another busy replica's next one (ties: the lower index first), as step by step
+                others = [(r.sched_s, r.index) for r in busy_reps if r is not rep]
                 if others:
-                    bound = min(bound, math.nextafter(min(others) + think, _INF))
+                    t, i = min(others)
+                    bound = min(bound, math.nextafter(t, _INF) if rep.index < i else t)
             for req, rec in rep.run_unit(bound, arr.closed is None):
                 out.append((req.uid, rec))
                 if arr.closed is not None:
@@ -162,12 +168,12 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
         if t_arr == _INF:
             return out
         spec, user = arr.pop()
-        if spec.num_prompt_tokens + spec.num_output_tokens > max_len:
-            out.append((uid, rejected_record(spec, max_len)))
+        req = accept(uid, spec, max_len, replicas[0].cfg.caps_output)
+        if req.__class__ is not SimRequest:
+            out.append((uid, req))
             if user >= 0:
                 arr.send(spec.arrival_s + think, user)
         else:
-            req = SimRequest(uid, spec)
             if user >= 0:
                 users[uid] = user
             replicas[0 if len(replicas) == 1 else route(replicas, req)].add(req)

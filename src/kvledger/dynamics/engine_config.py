@@ -26,6 +26,9 @@ SCHEDULING_POLICIES = {
 BATCHING_POLICIES = {
     "continuous": "iteration-level scheduling: requests join and leave every step (Orca, vLLM)",
     "static": "a batch is formed from waiting requests and runs until its last request ends; no joins",
+    "sglang": "SGLang's scheduler (managers/scheduler.py, 0.5.x, overlap and mixed chunks off): a step is a prefill "
+              "batch whenever one can be formed (running decodes pause), else a decode batch; admission reserves "
+              "running requests' future tokens (new_token_ratio); one chunked request; decode-time retraction",
     "vllm_v0": "vLLM V0 default scheduler, chunked prefill off (vllm/core/scheduler.py::_schedule; "
                "later _schedule_default): prefills first; a step is prompt-only when a waiting prompt can be "
                "admitted (its blocks + 1% watermark free, max_num_batched_tokens, max_num_seqs, max_paddings), "
@@ -63,6 +66,23 @@ class EngineConfig:
             padding (padded size − Σ prompt tokens) must not exceed ``max_paddings`` tokens (vLLM
             default 256), and the step is priced on the padded size. None: unpadded, as later V0
             releases (``_schedule_default``) count prompt tokens.
+        async_scheduling: vLLM v1's async scheduling (``--async-scheduling``; on by default in 0.33,
+            ``config/vllm.py : VllmConfig.__post_init__``): a batch queue of two steps
+            (``v1/engine/core.py : EngineCore.step_with_batch_queue``), so step k+1 is scheduled
+            while step k runs — a request arriving during step k joins step k+2, and a request
+            finishing in step k frees its blocks (and its ``max_num_seqs`` seat) only after step
+            k+1 is scheduled. Only with ``batching='continuous'``. False: synchronous engine.
+        step_blocks: with ``blocks_for_tokens``, vLLM's per-step sliding-window block rule
+            (``kvledger.dynamics.swa_step.StepBlockRule``): a prefill chunk holds blocks for all its
+            tokens until the next step frees those left of the window, and admission counts
+            ``max_admission_blocks_per_request``; None: the steady-state window throughout.
+        ignore_eos: ``batching='sglang'`` only: requests are sent with ``ignore_eos`` (benchmark replays of
+            fixed output lengths), so SGLang's admission reserves their whole remaining output; False: it
+            reserves ``new_token_ratio`` of it, as for requests that may stop at EOS.
+        cap_output_at_max_model_len: vLLM v1 (0.33): serve a request whose prompt + output exceeds
+            ``max_model_len`` with its output capped at ``max_model_len − prompt``, rejecting only
+            prompts ≥ ``max_model_len``; False: reject prompt + output > ``max_model_len`` (V0's
+            OpenAI server). None → False under ``vllm_v0``, else True.
         blocks_for_tokens: blocks a request holds with ``n`` computed tokens, summed over KV
             cache groups (hybrid / sliding-window plans); None → ``ceil(n / block_size)``.
             Should accept numpy int64 arrays (elementwise) for speed.
@@ -82,6 +102,10 @@ class EngineConfig:
     scheduler_reserve_full_isl: bool = True
     max_paddings: int | None = None
     blocks_for_tokens: Callable[[int], int] | None = None
+    cap_output_at_max_model_len: bool | None = None
+    async_scheduling: bool = False
+    ignore_eos: bool = True
+    step_blocks: Any = None
 
     def __post_init__(self) -> None:
         for name in ("num_gpu_blocks", "max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
@@ -117,6 +141,12 @@ class EngineConfig:
         if self.max_paddings is not None and self.batching != "vllm_v0":
             raise InputError("max_paddings applies to vLLM V0's padded prompt batches only; set batching='vllm_v0' "
                              "or leave max_paddings unset")
+        if self.async_scheduling and self.batching != "continuous":
+            raise InputError(f"async_scheduling models vLLM v1's batch queue and needs batching='continuous', got "
+                             f"batching={self.batching!r}; use --no-async-scheduling for the {self.batching} rule")
+        if self.step_blocks is not None and (self.blocks_for_tokens is None or self.batching == "vllm_v0"):
+            raise InputError("step_blocks (vLLM v1's per-step sliding-window rule) needs blocks_for_tokens and a v1 "
+                             "batching rule")
         if self.blocks_for_tokens is not None and self.enable_prefix_caching:
             raise InputError("prefix caching is not modelled for hybrid / sliding-window KV layouts "
                              "(a custom blocks_for_tokens); set enable_prefix_caching=False")
@@ -143,6 +173,12 @@ class EngineConfig:
     def v0_watermark_blocks(self) -> int:
         """Blocks V0 keeps free when admitting a prompt, ``int(0.01 × num_gpu_blocks)`` (block_manager.py), blocks."""
         return int(V0_WATERMARK * self.num_gpu_blocks)
+
+    @property
+    def caps_output(self) -> bool:
+        """Whether requests longer than max_model_len are served capped (True) or rejected (see the field)."""
+        c = self.cap_output_at_max_model_len
+        return self.batching != "vllm_v0" if c is None else c
 
     @property
     def num_usable_blocks(self) -> int:
@@ -175,6 +211,7 @@ class EngineConfig:
         """Plain JSON-ready settings (``blocks_for_tokens`` reported as "custom" or None)."""
         d = asdict(self)
         d["blocks_for_tokens"] = None if self.blocks_for_tokens is None else "custom"
+        d["step_blocks"] = None if self.step_blocks is None else "vLLM per-step sliding-window rule"
         return d
 
 
@@ -188,4 +225,4 @@ def make_kv_manager(cfg: EngineConfig):
     # the pool keeps block 0 as v1's null block; V0 had none, so give it one more id to keep all usable
     return PagedKVManager(cfg.num_usable_blocks + 1, cfg.block_size, cfg.enable_prefix_caching,
                           cfg.blocks_for_tokens, contiguous=cfg.kv_allocation == "contiguous",
-                          max_model_len=cfg.max_model_len)
+                          max_model_len=cfg.max_model_len, step_blocks=cfg.step_blocks)

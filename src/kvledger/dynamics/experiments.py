@@ -60,7 +60,7 @@ def _plan_setup(model: str, gpu: str, step_cost: str = "roofline", cost_gpu: str
     a = SimRequestArgs(model=model, gpu=gpu, step_cost=step_cost, **kw)
     plan, _ = load_plan(a)
     cfg, notes = engine_config_from_plan(plan)
-    cost, info = make_step_cost(replace(a, gpu=cost_gpu or gpu), plan)
+    cost, info = make_step_cost(replace(a, gpu=cost_gpu or gpu), plan, overlap_cpu=cfg.async_scheduling)
     return cfg, cost, notes + [f"{plan.model.name} on {plan.gpu.name}; step cost: {info['name']} ({info['source']})"]
 
 
@@ -72,7 +72,8 @@ def _batching(quick: bool) -> ExperimentResult:
         reqs = anyscale_workload(cap, n)
         res = {}
         for mode in ("static", "continuous"):
-            c = replace(cfg, batching=mode, enable_prefix_caching=False)
+            c = replace(cfg, batching=mode, enable_prefix_caching=False,
+                        async_scheduling=cfg.async_scheduling and mode == "continuous")
             res[mode] = simulate(reqs, c, cost).summary
         rows.append({"output_cap_tokens": cap,
                      "output_mean_tokens": float(np.mean([r.num_output_tokens for r in reqs])),
@@ -138,7 +139,9 @@ def _prefix_cache(quick: bool) -> ExperimentResult:
     single = load_trace("mooncake", num_requests=n, rate_scale=0.5)
     for label, kw in (("no caching", dict(enable_prefix_caching=False)),
                       ("vllm (hash, FCFS)", dict(prefix_caching_policy="vllm", scheduling_policy="fcfs")),
-                      ("sglang (radix, LPM)", dict(prefix_caching_policy="sglang", scheduling_policy="lpm"))):
+                      ("sglang (radix, LPM; SGLang's scheduler)",
+                       dict(batching="sglang", prefix_caching_policy="sglang", scheduling_policy="lpm",
+                            async_scheduling=False))):
         s = simulate(single, replace(cfg, **kw), cost).summary
         rows.append(_cache_row(label, 1, "—", s))
     k = 4

@@ -16,6 +16,11 @@ Python per step (tests compare every token time bit for bit with ``fast_forward=
 * ``run_open``: one replica with a known arrival list (the common CLI run): alternates
   stretches and arrival steps without returning to the driver, keeping the running
   requests' token counters in two lists and writing them back when it hands over.
+
+Async scheduling (replica.py) shifts two things by one step: a step may run while the step
+before it started before ``bound_s`` (it was scheduled then), and a finishing request is freed
+after the next step's allocations (``stretch_commit(lag=1)``). A stretch starts only when no
+finisher's free is pending; the general step handles that one.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from itertools import accumulate
 import numpy as np
 
 from kvledger.accounting.stepcost import StepShape
-from kvledger.dynamics.request_state import FINISHED, SimRequest, rejected_record
+from kvledger.dynamics.request_state import FINISHED, SimRequest, accept
 from kvledger.dynamics.scheduler import v0_decode_limit
 
 __all__ = ["stretch", "admit_step", "run_open", "MAX_STRETCH_STEPS"]
@@ -63,7 +68,10 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     """
     kv = rep.kv
     go = through and len(running) > 1 and (rep._static or not rep.sched.waiting)
-    k, ends, pieces = _decode_times(rep, rems, comp, go, bound_s)
+    lag = 1 if rep._async else 0
+    if lag and rep.sched_s >= bound_s:  # the first step would be scheduled at or after the bound
+        return [], 0
+    k, ends, pieces = _decode_times(rep, rems, comp, go, bound_s, lag)
     k = _block_limit(rep, running, comp, rems, k)
     if k == 0:
         return [], 0
@@ -74,10 +82,15 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
             _set_final(r, c + m)
             finished.append((r, step0 + m - 1))
     used0, held0 = kv.num_used_blocks, kv.held_slots
-    kv.stretch_commit(running, comp, rems, k)  # blocks in step-by-step order; frees the finished
+    kv.stretch_commit(running, comp, rems, k, lag=lag)  # blocks in step-by-step order; frees the finished
+    rep.sched.advance_decode(k)
     rep._push_times(ends[1: k + 1])
     rep.now_s = ends[k]
     _account(rep, pieces, k, ends, used0, held0, running, rems)
+    if lag:
+        # finished in the last step (rems m = k): freed after the next schedule
+        rep._defer([(r, st) for r, st in finished if st - step0 + 1 + lag > k])
+        rep.last_start_s = ends[k - 1]
     return (rep._finish(finished, freed=True) if finished else []), k
 
 
@@ -94,13 +107,14 @@ def _set_final(r: SimRequest, computed: int) -> None:
     r.num_tokens = r.num_prompt_tokens + r.num_output_tokens
 
 
-def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float):
+def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float, lag: int = 0):
     """Step end times ``ends[0..k]`` (sequential float sums, as step-by-step execution adds them), ``k`` and the pieces.
 
     A piece runs to the next finish with its own batch size, priced by one ``decode_steps_s``
-    call; ``k`` stops at the first step that would start at or after ``bound_s``, at the first
-    finish (with ``go``: the last) and at MAX_STRETCH_STEPS. Pieces: ``(first step, end step,
-    batch size, tokens stored at the first step)``.
+    call; ``k`` stops at the first step that would be scheduled at or after ``bound_s`` (its
+    start; with ``lag`` 1, async, the start of the step before it), at the first finish (with
+    ``go``: the last) and at MAX_STRETCH_STEPS. Pieces: ``(first step, end step, batch size,
+    tokens stored at the first step)``.
     """
     alive = len(rems)
     kv_tok = sum(comp) + alive
@@ -123,8 +137,8 @@ def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: floa
         it = accumulate(decode(alive, kv_tok + alive * a, b - a).tolist(), initial=ends[a])
         next(it)
         ends.extend(it)
-        if ends[b - 1] >= bound_s:
-            b = bisect_left(ends, bound_s, a, b)
+        if b - 1 - lag >= 0 and ends[b - 1 - lag] >= bound_s:
+            b = bisect_left(ends, bound_s, max(a - lag, 0), b - lag) + lag
         if b > a:
             pieces.append((a, b, alive, kv_tok - alive + alive * a))
         if b < stop or b == MAX_STRETCH_STEPS or not go:
@@ -181,6 +195,7 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     plan: list[tuple[SimRequest, int]] = []
     sched.running = running  # admission appends to it and checks its length against max_num_seqs
     admitted = sched._admit(plan, cfg.max_num_batched_tokens - n)
+    freed = rep._drain() if rep._async else False  # async: the step in flight's finishers free after this schedule
     step = rep.num_steps
     finished = []
     for r, m, c in zip(running, rems, comp):
@@ -199,9 +214,14 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     if rep.steplog is not None:
         rep.steplog.add(step, start, dur, shape, used / kv.capacity_blocks, len(running), len(sched.waiting),
                         [(r.spec.request_id, 1) for r in running[:n]] + [(r.spec.request_id, m) for r, m in plan])
-    out = rep._finish(finished) if finished else []
-    rep.ready = all_emitted
-    rep.steady = rep._next_is_steady([], admitted, finished, all_emitted, not plan)
+    if rep._async:
+        out = rep._finish(finished, freed=True) if finished else []
+        rep._defer(finished)
+        rep.last_start_s = start
+    else:
+        out = rep._finish(finished) if finished else []
+    rep.ready = all_emitted and not rep._overheld()
+    rep.steady = rep._next_is_steady([], admitted, finished or freed, rep.ready, not plan)
     return out, ([r for r in running if r.status != FINISHED] if finished else running)
 
 
@@ -222,6 +242,8 @@ def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
     progressed = False
     try:
         while True:
+            if rep._deferred:  # async: a finisher's free is pending; the general step handles it
+                return i, progressed
             bound = specs[i].arrival_s if i < total else math.inf
             recs, k = _decode_run(rep, running, rems, comp, bound, True)
             if k:
@@ -235,7 +257,7 @@ def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
                 else:
                     rems = [m - k for m in rems]
                     comp = [c + k for c in comp]
-            if not k or not running or rep.now_s < bound:
+            if not k or not running or rep.sched_s < bound:
                 return i, progressed
             i = _deliver(rep, specs, i, out)
             if not sched.waiting:
@@ -263,13 +285,13 @@ def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
 
 def _deliver(rep, specs: list, i: int, out: list) -> int:
     """Move the arrivals visible at the next step's start into the waiting queue (or reject them); returns the next index."""
-    max_len, now = rep.cfg.max_model_len, rep.now_s
+    max_len, now, cap = rep.cfg.max_model_len, rep.sched_s, rep.cfg.caps_output
     while i < len(specs) and specs[i].arrival_s <= now:
-        spec = specs[i]
-        if spec.num_prompt_tokens + spec.num_output_tokens > max_len:
-            out.append((i, rejected_record(spec, max_len)))
+        req = accept(i, specs[i], max_len, cap)
+        if req.__class__ is SimRequest:
+            rep.sched.waiting.append(req)
         else:
-            rep.sched.waiting.append(SimRequest(i, spec))
+            out.append((i, req))
         i += 1
     return i
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.dynamics.engine_config import EngineConfig
+from kvledger.dynamics.swa_step import StepBlockRule
 from kvledger.errors import InputError, UnknownNameError
 
-__all__ = ["POLICY_PRESETS", "engine_config_from_plan", "plan_blocks_for_tokens"]
+__all__ = ["POLICY_PRESETS", "engine_config_from_plan", "plan_blocks_for_tokens", "default_async_scheduling"]
 
 POLICY_PRESETS: dict[str, dict[str, Any]] = {
     "vllm": {"prefix_caching_policy": "vllm", "scheduling_policy": "fcfs"},
-    "sglang": {"prefix_caching_policy": "sglang", "scheduling_policy": "lpm"},
+    "sglang": {"batching": "sglang", "prefix_caching_policy": "sglang", "scheduling_policy": "fcfs"},
     "static": {"batching": "static", "enable_prefix_caching": False},
     "contiguous": {"kv_allocation": "contiguous", "enable_prefix_caching": False},
 }
@@ -30,6 +31,25 @@ def plan_blocks_for_tokens(plan) -> Any:
     if all(plan.blocks_for_tokens(n) == -(-n // B) for n in probes):
         return None
     return plan.blocks_for_tokens
+
+
+def default_async_scheduling(engine: str, engine_version: str, batching: str) -> tuple[bool, str]:
+    """Whether the engine schedules asynchronously by default, and why.
+
+    vLLM 0.33 enables it unless something rules it out (``config/vllm.py : VllmConfig.__post_init__``;
+    pipeline parallelism, some speculative methods and executors do — not modelled here). In
+    0.10–0.20 it was off unless ``--async-scheduling`` was given (``max_concurrent_batches`` 1);
+    0.21–0.32 were not read and are taken as off, the same boundary as the sliding-window
+    in-flight rule (``accounting/vllm_rules.py : sliding_inflight_tokens``).
+    """
+    from kvledger.accounting.vllm_rules import parse_version
+
+    if engine != "vllm" or batching != "continuous":
+        return False, f"{engine} {batching} rule schedules synchronously"
+    if parse_version(engine_version) >= (0, 33, 0):
+        return True, f"vLLM {engine_version} default (config/vllm.py: VllmConfig.__post_init__); --no-async-scheduling to turn off"
+    return False, (f"vLLM {engine_version}: off by default (read in 0.10–0.20; 0.21–0.32 assumed the same); "
+                   "--async-scheduling to turn on")
 
 
 def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any) -> tuple[EngineConfig, list[str]]:
@@ -65,10 +85,19 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         fields.update(POLICY_PRESETS[policy])
         notes.append(f"policy preset {policy!r}: {POLICY_PRESETS[policy]}")
     fields.update({k: v for k, v in overrides.items() if v is not None})
+    if "async_scheduling" not in fields:
+        on, why = default_async_scheduling(m.engine, m.engine_version, fields.get("batching", "continuous"))
+        fields["async_scheduling"] = on
+        notes.append(f"async scheduling {'on' if on else 'off'}: {why}")
     bft = plan_blocks_for_tokens(plan)
     if bft is not None:
         fields["blocks_for_tokens"] = bft
         notes.append("hybrid / sliding-window KV layout: blocks per request from the plan's KV cache groups")
+        if m.engine == "vllm" and plan.layout is not None and fields.get("batching", "continuous") != "vllm_v0":
+            fields["step_blocks"] = StepBlockRule.from_layout(plan.layout, m.max_model_len, plan.inflight_tokens)
+            notes.append("sliding-window groups hold a prefill chunk's blocks until the next step and admit on "
+                         f"max_admission_blocks_per_request (in-flight tokens {plan.inflight_tokens:,}; "
+                         "v1/core/single_type_kv_cache_manager.py)")
         if fields.get("enable_prefix_caching", True):
             fields["enable_prefix_caching"] = False
             notes.append("prefix caching is not modelled for hybrid layouts: simulated with it off")

@@ -42,13 +42,15 @@ class PagedKVManager:
             block-level hashing (the caller must pass ``enable_caching=False``).
         contiguous: reserve ``blocks_for_tokens(max_model_len)`` blocks at admission.
         max_model_len: the engine's max_model_len, tokens (used when ``contiguous``).
+        step_blocks: vLLM's per-step sliding-window rule (swa_step.py ``StepBlockRule``): a chunk's
+            blocks while it is computed and the capped admission check; None → ``blocks_for_tokens``.
     """
 
     name = "vllm"
 
     def __init__(self, num_gpu_blocks: int, block_size: int, enable_caching: bool,
                  blocks_for_tokens: Callable[[int], int] | None = None, contiguous: bool = False,
-                 max_model_len: int = 0) -> None:
+                 max_model_len: int = 0, step_blocks=None) -> None:
         self.pool = BlockPool(num_gpu_blocks, enable_caching)
         self.block_size = block_size
         self.enable_caching = enable_caching
@@ -58,6 +60,7 @@ class PagedKVManager:
         self._bft_vec = vectorize_blocks_for_tokens(blocks_for_tokens) if blocks_for_tokens else None
         self.contiguous = contiguous
         self.max_model_len = max_model_len
+        self.step_blocks = step_blocks
         self.query_tokens = 0  # prompt tokens looked up at first admission, tokens
         self.hit_tokens = 0  # of which served from the cache, tokens
         self.recompute_hit_tokens = 0  # tokens a preempted request got back from the cache, tokens
@@ -162,7 +165,10 @@ class PagedKVManager:
             pool.touch(hits)
             req.blocks = hits + pool.allocate(self.bft(alloc_tokens) - n_hit)
         else:
-            if self.custom_bft:
+            if self.step_blocks is not None:
+                need_fit = max(self.step_blocks.admission(fit_tokens), self.step_blocks.held_after(0, alloc_tokens))
+                need = self.step_blocks.held_after(0, alloc_tokens)
+            elif self.custom_bft:
                 need_fit, need = self.bft(fit_tokens), self.bft(alloc_tokens)
             else:
                 need_fit, need = -(-fit_tokens // B), -(-alloc_tokens // B)
@@ -185,7 +191,9 @@ class PagedKVManager:
     def grow(self, req: SimRequest, num_new_tokens: int) -> bool:
         """Blocks for ``num_new_tokens`` more tokens of a running request; False (nothing changed) if they do not fit."""
         upto = req.num_computed_tokens + num_new_tokens
-        if self.custom_bft:
+        if self.step_blocks is not None:
+            need = self.step_blocks.held_after(req.num_computed_tokens, num_new_tokens) - len(req.blocks)
+        elif self.custom_bft:
             need = self.bft(upto) - len(req.blocks)
         else:
             need = (upto + self.block_size - 1) // self.block_size - len(req.blocks)
@@ -250,12 +258,14 @@ class PagedKVManager:
         return new, np.cumsum(new.sum(axis=0))
 
     def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
-                       free_finished: bool = True) -> None:
+                       free_finished: bool = True, lag: int = 0) -> None:
         """Allocate the stretch's blocks and free finishing requests, in step-by-step order.
 
         Within a step, blocks go in running order; a request that finishes in a step is freed
         after that step's allocations (unless ``free_finished`` is False: the caller frees
-        them). The requests' token counters must already be final when freeing here.
+        them), or with ``lag`` 1 (async scheduling) after the next step's; one whose free would
+        fall past the stretch is left to the caller. The requests' token counters must already
+        be final when freeing here.
         """
         B, n = self.block_size, len(running)
         two_n = 2 * n
@@ -276,7 +286,7 @@ class PagedKVManager:
                         ev.append(j * two_n + idx)
                     else:
                         ev.extend(range(j * two_n + idx, end * two_n, B * two_n))
-        frees = [(m - 1) * two_n + n + i for i, m in enumerate(rems) if m <= k] if free_finished else None
+        frees = [(m - 1 + lag) * two_n + n + i for i, m in enumerate(rems) if m + lag <= k] if free_finished else None
         if not frees:
             if ev:
                 if len(ev) > 1:

@@ -284,10 +284,11 @@ class RadixKVManager:
         return lo
 
     def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
-                       free_finished: bool = True) -> None:
-        """Take slots piece by piece between finishes, freeing (caching) each finishing request after its last step."""
+                       free_finished: bool = True, lag: int = 0) -> None:
+        """Take slots piece by piece between finishes, freeing (caching) each finishing request after its last step
+        (``lag`` 1, async scheduling: after the next step; past the stretch, left to the caller)."""
         a = 0
-        for stop in sorted({m for m in rems if m <= k} | {k}):
+        for stop in sorted({m + lag for m in rems if m + lag <= k} | {k}):
             needs = [max(0, c + min(m, stop) - r.covered_tokens) if m > a else 0 for r, c, m in zip(running, comp, rems)]
             total = sum(needs)
             if total > self.num_free_tokens:
@@ -299,6 +300,6 @@ class RadixKVManager:
                 r.covered_tokens += m
             if free_finished:
                 for r, m in zip(running, rems):
-                    if m == stop:
+                    if m + lag == stop:
                         self.free(r, preempted=False)
             a = stop

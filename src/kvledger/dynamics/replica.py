@@ -6,6 +6,15 @@ the general step (scheduler.py); the steady-decode shortcuts live in fast_path.p
 bit-identical results (tests compare them with ``fast_forward=False``). Token times are
 stored compactly: one end time per engine step, and per request the runs of steps in which
 it emitted a token.
+
+With ``async_scheduling`` (vLLM v1's batch queue of two) step k+1 is scheduled when step k
+starts, from the state with step k's tokens as placeholders: arrivals are visible up to
+``sched_s`` (the start of the step in flight), and requests that finish in step k keep their
+blocks and seats until step k+1 is scheduled (``_deferred``)::
+
+    t:     S_k ─────── step k ─────── E_k = S_k+1 ─── step k+1 ───
+    sync:              schedule k+1 at E_k (after step k's output)
+    async: schedule k+1 at S_k (step k in flight); free step k's finishers after it
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from kvledger.dynamics import fast_path
 from kvledger.dynamics.engine_config import EngineConfig, make_kv_manager
 from kvledger.dynamics.request_state import FINISHED, SimRequest
 from kvledger.dynamics.scheduler import Scheduler, padded_prompt_shape
+from kvledger.dynamics.sglang_scheduler import SGLangScheduler
 from kvledger.dynamics.steplog import KvUsageTracker, StepLog
 from kvledger.records import RequestRecord
 
@@ -40,7 +50,7 @@ class Replica:
                  fast_forward: bool = True, kv_manager=None) -> None:
         self.cfg, self.cost, self.index = cfg, cost, index
         self.kv = make_kv_manager(cfg) if kv_manager is None else kv_manager
-        self.sched = Scheduler(cfg, self.kv)
+        self.sched = SGLangScheduler(cfg, self.kv) if cfg.batching == "sglang" else Scheduler(cfg, self.kv)
         self.now_s = 0.0
         self.fast_forward = fast_forward
         self._t = np.empty(4096, dtype=np.float64)  # end time of step (base + i), s
@@ -56,6 +66,39 @@ class Replica:
         self._mixed = cfg.batching == "continuous"  # an arrival joins the running requests' step (vLLM v1)
         self._v0 = cfg.batching == "vllm_v0"
         self._padded = cfg.max_paddings is not None  # V0 0.2.x: prompt steps priced on the padded batch
+        self._async = cfg.async_scheduling
+        self._deferred: list[SimRequest] = []  # async: finished in the step in flight, blocks not yet freed
+        self.last_start_s: float | None = None  # async: start of the step in flight (None: the queue is empty)
+
+    @property
+    def sched_s(self) -> float:
+        """When the next step is scheduled, s: the in-flight step's start (async), else the clock."""
+        t = self.last_start_s
+        return self.now_s if t is None else t
+
+    def _overheld(self) -> bool:
+        """A request still holds a prefill chunk's out-of-window blocks (swa_step.py): the next step frees them, so it
+        must be a general step (the fast path only ever adds blocks)."""
+        rule = self.cfg.step_blocks
+        if rule is None:
+            return False
+        steady = rule.steady
+        return any(len(r.blocks) > steady(r.num_computed_tokens + 1) for r in self.sched.running)
+
+    def _drain(self) -> bool:
+        """Async: process the in-flight step's output (free its finishers); returns whether any were freed."""
+        if not self._deferred:
+            return False
+        for r in self._deferred:
+            self.kv.free(r, preempted=False)
+        self._deferred = []
+        self.sched.num_finishing = 0
+        return True
+
+    def _defer(self, finished: list) -> None:
+        """Async: the requests that finished in the step just run free their blocks after the next schedule."""
+        self._deferred = [r for r, _ in finished]
+        self.sched.num_finishing = len(self._deferred)
 
     @property
     def has_work(self) -> bool:
@@ -68,8 +111,12 @@ class Replica:
 
     def add(self, req: SimRequest) -> None:
         """A request arrives (its ``arrival_s`` ≤ the next step's start)."""
-        if not self.has_work and self.now_s < req.arrival_s:
-            self.now_s = req.arrival_s
+        if not self.has_work:
+            if self._async:  # idle: the last step's output has been processed
+                self._drain()
+                self.last_start_s = None
+            if self.now_s < req.arrival_s:
+                self.now_s = req.arrival_s
         self.sched.waiting.append(req)
         self.steady = False
 
@@ -81,7 +128,7 @@ class Replica:
         (closed-loop clients react to it).
         """
         if self.ready and self.fast_forward and self.sched.running:
-            if self.steady:
+            if self.steady and not self._deferred:
                 out = fast_path.stretch(self, bound_s, through_finishes)
             elif self.sched.waiting and self._mixed:
                 out = fast_path.admit_step(self)
@@ -95,7 +142,12 @@ class Replica:
     def _step(self) -> list[tuple[SimRequest, RequestRecord]]:
         sched, step = self.sched, self.num_steps
         plan, preempted, admitted = sched.schedule()
+        freed = self._drain() if self._async else False  # async: step k's output is processed after scheduling k+1
         if not plan:
+            if self._async and (freed or self.last_start_s is not None):
+                self.last_start_s = None  # nothing to queue behind the step in flight: wait for it, then schedule
+                self.steady = False
+                return []
             raise RuntimeError(f"simulator stalled at t={self.now_s:.6f} s: nothing schedulable "
                                f"({len(sched.waiting)} waiting, {len(sched.running)} running)")
         for v in preempted:
@@ -119,11 +171,16 @@ class Replica:
         if self.steplog is not None:
             self.steplog.add(step, start, dur, shape, used / self.kv.capacity_blocks, len(running),
                              len(sched.waiting), [(r.spec.request_id, n) for r, n in plan])
-        out = self._finish(finished) if finished else []
+        if self._async:
+            out = self._finish(finished, freed=True) if finished else []
+            self._defer(finished)
+            self.last_start_s = start
+        else:
+            out = self._finish(finished) if finished else []
         if finished:
             sched.running = [r for r in sched.running if r.status != FINISHED]
-        self.ready = everyone and all_emitted and not preempted
-        self.steady = self._next_is_steady(preempted, admitted, finished, self.ready, dec == len(plan))
+        self.ready = everyone and all_emitted and not preempted and not self._overheld()
+        self.steady = self._next_is_steady(preempted, admitted, finished or freed, self.ready, dec == len(plan))
         return out
 
     def _apply_plan(self, plan: list, step: int, finished: list) -> tuple[tuple, int, bool]:
@@ -173,7 +230,7 @@ class Replica:
                     self._close_run(r, step)
         return stored
 
-    def _next_is_steady(self, preempted: list, admitted: int, finished: list, all_ready: bool, pure_decode: bool) -> bool:
+    def _next_is_steady(self, preempted: list, admitted: int, finished, all_ready: bool, pure_decode: bool) -> bool:
         """True when the next steps are pure decode steps of the same batch until something finishes or arrives.
 
         That needs every running request to be one token behind (``computed = num_tokens − 1``,
@@ -181,13 +238,16 @@ class Replica:
         and nobody admissible: the waiting queue is empty, or static batching holds it, or
         this very step was a pure decode step whose admission attempt failed and freed
         nothing (free blocks only shrink while decoding, so it keeps failing; with 'lpm' the
-        queue order may change, so not then).
+        queue order may change, so not then). ``finished``: truthy when the step freed or will
+        free blocks (async: also the previous step's finishers, freed after this schedule).
         """
         sched = self.sched
         if preempted or not all_ready or not sched.running or len(sched.running) > self.cfg.max_num_batched_tokens:
             return False
         if not sched.waiting or self._static:
             return True
+        if self.cfg.batching == "sglang":  # its admission budget moves every decode step (new_token_ratio)
+            return False
         return pure_decode and not admitted and not finished and self.cfg.scheduling_policy != "lpm"
 
     # ---------------------------------------------------- token-time storage
@@ -244,7 +304,7 @@ class Replica:
             if not freed:
                 self.kv.free(req, preempted=False)
             spec = req.spec
-            rec = RequestRecord(spec.request_id, spec.arrival_s, spec.num_prompt_tokens, spec.num_output_tokens,
+            rec = RequestRecord(spec.request_id, spec.arrival_s, spec.num_prompt_tokens, req.num_output_tokens,
                                 first_token_s=float(times[0]), finish_s=float(times[-1]), chunk_times_s=times,
                                 num_cached_tokens=req.num_cached_tokens, num_preemptions=req.num_preemptions)
             out.append((req, rec))

@@ -3,12 +3,16 @@
 * ``round_robin``: the i-th request goes to replica ``i mod K`` (Vidur's, llm-d's default).
 * ``least_loaded``: the replica with the fewest outstanding (waiting + running) requests,
   lowest index on ties (Vidur "least outstanding requests").
-* ``prefix_aware``: SGLang router's cache-aware rule (``sgl-router`` cache_aware policy,
-  paraphrased): if the load is imbalanced (max − min outstanding > 32 and max > 1.0001 ×
-  min) go to the least loaded replica; otherwise go to the replica whose cache holds the
-  longest prefix of the prompt if that prefix is ≥ 50 % of it, else to the least loaded.
-  The router here reads each replica's real cache (an oracle); a real router keeps an
-  approximate tree of what it sent where.
+* ``prefix_aware``: sgl-router's cache-aware policy (``sgl-router/src/policies/cache_aware.rs :
+  CacheAwarePolicy::select_worker``). If the load is imbalanced (max − min outstanding > 32
+  and max > 1.0001 × min) go to the least loaded replica. Otherwise match the prompt against
+  the router's own approximate tree of what it has routed where (not the replicas' caches,
+  which it never sees): if the longest match covers more than 50 % of the prompt
+  (``match_rate > cache_threshold``, strict) go to the replica that tree names, else to the
+  replica whose tree is smallest (``get_smallest_tenant``: the least routed text), lowest
+  index on ties. Every routed prompt is inserted for its replica. The tree is kept in
+  tokens of shared segments plus each prompt's unique tail (the router's is in characters),
+  and never evicted (the router prunes it every 120 s above 2^26 nodes).
 """
 
 from __future__ import annotations
@@ -42,18 +46,56 @@ def _round_robin() -> Router:
     return route
 
 
+class _ApproxTree:
+    """The router's per-replica record of routed prompts: shared-segment paths and each replica's tree size, tokens."""
+
+    def __init__(self) -> None:
+        self.owners: dict[tuple, dict[int, int]] = {}  # segment path → {replica: last insert tick}
+        self.size: dict[int, int] = {}  # replica → tokens its tree holds
+        self.tick = 0
+
+    def match(self, spec) -> tuple[int, int | None]:
+        """(matched tokens, replica holding the deepest matched node: the most recent, lowest index on ties)."""
+        segs, best, owner = spec.prefix_segments, 0, None
+        depth = spec.num_shareable_tokens // spec.segment_tokens if segs else 0
+        for d in range(1, depth + 1):
+            holders = self.owners.get(segs[:d])
+            if not holders:
+                break
+            best = d * spec.segment_tokens
+            owner = min(holders, key=lambda i: (-holders[i], i))
+        return best, owner
+
+    def insert(self, spec, replica: int) -> None:
+        self.tick += 1
+        segs = spec.prefix_segments
+        depth = spec.num_shareable_tokens // spec.segment_tokens if segs else 0
+        added = spec.num_prompt_tokens - depth * spec.segment_tokens  # the unique tail is a branch of its own
+        for d in range(1, depth + 1):
+            holders = self.owners.setdefault(segs[:d], {})
+            if replica not in holders:
+                added += spec.segment_tokens
+            holders[replica] = self.tick
+        self.size[replica] = self.size.get(replica, 0) + added
+
+
 def _prefix_aware() -> Router:
+    tree = _ApproxTree()
+
     def route(replicas: list, req: SimRequest) -> int:
         loads = [r.num_outstanding for r in replicas]
         lo, hi = min(loads), max(loads)
         if hi - lo > BALANCE_ABS_THRESHOLD and hi > BALANCE_REL_THRESHOLD * lo:
-            return loads.index(lo)
-        matches = [r.kv.match_tokens(req) if r.kv.enable_caching else 0 for r in replicas]
-        best = max(matches)
-        if best > 0 and best >= CACHE_THRESHOLD * req.num_prompt_tokens:
-            cands = [i for i, m in enumerate(matches) if m == best]
-            return min(cands, key=lambda i: (loads[i], i))
-        return loads.index(lo)
+            pick = loads.index(lo)
+        else:
+            matched, owner = tree.match(req.spec)
+            if owner is not None and matched > CACHE_THRESHOLD * req.num_prompt_tokens:
+                pick = owner
+            else:
+                sizes = [tree.size.get(i, 0) for i in range(len(replicas))]
+                pick = sizes.index(min(sizes))
+        tree.insert(req.spec, pick)
+        return pick
 
     return route
 

@@ -99,6 +99,7 @@ class Scheduler:
         self.kv = kv
         self.running: list[SimRequest] = []
         self.waiting: deque[SimRequest] = deque()
+        self.num_finishing = 0  # async scheduling: requests whose last token is in flight (still hold a seat)
         self._order = ORDER_POLICIES[cfg.scheduling_policy]
         self._static = cfg.batching == "static"
         self._v0 = cfg.batching == "vllm_v0"
@@ -147,6 +148,9 @@ class Scheduler:
             admitted = self._admit(scheduled, budget)
         return scheduled, preempted, admitted
 
+    def advance_decode(self, num_steps: int) -> None:
+        """The fast path ran ``num_steps`` pure decode steps (nothing to update for vLLM's rules)."""
+
     def _grow_or_preempt(self, req: SimRequest, n: int, preempted: list[SimRequest], *, need_free_block: bool) -> bool:
         """Give ``req`` blocks for ``n`` more tokens, preempting the newest running request (recompute) until they fit.
 
@@ -176,7 +180,8 @@ class Scheduler:
         if self._order is not _order_fcfs:
             self._order(waiting, kv)
         admitted = 0
-        while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
+        max_seqs = cfg.max_num_seqs - self.num_finishing
+        while waiting and budget > 0 and len(running) < max_seqs:
             req = waiting[0]
             handle, hit = kv.match(req)
             n = req.num_tokens - hit

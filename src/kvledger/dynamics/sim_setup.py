@@ -52,6 +52,7 @@ class SimRequestArgs:
     router: str = "round_robin"
     step_cost: str = "roofline"
     cpu_overhead: str | None = None
+    async_scheduling: bool | None = None
 
 
 @dataclass
@@ -92,9 +93,10 @@ def load_plan(a: SimRequestArgs):
     return build_plan(load_model(a.model), resolve_gpu(a.gpu), settings, with_advice=False), mnbt
 
 
-def make_step_cost(a: SimRequestArgs, plan) -> tuple[Any, dict[str, Any]]:
+def make_step_cost(a: SimRequestArgs, plan, overlap_cpu: bool = False) -> tuple[Any, dict[str, Any]]:
     """(StepCostModel, a description of it with its source) for ``--step-cost``: ``roofline``, ``calibrated`` or
-    ``calibrated:KEY`` (``kvledger.dynamics.step_cost_choice``).
+    ``calibrated:KEY`` (``kvledger.dynamics.step_cost_choice``). ``overlap_cpu``: the engine schedules
+    asynchronously, so the roofline's CPU overhead overlaps the GPU.
 
     Raises:
         InputError: no bundled calibration for the model/GPU/TP or the key (the bundled ones listed, grouped by model).
@@ -104,7 +106,7 @@ def make_step_cost(a: SimRequestArgs, plan) -> tuple[Any, dict[str, Any]]:
                                                     find_calibrated_cost, is_profile_choice, profile_step_cost)
 
     if a.step_cost == "roofline":
-        cost = plan.step_cost()
+        cost = plan.step_cost(overlap_cpu=overlap_cpu)
         cal = find_calibrated_cost(a.model, a.gpu, a.tp)
         hint = (f"uncalibrated; measured tables exist for this model, GPU and TP: --step-cost calibrated ({cal.name})"
                 if cal is not None else "uncalibrated (no bundled measurements for this model, GPU and TP)")
@@ -114,7 +116,9 @@ def make_step_cost(a: SimRequestArgs, plan) -> tuple[Any, dict[str, Any]]:
                       "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
                       "source": "kvledger.accounting.roofline: weight matmuls then attention, each max(FLOPs/achievable "
                                 f"peak, bytes/achievable bandwidth) at {cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, "
-                                f"+ CPU overhead per step; {hint}"}
+                                + "+ TP all-reduces, " + ("with the CPU overhead overlapping the GPU (async scheduling): "
+                                                          "max(GPU, CPU) per step" if overlap_cpu else "+ CPU overhead per step")
+                                + f"; {hint}"}
     if a.step_cost == "calibrated" or a.step_cost.startswith(CALIBRATED_PREFIX):
         cost, info = calibrated_step_cost(a.step_cost, a.model, a.gpu, a.tp)
         if note := disagreement_note(plan.step_cost(), cost, used=f"the calibration ({cost.name})"):
@@ -173,14 +177,14 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     overrides: dict[str, Any] = dict(
         enable_prefix_caching=a.enable_prefix_caching, enable_chunked_prefill=a.enable_chunked_prefill,
         prefix_caching_policy=a.prefix_caching_policy, scheduling_policy=a.scheduling_policy,
-        batching=a.batching, kv_allocation=a.kv_allocation)
+        batching=a.batching, kv_allocation=a.kv_allocation, async_scheduling=a.async_scheduling)
     notes: list[str] = []
     if a.enable_chunked_prefill is False and user_mnbt is None:
         mnbt = max(plan.memory.max_model_len, plan.memory.max_num_batched_tokens)
         overrides["max_num_batched_tokens"] = mnbt
         notes.append(f"chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = {mnbt:,} (vLLM rule)")
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
-    cost, cost_info = make_step_cost(a, plan)
+    cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling)
     workload, n, info = _workload(a, requests, label)
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
                     plan_notes + notes, a.tp, plan)

@@ -17,7 +17,7 @@ from kvledger.errors import FormatError
 from kvledger.evidence._io import count, latency_s
 from kvledger.records import RequestRecord
 
-__all__ = ["DETAIL_KEYS", "has_details", "records_from_arrays"]
+__all__ = ["DETAIL_KEYS", "has_details", "detail_notes", "records_from_arrays"]
 
 DETAIL_KEYS = ("input_lens", "output_lens", "ttfts", "itls")
 
@@ -37,6 +37,17 @@ def _column(path: str, obj: dict[str, Any], key: str, n: int, where: str) -> lis
     return col
 
 
+def detail_notes(has_start_times: bool, has_latencies: bool, has_errors: bool) -> list[str]:
+    """How the records of a detailed file were built (shared with the fast path, ``vllm_fast``)."""
+    notes = ["TTFT and chunk times from ttfts + itls (s); chunk k at start + ttft + Σ itls[:k] (vLLM serve.py timeline)"]
+    notes.append("arrival = start_times − min(start_times), s (client perf_counter clock, not Unix time)" if has_start_times
+                 else "no start_times in the file: each request on its own clock (arrival 0); duration taken from 'duration'")
+    notes.append("E2E from latencies (s)" if has_latencies else "E2E reconstructed as ttft + Σ itls (file has no latencies; older vLLM/SGLang)")
+    if not has_errors:
+        notes.append("no errors array: a request with ttft 0 and output_len 0 is counted as failed")
+    return notes
+
+
 def records_from_arrays(path: str, obj: dict[str, Any], where: str = "") -> tuple[list[RequestRecord], list[str]]:
     """Build one record per index of the detail arrays; returns (records, definition notes).
 
@@ -48,22 +59,14 @@ def records_from_arrays(path: str, obj: dict[str, Any], where: str = "") -> tupl
     """
     n = len(obj["input_lens"])
     cols = {k: _column(path, obj, k, n, where) for k in (*DETAIL_KEYS, "errors", "latencies", "start_times")}
-    notes: list[str] = ["TTFT and chunk times from ttfts + itls (s); chunk k at start + ttft + Σ itls[:k] (vLLM serve.py timeline)"]
+    notes = detail_notes(cols["start_times"] is not None, cols["latencies"] is not None, cols["errors"] is not None)
     starts = cols["start_times"]
     if starts is not None:
         t = [latency_s(path, s, f"{where}start_times[{i}]") for i, s in enumerate(starts)]
         t0 = min(t) if t else 0.0
         arrivals = [x - t0 for x in t]
-        notes.append("arrival = start_times − min(start_times), s (client perf_counter clock, not Unix time)")
     else:
         arrivals = [0.0] * n
-        notes.append("no start_times in the file: each request on its own clock (arrival 0); duration taken from 'duration'")
-    if cols["latencies"] is not None:
-        notes.append("E2E from latencies (s)")
-    else:
-        notes.append("E2E reconstructed as ttft + Σ itls (file has no latencies; older vLLM/SGLang)")
-    if cols["errors"] is None:
-        notes.append("no errors array: a request with ttft 0 and output_len 0 is counted as failed")
     records = [_one(path, cols, i, arrivals[i], where) for i in range(n)]
     unknown = sum(1 for r in records if r.ok and r.first_token_s is None)
     if unknown:

@@ -16,8 +16,11 @@ from typing import Any
 
 from kvledger.errors import FormatError
 
-__all__ = ["Document", "load_document", "number", "latency_s", "count", "TIME_UNITS_S", "to_seconds", "top_keys"]
+__all__ = ["Document", "load_document", "number", "amount", "positive", "latency_s", "count", "TIME_UNITS_S", "to_seconds", "top_keys"]
 
+COUNT_MAX = 1 << 40  # tokens or requests in one run: far beyond any real benchmark, far inside float64's exact integers
+AMOUNT_MAX = 1e15
+LATENCY_MAX_S = 1e10  # about 300 years: Unix-epoch timestamps (1.7e9 s) pass, 1e308 does not  # rates, means and totals (tokens, requests, req/s, tok/s)
 # Seconds per unit for every time unit the supported tools write ("sec" is AIPerf's spelling).
 TIME_UNITS_S: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "seconds": 1.0}
 
@@ -65,6 +68,8 @@ def load_document(path: str | Path) -> Document:
         return Document(name, "json", json.loads(text))
     except json.JSONDecodeError as err:
         first_err = err
+    except RecursionError:
+        raise FormatError(name, "JSON nested too deeply to be a benchmark output") from None
     if first_err.msg == "Extra data" or _first_line_is_json(text):
         values, lines = [], []
         for lineno, line in enumerate(text.splitlines(), start=1):
@@ -72,6 +77,8 @@ def load_document(path: str | Path) -> Document:
                 continue
             try:
                 values.append(json.loads(line))
+            except RecursionError:
+                raise FormatError(name, "JSON nested too deeply to be a benchmark output", f"line {lineno}") from None
             except json.JSONDecodeError as err:
                 raise FormatError(name, f"not valid JSON Lines: {err.msg}", f"line {lineno}, column {err.colno}") from None
             lines.append(lineno)
@@ -118,13 +125,41 @@ def number(doc_path: str, value: Any, where: str, *, allow_none: bool = False) -
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise FormatError(doc_path, f"expected a number, found {value!r}", where)
+        raise FormatError(doc_path, f"expected a number, found {_short(value)}", where)
     try:
         x = float(value)
     except ValueError:
-        raise FormatError(doc_path, f"expected a number, found {value!r}", where) from None
+        raise FormatError(doc_path, f"expected a number, found {_short(value)}", where) from None
+    except OverflowError:  # an integer with hundreds of digits
+        raise FormatError(doc_path, f"{_short(value)} is beyond any meaningful value (not representable as a float)", where) from None
     if not math.isfinite(x):
         raise FormatError(doc_path, f"{value!r} is not a finite number (NaN or infinity); the benchmark output is damaged", where)
+    return x
+
+
+def amount(doc_path: str, value: Any, where: str, *, allow_none: bool = False, hi: float = AMOUNT_MAX) -> float | None:
+    """A finite quantity that cannot be negative (a mean length, a throughput, a rate, a total), at most ``hi``.
+
+    Raises:
+        FormatError: non-number, NaN/inf, a negative value or one above ``hi``, naming ``where``.
+    """
+    x = number(doc_path, value, where, allow_none=allow_none)
+    if x is not None and x < 0:
+        raise FormatError(doc_path, f"{_short(value)} is negative; this quantity is ≥ 0 (damaged file)", where)
+    if x is not None and x > hi:
+        raise FormatError(doc_path, f"{_short(value)} is beyond any real run (at most {hi:g})", where)
+    return x
+
+
+def positive(doc_path: str, value: Any, where: str, *, allow_none: bool = False) -> float | None:
+    """A finite quantity that must be > 0 because it divides (a completion rate, a requests-per-second figure).
+
+    Raises:
+        FormatError: non-number, NaN/inf, zero or a negative value, naming ``where``.
+    """
+    x = number(doc_path, value, where, allow_none=allow_none)
+    if x is not None and not x > 0:
+        raise FormatError(doc_path, f"{value!r} must be > 0 (it is divided by); damaged file", where)
     return x
 
 
@@ -138,7 +173,9 @@ def latency_s(doc_path: str, value: Any, where: str, scale_s: float = 1.0, *, al
     if x is None:
         return None
     if x < 0:
-        raise FormatError(doc_path, f"negative latency {value!r}; latencies cannot be negative (clock error or damaged file)", where)
+        raise FormatError(doc_path, f"negative latency {_short(value)}; latencies cannot be negative (clock error or damaged file)", where)
+    if x * scale_s > LATENCY_MAX_S:
+        raise FormatError(doc_path, f"{_short(value)} is beyond any real run (latencies and timestamps up to {LATENCY_MAX_S:g} s)", where)
     return x * scale_s
 
 
@@ -151,9 +188,15 @@ def count(doc_path: str, value: Any, where: str, *, allow_none: bool = False) ->
     x = number(doc_path, value, where, allow_none=allow_none)
     if x is None:
         return None
-    if x < 0 or x != int(x):
-        raise FormatError(doc_path, f"expected a non-negative whole count, found {value!r}", where)
+    if x < 0 or x != int(x) or x > COUNT_MAX:
+        raise FormatError(doc_path, f"expected a non-negative whole count up to 2^40, found {_short(value)}", where)
     return int(x)
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to 80 characters (a 5,000-digit number or a long string stays readable in the message)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:60] + f"… ({len(text):,} characters)"
 
 
 def to_seconds(doc_path: str, unit: Any, where: str) -> float:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from kvledger.errors import FormatError
-from kvledger.evidence._io import Document, count, latency_s, load_document, to_seconds
+from kvledger.evidence._io import Document, amount, count, latency_s, load_document, to_seconds
 from kvledger.evidence._metric_table import parse_csv_tables, scalar, summaries_from_tags
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
@@ -200,6 +200,7 @@ def _aggregate(path: str, table: dict[str, Any], where: str, meta: RunMetadata) 
     good = scalar(path, table, "goodput", where)
     if good is not None:
         n_good = scalar(path, table, "good_request_count", where)
-        agg.tool_goodput = {"req_per_s": good[0], "field": "goodput", "good_requests": n_good[0] if n_good else None,
+        agg.tool_goodput = {"req_per_s": amount(path, good[0], f"{where}goodput"), "field": "goodput",
+                            "good_requests": count(path, n_good[0], f"{where}good_request_count") if n_good else None,
                             "slo": "not stored in the file (aiperf --goodput)"}
     return agg

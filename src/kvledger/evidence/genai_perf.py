@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from kvledger.errors import FormatError
-from kvledger.evidence._io import Document, count, latency_s, number
+from kvledger.evidence._io import Document, amount, count, latency_s, number
 from kvledger.evidence._metric_table import scalar, summaries_from_tags
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.evidence.aiperf import input_config_metadata
@@ -135,5 +135,5 @@ def read_json(doc: Document) -> list[AggregateRun]:
         meta.definitions.append("duration = completed ÷ request_throughput")
     good = scalar(doc.path, obj, "request_goodput", "")
     if good is not None:
-        agg.tool_goodput = {"req_per_s": good[0], "field": "request_goodput", "slo": "not stored in the file (genai-perf --goodput)"}
+        agg.tool_goodput = {"req_per_s": amount(doc.path, good[0], "request_goodput"), "field": "request_goodput", "slo": "not stored in the file (genai-perf --goodput)"}
     return [agg]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from kvledger.errors import FormatError
-from kvledger.evidence._io import Document, count, latency_s, number
+from kvledger.evidence._io import Document, amount, count, latency_s, number, positive
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
@@ -36,39 +36,60 @@ _PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
 
 
 def _yaml_docs(path: Path) -> list[Any]:
+    """The YAML documents of an optional sidecar file; an unreadable or broken one is skipped (it only adds metadata)."""
+    import yaml
+
     if not path.is_file():
         return []
     try:
-        import yaml
-
         return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
-    except Exception:  # a broken sidecar must not stop reading the report itself
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return []
+
+
+def _get(d: Any, *keys: str) -> Any:
+    """``d[k1][k2]…`` through mappings only; None where a level is missing or not a mapping."""
+    for k in keys:
+        d = d.get(k) if isinstance(d, dict) else None
+    return d
+
+
+def _dicts(v: Any) -> list[dict[str, Any]]:
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+def _whole(v: Any, default: int) -> int:
+    """A non-negative whole number from a manifest field (an int or a numeric string), else ``default``."""
+    try:
+        n = float(v)
+    except (TypeError, ValueError):
+        return default
+    return int(n) if n == n and 0 <= n < 1 << 31 and n == int(n) else default
 
 
 def _sidecars(path: str, meta: RunMetadata) -> None:
     """Fill model, GPU type/count and max_num_seqs from the report folder's config.yaml and Kubernetes manifests.yaml."""
     here = Path(path)
     for cfg in _yaml_docs(here.with_name("config.yaml")):
-        server = cfg.get("server") if isinstance(cfg, dict) else None
-        if isinstance(server, dict) and isinstance(server.get("model_name"), str):
-            meta.model = server["model_name"]
+        if isinstance(_get(cfg, "server", "model_name"), str):
+            meta.model = _get(cfg, "server", "model_name")
             meta.definitions.append("model from config.yaml server.model_name")
     for doc in _yaml_docs(here.with_name("manifests.yaml")):
-        if not isinstance(doc, dict) or doc.get("kind") != "Deployment":
+        if _get(doc, "kind") != "Deployment":
             continue
-        pod = doc.get("spec", {}).get("template", {}).get("spec", {})
-        accel = (pod.get("nodeSelector") or {}).get("cloud.google.com/gke-accelerator")
-        gpus = sum(int((c.get("resources", {}).get("limits") or {}).get("nvidia.com/gpu", 0)) for c in pod.get("containers", []))
-        args = " ".join(str(a) for c in pod.get("containers", []) for a in c.get("args", []))
+        pod = _get(doc, "spec", "template", "spec") or {}
+        containers = _dicts(_get(pod, "containers"))
+        accel = _get(pod, "nodeSelector", "cloud.google.com/gke-accelerator")
+        gpus = sum(_whole(_get(c, "resources", "limits", "nvidia.com/gpu"), 0) for c in containers)
+        args = " ".join(str(a) for c in containers for a in (c.get("args") if isinstance(c.get("args"), list) else []))
         if accel:
             meta.hardware = str(accel)
         if gpus:
-            meta.num_gpus = gpus * int(doc.get("spec", {}).get("replicas", 1))
+            meta.num_gpus = gpus * max(_whole(_get(doc, "spec", "replicas"), 1), 1)
         m = re.search(r"--max[-_]num[-_]seqs[= ](\d+)", args)
         if m:
             meta.extra["max_num_seqs"] = int(m.group(1))
-        served = next((e.get("value") for c in pod.get("containers", []) for e in c.get("env", []) if e.get("name") == "MODEL_ID"), None)
+        served = next((e.get("value") for c in containers for e in _dicts(c.get("env")) if e.get("name") == "MODEL_ID"), None)
         if served:
             meta.extra["deployed_model"] = served
             if meta.model and served != meta.model:
@@ -90,19 +111,19 @@ def read_lifecycle(doc: Document) -> list[AggregateRun]:
     load = obj.get("load_summary") if isinstance(obj.get("load_summary"), dict) else {}
     succ = obj.get("successes") if isinstance(obj.get("successes"), dict) else {}
     fail = obj.get("failures") if isinstance(obj.get("failures"), dict) else {}
-    meta.request_rate = number(path, load.get("requested_rate"), "load_summary.requested_rate", allow_none=True)
+    meta.request_rate = amount(path, load.get("requested_rate"), "load_summary.requested_rate", allow_none=True)
     agg = AggregateRun(meta)
     agg.num_completed = count(path, succ.get("count"), "successes.count", allow_none=True)
     agg.num_failed = count(path, fail.get("count"), "failures.count", allow_none=True)
     thr = succ.get("throughput") if isinstance(succ.get("throughput"), dict) else {}
-    rps = number(path, thr.get("requests_per_sec"), "successes.throughput.requests_per_sec", allow_none=True)
+    rps = amount(path, thr.get("requests_per_sec"), "successes.throughput.requests_per_sec", allow_none=True)
     if agg.num_completed and rps:
         agg.duration_s = meta.duration_s = agg.num_completed / rps
         meta.definitions.append("duration = successes.count ÷ successes.throughput.requests_per_sec (inference-perf times successful requests only)")
     for attr, key in (("total_input_tokens", "prompt_len"), ("total_output_tokens", "output_len")):
         mean = succ.get(key, {}).get("mean") if isinstance(succ.get(key), dict) else None
         if mean is not None and agg.num_completed is not None:
-            setattr(agg, attr, int(round(number(path, mean, f"successes.{key}.mean") * agg.num_completed)))
+            setattr(agg, attr, int(round(amount(path, mean, f"successes.{key}.mean") * agg.num_completed)))
     lat = succ.get("latency") if isinstance(succ.get("latency"), dict) else {}
     for key, (canon, weighting, note) in _LATENCIES.items():
         if isinstance(lat.get(key), dict):
@@ -110,8 +131,10 @@ def read_lifecycle(doc: Document) -> list[AggregateRun]:
     meta.definitions.append("all latencies in seconds (the inference-perf docs say ms; the files are s)")
     gm = obj.get("goodput_metrics")
     if isinstance(gm, dict):
-        agg.tool_goodput = {"req_per_s": gm.get("request_goodput"), "field": "goodput_metrics", "good_requests": gm.get("good_requests"),
-                            "percentage_of_successful": gm.get("goodput_percentage"), "slo": "report.goodput.constraints (not in this file)"}
+        agg.tool_goodput = {"req_per_s": amount(path, gm.get("request_goodput"), "goodput_metrics.request_goodput", allow_none=True),
+                            "field": "goodput_metrics",
+                            "good_requests": count(path, gm.get("good_requests"), "goodput_metrics.good_requests", allow_none=True),
+                            "percentage_of_successful": amount(path, gm.get("goodput_percentage"), "goodput_metrics.goodput_percentage", allow_none=True), "slo": "report.goodput.constraints (not in this file)"}
     return [agg]
 
 

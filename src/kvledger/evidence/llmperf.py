@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.errors import FormatError
-from kvledger.evidence._io import Document, count, latency_s, load_document, number
+from kvledger.evidence._io import Document, count, latency_s, load_document, positive
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
@@ -90,8 +90,10 @@ def _sibling_summary(path: str) -> tuple[str, dict[str, Any]] | None:
 def summary_duration_s(path: str, obj: dict[str, Any]) -> float | None:
     """Run duration, s: completed ÷ (completed per minute) × 60 (llmperf divides both by end − start)."""
     n = count(path, obj.get("results_num_completed_requests"), "results_num_completed_requests", allow_none=True)
-    per_min = number(path, obj.get("results_num_completed_requests_per_min"), "results_num_completed_requests_per_min", allow_none=True)
-    if n is None or not per_min:
+    if n == 0:
+        return None
+    per_min = positive(path, obj.get("results_num_completed_requests_per_min"), "results_num_completed_requests_per_min", allow_none=True)
+    if n is None or per_min is None:
         return None
     return n / per_min * 60.0
 
@@ -108,6 +110,9 @@ def read_summary(doc: Document) -> list[AggregateRun]:
     agg.num_completed = count(path, obj.get("results_num_completed_requests"), "results_num_completed_requests", allow_none=True)
     started = count(path, obj.get("results_num_requests_started"), "results_num_requests_started", allow_none=True)
     errors = count(path, obj.get("results_number_errors"), "results_number_errors", allow_none=True)
+    if started is not None and agg.num_completed is not None and agg.num_completed > started:
+        raise FormatError(path, f"results_num_completed_requests {agg.num_completed} exceeds results_num_requests_started {started}",
+                          "results_num_completed_requests")
     agg.num_failed = errors if errors is not None else (started - agg.num_completed if started and agg.num_completed is not None else None)
     for key, (canon, note) in _SUMMARY_METRICS.items():
         m = MetricSummary(canon, "request", count=agg.num_completed, source_field=f"results_{key}_*", note=note)

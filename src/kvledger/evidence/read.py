@@ -73,6 +73,11 @@ def read_runs(path: str | Path, *, format: str | None = None) -> list[Run]:
     """
     if format is not None and format not in READERS:
         raise UnknownNameError("benchmark format", format, READERS, hint="(see kvledger goodput --help for the list)")
+    from kvledger.evidence.vllm_fast import read_fast
+
+    fast = read_fast(path, format=format)  # a large clean vLLM --save-detailed file: columns, not objects
+    if fast is not None:
+        return fast
     doc = load_document(path)
     fmt = format or detect_format(doc)
     if fmt == "aiperf-jsonl" and doc.kind == "json" and isinstance(doc.value, dict):
@@ -82,7 +87,7 @@ def read_runs(path: str | Path, *, format: str | None = None) -> list[Run]:
     if not runs:
         raise FormatError(doc.path, f"read as {fmt} but holds no run")
     for run in runs:
-        if isinstance(run, RunRecords) and not run.records:
+        if isinstance(run, RunRecords) and not len(run.records):
             raise FormatError(doc.path, f"read as {fmt} but holds no requests")
     return runs
 

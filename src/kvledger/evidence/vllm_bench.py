@@ -15,12 +15,12 @@ from typing import Any
 
 from kvledger.errors import FormatError
 from kvledger.evidence._arrays import has_details, records_from_arrays
-from kvledger.evidence._io import Document, count, latency_s, number
+from kvledger.evidence._io import Document, amount, count, latency_s
 from kvledger.evidence._meta import parse_flat_stat, rate_or_none, stated_gpu_count, stated_hardware
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.records import RunMetadata, RunRecords
 
-__all__ = ["FORMAT", "read", "flat_summaries", "objects_of", "check_run_keys"]
+__all__ = ["FORMAT", "read", "flat_summaries", "objects_of", "check_run_keys", "run_metadata"]
 
 FORMAT = "vllm-bench-serve"
 _TOOL_FIELDS = ("backend", "endpoint_type", "label", "date", "tokenizer_id", "num_prompts", "burstiness",
@@ -78,7 +78,7 @@ def check_run_keys(path: str, obj: dict[str, Any], where: str, fmt: str = FORMAT
 
 def _read_one(path: str, obj: dict[str, Any], where: str, n_runs: int) -> RunRecords | AggregateRun:
     check_run_keys(path, obj, where)
-    meta = _metadata(path, obj, where)
+    meta = run_metadata(path, obj, where)
     if n_runs > 1:
         meta.extra["run_label"] = where.rstrip(": ") or "run"
     if has_details(obj):
@@ -107,7 +107,8 @@ def aggregate_run(path: str, obj: dict[str, Any], where: str, meta: RunMetadata)
     return agg
 
 
-def _metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
+def run_metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
+    """The RunMetadata a vLLM result object states (model, GPU, rate, concurrency, duration, tool fields, tool goodput)."""
     meta = RunMetadata(source=path, source_format=FORMAT)
     meta.model = obj.get("model_id") if isinstance(obj.get("model_id"), str) else None
     meta.hardware = stated_hardware(obj)
@@ -119,7 +120,7 @@ def _metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
     meta.extra = {k: obj[k] for k in _TOOL_FIELDS if k in obj}
     for key in ("request_goodput", "request_goodput:"):
         if key in obj and obj[key] is not None:
-            meta.extra["tool_goodput"] = {"req_per_s": number(path, obj[key], f"{where}{key}"), "field": key,
+            meta.extra["tool_goodput"] = {"req_per_s": amount(path, obj[key], f"{where}{key}"), "field": key,
                                           "slo": "not stored in the file (vllm bench serve --goodput)"}
             if key.endswith(":"):
                 meta.definitions.append("goodput key spelled 'request_goodput:' (trailing colon, older vLLM) read as request_goodput")

@@ -19,6 +19,13 @@ The under-load rule (:func:`check_load`). A run *looks under-loaded* when all of
    p90 at half its limit leaves room for more load. From aggregates, the smallest stated
    percentile ≥ 90 stands in for p90 (an upper bound, so the test stays conservative).
 
+The over-load rule (also :func:`check_load`). A run *looks over-loaded* when fewer than
+:data:`OVERLOAD_ATTAINMENT` (90 %) of its requests are good and some SLO metric's p90 is at least
+:data:`OVERLOAD_FACTOR` (2×) its limit: the run was pushed well past its SLO capacity, requests
+queued, and its goodput understates what the replica serves within the SLO at a lower load — the
+self-hosted cost is then overstated just as for an under-loaded run, and a verdict of "the API is
+cheaper" may be an artefact of the load, not of the prices.
+
 Any check that fails means "not flagged" (the run is at or past its limit: capacity ≈ goodput);
 a check the file cannot answer (no rate or concurrency, no percentiles, unknown duration) means
 "cannot tell". Limitation: without a TTFT SLO a run exactly at its throughput ceiling also keeps
@@ -40,8 +47,8 @@ from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
 from kvledger.units import fmt_duration
 
-__all__ = ["KEPT_PACE_SHARE", "CLOSED_LOOP_ATTAINMENT", "SLO_SLACK", "LoadCheck", "check_load", "RULE",
-           "measured_basis"]
+__all__ = ["KEPT_PACE_SHARE", "CLOSED_LOOP_ATTAINMENT", "SLO_SLACK", "OVERLOAD_FACTOR", "OVERLOAD_ATTAINMENT",
+           "LoadCheck", "check_load", "RULE", "OVERLOAD_RULE", "measured_basis"]
 
 KEPT_PACE_SHARE = 0.9
 """Open loop: good req/s ≥ this share of the offered rate means the goodput is the offered load (drain tails and a few misses stay above it)."""
@@ -49,6 +56,14 @@ CLOSED_LOOP_ATTAINMENT = 0.95
 """Closed loop: at least this share of requests good means the SLO rejected almost nothing."""
 SLO_SLACK = 0.5
 """Every constrained metric's p90 at or below this share of its limit: the SLO is far from binding."""
+
+OVERLOAD_FACTOR = 2.0
+"""Some constrained metric's p90 at or above this multiple of its limit: requests queued far past the SLO."""
+OVERLOAD_ATTAINMENT = 0.9
+"""…and fewer than this share of requests good: the run is past its SLO capacity."""
+
+OVERLOAD_RULE = (f"over-loaded when fewer than {OVERLOAD_ATTAINMENT:.0%} of requests are good and some SLO metric's p90 "
+                 f"is ≥ {OVERLOAD_FACTOR:g}× its limit")
 
 RULE = (f"under-loaded when the run states its load (request rate or concurrency), kept pace with it (open loop: good "
         f"req/s ≥ {KEPT_PACE_SHARE:.0%} of the offered rate; closed loop: ≥ {CLOSED_LOOP_ATTAINMENT:.0%} of requests good) "
@@ -60,7 +75,8 @@ class LoadCheck:
     """The verdict of the under-load rule on one run.
 
     Attributes:
-        status: "under_loaded" (warn: capacity likely higher than the goodput), "not_flagged"
+        status: "under_loaded" (warn: capacity likely higher than the goodput), "over_loaded" (warn: the
+            run is past its SLO capacity, its goodput understates it), "not_flagged"
             (at or past its limit, or a saturating load) or "cannot_tell" (the run does not say enough).
         reason: the verdict in words, with the numbers.
         checks: each test as {"check", "value", "limit", "passed" (True/False/None = unknown), "text"}.
@@ -124,8 +140,30 @@ def _pace_check(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[dict
     return None, "the file states neither its request rate nor its concurrency"
 
 
+def _overload(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> LoadCheck | None:
+    """The over-load verdict (module docstring), or None when the run is not over-loaded or cannot tell."""
+    if gp.attainment >= OVERLOAD_ATTAINMENT:
+        return None
+    p90 = _p90_records(run, slo) if isinstance(run, RunRecords) else _p90_aggregate(run, slo)
+    over = []
+    for metric, limit in slo.constraints():
+        v = p90.get(metric)
+        if v is not None and v >= OVERLOAD_FACTOR * limit:
+            name = slo.itl_key if metric == "itl" else metric
+            over.append(_check(f"{name} over limit", v / limit, OVERLOAD_FACTOR, True,
+                               f"{name.upper()} p90 {fmt_duration(v)} = {v / limit:.1f}× its {fmt_duration(limit)} limit"))
+    if not over:
+        return None
+    reason = (f"only {gp.attainment:.1%} of requests good (below {OVERLOAD_ATTAINMENT:.0%}); "
+              + "; ".join(c["text"] for c in over))
+    return LoadCheck("over_loaded", reason, over, OVERLOAD_RULE)
+
+
 def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> LoadCheck:
-    """Apply the under-load rule (module docstring) to a run and its goodput under ``slo``."""
+    """Apply the over- and under-load rules (module docstring) to a run and its goodput under ``slo``."""
+    over = _overload(run, gp, slo)
+    if over is not None:
+        return over
     pace, why = _pace_check(run, gp)
     if pace is None:
         status = "not_flagged" if why and why.startswith("every request") else "cannot_tell"
@@ -168,5 +206,12 @@ def measured_basis(gp: GoodputResult, load: LoadCheck, *, simulated: bool = Fals
                "simulate it (kvledger cost --simulate MODEL --gpu GPU …)")
         warning = (f"the run looks UNDER-LOADED: {load.reason}. Its goodput is the offered load, not the replica's "
                    f"capacity, so capacity is likely higher and the self-hosted cost per token overstated; {fix}")
+    elif load.status == "over_loaded":
+        fix = ("drop --at-offered-load to price at the SLO capacity found by simulation" if simulated else
+               "price a run at or below the SLO capacity: give the whole rate sweep (kvledger cost FILES… picks the "
+               "run at the SLO boundary), or simulate it (kvledger cost --simulate MODEL --gpu GPU …)")
+        warning = (f"the run looks OVER-LOADED: {load.reason}. It was pushed past its SLO capacity, so its goodput "
+                   f"understates what one replica serves within the SLO at a lower load, and the self-hosted cost per "
+                   f"token is overstated (a verdict for the API may come from the load, not the prices); {fix}")
     return {"kind": "offered_load" if simulated else "measured_run", "text": text, "warning": warning,
             "load_check": load.to_dict()}

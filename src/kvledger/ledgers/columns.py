@@ -93,8 +93,30 @@ class Columns:
         return out
 
 
+def _weights(run: RunRecords, ok: np.ndarray) -> np.ndarray:
+    weights = run.metadata.extra.get("sample_weights") if isinstance(run.metadata.extra, dict) else None
+    if isinstance(weights, dict):
+        return np.where(ok, float(weights.get("ok", 1.0)), float(weights.get("failed", 1.0)))
+    return np.ones(ok.size)
+
+
+def _from_record_columns(run: RunRecords, with_chunks: bool) -> Columns:
+    """Columns of a run a reader already holds as arrays (``RunRecords.columns``): no per-record Python work."""
+    rc = run.columns
+    ok = rc.ok
+    cols = Columns(ok, rc.arrival_s, rc.first_token_s, rc.finish_s, rc.num_prompt_tokens, rc.num_output_tokens, _weights(run, ok))
+    if with_chunks:
+        lengths = np.diff(rc.chunk_offsets)
+        cols.has_chunks = rc.has_chunks
+        cols.chunk_lengths = np.where(rc.has_chunks, lengths, 0)
+        cols.chunk_flat = rc.chunk_flat
+    return cols
+
+
 def columns_from(run: RunRecords, *, with_chunks: bool = False) -> Columns:
     """Columns of ``run``; chunk times are concatenated only when ``with_chunks`` (an ITL SLO needs them)."""
+    if run.columns is not None:
+        return _from_record_columns(run, with_chunks)
     recs = run.records
     n = len(recs)
     ok = np.fromiter((r.error is None for r in recs), dtype=bool, count=n)

@@ -174,7 +174,7 @@ def goodput_of_records(run: RunRecords, slo: SLO) -> GoodputResult:
     res.num_missed = missed
     res.estimate = "sample_weights" in run.metadata.extra
     res.good_mask = good
-    res.request_ids = [r.request_id for r in run.records]
+    res.request_ids = run.request_ids()
     if duration:
         out_tok, in_tok = cols.num_output_tokens * w, cols.num_prompt_tokens * w
         res.goodput_output_tok_per_s = float(out_tok[good].sum()) / duration

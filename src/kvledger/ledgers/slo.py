@@ -4,9 +4,12 @@ A request meets an SLO when its value is **≤** the threshold (equality is good
 vLLM ``calculate_metrics`` and AIPerf); it is *good* when it meets every SLO given and
 did not fail. Per-request values follow records.py: TTFT, TPOT excluding the first token
 (0 for ≤ 1 output token), E2E. ITL is per gap, so an ITL SLO needs a per-request
-statistic of the gaps: ``itl`` = the largest gap (every gap within the SLO, the
-strictest reading), ``itl_mean`` = the mean gap (inference-perf's ``itl`` constraint),
-``itl_p99`` (any ``itl_pQ``) = that percentile of the request's gaps.
+statistic of the gaps, and the name says which: ``itl_max`` = the request's largest gap (every
+gap within the SLO, the strictest reading), ``itl_mean`` = the request's mean gap
+(inference-perf's ``itl`` constraint), ``itl_p99`` (any ``itl_pQ``) = that percentile of the
+request's own gaps. These are per-request statistics, not the percentiles over all gaps of all
+requests that ``kvledger simulate`` and most benchmark tools print as "ITL p99"; a bare ``itl``
+(the old spelling) is still read as ``itl_max``, with a note saying so.
 """
 
 from __future__ import annotations
@@ -24,11 +27,14 @@ SLO_KEYS = {
     "ttft": "time to first token, per request",
     "tpot": "time per output token excluding the first, per request",
     "e2e": "end-to-end latency, per request (alias e2el)",
-    "itl": "largest gap between consecutive chunks of a request (every gap within the SLO)",
+    "itl_max": "largest gap between consecutive chunks of a request (every gap within the SLO)",
     "itl_mean": "mean gap between chunks of a request",
-    "itl_pQ": "Q-th percentile (0 < Q ≤ 100) of a request's gaps, e.g. itl_p99",
+    "itl_pQ": "Q-th percentile (0 < Q ≤ 100) of a request's own gaps, e.g. itl_p99",
 }
-_ALIASES = {"e2el": "e2e", "request_latency": "e2e", "itl_max": "itl"}
+_ALIASES = {"e2el": "e2e", "request_latency": "e2e"}
+ITL_OLD_SPELLING_NOTE = ("'itl' is read as itl_max: each request's largest gap must be within the limit. "
+                         "It is not the ITL p50/p99 over all gaps that simulate and benchmark tools print; "
+                         "write itl_max, itl_mean or itl_p99 (a percentile of each request's own gaps) to say which.")
 _ITL_PCT = re.compile(r"^itl_p(\d+(?:\.\d+)?)$")
 
 
@@ -47,9 +53,10 @@ class SLO:
     e2e_s: float | None = None
     itl_s: float | None = None
     itl_stat: str | float = "max"
+    notes: tuple[str, ...] = ()
 
     def constraints(self) -> list[tuple[str, float]]:
-        """(metric, threshold_s) pairs in a fixed order: ttft, tpot, itl, e2e."""
+        """(metric, threshold_s) pairs in a fixed order: ttft, tpot, itl, e2e (``itl`` stands for :attr:`itl_key`)."""
         pairs = [("ttft", self.ttft_s), ("tpot", self.tpot_s), ("itl", self.itl_s), ("e2e", self.e2e_s)]
         return [(k, v) for k, v in pairs if v is not None]
 
@@ -57,7 +64,7 @@ class SLO:
     def itl_key(self) -> str:
         """The key this ITL statistic is written with: itl, itl_mean or itl_pQ."""
         if self.itl_stat == "max":
-            return "itl"
+            return "itl_max"
         if self.itl_stat == "mean":
             return "itl_mean"
         return f"itl_p{float(self.itl_stat):g}"
@@ -69,10 +76,26 @@ class SLO:
         names = {"itl": self.itl_key}
         return ", ".join(f"{names.get(k, k)} ≤ {fmt_duration(v)}" for k, v in self.constraints())
 
+    def definitions(self) -> list[str]:
+        """One line per constrained metric: its name and what it measures, per request."""
+        out = []
+        for k, _ in self.constraints():
+            if k == "itl":
+                key = self.itl_key
+                text = SLO_KEYS["itl_max"] if self.itl_stat == "max" else SLO_KEYS["itl_mean"] if self.itl_stat == "mean" else \
+                    f"{float(self.itl_stat):g}-th percentile of a request's own gaps between chunks"
+            else:
+                key, text = k, SLO_KEYS[k]
+            out.append(f"{key}: {text}")
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {f"{k}_s": v for k, v in (("ttft", self.ttft_s), ("tpot", self.tpot_s), ("e2e", self.e2e_s), ("itl", self.itl_s))}
         d["itl_stat"] = self.itl_stat
+        d["itl_key"] = self.itl_key if self.itl_s is not None else None
         d["text"] = self.describe()
+        d["definitions"] = self.definitions()
+        d["notes"] = list(self.notes)
         return d
 
 
@@ -88,6 +111,7 @@ def parse_slo(text: str) -> SLO:
         raise InputError("--slo is empty; write e.g. 'ttft=200ms,tpot=50ms' (keys: " + ", ".join(SLO_KEYS) + ")")
     values: dict[str, float] = {}
     itl_stat: str | float = "max"
+    notes: list[str] = []
     for part in text.split(","):
         part = part.strip()
         if not part:
@@ -98,6 +122,9 @@ def parse_slo(text: str) -> SLO:
         key = _ALIASES.get(m.group(1).lower(), m.group(1).lower())
         stat: str | float | None = None
         if key == "itl":
+            notes.append(ITL_OLD_SPELLING_NOTE)
+            key = "itl_max"
+        if key == "itl_max":
             stat = "max"
         elif key == "itl_mean":
             stat = "mean"
@@ -107,7 +134,7 @@ def parse_slo(text: str) -> SLO:
                 raise InputError(f"SLO key {key!r}: the percentile must be in (0, 100]")
             stat = q
         elif key not in ("ttft", "tpot", "e2e"):
-            raise UnknownNameError("SLO key", m.group(1), list(SLO_KEYS) + ["itl_p99", "e2el"], hint="(ttft, tpot, itl, itl_mean, itl_pQ, e2e)")
+            raise UnknownNameError("SLO key", m.group(1), list(SLO_KEYS) + ["itl_p99", "e2el", "itl"], hint="(ttft, tpot, itl_max, itl_mean, itl_pQ, e2e)")
         slot = "itl" if stat is not None else key
         if slot in values:
             raise InputError(f"SLO key {slot!r} given twice in {text!r} (one ITL statistic at a time)")
@@ -116,4 +143,4 @@ def parse_slo(text: str) -> SLO:
             itl_stat = stat
     if not values:
         raise InputError(f"no SLO in {text!r}; write e.g. 'ttft=200ms,tpot=50ms'")
-    return SLO(values.get("ttft"), values.get("tpot"), values.get("e2e"), values.get("itl"), itl_stat)
+    return SLO(values.get("ttft"), values.get("tpot"), values.get("e2e"), values.get("itl"), itl_stat, tuple(notes))

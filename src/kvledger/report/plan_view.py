@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
+from kvledger.report.tables import LedgerTable as Table
 
 from kvledger.accounting.plan import Plan
 from kvledger.catalog.models import stated_params
@@ -48,7 +48,8 @@ def _kv(p: Plan) -> Table:
 
 def _memory(p: Plan) -> Table:
     m = p.memory
-    t = _t(f"Memory plan: {m.engine} {m.engine_version}, per GPU", "term", "GiB", "GB", "source")
+    where = f"per GPU of the binding stage PP{next(st['rank'] for st in m.stages if st['binds'])}" if m.stages else "per GPU"
+    t = _t(f"Memory plan: {m.engine} {m.engine_version}, {where}", "term", "GiB", "GB", "source")
     t.add_row("device total", f"{m.gpu_total_bytes / GiB:,.2f}", f"{m.gpu_total_bytes / GB:,.2f}", p.gpu.memory_source)
     if m.requested_bytes != m.gpu_total_bytes:
         t.add_row(m.requested_label or f"× {m.fraction_name} {m.fraction}", f"{m.requested_bytes / GiB:,.2f}",
@@ -60,6 +61,21 @@ def _memory(p: Plan) -> Table:
     unit = "page" if m.engine == "sglang" else "block"
     t.add_row(f"bytes per {unit}", "", f"{m.bytes_per_block:,} B", f"{m.block_size} tokens × per-token bytes over the layers sharing a {unit}")
     t.add_row(f"{unit}s", "", f"{m.num_gpu_blocks:,}", f"floor(available / {m.bytes_per_block:,} B); usable {m.usable_blocks:,}")
+    return t
+
+
+def _stages(p: Plan) -> Table | None:
+    """One row per pipeline stage (per GPU of that stage), the binding one marked."""
+    if not p.memory.stages:
+        return None
+    t = _t(f"Pipeline stages (per GPU; TP {p.settings.tp} GPUs per stage)", "stage", "layers", "weights GiB", "activation GiB",
+           "non-torch GiB", "available KV GiB", "blocks", "")
+    for st in p.memory.stages:
+        what = ("embedding, " if st["is_first"] else "") + ("LM head + sampler, " if st["is_last"] else "")
+        t.add_row(f"PP{st['rank']}", f"{what}{st['layers'][0]}–{st['layers'][1]}", f"{st.get('weights_bytes', 0) / GiB:,.2f}",
+                  f"{st.get('activation_peak_bytes', 0) / GiB:,.2f}", f"{st.get('non_torch_memory_bytes', 0) / GiB:,.2f}",
+                  f"{st['available_kv_bytes'] / GiB:,.2f}", f"{st['num_gpu_blocks']:,}",
+                  "[bold]binds[/] (fewest blocks: the engine's pool)" if st["binds"] else "")
     return t
 
 
@@ -113,17 +129,58 @@ def _roofline(p: Plan) -> list[Table]:
     return [t, d]
 
 
+def summary_lines(p: Plan) -> list[str]:
+    """The answer in a few lines: KV per token, the KV pool, concurrency at each context, the roofline's limits, the verdict."""
+    m, kv = p.memory, p.kv
+    out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype {kv.kv_cache_dtype} "
+           f"— " + "; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)]
+    w = next((d.bytes for d in m.deductions if d.name == "weights"), None)
+    weights = f"weights {w / GiB:,.2f} GiB, " if w is not None else ""
+    avail = (f"available KV memory {m.available_kv_bytes / GiB:,.2f} GiB" if m.available_kv_bytes > 0 else
+             f"no memory left for the KV cache (short by {-m.available_kv_bytes / GiB:,.2f} GiB)")
+    if m.stages:
+        bind = next(st for st in m.stages if st["binds"])
+        out.append(f"pipeline: {len(m.stages)} stages × TP {p.settings.tp} GPUs; the binding stage PP{bind['rank']} "
+                   f"(layers {bind['layers'][0]}–{bind['layers'][1]}{', LM head + sampler' if bind['is_last'] else ''}) has the "
+                   "fewest blocks and sizes the engine's pool; figures below are per GPU of that stage")
+    out.append(f"memory per GPU: {weights}{avail} "
+               f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version} rule from the device total {m.gpu_total_bytes / GiB:,.2f} GiB'})"
+               f" → {m.num_gpu_blocks:,} blocks of {m.block_size} tokens")
+    if m.fits:
+        rows = "; ".join(f"{r.context_tokens:,} tokens: {r.max_requests:,} requests ({r.max_concurrency:,.2f}x)"
+                         + ("" if r.within_max_model_len else " — above max_model_len, rejected") for r in p.concurrency)
+        out.append(f"concurrency (per replica): {rows}")
+    r = p.roofline
+    if r is not None:
+        out.append(f"roofline: ridge {r.ridge_flops_per_byte:,.1f} FLOP/B; weight matmuls compute-bound above "
+                   f"{r.weight_matmul_crossover_tokens:,.0f} tokens per step"
+                   + (f"; decode attention {r.decode_attention_intensity:,.1f} FLOP/B, bandwidth-bound at any batch"
+                      if r.decode_attention_intensity else ""))
+    return out
+
+
 def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
-    """Print the ledger: model, KV bytes, memory plan, concurrency, waterfall, roofline, verdict."""
+    """Print the summary (a few lines) and, with ``verbose``, the whole ledger: model, KV bytes, memory plan,
+    concurrency, waterfall, roofline, every note."""
     s = p.settings
     console.print(f"[bold]KV-cache ledger[/]: {p.model.name} on {p.gpu.name} — {p.memory.engine} {p.memory.engine_version}, "
-                  f"TP {s.tp}, max_model_len {p.memory.max_model_len:,}, max_num_batched_tokens {p.memory.max_num_batched_tokens:,}, "
+                  f"TP {s.tp}{f', PP {s.pp}' if s.pp > 1 else ''}, max_model_len {p.memory.max_model_len:,}, max_num_batched_tokens {p.memory.max_num_batched_tokens:,}, "
                   f"max_num_seqs {p.memory.max_num_seqs:,}")
+    for line in summary_lines(p):
+        console.print(f"  {line}", markup=False, highlight=False)
+    if not verbose:
+        _verdict(p, console)
+        console.print("[dim]the full ledger (every term with its source, the waterfall, the roofline tables, notes): "
+                      "--verbose; for scripts: --json[/]")
+        return
     for tbl in (_model(p), _kv(p)):
         console.print(tbl)
     for n in p.kv.notes:
         console.print(f"[yellow]note:[/] {n}")
     console.print(_memory(p))
+    stages = _stages(p)
+    if stages is not None:
+        console.print(stages)
     if p.memory.printed_lines:
         console.print("[bold]The engine would print:[/]")
         for line in p.memory.printed_lines:
@@ -135,6 +192,13 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
         console.print(wf)
     for tbl in _roofline(p):
         console.print(tbl)
+    _verdict(p, console)
+    notes = list(p.memory.notes) + (list(p.roofline.notes) if p.roofline else [])
+    for n in notes:
+        console.print(f"[dim]· {n}[/]")
+
+
+def _verdict(p: Plan, console: Console) -> None:
     if p.advice:
         color = "green" if p.advice.verdict == "fits" else "red"
         console.print(f"[bold {color}]{p.advice.message}[/]")
@@ -143,6 +207,3 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
                           f"({o.max_concurrency:,.2f}x); {o.detail}")
         if p.advice.verdict == "weights_do_not_fit":
             console.print("[dim]· roofline and concurrency by term omitted: the model does not fit; re-run with a fix above[/]")
-    notes = list(p.memory.notes) + (list(p.roofline.notes) if p.roofline and verbose else [])
-    for n in notes:
-        console.print(f"[dim]· {n}[/]")

@@ -24,6 +24,11 @@ from kvledger.units import GiB
 __all__ = ["RULES", "apply_rules"]
 
 _V = r"v?(\d+\.\d+[\w.+-]*)"
+# Numbers as vLLM prints them, and nothing else: a figure such as "1.2.3" or a run of 40 digits does not match
+# (the line is then not read) instead of reaching float()/int() and failing there.
+_NUM = r"\d{1,15}(?:\.\d{1,15})?(?![\d.])"
+_INT = r"\d{1,15}(?!\d)"
+_GROUPED = r"\d{1,3}(?:,\d{3}){0,4}(?![\d,])|\d{1,15}(?![\d,])"
 
 
 def _gib(x: str) -> int:
@@ -43,7 +48,7 @@ def _weights(m: re.Match) -> dict[str, Any]:
 
 
 def _profiling_results(m: re.Match) -> dict[str, Any]:
-    kv = dict(re.findall(r"(\w+)=([\d.]+)", m.group(1)))
+    kv = dict(re.findall(r"(\w+)=(" + _NUM + r")", m.group(1)))
     names = {"total_gpu_memory": "total_gpu_memory_bytes", "peak_torch_memory": "peak_torch_memory_bytes",
              "non_torch_memory": "non_torch_bytes", "kv_cache_size": "available_kv_bytes"}
     out: dict[str, Any] = {f: _gib(kv[k]) for k, f in names.items() if k in kv}
@@ -85,50 +90,50 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
     ("non-default args", re.compile(r"non-default args: (\{.*)"), lambda m: from_arg_dict(m.group(1))),
     ("Namespace(", re.compile(r"args: Namespace\((.*)"), lambda m: from_key_values(m.group(1))),
     ("serve", re.compile(r"(?:vllm serve|vllm\.entrypoints\.openai\.api_server)\s+(.*)"), lambda m: from_command_line(m.group(0))),
-    ("Chunked prefill is enabled", re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)"),
+    ("Chunked prefill is enabled", re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(" + _INT + r")"),
      _fixed(max_num_batched_tokens=lambda m: int(m.group(1)), enable_chunked_prefill=True)),
-    ("max model len", re.compile(r"Using max model len (\d+)"), _fixed(max_model_len=lambda m: int(m.group(1)))),
-    ("weights took", re.compile(r"Loading model weights took ([\d.]+) ?(GB|GiB)"), _weights),
-    ("Model loading took", re.compile(r"Model loading took ([\d.]+) ?(GiB|GB)"), _weights),
+    ("max model len", re.compile(r"Using max model len (" + _INT + r")"), _fixed(max_model_len=lambda m: int(m.group(1)))),
+    ("weights took", re.compile(r"Loading model weights took (" + _NUM + r") ?(GB|GiB)"), _weights),
+    ("Model loading took", re.compile(r"Model loading took (" + _NUM + r") ?(GiB|GB)"), _weights),
     ("Memory profiling results", re.compile(r"Memory profiling results: (.*)"), _profiling_results),
-    ("total_gpu_memory (", re.compile(r"total_gpu_memory \(([\d.]+)\s*GiB\) x gpu_memory_utilization \(([\d.]+)\) = ([\d.]+)\s*GiB"),
+    ("total_gpu_memory (", re.compile(r"total_gpu_memory \((" + _NUM + r")\s*GiB\) x gpu_memory_utilization \((" + _NUM + r")\) = (" + _NUM + r")\s*GiB"),
      _fixed(total_gpu_memory_bytes=lambda m: _gib(m.group(1)), gpu_memory_utilization=lambda m: float(m.group(2)),
             requested_memory_bytes=lambda m: _gib(m.group(3)), _marker="worker_profile")),
-    ("model weights take", re.compile(r"model weights take ([\d.]+)\s*GiB"), _fixed(weights_bytes=lambda m: _gib(m.group(1)))),
-    ("non_torch_memory takes", re.compile(r"non_torch_memory takes ([\d.]+)\s*GiB"), _fixed(non_torch_bytes=lambda m: _gib(m.group(1)))),
-    ("activation peak memory", re.compile(r"PyTorch activation peak memory takes ([\d.]+)\s*GiB"),
+    ("model weights take", re.compile(r"model weights take (" + _NUM + r")\s*GiB"), _fixed(weights_bytes=lambda m: _gib(m.group(1)))),
+    ("non_torch_memory takes", re.compile(r"non_torch_memory takes (" + _NUM + r")\s*GiB"), _fixed(non_torch_bytes=lambda m: _gib(m.group(1)))),
+    ("activation peak memory", re.compile(r"PyTorch activation peak memory takes (" + _NUM + r")\s*GiB"),
      _fixed(activation_peak_bytes=lambda m: _gib(m.group(1)))),
-    ("reserved for KV Cache", re.compile(r"the rest of the memory reserved for KV Cache is ([\d.]+)\s*GiB"),
+    ("reserved for KV Cache", re.compile(r"the rest of the memory reserved for KV Cache is (" + _NUM + r")\s*GiB"),
      _fixed(available_kv_bytes=lambda m: _gib(m.group(1)))),
-    ("Total non KV cache memory", re.compile(r"Total non KV cache memory: ([\d.]+)\s*GiB"),
+    ("Total non KV cache memory", re.compile(r"Total non KV cache memory: (" + _NUM + r")\s*GiB"),
      _fixed(non_kv_total_bytes=lambda m: _gib(m.group(1)))),
-    ("torch peak memory increase", re.compile(r"torch peak memory increase: ([\d.]+)\s*GiB"),
+    ("torch peak memory increase", re.compile(r"torch peak memory increase: (" + _NUM + r")\s*GiB"),
      _fixed(activation_peak_bytes=lambda m: _gib(m.group(1)))),
-    ("non-torch forward increase", re.compile(r"non-torch forward increase memory: ([\d.]+)\s*GiB"),
+    ("non-torch forward increase", re.compile(r"non-torch forward increase memory: (" + _NUM + r")\s*GiB"),
      _fixed(non_torch_bytes=lambda m: _gib(m.group(1)))),
-    ("weights memory:", re.compile(r"weights memory: ([\d.]+)\s*GiB"), _fixed(weights_bytes=lambda m: _gib(m.group(1)))),
-    ("Available KV cache memory", re.compile(r"Available KV cache memory: ([\d.]+)\s*GiB"),
+    ("weights memory:", re.compile(r"weights memory: (" + _NUM + r")\s*GiB"), _fixed(weights_bytes=lambda m: _gib(m.group(1)))),
+    ("Available KV cache memory", re.compile(r"Available KV cache memory: (" + _NUM + r")\s*GiB"),
      _fixed(available_kv_bytes=lambda m: _gib(m.group(1)), _marker="available_kv")),
-    ("Estimated CUDA graph memory", re.compile(r"Estimated CUDA graph memory: ([\d.]+)\s*GiB"),
+    ("Estimated CUDA graph memory", re.compile(r"Estimated CUDA graph memory: (" + _NUM + r")\s*GiB"),
      _fixed(cudagraph_estimate_bytes=lambda m: _gib(m.group(1)))),
-    ("Graph capturing finished", re.compile(r"Graph capturing finished in [\d.]+ secs?, took ([\d.]+)\s*GiB"),
+    ("Graph capturing finished", re.compile(r"Graph capturing finished in [\d.]+ secs?, took (" + _NUM + r")\s*GiB"),
      _fixed(cudagraph_actual_bytes=lambda m: _gib(m.group(1)))),
-    ("CUDA graph pool memory", re.compile(r"CUDA graph pool memory: ([\d.]+)\s*GiB \(actual\), ([\d.]+)\s*GiB \(estimated\)"),
+    ("CUDA graph pool memory", re.compile(r"CUDA graph pool memory: (" + _NUM + r")\s*GiB \(actual\), (" + _NUM + r")\s*GiB \(estimated\)"),
      _fixed(cudagraph_actual_bytes=lambda m: _gib(m.group(1)), cudagraph_estimate_bytes=lambda m: _gib(m.group(2)))),
-    ("--gpu-memory-utilization from", re.compile(r"--gpu-memory-utilization from ([\d.]+) to ([\d.]+)"),
+    ("--gpu-memory-utilization from", re.compile(r"--gpu-memory-utilization from (" + _NUM + r") to (" + _NUM + r")"),
      _fixed(gpu_memory_utilization=lambda m: float(m.group(1)))),
-    ("blocks:", re.compile(r"(?:GPU|cuda|npu|xpu|hpu|neuron) blocks: (\d+)(?:,\s*#\s*CPU blocks: (\d+))?", re.I), _blocks),
-    ("num_gpu_blocks_override=", re.compile(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(\d+)"),
+    ("blocks:", re.compile(r"(?:GPU|cuda|npu|xpu|hpu|neuron) blocks: (" + _INT + r")(?:,\s*#\s*CPU blocks: (" + _INT + r"))?", re.I), _blocks),
+    ("num_gpu_blocks_override=", re.compile(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(" + _INT + r")"),
      _fixed(num_gpu_blocks_override=lambda m: int(m.group(1)))),
-    ("GPU KV cache size", re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
+    ("GPU KV cache size", re.compile(r"GPU KV cache size: (" + _GROUPED + r") tokens"),
      _fixed(kv_cache_tokens=lambda m: _int(m.group(1)), _marker="kv_tokens")),
-    ("Maximum concurrency", re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"), _capacity),
+    ("Maximum concurrency", re.compile(r"Maximum concurrency for (" + _GROUPED + r") tokens per request: (" + _NUM + r")x"), _capacity),
     ("larger than the maximum number of tokens", re.compile(
-        r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)"),
+        r"max seq len \((" + _INT + r")\) is larger than the maximum number of tokens that can be stored in KV cache \((" + _INT + r")\)"),
      _fixed(startup_error=lambda m: m.group(0), error_max_model_len=lambda m: int(m.group(1)),
             error_kv_capacity_tokens=lambda m: int(m.group(2)))),
     ("To serve at least one request", re.compile(
-        r"To serve at least one request with the models?'s max seq len \((\d+)\).*?estimated maximum model length is (\d+)"),
+        r"To serve at least one request with the models?'s max seq len \((" + _INT + r")\).*?estimated maximum model length is (" + _INT + r")"),
      _fixed(startup_error=lambda m: m.group(0), error_max_model_len=lambda m: int(m.group(1)),
             estimated_max_model_len=lambda m: int(m.group(2)))),
     ("No available memory for the cache blocks", re.compile(r"No available memory for the cache blocks"),

@@ -25,13 +25,16 @@ from kvledger.evidence.vllm_log.types import PreemptionEvent, StatsSample
 
 __all__ = ["parse_stats", "parse_v0_prefix_line", "parse_preemption"]
 
-_ANCHOR = re.compile(r"Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s")
-_ENGINE = re.compile(r"(?:Engine (\d+)|(\d+) Engines Aggregated):\s*$")
-_COUNTS = re.compile(r"\b(Running|Swapped|Pending|Waiting|Deferred): (\d+) reqs|\bPreemptions: (\d+)")
-_PCTS = re.compile(r"\b(GPU KV cache usage|CPU KV cache usage|External prefix cache hit rate|Prefix cache hit rate): ([\d.]+)%")
-_V0_PREFIX = re.compile(r"Prefix cache hit rate: GPU: ([\d.]+)%, CPU: ([\d.]+)%")
+# Numbers only as vLLM prints them: "1.2.3" or 40 digits do not match (the field is then absent), never reach float().
+_NUM = r"\d{1,15}(?:\.\d{1,15})?(?![\d.])"
+_INT = r"\d{1,15}(?!\d)"
+_ANCHOR = re.compile(r"Avg prompt throughput: (" + _NUM + r") tokens/s, Avg generation throughput: (" + _NUM + r") tokens/s")
+_ENGINE = re.compile(r"(?:Engine (" + _INT + r")|(" + _INT + r") Engines Aggregated):\s*$")
+_COUNTS = re.compile(r"\b(Running|Swapped|Pending|Waiting|Deferred): (" + _INT + r") reqs|\bPreemptions: (" + _INT + r")")
+_PCTS = re.compile(r"\b(GPU KV cache usage|CPU KV cache usage|External prefix cache hit rate|Prefix cache hit rate): (" + _NUM + r")%")
+_V0_PREFIX = re.compile(r"Prefix cache hit rate: GPU: (" + _NUM + r")%, CPU: (" + _NUM + r")%")
 _V0_PREEMPT = re.compile(r"Sequence group (\S+) is preempted by PreemptionMode\.(\w+) mode because there is not enough KV "
-                         r"cache space(?:.*?total_num_cumulative_preemption=(\d+))?")
+                         r"cache space(?:.*?total_num_cumulative_preemption=(" + _INT + r"))?")
 _V1_RESUMED = re.compile(r"Preempted request (\S+) has been resumed")
 
 

@@ -17,11 +17,11 @@ __all__ = ["SOURCE_FINGERPRINTS", "infer_generation", "infer_version", "rules_ve
 
 #: Capacity-line source locations and the release they belong to (engines.md §7: O6, O8, O10).
 SOURCE_FINGERPRINTS: dict[str, tuple[str, str]] = {
-    "kv_cache_utils.py:864": ("0.10.2", "engines.md §7 O6: kv_cache_utils.py:864/868 match 0.10.2"),
-    "kv_cache_utils.py:868": ("0.10.2", "engines.md §7 O6: kv_cache_utils.py:864/868 match 0.10.2"),
-    "kv_cache_utils.py:1305": ("0.15.0", "engines.md §7 O8: kv_cache_utils.py:1305 matches ~0.14–0.15"),
-    "kv_cache_utils.py:2146": ("0.24.0", "engines.md §7 O10: kv_cache_utils.py:2146/2147 in a v0.24.0 log"),
-    "kv_cache_utils.py:2147": ("0.24.0", "engines.md §7 O10: kv_cache_utils.py:2146/2147 in a v0.24.0 log"),
+    "kv_cache_utils.py:864": ("0.10.2", "vLLM 0.10.2 prints its capacity lines from kv_cache_utils.py lines 864/868"),
+    "kv_cache_utils.py:868": ("0.10.2", "vLLM 0.10.2 prints its capacity lines from kv_cache_utils.py lines 864/868"),
+    "kv_cache_utils.py:1305": ("0.15.0", "vLLM ~0.14–0.15 prints its capacity lines from kv_cache_utils.py line 1305"),
+    "kv_cache_utils.py:2146": ("0.24.0", "a v0.24.0 log prints its capacity lines from kv_cache_utils.py lines 2146/2147"),
+    "kv_cache_utils.py:2147": ("0.24.0", "a v0.24.0 log prints its capacity lines from kv_cache_utils.py lines 2146/2147"),
 }
 
 _V0_MARKERS = {"v0_profiling_results", "blocks_with_cpu", "v0_stats", "v0_preemption", "v0_src"}

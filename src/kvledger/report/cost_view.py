@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kvledger.report.slo_text import slo_block
+
 __all__ = ["print_cost_report"]
 
 
@@ -21,7 +23,7 @@ def _num(x: float) -> str:
 
 def _ledger_table(ledger: Any, sources: list[str]) -> Any:
     """Narrow table: item, quantity and unit, unit price, amount, and a [n] reference into ``sources``."""
-    from rich.table import Table
+    from kvledger.report.tables import LedgerTable as Table
 
     t = Table(title=f"{ledger.name} ({ledger.per})", title_justify="left")
     for col in ("item", "quantity", "× unit price $", "= amount $", "src"):
@@ -55,7 +57,7 @@ def _print_capacity(con: Any, rep: Any, sim: Any, basis: dict[str, Any], n_sourc
     if basis.get("warning"):
         con.print(f"[bold red]WARNING:[/] [bold]{escape(basis['warning'])}[/]")
     elif load is not None:
-        label = {"not_flagged": "not flagged as under-loaded", "cannot_tell": "cannot tell whether the run was under-loaded"}
+        label = {"not_flagged": "not flagged as under- or over-loaded", "cannot_tell": "cannot tell whether the run was under-loaded"}
         con.print(f"load check: {label.get(load['status'], load['status'])} — {escape(load['reason'])}")
     con.print(f"GPU time split: prefill {cap['prefill_share']:.3f} / decode {1 - cap['prefill_share']:.3f} — "
               f"{escape(cap['prefill_share_method'])}")
@@ -87,7 +89,10 @@ def print_cost_report(rep: Any, basis: dict[str, Any], sim: Any = None, capacity
     if capacity is not None:
         sources.append(capacity.text())
     title = f"simulated {sim.setup.model_name} on {sim.num_gpus}× {sim.setup.gpu_name}" if sim is not None else Path(rep.source).name
-    con.print(f"[bold]{escape(title)}[/] under SLO {escape(rep.slo['text'])}" + (" (goodput is an estimate)" if rep.capacity["estimate"] else ""))
+    first, _, definitions = slo_block(rep.slo).partition("\n")
+    con.print(f"[bold]{escape(title)}[/] under SLO {escape(first)}" + (" (goodput is an estimate)" if rep.capacity["estimate"] else ""))
+    if definitions:
+        con.print(escape(definitions))
     _print_capacity(con, rep, sim, basis, len(sources))
     for name in ("self_host_input", "self_host_output", "api_input", "api_output"):
         con.print(_ledger_table(getattr(rep, name), sources))
@@ -106,7 +111,8 @@ def print_cost_report(rep: Any, basis: dict[str, Any], sim: Any = None, capacity
         con.print(f"  {f['factor']}: {escape(f['value'])} — {escape(f['effect'])}")
     con.print(f"\n[bold]verdict on cost[/]: {escape(rep.verdict)}")
     if basis.get("warning"):
-        con.print("[bold red]WARNING:[/] [bold]the run looks under-loaded (see above): capacity is likely higher than priced, so "
+        how = "over-loaded (past its SLO capacity)" if (basis.get("load_check") or {}).get("status") == "over_loaded" else "under-loaded"
+        con.print(f"[bold red]WARNING:[/] [bold]the run looks {how} (see above): capacity is likely higher than priced, so "
                   "the self-hosted costs and the break-even are pessimistic for self-hosting[/]")
     for n in rep.notes:
         con.print(f"  - {escape(n)}")

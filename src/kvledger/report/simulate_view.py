@@ -14,7 +14,7 @@ def _ms(x: float | None) -> str:
 
 def render_summary(payload: dict[str, Any], console, out: Path | None = None) -> None:
     """Print the run's summary: workload, engine, latency table, throughput, KV usage, cache, preemptions."""
-    from rich.table import Table
+    from kvledger.report.tables import LedgerTable as Table
 
     s, eng, wl, cost = payload["summary"], payload["engine"], payload["workload"], payload["step_cost"]
     console.print(f"[bold]workload[/]: {wl['trace']} — {wl['num_requests']:,} requests, {wl['mode']}; prompt mean "
@@ -28,10 +28,13 @@ def render_summary(payload: dict[str, Any], console, out: Path | None = None) ->
     t = Table(title="latency (ms)", show_edge=False)
     for c in ("metric", "mean", "p50", "p90", "p99", "n"):
         t.add_column(c, justify="right" if c != "metric" else "left")
-    for key, label in (("ttft_s", "TTFT"), ("itl_s", "ITL"), ("tpot_s", "TPOT"), ("e2e_s", "E2E")):
+    for key, label in (("ttft_s", "TTFT"), ("itl_s", "ITL (all gaps)"), ("tpot_s", "TPOT"), ("e2e_s", "E2E")):
         d = s[key]
         t.add_row(label, _ms(d["mean"]), _ms(d["p50"]), _ms(d["p90"]), _ms(d["p99"]), f"{d['count']:,}")
     console.print(t)
+    console.print("[dim]TTFT, TPOT (excluding the first token) and E2E: one value per request; ITL (all gaps): every gap "
+                  "between consecutive tokens of every request, pooled (n counts gaps). An SLO on ITL is per request: "
+                  "itl_max (a request's largest gap), itl_mean or itl_p99 (of its own gaps).[/]")
     kv = s["kv_usage"]
     console.print(f"requests: {s['num_finished']:,} finished / {s['num_requests']:,} "
                   f"({s['num_rejected']:,} rejected: prompt + output > max_model_len); "

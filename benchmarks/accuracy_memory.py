@@ -1,0 +1,140 @@
+"""Memory-plan accuracy against every real vLLM start-up in ../shared/data: predicted vs logged, per term.
+
+Sources (read-only, beside the clone):
+  * ``shared/data/vllm-startups-0.19/startups.csv`` + ``results_raw.csv``: 40 vLLM 0.19.0 start-ups on one
+    H100 each (jgchn/llm-d-planner, Apache-2.0), per rank for TP/PP; configs from ``configs/``;
+  * ``shared/data/vllm_memory_observations.csv``: three H100 start-ups of an earlier release (llm-d-benchmark,
+    Apache-2.0; version not stated: the sort-era profile, vLLM ≤0.16, is applied);
+  * public logs quoted in ``shared/research/engines.md`` §7 that name model, GPU and the printed available memory:
+    only blocks, tokens and the printed concurrency can be checked there (no memory terms are printed).
+
+Prints one line per start-up and term (predicted, logged, error), then the mean absolute and the worst error per
+term. Rows whose config kvledger cannot read say so. Usage: ``python benchmarks/accuracy_memory.py [--json]``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.plan_vllm import printed_gib_block_range
+from kvledger.accounting.settings import make_settings
+from kvledger.analyses.memory_accuracy import TermError, exact_from_logged, replay
+from kvledger.catalog.gpus import resolve_gpu
+from kvledger.catalog.models import load_model
+from kvledger.units import GiB
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+CORPUS = SHARED / "vllm-startups-0.19"
+FIXTURE_CONFIGS = ROOT / "tests" / "fixtures" / "configs"
+TERMS = ("weights", "activation peak", "non-torch", "CUDA graph estimate", "available KV", "KV tokens", "max concurrency")
+
+OBSERVATION_CONFIGS = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B-Instruct", "openai/gpt-oss-20b": "openai/gpt-oss-20b",
+                       "Qwen/Qwen3-0.6B": str(FIXTURE_CONFIGS / "Qwen3-0.6B.json")}
+
+PUBLIC_LOGS = [
+    # (label, model, gpu, vLLM version, max_model_len, printed available GiB, printed tokens or blocks, printed concurrency, link)
+    ("O6 Qwen3-14B", str(FIXTURE_CONFIGS / "Qwen3-14B.json"), "H100", "0.10.2", 32768, 6.51, "42,656 tokens", "1.30",
+     "https://github.com/LMCache/LMCache/issues/1739"),
+    ("O8 Qwen3-1.7B", str(FIXTURE_CONFIGS / "Qwen3-1.7B.json"), "H100", "0.15.0", 1024, 18.78, "175,856 tokens", "",
+     "https://github.com/vllm-project/vllm/issues/33263"),
+]
+
+
+def corpus_rows() -> list[dict[str, str]]:
+    raw = {r["log_file"]: r for r in csv.DictReader((CORPUS / "results_raw.csv").open())}
+    rows = []
+    for r in csv.DictReader((CORPUS / "startups.csv").open()):
+        r["init_total_memory_gib"] = raw.get(r["log_file"], {}).get("init_total_memory_gib", "")
+        rows.append(r)
+    return rows
+
+
+def observation_replays() -> list[tuple[str, list[TermError]]]:
+    out = []
+    for r in csv.DictReader((SHARED / "vllm_memory_observations.csv").open()):
+        m = load_model(OBSERVATION_CONFIGS[r["model"]])
+        s = make_settings(engine_version="0.16.0", max_model_len=int(r["max_model_len"]),
+                          gpu_memory_utilization=float(r["gpu_memory_utilization"]), max_num_batched_tokens=8192, max_num_seqs=1024)
+        p = build_plan(m, resolve_gpu("H100-SXM", memory_bytes=int(float(r["gpu_total_gib"]) * GiB)), s, with_roofline=False, with_advice=False)
+        pred = {i.name.split(" (")[0]: i.bytes / GiB for i in p.memory.deductions}
+        out.append((f"{r['model'].split('/')[-1]} (observations, version not stated: ≤0.16 rules)", [
+            TermError("weights", pred["weights"], float(r["weights_gib"])),
+            TermError("activation peak", pred["activation peak"], float(r["peak_activation_gib"])),
+            TermError("non-torch", pred["non-torch memory"], float(r["non_torch_gib"])),
+            TermError("available KV", p.memory.available_kv_bytes / GiB, float(r["available_kv_gib"]))]))
+    return out
+
+
+def public_log_checks() -> list[str]:
+    lines = []
+    for label, cfg, gpu, ver, L, avail, printed, conc, link in PUBLIC_LOGS:
+        s = make_settings(engine_version=ver, max_model_len=L, available_kv_memory_bytes=int(avail * GiB))
+        p = build_plan(load_model(cfg), resolve_gpu(gpu), s, with_roofline=False, with_advice=False)
+        lo, hi = printed_gib_block_range(int(avail * GiB), p.memory.bytes_per_block)
+        lines.append(f"  {label} vLLM {ver}, {avail} GiB printed: kvledger prints {' | '.join(p.memory.printed_lines)} "
+                     f"(any figure printing as {avail:.2f} GiB gives {lo * p.memory.block_size:,}–{hi * p.memory.block_size:,} tokens); "
+                     f"the log printed {printed}{', ' + conc + 'x' if conc else ''} ({link})")
+    return lines
+
+
+def fmt(v: float | None, term: str) -> str:
+    if v is None:
+        return "—"
+    return f"{v:,.0f}" if term == "KV tokens" else f"{v:.3f}"
+
+
+def main() -> int:
+    as_json = "--json" in sys.argv
+    rows = corpus_rows()
+    reps = [replay(r, CORPUS / "configs") for r in rows]
+    per_term: dict[str, list[float]] = {t: [] for t in TERMS}
+    out_rows = []
+    if not as_json:
+        print(f"vLLM 0.19.0 start-ups on H100 ({len(rows)} in shared/data/vllm-startups-0.19); terms in GiB, per GPU of the rank shown\n")
+    for x in reps:
+        out_rows.append(x.to_dict())
+        if x.skipped:
+            if not as_json:
+                print(f"{x.label:62s} — {x.skipped}")
+            continue
+        if not as_json:
+            print(f"{x.label:62s} rank {x.rank}")
+        for t in x.terms:
+            if t.rel_error is not None:
+                per_term[t.term].append(t.rel_error)
+            if not as_json:
+                rel = f"{t.rel_error * 100:+.2f}%" if t.rel_error is not None else ""
+                note = "  (logged only in 0.19, not subtracted)" if t.term == "CUDA graph estimate" else ""
+                print(f"    {t.term:22s} predicted {fmt(t.predicted, t.term):>12s}  logged {fmt(t.logged, t.term):>12s}  {rel:>8s}{note}")
+    exact = [e for e in (exact_from_logged(r, CORPUS / "configs") for r in rows) if e]
+    ok = sum(1 for e in exact if e["blocks_range"][0] <= e["logged_blocks"] <= e["blocks_range"][1]
+             and (e["tokens"], e["concurrency"]) == (e["logged_tokens"], e["logged_concurrency"]))
+    obs = observation_replays()
+    summary = {t: {"n": len(v), "mean_abs_pct": 100 * sum(map(abs, v)) / len(v) if v else None,
+                   "worst_pct": 100 * max(v, key=abs) if v else None} for t, v in per_term.items()}
+    if as_json:
+        print(json.dumps({"corpus": out_rows, "summary": summary, "exact_from_logged": {"checked": len(exact), "exact": ok},
+                          "observations": [{"label": l, "terms": [t.to_dict() for t in ts]} for l, ts in obs]}, indent=2))
+        return 0
+    print("\nSummary over the start-ups kvledger can read (relative error, predicted − logged):")
+    for t, s in summary.items():
+        if s["n"]:
+            print(f"    {t:22s} n={s['n']:2d}  mean |error| {s['mean_abs_pct']:.2f}%  worst {s['worst_pct']:+.2f}%")
+    print(f"\nBlocks, tokens and 'Maximum concurrency' from the logged available memory (TP runs): {ok} of {len(exact)} exact "
+          "(blocks: the engine's count lies in the range the 2-decimal GiB figure allows; tokens and concurrency: equal)")
+    print("\nEarlier release, vllm_memory_observations.csv:")
+    for label, ts in obs:
+        print(f"  {label}: " + "; ".join(f"{t.term} {t.predicted:.2f} vs {t.logged:.2f} ({t.rel_error * 100:+.1f}%)" for t in ts))
+    print("\nPublic logs (engines.md §7), from the printed available memory:")
+    for line in public_log_checks():
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Simulator speed under the engine rules d2 added: the whole Azure conversation trace, sync vs vLLM 0.33 async scheduling.
+
+Llama-3.1-8B on one H100 (the memory plan's pool, max_model_len 16384), the roofline step cost. Prints wall time
+(best of ``--repeat``), steps, and how many steps the general (one-step) path ran, for ``async_scheduling`` off and
+on, and checks that both give identical records to step-by-step execution on the first ``--check`` requests.
+
+Usage: python benchmarks/engine_rules_speed.py [--repeat 3] [--check 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+from dataclasses import replace
+
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.settings import make_settings
+from kvledger.catalog.gpus import get_gpu
+from kvledger.catalog.models import load_model
+from kvledger.dynamics.engine import EngineConfig, simulate
+from kvledger.dynamics.replica import Replica
+from kvledger.dynamics.traces import load_trace
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--check", type=int, default=2000)
+    a = ap.parse_args()
+    plan = build_plan(load_model("meta-llama/Meta-Llama-3.1-8B"), get_gpu("H100-SXM"),
+                      make_settings(max_model_len=16384), with_advice=False)
+    m = plan.memory
+    base = EngineConfig(num_gpu_blocks=m.num_gpu_blocks, block_size=m.block_size, max_model_len=m.max_model_len,
+                        max_num_batched_tokens=m.max_num_batched_tokens, max_num_seqs=m.max_num_seqs)
+    reqs = load_trace("azure-conv")
+    general = [0]
+    orig = Replica._step
+
+    def counted(self):
+        general[0] += 1
+        return orig(self)
+
+    print(f"azure-conv: {len(reqs):,} requests; Llama-3.1-8B, H100-SXM, {m.num_gpu_blocks:,} blocks; roofline")
+    for on in (False, True):
+        cfg = replace(base, async_scheduling=on)
+        cost = plan.step_cost(overlap_cpu=on)
+        best = float("inf")
+        for _ in range(a.repeat):
+            gc.collect()
+            t0 = time.perf_counter()
+            res = simulate(reqs, cfg, cost)
+            best = min(best, time.perf_counter() - t0)
+        Replica._step = counted
+        general[0] = 0
+        simulate(reqs, cfg, cost)
+        Replica._step = orig
+        s = res.summary
+        print(f"async_scheduling={on!s:5}: {best:.2f} s wall (best of {a.repeat}); {s.num_steps:,} steps, "
+              f"{general[0]:,} by the general step ({general[0] / s.num_steps:.1%}); TTFT mean {s.ttft_s.mean * 1e3:.1f} ms, "
+              f"p90 {s.ttft_s.p90 * 1e3:.1f} ms; ITL mean {s.itl_s.mean * 1e3:.2f} ms")
+        sub = reqs[: a.check]
+        fast = simulate(sub, cfg, cost).records.records
+        slow = simulate(sub, cfg, cost, fast_forward=False).records.records
+        print(f"   first {len(sub):,} requests: fast path == step by step: {fast == slow}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""How SGLang and TensorRT-LLM split one GPU's KV budget between full-attention, sliding-window and state pools.
+
+SGLang 0.5.23, read from its wheel:
+  * Mamba / linear-attention state first (``mem_cache/kv_cache_configurator.py::_handle_max_mamba_cache``): a
+    budget of rest × r / (1 + r), r = ``mamba_full_memory_ratio`` (0.9), holds K = (budget − s) // s request
+    slots of s bytes each, and K + 1 slots (one padding slot) are taken from the rest;
+  * sliding-window layers (``model_executor/pool_configurator.py::HybridSWAPoolConfigurator``): one token of
+    the full pool costs full_cell + ratio × swa_cell with ratio = ``swa_full_tokens_ratio`` (0.8); full tokens
+    = rest // that, aligned down to the page; SWA tokens = int(full × 0.8) aligned down.
+TensorRT-LLM, read from ``cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp`` (``calculateMaxNumBlocks``,
+``BlockManager::calculateWindowSizeToShare``): one pool per attention window w with b_w bytes per token;
+pool w gets the share b_w·w / Σ b_v·v of the memory, max_tokens_w = floor(memory × share / b_w), and
+blocks_w = ceil(max_tokens_w / tokens_per_block) (the C++ path rounds up; the one-window Python path floors).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from kvledger.accounting.kvcache import KVLedger
+from kvledger.catalog.layers import MLAAttention, SlidingWindowAttention
+from kvledger.catalog.modelspec import ModelSpec
+
+__all__ = ["SWA_FULL_TOKENS_RATIO", "MAMBA_FULL_MEMORY_RATIO", "SglangPools", "sglang_pools", "TrtWindowPool", "trtllm_window_pools"]
+
+SWA_FULL_TOKENS_RATIO = 0.8
+"""SGLang ``--swa-full-tokens-ratio`` default (``arg_groups/fields/schedule.py``, fallback 0.8)."""
+
+MAMBA_FULL_MEMORY_RATIO = 0.9
+"""SGLang ``--mamba-full-memory-ratio`` default (``arg_groups/fields/schedule.py``, fallback 0.9)."""
+
+
+@dataclass(frozen=True)
+class SglangPools:
+    """SGLang's pools on one GPU: full-attention tokens, SWA tokens, state slots, and the bytes they use.
+
+    Attributes: full_tokens / swa_tokens: token slots, tokens. full_cell_bytes / swa_cell_bytes: B per token
+    over the layers of each pool. cell_bytes: B one full-pool token costs (with its SWA share).
+    state_slots: Mamba request slots (K; K + 1 allocated), count. state_bytes: B taken by them.
+    """
+
+    full_tokens: int
+    swa_tokens: int
+    full_cell_bytes: float
+    swa_cell_bytes: float
+    cell_bytes: float
+    state_slots: int
+    state_bytes: float
+    notes: list[str] = field(default_factory=list)
+
+
+def sglang_pools(kv: KVLedger, available_bytes: float, page: int = 1,
+                 swa_ratio: float = SWA_FULL_TOKENS_RATIO, mamba_ratio: float = MAMBA_FULL_MEMORY_RATIO) -> SglangPools:
+    """Split ``available_bytes`` as SGLang does for this model's layers (per GPU)."""
+    full = sum(g.bytes_per_token for g in kv.groups if g.kind not in ("sliding_window", "state"))
+    swa = sum(g.bytes_per_token for g in kv.groups if g.kind == "sliding_window")
+    per_req = kv.state_bytes_per_seq
+    rest, notes, slots, state_bytes = float(available_bytes), [], 0, 0.0
+    if per_req > 0:
+        budget = rest * mamba_ratio / (1 + mamba_ratio)
+        slots = max(0, int((budget - per_req) // per_req))
+        state_bytes = (slots + 1) * per_req
+        rest -= state_bytes
+        notes.append(f"Mamba state: {slots:,} request slots (+1 padding) of {per_req:,.0f} B = {mamba_ratio}/(1+{mamba_ratio}) of the "
+                     "budget (SGLang mamba_full_memory_ratio); the KV pool gets the rest")
+    if full and swa:
+        cell = full + swa_ratio * swa
+        full_tokens = max(0, int(rest // cell)) // page * page
+        swa_tokens = int(full_tokens * swa_ratio) // page * page
+        notes.append(f"sliding-window layers have their own pool: {swa_tokens:,} tokens = {swa_ratio} × the full pool's "
+                     f"{full_tokens:,} (SGLang swa_full_tokens_ratio); one full token costs {full:,.0f} + {swa_ratio} × {swa:,.0f} B")
+        return SglangPools(full_tokens, swa_tokens, full, swa, cell, slots, state_bytes, notes)
+    cell = full or swa
+    tokens = max(0, math.floor(rest / cell)) // page * page if cell else 0
+    return SglangPools(tokens, 0, cell, 0.0, cell, slots, state_bytes, notes)
+
+
+@dataclass(frozen=True)
+class TrtWindowPool:
+    """One TensorRT-LLM pool: its attention window (tokens), bytes per token over its layers, share, tokens, blocks."""
+
+    window: int
+    bytes_per_token: float
+    share: float
+    max_tokens: int
+    blocks: int
+
+
+def _layer_bytes(layer, tp: int, elem_bytes: float) -> float:
+    if isinstance(layer, MLAAttention):
+        return (layer.kv_lora_rank + layer.qk_rope_head_dim) * elem_bytes
+    return 2 * ((layer.head_dim * layer.num_kv_heads) // tp) * elem_bytes
+
+
+def trtllm_window_pools(model: ModelSpec, tp: int, elem_bytes: float, max_seq_len: int, memory_bytes: float,
+                        tokens_per_block: int) -> list[TrtWindowPool]:
+    """TensorRT-LLM's per-window pools for ``memory_bytes`` of KV memory on one GPU, smallest window first.
+
+    Full (and MLA, chunked) layers have window max_seq_len; sliding layers their window. With one window the
+    list has one pool whose ``blocks`` is the floor (Python path); with several, each pool's blocks round up.
+    """
+    per_window: dict[int, float] = {}
+    for layer in model.layers:
+        if layer is None or layer.kind == "state":
+            continue
+        w = layer.window_tokens if isinstance(layer, SlidingWindowAttention) else max_seq_len
+        per_window[w] = per_window.get(w, 0.0) + _layer_bytes(layer, tp, elem_bytes)
+    if not per_window:
+        return [TrtWindowPool(max_seq_len, 0.0, 1.0, 0, 0)]
+    if len(per_window) == 1:
+        (w, b), = per_window.items()
+        t = math.floor(memory_bytes / b) if b else 0
+        return [TrtWindowPool(w, b, 1.0, max(0, t), max(0, t) // tokens_per_block)]
+    total = sum(b * w for w, b in per_window.items())
+    pools = []
+    for w in sorted(per_window):
+        b = per_window[w]
+        share = b * w / total
+        t = max(0, math.floor(memory_bytes * share / b))
+        pools.append(TrtWindowPool(w, b, share, t, math.ceil(t / tokens_per_block)))
+    return pools

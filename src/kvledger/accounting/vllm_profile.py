@@ -1,0 +1,232 @@
+"""vLLM's memory profile version by version: the activation peak, non-torch memory and CUDA-graph estimate per GPU.
+
+What vLLM subtracts before the KV pool (``gpu_worker.py::determine_available_memory``, 0.10–0.20:
+weights + torch peak increase + non-torch increase; from 0.21 also the CUDA-graph estimate) is measured
+in ``profile_run``: one forward pass over ``max_num_batched_tokens`` tokens, then, on the last pipeline
+stage only, ``_dummy_sampler_run`` over ``min(max_num_seqs, max_num_batched_tokens)`` requests with
+top-k, top-p and temperature on (``gpu_model_runner.py``). The torch peak is the larger of the two
+transients; the rules below are read from the wheels of 0.15.0, 0.16.0, 0.17.0, 0.18.0, 0.19.0 and 0.33.0.
+
+Sampler, per logit (requests × vocabulary), from the code:
+  * 0.17+ (``sample/ops/topk_topp_triton.py``, batch ≥ 8): the model-dtype logits (d B), their fp32 copy
+    (4 B), ``probs`` (4 B) and the exponential noise ``q`` (4 B) are live at once = d + 12 B; the Triton
+    kernel keeps a cached fp32 buffer of (number of SMs × vocabulary). 0.33 runs the sampler twice
+    (the second time through ``forward_native``, also Triton) after the first pass is freed: same peak.
+  * up to 0.16 (``apply_top_k_top_p`` sorts the fp32 logits: values, int64 indices, the radix sort's
+    double buffers, the scattered result) the per-logit bytes are fitted: SAMPLER_BYTES_PER_LOGIT_SORT.
+The final hidden states of the forward (tokens × hidden × d) are still referenced during the sampler.
+
+Fitted, with the data named at each constant: the fixed part of the peak (ACTIVATION_FIXED_BYTES),
+the sort-era per-logit bytes, non-torch memory by TP/PP, and the CUDA-graph first-capture and per-graph bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.units import GiB, MiB
+
+__all__ = ["ACTIVATION_FIXED_BYTES", "SAMPLER_BYTES_PER_LOGIT_SORT", "CUDAGRAPH_FIRST_CAPTURE_BYTES", "CUDAGRAPH_BYTES_PER_GRAPH", "PPStage", "pp_stages",
+           "stage_model", "sampler_peak_bytes", "forward_peak_bytes", "moe_workspace_bytes", "activation_peak", "non_torch", "cudagraph_estimate",
+           "sm_count"]
+
+ACTIVATION_FIXED_BYTES = int(0.05 * GiB)
+"""Torch peak not explained by the sampler or forward tensors above, B: 0.05 GiB. Data: the vLLM 0.19.0 H100
+start-ups of Llama-3.1-8B-Instruct (bf16 1.89, fp32 2.21 GiB) and Qwen2.5-7B-Instruct (2.21 GiB) in
+shared/data/vllm-startups-0.19 leave 0.052, 0.065 and 0.050 GiB above the code-derived terms (mean 0.056,
+rounded down so that both bf16 rows print as logged); errors after the fit −0.002, −0.015 and 0.000 GiB
+(the logs print 2 decimals). Kept in every version."""
+
+SAMPLER_BYTES_PER_LOGIT_SORT = 35.95
+"""Bytes per (request × vocabulary) logit at the sampler's peak up to vLLM 0.16 (sort-based top-k/top-p),
+on top of the model-dtype logits (d B): fitted by least squares to the two dense pre-0.17 H100 logs at
+1,024 requests, Llama-3.1-8B 4.76 and Qwen3-0.6B 5.56 GiB (data/vllm_memory_observations.csv), after the
+hidden-state and fixed terms (errors −0.006 and +0.004 GiB). Not fitted to: gpt-oss-20b 7.38 GiB (same file;
+7.372 predicted) and Qwen3-14B 5.64 GiB in 0.15/0.16 (the same campaign's version sweep; 5.627 predicted);
+see tests/accounting/test_vllm_profile.py."""
+
+CUDAGRAPH_FIRST_CAPTURE_BYTES = 244 * MiB
+"""First captured graph of a mode (its private pool), B: vLLM 0.19 ``profile_cudagraph_memory`` logs
+"Estimated FULL/PIECEWISE CUDA graph memory: A MiB first-capture + (n-1) × B MiB per-graph"; the larger first
+capture is 260 MiB (Llama-3.1-8B) and 228 MiB (Qwen2.5-7B) at TP 1 on H100 (vllm-startups-0.19): mean 244 MiB."""
+
+CUDAGRAPH_BYTES_PER_GRAPH = 5 * MiB
+"""Each further graph, B: 6 and 6 MiB (Llama-3.1-8B PIECEWISE, FULL), 4 and 4 MiB (Qwen2.5-7B) in the same logs: mean 5 MiB.
+With the code's total below this gives 0.73 GiB for 51 sizes in both modes; the logs print 0.84 and 0.61 GiB
+(error ±0.12 GiB; across the corpus the estimate ranges 0.49–1.69 GiB)."""
+
+_SM_COUNTS = {"nvidia_a10": 72, "nvidia_a10g": 80, "nvidia_l4": 58, "nvidia_l40s": 142, "nvidia_a100_40gb_sxm": 108,
+               "nvidia_a100_80gb_sxm": 108, "nvidia_a100_80gb_pcie": 108, "nvidia_h100_sxm": 132, "nvidia_h100_pcie": 114,
+               "nvidia_h100_nvl": 132, "nvidia_h200_sxm": 132, "nvidia_h200_nvl": 132, "nvidia_gh200_96gb": 132,
+               "nvidia_gh200_144gb": 132, "nvidia_b200": 148, "nvidia_gb200": 148, "nvidia_rtx_3090": 82, "nvidia_rtx_4090": 128}
+"""Streaming multiprocessors per GPU (NVIDIA architecture whitepapers and product datasheets): the Triton top-k/top-p
+buffer has min(SMs, requests) rows (``topk_topp_triton.py::apply_top_k_top_p_triton``). Others: by architecture below."""
+
+_SM_BY_ARCH = {"sm90": 132, "sm100": 148, "sm80": 108, "sm89": 142}
+
+_LAYER_RE = re.compile(r"\.(?:layers|h|blocks|layer)\.(\d+)\.")
+
+
+def sm_count(gpu_id: str, arch: str = "") -> int:
+    """SMs of a catalog GPU, else of its architecture's largest part (132, Hopper, when unknown), count."""
+    return _SM_COUNTS.get(gpu_id) or _SM_BY_ARCH.get(arch, 132)
+
+
+@dataclass(frozen=True)
+class PPStage:
+    """One pipeline-parallel stage: ranks hold layers [start_layer, end_layer); the first holds the
+    embedding, the last the final norm, LM head and sampler."""
+
+    rank: int
+    pp: int
+    start_layer: int
+    end_layer: int
+
+    @property
+    def is_first(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def is_last(self) -> bool:
+        return self.rank == self.pp - 1
+
+    @property
+    def num_layers(self) -> int:
+        return self.end_layer - self.start_layer
+
+
+def pp_stages(num_layers: int, pp: int) -> list[PPStage]:
+    """vLLM's layer split (``distributed/utils.py::get_pp_indices``): L // pp layers each, the remainder
+    added one by one from the second-to-last stage backwards."""
+    parts = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        parts[-i] += 1
+    out, start = [], 0
+    for r, n in enumerate(parts):
+        out.append(PPStage(r, pp, start, start + n))
+        start += n
+    return out
+
+
+def stage_model(model: ModelSpec, st: PPStage) -> ModelSpec:
+    """The part of ``model`` one stage loads: its layers and their weights; the embedding on the first stage;
+    the final norm and LM head on the last (a tied LM head is its own copy there when pp > 1)."""
+    if st.pp == 1:
+        return model
+    ws = []
+    for w in model.weights:
+        m = _LAYER_RE.search(w.path)
+        if m:
+            if st.start_layer <= int(m.group(1)) < st.end_layer:
+                ws.append(w)
+        elif "embed" in w.path or ".wte." in w.path:
+            if st.is_first or (st.is_last and model.tie_word_embeddings):
+                ws.append(w)
+        elif st.is_last:
+            ws.append(w)
+    return replace(model, layers=model.layers[st.start_layer:st.end_layer], num_layers=st.num_layers, weights=tuple(ws))
+
+
+def sampler_peak_bytes(model: ModelSpec, ver: tuple[int, int, int], num_reqs: int, num_sms: int = 132) -> tuple[float, str]:
+    """The sampler's transient at ``num_reqs`` dummy requests, per GPU (logits are all-gathered under TP), B."""
+    n = num_reqs * model.vocab_size
+    if ver >= (0, 17, 0):
+        per = model.dtype_bytes + 12
+        buf = min(num_sms, num_reqs) * model.vocab_size * 4 if num_reqs >= 8 else 0
+        return n * per + buf, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + 4 + 4 + 4) B "
+                               f"+ Triton top-k/top-p buffer {min(num_sms, num_reqs)} × vocab × 4 B (vLLM ≥0.17 code)")
+    per = model.dtype_bytes + SAMPLER_BYTES_PER_LOGIT_SORT
+    return n * per, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + {SAMPLER_BYTES_PER_LOGIT_SORT}) B "
+                     "(sort-based top-k/top-p up to vLLM 0.16; fitted to 2 H100 logs)")
+
+
+def _moe_dims(model: ModelSpec) -> tuple[int, int]:
+    """(routed expert intermediate size, shared-expert intermediate size per layer) of a MoE model, elements."""
+    inter = max((w.rows for w in model.weights if w.expert and w.path.endswith("up_proj.weight")), default=model.intermediate_size)
+    shared = sum(w.rows for w in model.weights if "shared_expert" in w.path and w.path.endswith("up_proj.weight"))
+    return inter, shared // max(1, model.num_layers)
+
+
+def moe_workspace_bytes(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int = 1) -> float:
+    """The fused-MoE workspaces, kept by vLLM's workspace manager after the forward (so still held during
+    the sampler), B: M × top_k × (max(I/TP, h) + max(2·I/TP, h)) × d with M = the profiled tokens
+    (``fused_moe/modular_kernel.py::_allocate_buffers``, ``fused_moe.py::workspace_shapes``; read in 0.15–0.33).
+    0 for dense models, before 0.15 (not read there) and for MXFP4 experts (gpt-oss's own MoE kernels;
+    its pre-0.17 H100 log, 7.38 GiB, is reproduced within 0.01 GiB without this term)."""
+    if not model.is_moe or ver < (0, 15, 0) or model.quant.method == "mxfp4":
+        return 0.0
+    inter, _ = _moe_dims(model)
+    i, h = inter / tp, model.hidden_size
+    return num_tokens * model.experts_per_token * (max(i, h) + max(2 * i, h)) * model.dtype_bytes
+
+
+def forward_peak_bytes(model: ModelSpec, num_tokens: int, tp: int = 1) -> float:
+    """Transient of one decoder layer's forward over ``num_tokens`` tokens, per GPU, B.
+
+    Live at once: residual, normed input, attention output and the running hidden state (4·h), and the
+    MLP's gate/up output plus its activation (3·I/TP; MoE: shared experts only, the routed experts' buffers
+    are in ``moe_workspace_bytes``). From the layer code; checked against the 0.19 logs where the forward
+    dominates (Llama-3.1-8B middle PP stages log 1.05 GiB, this gives 1.08 with the fixed term and PP buffers).
+    """
+    h = model.hidden_size
+    mlp = 3 * (_moe_dims(model)[1] if model.is_moe else model.intermediate_size) / tp
+    return num_tokens * (4 * h + mlp) * model.dtype_bytes
+
+
+def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_num_seqs: int, tp: int = 1,
+                    stage: PPStage | None = None, num_sms: int = 132) -> tuple[float, str]:
+    """The "torch peak memory increase" of vLLM's profile run on one GPU of ``stage``, B, and how it was built."""
+    st = stage or PPStage(0, 1, 0, model.num_layers)
+    hidden = mnbt * model.hidden_size * model.dtype_bytes
+    fwd = forward_peak_bytes(model, mnbt, tp)
+    peak, why = fwd, f"forward over {mnbt:,} tokens × (4·h + 3·I/TP) × {model.dtype_bytes} B (layer code)"
+    if st.is_last:
+        smp, src = sampler_peak_bytes(model, ver, min(max_num_seqs, mnbt), num_sms)
+        if smp + hidden >= fwd:
+            peak, why = smp + hidden, src + f" + {mnbt:,} × {model.hidden_size} × {model.dtype_bytes} B hidden states"
+    ws = moe_workspace_bytes(model, ver, mnbt, tp)
+    if ws:
+        peak += ws
+        why += f"; + {ws / GiB:.2f} GiB fused-MoE workspaces (kept by the workspace manager)"
+    if st.pp > 1:
+        peak += 2 * hidden
+        why += "; + PP intermediate tensors (hidden + residual)"
+    return peak + ACTIVATION_FIXED_BYTES, why + f"; + {ACTIVATION_FIXED_BYTES / GiB:.2f} GiB fixed (fitted to vLLM 0.19 logs)"
+
+
+def non_torch(ver: tuple[int, int, int], tp: int, pp: int) -> tuple[float, str]:
+    """Non-torch memory growth during profiling per GPU (CUDA context remainder, cuBLAS, NCCL/all-reduce buffers), B.
+
+    Measured, not derived (the engine code does not size it): vLLM 0.19.0 on H100 logs 0.24–0.25 GiB at
+    TP 1, 2.06–2.07 at TP 2, 2.13–2.17 at TP 4 and 0.07 on every stage at PP 2 and 4 (vllm-startups-0.19);
+    before 0.18, 0.13 GiB at TP 1 (vllm_memory_observations.csv and a Qwen3-14B version sweep of the same
+    campaign: 0.13 → 0.25 GiB at 0.18). TP > 1 is interpolated in log2(TP) between 2.07 (TP 2) and 2.13 (TP 4).
+    """
+    if tp > 1:
+        v = 2.07 + 0.06 * (math.log2(tp) - 1)
+        src = f"measured on vLLM 0.19 H100 at TP 2/4 (2.07/2.13 GiB, NCCL and custom all-reduce buffers); TP {tp}: log2 interpolation"
+        if tp > 4:
+            src += " (extrapolated beyond TP 4)"
+        if ver < (0, 18, 0):
+            src += f"; not measured for vLLM {'.'.join(map(str, ver))}"
+        return v * GiB, src
+    if pp > 1:
+        return 0.07 * GiB, "measured on vLLM 0.19 H100, every stage at PP 2 and 4 (0.07 GiB)"
+    if ver >= (0, 18, 0):
+        return 0.25 * GiB, "measured on vLLM 0.19 H100 at TP 1 (0.24–0.25 GiB; 0.25 from 0.18)"
+    return 0.13 * GiB, "measured 0.13 GiB on H100 TP 1 before vLLM 0.18 (vllm_memory_observations.csv)"
+
+
+def cudagraph_estimate(num_sizes: int, full_and_piecewise: bool = True) -> tuple[float, str]:
+    """vLLM's pre-KV CUDA-graph estimate, B (``gpu_model_runner.py::profile_cudagraph_memory``, 0.19–0.33): the
+    modes share one pool, so total = max over modes of the first capture + Σ over modes (n − 1) × per-graph;
+    first capture and per-graph bytes are fitted (CUDAGRAPH_FIRST_CAPTURE_BYTES, CUDAGRAPH_BYTES_PER_GRAPH)."""
+    if num_sizes <= 0:
+        return 0.0, "no CUDA graphs captured"
+    modes = 2 if full_and_piecewise else 1
+    total = CUDAGRAPH_FIRST_CAPTURE_BYTES + modes * (num_sizes - 1) * CUDAGRAPH_BYTES_PER_GRAPH
+    return total, (f"{CUDAGRAPH_FIRST_CAPTURE_BYTES // MiB} MiB first capture + {modes} mode(s) × ({num_sizes} − 1) graphs × "
+                   f"{CUDAGRAPH_BYTES_PER_GRAPH // MiB} MiB (profile_cudagraph_memory's sum; sizes fitted to vLLM 0.19 H100 logs, ±0.12 GiB)")

@@ -1,0 +1,187 @@
+"""Replays real vLLM start-ups through the memory plan: every logged term next to the prediction, with the error.
+
+A start-up row is the dict of one line of a start-up table (``startups.csv`` of the vLLM 0.19 corpus or its
+trimmed copy in the tests): settings (model, dtype, TP, PP, utilization, max_model_len, KV dtype) and the
+logged terms, per rank where the log prints one line per worker (``LABEL:value;…``). ``replay`` predicts
+each term for the rank the log reports; ``exact_from_logged`` re-derives blocks, tokens and the printed
+"Maximum concurrency" from the logged available memory.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.settings import make_settings
+from kvledger.catalog.gpus import resolve_gpu
+from kvledger.catalog.models import load_model
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.units import GiB
+
+__all__ = ["CONFIG_FILES", "TermError", "Replay", "by_rank", "replay", "exact_from_logged"]
+
+CONFIG_FILES = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama--Llama-3.1-8B-Instruct.json",
+                "Qwen/Qwen2.5-7B-Instruct": "Qwen--Qwen2.5-7B-Instruct.json",
+                "Qwen/Qwen3-14B": "Qwen--Qwen3-14B.json",
+                "mistralai/Mixtral-8x7B-Instruct-v0.1": "mistralai--Mixtral-8x7B-Instruct-v0.1.json",
+                "meta-llama/Llama-4-Scout-17B-16E-Instruct": "meta-llama--Llama-4-Scout-17B-16E-Instruct.json",
+                "deepseek-ai/DeepSeek-V2-Lite-Chat": "deepseek-ai--DeepSeek-V2-Lite.json"}
+"""Corpus model → config file (the DeepSeek entry is the base model's config, same architecture)."""
+
+_DTYPES = {"torch.bfloat16": "bfloat16", "torch.float16": "float16", "torch.float32": "float32"}
+
+
+@dataclass(frozen=True)
+class TermError:
+    """One term of one start-up: predicted and logged, GiB (None where not available), and the relative error."""
+
+    term: str
+    predicted: float | None
+    logged: float | None
+
+    @property
+    def error(self) -> float | None:
+        if self.predicted is None or self.logged is None:
+            return None
+        return self.predicted - self.logged
+
+    @property
+    def rel_error(self) -> float | None:
+        if self.error is None or not self.logged:
+            return None
+        return self.error / self.logged
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"term": self.term, "predicted": self.predicted, "logged": self.logged, "error": self.error, "rel_error": self.rel_error}
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One start-up replayed: its label, which rank the terms are for, the terms, and why a row could not be planned."""
+
+    log_file: str
+    label: str
+    rank: str
+    terms: tuple[TermError, ...] = field(default_factory=tuple)
+    skipped: str = ""
+
+    def term(self, name: str) -> TermError | None:
+        return next((t for t in self.terms if t.term == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"log_file": self.log_file, "label": self.label, "rank": self.rank, "skipped": self.skipped,
+                "terms": [t.to_dict() for t in self.terms]}
+
+
+def by_rank(text: str) -> dict[str, float]:
+    """``"Worker_PP0:1.1;Worker_PP1:2.01"`` → {"Worker_PP0": 1.1, "Worker_PP1": 2.01}."""
+    out = {}
+    for part in (text or "").split(";"):
+        if ":" in part:
+            k, v = part.rsplit(":", 1)
+            out[k.strip()] = float(v)
+    return out
+
+
+def _f(text: str) -> float | None:
+    return float(text) if text not in ("", None) else None
+
+
+def _label(r: dict[str, str]) -> str:
+    q = r["quantization"] if r["quantization"] not in ("None", "") else ""
+    parts = [r["model"].split("/")[-1], r["dtype"].replace("torch.", ""), f"TP{r['tp']}", f"PP{r['pp']}", f"L{r['max_seq_len']}"]
+    if q:
+        parts.append(q)
+    if r["kv_cache_dtype"] not in ("auto", ""):
+        parts.append(f"kv {r['kv_cache_dtype']}")
+    return " ".join(parts)
+
+
+def _model_for(r: dict[str, str], config_dir: Path) -> tuple[ModelSpec | None, str]:
+    cfg = CONFIG_FILES.get(r["model"])
+    if cfg is None or not (config_dir / cfg).exists():
+        return None, f"config of {r['model']} not available"
+    if r["quantization"] not in ("None", "", "fp8"):
+        return None, f"--quantization {r['quantization']} on the base config is not a vLLM online quantization kvledger models"
+    return load_model(str(config_dir / cfg)), ""
+
+
+def _engine_flags(r: dict[str, str]) -> dict[str, Any]:
+    """The start-up's --dtype, --quantization and --kv-cache-dtype as plan settings."""
+    return {"dtype": _DTYPES.get(r["dtype"], "auto"), "quantization": "fp8" if r["quantization"] == "fp8" else None,
+            "kv_cache_dtype": r["kv_cache_dtype"] if r["kv_cache_dtype"] not in ("", "auto") else "auto"}
+
+
+def _binding_rank(r: dict[str, str]) -> str:
+    """The rank whose terms decide the pool: the last PP stage, else the first worker listed."""
+    pp = int(r["pp"] or 1)
+    acts = by_rank(r["activation_peak_gib_by_rank"])
+    if pp > 1:
+        return f"Worker_PP{pp - 1}"
+    return next(iter(acts), "EngineCore")
+
+
+def replay(r: dict[str, str], config_dir: Path, rank: str | None = None) -> Replay:
+    """Predict every memory term of start-up ``r`` with kvledger's vLLM rules for the logged version."""
+    label = _label(r)
+    if r["status"] != "ok":
+        return Replay(r["log_file"], label, "", skipped="start-up failed")
+    m, why = _model_for(r, config_dir)
+    if m is None:
+        return Replay(r["log_file"], label, "", skipped=why)
+    tp, pp = int(r["tp"]), int(r["pp"])
+    rank = rank or _binding_rank(r)
+    total = float(r["init_total_memory_gib"] or 79.19) * GiB
+    s = make_settings(engine="vllm", engine_version=r["vllm_version"] or "0.19.0", tp=tp, pp=pp,
+                      max_model_len=int(r["max_seq_len"]), gpu_memory_utilization=float(r["gpu_memory_utilization"]),
+                      **_engine_flags(r), max_num_batched_tokens=int(r["default_max_num_batched_tokens"] or 8192),
+                      max_num_seqs=int(r["default_max_num_seqs"] or 1024))
+    p = build_plan(m, resolve_gpu("H100-SXM", memory_bytes=int(total)), s, with_roofline=False, with_advice=False)
+    mem = p.memory
+    st = mem.stages[int(rank.rsplit("PP", 1)[1])] if pp > 1 and "PP" in rank else None
+    pred = {i.name.split(" (")[0]: i.bytes / GiB for i in mem.deductions}
+    if st is not None:
+        pred = {"weights": st["weights_bytes"] / GiB, "activation peak": st["activation_peak_bytes"] / GiB,
+                "non-torch memory": st["non_torch_memory_bytes"] / GiB}
+    avail_pred = (st["available_kv_bytes"] if st else mem.available_kv_bytes) / GiB
+    requested = _f(r["requested_memory_gib"])
+    non_kv = by_rank(r["non_kv_total_gib_by_rank"]).get(rank)
+    logged_avail = by_rank(r["available_kv_gib_by_rank"]).get(rank)
+    if logged_avail is None and non_kv is not None and requested is not None:
+        logged_avail = requested - non_kv  # the log prints available memory on rank 0 only: requested − non-KV of this rank
+    cg_sizes = int(r["cudagraph_capture_sizes_count"] or 0)
+    from kvledger.accounting.vllm_profile import cudagraph_estimate
+
+    terms = [TermError("weights", pred.get("weights"), by_rank(r["weights_gib_by_rank"]).get(rank)),
+             TermError("activation peak", pred.get("activation peak"), by_rank(r["activation_peak_gib_by_rank"]).get(rank)),
+             TermError("non-torch", pred.get("non-torch memory"), by_rank(r["non_torch_forward_gib_by_rank"]).get(rank)),
+             TermError("CUDA graph estimate", cudagraph_estimate(cg_sizes)[0] / GiB if cg_sizes else None, _f(r["cuda_graph_estimated_gib"])),
+             TermError("available KV", avail_pred, logged_avail),
+             TermError("KV tokens", float(mem.pool_tokens), _f(r["gpu_kv_cache_tokens"])),
+             TermError("max concurrency", p.at_max_model_len.max_concurrency if p.at_max_model_len else None, _f(r["max_concurrency"]))]
+    return Replay(r["log_file"], label, rank, tuple(terms))
+
+
+def exact_from_logged(r: dict[str, str], config_dir: Path) -> dict[str, Any] | None:
+    """Blocks, tokens and the printed "Maximum concurrency" from the logged memory, next to the log's own figures.
+
+    The log prints available memory to 2 decimals, so it fixes the block count only to a range
+    (``printed_gib_block_range``); from the engine's block count (``num_gpu_blocks_override``) the plan must
+    print the logged tokens and concurrency exactly. None where the model cannot be read, for PP runs (the
+    binding stage's available memory is not printed) and where the log has no block count.
+    """
+    from kvledger.accounting.plan_vllm import printed_gib_block_range
+
+    m, _ = _model_for(r, config_dir) if r["status"] == "ok" else (None, "")
+    if m is None or int(r["pp"]) > 1 or not r["available_kv_gib"] or not r["num_gpu_blocks"]:
+        return None
+    s = make_settings(engine="vllm", engine_version=r["vllm_version"] or "0.19.0", tp=int(r["tp"]),
+                      max_model_len=int(r["max_seq_len"]), **_engine_flags(r), num_gpu_blocks_override=int(r["num_gpu_blocks"]))
+    p = build_plan(m, resolve_gpu("H100-SXM"), s, with_roofline=False, with_advice=False)
+    lo, hi = printed_gib_block_range(round(float(r["available_kv_gib"]) * GiB), p.memory.bytes_per_block)
+    return {"blocks_range": (lo, hi), "logged_blocks": int(r["num_gpu_blocks"]), "tokens": p.memory.pool_tokens,
+            "logged_tokens": int(r["gpu_kv_cache_tokens"]), "concurrency": f"{p.at_max_model_len.max_concurrency:.2f}",
+            "logged_concurrency": r["max_concurrency"]}

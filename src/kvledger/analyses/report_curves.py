@@ -1,0 +1,54 @@
+"""Cost curves for the report: USD per good request against utilization, and the monthly bill against volume, from a cost ledger's break-even inputs.
+
+Both use the quantities ``kvledger.ledgers.breakeven`` computes (and ``cost --json`` prints under
+``break_even_utilization`` / ``break_even_volume``): R = one replica's rental per month, P = people
+per month, a = API USD per good request, the replica's good requests per month. Self-hosted USD per
+good request at utilization u is (R + P) ÷ (good req/s × 3600 × 730 × u), which meets a at the
+break-even utilization; the monthly self-hosted bill at volume V is ⌈V ÷ c⌉ replicas × R + P with
+c = good requests per month per replica at the maximum utilization, against a × V on the API.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["UTILIZATION_GRID", "utilization_curve", "volume_curve"]
+
+UTILIZATION_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
+    """Self-hosted and API USD per 1,000 good requests at each utilization, and the break-even utilization."""
+    bu = cost["break_even_utilization"]
+    fixed = bu["replica_usd_per_month"] + bu["people_usd_per_month"]
+    full, api = bu["good_requests_per_month_at_full_load"], bu["api_usd_per_request"]
+    grid = sorted(set(UTILIZATION_GRID) | {cost["inputs"]["utilization"]})
+    points = [{"utilization": u, "self_host_usd_per_1k_requests": 1e3 * fixed / (full * u), "api_usd_per_1k_requests": 1e3 * api}
+              for u in grid]
+    u_star = bu.get("utilization")
+    return {"points": points, "break_even_utilization": u_star if bu.get("reachable") else None,
+            "chosen_utilization": cost["inputs"]["utilization"],
+            "formula": "self-hosted USD per good request = (replica + people USD/month) ÷ (good req/s × 3600 × 730 × utilization)"}
+
+
+def _volume_grid(c: float, v_star: float | None) -> list[float]:
+    lo, hi = max(1.0, min(c / 100.0, v_star / 10.0 if v_star else c)), c * 8.0
+    n = 41
+    grid = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)]
+    extra = [k * c for k in range(1, 9)] + ([v_star] if v_star else [])
+    return sorted(set(round(v, 6) for v in grid + extra))
+
+
+def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
+    """Self-hosted and API USD per month at each volume (good requests per month), and the break-even volume."""
+    bv = cost["break_even_volume"]
+    R, P, a, c = bv["replica_usd_per_month"], bv["people_usd_per_month"], bv["api_usd_per_request"], bv["replica_capacity_requests_per_month"]
+    v_star = bv.get("requests_per_month")
+    points = []
+    for v in _volume_grid(c, v_star):
+        n = max(1, math.ceil(v / c - 1e-12))
+        points.append({"requests_per_month": v, "replicas": n, "self_host_usd_per_month": n * R + P, "api_usd_per_month": a * v})
+    return {"points": points, "break_even_requests_per_month": v_star, "replica_capacity_requests_per_month": c,
+            "max_utilization": bv["max_utilization"],
+            "formula": "self-hosted USD/month = ⌈volume ÷ replica capacity at max utilization⌉ × replica USD/month + people; API = USD per request × volume"}

@@ -1,0 +1,193 @@
+"""A candidate's SLO capacity by simulation — the highest request rate at which the target share of requests meets the SLO — for a colocated engine or a disaggregated prefill/decode unit.
+
+Colocated: :func:`kvledger.analyses.sim_boundary.search_sim_boundary` on the request rate, the
+same search, probes and seeded workload as ``kvledger goodput --simulate --target`` and
+``kvledger cost --simulate``. Disaggregated: the same bracket-then-bisect on the rate (doubling
+from 1 req/s, or halving; then ``kvledger.ledgers.boundary.search_boundary`` to 1 % of the
+bracket's top), each probe one run of ``kvledger.analyses.pd_disagg.run_deployment`` (prefill and
+decode pools each sized by its own vLLM plan, KV sent over the GPU's NVLink — PCIe where the
+catalog lists none — plus a 1 ms connector latency) on the same seeded requests at that rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.analyses.search.screen import sim_args
+from kvledger.analyses.search.spec import Candidate, SearchSpec
+
+__all__ = ["Probed", "colocated_capacity", "disagg_capacity", "LOAD_FRACTIONS", "operating_point"]
+
+_MAX_DOUBLINGS, _MAX_HALVINGS = 12, 10
+LOAD_FRACTIONS = (0.25, 0.5, 0.75)
+"""Besides the boundary, each feasible candidate is simulated at these fractions of its boundary rate: the operating
+points (tokens/s per user against output tokens/s per GPU as the load falls) that the Pareto frontier is drawn from."""
+
+
+@dataclass
+class Probed:
+    """A capacity search's outcome: boundary rate (req/s; None when no rate meets the target), the probes as
+    [rate, attainment] pairs, notes, and the run at the boundary with its goodput under the SLO."""
+
+    boundary: float | None
+    first_failing: float | None
+    probes: list[list[float]]
+    notes: list[str]
+    run: Any = None
+    gp: Any = None
+    workload: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    points: list[dict[str, Any]] = field(default_factory=list)
+
+
+def operating_point(rate: float, run: Any, gp: Any, num_gpus: int) -> dict[str, Any]:
+    """One load's figures: offered rate (req/s), attainment, good output tokens/s per GPU and tokens/s per user
+    (1 ÷ the median TPOT of the completed requests with more than one output token)."""
+    import numpy as np
+
+    from kvledger.ledgers.columns import columns_from
+
+    cols = columns_from(run)
+    tpot = cols.tpot_s()[cols.ok & (cols.num_output_tokens > 1)]
+    p50 = float(np.median(tpot)) if tpot.size else None
+    return {"rate_req_per_s": rate, "attainment": gp.attainment, "tpot_p50_s": p50,
+            "tok_per_s_per_user": 1.0 / p50 if p50 else None,
+            "output_tok_per_s_per_gpu": (gp.goodput_output_tok_per_s or 0.0) / num_gpus}
+
+
+def drain_note(rate: float, num_requests: int, gp: Any) -> list[str]:
+    """A note when the boundary run's goodput (good requests ÷ first arrival → last finish) is below
+    ``kvledger.analyses.sim_capacity.DRAIN_NOTE_SHARE`` of the good rate it sustained while requests arrived (offered
+    rate × attainment): its drain tail makes the capacity, and so the cost, conservative — the rule ``cost --simulate``
+    applies."""
+    from kvledger.analyses.sim_capacity import DRAIN_NOTE_SHARE
+
+    sustained = rate * gp.attainment
+    if not gp.goodput_req_per_s or gp.goodput_req_per_s >= DRAIN_NOTE_SHARE * sustained:
+        return []
+    return [f"the boundary run's goodput ({gp.goodput_req_per_s:,.3f} good req/s) is {gp.goodput_req_per_s / sustained:.0%} "
+            f"of the {sustained:,.3f} good req/s it sustained while its {num_requests:,} requests arrived: the capacity is "
+            "conservative; more requests per probe (--num-requests) shrink the drain tail"]
+
+
+def _points(b: float, at: Any, num_gpus: int, target: float) -> list[dict[str, Any]]:
+    """Operating points at LOAD_FRACTIONS × b and at b (``at(rate)`` → (RunRecords, GoodputResult)); loads that miss the
+    target (attainment that is not monotone in load) are left out."""
+    pts = [operating_point(f * b, *at(f * b), num_gpus) for f in LOAD_FRACTIONS] + [operating_point(b, *at(b), num_gpus)]
+    return [p for p in pts if p["attainment"] >= target and p["tok_per_s_per_user"] is not None]
+
+
+def _workload_info(name: str, specs: list[Any]) -> dict[str, Any]:
+    n = len(specs)
+    return {"trace": name, "num_requests": n, "prompt_tokens_mean": sum(s.num_prompt_tokens for s in specs) / n,
+            "output_tokens_mean": sum(s.num_output_tokens for s in specs) / n}
+
+
+def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
+    """The rate search of ``goodput --simulate --target`` for one colocated engine (see the module docstring)."""
+    from kvledger.analyses.sim_boundary import search_sim_boundary
+
+    sb = search_sim_boundary(sim_args(spec, cand), slo, spec.target, "request_rate", synthetic=spec.synthetic)
+    probes = [[p.value, p.attainment] for p in sb.probes]
+    b = sb.boundary.boundary_value
+    out = Probed(b, sb.boundary.first_failing_value, probes, list(sb.notes) + list(sb.boundary.notes))
+    if b is not None and sb.boundary_run is not None:
+        out.run = sb.boundary_run.run
+        out.gp = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
+        wl = sb.boundary_run.setup.workload_info
+        out.workload = {k: wl[k] for k in ("trace", "num_requests", "prompt_tokens_mean", "output_tokens_mean")}
+        out.points = _points(b, lambda r: _colocated_at(spec, cand, slo, sb, r), cand.num_gpus, spec.target)
+        out.notes += drain_note(sb.boundary_run.run.metadata.request_rate or b, out.workload["num_requests"], out.gp)
+    return out
+
+
+def _colocated_at(spec: SearchSpec, cand: Candidate, slo: Any, sb: Any, rate: float) -> tuple[Any, Any]:
+    """(records, goodput) of one colocated run at ``rate``: the boundary run itself, or a new simulation."""
+    from dataclasses import replace
+
+    from kvledger.analyses.sim_ledgers import simulate_run
+    from kvledger.ledgers.goodput import goodput
+
+    if rate == sb.boundary.boundary_value:
+        return sb.boundary_run.run, next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == rate)
+    run = simulate_run(replace(sim_args(spec, cand), rate=rate), spec.synthetic).run
+    return run, goodput(run, slo)
+
+
+def _requests(spec: SearchSpec, rate: float) -> list[Any]:
+    from kvledger.dynamics.traces import load_trace
+
+    if spec.synthetic is not None:
+        return spec.synthetic.requests(spec.num_requests, rate, spec.seed)
+    return load_trace(spec.trace, num_requests=spec.num_requests, rate=rate, seed=spec.seed)
+
+
+def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
+    from kvledger.accounting.settings import make_settings
+    from kvledger.analyses.pd_disagg import DEFAULT_TRANSFER_LATENCY_S, Deployment, DisaggStudy
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.models import load_model
+    from kvledger.dynamics.kv_transfer import link_from_gpu
+    from kvledger.units import parse_duration_s
+
+    gpu = get_gpu(cand.gpu_id)
+    link_kind = "nvlink" if gpu.interconnect_bytes_per_s else "pcie"
+    settings = make_settings(engine_version=spec.engine_version, max_model_len=spec.max_model_len,
+                             gpu_memory_utilization=spec.gpu_memory_utilization, kv_cache_dtype=cand.kv_cache_dtype,
+                             cpu_overhead_s=parse_duration_s(spec.cpu_overhead, what="--cpu-overhead")
+                             if spec.cpu_overhead else 0.0)
+    study = DisaggStudy(load_model(spec.model), gpu, settings, link_from_gpu(gpu, link_kind, DEFAULT_TRANSFER_LATENCY_S),
+                        slo, target=spec.target)
+    ov = (("max_num_batched_tokens", cand.max_num_batched_tokens), ("max_num_seqs", cand.max_num_seqs))
+    dep = Deployment("disaggregated", cand.prefill_replicas, cand.tp, cand.decode_replicas, cand.decode_tp, ov, ov)
+    return study, dep, link_kind
+
+
+def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
+    """The same rate search for a disaggregated unit (see the module docstring)."""
+    from kvledger.analyses.pd_disagg import run_deployment
+    from kvledger.ledgers.boundary import search_boundary
+    from kvledger.ledgers.goodput import goodput_of_records
+
+    study, dep, link_kind = _study(spec, cand, slo)
+    runs: dict[float, Any] = {}
+    order: list[float] = []
+
+    def run_at(rate: float) -> Any:
+        if rate not in runs:
+            run, _ = run_deployment(study, dep, _requests(spec, rate))
+            run.metadata.request_rate = rate
+            runs[rate] = (run, goodput_of_records(run, slo))
+            order.append(rate)
+        return runs[rate][0]
+
+    def meets(rate: float) -> bool:
+        run_at(rate)
+        return runs[rate][1].attainment >= spec.target
+
+    lo, hi = 1.0, 2.0
+    if meets(1.0):
+        for _ in range(_MAX_DOUBLINGS):
+            if not meets(hi):
+                break
+            lo, hi = hi, hi * 2
+    else:
+        hi, lo = 1.0, 0.5
+        for _ in range(_MAX_HALVINGS):
+            if meets(lo):
+                break
+            hi, lo = lo, lo / 2
+    res = search_boundary(run_at, slo, spec.target, lo, hi, axis="request_rate", tol=hi / 100.0, max_evals=30)
+    b = res.boundary_value
+    out = Probed(b, res.first_failing_value, [[r, runs[r][1].attainment] for r in order],
+                 [f"each probe: one simulation of {spec.num_requests:,} requests with seed {spec.seed} (same workload at "
+                  f"every rate) on {dep.label}: {cand.num_gpus} GPUs"] + list(res.notes),
+                 extra={"kv_link": f"{link_kind}: {study.link.bytes_per_s / 1e9:,.0f} GB/s one way per GPU ({study.link.source}), "
+                        f"+ {study.link.latency_s * 1e3:g} ms per transfer (assumption)"})
+    if b is not None:
+        out.run, out.gp = runs[float(b)]
+        out.workload = _workload_info(spec.synthetic.label if spec.synthetic else spec.trace, _requests(spec, b))
+        out.points = _points(b, lambda r: (run_at(r), runs[r][1]), cand.num_gpus, spec.target)
+        out.notes += drain_note(b, out.workload["num_requests"], out.gp)
+    return out

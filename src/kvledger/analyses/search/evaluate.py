@@ -1,0 +1,110 @@
+"""One planned candidate's evaluation, the unit of work a search worker runs: SLO capacity by simulation, cost per token, sizing for the load, monthly bill.
+
+Capacity (``kvledger.analyses.search.capacity``): the goodput of the run at the SLO boundary of a
+request-rate search, good req/s per deployment unit, as ``cost --simulate`` prices. Cost per 1M input and output tokens:
+``kvledger.ledgers.cost.self_host_unit_ledgers`` at the utilization (given, or realized by the
+sizing). Sizing for a mean load of R req/s: replicas = ⌈R ÷ (capacity × max_utilization)⌉
+(as ``kvledger cost`` sizes a monthly volume), GPUs = replicas × GPUs per unit, bill = GPUs × $/GPU-h × 730 h.
+Speed per user: 1 ÷ the median TPOT of the boundary run's requests (tokens/s each user sees).
+The result is a plain JSON-ready dict; nothing in it depends on where or when it ran.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kvledger.analyses.search.launch import launch_commands, serve_model_id
+from kvledger.analyses.search.screen import price_row
+from kvledger.analyses.search.spec import SearchSpec
+from kvledger.errors import KvLedgerError
+from kvledger.ledgers.cost import HOURS_PER_MONTH
+
+__all__ = ["evaluate_candidate", "load_rate_req_per_s", "size_for_load"]
+
+
+def load_rate_req_per_s(spec: SearchSpec, mean_input_tokens: float, mean_output_tokens: float) -> float | None:
+    """Mean request rate to size for, req/s: ``--rate``, or ``--monthly-tokens`` ÷ (mean tokens per request × 730 h × 3600 s)."""
+    if spec.rate_req_per_s is not None:
+        return spec.rate_req_per_s
+    if spec.monthly_tokens is not None:
+        return spec.monthly_tokens / ((mean_input_tokens + mean_output_tokens) * HOURS_PER_MONTH * 3600.0)
+    return None
+
+
+def size_for_load(rate_req_per_s: float, capacity_req_per_s: float, max_utilization: float) -> tuple[int, float]:
+    """(replicas, realized utilization) serving ``rate_req_per_s`` with each replica's mean load ≤ max_utilization × capacity.
+
+    replicas = ⌈rate ÷ (capacity × max_utilization)⌉ (at least 1); realized = rate ÷ (replicas × capacity).
+    The 1e-12 keeps an exact multiple from rounding up by float noise, as ``kvledger cost`` does.
+    """
+    replicas = max(1, math.ceil(rate_req_per_s / (capacity_req_per_s * max_utilization) - 1e-12))
+    return replicas, rate_req_per_s / (replicas * capacity_req_per_s)
+
+
+def _capacity(pr: Any, num_gpus: int) -> dict[str, Any]:
+    from kvledger.analyses.search.capacity import operating_point
+
+    gp = pr.gp
+    at = operating_point(pr.boundary, pr.run, gp, num_gpus)
+    return {"boundary_rate_req_per_s": pr.boundary, "attainment": gp.attainment,
+            "goodput_req_per_s": gp.goodput_req_per_s, "goodput_output_tok_per_s": gp.goodput_output_tok_per_s,
+            "goodput_input_tok_per_s": gp.goodput_input_tok_per_s,
+            "goodput_output_tok_per_s_per_gpu": at["output_tok_per_s_per_gpu"], "tpot_p50_s": at["tpot_p50_s"],
+            "tok_per_s_per_user": at["tok_per_s_per_user"], "first_failing_rate_req_per_s": pr.first_failing,
+            "probes": pr.probes, "operating_points": pr.points, "notes": pr.notes, **pr.extra,
+            "method": "SLO capacity by simulation (rate search of kvledger.analyses.sim_boundary / "
+                      "kvledger.ledgers.boundary); capacity = goodput of the run at the boundary"}
+
+
+def _no_rate(entry: dict[str, Any], pr: Any, spec: SearchSpec) -> dict[str, Any]:
+    low = min(pr.probes)
+    return {**entry, "status": "rejected", "reason": "SLO not met at any rate",
+            "detail": f"no request rate down to {low[0]:.3g} req/s has {spec.target:.0%} of requests within the SLO "
+                      f"({spec.slo}); {low[1]:.1%} there", "capacity": {"probes": pr.probes, "notes": pr.notes}}
+
+
+def _sizing(spec: SearchSpec, rate: float, cap: Any, num_gpus: int, usd_h: float) -> dict[str, Any]:
+    replicas, realized = size_for_load(rate, cap.goodput_req_per_s, spec.max_utilization)
+    return {"rate_req_per_s": rate, "replicas": replicas, "num_gpus": replicas * num_gpus,
+            "realized_utilization": realized, "monthly_usd": replicas * num_gpus * usd_h * HOURS_PER_MONTH,
+            "how": f"replicas = ⌈{rate:.4g} req/s ÷ ({cap.goodput_req_per_s:.4g} good req/s × "
+                   f"{spec.max_utilization:.0%})⌉; bill = replicas × {num_gpus} GPUs × ${usd_h:g}/GPU-h × 730 h"}
+
+
+def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any]:
+    """The ledger entry of one planned candidate (``status`` "planned", from ``screen_candidate``) after its capacity
+    search: "feasible" with capacity, cost, sizing and launch commands; "rejected" when no rate meets the SLO; "error"
+    (reason ``simulation error``) when the simulation refuses an input."""
+    from kvledger.analyses.search.capacity import colocated_capacity, disagg_capacity
+    from kvledger.analyses.search.spec import Candidate
+    from kvledger.ledgers.cost import GpuRate, SelfHostSetup, capacity_from, self_host_unit_ledgers
+    from kvledger.ledgers.slo import parse_slo
+
+    cand = Candidate.from_entry(entry)
+    n_gpus = cand.num_gpus
+    try:
+        slo = parse_slo(spec.slo)
+        pr = (disagg_capacity if cand.disagg else colocated_capacity)(spec, cand, slo)
+        if pr.boundary is None or pr.run is None:
+            return _no_rate(entry, pr, spec)
+        cap = capacity_from(pr.run, pr.gp, None)
+    except KvLedgerError as err:
+        return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
+    wl = pr.workload
+    rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
+    row = price_row(cand.gpu_id, spec.gpu_provider)
+    sizing = None if rate is None else _sizing(spec, rate, cap, n_gpus, row.usd_per_gpu_hour)
+    utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
+    setup = SelfHostSetup(GpuRate.from_catalog(row), n_gpus, utilization, max_utilization=spec.max_utilization)
+    led_in, led_out = self_host_unit_ledgers(cap, setup)
+    usd_per_1k = n_gpus * row.usd_per_gpu_hour * 1000.0 / (3600.0 * utilization * cap.goodput_req_per_s)
+    cost = {"utilization": utilization, "usd_per_mtok_input": led_in.total_usd, "usd_per_mtok_output": led_out.total_usd,
+            "usd_per_1k_requests": usd_per_1k,
+            "usd_per_1k_requests_at_capacity": n_gpus * row.usd_per_gpu_hour * 1000.0 / (3600.0 * cap.goodput_req_per_s),
+            "prefill_share": cap.prefill_share,
+            "prefill_share_method": cap.prefill_share_method}
+    out = {**entry, "status": "feasible", "workload": wl, "capacity": _capacity(pr, n_gpus), "cost": cost,
+           "sizing": sizing}
+    out["launch"] = launch_commands(serve_model_id(spec.model), cand.gpu_id, out, spec.engine_version)
+    return out

@@ -1,0 +1,114 @@
+"""The launch commands a candidate's plan assumed: ``vllm serve …``, SGLang's equivalent, and the ``kvledger plan`` line that re-derives its KV pool.
+
+Every engine flag is written out with the value the memory plan resolved (defaults included),
+so the command starts the engine the search simulated: vLLM's flags are the plan's own inputs
+(``--tensor-parallel-size``, ``--max-model-len``, ``--gpu-memory-utilization``,
+``--kv-cache-dtype``, ``--max-num-seqs``, ``--max-num-batched-tokens``; prefix caching only when
+the search set it). ``kvledger plan`` takes the same flags, so the check line gives the same
+blocks. SGLang's flags carry the same TP, context, running-request cap and chunk budget; its
+KV pool follows ``mem_fraction_static`` rules, not vLLM's, so the command leaves that at
+SGLang's default and says the simulated pool is the vLLM one (``kvledger plan --engine sglang``
+shows SGLang's).
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+__all__ = ["launch_commands", "candidate_commands", "serve_model_id", "SGLANG_KV_DTYPES"]
+
+SGLANG_KV_DTYPES = {"auto": "auto", "bf16": "auto", "fp16": "auto", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
+                    "fp8_e5m2": "fp8_e5m2"}
+"""vLLM ``--kv-cache-dtype`` → SGLang ``--kv-cache-dtype`` (SGLang's ``auto`` is the model dtype; its FP8 is e4m3 or e5m2)."""
+
+
+def _join(words: list[str]) -> str:
+    return " ".join(shlex.quote(w) for w in words)
+
+
+NIXL_CONFIG = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+"""vLLM's ``--kv-transfer-config`` for a disaggregated pair (its NixlConnector usage guide: both sides ``kv_both``)."""
+
+
+def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | None,
+            engine_version: str | None) -> tuple[list[str], list[str], list[str]]:
+    """(vllm serve words, SGLang words, kvledger plan words) for one engine with plan figures ``p``."""
+    flags = ["--tensor-parallel-size", str(tp), "--max-model-len", str(p["max_model_len"]),
+             "--gpu-memory-utilization", f"{p['gpu_memory_utilization']:g}", "--kv-cache-dtype", p["kv_cache_dtype"],
+             "--max-num-seqs", str(p["max_num_seqs"]), "--max-num-batched-tokens", str(p["max_num_batched_tokens"])]
+    vllm = ["vllm", "serve", model_id, *flags] + ([] if pc is None else
+                                                   ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"])
+    check = ["kvledger", "plan", model_id, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
+                                                                       if engine_version else [])
+    sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(tp),
+              "--context-length", str(p["max_model_len"]), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"], "auto"),
+              "--max-running-requests", str(p["max_num_seqs"]), "--chunked-prefill-size", str(p["max_num_batched_tokens"])]
+    if pc is False:
+        sglang.append("--disable-radix-cache")
+    return vllm, sglang, check
+
+
+def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None) -> dict[str, str]:
+    """``{"vllm": …, "sglang": …, "check": …, "note": …}`` for one planned candidate's ledger entry (a disaggregated
+    unit gets one line per pool, prefixed ``prefill ×P:`` / ``decode ×D:``).
+
+    Args:
+        model_id: the Hub id to serve (the catalog's repository id for a bundled model).
+        gpu_id: the catalog GPU id (for the ``kvledger plan`` check).
+        entry: the ledger entry (``tp``, ``enable_prefix_caching``, the ``plan`` figures; ``decode_tp``,
+            ``decode_plan`` and the replica counts for a disaggregated unit).
+        engine_version: the vLLM version whose rules the plan used, when the user fixed one.
+    """
+    p = entry["plan"]
+    version = f"vLLM {p['engine_version']}" + ("" if engine_version else " (the newest rules read; pass --engine-version for yours)")
+    sglang_note = ("the SGLang command keeps SGLang's own mem_fraction_static, whose pool differs "
+                   "(kvledger plan --engine sglang shows it)")
+    if not entry.get("prefill_replicas"):
+        vllm, sglang, check = _engine(model_id, gpu_id, entry["tp"], p, entry.get("enable_prefix_caching"), engine_version)
+        return {"vllm": _join(vllm), "sglang": _join(sglang), "check": _join(check),
+                "note": f"the plan follows {version}: {p['num_gpu_blocks']:,} KV blocks of {p['block_size']} tokens per "
+                        f"GPU; {sglang_note}"}
+    lines: dict[str, list[str]] = {"vllm": [], "sglang": [], "check": []}
+    for role, tp, plan, n in (("prefill", entry["tp"], p, entry["prefill_replicas"]),
+                              ("decode", entry["decode_tp"], entry["decode_plan"], entry["decode_replicas"])):
+        vllm, sglang, check = _engine(model_id, gpu_id, tp, plan, None, engine_version)
+        lines["vllm"].append(f"{role} ×{n}: " + _join(vllm + ["--kv-transfer-config", NIXL_CONFIG]))
+        lines["sglang"].append(f"{role} ×{n}: " + _join(sglang + ["--disaggregation-mode", role]))
+        lines["check"].append(f"{role}: " + _join(check))
+    d = entry["decode_plan"]
+    return {k: "\n".join(v) for k, v in lines.items()} | {
+        "note": f"the plans follow {version}: prefill {p['num_gpu_blocks']:,} and decode {d['num_gpu_blocks']:,} KV blocks "
+                f"per GPU; a router in front sends each request to a prefill engine, then its decode engine (vLLM's "
+                f"disaggregated-serving proxy examples); {sglang_note}"}
+
+
+def serve_model_id(model: str) -> str:
+    """The id to put in a launch command: the Hub repository of a bundled model, else the name as given."""
+    from kvledger.catalog.models import load_model
+
+    return load_model(model).catalog_id or model
+
+
+def candidate_commands(spec: Any, candidate_id: str) -> dict[str, Any]:
+    """``{"id", "plan", "decode_plan"?, "launch"}`` for one candidate id of ``spec``'s search, planned but not simulated.
+
+    Raises:
+        InputError: a malformed id, or a candidate the engine could not start (its rejection, with the numbers).
+        UnknownNameError: an unknown GPU.
+    """
+    from dataclasses import replace
+
+    from kvledger.analyses.search.screen import screen_candidate
+    from kvledger.analyses.search.spec import parse_candidate_id
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.errors import InputError
+
+    cand = parse_candidate_id(candidate_id)
+    cand = replace(cand, gpu_id=get_gpu(cand.gpu_id).gpu_id)
+    e = screen_candidate(spec, cand)
+    if e["status"] == "rejected" and e["reason"] != "no price row":
+        raise InputError(f"{cand.id} is rejected ({e['reason']}): {e['detail']}")
+    out = {k: e[k] for k in ("id", "layout", "plan", "decode_plan") if k in e}
+    out["launch"] = launch_commands(serve_model_id(spec.model), cand.gpu_id, e, spec.engine_version)
+    return out

@@ -1,0 +1,162 @@
+"""Ranking, Pareto frontier and the search's result object, from the ledger entries (plain dicts) of every candidate.
+
+Rank: feasible candidates by the monthly bill for the load when one is given, else by USD per
+1,000 good requests at the utilization; ties (the same GPUs rented) by USD per 1,000 good requests
+with every GPU at its SLO capacity (the one with more headroom first), then by candidate order. Frontier: good
+output tokens/s per GPU against tokens/s per user (1 ÷ median TPOT) over every candidate's
+operating points — its SLO capacity and lighter loads (``capacity.LOAD_FRACTIONS``) — as the
+load falls each user gets faster tokens and each GPU serves fewer. A point is dominated when
+another is at least as good on both and better on one; a candidate with no point on the
+frontier is listed with the candidate that dominates its point at capacity.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.analyses.search.spec import SearchSpec
+
+__all__ = ["rank_key", "pareto", "SearchResult", "build_result", "CSV_COLUMNS", "csv_rows"]
+
+
+def rank_key(entry: dict[str, Any]) -> tuple[float, float]:
+    """Sort key of a feasible entry: (monthly bill or USD per 1k requests, USD per 1k requests at SLO capacity)."""
+    cost, sizing = entry["cost"], entry.get("sizing")
+    return (sizing["monthly_usd"] if sizing else cost["usd_per_1k_requests"], cost["usd_per_1k_requests_at_capacity"])
+
+
+def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    x, y = "tok_per_s_per_user", "output_tok_per_s_per_gpu"
+    return a[x] >= b[x] and a[y] >= b[y] and (a[x] > b[x] or a[y] > b[y])
+
+
+def pareto(feasible: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """(frontier, dominated) over every feasible candidate's operating points (its loads up to the SLO capacity).
+
+    frontier: the points no other point dominates, by rising tokens/s per user, each with its candidate ``id`` and
+    load. dominated: [{id, dominated_by}] for each candidate with no point on the frontier, naming the candidate of the
+    first frontier point that dominates its point at the SLO capacity.
+    """
+    pts = [{"id": e["id"], **p} for e in feasible for p in (e["capacity"].get("operating_points") or [])]
+    front = [p for p in pts if not any(_dominates(q, p) for q in pts)]
+    front.sort(key=lambda p: (p["tok_per_s_per_user"], p["output_tok_per_s_per_gpu"], p["id"]))
+    on = {p["id"] for p in front}
+    dominated = []
+    for e in feasible:
+        mine = [p for p in pts if p["id"] == e["id"]]
+        if e["id"] in on or not mine:
+            continue
+        top = max(mine, key=lambda p: p["rate_req_per_s"])
+        by = next((p["id"] for p in front if _dominates(p, top)), front[0]["id"] if front else None)
+        dominated.append({"id": e["id"], "dominated_by": by})
+    return front, dominated
+
+
+@dataclass
+class SearchResult:
+    """Everything ``kvledger search`` prints: the ledger (one entry per candidate, in candidate order), the ranking of the
+    feasible ones, the frontier, the API comparison and notes. ``to_dict`` is the ``--json`` document."""
+
+    spec: SearchSpec
+    entries: list[dict[str, Any]]
+    ranking: list[str]
+    frontier: list[dict[str, Any]]
+    dominated: list[dict[str, str]]
+    api: dict[str, Any] | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def winner(self) -> dict[str, Any] | None:
+        return self.entry(self.ranking[0]) if self.ranking else None
+
+    def entry(self, cid: str) -> dict[str, Any] | None:
+        return next((e for e in self.entries if e["id"] == cid), None)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for e in self.entries:
+            key = e["status"] if e["status"] == "feasible" else (e.get("reason") or e["status"])
+            out[key] = out.get(key, 0) + 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        w = self.winner
+        return {"spec": self.spec.to_dict(), "counts": self.counts(), "ranking": self.ranking,
+                "winner": None if w is None else {"id": w["id"], "launch": w["launch"]},
+                "frontier": self.frontier, "dominated": self.dominated, "api": self.api, "notes": self.notes,
+                "candidates": self.entries}
+
+
+def _api(spec: SearchSpec, feasible: list[dict[str, Any]]) -> dict[str, Any] | None:
+    from kvledger.analyses.search.evaluate import load_rate_req_per_s
+    from kvledger.catalog.prices import find_api_price
+    from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
+    from kvledger.ledgers.cost import HOURS_PER_MONTH
+
+    if spec.api is None:
+        return None
+    price, mix = find_api_price(spec.api), ApiMix(spec.batch_share, spec.cache_hit_rate, spec.cache_write_rate)
+    notes = mix.check(price)
+    per = api_price_per_mtok(price, mix)
+    out = {"key": price.key, "as_of": price.as_of, "usd_per_mtok_input": per["input"], "usd_per_mtok_output": per["output"],
+           "mix": {"batch_share": mix.batch_share, "cache_hit_rate": mix.cache_hit_rate,
+                   "cache_write_rate": mix.cache_write_rate}, "monthly_usd": None, "notes": notes,
+           "source": f"api_prices.csv {price.key} ({price.confidence} confidence); {price.source}"}
+    if feasible:
+        wl = feasible[0]["workload"]
+        rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
+        if rate is not None:
+            secs = HOURS_PER_MONTH * 3600.0
+            tin, tout = rate * secs * wl["prompt_tokens_mean"], rate * secs * wl["output_tokens_mean"]
+            led = api_ledger(price, mix, tin / 1e6, tout / 1e6, "API bill per month", "USD per month")
+            out.update({"monthly_usd": led.total_usd, "monthly_input_tokens": tin, "monthly_output_tokens": tout,
+                        "ledger": led.to_dict()})
+    return out
+
+
+def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResult:
+    """Rank the feasible entries, find the frontier and price the API side; ``entries`` in candidate order."""
+    order = {e["id"]: n for n, e in enumerate(entries)}
+    feasible = [e for e in entries if e["status"] == "feasible"]
+    ranking = [e["id"] for e in sorted(feasible, key=lambda e: (*rank_key(e), order[e["id"]]))]
+    frontier, dominated = pareto(feasible)
+    notes = []
+    if spec.gpu_provider is None:
+        notes.append("GPU prices: the cheapest on-demand row of each GPU in gpu_prices.csv (any provider); "
+                     "--gpu-provider fixes one")
+    if any(e["status"] == "error" for e in entries):
+        notes.append("some candidates failed (status error): run again with --resume LEDGER to redo only those")
+    return SearchResult(spec, entries, ranking, frontier, dominated, _api(spec, feasible), notes)
+
+
+CSV_COLUMNS = ["rank", "id", "layout", "gpu_id", "tp", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens",
+               "enable_prefix_caching", "status", "reason", "detail", "usd_per_gpu_hour", "price_provider",
+               "num_gpu_blocks", "capacity_req_per_s", "boundary_rate_req_per_s", "output_tok_per_s_per_gpu",
+               "tok_per_s_per_user", "usd_per_mtok_input", "usd_per_mtok_output", "usd_per_1k_requests", "utilization",
+               "replicas", "num_gpus", "monthly_usd", "pareto"]
+
+
+def csv_rows(result: SearchResult) -> list[dict[str, Any]]:
+    """One row per candidate (ledger order) under ``CSV_COLUMNS``; blank where a figure does not apply."""
+    rank = {cid: n for n, cid in enumerate(result.ranking, start=1)}
+    front = {p["id"] for p in result.frontier}
+    rows = []
+    for e in result.entries:
+        cap, cost, siz = e.get("capacity") or {}, e.get("cost") or {}, e.get("sizing") or {}
+        price, plan = e.get("price") or {}, e.get("plan") or {}
+        r = {"rank": rank.get(e["id"]), "id": e["id"], "layout": f"tp{e['tp']}", "gpu_id": e["gpu_id"], "tp": e["tp"],
+             "kv_cache_dtype": e["kv_cache_dtype"], "max_num_seqs": e["max_num_seqs"],
+             "max_num_batched_tokens": e["max_num_batched_tokens"], "enable_prefix_caching": e["enable_prefix_caching"],
+             "status": e["status"], "reason": e.get("reason"), "detail": e.get("detail"),
+             "usd_per_gpu_hour": price.get("usd_per_gpu_hour"), "price_provider": price.get("provider"),
+             "num_gpu_blocks": plan.get("num_gpu_blocks"), "capacity_req_per_s": cap.get("goodput_req_per_s"),
+             "boundary_rate_req_per_s": cap.get("boundary_rate_req_per_s"),
+             "output_tok_per_s_per_gpu": cap.get("goodput_output_tok_per_s_per_gpu"),
+             "tok_per_s_per_user": cap.get("tok_per_s_per_user"), "usd_per_mtok_input": cost.get("usd_per_mtok_input"),
+             "usd_per_mtok_output": cost.get("usd_per_mtok_output"), "usd_per_1k_requests": cost.get("usd_per_1k_requests"),
+             "utilization": cost.get("utilization"), "replicas": siz.get("replicas"), "num_gpus": siz.get("num_gpus"),
+             "monthly_usd": siz.get("monthly_usd"), "pareto": e["id"] in front if e["status"] == "feasible" else None}
+        rows.append({k: ("" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v) for k, v in r.items()})
+    return rows

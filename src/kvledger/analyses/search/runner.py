@@ -1,0 +1,233 @@
+"""Runs a configuration search: plans every candidate, farms the capacity searches out (in process, a process pool or Ray tasks), keeps the ledger file, resumes it.
+
+Determinism: every capacity search is a pure function of (spec, candidate) — seeded workload,
+no wall clock — and the ledger is written in candidate order at the end, so 1 or N workers, a
+pool or Ray give the same file byte for byte. While the search runs, each finished entry is
+appended to the ledger file as it arrives, so an interrupted search keeps what it finished;
+``resume=True`` reads that file (its header must describe the same search), keeps the
+finished entries and redoes only the rest (and those whose worker failed). A worker failure
+(an exception inside a task, a crashed process) becomes that candidate's entry with status
+``error`` and reason ``worker failed``; the others go on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from kvledger.analyses.search.evaluate import evaluate_candidate
+from kvledger.analyses.search.rank import SearchResult, build_result, rank_key
+from kvledger.analyses.search.screen import screen_candidate
+from kvledger.analyses.search.spec import Axes, Candidate, SearchSpec, make_candidates
+from kvledger.errors import FormatError, InputError
+
+__all__ = ["BACKENDS", "LEDGER_FORMAT", "run_search", "read_ledger", "plan_candidates", "ray_available"]
+
+LEDGER_FORMAT = "kvledger-search-ledger/1"
+BACKENDS = ("auto", "serial", "pool", "ray")
+Progress = Callable[[dict[str, Any], int, int, int, "dict[str, Any] | None"], None]
+
+
+def ray_available() -> bool:
+    """True when the optional Ray extra is installed (``pip install 'kvledger[ray]'``)."""
+    import importlib.util
+
+    return importlib.util.find_spec("ray") is not None
+
+
+def _header(spec: SearchSpec, cands: list[Candidate]) -> dict[str, Any]:
+    return {"format": LEDGER_FORMAT, "spec": spec.to_dict(), "candidates": [c.id for c in cands]}
+
+
+def _line(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, sort_keys=True, allow_nan=False, separators=(",", ":")) + "\n"
+
+
+def read_ledger(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """(header, {candidate id: last entry}) from a ledger file; a torn last line (interrupted write) is ignored.
+
+    Raises:
+        FormatError: not a search ledger (no header line of this format) or a corrupt line before the last.
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise InputError(f"cannot read the ledger {path}: {err.strerror}") from None
+    try:
+        header = json.loads(lines[0]) if lines else None
+    except json.JSONDecodeError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != LEDGER_FORMAT:
+        raise FormatError(str(path), f"not a kvledger search ledger (first line must be a {LEDGER_FORMAT} header)", "line 1")
+    entries: dict[str, dict[str, Any]] = {}
+    for n, text in enumerate(lines[1:], start=2):
+        try:
+            e = json.loads(text)
+        except json.JSONDecodeError:
+            if n == len(lines):
+                break  # the last line was being written when the search stopped
+            raise FormatError(str(path), "corrupt ledger entry", f"line {n}") from None
+        entries[e["id"]] = e
+    return header, entries
+
+
+def plan_candidates(spec: SearchSpec, axes: Axes) -> list[Candidate]:
+    """The candidates of the search (axes × defaults); checks the spec and the API row first (cheap errors first)."""
+    from kvledger.catalog.models import load_model
+    from kvledger.catalog.prices import find_api_price
+
+    spec.check()
+    if spec.api is not None:
+        find_api_price(spec.api)
+    return make_candidates(axes, load_model(spec.model).num_kv_heads, spec.gpu_provider)
+
+
+def _resume(path: Path, header: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    old, entries = read_ledger(path)
+    if old.get("spec") != header["spec"] or old.get("candidates") != header["candidates"]:
+        raise InputError(f"{path} is the ledger of another search (different inputs or candidates); resume it with the "
+                         "same flags, or start a new ledger")
+    return {cid: e for cid, e in entries.items() if e.get("status") in ("feasible", "rejected")}
+
+
+def _serial(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: str | None) -> Iterator[dict[str, Any]]:
+    for e in todo:
+        yield evaluate_candidate(spec, e)
+
+
+def _failed(entry: dict[str, Any], err: BaseException) -> dict[str, Any]:
+    text = str(err).strip().splitlines()
+    return {**entry, "status": "error", "reason": "worker failed",
+            "detail": f"{type(err).__name__}: {text[-1] if text else ''}".strip()}
+
+
+def _pool(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: str | None) -> Iterator[dict[str, Any]]:
+    """A process pool of ``workers``. A process that dies breaks the whole pool (every pending future fails with
+    BrokenProcessPool), so the candidates it took down are run again, each in a pool of its own: only the one that
+    kills its process again is recorded as failed."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process that runs a progress thread
+    broken = []
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futs = {pool.submit(evaluate_candidate, spec, e): e for e in todo}
+        pending = set(futs)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in sorted(done, key=lambda f: futs[f]["id"]):
+                err = f.exception()  # a worker's exception or a dead process, kept for that candidate only
+                if isinstance(err, BrokenProcessPool):
+                    broken.append(futs[f])
+                else:
+                    yield _failed(futs[f], err) if err is not None else f.result()
+    for e in broken:
+        with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as alone:
+            f = alone.submit(evaluate_candidate, spec, e)
+            err = f.exception()
+            yield _failed(e, err) if err is not None else f.result()
+
+
+def _ray(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: str | None) -> Iterator[dict[str, Any]]:
+    import ray
+    from ray.exceptions import RayError
+
+    started = not ray.is_initialized()
+    if started:
+        if address is not None:
+            ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+        else:
+            ray.init(num_cpus=workers, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(evaluate_candidate)
+        spec_ref = ray.put(spec)
+        refs = {task.remote(spec_ref, e): e for e in todo}
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                try:
+                    yield ray.get(ref)
+                except RayError as err:  # the task raised, or its worker died: this candidate only
+                    yield _failed(refs[ref], err)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _backend(backend: str, workers: int, address: str | None) -> Callable[..., Iterator[dict[str, Any]]]:
+    if backend not in BACKENDS:
+        raise InputError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    if workers < 1:
+        raise InputError(f"--workers must be ≥ 1, got {workers}")
+    if backend == "auto":
+        backend = "ray" if address is not None or (workers > 1 and ray_available()) else ("pool" if workers > 1 else "serial")
+    if backend == "ray" and not ray_available():
+        raise InputError("Ray is not installed: pip install 'kvledger[ray]' (or run without --ray-address: a local "
+                         "process pool runs the same search)")
+    if address is not None and backend != "ray":
+        raise InputError("--ray-address needs the Ray backend")
+    return {"serial": _serial, "pool": _pool, "ray": _ray}[backend]
+
+
+def run_search(spec: SearchSpec, axes: Axes, *, workers: int = 1, backend: str = "auto", ray_address: str | None = None,
+               ledger: Path | None = None, resume: bool = False, progress: Progress | None = None) -> SearchResult:
+    """Plan, simulate, rank; returns the SearchResult. ``ledger`` is written as entries finish and rewritten in candidate
+    order at the end; with ``resume`` its finished entries are kept (see the module docstring).
+
+    Raises:
+        InputError / UnknownNameError: bad inputs (spec, axes, API row, backend), or a ledger of another search.
+    """
+    run = _backend(backend, workers, ray_address)
+    cands = plan_candidates(spec, axes)
+    header = _header(spec, cands)
+    done = _resume(ledger, header) if resume and ledger is not None else {}
+    fh = None
+    if ledger is not None:  # header and kept entries first (replaced whole), then each new entry appended as it ends
+        _write_whole(ledger, [header, *done.values()])
+        fh = ledger.open("a", encoding="utf-8")
+    n_feasible = sum(e["status"] == "feasible" for e in done.values())
+    best = min((e for e in done.values() if e["status"] == "feasible"), key=rank_key, default=None)
+
+    def record(e: dict[str, Any]) -> None:
+        nonlocal n_feasible, best
+        done[e["id"]] = e
+        if fh is not None:
+            fh.write(_line(e))
+            fh.flush()
+        if e["status"] == "feasible":
+            n_feasible += 1
+            best = e if best is None or rank_key(e) < rank_key(best) else best
+        if progress is not None:
+            progress(e, len(done), len(cands), n_feasible, best)
+
+    try:
+        todo = []
+        for c in cands:
+            if c.id in done:
+                continue
+            e = screen_candidate(spec, c)
+            if e["status"] == "planned":
+                todo.append(e)
+            else:
+                record(e)
+        for e in run(spec, todo, workers, ray_address):
+            record(e)
+    finally:
+        if fh is not None:
+            fh.close()
+    entries = [done[c.id] for c in cands]
+    if ledger is not None:
+        _write_whole(ledger, [header, *entries])
+    return build_result(spec, entries)
+
+
+def _write_whole(path: Path, lines: list[dict[str, Any]]) -> None:
+    """Replace ``path`` with these JSON lines at once (a temporary file renamed over it)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(_line(x) for x in lines), encoding="utf-8")
+    os.replace(tmp, path)

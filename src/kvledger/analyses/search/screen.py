@@ -1,0 +1,118 @@
+"""The first pass over every candidate, before any simulation: its memory plan and its rental price, or the reason it is rejected, with the numbers.
+
+Rejection reasons (the ledger's ``reason`` field):
+
+- ``does not fit``: the vLLM memory plan leaves no KV block (weights, activation peak and the
+  other deductions exceed ``gpu_memory_utilization`` × the device);
+- ``max_model_len``: the pool exists but one request of ``max_model_len`` tokens needs more blocks
+  than it holds (vLLM refuses to start);
+- ``invalid setting``: the engine would refuse the settings (a TP that does not divide the heads, an
+  unknown KV dtype), with the planner's message;
+- ``no price row``: no rental row for the GPU (of ``--gpu-provider`` when given).
+
+Later passes add ``SLO not met at any rate`` (no probed rate meets the target) and
+``simulation error`` / ``worker failed``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.analyses.search.spec import Candidate, SearchSpec
+from kvledger.dynamics.sim_setup import SimRequestArgs
+from kvledger.errors import KvLedgerError, UnknownNameError
+
+__all__ = ["sim_args", "screen_candidate", "price_row", "plan_figures"]
+
+
+def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
+    """The simulation (and plan) inputs of one candidate: the spec's workload and fixed settings, the candidate's axes."""
+    return SimRequestArgs(model=spec.model, gpu=cand.gpu_id, trace=spec.trace, num_requests=spec.num_requests,
+                          seed=spec.seed, engine_version=spec.engine_version, tp=cand.tp,
+                          max_model_len=spec.max_model_len, gpu_memory_utilization=spec.gpu_memory_utilization,
+                          kv_cache_dtype=cand.kv_cache_dtype, max_num_batched_tokens=cand.max_num_batched_tokens,
+                          max_num_seqs=cand.max_num_seqs, enable_prefix_caching=cand.enable_prefix_caching,
+                          step_cost=spec.step_cost, cpu_overhead=spec.cpu_overhead)
+
+
+def price_row(gpu_id: str, provider: str | None) -> Any:
+    """The rental row that prices ``gpu_id``: the cheapest per GPU-hour among its rows (of ``provider`` when given;
+    ties go to the first in the file), or None when there is none."""
+    from kvledger.catalog.prices import find_gpu_prices
+
+    try:
+        rows = find_gpu_prices(gpu_id, provider)
+    except UnknownNameError:
+        return None
+    return min(rows, key=lambda r: r.usd_per_gpu_hour)
+
+
+def plan_figures(plan: Any) -> dict[str, Any]:
+    """The memory-plan figures the ledger keeps for a candidate (what ``kvledger plan`` prints for the same flags)."""
+    m = plan.memory
+    return {"engine": m.engine, "engine_version": m.engine_version, "gpu_memory_utilization": m.fraction,
+            "kv_bytes_per_token": plan.kv.bytes_per_token, "weights_bytes": plan.model.weight_bytes(),
+            "available_kv_bytes": m.available_kv_bytes, "num_gpu_blocks": m.num_gpu_blocks, "usable_blocks": m.usable_blocks,
+            "block_size": m.block_size, "max_model_len": m.max_model_len, "max_num_batched_tokens": m.max_num_batched_tokens,
+            "max_num_seqs": m.max_num_seqs, "kv_cache_dtype": plan.settings.kv_cache_dtype,
+            "source": "kvledger.accounting.plan.build_plan (vLLM memory rules)"}
+
+
+def _price_dict(row: Any) -> dict[str, Any]:
+    return {"usd_per_gpu_hour": row.usd_per_gpu_hour, "provider": row.provider, "instance_type": row.instance_type,
+            "pricing_model": row.pricing_model, "as_of": row.as_of, "confidence": row.confidence,
+            "source": f"gpu_prices.csv {row.key}; {row.source}"}
+
+
+def _reject(cand: Candidate, reason: str, detail: str, **extra: Any) -> dict[str, Any]:
+    return {**cand.to_dict(), "status": "rejected", "reason": reason, "detail": detail, **extra}
+
+
+def _check_plan(spec: SearchSpec, cand: Candidate, tp: int, pool: str) -> tuple[dict[str, Any] | None, Any]:
+    """(rejection or None, plan) for one engine of the candidate at TP ``tp``; ``pool`` prefixes the detail."""
+    from dataclasses import replace
+
+    from kvledger.dynamics.sim_setup import load_plan
+
+    try:
+        plan, _ = load_plan(replace(sim_args(spec, cand), tp=tp))
+    except KvLedgerError as err:
+        return _reject(cand, "invalid setting", pool + str(err)), None
+    m, figures = plan.memory, plan_figures(plan)
+    gib = 2**30
+    if not m.fits:
+        deductions = ", ".join(f"{d.name} {d.bytes / gib:.2f} GiB" for d in m.deductions)
+        return _reject(cand, "does not fit",
+                       f"{pool}{m.fraction_name} {m.fraction:g} × {m.gpu_total_bytes / gib:.2f} GiB leaves "
+                       f"{m.available_kv_bytes / gib:.2f} GiB for the KV cache per GPU at TP {tp} ({deductions})",
+                       plan=figures), plan
+    if not plan.fits:
+        longest = m.usable_blocks * m.block_size
+        return _reject(cand, "max_model_len",
+                       f"{pool}one request of max_model_len {m.max_model_len:,} tokens needs "
+                       f"{plan.at_max_model_len.blocks_per_request:,} blocks; the pool holds {m.usable_blocks:,} usable "
+                       f"blocks of {m.block_size} tokens ({m.available_kv_bytes / gib:.2f} GiB): --max-model-len ≤ about "
+                       f"{longest:,} would start", plan=figures), plan
+    return None, plan
+
+
+def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
+    """The candidate's ledger entry after planning and pricing: ``status`` "rejected" (``reason``, ``detail`` with the
+    numbers) or "planned" (``plan`` figures — and ``decode_plan`` for a disaggregated unit — and ``price``), ready for
+    the capacity search."""
+    rejected, plan = _check_plan(spec, cand, cand.tp, "prefill pool: " if cand.disagg else "")
+    if rejected is not None:
+        return rejected
+    extra: dict[str, Any] = {}
+    if cand.disagg:
+        rejected, dplan = _check_plan(spec, cand, cand.decode_tp, "decode pool: ")
+        if rejected is not None:
+            return rejected
+        extra["decode_plan"] = plan_figures(dplan)
+    price = price_row(cand.gpu_id, spec.gpu_provider)
+    if price is None:
+        where = f" at {spec.gpu_provider}" if spec.gpu_provider else ""
+        return _reject(cand, "no price row", f"gpu_prices.csv has no rental row for {cand.gpu_id}{where}",
+                       plan=plan_figures(plan), **extra)
+    return {**cand.to_dict(), "status": "planned", "reason": None, "detail": None, "gpu_name": plan.gpu.name,
+            "plan": plan_figures(plan), **extra, "price": _price_dict(price)}

@@ -1,0 +1,247 @@
+"""What a configuration search searches: the inputs shared by every candidate (``SearchSpec``) and the candidates (the product of the axes).
+
+A candidate is one deployment unit: a GPU from the catalog, a tensor-parallel degree and the
+engine settings on the axes (KV dtype, ``max_num_seqs``, ``max_num_batched_tokens``, prefix
+caching); an axis left out takes the engine's default (``None`` here). Defaults for the
+axes: every catalog GPU with a rental row in ``catalog/data/gpu_prices.csv`` (with
+``--gpu-provider``, only that provider's), every TP in 1, 2, 4, 8 that divides the model's KV
+heads (a single KV head, MQA or MLA's latent, is replicated and any TP is offered), vLLM's
+defaults for the rest. Candidates are ordered as the product of the axes in the order given,
+and that order is the ledger's, whatever runs them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from kvledger.analyses.sim_ledgers import SyntheticSpec
+from kvledger.errors import InputError
+
+__all__ = ["SearchSpec", "Candidate", "Axes", "DEFAULT_TPS", "default_gpus", "default_tps", "make_candidates",
+           "parse_candidate_id"]
+
+DEFAULT_TPS = (1, 2, 4, 8)
+"""Tensor-parallel degrees tried by default: one node of up to 8 GPUs."""
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """Inputs shared by every candidate: model, workload, SLO, step cost and the pricing and sizing inputs.
+
+    Attributes:
+        model: HF id, alias or config path. slo: the SLO as text (``ttft=200ms,tpot=50ms``). target: attainment target.
+        trace, num_requests, seed, synthetic: the workload of every probe (the same seeded requests for all).
+        step_cost: ``roofline`` or ``calibrated`` (``kvledger.dynamics.step_cost_choice``); cpu_overhead: per-step CPU
+            time added to the roofline (``2ms``; None: none).
+        engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
+        gpu_provider: rental provider whose rows price the GPUs (None: the cheapest listed row of each GPU).
+        utilization: average load ÷ capacity over the billed hours for $ per token (None: the realized one of the sizing).
+        max_utilization: highest average load per replica when sizing for ``rate_req_per_s`` / ``monthly_tokens``.
+        rate_req_per_s: target mean request rate, req/s. monthly_tokens: input + output tokens per month.
+        api, batch_share, cache_hit_rate, cache_write_rate: the API row and traffic mix to compare against.
+    """
+
+    model: str
+    slo: str
+    target: float = 0.9
+    trace: str = "azure-conv"
+    num_requests: int = 2000
+    seed: int = 0
+    synthetic: SyntheticSpec | None = None
+    step_cost: str = "roofline"
+    cpu_overhead: str | None = None
+    engine_version: str | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    gpu_provider: str | None = None
+    utilization: float | None = None
+    max_utilization: float = 0.8
+    rate_req_per_s: float | None = None
+    monthly_tokens: float | None = None
+    api: str | None = None
+    batch_share: float = 0.0
+    cache_hit_rate: float = 0.0
+    cache_write_rate: float = 0.0
+
+    def check(self) -> None:
+        """Raises InputError for out-of-range inputs, all of them named together."""
+        bad = []
+        if not 0 < self.target <= 1:
+            bad.append(f"--target must be in (0, 1] (share of requests within the SLO), got {self.target}")
+        if self.num_requests < 1:
+            bad.append(f"--num-requests must be ≥ 1 request per probe, got {self.num_requests}")
+        for name, v in (("--utilization", self.utilization), ("--max-utilization", self.max_utilization)):
+            if v is not None and not 0 < v <= 1:
+                bad.append(f"{name} must be in (0, 1] (average load ÷ capacity over the billed hours), got {v}")
+        for name, v in (("--rate", self.rate_req_per_s), ("--monthly-tokens", self.monthly_tokens)):
+            if v is not None and not (v > 0 and math.isfinite(v)):
+                bad.append(f"{name} must be a finite number > 0, got {v}")
+        if self.rate_req_per_s is not None and self.monthly_tokens is not None:
+            bad.append("give the load as --rate (req/s) or --monthly-tokens, not both")
+        if self.utilization is None and self.rate_req_per_s is None and self.monthly_tokens is None:
+            bad.append("the cost per token needs a utilization: give --utilization, or a load (--rate or --monthly-tokens) "
+                       "whose sizing then sets it")
+        for name, v in (("--batch-share", self.batch_share), ("--cache-hit-rate", self.cache_hit_rate),
+                        ("--cache-write-rate", self.cache_write_rate)):
+            if not 0 <= v <= 1:
+                bad.append(f"{name} must be a fraction in [0, 1], got {v}")
+        if bad:
+            raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the inputs:\n"
+                             + "\n".join(f"  - {b}" for b in bad))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["synthetic"] = None if self.synthetic is None else asdict(self.synthetic)
+        return d
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One deployment unit to evaluate. ``None`` settings take the engine's default (absent from the id).
+
+    Colocated: one engine at TP ``tp``. Disaggregated (``prefill_replicas`` > 0): ``prefill_replicas`` prefill
+    engines at TP ``tp`` and ``decode_replicas`` decode engines at TP ``decode_tp``, KV sent between them.
+    """
+
+    gpu_id: str
+    tp: int
+    kv_cache_dtype: str = "auto"
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    enable_prefix_caching: bool | None = None
+    prefill_replicas: int = 0
+    decode_replicas: int = 0
+    decode_tp: int = 0
+
+    @property
+    def disagg(self) -> bool:
+        return self.prefill_replicas > 0
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs in one deployment unit: TP, or P × prefill TP + D × decode TP."""
+        return self.prefill_replicas * self.tp + self.decode_replicas * self.decode_tp if self.disagg else self.tp
+
+    @property
+    def id(self) -> str:
+        """``nvidia_h100_sxm:tp4:kv-auto`` (or ``…:p2xtp2+d1xtp4:…``) plus ``:seqs-256``, ``:mnbt-8192``, ``:pc-off``
+        for the axes that are set; what ``--show-command`` takes."""
+        shape = (f"p{self.prefill_replicas}xtp{self.tp}+d{self.decode_replicas}xtp{self.decode_tp}" if self.disagg
+                 else f"tp{self.tp}")
+        parts = [self.gpu_id, shape, f"kv-{self.kv_cache_dtype}"]
+        if self.max_num_seqs is not None:
+            parts.append(f"seqs-{self.max_num_seqs}")
+        if self.max_num_batched_tokens is not None:
+            parts.append(f"mnbt-{self.max_num_batched_tokens}")
+        if self.enable_prefix_caching is not None:
+            parts.append("pc-on" if self.enable_prefix_caching else "pc-off")
+        return ":".join(parts)
+
+    @property
+    def layout(self) -> str:
+        """The unit's shape as the table shows it: ``tp4``, or ``(p)2×tp2 + (d)1×tp4``."""
+        if self.disagg:
+            return f"(p){self.prefill_replicas}×tp{self.tp} + (d){self.decode_replicas}×tp{self.decode_tp}"
+        return f"tp{self.tp}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "layout": self.layout, "num_gpus_per_unit": self.num_gpus, **asdict(self)}
+
+    @classmethod
+    def from_entry(cls, e: dict[str, Any]) -> "Candidate":
+        """The candidate a ledger entry describes."""
+        return cls(*(e[f.name] for f in fields(cls)))
+
+
+@dataclass
+class Axes:
+    """The axes of the product; empty tuples mean "the default" (see the module docstring)."""
+
+    gpus: tuple[str, ...] = ()
+    tps: tuple[int, ...] = ()
+    kv_cache_dtypes: tuple[str, ...] = ("auto",)
+    max_num_seqs: tuple[int | None, ...] = (None,)
+    max_num_batched_tokens: tuple[int | None, ...] = (None,)
+    prefix_caching: tuple[bool | None, ...] = (None,)
+    disagg_splits: tuple[tuple[int, int], ...] = ()
+
+
+def default_gpus(provider: str | None = None) -> list[str]:
+    """Catalog GPU ids with at least one rental row (of ``provider`` when given), in catalog order."""
+    from kvledger.catalog.gpus import gpu_catalog
+    from kvledger.catalog.prices import gpu_prices
+
+    priced = {r.gpu_id for r in gpu_prices() if provider is None or r.provider.lower() == provider.strip().lower()}
+    out = [g for g in gpu_catalog() if g in priced]
+    if not out:
+        providers = sorted({r.provider for r in gpu_prices()})
+        raise InputError(f"no catalog GPU has a rental row for provider {provider!r}; providers in the price table: "
+                         f"{', '.join(providers)}")
+    return out
+
+
+def default_tps(num_kv_heads: int) -> list[int]:
+    """TPs in 1, 2, 4, 8 dividing the KV heads (all of them for a single, replicated KV head)."""
+    return [t for t in DEFAULT_TPS if num_kv_heads <= 1 or num_kv_heads % t == 0]
+
+
+def make_candidates(axes: Axes, num_kv_heads: int, provider: str | None = None) -> list[Candidate]:
+    """The product of the axes, defaults filled in, in axis order (GPU, TP, KV dtype, max_num_seqs, budget, caching).
+
+    Raises:
+        UnknownNameError: a GPU the catalog does not know (the closest names suggested).
+        InputError: a TP below 1.
+    """
+    from kvledger.catalog.gpus import get_gpu
+
+    gpus = [get_gpu(g).gpu_id for g in axes.gpus] if axes.gpus else default_gpus(provider)
+    gpus = list(dict.fromkeys(gpus))
+    tps = list(dict.fromkeys(axes.tps)) if axes.tps else default_tps(num_kv_heads)
+    if any(t < 1 for t in tps):
+        raise InputError(f"--tp values must be ≥ 1, got {', '.join(map(str, tps))}")
+    from kvledger.accounting.kvcache import KV_DTYPE_BYTES
+
+    bad = [d for d in axes.kv_cache_dtypes if d.lower() != "auto" and d.lower() not in KV_DTYPE_BYTES]
+    if bad:
+        raise InputError(f"--kv-cache-dtype {bad[0]!r} is not supported; use auto, {', '.join(KV_DTYPE_BYTES)}")
+    out = [Candidate(g, t, kv, s, b, pc) for g, t, kv, s, b, pc in itertools.product(
+        gpus, tps, axes.kv_cache_dtypes, axes.max_num_seqs, axes.max_num_batched_tokens, axes.prefix_caching)]
+    if any(p < 1 or d < 1 for p, d in axes.disagg_splits):
+        raise InputError("--disagg-splits takes P:D pairs of whole numbers ≥ 1, e.g. 1:1,1:2")
+    for g in gpus:  # disaggregated units: every prefill TP × decode TP × split (prefix caching at the engine default)
+        out += [Candidate(g, pt, kv, s, b, None, p, d, dt) for pt, dt, (p, d), kv, s, b in itertools.product(
+            tps, tps, axes.disagg_splits, axes.kv_cache_dtypes, axes.max_num_seqs, axes.max_num_batched_tokens)]
+    return out
+
+
+def parse_candidate_id(text: str) -> Candidate:
+    """The Candidate an id names (``nvidia_h100_sxm:tp4:kv-fp8:seqs-256``), as printed in the ledger.
+
+    Raises:
+        InputError: an id of another shape.
+    """
+    parts = text.strip().split(":")
+    shape = re.fullmatch(r"tp(\d+)|p(\d+)xtp(\d+)\+d(\d+)xtp(\d+)", parts[1]) if len(parts) >= 3 else None
+    if shape is None or not parts[2].startswith("kv-"):
+        raise InputError(f"{text!r} is not a candidate id; ids look like nvidia_h100_sxm:tp4:kv-auto or "
+                         "nvidia_h100_sxm:p2xtp2+d1xtp4:kv-auto (the ledger lists them)")
+    kw: dict[str, Any] = {}
+    if shape.group(1) is None:
+        p, pt, d, dt = (int(shape.group(i)) for i in range(2, 6))
+        kw.update(prefill_replicas=p, decode_replicas=d, decode_tp=dt)
+    tp = int(shape.group(1) or shape.group(3))
+    for p in parts[3:]:
+        key, _, val = p.partition("-")
+        if key == "seqs" and val.isdigit():
+            kw["max_num_seqs"] = int(val)
+        elif key == "mnbt" and val.isdigit():
+            kw["max_num_batched_tokens"] = int(val)
+        elif key == "pc" and val in ("on", "off"):
+            kw["enable_prefix_caching"] = val == "on"
+        else:
+            raise InputError(f"{text!r}: unknown part {p!r} (expected seqs-N, mnbt-N, pc-on or pc-off)")
+    return Candidate(parts[0], tp, parts[2][3:], **kw)

@@ -1,0 +1,197 @@
+"""Weights as vLLM loads them on one GPU: the checkpoint's tensors under a dtype, a quantization, TP and a PP rank.
+
+This is the figure vLLM logs as "Model loading took X GiB" on each worker: the bytes of the
+parameters and buffers the rank allocates (``gpu_model_runner.py::load_model`` measures
+``torch.cuda.max_memory_allocated`` after ``empty_cache``, so freed loading temporaries do not count).
+
+* TP: column/row-parallel linears, experts and the vocab-parallel embedding and head divide by TP;
+  norms, router gates and MLA's replicated projections are whole on each rank; K/V projections divide
+  by KV heads and stop shrinking at one head per rank.
+* PP: ``vllm/distributed/utils.py::get_pp_indices`` gives each rank ``layers // pp`` layers, the
+  remainder going one each to the ranks before the last; the first rank holds the input embedding, the
+  last the final norm and LM head (and the embedding too when it is tied to the head).
+* ``--dtype``: unquantized weights, model-dtype scales and the RoPE buffer take the served dtype.
+* ``--quantization fp8`` on an unquantized checkpoint: every Linear in FP8 with a per-tensor scale.
+* MXFP4 MoE experts are padded as the backend needs (``fused_moe/oracle/mxfp4.py::
+  mxfp4_round_up_hidden_size_and_intermediate_size``): on Hopper the Triton backend rounds the
+  intermediate size up to 64; on Blackwell the FlashInfer TRT-LLM backend rounds both sizes up to 256.
+* Each parameter is one allocation of PyTorch's CUDA caching allocator, which vLLM's measure counts
+  whole (``c10/cuda/CUDACachingAllocator.cpp``): sizes round up to 512 B; a request of 10 MiB or more gets
+  a segment rounded up to 2 MiB and keeps all of it unless more than 1 MiB is left over (``should_split``).
+  Parameters are vLLM's fused ones: q/k/v in one ``qkv_proj``, gate/up in one ``gate_up_proj``, a layer's
+  experts in one ``w13``/``w2`` pair. This is what puts Qwen2.5-7B at 14.25 GiB rather than 14.19.
+* The rotary cos/sin buffer (``rotary_embedding``: positions × rotary dim in the served dtype) is a
+  buffer of every rank that holds attention layers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.catalog.quant import QuantScheme, online_fp8
+from kvledger.catalog.weights import Weight
+from kvledger.errors import InputError
+
+__all__ = ["LoadedWeights", "loaded_weights", "pp_layer_range", "cuda_allocated_bytes", "SERVED_DTYPE_BYTES"]
+
+SERVED_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
+_LAYER = re.compile(r"\.(?:layers|h)\.(\d+)\.")
+_FIRST = ("embed_tokens", "wte", "wpe", "word_embeddings", "embed_positions", "embeddings", "vision_tower", "multi_modal_projector",
+          "audio_tower", "project_in")
+_LAST_ONLY = ("lm_head",)
+
+
+@dataclass(frozen=True)
+class LoadedWeights:
+    """One rank's weight memory as vLLM allocates it.
+
+    Attributes:
+        bytes: parameters and the RoPE buffer on this rank, B.
+        rope_cache_bytes: of which the rotary cos/sin buffer, B.
+        dtype: the served dtype; dtype_bytes its size, B.
+        quantization: the scheme's one-line description.
+        layers: (first, last + 1) decoder layers on this rank.
+        how: the arithmetic in words.
+    """
+
+    bytes: float
+    rope_cache_bytes: int
+    dtype: str
+    dtype_bytes: int
+    quantization: str
+    layers: tuple[int, int]
+    how: str
+
+
+_FUSED_NAME = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj", "gate_proj": "gate_up_proj",
+               "up_proj": "gate_up_proj", "w1": "w13", "w3": "w13"}
+_FUSE = re.compile(r"(?<=\.)(q_proj|k_proj|v_proj|gate_proj|up_proj|w1|w3)(?=\.)")
+_MiB = 1 << 20
+
+
+def cuda_allocated_bytes(n: int) -> int:
+    """Bytes PyTorch's CUDA caching allocator counts as allocated for one fresh ``n``-byte tensor, B.
+
+    Source: ``c10/cuda/CUDACachingAllocator.cpp``: ``round_size`` (512-B multiples), ``get_allocation_size``
+    (requests under 10 MiB share 20 MiB segments; larger ones get a segment rounded up to 2 MiB) and
+    ``should_split`` (a large block is split only when more than 1 MiB would remain).
+    """
+    r = max(512, -(-n // 512) * 512)
+    if r < 10 * _MiB:
+        return r
+    seg = -(-r // (2 * _MiB)) * (2 * _MiB)
+    return r if seg - r > _MiB else seg
+
+
+def pp_layer_range(num_layers: int, pp: int, rank: int) -> tuple[int, int]:
+    """Layers [start, end) of PP rank ``rank`` (vLLM ``get_pp_indices``: the remainder goes to the ranks before the last)."""
+    parts = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        parts[-i] += 1
+    start = sum(parts[:rank])
+    return start, start + parts[rank]
+
+
+def _scheme(model: ModelSpec, quantization: str | None) -> QuantScheme:
+    if quantization in (None, "", "auto", "none"):
+        return model.quant
+    if quantization == "fp8" and model.quant.method in ("none", "fp8"):
+        return model.quant if model.quant.method == "fp8" else online_fp8()
+    if model.quant.method != "none" and quantization.removesuffix("_marlin") == model.quant.method:
+        return model.quant
+    raise InputError(f"--quantization {quantization!r}: only 'fp8' (online FP8 of an unquantized checkpoint) is modelled; "
+                     f"{model.name} is {model.quant.description}")
+
+
+def _mxfp4_padded(w: Weight, model: ModelSpec, arch: str) -> Weight:
+    """An MXFP4 expert tensor with the backend's padding (see the module docstring)."""
+    h, inter = model.hidden_size, model.intermediate_size
+    if not (w.expert and inter):
+        return w
+    blackwell = arch.startswith("sm10") or arch.startswith("sm11")
+    hp = -(-h // 256) * 256 if blackwell else h
+    ip = -(-inter // (256 if blackwell else 64)) * (256 if blackwell else 64)
+    if w.rows == 2 * inter and w.cols == h:
+        return replace(w, rows=2 * ip, cols=hp)
+    if w.rows == h and w.cols == inter:
+        return replace(w, rows=hp, cols=ip)
+    if w.rows == 1 and w.cols == 2 * inter:
+        return replace(w, cols=2 * ip)
+    if w.rows == 1 and w.cols == h:
+        return replace(w, cols=hp)
+    return w
+
+
+def _on_rank(path: str, pp: int, rank: int, lo: int, hi: int, tied: bool) -> bool:
+    if pp == 1:
+        return True
+    m = _LAYER.search(path)
+    if m:
+        return lo <= int(m.group(1)) < hi
+    first, last = rank == 0, rank == pp - 1
+    head = path.split(".")
+    if any(k in head for k in _LAST_ONLY):
+        return last
+    if any(k in head for k in _FIRST):
+        return first or (tied and last and ("embed_tokens" in head or "wte" in head or "word_embeddings" in head))
+    return last  # final norms
+
+
+def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int = 0, dtype: str | None = None,
+                   quantization: str | None = None, gpu_arch: str = "sm90") -> LoadedWeights:
+    """The weight memory vLLM allocates on one GPU (TP rank of PP stage ``pp_rank``), B, with the arithmetic.
+
+    Args:
+        tp, pp: tensor- and pipeline-parallel sizes; pp_rank: the stage (0 … pp−1).
+        dtype: vLLM's ``--dtype`` (None/"auto": the config's, float32 checkpoints served in bfloat16).
+        quantization: vLLM's ``--quantization`` (only "fp8" changes an unquantized checkpoint).
+        gpu_arch: "sm90" (Hopper), "sm100" (Blackwell), ...: decides MXFP4 MoE padding.
+
+    Raises:
+        InputError: a parallel layout the model cannot take, an unknown dtype or quantization.
+    """
+    if not (isinstance(tp, int) and isinstance(pp, int) and 1 <= tp <= 1024 and 1 <= pp <= 1024):
+        raise InputError(f"tensor/pipeline parallel sizes must be integers in [1, 1024], got tp={tp!r}, pp={pp!r}")
+    if not 0 <= pp_rank < pp:
+        raise InputError(f"pp_rank {pp_rank} is not a stage of pp={pp}")
+    if pp > model.num_layers:
+        raise InputError(f"pipeline parallel size {pp} exceeds {model.name}'s {model.num_layers} layers")
+    if dtype in (None, "", "auto"):
+        dname, db = model.dtype, model.dtype_bytes
+    elif dtype in SERVED_DTYPE_BYTES:
+        dname, db = ("float16" if dtype == "half" else "float32" if dtype == "float" else dtype), SERVED_DTYPE_BYTES[dtype]
+    else:
+        raise InputError(f"--dtype {dtype!r}: expected auto, bfloat16, float16 or float32")
+    q = _scheme(model, quantization)
+    lo, hi = pp_layer_range(model.num_layers, pp, pp_rank)
+    kv_share = max(1, model.num_kv_heads // tp) / model.num_kv_heads if model.num_kv_heads else 1 / tp
+    mx = q.method == "mxfp4" or (q.method == "compressed-tensors" and q.bits == 4 and q.group_size == 32)
+    fused: dict[tuple[str, int], float] = {}
+    fused_g_idx: set[str] = set()
+    for w in model.weights:
+        if not _on_rank(w.path, pp, pp_rank, lo, hi, model.tie_word_embeddings):
+            continue
+        if mx and q.converts(w):
+            w = _mxfp4_padded(w, model, gpu_arch)
+        share = 1 / tp if w.tp == "shard" else (kv_share if w.tp == "kv" else 1.0)
+        key = _FUSE.sub(lambda m: _FUSED_NAME[m.group(1)], w.path)
+        for part, b in enumerate(q.tensor_bytes(w, db)):
+            if b:
+                if part == 3 and key in fused_g_idx:  # one g_idx per fused parameter (its input size), not one per member
+                    continue
+                fused[(key, part)] = fused.get((key, part), 0.0) + b * share
+                if part == 3:
+                    fused_g_idx.add(key)
+    total = float(sum(cuda_allocated_bytes(math.ceil(b)) for b in fused.values()))
+    rope = model.rope_cache_bytes // model.dtype_bytes * db if any(model.layers[lo:hi]) else 0
+    how = f"{model.num_params:,} params ({q.description}; {dname} = {db} B)"
+    if tp > 1:
+        how += f", split over TP {tp} by tensor (replicated norms/gates/KV heads counted whole)"
+    if pp > 1:
+        how += f", PP stage {pp_rank} of {pp}: layers {lo}–{hi - 1}" + (" + embedding" if pp_rank == 0 else "") + (" + final norm and LM head" if pp_rank == pp - 1 else "")
+    if rope:
+        how += f" + {rope:,} B RoPE cos/sin buffer"
+    return LoadedWeights(total + rope, rope, dname, db, q.description, (lo, hi), how)

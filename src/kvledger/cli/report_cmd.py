@@ -1,0 +1,119 @@
+"""``kvledger report MODEL --gpu GPU --slo ... --api ...``: one self-contained HTML decision report (and ``--png DIR``, ``--json``).
+
+The CLI only parses flags: ``kvledger.analyses.report_data.build_report_data`` builds the data
+(the same objects ``plan``, ``cost --simulate``, ``goodput --simulate --target`` and ``simulate``
+print with ``--json``) and ``kvledger.report`` draws it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+__all__ = ["register"]
+
+
+def _check_outputs(out: Path, png: Path | None, force: bool, keys: list[str]) -> None:
+    from kvledger.errors import InputError
+
+    if not out.parent.is_dir():
+        raise InputError(f"--out {out}: the folder {out.parent} does not exist")
+    if out.exists() and not force:
+        raise InputError(f"{out} already exists; refusing to overwrite it (pass --force, or choose another --out)")
+    if png is not None:
+        if png.exists() and not png.is_dir():
+            raise InputError(f"--png {png} exists and is not a directory")
+        taken = [k + ".png" for k in keys if (png / f"{k}.png").exists()]
+        if taken and not force:
+            raise InputError(f"{png} already holds {', '.join(taken)}; refusing to overwrite (pass --force)")
+
+
+def report(
+    model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
+    gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`)."),
+    slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'."),
+    api: str = typer.Option(..., "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1'."),
+    trace: str = typer.Option("azure-conv", "--trace", help="azure-conv, azure-code, mooncake, mooncake-synthetic, arxiv, or a CSV/JSONL path."),
+    num_requests: int = typer.Option(2000, "--num-requests", help="Requests per simulation (each probe of the capacity search, each sweep point)."),
+    seed: int = typer.Option(0, "--seed", help="RNG seed of the workload."),
+    target: float = typer.Option(0.9, "--target", help="Share of requests within the SLO at the capacity, (0, 1]."),
+    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size", help="Tensor-parallel degree (default 1)."),
+    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose rules and defaults to apply."),
+    max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Tokens (8192, 8K); default: from the config."),
+    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of device memory."),
+    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."),
+    max_num_seqs: Optional[int] = typer.Option(None, "--max-num-seqs", help="Most running requests per replica."),
+    step_cost: Optional[str] = typer.Option(None, "--step-cost", help="roofline (default) or calibrated (see kvledger simulate --help)."),
+    utilization: float = typer.Option(0.5, "--utilization", help="Average load ÷ capacity over the billed hours, (0, 1]."),
+    max_utilization: float = typer.Option(0.8, "--max-utilization", help="Highest utilization per replica when sizing for a monthly volume."),
+    gpu_provider: Optional[str] = typer.Option(None, "--gpu-provider", help="Rental provider (default: the cheapest row listed for the GPU, stated in the report)."),
+    gpu_usd_per_hour: Optional[float] = typer.Option(None, "--gpu-usd-per-hour", help="Your own price, USD per GPU-hour."),
+    batch_share: float = typer.Option(0.0, "--batch-share", help="Share of requests sent through the API's batch endpoint."),
+    cache_hit_rate: float = typer.Option(0.0, "--cache-hit-rate", help="Share of API input tokens that are prompt-cache reads."),
+    cache_write_rate: float = typer.Option(0.0, "--cache-write-rate", help="Share of API input tokens written to the prompt cache."),
+    engineer_months: float = typer.Option(0.0, "--engineer-months-per-month", help="People time to run the service, engineer-months per month."),
+    engineer_usd: float = typer.Option(0.0, "--engineer-usd-per-month", help="Fully loaded cost of one engineer-month, USD."),
+    data_sovereignty: str = typer.Option("not_required", "--data-sovereignty", help="required, preferred or not_required."),
+    model_control: str = typer.Option("any", "--model-control", help="custom_weights, open_weights or any."),
+    team_capability: str = typer.Option("some", "--team-capability", help="experienced, some or none."),
+    bench: Optional[list[Path]] = typer.Option(None, "--bench", help="Benchmark output(s) to draw as measured points on the simulation's axes (repeat)."),
+    out: Path = typer.Option(Path("kvledger-report.html"), "--out", "-o", help="The HTML file to write."),
+    png: Optional[Path] = typer.Option(None, "--png", help="Also write each figure as DIR/<figure>.png."),
+    as_json: bool = typer.Option(False, "--json", help="Print the data behind the figures as JSON (strict: no NaN/Infinity)."),
+    force: bool = typer.Option(False, "--force", help="Allow overwriting --out and the PNG files."),
+) -> None:
+    """One self-contained HTML decision report: build or buy, what the engine saves, the KV bottleneck, latency and goodput against load.
+
+    Runs the SLO-capacity search of `cost --simulate` (--num-requests per probe), a latency sweep at
+    0.25–1.5 × the capacity, and static-batching and contiguous-KV runs at the capacity rate. Every
+    figure has its numbers in a table beside it and its sources; the commands whose --json each
+    section equals are listed at the end.
+    """
+    from kvledger.analyses.report_data import ReportRequest
+    from kvledger.report.html_report import SECTIONS, render_html, report_figures
+    from kvledger.report.figure import png_of
+    from kvledger.report.jsonout import strict_json
+
+    keys = [k for _, _, ks in SECTIONS for k in ks]
+    _check_outputs(out, png, force, keys)
+    engine = {k: v for k, v in (("tp", tp), ("engine_version", engine_version), ("max_model_len", max_model_len),
+                                ("gpu_memory_utilization", gpu_memory_utilization), ("kv_cache_dtype", kv_cache_dtype),
+                                ("max_num_seqs", max_num_seqs), ("step_cost", step_cost)) if v is not None}
+    req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, seed=seed, target=target,
+                        engine=engine, utilization=utilization, max_utilization=max_utilization, gpu_provider=gpu_provider,
+                        gpu_usd_per_hour=gpu_usd_per_hour, batch_share=batch_share, cache_hit_rate=cache_hit_rate,
+                        cache_write_rate=cache_write_rate, data_sovereignty=data_sovereignty, model_control=model_control,
+                        team_capability=team_capability, engineer_months_per_month=engineer_months,
+                        engineer_usd_per_month=engineer_usd, bench_files=tuple(str(b) for b in bench or ()))
+    data = _build(req, quiet=as_json)
+    figures = report_figures(data)
+    out.write_text(render_html(data, figures), encoding="utf-8")
+    if png is not None:
+        png.mkdir(parents=True, exist_ok=True)
+        for f in figures:
+            (png / f"{f.key}.png").write_bytes(png_of(f.fig))
+    if as_json:
+        typer.echo(strict_json(data))
+    else:
+        typer.echo(f"wrote {out} ({len(figures)} figures)" + (f" and {len(figures)} PNG files in {png}" if png else ""))
+
+
+def _build(req: Any, quiet: bool) -> dict[str, Any]:
+    from kvledger.analyses.report_data import build_report_data
+
+    if quiet:
+        return build_report_data(req)
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True,
+                  console=Console(stderr=True)) as bar:
+        task = bar.add_task("report")
+        return build_report_data(req, progress=lambda stage: bar.update(task, description=f"report: {stage}"))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``report`` to the app."""
+    app.command("report")(report)

@@ -1,0 +1,42 @@
+"""``kvledger ui``: serve the local web app (FastAPI + uvicorn) on 127.0.0.1 unless told otherwise."""
+
+from __future__ import annotations
+
+import typer
+
+__all__ = ["register"]
+
+
+def ui(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (default loopback only; 0.0.0.0 exposes it to the network)."),
+    port: int = typer.Option(8765, "--port", help="TCP port."),
+) -> None:
+    """A local web app: pick model, GPU, engine, TP, context, KV dtype, SLOs, API row and traffic; see the plan, concurrency, cost and figures update."""
+    import uvicorn
+
+    from kvledger.errors import InputError
+    from kvledger.report.webapp import create_app
+
+    if not 0 < port < 65536:
+        raise InputError(f"--port must be in 1–65535, got {port}")
+    _check_free(host, port)
+    typer.echo(f"kvledger ui on http://{host}:{port}/ (Ctrl-C to stop)")
+    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+
+
+def _check_free(host: str, port: int) -> None:
+    """Raise InputError when ``host:port`` cannot be bound (in use, or not an address of this machine)."""
+    import socket
+
+    from kvledger.errors import InputError
+
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.bind((host, port))
+    except OSError as err:
+        raise InputError(f"cannot listen on {host}:{port} ({err.strerror or err}); choose another --port or --host") from None
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``ui`` to the app."""
+    app.command("ui")(ui)

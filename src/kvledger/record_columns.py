@@ -1,0 +1,89 @@
+"""A run's request records held as columns (numpy arrays), for files of a million requests and more.
+
+A reader that can build the columns directly (the vLLM ``--save-detailed`` fast path) hands
+them to :meth:`kvledger.records.RunRecords.from_columns`; goodput and cost then work on the
+arrays, and ``run.records`` is a read-only sequence that builds each
+:class:`~kvledger.records.RequestRecord` only when asked for it (same values as the
+per-request readers produce, field for field).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kvledger.records import RequestRecord
+
+__all__ = ["RecordColumns", "ColumnRecords"]
+
+
+@dataclass(slots=True)
+class RecordColumns:
+    """One entry per request, in arrival order, all shape ``(n,)`` unless stated.
+
+    Attributes:
+        arrival_s: s. first_token_s, finish_s: s, NaN where the record has None.
+        num_prompt_tokens, num_output_tokens: tokens, int64.
+        error: the error text per request (None for success), object array. ok: ``error is None``, bool.
+        chunk_offsets: shape ``(n + 1,)``, int64: request i's chunk times are ``chunk_flat[offsets[i]:offsets[i+1]]``.
+        chunk_flat: every request's chunk times concatenated, s, float64, read-only.
+        has_chunks: whether request i has chunk times (False → ``chunk_times_s`` None).
+        request_ids: None → the request's index as a string ("0", "1", ...).
+    """
+
+    arrival_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    num_prompt_tokens: np.ndarray
+    num_output_tokens: np.ndarray
+    error: np.ndarray
+    ok: np.ndarray
+    chunk_offsets: np.ndarray
+    chunk_flat: np.ndarray
+    has_chunks: np.ndarray
+    request_ids: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        self.chunk_flat.setflags(write=False)  # slices handed to RequestRecord are then views, not copies
+
+    @property
+    def n(self) -> int:
+        return int(self.arrival_s.size)
+
+    def ids(self) -> list[str]:
+        """Request ids, in order."""
+        return self.request_ids if self.request_ids is not None else [str(i) for i in range(self.n)]
+
+    def record(self, i: int) -> RequestRecord:
+        """The RequestRecord of request ``i``."""
+        f, e = self.first_token_s[i], self.finish_s[i]
+        chunks = self.chunk_flat[self.chunk_offsets[i]:self.chunk_offsets[i + 1]] if self.has_chunks[i] else None
+        rid = self.request_ids[i] if self.request_ids is not None else str(i)
+        return RequestRecord(rid, float(self.arrival_s[i]), int(self.num_prompt_tokens[i]), int(self.num_output_tokens[i]),
+                             None if np.isnan(f) else float(f), None if np.isnan(e) else float(e), chunks,
+                             error=self.error[i])
+
+
+class ColumnRecords(Sequence):
+    """``run.records`` of a columnar run: RequestRecords built on access (indexing, slicing, iteration)."""
+
+    __slots__ = ("_cols",)
+
+    def __init__(self, cols: RecordColumns) -> None:
+        self._cols = cols
+
+    def __len__(self) -> int:
+        return self._cols.n
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self._cols.record(k) for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(i)
+        return self._cols.record(i % n)
+
+    def __iter__(self) -> Iterator[RequestRecord]:
+        return (self._cols.record(k) for k in range(len(self)))

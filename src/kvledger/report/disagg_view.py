@@ -1,0 +1,54 @@
+"""Terminal view of ``kvledger disagg``: colocated vs every prefill/decode split, latencies, goodput per GPU, KV-transfer time and the verdict."""
+
+from __future__ import annotations
+
+from kvledger.report.tables import table
+
+__all__ = ['disagg_row', 'render_disagg']
+
+
+def disagg_row(x) -> list[str]:
+    from kvledger.units import fmt_duration as f
+
+    def q(d, k):
+        return "—" if d[k] is None else f(d[k])
+
+    t = x.transfer
+    xfer = "—" if not t or not t["num_transfers"] else f"{f(t['transfer_s']['mean'])} / {f(t['transfer_s']['p99'])}"
+    mr = "" if x.max_rate_search is None else ("—" if x.max_rate_per_gpu is None else f"{x.max_rate_per_gpu:,.2f}")
+    cells = [x.label, f"{x.num_gpus}", f"{q(x.ttft_s, 'p50')} / {q(x.ttft_s, 'p90')} / {q(x.ttft_s, 'p99')}",
+             f"{q(x.itl_s, 'p50')} / {q(x.itl_s, 'p90')} / {q(x.itl_s, 'p99')}",
+             f"{q(x.tpot_s, 'p50')} / {q(x.tpot_s, 'p90')} / {q(x.tpot_s, 'p99')}",
+             f"{x.throughput_req_per_s:,.2f}", f"{x.attainment:.1%}", f"{x.goodput_req_per_s_per_gpu:,.2f}", xfer,
+             f"{x.num_preemptions:,}"]
+    return cells + ([mr] if x.max_rate_search is not None else [])
+
+
+def render_disagg(r, console) -> None:
+    w = r.workload
+    console.print(f"[bold]Prefill/decode disaggregation: {r.model} on {r.num_gpus} × {r.gpu}[/] — trace {w.get('trace')}, "
+                  f"{w.get('num_requests'):,} requests at {w.get('offered_rate_req_per_s', float('nan')):,.2f} req/s offered; "
+                  f"SLO {r.slo['text']}")
+    console.print(f"KV link: {r.link['source']}; transfer = {r.transfer_model}")
+    searched = any(x.max_rate_search is not None for x in r.deployments)
+    cols = ["deployment", "GPUs", "TTFT p50/p90/p99", "ITL p50/p90/p99", "TPOT p50/p90/p99", "req/s", "good",
+            "goodput req/s/GPU", "KV transfer mean/p99", "preemptions"] + (["max rate/GPU"] if searched else [])
+    t = table("Same GPUs, same requests: colocated vs each prefill:decode split", *cols)
+    for x in r.deployments:
+        t.add_row(*disagg_row(x))
+    console.print(t)
+    if r.tuning:
+        from kvledger.units import fmt_duration as f
+
+        t = table("One knob, one pool: what moves", "deployment", "pool changed", "knob", "TTFT p50", "TTFT p90",
+                  "ITL p50", "ITL p99", "TPOT p90", "goodput req/s/GPU")
+        for x in r.tuning:
+            t.add_row(x["deployment"], x["pool_changed"], x["knob"], *(("—" if x[k] is None else f(x[k])) for k in
+                      ("ttft_p50_s", "ttft_p90_s", "itl_p50_s", "itl_p99_s", "tpot_p90_s")),
+                      f"{x['goodput_req_per_s_per_gpu']:,.2f}")
+        console.print(t)
+    console.print("[bold]Verdict[/]")
+    for v in r.verdict:
+        console.print(f"• {v}")
+    for n in r.notes:
+        console.print(f"· {n}", style="dim")

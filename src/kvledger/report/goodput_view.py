@@ -1,0 +1,110 @@
+"""Terminal view of ``kvledger goodput``: one row per run with its sources, the SLO boundary across runs, and a simulator-driven search's probes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ['print_goodput', 'print_search', 'print_sources']
+
+
+def _fmt(x: Any, spec: str = ",.3f", none: str = "n/a") -> str:
+    return none if x is None else format(x, spec)
+
+
+_LEGEND = ("#: run (details below); req: all requests; fail: failed; good: completed and every SLO met; attain: good ÷ req; "
+           "good/s: goodput, req/s; done/s: completed req/s; good tok/s: output tokens of good requests per s; "
+           "mult: done/s ÷ good/s, the effective-cost multiplier (what you pay for ÷ what is usable). ≥/≤: bounds of an estimate")
+
+
+def _rows(results: list[Any]) -> Any:
+    from kvledger.report.tables import LedgerTable as Table
+
+    t = Table(title="Goodput under the SLO", title_justify="left")
+    for col in ("#", "req", "fail", "good", "attain", "good/s", "done/s", "good tok/s", "mult"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for k, r in enumerate(results, start=1):
+        good = f"≥{r.num_good} ≤{r.num_good_upper}" if r.estimate and r.num_good_upper is not None else str(r.num_good)
+        att = f"≥{r.attainment:.1%}" if r.estimate else f"{r.attainment:.1%}"
+        if r.effective_cost_multiplier is None:
+            mult = "∞" if r.num_completed else "n/a"
+        else:
+            mult = ("≤" if r.estimate else "") + f"{r.effective_cost_multiplier:.2f}×"
+        t.add_row(str(k), str(r.num_requests), str(r.num_failed), good, att, _fmt(r.goodput_req_per_s), _fmt(r.throughput_req_per_s),
+                  _fmt(r.goodput_output_tok_per_s, ",.1f"), mult)
+    return t
+
+
+def print_goodput(results: list[Any], boundary: Any, slo_text: str) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    con = Console(highlight=False)
+    con.print(f"SLO: {escape(slo_text)}")
+    con.print(_rows(results))
+    con.print(escape(_LEGEND))
+    for k, r in enumerate(results, start=1):
+        con.print(f"\n[bold]#{k} {escape(Path(r.file).name)}{escape(' [' + r.run_label + ']') if r.run_label else ''}[/] ({r.source_format}): "
+                  f"duration {_fmt(r.duration_s, ',.3f')} s, {escape(r.duration_source)}"
+                  + ("; SLO misses among completed: " + ", ".join(f"{k} {v}" for k, v in r.num_missed.items()) if r.num_missed else ""))
+        if r.tool_goodput:
+            con.print(f"  tool-reported goodput (its SLO is not in the file): {escape(json.dumps(r.tool_goodput))}")
+        for note in r.notes:
+            con.print(f"  - {escape(note)}")
+    if boundary is not None:
+        b = boundary
+        con.print(f"\n[bold]SLO boundary[/] on {b.axis} for attainment ≥ {b.target:.0%}: "
+                  + (f"{b.boundary_value:g}" if b.boundary_value is not None else "none (the lowest value already misses)")
+                  + (f" ({b.boundary_per_gpu:g} per GPU)" if b.boundary_per_gpu is not None else ""))
+        for p in b.points:
+            con.print(f"  {b.axis} {p.value:g}: attainment {'≥' if p.estimate else ''}{p.attainment:.1%} {'meets' if p.meets_target else 'misses'} ({escape(p.label)})")
+        for note in b.notes:
+            con.print(f"  - {escape(note)}")
+
+
+def print_search(sb: Any, slo_text: str) -> None:
+    """The probes of a simulator-driven boundary search, the boundary, and the simulation's sources."""
+    from rich.console import Console
+
+    from kvledger.analyses.sim_boundary import SEARCH_AXES
+    from rich.markup import escape
+    from kvledger.report.tables import LedgerTable as Table
+
+    con = Console(highlight=False)
+    first, _, rest = slo_text.partition("\n")
+    con.print(f"SLO: {escape(first)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "
+              f"{sb.num_requests_per_probe:,} requests per probe" + (f"\n{escape(rest)}" if rest else ""))
+    short = {"request_rate": "rate/s", "concurrency": "users", "max_num_seqs": "seqs"}[sb.axis]
+    t = Table(title=f"probes ({sb.num_gpus} GPU(s) = {sb.replicas} replica(s) × TP {sb.num_gpus // sb.replicas})", title_justify="left")
+    for col in ("#", short, "offered/s", "attain", "good/s", "done/s", "good/s/GPU", "target"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for pr in sb.probes:
+        t.add_row(f"{pr.order}{ {'bracket': 'b', 'bisection': 's'}.get(pr.phase, 'c') }", f"{pr.value:g}", _fmt(pr.offered_rate_req_per_s, ",.2f"), f"{pr.attainment:.1%}",
+                  _fmt(pr.goodput_req_per_s), _fmt(pr.throughput_req_per_s), _fmt(pr.goodput_req_per_s_per_gpu),
+                  "meets" if pr.meets_target else "misses")
+    con.print(t)
+    con.print(f"#: probe order, b = bracketing (doubling/halving), s = bisection, c = check of the top; {short}: {escape(SEARCH_AXES[sb.axis])}; "
+              "offered/s: requests ÷ their arrival span (open loop); attain: good ÷ all requests; good/s, done/s: goodput and completed req/s "
+              "of the whole deployment; good tok/s per probe in --json")
+    b = sb.boundary
+    if b.boundary_value is None:
+        con.print(f"[bold]SLO boundary[/] on {sb.axis}: none — the lowest value probed already misses {sb.target:.0%}")
+    else:
+        per = (f" ({sb.boundary_per_replica:g} per replica, {sb.boundary_per_gpu:g} per GPU)" if sb.boundary_per_gpu is not None else "")
+        at = (f"; goodput there {sb.goodput_at_boundary_req_per_s:.3f} good req/s ({sb.goodput_at_boundary_req_per_s_per_gpu:.3f} per GPU)"
+              if sb.goodput_at_boundary_req_per_s is not None else "")
+        con.print(f"[bold]SLO boundary[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: {b.boundary_value:g}{per}{at}")
+    for note in b.notes + sb.notes:
+        con.print(f"  - {escape(note)}")
+    print_sources(sb.first_run, "sources (first probe; the searched value varies)")
+
+
+def print_sources(sim: Any, title: str) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    con = Console(highlight=False)
+    con.print(f"[bold]{escape(title)}[/]")
+    for k, line in enumerate(sim.source_lines(), start=1):
+        con.print(f"  [{k}] {escape(line)}")

@@ -1,0 +1,134 @@
+"""The self-contained HTML decision report: the answer first, then build-or-buy, what the engine saves, the KV bottleneck and latency against load, each figure as inline SVG beside its table and sources.
+
+One file, no scripts, no fonts or styles fetched from anywhere: it opens offline and can be mailed.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+from typing import Any
+
+from kvledger.report.figure import Figure, fmt, svg_of
+
+__all__ = ["report_figures", "render_html", "SECTIONS"]
+
+SECTIONS = (
+    ("build-or-buy", "Build or buy", ("cost_by_utilization", "cost_by_volume")),
+    ("engine-savings", "What the engine saves, compared with what", ("engine_savings",)),
+    ("kv-bottleneck", "The KV bottleneck: capacity and bandwidth", ("memory_waterfall", "concurrency_by_context", "decode_roofline")),
+    ("latency", "Latency and goodput against load", ("latency_by_rate", "goodput_by_rate")),
+)
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
+h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{font-size:1.05em;margin:.2em 0}
+table{border-collapse:collapse;font-size:.8em;margin:.4em 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right;vertical-align:top}
+td:first-child,th:first-child,td.t{text-align:left}th{background:#f4f4f4}
+.fig{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:1em;align-items:start;margin:1.2em 0;border-top:1px dashed #e4e4e4;padding-top:.6em}
+.plot svg{width:100%;height:auto}.tbl{overflow-x:auto}.sources{font-size:.75em;color:#555;margin:.3em 0 0 1em;padding:0}
+.answer{background:#f6f9fc;border-left:4px solid #4c72b0;padding:.6em 1em}.note{font-size:.85em;color:#555}
+code{font-size:.85em;word-break:break-all}
+"""
+
+
+def report_figures(data: dict[str, Any]) -> list[Figure]:
+    """Every figure of the report, from the data of ``build_report_data``."""
+    from kvledger.report.figures_kv import kv_figures
+    from kvledger.report.figures_serving import serving_figures
+
+    return kv_figures(data["plan"]) + serving_figures(data)
+
+
+_NUMERIC = re.compile(r"^[−+\-$]?[\d,.]+(e[+-]?\d+)?( ?%)?$")
+
+
+def _cell(c: Any) -> str:
+    text = str(c)
+    cls = "" if _NUMERIC.match(text) or text == "—" else ' class="t"'
+    return f"<td{cls}>{escape(text)}</td>"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{escape(h).replace('_', '_<wbr>')}</th>" for h in headers)  # engine flag names may break after "_"
+    body = "".join("<tr>" + "".join(_cell(c) for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _figure(f: Figure) -> str:
+    src = "".join(f"<li>{escape(s)}</li>" for s in f.sources if s)
+    return (f'<section class="fig" id="fig-{f.key}" data-figure="{f.key}"><div class="plot">{svg_of(f.fig)}</div>'
+            f'<div class="tbl"><h3>{escape(f.title)}</h3><p class="note">{escape(f.caption)}</p>{_table(f.headers, f.rows)}'
+            f'<p class="note">Sources:</p><ul class="sources">{src}</ul></div></section>')
+
+
+def _answer(data: dict[str, Any]) -> str:
+    c, t, inp = data["cost"], data["cost"]["totals"], data["inputs"]
+    cs = c["simulation"]["capacity_search"]
+    mml = data["plan"]["memory"]["max_model_len"]
+    conc = {r["context_tokens"]: (f"{r['max_requests']:,}" if r["within_max_model_len"] else f"none (beyond max_model_len {mml:,})")
+            for r in data["plan"]["concurrency"]}
+    lines = [
+        f"Verdict: {c['verdict']}.",
+        f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {cs['boundary_rate_req_per_s']:g} req/s with "
+        f"≥ {100 * cs['target']:.0f}% of requests within {inp['slo_text']}; goodput there {cs['goodput_at_boundary_req_per_s']:,.2f} good req/s.",
+        f"Self-hosted at {100 * inp['utilization']:.0f}% utilization: ${t['self_host_usd_per_mtok_input']:,.4f} per 1M input and "
+        f"${t['self_host_usd_per_mtok_output']:,.4f} per 1M output tokens at goodput; API {c['inputs']['api_price']}: "
+        f"${t['api_usd_per_mtok_input']:,.4f} / ${t['api_usd_per_mtok_output']:,.4f} after batch and prompt-cache discounts.",
+        _break_even_text(c),
+        f"Concurrency: {conc.get(8192, '—')} requests at 8K tokens, {conc.get(131072, '—')} at 128K (KV capacity).",
+    ]
+    return '<div class="answer" id="answer">' + "".join(f"<p>{escape(x)}</p>" for x in lines) + "</div>"
+
+
+def _break_even_text(c: dict[str, Any]) -> str:
+    bu, bv = c["break_even_utilization"], c["break_even_volume"]
+    u = (f"break-even utilization {fmt(100 * bu['utilization'])}%" if bu.get("reachable") and bu.get("utilization") is not None
+         else "no utilization up to 100% breaks even")
+    v = (f"break-even volume {fmt(bv['requests_per_month'])} good requests per month" if bv.get("requests_per_month") is not None
+         else f"no break-even volume: {bv.get('reason', '')}")
+    return f"{u[0].upper()}{u[1:]}; {v}."
+
+
+def _build_or_buy_tables(data: dict[str, Any]) -> str:
+    c = data["cost"]
+    t = c["totals"]
+    rows = [["self-hosted, at goodput", fmt(t["self_host_usd_per_mtok_input"], 4), fmt(t["self_host_usd_per_mtok_output"], 4)],
+            [f"API {c['inputs']['api_price']} (after discounts)", fmt(t["api_usd_per_mtok_input"], 4), fmt(t["api_usd_per_mtok_output"], 4)],
+            ["self-hosted, sticker (all completed tokens)", fmt(c["sticker"]["usd_per_mtok_input"], 4), fmt(c["sticker"]["usd_per_mtok_output"], 4)]]
+    f = [[x["factor"], x["value"], x["effect"]] for x in c["factors"]]
+    items = [[led["name"], it["name"], f"{it['quantity']:.6g} {it['unit']}", f"{it['unit_price_usd']:.6g}", f"{it['amount_usd']:.6g}", it["source"]]
+             for led in c["ledgers"].values() for it in led["items"]]
+    return ("<h3>USD per 1M tokens</h3>" + _table(["side", "USD / 1M input", "USD / 1M output"], rows)
+            + "<h3>The four deciding factors (stated inputs)</h3>" + _table(["factor", "value", "effect"], f)
+            + "<h3>Line items</h3>" + _table(["ledger", "item", "quantity", "unit price, USD", "amount, USD", "source"], items)
+            + f'<p class="note">GPU price: {escape(data["inputs"]["gpu_price_choice"])}. Capacity basis: {escape(c["capacity_basis"]["text"])}</p>')
+
+
+def render_html(data: dict[str, Any], figures: list[Figure]) -> str:
+    """The whole report as one HTML document (inline SVG figures, inline CSS, no scripts)."""
+    by_key = {f.key: f for f in figures}
+    inp, sim = data["inputs"], data["cost"]["simulation"]
+    title = f"kvledger report: {sim['model']} on {sim['num_gpus']}× {sim['gpu']}"
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{escape(title)}</title><style>{_CSS}</style></head><body>",
+             f"<h1>{escape(title)}</h1>",
+             f"<p class='note'>Traffic: {escape(sim['workload']['trace'])}, {inp['num_requests']:,} requests per simulation (seed {inp['seed']}); "
+             f"SLO {escape(inp['slo_text'])}; engine {escape(sim['plan']['engine'])} {escape(sim['plan']['engine_version'])}, "
+             f"TP {sim['tp']}, max_model_len {sim['engine']['max_model_len']:,}, max_num_seqs {sim['engine']['max_num_seqs']:,}; "
+             f"step cost: {escape(sim['step_cost']['name'])}.</p>",
+             _answer(data)]
+    for anchor, heading, keys in SECTIONS:
+        figs = [by_key[k] for k in keys if k in by_key]
+        if not figs:
+            continue
+        parts.append(f"<h2 id='{anchor}'>{escape(heading)}</h2>")
+        if anchor == "build-or-buy":
+            parts.append(_build_or_buy_tables(data))
+        parts.extend(_figure(f) for f in figs)
+    notes = [*data["cost"]["notes"], *data["cost"]["capacity_basis"]["notes"], *sim["notes"]]
+    parts.append("<h2 id='sources'>Commands behind each section</h2><p class='note'>Each section's numbers equal the --json of:</p>"
+                 + _table(["section", "command"], [[k, v] for k, v in data["commands"].items()]))
+    if notes:
+        parts.append("<h3>Notes</h3><ul class='sources'>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
+    parts.append("</body></html>\n")
+    return "".join(parts)

@@ -1,0 +1,88 @@
+"""Terminal tables that never cut a figure: a rich ``Table`` that folds text and, when even
+folded it cannot fit the terminal, prints each row as a block of ``column: value`` lines.
+
+Rich's default is to shorten a cell that does not fit with ``…`` (``111…`` for 111.3) or to crop
+the line at the terminal's edge; a ledger must not lose a digit, so every table the tool prints
+is a :class:`LedgerTable`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.table import Table
+from rich.text import Text
+
+__all__ = ["LedgerTable", "ledger_table", "table"]
+
+
+def _plain(cell: object) -> str:
+    return cell.plain if isinstance(cell, Text) else str(cell)
+
+
+def _longest_word(texts: Iterable[str]) -> int:
+    """Width of the longest run without spaces: what folding can never split without cutting a figure."""
+    return max((cell_len(w) for t in texts for w in t.split()), default=0)
+
+
+class LedgerTable(Table):
+    """A rich table whose cells are never shortened with an ellipsis nor cropped at the edge.
+
+    At render time every column folds at spaces only, and is at least as wide as its longest
+    word (a number is one word). When the columns' minimum widths do not fit the width at hand,
+    the rows are printed one after the other as ``column: value`` lines instead.
+    """
+
+    def _widths(self) -> tuple[list[int], list[int]]:
+        """(minimum, natural) width of each column: its longest word, and its longest cell on one line."""
+        mins, maxs = [], []
+        for col in self.columns:
+            cells = [_plain(c) for c in col._cells] + [_plain(col.header)]
+            mins.append(max(1, _longest_word(cells)))
+            maxs.append(max(1, max((max((cell_len(x) for x in c.splitlines()), default=0) for c in cells), default=0)))
+        return mins, maxs
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        mins, maxs = self._widths()
+        left, right = self.padding[3], self.padding[1]
+        overhead = len(mins) * (left + right) + (len(mins) + 1 if self.show_edge else len(mins) - 1)
+        room = options.max_width - overhead
+        if sum(mins) > room:
+            yield from self._as_records(options.max_width)
+            return
+        widths = list(maxs)
+        if sum(maxs) > room:  # give every column its longest word, then share what is left by what each lacks
+            spare, lack = room - sum(mins), [mx - mn for mn, mx in zip(mins, maxs)]
+            total = sum(lack) or 1
+            widths = [mn + (spare * lk) // total for mn, lk in zip(mins, lack)]
+        for col, w in zip(self.columns, widths):
+            col.overflow, col.no_wrap, col.width, col.min_width, col.max_width = "fold", False, w, None, None
+        yield from super().__rich_console__(console, options)
+
+    def _as_records(self, width: int) -> RenderResult:
+        if self.title:
+            yield Text(_plain(self.title), style="bold")
+        headers = [_plain(c.header) or f"column {i + 1}" for i, c in enumerate(self.columns)]
+        label_w = max((cell_len(h) for h in headers), default=0)
+        for r in range(self.row_count):
+            yield Text("")
+            for h, col in zip(headers, self.columns):
+                value = _plain(col._cells[r]) if r < len(col._cells) else ""
+                yield Text(f"{h.ljust(label_w)} : {value}", overflow="fold", no_wrap=False)
+        if self.caption:
+            yield Text(_plain(self.caption))
+
+
+def ledger_table(title: str, *cols: str, **kwargs: object) -> LedgerTable:
+    """A left-titled :class:`LedgerTable` with the given column headers."""
+    t = LedgerTable(title=title, title_justify="left", title_style="bold", expand=False, **kwargs)
+    for c in cols:
+        t.add_column(c)
+    return t
+
+
+def table(title: str, *cols: str) -> LedgerTable:
+    """The table every terminal view uses: left-titled, columns sized so nothing is cut (:class:`LedgerTable`)."""
+    return ledger_table(title, *cols)

@@ -1,0 +1,87 @@
+"""The single page of ``kvledger ui``: a form, the headline numbers and the figures, updated from the JSON endpoints (inline CSS and script, nothing fetched from elsewhere)."""
+
+from __future__ import annotations
+
+__all__ = ["PAGE"]
+
+PAGE = r"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>kvledger</title>
+<style>
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0;color:#222}
+header{background:#24292f;color:#fff;padding:.6em 1.2em}header h1{font-size:1.2em;margin:0}
+main{display:grid;grid-template-columns:290px 1fr;gap:1.2em;padding:1em 1.2em}
+form label{display:block;font-size:.8em;margin:.5em 0 .1em;color:#444}form select,form input{width:100%;box-sizing:border-box;padding:3px}
+.cards{display:flex;flex-wrap:wrap;gap:.6em}.card{background:#f6f9fc;border-left:4px solid #4c72b0;padding:.4em .8em;min-width:150px}
+.card .v{font-size:1.3em;font-weight:600}.card .k{font-size:.75em;color:#555}
+.fig{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:1em;border-top:1px dashed #ddd;padding-top:.5em;margin-top:.8em}
+.fig svg{width:100%;height:auto}.fig>div{min-width:0;overflow-x:auto}table{border-collapse:collapse;font-size:.75em}td,th{border:1px solid #ddd;padding:1px 5px;text-align:right}
+td:first-child,th:first-child{text-align:left}th{background:#f4f4f4}#error{color:#b00020;white-space:pre-wrap}
+h2{font-size:1.05em;margin:1em 0 .3em}.note{font-size:.8em;color:#555}button{margin-top:.8em;padding:.3em 1em}
+</style></head><body>
+<header><h1>kvledger — the KV-cache ledger and the serving/cost ledger</h1></header>
+<main><form id="form" onsubmit="return false">
+<label for="model">model</label><select id="model" name="model"></select>
+<label for="gpu">GPU</label><select id="gpu" name="gpu"></select>
+<label for="engine">engine</label><select id="engine" name="engine"></select>
+<label for="tp">tensor parallel (TP)</label><input id="tp" name="tp" type="number" min="1" value="1">
+<label for="max_model_len">context: max_model_len (tokens, e.g. 32K; empty = config)</label><input id="max_model_len" name="max_model_len">
+<label for="kv_cache_dtype">KV cache dtype</label><select id="kv_cache_dtype" name="kv_cache_dtype"></select>
+<label for="slo">SLOs</label><input id="slo" name="slo" value="ttft=200ms,tpot=50ms">
+<label for="api">API price row</label><select id="api" name="api"></select>
+<label for="trace">traffic (trace)</label><select id="trace" name="trace"></select>
+<label for="utilization">utilization (0–1]</label><input id="utilization" name="utilization" type="number" step="0.05" value="0.5">
+<label for="num_requests">requests per simulation</label><input id="num_requests" name="num_requests" type="number" value="300">
+<button id="run-serving" type="button">compute capacity and cost</button>
+<p class="note">The plan updates as you change a field; capacity and cost run the simulator (vLLM rules) when you press the button.</p>
+</form>
+<div><div id="status" data-version="0">loading</div><div id="error"></div>
+<h2>KV-cache ledger</h2><div class="cards" id="plan-cards"></div>
+<h2>Serving and cost</h2><div class="cards" id="serving-cards"><p class="note">press "compute capacity and cost"</p></div>
+<div id="plan-figs"></div><div id="serving-figs"></div></div></main>
+<script>
+const $ = (id) => document.getElementById(id);
+let version = 0;
+function fill(id, items, value) { const s = $(id); s.innerHTML = ""; for (const it of items) { const o = document.createElement("option");
+  o.value = typeof it === "string" ? it : it.id; o.textContent = typeof it === "string" ? it : it.name; s.appendChild(o); } if (value) s.value = value; }
+function q(keys) { const p = new URLSearchParams(); for (const k of keys) { const v = $(k).value; if (v !== "") p.set(k, v); } return p.toString(); }
+function card(key, label, value, raw) { return `<div class="card" id="${key}" data-value="${raw}"><div class="v">${value}</div><div class="k">${label}</div></div>`; }
+function esc(s) { return String(s).replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c])); }
+function figs(target, figures) { let h = ""; for (const [k, f] of Object.entries(figures)) {
+  const rows = f.rows.map((r) => "<tr>" + r.map((c) => `<td>${esc(c)}</td>`).join("") + "</tr>").join("");
+  h += `<section class="fig" id="fig-${k}" data-figure="${k}"><div>${f.svg}</div><div><b>${esc(f.title)}</b><p class="note">${esc(f.caption)}</p>` +
+       `<table><tr>${f.headers.map((x) => `<th>${esc(x).replace(/_/g, "_<wbr>")}</th>`).join("")}</tr>${rows}</table>` +
+       `<p class="note">Sources: ${f.sources.map(esc).join("; ")}</p></div></section>`; } $(target).innerHTML = h; }
+async function get(path) { const r = await fetch(path); const d = await r.json(); if (!r.ok) throw new Error(d.error || r.statusText); return d; }
+function done(text) { version += 1; $("status").textContent = text; $("status").dataset.version = String(version); }
+const fmt = (x, d) => x === null || x === undefined ? "—" : Number(x).toLocaleString("en-US", {maximumFractionDigits: d});
+async function updatePlan() {
+  $("status").textContent = "computing plan"; $("error").textContent = "";
+  try { const d = await get("/api/plan?" + q(["model", "gpu", "engine", "tp", "max_model_len", "kv_cache_dtype"]));
+    const h = d.headline;
+    $("plan-cards").innerHTML = card("kv-bytes-per-token", "KV bytes per token per GPU", fmt(h.kv_bytes_per_token, 0), h.kv_bytes_per_token) +
+      card("available-kv-gib", "available KV memory, GiB", fmt(h.available_kv_gib, 2), h.available_kv_gib) +
+      card("num-gpu-blocks", "KV blocks", fmt(h.num_gpu_blocks, 0), h.num_gpu_blocks) +
+      card("max-concurrency-8k", "max concurrency at 8K tokens", fmt(h.max_concurrency_8k, 2), h.max_concurrency_8k) +
+      card("max-concurrency-128k", "max concurrency at 128K tokens", fmt(h.max_concurrency_128k, 2), h.max_concurrency_128k) +
+      card("max-model-len", "max_model_len, tokens", fmt(h.max_model_len, 0), h.max_model_len) +
+      `<p class="note" id="plan-verdict">${esc(h.verdict || "")}</p>`;
+    figs("plan-figs", d.figures); done("plan ready");
+  } catch (e) { $("error").textContent = e.message; done("error"); } }
+async function updateServing() {
+  $("status").textContent = "simulating"; $("error").textContent = "";
+  try { const d = await get("/api/serving?" + q(["model", "gpu", "tp", "max_model_len", "kv_cache_dtype", "slo", "api", "trace", "utilization", "num_requests"]));
+    const h = d.headline;
+    $("serving-cards").innerHTML = card("capacity", "SLO capacity, req/s", fmt(h.capacity_req_per_s, 3), h.capacity_req_per_s) +
+      card("self-host-output", "self-hosted USD / 1M output tokens", fmt(h.self_host_usd_per_mtok_output, 4), h.self_host_usd_per_mtok_output) +
+      card("api-output", "API USD / 1M output tokens", fmt(h.api_usd_per_mtok_output, 4), h.api_usd_per_mtok_output) +
+      `<p class="note" id="verdict">${esc(h.verdict)}. GPU price: ${esc(h.gpu_price)}</p>`;
+    figs("serving-figs", d.figures); done("serving ready");
+  } catch (e) { $("error").textContent = e.message; done("error"); } }
+async function init() { const c = await get("/api/choices");
+  fill("model", c.models, "meta-llama/Meta-Llama-3.1-8B"); fill("gpu", c.gpus, "nvidia_h100_sxm"); fill("engine", c.engines, "vllm");
+  fill("kv_cache_dtype", c.kv_cache_dtypes, "auto"); fill("api", c.apis, "OpenAI:gpt-4.1"); fill("trace", c.traces, "azure-conv");
+  for (const id of ["model", "gpu", "engine", "tp", "max_model_len", "kv_cache_dtype"]) $(id).addEventListener("change", updatePlan);
+  $("run-serving").addEventListener("click", updateServing); await updatePlan(); }
+init();
+</script></body></html>
+"""

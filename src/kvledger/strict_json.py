@@ -1,0 +1,76 @@
+"""Strict JSON for every ``--json`` output and every file a command writes: no NaN or Infinity, ever.
+
+Python's ``json`` writes ``NaN`` and ``Infinity``, which are not JSON (RFC 8259) and break
+``jq``, JavaScript and most other readers. Here an infinite value is written as the string
+``"inf"`` (or ``"-inf"``) — the spelling ``RunMetadata.to_dict`` already uses for an
+"as fast as possible" request rate, e.g. the offered rate of a run whose requests all
+arrive at t = 0 — and a NaN ("no value") as ``null``. numpy scalars and arrays become
+plain numbers and lists; anything else JSON has no type for is written as its ``str``.
+Files are written atomically: to a temporary file in the same folder, then renamed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["dumps", "to_strict", "write_text_atomic"]
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return str(obj)
+
+
+def _float(x: float) -> float | str | None:
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def to_strict(obj: Any) -> Any:
+    """A copy of ``obj`` with every non-finite float replaced (inf → "inf", -inf → "-inf", NaN → None)."""
+    if isinstance(obj, float):
+        return _float(obj)
+    if isinstance(obj, dict):
+        return {k: to_strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_strict(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [to_strict(v) for v in obj.tolist()]
+    if isinstance(obj, np.generic):
+        return to_strict(obj.item())
+    return obj
+
+
+def dumps(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps`` that always produces strict JSON (see the module docstring)."""
+    try:
+        return json.dumps(obj, allow_nan=False, default=_default, **kwargs)
+    except ValueError:  # a NaN or an infinity somewhere: rewrite the value (the slow path, rare)
+        return json.dumps(to_strict(obj), allow_nan=False, default=_default, **kwargs)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename, so a reader
+    (or a crash) never sees half a file and an existing file is replaced only by a complete one."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

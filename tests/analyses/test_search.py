@@ -1,0 +1,151 @@
+"""Configuration search: rejections with their numbers, sizing, the winner's launch command against `kvledger plan`, the frontier.
+
+Searches here are tiny (a handful of candidates, 60–100 requests per probe, a loose SLO) so each
+runs in about a second; the figures checked are worked out by hand in the comments.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.analyses.search import Axes, SearchSpec, run_search
+from kvledger.analyses.search.evaluate import size_for_load
+from kvledger.analyses.search.rank import pareto
+from kvledger.cli.main import app
+
+SLO = "ttft=2s,tpot=100ms"
+GiB = 2**30
+
+
+@pytest.fixture(scope="module")
+def llama70b():
+    """Llama-3.1-70B on two 80 GB parts at TP 1 and 2, max_model_len 8K (a short context lets TP 2 hold requests)."""
+    spec = SearchSpec(model="meta-llama/Llama-3.1-70B", slo=SLO, num_requests=60, max_model_len=8192, utilization=0.5)
+    return run_search(spec, Axes(gpus=("H100", "A100-80GB"), tps=(1, 2)))
+
+
+def test_model_that_needs_two_80gb_gpus_is_never_offered_at_tp1(llama70b):
+    # 70,553,706,496 parameters × 2 B (bf16) = 131.4 GiB of weights: more than an 80 GB part holds at any
+    # utilization, so TP 1 is rejected as "does not fit" with a negative KV budget; TP 2 holds 65.7 GiB per GPU.
+    by_id = {e["id"]: e for e in llama70b.entries}
+    for gpu in ("nvidia_h100_sxm", "nvidia_a100_80gb_sxm"):
+        tp1 = by_id[f"{gpu}:tp1:kv-auto"]
+        assert tp1["status"] == "rejected" and tp1["reason"] == "does not fit"
+        assert tp1["plan"]["available_kv_bytes"] < 0 and tp1["plan"]["weights_bytes"] > 80e9
+        assert "weights 131.45 GiB" in tp1["detail"]
+        assert by_id[f"{gpu}:tp2:kv-auto"]["status"] == "feasible"
+    assert llama70b.ranking and all(":tp1:" not in cid for cid in llama70b.ranking)
+    assert llama70b.counts() == {"does not fit": 2, "feasible": 2}
+
+
+def test_winner_launch_command_reproduces_its_plan(llama70b):
+    """`kvledger plan` with the winner's vLLM flags gives the same KV blocks the search simulated."""
+    w = llama70b.winner
+    vllm = shlex.split(w["launch"]["vllm"])
+    assert vllm[:3] == ["vllm", "serve", "meta-llama/Meta-Llama-3.1-70B"]
+    flags = vllm[3:]
+    assert flags[flags.index("--tensor-parallel-size") + 1] == "2"
+    assert flags[flags.index("--max-model-len") + 1] == "8192"
+    check = shlex.split(w["launch"]["check"])
+    assert check[:2] == ["kvledger", "plan"] and check[check.index("--gpu") + 2:] == flags  # the same flags, verbatim
+    res = CliRunner().invoke(app, [*check[1:], "--json"])
+    assert res.exit_code == 0, res.output
+    plan = json.loads(res.output)
+    assert plan["memory"]["num_gpu_blocks"] == w["plan"]["num_gpu_blocks"]
+    assert plan["memory"]["max_num_seqs"] == w["plan"]["max_num_seqs"]
+
+
+def test_max_model_len_and_price_rejections_carry_their_numbers():
+    # Llama-3.2-3B on an L4 at its configured 131,072 tokens: one request needs 131,072 / 16 = 8,192 blocks and the
+    # pool holds fewer — `kvledger plan` gives the usable blocks (7,459 under vLLM 0.33's rules) — so vLLM would not
+    # start: "max_model_len".
+    # Nebius lists no A100 row: "no price row" (the plan itself fits: 80 GB holds the 3B's 128K context).
+    spec = SearchSpec(model="meta-llama/Llama-3.2-3B", slo=SLO, num_requests=60, utilization=0.5, gpu_provider="Nebius")
+    res = run_search(spec, Axes(gpus=("L4", "A100-80GB"), tps=(1,)))
+    l4, a100 = res.entries
+    assert (l4["reason"], a100["reason"]) == ("max_model_len", "no price row")
+    plan = json.loads(CliRunner().invoke(app, ["plan", "meta-llama/Llama-3.2-3B", "--gpu", "L4", "--json"]).output)
+    usable = plan["memory"]["usable_blocks"]
+    assert usable < 8192 and "needs 8,192 blocks" in l4["detail"] and f"{usable:,} usable blocks" in l4["detail"]
+    assert "no rental row for nvidia_a100_80gb_sxm at Nebius" in a100["detail"] and a100["plan"]["num_gpu_blocks"] > 8192
+    assert res.ranking == [] and res.winner is None
+
+
+def test_slo_not_met_at_any_rate_is_a_rejection():
+    # A 1 ms TTFT cannot be met: prefilling ~800 prompt tokens of a 3B model alone takes longer on an L4.
+    spec = SearchSpec(model="meta-llama/Llama-3.2-3B", slo="ttft=1ms", num_requests=60, max_model_len=8192, utilization=0.5)
+    (e,) = run_search(spec, Axes(gpus=("L4",), tps=(1,))).entries
+    assert e["status"] == "rejected" and e["reason"] == "SLO not met at any rate"
+    assert "0.0%" in e["detail"] and len(e["capacity"]["probes"]) > 5
+
+
+def test_doubling_the_rate_doubles_the_replicas():
+    """Same candidate, same seeded workload → same per-replica capacity c; with max_utilization 0.8 a load of
+    2.9 × 0.8 × c needs ⌈2.9⌉ = 3 replicas and twice that load ⌈5.8⌉ = 6."""
+    base = dict(model="meta-llama/Llama-3.2-3B", slo=SLO, num_requests=60, max_model_len=8192)
+    axes = Axes(gpus=("L4",), tps=(1,))
+    cap = run_search(SearchSpec(**base, utilization=0.5), axes).entries[0]["capacity"]["goodput_req_per_s"]
+    one = run_search(SearchSpec(**base, rate_req_per_s=2.9 * 0.8 * cap), axes).entries[0]
+    two = run_search(SearchSpec(**base, rate_req_per_s=5.8 * 0.8 * cap), axes).entries[0]
+    assert one["capacity"]["goodput_req_per_s"] == two["capacity"]["goodput_req_per_s"] == cap
+    assert (one["sizing"]["replicas"], two["sizing"]["replicas"]) == (3, 6)
+    assert two["sizing"]["monthly_usd"] == pytest.approx(2 * one["sizing"]["monthly_usd"])
+    # bill = 6 GPUs × the L4's cheapest row ($0.44/GPU-h, RunPod) × 730 h = $1,927.20
+    assert two["sizing"]["monthly_usd"] == pytest.approx(6 * 0.44 * 730)
+    assert one["cost"]["utilization"] == pytest.approx(2.9 * 0.8 / 3)
+
+
+def test_size_for_load_arithmetic():
+    assert size_for_load(10.0, 5.0, 0.8) == (3, pytest.approx(10 / 15))  # 10 ÷ (5 × 0.8) = 2.5 → 3
+    assert size_for_load(8.0, 5.0, 0.8)[0] == 2  # exactly 2.0: no round-up from float noise
+    assert size_for_load(0.001, 5.0, 0.8)[0] == 1
+
+
+def test_pareto_over_operating_points_names_a_dominating_candidate():
+    def e(cid, *pts):
+        return {"id": cid, "capacity": {"operating_points": [
+            {"rate_req_per_s": r, "tok_per_s_per_user": x, "output_tok_per_s_per_gpu": y} for r, x, y in pts]}}
+
+    # a: two loads, both on the frontier; b: its heavy load is beaten by a's, its light load is the fastest per user;
+    # c: every point beaten (its capacity point (10, 90) by a's (10, 100)); d: equal to nothing, lowest throughput.
+    entries = [e("a", (2, 10, 100), (1, 20, 60)), e("b", (2, 9, 80), (1, 30, 20)), e("c", (2, 10, 90), (1, 15, 50))]
+    front, dom = pareto(entries)
+    assert [(p["id"], p["tok_per_s_per_user"]) for p in front] == [("a", 10), ("a", 20), ("b", 30)]
+    assert dom == [{"id": "c", "dominated_by": "a"}]
+
+
+def test_disaggregated_units_are_planned_simulated_and_commanded():
+    """--disagg adds units of P prefill + D decode engines: GPUs per unit = P × prefill TP + D × decode TP (1 × 1 + 2 × 2
+    = 5), each pool planned on its own (at TP 2 each GPU holds half the weights, so more KV blocks than at TP 1), KV
+    over PCIe (the L4 has no NVLink in the catalog), one launch line per pool with vLLM's NIXL connector config."""
+    spec = SearchSpec(model="meta-llama/Llama-3.2-3B", slo=SLO, num_requests=60, max_model_len=8192, utilization=0.5)
+    res = run_search(spec, Axes(gpus=("L4",), tps=(1, 2), disagg_splits=((1, 2),)))
+    ids = [e["id"] for e in res.entries]
+    assert ids == ["nvidia_l4:tp1:kv-auto", "nvidia_l4:tp2:kv-auto", "nvidia_l4:p1xtp1+d2xtp1:kv-auto",
+                   "nvidia_l4:p1xtp1+d2xtp2:kv-auto", "nvidia_l4:p1xtp2+d2xtp1:kv-auto", "nvidia_l4:p1xtp2+d2xtp2:kv-auto"]
+    e = res.entry("nvidia_l4:p1xtp1+d2xtp2:kv-auto")
+    assert e["status"] == "feasible" and e["layout"] == "(p)1×tp1 + (d)2×tp2" and e["num_gpus_per_unit"] == 5
+    assert e["plan"]["num_gpu_blocks"] < e["decode_plan"]["num_gpu_blocks"]  # TP 2 halves the weights per GPU
+    vllm = e["launch"]["vllm"].splitlines()
+    assert vllm[0].startswith("prefill ×1: vllm serve") and vllm[1].startswith("decode ×2: vllm serve")
+    assert "--tensor-parallel-size 2" in vllm[1] and "NixlConnector" in vllm[1]
+    assert e["capacity"]["goodput_output_tok_per_s_per_gpu"] == pytest.approx(e["capacity"]["goodput_output_tok_per_s"] / 5)
+    assert e["capacity"]["kv_link"].startswith("pcie: ")
+
+
+def test_monthly_tokens_and_api_bill_with_discounts():
+    """--monthly-tokens V → V ÷ ((mean in + mean out) × 730 h × 3600 s) req/s; the API bill of that traffic after a
+    50 % batch share at gpt-4.1's 50 % batch discount is 75 % of list: (in × $2 + out × $8) per Mtok × 0.75."""
+    from kvledger.analyses.search.evaluate import load_rate_req_per_s
+    from kvledger.analyses.search.rank import _api
+
+    spec = SearchSpec(model="m", slo=SLO, monthly_tokens=2.628e9, api="OpenAI:gpt-4.1", batch_share=0.5)
+    rate = load_rate_req_per_s(spec, 800.0, 200.0)
+    assert rate == pytest.approx(2.628e9 / (1000 * 2_628_000))  # = 1 req/s
+    a = _api(spec, [{"workload": {"prompt_tokens_mean": 800.0, "output_tokens_mean": 200.0}}])
+    assert a["monthly_input_tokens"] == pytest.approx(800 * 2_628_000) and a["usd_per_mtok_output"] == pytest.approx(6.0)
+    assert a["monthly_usd"] == pytest.approx((2102.4 * 2.0 + 525.6 * 8.0) * 0.75)

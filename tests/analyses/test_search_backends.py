@@ -1,0 +1,116 @@
+"""The same search in process, in a process pool and on a local Ray cluster gives the same ledger byte for byte; resume redoes only what is missing; a worker failure stays with its candidate."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.analyses.search import Axes, SearchSpec, read_ledger, run_search
+from kvledger.analyses.search.runner import _pool, _ray
+from kvledger.analyses.search.screen import screen_candidate
+from kvledger.analyses.search.spec import Candidate
+from kvledger.errors import InputError
+
+# Four candidates: Llama-3.2-3B on an L4 and an A10 at TP 1 and 2 (its 8 KV heads divide both), all feasible at 8K.
+SPEC = SearchSpec(model="meta-llama/Llama-3.2-3B", slo="ttft=2s,tpot=100ms", num_requests=60, max_model_len=8192,
+                  utilization=0.5, rate_req_per_s=12.0)
+AXES = Axes(gpus=("L4", "A10"), tps=(1, 2))
+
+
+@pytest.fixture(scope="module")
+def serial_ledger(tmp_path_factory):
+    path = tmp_path_factory.mktemp("search") / "serial.jsonl"
+    res = run_search(SPEC, AXES, ledger=path, backend="serial")
+    return path, res
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_pool_with_two_workers_gives_the_same_ledger(serial_ledger, tmp_path):
+    path, res = serial_ledger
+    assert len(res.ranking) == 4  # every candidate fits and meets the loose SLO
+    pooled = tmp_path / "pool.jsonl"
+    res2 = run_search(SPEC, AXES, ledger=pooled, workers=2, backend="pool")
+    assert pooled.read_bytes() == path.read_bytes()
+    assert res2.ranking == res.ranking and res2.frontier == res.frontier
+
+
+def test_local_ray_cluster_gives_the_same_ledger(serial_ledger, local_ray, tmp_path):
+    path, res = serial_ledger
+    on_ray = tmp_path / "ray.jsonl"
+    res3 = run_search(SPEC, AXES, ledger=on_ray, workers=2, backend="ray")
+    assert local_ray.is_initialized()  # an existing cluster is used, not shut down
+    assert on_ray.read_bytes() == path.read_bytes()
+    assert res3.to_dict() == res.to_dict()
+
+
+def test_resume_redoes_only_missing_candidates(serial_ledger, tmp_path):
+    path, res = serial_ledger
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(lines[:3]) + lines[3][: len(lines[3]) // 2], encoding="utf-8")  # 2 entries + a torn line
+    seen = []
+    res2 = run_search(SPEC, AXES, ledger=cut, resume=True, backend="serial", progress=lambda e, *_: seen.append(e["id"]))
+    assert seen == [e["id"] for e in res.entries[2:]]
+    assert cut.read_bytes() == path.read_bytes() and res2.ranking == res.ranking
+    _, entries = read_ledger(cut)
+    assert list(entries) == [e["id"] for e in res.entries]
+
+
+def test_resume_refuses_the_ledger_of_another_search(serial_ledger, tmp_path):
+    path, _ = serial_ledger
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(path.read_bytes())
+    with pytest.raises(InputError, match="ledger of another search"):
+        run_search(SearchSpec(**{**SPEC.to_dict(), "synthetic": None, "seed": 1}), AXES, ledger=other, resume=True)
+
+
+def _todo():
+    good = screen_candidate(SPEC, Candidate("nvidia_l4", 1))
+    broken = {k: v for k, v in screen_candidate(SPEC, Candidate("nvidia_a10", 1)).items() if k != "plan"}
+    return good, broken
+
+
+def test_worker_failure_is_kept_per_candidate_on_ray(local_ray):
+    good, broken = _todo()
+    out = {e["id"]: e for e in _ray(SPEC, [good, broken], 2, None)}
+    assert out[good["id"]]["status"] == "feasible"
+    assert out[broken["id"]]["reason"] == "worker failed" and "plan" in out[broken["id"]]["detail"]
+
+
+def _die(spec, entry):
+    """Stands in for a worker whose process is killed (os._exit skips every handler, as the OOM killer would)."""
+    import os
+
+    os._exit(1)
+
+
+def test_pool_failures_stay_with_their_candidates(monkeypatch):
+    """One task raises (its entry lacks the plan: KeyError) and one kills its process, which breaks the whole pool;
+    the candidates taken down with it are rerun one per process and come back, the two failures are recorded."""
+    import kvledger.analyses.search.runner as runner
+
+    good, broken = _todo()
+    dying = {**screen_candidate(SPEC, Candidate("nvidia_l4", 2)), "id": "dies"}
+    monkeypatch.setattr(runner, "evaluate_candidate", _Dispatch("dies", runner.evaluate_candidate))
+    out = {e["id"]: e for e in _pool(SPEC, [good, broken, dying], 2, None)}
+    assert out[good["id"]]["status"] == "feasible"
+    assert out[broken["id"]]["reason"] == "worker failed" and "KeyError" in out[broken["id"]]["detail"]
+    assert out["dies"]["reason"] == "worker failed" and "BrokenProcessPool" in out["dies"]["detail"]
+
+
+class _Dispatch:
+    """Picklable stand-in for evaluate_candidate: dies for one candidate id, evaluates the others."""
+
+    def __init__(self, dead_id, real):
+        self.dead_id, self.real = dead_id, real
+
+    def __call__(self, spec, entry):
+        if entry["id"] == self.dead_id:
+            _die(spec, entry)
+        return self.real(spec, entry)

@@ -1,0 +1,139 @@
+"""Weights as vLLM loads them: hand-checked quantization arithmetic and every start-up of the shared corpus within 0.5%."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from kvledger.catalog.loading import cuda_allocated_bytes, loaded_weights, pp_layer_range
+from kvledger.catalog.models import load_model
+from kvledger.catalog.modelspec import parse_config
+from kvledger.errors import ConfigError, InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT.parent / "shared" / "data" / "vllm-startups-0.19" / "startups.csv"
+
+
+def _llama8b():
+    return json.loads((resources.files("kvledger.catalog") / "data/models/meta-llama--Meta-Llama-3.1-8B.json").read_text())
+
+
+# Llama-3.1-8B inventory: per layer 218,103,808 Linear params (q 4096², k and v 1024×4096, o 4096², gate/up/down
+# 3 × 14336×4096) in rows (output features) q 4096 + k 1024 + v 1024 + o 4096 + gate 14336 + up 14336 + down 4096 = 43,008;
+# 32 layers: 6,979,321,856 Linear params and 1,376,256 output rows. Embedding and lm_head 2 × 128,256×4096 = 1,050,673,152
+# params and norms 266,240 params stay in bf16: 2,101,878,784 B.
+LINEAR, ROWS, BF16_REST = 6_979_321_856, 1_376_256, 2 * (1_050_673_152 + 266_240)
+
+
+def test_fp8_dynamic_channel_is_one_byte_per_weight_plus_one_scale_per_output_row():
+    # Issue 8's example: "strategy": "channel" is one fp32 scale per OUTPUT channel (compressed-tensors
+    # W8A8Fp8 create_weights: ChannelQuantScaleParameter of shape (sum(output_partition_sizes), 1)), not per input.
+    # 6,979,321,856 × 1 B + 1,376,256 × 4 B + 2,101,878,784 B = 9,086,705,664 B = 9.09 GB (was 23.04 GB).
+    raw = _llama8b()
+    raw["quantization_config"] = {"quant_method": "compressed-tensors", "ignore": ["lm_head"],
+                                  "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}
+    spec = parse_config(raw, source="t")
+    assert spec.weight_bytes() == LINEAR + ROWS * 4 + BF16_REST == 9_086_705_664
+    assert "per output channel" in spec.quant.description
+
+
+@pytest.mark.parametrize("weights,acts,expected", [
+    # tensor strategy: one fp32 scale per Linear tensor (7 per layer × 32)
+    ({"num_bits": 8, "type": "float", "strategy": "tensor"}, None, LINEAR + 224 * 4),
+    # int8 W8A8, channel: as FP8 channel (fp32 scales per row)
+    ({"num_bits": 8, "type": "int", "strategy": "channel"}, {"num_bits": 8, "type": "int", "strategy": "token"}, LINEAR + ROWS * 4),
+    # FP8 block 128×128: per layer q 32×32 + k 8×32 + v 8×32 + o 32×32 + gate 112×32 + up 112×32 + down 32×112 = 13,312 blocks
+    ({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}, None, LINEAR + 32 * 13_312 * 4),
+    # W4A16 group 128, symmetric: int32-packed 4-bit values (0.5 B) + bf16 scale per 128 inputs of each row:
+    # 6,979,321,856 / 128 = 54,525,952 groups × 2 B
+    ({"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}, None, LINEAR // 2 + 54_525_952 * 2),
+    # ... asymmetric adds a packed 4-bit zero point per group (0.5 B)
+    ({"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": False}, None, LINEAR // 2 + 54_525_952 * 2.5),
+    # W4A16 channel: one bf16 scale per output row
+    ({"num_bits": 4, "type": "int", "strategy": "channel"}, None, LINEAR // 2 + ROWS * 2),
+    # NVFP4: 4-bit values + one fp8 scale per 16 inputs: 6,979,321,856 / 16 = 436,207,616 B of scales
+    ({"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}, None, LINEAR // 2 + 436_207_616),
+])
+def test_compressed_tensors_strategies(weights, acts, expected):
+    raw = _llama8b()
+    grp = {"weights": weights} | ({"input_activations": acts} if acts else {})
+    raw["quantization_config"] = {"quant_method": "compressed-tensors", "ignore": ["lm_head"], "config_groups": {"group_0": grp}}
+    assert parse_config(raw, source="t").weight_bytes() == expected + BF16_REST
+
+
+def test_compressed_tensors_errors_name_the_field():
+    raw = _llama8b()
+    raw["quantization_config"] = {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 3}}}}
+    with pytest.raises(ConfigError, match=r"config_groups.g.weights.num_bits'.*unsupported width 3"):
+        parse_config(raw, source="t")
+
+
+def test_cuda_caching_allocator_rounding():
+    # CUDACachingAllocator: a 271,581,184-B request (Qwen2.5-7B gate_up, 259 MiB) takes a 260 MiB segment whole
+    # (1 MiB left over is not > 1 MiB, so no split); a 25,690,112-B one (24.5 MiB) is split off a 26 MiB segment;
+    # small ones round up to 512 B.
+    assert cuda_allocated_bytes(271_581_184) == 260 * 2**20
+    assert cuda_allocated_bytes(25_690_112) == 25_690_112
+    assert cuda_allocated_bytes(1000) == 1024 and cuda_allocated_bytes(1) == 512
+
+
+def test_pipeline_stages_follow_get_pp_indices():
+    # vLLM get_pp_indices: 32 layers over 3 stages are 10 each plus a remainder of 2, added to partitions[-2] and
+    # partitions[-3] (never the last stage, which holds the final norm): 11, 11, 10.
+    assert [pp_layer_range(32, 3, r) for r in range(3)] == [(0, 11), (11, 22), (22, 32)]
+    assert [pp_layer_range(32, 4, r) for r in range(4)] == [(0, 8), (8, 16), (16, 24), (24, 32)]
+    with pytest.raises(InputError):
+        loaded_weights(load_model("meta-llama/Llama-3.1-8B"), pp=64)
+
+
+def test_dtype_and_online_fp8():
+    # Llama-3.1-8B: 8,030,261,248 params × 4 B + the RoPE buffer 131,072 × 128 × 4 B = 32,188,153,856 B = 29.98 GiB
+    # (logged for --dtype float32); --quantization fp8: 8.49 GiB logged.
+    m = load_model("meta-llama/Llama-3.1-8B")
+    assert round(loaded_weights(m, dtype="float32").bytes / 2**30, 2) == 29.98
+    assert round(loaded_weights(m, quantization="fp8").bytes / 2**30, 2) == 8.49
+    with pytest.raises(InputError, match="--dtype"):
+        loaded_weights(m, dtype="int3")
+
+
+def _corpus_module():
+    spec = importlib.util.spec_from_file_location("weights_vs_startups", ROOT / "benchmarks" / "weights_vs_startups.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.skipif(not CORPUS.exists(), reason="the shared start-up corpus (../shared/data) is not beside this checkout")
+def test_every_corpus_startup_within_half_a_percent():
+    # benchmarks/weights_vs_startups.py: vLLM 0.19.0 on H100 "Model loading took" (and each PP stage's profiling
+    # "weights memory") for every start-up whose config is known: TP 1/2/4, PP 2/4, bf16/fp16/fp32, online fp8,
+    # compressed-tensors int8/FP8 channel, GPTQ 4-bit (Machete), MLA, MoE, Llama-4 with its vision tower.
+    table, skipped = _corpus_module().rows()
+    corpus = [t for t in table if t["log"] != "vllm_memory_observations.csv"]
+    assert len(corpus) == 41
+    # Known gap, stated: DeepSeek-V2-Lite logs about 0.10 GiB more than the parameter inventory on every rank at every
+    # TP (29.43 / 14.83 / 7.51 GiB at TP 1/2/4 vs 29.32 / 14.73 / 7.40): a replicated allocation of vLLM's MLA path not
+    # yet traced. At TP 2 and 4 that is 0.7% and 1.4%.
+    ds = [t for t in corpus if t["model"].startswith("deepseek-ai/")]
+    assert len(ds) == 3 and all(0.095 < t["logged_gib"] - t["predicted_gib"] < 0.115 for t in ds)
+    worst = max((t for t in corpus if t not in ds), key=lambda t: abs(t["error_pct"]))
+    assert abs(worst["error_pct"]) < 0.5, worst
+    # The older (version not recorded) gpt-oss-20b observation: 13.47 GiB logged vs 12.86 predicted, −4.5%: the MXFP4 MoE
+    # layout of that version is not modelled (0.19's Triton backend on Hopper pads nothing for 2880 = 45 × 64).
+    gpt = next(t for t in table if t["model"] == "openai/gpt-oss-20b")
+    assert -5 < gpt["error_pct"] < -4
+    assert {s.split(" ")[0] for s in skipped} == {"codellama/CodeLlama-7b-hf", "google/gemma-7b", "microsoft/phi-2", "Qwen/Qwen1.5-MoE-A2.7B"}
+
+
+def test_modelopt_nvfp4_and_fp8():
+    # ModelOpt NVFP4 (vLLM modelopt.py ModelOptNvFp4LinearMethod): 0.5 B per weight + one FP8 scale per 16 inputs:
+    # 6,979,321,856 / 2 + 6,979,321,856 / 16 = 3,489,660,928 + 436,207,616 B; lm_head excluded stays bf16.
+    raw = _llama8b()
+    raw["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "ignore": ["lm_head"]}
+    assert parse_config(raw, source="t").weight_bytes() == LINEAR // 2 + LINEAR // 16 + BF16_REST
+    raw["quantization_config"] = {"quant_method": "modelopt", "quantization": {"quant_algo": "FP8", "exclude_modules": ["lm_head"]}}
+    assert parse_config(raw, source="t").weight_bytes() == LINEAR + 224 * 4 + BF16_REST

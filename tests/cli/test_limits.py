@@ -1,0 +1,81 @@
+"""The option range table covers every numeric option of every command; ranges and output checks behave as stated."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+from typer.main import get_command
+
+from kvledger.cli.limits import Range, check_options, range_for
+from kvledger.cli.main import app
+from kvledger.cli.outputs import prepare_output_dir, prepare_output_file
+from kvledger.errors import InputError
+from kvledger.strict_json import dumps, write_text_atomic
+
+
+def _numeric_options():
+    for name, cmd in get_command(app).commands.items():
+        for p in cmd.params:
+            ann = str(p.type_descriptor.annotation)
+            if "int" in ann or "float" in ann:
+                yield name, p.name
+
+
+def test_every_numeric_option_of_every_command_has_a_range():
+    missing = [f"{c} {n}" for c, n in _numeric_options() if range_for(c, n) is None]
+    assert not missing, f"add these to OPTION_RANGES or COMMAND_RANGES in kvledger/cli/limits.py: {missing}"
+    assert len(list(_numeric_options())) > 100  # the walk really sees the commands' options
+
+
+def test_range_bounds_and_specials():
+    frac = Range(0.0, 1.0, lo_open=True)
+    frac.check("--f", 1.0)
+    for bad in (0.0, 1.0000001, math.nan, math.inf, -math.inf):
+        with pytest.raises(InputError):
+            frac.check("--f", bad)
+    rate = Range(0.0, math.inf, lo_open=True, allow_inf=True, unit="req/s")
+    rate.check("--rate", math.inf)
+    with pytest.raises(InputError, match=r"--rate -inf is not finite; allowed: \(0, inf\] req/s"):
+        rate.check("--rate", -math.inf)
+
+
+def test_several_bad_options_are_reported_together():
+    with pytest.raises(InputError) as err:
+        check_options("simulate", {"seed": -1, "replicas": 0, "tp": 1, "rate": None}, {"seed": "--seed", "replicas": "--replicas"})
+    assert str(err.value).startswith("2 problems with the inputs:") and "--seed -1" in str(err.value) and "--replicas 0" in str(err.value)
+
+
+def test_strict_json_never_writes_nan_or_infinity():
+    import numpy as np
+
+    text = dumps({"a": math.inf, "b": [math.nan, -math.inf, np.float64(1.5)], "c": np.arange(2)})
+    assert text == '{"a": "inf", "b": [null, "-inf", 1.5], "c": [0, 1]}'
+
+
+def test_output_file_checks(tmp_path, capsys):
+    inp = tmp_path / "bench.json"
+    inp.write_text("{}")
+    with pytest.raises(InputError, match="already exists"):
+        prepare_output_file(inp, force=False, inputs=[inp])
+    prepare_output_file(inp, force=True, inputs=[inp])
+    assert "is also an input of this command" in capsys.readouterr().err
+    with pytest.raises(InputError, match="is a directory"):
+        prepare_output_file(tmp_path, force=True)
+    prepare_output_file(tmp_path / "new" / "deeper" / "out.json", force=False)  # folders are created
+    assert (tmp_path / "new" / "deeper").is_dir()
+
+
+def test_a_link_out_of_the_output_folder_is_refused_then_warned_about(tmp_path, capsys):
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text("keep me")
+    run = tmp_path / "run"
+    run.mkdir()
+    os.symlink(outside, run / "records.json")
+    with pytest.raises(InputError, match="refusing to overwrite"):
+        prepare_output_dir(run, ["records.json"], force=False)
+    prepare_output_dir(run, ["records.json"], force=True)
+    assert "outside the output folder" in capsys.readouterr().err
+    write_text_atomic(run / "records.json", "new")  # replaces the link, not the file it pointed to
+    assert outside.read_text() == "keep me" and (run / "records.json").read_text() == "new"

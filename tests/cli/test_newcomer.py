@@ -1,0 +1,154 @@
+"""What a new user's trial found hard to read, each pinned: SLO names that say what they mean, tables that never cut a
+figure, a summary first, one vocabulary across commands, price rows to pick from, and no citation of documents the
+package does not ship."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+from kvledger.errors import InputError
+from kvledger.ledgers.slo import parse_slo
+
+runner = CliRunner()
+DATA = Path(__file__).resolve().parents[1] / "evidence" / "data"
+IP_SWEEP = sorted(str(p) for p in (DATA / "inference-perf").glob("stage_*_lifecycle_metrics.json"))
+OUTSIDE_DOCS = re.compile(r"seed-claims|engines\.md|formats\.md|peers\.md|engine-audit|traces\.md|prices\.md|shared/research")
+
+
+def _out(*args: str) -> str:
+    res = runner.invoke(app, list(args), catch_exceptions=False, env={"COLUMNS": "80"})
+    assert res.exit_code in (0, 3), res.output
+    return res.stdout
+
+
+def test_itl_slo_is_named_by_its_statistic_and_the_old_spelling_says_how_it_was_read():
+    # "ITL ≤ 50 ms" meant a request's worst gap to goodput and the p99 over all gaps to simulate: the key now says which
+    s = parse_slo("ttft=200ms,itl_max=50ms")
+    assert s.itl_key == "itl_max" and s.describe() == "ttft ≤ 200.00 ms, itl_max ≤ 50.00 ms" and s.notes == ()
+    old = parse_slo("itl=50ms")
+    assert old.itl_key == "itl_max" and old.itl_stat == "max" and len(old.notes) == 1
+    assert "'itl' is read as itl_max" in old.notes[0] and "not the ITL p50/p99 over all gaps" in old.notes[0]
+    assert parse_slo("itl_p99=50ms").definitions() == ["itl_p99: 99-th percentile of a request's own gaps between chunks"]
+    out = " ".join(_out("goodput", str(DATA / "aiperf/run1_profile_export.jsonl"), "--slo", "ttft=900ms,itl=150ms").split())
+    assert "SLO: ttft ≤ 900.00 ms, itl_max ≤ 150.00 ms" in out
+    assert "itl_max: largest gap between consecutive chunks of a request" in out and "note: 'itl' is read as itl_max" in out
+
+
+def test_simulate_labels_its_itl_as_pooled_over_all_gaps():
+    out = " ".join(_out("simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-requests", "20").split())
+    assert "ITL (all gaps)" in out and "An SLO on ITL is per request: itl_max" in out
+
+
+def test_tables_never_cut_a_figure_at_80_columns():
+    # the inference-perf sweep's stage 3 completes 110.760 req/s; at 80 columns it used to print "110.7…"
+    out = _out("goodput", *IP_SWEEP, "--slo", "ttft=100ms,tpot=10ms", "--target", "0.9")
+    assert "…" not in out and "110.760" in out and "113.660" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_plan_prints_the_answer_first_and_the_ledger_with_verbose():
+    short = _out("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100")
+    full = _out("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--verbose")
+    assert len(short.splitlines()) <= 20 < len(full.splitlines())
+    flat = " ".join(short.split())
+    # 2 × 32 layers × 8 KV heads × 128 × 2 B = 131,072 B; 3 whole 131,072-token requests (8,192 blocks each)
+    assert "KV per token: 131,072 B (128.00 KiB)" in flat and "131,072 tokens: 3 requests" in flat and "--verbose" in flat
+
+
+def test_plan_headline_answers_the_context_asked_and_agrees_with_the_table():
+    # Qwen3-8B's default max_model_len is 40,960: the headline must give the 32K figure the table gives, not only 40,960's
+    d = json.loads(_out("plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--context", "32K", "--json"))
+    at = {r["context_tokens"]: r["max_requests"] for r in d["concurrency"]}
+    msg = d["advice"]["message"]
+    assert msg.startswith(f"fits: {at[32768]:,} concurrent 32,768-token requests; at max_model_len, ")
+    assert "concurrent 40,960-token requests" in msg and d["memory"]["max_model_len"] == 40_960
+
+
+def test_cost_names_every_missing_input_at_once():
+    with pytest.raises(InputError) as err:
+        runner.invoke(app, ["cost", str(IP_SWEEP[0])], catch_exceptions=False)
+    assert "missing --slo, --api, --utilization" in str(err.value)
+
+
+def test_one_flag_name_for_the_roofline_fractions():
+    # plan's --achievable-bandwidth-fraction is accepted by the analyses too (the old --bandwidth-fraction still works)
+    a = json.loads(_out("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--achievable-bandwidth-fraction", "0.5", "--json"))
+    b = json.loads(_out("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--bandwidth-fraction", "0.5", "--json"))
+    c = json.loads(_out("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--json"))
+    assert a == b and a != c
+
+
+def test_prices_lists_the_rows_cost_picks_from():
+    d = json.loads(_out("prices", "--json"))
+    gpt41 = next(r for r in d["api"] if r["key"] == "OpenAI:gpt-4.1")
+    assert (gpt41["input_usd_per_mtok"], gpt41["output_usd_per_mtok"], gpt41["batch_discount"]) == (2.0, 8.0, 0.5)
+    h100 = json.loads(_out("prices", "--kind", "gpu", "--gpu", "H100", "--provider", "Nebius", "--json"))["gpu"]
+    assert h100 and all(r["gpu_id"] == "nvidia_h100_sxm" and r["provider"] == "Nebius" for r in h100)
+    assert "OpenAI:gpt-4.1" in _out("prices", "--kind", "api")
+
+
+@pytest.mark.parametrize("args", [
+    ("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100"),
+    ("spec-decode", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--draft-tokens", "4", "--acceptance", "0.8"),
+    ("kv-eviction", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--evict", "0.9", "--context", "32K"),
+    ("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--verbose"),
+    ("doctor", str(Path(__file__).resolve().parents[1] / "fixtures/vllm_logs/v0.14_qwen3-1.7b.log")),
+    ("doctor", str(Path(__file__).resolve().parents[1] / "fixtures/vllm_logs/constructed_v1_preemptions_at_full_kv.log"),
+     "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100"),
+])
+def test_output_cites_no_document_outside_the_package(args):
+    out = _out(*args)
+    assert not OUTSIDE_DOCS.search(out), OUTSIDE_DOCS.search(out).group(0)
+
+
+def test_fp8_kv_answers_capacity_at_the_users_context_by_default():
+    # the question first: whole 32,768-token requests each pool holds at once — the same figure plan gives for that
+    # context with each KV dtype (at vLLM 0.33's plan for this 8B on an H100: 13 bf16, 26 fp8: 2,048 blocks each) —
+    # and with no --concurrency the speed comparison runs at the bf16 figure, not at a single sequence
+    plan = {dt: json.loads(_out("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--context", "32K", "--kv-cache-dtype", dt, "--json"))
+            for dt in ("auto", "fp8")}
+    n_b, n_f = (plan[dt]["concurrency"][0]["max_requests"] for dt in ("auto", "fp8"))
+    assert n_f in (2 * n_b, 2 * n_b + 1)  # the fp8 pool holds twice the blocks (± the null block's rounding)
+    d = json.loads(_out("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--context", "32K", "--json"))
+    h = d["headline"]
+    assert (h["context_tokens"], h["bf16_max_requests"], h["fp8_max_requests"], h["concurrency"]) == (32768, n_b, n_f, n_b)
+    assert d["concurrency"] == n_b and d["verdict"][0].startswith(f"At 32,768 tokens per request: bf16 KV holds {n_b} requests at once, FP8 KV {n_f}")
+
+
+def _flags(command: str) -> set[str]:
+    import typer.main
+
+    cmd = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    flags = {opt for p in cmd.params if p.param_type_name == "option" for opt in p.opts}
+    assert "--gpu" in flags or command != "simulate"  # the introspection sees the options
+    return flags
+
+
+def test_simulate_goodput_and_cost_take_the_same_workload_and_engine_flags():
+    sim = _flags("simulate") - {"--out", "--force", "--json", "--help"}
+    assert {"--trace", "--rate", "--prompt-lengths", "--batching", "--async-scheduling", "--tp"} <= sim
+    for command in ("goodput", "cost"):
+        assert sim <= _flags(command), (command, sorted(sim - _flags(command)))
+
+
+def test_simulate_runs_the_synthetic_workload_goodput_and_cost_simulate():
+    # the same seeded synthetic workload through simulate and goodput --simulate: the same 50 requests, the same records
+    wl = ["--prompt-lengths", "fixed:512", "--output-lengths", "fixed:64", "--num-requests", "50", "--rate", "5"]
+    sim = json.loads(_out("simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", *wl, "--json"))
+    assert sim["workload"]["num_requests"] == 50 and sim["workload"]["prompt_tokens_mean"] == 512
+    gp = json.loads(_out("goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", *wl, "--slo", "e2e=1h", "--json").splitlines()[0])
+    assert gp["num_requests"] == sim["summary"]["num_requests"] and gp["num_good"] == sim["summary"]["num_finished"]
+
+
+def test_every_table_is_a_ledger_table():
+    # a plain rich Table shortens figures with "…" at 80 columns; only report/tables.py may build one
+    src = Path(__file__).resolve().parents[2] / "src" / "kvledger"
+    users = [p.relative_to(src).as_posix() for p in src.rglob("*.py")
+             if re.search(r"^\s*from rich\.table import Table\b", p.read_text(encoding="utf-8"), flags=re.M)]
+    assert users == ["report/tables.py"], users

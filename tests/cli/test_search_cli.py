@@ -1,0 +1,85 @@
+"""``kvledger search``: table, strict --json, --csv, --plot, --show-command and the input errors (exit status 2)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+from kvledger.errors import InputError
+
+runner = CliRunner()
+BASE = ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "L4,H100", "--tp", "1",
+        "--max-model-len", "8K", "--num-requests", "60"]
+
+
+def _ok(args: list[str]) -> str:
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def test_table_json_csv_and_plot(tmp_path):
+    out = _ok([*BASE, "--rate", "20", "--api", "OpenAI:gpt-4.1", "--csv", str(tmp_path / "c.csv"),
+               "--plot", str(tmp_path / "f.png")])
+    assert "Top 2 of 2 feasible candidates (ranked by monthly bill)" in out and "winner:" in out
+    assert "vllm serve meta-llama/Llama-3.2-3B --tensor-parallel-size 1 --max-model-len 8192" in out
+    rows = list(csv.DictReader((tmp_path / "c.csv").open()))
+    assert [r["rank"] for r in rows] != ["", ""] and {r["status"] for r in rows} == {"feasible"}
+    assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+    d = json.loads(_ok([*BASE, "--rate", "20", "--api", "OpenAI:gpt-4.1", "--json"]))
+    assert d["winner"]["id"] == d["ranking"][0] and len(d["candidates"]) == 2
+    # the API bill for the same traffic: 20 req/s × 2,628,000 s/month × mean tokens × list price (no discounts)
+    wl = d["candidates"][0]["workload"]
+    month = 20 * 730 * 3600
+    assert d["api"]["monthly_usd"] == pytest.approx(month * (wl["prompt_tokens_mean"] * 2.0 + wl["output_tokens_mean"] * 8.0) / 1e6)
+
+
+def test_show_command_plans_one_candidate_without_simulating():
+    d = json.loads(_ok([*BASE, "--show-command", "H100:tp1:kv-fp8", "--json"]))
+    assert d["id"] == "nvidia_h100_sxm:tp1:kv-fp8"
+    assert "--kv-cache-dtype fp8" in d["launch"]["vllm"] and "--kv-cache-dtype fp8_e4m3" in d["launch"]["sglang"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    ([], "needs a utilization"),
+    (["--rate", "5", "--monthly-tokens", "1e9"], "not both"),
+    (["--utilization", "0.5", "--tp", "two"], "whole numbers"),
+    (["--utilization", "0.5", "--prefix-caching", "maybe"], "on, off"),
+    (["--utilization", "0.5", "--plot", "f.jpg"], ".png or .svg"),
+    (["--utilization", "0.5", "--kv-cache-dtype", "auto,fp4"], "'fp4' is not supported"),
+    (["--utilization", "0.5", "--show-command", "h100-tp1"], "not a candidate id"),
+])
+def test_bad_input_is_an_input_error(extra, message):
+    res = runner.invoke(app, [*BASE, *extra])
+    assert isinstance(res.exception, InputError) and message in str(res.exception)
+
+
+def test_refuses_to_overwrite(tmp_path):
+    f = tmp_path / "ledger.jsonl"
+    f.write_text("mine")
+    res = runner.invoke(app, [*BASE, "--utilization", "0.5", "--ledger", str(f)])
+    assert isinstance(res.exception, InputError) and "refusing to overwrite" in str(res.exception)
+    assert f.read_text() == "mine"
+
+
+def test_show_command_of_a_disaggregated_unit():
+    d = json.loads(_ok([*BASE, "--show-command", "H100:p1xtp1+d2xtp2:kv-auto", "--json"]))
+    assert d["id"] == "nvidia_h100_sxm:p1xtp1+d2xtp2:kv-auto"
+    prefill, decode = d["launch"]["vllm"].splitlines()
+    assert prefill.startswith("prefill ×1: vllm serve") and "--tensor-parallel-size 1" in prefill
+    assert decode.startswith("decode ×2: vllm serve") and "--tensor-parallel-size 2" in decode
+
+
+def test_ledger_then_resume(tmp_path):
+    led = tmp_path / "ledger.jsonl"
+    first = json.loads(_ok([*BASE, "--utilization", "0.5", "--ledger", str(led), "--json"]))
+    full = led.read_bytes()
+    led.write_bytes(b"".join(full.splitlines(keepends=True)[:2]))  # header + the first candidate: as if interrupted
+    again = json.loads(_ok([*BASE, "--utilization", "0.5", "--resume", str(led), "--json"]))
+    assert led.read_bytes() == full and again == first
+    res = runner.invoke(app, [*BASE, "--utilization", "0.6", "--resume", str(led)])
+    assert isinstance(res.exception, InputError) and "another search" in str(res.exception)

@@ -1,0 +1,100 @@
+"""SGLang's own scheduler (batching='sglang'): the engine audit's scenario S5 step by step, the new_token_ratio, retraction."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.accounting.stepcost import FixedStepCost
+from kvledger.dynamics.engine import EngineConfig, simulate
+from kvledger.dynamics.from_plan import POLICY_PRESETS
+from kvledger.dynamics.replica import Replica
+from kvledger.dynamics.sglang_scheduler import MIN_NEW_TOKEN_RATIO, NEW_TOKEN_RATIO_DECAY, SGLangScheduler
+from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.request_state import SimRequest
+
+STEP = FixedStepCost(per_step_s=0.010)
+SGL = dict(batching="sglang", prefix_caching_policy="sglang", block_size=1)
+
+
+def run(specs, **kw):
+    res = simulate(specs, EngineConfig(**SGL, **kw), STEP, record_steps=True, fast_forward=False)
+    recs = {r.request_id: r for r in res.records.records}
+    steps = [(round(d["start_s"] * 1e3), d["batch"]) for d in res.steps[0].dicts()]
+    return recs, steps, res
+
+
+def ms(times):
+    return [round(t * 1e3) for t in times]
+
+
+def test_s5a_prefill_first_steps_pause_running_decodes():
+    # Chunk budget 64 tokens, a 1,000-token pool. R1 = 16 + 8 at t=0; R2 = 128 + 2 arrives at 15 ms.
+    # SGLang: step 1 PREFILL [R1 16] 0–10; step 2 DECODE [R1] 10–20; steps 3–4 PREFILL [R2 64] ×2 (20–40) with R1
+    # paused; R2's first token at 40 ms (TTFT 25); step 5 DECODE [R1, R2] 40–50. R1's tokens: 10, 20, then 50:
+    # one 30 ms gap. (vLLM's mixed steps give R1 a token every 10 ms and R2 its first at 50 ms.)
+    recs, steps, _ = run([RequestSpec("R1", 0.0, 16, 8), RequestSpec("R2", 0.015, 128, 2)],
+                         num_gpu_blocks=1001, max_model_len=512, max_num_batched_tokens=64, max_num_seqs=8)
+    assert steps[:5] == [(0, [["R1", 16]]), (10, [["R1", 1]]), (20, [["R2", 64]]), (30, [["R2", 64]]),
+                         (40, [["R1", 1], ["R2", 1]])]
+    assert ms(recs["R2"].chunk_times_s) == [40, 50]
+    assert ms(recs["R1"].chunk_times_s) == [10, 20, 50, 60, 70, 80, 90, 100]
+
+
+def test_s5b_admission_reserves_the_running_requests_future_tokens():
+    # A 100-token pool, budget 64; R1 and R2 = 10 prompt + 60 output (ignore_eos), both at t=0.
+    # R1: 10 + 60 + 1 page = 71 < 100 free → admitted, reserving 10 + 1 + 60 = 71. R2: 71 < 100 − 71? No → waits.
+    # While R1 runs, free + evictable − offset = (100 − 10 − g + 1) − (60 − g) = 31 < 71: R2 waits until R1 ends
+    # (its 60th token at 600 ms), is prefilled 600–610 (TTFT 610 ms) and ends at 1,200 ms. No retraction.
+    recs, steps, res = run([RequestSpec("R1", 0.0, 10, 60), RequestSpec("R2", 0.0, 10, 60)],
+                           num_gpu_blocks=101, max_model_len=100, max_num_batched_tokens=64, max_num_seqs=8)
+    assert steps[0] == (0, [["R1", 10]]) and steps[1] == (10, [["R1", 1]]) and steps[60] == (600, [["R2", 10]])
+    assert ms(recs["R1"].chunk_times_s)[-1] == 600
+    assert ms(recs["R2"].chunk_times_s)[0] == 610 and ms(recs["R2"].chunk_times_s)[-1] == 1200
+    assert res.summary.num_preemptions == 0
+
+
+def test_new_token_ratio_decays_per_decode_step_and_resets_when_idle():
+    cfg = EngineConfig(num_gpu_blocks=201, max_model_len=100, max_num_batched_tokens=64, **SGL)
+    rep = Replica(cfg, STEP, fast_forward=False)
+    sched = rep.sched
+    assert isinstance(sched, SGLangScheduler) and sched.new_token_ratio == 0.7
+    rep.add(SimRequest(0, RequestSpec("a", 0.0, 5, 50)))
+    rep.run_unit(1.0)  # prefill
+    for _ in range(10):
+        rep.run_unit(1.0)  # decode
+    # 0.7 − 10 × (0.7 − 0.098)/600 = 0.68997
+    assert sched.new_token_ratio == pytest.approx(0.7 - 10 * NEW_TOKEN_RATIO_DECAY, rel=1e-12)
+    assert sched.new_token_ratio == pytest.approx(0.689967, abs=1e-6)
+    sched.advance_decode(10_000)
+    assert sched.new_token_ratio == MIN_NEW_TOKEN_RATIO == pytest.approx(0.098)
+
+
+def test_without_ignore_eos_admission_reserves_only_the_ratio():
+    # A 100-token pool. R1 = 10 + 60 at t=0; R2 = 10 + 20 arrives at 5 ms and is considered at step 2 (10 ms),
+    # when R1 holds 10 tokens (free 90) and has 59 tokens to go. R2 needs 10 + 20 + 1 = 31.
+    # ignore_eos (ratio 1): 31 < 90 − 59 = 31? No; the margin stays 31 while R1 decodes, so R2 waits for R1's end
+    # (600 ms) and gets its first token at 610 ms. Without it, the ratio is 0.7 (no decode step yet):
+    # 31 < 90 − 59 × 0.7 = 48.7 → R2 is prefilled at step 2 (10–20 ms), first token at 20 ms.
+    specs = [RequestSpec("R1", 0.0, 10, 60), RequestSpec("R2", 0.005, 10, 20)]
+    kw = dict(num_gpu_blocks=101, max_model_len=100, max_num_batched_tokens=64, max_num_seqs=8)
+    eos, steps, _ = run(specs, ignore_eos=False, **kw)
+    assert steps[1] == (10, [["R2", 10]]) and ms(eos["R2"].chunk_times_s)[0] == 20
+    fixed, _, _ = run(specs, **kw)
+    assert ms(fixed["R2"].chunk_times_s)[0] == 610
+
+
+def test_decode_retracts_fewest_outputs_first():
+    # A 60-token pool, ratio admission (ignore_eos off): A = 4 + 30 at 0; B = 4 + 30 arrives at 30 ms, when A holds
+    # 6 tokens with 27 to go: 35 < 54 − 27 × 0.698 = 35.15 → admitted. Both then outgrow the pool (33 + 33 > 60),
+    # and SGLang retracts the request with fewer outputs: B, never A.
+    cfg = dict(num_gpu_blocks=61, max_model_len=40, max_num_batched_tokens=64, max_num_seqs=8, ignore_eos=False)
+    recs, steps, res = run([RequestSpec("A", 0.0, 4, 30), RequestSpec("B", 0.03, 4, 30)], **cfg)
+    assert steps[3] == (30, [["B", 4]])
+    assert recs["A"].num_preemptions == 0 and recs["B"].num_preemptions >= 1 and res.summary.num_preemptions >= 1
+    assert all(r.ok for r in recs.values())
+
+
+def test_sglang_preset_is_sglangs_default_configuration():
+    # schedule_policy 'fcfs' is SGLang's default (arg_groups/fields/schedule.py); its own step rule, radix cache
+    assert POLICY_PRESETS["sglang"] == {"batching": "sglang", "prefix_caching_policy": "sglang",
+                                       "scheduling_policy": "fcfs"}

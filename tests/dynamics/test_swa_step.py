@@ -1,0 +1,64 @@
+"""vLLM's per-step sliding-window block rule (swa_step.py): the engine audit's scenario S3, and the rule's arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.accounting.kvlayout import AllocGroup, KVLayout
+from kvledger.accounting.stepcost import FixedStepCost
+from kvledger.dynamics.engine import EngineConfig, simulate
+from kvledger.dynamics.swa_step import StepBlockRule
+from kvledger.dynamics.workload import RequestSpec
+
+STEP = FixedStepCost(per_step_s=0.010)
+# one full-attention group + one sliding-window group (W = 8 tokens), block 4 tokens, one shared pool
+LAYOUT = KVLayout((AllocGroup("full", 1, 1, 4, 1), AllocGroup("sliding_window", 1, 1, 4, 1, 8)), 1, 4, 0)
+RULE = StepBlockRule.from_layout(LAYOUT, max_model_len=32, inflight_tokens=2 * 64)
+
+
+def test_rule_arithmetic():
+    # a 30-token chunk from scratch: full cdiv(30, 4) = 8, sliding 8 (nothing processed yet to skip) = 16
+    assert RULE.held_after(0, 30) == 16
+    # next decode (30 computed, 1 new): full cdiv(31, 4) = 8; sliding 8 − (30 − 8 + 1) // 4 = 8 − 5 = 3 → 11
+    assert RULE.held_after(30, 1) == 11 == RULE.steady(31) == LAYOUT.blocks_for_tokens(31)
+    # admission of 30 tokens: full 8 + sliding min(cdiv(30, 4) = 8, cdiv(min(7 + 128, 32), 4) + 1 = 9) = 16
+    assert RULE.admission(30) == 16
+    # vLLM's start-up check R(32) = 8 + 9 = 17 ≤ 22 usable blocks
+    assert LAYOUT.blocks_per_request(32, 128) == 17
+
+
+@pytest.mark.parametrize("async_", [False, True])
+def test_s3_sliding_window_blocks_are_held_for_the_whole_chunk(async_):
+    # 22 usable blocks; A and B = 30 prompt + 2 output at t=0. Each 30-token prompt needs 16 blocks to be admitted
+    # and computed. Step 1 [A 30] (16 held, 6 free: B waits); step 2 [A 1] (11 held after the out-of-window blocks
+    # are freed; B still needs 16 > 11); A ends → step 3 [B 30] 20–30 ms: B's first token at 30 ms, sync and async
+    # (async: step 2 is scheduled with A's chunk in flight, so its blocks are still held; step 3, scheduled at 10 ms
+    # with A's last token in flight, is empty, and B goes at 20 ms). The steady-state count (11 blocks) admits both
+    # at once and gives B its first token at 10 ms.
+    kw = dict(num_gpu_blocks=23, max_model_len=32, block_size=4, max_num_batched_tokens=64, max_num_seqs=8,
+              enable_prefix_caching=False, blocks_for_tokens=LAYOUT.blocks_for_tokens, async_scheduling=async_)
+    reqs = [RequestSpec("A", 0.0, 30, 2), RequestSpec("B", 0.0, 30, 2)]
+    res = simulate(reqs, EngineConfig(step_blocks=RULE, **kw), STEP, record_steps=True, fast_forward=False)
+    recs = {r.request_id: r for r in res.records.records}
+    steps = [(round(d["start_s"] * 1e3), d["batch"]) for d in res.steps[0].dicts()]
+    assert steps[:3] == [(0, [["A", 30]]), (10, [["A", 1]]), (20, [["B", 30]])]
+    assert [round(t * 1e3) for t in recs["B"].chunk_times_s] == [30, 40]
+    old = simulate(reqs, EngineConfig(**kw), STEP).records.records
+    assert round(old[1].first_token_s * 1e3) == 10
+
+
+def test_plan_brings_the_rule_for_sliding_window_models():
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import PlanSettings
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.models import load_model
+    from kvledger.dynamics.from_plan import engine_config_from_plan
+
+    p = build_plan(load_model("google/gemma-2-9b-it", allow_hub=False), get_gpu("H100-SXM"),
+                   PlanSettings(max_model_len=8192), with_roofline=False, with_advice=False)
+    cfg, notes = engine_config_from_plan(p)
+    rule = cfg.step_blocks
+    assert rule is not None and rule.inflight_tokens == p.inflight_tokens
+    # steady state equals the plan's own count; a whole 8,192-token chunk holds every block of every group
+    assert rule.steady(8192) == p.blocks_for_tokens(8192)
+    assert rule.held_after(0, 8192) == sum(-(-8192 // g.block_size) for g in p.layout.groups if g.kind != "state")

@@ -1,0 +1,155 @@
+"""``kvledger report``: the HTML holds every figure with its table, its numbers equal the --json of the commands it summarises, PNGs, refusals, and a headless-Chromium render."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+from kvledger.report.html_report import SECTIONS
+from kvledger.report.jsonout import strict_json
+
+runner = CliRunner()
+BENCH = Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-perf" / "stage_1_lifecycle_metrics.json"
+FIGURES = [k for _, _, keys in SECTIONS for k in keys]
+# a small workload keeps the test fast: 150 requests per simulation (the README command uses 2,000)
+ARGS = ["meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv", "--slo", "ttft=200ms,tpot=50ms",
+        "--api", "OpenAI:gpt-4.1", "--num-requests", "150", "--engineer-months-per-month", "0.1", "--engineer-usd-per-month", "20000",
+        "--cache-hit-rate", "0.5"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    d = tmp_path_factory.mktemp("report")
+    res = runner.invoke(app, ["report", *ARGS, "--out", str(d / "r.html"), "--png", str(d / "png"),
+                              "--bench", str(BENCH), "--json"])
+    assert res.exit_code == 0, res.output
+    return d, json.loads(res.stdout)
+
+
+def _norm(x):
+    return json.loads(strict_json(x))
+
+
+def _cli_json(cmd: str) -> dict:
+    argv = shlex.split(cmd)
+    assert argv[0] == "kvledger"
+    res = runner.invoke(app, argv[1:])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout.strip().splitlines()[-1]) if argv[1] == "goodput" else json.loads(res.stdout)
+
+
+def test_report_numbers_equal_plan_and_cost_json(built):
+    _, data = built
+    assert data["plan"] == _norm(_cli_json(data["commands"]["plan"]))
+    assert data["cost"] == _norm(_cli_json(data["commands"]["cost"]))
+    # hand check of the plan behind the figures: 2 (K,V) × 32 layers × 8 KV heads × 128 × 2 B = 131,072 B per token, and an
+    # 8K request needs 8,192 / 16 = 512 blocks, so the concurrency at 8K is num_gpu_blocks / 512
+    conc = {r["context_tokens"]: r for r in data["plan"]["concurrency"]}
+    assert data["plan"]["kv"]["bytes_per_token_per_gpu"] == 131072
+    assert conc[8192]["blocks_per_request"] == 512
+    assert conc[8192]["max_concurrency"] == pytest.approx(data["plan"]["memory"]["num_gpu_blocks"] / 512)
+
+
+def test_report_capacity_and_sweep_equal_goodput_and_simulate_json(built):
+    _, data = built
+    cs = data["cost"]["simulation"]["capacity_search"]
+    g = _cli_json(data["commands"]["capacity"])
+    assert g["boundary"]["boundary_value"] == cs["boundary_rate_req_per_s"]
+    assert _norm(g["probes"]) == cs["probes"]
+    point = data["rate_sweep"][0]  # 0.25 × the capacity
+    sim = _cli_json(data["commands"]["sweep_point"].replace("RATE", repr(point["rate_req_per_s"])))
+    assert _norm(sim["summary"]) == point["summary"]
+    static = _cli_json(data["commands"]["engine_savings"].replace("RATE", repr(cs["boundary_rate_req_per_s"])).replace("static|contiguous", "static"))
+    assert _norm(static["summary"]) == data["engine_savings"]["static"]["summary"]
+    # each ratio is the continuous engine's figure over its named baseline
+    r = data["engine_savings"]["ratios"][0]
+    assert r["baseline"].startswith("static batching")
+    assert r["throughput_ratio"] == pytest.approx(data["engine_savings"]["engine"]["summary"]["throughput_tok_per_s"]
+                                                  / static["summary"]["throughput_tok_per_s"])
+
+
+def test_measured_points_equal_goodput_json(built):
+    # inference-perf stage 1 (Llama-3-8B on one H100 at 37.97 req/s offered): the point drawn is what `goodput FILE --json` says
+    _, data = built
+    (m,) = data["measured"]
+    res = runner.invoke(app, ["goodput", str(BENCH), "--slo", "ttft=200ms,tpot=50ms", "--json"])
+    g = json.loads(res.stdout)
+    assert (m["rate_req_per_s"], m["attainment"], m["goodput_req_per_s"]) == (37.97, g["attainment"], g["goodput_req_per_s"])
+    assert m["estimate"] is True  # the file holds percentiles only: a bounded estimate, flagged
+    # the latency point is the file's own p90 TTFT (inference-perf successes.latency.time_to_first_token, 37.5 ms)
+    assert m["ttft_s"]["p90"] == pytest.approx(0.03753255426418036)
+
+
+def test_report_break_even_lines_meet_where_the_ledger_says(built):
+    _, data = built
+    cu = data["curves"]["utilization"]
+    u_star = data["cost"]["break_even_utilization"]["utilization"]
+    assert cu["break_even_utilization"] == u_star
+    # self-hosted USD per request = fixed ÷ (requests at full load × u): at u* it equals the API's price per request
+    p = cu["points"][0]
+    at_star = p["self_host_usd_per_1k_requests"] * p["utilization"] / u_star
+    assert at_star == pytest.approx(p["api_usd_per_1k_requests"], rel=1e-9)
+    cv = data["curves"]["volume"]
+    assert cv["break_even_requests_per_month"] == data["cost"]["break_even_volume"]["requests_per_month"]
+
+
+def test_report_html_is_one_self_contained_file_with_every_figure(built):
+    d, data = built
+    html = (d / "r.html").read_text(encoding="utf-8")
+    for key in FIGURES:
+        m = re.search(rf'<section class="fig" id="fig-{key}".*?</section>', html, re.S)
+        assert m, key
+        assert "<svg" in m.group(0) and "<table>" in m.group(0) and "Sources:" in m.group(0)
+    assert "<script" not in html and "<link" not in html and "<img" not in html
+    assert not re.search(r'(src|href)\s*=\s*["\']?https?:', html) and "url(http" not in html and "@import" not in html
+    # the answer paragraph quotes the cost JSON's capacity
+    assert f"{data['cost']['simulation']['capacity_search']['boundary_rate_req_per_s']:g} req/s" in html
+    # no document outside the package is cited
+    assert "engines.md" not in html and "seed-claims" not in html
+
+
+def test_report_writes_pngs(built):
+    d, _ = built
+    for key in FIGURES:
+        assert (d / "png" / f"{key}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_refuses_to_overwrite(built):
+    d, _ = built
+    res = runner.invoke(app, ["report", *ARGS, "--out", str(d / "r.html")])
+    assert res.exit_code != 0 and "refusing to overwrite" in str(res.exception)
+
+
+def test_html_is_a_function_of_the_json(built):
+    # the HTML drawn again from the printed --json is byte-identical to the file written: no hidden inputs, no clock
+    from kvledger.report.html_report import render_html, report_figures
+
+    d, data = built
+    figures = report_figures(data)
+    assert render_html(data, figures) == (d / "r.html").read_text(encoding="utf-8")
+    # units on every axis: each axis has a label (with its unit) or is categorical (named bars); twins share the x label
+    def words(ticks):
+        return [t.get_text() for t in ticks if t.get_text() and t.get_text()[0].isalpha()]
+
+    for f in figures:
+        for ax in f.fig.axes:
+            assert ax.get_ylabel() or words(ax.get_yticklabels()), (f.key, "y")
+            twin = any(other is not ax and other.bbox.bounds == ax.bbox.bounds for other in f.fig.axes)
+            assert ax.get_xlabel() or twin or words(ax.get_xticklabels()), (f.key, "x")
+        assert f.rows and all(len(r) == len(f.headers) for r in f.rows) and f.sources, f.key
+
+
+def test_headless_chromium_renders_every_figure(built, browser):
+    d, _ = built
+    browser.get((d / "r.html").as_uri())
+    for key in FIGURES:
+        el = browser.find_element("css selector", f"#fig-{key} svg")
+        size = el.size
+        assert size["width"] > 200 and size["height"] > 100, (key, size)
+    assert browser.get_screenshot_as_png()[:4] == b"\x89PNG"

@@ -1,0 +1,109 @@
+"""``kvledger ui`` in a real browser: the server on a free loopback port, the page loaded, a field changed, and the numbers and figures shown checked against ``plan --json`` for the same inputs."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+
+runner = CliRunner()
+CONTEXTS = "1K,2K,4K,8K,16K,32K,64K,128K"
+
+
+@pytest.fixture(scope="module")
+def server():
+    import uvicorn
+
+    from kvledger.report.webapp import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning"))
+    th = threading.Thread(target=srv.run, daemon=True)
+    th.start()
+    for _ in range(200):
+        if srv.started:
+            break
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    th.join(timeout=10)
+
+
+def _wait_version(browser, above: int, timeout_s: float = 60.0) -> str:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, timeout_s).until(
+        lambda b: int(b.find_element("id", "status").get_attribute("data-version")) > above)
+    return browser.find_element("id", "status").text
+
+
+def _card(browser, key: str) -> float:
+    return float(browser.find_element("id", key).get_attribute("data-value"))
+
+
+def _plan_json(*extra: str) -> dict:
+    res = runner.invoke(app, ["plan", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "nvidia_h100_sxm", "--context", CONTEXTS, *extra, "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def _check_against(browser, plan: dict) -> None:
+    conc = {r["context_tokens"]: r["max_concurrency"] for r in plan["concurrency"]}
+    assert _card(browser, "kv-bytes-per-token") == plan["kv"]["bytes_per_token_per_gpu"]
+    assert _card(browser, "num-gpu-blocks") == plan["memory"]["num_gpu_blocks"]
+    assert _card(browser, "available-kv-gib") == pytest.approx(plan["memory"]["available_kv_bytes"] / 2**30, rel=1e-12)
+    assert _card(browser, "max-concurrency-8k") == pytest.approx(conc[8192], rel=1e-12)
+    assert _card(browser, "max-concurrency-128k") == pytest.approx(conc[131072], rel=1e-12)
+    # the waterfall's table shows the same available KV memory, to the hundredth of a GiB
+    table = browser.find_element("css selector", "#fig-memory_waterfall table").text
+    assert f"{plan['memory']['available_kv_bytes'] / 2**30:,.2f}" in table
+    for key in ("memory_waterfall", "concurrency_by_context", "decode_roofline"):
+        assert browser.find_element("css selector", f"#fig-{key} svg").size["width"] > 200
+
+
+def test_ui_numbers_follow_the_form_and_equal_plan_json(server, browser, tmp_path):
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(server + "/")
+    assert _wait_version(browser, 0) == "plan ready"
+    _check_against(browser, _plan_json())
+    # FP8 KV halves the bytes per token (1 B per element instead of 2): 65,536 B, and the blocks double
+    Select(browser.find_element("id", "kv_cache_dtype")).select_by_value("fp8")
+    assert _wait_version(browser, 1) == "plan ready"
+    fp8 = _plan_json("--kv-cache-dtype", "fp8")
+    assert fp8["kv"]["bytes_per_token_per_gpu"] == 65536
+    _check_against(browser, fp8)
+    assert browser.get_screenshot_as_png()[:4] == b"\x89PNG"
+
+
+def test_ui_serving_panel_and_bad_input(server, browser):
+    browser.get(server + "/")
+    v = _wait_version(browser, 0) and int(browser.find_element("id", "status").get_attribute("data-version"))
+    num = browser.find_element("id", "num_requests")
+    num.clear()
+    num.send_keys("60")
+    browser.find_element("id", "run-serving").click()
+    assert _wait_version(browser, v, 120) == "serving ready"
+    for key in ("cost_by_utilization", "cost_by_volume", "latency_by_rate", "goodput_by_rate"):
+        assert browser.find_element("css selector", f"#fig-{key} svg").size["width"] > 200
+    from kvledger.report.webapp import serving_payload
+
+    direct = serving_payload("meta-llama/Meta-Llama-3.1-8B", "nvidia_h100_sxm", "ttft=200ms,tpot=50ms", "OpenAI:gpt-4.1", num_requests=60)
+    assert _card(browser, "capacity") == direct["headline"]["capacity_req_per_s"]
+    assert _card(browser, "api-output") == 8.0  # gpt-4.1 list price, USD per 1M output tokens, no batch or cache share
+    # a bad SLO answers with the CLI's one-paragraph message, shown on the page
+    slo = browser.find_element("id", "slo")
+    slo.clear()
+    slo.send_keys("ttft=fast")
+    v = int(browser.find_element("id", "status").get_attribute("data-version"))
+    browser.find_element("id", "run-serving").click()
+    assert _wait_version(browser, v) == "error"
+    assert "ttft" in browser.find_element("id", "error").text

@@ -1,0 +1,66 @@
+"""The ``kvledger ui`` endpoints without a browser: plan JSON equal to ``plan --json``, other engines, strict JSON, and bad input as a 400 with the CLI's message."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+from kvledger.report.webapp import create_app
+
+client = TestClient(create_app())
+runner = CliRunner()
+CTX = "1K,2K,4K,8K,16K,32K,64K,128K"
+
+
+def test_plan_endpoint_equals_plan_json_for_sglang_at_tp2():
+    r = client.get("/api/plan", params={"model": "meta-llama/Llama-3.1-70B", "gpu": "H100", "engine": "sglang", "tp": 2,
+                                        "max_model_len": "32K"})
+    assert r.status_code == 200
+    body = json.loads(r.text)  # strict JSON: json.loads would accept NaN, so check the text too
+    assert "NaN" not in r.text and "Infinity" not in r.text
+    cli = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-70B", "--gpu", "H100", "--engine", "sglang", "--tp", "2",
+                              "--max-model-len", "32K", "--context", CTX, "--json"])
+    assert body["plan"] == json.loads(cli.stdout)
+    # 70B at TP 2: 8 KV heads split over 2 GPUs → 2 × 80 layers × 4 heads × 128 × 2 B = 163,840 B per token per GPU
+    assert body["headline"]["kv_bytes_per_token"] == 163840
+    assert set(body["figures"]) == {"memory_waterfall", "concurrency_by_context", "decode_roofline"}
+    assert all(f["svg"].startswith("<svg") for f in body["figures"].values())
+
+
+def test_bad_input_is_a_400_with_the_message():
+    r = client.get("/api/plan", params={"model": "no-such-model-xyz", "gpu": "H100"})
+    assert r.status_code == 400 and "no-such-model-xyz" in r.json()["error"]
+    r = client.get("/api/plan", params={"model": "meta-llama/Llama-3.1-8B", "gpu": "H100", "kv_cache_dtype": "int3"})
+    assert r.status_code == 400 and "int3" in r.json()["error"]
+    r = client.get("/api/serving", params={"model": "meta-llama/Llama-3.1-8B", "gpu": "H100", "slo": "ttft=200ms",
+                                           "api": "OpenAI:gpt-4.1", "num_requests": 5})
+    assert r.status_code == 400 and "10–5,000" in r.json()["error"]
+
+
+def test_page_is_self_contained():
+    html = client.get("/").text
+    assert "<script src" not in html and "http://" not in html and "https://" not in html
+
+
+def test_ui_command_refuses_a_bad_or_taken_port():
+    import socket
+
+    res = runner.invoke(app, ["ui", "--port", "0"])
+    assert res.exit_code != 0 and "--port 0 is out of range; allowed: [1, 65,535]" in str(res.exception)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        taken = s.getsockname()[1]
+        res = runner.invoke(app, ["ui", "--port", str(taken)])
+    assert res.exit_code != 0 and f"cannot listen on 127.0.0.1:{taken}" in str(res.exception)
+
+
+def test_a_model_that_does_not_fit_shows_the_verdict_and_no_roofline():
+    # Qwen3-Next-80B in bf16: 148.41 GiB of weights against an H200's 139.8 GiB device total, so no KV and no decode step
+    r = client.get("/api/plan", params={"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "gpu": "H200"})
+    body = r.json()
+    assert r.status_code == 200 and body["headline"]["verdict"].startswith("does not fit")
+    assert body["headline"]["num_gpu_blocks"] == 0 and set(body["figures"]) == {"memory_waterfall", "concurrency_by_context"}
