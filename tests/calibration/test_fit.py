@@ -81,3 +81,21 @@ def test_overlapped_cpu_overhead_and_frontend_are_found():
         c = compare_runs(run.label, run.measured, replay(run, cfg, fit.cost).records)
         for m in ("TTFT mean", "TPOT mean", "E2E mean"):
             assert abs(c.row(m).rel_error) < 0.03, (m, c.row(m))
+
+
+def test_fit_under_async_scheduling():
+    # vLLM v1 async scheduling (the batch queue of two): the replay still prices one step per logged step, and the
+    # fit finds a generating model with an overlapped CPU step back
+    from dataclasses import replace as dc_replace
+
+    cfg = dc_replace(CFG, async_scheduling=True)
+    truth = LinearStepCost(0.008, 6e-5, 2e-9, 3e-4, 4e-7, cpu_overhead_s=0.009, overlap=True)
+    runs = []
+    for seed, rate in enumerate((2.0, 6.0)):
+        reqs = _workload(rate, 60, seed)
+        res = replay(MeasuredRun("x", "x", reqs, RunRecords([], RunMetadata("x", "x"))), cfg, truth)
+        runs.append((MeasuredRun(f"r{rate}", "x", reqs, res.records), cfg))
+    _, table = replay_recorded(runs[0][0], cfg, truth)
+    assert len(table.features) == len(table.start_s) > 0
+    fit = fit_step_cost(runs, LinearStepCost(0.006, 8e-5, 2e-9, 2e-4, 6e-7, cpu_overhead_s=0.004, overlap=True))
+    assert fit.objective < 1e-2 * fit.objective_start

@@ -73,10 +73,12 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
             "initial": guess}
 
 
-def calibrate_files(paths: list[str], args: SimRequestArgs, *, async_scheduling: bool = False,
-                    max_paddings: int | None = None, leave_one_out: bool = True,
-                    fit_frontend: bool = False) -> dict[str, Any]:
+def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int | None = None,
+                    leave_one_out: bool = True, fit_frontend: bool = False) -> dict[str, Any]:
     """The calibration profile (``kvledger.accounting.calibration_profile``'s layout) for measured runs in ``paths``.
+
+    The CPU overhead is fitted as overlapping the GPU when the engine schedules asynchronously
+    (``args.async_scheduling``, else the engine version's default), as added to each step otherwise.
 
     Raises:
         InputError / FormatError: unreadable or aggregate-only files, bad engine flags.
@@ -86,7 +88,7 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, async_scheduling:
     measured = [load_measured(p) for p in paths]
     setups = [engine_for(args, m, max_paddings) for m in measured]
     runs = [(m, s.config) for m, s in zip(measured, setups)]
-    out = calibrate_runs(runs, setups[0].cost, overlap=async_scheduling, leave_one_out=leave_one_out,
+    out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
                          fit_frontend=fit_frontend)
     return build_profile(out, args, setups[0], paths)
 

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from kvledger.cli.calib_opts import (Batching, BlockSize, ChunkedPrefill, CpuOverhead, EngineVersion, GpuMemUtil, Gpu,
+from kvledger.cli.calib_opts import (AsyncScheduling, Batching, BlockSize, ChunkedPrefill, CpuOverhead, EngineVersion, GpuMemUtil, Gpu,
                                      KvCacheDtype, MaxModelLen, MaxNumBatchedTokens, MaxNumSeqs, MaxPaddings, Model,
                                      NumGpuBlocksOverride, PrefixCaching, Tp, engine_args)
 
@@ -22,7 +22,7 @@ def validate(
     block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
     num_gpu_blocks_override: NumGpuBlocksOverride = None, prefix_caching: PrefixCaching = None,
     chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
-    cpu_overhead: CpuOverhead = None,
+    cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None,
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a PROFILE.json from `kvledger calibrate`."),
     client_concurrency: Optional[int] = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the client's cap on requests in flight (inference-perf: num_workers × worker_max_concurrency); a stage whose client fell behind its rate is replayed as a closed loop of that many users."),
     seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),
