@@ -87,3 +87,26 @@ def test_errors(tmp_path, profile):
     res = runner.invoke(app, ["validate", "distserve:vllm-100-1", "--model", "facebook/opt-13b", "--gpu", "A100-80GB",
                               "--max-paddings", "256"])
     assert isinstance(res.exception, KvLedgerError) and "vllm_v0" in str(res.exception)
+
+
+def test_validate_an_aggregate_stage():
+    stage = Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-perf" / "stage_0_lifecycle_metrics.json"
+    out = json.loads(_ok(["validate", str(stage), "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100",
+                          "--max-model-len", "512", "--max-num-seqs", "192", "--client-concurrency", "440", "--json"]))
+    rows = {r["metric"]: r for r in out["comparison"]["rows"]}
+    # 60 requests at 1 req/s: the client kept pace, so an open-loop replay of all 60
+    assert out["num_requests"] == 60 and out["comparison"]["num_predicted"] == 60
+    assert rows["TPOT mean"]["measured"] == pytest.approx((0.48322820 - 0.03331899) / 61.35, rel=1e-6)
+    assert "goodput" not in rows and any("synthetic workload" in n for n in out["notes"])
+
+
+def test_disagg_accepts_the_profile(profile):
+    out = json.loads(_ok(["disagg", "facebook/opt-13b", "--gpu", "A100-80GB", "--num-requests", "60", "--rate", "2",
+                          "--num-gpus", "2", "--no-tune", "--step-cost", str(profile), "--json"]))
+    assert any("calibrated profile opt13b.json in every pool" in n for n in out["notes"])
+
+
+def test_file_without_a_shared_clock_is_refused():
+    f = Path(__file__).resolve().parents[1] / "evidence" / "data" / "llmperf" / "leaderboard_individual_anyscale_70b.json"
+    res = runner.invoke(app, ["validate", str(f), "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100"])
+    assert isinstance(res.exception, FormatError) and "common clock" in str(res.exception)

@@ -122,11 +122,13 @@ class DisaggStudy:
         settings: base ``PlanSettings`` (TP and the two scheduler limits are replaced per pool).
         link: the KV link. slo: the SLO. target: attainment target for the max-rate search, fraction.
         first_token: key of ``kvledger.dynamics.disagg.FIRST_TOKEN_SOURCES``. router: for every pool.
+        step_cost: a step-cost model for every pool (e.g. a ``kvledger calibrate`` profile's), None → each pool's roofline.
     """
 
     def __init__(self, model, gpu, settings, link: KVLink, slo: SLO, *, target: float = 0.9, first_token: str = "prefill",
-                 router: str = "round_robin") -> None:
+                 router: str = "round_robin", step_cost: Any = None) -> None:
         self.model, self.gpu, self.settings = model, gpu, settings
+        self.step_cost = step_cost
         self.link, self.slo, self.target = link, slo, target
         if first_token not in FIRST_TOKEN_SOURCES:
             raise UnknownNameError("first-token source", first_token, FIRST_TOKEN_SOURCES,
@@ -156,7 +158,7 @@ class DisaggStudy:
         (a decode pool runs without prefix caching: it receives whole prompts)."""
         p = self.plan(tp, overrides)
         cfg, _ = engine_config_from_plan(p, enable_prefix_caching=False if decode else None)
-        return Pool(cfg, p.step_cost(), replicas, tp, self.router)
+        return Pool(cfg, self.step_cost if self.step_cost is not None else p.step_cost(), replicas, tp, self.router)
 
 
 def run_deployment(study: DisaggStudy, dep: Deployment, specs: list[RequestSpec]) -> tuple[RunRecords, dict[str, Any]]:

@@ -237,7 +237,9 @@ def _notes(study: DisaggStudy, searched: bool) -> list[str]:
     out = [f"first token: {FIRST_TOKEN_SOURCES[study.first_token]}",
            "goodput here is benchmark goodput at the offered load: good requests ÷ (last finish − first arrival), ÷ GPUs "
            "(vLLM benchmarks/serve.py request_goodput; kvledger.ledgers.goodput)",
-           "step times: the roofline of each pool's own plan (uncalibrated); KV pools: each pool's vLLM memory plan",
+           ("step times: the roofline of each pool's own plan (uncalibrated)" if getattr(study, "step_cost", None) is None
+            else f"step times: {study.step_cost.name} in every pool (a fitted step cost, kvledger calibrate)")
+           + "; KV pools: each pool's vLLM memory plan",
            "simplifications: prefill blocks freed at the first token (a connector holds them until read); transfers from "
            "one prefill replica queue on its link, the receiving link is not modelled; the decode pool runs without "
            "prefix caching; no per-block transfer inefficiency (small pages move slower than the link's peak)",

@@ -8,6 +8,7 @@ profile written here and passed back as ``--step-cost FILE`` reproduces the numb
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
@@ -72,10 +73,12 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
             "initial": guess}
 
 
-def calibrate_files(paths: list[str], args: SimRequestArgs, *, async_scheduling: bool = False,
-                    max_paddings: int | None = None, leave_one_out: bool = True,
-                    fit_frontend: bool = False) -> dict[str, Any]:
+def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int | None = None,
+                    leave_one_out: bool = True, fit_frontend: bool = False) -> dict[str, Any]:
     """The calibration profile (``kvledger.accounting.calibration_profile``'s layout) for measured runs in ``paths``.
+
+    The CPU overhead is fitted as overlapping the GPU when the engine schedules asynchronously
+    (``args.async_scheduling``, else the engine version's default), as added to each step otherwise.
 
     Raises:
         InputError / FormatError: unreadable or aggregate-only files, bad engine flags.
@@ -85,7 +88,7 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, async_scheduling:
     measured = [load_measured(p) for p in paths]
     setups = [engine_for(args, m, max_paddings) for m in measured]
     runs = [(m, s.config) for m, s in zip(measured, setups)]
-    out = calibrate_runs(runs, setups[0].cost, overlap=async_scheduling, leave_one_out=leave_one_out,
+    out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
                          fit_frontend=fit_frontend)
     return build_profile(out, args, setups[0], paths)
 
@@ -124,13 +127,24 @@ def build_profile(out: dict[str, Any], args: SimRequestArgs, setup: SimSetup, pa
     }
 
 
-def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None,
-                  max_paddings: int | None = None) -> dict[str, Any]:
-    """Replay the measured run in ``path`` with ``args``' engine and step cost and compare (``Comparison``'s rows)."""
-    run = load_measured(path)
-    setup = engine_for(args, run, max_paddings)
-    res = replay(run, setup.config, setup.cost)
-    c = compare_runs(run.label, run.measured, res.records, slo)
+def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_paddings: int | None = None, *,
+                  client_concurrency: int | None = None, seed: int = 0) -> dict[str, Any]:
+    """Replay the measured run in ``path`` with ``args``' engine and step cost and compare (``Comparison``'s rows).
+
+    An inference-perf stage report (aggregates only) is compared stage to stage: a synthetic workload like the
+    stage's (``kvledger.calibration.sweep``; a closed loop of ``client_concurrency`` users when the client fell
+    behind the requested rate); goodput is then not compared (no per-request values)."""
+    from kvledger.calibration.sweep import looks_like_stage, read_stage, stage_comparison, stage_run
+
+    if looks_like_stage(path):
+        stage = read_stage(path)
+        run = stage_run(stage, Path(path).stem, seed, client_concurrency)
+        setup = engine_for(args, run, max_paddings)
+        c = stage_comparison(run.label, stage, replay(run, setup.config, setup.cost).records)
+    else:
+        run = load_measured(path)
+        setup = engine_for(args, run, max_paddings)
+        c = compare_runs(run.label, run.measured, replay(run, setup.config, setup.cost).records, slo)
     return {"run": run.label, "source": run.source, "num_requests": len(run.requests), "model": setup.model_name,
             "gpu": setup.gpu_name, "tp": setup.tp, "step_cost": setup.cost_info, "engine": setup.config.to_dict(),
             "comparison": c.to_dict(), **headline_errors(c), "notes": setup.notes + c.notes}

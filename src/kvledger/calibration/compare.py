@@ -16,7 +16,7 @@ from kvledger.dynamics.metrics import summarize_records
 from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
 
-__all__ = ["MetricRow", "Comparison", "compare_runs", "LATENCY_METRICS", "STATS"]
+__all__ = ["MetricRow", "Comparison", "compare_runs", "rel_error", "LATENCY_METRICS", "STATS"]
 
 LATENCY_METRICS = (("ttft_s", "TTFT"), ("itl_s", "ITL"), ("tpot_s", "TPOT"), ("e2e_s", "E2E"))
 STATS = ("mean", "p50", "p90", "p99")
@@ -61,7 +61,7 @@ class Comparison:
                 "slo": self.slo, "rows": [r.to_dict() for r in self.rows], "notes": list(self.notes)}
 
 
-def _err(pred: float | None, meas: float | None) -> float | None:
+def rel_error(pred: float | None, meas: float | None) -> float | None:
     if pred is None or meas is None or meas == 0:
         return None
     return pred / meas - 1.0
@@ -80,16 +80,16 @@ def compare_runs(label: str, measured: RunRecords, predicted: RunRecords, slo: S
             continue
         for stat in STATS:
             a, b = getattr(ms, stat), getattr(ps, stat)
-            rows.append(MetricRow(f"{name} {stat}", "s", a, b, _err(b, a)))
+            rows.append(MetricRow(f"{name} {stat}", "s", a, b, rel_error(b, a)))
     for key, name, unit in (("throughput_req_per_s", "throughput", "req/s"),
                             ("throughput_tok_per_s", "output throughput", "tokens/s")):
-        rows.append(MetricRow(name, unit, m[key], p[key], _err(p[key], m[key]),
+        rows.append(MetricRow(name, unit, m[key], p[key], rel_error(p[key], m[key]),
                               "finished requests / (last finish − first arrival)"))
     if slo is not None:
         from kvledger.ledgers.goodput import goodput
 
         gm, gp = goodput(measured, slo), goodput(predicted, slo)
         rows.append(MetricRow("goodput", "req/s", gm.goodput_req_per_s, gp.goodput_req_per_s,
-                              _err(gp.goodput_req_per_s, gm.goodput_req_per_s), f"requests meeting {slo.describe()}"))
-        rows.append(MetricRow("SLO attainment", "fraction", gm.attainment, gp.attainment, _err(gp.attainment, gm.attainment)))
+                              rel_error(gp.goodput_req_per_s, gm.goodput_req_per_s), f"requests meeting {slo.describe()}"))
+        rows.append(MetricRow("SLO attainment", "fraction", gm.attainment, gp.attainment, rel_error(gp.attainment, gm.attainment)))
     return Comparison(label, rows, m["num_finished"], p["num_finished"], slo.to_dict() if slo else None, notes)

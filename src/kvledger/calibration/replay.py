@@ -105,6 +105,9 @@ def load_measured(path: str) -> MeasuredRun:
                                 "per-request file, or compare stage aggregates with benchmarks/validate_all.py's sweep")
     if len(runs) > 1:
         raise FormatError(path, f"holds {len(runs)} runs; split it into one file per run to replay each")
+    if per_request[0].metadata.extra.get("shared_clock") is False:
+        raise FormatError(path, "its requests carry no common clock (each is timed on its own), so their arrival "
+                                "times cannot be replayed; calibrate on a benchmark that records send times")
     return measured_from_records(per_request[0], _label(p))
 
 

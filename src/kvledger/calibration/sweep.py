@@ -27,14 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.calibration.compare import Comparison, MetricRow, _err
+from kvledger.calibration.compare import Comparison, MetricRow, rel_error
 from kvledger.calibration.replay import MeasuredRun
 from kvledger.dynamics.metrics import summarize_records
 from kvledger.dynamics.workload import RequestSpec
 from kvledger.errors import FormatError
 from kvledger.records import RunMetadata, RunRecords
 
-__all__ = ["Stage", "read_stage", "stage_workload", "stage_run", "stage_comparison"]
+__all__ = ["Stage", "looks_like_stage", "read_stage", "stage_workload", "stage_run", "stage_comparison"]
 
 _FIELDS = {"ttft": "time_to_first_token", "tpot": "time_per_output_token", "e2e": "request_latency"}
 _STATS = {"mean": "mean", "p50": "median", "p90": "p90", "p99": "p99"}
@@ -69,6 +69,18 @@ def _quantiles(d: dict[str, float]) -> list[tuple[float, float]]:
         elif k.startswith("p"):
             out.append((float(k[1:]) / 100.0, v))
     return sorted(out)
+
+
+def looks_like_stage(path: str | Path) -> bool:
+    """True for an inference-perf lifecycle report with a ``load_summary`` (one stage, or the summary of several)."""
+    p = Path(path)
+    if not p.is_file() or p.suffix != ".json":
+        return False
+    try:
+        d = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(d, dict) and "load_summary" in d and "successes" in d
 
 
 def read_stage(path: str | Path) -> Stage:
@@ -149,11 +161,11 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords) -> Compari
                 continue
             note = "(E2E mean − TTFT mean)/(output mean − 1) of the stage" if m == "tpot" else (
                 "inference-perf's time_per_output_token: inconsistent with its TTFT and E2E" if m == "tpot_file" else "")
-            rows.append(MetricRow(f"{name} {s}", "s", a, b, _err(b, a), note))
+            rows.append(MetricRow(f"{name} {s}", "s", a, b, rel_error(b, a), note))
     rows.append(MetricRow("throughput", "req/s", stage.requests_per_s, p["throughput_req_per_s"],
-                          _err(p["throughput_req_per_s"], stage.requests_per_s), "as each side defines it"))
+                          rel_error(p["throughput_req_per_s"], stage.requests_per_s), "as each side defines it"))
     rows.append(MetricRow("output throughput", "tokens/s", stage.output_tokens_per_s, p["throughput_tok_per_s"],
-                          _err(p["throughput_tok_per_s"], stage.output_tokens_per_s)))
+                          rel_error(p["throughput_tok_per_s"], stage.output_tokens_per_s)))
     notes: list[Any] = ["aggregates only: the replay is a synthetic workload with the stage's rate, count, duration "
                         "and length quantiles, not the measured requests"]
     return Comparison(label, rows, stage.count - stage.num_failed, p["num_finished"], None, notes)

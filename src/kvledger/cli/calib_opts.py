@@ -8,7 +8,7 @@ import typer
 
 __all__ = ["engine_args", "Model", "Gpu", "EngineVersion", "Tp", "MaxModelLen", "GpuMemUtil", "KvCacheDtype",
            "BlockSize", "MaxNumBatchedTokens", "MaxNumSeqs", "NumGpuBlocksOverride", "PrefixCaching", "ChunkedPrefill",
-           "Batching", "MaxPaddings", "CpuOverhead"]
+           "Batching", "MaxPaddings", "CpuOverhead", "AsyncScheduling"]
 
 Model = Annotated[str, typer.Option("--model", help="The served model: bundled HF id or alias, a config.json path or a Hub id.")]
 Gpu = Annotated[str, typer.Option("--gpu", help="The GPU it ran on: catalog name (see `kvledger gpus`) or a GPU file.")]
@@ -25,6 +25,7 @@ PrefixCaching = Annotated[Optional[bool], typer.Option("--enable-prefix-caching/
 ChunkedPrefill = Annotated[Optional[bool], typer.Option("--enable-chunked-prefill/--no-enable-chunked-prefill", help="Chunked prefill (default on, as vLLM v1).", show_default=False)]
 Batching = Annotated[Optional[str], typer.Option("--batching", help="continuous (vLLM v1, default), vllm_v0 (vLLM V0's prefill-first scheduler) or static.", show_default=False)]
 MaxPaddings = Annotated[Optional[int], typer.Option("--max-paddings", help="vLLM 0.2.x only (with --batching vllm_v0): padded prompt batches with at most this many padding tokens (0.2.3's default: 256).", show_default=False)]
+AsyncScheduling = Annotated[Optional[bool], typer.Option("--async-scheduling/--no-async-scheduling", help="vLLM v1 async scheduling (the step k+1 is scheduled while step k runs; CPU work overlaps the GPU). Default: the engine version's (on from vLLM 0.33). calibrate then fits the CPU overhead as max(GPU, CPU) per step.", show_default=False)]
 CpuOverhead = Annotated[Optional[str], typer.Option("--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms).", show_default=False)]
 
 
@@ -39,4 +40,5 @@ def engine_args(model: str, gpu: str, params: dict[str, Any], step_cost: str = "
         max_num_batched_tokens=params.get("max_num_batched_tokens"), max_num_seqs=params.get("max_num_seqs"),
         num_gpu_blocks_override=params.get("num_gpu_blocks_override"),
         enable_prefix_caching=params.get("prefix_caching"), enable_chunked_prefill=params.get("chunked_prefill"),
-        batching=params.get("batching"), step_cost=step_cost, cpu_overhead=params.get("cpu_overhead"))
+        batching=params.get("batching"), step_cost=step_cost, cpu_overhead=params.get("cpu_overhead"),
+        async_scheduling=params.get("async_scheduling"))

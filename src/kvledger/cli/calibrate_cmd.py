@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from kvledger.cli.calib_opts import (Batching, BlockSize, ChunkedPrefill, CpuOverhead, EngineVersion, GpuMemUtil, Gpu,
+from kvledger.cli.calib_opts import (AsyncScheduling, Batching, BlockSize, ChunkedPrefill, CpuOverhead, EngineVersion, GpuMemUtil, Gpu,
                                      KvCacheDtype, MaxModelLen, MaxNumBatchedTokens, MaxNumSeqs, MaxPaddings, Model,
                                      NumGpuBlocksOverride, PrefixCaching, Tp, engine_args)
 
@@ -23,8 +23,7 @@ def calibrate(
     block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
     num_gpu_blocks_override: NumGpuBlocksOverride = None, prefix_caching: PrefixCaching = None,
     chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
-    cpu_overhead: CpuOverhead = None,
-    async_scheduling: bool = typer.Option(False, "--async-scheduling/--no-async-scheduling", help="The engine overlaps its per-step CPU work with the GPU (vLLM v1 async scheduling): fit the CPU overhead as max(GPU, CPU) per step instead of adding it."),
+    cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None,
     fit_frontend: bool = typer.Option(False, "--fit-frontend/--no-fit-frontend", help="Also fit a per-request latency outside the engine (HTTP, tokenisation), added to TTFT and E2E: for client-side measurements."),
     start: str = typer.Option("roofline", "--start", help="Step cost the fit starts from (its least-squares linear form): roofline, calibrated, calibrated:KEY or a PROFILE.json."),
     leave_one_out: bool = typer.Option(True, "--leave-one-out/--no-leave-one-out", help="With several runs, also fit without each run and report its error (one extra fit per run)."),
@@ -40,7 +39,7 @@ def calibrate(
     if out is not None and out.exists() and not force:
         raise InputError(f"--out {out} exists; refusing to overwrite it (pass --force)")
     args = engine_args(model, gpu, ctx.params, step_cost=start)
-    profile = calibrate_files(files, args, async_scheduling=async_scheduling, max_paddings=max_paddings,
+    profile = calibrate_files(files, args, max_paddings=max_paddings,
                               leave_one_out=leave_one_out, fit_frontend=fit_frontend)
     text = dump_profile(profile)
     if out is not None:

@@ -56,6 +56,7 @@ def disagg(
     tune: bool = typer.Option(True, "--tune/--no-tune", help="Also turn one knob per pool on the best split (and the budget colocated)."),
     tune_prefill_mnbt: Optional[int] = typer.Option(None, "--tune-prefill-max-num-batched-tokens", help="Prefill budget in the tuning run (default ¼)."),
     tune_decode_mns: Optional[int] = typer.Option(None, "--tune-decode-max-num-seqs", help="Decode max_num_seqs in the tuning run (default 128)."),
+    step_cost: Optional[str] = typer.Option(None, "--step-cost", help="A calibration profile (PROFILE.json from kvledger calibrate) pricing every pool's steps; default: each pool's roofline."),
     search_max_rate: bool = typer.Option(False, "--search-max-rate", help="Also find each deployment's highest rate meeting the attainment target (slow: ~10 runs each)."),
     max_model_len: Optional[str] = MAX_LEN_OPT, gpu_memory_utilization: Optional[float] = UTIL_OPT,
     engine_version: Optional[str] = VERSION_OPT, as_json: bool = JSON_OPT,
@@ -78,8 +79,13 @@ def disagg(
     spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len,
                                     gpu_memory_utilization=gpu_memory_utilization, engine_version=engine_version)
     kv_link = link_from_gpu(g, link, parse_duration_s(transfer_latency, what="--transfer-latency"))
+    cost = None
+    if step_cost is not None:
+        from kvledger.accounting.calibration_profile import profile_step_cost
+
+        cost, _ = profile_step_cost(step_cost, spec.name, g.name, tp)
     study = DisaggStudy(spec, g, settings, kv_link, parse_slo(DEFAULT_SLO if slo is None else slo), target=attainment,
-                        first_token=first_token, router=router)
+                        first_token=first_token, router=router, step_cost=cost)
 
     def load(r: float | None):
         return load_trace(trace, num_requests=num_requests, rate=r, seed=seed)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from kvledger.cli.calib_opts import (Batching, BlockSize, ChunkedPrefill, CpuOverhead, EngineVersion, GpuMemUtil, Gpu,
+from kvledger.cli.calib_opts import (AsyncScheduling, Batching, BlockSize, ChunkedPrefill, CpuOverhead, EngineVersion, GpuMemUtil, Gpu,
                                      KvCacheDtype, MaxModelLen, MaxNumBatchedTokens, MaxNumSeqs, MaxPaddings, Model,
                                      NumGpuBlocksOverride, PrefixCaching, Tp, engine_args)
 
@@ -16,14 +16,16 @@ __all__ = ["register"]
 
 def validate(
     ctx: typer.Context,
-    file: str = typer.Argument(..., help="A measured run with per-request times (as for `kvledger calibrate`)."),
+    file: str = typer.Argument(..., help="A measured run with per-request times (as for `kvledger calibrate`), or an inference-perf stage report (aggregates: compared stage to stage on a synthetic workload like it)."),
     model: Model = ..., gpu: Gpu = ..., engine_version: EngineVersion = None, tp: Tp = 1,
     max_model_len: MaxModelLen = None, gpu_memory_utilization: GpuMemUtil = None, kv_cache_dtype: KvCacheDtype = "auto",
     block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
     num_gpu_blocks_override: NumGpuBlocksOverride = None, prefix_caching: PrefixCaching = None,
     chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
-    cpu_overhead: CpuOverhead = None,
+    cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None,
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a PROFILE.json from `kvledger calibrate`."),
+    client_concurrency: Optional[int] = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the client's cap on requests in flight (inference-perf: num_workers × worker_max_concurrency); a stage whose client fell behind its rate is replayed as a closed loop of that many users."),
+    seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),
     slo: Optional[str] = typer.Option(None, "--slo", help="Also compare goodput under these SLOs, e.g. ttft=200ms,tpot=50ms."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
@@ -32,7 +34,8 @@ def validate(
     from kvledger.ledgers.slo import parse_slo
 
     args = engine_args(model, gpu, ctx.params, step_cost=step_cost)
-    result = validate_file(file, args, parse_slo(slo) if slo else None, max_paddings=max_paddings)
+    result = validate_file(file, args, parse_slo(slo) if slo else None, max_paddings=max_paddings,
+                           client_concurrency=client_concurrency, seed=seed)
     if as_json:
         from kvledger.accounting.calibration_profile import dump_profile
 
