@@ -150,3 +150,18 @@ def test_bundled_subset_keeps_the_original_values():
     with ours.open() as a, orig.open() as b:
         for x, y in zip(csv.DictReader(a), csv.DictReader(b), strict=True):
             assert all(x[k] == y[k] for k in x)
+
+
+def test_a_fit_that_turns_negative_outside_its_data_is_refused_not_used():
+    # a prefill fit with a negative quadratic term, 20 + 0.1·t − 2e-6·Σt² ms (Σt² generalised as 2·pairs − t = t²),
+    # is positive at 512 tokens (20 + 51.2 − 0.52 = 70.7 ms) and negative at 100,000 (20 + 10,000 − 20,000 ms):
+    # the model is refused there rather than giving a negative step time
+    from kvledger.accounting.calibrated import DistServeStepCost
+    from kvledger.accounting.stepcost import StepShape
+    from kvledger.errors import InputError
+
+    m = DistServeStepCost("test", (20.0, 0.1, -2e-6), (20.0, 5e-4, 0.06), (20.0, 5e-4, 0.12), 95)
+    assert m.step_time_s(StepShape(num_prefill_tokens=512, num_prefill_seqs=1, prefill_attn_pairs=512 * 513 / 2)) == \
+        pytest.approx((20.0 + 0.1 * 512 - 2e-6 * (512 * 513 - 512)) / 1000.0)
+    with pytest.raises(InputError, match="does not hold this far outside the measurements"):
+        m.step_time_s(StepShape(num_prefill_tokens=100_000, num_prefill_seqs=1, prefill_attn_pairs=100_000 * 100_001 / 2))

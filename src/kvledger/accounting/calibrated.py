@@ -68,7 +68,13 @@ class DistServeStepCost:
         a, b, c = self.prefill
         sq = 2.0 * shape.prefill_attn_pairs - shape.num_prefill_tokens
         decode_ctx = self._decode_coef(shape.num_decode_seqs)[1] * shape.decode_kv_tokens
-        return float(a + b * shape.num_tokens + c * sq + decode_ctx) / 1000.0
+        t_ms = float(a + b * shape.num_tokens + c * sq + decode_ctx)
+        if t_ms <= 0.0:  # a fit with a negative quadratic term turns negative far outside the prompts it was fitted on
+            raise InputError(f"the calibrated step cost {self.name} prices a step of {shape.num_prefill_tokens:,} prefill tokens "
+                             f"at {t_ms / 1000.0:.3g} s: its fit (prefill {a:g} + {b:g}·tokens + {c:g}·Σt² ms) does not hold "
+                             "this far outside the measurements it came from; use --step-cost roofline, or calibrate on "
+                             "runs with prompts this long (kvledger calibrate)")
+        return t_ms / 1000.0
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
         if num_seqs == 0:
