@@ -9,7 +9,7 @@ per-request readers produce, field for field).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,10 +27,10 @@ class RecordColumns:
         arrival_s: s. first_token_s, finish_s: s, NaN where the record has None.
         num_prompt_tokens, num_output_tokens: tokens, int64.
         error: the error text per request (None for success), object array. ok: ``error is None``, bool.
-        chunk_offsets: shape ``(n + 1,)``, int64: request i's chunk times are ``chunk_flat[offsets[i]:offsets[i+1]]``.
-        chunk_flat: every request's chunk times concatenated, s, float64, read-only.
+        chunk_offsets_, chunk_flat_: the chunk times (see the properties), or None until ``build_chunks()`` makes them.
         has_chunks: whether request i has chunk times (False → ``chunk_times_s`` None).
         request_ids: None → the request's index as a string ("0", "1", ...).
+        build_chunks: makes ``(chunk_offsets, chunk_flat)`` on first use, when the reader deferred them.
     """
 
     arrival_s: np.ndarray
@@ -40,13 +40,33 @@ class RecordColumns:
     num_output_tokens: np.ndarray
     error: np.ndarray
     ok: np.ndarray
-    chunk_offsets: np.ndarray
-    chunk_flat: np.ndarray
+    chunk_offsets_: np.ndarray | None
+    chunk_flat_: np.ndarray | None
     has_chunks: np.ndarray
     request_ids: list[str] | None = None
+    build_chunks: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None
 
     def __post_init__(self) -> None:
-        self.chunk_flat.setflags(write=False)  # slices handed to RequestRecord are then views, not copies
+        if self.chunk_flat_ is not None:
+            self.chunk_flat_.setflags(write=False)  # slices handed to RequestRecord are then views, not copies
+
+    def _chunks(self) -> None:
+        if self.chunk_flat_ is None and self.build_chunks is not None:
+            self.chunk_offsets_, self.chunk_flat_ = self.build_chunks()
+            self.chunk_flat_.setflags(write=False)
+            self.build_chunks = None
+
+    @property
+    def chunk_offsets(self) -> np.ndarray:
+        """Shape ``(n + 1,)``: request i's chunk times are ``chunk_flat[offsets[i]:offsets[i+1]]`` (built on first use)."""
+        self._chunks()
+        return self.chunk_offsets_
+
+    @property
+    def chunk_flat(self) -> np.ndarray:
+        """Every request's chunk times concatenated, s, read-only (built on first use: only an ITL SLO or a record needs them)."""
+        self._chunks()
+        return self.chunk_flat_
 
     @property
     def n(self) -> int:

@@ -113,7 +113,7 @@ def test_capacity_triggered_with_options_from_the_ledger():
     # per GPU 76,554,436,608 − 14.99 GiB / 2 − 5,290,191,749 = 63,216,549,888 B / 1 MiB (4 KV heads per GPU) = 60,288.7
     tp2 = opts["--tensor-parallel-size 2"]
     assert (tp2["num_gpu_blocks"], tp2["gpus_per_replica"]) == (60288, 2)
-    assert opts["--max-model-len 8,000"]["max_concurrency"] == 52.61 and opts["--max-model-len 8,000"]["num_gpu_blocks"] == 26306
+    assert opts["--max-model-len 8000"]["max_concurrency"] == 52.61 and opts["--max-model-len 8000"]["num_gpu_blocks"] == 26306
     assert opts["--max-num-seqs 127"]["requests_of_observed_size"] == 127
     assert [e["line"] for e in f.evidence] == [12, 13, 14]
 

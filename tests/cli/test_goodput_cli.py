@@ -32,11 +32,14 @@ def test_json_keys_for_one_run():
 
 def test_json_lines_for_several_runs_and_boundary():
     stages = [str(DATA / f"inference-perf/stage_{i}_lifecycle_metrics.json") for i in range(7)]
-    res = runner.invoke(app, ["goodput", *stages, "--slo", "ttft=100ms,tpot=10ms", "--json", "--target", "0.9"])
+    res = runner.invoke(app, ["goodput", *stages, "--slo", "ttft=100ms,tpot=10ms", "--json-lines", "--target", "0.9"])
     assert res.exit_code == 0, res.output
     lines = [json.loads(x) for x in res.output.splitlines()]
     assert len(lines) == 8 and all(x["estimate"] for x in lines[:7])
     assert lines[-1]["boundary"]["boundary_value"] == pytest.approx(74.94)
+    # --json: the same objects as one strict JSON document
+    doc = json.loads(runner.invoke(app, ["goodput", *stages, "--slo", "ttft=100ms,tpot=10ms", "--json", "--target", "0.9"]).output)
+    assert doc["runs"] == lines[:7] and doc["boundary"] == lines[-1]["boundary"]
 
 
 def test_human_output_names_definitions_and_estimates():

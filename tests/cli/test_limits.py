@@ -29,6 +29,13 @@ def test_every_numeric_option_of_every_command_has_a_range():
     assert len(list(_numeric_options())) > 100  # the walk really sees the commands' options
 
 
+def test_every_command_is_range_checked_before_it_runs():
+    from kvledger.cli.limits import SELF_CHECKED
+
+    unchecked = [i.name for i in app.registered_commands if i.name not in SELF_CHECKED and not getattr(i.callback, "range_checked", False)]
+    assert not unchecked, f"register these before the range-check loop at the end of kvledger/cli/main.py: {unchecked}"
+
+
 def test_range_bounds_and_specials():
     frac = Range(0.0, 1.0, lo_open=True)
     frac.check("--f", 1.0)
@@ -79,3 +86,27 @@ def test_a_link_out_of_the_output_folder_is_refused_then_warned_about(tmp_path, 
     assert "outside the output folder" in capsys.readouterr().err
     write_text_atomic(run / "records.json", "new")  # replaces the link, not the file it pointed to
     assert outside.read_text() == "keep me" and (run / "records.json").read_text() == "new"
+
+
+def test_impossible_results_are_refused_loudly_not_printed():
+    from types import SimpleNamespace
+
+    from kvledger.errors import KvLedgerError
+    from kvledger.invariants import ImpossibleResultError, check_goodput_result, check_sim_summary
+
+    ok = SimpleNamespace(source="f", attainment=0.3, attainment_upper=None, attainment_of_completed=0.5, num_good=3, num_completed=6,
+                         num_requests=10, duration_s=2.0, goodput_req_per_s=1.5, throughput_req_per_s=3.0, goodput_output_tok_per_s=10.0,
+                         throughput_output_tok_per_s=20.0, goodput_input_tok_per_s=None, throughput_input_tok_per_s=None)
+    check_goodput_result(ok)
+    for bad in ({"attainment": 1.2}, {"num_good": 7}, {"goodput_req_per_s": 3.5}, {"duration_s": -1.0}):
+        with pytest.raises(ImpossibleResultError):
+            check_goodput_result(SimpleNamespace(**{**vars(ok), **bad}))
+    assert not issubclass(ImpossibleResultError, KvLedgerError)  # a bug shows its traceback; it is not an input error
+    s = {"num_requests": 3, "num_finished": 3, "num_rejected": 0, "duration_s": 1.0, "kv_usage": {"mean": 0.22, "max": 0.43},
+         "ttft_s": {"p50": 0.1, "p90": 0.2, "p99": 0.3}}
+    check_sim_summary(s)
+    # the fast-path bug of issue 9 in reverse (a mean above the maximum) and a usage above 100 %
+    for bad in ({"kv_usage": {"mean": 0.84, "max": 0.43}}, {"kv_usage": {"mean": 0.5, "max": 1.3}},
+                {"ttft_s": {"p50": 0.3, "p90": 0.2}}, {"num_finished": 4}):
+        with pytest.raises(ImpossibleResultError):
+            check_sim_summary({**s, **bad})

@@ -123,8 +123,8 @@ def test_goodput_of_a_simulation_equals_goodput_of_its_records_file(records):
 def test_goodput_search_prints_every_probe_and_the_boundary_per_gpu():
     args = ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-requests", "150", "--replicas", "2",
             "--slo", "ttft=200ms,tpot=30ms", "--target", "0.9", "--axis", "rate", "--lo", "4", "--hi", "256"]
-    lines = [json.loads(x) for x in _ok(args + ["--json"]).splitlines()]
-    probes, last = lines[:-1], lines[-1]
+    doc = json.loads(_ok(args + ["--json"]))
+    probes, last = doc["runs"], {k: v for k, v in doc.items() if k != "runs"}
     b = last["boundary"]
     assert [p["probe"]["value"] for p in probes[:2]] == [4, 256] and all(p["num_requests"] == 150 for p in probes)
     assert len(probes) == len(last["probes"]) and b["num_requests_per_probe"] == 150

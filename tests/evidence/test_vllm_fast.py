@@ -109,3 +109,11 @@ def test_fast_path_equals_the_reader_on_random_runs(tmp_path, fast_always, obj):
     fast = vllm_fast.read_fast(p)
     assert fast is not None
     _same(fast[0], vllm_bench.read(load_document(p))[0])
+
+
+def test_a_pretty_printed_file_is_read_too(tmp_path, fast_always):
+    p = tmp_path / "pretty.json"
+    p.write_text(json.dumps(BASE, indent=2))
+    fast = vllm_fast.read_fast(p)
+    assert fast is not None
+    _same(fast[0], vllm_bench.read(load_document(p))[0])

@@ -159,7 +159,10 @@ def check_json(value: Any, path: str = "") -> None:
                 if _UNIT.search(key) and not 0 <= v <= 1:
                     raise Impossible(f"{path}.{key} = {v} outside [0, 1]")
             check_json(v, f"{path}.{key}")
-        mean, peak = value.get("kv_usage_mean"), value.get("kv_usage_max")
+        kv = value.get("kv_usage") if isinstance(value.get("kv_usage"), dict) else {}
+        if any(isinstance(kv.get(k), (int, float)) and not 0 <= kv[k] <= 1 + 1e-12 for k in ("mean", "mean_busy", "max")):
+            raise Impossible(f"{path}.kv_usage outside [0, 1]: {kv}")
+        mean, peak = kv.get("mean", value.get("kv_usage_mean")), kv.get("max", value.get("kv_usage_max"))
         if isinstance(mean, (int, float)) and isinstance(peak, (int, float)) and mean > peak + 1e-12:
             raise Impossible(f"{path}: kv_usage_mean {mean} > kv_usage_max {peak}")
     elif isinstance(value, list):
@@ -192,6 +195,8 @@ def _benchmark_file(rng: random.Random, tmp: Path) -> str:
         text = _mutate_text(rng, text)
     p = tmp / name
     p.write_text(text)
+    if rng.random() < 0.01:
+        p = tmp / ("x" * 300 + ".json")  # a name longer than the file system allows
     fmt = rng.choice(list(READERS)) if rng.random() < 0.15 else None
     try:
         runs = read_runs(p, format=fmt)
@@ -249,7 +254,10 @@ def _price_table(rng: random.Random, tmp: Path) -> str:
 # flag → values: valid ones first, then edge and invalid ones (0, negatives, NaN, inf, huge, words)
 _EDGE_F = ["0", "-1", "nan", "inf", "-inf", "1e30", "abc"]
 _EDGE_I = ["0", "-1", "99999999999999999999", "1.5", "abc"]
-_MODEL, _GPU = "Qwen/Qwen3-0.6B", "H100"
+_MODEL, _GPU = "meta-llama/Llama-3.2-3B", "H100"
+_MODELS = [_MODEL, "Qwen/Qwen3-8B", "google/gemma-2-9b-it", "openai/gpt-oss-20b", "ai21labs/Jamba-v0.1", "deepseek-ai/DeepSeek-V3",
+           "Qwen/Qwen3-Next-80B-A3B-Thinking", "meta-llama/Llama-2-7b-hf", str(ROOT / "tests" / "fixtures" / "configs" / "Qwen3-0.6B.json")]
+_GPUS = [_GPU, "A100", "B200", "L4", "H200"]
 _SIM = {"--rate": ["2", "50", "inf", *_EDGE_F], "--rate-scale": ["0.5", "3", *_EDGE_F], "--num-requests": ["1", "7", "30", "0", "-1", "abc"],
         "--seed": ["0", "7", "-1", "2**70", "abc"], "--concurrency": ["1", "4", *_EDGE_I], "--think-time": ["0", "0.5", *_EDGE_F],
         "--tp": ["1", "2", "3", *_EDGE_I], "--gpu-memory-utilization": ["0.5", "0.9", "1", "1.01", *_EDGE_F],
@@ -272,7 +280,7 @@ _ANALYSIS = {"--tp": _SIM["--tp"], "--max-model-len": _SIM["--max-model-len"], "
 _COMMANDS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
     "plan": (["plan", _MODEL, "--gpu", _GPU], _PLAN),
     "simulate": (["simulate", _MODEL, "--gpu", _GPU, "--num-requests", "12"], _SIM),
-    "goodput": (["goodput", str(EVIDENCE / "inference-perf" / "stage_0_lifecycle_metrics.json")],
+    "goodput": (["goodput", str(EVIDENCE / "inference-perf" / "stage_0_lifecycle_metrics.json"), "--slo", "ttft=1s"],
                 {"--slo": ["ttft=1s", "tpot=20ms,e2e=1s", "ttft=-1s", "itl=nan", "abc=1", "ttft=0"], "--target": ["0.9", *_EDGE_F],
                  "--format": ["vllm-bench-serve", "guidellm", "nope"], "--rate": ["2", *_EDGE_F], "--seed": ["1", "-1"]}),
     "goodput-sim": (["goodput", "--simulate", _MODEL, "--gpu", _GPU, "--num-requests", "12", "--slo", "ttft=1s"],
@@ -280,14 +288,15 @@ _COMMANDS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
                      "--target": ["0.9", "1", *_EDGE_F], "--tol": ["0.5", *_EDGE_F], "--lo": ["1", *_EDGE_F], "--hi": ["8", *_EDGE_F],
                      "--axis": ["request_rate", "concurrency", "max_num_seqs", "x"]}),
     "cost": (["cost", str(EVIDENCE / "inference-perf" / "stage_3_lifecycle_metrics.json"), "--slo", "ttft=500ms", "--api", "OpenAI:gpt-4.1",
-              "--utilization", "0.5"],
+              "--utilization", "0.5", "--gpu-usd-per-hour", "2.5"],
              {"--utilization": ["0.5", "1", *_EDGE_F], "--gpu": ["H100", "nvidia_h100_sxm", "x"], "--gpu-usd-per-hour": ["2", *_EDGE_F],
               "--num-gpus": ["1", "8", *_EDGE_I], "--prefill-share": ["0.2", *_EDGE_F], "--batch-share": ["0.5", *_EDGE_F],
               "--cache-hit-rate": ["0.3", *_EDGE_F], "--monthly-requests": ["1e6", *_EDGE_F], "--run": ["0", "5", "-1"],
               "--engineer-months-per-month": ["0.5", *_EDGE_F], "--max-utilization": ["0.8", *_EDGE_F]}),
     "fp8-kv": (["fp8-kv", _MODEL, "--gpu", _GPU], {**_ANALYSIS, "--concurrency": ["1", "64", *_EDGE_I], "--contexts": ["1K,8K", "0", "abc"],
                                                    "--overhead-ns-per-element": ["0", *_EDGE_F], "--flops-fraction": ["0.7", *_EDGE_F]}),
-    "spec-decode": (["spec-decode", _MODEL, "--gpu", _GPU, "--num-requests", "10", "--output-tokens", "16"],
+    "spec-decode": (["spec-decode", _MODEL, "--gpu", _GPU, "--num-requests", "10", "--output-tokens", "16", "--draft-tokens", "4",
+                     "--acceptance", "0.7", "--draft-cost-fraction", "0.05"],
                     {**_ANALYSIS, "--draft-tokens": ["1", "4", *_EDGE_I], "--acceptance": ["0.7", "1", *_EDGE_F],
                      "--draft-cost-fraction": ["0.05", *_EDGE_F], "--rates": ["1,2", "0", "abc", "-1"], "--seed": ["0", "-1"],
                      "--context": ["2048", "0", "abc"]}),
@@ -301,6 +310,21 @@ _COMMANDS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
                 "--link": ["nvlink", "pcie", "50GB/s", "0GB/s", "abc"], "--transfer-latency": ["1ms", "-1ms", "abc"],
                 "--prefill-tp": ["1", *_EDGE_I], "--tp": ["1", *_EDGE_I]}),
     "catalog": (["gpus"], {}),
+    "prices": (["prices"], {"--kind": ["api", "gpu", "all", "x"], "--provider": ["OpenAI", "nope"], "--gpu": ["H100", "x"]}),
+}
+# commands whose valid runs are long (a configuration search, a calibration fit, a report): only values that must be
+# refused before any work starts are drawn, so each case checks the boundary and stays short
+_BAD = ["nan", "-1", "abc", "-inf"]
+_REFUSE_ONLY: dict[str, tuple[list[str], list[str]]] = {
+    "search": (["search", _MODEL, "--slo", "ttft=1s"], ["--target", "--arrival-cv", "--num-requests", "--seed", "--rate", "--monthly-tokens",
+                                                        "--gpu-memory-utilization", "--utilization", "--max-utilization", "--batch-share",
+                                                        "--cache-hit-rate", "--workers", "--top"]),
+    "report": (["report", _MODEL, "--gpu", _GPU], ["--num-requests", "--seed", "--target", "--gpu-memory-utilization", "--max-num-seqs",
+                                                   "--utilization", "--gpu-usd-per-hour", "--batch-share", "--engineer-months-per-month"]),
+    "calibrate": (["calibrate", str(EVIDENCE / "inference-perf" / "stage_0_lifecycle_metrics.json")],
+                  ["--gpu-memory-utilization", "--block-size", "--max-num-seqs", "--num-gpu-blocks-override", "--max-paddings"]),
+    "validate": (["validate", str(EVIDENCE / "inference-perf" / "stage_0_lifecycle_metrics.json")],
+                 ["--gpu-memory-utilization", "--block-size", "--max-num-seqs", "--num-gpu-blocks-override", "--max-paddings"]),
 }
 
 
@@ -324,17 +348,25 @@ def _cli_outcome(args: list[str]) -> str:
 
 def _cli(rng: random.Random, tmp: Path) -> str:
     """A command with a random subset of its flags at random values (valid, edge or invalid)."""
+    if rng.random() < 0.15:
+        base, flags = _REFUSE_ONLY[rng.choice(list(_REFUSE_ONLY))]
+        args = [*base, rng.choice(flags), rng.choice(_BAD), "--json"]
+        if _cli_outcome(args) != "clean error":
+            raise Impossible(f"{args} was not refused")
+        return "clean error"
     base, opts = _COMMANDS[rng.choice(list(_COMMANDS))]
-    args = list(base)
+    args = [rng.choice(_MODELS) if a == _MODEL and rng.random() < 0.5 else rng.choice(_GPUS) if a == _GPU and rng.random() < 0.3
+            else a for a in base]
     for flag in rng.sample(list(opts), k=min(len(opts), rng.choice((1, 1, 2, 3)))):
         vals = opts[flag]
-        v = rng.choice(vals[:2]) if rng.random() < 0.4 else rng.choice(vals)
+        v = rng.choice(vals[:2]) if rng.random() < 0.6 else rng.choice(vals)
         if flag in args:
             args[args.index(flag) + 1] = v
         else:
             args += [flag, v]
     if "--out" not in args and base[0] in ("simulate", "goodput", "cost") and rng.random() < 0.1:
-        args += ["--out", str(tmp / ("run" if base[0] == "simulate" else "out.json"))]
+        name = "x" * 300 if rng.random() < 0.2 else ("run" if base[0] == "simulate" else "out.json")  # 300 bytes: too long a name
+        args += ["--out", str(tmp / name)]
     if rng.random() < 0.7:
         args.append("--json")
     return _cli_outcome(args)

@@ -153,3 +153,40 @@ def test_a_malformed_number_in_a_vllm_log_line_is_not_read(line):
     assert log.startup.kv_cache_tokens == 175_856  # the real figure (line 2), never a garbled one
     assert abs(log.startup.available_kv_bytes / 2**30 - 18.78) < 0.005
     assert all(s.prompt_tokens_per_s != 1.2 for s in log.stats)
+
+
+def test_spec_decode_sweep_sentence_when_no_rate_has_a_slower_ttft():
+    # found by benchmarks/fuzz.py ("command line:1269"): speculative decoding ahead at one rate with a faster TTFT there
+    # (so no rate has a slower TTFT): the sentence joined an empty list (IndexError in spec_sim._join)
+    res = invoke(["spec-decode", "meta-llama/Llama-3.2-3B", "--gpu", "H100", "--num-requests", "10", "--output-tokens", "16",
+                  "--draft-tokens", "4", "--acceptance", "0.7", "--draft-cost-fraction", "0.05", "--rates", "1,2"])
+    assert res.code == 0, res.exception
+    assert "Simulator (10 requests" in res.out
+
+
+def test_a_damaged_percentile_key_or_a_huge_integer_is_a_clean_error(tmp_path):
+    # found by benchmarks/fuzz.py: "p99_tpot" damaged to "p999…9_tpot" became the percentile inf (OverflowError in the
+    # percentile bounds); a chunk time of 10^400 in a records file overflowed float() (OverflowError)
+    obj = {"backend": "vllm", "duration": 10.0, "completed": 40, "request_throughput": 4.0, "median_tpot": 0.021,
+           "p" + "9" * 400 + "_tpot": 0.026}
+    (tmp_path / "agg.json").write_text(json.dumps(obj))
+    with pytest.raises(FormatError, match=r"percentile '9999.*is not in \[0, 100\]"):
+        read_run(tmp_path / "agg.json")
+    rec = {"metadata": {"source": "simulator", "source_format": "simulator"},
+           "records": [{"request_id": "0", "arrival_s": 0.0, "num_prompt_tokens": 3, "num_output_tokens": 2,
+                        "first_token_s": 0.1, "finish_s": 0.2, "chunk_times_s": [0.1, 10**400]}]}
+    (tmp_path / "records.json").write_text(json.dumps(rec))
+    with pytest.raises(FormatError, match=r"records\[0\]\.chunk_times_s"):
+        read_run(tmp_path / "records.json")
+
+
+def test_names_longer_than_255_bytes_are_clean_errors(tmp_path):
+    # a file name of 300 bytes: os.stat raises OSError (ENAMETOOLONG), which Path.is_dir()/is_file() do not swallow
+    long = "x" * 300
+    res = invoke(["goodput", str(tmp_path / f"{long}.json"), "--slo", "ttft=1s"])
+    assert res.code == 2 and not res.traceback and "File name too long" in res.err
+    stage = str(DATA / "inference-perf" / "stage_0_lifecycle_metrics.json")
+    for args in (["goodput", stage, "--slo", "ttft=1s", "--out", str(tmp_path / f"{long}.json")],
+                 [*SIM, "--num-requests", "3", "--out", str(tmp_path / long)]):
+        res = invoke(args)
+        assert res.code == 2 and not res.traceback and "Nothing was run" in res.err, res.exception

@@ -128,10 +128,11 @@ def advise(p: "Plan", build: Callable) -> Advice:
     c, n = _at_len(p)
     asked = [r for r in p.concurrency if r.context_tokens != m.max_model_len and r.within_max_model_len
              and r.context_tokens in p.settings.contexts] if p.settings.contexts else []
-    at_max = f"{n:,} concurrent {m.max_model_len:,}-token requests (engine figure {c:.2f}x)"
+    at_max = f"{n:,} concurrent {m.max_model_len:,}-token request{'' if n == 1 else 's'} (engine figure {c:.2f}x)"
     if not asked:
         return Advice("fits", f"fits: {at_max}")
-    each = ", ".join(f"{r.max_requests:,} concurrent {r.context_tokens:,}-token requests" for r in asked)
+    each = ", ".join(f"{r.max_requests:,} concurrent {r.context_tokens:,}-token request{'' if r.max_requests == 1 else 's'}"
+                     for r in asked)
     return Advice("fits", f"fits: {each}; at max_model_len, {at_max}")
 
 

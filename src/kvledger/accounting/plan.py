@@ -193,9 +193,18 @@ def plan_to_dict(p: Plan) -> dict[str, Any]:
     st = stated_params(m.catalog_id) if m.catalog_id else None
     model = {**m.to_dict(), "kv_bytes_per_token": p.kv.bytes_per_token_model, "weight_bytes": m.weight_bytes(),
              "stated_params": st.total if st else None, "stated_active_params": st.active if st else None}
+    kv = p.kv.to_dict()
+    if p.memory.stages:  # pipeline parallel: a GPU holds only its stage's layers; the binding stage's page sets the pool
+        kv["bytes_per_token_per_gpu_all_layers"] = kv["bytes_per_token_per_gpu"]
+        kv["bytes_per_token_per_gpu"] = p.memory.bytes_per_block / p.memory.block_size
+        kv["pp_note"] = ("per GPU of the binding pipeline stage (its layers only); bytes_per_token_per_gpu_all_layers "
+                         "is every layer at this TP")
+    shortfall = max(0.0, -p.memory.available_kv_bytes)  # nothing is left for KV: 0 available, and by how much it is short
+    mem = {**p.memory.to_dict(), "available_kv_bytes": max(0.0, p.memory.available_kv_bytes),
+           "available_kv_gib": max(0.0, p.memory.available_kv_bytes) / 2**30}
     return {
-        "model": model, "gpu": p.gpu.to_dict(), "settings": p.settings.model_dump(), "kv": p.kv.to_dict(),
-        "memory": {**p.memory.to_dict(), "layout": p.layout.to_dict() if p.layout else None, "inflight_tokens": p.inflight_tokens},
+        "model": model, "gpu": p.gpu.to_dict(), "settings": p.settings.model_dump(), "kv": kv,
+        "memory": {**mem, "kv_shortfall_bytes": shortfall, "layout": p.layout.to_dict() if p.layout else None, "inflight_tokens": p.inflight_tokens},
         "concurrency": [{**r.__dict__, "max_running": r.max_running} for r in p.concurrency],
         "at_max_model_len": {**p.at_max_model_len.__dict__, "max_running": p.at_max_model_len.max_running} if p.at_max_model_len else None,
         "roofline": p.roofline.to_dict() if p.roofline else None,

@@ -204,7 +204,7 @@ def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None
         notes.append("tensor parallelism not re-planned: the log prints neither the requested memory nor the weights, and no --gpu")
     L = base.memory.max_model_len
     v0 = " On V0 without chunked prefill it also shrinks the profile run (fewer activation bytes)" if ctx.log.generation == "v0" else ""
-    out.append((f"--max-model-len {L // 2:,}", plan_with(spec, gpu, kw, max_model_len=L // 2, available_kv_memory_bytes=budget), tp,
+    out.append((f"--max-model-len {L // 2}", plan_with(spec, gpu, kw, max_model_len=L // 2, available_kv_memory_bytes=budget), tp,
                 "the engine figure is for shorter requests; paged KV allocates blocks as tokens arrive, so this frees no KV memory: it "
                 "only refuses requests longer than the new limit (worth it when a few long requests fill the cache)." + v0))
     rows = []

@@ -189,7 +189,7 @@ def _goodput_sentence(r: DisaggReport, co: DeploymentResult, best: DeploymentRes
     else:
         worst = max(best.num_missed, key=best.num_missed.get, default=None) if best.num_missed else None
         s += (f": colocated is ahead ×{a / b:.2f}" if b else ": no request of the split meets the SLO") + (
-            f"; the split misses mostly on {worst} ({best.num_missed[worst]:,} requests)." if worst else ".")
+            f"; the split misses mostly on {worst} ({best.num_missed[worst]:,} request{'' if best.num_missed[worst] == 1 else 's'})." if worst else ".")
     searched = [x for x in r.deployments if x.kind == "disaggregated" and x.max_rate_search is not None]
     if searched and co.max_rate_search is not None:
         top = max(searched, key=lambda x: x.max_rate_per_gpu or 0.0)

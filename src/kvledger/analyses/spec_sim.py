@@ -217,7 +217,7 @@ def sweep_sentence(sim: dict[str, Any]) -> str:
     ahead = [r["rate_per_s"] for r, v, _ in verdicts if v == "ahead"]
     behind = [(r, why) for r, v, why in verdicts if v == "behind"]
     slower_ttft = [r["rate_per_s"] for r in rows if r["rate_per_s"] in ahead and (ttft(r) or 0) > 1.0]
-    where = "" if slower_ttft == ahead else f" at {_join(slower_ttft)} req/s"
+    where = "" if not slower_ttft or slower_ttft == ahead else f" at {_join(slower_ttft)} req/s"  # _join needs a value
     caveat = (f" (with a higher median TTFT{where}: a prompt's prefill shares its step with a speculative round, which "
               "takes longer than a plain decode step)") if slower_ttft else ""
     if not behind:

@@ -24,9 +24,42 @@ from kvledger.ledgers.slo import SLO
 __all__ = ["engine_for", "calibrate_runs", "calibrate_files", "validate_file", "headline_errors"]
 
 
+#: vLLM launch arguments a run's own record may state (LLMServingSim's ``meta.json`` ``engine_kwargs``) → the flag.
+_HINTED = {"max_model_len": "max_model_len", "max_num_seqs": "max_num_seqs",
+           "max_num_batched_tokens": "max_num_batched_tokens", "gpu_memory_utilization": "gpu_memory_utilization",
+           "block_size": "block_size", "enable_chunked_prefill": "enable_chunked_prefill"}
+
+
+def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimRequestArgs, list[str]]:
+    """``args`` with every launch setting the run's own record states (and the user left unset) filled in, and notes
+    saying which. A record names the engine it measured: replaying it under other defaults would not be that engine."""
+    if run.source.startswith("distserve:"):  # DistServe's settings are vLLM 0.2.3's, given on the command line
+        return args, []
+    hints, taken = run.engine_hints or {}, {}
+    for key, field in _HINTED.items():
+        if hints.get(key) is not None and getattr(args, field) is None:
+            taken[field] = hints[key]
+    version = run.measured.metadata.extra.get("vllm_version") if run.measured is not None else None
+    if args.engine_version is None and isinstance(version, str):
+        from kvledger.accounting.vllm_rules import parse_version
+
+        try:
+            parse_version(version)
+            taken["engine_version"] = version
+        except InputError:
+            pass  # older than the rules modelled: the default rules apply, and the note below does not claim it
+    if not taken:
+        return args, []
+    text = ", ".join(f"{k} {v}" for k, v in taken.items())
+    return replace(args, **taken), [f"from the run's own record ({run.source}): {text} (a flag given on the command line wins)"]
+
+
 def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None = None) -> SimSetup:
-    """The simulation setup (plan, engine settings, step cost from ``args.step_cost``) for replaying ``run``."""
+    """The simulation setup (plan, engine settings, step cost from ``args.step_cost``) for replaying ``run``, with the
+    launch settings the run's own record states filled in where the user gave none."""
+    args, notes = _with_run_settings(args, run)
     setup = prepare(args, run.requests, run.label)
+    setup.notes = notes + list(setup.notes)
     if max_paddings is not None:
         if setup.config.batching != "vllm_v0":
             raise InputError("--max-paddings is a vLLM V0 (0.2.x) setting: it needs --batching vllm_v0")

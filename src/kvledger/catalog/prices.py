@@ -210,10 +210,14 @@ def find_gpu_prices(gpu: str, provider: str | None = None) -> list[GpuPrice]:
     q = _norm(gpu)
     rows = gpu_prices()
     hits = [r for r in rows if q in (_norm(r.gpu_id), _norm(r.gpu_id.split("_", 1)[-1]), _norm(r.gpu_name))]
-    if provider is not None:
+    if hits and provider is not None:
+        offered = sorted({r.provider for r in hits})
         hits = [r for r in hits if _norm(r.provider) == _norm(provider)]
+        if not hits:  # the GPU has rows, the provider is the unknown part: suggest this GPU's providers
+            raise UnknownNameError("GPU price provider", f"{provider} for {gpu}", offered,
+                                   hint=f"(providers with a {gpu} row: {', '.join(offered)}; or pass --gpu-usd-per-hour)")
     if not hits:
-        known = sorted({r.gpu_id for r in rows}) + sorted({r.provider for r in rows})
+        known = sorted({r.gpu_id for r in rows})
         raise UnknownNameError("GPU price", gpu if provider is None else f"{gpu} at {provider}", known,
                                hint="(or pass --gpu-usd-per-hour to give your own price)")
     return hits

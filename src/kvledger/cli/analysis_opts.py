@@ -30,7 +30,11 @@ def parse_token_list(items: Optional[list[str]], what: str) -> list[int] | None:
     """Token counts from repeated and/or comma-separated options ("8K,32K"), tokens; None when none given."""
     from kvledger.units import parse_tokens
 
+    from kvledger.errors import InputError
+
     out = [parse_tokens(c, what=what) for item in (items or []) for c in item.split(",") if c.strip()]
+    if len(out) > 64:  # one row (and one roofline curve point) each: keep the work and the table bounded
+        raise InputError(f"{what}: {len(out)} values given; at most 64")
     return out or None
 
 

@@ -27,6 +27,18 @@ from kvledger.report.goodput_view import print_goodput as _print_human, print_se
 __all__ = ["register"]
 
 
+def _document(lines: list[str]) -> str:
+    """The JSON lines as one strict JSON document: a lone run's object, else ``{"runs": [...]}`` with the boundary
+    line's keys (``boundary``, ``probes``, ``simulation``, ``notes``) merged in."""
+    import json
+
+    objs = [json.loads(x) for x in lines]
+    if len(objs) == 1 and "boundary" not in objs[0]:
+        return strict_json.dumps(objs[0]) + "\n"
+    tail = objs.pop() if objs and "boundary" in objs[-1] else {}
+    return strict_json.dumps({"runs": objs, **tail}) + "\n"
+
+
 def _write(out: Path, text: str) -> None:
     from kvledger.strict_json import write_text_atomic
 
@@ -99,7 +111,8 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         files: Optional[list[Path]] = typer.Argument(None, help="benchmark output files or kvledger records files; or use --simulate", show_default=False),
         slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'; keys ttft, tpot, e2e, itl (max gap), itl_mean, itl_p99"),
-        json_out: bool = typer.Option(False, "--json", help="JSON for scripts: one object per run, one per line"),
+        json_out: bool = typer.Option(False, "--json", help="JSON for scripts, one document: the run's object; with several runs or --target, {\"runs\": [one object per run or probe], \"boundary\": …}"),
+        json_lines: bool = typer.Option(False, "--json-lines", help="JSON Lines instead: one object per run or probe per line, then the boundary line"),
         format: str | None = typer.Option(None, "--format", help="force a reader (one of the format names listed above) instead of auto-detection"),
         target: float | None = typer.Option(None, "--target", help="attainment target in (0, 1], e.g. 0.9: the SLO boundary across the FILEs, or searched by simulation with --simulate"),
         axis: str = typer.Option("request_rate", "--axis", help="load axis for --target: request_rate (or rate), concurrency or max_num_seqs"),
@@ -164,10 +177,10 @@ def register(app: typer.Typer) -> None:
             lines, shown = _from_files(files, format, ctx.params, the_slo, target, axis)
         if plot is not None:
             save_plot(_boundary_figure(shown, simulate is not None), plot)
-        text = "\n".join(lines) + "\n"
+        text = "\n".join(lines) + "\n" if json_lines else _document(lines)
         if out is not None:
             _write(out, text)
-        if json_out:
+        if json_out or json_lines:
             typer.echo(text, nl=False)
         elif simulate is None:
             _print_human(*shown, slo_block(the_slo))

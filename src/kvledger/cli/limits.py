@@ -117,7 +117,9 @@ COMMAND_RANGES: dict[tuple[str, str], Range] = {
     ("calibrate", "max_paddings"): _count(0, _TOKENS_MAX, "tokens"), ("validate", "max_paddings"): _count(0, _TOKENS_MAX, "tokens"),
     ("validate", "client_concurrency"): _count(1, 1_000_000, "requests in flight"),
     ("search", "monthly_tokens"): Range(0.0, 1e21, lo_open=True, unit="tokens/month"),
-    ("search", "workers"): _count(1, 4096, "workers"), ("search", "top"): _count(1, 100_000, "rows"),
+    ("search", "workers"): _count(1, 4096, "workers"),
+    # a capacity probe of a handful of requests measures its drain tail, not the replica: at least 50 per probe
+    ("search", "num_requests"): _count(50, _REQUESTS_MAX, "requests per probe"), ("search", "top"): _count(1, 100_000, "rows"),
     ("ui", "port"): _count(1, 65_535, "TCP port"),
 }
 
@@ -180,4 +182,5 @@ def checked(command: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         check_options(command, dict(bound.arguments), flags)
         return fn(*args, **kwargs)
 
+    wrapper.range_checked = True  # type: ignore[attr-defined]
     return wrapper

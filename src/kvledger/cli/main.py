@@ -52,12 +52,6 @@ search_cmd.register(app)
 report_cmd.register(app)
 ui_cmd.register(app)
 
-from kvledger.cli.limits import SELF_CHECKED, checked  # noqa: E402
-
-for _info in app.registered_commands:  # every numeric option checked against its range before the command runs
-    if _info.name not in SELF_CHECKED:
-        _info.callback = checked(_info.name or _info.callback.__name__, _info.callback)
-
 
 def _version(value: bool) -> None:
     if value:
@@ -82,6 +76,15 @@ def run() -> None:
 
         Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {escape(str(err))}", soft_wrap=True)
         sys.exit(2)
+
+
+# Keep this last, after every register(app): each command's numeric options are checked against their ranges
+# (kvledger/cli/limits.py) before the command runs.
+from kvledger.cli.limits import SELF_CHECKED, checked  # noqa: E402
+
+for _info in app.registered_commands:
+    if _info.name not in SELF_CHECKED and not getattr(_info.callback, "range_checked", False):
+        _info.callback = checked(_info.name or _info.callback.__name__, _info.callback)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ def _writable_dir(folder: Path, flag: str) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as err:
-        raise InputError(f"{flag} {folder}: cannot write there ({err.strerror or err}); choose another location. "
+        raise InputError(f"{flag} {_short(folder)}: cannot write there ({err.strerror or err}); choose another location. "
                          "Nothing was run.") from None
 
 
@@ -75,7 +75,10 @@ def prepare_output_file(out: Path, *, force: bool, inputs: Iterable[Path] = (), 
             link) and ``force`` is False.
     """
     out = Path(out)
-    _check_target(out, flag, force, list(inputs), out.parent)
+    try:
+        _check_target(out, flag, force, list(inputs), out.parent)
+    except OSError as err:  # e.g. a name longer than the file system allows
+        raise InputError(f"{flag} {_short(out)}: {err.strerror or err}; choose another name. Nothing was run.") from None
     _writable_dir(out.parent, flag)
 
 
@@ -87,12 +90,20 @@ def prepare_output_dir(out: Path, names: Iterable[str], *, force: bool, inputs: 
             such a name) and ``force`` is False.
     """
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{flag} {out} exists and is not a directory")
-    names = list(names)
-    existing = [n for n in names if (out / n).exists() or (out / n).is_symlink()]
-    if existing and not force:
-        raise InputError(f"{out} already holds {', '.join(existing)}; refusing to overwrite (pass --force)")
-    for n in existing:
-        _check_target(out / n, flag, force, list(inputs), out)
+    try:
+        if out.exists() and not out.is_dir():
+            raise InputError(f"{flag} {out} exists and is not a directory")
+        names = list(names)
+        existing = [n for n in names if (out / n).exists() or (out / n).is_symlink()]
+        if existing and not force:
+            raise InputError(f"{out} already holds {', '.join(existing)}; refusing to overwrite (pass --force)")
+        for n in existing:
+            _check_target(out / n, flag, force, list(inputs), out)
+    except OSError as err:  # e.g. a name longer than the file system allows
+        raise InputError(f"{flag} {_short(out)}: {err.strerror or err}; choose another name. Nothing was run.") from None
     _writable_dir(out, flag)
+
+
+def _short(p: Path) -> str:
+    text = str(p)
+    return text if len(text) <= 120 else text[:100] + f"… ({len(text):,} characters)"

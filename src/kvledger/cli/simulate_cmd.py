@@ -79,7 +79,9 @@ def simulate(
         synthetic = SyntheticSpec(prompt_lengths, output_lengths, 1.0 if arrival_cv is None else arrival_cv)
     setup = prepare_run(args, synthetic)
     result = _run(setup, args, record_steps=out is not None, show_progress=not as_json)
-    payload = {"summary": result.summary.to_dict(), "engine": result.config, "workload": setup.workload_info,
+    from kvledger.invariants import check_sim_summary
+
+    payload = {"summary": check_sim_summary(result.summary.to_dict()), "engine": result.config, "workload": setup.workload_info,
                "step_cost": setup.cost_info, "notes": setup.notes}
     if out is not None:
         _write_outputs(out, result, payload)

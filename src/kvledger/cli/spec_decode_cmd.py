@@ -27,9 +27,12 @@ def _rates(text: str | None) -> list[float] | str | None:
     if text.strip().lower() == "auto":
         return "auto"
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        out = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise InputError(f"--rates: cannot read {text!r}; give req/s values like 1,2,4,8 or 'auto'") from None
+    if len(out) > 32:  # each rate is two simulations: keep the sweep bounded
+        raise InputError(f"--rates: {len(out)} rates given; at most 32 per sweep")
+    return out
 
 
 def spec_decode(

@@ -212,6 +212,7 @@ class EngineConfig:
         d = asdict(self)
         d["blocks_for_tokens"] = None if self.blocks_for_tokens is None else "custom"
         d["step_blocks"] = None if self.step_blocks is None else "vLLM per-step sliding-window rule"
+        d["caps_output"] = self.caps_output
         return d
 
 

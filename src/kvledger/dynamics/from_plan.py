@@ -47,7 +47,7 @@ def default_async_scheduling(engine: str, engine_version: str, batching: str) ->
     if engine != "vllm" or batching != "continuous":
         return False, f"{engine} {batching} rule schedules synchronously"
     if parse_version(engine_version) >= (0, 33, 0):
-        return True, f"vLLM {engine_version} default (config/vllm.py: VllmConfig.__post_init__); --no-async-scheduling to turn off"
+        return True, f"vLLM {engine_version} default (config/vllm.py: VllmConfig.__post_init__); simulate, goodput --simulate and cost --simulate take --no-async-scheduling for a synchronous engine"
     return False, (f"vLLM {engine_version}: off by default (read in 0.10–0.20; 0.21–0.32 assumed the same); "
                    "--async-scheduling to turn on")
 
@@ -66,15 +66,20 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
     """
     m = plan.memory
     if not m.fits:
-        raise InputError(f"the model does not fit: the memory plan leaves {m.available_kv_bytes / 2**30:.2f} GiB for "
-                         f"the KV cache ({m.usable_blocks} usable blocks); see `kvledger plan` for the breakdown")
+        left = (f"is short by {-m.available_kv_bytes / 2**30:.2f} GiB before any KV cache" if m.available_kv_bytes < 0 else
+                f"leaves {m.available_kv_bytes / 2**30:.2f} GiB for the KV cache ({m.usable_blocks} usable blocks)")
+        raise InputError(f"the model does not fit: the memory plan {left}; see `kvledger plan` for the breakdown and the fixes")
     fields: dict[str, Any] = {
         "num_gpu_blocks": m.num_gpu_blocks if m.engine == "vllm" else m.usable_blocks + 1,
         "block_size": m.block_size, "max_model_len": m.max_model_len,
         "max_num_batched_tokens": m.max_num_batched_tokens, "max_num_seqs": m.max_num_seqs,
     }
-    notes = [f"KV pool: {m.num_gpu_blocks:,} blocks of {m.block_size} tokens from the {m.engine} {m.engine_version} memory "
-             f"plan ({m.available_kv_bytes / 2**30:.2f} GiB for KV); max_model_len {m.max_model_len:,}, "
+    pool = (f"{m.num_gpu_blocks:,} blocks of {m.block_size} tokens from --num-gpu-blocks-override "
+            f"({m.num_gpu_blocks * m.bytes_per_block / 2**30:.2f} GiB of KV; the {m.engine} {m.engine_version} memory plan would "
+            f"leave {m.available_kv_bytes / 2**30:.2f} GiB)" if plan.settings.num_gpu_blocks_override else
+            f"{m.num_gpu_blocks:,} blocks of {m.block_size} tokens from the {m.engine} {m.engine_version} memory plan "
+            f"({m.available_kv_bytes / 2**30:.2f} GiB for KV)")
+    notes = [f"KV pool: {pool}; max_model_len {m.max_model_len:,}, "
              f"max_num_batched_tokens {m.max_num_batched_tokens:,}, max_num_seqs {m.max_num_seqs:,} (engine defaults "
              "unless set)"]
     if m.engine == "sglang":

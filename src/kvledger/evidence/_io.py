@@ -16,7 +16,7 @@ from typing import Any
 
 from kvledger.errors import FormatError
 
-__all__ = ["Document", "load_document", "number", "amount", "positive", "latency_s", "count", "TIME_UNITS_S", "to_seconds", "top_keys"]
+__all__ = ["Document", "load_document", "number", "amount", "positive", "percentile", "latency_s", "count", "TIME_UNITS_S", "to_seconds", "top_keys"]
 
 COUNT_MAX = 1 << 40  # tokens or requests in one run: far beyond any real benchmark, far inside float64's exact integers
 AMOUNT_MAX = 1e15
@@ -53,15 +53,17 @@ def load_document(path: str | Path) -> Document:
             but is broken (the JSON error's line and column are given).
     """
     p = Path(path)
-    name = str(path)
-    if p.is_dir():
-        raise FormatError(name, "is a directory; pass the benchmark output files themselves (e.g. profile_export.jsonl, stage_0_lifecycle_metrics.json)")
+    name = str(path) if len(str(path)) <= 200 else str(path)[:120] + f"… ({len(str(path)):,} characters)"
     try:
+        if p.is_dir():
+            raise FormatError(name, "is a directory; pass the benchmark output files themselves (e.g. profile_export.jsonl, stage_0_lifecycle_metrics.json)")
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FormatError(name, "no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
+    except UnicodeDecodeError as err:
         raise FormatError(name, f"cannot read the file: {err}") from None
+    except OSError as err:  # a name longer than the file system allows, a permission, a device
+        raise FormatError(name, f"cannot read the file: {err.strerror or err}") from None
     if not text.strip():
         raise FormatError(name, "the file is empty; a benchmark run writes at least one JSON object")
     try:
@@ -161,6 +163,18 @@ def positive(doc_path: str, value: Any, where: str, *, allow_none: bool = False)
     if x is not None and not x > 0:
         raise FormatError(doc_path, f"{value!r} must be > 0 (it is divided by); damaged file", where)
     return x
+
+
+def percentile(doc_path: str, text: str, where: str) -> float:
+    """A percentile named in a key ("99", "99.9") as a number in [0, 100].
+
+    Raises:
+        FormatError: a percentile outside [0, 100] (e.g. a damaged key "p9999"), naming ``where``.
+    """
+    p = float(text)
+    if not 0.0 <= p <= 100.0:
+        raise FormatError(doc_path, f"percentile {_short(text)} is not in [0, 100]", where)
+    return p
 
 
 def latency_s(doc_path: str, value: Any, where: str, scale_s: float = 1.0, *, allow_none: bool = False) -> float | None:

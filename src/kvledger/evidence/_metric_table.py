@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from kvledger.errors import FormatError
-from kvledger.evidence._io import count, latency_s, number, to_seconds
+from kvledger.evidence._io import count, latency_s, number, percentile, to_seconds
 from kvledger.evidence.aggregate import MetricSummary
 
 __all__ = ["TAG_TO_METRIC", "summaries_from_tags", "scalar", "parse_csv_tables", "DISPLAY_TO_TAG"]
@@ -60,7 +60,7 @@ def summaries_from_tags(path: str, table: dict[str, Any], where: str, n_ok: int 
                 continue
             pm = _PCT.match(key)
             if pm:
-                m.percentiles_s[float(pm.group(1))] = latency_s(path, value, f"{loc}.{key}", scale)
+                m.percentiles_s[percentile(path, pm.group(1), f"{loc}.{key}")] = latency_s(path, value, f"{loc}.{key}", scale)
             elif key in ("avg", "mean"):
                 m.mean_s = latency_s(path, value, f"{loc}.{key}", scale)
             elif key == "min":

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from kvledger.errors import FormatError
-from kvledger.evidence._io import Document, amount, count, latency_s, number, positive
+from kvledger.evidence._io import Document, amount, count, latency_s, number, percentile
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
@@ -145,7 +145,7 @@ def _summary(path: str, d: dict[str, Any], canon: str, weighting: str, note: str
             continue
         pm = _PCT.match(key)
         if pm:
-            m.percentiles_s[float(pm.group(1))] = latency_s(path, value, f"{where}.{key}")
+            m.percentiles_s[percentile(path, pm.group(1), f"{where}.{key}")] = latency_s(path, value, f"{where}.{key}")
         elif key == "median":
             m.percentiles_s[50.0] = latency_s(path, value, f"{where}.{key}")
         elif key in ("mean", "min", "max"):

@@ -15,7 +15,7 @@ from typing import Any
 
 from kvledger.errors import FormatError
 from kvledger.evidence._arrays import has_details, records_from_arrays
-from kvledger.evidence._io import Document, amount, count, latency_s
+from kvledger.evidence._io import Document, amount, count, latency_s, percentile
 from kvledger.evidence._meta import parse_flat_stat, rate_or_none, stated_gpu_count, stated_hardware
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.records import RunMetadata, RunRecords
@@ -151,7 +151,7 @@ def flat_summaries(path: str, obj: dict[str, Any], where: str, completed: int | 
         elif stat == "median":
             m.percentiles_s[50.0] = v
         elif stat.startswith("p"):
-            m.percentiles_s[float(stat[1:])] = v
+            m.percentiles_s[percentile(path, stat[1:], f"{where}{key}")] = v
     notes = []
     if seconds_keys:
         notes.append(f"latency keys without the _ms suffix ({', '.join(sorted(seconds_keys)[:4])}…) read as seconds (InferenceX-style client)")

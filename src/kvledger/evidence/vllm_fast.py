@@ -116,11 +116,15 @@ def _parse(path: Path) -> Any:
     import pyarrow.json as pj
 
     size = path.stat().st_size
-    try:
-        return pj.read_json(path, read_options=pj.ReadOptions(block_size=size + 1, use_threads=True),
-                            parse_options=pj.ParseOptions(newlines_in_values=True))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowCapacityError, OSError, UnicodeError):
-        return None  # not one clean JSON object (NaN, JSON Lines with several runs, broken text): the general reader explains
+    # vLLM writes its result on one line (json.dump without indent); a pretty-printed file needs the slower
+    # newlines_in_values parser, tried second
+    for newlines in (False, True):
+        try:
+            return pj.read_json(path, read_options=pj.ReadOptions(block_size=size + 1, use_threads=True),
+                                parse_options=pj.ParseOptions(newlines_in_values=newlines))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowCapacityError, OSError, UnicodeError):
+            continue
+    return None  # not one clean JSON object (NaN, JSON Lines with several runs, broken text): the general reader explains
 
 
 def read_fast(path: str | Path, *, format: str | None = None) -> list[RunRecords] | None:
@@ -129,11 +133,14 @@ def read_fast(path: str | Path, *, format: str | None = None) -> list[RunRecords
     from kvledger.evidence.vllm_bench import FORMAT, check_run_keys, run_metadata
 
     p = Path(path)
-    if format not in (None, FORMAT) or not p.is_file() or p.stat().st_size < FAST_MIN_BYTES:
-        return None
-    with open(p, "rb") as fh:
-        if fh.read(64).lstrip()[:1] != b"{":
+    try:
+        if format not in (None, FORMAT) or not p.is_file() or p.stat().st_size < FAST_MIN_BYTES:
             return None
+        with open(p, "rb") as fh:
+            if fh.read(64).lstrip()[:1] != b"{":
+                return None
+    except OSError:  # a name too long, a permission: the general reader reports it
+        return None
     tbl = _parse(p)
     if tbl is None or tbl.num_rows != 1:
         return None
@@ -215,11 +222,14 @@ def _columns(tbl: Any):
     if lat is not None and (timed & (lat + 1e-9 < ttft)).any():
         return None  # the general reader names the request whose latency is shorter than its TTFT
     first = np.where(timed, arrival + ttft, np.nan)
-    chunk_off, chunk_flat = _chunk_times(first, timed, offsets, gaps)
-    last = chunk_flat[np.maximum(chunk_off[1:] - 1, 0)] if chunk_flat.size else np.zeros(n)
-    if lat is not None:
-        finish = np.where(timed, arrival + lat, np.where(lat > 0, arrival + lat, np.nan))
-    else:
-        finish = np.where(timed, last, np.nan)
-    return RecordColumns(arrival, first, finish, n_in.astype(np.int64), n_out.astype(np.int64), errs, ~failed, chunk_off,
-                         chunk_flat, timed)
+    cols = RecordColumns(arrival, first, None, n_in.astype(np.int64), n_out.astype(np.int64), errs, ~failed, None, None, timed)
+    if lat is not None:  # chunk times are built only when something needs them (an ITL SLO, a record)
+        cols.finish_s = np.where(timed, arrival + lat, np.where(lat > 0, arrival + lat, np.nan))
+        cols.build_chunks = lambda: _chunk_times(first, timed, offsets, gaps)
+    else:  # the finish is the last chunk: build them now
+        chunk_off, chunk_flat = _chunk_times(first, timed, offsets, gaps)
+        chunk_flat.setflags(write=False)
+        cols.chunk_offsets_, cols.chunk_flat_ = chunk_off, chunk_flat
+        last = chunk_flat[np.maximum(chunk_off[1:] - 1, 0)] if chunk_flat.size else np.zeros(n)
+        cols.finish_s = np.where(timed, last, np.nan)
+    return cols

@@ -94,11 +94,13 @@ class GoodputResult:
 
 def goodput(run: RunRecords | AggregateRun, slo: SLO) -> GoodputResult:
     """Exact goodput for per-request runs, the bounded estimate for aggregate-only runs."""
+    from kvledger.invariants import check_goodput_result
+
     if isinstance(run, AggregateRun):
         from kvledger.ledgers.estimate import estimate_goodput
 
-        return estimate_goodput(run, slo)
-    return goodput_of_records(run, slo)
+        return check_goodput_result(estimate_goodput(run, slo))
+    return check_goodput_result(goodput_of_records(run, slo))
 
 
 def run_duration_s(run: RunRecords) -> tuple[float | None, str]:

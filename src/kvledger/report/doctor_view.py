@@ -90,6 +90,21 @@ def _finding(con: Any, f: Any) -> None:
     con.print(f"[dim]rule: {escape(f.rule)}[/]")
 
 
+def _refused_start(cmp: Any) -> str | None:
+    """A start-up whose logged concurrency at max_model_len is below 1: vLLM refuses to start (not one request fits)."""
+    rows = {r.term: r for r in cmp.rows}
+    conc = next((r for t, r in rows.items() if t.startswith("max concurrency at ")), None)
+    value = None if conc is None else (conc.log_value if conc.log_value is not None else conc.ledger_value)
+    if value is None or value >= 1:
+        return None
+    tokens = next((r.log_value if r.log_value is not None else r.ledger_value
+                   for t, r in rows.items() if t.startswith("KV capacity") or t.startswith("KV cache size")), None)
+    pool = f" the pool holds {tokens:,.0f} tokens," if tokens else ""
+    return (f"one request of max_model_len does not fit in the KV cache ({conc.term}: {value:.2f}x):{pool} so vLLM "
+            "refuses to start. Fixes: --max-model-len at most the pool's tokens, --kv-cache-dtype fp8, a higher "
+            "--gpu-memory-utilization or more --tensor-parallel-size (kvledger plan re-plans each).")
+
+
 def _brief(con: Any, rep: Any) -> None:
     """The answer in a few lines: does the ledger reproduce the start-up, and what each diagnosis found."""
     from rich.markup import escape
@@ -100,6 +115,9 @@ def _brief(con: Any, rep: Any) -> None:
     elif cmp.consistent is not None:
         con.print("start-up: " + ("the ledger reproduces the log's block count, printed tokens and concurrency" if cmp.consistent
                                   else "the ledger does NOT reproduce the log's capacity figures (--verbose shows the rows)"))
+    refused = _refused_start(cmp) if cmp is not None else None
+    if refused:
+        con.print(f"[bold red]FOUND[/] [bold]start-up[/] (max_model_len_does_not_fit): {escape(refused)}")
     for f in rep.findings:
         flag = "[bold red]FOUND[/]" if f.triggered else "[green]ok[/]"
         con.print(f"{flag} [bold]{f.name}[/] ({f.verdict}): {escape(f.message)}")
@@ -120,7 +138,7 @@ def render_doctor(rep: Any, verbose: bool = False) -> None:
     con.print(f"[bold]kvledger doctor[/] {escape(rep.source)}: vLLM {s['version'] or '(version unknown)'} — {escape(s['version_source'])}; "
               f"{s['generation'] or '?'} engine; ledger rules of {s['rules_version']} ({escape(s['rules_reason'])})")
     con.print(f"{s['vllm_lines']:,} of {s['total_lines']:,} lines read ({s['skipped_lines']:,} skipped as unknown); "
-              f"{s['metrics_lines']} metrics lines, {s['preemption_lines']} preemption lines")
+              f"{s['metrics_lines']} metrics lines, {s['preemption_lines']} per-preemption warning lines (preemptions are also counted in the metrics lines)")
     for w in rep.warnings:
         con.print(f"[bold red]WARNING:[/] [bold]{escape(w)}[/]")
     if not verbose:

@@ -27,12 +27,13 @@ def _rows(results: list[Any]) -> Any:
     for k, r in enumerate(results, start=1):
         good = f"≥{r.num_good} ≤{r.num_good_upper}" if r.estimate and r.num_good_upper is not None else str(r.num_good)
         att = f"≥{r.attainment:.1%}" if r.estimate else f"{r.attainment:.1%}"
+        lo = "≥" if r.estimate else ""  # an estimate from percentiles: goodput and good tokens are lower bounds
         if r.effective_cost_multiplier is None:
             mult = "∞" if r.num_completed else "n/a"
         else:
             mult = ("≤" if r.estimate else "") + f"{r.effective_cost_multiplier:.2f}×"
-        t.add_row(str(k), str(r.num_requests), str(r.num_failed), good, att, _fmt(r.goodput_req_per_s), _fmt(r.throughput_req_per_s),
-                  _fmt(r.goodput_output_tok_per_s, ",.1f"), mult)
+        t.add_row(str(k), str(r.num_requests), str(r.num_failed), good, att, lo + _fmt(r.goodput_req_per_s),
+                  _fmt(r.throughput_req_per_s), lo + _fmt(r.goodput_output_tok_per_s, ",.1f"), mult)
     return t
 
 

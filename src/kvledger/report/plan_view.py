@@ -134,6 +134,12 @@ def summary_lines(p: Plan) -> list[str]:
     m, kv = p.memory, p.kv
     out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype {kv.kv_cache_dtype} "
            f"— " + "; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)]
+    out += [f"note: {n}" for n in m.notes if "newer than the newest release" in n]
+    if m.stages:
+        stage = m.bytes_per_block / m.block_size
+        out[0] = (f"KV per token: {stage:,.0f} B ({stage / KiB:,.2f} KiB) per GPU of the binding pipeline stage (its layers "
+                  f"only); all layers at TP {p.settings.tp}: {kv.bytes_per_token:,.0f} B, KV dtype {kv.kv_cache_dtype} — "
+                  + "; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups))
     w = next((d.bytes for d in m.deductions if d.name == "weights"), None)
     weights = f"weights {w / GiB:,.2f} GiB, " if w is not None else ""
     avail = (f"available KV memory {m.available_kv_bytes / GiB:,.2f} GiB" if m.available_kv_bytes > 0 else
@@ -144,8 +150,8 @@ def summary_lines(p: Plan) -> list[str]:
                    f"(layers {bind['layers'][0]}–{bind['layers'][1]}{', LM head + sampler' if bind['is_last'] else ''}) has the "
                    "fewest blocks and sizes the engine's pool; figures below are per GPU of that stage")
     out.append(f"memory per GPU: {weights}{avail} "
-               f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version} rule from the device total {m.gpu_total_bytes / GiB:,.2f} GiB'})"
-               f" → {m.num_gpu_blocks:,} blocks of {m.block_size} tokens")
+               f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version}, from the device total {m.gpu_total_bytes / GiB:,.2f} GiB'})"
+               f" → {m.num_gpu_blocks:,} blocks of {m.block_size} token{'' if m.block_size == 1 else 's'}")
     if m.fits:
         rows = "; ".join(f"{r.context_tokens:,} tokens: {r.max_requests:,} requests ({r.max_concurrency:,.2f}x)"
                          + ("" if r.within_max_model_len else " — above max_model_len, rejected") for r in p.concurrency)
@@ -203,7 +209,7 @@ def _verdict(p: Plan, console: Console) -> None:
         color = "green" if p.advice.verdict == "fits" else "red"
         console.print(f"[bold {color}]{p.advice.message}[/]")
         for o in p.advice.options:
-            console.print(f"  → {o.action}: {o.max_requests:,} concurrent {o.context_tokens or p.memory.max_model_len:,}-token requests "
+            console.print(f"  → {o.action}: {o.max_requests:,} concurrent {o.context_tokens or p.memory.max_model_len:,}-token request{'' if o.max_requests == 1 else 's'} "
                           f"({o.max_concurrency:,.2f}x); {o.detail}")
         if p.advice.verdict == "weights_do_not_fit":
             console.print("[dim]· roofline and concurrency by term omitted: the model does not fit; re-run with a fix above[/]")

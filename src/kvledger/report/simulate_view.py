@@ -37,7 +37,9 @@ def render_summary(payload: dict[str, Any], console, out: Path | None = None) ->
                   "itl_max (a request's largest gap), itl_mean or itl_p99 (of its own gaps).[/]")
     kv = s["kv_usage"]
     console.print(f"requests: {s['num_finished']:,} finished / {s['num_requests']:,} "
-                  f"({s['num_rejected']:,} rejected: prompt + output > max_model_len); "
+                  f"({s['num_rejected']:,} rejected: "
+                  + ("prompt ≥ max_model_len; longer requests were served with their output capped at max_model_len − prompt"
+                     if eng.get("caps_output", True) else "prompt + output > max_model_len") + "); "
                   f"preemptions (recompute): {s['num_preemptions']:,}")
     console.print(f"throughput: {s['throughput_req_per_s']:,.2f} req/s, {s['throughput_tok_per_s']:,.0f} output tok/s, "
                   f"{s['total_throughput_tok_per_s']:,.0f} total tok/s over {s['duration_s']:,.1f} s "

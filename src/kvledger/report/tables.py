@@ -19,7 +19,11 @@ __all__ = ["LedgerTable", "ledger_table", "table"]
 
 
 def _plain(cell: object) -> str:
-    return cell.plain if isinstance(cell, Text) else str(cell)
+    """The text a cell shows: rich markup such as ``[bold]…[/]`` rendered away, not counted or printed."""
+    if isinstance(cell, Text):
+        return cell.plain
+    text = str(cell)
+    return Text.from_markup(text).plain if "[" in text else text
 
 
 def _longest_word(texts: Iterable[str]) -> int:

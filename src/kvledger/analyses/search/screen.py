@@ -83,8 +83,8 @@ def _check_plan(spec: SearchSpec, cand: Candidate, tp: int, pool: str) -> tuple[
     if not m.fits:
         deductions = ", ".join(f"{d.name} {d.bytes / gib:.2f} GiB" for d in m.deductions)
         return _reject(cand, "does not fit",
-                       f"{pool}{m.fraction_name} {m.fraction:g} × {m.gpu_total_bytes / gib:.2f} GiB leaves "
-                       f"{m.available_kv_bytes / gib:.2f} GiB for the KV cache per GPU at TP {tp} ({deductions})",
+                       f"{pool}{m.fraction_name} {m.fraction:g} × {m.gpu_total_bytes / gib:.2f} GiB is short by "
+                       f"{-m.available_kv_bytes / gib:.2f} GiB before any KV cache, per GPU at TP {tp} ({deductions})",
                        plan=figures), plan
     if not plan.fits:
         longest = m.usable_blocks * m.block_size

@@ -1,0 +1,33 @@
+"""A measured run's own record of its launch settings is used when the user gives none (LLMServingSim's meta.json)."""
+
+from __future__ import annotations
+
+import json
+
+from kvledger.calibration.api import engine_for
+from kvledger.calibration.replay import load_measured
+from kvledger.dynamics.sim_setup import SimRequestArgs
+
+
+def _run_dir(tmp_path):
+    reqs = [{"request_id": f"r{i}", "input_toks": 100, "output_toks": 4, "queued_ts": 1.0 + i, "first_token_ts": 1.1 + i,
+             "last_token_ts": 1.2 + i} for i in range(3)]
+    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reqs))
+    (tmp_path / "meta.json").write_text(json.dumps({"model": "meta-llama/Llama-3.1-8B", "vllm_version": "0.19.0",
+                                                    "engine_kwargs": {"max_model_len": 4096, "max_num_seqs": 8,
+                                                                      "max_num_batched_tokens": 2048}}))
+    return tmp_path / "requests.jsonl"
+
+
+def test_the_runs_own_settings_fill_what_the_user_left_unset(tmp_path):
+    # the meta.json says max_model_len 4096, max_num_seqs 8, max_num_batched_tokens 2048 and vLLM 0.19.0: replaying
+    # under the tool's defaults (131,072 tokens, 1,024 seqs, vLLM 0.33) would be another engine than the one measured
+    run = load_measured(str(_run_dir(tmp_path)))
+    setup = engine_for(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100"), run)
+    cfg = setup.config
+    assert (cfg.max_model_len, cfg.max_num_seqs, cfg.max_num_batched_tokens) == (4096, 8, 2048)
+    assert setup.plan.memory.engine_version == "0.19.0"
+    assert any(n.startswith("from the run's own record") and "max_model_len 4096" in n for n in setup.notes)
+    # a flag given on the command line wins over the record
+    given = engine_for(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", max_num_seqs=16), run)
+    assert given.config.max_num_seqs == 16 and given.config.max_model_len == 4096
