@@ -9,6 +9,7 @@ from _cli import invoke, strict_json_lines
 
 from kvledger.accounting.calibrated import get_calibrated_cost, list_calibrated
 from kvledger.accounting.stepcost import StepShape
+from kvledger.errors import InputError
 
 SIM = ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100"]
 
@@ -25,8 +26,12 @@ def test_calibrated_step_costs_return_python_floats():
     for info in list_calibrated():
         cost = get_calibrated_cost(f"{info.source}:{info.model}", info.gpu, info.tp)
         for shape in shapes:
-            t = cost.step_time_s(shape)
-            assert t.__class__ is float, (info.key, shape)
+            try:
+                t = cost.step_time_s(shape)
+            except InputError as err:  # a fit refused far outside its data (never a negative step time)
+                assert "does not hold this far outside" in str(err), (info.key, shape)
+                continue
+            assert t.__class__ is float and t > 0, (info.key, shape)
 
 
 def test_simulate_with_the_calibrated_step_cost_runs():
