@@ -12,6 +12,7 @@ from typing import Any
 
 from kvledger.dynamics.engine_config import EngineConfig
 from kvledger.accounting.vllm_rules import parse_version
+from kvledger.dynamics.hybrid_kv import supports_hybrid_caching
 from kvledger.dynamics.swa_step import StepBlockRule
 from kvledger.errors import InputError, UnknownNameError
 
@@ -103,7 +104,16 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
             notes.append("sliding-window groups hold a prefill chunk's blocks until the next step and admit on "
                          f"max_admission_blocks_per_request (in-flight tokens {inflight:,}; "
                          "v1/core/single_type_kv_cache_manager.py, config/vllm.py max_in_flight_tokens)")
-        if fields.get("enable_prefix_caching", True):
+        rule = fields.get("step_blocks")
+        cacheable = (rule is not None and supports_hybrid_caching(rule)
+                     and fields.get("prefix_caching_policy", "vllm") == "vllm"
+                     and fields.get("kv_allocation", "paged") == "paged")
+        if fields.get("enable_prefix_caching", True) and not cacheable:
             fields["enable_prefix_caching"] = False
-            notes.append("prefix caching is not modelled for hybrid layouts: simulated with it off")
+            notes.append("prefix caching is not modelled for this hybrid layout (Mamba state groups, mixed block sizes "
+                         "or the radix cache): simulated with it off")
+        elif fields.get("enable_prefix_caching", True):
+            notes.append("hybrid prefix caching as vLLM 0.33 (on by default; ModelConfig.is_prefix_caching_supported): "
+                         "per-group hashes, sliding groups need only the window's blocks of a hit "
+                         "(kv_cache_coordinator.py); these runs take the general step throughout (slower)")
     return EngineConfig(**fields), notes

@@ -52,7 +52,7 @@ class Replica:
         self.kv = make_kv_manager(cfg) if kv_manager is None else kv_manager
         self.sched = SGLangScheduler(cfg, self.kv) if cfg.batching == "sglang" else Scheduler(cfg, self.kv)
         self.now_s = 0.0
-        self.fast_forward = fast_forward
+        self.fast_forward = fast_forward and not getattr(self.kv, "no_stretches", False)
         self._t = np.empty(4096, dtype=np.float64)  # end time of step (base + i), s
         self._base = 0  # global index of self._t[0]
         self.num_steps = 0
@@ -83,7 +83,8 @@ class Replica:
         if rule is None:
             return False
         steady = rule.steady
-        return any(len(r.blocks) > steady(r.num_computed_tokens + 1) for r in self.sched.running)
+        held = getattr(self.kv, "held_blocks", None) or (lambda r: len(r.blocks))
+        return any(held(r) > steady(r.num_computed_tokens + 1) for r in self.sched.running)
 
     def _drain(self) -> bool:
         """Async: process the in-flight step's output (free its finishers); returns whether any were freed."""
