@@ -124,7 +124,6 @@ class RooflineStepCost:
         self.split_attention = has_mla if split_attention is None else split_attention
         self.state_bytes = kv.state_bytes_per_seq
         self._gemm_cache: dict[int, float] = {}
-        self._arange = self._steps_init()
         pa, b = self.attn_peak_flops * flops_fraction, self.bw * bandwidth_fraction
         fa, fb = self._attn_coef / pa, kv.growing_bytes_per_token / b
         # decode attention bandwidth-bound at every length, with a margin no rounding can cross
@@ -156,12 +155,6 @@ class RooflineStepCost:
             return 0.0
         return allreduce_step_s(num_tokens, self.model.hidden_size, self.num_allreduce_layers, self.tp,
                                 self.allreduce_latency_s, self.link_bytes_per_s)
-
-    @staticmethod
-    def _steps_init():
-        import numpy as np
-
-        return np.arange(1024, dtype=np.float64)
 
     def _attention_coefficients(self) -> tuple[float, list[tuple[float, float, int]], float, float]:
         """FLOPs per query–key pair over unbounded layers (decode), [(flops/pair, bytes/token, window) per windowed
@@ -272,14 +265,6 @@ class RooflineStepCost:
             if len(self._gemm_cache) < 4096:
                 self._gemm_cache[num_seqs] = t
         return t
-
-    def _steps(self, num_steps: int) -> np.ndarray:
-        """0, 1, …, num_steps − 1 as float64 (a cached array, sliced)."""
-        import numpy as np
-
-        if num_steps > len(self._arange):
-            self._arange = np.arange(max(num_steps, 2 * len(self._arange)), dtype=np.float64)
-        return self._arange[:num_steps]
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
         """Vectorised pure-decode steps (see StepCostModel), s, shape (num_steps,).
