@@ -62,3 +62,27 @@ def test_plan_turns_caching_on_for_gpt_oss_as_vllm_does():
                    PlanSettings(max_model_len=8192, tp=4), with_roofline=False, with_advice=False)
     qc, qnotes = engine_config_from_plan(q)
     assert not qc.enable_prefix_caching and any("Mamba state" in n for n in qnotes)
+
+
+def test_no_block_leaks_under_preemption_and_sharing():
+    # a tight pool, shared prefixes, preemptions: when everything has finished every block is back in the free
+    # queue (cached ones at its LRU end) and the manager's held count is 0
+    import sys
+    from pathlib import Path
+
+    from kvledger.dynamics.cluster import run_cluster
+    from kvledger.dynamics.replica import Replica
+    from kvledger.dynamics.router import make_router
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_engine import random_workload
+
+    c = EngineConfig(num_gpu_blocks=60, max_model_len=512, block_size=16, max_num_batched_tokens=256,
+                     blocks_for_tokens=RULE_16.steady, step_blocks=RULE_16)
+    rep = Replica(c, FixedStepCost(0.005, 1e-5))
+    recs = run_cluster(random_workload(), [rep], make_router("round_robin"))
+    assert all(r.ok for r in recs) and rep.num_preemptions > 0 and rep.kv.hit_tokens > 0
+    assert rep.kv._held == 0 and rep.kv.num_used_blocks == 0 and rep.kv.num_free_blocks == 59
+
+
+RULE_16 = StepBlockRule((("full", 16, 0), ("sliding_window", 16, 40)), 512, 512)
