@@ -96,6 +96,15 @@ class Replica:
         self.sched.num_finishing = 0
         return True
 
+    def _discard_inflight_token(self, req: SimRequest, step: int) -> None:
+        """Async: a request preempted while the step before ``step`` is in flight loses the token that step samples
+        (vLLM drops the output of a request that is no longer running) and recomputes it later."""
+        if step - 1 > req.run_start:
+            req.runs.append((req.run_start, step - 1))
+        req.run_start = -1
+        req.num_generated -= 1
+        req.num_tokens -= 1
+
     def _defer(self, finished: list) -> None:
         """Async: the requests that finished in the step just run free their blocks after the next schedule."""
         self._deferred = [r for r, _ in finished]
@@ -152,6 +161,8 @@ class Replica:
             raise RuntimeError(f"simulator stalled at t={self.now_s:.6f} s: nothing schedulable "
                                f"({len(sched.waiting)} waiting, {len(sched.running)} running)")
         for v in preempted:
+            if self._async and v.run_start >= 0:
+                self._discard_inflight_token(v, step)
             self._close_run(v, step)
         self.num_preemptions += len(preempted)
         finished: list = []
