@@ -69,6 +69,9 @@ CONFIGS = {
     "sliding-step-async": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, enable_prefix_caching=False,
                                max_num_batched_tokens=256, blocks_for_tokens=_SWA.steady, step_blocks=_SWA,
                                async_scheduling=True),
+    # hybrid prefix caching (hybrid_kv.py: the general step throughout)
+    "sliding-step-cached": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
+                                blocks_for_tokens=_SWA.steady, step_blocks=_SWA, async_scheduling=True),
     # SGLang's own scheduler: prefill-first steps, reservation admission, retraction; fixed lengths and EOS ratio
     "sglang-rule": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
                         batching="sglang", prefix_caching_policy="sglang"),

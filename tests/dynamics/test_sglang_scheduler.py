@@ -98,3 +98,21 @@ def test_sglang_preset_is_sglangs_default_configuration():
     # schedule_policy 'fcfs' is SGLang's default (arg_groups/fields/schedule.py); its own step rule, radix cache
     assert POLICY_PRESETS["sglang"] == {"batching": "sglang", "prefix_caching_policy": "sglang",
                                        "scheduling_policy": "fcfs"}
+
+
+def test_sglang_rule_leaves_no_slots_held_and_retracts_under_pressure():
+    import sys
+    from pathlib import Path
+
+    from kvledger.dynamics.cluster import run_cluster
+    from kvledger.dynamics.router import make_router
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_engine import random_workload
+
+    c = EngineConfig(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
+                     batching="sglang", prefix_caching_policy="sglang", ignore_eos=False)
+    rep = Replica(c, FixedStepCost(0.005, 1e-5))
+    recs = run_cluster(random_workload(), [rep], make_router("round_robin"))
+    assert all(r.ok for r in recs) and rep.num_preemptions > 0
+    assert rep.kv.held_slots == 0 and rep.kv.private_tokens == 0 and not rep.sched.running and rep.sched.chunked is None

@@ -147,9 +147,10 @@ class EngineConfig:
         if self.step_blocks is not None and (self.blocks_for_tokens is None or self.batching == "vllm_v0"):
             raise InputError("step_blocks (vLLM v1's per-step sliding-window rule) needs blocks_for_tokens and a v1 "
                              "batching rule")
-        if self.blocks_for_tokens is not None and self.enable_prefix_caching:
-            raise InputError("prefix caching is not modelled for hybrid / sliding-window KV layouts "
-                             "(a custom blocks_for_tokens); set enable_prefix_caching=False")
+        if self.blocks_for_tokens is not None and self.enable_prefix_caching and not self.hybrid_caching:
+            raise InputError("prefix caching is modelled for hybrid layouts only with vLLM's per-step sliding-window "
+                             "rule (step_blocks), attention groups of one block size and no Mamba state, paged, "
+                             "prefix_caching_policy='vllm'; set enable_prefix_caching=False")
 
     def _check_v0(self) -> None:
         """The settings ``vllm_v0`` models: V0's default scheduler (no chunked prefill), FCFS, paged, no caching."""
@@ -173,6 +174,14 @@ class EngineConfig:
     def v0_watermark_blocks(self) -> int:
         """Blocks V0 keeps free when admitting a prompt, ``int(0.01 × num_gpu_blocks)`` (block_manager.py), blocks."""
         return int(V0_WATERMARK * self.num_gpu_blocks)
+
+    @property
+    def hybrid_caching(self) -> bool:
+        """Prefix caching on a hybrid full + sliding layout (hybrid_kv.py models it: vLLM paged, one block size)."""
+        from kvledger.dynamics.hybrid_kv import supports_hybrid_caching
+
+        return (self.enable_prefix_caching and self.step_blocks is not None and self.prefix_caching_policy == "vllm"
+                and self.kv_allocation == "paged" and supports_hybrid_caching(self.step_blocks))
 
     @property
     def caps_output(self) -> bool:
@@ -222,6 +231,10 @@ def make_kv_manager(cfg: EngineConfig):
 
     if cfg.caching_policy_in_effect == "sglang":
         return RadixKVManager((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.block_size)
+    if cfg.hybrid_caching:
+        from kvledger.dynamics.hybrid_kv import HybridKVManager
+
+        return HybridKVManager(cfg.num_gpu_blocks, cfg.step_blocks, True)
     # the pool keeps block 0 as v1's null block; V0 had none, so give it one more id to keep all usable
     return PagedKVManager(cfg.num_usable_blocks + 1, cfg.block_size, cfg.enable_prefix_caching,
                           cfg.blocks_for_tokens, contiguous=cfg.kv_allocation == "contiguous",

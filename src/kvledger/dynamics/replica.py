@@ -52,7 +52,7 @@ class Replica:
         self.kv = make_kv_manager(cfg) if kv_manager is None else kv_manager
         self.sched = SGLangScheduler(cfg, self.kv) if cfg.batching == "sglang" else Scheduler(cfg, self.kv)
         self.now_s = 0.0
-        self.fast_forward = fast_forward
+        self.fast_forward = fast_forward and not getattr(self.kv, "no_stretches", False)
         self._t = np.empty(4096, dtype=np.float64)  # end time of step (base + i), s
         self._base = 0  # global index of self._t[0]
         self.num_steps = 0
@@ -83,7 +83,8 @@ class Replica:
         if rule is None:
             return False
         steady = rule.steady
-        return any(len(r.blocks) > steady(r.num_computed_tokens + 1) for r in self.sched.running)
+        held = getattr(self.kv, "held_blocks", None) or (lambda r: len(r.blocks))
+        return any(held(r) > steady(r.num_computed_tokens + 1) for r in self.sched.running)
 
     def _drain(self) -> bool:
         """Async: process the in-flight step's output (free its finishers); returns whether any were freed."""
@@ -94,6 +95,15 @@ class Replica:
         self._deferred = []
         self.sched.num_finishing = 0
         return True
+
+    def _discard_inflight_token(self, req: SimRequest, step: int) -> None:
+        """Async: a request preempted while the step before ``step`` is in flight loses the token that step samples
+        (vLLM drops the output of a request that is no longer running) and recomputes it later."""
+        if step - 1 > req.run_start:
+            req.runs.append((req.run_start, step - 1))
+        req.run_start = -1
+        req.num_generated -= 1
+        req.num_tokens -= 1
 
     def _defer(self, finished: list) -> None:
         """Async: the requests that finished in the step just run free their blocks after the next schedule."""
@@ -151,6 +161,8 @@ class Replica:
             raise RuntimeError(f"simulator stalled at t={self.now_s:.6f} s: nothing schedulable "
                                f"({len(sched.waiting)} waiting, {len(sched.running)} running)")
         for v in preempted:
+            if self._async and v.run_start >= 0:
+                self._discard_inflight_token(v, step)
             self._close_run(v, step)
         self.num_preemptions += len(preempted)
         finished: list = []

@@ -7,7 +7,7 @@ Used by ``kvledger simulate`` and ``kvledger experiment``; the memory plan
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.dynamics.closed_loop import ClosedLoop
@@ -186,5 +186,11 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
     cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling)
     workload, n, info = _workload(a, requests, label)
+    if config.hybrid_caching and a.enable_prefix_caching is None:
+        specs = workload.requests if hasattr(workload, "requests") else workload
+        if not any(spec.prefix_segments for spec in specs):
+            config = replace(config, enable_prefix_caching=False)
+            notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
+                         "simulated with it off (faster; --enable-prefix-caching to keep it)")
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
                     plan_notes + notes, a.tp, plan)
