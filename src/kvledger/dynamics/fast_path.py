@@ -21,8 +21,6 @@ Python per step (tests compare every token time bit for bit with ``fast_forward=
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
-from itertools import accumulate
 
 import numpy as np
 
@@ -63,7 +61,7 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     """
     kv = rep.kv
     go = through and len(running) > 1 and (rep._static or not rep.sched.waiting)
-    k, ends, pieces = _decode_times(rep, rems, comp, go, bound_s)
+    k, ends, durs, pieces = _decode_times(rep, rems, comp, go, bound_s)
     k = _block_limit(rep, running, comp, rems, k)
     if k == 0:
         return [], 0
@@ -73,11 +71,10 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
         if m <= k:  # finishes inside the stretch: final counters now (the free below needs them)
             _set_final(r, c + m)
             finished.append((r, step0 + m - 1))
-    used0, held0 = kv.num_used_blocks, kv.held_slots
-    kv.stretch_commit(running, comp, rems, k)  # blocks in step-by-step order; frees the finished
+    used, held = kv.stretch_commit(running, comp, rems, k)  # blocks in step-by-step order; frees the finished
     rep._push_times(ends[1: k + 1])
-    rep.now_s = ends[k]
-    _account(rep, pieces, k, ends, used0, held0, running, rems)
+    rep.now_s = float(ends[k])
+    _account(rep, pieces, k, ends, durs, used, held, running, rems)
     return (rep._finish(finished, freed=True) if finished else []), k
 
 
@@ -95,16 +92,16 @@ def _set_final(r: SimRequest, computed: int) -> None:
 
 
 def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float):
-    """Step end times ``ends[0..k]`` (sequential float sums, as step-by-step execution adds them), ``k`` and the pieces.
+    """Step end times ``ends[0..k]`` (sequential float sums, as step-by-step execution adds them), step durations, ``k`` and the pieces.
 
     A piece runs to the next finish with its own batch size, priced by one ``decode_steps_s``
     call; ``k`` stops at the first step that would start at or after ``bound_s``, at the first
-    finish (with ``go``: the last) and at MAX_STRETCH_STEPS. Pieces: ``(first step, end step,
-    batch size, tokens stored at the first step)``.
+    finish (with ``go``: the last) and at MAX_STRETCH_STEPS. ``np.cumsum`` adds sequentially,
+    so ``ends`` equals the running sum step-by-step execution keeps. Pieces: ``(first step,
+    end step, batch size, KV tokens read in the first step)``.
     """
     alive = len(rems)
     kv_tok = sum(comp) + alive
-    ends = [rep.now_s]
     if go:
         leaving: dict[int, list[int]] = {}
         for m, c in zip(rems, comp):
@@ -118,34 +115,48 @@ def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: floa
     else:
         stops = [min(rems)]
     pieces, a, decode = [], 0, rep.cost.decode_steps_s
+    last = rep.now_s
+    end_chunks, dur_chunks = [np.array([last])], []
     for stop in stops:
         b = stop if stop < MAX_STRETCH_STEPS else MAX_STRETCH_STEPS
-        it = accumulate(decode(alive, kv_tok + alive * a, b - a).tolist(), initial=ends[a])
-        next(it)
-        ends.extend(it)
-        if ends[b - 1] >= bound_s:
-            b = bisect_left(ends, bound_s, a, b)
+        d = decode(alive, kv_tok + alive * a, b - a)
+        seg = np.cumsum(np.concatenate(([last], d)))  # seg[j] = ends[a + j]
+        if seg[b - 1 - a] >= bound_s:
+            b = a + int(np.searchsorted(seg[: b - a], bound_s, side="left"))
+        end_chunks.append(seg[1: b - a + 1])
+        dur_chunks.append(d[: b - a])
+        last = seg[b - a]
         if b > a:
-            pieces.append((a, b, alive, kv_tok - alive + alive * a))
+            pieces.append((a, b, alive, kv_tok + alive * a))
         if b < stop or b == MAX_STRETCH_STEPS or not go:
-            return b, ends, pieces
+            break
         cnt, tok = leaving[stop]
         alive, kv_tok, a = alive - cnt, kv_tok - tok, b
-    return a, ends, pieces
+    else:
+        b = a
+    ends = np.concatenate(end_chunks)
+    durs = dur_chunks[0] if len(dur_chunks) == 1 else np.concatenate(dur_chunks)
+    return b, ends, durs, pieces
 
 
-def _account(rep, pieces: list, k: int, ends: list[float], used0: float, held0: int, running: list[SimRequest],
-             rems: list[int]) -> None:
-    used1, cap = rep.kv.num_used_blocks, rep.kv.capacity_blocks
-    rep.usage.add_share(ends[k] - ends[0], pieces[0][3], held0)  # tokens and slots at the stretch's start
-    rep.usage.add_stretch(ends[0], ends[k] - ends[0], used0, used1, cap)
+def _account(rep, pieces: list, k: int, ends: np.ndarray, durs: np.ndarray, used: np.ndarray, held: np.ndarray,
+             running: list[SimRequest], rems: list[int]) -> None:
+    """KV usage and token-state samples of each step of a stretch, as step-by-step execution takes them."""
+    cap = rep.kv.capacity_blocks
+    if len(pieces) == 1:
+        a, b, alive, kv_a = pieces[0]
+        stored = kv_a + alive * np.arange(min(b, k) - a, dtype=np.float64)
+    else:
+        stored = np.concatenate([kv_a + alive * np.arange(min(b, k) - a, dtype=np.float64)
+                                 for a, b, alive, kv_a in pieces if min(b, k) > a])
+    rep.usage.add_steps(ends[:k], durs[:k], used, cap, stored, held)
     if rep.steplog is not None:
         for a, b, alive, _ in pieces:
             b = min(b, k)
             if b > a:
                 batch = [(r.spec.request_id, 1) for r, m in zip(running, rems) if m > a]
-                rep.steplog.add_stretch(rep.num_steps - k + a, ends[a], np.diff(ends[a: b + 1]), alive,
-                                        used1 / cap, alive, len(rep.sched.waiting), batch)
+                rep.steplog.add_stretch(rep.num_steps - k + a, ends[a: b], durs[a: b], alive,
+                                        used[a: b] / cap, alive, len(rep.sched.waiting), batch)
 
 
 def admit_step(rep) -> list | None:

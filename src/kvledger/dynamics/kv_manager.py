@@ -250,15 +250,19 @@ class PagedKVManager:
         return new, np.cumsum(new.sum(axis=0))
 
     def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
-                       free_finished: bool = True) -> None:
+                       free_finished: bool = True):
         """Allocate the stretch's blocks and free finishing requests, in step-by-step order.
 
         Within a step, blocks go in running order; a request that finishes in a step is freed
         after that step's allocations (unless ``free_finished`` is False: the caller frees
         them). The requests' token counters must already be final when freeing here.
+        Returns ``(used_blocks, held_slots)``, arrays of length ``k``: what step-by-step
+        execution samples after each step's allocations, before its finished requests are
+        freed (with ``free_finished`` False: None).
         """
         B, n = self.block_size, len(running)
         two_n = 2 * n
+        used0, req0 = self.num_used_blocks, self._req_blocks
         # event keys: j·2n + i allocates a block for request i in step j; j·2n + n + i frees request i after step j
         if self.custom_bft:
             new, _ = self._stretch_allocs(running, comp, rems, k)
@@ -284,10 +288,11 @@ class PagedKVManager:
                 for e, b in zip(ev, self.pool.allocate(len(ev))):
                     running[e % two_n].blocks.append(b)
                 self._req_blocks += len(ev)
-            return
+            return self._profile(ev, two_n, k, used0, req0, ()) if free_finished else None
         ev.extend(frees)
         ev.sort()
         pending: list[int] = []
+        drops = []  # (step after which a request was freed, blocks used before, request blocks before)
         for e in ev:
             i = e % two_n
             if i < n:
@@ -296,9 +301,29 @@ class PagedKVManager:
                 if pending:
                     self._hand_out(running, pending)
                     pending = []
+                drops.append((e // two_n, self.num_used_blocks, self._req_blocks))
                 self.free(running[i - n], preempted=False)
+                d = drops[-1]
+                drops[-1] = (d[0], d[1] - self.num_used_blocks, d[2] - self._req_blocks)
         if pending:
             self._hand_out(running, pending)
+        return self._profile([e for e in ev if e % two_n < n], two_n, k, used0, req0, drops)
+
+    def _profile(self, allocs: list[int], two_n: int, k: int, used0: int, req0: int, drops) -> tuple:
+        """Per-step (used blocks, held slots) of a stretch from its allocation keys and the frees' drops."""
+        got = np.zeros(k + 1, dtype=np.int64)
+        if allocs:
+            got[:k] = np.bincount(np.asarray(allocs, dtype=np.int64) // two_n, minlength=k)
+        for j, du, dr in drops:  # freed after step j: counts from step j + 1 on
+            got[j + 1] -= du
+        used = used0 + np.cumsum(got[:k])
+        if not drops:
+            return used, (req0 + (used - used0)) * self.block_size
+        got[:k] = np.bincount(np.asarray(allocs, dtype=np.int64) // two_n, minlength=k) if allocs else 0
+        got[k] = 0
+        for j, du, dr in drops:
+            got[j + 1] -= dr
+        return used, (req0 + np.cumsum(got[:k])) * self.block_size
 
     def _hand_out(self, running: list[SimRequest], order: list[int]) -> None:
         for idx, b in zip(order, self.pool.allocate(len(order))):

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import heapq
 
+import numpy as np
+
 from kvledger.dynamics.request_state import SimRequest
 
 __all__ = ["RadixKVManager", "RadixNode"]
@@ -284,8 +286,20 @@ class RadixKVManager:
         return lo
 
     def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
-                       free_finished: bool = True) -> None:
-        """Take slots piece by piece between finishes, freeing (caching) each finishing request after its last step."""
+                       free_finished: bool = True):
+        """Take slots piece by piece between finishes, freeing (caching) each finishing request after its last step.
+
+        Returns per-step ``(used_blocks, held_slots)`` as PagedKVManager.stretch_commit does.
+        """
+        used0, held0 = self.tree_tokens - self.evictable_tokens + self.private_tokens, self.held_slots
+        got = np.zeros(k + 1, dtype=np.int64)  # new slots per step, then the frees' drops
+        for r, c, m in zip(running, comp, rems):
+            first, end = max(0, r.covered_tokens - c), min(m, k)
+            if first < end:
+                got[first] += 1
+                got[end] -= 1
+        got = np.cumsum(got)
+        held = got.copy()
         a = 0
         for stop in sorted({m for m in rems if m <= k} | {k}):
             needs = [max(0, c + min(m, stop) - r.covered_tokens) if m > a else 0 for r, c, m in zip(running, comp, rems)]
@@ -300,5 +314,11 @@ class RadixKVManager:
             if free_finished:
                 for r, m in zip(running, rems):
                     if m == stop:
+                        u, h = self.tree_tokens - self.evictable_tokens + self.private_tokens, self.held_slots
                         self.free(r, preempted=False)
+                        got[stop] -= u - (self.tree_tokens - self.evictable_tokens + self.private_tokens)
+                        held[stop] -= h - self.held_slots
             a = stop
+        if not free_finished:
+            return None
+        return (used0 + np.cumsum(got[:k])) / self.block_size, held0 + np.cumsum(held[:k])

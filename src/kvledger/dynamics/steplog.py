@@ -69,24 +69,35 @@ class KvUsageTracker:
         if u > b[2]:
             b[2] = u
 
-    def add_stretch(self, start: float, dur: float, used0: float, used1: float, capacity_blocks: int) -> None:
-        """A piece of a steady-decode stretch lasting ``dur`` s in which held blocks grow from ``used0`` to ``used1`` (taken at their mean)."""
-        u, u1 = 0.5 * (used0 + used1) / capacity_blocks, used1 / capacity_blocks
-        self.busy_s += dur
-        self.usage_s += u * dur
-        if u1 > self.max_usage:
-            self.max_usage = u1
-        i = int(start / self.width_s)
-        b = self._b[i] if i < len(self._b) else self._bucket(start)
-        b[0] += u * dur
-        b[1] += dur
-        if u1 > b[2]:
-            b[2] = u1
+    def add_steps(self, starts: np.ndarray, durs: np.ndarray, used_blocks: np.ndarray, capacity_blocks: int,
+                  stored_tokens: np.ndarray, held_slots: np.ndarray) -> None:
+        """Many steps at once (a steady-decode stretch), with exactly the sums ``add`` would reach step by step.
 
-    def add_share(self, dur: float, stored_tokens: int, held_slots: int) -> None:
-        """Weight the token-state share sampled at a stretch's start by its duration."""
-        self.stored_token_s += stored_tokens * dur
-        self.held_token_s += held_slots * dur
+        ``np.cumsum`` adds sequentially, so each running total equals the one ``add`` keeps;
+        a step counts in the bucket where it starts, as in ``add``.
+        """
+        u = used_blocks / capacity_blocks
+        ud = u * durs
+        self.busy_s = _seq_sum(self.busy_s, durs)
+        self.usage_s = _seq_sum(self.usage_s, ud)
+        self.stored_token_s = _seq_sum(self.stored_token_s, stored_tokens * durs)
+        self.held_token_s = _seq_sum(self.held_token_s, held_slots * durs)
+        top = float(u.max())
+        if top > self.max_usage:
+            self.max_usage = top
+        j, n, width, idx = 0, len(starts), 0.0, None
+        while j < n:
+            b = self._bucket(float(starts[j]))  # merges buckets first when the run has outgrown them
+            if self.width_s != width:
+                width = self.width_s
+                idx = (starts / width).astype(np.int64)
+            e = int(np.searchsorted(idx, idx[j], side="right"))
+            b[0] = _seq_sum(b[0], ud[j: e])
+            b[1] = _seq_sum(b[1], durs[j: e])
+            top = float(u[j: e].max())
+            if top > b[2]:
+                b[2] = top
+            j = e
 
     def summary(self, duration_s: float) -> dict[str, Any]:
         """``mean`` (time-weighted over ``duration_s``, idle counts as 0), ``mean_busy``, ``max`` and the bucket ``series``."""
@@ -102,6 +113,13 @@ class KvUsageTracker:
         }
 
 
+def _seq_sum(start: float, values: np.ndarray) -> float:
+    """``start + values[0] + values[1] + …`` added left to right (as a Python loop would), float."""
+    if len(values) == 1:
+        return start + float(values[0])
+    return float(np.cumsum(np.concatenate(([start], values)))[-1])
+
+
 class StepLog:
     """Every step of one replica: time, batch composition, scheduled tokens, KV usage (only with ``record_steps``)."""
 
@@ -114,13 +132,11 @@ class StepLog:
         self.rows.append((step, start, dur, shape.num_prefill_tokens, shape.num_prefill_seqs, shape.num_decode_seqs,
                           usage, num_running, num_waiting, batch))
 
-    def add_stretch(self, step0: int, start: float, durs: np.ndarray, n: int, usage: float, num_running: int,
-                    num_waiting: int, batch: list[tuple[str, int]]) -> None:
-        """A steady-decode stretch, one row per step; KV usage is the value after the stretch's allocations."""
-        t = start
-        for j, d in enumerate(durs.tolist()):
-            self.rows.append((step0 + j, t, d, 0, 0, n, usage, num_running, num_waiting, batch))
-            t += d
+    def add_stretch(self, step0: int, starts: np.ndarray, durs: np.ndarray, n: int, usage: np.ndarray,
+                    num_running: int, num_waiting: int, batch: list[tuple[str, int]]) -> None:
+        """A steady-decode stretch, one row per step (start, duration and KV usage of each step, as ``add`` takes them)."""
+        for j, (t, d, u) in enumerate(zip(starts.tolist(), durs.tolist(), usage.tolist())):
+            self.rows.append((step0 + j, t, d, 0, 0, n, u, num_running, num_waiting, batch))
 
     def dicts(self) -> Iterable[dict[str, Any]]:
         """One JSON-ready dict per step (units in the key names)."""
