@@ -31,6 +31,7 @@ from kvledger.dynamics.scheduler import v0_decode_limit
 __all__ = ["stretch", "admit_step", "run_open", "MAX_STRETCH_STEPS"]
 
 MAX_STRETCH_STEPS = 2048  # longest stretch priced in one go, steps
+_STEP_INDEX = np.arange(MAX_STRETCH_STEPS + 1, dtype=np.float64)
 
 
 def stretch(rep, bound_s: float, through: bool) -> list | None:
@@ -145,10 +146,9 @@ def _account(rep, pieces: list, k: int, ends: np.ndarray, durs: np.ndarray, used
     cap = rep.kv.capacity_blocks
     if len(pieces) == 1:
         a, b, alive, kv_a = pieces[0]
-        stored = kv_a + alive * np.arange(min(b, k) - a, dtype=np.float64)
+        stored = _STEP_INDEX[: min(b, k) - a] * alive + kv_a
     else:
-        stored = np.concatenate([kv_a + alive * np.arange(min(b, k) - a, dtype=np.float64)
-                                 for a, b, alive, kv_a in pieces if min(b, k) > a])
+        stored = np.concatenate([_STEP_INDEX[: min(b, k) - a] * alive + kv_a for a, b, alive, kv_a in pieces if min(b, k) > a])
     rep.usage.add_steps(ends[:k], durs[:k], used, cap, stored, held)
     if rep.steplog is not None:
         for a, b, alive, _ in pieces:
