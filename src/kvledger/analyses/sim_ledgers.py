@@ -181,10 +181,16 @@ def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) ->
 
 
 def run_prepared(setup: SimSetup, args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *,
-                 record_steps: bool = False, progress: Callable[[int, int], None] | None = None) -> SimulatedRun:
-    """Run a prepared simulation and complete its metadata (see :func:`simulate_run`)."""
+                 record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
+                 record_token_times: bool = True) -> SimulatedRun:
+    """Run a prepared simulation and complete its metadata (see :func:`simulate_run`).
+
+    ``record_token_times=False`` keeps no per-token times in the records (the summary's ITL
+    distribution stays exact; per-request ITL statistics, e.g. an ITL SLO, need them).
+    """
     result = simulate(setup.workload, setup.config, setup.cost, record_steps=record_steps, progress=progress,
-                      num_replicas=setup.replicas, router=setup.router, model=setup.model_name, hardware=setup.gpu_name)
+                      num_replicas=setup.replicas, router=setup.router, model=setup.model_name, hardware=setup.gpu_name,
+                      record_token_times=record_token_times)
     sim = SimulatedRun(result.records, result, setup, args, synthetic)
     _complete_metadata(sim)
     return sim

@@ -46,6 +46,7 @@ def simulate(
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write records.json, steps.jsonl, trace.json (Chrome) and summary.json here."),
     force: bool = typer.Option(False, "--force", help="Allow --out to overwrite existing files."),
+    record_token_times: bool = typer.Option(False, "--record-token-times", help="Keep every token time of every request (on with --out: the records file carries them for ITL SLOs). Off, memory follows the active requests and the ITL distribution is still exact."),
 ) -> None:
     """Simulate serving a trace: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage, preemptions, prefix-cache hits."""
     from kvledger.analyses.sim_ledgers import prepare_run
@@ -63,7 +64,8 @@ def simulate(
         scheduling_policy=scheduling_policy, batching=batching, kv_allocation=kv_allocation, replicas=replicas,
         router=router, step_cost=step_cost, cpu_overhead=cpu_overhead)
     setup = prepare_run(args)
-    result = _run(setup, args, record_steps=out is not None, show_progress=not as_json)
+    result = _run(setup, args, record_steps=out is not None, show_progress=not as_json,
+                  record_token_times=record_token_times or out is not None)
     payload = {"summary": result.summary.to_dict(), "engine": result.config, "workload": setup.workload_info,
                "step_cost": setup.cost_info, "notes": setup.notes}
     if out is not None:
@@ -78,18 +80,18 @@ def simulate(
         render_summary(payload, Console(), out)
 
 
-def _run(setup, args, record_steps: bool, show_progress: bool):
+def _run(setup, args, record_steps: bool, show_progress: bool, record_token_times: bool):
     """The simulator's result; its records carry the GPU count, offered rate and max_num_seqs (for `kvledger cost`)."""
     from kvledger.analyses.sim_ledgers import run_prepared
 
     if not show_progress or setup.num_requests < 5000:
-        return run_prepared(setup, args, record_steps=record_steps).result
+        return run_prepared(setup, args, record_steps=record_steps, record_token_times=record_token_times).result
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} requests"),
                   TimeElapsedColumn(), transient=True) as bar:
         task = bar.add_task("sim", total=setup.num_requests)
-        return run_prepared(setup, args, record_steps=record_steps,
+        return run_prepared(setup, args, record_steps=record_steps, record_token_times=record_token_times,
                             progress=lambda done, total: bar.update(task, completed=done, total=total)).result
 
 
