@@ -57,3 +57,18 @@ def test_gap_counts_survive_buffer_compaction():
     reqs = [RequestSpec(f"q{i}", 2.0 * i, 20 + i, 400) for i in range(40)]
     s = _same_run(reqs, EngineConfig(num_gpu_blocks=2000, block_size=16, max_model_len=1024), FixedStepCost(0.004, 3e-5))
     assert s.num_steps > 3 * 4096 and s.itl_s.count == 40 * 399
+
+
+def test_past_the_exact_limit_a_sketch_keeps_every_itl_figure_within_its_bound(monkeypatch):
+    from kvledger.dynamics import itl_gaps
+
+    reqs = random_workload(300)
+    cfg, cost = EngineConfig(**CONFIGS["vllm-tight"]), FixedStepCost(0.005, 1e-5)
+    exact = simulate(reqs, cfg, cost).summary
+    monkeypatch.setattr(itl_gaps, "EXACT_PAIRS", 50)  # fold into the sketch after ~50 steps
+    lean = simulate(reqs, cfg, cost, record_token_times=False).summary
+    assert lean.itl_s.count == exact.itl_s.count
+    for key in ("mean", "p50", "p90", "p99"):
+        a, b = getattr(exact.itl_s, key), getattr(lean.itl_s, key)
+        assert abs(a - b) <= itl_gaps.SKETCH_ALPHA * a * (1 + 1e-9)
+    assert itl_gaps.SKETCH_NOTE in lean.definitions and itl_gaps.SKETCH_NOTE not in exact.definitions

@@ -17,7 +17,7 @@ from kvledger.accounting.stepcost import StepCostModel
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.cluster import run_cluster
 from kvledger.dynamics.engine_config import EngineConfig
-from kvledger.dynamics.itl_gaps import merged_stats
+from kvledger.dynamics.itl_gaps import SKETCH_NOTE, merged_stats
 from kvledger.dynamics.metrics import DEFINITIONS, Summary, summarize_records
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.router import make_router
@@ -114,13 +114,14 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
         extra={"cost_model": getattr(cost, "name", type(cost).__name__), "num_replicas": num_replicas,
                "router": router if num_replicas > 1 else None, "engine": config.to_dict()})
     run = RunRecords(recs, meta)
-    figures = summarize_records(run)
+    figures, sketched = summarize_records(run), False
     if replicas[0].gaps is not None:  # no token times kept: the exact step-gap counts give the ITL distribution
         for r in replicas:
             r.fold_gaps()
-        figures["itl_s"] = merged_stats([r.gaps for r in replicas])
+        figures["itl_s"], sketched = merged_stats([r.gaps for r in replicas])
+    notes = [SKETCH_NOTE] if sketched else []
     summary = Summary(**figures, **_engine_figures(replicas, run.duration_s),
-                      definitions=list(DEFINITIONS) + _policy_notes(config))
+                      definitions=list(DEFINITIONS) + _policy_notes(config) + notes)
     return SimResult(run, summary, config.to_dict(), [r.steplog for r in replicas] if record_steps else None)
 
 
