@@ -197,7 +197,7 @@ def run_prepared(setup: SimSetup, args: SimRequestArgs, synthetic: SyntheticSpec
 
 
 def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *, record_steps: bool = False,
-                 progress: Callable[[int, int], None] | None = None) -> SimulatedRun:
+                 progress: Callable[[int, int], None] | None = None, record_token_times: bool = True) -> SimulatedRun:
     """Simulate ``args`` (a trace, or ``synthetic`` when given) and return records ready for the ledgers.
 
     Same inputs, same records: the seed is explicit and the simulator has no wall clock, so two calls
@@ -208,8 +208,10 @@ def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *
         synthetic: replaces ``args.trace``; needs ``args.num_requests`` and ``args.rate`` (or ``args.concurrency``).
         record_steps: keep the per-step log (for ``steps.jsonl`` / the Chrome trace).
         progress: called as ``progress(done, total)`` now and then.
+        record_token_times: keep every token time in the records (per-request ITL statistics need them).
 
     Raises:
         InputError / UnknownNameError / FormatError: bad names, settings or trace files, with the reason.
     """
-    return run_prepared(prepare_run(args, synthetic), args, synthetic, record_steps=record_steps, progress=progress)
+    return run_prepared(prepare_run(args, synthetic), args, synthetic, record_steps=record_steps, progress=progress,
+                        record_token_times=record_token_times)
