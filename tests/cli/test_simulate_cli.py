@@ -34,9 +34,12 @@ def test_out_writes_four_files_and_refuses_to_overwrite(tmp_path):
     out = tmp_path / "run"
     res = runner.invoke(app, BASE + ["--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in out.iterdir()) == ["records.json", "steps.jsonl", "summary.json", "trace.json"]
-    recs = json.loads((out / "records.json").read_text())
-    assert recs["metadata"]["source"] == "simulator" and len(recs["records"]) == 40
+    assert sorted(p.name for p in out.iterdir()) == ["records.parquet", "steps.jsonl", "summary.json", "trace.json"]
+    from kvledger.evidence import read_run
+
+    recs = read_run(out / "records.parquet")
+    assert recs.metadata.source == "simulator" and len(recs.records) == 40
+    assert all(r.chunk_times_s is not None and r.chunk_times_s.size == r.num_output_tokens for r in recs.records)
     assert "traceEvents" in json.loads((out / "trace.json").read_text())
     first = json.loads((out / "steps.jsonl").read_text().splitlines()[0])
     assert first["step"] == 0 and first["num_scheduled_tokens"] > 0

@@ -10,7 +10,7 @@ import typer
 
 __all__ = ["register"]
 
-OUT_FILES = ("records.json", "steps.jsonl", "trace.json", "summary.json")
+OUT_FILES = ("records.parquet", "steps.jsonl", "trace.json", "summary.json")
 
 
 def simulate(
@@ -44,7 +44,7 @@ def simulate(
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline (from the plan); calibrated (bundled measurements for this model, GPU and TP, when they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them)."),
     cpu_overhead: Optional[str] = typer.Option(None, "--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write records.json, steps.jsonl, trace.json (Chrome) and summary.json here."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write records.parquet (every request, token times included; goodput and cost read it), steps.jsonl, trace.json (Chrome) and summary.json here."),
     force: bool = typer.Option(False, "--force", help="Allow --out to overwrite existing files."),
     record_token_times: bool = typer.Option(False, "--record-token-times", help="Keep every token time of every request (on with --out: the records file carries them for ITL SLOs). Off, memory follows the active requests and the ITL distribution is still exact."),
 ) -> None:
@@ -107,7 +107,9 @@ def _check_out(out: Path, force: bool) -> None:
 
 def _write_outputs(out: Path, result, payload: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "records.json").write_text(json.dumps(result.records.to_dict(), default=str))
+    from kvledger.evidence.records_parquet import write_parquet
+
+    write_parquet(result.records, out / "records.parquet")
     with open(out / "steps.jsonl", "w") as fh:
         result.write_steps_jsonl(fh)
     (out / "trace.json").write_text(json.dumps(result.chrome_trace()))

@@ -82,7 +82,8 @@ def _record(path: str, r: Any, i: int) -> RequestRecord:
 
 
 def write(run: RunRecords, path: str | Path, *, force: bool = False) -> Path:
-    """Write ``run.to_dict()`` as JSON to ``path``; refuses to overwrite an existing file unless ``force``.
+    """Write ``run.to_dict()`` as JSON to ``path`` (Parquet when it ends in ``.parquet``: records_parquet.py);
+    refuses to overwrite an existing file unless ``force``.
 
     Raises:
         InputError: ``path`` exists and ``force`` is False.
@@ -90,6 +91,10 @@ def write(run: RunRecords, path: str | Path, *, force: bool = False) -> Path:
     p = Path(path)
     if p.exists() and not force:
         raise InputError(f"{p} already exists; refusing to overwrite it (pass force=True / --force)")
+    if p.suffix == ".parquet":
+        from kvledger.evidence.records_parquet import write_parquet
+
+        return write_parquet(run, p)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(json.dumps(run.to_dict()), encoding="utf-8")
     return p
