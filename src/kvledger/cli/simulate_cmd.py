@@ -10,7 +10,7 @@ import typer
 
 __all__ = ["register"]
 
-OUT_FILES = ("records.parquet", "steps.jsonl", "trace.json", "summary.json")
+OUT_FILES = ("records.parquet", "steps.parquet", "trace.json", "summary.json")
 
 
 def simulate(
@@ -44,8 +44,9 @@ def simulate(
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline (from the plan); calibrated (bundled measurements for this model, GPU and TP, when they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them)."),
     cpu_overhead: Optional[str] = typer.Option(None, "--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write records.parquet (every request, token times included; goodput and cost read it), steps.jsonl, trace.json (Chrome) and summary.json here."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write records.parquet (every request, token times included; goodput and cost read it), steps.parquet (every engine step) and summary.json here."),
     force: bool = typer.Option(False, "--force", help="Allow --out to overwrite existing files."),
+    chrome_trace: bool = typer.Option(False, "--chrome-trace", help="With --out, also write trace.json (chrome://tracing / Perfetto; one JSON document, large for long runs)."),
     record_token_times: bool = typer.Option(False, "--record-token-times", help="Keep every token time of every request (on with --out: the records file carries them for ITL SLOs). Off, memory follows the active requests and the ITL distribution is still exact."),
 ) -> None:
     """Simulate serving a trace: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage, preemptions, prefix-cache hits."""
@@ -69,7 +70,7 @@ def simulate(
     payload = {"summary": result.summary.to_dict(), "engine": result.config, "workload": setup.workload_info,
                "step_cost": setup.cost_info, "notes": setup.notes}
     if out is not None:
-        _write_outputs(out, result, payload)
+        _write_outputs(out, result, payload, chrome_trace)
     if as_json:
         typer.echo(json.dumps(payload, indent=2, default=str))
     else:
@@ -105,14 +106,16 @@ def _check_out(out: Path, force: bool) -> None:
         raise InputError(f"{out} already holds {', '.join(existing)}; refusing to overwrite (pass --force)")
 
 
-def _write_outputs(out: Path, result, payload: dict) -> None:
+def _write_outputs(out: Path, result, payload: dict, chrome_trace: bool) -> None:
+    from kvledger.dynamics.steps_parquet import write_steps_parquet
+
     out.mkdir(parents=True, exist_ok=True)
     from kvledger.evidence.records_parquet import write_parquet
 
     write_parquet(result.records, out / "records.parquet")
-    with open(out / "steps.jsonl", "w") as fh:
-        result.write_steps_jsonl(fh)
-    (out / "trace.json").write_text(json.dumps(result.chrome_trace()))
+    write_steps_parquet(result.steps, out / "steps.parquet")
+    if chrome_trace:
+        (out / "trace.json").write_text(json.dumps(result.chrome_trace()))
     (out / "summary.json").write_text(json.dumps(payload, indent=2, default=str))
 
 
