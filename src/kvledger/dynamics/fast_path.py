@@ -21,6 +21,8 @@ Python per step (tests compare every token time bit for bit with ``fast_forward=
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from itertools import accumulate
 
 import numpy as np
 
@@ -74,7 +76,7 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
             finished.append((r, step0 + m - 1))
     used, held = kv.stretch_commit(running, comp, rems, k)  # blocks in step-by-step order; frees the finished
     rep._push_times(ends[1: k + 1])
-    rep.now_s = float(ends[k])
+    rep.now_s = ends[k]
     _account(rep, pieces, k, ends, durs, used, held, running, rems)
     return (rep._finish(finished, freed=True) if finished else []), k
 
@@ -97,9 +99,8 @@ def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: floa
 
     A piece runs to the next finish with its own batch size, priced by one ``decode_steps_s``
     call; ``k`` stops at the first step that would start at or after ``bound_s``, at the first
-    finish (with ``go``: the last) and at MAX_STRETCH_STEPS. ``np.cumsum`` adds sequentially,
-    so ``ends`` equals the running sum step-by-step execution keeps. Pieces: ``(first step,
-    end step, batch size, KV tokens read in the first step)``.
+    finish (with ``go``: the last) and at MAX_STRETCH_STEPS. Pieces: ``(first step, end step,
+    batch size, KV tokens read in the first step)``; durations: each step's, as priced.
     """
     alive = len(rems)
     kv_tok = sum(comp) + alive
@@ -116,17 +117,16 @@ def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: floa
     else:
         stops = [min(rems)]
     pieces, a, decode = [], 0, rep.cost.decode_steps_s
-    last = rep.now_s
-    end_chunks, dur_chunks = [np.array([last])], []
+    ends, dur_chunks = [rep.now_s], []
     for stop in stops:
         b = stop if stop < MAX_STRETCH_STEPS else MAX_STRETCH_STEPS
         d = decode(alive, kv_tok + alive * a, b - a)
-        seg = np.cumsum(np.concatenate(([last], d)))  # seg[j] = ends[a + j]
-        if seg[b - 1 - a] >= bound_s:
-            b = a + int(np.searchsorted(seg[: b - a], bound_s, side="left"))
-        end_chunks.append(seg[1: b - a + 1])
-        dur_chunks.append(d[: b - a])
-        last = seg[b - a]
+        dur_chunks.append(d)
+        it = accumulate(d.tolist(), initial=ends[a])
+        next(it)
+        ends.extend(it)
+        if ends[b - 1] >= bound_s:
+            b = bisect_left(ends, bound_s, a, b)
         if b > a:
             pieces.append((a, b, alive, kv_tok + alive * a))
         if b < stop or b == MAX_STRETCH_STEPS or not go:
@@ -135,12 +135,11 @@ def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: floa
         alive, kv_tok, a = alive - cnt, kv_tok - tok, b
     else:
         b = a
-    ends = np.concatenate(end_chunks)
     durs = dur_chunks[0] if len(dur_chunks) == 1 else np.concatenate(dur_chunks)
     return b, ends, durs, pieces
 
 
-def _account(rep, pieces: list, k: int, ends: np.ndarray, durs: np.ndarray, used: np.ndarray, held: np.ndarray,
+def _account(rep, pieces: list, k: int, ends: list[float], durs: np.ndarray, used: np.ndarray, held: np.ndarray,
              running: list[SimRequest], rems: list[int]) -> None:
     """KV usage and token-state samples of each step of a stretch, as step-by-step execution takes them."""
     cap = rep.kv.capacity_blocks
@@ -155,8 +154,9 @@ def _account(rep, pieces: list, k: int, ends: np.ndarray, durs: np.ndarray, used
             b = min(b, k)
             if b > a:
                 batch = [(r.spec.request_id, 1) for r, m in zip(running, rems) if m > a]
-                rep.steplog.add_stretch(rep.num_steps - k + a, ends[a: b], durs[a: b], alive,
-                                        used[a: b] / cap, alive, len(rep.sched.waiting), batch)
+                u = used[a: b] / cap if isinstance(used, np.ndarray) else np.full(b - a, used / cap)
+                rep.steplog.add_stretch(rep.num_steps - k + a, np.asarray(ends[a: b]), durs[a: b], alive,
+                                        u, alive, len(rep.sched.waiting), batch)
 
 
 def admit_step(rep) -> list | None:

@@ -256,9 +256,9 @@ class PagedKVManager:
         Within a step, blocks go in running order; a request that finishes in a step is freed
         after that step's allocations (unless ``free_finished`` is False: the caller frees
         them). The requests' token counters must already be final when freeing here.
-        Returns ``(used_blocks, held_slots)``, arrays of length ``k``: what step-by-step
-        execution samples after each step's allocations, before its finished requests are
-        freed (with ``free_finished`` False: None).
+        Returns ``(used_blocks, held_slots)``, arrays of length ``k`` (or single numbers when
+        they stay constant): what step-by-step execution samples after each step's
+        allocations, before its finished requests are freed (with ``free_finished`` False: None).
         """
         B, n = self.block_size, len(running)
         two_n = 2 * n
@@ -310,7 +310,9 @@ class PagedKVManager:
         return self._profile([e for e in ev if e % two_n < n], two_n, k, used0, req0, drops)
 
     def _profile(self, allocs: list[int], two_n: int, k: int, used0: int, req0: int, drops) -> tuple:
-        """Per-step (used blocks, held slots) of a stretch from its allocation keys and the frees' drops."""
+        """Per-step (used blocks, held slots) of a stretch from its allocation keys and the frees' drops (numbers when constant)."""
+        if not allocs and not drops:
+            return used0, req0 * self.block_size
         got = np.zeros(k + 1, dtype=np.int64)
         if allocs:
             got[:k] = np.bincount(np.asarray(allocs, dtype=np.int64) // two_n, minlength=k)
