@@ -27,7 +27,7 @@ from kvledger.dynamics.metrics import LatencyStats
 
 __all__ = ["GapHistogram", "merged_stats", "EXACT_PAIRS", "SKETCH_ALPHA", "SKETCH_NOTE"]
 
-EXACT_PAIRS = 4_000_000  # (gap, count) pairs kept exactly per replica: 48 MiB
+EXACT_PAIRS = 1_000_000  # (gap, count) pairs kept exactly per replica: 12 MiB (every bundled trace stays exact)
 SKETCH_ALPHA = 1e-6  # relative error of every sketched figure
 _GAMMA = (1 + SKETCH_ALPHA) / (1 - SKETCH_ALPHA)
 _LOG_GAMMA = math.log(_GAMMA)
