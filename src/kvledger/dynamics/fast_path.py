@@ -16,6 +16,20 @@ Python per step (tests compare every token time bit for bit with ``fast_forward=
 * ``run_open``: one replica with a known arrival list (the common CLI run): alternates
   stretches and arrival steps without returning to the driver, keeping the running
   requests' token counters in two lists and writing them back when it hands over.
+
+Every reported figure stays bit for bit that of step-by-step execution
+(tests/dynamics/test_fast_path_exact.py): token times; KV usage and the token-state share,
+sampled per step after its allocations and before its finished requests are freed (the KV
+manager's ``stretch_commit`` returns those per-step samples), folded left to right; the step log.
+
+A new scheduling rule keeps the fast path exact if it (1) schedules a steady batch (everyone one
+token behind, nobody admissible) as one decode token per running request in running order, or
+else makes ``Replica._next_is_steady`` return False so the general step runs; (2) keeps
+allocation in step, then running, order (``stretch_limit``/``stretch_commit``), or gives its KV
+manager its own pair with the same contract (kv_stretch.py); (3) prices a pure-decode step as
+``decode_steps_s`` does, one step at a time; (4) if it changes when an arrival joins (async
+scheduling, SGLang's prefill-first rule), sends ``run_open``/``admit_step`` to the general step
+for it, as ``vllm_v0`` does (``rep._mixed``).
 """
 
 from __future__ import annotations
