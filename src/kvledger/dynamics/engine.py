@@ -18,6 +18,7 @@ from kvledger.accounting.stepcost import StepCostModel
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.cluster import run_cluster
 from kvledger.dynamics.engine_config import EngineConfig
+from kvledger.dynamics.itl_gaps import SKETCH_NOTE, merged_stats
 from kvledger.dynamics.metrics import DEFINITIONS, Summary, summarize_records
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.router import make_router
@@ -69,7 +70,7 @@ class SimResult:
 def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig, cost: StepCostModel, *,
              record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
              num_replicas: int = 1, router: str = "round_robin", fast_forward: bool = True,
-             model: str | None = None, hardware: str | None = None) -> SimResult:
+             model: str | None = None, hardware: str | None = None, record_token_times: bool = True) -> SimResult:
     """Serve ``requests`` (an open-loop list, or a ``ClosedLoop``) on ``num_replicas`` engines.
 
     Args:
@@ -82,6 +83,10 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
         router: key of ``kvledger.dynamics.router.ROUTERS``.
         fast_forward: jump over steady pure-decode stretches (off only to cross-check).
         model, hardware: names recorded in the run metadata.
+        record_token_times: keep every token time in the records (``chunk_times_s``; per-request
+            ITL statistics need them). Off, records keep first-token and finish times only and
+            the summary's ITL distribution comes from exact step-gap counts (itl_gaps.py):
+            memory then follows the active requests, not the tokens produced.
 
     Raises:
         InputError: bad settings or a malformed request (named by its id).
@@ -89,8 +94,8 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
     if isinstance(num_replicas, bool) or not isinstance(num_replicas, int) or num_replicas < 1:
         raise InputError(f"num_replicas must be an integer ≥ 1, got {num_replicas!r}")
     route = make_router(router)
-    replicas = [Replica(config, cost, i, record_steps=record_steps, fast_forward=fast_forward)
-                for i in range(num_replicas)]
+    replicas = [Replica(config, cost, i, record_steps=record_steps, fast_forward=fast_forward,
+                        record_token_times=record_token_times) for i in range(num_replicas)]
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run makes millions of small objects but no garbage cycles; collections only cost time
     try:
@@ -110,8 +115,14 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
         extra={"cost_model": getattr(cost, "name", type(cost).__name__), "num_replicas": num_replicas,
                "router": router if num_replicas > 1 else None, "engine": config.to_dict()})
     run = RunRecords(recs, meta)
-    summary = Summary(**summarize_records(run), **_engine_figures(replicas, run.duration_s),
-                      definitions=list(DEFINITIONS) + _policy_notes(config))
+    figures, sketched = summarize_records(run), False
+    if replicas[0].gaps is not None:  # no token times kept: the exact step-gap counts give the ITL distribution
+        for r in replicas:
+            r.fold_gaps()
+        figures["itl_s"], sketched = merged_stats([r.gaps for r in replicas])
+    notes = [SKETCH_NOTE] if sketched else []
+    summary = Summary(**figures, **_engine_figures(replicas, run.duration_s),
+                      definitions=list(DEFINITIONS) + _policy_notes(config) + notes)
     return SimResult(run, summary, config.to_dict(), [r.steplog for r in replicas] if record_steps else None)
 
 
