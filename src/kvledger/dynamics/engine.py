@@ -115,7 +115,7 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
         extra={"cost_model": getattr(cost, "name", type(cost).__name__), "num_replicas": num_replicas,
                "router": router if num_replicas > 1 else None, "engine": config.to_dict()})
     run = RunRecords(recs, meta)
-    figures, sketched = summarize_records(run), False
+    figures, sketched = summarize_records(run, exact_itl_mean=True), False
     if replicas[0].gaps is not None:  # no token times kept: the exact step-gap counts give the ITL distribution
         for r in replicas:
             r.fold_gaps()

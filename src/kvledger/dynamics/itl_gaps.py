@@ -9,8 +9,10 @@ number of steps (12 bytes per step in which some request had a gap), not the num
 
 Exactness: up to ``EXACT_PAIRS`` (gap, count) pairs per replica the percentiles are bit for
 bit numpy's 'linear' percentiles over the full gap array, and the mean is Σ value × count
-(each product rounded once, the sum exact by ``math.fsum``) over the count, which may differ
-from numpy's pairwise-summed mean in the last digits (relative < 1e-12). Past that (runs of
+correctly rounded (each product split exactly into two floats, the sum exact by
+``math.fsum``), divided by the count: bit for bit ``exact_mean`` of the full gap array, which the
+simulator's summary uses when token times are kept, so its ITL mean does not depend on
+``record_token_times`` (numpy's pairwise mean may differ in the last digits). Past that (runs of
 millions of steps) the pairs fold into a log-bucketed sketch (DDSketch's scheme) whose
 percentiles and mean are within a relative ``SKETCH_ALPHA`` = 1e-6 of the exact ones; the
 summary's definitions then say so.
@@ -25,7 +27,7 @@ import numpy as np
 
 from kvledger.dynamics.metrics import LatencyStats
 
-__all__ = ["GapHistogram", "merged_stats", "EXACT_PAIRS", "SKETCH_ALPHA", "SKETCH_NOTE"]
+__all__ = ["GapHistogram", "merged_stats", "exact_mean", "EXACT_PAIRS", "SKETCH_ALPHA", "SKETCH_NOTE"]
 
 EXACT_PAIRS = 1_000_000  # (gap, count) pairs kept exactly per replica: 12 MiB (every bundled trace stays exact)
 SKETCH_ALPHA = 1e-6  # relative error of every sketched figure
@@ -33,6 +35,39 @@ _GAMMA = (1 + SKETCH_ALPHA) / (1 - SKETCH_ALPHA)
 _LOG_GAMMA = math.log(_GAMMA)
 SKETCH_NOTE = (f"itl_s: more than {EXACT_PAIRS:,} distinct step gaps, so the ITL mean and percentiles come from a "
                f"log-bucketed sketch, each within a relative {SKETCH_ALPHA:g} of the exact value (TTFT, TPOT, E2E exact)")
+
+
+_CHUNK = 1 << 16  # values summed 64k at a time: the Python floats fsum needs stay at ~2 MiB
+_SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's splitter for float64
+
+
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(p, e)`` with ``p = fl(a·b)`` and ``p + e = a·b`` exactly (Dekker's TwoProduct; finite values far from
+    overflow and underflow, as step gaps and counts are)."""
+    p = a * b
+    t = _SPLIT * a
+    ah = t - (t - a)
+    al = a - ah
+    t = _SPLIT * b
+    bh = t - (t - b)
+    bl = b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def exact_mean(values: np.ndarray, counts: np.ndarray | None = None) -> float:
+    """Σ values·counts (counts default 1) correctly rounded, then divided by Σ counts: independent of the order and of
+    how equal values are grouped into counts. ``values`` must not be empty."""
+    n = len(values) if counts is None else int(counts.sum())
+    if counts is None:
+        parts = (values[i: i + _CHUNK].tolist() for i in range(0, len(values), _CHUNK))
+    else:
+        def parts():
+            for i in range(0, len(values), _CHUNK):
+                p, e = _two_product(values[i: i + _CHUNK], counts[i: i + _CHUNK].astype(np.float64))
+                yield p.tolist()
+                yield e.tolist()
+        parts = parts()
+    return math.fsum(chain.from_iterable(parts)) / n
 
 
 class GapHistogram:
@@ -112,7 +147,4 @@ def merged_stats(hists: list[GapHistogram]) -> tuple[LatencyStats, bool]:
         lo = int(h)
         a, b = at(lo), at(min(lo + 1, n - 1))
         out.append(a + (h - lo) * (b - a))
-    step = 1 << 16  # products summed 64k at a time: the Python floats fsum needs stay at ~2 MiB
-    mean = math.fsum(chain.from_iterable((values[i: i + step] * counts[i: i + step]).tolist()
-                                         for i in range(0, len(values), step))) / n
-    return LatencyStats(mean, out[0], out[1], out[2], n), sketched
+    return LatencyStats(exact_mean(values, counts), out[0], out[1], out[2], n), sketched
