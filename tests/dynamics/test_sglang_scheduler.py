@@ -116,3 +116,12 @@ def test_sglang_rule_leaves_no_slots_held_and_retracts_under_pressure():
     recs = run_cluster(random_workload(), [rep], make_router("round_robin"))
     assert all(r.ok for r in recs) and rep.num_preemptions > 0
     assert rep.kv.held_slots == 0 and rep.kv.private_tokens == 0 and not rep.sched.running and rep.sched.chunked is None
+
+
+def test_sglang_rejects_prompt_plus_output_beyond_the_context_length():
+    # SGLang 0.5.23 TokenizerManager._validate_one_request: input + max_new_tokens > context_len is an error unless
+    # --allow-auto-truncate; 10 + 7 = 17 > 16 is refused (vLLM 0.33 would serve it with 6 output tokens)
+    recs, _, res = run([RequestSpec("ok", 0.0, 8, 4), RequestSpec("long", 0.0, 10, 7)],
+                       num_gpu_blocks=40, max_model_len=16, max_num_batched_tokens=64)
+    assert not recs["long"].ok and "= 17 tokens exceeds max_model_len=16" in recs["long"].error
+    assert res.summary.num_rejected == 1
