@@ -82,7 +82,8 @@ class EngineConfig:
         cap_output_at_max_model_len: vLLM v1 (0.33): serve a request whose prompt + output exceeds
             ``max_model_len`` with its output capped at ``max_model_len − prompt``, rejecting only
             prompts ≥ ``max_model_len``; False: reject prompt + output > ``max_model_len`` (V0's
-            OpenAI server). None → False under ``vllm_v0``, else True.
+            OpenAI server; SGLang 0.5.x ``TokenizerManager._validate_one_request`` without
+            ``--allow-auto-truncate``). None → False under ``vllm_v0`` and ``sglang``, else True.
         blocks_for_tokens: blocks a request holds with ``n`` computed tokens, summed over KV
             cache groups (hybrid / sliding-window plans); None → ``ceil(n / block_size)``.
             Should accept numpy int64 arrays (elementwise) for speed.
@@ -187,7 +188,7 @@ class EngineConfig:
     def caps_output(self) -> bool:
         """Whether requests longer than max_model_len are served capped (True) or rejected (see the field)."""
         c = self.cap_output_at_max_model_len
-        return self.batching != "vllm_v0" if c is None else c
+        return self.batching not in ("vllm_v0", "sglang") if c is None else c
 
     @property
     def num_usable_blocks(self) -> int:
