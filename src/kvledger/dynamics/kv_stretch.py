@@ -9,6 +9,8 @@ slots), so the KV-usage figures of a stretch equal those of the steps it stands 
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import numpy as np
 
 from kvledger.dynamics.request_state import SimRequest
@@ -91,25 +93,21 @@ class PagedStretches:
                     running[e % two_n].blocks.append(b)
                 self._req_blocks += len(ev)
             return self._profile(ev, two_n, k, used0, req0, ()) if free_finished else None
-        ev.extend(frees)
         ev.sort()
-        pending: list[int] = []
-        drops = []  # (step after which a request was freed, blocks used before, request blocks before)
-        for e in ev:
-            i = e % two_n
-            if i < n:
-                pending.append(i)
-            else:
-                if pending:
-                    self._hand_out(running, pending)
-                    pending = []
-                drops.append((e // two_n, self.num_used_blocks, self._req_blocks))
-                self.free(running[i - n], preempted=False)
-                d = drops[-1]
-                drops[-1] = (d[0], d[1] - self.num_used_blocks, d[2] - self._req_blocks)
-        if pending:
-            self._hand_out(running, pending)
-        return self._profile([e for e in ev if e % two_n < n], two_n, k, used0, req0, drops)
+        frees.sort()
+        drops = []  # (step after which a request was freed, blocks used it released, request blocks it released)
+        pos = 0
+        for f in frees:  # allocations keyed before a free happen before it (keys are unique: step, then kind, then request)
+            cut = bisect_left(ev, f, pos)
+            if cut > pos:
+                self._hand_out(running, [e % two_n for e in ev[pos: cut]])
+                pos = cut
+            used, held = self.num_used_blocks, self._req_blocks
+            self.free(running[f % two_n - n], preempted=False)
+            drops.append((f // two_n, used - self.num_used_blocks, held - self._req_blocks))
+        if pos < len(ev):
+            self._hand_out(running, [e % two_n for e in ev[pos:]])
+        return self._profile(ev, two_n, k, used0, req0, drops)
 
     def _profile(self, allocs: list[int], two_n: int, k: int, used0: int, req0: int, drops) -> tuple:
         """Per-step (used blocks, held slots) of a stretch from its allocation keys and the frees' drops (numbers when constant)."""
