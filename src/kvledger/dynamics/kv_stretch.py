@@ -113,19 +113,17 @@ class PagedStretches:
         """Per-step (used blocks, held slots) of a stretch from its allocation keys and the frees' drops (numbers when constant)."""
         if not allocs and not drops:
             return used0, req0 * self.block_size
-        got = np.zeros(k + 1, dtype=np.int64)
+        new = np.zeros(k + 1, dtype=np.int64)  # blocks allocated in each step
         if allocs:
-            got[:k] = np.bincount(np.asarray(allocs, dtype=np.int64) // two_n, minlength=k)
-        for j, du, dr in drops:  # freed after step j: counts from step j + 1 on
-            got[j + 1] -= du
-        used = used0 + np.cumsum(got[:k])
+            new[:k] = np.bincount(np.asarray(allocs, dtype=np.int64) // two_n, minlength=k)
         if not drops:
+            used = used0 + np.cumsum(new[:k])
             return used, (req0 + (used - used0)) * self.block_size
-        got[:k] = np.bincount(np.asarray(allocs, dtype=np.int64) // two_n, minlength=k) if allocs else 0
-        got[k] = 0
-        for j, du, dr in drops:
-            got[j + 1] -= dr
-        return used, (req0 + np.cumsum(got[:k])) * self.block_size
+        used_delta, held_delta = new.copy(), new
+        for j, du, dr in drops:  # freed after step j: counts from step j + 1 on
+            used_delta[j + 1] -= du
+            held_delta[j + 1] -= dr
+        return used0 + np.cumsum(used_delta[:k]), (req0 + np.cumsum(held_delta[:k])) * self.block_size
 
     def _hand_out(self, running: list[SimRequest], order: list[int]) -> None:
         for idx, b in zip(order, self.pool.allocate(len(order))):
