@@ -144,3 +144,11 @@ def test_a_trace_without_arrival_times_names_the_cli_flags():
                                   "--concurrency N for a closed loop (Python: load_trace(..., rate=R, seed=S))")
     res = runner.invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "arxiv", "--rate-scale", "2"])
     assert "; --rate-scale scales a trace's own arrival times, so it does not apply" in str(res.exception)
+
+
+def test_token_times_on_request_change_no_figure():
+    # without --record-token-times the ITL distribution comes from step gaps × counts (dynamics/itl_gaps.py):
+    # the same percentiles and count bit for bit, and the same mean (both Σ gaps correctly rounded / count)
+    lean = json.loads(runner.invoke(app, BASE + ["--json"]).output)["summary"]
+    full = json.loads(runner.invoke(app, BASE + ["--record-token-times", "--json"]).output)["summary"]
+    assert lean == full and lean["itl_s"]["count"] > 0

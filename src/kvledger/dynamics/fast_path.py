@@ -261,7 +261,8 @@ def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
     Appends ``(uid, record)`` to ``out``; returns the next arrival index and whether any
     step ran. Hands over to the general path (leaving the state exactly as step-by-step
     execution would) at anything unusual: blocks running out, a prompt that needs more
-    than one step, an admission that fails, several arrivals in one step, or nobody left.
+    than one step, an admission that fails, or nobody left. Several arrivals in one step are
+    admitted together in one mixed step, as ``Scheduler._admit`` would.
     """
     sched = rep.sched
     total = len(specs)
@@ -291,7 +292,7 @@ def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
             i = _deliver(rep, specs, i, out)
             if not sched.waiting:
                 continue
-            if len(sched.waiting) > 1 or not rep._mixed:  # vllm_v0: the arrival's prompt step is a general step
+            if not rep._mixed:  # vllm_v0: the arrival's prompt step is a general step
                 rep.steady = False
                 return i, progressed
             res = _mixed_step(rep, running, rems, comp)

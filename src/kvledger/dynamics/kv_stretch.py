@@ -13,6 +13,8 @@ async scheduling, after freeing the step before's finishers (``Replica._drain``)
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import numpy as np
 
 from kvledger.dynamics.request_state import SimRequest
@@ -98,25 +100,21 @@ class PagedStretches:
                     running[e % two_n].blocks.append(b)
                 self._req_blocks += len(ev)
             return self._profile(ev, two_n, k, used0, req0, (), lag) if free_finished else None
-        ev.extend(frees)
         ev.sort()
-        pending: list[int] = []
-        drops = []  # (step after whose allocations a request was freed, blocks used before, request blocks before)
-        for e in ev:
-            i = e % two_n
-            if i < n:
-                pending.append(i)
-            else:
-                if pending:
-                    self._hand_out(running, pending)
-                    pending = []
-                drops.append((e // two_n, self.num_used_blocks, self._req_blocks))
-                self.free(running[i - n], preempted=False)
-                d = drops[-1]
-                drops[-1] = (d[0], d[1] - self.num_used_blocks, d[2] - self._req_blocks)
-        if pending:
-            self._hand_out(running, pending)
-        return self._profile([e for e in ev if e % two_n < n], two_n, k, used0, req0, drops, lag)
+        frees.sort()
+        drops = []  # (step after whose allocations a request was freed, blocks used it released, request blocks it released)
+        pos = 0
+        for f in frees:  # allocations keyed before a free happen before it (keys are unique: step, then kind, then request)
+            cut = bisect_left(ev, f, pos)
+            if cut > pos:
+                self._hand_out(running, [e % two_n for e in ev[pos: cut]])
+                pos = cut
+            used, held = self.num_used_blocks, self._req_blocks
+            self.free(running[f % two_n - n], preempted=False)
+            drops.append((f // two_n, used - self.num_used_blocks, held - self._req_blocks))
+        if pos < len(ev):
+            self._hand_out(running, [e % two_n for e in ev[pos:]])
+        return self._profile(ev, two_n, k, used0, req0, drops, lag)
 
     def _profile(self, allocs: list[int], two_n: int, k: int, used0: int, req0: int, drops, lag: int) -> tuple:
         """Per-step (used blocks, held slots) of a stretch from its allocation keys and the frees' drops (numbers when constant).
@@ -126,19 +124,17 @@ class PagedStretches:
         """
         if not allocs and not drops:
             return used0, req0 * self.block_size
-        got = np.zeros(k + 1, dtype=np.int64)
+        new = np.zeros(k + 1, dtype=np.int64)  # blocks allocated in each step
         if allocs:
-            got[:k] = np.bincount(np.asarray(allocs, dtype=np.int64) // two_n, minlength=k)
-        for j, du, dr in drops:  # freed after step j's allocations: counts from step j + 1 − lag on
-            got[j + 1 - lag] -= du
-        used = used0 + np.cumsum(got[:k])
+            new[:k] = np.bincount(np.asarray(allocs, dtype=np.int64) // two_n, minlength=k)
         if not drops:
+            used = used0 + np.cumsum(new[:k])
             return used, (req0 + (used - used0)) * self.block_size
-        got[:k] = np.bincount(np.asarray(allocs, dtype=np.int64) // two_n, minlength=k) if allocs else 0
-        got[k] = 0
-        for j, du, dr in drops:
-            got[j + 1 - lag] -= dr
-        return used, (req0 + np.cumsum(got[:k])) * self.block_size
+        used_delta, held_delta = new.copy(), new
+        for j, du, dr in drops:  # freed after step j's allocations: counts from step j + 1 − lag on
+            used_delta[j + 1 - lag] -= du
+            held_delta[j + 1 - lag] -= dr
+        return used0 + np.cumsum(used_delta[:k]), (req0 + np.cumsum(held_delta[:k])) * self.block_size
 
     def _hand_out(self, running: list[SimRequest], order: list[int]) -> None:
         for idx, b in zip(order, self.pool.allocate(len(order))):
