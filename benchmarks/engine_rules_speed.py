@@ -1,8 +1,9 @@
-"""Simulator speed under the engine rules d2 added: the whole Azure conversation trace, sync vs vLLM 0.33 async scheduling.
+"""Simulator speed under the engine rules: the whole Azure conversation trace, sync vs vLLM 0.33 async scheduling vs SGLang's scheduler.
 
 Llama-3.1-8B on one H100 (the memory plan's pool, max_model_len 16384), the roofline step cost. Prints wall time
 (best of ``--repeat``), steps, and how many steps the general (one-step) path ran, for ``async_scheduling`` off and
-on, and checks that both give identical records to step-by-step execution on the first ``--check`` requests.
+on and for ``batching='sglang'`` (radix cache, FCFS), and checks that each gives identical records to step-by-step
+execution on the first ``--check`` requests.
 
 Usage: python benchmarks/engine_rules_speed.py [--repeat 3] [--check 2000]
 """
@@ -42,8 +43,10 @@ def main() -> None:
         return orig(self)
 
     print(f"azure-conv: {len(reqs):,} requests; Llama-3.1-8B, H100-SXM, {m.num_gpu_blocks:,} blocks; roofline")
-    for on in (False, True):
-        cfg = replace(base, async_scheduling=on)
+    variants = [("async_scheduling=False", replace(base, async_scheduling=False), False),
+                ("async_scheduling=True ", replace(base, async_scheduling=True), True),
+                ("batching=sglang       ", replace(base, batching="sglang", prefix_caching_policy="sglang"), False)]
+    for label, cfg, on in variants:
         cost = plan.step_cost(overlap_cpu=on)
         best = float("inf")
         for _ in range(a.repeat):
@@ -56,7 +59,7 @@ def main() -> None:
         simulate(reqs, cfg, cost)
         Replica._step = orig
         s = res.summary
-        print(f"async_scheduling={on!s:5}: {best:.2f} s wall (best of {a.repeat}); {s.num_steps:,} steps, "
+        print(f"{label}: {best:.2f} s wall (best of {a.repeat}); {s.num_steps:,} steps, "
               f"{general[0]:,} by the general step ({general[0] / s.num_steps:.1%}); TTFT mean {s.ttft_s.mean * 1e3:.1f} ms, "
               f"p90 {s.ttft_s.p90 * 1e3:.1f} ms; ITL mean {s.itl_s.mean * 1e3:.2f} ms")
         sub = reqs[: a.check]

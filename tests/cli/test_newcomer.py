@@ -131,7 +131,9 @@ def _flags(command: str) -> set[str]:
 
 
 def test_simulate_goodput_and_cost_take_the_same_workload_and_engine_flags():
-    sim = _flags("simulate") - {"--out", "--force", "--json", "--help"}
+    # output options are simulate's own: what it writes (--chrome-trace) and keeps (--record-token-times; goodput and
+    # cost keep token times exactly when the SLO has an ITL term)
+    sim = _flags("simulate") - {"--out", "--force", "--json", "--help", "--chrome-trace", "--record-token-times"}
     assert {"--trace", "--rate", "--prompt-lengths", "--batching", "--async-scheduling", "--tp"} <= sim
     for command in ("goodput", "cost"):
         assert sim <= _flags(command), (command, sorted(sim - _flags(command)))

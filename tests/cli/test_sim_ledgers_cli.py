@@ -26,7 +26,7 @@ def _ok(args: list[str]) -> str:
 def records(tmp_path_factory):
     out = tmp_path_factory.mktemp("sim") / "run"
     _ok(["simulate", *SIM, "--out", str(out)])
-    return str(out / "records.json")
+    return str(out / "records.parquet")
 
 
 def test_cost_of_a_simulation_equals_cost_of_its_records_file(records):

@@ -32,14 +32,22 @@ def test_json_has_the_fields_scripts_rely_on():
 
 def test_out_writes_four_files_and_refuses_to_overwrite(tmp_path):
     out = tmp_path / "run"
-    res = runner.invoke(app, BASE + ["--out", str(out)])
+    res = runner.invoke(app, BASE + ["--out", str(out), "--chrome-trace"])
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in out.iterdir()) == ["records.json", "steps.jsonl", "summary.json", "trace.json"]
-    recs = json.loads((out / "records.json").read_text())
-    assert recs["metadata"]["source"] == "simulator" and len(recs["records"]) == 40
+    assert sorted(p.name for p in out.iterdir()) == ["records.parquet", "steps.parquet", "summary.json", "trace.json"]
+    from kvledger.evidence import read_run
+
+    recs = read_run(out / "records.parquet")
+    assert recs.metadata.source == "simulator" and len(recs.records) == 40
+    assert all(r.chunk_times_s is not None and r.chunk_times_s.size == r.num_output_tokens for r in recs.records)
     assert "traceEvents" in json.loads((out / "trace.json").read_text())
-    first = json.loads((out / "steps.jsonl").read_text().splitlines()[0])
-    assert first["step"] == 0 and first["num_scheduled_tokens"] > 0
+    import pyarrow.parquet as pq
+
+    steps = pq.read_table(out / "steps.parquet").to_pylist()
+    first = steps[0]
+    assert first["step"] == 0 and first["num_scheduled_tokens"] == first["num_prefill_tokens"] + first["num_decode_seqs"] > 0
+    assert [s["step"] for s in steps] == list(range(len(steps)))  # one row per step (one replica)
+    assert sum(b["num_tokens"] for b in first["batch"]) == first["num_scheduled_tokens"]
     again = runner.invoke(app, BASE + ["--out", str(out)])
     assert isinstance(again.exception, InputError) and "refusing to overwrite" in str(again.exception)
     assert runner.invoke(app, BASE + ["--out", str(out), "--force"]).exit_code == 0
@@ -136,3 +144,11 @@ def test_a_trace_without_arrival_times_names_the_cli_flags():
                                   "--concurrency N for a closed loop (Python: load_trace(..., rate=R, seed=S))")
     res = runner.invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "arxiv", "--rate-scale", "2"])
     assert "; --rate-scale scales a trace's own arrival times, so it does not apply" in str(res.exception)
+
+
+def test_token_times_on_request_change_no_figure():
+    # without --record-token-times the ITL distribution comes from step gaps × counts (dynamics/itl_gaps.py):
+    # the same percentiles and count bit for bit, and the same mean (both Σ gaps correctly rounded / count)
+    lean = json.loads(runner.invoke(app, BASE + ["--json"]).output)["summary"]
+    full = json.loads(runner.invoke(app, BASE + ["--record-token-times", "--json"]).output)["summary"]
+    assert lean == full and lean["itl_s"]["count"] > 0

@@ -97,3 +97,23 @@ def test_fast_path_is_exact_with_replicas_and_closed_loop(async_):
 def test_async_scheduling_needs_vllm_v1_batching():
     with pytest.raises(InputError, match="batching='continuous'"):
         EngineConfig(num_gpu_blocks=100, max_model_len=64, batching="static", async_scheduling=True)
+
+
+def test_a_request_preempted_with_its_token_in_flight_loses_that_token():
+    # 5 usable blocks of 4 tokens; A, B = 6 prompt + 8 output at t=0 (2 blocks each after the prompt).
+    # Async: step 4 is scheduled at 20 ms with step 3 in flight; A needs its 3rd block (6 + 3 tokens), none is free,
+    # so B (the newest) is preempted and the token step 3 samples for it is dropped (vLLM discards the output of a
+    # request that is no longer running): B has 2 tokens (10, 20 ms), num_tokens 8 = 2 blocks. Step 5, scheduled at
+    # 30 ms, admits B again (2 blocks free) with 8 tokens to recompute: [A 1, B 8]; step 6 (at 40 ms) needs a block
+    # for A again and preempts B again, dropping step 5's token; likewise steps 7–8; A ends at 80 ms and B runs
+    # from 80 ms: [B 8], then its 3rd–8th tokens at 90 … 140 ms, 3 preemptions. This is the engine reference's trace
+    # (sync, for comparison: B is preempted once and keeps its 3rd token at 30 ms).
+    specs = [RequestSpec("A", 0.0, 6, 8), RequestSpec("B", 0.0, 6, 8)]
+    kw = dict(num_gpu_blocks=6, max_model_len=20, block_size=4, max_num_batched_tokens=64, max_num_seqs=8)
+    recs, steps, _ = run(specs, async_scheduling=True, **kw)
+    assert [b for _, b in steps[3:9]] == [[["A", 1]], [["A", 1], ["B", 8]], [["A", 1]], [["A", 1], ["B", 8]],
+                                          [["A", 1]], [["B", 8]]]
+    assert ms(recs["B"].chunk_times_s) == [10, 20, 90, 100, 110, 120, 130, 140] and recs["B"].num_preemptions == 3
+    assert ms(recs["A"].chunk_times_s) == list(range(10, 90, 10))
+    sync, _, _ = run(specs, async_scheduling=False, **kw)
+    assert ms(sync["B"].chunk_times_s) == [10, 20, 30, 90, 100, 110, 120, 130] and sync["B"].num_preemptions == 1

@@ -98,3 +98,44 @@ def test_sglang_preset_is_sglangs_default_configuration():
     # schedule_policy 'fcfs' is SGLang's default (arg_groups/fields/schedule.py); its own step rule, radix cache
     assert POLICY_PRESETS["sglang"] == {"batching": "sglang", "prefix_caching_policy": "sglang",
                                        "scheduling_policy": "fcfs"}
+
+
+def test_sglang_rule_leaves_no_slots_held_and_retracts_under_pressure():
+    import sys
+    from pathlib import Path
+
+    from kvledger.dynamics.cluster import run_cluster
+    from kvledger.dynamics.router import make_router
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_engine import random_workload
+
+    c = EngineConfig(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
+                     batching="sglang", prefix_caching_policy="sglang", ignore_eos=False)
+    rep = Replica(c, FixedStepCost(0.005, 1e-5))
+    recs = run_cluster(random_workload(), [rep], make_router("round_robin"))
+    assert all(r.ok for r in recs) and rep.num_preemptions > 0
+    assert rep.kv.held_slots == 0 and rep.kv.private_tokens == 0 and not rep.sched.running and rep.sched.chunked is None
+
+
+def test_sglang_rejects_prompt_plus_output_beyond_the_context_length():
+    # SGLang 0.5.23 TokenizerManager._validate_one_request: input + max_new_tokens > context_len is an error unless
+    # --allow-auto-truncate; 10 + 7 = 17 > 16 is refused (vLLM 0.33 would serve it with 6 output tokens)
+    recs, _, res = run([RequestSpec("ok", 0.0, 8, 4), RequestSpec("long", 0.0, 10, 7)],
+                       num_gpu_blocks=40, max_model_len=16, max_num_batched_tokens=64)
+    assert not recs["long"].ok and "= 17 tokens exceeds max_model_len=16" in recs["long"].error
+    assert res.summary.num_rejected == 1
+
+
+def test_lpm_moves_requests_sharing_an_uncached_prefix_to_the_back():
+    # max_num_seqs 2; A, B, C share a 64-token prefix (not cached yet), D is unrelated; 70-token prompts, 1 output,
+    # all at t=0. SGLang's lpm keeps A, moves B and C back (they share ≥ 32 tokens with A, their cached prefix is
+    # ≤ 32): step 1 prefills [A, D]; then A's prefix is cached and B, C hit 64 tokens each (70 − 64 = 6 computed).
+    # Plain longest-prefix order would take [A, B] first and B would recompute the prefix.
+    seg = (7, 8)
+    specs = [RequestSpec("A", 0.0, 70, 1, seg, 32), RequestSpec("B", 0.0, 70, 1, seg, 32),
+             RequestSpec("C", 0.0, 70, 1, seg, 32), RequestSpec("D", 0.0, 70, 1)]
+    recs, steps, _ = run(specs, num_gpu_blocks=1001, max_model_len=512, max_num_batched_tokens=256, max_num_seqs=2,
+                         scheduling_policy="lpm")
+    assert steps[0] == (0, [["A", 70], ["D", 70]]) and steps[1] == (10, [["B", 6], ["C", 6]])
+    assert recs["B"].num_cached_tokens == recs["C"].num_cached_tokens == 64

@@ -62,3 +62,8 @@ def test_plan_brings_the_rule_for_sliding_window_models():
     # steady state equals the plan's own count; a whole 8,192-token chunk holds every block of every group
     assert rule.steady(8192) == p.blocks_for_tokens(8192)
     assert rule.held_after(0, 8192) == sum(-(-8192 // g.block_size) for g in p.layout.groups if g.kind != "state")
+    # 0.33: max_in_flight_tokens = max_concurrent_batches × max_num_batched_tokens, 2 with async scheduling, else 1
+    mnbt = p.memory.max_num_batched_tokens
+    assert rule.inflight_tokens == 2 * mnbt
+    sync, _ = engine_config_from_plan(p, async_scheduling=False)
+    assert sync.step_blocks.inflight_tokens == mnbt

@@ -124,12 +124,10 @@ class RooflineStepCost:
         self.split_attention = has_mla if split_attention is None else split_attention
         self.state_bytes = kv.state_bytes_per_seq
         self._gemm_cache: dict[int, float] = {}
-        self._arange = self._steps_init()
         pa, b = self.attn_peak_flops * flops_fraction, self.bw * bandwidth_fraction
         fa, fb = self._attn_coef / pa, kv.growing_bytes_per_token / b
-        # s per KV token read, when the affine shortcut is exact (bandwidth-bound attention, no CPU overlap max)
-        self._fb = fb if not self._swa and fa <= fb and not (overlap_cpu and cpu_overhead_s) else None
-        self._state_per_seq_s = 2 * self.state_bytes / b
+        # decode attention bandwidth-bound at every length, with a margin no rounding can cross
+        self._bw_bound = not self._swa and fa < fb * (1 - 1e-9)
 
     def _init_weights(self, model: ModelSpec, tp: int, weights_bytes: float | None) -> None:
         """Weight bytes each step reads (dense, experts, tied head) and matmul FLOPs per token."""
@@ -157,12 +155,6 @@ class RooflineStepCost:
             return 0.0
         return allreduce_step_s(num_tokens, self.model.hidden_size, self.num_allreduce_layers, self.tp,
                                 self.allreduce_latency_s, self.link_bytes_per_s)
-
-    @staticmethod
-    def _steps_init():
-        import numpy as np
-
-        return np.arange(1024, dtype=np.float64)
 
     def _attention_coefficients(self) -> tuple[float, list[tuple[float, float, int]], float, float]:
         """FLOPs per query–key pair over unbounded layers (decode), [(flops/pair, bytes/token, window) per windowed
@@ -262,56 +254,57 @@ class RooflineStepCost:
         return self.time_s(self.costs(shape))
 
     def _gemm_s(self, num_seqs: int) -> float:
-        """Weight-matmul and all-reduce terms of a pure-decode step of ``num_seqs`` sequences, s (cached)."""
+        """Weight-matmul term of a pure-decode step of ``num_seqs`` sequences, s (cached; as ``costs``/``time_s``
+        compute it, bit for bit)."""
         t = self._gemm_cache.get(num_seqs)
         if t is None:
+            n = num_seqs
             p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
-            t = max((2 * self.matmul_params + self.head_flops_per_seq) * num_seqs / p, self.weight_read_bytes(num_seqs) / b)
-            t += self.allreduce_s(num_seqs)
+            matmul = 2 * self.matmul_params * n + self.head_flops_per_seq * n + self._ctx_upproj * 0
+            t = max(matmul / p, self.weight_read_bytes(n) / b)
             if len(self._gemm_cache) < 4096:
                 self._gemm_cache[num_seqs] = t
         return t
 
-    def _steps(self, num_steps: int) -> np.ndarray:
-        """0, 1, …, num_steps − 1 as float64 (a cached array, sliced)."""
-        import numpy as np
-
-        if num_steps > len(self._arange):
-            self._arange = np.arange(max(num_steps, 2 * len(self._arange)), dtype=np.float64)
-        return self._arange[:num_steps]
-
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
         """Vectorised pure-decode steps (see StepCostModel), s, shape (num_steps,).
 
-        Without windowed layers each step's time is affine in the step index (the KV read grows by
-        ``num_seqs`` tokens a step), so the common case is one multiply-add on a cached index array.
+        Bit for bit what ``step_time_s`` gives each step: the same float operations in the same
+        order, elementwise (numpy rounds each as Python does), so the simulator's fast path and
+        step-by-step execution agree exactly.
         """
-        if num_seqs == 0:
-            import numpy as np
-
-            return np.zeros(num_steps)
-        fb = self._fb
-        if fb is not None:  # attention bandwidth-bound at every length (GQA/MHA/MLA at low TP): affine in the step
-            if num_steps > len(self._arange):
-                self._steps(num_steps)
-            base = self._gemm_s(num_seqs) + self.cpu_overhead_s + self._state_per_seq_s * num_seqs
-            return (base + fb * kv_tokens) + (fb * num_seqs) * self._arange[:num_steps]
         import numpy as np
 
-        p, b = self.attn_peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
-        base = self._gemm_s(num_seqs)
-        if not self.overlap_cpu:
-            base += self.cpu_overhead_s
-        steps = self._steps(num_steps)
-        kvt = kv_tokens + num_seqs * steps
-        flops = self._attn_coef * kvt
-        byts = self.kv.growing_bytes_per_token * kvt + 2 * self.state_bytes * num_seqs
-        for coef, bpt, window in self._swa:
-            capped = np.minimum(kvt, window * num_seqs)
-            flops = flops + coef * capped
-            byts = byts + bpt * capped
-        gpu = base + np.maximum(flops / p, byts / b)
-        return np.maximum(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu
+        if num_seqs == 0:
+            return np.zeros(num_steps)
+        n = num_seqs
+        pa, b = self.attn_peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
+        gemm = self._gemm_s(n)
+        g, st, ar, cpu = self.kv.growing_bytes_per_token, 2 * self.state_bytes * n, self.allreduce_s(n), self.cpu_overhead_s
+        if self._bw_bound and not self.overlap_cpu and num_steps <= 16:  # a short run: plain floats, same operations
+            out = np.empty(num_steps)
+            for i in range(num_steps):
+                out[i] = gemm + (g * (kv_tokens + n * i) + st) / b + ar + cpu
+            return out
+        kvt = np.arange(kv_tokens, kv_tokens + n * num_steps, n)  # exact integers: kv_tokens + n·i
+        byts = g * kvt
+        if st:
+            byts = byts + st
+        if self._bw_bound:  # FLOPs/peak < bytes/bandwidth at every length: max() picks the bytes term
+            term = byts / b
+        else:
+            flops = self._attn_coef * kvt
+            for coef, bpt, window in self._swa:
+                capped = np.minimum(kvt, window * n)
+                flops = flops + coef * capped
+                byts = byts + bpt * capped
+            term = np.maximum(flops / pa, byts / b)
+        gpu = gemm + term
+        if ar:  # x + 0.0 is x: skip the no-op adds
+            gpu = gpu + ar
+        if self.overlap_cpu:
+            return np.maximum(gpu, cpu)
+        return gpu + cpu if cpu else gpu
 
 
 def _mla_head_dims(model: ModelSpec) -> tuple[int, int] | None:

@@ -109,7 +109,7 @@ def _row(rc: RooflineStepCost, batch: int, ctx: int, max_conc: float | None) -> 
     lb, t = rc.time_s(c, achievable=False), rc.time_s(c)
     inten = c.flops / c.bytes
     gemm_cb = c.matmul_flops / rc.peak_flops >= c.weight_bytes / rc.bw
-    attn_cb = c.attn_flops / rc.peak_flops >= c.kv_bytes / rc.bw
+    attn_cb = c.attn_flops / rc.attn_peak_flops >= c.kv_bytes / rc.bw  # attention at its own dtype's peak
     bound = "compute" if gemm_cb and attn_cb else ("weights compute, KV memory" if gemm_cb else "memory")
     return DecodeRow(batch, ctx, c.flops, c.bytes, inten, bound,
                      lb, t, 1 / t, batch / t, c.kv_bytes / c.bytes, max_conc is None or batch <= max_conc)

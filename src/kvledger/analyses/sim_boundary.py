@@ -143,7 +143,9 @@ class _Prober:
     def run_at(self, value: float):
         key = float(value)
         if key not in self.runs:
-            self.runs[key] = simulate_run(_with_value(self.args, self.axis, value), self.synthetic)
+            # token times only when the SLO judges per-request gaps (ITL): probes then hold no per-token data
+            self.runs[key] = simulate_run(_with_value(self.args, self.axis, value), self.synthetic,
+                                          record_token_times=self.slo.itl_s is not None)
             self.results[key] = goodput(self.runs[key].run, self.slo)
             self.phase[key] = self.current_phase
         return self.runs[key].run

@@ -181,17 +181,23 @@ def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) ->
 
 
 def run_prepared(setup: SimSetup, args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *,
-                 record_steps: bool = False, progress: Callable[[int, int], None] | None = None) -> SimulatedRun:
-    """Run a prepared simulation and complete its metadata (see :func:`simulate_run`)."""
+                 record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
+                 record_token_times: bool = True) -> SimulatedRun:
+    """Run a prepared simulation and complete its metadata (see :func:`simulate_run`).
+
+    ``record_token_times=False`` keeps no per-token times in the records (the summary's ITL
+    distribution stays exact; per-request ITL statistics, e.g. an ITL SLO, need them).
+    """
     result = simulate(setup.workload, setup.config, setup.cost, record_steps=record_steps, progress=progress,
-                      num_replicas=setup.replicas, router=setup.router, model=setup.model_name, hardware=setup.gpu_name)
+                      num_replicas=setup.replicas, router=setup.router, model=setup.model_name, hardware=setup.gpu_name,
+                      record_token_times=record_token_times)
     sim = SimulatedRun(result.records, result, setup, args, synthetic)
     _complete_metadata(sim)
     return sim
 
 
 def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *, record_steps: bool = False,
-                 progress: Callable[[int, int], None] | None = None) -> SimulatedRun:
+                 progress: Callable[[int, int], None] | None = None, record_token_times: bool = True) -> SimulatedRun:
     """Simulate ``args`` (a trace, or ``synthetic`` when given) and return records ready for the ledgers.
 
     Same inputs, same records: the seed is explicit and the simulator has no wall clock, so two calls
@@ -200,10 +206,12 @@ def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *
     Args:
         args: model, GPU, engine flags and workload as ``kvledger simulate`` names them.
         synthetic: replaces ``args.trace``; needs ``args.num_requests`` and ``args.rate`` (or ``args.concurrency``).
-        record_steps: keep the per-step log (for ``steps.jsonl`` / the Chrome trace).
+        record_steps: keep the per-step log (for ``steps.parquet`` / the Chrome trace).
         progress: called as ``progress(done, total)`` now and then.
+        record_token_times: keep every token time in the records (per-request ITL statistics need them).
 
     Raises:
         InputError / UnknownNameError / FormatError: bad names, settings or trace files, with the reason.
     """
-    return run_prepared(prepare_run(args, synthetic), args, synthetic, record_steps=record_steps, progress=progress)
+    return run_prepared(prepare_run(args, synthetic), args, synthetic, record_steps=record_steps, progress=progress,
+                        record_token_times=record_token_times)

@@ -189,7 +189,7 @@ def register(app: typer.Typer) -> None:
     @app.command("cost")
     def cost_command(
         ctx: typer.Context,
-        files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger simulate --out DIR writes DIR/records.json); several runs (a rate sweep) are priced at the run at their SLO capacity; or use --simulate", show_default=False),
+        files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger simulate --out DIR writes DIR/records.parquet); several runs (a rate sweep) are priced at the run at their SLO capacity; or use --simulate", show_default=False),
         slo: str | None = typer.Option(None, "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms' (required)", show_default=False),
         api: str | None = typer.Option(None, "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1' (required; kvledger prices lists them)", show_default=False),
         utilization: float | None = typer.Option(None, "--utilization", help="average load ÷ the capacity priced (see Capacity above) over the billed hours, (0, 1] (required)", show_default=False),

@@ -11,7 +11,7 @@ from kvledger import strict_json
 
 __all__ = ["register"]
 
-OUT_FILES = ("records.json", "steps.jsonl", "trace.json", "summary.json")
+OUT_FILES = ("records.parquet", "steps.parquet", "trace.json", "summary.json")
 
 
 def simulate(
@@ -49,8 +49,10 @@ def simulate(
     cpu_overhead: Optional[str] = typer.Option(None, "--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms)."),
     async_scheduling: Optional[bool] = typer.Option(None, "--async-scheduling/--no-async-scheduling", help="vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write records.json, steps.jsonl, trace.json (Chrome) and summary.json here."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write records.parquet (every request, token times included; goodput and cost read it), steps.parquet (every engine step) and summary.json here."),
     force: bool = typer.Option(False, "--force", help="Allow --out to overwrite existing files."),
+    chrome_trace: bool = typer.Option(False, "--chrome-trace", help="With --out, also write trace.json (chrome://tracing / Perfetto; one JSON document, large for long runs)."),
+    record_token_times: bool = typer.Option(False, "--record-token-times", help="Keep every token time of every request (on with --out: the records file carries them for ITL SLOs). Off, memory follows the active requests and the ITL distribution is still exact."),
 ) -> None:
     """Simulate serving a trace: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage, preemptions, prefix-cache hits."""
     from kvledger.analyses.sim_ledgers import SyntheticSpec, prepare_run
@@ -78,13 +80,14 @@ def simulate(
             raise InputError("give either --trace or a synthetic workload (--prompt-lengths/--output-lengths), not both")
         synthetic = SyntheticSpec(prompt_lengths, output_lengths, 1.0 if arrival_cv is None else arrival_cv)
     setup = prepare_run(args, synthetic)
-    result = _run(setup, args, record_steps=out is not None, show_progress=not as_json)
+    result = _run(setup, args, record_steps=out is not None, show_progress=not as_json,
+                  record_token_times=record_token_times or out is not None)
     from kvledger.invariants import check_sim_summary
 
     payload = {"summary": check_sim_summary(result.summary.to_dict()), "engine": result.config, "workload": setup.workload_info,
                "step_cost": setup.cost_info, "notes": setup.notes}
     if out is not None:
-        _write_outputs(out, result, payload)
+        _write_outputs(out, result, payload, chrome_trace)
     if as_json:
         typer.echo(strict_json.dumps(payload, indent=2))
     else:
@@ -95,32 +98,44 @@ def simulate(
         render_summary(payload, Console(), out)
 
 
-def _run(setup, args, record_steps: bool, show_progress: bool):
+def _run(setup, args, record_steps: bool, show_progress: bool, record_token_times: bool):
     """The simulator's result; its records carry the GPU count, offered rate and max_num_seqs (for `kvledger cost`)."""
     from kvledger.analyses.sim_ledgers import run_prepared
 
     if not show_progress or setup.num_requests < 5000:
-        return run_prepared(setup, args, record_steps=record_steps).result
+        return run_prepared(setup, args, record_steps=record_steps, record_token_times=record_token_times).result
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} requests"),
                   TimeElapsedColumn(), transient=True) as bar:
         task = bar.add_task("sim", total=setup.num_requests)
-        return run_prepared(setup, args, record_steps=record_steps,
+        return run_prepared(setup, args, record_steps=record_steps, record_token_times=record_token_times,
                             progress=lambda done, total: bar.update(task, completed=done, total=total)).result
 
 
-def _write_outputs(out: Path, result, payload: dict) -> None:
-    """Write the four files, each atomically (temporary file + rename): a failure leaves no half-written file."""
-    import io
+def _write_outputs(out: Path, result, payload: dict, chrome_trace: bool) -> None:
+    """Write the files, each atomically (temporary file + rename): a failure leaves no half-written file."""
+    import os
+    import tempfile
 
+    from kvledger.dynamics.steps_parquet import write_steps_parquet
+    from kvledger.evidence.records_parquet import write_parquet
     from kvledger.strict_json import write_text_atomic
 
-    write_text_atomic(out / "records.json", strict_json.dumps(result.records.to_dict()))
-    steps = io.StringIO()
-    result.write_steps_jsonl(steps)
-    write_text_atomic(out / "steps.jsonl", steps.getvalue())
-    write_text_atomic(out / "trace.json", strict_json.dumps(result.chrome_trace()))
+    def atomic(name: str, write) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out)
+        os.close(fd)
+        try:
+            write(tmp)
+            os.replace(tmp, out / name)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    atomic("records.parquet", lambda tmp: write_parquet(result.records, tmp))
+    atomic("steps.parquet", lambda tmp: write_steps_parquet(result.steps, tmp))
+    if chrome_trace:
+        write_text_atomic(out / "trace.json", strict_json.dumps(result.chrome_trace()))
     write_text_atomic(out / "summary.json", strict_json.dumps(payload, indent=2))
 
 

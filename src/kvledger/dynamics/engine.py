@@ -1,8 +1,9 @@
 """The simulator's entry point: ``simulate(workload, config, cost) -> SimResult`` for one or several replicas of a vLLM-like engine.
 
-A pure-Python discrete-event simulation of vLLM v1's scheduler (scheduler.py), block pool
-and prefix caching (block_pool.py, kv_manager.py) or SGLang's radix cache
-(radix_cache.py), priced step by step by a ``StepCostModel``. Deterministic: the same
+A pure-Python discrete-event simulation of vLLM v1's scheduler (scheduler.py; async
+scheduling in replica.py) or SGLang's (sglang_scheduler.py), block pool and prefix caching
+(block_pool.py, kv_manager.py) or SGLang's radix cache (radix_cache.py), priced step by step
+by a ``StepCostModel``. Deterministic: the same
 inputs give byte-identical output; there is no wall-clock time and no hidden RNG.
 """
 
@@ -17,6 +18,7 @@ from kvledger.accounting.stepcost import StepCostModel
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.cluster import run_cluster
 from kvledger.dynamics.engine_config import EngineConfig
+from kvledger.dynamics.itl_gaps import SKETCH_NOTE, merged_stats
 from kvledger.dynamics.metrics import DEFINITIONS, Summary, summarize_records
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.router import make_router
@@ -68,7 +70,7 @@ class SimResult:
 def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig, cost: StepCostModel, *,
              record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
              num_replicas: int = 1, router: str = "round_robin", fast_forward: bool = True,
-             model: str | None = None, hardware: str | None = None) -> SimResult:
+             model: str | None = None, hardware: str | None = None, record_token_times: bool = True) -> SimResult:
     """Serve ``requests`` (an open-loop list, or a ``ClosedLoop``) on ``num_replicas`` engines.
 
     Args:
@@ -81,6 +83,10 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
         router: key of ``kvledger.dynamics.router.ROUTERS``.
         fast_forward: jump over steady pure-decode stretches (off only to cross-check).
         model, hardware: names recorded in the run metadata.
+        record_token_times: keep every token time in the records (``chunk_times_s``; per-request
+            ITL statistics need them). Off, records keep first-token and finish times only and
+            the summary's ITL distribution comes from exact step-gap counts (itl_gaps.py):
+            memory then follows the active requests, not the tokens produced.
 
     Raises:
         InputError: bad settings or a malformed request (named by its id).
@@ -88,8 +94,8 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
     if isinstance(num_replicas, bool) or not isinstance(num_replicas, int) or num_replicas < 1:
         raise InputError(f"num_replicas must be an integer ≥ 1, got {num_replicas!r}")
     route = make_router(router)
-    replicas = [Replica(config, cost, i, record_steps=record_steps, fast_forward=fast_forward)
-                for i in range(num_replicas)]
+    replicas = [Replica(config, cost, i, record_steps=record_steps, fast_forward=fast_forward,
+                        record_token_times=record_token_times) for i in range(num_replicas)]
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run makes millions of small objects but no garbage cycles; collections only cost time
     try:
@@ -109,8 +115,14 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
         extra={"cost_model": getattr(cost, "name", type(cost).__name__), "num_replicas": num_replicas,
                "router": router if num_replicas > 1 else None, "engine": config.to_dict()})
     run = RunRecords(recs, meta)
-    summary = Summary(**summarize_records(run), **_engine_figures(replicas, run.duration_s),
-                      definitions=list(DEFINITIONS) + _policy_notes(config))
+    figures, sketched = summarize_records(run, exact_itl_mean=True), False
+    if replicas[0].gaps is not None:  # no token times kept: the exact step-gap counts give the ITL distribution
+        for r in replicas:
+            r.fold_gaps()
+        figures["itl_s"], sketched = merged_stats([r.gaps for r in replicas])
+    notes = [SKETCH_NOTE] if sketched else []
+    summary = Summary(**figures, **_engine_figures(replicas, run.duration_s),
+                      definitions=list(DEFINITIONS) + _policy_notes(config) + notes)
     return SimResult(run, summary, config.to_dict(), [r.steplog for r in replicas] if record_steps else None)
 
 
@@ -131,7 +143,9 @@ def _engine_figures(replicas: list[Replica], duration_s: float) -> dict[str, Any
 
 
 def _policy_notes(cfg: EngineConfig) -> list[str]:
-    rule = "vLLM V0 prefill-first rule" if cfg.batching == "vllm_v0" else "vLLM v1 scheduling rule"
+    rule = {"vllm_v0": "vLLM V0 prefill-first rule", "sglang": "SGLang's prefill-first scheduler (reservation admission, "
+            "retraction; managers/scheduler.py)", "static": "static batching"}.get(
+        cfg.batching, "vLLM v1 scheduling rule" + (", async scheduling (batch queue of 2)" if cfg.async_scheduling else ""))
     notes = [f"engine: {rule}, batching={cfg.batching}, kv_allocation={cfg.kv_allocation}, "
              f"scheduling_policy={cfg.scheduling_policy}, prefix caching={cfg.caching_policy_in_effect}"]
     notes.append("prefix_cache_hit_rate = tokens served from the prefix cache / prompt tokens, at first admission "

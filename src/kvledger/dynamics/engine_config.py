@@ -82,7 +82,8 @@ class EngineConfig:
         cap_output_at_max_model_len: vLLM v1 (0.33): serve a request whose prompt + output exceeds
             ``max_model_len`` with its output capped at ``max_model_len − prompt``, rejecting only
             prompts ≥ ``max_model_len``; False: reject prompt + output > ``max_model_len`` (V0's
-            OpenAI server). None → False under ``vllm_v0``, else True.
+            OpenAI server; SGLang 0.5.x ``TokenizerManager._validate_one_request`` without
+            ``--allow-auto-truncate``). None → False under ``vllm_v0`` and ``sglang``, else True.
         blocks_for_tokens: blocks a request holds with ``n`` computed tokens, summed over KV
             cache groups (hybrid / sliding-window plans); None → ``ceil(n / block_size)``.
             Should accept numpy int64 arrays (elementwise) for speed.
@@ -147,9 +148,10 @@ class EngineConfig:
         if self.step_blocks is not None and (self.blocks_for_tokens is None or self.batching == "vllm_v0"):
             raise InputError("step_blocks (vLLM v1's per-step sliding-window rule) needs blocks_for_tokens and a v1 "
                              "batching rule")
-        if self.blocks_for_tokens is not None and self.enable_prefix_caching:
-            raise InputError("prefix caching is not modelled for hybrid / sliding-window KV layouts "
-                             "(a custom blocks_for_tokens); set enable_prefix_caching=False")
+        if self.blocks_for_tokens is not None and self.enable_prefix_caching and not self.hybrid_caching:
+            raise InputError("prefix caching is modelled for hybrid layouts only with vLLM's per-step sliding-window "
+                             "rule (step_blocks), attention groups of one block size and no Mamba state, paged, "
+                             "prefix_caching_policy='vllm'; set enable_prefix_caching=False")
 
     def _check_v0(self) -> None:
         """The settings ``vllm_v0`` models: V0's default scheduler (no chunked prefill), FCFS, paged, no caching."""
@@ -175,10 +177,18 @@ class EngineConfig:
         return int(V0_WATERMARK * self.num_gpu_blocks)
 
     @property
+    def hybrid_caching(self) -> bool:
+        """Prefix caching on a hybrid full + sliding layout (hybrid_kv.py models it: vLLM paged, one block size)."""
+        from kvledger.dynamics.hybrid_kv import supports_hybrid_caching
+
+        return (self.enable_prefix_caching and self.step_blocks is not None and self.prefix_caching_policy == "vllm"
+                and self.kv_allocation == "paged" and supports_hybrid_caching(self.step_blocks))
+
+    @property
     def caps_output(self) -> bool:
         """Whether requests longer than max_model_len are served capped (True) or rejected (see the field)."""
         c = self.cap_output_at_max_model_len
-        return self.batching != "vllm_v0" if c is None else c
+        return self.batching not in ("vllm_v0", "sglang") if c is None else c
 
     @property
     def num_usable_blocks(self) -> int:
@@ -223,6 +233,10 @@ def make_kv_manager(cfg: EngineConfig):
 
     if cfg.caching_policy_in_effect == "sglang":
         return RadixKVManager((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.block_size)
+    if cfg.hybrid_caching:
+        from kvledger.dynamics.hybrid_kv import HybridKVManager
+
+        return HybridKVManager(cfg.num_gpu_blocks, cfg.step_blocks, True)
     # the pool keeps block 0 as v1's null block; V0 had none, so give it one more id to keep all usable
     return PagedKVManager(cfg.num_usable_blocks + 1, cfg.block_size, cfg.enable_prefix_caching,
                           cfg.blocks_for_tokens, contiguous=cfg.kv_allocation == "contiguous",

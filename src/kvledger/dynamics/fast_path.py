@@ -17,10 +17,28 @@ Python per step (tests compare every token time bit for bit with ``fast_forward=
   stretches and arrival steps without returning to the driver, keeping the running
   requests' token counters in two lists and writing them back when it hands over.
 
+Every reported figure stays bit for bit that of step-by-step execution
+(tests/dynamics/test_fast_path_exact.py, also under async scheduling and SGLang's scheduler):
+token times; KV usage and the token-state share, sampled per step after its allocations and
+without the requests that finished in an earlier step (the KV manager's ``stretch_commit``
+returns those per-step samples), folded left to right; the step log.
+
 Async scheduling (replica.py) shifts two things by one step: a step may run while the step
 before it started before ``bound_s`` (it was scheduled then), and a finishing request is freed
-after the next step's allocations (``stretch_commit(lag=1)``). A stretch starts only when no
-finisher's free is pending; the general step handles that one.
+after the next step's allocations (``stretch_commit(lag=1)``; the general step frees it before
+sampling that step, so the samples are those of synchronous freeing). A stretch starts only
+when no finisher's free is pending; the general step handles that one.
+
+A new scheduling rule keeps the fast path exact if it (1) schedules a steady batch (everyone one
+token behind, nobody admissible) as one decode token per running request in running order, or
+else makes ``Replica._next_is_steady`` return False so the general step runs (SGLang's
+scheduler does so whenever requests wait); (2) keeps allocation in step, then running, order
+(``stretch_limit``/``stretch_commit``), or gives its KV manager its own pair with the same
+contract (kv_stretch.py), or sets ``no_stretches`` (hybrid_kv.py); (3) prices a pure-decode
+step as ``decode_steps_s`` does, one step at a time; (4) if it changes when an arrival joins,
+gives ``run_open``/``admit_step`` the same timing (async scheduling: ``rep.sched_s`` and the
+deferred frees), or sends them to the general step for it, as ``vllm_v0`` and SGLang do
+(``rep._mixed``).
 """
 
 from __future__ import annotations
@@ -38,6 +56,7 @@ from kvledger.dynamics.scheduler import v0_decode_limit
 __all__ = ["stretch", "admit_step", "run_open", "MAX_STRETCH_STEPS"]
 
 MAX_STRETCH_STEPS = 2048  # longest stretch priced in one go, steps
+_STEP_INDEX = np.arange(MAX_STRETCH_STEPS + 1, dtype=np.float64)
 
 
 def stretch(rep, bound_s: float, through: bool) -> list | None:
@@ -71,7 +90,7 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     lag = 1 if rep._async else 0
     if lag and rep.sched_s >= bound_s:  # the first step would be scheduled at or after the bound
         return [], 0
-    k, ends, pieces = _decode_times(rep, rems, comp, go, bound_s, lag)
+    k, ends, durs, pieces = _decode_times(rep, rems, comp, go, bound_s, lag)
     k = _block_limit(rep, running, comp, rems, k)
     if k == 0:
         return [], 0
@@ -81,12 +100,11 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
         if m <= k:  # finishes inside the stretch: final counters now (the free below needs them)
             _set_final(r, c + m)
             finished.append((r, step0 + m - 1))
-    used0, held0 = kv.num_used_blocks, kv.held_slots
-    kv.stretch_commit(running, comp, rems, k, lag=lag)  # blocks in step-by-step order; frees the finished
+    used, held = kv.stretch_commit(running, comp, rems, k, lag=lag)  # blocks in step-by-step order; frees the finished
     rep.sched.advance_decode(k)
     rep._push_times(ends[1: k + 1])
     rep.now_s = ends[k]
-    _account(rep, pieces, k, ends, used0, held0, running, rems)
+    _account(rep, pieces, k, ends, durs, used, held, running, rems)
     if lag:
         # finished in the last step (rems m = k): freed after the next schedule
         rep._defer([(r, st) for r, st in finished if st - step0 + 1 + lag > k])
@@ -108,17 +126,16 @@ def _set_final(r: SimRequest, computed: int) -> None:
 
 
 def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float, lag: int = 0):
-    """Step end times ``ends[0..k]`` (sequential float sums, as step-by-step execution adds them), ``k`` and the pieces.
+    """Step end times ``ends[0..k]`` (sequential float sums, as step-by-step execution adds them), step durations, ``k`` and the pieces.
 
     A piece runs to the next finish with its own batch size, priced by one ``decode_steps_s``
     call; ``k`` stops at the first step that would be scheduled at or after ``bound_s`` (its
     start; with ``lag`` 1, async, the start of the step before it), at the first finish (with
     ``go``: the last) and at MAX_STRETCH_STEPS. Pieces: ``(first step, end step, batch size,
-    tokens stored at the first step)``.
+    KV tokens read in the first step)``; durations: each step's, as priced.
     """
     alive = len(rems)
     kv_tok = sum(comp) + alive
-    ends = [rep.now_s]
     if go:
         leaving: dict[int, list[int]] = {}
         for m, c in zip(rems, comp):
@@ -132,34 +149,46 @@ def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: floa
     else:
         stops = [min(rems)]
     pieces, a, decode = [], 0, rep.cost.decode_steps_s
+    ends, dur_chunks = [rep.now_s], []
     for stop in stops:
         b = stop if stop < MAX_STRETCH_STEPS else MAX_STRETCH_STEPS
-        it = accumulate(decode(alive, kv_tok + alive * a, b - a).tolist(), initial=ends[a])
+        d = decode(alive, kv_tok + alive * a, b - a)
+        dur_chunks.append(d)
+        it = accumulate(d.tolist(), initial=ends[a])
         next(it)
         ends.extend(it)
         if b - 1 - lag >= 0 and ends[b - 1 - lag] >= bound_s:
             b = bisect_left(ends, bound_s, max(a - lag, 0), b - lag) + lag
         if b > a:
-            pieces.append((a, b, alive, kv_tok - alive + alive * a))
+            pieces.append((a, b, alive, kv_tok + alive * a))
         if b < stop or b == MAX_STRETCH_STEPS or not go:
-            return b, ends, pieces
+            break
         cnt, tok = leaving[stop]
         alive, kv_tok, a = alive - cnt, kv_tok - tok, b
-    return a, ends, pieces
+    else:
+        b = a
+    durs = dur_chunks[0] if len(dur_chunks) == 1 else np.concatenate(dur_chunks)
+    return b, ends, durs, pieces
 
 
-def _account(rep, pieces: list, k: int, ends: list[float], used0: float, held0: int, running: list[SimRequest],
-             rems: list[int]) -> None:
-    used1, cap = rep.kv.num_used_blocks, rep.kv.capacity_blocks
-    rep.usage.add_share(ends[k] - ends[0], pieces[0][3], held0)  # tokens and slots at the stretch's start
-    rep.usage.add_stretch(ends[0], ends[k] - ends[0], used0, used1, cap)
+def _account(rep, pieces: list, k: int, ends: list[float], durs: np.ndarray, used: np.ndarray, held: np.ndarray,
+             running: list[SimRequest], rems: list[int]) -> None:
+    """KV usage and token-state samples of each step of a stretch, as step-by-step execution takes them."""
+    cap = rep.kv.capacity_blocks
+    if len(pieces) == 1:
+        a, b, alive, kv_a = pieces[0]
+        stored = _STEP_INDEX[: min(b, k) - a] * alive + kv_a
+    else:
+        stored = np.concatenate([_STEP_INDEX[: min(b, k) - a] * alive + kv_a for a, b, alive, kv_a in pieces if min(b, k) > a])
+    rep.usage.add_steps(ends[:k], durs[:k], used, cap, stored, held)
     if rep.steplog is not None:
         for a, b, alive, _ in pieces:
             b = min(b, k)
             if b > a:
                 batch = [(r.spec.request_id, 1) for r, m in zip(running, rems) if m > a]
-                rep.steplog.add_stretch(rep.num_steps - k + a, ends[a], np.diff(ends[a: b + 1]), alive,
-                                        used1 / cap, alive, len(rep.sched.waiting), batch)
+                u = used[a: b] / cap if isinstance(used, np.ndarray) else np.full(b - a, used / cap)
+                rep.steplog.add_stretch(rep.num_steps - k + a, np.asarray(ends[a: b]), durs[a: b], alive,
+                                        u, alive, len(rep.sched.waiting), batch)
 
 
 def admit_step(rep) -> list | None:
@@ -232,7 +261,8 @@ def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
     Appends ``(uid, record)`` to ``out``; returns the next arrival index and whether any
     step ran. Hands over to the general path (leaving the state exactly as step-by-step
     execution would) at anything unusual: blocks running out, a prompt that needs more
-    than one step, an admission that fails, several arrivals in one step, or nobody left.
+    than one step, an admission that fails, or nobody left. Several arrivals in one step are
+    admitted together in one mixed step, as ``Scheduler._admit`` would.
     """
     sched = rep.sched
     total = len(specs)
@@ -262,7 +292,7 @@ def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
             i = _deliver(rep, specs, i, out)
             if not sched.waiting:
                 continue
-            if len(sched.waiting) > 1 or not rep._mixed:  # vllm_v0: the arrival's prompt step is a general step
+            if not rep._mixed:  # vllm_v0: the arrival's prompt step is a general step
                 rep.steady = False
                 return i, progressed
             res = _mixed_step(rep, running, rems, comp)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.dynamics.engine_config import EngineConfig
+from kvledger.accounting.vllm_rules import parse_version
+from kvledger.dynamics.hybrid_kv import supports_hybrid_caching
 from kvledger.dynamics.swa_step import StepBlockRule
 from kvledger.errors import InputError, UnknownNameError
 
@@ -42,10 +44,11 @@ def default_async_scheduling(engine: str, engine_version: str, batching: str) ->
     0.21–0.32 were not read and are taken as off, the same boundary as the sliding-window
     in-flight rule (``accounting/vllm_rules.py : sliding_inflight_tokens``).
     """
-    from kvledger.accounting.vllm_rules import parse_version
-
-    if engine != "vllm" or batching != "continuous":
-        return False, f"{engine} {batching} rule schedules synchronously"
+    if engine != "vllm":
+        return False, f"the {engine} memory plan: synchronous steps"
+    if batching != "continuous":
+        extra = " (SGLang's overlap scheduling is not modelled)" if batching == "sglang" else ""
+        return False, f"batching={batching!r} schedules synchronously{extra}"
     if parse_version(engine_version) >= (0, 33, 0):
         return True, f"vLLM {engine_version} default (config/vllm.py: VllmConfig.__post_init__); simulate, goodput --simulate and cost --simulate take --no-async-scheduling for a synchronous engine"
     return False, (f"vLLM {engine_version}: off by default (read in 0.10–0.20; 0.21–0.32 assumed the same); "
@@ -99,11 +102,23 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         fields["blocks_for_tokens"] = bft
         notes.append("hybrid / sliding-window KV layout: blocks per request from the plan's KV cache groups")
         if m.engine == "vllm" and plan.layout is not None and fields.get("batching", "continuous") != "vllm_v0":
-            fields["step_blocks"] = StepBlockRule.from_layout(plan.layout, m.max_model_len, plan.inflight_tokens)
+            inflight = plan.inflight_tokens
+            if parse_version(m.engine_version) >= (0, 33, 0):  # max_in_flight_tokens = max_concurrent_batches × MNBT
+                inflight = (2 if fields["async_scheduling"] else 1) * fields["max_num_batched_tokens"]
+            fields["step_blocks"] = StepBlockRule.from_layout(plan.layout, m.max_model_len, inflight)
             notes.append("sliding-window groups hold a prefill chunk's blocks until the next step and admit on "
-                         f"max_admission_blocks_per_request (in-flight tokens {plan.inflight_tokens:,}; "
-                         "v1/core/single_type_kv_cache_manager.py)")
-        if fields.get("enable_prefix_caching", True):
+                         f"max_admission_blocks_per_request (in-flight tokens {inflight:,}; "
+                         "v1/core/single_type_kv_cache_manager.py, config/vllm.py max_in_flight_tokens)")
+        rule = fields.get("step_blocks")
+        cacheable = (rule is not None and supports_hybrid_caching(rule)
+                     and fields.get("prefix_caching_policy", "vllm") == "vllm"
+                     and fields.get("kv_allocation", "paged") == "paged")
+        if fields.get("enable_prefix_caching", True) and not cacheable:
             fields["enable_prefix_caching"] = False
-            notes.append("prefix caching is not modelled for hybrid layouts: simulated with it off")
+            notes.append("prefix caching is not modelled for this hybrid layout (Mamba state groups, mixed block sizes "
+                         "or the radix cache): simulated with it off")
+        elif fields.get("enable_prefix_caching", True):
+            notes.append("hybrid prefix caching as vLLM 0.33 (on by default; ModelConfig.is_prefix_caching_supported): "
+                         "per-group hashes, sliding groups need only the window's blocks of a hit "
+                         "(kv_cache_coordinator.py); these runs take the general step throughout (slower)")
     return EngineConfig(**fields), notes

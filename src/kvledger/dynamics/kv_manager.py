@@ -22,15 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from kvledger.dynamics.block_pool import BlockPool
+from kvledger.dynamics.kv_stretch import PagedStretches
 from kvledger.dynamics.prefix_keys import own_block_key, shareable_block_keys, vectorize_blocks_for_tokens
 from kvledger.dynamics.request_state import SimRequest
 
 __all__ = ["PagedKVManager"]
 
-class PagedKVManager:
+class PagedKVManager(PagedStretches):
     """Block tables for running requests on one :class:`BlockPool`, with vLLM's prefix caching.
 
     Args:
@@ -223,94 +222,3 @@ class PagedKVManager:
         self._req_blocks -= len(req.blocks)
         req.blocks = []
         req.num_registered = 0
-
-    # ------------------------------------------------ pure-decode stretches
-    # A stretch: request i (computed ``comp[i]`` tokens at the start) decodes one token in each
-    # of the first ``min(rems[i], k)`` steps; a request with ``rems[i] <= k`` finishes after its
-    # step ``rems[i] − 1`` and its blocks are freed before the next step allocates.
-    def stretch_limit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int) -> int:
-        """A ``k' ≤ k`` such that the first ``k'`` steps find their blocks (frees mid-stretch ignored: conservative)."""
-        free = self.pool.num_free_blocks
-        B = self.block_size
-        if self.custom_bft:
-            return int(np.searchsorted(self._stretch_allocs(running, comp, rems, k)[1], free, side="right"))
-        if len(running) * (k // B + 1) <= free:
-            return k
-
-        def need(steps: int) -> int:
-            return sum(max(0, (c + min(m, steps) + B - 1) // B - len(r.blocks)) for r, c, m in zip(running, comp, rems))
-
-        if need(k) <= free:
-            return k
-        lo, hi = 0, k  # need(lo) <= free < need(hi)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if need(mid) <= free else (lo, mid)
-        return lo
-
-    def _stretch_allocs(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int):
-        c = np.asarray(comp, dtype=np.int64)
-        held = np.fromiter((len(r.blocks) for r in running), np.int64, len(running))
-        steps = np.minimum(np.arange(1, k + 1, dtype=np.int64)[None, :], np.asarray(rems, dtype=np.int64)[:, None])
-        need = np.maximum(self._bft_vec(c[:, None] + steps), held[:, None])
-        need = np.maximum.accumulate(need, axis=1)
-        new = np.diff(need, axis=1, prepend=held[:, None])
-        return new, np.cumsum(new.sum(axis=0))
-
-    def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
-                       free_finished: bool = True, lag: int = 0) -> None:
-        """Allocate the stretch's blocks and free finishing requests, in step-by-step order.
-
-        Within a step, blocks go in running order; a request that finishes in a step is freed
-        after that step's allocations (unless ``free_finished`` is False: the caller frees
-        them), or with ``lag`` 1 (async scheduling) after the next step's; one whose free would
-        fall past the stretch is left to the caller. The requests' token counters must already
-        be final when freeing here.
-        """
-        B, n = self.block_size, len(running)
-        two_n = 2 * n
-        # event keys: j·2n + i allocates a block for request i in step j; j·2n + n + i frees request i after step j
-        if self.custom_bft:
-            new, _ = self._stretch_allocs(running, comp, rems, k)
-            keys = (np.arange(k)[:, None] * two_n + np.arange(n)[None, :]).ravel()
-            ev = np.repeat(keys, new.T.ravel()).tolist()
-        elif k == 1:  # one step: only requests whose blocks are exactly full need one
-            ev = [idx for idx, (r, c) in enumerate(zip(running, comp)) if len(r.blocks) * B == c]
-        else:
-            ev = []
-            for idx, (r, c, m) in enumerate(zip(running, comp, rems)):
-                j = len(r.blocks) * B - c
-                end = m if m < k else k
-                if j < end:
-                    if j + B >= end:
-                        ev.append(j * two_n + idx)
-                    else:
-                        ev.extend(range(j * two_n + idx, end * two_n, B * two_n))
-        frees = [(m - 1 + lag) * two_n + n + i for i, m in enumerate(rems) if m + lag <= k] if free_finished else None
-        if not frees:
-            if ev:
-                if len(ev) > 1:
-                    ev.sort()
-                for e, b in zip(ev, self.pool.allocate(len(ev))):
-                    running[e % two_n].blocks.append(b)
-                self._req_blocks += len(ev)
-            return
-        ev.extend(frees)
-        ev.sort()
-        pending: list[int] = []
-        for e in ev:
-            i = e % two_n
-            if i < n:
-                pending.append(i)
-            else:
-                if pending:
-                    self._hand_out(running, pending)
-                    pending = []
-                self.free(running[i - n], preempted=False)
-        if pending:
-            self._hand_out(running, pending)
-
-    def _hand_out(self, running: list[SimRequest], order: list[int]) -> None:
-        for idx, b in zip(order, self.pool.allocate(len(order))):
-            running[idx].blocks.append(b)
-        self._req_blocks += len(order)

@@ -117,8 +117,12 @@ DEFINITIONS = [
 ]
 
 
-def summarize_records(run: RunRecords) -> dict[str, Any]:
-    """Counts, duration, throughput and the four latency distributions of a run (a dict of Summary fields)."""
+def summarize_records(run: RunRecords, exact_itl_mean: bool = False) -> dict[str, Any]:
+    """Counts, duration, throughput and the four latency distributions of a run (a dict of Summary fields).
+
+    ``exact_itl_mean``: the ITL mean correctly rounded (itl_gaps.exact_mean) instead of numpy's pairwise sum, as
+    the simulator reports it whether or not it keeps token times.
+    """
     recs = run.records
     ok = [r for r in recs if r.ok and r.finish_s is not None]
     rejected = sum(1 for r in recs if not r.ok)
@@ -143,7 +147,17 @@ def summarize_records(run: RunRecords) -> dict[str, Any]:
         "throughput_tok_per_s": out_tok / duration if duration > 0 else 0.0,
         "total_throughput_tok_per_s": (in_tok + out_tok) / duration if duration > 0 else 0.0,
         "ttft_s": latency_stats(ttft),
-        "itl_s": latency_stats(itl, inplace=True),
+        "itl_s": _itl_stats(itl, exact_itl_mean),
         "tpot_s": latency_stats(tpot),
         "e2e_s": latency_stats(e2e),
     }
+
+
+def _itl_stats(itl: np.ndarray, exact_mean: bool) -> LatencyStats:
+    if not exact_mean or itl.size == 0:
+        return latency_stats(itl, inplace=True)
+    from kvledger.dynamics.itl_gaps import exact_mean as mean_of
+
+    mean = mean_of(itl)  # before the percentiles reorder the array (the sum is order-free anyway)
+    st = latency_stats(itl, inplace=True)
+    return LatencyStats(mean, st.p50, st.p90, st.p99, st.count)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 
+from kvledger.dynamics.kv_stretch import RadixStretches
 from kvledger.dynamics.request_state import SimRequest
 
 __all__ = ["RadixKVManager", "RadixNode"]
@@ -42,7 +43,7 @@ class RadixNode:
         self.alive = True
 
 
-class RadixKVManager:
+class RadixKVManager(RadixStretches):
     """SGLang's radix cache over a token pool, with the same interface as :class:`PagedKVManager`.
 
     Args:
@@ -264,42 +265,3 @@ class RadixKVManager:
         self._unlock_path(node)
         self.held_slots -= req.covered_tokens
         req.node, req.tree_tokens, req.private_tokens, req.covered_tokens = None, 0, 0, 0
-
-    # ------------------------------------------------ pure-decode stretches
-    # Same contract as PagedKVManager: request i (``comp[i]`` computed tokens at the start) decodes
-    # in the first ``min(rems[i], k)`` steps; one with ``rems[i] <= k`` finishes after step ``rems[i] − 1``.
-    def stretch_limit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int) -> int:
-        """A ``k' ≤ k`` such that the first ``k'`` steps find token slots (frees mid-stretch ignored: conservative)."""
-        avail = self.num_free_tokens + self.evictable_tokens
-
-        def need(steps: int) -> int:
-            return sum(max(0, c + min(m, steps) - r.covered_tokens) for r, c, m in zip(running, comp, rems))
-
-        if need(k) <= avail:
-            return k
-        lo, hi = 0, k  # need(lo) <= avail < need(hi)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if need(mid) <= avail else (lo, mid)
-        return lo
-
-    def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
-                       free_finished: bool = True, lag: int = 0) -> None:
-        """Take slots piece by piece between finishes, freeing (caching) each finishing request after its last step
-        (``lag`` 1, async scheduling: after the next step; past the stretch, left to the caller)."""
-        a = 0
-        for stop in sorted({m + lag for m in rems if m + lag <= k} | {k}):
-            needs = [max(0, c + min(m, stop) - r.covered_tokens) if m > a else 0 for r, c, m in zip(running, comp, rems)]
-            total = sum(needs)
-            if total > self.num_free_tokens:
-                self._evict(total)
-            self.private_tokens += total
-            self.held_slots += total
-            for r, m in zip(running, needs):
-                r.private_tokens += m
-                r.covered_tokens += m
-            if free_finished:
-                for r, m in zip(running, rems):
-                    if m + lag == stop:
-                        self.free(r, preempted=False)
-            a = stop

@@ -24,6 +24,7 @@ import numpy as np
 from kvledger.accounting.stepcost import StepCostModel, StepShape
 from kvledger.dynamics import fast_path
 from kvledger.dynamics.engine_config import EngineConfig, make_kv_manager
+from kvledger.dynamics.itl_gaps import GapHistogram
 from kvledger.dynamics.request_state import FINISHED, SimRequest
 from kvledger.dynamics.scheduler import Scheduler, padded_prompt_shape
 from kvledger.dynamics.sglang_scheduler import SGLangScheduler
@@ -44,17 +45,24 @@ class Replica:
         fast_forward: use pure-decode stretches (turn off only to cross-check them).
         kv_manager: a KV manager to use instead of the one ``cfg`` selects (a disaggregated
             decode pool's ``ReceivedKVManager``, kv_transfer.py); None → ``make_kv_manager(cfg)``.
+        record_token_times: give each record its token times (``chunk_times_s``). Without them a
+            record keeps its first-token and finish times, and the ITL distribution is kept
+            exactly in ``gaps`` (itl_gaps.py): memory then follows the active requests.
     """
 
     def __init__(self, cfg: EngineConfig, cost: StepCostModel, index: int = 0, *, record_steps: bool = False,
-                 fast_forward: bool = True, kv_manager=None) -> None:
+                 fast_forward: bool = True, kv_manager=None, record_token_times: bool = True) -> None:
         self.cfg, self.cost, self.index = cfg, cost, index
         self.kv = make_kv_manager(cfg) if kv_manager is None else kv_manager
         self.sched = SGLangScheduler(cfg, self.kv) if cfg.batching == "sglang" else Scheduler(cfg, self.kv)
         self.now_s = 0.0
-        self.fast_forward = fast_forward
+        self.fast_forward = fast_forward and not getattr(self.kv, "no_stretches", False)
         self._t = np.empty(4096, dtype=np.float64)  # end time of step (base + i), s
         self._base = 0  # global index of self._t[0]
+        self.record_token_times = record_token_times
+        self.gaps = None if record_token_times else GapHistogram()
+        self._cnt = None if record_token_times else np.zeros(4096, dtype=np.int32)  # requests with a gap ending at step
+        self._prev_t = 0.0  # end time of step (base − 1), s (0.0 before the first step: its gap is never counted)
         self.num_steps = 0
         self.num_preemptions = 0
         self.steady = False  # the next steps are pure decode steps of the same batch
@@ -83,7 +91,8 @@ class Replica:
         if rule is None:
             return False
         steady = rule.steady
-        return any(len(r.blocks) > steady(r.num_computed_tokens + 1) for r in self.sched.running)
+        held = getattr(self.kv, "held_blocks", None) or (lambda r: len(r.blocks))
+        return any(held(r) > steady(r.num_computed_tokens + 1) for r in self.sched.running)
 
     def _drain(self) -> bool:
         """Async: process the in-flight step's output (free its finishers); returns whether any were freed."""
@@ -94,6 +103,15 @@ class Replica:
         self._deferred = []
         self.sched.num_finishing = 0
         return True
+
+    def _discard_inflight_token(self, req: SimRequest, step: int) -> None:
+        """Async: a request preempted while the step before ``step`` is in flight loses the token that step samples
+        (vLLM drops the output of a request that is no longer running) and recomputes it later."""
+        if step - 1 > req.run_start:
+            req.runs.append((req.run_start, step - 1))
+        req.run_start = -1
+        req.num_generated -= 1
+        req.num_tokens -= 1
 
     def _defer(self, finished: list) -> None:
         """Async: the requests that finished in the step just run free their blocks after the next schedule."""
@@ -151,6 +169,8 @@ class Replica:
             raise RuntimeError(f"simulator stalled at t={self.now_s:.6f} s: nothing schedulable "
                                f"({len(sched.waiting)} waiting, {len(sched.running)} running)")
         for v in preempted:
+            if self._async and v.run_start >= 0:
+                self._discard_inflight_token(v, step)
             self._close_run(v, step)
         self.num_preemptions += len(preempted)
         finished: list = []
@@ -279,9 +299,28 @@ class Replica:
         size = len(self._t)
         if live + m > size // 2:
             size = max(2 * size, 2 * (live + m))
+        if self._cnt is not None:
+            self.fold_gaps(drop)
         buf = np.empty(size, dtype=np.float64)
         buf[:live] = self._t[drop: drop + live]
+        if self._cnt is not None:
+            cnt = np.zeros(size, dtype=np.int32)
+            cnt[:live] = self._cnt[drop: drop + live]
+            self._cnt = cnt
         self._t, self._base = buf, keep_from
+
+    def fold_gaps(self, upto: int | None = None) -> None:
+        """Move the gaps of buffered steps ``[0, upto)`` (default: all) into ``gaps``; only finished requests count there."""
+        upto = self.num_steps - self._base if upto is None else upto
+        if upto <= 0:
+            return
+        t = self._t[:upto]
+        gaps = np.empty(upto, dtype=np.float64)
+        gaps[0] = t[0] - self._prev_t
+        np.subtract(t[1:], t[:-1], out=gaps[1:])
+        self.gaps.add_steps(gaps, self._cnt[:upto])
+        self._cnt[:upto] = 0
+        self._prev_t = float(t[-1])
 
     def _close_run(self, req: SimRequest, step: int) -> None:
         if req.run_start >= 0:
@@ -294,18 +333,34 @@ class Replica:
         base, out = self._base, []
         for req, step in finished:
             self._close_run(req, step + 1)
-            if len(req.runs) == 1:
-                a, b = req.runs[0]
-                times = self._t[a - base: b - base].copy()
-            else:
-                times = np.concatenate([self._t[a - base: b - base] for a, b in req.runs])
-            times.setflags(write=False)
             req.status = FINISHED
             if not freed:
                 self.kv.free(req, preempted=False)
             spec = req.spec
+            if self._cnt is None:
+                if len(req.runs) == 1:
+                    a, b = req.runs[0]
+                    times = self._t[a - base: b - base].copy()
+                else:
+                    times = np.concatenate([self._t[a - base: b - base] for a, b in req.runs])
+                times.setflags(write=False)
+                first, last = float(times[0]), float(times[-1])
+            else:
+                times, first, last = None, self._count_gaps(req.runs), float(self._t[req.runs[-1][1] - 1 - base])
             rec = RequestRecord(spec.request_id, spec.arrival_s, spec.num_prompt_tokens, req.num_output_tokens,
-                                first_token_s=float(times[0]), finish_s=float(times[-1]), chunk_times_s=times,
+                                first_token_s=first, finish_s=last, chunk_times_s=times,
                                 num_cached_tokens=req.num_cached_tokens, num_preemptions=req.num_preemptions)
             out.append((req, rec))
         return out
+
+    def _count_gaps(self, runs: list[tuple[int, int]]) -> float:
+        """Count a finished request's gaps (without keeping its token times); returns its first token time, s."""
+        base, t, cnt = self._base, self._t, self._cnt
+        prev = -1
+        for a, b in runs:
+            if b - a > 1:
+                cnt[a + 1 - base: b - base] += 1
+            if prev >= 0:
+                self.gaps.single.append(float(t[a - base] - t[prev - base]))
+            prev = b - 1
+        return float(t[runs[0][0] - base])

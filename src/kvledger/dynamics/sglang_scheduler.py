@@ -14,9 +14,10 @@ ScheduleBatch.retract_decode``; ``scheduler_components/new_token_ratio_tracker.p
 1. Prefill. The request being chunked continues first, up to the chunk budget
    (``chunked_prefill_size``, here ``max_num_batched_tokens``). Then waiting requests, in
    policy order (``fcfs`` queue order; ``lpm`` longest cached prefix first, FCFS above 128
-   waiting), each admitted only if ``extend + min(max_new − out, 4096) + page <
-   free + evictable − offset``, where ``offset`` starts at Σ over running requests of
-   ``min(max_new − out, 4096) × ratio`` and grows by each admission's ``extend + page +
+   waiting, requests sharing an uncached prefix with one before them moved back), each
+   admitted only if ``extend + min(max_new − out, 4096) + page < free + evictable − offset``,
+   where ``offset`` starts at Σ over running requests of ``min(max_new − out, 4096) × ratio``
+   and grows by each admission's ``extend + page +
    max_new`` (``max_new`` 0 for a request cut into chunks). The first refusal stops
    admission; a request larger than the budget left is cut (it becomes the one chunked
    request), which uses the budget up. ``ratio`` is 1 for requests sent with ``ignore_eos``
@@ -34,7 +35,7 @@ from collections import deque
 
 from kvledger.dynamics.engine_config import EngineConfig
 from kvledger.dynamics.request_state import PREEMPTED, RUNNING, SimRequest
-from kvledger.dynamics.scheduler import ORDER_POLICIES, _order_fcfs
+from kvledger.dynamics.scheduler import LPM_MAX_WAITING
 
 __all__ = ["SGLangScheduler", "CLIP_MAX_NEW_TOKENS", "INIT_NEW_TOKEN_RATIO", "MIN_NEW_TOKEN_RATIO",
            "NEW_TOKEN_RATIO_DECAY"]
@@ -44,6 +45,34 @@ INIT_NEW_TOKEN_RATIO = 0.7  # SGLANG_INIT_NEW_TOKEN_RATIO × schedule_conservati
 MIN_NEW_TOKEN_RATIO = INIT_NEW_TOKEN_RATIO * 0.14  # × SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
 NEW_TOKEN_RATIO_DECAY = (INIT_NEW_TOKEN_RATIO - MIN_NEW_TOKEN_RATIO) / 600  # SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
 RETRACT_DECODE_STEPS = 20  # SGLANG_RETRACT_DECODE_STEPS
+IN_BATCH_CHECK_TOKENS = 32  # IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD (schedule_policy.py)
+IN_BATCH_DEPRIORITIZE_TOKENS = 32  # IN_BATCH_PREFIX_CACHING_DEPRIORITIZE_THRESHOLD
+
+
+def order_lpm(waiting: deque, kv) -> None:
+    """SGLang's ``lpm`` (``SchedulePolicy._compute_prefix_matches``, ``_sort_by_longest_prefix``): longest cached prefix
+    first; a request whose cached prefix is ≤ 32 tokens but that shares ≥ 32 tokens with a request before it in the
+    queue goes to the back (it will hit once that one is cached); FCFS above 128 waiting."""
+    if not 1 < len(waiting) <= LPM_MAX_WAITING:
+        return
+    seen: set[tuple] = set()  # the pass's temporary tree: shared-segment paths of requests kept in place
+    keys = []
+    for r in waiting:
+        m = kv.match_tokens(r)
+        spec = r.spec
+        depth = spec.num_shareable_tokens // spec.segment_tokens if spec.prefix_segments else 0
+        paths = [spec.prefix_segments[:d] for d in range(1, depth + 1)]
+        if m <= IN_BATCH_CHECK_TOKENS:
+            shared = sum(1 for p in paths if p in seen) * spec.segment_tokens
+            if shared >= IN_BATCH_DEPRIORITIZE_TOKENS:
+                keys.append((1, 0))
+                continue
+            seen.update(paths)
+        keys.append((0, -m))
+    order = sorted(range(len(waiting)), key=keys.__getitem__)
+    ordered = [waiting[i] for i in order]
+    waiting.clear()
+    waiting.extend(ordered)
 
 
 class SGLangScheduler:
@@ -60,7 +89,7 @@ class SGLangScheduler:
         self.waiting: deque[SimRequest] = deque()
         self.num_finishing = 0
         self.chunked: SimRequest | None = None
-        self._order = ORDER_POLICIES[cfg.scheduling_policy]
+        self._lpm = cfg.scheduling_policy == "lpm"
         self._page = kv.block_size
         self._ratio_base = INIT_NEW_TOKEN_RATIO  # new_token_ratio = max(base − decay × steps, min)
         self._decode_steps = 0
@@ -114,8 +143,8 @@ class SGLangScheduler:
             self.chunked = c if n < left else None
         if self.chunked is not None or not self.waiting or budget <= 0:
             return 0
-        if self._order is not _order_fcfs:
-            self._order(self.waiting, kv)
+        if self._lpm:
+            order_lpm(self.waiting, kv)
         admitted = 0
         while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs - self.num_finishing:
             req = self.waiting[0]

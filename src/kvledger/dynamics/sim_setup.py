@@ -7,7 +7,7 @@ Used by ``kvledger simulate`` and ``kvledger experiment``; the memory plan
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.dynamics.closed_loop import ClosedLoop
@@ -74,8 +74,37 @@ class SimSetup:
     plan: Any = None
 
 
+_PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
+_PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype",
+                "max_num_batched_tokens", "max_num_seqs", "block_size", "num_gpu_blocks_override", "cpu_overhead")
+
+
 def load_plan(a: SimRequestArgs):
-    """The vLLM memory plan for the user's model, GPU and flags (the KV pool the simulator serves from)."""
+    """The vLLM memory plan for the user's model, GPU and flags (the KV pool the simulator serves from).
+
+    Cached within the process per (model, GPU, settings), with a file's modification time in
+    the key: a load or capacity search builds the plan once for all its probes.
+    """
+    key = tuple(getattr(a, f) for f in _PLAN_FIELDS) + (_mtime(a.model), _mtime(a.gpu))
+    hit = _PLANS.get(key)
+    if hit is None:
+        if len(_PLANS) >= 16:
+            _PLANS.pop(next(iter(_PLANS)))
+        hit = _PLANS[key] = _build_plan(a)
+    return hit
+
+
+def _mtime(name: str) -> int | None:
+    """A file's modification time (ns) when ``name`` is a readable path, else None (a catalog name or Hub id)."""
+    import os
+
+    try:
+        return os.stat(name).st_mtime_ns
+    except (OSError, ValueError):
+        return None
+
+
+def _build_plan(a: SimRequestArgs):
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
     from kvledger.catalog.gpus import resolve_gpu
@@ -186,5 +215,11 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
     cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling)
     workload, n, info = _workload(a, requests, label)
+    if config.hybrid_caching and a.enable_prefix_caching is None:
+        specs = workload.requests if hasattr(workload, "requests") else workload
+        if not any(spec.prefix_segments for spec in specs):
+            config = replace(config, enable_prefix_caching=False)
+            notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
+                         "simulated with it off (faster; --enable-prefix-caching to keep it)")
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
                     plan_notes + notes, a.tp, plan)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kvledger.dynamics.trace_arrow import MAX_TRACE_TOKENS, read_csv_fast
 from kvledger.errors import FormatError
 
 __all__ = ["ParsedTrace", "read_trace_file", "CSV_LAYOUTS", "JSONL_LAYOUTS"]
@@ -81,6 +82,9 @@ def _int_at(value: object, path: Path, where: str) -> int:
         raise FormatError(str(path), f"{value!r} is not a whole number of tokens", where) from None
     if number < 1:
         raise FormatError(str(path), f"token count {number} must be ≥ 1", where)
+    if number > MAX_TRACE_TOKENS:
+        raise FormatError(str(path), f"token count {number} exceeds {MAX_TRACE_TOKENS:,} tokens (longer than any "
+                          "model's context)", where)
     return number
 
 
@@ -91,6 +95,8 @@ def _float_at(value: object, path: Path, where: str) -> float:
         raise FormatError(str(path), f"{value!r} is not a number of seconds", where) from None
     if not math.isfinite(number):
         raise FormatError(str(path), f"time {value!r} must be finite", where)
+    if number < 0:
+        raise FormatError(str(path), f"time {value!r} must be ≥ 0 (a time since the trace's start)", where)
     return number
 
 
@@ -124,6 +130,13 @@ def _read_csv(path: Path) -> ParsedTrace:
         layout = _detect(set(reader.fieldnames or []), CSV_LAYOUTS, path, "CSV")
         cols = CSV_LAYOUTS[layout]
         time_col, p_col, o_col = (None, *cols) if len(cols) == 2 else cols
+        has_client = layout == "kvledger" and "client_id" in (reader.fieldnames or [])
+        fast = read_csv_fast(path, layout, time_col, p_col, o_col, has_client)
+        if fast is not None:
+            arrivals, prompts_a, outputs_a, client_list = fast
+            has_clients = client_list is not None and any(c is not None for c in client_list)
+            return ParsedTrace(layout, arrivals, prompts_a, outputs_a, None, _MOONCAKE_BLOCK_TOKENS,
+                               client_list if has_clients else None)
         times: list[float] = []
         prompts: list[int] = []
         outputs: list[int] = []

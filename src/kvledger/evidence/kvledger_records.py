@@ -1,4 +1,4 @@
-"""Reader and writer for kvledger's own records file (``RunRecords.to_dict()`` as JSON; ``kvledger simulate --out DIR`` writes DIR/records.json).
+"""Reader and writer for kvledger's own records file (``RunRecords.to_dict()`` as JSON, or Parquet via records_parquet.py; ``kvledger simulate --out DIR`` writes DIR/records.parquet).
 
 The file is the bridge between a simulation and the goodput/cost ledgers: the same
 per-request records a benchmark reader produces, with their metadata. Reading checks
@@ -118,8 +118,8 @@ def _record(path: str, r: Any, i: int) -> RequestRecord:
 
 
 def write(run: RunRecords, path: str | Path, *, force: bool = False) -> Path:
-    """Write ``run.to_dict()`` as strict JSON to ``path``, atomically (temporary file + rename); refuses to overwrite an
-    existing file unless ``force``.
+    """Write ``run.to_dict()`` as strict JSON to ``path``, atomically (temporary file + rename), or as Parquet when it
+    ends in ``.parquet`` (records_parquet.py); refuses to overwrite an existing file unless ``force``.
 
     Raises:
         InputError: ``path`` exists and ``force`` is False.
@@ -129,6 +129,10 @@ def write(run: RunRecords, path: str | Path, *, force: bool = False) -> Path:
     p = Path(path)
     if p.exists() and not force:
         raise InputError(f"{p} already exists; refusing to overwrite it (pass force=True / --force)")
+    if p.suffix == ".parquet":
+        from kvledger.evidence.records_parquet import write_parquet
+
+        return write_parquet(run, p)
     p.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(p, dumps(run.to_dict()))
     return p

@@ -26,6 +26,7 @@ from kvledger.evidence import aiperf, genai_perf, guidellm, inference_perf, kvle
 from kvledger.evidence._io import Document, load_document
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.evidence.detect import detect_format
+from kvledger.evidence.records_parquet import is_parquet, read_parquet
 from kvledger.records import RunRecords
 
 __all__ = ["Run", "READERS", "read_runs", "read_run"]
@@ -73,6 +74,8 @@ def read_runs(path: str | Path, *, format: str | None = None) -> list[Run]:
     """
     if format is not None and format not in READERS:
         raise UnknownNameError("benchmark format", format, READERS, hint="(see kvledger goodput --help for the list)")
+    if format in (None, "kvledger-records") and is_parquet(path):  # kvledger simulate --out's records.parquet
+        return read_parquet(path)
     from kvledger.evidence.vllm_fast import read_fast
 
     fast = read_fast(path, format=format)  # a large clean vLLM --save-detailed file: columns, not objects

@@ -51,4 +51,5 @@ def render_summary(payload: dict[str, Any], console, out: Path | None = None) ->
     for note in payload.get("notes", []):
         console.print(f"[dim]note: {note}[/]")
     if out is not None:
-        console.print(f"wrote records.json, steps.jsonl, trace.json (chrome://tracing), summary.json to {out}")
+        wrote = [n for n in ("records.parquet", "steps.parquet", "trace.json", "summary.json") if (out / n).exists()]
+        console.print(f"wrote {', '.join(wrote)} to {out}")

@@ -1,0 +1,150 @@
+"""The run's inter-token-latency (ITL) distribution kept without per-request token times: step gaps weighted by counts.
+
+Every ITL of a simulated request is the gap between two of its token times, which are step
+end times: within a run of consecutive steps the gap ending at step ``j`` is
+``t[j] − t[j−1]``, the same float for every request that emitted a token in both steps. So
+the multiset of all ITLs is the set of step gaps, each counted once per such request, plus
+the few gaps that span a preemption or a skipped step (kept one by one). Memory follows the
+number of steps (12 bytes per step in which some request had a gap), not the number of tokens.
+
+Exactness: up to ``EXACT_PAIRS`` (gap, count) pairs per replica the percentiles are bit for
+bit numpy's 'linear' percentiles over the full gap array, and the mean is Σ value × count
+correctly rounded (each product split exactly into two floats, the sum exact by
+``math.fsum``), divided by the count: bit for bit ``exact_mean`` of the full gap array, which the
+simulator's summary uses when token times are kept, so its ITL mean does not depend on
+``record_token_times`` (numpy's pairwise mean may differ in the last digits). Past that (runs of
+millions of steps) the pairs fold into a log-bucketed sketch (DDSketch's scheme) whose
+percentiles and mean are within a relative ``SKETCH_ALPHA`` = 1e-6 of the exact ones; the
+summary's definitions then say so.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import chain
+
+import numpy as np
+
+from kvledger.dynamics.metrics import LatencyStats
+
+__all__ = ["GapHistogram", "merged_stats", "exact_mean", "EXACT_PAIRS", "SKETCH_ALPHA", "SKETCH_NOTE"]
+
+EXACT_PAIRS = 1_000_000  # (gap, count) pairs kept exactly per replica: 12 MiB (every bundled trace stays exact)
+SKETCH_ALPHA = 1e-6  # relative error of every sketched figure
+_GAMMA = (1 + SKETCH_ALPHA) / (1 - SKETCH_ALPHA)
+_LOG_GAMMA = math.log(_GAMMA)
+SKETCH_NOTE = (f"itl_s: more than {EXACT_PAIRS:,} distinct step gaps, so the ITL mean and percentiles come from a "
+               f"log-bucketed sketch, each within a relative {SKETCH_ALPHA:g} of the exact value (TTFT, TPOT, E2E exact)")
+
+
+_CHUNK = 1 << 16  # values summed 64k at a time: the Python floats fsum needs stay at ~2 MiB
+_SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's splitter for float64
+
+
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(p, e)`` with ``p = fl(a·b)`` and ``p + e = a·b`` exactly (Dekker's TwoProduct; finite values far from
+    overflow and underflow, as step gaps and counts are)."""
+    p = a * b
+    t = _SPLIT * a
+    ah = t - (t - a)
+    al = a - ah
+    t = _SPLIT * b
+    bh = t - (t - b)
+    bl = b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def exact_mean(values: np.ndarray, counts: np.ndarray | None = None) -> float:
+    """Σ values·counts (counts default 1) correctly rounded, then divided by Σ counts: independent of the order and of
+    how equal values are grouped into counts. ``values`` must not be empty."""
+    n = len(values) if counts is None else int(counts.sum())
+    if counts is None:
+        parts = (values[i: i + _CHUNK].tolist() for i in range(0, len(values), _CHUNK))
+    else:
+        def parts():
+            for i in range(0, len(values), _CHUNK):
+                p, e = _two_product(values[i: i + _CHUNK], counts[i: i + _CHUNK].astype(np.float64))
+                yield p.tolist()
+                yield e.tolist()
+        parts = parts()
+    return math.fsum(chain.from_iterable(parts)) / n
+
+
+class GapHistogram:
+    """Weighted ITL values of one replica: (gap s, count) pairs, plus single gaps; a sketch past EXACT_PAIRS."""
+
+    def __init__(self) -> None:
+        self._values: list[np.ndarray] = []
+        self._counts: list[np.ndarray] = []
+        self._pairs = 0
+        self.single: list[float] = []  # gaps spanning a preemption or a skipped step, s
+        self.sketch: tuple[np.ndarray, np.ndarray] | None = None  # (bucket keys, counts) once exactness is given up
+
+    def add_steps(self, gaps: np.ndarray, counts: np.ndarray) -> None:
+        """Steps' gaps (s) and how many requests had a token in both the step and the one before (count)."""
+        keep = counts > 0
+        if keep.any():
+            self._values.append(gaps[keep])
+            self._counts.append(counts[keep].astype(np.int32))
+            self._pairs += len(self._values[-1])
+            if self._pairs > EXACT_PAIRS:
+                self.to_sketch()
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """All exact (values, counts), single gaps included with count 1."""
+        vals = self._values + [np.asarray(self.single, dtype=np.float64)]
+        cnts = self._counts + [np.ones(len(self.single), dtype=np.int32)]
+        return np.concatenate(vals), np.concatenate(cnts)
+
+    def to_sketch(self) -> None:
+        """Fold the exact pairs into the sketch (keys ⌈log_γ v⌉; a gap of 0 gets its own key)."""
+        values, counts = self.arrays()
+        self._values, self._counts, self.single, self._pairs = [], [], [], 0
+        with np.errstate(divide="ignore"):
+            keys = np.where(values > 0, np.ceil(np.log(values) / _LOG_GAMMA), -2**62).astype(np.int64)
+        if self.sketch is not None:
+            keys = np.concatenate((self.sketch[0], keys))
+            counts = np.concatenate((self.sketch[1], counts))
+        uniq, inv = np.unique(keys, return_inverse=True)
+        self.sketch = uniq, np.bincount(inv, weights=counts).astype(np.int64)
+
+
+def _sketch_values(keys: np.ndarray) -> np.ndarray:
+    """Each bucket's representative 2γ^i/(γ+1), s, within a relative α of every value in the bucket."""
+    return np.where(keys == -2**62, 0.0, 2.0 * np.exp(keys * _LOG_GAMMA) / (_GAMMA + 1.0))
+
+
+def merged_stats(hists: list[GapHistogram]) -> tuple[LatencyStats, bool]:
+    """(mean, p50, p90, p99 and count of all gaps of ``hists``, whether a sketch was used).
+
+    Exact: the figures ``latency_stats`` gives on the expanded gap array (mean: see the module doc).
+    """
+    sketched = any(h.sketch is not None for h in hists)
+    if sketched:
+        for h in hists:
+            h.to_sketch()
+        keys = np.concatenate([h.sketch[0] for h in hists if h.sketch is not None])
+        uniq, inv = np.unique(keys, return_inverse=True)
+        values, counts = _sketch_values(uniq), np.bincount(inv, weights=np.concatenate(
+            [h.sketch[1] for h in hists if h.sketch is not None])).astype(np.int64)
+    else:
+        parts = [h.arrays() for h in hists]
+        values = np.concatenate([v for v, _ in parts])
+        counts = np.concatenate([c for _, c in parts]).astype(np.int64)
+        order = np.argsort(values, kind="stable")
+        values, counts = values[order], counts[order]
+    n = int(counts.sum())
+    if n == 0:
+        return LatencyStats(None, None, None, None, 0), sketched
+    cum = np.cumsum(counts)
+
+    def at(rank: int) -> float:  # the rank-th smallest gap (0-based) of the expanded array
+        return float(values[int(np.searchsorted(cum, rank, side="right"))])
+
+    out = []
+    for q in (50.0, 90.0, 99.0):
+        h = q / 100.0 * (n - 1)
+        lo = int(h)
+        a, b = at(lo), at(min(lo + 1, n - 1))
+        out.append(a + (h - lo) * (b - a))
+    return LatencyStats(exact_mean(values, counts), out[0], out[1], out[2], n), sketched

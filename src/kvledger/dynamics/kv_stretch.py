@@ -1,0 +1,202 @@
+"""Pure-decode stretches in the KV managers: how many steps' blocks fit, and handing them out (and freeing finishers) in step order.
+
+A stretch: request ``i`` (``comp[i]`` computed tokens at the start) decodes one token in each
+of the first ``min(rems[i], k)`` steps; one with ``rems[i] <= k`` finishes after its step
+``rems[i] − 1`` and is freed before the next step allocates, or with ``lag`` 1 (async
+scheduling, replica.py) after the next step's allocations (a free that would fall past the
+stretch is left to the caller). ``stretch_commit`` also returns what step-by-step execution
+would sample in each step (held blocks and KV slots), so the KV-usage figures of a stretch
+equal those of the steps it stands for. Either way a finisher of step ``m − 1`` is first
+missing from step ``m``'s sample: the general step samples after its allocations and, under
+async scheduling, after freeing the step before's finishers (``Replica._drain``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+import numpy as np
+
+from kvledger.dynamics.request_state import SimRequest
+
+__all__ = ["PagedStretches", "RadixStretches"]
+
+
+class PagedStretches:
+    """Stretch methods of PagedKVManager (kv_manager.py): blocks of ``block_size`` tokens from a BlockPool."""
+
+    # A stretch: request i (computed ``comp[i]`` tokens at the start) decodes one token in each
+    # of the first ``min(rems[i], k)`` steps; a request with ``rems[i] <= k`` finishes after its
+    # step ``rems[i] − 1`` and its blocks are freed before the next step allocates.
+    def stretch_limit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int) -> int:
+        """A ``k' ≤ k`` such that the first ``k'`` steps find their blocks (frees mid-stretch ignored: conservative)."""
+        free = self.pool.num_free_blocks
+        B = self.block_size
+        if self.custom_bft:
+            return int(np.searchsorted(self._stretch_allocs(running, comp, rems, k)[1], free, side="right"))
+        if len(running) * (k // B + 1) <= free:
+            return k
+
+        def need(steps: int) -> int:
+            return sum(max(0, (c + min(m, steps) + B - 1) // B - len(r.blocks)) for r, c, m in zip(running, comp, rems))
+
+        if need(k) <= free:
+            return k
+        lo, hi = 0, k  # need(lo) <= free < need(hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if need(mid) <= free else (lo, mid)
+        return lo
+
+    def _stretch_allocs(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int):
+        c = np.asarray(comp, dtype=np.int64)
+        held = np.fromiter((len(r.blocks) for r in running), np.int64, len(running))
+        steps = np.minimum(np.arange(1, k + 1, dtype=np.int64)[None, :], np.asarray(rems, dtype=np.int64)[:, None])
+        need = np.maximum(self._bft_vec(c[:, None] + steps), held[:, None])
+        need = np.maximum.accumulate(need, axis=1)
+        new = np.diff(need, axis=1, prepend=held[:, None])
+        return new, np.cumsum(new.sum(axis=0))
+
+    def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
+                       free_finished: bool = True, lag: int = 0):
+        """Allocate the stretch's blocks and free finishing requests, in step-by-step order.
+
+        Within a step, blocks go in running order; a request that finishes in a step is freed
+        after that step's allocations (unless ``free_finished`` is False: the caller frees
+        them), or with ``lag`` 1 (async scheduling) after the next step's; one whose free would
+        fall past the stretch is left to the caller. The requests' token counters must already
+        be final when freeing here.
+        Returns ``(used_blocks, held_slots)``, arrays of length ``k`` (or single numbers when
+        they stay constant): what step-by-step execution samples in each step, after its
+        allocations, without the requests that finished in an earlier step (with
+        ``free_finished`` False: None).
+        """
+        B, n = self.block_size, len(running)
+        two_n = 2 * n
+        used0, req0 = self.num_used_blocks, self._req_blocks
+        # event keys: j·2n + i allocates a block for request i in step j; j·2n + n + i frees request i after step j
+        if self.custom_bft:
+            new, _ = self._stretch_allocs(running, comp, rems, k)
+            keys = (np.arange(k)[:, None] * two_n + np.arange(n)[None, :]).ravel()
+            ev = np.repeat(keys, new.T.ravel()).tolist()
+        elif k == 1:  # one step: only requests whose blocks are exactly full need one
+            ev = [idx for idx, (r, c) in enumerate(zip(running, comp)) if len(r.blocks) * B == c]
+        else:
+            ev = []
+            for idx, (r, c, m) in enumerate(zip(running, comp, rems)):
+                j = len(r.blocks) * B - c
+                end = m if m < k else k
+                if j < end:
+                    if j + B >= end:
+                        ev.append(j * two_n + idx)
+                    else:
+                        ev.extend(range(j * two_n + idx, end * two_n, B * two_n))
+        frees = [(m - 1 + lag) * two_n + n + i for i, m in enumerate(rems) if m + lag <= k] if free_finished else None
+        if not frees:
+            if ev:
+                if len(ev) > 1:
+                    ev.sort()
+                for e, b in zip(ev, self.pool.allocate(len(ev))):
+                    running[e % two_n].blocks.append(b)
+                self._req_blocks += len(ev)
+            return self._profile(ev, two_n, k, used0, req0, (), lag) if free_finished else None
+        ev.sort()
+        frees.sort()
+        drops = []  # (step after whose allocations a request was freed, blocks used it released, request blocks it released)
+        pos = 0
+        for f in frees:  # allocations keyed before a free happen before it (keys are unique: step, then kind, then request)
+            cut = bisect_left(ev, f, pos)
+            if cut > pos:
+                self._hand_out(running, [e % two_n for e in ev[pos: cut]])
+                pos = cut
+            used, held = self.num_used_blocks, self._req_blocks
+            self.free(running[f % two_n - n], preempted=False)
+            drops.append((f // two_n, used - self.num_used_blocks, held - self._req_blocks))
+        if pos < len(ev):
+            self._hand_out(running, [e % two_n for e in ev[pos:]])
+        return self._profile(ev, two_n, k, used0, req0, drops, lag)
+
+    def _profile(self, allocs: list[int], two_n: int, k: int, used0: int, req0: int, drops, lag: int) -> tuple:
+        """Per-step (used blocks, held slots) of a stretch from its allocation keys and the frees' drops (numbers when constant).
+
+        A free after step ``j``'s allocations shows from step ``j + 1`` on (sync: sampled before
+        it), or from step ``j`` itself with ``lag`` 1 (async: the drain precedes the sample).
+        """
+        if not allocs and not drops:
+            return used0, req0 * self.block_size
+        new = np.zeros(k + 1, dtype=np.int64)  # blocks allocated in each step
+        if allocs:
+            new[:k] = np.bincount(np.asarray(allocs, dtype=np.int64) // two_n, minlength=k)
+        if not drops:
+            used = used0 + np.cumsum(new[:k])
+            return used, (req0 + (used - used0)) * self.block_size
+        used_delta, held_delta = new.copy(), new
+        for j, du, dr in drops:  # freed after step j's allocations: counts from step j + 1 − lag on
+            used_delta[j + 1 - lag] -= du
+            held_delta[j + 1 - lag] -= dr
+        return used0 + np.cumsum(used_delta[:k]), (req0 + np.cumsum(held_delta[:k])) * self.block_size
+
+    def _hand_out(self, running: list[SimRequest], order: list[int]) -> None:
+        for idx, b in zip(order, self.pool.allocate(len(order))):
+            running[idx].blocks.append(b)
+        self._req_blocks += len(order)
+
+
+class RadixStretches:
+    """Stretch methods of RadixKVManager (radix_cache.py): token slots, finished requests cached in the tree."""
+
+    # Same contract as PagedKVManager: request i (``comp[i]`` computed tokens at the start) decodes
+    # in the first ``min(rems[i], k)`` steps; one with ``rems[i] <= k`` finishes after step ``rems[i] − 1``.
+    def stretch_limit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int) -> int:
+        """A ``k' ≤ k`` such that the first ``k'`` steps find token slots (frees mid-stretch ignored: conservative)."""
+        avail = self.num_free_tokens + self.evictable_tokens
+
+        def need(steps: int) -> int:
+            return sum(max(0, c + min(m, steps) - r.covered_tokens) for r, c, m in zip(running, comp, rems))
+
+        if need(k) <= avail:
+            return k
+        lo, hi = 0, k  # need(lo) <= avail < need(hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if need(mid) <= avail else (lo, mid)
+        return lo
+
+    def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
+                       free_finished: bool = True, lag: int = 0):
+        """Take slots piece by piece between finishes, freeing (caching) each finishing request after its last step
+        (``lag`` 1, async scheduling: after the next step's slots; past the stretch, left to the caller).
+
+        Returns per-step ``(used_blocks, held_slots)`` as PagedKVManager.stretch_commit does.
+        """
+        used0, held0 = self.tree_tokens - self.evictable_tokens + self.private_tokens, self.held_slots
+        got = np.zeros(k + 1, dtype=np.int64)  # new slots per step, then the frees' drops
+        for r, c, m in zip(running, comp, rems):
+            first, end = max(0, r.covered_tokens - c), min(m, k)
+            if first < end:
+                got[first] += 1
+                got[end] -= 1
+        got = np.cumsum(got)
+        held = got.copy()
+        a = 0
+        for stop in sorted({m + lag for m in rems if m + lag <= k} | {k}):
+            needs = [max(0, c + min(m, stop) - r.covered_tokens) if m > a else 0 for r, c, m in zip(running, comp, rems)]
+            total = sum(needs)
+            if total > self.num_free_tokens:
+                self._evict(total)
+            self.private_tokens += total
+            self.held_slots += total
+            for r, m in zip(running, needs):
+                r.private_tokens += m
+                r.covered_tokens += m
+            if free_finished:
+                for r, m in zip(running, rems):
+                    if m + lag == stop:  # finished in step m − 1: missing from step m's sample on
+                        u, h = self.tree_tokens - self.evictable_tokens + self.private_tokens, self.held_slots
+                        self.free(r, preempted=False)
+                        got[m] -= u - (self.tree_tokens - self.evictable_tokens + self.private_tokens)
+                        held[m] -= h - self.held_slots
+            a = stop
+        if not free_finished:
+            return None
+        return (used0 + np.cumsum(got[:k])) / self.block_size, held0 + np.cumsum(held[:k])

@@ -1,0 +1,80 @@
+"""Vectorised reading of CSV trace files with pyarrow, and the range checks every trace row must pass.
+
+``read_csv_fast`` parses a well-formed CSV trace in one pyarrow call and checks every row
+with numpy; anything pyarrow cannot read as the layout's types (a stray word, a missing
+field, an odd timestamp) returns None, and the row-by-row reader in trace_formats.py then
+names the file, line and column of the first bad cell. Checks (both readers): token counts
+are whole numbers in [1, MAX_TRACE_TOKENS]; arrival times are finite and ≥ 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvledger.errors import FormatError
+
+__all__ = ["MAX_TRACE_TOKENS", "read_csv_fast", "check_tokens", "check_times"]
+
+# Longest prompt or output one trace row may ask for, tokens: 10M is 38× the longest context window among the
+# bundled model configs (262,144 max_position_embeddings), so a larger count is a damaged file, not a request.
+MAX_TRACE_TOKENS = 10_000_000
+
+
+def check_tokens(values: np.ndarray, path: str, column: str, first_line: int) -> None:
+    """Token counts in [1, MAX_TRACE_TOKENS], else a FormatError naming the first bad row's line."""
+    bad = (values < 1) | (values > MAX_TRACE_TOKENS)
+    if bad.any():
+        i = int(np.argmax(bad))
+        v = int(values[i])
+        why = "must be ≥ 1" if v < 1 else f"exceeds {MAX_TRACE_TOKENS:,} tokens (longer than any model's context)"
+        raise FormatError(path, f"token count {v} {why}", f"line {first_line + i}, column {column!r}")
+
+
+def check_times(values: np.ndarray, path: str, column: str, first_line: int) -> None:
+    """Arrival times finite and ≥ 0, else a FormatError naming the first bad row's line."""
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        v = float(values[i])
+        why = "must be finite" if not np.isfinite(v) else "must be ≥ 0 (a time since the trace's start)"
+        raise FormatError(path, f"time {v!r} {why}", f"line {first_line + i}, column {column!r}")
+
+
+def read_csv_fast(path, layout: str, time_col: str | None, p_col: str, o_col: str, has_client: bool):
+    """(arrival times or None, prompt tokens, output tokens, client ids or None) via pyarrow; None → use the row reader."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyarrow import csv
+    except ImportError:  # pyarrow is a declared dependency; a broken install falls back to the row reader
+        return None
+    types = {p_col: pa.int64(), o_col: pa.int64()}
+    if time_col is not None:
+        types[time_col] = pa.string() if layout == "azure" else pa.float64()
+    cols = [c for c in (time_col, p_col, o_col) if c is not None] + (["client_id"] if has_client else [])
+    if has_client:
+        types["client_id"] = pa.string()
+    try:
+        table = csv.read_csv(str(path), convert_options=csv.ConvertOptions(
+            column_types=types, include_columns=cols, strings_can_be_null=True, quoted_strings_can_be_null=False))
+        if any(table.column(c).null_count for c in cols if c != "client_id") or table.num_rows == 0:
+            return None
+        times = None
+        if time_col is not None:
+            col = table.column(time_col)
+            if layout == "azure":
+                ns = pc.cast(col, pa.timestamp("ns")).cast(pa.int64()).to_numpy()
+                times = (ns - ns.min()).astype(np.float64) / 1e9
+            else:
+                times = col.to_numpy()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    prompts = table.column(p_col).to_numpy()
+    outputs = table.column(o_col).to_numpy()
+    check_tokens(prompts, str(path), p_col, 2)
+    check_tokens(outputs, str(path), o_col, 2)
+    if times is not None and layout != "azure":
+        check_times(times, str(path), time_col, 2)
+        times = times - times.min()
+    clients = table.column("client_id").to_pylist() if has_client else None
+    return times, prompts.astype(np.int64), outputs.astype(np.int64), clients

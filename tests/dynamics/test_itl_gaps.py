@@ -1,0 +1,92 @@
+"""Without token times the simulator keeps the exact ITL distribution (step gaps × counts) and the same records otherwise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvledger.accounting.stepcost import FixedStepCost
+from kvledger.dynamics.engine import EngineConfig, simulate
+from kvledger.dynamics.workload import RequestSpec
+
+from test_engine import CONFIGS, random_workload
+
+
+def test_two_requests_by_hand():
+    # 10 ms steps. Step 0 prefills both prompts (first tokens at t = 0.01), step 1 decodes both
+    # (t = 0.02, r1 done: 2 tokens), step 2 decodes r0 (t = 0.03, r0 done: 3 tokens).
+    # ITLs: r0 0.02 − 0.01 and 0.03 − 0.02, r1 0.02 − 0.01: count 3, p50 = the middle one = 0.02 − 0.01.
+    reqs = [RequestSpec("r0", 0.0, 4, 3), RequestSpec("r1", 0.0, 4, 2)]
+    cfg = EngineConfig(num_gpu_blocks=10, block_size=4, max_model_len=16)
+    res = simulate(reqs, cfg, FixedStepCost(0.01), record_token_times=False)
+    itl = res.summary.itl_s
+    t1, t2 = 0.01, 0.01 + 0.01
+    t3 = t2 + 0.01
+    assert itl.count == 3
+    assert itl.p50 == sorted([t2 - t1, t3 - t2, t2 - t1])[1] and itl.p99 == pytest.approx(0.01, abs=1e-15)
+    assert [r.chunk_times_s for r in res.records.records] == [None, None]
+    assert [(r.first_token_s, r.finish_s) for r in res.records.records] == [(t1, t3), (t1, t2)]
+
+
+def _same_run(reqs, cfg, cost):
+    full = simulate(reqs, cfg, cost)
+    lean = simulate(reqs, cfg, cost, record_token_times=False)
+    a, b = full.summary, lean.summary
+    assert a.itl_s == b.itl_s  # bit for bit, the mean included (both correctly rounded: itl_gaps.exact_mean)
+    for name in ("ttft_s", "tpot_s", "e2e_s"):
+        assert getattr(a, name) == getattr(b, name)
+    assert a.kv_usage == b.kv_usage and a.num_preemptions == b.num_preemptions and a.num_steps == b.num_steps
+    for x, y in zip(full.records.records, lean.records.records):
+        assert (x.request_id, x.first_token_s, x.finish_s, x.num_preemptions, x.num_cached_tokens, x.error) == \
+               (y.request_id, y.first_token_s, y.finish_s, y.num_preemptions, y.num_cached_tokens, y.error)
+        assert y.chunk_times_s is None
+    return a
+
+
+@pytest.mark.parametrize("name", ["vllm-roomy", "vllm-tight", "sglang-tight", "static", "v0-tight", "sliding",
+                                  "async-tight", "async-sglang", "sliding-step-async", "sglang-rule"])
+def test_lean_run_reports_the_same_figures(name):
+    s = _same_run(random_workload(300), EngineConfig(**CONFIGS[name]), FixedStepCost(0.005, 1e-5))
+    if name == "vllm-tight":
+        assert s.num_preemptions > 0  # gaps that span a preemption are counted one by one
+
+
+def test_exact_mean_does_not_depend_on_grouping_into_counts():
+    # The mean is the sum of the doubles' exact values (0.1 = 3602879701896397 / 2^55, ...; each value × count exact),
+    # rounded once to a double, then divided by the count: whether the gaps come one by one or as (value, count)
+    # pairs, the same double. Reference: the sum in Fractions.
+    from fractions import Fraction
+
+    from kvledger.dynamics.itl_gaps import exact_mean
+
+    values, counts = np.array([0.1, 0.2, 0.3]), np.array([3, 7, 1], dtype=np.int32)
+    expanded = np.repeat(values, counts)
+    exact = float(sum(Fraction(v) * int(c) for v, c in zip(values, counts))) / int(counts.sum())
+    assert exact_mean(values, counts) == exact_mean(expanded) == exact
+    big = np.full(1 << 17, 0.1)  # past one 64k chunk: 393,216 × 0.1 with one rounding, not 393,216 of them
+    n = 3 * len(big)
+    assert exact_mean(big, np.full(len(big), 3, dtype=np.int32)) == exact_mean(np.repeat(big, 3)) \
+        == float(Fraction(0.1) * n) / n
+
+
+def test_gap_counts_survive_buffer_compaction():
+    # 40 requests of 400 output tokens, one every 2 s (each takes ~1.7 s alone): 40 × 400 = 16,000 steps, past
+    # the 4,096-step buffer several times
+    reqs = [RequestSpec(f"q{i}", 2.0 * i, 20 + i, 400) for i in range(40)]
+    s = _same_run(reqs, EngineConfig(num_gpu_blocks=2000, block_size=16, max_model_len=1024), FixedStepCost(0.004, 3e-5))
+    assert s.num_steps > 3 * 4096 and s.itl_s.count == 40 * 399
+
+
+def test_past_the_exact_limit_a_sketch_keeps_every_itl_figure_within_its_bound(monkeypatch):
+    from kvledger.dynamics import itl_gaps
+
+    reqs = random_workload(300)
+    cfg, cost = EngineConfig(**CONFIGS["vllm-tight"]), FixedStepCost(0.005, 1e-5)
+    exact = simulate(reqs, cfg, cost).summary
+    monkeypatch.setattr(itl_gaps, "EXACT_PAIRS", 50)  # fold into the sketch after ~50 steps
+    lean = simulate(reqs, cfg, cost, record_token_times=False).summary
+    assert lean.itl_s.count == exact.itl_s.count
+    for key in ("mean", "p50", "p90", "p99"):
+        a, b = getattr(exact.itl_s, key), getattr(lean.itl_s, key)
+        assert abs(a - b) <= itl_gaps.SKETCH_ALPHA * a * (1 + 1e-9)
+    assert itl_gaps.SKETCH_NOTE in lean.definitions and itl_gaps.SKETCH_NOTE not in exact.definitions
