@@ -254,10 +254,9 @@ def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth
     """
     from kvledger.errors import ConfigError
 
-    if not isinstance(name_or_path, str) or "\x00" in name_or_path or len(name_or_path.encode("utf-8", "surrogatepass")) > 4096 \
-            or any(len(part.encode("utf-8", "surrogatepass")) > 255 for part in name_or_path.split("/")):
-        raise InputError(f"GPU {str(name_or_path)[:60]!r}...: not a usable GPU name or file path (a name or path component "
-                         "longer than 255 bytes, or a NUL byte)")
+    from kvledger.names import check_name_or_path
+
+    check_name_or_path(name_or_path, "GPU")
     p = Path(name_or_path)
     if p.suffix in (".json", ".toml"):
         try:

@@ -101,11 +101,9 @@ def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
     """
     if not isinstance(name_or_path, str) or not name_or_path.strip():
         raise KvLedgerError("model: give a bundled model name, a path to a config.json (or a folder holding one), or a Hub id")
-    if "\x00" in name_or_path or len(name_or_path.encode("utf-8", "surrogatepass")) > 4096:
-        raise KvLedgerError(f"model {name_or_path[:60]!r}...: not a usable name or path (NUL byte, or longer than 4,096 bytes)")
-    if any(len(part.encode("utf-8", "surrogatepass")) > 255 for part in name_or_path.replace("\\", "/").split("/")):
-        raise KvLedgerError(f"model {name_or_path[:60]!r}...: a path component or name is longer than 255 bytes, "
-                            "the limit of file names on common file systems and of Hub repository names")
+    from kvledger.names import check_name_or_path
+
+    check_name_or_path(name_or_path, "model")
     bm = resolve_bundled(name_or_path)
     if bm is not None:
         raw = load_json_file(Path(str(_DATA / bm.file)))

@@ -19,6 +19,7 @@ from kvledger.dynamics.synthetic import arrival_times
 from kvledger.dynamics.trace_formats import ParsedTrace, read_trace_file
 from kvledger.dynamics.workload import RequestSpec
 from kvledger.errors import InputError, UnknownNameError
+from kvledger.names import check_name_or_path
 
 __all__ = ["TraceInfo", "list_traces", "load_trace", "trace_has_arrivals", "bundled_trace_path"]
 
@@ -98,6 +99,7 @@ def bundled_trace_path(name: str) -> Path:
 def _resolve(name_or_path: str | Path) -> tuple[str, Path]:
     """(label used in request ids, file path)."""
     key = str(name_or_path)
+    check_name_or_path(key, "trace")
     if key.lower() in _BUNDLED:
         return key.lower(), bundled_trace_path(key)
     path = Path(key).expanduser()
