@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fuzz"))
 from cases import KINDS, Impossible, run_case  # noqa: E402
 
 # share of the cases per kind: files and logs are fast (milliseconds), commands slower (a simulation per case)
-SHARES = {"benchmark file": 0.55, "vllm log": 0.2, "price table": 0.1, "command line": 0.15}
+SHARES = {"benchmark file": 0.4, "vllm log": 0.15, "price table": 0.08, "command line": 0.12, "trace file": 0.1,
+          "model config": 0.1, "gpu file": 0.05}
 OUTCOMES = ("ok", "clean error", "traceback", "impossible result", "hang")
 
 

@@ -372,8 +372,82 @@ def _cli(rng: random.Random, tmp: Path) -> str:
     return _cli_outcome(args)
 
 
+TRACES = ROOT / "src" / "kvledger" / "dynamics" / "data" / "traces"
+MODELS = ROOT / "src" / "kvledger" / "catalog" / "data" / "models"
+CONFIGS = ROOT / "tests" / "fixtures" / "configs"
+
+
+def _trace_file(rng: random.Random, tmp: Path) -> str:
+    """The first rows of a bundled trace (CSV or JSONL), mutated, read as a trace and turned into requests."""
+    from kvledger.dynamics.traces import load_trace
+
+    src = rng.choice(sorted(TRACES.rglob("*.csv")) + sorted(TRACES.rglob("*.jsonl")))
+    with src.open(encoding="utf-8") as f:
+        head = "".join(next(f, "") for _ in range(rng.randint(1, 40)))
+    f = tmp / f"trace{src.suffix}"
+    f.write_text(_mutate_text(rng, head), encoding="utf-8", errors="surrogatepass")
+    try:
+        reqs = load_trace(f, seed=rng.randrange(1000))
+    except KvLedgerError:
+        return "clean error"
+    for r in reqs:
+        if not (r.arrival_s >= 0 and math.isfinite(r.arrival_s) and r.num_prompt_tokens >= 1 and r.num_output_tokens >= 1):
+            raise Impossible(f"trace request {r}")
+    return "ok"
+
+
+def _model_config(rng: random.Random, tmp: Path) -> str:
+    """A mutated real config.json (bundled or a test fixture), read and planned on an H100."""
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.models import load_model
+
+    src = rng.choice(sorted(MODELS.glob("*.json")) + sorted(CONFIGS.glob("*.json")))
+    obj = json.loads(src.read_text(encoding="utf-8"))
+    f = tmp / "config.json"
+    if rng.random() < 0.8:
+        f.write_text(json.dumps(_mutate_json(rng, obj)), encoding="utf-8")
+    else:
+        f.write_text(_mutate_text(rng, json.dumps(obj)), encoding="utf-8", errors="surrogatepass")
+    try:
+        plan = build_plan(load_model(str(f)), get_gpu("H100"), make_settings(), with_roofline=False)
+    except KvLedgerError:
+        return "clean error"
+    if plan.kv.bytes_per_token < 0 or plan.memory.num_gpu_blocks < 0 or any(r.max_requests < 0 for r in plan.concurrency):
+        raise Impossible("negative KV bytes, blocks or requests")
+    return "ok"
+
+
+_GPU_FILE = {"name": "My GPU", "memory": "79.22GiB", "bandwidth_tb_s": 3.35, "bf16_tflops": 989.0, "fp8_tflops": 1979.0}
+
+
+def _gpu_file(rng: random.Random, tmp: Path) -> str:
+    """A mutated GPU file (JSON or TOML), resolved and used for a plan."""
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.models import load_model
+
+    obj = _mutate_json(rng, _GPU_FILE)
+    if rng.random() < 0.5 and isinstance(obj, dict):
+        f = tmp / "gpu.toml"
+        f.write_text("\n".join(f"{k} = {json.dumps(v)}" for k, v in obj.items() if isinstance(k, str)) + "\n", encoding="utf-8")
+    else:
+        f = tmp / "gpu.json"
+        f.write_text(json.dumps(obj), encoding="utf-8")
+    try:
+        plan = build_plan(load_model("meta-llama/Llama-3.2-3B"), resolve_gpu(str(f)), make_settings())
+    except KvLedgerError:
+        return "clean error"
+    if plan.memory.num_gpu_blocks < 0:
+        raise Impossible("negative blocks")
+    return "ok"
+
+
 KINDS: dict[str, Callable[[random.Random, Path], str]] = {
     "benchmark file": _benchmark_file, "vllm log": _vllm_log, "price table": _price_table, "command line": _cli,
+    "trace file": _trace_file, "model config": _model_config, "gpu file": _gpu_file,
 }
 
 

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 # examples per kind: files, logs and price tables take milliseconds; a command line up to a small simulation
-EXAMPLES = {"benchmark file": 400, "vllm log": 150, "price table": 150, "command line": 60}
+EXAMPLES = {"benchmark file": 400, "vllm log": 150, "price table": 150, "command line": 60, "trace file": 150,
+            "model config": 150, "gpu file": 60}
 
 
 @pytest.mark.parametrize("kind", list(EXAMPLES))

@@ -125,6 +125,13 @@ def _detect(keys: set[str], layouts: dict[str, tuple[str, ...]], path: Path, wha
 
 
 def _read_csv(path: Path) -> ParsedTrace:
+    try:
+        return _read_csv_rows(path)
+    except csv.Error as err:  # a field over the csv module's limit, a NUL byte, an unterminated quote
+        raise FormatError(str(path), f"not a readable CSV ({err})") from None
+
+
+def _read_csv_rows(path: Path) -> ParsedTrace:
     with path.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
         layout = _detect(set(reader.fieldnames or []), CSV_LAYOUTS, path, "CSV")
@@ -191,6 +198,8 @@ def _read_jsonl(path: Path, segment_tokens: int) -> ParsedTrace:
                 obj = json.loads(text)
             except json.JSONDecodeError as err:
                 raise FormatError(str(path), f"not valid JSON: {err.msg}", f"line {line_no}, column {err.colno}") from None
+            except RecursionError:  # brackets nested thousands deep: no trace line looks like this
+                raise FormatError(str(path), "JSON nested too deeply to be a trace line", f"line {line_no}") from None
             if not isinstance(obj, dict):
                 raise FormatError(str(path), "each line must be a JSON object", f"line {line_no}")
             if layout is None:
