@@ -193,3 +193,23 @@ def test_hash_id_count_is_checked_with_the_stated_block_size(tmp_path):
     with pytest.raises(FormatError, match=r"ceil\(600/512\) = 2"):
         load_trace(f)
     assert load_trace(f, segment_tokens=256)[0].segment_tokens == 256  # ceil(600/256) = 3
+
+
+def test_damaged_trace_files_are_clear_errors(tmp_path):
+    # found by benchmarks/fuzz.py: a CSV field over the csv module's 131,072-character limit, a JSONL line of
+    # objects nested 100,000 deep, and a trace name of 300 bytes used to end in tracebacks
+    import pytest
+
+    from kvledger.errors import FormatError, InputError
+    from kvledger.dynamics.traces import load_trace
+
+    big = tmp_path / "big.csv"
+    big.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n\"" + "9" * 200_000 + "\",1,1\n")
+    with pytest.raises(FormatError, match="not a readable CSV"):
+        load_trace(big)
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"a":' * 100_000 + "1" + "}" * 100_000 + "\n")
+    with pytest.raises(FormatError, match="nested too deeply"):
+        load_trace(deep)
+    with pytest.raises(InputError, match="not a usable name or path"):
+        load_trace("a" * 300)
