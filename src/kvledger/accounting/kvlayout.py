@@ -8,6 +8,7 @@ Mirrors ``vllm/v1/core/kv_cache_planning.py`` (``get_kv_cache_groups``,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,9 @@ class AllocGroup:
         block_size: tokens per block for this group, tokens.
         page_bytes: bytes one layer spends on one block, B.
         window_tokens: sliding window W or chunk C, tokens (0 otherwise).
+        state_pages: for a "state" group, the pages one request may claim: 1 with ``mamba_cache_mode`` "none",
+            2 + prefill-checkpoint pages with "align" (``vllm/v1/kv_cache_interface.py :
+            MambaSpec.max_memory_usage_bytes``; see ``vllm_rules.mamba_cache_rule``), pages.
     """
 
     kind: str
@@ -38,6 +42,7 @@ class AllocGroup:
     block_size: int
     page_bytes: int
     window_tokens: int = 0
+    state_pages: int = 1
 
     def blocks_per_request(self, max_model_len: int, inflight_tokens: int) -> int:
         """Blocks one request may need at ``max_model_len`` (spec ``max_memory_usage_bytes / page``)."""
@@ -47,11 +52,17 @@ class AllocGroup:
         if self.kind == "chunked_local":
             return cdiv(min(self.window_tokens + inflight_tokens, L), B)
         if self.kind == "state":
-            return 1  # mamba_cache_mode "none": one state page per request
+            return self.state_pages  # 1 ("none") or 2 + checkpoint ("align"), whatever L
         return cdiv(L, B)
 
     def blocks_for_tokens(self, num_tokens: int) -> int:
-        """Blocks a running request holds after ``num_tokens`` computed tokens (steady state, out-of-window blocks freed)."""
+        """Blocks a running request holds after ``num_tokens`` computed tokens (steady state, out-of-window blocks freed).
+
+        A state group holds one page between steps in either Mamba mode: in "align" mode
+        ``vllm/v1/core/single_type_kv_cache_manager.py : MambaManager.remove_skipped_blocks`` frees (into the
+        prefix cache) every state before the last computed token's, so the second page of ``state_pages`` is
+        only held while a step crosses a block boundary, and the checkpoint page only during a prefill chunk.
+        """
         B = self.block_size
         if self.kind == "state":
             return 1
@@ -93,8 +104,13 @@ class KVLayout:
                 "groups": [g.__dict__ for g in self.groups]}
 
 
-def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: bool) -> tuple[list[tuple], int, list[str]]:
-    """Per layer: (kind, window, page_bytes, is_state); returns the attention block size used."""
+def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: bool,
+                 checkpoint_alignment_tokens: int | None = None) -> tuple[list[tuple], int, list[str]]:
+    """Per layer: (kind, window, page_bytes, is_state); returns the attention block size used.
+
+    ``checkpoint_alignment_tokens``: in vLLM 0.33's "align" Mamba mode the hybrid block size is a multiple of
+    lcm(block_size, checkpoint grid) (``vllm/platforms/interface.py : Platform._align_hybrid_block_size``).
+    """
     notes: list[str] = []
     per_tok = {g.spec: g.bytes_per_token_per_layer for g in kv.groups}
     state_page = {g.spec: g.state_bytes_per_seq / g.num_layers for g in kv.groups if isinstance(g.spec, StateLayer)}
@@ -106,10 +122,13 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
     if state_page:
         attn_tok = max(per_tok[s] for s in per_tok if not isinstance(s, StateLayer))
         need = max(state_page.values())
-        aligned = block_size * cdiv(int(need), int(block_size * attn_tok))
+        grid_tokens = math.lcm(block_size, checkpoint_alignment_tokens) if checkpoint_alignment_tokens else block_size
+        aligned = grid_tokens * cdiv(int(need), int(grid_tokens * attn_tok))
         if aligned > B:
+            grid = (f"alignment lcm({block_size}, {checkpoint_alignment_tokens}-token checkpoint grid) = {grid_tokens}"
+                    if grid_tokens != block_size else f"alignment {block_size} assumed")
             notes.append(f"hybrid state layers: attention block size raised to {aligned} tokens so one attention page "
-                         f"({aligned} × {attn_tok:,.0f} B) holds a {need:,.0f}-B state page (kv_cache_utils _align_hybrid_block_size; alignment {block_size} assumed)")
+                         f"({aligned} × {attn_tok:,.0f} B) holds a {need:,.0f}-B state page (kv_cache_utils _align_hybrid_block_size; {grid})")
             B = aligned
     rows = []
     for l in model.layers:
@@ -128,15 +147,19 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
     return rows, B, notes
 
 
-def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid: bool = False) -> KVLayout:
+def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid: bool = False,
+                state_pages_per_request: int = 1, checkpoint_alignment_tokens: int | None = None) -> KVLayout:
     """Group the layers as vLLM does and size one block.
 
     Args:
         model, kv: the parsed model and its KV ledger (per GPU, at the chosen dtype and TP).
         block_size: tokens per block before any hybrid alignment, tokens.
         unify_hybrid: treat sliding/chunked layers as full (``--disable-hybrid-kv-cache-manager``, vLLM < 0.9).
+        state_pages_per_request: pages each state group may claim per request (1 for ``mamba_cache_mode``
+            "none"; ``vllm_rules.mamba_cache_rule`` for "align"), pages.
+        checkpoint_alignment_tokens: the align-mode prefill-checkpoint grid the hybrid block size honours, tokens.
     """
-    rows, B, notes = _layer_pages(model, kv, block_size, unify_hybrid)
+    rows, B, notes = _layer_pages(model, kv, block_size, unify_hybrid, checkpoint_alignment_tokens)
     buckets: dict[tuple, int] = {}
     for r in rows:
         buckets[r] = buckets.get(r, 0) + 1
@@ -163,7 +186,8 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
         padding += k * group_size - n
         for j in range(k):
             real = min(group_size, n - j * group_size)
-            groups.append(AllocGroup(kind, real, group_size, bs[(kind, window, _)], max_page, window))
+            groups.append(AllocGroup(kind, real, group_size, bs[(kind, window, _)], max_page, window,
+                                     state_pages_per_request if kind == "state" else 1))
     if padding:
         notes.append(f"{padding} padding layer slots: buckets of {dict((k[0], v) for k, v in buckets.items())} split into groups of {group_size}")
     attn_bs = min((g.block_size for g in groups if g.kind != "state"), default=B)

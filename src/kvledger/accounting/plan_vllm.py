@@ -23,7 +23,7 @@ from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.loading import SERVED_DTYPE_BYTES, loaded_weights
 from kvledger.catalog.gpus import GpuSpec
-from kvledger.catalog.layers import MLAAttention
+from kvledger.catalog.layers import MLAAttention, StateLayer
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.units import GiB
@@ -111,12 +111,14 @@ class _Stage:
 
 
 def _stage_budgets(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, ver, mnbt: int, seqs: int, B: int,
-                   unify: bool, requested: int, checkpoint: ModelSpec) -> list[_Stage]:
+                   unify: bool, requested: int, checkpoint: ModelSpec, mamba: R.MambaCacheRule | None) -> list[_Stage]:
     out = []
     for st in P.pp_stages(model.num_layers, s.pp):
         sm = P.stage_model(model, st)
         skv = kv if s.pp == 1 else kv_ledger(sm, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
-        layout = vllm_layout(sm, skv, B, unify_hybrid=unify)
+        layout = vllm_layout(sm, skv, B, unify_hybrid=unify,
+                             state_pages_per_request=mamba.state_pages_per_request if mamba else 1,
+                             checkpoint_alignment_tokens=mamba.checkpoint_alignment_tokens if mamba else None)
         items = _deductions(sm, gpu, s, ver, mnbt, seqs, st, checkpoint)
         avail = s.available_kv_memory_bytes if s.available_kv_memory_bytes is not None else int(requested - sum(i.bytes for i in items))
         out.append(_Stage(st, sm, layout, items, avail, floor_div(avail, layout.bytes_per_block), skv))
@@ -156,7 +158,10 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     util, usrc = (s.gpu_memory_utilization, "given") if s.gpu_memory_utilization else R.default_gpu_memory_utilization(ver)
     notes.append(f"gpu_memory_utilization {util}: {usrc}")
     requested = math.ceil(gpu.memory_bytes * util)
-    stages = _stage_budgets(model, gpu, s, kv, ver, mnbt, seqs, B, unify, requested, checkpoint or model)
+    mamba = _mamba_rule(model, s, ver, gpu.arch)
+    if mamba is not None:
+        notes.append(mamba.source)
+    stages = _stage_budgets(model, gpu, s, kv, ver, mnbt, seqs, B, unify, requested, checkpoint or model, mamba)
     bind = min(stages, key=lambda b: (b.blocks, -b.stage.rank))
     layout, items, available = bind.layout, bind.items, bind.available
     if layout.block_size != B:
@@ -192,6 +197,15 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
                      tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
                      f"× gpu_memory_utilization {util} (ceil)", summaries)
     return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
+
+
+def _mamba_rule(model: ModelSpec, s: PlanSettings, ver, arch: str) -> R.MambaCacheRule | None:
+    """The Mamba cache rule for a model with state layers (whole model, as vLLM decides it once), else None."""
+    state = [l for l in model.layers if isinstance(l, StateLayer)]
+    if not state:
+        return None
+    has_attention = any(l is not None and not isinstance(l, StateLayer) for l in model.layers)
+    return R.mamba_cache_rule(ver, s.enable_prefix_caching, has_attention, {l.mixer for l in state}, arch)
 
 
 def printed_gib_block_range(available_bytes: int, bytes_per_block: int) -> tuple[int, int]:

@@ -30,6 +30,8 @@ class PlanSettings(BaseModel):
         num_gpu_blocks_override: vLLM's flag: the block count, bypassing memory entirely.
         weights_bytes, activation_peak_bytes, non_torch_bytes, cudagraph_bytes: measured terms, B, replacing the models.
         disable_hybrid_kv_cache_manager: vLLM flag (sliding/chunked layers allocated as full).
+        enable_prefix_caching: vLLM ``--enable-prefix-caching`` / ``--no-enable-prefix-caching``; None = the
+            version's default. It sets the Mamba cache mode of state-layer models (vllm_rules.mamba_cache_rule).
         mamba_ssm_cache_dtype: "auto" or "float32".
         achievable_flops_fraction / achievable_bandwidth_fraction: roofline efficiency (see roofline.py).
         cpu_overhead_s: per-step CPU time added by the step-cost model, s.
@@ -59,6 +61,7 @@ class PlanSettings(BaseModel):
     non_torch_bytes: int | None = Field(None, ge=0, le=1 << 45)
     cudagraph_bytes: int | None = Field(None, ge=-(1 << 40), le=1 << 45)
     disable_hybrid_kv_cache_manager: bool = False
+    enable_prefix_caching: bool | None = None
     mamba_ssm_cache_dtype: str = "auto"
     achievable_flops_fraction: float = Field(0.7, gt=0, le=1)
     achievable_bandwidth_fraction: float = Field(0.8, gt=0, le=1)

@@ -9,12 +9,14 @@ the later read version and the returned source says so.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
 __all__ = ["LATEST", "parse_version", "era", "default_gpu_memory_utilization", "default_batch_limits",
-           "subtracts_cudagraphs", "sliding_inflight_tokens", "default_block_size", "printed_capacity_lines"]
+           "subtracts_cudagraphs", "sliding_inflight_tokens", "default_block_size", "printed_capacity_lines",
+           "MambaCacheRule", "mamba_cache_rule"]
 
 LATEST = "0.33.0"
 """Newest vLLM release whose code was read (engines.md, "Sources and versions read")."""
@@ -136,3 +138,94 @@ def printed_capacity_lines(ver: tuple[int, int, int], num_blocks: int, block_siz
     if ver >= (0, 33, 0):
         return [f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {L:,} tokens per request: {c:.2f}x"]
     return [f"GPU KV cache size: {tokens:,} tokens", f"Maximum concurrency for {L:,} tokens per request: {c:.2f}x"]
+
+
+@dataclass(frozen=True)
+class MambaCacheRule:
+    """How this vLLM version keeps Mamba / linear-attention state in the block pool.
+
+    Attributes:
+        mode: ``mamba_cache_mode``: "none" (one live state per request), "align" (states kept at block
+            boundaries for prefix caching) or "all" (0.19–0.32, Mamba-family models; not modelled).
+        enable_prefix_caching: the resolved prefix-caching switch.
+        state_pages_per_request: pages one request may claim in each state group (``MambaSpec.max_memory_usage_bytes``
+            ÷ page size; no speculative decoding in a plan, so num_speculative_blocks = 0), pages.
+        checkpoint_alignment_tokens: in align mode, the token grid prefill checkpoints land on, which the hybrid
+            block-size alignment also honours (None: no constraint), tokens.
+        source: where the rule was read.
+    """
+
+    mode: str
+    enable_prefix_caching: bool
+    state_pages_per_request: int
+    checkpoint_alignment_tokens: int | None
+    source: str
+
+
+_GDN_FLASHINFER_CHECKPOINT_TOKENS = 64
+"""Checkpoint grid of the FlashInfer GDN prefill kernel (``v1/attention/backends/gdn_attn.py``, vLLM 0.33), tokens."""
+
+
+def _checkpoint(mixers: set[str], arch: str) -> tuple[int, int | None, str]:
+    """(checkpoint pages, checkpoint alignment, why) for vLLM 0.33's align mode.
+
+    ``layers/mamba/mamba_mixer2.py : MambaMixer2.get_kv_cache_spec`` always declares one prefill-checkpoint
+    page with alignment 1. ``gdn/qwen_gdn_linear_attn.py : GatedDeltaNetAttention.get_kv_cache_spec`` declares one
+    (on a 64-token grid) only when ``_resolve_gdn_prefill_backend`` picks FlashInfer: on Hopper always, on
+    Blackwell when head_k_dim is 128 and torch's CUDA runtime is 13+ (assumed here: the GDN models read have
+    128-wide key heads). Mamba-1 layers (``MambaMixer``) declare none. ``layers/mamba/abstract.py :
+    get_mamba_prefill_checkpoint_alignment`` gives an alignment only when every state layer has one.
+    """
+    if mixers == {"mamba2"}:
+        return 1, 1, "Mamba-2 layers export a prefill checkpoint (MambaMixer2.get_kv_cache_spec)"
+    if mixers == {"gated_deltanet"}:
+        if arch == "sm90" or arch.startswith("sm10") or arch.startswith("sm12"):
+            return 1, _GDN_FLASHINFER_CHECKPOINT_TOKENS, (
+                f"GDN prefill on FlashInfer ({arch}) exports a prefill checkpoint on a 64-token grid "
+                "(qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend; Blackwell assumes CUDA 13 and head_k_dim 128)")
+        return 0, None, f"GDN prefill on Triton/FLA ({arch or 'unknown GPU'}): no prefill checkpoint page"
+    return 0, None, f"state layers {sorted(mixers)}: no prefill checkpoint page"
+
+
+def mamba_cache_rule(ver: tuple[int, int, int], enable_prefix_caching: bool | None, has_attention: bool,
+                     mixers: set[str], arch: str) -> MambaCacheRule:
+    """The Mamba cache mode and per-request state pages of a model with state layers.
+
+    Prefix caching defaults (``config/model.py : ModelConfig.is_prefix_caching_supported``): generative hybrid
+    models get it from 0.28 (off in 0.19 and 0.24; 0.25–0.27 not read, so the switch is applied at 0.28);
+    attention-free (pure Mamba) models never by default. ``model_executor/models/config.py :
+    MambaModelConfig.verify_and_update_config`` then turns prefix caching into ``mamba_cache_mode`` "align"
+    (0.33; before, "all" for models with ``SupportsMambaPrefixCaching``, else "align"), and "none" without it.
+    ``v1/kv_cache_interface.py : MambaSpec.max_memory_usage_bytes``: "none" → 1 + spec pages; "align" → 2 + spec
+    (+ prefill-checkpoint pages in 0.33; 0.29–0.32 not read, checkpoints applied from 0.33). vLLM before 0.19
+    is not modelled here (one page, as "none").
+
+    Args:
+        enable_prefix_caching: ``--enable-prefix-caching`` / ``--no-enable-prefix-caching``; None = the default.
+        has_attention: the model also has attention layers (vLLM ``is_hybrid``).
+        mixers: the state layers' kinds ("mamba", "mamba2", "gated_deltanet"). arch: GPU family ("sm90", ...).
+    """
+    vtxt = ".".join(map(str, ver))
+    if enable_prefix_caching is None:
+        pc = has_attention and ver >= (0, 28, 0)
+        why = (f"prefix caching {'on' if pc else 'off'} by default for {'hybrid' if has_attention else 'attention-free'} "
+               f"models in vLLM {vtxt} (ModelConfig.is_prefix_caching_supported; hybrid default on from 0.28, 0.25–0.27 not read)")
+    else:
+        pc = enable_prefix_caching
+        why = f"prefix caching {'on' if pc else 'off'} (given)"
+    if not pc or ver < (0, 19, 0):
+        extra = "" if not pc else "; vLLM < 0.19 Mamba prefix caching not modelled"
+        return MambaCacheRule("none", pc, 1, None, f"{why}: mamba_cache_mode none, 1 state page per request "
+                              f"(MambaSpec.max_memory_usage_bytes){extra}")
+    if ver < (0, 33, 0):
+        if mixers <= {"mamba", "mamba2"}:
+            return MambaCacheRule("all", pc, 1, None, f"{why}: mamba_cache_mode all (SupportsMambaPrefixCaching models, "
+                                  "vLLM 0.19–0.32): its cdiv(L, block) state pages and chunk-aligned block size are not "
+                                  "modelled; 1 page per request is shown, which is low")
+        return MambaCacheRule("align", pc, 2, None, f"{why}: mamba_cache_mode align, 2 state pages per request "
+                              "(MambaSpec.max_memory_usage_bytes, read in 0.19–0.28)")
+    ck_pages, ck_align, ck_why = _checkpoint(mixers, arch)
+    return MambaCacheRule("align", pc, 2 + ck_pages, ck_align,
+                          f"{why}: mamba_cache_mode align (MambaModelConfig.verify_and_update_config), "
+                          f"2 + {ck_pages} checkpoint = {2 + ck_pages} state pages per request "
+                          f"(MambaSpec.max_memory_usage_bytes); {ck_why}")

@@ -47,6 +47,7 @@ def plan(
     achievable_flops_fraction: float = typer.Option(0.7, "--achievable-flops-fraction", help="Roofline: share of peak FLOP/s matmuls reach (assumption)."),
     achievable_bandwidth_fraction: float = typer.Option(0.8, "--achievable-bandwidth-fraction", help="Roofline: share of peak HBM bandwidth kernels reach (assumption)."),
     disable_hybrid_kv_cache_manager: bool = typer.Option(False, "--disable-hybrid-kv-cache-manager", help="vLLM flag: allocate sliding/chunked layers as full."),
+    enable_prefix_caching: Optional[bool] = typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching", help="vLLM flag (default: the version's; on for hybrid models from 0.28): sets the Mamba cache mode, hence state pages per request."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the whole ledger (every term with its source, the waterfall, the roofline tables, every note) after the summary."),
 ) -> None:
@@ -74,7 +75,7 @@ def plan(
         activation_peak_bytes=_bytes_opt(activation_peak, "--activation-peak"),
         non_torch_bytes=_bytes_opt(non_torch_memory, "--non-torch-memory"),
         cudagraph_bytes=_bytes_opt(cudagraph_memory, "--cudagraph-memory"),
-        disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager,
+        disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager, enable_prefix_caching=enable_prefix_caching,
         achievable_flops_fraction=achievable_flops_fraction, achievable_bandwidth_fraction=achievable_bandwidth_fraction)
     spec = load_model(model)
     g = resolve_gpu(gpu, memory_bytes=_bytes_opt(gpu_memory, "--gpu-memory"),
