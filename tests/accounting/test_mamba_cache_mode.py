@@ -105,3 +105,28 @@ def test_cli_no_enable_prefix_caching(capsys):
     on = CliRunner().invoke(app, args)
     off = CliRunner().invoke(app, args + ["--no-enable-prefix-caching"])
     assert "234.06x" in on.output and "283.44x" in off.output
+
+
+def test_simulate_sizes_its_pool_with_the_prefix_caching_flag():
+    # the simulator's KV pool is the plan under the same flag: Qwen3-Next-80B at TP 4, 8K, vLLM 0.33 — caching on by
+    # default (align mode, 320-token blocks: 8,192 blocks), off with --no-enable-prefix-caching (272-token blocks:
+    # 9,637 blocks), the figures of kvledger plan for the same settings
+    import json
+
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    def engine(*flags):
+        out = CliRunner().invoke(app, ["simulate", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100", "--tp", "4",
+                                       "--num-requests", "5", "--max-model-len", "8K", *flags, "--json"]).stdout
+        return json.loads(out)["engine"]
+
+    def plan(*flags):
+        out = CliRunner().invoke(app, ["plan", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100", "--tp", "4",
+                                       "--max-model-len", "8K", *flags, "--json"]).stdout
+        return json.loads(out)["memory"]
+
+    on, off = engine(), engine("--no-enable-prefix-caching")
+    assert (on["block_size"], off["block_size"]) == (320, 272)
+    assert on["num_gpu_blocks"] == plan()["num_gpu_blocks"] and off["num_gpu_blocks"] == plan("--no-enable-prefix-caching")["num_gpu_blocks"]

@@ -76,7 +76,8 @@ class SimSetup:
 
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
 _PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype",
-                "max_num_batched_tokens", "max_num_seqs", "block_size", "num_gpu_blocks_override", "cpu_overhead")
+                "max_num_batched_tokens", "max_num_seqs", "block_size", "num_gpu_blocks_override", "cpu_overhead",
+                "enable_prefix_caching")
 
 
 def load_plan(a: SimRequestArgs):
@@ -117,7 +118,7 @@ def _build_plan(a: SimRequestArgs):
         max_model_len=parse_tokens(a.max_model_len, what="--max-model-len") if a.max_model_len else None,
         gpu_memory_utilization=a.gpu_memory_utilization, kv_cache_dtype=a.kv_cache_dtype,
         max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,
-        num_gpu_blocks_override=a.num_gpu_blocks_override,
+        num_gpu_blocks_override=a.num_gpu_blocks_override, enable_prefix_caching=a.enable_prefix_caching,
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0)
     return build_plan(load_model(a.model), resolve_gpu(a.gpu), settings, with_advice=False), mnbt
 
