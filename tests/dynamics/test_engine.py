@@ -63,14 +63,15 @@ CONFIGS = {
                          prefix_caching_policy="sglang", async_scheduling=True),
     "async-seats": dict(num_gpu_blocks=2000, block_size=16, max_model_len=160, max_num_seqs=8,
                         async_scheduling=True),
-    # vLLM's per-step sliding-window rule (a chunk holds its blocks for one step), sync and async
-    "sliding-step": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, enable_prefix_caching=False,
+    # vLLM's per-step sliding-window rule (a chunk holds its blocks for one step), sync and async; 65 usable blocks:
+    # vLLM's admission of a 512-token request counts 32 full + min(32, ⌈(40 − 1 + 512)/16⌉ + 1) = 64 blocks
+    "sliding-step": dict(num_gpu_blocks=66, block_size=16, max_model_len=512, enable_prefix_caching=False,
                          max_num_batched_tokens=256, blocks_for_tokens=_SWA.steady, step_blocks=_SWA),
-    "sliding-step-async": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, enable_prefix_caching=False,
+    "sliding-step-async": dict(num_gpu_blocks=66, block_size=16, max_model_len=512, enable_prefix_caching=False,
                                max_num_batched_tokens=256, blocks_for_tokens=_SWA.steady, step_blocks=_SWA,
                                async_scheduling=True),
     # hybrid prefix caching (hybrid_kv.py: the general step throughout)
-    "sliding-step-cached": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,
+    "sliding-step-cached": dict(num_gpu_blocks=66, block_size=16, max_model_len=512, max_num_batched_tokens=256,
                                 blocks_for_tokens=_SWA.steady, step_blocks=_SWA, async_scheduling=True),
     # SGLang's own scheduler: prefill-first steps, reservation admission, retraction; fixed lengths and EOS ratio
     "sglang-rule": dict(num_gpu_blocks=60, block_size=16, max_model_len=512, max_num_batched_tokens=256,

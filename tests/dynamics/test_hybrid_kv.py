@@ -77,12 +77,25 @@ def test_no_block_leaks_under_preemption_and_sharing():
     sys.path.insert(0, str(Path(__file__).parent))
     from test_engine import random_workload
 
-    c = EngineConfig(num_gpu_blocks=60, max_model_len=512, block_size=16, max_num_batched_tokens=256,
+    # 65 usable blocks: the fewest vLLM starts with, a 512-token request counting 32 full + 32 sliding blocks at admission
+    c = EngineConfig(num_gpu_blocks=66, max_model_len=512, block_size=16, max_num_batched_tokens=256,
                      blocks_for_tokens=RULE_16.steady, step_blocks=RULE_16)
     rep = Replica(c, FixedStepCost(0.005, 1e-5))
     recs = run_cluster(random_workload(), [rep], make_router("round_robin"))
     assert all(r.ok for r in recs) and rep.num_preemptions > 0 and rep.kv.hit_tokens > 0
-    assert rep.kv._held == 0 and rep.kv.num_used_blocks == 0 and rep.kv.num_free_blocks == 59
+    assert rep.kv._held == 0 and rep.kv.num_used_blocks == 0 and rep.kv.num_free_blocks == 65  # 66 − the null block
 
 
 RULE_16 = StepBlockRule((("full", 16, 0), ("sliding_window", 16, 40)), 512, 512)
+
+
+def test_a_pool_below_the_sliding_window_admission_need_is_refused_not_stalled():
+    # 59 usable blocks; vLLM admits a 512-token request only with 32 full + min(32, ⌈(40 − 1 + 512)/16⌉ + 1) = 64
+    # blocks free, so it would refuse to start — the simulator used to stall ("nothing schedulable") with a traceback
+    import pytest
+
+    from kvledger.errors import InputError
+
+    with pytest.raises(InputError, match="needs 64 blocks, so it could never run"):
+        EngineConfig(num_gpu_blocks=60, max_model_len=512, block_size=16, max_num_batched_tokens=256,
+                     blocks_for_tokens=RULE_16.steady, step_blocks=RULE_16)
