@@ -150,7 +150,7 @@ def summary_lines(p: Plan) -> list[str]:
                    f"(layers {bind['layers'][0]}–{bind['layers'][1]}{', LM head + sampler' if bind['is_last'] else ''}) has the "
                    "fewest blocks and sizes the engine's pool; figures below are per GPU of that stage")
     out.append(f"memory per GPU: {weights}{avail} "
-               f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version}, from the device total {m.gpu_total_bytes / GiB:,.2f} GiB'})"
+               f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB × {m.fraction_name} {m.fraction:g} less ' + ', '.join(d.name for d in m.deductions)})"
                f" → {m.num_gpu_blocks:,} blocks of {m.block_size} token{'' if m.block_size == 1 else 's'}")
     if m.fits:
         rows = "; ".join(f"{r.context_tokens:,} tokens: {r.max_requests:,} requests ({r.max_concurrency:,.2f}x)"
