@@ -14,7 +14,7 @@ from typing import Any
 
 from kvledger.errors import InputError, UnknownNameError
 
-__all__ = ["price_key", "gpu_rate", "capacity_basis", "CostRun", "cost_payload"]
+__all__ = ["price_key", "gpu_rate", "capacity_basis", "CostRun", "cost_payload", "sweep_capacity_run"]
 
 
 def price_key(name: str) -> str:
@@ -91,3 +91,38 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
     if sim is not None:
         d["simulation"] = {**sim.provenance(), **({"capacity_search": capacity.to_dict()} if capacity else {})}
     return CostRun(rep, basis, d)
+
+
+def sweep_capacity_run(runs: list[Any], slo: Any, target: float, where: str) -> tuple[Any, dict[str, Any]]:
+    """The run of a sweep that is its SLO capacity: the highest load (request rate, else concurrency) up to which every
+    run has ≥ ``target`` of its requests within the SLO (``ledgers.boundary.boundary_from_sweep``), with the choice in words.
+
+    Raises:
+        InputError: the runs state neither a rate nor a concurrency, or even the lowest load misses the target.
+    """
+    from kvledger.ledgers.boundary import axis_value, boundary_from_sweep
+
+    axis = None
+    for candidate in ("request_rate", "concurrency"):
+        try:
+            values = [axis_value(r, candidate) for r in runs]
+        except InputError:
+            continue
+        if len(set(values)) == len(values):
+            axis = candidate
+            break
+    labels = ", ".join(f"{i}: {r.metadata.extra.get('run_label') or r.metadata.source}" for i, r in enumerate(runs))
+    if axis is None:
+        raise InputError(f"{where} holds {len(runs)} runs ({labels}) that state no distinct request rate or concurrency, so "
+                         "the sweep's capacity cannot be found; choose one with --run INDEX")
+    res = boundary_from_sweep(runs, slo, target, axis, values)
+    rows = "; ".join(f"{p.label} at {p.value:g}: {p.attainment:.1%}" for p in res.points)
+    if res.boundary_value is None:
+        raise InputError(f"no run of the sweep in {where} has {target:.0%} of its requests within the SLO ({rows}); there is "
+                         "no SLO capacity to price: loosen the SLO, or price one run with --run INDEX")
+    k = values.index(res.boundary_value)
+    unit = "req/s" if axis == "request_rate" else "concurrent users"
+    text = (f"run {k} ({runs[k].metadata.extra.get('run_label') or runs[k].metadata.source}, {res.boundary_value:g} {unit}) is "
+            f"the sweep's SLO capacity: the highest load up to which every run has ≥ {target:.0%} of its requests within "
+            f"the SLO (attainment per run: {rows})")
+    return runs[k], {"run_index": k, "axis": axis, "value": res.boundary_value, "text": text, "boundary": res.to_dict()}

@@ -37,42 +37,6 @@ def _pick_run(runs: list[Any], index: int | None, path: str) -> Any:
     return runs[index]
 
 
-def _sweep_capacity_run(runs: list[Any], slo: Any, target: float, where: str) -> tuple[Any, dict[str, Any]]:
-    """The run of a sweep that is its SLO capacity: the highest load (request rate, else concurrency) up to which every
-    run has ≥ ``target`` of its requests within the SLO (``ledgers.boundary.boundary_from_sweep``), with the choice in words.
-
-    Raises:
-        InputError: the runs state neither a rate nor a concurrency, or even the lowest load misses the target.
-    """
-    from kvledger.errors import InputError
-    from kvledger.ledgers.boundary import axis_value, boundary_from_sweep
-
-    axis = None
-    for candidate in ("request_rate", "concurrency"):
-        try:
-            values = [axis_value(r, candidate) for r in runs]
-        except InputError:
-            continue
-        if len(set(values)) == len(values):
-            axis = candidate
-            break
-    labels = ", ".join(f"{i}: {r.metadata.extra.get('run_label') or r.metadata.source}" for i, r in enumerate(runs))
-    if axis is None:
-        raise InputError(f"{where} holds {len(runs)} runs ({labels}) that state no distinct request rate or concurrency, so "
-                         "the sweep's capacity cannot be found; choose one with --run INDEX")
-    res = boundary_from_sweep(runs, slo, target, axis, values)
-    rows = "; ".join(f"{p.label} at {p.value:g}: {p.attainment:.1%}" for p in res.points)
-    if res.boundary_value is None:
-        raise InputError(f"no run of the sweep in {where} has {target:.0%} of its requests within the SLO ({rows}); there is "
-                         "no SLO capacity to price: loosen the SLO, or price one run with --run INDEX")
-    k = values.index(res.boundary_value)
-    unit = "req/s" if axis == "request_rate" else "concurrent users"
-    text = (f"run {k} ({runs[k].metadata.extra.get('run_label') or runs[k].metadata.source}, {res.boundary_value:g} {unit}) is "
-            f"the sweep's SLO capacity: the highest load up to which every run has ≥ {target:.0%} of its requests within "
-            f"the SLO (attainment per run: {rows})")
-    return runs[k], {"run_index": k, "axis": axis, "value": res.boundary_value, "text": text, "boundary": res.to_dict()}
-
-
 def _gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
     from kvledger.analyses.cost_run import gpu_rate
 
@@ -138,8 +102,9 @@ def _file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpu
     """(run, GPU count, GPU name for the price table, sweep choice or None) from benchmark or records files.
 
     One run: that run. Several (a multi-run file or several FILEs, e.g. a rate sweep): ``--run INDEX`` picks one,
-    otherwise the run at the sweep's SLO capacity (:func:`_sweep_capacity_run`) is priced, and the choice is stated.
+    otherwise the run at the sweep's SLO capacity (``analyses.cost_run.sweep_capacity_run``) is priced, and the choice is stated.
     """
+    from kvledger.analyses.cost_run import sweep_capacity_run
     from kvledger.errors import InputError
     from kvledger.evidence import read_runs
 
@@ -147,7 +112,7 @@ def _file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpu
     where = str(files[0]) if len(files) == 1 else f"{len(files)} files"
     sweep = None
     if len(runs) > 1 and run_index is None:
-        run, sweep = _sweep_capacity_run(runs, slo, 0.9 if target is None else target, where)
+        run, sweep = sweep_capacity_run(runs, slo, 0.9 if target is None else target, where)
     else:
         run = _pick_run(runs, run_index, where)
     md = run.metadata

@@ -26,7 +26,7 @@ manager, so every step runs the general step (exact by construction, slower).
 
 from __future__ import annotations
 
-from kvledger.dynamics.block_pool import BlockPool
+from kvledger.dynamics.block_pool import BlockPool, PoolUsage
 from kvledger.dynamics.prefix_keys import shareable_block_keys
 from kvledger.dynamics.request_state import SimRequest
 from kvledger.dynamics.swa_step import StepBlockRule
@@ -40,7 +40,7 @@ def supports_hybrid_caching(rule: StepBlockRule) -> bool:
     return kinds <= {"full", "sliding_window"} and len({b for _, b, _ in rule.groups}) == 1
 
 
-class HybridKVManager:
+class HybridKVManager(PoolUsage):
     """Per-group block tables over one :class:`BlockPool` with per-group prefix caching (module doc).
 
     Args:
@@ -65,27 +65,10 @@ class HybridKVManager:
         self.query_tokens = self.hit_tokens = self.recompute_hit_tokens = 0
         self._held = 0  # live blocks held by requests, blocks
 
-    # ------------------------------------------------------------ accounting
-    @property
-    def capacity_blocks(self) -> int:
-        return self.pool.num_usable_blocks
-
-    @property
-    def num_free_blocks(self) -> int:
-        return self.pool.num_free_blocks
-
-    @property
-    def num_used_blocks(self) -> int:
-        pool = self.pool
-        return pool.num_gpu_blocks - 1 - len(pool._queue) + pool._head + pool._num_stale
-
+    # ------------------------------------------------------------ accounting (capacity, free, used, usage: PoolUsage)
     @property
     def held_slots(self) -> int:
         return self._held * self.block_size
-
-    @property
-    def usage(self) -> float:
-        return self.num_used_blocks / self.capacity_blocks
 
     # ------------------------------------------------------------ lookup
     def _key(self, key: int, g: int) -> int:

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kvledger.dynamics.block_pool import BlockPool
+from kvledger.dynamics.block_pool import BlockPool, PoolUsage
 from kvledger.dynamics.kv_stretch import PagedStretches
 from kvledger.dynamics.prefix_keys import own_block_key, shareable_block_keys, vectorize_blocks_for_tokens
 from kvledger.dynamics.request_state import SimRequest
 
 __all__ = ["PagedKVManager"]
 
-class PagedKVManager(PagedStretches):
+class PagedKVManager(PoolUsage, PagedStretches):
     """Block tables for running requests on one :class:`BlockPool`, with vLLM's prefix caching.
 
     Args:
@@ -65,29 +65,11 @@ class PagedKVManager(PagedStretches):
         self.recompute_hit_tokens = 0  # tokens a preempted request got back from the cache, tokens
         self._req_blocks = 0  # Σ over running requests of their block-table lengths (shared blocks per holder)
 
-    # ------------------------------------------------------------ accounting
-    @property
-    def capacity_blocks(self) -> int:
-        return self.pool.num_usable_blocks
-
-    @property
-    def num_free_blocks(self) -> int:
-        return self.pool.num_free_blocks
-
-    @property
-    def num_used_blocks(self) -> int:
-        pool = self.pool
-        return pool.num_gpu_blocks - 1 - len(pool._queue) + pool._head + pool._num_stale
-
+    # ------------------------------------------------------------ accounting (capacity, free, used, usage: PoolUsage)
     @property
     def held_slots(self) -> int:
         """KV token slots allocated to running requests (each request's blocks × block_size), tokens."""
         return self._req_blocks * self.block_size
-
-    @property
-    def usage(self) -> float:
-        """Share of usable blocks held by requests (vLLM's "KV cache usage"), fraction."""
-        return self.pool.num_used_blocks / self.pool.num_usable_blocks
 
     # ------------------------------------------------------------- hashing
     def _keys(self, req: SimRequest) -> list[int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvledger.report.tables import table
+from kvledger.report.tables import print_verdict, table
 
 __all__ = ['disagg_row', 'render_disagg']
 
@@ -47,8 +47,4 @@ def render_disagg(r, console) -> None:
                       ("ttft_p50_s", "ttft_p90_s", "itl_p50_s", "itl_p99_s", "tpot_p90_s")),
                       f"{x['goodput_req_per_s_per_gpu']:,.2f}")
         console.print(t)
-    console.print("[bold]Verdict[/]")
-    for v in r.verdict:
-        console.print(f"• {v}")
-    for n in r.notes:
-        console.print(f"· {n}", style="dim")
+    print_verdict(console, r.verdict, r.notes)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvledger.report.tables import table
+from kvledger.report.tables import print_verdict, table
 
 __all__ = ['render_fp8_kv']
 
@@ -54,8 +54,4 @@ def render_fp8_kv(r, cal, console) -> None:
         console.print(f"fitted: {fmt_duration(cal.overhead.per_layer_s)} per layer per step, {cal.overhead.ns_per_element:.3g} ns per K/V element; "
                       f"effective bandwidth {cal.effective_bandwidth_bytes_per_s / 1e9:,.0f} GB/s ({cal.bandwidth_fraction:.0%} of datasheet), "
                       f"fixed step time {fmt_duration(cal.step_fixed_s)}")
-    console.print("[bold]Verdict[/]")
-    for v in r.verdict:
-        console.print(f"• {v}")
-    for n in r.notes:
-        console.print(f"· {n}", style="dim")
+    print_verdict(console, r.verdict, r.notes)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvledger.report.tables import table
+from kvledger.report.tables import print_verdict, table
 
 __all__ = ['render_kv_eviction']
 
@@ -39,8 +39,4 @@ def render_kv_eviction(r, console) -> None:
     for m in r.methods:
         t.add_row(m["method"], m["keeps"], m["query"], m["needs_scores"], m["paged_layout"], m["source"])
     console.print(t)
-    console.print("[bold]Verdict[/]")
-    for v in r.verdict:
-        console.print(f"• {v}")
-    for n in r.notes:
-        console.print(f"· {n}", style="dim")
+    print_verdict(console, r.verdict, r.notes)

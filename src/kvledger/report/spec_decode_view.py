@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvledger.report.tables import table
+from kvledger.report.tables import print_verdict, table
 
 __all__ = ['render_spec_decode']
 
@@ -44,8 +44,4 @@ def render_spec_decode(r, console) -> None:
                       f"{b['throughput_tok_per_s']:,.0f} → {s['throughput_tok_per_s']:,.0f}", f"{b['num_preemptions']}/{s['num_preemptions']}")
         console.print(t)
         console.print(sweep_sentence(sim))
-    console.print("[bold]Verdict[/]")
-    for v in r.verdict:
-        console.print(f"• {v}")
-    for n in r.notes:
-        console.print(f"· {n}", style="dim")
+    print_verdict(console, r.verdict, r.notes)

@@ -15,7 +15,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["LedgerTable", "ledger_table", "table"]
+__all__ = ["LedgerTable", "ledger_table", "table", "print_verdict"]
 
 
 def _plain(cell: object) -> str:
@@ -90,3 +90,12 @@ def ledger_table(title: str, *cols: str, **kwargs: object) -> LedgerTable:
 def table(title: str, *cols: str) -> LedgerTable:
     """The table every terminal view uses: left-titled, columns sized so nothing is cut (:class:`LedgerTable`)."""
     return ledger_table(title, *cols)
+
+
+def print_verdict(console: Console, verdict: Iterable[str], notes: Iterable[str]) -> None:
+    """The closing block of every judgment call: "Verdict", one bullet per sentence, then the notes dimmed."""
+    console.print("[bold]Verdict[/]")
+    for v in verdict:
+        console.print(f"• {v}")
+    for n in notes:
+        console.print(f"· {n}", style="dim")
