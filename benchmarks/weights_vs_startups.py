@@ -33,6 +33,7 @@ from kvledger.catalog.modelspec import parse_config
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 GiB = 2**30
+V019 = (0, 19, 0)  # the corpus's vLLM release (its logs and run records say v0.19.0)
 
 _INT8_CHANNEL = {"quant_method": "compressed-tensors", "ignore": ["lm_head"], "config_groups": {"group_0": {
     "weights": {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True},
@@ -97,7 +98,7 @@ def rows() -> tuple[list[dict], list[str]]:
             logged = {k.removeprefix("Worker_PP"): v for k, v in _ranks(r["weights_gib_by_rank"]).items()}
         for rank, gib in sorted(logged.items()):
             pr = int(rank) if pp > 1 else 0
-            pred = loaded_weights(spec, tp=tp, pp=pp, pp_rank=pr, dtype=dtype, quantization=q).bytes / GiB
+            pred = loaded_weights(spec, tp=tp, pp=pp, pp_rank=pr, dtype=dtype, quantization=q, engine_version=V019).bytes / GiB
             out.append(dict(model=model, log=r["log_file"], layout=f"tp{tp} pp{pp}" + (f" stage {pr}" if pp > 1 else ""),
                             dtype=dtype, quantization=spec.quant.method if q is None else "fp8 (online)",
                             predicted_gib=pred, logged_gib=gib, error_pct=(pred / gib - 1) * 100))
@@ -114,7 +115,7 @@ def rows() -> tuple[list[dict], list[str]]:
         tp, pp = int(a.get("tensor_parallel_size") or 1), int(a.get("pipeline_parallel_size") or 1)
         dtype = a.get("dtype") or "auto"
         q = "fp8" if a.get("quantization") == "fp8" and spec.quant.method == "none" else None
-        pred = loaded_weights(spec, tp=tp, pp=pp, dtype=dtype, quantization=q).bytes / GiB
+        pred = loaded_weights(spec, tp=tp, pp=pp, dtype=dtype, quantization=q, engine_version=V019).bytes / GiB
         gib = float(d["weight_memory_gib"])
         out.append(dict(model=model, log=f.name, layout=f"tp{tp} pp{pp}", dtype=dtype, quantization=spec.quant.method,
                         predicted_gib=pred, logged_gib=gib, error_pct=(pred / gib - 1) * 100))

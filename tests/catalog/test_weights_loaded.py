@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.catalog.loading import cuda_allocated_bytes, loaded_weights, pp_layer_range
+from kvledger.catalog.loading import cuda_allocated_bytes, loaded_weights, mla_backend_workspace_bytes, pp_layer_range
 from kvledger.catalog.models import load_model
 from kvledger.catalog.modelspec import parse_config
 from kvledger.errors import ConfigError, InputError
@@ -115,12 +115,12 @@ def test_every_corpus_startup_within_half_a_percent():
     table, skipped = _corpus_module().rows()
     corpus = [t for t in table if t["log"] != "vllm_memory_observations.csv"]
     assert len(corpus) == 41
-    # Known gap, stated: DeepSeek-V2-Lite logs about 0.10 GiB more than the parameter inventory on every rank at every
-    # TP (29.43 / 14.83 / 7.51 GiB at TP 1/2/4 vs 29.32 / 14.73 / 7.40): a replicated allocation of vLLM's MLA path not
-    # yet traced. At TP 2 and 4 that is 0.7% and 1.4%.
+    # DeepSeek-V2-Lite (MLA) at TP 1/2/4 logs 29.43 / 14.83 / 7.51 GiB: its parameters, the 20 MiB bf16 RoPE buffer and
+    # the 128 MiB FlashInfer-MLA workspace vLLM 0.19 allocates on every rank when it imports that backend (see
+    # test_mla_backend_workspace_follows_the_backend_imports): predicted 29.426 / 14.831 / 7.508.
     ds = [t for t in corpus if t["model"].startswith("deepseek-ai/")]
-    assert len(ds) == 3 and all(0.095 < t["logged_gib"] - t["predicted_gib"] < 0.115 for t in ds)
-    worst = max((t for t in corpus if t not in ds), key=lambda t: abs(t["error_pct"]))
+    assert len(ds) == 3 and all(abs(t["logged_gib"] - t["predicted_gib"]) < 0.006 for t in ds)
+    worst = max(corpus, key=lambda t: abs(t["error_pct"]))
     assert abs(worst["error_pct"]) < 0.5, worst
     # The older (version not recorded) gpt-oss-20b observation: 13.47 GiB logged vs 12.86 predicted, −4.5%: the MXFP4 MoE
     # layout of that version is not modelled (0.19's Triton backend on Hopper pads nothing for 2880 = 45 × 64).
@@ -137,3 +137,39 @@ def test_modelopt_nvfp4_and_fp8():
     assert parse_config(raw, source="t").weight_bytes() == LINEAR // 2 + LINEAR // 16 + BF16_REST
     raw["quantization_config"] = {"quant_method": "modelopt", "quantization": {"quant_algo": "FP8", "exclude_modules": ["lm_head"]}}
     assert parse_config(raw, source="t").weight_bytes() == LINEAR + 224 * 4 + BF16_REST
+
+
+def test_deepseek_yarn_rope_buffer_is_in_the_model_dtype():
+    # DeepseekScalingRotaryEmbedding (rotary_embedding/deepseek_scaling_rope.py) caches cos|sin for
+    # original_max_position_embeddings × factor = 4,096 × 40 = 163,840 positions over qk_rope_head_dim = 64 dims.
+    # It stays float32 only if FlashInfer's rope runs, which needs the rotary_embedding custom op enabled; vLLM's default
+    # compiled mode has custom_ops=['none'] (the 0.19 log lists rotary_embedding among the disabled ops), so base.py
+    # casts it to bfloat16: 163,840 × 64 × 2 B = 20,971,520 B. vLLM 0.5.0 logged "Loading model weights took 29.3010 GB"
+    # for DeepSeek-V2-Lite (vllm-project/vllm PR #4650), which is parameters + allocator rounding + this 20 MiB buffer.
+    m = load_model("deepseek-ai/DeepSeek-V2-Lite")
+    assert m.rope_cache_bytes == 163_840 * 64 * 2 == 20_971_520
+
+
+def test_mla_backend_workspace_follows_the_backend_imports():
+    # flashinfer_mla.py allocates g_fi_workspace = torch.zeros(128 MiB, uint8, cuda) at import up to 0.24 (lazy from
+    # 0.25); cutlass_mla.py allocates SM100Workspace(128 MiB) at import in every release read. From 0.12
+    # get_valid_backends imports every backend of _get_backend_priorities: Hopper's list holds FLASHINFER_MLA,
+    # Blackwell's (major 10) both, sm12x's from 0.24 neither; 0.11 imports only the chosen backend (CUTLASS on Blackwell).
+    MiB128 = 128 * 2**20
+    assert mla_backend_workspace_bytes((0, 19, 0), "sm90")[0] == MiB128
+    assert mla_backend_workspace_bytes((0, 19, 0), "sm100")[0] == 2 * MiB128
+    assert mla_backend_workspace_bytes((0, 19, 0), "sm80")[0] == MiB128
+    assert mla_backend_workspace_bytes((0, 25, 0), "sm90")[0] == 0
+    assert mla_backend_workspace_bytes((0, 33, 0), "sm100")[0] == MiB128
+    assert mla_backend_workspace_bytes((0, 23, 0), "sm120")[0] == MiB128
+    assert mla_backend_workspace_bytes((0, 24, 0), "sm120")[0] == 0
+    assert mla_backend_workspace_bytes((0, 11, 0), "sm90")[0] == 0
+    assert mla_backend_workspace_bytes((0, 11, 0), "sm100")[0] == MiB128
+    assert mla_backend_workspace_bytes((0, 19, 0), "")[0] == 0  # not a CUDA GPU
+    # It is per rank (each worker imports the module), so it does not shrink with TP, and only MLA models pay it.
+    ds, llama = load_model("deepseek-ai/DeepSeek-V2-Lite"), load_model("meta-llama/Llama-3.1-8B")
+    for tp in (1, 2, 4):
+        a, b = (loaded_weights(ds, tp=tp, engine_version=v) for v in ((0, 19, 0), (0, 25, 0)))
+        assert a.bytes - b.bytes == a.backend_workspace_bytes == MiB128 and b.backend_workspace_bytes == 0
+        assert "flashinfer_mla workspace" in a.how
+    assert loaded_weights(llama, engine_version=(0, 19, 0)).bytes == loaded_weights(llama, engine_version=(0, 25, 0)).bytes

@@ -74,7 +74,7 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
         items = [LineItem("weights", s.weights_bytes, "given (your log's 'Model loading took')")]
     else:
         lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank, dtype=None if s.dtype == "auto" else s.dtype,
-                            quantization=s.quantization, gpu_arch=gpu.arch)
+                            quantization=s.quantization, gpu_arch=gpu.arch, engine_version=ver)
         items = [LineItem("weights", lw.bytes, f"computed as vLLM allocates them: {lw.how}")]
     if s.activation_peak_bytes is not None:
         items.append(LineItem("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)"))

@@ -22,6 +22,8 @@ parameters and buffers the rank allocates (``gpu_model_runner.py::load_model`` m
   experts in one ``w13``/``w2`` pair. This is what puts Qwen2.5-7B at 14.25 GiB rather than 14.19.
 * The rotary cos/sin buffer (``rotary_embedding``: positions × rotary dim in the served dtype) is a
   buffer of every rank that holds attention layers.
+* MLA models: the attention backends' module-level workspaces that choosing a backend allocates while the
+  model is built (``mla_backend_workspace_bytes``), counted by the same measure.
 """
 
 from __future__ import annotations
@@ -30,12 +32,14 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import QuantScheme, online_fp8
 from kvledger.catalog.weights import Weight
 from kvledger.errors import InputError
 
-__all__ = ["LoadedWeights", "loaded_weights", "pp_layer_range", "cuda_allocated_bytes", "SERVED_DTYPE_BYTES"]
+__all__ = ["LoadedWeights", "loaded_weights", "pp_layer_range", "cuda_allocated_bytes", "mla_backend_workspace_bytes",
+           "SERVED_DTYPE_BYTES"]
 
 SERVED_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 _LAYER = re.compile(r"\.(?:layers|h)\.(\d+)\.")
@@ -55,6 +59,7 @@ class LoadedWeights:
         quantization: the scheme's one-line description.
         layers: (first, last + 1) decoder layers on this rank.
         how: the arithmetic in words.
+        backend_workspace_bytes: of which MLA attention-backend workspaces allocated during loading, B.
     """
 
     bytes: float
@@ -64,6 +69,7 @@ class LoadedWeights:
     quantization: str
     layers: tuple[int, int]
     how: str
+    backend_workspace_bytes: int = 0
 
 
 _FUSED_NAME = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj", "gate_proj": "gate_up_proj",
@@ -84,6 +90,44 @@ def cuda_allocated_bytes(n: int) -> int:
         return r
     seg = -(-r // (2 * _MiB)) * (2 * _MiB)
     return r if seg - r > _MiB else seg
+
+
+_MLA_WORKSPACE_BYTES = 128 * _MiB
+"""``flashinfer_mla.py::FLASHINFER_MLA_WORKSPACE_BUFFER_SIZE`` and ``cutlass_mla.py``'s ``SM100Workspace(128 * 1024 * 1024)``."""
+
+
+def mla_backend_workspace_bytes(engine_version: tuple[int, int, int], gpu_arch: str) -> tuple[int, str]:
+    """What importing vLLM's MLA attention backends allocates on each GPU while an MLA model is built, B, and why.
+
+    Two backend modules create a uint8 CUDA tensor at import: ``flashinfer_mla.py`` its ``g_fi_workspace``
+    (128 MiB) up to 0.24 (0.25 allocates it on first use), and ``cutlass_mla.py`` its ``g_sm100_workspace`` (128 MiB,
+    every release read, 0.11–0.33). ``MLAAttention.__init__`` picks a backend inside ``load_model``, so what the
+    import allocates is part of "Model loading took". From 0.12, ``platforms/cuda.py::get_valid_backends`` imports
+    every backend of ``_get_backend_priorities`` to validate it: on Blackwell (sm10x) the list holds both modules;
+    on other CUDA GPUs FLASHINFER_MLA only, except sm12x from 0.24, which lists Triton and the SM120 sparse backend.
+    Up to 0.11 only the chosen backend is imported: CUTLASS MLA on Blackwell, FlashMLA/FlashAttention elsewhere.
+    Releases read: 0.11, 0.12, 0.13, 0.15, 0.19, 0.22, 0.23, 0.24, 0.25, 0.26, 0.28, 0.33 (earlier ones are taken as
+    0.11). An explicit ``--attention-backend`` imports only that backend (not modelled).
+    """
+    m = re.fullmatch(r"sm(\d+)", gpu_arch or "")
+    if not m:
+        return 0, ""
+    major, v = int(m.group(1)) // 10, tuple(engine_version)
+    flashinfer_eager = v < (0, 25, 0)
+    if v < (0, 12, 0):
+        imported = ["cutlass_mla"] if major == 10 else []
+    elif major == 10:
+        imported = ["flashinfer_mla", "cutlass_mla"]
+    elif major == 12 and v >= (0, 24, 0):
+        imported = []
+    else:
+        imported = ["flashinfer_mla"]
+    held = [mod for mod in imported if mod == "cutlass_mla" or flashinfer_eager]
+    if not held:
+        return 0, ""
+    vtxt = ".".join(map(str, v))
+    return len(held) * _MLA_WORKSPACE_BYTES, (f"{' + '.join(held)} workspace{'s' if len(held) > 1 else ''} "
+                                              f"(128 MiB each, allocated when vLLM {vtxt} imports the MLA backend on {gpu_arch})")
 
 
 def pp_layer_range(num_layers: int, pp: int, rank: int) -> tuple[int, int]:
@@ -141,14 +185,16 @@ def _on_rank(path: str, pp: int, rank: int, lo: int, hi: int, tied: bool) -> boo
 
 
 def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int = 0, dtype: str | None = None,
-                   quantization: str | None = None, gpu_arch: str = "sm90") -> LoadedWeights:
+                   quantization: str | None = None, gpu_arch: str = "sm90",
+                   engine_version: tuple[int, int, int] = (0, 33, 0)) -> LoadedWeights:
     """The weight memory vLLM allocates on one GPU (TP rank of PP stage ``pp_rank``), B, with the arithmetic.
 
     Args:
         tp, pp: tensor- and pipeline-parallel sizes; pp_rank: the stage (0 … pp−1).
         dtype: vLLM's ``--dtype`` (None/"auto": the config's, float32 checkpoints served in bfloat16).
         quantization: vLLM's ``--quantization`` (only "fp8" changes an unquantized checkpoint).
-        gpu_arch: "sm90" (Hopper), "sm100" (Blackwell), ...: decides MXFP4 MoE padding.
+        gpu_arch: "sm90" (Hopper), "sm100" (Blackwell), ...: decides MXFP4 MoE padding and MLA backend workspaces.
+        engine_version: the vLLM release whose loading rules apply (default 0.33, the newest read).
 
     Raises:
         InputError: a parallel layout the model cannot take, an unknown dtype or quantization.
@@ -194,4 +240,8 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
         how += f", PP stage {pp_rank} of {pp}: layers {lo}–{hi - 1}" + (" + embedding" if pp_rank == 0 else "") + (" + final norm and LM head" if pp_rank == pp - 1 else "")
     if rope:
         how += f" + {rope:,} B RoPE cos/sin buffer"
-    return LoadedWeights(total + rope, rope, dname, db, q.description, (lo, hi), how)
+    ws, ws_src = (mla_backend_workspace_bytes(engine_version, gpu_arch) if any(isinstance(l, MLAAttention) for l in model.layers[lo:hi])
+                  else (0, ""))
+    if ws:
+        how += f" + {ws:,} B {ws_src}"
+    return LoadedWeights(total + rope + ws, rope, dname, db, q.description, (lo, hi), how, ws)

@@ -171,22 +171,23 @@ def _max_len(c: Cfg, notes: list[str]) -> tuple[int, int]:
 
 
 def _rope_cache_bytes(c: Cfg, mt: str, spec_layers: list, hd: int, derived: int, dtype_bytes: int) -> int:
-    """vLLM rotary cos/sin cache: positions × rotary_dim × dtype bytes (``rotary_embedding.py::_compute_cos_sin_cache``)."""
+    """vLLM rotary cos/sin cache: positions × rotary_dim × dtype bytes (``rotary_embedding.py::_compute_cos_sin_cache``).
+
+    MLA models rotate ``qk_rope_head_dim`` dims over ``original_max_position_embeddings × factor`` positions
+    (``DeepseekScalingRotaryEmbedding``). Its cache stays float32 only when FlashInfer's rope kernel is used, which
+    needs the ``rotary_embedding`` custom op enabled (``use_flashinfer = self.enabled() and ...``, 0.15–0.33); vLLM's
+    default compiled mode runs with ``custom_ops=['none']``, so ``rotary_embedding/base.py`` casts it to the model
+    dtype (DeepSeek-V2-Lite: 163,840 × 64 × 2 B = 20 MiB; ``--enforce-eager`` would keep 40 MiB, not modelled).
+    """
     if mt == "opt":  # learned absolute positions, no rotary buffer
         return 0
     if mt in ("gpt_bigcode", "gpt2", "bloom", "mpt"):  # learned or ALiBi positions, no rotary buffer
         return 0
-    positions = derived
     if any(isinstance(l, MLAAttention) for l in spec_layers):
         rot = c.int("qk_rope_head_dim")
-        rs = c.get("rope_scaling", None)
-        if isinstance(rs, dict) and rs.get("type", rs.get("rope_type")) in ("yarn", "deepseek_yarn") and rot in (64, 128, 256, 512):
-            # DeepseekScalingRotaryEmbedding keeps its cache in float32 when FlashInfer's rope applies (CUDA, rotary
-            # head size 64/128/256/512): rotary_embedding/base.py casts to the model dtype only otherwise.
-            return positions * rot * 4
     else:
         rot = int(hd * c.float("partial_rotary_factor", 1.0, minimum=0.0, maximum=1.0))
-    return positions * rot * dtype_bytes
+    return derived * rot * dtype_bytes
 
 
 def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: str | None = None) -> ModelSpec:
