@@ -1,7 +1,9 @@
-"""Mamba / linear-attention state pages per request under vLLM's prefix-caching ("align") Mamba cache mode.
+"""Mamba / linear-attention state pages per request under vLLM's prefix-caching ("align" and "all") Mamba cache modes.
 
 Engine code read (vLLM 0.33.0 wheel; 0.19.0, 0.24.0 and 0.28.0 for the version switch):
-``vllm/model_executor/models/config.py : MambaModelConfig.verify_and_update_config`` (prefix caching → "align"),
+``vllm/model_executor/models/config.py : MambaModelConfig.verify_and_update_config`` (prefix caching → "align";
+"all" for SupportsMambaPrefixCaching models in 0.19–0.27, whose ``HybridAttentionMambaModelConfig`` aligns blocks to
+the Mamba chunk),
 ``vllm/config/model.py : ModelConfig.is_prefix_caching_supported`` (hybrid default on from 0.28),
 ``vllm/v1/kv_cache_interface.py : MambaSpec.max_memory_usage_bytes`` (2 + spec + checkpoint pages in align),
 ``vllm/platforms/interface.py : Platform._align_hybrid_block_size`` (block a multiple of the checkpoint grid),
@@ -84,14 +86,51 @@ def test_jamba_and_nemotron_h_align_mode():
     assert (round(n.at_max_model_len.max_concurrency, 2), round(n0.at_max_model_len.max_concurrency, 2)) == (68.73, 151.20)
 
 
+def test_jamba_and_nemotron_h_all_mode_vllm_019_to_027():
+    # vLLM 0.19–0.27 "all" mode (Jamba and Nemotron-H implement SupportsMambaPrefixCaching), with prefix caching on:
+    # HybridAttentionMambaModelConfig sets attention and Mamba block size to
+    # lcm(chunk, 16) × cdiv(cdiv(state page, attention bytes per token), lcm(chunk, 16)), and
+    # MambaSpec.max_memory_usage_bytes = cdiv(max_model_len, block) pages per state group.
+    # Jamba at TP 4: no chunk_size key → get_mamba_chunk_size 2048. State page (8192 × 3 conv + 8192 × 16 SSM) × 2 B / 4
+    # = 77,824 B; attention 2 × 2 KV heads × 128 × 2 B = 1,024 B per token → cdiv(77,824, 1,024) = 76 tokens →
+    # block 2,048 × cdiv(76, 2,048) = 2,048 (not 80). Page 2,048 × 1,024 = 2 MiB; groups of 4 (1 full + 7 state):
+    # bytes_per_block 8 MiB; n = 30 GiB / 8 MiB = 3,840. R(8192) = 4 + 7 × cdiv(8192, 2048) = 32 → 120.00x; vLLM 0.19
+    # prints (3,840 // 8 groups) × 2,048 = 983,040 tokens. (0.28 "align": block 80, R = 103 + 7 × 2 = 117, 840.21x.)
+    j = plan("ai21labs/Jamba-v0.1", engine_version="0.19.0", enable_prefix_caching=True)
+    assert (j.memory.block_size, j.memory.bytes_per_block, j.memory.num_gpu_blocks) == (2048, 8_388_608, 3_840)
+    assert j.at_max_model_len.blocks_per_request == 32
+    assert j.memory.printed_lines == ("GPU KV cache size: 983,040 tokens", "Maximum concurrency for 8,192 tokens per request: 120.00x")
+    assert j.blocks_for_tokens(8192) == 4 + 7  # between steps a state group keeps only the last computed token's page
+    # Nemotron-H-56B at TP 4: chunk_size 128. State page (20,480 × 3 conv + 256 × 64 × 256 SSM) × 2 B / 4 = 2,127,872 B;
+    # attention 1,024 B per token → 2,078 tokens → block 128 × cdiv(2,078, 128) = 2,176 (align: 2,080). Groups of 10
+    # (1 full + 6 state): bytes_per_block 10 × 2,176 × 1,024 = 22,282,240 B; n = floor(30 GiB / that) = 1,445;
+    # R = cdiv(8192, 2176) + 6 × 4 = 28 → 1,445 / 28 = 51.61x.
+    n = plan("nvidia/Nemotron-H-56B-Base-8K", engine_version="0.27.0", enable_prefix_caching=True)
+    assert (n.memory.block_size, n.memory.bytes_per_block, n.memory.num_gpu_blocks) == (2176, 22_282_240, 1_445)
+    assert (n.at_max_model_len.blocks_per_request, round(n.at_max_model_len.max_concurrency, 2)) == (28, 51.61)
+    assert any("mamba_cache_mode all" in x for x in n.memory.notes)
+    # vLLM 0.19 leaves hybrid prefix caching off by default: "none", block 80, R = 103 + 7 = 110 (893.67x)
+    assert plan("ai21labs/Jamba-v0.1", engine_version="0.19.0").at_max_model_len.blocks_per_request == 110
+
+
 def test_mamba_cache_rule_by_version():
     # pure Mamba (attention-free): prefix caching off by default in every version → "none", 1 page
     assert mamba_cache_rule((0, 33, 0), None, False, {"mamba2"}, "sm90").state_pages_per_request == 1
     # forced on for a pure Mamba-2 model in 0.33: align, 2 + 1 checkpoint
     r = mamba_cache_rule((0, 33, 0), True, False, {"mamba2"}, "sm90")
     assert (r.mode, r.state_pages_per_request, r.checkpoint_alignment_tokens) == ("align", 3, 1)
-    # 0.28 Mamba-family models with prefix caching get "all", which is not modelled (flagged in the source)
-    assert mamba_cache_rule((0, 28, 0), None, True, {"mamba"}, "sm90").mode == "all"
+    # Mamba-family models (SupportsMambaPrefixCaching) with prefix caching: "all" in 0.19–0.27, "align" from 0.28
+    # (MambaModelConfig.verify_and_update_config: 0.27 picks "all" if supports_mamba_prefix_caching, 0.28 "align").
+    jamba = {"architectures": ("JambaForCausalLM",), "mamba_chunk_tokens": 2048}
+    # (hybrid prefix caching is on by default from 0.26: ModelConfig.is_prefix_caching_supported returns False for
+    # "hybrid" in 0.25 and True in 0.26)
+    r = mamba_cache_rule((0, 27, 0), None, True, {"mamba"}, "sm90", **jamba)
+    assert (r.mode, r.page_per_block, r.checkpoint_alignment_tokens, r.enable_prefix_caching) == ("all", True, 2048, True)
+    assert mamba_cache_rule((0, 25, 0), None, True, {"mamba"}, "sm90", **jamba).mode == "none"
+    assert mamba_cache_rule((0, 19, 0), True, True, {"mamba"}, "sm90", **jamba).mode == "all"
+    assert mamba_cache_rule((0, 28, 0), None, True, {"mamba"}, "sm90", **jamba).mode == "align"
+    # a Mamba-2 hybrid vLLM gives no SupportsMambaPrefixCaching (e.g. Plamo2) stays "align" in 0.19
+    assert mamba_cache_rule((0, 19, 0), True, True, {"mamba2"}, "sm90", architectures=("Plamo2ForCausalLM",)).mode == "align"
     # before 0.19 nothing changes
     assert mamba_cache_rule((0, 15, 0), True, True, {"gated_deltanet"}, "sm90").state_pages_per_request == 1
 

@@ -34,6 +34,8 @@ class AllocGroup:
         state_pages: for a "state" group, the pages one request may claim: 1 with ``mamba_cache_mode`` "none",
             2 + prefill-checkpoint pages with "align" (``vllm/v1/kv_cache_interface.py :
             MambaSpec.max_memory_usage_bytes``; see ``vllm_rules.mamba_cache_rule``), pages.
+        state_page_per_block: "all" mode (vLLM 0.19–0.27): a state group keeps a page per block of tokens and
+            a request may claim cdiv(max_model_len, block_size) of them, like full attention.
     """
 
     kind: str
@@ -43,6 +45,7 @@ class AllocGroup:
     page_bytes: int
     window_tokens: int = 0
     state_pages: int = 1
+    state_page_per_block: bool = False
 
     def blocks_per_request(self, max_model_len: int, inflight_tokens: int) -> int:
         """Blocks one request may need at ``max_model_len`` (spec ``max_memory_usage_bytes / page``)."""
@@ -51,17 +54,19 @@ class AllocGroup:
             return cdiv(min(self.window_tokens - 1 + inflight_tokens, L), B) + 1
         if self.kind == "chunked_local":
             return cdiv(min(self.window_tokens + inflight_tokens, L), B)
-        if self.kind == "state":
-            return self.state_pages  # 1 ("none") or 2 + checkpoint ("align"), whatever L
+        if self.kind == "state":  # 1 ("none") or 2 + checkpoint ("align") whatever L; "all": one per block
+            return cdiv(L, B) if self.state_page_per_block else self.state_pages
         return cdiv(L, B)
 
     def blocks_for_tokens(self, num_tokens: int) -> int:
         """Blocks a running request holds after ``num_tokens`` computed tokens (steady state, out-of-window blocks freed).
 
-        A state group holds one page between steps in either Mamba mode: in "align" mode
+        A state group holds one page between steps in every Mamba mode: in "align" mode
         ``vllm/v1/core/single_type_kv_cache_manager.py : MambaManager.remove_skipped_blocks`` frees (into the
         prefix cache) every state before the last computed token's, so the second page of ``state_pages`` is
-        only held while a step crosses a block boundary, and the checkpoint page only during a prefill chunk.
+        only held while a step crosses a block boundary, and the checkpoint page only during a prefill chunk;
+        in "all" mode the base ``remove_skipped_blocks`` frees the blocks before the last computed token
+        (``MambaManager.get_num_skipped_tokens`` = computed − 1).
         """
         B = self.block_size
         if self.kind == "state":
@@ -109,7 +114,8 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
     """Per layer: (kind, window, page_bytes, is_state); returns the attention block size used.
 
     ``checkpoint_alignment_tokens``: in vLLM 0.33's "align" Mamba mode the hybrid block size is a multiple of
-    lcm(block_size, checkpoint grid) (``vllm/platforms/interface.py : Platform._align_hybrid_block_size``).
+    lcm(block_size, checkpoint grid) (``vllm/platforms/interface.py : Platform._align_hybrid_block_size``); in
+    0.19–0.27's "all" mode a multiple of the Mamba chunk (``HybridAttentionMambaModelConfig``).
     """
     notes: list[str] = []
     per_tok = {g.spec: g.bytes_per_token_per_layer for g in kv.groups}
@@ -125,7 +131,7 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
         grid_tokens = math.lcm(block_size, checkpoint_alignment_tokens) if checkpoint_alignment_tokens else block_size
         aligned = grid_tokens * cdiv(int(need), int(grid_tokens * attn_tok))
         if aligned > B:
-            grid = (f"alignment lcm({block_size}, {checkpoint_alignment_tokens}-token checkpoint grid) = {grid_tokens}"
+            grid = (f"alignment lcm({block_size}, {checkpoint_alignment_tokens}-token Mamba chunk or checkpoint grid) = {grid_tokens}"
                     if grid_tokens != block_size else f"alignment {block_size} assumed")
             notes.append(f"hybrid state layers: attention block size raised to {aligned} tokens so one attention page "
                          f"({aligned} × {attn_tok:,.0f} B) holds a {need:,.0f}-B state page (kv_cache_utils _align_hybrid_block_size; {grid})")
@@ -148,7 +154,8 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
 
 
 def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid: bool = False,
-                state_pages_per_request: int = 1, checkpoint_alignment_tokens: int | None = None) -> KVLayout:
+                state_pages_per_request: int = 1, checkpoint_alignment_tokens: int | None = None,
+                state_page_per_block: bool = False) -> KVLayout:
     """Group the layers as vLLM does and size one block.
 
     Args:
@@ -157,7 +164,9 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
         unify_hybrid: treat sliding/chunked layers as full (``--disable-hybrid-kv-cache-manager``, vLLM < 0.9).
         state_pages_per_request: pages each state group may claim per request (1 for ``mamba_cache_mode``
             "none"; ``vllm_rules.mamba_cache_rule`` for "align"), pages.
-        checkpoint_alignment_tokens: the align-mode prefill-checkpoint grid the hybrid block size honours, tokens.
+        checkpoint_alignment_tokens: the grid the hybrid block size honours (align-mode prefill checkpoints,
+            "all"-mode Mamba chunk), tokens.
+        state_page_per_block: "all" Mamba mode: state groups claim a page per block (``vllm_rules.MambaCacheRule``).
     """
     rows, B, notes = _layer_pages(model, kv, block_size, unify_hybrid, checkpoint_alignment_tokens)
     buckets: dict[tuple, int] = {}
@@ -187,7 +196,7 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
         for j in range(k):
             real = min(group_size, n - j * group_size)
             groups.append(AllocGroup(kind, real, group_size, bs[(kind, window, _)], max_page, window,
-                                     state_pages_per_request if kind == "state" else 1))
+                                     state_pages_per_request if kind == "state" else 1, kind == "state" and state_page_per_block))
     if padding:
         notes.append(f"{padding} padding layer slots: buckets of {dict((k[0], v) for k, v in buckets.items())} split into groups of {group_size}")
     attn_bs = min((g.block_size for g in groups if g.kind != "state"), default=B)

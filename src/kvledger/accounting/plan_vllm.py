@@ -118,7 +118,8 @@ def _stage_budgets(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger
         skv = kv if s.pp == 1 else kv_ledger(sm, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
         layout = vllm_layout(sm, skv, B, unify_hybrid=unify,
                              state_pages_per_request=mamba.state_pages_per_request if mamba else 1,
-                             checkpoint_alignment_tokens=mamba.checkpoint_alignment_tokens if mamba else None)
+                             checkpoint_alignment_tokens=mamba.checkpoint_alignment_tokens if mamba else None,
+                             state_page_per_block=mamba.page_per_block if mamba else False)
         items = _deductions(sm, gpu, s, ver, mnbt, seqs, st, checkpoint)
         avail = s.available_kv_memory_bytes if s.available_kv_memory_bytes is not None else int(requested - sum(i.bytes for i in items))
         out.append(_Stage(st, sm, layout, items, avail, floor_div(avail, layout.bytes_per_block), skv))
@@ -205,7 +206,8 @@ def _mamba_rule(model: ModelSpec, s: PlanSettings, ver, arch: str) -> R.MambaCac
     if not state:
         return None
     has_attention = any(l is not None and not isinstance(l, StateLayer) for l in model.layers)
-    return R.mamba_cache_rule(ver, s.enable_prefix_caching, has_attention, {l.mixer for l in state}, arch)
+    return R.mamba_cache_rule(ver, s.enable_prefix_caching, has_attention, {l.mixer for l in state}, arch,
+                              architectures=model.architectures, mamba_chunk_tokens=model.mamba_chunk_tokens)
 
 
 def printed_gib_block_range(available_bytes: int, bytes_per_block: int) -> tuple[int, int]:

@@ -8,6 +8,7 @@ the later read version and the returned source says so.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -16,7 +17,7 @@ from kvledger.units import GiB
 
 __all__ = ["LATEST", "parse_version", "era", "default_gpu_memory_utilization", "default_batch_limits",
            "subtracts_cudagraphs", "sliding_inflight_tokens", "default_block_size", "printed_capacity_lines",
-           "MambaCacheRule", "mamba_cache_rule"]
+           "MambaCacheRule", "mamba_cache_rule", "MAMBA_PREFIX_CACHING_ARCHITECTURES"]
 
 LATEST = "0.33.0"
 """Newest vLLM release whose code was read (engines.md, "Sources and versions read")."""
@@ -146,13 +147,18 @@ class MambaCacheRule:
 
     Attributes:
         mode: ``mamba_cache_mode``: "none" (one live state per request), "align" (states kept at block
-            boundaries for prefix caching) or "all" (0.19–0.32, Mamba-family models; not modelled).
+            boundaries for prefix caching) or "all" (a state kept for every block of tokens; the default of
+            Mamba-family models with prefix caching in 0.19–0.27).
         enable_prefix_caching: the resolved prefix-caching switch.
         state_pages_per_request: pages one request may claim in each state group (``MambaSpec.max_memory_usage_bytes``
-            ÷ page size; no speculative decoding in a plan, so num_speculative_blocks = 0), pages.
-        checkpoint_alignment_tokens: in align mode, the token grid prefill checkpoints land on, which the hybrid
-            block-size alignment also honours (None: no constraint), tokens.
+            ÷ page size; no speculative decoding in a plan, so num_speculative_blocks = 0), pages; in "all" mode
+            this is per block instead (see ``page_per_block``).
+        checkpoint_alignment_tokens: the token grid the hybrid block size must be a multiple of (None: no
+            constraint), tokens: in align mode (0.33) where prefill checkpoints land; in "all" mode the Mamba
+            kernel's chunk (``get_mamba_chunk_size``).
         source: where the rule was read.
+        page_per_block: "all" mode: one state page per block of a request's tokens, so a request may claim
+            cdiv(max_model_len, block_size) pages in each state group (``MambaSpec.max_memory_usage_bytes``).
     """
 
     mode: str
@@ -160,6 +166,15 @@ class MambaCacheRule:
     state_pages_per_request: int
     checkpoint_alignment_tokens: int | None
     source: str
+    page_per_block: bool = False
+
+
+MAMBA_PREFIX_CACHING_ARCHITECTURES = frozenset({
+    "BambaForCausalLM", "FalconH1ForCausalLM", "FalconMambaForCausalLM", "GraniteMoeHybridForCausalLM", "JambaForCausalLM",
+    "Mamba2ForCausalLM", "MambaForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "Zamba2ForCausalLM"})
+"""Architectures whose vLLM class implements ``SupportsMambaPrefixCaching`` ("all" mode), read in 0.19 and 0.24
+(``models/{bamba,falcon_h1,granitemoehybrid,jamba,mamba,mamba2,nemotron_h,zamba2}.py``; FalconMamba and NemotronH-Puzzle
+are registry aliases; Bamba was removed in 0.23)."""
 
 
 _GDN_FLASHINFER_CHECKPOINT_TOKENS = 64
@@ -188,28 +203,38 @@ def _checkpoint(mixers: set[str], arch: str) -> tuple[int, int | None, str]:
 
 
 def mamba_cache_rule(ver: tuple[int, int, int], enable_prefix_caching: bool | None, has_attention: bool,
-                     mixers: set[str], arch: str) -> MambaCacheRule:
+                     mixers: set[str], arch: str, *, architectures: tuple[str, ...] = (),
+                     mamba_chunk_tokens: int = 2048) -> MambaCacheRule:
     """The Mamba cache mode and per-request state pages of a model with state layers.
 
     Prefix caching defaults (``config/model.py : ModelConfig.is_prefix_caching_supported``): generative hybrid
-    models get it from 0.28 (off in 0.19 and 0.24; 0.25–0.27 not read, so the switch is applied at 0.28);
+    models get it from 0.26 (off in 0.19, 0.24 and 0.25; on in 0.26, 0.27, 0.28 and 0.33);
     attention-free (pure Mamba) models never by default. ``model_executor/models/config.py :
-    MambaModelConfig.verify_and_update_config`` then turns prefix caching into ``mamba_cache_mode`` "align"
-    (0.33; before, "all" for models with ``SupportsMambaPrefixCaching``, else "align"), and "none" without it.
+    MambaModelConfig.verify_and_update_config`` then turns prefix caching into ``mamba_cache_mode`` "all" for
+    models with ``SupportsMambaPrefixCaching`` (``MAMBA_PREFIX_CACHING_ARCHITECTURES``) and "align" for the others
+    in 0.19–0.27 (read in 0.19, 0.22, 0.24, 0.26, 0.27), "align" for every model from 0.28 ("all" only when asked
+    for with ``--mamba-cache-mode all``, not a plan option), and "none" without prefix caching.
     ``v1/kv_cache_interface.py : MambaSpec.max_memory_usage_bytes``: "none" → 1 + spec pages; "align" → 2 + spec
-    (+ prefill-checkpoint pages in 0.33; 0.29–0.32 not read, checkpoints applied from 0.33). vLLM before 0.19
-    is not modelled here (one page, as "none").
+    (+ prefill-checkpoint pages in 0.33; 0.29–0.32 not read, checkpoints applied from 0.33); "all" →
+    cdiv(max_model_len, mamba_block_size) + spec pages. In "all" mode a hybrid model's blocks are aligned to the
+    Mamba kernel chunk (``HybridAttentionMambaModelConfig.verify_and_update_config``, 0.19; in
+    ``platforms/interface.py`` from 0.24, same rule for non-MLA attention): attention and Mamba block size =
+    lcm(chunk, 16) × cdiv(cdiv(state page, attention bytes per token), lcm(chunk, 16)). vLLM before 0.19 is not
+    modelled here (one page, as "none").
 
     Args:
         enable_prefix_caching: ``--enable-prefix-caching`` / ``--no-enable-prefix-caching``; None = the default.
         has_attention: the model also has attention layers (vLLM ``is_hybrid``).
         mixers: the state layers' kinds ("mamba", "mamba2", "gated_deltanet"). arch: GPU family ("sm90", ...).
+        architectures: the config's ``architectures`` (decides "all" support).
+        mamba_chunk_tokens: ``ModelConfig.get_mamba_chunk_size`` (``mamba_chunk_size``, else ``chunk_size``, else
+            2048), tokens.
     """
     vtxt = ".".join(map(str, ver))
     if enable_prefix_caching is None:
-        pc = has_attention and ver >= (0, 28, 0)
+        pc = has_attention and ver >= (0, 26, 0)
         why = (f"prefix caching {'on' if pc else 'off'} by default for {'hybrid' if has_attention else 'attention-free'} "
-               f"models in vLLM {vtxt} (ModelConfig.is_prefix_caching_supported; hybrid default on from 0.28, 0.25–0.27 not read)")
+               f"models in vLLM {vtxt} (ModelConfig.is_prefix_caching_supported; hybrid default on from 0.26)")
     else:
         pc = enable_prefix_caching
         why = f"prefix caching {'on' if pc else 'off'} (given)"
@@ -217,11 +242,15 @@ def mamba_cache_rule(ver: tuple[int, int, int], enable_prefix_caching: bool | No
         extra = "" if not pc else "; vLLM < 0.19 Mamba prefix caching not modelled"
         return MambaCacheRule("none", pc, 1, None, f"{why}: mamba_cache_mode none, 1 state page per request "
                               f"(MambaSpec.max_memory_usage_bytes){extra}")
+    if ver < (0, 28, 0) and MAMBA_PREFIX_CACHING_ARCHITECTURES.intersection(architectures):
+        grid = math.lcm(mamba_chunk_tokens, 16) if has_attention else None
+        return MambaCacheRule("all", pc, 1, grid, f"{why}: mamba_cache_mode all ({'/'.join(architectures)} implements "
+                              f"SupportsMambaPrefixCaching; MambaModelConfig.verify_and_update_config, vLLM 0.19–0.27): "
+                              "one state page per block of the request's tokens, cdiv(max_model_len, block) per request "
+                              "(MambaSpec.max_memory_usage_bytes)" + (
+                                  f"; blocks aligned to the Mamba chunk lcm({mamba_chunk_tokens}, 16) = {grid} tokens "
+                                  "(HybridAttentionMambaModelConfig)" if grid else ""), page_per_block=True)
     if ver < (0, 33, 0):
-        if mixers <= {"mamba", "mamba2"}:
-            return MambaCacheRule("all", pc, 1, None, f"{why}: mamba_cache_mode all (SupportsMambaPrefixCaching models, "
-                                  "vLLM 0.19–0.32): its cdiv(L, block) state pages and chunk-aligned block size are not "
-                                  "modelled; 1 page per request is shown, which is low")
         return MambaCacheRule("align", pc, 2, None, f"{why}: mamba_cache_mode align, 2 state pages per request "
                               "(MambaSpec.max_memory_usage_bytes, read in 0.19–0.28)")
     ck_pages, ck_align, ck_why = _checkpoint(mixers, arch)

@@ -126,8 +126,8 @@ def mla_backend_workspace_bytes(engine_version: tuple[int, int, int], gpu_arch: 
     if not held:
         return 0, ""
     vtxt = ".".join(map(str, v))
-    return len(held) * _MLA_WORKSPACE_BYTES, (f"{' + '.join(held)} workspace{'s' if len(held) > 1 else ''} "
-                                              f"(128 MiB each, allocated when vLLM {vtxt} imports the MLA backend on {gpu_arch})")
+    return len(held) * _MLA_WORKSPACE_BYTES, (f"MLA backend workspace{'s' if len(held) > 1 else ''} (128 MiB each, allocated when "
+                                              f"vLLM {vtxt} imports {' and '.join(m + '.py' for m in held)} on {gpu_arch})")
 
 
 def pp_layer_range(num_layers: int, pp: int, rank: int) -> tuple[int, int]:

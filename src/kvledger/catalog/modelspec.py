@@ -48,6 +48,8 @@ class ModelSpec:
         rope_cache_bytes: vLLM's rotary cos/sin buffer, B (counted in its "weights" memory).
         notes: remarks the ledger shows.
         catalog_id: the bundled config's HF id when loaded from the catalog, else None.
+        mamba_chunk_tokens: vLLM's ``ModelConfig.get_mamba_chunk_size`` (``mamba_chunk_size``, else ``chunk_size``,
+            else 2048), tokens; used only by Mamba models' prefix-caching block alignment.
     """
 
     name: str
@@ -74,6 +76,7 @@ class ModelSpec:
     intermediate_size: int
     notes: tuple[str, ...] = field(default_factory=tuple)
     catalog_id: str | None = None
+    mamba_chunk_tokens: int = 2048
 
     @property
     def num_params(self) -> int:
@@ -245,6 +248,7 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         quant=quant, tie_word_embeddings=tied, max_position_embeddings=mpe, derived_max_model_len=derived,
         rope_cache_bytes=_rope_cache_bytes(c, mt, fam.layers, hd, derived, dbytes), intermediate_size=inter,
         notes=tuple(notes), catalog_id=catalog_id,
+        mamba_chunk_tokens=c.int("mamba_chunk_size", None) or c.int("chunk_size", None) or 2048,
     )
 
 
