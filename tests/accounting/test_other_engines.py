@@ -81,3 +81,39 @@ def test_trtllm_one_window_floors():
     # the Python path (resource_manager.py::calculate_max_num_blocks) floors, the C++ multi-window path would give 669.
     p = build_plan(LLAMA8, H100, make_settings(engine="trtllm", available_kv_memory_bytes=21_400 * 131_072), with_roofline=False)
     assert (p.memory.pool_tokens, p.memory.num_gpu_blocks) == (21_400, 668)
+
+
+def test_trtllm_tensorrt_engine_executor_rounds_blocks_up():
+    # TensorRT-LLM's own log (NVIDIA/TensorRT-LLM issue #2268, engine 0.13, Qwen1.5-7B fp16, C++ executor):
+    #   "Memory usage when calculating max tokens in paged kv cache: total: 39.39 GiB, available: 21.89 GiB"
+    #   "Number of blocks in KV cache primary pool: 631"
+    # kvCacheManager.cpp KVCacheManager::calculateMaxNumBlocks: maxTokens = int(0.9 × available / bytes per token),
+    # blocks = ceilDiv(maxTokens, tokens_per_block). Qwen1.5-7B and Llama-2-7B both keep 32 layers × 2 × 32 KV heads
+    # × 128 × 2 B = 524,288 B per token. "21.89 GiB" is any figure in [21.885, 21.895) GiB: maxTokens in
+    # [40,339, 40,357]; with 64 tokens per block that is 630.3–630.6 blocks, so ceil gives 631 (the log) and floor 630.
+    llama2 = load_model("meta-llama/Llama-2-7b-hf")
+    for avail_gib in (21.885, 21.89, 21.8949):
+        kv_mem = int(0.9 * avail_gib * 2**30)
+        p = build_plan(llama2, H100, make_settings(engine="trtllm", engine_version="0.13.0", available_kv_memory_bytes=kv_mem,
+                                                   max_model_len=4096), with_roofline=False)
+        assert p.memory.block_size == 64 and p.memory.num_gpu_blocks == 631
+        assert kv_mem // 524_288 // 64 == 630  # what the PyTorch backend's floor would give for the same memory
+    # the same memory on the PyTorch backend (1.0 on; one window: Python path, floor) at 64 tokens per block: 630
+    q = build_plan(llama2, H100, make_settings(engine="trtllm", engine_version="1.2.1", block_size=64,
+                                               available_kv_memory_bytes=int(0.9 * 21.89 * 2**30), max_model_len=4096),
+                   with_roofline=False)
+    assert q.memory.num_gpu_blocks == 630 and "PyTorch backend" in q.memory.engine_version
+
+
+def test_trtllm_engine_version_is_read_and_checked():
+    import pytest
+
+    from kvledger.accounting.plan_other import trtllm_runtime
+    from kvledger.errors import InputError
+
+    assert trtllm_runtime(None)[0] == "pytorch" and trtllm_runtime("1.0.0")[0] == "pytorch"
+    assert trtllm_runtime("0.21.0")[0] == "tensorrt" and trtllm_runtime("v0.13")[0] == "tensorrt"
+    with pytest.raises(InputError, match="not a TensorRT-LLM version"):
+        trtllm_runtime("latest")
+    with pytest.raises(InputError, match="SGLang rules"):
+        build_plan(LLAMA8, H100, make_settings(engine="sglang", engine_version="0.5.23"), with_roofline=False)

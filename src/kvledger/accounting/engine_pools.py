@@ -10,7 +10,13 @@ SGLang 0.5.23, read from its wheel:
 TensorRT-LLM, read from ``cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp`` (``calculateMaxNumBlocks``,
 ``BlockManager::calculateWindowSizeToShare``): one pool per attention window w with b_w bytes per token;
 pool w gets the share b_w·w / Σ b_v·v of the memory, max_tokens_w = floor(memory × share / b_w), and
-blocks_w = ceil(max_tokens_w / tokens_per_block) (the C++ path rounds up; the one-window Python path floors).
+blocks_w = ceilDiv(max_tokens_w, tokens_per_block): the C++ path rounds up. Which path sizes a one-window
+model depends on the runtime: the TensorRT-engine executor (trtllm-build engines, the 0.x releases; read in the
+``KVCacheManager::calculateMaxNumBlocks`` that prints "Number of blocks in KV cache primary pool") always uses
+C++, so it rounds up; the PyTorch backend (1.0 on) sizes one window in Python,
+``_torch/pyexecutor/resource_manager.py::KVCacheManager.calculate_max_num_blocks``, which floors
+(``int(max_tokens // tokens_per_block)`` on NVIDIA/TensorRT-LLM main, commit 001541b; an earlier copy of that
+file used ``math.ceil``), and several windows (VSWA) in C++.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from kvledger.accounting.kvcache import KVLedger
 from kvledger.catalog.layers import MLAAttention, SlidingWindowAttention
 from kvledger.catalog.modelspec import ModelSpec
 
-__all__ = ["SWA_FULL_TOKENS_RATIO", "MAMBA_FULL_MEMORY_RATIO", "SglangPools", "sglang_pools", "TrtWindowPool", "trtllm_window_pools"]
+__all__ = ["SWA_FULL_TOKENS_RATIO", "MAMBA_FULL_MEMORY_RATIO", "SglangPools", "sglang_pools", "TrtWindowPool", "trtllm_window_pools",
+           "TRTLLM_RUNTIMES"]
 
 SWA_FULL_TOKENS_RATIO = 0.8
 """SGLang ``--swa-full-tokens-ratio`` default (``arg_groups/fields/schedule.py``, fallback 0.8)."""
@@ -93,13 +100,20 @@ def _layer_bytes(layer, tp: int, elem_bytes: float) -> float:
     return 2 * ((layer.head_dim * layer.num_kv_heads) // tp) * elem_bytes
 
 
+TRTLLM_RUNTIMES = ("pytorch", "tensorrt")
+"""TensorRT-LLM's runtimes: the PyTorch backend (LLM API default from 1.0) and the TensorRT-engine C++ executor."""
+
+
 def trtllm_window_pools(model: ModelSpec, tp: int, elem_bytes: float, max_seq_len: int, memory_bytes: float,
-                        tokens_per_block: int) -> list[TrtWindowPool]:
+                        tokens_per_block: int, runtime: str = "pytorch") -> list[TrtWindowPool]:
     """TensorRT-LLM's per-window pools for ``memory_bytes`` of KV memory on one GPU, smallest window first.
 
-    Full (and MLA, chunked) layers have window max_seq_len; sliding layers their window. With one window the
-    list has one pool whose ``blocks`` is the floor (Python path); with several, each pool's blocks round up.
+    Full (and MLA, chunked) layers have window max_seq_len; sliding layers their window. Blocks per pool round
+    up (C++ ``calculateMaxNumBlocks``) except for one window on the PyTorch backend, whose Python path floors
+    (see the module docstring). ``runtime``: "pytorch" or "tensorrt".
     """
+    if runtime not in TRTLLM_RUNTIMES:
+        raise ValueError(f"runtime {runtime!r}: expected one of {TRTLLM_RUNTIMES}")
     per_window: dict[int, float] = {}
     for layer in model.layers:
         if layer is None or layer.kind == "state":
@@ -110,8 +124,8 @@ def trtllm_window_pools(model: ModelSpec, tp: int, elem_bytes: float, max_seq_le
         return [TrtWindowPool(max_seq_len, 0.0, 1.0, 0, 0)]
     if len(per_window) == 1:
         (w, b), = per_window.items()
-        t = math.floor(memory_bytes / b) if b else 0
-        return [TrtWindowPool(w, b, 1.0, max(0, t), max(0, t) // tokens_per_block)]
+        t = max(0, math.floor(memory_bytes / b)) if b else 0
+        return [TrtWindowPool(w, b, 1.0, t, t // tokens_per_block if runtime == "pytorch" else -(-t // tokens_per_block))]
     total = sum(b * w for w, b in per_window.items())
     pools = []
     for w in sorted(per_window):

@@ -133,9 +133,9 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     Raises:
         InputError: a vLLM-only setting with another engine, a KV figure above the device, a block size vLLM refuses.
     """
-    if s.engine != "vllm" and s.engine_version:
-        raise InputError(f"--engine-version applies to vLLM; the {s.engine} rules are from one release "
-                         "(SGLang 0.5.23, TensorRT-LLM's PyTorch backend) and take no version")
+    if s.engine == "sglang" and s.engine_version:
+        raise InputError("--engine-version applies to vLLM and TensorRT-LLM; the SGLang rules are from one release "
+                         "(0.5.23) and take no version")
     if s.engine != "vllm" and s.pp > 1:
         raise InputError(f"--pp is modelled for vLLM only (its stage split, get_pp_indices, and per-stage profile); "
                          f"plan {s.engine} with --tp, or use --engine vllm")

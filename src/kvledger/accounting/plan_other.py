@@ -6,14 +6,18 @@ layers get their own pool of swa_full_tokens_ratio (0.8) × the full pool's toke
 (``model_executor/pool_configurator.py::HybridSWAPoolConfigurator``); Mamba/linear-attention state gets
 mamba_full_memory_ratio / (1 + ratio) (0.9 / 1.9) of the budget in whole per-request slots before the KV pool
 (``kv_cache_configurator.py::_handle_max_mamba_cache``). See engine_pools.py.
-TensorRT-LLM: kv_mem = (total − peak after the dry run) × free_gpu_memory_fraction; one window: max_tokens =
-floor(kv_mem / bytes per token), blocks = max_tokens // tokens_per_block (32) (``resource_manager.py::
+TensorRT-LLM's PyTorch backend (1.0 on): kv_mem = (total − peak after the dry run) × free_gpu_memory_fraction; one
+window: max_tokens = floor(kv_mem / bytes per token), blocks = max_tokens // tokens_per_block (32) (``resource_manager.py::
 KVCacheManager.calculate_max_num_blocks``); several attention windows: one pool per window, memory shared in
 proportion to bytes-per-token × window, blocks = ceil(max_tokens / tokens_per_block)
 (``kvCacheManager.cpp::BaseKVCacheManager::calculateMaxNumBlocks``, ``BlockManager::calculateWindowSizeToShare``).
+Its TensorRT-engine executor (``--engine-version`` before 1.0): kv_mem = free memory after the engine loads ×
+free_gpu_memory_fraction, blocks always ceil (C++), tokens_per_block as the engine was built (64 assumed).
 """
 
 from __future__ import annotations
+
+import re
 
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.memory import LineItem, MemoryPlan, floor_div, sglang_defaults, sglang_mem_fraction_static
@@ -25,9 +29,10 @@ from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
+from kvledger.errors import InputError
 from kvledger.units import GiB, MiB
 
-__all__ = ["sglang_plan", "trtllm_plan", "trtllm_bytes_per_token"]  # pool splits: engine_pools.py
+__all__ = ["sglang_plan", "trtllm_plan", "trtllm_bytes_per_token", "trtllm_runtime"]  # pool splits: engine_pools.py
 
 
 def _hybrid_note(kv: KVLedger, engine: str) -> list[str]:
@@ -101,29 +106,54 @@ def trtllm_bytes_per_token(model: ModelSpec, tp: int, elem_bytes: float) -> floa
     return total
 
 
+def trtllm_runtime(version: str | None) -> tuple[str, str]:
+    """(runtime, label) for TensorRT-LLM ``--engine-version``: the PyTorch backend from 1.0 (and by default), the
+    TensorRT-engine C++ executor before (the 0.x releases serve trtllm-build engines).
+
+    Raises:
+        InputError: text that is not a version.
+    """
+    if version is None:
+        return "pytorch", "PyTorch backend rules (newest read)"
+    m = re.match(r"^v?(\d+)\.(\d+)", str(version).strip())
+    if not m:
+        raise InputError(f"--engine-version {version!r} is not a TensorRT-LLM version like 0.13.0 or 1.2.1")
+    if (int(m.group(1)), int(m.group(2))) >= (1, 0):
+        return "pytorch", f"{version} (PyTorch backend rules)"
+    return "tensorrt", f"{version} (TensorRT-engine executor rules)"
+
+
 def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
-    """TensorRT-LLM (PyTorch backend) KV pool per GPU: tokens_per_block 32, fraction 0.9 of free memory after the dry run."""
+    """TensorRT-LLM KV pool per GPU: PyTorch backend (tokens_per_block 32, fraction 0.9 of free memory after the
+    dry run) or, for a version before 1.0, the TensorRT-engine executor (blocks round up; 64 tokens per block)."""
     _require_per_token_kv(model, kv, "TensorRT-LLM")
+    runtime, label = trtllm_runtime(s.engine_version)
     L, _ = resolve_max_model_len(model, s)
     frac = s.free_gpu_memory_fraction or 0.9
     max_num_tokens = s.max_num_batched_tokens or 8192
     w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
     act = s.activation_peak_bytes if s.activation_peak_bytes is not None else forward_peak_bytes(model, max_num_tokens, s.tp)
     items = (LineItem("weights", s.weights_bytes if s.weights_bytes is not None else w, f"computed: {how}" if s.weights_bytes is None else "given"),
-             LineItem("activation peak of the dry run", act, f"model: forward over max_num_tokens {max_num_tokens}" if s.activation_peak_bytes is None else "given"),
+             LineItem("activation peak of the dry run" if runtime == "pytorch" else "TensorRT engine activation memory (allocated at load)", act,
+                      f"model: forward over max_num_tokens {max_num_tokens}" if s.activation_peak_bytes is None else "given"),
              LineItem("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES, "as measured for vLLM on H100 (assumed)"))
     free_after = gpu.memory_bytes - sum(i.bytes for i in items)
-    items = items + (LineItem(f"reserve (1 − free_gpu_memory_fraction) × {free_after / GiB:.2f} GiB free after the dry run",
-                              free_after * (1 - frac), "KvCacheCreator._cal_max_memory keeps this share free"),)
+    items = items + (LineItem(f"reserve (1 − free_gpu_memory_fraction) × {free_after / GiB:.2f} GiB free after the "
+                              + ("dry run" if runtime == "pytorch" else "engine loads"),
+                              free_after * (1 - frac), "KvCacheCreator._cal_max_memory keeps this share free" if runtime == "pytorch"
+                              else "kvCacheManager.cpp calculateMaxNumBlocks takes only the fraction of free memory"),)
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(free_after * frac)
-    tpb = s.block_size or 32
-    windows = trtllm_window_pools(model, s.tp, kv.elem_bytes, L, avail, tpb)
+    tpb = s.block_size or (32 if runtime == "pytorch" else 64)
+    windows = trtllm_window_pools(model, s.tp, kv.elem_bytes, L, avail, tpb, runtime)
     per_tok = sum(w.bytes_per_token for w in windows)
-    if len(windows) == 1:
-        max_tokens = windows[0].max_tokens
-        blocks = max_tokens // tpb
+    if len(windows) == 1 and runtime == "pytorch":
+        max_tokens, blocks = windows[0].max_tokens, windows[0].blocks
         rule = "blocks = max_tokens // tokens_per_block (one window: resource_manager.py::calculate_max_num_blocks)"
+    elif len(windows) == 1:
+        max_tokens, blocks = windows[0].max_tokens, windows[0].blocks
+        rule = ("blocks = ceil(max_tokens / tokens_per_block) (TensorRT-engine executor: kvCacheManager.cpp::"
+                "KVCacheManager::calculateMaxNumBlocks rounds up)")
     else:
         max_tokens, blocks = windows[-1].max_tokens, windows[-1].blocks  # the full-attention (largest-window) pool
         rule = ("one pool per attention window (" + "; ".join(f"window {w.window:,}: {w.max_tokens:,} tokens, {w.blocks:,} blocks"
@@ -131,9 +161,11 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
                 "); memory shared by bytes-per-token × window, blocks = ceil(max_tokens / tokens_per_block) "
                 "(kvCacheManager.cpp::calculateMaxNumBlocks); the largest-window pool is shown and sets concurrency, "
                 "the sliding pools hold at most their window per request")
-    notes = [f"free_gpu_memory_fraction {frac} ({'given' if s.free_gpu_memory_fraction else 'default'}) of memory free after the dry run",
-             f"tokens_per_block {tpb} ({'given' if s.block_size else 'KvCacheConfig default'})",
+    tpb_src = ("given" if s.block_size else "KvCacheConfig default" if runtime == "pytorch"
+               else "assumed: the engine's build-time tokens_per_block, 64 in trtllm-build's attention plugin config; pass --block-size")
+    notes = [f"free_gpu_memory_fraction {frac} ({'given' if s.free_gpu_memory_fraction else 'default'}) of memory free after the "
+             + ("dry run" if runtime == "pytorch" else "engine loads"), f"tokens_per_block {tpb} ({tpb_src})",
              f"bytes per token {per_tok:,.0f} B from get_cache_size_per_token (integer division by TP)", rule] + _hybrid_note(kv, "trtllm")
-    return MemoryPlan("trtllm", "PyTorch backend rules", gpu.memory_bytes, "free_gpu_memory_fraction", frac, gpu.memory_bytes, items,
+    return MemoryPlan("trtllm", label, gpu.memory_bytes, "free_gpu_memory_fraction", frac, gpu.memory_bytes, items,
                       avail, given, tpb, int(windows[-1].bytes_per_token * tpb), blocks, blocks, max_tokens, (f"max_tokens={max_tokens}, blocks={blocks}",),
                       L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes), "device total (the fraction applies to what is free after the dry run)")

@@ -17,7 +17,8 @@ class PlanSettings(BaseModel):
     """Engine settings for ``build_plan``. None means "the engine's default for this GPU and version".
 
     Attributes (units in names; vLLM flag names unless marked):
-        engine: "vllm", "sglang" or "trtllm". engine_version: vLLM version ("0.10.2"); None = newest read.
+        engine: "vllm", "sglang" or "trtllm". engine_version: vLLM version ("0.10.2") or TensorRT-LLM version (before 1.0:
+            its TensorRT-engine executor); None = newest read.
         tp: tensor-parallel degree. pp: pipeline-parallel degree (vLLM ``--pipeline-parallel-size``). max_model_len: tokens; None = derived from the config.
         contexts: context lengths to report concurrency at, tokens.
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.

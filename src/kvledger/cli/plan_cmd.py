@@ -21,7 +21,7 @@ def plan(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path or folder, or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a .json/.toml GPU file."),
     engine: str = typer.Option("vllm", "--engine", help="vllm, sglang or trtllm."),
-    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: newest read, 0.33.0)."),
+    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: newest read, 0.33.0); with --engine trtllm, a version before 1.0 selects the TensorRT-engine executor."),
     tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", help="Tensor-parallel degree."),
     pp: int = typer.Option(1, "--pp", "--pipeline-parallel-size", help="Pipeline-parallel degree (vLLM): the stage with the fewest KV blocks binds."),
     max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Tokens (8192, 8K, 128K); default: from the config."),
