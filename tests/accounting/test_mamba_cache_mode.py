@@ -129,6 +129,10 @@ def test_mamba_cache_rule_by_version():
     assert mamba_cache_rule((0, 25, 0), None, True, {"mamba"}, "sm90", **jamba).mode == "none"
     assert mamba_cache_rule((0, 19, 0), True, True, {"mamba"}, "sm90", **jamba).mode == "all"
     assert mamba_cache_rule((0, 28, 0), None, True, {"mamba"}, "sm90", **jamba).mode == "align"
+    # a pure Mamba-2 model asked for prefix caching in 0.19: "all", a page per block, no chunk alignment (no attention
+    # layers to align: MambaModelConfig sets mamba_block_size = block_size)
+    r = mamba_cache_rule((0, 19, 0), True, False, {"mamba2"}, "sm90", architectures=("Mamba2ForCausalLM",))
+    assert (r.mode, r.page_per_block, r.checkpoint_alignment_tokens) == ("all", True, None)
     # a Mamba-2 hybrid vLLM gives no SupportsMambaPrefixCaching (e.g. Plamo2) stays "align" in 0.19
     assert mamba_cache_rule((0, 19, 0), True, True, {"mamba2"}, "sm90", architectures=("Plamo2ForCausalLM",)).mode == "align"
     # before 0.19 nothing changes
