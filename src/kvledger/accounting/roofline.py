@@ -124,6 +124,7 @@ class RooflineStepCost:
         self.split_attention = has_mla if split_attention is None else split_attention
         self.state_bytes = kv.state_bytes_per_seq
         self._gemm_cache: dict[int, float] = {}
+        self._list_consts: dict[int, tuple[float, float, float]] = {}  # per batch size: gemm s, state bytes, all-reduce s
         pa, b = self.attn_peak_flops * flops_fraction, self.bw * bandwidth_fraction
         fa, fb = self._attn_coef / pa, kv.growing_bytes_per_token / b
         # decode attention bandwidth-bound at every length, with a margin no rounding can cross
@@ -265,6 +266,25 @@ class RooflineStepCost:
             if len(self._gemm_cache) < 4096:
                 self._gemm_cache[num_seqs] = t
         return t
+
+    def decode_steps_list(self, num_seqs: int, kv_tokens: int, num_steps: int) -> list[float]:
+        """``decode_steps_s`` as a list of Python floats (what the fast path adds up), s.
+
+        Bandwidth-bound steps without CPU overlap are priced in plain floats, the same operations in
+        the same order as ``decode_steps_s`` and ``step_time_s`` (numpy rounds each elementwise
+        operation as Python does); anything else is ``decode_steps_s(...).tolist()``.
+        """
+        if not self._bw_bound or self.overlap_cpu or num_seqs == 0 or num_steps > 256:
+            return self.decode_steps_s(num_seqs, kv_tokens, num_steps).tolist()
+        n = num_seqs
+        c = self._list_consts.get(n)
+        if c is None:
+            c = (self._gemm_s(n), 2 * self.state_bytes * n, self.allreduce_s(n))
+            if len(self._list_consts) < 4096:
+                self._list_consts[n] = c
+        gemm, st, ar = c
+        g, b, cpu = self.kv.growing_bytes_per_token, self.bw * self.bandwidth_fraction, self.cpu_overhead_s
+        return [gemm + (g * (kv_tokens + n * i) + st) / b + ar + cpu for i in range(num_steps)]
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
         """Vectorised pure-decode steps (see StepCostModel), s, shape (num_steps,).

@@ -19,7 +19,18 @@ import numpy as np
 
 from kvledger.dynamics.request_state import SimRequest
 
-__all__ = ["PagedStretches", "RadixStretches"]
+__all__ = ["PagedStretches", "RadixStretches", "per_step_samples"]
+
+
+def per_step_samples(samples: tuple, k: int, block_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(used blocks, held slots) in each of the ``k`` steps of a stretch, from ``PagedStretches.stretch_commit``'s changes."""
+    used0, held0, allocs, drops = samples
+    change = np.bincount(np.asarray(allocs, dtype=np.int64), minlength=k + 1)[: k + 1]
+    used_change, held_change = change.copy(), change * block_size
+    for j, du, dr in drops:
+        used_change[j] -= du
+        held_change[j] -= dr * block_size
+    return used0 + np.cumsum(used_change[:k]), held0 + np.cumsum(held_change[:k])
 
 
 class PagedStretches:
@@ -66,10 +77,11 @@ class PagedStretches:
         them), or with ``lag`` 1 (async scheduling) after the next step's; one whose free would
         fall past the stretch is left to the caller. The requests' token counters must already
         be final when freeing here.
-        Returns ``(used_blocks, held_slots)``, arrays of length ``k`` (or single numbers when
-        they stay constant): what step-by-step execution samples in each step, after its
-        allocations, without the requests that finished in an earlier step (with
-        ``free_finished`` False: None).
+        Returns what step-by-step execution samples in each step, after its allocations and
+        without the requests that finished in an earlier step, as changes (see
+        ``KvUsageTracker.add_stretch``): ``(used blocks and held slots before the stretch, the step
+        of each block allocated, [(step from which a free counts, used blocks, held blocks)])``;
+        with ``free_finished`` False: None.
         """
         B, n = self.block_size, len(running)
         two_n = 2 * n
@@ -99,10 +111,12 @@ class PagedStretches:
                 for e, b in zip(ev, self.pool.allocate(len(ev))):
                     running[e % two_n].blocks.append(b)
                 self._req_blocks += len(ev)
-            return self._profile(ev, two_n, k, used0, req0, (), lag) if free_finished else None
+            return (used0, req0 * B, [e // two_n for e in ev], ()) if free_finished else None
         ev.sort()
         frees.sort()
-        drops = []  # (step after whose allocations a request was freed, blocks used it released, request blocks it released)
+        # (first step not sampling a freed request — the step after the one whose allocations it follows, or with
+        # ``lag`` 1 that step itself —, blocks used it released, request blocks it released)
+        drops = []
         pos = 0
         for f in frees:  # allocations keyed before a free happen before it (keys are unique: step, then kind, then request)
             cut = bisect_left(ev, f, pos)
@@ -111,30 +125,10 @@ class PagedStretches:
                 pos = cut
             used, held = self.num_used_blocks, self._req_blocks
             self.free(running[f % two_n - n], preempted=False)
-            drops.append((f // two_n, used - self.num_used_blocks, held - self._req_blocks))
+            drops.append((f // two_n + 1 - lag, used - self.num_used_blocks, held - self._req_blocks))
         if pos < len(ev):
             self._hand_out(running, [e % two_n for e in ev[pos:]])
-        return self._profile(ev, two_n, k, used0, req0, drops, lag)
-
-    def _profile(self, allocs: list[int], two_n: int, k: int, used0: int, req0: int, drops, lag: int) -> tuple:
-        """Per-step (used blocks, held slots) of a stretch from its allocation keys and the frees' drops (numbers when constant).
-
-        A free after step ``j``'s allocations shows from step ``j + 1`` on (sync: sampled before
-        it), or from step ``j`` itself with ``lag`` 1 (async: the drain precedes the sample).
-        """
-        if not allocs and not drops:
-            return used0, req0 * self.block_size
-        new = np.zeros(k + 1, dtype=np.int64)  # blocks allocated in each step
-        if allocs:
-            new[:k] = np.bincount(np.asarray(allocs, dtype=np.int64) // two_n, minlength=k)
-        if not drops:
-            used = used0 + np.cumsum(new[:k])
-            return used, (req0 + (used - used0)) * self.block_size
-        used_delta, held_delta = new.copy(), new
-        for j, du, dr in drops:  # freed after step j's allocations: counts from step j + 1 − lag on
-            used_delta[j + 1 - lag] -= du
-            held_delta[j + 1 - lag] -= dr
-        return used0 + np.cumsum(used_delta[:k]), (req0 + np.cumsum(held_delta[:k])) * self.block_size
+        return used0, req0 * B, [e // two_n for e in ev], drops
 
     def _hand_out(self, running: list[SimRequest], order: list[int]) -> None:
         for idx, b in zip(order, self.pool.allocate(len(order))):

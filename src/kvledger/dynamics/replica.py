@@ -57,6 +57,8 @@ class Replica:
         self.sched = SGLangScheduler(cfg, self.kv) if cfg.batching == "sglang" else Scheduler(cfg, self.kv)
         self.now_s = 0.0
         self.fast_forward = fast_forward and not getattr(self.kv, "no_stretches", False)
+        self._decode_list = getattr(cost, "decode_steps_list", None) or (
+            lambda n, kv_tokens, k: cost.decode_steps_s(n, kv_tokens, k).tolist())  # pure-decode step prices, list of s
         self._t = np.empty(4096, dtype=np.float64)  # end time of step (base + i), s
         self._base = 0  # global index of self._t[0]
         self.record_token_times = record_token_times
