@@ -97,10 +97,11 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
         return [], 0
     finished = []
     step0 = rep.num_steps
-    for r, m, c in zip(running, rems, comp):
-        if m <= k:  # finishes inside the stretch: final counters now (the free below needs them)
-            _set_final(r, c + m)
-            finished.append((r, step0 + m - 1))
+    if min(rems) <= k:  # someone finishes inside the stretch: final counters now (the free below needs them)
+        for r, m, c in zip(running, rems, comp):
+            if m <= k:
+                _set_final(r, c + m)
+                finished.append((r, step0 + m - 1))
     samples = kv.stretch_commit(running, comp, rems, k, lag=lag)  # blocks in step-by-step order; frees the finished
     rep.sched.advance_decode(k)
     rep._push_times(ends[1: k + 1])
@@ -246,10 +247,11 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     freed = rep._drain() if rep._async else False  # async: the step in flight's finishers free after this schedule
     step = rep.num_steps
     finished = []
-    for r, m, c in zip(running, rems, comp):
-        if m == 1:
-            _set_final(r, c + 1)
-            finished.append((r, step))
+    if 1 in rems:
+        for r, m, c in zip(running, rems, comp):
+            if m == 1:
+                _set_final(r, c + 1)
+                finished.append((r, step))
     (pf_tok, pf_seqs, pf_kv, pairs, extra_dec, extra_dec_kv), stored, all_emitted = rep._apply_plan(plan, step, finished)
     dec_kv = sum(comp) + n
     shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, n + extra_dec, dec_kv + extra_dec_kv)

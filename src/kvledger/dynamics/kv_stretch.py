@@ -105,13 +105,17 @@ class PagedStretches:
                         ev.extend(range(j * two_n + idx, end * two_n, B * two_n))
         frees = [(m - 1 + lag) * two_n + n + i for i, m in enumerate(rems) if m + lag <= k] if free_finished else None
         if not frees:
-            if ev:
-                if len(ev) > 1:
-                    ev.sort()
-                for e, b in zip(ev, self.pool.allocate(len(ev))):
-                    running[e % two_n].blocks.append(b)
-                self._req_blocks += len(ev)
-            return (used0, req0 * B, [e // two_n for e in ev], ()) if free_finished else None
+            if not ev:
+                return (used0, req0 * B, ev, ()) if free_finished else None
+            if len(ev) > 1:
+                ev.sort()
+            steps = []
+            for e, b in zip(ev, self.pool.allocate(len(ev))):
+                j, i = divmod(e, two_n)
+                running[i].blocks.append(b)
+                steps.append(j)
+            self._req_blocks += len(ev)
+            return (used0, req0 * B, steps, ()) if free_finished else None
         ev.sort()
         frees.sort()
         # (first step not sampling a freed request — the step after the one whose allocations it follows, or with
@@ -123,9 +127,11 @@ class PagedStretches:
             if cut > pos:
                 self._hand_out(running, [e % two_n for e in ev[pos: cut]])
                 pos = cut
-            used, held = self.num_used_blocks, self._req_blocks
-            self.free(running[f % two_n - n], preempted=False)
-            drops.append((f // two_n + 1 - lag, used - self.num_used_blocks, held - self._req_blocks))
+            j, i = divmod(f, two_n)
+            r = running[i - n]
+            held, free0 = len(r.blocks), self.pool.num_free_blocks  # blocks shared with another holder stay used
+            self.free(r, preempted=False)
+            drops.append((j + 1 - lag, self.pool.num_free_blocks - free0, held))
         if pos < len(ev):
             self._hand_out(running, [e % two_n for e in ev[pos:]])
         return used0, req0 * B, [e // two_n for e in ev], drops
