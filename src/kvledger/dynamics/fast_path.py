@@ -139,22 +139,12 @@ def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: floa
     """
     alive = len(rems)
     kv_tok = sum(comp) + alive
-    if go:
-        leaving: dict[int, list[int]] = {}
-        for m, c in zip(rems, comp):
-            x = leaving.get(m)
-            if x is None:
-                leaving[m] = [1, c + 1]
-            else:
-                x[0] += 1
-                x[1] += c + 1
-        stops = sorted(leaving)
-    else:
-        stops = [min(rems)]
+    stops, si, leaving = [min(rems)], 0, None  # the later finishes are grouped only when a piece reaches the first
     pieces, a, price = [], 0, rep._decode_list
     ends, durs = [rep.now_s], []
     finite = bound_s < math.inf
-    for stop in stops:
+    while True:
+        stop = stops[si]
         b = stop if stop < MAX_STRETCH_STEPS else MAX_STRETCH_STEPS
         j, cut = a, False
         while j < b:
@@ -178,10 +168,22 @@ def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: floa
             pieces.append((a, b, alive, kv_tok + alive * a))
         if cut or b == MAX_STRETCH_STEPS or not go:
             break
+        if leaving is None:  # finishes grouped by step: {remaining tokens: [requests, Σ KV tokens they read]}
+            leaving = {}
+            for m, c in zip(rems, comp):
+                x = leaving.get(m)
+                if x is None:
+                    leaving[m] = [1, c + 1]
+                else:
+                    x[0] += 1
+                    x[1] += c + 1
+            stops = sorted(leaving)
         cnt, tok = leaving[stop]
         alive, kv_tok, a = alive - cnt, kv_tok - tok, b
-    else:
-        b = a
+        si += 1
+        if si == len(stops):  # everyone finished
+            b = a
+            break
     return b, ends, durs, pieces
 
 
@@ -190,10 +192,10 @@ def _account(rep, pieces: list, k: int, ends: list[float], durs: list[float], sa
     """KV usage and token-state samples of each step of a stretch, as step-by-step execution takes them.
 
     ``samples``: what the KV manager's ``stretch_commit`` returned — the paged manager's changes
-    ``(used0, held0, allocation steps, drops)``, or per-step ``(used blocks, held slots)`` arrays.
+    ``(used0, held0, allocation steps, drops, allocation runs)``, or per-step ``(used blocks, held slots)`` arrays.
     """
     cap = rep.kv.capacity_blocks
-    if len(samples) == 4:
+    if len(samples) == 5:
         rep.usage.add_stretch(ends[:k], durs[:k], cap, *samples, pieces)
         used = per_step_samples(samples, k, rep.kv.block_size)[0] if rep.steplog is not None else None
     else:

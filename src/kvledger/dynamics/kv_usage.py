@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KvUsageTracker", "MAX_USAGE_BUCKETS", "CHUNK_STEPS"]
+__all__ = ["KvUsageTracker", "MAX_USAGE_BUCKETS", "CHUNK_STEPS", "run_steps"]
 
 MAX_USAGE_BUCKETS = 256
 CHUNK_STEPS = 4096  # steps buffered before they are folded into the totals
@@ -49,7 +49,10 @@ class KvUsageTracker:
         self._durs: list[float] = []  # duration s
         # flat lists (numpy converts a flat list of numbers fast, a list of tuples slowly):
         self._sets: list[float] = []  # (buffered step, used blocks, held slots) set there, triples
-        self._allocs: list[int] = []  # buffered step of each block a stretch allocates
+        self._allocs: list[int] = []  # step in its stretch of each block a stretch allocates
+        self._alloc_at: list[int] = []  # buffered step where that stretch starts
+        self._runs: list[int] = []  # or runs of them: (first step in the stretch, blocks), one block every block_size steps
+        self._run_at: list[int] = []  # buffered step where the run's stretch starts
         self._drops: list[int] = []  # (buffered step, used blocks, held slots) freed from that step on, triples
         self._stored: list[float] = []  # (first step, steps, stored tokens, Δ per step), quadruples
         self._used: float = 0  # used blocks and held slots of the last buffered step
@@ -71,11 +74,13 @@ class KvUsageTracker:
         self._stored += (i, 1, stored_tokens, 0)
 
     def add_stretch(self, starts: list[float], durs: list[float], capacity_blocks: int, used0: int, held0: int,
-                    allocs: list[int], drops: list[tuple[int, int, int]], pieces: list[tuple[int, int, int, int]]) -> None:
+                    allocs: list[int], drops: list[tuple[int, int, int]], runs: list[int],
+                    pieces: list[tuple[int, int, int, int]]) -> None:
         """A steady-decode stretch of ``len(durs)`` steps, described by its changes.
 
         ``used0``/``held0``: used blocks and held slots before its first step's allocations;
-        ``allocs``: the step (0-based) of each block it allocates; ``drops``: ``(step, Δ used
+        ``allocs``: the step (0-based) of each block it allocates, or ``runs``: ``[first step,
+        blocks, …]``, one block every ``block_size`` steps from the first; ``drops``: ``(step, Δ used
         blocks, Δ held blocks)`` taken off from that step on (steps past the stretch ignored);
         ``pieces``: ``(first step, end step, requests, stored tokens at the first step)``,
         stored tokens growing by ``requests`` per step (ends past the stretch are cut).
@@ -92,10 +97,17 @@ class KvUsageTracker:
         used, held = used0, held0
         if used != self._used or held != self._held or not i:
             self._sets += (i, used, held)
-        if allocs:
-            self._allocs.extend([i + s for s in allocs] if i else allocs)
+        if allocs:  # steps relative to the stretch: the buffered step of its first is added at the fold
+            self._allocs += allocs
+            self._alloc_at += [i] * len(allocs)
             used += len(allocs)
             held += len(allocs) * B
+        if runs:
+            self._runs += runs
+            self._run_at += [i] * (len(runs) // 2)
+            cnt = sum(runs[1::2])
+            used += cnt
+            held += cnt * B
         for j, du, dr in drops:
             if j < k:
                 self._drops += (i + j, du, dr * B)
@@ -126,8 +138,11 @@ class KvUsageTracker:
         durs = np.fromiter(self._durs, np.float64, n)
         step = np.zeros(n + 1, dtype=np.int64)  # whole-block changes per step: blocks, then slots
         slot = np.zeros(n + 1, dtype=np.int64)
-        if self._allocs:
-            a = np.bincount(np.array(self._allocs, dtype=np.int64), minlength=n + 1)
+        if self._allocs or self._runs:
+            steps = np.array(self._allocs, dtype=np.int64) + np.array(self._alloc_at, dtype=np.int64)
+            if self._runs:
+                steps = np.concatenate((steps, run_steps(self._runs, self.block_size, self._run_at)))
+            a = np.bincount(steps, minlength=n + 1)
             step += a
             slot += a * self.block_size
         if self._drops:
@@ -144,7 +159,8 @@ class KvUsageTracker:
         s = np.array(self._stored, dtype=np.float64).reshape(-1, 4)
         count = s[:, 1].astype(np.int64)
         stored = np.repeat(s[:, 2], count) + np.repeat(s[:, 3], count) * (np.arange(n) - np.repeat(s[:, 0], count))
-        self._starts, self._durs, self._allocs, self._drops, self._sets, self._stored = [], [], [], [], [], []
+        self._starts, self._durs, self._drops, self._sets, self._stored = [], [], [], [], []
+        self._allocs, self._alloc_at, self._runs, self._run_at = [], [], [], []
         self._fold(starts, durs, used, stored, held)
 
     def _fold(self, starts, durs, used, stored, held) -> None:
@@ -208,6 +224,19 @@ class KvUsageTracker:
             "bucket_width_s": w,
             "series": series,
         }
+
+
+def run_steps(runs: list[int], block_size: int, offsets: list[int] | None = None) -> np.ndarray:
+    """The steps of allocation runs ``[first step, count, …]`` (one block every ``block_size`` steps from the first),
+    each run's first step shifted by its entry in ``offsets`` when given."""
+    if not runs:
+        return np.zeros(0, dtype=np.int64)
+    r = np.asarray(runs, dtype=np.int64).reshape(-1, 2)
+    first, count = r[:, 0], r[:, 1]
+    if offsets is not None:
+        first = first + np.asarray(offsets, dtype=np.int64)
+    start = np.cumsum(count) - count
+    return np.repeat(first, count) + block_size * (np.arange(int(count.sum())) - np.repeat(start, count))
 
 
 def _since_set(values: np.ndarray, at: np.ndarray, last: np.ndarray, change: np.ndarray) -> np.ndarray:
