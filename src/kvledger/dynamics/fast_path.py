@@ -148,11 +148,13 @@ def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: floa
         b = stop if stop < MAX_STRETCH_STEPS else MAX_STRETCH_STEPS
         j, cut = a, False
         while j < b:
-            m = b - j
+            m = b - j  # a chunk never crosses the piece's end: past it the batch differs
             if finite:  # steps likely to fit before the bound, from the last price (a few spare)
                 est = int((bound_s - ends[j]) / durs[-1]) + 3 + lag if durs and durs[-1] > 0 else 16
+                if est < 8:
+                    est = 8
                 if est < m:
-                    m = est if est > 8 else 8
+                    m = est
             d = price(alive, kv_tok + alive * j, m)
             durs += d
             it = accumulate(d, initial=ends[j])
