@@ -158,7 +158,7 @@ class KvUsageTracker:
         held = _since_set(sets[:, 2], at, last, slot[:n])
         s = np.array(self._stored, dtype=np.float64).reshape(-1, 4)
         count = s[:, 1].astype(np.int64)
-        stored = np.repeat(s[:, 2], count) + np.repeat(s[:, 3], count) * (np.arange(n) - np.repeat(s[:, 0], count))
+        stored = s[:, 2].repeat(count) + s[:, 3].repeat(count) * (np.arange(n) - s[:, 0].repeat(count))
         self._starts, self._durs, self._drops, self._sets, self._stored = [], [], [], [], []
         self._allocs, self._alloc_at, self._runs, self._run_at = [], [], [], []
         self._fold(starts, durs, used, stored, held)
@@ -235,15 +235,15 @@ def run_steps(runs: list[int], block_size: int, offsets: list[int] | None = None
     first, count = r[:, 0], r[:, 1]
     if offsets is not None:
         first = first + np.asarray(offsets, dtype=np.int64)
-    start = np.cumsum(count) - count
-    return np.repeat(first, count) + block_size * (np.arange(int(count.sum())) - np.repeat(start, count))
+    start = count.cumsum() - count
+    return first.repeat(count) + block_size * (np.arange(int(count.sum())) - start.repeat(count))
 
 
 def _since_set(values: np.ndarray, at: np.ndarray, last: np.ndarray, change: np.ndarray) -> np.ndarray:
     """Per step: the value last set (``values[last]``, set at step ``at[last]``) plus the whole changes from that step on.
 
     The changes are integers summed in int64, so a sample equals the count it stands for exactly."""
-    run = np.cumsum(change)
+    run = change.cumsum()
     before = run[at] - change[at]  # changes before each set step
     return values[last] + (run - before[last]).astype(np.float64)
 
@@ -252,4 +252,7 @@ def _seq_sum(start: float, values: np.ndarray) -> float:
     """``start + values[0] + values[1] + …`` added left to right (as a Python loop would), float."""
     if len(values) == 1:
         return start + float(values[0])
-    return float(np.cumsum(np.concatenate(([start], values)))[-1])
+    buf = np.empty(len(values) + 1)
+    buf[0] = start
+    buf[1:] = values
+    return float(buf.cumsum()[-1])
