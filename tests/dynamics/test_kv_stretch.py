@@ -1,4 +1,4 @@
-"""kv_stretch.py: the per-step (used blocks, held slots) a stretch returns, synchronous and async (``lag`` 1)."""
+"""kv_stretch.py: the per-step (used blocks, held slots) a stretch's changes stand for, synchronous and async (``lag`` 1)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from kvledger.dynamics.kv_manager import PagedKVManager
+from kvledger.dynamics.kv_stretch import per_step_samples
 from kvledger.dynamics.request_state import SimRequest
 from kvledger.dynamics.workload import RequestSpec
 
@@ -29,7 +30,7 @@ def test_a_finisher_leaves_the_samples_from_the_step_after_its_last_whatever_the
     running = _two_requests(kv)
     used0 = kv.num_used_blocks
     assert len(running[0].blocks) == 1 and len(running[1].blocks) == 2  # used0 counts these 3
-    used, held = kv.stretch_commit(running, [4, 6], [2, 6], 5, lag=lag)
+    used, held = per_step_samples(kv.stretch_commit(running, [4, 6], [2, 6], 5, lag=lag), 5, 4)
     assert (np.asarray(used) - used0 + 3).tolist() == [4, 4, 3, 3, 3]
     assert np.asarray(held).tolist() == [16, 16, 12, 12, 12]
     assert running[0].blocks == [] and len(running[1].blocks) == 3
@@ -42,6 +43,24 @@ def test_async_free_that_falls_past_the_stretch_is_left_to_the_caller():
     kv = PagedKVManager(num_gpu_blocks=20, block_size=4, enable_caching=False)
     running = _two_requests(kv)
     used0 = kv.num_used_blocks
-    used, held = kv.stretch_commit(running, [4, 6], [2, 6], 2, lag=1)
+    used, held = per_step_samples(kv.stretch_commit(running, [4, 6], [2, 6], 2, lag=1), 2, 4)
     assert (np.asarray(used) - used0 + 3).tolist() == [4, 4] and np.asarray(held).tolist() == [16, 16]
     assert len(running[0].blocks) == 2
+
+
+@pytest.mark.parametrize("lag", [0, 1])
+def test_blocks_handed_out_request_by_request_give_the_samples_of_step_order(lag):
+    # With a block registered in the cache the stretch hands blocks out in step, then running order (vLLM's pop
+    # order); with none registered, request by request (blocks are interchangeable). Same requests as above: the
+    # per-step samples, the blocks each request ends with and the pool's count must agree.
+    out = []
+    for register in (True, False):
+        kv = PagedKVManager(num_gpu_blocks=20, block_size=4, enable_caching=True)
+        if register:
+            kv.pool.register(kv.pool.allocate(1)[0], 12345)  # a cached block held elsewhere: the step-order path
+        running = _two_requests(kv)
+        used, held = per_step_samples(kv.stretch_commit(running, [4, 6], [2, 6], 5, lag=lag), 5, 4)
+        out.append(((np.asarray(used) - kv.num_used_blocks).tolist(), np.asarray(held).tolist(),
+                    [len(r.blocks) for r in running]))
+    assert out[0] == out[1]
+    assert out[1][1] == [16, 16, 12, 12, 12] and out[1][2] == [0, 3]

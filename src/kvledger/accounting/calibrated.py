@@ -24,13 +24,13 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from kvledger.accounting.stepcost import StepCostModel, StepShape
 from kvledger.accounting.vidur_cost import build_vidur_cost
 from kvledger.errors import InputError, UnknownNameError
 
 __all__ = ["DistServeStepCost", "SplitwiseStepCost", "CalibrationInfo", "list_calibrated", "get_calibrated_cost",
+           "calibrated_model_keys",
            "CALIBRATION_SOURCES"]
 
 CALIBRATION_SOURCES = ("distserve-vllm", "distserve", "vidur", "splitwise")
@@ -194,6 +194,18 @@ def _gpu_key(gpu: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
+def calibrated_model_keys() -> frozenset[str]:
+    """The loose model keys (``_model_key``) of every bundled calibration, from file and folder names only (cheap:
+    ``list_calibrated`` reads each table for its TP degrees)."""
+    root, keys = _root(), set(_model_key(m) for m in _SPLITWISE_MODELS.values())
+    for file in ("vllm", "distserve"):
+        keys |= {_model_key(m) for m in json.loads((root / "distserve" / f"profiler-a100-80g.{file}.json").read_text())}
+    for folder in _VIDUR_GPU.values():
+        keys |= {_model_key(p.parent.name) for p in (root / "vidur" / "compute" / folder).glob("*/*/mlp_median.csv")}
+    return frozenset(keys)
+
+
+@functools.lru_cache(maxsize=1)
 def list_calibrated() -> list[CalibrationInfo]:
     """Every (source, model, GPU, TP) the bundled data supports, sorted."""
     root, out = _root(), []
@@ -220,6 +232,8 @@ def _build(info: CalibrationInfo, include_cpu_overhead: bool) -> StepCostModel:
     if info.source == "splitwise":
         raw = {v: k for k, v in _SPLITWISE_MODELS.items()}[info.model]
         return _load_splitwise(raw, info.gpu, info.tp)
+    import yaml  # only the Vidur tables need it (keeps `simulate`'s start-up light)
+
     root = _root() / "vidur"
     config = yaml.safe_load((root / "model_configs" / f"{info.model}.yml").read_text())
     return build_vidur_cost(root, _VIDUR_GPU[info.gpu], info.model, info.tp, config,

@@ -124,6 +124,7 @@ class RooflineStepCost:
         self.split_attention = has_mla if split_attention is None else split_attention
         self.state_bytes = kv.state_bytes_per_seq
         self._gemm_cache: dict[int, float] = {}
+        self._list_consts: dict[int, tuple[float, float, float]] = {}  # per batch size: gemm s, state bytes, all-reduce s
         pa, b = self.attn_peak_flops * flops_fraction, self.bw * bandwidth_fraction
         fa, fb = self._attn_coef / pa, kv.growing_bytes_per_token / b
         # decode attention bandwidth-bound at every length, with a margin no rounding can cross
@@ -249,9 +250,23 @@ class RooflineStepCost:
         return max(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu + self.cpu_overhead_s
 
     def step_time_s(self, shape: StepShape) -> float:
-        if shape.num_tokens == 0:
+        """``time_s(costs(shape))``, s; without windowed layers or split attention kernels computed in place (the same
+        operations in the same order, so bit for bit the same float, without building ``StepCosts``)."""
+        T = shape.num_prefill_tokens + shape.num_decode_seqs
+        if T == 0:
             return 0.0
-        return self.time_s(self.costs(shape))
+        if self._swa or self.split_attention:
+            return self.time_s(self.costs(shape))
+        seqs = shape.num_prefill_seqs + shape.num_decode_seqs
+        matmul = (2 * self.matmul_params * T + self.head_flops_per_seq * seqs
+                  + self._ctx_upproj * (shape.prefill_kv_tokens - shape.num_prefill_tokens))
+        attn = self._prefill_coef * shape.prefill_attn_pairs + self._attn_coef * shape.decode_kv_tokens
+        kv_bytes = (self.kv.growing_bytes_per_token * (shape.decode_kv_tokens + shape.prefill_kv_tokens)
+                    + 2 * self.state_bytes * seqs)
+        ff, b = self.flops_fraction, self.bw * self.bandwidth_fraction
+        gpu = (max(matmul / (self.peak_flops * ff), self.weight_read_bytes(T) / b)
+               + max(attn / (self.attn_peak_flops * ff), kv_bytes / b) + self.allreduce_s(T))
+        return max(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu + self.cpu_overhead_s
 
     def _gemm_s(self, num_seqs: int) -> float:
         """Weight-matmul term of a pure-decode step of ``num_seqs`` sequences, s (cached; as ``costs``/``time_s``
@@ -265,6 +280,32 @@ class RooflineStepCost:
             if len(self._gemm_cache) < 4096:
                 self._gemm_cache[num_seqs] = t
         return t
+
+    def decode_steps_list(self, num_seqs: int, kv_tokens: int, num_steps: int) -> list[float]:
+        """``decode_steps_s`` as a list of Python floats (what the fast path adds up), s.
+
+        Short runs of bandwidth-bound steps are priced in plain floats, the same operations in the
+        same order as ``decode_steps_s`` and ``step_time_s`` (numpy rounds each elementwise operation
+        as Python does; adding a zero state, all-reduce or CPU term is skipped, as it changes no
+        positive float, and so is the CPU floor of 0 s under overlap); anything else is
+        ``decode_steps_s(...).tolist()`` (numpy is faster past a few dozen steps).
+        """
+        if not self._bw_bound or num_seqs == 0 or num_steps > 32:
+            return self.decode_steps_s(num_seqs, kv_tokens, num_steps).tolist()
+        n = num_seqs
+        c = self._list_consts.get(n)
+        if c is None:
+            c = (self._gemm_s(n), 2 * self.state_bytes * n, self.allreduce_s(n))
+            if len(self._list_consts) < 4096:
+                self._list_consts[n] = c
+        gemm, st, ar = c
+        g, b, cpu = self.kv.growing_bytes_per_token, self.bw * self.bandwidth_fraction, self.cpu_overhead_s
+        kvs = range(kv_tokens, kv_tokens + n * num_steps, n)
+        if not st and not ar and not cpu and gemm > 0:
+            return [gemm + g * x / b for x in kvs]
+        if self.overlap_cpu:
+            return [x if (x := gemm + (g * k + st) / b + ar) > cpu else cpu for k in kvs]
+        return [gemm + (g * k + st) / b + ar + cpu for k in kvs]
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
         """Vectorised pure-decode steps (see StepCostModel), s, shape (num_steps,).

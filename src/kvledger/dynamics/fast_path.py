@@ -50,6 +50,7 @@ from itertools import accumulate
 import numpy as np
 
 from kvledger.accounting.stepcost import StepShape
+from kvledger.dynamics.kv_stretch import per_step_samples
 from kvledger.dynamics.request_state import FINISHED, SimRequest, accept
 from kvledger.dynamics.scheduler import v0_decode_limit
 
@@ -96,15 +97,16 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
         return [], 0
     finished = []
     step0 = rep.num_steps
-    for r, m, c in zip(running, rems, comp):
-        if m <= k:  # finishes inside the stretch: final counters now (the free below needs them)
-            _set_final(r, c + m)
-            finished.append((r, step0 + m - 1))
-    used, held = kv.stretch_commit(running, comp, rems, k, lag=lag)  # blocks in step-by-step order; frees the finished
+    if min(rems) <= k:  # someone finishes inside the stretch: final counters now (the free below needs them)
+        for r, m, c in zip(running, rems, comp):
+            if m <= k:
+                _set_final(r, c + m)
+                finished.append((r, step0 + m - 1))
+    samples = kv.stretch_commit(running, comp, rems, k, lag=lag)  # blocks in step-by-step order; frees the finished
     rep.sched.advance_decode(k)
     rep._push_times(ends[1: k + 1])
     rep.now_s = ends[k]
-    _account(rep, pieces, k, ends, durs, used, held, running, rems)
+    _account(rep, pieces, k, ends, durs, samples, running, rems)
     if lag:
         # finished in the last step (rems m = k): freed after the next schedule
         rep._defer([(r, st) for r, st in finished if st - step0 + 1 + lag > k])
@@ -128,66 +130,88 @@ def _set_final(r: SimRequest, computed: int) -> None:
 def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float, lag: int = 0):
     """Step end times ``ends[0..k]`` (sequential float sums, as step-by-step execution adds them), step durations, ``k`` and the pieces.
 
-    A piece runs to the next finish with its own batch size, priced by one ``decode_steps_s``
-    call; ``k`` stops at the first step that would be scheduled at or after ``bound_s`` (its
-    start; with ``lag`` 1, async, the start of the step before it), at the first finish (with
-    ``go``: the last) and at MAX_STRETCH_STEPS. Pieces: ``(first step, end step, batch size,
-    KV tokens read in the first step)``; durations: each step's, as priced.
+    A piece runs to the next finish with its own batch size, priced by ``decode_steps_list`` in
+    chunks sized to reach ``bound_s`` (same per-step prices however the run is split); ``k``
+    stops at the first step that would be scheduled at or after ``bound_s`` (its start; with
+    ``lag`` 1, async, the start of the step before it), at the first finish (with ``go``: the
+    last) and at MAX_STRETCH_STEPS. Pieces: ``(first step, end step, batch size, KV tokens read
+    in the first step)``; durations: each step's, as priced, a list.
     """
     alive = len(rems)
     kv_tok = sum(comp) + alive
-    if go:
-        leaving: dict[int, list[int]] = {}
-        for m, c in zip(rems, comp):
-            x = leaving.get(m)
-            if x is None:
-                leaving[m] = [1, c + 1]
-            else:
-                x[0] += 1
-                x[1] += c + 1
-        stops = sorted(leaving)
-    else:
-        stops = [min(rems)]
-    pieces, a, decode = [], 0, rep.cost.decode_steps_s
-    ends, dur_chunks = [rep.now_s], []
-    for stop in stops:
+    stops, si, leaving = [min(rems)], 0, None  # the later finishes are grouped only when a piece reaches the first
+    pieces, a, price = [], 0, rep._decode_list
+    ends, durs = [rep.now_s], []
+    finite = bound_s < math.inf
+    while True:
+        stop = stops[si]
         b = stop if stop < MAX_STRETCH_STEPS else MAX_STRETCH_STEPS
-        d = decode(alive, kv_tok + alive * a, b - a)
-        dur_chunks.append(d)
-        it = accumulate(d.tolist(), initial=ends[a])
-        next(it)
-        ends.extend(it)
-        if b - 1 - lag >= 0 and ends[b - 1 - lag] >= bound_s:
-            b = bisect_left(ends, bound_s, max(a - lag, 0), b - lag) + lag
+        j, cut = a, False
+        while j < b:
+            m = b - j  # a chunk never crosses the piece's end: past it the batch differs
+            if finite:  # steps likely to fit before the bound, from the last price (a few spare)
+                est = int((bound_s - ends[j]) / durs[-1]) + 3 + lag if durs and durs[-1] > 0 else 16
+                if est < 8:
+                    est = 8
+                if est < m:
+                    m = est
+            d = price(alive, kv_tok + alive * j, m)
+            durs += d
+            it = accumulate(d, initial=ends[j])
+            next(it)
+            ends.extend(it)
+            j += m
+            if j - 1 - lag >= 0 and ends[j - 1 - lag] >= bound_s:
+                j = bisect_left(ends, bound_s, max(a - lag, 0), j - lag) + lag
+                cut = True
+                break
+        b = j if j < b else b
         if b > a:
             pieces.append((a, b, alive, kv_tok + alive * a))
-        if b < stop or b == MAX_STRETCH_STEPS or not go:
+        if cut or b == MAX_STRETCH_STEPS or not go:
             break
+        if leaving is None:  # finishes grouped by step: {remaining tokens: [requests, Σ KV tokens they read]}
+            leaving = {}
+            for m, c in zip(rems, comp):
+                x = leaving.get(m)
+                if x is None:
+                    leaving[m] = [1, c + 1]
+                else:
+                    x[0] += 1
+                    x[1] += c + 1
+            stops = sorted(leaving)
         cnt, tok = leaving[stop]
         alive, kv_tok, a = alive - cnt, kv_tok - tok, b
-    else:
-        b = a
-    durs = dur_chunks[0] if len(dur_chunks) == 1 else np.concatenate(dur_chunks)
+        si += 1
+        if si == len(stops):  # everyone finished
+            b = a
+            break
     return b, ends, durs, pieces
 
 
-def _account(rep, pieces: list, k: int, ends: list[float], durs: np.ndarray, used: np.ndarray, held: np.ndarray,
+def _account(rep, pieces: list, k: int, ends: list[float], durs: list[float], samples: tuple,
              running: list[SimRequest], rems: list[int]) -> None:
-    """KV usage and token-state samples of each step of a stretch, as step-by-step execution takes them."""
+    """KV usage and token-state samples of each step of a stretch, as step-by-step execution takes them.
+
+    ``samples``: what the KV manager's ``stretch_commit`` returned — the paged manager's changes
+    ``(used0, held0, allocation steps, drops, allocation runs)``, or per-step ``(used blocks, held slots)`` arrays.
+    """
     cap = rep.kv.capacity_blocks
-    if len(pieces) == 1:
-        a, b, alive, kv_a = pieces[0]
-        stored = _STEP_INDEX[: min(b, k) - a] * alive + kv_a
+    if len(samples) == 5:
+        rep.usage.add_stretch(ends[:k], durs[:k], cap, *samples, pieces)
+        used = per_step_samples(samples, k, rep.kv.block_size)[0] if rep.steplog is not None else None
     else:
-        stored = np.concatenate([_STEP_INDEX[: min(b, k) - a] * alive + kv_a for a, b, alive, kv_a in pieces if min(b, k) > a])
-    rep.usage.add_steps(ends[:k], durs[:k], used, cap, stored, held)
+        used, held = samples
+        stored = np.concatenate([_STEP_INDEX[: min(b, k) - a] * alive + kv_a for a, b, alive, kv_a in pieces
+                                 if min(b, k) > a])
+        rep.usage.add_steps(ends[:k], durs[:k], used, cap, stored, held)
     if rep.steplog is not None:
         for a, b, alive, _ in pieces:
             b = min(b, k)
             if b > a:
                 batch = [(r.spec.request_id, 1) for r, m in zip(running, rems) if m > a]
                 u = used[a: b] / cap if isinstance(used, np.ndarray) else np.full(b - a, used / cap)
-                rep.steplog.add_stretch(rep.num_steps - k + a, np.asarray(ends[a: b]), durs[a: b], alive,
+                rep.steplog.add_stretch(rep.num_steps - k + a, np.asarray(ends[a: b]), np.asarray(durs[a: b]), alive,
                                         u, alive, len(rep.sched.waiting), batch)
 
 
@@ -227,10 +251,11 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     freed = rep._drain() if rep._async else False  # async: the step in flight's finishers free after this schedule
     step = rep.num_steps
     finished = []
-    for r, m, c in zip(running, rems, comp):
-        if m == 1:
-            _set_final(r, c + 1)
-            finished.append((r, step))
+    if 1 in rems:
+        for r, m, c in zip(running, rems, comp):
+            if m == 1:
+                _set_final(r, c + 1)
+                finished.append((r, step))
     (pf_tok, pf_seqs, pf_kv, pairs, extra_dec, extra_dec_kv), stored, all_emitted = rep._apply_plan(plan, step, finished)
     dec_kv = sum(comp) + n
     shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, n + extra_dec, dec_kv + extra_dec_kv)

@@ -17,9 +17,22 @@ from bisect import bisect_left
 
 import numpy as np
 
+from kvledger.dynamics.kv_usage import run_steps
 from kvledger.dynamics.request_state import SimRequest
 
-__all__ = ["PagedStretches", "RadixStretches"]
+__all__ = ["PagedStretches", "RadixStretches", "per_step_samples"]
+
+
+def per_step_samples(samples: tuple, k: int, block_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(used blocks, held slots) in each of the ``k`` steps of a stretch, from ``PagedStretches.stretch_commit``'s changes."""
+    used0, held0, allocs, drops, runs = samples
+    steps = np.concatenate((np.asarray(allocs, dtype=np.int64), run_steps(runs, block_size)))
+    change = np.bincount(steps, minlength=k + 1)[: k + 1]
+    used_change, held_change = change.copy(), change * block_size
+    for j, du, dr in drops:
+        used_change[j] -= du
+        held_change[j] -= dr * block_size
+    return used0 + np.cumsum(used_change[:k]), held0 + np.cumsum(held_change[:k])
 
 
 class PagedStretches:
@@ -66,11 +79,20 @@ class PagedStretches:
         them), or with ``lag`` 1 (async scheduling) after the next step's; one whose free would
         fall past the stretch is left to the caller. The requests' token counters must already
         be final when freeing here.
-        Returns ``(used_blocks, held_slots)``, arrays of length ``k`` (or single numbers when
-        they stay constant): what step-by-step execution samples in each step, after its
-        allocations, without the requests that finished in an earlier step (with
-        ``free_finished`` False: None).
+        Returns what step-by-step execution samples in each step, after its allocations and
+        without the requests that finished in an earlier step, as changes (see
+        ``KvUsageTracker.add_stretch``): ``(used blocks and held slots before the stretch, the step
+        of each block allocated, [(step from which a free counts, used blocks, held blocks)],
+        allocation runs [first step, blocks, …] one block every ``block_size`` steps)``; with
+        ``free_finished`` False: None.
+
+        With no block registered in the cache, which block goes to whom cannot change any figure
+        (unregistered blocks are interchangeable, and nothing registers during a stretch), so the
+        blocks are handed out request by request (``_commit_bulk``); otherwise in step, then
+        running order, as vLLM's allocator pops them.
         """
+        if k > 1 and not self.pool._key_of and not self.custom_bft:
+            return self._commit_bulk(running, comp, rems, k, free_finished, lag)
         B, n = self.block_size, len(running)
         two_n = 2 * n
         used0, req0 = self.num_used_blocks, self._req_blocks
@@ -93,48 +115,75 @@ class PagedStretches:
                         ev.extend(range(j * two_n + idx, end * two_n, B * two_n))
         frees = [(m - 1 + lag) * two_n + n + i for i, m in enumerate(rems) if m + lag <= k] if free_finished else None
         if not frees:
-            if ev:
-                if len(ev) > 1:
-                    ev.sort()
-                for e, b in zip(ev, self.pool.allocate(len(ev))):
-                    running[e % two_n].blocks.append(b)
-                self._req_blocks += len(ev)
-            return self._profile(ev, two_n, k, used0, req0, (), lag) if free_finished else None
+            if not ev:
+                return (used0, req0 * B, ev, (), ()) if free_finished else None
+            if len(ev) > 1:
+                ev.sort()
+            steps = []
+            for e, b in zip(ev, self.pool.allocate(len(ev))):
+                j, i = divmod(e, two_n)
+                running[i].blocks.append(b)
+                steps.append(j)
+            self._req_blocks += len(ev)
+            return (used0, req0 * B, steps, (), ()) if free_finished else None
         ev.sort()
         frees.sort()
-        drops = []  # (step after whose allocations a request was freed, blocks used it released, request blocks it released)
+        # (first step not sampling a freed request — the step after the one whose allocations it follows, or with
+        # ``lag`` 1 that step itself —, blocks used it released, request blocks it released)
+        drops = []
         pos = 0
         for f in frees:  # allocations keyed before a free happen before it (keys are unique: step, then kind, then request)
             cut = bisect_left(ev, f, pos)
             if cut > pos:
                 self._hand_out(running, [e % two_n for e in ev[pos: cut]])
                 pos = cut
-            used, held = self.num_used_blocks, self._req_blocks
-            self.free(running[f % two_n - n], preempted=False)
-            drops.append((f // two_n, used - self.num_used_blocks, held - self._req_blocks))
+            j, i = divmod(f, two_n)
+            r = running[i - n]
+            held, free0 = len(r.blocks), self.pool.num_free_blocks  # blocks shared with another holder stay used
+            self.free(r, preempted=False)
+            drops.append((j + 1 - lag, self.pool.num_free_blocks - free0, held))
         if pos < len(ev):
             self._hand_out(running, [e % two_n for e in ev[pos:]])
-        return self._profile(ev, two_n, k, used0, req0, drops, lag)
+        return used0, req0 * B, [e // two_n for e in ev], drops, ()
 
-    def _profile(self, allocs: list[int], two_n: int, k: int, used0: int, req0: int, drops, lag: int) -> tuple:
-        """Per-step (used blocks, held slots) of a stretch from its allocation keys and the frees' drops (numbers when constant).
+    def _commit_bulk(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int, free_finished: bool,
+                     lag: int) -> tuple | None:
+        """``stretch_commit`` when no block is registered: each request's blocks at once, then the finishers freed.
 
-        A free after step ``j``'s allocations shows from step ``j + 1`` on (sync: sampled before
-        it), or from step ``j`` itself with ``lag`` 1 (async: the drain precedes the sample).
+        Request i needs a block in the steps where its computed tokens fill its blocks:
+        ``j = blocks·B − computed`` and every ``B`` steps after, while it decodes (``min(rems, k)``
+        steps). All of them fit before any free (``stretch_limit`` counts no free), and a
+        finisher's free counts from the step after its last (``lag`` 1: the general step frees it
+        before sampling that step; past the stretch: left to the caller).
         """
-        if not allocs and not drops:
-            return used0, req0 * self.block_size
-        new = np.zeros(k + 1, dtype=np.int64)  # blocks allocated in each step
-        if allocs:
-            new[:k] = np.bincount(np.asarray(allocs, dtype=np.int64) // two_n, minlength=k)
-        if not drops:
-            used = used0 + np.cumsum(new[:k])
-            return used, (req0 + (used - used0)) * self.block_size
-        used_delta, held_delta = new.copy(), new
-        for j, du, dr in drops:  # freed after step j's allocations: counts from step j + 1 − lag on
-            used_delta[j + 1 - lag] -= du
-            held_delta[j + 1 - lag] -= dr
-        return used0 + np.cumsum(used_delta[:k]), (req0 + np.cumsum(held_delta[:k])) * self.block_size
+        B, pool = self.block_size, self.pool
+        used0, req0 = self.num_used_blocks, self._req_blocks
+        runs: list[int] = []
+        grow = []
+        total = 0
+        for r, c, m in zip(running, comp, rems):
+            j = len(r.blocks) * B - c
+            end = m if m < k else k
+            if j < end:
+                cnt = (end - j - 1) // B + 1
+                runs += (j, cnt)
+                grow.append((r, cnt))
+                total += cnt
+        if total:
+            ids, p = pool.allocate(total), 0
+            for r, cnt in grow:
+                r.blocks += ids[p: p + cnt]
+                p += cnt
+            self._req_blocks += total
+        if not free_finished:
+            return None
+        drops = []
+        for r, m in zip(running, rems):
+            if m + lag <= k:  # last token in step m − 1: missing from the samples from step m on
+                held, free0 = len(r.blocks), pool.num_free_blocks
+                self.free(r, preempted=False)
+                drops.append((m, pool.num_free_blocks - free0, held))
+        return used0, req0 * B, (), drops, runs
 
     def _hand_out(self, running: list[SimRequest], order: list[int]) -> None:
         for idx, b in zip(order, self.pool.allocate(len(order))):

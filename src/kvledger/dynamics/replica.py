@@ -57,11 +57,14 @@ class Replica:
         self.sched = SGLangScheduler(cfg, self.kv) if cfg.batching == "sglang" else Scheduler(cfg, self.kv)
         self.now_s = 0.0
         self.fast_forward = fast_forward and not getattr(self.kv, "no_stretches", False)
+        self._decode_list = getattr(cost, "decode_steps_list", None) or (
+            lambda n, kv_tokens, k: cost.decode_steps_s(n, kv_tokens, k).tolist())  # pure-decode step prices, list of s
         self._t = np.empty(4096, dtype=np.float64)  # end time of step (base + i), s
         self._base = 0  # global index of self._t[0]
         self.record_token_times = record_token_times
         self.gaps = None if record_token_times else GapHistogram()
         self._cnt = None if record_token_times else np.zeros(4096, dtype=np.int32)  # requests with a gap ending at step
+        self._gap_runs: list[int] = []  # finished requests' runs of gaps not yet in _cnt: (first step, end step) pairs
         self._prev_t = 0.0  # end time of step (base − 1), s (0.0 before the first step: its gap is never counted)
         self.num_steps = 0
         self.num_preemptions = 0
@@ -300,6 +303,7 @@ class Replica:
         if live + m > size // 2:
             size = max(2 * size, 2 * (live + m))
         if self._cnt is not None:
+            self._count_pending_gaps()
             self.fold_gaps(drop)
         buf = np.empty(size, dtype=np.float64)
         buf[:live] = self._t[drop: drop + live]
@@ -311,6 +315,7 @@ class Replica:
 
     def fold_gaps(self, upto: int | None = None) -> None:
         """Move the gaps of buffered steps ``[0, upto)`` (default: all) into ``gaps``; only finished requests count there."""
+        self._count_pending_gaps()
         upto = self.num_steps - self._base if upto is None else upto
         if upto <= 0:
             return
@@ -321,6 +326,17 @@ class Replica:
         self.gaps.add_steps(gaps, self._cnt[:upto])
         self._cnt[:upto] = 0
         self._prev_t = float(t[-1])
+
+    def _count_pending_gaps(self) -> None:
+        """Add the queued gap runs ``[first, end)`` (global steps, all within the buffer) to ``_cnt``."""
+        runs = self._gap_runs
+        if not runs:
+            return
+        r = np.array(runs, dtype=np.int64).reshape(-1, 2) - self._base
+        size = len(self._cnt)
+        change = np.bincount(r[:, 0], minlength=size + 1) - np.bincount(r[:, 1], minlength=size + 1)
+        self._cnt += change[:size].cumsum().astype(np.int32)
+        self._gap_runs = []
 
     def _close_run(self, req: SimRequest, step: int) -> None:
         if req.run_start >= 0:
@@ -354,12 +370,15 @@ class Replica:
         return out
 
     def _count_gaps(self, runs: list[tuple[int, int]]) -> float:
-        """Count a finished request's gaps (without keeping its token times); returns its first token time, s."""
-        base, t, cnt = self._base, self._t, self._cnt
+        """Count a finished request's gaps (without keeping its token times); returns its first token time, s.
+
+        A run of steps [a, b) has a gap ending at each of steps a+1 … b−1: the run is queued and
+        counted in ``_cnt`` with the others by ``_count_pending_gaps`` (one vectorised pass)."""
+        base, t = self._base, self._t
         prev = -1
         for a, b in runs:
             if b - a > 1:
-                cnt[a + 1 - base: b - base] += 1
+                self._gap_runs += (a + 1, b)
             if prev >= 0:
                 self.gaps.single.append(float(t[a - base] - t[prev - base]))
             prev = b - 1

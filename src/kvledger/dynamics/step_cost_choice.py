@@ -26,8 +26,10 @@ CALIBRATED_PREFIX = "calibrated:"
 
 def find_calibrated_cost(model: str, gpu: str, tp: int) -> Any | None:
     """The calibrated step cost ``--step-cost calibrated`` would use for (model, GPU, TP), or None when none is bundled."""
-    from kvledger.accounting.calibrated import get_calibrated_cost
+    from kvledger.accounting.calibrated import _model_key, calibrated_model_keys, get_calibrated_cost
 
+    if _model_key(model) not in calibrated_model_keys():  # no table for this model at all: skip reading them
+        return None
     try:
         return get_calibrated_cost(model, gpu, tp)
     except (UnknownNameError, InputError):

@@ -44,13 +44,12 @@ def read_csv_fast(path, layout: str, time_col: str | None, p_col: str, o_col: st
     """(arrival times or None, prompt tokens, output tokens, client ids or None) via pyarrow; None → use the row reader."""
     try:
         import pyarrow as pa
-        import pyarrow.compute as pc
         from pyarrow import csv
     except ImportError:  # pyarrow is a declared dependency; a broken install falls back to the row reader
         return None
     types = {p_col: pa.int64(), o_col: pa.int64()}
     if time_col is not None:
-        types[time_col] = pa.string() if layout == "azure" else pa.float64()
+        types[time_col] = pa.timestamp("ns") if layout == "azure" else pa.float64()  # ISO 8601, fractions to ns
     cols = [c for c in (time_col, p_col, o_col) if c is not None] + (["client_id"] if has_client else [])
     if has_client:
         types["client_id"] = pa.string()
@@ -63,7 +62,7 @@ def read_csv_fast(path, layout: str, time_col: str | None, p_col: str, o_col: st
         if time_col is not None:
             col = table.column(time_col)
             if layout == "azure":
-                ns = pc.cast(col, pa.timestamp("ns")).cast(pa.int64()).to_numpy()
+                ns = col.to_numpy().astype(np.int64)  # datetime64[ns] → ns since the epoch
                 times = (ns - ns.min()).astype(np.float64) / 1e9
             else:
                 times = col.to_numpy()

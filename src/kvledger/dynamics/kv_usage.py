@@ -1,0 +1,258 @@
+"""Time-weighted KV usage of one replica in bounded memory: per-step samples buffered compactly and folded in exact left-to-right sums.
+
+Usage = blocks held by requests / usable blocks (vLLM's "GPU KV cache usage"; cached blocks
+with no holder count as free). Token-state share = Σ computed tokens of running requests / Σ KV
+slots allocated to them (each request's blocks × block_size, a shared block counted for each
+holder): the quantity the PagedAttention paper's Fig. 2 calls "token states" (20.4–38.2 % for
+Orca variants, 96.3 % for vLLM). Both are sampled after each step's allocations (before its
+finished requests are freed) and weighted by the step's duration. The usage series keeps at most
+``MAX_USAGE_BUCKETS`` time buckets, doubling their width as the run grows; a step counts in the
+bucket where it starts.
+
+Buffering: step starts and durations go into two Python lists; the three sampled counts are kept
+as changes, not per step — used blocks and held slots as values set at a step (a general step's
+sample, a stretch's starting point) plus whole-block changes within stretches (the steps where a
+block was allocated: +1 block, +``block_size`` slots; requests freed: −their blocks), stored
+tokens as affine pieces (first step, steps, value, slope per step). A steady-decode stretch thus
+costs a few list appends instead of per-step work. Every ``CHUNK_STEPS`` steps the buffer is
+expanded into per-step arrays — each sample is the value last set plus the integer changes since,
+so it equals the sampled number exactly — and folded in by ``np.cumsum``, which adds left to
+right: every total is bit for bit the sum a step-at-a-time loop would reach.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["KvUsageTracker", "MAX_USAGE_BUCKETS", "CHUNK_STEPS", "run_steps"]
+
+MAX_USAGE_BUCKETS = 256
+CHUNK_STEPS = 4096  # steps buffered before they are folded into the totals
+
+
+class KvUsageTracker:
+    """Time-weighted KV usage and token-state share of one replica (see the module doc)."""
+
+    def __init__(self, block_size: int) -> None:
+        self.block_size = block_size
+        self._busy_s = 0.0
+        self._usage_s = 0.0  # ∫ usage dt, s
+        self._max_usage = 0.0
+        self._stored_token_s = 0.0  # ∫ stored tokens dt, token·s
+        self._held_token_s = 0.0  # ∫ held slots dt, token·s
+        self._width_s = 0.01
+        self._b: list[list[float]] = []  # per bucket: [∫ usage dt, busy s, max usage]
+        self._cap = 1
+        self._starts: list[float] = []  # buffered steps: start s
+        self._durs: list[float] = []  # duration s
+        # flat lists (numpy converts a flat list of numbers fast, a list of tuples slowly):
+        self._sets: list[float] = []  # (buffered step, used blocks, held slots) set there, triples
+        self._allocs: list[int] = []  # step in its stretch of each block a stretch allocates
+        self._alloc_at: list[int] = []  # buffered step where that stretch starts
+        self._runs: list[int] = []  # or runs of them: (first step in the stretch, blocks), one block every block_size steps
+        self._run_at: list[int] = []  # buffered step where the run's stretch starts
+        self._drops: list[int] = []  # (buffered step, used blocks, held slots) freed from that step on, triples
+        self._stored: list[float] = []  # (first step, steps, stored tokens, Δ per step), quadruples
+        self._used: float = 0  # used blocks and held slots of the last buffered step
+        self._held: float = 0
+
+    def add(self, start: float, dur: float, used_blocks: float, capacity_blocks: int, stored_tokens: float,
+            held_slots: float) -> None:
+        """One step of ``dur`` s: ``used_blocks`` blocks held, ``stored_tokens`` tokens of state in ``held_slots`` slots."""
+        i = len(self._durs)
+        if i >= CHUNK_STEPS:
+            self._flush()
+            i = 0
+        self._cap = capacity_blocks
+        self._starts.append(start)
+        self._durs.append(dur)
+        if used_blocks != self._used or held_slots != self._held or not i:
+            self._sets += (i, used_blocks, held_slots)
+            self._used, self._held = used_blocks, held_slots
+        self._stored += (i, 1, stored_tokens, 0)
+
+    def add_stretch(self, starts: list[float], durs: list[float], capacity_blocks: int, used0: int, held0: int,
+                    allocs: list[int], drops: list[tuple[int, int, int]], runs: list[int],
+                    pieces: list[tuple[int, int, int, int]]) -> None:
+        """A steady-decode stretch of ``len(durs)`` steps, described by its changes.
+
+        ``used0``/``held0``: used blocks and held slots before its first step's allocations;
+        ``allocs``: the step (0-based) of each block it allocates, or ``runs``: ``[first step,
+        blocks, …]``, one block every ``block_size`` steps from the first; ``drops``: ``(step, Δ used
+        blocks, Δ held blocks)`` taken off from that step on (steps past the stretch ignored);
+        ``pieces``: ``(first step, end step, requests, stored tokens at the first step)``,
+        stored tokens growing by ``requests`` per step (ends past the stretch are cut).
+        """
+        k = len(durs)
+        i = len(self._durs)
+        if i + k > CHUNK_STEPS:
+            self._flush()
+            i = 0
+        self._cap = capacity_blocks
+        self._starts.extend(starts)
+        self._durs.extend(durs)
+        B = self.block_size
+        used, held = used0, held0
+        if used != self._used or held != self._held or not i:
+            self._sets += (i, used, held)
+        if allocs:  # steps relative to the stretch: the buffered step of its first is added at the fold
+            self._allocs += allocs
+            self._alloc_at += [i] * len(allocs)
+            used += len(allocs)
+            held += len(allocs) * B
+        if runs:
+            self._runs += runs
+            self._run_at += [i] * (len(runs) // 2)
+            cnt = sum(runs[1::2])
+            used += cnt
+            held += cnt * B
+        for j, du, dr in drops:
+            if j < k:
+                self._drops += (i + j, du, dr * B)
+                used -= du
+                held -= dr * B
+        self._used, self._held = used, held
+        st = self._stored
+        for a, b, alive, kv_a in pieces:
+            if b > k:
+                b = k
+            if b > a:
+                st += (i + a, b - a, kv_a, alive)
+        if i + k > CHUNK_STEPS:  # a stretch longer than the buffer: fold it now
+            self._flush()
+
+    def add_steps(self, starts, durs, used_blocks, capacity_blocks: int, stored_tokens, held_slots) -> None:
+        """Many steps given per step (arrays or lists of equal length; ``used_blocks``/``held_slots`` may be one number)."""
+        one_used, one_held = np.ndim(used_blocks) == 0, np.ndim(held_slots) == 0
+        for j in range(len(durs)):
+            self.add(float(starts[j]), float(durs[j]), used_blocks if one_used else float(used_blocks[j]),
+                     capacity_blocks, float(stored_tokens[j]), held_slots if one_held else float(held_slots[j]))
+
+    def _flush(self) -> None:
+        n = len(self._durs)
+        if not n:
+            return
+        starts = np.fromiter(self._starts, np.float64, n)  # fromiter: faster than np.array for a list of floats
+        durs = np.fromiter(self._durs, np.float64, n)
+        step = np.zeros(n + 1, dtype=np.int64)  # whole-block changes per step: blocks, then slots
+        slot = np.zeros(n + 1, dtype=np.int64)
+        if self._allocs or self._runs:
+            steps = np.array(self._allocs, dtype=np.int64) + np.array(self._alloc_at, dtype=np.int64)
+            if self._runs:
+                steps = np.concatenate((steps, run_steps(self._runs, self.block_size, self._run_at)))
+            a = np.bincount(steps, minlength=n + 1)
+            step += a
+            slot += a * self.block_size
+        if self._drops:
+            d = np.array(self._drops, dtype=np.int64).reshape(-1, 3)
+            np.subtract.at(step, d[:, 0], d[:, 1])
+            np.subtract.at(slot, d[:, 0], d[:, 2])
+        sets = np.array(self._sets, dtype=np.float64).reshape(-1, 3)  # a value is set at step 0 of every buffer
+        at = sets[:, 0].astype(np.int64)
+        last = np.zeros(n, dtype=np.int64)  # index into sets of the last value set at or before each step
+        last[at] = np.arange(len(at))
+        last = np.maximum.accumulate(last)
+        used = _since_set(sets[:, 1], at, last, step[:n])
+        held = _since_set(sets[:, 2], at, last, slot[:n])
+        s = np.array(self._stored, dtype=np.float64).reshape(-1, 4)
+        count = s[:, 1].astype(np.int64)
+        stored = s[:, 2].repeat(count) + s[:, 3].repeat(count) * (np.arange(n) - s[:, 0].repeat(count))
+        self._starts, self._durs, self._drops, self._sets, self._stored = [], [], [], [], []
+        self._allocs, self._alloc_at, self._runs, self._run_at = [], [], [], []
+        self._fold(starts, durs, used, stored, held)
+
+    def _fold(self, starts, durs, used, stored, held) -> None:
+        """Add buffered steps to the totals and buckets, left to right."""
+        u = used / self._cap
+        ud = u * durs
+        self._busy_s = _seq_sum(self._busy_s, durs)
+        self._usage_s = _seq_sum(self._usage_s, ud)
+        self._stored_token_s = _seq_sum(self._stored_token_s, stored * durs)
+        self._held_token_s = _seq_sum(self._held_token_s, held * durs)
+        self._max_usage = max(self._max_usage, float(u.max()))
+        j, n, width, idx = 0, len(starts), 0.0, None
+        while j < n:
+            b = self._bucket(float(starts[j]))  # merges buckets first when the run has outgrown them
+            if self._width_s != width:
+                width = self._width_s
+                idx = (starts / width).astype(np.int64)
+            e = int(np.searchsorted(idx, idx[j], side="right"))
+            b[0] = _seq_sum(b[0], ud[j: e])
+            b[1] = _seq_sum(b[1], durs[j: e])
+            b[2] = max(b[2], float(u[j: e].max()))
+            j = e
+
+    def _bucket(self, start: float) -> list[float]:
+        i = int(start / self._width_s)
+        while i >= MAX_USAGE_BUCKETS:
+            merged = []
+            for j in range(0, len(self._b), 2):
+                a = self._b[j]
+                b = self._b[j + 1] if j + 1 < len(self._b) else [0.0, 0.0, 0.0]
+                merged.append([a[0] + b[0], a[1] + b[1], max(a[2], b[2])])
+            self._b, self._width_s = merged, self._width_s * 2
+            i = int(start / self._width_s)
+        while len(self._b) <= i:
+            self._b.append([0.0, 0.0, 0.0])
+        return self._b[i]
+
+    @property
+    def stored_token_s(self) -> float:
+        """∫ stored tokens dt, token·s."""
+        self._flush()
+        return self._stored_token_s
+
+    @property
+    def held_token_s(self) -> float:
+        """∫ held KV slots dt, token·s."""
+        self._flush()
+        return self._held_token_s
+
+    def summary(self, duration_s: float) -> dict[str, Any]:
+        """``mean`` (time-weighted over ``duration_s``, idle counts as 0), ``mean_busy``, ``max`` and the bucket ``series``."""
+        self._flush()
+        w = self._width_s
+        series = [{"start_s": i * w, "end_s": (i + 1) * w,
+                   "mean": b[0] / b[1] if b[1] else 0.0, "max": b[2]} for i, b in enumerate(self._b)]
+        return {
+            "mean": self._usage_s / duration_s if duration_s > 0 else 0.0,
+            "mean_busy": self._usage_s / self._busy_s if self._busy_s > 0 else 0.0,
+            "max": self._max_usage,
+            "token_state_share": self._stored_token_s / self._held_token_s if self._held_token_s > 0 else 0.0,
+            "bucket_width_s": w,
+            "series": series,
+        }
+
+
+def run_steps(runs: list[int], block_size: int, offsets: list[int] | None = None) -> np.ndarray:
+    """The steps of allocation runs ``[first step, count, …]`` (one block every ``block_size`` steps from the first),
+    each run's first step shifted by its entry in ``offsets`` when given."""
+    if not runs:
+        return np.zeros(0, dtype=np.int64)
+    r = np.asarray(runs, dtype=np.int64).reshape(-1, 2)
+    first, count = r[:, 0], r[:, 1]
+    if offsets is not None:
+        first = first + np.asarray(offsets, dtype=np.int64)
+    start = count.cumsum() - count
+    return first.repeat(count) + block_size * (np.arange(int(count.sum())) - start.repeat(count))
+
+
+def _since_set(values: np.ndarray, at: np.ndarray, last: np.ndarray, change: np.ndarray) -> np.ndarray:
+    """Per step: the value last set (``values[last]``, set at step ``at[last]``) plus the whole changes from that step on.
+
+    The changes are integers summed in int64, so a sample equals the count it stands for exactly."""
+    run = change.cumsum()
+    before = run[at] - change[at]  # changes before each set step
+    return values[last] + (run - before[last]).astype(np.float64)
+
+
+def _seq_sum(start: float, values: np.ndarray) -> float:
+    """``start + values[0] + values[1] + …`` added left to right (as a Python loop would), float."""
+    if len(values) == 1:
+        return start + float(values[0])
+    buf = np.empty(len(values) + 1)
+    buf[0] = start
+    buf[1:] = values
+    return float(buf.cumsum()[-1])
