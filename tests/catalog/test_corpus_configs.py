@@ -72,31 +72,28 @@ def _default_config_plan(model_type: str):
     return m, build_plan(m, resolve_gpu("H100-SXM", memory_bytes=int(79.19 * GiB)), s, with_roofline=False, with_advice=False)
 
 
-def test_gemma_7b_start_up_from_transformers_default_gemma_config():
-    # google/gemma-7b's config.json is not bundled (no verbatim copy found). transformers' GemmaConfig defaults are
-    # documented as "similar to Gemma-7B" and carry its architecture, so they check the catalog's Gemma rules (tied
-    # 256k vocabulary, head_dim 256 ≠ 3072/16) against the corpus start-up (vLLM 0.19.0, H100, L 8192, util 0.95).
-    m, p = _default_config_plan("gemma")
-    # Tied embedding 256000 × 3072 = 786,432,000; per layer q/k/v/o 4 × 4096 × 3072 = 50,331,648, GeGLU
-    # 3 × 3072 × 24576 = 226,492,416, two norms 6,144 → 276,830,208 × 28 = 7,751,245,824; final norm 3,072.
-    assert m.num_params == 786_432_000 + 28 * 276_830_208 + 3_072 == 8_537_680_896
-    # 2 × 28 × 16 × 256 × 2 B = 458,752 B/token; the log: 55.44 GiB / 129,760 tokens = 458,757 B.
-    assert _kv_per_token(m) == 458_752
-    # Logged: weights 15.91 GiB (8,537,680,896 × 2 B = 15.903 GiB + 8192 × 256 × 2 B RoPE buffer), available 55.44 GiB.
-    assert round(loaded_weights(m).bytes / GiB, 2) == 15.91
-    assert p.memory.available_kv_bytes / GiB == pytest.approx(55.44, rel=0.002)
-
-
-def test_qwen15_moe_start_up_from_transformers_default_qwen2_moe_config():
-    # Qwen/Qwen1.5-MoE-A2.7B's config.json is not bundled either; transformers' Qwen2MoeConfig defaults are documented
-    # as "similar to Qwen1.5-MoE-A2.7B" (60 experts of 1408, top 4, one 5632-wide shared expert with a sigmoid gate).
-    m, p = _default_config_plan("qwen2_moe")
-    # Untied embedding + head 2 × 151936 × 2048 = 622,329,856. Per layer: q/k/v with bias 3 × (2048² + 2048) + o 2048²
-    # = 16,783,360; router 60 × 2048 = 122,880; experts 60 × 3 × 2048 × 1408 = 519,045,120; shared expert
-    # 3 × 2048 × 5632 = 34,603,008 and its gate 2,048; two norms 4,096 → 570,560,512 × 24; final norm 2,048.
-    assert m.num_params == 622_329_856 + 24 * 570_560_512 + 2_048 == 14_315_784_192
-    # 2 × 24 × 16 × 128 × 2 B = 196,608 B/token; the log: 45.83 GiB / 250,304 tokens = 196,599 B.
-    assert _kv_per_token(m) == 196_608
-    # Logged: weights 26.67 GiB (14,315,784,192 × 2 B = 26.666 GiB + RoPE buffer), available 45.83 GiB.
-    assert round(loaded_weights(m).bytes / GiB, 2) == 26.67
-    assert p.memory.available_kv_bytes / GiB == pytest.approx(45.83, rel=0.002)
+# google/gemma-7b's and Qwen/Qwen1.5-MoE-A2.7B's config.json are not bundled (no verbatim copy found). transformers'
+# GemmaConfig and Qwen2MoeConfig defaults are documented as "similar to" these two models and carry their
+# architectures, so they check the catalog's rules for both families against the corpus start-ups (vLLM 0.19.0, H100,
+# L 8192, utilization 0.95).
+#
+# gemma: tied embedding 256000 × 3072 = 786,432,000; per layer q/k/v/o 4 × 4096 × 3072 = 50,331,648, GeGLU
+# 3 × 3072 × 24576 = 226,492,416, two norms 6,144 → 276,830,208 × 28; final norm 3,072. KV: 2 × 28 × 16 × 256 × 2 B
+# = 458,752 B/token (head_dim 256 ≠ 3072/16); the log: 55.44 GiB / 129,760 tokens = 458,757 B. Weights:
+# 8,537,680,896 × 2 B = 15.903 GiB + the 8192 × 256 × 2 B RoPE buffer; logged 15.91 GiB.
+#
+# qwen2_moe: untied embedding + head 2 × 151936 × 2048 = 622,329,856. Per layer: q/k/v with bias 3 × (2048² + 2048)
+# + o 2048² = 16,783,360; router 60 × 2048 = 122,880; experts 60 × 3 × 2048 × 1408 = 519,045,120; shared expert
+# 3 × 2048 × 5632 = 34,603,008 and its sigmoid gate 2,048; two norms 4,096 → 570,560,512 × 24; final norm 2,048.
+# KV: 2 × 24 × 16 × 128 × 2 B = 196,608 B/token; the log: 45.83 GiB / 250,304 tokens = 196,599 B. Weights:
+# 14,315,784,192 × 2 B = 26.666 GiB + RoPE buffer; logged 26.67 GiB.
+@pytest.mark.parametrize("model_type, params, kv_per_token, logged_weights_gib, logged_available_gib", [
+    ("gemma", 786_432_000 + 28 * 276_830_208 + 3_072, 458_752, 15.91, 55.44),
+    ("qwen2_moe", 622_329_856 + 24 * 570_560_512 + 2_048, 196_608, 26.67, 45.83),
+])
+def test_family_rules_on_transformers_default_configs(model_type, params, kv_per_token, logged_weights_gib, logged_available_gib):
+    m, p = _default_config_plan(model_type)
+    assert m.num_params == params
+    assert _kv_per_token(m) == kv_per_token
+    assert round(loaded_weights(m).bytes / GiB, 2) == logged_weights_gib
+    assert p.memory.available_kv_bytes / GiB == pytest.approx(logged_available_gib, rel=0.002)

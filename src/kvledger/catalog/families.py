@@ -1,7 +1,7 @@
 """Architecture families: from a config, each layer's KV spec and the full weight inventory.
 
 One function per family whose layout genuinely differs (decoder-only softmax attention
-with dense or MoE MLP; DeepSeek MLA; Qwen3-Next; Jamba; Nemotron-H; OPT). Layer layouts
+with dense or MoE MLP; DeepSeek MLA; Qwen3-Next; Jamba; Nemotron-H; OPT; Phi in ``families_phi``). Layer layouts
 follow the Hugging Face modeling files named in each docstring.
 """
 
