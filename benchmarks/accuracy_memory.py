@@ -2,7 +2,8 @@
 
 Sources (read-only, beside the clone):
   * ``shared/data/vllm-startups-0.19/startups.csv`` + ``results_raw.csv``: 40 vLLM 0.19.0 start-ups on one
-    H100 each (jgchn/llm-d-planner, Apache-2.0), per rank for TP/PP; configs from ``configs/``;
+    H100 each (jgchn/llm-d-planner, Apache-2.0), per rank for TP/PP; configs from ``configs/``, else the bundled
+    catalog (CodeLlama-7b, phi-2);
   * ``shared/data/vllm_memory_observations.csv``: three H100 start-ups of an earlier release (llm-d-benchmark,
     Apache-2.0; version not stated: the sort-era profile, vLLM ≤0.16, is applied);
   * public logs quoted in ``shared/research/engines.md`` §7 that name model, GPU and the printed available memory:

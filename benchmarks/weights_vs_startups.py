@@ -13,8 +13,9 @@ configs are not in the corpus; their ``quantization_config`` is reconstructed fr
 (the resolved method: compressed-tensors or gptq_marlin, and the dtype) and the checkpoint name
 (w8a8 = 8-bit int weights and activations, fp8-dynamic = FP8 weights with dynamic activations, w4a16 =
 4-bit weights); the per-output-channel strategy, the group size 128 of the 4-bit checkpoint and the
-unquantized ``lm_head`` are the publisher's model-card statements, not log facts. Corpus models with
-no config (CodeLlama-7b, gemma-7b, phi-2, Qwen1.5-MoE-A2.7B) are listed as not checked.
+unquantized ``lm_head`` are the publisher's model-card statements, not log facts. A corpus model not
+listed below whose config is bundled in the catalog (CodeLlama-7b, phi-2) is read from there; those with
+no config anywhere (gemma-7b, Qwen1.5-MoE-A2.7B) are listed as not checked.
 
     python benchmarks/weights_vs_startups.py
 """
@@ -28,7 +29,7 @@ from importlib import resources
 from pathlib import Path
 
 from kvledger.catalog.loading import loaded_weights
-from kvledger.catalog.models import load_model
+from kvledger.catalog.models import load_model, resolve_bundled
 from kvledger.catalog.modelspec import parse_config
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -59,8 +60,13 @@ MODELS = {
 }
 
 
+def _known(model: str) -> bool:
+    """A corpus model whose config is listed above or bundled in the catalog (CodeLlama-7b, phi-2, ...)."""
+    return model in MODELS or resolve_bundled(model) is not None
+
+
 def _spec(model: str):
-    bundled, qc = MODELS[model]
+    bundled, qc = MODELS.get(model, (model, None))
     if bundled is None:
         return None
     if qc is None:
@@ -86,7 +92,7 @@ def rows() -> tuple[list[dict], list[str]]:
         if not r["model_loading_gib"]:
             continue
         model = r["model"]
-        if model not in MODELS:
+        if not _known(model):
             skipped.append(f"{model} ({r['log_file']}): no config in the corpus")
             continue
         spec = _spec(model)
@@ -108,7 +114,7 @@ def rows() -> tuple[list[dict], list[str]]:
         if d.get("skipped") or f.stem in seen or d.get("weight_memory_gib") is None:
             continue  # not started, or already read from startups.csv
         model, a = d["model"], d.get("vllm_args") or {}
-        if model not in MODELS:
+        if not _known(model):
             skipped.append(f"{model} ({f.name}): no config in the corpus")
             continue
         spec = _spec(model)
@@ -120,7 +126,7 @@ def rows() -> tuple[list[dict], list[str]]:
         out.append(dict(model=model, log=f.name, layout=f"tp{tp} pp{pp}", dtype=dtype, quantization=spec.quant.method,
                         predicted_gib=pred, logged_gib=gib, error_pct=(pred / gib - 1) * 100))
     for r in csv.DictReader((SHARED / "vllm_memory_observations.csv").open(encoding="utf-8")):
-        spec = _spec(r["model"]) if r["model"] in MODELS else None
+        spec = _spec(r["model"]) if _known(r["model"]) else None
         if spec is None:
             skipped.append(f"{r['model']} (vllm_memory_observations.csv): no config bundled")
             continue

@@ -17,7 +17,7 @@ from typing import Any
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.catalog.gpus import resolve_gpu
-from kvledger.catalog.models import load_model
+from kvledger.catalog.models import load_model, resolve_bundled
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB
 
@@ -101,12 +101,14 @@ def _label(r: dict[str, str]) -> str:
 
 
 def _model_for(r: dict[str, str], config_dir: Path) -> tuple[ModelSpec | None, str]:
+    """The start-up's config: the corpus's own file, else the bundled catalog's (CodeLlama-7b, phi-2, ...)."""
     cfg = CONFIG_FILES.get(r["model"])
-    if cfg is None or not (config_dir / cfg).exists():
+    have = cfg is not None and (config_dir / cfg).exists()
+    if not have and resolve_bundled(r["model"]) is None:
         return None, f"config of {r['model']} not available"
     if r["quantization"] not in ("None", "", "fp8"):
         return None, f"--quantization {r['quantization']} on the base config is not a vLLM online quantization kvledger models"
-    return load_model(str(config_dir / cfg)), ""
+    return load_model(str(config_dir / cfg) if have else r["model"]), ""
 
 
 def _engine_flags(r: dict[str, str]) -> dict[str, Any]:

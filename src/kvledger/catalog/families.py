@@ -1,7 +1,7 @@
 """Architecture families: from a config, each layer's KV spec and the full weight inventory.
 
 One function per family whose layout genuinely differs (decoder-only softmax attention
-with dense or MoE MLP; DeepSeek MLA; Qwen3-Next; Jamba; Nemotron-H; OPT). Layer layouts
+with dense or MoE MLP; DeepSeek MLA; Qwen3-Next; Jamba; Nemotron-H; OPT; Phi in ``families_phi``). Layer layouts
 follow the Hugging Face modeling files named in each docstring.
 """
 
@@ -257,7 +257,7 @@ def decoder_mlp(c: Cfg, mt: str, p: str, h: int, i: int, E: int) -> list[Weight]
 FAMILY_OF: dict[str, str] = {"deepseek_v2": "mla", "deepseek_v3": "mla", "kimi_k2": "mla", "qwen3_next": "qwen3_next",
                              "jamba": "jamba", "nemotron_h": "nemotron_h", "opt": "opt", "falcon": "falcon",
                              "gpt_bigcode": "gpt_bigcode", "mamba": "ssm", "mamba2": "ssm", "falcon_mamba": "ssm",
-                             "minicpm3": "mla"}
+                             "minicpm3": "mla", "phi": "phi"}
 """model_types whose layout departs from the standard decoder; every other model_type is read as a decoder."""
 
 # vLLM ModelArchConfigConvertorBase.is_deepseek_mla: these types cache the MLA latent when kv_lora_rank is set.
@@ -279,10 +279,11 @@ def family_of(c: Cfg, mt: str) -> str:
 def build_family(c: Cfg, mt: str) -> Family:
     """Dispatch on the family of ``mt`` (see family_of)."""
     from kvledger.catalog import families_hybrid as fh
+    from kvledger.catalog.families_phi import phi
     from kvledger.catalog.families_ssm import ssm
 
     kind = family_of(c, mt)
     if kind == "decoder":
         return decoder(c, mt)
     return {"mla": fh.mla, "qwen3_next": fh.qwen3_next, "jamba": fh.jamba, "nemotron_h": fh.nemotron_h, "opt": fh.opt,
-            "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode, "ssm": ssm}[kind](c)
+            "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode, "ssm": ssm, "phi": phi}[kind](c)
