@@ -78,6 +78,9 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
         if bad:
             raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(_LAYER_KINDS)})")
         return [_LAYER_KINDS[t] for t in lt]
+    if c.has("mamba_n_heads") and "attn_layer_indices" in c.raw:  # Bamba: attention at these indices (none: all Mamba-2)
+        idx = set(x for x in (c.list("attn_layer_indices", []) or []) if isinstance(x, int))
+        return ["full" if i in idx else "mamba" for i in range(n)]
     if c.has("full_attn_idxs"):  # LFM2: attention at these indices, short convolutions elsewhere
         idx = set(x for x in c.list("full_attn_idxs") if isinstance(x, int))
         return ["full" if i in idx else "conv" for i in range(n)]

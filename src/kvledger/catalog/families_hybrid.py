@@ -32,6 +32,9 @@ def mla(c: Cfg) -> Family:
     fam = Family([], w, E, k)
     fam.notes.append(f"MLA: num_key_value_heads={c.get('num_key_value_heads', None)} is not what the cache holds; "
                      f"the cache holds a {kv_lora}+{rope}-element latent per layer per token")
+    mt = c.get("model_type", "")
+    if mt == "longcat_flash":
+        fam.notes.append("LongCat-Flash: each decoder layer runs two MLA attentions, each with its own latent cache (vLLM longcat_flash.py)")
     indexer = 0
     if c.has("index_topk"):  # DeepSeek-V3.2 sparse attention (vLLM deepseek_v2.py: is_v32 = hasattr(config, "index_topk"))
         ihd = c.int("index_head_dim", 128)
@@ -41,30 +44,31 @@ def mla(c: Cfg) -> Family:
     kinds = c.list("layer_types", None) or ["full_attention"] * n
     if len(kinds) != n:
         raise c.error("layer_types", f"has {len(kinds)} entries for {n} layers")
-    mt = c.get("model_type", "")
     for i in range(n):
-        p = f"model.layers.{i}.self_attn"
         if kinds[i] == "linear_attention":  # Kimi-Linear: KDA layers between the MLA ones
             spec, sw = state_layer(c, "linear", mt, f"model.layers.{i}", h, nh, nope + rope)
             fam.layers.append(spec)
             w += sw + norm(f"model.layers.{i}.input_layernorm", h) + norm(f"model.layers.{i}.post_attention_layernorm", h)
             w += _mla_mlp(c, f"model.layers.{i}", h, i, E, first_dense, freq)
             continue
-        if mt == "minicpm3":  # vLLM MiniCPM3Attention caches decompressed K/V: num_heads heads of qk_head_dim
-            fam.layers.append(FullAttention(nh, nope + rope, nope + rope, nh))
-        else:
-            fam.layers.append(MLAAttention(kv_lora, rope, nh, indexer_bytes_per_token=indexer))
-        if q_lora:
-            w += mat(f"{p}.q_a_proj", q_lora, h, bias=bias, tp="replicate") + norm(f"{p}.q_a_layernorm", q_lora)
-            w += mat(f"{p}.q_b_proj", nh * (nope + rope), q_lora)
-        else:
-            w += mat(f"{p}.q_proj", nh * (nope + rope), h)
-        if indexer:  # the indexer's projections (transformers DeepseekV32Indexer): wq_b, wk, k_norm, weights_proj
-            ihd, inh = c.int("index_head_dim", 128), c.int("index_n_heads", 64)
-            w += mat(f"{p}.indexer.wq_b", inh * ihd, q_lora or h, tp="replicate") + mat(f"{p}.indexer.wk", ihd, h, tp="replicate")
-            w += norm(f"{p}.indexer.k_norm", ihd, bias=True) + mat(f"{p}.indexer.weights_proj", inh, h, tp="replicate", linear=False)
-        w += mat(f"{p}.kv_a_proj_with_mqa", kv_lora + rope, h, bias=bias, tp="replicate") + norm(f"{p}.kv_a_layernorm", kv_lora)
-        w += mat(f"{p}.kv_b_proj", nh * (nope + v_hd), kv_lora) + mat(f"{p}.o_proj", h, nh * v_hd, bias=bias)
+        subs = 2 if mt == "longcat_flash" else 1  # vLLM longcat_flash.py: two MLA attentions per layer, each with its cache
+        for j in range(subs):
+            p = f"model.layers.{i}.self_attn" + (f".{j}" if subs > 1 else "")
+            if mt == "minicpm3":  # vLLM MiniCPM3Attention caches decompressed K/V: num_heads heads of qk_head_dim
+                fam.layers.append(FullAttention(nh, nope + rope, nope + rope, nh))
+            else:
+                fam.layers.append(MLAAttention(kv_lora, rope, nh, indexer_bytes_per_token=indexer))
+            if q_lora:
+                w += mat(f"{p}.q_a_proj", q_lora, h, bias=bias, tp="replicate") + norm(f"{p}.q_a_layernorm", q_lora)
+                w += mat(f"{p}.q_b_proj", nh * (nope + rope), q_lora)
+            else:
+                w += mat(f"{p}.q_proj", nh * (nope + rope), h)
+            if indexer:  # the indexer's projections (transformers DeepseekV32Indexer): wq_b, wk, k_norm, weights_proj
+                ihd, inh = c.int("index_head_dim", 128), c.int("index_n_heads", 64)
+                w += mat(f"{p}.indexer.wq_b", inh * ihd, q_lora or h, tp="replicate") + mat(f"{p}.indexer.wk", ihd, h, tp="replicate")
+                w += norm(f"{p}.indexer.k_norm", ihd, bias=True) + mat(f"{p}.indexer.weights_proj", inh, h, tp="replicate", linear=False)
+            w += mat(f"{p}.kv_a_proj_with_mqa", kv_lora + rope, h, bias=bias, tp="replicate") + norm(f"{p}.kv_a_layernorm", kv_lora)
+            w += mat(f"{p}.kv_b_proj", nh * (nope + v_hd), kv_lora) + mat(f"{p}.o_proj", h, nh * v_hd, bias=bias)
         lp = f"model.layers.{i}"
         w += norm(f"{lp}.input_layernorm", h) + norm(f"{lp}.post_attention_layernorm", h)
         w += _mla_mlp(c, lp, h, i, E, first_dense, freq)

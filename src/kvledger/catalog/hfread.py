@@ -29,7 +29,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "intermediate_size": ("block_ff_dim", "n_inner", "ffn_hidden_size", "ffn_dim", "d_ff", "inner_hidden_size"),
     "tie_word_embeddings": ("tie_embedding",),
     "vocab_size": ("padded_vocab_size", "n_vocab"),
-    "head_dim": ("kv_channels", "hidden_size_per_head", "attention_head_dim", "head_size"),
+    "head_dim": ("kv_channels", "hidden_size_per_head", "attention_head_dim", "head_size", "attention_head_size"),
 }
 # vLLM ModelArchConfigConvertorBase.get_total_num_kv_heads: the first of these present, else MHA.
 KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num")
