@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from kvledger.catalog.cfg import Cfg
-from kvledger.catalog.families import Family, decoder_mlp, embed, heads, moe_counts
+from kvledger.catalog.families import Family, decoder_mlp, embed, heads, layer_overrides, moe_counts
 from kvledger.catalog.layers import FullAttention, MLAAttention, StateLayer
 from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
@@ -57,7 +57,7 @@ def mla(c: Cfg) -> Family:
             if mt == "minicpm3":  # vLLM MiniCPM3Attention caches decompressed K/V: num_heads heads of qk_head_dim
                 fam.layers.append(FullAttention(nh, nope + rope, nope + rope, nh))
             else:
-                fam.layers.append(MLAAttention(kv_lora, rope, nh, indexer_bytes_per_token=indexer))
+                fam.layers.append(_mla_spec(c, i, kinds[i], rope, indexer, "indexed_attention" in kinds))
             if q_lora:
                 w += mat(f"{p}.q_a_proj", q_lora, h, bias=bias, tp="replicate") + norm(f"{p}.q_a_layernorm", q_lora)
                 w += mat(f"{p}.q_b_proj", nh * (nope + rope), q_lora)
@@ -74,6 +74,17 @@ def mla(c: Cfg) -> Family:
         w += _mla_mlp(c, lp, h, i, E, first_dense, freq)
     w += norm("model.norm", h)
     return fam
+
+
+def _mla_spec(c: Cfg, i: int, kind: str, rope: int, indexer: int, indexed_kinds: bool) -> MLAAttention:
+    """Layer ``i``'s latent cache: its own ``kv_lora_rank`` (transformers 5 ``per_layer_config``: dots3's sliding layers
+    keep a 1024-wide latent), a window on ``sliding_attention`` layers, and the DSA indexer keys on the layers that
+    have an indexer (``indexed_attention`` ones where the config names them, else every layer, as DeepSeek-V3.2)."""
+    lc = layer_overrides(c, i)
+    idx = indexer if (kind == "indexed_attention" or not indexed_kinds) else 0
+    if kind == "sliding_attention":
+        return MLAAttention(lc.int("kv_lora_rank"), rope, lc.int("num_attention_heads"), "sliding_window", idx, c.int("sliding_window"))
+    return MLAAttention(lc.int("kv_lora_rank"), rope, lc.int("num_attention_heads"), indexer_bytes_per_token=idx)
 
 
 def _mla_mlp(c: Cfg, lp: str, h: int, i: int, E: int, first_dense: int, freq: int) -> list[Weight]:

@@ -1,0 +1,61 @@
+"""Layouts that vary layer by layer, read from transformers 5.24's default configs (benchmarks/data/oracle_configs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kvledger.accounting.kvcache import kv_ledger
+from kvledger.catalog.modelspec import parse_config
+
+CONFIGS = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs"
+
+
+def _spec(mt):
+    return parse_config(json.loads((CONFIGS / f"{mt}.json").read_text()), source=mt)
+
+
+def _elements(spec):
+    return sum(l.kv_elements_per_token(1) for l in spec.layers if l is not None)
+
+
+def test_gemma4_full_layers_take_their_head_dim_from_per_layer_config():
+    # Gemma4TextConfig: 30 layers, 4 KV heads; per_layer_config gives the 5 full layers (5, 11, 17, 23, 29) head_dim 512,
+    # the 25 sliding layers keep head_dim 256: 2 × 4 × (25 × 256 + 5 × 512) = 71,680 K+V elements (the oracle's cache).
+    spec = _spec("gemma4_text")
+    assert _elements(spec) == 71_680
+    assert [l.head_dim for l in spec.layers if l.kind == "full"] == [512] * 5
+
+
+def test_mimo_v2_flash_sliding_layers_double_the_kv_heads_and_v_is_padded_as_vllm_does():
+    # 9 full layers of 4 KV heads, 39 sliding layers of 2 × 4 = 8 (transformers MiMoV2FlashAttention; vLLM reads
+    # swa_num_key_value_heads, 8 in the published config); vLLM 0.19 pads V to head_dim 192:
+    # 2 × 192 × (9 × 4 + 39 × 8) = 133,632 elements, × 2 B = 267,264 B/token; window 129 tokens on the sliding layers.
+    spec = _spec("mimo_v2_flash")
+    assert _elements(spec) == 133_632
+    assert kv_ledger(spec).bytes_per_token == 267_264
+    assert {l.window_tokens for l in spec.layers if l.kind == "sliding_window"} == {129}
+
+
+def test_dots3_sliding_mla_layers_and_indexer_keys_only_on_indexed_layers():
+    # dots3_note_text: 13 'indexed_attention' layers cache the 512 + 64 latent plus DSA indexer keys (128 FP8 + one fp32
+    # scale = 132 B); 33 'sliding_attention' layers cache a 1024 + 64 latent (per_layer_config) for the last 512 tokens.
+    # K/V elements 13 × 576 + 33 × 1088 = 43,392 (the oracle's cache); bf16 bytes 43,392 × 2 + 13 × 132 = 88,500 B/token.
+    spec = _spec("dots3_note_text")
+    assert _elements(spec) == 43_392
+    assert kv_ledger(spec).bytes_per_token == 88_500
+    assert sum(l.tokens_held(10_000) for l in spec.layers) == 13 * 10_000 + 33 * 512
+
+
+def test_longcat_flash_has_two_latent_caches_per_layer():
+    # vLLM longcat_flash.py: self_attn is a ModuleList of 2 MLA attentions per decoder layer; 28 layers × 2 × (512 + 64)
+    # = 32,256 latent elements per token (the oracle's kv_a_proj_with_mqa outputs).
+    assert _elements(_spec("longcat_flash")) == 32_256
+
+
+def test_bamba_without_attn_layer_indices_is_all_mamba():
+    # BambaConfig.layers_block_type: attention only at attn_layer_indices (None by default), so all 32 layers are Mamba-2:
+    # no per-token KV; state per layer conv (4 − 1) × (128 × 64 + 2 × 1 × 256) = 26,112, SSM 128 × 64 × 256 = 2,097,152.
+    spec = _spec("bamba")
+    assert _elements(spec) == 0
+    assert kv_ledger(spec).state_bytes_per_seq == 32 * (26_112 + 2_097_152) * 2
