@@ -13,6 +13,7 @@ from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.hfread import KV_HEAD_KEYS
 from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
+from kvledger.catalog.layerwise import layer_overrides, mimo_v2_layer
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
 
 __all__ = ["Family", "FAMILY_OF", "build_family"]
@@ -112,28 +113,6 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
     return ["sliding"] * n  # the window applies to every layer (rolling buffer)
 
 
-def layer_overrides(c: Cfg, i: int) -> Cfg:
-    """Layer ``i``'s view of the config: transformers 5's ``per_layer_config`` (``HeterogeneousConfigMixin``: a dict of
-    field overrides keyed by layer index, e.g. Gemma-4's full layers ``{"head_dim": 512}``) laid over the shared fields."""
-    plc = c.get("per_layer_config", None)
-    if not isinstance(plc, dict):
-        return c
-    over = next((v for k, v in plc.items() if str(k).isdigit() and int(k) == i and isinstance(v, dict)), None)
-    return Cfg({**c.raw, **over}, c.source, c.prefix) if over else c
-
-
-def _mimo_v2(c: Cfg, kind: str, nkv: int, hd: int, notes: list[str]) -> tuple[Cfg, int, int]:
-    """MiMo-V2-Flash: the sliding layers' ``swa_num_key_value_heads``/``swa_head_dim`` (else twice the KV heads, as
-    transformers' MiMoV2FlashAttention builds them), and V kept at K's head size: vLLM 0.19's MiMoV2Attention pads V
-    to ``head_dim`` and gives its Attention no ``head_size_v`` (models/mimo_v2_flash.py)."""
-    notes.append("MiMo-V2-Flash: V is cached padded to head_dim, as vLLM 0.19 does (transformers caches it at v_head_dim)")
-    if kind == "sliding":
-        kv, d = c.int("swa_num_key_value_heads", 2 * nkv), c.int("swa_head_dim", hd)
-        window = c.int("sliding_window_size", None) or c.int("sliding_window")
-        return Cfg({**c.raw, "v_head_dim": d, "sliding_window": window}, c.source, c.prefix), kv, d
-    return Cfg({**c.raw, "v_head_dim": hd}, c.source, c.prefix), nkv, hd
-
-
 def _attn_spec(c: Cfg, kind: str, nh: int, nkv: int, hd: int) -> LayerSpec:
     """One attention layer's cache spec; ``v_head_dim`` when V differs from K, ``global_head_dim`` for the
     full layers of Gemma-4 (vLLM models/gemma4.py)."""
@@ -204,7 +183,7 @@ def decoder(c: Cfg, mt: str) -> Family:
             _, _, lkv, lhd = heads(lc) if lc is not c else (h, nh, nkv, hd)
             no_cache = i >= n - shared or i in cross
             if mt == "mimo_v2_flash":
-                lc, lkv, lhd = _mimo_v2(c, kinds[i], nkv, hd, fam.notes if i == 0 else [])
+                lc, lkv, lhd = mimo_v2_layer(c, kinds[i], nkv, hd, fam.notes if i == 0 else [])
             fam.layers.append(None if no_cache else _attn_spec(lc, kinds[i], nh, lkv, lhd))
             w += std_attention(f"{p}.self_attn", h, nh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)
             if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2"):
@@ -286,7 +265,8 @@ def decoder_mlp(c: Cfg, mt: str, p: str, h: int, i: int, E: int) -> list[Weight]
 FAMILY_OF: dict[str, str] = {"deepseek_v2": "mla", "deepseek_v3": "mla", "kimi_k2": "mla", "qwen3_next": "qwen3_next",
                              "jamba": "jamba", "nemotron_h": "nemotron_h", "opt": "opt", "falcon": "falcon",
                              "gpt_bigcode": "gpt_bigcode", "mamba": "ssm", "mamba2": "ssm", "falcon_mamba": "ssm",
-                             "minicpm3": "mla", "zamba": "zamba", "zamba2": "zamba2"}
+                             "minicpm3": "mla", "zamba": "zamba", "zamba2": "zamba2", "rwkv": "rwkv", "xlstm": "xlstm",
+                             "recurrent_gemma": "recurrent_gemma"}
 """model_types whose layout departs from the standard decoder; every other model_type is read as a decoder."""
 
 # vLLM ModelArchConfigConvertorBase.is_deepseek_mla: these types cache the MLA latent when kv_lora_rank is set.
@@ -309,6 +289,7 @@ def build_family(c: Cfg, mt: str) -> Family:
     """Dispatch on the family of ``mt`` (see family_of)."""
     from kvledger.catalog import families_hybrid as fh
     from kvledger.catalog.families_ssm import ssm
+    from kvledger.catalog.families_recurrent import recurrent_gemma, rwkv, xlstm
     from kvledger.catalog.families_zamba import zamba, zamba2
 
     kind = family_of(c, mt)
@@ -316,4 +297,4 @@ def build_family(c: Cfg, mt: str) -> Family:
         return decoder(c, mt)
     return {"mla": fh.mla, "qwen3_next": fh.qwen3_next, "jamba": fh.jamba, "nemotron_h": fh.nemotron_h, "opt": fh.opt,
             "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode, "ssm": ssm,
-            "zamba": zamba, "zamba2": zamba2}[kind](c)
+            "zamba": zamba, "zamba2": zamba2, "rwkv": rwkv, "xlstm": xlstm, "recurrent_gemma": recurrent_gemma}[kind](c)

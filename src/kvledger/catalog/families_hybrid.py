@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 
 from kvledger.catalog.cfg import Cfg
-from kvledger.catalog.families import Family, decoder_mlp, embed, heads, layer_overrides, moe_counts
+from kvledger.catalog.families import Family, decoder_mlp, embed, heads, moe_counts
 from kvledger.catalog.layers import FullAttention, MLAAttention, StateLayer
+from kvledger.catalog.layerwise import layer_overrides
 from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
 

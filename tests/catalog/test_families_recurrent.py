@@ -1,0 +1,41 @@
+"""Recurrent models (RWKV-4, xLSTM, RecurrentGemma) plan with transformers' own per-sequence state and no per-token K/V."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kvledger.accounting.kvcache import kv_ledger
+from kvledger.catalog.modelspec import parse_config
+
+CONFIGS = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs"
+
+
+def _ledger(mt):
+    return kv_ledger(parse_config(json.loads((CONFIGS / f"{mt}.json").read_text()), source=mt))
+
+
+def test_rwkv_state_is_five_hidden_vectors_per_layer():
+    # RwkvConfig default: hidden 4096, 32 layers. transformers' state: 5 tensors of (batch, 4096, 32 layers) — two token
+    # shifts and the WKV numerator, denominator and maximum: 32 × 5 × 4096 × 2 B (bf16) = 1,310,720 B per sequence.
+    led = _ledger("rwkv")
+    assert led.bytes_per_token == 0
+    assert led.state_bytes_per_seq == 1_310_720
+
+
+def test_xlstm_state_is_the_mlstm_matrix_memory():
+    # xLSTMConfig default: hidden 4096, 8 heads, qk_dim 4096 × 0.5 = 2048 (256 per head), v_dim 4096 (512 per head).
+    # xLSTMCache per layer: C 8 × 256 × 512 = 1,048,576, n 8 × 256 = 2,048, m 8 → 1,050,632; × 32 layers × 2 B = 67,240,448 B.
+    led = _ledger("xlstm")
+    assert led.bytes_per_token == 0
+    assert led.state_bytes_per_seq == 67_240_448
+
+
+def test_recurrent_gemma_local_attention_and_rg_lru_state():
+    # 26 layers cycling (recurrent, recurrent, attention): 8 attention layers, 18 recurrent. Attention: 10 KV heads × 256,
+    # window 2048: 8 × 2 × 10 × 256 × 2 B = 81,920 B/token for at most 2,048 tokens. Recurrent: conv (4 − 1) × 2560 +
+    # RG-LRU 2560 = 10,240 elements per layer: 18 × 10,240 × 2 B = 368,640 B per sequence.
+    led = _ledger("recurrent_gemma")
+    assert led.bytes_per_token == 81_920
+    assert led.state_bytes_per_seq == 368_640
+    assert {g.spec.window_tokens for g in led.groups if g.kind == "sliding_window"} == {2048}
