@@ -59,3 +59,24 @@ def test_bamba_without_attn_layer_indices_is_all_mamba():
     spec = _spec("bamba")
     assert _elements(spec) == 0
     assert kv_ledger(spec).state_bytes_per_seq == 32 * (26_112 + 2_097_152) * 2
+
+
+def test_inkling_layers_keep_attention_and_four_short_convolutions():
+    # inkling_text: 66 layers, 11 'hybrid' (full attention, 8 KV heads × 128) and 55 'hybrid_sliding' (swa: 16 KV heads
+    # × 128, window 512): 2 × 128 × (11 × 8 + 55 × 16) = 247,808 K+V elements (the oracle's cache). Each layer also keeps
+    # short convolutions of its k and v inputs and of its attention and MLP inputs, kernel 4 → 3 columns:
+    # full (2 × 1024 + 2 × 6144) × 3 = 43,008, sliding (2 × 2048 + 2 × 6144) × 3 = 49,152;
+    # 11 × 43,008 + 55 × 49,152 = 3,176,448 elements × 2 B = 6,352,896 B per sequence.
+    spec = _spec("inkling_text")
+    assert _elements(spec) == 247_808
+    assert kv_ledger(spec).state_bytes_per_seq == 6_352_896
+
+
+def test_looped_layers_keep_one_cache_per_pass():
+    # Dory: 72 layers alternating attention and MLP (36 attention layers of 4 KV heads × 256: 2,048 elements each);
+    # layers 16–55 run n_recurrent_loops = 2 times with recurrent_kv_cache_mode 'per_loop', so their 20 attention layers
+    # keep a second cache: 36 × 2,048 + 20 × 2,048 = 114,688 (the oracle's 56 cache layers).
+    assert _elements(_spec("dory")) == 114_688
+    # Inkling-2-Loop: 24 layers of 8 KV heads × 128 (2,048 each); layers 6–17 run loop_num_passes = 3 times:
+    # (24 + 12 × 2) × 2,048 = 98,304 (the oracle's 48 cache layers).
+    assert _elements(_spec("inkling2_loop_text")) == 98_304

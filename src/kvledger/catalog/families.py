@@ -13,7 +13,7 @@ from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.hfread import KV_HEAD_KEYS
 from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
-from kvledger.catalog.layerwise import layer_overrides, mimo_v2_layer
+from kvledger.catalog.layerwise import INKLING_KINDS, inkling_layer, layer_overrides, loop_copies, mimo_v2_layer
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
 
 __all__ = ["Family", "FAMILY_OF", "build_family"]
@@ -75,10 +75,11 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
         lt = c.list("layer_types")
         if len(lt) != n:
             raise c.error("layer_types", f"has {len(lt)} entries for {n} layers")
-        bad = [t for t in lt if not isinstance(t, str) or t not in _LAYER_KINDS]
+        known = {**_LAYER_KINDS, **(INKLING_KINDS if c.has("conv_kernel_size") and c.has("swa_num_key_value_heads") else {})}
+        bad = [t for t in lt if not isinstance(t, str) or t not in known]
         if bad:
-            raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(_LAYER_KINDS)})")
-        return [_LAYER_KINDS[t] for t in lt]
+            raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(known)})")
+        return [known[t] for t in lt]
     if c.has("mamba_n_heads") and "attn_layer_indices" in c.raw:  # Bamba: attention at these indices (none: all Mamba-2)
         idx = set(x for x in (c.list("attn_layer_indices", []) or []) if isinstance(x, int))
         return ["full" if i in idx else "mamba" for i in range(n)]
@@ -172,8 +173,10 @@ def decoder(c: Cfg, mt: str) -> Family:
     cross = set(x for x in (c.list("cross_attention_layers", []) or []) if isinstance(x, int))
     if cross:  # Mllama: these layers attend to the image tokens' K/V (fixed per request), not to the text
         fam.notes.append(f"{len(cross)} cross-attention layers keep the image tokens' K/V, not a per-token text cache")
+    starts = []
     for i in range(n):
         p = f"model.layers.{i}"
+        starts.append(len(fam.layers))
         if kinds[i] in ("conv", "linear", "mamba", "mlp"):
             spec, sw = state_layer(c, kinds[i], mt, p, h, nh, hd)
             fam.layers.append(spec)
@@ -184,7 +187,10 @@ def decoder(c: Cfg, mt: str) -> Family:
             no_cache = i >= n - shared or i in cross
             if mt == "mimo_v2_flash":
                 lc, lkv, lhd = mimo_v2_layer(c, kinds[i], nkv, hd, fam.notes if i == 0 else [])
-            fam.layers.append(None if no_cache else _attn_spec(lc, kinds[i], nh, lkv, lhd))
+            if kinds[i].endswith("+conv"):  # Inkling: attention and a short-convolution state in one layer
+                lc, lkv, lhd, conv = inkling_layer(c, kinds[i].split("+")[0], nkv, hd)
+                fam.layers.append(conv)
+            fam.layers.append(None if no_cache else _attn_spec(lc, kinds[i].split("+")[0], nh, lkv, lhd))
             w += std_attention(f"{p}.self_attn", h, nh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)
             if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2"):
                 w += norm(f"{p}.self_attn.q_norm", hd) + norm(f"{p}.self_attn.k_norm", hd)
@@ -194,6 +200,9 @@ def decoder(c: Cfg, mt: str) -> Family:
         for nm in norms:
             w += norm(f"{p}.{nm}", h, bias=layer_norm)
         w += decoder_mlp(c, mt, p, h, i, E)
+    extra, why = loop_copies(c, fam.layers, starts)
+    fam.layers += extra
+    fam.notes += [why] if why else []
     w += norm("model.norm", h, bias=layer_norm)
     return fam
 

@@ -1,10 +1,11 @@
-"""Per-layer views of a config: transformers 5's ``per_layer_config`` overrides and layer-kind-specific head fields."""
+"""Per-layer views of a config: transformers 5's ``per_layer_config`` overrides, layer-kind-specific head fields and looped layers."""
 
 from __future__ import annotations
 
 from kvledger.catalog.cfg import Cfg
+from kvledger.catalog.layers import StateLayer
 
-__all__ = ["layer_overrides", "mimo_v2_layer"]
+__all__ = ["layer_overrides", "mimo_v2_layer", "INKLING_KINDS", "inkling_layer", "loop_copies"]
 
 
 def layer_overrides(c: Cfg, i: int) -> Cfg:
@@ -27,3 +28,43 @@ def mimo_v2_layer(c: Cfg, kind: str, nkv: int, hd: int, notes: list[str]) -> tup
         window = c.int("sliding_window_size", None) or c.int("sliding_window")
         return Cfg({**c.raw, "v_head_dim": d, "sliding_window": window}, c.source, c.prefix), kv, d
     return Cfg({**c.raw, "v_head_dim": hd}, c.source, c.prefix), nkv, hd
+
+
+# Inkling's layer kinds: each layer is attention plus four short convolutions (its k and v inputs, its attention and
+# MLP inputs), on full ('hybrid') or sliding ('hybrid_sliding') attention.
+INKLING_KINDS = {"hybrid": "full+conv", "hybrid_sliding": "sliding+conv"}
+
+
+def inkling_layer(c: Cfg, kind: str, nkv: int, hd: int) -> tuple[Cfg, int, int, StateLayer]:
+    """An Inkling layer's attention view (sliding layers: ``swa_num_key_value_heads`` of ``swa_head_dim`` over
+    ``sliding_window_size``) and its short-convolution state: ``conv_kernel_size − 1`` columns (vLLM's short-conv
+    convention, ``MambaStateShapeCalculator.short_conv_state_shape``; transformers keeps ``conv_kernel_size``) of the
+    k and v inputs (KV heads × head size each) and of the attention and MLP inputs (hidden each)."""
+    if kind == "sliding":
+        nkv, hd = c.int("swa_num_key_value_heads", nkv), c.int("swa_head_dim", hd)
+        c = Cfg({**c.raw, "sliding_window": c.int("sliding_window_size", None) or c.int("sliding_window")}, c.source, c.prefix)
+    kern = c.int("conv_kernel_size")
+    return c, nkv, hd, StateLayer("short_conv", (2 * nkv * hd + 2 * c.int("hidden_size")) * (kern - 1), 0)
+
+
+def loop_copies(c: Cfg, layers: list, starts: list[int]) -> tuple[list, str | None]:
+    """Cache copies of looped layers: a block of layers run several times keeps one cache per pass.
+
+    Dory (``n_input_layers``, ``n_recurrent_layers``, ``n_recurrent_loops``; ``recurrent_kv_cache_mode`` 'per_loop':
+    each later loop writes its own copy of the block's caches, 'last_loop': the loops share one) and Inkling-2-Loop
+    (``loop_layer_index_start``/``_end``, ``loop_num_passes``: one cache per pass), as transformers' models do.
+    ``starts[i]`` is where decoder layer ``i``'s cache entries begin in ``layers`` (a layer may hold two).
+    """
+    n = len(starts)
+    if c.has("n_recurrent_loops") and c.get("recurrent_kv_cache_mode", "per_loop") == "per_loop":
+        start, loops = c.int("n_input_layers", 0, minimum=0), c.int("n_recurrent_loops")
+        end = start + c.int("n_recurrent_layers", n - start - c.int("n_output_layers", 0, minimum=0), minimum=0)
+    elif c.has("loop_num_passes"):
+        start, end, loops = c.int("loop_layer_index_start", 0, minimum=0), c.int("loop_layer_index_end"), c.int("loop_num_passes")
+    else:
+        return [], None
+    if not 0 <= start <= end <= n:
+        raise c.error("n_recurrent_layers" if c.has("n_recurrent_loops") else "loop_layer_index_end",
+                      f"the looped layers [{start}, {end}) do not fit in {n} layers")
+    extra = layers[starts[start] if start < n else len(layers):starts[end] if end < n else len(layers)] * (loops - 1)
+    return extra, f"layers {start}–{end - 1} run {loops} times, each pass with its own cache: {len(extra)} more cache layers"
