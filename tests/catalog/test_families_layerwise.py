@@ -80,3 +80,13 @@ def test_looped_layers_keep_one_cache_per_pass():
     # Inkling-2-Loop: 24 layers of 8 KV heads × 128 (2,048 each); layers 6–17 run loop_num_passes = 3 times:
     # (24 + 12 × 2) × 2,048 = 98,304 (the oracle's 48 cache layers).
     assert _elements(_spec("inkling2_loop_text")) == 98_304
+
+
+def test_zaya_cca_layers_keep_kv_and_a_convolution_state():
+    # ZAYA: 40 'hybrid' layers of compressed convolutional attention, 2 KV heads × 128: K and V 2 × 256 = 512 elements
+    # per layer, 40 × 512 = 20,480 (the oracle's cache). State (ZayaCCAProjection): the q/k convolution's
+    # (2 − 1) + (2 − 1) = 2 columns of (8 + 2) × 128 = 1,280 channels = 2,560, plus the delayed half of V, 2 × 128 / 2 = 128:
+    # 40 × 2,688 × 2 B = 215,040 B per sequence.
+    spec = _spec("zaya")
+    assert _elements(spec) == 20_480
+    assert kv_ledger(spec).state_bytes_per_seq == 215_040

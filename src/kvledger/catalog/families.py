@@ -13,7 +13,7 @@ from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.hfread import KV_HEAD_KEYS
 from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
-from kvledger.catalog.layerwise import INKLING_KINDS, inkling_layer, layer_overrides, loop_copies, mimo_v2_layer
+from kvledger.catalog.layerwise import hybrid_kinds, hybrid_layer, layer_overrides, loop_copies, mimo_v2_layer
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
 
 __all__ = ["Family", "FAMILY_OF", "build_family"]
@@ -75,7 +75,7 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
         lt = c.list("layer_types")
         if len(lt) != n:
             raise c.error("layer_types", f"has {len(lt)} entries for {n} layers")
-        known = {**_LAYER_KINDS, **(INKLING_KINDS if c.has("conv_kernel_size") and c.has("swa_num_key_value_heads") else {})}
+        known = {**_LAYER_KINDS, **hybrid_kinds(c)}
         bad = [t for t in lt if not isinstance(t, str) or t not in known]
         if bad:
             raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(known)})")
@@ -187,8 +187,8 @@ def decoder(c: Cfg, mt: str) -> Family:
             no_cache = i >= n - shared or i in cross
             if mt == "mimo_v2_flash":
                 lc, lkv, lhd = mimo_v2_layer(c, kinds[i], nkv, hd, fam.notes if i == 0 else [])
-            if kinds[i].endswith("+conv"):  # Inkling: attention and a short-convolution state in one layer
-                lc, lkv, lhd, conv = inkling_layer(c, kinds[i].split("+")[0], nkv, hd)
+            if "+" in kinds[i]:  # Inkling, ZAYA: attention and a convolution state in one layer
+                lc, lkv, lhd, conv = hybrid_layer(c, kinds[i], nh, nkv, hd)
                 fam.layers.append(conv)
             fam.layers.append(None if no_cache else _attn_spec(lc, kinds[i].split("+")[0], nh, lkv, lhd))
             w += std_attention(f"{p}.self_attn", h, nh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.layers import StateLayer
 
-__all__ = ["layer_overrides", "mimo_v2_layer", "INKLING_KINDS", "inkling_layer", "loop_copies"]
+__all__ = ["layer_overrides", "mimo_v2_layer", "hybrid_kinds", "hybrid_layer", "loop_copies"]
 
 
 def layer_overrides(c: Cfg, i: int) -> Cfg:
@@ -30,19 +30,35 @@ def mimo_v2_layer(c: Cfg, kind: str, nkv: int, hd: int, notes: list[str]) -> tup
     return Cfg({**c.raw, "v_head_dim": hd}, c.source, c.prefix), nkv, hd
 
 
-# Inkling's layer kinds: each layer is attention plus four short convolutions (its k and v inputs, its attention and
-# MLP inputs), on full ('hybrid') or sliding ('hybrid_sliding') attention.
-INKLING_KINDS = {"hybrid": "full+conv", "hybrid_sliding": "sliding+conv"}
+def hybrid_kinds(c: Cfg) -> dict[str, str]:
+    """What 'hybrid' / 'hybrid_sliding' layer types mean for this config: attention (full or sliding) plus a per-layer
+    convolution state, in Inkling (``conv_kernel_size`` and ``swa_*`` fields: four short convolutions) and ZAYA
+    (``cca_time0``/``cca_time1``: compressed convolutional attention); no meaning elsewhere (refused)."""
+    if c.has("cca_time0") and c.has("cca_time1"):
+        return {"hybrid": "full+cca", "hybrid_sliding": "sliding+cca"}
+    if c.has("conv_kernel_size") and c.has("swa_num_key_value_heads"):
+        return {"hybrid": "full+conv", "hybrid_sliding": "sliding+conv"}
+    return {}
 
 
-def inkling_layer(c: Cfg, kind: str, nkv: int, hd: int) -> tuple[Cfg, int, int, StateLayer]:
-    """An Inkling layer's attention view (sliding layers: ``swa_num_key_value_heads`` of ``swa_head_dim`` over
-    ``sliding_window_size``) and its short-convolution state: ``conv_kernel_size − 1`` columns (vLLM's short-conv
-    convention, ``MambaStateShapeCalculator.short_conv_state_shape``; transformers keeps ``conv_kernel_size``) of the
-    k and v inputs (KV heads × head size each) and of the attention and MLP inputs (hidden each)."""
-    if kind == "sliding":
+def hybrid_layer(c: Cfg, kind: str, nh: int, nkv: int, hd: int) -> tuple[Cfg, int, int, StateLayer]:
+    """A hybrid layer's attention view and its convolution state (``kind`` "full+conv", "sliding+cca", ...).
+
+    Inkling (transformers ``modeling_inkling.py``): sliding layers use ``swa_num_key_value_heads`` of ``swa_head_dim``
+    over ``sliding_window_size``; the state is ``conv_kernel_size − 1`` columns (vLLM's short-conv convention,
+    ``MambaStateShapeCalculator.short_conv_state_shape``; transformers keeps ``conv_kernel_size``) of the k and v inputs
+    (KV heads × head size each) and of the attention and MLP inputs (hidden each).
+    ZAYA (``modeling_zaya.py`` ZayaCCAProjection): K and V of ``num_key_value_heads`` × ``head_dim`` per token; the state
+    is the q/k convolution's ``(cca_time0 − 1) + (cca_time1 − 1)`` columns of (heads + KV heads) × ``head_dim``
+    channels and the previous token's delayed half of V (KV heads × ``head_dim`` / 2).
+    """
+    base, mixer = kind.split("+")
+    if base == "sliding" and mixer == "conv":
         nkv, hd = c.int("swa_num_key_value_heads", nkv), c.int("swa_head_dim", hd)
         c = Cfg({**c.raw, "sliding_window": c.int("sliding_window_size", None) or c.int("sliding_window")}, c.source, c.prefix)
+    if mixer == "cca":
+        cols = c.int("cca_time0") - 1 + c.int("cca_time1") - 1
+        return c, nkv, hd, StateLayer("cca_conv", (nh + nkv) * hd * cols, nkv * hd // 2)
     kern = c.int("conv_kernel_size")
     return c, nkv, hd, StateLayer("short_conv", (2 * nkv * hd + 2 * c.int("hidden_size")) * (kern - 1), 0)
 
