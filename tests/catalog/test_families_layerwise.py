@@ -90,3 +90,10 @@ def test_zaya_cca_layers_keep_kv_and_a_convolution_state():
     spec = _spec("zaya")
     assert _elements(spec) == 20_480
     assert kv_ledger(spec).state_bytes_per_seq == 215_040
+
+
+def test_prophetnet_is_read_from_its_decoder_fields():
+    # ProphetNet names its decoder num_decoder_layers / num_decoder_attention_heads (no num_hidden_layers): the causal-LM
+    # cache is the decoder's self-attention, 12 layers × 2 × 16 heads × (1024 / 16 = 64) = 24,576 (the oracle's cache;
+    # cross-attention keeps the encoder's K/V, not a per-token cache).
+    assert _elements(_spec("prophetnet")) == 24_576

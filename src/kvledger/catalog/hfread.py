@@ -70,11 +70,14 @@ def _resolve(d: dict[str, Any], model_type: Any) -> tuple[dict[str, Any], list[s
                 if out.get(n) is not None and not isinstance(out.get(n), (dict, list)):
                     out[canon] = out[n]
                     break
-    if out.get("decoder_layers") is not None and out.get("is_encoder_decoder", True) is not False:
-        # an encoder-decoder family's causal-LM head is its decoder (BartForCausalLM, MarianForCausalLM, ...)
-        for canon, dec in (("num_hidden_layers", "decoder_layers"), ("num_attention_heads", "decoder_attention_heads"),
-                           ("intermediate_size", "decoder_ffn_dim")):
-            if out.get(dec) is not None:
+    if (out.get("decoder_layers") is not None or out.get("num_decoder_layers") is not None) and out.get("is_encoder_decoder", True) is not False:
+        # an encoder-decoder family's causal-LM head is its decoder (BartForCausalLM, MarianForCausalLM, ProphetNet's
+        # num_decoder_* names, ...)
+        for canon, decs in (("num_hidden_layers", ("decoder_layers", "num_decoder_layers")),
+                            ("num_attention_heads", ("decoder_attention_heads", "num_decoder_attention_heads")),
+                            ("intermediate_size", ("decoder_ffn_dim",))):
+            dec = next((k for k in decs if out.get(k) is not None), None)
+            if dec is not None:
                 out[canon] = out[dec]
     if info:
         for k, v in info["defaults"].items():
