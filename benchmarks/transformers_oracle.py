@@ -8,7 +8,8 @@ weights), counts its parameters, and reads the KV cache one token adds in two in
   cache layers transformers returns, the K and V tensors' head count × head size (shapes only);
 * ``proj``: sums the output features of every self-attention module's ``k_proj``/``v_proj`` (or ``key``/``value``,
   ``k_lin``/``v_lin``) Linear, JetMoE's fused ``kv_proj``, MLA's ``kv_a_proj_with_mqa`` (the latent and rope key
-  transformers' DeepSeek cache holds) and two thirds of GPT's fused ``c_attn`` when it is three hidden-wide parts;
+  transformers' DeepSeek cache holds), two thirds of GPT's fused ``c_attn`` when it is three hidden-wide parts and
+  DBRX's fused ``Wqkv`` less its ``d_model``-wide query part;
   other fused QKV projections are not split, so the column stays empty for them; cross-attention modules
   are left out.
 
@@ -133,6 +134,9 @@ def _proj_elements(model, torch) -> int | None:
         # DeepSeek-style MLA's kv_a_proj_with_mqa (the latent + rope key, which transformers' cache holds: deepseek_v3)
         if last in ("k_proj", "v_proj", "key", "value", "k_lin", "v_lin", "kv_proj", "kv_a_proj_with_mqa") and isinstance(mod, torch.nn.Linear):
             total += mod.out_features
+            found = True
+        elif last == "Wqkv" and isinstance(mod, torch.nn.Linear) and mod.out_features > mod.in_features:
+            total += mod.out_features - mod.in_features  # DBRX's fused Wqkv: the query part is d_model wide, the rest K and V
             found = True
         elif last == "c_attn" and type(mod).__name__ == "Conv1D" and getattr(mod, "nf", 0) == 3 * getattr(mod, "nx", -1):
             total += 2 * mod.nf // 3  # GPT-1/GPT-2's fused Conv1D of three equal hidden-wide parts: K and V are two of them
