@@ -39,3 +39,21 @@ def test_recurrent_gemma_local_attention_and_rg_lru_state():
     assert led.bytes_per_token == 81_920
     assert led.state_bytes_per_seq == 368_640
     assert {g.spec.window_tokens for g in led.groups if g.kind == "sliding_window"} == {2048}
+
+
+def test_state_only_and_hybrid_configs_plan_through_the_cli_with_strict_json():
+    # End to end: vLLM's rules for a state-only model (RWKV: no KV, one state page per request) and a hybrid one
+    # (Zamba2 with prefix caching at TP 2), strict JSON out; KV per token as the ledgers above (Zamba2 at TP 2:
+    # 32 heads / 2 = 16 per GPU → 9 × 2 × 16 × 160 × 2 B = 92,160 B/token).
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    def strict(text):
+        return json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+
+    r = CliRunner().invoke(app, ["plan", str(CONFIGS / "rwkv.json"), "--gpu", "H100", "--json"], catch_exceptions=False)
+    assert r.exit_code == 0 and strict(r.stdout)["model"]["kv_bytes_per_token"] == 0
+    r = CliRunner().invoke(app, ["plan", str(CONFIGS / "zamba2.json"), "--gpu", "H100", "--tp", "2", "--enable-prefix-caching",
+                                 "--json"], catch_exceptions=False)
+    assert r.exit_code == 0 and strict(r.stdout)["kv"]["bytes_per_token_per_gpu"] == 92_160

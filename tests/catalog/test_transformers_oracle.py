@@ -24,13 +24,24 @@ from kvledger.errors import ConfigError
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 ROWS = {r["model_type"]: r for r in csv.DictReader((DATA / "transformers_oracle.csv").open(encoding="utf-8"))}
 
-# Refused with a ConfigError naming the field: no engine rule to size these (layer kinds vLLM 0.19 does not serve
-# and transformers' config does not size, a draft model without a cache, configs without decoder fields).
+# Refused with a ConfigError naming the field. Each is a last resort: no engine serves the type (vLLM 0.19's registry
+# has none of them) and a plan would have to invent the layout of a cache that the config does not describe:
 REFUSED = {
-    "blt": "num_attention_heads",            # byte-latent transformer: local/global encoders, no decoder fields
-    "gemma4_unified_assistant": "num_kv_shared_layers",  # a draft model whose every layer reads its target's cache
-    "deepseek_v4": "layer_types",            # 'heavily_compressed_attention' layers
-    "qwen4_exp": "layer_types", "qwen4_exp_text": "layer_types",  # 'indexed_attention' next to linear attention
+    # Byte Latent Transformer: a byte-level local encoder and decoder around a patch-level global transformer, with
+    # cross-attention between them; BltConfig holds three sub-configs and no decoder fields of its own (transformers'
+    # own forward fails on the missing num_hidden_layers); which tokens each cache holds depends on the entropy patcher.
+    "blt": "num_attention_heads",
+    # A draft model (num_kv_shared_layers = num_hidden_layers): every layer reads its target's K/V and keeps none; the
+    # memory it takes is the target's plan (transformers' forward needs the target's shared_kv_states to run at all).
+    "gemma4_unified_assistant": "num_kv_shared_layers",
+    # 'heavily_compressed_attention' / 'compressed_sparse_attention' layers: a 128-token K=V window plus compressed
+    # entries (one per 128 or per 4 tokens, with overlap state and a compressed indexer) that grow with the context;
+    # no engine rule yet, and the meta-device oracle counts only the window (44,032), not the growing part.
+    "deepseek_v4": "layer_types",
+    # 'indexed_attention' (softmax attention whose indexer caches raw keys per token) next to Gated DeltaNet; transformers
+    # cannot build the default config (indexer_budget, indexer_compress_ratio, indexer_head_dim, indexer_kv_heads unset),
+    # and its 20-million-row n-gram embedding and hyper-connections have no weight layout here.
+    "qwen4_exp": "layer_types", "qwen4_exp_text": "layer_types",
 }
 # Read, but the per-token KV differs from transformers' cache, with the reason.
 DIFFERS = {
