@@ -97,3 +97,12 @@ def test_prophetnet_is_read_from_its_decoder_fields():
     # cache is the decoder's self-attention, 12 layers × 2 × 16 heads × (1024 / 16 = 64) = 24,576 (the oracle's cache;
     # cross-attention keeps the encoder's K/V, not a per-token cache).
     assert _elements(_spec("prophetnet")) == 24_576
+
+
+def test_falcon_h1_layers_keep_attention_and_a_mamba2_state_side_by_side():
+    # FalconH1 default: 32 layers, each attention (8 KV heads × 128: 2,048 K+V elements, 65,536 in all — the oracle's
+    # cache) and a Mamba-2 mixer. vLLM falcon_h1.py get_mamba_state_shape_from_config: intermediate mamba_d_ssm 1024,
+    # conv (4 − 1) × (1024 + 2 × 1 × 256) = 4,608, SSM 128 heads × 8 × 256 = 262,144 → 32 × 266,752 × 2 B = 17,072,128 B.
+    spec = _spec("falcon_h1")
+    assert _elements(spec) == 65_536
+    assert kv_ledger(spec).state_bytes_per_seq == 17_072_128

@@ -190,6 +190,10 @@ def decoder(c: Cfg, mt: str) -> Family:
             if "+" in kinds[i]:  # Inkling, ZAYA: attention and a convolution state in one layer
                 lc, lkv, lhd, conv = hybrid_layer(c, kinds[i], nh, nkv, hd)
                 fam.layers.append(conv)
+            if mt == "falcon_h1":  # attention and a Mamba-2 mixer side by side in every layer (vLLM models/falcon_h1.py)
+                spec, sw = state_layer(c, "mamba", mt, p, h, nh, hd)
+                fam.layers.append(spec)
+                w += sw
             fam.layers.append(None if no_cache else _attn_spec(lc, kinds[i].split("+")[0], nh, lkv, lhd))
             w += std_attention(f"{p}.self_attn", h, nh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)
             if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2"):
