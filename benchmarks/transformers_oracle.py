@@ -7,7 +7,7 @@ weights), counts its parameters, and reads the KV cache one token adds in two in
 * ``cache``: runs a one-token forward pass with ``use_cache=True`` on the meta device and sums, over the
   cache layers transformers returns, the K and V tensors' head count × head size (shapes only);
 * ``proj``: sums the output features of every self-attention module's ``k_proj``/``v_proj`` (or ``key``/``value``,
-  ``k_lin``/``v_lin``) Linear, JetMoE's fused ``kv_proj``, MLA's ``kv_a_proj_with_mqa`` (the latent and rope key
+  ``k_lin``/``v_lin``; Moshi's ``k_proj.linear``) Linear, JetMoE's fused ``kv_proj``, MLA's ``kv_a_proj_with_mqa`` (the latent and rope key
   transformers' DeepSeek cache holds), two thirds of GPT's fused ``c_attn`` when it is three hidden-wide parts and
   DBRX's fused ``Wqkv`` less its ``d_model``-wide query part;
   other fused QKV projections are not split, so the column stays empty for them; cross-attention modules
@@ -128,6 +128,8 @@ def _proj_elements(model, torch) -> int | None:
     total, found = 0, False
     for name, mod in model.named_modules():
         last = name.rsplit(".", 1)[-1]
+        if last == "linear" and name.count(".") and name.rsplit(".", 2)[-2] in ("k_proj", "v_proj"):
+            last = name.rsplit(".", 2)[-2]  # Moshi wraps each projection's Linear as <proj>.linear
         if any(x in name for x in ("encoder_attn", "cross_attn", "crossattention")):
             continue  # cross-attention keeps the encoder output's K/V, not a per-token cache of the decoder
         # k/v projections by their usual names (XLM: k_lin/v_lin), JetMoE's fused kv_proj (K and V of its KV heads), and
