@@ -183,7 +183,7 @@ def decoder(c: Cfg, mt: str) -> Family:
             w += sw
         else:
             lc = layer_overrides(c, i)
-            _, _, lkv, lhd = heads(lc) if lc is not c else (h, nh, nkv, hd)
+            _, lnh, lkv, lhd = heads(lc) if lc is not c else (h, nh, nkv, hd)
             no_cache = i >= n - shared or i in cross
             if mt == "mimo_v2_flash":
                 lc, lkv, lhd = mimo_v2_layer(c, kinds[i], nkv, hd, fam.notes if i == 0 else [])
@@ -194,8 +194,8 @@ def decoder(c: Cfg, mt: str) -> Family:
                 spec, sw = state_layer(c, "mamba", mt, p, h, nh, hd)
                 fam.layers.append(spec)
                 w += sw
-            fam.layers.append(None if no_cache else _attn_spec(lc, kinds[i].split("+")[0], nh, lkv, lhd))
-            w += std_attention(f"{p}.self_attn", h, nh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)
+            fam.layers.append(None if no_cache else _attn_spec(lc, kinds[i].split("+")[0], lnh, lkv, lhd))
+            w += std_attention(f"{p}.self_attn", h, lnh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)
             if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2"):
                 w += norm(f"{p}.self_attn.q_norm", hd) + norm(f"{p}.self_attn.k_norm", hd)
             if mt == "gpt_oss":

@@ -27,7 +27,7 @@ def mla(c: Cfg) -> Family:
     kv_lora, rope, nope = c.int("kv_lora_rank"), c.int("qk_rope_head_dim"), c.int("qk_nope_head_dim")
     v_hd, q_lora = c.int("v_head_dim"), c.int("q_lora_rank", None)
     bias = c.get("attention_bias", False) is True
-    E, k = c.int("n_routed_experts", 0, minimum=0), c.int("num_experts_per_tok", 0, minimum=0)
+    E, k = moe_counts(c, c.get("model_type", ""))  # n_routed_experts (DeepSeek) or num_experts (Kimi-Linear), and top-k
     first_dense, freq = c.int("first_k_dense_replace", 0, minimum=0), c.int("moe_layer_freq", 1)
     w, _ = embed(c, h, tied_default=False)
     fam = Family([], w, E, k)
@@ -46,6 +46,8 @@ def mla(c: Cfg) -> Family:
     if len(kinds) != n:
         raise c.error("layer_types", f"has {len(kinds)} entries for {n} layers")
     for i in range(n):
+        lc = layer_overrides(c, i)  # transformers 5 per_layer_config (dots3's sliding layers: other widths and head counts)
+        nh, nope, kv_lora, v_hd = lc.int("num_attention_heads"), lc.int("qk_nope_head_dim"), lc.int("kv_lora_rank"), lc.int("v_head_dim")
         if kinds[i] == "linear_attention":  # Kimi-Linear: KDA layers between the MLA ones
             spec, sw = state_layer(c, "linear", mt, f"model.layers.{i}", h, nh, nope + rope)
             fam.layers.append(spec)
