@@ -13,7 +13,7 @@ from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.hfread import KV_HEAD_KEYS
 from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
-from kvledger.catalog.layerwise import hybrid_kinds, hybrid_layer, layer_overrides, loop_copies, mimo_v2_layer
+from kvledger.catalog.layerwise import hybrid_kinds, hybrid_layer, layer_overrides, loop_copies, mimo_v2_layer, per_layer_embedding_weights
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
 
 __all__ = ["Family", "FAMILY_OF", "build_family"]
@@ -160,6 +160,7 @@ def decoder(c: Cfg, mt: str) -> Family:
     gemma = mt in ("gemma", "gemma2", "gemma3", "gemma3_text")
     layer_norm = mt in ("starcoder2",)  # LayerNorm with bias
     w, _ = embed(c, h, tied_default=True)
+    w += per_layer_embedding_weights(c, h, n)
     fam.weights = w
     E, k = moe_counts(c, mt)
     fam.num_experts, fam.experts_per_token = E, k
@@ -213,6 +214,8 @@ def decoder(c: Cfg, mt: str) -> Family:
 
 def moe_counts(c: Cfg, mt: str) -> tuple[int, int]:
     """(routed experts, top-k): vLLM's ``get_num_experts`` names (num_experts, moe_num_experts, n_routed_experts, num_local_experts)."""
+    if c.get("is_moe", True) is False:  # Doge's class default carries num_experts=16384 with is_moe false: dense
+        return 0, 0
     key = next((k for k in ("num_local_experts", "num_experts", "moe_num_experts", "n_routed_experts") if c.has(k)), None)
     E = c.int(key, minimum=0) if key and not isinstance(c.get(key), list) else 0
     if not E or E == 1 and mt != "llama4_text":

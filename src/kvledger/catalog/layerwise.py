@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.layers import StateLayer
+from kvledger.catalog.weights import Weight, mat, norm
 
-__all__ = ["layer_overrides", "mimo_v2_layer", "hybrid_kinds", "hybrid_layer", "loop_copies"]
+__all__ = ["layer_overrides", "mimo_v2_layer", "hybrid_kinds", "hybrid_layer", "loop_copies", "per_layer_embedding_weights"]
 
 
 def layer_overrides(c: Cfg, i: int) -> Cfg:
@@ -84,3 +85,20 @@ def loop_copies(c: Cfg, layers: list, starts: list[int]) -> tuple[list, str | No
                       f"the looped layers [{start}, {end}) do not fit in {n} layers")
     extra = layers[starts[start] if start < n else len(layers):starts[end] if end < n else len(layers)] * (loops - 1)
     return extra, f"layers {start}–{end - 1} run {loops} times, each pass with its own cache: {len(extra)} more cache layers"
+
+
+def per_layer_embedding_weights(c: Cfg, h: int, n: int) -> list:
+    """Gemma-3n/Gemma-4 per-layer embeddings (``hidden_size_per_layer_input`` > 0): a second embedding table of
+    ``vocab_size_per_layer_input`` rows × (layers × that width), its projection from the hidden state, and per layer an
+    input gate, a projection back and a norm (transformers ``modeling_gemma4.py``; vLLM loads them as weights)."""
+    hpl = c.int("hidden_size_per_layer_input", 0, minimum=0)
+    if not hpl or not c.has("vocab_size_per_layer_input"):
+        return []
+    v = c.int("vocab_size_per_layer_input")
+    w = [Weight("model.embed_tokens_per_layer.weight", v, n * hpl, 1, False, "shard")]
+    w += mat("model.per_layer_model_projection", n * hpl, h, tp="replicate") + norm("model.per_layer_projection_norm", hpl)
+    for i in range(n):
+        p = f"model.layers.{i}"
+        w += mat(f"{p}.per_layer_input_gate", hpl, h, tp="replicate") + mat(f"{p}.per_layer_projection", h, hpl, tp="replicate")
+        w += norm(f"{p}.post_per_layer_input_norm", h)
+    return w
