@@ -106,3 +106,13 @@ def test_falcon_h1_layers_keep_attention_and_a_mamba2_state_side_by_side():
     spec = _spec("falcon_h1")
     assert _elements(spec) == 65_536
     assert kv_ledger(spec).state_bytes_per_seq == 17_072_128
+
+
+def test_dbrx_reads_its_moe_from_the_nested_ffn_config():
+    # DbrxConfig default keeps moe_num_experts 4, moe_top_k 1 and ffn_hidden_size 3584 under ffn_config (vLLM dbrx.py
+    # reads them there). Parameters: embeddings 2 × 32,000 × 2048 = 131,072,000 (untied); per layer Wqkv
+    # (2048 + 2 × 128) × 2048 = 4,718,592, out 2048² = 4,194,304, router 4 × 2048 = 8,192, experts 4 × 3 × 3584 × 2048
+    # = 88,080,384, two norms 4,096 → 97,005,568 × 24 = 2,328,133,632; final norm 2,048: 2,459,207,680 (the meta-device count).
+    spec = _spec("dbrx")
+    assert (spec.num_experts, spec.experts_per_token) == (4, 1)
+    assert spec.num_params == 2_459_207_680

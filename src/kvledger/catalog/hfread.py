@@ -36,6 +36,7 @@ KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query
 # ... and _get_and_verify_max_len's possible_keys: the smallest present.
 MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
                 "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+_NESTED = {"ffn_config": ("moe_num_experts", "moe_top_k", "ffn_hidden_size"), "attn_config": ("kv_n_heads", "clip_qkv")}
 # transformers get_text_config(): the sub-config that holds the language model.
 _TEXT_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
 _TOP_LEVEL_SHARED = ("quantization_config", "compression_config", "torch_dtype", "dtype", "tie_word_embeddings")
@@ -64,6 +65,11 @@ def _resolve(d: dict[str, Any], model_type: Any) -> tuple[dict[str, Any], list[s
     for alias, real in amap.items():
         if out.get(alias) is None and out.get(real) is not None:
             out[alias] = out[real]
+    for sub, keys in _NESTED.items():  # DBRX keeps its MoE and KV-head fields in sub-dicts (vLLM models/dbrx.py reads them there)
+        if isinstance(out.get(sub), dict):
+            for k in keys:
+                if out.get(k) is None and out[sub].get(k) is not None:
+                    out[k] = out[sub][k]
     for canon, names in ALIASES.items():
         if canon not in out:
             for n in names:
