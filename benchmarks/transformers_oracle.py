@@ -6,9 +6,17 @@ weights), counts its parameters, and reads the KV cache one token adds in two in
 
 * ``cache``: runs a one-token forward pass with ``use_cache=True`` on the meta device and sums, over the
   cache layers transformers returns, the K and V tensors' head count × head size (shapes only);
-* ``proj``: sums the output features of every self-attention module's ``k_proj``/``v_proj`` (or ``key``/``value``)
-  Linear (fused QKV projections are not split, so the column stays empty for them; cross-attention modules
-  are left out).
+* ``proj``: sums the output features of every self-attention module's ``k_proj``/``v_proj`` (or ``key``/``value``,
+  ``k_lin``/``v_lin``; Moshi's ``k_proj.linear``) Linear, JetMoE's fused ``kv_proj``, MLA's ``kv_a_proj_with_mqa`` (the latent and rope key
+  transformers' DeepSeek cache holds), two thirds of GPT's fused ``c_attn`` when it is three hidden-wide parts and
+  DBRX's fused ``Wqkv`` less its ``d_model``-wide query part;
+  other fused QKV projections are not split, so the column stays empty for them; cross-attention modules
+  are left out.
+
+Where transformers' own default config leaves a field unset that its model needs (a ``None`` it then divides or
+indexes by), ``FILL`` sets that field, and the row's ``cache_note`` says so; the written config carries the filled
+value, so the plan reads the same config the oracle built. Where the forward pass fails on meta only because every
+cache layer is a state layer (a pure-Mamba default layout), the cache reading is 0 elements per token.
 
 It writes ``benchmarks/data/transformers_oracle.csv`` (one row per model type, with the reason when a
 figure could not be read) and the default config it used as ``benchmarks/data/oracle_configs/<model_type>.json``.
@@ -32,6 +40,56 @@ FIELDS = ["model_type", "config_class", "model_class", "transformers_version", "
           "kv_elements_per_token_proj", "num_cache_layers", "cache_note", "error"]
 
 
+# (field, value, why) set on a default config whose model cannot be built with the field unset; none changes the
+# attention layout the cache depends on except where the why says so.
+FILL: dict[str, list[tuple[str, object, str]]] = {
+    "hunyuan_v1_dense": [("head_dim", "hidden_size // num_attention_heads", "the model reads config.head_dim, which defaults to None")],
+    "hunyuan_v1_moe": [("head_dim", "hidden_size // num_attention_heads", "the model reads config.head_dim, which defaults to None")],
+    "ministral": [("head_dim", "hidden_size // num_attention_heads", "the model reads config.head_dim, which defaults to None")],
+    "nemotron": [("num_key_value_heads", "num_attention_heads", "None; transformers' convention for an absent KV-head count is MHA")],
+    "deepseek_v2": [("num_experts_per_tok", 6, "None makes topk fail; DeepSeek-V2's published top-k")],
+    "dots1": [("n_routed_experts", 128, "None; dots.llm1's published value"), ("num_experts_per_tok", 6, "None; dots.llm1's published value"),
+              ("n_shared_experts", 2, "None; dots.llm1's published value")],
+    "lfm2_moe": [("layer_types", "all full_attention", "None; Lfm2Config's rule when full_attn_idxs is absent: every layer attention")],
+    "reformer": [("is_decoder", True, "ReformerModelWithLMHead requires it")],
+    "dbrx": [("attn_config.rope_theta", "rope_parameters.rope_theta", "DbrxAttention reads attn_config.rope_theta, which transformers 5 moved to rope_parameters"),
+             ("attn_config.clip_qkv", 8.0, "None makes its clamp fail; DBRX's published value")],
+    "cohere_compass_text": [("rope_parameters", "one default entry per layer type", "{} ; the rotary embedding indexes it by layer type")],
+}
+
+
+def _fill(cfg, mt: str) -> str:
+    """Apply FILL[mt] to the config (text part when nested); return the note for the row."""
+    target = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    notes = []
+    for field, value, why in FILL.get(mt, []):
+        if value == "hidden_size // num_attention_heads":
+            value = target.hidden_size // target.num_attention_heads
+        elif value == "num_attention_heads":
+            value = target.num_attention_heads
+        elif value == "all full_attention":
+            value = ["full_attention"] * target.num_hidden_layers
+        elif value == "rope_parameters.rope_theta":
+            value = target.rope_parameters["rope_theta"]
+        elif value == "one default entry per layer type":
+            value = {t: {"rope_type": "default", "rope_theta": 10000.0} for t in set(target.layer_types)}
+        obj = target
+        for part in field.split(".")[:-1]:
+            obj = getattr(obj, part)
+        setattr(obj, field.split(".")[-1], value)
+        notes.append(f"config filled: {field}={value if not isinstance(value, list) else '[...]'} ({why})")
+    return "; ".join(notes)
+
+
+def _all_state_layers(model) -> bool:
+    """True when every layer of the model's cache is a linear-attention (state) layer: no per-token K/V at all."""
+    from transformers import DynamicCache
+
+    layers = DynamicCache(config=model.config).layers
+    return bool(layers) and all("LinearAttention" in type(l).__name__ and "Full" not in type(l).__name__
+                                and "Sliding" not in type(l).__name__ for l in layers)
+
+
 class _Timeout(Exception):
     pass
 
@@ -47,6 +105,9 @@ def _cache_elements(model, torch) -> tuple[int | None, int, str]:
         out = model(input_ids=ids, use_cache=True)
     pkv = getattr(out, "past_key_values", None)
     if pkv is None:
+        state = getattr(out, "state", None)
+        if state is not None:  # RWKV returns its recurrent state instead of a K/V cache
+            return 0, 0, f"recurrent state only ({len(state)} tensors of {tuple(state[0].shape)}): no per-token K/V"
         return None, 0, "no past_key_values returned"
     total, n, kinds = 0, 0, set()
     layers = getattr(pkv, "layers", None)
@@ -67,10 +128,20 @@ def _proj_elements(model, torch) -> int | None:
     total, found = 0, False
     for name, mod in model.named_modules():
         last = name.rsplit(".", 1)[-1]
+        if last == "linear" and name.count(".") and name.rsplit(".", 2)[-2] in ("k_proj", "v_proj"):
+            last = name.rsplit(".", 2)[-2]  # Moshi wraps each projection's Linear as <proj>.linear
         if any(x in name for x in ("encoder_attn", "cross_attn", "crossattention")):
             continue  # cross-attention keeps the encoder output's K/V, not a per-token cache of the decoder
-        if last in ("k_proj", "v_proj", "key", "value") and isinstance(mod, torch.nn.Linear):
+        # k/v projections by their usual names (XLM: k_lin/v_lin), JetMoE's fused kv_proj (K and V of its KV heads), and
+        # DeepSeek-style MLA's kv_a_proj_with_mqa (the latent + rope key, which transformers' cache holds: deepseek_v3)
+        if last in ("k_proj", "v_proj", "key", "value", "k_lin", "v_lin", "kv_proj", "kv_a_proj_with_mqa") and isinstance(mod, torch.nn.Linear):
             total += mod.out_features
+            found = True
+        elif last == "Wqkv" and isinstance(mod, torch.nn.Linear) and mod.out_features > mod.in_features:
+            total += mod.out_features - mod.in_features  # DBRX's fused Wqkv: the query part is d_model wide, the rest K and V
+            found = True
+        elif last == "c_attn" and type(mod).__name__ == "Conv1D" and getattr(mod, "nf", 0) == 3 * getattr(mod, "nx", -1):
+            total += 2 * mod.nf // 3  # GPT-1/GPT-2's fused Conv1D of three equal hidden-wide parts: K and V are two of them
             found = True
     return total if found else None
 
@@ -97,6 +168,7 @@ def main() -> int:
             # the model class's own config class (Llama4ForCausalLM takes Llama4TextConfig, not the composite Llama4Config)
             ccls = getattr(cls, "config_class", None) or type(CONFIG_MAPPING[mt]())
             cfg = ccls()
+            filled = _fill(cfg, mt)
             row["config_class"] = type(cfg).__name__
             d = cfg.to_dict()
             d.setdefault("model_type", getattr(cfg, "model_type", mt))
@@ -114,7 +186,16 @@ def main() -> int:
             except _Timeout:
                 raise
             except Exception as err:  # an oracle script: any failure of a third-party forward pass is recorded, not fatal
-                row["cache_note"] = f"forward on meta failed: {type(err).__name__}: {str(err).splitlines()[0][:150] if str(err) else ''}"
+                try:
+                    state_only = _all_state_layers(model)
+                except Exception:  # the config cannot describe its cache layers either (recorded below as the forward failure)
+                    state_only = False
+                if state_only:
+                    row["kv_elements_per_token_cache"], row["cache_note"] = 0, "every cache layer is a LinearAttentionLayer (state only; the forward pass fails on such a cache)"
+                else:
+                    row["cache_note"] = f"forward on meta failed: {type(err).__name__}: {str(err).splitlines()[0][:150] if str(err) else ''}"
+            if filled:
+                row["cache_note"] = f"{row['cache_note']}; {filled}" if row["cache_note"] else filled
         except _Timeout:
             row["error"] = "timed out after 60 s"
         except Exception as err:  # recorded per model type, with the reason

@@ -121,12 +121,20 @@ def test_malformed_json_names_line_and_column(tmp_path):
         load_model(str(f))
 
 
-def test_unsupported_architecture_names_the_field(tmp_path):
+def test_recurrent_architecture_plans_from_class_defaults_and_unknown_layer_kinds_are_refused(tmp_path):
     f = tmp_path / "config.json"
     f.write_text(json.dumps({"model_type": "rwkv", "architectures": ["RwkvForCausalLM"]}))
-    # RWKV keeps no attention KV cache and vLLM does not serve it: refused, naming the field, not sized as a decoder.
-    with pytest.raises(ConfigError, match=r"field 'model_type': 'rwkv' is a recurrent architecture"):
-        load_model(str(f))
+    # RWKV keeps no K/V: with RwkvConfig's defaults (hidden 4096, 32 layers) every layer is a state of 5 × 4096 elements
+    # (two token shifts, WKV numerator/denominator/maximum), and the notes say no engine serves it.
+    spec = load_model(str(f))
+    assert {l.kind for l in spec.layers} == {"state"}
+    assert sum(l.conv_elements + l.ssm_elements for l in spec.layers) == 32 * 5 * 4096
+    assert any("does not serve it" in n for n in spec.notes)
+    # A layer kind no engine sizes is refused, naming the field, not sized as a decoder.
+    raw = json.loads((resources.files("kvledger.catalog") / "data/models/Qwen--Qwen3-8B.json").read_text())
+    raw["layer_types"] = ["heavily_compressed_attention"] * raw["num_hidden_layers"]
+    with pytest.raises(ConfigError, match=r"field 'layer_types': unsupported layer type 'heavily_compressed_attention'"):
+        parse_config(raw, source="t")
 
 
 def test_missing_field_is_named():

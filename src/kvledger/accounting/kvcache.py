@@ -130,7 +130,10 @@ def _group(spec: LayerSpec, n: int, s: float, tp: int, state_s: tuple[float, flo
     per_layer = spec.kv_bytes_per_token(s, tp)
     total = n * per_layer
     if isinstance(spec, MLAAttention):
-        f = f"{n} layers × ({spec.kv_lora_rank} + {spec.qk_rope_head_dim}) × {s:g} B = {total:,.0f} B/token"
+        idx = f" + {spec.indexer_bytes_per_token} B indexer keys" if spec.indexer_bytes_per_token else ""
+        f = f"{n} layers × (({spec.kv_lora_rank} + {spec.qk_rope_head_dim}) × {s:g} B{idx}) = {total:,.0f} B/token"
+        if spec.window_tokens:
+            f += f", at most {spec.window_tokens:,} tokens held (sliding window)"
     else:
         h = kv_heads_per_gpu(spec.num_kv_heads, tp)
         if spec.head_dim == spec.v_head_dim:

@@ -13,6 +13,7 @@ from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.hfread import KV_HEAD_KEYS
 from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
+from kvledger.catalog.layerwise import hybrid_kinds, hybrid_layer, layer_overrides, loop_copies, mimo_v2_layer, per_layer_embedding_weights
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
 
 __all__ = ["Family", "FAMILY_OF", "build_family"]
@@ -74,10 +75,14 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
         lt = c.list("layer_types")
         if len(lt) != n:
             raise c.error("layer_types", f"has {len(lt)} entries for {n} layers")
-        bad = [t for t in lt if not isinstance(t, str) or t not in _LAYER_KINDS]
+        known = {**_LAYER_KINDS, **hybrid_kinds(c)}
+        bad = [t for t in lt if not isinstance(t, str) or t not in known]
         if bad:
-            raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(_LAYER_KINDS)})")
-        return [_LAYER_KINDS[t] for t in lt]
+            raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(known)})")
+        return [known[t] for t in lt]
+    if c.has("mamba_n_heads") and "attn_layer_indices" in c.raw:  # Bamba: attention at these indices (none: all Mamba-2)
+        idx = set(x for x in (c.list("attn_layer_indices", []) or []) if isinstance(x, int))
+        return ["full" if i in idx else "mamba" for i in range(n)]
     if c.has("full_attn_idxs"):  # LFM2: attention at these indices, short convolutions elsewhere
         idx = set(x for x in c.list("full_attn_idxs") if isinstance(x, int))
         return ["full" if i in idx else "conv" for i in range(n)]
@@ -110,7 +115,7 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
 
 
 def _attn_spec(c: Cfg, kind: str, nh: int, nkv: int, hd: int) -> LayerSpec:
-    """One attention layer's cache spec; ``v_head_dim`` when V differs from K (MiMo), ``global_head_dim`` for the
+    """One attention layer's cache spec; ``v_head_dim`` when V differs from K, ``global_head_dim`` for the
     full layers of Gemma-4 (vLLM models/gemma4.py)."""
     vd = c.int("v_head_dim", hd)
     if kind == "sliding":
@@ -155,6 +160,7 @@ def decoder(c: Cfg, mt: str) -> Family:
     gemma = mt in ("gemma", "gemma2", "gemma3", "gemma3_text")
     layer_norm = mt in ("starcoder2",)  # LayerNorm with bias
     w, _ = embed(c, h, tied_default=True)
+    w += per_layer_embedding_weights(c, h, n)
     fam.weights = w
     E, k = moe_counts(c, mt)
     fam.num_experts, fam.experts_per_token = E, k
@@ -168,16 +174,29 @@ def decoder(c: Cfg, mt: str) -> Family:
     cross = set(x for x in (c.list("cross_attention_layers", []) or []) if isinstance(x, int))
     if cross:  # Mllama: these layers attend to the image tokens' K/V (fixed per request), not to the text
         fam.notes.append(f"{len(cross)} cross-attention layers keep the image tokens' K/V, not a per-token text cache")
+    starts = []
     for i in range(n):
         p = f"model.layers.{i}"
+        starts.append(len(fam.layers))
         if kinds[i] in ("conv", "linear", "mamba", "mlp"):
             spec, sw = state_layer(c, kinds[i], mt, p, h, nh, hd)
             fam.layers.append(spec)
             w += sw
         else:
+            lc = layer_overrides(c, i)
+            _, lnh, lkv, lhd = heads(lc) if lc is not c else (h, nh, nkv, hd)
             no_cache = i >= n - shared or i in cross
-            fam.layers.append(None if no_cache else _attn_spec(c, kinds[i], nh, nkv, hd))
-            w += std_attention(f"{p}.self_attn", h, nh, nkv, hd, qkv_bias=qkv_bias, o_bias=o_bias)
+            if mt == "mimo_v2_flash":
+                lc, lkv, lhd = mimo_v2_layer(c, kinds[i], nkv, hd, fam.notes if i == 0 else [])
+            if "+" in kinds[i]:  # Inkling, ZAYA: attention and a convolution state in one layer
+                lc, lkv, lhd, conv = hybrid_layer(c, kinds[i], nh, nkv, hd)
+                fam.layers.append(conv)
+            if mt == "falcon_h1":  # attention and a Mamba-2 mixer side by side in every layer (vLLM models/falcon_h1.py)
+                spec, sw = state_layer(c, "mamba", mt, p, h, nh, hd)
+                fam.layers.append(spec)
+                w += sw
+            fam.layers.append(None if no_cache else _attn_spec(lc, kinds[i].split("+")[0], lnh, lkv, lhd))
+            w += std_attention(f"{p}.self_attn", h, lnh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)
             if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2"):
                 w += norm(f"{p}.self_attn.q_norm", hd) + norm(f"{p}.self_attn.k_norm", hd)
             if mt == "gpt_oss":
@@ -186,12 +205,17 @@ def decoder(c: Cfg, mt: str) -> Family:
         for nm in norms:
             w += norm(f"{p}.{nm}", h, bias=layer_norm)
         w += decoder_mlp(c, mt, p, h, i, E)
+    extra, why = loop_copies(c, fam.layers, starts)
+    fam.layers += extra
+    fam.notes += [why] if why else []
     w += norm("model.norm", h, bias=layer_norm)
     return fam
 
 
 def moe_counts(c: Cfg, mt: str) -> tuple[int, int]:
     """(routed experts, top-k): vLLM's ``get_num_experts`` names (num_experts, moe_num_experts, n_routed_experts, num_local_experts)."""
+    if c.get("is_moe", True) is False:  # Doge's class default carries num_experts=16384 with is_moe false: dense
+        return 0, 0
     key = next((k for k in ("num_local_experts", "num_experts", "moe_num_experts", "n_routed_experts") if c.has(k)), None)
     E = c.int(key, minimum=0) if key and not isinstance(c.get(key), list) else 0
     if not E or E == 1 and mt != "llama4_text":
@@ -257,7 +281,8 @@ def decoder_mlp(c: Cfg, mt: str, p: str, h: int, i: int, E: int) -> list[Weight]
 FAMILY_OF: dict[str, str] = {"deepseek_v2": "mla", "deepseek_v3": "mla", "kimi_k2": "mla", "qwen3_next": "qwen3_next",
                              "jamba": "jamba", "nemotron_h": "nemotron_h", "opt": "opt", "falcon": "falcon",
                              "gpt_bigcode": "gpt_bigcode", "mamba": "ssm", "mamba2": "ssm", "falcon_mamba": "ssm",
-                             "minicpm3": "mla", "phi": "phi"}
+                             "minicpm3": "mla", "phi": "phi", "zamba": "zamba", "zamba2": "zamba2", "rwkv": "rwkv",
+                             "xlstm": "xlstm", "recurrent_gemma": "recurrent_gemma"}
 """model_types whose layout departs from the standard decoder; every other model_type is read as a decoder."""
 
 # vLLM ModelArchConfigConvertorBase.is_deepseek_mla: these types cache the MLA latent when kv_lora_rank is set.
@@ -281,9 +306,12 @@ def build_family(c: Cfg, mt: str) -> Family:
     from kvledger.catalog import families_hybrid as fh
     from kvledger.catalog.families_phi import phi
     from kvledger.catalog.families_ssm import ssm
+    from kvledger.catalog.families_recurrent import recurrent_gemma, rwkv, xlstm
+    from kvledger.catalog.families_zamba import zamba, zamba2
 
     kind = family_of(c, mt)
     if kind == "decoder":
         return decoder(c, mt)
     return {"mla": fh.mla, "qwen3_next": fh.qwen3_next, "jamba": fh.jamba, "nemotron_h": fh.nemotron_h, "opt": fh.opt,
-            "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode, "ssm": ssm, "phi": phi}[kind](c)
+            "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode, "ssm": ssm, "phi": phi,
+            "zamba": zamba, "zamba2": zamba2, "rwkv": rwkv, "xlstm": xlstm, "recurrent_gemma": recurrent_gemma}[kind](c)

@@ -13,6 +13,7 @@ import math
 from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.families import Family, decoder_mlp, embed, heads, moe_counts
 from kvledger.catalog.layers import FullAttention, MLAAttention, StateLayer
+from kvledger.catalog.layerwise import layer_overrides
 from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
 
@@ -26,12 +27,15 @@ def mla(c: Cfg) -> Family:
     kv_lora, rope, nope = c.int("kv_lora_rank"), c.int("qk_rope_head_dim"), c.int("qk_nope_head_dim")
     v_hd, q_lora = c.int("v_head_dim"), c.int("q_lora_rank", None)
     bias = c.get("attention_bias", False) is True
-    E, k = c.int("n_routed_experts", 0, minimum=0), c.int("num_experts_per_tok", 0, minimum=0)
+    E, k = moe_counts(c, c.get("model_type", ""))  # n_routed_experts (DeepSeek) or num_experts (Kimi-Linear), and top-k
     first_dense, freq = c.int("first_k_dense_replace", 0, minimum=0), c.int("moe_layer_freq", 1)
     w, _ = embed(c, h, tied_default=False)
     fam = Family([], w, E, k)
     fam.notes.append(f"MLA: num_key_value_heads={c.get('num_key_value_heads', None)} is not what the cache holds; "
                      f"the cache holds a {kv_lora}+{rope}-element latent per layer per token")
+    mt = c.get("model_type", "")
+    if mt == "longcat_flash":
+        fam.notes.append("LongCat-Flash: each decoder layer runs two MLA attentions, each with its own latent cache (vLLM longcat_flash.py)")
     indexer = 0
     if c.has("index_topk"):  # DeepSeek-V3.2 sparse attention (vLLM deepseek_v2.py: is_v32 = hasattr(config, "index_topk"))
         ihd = c.int("index_head_dim", 128)
@@ -41,35 +45,49 @@ def mla(c: Cfg) -> Family:
     kinds = c.list("layer_types", None) or ["full_attention"] * n
     if len(kinds) != n:
         raise c.error("layer_types", f"has {len(kinds)} entries for {n} layers")
-    mt = c.get("model_type", "")
     for i in range(n):
-        p = f"model.layers.{i}.self_attn"
+        lc = layer_overrides(c, i)  # transformers 5 per_layer_config (dots3's sliding layers: other widths and head counts)
+        nh, nope, kv_lora, v_hd = lc.int("num_attention_heads"), lc.int("qk_nope_head_dim"), lc.int("kv_lora_rank"), lc.int("v_head_dim")
         if kinds[i] == "linear_attention":  # Kimi-Linear: KDA layers between the MLA ones
             spec, sw = state_layer(c, "linear", mt, f"model.layers.{i}", h, nh, nope + rope)
             fam.layers.append(spec)
             w += sw + norm(f"model.layers.{i}.input_layernorm", h) + norm(f"model.layers.{i}.post_attention_layernorm", h)
             w += _mla_mlp(c, f"model.layers.{i}", h, i, E, first_dense, freq)
             continue
-        if mt == "minicpm3":  # vLLM MiniCPM3Attention caches decompressed K/V: num_heads heads of qk_head_dim
-            fam.layers.append(FullAttention(nh, nope + rope, nope + rope, nh))
-        else:
-            fam.layers.append(MLAAttention(kv_lora, rope, nh, indexer_bytes_per_token=indexer))
-        if q_lora:
-            w += mat(f"{p}.q_a_proj", q_lora, h, bias=bias, tp="replicate") + norm(f"{p}.q_a_layernorm", q_lora)
-            w += mat(f"{p}.q_b_proj", nh * (nope + rope), q_lora)
-        else:
-            w += mat(f"{p}.q_proj", nh * (nope + rope), h)
-        if indexer:  # the indexer's projections (transformers DeepseekV32Indexer): wq_b, wk, k_norm, weights_proj
-            ihd, inh = c.int("index_head_dim", 128), c.int("index_n_heads", 64)
-            w += mat(f"{p}.indexer.wq_b", inh * ihd, q_lora or h, tp="replicate") + mat(f"{p}.indexer.wk", ihd, h, tp="replicate")
-            w += norm(f"{p}.indexer.k_norm", ihd, bias=True) + mat(f"{p}.indexer.weights_proj", inh, h, tp="replicate", linear=False)
-        w += mat(f"{p}.kv_a_proj_with_mqa", kv_lora + rope, h, bias=bias, tp="replicate") + norm(f"{p}.kv_a_layernorm", kv_lora)
-        w += mat(f"{p}.kv_b_proj", nh * (nope + v_hd), kv_lora) + mat(f"{p}.o_proj", h, nh * v_hd, bias=bias)
+        subs = 2 if mt == "longcat_flash" else 1  # vLLM longcat_flash.py: two MLA attentions per layer, each with its cache
+        for j in range(subs):
+            p = f"model.layers.{i}.self_attn" + (f".{j}" if subs > 1 else "")
+            if mt == "minicpm3":  # vLLM MiniCPM3Attention caches decompressed K/V: num_heads heads of qk_head_dim
+                fam.layers.append(FullAttention(nh, nope + rope, nope + rope, nh))
+            else:
+                fam.layers.append(_mla_spec(c, i, kinds[i], rope, indexer, "indexed_attention" in kinds))
+            if q_lora:
+                w += mat(f"{p}.q_a_proj", q_lora, h, bias=bias, tp="replicate") + norm(f"{p}.q_a_layernorm", q_lora)
+                w += mat(f"{p}.q_b_proj", nh * (nope + rope), q_lora)
+            else:
+                w += mat(f"{p}.q_proj", nh * (nope + rope), h)
+            if indexer:  # the indexer's projections (transformers DeepseekV32Indexer): wq_b, wk, k_norm, weights_proj
+                ihd, inh = c.int("index_head_dim", 128), c.int("index_n_heads", 64)
+                w += mat(f"{p}.indexer.wq_b", inh * ihd, q_lora or h, tp="replicate") + mat(f"{p}.indexer.wk", ihd, h, tp="replicate")
+                w += norm(f"{p}.indexer.k_norm", ihd, bias=True) + mat(f"{p}.indexer.weights_proj", inh, h, tp="replicate", linear=False)
+            w += mat(f"{p}.kv_a_proj_with_mqa", kv_lora + rope, h, bias=bias, tp="replicate") + norm(f"{p}.kv_a_layernorm", kv_lora)
+            w += mat(f"{p}.kv_b_proj", nh * (nope + v_hd), kv_lora) + mat(f"{p}.o_proj", h, nh * v_hd, bias=bias)
         lp = f"model.layers.{i}"
         w += norm(f"{lp}.input_layernorm", h) + norm(f"{lp}.post_attention_layernorm", h)
         w += _mla_mlp(c, lp, h, i, E, first_dense, freq)
     w += norm("model.norm", h)
     return fam
+
+
+def _mla_spec(c: Cfg, i: int, kind: str, rope: int, indexer: int, indexed_kinds: bool) -> MLAAttention:
+    """Layer ``i``'s latent cache: its own ``kv_lora_rank`` (transformers 5 ``per_layer_config``: dots3's sliding layers
+    keep a 1024-wide latent), a window on ``sliding_attention`` layers, and the DSA indexer keys on the layers that
+    have an indexer (``indexed_attention`` ones where the config names them, else every layer, as DeepSeek-V3.2)."""
+    lc = layer_overrides(c, i)
+    idx = indexer if (kind == "indexed_attention" or not indexed_kinds) else 0
+    if kind == "sliding_attention":
+        return MLAAttention(lc.int("kv_lora_rank"), rope, lc.int("num_attention_heads"), "sliding_window", idx, c.int("sliding_window"))
+    return MLAAttention(lc.int("kv_lora_rank"), rope, lc.int("num_attention_heads"), indexer_bytes_per_token=idx)
 
 
 def _mla_mlp(c: Cfg, lp: str, h: int, i: int, E: int, first_dense: int, freq: int) -> list[Weight]:

@@ -29,13 +29,14 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "intermediate_size": ("block_ff_dim", "n_inner", "ffn_hidden_size", "ffn_dim", "d_ff", "inner_hidden_size"),
     "tie_word_embeddings": ("tie_embedding",),
     "vocab_size": ("padded_vocab_size", "n_vocab"),
-    "head_dim": ("kv_channels", "hidden_size_per_head", "attention_head_dim", "head_size"),
+    "head_dim": ("kv_channels", "hidden_size_per_head", "attention_head_dim", "head_size", "attention_head_size"),
 }
 # vLLM ModelArchConfigConvertorBase.get_total_num_kv_heads: the first of these present, else MHA.
 KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num")
 # ... and _get_and_verify_max_len's possible_keys: the smallest present.
 MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
                 "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+_NESTED = {"ffn_config": ("moe_num_experts", "moe_top_k", "ffn_hidden_size"), "attn_config": ("kv_n_heads", "clip_qkv")}
 # transformers get_text_config(): the sub-config that holds the language model.
 _TEXT_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
 _TOP_LEVEL_SHARED = ("quantization_config", "compression_config", "torch_dtype", "dtype", "tie_word_embeddings")
@@ -64,17 +65,25 @@ def _resolve(d: dict[str, Any], model_type: Any) -> tuple[dict[str, Any], list[s
     for alias, real in amap.items():
         if out.get(alias) is None and out.get(real) is not None:
             out[alias] = out[real]
+    for sub, keys in _NESTED.items():  # DBRX keeps its MoE and KV-head fields in sub-dicts (vLLM models/dbrx.py reads them there)
+        if isinstance(out.get(sub), dict):
+            for k in keys:
+                if out.get(k) is None and out[sub].get(k) is not None:
+                    out[k] = out[sub][k]
     for canon, names in ALIASES.items():
         if canon not in out:
             for n in names:
                 if out.get(n) is not None and not isinstance(out.get(n), (dict, list)):
                     out[canon] = out[n]
                     break
-    if out.get("decoder_layers") is not None and out.get("is_encoder_decoder", True) is not False:
-        # an encoder-decoder family's causal-LM head is its decoder (BartForCausalLM, MarianForCausalLM, ...)
-        for canon, dec in (("num_hidden_layers", "decoder_layers"), ("num_attention_heads", "decoder_attention_heads"),
-                           ("intermediate_size", "decoder_ffn_dim")):
-            if out.get(dec) is not None:
+    if (out.get("decoder_layers") is not None or out.get("num_decoder_layers") is not None) and out.get("is_encoder_decoder", True) is not False:
+        # an encoder-decoder family's causal-LM head is its decoder (BartForCausalLM, MarianForCausalLM, ProphetNet's
+        # num_decoder_* names, ...)
+        for canon, decs in (("num_hidden_layers", ("decoder_layers", "num_decoder_layers")),
+                            ("num_attention_heads", ("decoder_attention_heads", "num_decoder_attention_heads")),
+                            ("intermediate_size", ("decoder_ffn_dim",))):
+            dec = next((k for k in decs if out.get(k) is not None), None)
+            if dec is not None:
                 out[canon] = out[dec]
     if info:
         for k, v in info["defaults"].items():

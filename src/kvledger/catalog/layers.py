@@ -104,6 +104,9 @@ class MLAAttention:
     indexer_bytes_per_token: int = 0
     """DeepSeek-V3.2's sparse-attention indexer keys, B per token, whatever the KV dtype: ``index_head_dim`` FP8
     values + an fp32 scale per 128 (vLLM ``DeepseekV32IndexerCache``: 128 + 4 = 132 B); 0 for other MLA models."""
+    window_tokens: int = 0
+    """Sliding-window MLA (dots3's ``sliding_attention`` layers, kind "sliding_window"): the latent of the last
+    ``window_tokens`` tokens only; 0 for MLA over the whole context."""
 
     def kv_elements_per_token(self, tp: int = 1) -> int:
         return self.kv_lora_rank + self.qk_rope_head_dim
@@ -112,7 +115,7 @@ class MLAAttention:
         return self.kv_elements_per_token(tp) * elem_bytes + self.indexer_bytes_per_token
 
     def tokens_held(self, context_tokens: int) -> int:
-        return context_tokens
+        return min(context_tokens, self.window_tokens) if self.window_tokens else context_tokens
 
     def formula(self, elem_bytes: float, tp: int = 1) -> str:
         idx = f" + {self.indexer_bytes_per_token} B indexer keys" if self.indexer_bytes_per_token else ""

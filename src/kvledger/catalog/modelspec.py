@@ -23,8 +23,6 @@ from kvledger.errors import ConfigError
 
 __all__ = ["ModelSpec", "parse_config", "DTYPE_BYTES"]
 
-_RECURRENT = {"rwkv": "RWKV time mixing", "xlstm": "xLSTM mLSTM cells", "recurrent_gemma": "Griffin RG-LRU blocks with local attention"}
-
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 
 
@@ -207,9 +205,6 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         raise c.error("model_type", "is missing; cannot tell the architecture")
     if not isinstance(mt, str) or not 0 < len(mt) <= 128:
         raise c.error("model_type", f"must be a name of 1 to 128 characters, got {mt!r:.80}")
-    if mt in _RECURRENT:
-        raise c.error("model_type", f"{mt!r} is a recurrent architecture ({_RECURRENT[mt]}): it keeps no attention KV cache "
-                      "and vLLM does not serve it, so there is no engine rule to size it by")
     if family_of(c, mt) == "decoder" and not c.has("num_attention_heads"):
         archs = raw.get("architectures")
         raise c.error("num_attention_heads", f"is missing: model_type {mt!r} (architectures: {archs!s:.120}) has no standard "
