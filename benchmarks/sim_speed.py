@@ -12,7 +12,10 @@ Prints three tables:
    conversation trace tiled end to end (request i is row i mod 19,366, shifted by whole
    trace spans, so load and lengths stay those of the real trace), Llama-3.1-8B on H100,
    roofline step cost, no token times kept (``record_token_times=False``, as the CLI
-   without ``--out``). Wall of the simulation alone, peak RSS of the process.
+   without ``--out``). The child builds the tiled workload as columns (``WorkloadColumns``:
+   numpy arrays of arrival times and token counts, ids "0", "1", ...; each ``RequestSpec`` is
+   made only when the request is delivered), and the simulator keeps the records as columns
+   (record_sink.py). Wall of the simulation alone, peak RSS of the process.
 3. Step rate: CPU time per simulated engine step against an empty-loop floor (a Python loop
    doing one dict update per step), both as CPU time.
 
@@ -78,18 +81,22 @@ def whole_process(repeat: int) -> None:
 
 CHILD = r"""
 import json, sys, time
+import numpy as np
 from kvledger.analyses.sim_ledgers import prepare_run
 from kvledger.dynamics.engine import simulate
 from kvledger.dynamics.sim_setup import SimRequestArgs
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.workload_columns import WorkloadColumns
 n = int(sys.argv[1])
 setup = prepare_run(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv"))
 base = setup.workload
 span = base[-1].arrival_s - base[0].arrival_s + (base[-1].arrival_s - base[0].arrival_s) / len(base)
 m = len(base)
-reqs = [RequestSpec(f"{i}", base[i % m].arrival_s + (i // m) * span, base[i % m].num_prompt_tokens,
-                    base[i % m].num_output_tokens) for i in range(n)]
-del base, setup.workload
+t = np.array([s.arrival_s for s in base])
+p = np.array([s.num_prompt_tokens for s in base], dtype=np.int64)
+o = np.array([s.num_output_tokens for s in base], dtype=np.int64)
+i = np.arange(n)
+reqs = WorkloadColumns(t[i % m] + (i // m) * span, p[i % m], o[i % m])  # ids "0", "1", ... (id_rows None)
+del base, setup.workload, i
 t0, c0 = time.perf_counter(), time.process_time()
 res = simulate(reqs, setup.config, setup.cost, record_token_times=False)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
