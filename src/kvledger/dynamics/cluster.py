@@ -23,6 +23,7 @@ from dataclasses import replace
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics import fast_path
+from kvledger.dynamics.early_stop import MissRule
 from kvledger.dynamics.record_sink import RecordSink
 from kvledger.dynamics.request_state import SimRequest, accept
 from kvledger.dynamics.workload import RequestSpec
@@ -99,23 +100,33 @@ class _Arrivals:
 
 def run_cluster(source: Iterable[RequestSpec] | ClosedLoop, replicas: list[Replica], route: Callable,
                 progress: Callable[[int, int], None] | None = None,
-                as_columns: bool = True) -> list[RequestRecord] | RecordColumns:
+                as_columns: bool = True, stop: MissRule | None = None) -> list[RequestRecord] | RecordColumns:
     """Simulate until every request has finished or been rejected; returns the records in arrival order.
 
     An open-loop run without token times (``record_token_times=False``) with ``as_columns`` returns them as
     ``RecordColumns``, written as requests finish (record_sink.py); otherwise a list of RequestRecords.
+    ``stop`` (open loop only): end the run once the rule decides it misses its target (early_stop.py); the
+    requests not finished by then get an error record each (``stop.record``).
     """
     arr = _Arrivals(source)
-    sink = RecordSink(arr.total) if as_columns and _columnar(arr, replicas) else None
+    if arr.closed is not None:
+        stop = None
+    if stop is not None:
+        stop.num_requests = arr.total if stop.num_requests is None else stop.num_requests
+        stop.check_every = max(1, arr.total // 100) if stop.check_every is None else stop.check_every
+    sink = RecordSink(arr.total) if as_columns and stop is None and _columnar(arr, replicas) else None
     out = [] if sink is None else sink
     if arr.closed is None and len(replicas) == 1:
-        _run_single_open(arr, replicas[0], progress, out)
+        _run_single_open(arr, replicas[0], progress, out, stop)
     else:
-        _run_general(arr, replicas, route, progress, out)
+        _run_general(arr, replicas, route, progress, out, stop)
     if progress is not None:
         progress(len(out), arr.total)
     if sink is not None:
         return sink.columns(arr._open)
+    if stop is not None and stop.stopped_at_s is not None:
+        done = {uid for uid, _ in out}
+        out.extend((i, stop.record(arr._open[i])) for i in range(arr.total) if i not in done)
     out.sort(key=lambda x: x[0])
     return [rec for _, rec in out]
 
@@ -130,7 +141,7 @@ def _columnar(arr: _Arrivals, replicas: list[Replica]) -> bool:
     return all(s.arrival_s.__class__ is float and s.num_prompt_tokens.__class__ is int for s in arr._open)
 
 
-def _run_single_open(arr: _Arrivals, rep: Replica, progress, out) -> None:
+def _run_single_open(arr: _Arrivals, rep: Replica, progress, out, stop: MissRule | None) -> None:
     """The common case, one replica and a known trace: the same rules as ``_run_general``, fewer checks.
 
     ``out``: a list or a RecordSink, receiving ``(uid, record)`` pairs."""
@@ -153,6 +164,8 @@ def _run_single_open(arr: _Arrivals, rep: Replica, progress, out) -> None:
             if progress is not None and len(out) - done >= tick:
                 done = len(out)
                 progress(done, arr.total)
+            if stop is not None and stop.due(len(out)) and stop.decided([rep], out):
+                return
             continue
         if i == total:
             return
@@ -164,7 +177,7 @@ def _run_single_open(arr: _Arrivals, rep: Replica, progress, out) -> None:
         i += 1
 
 
-def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progress, out) -> None:
+def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progress, out, stop: MissRule | None) -> None:
     think = arr.closed.think_time_s if arr.closed else 0.0
     max_len = replicas[0].cfg.max_model_len
     users: dict[int, int] = {}
@@ -190,6 +203,8 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
             if progress is not None and len(out) - done >= tick:
                 done = len(out)
                 progress(done, arr.total)
+            if stop is not None and stop.due(len(out)) and stop.decided(replicas, out):
+                return
             continue
         if t_arr == _INF:
             return

@@ -17,6 +17,7 @@ from typing import Any
 from kvledger.accounting.stepcost import StepCostModel
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.cluster import run_cluster
+from kvledger.dynamics.early_stop import MissRule
 from kvledger.dynamics.engine_config import EngineConfig
 from kvledger.dynamics.itl_gaps import SKETCH_NOTE, merged_stats
 from kvledger.dynamics.metrics import DEFINITIONS, Summary, summarize_records
@@ -71,7 +72,7 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
              record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
              num_replicas: int = 1, router: str = "round_robin", fast_forward: bool = True,
              model: str | None = None, hardware: str | None = None, record_token_times: bool = True,
-             records_as_columns: bool = True) -> SimResult:
+             records_as_columns: bool = True, stop: MissRule | None = None) -> SimResult:
     """Serve ``requests`` (an open-loop list, or a ``ClosedLoop``) on ``num_replicas`` engines.
 
     Args:
@@ -92,6 +93,9 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
             (record_sink.py; ``records.records`` then builds each RequestRecord on access, the same
             values): about 40 bytes per finished request instead of a RequestRecord object. False
             keeps a list of RequestRecords (the records and summary are identical either way).
+        stop: an open-loop run ends once this rule proves it misses its attainment target
+            (early_stop.py); requests unfinished by then get error records, and ``extra["stopped_early"]``
+            says when and why. None: run to the end.
 
     Raises:
         InputError: bad settings or a malformed request (named by its id).
@@ -104,8 +108,12 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run makes millions of small objects but no garbage cycles; collections only cost time
     try:
-        recs = run_cluster(requests, replicas, route, progress, as_columns=records_as_columns)
-        return _result(requests, config, cost, replicas, recs, record_steps, num_replicas, router, model, hardware)
+        recs = run_cluster(requests, replicas, route, progress, as_columns=records_as_columns, stop=stop)
+        res = _result(requests, config, cost, replicas, recs, record_steps, num_replicas, router, model, hardware)
+        if stop is not None and stop.stopped_at_s is not None:
+            res.extra["stopped_early"] = stop.evidence()
+            res.records.metadata.extra["stopped_early"] = stop.evidence()
+        return res
     finally:
         if gc_was_enabled:
             gc.enable()
