@@ -128,9 +128,8 @@ def scaling(sizes: list[int]) -> list[dict]:
     big = [r for r in rows if r["n"] == 1_000_000]
     if big:
         r = big[0]
-        ok = r["wall_s"] <= 30 and r["peak_mib"] <= 500
-        print(f"   goal 1M ≤ 30 s and ≤ 500 MiB: {'met' if ok else 'NOT met'} "
-              f"({r['wall_s']:.1f} s, {r['peak_mib']:.0f} MiB)")
+        print(f"   goal 1M ≤ 500 MiB: {'met' if r['peak_mib'] <= 500 else 'NOT met'} ({r['peak_mib']:.0f} MiB); "
+              f"1M ≤ 30 s: {'met' if r['wall_s'] <= 30 else 'NOT met'} ({r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU)")
     return rows
 
 
