@@ -117,7 +117,10 @@ def read_jsonl_fast(path, layout: str, keys: tuple[str, str, str], seg_key: str,
         lengths = pc.list_value_length(col).to_numpy()
         if block and (lengths != -(-prompts // block)).any():
             return None
-        flat = col.flatten().to_numpy().tolist()
+        flat_col = col.flatten()
+        if flat_col.null_count:  # [1, null]: the row reader names it
+            return None
+        flat = flat_col.to_numpy().tolist()
         ends = np.cumsum(lengths).tolist()
         segments = [tuple(flat[a:b]) for a, b in zip([0] + ends[:-1], ends)]
     clients = None
