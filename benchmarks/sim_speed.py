@@ -99,9 +99,7 @@ setup = prepare_run(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", 
 base = setup.workload
 span = base[-1].arrival_s - base[0].arrival_s + (base[-1].arrival_s - base[0].arrival_s) / len(base)
 m = len(base)
-t = np.array([s.arrival_s for s in base])
-p = np.array([s.num_prompt_tokens for s in base], dtype=np.int64)
-o = np.array([s.num_output_tokens for s in base], dtype=np.int64)
+t, p, o = base.arrival_s, base.num_prompt_tokens, base.num_output_tokens  # the trace, read as WorkloadColumns
 i = np.arange(n)
 reqs = WorkloadColumns(t[i % m] + (i // m) * span, p[i % m], o[i % m])  # ids "0", "1", ... (id_rows None)
 del base, setup.workload, i

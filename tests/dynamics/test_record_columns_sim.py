@@ -91,3 +91,14 @@ def test_workload_columns_checked_like_specs(arrays, msg):
 def test_from_specs_refuses_segments():
     with pytest.raises(InputError, match="prefix segments"):
         WorkloadColumns.from_specs([RequestSpec("a-0", 0.0, 64, 4, (1, 2), 32)])
+
+
+def test_load_trace_columns_equals_load_trace():
+    """The Azure conversation trace at 3 req/s from 10 s on, 500 requests: the same specs as load_trace's, row ids kept;
+    Mooncake (hash_ids) stays a list."""
+    from kvledger.dynamics.traces import load_trace_columns
+
+    kw = dict(num_requests=500, rate=3.0, start_s=10.0)
+    cols, specs = load_trace_columns("azure-conv", **kw), load_trace("azure-conv", **kw)
+    assert list(cols) == specs and cols[0].request_id == specs[0].request_id
+    assert load_trace_columns("mooncake", num_requests=10) is None
