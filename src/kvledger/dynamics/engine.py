@@ -76,7 +76,8 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
     """Serve ``requests`` (an open-loop list, or a ``ClosedLoop``) on ``num_replicas`` engines.
 
     Args:
-        requests: request specs (any order; sorted by arrival, ties kept in order) or a ClosedLoop.
+        requests: request specs (any order; sorted by arrival, ties kept in order), a ``WorkloadColumns``
+            (workload_columns.py: the same as columns) or a ClosedLoop.
         config: one replica's engine settings.
         cost: prices each step (FixedStepCost, RooflineStepCost, a calibrated model).
         record_steps: keep the per-step log (for JSONL / Chrome-trace export; slower).
