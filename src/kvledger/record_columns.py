@@ -29,8 +29,12 @@ class RecordColumns:
         error: the error text per request (None for success), object array. ok: ``error is None``, bool.
         chunk_offsets_, chunk_flat_: the chunk times (see the properties), or None until ``build_chunks()`` makes them.
         has_chunks: whether request i has chunk times (False → ``chunk_times_s`` None).
-        request_ids: None → the request's index as a string ("0", "1", ...).
+        request_ids: None → ``f"{id_prefix}{row}"`` with ``row`` = ``id_rows[i]`` (None: the index i), so
+            "0", "1", ... by default; a trace replayed by the simulator gives ``"azure-conv-"`` and its file rows.
         build_chunks: makes ``(chunk_offsets, chunk_flat)`` on first use, when the reader deferred them.
+        num_cached_tokens: prefix-cache hits per request, tokens, float64 (NaN where the record has None);
+            None → every record has None.
+        num_preemptions: preemptions per request, count, int64; None → every record has None.
     """
 
     arrival_s: np.ndarray
@@ -45,6 +49,10 @@ class RecordColumns:
     has_chunks: np.ndarray
     request_ids: list[str] | None = None
     build_chunks: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None
+    num_cached_tokens: np.ndarray | None = None
+    num_preemptions: np.ndarray | None = None
+    id_prefix: str = ""
+    id_rows: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.chunk_flat_ is not None:
@@ -74,16 +82,27 @@ class RecordColumns:
 
     def ids(self) -> list[str]:
         """Request ids, in order."""
-        return self.request_ids if self.request_ids is not None else [str(i) for i in range(self.n)]
+        if self.request_ids is not None:
+            return self.request_ids
+        rows = range(self.n) if self.id_rows is None else self.id_rows.tolist()
+        return [f"{self.id_prefix}{r}" for r in rows]
+
+    def request_id(self, i: int) -> str:
+        """Request ``i``'s id."""
+        if self.request_ids is not None:
+            return self.request_ids[i]
+        return f"{self.id_prefix}{i if self.id_rows is None else int(self.id_rows[i])}"
 
     def record(self, i: int) -> RequestRecord:
         """The RequestRecord of request ``i``."""
         f, e = self.first_token_s[i], self.finish_s[i]
         chunks = self.chunk_flat[self.chunk_offsets[i]:self.chunk_offsets[i + 1]] if self.has_chunks[i] else None
-        rid = self.request_ids[i] if self.request_ids is not None else str(i)
-        return RequestRecord(rid, float(self.arrival_s[i]), int(self.num_prompt_tokens[i]), int(self.num_output_tokens[i]),
-                             None if np.isnan(f) else float(f), None if np.isnan(e) else float(e), chunks,
-                             error=self.error[i])
+        cached = None if self.num_cached_tokens is None or np.isnan(self.num_cached_tokens[i]) \
+            else int(self.num_cached_tokens[i])
+        preempted = None if self.num_preemptions is None else int(self.num_preemptions[i])
+        return RequestRecord(self.request_id(i), float(self.arrival_s[i]), int(self.num_prompt_tokens[i]),
+                             int(self.num_output_tokens[i]), None if np.isnan(f) else float(f),
+                             None if np.isnan(e) else float(e), chunks, cached, preempted, error=self.error[i])
 
 
 class ColumnRecords(Sequence):
@@ -107,3 +126,11 @@ class ColumnRecords(Sequence):
 
     def __iter__(self) -> Iterator[RequestRecord]:
         return (self._cols.record(k) for k in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same records in the same order (a list of RequestRecords included)."""
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kvledger.analyses.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
+from kvledger.dynamics.early_stop import RULE_TEXT, MissRule
 from kvledger.dynamics.sim_setup import SimRequestArgs, load_plan
 from kvledger.errors import InputError
 from kvledger.ledgers.boundary import BoundaryPoint, BoundaryResult, search_boundary
@@ -49,6 +50,9 @@ class SimProbe:
     ``phase`` is "bracket" (doubling or halving to find the ends), "bisection" (search_boundary's
     probes) or "check" (the top of a range whose bottom already missed, to tell "nothing meets"
     from "attainment rises with the value"). Rates are req/s; tokens/s count output tokens.
+    ``stopped_early``: when the early-stop rule ended the probe (kvledger.dynamics.early_stop), its
+    evidence (simulated time, requests certain to miss, ``attainment_upper``); the attainment and
+    goodput are then lower bounds over the requests finished by then. None: run to the end.
     """
 
     order: int
@@ -63,6 +67,7 @@ class SimProbe:
     goodput_req_per_s_per_replica: float | None
     goodput_req_per_s_per_gpu: float | None
     offered_rate_req_per_s: float | None
+    stopped_early: dict[str, Any] | None = None
 
 
 @dataclass
@@ -133,8 +138,10 @@ def _check_args(args: SimRequestArgs, axis: str, lo: float | None, hi: float | N
 class _Prober:
     """Runs (and remembers) one simulation per value; the goodput of each under the SLO."""
 
-    def __init__(self, args: SimRequestArgs, synthetic: SyntheticSpec | None, axis: str, slo: SLO, target: float) -> None:
+    def __init__(self, args: SimRequestArgs, synthetic: SyntheticSpec | None, axis: str, slo: SLO, target: float,
+                 early_stop: bool = True) -> None:
         self.args, self.synthetic, self.axis, self.slo, self.target = args, synthetic, axis, slo, target
+        self.early_stop = early_stop
         self.runs: dict[float, SimulatedRun] = {}
         self.results: dict[float, GoodputResult] = {}
         self.phase: dict[float, str] = {}
@@ -144,8 +151,9 @@ class _Prober:
         key = float(value)
         if key not in self.runs:
             # token times only when the SLO judges per-request gaps (ITL): probes then hold no per-token data
+            stop = MissRule(self.target, self.slo.ttft_s, self.slo.e2e_s, self.slo.tpot_s) if self.early_stop else None
             self.runs[key] = simulate_run(_with_value(self.args, self.axis, value), self.synthetic,
-                                          record_token_times=self.slo.itl_s is not None)
+                                          record_token_times=self.slo.itl_s is not None, stop=stop)
             self.results[key] = goodput(self.runs[key].run, self.slo)
             self.phase[key] = self.current_phase
         return self.runs[key].run
@@ -193,13 +201,16 @@ def _bracket(p: _Prober, lo: float | None, hi: float | None, integer: bool) -> t
 
 def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str = "request_rate", *,
                         lo: float | None = None, hi: float | None = None, tol: float | None = None,
-                        synthetic: SyntheticSpec | None = None, max_evals: int = 30) -> SimBoundary:
+                        synthetic: SyntheticSpec | None = None, max_evals: int = 30,
+                        early_stop: bool = True) -> SimBoundary:
     """The largest value on ``axis`` whose simulated attainment meets ``target`` under ``slo``.
 
     Args:
         args: the simulation at every probe, except the axis value (``num_requests`` requests per probe).
         lo, hi: the bracket; missing ends are found by doubling / halving (see the module docstring).
         tol: bisection resolution (default 1 % of hi for the rate; 1 for integer axes).
+        early_stop: end an open-loop probe once it provably misses the target (kvledger.dynamics.early_stop;
+            the boundary is the one full probes give); False runs every probe to the end.
 
     Raises:
         InputError: an unknown axis, a flag that fixes the varied value, a bad bracket or target, or a
@@ -215,7 +226,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
         hi = hi if hi is not None else load_plan(args)[0].memory.max_num_seqs
         if lo >= hi:
             raise InputError(f"need --lo < --hi for max_num_seqs, got lo={lo:g}, hi={hi:g} (the engine default)")
-    p = _Prober(args, synthetic, axis, slo, target)
+    p = _Prober(args, synthetic, axis, slo, target, early_stop)
     blo, bhi = _bracket(p, lo, hi, integer)
     p.current_phase = "bisection"
     res = search_boundary(p.run_at, slo, target, blo, bhi, axis=axis, integer=integer,
@@ -236,7 +247,8 @@ def _probe(order: int, value: float, sim: SimulatedRun, gp: GoodputResult, phase
     g = gp.goodput_req_per_s
     return SimProbe(order, phase, value, gp.attainment, gp.attainment >= target, gp.num_requests, g,
                     gp.throughput_req_per_s, gp.goodput_output_tok_per_s, None if g is None else g / sim.replicas,
-                    None if g is None else g / sim.num_gpus, sim.run.metadata.request_rate)
+                    None if g is None else g / sim.num_gpus, sim.run.metadata.request_rate,
+                    sim.run.metadata.extra.get("stopped_early"))
 
 
 def _assemble(p: _Prober, res: BoundaryResult, axis: str, target: float) -> SimBoundary:
@@ -260,6 +272,9 @@ def _assemble(p: _Prober, res: BoundaryResult, axis: str, target: float) -> SimB
     if axis == "request_rate" and first.synthetic is not None:
         notes.append("synthetic arrivals: the axis value is the nominal Poisson/Gamma rate; the offered rate of each "
                      "probe (its requests ÷ their arrival span) is listed next to it")
+    stopped = [pr for pr in probes if pr.stopped_early is not None]
+    if stopped:
+        notes.append(RULE_TEXT + f"; {len(stopped)} of {len(probes)} probes stopped early")
     goodput_at = at.goodput_req_per_s if at is not None else None
     return SimBoundary(axis, target, first.setup.num_requests, first.replicas, first.num_gpus, res, probes,
                        b / first.replicas if per_unit else None, b / first.num_gpus if per_unit else None,

@@ -58,8 +58,10 @@ class SimCapacity:
                 "req/s per deployment unit")
 
     def probes_text(self) -> str:
-        """The probes in order: ``rate → attainment``."""
-        return ", ".join(f"{p.value:g} → {p.attainment:.1%}" for p in self.search.probes)
+        """The probes in order: ``rate → attainment`` (a probe stopped early: ``rate → lo–hi* (stopped early)``)."""
+        return ", ".join(f"{p.value:g} → {p.attainment:.1%}" if p.stopped_early is None else
+                         f"{p.value:g} → {p.attainment:.1%}–{p.stopped_early['attainment_upper']:.2%}* (stopped early)"
+                         for p in self.search.probes)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the boundary, what was priced, every probe and the search's notes."""
@@ -68,7 +70,7 @@ class SimCapacity:
                 "boundary_rate_req_per_s": self.rate_req_per_s, "attainment_at_boundary": self.attainment,
                 "goodput_at_boundary_req_per_s": self.goodput_req_per_s,
                 "num_requests_per_probe": self.search.num_requests_per_probe, "boundary": d["boundary"],
-                "probes": d["probes"], "notes": self.notes + d["notes"]}
+                "probes": d["probes"], "notes": self.notes + [n for n in d["notes"] if n not in self.notes]}
 
 
 def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARGET, *,
@@ -102,6 +104,7 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
     cap.notes.extend(_drain_note(cap, at.duration_s))
+    cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early
     return cap
 
 

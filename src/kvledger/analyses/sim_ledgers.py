@@ -182,22 +182,24 @@ def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) ->
 
 def run_prepared(setup: SimSetup, args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *,
                  record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
-                 record_token_times: bool = True) -> SimulatedRun:
+                 record_token_times: bool = True, stop=None) -> SimulatedRun:
     """Run a prepared simulation and complete its metadata (see :func:`simulate_run`).
 
     ``record_token_times=False`` keeps no per-token times in the records (the summary's ITL
-    distribution stays exact; per-request ITL statistics, e.g. an ITL SLO, need them).
+    distribution stays exact; per-request ITL statistics, e.g. an ITL SLO, need them). ``stop``: a
+    ``kvledger.dynamics.early_stop.MissRule`` that may end an open-loop run once its miss is decided.
     """
     result = simulate(setup.workload, setup.config, setup.cost, record_steps=record_steps, progress=progress,
                       num_replicas=setup.replicas, router=setup.router, model=setup.model_name, hardware=setup.gpu_name,
-                      record_token_times=record_token_times)
+                      record_token_times=record_token_times, stop=stop)
     sim = SimulatedRun(result.records, result, setup, args, synthetic)
     _complete_metadata(sim)
     return sim
 
 
 def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *, record_steps: bool = False,
-                 progress: Callable[[int, int], None] | None = None, record_token_times: bool = True) -> SimulatedRun:
+                 progress: Callable[[int, int], None] | None = None, record_token_times: bool = True,
+                 stop=None) -> SimulatedRun:
     """Simulate ``args`` (a trace, or ``synthetic`` when given) and return records ready for the ledgers.
 
     Same inputs, same records: the seed is explicit and the simulator has no wall clock, so two calls
@@ -209,9 +211,10 @@ def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *
         record_steps: keep the per-step log (for ``steps.parquet`` / the Chrome trace).
         progress: called as ``progress(done, total)`` now and then.
         record_token_times: keep every token time in the records (per-request ITL statistics need them).
+        stop: a ``kvledger.dynamics.early_stop.MissRule`` (SLO searches): the run may end once its miss is decided.
 
     Raises:
         InputError / UnknownNameError / FormatError: bad names, settings or trace files, with the reason.
     """
     return run_prepared(prepare_run(args, synthetic), args, synthetic, record_steps=record_steps, progress=progress,
-                        record_token_times=record_token_times)
+                        record_token_times=record_token_times, stop=stop)

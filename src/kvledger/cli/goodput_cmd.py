@@ -63,7 +63,8 @@ def _simulated(model: str, gpu: str | None, params: dict[str, Any], the_slo: Any
     lo, hi, tol = bounds
     with working(f"searching the SLO boundary on {axis} (one simulation per probe)"):
         sb = search_sim_boundary(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
-    lines = [strict_json.dumps({**g.to_dict(), "probe": {"axis": sb.axis, "value": pr.value, "order": pr.order, "phase": pr.phase}})
+    lines = [strict_json.dumps({**g.to_dict(), "probe": {"axis": sb.axis, "value": pr.value, "order": pr.order, "phase": pr.phase,
+                                                             "stopped_early": pr.stopped_early}})
              for g, pr in zip(sb.goodputs, sb.probes)]
     d = sb.to_dict()
     boundary = {**d.pop("boundary"), **{k: d.pop(k) for k in ("boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",

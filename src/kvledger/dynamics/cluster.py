@@ -23,8 +23,12 @@ from dataclasses import replace
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics import fast_path
+from kvledger.dynamics.early_stop import MissRule
+from kvledger.dynamics.record_sink import RecordSink
 from kvledger.dynamics.request_state import SimRequest, accept
 from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.workload_columns import WorkloadColumns
+from kvledger.record_columns import RecordColumns
 from kvledger.errors import InputError
 from kvledger.records import RequestRecord
 
@@ -60,6 +64,10 @@ class _Arrivals:
             for user in range(min(self.closed.num_users, self.total)):
                 self.send(self.closed.start_s, user)
             self._open: list[RequestSpec] = []
+        elif isinstance(source, WorkloadColumns):
+            source.check()
+            self._open = source.sorted_by_arrival()
+            self.total = len(source)
         else:
             specs = list(source)
             for s in specs:
@@ -91,23 +99,53 @@ class _Arrivals:
 
 
 def run_cluster(source: Iterable[RequestSpec] | ClosedLoop, replicas: list[Replica], route: Callable,
-                progress: Callable[[int, int], None] | None = None) -> list[RequestRecord]:
-    """Simulate until every request has finished or been rejected; returns the records in arrival order."""
+                progress: Callable[[int, int], None] | None = None,
+                as_columns: bool = True, stop: MissRule | None = None) -> list[RequestRecord] | RecordColumns:
+    """Simulate until every request has finished or been rejected; returns the records in arrival order.
+
+    An open-loop run without token times (``record_token_times=False``) with ``as_columns`` returns them as
+    ``RecordColumns``, written as requests finish (record_sink.py); otherwise a list of RequestRecords.
+    ``stop`` (open loop only): end the run once the rule decides it misses its target (early_stop.py); the
+    requests not finished by then get an error record each (``stop.record``).
+    """
     arr = _Arrivals(source)
+    if arr.closed is not None:
+        stop = None
+    if stop is not None:
+        stop.num_requests = arr.total if stop.num_requests is None else stop.num_requests
+        stop.check_every = max(1, arr.total // 100) if stop.check_every is None else stop.check_every
+    sink = RecordSink(arr.total) if as_columns and stop is None and _columnar(arr, replicas) else None
+    out = [] if sink is None else sink
     if arr.closed is None and len(replicas) == 1:
-        out = _run_single_open(arr, replicas[0], progress)
+        _run_single_open(arr, replicas[0], progress, out, stop)
     else:
-        out = _run_general(arr, replicas, route, progress)
+        _run_general(arr, replicas, route, progress, out, stop)
     if progress is not None:
         progress(len(out), arr.total)
+    if sink is not None:
+        return sink.columns(arr._open)
+    if stop is not None and stop.stopped_at_s is not None:
+        done = {uid for uid, _ in out}
+        out.extend((i, stop.record(arr._open[i])) for i in range(arr.total) if i not in done)
     out.sort(key=lambda x: x[0])
     return [rec for _, rec in out]
 
 
-def _run_single_open(arr: _Arrivals, rep: Replica, progress) -> list[tuple[int, RequestRecord]]:
-    """The common case, one replica and a known trace: the same rules as ``_run_general``, fewer checks."""
+def _columnar(arr: _Arrivals, replicas: list[Replica]) -> bool:
+    """Records can be kept as columns: open loop, no token times, and (a list workload) plain float times and int
+    token counts, so each record rebuilt from the columns is the replica's record value for value and type for type."""
+    if arr.closed is not None or replicas[0].record_token_times:
+        return False
+    if isinstance(arr._open, WorkloadColumns):
+        return True
+    return all(s.arrival_s.__class__ is float and s.num_prompt_tokens.__class__ is int for s in arr._open)
+
+
+def _run_single_open(arr: _Arrivals, rep: Replica, progress, out, stop: MissRule | None) -> None:
+    """The common case, one replica and a known trace: the same rules as ``_run_general``, fewer checks.
+
+    ``out``: a list or a RecordSink, receiving ``(uid, record)`` pairs."""
     specs, max_len = arr._open, rep.cfg.max_model_len
-    out: list[tuple[int, RequestRecord]] = []
     tick, done = max(1, arr.total // 200), 0
     i, total = 0, len(specs)
     sched = rep.sched
@@ -126,9 +164,11 @@ def _run_single_open(arr: _Arrivals, rep: Replica, progress) -> list[tuple[int, 
             if progress is not None and len(out) - done >= tick:
                 done = len(out)
                 progress(done, arr.total)
+            if stop is not None and stop.due(len(out)) and stop.decided([rep], out):
+                return
             continue
         if i == total:
-            return out
+            return
         req = accept(i, specs[i], max_len, rep.cfg.caps_output)
         if req.__class__ is SimRequest:
             rep.add(req)
@@ -137,11 +177,10 @@ def _run_single_open(arr: _Arrivals, rep: Replica, progress) -> list[tuple[int, 
         i += 1
 
 
-def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progress) -> list[tuple[int, RequestRecord]]:
+def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progress, out, stop: MissRule | None) -> None:
     think = arr.closed.think_time_s if arr.closed else 0.0
     max_len = replicas[0].cfg.max_model_len
     users: dict[int, int] = {}
-    out: list[tuple[int, RequestRecord]] = []
     uid, done = 0, 0
     tick = max(1, arr.total // 200)
     while True:
@@ -164,9 +203,11 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
             if progress is not None and len(out) - done >= tick:
                 done = len(out)
                 progress(done, arr.total)
+            if stop is not None and stop.due(len(out)) and stop.decided(replicas, out):
+                return
             continue
         if t_arr == _INF:
-            return out
+            return
         spec, user = arr.pop()
         req = accept(uid, spec, max_len, replicas[0].cfg.caps_output)
         if req.__class__ is not SimRequest:

@@ -17,6 +17,7 @@ from typing import Any
 from kvledger.accounting.stepcost import StepCostModel
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.cluster import run_cluster
+from kvledger.dynamics.early_stop import MissRule
 from kvledger.dynamics.engine_config import EngineConfig
 from kvledger.dynamics.itl_gaps import SKETCH_NOTE, merged_stats
 from kvledger.dynamics.metrics import DEFINITIONS, Summary, summarize_records
@@ -70,11 +71,13 @@ class SimResult:
 def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig, cost: StepCostModel, *,
              record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
              num_replicas: int = 1, router: str = "round_robin", fast_forward: bool = True,
-             model: str | None = None, hardware: str | None = None, record_token_times: bool = True) -> SimResult:
+             model: str | None = None, hardware: str | None = None, record_token_times: bool = True,
+             records_as_columns: bool = True, stop: MissRule | None = None) -> SimResult:
     """Serve ``requests`` (an open-loop list, or a ``ClosedLoop``) on ``num_replicas`` engines.
 
     Args:
-        requests: request specs (any order; sorted by arrival, ties kept in order) or a ClosedLoop.
+        requests: request specs (any order; sorted by arrival, ties kept in order), a ``WorkloadColumns``
+            (workload_columns.py: the same as columns) or a ClosedLoop.
         config: one replica's engine settings.
         cost: prices each step (FixedStepCost, RooflineStepCost, a calibrated model).
         record_steps: keep the per-step log (for JSONL / Chrome-trace export; slower).
@@ -87,6 +90,13 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
             ITL statistics need them). Off, records keep first-token and finish times only and
             the summary's ITL distribution comes from exact step-gap counts (itl_gaps.py):
             memory then follows the active requests, not the tokens produced.
+        records_as_columns: without token times, an open-loop run keeps its records as columns
+            (record_sink.py; ``records.records`` then builds each RequestRecord on access, the same
+            values): about 40 bytes per finished request instead of a RequestRecord object. False
+            keeps a list of RequestRecords (the records and summary are identical either way).
+        stop: an open-loop run ends once this rule proves it misses its attainment target
+            (early_stop.py); requests unfinished by then get error records, and ``extra["stopped_early"]``
+            says when and why. None: run to the end.
 
     Raises:
         InputError: bad settings or a malformed request (named by its id).
@@ -99,14 +109,18 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run makes millions of small objects but no garbage cycles; collections only cost time
     try:
-        recs = run_cluster(requests, replicas, route, progress)
-        return _result(requests, config, cost, replicas, recs, record_steps, num_replicas, router, model, hardware)
+        recs = run_cluster(requests, replicas, route, progress, as_columns=records_as_columns, stop=stop)
+        res = _result(requests, config, cost, replicas, recs, record_steps, num_replicas, router, model, hardware)
+        if stop is not None and stop.stopped_at_s is not None:
+            res.extra["stopped_early"] = stop.evidence()
+            res.records.metadata.extra["stopped_early"] = stop.evidence()
+        return res
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[Replica], recs: list,
+def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[Replica], recs,
             record_steps: bool, num_replicas: int, router: str, model: str | None, hardware: str | None) -> SimResult:
     meta = RunMetadata(
         source="simulator", source_format="simulator", model=model, hardware=hardware, num_gpus=None,
@@ -114,7 +128,7 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
         definitions=list(DEFINITIONS),
         extra={"cost_model": getattr(cost, "name", type(cost).__name__), "num_replicas": num_replicas,
                "router": router if num_replicas > 1 else None, "engine": config.to_dict()})
-    run = RunRecords(recs, meta)
+    run = RunRecords(recs, meta) if isinstance(recs, list) else RunRecords.from_columns(recs, meta)
     figures, sketched = summarize_records(run, exact_itl_mean=True), False
     if replicas[0].gaps is not None:  # no token times kept: the exact step-gap counts give the ITL distribution
         for r in replicas:

@@ -123,6 +123,8 @@ def summarize_records(run: RunRecords, exact_itl_mean: bool = False) -> dict[str
     ``exact_itl_mean``: the ITL mean correctly rounded (itl_gaps.exact_mean) instead of numpy's pairwise sum, as
     the simulator reports it whether or not it keeps token times.
     """
+    if run.columns is not None and not run.columns.has_chunks.any():
+        return _summarize_columns(run)
     recs = run.records
     ok = [r for r in recs if r.ok and r.finish_s is not None]
     rejected = sum(1 for r in recs if not r.ok)
@@ -150,6 +152,35 @@ def summarize_records(run: RunRecords, exact_itl_mean: bool = False) -> dict[str
         "itl_s": _itl_stats(itl, exact_itl_mean),
         "tpot_s": latency_stats(tpot),
         "e2e_s": latency_stats(e2e),
+    }
+
+
+def _summarize_columns(run: RunRecords) -> dict[str, Any]:
+    """``summarize_records`` of a run held as columns without chunk times: the same figures, value for value (the
+    per-request differences are the same IEEE operations, over the same requests in the same order)."""
+    c = run.columns
+    ok = c.ok & ~np.isnan(c.finish_s)
+    n_ok = int(ok.sum())
+    duration = run.duration_s
+    out_tok = int(c.num_output_tokens[ok].sum())
+    in_tok = int(c.num_prompt_tokens[ok].sum())
+    first, finish, arrival = c.first_token_s[ok], c.finish_s[ok], c.arrival_s[ok]
+    has_first = ~np.isnan(first)
+    n_out = c.num_output_tokens[ok]
+    multi = n_out > 1
+    tpot = (finish[multi] - first[multi]) / (n_out[multi] - 1).astype(np.float64)
+    return {
+        "num_requests": c.n,
+        "num_finished": n_ok,
+        "num_rejected": int((~c.ok).sum()),
+        "duration_s": duration,
+        "throughput_req_per_s": n_ok / duration if duration > 0 else 0.0,
+        "throughput_tok_per_s": out_tok / duration if duration > 0 else 0.0,
+        "total_throughput_tok_per_s": (in_tok + out_tok) / duration if duration > 0 else 0.0,
+        "ttft_s": latency_stats(first[has_first] - arrival[has_first]),
+        "itl_s": latency_stats(np.empty(0)),
+        "tpot_s": latency_stats(tpot),
+        "e2e_s": latency_stats(finish - arrival),
     }
 
 

@@ -14,6 +14,7 @@ from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.engine_config import EngineConfig
 from kvledger.dynamics.from_plan import engine_config_from_plan
 from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.workload_columns import WorkloadColumns
 from kvledger.errors import InputError
 
 __all__ = ["SimRequestArgs", "SimSetup", "prepare", "make_step_cost", "load_plan"]
@@ -165,8 +166,9 @@ def make_step_cost(a: SimRequestArgs, plan, overlap_cpu: bool = False) -> tuple[
 
 def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
               label: str | None = None) -> tuple[Any, int, dict[str, Any]]:
-    from kvledger.dynamics.traces import load_trace, trace_has_arrivals
+    from kvledger.dynamics.traces import load_trace, load_trace_columns, trace_has_arrivals
 
+    specs = None
     if requests is not None:
         if not requests:
             raise InputError("the workload holds no request")
@@ -175,13 +177,19 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
         rate = a.rate
         if a.concurrency is not None and rate is None and not trace_has_arrivals(a.trace):
             rate = math.inf  # closed loop: arrival times are not used
-        specs = load_trace(a.trace, num_requests=a.num_requests, rate=rate, rate_scale=a.rate_scale, seed=a.seed)
+        kw = dict(num_requests=a.num_requests, rate=rate, rate_scale=a.rate_scale, seed=a.seed)
+        if a.concurrency is None:  # open loop: columns (24 bytes a request) unless the trace has segments or clients
+            specs = load_trace_columns(a.trace, **kw)
+        specs = load_trace(a.trace, **kw) if specs is None else specs
         name = a.trace
     span = specs[-1].arrival_s - specs[0].arrival_s if len(specs) > 1 else 0.0
+    if isinstance(specs, WorkloadColumns):
+        prompt_sum, output_sum = int(specs.num_prompt_tokens.sum()), int(specs.num_output_tokens.sum())
+    else:
+        prompt_sum, output_sum = sum(s.num_prompt_tokens for s in specs), sum(s.num_output_tokens for s in specs)
     info: dict[str, Any] = {
         "trace": name, "num_requests": len(specs),
-        "prompt_tokens_mean": sum(s.num_prompt_tokens for s in specs) / len(specs),
-        "output_tokens_mean": sum(s.num_output_tokens for s in specs) / len(specs),
+        "prompt_tokens_mean": prompt_sum / len(specs), "output_tokens_mean": output_sum / len(specs),
     }
     if a.concurrency is not None:
         info.update({"mode": "closed loop", "concurrency": a.concurrency, "think_time_s": a.think_time_s})
@@ -218,7 +226,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     workload, n, info = _workload(a, requests, label)
     if config.hybrid_caching and a.enable_prefix_caching is None:
         specs = workload.requests if hasattr(workload, "requests") else workload
-        if not any(spec.prefix_segments for spec in specs):
+        if isinstance(specs, WorkloadColumns) or not any(spec.prefix_segments for spec in specs):
             config = replace(config, enable_prefix_caching=False)
             notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
                          "simulated with it off (faster; --enable-prefix-caching to keep it)")

@@ -1,9 +1,9 @@
-"""Vectorised reading of CSV trace files with pyarrow, and the range checks every trace row must pass.
+"""Vectorised reading of CSV and JSON Lines trace files with pyarrow, and the range checks every trace row must pass.
 
-``read_csv_fast`` parses a well-formed CSV trace in one pyarrow call and checks every row
-with numpy; anything pyarrow cannot read as the layout's types (a stray word, a missing
-field, an odd timestamp) returns None, and the row-by-row reader in trace_formats.py then
-names the file, line and column of the first bad cell. Checks (both readers): token counts
+``read_csv_fast`` and ``read_jsonl_fast`` parse a well-formed trace in one pyarrow call and
+check every row with numpy; anything pyarrow cannot read as the layout's types (a stray word,
+a missing field, an odd timestamp) returns None, and the row-by-row reader in
+trace_formats.py then names the file, line and column (field) of the first bad cell. Checks (both readers): token counts
 are whole numbers in [1, MAX_TRACE_TOKENS]; arrival times are finite and ≥ 0.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from kvledger.errors import FormatError
 
-__all__ = ["MAX_TRACE_TOKENS", "read_csv_fast", "check_tokens", "check_times"]
+__all__ = ["MAX_TRACE_TOKENS", "read_csv_fast", "read_jsonl_fast", "check_tokens", "check_times"]
 
 # Longest prompt or output one trace row may ask for, tokens: 10M is 38× the longest context window among the
 # bundled model configs (262,144 max_position_embeddings), so a larger count is a damaged file, not a request.
@@ -77,3 +77,59 @@ def read_csv_fast(path, layout: str, time_col: str | None, p_col: str, o_col: st
         times = times - times.min()
     clients = table.column("client_id").to_pylist() if has_client else None
     return times, prompts.astype(np.int64), outputs.astype(np.int64), clients
+
+
+def read_jsonl_fast(path, layout: str, keys: tuple[str, str, str], seg_key: str, block: int):
+    """(times as written, prompt tokens, output tokens, segments or None, client ids or None) of a JSON Lines trace
+    in one pyarrow call, every row checked with numpy; None → the row reader (it names the line and field).
+
+    None whenever a row would need the row reader's judgement: a value pyarrow cannot read as the field's type
+    (a string, a bool, 5.0 for a token count), a missing or null field, a bad token count or time, a segment
+    list that is null, not integers or (``block`` > 0, Mooncake) not ``ceil(prompt / block)`` ids long, or a
+    client id that is not a string or an integer. The row reader gives such a file's error (or, for the
+    values it accepts, such as "5" or 5.0 tokens, its rows), so both readers accept the same files with the
+    same values.
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyarrow import json as pj
+    except ImportError:  # pyarrow is a declared dependency; a broken install falls back to the row reader
+        return None
+    t_key, p_key, o_key = keys
+    schema = pa.schema([(t_key, pa.float64()), (p_key, pa.int64()), (o_key, pa.int64())])
+    try:
+        table = pj.read_json(str(path), parse_options=pj.ParseOptions(explicit_schema=schema,
+                                                                      unexpected_field_behavior="infer"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    if table.num_rows == 0 or any(table.column(k).null_count for k in keys):
+        return None
+    times, prompts, outputs = (table.column(k).to_numpy() for k in keys)
+    if _bad_tokens(prompts) or _bad_tokens(outputs) or (~np.isfinite(times) | (times < 0)).any():
+        return None
+    segments = None
+    if seg_key in table.column_names:
+        col = table.column(seg_key).combine_chunks()
+        if col.null_count or not (pa.types.is_list(col.type) and pa.types.is_integer(col.type.value_type)):
+            return None
+        lengths = pc.list_value_length(col).to_numpy()
+        if block and (lengths != -(-prompts // block)).any():
+            return None
+        flat_col = col.flatten()
+        if flat_col.null_count:  # [1, null]: the row reader names it
+            return None
+        flat = flat_col.to_numpy().tolist()
+        ends = np.cumsum(lengths).tolist()
+        segments = [tuple(flat[a:b]) for a, b in zip([0] + ends[:-1], ends)]
+    clients = None
+    if "client_id" in table.column_names:
+        col = table.column("client_id")
+        if not (pa.types.is_string(col.type) or pa.types.is_integer(col.type) or pa.types.is_null(col.type)):
+            return None
+        clients = [None if c is None else str(c) for c in col.to_pylist()]
+    return times, prompts.astype(np.int64), outputs.astype(np.int64), segments, clients
+
+
+def _bad_tokens(values: np.ndarray) -> bool:
+    return bool(((values < 1) | (values > MAX_TRACE_TOKENS)).any())

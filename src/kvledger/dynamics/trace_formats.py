@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kvledger.dynamics.trace_arrow import MAX_TRACE_TOKENS, read_csv_fast
+from kvledger.dynamics.trace_arrow import MAX_TRACE_TOKENS, read_csv_fast, read_jsonl_fast
 from kvledger.errors import FormatError
 
 __all__ = ["ParsedTrace", "read_trace_file", "CSV_LAYOUTS", "JSONL_LAYOUTS"]
@@ -183,7 +183,39 @@ def _segments_at(value: object, prompt: int, block: int, path: Path, where: str)
     return tuple(value)
 
 
+def _first_layout(path: Path) -> str | None:
+    """The layout the first non-blank line's keys name, or None (the row reader then gives the error)."""
+    with path.open(encoding="utf-8") as f:
+        for text in f:
+            if text.strip():
+                try:
+                    obj = json.loads(text)
+                except (json.JSONDecodeError, RecursionError):
+                    return None
+                if not isinstance(obj, dict):
+                    return None
+                return next((name for name, keys in JSONL_LAYOUTS.items() if all(k in obj for k in keys)), None)
+    return None
+
+
 def _read_jsonl(path: Path, segment_tokens: int) -> ParsedTrace:
+    """A JSON Lines trace: pyarrow's reader with every row checked (trace_arrow.py), else row by row."""
+    layout = _first_layout(path)
+    if layout is not None:
+        seg_key = "hash_ids" if layout == "mooncake" else "prefix_segments"
+        block = segment_tokens if layout == "mooncake" else 0
+        fast = read_jsonl_fast(path, layout, JSONL_LAYOUTS[layout], seg_key, block)
+        if fast is not None:
+            times, prompts, outputs, segments, clients = fast
+            if layout == "mooncake":
+                times = times / 1000.0  # ms → s
+            return ParsedTrace(layout, times - times.min(), prompts, outputs,
+                               segments if segments is not None and any(segments) else None, segment_tokens,
+                               clients if clients is not None and any(c is not None for c in clients) else None)
+    return _read_jsonl_rows(path, segment_tokens)
+
+
+def _read_jsonl_rows(path: Path, segment_tokens: int) -> ParsedTrace:
     layout = None
     times: list[float] = []
     prompts: list[int] = []

@@ -18,10 +18,11 @@ import numpy as np
 from kvledger.dynamics.synthetic import arrival_times
 from kvledger.dynamics.trace_formats import ParsedTrace, read_trace_file
 from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.workload_columns import WorkloadColumns
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.names import check_name_or_path
 
-__all__ = ["TraceInfo", "list_traces", "load_trace", "trace_has_arrivals", "bundled_trace_path"]
+__all__ = ["TraceInfo", "list_traces", "load_trace", "load_trace_columns", "trace_has_arrivals", "bundled_trace_path"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +194,23 @@ def load_trace(
         UnknownNameError: unknown bundled name. InputError: bad arguments or missing file.
         FormatError: malformed file (names file, line and column/field).
     """
+    return _specs(*_select(name_or_path, num_requests, rate, rate_scale, start_s, seed, segment_tokens))
+
+
+def load_trace_columns(
+    name_or_path: str | Path, *, num_requests: int | None = None, rate: float | None = None,
+    rate_scale: float | None = None, start_s: float = 0.0, seed: int | np.random.Generator | None = None,
+) -> WorkloadColumns | None:
+    """``load_trace``'s requests as a :class:`WorkloadColumns` (same ids, times and lengths, 24 bytes a request),
+    or None when the trace has prefix segments or client ids (use ``load_trace`` then). Same arguments and errors."""
+    label, parsed, rows, times = _select(name_or_path, num_requests, rate, rate_scale, start_s, seed, 512)
+    if parsed.segments is not None or parsed.client_ids is not None:
+        return None
+    return WorkloadColumns(times, parsed.prompt_tokens[rows], parsed.output_tokens[rows], f"{label}-", rows)
+
+
+def _select(name_or_path, num_requests, rate, rate_scale, start_s, seed, segment_tokens):
+    """(label, parsed trace, file rows replayed, their arrival times) for ``load_trace``'s arguments."""
     _check_args(num_requests, rate, rate_scale, start_s)
     label, path = _resolve(name_or_path)
     parsed = _parse(path, segment_tokens)
@@ -216,7 +234,7 @@ def load_trace(
         first, count, times = _replayed_times(label, parsed.arrivals_s[order], num_requests, rate, rate_scale,
                                               start_s)
         rows = order[first:first + count]
-    return _specs(label, parsed, rows, times)
+    return label, parsed, rows, times
 
 
 def _specs(label: str, parsed: ParsedTrace, rows: np.ndarray, times: np.ndarray) -> list[RequestSpec]:

@@ -81,13 +81,15 @@ def print_search(sb: Any, slo_text: str) -> None:
     for col in ("#", short, "offered/s", "attain", "good/s", "done/s", "good/s/GPU", "target"):
         t.add_column(col, justify="right", no_wrap=True)
     for pr in sb.probes:
-        t.add_row(f"{pr.order}{ {'bracket': 'b', 'bisection': 's'}.get(pr.phase, 'c') }", f"{pr.value:g}", _fmt(pr.offered_rate_req_per_s, ",.2f"), f"{pr.attainment:.1%}",
+        t.add_row(f"{pr.order}{ {'bracket': 'b', 'bisection': 's'}.get(pr.phase, 'c') }", f"{pr.value:g}", _fmt(pr.offered_rate_req_per_s, ",.2f"), _attain(pr),
                   _fmt(pr.goodput_req_per_s), _fmt(pr.throughput_req_per_s), _fmt(pr.goodput_req_per_s_per_gpu),
                   "meets" if pr.meets_target else "misses")
     con.print(t)
     con.print(f"#: probe order, b = bracketing (doubling/halving), s = bisection, c = check of the top; {short}: {escape(SEARCH_AXES[sb.axis])}; "
               "offered/s: requests ÷ their arrival span (open loop); attain: good ÷ all requests; good/s, done/s: goodput and completed req/s "
-              "of the whole deployment; good tok/s per probe in --json")
+              "of the whole deployment; good tok/s per probe in --json"
+              + ("; lo–hi*: stopped early, its miss decided (see the notes): attainment between the two" if any(
+                  pr.stopped_early for pr in sb.probes) else ""))
     b = sb.boundary
     if b.boundary_value is None:
         con.print(f"[bold]SLO boundary[/] on {sb.axis}: none — the lowest value probed already misses {sb.target:.0%}")
@@ -109,3 +111,10 @@ def print_sources(sim: Any, title: str) -> None:
     con.print(f"[bold]{escape(title)}[/]")
     for k, line in enumerate(sim.source_lines(), start=1):
         con.print(f"  [{k}] {escape(line)}")
+
+
+def _attain(pr) -> str:
+    """A probe's attainment; a probe stopped early shows its bounds (finished-by-then share – the most it could reach)."""
+    if pr.stopped_early is None:
+        return f"{pr.attainment:.1%}"
+    return f"{pr.attainment:.1%}–{pr.stopped_early['attainment_upper']:.2%}*"

@@ -1,0 +1,104 @@
+"""Records kept as columns (record_sink.py) and a columnar workload (workload_columns.py) give the object path's records and summary."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kvledger.accounting.stepcost import FixedStepCost
+from kvledger.dynamics.engine import EngineConfig, simulate
+from kvledger.dynamics.traces import load_trace
+from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.workload_columns import WorkloadColumns
+from kvledger.errors import InputError
+from kvledger.records import RunRecords
+
+STEP = FixedStepCost(per_step_s=0.01, per_token_s=2e-5)
+
+
+def _run(workload, cfg, **kw):
+    return simulate(workload, cfg, STEP, record_token_times=False, **kw)
+
+
+@pytest.mark.parametrize("cfg", [
+    # roomy pool, max_model_len 2,048: Azure conversation prompts past it are rejected (error records)
+    dict(num_gpu_blocks=3000, block_size=16, max_model_len=2048),
+    # tight pool: preemptions (recompute), so num_preemptions differs between records
+    dict(num_gpu_blocks=150, block_size=16, max_model_len=2048, max_num_batched_tokens=512),
+])
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_columns_equal_objects_on_bundled_trace(cfg, replicas):
+    """The first 1,500 requests of the bundled Azure conversation trace: same records, same summary, same JSON."""
+    w = load_trace("azure-conv", num_requests=1500)
+    config = EngineConfig(**cfg)
+    objects = _run(w, config, num_replicas=replicas, records_as_columns=False)
+    cols = _run(w, config, num_replicas=replicas)
+    cols_wl = _run(WorkloadColumns.from_specs(w), config, num_replicas=replicas)
+    assert isinstance(objects.records.records, list)
+    assert cols.records.columns is not None and cols_wl.records.columns is not None
+    for other in (cols, cols_wl):
+        assert other.records.records == objects.records.records
+        assert json.dumps(other.to_dict()) == json.dumps(objects.to_dict())
+    s = objects.summary
+    if cfg["num_gpu_blocks"] == 3000:
+        assert s.num_rejected == sum(1 for r in w if r.num_prompt_tokens >= 2048) > 0  # vLLM 0.33: prompt ≥ L refused
+    else:
+        assert s.num_preemptions > 0
+    assert cols.records.records[7].request_id == "azure-conv-7"
+
+
+def test_columns_hold_no_record_objects():
+    """The run's records are columns: 1,500 rows of arrays, and one record is built only when asked for."""
+    res = _run(load_trace("azure-conv", num_requests=1500), EngineConfig(num_gpu_blocks=3000, block_size=16, max_model_len=8192))
+    c = res.records.columns
+    assert c.n == 1500 and c.finish_s.dtype == np.float64 and c.num_preemptions.dtype == np.int64
+    rec = res.records.records[-1]
+    assert rec.finish_s == float(c.finish_s[-1]) and rec.chunk_times_s is None and rec.num_cached_tokens == 0
+
+
+def test_round_trip_through_dict():
+    """A columnar run serialises like a list run and reads back as one (RunRecords.from_dict)."""
+    res = _run(load_trace("azure-conv", num_requests=50), EngineConfig(num_gpu_blocks=3000, block_size=16, max_model_len=8192))
+    back = RunRecords.from_dict(json.loads(json.dumps(res.records.to_dict())))
+    assert back.records == res.records.records
+
+
+def test_workload_columns_sort_and_ids():
+    """Unsorted arrivals are served in arrival order, ties in workload order; ids keep the file rows."""
+    wl = WorkloadColumns(np.array([0.3, 0.1, 0.1]), np.array([10, 20, 30]), np.array([2, 3, 4]), "t-", np.array([5, 6, 7]))
+    s = wl.sorted_by_arrival()
+    assert [x.request_id for x in s] == ["t-6", "t-7", "t-5"]
+    assert s[0] == RequestSpec("t-6", 0.1, 20, 3)
+    res = _run(wl, EngineConfig(num_gpu_blocks=100, block_size=16, max_model_len=512))
+    objects = _run(list(wl), EngineConfig(num_gpu_blocks=100, block_size=16, max_model_len=512), records_as_columns=False)
+    assert [r.request_id for r in res.records.records] == ["t-6", "t-7", "t-5"]
+    assert res.records.records == objects.records.records
+
+
+@pytest.mark.parametrize("arrays, msg", [
+    (([0.0, -1.0], [5, 5], [5, 5]), "request 'w-1': arrival_s must be a finite number ≥ 0, got -1.0"),
+    (([0.0, 1.0], [5, 0], [5, 5]), "request 'w-1': num_prompt_tokens must be an integer ≥ 1, got 0"),
+    (([0.0, np.nan], [5, 5], [5, 5]), "request 'w-1': arrival_s must be a finite number ≥ 0, got nan"),
+])
+def test_workload_columns_checked_like_specs(arrays, msg):
+    t, p, o = arrays
+    with pytest.raises(InputError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+        simulate(WorkloadColumns(np.array(t), np.array(p), np.array(o), "w-"), EngineConfig(num_gpu_blocks=100, max_model_len=512), STEP)
+
+
+def test_from_specs_refuses_segments():
+    with pytest.raises(InputError, match="prefix segments"):
+        WorkloadColumns.from_specs([RequestSpec("a-0", 0.0, 64, 4, (1, 2), 32)])
+
+
+def test_load_trace_columns_equals_load_trace():
+    """The Azure conversation trace at 3 req/s from 10 s on, 500 requests: the same specs as load_trace's, row ids kept;
+    Mooncake (hash_ids) stays a list."""
+    from kvledger.dynamics.traces import load_trace_columns
+
+    kw = dict(num_requests=500, rate=3.0, start_s=10.0)
+    cols, specs = load_trace_columns("azure-conv", **kw), load_trace("azure-conv", **kw)
+    assert list(cols) == specs and cols[0].request_id == specs[0].request_id
+    assert load_trace_columns("mooncake", num_requests=10) is None
