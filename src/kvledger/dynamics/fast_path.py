@@ -13,7 +13,8 @@ Python per step (tests compare every token time bit for bit with ``fast_forward=
   behind: each decodes one token (blocks first, in running order), then waiting requests
   are admitted under the budget left, as ``Scheduler._admit`` does (v1's mixed steps only;
   under ``vllm_v0`` an arrival's prompt-only step is a general step).
-* ``run_open``: one replica with a known arrival list (the common CLI run): alternates
+* ``run_open``: one replica with a known arrival list (the common CLI run; ``arrivals``: the
+  arrival times in a plain sequence): alternates
   stretches and arrival steps without returning to the driver, keeping the running
   requests' token counters in two lists and writing them back when it hands over.
 
@@ -279,7 +280,7 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     return out, ([r for r in running if r.status != FINISHED] if finished else running)
 
 
-def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
+def run_open(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     """Fused loop for one replica on a known, time-sorted arrival list, from index ``i``.
 
     Precondition: ``rep`` is steady and ready with requests running and none waiting.
@@ -299,7 +300,7 @@ def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
         while True:
             if rep._deferred:  # async: a finisher's free is pending; the general step handles it
                 return i, progressed
-            bound = specs[i].arrival_s if i < total else math.inf
+            bound = arrivals[i] if i < total else math.inf
             recs, k = _decode_run(rep, running, rems, comp, bound, True)
             if k:
                 progressed = True
@@ -314,7 +315,7 @@ def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
                     comp = [c + k for c in comp]
             if not k or not running or rep.sched_s < bound:
                 return i, progressed
-            i = _deliver(rep, specs, i, out)
+            i = _deliver(rep, specs, arrivals, i, out)
             if not sched.waiting:
                 continue
             if not rep._mixed:  # vllm_v0: the arrival's prompt step is a general step
@@ -338,10 +339,12 @@ def run_open(rep, specs: list, i: int, out: list) -> tuple[int, bool]:
         sched.running = running
 
 
-def _deliver(rep, specs: list, i: int, out: list) -> int:
-    """Move the arrivals visible at the next step's start into the waiting queue (or reject them); returns the next index."""
-    max_len, now, cap = rep.cfg.max_model_len, rep.sched_s, rep.cfg.caps_output
-    while i < len(specs) and specs[i].arrival_s <= now:
+def _deliver(rep, specs, arrivals, i: int, out: list) -> int:
+    """Move the arrivals visible at the next step's start into the waiting queue (or reject them); returns the next index.
+
+    ``arrivals[i]`` is ``specs[i].arrival_s`` (a plain sequence: a columnar workload builds a spec only when indexed)."""
+    max_len, now, cap, total = rep.cfg.max_model_len, rep.sched_s, rep.cfg.caps_output, len(arrivals)
+    while i < total and arrivals[i] <= now:
         req = accept(i, specs[i], max_len, cap)
         if req.__class__ is SimRequest:
             rep.sched.waiting.append(req)
