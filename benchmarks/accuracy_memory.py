@@ -3,7 +3,10 @@
 Sources (read-only, beside the clone):
   * ``shared/data/vllm-startups-0.19/startups.csv`` + ``results_raw.csv``: 40 vLLM 0.19.0 start-ups on one
     H100 each (jgchn/llm-d-planner, Apache-2.0), per rank for TP/PP; configs from ``configs/``, else the bundled
-    catalog (CodeLlama-7b, phi-2);
+    catalog (CodeLlama-7b, phi-2); the RedHatAI quantized checkpoints as their base release's config with the
+    ``quantization_config`` reconstructed from the log and model card (``QUANTIZED_CHECKPOINTS``); gemma-7b and
+    Qwen1.5-MoE-A2.7B, whose configs are in neither, from transformers' default configs of their architectures
+    (``STANDINS``);
   * ``shared/data/vllm_memory_observations.csv``: three H100 start-ups of an earlier release (llm-d-benchmark,
     Apache-2.0; version not stated: the sort-era profile, vLLM ≤0.16, is applied);
   * public logs quoted in ``shared/research/engines.md`` §7 that name model, GPU and the printed available memory:
@@ -33,6 +36,11 @@ SHARED = ROOT.parent / "shared" / "data"
 CORPUS = SHARED / "vllm-startups-0.19"
 FIXTURE_CONFIGS = ROOT / "tests" / "fixtures" / "configs"
 TERMS = ("weights", "activation peak", "non-torch", "CUDA graph estimate", "available KV", "KV tokens", "max concurrency")
+
+# Corpus models with no config of their own anywhere here: transformers' default GemmaConfig and Qwen2MoeConfig (written by
+# benchmarks/transformers_oracle.py from transformers 5.24), which transformers documents as those models' configurations.
+STANDINS = {"google/gemma-7b": ROOT / "benchmarks" / "data" / "oracle_configs" / "gemma.json",
+            "Qwen/Qwen1.5-MoE-A2.7B": ROOT / "benchmarks" / "data" / "oracle_configs" / "qwen2_moe.json"}
 
 OBSERVATION_CONFIGS = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B-Instruct", "openai/gpt-oss-20b": "openai/gpt-oss-20b",
                        "Qwen/Qwen3-0.6B": str(FIXTURE_CONFIGS / "Qwen3-0.6B.json")}
@@ -92,7 +100,7 @@ def fmt(v: float | None, term: str) -> str:
 def main() -> int:
     as_json = "--json" in sys.argv
     rows = corpus_rows()
-    reps = [replay(r, CORPUS / "configs") for r in rows]
+    reps = [replay(r, CORPUS / "configs", standins=STANDINS) for r in rows]
     per_term: dict[str, list[float]] = {t: [] for t in TERMS}
     out_rows = []
     if not as_json:
@@ -112,7 +120,7 @@ def main() -> int:
                 rel = f"{t.rel_error * 100:+.2f}%" if t.rel_error is not None else ""
                 note = "  (logged only in 0.19, not subtracted)" if t.term == "CUDA graph estimate" else ""
                 print(f"    {t.term:22s} predicted {fmt(t.predicted, t.term):>12s}  logged {fmt(t.logged, t.term):>12s}  {rel:>8s}{note}")
-    exact = [e for e in (exact_from_logged(r, CORPUS / "configs") for r in rows) if e]
+    exact = [e for e in (exact_from_logged(r, CORPUS / "configs", STANDINS) for r in rows) if e]
     ok = sum(1 for e in exact if e["blocks_range"][0] <= e["logged_blocks"] <= e["blocks_range"][1]
              and (e["tokens"], e["concurrency"]) == (e["logged_tokens"], e["logged_concurrency"]))
     obs = observation_replays()

@@ -9,13 +9,11 @@ error, then the mean and the worst absolute error.
 
 Configs: the bundled catalog (Llama-3.1-8B-Instruct shares Meta-Llama-3.1-8B's architecture; the
 DeepSeek-V2-Lite base config stands in for the Chat release). The RedHatAI quantized checkpoints'
-configs are not in the corpus; their ``quantization_config`` is reconstructed from what the log gives
-(the resolved method: compressed-tensors or gptq_marlin, and the dtype) and the checkpoint name
-(w8a8 = 8-bit int weights and activations, fp8-dynamic = FP8 weights with dynamic activations, w4a16 =
-4-bit weights); the per-output-channel strategy, the group size 128 of the 4-bit checkpoint and the
-unquantized ``lm_head`` are the publisher's model-card statements, not log facts. A corpus model not
-listed below whose config is bundled in the catalog (CodeLlama-7b, phi-2) is read from there; those with
-no config anywhere (gemma-7b, Qwen1.5-MoE-A2.7B) are listed as not checked.
+configs are not in the corpus; their ``quantization_config`` is reconstructed from what the log gives and the
+model card (``kvledger.analyses.memory_accuracy.QUANTIZED_CHECKPOINTS`` says which fact comes from where). A
+corpus model not listed below whose config is bundled in the catalog (CodeLlama-7b, phi-2) is read from there;
+gemma-7b and Qwen1.5-MoE-A2.7B, whose configs are in neither, from transformers' default configs of their
+architectures (``benchmarks/data/oracle_configs/``, which transformers documents as those models' configurations).
 
     python benchmarks/weights_vs_startups.py
 """
@@ -28,6 +26,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from kvledger.analyses.memory_accuracy import QUANTIZED_CHECKPOINTS
 from kvledger.catalog.loading import loaded_weights
 from kvledger.catalog.models import load_model, resolve_bundled
 from kvledger.catalog.modelspec import parse_config
@@ -36,13 +35,8 @@ SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 GiB = 2**30
 V019 = (0, 19, 0)  # the corpus's vLLM release (its logs and run records say v0.19.0)
 
-_INT8_CHANNEL = {"quant_method": "compressed-tensors", "ignore": ["lm_head"], "config_groups": {"group_0": {
-    "weights": {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True},
-    "input_activations": {"num_bits": 8, "type": "int", "strategy": "token", "dynamic": True}}}}
-_FP8_CHANNEL = {"quant_method": "compressed-tensors", "ignore": ["lm_head"], "config_groups": {"group_0": {
-    "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True},
-    "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": True}}}}
-_GPTQ_4BIT = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
+# the release a RedHatAI checkpoint quantizes -> its bundled config
+MODELS_OF_BASE = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Meta-Llama-3.1-8B", "Qwen/Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B-Instruct"}
 
 # corpus model -> (bundled config, reconstructed quantization_config or None)
 MODELS = {
@@ -51,10 +45,11 @@ MODELS = {
     "mistralai/Mixtral-8x7B-Instruct-v0.1": ("mistralai/Mixtral-8x7B-v0.1", None),
     "meta-llama/Llama-4-Scout-17B-16E-Instruct": ("meta-llama/Llama-4-Scout-17B-16E-Instruct", None),
     "deepseek-ai/DeepSeek-V2-Lite-Chat": ("deepseek-ai/DeepSeek-V2-Lite", None),
-    "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8": ("meta-llama/Meta-Llama-3.1-8B", _INT8_CHANNEL),
-    "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16": ("meta-llama/Meta-Llama-3.1-8B", _GPTQ_4BIT),
-    "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8": ("Qwen/Qwen2.5-7B-Instruct", _INT8_CHANNEL),
-    "RedHatAI/Qwen2.5-7B-Instruct-fp8-dynamic": ("Qwen/Qwen2.5-7B-Instruct", _FP8_CHANNEL),
+    **{model: (MODELS_OF_BASE[base], qc) for model, (base, qc) in QUANTIZED_CHECKPOINTS.items()},
+    # no config of their own here: transformers' default GemmaConfig / Qwen2MoeConfig (benchmarks/transformers_oracle.py),
+    # documented by transformers as these models' configurations
+    "google/gemma-7b": (str(Path(__file__).resolve().parent / "data" / "oracle_configs" / "gemma.json"), None),
+    "Qwen/Qwen1.5-MoE-A2.7B": (str(Path(__file__).resolve().parent / "data" / "oracle_configs" / "qwen2_moe.json"), None),
     "openai/gpt-oss-20b": ("openai/gpt-oss-20b", None),
     "Qwen/Qwen3-0.6B": (str(Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "configs" / "Qwen3-0.6B.json"), None),
 }

@@ -21,7 +21,8 @@ from kvledger.catalog.models import load_model, resolve_bundled
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB
 
-__all__ = ["CONFIG_FILES", "TermError", "Replay", "by_rank", "replay", "exact_from_logged"]
+__all__ = ["CONFIG_FILES", "QUANTIZED_CHECKPOINTS", "TermError", "Replay", "by_rank", "replay", "exact_from_logged",
+           "quantized_model"]
 
 CONFIG_FILES = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama--Llama-3.1-8B-Instruct.json",
                 "Qwen/Qwen2.5-7B-Instruct": "Qwen--Qwen2.5-7B-Instruct.json",
@@ -32,6 +33,51 @@ CONFIG_FILES = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama--Llama-3.1-8B-In
 """Corpus model → config file (the DeepSeek entry is the base model's config, same architecture)."""
 
 _DTYPES = {"torch.bfloat16": "bfloat16", "torch.float16": "float16", "torch.float32": "float32"}
+
+INT8_CHANNEL = {"quant_method": "compressed-tensors", "ignore": ["lm_head"], "config_groups": {"group_0": {
+    "weights": {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True},
+    "input_activations": {"num_bits": 8, "type": "int", "strategy": "token", "dynamic": True}}}}
+FP8_CHANNEL = {"quant_method": "compressed-tensors", "ignore": ["lm_head"], "config_groups": {"group_0": {
+    "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True},
+    "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": True}}}}
+GPTQ_4BIT = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
+
+QUANTIZED_CHECKPOINTS = {
+    "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8": ("meta-llama/Llama-3.1-8B-Instruct", INT8_CHANNEL),
+    "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16": ("meta-llama/Llama-3.1-8B-Instruct", GPTQ_4BIT),
+    "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8": ("Qwen/Qwen2.5-7B-Instruct", INT8_CHANNEL),
+    "RedHatAI/Qwen2.5-7B-Instruct-fp8-dynamic": ("Qwen/Qwen2.5-7B-Instruct", FP8_CHANNEL),
+}
+"""Corpus checkpoint → (the release it quantizes, its ``quantization_config`` reconstructed). The corpus has no config
+for these checkpoints: the method (compressed-tensors or gptq_marlin) and the dtype are what the log resolved; the
+bit width and kind come from the checkpoint's name (w8a8 = 8-bit int weights and activations, fp8-dynamic = FP8
+weights with dynamic activations, w4a16 = 4-bit weights); the per-output-channel strategy, the 4-bit checkpoint's
+group size 128 and the unquantized ``lm_head`` are the publisher's model-card statements, not log facts."""
+
+
+def quantized_model(model: str, config_dir: Path | None = None) -> ModelSpec | None:
+    """A ``QUANTIZED_CHECKPOINTS`` checkpoint: its base release's config (the corpus file in ``config_dir``, else the
+    bundled catalog's) with the reconstructed ``quantization_config``; None for any other model."""
+    import json
+
+    from kvledger.catalog.modelspec import parse_config
+
+    if model not in QUANTIZED_CHECKPOINTS:
+        return None
+    base, qc = QUANTIZED_CHECKPOINTS[model]
+    cfg = CONFIG_FILES.get(base)
+    if config_dir is not None and cfg is not None and (config_dir / cfg).exists():
+        raw = json.loads((config_dir / cfg).read_text(encoding="utf-8"))
+    else:
+        bundled = resolve_bundled(base)
+        if bundled is None:
+            return None
+        from importlib import resources
+
+        raw = json.loads((resources.files("kvledger.catalog") / "data" / "models" / bundled.file).read_text(encoding="utf-8"))
+    raw["quantization_config"] = qc
+    return parse_config(raw, source=f"{base} config + quantization_config reconstructed from the log and model card",
+                        name=model)
 
 
 @dataclass(frozen=True)
@@ -100,8 +146,15 @@ def _label(r: dict[str, str]) -> str:
     return " ".join(parts)
 
 
-def _model_for(r: dict[str, str], config_dir: Path) -> tuple[ModelSpec | None, str]:
-    """The start-up's config: the corpus's own file, else the bundled catalog's (CodeLlama-7b, phi-2, ...)."""
+def _model_for(r: dict[str, str], config_dir: Path, standins: dict[str, Path] | None = None) -> tuple[ModelSpec | None, str]:
+    """The start-up's config: the corpus's own file, else the bundled catalog's (CodeLlama-7b, phi-2, ...); a quantized
+    checkpoint's is its base release's with the reconstructed ``quantization_config`` (``QUANTIZED_CHECKPOINTS``);
+    ``standins``: model → a config file of the same architecture for models with none of their own."""
+    quantized = quantized_model(r["model"], config_dir)
+    if quantized is not None:
+        return quantized, ""
+    if standins and r["model"] in standins:  # a config documented as the same architecture, standing in
+        return load_model(str(standins[r["model"]])), ""
     cfg = CONFIG_FILES.get(r["model"])
     have = cfg is not None and (config_dir / cfg).exists()
     if not have and resolve_bundled(r["model"]) is None:
@@ -126,12 +179,12 @@ def _binding_rank(r: dict[str, str]) -> str:
     return next(iter(acts), "EngineCore")
 
 
-def replay(r: dict[str, str], config_dir: Path, rank: str | None = None) -> Replay:
+def replay(r: dict[str, str], config_dir: Path, rank: str | None = None, standins: dict[str, Path] | None = None) -> Replay:
     """Predict every memory term of start-up ``r`` with kvledger's vLLM rules for the logged version."""
     label = _label(r)
     if r["status"] != "ok":
         return Replay(r["log_file"], label, "", skipped="start-up failed")
-    m, why = _model_for(r, config_dir)
+    m, why = _model_for(r, config_dir, standins)
     if m is None:
         return Replay(r["log_file"], label, "", skipped=why)
     tp, pp = int(r["tp"]), int(r["pp"])
@@ -167,7 +220,7 @@ def replay(r: dict[str, str], config_dir: Path, rank: str | None = None) -> Repl
     return Replay(r["log_file"], label, rank, tuple(terms))
 
 
-def exact_from_logged(r: dict[str, str], config_dir: Path) -> dict[str, Any] | None:
+def exact_from_logged(r: dict[str, str], config_dir: Path, standins: dict[str, Path] | None = None) -> dict[str, Any] | None:
     """Blocks, tokens and the printed "Maximum concurrency" from the logged memory, next to the log's own figures.
 
     The log prints available memory to 2 decimals, so it fixes the block count only to a range
@@ -177,7 +230,7 @@ def exact_from_logged(r: dict[str, str], config_dir: Path) -> dict[str, Any] | N
     """
     from kvledger.accounting.plan_vllm import printed_gib_block_range
 
-    m, _ = _model_for(r, config_dir) if r["status"] == "ok" else (None, "")
+    m, _ = _model_for(r, config_dir, standins) if r["status"] == "ok" else (None, "")
     if m is None or int(r["pp"]) > 1 or not r["available_kv_gib"] or not r["num_gpu_blocks"]:
         return None
     s = make_settings(engine="vllm", engine_version=r["vllm_version"] or "0.19.0", tp=int(r["tp"]),
