@@ -1,4 +1,4 @@
-"""fast_path._decode_times: step end times of a stretch priced in chunks equal a step-by-step sum, whatever the bound."""
+"""stretch_times.decode_times: step end times of a stretch priced in chunks equal a step-by-step sum, whatever the bound."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kvledger.dynamics.fast_path import _decode_times
+from kvledger.dynamics.stretch_times import decode_times
 
 
 def _rep(now_s: float = 0.0):
@@ -30,7 +30,7 @@ def test_pieces_priced_in_chunks_end_where_the_bound_falls(bound_s):
     # 0.19 s < 0.2 s: k = 13. A chunk priced from the last (20 ms) step's length must not run past its piece's end
     # with that piece's batch (it once did when the estimate fell under the 8-step minimum chunk).
     rems, comp = [2, 5, 100], [10, 20, 30]
-    k, ends, durs, pieces = _decode_times(_rep(), rems, comp, True, bound_s)
+    k, ends, durs, pieces = decode_times(_rep(), rems, comp, True, bound_s)
     k_ref, ends_ref = _reference(rems, bound_s)
     assert k == k_ref and ends[: k + 1] == ends_ref[: k + 1]
     if bound_s == 0.2:
@@ -43,6 +43,6 @@ def test_a_chunk_stops_at_its_pieces_end_even_when_the_estimate_is_short():
     # 3 + 3 = 6 steps, under the 8-step minimum, while the piece has 7 steps left. The chunk must stop at the
     # piece's end (step 9): the 8th step belongs to the next piece, with one request running (10 ms).
     rems = [2] * 8 + [9, 100]
-    k, ends, durs, pieces = _decode_times(_rep(), rems, [10] * 10, True, 0.5)
+    k, ends, durs, pieces = decode_times(_rep(), rems, [10] * 10, True, 0.5)
     k_ref, ends_ref = _reference(rems, 0.5)
     assert k == k_ref and ends[: k + 1] == ends_ref[: k + 1] and durs[:k] == [0.1] * 2 + [0.02] * 7 + [0.01] * (k - 9)

@@ -5,10 +5,12 @@ Python per step (tests compare every token time bit for bit with ``fast_forward=
 
 * ``stretch``: while every running request is one token behind and nobody can be admitted,
   the next steps differ only in KV lengths. Pieces of them, each running to the next finish
-  with its own batch, are priced with one vectorised ``decode_steps_s`` call each; the
-  stretch stops at the first step that would start at or after ``bound_s`` (the next
-  arrival), at the first finish when requests wait, or where blocks run out. Blocks are
-  handed out in step, then running, order, and finished requests freed after their step.
+  with its own batch, are priced by the step-cost model's ``decode_steps_list``
+  (stretch_times.py); the stretch stops at the first step that would start at or after
+  ``bound_s`` (the next arrival), at the first finish when requests wait, or where blocks run
+  out. Blocks are handed out in step, then running, order (or request by request when no
+  block is registered in the cache: kv_stretch.py), and finished requests freed after their
+  step; the KV usage samples are kept as the stretch's changes (kv_usage.py).
 * ``admit_step``: the step after an arrival while every running request is one token
   behind: each decodes one token (blocks first, in running order), then waiting requests
   are admitted under the budget left, as ``Scheduler._admit`` does (v1's mixed steps only;
@@ -45,8 +47,6 @@ deferred frees), or sends them to the general step for it, as ``vllm_v0`` and SG
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
-from itertools import accumulate
 
 import numpy as np
 
@@ -54,10 +54,10 @@ from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.kv_stretch import per_step_samples
 from kvledger.dynamics.request_state import FINISHED, SimRequest, accept
 from kvledger.dynamics.scheduler import v0_decode_limit
+from kvledger.dynamics.stretch_times import MAX_STRETCH_STEPS, decode_times
 
 __all__ = ["stretch", "admit_step", "run_open", "MAX_STRETCH_STEPS"]
 
-MAX_STRETCH_STEPS = 2048  # longest stretch priced in one go, steps
 _STEP_INDEX = np.arange(MAX_STRETCH_STEPS + 1, dtype=np.float64)
 
 
@@ -92,7 +92,7 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     lag = 1 if rep._async else 0
     if lag and rep.sched_s >= bound_s:  # the first step would be scheduled at or after the bound
         return [], 0
-    k, ends, durs, pieces = _decode_times(rep, rems, comp, go, bound_s, lag)
+    k, ends, durs, pieces = decode_times(rep, rems, comp, go, bound_s, lag)
     k = _block_limit(rep, running, comp, rems, k)
     if k == 0:
         return [], 0
@@ -126,68 +126,6 @@ def _set_final(r: SimRequest, computed: int) -> None:
     r.num_computed_tokens = computed
     r.num_generated = r.num_output_tokens
     r.num_tokens = r.num_prompt_tokens + r.num_output_tokens
-
-
-def _decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float, lag: int = 0):
-    """Step end times ``ends[0..k]`` (sequential float sums, as step-by-step execution adds them), step durations, ``k`` and the pieces.
-
-    A piece runs to the next finish with its own batch size, priced by ``decode_steps_list`` in
-    chunks sized to reach ``bound_s`` (same per-step prices however the run is split); ``k``
-    stops at the first step that would be scheduled at or after ``bound_s`` (its start; with
-    ``lag`` 1, async, the start of the step before it), at the first finish (with ``go``: the
-    last) and at MAX_STRETCH_STEPS. Pieces: ``(first step, end step, batch size, KV tokens read
-    in the first step)``; durations: each step's, as priced, a list.
-    """
-    alive = len(rems)
-    kv_tok = sum(comp) + alive
-    stops, si, leaving = [min(rems)], 0, None  # the later finishes are grouped only when a piece reaches the first
-    pieces, a, price = [], 0, rep._decode_list
-    ends, durs = [rep.now_s], []
-    finite = bound_s < math.inf
-    while True:
-        stop = stops[si]
-        b = stop if stop < MAX_STRETCH_STEPS else MAX_STRETCH_STEPS
-        j, cut = a, False
-        while j < b:
-            m = b - j  # a chunk never crosses the piece's end: past it the batch differs
-            if finite:  # steps likely to fit before the bound, from the last price (a few spare)
-                est = int((bound_s - ends[j]) / durs[-1]) + 3 + lag if durs and durs[-1] > 0 else 16
-                if est < 8:
-                    est = 8
-                if est < m:
-                    m = est
-            d = price(alive, kv_tok + alive * j, m)
-            durs += d
-            it = accumulate(d, initial=ends[j])
-            next(it)
-            ends.extend(it)
-            j += m
-            if j - 1 - lag >= 0 and ends[j - 1 - lag] >= bound_s:
-                j = bisect_left(ends, bound_s, max(a - lag, 0), j - lag) + lag
-                cut = True
-                break
-        b = j if j < b else b
-        if b > a:
-            pieces.append((a, b, alive, kv_tok + alive * a))
-        if cut or b == MAX_STRETCH_STEPS or not go:
-            break
-        if leaving is None:  # finishes grouped by step: {remaining tokens: [requests, Σ KV tokens they read]}
-            leaving = {}
-            for m, c in zip(rems, comp):
-                x = leaving.get(m)
-                if x is None:
-                    leaving[m] = [1, c + 1]
-                else:
-                    x[0] += 1
-                    x[1] += c + 1
-            stops = sorted(leaving)
-        cnt, tok = leaving[stop]
-        alive, kv_tok, a = alive - cnt, kv_tok - tok, b
-        si += 1
-        if si == len(stops):  # everyone finished
-            b = a
-            break
-    return b, ends, durs, pieces
 
 
 def _account(rep, pieces: list, k: int, ends: list[float], durs: list[float], samples: tuple,

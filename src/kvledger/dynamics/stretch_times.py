@@ -1,0 +1,78 @@
+"""Step end times of a steady-decode stretch: its pieces between finishes priced in chunks that reach the next arrival.
+
+Used by fast_path.py. Each step's duration is the step-cost model's price of a pure-decode step
+(``decode_steps_list``, bit for bit ``step_time_s`` of that step); end times are sequential float
+sums, as step-by-step execution adds them.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from itertools import accumulate
+
+__all__ = ["decode_times", "MAX_STRETCH_STEPS"]
+
+MAX_STRETCH_STEPS = 2048  # longest stretch priced in one go, steps
+
+
+def decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float, lag: int = 0):
+    """Step end times ``ends[0..k]`` (sequential float sums, as step-by-step execution adds them), step durations, ``k`` and the pieces.
+
+    A piece runs to the next finish with its own batch size, priced by ``decode_steps_list`` in
+    chunks sized to reach ``bound_s`` (same per-step prices however the run is split); ``k``
+    stops at the first step that would be scheduled at or after ``bound_s`` (its start; with
+    ``lag`` 1, async, the start of the step before it), at the first finish (with ``go``: the
+    last) and at MAX_STRETCH_STEPS. Pieces: ``(first step, end step, batch size, KV tokens read
+    in the first step)``; durations: each step's, as priced, a list.
+    """
+    alive = len(rems)
+    kv_tok = sum(comp) + alive
+    stops, si, leaving = [min(rems)], 0, None  # the later finishes are grouped only when a piece reaches the first
+    pieces, a, price = [], 0, rep._decode_list
+    ends, durs = [rep.now_s], []
+    finite = bound_s < math.inf
+    while True:
+        stop = stops[si]
+        b = stop if stop < MAX_STRETCH_STEPS else MAX_STRETCH_STEPS
+        j, cut = a, False
+        while j < b:
+            m = b - j  # a chunk never crosses the piece's end: past it the batch differs
+            if finite:  # steps likely to fit before the bound, from the last price (a few spare)
+                est = int((bound_s - ends[j]) / durs[-1]) + 3 + lag if durs and durs[-1] > 0 else 16
+                if est < 8:
+                    est = 8
+                if est < m:
+                    m = est
+            d = price(alive, kv_tok + alive * j, m)
+            durs += d
+            it = accumulate(d, initial=ends[j])
+            next(it)
+            ends.extend(it)
+            j += m
+            if j - 1 - lag >= 0 and ends[j - 1 - lag] >= bound_s:
+                j = bisect_left(ends, bound_s, max(a - lag, 0), j - lag) + lag
+                cut = True
+                break
+        b = j if j < b else b
+        if b > a:
+            pieces.append((a, b, alive, kv_tok + alive * a))
+        if cut or b == MAX_STRETCH_STEPS or not go:
+            break
+        if leaving is None:  # finishes grouped by step: {remaining tokens: [requests, Σ KV tokens they read]}
+            leaving = {}
+            for m, c in zip(rems, comp):
+                x = leaving.get(m)
+                if x is None:
+                    leaving[m] = [1, c + 1]
+                else:
+                    x[0] += 1
+                    x[1] += c + 1
+            stops = sorted(leaving)
+        cnt, tok = leaving[stop]
+        alive, kv_tok, a = alive - cnt, kv_tok - tok, b
+        si += 1
+        if si == len(stops):  # everyone finished
+            b = a
+            break
+    return b, ends, durs, pieces
