@@ -129,11 +129,15 @@ def advise(p: "Plan", build: Callable) -> Advice:
     asked = [r for r in p.concurrency if r.context_tokens != m.max_model_len and r.within_max_model_len
              and r.context_tokens in p.settings.contexts] if p.settings.contexts else []
     at_max = f"{n:,} concurrent {m.max_model_len:,}-token request{'' if n == 1 else 's'} (engine figure {c:.2f}x)"
+    rows = asked + [r for r in [p.row_at(m.max_model_len)] if r is not None]
+    cap = min((r.running_cap for r in rows if r.running_cap < r.max_requests), default=None)
+    capped = (f" in KV cache; max_num_seqs={cap:,} lets at most {cap:,} run at once (the rest wait)"
+              if cap is not None else "")
     if not asked:
-        return Advice("fits", f"fits: {at_max}")
+        return Advice("fits", f"fits: {at_max}{capped}")
     each = ", ".join(f"{r.max_requests:,} concurrent {r.context_tokens:,}-token request{'' if r.max_requests == 1 else 's'}"
                      for r in asked)
-    return Advice("fits", f"fits: {each}; at max_model_len, {at_max}")
+    return Advice("fits", f"fits: {each}; at max_model_len, {at_max}{capped}")
 
 
 def waterfall(p: "Plan") -> list[dict[str, Any]]:

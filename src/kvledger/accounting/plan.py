@@ -127,6 +127,9 @@ VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 """Block sizes vLLM accepts for ``--block-size`` (config/cache.py; 256 only for backends that need it)."""
 
 
+_ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+
+
 def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     """Reject combinations the engines would reject or that cannot be meant.
 
@@ -136,6 +139,14 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     if s.engine == "sglang" and s.engine_version:
         raise InputError("--engine-version applies to vLLM and TensorRT-LLM; the SGLang rules are from one release "
                          "(0.5.23) and take no version")
+    fractions = {"vllm": ("gpu_memory_utilization", "--gpu-memory-utilization"),
+                 "sglang": ("mem_fraction_static", "--mem-fraction-static"),
+                 "trtllm": ("free_gpu_memory_fraction", "--free-gpu-memory-fraction")}
+    own = fractions.get(s.engine)
+    for engine, (field, flag) in fractions.items():
+        if engine != s.engine and getattr(s, field) is not None and own is not None:
+            raise InputError(f"{flag} is {_ENGINE_NAMES[engine]}'s memory fraction; with --engine {s.engine} it would be "
+                             f"ignored: use {own[1]} ({_ENGINE_NAMES[s.engine]}'s), or --engine {engine}")
     if s.engine != "vllm" and s.pp > 1:
         raise InputError(f"--pp is modelled for vLLM only (its stage split, get_pp_indices, and per-stage profile); "
                          f"plan {s.engine} with --tp, or use --engine vllm")

@@ -195,10 +195,12 @@ def register(app: typer.Typer) -> None:
         prefix_caching_policy: so.PrefixCachingPolicy = None, scheduling_policy: so.SchedulingPolicy = None,
         batching: so.Batching = None, kv_allocation: so.KvAllocation = None, async_scheduling: so.AsyncScheduling = None, step_cost: so.StepCost = None,
         cpu_overhead: so.CpuOverhead = None,
+        achievable_flops_fraction: so.FlopsFraction = None,
+        achievable_bandwidth_fraction: so.BandwidthFraction = None,
     ) -> None:
         """Self-host vs API: USD per 1M input/output tokens priced by goodput, monthly bills, break-even, deciding factors.
 
-        The run is a FILE (a benchmark output, or the records.json `kvledger simulate --out` writes) or a
+        The run is a FILE (a benchmark output, or the records.parquet `kvledger simulate --out` writes) or a
         simulation: `--simulate MODEL --gpu GPU` with `kvledger simulate`'s workload and engine flags
         (marked [--simulate] below).
 
@@ -208,7 +210,7 @@ def register(app: typer.Typer) -> None:
         which --target (default 0.9) of the requests meet --slo, and the ledger is priced at the goodput of
         the run there; the search is listed among the sources and under "simulation" in --json.
         `--at-offered-load` prices the run at the workload's own load instead (the whole trace unless
-        --num-requests): the same ledger as `simulate --out DIR` then `cost DIR/records.json`. A FILE cannot
+        --num-requests): the same ledger as `simulate --out DIR` then `cost DIR/records.parquet`. A FILE cannot
         be re-run, so its measured goodput is taken as the capacity, which the output always states
         ("capacity_basis" in --json); when the run looks under-loaded — it states its rate or concurrency,
         kept pace with it (good req/s ≥ 90% of the offered rate; closed loop ≥ 95% of requests good) and

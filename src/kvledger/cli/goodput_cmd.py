@@ -118,7 +118,7 @@ def register(app: typer.Typer) -> None:
         target: float | None = typer.Option(None, "--target", help="attainment target in (0, 1], e.g. 0.9: the SLO boundary across the FILEs, or searched by simulation with --simulate"),
         axis: str = typer.Option("request_rate", "--axis", help="load axis for --target: request_rate (or rate), concurrency or max_num_seqs"),
         out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite without --force)"),
-        force: bool = typer.Option(False, "--force", help="allow --out to overwrite an existing file"),
+        force: bool = typer.Option(False, "--force", help="allow --out and --plot to overwrite an existing file"),
         plot: Path | None = typer.Option(None, "--plot", help="with --target: draw attainment and goodput against the axis, the boundary marked, to FILE (.png, .svg or .pdf)"),
         gpu: str | None = typer.Option(None, "--gpu", help="[--simulate] the GPU to simulate: a catalog name (H100, H200, ...) or a GPU file", show_default=False),
         lo: float | None = typer.Option(None, "--lo", help="[--simulate --target] lowest value to search (default: found by halving from 1 req/s or 1 user; 1 for max_num_seqs)", show_default=False),
@@ -136,6 +136,8 @@ def register(app: typer.Typer) -> None:
         prefix_caching_policy: so.PrefixCachingPolicy = None, scheduling_policy: so.SchedulingPolicy = None,
         batching: so.Batching = None, kv_allocation: so.KvAllocation = None, async_scheduling: so.AsyncScheduling = None, step_cost: so.StepCost = None,
         cpu_overhead: so.CpuOverhead = None,
+        achievable_flops_fraction: so.FlopsFraction = None,
+        achievable_bandwidth_fraction: so.BandwidthFraction = None,
     ) -> None:
         """Goodput under latency SLOs: req/s and tok/s that met every SLO, attainment, effective-cost multiplier.
 
@@ -162,7 +164,7 @@ def register(app: typer.Typer) -> None:
         the_slo = parse_slo(slo)
         if plot is not None and target is None:
             raise InputError("--plot draws the SLO boundary: add --target (e.g. 0.9)")
-        check_plot_path(plot)
+        check_plot_path(plot, force)
         if out is not None:
             from kvledger.cli.outputs import prepare_output_file
 

@@ -47,7 +47,7 @@ def plan(
     achievable_flops_fraction: float = typer.Option(0.7, "--achievable-flops-fraction", help="Roofline: share of peak FLOP/s matmuls reach (assumption)."),
     achievable_bandwidth_fraction: float = typer.Option(0.8, "--achievable-bandwidth-fraction", help="Roofline: share of peak HBM bandwidth kernels reach (assumption)."),
     disable_hybrid_kv_cache_manager: bool = typer.Option(False, "--disable-hybrid-kv-cache-manager", help="vLLM flag: allocate sliding/chunked layers as full."),
-    enable_prefix_caching: Optional[bool] = typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching", help="vLLM flag (default: the version's; on for hybrid models from 0.28): sets the Mamba cache mode, hence state pages per request."),
+    enable_prefix_caching: Optional[bool] = typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching", help="vLLM flag (default: the version's; on for hybrid models from 0.26): sets the Mamba cache mode, hence state pages per request."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the whole ledger (every term with its source, the waterfall, the roofline tables, every note) after the summary."),
 ) -> None:

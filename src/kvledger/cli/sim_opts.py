@@ -47,6 +47,8 @@ Replicas = Annotated[Optional[int], typer.Option("--replicas", help=_S + "identi
 Router = Annotated[Optional[str], typer.Option("--router", help=_S + "round_robin (default), least_loaded or prefix_aware.", show_default=False)]
 StepCost = Annotated[Optional[str], typer.Option("--step-cost", help=_S + "roofline (default; from the memory plan), calibrated (bundled measurements for this model/GPU/TP) or calibrated:SOURCE:MODEL@GPU/tpN (a bundled table by key), or PROFILE.json from kvledger calibrate.", show_default=False)]
 CpuOverhead = Annotated[Optional[str], typer.Option("--cpu-overhead", help=_S + "per-step CPU time added to the roofline (e.g. 2ms).", show_default=False)]
+FlopsFraction = Annotated[Optional[float], typer.Option("--achievable-flops-fraction", help=_S + "roofline: share of peak FLOP/s matmuls reach (default 0.7, an assumption).", show_default=False)]
+BandwidthFraction = Annotated[Optional[float], typer.Option("--achievable-bandwidth-fraction", help=_S + "roofline: share of peak HBM bandwidth kernels reach (default 0.8, an assumption).", show_default=False)]
 
 # command parameter name → (SimRequestArgs field or None for synthetic-only, default filled in, flag)
 SIM_FLAGS: dict[str, tuple[str | None, Any, str]] = {
@@ -69,6 +71,8 @@ SIM_FLAGS: dict[str, tuple[str | None, Any, str]] = {
     "async_scheduling": ("async_scheduling", None, "--async-scheduling"), "replicas": ("replicas", 1, "--replicas"),
     "router": ("router", "round_robin", "--router"), "step_cost": ("step_cost", "roofline", "--step-cost"),
     "cpu_overhead": ("cpu_overhead", None, "--cpu-overhead"),
+    "achievable_flops_fraction": ("achievable_flops_fraction", None, "--achievable-flops-fraction"),
+    "achievable_bandwidth_fraction": ("achievable_bandwidth_fraction", None, "--achievable-bandwidth-fraction"),
     "prompt_lengths": (None, None, "--prompt-lengths"), "output_lengths": (None, None, "--output-lengths"),
     "arrival_cv": (None, None, "--arrival-cv"),
 }

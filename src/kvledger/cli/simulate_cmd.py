@@ -47,6 +47,8 @@ def simulate(
     router: str = typer.Option("round_robin", "--router", help="round_robin, least_loaded or prefix_aware."),
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline (from the plan); calibrated (bundled measurements for this model, GPU and TP, when they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them); or PROFILE.json, a step cost fitted by kvledger calibrate."),
     cpu_overhead: Optional[str] = typer.Option(None, "--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms)."),
+    achievable_flops_fraction: Optional[float] = typer.Option(None, "--achievable-flops-fraction", help="Roofline: share of peak FLOP/s matmuls reach (default 0.7, an assumption).", show_default=False),
+    achievable_bandwidth_fraction: Optional[float] = typer.Option(None, "--achievable-bandwidth-fraction", help="Roofline: share of peak HBM bandwidth kernels reach (default 0.8, an assumption).", show_default=False),
     async_scheduling: Optional[bool] = typer.Option(None, "--async-scheduling/--no-async-scheduling", help="vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write records.parquet (every request, token times included; goodput and cost read it), steps.parquet (every engine step) and summary.json here."),
@@ -71,7 +73,8 @@ def simulate(
         num_gpu_blocks_override=num_gpu_blocks_override, enable_prefix_caching=prefix_caching,
         enable_chunked_prefill=chunked_prefill, policy=policy, prefix_caching_policy=prefix_caching_policy,
         scheduling_policy=scheduling_policy, batching=batching, kv_allocation=kv_allocation, replicas=replicas,
-        router=router, step_cost=step_cost, cpu_overhead=cpu_overhead, async_scheduling=async_scheduling)
+        router=router, step_cost=step_cost, cpu_overhead=cpu_overhead, async_scheduling=async_scheduling,
+        achievable_flops_fraction=achievable_flops_fraction, achievable_bandwidth_fraction=achievable_bandwidth_fraction)
     synthetic = None
     if prompt_lengths is not None or output_lengths is not None or arrival_cv is not None:
         if prompt_lengths is None or output_lengths is None:
@@ -116,14 +119,13 @@ def _run(setup, args, record_steps: bool, show_progress: bool, record_token_time
 def _write_outputs(out: Path, result, payload: dict, chrome_trace: bool) -> None:
     """Write the files, each atomically (temporary file + rename): a failure leaves no half-written file."""
     import os
-    import tempfile
 
     from kvledger.dynamics.steps_parquet import write_steps_parquet
     from kvledger.evidence.records_parquet import write_parquet
-    from kvledger.strict_json import write_text_atomic
+    from kvledger.strict_json import temp_beside, write_text_atomic
 
     def atomic(name: str, write) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out)
+        fd, tmp = temp_beside(out / name)
         os.close(fd)
         try:
             write(tmp)
@@ -136,6 +138,8 @@ def _write_outputs(out: Path, result, payload: dict, chrome_trace: bool) -> None
     atomic("steps.parquet", lambda tmp: write_steps_parquet(result.steps, tmp))
     if chrome_trace:
         write_text_atomic(out / "trace.json", strict_json.dumps(result.chrome_trace()))
+    elif (out / "trace.json").is_file() and not (out / "trace.json").is_symlink():
+        (out / "trace.json").unlink()  # an earlier run's (replacing needed --force): the folder holds one run only
     write_text_atomic(out / "summary.json", strict_json.dumps(payload, indent=2))
 
 

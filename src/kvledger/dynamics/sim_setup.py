@@ -54,6 +54,8 @@ class SimRequestArgs:
     step_cost: str = "roofline"
     cpu_overhead: str | None = None
     async_scheduling: bool | None = None
+    achievable_flops_fraction: float | None = None  # roofline: share of peak FLOP/s (None: the plan's default, 0.7)
+    achievable_bandwidth_fraction: float | None = None  # roofline: share of peak HBM bandwidth (None: 0.8)
 
 
 @dataclass
@@ -78,7 +80,7 @@ class SimSetup:
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
 _PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype",
                 "max_num_batched_tokens", "max_num_seqs", "block_size", "num_gpu_blocks_override", "cpu_overhead",
-                "enable_prefix_caching")
+                "enable_prefix_caching", "achievable_flops_fraction", "achievable_bandwidth_fraction")
 
 
 def load_plan(a: SimRequestArgs):
@@ -120,7 +122,9 @@ def _build_plan(a: SimRequestArgs):
         gpu_memory_utilization=a.gpu_memory_utilization, kv_cache_dtype=a.kv_cache_dtype,
         max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,
         num_gpu_blocks_override=a.num_gpu_blocks_override, enable_prefix_caching=a.enable_prefix_caching,
-        cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0)
+        cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
+        **{k: v for k, v in (("achievable_flops_fraction", a.achievable_flops_fraction),
+                             ("achievable_bandwidth_fraction", a.achievable_bandwidth_fraction)) if v is not None})
     return build_plan(load_model(a.model), resolve_gpu(a.gpu), settings, with_advice=False), mnbt
 
 

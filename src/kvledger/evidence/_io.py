@@ -56,6 +56,8 @@ def load_document(path: str | Path) -> Document:
     name = str(path) if len(str(path)) <= 200 else str(path)[:120] + f"… ({len(str(path)):,} characters)"
     try:
         if p.is_dir():
+            if (p / "records.parquet").is_file():
+                raise FormatError(name, f"is a `kvledger simulate --out` directory; pass its records file, {p / 'records.parquet'}")
             raise FormatError(name, "is a directory; pass the benchmark output files themselves (e.g. profile_export.jsonl, stage_0_lifecycle_metrics.json)")
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:

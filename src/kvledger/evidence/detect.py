@@ -33,7 +33,7 @@ FORMAT_DESCRIPTIONS: dict[str, str] = {
     "llmperf-summary": "llmperf *_summary.json (aggregate)",
     "inference-perf-lifecycle": "inference-perf summary_/stage_N_lifecycle_metrics.json (aggregate)",
     "inference-perf-per-request": "inference-perf per_request_lifecycle_metrics.json",
-    "kvledger-records": "kvledger records file (RunRecords JSON, written by kvledger simulate --out)",
+    "kvledger-records": "kvledger records: records.parquet from kvledger simulate --out, or RunRecords JSON (kvledger.evidence.write_records)",
 }
 
 

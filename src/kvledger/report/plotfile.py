@@ -12,14 +12,17 @@ __all__ = ["PLOT_SUFFIXES", "check_plot_path", "save_plot"]
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
-def check_plot_path(path: Path | None) -> None:
-    """Refuse a suffix matplotlib should not guess and a file that exists (nothing the user has is overwritten)."""
+def check_plot_path(path: Path | None, force: bool = False) -> None:
+    """Refuse a suffix matplotlib should not guess and a file that exists unless ``force`` (nothing the user has is
+    overwritten without asking)."""
     if path is None:
         return
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise InputError(f"--plot {path}: give a file ending in {', '.join(PLOT_SUFFIXES)}")
-    if path.exists():
-        raise InputError(f"--plot {path} already exists; refusing to overwrite it (choose another name or remove it)")
+    if path.is_dir():
+        raise InputError(f"--plot {path} is a directory; give a file name")
+    if path.exists() and not force:
+        raise InputError(f"--plot {path} already exists; refusing to overwrite it (pass --force, or choose another name)")
     if not path.parent.exists():
         raise InputError(f"--plot {path}: the folder {path.parent} does not exist")
 

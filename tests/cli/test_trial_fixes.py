@@ -1,0 +1,83 @@
+"""What the second new-user trial found, each pinned: roofline flags in the simulating commands, an engine's memory
+fraction only with that engine, the max_num_seqs cap in the headline, --out folders that hold one run, readable for
+the team, and a --plot that --force may replace."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.analyses.sim_ledgers import prepare_run
+from kvledger.cli.main import app
+from kvledger.dynamics.sim_setup import SimRequestArgs
+from kvledger.errors import KvLedgerError
+
+runner = CliRunner()
+MODEL = "meta-llama/Llama-3.1-8B"
+
+
+def _run(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False, env={"COLUMNS": "200"})
+
+
+def _refused(*args: str) -> str:
+    """The message of the error the command ends with (the console entry prints it and exits with status 2)."""
+    with pytest.raises(KvLedgerError) as err:
+        _run(*args)
+    return str(err.value)
+
+
+def test_simulate_takes_the_roofline_fractions_and_a_pure_decode_step_scales_with_bandwidth():
+    # Llama-3.1-8B decode on an H100 is bandwidth-bound in every term (weights and KV reads; TP 1, no all-reduce, no
+    # CPU overhead): halving the achievable bandwidth fraction from 0.8 to 0.4 doubles a pure-decode step exactly.
+    from kvledger.accounting.stepcost import StepShape
+
+    costs = {f: prepare_run(SimRequestArgs(model=MODEL, gpu="H100", num_requests=10, achievable_bandwidth_fraction=f)).cost
+             for f in (0.8, 0.4)}
+    assert costs[0.4].bandwidth_fraction == 0.4 and costs[0.8].bandwidth_fraction == 0.8
+    shape = StepShape(num_decode_seqs=8, decode_kv_tokens=8 * 2048)
+    assert costs[0.4].step_time_s(shape) / costs[0.8].step_time_s(shape) == pytest.approx(2.0, rel=1e-12)
+    assert "--achievable-flops-fraction" in _refused("simulate", MODEL, "--gpu", "H100", "--num-requests", "5",
+                                                     "--achievable-flops-fraction", "1.5")
+
+
+@pytest.mark.parametrize("engine,flag", [("sglang", "--gpu-memory-utilization"), ("trtllm", "--mem-fraction-static"),
+                                         ("vllm", "--free-gpu-memory-fraction")])
+def test_another_engines_memory_fraction_is_refused_not_ignored(engine, flag):
+    msg = _refused("plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--engine", engine, flag, "0.5")
+    assert flag in msg and "ignored" in msg
+
+
+def test_the_headline_says_when_max_num_seqs_caps_the_running_batch():
+    # 225 requests of 2,048 tokens fit in the KV cache (README headline rules), but --max-num-seqs 8 lets 8 run.
+    out = _run("plan", MODEL, "--gpu", "H100", "--max-num-seqs", "8", "--max-model-len", "2K").stdout
+    assert "fits: 225 concurrent 2,048-token requests" in out and "max_num_seqs=8 lets at most 8 run at once" in out
+    plain = _run("plan", MODEL, "--gpu", "H100", "--max-model-len", "2K").stdout
+    assert "max_num_seqs" not in plain.split("fits:")[1].split("\n")[0]
+
+
+def test_out_folder_holds_one_run_readable_by_the_team_and_goodput_points_at_its_records(tmp_path):
+    out = tmp_path / "run"
+    assert _run("simulate", MODEL, "--gpu", "H100", "--num-requests", "20", "--out", str(out), "--chrome-trace").exit_code == 0
+    assert (out / "trace.json").is_file()
+    assert _run("simulate", MODEL, "--gpu", "H100", "--num-requests", "10", "--out", str(out), "--force").exit_code == 0
+    assert not (out / "trace.json").exists()  # the earlier run's trace is not left beside the new records
+    mask = os.umask(0)
+    os.umask(mask)
+    for name in ("records.parquet", "steps.parquet", "summary.json"):
+        assert stat.S_IMODE((out / name).stat().st_mode) == 0o666 & ~mask, name
+    assert "records.parquet" in _refused("goodput", str(out), "--slo", "ttft=1s")
+
+
+def test_goodput_plot_is_replaced_only_with_force(tmp_path):
+    plot = tmp_path / "b.png"
+    plot.write_bytes(b"mine")
+    args = ["goodput", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "40", "--slo", "ttft=1s",
+            "--target", "0.9", "--plot", str(plot)]
+    assert "--force" in _refused(*args) and plot.read_bytes() == b"mine"
+    assert _run(*args, "--force").exit_code == 0 and plot.read_bytes()[:4] == b"\x89PNG"
