@@ -29,6 +29,8 @@ class UnknownNameError(KvLedgerError):
         msg = f"unknown {kind} {name!r}"
         if self.suggestions:
             msg += "; did you mean: " + ", ".join(self.suggestions) + "?"
+        elif hint:
+            msg += "."
         if hint:
             msg += f" {hint}"
         super().__init__(msg)

@@ -81,3 +81,19 @@ def test_goodput_plot_is_replaced_only_with_force(tmp_path):
             "--target", "0.9", "--plot", str(plot)]
     assert "--force" in _refused(*args) and plot.read_bytes() == b"mine"
     assert _run(*args, "--force").exit_code == 0 and plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_unknown_model_type_and_skipped_deductions_are_said_in_the_summary(tmp_path):
+    # An unknown model_type with standard decoder fields plans, and the summary (not only --verbose) says how it was
+    # read; for vLLM 0.19 the CUDA-graph estimate is logged, not subtracted, so the summary does not list it.
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "foobar", "hidden_size": 2048, "num_hidden_layers": 16,
+                               "num_attention_heads": 16, "num_key_value_heads": 4, "intermediate_size": 5632,
+                               "vocab_size": 32000, "max_position_embeddings": 4096, "torch_dtype": "bfloat16"}))
+    out = " ".join(_run("plan", str(cfg), "--gpu", "H100").stdout.split())
+    # KV per token: 2 (K, V) × 16 layers × 4 KV heads × 128 head_dim × 2 B = 32,768 B
+    assert "32,768 B" in out and "note: model_type 'foobar': read as a standard decoder" in out
+    old = " ".join(_run("plan", MODEL, "--gpu", "H100", "--engine-version", "0.19.0").stdout.split())
+    assert "less weights, activation peak, non-torch memory)" in old
+    new = " ".join(_run("plan", MODEL, "--gpu", "H100").stdout.split())
+    assert "non-torch memory, CUDA graphs (estimate))" in new

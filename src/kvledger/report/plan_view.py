@@ -135,6 +135,7 @@ def summary_lines(p: Plan) -> list[str]:
     out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype {kv.kv_cache_dtype} "
            f"— " + "; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)]
     out += [f"note: {n}" for n in m.notes if "newer than the newest release" in n]
+    out += [f"note: {n}" for n in p.model.notes if "read as a standard decoder" in n]  # an unknown model_type: say how
     if m.stages:
         stage = m.bytes_per_block / m.block_size
         out[0] = (f"KV per token: {stage:,.0f} B ({stage / KiB:,.2f} KiB) per GPU of the binding pipeline stage (its layers "
@@ -150,7 +151,7 @@ def summary_lines(p: Plan) -> list[str]:
                    f"(layers {bind['layers'][0]}–{bind['layers'][1]}{', LM head + sampler' if bind['is_last'] else ''}) has the "
                    "fewest blocks and sizes the engine's pool; figures below are per GPU of that stage")
     out.append(f"memory per GPU: {weights}{avail} "
-               f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB × {m.fraction_name} {m.fraction:g} less ' + ', '.join(d.name for d in m.deductions)})"
+               f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB × {m.fraction_name} {m.fraction:g} less ' + ', '.join(d.name for d in m.deductions if d.bytes)})"
                f" → {m.num_gpu_blocks:,} blocks of {m.block_size} token{'' if m.block_size == 1 else 's'}")
     if m.fits:
         rows = "; ".join(f"{r.context_tokens:,} tokens: {r.max_requests:,} requests ({r.max_concurrency:,.2f}x)"
