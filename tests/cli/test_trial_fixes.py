@@ -97,3 +97,17 @@ def test_unknown_model_type_and_skipped_deductions_are_said_in_the_summary(tmp_p
     assert "less weights, activation peak, non-torch memory)" in old
     new = " ".join(_run("plan", MODEL, "--gpu", "H100").stdout.split())
     assert "non-torch memory, CUDA graphs (estimate))" in new
+
+
+def test_a_token_budget_below_max_num_seqs_is_refused_as_vllm_does():
+    # vLLM 0.19 config/scheduler.py verify_max_model_len: max_num_batched_tokens < max_num_seqs raises at start-up.
+    msg = _refused("plan", MODEL, "--gpu", "H100", "--max-num-batched-tokens", "1")
+    assert "max_num_batched_tokens (1) must be at least max_num_seqs (1,024)" in msg
+    assert _run("plan", MODEL, "--gpu", "H100", "--max-num-batched-tokens", "256", "--max-num-seqs", "256").exit_code == 0
+
+
+def test_arrival_flags_the_chosen_loop_would_ignore_are_refused():
+    assert "--rate sets open-loop arrivals" in _refused("simulate", MODEL, "--gpu", "H100", "--concurrency", "8", "--rate", "2")
+    assert "add --concurrency" in _refused("simulate", MODEL, "--gpu", "H100", "--think-time", "1")
+    assert "--rate-scale sets" in _refused("goodput", "--simulate", MODEL, "--gpu", "H100", "--concurrency", "8",
+                                           "--rate-scale", "2", "--slo", "ttft=1s")

@@ -172,6 +172,10 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     if s.engine == "vllm":
         res = vllm_plan(model, gpu, s, kv, checkpoint=checkpoint)
         mem, layout, inflight = res.memory, res.layout, res.inflight_tokens
+        if mem.max_num_batched_tokens < mem.max_num_seqs:  # vLLM config/scheduler.py SchedulerConfig.verify_max_model_len
+            raise InputError(f"max_num_batched_tokens ({mem.max_num_batched_tokens:,}) must be at least max_num_seqs "
+                             f"({mem.max_num_seqs:,}), or vLLM refuses to start; raise --max-num-batched-tokens or lower "
+                             "--max-num-seqs")
         row_kv = res.stage_kv or kv  # with PP, a request's bytes on one GPU of the binding stage
     elif s.engine == "sglang":
         mem, row_kv = sglang_plan(model, gpu, s, kv), kv

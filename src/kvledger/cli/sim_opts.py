@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-__all__ = ["SIM_FLAGS", "sim_request", "reject_sim_flags", "Simulate"]
+__all__ = ["SIM_FLAGS", "sim_request", "reject_sim_flags", "check_loop_flags", "Simulate"]
 
 _S = "[--simulate] "
 Simulate = Annotated[Optional[str], typer.Option("--simulate", help="Simulate this model (HF id, alias, config.json path or Hub id) on --gpu instead of reading a FILE.", show_default=False)]
@@ -78,6 +78,27 @@ SIM_FLAGS: dict[str, tuple[str | None, Any, str]] = {
 }
 
 
+def check_loop_flags(rate: float | None, rate_scale: float | None, concurrency: int | None,
+                     think_time: float | None) -> None:
+    """Refuse arrival flags that the chosen loop would ignore: a closed loop (``--concurrency``) sends each user's next
+    request when the last ends, so a rate means nothing there; a think time means nothing in an open loop.
+
+    Raises:
+        InputError: --rate or --rate-scale with --concurrency, or --think-time without it.
+    """
+    from kvledger.errors import InputError
+
+    if concurrency is not None:
+        given = [f for f, v in (("--rate", rate), ("--rate-scale", rate_scale)) if v is not None]
+        if given:
+            raise InputError(f"{' and '.join(given)} {'set' if len(given) > 1 else 'sets'} open-loop arrivals; with "
+                             "--concurrency (a closed loop) each user "
+                             "sends its next request when the last one ends, so it would be ignored: drop one of them")
+    elif think_time is not None:
+        raise InputError("--think-time is the pause of a closed-loop user; add --concurrency N, or drop it (an open loop "
+                         "follows the trace's arrival times)")
+
+
 def reject_sim_flags(params: dict[str, Any]) -> None:
     """Raise InputError naming the simulation flags given without ``--simulate``."""
     from kvledger.errors import InputError
@@ -99,6 +120,7 @@ def sim_request(model: str, gpu: str | None, params: dict[str, Any], *, num_requ
 
     if gpu is None:
         raise InputError("--simulate needs --gpu (a catalog GPU such as H100, or a GPU file)")
+    check_loop_flags(params.get("rate"), params.get("rate_scale"), params.get("concurrency"), params.get("think_time"))
     fields = {field: (params.get(name) if params.get(name) is not None else default)
               for name, (field, default, _) in SIM_FLAGS.items() if field is not None}
     if fields["num_requests"] is None:

@@ -23,7 +23,7 @@ def simulate(
     num_requests: Optional[int] = typer.Option(None, "--num-requests", help="Replay only the first N requests."),
     seed: int = typer.Option(0, "--seed", help="RNG seed (Poisson arrivals for a lengths-only trace)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Closed loop: N users, each sends its next request when the last one ends (trace arrival times ignored)."),
-    think_time: float = typer.Option(0.0, "--think-time", help="Closed loop: seconds a user waits before its next request."),
+    think_time: Optional[float] = typer.Option(None, "--think-time", help="Closed loop: seconds a user waits before its next request (default 0).", show_default=False),
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose defaults to apply."),
     tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", help="Tensor-parallel degree."),
     max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Tokens (8192, 8K); default: from the config."),
@@ -61,13 +61,16 @@ def simulate(
     from kvledger.dynamics.sim_setup import SimRequestArgs
     from kvledger.errors import InputError
 
+    from kvledger.cli.sim_opts import check_loop_flags
+
+    check_loop_flags(rate, rate_scale, concurrency, think_time)
     if out is not None:
         from kvledger.cli.outputs import prepare_output_dir
 
         prepare_output_dir(out, OUT_FILES, force=force, inputs=[Path(trace)])
     args = SimRequestArgs(
         model=model, gpu=gpu, trace=trace, rate=rate, rate_scale=rate_scale, num_requests=num_requests, seed=seed,
-        concurrency=concurrency, think_time_s=think_time, engine_version=engine_version, tp=tp,
+        concurrency=concurrency, think_time_s=think_time or 0.0, engine_version=engine_version, tp=tp,
         max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype,
         block_size=block_size, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         num_gpu_blocks_override=num_gpu_blocks_override, enable_prefix_caching=prefix_caching,
