@@ -17,7 +17,7 @@ OUT_FILES = ("records.parquet", "steps.parquet", "trace.json", "summary.json")
 def simulate(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a GPU file."),
-    trace: str = typer.Option("azure-conv", "--trace", help="azure-conv, azure-code, mooncake, mooncake-synthetic, arxiv, or a CSV/JSONL path."),
+    trace: str = typer.Option("azure-conv", "--trace", help="azure-conv, azure-code, mooncake, mooncake-synthetic, arxiv, or a CSV/JSONL path with columns arrival_s (s), num_prompt_tokens, num_output_tokens (Azure, Vidur and Mooncake layouts are detected too); times are shifted to start at 0."),
     rate: Optional[float] = typer.Option(None, "--rate", help="Target mean arrival rate, req/s (gaps rescaled, burstiness kept); 'inf' sends all at t=0."),
     rate_scale: Optional[float] = typer.Option(None, "--rate-scale", help="Multiply the trace's own rate by this factor."),
     num_requests: Optional[int] = typer.Option(None, "--num-requests", help="Replay only the first N requests."),
@@ -35,7 +35,7 @@ def simulate(
     num_gpu_blocks_override: Optional[int] = typer.Option(None, "--num-gpu-blocks-override", help="Fix the KV block count."),
     prefix_caching: Optional[bool] = typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching", help="Automatic prefix caching (default on, as vLLM v1)."),
     chunked_prefill: Optional[bool] = typer.Option(None, "--enable-chunked-prefill/--no-enable-chunked-prefill", help="Chunked prefill (default on, as vLLM v1)."),
-    policy: Optional[str] = typer.Option(None, "--policy", help="Preset: vllm (hash cache, FCFS), sglang (radix cache, longest prefix first), static (static batching), contiguous (max_model_len reserved per request)."),
+    policy: Optional[str] = typer.Option(None, "--policy", help="Preset: vllm (hash cache, FCFS), sglang (SGLang's scheduler and radix cache, FCFS: its default schedule_policy), static (static batching), contiguous (max_model_len reserved per request)."),
     prefix_caching_policy: Optional[str] = typer.Option(None, "--prefix-caching-policy", help="vllm or sglang."),
     scheduling_policy: Optional[str] = typer.Option(None, "--scheduling-policy", help="fcfs or lpm."),
     batching: Optional[str] = typer.Option(None, "--batching", help="continuous or static."),
