@@ -154,8 +154,9 @@ def summary_lines(p: Plan) -> list[str]:
                f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB × {m.fraction_name} {m.fraction:g} less ' + ', '.join(d.name for d in m.deductions if d.bytes)})"
                f" → {m.num_gpu_blocks:,} blocks of {m.block_size} token{'' if m.block_size == 1 else 's'}")
     if m.fits:
-        rows = "; ".join(f"{r.context_tokens:,} tokens: {r.max_requests:,} requests ({r.max_concurrency:,.2f}x)"
-                         + ("" if r.within_max_model_len else " — above max_model_len, rejected") for r in p.concurrency)
+        rows = "; ".join(f"{r.context_tokens:,} tokens: {r.max_requests:,} request{'' if r.max_requests == 1 else 's'} "
+                         f"({r.max_concurrency:,.2f}x)" if r.within_max_model_len else
+                         f"{r.context_tokens:,} tokens: above max_model_len, rejected" for r in p.concurrency)
         out.append(f"concurrency (per replica): {rows}")
     r = p.roofline
     if r is not None:
