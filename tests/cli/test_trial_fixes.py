@@ -111,3 +111,12 @@ def test_arrival_flags_the_chosen_loop_would_ignore_are_refused():
     assert "add --concurrency" in _refused("simulate", MODEL, "--gpu", "H100", "--think-time", "1")
     assert "--rate-scale sets" in _refused("goodput", "--simulate", MODEL, "--gpu", "H100", "--concurrency", "8",
                                            "--rate-scale", "2", "--slo", "ttft=1s")
+
+
+def test_an_old_vllm_version_says_which_scheduling_rule_it_runs():
+    # vLLM made V1 its default engine in 0.8; a 0.5 run keeps v1's scheduling rule and says so.
+    out = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--engine-version", "0.5.0", "--num-requests", "10").stdout.split())
+    assert "vLLM 0.5.0 ran the V0 engine by default" in out and "--batching vllm_v0" in out
+    new = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--num-requests", "10").stdout.split())
+    assert "V0 engine" not in new
+    assert "--no-enable-chunked-prefill" in _refused("simulate", MODEL, "--gpu", "H100", "--batching", "vllm_v0")

@@ -40,7 +40,7 @@ ChunkedPrefill = Annotated[Optional[bool], typer.Option("--enable-chunked-prefil
 Policy = Annotated[Optional[str], typer.Option("--policy", help=_S + "preset: vllm, sglang, static, contiguous (see kvledger simulate --help).", show_default=False)]
 PrefixCachingPolicy = Annotated[Optional[str], typer.Option("--prefix-caching-policy", help=_S + "vllm or sglang.", show_default=False)]
 SchedulingPolicy = Annotated[Optional[str], typer.Option("--scheduling-policy", help=_S + "fcfs or lpm.", show_default=False)]
-Batching = Annotated[Optional[str], typer.Option("--batching", help=_S + "continuous or static.", show_default=False)]
+Batching = Annotated[Optional[str], typer.Option("--batching", help=_S + "continuous (vLLM v1, default), static, vllm_v0 (V0 prefill-first; with --no-enable-chunked-prefill --no-enable-prefix-caching) or sglang.", show_default=False)]
 KvAllocation = Annotated[Optional[str], typer.Option("--kv-allocation", help=_S + "paged or contiguous.", show_default=False)]
 AsyncScheduling = Annotated[Optional[bool], typer.Option("--async-scheduling/--no-async-scheduling", help=_S + "vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33).", show_default=False)]
 Replicas = Annotated[Optional[int], typer.Option("--replicas", help=_S + "identical engine replicas behind a router (default 1).", show_default=False)]

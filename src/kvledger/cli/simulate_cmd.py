@@ -38,7 +38,7 @@ def simulate(
     policy: Optional[str] = typer.Option(None, "--policy", help="Preset: vllm (hash cache, FCFS), sglang (SGLang's scheduler and radix cache, FCFS: its default schedule_policy), static (static batching), contiguous (max_model_len reserved per request)."),
     prefix_caching_policy: Optional[str] = typer.Option(None, "--prefix-caching-policy", help="vllm or sglang."),
     scheduling_policy: Optional[str] = typer.Option(None, "--scheduling-policy", help="fcfs or lpm."),
-    batching: Optional[str] = typer.Option(None, "--batching", help="continuous or static."),
+    batching: Optional[str] = typer.Option(None, "--batching", help="continuous (vLLM v1, default), static, vllm_v0 (V0 prefill-first; with --no-enable-chunked-prefill --no-enable-prefix-caching) or sglang (SGLang's scheduler)."),
     kv_allocation: Optional[str] = typer.Option(None, "--kv-allocation", help="paged or contiguous."),
     prompt_lengths: Optional[str] = typer.Option(None, "--prompt-lengths", help="Synthetic workload instead of a trace: prompt lengths, e.g. fixed:512, uniform:1:512, exp:128:1536, lognormal:1000:0.8 (with --output-lengths, --rate or --concurrency, --num-requests)."),
     output_lengths: Optional[str] = typer.Option(None, "--output-lengths", help="Synthetic workload: output lengths (same forms as --prompt-lengths)."),

@@ -93,6 +93,11 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         fields.update(POLICY_PRESETS[policy])
         notes.append(f"policy preset {policy!r}: {POLICY_PRESETS[policy]}")
     fields.update({k: v for k, v in overrides.items() if v is not None})
+    if (m.engine == "vllm" and parse_version(m.engine_version) < (0, 8, 0)
+            and fields.get("batching", "continuous") == "continuous"):
+        notes.append(f"vLLM {m.engine_version} ran the V0 engine by default (V1 became the default in 0.8): this run "
+                     "schedules by the v1 rule with that version's memory plan; --batching vllm_v0 models V0's "
+                     "prefill-first rule")
     if "async_scheduling" not in fields:
         on, why = default_async_scheduling(m.engine, m.engine_version, fields.get("batching", "continuous"))
         fields["async_scheduling"] = on
