@@ -23,53 +23,39 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from importlib import resources
 from pathlib import Path
 
-from kvledger.analyses.memory_accuracy import QUANTIZED_CHECKPOINTS
+from kvledger.analyses.memory_accuracy import QUANTIZED_CHECKPOINTS, quantized_model
 from kvledger.catalog.loading import loaded_weights
 from kvledger.catalog.models import load_model, resolve_bundled
-from kvledger.catalog.modelspec import parse_config
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 GiB = 2**30
 V019 = (0, 19, 0)  # the corpus's vLLM release (its logs and run records say v0.19.0)
 
-# the release a RedHatAI checkpoint quantizes -> its bundled config
-MODELS_OF_BASE = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Meta-Llama-3.1-8B", "Qwen/Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B-Instruct"}
-
-# corpus model -> (bundled config, reconstructed quantization_config or None)
+# corpus model -> bundled config or file (the RedHatAI checkpoints: memory_accuracy.QUANTIZED_CHECKPOINTS)
 MODELS = {
-    "meta-llama/Llama-3.1-8B-Instruct": ("meta-llama/Meta-Llama-3.1-8B", None),
-    "Qwen/Qwen2.5-7B-Instruct": ("Qwen/Qwen2.5-7B-Instruct", None),
-    "mistralai/Mixtral-8x7B-Instruct-v0.1": ("mistralai/Mixtral-8x7B-v0.1", None),
-    "meta-llama/Llama-4-Scout-17B-16E-Instruct": ("meta-llama/Llama-4-Scout-17B-16E-Instruct", None),
-    "deepseek-ai/DeepSeek-V2-Lite-Chat": ("deepseek-ai/DeepSeek-V2-Lite", None),
-    **{model: (MODELS_OF_BASE[base], qc) for model, (base, qc) in QUANTIZED_CHECKPOINTS.items()},
+    "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Meta-Llama-3.1-8B",
+    "Qwen/Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B-Instruct",
+    "mistralai/Mixtral-8x7B-Instruct-v0.1": "mistralai/Mixtral-8x7B-v0.1",
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+    "deepseek-ai/DeepSeek-V2-Lite-Chat": "deepseek-ai/DeepSeek-V2-Lite",
     # no config of their own here: transformers' default GemmaConfig / Qwen2MoeConfig (benchmarks/transformers_oracle.py),
     # documented by transformers as these models' configurations
-    "google/gemma-7b": (str(Path(__file__).resolve().parent / "data" / "oracle_configs" / "gemma.json"), None),
-    "Qwen/Qwen1.5-MoE-A2.7B": (str(Path(__file__).resolve().parent / "data" / "oracle_configs" / "qwen2_moe.json"), None),
-    "openai/gpt-oss-20b": ("openai/gpt-oss-20b", None),
-    "Qwen/Qwen3-0.6B": (str(Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "configs" / "Qwen3-0.6B.json"), None),
+    "google/gemma-7b": str(Path(__file__).resolve().parent / "data" / "oracle_configs" / "gemma.json"),
+    "Qwen/Qwen1.5-MoE-A2.7B": str(Path(__file__).resolve().parent / "data" / "oracle_configs" / "qwen2_moe.json"),
+    "openai/gpt-oss-20b": "openai/gpt-oss-20b",
+    "Qwen/Qwen3-0.6B": str(Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "configs" / "Qwen3-0.6B.json"),
 }
 
 
 def _known(model: str) -> bool:
-    """A corpus model whose config is listed above or bundled in the catalog (CodeLlama-7b, phi-2, ...)."""
-    return model in MODELS or resolve_bundled(model) is not None
+    """A corpus model whose config is listed above, rebuilt (quantized checkpoints) or bundled in the catalog."""
+    return model in MODELS or model in QUANTIZED_CHECKPOINTS or resolve_bundled(model) is not None
 
 
 def _spec(model: str):
-    bundled, qc = MODELS.get(model, (model, None))
-    if bundled is None:
-        return None
-    if qc is None:
-        return load_model(bundled)
-    bm = load_model(bundled)
-    raw = json.loads((resources.files("kvledger.catalog") / "data" / "models" / (bm.catalog_id.replace("/", "--") + ".json")).read_text())
-    raw["quantization_config"] = qc
-    return parse_config(raw, source=f"{bundled} config + reconstructed quantization_config", name=model)
+    return quantized_model(model) or load_model(MODELS.get(model, model))
 
 
 def _ranks(text: str) -> dict[str, float]:

@@ -53,7 +53,6 @@ import numpy as np
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.kv_stretch import per_step_samples
 from kvledger.dynamics.request_state import FINISHED, SimRequest, accept
-from kvledger.dynamics.scheduler import v0_decode_limit
 from kvledger.dynamics.stretch_times import MAX_STRETCH_STEPS, decode_times
 
 __all__ = ["stretch", "admit_step", "run_open", "MAX_STRETCH_STEPS"]
@@ -116,9 +115,8 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
 
 
 def _block_limit(rep, running: list[SimRequest], comp: list[int], rems: list[int], k: int) -> int:
-    """Steps (≤ ``k``) of a stretch sure to find their blocks without preemption (vllm_v0: see scheduler.py)."""
-    k = rep.kv.stretch_limit(running, comp, rems, k)
-    return v0_decode_limit(rep.kv, running, comp, rems, k) if rep._v0 and k else k
+    """Steps (≤ ``k``) of a stretch sure to find their blocks without preemption (vllm_v0 also leaves one block free)."""
+    return rep.kv.stretch_limit(running, comp, rems, k, reserve=1 if rep._v0 else 0)
 
 
 def _set_final(r: SimRequest, computed: int) -> None:

@@ -204,7 +204,7 @@ class HybridKVManager(PoolUsage):
         return req.node[2] if req.node is not None else 0
 
     # ------------------------------------------------ fast path: not for this manager
-    def stretch_limit(self, running, comp, rems, k: int) -> int:
+    def stretch_limit(self, running, comp, rems, k: int, reserve: int = 0) -> int:
         return 0
 
     def stretch_commit(self, *args, **kwargs) -> None:

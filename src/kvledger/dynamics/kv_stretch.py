@@ -20,7 +20,19 @@ import numpy as np
 from kvledger.dynamics.kv_usage import run_steps
 from kvledger.dynamics.request_state import SimRequest
 
-__all__ = ["PagedStretches", "RadixStretches", "per_step_samples"]
+__all__ = ["PagedStretches", "RadixStretches", "per_step_samples", "most_steps"]
+
+
+def most_steps(need, k: int, budget: int) -> int:
+    """The most steps ``s ≤ k`` whose ``need(s)`` (non-decreasing in ``s``, 0 at 0) stays within ``budget`` (0 when
+    none does), by bisection."""
+    if need(k) <= budget:
+        return k
+    lo, hi = 0, k  # need(lo) <= budget < need(hi), or nothing fits (lo stays 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if need(mid) <= budget else (lo, mid)
+    return lo
 
 
 def per_step_samples(samples: tuple, k: int, block_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -41,25 +53,18 @@ class PagedStretches:
     # A stretch: request i (computed ``comp[i]`` tokens at the start) decodes one token in each
     # of the first ``min(rems[i], k)`` steps; a request with ``rems[i] <= k`` finishes after its
     # step ``rems[i] − 1`` and its blocks are freed before the next step allocates.
-    def stretch_limit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int) -> int:
-        """A ``k' ≤ k`` such that the first ``k'`` steps find their blocks (frees mid-stretch ignored: conservative)."""
-        free = self.pool.num_free_blocks
+    def stretch_limit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int, reserve: int = 0) -> int:
+        """A ``k' ≤ k`` such that the first ``k'`` steps find their blocks and leave ``reserve`` free (frees mid-stretch
+        ignored: conservative). vLLM V0 decodes only while a block is free, needed or not (``can_append_slot``): its
+        stretches reserve 1 (scheduler.py); stopping short is exact, the general step takes over."""
+        budget = self.pool.num_free_blocks - reserve
         B = self.block_size
         if self.custom_bft:
-            return int(np.searchsorted(self._stretch_allocs(running, comp, rems, k)[1], free, side="right"))
-        if len(running) * (k // B + 1) <= free:
+            return int(np.searchsorted(self._stretch_allocs(running, comp, rems, k)[1], budget, side="right"))
+        if len(running) * (k // B + 1) <= budget:
             return k
-
-        def need(steps: int) -> int:
-            return sum(max(0, (c + min(m, steps) + B - 1) // B - len(r.blocks)) for r, c, m in zip(running, comp, rems))
-
-        if need(k) <= free:
-            return k
-        lo, hi = 0, k  # need(lo) <= free < need(hi)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if need(mid) <= free else (lo, mid)
-        return lo
+        return most_steps(lambda steps: sum(max(0, (c + min(m, steps) + B - 1) // B - len(r.blocks))
+                                            for r, c, m in zip(running, comp, rems)), k, budget)
 
     def _stretch_allocs(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int):
         c = np.asarray(comp, dtype=np.int64)
@@ -196,20 +201,12 @@ class RadixStretches:
 
     # Same contract as PagedKVManager: request i (``comp[i]`` computed tokens at the start) decodes
     # in the first ``min(rems[i], k)`` steps; one with ``rems[i] <= k`` finishes after step ``rems[i] − 1``.
-    def stretch_limit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int) -> int:
-        """A ``k' ≤ k`` such that the first ``k'`` steps find token slots (frees mid-stretch ignored: conservative)."""
-        avail = self.num_free_tokens + self.evictable_tokens
-
-        def need(steps: int) -> int:
-            return sum(max(0, c + min(m, steps) - r.covered_tokens) for r, c, m in zip(running, comp, rems))
-
-        if need(k) <= avail:
-            return k
-        lo, hi = 0, k  # need(lo) <= avail < need(hi)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if need(mid) <= avail else (lo, mid)
-        return lo
+    def stretch_limit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int, reserve: int = 0) -> int:
+        """A ``k' ≤ k`` such that the first ``k'`` steps find token slots and leave ``reserve`` (frees mid-stretch
+        ignored: conservative)."""
+        return most_steps(lambda steps: sum(max(0, c + min(m, steps) - r.covered_tokens)
+                                            for r, c, m in zip(running, comp, rems)),
+                          k, self.num_free_tokens + self.evictable_tokens - reserve)
 
     def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
                        free_finished: bool = True, lag: int = 0):

@@ -49,12 +49,10 @@ from __future__ import annotations
 
 from collections import deque
 
-import numpy as np
-
 from kvledger.dynamics.engine_config import EngineConfig
 from kvledger.dynamics.request_state import PREEMPTED, RUNNING, SimRequest
 
-__all__ = ["Scheduler", "LPM_MAX_WAITING", "padded_prompt_shape", "v0_decode_limit"]
+__all__ = ["Scheduler", "LPM_MAX_WAITING", "padded_prompt_shape"]
 
 LPM_MAX_WAITING = 128  # SGLang managers/schedule_policy.py: prefix matching off above this queue length
 
@@ -261,29 +259,3 @@ class Scheduler:
             req.status = RUNNING
             running.append(req)
         return len(running)
-
-
-def v0_decode_limit(kv, running: list[SimRequest], comp: list[int], rems: list[int], k: int) -> int:
-    """Pure-decode steps (≤ ``k``, whose blocks fit) that vLLM V0 surely runs without preempting.
-
-    V0 decodes a request only while a block is free (``can_append_slot``), needed or not, so
-    a stretch is safe when its blocks leave one free. Used by fast_path.py; stopping short is
-    exact (the general step takes over). ``comp``/``rems``: computed and remaining tokens.
-    """
-    free = kv.num_free_blocks
-    if kv.custom_bft:
-        return int(np.searchsorted(kv._stretch_allocs(running, comp, rems, k)[1], free - 1, side="right"))
-    B = kv.block_size
-    if len(running) * (k // B + 1) < free:
-        return k
-
-    def need(steps: int) -> int:
-        return sum(max(0, (c + min(m, steps) + B - 1) // B - len(r.blocks)) for r, c, m in zip(running, comp, rems))
-
-    if need(k) < free:
-        return k
-    lo, hi = 0, k  # need(lo) < free <= need(hi), or nothing is safe (lo stays 0)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if need(mid) < free else (lo, mid)
-    return lo
