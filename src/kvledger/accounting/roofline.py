@@ -252,16 +252,28 @@ class RooflineStepCost:
     def step_time_s(self, shape: StepShape) -> float:
         """``time_s(costs(shape))``, s; without windowed layers or split attention kernels computed in place (the same
         operations in the same order, so bit for bit the same float, without building ``StepCosts``)."""
-        T = shape.num_prefill_tokens + shape.num_decode_seqs
+        if self._swa or self.split_attention:
+            if shape.num_prefill_tokens + shape.num_decode_seqs == 0:
+                return 0.0
+            return self.time_s(self.costs(shape))
+        return self.step_time_of(shape.num_prefill_tokens, shape.num_prefill_seqs, shape.prefill_kv_tokens,
+                                 shape.prefill_attn_pairs, shape.num_decode_seqs, shape.decode_kv_tokens)
+
+    def step_time_of(self, num_prefill_tokens: int, num_prefill_seqs: int, prefill_kv_tokens: int,
+                     prefill_attn_pairs: float, num_decode_seqs: int, decode_kv_tokens: int) -> float:
+        """``step_time_s`` of the StepShape with these fields, s (the simulator's hot path prices a step without
+        building one)."""
+        T = num_prefill_tokens + num_decode_seqs
         if T == 0:
             return 0.0
         if self._swa or self.split_attention:
-            return self.time_s(self.costs(shape))
-        seqs = shape.num_prefill_seqs + shape.num_decode_seqs
+            return self.time_s(self.costs(StepShape(num_prefill_tokens, num_prefill_seqs, prefill_kv_tokens,
+                                                    prefill_attn_pairs, num_decode_seqs, decode_kv_tokens)))
+        seqs = num_prefill_seqs + num_decode_seqs
         matmul = (2 * self.matmul_params * T + self.head_flops_per_seq * seqs
-                  + self._ctx_upproj * (shape.prefill_kv_tokens - shape.num_prefill_tokens))
-        attn = self._prefill_coef * shape.prefill_attn_pairs + self._attn_coef * shape.decode_kv_tokens
-        kv_bytes = (self.kv.growing_bytes_per_token * (shape.decode_kv_tokens + shape.prefill_kv_tokens)
+                  + self._ctx_upproj * (prefill_kv_tokens - num_prefill_tokens))
+        attn = self._prefill_coef * prefill_attn_pairs + self._attn_coef * decode_kv_tokens
+        kv_bytes = (self.kv.growing_bytes_per_token * (decode_kv_tokens + prefill_kv_tokens)
                     + 2 * self.state_bytes * seqs)
         ff, b = self.flops_fraction, self.bw * self.bandwidth_fraction
         gpu = (max(matmul / (self.peak_flops * ff), self.weight_read_bytes(T) / b)

@@ -122,11 +122,11 @@ class BlockPool:
         Returns the block ids in pop order; each now has ref count 1. Raises ``RuntimeError``
         when fewer than ``n`` blocks are free (callers check first).
         """
+        q, h = self._queue, self._head
         if n <= 0:
             return []
-        if n > self.num_free_blocks:
+        if n > len(q) - h - self._num_stale:
             raise RuntimeError(f"block pool: asked for {n} blocks, {self.num_free_blocks} free")
-        q, h = self._queue, self._head
         if self._num_stale == 0:
             ids = q[h: h + n]
             self._head = h + n

@@ -146,6 +146,14 @@ def _run_single_open(arr: _Arrivals, rep: Replica, progress, out, stop: MissRule
     """The common case, one replica and a known trace: the same rules as ``_run_general``, fewer checks.
 
     ``out``: a list or a RecordSink, receiving ``(uid, record)`` pairs."""
+    rep.sink = out if isinstance(out, RecordSink) else None  # finished records go straight into its columns
+    try:
+        _single_open_loop(arr, rep, progress, out, stop)
+    finally:
+        rep.sink = None
+
+
+def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRule | None) -> None:
     specs, max_len = arr._open, rep.cfg.max_model_len
     arrivals = _arrival_times(specs)
     tick, done = max(1, arr.total // 200), 0
@@ -162,7 +170,8 @@ def _run_single_open(arr: _Arrivals, rep: Replica, progress, out, stop: MissRule
         t_arr = arrivals[i] if i < total else _INF
         if rep.sched_s < t_arr and (rep.sched.running or rep.sched.waiting):
             for req, rec in rep.run_unit(t_arr, True):
-                out.append((req.uid, rec))
+                if rec is not None:
+                    out.append((req.uid, rec))
             if progress is not None and len(out) - done >= tick:
                 done = len(out)
                 progress(done, arr.total)

@@ -179,9 +179,8 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     """
     sched, kv, cfg = rep.sched, rep.kv, rep.cfg
     n = len(running)
-    if n >= cfg.max_num_batched_tokens or kv.stretch_limit(running, comp, rems, 1) < 1:
+    if n >= cfg.max_num_batched_tokens or not kv.decode_step(running, comp, rems):
         return None
-    kv.stretch_commit(running, comp, rems, 1, free_finished=False)
     plan: list[tuple[SimRequest, int]] = []
     sched.running = running  # admission appends to it and checks its length against max_num_seqs
     admitted = sched._admit(plan, cfg.max_num_batched_tokens - n)
@@ -195,8 +194,12 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
                 finished.append((r, step))
     (pf_tok, pf_seqs, pf_kv, pairs, extra_dec, extra_dec_kv), stored, all_emitted = rep._apply_plan(plan, step, finished)
     dec_kv = sum(comp) + n
-    shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, n + extra_dec, dec_kv + extra_dec_kv)
-    dur = rep.cost.step_time_s(shape)
+    price = rep._step_price
+    if price is not None and rep.steplog is None:
+        dur = price(pf_tok, pf_seqs, pf_kv, pairs, n + extra_dec, dec_kv + extra_dec_kv)
+    else:
+        shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, n + extra_dec, dec_kv + extra_dec_kv)
+        dur = rep.cost.step_time_s(shape)
     start = rep.now_s
     rep.now_s = start + dur
     rep._push_times(rep.now_s)
@@ -220,7 +223,7 @@ def run_open(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     """Fused loop for one replica on a known, time-sorted arrival list, from index ``i``.
 
     Precondition: ``rep`` is steady and ready with requests running and none waiting.
-    Appends ``(uid, record)`` to ``out``; returns the next arrival index and whether any
+    Appends ``(uid, record)`` to ``out`` (unless the replica's ``sink`` takes them); returns the next arrival index and whether any
     step ran. Hands over to the general path (leaving the state exactly as step-by-step
     execution would) at anything unusual: blocks running out, a prompt that needs more
     than one step, an admission that fails, or nobody left. Several arrivals in one step are
@@ -228,6 +231,7 @@ def run_open(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     """
     sched = rep.sched
     total = len(specs)
+    to_out = rep.sink is None  # with a sink, finished requests' records are already there
     running = sched.running
     rems = [r.num_output_tokens - r.num_generated for r in running]
     comp = [r.num_computed_tokens for r in running]
@@ -241,7 +245,8 @@ def run_open(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
             if k:
                 progressed = True
                 if recs:
-                    out.extend((r.uid, rec) for r, rec in recs)
+                    if to_out:
+                        out.extend((r.uid, rec) for r, rec in recs)
                     keep = [j for j, m in enumerate(rems) if m > k]
                     running = [running[j] for j in keep]
                     rems = [rems[j] - k for j in keep]
@@ -263,7 +268,8 @@ def run_open(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
                 return i, progressed
             progressed = True
             recs, _ = res
-            out.extend((r.uid, rec) for r, rec in recs)
+            if recs and to_out:
+                out.extend((r.uid, rec) for r, rec in recs)
             running, rems, comp = _after_mixed_step(running, rems, comp, bool(recs))
             if not rep.steady or rep.sched.waiting:
                 return i, progressed

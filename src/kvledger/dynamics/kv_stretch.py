@@ -66,6 +66,26 @@ class PagedStretches:
         return most_steps(lambda steps: sum(max(0, (c + min(m, steps) + B - 1) // B - len(r.blocks))
                                             for r, c, m in zip(running, comp, rems)), k, budget)
 
+    def decode_step(self, running: list[SimRequest], comp: list[int], rems: list[int]) -> bool:
+        """One step's decodes (a mixed step's): each running request's block for its next token, in running order;
+        ``stretch_limit`` then ``stretch_commit(k=1, free_finished=False)``, without their generality. False (nothing
+        changed) when the blocks do not fit."""
+        if self.custom_bft:
+            if self.stretch_limit(running, comp, rems, 1) < 1:
+                return False
+            self.stretch_commit(running, comp, rems, 1, free_finished=False)
+            return True
+        B = self.block_size  # a request needs a block when its computed tokens fill its blocks
+        need = [r for r, c in zip(running, comp) if len(r.blocks) * B == c]
+        if need:
+            pool = self.pool
+            if len(need) > len(pool._queue) - pool._head - pool._num_stale:
+                return False
+            for r, b in zip(need, pool.allocate(len(need))):
+                r.blocks.append(b)
+            self._req_blocks += len(need)
+        return True
+
     def _stretch_allocs(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int):
         c = np.asarray(comp, dtype=np.int64)
         held = np.fromiter((len(r.blocks) for r in running), np.int64, len(running))
@@ -198,6 +218,13 @@ class PagedStretches:
 
 class RadixStretches:
     """Stretch methods of RadixKVManager (radix_cache.py): token slots, finished requests cached in the tree."""
+
+    def decode_step(self, running: list[SimRequest], comp: list[int], rems: list[int]) -> bool:
+        """One step's decodes (see ``PagedStretches.decode_step``); False (nothing changed) when they do not fit."""
+        if self.stretch_limit(running, comp, rems, 1) < 1:
+            return False
+        self.stretch_commit(running, comp, rems, 1, free_finished=False)
+        return True
 
     # Same contract as PagedKVManager: request i (``comp[i]`` computed tokens at the start) decodes
     # in the first ``min(rems[i], k)`` steps; one with ``rems[i] <= k`` finishes after step ``rems[i] − 1``.

@@ -59,6 +59,17 @@ class RecordSink:
             self.errors[uid] = rec.error
         self.count += 1
 
+    def put(self, uid: int, first_token_s: float, finish_s: float, num_output_tokens: int,
+            num_cached_tokens: int | None, num_preemptions: int) -> None:
+        """A served request's record given by its fields (what ``append`` copies from a RequestRecord, without one)."""
+        self.first_token_s[uid] = first_token_s
+        self.finish_s[uid] = finish_s
+        self.num_output_tokens[uid] = num_output_tokens
+        if num_cached_tokens is not None:
+            self.num_cached_tokens[uid] = num_cached_tokens
+        self.num_preemptions[uid] = num_preemptions
+        self.count += 1
+
     def extend(self, items: Iterable[tuple[int, RequestRecord]]) -> None:
         for item in items:
             self.append(item)

@@ -59,6 +59,7 @@ class Replica:
         self.fast_forward = fast_forward and not getattr(self.kv, "no_stretches", False)
         self._decode_list = getattr(cost, "decode_steps_list", None) or (
             lambda n, kv_tokens, k: cost.decode_steps_s(n, kv_tokens, k).tolist())  # pure-decode step prices, list of s
+        self._step_price = getattr(cost, "step_time_of", None)  # a step's price from StepShape's fields, s (or None)
         self._t = np.empty(4096, dtype=np.float64)  # end time of step (base + i), s
         self._base = 0  # global index of self._t[0]
         self.record_token_times = record_token_times
@@ -80,6 +81,9 @@ class Replica:
         self._async = cfg.async_scheduling
         self._deferred: list[SimRequest] = []  # async: finished in the step in flight, blocks not yet freed
         self.last_start_s: float | None = None  # async: start of the step in flight (None: the queue is empty)
+        # a RecordSink that takes finished requests' records field by field (cluster.py, one replica on a known trace,
+        # no token times): ``_finish`` then returns ``(request, None)`` pairs
+        self.sink = None
 
     @property
     def sched_s(self) -> float:
@@ -345,7 +349,8 @@ class Replica:
 
     def _finish(self, finished: list[tuple[SimRequest, int]], freed: bool = False) -> list[tuple[SimRequest, RequestRecord]]:
         """Records for requests that emitted their last token in the given step (and free their blocks unless
-        ``freed``); marks them FINISHED (callers drop them from the running list)."""
+        ``freed``); marks them FINISHED (callers drop them from the running list). With a ``sink`` the records go
+        there and each pair's record is None."""
         base, out = self._base, []
         for req, step in finished:
             self._close_run(req, step + 1)
@@ -363,6 +368,11 @@ class Replica:
                 first, last = float(times[0]), float(times[-1])
             else:
                 times, first, last = None, self._count_gaps(req.runs), float(self._t[req.runs[-1][1] - 1 - base])
+                if self.sink is not None:
+                    self.sink.put(req.uid, first, last, req.num_output_tokens, req.num_cached_tokens,
+                                  req.num_preemptions)
+                    out.append((req, None))
+                    continue
             rec = RequestRecord(spec.request_id, spec.arrival_s, spec.num_prompt_tokens, req.num_output_tokens,
                                 first_token_s=first, finish_s=last, chunk_times_s=times,
                                 num_cached_tokens=req.num_cached_tokens, num_preemptions=req.num_preemptions)
