@@ -18,6 +18,8 @@ from kvledger.errors import InputError
 
 __all__ = ["WorkloadColumns"]
 
+CHUNK_ROWS = 4096  # rows converted to Python values at a time when specs are built one by one
+
 
 class WorkloadColumns(Sequence):
     """Requests as columns, all shape ``(n,)``.
@@ -32,7 +34,7 @@ class WorkloadColumns(Sequence):
         InputError: columns of different lengths or not one-dimensional.
     """
 
-    __slots__ = ("arrival_s", "num_prompt_tokens", "num_output_tokens", "id_prefix", "id_rows", "_last")
+    __slots__ = ("arrival_s", "num_prompt_tokens", "num_output_tokens", "id_prefix", "id_rows", "_last", "_chunk")
 
     def __init__(self, arrival_s, num_prompt_tokens, num_output_tokens, id_prefix: str = "",
                  id_rows: np.ndarray | None = None) -> None:
@@ -48,6 +50,8 @@ class WorkloadColumns(Sequence):
                              f"{self.arrival_s.shape}, prompts {self.num_prompt_tokens.shape}, outputs "
                              f"{self.num_output_tokens.shape})")
         self._last: tuple[int, RequestSpec] | None = None  # the spec built last (the simulator asks for it repeatedly)
+        # rows [start, start + CHUNK_ROWS) as Python lists (one tolist() per column beats a numpy scalar per field):
+        self._chunk: tuple | None = None
 
     def __len__(self) -> int:
         return int(self.arrival_s.size)
@@ -65,10 +69,21 @@ class WorkloadColumns(Sequence):
         if not -n <= i < n:
             raise IndexError(i)
         k = i % n
-        spec = RequestSpec(self.request_id(k), float(self.arrival_s[k]), int(self.num_prompt_tokens[k]),
-                           int(self.num_output_tokens[k]))
+        c = self._chunk
+        if c is None or not c[0] <= k < c[0] + CHUNK_ROWS:
+            c = self._chunk = self._rows(k)
+        j = k - c[0]
+        spec = RequestSpec(f"{self.id_prefix}{c[4][j]}", c[1][j], c[2][j], c[3][j])
         self._last = (i, spec)
         return spec
+
+    def _rows(self, start: int) -> tuple:
+        """(start, arrival times, prompt tokens, output tokens, row numbers) of rows ``[start, start + CHUNK_ROWS)``,
+        Python lists (the values ``float``/``int`` of each numpy element give)."""
+        end = start + CHUNK_ROWS
+        rows = range(start, min(end, len(self))) if self.id_rows is None else self.id_rows[start: end].tolist()
+        return (start, self.arrival_s[start: end].tolist(), self.num_prompt_tokens[start: end].tolist(),
+                self.num_output_tokens[start: end].tolist(), rows)
 
     def __iter__(self) -> Iterator[RequestSpec]:
         return (self[k] for k in range(len(self)))
