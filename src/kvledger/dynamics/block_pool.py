@@ -221,6 +221,14 @@ class BlockPool:
                 elif r < 0:
                     raise RuntimeError(f"block {b}: ref count below 0")
 
+    def advance(self, n: int) -> None:
+        """Take the ``n`` blocks at the front of the free queue, already read by the caller (no stale entry and no cached
+        block among them: ``_commit_bulk`` in kv_stretch.py, with no block registered)."""
+        self._head += n
+        if self._head > 4096 and self._head * 2 > len(self._queue):
+            del self._queue[: self._head]
+            self._head = 0
+
     def _prepend(self, ids: list[int]) -> None:
         """Put ``ids`` at the front of the free queue, ``ids[0]`` first (vLLM ``prepend_n``)."""
         m, h = len(ids), self._head

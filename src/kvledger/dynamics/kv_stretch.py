@@ -184,22 +184,36 @@ class PagedStretches:
         B, pool = self.block_size, self.pool
         used0, req0 = self.num_used_blocks, self._req_blocks
         runs: list[int] = []
-        grow = []
-        total = 0
-        for r, c, m in zip(running, comp, rems):
-            j = len(r.blocks) * B - c
-            end = m if m < k else k
-            if j < end:
-                cnt = (end - j - 1) // B + 1
-                runs += (j, cnt)
-                grow.append((r, cnt))
-                total += cnt
-        if total:
+        q, h0 = pool._queue, pool._head
+        if pool._num_stale:  # a stale queue entry: count first, then take the blocks through allocate
+            grow, total = [], 0
+            for r, c, m in zip(running, comp, rems):
+                j = len(r.blocks) * B - c
+                end = m if m < k else k
+                if j < end:
+                    cnt = (end - j - 1) // B + 1
+                    runs += (j, cnt)
+                    grow.append((r, cnt))
+                    total += cnt
             ids, p = pool.allocate(total), 0
             for r, cnt in grow:
                 r.blocks += ids[p: p + cnt]
                 p += cnt
-            self._req_blocks += total
+        else:  # the free queue's next blocks, request by request (BlockPool.allocate's order, without a copy)
+            h, free = h0, len(q) - h0
+            for r, c, m in zip(running, comp, rems):
+                j = len(r.blocks) * B - c
+                end = m if m < k else k
+                if j < end:
+                    cnt = (end - j - 1) // B + 1
+                    runs += (j, cnt)
+                    r.blocks += q[h: h + cnt]
+                    h += cnt
+            total = h - h0
+            if total > free:
+                raise RuntimeError(f"block pool: asked for {total} blocks, {free} free")
+            pool.advance(total)
+        self._req_blocks += total
         if not free_finished:
             return None
         drops = []
