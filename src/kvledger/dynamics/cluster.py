@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.replica import Replica
-from kvledger.dynamics import fast_path
+from kvledger.dynamics import fast_path, open_stretch
 from kvledger.dynamics.early_stop import MissRule
 from kvledger.dynamics.record_sink import RecordSink
 from kvledger.dynamics.request_state import SimRequest, accept
@@ -156,12 +156,17 @@ def _run_single_open(arr: _Arrivals, rep: Replica, progress, out, stop: MissRule
 def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRule | None) -> None:
     specs, max_len = arr._open, rep.cfg.max_model_len
     arrivals = _arrival_times(specs)
+    lean = stop is None and open_stretch.eligible(rep)  # arrival stretches (an early stop checks between general steps)
     tick, done = max(1, arr.total // 200), 0
     i, total = 0, len(specs)
     sched = rep.sched
     while True:
         if rep.steady and rep.ready and sched.running and not sched.waiting and rep.fast_forward and not rep._static:
-            i, progressed = fast_path.run_open(rep, specs, arrivals, i, out)
+            progressed = False
+            if lean and not rep._deferred:
+                i, progressed = open_stretch.run_arrivals(rep, specs, arrivals, i, out)
+            if not progressed:
+                i, progressed = fast_path.run_open(rep, specs, arrivals, i, out)
             if progressed:
                 if progress is not None and len(out) - done >= tick:
                     done = len(out)
