@@ -53,6 +53,7 @@ class KvUsageTracker:
         self._alloc_at: list[int] = []  # buffered step where that stretch starts
         self._runs: list[int] = []  # or runs of them: (first step in the stretch, blocks), one block every block_size steps
         self._run_at: list[int] = []  # buffered step where the run's stretch starts
+        self._grants: list[int] = []  # or (buffered step, blocks) allocated together there, pairs
         self._drops: list[int] = []  # (buffered step, used blocks, held slots) freed from that step on, triples
         self._stored: list[float] = []  # (first step, steps, stored tokens, Δ per step), quadruples
         self._used: float = 0  # used blocks and held slots of the last buffered step
@@ -75,12 +76,13 @@ class KvUsageTracker:
 
     def add_stretch(self, starts: list[float], durs: list[float], capacity_blocks: int, used0: int, held0: int,
                     allocs: list[int], drops: list[tuple[int, int, int]], runs: list[int],
-                    pieces: list[tuple[int, int, int, int]]) -> None:
+                    pieces: list[tuple[int, int, int, int]], grants: list[int] = ()) -> None:
         """A steady-decode stretch of ``len(durs)`` steps, described by its changes.
 
         ``used0``/``held0``: used blocks and held slots before its first step's allocations;
         ``allocs``: the step (0-based) of each block it allocates, or ``runs``: ``[first step,
-        blocks, …]``, one block every ``block_size`` steps from the first; ``drops``: ``(step, Δ used
+        blocks, …]``, one block every ``block_size`` steps from the first, or ``grants``: ``[step, blocks, …]``
+        allocated together in that step (a prompt's blocks at admission); ``drops``: ``(step, Δ used
         blocks, Δ held blocks)`` taken off from that step on (steps past the stretch ignored);
         ``pieces``: ``(first step, end step, requests, stored tokens at the first step)``,
         stored tokens growing by ``requests`` per step (ends past the stretch are cut).
@@ -106,6 +108,14 @@ class KvUsageTracker:
             self._runs += runs
             self._run_at += [i] * (len(runs) // 2)
             cnt = sum(runs[1::2])
+            used += cnt
+            held += cnt * B
+        if grants:
+            g = self._grants
+            cnt = 0
+            for j, c in zip(grants[::2], grants[1::2]):
+                g += (i + j, c)
+                cnt += c
             used += cnt
             held += cnt * B
         for j, du, dr in drops:
@@ -145,6 +155,10 @@ class KvUsageTracker:
             a = np.bincount(steps, minlength=n + 1)
             step += a
             slot += a * self.block_size
+        if self._grants:
+            g = np.array(self._grants, dtype=np.int64).reshape(-1, 2)
+            np.add.at(step, g[:, 0], g[:, 1])
+            np.add.at(slot, g[:, 0], g[:, 1] * self.block_size)
         if self._drops:
             d = np.array(self._drops, dtype=np.int64).reshape(-1, 3)
             np.subtract.at(step, d[:, 0], d[:, 1])
@@ -160,7 +174,7 @@ class KvUsageTracker:
         count = s[:, 1].astype(np.int64)
         stored = s[:, 2].repeat(count) + s[:, 3].repeat(count) * (np.arange(n) - s[:, 0].repeat(count))
         self._starts, self._durs, self._drops, self._sets, self._stored = [], [], [], [], []
-        self._allocs, self._alloc_at, self._runs, self._run_at = [], [], [], []
+        self._allocs, self._alloc_at, self._runs, self._run_at, self._grants = [], [], [], [], []
         self._fold(starts, durs, used, stored, held)
 
     def _fold(self, starts, durs, used, stored, held) -> None:

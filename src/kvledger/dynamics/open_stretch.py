@@ -64,7 +64,7 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     # per request: (request, first decode step, computed tokens then, blocks held then, tokens left then, admitted here)
     lives = [(r, 0, c, len(r.blocks), m, False) for r, c, m in zip(running, comp, rems)]
     blocks_left = len(pool._queue) - pool._head  # a lower bound on the free blocks, kept by counting every take at its most
-    ends, durs, pieces, allocs = [rep.now_s], [], [], []
+    ends, durs, pieces, grants = [rep.now_s], [], [], []  # grants: [step, prompt blocks, …]
     sched_t = rep.sched_s  # when the next step is scheduled
     finishing = 0  # async: requests that finished in the last step (their seats are held until the next schedule)
     K = 0  # steps run
@@ -155,7 +155,7 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
         for r in new:
             p = r.num_prompt_tokens
             h = -(-p // B)
-            allocs += [K] * h
+            grants += (K, h)
             lives.append((r, K + 1, p, h, r.num_output_tokens - 1, True))
             r.status = RUNNING
             r.run_start = rep.num_steps + K
@@ -169,11 +169,11 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
         sched_t = ends[K - 1] if lag else ends[K]
     if K == 0:
         return i, False
-    _settle(rep, lives, K, ends, durs, pieces, allocs, running, rems, comp, out)
+    _settle(rep, lives, K, ends, durs, pieces, grants, running, rems, comp, out)
     return i, True
 
 
-def _settle(rep, lives: list, K: int, ends: list[float], durs: list[float], pieces: list, allocs: list[int],
+def _settle(rep, lives: list, K: int, ends: list[float], durs: list[float], pieces: list, grants: list[int],
             running: list[SimRequest], rems: list[int], comp: list[int], out: list) -> None:
     """Blocks, frees, KV usage, token times, counters and records of the ``K`` steps run (see ``run_arrivals``)."""
     kv, sched = rep.kv, rep.sched
@@ -213,16 +213,20 @@ def _settle(rep, lives: list, K: int, ends: list[float], durs: list[float], piec
     kv._req_blocks += h - h0
     rep._push_times(ends[1: K + 1])  # sched.running still lists the requests whose token times the buffer must keep
     rep.now_s = ends[K]
-    for r, _ in finished:
+    freed: list[int] = []
+    for r, _ in finished:  # no block is registered (run_arrivals' precondition): their blocks go back in any order
         r.status = FINISHED
         if r not in deferred:
-            kv.free(r, preempted=False)
+            kv._req_blocks -= len(r.blocks)
+            freed += r.blocks
+            r.blocks = []
+    pool.release(freed)
     for r, m, c in zip(running, rems, comp):
         r.num_computed_tokens = c
         r.num_generated = r.num_output_tokens - m
         r.num_tokens = r.num_prompt_tokens + r.num_generated
     sched.running = running
-    rep.usage.add_stretch(ends[:K], durs, kv.capacity_blocks, used0, held0, allocs, drops, runs, pieces)
+    rep.usage.add_stretch(ends[:K], durs, kv.capacity_blocks, used0, held0, (), drops, runs, pieces, grants)
     if lag:
         rep._deferred = deferred
         sched.num_finishing = len(deferred)
