@@ -229,12 +229,6 @@ class BlockPool:
             del self._queue[: self._head]
             self._head = 0
 
-    def release(self, block_ids: list[int]) -> None:
-        """Return blocks that carry no cache key and no other holder to the free queue, in any order: while no block is
-        registered, which free block is where in the queue cannot change any figure (the next ``allocate`` takes as
-        many either way, and only registered blocks are ever looked up)."""
-        self._queue += block_ids
-
     def _prepend(self, ids: list[int]) -> None:
         """Put ``ids`` at the front of the free queue, ``ids[0]`` first (vLLM ``prepend_n``)."""
         m, h = len(ids), self._head

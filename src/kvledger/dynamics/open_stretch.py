@@ -213,14 +213,10 @@ def _settle(rep, lives: list, K: int, ends: list[float], durs: list[float], piec
     kv._req_blocks += h - h0
     rep._push_times(ends[1: K + 1])  # sched.running still lists the requests whose token times the buffer must keep
     rep.now_s = ends[K]
-    freed: list[int] = []
-    for r, _ in finished:  # no block is registered (run_arrivals' precondition): their blocks go back in any order
+    for r, _ in finished:
         r.status = FINISHED
         if r not in deferred:
-            kv._req_blocks -= len(r.blocks)
-            freed += r.blocks
-            r.blocks = []
-    pool.release(freed)
+            kv.free(r, preempted=False)
     for r, m, c in zip(running, rems, comp):
         r.num_computed_tokens = c
         r.num_generated = r.num_output_tokens - m
