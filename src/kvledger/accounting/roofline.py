@@ -300,9 +300,9 @@ class RooflineStepCost:
         same order as ``decode_steps_s`` and ``step_time_s`` (numpy rounds each elementwise operation
         as Python does; adding a zero state, all-reduce or CPU term is skipped, as it changes no
         positive float, and so is the CPU floor of 0 s under overlap); anything else is
-        ``decode_steps_s(...).tolist()`` (numpy is faster past a few dozen steps).
+        ``decode_steps_s(...).tolist()`` (numpy is faster past about a hundred steps).
         """
-        if not self._bw_bound or num_seqs == 0 or num_steps > 32:
+        if not self._bw_bound or num_seqs == 0 or num_steps > 96:
             return self.decode_steps_s(num_seqs, kv_tokens, num_steps).tolist()
         n = num_seqs
         c = self._list_consts.get(n)

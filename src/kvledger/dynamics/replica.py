@@ -68,6 +68,7 @@ class Replica:
         self._gap_runs: list[int] = []  # finished requests' runs of gaps not yet in _cnt: (first step, end step) pairs
         self._prev_t = 0.0  # end time of step (base − 1), s (0.0 before the first step: its gap is never counted)
         self.num_steps = 0
+        self.decode_step_hint_s = 0.0  # a recent pure-decode step's price, s (sizes the fast path's pricing chunks only)
         self.num_preemptions = 0
         self.steady = False  # the next steps are pure decode steps of the same batch
         self.ready = False  # every running request is one token behind (decode-ready)

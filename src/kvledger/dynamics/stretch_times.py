@@ -32,6 +32,7 @@ def decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float
     pieces, a, price = [], 0, rep._decode_list
     ends, durs = [rep.now_s], []
     finite = bound_s < math.inf
+    last = rep.decode_step_hint_s  # a recent step's price: sizes the first chunk (any chunking gives the same prices)
     while True:
         stop = stops[si]
         b = stop if stop < MAX_STRETCH_STEPS else MAX_STRETCH_STEPS
@@ -39,7 +40,9 @@ def decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float
         while j < b:
             m = b - j  # a chunk never crosses the piece's end: past it the batch differs
             if finite:  # steps likely to fit before the bound, from the last price (a few spare)
-                est = int((bound_s - ends[j]) / durs[-1]) + 3 + lag if durs and durs[-1] > 0 else 16
+                if durs:
+                    last = durs[-1]
+                est = int((bound_s - ends[j]) / last) + 3 + lag if last > 0 else 16
                 if est < 8:
                     est = 8
                 if est < m:
@@ -56,6 +59,7 @@ def decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float
                 break
         b = j if j < b else b
         if b > a:
+            rep.decode_step_hint_s = durs[b - 1]
             pieces.append((a, b, alive, kv_tok + alive * a))
         if cut or b == MAX_STRETCH_STEPS or not go:
             break

@@ -1,0 +1,33 @@
+"""The fast path's list of pure-decode step prices is, float for float, what pricing each step on its own gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.roofline import RooflineStepCost
+from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.stepcost import StepShape
+from kvledger.catalog.gpus import get_gpu
+from kvledger.catalog.models import load_model
+
+
+def _cost(name, gpu, tp=1, **kw):
+    m, g = load_model(name, allow_hub=False), get_gpu(gpu)
+    return RooflineStepCost(m, g, build_plan(m, g, PlanSettings(tp=tp), with_roofline=False, with_advice=False).kv, tp, **kw)
+
+
+@pytest.mark.parametrize("name, gpu, tp, kw", [
+    ("meta-llama/Llama-3.1-8B", "H100", 1, {}),  # bandwidth-bound decode: the plain-float path up to 96 steps
+    ("meta-llama/Llama-3.1-8B", "H100", 2, {"cpu_overhead_s": 0.0004}),  # all-reduce and CPU terms added
+    ("meta-llama/Llama-3.1-8B", "L4", 1, {"cpu_overhead_s": 0.003, "overlap_cpu": True}),  # the CPU floor under overlap
+    ("Qwen/Qwen3-8B", "H100", 1, {"flops_fraction": 0.5, "bandwidth_fraction": 0.6}),
+])
+@pytest.mark.parametrize("num_seqs, kv_tokens", [(1, 17), (9, 12_345), (300, 600_000)])
+@pytest.mark.parametrize("num_steps", [1, 7, 32, 33, 96, 97, 250])
+def test_decode_steps_list_equals_each_step_priced_alone(name, gpu, tp, kw, num_seqs, kv_tokens, num_steps):
+    rc = _cost(name, gpu, tp, **kw)
+    # step j decodes one token for each of num_seqs requests reading kv_tokens + num_seqs·j KV tokens in all
+    alone = [rc.step_time_s(StepShape(0, 0, 0, 0.0, num_seqs, kv_tokens + num_seqs * j)) for j in range(num_steps)]
+    assert rc.decode_steps_list(num_seqs, kv_tokens, num_steps) == alone
+    assert rc.decode_steps_s(num_seqs, kv_tokens, num_steps).tolist() == alone
