@@ -27,13 +27,6 @@ ROWS = {r["model_type"]: r for r in csv.DictReader((DATA / "transformers_oracle.
 # Refused with a ConfigError naming the field. Each is a last resort: no engine serves the type (vLLM 0.19's registry
 # has none of them) and a plan would have to invent the layout of a cache that the config does not describe:
 REFUSED = {
-    # Byte Latent Transformer: a byte-level local encoder and decoder around a patch-level global transformer, with
-    # cross-attention between them; BltConfig holds three sub-configs and no decoder fields of its own (transformers'
-    # own forward fails on the missing num_hidden_layers); which tokens each cache holds depends on the entropy patcher.
-    "blt": "num_attention_heads",
-    # A draft model (num_kv_shared_layers = num_hidden_layers): every layer reads its target's K/V and keeps none; the
-    # memory it takes is the target's plan (transformers' forward needs the target's shared_kv_states to run at all).
-    "gemma4_unified_assistant": "num_kv_shared_layers",
     # 'heavily_compressed_attention' / 'compressed_sparse_attention' layers: a 128-token K=V window plus compressed
     # entries (one per 128 or per 4 tokens, with overlap state and a compressed indexer) that grow with the context;
     # no engine rule yet, and the meta-device oracle counts only the window (44,032), not the growing part.
@@ -93,7 +86,7 @@ def test_every_type_plans_with_the_oracles_kv(mt):
 
 
 def test_counts_and_totals():
-    # 186 of the 196 types match the oracle's KV exactly; 5 are refused by name, 3 differ for the reasons above, and for
+    # 188 of the 196 types match the oracle's KV exactly; 3 are refused by name, 3 differ for the reasons above, and for
     # 2 the oracle could not be read (transformers could not build gemma4_assistant's default config; XLNet cannot run
     # on the meta device and keeps its memory as hidden states, not k/v projections; each reason is in the table).
     equal = 0
@@ -101,7 +94,33 @@ def test_counts_and_totals():
         oracle = r["kv_elements_per_token_cache"] or r["kv_elements_per_token_proj"]
         if oracle and mt not in REFUSED and mt not in DIFFERS and (DATA / "oracle_configs" / f"{mt}.json").exists():
             equal += _kv(_spec(mt)) == int(oracle)
-    assert (equal, len(REFUSED), len(DIFFERS)) == (186, 5, 3)
+    assert (equal, len(REFUSED), len(DIFFERS)) == (188, 3, 3)
+
+
+def test_gemma4_assistant_keeps_no_kv_of_its_own():
+    # Gemma4UnifiedAssistantConfig: num_kv_shared_layers 30 = num_hidden_layers 30, so every layer reads the target's
+    # K/V; on the meta device its self-attention modules have q_proj, q_norm and o_proj but no k_proj/v_proj (the
+    # oracle's projection count is 0), and vLLM 0.33 wires each layer to a target layer (spec_decode/gemma4.py).
+    spec = _spec("gemma4_unified_assistant")
+    assert ROWS["gemma4_unified_assistant"]["kv_elements_per_token_proj"] == "0"
+    assert spec.layers == (None,) * 30 and _kv(spec) == 0
+    assert any(n.startswith("KV per token 0 B (a draft model)") for n in spec.notes)
+
+
+def test_blt_sums_its_four_self_attention_stacks():
+    # BLT's default sub-configs (head size = hidden // heads, as BltSelfAttention computes it), K+V per byte:
+    #   local encoder   1 layer  × 2 × 16 KV heads × (1024 // 16 = 64)  =   2,048
+    #   global          25 layers × 2 × 16 × (2048 // 16 = 128)           = 102,400
+    #   local decoder   9 layers × 2 × 16 × 64                            =  18,432
+    #   entropy patcher 14 layers × 2 × 12 × (768 // 12 = 64)             =  21,504
+    #   total                                                             = 144,384 (the oracle's projection count)
+    spec = _spec("blt")
+    assert _kv(spec) == 144_384 == int(ROWS["blt"]["kv_elements_per_token_proj"])
+    kinds = [(l.kind, l.num_kv_heads * l.head_dim) for l in spec.layers]
+    assert kinds == [("sliding_window", 1024)] + [("full", 2048)] * 25 + [("sliding_window", 1024)] * 9 + [("sliding_window", 768)] * 14
+    assert {l.window_tokens for l in spec.layers if l.kind == "sliding_window"} == {512}  # local_attention_window_len, patcher's sliding_window
+    assert spec.num_params == 4_633_127_680 == int(ROWS["blt"]["num_params"])
+    assert any(n.startswith("KV per byte, an upper bound") and "one entry per patch" in n for n in spec.notes)
 
 
 @pytest.mark.parametrize("mt", sorted((set(_VERIFIED_DECODERS) | set(FAMILY_OF)) & {m for m, r in ROWS.items() if r["num_params"]}))

@@ -28,6 +28,8 @@ class Family:
         weights: every parameter tensor.
         num_experts / experts_per_token: routed experts per MoE layer and top-k (0 for dense models).
         notes: remarks the ledger shows (e.g. which field decided the layout).
+        hidden_size: the model's width when the config has no top-level ``hidden_size`` (BLT: its global
+            transformer's), else 0.
     """
 
     layers: list[LayerSpec | None]
@@ -35,6 +37,7 @@ class Family:
     num_experts: int = 0
     experts_per_token: int = 0
     notes: list[str] = field(default_factory=list)
+    hidden_size: int = 0
 
 
 def heads(c: Cfg) -> tuple[int, int, int, int]:
@@ -169,7 +172,7 @@ def decoder(c: Cfg, mt: str) -> Family:
                          f"{nkv} KV heads of {hd}); KV per token follows vLLM's rules, the parameter count uses the Llama "
                          "layout and may differ from the checkpoint by the family's extra tensors")
     shared = c.int("num_kv_shared_layers", 0, minimum=0, maximum=n)
-    if shared:  # Gemma-3n: the last layers reuse earlier layers' K/V (vLLM kv_sharing_target_layer_name): no cache of their own
+    if 0 < shared < n:  # Gemma-3n: the last layers reuse earlier layers' K/V (vLLM kv_sharing_target_layer_name): no cache of their own
         fam.notes.append(f"cross-layer KV sharing: the last {shared} of {n} layers reuse earlier layers' K/V and keep no cache")
     cross = set(x for x in (c.list("cross_attention_layers", []) or []) if isinstance(x, int))
     if cross:  # Mllama: these layers attend to the image tokens' K/V (fixed per request), not to the text
@@ -282,7 +285,7 @@ FAMILY_OF: dict[str, str] = {"deepseek_v2": "mla", "deepseek_v3": "mla", "kimi_k
                              "jamba": "jamba", "nemotron_h": "nemotron_h", "opt": "opt", "falcon": "falcon",
                              "gpt_bigcode": "gpt_bigcode", "mamba": "ssm", "mamba2": "ssm", "falcon_mamba": "ssm",
                              "minicpm3": "mla", "phi": "phi", "zamba": "zamba", "zamba2": "zamba2", "rwkv": "rwkv",
-                             "xlstm": "xlstm", "recurrent_gemma": "recurrent_gemma"}
+                             "xlstm": "xlstm", "recurrent_gemma": "recurrent_gemma", "blt": "blt"}
 """model_types whose layout departs from the standard decoder; every other model_type is read as a decoder."""
 
 # vLLM ModelArchConfigConvertorBase.is_deepseek_mla: these types cache the MLA latent when kv_lora_rank is set.
@@ -304,6 +307,7 @@ def family_of(c: Cfg, mt: str) -> str:
 def build_family(c: Cfg, mt: str) -> Family:
     """Dispatch on the family of ``mt`` (see family_of)."""
     from kvledger.catalog import families_hybrid as fh
+    from kvledger.catalog.families_blt import blt
     from kvledger.catalog.families_phi import phi
     from kvledger.catalog.families_ssm import ssm
     from kvledger.catalog.families_recurrent import recurrent_gemma, rwkv, xlstm
@@ -314,4 +318,4 @@ def build_family(c: Cfg, mt: str) -> Family:
         return decoder(c, mt)
     return {"mla": fh.mla, "qwen3_next": fh.qwen3_next, "jamba": fh.jamba, "nemotron_h": fh.nemotron_h, "opt": fh.opt,
             "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode, "ssm": ssm, "phi": phi,
-            "zamba": zamba, "zamba2": zamba2, "rwkv": rwkv, "xlstm": xlstm, "recurrent_gemma": recurrent_gemma}[kind](c)
+            "zamba": zamba, "zamba2": zamba2, "rwkv": rwkv, "xlstm": xlstm, "recurrent_gemma": recurrent_gemma, "blt": blt}[kind](c)
