@@ -55,8 +55,18 @@ FILL: dict[str, list[tuple[str, object, str]]] = {
     "reformer": [("is_decoder", True, "ReformerModelWithLMHead requires it")],
     "dbrx": [("attn_config.rope_theta", "rope_parameters.rope_theta", "DbrxAttention reads attn_config.rope_theta, which transformers 5 moved to rope_parameters"),
              ("attn_config.clip_qkv", 8.0, "None makes its clamp fail; DBRX's published value")],
+    # Qwen4ExpTextConfig leaves QSA's indexer unset, and Qwen4ExpTextAttention builds its indexer regardless (None // None);
+    # the values of a released Qwen4-Exp text config as public ports quote them (MoEspresso's MLX TextModelArgs).
+    "qwen4_exp": [("indexer_n_heads", 4, "None; a released Qwen4-Exp config's value"),
+                  ("indexer_kv_heads", 1, "None; Qwen4-Exp QSA requires 1"),
+                  ("indexer_head_dim", 128, "None; a released Qwen4-Exp config's value"),
+                  ("indexer_budget", 2048, "None; a released Qwen4-Exp config's value"),
+                  ("indexer_compress_ratio", 4, "None; a released Qwen4-Exp config's value")],
     "cohere_compass_text": [("rope_parameters", "one default entry per layer type", "{} ; the rotary embedding indexes it by layer type")],
 }
+
+
+FILL["qwen4_exp_text"] = FILL["qwen4_exp"]
 
 
 def _fill(cfg, mt: str) -> str:

@@ -31,10 +31,6 @@ REFUSED = {
     # entries (one per 128 or per 4 tokens, with overlap state and a compressed indexer) that grow with the context;
     # no engine rule yet, and the meta-device oracle counts only the window (44,032), not the growing part.
     "deepseek_v4": "layer_types",
-    # 'indexed_attention' (softmax attention whose indexer caches raw keys per token) next to Gated DeltaNet; transformers
-    # cannot build the default config (indexer_budget, indexer_compress_ratio, indexer_head_dim, indexer_kv_heads unset),
-    # and its 20-million-row n-gram embedding and hyper-connections have no weight layout here.
-    "qwen4_exp": "layer_types", "qwen4_exp_text": "layer_types",
 }
 # Read, but the per-token KV differs from transformers' cache, with the reason.
 DIFFERS = {
@@ -86,7 +82,7 @@ def test_every_type_plans_with_the_oracles_kv(mt):
 
 
 def test_counts_and_totals():
-    # 188 of the 196 types match the oracle's KV exactly; 3 are refused by name, 3 differ for the reasons above, and for
+    # 190 of the 196 types match the oracle's KV exactly; 1 is refused by name, 3 differ for the reasons above, and for
     # 2 the oracle could not be read (transformers could not build gemma4_assistant's default config; XLNet cannot run
     # on the meta device and keeps its memory as hidden states, not k/v projections; each reason is in the table).
     equal = 0
@@ -94,7 +90,7 @@ def test_counts_and_totals():
         oracle = r["kv_elements_per_token_cache"] or r["kv_elements_per_token_proj"]
         if oracle and mt not in REFUSED and mt not in DIFFERS and (DATA / "oracle_configs" / f"{mt}.json").exists():
             equal += _kv(_spec(mt)) == int(oracle)
-    assert (equal, len(REFUSED), len(DIFFERS)) == (188, 3, 3)
+    assert (equal, len(REFUSED), len(DIFFERS)) == (190, 1, 3)
 
 
 def test_gemma4_assistant_keeps_no_kv_of_its_own():
@@ -105,6 +101,28 @@ def test_gemma4_assistant_keeps_no_kv_of_its_own():
     assert ROWS["gemma4_unified_assistant"]["kv_elements_per_token_proj"] == "0"
     assert spec.layers == (None,) * 30 and _kv(spec) == 0
     assert any(n.startswith("KV per token 0 B (a draft model)") for n in spec.notes)
+
+
+@pytest.mark.parametrize("mt", ["qwen4_exp", "qwen4_exp_text"])
+def test_qwen4_exp_qsa_layers(mt):
+    # transformers builds Qwen4-Exp only with its QSA indexer set (the oracle fills indexer_n_heads 4, indexer_kv_heads 1,
+    # indexer_head_dim 128, indexer_budget 2048, indexer_compress_ratio 4; the row's note says so). Every 4th of the 40
+    # layers is indexed_attention: 10 × K and V of 2 KV heads × head_dim 256 = 10 × 1,024 = 10,240 elements per token
+    # (the oracle's k/v projections); the other 30 are Gated DeltaNet state layers.
+    spec = _spec(mt)
+    assert "indexer_compress_ratio=4" in ROWS[mt]["cache_note"] and int(ROWS[mt]["kv_elements_per_token_proj"]) == 10_240
+    assert _kv(spec) == 10_240 and spec.layer_counts() == {"state": 30, "full": 10}
+    # vLLM 0.33 (QSACompressedKeyCache) adds one BF16 key of indexer_head_dim per 4 tokens: 128 × 2 B / 4 = 64 B per
+    # token per layer, so at bf16 KV a token costs 10 × (1,024 × 2 B + 64 B) = 21,120 B (the K/V alone: 20,480 B).
+    full = [l for l in spec.layers if l is not None and l.kind == "full"]
+    assert {l.indexer_bytes_per_token for l in full} == {64.0}
+    assert sum(l.kv_bytes_per_token(2) for l in full) == 21_120
+    # without indexer_n_heads vLLM builds plain Qwen3NextAttention: the same K/V and no indexer keys
+    cfg = json.loads((DATA / "oracle_configs" / f"{mt}.json").read_text())
+    target = cfg.get("text_config", cfg)
+    target["indexer_n_heads"] = None
+    plain = parse_config(cfg, source=mt)
+    assert _kv(plain) == 10_240 and all(l.indexer_bytes_per_token == 0 for l in plain.layers if l is not None and l.kind == "full")
 
 
 def test_blt_sums_its_four_self_attention_stacks():

@@ -13,7 +13,8 @@ from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.hfread import KV_HEAD_KEYS
 from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
-from kvledger.catalog.layerwise import hybrid_kinds, hybrid_layer, layer_overrides, loop_copies, mimo_v2_layer, per_layer_embedding_weights
+from kvledger.catalog.layerwise import (hybrid_kinds, hybrid_layer, layer_overrides, loop_copies, mimo_v2_layer,
+                                        per_layer_embedding_weights, qsa_indexer, qsa_layer)
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
 
 __all__ = ["Family", "FAMILY_OF", "build_family"]
@@ -67,7 +68,7 @@ def heads(c: Cfg) -> tuple[int, int, int, int]:
     return h, nh, nkv, hd
 
 
-_LAYER_KINDS = {"full_attention": "full", "attention": "full", "global_attention": "full", "sliding_attention": "sliding",
+_LAYER_KINDS = {"full_attention": "full", "attention": "full", "indexed_attention": "full", "qwen_sparse_attention": "full", "global_attention": "full", "sliding_attention": "sliding",
                 "local_attention": "sliding", "chunked_attention": "chunked", "conv": "conv", "linear_attention": "linear",
                 "mamba": "mamba", "mlp": "mlp"}
 
@@ -198,7 +199,12 @@ def decoder(c: Cfg, mt: str) -> Family:
                 spec, sw = state_layer(c, "mamba", mt, p, h, nh, hd)
                 fam.layers.append(spec)
                 w += sw
-            fam.layers.append(None if no_cache else _attn_spec(lc, kinds[i].split("+")[0], lnh, lkv, lhd))
+            spec = None if no_cache else _attn_spec(lc, kinds[i].split("+")[0], lnh, lkv, lhd)
+            if spec is not None and qsa_layer(c, mt, i):
+                spec, qsa_w = qsa_indexer(c, spec, f"{p}.self_attn.indexer", h, fam.notes if not any(
+                    getattr(l, "indexer_bytes_per_token", 0) for l in fam.layers if l is not None) else [])
+                w += qsa_w
+            fam.layers.append(spec)
             w += std_attention(f"{p}.self_attn", h, lnh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)
             if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2"):
                 w += norm(f"{p}.self_attn.q_norm", hd) + norm(f"{p}.self_attn.k_norm", hd)
