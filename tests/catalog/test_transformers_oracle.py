@@ -24,13 +24,16 @@ from kvledger.errors import ConfigError
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 ROWS = {r["model_type"]: r for r in csv.DictReader((DATA / "transformers_oracle.csv").open(encoding="utf-8"))}
 
-# Refused with a ConfigError naming the field. Each is a last resort: no engine serves the type (vLLM 0.19's registry
-# has none of them) and a plan would have to invent the layout of a cache that the config does not describe:
+# Refused with a ConfigError naming the field, a last resort where a plan would have to invent a cache layout:
 REFUSED = {
     # 'heavily_compressed_attention' / 'compressed_sparse_attention' layers: a 128-token K=V window plus compressed
-    # entries (one per 128 or per 4 tokens, with overlap state and a compressed indexer) that grow with the context;
-    # no engine rule yet, and the meta-device oracle counts only the window (44,032), not the growing part.
-    "deepseek_v4": "layer_types",
+    # entries (one per 128 or per 4 tokens, with float32 compressor state and, at ratio 4, a compressed indexer) that grow
+    # with the context. vLLM serves DeepseekV4ForCausalLM from 0.20 (0.19's registry has none; 0.20, 0.24, 0.28 and 0.33
+    # do): per layer a SlidingWindowMLASpec window (DeepseekV4SWACache), an MLAAttentionSpec with tokens_per_state =
+    # the ratio, CompressorStateCache windows and a DeepseekV4IndexerCache, sized per attention backend (fp8_ds_mla's
+    # 584-B entries on FlashMLA, plain bf16/fp8 rows on FlashInfer); that layout is not modelled yet, and the meta-device
+    # oracle counts only the window, K and V apart (43 × 2 × 512 = 44,032), not the growing part.
+    "deepseek_v4": "compressed attention",
 }
 # Read, but the per-token KV differs from transformers' cache, with the reason.
 DIFFERS = {

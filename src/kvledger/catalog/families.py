@@ -81,6 +81,12 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
             raise c.error("layer_types", f"has {len(lt)} entries for {n} layers")
         known = {**_LAYER_KINDS, **hybrid_kinds(c)}
         bad = [t for t in lt if not isinstance(t, str) or t not in known]
+        if bad and isinstance(c.get("compress_rates", None), dict) and bad[0] in c.get("compress_rates"):
+            raise c.error("layer_types", f"{bad[0]!r} layers (DeepSeek-V4's compressed attention, compress_rates "
+                          f"{c.get('compress_rates')}) are not modelled: vLLM 0.20-0.33 cache each as a sliding-window "
+                          "entry per token, a compressed entry per compress-ratio tokens, float32 compressor states and "
+                          "(ratio 4) an indexer cache, in a layout that depends on the attention backend (fp8_ds_mla "
+                          "584-B entries or bf16 rows); refused rather than planned with a wrong figure")
         if bad:
             raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(known)})")
         return [known[t] for t in lt]
