@@ -128,6 +128,15 @@ def test_qwen4_exp_qsa_layers(mt):
     assert _kv(plain) == 10_240 and all(l.indexer_bytes_per_token == 0 for l in plain.layers if l is not None and l.kind == "full")
 
 
+@pytest.mark.parametrize("mt", ["gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text", "gemma4_unified_assistant"])
+def test_gemma4_parameter_counts_equal_the_meta_device_model(mt):
+    # Gemma-4's layers keep Gemma's four norms and q/k RMSNorms of the layer's head size (256 sliding, 512 full); the
+    # assistant's 30 layers are query-only (q_proj, q_norm, o_proj: no k/v, as vLLM's Gemma4MTPAttention loads them) and
+    # it adds pre_projection (2 × backbone_hidden_size 3,840 → 2,304) and post_projection (2,304 → 3,840):
+    # 17,694,720 + 8,847,360 parameters.
+    assert _spec(mt).num_params == int(ROWS[mt]["num_params"])
+
+
 def test_blt_sums_its_four_self_attention_stacks():
     # BLT's default sub-configs (head size = hidden // heads, as BltSelfAttention computes it), K+V per byte:
     #   local encoder   1 layer  × 2 × 16 KV heads × (1024 // 16 = 64)  =   2,048

@@ -167,7 +167,7 @@ def decoder(c: Cfg, mt: str) -> Family:
     bias_all = any(c.get(k, False) is True for k in ("attention_bias", "bias", "use_bias", "add_bias_linear"))
     qkv_bias = mt in ("qwen2", "qwen2_moe") or bias_all or c.get("qkv_bias", False) is True
     o_bias = bias_all and mt not in ("qwen2", "qwen2_moe")
-    gemma = mt in ("gemma", "gemma2", "gemma3", "gemma3_text")
+    gemma = mt in ("gemma", "gemma2", "gemma3", "gemma3_text") or mt.startswith("gemma4")
     layer_norm = mt in ("starcoder2",)  # LayerNorm with bias
     w, _ = embed(c, h, tied_default=True)
     w += per_layer_embedding_weights(c, h, n)
@@ -211,9 +211,12 @@ def decoder(c: Cfg, mt: str) -> Family:
                     getattr(l, "indexer_bytes_per_token", 0) for l in fam.layers if l is not None) else [])
                 w += qsa_w
             fam.layers.append(spec)
-            w += std_attention(f"{p}.self_attn", h, lnh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)
-            if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2"):
-                w += norm(f"{p}.self_attn.q_norm", hd) + norm(f"{p}.self_attn.k_norm", hd)
+            if shared == n:  # a draft reading its target's K/V (Gemma-4's assistant): query-only attention, no k/v or k_norm
+                w += mat(f"{p}.self_attn.q_proj", lnh * lhd, h) + mat(f"{p}.self_attn.o_proj", h, lnh * lhd)
+            else:
+                w += std_attention(f"{p}.self_attn", h, lnh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)
+            if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2") or mt.startswith("gemma4"):
+                w += norm(f"{p}.self_attn.q_norm", lhd) + ([] if shared == n else norm(f"{p}.self_attn.k_norm", lhd))
             if mt == "gpt_oss":
                 w += vec(f"{p}.self_attn.sinks", nh, tp="shard")
         norms = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm") if gemma and mt != "gemma" else ("input_layernorm", "post_attention_layernorm")

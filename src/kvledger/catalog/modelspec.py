@@ -221,6 +221,10 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         if not fam.layers or n_shared != len(fam.layers):
             key = "num_kv_shared_layers" if c.has("num_kv_shared_layers") else "layer_types"
             raise c.error(key, "leaves no layer that keeps a KV cache or a state of its own: nothing to plan")
+        bb = raw.get("backbone_hidden_size")
+        if isinstance(bb, int) and 0 < bb <= 1 << 20:  # the assistant's projections from and to its target's width
+            h = c.int("hidden_size")
+            fam.weights += [Weight("pre_projection.weight", h, 2 * bb), Weight("post_projection.weight", bb, h)]
         notes.append(f"KV per token 0 B (a draft model): all {n_shared} layers read the target model's K/V (num_kv_shared_layers = "
                      "num_hidden_layers) and keep no cache of their own; vLLM serves it only "
                      "as a speculative draft, wiring each layer to the target's last cache layer of the same type "
