@@ -78,3 +78,20 @@ def test_simulate_and_other_engines_refuse_clearly():
     for engine in ("sglang", "trtllm"):  # their rules for such a model were not read: an InputError (exit 2), not a guess
         r = runner.invoke(app, ["plan", str(CFG), "--gpu", "H100-SXM", "--engine", engine])
         assert isinstance(r.exception, InputError) and "keeps no KV cache or state of its own" in str(r.exception)
+
+
+def test_a_pipeline_stage_without_a_kv_layer_leaves_one_block():
+    # Gemma-3n's default text config: 35 layers, the last num_kv_shared_layers = 15 (20–34) read earlier layers' K/V.
+    # At --pp 4 vLLM's get_pp_indices gives layers 0–8, 9–17, 18–26 and 27–34: the last stage holds only shared layers,
+    # so its worker has no KV cache group and num_blocks = 1, and the engine keeps the smallest count over workers
+    # (v1/core/kv_cache_planning.py get_kv_cache_configs): 1 block, none usable. The plan says so (exit status 3).
+    cfg = CFG.parent / "gemma3n_text.json"
+    spec = parse_config(json.loads(cfg.read_text()), source="gemma3n_text")
+    p = build_plan(spec, get_gpu("H100-SXM"), PlanSettings(pp=4), with_roofline=False)
+    stages = [(st["layers"], st["binds"]) for st in p.memory.stages]
+    assert stages == [([0, 8], False), ([9, 17], False), ([18, 26], False), ([27, 34], True)]
+    assert not p.memory.kv_free and p.memory.num_gpu_blocks == 1 and p.memory.usable_blocks == 0 and not p.fits
+    assert p.advice.verdict == "no_kv_pool" and all(r.max_requests == 0 for r in p.concurrency)
+    r = runner.invoke(app, ["plan", str(cfg), "--gpu", "H100-SXM", "--pp", "4"])
+    assert r.exit_code == 3 and "keeps no KV cache group" in " ".join(r.stdout.split())
+    assert build_plan(spec, get_gpu("H100-SXM"), PlanSettings(pp=2), with_roofline=False).fits  # 0–17 and 18–34 both cache

@@ -161,6 +161,8 @@ def summary_lines(p: Plan) -> list[str]:
         out.append(f"pipeline: {len(m.stages)} stages × TP {p.settings.tp} GPUs; the binding stage PP{bind['rank']} "
                    f"(layers {bind['layers'][0]}–{bind['layers'][1]}{', LM head + sampler' if bind['is_last'] else ''}) has the "
                    "fewest blocks and sizes the engine's pool; figures below are per GPU of that stage")
+    if p.layout is not None and not p.layout.groups and not m.kv_free:
+        avail = "no KV cache group on the binding stage's GPU (its layers all read other layers' K/V)"
     if m.kv_free:
         avail = (f"no KV pool: vLLM gives a model without KV cache groups 0 bytes of cache; "
                  f"{m.headroom_bytes / GiB:,.2f} GiB of the budget is left after the deductions" if m.fits else
@@ -170,7 +172,7 @@ def summary_lines(p: Plan) -> list[str]:
     else:
         out.append(f"memory per GPU: {weights}{avail} "
                    f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB × {m.fraction_name} {m.fraction:g} less ' + ', '.join(d.name for d in m.deductions if d.bytes)})"
-                   f" → {m.num_gpu_blocks:,} blocks of {m.block_size} token{'' if m.block_size == 1 else 's'}")
+                   f" → {m.num_gpu_blocks:,} block{'' if m.num_gpu_blocks == 1 else 's'} of {m.block_size} token{'' if m.block_size == 1 else 's'}")
     if m.fits and m.kv_free:
         out.append(f"concurrency (per replica): only max_num_seqs = {m.max_num_seqs:,} limits it, at every context up to "
                    f"max_model_len {m.max_model_len:,} (no KV cache to fill; the engine prints no maximum concurrency)")
