@@ -29,10 +29,12 @@ REFUSED = {
     # 'heavily_compressed_attention' / 'compressed_sparse_attention' layers: a 128-token K=V window plus compressed
     # entries (one per 128 or per 4 tokens, with float32 compressor state and, at ratio 4, a compressed indexer) that grow
     # with the context. vLLM serves DeepseekV4ForCausalLM from 0.20 (0.19's registry has none; 0.20, 0.24, 0.28 and 0.33
-    # do): per layer a SlidingWindowMLASpec window (DeepseekV4SWACache), an MLAAttentionSpec with tokens_per_state =
-    # the ratio, CompressorStateCache windows and a DeepseekV4IndexerCache, sized per attention backend (fp8_ds_mla's
-    # 584-B entries on FlashMLA, plain bf16/fp8 rows on FlashInfer); that layout is not modelled yet, and the meta-device
-    # oracle counts only the window, K and V apart (43 × 2 × 512 = 44,032), not the growing part.
+    # do): per layer a SlidingWindowMLASpec window (DeepseekV4SWACache), an MLAAttentionSpec with compress_ratio r,
+    # CompressorStateCache windows (float32) and, at r = 4, a DeepseekV4IndexerCache, in fp8_ds_mla's 584-B entries on
+    # every default backend. For this config that is 43 × 584 = 25,112 B per token over the last 128 tokens, 23 × 584/128
+    # + 20 × (584 + 132)/4 = 3,684.94 B per token beyond, and about 13.7 MB of compressor state per request; vLLM packs
+    # them into a block layout of its own (per-cache block sizes, 576-B alignment) that is not modelled yet. The
+    # meta-device oracle counts only the window, K and V apart (43 × 2 × 512 = 44,032), not the growing part.
     "deepseek_v4": "compressed attention",
 }
 # Read, but the per-token KV differs from transformers' cache, with the reason.

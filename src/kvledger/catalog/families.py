@@ -83,10 +83,11 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
         bad = [t for t in lt if not isinstance(t, str) or t not in known]
         if bad and isinstance(c.get("compress_rates", None), dict) and bad[0] in c.get("compress_rates"):
             raise c.error("layer_types", f"{bad[0]!r} layers (DeepSeek-V4's compressed attention, compress_rates "
-                          f"{c.get('compress_rates')}) are not modelled: vLLM 0.20-0.33 cache each as a sliding-window "
-                          "entry per token, a compressed entry per compress-ratio tokens, float32 compressor states and "
-                          "(ratio 4) an indexer cache, in a layout that depends on the attention backend (fp8_ds_mla "
-                          "584-B entries or bf16 rows); refused rather than planned with a wrong figure")
+                          f"{c.get('compress_rates')}) are not modelled: vLLM 0.20-0.33 cache each layer as 584-B fp8_ds_mla "
+                          "entries for its last sliding_window tokens, one more per compress-ratio tokens, float32 "
+                          "compressor states over the last ratio (x2 at ratio 4) tokens and, at ratio 4, FP8 indexer "
+                          "keys per 4 tokens, packed into its own block layout (per-cache block sizes, 576-B alignment, "
+                          "compressor states sharing the KV tensor); refused rather than planned with a wrong block count")
         if bad:
             raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(known)})")
         return [known[t] for t in lt]
