@@ -6,7 +6,8 @@ weights), counts its parameters, and reads the KV cache one token adds in two in
 
 * ``cache``: runs a one-token forward pass with ``use_cache=True`` on the meta device and sums, over the
   cache layers transformers returns, the K and V tensors' head count × head size (shapes only);
-* ``proj``: sums the output features of every self-attention module's ``k_proj``/``v_proj`` (or ``key``/``value``,
+* ``proj``: 0 when the self-attention modules have a ``q_proj`` and no k/v projection at all (a draft model that
+  reads its target's K/V); else sums the output features of every self-attention module's ``k_proj``/``v_proj`` (or ``key``/``value``,
   ``k_lin``/``v_lin``; Moshi's ``k_proj.linear``) Linear, JetMoE's fused ``kv_proj``, MLA's ``kv_a_proj_with_mqa`` (the latent and rope key
   transformers' DeepSeek cache holds), two thirds of GPT's fused ``c_attn`` when it is three hidden-wide parts and
   DBRX's fused ``Wqkv`` less its ``d_model``-wide query part;
@@ -54,8 +55,18 @@ FILL: dict[str, list[tuple[str, object, str]]] = {
     "reformer": [("is_decoder", True, "ReformerModelWithLMHead requires it")],
     "dbrx": [("attn_config.rope_theta", "rope_parameters.rope_theta", "DbrxAttention reads attn_config.rope_theta, which transformers 5 moved to rope_parameters"),
              ("attn_config.clip_qkv", 8.0, "None makes its clamp fail; DBRX's published value")],
+    # Qwen4ExpTextConfig leaves QSA's indexer unset, and Qwen4ExpTextAttention builds its indexer regardless (None // None);
+    # the values of a released Qwen4-Exp text config as public ports quote them (MoEspresso's MLX TextModelArgs).
+    "qwen4_exp": [("indexer_n_heads", 4, "None; a released Qwen4-Exp config's value"),
+                  ("indexer_kv_heads", 1, "None; Qwen4-Exp QSA requires 1"),
+                  ("indexer_head_dim", 128, "None; a released Qwen4-Exp config's value"),
+                  ("indexer_budget", 2048, "None; a released Qwen4-Exp config's value"),
+                  ("indexer_compress_ratio", 4, "None; a released Qwen4-Exp config's value")],
     "cohere_compass_text": [("rope_parameters", "one default entry per layer type", "{} ; the rotary embedding indexes it by layer type")],
 }
+
+
+FILL["qwen4_exp_text"] = FILL["qwen4_exp"]
 
 
 def _fill(cfg, mt: str) -> str:
@@ -143,6 +154,8 @@ def _proj_elements(model, torch) -> int | None:
         elif last == "c_attn" and type(mod).__name__ == "Conv1D" and getattr(mod, "nf", 0) == 3 * getattr(mod, "nx", -1):
             total += 2 * mod.nf // 3  # GPT-1/GPT-2's fused Conv1D of three equal hidden-wide parts: K and V are two of them
             found = True
+    if not found and any(name.endswith("self_attn.q_proj") for name, _ in model.named_modules()):
+        return 0  # query-only self-attention (Gemma-4's assistant): every layer reads another model's K/V, none of its own
     return total if found else None
 
 
@@ -178,7 +191,8 @@ def main() -> int:
                 model = cls(cfg)
             model.eval()
             row["num_params"] = sum(p.numel() for p in model.parameters())
-            row["kv_elements_per_token_proj"] = _proj_elements(model, torch) or ""
+            proj = _proj_elements(model, torch)
+            row["kv_elements_per_token_proj"] = "" if proj is None else proj
             try:
                 kv, n, kinds = _cache_elements(model, torch)
                 row["kv_elements_per_token_cache"] = "" if kv is None else kv

@@ -117,3 +117,18 @@ def test_trtllm_engine_version_is_read_and_checked():
         trtllm_runtime("latest")
     with pytest.raises(InputError, match="SGLang rules"):
         build_plan(LLAMA8, H100, make_settings(engine="sglang", engine_version="0.5.23"), with_roofline=False)
+
+
+def test_trtllm_engine_example_10718_tokens_is_670_blocks():
+    # NVIDIA/TensorRT-LLM issue #224 (2023-10-31): Llama-2-7b fp16, engine built with --tokens_per_block 16, A10, Triton
+    # backend: "[TensorRT-LLM][INFO] Using 10718 tokens in paged KV cache."; the maintainer's answer (schetlur-nv,
+    # 2023-11-01): that token count "gets rounded up to the next multiple of block size during allocation".
+    # 10,718 / 16 = 669.875: the C++ executor allocates ceil = 670 blocks (10,720 token slots), not floor = 669.
+    # Llama-2-7b keeps 32 layers × 2 × 32 KV heads × 128 × 2 B = 524,288 B per token; any KV memory in
+    # [10,718, 10,719) × 524,288 B gives 10,718 tokens.
+    llama2 = load_model("meta-llama/Llama-2-7b-hf")
+    for extra in (0, 524_287):
+        p = build_plan(llama2, H100, make_settings(engine="trtllm", engine_version="0.5.0", block_size=16,
+                                                   available_kv_memory_bytes=10_718 * 524_288 + extra, max_model_len=4096),
+                       with_roofline=False)
+        assert (p.memory.pool_tokens, p.memory.block_size, p.memory.num_gpu_blocks) == (10_718, 16, 670)

@@ -24,24 +24,18 @@ from kvledger.errors import ConfigError
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 ROWS = {r["model_type"]: r for r in csv.DictReader((DATA / "transformers_oracle.csv").open(encoding="utf-8"))}
 
-# Refused with a ConfigError naming the field. Each is a last resort: no engine serves the type (vLLM 0.19's registry
-# has none of them) and a plan would have to invent the layout of a cache that the config does not describe:
+# Refused with a ConfigError naming the field, a last resort where a plan would have to invent a cache layout:
 REFUSED = {
-    # Byte Latent Transformer: a byte-level local encoder and decoder around a patch-level global transformer, with
-    # cross-attention between them; BltConfig holds three sub-configs and no decoder fields of its own (transformers'
-    # own forward fails on the missing num_hidden_layers); which tokens each cache holds depends on the entropy patcher.
-    "blt": "num_attention_heads",
-    # A draft model (num_kv_shared_layers = num_hidden_layers): every layer reads its target's K/V and keeps none; the
-    # memory it takes is the target's plan (transformers' forward needs the target's shared_kv_states to run at all).
-    "gemma4_unified_assistant": "num_kv_shared_layers",
     # 'heavily_compressed_attention' / 'compressed_sparse_attention' layers: a 128-token K=V window plus compressed
-    # entries (one per 128 or per 4 tokens, with overlap state and a compressed indexer) that grow with the context;
-    # no engine rule yet, and the meta-device oracle counts only the window (44,032), not the growing part.
-    "deepseek_v4": "layer_types",
-    # 'indexed_attention' (softmax attention whose indexer caches raw keys per token) next to Gated DeltaNet; transformers
-    # cannot build the default config (indexer_budget, indexer_compress_ratio, indexer_head_dim, indexer_kv_heads unset),
-    # and its 20-million-row n-gram embedding and hyper-connections have no weight layout here.
-    "qwen4_exp": "layer_types", "qwen4_exp_text": "layer_types",
+    # entries (one per 128 or per 4 tokens, with float32 compressor state and, at ratio 4, a compressed indexer) that grow
+    # with the context. vLLM serves DeepseekV4ForCausalLM from 0.20 (0.19's registry has none; 0.20, 0.24, 0.28 and 0.33
+    # do): per layer a SlidingWindowMLASpec window (DeepseekV4SWACache), an MLAAttentionSpec with compress_ratio r,
+    # CompressorStateCache windows (float32) and, at r = 4, a DeepseekV4IndexerCache, in fp8_ds_mla's 584-B entries on
+    # every default backend. For this config that is 43 × 584 = 25,112 B per token over the last 128 tokens, 23 × 584/128
+    # + 20 × (584 + 132)/4 = 3,684.94 B per token beyond, and about 13.7 MB of compressor state per request; vLLM packs
+    # them into a block layout of its own (per-cache block sizes, 576-B alignment) that is not modelled yet. The
+    # meta-device oracle counts only the window, K and V apart (43 × 2 × 512 = 44,032), not the growing part.
+    "deepseek_v4": "compressed attention",
 }
 # Read, but the per-token KV differs from transformers' cache, with the reason.
 DIFFERS = {
@@ -93,7 +87,7 @@ def test_every_type_plans_with_the_oracles_kv(mt):
 
 
 def test_counts_and_totals():
-    # 186 of the 196 types match the oracle's KV exactly; 5 are refused by name, 3 differ for the reasons above, and for
+    # 190 of the 196 types match the oracle's KV exactly; 1 is refused by name, 3 differ for the reasons above, and for
     # 2 the oracle could not be read (transformers could not build gemma4_assistant's default config; XLNet cannot run
     # on the meta device and keeps its memory as hidden states, not k/v projections; each reason is in the table).
     equal = 0
@@ -101,7 +95,64 @@ def test_counts_and_totals():
         oracle = r["kv_elements_per_token_cache"] or r["kv_elements_per_token_proj"]
         if oracle and mt not in REFUSED and mt not in DIFFERS and (DATA / "oracle_configs" / f"{mt}.json").exists():
             equal += _kv(_spec(mt)) == int(oracle)
-    assert (equal, len(REFUSED), len(DIFFERS)) == (186, 5, 3)
+    assert (equal, len(REFUSED), len(DIFFERS)) == (190, 1, 3)
+
+
+def test_gemma4_assistant_keeps_no_kv_of_its_own():
+    # Gemma4UnifiedAssistantConfig: num_kv_shared_layers 30 = num_hidden_layers 30, so every layer reads the target's
+    # K/V; on the meta device its self-attention modules have q_proj, q_norm and o_proj but no k_proj/v_proj (the
+    # oracle's projection count is 0), and vLLM 0.33 wires each layer to a target layer (spec_decode/gemma4.py).
+    spec = _spec("gemma4_unified_assistant")
+    assert ROWS["gemma4_unified_assistant"]["kv_elements_per_token_proj"] == "0"
+    assert spec.layers == (None,) * 30 and _kv(spec) == 0
+    assert any(n.startswith("KV per token 0 B (a draft model)") for n in spec.notes)
+
+
+@pytest.mark.parametrize("mt", ["qwen4_exp", "qwen4_exp_text"])
+def test_qwen4_exp_qsa_layers(mt):
+    # transformers builds Qwen4-Exp only with its QSA indexer set (the oracle fills indexer_n_heads 4, indexer_kv_heads 1,
+    # indexer_head_dim 128, indexer_budget 2048, indexer_compress_ratio 4; the row's note says so). Every 4th of the 40
+    # layers is indexed_attention: 10 × K and V of 2 KV heads × head_dim 256 = 10 × 1,024 = 10,240 elements per token
+    # (the oracle's k/v projections); the other 30 are Gated DeltaNet state layers.
+    spec = _spec(mt)
+    assert "indexer_compress_ratio=4" in ROWS[mt]["cache_note"] and int(ROWS[mt]["kv_elements_per_token_proj"]) == 10_240
+    assert _kv(spec) == 10_240 and spec.layer_counts() == {"state": 30, "full": 10}
+    # vLLM 0.33 (QSACompressedKeyCache) adds one BF16 key of indexer_head_dim per 4 tokens: 128 × 2 B / 4 = 64 B per
+    # token per layer, so at bf16 KV a token costs 10 × (1,024 × 2 B + 64 B) = 21,120 B (the K/V alone: 20,480 B).
+    full = [l for l in spec.layers if l is not None and l.kind == "full"]
+    assert {l.indexer_bytes_per_token for l in full} == {64.0}
+    assert sum(l.kv_bytes_per_token(2) for l in full) == 21_120
+    # without indexer_n_heads vLLM builds plain Qwen3NextAttention: the same K/V and no indexer keys
+    cfg = json.loads((DATA / "oracle_configs" / f"{mt}.json").read_text())
+    target = cfg.get("text_config", cfg)
+    target["indexer_n_heads"] = None
+    plain = parse_config(cfg, source=mt)
+    assert _kv(plain) == 10_240 and all(l.indexer_bytes_per_token == 0 for l in plain.layers if l is not None and l.kind == "full")
+
+
+@pytest.mark.parametrize("mt", ["gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text", "gemma4_unified_assistant"])
+def test_gemma4_parameter_counts_equal_the_meta_device_model(mt):
+    # Gemma-4's layers keep Gemma's four norms and q/k RMSNorms of the layer's head size (256 sliding, 512 full); the
+    # assistant's 30 layers are query-only (q_proj, q_norm, o_proj: no k/v, as vLLM's Gemma4MTPAttention loads them) and
+    # it adds pre_projection (2 × backbone_hidden_size 3,840 → 2,304) and post_projection (2,304 → 3,840):
+    # 17,694,720 + 8,847,360 parameters.
+    assert _spec(mt).num_params == int(ROWS[mt]["num_params"])
+
+
+def test_blt_sums_its_four_self_attention_stacks():
+    # BLT's default sub-configs (head size = hidden // heads, as BltSelfAttention computes it), K+V per byte:
+    #   local encoder   1 layer  × 2 × 16 KV heads × (1024 // 16 = 64)  =   2,048
+    #   global          25 layers × 2 × 16 × (2048 // 16 = 128)           = 102,400
+    #   local decoder   9 layers × 2 × 16 × 64                            =  18,432
+    #   entropy patcher 14 layers × 2 × 12 × (768 // 12 = 64)             =  21,504
+    #   total                                                             = 144,384 (the oracle's projection count)
+    spec = _spec("blt")
+    assert _kv(spec) == 144_384 == int(ROWS["blt"]["kv_elements_per_token_proj"])
+    kinds = [(l.kind, l.num_kv_heads * l.head_dim) for l in spec.layers]
+    assert kinds == [("sliding_window", 1024)] + [("full", 2048)] * 25 + [("sliding_window", 1024)] * 9 + [("sliding_window", 768)] * 14
+    assert {l.window_tokens for l in spec.layers if l.kind == "sliding_window"} == {512}  # local_attention_window_len, patcher's sliding_window
+    assert spec.num_params == 4_633_127_680 == int(ROWS["blt"]["num_params"])
+    assert any(n.startswith("KV per byte, an upper bound") and "one entry per patch" in n for n in spec.notes)
 
 
 @pytest.mark.parametrize("mt", sorted((set(_VERIFIED_DECODERS) | set(FAMILY_OF)) & {m for m, r in ROWS.items() if r["num_params"]}))

@@ -33,7 +33,8 @@ class Option:
 
 @dataclass(frozen=True)
 class Advice:
-    """Verdict ("fits", "weights_do_not_fit", "max_model_len_does_not_fit"), message, shortfall in bytes, options."""
+    """Verdict ("fits", "weights_do_not_fit", "max_model_len_does_not_fit", "no_kv_pool": a pipeline stage whose layers
+    all read other layers' K/V leaves the engine one block), message, shortfall in bytes, options."""
 
     verdict: str
     message: str
@@ -110,9 +111,18 @@ def advise(p: "Plan", build: Callable) -> Advice:
     m = p.memory
     row = p.row_at(m.max_model_len)
     need_blocks = row.blocks_per_request if row else 0
+    if m.kv_free and m.fits:
+        return Advice("fits", f"fits with no KV cache of its own: every layer reads another model's cache, so only "
+                      f"max_num_seqs = {m.max_num_seqs:,} limits the requests running at once; "
+                      f"{m.headroom_bytes / GiB:.2f} GiB of the budget is left after the deductions")
+    if p.layout is not None and not p.layout.groups and not m.kv_free:
+        return Advice("no_kv_pool", f"does not fit: the binding pipeline stage keeps no KV cache group (its layers all read "
+                      f"other layers' K/V), so vLLM gives that worker 1 block and the engine keeps the smallest count over "
+                      f"workers: no usable block at --pp {p.settings.pp}; choose a --pp whose every stage holds a layer "
+                      "with its own cache")
     if m.available_kv_bytes <= 0 or m.usable_blocks <= 0:
         used = sum(d.bytes for d in m.deductions)
-        short = -m.available_kv_bytes + (need_blocks * m.bytes_per_block)
+        short = -(m.headroom_bytes if m.kv_free else m.available_kv_bytes) + (need_blocks * m.bytes_per_block)
         msg = (f"does not fit: the engine may use {m.requested_bytes / GiB:.2f} GiB ({m.requested_label or m.fraction_name}) but "
                f"{' + '.join(f'{d.name} {d.bytes / GiB:.2f}' for d in m.deductions if d.bytes)} = {used / GiB:.2f} GiB before any KV; "
                f"short by {-m.available_kv_bytes / GiB:.2f} GiB, {short / GiB:.2f} GiB with one {m.max_model_len:,}-token request")

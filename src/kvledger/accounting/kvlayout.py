@@ -169,6 +169,9 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
         state_page_per_block: "all" Mamba mode: state groups claim a page per block (``vllm_rules.MambaCacheRule``).
     """
     rows, B, notes = _layer_pages(model, kv, block_size, unify_hybrid, checkpoint_alignment_tokens)
+    if not rows:  # no layer keeps a cache: vLLM builds no KV cache group (kv_cache_utils.get_kv_cache_groups returns [])
+        return KVLayout((), 0, B, 0, ("no layer keeps a KV cache or state of its own: no KV cache group, no block pool "
+                                      "(kv_cache_utils.is_kv_cache_type_attention_free)",))
     buckets: dict[tuple, int] = {}
     for r in rows:
         buckets[r] = buckets.get(r, 0) + 1

@@ -56,6 +56,10 @@ class MemoryPlan:
         notes: rule choices and assumptions.
         stages: with pipeline parallelism, one summary per stage (rank, layers, each term, available KV,
             blocks, ``binds``: the stage with the fewest blocks sets the engine's pool); empty without PP.
+        kv_free: the model keeps no KV cache or state of its own (a draft model whose every layer reads its
+            target's cache): vLLM builds no KV cache group, skips the memory profile and gives the cache 0 bytes
+            (``v1/engine/core.py : EngineCore._initialize_kv_caches``, "Attention free models"), so
+            ``available_kv_bytes`` is 0 and only max_num_seqs limits concurrency.
     """
 
     engine: str
@@ -79,10 +83,18 @@ class MemoryPlan:
     notes: tuple[str, ...] = field(default_factory=tuple)
     requested_label: str = ""
     stages: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    kv_free: bool = False
+
+    @property
+    def headroom_bytes(self) -> float:
+        """What the engine's budget leaves after every deduction, B (negative: the deductions alone do not fit)."""
+        return self.requested_bytes - sum(d.bytes for d in self.deductions)
 
     @property
     def fits(self) -> bool:
-        """True when the pool holds at least one block."""
+        """True when the pool holds at least one block (a model without KV: when the deductions fit the budget)."""
+        if self.kv_free:
+            return self.headroom_bytes >= 0
         return self.available_kv_bytes > 0 and self.usable_blocks > 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,7 +106,7 @@ class MemoryPlan:
                 "usable_blocks": self.usable_blocks, "pool_tokens": self.pool_tokens, "printed_lines": list(self.printed_lines),
                 "max_model_len": self.max_model_len, "max_num_batched_tokens": self.max_num_batched_tokens,
                 "max_num_seqs": self.max_num_seqs, "notes": list(self.notes), "requested_label": self.requested_label,
-                "stages": [dict(st) for st in self.stages]}
+                "stages": [dict(st) for st in self.stages], "kv_free": self.kv_free}
 
 
 def sglang_mem_fraction_static(gpu_mem_mib: float, tp: int, chunked_prefill_size: int, cuda_graph_max_bs: int) -> tuple[float, str]:

@@ -37,8 +37,10 @@ class ConcurrencyRow:
         bytes_per_request: KV (+ state) bytes one request holds at this context, per GPU, B.
         pool_bytes_per_request: what the engine budgets for one request: blocks_per_request × bytes per block, B
             (above bytes_per_request for sliding windows, which reserve blocks for in-flight tokens, and for padding).
-        max_concurrency: the engine's figure, blocks ÷ blocks per request (what vLLM prints), ×.
-        max_requests: whole requests that fit in the usable pool at once, count (KV only; see running_cap).
+        max_concurrency: the engine's figure, blocks ÷ blocks per request (what vLLM prints), ×; for a model with no
+            KV of its own (``MemoryPlan.kv_free``) the engine prints none and this is max_num_seqs.
+        max_requests: whole requests that fit in the usable pool at once, count (KV only; see running_cap); max_num_seqs
+            for a model with no KV of its own.
         running_cap: max_num_seqs, the most requests the engine runs at once whatever the KV allows, count.
         within_max_model_len: False when the context exceeds max_model_len (the engine rejects such requests).
     """
@@ -117,6 +119,10 @@ def concurrency_rows(mem: MemoryPlan, layout: KVLayout | None, kv: KVLedger, inf
             r = cdiv(c, mem.block_size)
         else:
             r = cdiv(c, mem.block_size)
+        if mem.kv_free:  # no KV of its own: nothing limits the requests held but max_num_seqs (the engine prints no figure)
+            rows.append(ConcurrencyRow(c, 0, 0.0, 0.0, float(mem.max_num_seqs), mem.max_num_seqs, mem.max_num_seqs,
+                                       c <= mem.max_model_len))
+            continue
         conc = mem.num_gpu_blocks / r if r else 0.0
         rows.append(ConcurrencyRow(c, r, kv.bytes_per_request(c), r * mem.bytes_per_block, conc,
                                    mem.usable_blocks // r if r else 0, mem.max_num_seqs, c <= mem.max_model_len))

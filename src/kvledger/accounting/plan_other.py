@@ -89,6 +89,11 @@ def _require_per_token_kv(model: ModelSpec, kv: KVLedger, engine: str) -> None:
     if not kv.bytes_per_token:
         from kvledger.errors import InputError
 
+        if all(l is None for l in model.layers):  # a draft model whose every layer reads its target's cache
+            raise InputError(f"{model.name} keeps no KV cache or state of its own (every layer reads another model's "
+                             f"K/V): {engine}'s rules for such a model are not modelled here; plan it with --engine vllm "
+                             "(no KV pool, max_num_seqs the only limit), or plan the target model for the KV memory")
+
         raise InputError(f"{model.name} keeps no per-token KV (every layer is a state-space mixer): {engine}'s separate "
                          "state pool is not modelled here; plan it with --engine vllm")
 

@@ -122,6 +122,9 @@ def _stage_budgets(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger
                              state_page_per_block=mamba.page_per_block if mamba else False)
         items = _deductions(sm, gpu, s, ver, mnbt, seqs, st, checkpoint)
         avail = s.available_kv_memory_bytes if s.available_kv_memory_bytes is not None else int(requested - sum(i.bytes for i in items))
+        if not layout.groups:  # no KV cache group: no pool; KVCacheConfig(num_blocks=1) keeps only the null block
+            out.append(_Stage(st, sm, layout, items, 0, 1, skv))
+            continue
         out.append(_Stage(st, sm, layout, items, avail, floor_div(avail, layout.bytes_per_block), skv))
     return out
 
@@ -175,28 +178,40 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
         notes.append(f"pipeline parallel {s.pp}: stage {bind.stage.rank} binds (fewest blocks; vLLM keeps the smallest "
                      "block count over workers); the ledger shows that stage's GPU, every stage is under 'stages'")
     given = s.available_kv_memory_bytes is not None
-    n = s.num_gpu_blocks_override or bind.blocks
-    if s.num_gpu_blocks_override:
+    no_groups = not layout.groups  # the binding GPU keeps no KV cache group
+    kv_free = all(l is None for l in model.layers)  # ... because the whole model keeps none of its own
+    n = 1 if no_groups else s.num_gpu_blocks_override or bind.blocks
+    if s.num_gpu_blocks_override and not no_groups:
         notes.append(f"num_gpu_blocks_override = {n:,} replaces the computed block count")
-    elif given:
+    elif given and layout.groups:
         lo, hi = printed_gib_block_range(available, layout.bytes_per_block)
         notes.append(f"vLLM prints available memory to 2 decimals: any value printing as {available / GiB:.2f} GiB gives {lo:,}–{hi:,} blocks; "
                      "pass bytes for an exact count")
     v0 = R.era(ver) == "v0"
-    usable = n if v0 else max(0, n - 1)
-    if not v0:
+    usable = 0 if no_groups else n if v0 else max(0, n - 1)
+    if no_groups and not kv_free:
+        notes.append(f"pipeline stage {bind.stage.rank}'s layers all read other layers' K/V: that worker has no KV cache "
+                     "group and vLLM gives it 1 block (num_blocks = 1 without groups), then keeps the smallest block count "
+                     "over workers (kv_cache_planning.get_kv_cache_configs): no usable block; choose a --pp that leaves "
+                     "every stage a layer with its own cache")
+    elif kv_free:
+        notes.append(f"no KV cache of its own: vLLM skips the memory profile, gives the KV cache 0 bytes and keeps one null "
+                     f"block (v1/engine/core.py _initialize_kv_caches, kv_cache_utils.get_kv_cache_config_from_groups); "
+                     f"it prints no KV cache size or maximum concurrency, and only max_num_seqs = {seqs:,} limits the "
+                     "requests running at once")
+    elif not v0:
         notes.append("block 0 is the null block (block_pool.py): usable blocks = num_gpu_blocks − 1")
     F, fsrc = R.sliding_inflight_tokens(ver, mnbt)
     if any(g.kind in ("sliding_window", "chunked_local") for g in layout.groups):
         notes.append(f"sliding-window block demand uses F = {F:,} tokens: {fsrc}")
     Rl = layout.blocks_per_request(L, F)
-    cpu_blocks = (4 * GiB) // layout.bytes_per_block if v0 else 0
-    lines = R.printed_capacity_lines(ver, n, layout.block_size, len(layout.groups), L, Rl, cpu_blocks) if n > 0 else []
+    cpu_blocks = (4 * GiB) // layout.bytes_per_block if v0 and not no_groups else 0
+    lines = R.printed_capacity_lines(ver, n, layout.block_size, len(layout.groups), L, Rl, cpu_blocks) if n > 0 and not no_groups else []
     summaries = tuple(_stage_summary(b, b is bind) for b in stages) if s.pp > 1 else ()
     mem = MemoryPlan("vllm", vtxt, gpu.memory_bytes, "gpu_memory_utilization", util, requested, tuple(items), available, given,
-                     layout.block_size, layout.bytes_per_block, n, usable, (n // max(1, len(layout.groups))) * layout.block_size,
+                     layout.block_size, layout.bytes_per_block, n, usable, 0 if no_groups else (n // len(layout.groups)) * layout.block_size,
                      tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
-                     f"× gpu_memory_utilization {util} (ceil)", summaries)
+                     f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free)
     return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
 
 

@@ -14,6 +14,9 @@ def require_kv_pool(plan: Plan) -> None:
     Raises:
         InputError: naming the model, GPU and TP, with the command that shows the options.
     """
+    if plan.memory.kv_free:
+        raise InputError(f"{plan.model.name} keeps no KV cache of its own (every layer reads another model's K/V, as a "
+                         "speculative draft does): this analysis weighs KV memory, so run it on the target model")
     if plan.memory.num_gpu_blocks <= 1:
         s = plan.settings
         raise InputError(f"{plan.model.name} leaves no KV cache memory on {plan.gpu.name} at TP {s.tp} "

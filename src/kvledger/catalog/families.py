@@ -13,7 +13,8 @@ from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.hfread import KV_HEAD_KEYS
 from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
-from kvledger.catalog.layerwise import hybrid_kinds, hybrid_layer, layer_overrides, loop_copies, mimo_v2_layer, per_layer_embedding_weights
+from kvledger.catalog.layerwise import (hybrid_kinds, hybrid_layer, layer_overrides, loop_copies, mimo_v2_layer,
+                                        per_layer_embedding_weights, qsa_indexer, qsa_layer)
 from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
 
 __all__ = ["Family", "FAMILY_OF", "build_family"]
@@ -28,6 +29,8 @@ class Family:
         weights: every parameter tensor.
         num_experts / experts_per_token: routed experts per MoE layer and top-k (0 for dense models).
         notes: remarks the ledger shows (e.g. which field decided the layout).
+        hidden_size: the model's width when the config has no top-level ``hidden_size`` (BLT: its global
+            transformer's), else 0.
     """
 
     layers: list[LayerSpec | None]
@@ -35,6 +38,7 @@ class Family:
     num_experts: int = 0
     experts_per_token: int = 0
     notes: list[str] = field(default_factory=list)
+    hidden_size: int = 0
 
 
 def heads(c: Cfg) -> tuple[int, int, int, int]:
@@ -64,7 +68,7 @@ def heads(c: Cfg) -> tuple[int, int, int, int]:
     return h, nh, nkv, hd
 
 
-_LAYER_KINDS = {"full_attention": "full", "attention": "full", "global_attention": "full", "sliding_attention": "sliding",
+_LAYER_KINDS = {"full_attention": "full", "attention": "full", "indexed_attention": "full", "qwen_sparse_attention": "full", "global_attention": "full", "sliding_attention": "sliding",
                 "local_attention": "sliding", "chunked_attention": "chunked", "conv": "conv", "linear_attention": "linear",
                 "mamba": "mamba", "mlp": "mlp"}
 
@@ -77,6 +81,13 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
             raise c.error("layer_types", f"has {len(lt)} entries for {n} layers")
         known = {**_LAYER_KINDS, **hybrid_kinds(c)}
         bad = [t for t in lt if not isinstance(t, str) or t not in known]
+        if bad and isinstance(c.get("compress_rates", None), dict) and bad[0] in c.get("compress_rates"):
+            raise c.error("layer_types", f"{bad[0]!r} layers (DeepSeek-V4's compressed attention, compress_rates "
+                          f"{c.get('compress_rates')}) are not modelled: vLLM 0.20-0.33 cache each layer as 584-B fp8_ds_mla "
+                          "entries for its last sliding_window tokens, one more per compress-ratio tokens, float32 "
+                          "compressor states over the last ratio (x2 at ratio 4) tokens and, at ratio 4, FP8 indexer "
+                          "keys per 4 tokens, packed into its own block layout (per-cache block sizes, 576-B alignment, "
+                          "compressor states sharing the KV tensor); refused rather than planned with a wrong block count")
         if bad:
             raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(known)})")
         return [known[t] for t in lt]
@@ -157,7 +168,7 @@ def decoder(c: Cfg, mt: str) -> Family:
     bias_all = any(c.get(k, False) is True for k in ("attention_bias", "bias", "use_bias", "add_bias_linear"))
     qkv_bias = mt in ("qwen2", "qwen2_moe") or bias_all or c.get("qkv_bias", False) is True
     o_bias = bias_all and mt not in ("qwen2", "qwen2_moe")
-    gemma = mt in ("gemma", "gemma2", "gemma3", "gemma3_text")
+    gemma = mt in ("gemma", "gemma2", "gemma3", "gemma3_text") or mt.startswith("gemma4")
     layer_norm = mt in ("starcoder2",)  # LayerNorm with bias
     w, _ = embed(c, h, tied_default=True)
     w += per_layer_embedding_weights(c, h, n)
@@ -169,7 +180,7 @@ def decoder(c: Cfg, mt: str) -> Family:
                          f"{nkv} KV heads of {hd}); KV per token follows vLLM's rules, the parameter count uses the Llama "
                          "layout and may differ from the checkpoint by the family's extra tensors")
     shared = c.int("num_kv_shared_layers", 0, minimum=0, maximum=n)
-    if shared:  # Gemma-3n: the last layers reuse earlier layers' K/V (vLLM kv_sharing_target_layer_name): no cache of their own
+    if 0 < shared < n:  # Gemma-3n: the last layers reuse earlier layers' K/V (vLLM kv_sharing_target_layer_name): no cache of their own
         fam.notes.append(f"cross-layer KV sharing: the last {shared} of {n} layers reuse earlier layers' K/V and keep no cache")
     cross = set(x for x in (c.list("cross_attention_layers", []) or []) if isinstance(x, int))
     if cross:  # Mllama: these layers attend to the image tokens' K/V (fixed per request), not to the text
@@ -195,10 +206,18 @@ def decoder(c: Cfg, mt: str) -> Family:
                 spec, sw = state_layer(c, "mamba", mt, p, h, nh, hd)
                 fam.layers.append(spec)
                 w += sw
-            fam.layers.append(None if no_cache else _attn_spec(lc, kinds[i].split("+")[0], lnh, lkv, lhd))
-            w += std_attention(f"{p}.self_attn", h, lnh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)
-            if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2"):
-                w += norm(f"{p}.self_attn.q_norm", hd) + norm(f"{p}.self_attn.k_norm", hd)
+            spec = None if no_cache else _attn_spec(lc, kinds[i].split("+")[0], lnh, lkv, lhd)
+            if spec is not None and qsa_layer(c, mt, i):
+                spec, qsa_w = qsa_indexer(c, spec, f"{p}.self_attn.indexer", h, fam.notes if not any(
+                    getattr(l, "indexer_bytes_per_token", 0) for l in fam.layers if l is not None) else [])
+                w += qsa_w
+            fam.layers.append(spec)
+            if shared == n:  # a draft reading its target's K/V (Gemma-4's assistant): query-only attention, no k/v or k_norm
+                w += mat(f"{p}.self_attn.q_proj", lnh * lhd, h) + mat(f"{p}.self_attn.o_proj", h, lnh * lhd)
+            else:
+                w += std_attention(f"{p}.self_attn", h, lnh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)
+            if mt in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "lfm2") or mt.startswith("gemma4"):
+                w += norm(f"{p}.self_attn.q_norm", lhd) + ([] if shared == n else norm(f"{p}.self_attn.k_norm", lhd))
             if mt == "gpt_oss":
                 w += vec(f"{p}.self_attn.sinks", nh, tp="shard")
         norms = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm") if gemma and mt != "gemma" else ("input_layernorm", "post_attention_layernorm")
@@ -282,7 +301,7 @@ FAMILY_OF: dict[str, str] = {"deepseek_v2": "mla", "deepseek_v3": "mla", "kimi_k
                              "jamba": "jamba", "nemotron_h": "nemotron_h", "opt": "opt", "falcon": "falcon",
                              "gpt_bigcode": "gpt_bigcode", "mamba": "ssm", "mamba2": "ssm", "falcon_mamba": "ssm",
                              "minicpm3": "mla", "phi": "phi", "zamba": "zamba", "zamba2": "zamba2", "rwkv": "rwkv",
-                             "xlstm": "xlstm", "recurrent_gemma": "recurrent_gemma"}
+                             "xlstm": "xlstm", "recurrent_gemma": "recurrent_gemma", "blt": "blt"}
 """model_types whose layout departs from the standard decoder; every other model_type is read as a decoder."""
 
 # vLLM ModelArchConfigConvertorBase.is_deepseek_mla: these types cache the MLA latent when kv_lora_rank is set.
@@ -304,6 +323,7 @@ def family_of(c: Cfg, mt: str) -> str:
 def build_family(c: Cfg, mt: str) -> Family:
     """Dispatch on the family of ``mt`` (see family_of)."""
     from kvledger.catalog import families_hybrid as fh
+    from kvledger.catalog.families_blt import blt
     from kvledger.catalog.families_phi import phi
     from kvledger.catalog.families_ssm import ssm
     from kvledger.catalog.families_recurrent import recurrent_gemma, rwkv, xlstm
@@ -314,4 +334,4 @@ def build_family(c: Cfg, mt: str) -> Family:
         return decoder(c, mt)
     return {"mla": fh.mla, "qwen3_next": fh.qwen3_next, "jamba": fh.jamba, "nemotron_h": fh.nemotron_h, "opt": fh.opt,
             "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode, "ssm": ssm, "phi": phi,
-            "zamba": zamba, "zamba2": zamba2, "rwkv": rwkv, "xlstm": xlstm, "recurrent_gemma": recurrent_gemma}[kind](c)
+            "zamba": zamba, "zamba2": zamba2, "rwkv": rwkv, "xlstm": xlstm, "recurrent_gemma": recurrent_gemma, "blt": blt}[kind](c)

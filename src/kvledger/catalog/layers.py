@@ -39,6 +39,9 @@ class FullAttention:
         head_dim: K head size, elements.
         v_head_dim: V head size, elements (equal to head_dim except in a few models).
         num_attention_heads: query heads, kept to flag the classic heads-vs-KV-heads error.
+        indexer_bytes_per_token: a sparse-attention indexer's compressed keys beside the K/V, B per token, whatever the
+            KV dtype (Qwen4-Exp's QSA: ``index_head_dim`` BF16 values per ``compress_ratio`` tokens, vLLM 0.33
+            ``models/qwen4_exp/common/qsa_cache.py : QSACompressedKeyCache``); 0 for plain attention.
     """
 
     num_kv_heads: int
@@ -46,14 +49,16 @@ class FullAttention:
     v_head_dim: int
     num_attention_heads: int
     kind: str = "full"
+    indexer_bytes_per_token: float = 0.0
 
     def kv_elements_per_token(self, tp: int = 1) -> int:
         """K and V elements one token adds on one GPU: ``H_kv_per_gpu · (d_k + d_v)``."""
         return kv_heads_per_gpu(self.num_kv_heads, tp) * (self.head_dim + self.v_head_dim)
 
     def kv_bytes_per_token(self, elem_bytes: float, tp: int = 1) -> float:
-        """Bytes one token adds on one GPU, B/token (vLLM ``FullAttentionSpec.page_size_bytes`` / block_size)."""
-        return self.kv_elements_per_token(tp) * elem_bytes
+        """Bytes one token adds on one GPU, B/token (vLLM ``FullAttentionSpec.page_size_bytes`` / block_size; plus the
+        indexer's compressed keys, replicated on every rank)."""
+        return self.kv_elements_per_token(tp) * elem_bytes + self.indexer_bytes_per_token
 
     def tokens_held(self, context_tokens: int) -> int:
         """Tokens whose KV the layer holds at a given context, tokens."""
@@ -62,7 +67,8 @@ class FullAttention:
     def formula(self, elem_bytes: float, tp: int = 1) -> str:
         h = kv_heads_per_gpu(self.num_kv_heads, tp)
         dims = f"2 × {self.head_dim}" if self.head_dim == self.v_head_dim else f"({self.head_dim} + {self.v_head_dim})"
-        return f"{h} KV heads × {dims} × {elem_bytes:g} B"
+        idx = f" + {self.indexer_bytes_per_token:g} B indexer keys" if self.indexer_bytes_per_token else ""
+        return f"{h} KV heads × {dims} × {elem_bytes:g} B{idx}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,16 @@
-"""Per-layer views of a config: transformers 5's ``per_layer_config`` overrides, layer-kind-specific head fields and looped layers."""
+"""Per-layer views of a config: transformers 5's ``per_layer_config`` overrides, layer-kind-specific head fields, looped
+layers and Qwen4-Exp's sparse-attention indexer."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kvledger.catalog.cfg import Cfg
-from kvledger.catalog.layers import StateLayer
+from kvledger.catalog.layers import LayerSpec, StateLayer
 from kvledger.catalog.weights import Weight, mat, norm
 
-__all__ = ["layer_overrides", "mimo_v2_layer", "hybrid_kinds", "hybrid_layer", "loop_copies", "per_layer_embedding_weights"]
+__all__ = ["layer_overrides", "mimo_v2_layer", "hybrid_kinds", "hybrid_layer", "loop_copies", "per_layer_embedding_weights", "qsa_layer",
+           "qsa_indexer"]
 
 
 def layer_overrides(c: Cfg, i: int) -> Cfg:
@@ -102,3 +106,32 @@ def per_layer_embedding_weights(c: Cfg, h: int, n: int) -> list:
         w += mat(f"{p}.per_layer_input_gate", hpl, h, tp="replicate") + mat(f"{p}.per_layer_projection", h, hpl, tp="replicate")
         w += norm(f"{p}.post_per_layer_input_norm", h)
     return w
+
+
+def qsa_layer(c: Cfg, mt: str, i: int) -> bool:
+    """A Qwen4-Exp sparse-attention (QSA) layer: an indexed layer type (transformers' Qwen4ExpTextConfig reads a
+    checkpoint's "full_attention" as "indexed_attention") when the config sets ``indexer_n_heads`` (vLLM 0.33
+    ``models/qwen4_exp/nvidia/model.py``: without it the layer is plain Qwen3NextAttention)."""
+    if not c.has("indexer_n_heads") or not c.has("layer_types"):
+        return False
+    t = c.list("layer_types")[i]
+    return t in ("indexed_attention", "qwen_sparse_attention") or (mt.startswith("qwen4_exp") and t == "full_attention")
+
+
+def qsa_indexer(c: Cfg, spec: LayerSpec, p: str, h: int, notes: list[str]) -> tuple[LayerSpec, list[Weight]]:
+    """The QSA indexer of one layer: its compressed keys per token on the cache spec, and its tensors.
+
+    vLLM 0.33 ``models/qwen4_exp/common/qsa_cache.py``: ``QSACompressedKeyCache`` keeps one ``indexer_head_dim``-wide key
+    per ``indexer_compress_ratio`` tokens (an MLAAttentionSpec with ``tokens_per_state`` = the ratio) in the indexer's
+    dtype (``attention_config.indexer_kv_dtype``, "auto" = BF16: 2 B); ``QSAKeyStateCache`` adds a ring of
+    ``round_up(ratio + speculative tokens, ratio)`` raw keys per request (not counted here). Tensors
+    (transformers ``Qwen4ExpTextQSAIndexer``): ``index_qk_proj`` ((indexer_n_heads + indexer_kv_heads) × indexer_head_dim
+    × hidden) and q/k RMSNorms of indexer_head_dim.
+    """
+    ihd, ratio = c.int("indexer_head_dim"), c.int("indexer_compress_ratio")
+    per_tok = ihd * 2 / ratio
+    notes.append(f"QSA layers: K/V plus the indexer's compressed keys, {ihd} × 2 B (BF16) per {ratio} tokens = {per_tok:g} B "
+                 f"per token per layer (vLLM 0.33 QSACompressedKeyCache); its {ratio}-token raw-key ring per request is not counted")
+    w = (mat(f"{p}.index_qk_proj", (c.int("indexer_n_heads") + c.int("indexer_kv_heads", 1)) * ihd, h, tp="replicate")
+         + norm(f"{p}.q_layernorm", ihd) + norm(f"{p}.k_layernorm", ihd))
+    return replace(spec, indexer_bytes_per_token=per_tok), w

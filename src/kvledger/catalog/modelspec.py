@@ -217,10 +217,20 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
     fam = build_family(c, mt)
     notes += fam.notes
     if not any(l is not None for l in fam.layers):
-        key = "num_kv_shared_layers" if c.has("num_kv_shared_layers") else "layer_types"
-        raise c.error(key, "leaves no layer that keeps a KV cache or a state of its own (a draft/assistant model that "
-                      "reads its target's cache): plan the target model instead")
-    tower, tower_note = vision_tower(raw, source, c.int("hidden_size")) if c.prefix else ([], None)
+        n_shared = c.int("num_kv_shared_layers", 0, minimum=0) if c.has("num_kv_shared_layers") else 0
+        if not fam.layers or n_shared != len(fam.layers):
+            key = "num_kv_shared_layers" if c.has("num_kv_shared_layers") else "layer_types"
+            raise c.error(key, "leaves no layer that keeps a KV cache or a state of its own: nothing to plan")
+        bb = raw.get("backbone_hidden_size")
+        if isinstance(bb, int) and 0 < bb <= 1 << 20:  # the assistant's projections from and to its target's width
+            h = c.int("hidden_size")
+            fam.weights += [Weight("pre_projection.weight", h, 2 * bb), Weight("post_projection.weight", bb, h)]
+        notes.append(f"KV per token 0 B (a draft model): all {n_shared} layers read the target model's K/V (num_kv_shared_layers = "
+                     "num_hidden_layers) and keep no cache of their own; vLLM serves it only "
+                     "as a speculative draft, wiring each layer to the target's last cache layer of the same type "
+                     "(v1/spec_decode/gemma4.py _setup_gemma4_kv_sharing): plan the target model for the KV memory")
+    hidden = fam.hidden_size or c.int("hidden_size")
+    tower, tower_note = vision_tower(raw, source, hidden) if c.prefix else ([], None)
     if tower_note:
         notes.append(tower_note)
     dtype, dbytes = _dtype(c, notes)
@@ -236,7 +246,7 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
     inter = (max((x for x in inter_raw if isinstance(x, int)), default=0) if isinstance(inter_raw, list)
              else c.int("intermediate_size", None) or c.int("ffn_dim", None) or 0)
     return ModelSpec(
-        name=display, source=source, model_type=mt, architectures=tuple(archs), hidden_size=c.int("hidden_size"),
+        name=display, source=source, model_type=mt, architectures=tuple(archs), hidden_size=hidden,
         num_layers=len(fam.layers), num_attention_heads=nh, num_kv_heads=nkv, head_dim=hd,
         vocab_size=c.int("vocab_size"), dtype=dtype, dtype_bytes=dbytes, layers=tuple(fam.layers),
         weights=tuple(fam.weights) + tuple(tower), num_experts=fam.num_experts, experts_per_token=fam.experts_per_token,

@@ -68,6 +68,10 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         UnknownNameError: unknown policy preset.
     """
     m = plan.memory
+    if m.kv_free:
+        raise InputError(f"{plan.model.name} keeps no KV cache of its own (every layer reads another model's K/V, as a "
+                         "speculative draft does): the simulator schedules requests by their KV blocks, so it has nothing to "
+                         "model here; simulate the target model (its KV pool is what a request holds)")
     if not m.fits:
         left = (f"is short by {-m.available_kv_bytes / 2**30:.2f} GiB before any KV cache" if m.available_kv_bytes < 0 else
                 f"leaves {m.available_kv_bytes / 2**30:.2f} GiB for the KV cache ({m.usable_blocks} usable blocks)")

@@ -41,6 +41,8 @@ def _kv(p: Plan) -> Table:
     for g in kv.groups:
         val = fmt_bytes(g.state_bytes_per_seq) + " per sequence" if g.kind == "state" else fmt_bytes(g.bytes_per_token)
         t.add_row(f"{g.num_layers} {g.kind}", val, g.formula)
+    if not kv.groups:
+        t.add_row("no layer keeps a cache", "0 B", "every layer reads another model's K/V (see the model's notes)")
     t.add_row("[bold]all KV layers[/]", f"[bold]{kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB)[/]",
               f"whole model at TP 1: {kv.bytes_per_token_model:,.0f} B/token")
     return t
@@ -57,10 +59,14 @@ def _memory(p: Plan) -> Table:
     for d in m.deductions:
         t.add_row(f"− {d.name}", f"{d.bytes / GiB:,.2f}", f"{d.bytes / GB:,.2f}", d.source)
     src = "given: your engine's printed figure" if m.available_given else "what remains"
+    if m.kv_free:
+        src = (f"none allocated: no KV cache group, so vLLM skips the profile and gives the cache 0 B "
+               f"({m.headroom_bytes / GiB:,.2f} GiB of the budget left after the deductions)")
     t.add_row("[bold]= available KV memory[/]", f"[bold]{m.available_kv_bytes / GiB:,.2f}[/]", f"{m.available_kv_bytes / GB:,.2f}", src)
     unit = "page" if m.engine == "sglang" else "block"
     t.add_row(f"bytes per {unit}", "", f"{m.bytes_per_block:,} B", f"{m.block_size} tokens × per-token bytes over the layers sharing a {unit}")
-    t.add_row(f"{unit}s", "", f"{m.num_gpu_blocks:,}", f"floor(available / {m.bytes_per_block:,} B); usable {m.usable_blocks:,}")
+    t.add_row(f"{unit}s", "", f"{m.num_gpu_blocks:,}", "the null block only; usable 0" if m.kv_free else
+              f"floor(available / {m.bytes_per_block:,} B); usable {m.usable_blocks:,}")
     return t
 
 
@@ -88,7 +94,8 @@ def _concurrency(p: Plan) -> Table:
         capped = " [yellow](capped)[/]" if r.max_requests > r.running_cap else ""
         whole = f"{r.max_requests:,}" if r.max_requests else "[red]0 — not one fits[/]"
         t.add_row(f"{r.context_tokens:,}{flag}", f"{r.blocks_per_request:,}", fmt_bytes(r.bytes_per_request, both=False),
-                  fmt_bytes(r.pool_bytes_per_request, both=False), f"{r.max_concurrency:,.2f}x", whole,
+                  fmt_bytes(r.pool_bytes_per_request, both=False),
+                  "none printed (no KV)" if p.memory.kv_free else f"{r.max_concurrency:,.2f}x", whole,
                   f"{r.max_running:,}{capped}")
     t.caption = ("KV state: the tokens' KV and state at that context; pool budget: what the engine reserves per request "
                  "(blocks × bytes per block; sliding windows reserve in-flight tokens, hybrid pages pad)")
@@ -136,6 +143,10 @@ def summary_lines(p: Plan) -> list[str]:
            f"— " + "; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)]
     out += [f"note: {n}" for n in m.notes if "newer than the newest release" in n]
     out += [f"note: {n}" for n in p.model.notes if "read as a standard decoder" in n]  # an unknown model_type: say how
+    out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
+    if m.kv_free:
+        out[0] = (f"KV per token: 0 B per GPU: no layer keeps a KV cache or a state of its own (KV dtype {kv.kv_cache_dtype} "
+                  "does not matter)")
     if m.stages:
         stage = m.bytes_per_block / m.block_size
         out[0] = (f"KV per token: {stage:,.0f} B ({stage / KiB:,.2f} KiB) per GPU of the binding pipeline stage (its layers "
@@ -150,10 +161,22 @@ def summary_lines(p: Plan) -> list[str]:
         out.append(f"pipeline: {len(m.stages)} stages × TP {p.settings.tp} GPUs; the binding stage PP{bind['rank']} "
                    f"(layers {bind['layers'][0]}–{bind['layers'][1]}{', LM head + sampler' if bind['is_last'] else ''}) has the "
                    "fewest blocks and sizes the engine's pool; figures below are per GPU of that stage")
-    out.append(f"memory per GPU: {weights}{avail} "
-               f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB × {m.fraction_name} {m.fraction:g} less ' + ', '.join(d.name for d in m.deductions if d.bytes)})"
-               f" → {m.num_gpu_blocks:,} blocks of {m.block_size} token{'' if m.block_size == 1 else 's'}")
-    if m.fits:
+    if p.layout is not None and not p.layout.groups and not m.kv_free:
+        avail = "no KV cache group on the binding stage's GPU (its layers all read other layers' K/V)"
+    if m.kv_free:
+        avail = (f"no KV pool: vLLM gives a model without KV cache groups 0 bytes of cache; "
+                 f"{m.headroom_bytes / GiB:,.2f} GiB of the budget is left after the deductions" if m.fits else
+                 f"the deductions exceed the budget by {-m.headroom_bytes / GiB:,.2f} GiB")
+        out.append(f"memory per GPU: {weights}{avail} ({m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB "
+                   f"× {m.fraction_name} {m.fraction:g} less " + ", ".join(d.name for d in m.deductions if d.bytes) + ")")
+    else:
+        out.append(f"memory per GPU: {weights}{avail} "
+                   f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB × {m.fraction_name} {m.fraction:g} less ' + ', '.join(d.name for d in m.deductions if d.bytes)})"
+                   f" → {m.num_gpu_blocks:,} block{'' if m.num_gpu_blocks == 1 else 's'} of {m.block_size} token{'' if m.block_size == 1 else 's'}")
+    if m.fits and m.kv_free:
+        out.append(f"concurrency (per replica): only max_num_seqs = {m.max_num_seqs:,} limits it, at every context up to "
+                   f"max_model_len {m.max_model_len:,} (no KV cache to fill; the engine prints no maximum concurrency)")
+    elif m.fits:
         rows = "; ".join(f"{r.context_tokens:,} tokens: {r.max_requests:,} request{'' if r.max_requests == 1 else 's'} "
                          f"({r.max_concurrency:,.2f}x)" if r.within_max_model_len else
                          f"{r.context_tokens:,} tokens: above max_model_len, rejected" for r in p.concurrency)
