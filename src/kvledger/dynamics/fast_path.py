@@ -15,10 +15,13 @@ Python per step (tests compare every token time bit for bit with ``fast_forward=
   behind: each decodes one token (blocks first, in running order), then waiting requests
   are admitted under the budget left, as ``Scheduler._admit`` does (v1's mixed steps only;
   under ``vllm_v0`` an arrival's prompt-only step is a general step).
-* ``run_open``: one replica with a known arrival list (the common CLI run; ``arrivals``: the
-  arrival times in a plain sequence): alternates
+* ``run_open``: one replica with a known arrival list (``arrivals``: the arrival times in a
+  plain sequence): alternates
   stretches and arrival steps without returning to the driver, keeping the running
-  requests' token counters in two lists and writing them back when it hands over.
+  requests' token counters in two lists and writing them back when it hands over. The common
+  CLI run (vLLM v1, paged KV, no block in the prefix cache) first tries open_stretch.py, which
+  runs the same steps but settles blocks, usage, token times and records once per many
+  arrivals; ``run_open`` takes what it hands over.
 
 Every reported figure stays bit for bit that of step-by-step execution
 (tests/dynamics/test_fast_path_exact.py, also under async scheduling and SGLang's scheduler):
