@@ -58,7 +58,7 @@ from kvledger.dynamics.kv_stretch import per_step_samples
 from kvledger.dynamics.request_state import FINISHED, SimRequest, accept
 from kvledger.dynamics.stretch_times import MAX_STRETCH_STEPS, decode_times
 
-__all__ = ["stretch", "admit_step", "run_open", "MAX_STRETCH_STEPS"]
+__all__ = ["stretch", "admit_step", "run_open", "advance", "MAX_STRETCH_STEPS"]
 
 _STEP_INDEX = np.arange(MAX_STRETCH_STEPS + 1, dtype=np.float64)
 
@@ -247,16 +247,9 @@ def run_open(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
             recs, k = _decode_run(rep, running, rems, comp, bound, True)
             if k:
                 progressed = True
-                if recs:
-                    if to_out:
-                        out.extend((r.uid, rec) for r, rec in recs)
-                    keep = [j for j, m in enumerate(rems) if m > k]
-                    running = [running[j] for j in keep]
-                    rems = [rems[j] - k for j in keep]
-                    comp = [comp[j] + k for j in keep]
-                else:
-                    rems = [m - k for m in rems]
-                    comp = [c + k for c in comp]
+                if recs and to_out:
+                    out.extend((r.uid, rec) for r, rec in recs)
+                running, rems, comp = advance(running, rems, comp, k, bool(recs))
             if not k or not running or rep.sched_s < bound:
                 return i, progressed
             i = _deliver(rep, specs, arrivals, i, out)
@@ -284,6 +277,15 @@ def run_open(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
         sched.running = running
 
 
+def advance(running: list[SimRequest], rems: list[int], comp: list[int], k: int, someone_finished: bool):
+    """New (running, remaining tokens, computed tokens) lists after ``k`` decode steps: those with ``k`` or fewer
+    tokens left dropped (only looked for when ``someone_finished``), the others ``k`` tokens on."""
+    if someone_finished:
+        keep = [j for j, m in enumerate(rems) if m > k]
+        return [running[j] for j in keep], [rems[j] - k for j in keep], [comp[j] + k for j in keep]
+    return running, [m - k for m in rems], [c + k for c in comp]
+
+
 def _deliver(rep, specs, arrivals, i: int, out: list) -> int:
     """Move the arrivals visible at the next step's start into the waiting queue (or reject them); returns the next index.
 
@@ -302,15 +304,8 @@ def _deliver(rep, specs, arrivals, i: int, out: list) -> int:
 def _after_mixed_step(running: list[SimRequest], rems: list[int], comp: list[int], someone_finished: bool):
     """The running list and counter lists after a mixed step: survivors one token on, then the newly admitted."""
     new = [r for r in running[len(rems):] if r.status != FINISHED]  # admitted this step, still running
-    if someone_finished:
-        keep = [j for j, m in enumerate(rems) if m > 1]
-        running = [running[j] for j in keep] + new
-        rems = [rems[j] - 1 for j in keep]
-        comp = [comp[j] + 1 for j in keep]
-    else:
-        running = running[: len(rems)] + new
-        rems = [m - 1 for m in rems]
-        comp = [c + 1 for c in comp]
+    running, rems, comp = advance(running[: len(rems)], rems, comp, 1, someone_finished)
+    running += new
     rems += [r.num_output_tokens - r.num_generated for r in new]
     comp += [r.num_computed_tokens for r in new]
     return running, rems, comp

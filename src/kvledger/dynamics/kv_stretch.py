@@ -111,12 +111,12 @@ class PagedStretches:
         allocation runs [first step, blocks, …] one block every ``block_size`` steps)``; with
         ``free_finished`` False: None.
 
-        With no block registered in the cache, which block goes to whom cannot change any figure
-        (unregistered blocks are interchangeable, and nothing registers during a stretch), so the
-        blocks are handed out request by request (``_commit_bulk``); otherwise in step, then
-        running order, as vLLM's allocator pops them.
+        With no block registered in the cache (and no stale queue entry), which block goes to whom
+        cannot change any figure (unregistered blocks are interchangeable, and nothing registers
+        during a stretch), so the blocks are handed out request by request (``_commit_bulk``);
+        otherwise in step, then running order, as vLLM's allocator pops them.
         """
-        if k > 1 and not self.pool._key_of and not self.custom_bft:
+        if k > 1 and not self.pool._key_of and not self.pool._num_stale and not self.custom_bft:
             return self._commit_bulk(running, comp, rems, k, free_finished, lag)
         B, n = self.block_size, len(running)
         two_n = 2 * n
@@ -184,35 +184,20 @@ class PagedStretches:
         B, pool = self.block_size, self.pool
         used0, req0 = self.num_used_blocks, self._req_blocks
         runs: list[int] = []
-        q, h0 = pool._queue, pool._head
-        if pool._num_stale:  # a stale queue entry: count first, then take the blocks through allocate
-            grow, total = [], 0
-            for r, c, m in zip(running, comp, rems):
-                j = len(r.blocks) * B - c
-                end = m if m < k else k
-                if j < end:
-                    cnt = (end - j - 1) // B + 1
-                    runs += (j, cnt)
-                    grow.append((r, cnt))
-                    total += cnt
-            ids, p = pool.allocate(total), 0
-            for r, cnt in grow:
-                r.blocks += ids[p: p + cnt]
-                p += cnt
-        else:  # the free queue's next blocks, request by request (BlockPool.allocate's order, without a copy)
-            h, free = h0, len(q) - h0
-            for r, c, m in zip(running, comp, rems):
-                j = len(r.blocks) * B - c
-                end = m if m < k else k
-                if j < end:
-                    cnt = (end - j - 1) // B + 1
-                    runs += (j, cnt)
-                    r.blocks += q[h: h + cnt]
-                    h += cnt
-            total = h - h0
-            if total > free:
-                raise RuntimeError(f"block pool: asked for {total} blocks, {free} free")
-            pool.advance(total)
+        q, h0 = pool._queue, pool._head  # the free queue's next blocks, request by request (allocate's order)
+        h, free = h0, len(q) - h0
+        for r, c, m in zip(running, comp, rems):
+            j = len(r.blocks) * B - c
+            end = m if m < k else k
+            if j < end:
+                cnt = (end - j - 1) // B + 1
+                runs += (j, cnt)
+                r.blocks += q[h: h + cnt]
+                h += cnt
+        total = h - h0
+        if total > free:
+            raise RuntimeError(f"block pool: asked for {total} blocks, {free} free")
+        pool.advance(total)
         self._req_blocks += total
         if not free_finished:
             return None

@@ -31,6 +31,7 @@ import math
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.kv_manager import PagedKVManager
 from kvledger.dynamics.request_state import FINISHED, RUNNING, SimRequest, accept
+from kvledger.dynamics.fast_path import advance
 from kvledger.dynamics.stretch_times import decode_times
 
 __all__ = ["eligible", "run_arrivals", "MAX_ARRIVAL_STRETCH_STEPS"]
@@ -88,18 +89,10 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
                         b = k
                     if b > a:
                         pieces.append((K + a, K + b, alive, kv_a))
-                fin = 0
-                if min(rems) <= k:
-                    keep = [j for j, m in enumerate(rems) if m > k]
-                    fin = sum(1 for m in rems if m == k)
-                    running = [running[j] for j in keep]
-                    rems = [rems[j] - k for j in keep]
-                    comp = [comp[j] + k for j in keep]
-                else:
-                    rems = [m - k for m in rems]
-                    comp = [c + k for c in comp]
+                ended = min(rems) <= k
+                finishing = rems.count(k) if lag else 0  # async: finished in the segment's last step
+                running, rems, comp = advance(running, rems, comp, k, ended)
                 K += k
-                finishing = fin if lag else 0
                 sched_t = ends[K - 1] if lag else ends[K]
             if not running or sched_t < bound or K >= MAX_ARRIVAL_STRETCH_STEPS:
                 break  # everyone finished, or stopped short of the arrival (blocks, the step cap)
@@ -142,16 +135,8 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
         pieces.append((K, K + 1, 0, pf + dec_kv))
         ends.append(ends[K] + dur)
         durs.append(dur)
-        fin = 0
-        if 1 in rems:
-            keep = [j for j, m in enumerate(rems) if m > 1]
-            fin = len(rems) - len(keep)
-            running = [running[j] for j in keep]
-            rems = [rems[j] - 1 for j in keep]
-            comp = [comp[j] + 1 for j in keep]
-        else:
-            rems = [m - 1 for m in rems]
-            comp = [c + 1 for c in comp]
+        fin = rems.count(1)  # finished in this step
+        running, rems, comp = advance(running, rems, comp, 1, fin > 0)
         for r in new:
             p = r.num_prompt_tokens
             h = -(-p // B)
