@@ -156,7 +156,7 @@ def _run_single_open(arr: _Arrivals, rep: Replica, progress, out, stop: MissRule
 def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRule | None) -> None:
     specs, max_len = arr._open, rep.cfg.max_model_len
     arrivals = _arrival_times(specs)
-    lean = stop is None and open_stretch.eligible(rep)  # arrival stretches (an early stop checks between general steps)
+    lean = open_stretch.eligible(rep)  # arrival stretches
     tick, done = max(1, arr.total // 200), 0
     i, total = 0, len(specs)
     sched = rep.sched
@@ -165,6 +165,8 @@ def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRul
             progressed = False
             if lean and not rep._deferred:
                 i, progressed = open_stretch.run_arrivals(rep, specs, arrivals, i, out)
+                if progressed and stop is not None and stop.due(len(out)) and stop.decided([rep], out):
+                    return  # an early stop is checked between arrival stretches and after general steps
             if not progressed:
                 i, progressed = fast_path.run_open(rep, specs, arrivals, i, out)
             if progressed:
