@@ -10,7 +10,10 @@ Sources (read-only, beside the clone):
   * ``shared/data/vllm_memory_observations.csv``: three H100 start-ups of an earlier release (llm-d-benchmark,
     Apache-2.0; version not stated: the sort-era profile, vLLM ≤0.16, is applied);
   * public logs quoted in ``shared/research/engines.md`` §7 that name model, GPU and the printed available memory:
-    only blocks, tokens and the printed concurrency can be checked there (no memory terms are printed).
+    only blocks, tokens and the printed concurrency can be checked there (no memory terms are printed);
+  * held out: the serving runs under ``shared/data/measured-runs`` whose record states the engine's block count
+    (LLMServingSim's ``meta.json``: ``kv_cache.num_gpu_blocks``, the launch arguments, the device's total memory):
+    the plan from those settings alone, before any log, against the count the engine allocated.
 
 Prints one line per start-up and term (predicted, logged, error), then the mean absolute and the worst error per
 term. Rows whose config kvledger cannot read say so. Usage: ``python benchmarks/accuracy_memory.py [--json]``.
@@ -91,6 +94,27 @@ def public_log_checks() -> list[str]:
     return lines
 
 
+def held_out_runs() -> list[str]:
+    """Predicted vs recorded KV blocks of every measured run whose record gives the engine's block count."""
+    lines = []
+    for meta_path in sorted((SHARED / "measured-runs").rglob("meta.json")):
+        meta = json.loads(meta_path.read_text())
+        kv, kw, hw = meta.get("kv_cache") or {}, meta.get("engine_kwargs") or {}, meta.get("hardware") or {}
+        if not kv.get("num_gpu_blocks") or not hw.get("device_total_memory_bytes"):
+            continue
+        s = make_settings(engine_version=meta["vllm_version"], max_model_len=kw.get("max_model_len"),
+                          max_num_seqs=kw.get("max_num_seqs"), max_num_batched_tokens=kw.get("max_num_batched_tokens"),
+                          gpu_memory_utilization=kv.get("gpu_memory_utilization"), tp=kw.get("tensor_parallel_size", 1))
+        gpu = resolve_gpu(meta_path.parts[-4], memory_bytes=int(hw["device_total_memory_bytes"]))
+        p = build_plan(load_model(meta["model"]), gpu, s, with_roofline=False, with_advice=False)
+        got, want = p.memory.num_gpu_blocks, int(kv["num_gpu_blocks"])
+        lines.append(f"  {meta['model']} on {hw.get('device_name', gpu.name)}, vLLM {meta['vllm_version']}, max_num_seqs "
+                     f"{kw.get('max_num_seqs')}, max_num_batched_tokens {kw.get('max_num_batched_tokens')}: predicted "
+                     f"{got:,} blocks ({p.memory.available_kv_bytes / GiB:.2f} GiB), the engine allocated {want:,} "
+                     f"({(got - want) / want * 100:+.1f}%) — {meta_path.relative_to(SHARED)}")
+    return lines
+
+
 def fmt(v: float | None, term: str) -> str:
     if v is None:
         return "—"
@@ -141,6 +165,9 @@ def main() -> int:
         print(f"  {label}: " + "; ".join(f"{t.term} {t.predicted:.2f} vs {t.logged:.2f} ({t.rel_error * 100:+.1f}%)" for t in ts))
     print("\nPublic logs (engines.md §7), from the printed available memory:")
     for line in public_log_checks():
+        print(line)
+    print("\nHeld out (a serving run's record with the engine's block count; predicted from its settings alone):")
+    for line in held_out_runs():
         print(line)
     return 0
 
