@@ -172,13 +172,16 @@ def test_o10_v0_24_tokens_are_int_c_times_l():
 
 
 def test_version_defaults():
-    # gpu_memory_utilization: 0.9 through 0.15, 0.92 from 0.20 (config/cache.py); CUDA graphs subtracted from 0.21.
+    # gpu_memory_utilization: 0.9 through 0.19, 0.92 from 0.20 (config/cache.py); the CUDA-graph estimate is
+    # subtracted from 0.20 (0.20.0's envs.py: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "1", 0.19's to "0").
     assert plan("meta-llama/Llama-3.1-8B", engine_version="0.15.0").memory.fraction == 0.9
+    before = plan("meta-llama/Llama-3.1-8B", engine_version="0.19.0")
     old = plan("meta-llama/Llama-3.1-8B", engine_version="0.20.0")
     new = plan("meta-llama/Llama-3.1-8B", engine_version="0.21.0")
-    assert old.memory.fraction == new.memory.fraction == 0.92
-    cg = {p.memory.engine_version: {d.name: d.bytes for d in p.memory.deductions} for p in (old, new)}
-    assert cg["0.20.0"]["CUDA graphs"] == 0 and cg["0.21.0"]["CUDA graphs (estimate)"] > 0
+    assert before.memory.fraction == 0.9 and old.memory.fraction == new.memory.fraction == 0.92
+    cg = {p.memory.engine_version: {d.name: d.bytes for d in p.memory.deductions} for p in (before, old, new)}
+    assert cg["0.19.0"]["CUDA graphs"] == 0
+    assert cg["0.20.0"]["CUDA graphs (estimate)"] == cg["0.21.0"]["CUDA graphs (estimate)"] > 0
     # Server defaults on an H100 (≥ 70 GiB, not A100): 8,192 batched tokens and 1,024 sequences; A100: 2,048 / 256.
     assert (new.memory.max_num_batched_tokens, new.memory.max_num_seqs) == (8192, 1024)
     a100 = plan("meta-llama/Llama-3.1-8B", get_gpu("a100-80gb"))

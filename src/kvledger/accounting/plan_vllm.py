@@ -1,7 +1,7 @@
 """vLLM's KV budget and block pool for one GPU, version by version (engines.md §1, §8).
 
 available = ceil(total × gpu_memory_utilization) − weights − activation peak − non-torch
-            − CUDA-graph estimate (0.21+)                        [gpu_worker.py::determine_available_memory]
+            − CUDA-graph estimate (0.20+)                        [gpu_worker.py::determine_available_memory]
   each term per GPU of each pipeline stage, by version (vllm_profile.py); with PP the stage with the
   fewest blocks binds (the engine keeps the minimum block count over workers)
 num_gpu_blocks = floor(available / bytes_per_block)               [kv_cache_planning.py::get_kv_cache_config_from_groups]
@@ -91,9 +91,9 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
             items.append(LineItem("CUDA graphs (estimate)", s.cudagraph_bytes, "given (your log's 'Estimated CUDA graph memory')"))
         else:
             cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
-            items.append(LineItem("CUDA graphs (estimate)", cg, src + "; subtracted since vLLM 0.21"))
+            items.append(LineItem("CUDA graphs (estimate)", cg, src + "; subtracted since vLLM 0.20 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 in envs.py)"))
     else:
-        items.append(LineItem("CUDA graphs", 0, f"not subtracted by vLLM {vtxt} (captured after the KV pool is sized; 0.21+ subtracts an estimate)"))
+        items.append(LineItem("CUDA graphs", 0, f"not subtracted by vLLM {vtxt} (captured after the KV pool is sized; 0.20+ subtracts an estimate)"))
     return items
 
 

@@ -1,7 +1,7 @@
 """vLLM's memory profile version by version: the activation peak, non-torch memory and CUDA-graph estimate per GPU.
 
-What vLLM subtracts before the KV pool (``gpu_worker.py::determine_available_memory``, 0.10–0.20:
-weights + torch peak increase + non-torch increase; from 0.21 also the CUDA-graph estimate) is measured
+What vLLM subtracts before the KV pool (``gpu_worker.py::determine_available_memory``, 0.10–0.19:
+weights + torch peak increase + non-torch increase; from 0.20 also the CUDA-graph estimate) is measured
 in ``profile_run``: one forward pass over ``max_num_batched_tokens`` tokens, then, on the last pipeline
 stage only, ``_dummy_sampler_run`` over ``min(max_num_seqs, max_num_batched_tokens)`` requests with
 top-k, top-p and temperature on (``gpu_model_runner.py``). The torch peak is the larger of the two

@@ -81,9 +81,11 @@ def default_batch_limits(ver: tuple[int, int, int], gpu_total_bytes: int, gpu_na
 
 
 def subtracts_cudagraphs(ver: tuple[int, int, int]) -> bool:
-    """True from 0.21, where the CUDA-graph estimate is subtracted from the KV budget by default
-    (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``; "default since v0.21.0" in the start-up log)."""
-    return ver >= (0, 21, 0)
+    """True from 0.20, where the CUDA-graph estimate is subtracted from the KV budget by default: 0.20.0's
+    ``envs.py`` reads ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` with default "1" (0.19: "0"), and
+    ``gpu_worker.py::determine_available_memory`` subtracts the estimate when it is set (its log line says "default
+    since v0.21.0", but the 0.20.0 code already has it on)."""
+    return ver >= (0, 20, 0)
 
 
 def sliding_inflight_tokens(ver: tuple[int, int, int], max_num_batched_tokens: int) -> tuple[int, str]:
