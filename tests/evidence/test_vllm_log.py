@@ -127,7 +127,10 @@ def test_banner_args_dict_behind_docker_compose_and_quote_prefixes():
 def test_cudagraph_estimate_override_and_018_notice():
     lg = log("v0.18_cudagraph_estimate_override.log")
     st = lg.startup
-    assert st.num_gpu_blocks_override == 512  # L1 "Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512"
+    # L1 "Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512" comes before the KV budget (L4): 0.18's CUDA-graph
+    # profiling on a 512-block throw-away cache (512 = max_cudagraph_capture_size, L2 "largest=512"), not a user setting
+    assert st.num_gpu_blocks_override is None and "num_gpu_blocks_override" not in st.lines
+    assert any(n.startswith("line 1: 'Overriding num_gpu_blocks=0") and "CUDA-graph memory profiling" in n for n in st.notes)
     assert st.cudagraph_estimate_bytes == gib(1.62)  # L3 "Estimated CUDA graph memory: 1.62 GiB total"
     assert st.available_kv_bytes == gib(6.9)  # L4 "Available KV cache memory: 6.9 GiB"
     assert st.gpu_memory_utilization == 0.9  # L5 "... increase --gpu-memory-utilization from 0.9000 to 0.9690 ..."

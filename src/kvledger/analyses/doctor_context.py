@@ -151,6 +151,8 @@ def _settings(log: VllmLog, engine_version: str | None) -> tuple[dict[str, Any],
     kw: dict[str, Any] = {"engine": "vllm", "engine_version": version}
     src = {"engine_version": f"--engine-version {engine_version}" if engine_version else log.rules_reason}
     kw["tp"], src["tp"] = _tp(log)
+    if st.pipeline_parallel_size:
+        kw["pp"], src["pp"] = st.pipeline_parallel_size, f"log line {st.lines['pipeline_parallel_size']}"
     for name in _FROM_LOG:
         value = getattr(st, name)
         kw[name], src[name] = value, (f"log line {st.lines[name]}" if value is not None else "vLLM default for this version (ledger rule)")

@@ -101,6 +101,8 @@ def _blocks_row(ctx: DoctorContext) -> ComparisonRow | None:
         text = (f"ledger from its memory model (the log prints no KV budget): {_gib(a.memory.available_kv_bytes)} / "
                 f"{a.memory.bytes_per_block:,} B per block; log: {how}") if a else f"log: {how}"
         return _row("GPU blocks", "blocks", lo, line, ledger, text)
+    if ctx.settings.get("pp", 1) > 1:
+        return _pp_blocks_row(ctx, lo, line, how)
     ledger, bpb = b.memory.num_gpu_blocks, b.memory.bytes_per_block
     rlo, rhi = printed_gib_block_range(st.available_kv_bytes, bpb)
     text = f"ledger: floor({_gib(st.available_kv_bytes)} / {bpb:,} B per block) = {ledger:,}; log: {how}"
@@ -110,6 +112,27 @@ def _blocks_row(ctx: DoctorContext) -> ComparisonRow | None:
                  f"{rlo:,}–{rhi:,} blocks: the log's {lo:,} is {'inside' if inside else 'OUTSIDE'} that range"
                  + ("" if inside else " — the model, KV dtype or TP do not match the log"))
     return _row("GPU blocks", "blocks", lo, line, ledger, text)
+
+
+def _pp_blocks_row(ctx: DoctorContext, lo: int | None, line: int | None, how: str) -> ComparisonRow:
+    """With pipeline parallelism the printed available memory is the first stage's only: vLLM logs it with
+    ``info_once(scope="local")`` (gpu_worker.py::determine_available_memory; vllm/logger.py prints "local" lines from
+    the node's first rank), and keeps the smallest block count over the stages (kv_cache_utils.py::get_kv_cache_configs).
+    The other stages' budgets are not printed, so the first stage's figure only bounds the block count from above."""
+    st, b = ctx.log.startup, ctx.log_memory_plan
+    first = b.memory.stages[0]
+    bpb = first["bytes_per_block"]
+    _, rhi = printed_gib_block_range(st.available_kv_bytes, bpb)
+    text = (f"pipeline parallel {ctx.settings['pp']}: the log prints the first stage's available KV memory only "
+            f"(gpu_worker.py logs it from the first rank), and vLLM keeps the smallest block count over the stages "
+            f"(kv_cache_utils.py::get_kv_cache_configs), so the ledger bounds it: at most floor({_gib(st.available_kv_bytes)} / "
+            f"{bpb:,} B per block of stage 0's {first['num_layers']} layers) = {first['num_gpu_blocks']:,} "
+            f"(up to {rhi:,} within the 2-decimal print); log: {how}")
+    if lo is not None:
+        inside = 1 <= lo <= rhi
+        text += (f"; the log's {lo:,} is {'inside' if inside else 'OUTSIDE'} 1–{rhi:,}"
+                 + ("" if inside else " — the model, KV dtype or PP split do not match the log"))
+    return _row("GPU blocks", "blocks", lo, line, first["num_gpu_blocks"], text)
 
 
 def _capacity_rows(ctx: DoctorContext) -> list[ComparisonRow]:

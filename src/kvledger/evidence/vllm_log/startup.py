@@ -123,8 +123,9 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
     ("--gpu-memory-utilization from", re.compile(r"--gpu-memory-utilization from (" + _NUM + r") to (" + _NUM + r")"),
      _fixed(gpu_memory_utilization=lambda m: float(m.group(1)))),
     ("blocks:", re.compile(r"(?:GPU|cuda|npu|xpu|hpu|neuron) blocks: (" + _INT + r")(?:,\s*#\s*CPU blocks: (" + _INT + r"))?", re.I), _blocks),
-    ("num_gpu_blocks_override=", re.compile(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(" + _INT + r")"),
-     _fixed(num_gpu_blocks_override=lambda m: int(m.group(1)))),
+    # Not read as a setting here: vLLM 0.18–0.19 print it for their CUDA-graph profiling pass too (override.py decides).
+    ("num_gpu_blocks_override=", re.compile(r"Overriding num_gpu_blocks=(-?" + _INT + r") with num_gpu_blocks_override=(" + _INT + r")"),
+     _fixed(_override=lambda m: (int(m.group(1)), int(m.group(2))))),
     ("GPU KV cache size", re.compile(r"GPU KV cache size: (" + _GROUPED + r") tokens"),
      _fixed(kv_cache_tokens=lambda m: _int(m.group(1)), _marker="kv_tokens")),
     ("Maximum concurrency", re.compile(r"Maximum concurrency for (" + _GROUPED + r") tokens per request: (" + _NUM + r")x"), _capacity),
