@@ -69,6 +69,11 @@ def test_llama_8b_tp1_rows_by_hand(reports):
     r = c.row("max concurrency at 8,192 tokens")
     assert (r.log_value, r.ledger_value, r.log_line) == (58.11, 58.11, 376)
     assert any(n.startswith("line 351: 'Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512'") for n in c.notes)
+    # line 369 estimates 0.84 GiB of CUDA graphs, but line 374's notice says VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is off
+    # (0.19's default), so 0 B was subtracted, as the ledger has it: the available-KV gap is then +0.02 GiB, all residual
+    g = c.row("CUDA graphs")
+    assert (g.log_value, g.log_line, g.ledger_value) == (0, 374, 0) and "estimate 0.84 GiB (line 369) was not subtracted" in g.explanation
+    assert "CUDA graphs +0.00 GiB; residual +0.02 GiB" in c.row("available KV memory").explanation
 
 
 def test_llama_8b_pp2_blocks_bounded_by_the_first_stage(reports):

@@ -131,6 +131,8 @@ def test_cudagraph_estimate_override_and_018_notice():
     # profiling on a 512-block throw-away cache (512 = max_cudagraph_capture_size, L2 "largest=512"), not a user setting
     assert st.num_gpu_blocks_override is None and "num_gpu_blocks_override" not in st.lines
     assert any(n.startswith("line 1: 'Overriding num_gpu_blocks=0") and "CUDA-graph memory profiling" in n for n in st.notes)
+    # L5 "In v0.19, CUDA graph memory profiling will be enabled by default": the estimate was not subtracted
+    assert (st.cudagraph_estimate_applied, st.lines["cudagraph_estimate_applied"]) == (False, 5)
     assert st.cudagraph_estimate_bytes == gib(1.62)  # L3 "Estimated CUDA graph memory: 1.62 GiB total"
     assert st.available_kv_bytes == gib(6.9)  # L4 "Available KV cache memory: 6.9 GiB"
     assert st.gpu_memory_utilization == 0.9  # L5 "... increase --gpu-memory-utilization from 0.9000 to 0.9690 ..."
@@ -302,3 +304,14 @@ def test_line_numbers_as_grep_counts_them(tmp_path):
     lg = read_vllm_log(p)
     assert (lg.startup.lines["available_kv_bytes"], lg.startup.lines["kv_cache_tokens"], lg.total_lines) == (2, 3, 3)
     assert lg.startup.available_kv_bytes == gib(58.11) and lg.startup.kv_cache_tokens == 476016
+
+
+@pytest.mark.parametrize("line, applied", [
+    # vLLM 0.20 gpu_worker.py::determine_available_memory, after the budget line (CONSTRUCTED from its format strings)
+    ("CUDA graph memory profiling is enabled (default since v0.21.0). The current --gpu-memory-utilization=0.9000 is "
+     "equivalent to --gpu-memory-utilization=0.8894 without CUDA graph memory profiling.", True),
+    ("CUDA graph memory profiling is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). Without it, CUDA graph memory "
+     "is not accounted for during KV cache allocation", False)])
+def test_cudagraph_estimate_applied_or_not(line, applied):
+    st = parse_vllm_log(_AVAIL + "\n(EngineCore pid=2) INFO 04-22 00:04:20 [v1/worker/gpu_worker.py:455] " + line).startup
+    assert (st.cudagraph_estimate_applied, st.lines["cudagraph_estimate_applied"]) == (applied, 2)

@@ -60,7 +60,14 @@ def _memory_rows(ctx: DoctorContext) -> list[ComparisonRow]:
     cg_log = st.cudagraph_estimate_bytes if st.cudagraph_estimate_bytes is not None else st.cudagraph_actual_bytes
     cg_line = st.lines.get("cudagraph_estimate_bytes" if st.cudagraph_estimate_bytes is not None else "cudagraph_actual_bytes")
     d = _deduction(a, "CUDA graphs")
-    rows.append(_row("CUDA graphs", "B", cg_log, cg_line, d.bytes if d else None, f"ledger: {d.source}" if d else "ledger: n/a" + need))
+    text = f"ledger: {d.source}" if d else "ledger: n/a" + need
+    if st.cudagraph_estimate_applied is False and st.cudagraph_estimate_bytes is not None:
+        # the budget is requested − non-KV − the estimate only when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is on
+        # (gpu_worker.py::determine_available_memory); the log says it was off: 0 B was subtracted
+        text += (f"; log: its estimate {_gib(st.cudagraph_estimate_bytes)} (line {cg_line}) was not subtracted: line "
+                 f"{st.lines['cudagraph_estimate_applied']} says VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is off")
+        cg_log, cg_line = 0, st.lines["cudagraph_estimate_applied"]
+    rows.append(_row("CUDA graphs", "B", cg_log, cg_line, d.bytes if d else None, text))
     non_kv = st.non_kv_total_bytes
     if non_kv is None and st.requested_memory_bytes and st.available_kv_bytes is not None:
         non_kv = st.requested_memory_bytes - st.available_kv_bytes
