@@ -13,6 +13,7 @@ import pytest
 
 from kvledger.analyses.doctor import diagnose_file
 from kvledger.analyses.memory_accuracy import CONFIG_FILES, QUANTIZED_CHECKPOINTS
+from kvledger.units import GiB
 
 ROOT = Path(__file__).parents[2]
 CORPUS = ROOT.parent / "shared" / "data" / "vllm-startups-0.19" / "logs"
@@ -85,3 +86,9 @@ def test_llama_8b_pp2_blocks_bounded_by_the_first_stage(reports):
     b = c.row("GPU blocks")
     assert (b.log_value, b.ledger_value) == (67207, 68136) and "inside 1–68,142" in b.explanation
     assert c.row("max concurrency at 8,192 tokens").ledger_value == 131.26 and c.consistent is True
+    # the memory lines (weights line 171, profile line 672, budget line 673) are Worker_PP0's: compared with the ledger's
+    # stage 0 (no LM head, no sampler: activation 1.10 GiB logged), not with the binding last stage (2.01 GiB logged by PP1)
+    a = c.row("activation peak")
+    assert "pipeline stage 0's figure (line 672 comes from Worker_PP0" in a.explanation and abs(a.difference) < 0.03 * GiB
+    kv = c.row("available KV memory")
+    assert kv.log_line == 673 and abs(kv.difference) < 0.1 * GiB  # 66.54 GiB logged

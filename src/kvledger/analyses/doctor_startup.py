@@ -10,6 +10,8 @@ concurrency from the log's own block count under the version's print rule (engin
 
 from __future__ import annotations
 
+import re
+
 from kvledger.accounting.plan import Plan
 from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.vllm_rules import era, parse_version
@@ -19,10 +21,10 @@ from kvledger.units import GiB
 
 __all__ = ["compare_startup"]
 
-_MEMORY_TERMS = [  # (row term, StartupFacts field, ledger deduction name)
-    ("weights", "weights_bytes", "weights"),
-    ("activation peak", "activation_peak_bytes", "activation peak"),
-    ("non-torch memory", "non_torch_bytes", "non-torch memory"),
+_MEMORY_TERMS = [  # (row term, StartupFacts field, ledger deduction name, key of a pipeline stage's figure in Memory.stages)
+    ("weights", "weights_bytes", "weights", "weights_bytes"),
+    ("activation peak", "activation_peak_bytes", "activation peak", "activation_peak_bytes"),
+    ("non-torch memory", "non_torch_bytes", "non-torch memory", "non_torch_memory_bytes"),
 ]
 
 
@@ -40,6 +42,24 @@ def _gib(b: float | None) -> str:
     return "n/a" if b is None else f"{b / GiB:.2f} GiB"
 
 
+def _stage_of(ctx: DoctorContext, fname: str) -> dict | None:
+    """With pipeline parallelism, the ledger's stage whose worker printed the log's figure (a ``Worker_PP<k>`` tag)."""
+    a = ctx.model_plan
+    m = re.match(r"Worker_PP(\d+)", ctx.log.startup.field_workers.get(fname, ""))
+    if a is None or not a.memory.stages or m is None or int(m.group(1)) >= len(a.memory.stages):
+        return None
+    return a.memory.stages[int(m.group(1))]
+
+
+def _ledger_term(ctx: DoctorContext, fname: str, key: str, d, need: str) -> tuple[float | None, str]:
+    """The ledger's figure for a memory term: the log's own pipeline stage's when it names one, else the binding stage's."""
+    stage = _stage_of(ctx, fname)
+    if stage is not None and key in stage:
+        return stage[key], (f"ledger: pipeline stage {stage['rank']}'s figure (line {ctx.log.startup.lines.get(fname)} comes from "
+                            f"{ctx.log.startup.field_workers[fname].split()[0]}; kvledger plan --pp {ctx.settings['pp']} lists every stage)")
+    return (d.bytes if d else None), (f"ledger: {d.source}" if d else "ledger: n/a" + need)
+
+
 def _memory_rows(ctx: DoctorContext) -> list[ComparisonRow]:
     st, a = ctx.log.startup, ctx.model_plan
     m = a.memory if a else None
@@ -53,10 +73,8 @@ def _memory_rows(ctx: DoctorContext) -> list[ComparisonRow]:
             _row("requested = total × utilization", "B", st.requested_memory_bytes, st.lines.get("requested_memory_bytes"),
                  m.requested_bytes if m else None, "device total × gpu_memory_utilization (V0 worker.py::determine_num_available_blocks)"
                  if v0 else "ceil(device total × gpu_memory_utilization) (v1/worker/utils.py::request_memory)")]
-    for term, fname, dname in _MEMORY_TERMS:
-        d = _deduction(a, dname)
-        rows.append(_row(term, "B", getattr(st, fname), st.lines.get(fname), d.bytes if d else None,
-                         f"ledger: {d.source}" if d else "ledger: n/a" + need))
+    for term, fname, dname, key in _MEMORY_TERMS:
+        rows.append(_row(term, "B", getattr(st, fname), st.lines.get(fname), *_ledger_term(ctx, fname, key, _deduction(a, dname), need)))
     cg_log = st.cudagraph_estimate_bytes if st.cudagraph_estimate_bytes is not None else st.cudagraph_actual_bytes
     cg_line = st.lines.get("cudagraph_estimate_bytes" if st.cudagraph_estimate_bytes is not None else "cudagraph_actual_bytes")
     d = _deduction(a, "CUDA graphs")
@@ -71,15 +89,20 @@ def _memory_rows(ctx: DoctorContext) -> list[ComparisonRow]:
     non_kv = st.non_kv_total_bytes
     if non_kv is None and st.requested_memory_bytes and st.available_kv_bytes is not None:
         non_kv = st.requested_memory_bytes - st.available_kv_bytes
-    rows.append(_row("non-KV total", "B", non_kv, st.lines.get("non_kv_total_bytes") or st.lines.get("available_kv_bytes"),
-                     sum(x.bytes for x in m.deductions) if m else None, "sum of the terms above (ledger); the log's own total or requested − available"))
+    non_kv_field = "non_kv_total_bytes" if st.non_kv_total_bytes is not None else "available_kv_bytes"
+    stage = _stage_of(ctx, non_kv_field)
+    ledger_non_kv = (m.requested_bytes - stage["available_kv_bytes"]) if stage and m else (sum(x.bytes for x in m.deductions) if m else None)
+    rows.append(_row("non-KV total", "B", non_kv, st.lines.get(non_kv_field), ledger_non_kv,
+                     "sum of the terms above (ledger" + (f", pipeline stage {stage['rank']}" if stage else "")
+                     + "); the log's own total or requested − available"))
     rows.append(_available_row(ctx, rows, need))
     return rows
 
 
 def _available_row(ctx: DoctorContext, rows: list[ComparisonRow], need: str) -> ComparisonRow:
     st, a = ctx.log.startup, ctx.model_plan
-    ledger = a.memory.available_kv_bytes if a else None
+    stage = _stage_of(ctx, "available_kv_bytes")
+    ledger = stage["available_kv_bytes"] if stage else (a.memory.available_kv_bytes if a else None)
     parts, explained = [], 0.0
     req = next(r for r in rows if r.term.startswith("requested"))
     if req.difference is not None:

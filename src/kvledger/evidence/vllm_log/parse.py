@@ -41,6 +41,7 @@ class _Collector:
         self.workers: list[str] = []
         self.version_where: str | None = None
         self.overrides: list[OverrideLine] = []
+        self.field_workers: dict[str, str] = {}
 
     def add(self, result: dict[str, Any], seg: Segment) -> None:
         note, marker = result.pop("_note", None), result.pop("_marker", None)
@@ -56,10 +57,18 @@ class _Collector:
                 self.notes.append(f"workers printed different available KV memory ({old / GiB:.2f} and {value / GiB:.2f} GiB, "
                                   f"line {seg.line_no}); vLLM sizes every worker's pool by the minimum")
                 self.values[key], self.lines[key] = value, seg.line_no
+                self._worker_of(key, seg)
             elif old is None:
                 self.values[key], self.lines[key] = value, seg.line_no
+                self._worker_of(key, seg)
                 if key == "vllm_version":
                     self.version_where = f"line {seg.line_no}"
+
+    def _worker_of(self, key: str, seg: Segment) -> None:
+        if seg.worker:
+            self.field_workers[key] = seg.worker
+        else:
+            self.field_workers.pop(key, None)
 
     def see(self, seg: Segment) -> None:
         if seg.src:
@@ -167,7 +176,7 @@ def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
     rules, why = rules_version(version, generation, c.markers)
     _take_override(c, version, generation)
     startup = StartupFacts(vllm_version=version, engine_generation=generation, workers=tuple(c.workers),
-                           lines=dict(c.lines), notes=tuple(c.notes), **c.values)
+                           lines=dict(c.lines), notes=tuple(c.notes), field_workers=dict(c.field_workers), **c.values)
     if info["vllm"]:
         engine, evidence = "vllm", None
     elif info["other"]:

@@ -35,8 +35,9 @@ STARTUP_FIELDS: dict[str, str] = {
 class StartupFacts:
     """What the start-up lines say. Every field is None when the log does not print it.
 
-    ``lines`` maps a field name to the 1-based line it was read from; ``notes`` records conversions
-    (for example "the 'GB' label in 'Loading model weights took' is GiB").
+    ``lines`` maps a field name to the 1-based line it was read from; ``field_workers`` to the process tag of that
+    line ("Worker_PP1 pid=443"), where it has one; ``notes`` records conversions (for example "the 'GB' label in
+    'Loading model weights took' is GiB").
     """
 
     vllm_version: str | None = None
@@ -80,6 +81,7 @@ class StartupFacts:
     workers: tuple[str, ...] = ()
     lines: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    field_workers: dict[str, str] = field(default_factory=dict)
 
     def found(self) -> list[str]:
         """Names of the fields the log printed (or that were derived from printed ones)."""
