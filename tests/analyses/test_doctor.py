@@ -239,3 +239,11 @@ def test_one_line_hybrid_tokens_inverted_to_blocks():
     assert c.row("GPU blocks").ledger_value == c.row("available KV memory").ledger_value // 393_216
     assert "memory model" in c.row("GPU blocks").explanation
     assert rep.finding("capacity").verdict == "no_metrics"
+
+
+def test_018_profiling_override_is_not_the_block_count():
+    # L1 "Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512" is 0.18's CUDA-graph profiling pass (version
+    # inferred from L5's notice): no setting, and no block count of 512 (the log prints none; its model is not named)
+    c = doc("v0.18_cudagraph_estimate_override.log").startup
+    assert "num_gpu_blocks_override" not in c.settings and c.row("GPU blocks") is None
+    assert any(n.startswith("line 1: 'Overriding num_gpu_blocks=0") for n in c.notes)

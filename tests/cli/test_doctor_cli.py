@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +72,34 @@ def test_a_model_other_than_the_logs_is_named_up_front():
     assert "--model Qwen/Qwen3-8B (the log names 'meta-llama/Llama-3.1-8B-Instruct')" in out
     # the base model of the Instruct the log serves is the same architecture: no warning
     assert json.loads(run(log, "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--json").stdout)["warnings"] == []
+
+
+def _error(*args) -> str:
+    with pytest.raises(KvLedgerError) as err:  # main.run() prints these without a traceback and exits 2
+        run(*args)
+    return str(err.value)
+
+
+def test_impossible_log_values_are_clear_errors_naming_the_line(tmp_path):
+    fixture = (LOGS / "v0.18_cudagraph_estimate_override.log").read_text(encoding="utf-8")
+    # the real 0.18 log with its budget line (line 4, "6.9 GiB") edited to 99,999.11 GiB: more than an H100's 79.22 GiB
+    p = tmp_path / "edited.log"
+    p.write_text(fixture.replace("Available KV cache memory: 6.9 GiB", "Available KV cache memory: 99999.11 GiB"), encoding="utf-8")
+    msg = _error(p, "--gpu", "H100")
+    assert "line 4: available KV cache memory 99,999.11 GiB is more than the GPU's whole memory (79.22 GiB" in msg
+    assert "line 4: available KV cache memory 99,999.11 GiB is more than any GPU holds" in _error(p)  # no --gpu, no printed total
+    proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", "doctor", str(p), "--gpu", "H100"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "line 4" in proc.stderr and "Traceback" not in proc.stderr and "Input should be" not in proc.stderr
+    # CONSTRUCTED (vLLM 0.19 formats): a printed KV cache size whose block count no engine accepts
+    # (99,999,999,999,984 tokens / 16 per block = 6,249,999,999,999 > 2**32 blocks)
+    p.write_text("INFO 04-22 00:03:30 [api_server.py:1] vLLM API server version 0.19.0\n"
+                 "(EngineCore pid=2) INFO 04-22 00:04:20 [v1/worker/gpu_worker.py:436] Available KV cache memory: 58.11 GiB\n"
+                 "(EngineCore pid=2) INFO 04-22 00:04:20 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 99,999,999,999,984 tokens\n",
+                 encoding="utf-8")
+    msg = _error(p, "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100")
+    assert "line 3: the block count behind the printed KV cache size (99,999,999,999,984 tokens) 6,249,999,999,999 is not" in msg
+    # an echoed setting outside vLLM's range: gpu_memory_utilization 1.5 (line 1)
+    p.write_text("(APIServer pid=1) INFO 04-22 00:03:35 [entrypoints/utils.py:233] non-default args: {'gpu_memory_utilization': 1.5}\n"
+                 + fixture, encoding="utf-8")
+    assert "line 1: gpu memory utilization 1.5 is not a value vLLM prints or accepts" in _error(p, "--gpu", "H100")

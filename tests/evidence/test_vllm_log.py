@@ -127,7 +127,12 @@ def test_banner_args_dict_behind_docker_compose_and_quote_prefixes():
 def test_cudagraph_estimate_override_and_018_notice():
     lg = log("v0.18_cudagraph_estimate_override.log")
     st = lg.startup
-    assert st.num_gpu_blocks_override == 512  # L1 "Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512"
+    # L1 "Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512" comes before the KV budget (L4): 0.18's CUDA-graph
+    # profiling on a 512-block throw-away cache (512 = max_cudagraph_capture_size, L2 "largest=512"), not a user setting
+    assert st.num_gpu_blocks_override is None and "num_gpu_blocks_override" not in st.lines
+    assert any(n.startswith("line 1: 'Overriding num_gpu_blocks=0") and "CUDA-graph memory profiling" in n for n in st.notes)
+    # L5 "In v0.19, CUDA graph memory profiling will be enabled by default": the estimate was not subtracted
+    assert (st.cudagraph_estimate_applied, st.lines["cudagraph_estimate_applied"]) == (False, 5)
     assert st.cudagraph_estimate_bytes == gib(1.62)  # L3 "Estimated CUDA graph memory: 1.62 GiB total"
     assert st.available_kv_bytes == gib(6.9)  # L4 "Available KV cache memory: 6.9 GiB"
     assert st.gpu_memory_utilization == 0.9  # L5 "... increase --gpu-memory-utilization from 0.9000 to 0.9690 ..."
@@ -249,3 +254,64 @@ def test_result_is_json_serializable():
     d = log("constructed_v1_preemptions_at_full_kv.log").to_dict()
     back = json.loads(json.dumps(d))
     assert back["startup"]["kv_cache_tokens"] == 420896 and back["stats"][3]["preemptions"] == 9
+
+
+# CONSTRUCTED lines in vLLM 0.19's formats: kv_cache_utils.py::may_override_num_blocks, gpu_worker.py's budget line,
+# entrypoints/utils.py's args echo and the API server's version line.
+_V = "(APIServer pid=1) INFO 04-22 00:03:30 [entrypoints/openai/api_server.py:1] vLLM API server version {}"
+_ARGS = ("(APIServer pid=1) INFO 04-22 00:03:35 [entrypoints/utils.py:233] non-default args: "
+         "{'model': 'meta-llama/Llama-3.1-8B-Instruct', 'num_gpu_blocks_override': 1000}")
+_OVERRIDE = "(EngineCore pid=2) INFO 04-22 00:04:19 [v1/core/kv_cache_utils.py:829] Overriding num_gpu_blocks={} with num_gpu_blocks_override={}"
+_AVAIL = "(EngineCore pid=2) INFO 04-22 00:04:20 [v1/worker/gpu_worker.py:436] Available KV cache memory: 58.11 GiB"
+
+
+def test_cudagraph_profiling_override_is_not_a_setting_but_a_real_override_is():
+    # 0.19: the profiling pass logs "num_gpu_blocks=0 … =512" before the budget; the user's override is logged after it
+    # with floor(58.11 GiB / 2 MiB) = 29,752 computed blocks (get_kv_cache_configs → may_override_num_blocks)
+    lines = [_V.format("0.19.0"), _OVERRIDE.format(0, 512), _AVAIL, _OVERRIDE.format(29752, 1000)]
+    st = parse_vllm_log("\n".join(lines)).startup
+    assert (st.num_gpu_blocks_override, st.lines["num_gpu_blocks_override"]) == (1000, 4)
+    assert any(n.startswith("line 2: 'Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512'") for n in st.notes)
+    # the args echo (line 2 here) is read first and wins
+    st = parse_vllm_log("\n".join([_V.format("0.19.0"), _ARGS] + lines[1:])).startup
+    assert (st.num_gpu_blocks_override, st.lines["num_gpu_blocks_override"]) == (1000, 2)
+    # the profiling pass alone: no override
+    assert parse_vllm_log("\n".join(lines[:3])).startup.num_gpu_blocks_override is None
+    # 0.24 logs only the real override, as available // bytes per block, which is 0 below one block: a setting there
+    st = parse_vllm_log("\n".join([_V.format("0.24.0"), _AVAIL, _OVERRIDE.format(0, 64)])).startup
+    assert st.num_gpu_blocks_override == 64 and not any("profiling" in n for n in st.notes)
+
+
+@pytest.mark.parametrize("computed, version, generation, profiling", [
+    (0, "0.18.0", "v1", True), (0, "0.19.1", "v1", True),  # _init_minimal_kv_cache_for_profiling logs through the helper
+    (0, "0.20.0", "v1", False), (0, "0.24.0", "v1", False), (0, "0.33.0", "v1", False),  # suppress_log=True / no such log
+    (0, None, None, True),  # no version: a 0 is taken as the profiling pass (the only V1 source of 0 before 0.24)
+    (0, "0.6.4", "v0", False),  # V0 executor_base.py: no profiling pass
+    (29752, "0.19.0", "v1", False)])  # a computed count ≥ 1 is the real override
+def test_override_rule_by_version(computed, version, generation, profiling):
+    from kvledger.evidence.vllm_log.override import OverrideLine, is_cudagraph_profiling
+
+    assert is_cudagraph_profiling(OverrideLine(1, computed, 512), version, generation) is profiling
+
+
+def test_line_numbers_as_grep_counts_them(tmp_path):
+    # only "\n" ends a line: a progress bar's bare "\r", a form feed and a CRLF ending stay inside their line (grep -n: 2, 3)
+    p = tmp_path / "crlf.log"
+    p.write_bytes(("Capturing CUDA graphs:  50%|\rCapturing CUDA graphs: 100%|\n"
+                   "\x0c" + _AVAIL + "\r\n"
+                   "(EngineCore pid=2) INFO 04-22 00:04:20 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 476,016 tokens\n"
+                   ).encode("utf-8"))
+    lg = read_vllm_log(p)
+    assert (lg.startup.lines["available_kv_bytes"], lg.startup.lines["kv_cache_tokens"], lg.total_lines) == (2, 3, 3)
+    assert lg.startup.available_kv_bytes == gib(58.11) and lg.startup.kv_cache_tokens == 476016
+
+
+@pytest.mark.parametrize("line, applied", [
+    # vLLM 0.20 gpu_worker.py::determine_available_memory, after the budget line (CONSTRUCTED from its format strings)
+    ("CUDA graph memory profiling is enabled (default since v0.21.0). The current --gpu-memory-utilization=0.9000 is "
+     "equivalent to --gpu-memory-utilization=0.8894 without CUDA graph memory profiling.", True),
+    ("CUDA graph memory profiling is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). Without it, CUDA graph memory "
+     "is not accounted for during KV cache allocation", False)])
+def test_cudagraph_estimate_applied_or_not(line, applied):
+    st = parse_vllm_log(_AVAIL + "\n(EngineCore pid=2) INFO 04-22 00:04:20 [v1/worker/gpu_worker.py:455] " + line).startup
+    assert (st.cudagraph_estimate_applied, st.lines["cudagraph_estimate_applied"]) == (applied, 2)

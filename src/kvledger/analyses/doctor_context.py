@@ -16,6 +16,7 @@ from pathlib import PurePath
 from typing import Any
 
 from kvledger.accounting.plan import Plan, build_plan
+from kvledger.analyses.doctor_checks import check_log_values, check_setting
 from kvledger.accounting.vllm_rules import era, parse_version, printed_capacity_lines
 from kvledger.accounting.settings import make_settings
 from kvledger.catalog.gpus import GpuSpec, custom_gpu, resolve_gpu
@@ -151,6 +152,8 @@ def _settings(log: VllmLog, engine_version: str | None) -> tuple[dict[str, Any],
     kw: dict[str, Any] = {"engine": "vllm", "engine_version": version}
     src = {"engine_version": f"--engine-version {engine_version}" if engine_version else log.rules_reason}
     kw["tp"], src["tp"] = _tp(log)
+    if st.pipeline_parallel_size:
+        kw["pp"], src["pp"] = st.pipeline_parallel_size, f"log line {st.lines['pipeline_parallel_size']}"
     for name in _FROM_LOG:
         value = getattr(st, name)
         kw[name], src[name] = value, (f"log line {st.lines[name]}" if value is not None else "vLLM default for this version (ledger rule)")
@@ -181,7 +184,8 @@ def stand_in_gpu(log: VllmLog, gpu: GpuSpec | None, settings: dict[str, Any]) ->
     st = log.startup
     util = settings.get("gpu_memory_utilization") or 0.9
     known = (st.available_kv_bytes or 0) + (st.weights_bytes or 0)
-    return custom_gpu("unknown GPU (stand-in)", max(int(known / util), 1 << 30) if known else 80 * GiB, 1e12, 1e14)
+    total = min(max(int(known / util), 1 << 30), 1 << 45) if known else 80 * GiB  # within custom_gpu's plausible range
+    return custom_gpu("unknown GPU (stand-in)", total, 1e12, 1e14)
 
 
 _TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
@@ -237,6 +241,7 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
         raise InputError(f"--prefix-share is a fraction of prompt tokens between 0 and 1, got {prefix_share}")
     spec, msrc = _resolve_model(log, model)
     g, gsrc = _resolve_gpu(log, gpu)
+    check_log_values(log, g.memory_bytes if g is not None else None, f"{g.name}, --gpu {gpu}" if gpu and g else gsrc)
     kw, src, notes = _settings(log, engine_version)
     plans: list[Plan | None] = [None, None, None]
     if spec is not None:
@@ -252,6 +257,9 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
                 plans[i] = None
         base = plans[1] or plans[0] or plan_with(spec, sg, kw)
         blocks = log_blocks(log, base if not isinstance(base, str) else None)
+        if blocks[0] is not None and st.num_gpu_blocks is None and st.num_gpu_blocks_override is None:
+            check_setting(log, "kv_cache_tokens", "num_gpu_blocks_override", blocks[0], st.lines.get("kv_cache_tokens"),
+                          f"the block count behind the printed KV cache size ({st.kv_cache_tokens:,} tokens)")
         if blocks[0] is not None:
             p = plan_with(spec, sg, kw, num_gpu_blocks_override=blocks[0])
             plans[2] = p if not isinstance(p, str) else None

@@ -10,6 +10,8 @@ concurrency from the log's own block count under the version's print rule (engin
 
 from __future__ import annotations
 
+import re
+
 from kvledger.accounting.plan import Plan
 from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.vllm_rules import era, parse_version
@@ -19,10 +21,10 @@ from kvledger.units import GiB
 
 __all__ = ["compare_startup"]
 
-_MEMORY_TERMS = [  # (row term, StartupFacts field, ledger deduction name)
-    ("weights", "weights_bytes", "weights"),
-    ("activation peak", "activation_peak_bytes", "activation peak"),
-    ("non-torch memory", "non_torch_bytes", "non-torch memory"),
+_MEMORY_TERMS = [  # (row term, StartupFacts field, ledger deduction name, key of a pipeline stage's figure in Memory.stages)
+    ("weights", "weights_bytes", "weights", "weights_bytes"),
+    ("activation peak", "activation_peak_bytes", "activation peak", "activation_peak_bytes"),
+    ("non-torch memory", "non_torch_bytes", "non-torch memory", "non_torch_memory_bytes"),
 ]
 
 
@@ -40,6 +42,24 @@ def _gib(b: float | None) -> str:
     return "n/a" if b is None else f"{b / GiB:.2f} GiB"
 
 
+def _stage_of(ctx: DoctorContext, fname: str) -> dict | None:
+    """With pipeline parallelism, the ledger's stage whose worker printed the log's figure (a ``Worker_PP<k>`` tag)."""
+    a = ctx.model_plan
+    m = re.match(r"Worker_PP(\d+)", ctx.log.startup.field_workers.get(fname, ""))
+    if a is None or not a.memory.stages or m is None or int(m.group(1)) >= len(a.memory.stages):
+        return None
+    return a.memory.stages[int(m.group(1))]
+
+
+def _ledger_term(ctx: DoctorContext, fname: str, key: str, d, need: str) -> tuple[float | None, str]:
+    """The ledger's figure for a memory term: the log's own pipeline stage's when it names one, else the binding stage's."""
+    stage = _stage_of(ctx, fname)
+    if stage is not None and key in stage:
+        return stage[key], (f"ledger: pipeline stage {stage['rank']}'s figure (line {ctx.log.startup.lines.get(fname)} comes from "
+                            f"{ctx.log.startup.field_workers[fname].split()[0]}; kvledger plan --pp {ctx.settings['pp']} lists every stage)")
+    return (d.bytes if d else None), (f"ledger: {d.source}" if d else "ledger: n/a" + need)
+
+
 def _memory_rows(ctx: DoctorContext) -> list[ComparisonRow]:
     st, a = ctx.log.startup, ctx.model_plan
     m = a.memory if a else None
@@ -53,26 +73,36 @@ def _memory_rows(ctx: DoctorContext) -> list[ComparisonRow]:
             _row("requested = total × utilization", "B", st.requested_memory_bytes, st.lines.get("requested_memory_bytes"),
                  m.requested_bytes if m else None, "device total × gpu_memory_utilization (V0 worker.py::determine_num_available_blocks)"
                  if v0 else "ceil(device total × gpu_memory_utilization) (v1/worker/utils.py::request_memory)")]
-    for term, fname, dname in _MEMORY_TERMS:
-        d = _deduction(a, dname)
-        rows.append(_row(term, "B", getattr(st, fname), st.lines.get(fname), d.bytes if d else None,
-                         f"ledger: {d.source}" if d else "ledger: n/a" + need))
+    for term, fname, dname, key in _MEMORY_TERMS:
+        rows.append(_row(term, "B", getattr(st, fname), st.lines.get(fname), *_ledger_term(ctx, fname, key, _deduction(a, dname), need)))
     cg_log = st.cudagraph_estimate_bytes if st.cudagraph_estimate_bytes is not None else st.cudagraph_actual_bytes
     cg_line = st.lines.get("cudagraph_estimate_bytes" if st.cudagraph_estimate_bytes is not None else "cudagraph_actual_bytes")
     d = _deduction(a, "CUDA graphs")
-    rows.append(_row("CUDA graphs", "B", cg_log, cg_line, d.bytes if d else None, f"ledger: {d.source}" if d else "ledger: n/a" + need))
+    text = f"ledger: {d.source}" if d else "ledger: n/a" + need
+    if st.cudagraph_estimate_applied is False and st.cudagraph_estimate_bytes is not None:
+        # the budget is requested − non-KV − the estimate only when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is on
+        # (gpu_worker.py::determine_available_memory); the log says it was off: 0 B was subtracted
+        text += (f"; log: its estimate {_gib(st.cudagraph_estimate_bytes)} (line {cg_line}) was not subtracted: line "
+                 f"{st.lines['cudagraph_estimate_applied']} says VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is off")
+        cg_log, cg_line = 0, st.lines["cudagraph_estimate_applied"]
+    rows.append(_row("CUDA graphs", "B", cg_log, cg_line, d.bytes if d else None, text))
     non_kv = st.non_kv_total_bytes
     if non_kv is None and st.requested_memory_bytes and st.available_kv_bytes is not None:
         non_kv = st.requested_memory_bytes - st.available_kv_bytes
-    rows.append(_row("non-KV total", "B", non_kv, st.lines.get("non_kv_total_bytes") or st.lines.get("available_kv_bytes"),
-                     sum(x.bytes for x in m.deductions) if m else None, "sum of the terms above (ledger); the log's own total or requested − available"))
+    non_kv_field = "non_kv_total_bytes" if st.non_kv_total_bytes is not None else "available_kv_bytes"
+    stage = _stage_of(ctx, non_kv_field)
+    ledger_non_kv = (m.requested_bytes - stage["available_kv_bytes"]) if stage and m else (sum(x.bytes for x in m.deductions) if m else None)
+    rows.append(_row("non-KV total", "B", non_kv, st.lines.get(non_kv_field), ledger_non_kv,
+                     "sum of the terms above (ledger" + (f", pipeline stage {stage['rank']}" if stage else "")
+                     + "); the log's own total or requested − available"))
     rows.append(_available_row(ctx, rows, need))
     return rows
 
 
 def _available_row(ctx: DoctorContext, rows: list[ComparisonRow], need: str) -> ComparisonRow:
     st, a = ctx.log.startup, ctx.model_plan
-    ledger = a.memory.available_kv_bytes if a else None
+    stage = _stage_of(ctx, "available_kv_bytes")
+    ledger = stage["available_kv_bytes"] if stage else (a.memory.available_kv_bytes if a else None)
     parts, explained = [], 0.0
     req = next(r for r in rows if r.term.startswith("requested"))
     if req.difference is not None:
@@ -101,6 +131,8 @@ def _blocks_row(ctx: DoctorContext) -> ComparisonRow | None:
         text = (f"ledger from its memory model (the log prints no KV budget): {_gib(a.memory.available_kv_bytes)} / "
                 f"{a.memory.bytes_per_block:,} B per block; log: {how}") if a else f"log: {how}"
         return _row("GPU blocks", "blocks", lo, line, ledger, text)
+    if ctx.settings.get("pp", 1) > 1:
+        return _pp_blocks_row(ctx, lo, line, how)
     ledger, bpb = b.memory.num_gpu_blocks, b.memory.bytes_per_block
     rlo, rhi = printed_gib_block_range(st.available_kv_bytes, bpb)
     text = f"ledger: floor({_gib(st.available_kv_bytes)} / {bpb:,} B per block) = {ledger:,}; log: {how}"
@@ -110,6 +142,27 @@ def _blocks_row(ctx: DoctorContext) -> ComparisonRow | None:
                  f"{rlo:,}–{rhi:,} blocks: the log's {lo:,} is {'inside' if inside else 'OUTSIDE'} that range"
                  + ("" if inside else " — the model, KV dtype or TP do not match the log"))
     return _row("GPU blocks", "blocks", lo, line, ledger, text)
+
+
+def _pp_blocks_row(ctx: DoctorContext, lo: int | None, line: int | None, how: str) -> ComparisonRow:
+    """With pipeline parallelism the printed available memory is the first stage's only: vLLM logs it with
+    ``info_once(scope="local")`` (gpu_worker.py::determine_available_memory; vllm/logger.py prints "local" lines from
+    the node's first rank), and keeps the smallest block count over the stages (kv_cache_utils.py::get_kv_cache_configs).
+    The other stages' budgets are not printed, so the first stage's figure only bounds the block count from above."""
+    st, b = ctx.log.startup, ctx.log_memory_plan
+    first = b.memory.stages[0]
+    bpb = first["bytes_per_block"]
+    _, rhi = printed_gib_block_range(st.available_kv_bytes, bpb)
+    text = (f"pipeline parallel {ctx.settings['pp']}: the log prints the first stage's available KV memory only "
+            f"(gpu_worker.py logs it from the first rank), and vLLM keeps the smallest block count over the stages "
+            f"(kv_cache_utils.py::get_kv_cache_configs), so the ledger bounds it: at most floor({_gib(st.available_kv_bytes)} / "
+            f"{bpb:,} B per block of stage 0's {first['num_layers']} layers) = {first['num_gpu_blocks']:,} "
+            f"(up to {rhi:,} within the 2-decimal print); log: {how}")
+    if lo is not None:
+        inside = 1 <= lo <= rhi
+        text += (f"; the log's {lo:,} is {'inside' if inside else 'OUTSIDE'} 1–{rhi:,}"
+                 + ("" if inside else " — the model, KV dtype or PP split do not match the log"))
+    return _row("GPU blocks", "blocks", lo, line, first["num_gpu_blocks"], text)
 
 
 def _capacity_rows(ctx: DoctorContext) -> list[ComparisonRow]:

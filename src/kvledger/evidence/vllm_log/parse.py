@@ -14,6 +14,7 @@ from typing import Any
 from kvledger.errors import FormatError, InputError
 from kvledger.evidence.vllm_log.engines import ENGINE_NAMES, other_engine_hits
 from kvledger.evidence.vllm_log.lines import Segment, seconds_of, segments
+from kvledger.evidence.vllm_log.override import OverrideLine, split_overrides
 from kvledger.evidence.vllm_log.startup import apply_rules
 from kvledger.evidence.vllm_log.stats import parse_preemption, parse_stats, parse_v0_prefix_line
 from kvledger.evidence.vllm_log.types import PreemptionEvent, StartupFacts, StatsSample, VllmLog
@@ -39,9 +40,13 @@ class _Collector:
         self.sources: set[str] = set()
         self.workers: list[str] = []
         self.version_where: str | None = None
+        self.overrides: list[OverrideLine] = []
+        self.field_workers: dict[str, str] = {}
 
     def add(self, result: dict[str, Any], seg: Segment) -> None:
         note, marker = result.pop("_note", None), result.pop("_marker", None)
+        if (override := result.pop("_override", None)) is not None:
+            self.overrides.append(OverrideLine(seg.line_no, *override))
         if note and note not in self.notes:
             self.notes.append(note)
         if marker:
@@ -52,10 +57,18 @@ class _Collector:
                 self.notes.append(f"workers printed different available KV memory ({old / GiB:.2f} and {value / GiB:.2f} GiB, "
                                   f"line {seg.line_no}); vLLM sizes every worker's pool by the minimum")
                 self.values[key], self.lines[key] = value, seg.line_no
+                self._worker_of(key, seg)
             elif old is None:
                 self.values[key], self.lines[key] = value, seg.line_no
+                self._worker_of(key, seg)
                 if key == "vllm_version":
                     self.version_where = f"line {seg.line_no}"
+
+    def _worker_of(self, key: str, seg: Segment) -> None:
+        if seg.worker:
+            self.field_workers[key] = seg.worker
+        else:
+            self.field_workers.pop(key, None)
 
     def see(self, seg: Segment) -> None:
         if seg.src:
@@ -96,6 +109,20 @@ def _derive(c: _Collector) -> None:
                 break
 
 
+def _take_override(c: _Collector, version: str | None, generation: str | None) -> None:
+    """The user's num_gpu_blocks_override from the override lines (unless the args echo gave it), with a note for
+    each line that is vLLM's CUDA-graph profiling pass instead (override.py)."""
+    real, profiling = split_overrides(c.overrides, version, generation)
+    for blocks in dict.fromkeys(o.override_blocks for o in profiling):
+        at = [o.line_no for o in profiling if o.override_blocks == blocks]
+        c.notes.append(f"line{'s' if len(at) > 1 else ''} {', '.join(map(str, at))}: 'Overriding num_gpu_blocks=0 with "
+                       f"num_gpu_blocks_override={blocks}' is vLLM's CUDA-graph memory profiling on a temporary {blocks}-block "
+                       "cache (gpu_model_runner.py::_init_minimal_kv_cache_for_profiling, vLLM 0.18–0.19), not a "
+                       "--num-gpu-blocks-override setting: not used")
+    if real is not None and c.values.get("num_gpu_blocks_override") is None:
+        c.values["num_gpu_blocks_override"], c.lines["num_gpu_blocks_override"] = real.override_blocks, real.line_no
+
+
 def _relative(stats: list[StatsSample], events: list[PreemptionEvent]) -> tuple[list[StatsSample], list[PreemptionEvent]]:
     raw = [x.t_s for x in (*stats, *events) if x.t_s is not None]
     if not raw:
@@ -108,7 +135,9 @@ def _relative(stats: list[StatsSample], events: list[PreemptionEvent]) -> tuple[
 def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEvent], dict[str, Any]]:
     c, stats, events = _Collector(), [], []
     info: dict[str, Any] = {"total": 0, "vllm": 0, "other": {}, "other_first": {}}
-    for n, raw in enumerate(text.splitlines(), start=1):
+    # Lines as `grep -n` counts them: only "\n" ends one (progress bars' bare "\r" and other separators that
+    # str.splitlines() also breaks on stay inside their line).
+    for n, raw in enumerate(text.removesuffix("\n").split("\n") if text else [], start=1):
         info["total"] += 1
         used = False
         for seg in segments(n, raw):
@@ -145,8 +174,9 @@ def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
     version, vsrc = infer_version(c.values.pop("vllm_version", None), c.version_where, c.sources, c.markers)
     generation = infer_generation(c.values.pop("engine_generation", None), version, c.markers)
     rules, why = rules_version(version, generation, c.markers)
+    _take_override(c, version, generation)
     startup = StartupFacts(vllm_version=version, engine_generation=generation, workers=tuple(c.workers),
-                           lines=dict(c.lines), notes=tuple(c.notes), **c.values)
+                           lines=dict(c.lines), notes=tuple(c.notes), field_workers=dict(c.field_workers), **c.values)
     if info["vllm"]:
         engine, evidence = "vllm", None
     elif info["other"]:
@@ -185,7 +215,8 @@ def read_vllm_log(path: str | Path) -> VllmLog:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8", errors="replace")
+        with p.open(encoding="utf-8", errors="replace", newline="") as f:  # newline="": keep "\r" (no universal newlines)
+            text = f.read()
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None
     except OSError as err:

@@ -120,11 +120,20 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
      _fixed(cudagraph_actual_bytes=lambda m: _gib(m.group(1)))),
     ("CUDA graph pool memory", re.compile(r"CUDA graph pool memory: (" + _NUM + r")\s*GiB \(actual\), (" + _NUM + r")\s*GiB \(estimated\)"),
      _fixed(cudagraph_actual_bytes=lambda m: _gib(m.group(1)), cudagraph_estimate_bytes=lambda m: _gib(m.group(2)))),
+    # gpu_worker.py::determine_available_memory subtracts the estimate only with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
+    # (default off in 0.18–0.19, on from 0.20) and says which after the budget line: 0.18–0.19 "In v0.19, … will be enabled
+    # by default" (off) or "… is enabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)"; 0.20+ "… is enabled (default since
+    # v0.21.0)" or "… is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)".
+    ("CUDA graph memory profiling will be enabled by default", re.compile(r"CUDA graph memory profiling will be enabled by default"),
+     _fixed(cudagraph_estimate_applied=False)),
+    ("CUDA graph memory profiling is", re.compile(r"CUDA graph memory profiling is (enabled|disabled)"),
+     _fixed(cudagraph_estimate_applied=lambda m: m.group(1) == "enabled")),
     ("--gpu-memory-utilization from", re.compile(r"--gpu-memory-utilization from (" + _NUM + r") to (" + _NUM + r")"),
      _fixed(gpu_memory_utilization=lambda m: float(m.group(1)))),
     ("blocks:", re.compile(r"(?:GPU|cuda|npu|xpu|hpu|neuron) blocks: (" + _INT + r")(?:,\s*#\s*CPU blocks: (" + _INT + r"))?", re.I), _blocks),
-    ("num_gpu_blocks_override=", re.compile(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(" + _INT + r")"),
-     _fixed(num_gpu_blocks_override=lambda m: int(m.group(1)))),
+    # Not read as a setting here: vLLM 0.18–0.19 print it for their CUDA-graph profiling pass too (override.py decides).
+    ("num_gpu_blocks_override=", re.compile(r"Overriding num_gpu_blocks=(-?" + _INT + r") with num_gpu_blocks_override=(" + _INT + r")"),
+     _fixed(_override=lambda m: (int(m.group(1)), int(m.group(2))))),
     ("GPU KV cache size", re.compile(r"GPU KV cache size: (" + _GROUPED + r") tokens"),
      _fixed(kv_cache_tokens=lambda m: _int(m.group(1)), _marker="kv_tokens")),
     ("Maximum concurrency", re.compile(r"Maximum concurrency for (" + _GROUPED + r") tokens per request: (" + _NUM + r")x"), _capacity),

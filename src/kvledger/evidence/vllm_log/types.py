@@ -21,7 +21,8 @@ STARTUP_FIELDS: dict[str, str] = {
     "requested_memory_bytes": "B (total × gpu_memory_utilization)", "peak_torch_memory_bytes": "B (V0 0.6: weights + activations)",
     "activation_peak_bytes": "B (torch peak increase during the profile run)", "non_torch_bytes": "B",
     "non_kv_total_bytes": "B (weights + activation peak + non-torch)", "cudagraph_estimate_bytes": "B",
-    "cudagraph_actual_bytes": "B", "available_kv_bytes": "B per GPU",
+    "cudagraph_actual_bytes": "B", "cudagraph_estimate_applied": "bool (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS)",
+    "available_kv_bytes": "B per GPU",
     "num_gpu_blocks": "blocks (V1: null block included)", "num_cpu_blocks": "blocks (V0 swap space)",
     "kv_cache_tokens": "tokens (as printed)", "concurrency_context_tokens": "tokens (= max_model_len)",
     "max_concurrency": "× (requests of concurrency_context_tokens)",
@@ -34,8 +35,9 @@ STARTUP_FIELDS: dict[str, str] = {
 class StartupFacts:
     """What the start-up lines say. Every field is None when the log does not print it.
 
-    ``lines`` maps a field name to the 1-based line it was read from; ``notes`` records conversions
-    (for example "the 'GB' label in 'Loading model weights took' is GiB").
+    ``lines`` maps a field name to the 1-based line it was read from; ``field_workers`` to the process tag of that
+    line ("Worker_PP1 pid=443"), where it has one; ``notes`` records conversions (for example "the 'GB' label in
+    'Loading model weights took' is GiB").
     """
 
     vllm_version: str | None = None
@@ -65,6 +67,7 @@ class StartupFacts:
     non_kv_total_bytes: int | None = None
     cudagraph_estimate_bytes: int | None = None
     cudagraph_actual_bytes: int | None = None
+    cudagraph_estimate_applied: bool | None = None
     available_kv_bytes: int | None = None
     num_gpu_blocks: int | None = None
     num_cpu_blocks: int | None = None
@@ -78,6 +81,7 @@ class StartupFacts:
     workers: tuple[str, ...] = ()
     lines: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    field_workers: dict[str, str] = field(default_factory=dict)
 
     def found(self) -> list[str]:
         """Names of the fields the log printed (or that were derived from printed ones)."""
