@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kvledger.errors import InputError
 
-__all__ = ["PlanSettings", "make_settings"]
+__all__ = ["PlanSettings", "make_settings", "reason_in_words"]
 
 _TOKENS_MAX = 1 << 26  # 64M tokens: beyond any real context window
 
@@ -89,6 +90,26 @@ def make_settings(**kwargs) -> PlanSettings:
     except ValidationError as err:
         msgs = []
         for e in err.errors():
-            loc = ".".join(str(x) for x in e["loc"]) or "settings"
-            msgs.append(f"{loc.replace('_', '-')}: {e['msg']} (got {e.get('input')!r})")
+            loc = ".".join(str(x) for x in e["loc"])
+            name = "--" + loc.replace("_", "-") if loc else "settings"
+            msgs.append(f"{name} {reason_in_words(e)}, got {e.get('input')!r}")
         raise InputError("invalid setting: " + "; ".join(msgs)) from None
+
+
+def reason_in_words(e: dict) -> str:
+    """One pydantic validation failure (an item of ``ValidationError.errors()``) in words: the allowed values or
+    bounds, not pydantic's wording."""
+    ctx, kind, value = e.get("ctx") or {}, e.get("type", ""), e.get("input")
+    if isinstance(value, float) and not math.isfinite(value):
+        return "must be a finite number"
+    bounds = {"greater_than": "> {gt}", "greater_than_equal": "≥ {ge}", "less_than": "< {lt}",
+              "less_than_equal": "≤ {le}"}
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected')}"
+    if kind in bounds:
+        return "must be " + bounds[kind].format(**ctx)
+    if kind == "finite_number":
+        return "must be a finite number"
+    if kind.startswith(("int_", "float_")):
+        return "must be a whole number" if kind.startswith("int_") else "must be a number"
+    return str(e.get("msg", "is not valid")).replace("Value error, ", "")
