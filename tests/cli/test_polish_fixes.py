@@ -89,7 +89,7 @@ def test_bigger_gpu_advice_ranks_memory_first_and_says_what_the_memory_buys():
     # Grace superchips (GH200) are another server, left out for a plain H100.
     res = _run("plan", "Qwen/Qwen3-32B", "--gpu", "H100", "--json")
     assert res.exit_code == 3
-    gpus = [o for o in json.loads(res.stdout)["advice"]["options"] if o["action"].startswith("--gpu")]
+    gpus = [o for o in json.loads(res.stdout)["advice"]["options"] if o["action"].startswith("--gpu ")]
     assert [o["action"] for o in gpus] == ["--gpu nvidia_h100_nvl", "--gpu nvidia_h200_sxm", "--gpu nvidia_b200"]
     # 93.16 − 79.22 = 13.94 GiB more (catalog CUDA totals)
     assert "93.16 GiB device memory, 13.94 GiB more than the NVIDIA H100 80GB SXM5" in gpus[0]["detail"]
@@ -106,3 +106,57 @@ def test_errors_name_the_flag_and_the_allowed_values():
     assert _refused("plan", MODEL, "--gpu", "H100", "--dtype", "float8") == (
         "invalid setting: --dtype must be one of 'auto', 'bfloat16', 'float16', 'float32', 'half' or 'float', "
         "got 'float8'")
+
+
+def test_a_plan_that_does_not_fit_lists_a_fix_or_says_none_works():
+    # --gpu-memory-utilization 0.01: 0.79 GiB for 17.85 GiB of deductions. One 131,072-token request needs 8,192 blocks
+    # + the null block of 2 MiB each (16 tokens × 128 KiB) = 16.002 GiB; (17.85 + 16.00) / 79.22 = 0.4273 → 0.43.
+    out = " ".join(_run("plan", MODEL, "--gpu", "H100", "--gpu-memory-utilization", "0.01").stdout.split())
+    assert "→ --gpu-memory-utilization 0.43: 1 concurrent 131,072-token request" in out and "re-run with a fix above" in out
+    # 405B in BF16 (~756 GiB of weights) on 22 GiB L4s: no single change (TP ≤ 16, FP8 KV, utilization, a bigger GPU) fits
+    out = " ".join(_run("plan", "meta-llama/Llama-3.1-405B", "--gpu", "L4").stdout.split())
+    assert "→ --" not in out and "re-run with a fix above" not in out and "no single change tried" in out
+
+
+def test_a_pipeline_of_a_draft_model_prints_no_empty_kv_line_and_no_blocks_to_compare():
+    from pathlib import Path
+
+    cfg = Path(__file__).parents[2] / "benchmarks" / "data" / "oracle_configs" / "gemma4_unified_assistant.json"
+    out = _run("plan", str(cfg), "--gpu", "H100", "--pp", "2").stdout
+    assert "— \n" not in out and "has the fewest blocks" not in out
+    assert "no stage keeps a KV cache, so there are no blocks to compare" in " ".join(out.split())
+
+
+def test_goodput_reads_a_simulate_out_folder(tmp_path):
+    out = tmp_path / "run"
+    _run("simulate", MODEL, "--gpu", "H100", "--num-requests", "12", "--rate", "2", "--out", str(out))
+    from_dir = json.loads(_run("goodput", str(out), "--slo", "ttft=1s", "--json").stdout)
+    from_file = json.loads(_run("goodput", str(out / "records.parquet"), "--slo", "ttft=1s", "--json").stdout)
+    assert from_dir == from_file and from_dir["file"] == str(out / "records.parquet")
+    assert from_dir["num_requests"] == 12
+
+
+def test_models_table_names_the_quantization_column():
+    out = _run("models").stdout
+    assert "quantization" in out and "│ weights" not in out
+    assert "none (bfloat16)" in out  # an unquantized checkpoint: weights in the config's dtype
+    rows = json.loads(_run("models", "--json").stdout)
+    fp8 = next(r for r in rows if r["hf_id"] == "Qwen/Qwen3-32B-FP8")
+    assert fp8["quantization"] == "fp8" and fp8["dtype"] == "bfloat16"
+
+
+def test_cost_counts_deployment_units_and_plurals():
+    # --replicas 2: the ledger's unit is one deployment unit of 2 engine replicas on 2 GPUs
+    out = " ".join(_run("cost", "--simulate", MODEL, "--gpu", "H100", "--replicas", "2", "--slo", "ttft=1s,tpot=100ms",
+                        "--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--num-requests", "100",
+                        "--gpu-usd-per-hour", "3", "--monthly-requests", "1").stdout.split())
+    assert "one deployment unit = 2 replicas × TP 1 = 2 GPUs" in out and "replica(s)" not in out
+    assert "monthly at 1 request (" in out and "1 deployment unit (2 replicas, 2 GPUs)" in out
+    assert "at 1 request/month the cheaper bill" in out and "1 requests" not in out
+
+
+def test_search_counts_read_as_reason_then_number():
+    # Llama-3.1-70B (~131 GiB of BF16 weights) cannot fit an L4 at TP 1 or 2 nor one H100; two H100s at TP 2 do
+    out = _run("search", "meta-llama/Llama-3.1-70B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "L4,H100", "--tp", "1,2",
+               "--max-model-len", "8K", "--num-requests", "60", "--utilization", "0.5").stdout
+    assert "4 candidates: does not fit: 3, feasible: 1" in out and "Top 1 of 1 feasible candidate " in out

@@ -7,6 +7,7 @@ parallelism; FP8 KV halves the page): each is re-planned, not guessed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -80,7 +81,28 @@ def _options(p: "Plan", build: Callable, est_len: int | None) -> list[Option]:
     if est_len:
         opts.append(Option(f"--max-model-len {est_len:,}", p.memory.usable_blocks / max(1, _blocks_at(p, est_len)), 1,
                            "the longest request the current pool holds", est_len))
-    return opts + _bigger_gpus(p, build)
+    return opts + _utilization_option(p, build) + _bigger_gpus(p, build)
+
+
+def _utilization_option(p: "Plan", build: Callable) -> list[Option]:
+    """The smallest --gpu-memory-utilization (to 0.01, at most 1) that holds one max_model_len request, as vLLM's own
+    start-up error suggests raising it: (deductions + that request's blocks + the null block) ÷ device total, re-planned
+    up to 0.02 higher if the terms move with it; none when even 1.0 is not enough or the engine is not vLLM."""
+    m = p.memory
+    if m.fraction_name != "gpu_memory_utilization" or m.kv_free or m.available_given:
+        return []
+    need = (_blocks_at(p, m.max_model_len) + 1) * m.bytes_per_block + sum(d.bytes for d in m.deductions)
+    first = math.ceil(need / m.gpu_total_bytes * 100 - 1e-9) / 100
+    for u in (round(first + k / 100, 2) for k in range(3)):
+        if u <= m.fraction or u > 1.0:
+            continue
+        q = _try(build, p, gpu_memory_utilization=u)
+        if q and _at_len(q)[1] >= 1:
+            c, n = _at_len(q)
+            return [Option(f"--gpu-memory-utilization {u:g}", c, n, f"the engine may then use {q.memory.requested_bytes / GiB:.2f}"
+                           f" GiB, leaving {q.memory.available_kv_bytes / GiB:.2f} GiB for the KV cache (vLLM's start-up "
+                           "error suggests raising it)", q.memory.max_model_len)]
+    return []
 
 
 BIGGER_MEMORY_RATIO = 1.05

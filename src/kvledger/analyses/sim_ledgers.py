@@ -121,7 +121,7 @@ class SimulatedRun:
         """Human lines naming where the simulated capacity came from (for the cost report's sources)."""
         s, p, wl = self.setup, self.plan_figures(), self.setup.workload_info
         eng = self.result.config
-        layout = f"TP {s.tp} × {s.replicas} replica(s)" + (f", router {s.router}" if s.replicas > 1 else "")
+        layout = f"TP {s.tp} × {s.replicas} replica{'' if s.replicas == 1 else 's'}" + (f", router {s.router}" if s.replicas > 1 else "")
         return [
             f"simulated run: {SIMULATOR_DESCRIPTION}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
             f"workload {workload_text(wl)}, seed {self.args.seed}",
