@@ -63,23 +63,26 @@ def test_an_override_of_one_block_names_vllms_null_block_not_a_model_that_does_n
     assert "short by" not in text
 
 
-@pytest.mark.parametrize("name_or_path", [None, "meta-llama/Llama-3.2-3B"])
-def test_search_serves_a_checkpoint_not_a_bare_config_file(tmp_path, name_or_path):
+@pytest.mark.parametrize("change,served", [
+    ({"_name_or_path": "my-org/llama-3b-ft"}, "my-org/llama-3b-ft"),  # the config names its checkpoint
+    ({}, "meta-llama/Llama-3.2-3B"),  # a copy of the bundled config: its Hub id
+    ({"max_position_embeddings": 65536}, None),  # neither: the file's folder, and the note says to point it elsewhere
+])
+def test_search_serves_a_checkpoint_not_a_bare_config_file(tmp_path, change, served):
     # vllm serve and SGLang's --model-path load a Hub id or a checkpoint folder, never a lone config .json
     from importlib.resources import files
 
     raw = json.loads((files("kvledger.catalog") / "data" / "models" / "meta-llama--Llama-3.2-3B.json").read_text())
-    if name_or_path:
-        raw["_name_or_path"] = name_or_path
     cfg = tmp_path / "llama3b.json"
-    cfg.write_text(json.dumps(raw))
+    cfg.write_text(json.dumps({**raw, **change}))
     res = _run("search", str(cfg), "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100", "--tp", "1", "--max-model-len",
                "8K", "--show-command", "H100:tp1:kv-auto", "--json")
     launch = json.loads(res.stdout)["launch"]
-    served = name_or_path or str(tmp_path)
+    served = served or str(tmp_path)
     assert launch["vllm"].startswith(f"vllm serve {served} ") and f"--model-path {served} " in launch["sglang"]
     assert launch["check"].startswith(f"kvledger plan {cfg} ") and str(cfg) not in launch["vllm"]
     assert "config file standing in for a checkpoint" in launch["note"]
+    assert ("point them at the checkpoint" in launch["note"]) == (served == str(tmp_path))
 
 
 def test_bigger_gpu_advice_ranks_memory_first_and_says_what_the_memory_buys():

@@ -104,8 +104,9 @@ def serve_model(model: str) -> tuple[str, str | None]:
     """(the model to put in ``vllm serve`` / ``--model-path``, a note when that differs from what the user gave).
 
     Both engines load a checkpoint (a Hub id or a folder with config.json, tokenizer and weights), never a bare config
-    file: a config file given to kvledger becomes its ``_name_or_path`` when it names one, else its folder, and the
-    note says which (the ``kvledger plan`` check line keeps the file).
+    file: a config file given to kvledger becomes its ``_name_or_path`` when it names one, else the Hub id of the
+    bundled config it is a copy of, else its folder, and the note says which (the ``kvledger plan`` check line keeps
+    the file).
     """
     from pathlib import Path
 
@@ -119,11 +120,20 @@ def serve_model(model: str) -> tuple[str, str | None]:
         return model, None
     from kvledger.catalog.jsonload import load_json_file
 
-    shown = load_json_file(path).get("_name_or_path")
+    raw = load_json_file(path)
+    shown = raw.get("_name_or_path")
     if isinstance(shown, str) and 0 < len(shown) <= 255:
         return shown, (f"{model} is a config file standing in for a checkpoint: the engine commands serve its "
                        f"_name_or_path {shown!r}; the check line plans the file itself")
+    from kvledger.catalog.models import bundled_id_of_config
+
+    if (hf_id := bundled_id_of_config(raw)) is not None:
+        return hf_id, (f"{model} is a config file standing in for a checkpoint: it is the bundled config of {hf_id}, "
+                       "which the engine commands serve; the check line plans the file itself")
     folder = str(path.parent)
+    if path.name == "config.json":
+        return folder, (f"{model} is a checkpoint's config.json: the engine commands name its folder {folder}, which "
+                        "must also hold the tokenizer and weights; the check line plans the file itself")
     return folder, (f"{model} is a config file standing in for a checkpoint: the engine commands name its folder "
                     f"{folder} — point them at the checkpoint (a Hub id, or a folder with config.json, tokenizer and "
                     f"weights); the check line plans the file itself")
