@@ -163,3 +163,10 @@ def test_search_counts_read_as_reason_then_number():
     out = _run("search", "meta-llama/Llama-3.1-70B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "L4,H100", "--tp", "1,2",
                "--max-model-len", "8K", "--num-requests", "60", "--utilization", "0.5").stdout
     assert "4 candidates: does not fit: 3, feasible: 1" in out and "Top 1 of 1 feasible candidate " in out
+
+
+def test_settings_errors_use_the_flag_name_and_its_unit():
+    # --weights-memory fills PlanSettings.weights_bytes (bound 2^45 B = 32,768 GiB); the message names the flag in GiB
+    assert _refused("plan", MODEL, "--gpu", "H100", "--weights-memory", "100TiB") == (
+        "invalid setting: --weights-memory must be ≤ 32,768 GiB, got 102,400.00 GiB")
+    assert _refused("plan", MODEL, "--gpu", "H100", "--context", "999999999").startswith("invalid setting: --context: ")

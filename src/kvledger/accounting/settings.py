@@ -91,9 +91,21 @@ def make_settings(**kwargs) -> PlanSettings:
         msgs = []
         for e in err.errors():
             loc = ".".join(str(x) for x in e["loc"])
-            name = "--" + loc.replace("_", "-") if loc else "settings"
-            msgs.append(f"{name} {reason_in_words(e)}, got {e.get('input')!r}")
+            name = _FLAGS.get(loc, "--" + loc.replace("_", "-")) if loc else "settings"
+            if e.get("type") == "value_error":  # our own validator's sentence, which names the value
+                msgs.append(f"{name}: {reason_in_words(e)}")
+            elif loc.endswith("_bytes") and isinstance(e.get("input"), int):
+                gib = {k: v / 2**30 for k, v in (e.get("ctx") or {}).items() if isinstance(v, int)}
+                msgs.append(f"{name} {reason_in_words({**e, 'ctx': gib})} GiB, got {e['input'] / 2**30:,.2f} GiB")
+            else:
+                msgs.append(f"{name} {reason_in_words(e)}, got {e.get('input')!r}")
         raise InputError("invalid setting: " + "; ".join(msgs)) from None
+
+
+_FLAGS = {"contexts": "--context", "weights_bytes": "--weights-memory", "available_kv_memory_bytes": "--available-kv-memory",
+          "activation_peak_bytes": "--activation-peak", "non_torch_bytes": "--non-torch-memory",
+          "cudagraph_bytes": "--cudagraph-memory", "cpu_overhead_s": "--cpu-overhead"}
+"""Settings whose command-line flag is not the field's name with dashes."""
 
 
 def reason_in_words(e: dict) -> str:
@@ -107,7 +119,8 @@ def reason_in_words(e: dict) -> str:
     if kind == "literal_error":
         return f"must be one of {ctx.get('expected')}"
     if kind in bounds:
-        return "must be " + bounds[kind].format(**ctx)
+        return "must be " + bounds[kind].format(**{k: f"{v:,}" if isinstance(v, int) else f"{v:,g}"
+                                                   if isinstance(v, float) else v for k, v in ctx.items()})
     if kind == "finite_number":
         return "must be a finite number"
     if kind.startswith(("int_", "float_")):
