@@ -52,3 +52,12 @@ def test_bad_numbers_are_named_in_words():
                                                           "number, got nan")
     r = _get(client, tp="two")
     assert r.status_code == 400 and r.json()["error"] == "invalid parameter: tp must be a whole number, got 'two'"
+
+
+def test_ui_refuses_a_data_dir_that_is_not_a_folder(tmp_path):
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    res = CliRunner().invoke(app, ["ui", "--data-dir", str(tmp_path / "missing"), "--port", "8765"])
+    assert res.exit_code != 0 and f"--data-dir {tmp_path / 'missing'}: not a folder" in str(res.exception)
