@@ -107,7 +107,7 @@ def test_cost_reports_every_bad_input_at_once():
     msg = str(res.exception)
     assert msg.startswith("4 problems with the inputs:")
     for text in ("--utilization must be in (0, 1] (share of billed hours spent serving), got 7.0", "--num-gpus must be ≥ 1, got 0",
-                 "unknown API model 'OpenAI:gpt-9'", "unknown GPU price provider 'Nebulus for nvidia_h100_sxm'"):
+                 "unknown API model 'OpenAI:gpt-9'", "unknown GPU price provider 'Nebulus'; did you mean: Nebius?"):
         assert text in msg, text
 
 

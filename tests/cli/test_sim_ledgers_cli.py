@@ -135,7 +135,7 @@ def test_goodput_search_prints_every_probe_and_the_boundary_per_gpu():
     assert last["simulation"]["num_gpus"] == 2 and last["probes"][0]["goodput_req_per_s_per_gpu"] == pytest.approx(
         probes[0]["goodput_req_per_s"] / 2)
     human = " ".join(_ok(args).split())
-    assert "2 GPU(s) = 2 replica(s) × TP 1" in human and "SLO boundary on request_rate for attainment ≥ 90%" in human
+    assert "2 GPUs = 2 replicas × TP 1" in human and "SLO boundary on request_rate for attainment ≥ 90%" in human
     assert "per GPU" in human and "[2] step cost: roofline" in human
 
 

@@ -7,6 +7,7 @@ parallelism; FP8 KV halves the page): each is re-planned, not guessed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -34,7 +35,8 @@ class Option:
 @dataclass(frozen=True)
 class Advice:
     """Verdict ("fits", "weights_do_not_fit", "max_model_len_does_not_fit", "no_kv_pool": a pipeline stage whose layers
-    all read other layers' K/V leaves the engine one block), message, shortfall in bytes, options."""
+    all read other layers' K/V leaves the engine one block, "override_leaves_no_block": --num-gpu-blocks-override 1
+    leaves only vLLM's null block), message, shortfall in bytes, options."""
 
     verdict: str
     message: str
@@ -79,14 +81,64 @@ def _options(p: "Plan", build: Callable, est_len: int | None) -> list[Option]:
     if est_len:
         opts.append(Option(f"--max-model-len {est_len:,}", p.memory.usable_blocks / max(1, _blocks_at(p, est_len)), 1,
                            "the longest request the current pool holds", est_len))
-    bigger = sorted((g for g in gpu_catalog().values() if g.memory_bytes > p.gpu.memory_bytes and g.gpu_id.startswith("nvidia")),
-                    key=lambda g: g.memory_bytes)
-    for g in bigger:
-        q = _try(build, p, gpu=g)
+    return opts + _utilization_option(p, build) + _bigger_gpus(p, build)
+
+
+def _utilization_option(p: "Plan", build: Callable) -> list[Option]:
+    """The smallest --gpu-memory-utilization (to 0.01, at most 1) that holds one max_model_len request, as vLLM's own
+    start-up error suggests raising it: (deductions + that request's blocks + the null block) ÷ device total, re-planned
+    up to 0.02 higher if the terms move with it; none when even 1.0 is not enough or the engine is not vLLM."""
+    m = p.memory
+    if m.fraction_name != "gpu_memory_utilization" or m.kv_free or m.available_given:
+        return []
+    need = (_blocks_at(p, m.max_model_len) + 1) * m.bytes_per_block + sum(d.bytes for d in m.deductions)
+    first = math.ceil(need / m.gpu_total_bytes * 100 - 1e-9) / 100
+    for u in (round(first + k / 100, 2) for k in range(3)):
+        if u <= m.fraction or u > 1.0:
+            continue
+        q = _try(build, p, gpu_memory_utilization=u)
         if q and _at_len(q)[1] >= 1:
             c, n = _at_len(q)
-            opts.append(Option(f"--gpu {g.gpu_id}", c, n, f"{g.memory_bytes / GiB:.2f} GiB", q.memory.max_model_len))
-            break
+            return [Option(f"--gpu-memory-utilization {u:g}", c, n, f"the engine may then use {q.memory.requested_bytes / GiB:.2f}"
+                           f" GiB, leaving {q.memory.available_kv_bytes / GiB:.2f} GiB for the KV cache (vLLM's start-up "
+                           "error suggests raising it)", q.memory.max_model_len)]
+    return []
+
+
+BIGGER_MEMORY_RATIO = 1.05
+"""A GPU counts as bigger with at least 5% more device memory: an A100-80GB (79.57 GiB) is not bigger than an H100
+(79.22 GiB), and what fits there fits through vLLM's other defaults on it, not through memory. The same 5% step
+groups the bigger GPUs into memory sizes (H100 NVL 93.16 and RTX PRO 6000 89.41 GiB are one size)."""
+GPU_SUGGESTIONS = 3
+SUPERCHIP_PREFIXES = ("nvidia_gh", "nvidia_gb")
+"""Grace superchips (GH200, GB200, GB300): a CPU+GPU module, another server rather than a card swap; suggested only
+when the plan's GPU is one."""
+
+
+def _bigger_gpus(p: "Plan", build: Callable) -> list[Option]:
+    """The NVIDIA GPUs with more memory on which the plan fits, ranked memory first: the smallest memory size that
+    fits, then the next two sizes up; within a size the highest HBM bandwidth. Each says what its memory buys."""
+    superchip = p.gpu.gpu_id.startswith(SUPERCHIP_PREFIXES)
+    fitting: list[tuple[Any, Any]] = []
+    for g in sorted(gpu_catalog().values(), key=lambda g: g.memory_bytes):
+        if (g.memory_bytes >= p.gpu.memory_bytes * BIGGER_MEMORY_RATIO and g.gpu_id.startswith("nvidia")
+                and (superchip or not g.gpu_id.startswith(SUPERCHIP_PREFIXES))):
+            q = _try(build, p, gpu=g)
+            if q and _at_len(q)[1] >= 1:
+                fitting.append((g, q))
+    sizes: list[list[tuple[Any, Any]]] = []
+    for g, q in fitting:
+        if sizes and g.memory_bytes < sizes[-1][0][0].memory_bytes * BIGGER_MEMORY_RATIO:
+            sizes[-1].append((g, q))
+        else:
+            sizes.append([(g, q)])
+    opts: list[Option] = []
+    for size in sizes[:GPU_SUGGESTIONS]:
+        g, q = max(size, key=lambda gq: gq[0].hbm_bandwidth_bytes_per_s)
+        c, n = _at_len(q)
+        opts.append(Option(f"--gpu {g.gpu_id}", c, n, f"{g.name}: {g.memory_bytes / GiB:.2f} GiB device memory, "
+                           f"{(g.memory_bytes - p.gpu.memory_bytes) / GiB:.2f} GiB more than the {p.gpu.name}, leaves "
+                           f"{q.memory.available_kv_bytes / GiB:.2f} GiB for the KV cache", q.memory.max_model_len))
     return opts
 
 
@@ -120,6 +172,13 @@ def advise(p: "Plan", build: Callable) -> Advice:
                       f"other layers' K/V), so vLLM gives that worker 1 block and the engine keeps the smallest count over "
                       f"workers: no usable block at --pp {p.settings.pp}; choose a --pp whose every stage holds a layer "
                       "with its own cache")
+    if m.available_kv_bytes > 0 and m.usable_blocks <= 0 and p.settings.num_gpu_blocks_override:
+        return Advice("override_leaves_no_block", f"does not fit: --num-gpu-blocks-override {m.num_gpu_blocks:,} leaves "
+                      f"no usable block: vLLM's block pool takes block 0 as its null block (vllm/v1/core/block_pool.py, "
+                      f"BlockPool: null_block = free_block_queue.popleft()), so requests get the other blocks; the override "
+                      f"must be ≥ 2, and one {m.max_model_len:,}-token request needs {need_blocks + 1:,} ({need_blocks:,} "
+                      f"blocks + the null block); or drop it to use the {m.available_kv_bytes / GiB:.2f} GiB the memory "
+                      "plan leaves for the KV cache")
     if m.available_kv_bytes <= 0 or m.usable_blocks <= 0:
         used = sum(d.bytes for d in m.deductions)
         short = -(m.headroom_bytes if m.kv_free else m.available_kv_bytes) + (need_blocks * m.bytes_per_block)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kvledger.errors import InputError
 
-__all__ = ["PlanSettings", "make_settings"]
+__all__ = ["PlanSettings", "make_settings", "reason_in_words"]
 
 _TOKENS_MAX = 1 << 26  # 64M tokens: beyond any real context window
 
@@ -89,6 +90,39 @@ def make_settings(**kwargs) -> PlanSettings:
     except ValidationError as err:
         msgs = []
         for e in err.errors():
-            loc = ".".join(str(x) for x in e["loc"]) or "settings"
-            msgs.append(f"{loc.replace('_', '-')}: {e['msg']} (got {e.get('input')!r})")
+            loc = ".".join(str(x) for x in e["loc"])
+            name = _FLAGS.get(loc, "--" + loc.replace("_", "-")) if loc else "settings"
+            if e.get("type") == "value_error":  # our own validator's sentence, which names the value
+                msgs.append(f"{name}: {reason_in_words(e)}")
+            elif loc.endswith("_bytes") and isinstance(e.get("input"), int):
+                gib = {k: v / 2**30 for k, v in (e.get("ctx") or {}).items() if isinstance(v, int)}
+                msgs.append(f"{name} {reason_in_words({**e, 'ctx': gib})} GiB, got {e['input'] / 2**30:,.2f} GiB")
+            else:
+                msgs.append(f"{name} {reason_in_words(e)}, got {e.get('input')!r}")
         raise InputError("invalid setting: " + "; ".join(msgs)) from None
+
+
+_FLAGS = {"contexts": "--context", "weights_bytes": "--weights-memory", "available_kv_memory_bytes": "--available-kv-memory",
+          "activation_peak_bytes": "--activation-peak", "non_torch_bytes": "--non-torch-memory",
+          "cudagraph_bytes": "--cudagraph-memory", "cpu_overhead_s": "--cpu-overhead"}
+"""Settings whose command-line flag is not the field's name with dashes."""
+
+
+def reason_in_words(e: dict) -> str:
+    """One pydantic validation failure (an item of ``ValidationError.errors()``) in words: the allowed values or
+    bounds, not pydantic's wording."""
+    ctx, kind, value = e.get("ctx") or {}, e.get("type", ""), e.get("input")
+    if isinstance(value, float) and not math.isfinite(value):
+        return "must be a finite number"
+    bounds = {"greater_than": "> {gt}", "greater_than_equal": "≥ {ge}", "less_than": "< {lt}",
+              "less_than_equal": "≤ {le}"}
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected')}"
+    if kind in bounds:
+        return "must be " + bounds[kind].format(**{k: f"{v:,}" if isinstance(v, int) else f"{v:,g}"
+                                                   if isinstance(v, float) else v for k, v in ctx.items()})
+    if kind == "finite_number":
+        return "must be a finite number"
+    if kind.startswith(("int_", "float_")):
+        return "must be a whole number" if kind.startswith("int_") else "must be a number"
+    return str(e.get("msg", "is not valid")).replace("Value error, ", "")

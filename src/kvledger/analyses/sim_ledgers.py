@@ -55,6 +55,13 @@ class SyntheticSpec:
         return synthetic_workload(num_requests, rate_per_s=rate_per_s, prompt=parse_lengths(self.prompt),
                                   output=parse_lengths(self.output), seed=seed, cv=self.cv, id_prefix="synthetic")
 
+    def arrivals_text(self, rate_per_s: float, seed: int) -> str:
+        """``synthetic Poisson arrivals at 2 req/s drawn with seed 0`` (the rule of ``synthetic.arrival_times``)."""
+        if math.isinf(rate_per_s):
+            return "every request at t = 0"
+        kind = "Poisson arrivals" if self.cv == 1.0 else f"arrivals with Gamma gaps of CV {self.cv:g}"
+        return f"synthetic {kind} at {rate_per_s:g} req/s drawn with seed {seed}"
+
     @property
     def label(self) -> str:
         return f"synthetic (prompt {self.prompt}, output {self.output}, arrival CV {self.cv:g})"
@@ -114,7 +121,7 @@ class SimulatedRun:
         """Human lines naming where the simulated capacity came from (for the cost report's sources)."""
         s, p, wl = self.setup, self.plan_figures(), self.setup.workload_info
         eng = self.result.config
-        layout = f"TP {s.tp} × {s.replicas} replica(s)" + (f", router {s.router}" if s.replicas > 1 else "")
+        layout = f"TP {s.tp} × {s.replicas} replica{'' if s.replicas == 1 else 's'}" + (f", router {s.router}" if s.replicas > 1 else "")
         return [
             f"simulated run: {SIMULATOR_DESCRIPTION}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
             f"workload {workload_text(wl)}, seed {self.args.seed}",
@@ -175,9 +182,12 @@ def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) ->
     """
     if args.tp < 1:
         raise InputError(f"--tp must be ≥ 1, got {args.tp}")
-    if synthetic is not None:
-        return prepare(args, _synthetic_requests(args, synthetic), synthetic.label)
-    return prepare(args)
+    if synthetic is None:
+        return prepare(args)
+    setup = prepare(args, _synthetic_requests(args, synthetic), synthetic.label)
+    if setup.workload_info.get("mode") != "closed loop":
+        setup.workload_info["mode"] = f"open loop ({synthetic.arrivals_text(args.rate, args.seed)})"
+    return setup
 
 
 def run_prepared(setup: SimSetup, args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *,

@@ -156,8 +156,12 @@ def get_gpu(name: str) -> GpuSpec:
 
 
 def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, bf16_flops_per_s: float,
-               fp8_flops_per_s: float | None = None, base: GpuSpec | None = None) -> GpuSpec:
+               fp8_flops_per_s: float | None = None, base: GpuSpec | None = None,
+               flags: dict[str, str] | None = None) -> GpuSpec:
     """A GPU from user-given figures (memory as CUDA reports it, B; bandwidth, B/s; dense FLOP/s).
+
+    ``flags`` names the option each figure came from ("memory", "HBM bandwidth", "dense BF16 peak" → "--gpu-memory"),
+    so the error says which one to change.
 
     Raises:
         InputError: a zero, negative or absurd figure.
@@ -166,7 +170,9 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
                                          ("HBM bandwidth", hbm_bandwidth_bytes_per_s, 1e9, 1e15, "TB/s", 1e12),
                                          ("dense BF16 peak", bf16_flops_per_s, 1e11, 1e18, "TFLOP/s", 1e12)):
         if not (lo <= v <= hi):
-            raise InputError(f"GPU {what} {v / scale:g} {unit} is not plausible (expected {lo / scale:g}–{hi / scale:g} {unit})")
+            flag = f"{flags[what]}: " if flags and what in flags else ""
+            raise InputError(f"{flag}GPU {what} {v / scale:g} {unit} is not plausible (expected {lo / scale:g}–"
+                             f"{hi / scale:g} {unit})")
     b = base
     return GpuSpec("custom", name, memory_bytes / GB, None, int(memory_bytes), "given by the user", hbm_bandwidth_bytes_per_s,
                    bf16_flops_per_s, fp8_flops_per_s, None, b.interconnect if b else "unknown", b.interconnect_bytes_per_s if b else 0.0,
@@ -272,7 +278,9 @@ def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth
         return g
     pick = lambda v, d: d if v is None else v  # noqa: E731 - 0 is a value to check, not "unset"
     checked = custom_gpu(g.name, pick(memory_bytes, g.memory_bytes), pick(bandwidth_bytes_per_s, g.hbm_bandwidth_bytes_per_s),
-                         pick(bf16_flops_per_s, g.bf16_flops_per_s), g.fp8_flops_per_s, g)
+                         pick(bf16_flops_per_s, g.bf16_flops_per_s), g.fp8_flops_per_s, g,
+                         flags={"memory": "--gpu-memory", "HBM bandwidth": "--gpu-bandwidth",
+                                "dense BF16 peak": "--gpu-bf16-tflops"})
     src = "given by the user (--gpu-memory)" if memory_bytes is not None else g.memory_source
     return replace(g, memory_bytes=checked.memory_bytes, memory_source=src, hbm_bandwidth_bytes_per_s=checked.hbm_bandwidth_bytes_per_s,
                    bf16_flops_per_s=checked.bf16_flops_per_s)

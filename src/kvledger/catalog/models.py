@@ -17,7 +17,8 @@ from kvledger.catalog.jsonload import load_json_file
 from kvledger.catalog.modelspec import ModelSpec, parse_config
 from kvledger.errors import KvLedgerError, UnknownNameError, suggest
 
-__all__ = ["load_model", "bundled_models", "resolve_bundled", "StatedParams", "stated_params", "BundledModel"]
+__all__ = ["load_model", "bundled_models", "resolve_bundled", "bundled_id_of_config", "StatedParams", "stated_params",
+           "BundledModel"]
 
 _DATA = resources.files("kvledger.catalog") / "data" / "models"
 
@@ -74,6 +75,14 @@ def resolve_bundled(name: str) -> BundledModel | None:
     for m in bundled_models():
         if key in m.aliases:
             return m
+    return None
+
+
+def bundled_id_of_config(raw: object) -> str | None:
+    """The HF id of the bundled config whose JSON equals ``raw`` (a copy of a bundled file), or None."""
+    for bm in bundled_models():
+        if load_json_file(Path(str(_DATA / bm.file))) == raw:
+            return bm.hf_id
     return None
 
 

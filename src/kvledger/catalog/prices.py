@@ -214,7 +214,7 @@ def find_gpu_prices(gpu: str, provider: str | None = None) -> list[GpuPrice]:
         offered = sorted({r.provider for r in hits})
         hits = [r for r in hits if _norm(r.provider) == _norm(provider)]
         if not hits:  # the GPU has rows, the provider is the unknown part: suggest this GPU's providers
-            raise UnknownNameError("GPU price provider", f"{provider} for {gpu}", offered,
+            raise UnknownNameError("GPU price provider", provider, offered,
                                    hint=f"(providers with a {gpu} row: {', '.join(offered)}; or pass --gpu-usd-per-hour)")
     if not hits:
         known = sorted({r.gpu_id for r in rows})

@@ -25,7 +25,7 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
         rows.append({"hf_id": bm.hf_id, "aliases": [a for a in bm.aliases if a != bm.hf_id.lower()], "num_params": m.num_params,
                      "num_active_params": m.num_active_params, "kv_bytes_per_token": kv.bytes_per_token_model,
                      "state_bytes_per_seq": kv.state_bytes_per_seq, "layers": dict(m.layer_counts()),
-                     "quantization": m.quant.method, "max_model_len": m.derived_max_model_len})
+                     "quantization": m.quant.method, "dtype": m.dtype, "max_model_len": m.derived_max_model_len})
     if as_json:
         typer.echo(strict_json.dumps(rows, indent=2))
         return

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
 
 __all__ = ["register"]
@@ -10,6 +13,7 @@ __all__ = ["register"]
 def ui(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (default loopback only; 0.0.0.0 exposes it to the network)."),
     port: int = typer.Option(8765, "--port", help="TCP port."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder whose config, GPU and trace files requests may name (relative paths start there); without it the app reads bundled models, catalog GPUs and bundled traces only."),
 ) -> None:
     """A local web app: pick model, GPU, engine, TP, context, KV dtype, SLOs, API row and traffic; see the plan, concurrency, cost and figures update."""
     import uvicorn
@@ -19,9 +23,11 @@ def ui(
 
     if not 0 < port < 65536:
         raise InputError(f"--port must be in 1–65535, got {port}")
+    if data_dir is not None and not data_dir.is_dir():
+        raise InputError(f"--data-dir {data_dir}: not a folder")
     _check_free(host, port)
     typer.echo(f"kvledger ui on http://{host}:{port}/ (Ctrl-C to stop)")
-    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(data_dir), host=host, port=port, log_level="warning")
 
 
 def _check_free(host: str, port: int) -> None:

@@ -72,6 +72,11 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         raise InputError(f"{plan.model.name} keeps no KV cache of its own (every layer reads another model's K/V, as a "
                          "speculative draft does): the simulator schedules requests by their KV blocks, so it has nothing to "
                          "model here; simulate the target model (its KV pool is what a request holds)")
+    if not m.fits and m.available_kv_bytes > 0 and m.usable_blocks <= 0 and plan.settings.num_gpu_blocks_override:
+        raise InputError(f"--num-gpu-blocks-override {m.num_gpu_blocks:,} leaves no usable block: vLLM's block pool takes "
+                         "block 0 as its null block (vllm/v1/core/block_pool.py, BlockPool), so an override of 1 leaves "
+                         "requests nothing; give --num-gpu-blocks-override 2 or more (the model fits: the memory plan "
+                         f"leaves {m.available_kv_bytes / 2**30:.2f} GiB for the KV cache)")
     if not m.fits:
         left = (f"is short by {-m.available_kv_bytes / 2**30:.2f} GiB before any KV cache" if m.available_kv_bytes < 0 else
                 f"leaves {m.available_kv_bytes / 2**30:.2f} GiB for the KV cache ({m.usable_blocks} usable blocks)")

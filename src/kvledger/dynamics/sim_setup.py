@@ -198,9 +198,26 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
     if a.concurrency is not None:
         info.update({"mode": "closed loop", "concurrency": a.concurrency, "think_time_s": a.think_time_s})
         return ClosedLoop(specs, a.concurrency, a.think_time_s), len(specs), info
-    info.update({"mode": "open loop (trace arrival times)", "offered_rate_req_per_s":
+    arrivals = _arrivals(a) if requests is None else "the given requests' arrival times"
+    info.update({"mode": f"open loop ({arrivals})",
+                 "offered_rate_req_per_s":
                  (len(specs) - 1) / span if span > 0 else math.inf})
     return specs, len(specs), info
+
+
+def _arrivals(a: SimRequestArgs) -> str:
+    """Which arrival times an open-loop replay of ``a.trace`` used (the rules of ``traces.load_trace``)."""
+    from kvledger.dynamics.traces import trace_has_arrivals
+
+    if a.rate is not None and math.isinf(a.rate):
+        return "every request at t = 0"
+    if not trace_has_arrivals(a.trace):
+        return f"Poisson arrivals at {a.rate:g} req/s drawn with seed {a.seed}; the trace has no arrival times"
+    if a.rate is not None:
+        return f"trace arrival times rescaled to a mean of {a.rate:g} req/s, burstiness kept"
+    if a.rate_scale is not None:
+        return f"trace arrival times, rate ×{a.rate_scale:g}"
+    return "trace arrival times"
 
 
 def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label: str | None = None) -> SimSetup:

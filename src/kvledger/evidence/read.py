@@ -61,7 +61,7 @@ def read_runs(path: str | Path, *, format: str | None = None) -> list[Run]:
     """Every run in a benchmark output or kvledger records file, in file order.
 
     Args:
-        path: the file.
+        path: the file, or a ``kvledger simulate --out`` folder (its records.parquet is read).
         format: a name from ``READERS`` to skip auto-detection; None detects by key signature.
 
     Returns:
@@ -74,6 +74,8 @@ def read_runs(path: str | Path, *, format: str | None = None) -> list[Run]:
     """
     if format is not None and format not in READERS:
         raise UnknownNameError("benchmark format", format, READERS, hint="(see kvledger goodput --help for the list)")
+    if format in (None, "kvledger-records"):
+        path = _records_of_out_folder(path)
     if format in (None, "kvledger-records") and is_parquet(path):  # kvledger simulate --out's records.parquet
         return read_parquet(path)
     from kvledger.evidence.vllm_fast import read_fast
@@ -93,6 +95,16 @@ def read_runs(path: str | Path, *, format: str | None = None) -> list[Run]:
         if isinstance(run, RunRecords) and not len(run.records):
             raise FormatError(doc.path, f"read as {fmt} but holds no requests")
     return runs
+
+
+def _records_of_out_folder(path: str | Path) -> str | Path:
+    """A ``kvledger simulate --out`` folder's records.parquet; any other path as given (its errors come later)."""
+    try:
+        if Path(path).is_dir() and (Path(path) / "records.parquet").is_file():
+            return Path(path) / "records.parquet"
+    except OSError:  # a name the file system refuses (too long): load_document names it
+        pass
+    return path
 
 
 def read_run(path: str | Path, *, format: str | None = None) -> Run:

@@ -105,7 +105,7 @@ def _monthly(cap: Capacity, setup: SelfHostSetup, price: ApiPrice, mix: ApiMix, 
     realized = rate / (replicas * cap.goodput_req_per_s)
     sh = Ledger("self-hosted bill per month", "USD per month")
     sh.add(LineItem("GPU rental", "GPU-hour", replicas * setup.num_gpus * HOURS_PER_MONTH, setup.gpu.usd_per_gpu_hour, setup.gpu.source, setup.gpu.as_of,
-                    f"{replicas} replica(s) × {setup.num_gpus} GPU × 730 h; replicas = ⌈{rate:.3f} req/s ÷ ({cap.goodput_req_per_s:.3f} good req/s × {setup.max_utilization:.0%})⌉"))
+                    f"{replicas} replica{'' if replicas == 1 else 's'} × {setup.num_gpus} GPU{'' if setup.num_gpus == 1 else 's'} × 730 h; replicas = ⌈{rate:.3f} req/s ÷ ({cap.goodput_req_per_s:.3f} good req/s × {setup.max_utilization:.0%})⌉"))
     sh.add(LineItem("people", "engineer-month", setup.engineer_months_per_month, setup.engineer_usd_per_month, "user input (--engineer-usd-per-month)", "user input",
                     "" if setup.engineer_months_per_month else "not given: pass --engineer-months-per-month and --engineer-usd-per-month (someone has to run it)"))
     api = api_ledger(price, mix, tin / 1e6, tout / 1e6, "API bill per month", "USD per month")
@@ -163,7 +163,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     cheaper_unit = "self-host" if sh_req < api_req else "API"
     verdict = (f"at {setup.utilization:.0%} utilization a good request costs ${sh_req:.6f} self-hosted vs ${api_req:.6f} on the API: "
                f"{cheaper_unit} is cheaper per request"
-               + (f"; at {monthly['requests']:,.0f} requests/month the cheaper bill is {monthly['cheaper']}" if monthly else ""))
+               + (f"; at {monthly['requests']:,.0f} request{'' if round(monthly['requests']) == 1 else 's'}/month the "
+                  f"cheaper bill is {monthly['cheaper']}" if monthly else ""))
     inputs = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour, "gpu_price_source": setup.gpu.source, "gpu_price_as_of": setup.gpu.as_of,
               "num_gpus": setup.num_gpus, "utilization": setup.utilization, "max_utilization": setup.max_utilization,
               "engineer_months_per_month": setup.engineer_months_per_month, "engineer_usd_per_month": setup.engineer_usd_per_month,

@@ -13,17 +13,18 @@ def render_models(rows: list[dict[str, Any]], con: Any) -> None:
 
     wide = con.width >= 130
     t = Table(title="Bundled models (real config.json files; provenance: catalog/data/models/SOURCES.md)", title_justify="left")
-    cols = ["model", "params", "active", "KV B/token"] + (["state/seq", "layers", "weights", "max len"] if wide else [])
+    cols = ["model", "params", "active", "KV B/token"] + (["state/seq", "layers", "quantization", "max len"] if wide else [])
     for i, c in enumerate(cols):
         t.add_column(c, no_wrap=i == 0, overflow="fold")
     for r in rows:
         cells = {"model": r["hf_id"], "params": f"{r['num_params'] / 1e9:,.2f}B", "active": f"{r['num_active_params'] / 1e9:,.2f}B",
                  "KV B/token": f"{r['kv_bytes_per_token']:,.0f}",
                  "state/seq": f"{r['state_bytes_per_seq'] / 2**20:,.1f} MiB" if r["state_bytes_per_seq"] else "",
-                 "layers": ", ".join(f"{n} {k}" for k, n in r["layers"].items()), "weights": r["quantization"],
+                 "layers": ", ".join(f"{n} {k}" for k, n in r["layers"].items()), "quantization": r["quantization"] if r["quantization"] != "none" else f"none ({r.get('dtype', 'config dtype')})",
                  "max len": f"{r['max_model_len']:,}"}
         t.add_row(*(cells[c] for c in cols))
-    t.caption = "KV B/token: bf16, TP 1, all KV layers; wider terminals (or --json) add state, layers, weights and max length"
+    t.caption = ("KV B/token: bf16, TP 1, all KV layers; quantization: the checkpoint's weight quantization (none: weights in "
+                 "the config's dtype); wider terminals (or --json) add state, layers, quantization and max length")
     con.print(t)
 
 

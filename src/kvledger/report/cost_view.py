@@ -42,7 +42,7 @@ def _print_capacity(con: Any, rep: Any, sim: Any, basis: dict[str, Any], n_sourc
 
     cap = rep.capacity
     if sim is not None:
-        con.print(f"one deployment unit = {sim.replicas} replica(s) × TP {sim.setup.tp} = {sim.num_gpus} GPU(s); "
+        con.print(f"one deployment unit = {_n(sim.replicas, 'replica')} × TP {sim.setup.tp} = {_n(sim.num_gpus, 'GPU')}; "
                   f"workload {escape(sim.setup.workload_info['trace'])} (sources [1]–[{n_sources}] below)")
     where = ("simulated per deployment unit [1]" if sim is not None else "measured per replica")
     con.print(f"{where}: {cap['goodput_req_per_s']:.3f} good req/s, {cap['good_input_tok_per_s']:,.1f} good input tok/s, "
@@ -63,7 +63,19 @@ def _print_capacity(con: Any, rep: Any, sim: Any, basis: dict[str, Any], n_sourc
               f"{escape(cap['prefill_share_method'])}")
 
 
-def _print_tail(con: Any, rep: Any) -> None:
+def _n(count: int, noun: str) -> str:
+    """``1 replica``, ``2 replicas``, ``1,209 requests``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _units(count: int, sim: Any) -> str:
+    """What the ledger counts as a replica: with ``--replicas N`` a deployment unit of N engine replicas."""
+    if sim is None or sim.replicas == 1:
+        return _n(count, "replica")
+    return f"{_n(count, 'deployment unit')} ({_n(count * sim.replicas, 'replica')}, {_n(count * sim.num_gpus, 'GPU')})"
+
+
+def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
     from rich.markup import escape
 
     st = rep.sticker
@@ -74,7 +86,8 @@ def _print_tail(con: Any, rep: Any) -> None:
     bv = rep.break_even_volume
     if bv.get("requests_per_month") is not None:
         con.print(f"[bold]break-even volume[/]: {bv['requests_per_month']:,.0f} good requests/month ({bv['input_tokens_per_month']:,.0f} input + "
-                  f"{bv['output_tokens_per_month']:,.0f} output tokens) with {bv['replicas_at_break_even']} replica(s) — {escape(bv['reason'])}")
+                  f"{bv['output_tokens_per_month']:,.0f} output tokens) with {_units(bv['replicas_at_break_even'], sim)} — "
+                  f"{escape(bv['reason'])}")
     else:
         con.print(f"[bold]break-even volume[/]: none — {escape(bv['reason'])}")
 
@@ -96,11 +109,11 @@ def print_cost_report(rep: Any, basis: dict[str, Any], sim: Any = None, capacity
     _print_capacity(con, rep, sim, basis, len(sources))
     for name in ("self_host_input", "self_host_output", "api_input", "api_output"):
         con.print(_ledger_table(getattr(rep, name), sources))
-    _print_tail(con, rep)
+    _print_tail(con, rep, sim)
     if rep.monthly is not None:
         m = rep.monthly
-        con.print(f"\n[bold]monthly at {m['requests']:,.0f} requests[/] ({m['input_tokens']:,.0f} input, {m['output_tokens']:,.0f} output tokens; {escape(m['how'])}): "
-                  f"{m['replicas']} replica(s), realized utilization {m['realized_utilization']:.1%}")
+        con.print(f"\n[bold]monthly at {_n(round(m['requests']), 'request')}[/] ({m['input_tokens']:,.0f} input, {m['output_tokens']:,.0f} output tokens; {escape(m['how'])}): "
+                  f"{_units(m['replicas'], sim)}, realized utilization {m['realized_utilization']:.1%}")
         con.print(_ledger_table(m["self_host"], sources))
         con.print(_ledger_table(m["api"], sources))
     con.print("\n[bold]sources of the line items[/]")

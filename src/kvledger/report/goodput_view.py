@@ -77,7 +77,7 @@ def print_search(sb: Any, slo_text: str) -> None:
     con.print(f"SLO: {escape(first)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "
               f"{sb.num_requests_per_probe:,} requests per probe" + (f"\n{escape(rest)}" if rest else ""))
     short = {"request_rate": "rate/s", "concurrency": "users", "max_num_seqs": "seqs"}[sb.axis]
-    t = Table(title=f"probes ({sb.num_gpus} GPU(s) = {sb.replicas} replica(s) × TP {sb.num_gpus // sb.replicas})", title_justify="left")
+    t = Table(title=f"probes ({sb.num_gpus} GPU{'' if sb.num_gpus == 1 else 's'} = {sb.replicas} replica{'' if sb.replicas == 1 else 's'} × TP {sb.num_gpus // sb.replicas})", title_justify="left")
     for col in ("#", short, "offered/s", "attain", "good/s", "done/s", "good/s/GPU", "target"):
         t.add_column(col, justify="right", no_wrap=True)
     for pr in sb.probes:

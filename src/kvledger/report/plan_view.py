@@ -139,28 +139,31 @@ def _roofline(p: Plan) -> list[Table]:
 def summary_lines(p: Plan) -> list[str]:
     """The answer in a few lines: KV per token, the KV pool, concurrency at each context, the roofline's limits, the verdict."""
     m, kv = p.memory, p.kv
-    out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype {kv.kv_cache_dtype} "
-           f"— " + "; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)]
+    groups = "".join(f" — {t}" for t in ["; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)] if t)
+    out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype "
+           f"{kv.kv_cache_dtype}{groups}"]
     out += [f"note: {n}" for n in m.notes if "newer than the newest release" in n]
     out += [f"note: {n}" for n in p.model.notes if "read as a standard decoder" in n]  # an unknown model_type: say how
     out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
     if m.kv_free:
         out[0] = (f"KV per token: 0 B per GPU: no layer keeps a KV cache or a state of its own (KV dtype {kv.kv_cache_dtype} "
                   "does not matter)")
-    if m.stages:
+    if m.stages and not m.kv_free:
         stage = m.bytes_per_block / m.block_size
         out[0] = (f"KV per token: {stage:,.0f} B ({stage / KiB:,.2f} KiB) per GPU of the binding pipeline stage (its layers "
-                  f"only); all layers at TP {p.settings.tp}: {kv.bytes_per_token:,.0f} B, KV dtype {kv.kv_cache_dtype} — "
-                  + "; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups))
+                  f"only); all layers at TP {p.settings.tp}: {kv.bytes_per_token:,.0f} B, KV dtype {kv.kv_cache_dtype}{groups}")
     w = next((d.bytes for d in m.deductions if d.name == "weights"), None)
     weights = f"weights {w / GiB:,.2f} GiB, " if w is not None else ""
     avail = (f"available KV memory {m.available_kv_bytes / GiB:,.2f} GiB" if m.available_kv_bytes > 0 else
              f"no memory left for the KV cache (short by {-m.available_kv_bytes / GiB:,.2f} GiB)")
     if m.stages:
         bind = next(st for st in m.stages if st["binds"])
-        out.append(f"pipeline: {len(m.stages)} stages × TP {p.settings.tp} GPUs; the binding stage PP{bind['rank']} "
-                   f"(layers {bind['layers'][0]}–{bind['layers'][1]}{', LM head + sampler' if bind['is_last'] else ''}) has the "
-                   "fewest blocks and sizes the engine's pool; figures below are per GPU of that stage")
+        where = (f"PP{bind['rank']} (layers {bind['layers'][0]}–{bind['layers'][1]}"
+                 f"{', LM head + sampler' if bind['is_last'] else ''})")
+        out.append(f"pipeline: {len(m.stages)} stages × TP {p.settings.tp} GPUs; " + (
+            f"no stage keeps a KV cache, so there are no blocks to compare; figures below are per GPU of stage {where}"
+            if m.kv_free else f"the binding stage {where} has the fewest blocks and sizes the engine's pool; figures "
+                              "below are per GPU of that stage"))
     if p.layout is not None and not p.layout.groups and not m.kv_free:
         avail = "no KV cache group on the binding stage's GPU (its layers all read other layers' K/V)"
     if m.kv_free:
@@ -237,4 +240,6 @@ def _verdict(p: Plan, console: Console) -> None:
             console.print(f"  → {o.action}: {o.max_requests:,} concurrent {o.context_tokens or p.memory.max_model_len:,}-token request{'' if o.max_requests == 1 else 's'} "
                           f"({o.max_concurrency:,.2f}x); {o.detail}")
         if p.advice.verdict == "weights_do_not_fit":
-            console.print("[dim]· roofline and concurrency by term omitted: the model does not fit; re-run with a fix above[/]")
+            fix = ("re-run with a fix above" if p.advice.options else "no single change tried (a higher TP, FP8 KV, a "
+                   "higher --gpu-memory-utilization, a GPU with more memory) makes it fit")
+            console.print(f"[dim]· roofline and concurrency by term omitted: the model does not fit; {fix}[/]")

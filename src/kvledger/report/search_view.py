@@ -29,7 +29,7 @@ def _top_table(result: Any, top: int) -> Any:
     feasible = [result.entry(cid) for cid in result.ranking]
     varied = {k for k in ("max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching")
               if len({e[k] for e in result.entries}) > 1}
-    t = Table(title=f"Top {min(top, len(feasible))} of {len(feasible)} feasible candidates "
+    t = Table(title=f"Top {min(top, len(feasible))} of {len(feasible)} feasible candidate{'' if len(feasible) == 1 else 's'} "
                     f"(ranked by {'monthly bill' if sized else 'USD per 1k good requests'})", title_justify="left")
     cols = ["#", "layout", "GPU", "KV" + (" etc." if varied else ""), "req/s", "tok/s/GPU", "tok/s/user", "$/Mtok in",
             "$/Mtok out"] + (["GPUs", "$/month"] if sized else ["$/1k req"])
@@ -120,9 +120,9 @@ def print_search(result: Any, top: int = 10) -> None:
 
     con = Console(highlight=False)
     sp = result.spec
-    counts = ", ".join(f"{v} {k}" for k, v in result.counts().items())
+    counts = ", ".join(f"{k}: {v}" for k, v in result.counts().items())  # "does not fit: 2", a reason then its count
     con.print(escape(f"kvledger search: {sp.model}, SLO {sp.slo} for {sp.target:.0%} of requests; {len(result.entries)} "
-                     f"candidates: {counts}"))
+                     f"candidate{'' if len(result.entries) == 1 else 's'}: {counts}"))
     if result.ranking:
         con.print(_top_table(result, top))
         con.print(escape(_legend(result)))

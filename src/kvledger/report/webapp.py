@@ -3,11 +3,13 @@
 ``/api/plan`` builds the same plan ``kvledger plan --json`` prints for the same inputs (the
 browser test checks the numbers shown against it); ``/api/serving`` runs the report's capacity
 search, latency sweep and cost ledger (``kvledger.analyses.report_data``) on a small workload.
-Bad input answers 400 with the one-paragraph message the CLI would print.
+Bad input answers 400 with the one-paragraph message the CLI would print. Requests may name local files only
+inside the folder given to ``kvledger ui --data-dir`` (``webapp_inputs``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 __all__ = ["create_app", "plan_payload", "serving_payload", "choices"]
@@ -77,13 +79,20 @@ def serving_payload(model: str, gpu: str, slo: str, api: str, trace: str = "azur
     return {"headline": headline, "cost": c, "figures": {f.key: _figure_json(f) for f in serving_figures(data)}}
 
 
-def create_app():
-    """The FastAPI application: ``/`` (the page), ``/api/choices``, ``/api/plan``, ``/api/serving``."""
+def create_app(data_dir: Path | None = None):
+    """The FastAPI application: ``/`` (the page), ``/api/choices``, ``/api/plan``, ``/api/serving``.
+
+    Requests name bundled models, catalog GPUs and bundled traces; local files only inside ``data_dir``
+    (``kvledger.report.webapp_inputs``: the rule and why).
+    """
     from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse
 
+    from kvledger.accounting.settings import reason_in_words
     from kvledger.errors import KvLedgerError
     from kvledger.report.jsonout import strict_json
+    from kvledger.report.webapp_inputs import check_web_gpu, check_web_model, check_web_trace
     from kvledger.report.webapp_page import PAGE
 
     app = FastAPI(title="kvledger", docs_url=None, redoc_url=None, openapi_url=None)
@@ -91,6 +100,11 @@ def create_app():
     @app.exception_handler(KvLedgerError)
     async def _bad_input(_request: Request, err: KvLedgerError) -> JSONResponse:
         return JSONResponse({"error": str(err)}, status_code=400)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_param(_request: Request, err: RequestValidationError) -> JSONResponse:
+        msgs = [f"{e['loc'][-1]} {reason_in_words(e)}, got {e.get('input')!r}" for e in err.errors()]
+        return JSONResponse({"error": "invalid parameter: " + "; ".join(msgs)}, status_code=400)
 
     def _json(data: Any) -> Any:
         from fastapi.responses import Response
@@ -108,12 +122,15 @@ def create_app():
     @app.get("/api/plan")
     def api_plan(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_model_len: str | None = None,
                  kv_cache_dtype: str = "auto", gpu_memory_utilization: float | None = None) -> Any:
+        model, gpu = check_web_model(model, data_dir), check_web_gpu(gpu, data_dir)
         return _json(plan_payload(model, gpu, engine, tp, max_model_len or None, kv_cache_dtype, gpu_memory_utilization))
 
     @app.get("/api/serving")
     def api_serving(model: str, gpu: str, slo: str, api: str, trace: str = "azure-conv", tp: int = 1,
                     max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float = 0.5,
                     num_requests: int = 300) -> Any:
-        return _json(serving_payload(model, gpu, slo, api, trace, tp, max_model_len or None, kv_cache_dtype, utilization, num_requests))
+        model, gpu, trace = check_web_model(model, data_dir), check_web_gpu(gpu, data_dir), check_web_trace(trace, data_dir)
+        return _json(serving_payload(model, gpu, slo, api, trace, tp, max_model_len or None, kv_cache_dtype, utilization,
+                                     num_requests))
 
     return app

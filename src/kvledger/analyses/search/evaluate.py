@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kvledger.analyses.search.launch import launch_commands, serve_model_id
+from kvledger.analyses.search.launch import launch_for
 from kvledger.analyses.search.screen import price_row
 from kvledger.analyses.search.spec import SearchSpec
 from kvledger.errors import KvLedgerError
@@ -106,5 +106,5 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
             "prefill_share_method": cap.prefill_share_method}
     out = {**entry, "status": "feasible", "workload": wl, "capacity": _capacity(pr, n_gpus), "cost": cost,
            "sizing": sizing}
-    out["launch"] = launch_commands(serve_model_id(spec.model), cand.gpu_id, out, spec.engine_version)
+    out["launch"] = launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
     return out

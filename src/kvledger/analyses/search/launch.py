@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-__all__ = ["launch_commands", "candidate_commands", "serve_model_id", "SGLANG_KV_DTYPES"]
+__all__ = ["launch_commands", "candidate_commands", "serve_model_id", "serve_model", "launch_for", "SGLANG_KV_DTYPES"]
 
 SGLANG_KV_DTYPES = {"auto": "auto", "bf16": "auto", "fp16": "auto", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
                     "fp8_e5m2": "fp8_e5m2"}
@@ -32,14 +32,14 @@ NIXL_CONFIG = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 
 
 def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | None,
-            engine_version: str | None) -> tuple[list[str], list[str], list[str]]:
+            engine_version: str | None, plan_model: str) -> tuple[list[str], list[str], list[str]]:
     """(vllm serve words, SGLang words, kvledger plan words) for one engine with plan figures ``p``."""
     flags = ["--tensor-parallel-size", str(tp), "--max-model-len", str(p["max_model_len"]),
              "--gpu-memory-utilization", f"{p['gpu_memory_utilization']:g}", "--kv-cache-dtype", p["kv_cache_dtype"],
              "--max-num-seqs", str(p["max_num_seqs"]), "--max-num-batched-tokens", str(p["max_num_batched_tokens"])]
     vllm = ["vllm", "serve", model_id, *flags] + ([] if pc is None else
                                                    ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"])
-    check = ["kvledger", "plan", model_id, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
+    check = ["kvledger", "plan", plan_model, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
                                                                        if engine_version else [])
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(tp),
               "--context-length", str(p["max_model_len"]), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"], "auto"),
@@ -49,7 +49,8 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
     return vllm, sglang, check
 
 
-def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None) -> dict[str, str]:
+def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None, *,
+                    plan_model: str | None = None, model_note: str | None = None) -> dict[str, str]:
     """``{"vllm": …, "sglang": …, "check": …, "note": …}`` for one planned candidate's ledger entry (a disaggregated
     unit gets one line per pool, prefixed ``prefill ×P:`` / ``decode ×D:``).
 
@@ -59,20 +60,25 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
         entry: the ledger entry (``tp``, ``enable_prefix_caching``, the ``plan`` figures; ``decode_tp``,
             ``decode_plan`` and the replica counts for a disaggregated unit).
         engine_version: the vLLM version whose rules the plan used, when the user fixed one.
+        plan_model, model_note: the model as given to kvledger (for the check line; default ``model_id``) and why the
+            engine commands name another (``serve_model``).
     """
+    plan_model = plan_model or model_id
+    extra = f"; {model_note}" if model_note else ""
     p = entry["plan"]
     version = f"vLLM {p['engine_version']}" + ("" if engine_version else " (the newest rules read; pass --engine-version for yours)")
     sglang_note = ("the SGLang command keeps SGLang's own mem_fraction_static, whose pool differs "
                    "(kvledger plan --engine sglang shows it)")
     if not entry.get("prefill_replicas"):
-        vllm, sglang, check = _engine(model_id, gpu_id, entry["tp"], p, entry.get("enable_prefix_caching"), engine_version)
+        vllm, sglang, check = _engine(model_id, gpu_id, entry["tp"], p, entry.get("enable_prefix_caching"), engine_version,
+                                      plan_model)
         return {"vllm": _join(vllm), "sglang": _join(sglang), "check": _join(check),
                 "note": f"the plan follows {version}: {p['num_gpu_blocks']:,} KV blocks of {p['block_size']} tokens per "
-                        f"GPU; {sglang_note}"}
+                        f"GPU; {sglang_note}{extra}"}
     lines: dict[str, list[str]] = {"vllm": [], "sglang": [], "check": []}
     for role, tp, plan, n in (("prefill", entry["tp"], p, entry["prefill_replicas"]),
                               ("decode", entry["decode_tp"], entry["decode_plan"], entry["decode_replicas"])):
-        vllm, sglang, check = _engine(model_id, gpu_id, tp, plan, None, engine_version)
+        vllm, sglang, check = _engine(model_id, gpu_id, tp, plan, None, engine_version, plan_model)
         lines["vllm"].append(f"{role} ×{n}: " + _join(vllm + ["--kv-transfer-config", NIXL_CONFIG]))
         lines["sglang"].append(f"{role} ×{n}: " + _join(sglang + ["--disaggregation-mode", role]))
         lines["check"].append(f"{role}: " + _join(check))
@@ -80,14 +86,57 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
     return {k: "\n".join(v) for k, v in lines.items()} | {
         "note": f"the plans follow {version}: prefill {p['num_gpu_blocks']:,} and decode {d['num_gpu_blocks']:,} KV blocks "
                 f"per GPU; a router in front sends each request to a prefill engine, then its decode engine (vLLM's "
-                f"disaggregated-serving proxy examples); {sglang_note}"}
+                f"disaggregated-serving proxy examples); {sglang_note}{extra}"}
+
+
+def launch_for(model: str, gpu_id: str, entry: dict[str, Any], engine_version: str | None = None) -> dict[str, str]:
+    """``launch_commands`` for the model as the user gave it (bundled name, Hub id or config path; ``serve_model``)."""
+    model_id, note = serve_model(model)
+    return launch_commands(model_id, gpu_id, entry, engine_version, plan_model=model if note else None, model_note=note)
 
 
 def serve_model_id(model: str) -> str:
     """The id to put in a launch command: the Hub repository of a bundled model, else the name as given."""
+    return serve_model(model)[0]
+
+
+def serve_model(model: str) -> tuple[str, str | None]:
+    """(the model to put in ``vllm serve`` / ``--model-path``, a note when that differs from what the user gave).
+
+    Both engines load a checkpoint (a Hub id or a folder with config.json, tokenizer and weights), never a bare config
+    file: a config file given to kvledger becomes its ``_name_or_path`` when it names one, else the Hub id of the
+    bundled config it is a copy of, else its folder, and the note says which (the ``kvledger plan`` check line keeps
+    the file).
+    """
+    from pathlib import Path
+
     from kvledger.catalog.models import load_model
 
-    return load_model(model).catalog_id or model
+    spec = load_model(model)
+    if spec.catalog_id:
+        return spec.catalog_id, None
+    path = Path(model).expanduser()
+    if not path.is_file():
+        return model, None
+    from kvledger.catalog.jsonload import load_json_file
+
+    raw = load_json_file(path)
+    shown = raw.get("_name_or_path")
+    if isinstance(shown, str) and 0 < len(shown) <= 255:
+        return shown, (f"{model} is a config file standing in for a checkpoint: the engine commands serve its "
+                       f"_name_or_path {shown!r}; the check line plans the file itself")
+    from kvledger.catalog.models import bundled_id_of_config
+
+    if (hf_id := bundled_id_of_config(raw)) is not None:
+        return hf_id, (f"{model} is a config file standing in for a checkpoint: it is the bundled config of {hf_id}, "
+                       "which the engine commands serve; the check line plans the file itself")
+    folder = str(path.parent)
+    if path.name == "config.json":
+        return folder, (f"{model} is a checkpoint's config.json: the engine commands name its folder {folder}, which "
+                        "must also hold the tokenizer and weights; the check line plans the file itself")
+    return folder, (f"{model} is a config file standing in for a checkpoint: the engine commands name its folder "
+                    f"{folder} — point them at the checkpoint (a Hub id, or a folder with config.json, tokenizer and "
+                    f"weights); the check line plans the file itself")
 
 
 def candidate_commands(spec: Any, candidate_id: str) -> dict[str, Any]:
@@ -110,5 +159,5 @@ def candidate_commands(spec: Any, candidate_id: str) -> dict[str, Any]:
     if e["status"] == "rejected" and e["reason"] != "no price row":
         raise InputError(f"{cand.id} is rejected ({e['reason']}): {e['detail']}")
     out = {k: e[k] for k in ("id", "layout", "plan", "decode_plan") if k in e}
-    out["launch"] = launch_commands(serve_model_id(spec.model), cand.gpu_id, e, spec.engine_version)
+    out["launch"] = launch_for(spec.model, cand.gpu_id, e, spec.engine_version)
     return out

@@ -1,0 +1,63 @@
+"""The web app reads bundled names, and local files only inside ``kvledger ui --data-dir``; bad parameters answer 400
+with words, not pydantic's."""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+
+from fastapi.testclient import TestClient
+
+from kvledger.report.webapp import create_app
+
+MODEL = "meta-llama/Llama-3.1-8B"
+
+
+def _get(client: TestClient, **params):
+    return client.get("/api/plan", params={"model": MODEL, "gpu": "H100", **params})
+
+
+def test_without_a_data_dir_no_local_file_is_read(tmp_path):
+    client = TestClient(create_app())
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"password": "hunter2"}')
+    for model in ("/etc/passwd", str(secret), "../../../etc/passwd"):
+        r = _get(client, model=model)
+        assert r.status_code == 400 and "--data-dir" in r.json()["error"] and "hunter2" not in r.text
+    r = _get(client, gpu=str(tmp_path / "gpu.json"))
+    assert r.status_code == 400 and "--data-dir" in r.json()["error"]
+    assert _get(client).status_code == 200  # a bundled name still plans
+
+
+def test_a_data_dir_allows_its_files_and_nothing_outside(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    cfg = (files("kvledger.catalog") / "data" / "models" / "meta-llama--Meta-Llama-3.1-8B.json").read_text()
+    (data / "llama.json").write_text(cfg)
+    (tmp_path / "outside.json").write_text(cfg)
+    (data / "link.json").symlink_to(tmp_path / "outside.json")
+    client = TestClient(create_app(data))
+    ok = _get(client, model="llama.json")  # relative to the data folder
+    # the same config as the bundled one: 2 × 32 layers × 8 KV heads × 128 × 2 B = 131,072 B per token
+    assert ok.status_code == 200 and json.loads(ok.text)["headline"]["kv_bytes_per_token"] == 131072
+    for model in ("../outside.json", str(tmp_path / "outside.json"), "link.json"):
+        r = _get(client, model=model)
+        assert r.status_code == 400 and "outside the data folder" in r.json()["error"]
+
+
+def test_bad_numbers_are_named_in_words():
+    client = TestClient(create_app())
+    r = _get(client, gpu_memory_utilization="nan")
+    assert r.status_code == 400 and r.json()["error"] == ("invalid setting: --gpu-memory-utilization must be a finite "
+                                                          "number, got nan")
+    r = _get(client, tp="two")
+    assert r.status_code == 400 and r.json()["error"] == "invalid parameter: tp must be a whole number, got 'two'"
+
+
+def test_ui_refuses_a_data_dir_that_is_not_a_folder(tmp_path):
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    res = CliRunner().invoke(app, ["ui", "--data-dir", str(tmp_path / "missing"), "--port", "8765"])
+    assert res.exit_code != 0 and f"--data-dir {tmp_path / 'missing'}: not a folder" in str(res.exception)
