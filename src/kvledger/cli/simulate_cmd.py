@@ -88,10 +88,13 @@ def simulate(
     setup = prepare_run(args, synthetic)
     result = _run(setup, args, record_steps=out is not None, show_progress=not as_json,
                   record_token_times=record_token_times or out is not None)
+    from kvledger.analyses.queue_growth import queue_growth
     from kvledger.invariants import check_sim_summary
 
+    overload = queue_growth(result.records) if setup.workload_info.get("mode", "").startswith("open loop") else None
     payload = {"summary": check_sim_summary(result.summary.to_dict()), "engine": result.config, "workload": setup.workload_info,
-               "step_cost": setup.cost_info, "notes": setup.notes}
+               "step_cost": setup.cost_info, "overload": overload,
+               "notes": list(setup.notes) + ([overload["note"]] if overload else [])}
     if out is not None:
         _write_outputs(out, result, payload, chrome_trace)
     if as_json:
