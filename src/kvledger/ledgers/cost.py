@@ -34,6 +34,9 @@ from kvledger.records import RunRecords
 __all__ = ["HOURS_PER_MONTH", "GpuRate", "SelfHostSetup", "Capacity", "capacity_from", "self_host_unit_ledgers"]
 
 HOURS_PER_MONTH = 730.0
+OCCUPANCY_CAVEAT = ("wall time to first token, not GPU work: it understates prefill when many requests share each step, "
+                    "as a prompt's chunk can take most of a step's time while its TTFT is a few steps long; "
+                    "see the roofline cross-check, or pass --prefill-share")
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,16 +121,21 @@ class Capacity:
 
 
 def _measured_prefill_share(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[float, str]:
+    split = run.metadata.extra.get("gpu_time_split") if isinstance(run, RunRecords) else None
+    if split and split.get("gpu_s", 0) > 0:
+        return split["prefill_share"], (f"simulated step attribution: Σ prefill-attributed step time ÷ Σ step time "
+                                        f"({split['prefill_gpu_s']:.4g} ÷ {split['gpu_s']:.4g} GPU-s, all requests), {split['rule']}, "
+                                        f"step cost {split['cost_model']}")
     if isinstance(run, RunRecords) and gp.good_mask is not None:
         cols = columns_from(run)
         good = gp.good_mask
         ttft, e2e = float(cols.ttft_s()[good].sum()), float(cols.e2e_s()[good].sum())
         if e2e > 0 and np.isfinite(ttft):
-            return ttft / e2e, f"measured occupancy split Σ TTFT ÷ Σ E2E over {int(good.sum())} good requests (TTFT includes queueing: overstates prefill)"
+            return ttft / e2e, f"occupancy split Σ TTFT ÷ Σ E2E over {int(good.sum())} good requests ({OCCUPANCY_CAVEAT})"
     if isinstance(run, AggregateRun) and "ttft" in run.metrics and "e2e" in run.metrics:
         t, e = run.metrics["ttft"].mean_s, run.metrics["e2e"].mean_s
         if t is not None and e:
-            return t / e, "mean TTFT ÷ mean E2E from the file's aggregates (all completed requests; TTFT includes queueing)"
+            return t / e, f"occupancy split mean TTFT ÷ mean E2E from the file's aggregates, all completed requests ({OCCUPANCY_CAVEAT})"
     raise InputError(f"cannot split GPU time between prefill and decode: {_missing_for_split(run)}; pass --prefill-share "
                      "(share of GPU time charged to input tokens)")
 
