@@ -147,3 +147,21 @@ def test_fast_path_and_step_by_step_attribute_the_same_time():
     rate = prompt_tokens / a["prefill_gpu_s"]
     ideal = 989.5e12 * 0.7 / (2 * 6979588096)
     assert 0.7 * ideal < rate <= ideal, (rate, ideal)
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_disaggregated_pools_weighted_by_their_gpus(gpus):
+    # tests/dynamics/test_disagg.py's hand-checked run: the prefill replica's steps take 0.018 + 0.012 + 0.014 s
+    # (all prefill), the decode replica's 0.011 + 0.012 s (all decode: the first token came from the prefill side).
+    # With the prefill pool on 2 GPUs per replica its GPU-s double: 0.088 of 0.111.
+    from kvledger.dynamics.disagg import Pool, simulate_disagg
+    from kvledger.dynamics.kv_transfer import KVLink, KVTransfer
+
+    tiny = dict(num_gpu_blocks=64, max_model_len=64, block_size=4, max_num_batched_tokens=8)
+    res = simulate_disagg([RequestSpec("A", 0.0, 10, 3), RequestSpec("B", 0.020, 4, 2)],
+                          Pool(EngineConfig(**tiny), FIXED, gpus_per_replica=gpus), Pool(EngineConfig(**tiny), FIXED),
+                          KVTransfer(KVLink("network", 1e6, 0.005), 1000.0))
+    split = res.summary.gpu_time_split
+    assert split["prefill_gpu_s"] == pytest.approx(0.044 * gpus, rel=1e-12)
+    assert split["gpu_s"] == pytest.approx(0.044 * gpus + 0.023, rel=1e-12)
+    assert res.records.metadata.extra["gpu_time_split"] == split

@@ -22,7 +22,7 @@ goodput g tokens/s, at utilization u of the billed hours:
   but it is wall time, not GPU work: with hundreds of requests per step a prompt's chunk can
   take most of a step while its TTFT is a few steps long, and the split then understates
   prefill many times over (a simulated Llama-3.1-8B on H100 serving azure-conv: 0.013 by
-  occupancy against 0.41 by step attribution). The floor (FLOPs at 70 % of peak) is a bound
+  occupancy against 0.43 by step attribution). The floor (FLOPs at 70 % of peak) is a bound
   the prefills cannot beat, so it catches exactly that case.
 
 People cost (engineer-months at a stated monthly rate) is amortised over one replica's good
