@@ -165,3 +165,35 @@ def test_disaggregated_pools_weighted_by_their_gpus(gpus):
     assert split["prefill_gpu_s"] == pytest.approx(0.044 * gpus, rel=1e-12)
     assert split["gpu_s"] == pytest.approx(0.044 * gpus + 0.023, rel=1e-12)
     assert res.records.metadata.extra["gpu_time_split"] == split
+
+
+def _random_shapes(n=300, seed=11):
+    rng = np.random.default_rng(seed)
+    pf_seqs = rng.integers(0, 3, n)
+    pf_tok = np.where(pf_seqs > 0, rng.integers(1, 2048, n), 0)
+    ctx = np.where(pf_seqs > 0, rng.integers(0, 1024, n), 0)
+    dec = rng.integers(0, 200, n)
+    dec[0] = pf_seqs[0] = pf_tok[0] = 0  # one empty step
+    return pf_tok, pf_seqs, pf_tok + ctx, pf_tok * ctx + pf_tok * (pf_tok + 1) / 2.0, dec, dec * rng.integers(1, 2000, n)
+
+
+def test_vectorised_prices_of_the_calibrated_models_are_step_time_s():
+    from kvledger.accounting.calibrated import get_calibrated_cost
+    from kvledger.accounting.fitted_cost import LinearStepCost
+    from kvledger.accounting.stepcost import StepShape
+
+    models = [get_calibrated_cost("facebook/opt-13b", source="distserve-vllm"),
+              LinearStepCost(0.004, 2e-5, 1e-9, 3e-5, 2e-8, cpu_overhead_s=0.003),
+              LinearStepCost(0.004, 2e-5, 1e-9, 3e-5, 2e-8, cpu_overhead_s=0.006, overlap=True)]
+    cols = _random_shapes()
+    for m in models:
+        got = m.step_times_of(*(c.astype(np.float64) for c in cols))
+        want = [m.step_time_s(StepShape(int(a), int(b), int(c), float(d), int(e), int(f))) for a, b, c, d, e, f in zip(*cols)]
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+        # and the buffered split equals the scalar rule step by step
+        pt, price, total = PrefillTime(m), step_pricer(m), 0.0
+        for a, b, c, d, e, f, dur in zip(*cols, want):
+            if b:
+                pt.add(int(a), int(b), int(c), float(d), int(e), int(f), dur)
+                total += prefill_part_s(price, int(a), int(b), int(c), float(d), int(e), int(f), dur)
+        assert pt.total_s == pytest.approx(total, rel=1e-12)

@@ -78,8 +78,8 @@ class PrefillTime:
 
     A pure-prefill step adds its duration at once. A mixed step's shape and duration are buffered (``mixed``,
     seven numbers a step; a hot loop may extend it directly and call ``check`` after) and every ``CHUNK_STEPS``
-    mixed steps priced together (numpy for the plain roofline, else one ``prefill_part_s`` per step), so the
-    simulator pays a list append per arrival, not two more step prices. ``total_s`` folds what is buffered
+    mixed steps priced together (numpy for the plain roofline and for models with a vectorised ``step_times_of``:
+    the fitted and DistServe models; else one ``prefill_part_s`` per step), so the simulator pays a list append per arrival, not two more step prices. ``total_s`` folds what is buffered
     and adds it, in step order.
     """
 
@@ -93,6 +93,7 @@ class PrefillTime:
         rc = cost if getattr(cost, "name", None) == "roofline" and hasattr(cost, "costs") else None
         self._rc = rc  # the roofline: split by its terms (module doc)
         self._vec = rc if rc is not None and not (rc._swa or rc.split_attention) else None  # … in numpy
+        self._times = None if rc is not None else getattr(cost, "step_times_of", None)  # a model's vectorised prices
         self._pure_s = 0.0  # Σ pure-prefill step durations, s
         self._mixed_s = 0.0  # Σ prefill parts of folded mixed steps, s
         self.mixed: list[float] = []  # (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv, dur) per mixed step, flat
@@ -125,6 +126,12 @@ class PrefillTime:
         self.mixed.clear()  # the same list: a loop holding it keeps appending to the buffer
         if self._vec is not None:
             parts = a[:, 6] * roofline_prefill_fraction(self._vec, *(a[:, j] for j in range(6)))
+        elif self._times is not None:
+            z = np.zeros(len(a))
+            t_p = np.maximum(self._times(a[:, 0], a[:, 1], a[:, 2], a[:, 3], z, z), 0.0)
+            t_d = np.maximum(self._times(z, z, z, z, a[:, 4], a[:, 5]), 0.0)
+            both = t_p + t_d
+            parts = a[:, 6] * np.divide(t_p, both, out=np.zeros_like(both), where=both > 0)
         elif self._rc is not None:
             parts = np.array([r[6] * roofline_prefill_fraction_one(self._rc, StepShape(int(r[0]), int(r[1]), int(r[2]), r[3],
                                                                                         int(r[4]), int(r[5])))
