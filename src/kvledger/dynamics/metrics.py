@@ -80,8 +80,8 @@ class Summary:
         prefix_cache_hit_tokens, prefix_cache_query_tokens: its numerator and denominator, tokens.
         kv_usage: KV usage over time (see ``KvUsageTracker.summary``).
         num_steps: engine steps simulated, count (summed over replicas).
-        gpu_time_split: GPU time by token kind, each step split by its step-cost model's prices of its prefill and
-            decode parts (``kvledger.accounting.step_split.gpu_time_split``); empty for a measured run.
+        gpu_time_split: GPU time by token kind, each step split between its prefill and decode parts by its step-cost
+            model's terms (``kvledger.accounting.step_split``); empty for a measured run.
         definitions: where each figure comes from.
     """
 
