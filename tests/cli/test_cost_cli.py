@@ -150,3 +150,23 @@ def test_cost_says_what_the_prefill_split_lacks():
     # median TTFT 0.265 s ÷ median E2E 3.0226 s = 0.0877
     assert ("the file gives TTFT only as p50, p99 (no mean) and E2E only as p50, p99 (no mean) (the medians' ratio, "
             "0.265 s ÷ 3.02 s = 0.088, is a rough stand-in); pass --prefill-share") in str(err.value)
+
+
+def test_trial_input_price_matches_the_roofline_prefill_rate():
+    # the fresh-user trial's command. Llama-3.1-8B on H100 at the roofline's 70 % of 989.5 TFLOP/s: a prompt token
+    # needs at least 2 × 6,979,588,096 matmul FLOPs (besides embedding and LM head) → at most 49.6k prompt tokens per
+    # GPU-second. The ledger's input side: GPU-s per prompt token at full use = prefill_share ÷ good input tok/s;
+    # its rate must lie within 0.7×–1.0× of that bound (attention and LM head only slow prefill). The occupancy split
+    # used before gave prefill_share 0.0133 → 1.35M tok/s, 27× over the bound.
+    res = runner.invoke(app, ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv",
+                              "--slo", "ttft=200ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5",
+                              "--gpu-provider", "Nebius", "--json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    cap = d["capacity"]
+    rate = cap["good_input_tok_per_s"] / cap["prefill_share"]
+    bound = 989.5e12 * 0.7 / (2 * 6979588096)
+    assert 0.7 * bound < rate <= bound, (rate, bound)
+    assert cap["prefill_share_method"].startswith("simulated step attribution")
+    # USD per 1M input tokens = 1 GPU × 10⁶ ÷ (good input tok/s × 3600 × 0.5) × share × $2.95 = 2.95 × 10⁶ ÷ (rate × 1800)
+    assert d["totals"]["self_host_usd_per_mtok_input"] == pytest.approx(2.95e6 / (rate * 1800), rel=1e-9)

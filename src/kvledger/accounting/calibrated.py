@@ -83,6 +83,17 @@ class DistServeStepCost:
         kv = kv_tokens + num_seqs * np.arange(num_steps, dtype=np.float64)
         return (a + b * kv + c * num_seqs) / 1000.0
 
+    def step_times_of(self, pf_tok: np.ndarray, pf_seqs: np.ndarray, pf_kv: np.ndarray, pairs: np.ndarray,
+                      dec: np.ndarray, dec_kv: np.ndarray) -> np.ndarray:
+        """``step_time_s`` over arrays of StepShape's fields, s (accounting/step_split.py prices many steps' parts at
+        once; no check for a negative fit here: the simulator priced, and checked, each whole step)."""
+        small = dec < self.large_batch_threshold
+        a_d, b_d, c_d = (np.where(small, s, l) for s, l in zip(self.decode_small, self.decode_large))
+        a, b, c = self.prefill
+        mixed = a + b * (pf_tok + dec) + c * (2.0 * pairs - pf_tok) + b_d * dec_kv
+        out = np.where(pf_tok == 0, a_d + b_d * dec_kv + c_d * dec, mixed) / 1000.0
+        return np.where(pf_tok + dec > 0, out, 0.0)
+
 
 def _load_distserve(model: str, tp: int, engine: str) -> DistServeStepCost:
     path = _root() / "distserve" / f"profiler-a100-80g.{'vllm' if engine == 'distserve-vllm' else 'distserve'}.json"

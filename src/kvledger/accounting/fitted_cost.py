@@ -99,6 +99,14 @@ class LinearStepCost:
         g = self.gpu_time_s(shape)
         return max(g, self.cpu_overhead_s) if self.overlap else g + self.cpu_overhead_s
 
+    def step_times_of(self, pf_tok: np.ndarray, pf_seqs: np.ndarray, pf_kv: np.ndarray, pairs: np.ndarray,
+                      dec: np.ndarray, dec_kv: np.ndarray) -> np.ndarray:
+        """``step_time_s`` over arrays of StepShape's fields, s (accounting/step_split.py prices many steps' parts at once)."""
+        g = (self.fixed_s + self.prefill_token_s * pf_tok + self.prefill_pair_s * pairs + self.decode_seq_s * dec
+             + self.decode_kv_token_s * dec_kv)
+        t = np.maximum(g, self.cpu_overhead_s) if self.overlap else g + self.cpu_overhead_s
+        return np.where(pf_tok + dec > 0, t, 0.0)
+
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
         if num_seqs == 0:
             return np.zeros(num_steps, dtype=np.float64)

@@ -72,19 +72,27 @@ class CostRun:
 
 
 def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, factors: Any, volume: Any = None, *,
-                 sim: Any = None, capacity: Any = None) -> CostRun:
+                 sim: Any = None, capacity: Any = None, gpu: str | None = None, model: str | None = None) -> CostRun:
     """Goodput of ``run`` under ``slo``, the itemised self-host and API ledgers, and the JSON of ``kvledger cost``.
 
     Args:
         run: the records (measured, or ``SimulatedRun.run``); ``setup``: GPU rate, GPU count, utilization, people;
         api_price / mix / factors / volume: as ``kvledger.ledgers.cost_report.build_cost_report`` takes them;
-        sim / capacity: the SimulatedRun and SimCapacity when the run is simulated (added under ``"simulation"``).
+        sim / capacity: the SimulatedRun and SimCapacity when the run is simulated (added under ``"simulation"``);
+        gpu / model: a measured run's GPU and model names for the roofline floor under its prefill share (default: the
+        names the file gives).
     """
     from kvledger.ledgers.cost_report import build_cost_report
     from kvledger.ledgers.goodput import goodput
 
     gp = goodput(run, slo)
-    rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume)
+    floor = None
+    if sim is None and setup.prefill_share is None and "gpu_time_split" not in run.metadata.extra:
+        from kvledger.ledgers.prefill_floor import prefill_floor
+
+        got, why = prefill_floor(run, model or run.metadata.model, gpu or run.metadata.hardware, setup.num_gpus)
+        floor = got or why
+    rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor)
     basis = capacity_basis(run, gp, slo, sim, capacity)
     d = rep.to_dict()
     d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}

@@ -132,7 +132,8 @@ def _sim_run(model: str, gpu: str | None, params: dict[str, Any], slo: Any) -> t
     from kvledger.cli.sim_opts import sim_request
     from kvledger.errors import InputError
 
-    given = [flag for name, flag in (("num_gpus", "--num-gpus"), ("run_index", "--run"), ("format", "--format")) if params.get(name) is not None]
+    given = [flag for name, flag in (("num_gpus", "--num-gpus"), ("run_index", "--run"), ("format", "--format"), ("served_model", "--model"))
+             if params.get(name) is not None]
     if given:
         raise InputError(f"{', '.join(given)} apply to a FILE; with --simulate the GPU count is replicas × TP (--replicas, --tp)")
     if params.get("at_offered_load"):
@@ -163,8 +164,9 @@ def register(app: typer.Typer) -> None:
         instance: str | None = typer.Option(None, "--instance", help="instance type when a provider lists several"),
         gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="your own price, USD per GPU-hour (overrides the table)"),
         num_gpus: int | None = typer.Option(None, "--num-gpus", help="FILE: GPUs serving the measured run (default: as the file states)"),
+        served_model: str | None = typer.Option(None, "--model", help="FILE: the served model (bundled name or config.json) for the roofline floor under the prefill share (default: the model the file names)", show_default=False),
         max_utilization: float = typer.Option(0.8, "--max-utilization", help="highest average utilization per replica when sizing for a monthly volume"),
-        prefill_share: float | None = typer.Option(None, "--prefill-share", help="share of GPU time charged to input tokens (default: measured Σ TTFT ÷ Σ E2E)"),
+        prefill_share: float | None = typer.Option(None, "--prefill-share", help="share of GPU time charged to input tokens (default: --simulate, each step split by the step-cost model's terms; FILE, Σ TTFT ÷ Σ E2E raised to the prompts' roofline FLOP floor)"),
         batch_share: float = typer.Option(0.0, "--batch-share", help="share of requests sent through the API's batch endpoint"),
         cache_hit_rate: float = typer.Option(0.0, "--cache-hit-rate", help="share of API input tokens that are prompt-cache reads"),
         cache_write_rate: float = typer.Option(0.0, "--cache-write-rate", help="share of API input tokens written to the prompt cache"),
@@ -252,7 +254,8 @@ def register(app: typer.Typer) -> None:
         if monthly_requests is not None or monthly_input_tokens is not None or monthly_output_tokens is not None:
             volume = MonthlyVolume(monthly_requests, monthly_input_tokens, monthly_output_tokens)
         res = cost_payload(run, the_slo, setup, api_price, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
-                           DecisionFactors(data_sovereignty, model_control, team_capability), volume, sim=sim, capacity=capacity)
+                           DecisionFactors(data_sovereignty, model_control, team_capability), volume, sim=sim, capacity=capacity,
+                           gpu=gpu if file is not None and gpu else hardware, model=served_model)
         rep, basis, d = res.report, res.basis, res.payload
         if sweep is not None:
             basis["sweep"] = sweep

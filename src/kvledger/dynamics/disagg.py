@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from kvledger.accounting.step_split import gpu_time_split
 from kvledger.accounting.stepcost import StepCostModel
 from kvledger.dynamics.engine_config import EngineConfig
 from kvledger.dynamics.kv_transfer import KVTransfer, received_kv_manager
@@ -273,6 +274,8 @@ def _result(loop: _Loop, prefill: Pool, decode: Pool, transfer: KVTransfer, mode
            "prefill": _pool_dict(prefill), "decode": _pool_dict(decode), "transfer": transfer.to_dict()}
     meta = RunMetadata(source="simulator", source_format="simulator", model=model, hardware=hardware,
                        num_gpus=prefill.num_gpus + decode.num_gpus, definitions=list(DEFINITIONS), extra=dict(cfg))
+    meta.extra["gpu_time_split"] = gpu_time_split([(r.prefill_time.total_s, r.usage.busy_s, pool.gpus_per_replica) for reps, pool in
+                                                   ((loop.pre, prefill), (loop.dec, decode)) for r in reps], cfg["prefill"]["cost_model"])
     run = RunRecords([rec for _, rec in loop.out], meta)
     dur = run.duration_s
     pools = {"prefill": _pool_figures(loop.pre, prefill, dur), "decode": _pool_figures(loop.dec, decode, dur)}
@@ -288,7 +291,7 @@ def _result(loop: _Loop, prefill: Pool, decode: Pool, transfer: KVTransfer, mode
                       prefix_cache_hit_tokens=h, prefix_cache_query_tokens=q,
                       kv_usage={k: v["kv_usage"] for k, v in pools.items()},
                       num_steps=pools["prefill"]["num_steps"] + pools["decode"]["num_steps"],
-                      definitions=list(DEFINITIONS) + notes)
+                      gpu_time_split=meta.extra["gpu_time_split"], definitions=list(DEFINITIONS) + notes)
     return DisaggResult(run, summary, _transfer_figures(loop.xfer), pools, cfg)
 
 

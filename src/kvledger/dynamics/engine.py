@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvledger.accounting.step_split import gpu_time_split
 from kvledger.accounting.stepcost import StepCostModel
 from kvledger.dynamics.closed_loop import ClosedLoop
 from kvledger.dynamics.cluster import run_cluster
@@ -135,7 +136,9 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
             r.fold_gaps()
         figures["itl_s"], sketched = merged_stats([r.gaps for r in replicas])
     notes = [SKETCH_NOTE] if sketched else []
-    summary = Summary(**figures, **_engine_figures(replicas, run.duration_s),
+    split = gpu_time_split([(r.prefill_time.total_s, r.usage.busy_s, 1) for r in replicas], meta.extra["cost_model"])
+    meta.extra["gpu_time_split"] = split  # the cost ledger's prefill/decode split (ledgers/cost.py)
+    summary = Summary(**figures, **_engine_figures(replicas, run.duration_s), gpu_time_split=split,
                       definitions=list(DEFINITIONS) + _policy_notes(config) + notes)
     return SimResult(run, summary, config.to_dict(), [r.steplog for r in replicas] if record_steps else None)
 

@@ -203,6 +203,8 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     else:
         shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, n + extra_dec, dec_kv + extra_dec_kv)
         dur = rep.cost.step_time_s(shape)
+    if pf_seqs:
+        rep.prefill_time.add(pf_tok, pf_seqs, pf_kv, pairs, n + extra_dec, dec_kv + extra_dec_kv, dur)
     start = rep.now_s
     rep.now_s = start + dur
     rep._push_times(rep.now_s)

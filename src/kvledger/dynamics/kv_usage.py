@@ -213,6 +213,12 @@ class KvUsageTracker:
         return self._b[i]
 
     @property
+    def busy_s(self) -> float:
+        """Σ step durations, s (the replica's busy time)."""
+        self._flush()
+        return self._busy_s
+
+    @property
     def stored_token_s(self) -> float:
         """∫ stored tokens dt, token·s."""
         self._flush()

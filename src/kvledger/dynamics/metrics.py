@@ -80,6 +80,8 @@ class Summary:
         prefix_cache_hit_tokens, prefix_cache_query_tokens: its numerator and denominator, tokens.
         kv_usage: KV usage over time (see ``KvUsageTracker.summary``).
         num_steps: engine steps simulated, count (summed over replicas).
+        gpu_time_split: GPU time by token kind, each step split between its prefill and decode parts by its step-cost
+            model's terms (``kvledger.accounting.step_split``); empty for a measured run.
         definitions: where each figure comes from.
     """
 
@@ -100,6 +102,7 @@ class Summary:
     prefix_cache_query_tokens: int = 0
     kv_usage: dict[str, Any] = field(default_factory=dict)
     num_steps: int = 0
+    gpu_time_split: dict[str, Any] = field(default_factory=dict)
     definitions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

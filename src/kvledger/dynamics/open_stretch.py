@@ -58,7 +58,7 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
         return i, False
     B, lag, total = kv.block_size, 1 if rep._async else 0, len(specs)
     budget_tokens, max_seqs, max_len, caps = cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.max_model_len, cfg.caps_output
-    price = rep._step_price
+    price, split = rep._step_price, rep.prefill_time.mixed
     running = list(rep.sched.running)
     rems = [r.num_output_tokens - r.num_generated for r in running]
     comp = [r.num_computed_tokens for r in running]
@@ -132,6 +132,7 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
         dec_kv = sum(comp) + n
         dur = (price(pf, len(new), pf, pairs, n, dec_kv) if price is not None else
                rep.cost.step_time_s(StepShape(pf, len(new), pf, pairs, n, dec_kv)))
+        split += (pf, len(new), pf, pairs, n, dec_kv, dur)  # the step's prefill part, priced later (PrefillTime)
         pieces.append((K, K + 1, 0, pf + dec_kv))
         ends.append(ends[K] + dur)
         durs.append(dur)
@@ -154,6 +155,7 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
         sched_t = ends[K - 1] if lag else ends[K]
     if K == 0:
         return i, False
+    rep.prefill_time.check()
     _settle(rep, lives, K, ends, durs, pieces, grants, running, rems, comp, out)
     return i, True
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kvledger.accounting.step_split import PrefillTime
 from kvledger.accounting.stepcost import StepCostModel, StepShape
 from kvledger.dynamics import fast_path
 from kvledger.dynamics.engine_config import EngineConfig, make_kv_manager
@@ -61,6 +62,7 @@ class Replica(TokenTimes):
         self._decode_list = getattr(cost, "decode_steps_list", None) or (
             lambda n, kv_tokens, k: cost.decode_steps_s(n, kv_tokens, k).tolist())  # pure-decode step prices, list of s
         self._step_price = getattr(cost, "step_time_of", None)  # a step's price from StepShape's fields, s (or None)
+        self.prefill_time = PrefillTime(cost)  # Σ prefill-attributed step time (accounting/step_split.py)
         self._t = np.empty(4096, dtype=np.float64)  # end time of step (base + i), s
         self._base = 0  # global index of self._t[0]
         self.record_token_times = record_token_times
@@ -188,6 +190,8 @@ class Replica(TokenTimes):
             pf_tok, pf_kv, pairs = padded_prompt_shape(plan)
         shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv)
         dur = self.cost.step_time_s(shape)
+        if pf_seqs:
+            self.prefill_time.add(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv, dur)
         start = self.now_s
         self.now_s = end = start + dur
         self._push_times(end)

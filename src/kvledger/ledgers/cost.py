@@ -9,11 +9,24 @@ goodput g tokens/s, at utilization u of the billed hours:
     GPU-hours per 1M output tokens = num_gpus × 10⁶ / (g_out × 3600 × u) × (1 − prefill_share)
     GPU-hours per 1M input tokens  = num_gpus × 10⁶ / (g_in × 3600 × u) × prefill_share
 
-``prefill_share`` splits GPU time between the two token kinds; by default it is the
-occupancy split measured on the good requests, Σ TTFT ÷ Σ E2E (each GPU-second shared
-equally by the requests resident then; TTFT includes queueing, so this overstates
-prefill), or given by the user. People cost (engineer-months at a stated monthly rate)
-is amortised over one replica's good tokens per month. Months are 730 h (8760/12).
+``prefill_share`` splits GPU time between the two token kinds (``--prefill-share`` overrides):
+
+* a simulated run: Σ prefill-attributed step time ÷ Σ step time, each step split by the
+  step-cost model's own terms (``kvledger.accounting.step_split``; the simulator sums it and
+  puts it in ``metadata.extra["gpu_time_split"]``): exact for the model simulated;
+* a measured file (no step data): the occupancy split, Σ TTFT ÷ Σ E2E over the good requests
+  (mean TTFT ÷ mean E2E for aggregates), raised to the roofline floor of the run's prompts
+  (``ledgers/prefill_floor.py``) when the file names a model and GPU the catalogs know.
+  Occupancy is kept as the estimate because it is measured on the engine that ran (its real
+  prefill speed, prefix-cache hits, chunking), where the roofline must assume an efficiency;
+  but it is wall time, not GPU work: with hundreds of requests per step a prompt's chunk can
+  take most of a step while its TTFT is a few steps long, and the split then understates
+  prefill many times over (a simulated Llama-3.1-8B on H100 serving azure-conv: 0.013 by
+  occupancy against 0.43 by step attribution). The floor (FLOPs at 70 % of peak) is a bound
+  the prefills cannot beat, so it catches exactly that case.
+
+People cost (engineer-months at a stated monthly rate) is amortised over one replica's good
+tokens per month. Months are 730 h (8760/12).
 """
 
 from __future__ import annotations
@@ -29,11 +42,14 @@ from kvledger.evidence.aggregate import AggregateRun
 from kvledger.ledgers.columns import columns_from
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.items import Ledger, LineItem
+from kvledger.ledgers.prefill_floor import PrefillFloor
 from kvledger.records import RunRecords
 
 __all__ = ["HOURS_PER_MONTH", "GpuRate", "SelfHostSetup", "Capacity", "capacity_from", "self_host_unit_ledgers"]
 
 HOURS_PER_MONTH = 730.0
+OCCUPANCY_CAVEAT = ("wall time to first token, not GPU work: it understates prefill when many requests share each step, "
+                    "as a prompt's chunk can take most of a step's time while its TTFT is a few steps long")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +123,7 @@ class Capacity:
     prefill_share: float
     prefill_share_method: str
     estimate: bool
+    prefill_floor: dict[str, Any] | None = None
 
     @property
     def mean_input_tokens(self) -> float:
@@ -117,17 +134,36 @@ class Capacity:
         return self.good_output_tok_per_s / self.goodput_req_per_s
 
 
-def _measured_prefill_share(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[float, str]:
+def _measured_prefill_share(run: RunRecords | AggregateRun, gp: GoodputResult, floor: PrefillFloor | str | None) -> tuple[float, str]:
+    split = run.metadata.extra.get("gpu_time_split") if isinstance(run, RunRecords) else None
+    if split and split.get("gpu_s", 0) > 0:
+        return split["prefill_share"], (f"simulated step attribution: Σ prefill-attributed step time ÷ Σ step time "
+                                        f"({split['prefill_gpu_s']:.4g} ÷ {split['gpu_s']:.4g} GPU-s, all requests), {split['rule']}, "
+                                        f"step cost {split['cost_model']}")
+    try:
+        share, how = _occupancy_share(run, gp)
+    except InputError:
+        if not isinstance(floor, PrefillFloor):
+            raise
+        return floor.share, f"{floor.text} (no occupancy split: {_missing_for_split(run)})"
+    if not isinstance(floor, PrefillFloor):
+        return share, how + f"; no roofline floor under it: {floor or 'not computed'}"
+    if floor.share > share:
+        return floor.share, f"{floor.text}, raised from the {how}"
+    return share, f"{how}; above the {floor.text} ({floor.share:.3f})"
+
+
+def _occupancy_share(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[float, str]:
     if isinstance(run, RunRecords) and gp.good_mask is not None:
         cols = columns_from(run)
         good = gp.good_mask
         ttft, e2e = float(cols.ttft_s()[good].sum()), float(cols.e2e_s()[good].sum())
         if e2e > 0 and np.isfinite(ttft):
-            return ttft / e2e, f"measured occupancy split Σ TTFT ÷ Σ E2E over {int(good.sum())} good requests (TTFT includes queueing: overstates prefill)"
+            return ttft / e2e, f"occupancy split Σ TTFT ÷ Σ E2E over {int(good.sum())} good requests ({OCCUPANCY_CAVEAT})"
     if isinstance(run, AggregateRun) and "ttft" in run.metrics and "e2e" in run.metrics:
         t, e = run.metrics["ttft"].mean_s, run.metrics["e2e"].mean_s
         if t is not None and e:
-            return t / e, "mean TTFT ÷ mean E2E from the file's aggregates (all completed requests; TTFT includes queueing)"
+            return t / e, f"occupancy split mean TTFT ÷ mean E2E from the file's aggregates, all completed requests ({OCCUPANCY_CAVEAT})"
     raise InputError(f"cannot split GPU time between prefill and decode: {_missing_for_split(run)}; pass --prefill-share "
                      "(share of GPU time charged to input tokens)")
 
@@ -152,8 +188,10 @@ def _missing_for_split(run: RunRecords | AggregateRun) -> str:
     return text
 
 
-def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_share: float | None) -> Capacity:
-    """One replica's measured good token rates and the prefill share.
+def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_share: float | None,
+                  floor: PrefillFloor | str | None = None) -> Capacity:
+    """One replica's measured good token rates and the prefill share (``floor``: the roofline floor under a measured
+    run's occupancy split, ``ledgers/prefill_floor.py``, or why there is none).
 
     Raises:
         InputError: unknown duration, no good requests or no token counts, or no way to split GPU time.
@@ -165,11 +203,12 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
     if not gp.goodput_input_tok_per_s:
         raise InputError(f"{gp.file}: the run states no input token counts, so the input side cannot be priced")
     if prefill_share is None:
-        share, how = _measured_prefill_share(run, gp)
+        share, how = _measured_prefill_share(run, gp, floor)
     else:
         share, how = prefill_share, "given by the user (--prefill-share)"
     return Capacity(gp.goodput_req_per_s, gp.goodput_input_tok_per_s, gp.goodput_output_tok_per_s,
-                    gp.throughput_input_tok_per_s or 0.0, gp.throughput_output_tok_per_s or 0.0, share, how, gp.estimate)
+                    gp.throughput_input_tok_per_s or 0.0, gp.throughput_output_tok_per_s or 0.0, share, how, gp.estimate,
+                    floor.to_dict() if isinstance(floor, PrefillFloor) else None)
 
 
 def _people_item(setup: SelfHostSetup, tokens_per_month: float, share: float, kind: str) -> LineItem | None:
@@ -204,4 +243,4 @@ def capacity_dict(cap: Capacity) -> dict[str, Any]:
             "good_output_tok_per_s": cap.good_output_tok_per_s, "throughput_input_tok_per_s": cap.throughput_input_tok_per_s,
             "throughput_output_tok_per_s": cap.throughput_output_tok_per_s, "mean_input_tokens": cap.mean_input_tokens,
             "mean_output_tokens": cap.mean_output_tokens, "prefill_share": cap.prefill_share,
-            "prefill_share_method": cap.prefill_share_method, "estimate": cap.estimate}
+            "prefill_share_method": cap.prefill_share_method, "prefill_floor": cap.prefill_floor, "estimate": cap.estimate}

@@ -21,6 +21,7 @@ from kvledger.ledgers.breakeven import break_even_utilization, break_even_volume
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup, capacity_dict, capacity_from, self_host_unit_ledgers
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.items import Ledger, LineItem
+from kvledger.ledgers.prefill_floor import PrefillFloor
 from kvledger.records import RunRecords
 
 __all__ = ["DecisionFactors", "MonthlyVolume", "CostReport", "build_cost_report", "FACTOR_CHOICES"]
@@ -135,8 +136,9 @@ def _factors(setup: SelfHostSetup, f: DecisionFactors, u_star: float) -> list[di
 
 
 def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: SelfHostSetup, price: ApiPrice, mix: ApiMix,
-                      factors: DecisionFactors, volume: MonthlyVolume | None = None) -> CostReport:
-    """The itemised comparison for one run under the SLO its goodput was computed with.
+                      factors: DecisionFactors, volume: MonthlyVolume | None = None, floor: PrefillFloor | str | None = None) -> CostReport:
+    """The itemised comparison for one run under the SLO its goodput was computed with (``floor``: the roofline floor
+    under a measured run's prefill share, ``ledgers/prefill_floor.py``, or why there is none).
 
     Raises:
         InputError: out-of-range inputs, an unusable run (unknown duration, no good requests,
@@ -145,7 +147,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     setup.check()
     factors.check()
     notes = mix.check(price)
-    cap = capacity_from(run, gp, setup.prefill_share)
+    cap = capacity_from(run, gp, setup.prefill_share, floor)
     sh_in, sh_out = self_host_unit_ledgers(cap, setup)
     api_p = api_price_per_mtok(price, mix)
     api_req = (cap.mean_input_tokens * api_p["input"] + cap.mean_output_tokens * api_p["output"]) / 1e6

@@ -55,7 +55,9 @@ def _legend(result: Any) -> str:
     return (f"req/s: goodput per replica at the SLO capacity (highest simulated rate with ≥ {sp.target:.0%} of "
             f"requests within {sp.slo}; {sp.num_requests:,} requests per probe, seed {sp.seed}); tok/s/GPU: good output "
             "tokens/s ÷ GPUs there; tok/s/user: 1 ÷ median TPOT there; $/Mtok at " + util +
-            " (kvledger.ledgers.cost); GPUs (replicas×): to serve the load with each replica at ≤ "
+            " (kvledger.ledgers.cost), GPU time split between input and output by the boundary run's steps, each "
+            "priced by its step-cost model's terms (kvledger.accounting.step_split; prefill_share in --json); "
+            "GPUs (replicas×): to serve the load with each replica at ≤ "
             f"{sp.max_utilization:.0%} of its capacity; $/month: GPUs × $/GPU-h × 730 h; the price rows are in --json/--csv")
 
 
