@@ -9,8 +9,8 @@ number of steps (12 bytes per step in which some request had a gap), not the num
 
 Exactness: up to ``EXACT_PAIRS`` (gap, count) pairs per replica the percentiles are bit for
 bit numpy's 'linear' percentiles over the full gap array, and the mean is Σ value × count
-correctly rounded (each product split exactly into two floats, the sum exact by
-``math.fsum``), divided by the count: bit for bit ``exact_mean`` of the full gap array, which the
+correctly rounded (summed exactly as integers, the double ``math.fsum`` would give over the
+exact products), divided by the count: bit for bit ``exact_mean`` of the full gap array, which the
 simulator's summary uses when token times are kept, so its ITL mean does not depend on
 ``record_token_times`` (numpy's pairwise mean may differ in the last digits). Past that (runs of
 millions of steps) the pairs fold into a log-bucketed sketch (DDSketch's scheme) whose
@@ -37,7 +37,8 @@ SKETCH_NOTE = (f"itl_s: more than {EXACT_PAIRS:,} distinct step gaps, so the ITL
                f"log-bucketed sketch, each within a relative {SKETCH_ALPHA:g} of the exact value (TTFT, TPOT, E2E exact)")
 
 
-_CHUNK = 1 << 16  # values summed 64k at a time: the Python floats fsum needs stay at ~2 MiB
+_CHUNK = 1 << 16  # _fsum_mean sums 64k values at a time: the Python floats fsum needs stay at ~2 MiB
+_PASS = 1 << 19  # values per pass of _exact_total: its int64 sums stay below 2^63
 _SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's splitter for float64
 
 
@@ -54,9 +55,8 @@ def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-def exact_mean(values: np.ndarray, counts: np.ndarray | None = None) -> float:
-    """Σ values·counts (counts default 1) correctly rounded, then divided by Σ counts: independent of the order and of
-    how equal values are grouped into counts. ``values`` must not be empty."""
+def _fsum_mean(values: np.ndarray, counts: np.ndarray | None) -> float:
+    """The reference: every exact product as two doubles (Dekker), summed by ``math.fsum`` 64k at a time."""
     n = len(values) if counts is None else int(counts.sum())
     if counts is None:
         parts = (values[i: i + _CHUNK].tolist() for i in range(0, len(values), _CHUNK))
@@ -68,6 +68,52 @@ def exact_mean(values: np.ndarray, counts: np.ndarray | None = None) -> float:
                 yield e.tolist()
         parts = parts()
     return math.fsum(chain.from_iterable(parts)) / n
+
+
+def _exact_total(values: np.ndarray, counts: np.ndarray | None) -> int:
+    """Σ values·counts × 2^1127 as an exact Python integer (every finite double is a multiple of 2^-1074 = 2^(53-1127)).
+
+    ``np.frexp`` writes each value as m·2^(e-53) with m an integer, |m| < 2^53; Σ m·count is taken exactly per
+    run of equal exponents with int64 dot products: m split into 27 + 26 bits and the count into 15 + 16 bits,
+    every piece's product is below 2^43, so a dot product of up to 2^19 terms (one pass) stays below 2^63.
+    """
+    frac, exp = np.frexp(values)
+    mant = (frac * 9007199254740992.0).astype(np.int64)  # × 2^53: exact
+    bounds = np.flatnonzero(np.diff(exp)) + 1
+    if len(bounds) > 256:  # unsorted values: group equal exponents (one Python step per run below)
+        order = np.argsort(exp.astype(np.int16), kind="stable")  # exponents lie in [-1073, 1024]: a radix sort
+        mant, exp = mant[order], exp[order]
+        counts = None if counts is None else counts[order]
+        bounds = np.flatnonzero(np.diff(exp)) + 1
+    hi, lo = mant >> 26, mant & 0x3FFFFFF
+    if counts is None:
+        pieces = [(26, hi, None), (0, lo, None)]
+    else:
+        c = counts.astype(np.int64)
+        pieces = [(26, hi, c), (0, lo, c)]
+        if int(c.max()) >> 16:
+            c1, c0 = c >> 16, c & 0xFFFF
+            pieces = [(42, hi, c1), (26, hi, c0), (16, lo, c1), (0, lo, c0)]
+    total = 0
+    for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), len(values)]):
+        for i in range(a, b, _PASS):
+            j = min(i + _PASS, b)
+            run = sum(int(x[i:j].sum() if w is None else np.dot(x[i:j], w[i:j])) << bits for bits, x, w in pieces)
+            total += run << (int(exp[i]) + 1074)  # the run's 2^(e-53) as a multiple of 2^-1127
+    return total
+
+
+def exact_mean(values: np.ndarray, counts: np.ndarray | None = None) -> float:
+    """Σ values·counts (counts default 1; integers in [0, 2^31)) correctly rounded, then divided by Σ counts:
+    independent of the order and of how equal values are grouped into counts. ``values`` must not be empty.
+
+    The sum is exact in integers (:func:`_exact_total`) and rounded once (int / int is correctly rounded in
+    Python): the double ``math.fsum`` gives over the exact products, without a Python float per value.
+    """
+    n = len(values) if counts is None else int(counts.sum())
+    if not np.isfinite(values).all():
+        return _fsum_mean(values, counts)
+    return _exact_total(values, counts) / (1 << 1127) / n
 
 
 class GapHistogram:
