@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 
@@ -36,13 +37,26 @@ def test_help_and_unknown_commands_get_the_whole_app(monkeypatch, capsys):
     assert e.value.code == 2 and "No such command 'simulat'" in capsys.readouterr().err
 
 
-def test_a_command_imports_no_other_command_module():
-    # A fresh interpreter: `kvledger gpus --json` must not import the modules of simulate, search, report or ui.
-    code = ("import sys; sys.argv = ['kvledger', 'gpus', '--json']\n"
+def _fresh_run(args: list[str], env: dict[str, str] | None = None) -> tuple[list[str], str, str]:
+    """(kvledger.cli.*_cmd modules imported, OPENBLAS_NUM_THREADS, stdout) of ``kvledger ARGS`` in a new interpreter."""
+    import os
+
+    code = (f"import os, sys; sys.argv = ['kvledger', *{args!r}]\n"
             "from kvledger.cli.main import run\n"
             "try:\n    run()\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in sys.modules if m.startswith('kvledger.cli.') and m.endswith('_cmd')), file=sys.stderr)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+            "print(sorted(m for m in sys.modules if m.startswith('kvledger.cli.') and m.endswith('_cmd')), file=sys.stderr)\n"
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr)")
+    full_env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | (env or {})
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=full_env)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == "['kvledger.cli.catalog_cmd']"
-    assert '"gpu_id": "nvidia_h100_sxm"' in proc.stdout
+    modules, threads = proc.stderr.strip().splitlines()[-2:]
+    return ast.literal_eval(modules), threads, proc.stdout
+
+
+def test_a_command_imports_no_other_command_module_and_blas_gets_one_thread():
+    # `kvledger gpus --json` must not import the modules of simulate, search, report or ui; OpenBLAS is asked for one
+    # thread (no command does BLAS work) unless the user set OPENBLAS_NUM_THREADS.
+    modules, threads, out = _fresh_run(["gpus", "--json"])
+    assert modules == ["kvledger.cli.catalog_cmd"] and threads == "1"
+    assert '"gpu_id": "nvidia_h100_sxm"' in out
+    assert _fresh_run(["gpus", "--json"], {"OPENBLAS_NUM_THREADS": "4"})[1] == "4"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
 
 import typer
@@ -83,10 +84,15 @@ def __getattr__(name: str) -> typer.Typer:
 def run() -> None:
     """Console entry point: run the app; a KvLedgerError prints its message and exits with status 2.
 
-    When the command is done its objects are frozen out of the garbage collector (``gc.freeze``): the
+    OpenBLAS runs one thread (``OPENBLAS_NUM_THREADS=1`` unless set): see the comment below. When the
+    command is done its objects are frozen out of the garbage collector (``gc.freeze``): the
     interpreter's last full collection at exit then skips them instead of walking every object the
     imports made (about 20 ms after ``simulate``'s); nothing is left to run but the exit.
     """
+    # No command does BLAS work (no matrix products, no linear algebra), but numpy's OpenBLAS starts a pool of
+    # threads when numpy is imported: 40-50 ms of a `kvledger` start on this 2-core machine (more with more
+    # cores). One thread, unless the user asked for more; set before anything imports numpy.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = sys.argv[1:]
     try:
         build_app(argv[0] if argv and argv[0] in COMMANDS else None)()
