@@ -90,7 +90,7 @@ def test_exact_mean_is_the_correctly_rounded_sum_in_every_regime():
     assert exact_mean(v, c) == reference(v, c)
     c = rng.integers(0, 300, 3000)
     assert exact_mean(np.sort(np.abs(v)), c) == reference(np.sort(np.abs(v)), c)
-    # past one 2^19-value pass: the same double as math.fsum over the exact products (Dekker's two-product)
+    # several 2^16-value passes: the same double as math.fsum over the exact products (Dekker's two-product)
     big = np.sort(rng.random(600_000) * 0.05)
     counts = rng.integers(1, 2**20, len(big))
     assert exact_mean(big, counts) == _fsum_mean(big, counts)

@@ -38,7 +38,7 @@ SKETCH_NOTE = (f"itl_s: more than {EXACT_PAIRS:,} distinct step gaps, so the ITL
 
 
 _CHUNK = 1 << 16  # _fsum_mean sums 64k values at a time: the Python floats fsum needs stay at ~2 MiB
-_PASS = 1 << 19  # values per pass of _exact_total: its int64 sums stay below 2^63
+_PASS = 1 << 16  # values per pass of _exact_total: its int64 sums stay below 2^63, its temporaries small
 _SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's splitter for float64
 
 
@@ -75,31 +75,33 @@ def _exact_total(values: np.ndarray, counts: np.ndarray | None) -> int:
 
     ``np.frexp`` writes each value as m·2^(e-53) with m an integer, |m| < 2^53; Σ m·count is taken exactly per
     run of equal exponents with int64 dot products: m split into 27 + 26 bits and the count into 15 + 16 bits,
-    every piece's product is below 2^43, so a dot product of up to 2^19 terms (one pass) stays below 2^63.
+    every piece's product is below 2^43, so a dot product of up to 2^16 terms stays below 2^59. The values go
+    2^16 at a time, so the temporaries stay small and are reused (fresh memory costs more than the arithmetic).
     """
-    frac, exp = np.frexp(values)
-    mant = (frac * 9007199254740992.0).astype(np.int64)  # × 2^53: exact
-    bounds = np.flatnonzero(np.diff(exp)) + 1
-    if len(bounds) > 256:  # unsorted values: group equal exponents (one Python step per run below)
-        order = np.argsort(exp.astype(np.int16), kind="stable")  # exponents lie in [-1073, 1024]: a radix sort
-        mant, exp = mant[order], exp[order]
-        counts = None if counts is None else counts[order]
+    total = 0
+    split = counts is not None and int(counts.max()) >> 16
+    for i in range(0, len(values), _PASS):
+        frac, exp = np.frexp(values[i: i + _PASS])
+        mant = (frac * 9007199254740992.0).astype(np.int64)  # × 2^53: exact
+        c = None if counts is None else counts[i: i + _PASS].astype(np.int64)
         bounds = np.flatnonzero(np.diff(exp)) + 1
-    hi, lo = mant >> 26, mant & 0x3FFFFFF
-    if counts is None:
-        pieces = [(26, hi, None), (0, lo, None)]
-    else:
-        c = counts.astype(np.int64)
-        pieces = [(26, hi, c), (0, lo, c)]
-        if int(c.max()) >> 16:
+        if len(bounds) > 64:  # unsorted values: group equal exponents (one Python step per run below)
+            order = np.argsort(exp.astype(np.int16), kind="stable")  # exponents lie in [-1073, 1024]: a radix sort
+            mant, exp = mant[order], exp[order]
+            c = None if c is None else c[order]
+            bounds = np.flatnonzero(np.diff(exp)) + 1
+        hi, lo = mant >> 26, mant & 0x3FFFFFF
+        if c is None:
+            pieces = [(26, hi, None), (0, lo, None)]
+        elif split:
             c1, c0 = c >> 16, c & 0xFFFF
             pieces = [(42, hi, c1), (26, hi, c0), (16, lo, c1), (0, lo, c0)]
-    total = 0
-    for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), len(values)]):
-        for i in range(a, b, _PASS):
-            j = min(i + _PASS, b)
-            run = sum(int(x[i:j].sum() if w is None else np.dot(x[i:j], w[i:j])) << bits for bits, x, w in pieces)
-            total += run << (int(exp[i]) + 1074)  # the run's 2^(e-53) as a multiple of 2^-1127
+        else:
+            pieces = [(26, hi, c), (0, lo, c)]
+        starts = [0, *bounds.tolist()]
+        for a, b in zip(starts, [*starts[1:], len(mant)]):
+            run = sum(int(x[a:b].sum() if w is None else np.dot(x[a:b], w[a:b])) << bits for bits, x, w in pieces)
+            total += run << (int(exp[a]) + 1074)  # the run's 2^(e-53) as a multiple of 2^-1127
     return total
 
 
@@ -175,8 +177,8 @@ def merged_stats(hists: list[GapHistogram]) -> tuple[LatencyStats, bool]:
             [h.sketch[1] for h in hists if h.sketch is not None])).astype(np.int64)
     else:
         parts = [h.arrays() for h in hists]
-        values = np.concatenate([v for v, _ in parts])
-        counts = np.concatenate([c for _, c in parts]).astype(np.int64)
+        values = np.concatenate([v for v, _ in parts]) if len(parts) > 1 else parts[0][0]
+        counts = np.concatenate([c for _, c in parts]) if len(parts) > 1 else parts[0][1]  # int32; sums in int64
         order = np.argsort(values)  # equal gaps may come in any order: each rank's value is the same
         values, counts = values[order], counts[order]
     n = int(counts.sum())
