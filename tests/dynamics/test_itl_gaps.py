@@ -97,6 +97,23 @@ def test_exact_mean_is_the_correctly_rounded_sum_in_every_regime():
     assert exact_mean(big) == _fsum_mean(big, None) == float(sum(map(Fraction, big.tolist()))) / len(big)
 
 
+def test_ranked_values_without_a_full_sort_are_those_of_the_expanded_array():
+    # _ranked buckets the values by their top bits and sorts only the buckets holding the asked ranks; the answer
+    # must be the rank-th element of np.sort(np.repeat(values, counts)) for every rank, whatever the spread
+    # (one binade; 40 binades, past the 2^18-bucket limit of the 12-mantissa-bit key: the exponent-only key),
+    # with ties across buckets and negative values (then a full sort).
+    from kvledger.dynamics.itl_gaps import _ranked
+
+    rng = np.random.default_rng(3)
+    cases = [rng.random(5000) * 0.01 + 0.01, rng.random(5000) * 2.0 ** rng.integers(-200, 200, 5000),
+             np.repeat(rng.random(40), 50), rng.standard_normal(3000)]
+    for values in cases:
+        counts = rng.integers(1, 40, len(values)).astype(np.int32)
+        expanded = np.sort(np.repeat(values, counts))
+        ranks = [0, 1, len(expanded) // 2, len(expanded) // 2 + 1, int(0.99 * (len(expanded) - 1)), len(expanded) - 1]
+        assert _ranked(values, counts, ranks, is_sorted=False) == expanded[ranks].tolist()
+
+
 def test_gap_counts_survive_buffer_compaction():
     # 40 requests of 400 output tokens, one every 2 s (each takes ~1.7 s alone): 40 × 400 = 16,000 steps, past
     # the 4,096-step buffer several times
