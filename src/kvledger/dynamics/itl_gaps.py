@@ -106,15 +106,15 @@ def _exact_total(values: np.ndarray, counts: np.ndarray | None) -> int:
 
 
 def exact_mean(values: np.ndarray, counts: np.ndarray | None = None) -> float:
-    """Σ values·counts (counts default 1; integers in [0, 2^31)) correctly rounded, then divided by Σ counts:
+    """Σ values·counts (counts default 1; non-negative integers) correctly rounded, then divided by Σ counts:
     independent of the order and of how equal values are grouped into counts. ``values`` must not be empty.
 
     The sum is exact in integers (:func:`_exact_total`) and rounded once (int / int is correctly rounded in
     Python): the double ``math.fsum`` gives over the exact products, without a Python float per value.
     """
     n = len(values) if counts is None else int(counts.sum())
-    if not np.isfinite(values).all():
-        return _fsum_mean(values, counts)
+    if not np.isfinite(values).all() or (counts is not None and int(counts.max()) >> 31):
+        return _fsum_mean(values, counts)  # non-finite values, or counts past the int64 pieces' bound
     return _exact_total(values, counts) / (1 << 1127) / n
 
 
