@@ -25,6 +25,7 @@ CASES = {  # name: (file text, whether numpy reads it; else pyarrow or the row r
     "azure month 13": (AZURE + "2023-13-01 00:00:00,1,1\n", False),
     "azure leading space": (AZURE + " 2023-11-16 18:15:46,5,6\n", False),
     "azure dot without digits": (AZURE + "2023-11-16 18:15:46.,5,6\n", False),
+    "azure non-ascii digit": (AZURE + "2023-11-16 18:15:46,1,1\n2023-11-16 18:15:4\u0665,1,1\n", False),
     "azure 5.0 tokens": (AZURE + "2023-11-16 18:15:46,5.0,6\n", False),
     "azure empty cell": (AZURE + "2023-11-16 18:15:46,,6\n", False),
     "azure long row": (AZURE + "2023-11-16 18:15:46,5,6\n2023-11-16 18:15:47,5,6,7\n", False),

@@ -110,7 +110,7 @@ def _read_csv_numpy(path, layout: str, time_col: str | None, p_col: str, o_col: 
         return None
     if sorted(header) != sorted(cols):  # extra or repeated columns: pyarrow picks by name
         return None
-    dtype = [(name, ("U40" if layout == "azure" else "f8") if name == time_col else "i8") for name in header]
+    dtype = [(name, ("S40" if layout == "azure" else "f8") if name == time_col else "i8") for name in header]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # e.g. "input contained no data": the next reader judges
@@ -136,10 +136,10 @@ def _read_csv_numpy(path, layout: str, time_col: str | None, p_col: str, o_col: 
 
 
 def _azure_ns(text: np.ndarray) -> np.ndarray | None:
-    """Azure timestamps (``U40`` strings) as ns since the epoch, or None unless every one is exactly
+    """Azure timestamps (``S40`` byte strings) as ns since the epoch, or None unless every one is exactly
     ``YYYY-MM-DD HH:MM:SS[.digits]`` with a year in 1900–2100 (numpy's parser takes more forms, and wraps
     around outside datetime64[ns]'s range). Raises ValueError for a date or time numpy rejects (month 13, hour 24)."""
-    c = np.ascontiguousarray(text).view(np.uint32).reshape(len(text), 40)
+    c = np.ascontiguousarray(text).view(np.uint8).reshape(len(text), 40)
     digit = (c >= 48) & (c <= 57)
     if not (digit[:, [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]].all()
             and (c[:, [4, 7]] == 45).all() and (c[:, 10] == 32).all() and (c[:, [13, 16]] == 58).all()):
@@ -149,7 +149,7 @@ def _azure_ns(text: np.ndarray) -> np.ndarray | None:
     if not ((end[:, 0] | (frac & ~end[:, 1])).all() and (end[:, 1:] >= end[:, :-1]).all()
             and (digit[:, 20:] | end[:, 1:]).all() and end[:, -1].all()):
         return None
-    year = (c[:, 0] - 48) * 1000 + (c[:, 1] - 48) * 100 + (c[:, 2] - 48) * 10 + (c[:, 3] - 48)
+    year = c[:, :4].astype(np.int64) @ np.array([1000, 100, 10, 1]) - 48 * 1111
     if year.min() < 1900 or year.max() > 2100:
         return None
     return text.astype("M8[ns]").astype(np.int64)
