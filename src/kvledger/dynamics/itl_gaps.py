@@ -175,12 +175,13 @@ def _ranked(values: np.ndarray, counts: np.ndarray, ranks: list[int], is_sorted:
         lo, hi = int(bits.min()), int(bits.max())
         shift = 40 if (hi >> 40) - (lo >> 40) < 1 << 18 else 52
         key = bits >> shift
-        per = np.cumsum(np.bincount(key - (lo >> shift), weights=counts))  # float sums of counts: exact below 2^53
+        key -= lo >> shift  # bucket numbers from 0
+        per = np.cumsum(np.bincount(key, weights=counts))  # float sums of counts: exact below 2^53
         out, seen = [], {}
         for r in ranks:
             b = int(np.searchsorted(per, r, side="right"))
             if b not in seen:
-                inside = key == (lo >> shift) + b
+                inside = key == b
                 vals, cnts = values[inside], counts[inside]
                 order = np.argsort(vals)
                 seen[b] = vals[order], np.cumsum(cnts[order]), int(per[b - 1]) if b else 0
