@@ -33,7 +33,7 @@ def test_every_command_is_range_checked_before_it_runs():
     from kvledger.cli.limits import SELF_CHECKED
 
     unchecked = [i.name for i in app.registered_commands if i.name not in SELF_CHECKED and not getattr(i.callback, "range_checked", False)]
-    assert not unchecked, f"register these before the range-check loop at the end of kvledger/cli/main.py: {unchecked}"
+    assert not unchecked, f"register these before the range-check loop in kvledger/cli/main.py (build_app): {unchecked}"
 
 
 def test_range_bounds_and_specials():

@@ -69,6 +69,51 @@ def test_exact_mean_does_not_depend_on_grouping_into_counts():
         == float(Fraction(0.1) * n) / n
 
 
+def test_exact_mean_is_the_correctly_rounded_sum_in_every_regime():
+    # 1 + 2^-53 + 2^-53: summed left to right in doubles each 2^-53 is lost (1 + 2^-53 is a tie, rounded to even 1.0),
+    # while the exact sum 1 + 2^-52 is a double: the mean must be (1 + 2^-52) / 3.
+    from fractions import Fraction
+
+    from kvledger.dynamics.itl_gaps import _fsum_mean, exact_mean
+
+    assert exact_mean(np.array([1.0, 2.0**-53, 2.0**-53])) == (1 + 2.0**-52) / 3 != np.mean([1.0, 2.0**-53, 2.0**-53])
+    rng = np.random.default_rng(7)
+
+    def reference(v, c):
+        return float(sum(Fraction(x) * int(k) for x, k in zip(v.tolist(), c.tolist()))) / int(c.sum())
+
+    # values over 60 binary orders of magnitude in random order (the exponent-grouping sort), counts past 2^16
+    # (the count split into 15 + 16 bits) and up to 2^31 − 1, negative values, subnormals
+    v = rng.standard_normal(3000) * 2.0 ** rng.integers(-30, 30, 3000)
+    v[:3] = [5e-324, 2.0**-1070, -1e-310]
+    c = rng.integers(0, 2**31, 3000)
+    assert exact_mean(v, c) == reference(v, c)
+    c = rng.integers(0, 300, 3000)
+    assert exact_mean(np.sort(np.abs(v)), c) == reference(np.sort(np.abs(v)), c)
+    # several 2^16-value passes: the same double as math.fsum over the exact products (Dekker's two-product)
+    big = np.sort(rng.random(600_000) * 0.05)
+    counts = rng.integers(1, 2**20, len(big))
+    assert exact_mean(big, counts) == _fsum_mean(big, counts)
+    assert exact_mean(big) == _fsum_mean(big, None)  # math.fsum: correctly rounded, as the Fractions above
+
+
+def test_ranked_values_without_a_full_sort_are_those_of_the_expanded_array():
+    # _ranked buckets the values by their top bits and sorts only the buckets holding the asked ranks; the answer
+    # must be the rank-th element of np.sort(np.repeat(values, counts)) for every rank, whatever the spread
+    # (one binade; 40 binades, past the 2^18-bucket limit of the 12-mantissa-bit key: the exponent-only key),
+    # with ties across buckets and negative values (then a full sort).
+    from kvledger.dynamics.itl_gaps import _ranked
+
+    rng = np.random.default_rng(3)
+    cases = [rng.random(5000) * 0.01 + 0.01, rng.random(5000) * 2.0 ** rng.integers(-200, 200, 5000),
+             np.repeat(rng.random(40), 50), rng.standard_normal(3000)]
+    for values in cases:
+        counts = rng.integers(1, 40, len(values)).astype(np.int32)
+        expanded = np.sort(np.repeat(values, counts))
+        ranks = [0, 1, len(expanded) // 2, len(expanded) // 2 + 1, int(0.99 * (len(expanded) - 1)), len(expanded) - 1]
+        assert _ranked(values, counts, ranks, is_sorted=False) == expanded[ranks].tolist()
+
+
 def test_gap_counts_survive_buffer_compaction():
     # 40 requests of 400 output tokens, one every 2 s (each takes ~1.7 s alone): 40 × 400 = 16,000 steps, past
     # the 4,096-step buffer several times

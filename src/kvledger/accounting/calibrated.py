@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 
 from kvledger.accounting.stepcost import StepCostModel, StepShape
-from kvledger.accounting.vidur_cost import build_vidur_cost
 from kvledger.errors import InputError, UnknownNameError
 
 __all__ = ["DistServeStepCost", "SplitwiseStepCost", "CalibrationInfo", "list_calibrated", "get_calibrated_cost",
@@ -244,6 +243,8 @@ def _build(info: CalibrationInfo, include_cpu_overhead: bool) -> StepCostModel:
         raw = {v: k for k, v in _SPLITWISE_MODELS.items()}[info.model]
         return _load_splitwise(raw, info.gpu, info.tp)
     import yaml  # only the Vidur tables need it (keeps `simulate`'s start-up light)
+
+    from kvledger.accounting.vidur_cost import build_vidur_cost  # likewise
 
     root = _root() / "vidur"
     config = yaml.safe_load((root / "model_configs" / f"{info.model}.yml").read_text())

@@ -17,7 +17,6 @@ from typing import Any
 
 from kvledger.dynamics.engine import SimResult, simulate
 from kvledger.dynamics.sim_setup import SimRequestArgs, SimSetup, prepare
-from kvledger.dynamics.synthetic import parse_lengths, synthetic_workload
 from kvledger.dynamics.workload import RequestSpec
 from kvledger.errors import InputError
 from kvledger.records import RunRecords
@@ -50,6 +49,8 @@ class SyntheticSpec:
         Raises:
             InputError: unreadable length specs, num_requests < 1, rate not > 0, cv not > 0.
         """
+        from kvledger.dynamics.synthetic import parse_lengths, synthetic_workload  # a trace run never needs them
+
         if num_requests < 1:
             raise InputError(f"a synthetic workload needs num_requests ≥ 1, got {num_requests}")
         return synthetic_workload(num_requests, rate_per_s=rate_per_s, prompt=parse_lengths(self.prompt),

@@ -179,28 +179,34 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
                    b.host_link_bytes_per_s if b else 0.0, b.tdp_w if b else None, b.arch if b else "", "user", "given", "")
 
 
-class GpuFile(BaseModel):
-    """A custom GPU file, validated: every figure finite and within what an accelerator can physically have."""
+@lru_cache(maxsize=1)
+def _gpu_file_model() -> type[BaseModel]:
+    """The pydantic model of a GPU file, built on first use (building it costs a few ms that catalog GPUs never need)."""
 
-    model_config = ConfigDict(extra="forbid", strict=False)
+    class GpuFile(BaseModel):
+        """A custom GPU file, validated: every figure finite and within what an accelerator can physically have."""
 
-    name: str = Field(default="custom GPU", min_length=1, max_length=255)
-    memory: str | float = Field(description='memory as CUDA reports it: "79.22GiB", "80GB" or a number of bytes')
-    bandwidth_tb_s: float = Field(gt=0, le=1000, allow_inf_nan=False)
-    bf16_tflops: float = Field(gt=0, le=1e6, allow_inf_nan=False)
-    fp8_tflops: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False)
-    base: str | None = Field(default=None, min_length=1, max_length=255)
+        model_config = ConfigDict(extra="forbid", strict=False)
 
-    @field_validator("memory", mode="before")
-    @classmethod
-    def _memory(cls, v: Any) -> Any:
-        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-            raise ValueError("must be a size such as \"79.22GiB\" or a number of bytes")
-        if isinstance(v, str) and len(v) > 64:
-            raise ValueError("is longer than 64 characters")
-        if isinstance(v, (int, float)) and not (0 < v <= 2**50):
-            raise ValueError("must be between 1 B and 1 PiB")
-        return v
+        name: str = Field(default="custom GPU", min_length=1, max_length=255)
+        memory: str | float = Field(description='memory as CUDA reports it: "79.22GiB", "80GB" or a number of bytes')
+        bandwidth_tb_s: float = Field(gt=0, le=1000, allow_inf_nan=False)
+        bf16_tflops: float = Field(gt=0, le=1e6, allow_inf_nan=False)
+        fp8_tflops: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False)
+        base: str | None = Field(default=None, min_length=1, max_length=255)
+
+        @field_validator("memory", mode="before")
+        @classmethod
+        def _memory(cls, v: Any) -> Any:
+            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                raise ValueError("must be a size such as \"79.22GiB\" or a number of bytes")
+            if isinstance(v, str) and len(v) > 64:
+                raise ValueError("is longer than 64 characters")
+            if isinstance(v, (int, float)) and not (0 < v <= 2**50):
+                raise ValueError("must be between 1 B and 1 PiB")
+            return v
+
+    return GpuFile
 
 
 def _gpu_file(path: Path) -> GpuSpec:
@@ -236,7 +242,7 @@ def _gpu_file(path: Path) -> GpuSpec:
     if missing:
         raise ConfigError(str(path), f"missing {', '.join(missing)}; a GPU file needs name, memory (e.g. \"79.22GiB\" as CUDA reports it), bandwidth_tb_s, bf16_tflops", field=missing[0])
     try:
-        f = GpuFile.model_validate({"name": path.stem[:255] or "custom GPU", **d})
+        f = _gpu_file_model().model_validate({"name": path.stem[:255] or "custom GPU", **d})
     except ValidationError as err:
         e = err.errors()[0]
         loc = ".".join(str(x) for x in e["loc"]) or None

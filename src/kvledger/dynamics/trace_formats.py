@@ -164,7 +164,7 @@ def _read_csv_rows(path: Path) -> ParsedTrace:
         raise FormatError(str(path), "no data rows")
     if layout == "azure":
         origin = min(times)  # Python ints: day-ordinal nanoseconds overflow int64
-        arrivals = np.asarray([t - origin for t in times], dtype=np.int64).astype(np.float64) / 1e9
+        arrivals = np.asarray([float(t - origin) for t in times], dtype=np.float64) / 1e9  # int → double rounded once
     else:
         arrivals = None if time_col is None else np.asarray(times, dtype=np.float64)
         if arrivals is not None:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-from kvledger.dynamics.synthetic import arrival_times
 from kvledger.dynamics.trace_formats import ParsedTrace, read_trace_file
 from kvledger.dynamics.workload import RequestSpec
 from kvledger.dynamics.workload_columns import WorkloadColumns
@@ -228,6 +227,8 @@ def _select(name_or_path, num_requests, rate, rate_scale, start_s, seed, segment
         if seed is None and math.isfinite(rate):
             raise InputError(f"trace {label!r}: Poisson arrivals need an explicit seed (--seed on the command line; seed=0 in Python)")
         rows = np.arange(count)
+        from kvledger.dynamics.synthetic import arrival_times  # lengths-only traces: imported when needed
+
         times = arrival_times(count, rate, seed=0 if seed is None else seed)
     else:
         order = np.argsort(parsed.arrivals_s, kind="stable")
