@@ -11,7 +11,7 @@ Prints three tables:
    closest settings (vidur_run.py), timed the same way, and printed beside kvledger; where it
    cannot be installed or run, the script stops with the reason (exit status 2). Then one line:
    the part of the process outside the simulation's event loop (start-up to the first step;
-   summary, output and exit), best of ``--repeat`` (at least 3) runs (startup_speed.py; goal ≤ 0.2 s).
+   summary, output and exit), best of ``--repeat`` (at least 3) runs (startup_speed.py).
 2. Scaling: 1k, 10k, 100k, 1M requests (``--sizes``), each in a fresh process: the Azure
    conversation trace tiled end to end (request i is row i mod 19,366, shifted by whole
    trace spans, so load and lengths stay those of the real trace), Llama-3.1-8B on H100,
