@@ -10,13 +10,12 @@ Usage: ``python benchmarks/doctor_corpus.py``.
 from __future__ import annotations
 
 import csv
-import json
 import tempfile
 import time
 from pathlib import Path
 
 from kvledger.analyses.doctor import diagnose_file
-from kvledger.analyses.memory_accuracy import CONFIG_FILES, QUANTIZED_CHECKPOINTS
+from kvledger.analyses.memory_accuracy import corpus_model_arg
 from kvledger.units import GiB
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,16 +25,7 @@ STANDINS = {"google/gemma-7b": ORACLE / "gemma.json", "Qwen/Qwen1.5-MoE-A2.7B": 
 
 
 def model_arg(model: str, tmp: Path) -> str:
-    if model in QUANTIZED_CHECKPOINTS:
-        base, qc = QUANTIZED_CHECKPOINTS[model]
-        raw = json.loads((CORPUS / "configs" / CONFIG_FILES[base]).read_text(encoding="utf-8"))
-        raw["quantization_config"] = qc
-        path = tmp / (model.replace("/", "--") + ".json")
-        path.write_text(json.dumps(raw), encoding="utf-8")
-        return str(path)
-    if model in STANDINS:
-        return str(STANDINS[model])
-    return str(CORPUS / "configs" / CONFIG_FILES[model]) if model in CONFIG_FILES else model
+    return corpus_model_arg(model, CORPUS / "configs", tmp, STANDINS)
 
 
 def main() -> None:

@@ -6,13 +6,12 @@ during vLLM's CUDA-graph memory profiling, which must not be read as a user sett
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 import pytest
 
 from kvledger.analyses.doctor import diagnose_file
-from kvledger.analyses.memory_accuracy import CONFIG_FILES, QUANTIZED_CHECKPOINTS
+from kvledger.analyses.memory_accuracy import corpus_model_arg
 from kvledger.units import GiB
 
 ROOT = Path(__file__).parents[2]
@@ -28,16 +27,7 @@ pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="the shared start-up
 
 def _model_arg(model: str, tmp: Path) -> str:
     """--model for a corpus row: its config.json (a quantized checkpoint's: the base config with its quantization_config)."""
-    if model in QUANTIZED_CHECKPOINTS:
-        base, qc = QUANTIZED_CHECKPOINTS[model]
-        raw = json.loads((FIX / "configs" / CONFIG_FILES[base]).read_text(encoding="utf-8"))
-        raw["quantization_config"] = qc
-        path = tmp / (model.replace("/", "--") + ".json")
-        path.write_text(json.dumps(raw), encoding="utf-8")
-        return str(path)
-    if model in STANDINS:
-        return str(STANDINS[model])
-    return str(FIX / "configs" / CONFIG_FILES[model]) if model in CONFIG_FILES else model
+    return corpus_model_arg(model, FIX / "configs", tmp, STANDINS)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ each term for the rank the log reports; ``exact_from_logged`` re-derives blocks,
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB
 
 __all__ = ["CONFIG_FILES", "QUANTIZED_CHECKPOINTS", "TermError", "Replay", "by_rank", "replay", "exact_from_logged",
-           "quantized_model"]
+           "quantized_model", "corpus_model_arg"]
 
 CONFIG_FILES = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama--Llama-3.1-8B-Instruct.json",
                 "Qwen/Qwen2.5-7B-Instruct": "Qwen--Qwen2.5-7B-Instruct.json",
@@ -53,6 +52,24 @@ for these checkpoints: the method (compressed-tensors or gptq_marlin) and the dt
 bit width and kind come from the checkpoint's name (w8a8 = 8-bit int weights and activations, fp8-dynamic = FP8
 weights with dynamic activations, w4a16 = 4-bit weights); the per-output-channel strategy, the 4-bit checkpoint's
 group size 128 and the unquantized ``lm_head`` are the publisher's model-card statements, not log facts."""
+
+
+def corpus_model_arg(model: str, config_dir: Path, tmp: Path, standins: dict[str, Path]) -> str:
+    """The ``--model`` a corpus row takes on the command line: its config file in ``config_dir`` (a
+    ``QUANTIZED_CHECKPOINTS`` checkpoint: its base config with the reconstructed ``quantization_config``, written under
+    ``tmp``), its stand-in config, or the name itself."""
+    import json
+
+    if model in QUANTIZED_CHECKPOINTS:
+        base, qc = QUANTIZED_CHECKPOINTS[model]
+        raw = json.loads((config_dir / CONFIG_FILES[base]).read_text(encoding="utf-8"))
+        raw["quantization_config"] = qc
+        path = tmp / (model.replace("/", "--") + ".json")
+        path.write_text(json.dumps(raw), encoding="utf-8")
+        return str(path)
+    if model in standins:
+        return str(standins[model])
+    return str(config_dir / CONFIG_FILES[model]) if model in CONFIG_FILES else model
 
 
 def quantized_model(model: str, config_dir: Path | None = None) -> ModelSpec | None:
