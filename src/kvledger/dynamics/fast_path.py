@@ -58,7 +58,7 @@ from kvledger.dynamics.kv_stretch import per_step_samples
 from kvledger.dynamics.request_state import FINISHED, SimRequest, accept
 from kvledger.dynamics.stretch_times import MAX_STRETCH_STEPS, decode_times
 
-__all__ = ["stretch", "admit_step", "run_open", "advance", "MAX_STRETCH_STEPS"]
+__all__ = ["stretch", "admit_step", "run_open", "advance", "write_counters", "MAX_STRETCH_STEPS"]
 
 _STEP_INDEX = np.arange(MAX_STRETCH_STEPS + 1, dtype=np.float64)
 
@@ -272,11 +272,16 @@ def run_open(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
             if not rep.steady or rep.sched.waiting:
                 return i, progressed
     finally:
-        for r, m, c in zip(running, rems, comp):
-            r.num_computed_tokens = c
-            r.num_generated = r.num_output_tokens - m
-            r.num_tokens = r.num_prompt_tokens + r.num_generated
+        write_counters(running, rems, comp)
         sched.running = running
+
+
+def write_counters(running: list[SimRequest], rems: list[int], comp: list[int]) -> None:
+    """Set each running request's token counters from its remaining (``rems``) and computed (``comp``) tokens."""
+    for r, m, c in zip(running, rems, comp):
+        r.num_computed_tokens = c
+        r.num_generated = r.num_output_tokens - m
+        r.num_tokens = r.num_prompt_tokens + r.num_generated
 
 
 def advance(running: list[SimRequest], rems: list[int], comp: list[int], k: int, someone_finished: bool):

@@ -31,7 +31,7 @@ import math
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.kv_manager import PagedKVManager
 from kvledger.dynamics.request_state import FINISHED, RUNNING, SimRequest, accept
-from kvledger.dynamics.fast_path import advance
+from kvledger.dynamics.fast_path import advance, write_counters
 from kvledger.dynamics.stretch_times import decode_times
 
 __all__ = ["eligible", "run_arrivals", "MAX_ARRIVAL_STRETCH_STEPS"]
@@ -64,7 +64,7 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     comp = [r.num_computed_tokens for r in running]
     # per request: (request, first decode step, computed tokens then, blocks held then, tokens left then, admitted here)
     lives = [(r, 0, c, len(r.blocks), m, False) for r, c, m in zip(running, comp, rems)]
-    blocks_left = len(pool._queue) - pool._head  # a lower bound on the free blocks, kept by counting every take at its most
+    blocks_left = pool.num_free_blocks  # a lower bound on the free blocks, kept by counting every take at its most
     ends, durs, pieces, grants = [rep.now_s], [], [], []  # grants: [step, prompt blocks, …]
     sched_t = rep.sched_s  # when the next step is scheduled
     finishing = 0  # async: requests that finished in the last step (their seats are held until the next schedule)
@@ -113,7 +113,7 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
                     break
                 room -= p
                 take += need
-                new.append(req)
+                new.append((req, need))
             else:
                 rejected.append((j, req))
             j += 1
@@ -125,7 +125,7 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
             continue
         blocks_left -= take
         pf, pairs = 0, 0.0
-        for r in new:
+        for r, _ in new:
             p = r.num_prompt_tokens
             pf += p
             pairs += p * 0 + p * (p + 1) / 2  # Replica._apply_plan's sum: c·n + n(n+1)/2 with nothing computed
@@ -138,9 +138,8 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
         durs.append(dur)
         fin = rems.count(1)  # finished in this step
         running, rems, comp = advance(running, rems, comp, 1, fin > 0)
-        for r in new:
+        for r, h in new:
             p = r.num_prompt_tokens
-            h = -(-p // B)
             grants += (K, h)
             lives.append((r, K + 1, p, h, r.num_output_tokens - 1, True))
             r.status = RUNNING
@@ -169,10 +168,9 @@ def _settle(rep, lives: list, K: int, ends: list[float], durs: list[float], piec
     q, h0 = pool._queue, pool._head
     h = h0
     runs: list[int] = []
-    finished, drops, deferred = [], [], []
+    finished, drops, freed, deferred = [], [], [], []
     step0 = rep.num_steps
-    for x in lives:
-        r, d0, c0, held, m, admitted = x
+    for r, d0, c0, held, m, admitted in lives:
         if admitted:  # its prompt's blocks
             r.blocks = q[h: h + held]
             h += held
@@ -192,22 +190,20 @@ def _settle(rep, lives: list, K: int, ends: list[float], durs: list[float], piec
             finished.append((r, step0 + f))
             if f + 1 + lag <= K:  # missing from the samples from step f + 1 on (at K: past the stretch, ignored)
                 drops.append((f + 1, held + cnt, held + cnt))
+                freed.append(r)
             else:  # async, finished in the last step: freed after the next schedule
                 deferred.append(r)
-    if h - h0 > len(q) - h0 - pool._num_stale:
-        raise RuntimeError(f"block pool: asked for {h - h0} blocks, {len(q) - h0} free")
+    if h - h0 > pool.num_free_blocks:
+        raise RuntimeError(f"block pool: asked for {h - h0} blocks, {pool.num_free_blocks} free")
     pool.advance(h - h0)
     kv._req_blocks += h - h0
     rep._push_times(ends[1: K + 1])  # sched.running still lists the requests whose token times the buffer must keep
     rep.now_s = ends[K]
     for r, _ in finished:
         r.status = FINISHED
-        if r not in deferred:
-            kv.free(r, preempted=False)
-    for r, m, c in zip(running, rems, comp):
-        r.num_computed_tokens = c
-        r.num_generated = r.num_output_tokens - m
-        r.num_tokens = r.num_prompt_tokens + r.num_generated
+    for r in freed:  # after the blocks were taken: frees put blocks back at the queue's head
+        kv.free(r, preempted=False)
+    write_counters(running, rems, comp)
     sched.running = running
     rep.usage.add_stretch(ends[:K], durs, kv.capacity_blocks, used0, held0, (), drops, runs, pieces, grants)
     if lag:
