@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvledger.catalog.compressed_mla import CompressedMLAAttention
 from kvledger.catalog.layers import FullAttention, LayerSpec, MLAAttention, StateLayer, kv_heads_per_gpu
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -129,6 +130,11 @@ def _group(spec: LayerSpec, n: int, s: float, tp: int, state_s: tuple[float, flo
         return KVGroup(spec, n, 0.0, 0.0, n * sb, f)
     per_layer = spec.kv_bytes_per_token(s, tp)
     total = n * per_layer
+    if isinstance(spec, CompressedMLAAttention):
+        fixed = n * spec.state_bytes_per_seq()
+        f = (f"{n} layers × ({spec.formula(s, tp)}) = {total:,.2f} B/token beyond the window + {fixed:,.0f} B per "
+             "sequence (window entries and compressor state)")
+        return KVGroup(spec, n, per_layer, total, fixed, f)
     if isinstance(spec, MLAAttention):
         idx = f" + {spec.indexer_bytes_per_token} B indexer keys" if spec.indexer_bytes_per_token else ""
         f = f"{n} layers × (({spec.kv_lora_rank} + {spec.qk_rope_head_dim}) × {s:g} B{idx}) = {total:,.0f} B/token"
@@ -162,6 +168,9 @@ def kv_ledger(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, *, ma
     """
     check_tp(model, tp)
     s = kv_elem_bytes(kv_cache_dtype, model)
+    if s != 1 and kv_cache_dtype.lower() != "auto" and any(isinstance(l, CompressedMLAAttention) for l in model.layers):
+        raise InputError(f"--kv-cache-dtype {kv_cache_dtype}: vLLM 0.33 keeps DeepSeek-V4's cache in the fp8_ds_mla format "
+                         "on FlashMLA (fp8 only: 'auto' and fp8 become fp8_ds_mla); use auto or fp8")
     ssm_s = 4 if mamba_ssm_cache_dtype.lower() in ("float32", "fp32") else model.dtype_bytes
     buckets: dict[LayerSpec, int] = {}
     for l in model.layers:

@@ -27,6 +27,7 @@ from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
+from kvledger.catalog.compressed_mla import CompressedMLAAttention
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -85,9 +86,14 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
 
 
 def _require_per_token_kv(model: ModelSpec, kv: KVLedger, engine: str) -> None:
-    """A pure state-space model has no per-token KV: these engines' separate state pools are not modelled (clear error)."""
+    """A pure state-space model has no per-token KV: these engines' separate state pools are not modelled (clear error);
+    nor are their layouts of DeepSeek-V4's compressed caches."""
+    from kvledger.errors import InputError
+
+    if any(isinstance(l, CompressedMLAAttention) for l in model.layers):
+        raise InputError(f"{model.name} is a DeepSeek-V4 model: {engine}'s layout of its compressed caches (window, "
+                         "compressed entries, indexer keys, compressor state) is not modelled here; plan it with --engine vllm")
     if not kv.bytes_per_token:
-        from kvledger.errors import InputError
 
         if all(l is None for l in model.layers):  # a draft model whose every layer reads its target's cache
             raise InputError(f"{model.name} keeps no KV cache or state of its own (every layer reads another model's "

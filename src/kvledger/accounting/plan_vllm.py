@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from kvledger.accounting import vllm_rules as R
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.kvlayout import KVLayout, vllm_layout
+from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
 from kvledger.accounting.memory import LineItem, MemoryPlan, floor_div
 from kvledger.accounting import vllm_profile as P
 from kvledger.accounting.kvcache import kv_ledger
@@ -22,6 +23,7 @@ from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.loading import SERVED_DTYPE_BYTES, loaded_weights
+from kvledger.catalog.compressed_mla import CompressedMLAAttention
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention, StateLayer
 from kvledger.catalog.modelspec import ModelSpec
@@ -156,7 +158,10 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
         notes.append(why)
     is_mla = any(isinstance(l, MLAAttention) for l in model.layers)
-    B, bsrc = (s.block_size, "given") if s.block_size else R.default_block_size(ver, is_mla, gpu.arch)
+    if any(isinstance(l, CompressedMLAAttention) for l in model.layers):
+        B, bsrc = _dsv4_block_size(ver, s.block_size)
+    else:
+        B, bsrc = (s.block_size, "given") if s.block_size else R.default_block_size(ver, is_mla, gpu.arch)
     notes.append(f"block_size {B}: {bsrc}")
     unify = s.disable_hybrid_kv_cache_manager or R.era(ver) in ("v0", "v1-0.8")
     util, usrc = (s.gpu_memory_utilization, "given") if s.gpu_memory_utilization else R.default_gpu_memory_utilization(ver)
@@ -213,6 +218,25 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
                      tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
                      f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free)
     return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
+
+
+def _dsv4_block_size(ver, given: int | None) -> tuple[int, str]:
+    """DeepSeek-V4's block size: served from vLLM 0.20, its sparse MLA backend takes blocks of 256 tokens only.
+
+    Raises:
+        InputError: a version before 0.20 or another ``--block-size``.
+    """
+    if ver < (0, 20, 0):
+        raise InputError(f"vLLM {'.'.join(map(str, ver))} cannot serve DeepSeek-V4: DeepseekV4ForCausalLM is in vLLM's "
+                         "model registry from 0.20 (0.19's has none); pass --engine-version 0.20 or later")
+    if given and given != DSV4_BLOCK_SIZE:
+        raise InputError(f"--block-size {given}: DeepSeek-V4's sparse MLA backend supports blocks of {DSV4_BLOCK_SIZE} "
+                         "tokens only (vLLM 0.33 models/deepseek_v4/sparse_mla.py)")
+    src = (f"DeepSeek-V4's sparse MLA backend supports only {DSV4_BLOCK_SIZE}-token blocks (vLLM 0.33 "
+           "models/deepseek_v4/sparse_mla.py)")
+    if ver < (0, 33, 0):
+        src += f"; DeepSeek-V4's cache layout was read in 0.33 and is applied to {'.'.join(map(str, ver))}"
+    return DSV4_BLOCK_SIZE, src
 
 
 def _mamba_rule(model: ModelSpec, s: PlanSettings, ver, arch: str) -> R.MambaCacheRule | None:

@@ -33,6 +33,7 @@ from kvledger.accounting.tp_comm import allreduce_latency_s as allreduce_latency
 from kvledger.accounting.tp_comm import allreduce_step_s, link_bytes_per_s
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
+from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 
@@ -119,14 +120,16 @@ class RooflineStepCost:
         lm_params = 0 if model.tie_word_embeddings else head
         self.matmul_params = (model.num_active_params - emb_params - lm_params) / tp  # per token, excluding the head
         self.head_flops_per_seq = 2 * head / tp
+        self.growing_read_bytes = kv.growing_bytes_per_token  # KV bytes a step reads per context token, B/token
+        self._window_state_bytes = 0.0
         self._attn_coef, self._swa, self._prefill_coef, self._ctx_upproj = self._attention_coefficients()
         has_mla = any(isinstance(g.spec, MLAAttention) for g in kv.groups)
         self.split_attention = has_mla if split_attention is None else split_attention
-        self.state_bytes = kv.state_bytes_per_seq
+        self.state_bytes = kv.state_bytes_per_seq - self._window_state_bytes
         self._gemm_cache: dict[int, float] = {}
         self._list_consts: dict[int, tuple[float, float, float]] = {}  # per batch size: gemm s, state bytes, all-reduce s
         pa, b = self.attn_peak_flops * flops_fraction, self.bw * bandwidth_fraction
-        fa, fb = self._attn_coef / pa, kv.growing_bytes_per_token / b
+        fa, fb = self._attn_coef / pa, self.growing_read_bytes / b
         # decode attention bandwidth-bound at every length, with a margin no rounding can cross
         self._bw_bound = not self._swa and fa < fb * (1 - 1e-9)
 
@@ -168,6 +171,9 @@ class RooflineStepCost:
             if g.kind == "state":
                 continue
             heads = sp.num_attention_heads / self.tp
+            if isinstance(sp, CompressedMLAAttention):
+                full, prefill = self._compressed_coefficients(sp, g.num_layers, heads, swa, full, prefill)
+                continue
             if isinstance(sp, MLAAttention):  # absorbed MLA: QK over (latent + rope), PV over the latent
                 per_pair = 2 * heads * (sp.kv_lora_rank + sp.qk_rope_head_dim) + 2 * heads * sp.kv_lora_rank
                 if mla is not None:  # prefill: MHA over qk_nope + qk_rope dims, PV over v_head_dim
@@ -186,6 +192,26 @@ class RooflineStepCost:
                 window = getattr(sp, "window_tokens", 0) or getattr(sp, "chunk_tokens", 0)
                 swa.append((per_pair * g.num_layers, g.bytes_per_token, window))
         return full, swa, prefill, upproj
+
+    def _compressed_coefficients(self, sp: CompressedMLAAttention, n: int, heads: float, swa: list,
+                                 full: float, prefill: float) -> tuple[float, float]:
+        """DeepSeek-V4 layers: every query attends its raw window (K = V: QK and PV over head_dim) and the compressed
+        entries, at ratio 4 only the ``index_topk`` the indexer picks after scoring every indexer key
+        (``index_n_heads × index_head_dim`` per key); the window's entries and the compressor state are per-request
+        fixed bytes (``state_bytes``), read each step. Returns the unbounded (full, prefill) coefficients."""
+        per_pair = 4 * heads * sp.head_dim
+        swa.append((per_pair * n, FP8_DS_MLA_ENTRY_BYTES * n, sp.swa_window_tokens))
+        self._window_state_bytes += sp.swa_window_tokens * FP8_DS_MLA_ENTRY_BYTES * n  # read through the window term
+        r = sp.compress_ratio
+        if r == 4:  # top-k of the compressed entries: min(context / 4, topk) entries = min(context, 4·topk) / 4
+            entry = FP8_DS_MLA_ENTRY_BYTES / 4
+            swa.append((per_pair / 4 * n, entry * n, 4 * sp.index_topk))
+            self.growing_read_bytes -= entry * n
+            score = 2 * sp.index_n_heads * sp.index_head_dim / 4 * n
+            return full + score, prefill + score
+        if r > 1:
+            return full + per_pair / r * n, prefill + per_pair / r * n
+        return full, prefill
 
     def experts_touched_fraction(self, num_tokens: float) -> float:
         """Share of each MoE layer's experts that ``num_tokens`` tokens touch (uniform top-k routing), 0–1."""
@@ -208,7 +234,7 @@ class RooflineStepCost:
         pf_attn = self._prefill_coef * pf_pairs
         attn = pf_attn + self._attn_coef * dec_pairs
         kv_tokens = shape.decode_kv_tokens + shape.prefill_kv_tokens
-        g, st = self.kv.growing_bytes_per_token, 2 * self.state_bytes
+        g, st = self.growing_read_bytes, 2 * self.state_bytes
         kv_bytes = g * kv_tokens + st * seqs
         pf_kv = g * shape.prefill_kv_tokens + st * shape.num_prefill_seqs
         for coef, bpt, window in self._swa:  # each query sees at most `window` keys
@@ -273,7 +299,7 @@ class RooflineStepCost:
         matmul = (2 * self.matmul_params * T + self.head_flops_per_seq * seqs
                   + self._ctx_upproj * (prefill_kv_tokens - num_prefill_tokens))
         attn = self._prefill_coef * prefill_attn_pairs + self._attn_coef * decode_kv_tokens
-        kv_bytes = (self.kv.growing_bytes_per_token * (decode_kv_tokens + prefill_kv_tokens)
+        kv_bytes = (self.growing_read_bytes * (decode_kv_tokens + prefill_kv_tokens)
                     + 2 * self.state_bytes * seqs)
         ff, b = self.flops_fraction, self.bw * self.bandwidth_fraction
         gpu = (max(matmul / (self.peak_flops * ff), self.weight_read_bytes(T) / b)
@@ -311,7 +337,7 @@ class RooflineStepCost:
             if len(self._list_consts) < 4096:
                 self._list_consts[n] = c
         gemm, st, ar = c
-        g, b, cpu = self.kv.growing_bytes_per_token, self.bw * self.bandwidth_fraction, self.cpu_overhead_s
+        g, b, cpu = self.growing_read_bytes, self.bw * self.bandwidth_fraction, self.cpu_overhead_s
         kvs = range(kv_tokens, kv_tokens + n * num_steps, n)
         if not st and not ar and not cpu and gemm > 0:
             return [gemm + g * x / b for x in kvs]
@@ -333,7 +359,7 @@ class RooflineStepCost:
         n = num_seqs
         pa, b = self.attn_peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
         gemm = self._gemm_s(n)
-        g, st, ar, cpu = self.kv.growing_bytes_per_token, 2 * self.state_bytes * n, self.allreduce_s(n), self.cpu_overhead_s
+        g, st, ar, cpu = self.growing_read_bytes, 2 * self.state_bytes * n, self.allreduce_s(n), self.cpu_overhead_s
         if self._bw_bound and not self.overlap_cpu and num_steps <= 16:  # a short run: plain floats, same operations
             out = np.empty(num_steps)
             for i in range(num_steps):

@@ -155,7 +155,7 @@ def roofline_prefill_fraction(rc: Any, pf_tok: np.ndarray, pf_seqs: np.ndarray, 
     mm = np.maximum(f / (rc.peak_flops * ff), (rc.dense_weight_bytes + rc.expert_bytes * frac) / b)
     pre_a = rc._prefill_coef * pairs
     a = pre_a + rc._attn_coef * dec_kv
-    g, st = rc.kv.growing_bytes_per_token, 2 * rc.state_bytes
+    g, st = rc.growing_read_bytes, 2 * rc.state_bytes
     pre_kv = g * pf_kv + st * pf_seqs
     kv = pre_kv + g * dec_kv + st * dec
     at_f, at_b = a / (rc.attn_peak_flops * ff), kv / b

@@ -81,13 +81,6 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
             raise c.error("layer_types", f"has {len(lt)} entries for {n} layers")
         known = {**_LAYER_KINDS, **hybrid_kinds(c)}
         bad = [t for t in lt if not isinstance(t, str) or t not in known]
-        if bad and isinstance(c.get("compress_rates", None), dict) and bad[0] in c.get("compress_rates"):
-            raise c.error("layer_types", f"{bad[0]!r} layers (DeepSeek-V4's compressed attention, compress_rates "
-                          f"{c.get('compress_rates')}) are not modelled: vLLM 0.20-0.33 cache each layer as 584-B fp8_ds_mla "
-                          "entries for its last sliding_window tokens, one more per compress-ratio tokens, float32 "
-                          "compressor states over the last ratio (x2 at ratio 4) tokens and, at ratio 4, FP8 indexer "
-                          "keys per 4 tokens, packed into its own block layout (per-cache block sizes, 576-B alignment, "
-                          "compressor states sharing the KV tensor); refused rather than planned with a wrong block count")
         if bad:
             raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(known)})")
         return [known[t] for t in lt]
@@ -301,7 +294,8 @@ FAMILY_OF: dict[str, str] = {"deepseek_v2": "mla", "deepseek_v3": "mla", "kimi_k
                              "jamba": "jamba", "nemotron_h": "nemotron_h", "opt": "opt", "falcon": "falcon",
                              "gpt_bigcode": "gpt_bigcode", "mamba": "ssm", "mamba2": "ssm", "falcon_mamba": "ssm",
                              "minicpm3": "mla", "phi": "phi", "zamba": "zamba", "zamba2": "zamba2", "rwkv": "rwkv",
-                             "xlstm": "xlstm", "recurrent_gemma": "recurrent_gemma", "blt": "blt"}
+                             "xlstm": "xlstm", "recurrent_gemma": "recurrent_gemma", "blt": "blt",
+                             "deepseek_v4": "deepseek_v4"}
 """model_types whose layout departs from the standard decoder; every other model_type is read as a decoder."""
 
 # vLLM ModelArchConfigConvertorBase.is_deepseek_mla: these types cache the MLA latent when kv_lora_rank is set.
@@ -315,6 +309,8 @@ def family_of(c: Cfg, mt: str) -> str:
         return "mla"  # vLLM's MLA types, and any other config with a latent (transformers caches the latent)
     if mt in FAMILY_OF and FAMILY_OF[mt] != "mla":
         return FAMILY_OF[mt]
+    if (c.has("compress_rates") or c.has("compress_ratios")) and c.has("o_groups"):
+        return "deepseek_v4"  # vLLM get_compress_ratios: a DeepSeek-V4 layout under another model_type
     if c.has("hybrid_override_pattern") or (c.has("layers_block_type") and c.has("mamba_num_heads")):
         return "nemotron_h"
     return "decoder"
@@ -324,6 +320,7 @@ def build_family(c: Cfg, mt: str) -> Family:
     """Dispatch on the family of ``mt`` (see family_of)."""
     from kvledger.catalog import families_hybrid as fh
     from kvledger.catalog.families_blt import blt
+    from kvledger.catalog.families_dsv4 import deepseek_v4
     from kvledger.catalog.families_phi import phi
     from kvledger.catalog.families_ssm import ssm
     from kvledger.catalog.families_recurrent import recurrent_gemma, rwkv, xlstm
@@ -334,4 +331,5 @@ def build_family(c: Cfg, mt: str) -> Family:
         return decoder(c, mt)
     return {"mla": fh.mla, "qwen3_next": fh.qwen3_next, "jamba": fh.jamba, "nemotron_h": fh.nemotron_h, "opt": fh.opt,
             "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode, "ssm": ssm, "phi": phi,
-            "zamba": zamba, "zamba2": zamba2, "rwkv": rwkv, "xlstm": xlstm, "recurrent_gemma": recurrent_gemma, "blt": blt}[kind](c)
+            "zamba": zamba, "zamba2": zamba2, "rwkv": rwkv, "xlstm": xlstm, "recurrent_gemma": recurrent_gemma, "blt": blt,
+            "deepseek_v4": deepseek_v4}[kind](c)
