@@ -151,6 +151,9 @@ def _proj_elements(model, torch) -> int | None:
         elif last == "Wqkv" and isinstance(mod, torch.nn.Linear) and mod.out_features > mod.in_features:
             total += mod.out_features - mod.in_features  # DBRX's fused Wqkv: the query part is d_model wide, the rest K and V
             found = True
+        elif type(mod).__name__ == "XLNetRelativeAttention":  # XLNet: k and v are (d_model, n_head, d_head) Parameters
+            total += sum(getattr(mod, x).shape[1] * getattr(mod, x).shape[2] for x in ("k", "v"))
+            found = True
         elif last == "c_attn" and type(mod).__name__ == "Conv1D" and getattr(mod, "nf", 0) == 3 * getattr(mod, "nx", -1):
             total += 2 * mod.nf // 3  # GPT-1/GPT-2's fused Conv1D of three equal hidden-wide parts: K and V are two of them
             found = True
