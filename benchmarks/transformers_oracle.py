@@ -16,7 +16,8 @@ weights), counts its parameters, and reads the KV cache one token adds in two in
 
 Where transformers' own default config leaves a field unset that its model needs (a ``None`` it then divides or
 indexes by), ``FILL`` sets that field, and the row's ``cache_note`` says so; the written config carries the filled
-value, so the plan reads the same config the oracle built. Where the forward pass fails on meta only because every
+value, so the plan reads the same config the oracle built. Where a config class's own defaults fail its own
+validation (Gemma-4's assistant), ``CONSTRUCT`` passes the fields it asks for, and the row says so. Where the forward pass fails on meta only because every
 cache layer is a state layer (a pure-Mamba default layout), the cache reading is 0 elements per token.
 
 It writes ``benchmarks/data/transformers_oracle.csv`` (one row per model type, with the reason when a
@@ -67,6 +68,14 @@ FILL: dict[str, list[tuple[str, object, str]]] = {
 
 
 FILL["qwen4_exp_text"] = FILL["qwen4_exp"]
+
+# Keyword arguments for config classes whose own defaults fail their own validation: (kwargs, why).
+CONSTRUCT: dict[str, tuple[dict, str]] = {
+    "gemma4_assistant": ({"text_config": {"hidden_size_per_layer_input": 0, "enable_moe_block": False,
+                                          "use_double_wide_mlp": False, "vocab_size_per_layer_input": 0}},
+                         "Gemma4AssistantConfig.validate_architecture requires these of its text config, whose Gemma-4 "
+                         "text defaults (256, None, None, 262144) fail it"),
+}
 
 
 def _fill(cfg, mt: str) -> str:
@@ -183,8 +192,9 @@ def main() -> int:
             cls = getattr(transformers, cls_name if isinstance(cls_name, str) else cls_name[0])
             # the model class's own config class (Llama4ForCausalLM takes Llama4TextConfig, not the composite Llama4Config)
             ccls = getattr(cls, "config_class", None) or type(CONFIG_MAPPING[mt]())
-            cfg = ccls()
-            filled = _fill(cfg, mt)
+            kwargs, why = CONSTRUCT.get(mt, ({}, ""))
+            cfg = ccls(**kwargs)
+            filled = "; ".join(x for x in (f"config built with {kwargs} ({why})" if kwargs else "", _fill(cfg, mt)) if x)
             row["config_class"] = type(cfg).__name__
             d = cfg.to_dict()
             d.setdefault("model_type", getattr(cfg, "model_type", mt))

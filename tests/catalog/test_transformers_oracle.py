@@ -81,16 +81,16 @@ def test_every_type_plans_with_the_oracles_kv(mt):
 
 
 def test_counts_and_totals():
-    # 191 of the 196 types match the oracle's KV exactly; none is refused, 4 differ for the reasons above, and for
-    # 1 the oracle could not be read (transformers could not build gemma4_assistant's default config; the table says
-    # why). XLNet's forward pass fails on the meta device, so its reading is the k and v Parameters of its
-    # XLNetRelativeAttention modules: 24 layers × 2 × 16 heads × 64 = 49,152, as the plan reads it.
+    # 192 of the 196 types match the oracle's KV exactly; none is refused and 4 differ for the reasons above. XLNet's
+    # forward pass fails on the meta device, so its reading is the k and v Parameters of its XLNetRelativeAttention
+    # modules: 24 layers × 2 × 16 heads × 64 = 49,152, as the plan reads it. Gemma-4's assistant is built with the four
+    # text-config fields its own validator requires (the row says which): 30 query-only layers, 0 K/V of its own.
     equal = 0
     for mt, r in ROWS.items():
         oracle = r["kv_elements_per_token_cache"] or r["kv_elements_per_token_proj"]
         if oracle and mt not in REFUSED and mt not in DIFFERS and (DATA / "oracle_configs" / f"{mt}.json").exists():
             equal += _kv(_spec(mt)) == int(oracle)
-    assert (equal, len(REFUSED), len(DIFFERS)) == (191, 0, 4)
+    assert (equal, len(REFUSED), len(DIFFERS)) == (192, 0, 4)
 
 
 def test_gemma4_assistant_keeps_no_kv_of_its_own():
@@ -125,7 +125,8 @@ def test_qwen4_exp_qsa_layers(mt):
     assert _kv(plain) == 10_240 and all(l.indexer_bytes_per_token == 0 for l in plain.layers if l is not None and l.kind == "full")
 
 
-@pytest.mark.parametrize("mt", ["gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text", "gemma4_unified_assistant"])
+@pytest.mark.parametrize("mt", ["gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text", "gemma4_unified_assistant",
+                                "gemma4_assistant"])
 def test_gemma4_parameter_counts_equal_the_meta_device_model(mt):
     # Gemma-4's layers keep Gemma's four norms and q/k RMSNorms of the layer's head size (256 sliding, 512 full); the
     # assistant's 30 layers are query-only (q_proj, q_norm, o_proj: no k/v, as vLLM's Gemma4MTPAttention loads them) and
