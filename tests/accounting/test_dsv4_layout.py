@@ -111,3 +111,15 @@ def test_decode_step_reads_the_window_the_top_k_and_every_indexer_key(dsv4):
     c = rc.costs(StepShape(0, 0, 0, 0, 1, 8192))
     assert c.kv_bytes == pytest.approx(6_266_368 + 5_980_160 + 3_214_336 + 27_394_048)
     assert c.attn_flops == pytest.approx(695_205_888 + 90_177_536 + 167_772_160)
+
+
+def test_window_only_layers_share_one_group():
+    # compress_rates of 0: every layer keeps only its 128-token window (DeepseekV4SWACache, 64-token blocks of
+    # 64 × 584 = 37,376 → 37,440 B). One page size and one cache type: vLLM takes the uniform path, one group of all
+    # 43 layers, 43 × 37,440 = 1,609,920 B a block; a request at 8,192 tokens (16,384 in flight) needs
+    # cdiv(min(127 + 16,384, 8,192), 64) + 1 = 129 blocks.
+    cfg = json.loads(CONFIG.read_text())
+    cfg["compress_rates"] = {"heavily_compressed_attention": 0, "compressed_sparse_attention": 0}
+    m = parse_config(cfg, source="window-only DeepSeek-V4")
+    layout = vllm_layout(m, kv_ledger(m, "auto", tp=8), 256)
+    assert (layout.bytes_per_block, len(layout.groups), layout.blocks_per_request(8192, 16_384)) == (1_609_920, 1, 129)

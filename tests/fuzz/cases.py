@@ -375,6 +375,8 @@ def _cli(rng: random.Random, tmp: Path) -> str:
 TRACES = ROOT / "src" / "kvledger" / "dynamics" / "data" / "traces"
 MODELS = ROOT / "src" / "kvledger" / "catalog" / "data" / "models"
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"
+ORACLE_SEEDS = [ROOT / "benchmarks" / "data" / "oracle_configs" / f"{mt}.json" for mt in ("deepseek_v4", "gemma4_assistant")]
+"""Default configs of layouts no bundled model has: DeepSeek-V4's compressed attention, a query-only draft."""
 
 
 def _trace_file(rng: random.Random, tmp: Path) -> str:
@@ -403,7 +405,7 @@ def _model_config(rng: random.Random, tmp: Path) -> str:
     from kvledger.catalog.gpus import get_gpu
     from kvledger.catalog.models import load_model
 
-    src = rng.choice(sorted(MODELS.glob("*.json")) + sorted(CONFIGS.glob("*.json")))
+    src = rng.choice(sorted(MODELS.glob("*.json")) + sorted(CONFIGS.glob("*.json")) + ORACLE_SEEDS)
     obj = json.loads(src.read_text(encoding="utf-8"))
     f = tmp / "config.json"
     if rng.random() < 0.8:

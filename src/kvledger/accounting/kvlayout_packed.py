@@ -72,6 +72,14 @@ def dsv4_layout(model: ModelSpec, block_size: int) -> KVLayout:
         for key, page in _layer_caches(l, block_size):
             pages = buckets.setdefault(key, {})
             pages[page] = pages.get(page, 0) + 1
+    if len(buckets) == 1 and len(next(iter(buckets.values()))) == 1:
+        # window-only layers: one page size, one cache type: vLLM's uniform path puts every layer in one group
+        (key, pages), = buckets.items()
+        (page, n_layers), = pages.items()
+        group = AllocGroup("sliding_window", n_layers, n_layers, key[2], n_layers * page, key[1])
+        return KVLayout((group,), n_layers * page, block_size, 0,
+                        ("window-only layers: one KV cache group of every layer (kv_cache_planning "
+                         "_get_kv_cache_groups_uniform_type); AllocGroup.page_bytes here is the group's whole slab",))
     balanced = {k: len(set(p.values())) == 1 for k, p in buckets.items()}
     most = {k: max(p.values()) for k, p in buckets.items()}  # get_max_layers_per_page_size
     min_repeats = max((most[k] for k in buckets if balanced[k] and len(buckets[k]) > 1), default=0)

@@ -197,8 +197,9 @@ class RooflineStepCost:
                                  full: float, prefill: float) -> tuple[float, float]:
         """DeepSeek-V4 layers: every query attends its raw window (K = V: QK and PV over head_dim) and the compressed
         entries, at ratio 4 only the ``index_topk`` the indexer picks after scoring every indexer key
-        (``index_n_heads × index_head_dim`` per key); the window's entries and the compressor state are per-request
-        fixed bytes (``state_bytes``), read each step. Returns the unbounded (full, prefill) coefficients."""
+        (``index_n_heads × index_head_dim`` per key). Window entries and the top-k entries are read through window
+        terms (appended to ``swa``), so they leave ``state_bytes`` and ``growing_read_bytes``; the compressors' state
+        stays per-request fixed bytes. Returns the unbounded (full, prefill) coefficients."""
         per_pair = 4 * heads * sp.head_dim
         swa.append((per_pair * n, FP8_DS_MLA_ENTRY_BYTES * n, sp.swa_window_tokens))
         self._window_state_bytes += sp.swa_window_tokens * FP8_DS_MLA_ENTRY_BYTES * n  # read through the window term
