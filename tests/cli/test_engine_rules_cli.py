@@ -36,3 +36,82 @@ def test_sglang_policy_runs_sglangs_scheduler_and_refuses_async():
     res = runner.invoke(app, BASE + ["--policy", "sglang", "--async-scheduling"])
     # a clear InputError (the CLI's entry point turns it into one paragraph and exit status 2)
     assert isinstance(res.exception, InputError) and "batching='continuous'" in str(res.exception)
+
+
+QWEN = ["Qwen/Qwen3-8B", "--gpu", "H100"]
+
+
+def _sim(*extra):
+    res = runner.invoke(app, ["simulate", *QWEN, "--num-requests", "40", "--json", *extra])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_sglang_policy_serves_from_the_token_pool_that_plan_engine_sglang_prints():
+    # SGLang 0.5.23's rule (accounting/plan_other.py : sglang_plan), Qwen3-8B on an H100, worked by hand:
+    #   nvidia-smi 81,559 MiB (< 90 GiB): chunked_prefill_size 8,192, decode cuda_graph_max_bs 256 (TP 1);
+    #   reserved = 512 + 1.5 × 8,192 + (1/8) × 1,024 + 2 × 256 = 13,440 MiB (above the 10 GiB floor);
+    #   mem_fraction_static = round((81,559 − 13,440) / 81,559, 3) = round(0.83521, 3) = 0.835;
+    #   free before load = 85,060,485,120 B (CUDA total) − 139,586,437 B (0.13 GiB context) = 84,920,898,683 B;
+    #   weights = 8,190,735,360 params × 2 B = 16,381,470,720 B;
+    #   KV memory = 84,920,898,683 × 0.835 − 16,381,470,720 = 54,527,479,680.3 → 54,527,479,680 B;
+    #   cell = 36 layers × 8 KV heads × (128 + 128) × 2 B = 147,456 B per token;
+    #   #tokens = floor(54,527,479,680 / 147,456) = 369,788 (369,788 × 147,456 = 54,527,459,328; 20,352 B left);
+    #   max_running_requests = min(clamp(int(369,788 / 40,960 × 512) = 4,622, 2,048, 4,096), 369,788 // 2) = 4,096.
+    # The vLLM 0.33 plan this run used before held 24,767 blocks × 16 = 396,272 tokens (6.7 % more).
+    res = runner.invoke(app, ["plan", *QWEN, "--engine", "sglang", "--json"])
+    plan = json.loads(res.output)["memory"]
+    assert plan["pool_tokens"] == 369_788 and plan["max_num_seqs"] == 4_096
+    d = _sim("--policy", "sglang")
+    e = d["engine"]
+    # page size 1; one more block than token slots: the simulator's null block (block 0) is never handed out
+    assert (e["num_gpu_blocks"], e["block_size"]) == (369_789, 1)
+    assert (e["max_num_seqs"], e["max_num_batched_tokens"], e["max_model_len"]) == (4_096, 8_192, 40_960)
+    pool = d["notes"][0]
+    assert pool.startswith("KV pool: 369,788 token slots in 369,788 pages of 1 token from the SGLang memory plan")
+    assert "floor(50.78 GiB for KV / 147,456 B per token)" in pool and "mem_fraction_static 0.835" in pool
+    assert "chunked_prefill_size 8,192" in pool and "max_running_requests 4,096" in pool
+
+
+def test_sglang_policy_takes_the_page_size_fraction_and_limits_given():
+    # --block-size 16 is SGLang's page: 369,788 // 16 = 23,111 pages (369,776 token slots), + the null block.
+    e = _sim("--policy", "sglang", "--block-size", "16")["engine"]
+    assert (e["num_gpu_blocks"], e["block_size"]) == (23_112, 16)
+    # --mem-fraction-static 0.8: 84,920,898,683 × 0.8 − 16,381,470,720 = 51,555,248,226.4 B → floor(/147,456) = 349,631
+    # tokens; --max-num-seqs 64 = min(64, 349,631 // 2) and --max-num-batched-tokens 2048 replace SGLang's defaults.
+    d = _sim("--policy", "sglang", "--mem-fraction-static", "0.8", "--max-num-seqs", "64", "--max-num-batched-tokens", "2048")
+    e = d["engine"]
+    assert (e["num_gpu_blocks"], e["max_num_seqs"], e["max_num_batched_tokens"]) == (349_632, 64, 2_048)
+    assert "mem_fraction_static 0.8 (given)" in d["notes"][0]
+
+
+def _refusal(*args):
+    res = runner.invoke(app, list(args))
+    assert isinstance(res.exception, InputError), res.output
+    return str(res.exception)
+
+
+def test_each_engines_memory_flags_only_with_its_own_pool():
+    sim = ["simulate", *QWEN, "--num-requests", "5"]
+    msg = _refusal(*sim, "--policy", "sglang", "--gpu-memory-utilization", "0.8")
+    assert "--gpu-memory-utilization is vLLM's" in msg and "use --mem-fraction-static" in msg
+    for flag, value in (("--engine-version", "0.20.0"), ("--num-gpu-blocks-override", "100")):
+        msg = _refusal(*sim, "--policy", "sglang", flag, value)
+        assert msg.startswith(flag) and "SGLang's memory plan" in msg and "ignored" in msg
+    for policy in ([], ["--policy", "vllm"], ["--policy", "static"]):
+        msg = _refusal(*sim, *policy, "--mem-fraction-static", "0.8")
+        assert msg.startswith("--mem-fraction-static is SGLang's") and "add --policy sglang" in msg
+    # the simulating ledgers share the rule (sim_opts.SIM_FLAGS → the same plan)
+    msg = _refusal("goodput", "--simulate", *QWEN, "--num-requests", "5", "--slo", "ttft=1s", "--mem-fraction-static", "0.8")
+    assert msg.startswith("--mem-fraction-static is SGLang's")
+
+
+def test_models_sglangs_plan_refuses_fail_the_same_way_under_the_sglang_policy():
+    from pathlib import Path
+
+    configs = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs"
+    for name, extra in (("mamba.json", []), ("deepseek_v4.json", ["--tp", "8", "--max-model-len", "8192"])):
+        cfg = str(configs / name)
+        planned = _refusal("plan", cfg, "--gpu", "H200", "--engine", "sglang", *extra)
+        assert "not modelled here" in planned
+        assert _refusal("simulate", cfg, "--gpu", "H200", "--num-requests", "5", "--policy", "sglang", *extra) == planned

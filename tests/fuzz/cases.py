@@ -266,7 +266,8 @@ _SIM = {"--rate": ["2", "50", "inf", *_EDGE_F], "--rate-scale": ["0.5", "3", *_E
         "--kv-cache-dtype": ["auto", "fp8", "int3"], "--num-gpu-blocks-override": ["8", "300", *_EDGE_I],
         "--replicas": ["1", "2", *_EDGE_I], "--router": ["round_robin", "prefix_aware", "random"],
         "--trace": ["azure-conv", "azure-code", "mooncake", "nope"], "--cpu-overhead": ["2ms", "0", "-1ms", "abc"],
-        "--step-cost": ["roofline", "calibrated", "nope"], "--policy": ["vllm", "sglang", "static", "contiguous", "x"]}
+        "--step-cost": ["roofline", "calibrated", "nope"], "--policy": ["vllm", "sglang", "static", "contiguous", "x"],
+        "--mem-fraction-static": ["0.8", *_EDGE_F]}
 _PLAN = {"--tp": _SIM["--tp"], "--gpu-memory-utilization": _SIM["--gpu-memory-utilization"], "--max-model-len": _SIM["--max-model-len"],
          "--context": ["8K", "128K,1K", "0", "-1", "abc"], "--engine": ["vllm", "sglang", "trtllm", "x"],
          "--engine-version": ["0.6.0", "0.11.0", "0.33.0", "9.9", "abc"], "--kv-cache-dtype": _SIM["--kv-cache-dtype"],

@@ -122,13 +122,15 @@ class SimulatedRun:
         """Human lines naming where the simulated capacity came from (for the cost report's sources)."""
         s, p, wl = self.setup, self.plan_figures(), self.setup.workload_info
         eng = self.result.config
+        rules = p["engine_version"] if p["engine_version"].endswith("rules") else f"{p['engine_version']} rules"
+        unit = "pages" if p["engine"] == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
         layout = f"TP {s.tp} × {s.replicas} replica{'' if s.replicas == 1 else 's'}" + (f", router {s.router}" if s.replicas > 1 else "")
         return [
             f"simulated run: {SIMULATOR_DESCRIPTION}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
             f"workload {workload_text(wl)}, seed {self.args.seed}",
             f"step cost: {s.cost_info['name']} — {s.cost_info['source']}",
-            f"memory plan ({p['engine']} {p['engine_version']} rules): {p['available_kv_bytes'] / 2**30:.2f} GiB for KV → "
-            f"{p['num_gpu_blocks']:,} blocks × {p['block_size']} tokens per replica ({p['kv_bytes_per_token']:,} B per token); "
+            f"memory plan ({p['engine']} {rules}): {p['available_kv_bytes'] / 2**30:.2f} GiB for KV → "
+            f"{p['num_gpu_blocks']:,} {unit} × {p['block_size']} tokens per replica ({p['kv_bytes_per_token']:,} B per token); "
             f"engine max_model_len {eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, "
             f"max_num_seqs {eng['max_num_seqs']:,}, prefix caching "
             f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p['source']}",

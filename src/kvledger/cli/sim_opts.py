@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-__all__ = ["SIM_FLAGS", "sim_request", "reject_sim_flags", "check_loop_flags", "Simulate"]
+__all__ = ["SIM_FLAGS", "sim_request", "reject_sim_flags", "check_loop_flags", "Simulate", "MemFractionStatic"]
 
 _S = "[--simulate] "
 Simulate = Annotated[Optional[str], typer.Option("--simulate", help="Simulate this model (HF id, alias, config.json path or Hub id) on --gpu instead of reading a FILE.", show_default=False)]
@@ -29,15 +29,16 @@ ArrivalCv = Annotated[Optional[float], typer.Option("--arrival-cv", help=_S + "s
 EngineVersion = Annotated[Optional[str], typer.Option("--engine-version", help=_S + "vLLM version whose defaults to apply.", show_default=False)]
 Tp = Annotated[Optional[int], typer.Option("--tp", "--tensor-parallel-size", help=_S + "tensor-parallel degree (default 1); GPUs = replicas × TP.", show_default=False)]
 MaxModelLen = Annotated[Optional[str], typer.Option("--max-model-len", help=_S + "tokens (8192, 8K); default: from the config.", show_default=False)]
-GpuMemUtil = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help=_S + "vLLM fraction of device memory.", show_default=False)]
+GpuMemUtil = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help=_S + "vLLM fraction of device memory (not with --policy sglang).", show_default=False)]
+MemFractionStatic = Annotated[Optional[float], typer.Option("--mem-fraction-static", help=_S + "with --policy sglang: SGLang's fraction (default computed as SGLang does).", show_default=False)]
 KvCacheDtype = Annotated[Optional[str], typer.Option("--kv-cache-dtype", help=_S + "auto (default), bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.", show_default=False)]
-BlockSize = Annotated[Optional[int], typer.Option("--block-size", help=_S + "tokens per KV block (vLLM default 16).", show_default=False)]
+BlockSize = Annotated[Optional[int], typer.Option("--block-size", help=_S + "tokens per KV block (vLLM default 16); with --policy sglang, SGLang's page size (default 1).", show_default=False)]
 MaxNumBatchedTokens = Annotated[Optional[str], typer.Option("--max-num-batched-tokens", help=_S + "token budget per step.", show_default=False)]
 MaxNumSeqs = Annotated[Optional[int], typer.Option("--max-num-seqs", help=_S + "most running requests per replica.", show_default=False)]
 NumGpuBlocksOverride = Annotated[Optional[int], typer.Option("--num-gpu-blocks-override", help=_S + "fix the KV block count.", show_default=False)]
 PrefixCaching = Annotated[Optional[bool], typer.Option("--enable-prefix-caching/--no-enable-prefix-caching", help=_S + "automatic prefix caching (default on, as vLLM v1).", show_default=False)]
 ChunkedPrefill = Annotated[Optional[bool], typer.Option("--enable-chunked-prefill/--no-enable-chunked-prefill", help=_S + "chunked prefill (default on, as vLLM v1).", show_default=False)]
-Policy = Annotated[Optional[str], typer.Option("--policy", help=_S + "preset: vllm, sglang, static, contiguous (see kvledger simulate --help).", show_default=False)]
+Policy = Annotated[Optional[str], typer.Option("--policy", help=_S + "preset: vllm, sglang (SGLang's scheduler, radix cache and memory plan), static, contiguous (see kvledger simulate --help).", show_default=False)]
 PrefixCachingPolicy = Annotated[Optional[str], typer.Option("--prefix-caching-policy", help=_S + "vllm or sglang.", show_default=False)]
 SchedulingPolicy = Annotated[Optional[str], typer.Option("--scheduling-policy", help=_S + "fcfs or lpm.", show_default=False)]
 Batching = Annotated[Optional[str], typer.Option("--batching", help=_S + "continuous (vLLM v1, default), static, vllm_v0 (V0 prefill-first; with --no-enable-chunked-prefill --no-enable-prefix-caching) or sglang.", show_default=False)]
@@ -58,6 +59,7 @@ SIM_FLAGS: dict[str, tuple[str | None, Any, str]] = {
     "think_time": ("think_time_s", 0.0, "--think-time"), "engine_version": ("engine_version", None, "--engine-version"),
     "tp": ("tp", 1, "--tp"), "max_model_len": ("max_model_len", None, "--max-model-len"),
     "gpu_memory_utilization": ("gpu_memory_utilization", None, "--gpu-memory-utilization"),
+    "mem_fraction_static": ("mem_fraction_static", None, "--mem-fraction-static"),
     "kv_cache_dtype": ("kv_cache_dtype", "auto", "--kv-cache-dtype"), "block_size": ("block_size", None, "--block-size"),
     "max_num_batched_tokens": ("max_num_batched_tokens", None, "--max-num-batched-tokens"),
     "max_num_seqs": ("max_num_seqs", None, "--max-num-seqs"),

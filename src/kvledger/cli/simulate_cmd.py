@@ -1,4 +1,5 @@
-"""``kvledger simulate``: serve a real or synthetic trace on a simulated vLLM-like engine sized by the memory plan."""
+"""``kvledger simulate``: serve a real or synthetic trace on a simulated engine sized by the memory plan (vLLM's; SGLang's
+for ``--policy sglang``)."""
 
 from __future__ import annotations
 
@@ -27,15 +28,16 @@ def simulate(
     engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose defaults to apply."),
     tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", help="Tensor-parallel degree."),
     max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Tokens (8192, 8K); default: from the config."),
-    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of device memory."),
+    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of device memory (not with --policy sglang)."),
+    mem_fraction_static: Optional[float] = typer.Option(None, "--mem-fraction-static", help="With --policy sglang: SGLang's fraction (default computed as SGLang does; the pool is SGLang's, as `kvledger plan --engine sglang`)."),
     kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."),
-    block_size: Optional[int] = typer.Option(None, "--block-size", help="Tokens per KV block (vLLM default 16)."),
+    block_size: Optional[int] = typer.Option(None, "--block-size", help="Tokens per KV block (vLLM default 16); with --policy sglang, SGLang's page size (default 1)."),
     max_num_batched_tokens: Optional[str] = typer.Option(None, "--max-num-batched-tokens", help="Token budget per step."),
     max_num_seqs: Optional[int] = typer.Option(None, "--max-num-seqs", help="Most running requests."),
     num_gpu_blocks_override: Optional[int] = typer.Option(None, "--num-gpu-blocks-override", help="Fix the KV block count."),
     prefix_caching: Optional[bool] = typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching", help="Automatic prefix caching (default on, as vLLM v1)."),
     chunked_prefill: Optional[bool] = typer.Option(None, "--enable-chunked-prefill/--no-enable-chunked-prefill", help="Chunked prefill (default on, as vLLM v1)."),
-    policy: Optional[str] = typer.Option(None, "--policy", help="Preset: vllm (hash cache, FCFS), sglang (SGLang's scheduler and radix cache, FCFS: its default schedule_policy), static (static batching), contiguous (max_model_len reserved per request)."),
+    policy: Optional[str] = typer.Option(None, "--policy", help="Preset: vllm (hash cache, FCFS), sglang (SGLang's scheduler and radix cache, FCFS: its default schedule_policy; the KV pool, page size, chunked_prefill_size and max_running_requests from SGLang's memory plan), static (static batching), contiguous (max_model_len reserved per request)."),
     prefix_caching_policy: Optional[str] = typer.Option(None, "--prefix-caching-policy", help="vllm or sglang."),
     scheduling_policy: Optional[str] = typer.Option(None, "--scheduling-policy", help="fcfs or lpm."),
     batching: Optional[str] = typer.Option(None, "--batching", help="continuous (vLLM v1, default), static, vllm_v0 (V0 prefill-first; with --no-enable-chunked-prefill --no-enable-prefix-caching) or sglang (SGLang's scheduler)."),
@@ -71,7 +73,8 @@ def simulate(
     args = SimRequestArgs(
         model=model, gpu=gpu, trace=trace, rate=rate, rate_scale=rate_scale, num_requests=num_requests, seed=seed,
         concurrency=concurrency, think_time_s=think_time or 0.0, engine_version=engine_version, tp=tp,
-        max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtype=kv_cache_dtype,
+        max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
+        mem_fraction_static=mem_fraction_static, kv_cache_dtype=kv_cache_dtype,
         block_size=block_size, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         num_gpu_blocks_override=num_gpu_blocks_override, enable_prefix_caching=prefix_caching,
         enable_chunked_prefill=chunked_prefill, policy=policy, prefix_caching_policy=prefix_caching_policy,

@@ -44,15 +44,28 @@ def default_async_scheduling(engine: str, engine_version: str, batching: str) ->
     0.21–0.32 were not read and are taken as off, the same boundary as the sliding-window
     in-flight rule (``accounting/vllm_rules.py : sliding_inflight_tokens``).
     """
-    if engine != "vllm":
-        return False, f"the {engine} memory plan: synchronous steps"
     if batching != "continuous":
         extra = " (SGLang's overlap scheduling is not modelled)" if batching == "sglang" else ""
         return False, f"batching={batching!r} schedules synchronously{extra}"
+    if engine != "vllm":
+        return False, f"the {engine} memory plan: synchronous steps"
     if parse_version(engine_version) >= (0, 33, 0):
         return True, f"vLLM {engine_version} default (config/vllm.py: VllmConfig.__post_init__); simulate, goodput --simulate and cost --simulate take --no-async-scheduling for a synchronous engine"
     return False, (f"vLLM {engine_version}: off by default (read in 0.10–0.20; 0.21–0.32 assumed the same); "
                    "--async-scheduling to turn on")
+
+
+def _sglang_pool(plan) -> str:
+    """The KV pool of an SGLang memory plan in words: its token slots and the rule that gives them."""
+    m, s = plan.memory, plan.settings
+    cell = m.bytes_per_block / m.block_size
+    state = " − the Mamba state pool" if any(d.name.startswith("Mamba state") for d in m.deductions) else ""
+    how = "given" if s.mem_fraction_static is not None else "SGLang's default for this GPU and TP, arg_groups/memory_hook.py"
+    return (f"{m.usable_blocks * m.block_size:,} token slots in {m.usable_blocks:,} pages of {m.block_size} "
+            f"token{'s' if m.block_size > 1 else ''} from the SGLang memory plan ({m.engine_version}; `kvledger plan "
+            f"--engine sglang`): floor({m.available_kv_bytes / 2**30:.2f} GiB for KV / {cell:,.0f} B per token) "
+            f"aligned down to the page, the KV memory being free memory before the weights load × mem_fraction_static "
+            f"{m.fraction:g} ({how}) − weights{state} (mem_cache/kv_cache_configurator.py)")
 
 
 def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any) -> tuple[EngineConfig, list[str]]:
@@ -86,16 +99,27 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         "block_size": m.block_size, "max_model_len": m.max_model_len,
         "max_num_batched_tokens": m.max_num_batched_tokens, "max_num_seqs": m.max_num_seqs,
     }
-    pool = (f"{m.num_gpu_blocks:,} blocks of {m.block_size} tokens from --num-gpu-blocks-override "
+    pool = (_sglang_pool(plan) if m.engine == "sglang" else
+            f"{m.num_gpu_blocks:,} blocks of {m.block_size} tokens from --num-gpu-blocks-override "
             f"({m.num_gpu_blocks * m.bytes_per_block / 2**30:.2f} GiB of KV; the {m.engine} {m.engine_version} memory plan would "
             f"leave {m.available_kv_bytes / 2**30:.2f} GiB)" if plan.settings.num_gpu_blocks_override else
             f"{m.num_gpu_blocks:,} blocks of {m.block_size} tokens from the {m.engine} {m.engine_version} memory plan "
             f"({m.available_kv_bytes / 2**30:.2f} GiB for KV)")
-    notes = [f"KV pool: {pool}; max_model_len {m.max_model_len:,}, "
-             f"max_num_batched_tokens {m.max_num_batched_tokens:,}, max_num_seqs {m.max_num_seqs:,} (engine defaults "
-             "unless set)"]
+    limits = (f"max_model_len {m.max_model_len:,}, chunked_prefill_size {m.max_num_batched_tokens:,} (as "
+              f"max_num_batched_tokens), max_running_requests {m.max_num_seqs:,} (as max_num_seqs; SGLang's defaults "
+              "unless set)" if m.engine == "sglang" else
+              f"max_model_len {m.max_model_len:,}, max_num_batched_tokens {m.max_num_batched_tokens:,}, max_num_seqs "
+              f"{m.max_num_seqs:,} (engine defaults unless set)")
+    notes = [f"KV pool: {pool}; {limits}"]
     if m.engine == "sglang":
         notes.append("SGLang pool: usable token slots + vLLM's null block convention (one extra block)")
+        for n in m.notes:
+            if n.startswith("Mamba state:"):
+                notes.append(n + "; the simulator does not hold these slots per request (only max_running_requests "
+                             "limits the requests running)")
+            elif n.startswith("sliding-window layers have their own pool"):
+                notes.append(n + "; the simulator holds every token of a request in the full pool and does not model "
+                             "the sliding-window pool, which SGLang frees outside the window")
     if policy is not None:
         if policy not in POLICY_PRESETS:
             raise UnknownNameError("policy", policy, POLICY_PRESETS, hint=f"Known: {', '.join(POLICY_PRESETS)}.")

@@ -17,7 +17,7 @@ from kvledger.dynamics.workload import RequestSpec
 from kvledger.dynamics.workload_columns import WorkloadColumns
 from kvledger.errors import InputError
 
-__all__ = ["SimRequestArgs", "SimSetup", "prepare", "make_step_cost", "load_plan"]
+__all__ = ["SimRequestArgs", "SimSetup", "prepare", "make_step_cost", "load_plan", "plan_engine"]
 
 
 @dataclass
@@ -37,6 +37,7 @@ class SimRequestArgs:
     tp: int = 1
     max_model_len: str | int | None = None
     gpu_memory_utilization: float | None = None
+    mem_fraction_static: float | None = None  # SGLang's fraction; only with policy "sglang" (its plan sizes the pool)
     kv_cache_dtype: str = "auto"
     block_size: int | None = None
     max_num_batched_tokens: str | int | None = None
@@ -78,18 +79,25 @@ class SimSetup:
 
 
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
-_PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype",
+_PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization", "mem_fraction_static",
+                "kv_cache_dtype",
                 "max_num_batched_tokens", "max_num_seqs", "block_size", "num_gpu_blocks_override", "cpu_overhead",
                 "enable_prefix_caching", "achievable_flops_fraction", "achievable_bandwidth_fraction")
 
 
+def plan_engine(a: SimRequestArgs) -> str:
+    """The engine whose memory plan sizes the pool: SGLang's for policy "sglang", vLLM's for every other policy."""
+    return "sglang" if a.policy == "sglang" else "vllm"
+
+
 def load_plan(a: SimRequestArgs):
-    """The vLLM memory plan for the user's model, GPU and flags (the KV pool the simulator serves from).
+    """The memory plan for the user's model, GPU and flags (the KV pool the simulator serves from): SGLang's
+    (``accounting/plan_other.py : sglang_plan``) for policy "sglang", vLLM's otherwise.
 
     Cached within the process per (model, GPU, settings), with a file's modification time in
     the key: a load or capacity search builds the plan once for all its probes.
     """
-    key = tuple(getattr(a, f) for f in _PLAN_FIELDS) + (_mtime(a.model), _mtime(a.gpu))
+    key = tuple(getattr(a, f) for f in _PLAN_FIELDS) + (plan_engine(a), _mtime(a.model), _mtime(a.gpu))
     hit = _PLANS.get(key)
     if hit is None:
         if len(_PLANS) >= 16:
@@ -115,17 +123,46 @@ def _build_plan(a: SimRequestArgs):
     from kvledger.catalog.models import load_model
     from kvledger.units import parse_duration_s, parse_tokens
 
+    engine = plan_engine(a)
+    _check_engine_flags(a, engine)
     mnbt = parse_tokens(a.max_num_batched_tokens, what="--max-num-batched-tokens") if a.max_num_batched_tokens else None
     settings = make_settings(
-        engine="vllm", engine_version=a.engine_version, tp=a.tp,
+        engine=engine, engine_version=a.engine_version, tp=a.tp,
         max_model_len=parse_tokens(a.max_model_len, what="--max-model-len") if a.max_model_len else None,
-        gpu_memory_utilization=a.gpu_memory_utilization, kv_cache_dtype=a.kv_cache_dtype,
+        gpu_memory_utilization=a.gpu_memory_utilization, mem_fraction_static=a.mem_fraction_static,
+        kv_cache_dtype=a.kv_cache_dtype,
         max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,
         num_gpu_blocks_override=a.num_gpu_blocks_override, enable_prefix_caching=a.enable_prefix_caching,
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
         **{k: v for k, v in (("achievable_flops_fraction", a.achievable_flops_fraction),
                              ("achievable_bandwidth_fraction", a.achievable_bandwidth_fraction)) if v is not None})
     return build_plan(load_model(a.model), resolve_gpu(a.gpu), settings, with_advice=False), mnbt
+
+
+def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
+    """Refuse a flag of the other engine's memory plan, which would be ignored (``plan``'s rule, in simulate's words).
+
+    Raises:
+        InputError: --mem-fraction-static without --policy sglang; --gpu-memory-utilization, --engine-version or
+            --num-gpu-blocks-override with it.
+    """
+    if engine != "sglang":
+        if a.mem_fraction_static is not None:
+            raise InputError("--mem-fraction-static is SGLang's memory fraction and applies only with --policy sglang "
+                             "(whose pool comes from SGLang's memory plan); other policies size the pool by vLLM's plan: "
+                             "use --gpu-memory-utilization, or add --policy sglang")
+        return
+    vllm_only = [(a.gpu_memory_utilization, "--gpu-memory-utilization is vLLM's memory fraction",
+                  "use --mem-fraction-static (SGLang's), or another policy"),
+                 (a.engine_version, "--engine-version picks a vLLM release's rules",
+                  "drop it (the SGLang rules are from one release, 0.5.23, and take no version), or use another policy"),
+                 (a.num_gpu_blocks_override, "--num-gpu-blocks-override is vLLM's block count",
+                  "size SGLang's pool with --mem-fraction-static (its --max-total-tokens is not modelled), or use "
+                  "another policy")]
+    for value, what, fix in vllm_only:
+        if value is not None:
+            raise InputError(f"{what}; with --policy sglang the KV pool comes from SGLang's memory plan (`kvledger plan "
+                             f"--engine sglang`), so it would be ignored: {fix}")
 
 
 def make_step_cost(a: SimRequestArgs, plan, overlap_cpu: bool = False) -> tuple[Any, dict[str, Any]]:
