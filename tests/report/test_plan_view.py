@@ -31,3 +31,25 @@ def test_dsv4_kv_table_prints_its_ratio_128_layers_per_token_bytes():
     render_plan(plan, con, verbose=True)
     row = next(ln for ln in con.export_text().splitlines() if ln.startswith("│ 23 mla"))
     assert "│ 104.94 B " in row
+
+
+def test_decode_attention_intensity_names_its_context_where_it_varies():
+    from kvledger.catalog.models import load_model
+    from kvledger.report.plan_view import summary_lines
+
+    # Llama-3.1-8B: 32 query heads over 8 KV heads read 2 B elements, 2 FLOP per element and head for QK and for PV:
+    # 4 × 32 / (2 × 2 × 8) = 4.0 FLOP/B at every context, so the summary states one figure
+    llama = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), make_settings())
+    assert set(round(v, 6) for v in llama.roofline.decode_attention_by_context.values()) == {4.0}
+    line = next(ln for ln in summary_lines(llama) if ln.startswith("roofline:"))
+    assert line.endswith("decode attention 4.0 FLOP/B, bandwidth-bound at any batch")
+    # DeepSeek-V4 reads its window and the indexer's top 512 entries but scores every compressed key: FLOP/B grows with
+    # the context, so the figure says where it was taken (it changed with --max-model-len unexplained)
+    dsv4 = parse_config(json.loads(DSV4.read_text()), source="deepseek_v4 default config")
+    plan = build_plan(dsv4, get_gpu("H200"), make_settings(tp=8, max_model_len=65536))
+    by = plan.roofline.decode_attention_by_context
+    assert sorted(by) == [2048, 8192, 32768, 65536] and by[2048] < by[8192] < by[32768] < by[65536]
+    assert plan.roofline.decode_attention_intensity == by[65536]
+    line = next(ln for ln in summary_lines(plan) if ln.startswith("roofline:"))
+    assert f"decode attention {by[65536]:,.1f} FLOP/B at 65,536 tokens of context ({by[2048]:,.1f} at 2,048, " in line
+    assert json.loads(json.dumps(plan.roofline.to_dict()))["decode_attention_by_context"]["65536"] == by[65536]
