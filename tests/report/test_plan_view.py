@@ -53,3 +53,17 @@ def test_decode_attention_intensity_names_its_context_where_it_varies():
     line = next(ln for ln in summary_lines(plan) if ln.startswith("roofline:"))
     assert f"decode attention {by[65536]:,.1f} FLOP/B at 65,536 tokens of context ({by[2048]:,.1f} at 2,048, " in line
     assert json.loads(json.dumps(plan.roofline.to_dict()))["decode_attention_by_context"]["65536"] == by[65536]
+
+
+def test_models_caption_offers_the_wide_columns_only_when_they_are_hidden():
+    from kvledger.report.catalog_view import render_models
+
+    rows = [{"hf_id": "x/y", "num_params": 8e9, "num_active_params": 8e9, "kv_bytes_per_token": 131072,
+             "state_bytes_per_seq": 0, "layers": {"full": 32}, "quantization": "none", "dtype": "bfloat16",
+             "max_model_len": 40960}]
+    narrow, wide = Console(record=True, width=100), Console(record=True, width=200)
+    render_models(rows, narrow)
+    render_models(rows, wide)
+    n, w = " ".join(narrow.export_text().split()), " ".join(wide.export_text().split())
+    assert "130 columns or more (or --json) adds state, layers" in n and "40,960" not in n
+    assert "adds state" not in w and "40,960" in w and "state/seq: Mamba/linear-attention state per sequence" in w
