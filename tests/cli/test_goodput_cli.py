@@ -104,3 +104,14 @@ def test_an_estimate_whose_bounds_meet_is_shown_as_a_count():
     cells = [c.strip() for c in row.strip("│").split("│")]
     # TTFT: p90 490.43 ms ≤ 500 < p95 542.10 ms → 91–95 of 101; TPOT unbounded → joint ≥ 0, ≤ 95
     assert cells[3:5] == ["≥0 ≤95", "≥0.0%"] and cells[7] == "n/a" and cells[8] == "∞"
+
+
+def test_a_vllm_log_given_to_goodput_is_named_and_sent_to_doctor():
+    # vLLM logs were described by whatever their first lines parsed as: a 0.19 start-up log ("DEBUG 04-22 00:03:29
+    # [plugins/__init__.py:36] ...") as "Markdown", a 0.14 one as YAML with its lines as keys, and one behind ISO
+    # timestamps as broken JSON Lines ("2026-05-12T08:01:39..." starts with the number 2026)
+    logs = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_logs"
+    for name in ("v0.14_qwen3-1.7b.log", "v1_metrics_iso_timestamps.log", "v0.5_recompute_preemption.log"):
+        res = runner.invoke(app, ["goodput", str(logs / name), "--slo", "ttft=1s"])
+        assert isinstance(res.exception, FormatError), name
+        assert "It is a server log, not a benchmark output (a vLLM log is read by `kvledger doctor LOGFILE`)" in str(res.exception)
