@@ -29,8 +29,14 @@ def test_dsv4_kv_table_prints_its_ratio_128_layers_per_token_bytes():
     plan = build_plan(dsv4, get_gpu("H200"), make_settings(tp=8, max_model_len=8192))
     con = Console(record=True, width=400)
     render_plan(plan, con, verbose=True)
-    row = next(ln for ln in con.export_text().splitlines() if ln.startswith("│ 23 mla"))
-    assert "│ 104.94 B " in row
+    text = con.export_text()
+    row = next(ln for ln in text.splitlines() if ln.startswith("│ 23 mla"))
+    # the two layer kinds are told apart by their compress ratio (both read "mla" before), and the table's title
+    # names DeepSeek-V4's 584-B fp8_ds_mla entries rather than "auto = 2 B/element"
+    assert row.startswith("│ 23 mla (compress ratio 128) ") and "│ 104.94 B " in row
+    assert any(ln.startswith("│ 20 mla (compress ratio 4) ") for ln in text.splitlines())
+    assert "KV bytes per token (KV dtype auto: fp8_ds_mla entries of 584 B, per GPU at TP 8)" in text
+    assert "AllocGroup" not in text
 
 
 def test_decode_attention_intensity_names_its_context_where_it_varies():

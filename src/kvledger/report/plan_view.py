@@ -7,6 +7,7 @@ from kvledger.report.tables import LedgerTable as Table
 
 from kvledger.accounting.plan import Plan
 from kvledger.accounting.roofline_report import RooflineReport
+from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
 from kvledger.catalog.models import stated_params
 from kvledger.units import GB, GiB, KiB, fmt_bytes, fmt_duration
 
@@ -37,11 +38,16 @@ def _model(p: Plan) -> Table:
 
 def _kv(p: Plan) -> Table:
     kv = p.kv
-    t = _t(f"KV bytes per token (KV dtype {kv.kv_cache_dtype} = {kv.elem_bytes:g} B/element, per GPU at TP {kv.tp})",
-           "layers", "per token", "formula")
+    packed = [g for g in kv.groups if isinstance(g.spec, CompressedMLAAttention)]
+    dtype = (f"KV dtype {kv.kv_cache_dtype}: fp8_ds_mla entries of {FP8_DS_MLA_ENTRY_BYTES} B" if packed else
+             f"KV dtype {kv.kv_cache_dtype} = {kv.elem_bytes:g} B/element")
+    t = _t(f"KV bytes per token ({dtype}, per GPU at TP {kv.tp})", "layers", "per token", "formula")
     for g in kv.groups:
         val = fmt_bytes(g.state_bytes_per_seq) + " per sequence" if g.kind == "state" else fmt_bytes(g.bytes_per_token)
-        t.add_row(f"{g.num_layers} {g.kind}", val, g.formula)
+        label = f"{g.num_layers} {g.kind}"
+        if g in packed:  # DeepSeek-V4's layer kinds differ by compress ratio only
+            label += " (window only)" if g.spec.compress_ratio <= 1 else f" (compress ratio {g.spec.compress_ratio})"
+        t.add_row(label, val, g.formula)
     if not kv.groups:
         t.add_row("no layer keeps a cache", "0 B", "every layer reads another model's K/V (see the model's notes)")
     t.add_row("[bold]all KV layers[/]", f"[bold]{kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB)[/]",
