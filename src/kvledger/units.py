@@ -115,9 +115,10 @@ def fmt_bytes(n_bytes: float, *, both: bool = True) -> str:
     if a >= MiB:
         main = f"{sign}{a / MiB:,.2f} MiB"
         return f"{main} ({sign}{a / MB:,.2f} MB)" if both else main
+    exact = f"{a:,.0f}" if a.is_integer() else f"{a:,.2f}"  # a fractional byte count (e.g. 584 B / 128 per token) is not cut
     if a >= KiB:
-        return f"{sign}{a / KiB:,.3g} KiB ({sign}{int(a):,} B)"
-    return f"{sign}{int(a):,} B"
+        return f"{sign}{a / KiB:,.3g} KiB ({sign}{exact} B)"
+    return f"{sign}{exact} B"
 
 
 def fmt_duration(seconds: float) -> str:

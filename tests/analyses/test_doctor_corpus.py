@@ -61,10 +61,17 @@ def test_llama_8b_tp1_rows_by_hand(reports):
     assert (r.log_value, r.ledger_value, r.log_line) == (58.11, 58.11, 376)
     assert any(n.startswith("line 351: 'Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512'") for n in c.notes)
     # line 369 estimates 0.84 GiB of CUDA graphs, but line 374's notice says VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is off
-    # (0.19's default), so 0 B was subtracted, as the ledger has it: the available-KV gap is then +0.02 GiB, all residual
+    # (0.19's default), so 0 B was subtracted, as the ledger has it
     g = c.row("CUDA graphs")
     assert (g.log_value, g.log_line, g.ledger_value) == (0, 374, 0) and "estimate 0.84 GiB (line 369) was not subtracted" in g.explanation
-    assert "CUDA graphs +0.00 GiB; residual +0.02 GiB" in c.row("available KV memory").explanation
+    # the log's DEBUG lines give the device total (line 74: total_memory=79.19GiB) and the budget (line 370: "Requested
+    # memory: 0.950000 (util), 75.23 GiB"); the catalog's H100 is 79.22 GiB, ceil(79.22 × 0.95) = 75.26 GiB: the
+    # available-KV gap of +0.02 GiB is +0.03 GiB of budget (the device total) and −0.01 GiB of residual
+    t, q = c.row("device total"), c.row("requested = total × utilization")
+    assert (t.log_line, round(t.log_value / 2**30, 2), round(t.ledger_value / 2**30, 2)) == (74, 79.19, 79.22)
+    assert (q.log_line, round(q.log_value / 2**30, 2), round(q.ledger_value / 2**30, 2)) == (370, 75.23, 75.26)
+    assert "= requested +0.03;" in c.row("available KV memory").explanation
+    assert "CUDA graphs +0.00 GiB; residual -0.01 GiB" in c.row("available KV memory").explanation
 
 
 def test_llama_8b_pp2_blocks_bounded_by_the_first_stage(reports):

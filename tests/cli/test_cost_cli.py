@@ -106,9 +106,25 @@ def test_cost_reports_every_bad_input_at_once():
     assert isinstance(res.exception, InputError)
     msg = str(res.exception)
     assert msg.startswith("4 problems with the inputs:")
-    for text in ("--utilization must be in (0, 1] (share of billed hours spent serving), got 7.0", "--num-gpus must be ≥ 1, got 0",
+    for text in ("--utilization must be in (0, 1] (share of billed hours spent serving), got 7.0", "--num-gpus must be in [1, 1,048,576] GPUs, got 0",
                  "unknown API model 'OpenAI:gpt-9'", "unknown GPU price provider 'Nebulus'; did you mean: Nebius?"):
         assert text in msg, text
+
+
+def test_cost_keeps_the_option_tables_upper_bounds():
+    # cost checks --gpu-usd-per-hour and --num-gpus itself (to report them with its other input errors); the limits
+    # table bounds them at 10^6 USD per GPU-hour and 2^20 = 1,048,576 GPUs. Before, 1e300 USD/GPU-hour was priced
+    # (a 100-digit break-even percentage) and 10^11 GPUs accepted.
+    res = runner.invoke(app, ["cost", IP_STAGE, "--slo", "ttft=500ms", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5",
+                              "--gpu-usd-per-hour", "1e300", "--num-gpus", "100000000000"])
+    assert isinstance(res.exception, InputError)
+    msg = str(res.exception)
+    assert msg.startswith("2 problems with the inputs:")
+    assert "--num-gpus must be in [1, 1,048,576] GPUs, got 100,000,000,000" in msg
+    assert "--gpu-usd-per-hour must be > 0 and at most 1,000,000 USD per GPU-hour, got 1e+300" in msg
+    ok = runner.invoke(app, ["cost", IP_STAGE, "--slo", "ttft=500ms", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5",
+                             "--gpu-usd-per-hour", "1000000", "--num-gpus", "1048576", "--json"])
+    assert ok.exit_code == 0, ok.output
 
 
 def test_cost_of_a_measured_run_states_its_capacity_basis_and_warns_when_under_loaded():

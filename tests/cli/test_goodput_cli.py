@@ -84,3 +84,34 @@ def test_yaml_next_to_the_reports_is_an_unknown_format():
     res = runner.invoke(app, ["goodput", str(DATA / "inference-perf/config.yaml"), "--slo", "ttft=1s"])
     assert isinstance(res.exception, FormatError)
     assert "config.yaml: unknown benchmark output format. It is YAML, not JSON, JSON Lines or CSV" in str(res.exception)
+
+
+def test_an_estimate_whose_bounds_meet_is_shown_as_a_count():
+    # inference-perf stage 1 (aggregates only): TTFT max 70.09 ms ≤ 500 ms and TPOT max 4.74 ms ≤ 50 ms, so the
+    # percentile bounds give exactly 2,278 good of 2,278; goodput = 2,278 ÷ 60.463 s = 37.676 req/s, multiplier 1.00×.
+    # Shown as plain figures (it was "≥2278 ≤2278", "≥100.0%"), counts with separators; the token goodput (mean output
+    # length × good/s) keeps "≈".
+    res = runner.invoke(app, ["goodput", str(DATA / "inference-perf/stage_1_lifecycle_metrics.json"), "--slo",
+                              "ttft=500ms,tpot=50ms"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    row = next(ln for ln in res.output.splitlines() if ln.startswith("│ 1 "))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    assert cells == ["1", "2,278", "0", "2,278", "100.0%", "37.676", "37.676", "≈2,366.2", "1.00×"]
+    # llmperf's summary has no output-token mean: its token goodput is "n/a", not "≥n/a"
+    res = runner.invoke(app, ["goodput", str(DATA / "llmperf/leaderboard_summary_bedrock_70b.json"), "--slo",
+                              "ttft=500ms,tpot=50ms"], env={"COLUMNS": "200"})
+    row = next(ln for ln in res.output.splitlines() if ln.startswith("│ 1 "))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    # TTFT: p90 490.43 ms ≤ 500 < p95 542.10 ms → 91–95 of 101; TPOT unbounded → joint ≥ 0, ≤ 95
+    assert cells[3:5] == ["≥0 ≤95", "≥0.0%"] and cells[7] == "n/a" and cells[8] == "∞"
+
+
+def test_a_vllm_log_given_to_goodput_is_named_and_sent_to_doctor():
+    # vLLM logs were described by whatever their first lines parsed as: a 0.19 start-up log ("DEBUG 04-22 00:03:29
+    # [plugins/__init__.py:36] ...") as "Markdown", a 0.14 one as YAML with its lines as keys, and one behind ISO
+    # timestamps as broken JSON Lines ("2026-05-12T08:01:39..." starts with the number 2026)
+    logs = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_logs"
+    for name in ("v0.14_qwen3-1.7b.log", "v1_metrics_iso_timestamps.log", "v0.5_recompute_preemption.log"):
+        res = runner.invoke(app, ["goodput", str(logs / name), "--slo", "ttft=1s"])
+        assert isinstance(res.exception, FormatError), name
+        assert "It is a server log, not a benchmark output (a vLLM log is read by `kvledger doctor LOGFILE`)" in str(res.exception)

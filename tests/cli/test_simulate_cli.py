@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
@@ -152,3 +154,16 @@ def test_token_times_on_request_change_no_figure():
     lean = json.loads(runner.invoke(app, BASE + ["--json"]).output)["summary"]
     full = json.loads(runner.invoke(app, BASE + ["--record-token-times", "--json"]).output)["summary"]
     assert lean == full and lean["itl_s"]["count"] > 0
+
+
+def test_a_bad_length_distribution_names_its_flag():
+    # both flags take the same forms, so the parser's message alone ("fixed length must be … ≥ 1, got -5") did not say
+    # which one was wrong
+    from kvledger.errors import InputError as _InputError
+
+    base = ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--rate", "1", "--num-requests", "10"]
+    with pytest.raises(_InputError, match=r"^--prompt-lengths 'fixed:-5': fixed length must be"):
+        runner.invoke(app, base + ["--prompt-lengths", "fixed:-5", "--output-lengths", "fixed:10"], catch_exceptions=False)
+    with pytest.raises(_InputError, match=r"^--output-lengths 'lognormal:1000:-1': lognormal sigma must be ≥ 0"):
+        runner.invoke(app, base + ["--prompt-lengths", "fixed:100", "--output-lengths", "lognormal:1000:-1"],
+                      catch_exceptions=False)

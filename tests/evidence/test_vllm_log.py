@@ -315,3 +315,21 @@ def test_line_numbers_as_grep_counts_them(tmp_path):
 def test_cudagraph_estimate_applied_or_not(line, applied):
     st = parse_vllm_log(_AVAIL + "\n(EngineCore pid=2) INFO 04-22 00:04:20 [v1/worker/gpu_worker.py:455] " + line).startup
     assert (st.cudagraph_estimate_applied, st.lines["cudagraph_estimate_applied"]) == (applied, 2)
+
+
+def test_019_debug_lines_give_the_device_total_and_the_budget():
+    # vLLM 0.19's gpu_worker.py DEBUG lines, copied from the start-up corpus (../shared/data/vllm-startups-0.19):
+    # the device total appears as total_memory=79.19GiB at worker start and as the 79.19 of "(78.68/79.19 GiB)"
+    # after the pool is sized; the budget line gives 0.95 and 75.23 GiB
+    head = ("(EngineCore pid=242) INFO 04-22 00:04:20 [v1/worker/gpu_worker.py:436] Available KV cache memory: 58.11 GiB\n"
+            "(EngineCore pid=242) DEBUG 04-22 00:04:20 [v1/worker/gpu_worker.py:424] Initial free memory: 78.68 GiB; "
+            "Requested memory: 0.950000 (util), 75.23 GiB\n")
+    tail = ("(EngineCore pid=242) DEBUG 04-22 00:04:24 [v1/worker/gpu_worker.py:661] Free memory on device (78.68/79.19 GiB) "
+            "on startup. Desired GPU memory utilization is (0.95, 75.23 GiB).\n")
+    st = parse_vllm_log(head + tail, "x.log").startup
+    assert (st.total_gpu_memory_bytes, st.lines["total_gpu_memory_bytes"]) == (gib(79.19), 3)
+    assert (st.requested_memory_bytes, st.gpu_memory_utilization) == (gib(75.23), 0.95)
+    snapshot = ("(EngineCore pid=242) DEBUG 04-22 00:03:47 [v1/worker/gpu_worker.py:284] worker init memory snapshot: "
+                "torch_peak=0.0GiB, free_memory=78.68GiB, total_memory=79.19GiB, cuda_memory=0.51GiB, torch_memory=0.0GiB\n")
+    st = parse_vllm_log(snapshot + head, "x.log").startup
+    assert (st.total_gpu_memory_bytes, st.lines["total_gpu_memory_bytes"]) == (gib(79.19), 1)

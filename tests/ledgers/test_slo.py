@@ -36,10 +36,18 @@ def test_itl_statistics():
     ("ttft 200ms", InputError, "not KEY=VALUE"),
     ("itl_p0=5ms", InputError, r"percentile must be in \(0, 100\]"),
     ("tfft=200ms", UnknownNameError, "did you mean: ttft"),
+    # a limit over one day (86,400 s) is refused: 1e308 s was printed as a 309-digit number before
+    ("ttft=1e308s", InputError, r"longer than a day \(86,400 s\)"),
+    ("e2e=1441min", InputError, r"'1441min' is longer than a day"),
 ])
 def test_bad_slo_text(text, err, match):
     with pytest.raises(err, match=match):
         parse_slo(text)
+
+
+def test_a_day_is_the_longest_limit():
+    # 24 h = 1,440 min = 86,400 s exactly is still read
+    assert parse_slo("e2e=24h").e2e_s == 86_400.0 and parse_slo("e2e=1440min").e2e_s == 86_400.0
 
 
 def test_describe_and_dict():

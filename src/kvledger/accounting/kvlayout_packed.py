@@ -79,7 +79,7 @@ def dsv4_layout(model: ModelSpec, block_size: int) -> KVLayout:
         group = AllocGroup("sliding_window", n_layers, n_layers, key[2], n_layers * page, key[1])
         return KVLayout((group,), n_layers * page, block_size, 0,
                         ("window-only layers: one KV cache group of every layer (kv_cache_planning "
-                         "_get_kv_cache_groups_uniform_type); AllocGroup.page_bytes here is the group's whole slab",))
+                         "_get_kv_cache_groups_uniform_type); each group's page_bytes (--json memory.layout.groups) is its whole slab of the block",))
     balanced = {k: len(set(p.values())) == 1 for k, p in buckets.items()}
     most = {k: max(p.values()) for k, p in buckets.items()}  # get_max_layers_per_page_size
     min_repeats = max((most[k] for k in buckets if balanced[k] and len(buckets[k]) > 1), default=0)
@@ -117,5 +117,5 @@ def dsv4_layout(model: ModelSpec, block_size: int) -> KVLayout:
              f"{len(buckets)} cache types" + (f", split by {repeats} repeats of the layer pattern" if repeats else "")
              + f"; one block is {bytes_per_block:,} B (the widest group's pages, each padded to {_ALIGN} B); compressed "
              f"entries and indexer keys in blocks of {block_size} tokens, raw windows of {DSV4_SWA_BLOCK_SIZE}, compressor "
-             "states of 4 (ratio 4) or 8 (ratio 128); AllocGroup.page_bytes here is the group's whole slab",)
+             "states of 4 (ratio 4) or 8 (ratio 128); each group's page_bytes (--json memory.layout.groups) is its whole slab of the block",)
     return KVLayout(tuple(groups), bytes_per_block, block_size, 0, notes)

@@ -7,7 +7,7 @@ plan_other.py), concurrency at each context, the roofline (roofline_report.py), 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.accounting.advice import Advice, advise, waterfall
@@ -21,6 +21,7 @@ from kvledger.accounting.roofline_report import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
+from kvledger.catalog.quant import online_fp8
 from kvledger.errors import InputError
 from kvledger.units import GiB, cdiv
 
@@ -86,7 +87,7 @@ class Plan:
     def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False) -> RooflineStepCost:
         """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling)."""
         s = self.settings
-        return RooflineStepCost(self.model, self.gpu, self.kv, s.tp, flops_fraction=s.achievable_flops_fraction,
+        return RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp, flops_fraction=s.achievable_flops_fraction,
                                 bandwidth_fraction=s.achievable_bandwidth_fraction,
                                 cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
                                 weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu)
@@ -153,6 +154,9 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
         if engine != s.engine and getattr(s, field) is not None and own is not None:
             raise InputError(f"{flag} is {_ENGINE_NAMES[engine]}'s memory fraction; with --engine {s.engine} it would be "
                              f"ignored: use {own[1]} ({_ENGINE_NAMES[s.engine]}'s), or --engine {engine}")
+    if s.engine != "vllm" and s.quantization is not None:
+        raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with --engine "
+                         f"{s.engine} it would be ignored: plan a quantized checkpoint, or use --engine vllm")
     if s.engine != "vllm" and s.pp > 1:
         raise InputError(f"--pp is modelled for vLLM only (its stage split, get_pp_indices, and per-stage profile); "
                          f"plan {s.engine} with --tp, or use --engine vllm")
@@ -161,6 +165,14 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
                          f"({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass the figure your engine printed for one GPU")
     if s.engine == "vllm" and s.block_size is not None and s.block_size not in VLLM_BLOCK_SIZES:
         raise InputError(f"--block-size {s.block_size}: vLLM accepts {', '.join(map(str, VLLM_BLOCK_SIZES))}")
+
+
+def roofline_model(model: ModelSpec, s: PlanSettings) -> ModelSpec:
+    """The model as its steps read it: under vLLM's online ``--quantization fp8`` an unquantized checkpoint's linear
+    layers are FP8 (1 B per weight; W8A8 on GPUs with FP8 tensor cores), as the memory plan loads them."""
+    if s.quantization == "fp8" and model.quant.method == "none":
+        return replace(model, quant=online_fp8())
+    return model
 
 
 def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *, with_roofline: bool = True,
@@ -192,7 +204,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]
     roof = None
     if with_roofline and mem.fits:  # no roofline for a model whose weights do not fit: advice says what would
-        rc = RooflineStepCost(model, gpu, kv, s.tp, flops_fraction=s.achievable_flops_fraction,
+        rc = RooflineStepCost(roofline_model(model, s), gpu, kv, s.tp, flops_fraction=s.achievable_flops_fraction,
                               bandwidth_fraction=s.achievable_bandwidth_fraction, cpu_overhead_s=s.cpu_overhead_s,
                               weights_bytes=s.weights_bytes)
         maxc = {r.context_tokens: float(r.max_running) for r in rows if r.max_requests > 0}

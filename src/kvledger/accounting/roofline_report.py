@@ -67,6 +67,9 @@ class RooflineReport:
         prefill: the prefill chunk's figures. decode: rows over batch sizes per context.
         decode_compute_bound_batch: per context, the batch where the whole decode step turns compute-bound (None: never).
         flops_fraction / bandwidth_fraction: achievable shares used for ``step_s``. notes: caveats.
+        decode_attention_by_context: decode attention's FLOP/B at each context (batch 1); it varies only where a step
+            reads a bounded window or compressed entries (sliding windows, DeepSeek-V4), and
+            ``decode_attention_intensity`` is the longest context's.
     """
 
     compute_dtype: str
@@ -81,11 +84,18 @@ class RooflineReport:
     flops_fraction: float
     bandwidth_fraction: float
     notes: tuple[str, ...] = field(default_factory=tuple)
+    decode_attention_by_context: dict[int, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["decode_compute_bound_batch"] = {str(k): v for k, v in self.decode_compute_bound_batch.items()}
+        d["decode_attention_by_context"] = {str(k): v for k, v in self.decode_attention_by_context.items()}
         return d
+
+    def decode_attention_varies(self) -> bool:
+        """Whether decode attention's FLOP/B differs between the contexts reported (by more than its printed 0.1)."""
+        vals = list(self.decode_attention_by_context.values())
+        return bool(vals) and max(vals) - min(vals) >= 0.05
 
 
 def _crossover(rc: RooflineStepCost, flops_of, bytes_of, hi: int = 1 << 22) -> int | None:
@@ -134,8 +144,13 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
     long_ctx = max(contexts) if contexts else 8192
     one = rc.costs(decode_shape(1, long_ctx))
     attn_int = one.attn_flops / one.kv_bytes if one.kv_bytes else None
+    by_ctx = {}
+    for ctx in sorted(set(contexts)):
+        c1 = rc.costs(decode_shape(1, ctx))
+        if c1.kv_bytes:
+            by_ctx[ctx] = c1.attn_flops / c1.kv_bytes
     notes = ["decode attention reads every sequence's KV each step: its intensity does not grow with batch, so it stays bandwidth-bound",
              f"weight matmuls turn compute-bound at ≈ {cross:,.0f} tokens per step (ridge × bytes-per-weight / 2"
              + (", × experts/top-k for MoE" if rc.model.is_moe else "") + ")"]
     return RooflineReport(rc.dtype, rc.peak_flops, rc.bw, ridge, cross, attn_int, prefill, tuple(rows), turn,
-                          rc.flops_fraction, rc.bandwidth_fraction, tuple(notes))
+                          rc.flops_fraction, rc.bandwidth_fraction, tuple(notes), by_ctx)

@@ -53,8 +53,14 @@ class SyntheticSpec:
 
         if num_requests < 1:
             raise InputError(f"a synthetic workload needs num_requests ≥ 1, got {num_requests}")
-        return synthetic_workload(num_requests, rate_per_s=rate_per_s, prompt=parse_lengths(self.prompt),
-                                  output=parse_lengths(self.output), seed=seed, cv=self.cv, id_prefix="synthetic")
+        dists = []
+        for flag, text in (("--prompt-lengths", self.prompt), ("--output-lengths", self.output)):
+            try:
+                dists.append(parse_lengths(text))
+            except InputError as err:  # say which of the two flags (the parser knows only the text)
+                raise InputError(f"{flag} {text!r}: {err}") from None
+        return synthetic_workload(num_requests, rate_per_s=rate_per_s, prompt=dists[0], output=dists[1], seed=seed,
+                                  cv=self.cv, id_prefix="synthetic")
 
     def arrivals_text(self, rate_per_s: float, seed: int) -> str:
         """``synthetic Poisson arrivals at 2 req/s drawn with seed 0`` (the rule of ``synthetic.arrival_times``)."""

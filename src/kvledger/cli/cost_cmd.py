@@ -61,7 +61,7 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str
     them together (one error alone keeps its type).
     """
     from kvledger.catalog.prices import find_api_price
-    from kvledger.cli.limits import range_problems
+    from kvledger.cli.limits import OPTION_RANGES, range_problems
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
 
@@ -77,15 +77,16 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str
     for flag, key in (("--utilization", "utilization"), ("--max-utilization", "max_utilization")):
         if p[key] is not None and not 0.0 < p[key] <= 1.0:
             problems.append(InputError(f"{flag} must be in (0, 1] (share of billed hours spent serving), got {p[key]}"))
-    if p["num_gpus"] is not None and p["num_gpus"] < 1:
-        problems.append(InputError(f"--num-gpus must be ≥ 1, got {p['num_gpus']}"))
+    gpus_max, usd_max = OPTION_RANGES["num_gpus"].hi, OPTION_RANGES["gpu_usd_per_hour"].hi  # the table's upper bounds
+    if p["num_gpus"] is not None and not 1 <= p["num_gpus"] <= gpus_max:
+        problems.append(InputError(f"--num-gpus must be in [1, {gpus_max:,}] GPUs, got {p['num_gpus']:,}"))
     if p["prefill_share"] is not None and not 0.0 <= p["prefill_share"] <= 1.0:
         problems.append(InputError(f"--prefill-share must be in [0, 1], got {p['prefill_share']}"))
     if p["target"] is not None and not 0.0 < p["target"] <= 1.0:
         problems.append(InputError(f"--target must be in (0, 1] (share of requests within the SLO), got {p['target']}"))
     usd = p["gpu_usd_per_hour"]
-    if usd is not None and not (usd > 0 and usd != float("inf")):
-        problems.append(InputError(f"--gpu-usd-per-hour must be > 0 USD per GPU-hour, got {usd}"))
+    if usd is not None and not 0 < usd <= usd_max:
+        problems.append(InputError(f"--gpu-usd-per-hour must be > 0 and at most {usd_max:,.0f} USD per GPU-hour, got {usd:g}"))
     api = _collect(problems, lambda: find_api_price(p["api"])) if p["api"] is not None else None
     rate = None
     if usd is None and gpu_known is not None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kvledger.errors import FormatError
 
-__all__ = ["Document", "load_document", "number", "amount", "positive", "percentile", "latency_s", "count", "TIME_UNITS_S", "to_seconds", "top_keys"]
+__all__ = ["Document", "load_document", "number", "amount", "positive", "percentile", "latency_s", "count", "TIME_UNITS_S", "to_seconds", "top_keys", "looks_like_log"]
 
 COUNT_MAX = 1 << 40  # tokens or requests in one run: far beyond any real benchmark, far inside float64's exact integers
 AMOUNT_MAX = 1e15
@@ -74,6 +75,8 @@ def load_document(path: str | Path) -> Document:
         first_err = err
     except RecursionError:
         raise FormatError(name, "JSON nested too deeply to be a benchmark output") from None
+    if looks_like_log(text):  # a server log is text, whatever JSON, YAML or CSV its first lines happen to parse as
+        return Document(name, "text", text)
     if first_err.msg == "Extra data" or _first_line_is_json(text):
         values, lines = [], []
         for lineno, line in enumerate(text.splitlines(), start=1):
@@ -96,6 +99,15 @@ def load_document(path: str | Path) -> Document:
     if "," in lines[0] and not lines[0].lstrip().startswith("#") and (len(lines) == 1 or "," in lines[1]):
         return Document(name, "csv", text)  # a header row and a data row with commas (a Markdown heading is not one)
     return Document(name, "text", text)
+
+
+# a log record as vLLM prints it (Python logging): level, month-day, time, then [source.py:line] (source.py:line] before 0.8)
+_LOG_LINE = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[?[^\]\s]+\.py:\d+\]")
+
+
+def looks_like_log(text: str) -> bool:
+    """Whether the text's first 20,000 characters hold a log record as vLLM prints it."""
+    return _LOG_LINE.search(text[:20_000]) is not None
 
 
 def _yaml_mapping(text: str) -> Any:

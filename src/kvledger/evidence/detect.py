@@ -14,7 +14,7 @@ from typing import Any
 
 from kvledger.errors import FormatError
 from kvledger.evidence._arrays import has_details
-from kvledger.evidence._io import Document, top_keys
+from kvledger.evidence._io import Document, looks_like_log, top_keys
 from kvledger.evidence.kvledger_records import looks_like_records
 
 __all__ = ["FORMAT_DESCRIPTIONS", "detect_format", "describe_content"]
@@ -131,6 +131,9 @@ def describe_content(doc: Document) -> str:
         return f"Keys seen: {doc.value.splitlines()[0][:80]}"
     if doc.kind == "text":
         first = next((ln.strip() for ln in doc.value.splitlines() if ln.strip()), "")
+        if looks_like_log(doc.value):  # "INFO 04-22 00:03:46 [v1/engine/core.py:105] ..."
+            return (f"It is a server log, not a benchmark output (a vLLM log is read by `kvledger doctor LOGFILE`); first "
+                    f"line: {first[:80]!r}")
         kind = "Markdown" if first.startswith("#") or "](" in doc.value else "plain text"
         return f"It is {kind}, not JSON, JSON Lines or CSV; first line: {first[:80]!r}"
     if doc.kind == "yaml":

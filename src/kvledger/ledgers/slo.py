@@ -32,6 +32,7 @@ SLO_KEYS = {
     "itl_pQ": "Q-th percentile (0 < Q ≤ 100) of a request's own gaps, e.g. itl_p99",
 }
 _ALIASES = {"e2el": "e2e", "request_latency": "e2e"}
+SLO_MAX_S = 86_400.0  # one day: as --think-time's bound; beyond it a limit is a typo or an overflow, not an SLO
 ITL_OLD_SPELLING_NOTE = ("'itl' is read as itl_max: each request's largest gap must be within the limit. "
                          "It is not the ITL p50/p99 over all gaps that simulate and benchmark tools print; "
                          "write itl_max, itl_mean or itl_p99 (a percentile of each request's own gaps) to say which.")
@@ -139,6 +140,9 @@ def parse_slo(text: str) -> SLO:
         if slot in values:
             raise InputError(f"SLO key {slot!r} given twice in {text!r} (one ITL statistic at a time)")
         values[slot] = parse_duration_s(m.group(2).strip(), what=f"SLO {m.group(1)}")
+        if values[slot] > SLO_MAX_S:
+            raise InputError(f"SLO {m.group(1)}: {m.group(2).strip()!r} is longer than a day ({SLO_MAX_S:,.0f} s), the "
+                             "longest limit read; a serving SLO is milliseconds to minutes")
         if stat is not None:
             itl_stat = stat
     if not values:

@@ -23,8 +23,10 @@ def render_models(rows: list[dict[str, Any]], con: Any) -> None:
                  "layers": ", ".join(f"{n} {k}" for k, n in r["layers"].items()), "quantization": r["quantization"] if r["quantization"] != "none" else f"none ({r.get('dtype', 'config dtype')})",
                  "max len": f"{r['max_model_len']:,}"}
         t.add_row(*(cells[c] for c in cols))
-    t.caption = ("KV B/token: bf16, TP 1, all KV layers; quantization: the checkpoint's weight quantization (none: weights in "
-                 "the config's dtype); wider terminals (or --json) add state, layers, quantization and max length")
+    t.caption = ("KV B/token: bf16, TP 1, all KV layers; " + (
+        "state/seq: Mamba/linear-attention state per sequence; quantization: the checkpoint's weight quantization (none: "
+        "weights in the config's dtype)" if wide else
+        "a terminal of 130 columns or more (or --json) adds state, layers, quantization and max length"))
     con.print(t)
 
 

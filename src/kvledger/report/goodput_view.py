@@ -15,7 +15,8 @@ def _fmt(x: Any, spec: str = ",.3f", none: str = "n/a") -> str:
 
 _LEGEND = ("#: run (details below); req: all requests; fail: failed; good: completed and every SLO met; attain: good ÷ req; "
            "good/s: goodput, req/s; done/s: completed req/s; good tok/s: output tokens of good requests per s; "
-           "mult: done/s ÷ good/s, the effective-cost multiplier (what you pay for ÷ what is usable). ≥/≤: bounds of an estimate")
+           "mult: done/s ÷ good/s, the effective-cost multiplier (what you pay for ÷ what is usable). ≥/≤: bounds of an estimate; ≈: "
+           "estimated with the mean output length")
 
 
 def _rows(results: list[Any]) -> Any:
@@ -25,15 +26,20 @@ def _rows(results: list[Any]) -> Any:
     for col in ("#", "req", "fail", "good", "attain", "good/s", "done/s", "good tok/s", "mult"):
         t.add_column(col, justify="right", no_wrap=True)
     for k, r in enumerate(results, start=1):
-        good = f"≥{r.num_good} ≤{r.num_good_upper}" if r.estimate and r.num_good_upper is not None else str(r.num_good)
-        att = f"≥{r.attainment:.1%}" if r.estimate else f"{r.attainment:.1%}"
-        lo = "≥" if r.estimate else ""  # an estimate from percentiles: goodput and good tokens are lower bounds
+        # an estimate whose bounds meet (e.g. every percentile within the SLO) knows the count exactly: no ≥/≤ then;
+        # its token goodput still assumes the mean output length, hence ≈
+        exact = not r.estimate or r.num_good_upper == r.num_good
+        good = f"{r.num_good:,}" if exact or r.num_good_upper is None else f"≥{r.num_good:,} ≤{r.num_good_upper:,}"
+        lo = "" if exact else "≥"  # an estimate from percentiles: goodput and good tokens are lower bounds
+        att = lo + f"{r.attainment:.1%}"
+        tok = r.goodput_output_tok_per_s
+        tok_mark = "" if tok is None else ("≈" if r.estimate and exact else lo)
         if r.effective_cost_multiplier is None:
             mult = "∞" if r.num_completed else "n/a"
         else:
-            mult = ("≤" if r.estimate else "") + f"{r.effective_cost_multiplier:.2f}×"
-        t.add_row(str(k), str(r.num_requests), str(r.num_failed), good, att, lo + _fmt(r.goodput_req_per_s),
-                  _fmt(r.throughput_req_per_s), lo + _fmt(r.goodput_output_tok_per_s, ",.1f"), mult)
+            mult = ("" if exact else "≤") + f"{r.effective_cost_multiplier:.2f}×"
+        t.add_row(str(k), f"{r.num_requests:,}", f"{r.num_failed:,}", good, att, lo + _fmt(r.goodput_req_per_s),
+                  _fmt(r.throughput_req_per_s), tok_mark + _fmt(tok, ",.1f"), mult)
     return t
 
 

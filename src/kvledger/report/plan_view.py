@@ -6,6 +6,8 @@ from rich.console import Console
 from kvledger.report.tables import LedgerTable as Table
 
 from kvledger.accounting.plan import Plan
+from kvledger.accounting.roofline_report import RooflineReport
+from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
 from kvledger.catalog.models import stated_params
 from kvledger.units import GB, GiB, KiB, fmt_bytes, fmt_duration
 
@@ -36,11 +38,16 @@ def _model(p: Plan) -> Table:
 
 def _kv(p: Plan) -> Table:
     kv = p.kv
-    t = _t(f"KV bytes per token (KV dtype {kv.kv_cache_dtype} = {kv.elem_bytes:g} B/element, per GPU at TP {kv.tp})",
-           "layers", "per token", "formula")
+    packed = [g for g in kv.groups if isinstance(g.spec, CompressedMLAAttention)]
+    dtype = (f"KV dtype {kv.kv_cache_dtype}: fp8_ds_mla entries of {FP8_DS_MLA_ENTRY_BYTES} B" if packed else
+             f"KV dtype {kv.kv_cache_dtype} = {kv.elem_bytes:g} B/element")
+    t = _t(f"KV bytes per token ({dtype}, per GPU at TP {kv.tp})", "layers", "per token", "formula")
     for g in kv.groups:
         val = fmt_bytes(g.state_bytes_per_seq) + " per sequence" if g.kind == "state" else fmt_bytes(g.bytes_per_token)
-        t.add_row(f"{g.num_layers} {g.kind}", val, g.formula)
+        label = f"{g.num_layers} {g.kind}"
+        if g in packed:  # DeepSeek-V4's layer kinds differ by compress ratio only
+            label += " (window only)" if g.spec.compress_ratio <= 1 else f" (compress ratio {g.spec.compress_ratio})"
+        t.add_row(label, val, g.formula)
     if not kv.groups:
         t.add_row("no layer keeps a cache", "0 B", "every layer reads another model's K/V (see the model's notes)")
     t.add_row("[bold]all KV layers[/]", f"[bold]{kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB)[/]",
@@ -122,7 +129,8 @@ def _roofline(p: Plan) -> list[Table]:
               f"{r.peak_flops_per_s / 1e12:,.1f} TFLOP/s dense ÷ {r.hbm_bandwidth_bytes_per_s / 1e12:,.2f} TB/s ({src})")
     t.add_row("weight matmuls compute-bound above", f"{r.weight_matmul_crossover_tokens:,.0f} tokens/step", "2·params·tokens / peak = weight bytes / bandwidth")
     if r.decode_attention_intensity:
-        t.add_row("decode attention intensity", f"{r.decode_attention_intensity:,.1f} FLOP/B", "independent of batch: bandwidth-bound at any batch")
+        t.add_row("decode attention intensity", f"{r.decode_attention_intensity:,.1f} FLOP/B", "independent of batch: bandwidth-bound at any batch"
+                  + (f"; by context (batch 1): {_attn_by_ctx(r)}" if r.decode_attention_varies() else ""))
     pf = r.prefill
     t.add_row(f"prefill chunk {pf['chunk_tokens']:,} tokens", f"{fmt_duration(pf['step_s'])} ({pf['bound']}-bound)",
               f"{pf['flops'] / 1e12:,.1f} TFLOP, {pf['bytes'] / GB:,.2f} GB, intensity {pf['intensity']:,.0f}; lower bound {fmt_duration(pf['step_s_lower_bound'])}")
@@ -134,6 +142,10 @@ def _roofline(p: Plan) -> list[Table]:
         d.add_row(f"{row.context_tokens:,}", f"{row.batch:,}", fmt_duration(row.step_s), f"{row.tok_per_s_per_seq:,.1f}",
                   f"{row.tok_per_s:,.0f}", row.bound, f"{row.kv_bytes_share:.0%}")
     return [t, d]
+
+
+def _attn_by_ctx(r: "RooflineReport") -> str:
+    return ", ".join(f"{v:,.1f} at {c:,}" for c, v in sorted(r.decode_attention_by_context.items()))
 
 
 def summary_lines(p: Plan) -> list[str]:
@@ -188,8 +200,10 @@ def summary_lines(p: Plan) -> list[str]:
     if r is not None:
         out.append(f"roofline: ridge {r.ridge_flops_per_byte:,.1f} FLOP/B; weight matmuls compute-bound above "
                    f"{r.weight_matmul_crossover_tokens:,.0f} tokens per step"
-                   + (f"; decode attention {r.decode_attention_intensity:,.1f} FLOP/B, bandwidth-bound at any batch"
-                      if r.decode_attention_intensity else ""))
+                   + (f"; decode attention {r.decode_attention_intensity:,.1f} FLOP/B"
+                      + (f" at {max(r.decode_attention_by_context):,} tokens of context ({_attn_by_ctx(r)}: it reads a "
+                         "bounded window or compressed entries)" if r.decode_attention_varies() else "")
+                      + ", bandwidth-bound at any batch" if r.decode_attention_intensity else ""))
     return out
 
 

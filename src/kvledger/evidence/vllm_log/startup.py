@@ -10,7 +10,8 @@ Formats covered (oldest first):
 * V1 0.8+: ``Model loading took X GiB``, ``Memory profiling takes … Total non KV cache memory: …; torch peak memory
   increase: …; non-torch forward increase memory: …; weights memory: …`` (DEBUG), ``Available KV cache memory: X GiB``,
   ``Estimated CUDA graph memory: X GiB total``, ``GPU KV cache size: N tokens`` and ``Maximum concurrency for L tokens
-  per request: Cx`` (two lines; one line in 0.33).
+  per request: Cx`` (two lines; one line in 0.33); 0.18–0.19 DEBUG: ``worker init memory snapshot: … total_memory=X GiB``,
+  ``Requested memory: U (util), X GiB``, ``Free memory on device (F/T GiB)``.
 """
 
 from __future__ import annotations
@@ -99,6 +100,14 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
     ("total_gpu_memory (", re.compile(r"total_gpu_memory \((" + _NUM + r")\s*GiB\) x gpu_memory_utilization \((" + _NUM + r")\) = (" + _NUM + r")\s*GiB"),
      _fixed(total_gpu_memory_bytes=lambda m: _gib(m.group(1)), gpu_memory_utilization=lambda m: float(m.group(2)),
             requested_memory_bytes=lambda m: _gib(m.group(3)), _marker="worker_profile")),
+    # V1 0.18–0.19 DEBUG lines of gpu_worker.py: the device total (torch.cuda.mem_get_info) at worker start-up and
+    # after the KV pool is sized, and the budget ("Requested memory: 0.950000 (util), 75.23 GiB").
+    ("worker init memory snapshot", re.compile(r"\btotal_memory=(" + _NUM + r")\s*GiB"),
+     _fixed(total_gpu_memory_bytes=lambda m: _gib(m.group(1)))),
+    ("Free memory on device", re.compile(r"Free memory on device \((" + _NUM + r")/(" + _NUM + r")\s*GiB\)"),
+     _fixed(total_gpu_memory_bytes=lambda m: _gib(m.group(2)))),
+    ("Requested memory:", re.compile(r"Requested memory: (" + _NUM + r") \(util\), (" + _NUM + r")\s*GiB"),
+     _fixed(gpu_memory_utilization=lambda m: float(m.group(1)), requested_memory_bytes=lambda m: _gib(m.group(2)))),
     ("model weights take", re.compile(r"model weights take (" + _NUM + r")\s*GiB"), _fixed(weights_bytes=lambda m: _gib(m.group(1)))),
     ("non_torch_memory takes", re.compile(r"non_torch_memory takes (" + _NUM + r")\s*GiB"), _fixed(non_torch_bytes=lambda m: _gib(m.group(1)))),
     ("activation peak memory", re.compile(r"PyTorch activation peak memory takes (" + _NUM + r")\s*GiB"),

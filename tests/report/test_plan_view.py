@@ -1,0 +1,75 @@
+"""The plan's terminal view: figures printed as computed (what the third new-user trial found)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.settings import make_settings
+from kvledger.catalog.gpus import get_gpu
+from kvledger.catalog.modelspec import parse_config
+from kvledger.report.plan_view import render_plan
+from kvledger.units import fmt_bytes
+
+DSV4 = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / "deepseek_v4.json"
+
+
+def test_fractional_byte_counts_are_not_cut():
+    # 584 B / 128 tokens = 4.5625 B per token per layer; × 23 layers = 104.9375 B: printed 104.94 B (it was "104 B")
+    assert fmt_bytes(23 * 584 / 128) == "104.94 B"
+    assert fmt_bytes(3684.9375) == "3.6 KiB (3,684.94 B)"
+    assert fmt_bytes(131072) == "128 KiB (131,072 B)" and fmt_bytes(1000) == "1,000 B"
+
+
+def test_dsv4_kv_table_prints_its_ratio_128_layers_per_token_bytes():
+    dsv4 = parse_config(json.loads(DSV4.read_text()), source="deepseek_v4 default config")
+    plan = build_plan(dsv4, get_gpu("H200"), make_settings(tp=8, max_model_len=8192))
+    con = Console(record=True, width=400)
+    render_plan(plan, con, verbose=True)
+    text = con.export_text()
+    row = next(ln for ln in text.splitlines() if ln.startswith("│ 23 mla"))
+    # the two layer kinds are told apart by their compress ratio (both read "mla" before), and the table's title
+    # names DeepSeek-V4's 584-B fp8_ds_mla entries rather than "auto = 2 B/element"
+    assert row.startswith("│ 23 mla (compress ratio 128) ") and "│ 104.94 B " in row
+    assert any(ln.startswith("│ 20 mla (compress ratio 4) ") for ln in text.splitlines())
+    assert "KV bytes per token (KV dtype auto: fp8_ds_mla entries of 584 B, per GPU at TP 8)" in text
+    assert "AllocGroup" not in text
+
+
+def test_decode_attention_intensity_names_its_context_where_it_varies():
+    from kvledger.catalog.models import load_model
+    from kvledger.report.plan_view import summary_lines
+
+    # Llama-3.1-8B: 32 query heads over 8 KV heads read 2 B elements, 2 FLOP per element and head for QK and for PV:
+    # 4 × 32 / (2 × 2 × 8) = 4.0 FLOP/B at every context, so the summary states one figure
+    llama = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), make_settings())
+    assert set(round(v, 6) for v in llama.roofline.decode_attention_by_context.values()) == {4.0}
+    line = next(ln for ln in summary_lines(llama) if ln.startswith("roofline:"))
+    assert line.endswith("decode attention 4.0 FLOP/B, bandwidth-bound at any batch")
+    # DeepSeek-V4 reads its window and the indexer's top 512 entries but scores every compressed key: FLOP/B grows with
+    # the context, so the figure says where it was taken (it changed with --max-model-len unexplained)
+    dsv4 = parse_config(json.loads(DSV4.read_text()), source="deepseek_v4 default config")
+    plan = build_plan(dsv4, get_gpu("H200"), make_settings(tp=8, max_model_len=65536))
+    by = plan.roofline.decode_attention_by_context
+    assert sorted(by) == [2048, 8192, 32768, 65536] and by[2048] < by[8192] < by[32768] < by[65536]
+    assert plan.roofline.decode_attention_intensity == by[65536]
+    line = next(ln for ln in summary_lines(plan) if ln.startswith("roofline:"))
+    assert f"decode attention {by[65536]:,.1f} FLOP/B at 65,536 tokens of context ({by[2048]:,.1f} at 2,048, " in line
+    assert json.loads(json.dumps(plan.roofline.to_dict()))["decode_attention_by_context"]["65536"] == by[65536]
+
+
+def test_models_caption_offers_the_wide_columns_only_when_they_are_hidden():
+    from kvledger.report.catalog_view import render_models
+
+    rows = [{"hf_id": "x/y", "num_params": 8e9, "num_active_params": 8e9, "kv_bytes_per_token": 131072,
+             "state_bytes_per_seq": 0, "layers": {"full": 32}, "quantization": "none", "dtype": "bfloat16",
+             "max_model_len": 40960}]
+    narrow, wide = Console(record=True, width=100), Console(record=True, width=200)
+    render_models(rows, narrow)
+    render_models(rows, wide)
+    n, w = " ".join(narrow.export_text().split()), " ".join(wide.export_text().split())
+    assert "130 columns or more (or --json) adds state, layers" in n and "40,960" not in n
+    assert "adds state" not in w and "40,960" in w and "state/seq: Mamba/linear-attention state per sequence" in w
