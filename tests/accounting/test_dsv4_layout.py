@@ -82,12 +82,16 @@ def test_plan_blocks_and_printed_capacity(dsv4):
     p = build_plan(dsv4, get_gpu("H200"), s, with_roofline=False)
     assert (p.memory.block_size, p.memory.bytes_per_block, p.memory.num_gpu_blocks) == (256, 961_344, 33_507)
     assert p.memory.printed_lines == ("GPU KV cache size: 81,596 tokens, Maximum concurrency for 8,192 tokens per request: 9.96x",)
+    assert p.memory.pool_tokens == 81_596  # the figure vLLM 0.33 prints, not (blocks ÷ 5 groups) × 256
+    assert any(n.startswith("DeepSeek-V4 reservation per request at 8,192 tokens (16,384 in flight): 32 for compressed")
+               for n in p.memory.notes)
 
 
 @pytest.mark.parametrize("kw, msg", [({"engine_version": "0.19.0"}, "from 0.20"),
                                      ({"block_size": 16}, "blocks of 256 tokens only"),
                                      ({"kv_cache_dtype": "bf16"}, "fp8_ds_mla"),
-                                     ({"engine": "sglang"}, "not modelled here")])
+                                     ({"engine": "sglang"}, "not modelled here"),
+                                     ({"disable_hybrid_kv_cache_manager": True}, "not modelled for DeepSeek-V4")])
 def test_refusals_name_the_rule(dsv4, kw, msg):
     with pytest.raises(InputError, match=msg):
         build_plan(dsv4, get_gpu("H200"), make_settings(tp=8, max_model_len=8192, **kw), with_roofline=False)
@@ -123,3 +127,25 @@ def test_window_only_layers_share_one_group():
     m = parse_config(cfg, source="window-only DeepSeek-V4")
     layout = vllm_layout(m, kv_ledger(m, "auto", tp=8), 256)
     assert (layout.bytes_per_block, len(layout.groups), layout.blocks_per_request(8192, 16_384)) == (1_609_920, 1, 129)
+
+
+@pytest.mark.parametrize("rates, msg", [({"heavily_compressed_attention": -4}, "compress ratio of -4"),
+                                        ({"heavily_compressed_attention": 2}, "compress ratio of 2")])
+def test_compress_ratios_vllm_cannot_build_are_refused(rates, msg):
+    # vLLM 0.33 builds compressors for ratios 4 and 128 only (CompressorStateCache); 0 or 1 is a window-only layer.
+    from kvledger.errors import ConfigError
+
+    cfg = json.loads(CONFIG.read_text())
+    cfg["compress_rates"] = {**cfg["compress_rates"], **rates}
+    with pytest.raises(ConfigError, match=msg):
+        parse_config(cfg, source="edited DeepSeek-V4")
+
+
+def test_a_layer_type_compress_rates_does_not_name_is_window_only_with_a_note():
+    # vLLM's get_compress_ratios reads compress_rates.get(layer_type, 0): the 23 heavily_compressed layers become
+    # window-only (ratio 1) and the plan says which type was read that way.
+    cfg = json.loads(CONFIG.read_text())
+    del cfg["compress_rates"]["heavily_compressed_attention"]
+    m = parse_config(cfg, source="edited DeepSeek-V4")
+    assert sorted({l.compress_ratio for l in m.layers}) == [1, 4] and sum(l.compress_ratio == 1 for l in m.layers) == 23
+    assert any("heavily_compressed_attention are not in compress_rates" in n for n in m.notes)

@@ -199,4 +199,8 @@ def _notes(model: ModelSpec, buckets: dict, s: float, tp: int, model_tp1: float)
             notes.append(f"TP {tp} > {sp.num_kv_heads} KV heads: each GPU holds 1 whole KV head (replicated), so per-GPU KV stops shrinking beyond TP {sp.num_kv_heads}")
     if any(isinstance(sp, MLAAttention) for sp in buckets):
         notes.append("MLA: the latent cache is replicated on every TP rank; per-GPU KV bytes do not shrink with TP")
+    if any(isinstance(sp, CompressedMLAAttention) for sp in buckets):
+        notes.append("DeepSeek-V4: every cached entry is a 584-B fp8_ds_mla entry (448 FP8 NoPE + 64 BF16 RoPE values + "
+                     "8 B of scales): --kv-cache-dtype auto and every fp8 variant become fp8_ds_mla in vLLM 0.33; the "
+                     "compressor states are float32")
     return notes

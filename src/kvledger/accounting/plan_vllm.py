@@ -158,8 +158,12 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
         notes.append(why)
     is_mla = any(isinstance(l, MLAAttention) for l in model.layers)
-    if any(isinstance(l, CompressedMLAAttention) for l in model.layers):
+    dsv4 = any(isinstance(l, CompressedMLAAttention) for l in model.layers)
+    if dsv4:
         B, bsrc = _dsv4_block_size(ver, s.block_size)
+        if s.disable_hybrid_kv_cache_manager:
+            raise InputError("--disable-hybrid-kv-cache-manager is not modelled for DeepSeek-V4: its caches (blocks of "
+                             "256, 64, 8 and 4 tokens) are planned in vLLM 0.33's packed hybrid layout only")
     else:
         B, bsrc = (s.block_size, "given") if s.block_size else R.default_block_size(ver, is_mla, gpu.arch)
     notes.append(f"block_size {B}: {bsrc}")
@@ -210,11 +214,14 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     if any(g.kind in ("sliding_window", "chunked_local") for g in layout.groups):
         notes.append(f"sliding-window block demand uses F = {F:,} tokens: {fsrc}")
     Rl = layout.blocks_per_request(L, F)
+    if dsv4:
+        notes.append(_dsv4_reservation(layout, L, F))
     cpu_blocks = (4 * GiB) // layout.bytes_per_block if v0 and not no_groups else 0
     lines = R.printed_capacity_lines(ver, n, layout.block_size, len(layout.groups), L, Rl, cpu_blocks) if n > 0 and not no_groups else []
     summaries = tuple(_stage_summary(b, b is bind) for b in stages) if s.pp > 1 else ()
     mem = MemoryPlan("vllm", vtxt, gpu.memory_bytes, "gpu_memory_utilization", util, requested, tuple(items), available, given,
-                     layout.block_size, layout.bytes_per_block, n, usable, 0 if no_groups else (n // len(layout.groups)) * layout.block_size,
+                     layout.block_size, layout.bytes_per_block, n, usable, 0 if no_groups else int(n / Rl * L) if dsv4 and Rl
+                     else (n // len(layout.groups)) * layout.block_size,
                      tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
                      f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free)
     return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
@@ -237,6 +244,16 @@ def _dsv4_block_size(ver, given: int | None) -> tuple[int, str]:
     if ver < (0, 33, 0):
         src += f"; DeepSeek-V4's cache layout was read in 0.33 and is applied to {'.'.join(map(str, ver))}"
     return DSV4_BLOCK_SIZE, src
+
+
+def _dsv4_reservation(layout: KVLayout, L: int, F: int) -> str:
+    """Why the engine's per-request reservation of a DeepSeek-V4 model is far above the bytes a request holds."""
+    parts = ", ".join(f"{g.blocks_per_request(L, F):,} for {'compressed entries' if g.kind == 'mla' else f'a window of {g.window_tokens} tokens'} "
+                      f"in {g.block_size}-token blocks" for g in layout.groups)
+    return (f"DeepSeek-V4 reservation per request at {L:,} tokens ({F:,} in flight): {parts} — every block id a whole "
+            f"{layout.bytes_per_block:,}-B slab, so the small-block windows (compressor states) set the engine's maximum "
+            "concurrency, far below what the bytes a request holds (the KV ledger) would allow "
+            "(kv_cache_utils.get_max_concurrency_for_kv_cache_config)")
 
 
 def _mamba_rule(model: ModelSpec, s: PlanSettings, ver, arch: str) -> R.MambaCacheRule | None:

@@ -18,8 +18,10 @@ __all__ = ["deepseek_v4", "compress_ratios"]
 _RATIOS = (1, 4, 128)
 
 
-def compress_ratios(c: Cfg, n: int) -> list[int]:
-    """Each decoder layer's compress ratio (1 = window only); MTP layers, listed last in ``compress_ratios``, dropped."""
+def compress_ratios(c: Cfg, n: int, notes: list[str] | None = None) -> list[int]:
+    """Each decoder layer's compress ratio (1 = window only); MTP layers, listed last in ``compress_ratios``, dropped.
+    A layer type ``compress_rates`` does not name is window only, as vLLM reads it (``rates.get(type, 0)``): ``notes``
+    gets a line naming such types."""
     if c.has("compress_ratios"):
         raw = c.list("compress_ratios")
         if len(raw) < n:
@@ -35,9 +37,13 @@ def compress_ratios(c: Cfg, n: int) -> list[int]:
             raise c.error("layer_types", f"has {len(types)} entries for {n} layers")
         vals = [rates.get(t, 0) if isinstance(t, str) else None for t in types]
         key = "compress_rates"
+        unnamed = sorted({t for t in types if isinstance(t, str) and t not in rates})
+        if unnamed and notes is not None:
+            notes.append(f"layer types {', '.join(unnamed)} are not in compress_rates: read as window-only layers "
+                         "(ratio 0), as vLLM's get_compress_ratios reads them")
     out = []
     for v in vals:
-        if isinstance(v, bool) or not isinstance(v, int) or max(1, v) not in _RATIOS:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0 or max(1, v) not in _RATIOS:
             raise c.error(key, f"gives a compress ratio of {v!r}; vLLM 0.33 builds compressors for 4 and 128 only "
                                "(0 or 1: window only)")
         out.append(max(1, v))
@@ -56,9 +62,9 @@ def deepseek_v4(c: Cfg) -> Family:
         raise c.error("qk_rope_head_dim", f"= {rope} leaves no NoPE part of head_dim {hd}")
     if nh % groups:
         raise c.error("o_groups", f"= {groups} does not divide num_attention_heads {nh}")
-    ratios = compress_ratios(c, n)
     E, k = moe_counts(c, "deepseek_v4")
     fam = Family([], [], E, k)
+    ratios = compress_ratios(c, n, fam.notes)
     w, _ = embed(c, h, tied_default=False)
     mix_hc, hc_dim = (2 + hc) * hc, hc * h
     mlp_types = c.list("mlp_layer_types", None) or []
