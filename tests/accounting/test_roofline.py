@@ -62,3 +62,12 @@ def test_vectorised_decode_matches_the_per_step_cost(name):
     fast = rc.decode_steps_s(37, 37 * 100, 300)
     assert np.allclose(fast, decode_steps_by_loop(rc, 37, 37 * 100, 300), rtol=1e-12)
     assert rc.step_time_s(StepShape()) == 0.0
+
+
+def test_float32_says_its_matmuls_are_priced_at_the_bf16_peak():
+    # --dtype float32: the catalog has no FP32 throughput, so the roofline prices the matmuls at the BF16 tensor peak
+    # (989.5 TFLOP/s on an H100 SXM, ridge 295.37 FLOP/B as for bf16) and says that this under-states the step time.
+    r = roof("meta-llama/Llama-3.1-8B", dtype="float32")
+    assert r.ridge_flops_per_byte == pytest.approx(295.37, abs=0.01)
+    assert any(n.startswith("dtype float32: matmuls are priced at the GPU's BF16 tensor-core peak") for n in r.notes)
+    assert not any("float32" in n for n in roof("meta-llama/Llama-3.1-8B").notes)

@@ -152,5 +152,8 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
     notes = ["decode attention reads every sequence's KV each step: its intensity does not grow with batch, so it stays bandwidth-bound",
              f"weight matmuls turn compute-bound at ≈ {cross:,.0f} tokens per step (ridge × bytes-per-weight / 2"
              + (", × experts/top-k for MoE" if rc.model.is_moe else "") + ")"]
+    if rc.model.dtype_bytes == 4:
+        notes.append("dtype float32: matmuls are priced at the GPU's BF16 tensor-core peak, a lower bound on step time "
+                     "(the GPU catalog has no FP32 figure, and PyTorch's default FP32 matmul does not use TF32 tensor cores)")
     return RooflineReport(rc.dtype, rc.peak_flops, rc.bw, ridge, cross, attn_int, prefill, tuple(rows), turn,
                           rc.flops_fraction, rc.bandwidth_fraction, tuple(notes), by_ctx)
