@@ -63,6 +63,25 @@ def test_sglang_mamba_state_slots_come_first():
     assert p.kv.state_bytes_per_seq == 2_179_072
     assert p.memory.deductions[-1].bytes == 9_336 * 2_179_072 and p.memory.available_kv_bytes == 22_605_856_768
     assert p.memory.pool_tokens == 5_519_008
+    # max_running_requests (resolve_max_num_reqs, SGLang 0.5.23): clamp(5,519,008 / 8,192 × 512, 2,048, 4,096) = 4,096,
+    # then capped by the state pool: JambaForCausalLM is in neither hybrid-Mamba radix list, so 3 slots per request:
+    # 9,335 // 3 = 3,111.
+    assert p.memory.max_num_seqs == 3_111
+
+
+def test_sglang_qwen3_next_running_requests_capped_at_five_state_slots_each():
+    # Qwen3-Next at TP 4: 36 Gated DeltaNet layers of (3 × 8,192 conv + 32 × 128 × 128 SSM) × 2 B / 4 = 274,432 B each,
+    # 9,879,552 B per request. 30 GiB of KV memory: budget 32,212,254,720 × 0.9 / 1.9 = 15,258,436,446.3 B;
+    # K = (budget − 9,879,552) // 9,879,552 = 1,543 slots. Qwen3NextForCausalLM is in both of SGLang 0.5.23's lists, so
+    # the 'auto' strategy is extra_buffer (overlap on, triton backend): 3 + 2 tracking slots; cap 1,543 // 5 = 308, below
+    # clamp(#tokens / 8,192 × 512, 2,048, 4,096).
+    p = build_plan(load_model("Qwen/Qwen3-Next-80B-A3B-Thinking"), H100,
+                   make_settings(engine="sglang", tp=4, available_kv_memory_bytes=30 * 2**30, max_model_len=8192),
+                   with_roofline=False)
+    assert p.kv.state_bytes_per_seq == 9_879_552
+    assert p.memory.max_num_seqs == 308
+    assert any(n.startswith("max_running_requests capped to 308 by the Mamba state pool: 1,543 slots // 5")
+               for n in p.memory.notes)
 
 
 def test_trtllm_pools_per_window_round_up():

@@ -27,6 +27,7 @@ from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
+from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
 from kvledger.catalog.compressed_mla import CompressedMLAAttention
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
@@ -76,9 +77,21 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     lines = ((f"Use sliding window memory pool. full_layer_tokens={tokens}, swa_layer_tokens={pools.swa_tokens}",) if pools.swa_tokens
              else ()) + ((line,) if tokens else ())
     mrr = min(max(int(tokens / L * 512), 2048), 4096, tokens // 2) if s.max_num_seqs is None else min(s.max_num_seqs, tokens // 2)
+    mamba_note = []
+    if pools.state_bytes:
+        ratio, why = sglang_mamba_ratio(model.architectures)
+        cap = pools.state_slots // ratio
+        if cap <= 0:
+            raise InputError(f"SGLang would refuse to start: {pools.state_slots} Mamba state slots serve no request at "
+                             f"{ratio} slots each ({why}); raise --mem-fraction-static or use a GPU with more memory")
+        if cap < mrr:
+            mamba_note = [f"max_running_requests capped to {cap:,} by the Mamba state pool: {pools.state_slots:,} slots // "
+                          f"{ratio} ({why}; SGLang 0.5.23 kv_cache_configurator.resolve_max_num_reqs)"]
+        mrr = min(mrr, cap)
     notes = [f"mem_fraction_static {mfs}: {msrc}", f"chunked_prefill_size {cps} (SGLang default for this GPU)",
-             f"max_running_requests {mrr}: min(clamp(#tokens/context_len·512, 2048, 4096), #tokens//2)",
-             "SGLang prints sizes in GiB labelled 'GB'"] + pools.notes + _hybrid_note(kv, "sglang")
+             f"max_running_requests {mrr}: min(clamp(#tokens/context_len·512, 2048, 4096), #tokens//2"
+             + (", the Mamba state pool's cap)" if mamba_note else ")"),
+             "SGLang prints sizes in GiB labelled 'GB'"] + mamba_note + pools.notes + _hybrid_note(kv, "sglang")
     return MemoryPlan("sglang", "0.5.23 rules", gpu.memory_bytes, "mem_fraction_static", mfs, int(pre_free), items,
                       int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page, tokens, lines,
                       L, s.max_num_batched_tokens or cps, mrr, tuple(notes),
