@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 
+from kvledger.accounting.attention_terms import attention_terms
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.stepcost import StepShape
 from kvledger.accounting.tp_comm import allreduce_latency_s as allreduce_latency_s_default
 from kvledger.accounting.tp_comm import allreduce_step_s, link_bytes_per_s
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
-from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 
@@ -120,12 +120,12 @@ class RooflineStepCost:
         lm_params = 0 if model.tie_word_embeddings else head
         self.matmul_params = (model.num_active_params - emb_params - lm_params) / tp  # per token, excluding the head
         self.head_flops_per_seq = 2 * head / tp
-        self.growing_read_bytes = kv.growing_bytes_per_token  # KV bytes a step reads per context token, B/token
-        self._window_state_bytes = 0.0
-        self._attn_coef, self._swa, self._prefill_coef, self._ctx_upproj = self._attention_coefficients()
+        at = attention_terms(model, kv, tp)
+        self._attn_coef, self._swa, self._prefill_coef, self._ctx_upproj = at.full, at.windows, at.prefill, at.upproj
+        self.growing_read_bytes = at.growing_read_bytes  # KV bytes a step reads per context token, B/token
         has_mla = any(isinstance(g.spec, MLAAttention) for g in kv.groups)
         self.split_attention = has_mla if split_attention is None else split_attention
-        self.state_bytes = kv.state_bytes_per_seq - self._window_state_bytes
+        self.state_bytes = kv.state_bytes_per_seq - at.window_state_bytes
         self._gemm_cache: dict[int, float] = {}
         self._list_consts: dict[int, tuple[float, float, float]] = {}  # per batch size: gemm s, state bytes, all-reduce s
         pa, b = self.attn_peak_flops * flops_fraction, self.bw * bandwidth_fraction
@@ -159,60 +159,6 @@ class RooflineStepCost:
             return 0.0
         return allreduce_step_s(num_tokens, self.model.hidden_size, self.num_allreduce_layers, self.tp,
                                 self.allreduce_latency_s, self.link_bytes_per_s)
-
-    def _attention_coefficients(self) -> tuple[float, list[tuple[float, float, int]], float, float]:
-        """FLOPs per query–key pair over unbounded layers (decode), [(flops/pair, bytes/token, window) per windowed
-        group], FLOPs per prefill pair over unbounded layers, and MLA's FLOPs per cached-context token of a prefill
-        chunk (``kv_b_proj`` re-expansion on the non-absorbed path)."""
-        full, swa, prefill, upproj = 0.0, [], 0.0, 0.0
-        mla = _mla_head_dims(self.model)
-        for g in self.kv.groups:
-            sp = g.spec
-            if g.kind == "state":
-                continue
-            heads = sp.num_attention_heads / self.tp
-            if isinstance(sp, CompressedMLAAttention):
-                full, prefill = self._compressed_coefficients(sp, g.num_layers, heads, swa, full, prefill)
-                continue
-            if isinstance(sp, MLAAttention):  # absorbed MLA: QK over (latent + rope), PV over the latent
-                per_pair = 2 * heads * (sp.kv_lora_rank + sp.qk_rope_head_dim) + 2 * heads * sp.kv_lora_rank
-                if mla is not None:  # prefill: MHA over qk_nope + qk_rope dims, PV over v_head_dim
-                    nope, v = mla
-                    prefill += (2 * heads * (nope + sp.qk_rope_head_dim) + 2 * heads * v) * g.num_layers
-                    upproj += 2 * sp.kv_lora_rank * heads * (nope + v) * g.num_layers
-                else:
-                    prefill += per_pair * g.num_layers
-            else:
-                per_pair = 2 * heads * sp.head_dim + 2 * heads * sp.v_head_dim
-                if g.kind in ("full", "mla"):
-                    prefill += per_pair * g.num_layers
-            if g.kind in ("full", "mla"):
-                full += per_pair * g.num_layers
-            else:
-                window = getattr(sp, "window_tokens", 0) or getattr(sp, "chunk_tokens", 0)
-                swa.append((per_pair * g.num_layers, g.bytes_per_token, window))
-        return full, swa, prefill, upproj
-
-    def _compressed_coefficients(self, sp: CompressedMLAAttention, n: int, heads: float, swa: list,
-                                 full: float, prefill: float) -> tuple[float, float]:
-        """DeepSeek-V4 layers: every query attends its raw window (K = V: QK and PV over head_dim) and the compressed
-        entries, at ratio 4 only the ``index_topk`` the indexer picks after scoring every indexer key
-        (``index_n_heads × index_head_dim`` per key). Window entries and the top-k entries are read through window
-        terms (appended to ``swa``), so they leave ``state_bytes`` and ``growing_read_bytes``; the compressors' state
-        stays per-request fixed bytes. Returns the unbounded (full, prefill) coefficients."""
-        per_pair = 4 * heads * sp.head_dim
-        swa.append((per_pair * n, FP8_DS_MLA_ENTRY_BYTES * n, sp.swa_window_tokens))
-        self._window_state_bytes += sp.swa_window_tokens * FP8_DS_MLA_ENTRY_BYTES * n  # read through the window term
-        r = sp.compress_ratio
-        if r == 4:  # top-k of the compressed entries: min(context / 4, topk) entries = min(context, 4·topk) / 4
-            entry = FP8_DS_MLA_ENTRY_BYTES / 4
-            swa.append((per_pair / 4 * n, entry * n, 4 * sp.index_topk))
-            self.growing_read_bytes -= entry * n
-            score = 2 * sp.index_n_heads * sp.index_head_dim / 4 * n
-            return full + score, prefill + score
-        if r > 1:
-            return full + per_pair / r * n, prefill + per_pair / r * n
-        return full, prefill
 
     def experts_touched_fraction(self, num_tokens: float) -> float:
         """Share of each MoE layer's experts that ``num_tokens`` tokens touch (uniform top-k routing), 0–1."""
@@ -386,17 +332,3 @@ class RooflineStepCost:
             return np.maximum(gpu, cpu)
         return gpu + cpu if cpu else gpu
 
-
-def _mla_head_dims(model: ModelSpec) -> tuple[int, int] | None:
-    """MLA's (qk_nope_head_dim, v_head_dim) from the first layer's ``kv_b_proj`` (rows H·(nope + v)) and ``o_proj``
-    (cols H·v) weights; None when the model has no such weights."""
-    kvb = next((w for w in model.weights if w.path.endswith("self_attn.kv_b_proj.weight")), None)
-    if kvb is None:
-        return None
-    prefix = kvb.path[: -len("kv_b_proj.weight")]
-    o = next((w for w in model.weights if w.path == prefix + "o_proj.weight"), None)
-    H = model.num_attention_heads
-    if o is None or o.cols % H or kvb.rows % H:
-        return None
-    v = o.cols // H
-    return kvb.rows // H - v, v
