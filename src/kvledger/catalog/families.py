@@ -15,9 +15,11 @@ from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
 from kvledger.catalog.layerwise import (hybrid_kinds, hybrid_layer, layer_overrides, loop_copies, mimo_v2_layer,
                                         per_layer_embedding_weights, qsa_indexer, qsa_layer)
-from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, norm, plain_mlp, std_attention, vec
+from kvledger.catalog.families_mlp import VERIFIED_DECODERS as _VERIFIED_DECODERS
+from kvledger.catalog.families_mlp import decoder_mlp, moe_counts
+from kvledger.catalog.weights import Weight, mat, norm, std_attention, vec
 
-__all__ = ["Family", "FAMILY_OF", "build_family"]
+__all__ = ["Family", "FAMILY_OF", "build_family", "decoder_mlp", "moe_counts"]
 
 
 @dataclass
@@ -142,10 +144,6 @@ def embed(c: Cfg, h: int, tied_default: bool = True) -> tuple[list[Weight], bool
     return w, tied
 
 
-_VERIFIED_DECODERS = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3", "gemma", "gemma2",
-                      "gemma3", "gemma3_text", "gpt_oss", "llama4_text", "starcoder2", "lfm2")
-
-
 def decoder(c: Cfg, mt: str) -> Family:
     """Decoder-only softmax attention with a dense or MoE MLP: Llama, Mistral, Qwen, Phi-3, Gemma, gpt-oss, Llama-4
     text, StarCoder2, LFM2 — and any config with the standard decoder fields.
@@ -222,72 +220,6 @@ def decoder(c: Cfg, mt: str) -> Family:
     fam.notes += [why] if why else []
     w += norm("model.norm", h, bias=layer_norm)
     return fam
-
-
-def moe_counts(c: Cfg, mt: str) -> tuple[int, int]:
-    """(routed experts, top-k): vLLM's ``get_num_experts`` names (num_experts, moe_num_experts, n_routed_experts, num_local_experts)."""
-    if c.get("is_moe", True) is False:  # Doge's class default carries num_experts=16384 with is_moe false: dense
-        return 0, 0
-    key = next((k for k in ("num_local_experts", "num_experts", "moe_num_experts", "n_routed_experts") if c.has(k)), None)
-    E = c.int(key, minimum=0) if key and not isinstance(c.get(key), list) else 0
-    if not E or E == 1 and mt != "llama4_text":
-        return 0, 0
-    kkey = next((k for k in ("num_experts_per_tok", "experts_per_token", "moe_top_k", "moe_topk", "num_experts_per_token", "top_k") if c.has(k)), None)
-    if kkey is None:
-        raise c.error("num_experts_per_tok", f"is missing: {E} experts but no top-k (num_experts_per_tok)")
-    return E, c.int(kkey, maximum=E)
-
-
-_PLAIN_ACTS = ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "relu", "relu2", "gelu_10")
-
-
-def decoder_mlp(c: Cfg, mt: str, p: str, h: int, i: int, E: int) -> list[Weight]:
-    """The MLP of layer ``i``: gated (SwiGLU/GeGLU) or plain, dense or MoE, as the family lays it out."""
-    if not E:
-        per_layer = c.get("intermediate_size", None)
-        if isinstance(per_layer, list):  # Gemma-3n: one width per layer
-            inter = Cfg({"intermediate_size": per_layer[i] if i < len(per_layer) else None}, c.source, c.prefix).int("intermediate_size")
-        else:
-            inter = c.int("intermediate_size", None) or 4 * h
-        if mt in ("lfm2",) and c.get("block_auto_adjust_ff_dim", False) is True:  # vLLM models/lfm2.py Lfm2MLP
-            inter = int(2 * inter / 3)
-            mult = c.float("block_ffn_dim_multiplier", None, minimum=0.0, maximum=64.0)
-            if mult is not None:
-                inter = int(mult * inter)
-            step = c.int("block_multiple_of", 256)
-            inter = step * -(-inter // step)
-        act = c.get("hidden_act", None) or c.get("activation_function", None)
-        bias = c.get("mlp_bias", False) is True or (mt == "starcoder2" and c.get("use_bias", True) is True)
-        if mt == "starcoder2" or (mt not in _VERIFIED_DECODERS and act in _PLAIN_ACTS and "gemma" not in mt):
-            return plain_mlp(f"{p}.mlp", h, inter, bias=bias, names=("c_fc", "c_proj"))
-        return gated_mlp(f"{p}.mlp", h, inter, bias=bias)
-    if mt == "mixtral":
-        return (mat(f"{p}.block_sparse_moe.gate", E, h, tp="replicate", linear=False)
-                + moe_experts(f"{p}.block_sparse_moe", h, c.int("intermediate_size"), E, names=("w1", "w3", "w2")))
-    if mt == "gpt_oss":
-        inter = c.int("intermediate_size")
-        return (mat(f"{p}.mlp.router", E, h, bias=True, tp="replicate", linear=False)
-                + [Weight(f"{p}.mlp.experts.gate_up_proj", 2 * inter, h, E, True, "shard", True),
-                   Weight(f"{p}.mlp.experts.gate_up_proj_bias", 1, 2 * inter, E, False, "shard", True),
-                   Weight(f"{p}.mlp.experts.down_proj", h, inter, E, True, "shard", True),
-                   Weight(f"{p}.mlp.experts.down_proj_bias", 1, h, E, False, "replicate", True)])
-    if mt == "llama4_text":  # Llama-4: MoE every interleave_moe_layer_step-th layer, routed + one shared expert
-        if (i + 1) % c.int("interleave_moe_layer_step", 1) != 0:
-            return gated_mlp(f"{p}.feed_forward", h, c.int("intermediate_size_mlp"))
-        inter = c.int("intermediate_size")
-        return (mat(f"{p}.feed_forward.router", E, h, tp="replicate", linear=False)
-                + [Weight(f"{p}.feed_forward.experts.gate_up_proj", 2 * inter, h, E, True, "shard", True),
-                   Weight(f"{p}.feed_forward.experts.down_proj", h, inter, E, True, "shard", True)]
-                + gated_mlp(f"{p}.feed_forward.shared_expert", h, inter))
-    sparse = i not in (c.list("mlp_only_layers", []) or []) and (i + 1) % c.int("decoder_sparse_step", 1) == 0
-    if not sparse:
-        return gated_mlp(f"{p}.mlp", h, c.int("intermediate_size"))
-    inter = c.int("moe_intermediate_size", None) or c.int("intermediate_size")
-    w = mat(f"{p}.mlp.gate", E, h, tp="replicate", linear=False) + moe_experts(f"{p}.mlp", h, inter, E)
-    if c.has("shared_expert_intermediate_size"):  # Qwen2-MoE / Qwen3-Next shared expert with a sigmoid gate
-        w += gated_mlp(f"{p}.mlp.shared_expert", h, c.int("shared_expert_intermediate_size"))
-        w += mat(f"{p}.mlp.shared_expert_gate", 1, h, tp="replicate", linear=False)
-    return w
 
 
 FAMILY_OF: dict[str, str] = {"deepseek_v2": "mla", "deepseek_v3": "mla", "kimi_k2": "mla", "qwen3_next": "qwen3_next",
