@@ -36,6 +36,34 @@ def test_every_command_is_range_checked_before_it_runs():
     assert not unchecked, f"register these before the range-check loop in kvledger/cli/main.py (build_app): {unchecked}"
 
 
+def test_cpu_overhead_is_read_in_seconds_and_bounded_in_every_command_that_takes_it():
+    # --cpu-overhead is text with a unit; its range is PlanSettings.cpu_overhead_s's, [0, 10] s. "10s" = 10 s is
+    # the top (accepted), "0us" = 0 s the bottom; "10001ms" = 10.001 s and the trial's "1e9s" = 1e9 s are above it.
+    from kvledger.cli.limits import DURATION_OPTIONS
+
+    takes_it = sorted({c for c, cmd in get_command(app).commands.items() for p in cmd.params if p.name == "cpu_overhead"})
+    assert takes_it == ["calibrate", "cost", "goodput", "search", "simulate", "validate"]
+    assert "cpu_overhead" in DURATION_OPTIONS
+    for command in takes_it:
+        check_options(command, {"cpu_overhead": "10s"}, {"cpu_overhead": "--cpu-overhead"})
+        check_options(command, {"cpu_overhead": "0us"}, {"cpu_overhead": "--cpu-overhead"})
+        for bad in ("10001ms", "1e9s"):
+            with pytest.raises(InputError, match=rf"^--cpu-overhead {bad} is out of range; allowed: \[0, 10\] s$"):
+                check_options(command, {"cpu_overhead": bad}, {"cpu_overhead": "--cpu-overhead"})
+    with pytest.raises(InputError, match="--cpu-overhead: '2' has no unit"):  # the unit is still required
+        check_options("simulate", {"cpu_overhead": "2"}, {"cpu_overhead": "--cpu-overhead"})
+
+
+def test_cpu_overhead_out_of_range_ends_the_command_before_it_runs():
+    from typer.testing import CliRunner
+
+    sim = ["--simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--num-requests", "5", "--cpu-overhead", "1e9s"]
+    for argv in (["goodput", *sim, "--slo", "ttft=1s"],
+                 ["cost", *sim, "--slo", "ttft=1s", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--gpu-usd-per-hour", "3"]):
+        res = CliRunner().invoke(app, argv)
+        assert isinstance(res.exception, InputError) and str(res.exception) == "--cpu-overhead 1e9s is out of range; allowed: [0, 10] s"
+
+
 def test_range_bounds_and_specials():
     frac = Range(0.0, 1.0, lo_open=True)
     frac.check("--f", 1.0)
