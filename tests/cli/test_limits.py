@@ -64,6 +64,27 @@ def test_cpu_overhead_out_of_range_ends_the_command_before_it_runs():
         assert isinstance(res.exception, InputError) and str(res.exception) == "--cpu-overhead 1e9s is out of range; allowed: [0, 10] s"
 
 
+def test_range_errors_share_one_wording_flag_value_range():
+    # every range check outside the option table words its error as the table does: "<flag> <value> is out of
+    # range; allowed: <range>", the value shown as the table shows it (a whole float without ".0", thousands
+    # separated; others short form) — the allowed values themselves are unchanged
+    from kvledger.analyses.spec_decode import expected_tokens_per_step
+    from kvledger.analyses.spec_report import make_draft
+    from kvledger.errors import range_error, show_number
+
+    assert [show_number(x) for x in (7.0, 0, 4096, 1e300, 0.25, math.nan, "x")] == ["7", "0", "4,096", "1e+300", "0.25", "nan", "x"]
+    assert str(range_error("--f", 1.5, "[0, 1]")) == "--f 1.5 is out of range; allowed: [0, 1]"
+    with pytest.raises(InputError, match=r"^--acceptance 1\.5 is out of range; allowed: \[0, 1\] \(per-token acceptance rate\)$"):
+        expected_tokens_per_step(1.5, 3)
+    assert expected_tokens_per_step(1.0, 3) == 4.0  # α = 1 still accepted: k + 1 = 4 tokens per step
+    with pytest.raises(InputError, match=r"^--draft-cost-fraction 2 is out of range; allowed: \(0, 1\] of the target's decode step$"):
+        make_draft(draft_cost_fraction=2.0)
+    assert make_draft(draft_cost_fraction=1.0).kind == "fraction"  # 1 is the top of (0, 1]
+    # the option table's own refusals read the same way (Range.check)
+    with pytest.raises(InputError, match=r"^--utilization 7 is out of range; allowed: \(0, 1\] \(fraction\)$"):
+        check_options("search", {"utilization": 7.0}, {"utilization": "--utilization"})
+
+
 def test_range_bounds_and_specials():
     frac = Range(0.0, 1.0, lo_open=True)
     frac.check("--f", 1.0)

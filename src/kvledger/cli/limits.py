@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from kvledger.errors import InputError
+from kvledger.errors import InputError, range_error, show_number
 
 __all__ = ["Range", "OPTION_RANGES", "COMMAND_RANGES", "DURATION_OPTIONS", "SELF_CHECKED", "range_for", "range_problems",
            "check_options", "checked"]
@@ -59,14 +59,12 @@ class Range:
         too_low = value <= self.lo if self.lo_open else value < self.lo
         too_high = value >= self.hi if self.hi_open else value > self.hi
         if too_low or too_high:
-            raise InputError(f"{flag} {given or _num(value)} is out of range; allowed: {self.describe()}")
+            raise range_error(flag, given or value, self.describe())
 
 
 def _num(x: float) -> str:
     """Whole numbers with thousands separators (4,096), others in short form (0.5, 1e+09)."""
-    if isinstance(x, int):
-        return f"{x:,}"
-    return f"{int(x):,}" if x.is_integer() and abs(x) < 1e16 else f"{x:g}"
+    return show_number(x)
 
 
 def _frac(lo_open: bool = True) -> Range:
