@@ -64,6 +64,22 @@ class FormatError(KvLedgerError):
         super().__init__(where + message)
 
 
+def range_error(name: str, value: object, allowed: str) -> InputError:
+    """A value outside its allowed range, in the one wording every range check uses: the flag (or setting) named,
+    the value given and the range, e.g. ``--target 1.5 is out of range; allowed: (0, 1] (fraction)``."""
+    return InputError(f"{name} {show_number(value)} is out of range; allowed: {allowed}")
+
+
+def show_number(x: object) -> str:
+    """A value as range errors show it: whole numbers with thousands separators (4,096), other floats in short form
+    (0.5, 1e+09, nan, inf), anything else as ``str``."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return str(x)
+    if isinstance(x, int):
+        return f"{x:,}"
+    return f"{int(x):,}" if x.is_integer() and abs(x) < 1e16 else f"{x:g}"
+
+
 def suggest(name: str, known: Iterable[str], n: int = 5) -> list[str]:
     """Closest names to ``name`` among ``known`` (case-insensitive, substring matches first)."""
     known = list(dict.fromkeys(known))

@@ -37,6 +37,25 @@ def test_metadata_the_ledgers_need():
     assert f"{prov['plan']['num_gpu_blocks']:,} blocks × 16 tokens per replica" in lines[2]
 
 
+def test_provenance_names_the_rule_that_was_simulated():
+    # --policy presets (dynamics/from_plan.py POLICY_PRESETS): sglang → batching "sglang" with SGLang's radix prefix
+    # caching; static → batching "static", caching off; contiguous → the v1 rule with kv_allocation "contiguous",
+    # caching off. Async scheduling is vLLM v1's (0.33 default on, continuous batching only), so only the v1 runs say it.
+    head = "kvledger simulator (kvledger.dynamics.engine.simulate; deterministic, no wall clock): "
+    cases = ((None, "vLLM v1 scheduling rule (preemption by recompute) — iteration-level", "paged", "vllm", True),
+             ("sglang", "SGLang 0.5.x scheduling rule — SGLang's scheduler (managers/scheduler.py", "paged", "sglang", False),
+             ("static", "static batching — a batch is formed from waiting requests", "paged", "off", False),
+             ("contiguous", "vLLM v1 scheduling rule (preemption by recompute) — iteration-level", "contiguous", "off", True))
+    for policy, rule, kv, caching, is_async in cases:
+        sim = simulate_run(replace(ARGS, num_requests=20, policy=policy))
+        text = sim.provenance()["simulator"]
+        assert text.startswith(head + rule), text
+        assert f"; {kv} KV: " in text and "; queue order fcfs; " in text
+        assert f"; prefix caching {caching}" in text and text.endswith("; async scheduling (batch queue of 2)") == is_async
+        assert ("vLLM v1" in text) == (policy in (None, "contiguous"))
+        assert sim.source_lines()[0].startswith("simulated run: " + head + rule)
+
+
 def test_gpu_count_is_replicas_times_tp():
     sim = simulate_run(replace(ARGS, num_requests=40, tp=2, replicas=2, router="least_loaded"))
     assert sim.run.metadata.num_gpus == 4 and sim.provenance()["router"] == "least_loaded"
@@ -103,7 +122,7 @@ def test_bad_input_is_a_clear_error():
         search_sim_boundary(ARGS, slo, 0.9, "rate", lo=5, hi=2)
     with pytest.raises(InputError, match=r"must be a whole number ≥ 1, got 2.5"):
         search_sim_boundary(ARGS, slo, 0.9, "max_num_seqs", lo=2.5, hi=8)
-    with pytest.raises(InputError, match=r"target must be in \(0, 1\]"):
+    with pytest.raises(InputError, match=r"^attainment target 1\.5 is out of range; allowed: \(0, 1\], e\.g\. 0\.9"):
         search_sim_boundary(ARGS, slo, 1.5, "rate")
     with pytest.raises(InputError, match="synthetic workload needs --rate"):
         simulate_run(replace(ARGS, num_requests=10), SyntheticSpec("fixed:8", "fixed:8"))

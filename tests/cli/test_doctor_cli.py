@@ -47,6 +47,28 @@ def test_human_report_shows_the_options_and_rules():
     assert "rule:" not in brief and "--verbose" in brief and len(brief.splitlines()) < len(out.splitlines()) // 2
 
 
+def test_the_short_report_says_when_the_start_up_comparison_was_skipped_and_what_to_pass():
+    # v0.14_qwen3-1.7b.log has two start-up lines (available KV memory 18.78 GiB; KV cache size 175,856 tokens) and
+    # names neither the model nor the device total: with no --model and no --gpu no row has a ledger figure, so
+    # nothing is compared; the line names both flags (--gpu for the memory terms).
+    log = LOGS / "v0.14_qwen3-1.7b.log"
+    skipped = ("the log names no model; pass --model (a bundled name or a config.json) for the ledger comparison; "
+               "no --gpu and the log prints no device total (pass --gpu to compare the memory terms)")
+    assert f"start-up: comparison with the ledger skipped: {skipped}" in run(log).stdout
+    d = json.loads(run(log, "--json").stdout)["startup"]
+    assert d["consistent"] is None and d["skipped"] == skipped
+    # v0.6.4_llama-3.1-8b_rtx3090_20k.log prints its device total (23.58 GiB, line 2) but no model: only --model is asked for
+    out = run(LOGS / "v0.6.4_llama-3.1-8b_rtx3090_20k.log").stdout
+    assert ("start-up: comparison with the ledger skipped: the log names no model; pass --model (a bundled name or a "
+            "config.json) for the ledger comparison\n") in out
+    # with --model the printed size is compared: Qwen3-1.7B keeps 2 × 28 layers × 8 KV heads × 128 × 2 B = 114,688 B
+    # per token, 1,835,008 B per 16-token block; 18.78 GiB (printed to 2 decimals) holds 10,986–10,991 blocks, and
+    # 175,856 tokens = 10,991 × 16 is among them → reproduced, and no skipped line
+    out = run(log, "--model", CONFIGS / "Qwen3-1.7B.json").stdout
+    assert "start-up: the ledger reproduces the log's block count" in out and "comparison with the ledger skipped" not in out
+    assert json.loads(run(log, "--model", CONFIGS / "Qwen3-1.7B.json", "--json").stdout)["startup"]["skipped"] is None
+
+
 @pytest.mark.parametrize("args, text", [
     ((LOGS / "tgi_launcher.log",), "Hugging Face TGI"),
     ((LOGS / "absent.log",), "no such file"),

@@ -36,6 +36,55 @@ def test_every_command_is_range_checked_before_it_runs():
     assert not unchecked, f"register these before the range-check loop in kvledger/cli/main.py (build_app): {unchecked}"
 
 
+def test_cpu_overhead_is_read_in_seconds_and_bounded_in_every_command_that_takes_it():
+    # --cpu-overhead is text with a unit; its range is PlanSettings.cpu_overhead_s's, [0, 10] s. "10s" = 10 s is
+    # the top (accepted), "0us" = 0 s the bottom; "10001ms" = 10.001 s and the trial's "1e9s" = 1e9 s are above it.
+    from kvledger.cli.limits import DURATION_OPTIONS
+
+    takes_it = sorted({c for c, cmd in get_command(app).commands.items() for p in cmd.params if p.name == "cpu_overhead"})
+    assert takes_it == ["calibrate", "cost", "goodput", "search", "simulate", "validate"]
+    assert "cpu_overhead" in DURATION_OPTIONS
+    for command in takes_it:
+        check_options(command, {"cpu_overhead": "10s"}, {"cpu_overhead": "--cpu-overhead"})
+        check_options(command, {"cpu_overhead": "0us"}, {"cpu_overhead": "--cpu-overhead"})
+        for bad in ("10001ms", "1e9s"):
+            with pytest.raises(InputError, match=rf"^--cpu-overhead {bad} is out of range; allowed: \[0, 10\] s$"):
+                check_options(command, {"cpu_overhead": bad}, {"cpu_overhead": "--cpu-overhead"})
+    with pytest.raises(InputError, match="--cpu-overhead: '2' has no unit"):  # the unit is still required
+        check_options("simulate", {"cpu_overhead": "2"}, {"cpu_overhead": "--cpu-overhead"})
+
+
+def test_cpu_overhead_out_of_range_ends_the_command_before_it_runs():
+    from typer.testing import CliRunner
+
+    sim = ["--simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--num-requests", "5", "--cpu-overhead", "1e9s"]
+    for argv in (["goodput", *sim, "--slo", "ttft=1s"],
+                 ["cost", *sim, "--slo", "ttft=1s", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--gpu-usd-per-hour", "3"]):
+        res = CliRunner().invoke(app, argv)
+        assert isinstance(res.exception, InputError) and str(res.exception) == "--cpu-overhead 1e9s is out of range; allowed: [0, 10] s"
+
+
+def test_range_errors_share_one_wording_flag_value_range():
+    # every range check outside the option table words its error as the table does: "<flag> <value> is out of
+    # range; allowed: <range>", the value shown as the table shows it (a whole float without ".0", thousands
+    # separated; others short form) — the allowed values themselves are unchanged
+    from kvledger.analyses.spec_decode import expected_tokens_per_step
+    from kvledger.analyses.spec_report import make_draft
+    from kvledger.errors import range_error, show_number
+
+    assert [show_number(x) for x in (7.0, 0, 4096, 1e300, 0.25, math.nan, "x")] == ["7", "0", "4,096", "1e+300", "0.25", "nan", "x"]
+    assert str(range_error("--f", 1.5, "[0, 1]")) == "--f 1.5 is out of range; allowed: [0, 1]"
+    with pytest.raises(InputError, match=r"^--acceptance 1\.5 is out of range; allowed: \[0, 1\] \(per-token acceptance rate\)$"):
+        expected_tokens_per_step(1.5, 3)
+    assert expected_tokens_per_step(1.0, 3) == 4.0  # α = 1 still accepted: k + 1 = 4 tokens per step
+    with pytest.raises(InputError, match=r"^--draft-cost-fraction 2 is out of range; allowed: \(0, 1\] of the target's decode step$"):
+        make_draft(draft_cost_fraction=2.0)
+    assert make_draft(draft_cost_fraction=1.0).kind == "fraction"  # 1 is the top of (0, 1]
+    # the option table's own refusals read the same way (Range.check)
+    with pytest.raises(InputError, match=r"^--utilization 7 is out of range; allowed: \(0, 1\] \(fraction\)$"):
+        check_options("search", {"utilization": 7.0}, {"utilization": "--utilization"})
+
+
 def test_range_bounds_and_specials():
     frac = Range(0.0, 1.0, lo_open=True)
     frac.check("--f", 1.0)

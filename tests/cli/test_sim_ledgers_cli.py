@@ -150,7 +150,7 @@ def test_goodput_search_prints_every_probe_and_the_boundary_per_gpu():
     (["cost", "--simulate", *SIM, "--concurrency", "8", *SLO, *COST], "add --at-offered-load to price the run at the load"),
     (["cost", "--simulate", *SIM, "--at-offered-load", "--target", "0.8", *SLO, *COST], "--at-offered-load skips; give one"),
     (["cost", "x.json", "--at-offered-load", *SLO, *COST], "--at-offered-load apply to --simulate"),
-    (["cost", "--simulate", *SIM, "--target", "1.5", *SLO, *COST], "--target must be in (0, 1]"),
+    (["cost", "--simulate", *SIM, "--target", "1.5", *SLO, *COST], "--target 1.5 is out of range; allowed: (0, 1] (share of requests within the SLO)"),
     # 1 ms TTFT: even 1/1024 req/s misses, so there is no capacity to price
     (["cost", "--simulate", *SIM, "--slo", "ttft=1ms", *COST], "no request rate down to 0.000976562 req/s has 90% of requests"),
     (["goodput", "--simulate", *SIM, "--prompt-lengths", "fixed:8", *SLO], "needs both --prompt-lengths and --output-lengths"),

@@ -145,8 +145,9 @@ def test_measured_prefill_share_and_real_run():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(utilization=0.0), r"utilization must be in \(0, 1\]"),
-    (dict(utilization=1.2), r"utilization must be in \(0, 1\]"),
+    (dict(utilization=0.0), r"^utilization 0 is out of range; allowed: \(0, 1\] \(share of billed hours spent serving\)$"),
+    (dict(utilization=1.2), r"^utilization 1\.2 is out of range; allowed: \(0, 1\] \(share"),
+    (dict(utilization=0.5, prefill_share=1.5), r"^prefill_share 1\.5 is out of range; allowed: \[0, 1\] \(fraction\)$"),
     (dict(utilization=0.5, num_gpus=0), "num_gpus must be ≥ 1"),
     (dict(utilization=0.5, engineer_months_per_month=1.0), "without a cost per engineer-month"),
 ])

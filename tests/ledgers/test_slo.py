@@ -34,7 +34,7 @@ def test_itl_statistics():
     ("ttft=-5ms", InputError, "cannot read|non-negative"),
     ("ttft=nanms", InputError, "cannot read"),
     ("ttft 200ms", InputError, "not KEY=VALUE"),
-    ("itl_p0=5ms", InputError, r"percentile must be in \(0, 100\]"),
+    ("itl_p0=5ms", InputError, r"^SLO key 'itl_p0': percentile 0 is out of range; allowed: \(0, 100\]$"),
     ("tfft=200ms", UnknownNameError, "did you mean: ttft"),
     # a limit over one day (86,400 s) is refused: 1e308 s was printed as a 309-digit number before
     ("ttft=1e308s", InputError, r"longer than a day \(86,400 s\)"),

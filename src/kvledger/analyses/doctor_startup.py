@@ -229,4 +229,10 @@ def compare_startup(ctx: DoctorContext) -> StartupComparison | None:
     notes = list(ctx.notes) + list(st.notes)
     if ctx.model is None:
         notes.append("no model: " + ctx.model_source)
-    return StartupComparison(_settings(ctx), tuple(rows), consistent, tuple(notes))
+    return StartupComparison(_settings(ctx), tuple(rows), consistent, tuple(notes), _skipped(ctx) if consistent is None else None)
+
+
+def _skipped(ctx: DoctorContext) -> str:
+    """Why no start-up row could be compared with the ledger, and what to pass: the model and GPU sources say both."""
+    why = [src for known, src in ((ctx.model, ctx.model_source), (ctx.gpu, ctx.gpu_source)) if known is None]
+    return "; ".join(why) or "the ledger has no figure for these settings (--verbose: the notes say why)"

@@ -67,19 +67,21 @@ class StartupComparison:
         settings: the settings used, each {"value", "source"} (log line, option, or engine default).
         rows: the comparison, term by term. consistent: True when every block/token/concurrency row agrees
             (within vLLM's printed rounding). notes: assumptions and rule choices.
+        skipped: when no row could be compared (``consistent`` is None), why and what to pass to compare; else None.
     """
 
     settings: dict[str, dict[str, Any]]
     rows: tuple[ComparisonRow, ...]
     consistent: bool | None
     notes: tuple[str, ...] = ()
+    skipped: str | None = None
 
     def row(self, term: str) -> ComparisonRow | None:
         return next((r for r in self.rows if r.term == term), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {"settings": self.settings, "rows": [r.to_dict() for r in self.rows], "consistent": self.consistent,
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "skipped": self.skipped}
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from kvledger.dynamics.kv_transfer import KVLink, transfer_from_plans
 from kvledger.dynamics.metrics import summarize_records
 from kvledger.dynamics.router import make_router
 from kvledger.dynamics.workload import RequestSpec
-from kvledger.errors import InputError, UnknownNameError
+from kvledger.errors import InputError, UnknownNameError, range_error
 from kvledger.ledgers.goodput import goodput_of_records
 from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
@@ -134,7 +134,7 @@ class DisaggStudy:
             raise UnknownNameError("first-token source", first_token, FIRST_TOKEN_SOURCES,
                                    hint=f"Known: {', '.join(FIRST_TOKEN_SOURCES)}.")
         if not 0 < target <= 1:
-            raise InputError(f"attainment target must be in (0, 1], e.g. 0.9; got {target}")
+            raise range_error("attainment target", target, "(0, 1], e.g. 0.9 for 90 %")
         make_router(router)  # an unknown router fails here, before any run
         self.first_token, self.router = first_token, router
         self._plans: dict[tuple, Any] = {}

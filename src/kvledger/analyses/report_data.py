@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kvledger.analyses.report_curves import utilization_curve, volume_curve
-from kvledger.errors import InputError
+from kvledger.errors import InputError, range_error
 
 __all__ = ["ReportRequest", "CONTEXTS", "SWEEP_FRACTIONS", "build_plan_section", "build_report_data", "sim_args"]
 
@@ -204,12 +204,12 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
 
     say = progress or (lambda _text: None)
     if not 0.0 < req.utilization <= 1.0:
-        raise InputError(f"--utilization must be in (0, 1] (share of billed hours spent serving), got {req.utilization}")
+        raise range_error("--utilization", req.utilization, "(0, 1] (share of billed hours spent serving)")
     slo, api_price = parse_slo(req.slo), find_api_price(req.api)
     if req.num_requests < 1:
         raise InputError(f"--num-requests must be ≥ 1 (requests per simulation), got {req.num_requests}")
     if not 0.0 < req.target <= 1.0:
-        raise InputError(f"--target must be in (0, 1] (share of requests within the SLO), got {req.target}")
+        raise range_error("--target", req.target, "(0, 1] (share of requests within the SLO)")
     say("memory plan")
     plan = build_plan_section(req)
     rate, how, price_flags = _pick_gpu_rate(req, plan["gpu"]["gpu_id"])  # price errors before the simulations

@@ -18,7 +18,7 @@ from typing import Any
 from kvledger.analyses.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
 from kvledger.dynamics.early_stop import RULE_TEXT, MissRule
 from kvledger.dynamics.sim_setup import SimRequestArgs, load_plan
-from kvledger.errors import InputError
+from kvledger.errors import InputError, range_error
 from kvledger.ledgers.boundary import BoundaryPoint, BoundaryResult, search_boundary
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
@@ -218,7 +218,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
     """
     axis = normalize_axis(axis)
     if not 0 < target <= 1:
-        raise InputError(f"attainment target must be in (0, 1], e.g. 0.9 for 90 %; got {target}")
+        raise range_error("attainment target", target, "(0, 1], e.g. 0.9 for 90 %")
     _check_args(args, axis, lo, hi)
     integer = axis != "request_rate"
     if axis == "max_num_seqs":

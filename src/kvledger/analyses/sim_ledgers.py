@@ -22,11 +22,31 @@ from kvledger.errors import InputError
 from kvledger.records import RunRecords
 
 __all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_prepared", "workload_text",
-           "SIMULATOR_DESCRIPTION"]
+           "simulator_description"]
 
-SIMULATOR_DESCRIPTION = ("kvledger simulator (kvledger.dynamics.engine.simulate; deterministic, no wall clock): vLLM v1 "
-                         "scheduling rule — continuous batching, chunked prefill, paged KV, preemption by recompute, "
-                         "prefix caching")
+#: the simulator, whichever rule it runs
+SIMULATOR = "kvledger simulator (kvledger.dynamics.engine.simulate; deterministic, no wall clock)"
+
+#: batching (EngineConfig.batching) → the name of the scheduling rule it simulates (kvledger.dynamics.scheduler and
+#: sglang_scheduler; what each rule does is engine_config.BATCHING_POLICIES's text)
+_RULES = {"continuous": "vLLM v1 scheduling rule (preemption by recompute)", "static": "static batching",
+          "sglang": "SGLang 0.5.x scheduling rule", "vllm_v0": "vLLM V0 scheduling rule"}
+
+
+def simulator_description(engine: dict[str, Any]) -> str:
+    """The simulator and the rule it ran, from the run's engine settings (``EngineConfig.to_dict()``): batching rule,
+    KV allocation, chunked prefill, queue order, prefix caching, async scheduling.
+
+    ``--policy sglang`` reads as SGLang's rule, ``static`` as static batching, ``contiguous`` as contiguous KV.
+    """
+    from kvledger.dynamics.engine_config import BATCHING_POLICIES, KV_ALLOCATION_POLICIES
+
+    b, kv = engine["batching"], engine["kv_allocation"]
+    caching = engine["prefix_caching_policy"] if engine["enable_prefix_caching"] else "off"
+    return (f"{SIMULATOR}: {_RULES.get(b, b)} — {BATCHING_POLICIES.get(b, b)}; {kv} KV: {KV_ALLOCATION_POLICIES.get(kv, kv)}; "
+            f"chunked prefill {'on' if engine['enable_chunked_prefill'] else 'off'}; queue order "
+            f"{engine['scheduling_policy']}; prefix caching {caching}"
+            + ("; async scheduling (batch queue of 2)" if engine.get("async_scheduling") else ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +138,7 @@ class SimulatedRun:
     def provenance(self) -> dict[str, Any]:
         """JSON-ready description: simulator, model, GPUs, engine settings, step-cost model, plan figures, workload."""
         s = self.setup
-        return {"simulator": SIMULATOR_DESCRIPTION, "model": s.model_name, "gpu": s.gpu_name, "gpu_id": self.gpu_id,
+        return {"simulator": simulator_description(self.result.config), "model": s.model_name, "gpu": s.gpu_name, "gpu_id": self.gpu_id,
                 "tp": s.tp, "replicas": s.replicas, "router": s.router if s.replicas > 1 else None,
                 "num_gpus": self.num_gpus, "engine": self.result.config, "step_cost": s.cost_info,
                 "plan": self.plan_figures(), "workload": {**s.workload_info, "seed": self.args.seed},
@@ -132,7 +152,7 @@ class SimulatedRun:
         unit = "pages" if p["engine"] == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
         layout = f"TP {s.tp} × {s.replicas} replica{'' if s.replicas == 1 else 's'}" + (f", router {s.router}" if s.replicas > 1 else "")
         return [
-            f"simulated run: {SIMULATOR_DESCRIPTION}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
+            f"simulated run: {simulator_description(eng)}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
             f"workload {workload_text(wl)}, seed {self.args.seed}",
             f"step cost: {s.cost_info['name']} — {s.cost_info['source']}",
             f"memory plan ({p['engine']} {rules}): {p['available_kv_bytes'] / 2**30:.2f} GiB for KV → "

@@ -29,7 +29,7 @@ from kvledger.accounting.stepcost import StepShape
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.analyses.roofline_terms import weights_bound
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.errors import InputError
+from kvledger.errors import InputError, range_error
 from kvledger.units import cdiv
 
 __all__ = ["expected_tokens_per_step", "DraftSpec", "SpecRow", "SpecDecodeModel", "verify_shape"]
@@ -44,7 +44,7 @@ def expected_tokens_per_step(acceptance: float, draft_tokens: int) -> float:
     if isinstance(draft_tokens, bool) or not isinstance(draft_tokens, int) or draft_tokens < 1:
         raise InputError(f"--draft-tokens must be an integer ≥ 1, got {draft_tokens!r}")
     if not (0.0 <= acceptance <= 1.0):
-        raise InputError(f"--acceptance must be between 0 and 1 (per-token acceptance rate), got {acceptance!r}")
+        raise range_error("--acceptance", acceptance, "[0, 1] (per-token acceptance rate)")
     if acceptance == 1.0:
         return float(draft_tokens + 1)
     return (1 - acceptance ** (draft_tokens + 1)) / (1 - acceptance)
@@ -119,7 +119,7 @@ class SpecDecodeModel:
         if draft.kind == "model":
             self._init_draft_model(draft.model)
         elif draft.kind == "fraction" and not (0.0 < draft.cost_fraction <= 1.0):
-            raise InputError(f"--draft-cost-fraction must be in (0, 1], got {draft.cost_fraction!r}")
+            raise range_error("--draft-cost-fraction", draft.cost_fraction, "(0, 1] of the target's decode step")
 
     def _init_draft_model(self, dm: ModelSpec | None) -> None:
         if dm is None:

@@ -11,7 +11,7 @@ from kvledger.analyses.plans import require_kv_pool
 from kvledger.analyses.spec_decode import DraftSpec, SpecDecodeModel, SpecRow
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.errors import InputError
+from kvledger.errors import InputError, range_error
 from kvledger.units import fmt_bytes, fmt_duration
 
 __all__ = ["make_draft", "SpecReport", "analyse_spec_decode"]
@@ -32,7 +32,7 @@ def make_draft(draft_model: str | None = None, draft_cost_fraction: float | None
         return DraftSpec("model", m.name, 0.0, m)
     if draft_cost_fraction is not None:
         if not (0.0 < draft_cost_fraction <= 1.0):
-            raise InputError(f"--draft-cost-fraction must be in (0, 1] of the target's decode step, got {draft_cost_fraction!r}")
+            raise range_error("--draft-cost-fraction", draft_cost_fraction, "(0, 1] of the target's decode step")
         return DraftSpec("fraction", f"draft head at {draft_cost_fraction:g} × the target's decode step per draft token", draft_cost_fraction)
     return DraftSpec("free", "n-gram / prompt lookup (no GPU work for drafting)")
 

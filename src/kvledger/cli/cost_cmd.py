@@ -28,12 +28,12 @@ __all__ = ["register"]
 
 
 def _pick_run(runs: list[Any], index: int | None, path: str) -> Any:
-    from kvledger.errors import InputError
+    from kvledger.errors import range_error
 
     if index is None:
         return runs[0]
     if not 0 <= index < len(runs):
-        raise InputError(f"--run {index} is out of range: {path} holds {len(runs)} runs (0–{len(runs) - 1})")
+        raise range_error("--run", index, f"[0, {len(runs) - 1:,}] ({path} holds {len(runs):,} runs)")
     return runs[index]
 
 
@@ -62,7 +62,7 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str
     """
     from kvledger.catalog.prices import find_api_price
     from kvledger.cli.limits import OPTION_RANGES, range_problems
-    from kvledger.errors import InputError
+    from kvledger.errors import InputError, range_error
     from kvledger.ledgers.slo import parse_slo
 
     missing = [flag for flag, key in (("--slo", "slo"), ("--api", "api"), ("--utilization", "utilization")) if p[key] is None]
@@ -76,17 +76,17 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str
     problems += list(range_problems("cost", {k: v for k, v in p.items() if k not in own}, flags))
     for flag, key in (("--utilization", "utilization"), ("--max-utilization", "max_utilization")):
         if p[key] is not None and not 0.0 < p[key] <= 1.0:
-            problems.append(InputError(f"{flag} must be in (0, 1] (share of billed hours spent serving), got {p[key]}"))
+            problems.append(range_error(flag, p[key], "(0, 1] (share of billed hours spent serving)"))
     gpus_max, usd_max = OPTION_RANGES["num_gpus"].hi, OPTION_RANGES["gpu_usd_per_hour"].hi  # the table's upper bounds
     if p["num_gpus"] is not None and not 1 <= p["num_gpus"] <= gpus_max:
-        problems.append(InputError(f"--num-gpus must be in [1, {gpus_max:,}] GPUs, got {p['num_gpus']:,}"))
+        problems.append(range_error("--num-gpus", p["num_gpus"], OPTION_RANGES["num_gpus"].describe()))
     if p["prefill_share"] is not None and not 0.0 <= p["prefill_share"] <= 1.0:
-        problems.append(InputError(f"--prefill-share must be in [0, 1], got {p['prefill_share']}"))
+        problems.append(range_error("--prefill-share", p["prefill_share"], OPTION_RANGES["prefill_share"].describe()))
     if p["target"] is not None and not 0.0 < p["target"] <= 1.0:
-        problems.append(InputError(f"--target must be in (0, 1] (share of requests within the SLO), got {p['target']}"))
+        problems.append(range_error("--target", p["target"], "(0, 1] (share of requests within the SLO)"))
     usd = p["gpu_usd_per_hour"]
     if usd is not None and not 0 < usd <= usd_max:
-        problems.append(InputError(f"--gpu-usd-per-hour must be > 0 and at most {usd_max:,.0f} USD per GPU-hour, got {usd:g}"))
+        problems.append(range_error("--gpu-usd-per-hour", usd, f"(0, {usd_max:,.0f}] USD/GPU-hour"))
     api = _collect(problems, lambda: find_api_price(p["api"])) if p["api"] is not None else None
     rate = None
     if usd is None and gpu_known is not None:

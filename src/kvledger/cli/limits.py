@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from kvledger.errors import InputError
+from kvledger.errors import InputError, range_error, show_number
 
-__all__ = ["Range", "OPTION_RANGES", "COMMAND_RANGES", "SELF_CHECKED", "range_for", "range_problems", "check_options", "checked"]
+__all__ = ["Range", "OPTION_RANGES", "COMMAND_RANGES", "DURATION_OPTIONS", "SELF_CHECKED", "range_for", "range_problems",
+           "check_options", "checked"]
 
 _TOKENS_MAX = 1 << 26  # as PlanSettings: beyond any real context window
 _SEED_MAX = 2**63 - 1  # numpy's default_rng takes any non-negative int; 63 bits keep seeds portable
@@ -44,8 +45,11 @@ class Range:
         hi = ("inf" if self.allow_inf else _num(self.hi)) + (")" if self.hi_open and not self.allow_inf else "]")
         return f"{lo}, {hi}" + (f" {self.unit}" if self.unit else "")
 
-    def check(self, flag: str, value: float) -> None:
-        """Raise InputError naming ``flag`` when ``value`` is NaN, an unwanted infinity or outside the range."""
+    def check(self, flag: str, value: float, given: str | None = None) -> None:
+        """Raise InputError naming ``flag`` when ``value`` is NaN, an unwanted infinity or outside the range.
+
+        ``given``: the value as the user wrote it (e.g. ``"1e9s"`` for a duration read as seconds), shown instead of ``value``.
+        """
         if isinstance(value, float) and math.isnan(value):
             raise InputError(f"{flag} nan is not a number; allowed: {self.describe()}")
         if isinstance(value, float) and math.isinf(value):
@@ -55,14 +59,12 @@ class Range:
         too_low = value <= self.lo if self.lo_open else value < self.lo
         too_high = value >= self.hi if self.hi_open else value > self.hi
         if too_low or too_high:
-            raise InputError(f"{flag} {_num(value)} is out of range; allowed: {self.describe()}")
+            raise range_error(flag, given or value, self.describe())
 
 
 def _num(x: float) -> str:
     """Whole numbers with thousands separators (4,096), others in short form (0.5, 1e+09)."""
-    if isinstance(x, int):
-        return f"{x:,}"
-    return f"{int(x):,}" if x.is_integer() and abs(x) < 1e16 else f"{x:g}"
+    return show_number(x)
 
 
 def _frac(lo_open: bool = True) -> Range:
@@ -108,7 +110,12 @@ OPTION_RANGES: dict[str, Range] = {
     "evict": _frac(lo_open=False), "sink_tokens": _count(0, _TOKENS_MAX, "tokens"),
     "run_tokens": _count(1, _TOKENS_MAX, "tokens"), "prefix_share": _frac(lo_open=False),
     "prefill_gpus": _count(1, 1 << 20, "GPUs"), "decode_gpus": _count(1, 1 << 20, "GPUs"),
+    # durations written with their unit (DURATION_OPTIONS), bounded in seconds
+    "cpu_overhead": Range(0.0, 10.0, unit="s"),  # as PlanSettings.cpu_overhead_s (ge=0, le=10)
 }
+
+#: options given as text with a time unit ("2ms"): read as seconds (kvledger.units.parse_duration_s), then range-checked.
+DURATION_OPTIONS = frozenset({"cpu_overhead"})
 
 #: (command, parameter name) → range, where a name means something else in that command.
 COMMAND_RANGES: dict[tuple[str, str], Range] = {
@@ -135,15 +142,20 @@ def range_for(command: str, name: str) -> Range | None:
 
 def range_problems(command: str, values: dict[str, Any], flags: dict[str, str] | None = None) -> list[InputError]:
     """One InputError per numeric option value (None = not given) outside its range, in option order."""
+    from kvledger.units import parse_duration_s
+
     problems = []
     for name, value in values.items():
-        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        rng = range_for(command, name)
-        if rng is None:  # tests/cli/test_limits.py requires a range for every numeric option
-            continue
+        flag, given = (flags or {}).get(name, "--" + name.replace("_", "-")), None
         try:
-            rng.check((flags or {}).get(name, "--" + name.replace("_", "-")), value)
+            if isinstance(value, str) and name in DURATION_OPTIONS:
+                value, given = parse_duration_s(value, what=flag), value
+            if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            rng = range_for(command, name)
+            if rng is None:  # tests/cli/test_limits.py requires a range for every numeric option
+                continue
+            rng.check(flag, value, given)
         except InputError as err:
             problems.append(err)
     return problems

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kvledger.errors import InputError
+from kvledger.errors import InputError, range_error
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
@@ -181,4 +181,4 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
 
 def _check_target(target: float) -> None:
     if not (0 < target <= 1):
-        raise InputError(f"attainment target must be in (0, 1], e.g. 0.9 for 90 %; got {target}")
+        raise range_error("attainment target", target, "(0, 1], e.g. 0.9 for 90 %")

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from kvledger.catalog.prices import GpuPrice
-from kvledger.errors import InputError
+from kvledger.errors import InputError, range_error
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.ledgers.columns import columns_from
 from kvledger.ledgers.goodput import GoodputResult
@@ -102,9 +102,9 @@ class SelfHostSetup:
         for name in ("utilization", "max_utilization"):
             v = getattr(self, name)
             if not 0.0 < v <= 1.0:
-                raise InputError(f"{name} must be in (0, 1] (share of billed hours spent serving), got {v}")
+                raise range_error(name, v, "(0, 1] (share of billed hours spent serving)")
         if self.prefill_share is not None and not 0.0 <= self.prefill_share <= 1.0:
-            raise InputError(f"prefill_share must be in [0, 1], got {self.prefill_share}")
+            raise range_error("prefill_share", self.prefill_share, "[0, 1] (fraction)")
         if self.engineer_months_per_month < 0 or self.engineer_usd_per_month < 0:
             raise InputError("people cost inputs must be ≥ 0")
         if self.engineer_months_per_month > 0 and self.engineer_usd_per_month == 0:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.errors import InputError, UnknownNameError
+from kvledger.errors import InputError, UnknownNameError, range_error
 from kvledger.units import fmt_duration, parse_duration_s
 
 __all__ = ["SLO", "parse_slo", "SLO_KEYS"]
@@ -132,7 +132,7 @@ def parse_slo(text: str) -> SLO:
         elif _ITL_PCT.match(key):
             q = float(_ITL_PCT.match(key).group(1))
             if not 0 < q <= 100:
-                raise InputError(f"SLO key {key!r}: the percentile must be in (0, 100]")
+                raise range_error(f"SLO key {key!r}: percentile", q, "(0, 100]")
             stat = q
         elif key not in ("ttft", "tpot", "e2e"):
             raise UnknownNameError("SLO key", m.group(1), list(SLO_KEYS) + ["itl_p99", "e2el", "itl"], hint="(ttft, tpot, itl_max, itl_mean, itl_pQ, e2e)")

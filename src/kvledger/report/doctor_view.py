@@ -53,6 +53,8 @@ def _startup(con: Any, cmp: Any) -> None:
     if cmp.consistent is not None:
         con.print("[bold]" + ("the ledger reproduces the log's block count, printed tokens and concurrency" if cmp.consistent
                               else "the ledger does NOT reproduce the log's capacity figures: see the rows above") + "[/]")
+    elif cmp.skipped:
+        con.print(f"[bold]comparison with the ledger skipped: {escape(cmp.skipped)}[/]")
     for n in cmp.notes:
         con.print(f"· {escape(n)}")
 
@@ -115,6 +117,8 @@ def _brief(con: Any, rep: Any) -> None:
     elif cmp.consistent is not None:
         con.print("start-up: " + ("the ledger reproduces the log's block count, printed tokens and concurrency" if cmp.consistent
                                   else "the ledger does NOT reproduce the log's capacity figures (--verbose shows the rows)"))
+    elif cmp.skipped:
+        con.print(f"start-up: comparison with the ledger skipped: {escape(cmp.skipped)}")
     refused = _refused_start(cmp) if cmp is not None else None
     if refused:
         con.print(f"[bold red]FOUND[/] [bold]start-up[/] (max_model_len_does_not_fit): {escape(refused)}")

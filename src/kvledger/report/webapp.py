@@ -63,11 +63,11 @@ def serving_payload(model: str, gpu: str, slo: str, api: str, trace: str = "azur
                     num_requests: int = 300) -> dict[str, Any]:
     """Capacity, cost and the serving figures for a small workload (``num_requests`` per simulation; vLLM rules)."""
     from kvledger.analyses.report_data import ReportRequest, build_report_data
-    from kvledger.errors import InputError
+    from kvledger.errors import range_error
     from kvledger.report.figures_serving import serving_figures
 
     if not 10 <= num_requests <= 5000:
-        raise InputError(f"requests per simulation must be in 10–5,000 for the web app, got {num_requests}")
+        raise range_error("requests per simulation", num_requests, "[10, 5,000] in the web app")
     engine = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {})}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=engine,
                         utilization=utilization, with_engine_savings=False)

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from kvledger.analyses.sim_ledgers import SyntheticSpec
-from kvledger.errors import InputError
+from kvledger.errors import InputError, range_error
 
 __all__ = ["SearchSpec", "Candidate", "Axes", "DEFAULT_TPS", "default_gpus", "default_tps", "make_candidates",
            "parse_candidate_id"]
@@ -71,12 +71,12 @@ class SearchSpec:
         """Raises InputError for out-of-range inputs, all of them named together."""
         bad = []
         if not 0 < self.target <= 1:
-            bad.append(f"--target must be in (0, 1] (share of requests within the SLO), got {self.target}")
+            bad.append(str(range_error("--target", self.target, "(0, 1] (share of requests within the SLO)")))
         if self.num_requests < 1:
             bad.append(f"--num-requests must be ≥ 1 request per probe, got {self.num_requests}")
         for name, v in (("--utilization", self.utilization), ("--max-utilization", self.max_utilization)):
             if v is not None and not 0 < v <= 1:
-                bad.append(f"{name} must be in (0, 1] (average load ÷ capacity over the billed hours), got {v}")
+                bad.append(str(range_error(name, v, "(0, 1] (average load ÷ capacity over the billed hours)")))
         for name, v in (("--rate", self.rate_req_per_s), ("--monthly-tokens", self.monthly_tokens)):
             if v is not None and not (v > 0 and math.isfinite(v)):
                 bad.append(f"{name} must be a finite number > 0, got {v}")
