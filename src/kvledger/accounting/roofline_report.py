@@ -67,9 +67,10 @@ class RooflineReport:
         prefill: the prefill chunk's figures. decode: rows over batch sizes per context.
         decode_compute_bound_batch: per context, the batch where the whole decode step turns compute-bound (None: never).
         flops_fraction / bandwidth_fraction: achievable shares used for ``step_s``. notes: caveats.
-        decode_attention_by_context: decode attention's FLOP/B at each context (batch 1); it varies only where a step
-            reads a bounded window or compressed entries (sliding windows, DeepSeek-V4), and
-            ``decode_attention_intensity`` is the longest context's.
+        decode_attention_by_context: decode attention's FLOP/B at each context (batch 1); it varies where a step reads
+            a bounded window (sliding windows, DeepSeek-V4's window and top-k) or a fixed per-request state (Mamba,
+            linear attention) besides the growing KV, and ``decode_attention_intensity`` is the longest context's.
+        decode_attention_varies_because: which of those the model's steps read, in words ("" when neither).
     """
 
     compute_dtype: str
@@ -85,6 +86,7 @@ class RooflineReport:
     bandwidth_fraction: float
     notes: tuple[str, ...] = field(default_factory=tuple)
     decode_attention_by_context: dict[int, float] = field(default_factory=dict)
+    decode_attention_varies_because: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -156,4 +158,11 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
         notes.append("dtype float32: matmuls are priced at the GPU's BF16 tensor-core peak, a lower bound on step time "
                      "(the GPU catalog has no FP32 figure, and PyTorch's default FP32 matmul does not use TF32 tensor cores)")
     return RooflineReport(rc.dtype, rc.peak_flops, rc.bw, ridge, cross, attn_int, prefill, tuple(rows), turn,
-                          rc.flops_fraction, rc.bandwidth_fraction, tuple(notes), by_ctx)
+                          rc.flops_fraction, rc.bandwidth_fraction, tuple(notes), by_ctx, _why_it_varies(rc))
+
+
+def _why_it_varies(rc: RooflineStepCost) -> str:
+    """What makes decode attention's FLOP/B depend on the context: window terms and fixed per-request state bytes."""
+    parts = (["it reads bounded windows (sliding-window layers, or DeepSeek-V4's window and top-k entries)"] if rc._swa else []) \
+        + ([f"each request also reads a fixed {rc.state_bytes:,.0f} B of recurrent or compressor state"] if rc.state_bytes else [])
+    return "; ".join(parts)

@@ -201,8 +201,9 @@ def summary_lines(p: Plan) -> list[str]:
         out.append(f"roofline: ridge {r.ridge_flops_per_byte:,.1f} FLOP/B; weight matmuls compute-bound above "
                    f"{r.weight_matmul_crossover_tokens:,.0f} tokens per step"
                    + (f"; decode attention {r.decode_attention_intensity:,.1f} FLOP/B"
-                      + (f" at {max(r.decode_attention_by_context):,} tokens of context ({_attn_by_ctx(r)}: it reads a "
-                         "bounded window or compressed entries)" if r.decode_attention_varies() else "")
+                      + (f" at {max(r.decode_attention_by_context):,} tokens of context ({_attn_by_ctx(r)}"
+                         + (f": {r.decode_attention_varies_because})" if r.decode_attention_varies_because else ")")
+                         if r.decode_attention_varies() else "")
                       + ", bandwidth-bound at any batch" if r.decode_attention_intensity else ""))
     return out
 
