@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvledger.catalog.compressed_mla import CompressedMLAAttention
+from kvledger.catalog.compressed_mla import CompressedMLAAttention, has_compressed_mla
 from kvledger.catalog.layers import FullAttention, LayerSpec, MLAAttention, StateLayer, kv_heads_per_gpu
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -168,7 +168,7 @@ def kv_ledger(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, *, ma
     """
     check_tp(model, tp)
     s = kv_elem_bytes(kv_cache_dtype, model)
-    if s != 1 and kv_cache_dtype.lower() != "auto" and any(isinstance(l, CompressedMLAAttention) for l in model.layers):
+    if s != 1 and kv_cache_dtype.lower() != "auto" and has_compressed_mla(model.layers):
         raise InputError(f"--kv-cache-dtype {kv_cache_dtype}: vLLM 0.33 keeps DeepSeek-V4's cache in the fp8_ds_mla format "
                          "on FlashMLA (fp8 only: 'auto' and fp8 become fp8_ds_mla); use auto or fp8")
     ssm_s = 4 if mamba_ssm_cache_dtype.lower() in ("float32", "fp32") else model.dtype_bytes

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.accounting.kvcache import KVLedger
-from kvledger.catalog.compressed_mla import CompressedMLAAttention
+from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.layers import StateLayer
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import cdiv
@@ -169,7 +169,7 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
             "all"-mode Mamba chunk), tokens.
         state_page_per_block: "all" Mamba mode: state groups claim a page per block (``vllm_rules.MambaCacheRule``).
     """
-    if any(isinstance(l, CompressedMLAAttention) for l in model.layers):  # DeepSeek-V4: vLLM 0.33's packed layout
+    if has_compressed_mla(model.layers):  # DeepSeek-V4: vLLM 0.33's packed layout
         from kvledger.accounting.kvlayout_packed import dsv4_layout
         return dsv4_layout(model, block_size)
     rows, B, notes = _layer_pages(model, kv, block_size, unify_hybrid, checkpoint_alignment_tokens)

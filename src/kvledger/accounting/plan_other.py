@@ -28,7 +28,7 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
-from kvledger.catalog.compressed_mla import CompressedMLAAttention
+from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -103,7 +103,7 @@ def _require_per_token_kv(model: ModelSpec, kv: KVLedger, engine: str) -> None:
     nor are their layouts of DeepSeek-V4's compressed caches."""
     from kvledger.errors import InputError
 
-    if any(isinstance(l, CompressedMLAAttention) for l in model.layers):
+    if has_compressed_mla(model.layers):
         raise InputError(f"{model.name} is a DeepSeek-V4 model: {engine}'s layout of its compressed caches (window, "
                          "compressed entries, indexer keys, compressor state) is not modelled here; plan it with --engine vllm")
     if not kv.bytes_per_token:

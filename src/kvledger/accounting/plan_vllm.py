@@ -23,7 +23,7 @@ from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.loading import SERVED_DTYPE_BYTES, loaded_weights
-from kvledger.catalog.compressed_mla import CompressedMLAAttention
+from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention, StateLayer
 from kvledger.catalog.modelspec import ModelSpec
@@ -158,7 +158,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
         notes.append(why)
     is_mla = any(isinstance(l, MLAAttention) for l in model.layers)
-    dsv4 = any(isinstance(l, CompressedMLAAttention) for l in model.layers)
+    dsv4 = has_compressed_mla(model.layers)
     if dsv4:
         B, bsrc = _dsv4_block_size(ver, s.block_size)
         if s.disable_hybrid_kv_cache_manager:

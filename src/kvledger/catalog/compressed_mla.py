@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from kvledger.catalog.layers import MLAAttention
 
-__all__ = ["CompressedMLAAttention", "FP8_DS_MLA_ENTRY_BYTES"]
+__all__ = ["CompressedMLAAttention", "FP8_DS_MLA_ENTRY_BYTES", "has_compressed_mla"]
 
 FP8_DS_MLA_ENTRY_BYTES = 584
 """One fp8_ds_mla entry: 448 B NoPE + 128 B RoPE (64 BF16) + 8 B scales (vLLM 0.33 ``DeepseekV4Attention.get_kv_cache_spec``)."""
@@ -94,3 +94,8 @@ class CompressedMLAAttention(MLAAttention):
         idx = f" + {self.index_entry_bytes} B indexer key / 4" if self.index_entry_bytes else ""
         return (f"{FP8_DS_MLA_ENTRY_BYTES} B fp8_ds_mla entry / {self.compress_ratio}{idx} per token, plus "
                 f"{self.swa_window_tokens} window entries and the compressor's float32 state")
+
+
+def has_compressed_mla(layers) -> bool:
+    """Whether any of ``layers`` (a ModelSpec's, None for cache-less layers) is a DeepSeek-V4 compressed layer."""
+    return any(isinstance(l, CompressedMLAAttention) for l in layers)
