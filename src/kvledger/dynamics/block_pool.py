@@ -221,6 +221,26 @@ class BlockPool:
                 elif r < 0:
                     raise RuntimeError(f"block {b}: ref count below 0")
 
+    def free_unregistered(self, batch: list[tuple[list[int], int]]) -> None:
+        """``free(block_ids, 0, num_hashed)`` for each ``(block_ids, num_hashed)`` of ``batch``, in order, done at once.
+
+        Each free sends its full blocks to the tail of the queue (last first) and its unhashed tail to the head; tails
+        and heads do not interact, so the heads of later frees end up first and the tails follow in order.
+        """
+        q = self._queue
+        if not self.enable_caching:
+            for ids, _ in batch:
+                q.extend(reversed(ids))
+            return
+        heads = []
+        for ids, nh in batch:
+            if nh < len(ids):
+                heads.append(ids[:nh - 1 if nh else None:-1])
+            if nh:
+                q.extend(reversed(ids[:nh]))
+        if heads:
+            self._prepend([b for ids in reversed(heads) for b in ids])
+
     def advance(self, n: int) -> None:
         """Take the ``n`` blocks at the front of the free queue, already read by the caller (no stale entry and no cached
         block among them: ``_commit_bulk`` in kv_stretch.py, with no block registered)."""

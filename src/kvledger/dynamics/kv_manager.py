@@ -192,6 +192,18 @@ class PagedKVManager(PoolUsage, PagedStretches):
             self._register(req, upto, True)
         return True
 
+    def free_finished(self, reqs: list[SimRequest]) -> None:
+        """``free(r, preempted=False)`` for each of ``reqs`` in order, none holding a registered block, done at once."""
+        B, batch, n = self.block_size, [], 0
+        for r in reqs:
+            if r.num_registered:
+                raise RuntimeError(f"request {r.uid} holds registered blocks; free it with free()")
+            batch.append((r.blocks, r.num_computed_tokens // B))
+            n += len(r.blocks)
+            r.blocks = []
+        self.pool.free_unregistered(batch)
+        self._req_blocks -= n
+
     def free(self, req: SimRequest, preempted: bool) -> None:
         """Release a finished or preempted request's blocks (vLLM order; see :meth:`BlockPool.free`)."""
         if self.enable_caching:

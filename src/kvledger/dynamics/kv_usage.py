@@ -53,9 +53,13 @@ class KvUsageTracker:
         self._alloc_at: list[int] = []  # buffered step where that stretch starts
         self._runs: list[int] = []  # or runs of them: (first step in the stretch, blocks), one block every block_size steps
         self._run_at: list[int] = []  # buffered step where the run's stretch starts
-        self._grants: list[int] = []  # or (buffered step, blocks) allocated together there, pairs
+        self._grants: list[int] = []  # or (step in its stretch, blocks) allocated together there, pairs
+        self._grant_at: list[int] = []  # buffered step where that grant's stretch starts
         self._drops: list[int] = []  # (buffered step, used blocks, held slots) freed from that step on, triples
+        self._frees: list[int] = []  # (step in its stretch, blocks) freed from that step on (blocks and their slots), pairs
+        self._free_at: list[int] = []  # buffered step where that free's stretch starts
         self._stored: list[float] = []  # (first step, steps, stored tokens, Δ per step), quadruples
+        self._stored_shift: list[int] = []  # (first quadruple, end quadruple, buffered step added to their first steps)
         self._used: float = 0  # used blocks and held slots of the last buffered step
         self._held: float = 0
 
@@ -76,16 +80,20 @@ class KvUsageTracker:
 
     def add_stretch(self, starts: list[float], durs: list[float], capacity_blocks: int, used0: int, held0: int,
                     allocs: list[int], drops: list[tuple[int, int, int]], runs: list[int],
-                    pieces: list[tuple[int, int, int, int]], grants: list[int] = ()) -> None:
+                    pieces: list[tuple[int, int, int, int]], grants: list[int] = (), frees: list[int] = (),
+                    stored: list[int] = ()) -> None:
         """A steady-decode stretch of ``len(durs)`` steps, described by its changes.
 
         ``used0``/``held0``: used blocks and held slots before its first step's allocations;
         ``allocs``: the step (0-based) of each block it allocates, or ``runs``: ``[first step,
         blocks, …]``, one block every ``block_size`` steps from the first, or ``grants``: ``[step, blocks, …]``
         allocated together in that step (a prompt's blocks at admission); ``drops``: ``(step, Δ used
-        blocks, Δ held blocks)`` taken off from that step on (steps past the stretch ignored);
-        ``pieces``: ``(first step, end step, requests, stored tokens at the first step)``,
-        stored tokens growing by ``requests`` per step (ends past the stretch are cut).
+        blocks, Δ held blocks)`` taken off from that step on (steps past the stretch ignored), or
+        ``frees``: ``[step, blocks, …]``, those blocks and their slots taken off from that step on (every
+        step inside the stretch); ``pieces``: ``(first step, end step, requests, stored tokens at the first
+        step)``, stored tokens growing by ``requests`` per step (ends past the stretch are cut), or
+        ``stored``: the same as flat ``[first step, steps, stored tokens then, requests, …]`` quadruples,
+        in step order, covering the stretch's steps once each.
         """
         k = len(durs)
         i = len(self._durs)
@@ -110,14 +118,18 @@ class KvUsageTracker:
             cnt = sum(runs[1::2])
             used += cnt
             held += cnt * B
-        if grants:
-            g = self._grants
-            cnt = 0
-            for j, c in zip(grants[::2], grants[1::2]):
-                g += (i + j, c)
-                cnt += c
+        if grants:  # whole lists, their steps shifted by ``i`` at the fold
+            self._grants += grants
+            self._grant_at += [i] * (len(grants) // 2)
+            cnt = sum(grants[1::2])
             used += cnt
             held += cnt * B
+        if frees:
+            self._frees += frees
+            self._free_at += [i] * (len(frees) // 2)
+            cnt = sum(frees[1::2])
+            used -= cnt
+            held -= cnt * B
         for j, du, dr in drops:
             if j < k:
                 self._drops += (i + j, du, dr * B)
@@ -125,6 +137,10 @@ class KvUsageTracker:
                 held -= dr * B
         self._used, self._held = used, held
         st = self._stored
+        if stored:
+            r0 = len(st) // 4
+            st += stored
+            self._stored_shift += (r0, len(st) // 4, i)
         for a, b, alive, kv_a in pieces:
             if b > k:
                 b = k
@@ -157,8 +173,14 @@ class KvUsageTracker:
             slot += a * self.block_size
         if self._grants:
             g = np.array(self._grants, dtype=np.int64).reshape(-1, 2)
-            np.add.at(step, g[:, 0], g[:, 1])
-            np.add.at(slot, g[:, 0], g[:, 1] * self.block_size)
+            at = g[:, 0] + np.array(self._grant_at, dtype=np.int64)
+            np.add.at(step, at, g[:, 1])
+            np.add.at(slot, at, g[:, 1] * self.block_size)
+        if self._frees:
+            f = np.array(self._frees, dtype=np.int64).reshape(-1, 2)
+            at = f[:, 0] + np.array(self._free_at, dtype=np.int64)
+            np.subtract.at(step, at, f[:, 1])
+            np.subtract.at(slot, at, f[:, 1] * self.block_size)
         if self._drops:
             d = np.array(self._drops, dtype=np.int64).reshape(-1, 3)
             np.subtract.at(step, d[:, 0], d[:, 1])
@@ -170,33 +192,69 @@ class KvUsageTracker:
         last = np.maximum.accumulate(last)
         used = _since_set(sets[:, 1], at, last, step[:n])
         held = _since_set(sets[:, 2], at, last, slot[:n])
-        s = np.array(self._stored, dtype=np.float64).reshape(-1, 4)
+        s = np.fromiter(self._stored, np.float64, len(self._stored)).reshape(-1, 4)
+        sh = self._stored_shift
+        for j in range(0, len(sh), 3):
+            s[sh[j]: sh[j + 1], 0] += sh[j + 2]
         count = s[:, 1].astype(np.int64)
         stored = s[:, 2].repeat(count) + s[:, 3].repeat(count) * (np.arange(n) - s[:, 0].repeat(count))
         self._starts, self._durs, self._drops, self._sets, self._stored = [], [], [], [], []
         self._allocs, self._alloc_at, self._runs, self._run_at, self._grants = [], [], [], [], []
+        self._grant_at, self._frees, self._free_at, self._stored_shift = [], [], [], []
         self._fold(starts, durs, used, stored, held)
 
     def _fold(self, starts, durs, used, stored, held) -> None:
         """Add buffered steps to the totals and buckets, left to right."""
         u = used / self._cap
         ud = u * durs
-        self._busy_s = _seq_sum(self._busy_s, durs)
-        self._usage_s = _seq_sum(self._usage_s, ud)
-        self._stored_token_s = _seq_sum(self._stored_token_s, stored * durs)
-        self._held_token_s = _seq_sum(self._held_token_s, held * durs)
+        n = len(starts)
+        rows = np.empty((4, n + 1))  # each total plus its steps, summed left to right along the row by one cumsum
+        rows[:, 0] = self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s
+        rows[0, 1:] = durs
+        rows[1, 1:] = ud
+        np.multiply(stored, durs, out=rows[2, 1:])
+        np.multiply(held, durs, out=rows[3, 1:])
+        self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s = rows.cumsum(axis=1)[:, -1].tolist()
         self._max_usage = max(self._max_usage, float(u.max()))
-        j, n, width, idx = 0, len(starts), 0.0, None
+        j = 0
         while j < n:
-            b = self._bucket(float(starts[j]))  # merges buckets first when the run has outgrown them
-            if self._width_s != width:
-                width = self._width_s
-                idx = (starts / width).astype(np.int64)
-            e = int(np.searchsorted(idx, idx[j], side="right"))
-            b[0] = _seq_sum(b[0], ud[j: e])
-            b[1] = _seq_sum(b[1], durs[j: e])
-            b[2] = max(b[2], float(u[j: e].max()))
+            self._bucket(float(starts[j]))  # merges buckets first when the run has outgrown them
+            idx = (starts[j:] / self._width_s).astype(np.int64)
+            e = j + int(np.searchsorted(idx, MAX_USAGE_BUCKETS))  # steps before the next merge
+            self._add_to_buckets(idx[: e - j], durs[j: e], u[j: e], ud[j: e])
             j = e
+
+    def _add_to_buckets(self, idx, durs, u, ud) -> None:
+        """Add steps to buckets ``idx`` (ascending, all below MAX_USAGE_BUCKETS), each bucket's sums left to right."""
+        n, b = len(idx), self._b
+        first = np.concatenate(([0], np.flatnonzero(idx[1:] != idx[:-1]) + 1))
+        length = np.diff(np.append(first, n))
+        at = idx[first].tolist()
+        while len(b) <= at[-1]:
+            b.append([0.0, 0.0, 0.0])
+        S, M = len(first), int(length.max())
+        if S <= 2 or S * (M + 1) > 4 * n + 64:  # a few buckets, or steps spread too unevenly for a grid: one at a time
+            for k, i in enumerate(at):
+                x, f = b[i], int(first[k])
+                e = f + int(length[k])
+                x[0] = _seq_sum(x[0], ud[f: e])
+                x[1] = _seq_sum(x[1], durs[f: e])
+                x[2] = max(x[2], float(u[f: e].max()))
+            return
+        grid = np.zeros((2, S, M + 1))  # per bucket: its sums so far, its steps, then zeros (x + 0.0 is x)
+        grid[0, :, 0] = [b[i][0] for i in at]
+        grid[1, :, 0] = [b[i][1] for i in at]
+        r = np.repeat(np.arange(S), length)
+        c = np.arange(n) - np.repeat(first, length) + 1
+        grid[0, r, c] = ud
+        grid[1, r, c] = durs
+        sums = grid.cumsum(axis=2)[:, np.arange(S), length].tolist()
+        peak = np.maximum.reduceat(u, first).tolist()
+        for k, i in enumerate(at):
+            x = b[i]
+            x[0], x[1] = sums[0][k], sums[1][k]
+            if peak[k] > x[2]:
+                x[2] = peak[k]
 
     def _bucket(self, start: float) -> list[float]:
         i = int(start / self._width_s)

@@ -27,12 +27,12 @@ every reported figure with step-by-step execution.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
+from itertools import accumulate
 
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.kv_manager import PagedKVManager
-from kvledger.dynamics.request_state import FINISHED, RUNNING, SimRequest, accept
-from kvledger.dynamics.fast_path import advance, write_counters
-from kvledger.dynamics.stretch_times import decode_times
+from kvledger.dynamics.request_state import RUNNING, SimRequest, accept
 
 __all__ = ["eligible", "run_arrivals", "MAX_ARRIVAL_STRETCH_STEPS"]
 
@@ -52,52 +52,100 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     Precondition (as ``run_open``): ``eligible(rep)``; ``rep`` steady and ready with requests running, none
     waiting and no free pending. ``arrivals[i]`` is ``specs[i].arrival_s``. Rejected arrivals' records and
     (without the replica's ``sink``) finished requests' ``(uid, record)`` pairs are appended to ``out``.
+
+    The running requests are kept as counts, not lists: a request decoding from step ``d0`` with ``c0`` computed
+    tokens then has ``c0 − d0 + K`` computed at step ``K`` and leaves after step ``d0 + m − 1`` (``m`` tokens left
+    then), so ``groups`` maps each finish step to [requests, Σ (c0 − d0)] and ``S`` is Σ (c0 − d0) over the ``n``
+    running: step ``K``'s decodes read ``S + n·(K + 1)`` KV tokens, exactly ``Σ computed + n`` of the lists.
     """
     kv, cfg, pool = rep.kv, rep.cfg, rep.kv.pool
     if pool._key_of or pool._num_stale or rep._deferred:
         return i, False
     B, lag, total = kv.block_size, 1 if rep._async else 0, len(specs)
     budget_tokens, max_seqs, max_len, caps = cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.max_model_len, cfg.caps_output
-    price, split = rep._step_price, rep.prefill_time.mixed
-    running = list(rep.sched.running)
-    rems = [r.num_output_tokens - r.num_generated for r in running]
-    comp = [r.num_computed_tokens for r in running]
+    price, split, dprice = rep._step_price, rep.prefill_time.mixed, rep._decode_list
     # per request: (request, first decode step, computed tokens then, blocks held then, tokens left then, admitted here)
-    lives = [(r, 0, c, len(r.blocks), m, False) for r, c, m in zip(running, comp, rems)]
+    lives, groups, S = [], {}, 0
+    for r in rep.sched.running:
+        m, c = r.num_output_tokens - r.num_generated, r.num_computed_tokens
+        lives.append((r, 0, c, len(r.blocks), m, False))
+        g = groups.get(m)
+        if g is None:
+            groups[m] = [1, c]
+        else:
+            g[0] += 1
+            g[1] += c
+        S += c
+    n, keys = len(lives), sorted(groups)  # keys: the finish steps, ascending
     blocks_left = pool.num_free_blocks  # a lower bound on the free blocks, kept by counting every take at its most
-    ends, durs, pieces, grants = [rep.now_s], [], [], []  # grants: [step, prompt blocks, …]
+    ends, durs, stored, grants = [rep.now_s], [], [], []  # stored: [first step, steps, KV tokens, Δ per step, …]
     sched_t = rep.sched_s  # when the next step is scheduled
     finishing = 0  # async: requests that finished in the last step (their seats are held until the next schedule)
+    last = rep.decode_step_hint_s  # a recent decode step's price: sizes pricing chunks only (any chunking, same prices)
     K = 0  # steps run
-    while running and K < MAX_ARRIVAL_STRETCH_STEPS:
+    while n and K < MAX_ARRIVAL_STRETCH_STEPS:
         bound = arrivals[i] if i < total else math.inf
-        k = 0
         if not (lag and sched_t >= bound):
-            rep.now_s = ends[K]
-            go = len(running) > 1
-            k, seg_ends, seg_durs, seg_pieces = decode_times(rep, rems, comp, go, bound, lag)
-            n = len(running)
-            q = blocks_left // n  # blocks each running request may take
-            if k > q * B - 1:
-                k = q * B - 1 if q > 0 else 0
+            # decode steps up to the bound, in pieces between finishes (stretch_times.decode_times, on the counts)
+            q = blocks_left // n  # blocks each running request may take: at most q·B − 1 steps
+            E = K + q * B - 1 if q > 0 else K
+            if E > MAX_ARRIVAL_STRETCH_STEPS:
+                E = MAX_ARRIVAL_STRETCH_STEPS
+            alive, s_alive, a, si, cut, go = n, S, K, 0, False, n > 1
+            finite = bound < math.inf
+            while True:
+                b = keys[si]
+                if b > E:
+                    b = E
+                j = a
+                while j < b:
+                    m = b - j  # a chunk never crosses the piece's end: past it the batch differs
+                    if finite:  # steps likely to fit before the bound, from the last price (a few spare)
+                        est = int((bound - ends[j]) / last) + 3 + lag if last > 0 else 16
+                        if est < 8:
+                            est = 8
+                        if est < m:
+                            m = est
+                    d = dprice(alive, s_alive + alive * (j + 1), m)
+                    durs += d
+                    last = d[-1]
+                    it = accumulate(d, initial=ends[j])
+                    next(it)
+                    ends.extend(it)
+                    j += m
+                    if j - 1 - lag >= K and ends[j - 1 - lag] >= bound:
+                        j = bisect_left(ends, bound, max(a - lag, K), j - lag) + lag
+                        cut = True
+                        break
+                if j < b:
+                    b = j
+                if b > a:
+                    stored += (a, b - a, s_alive + alive * (a + 1), alive)
+                if cut or b >= E or not go:
+                    break
+                cnt, tok = groups[b]  # the requests finishing in step b − 1 leave
+                alive, s_alive, a = alive - cnt, s_alive - tok, b
+                si += 1
+                if si == len(keys):  # everyone finished
+                    break
+            k = b - K
             if k:
+                del ends[b + 1:], durs[b:]
                 blocks_left -= n * (k // B + 1)
-                ends += seg_ends[1: k + 1]
-                durs += seg_durs[:k]
-                for a, b, alive, kv_a in seg_pieces:
-                    if b > k:
-                        b = k
-                    if b > a:
-                        pieces.append((K + a, K + b, alive, kv_a))
-                ended = min(rems) <= k
-                finishing = rems.count(k) if lag else 0  # async: finished in the segment's last step
-                running, rems, comp = advance(running, rems, comp, k, ended)
-                K += k
+                if lag:
+                    g = groups.get(b)
+                    finishing = g[0] if g is not None else 0  # async: finished in the segment's last step
+                K = b
+                while keys and keys[0] <= K:
+                    cnt, tok = groups.pop(keys.pop(0))
+                    n -= cnt
+                    S -= tok
                 sched_t = ends[K - 1] if lag else ends[K]
-            if not running or sched_t < bound or K >= MAX_ARRIVAL_STRETCH_STEPS:
+            else:
+                del ends[K + 1:], durs[K:]
+            if not n or sched_t < bound or K >= MAX_ARRIVAL_STRETCH_STEPS:
                 break  # everyone finished, or stopped short of the arrival (blocks, the step cap)
         # the arrivals visible when the next step is scheduled: admitted together in one mixed step, or none of them
-        n = len(running)
         room = budget_tokens - n
         if room <= 0 or blocks_left < n:
             break
@@ -129,46 +177,61 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
             p = r.num_prompt_tokens
             pf += p
             pairs += p * 0 + p * (p + 1) / 2  # Replica._apply_plan's sum: c·n + n(n+1)/2 with nothing computed
-        dec_kv = sum(comp) + n
+        dec_kv = S + n * (K + 1)  # Σ computed + n
         dur = (price(pf, len(new), pf, pairs, n, dec_kv) if price is not None else
                rep.cost.step_time_s(StepShape(pf, len(new), pf, pairs, n, dec_kv)))
         split += (pf, len(new), pf, pairs, n, dec_kv, dur)  # the step's prefill part, priced later (PrefillTime)
-        pieces.append((K, K + 1, 0, pf + dec_kv))
+        stored += (K, 1, pf + dec_kv, 0)
         ends.append(ends[K] + dur)
         durs.append(dur)
-        fin = rems.count(1)  # finished in this step
-        running, rems, comp = advance(running, rems, comp, 1, fin > 0)
+        g = groups.get(K + 1)
+        fin = g[0] if g is not None else 0  # finished in this step
+        grants_at = K
+        K += 1
+        if fin:
+            del groups[K]
+            keys.pop(0)
+            n -= fin
+            S -= g[1]
         for r, h in new:
-            p = r.num_prompt_tokens
-            grants += (K, h)
-            lives.append((r, K + 1, p, h, r.num_output_tokens - 1, True))
+            p, o = r.num_prompt_tokens, r.num_output_tokens
+            grants += (grants_at, h)
+            lives.append((r, K, p, h, o - 1, True))
             r.status = RUNNING
-            r.run_start = rep.num_steps + K
+            r.run_start = rep.num_steps + grants_at
             r.num_cached_tokens = 0
             kv.query_tokens += p
-            running.append(r)
-            rems.append(r.num_output_tokens - 1)
-            comp.append(p)
-        K += 1
+            f = K + o - 1  # its finish: after step K + o − 2
+            g = groups.get(f)
+            if g is None:
+                groups[f] = [1, p - K]
+                insort(keys, f)
+            else:
+                g[0] += 1
+                g[1] += p - K
+            S += p - K
+        n += len(new)
         finishing = fin if lag else 0
         sched_t = ends[K - 1] if lag else ends[K]
+    rep.decode_step_hint_s = last
     if K == 0:
         return i, False
     rep.prefill_time.check()
-    _settle(rep, lives, K, ends, durs, pieces, grants, running, rems, comp, out)
+    _settle(rep, lives, K, ends, durs, stored, grants, out)
     return i, True
 
 
-def _settle(rep, lives: list, K: int, ends: list[float], durs: list[float], pieces: list, grants: list[int],
-            running: list[SimRequest], rems: list[int], comp: list[int], out: list) -> None:
+def _settle(rep, lives: list, K: int, ends: list[float], durs: list[float], stored: list, grants: list[int],
+            out: list) -> None:
     """Blocks, frees, KV usage, token times, counters and records of the ``K`` steps run (see ``run_arrivals``)."""
     kv, sched = rep.kv, rep.sched
     pool, B, lag = kv.pool, kv.block_size, 1 if rep._async else 0
     used0, held0 = kv.num_used_blocks, kv._req_blocks * B
     q, h0 = pool._queue, pool._head
     h = h0
-    runs: list[int] = []
-    finished, drops, freed, deferred = [], [], [], []
+    runs: list[int] = []  # [first step, blocks, …]: one block every B steps from the first
+    frees: list[int] = []  # [step, blocks, …]: a finished request's blocks, off the samples from that step on
+    running, finished, freed, deferred = [], [], [], []
     step0 = rep.num_steps
     for r, d0, c0, held, m, admitted in lives:
         if admitted:  # its prompt's blocks
@@ -189,23 +252,26 @@ def _settle(rep, lives: list, K: int, ends: list[float], durs: list[float], piec
             r.num_tokens = r.num_prompt_tokens + r.num_output_tokens
             finished.append((r, step0 + f))
             if f + 1 + lag <= K:  # missing from the samples from step f + 1 on (at K: past the stretch, ignored)
-                drops.append((f + 1, held + cnt, held + cnt))
+                if f + 1 < K:
+                    frees += (f + 1, held + cnt)
                 freed.append(r)
             else:  # async, finished in the last step: freed after the next schedule
                 deferred.append(r)
+        else:
+            r.num_computed_tokens = c0 + K - d0
+            r.num_generated = g = r.num_output_tokens - (d0 + m - K)
+            r.num_tokens = r.num_prompt_tokens + g
+            running.append(r)
     if h - h0 > pool.num_free_blocks:
         raise RuntimeError(f"block pool: asked for {h - h0} blocks, {pool.num_free_blocks} free")
     pool.advance(h - h0)
     kv._req_blocks += h - h0
     rep._push_times(ends[1: K + 1])  # sched.running still lists the requests whose token times the buffer must keep
     rep.now_s = ends[K]
-    for r, _ in finished:
-        r.status = FINISHED
-    for r in freed:  # after the blocks were taken: frees put blocks back at the queue's head
-        kv.free(r, preempted=False)
-    write_counters(running, rems, comp)
+    if freed:  # after the blocks were taken: frees put blocks back at the queue's head
+        kv.free_finished(freed)
     sched.running = running
-    rep.usage.add_stretch(ends[:K], durs, kv.capacity_blocks, used0, held0, (), drops, runs, pieces, grants)
+    rep.usage.add_stretch(ends[:K], durs, kv.capacity_blocks, used0, held0, (), (), runs, (), grants, frees, stored)
     if lag:
         rep._deferred = deferred
         sched.num_finishing = len(deferred)

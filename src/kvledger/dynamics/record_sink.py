@@ -70,6 +70,16 @@ class RecordSink:
         self.num_preemptions[uid] = num_preemptions
         self.count += 1
 
+    def put_many(self, uids: np.ndarray, first_token_s: np.ndarray, finish_s: np.ndarray, num_output_tokens,
+                 num_cached_tokens, num_preemptions) -> None:
+        """``put`` for many served requests at once (sequences of equal length; NaN for a ``num_cached_tokens`` of None)."""
+        self.first_token_s[uids] = first_token_s
+        self.finish_s[uids] = finish_s
+        self.num_output_tokens[uids] = num_output_tokens
+        self.num_cached_tokens[uids] = num_cached_tokens
+        self.num_preemptions[uids] = num_preemptions
+        self.count += len(uids)
+
     def extend(self, items: Iterable[tuple[int, RequestRecord]]) -> None:
         for item in items:
             self.append(item)
