@@ -153,3 +153,21 @@ class PoolMachine(RuleBasedStateMachine):
 
 PoolMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
 TestPoolMachine = PoolMachine.TestCase
+
+
+@pytest.mark.parametrize("caching", [True, False])
+def test_freeing_many_requests_at_once_leaves_the_queue_of_freeing_them_one_by_one(caching):
+    # Three requests' blocks with 2, 0 and 3 full (hashed) blocks: one by one, each puts its partial tail at the
+    # head and its full blocks at the tail; at once (free_unregistered), the later tails must still come first.
+    # With caching: request 1 [1, 2, 3] (2 full) → head [3], tail [2, 1]; request 2 [4, 5] (0 full) → head
+    # [5, 4]; request 3 [6, 7, 8] (3 full) → tail [8, 7, 6]. Queue: 5, 4, 3, 9, 10, 2, 1, 8, 7, 6.
+    one, many = BlockPool(11, enable_caching=caching), BlockPool(11, enable_caching=caching)
+    batch = []
+    for pool in (one, many):
+        batch = [(pool.allocate(3), 2), (pool.allocate(2), 0), (pool.allocate(3), 3)]
+    for ids, nh in batch:
+        one.free(ids, 0, nh)
+    many.free_unregistered(batch)
+    assert many.free_block_ids() == one.free_block_ids()
+    expected = [5, 4, 3, 9, 10, 2, 1, 8, 7, 6] if caching else [9, 10, 3, 2, 1, 5, 4, 8, 7, 6]
+    assert many.free_block_ids() == expected

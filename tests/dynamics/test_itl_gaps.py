@@ -135,3 +135,25 @@ def test_past_the_exact_limit_a_sketch_keeps_every_itl_figure_within_its_bound(m
         a, b = getattr(exact.itl_s, key), getattr(lean.itl_s, key)
         assert abs(a - b) <= itl_gaps.SKETCH_ALPHA * a * (1 + 1e-9)
     assert itl_gaps.SKETCH_NOTE in lean.definitions and itl_gaps.SKETCH_NOTE not in exact.definitions
+
+
+def test_sketch_folds_give_the_keys_and_counts_of_one_unique_over_everything():
+    # to_sketch sorts packed (key, count) pairs and merges with the sketch so far; the result must be what one
+    # np.unique over every key gives, each key's counts summed (zeros get the key -2^62).
+    from kvledger.dynamics import itl_gaps
+
+    rng = np.random.default_rng(7)
+    h, all_keys, all_counts = itl_gaps.GapHistogram(), [], []
+    for part in range(3):
+        gaps = np.round(rng.lognormal(-5, 0.4, 5000), 7)  # rounded: many equal gaps, so runs are merged
+        gaps[:3] = 0.0 if part == 1 else gaps[:3]
+        counts = rng.integers(1, 40, gaps.size).astype(np.int32)
+        h.add_steps(gaps, counts)
+        h.to_sketch()
+        with np.errstate(divide="ignore"):
+            all_keys.append(np.where(gaps > 0, np.ceil(np.log(gaps) / itl_gaps._LOG_GAMMA), -2**62).astype(np.int64))
+        all_counts.append(counts)
+    uniq, inv = np.unique(np.concatenate(all_keys), return_inverse=True)
+    assert np.array_equal(h.sketch[0], uniq)
+    assert np.array_equal(h.sketch[1], np.bincount(inv, weights=np.concatenate(all_counts)).astype(np.int64))
+    assert h.sketch[0][0] == -2**62 and h.sketch[1].sum() == sum(int(c.sum()) for c in all_counts)

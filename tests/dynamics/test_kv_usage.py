@@ -45,3 +45,43 @@ def test_a_stretch_as_changes_equals_its_steps_one_by_one(before):
         # ∫ usage dt = 0.5 s × (3 + 4 + 5 + 3 + 3) / 10 = 0.9; token-state share = Σ stored / Σ held = 49 / 72.
         assert sa["mean"] == pytest.approx(0.9 / 4.0) and sa["max"] == 0.5
         assert sa["token_state_share"] == pytest.approx(49 / 72)
+
+
+def _buckets_step_by_step(steps, cap):
+    """The usage buckets a step-at-a-time loop keeps: width 0.01 s doubling (pairs merged) whenever a step starts
+    past bucket 255; per bucket ∫ usage dt, busy s and max usage, each added left to right."""
+    width, b = 0.01, []
+    for start, dur, used in steps:
+        i = int(start / width)
+        while i >= 256:
+            b = [[x[0] + y[0], x[1] + y[1], max(x[2], y[2])] for x, y in zip(b[::2], b[1::2] + [[0.0, 0.0, 0.0]])]
+            width *= 2
+            i = int(start / width)
+        while len(b) <= i:
+            b.append([0.0, 0.0, 0.0])
+        u = used / cap
+        b[i][0] += u * dur
+        b[i][1] += dur
+        b[i][2] = max(b[i][2], u)
+    return width, b
+
+
+def test_buckets_folded_together_equal_a_step_at_a_time_loop():
+    # 6,000 steps: the first 3,000 every 3 ms (about 3 steps a bucket, past bucket 255 twice inside one fold, so
+    # the fold splits at each merge), then 3,000 bunched 3 per second apart from a few long gaps (uneven buckets).
+    import random
+
+    rng = random.Random(3)
+    steps, t = [], 0.0
+    for j in range(6000):
+        dur = rng.uniform(0.001, 0.004)
+        steps.append((t, dur, rng.randrange(0, 50)))
+        t += 0.003 if j < 3000 else (rng.choice([0.0005, 0.0005, 0.0005, 2.5]))
+    tracker = KvUsageTracker(16)
+    for start, dur, used in steps:
+        tracker.add(start, dur, used, 50, 0, 0)
+    width, b = _buckets_step_by_step(steps, 50)
+    s = tracker.summary(t)
+    assert s["bucket_width_s"] == width
+    assert [x["mean"] for x in s["series"]] == [x[0] / x[1] if x[1] else 0.0 for x in b]
+    assert [x["max"] for x in s["series"]] == [x[2] for x in b]

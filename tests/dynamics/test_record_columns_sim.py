@@ -102,3 +102,21 @@ def test_load_trace_columns_equals_load_trace():
     cols, specs = load_trace_columns("azure-conv", **kw), load_trace("azure-conv", **kw)
     assert list(cols) == specs and cols[0].request_id == specs[0].request_id
     assert load_trace_columns("mooncake", num_requests=10) is None
+
+
+def test_preempted_requests_finishing_inside_an_arrival_stretch_keep_their_records():
+    """Llama-3.1-8B on one L4 at max_model_len 16,384 (1,951 blocks of 16 tokens) under the first 3,000 Azure
+    conversation requests: hundreds of preemptions, and requests preempted earlier (several runs of token times)
+    finish inside arrival stretches among others, whose records go to the columns together. Each record must be
+    the one the object path builds request by request: first-token and finish times, preemptions."""
+    from kvledger.analyses.sim_ledgers import prepare_run
+    from kvledger.dynamics.sim_setup import SimRequestArgs
+
+    setup = prepare_run(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="L4", trace="azure-conv",
+                                       num_requests=3000, max_model_len=16384))
+    objects = simulate(setup.workload, setup.config, setup.cost, record_token_times=False, records_as_columns=False)
+    cols = simulate(setup.workload, setup.config, setup.cost, record_token_times=False)
+    assert objects.summary.num_preemptions > 100
+    assert sum(1 for r in objects.records.records if r.num_preemptions) > 50
+    assert cols.records.records == objects.records.records
+    assert json.dumps(cols.to_dict()) == json.dumps(objects.to_dict())

@@ -127,7 +127,8 @@ class RooflineStepCost:
         self.split_attention = has_mla if split_attention is None else split_attention
         self.state_bytes = kv.state_bytes_per_seq - at.window_state_bytes
         self._gemm_cache: dict[int, float] = {}
-        self._list_consts: dict[int, tuple[float, float, float]] = {}  # per batch size: gemm s, state bytes, all-reduce s
+        self._list_consts: dict[int, tuple] = {}  # per batch size: gemm s, state bytes, all-reduce s, the plain form's
+        self._token_terms: dict[int, tuple[float, float]] = {}  # per step tokens: weight bytes read, all-reduce s
         pa, b = self.attn_peak_flops * flops_fraction, self.bw * bandwidth_fraction
         fa, fb = self._attn_coef / pa, self.growing_read_bytes / b
         # decode attention bandwidth-bound at every length, with a margin no rounding can cross
@@ -249,8 +250,13 @@ class RooflineStepCost:
         kv_bytes = (self.growing_read_bytes * (decode_kv_tokens + prefill_kv_tokens)
                     + 2 * self.state_bytes * seqs)
         ff, b = self.flops_fraction, self.bw * self.bandwidth_fraction
-        gpu = (max(matmul / (self.peak_flops * ff), self.weight_read_bytes(T) / b)
-               + max(attn / (self.attn_peak_flops * ff), kv_bytes / b) + self.allreduce_s(T))
+        c = self._token_terms.get(T)  # (weight bytes read, all-reduce s) of a step over T tokens, cached
+        if c is None:
+            c = (self.weight_read_bytes(T), self.allreduce_s(T))
+            if len(self._token_terms) < 65536:
+                self._token_terms[T] = c
+        gpu = (max(matmul / (self.peak_flops * ff), c[0] / b)
+               + max(attn / (self.attn_peak_flops * ff), kv_bytes / b) + c[1])
         return max(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu + self.cpu_overhead_s
 
     def _gemm_s(self, num_seqs: int) -> float:
@@ -275,19 +281,21 @@ class RooflineStepCost:
         positive float, and so is the CPU floor of 0 s under overlap); anything else is
         ``decode_steps_s(...).tolist()`` (numpy is faster past about a hundred steps).
         """
-        if not self._bw_bound or num_seqs == 0 or num_steps > 96:
+        if num_steps > 96 or not self._bw_bound or num_seqs == 0:
             return self.decode_steps_s(num_seqs, kv_tokens, num_steps).tolist()
         n = num_seqs
         c = self._list_consts.get(n)
         if c is None:
-            c = (self._gemm_s(n), 2 * self.state_bytes * n, self.allreduce_s(n))
+            gemm, st, ar = self._gemm_s(n), 2 * self.state_bytes * n, self.allreduce_s(n)
+            g, b = self.growing_read_bytes, self.bw * self.bandwidth_fraction
+            c = (gemm, st, ar, not st and not ar and not self.cpu_overhead_s and gemm > 0, g, b)
             if len(self._list_consts) < 4096:
                 self._list_consts[n] = c
-        gemm, st, ar = c
-        g, b, cpu = self.growing_read_bytes, self.bw * self.bandwidth_fraction, self.cpu_overhead_s
+        gemm, st, ar, plain, g, b = c
+        if plain:
+            return [gemm + g * x / b for x in range(kv_tokens, kv_tokens + n * num_steps, n)]
+        cpu = self.cpu_overhead_s
         kvs = range(kv_tokens, kv_tokens + n * num_steps, n)
-        if not st and not ar and not cpu and gemm > 0:
-            return [gemm + g * x / b for x in kvs]
         if self.overlap_cpu:
             return [x if (x := gemm + (g * k + st) / b + ar) > cpu else cpu for k in kvs]
         return [gemm + (g * k + st) / b + ar + cpu for k in kvs]

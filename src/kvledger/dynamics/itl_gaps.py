@@ -148,13 +148,46 @@ class GapHistogram:
         """Fold the exact pairs into the sketch (keys ⌈log_γ v⌉; a gap of 0 gets its own key)."""
         values, counts = self.arrays()
         self._values, self._counts, self.single, self._pairs = [], [], [], 0
-        with np.errstate(divide="ignore"):
-            keys = np.where(values > 0, np.ceil(np.log(values) / _LOG_GAMMA), -2**62).astype(np.int64)
-        if self.sketch is not None:
+        keys, counts = _bucket_counts(values, counts)
+        if self.sketch is not None:  # two sorted runs: a stable sort merges them in one pass
             keys = np.concatenate((self.sketch[0], keys))
             counts = np.concatenate((self.sketch[1], counts))
-        uniq, inv = np.unique(keys, return_inverse=True)
-        self.sketch = uniq, np.bincount(inv, weights=counts).astype(np.int64)
+            order = np.argsort(keys, kind="stable")
+            keys, counts = _summed_runs(keys[order], counts[order])
+        self.sketch = keys, counts
+
+
+def _bucket_counts(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct sketch keys, int64 count of each) of gaps ``values`` weighted by ``counts`` (int32, ≥ 0).
+
+    The positive gaps' keys span far less than 2^31, so each (key − lowest key, count) is packed into one int64
+    and sorted by value (no argsort); a gap of 0 gets the key −2^62, ahead of every other."""
+    pos = values > 0
+    zero = int(counts[~pos].sum())
+    with np.errstate(divide="ignore"):
+        keys = np.ceil(np.log(values[pos]) / _LOG_GAMMA).astype(np.int64)
+    cnt = counts[pos].astype(np.int64)
+    if len(keys) and int(keys.max()) - int(keys.min()) < 1 << 31:
+        lo = int(keys.min())
+        packed = ((keys - lo) << 32) | cnt
+        packed.sort()
+        keys, cnt = (packed >> 32) + lo, packed & 0xFFFFFFFF
+    else:
+        order = np.argsort(keys)
+        keys, cnt = keys[order], cnt[order]
+    keys, cnt = _summed_runs(keys, cnt)
+    if zero or not pos.all():
+        keys = np.concatenate(([-2**62], keys))
+        cnt = np.concatenate(([zero], cnt))
+    return keys, cnt
+
+
+def _summed_runs(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted ``keys`` with their equal runs merged, each run's counts summed (integers: exact in any order)."""
+    if not len(keys):
+        return keys, counts
+    first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    return keys[first], np.add.reduceat(counts, first)
 
 
 def _sketch_values(keys: np.ndarray) -> np.ndarray:
