@@ -138,15 +138,18 @@ def test_past_the_exact_limit_a_sketch_keeps_every_itl_figure_within_its_bound(m
 
 
 def test_sketch_folds_give_the_keys_and_counts_of_one_unique_over_everything():
-    # to_sketch sorts packed (key, count) pairs and merges with the sketch so far; the result must be what one
-    # np.unique over every key gives, each key's counts summed (zeros get the key -2^62).
+    # to_sketch counts keys by bincount (or sorts packed (key, count) pairs when they span too many) and merges
+    # with the sketch so far; the result must be what one np.unique over every key gives, each key's counts summed
+    # (zeros get the key -2^62).
     from kvledger.dynamics import itl_gaps
 
     rng = np.random.default_rng(7)
     h, all_keys, all_counts = itl_gaps.GapHistogram(), [], []
-    for part in range(3):
+    for part in range(4):
         gaps = np.round(rng.lognormal(-5, 0.4, 5000), 7)  # rounded: many equal gaps, so runs are merged
         gaps[:3] = 0.0 if part == 1 else gaps[:3]
+        if part == 2:  # keys spanning more than 2^22 (1 ns to 1,000 s: 1.4·10⁷ keys): the packed sort, not bincount
+            gaps[3:6] = 1e-9, 1e3, 1e3
         counts = rng.integers(1, 40, gaps.size).astype(np.int32)
         h.add_steps(gaps, counts)
         h.to_sketch()

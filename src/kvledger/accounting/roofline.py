@@ -272,6 +272,20 @@ class RooflineStepCost:
                 self._gemm_cache[num_seqs] = t
         return t
 
+    def decode_plain_terms(self, num_seqs: int) -> tuple[float, float, float] | None:
+        """``(gemm s, KV bytes per token, bandwidth B/s)`` when every pure-decode step of ``num_seqs`` sequences costs
+        ``gemm + bytes_per_token · kv_tokens / bandwidth`` as ``decode_steps_list`` computes it (bandwidth-bound attention,
+        no state, all-reduce or CPU term); None otherwise (then ask ``decode_steps_list``)."""
+        if num_seqs == 0 or not self._bw_bound:
+            return None
+        c = self._list_consts.get(num_seqs)
+        if c is None:
+            self.decode_steps_list(num_seqs, 0, 1)
+            c = self._list_consts.get(num_seqs)
+            if c is None:
+                return None
+        return (c[0], c[4], c[5]) if c[3] else None
+
     def decode_steps_list(self, num_seqs: int, kv_tokens: int, num_steps: int) -> list[float]:
         """``decode_steps_s`` as a list of Python floats (what the fast path adds up), s.
 

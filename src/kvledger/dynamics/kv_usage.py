@@ -47,6 +47,8 @@ class KvUsageTracker:
         self._cap = 1
         self._starts: list[float] = []  # buffered steps: start s
         self._durs: list[float] = []  # duration s
+        self._parts: list[tuple[np.ndarray, np.ndarray]] = []  # or earlier buffered steps as arrays: (starts, durations)
+        self._n_parts = 0  # steps in _parts (they come before those in the two lists)
         # flat lists (numpy converts a flat list of numbers fast, a list of tuples slowly):
         self._sets: list[float] = []  # (buffered step, used blocks, held slots) set there, triples
         self._allocs: list[int] = []  # step in its stretch of each block a stretch allocates
@@ -66,7 +68,7 @@ class KvUsageTracker:
     def add(self, start: float, dur: float, used_blocks: float, capacity_blocks: int, stored_tokens: float,
             held_slots: float) -> None:
         """One step of ``dur`` s: ``used_blocks`` blocks held, ``stored_tokens`` tokens of state in ``held_slots`` slots."""
-        i = len(self._durs)
+        i = self._n_parts + len(self._durs)
         if i >= CHUNK_STEPS:
             self._flush()
             i = 0
@@ -84,6 +86,8 @@ class KvUsageTracker:
                     stored: list[int] = ()) -> None:
         """A steady-decode stretch of ``len(durs)`` steps, described by its changes.
 
+        ``starts``/``durs``: each step's start and duration, s, as lists of floats or as float64 arrays (kept, not
+        copied: the caller must not change them);
         ``used0``/``held0``: used blocks and held slots before its first step's allocations;
         ``allocs``: the step (0-based) of each block it allocates, or ``runs``: ``[first step,
         blocks, …]``, one block every ``block_size`` steps from the first, or ``grants``: ``[step, blocks, …]``
@@ -96,13 +100,19 @@ class KvUsageTracker:
         in step order, covering the stretch's steps once each.
         """
         k = len(durs)
-        i = len(self._durs)
+        i = self._n_parts + len(self._durs)
         if i + k > CHUNK_STEPS:
             self._flush()
             i = 0
         self._cap = capacity_blocks
-        self._starts.extend(starts)
-        self._durs.extend(durs)
+        if durs.__class__ is np.ndarray:  # arrays (starts too) are kept as they are, after any steps in the lists
+            if self._durs:
+                self._seal()
+            self._parts.append((starts, durs))
+            self._n_parts += k
+        else:
+            self._starts.extend(starts)
+            self._durs.extend(durs)
         B = self.block_size
         used, held = used0, held0
         if used != self._used or held != self._held or not i:
@@ -156,12 +166,26 @@ class KvUsageTracker:
             self.add(float(starts[j]), float(durs[j]), used_blocks if one_used else float(used_blocks[j]),
                      capacity_blocks, float(stored_tokens[j]), held_slots if one_held else float(held_slots[j]))
 
-    def _flush(self) -> None:
+    def _seal(self) -> None:
+        """Move the steps buffered in the two lists into ``_parts``, as arrays."""
         n = len(self._durs)
+        self._parts.append((np.fromiter(self._starts, np.float64, n), np.fromiter(self._durs, np.float64, n)))
+        self._n_parts += n
+        self._starts, self._durs = [], []
+
+    def _flush(self) -> None:
+        n = self._n_parts + len(self._durs)
         if not n:
             return
-        starts = np.fromiter(self._starts, np.float64, n)  # fromiter: faster than np.array for a list of floats
-        durs = np.fromiter(self._durs, np.float64, n)
+        if self._parts:
+            if self._durs:
+                self._seal()
+            starts = np.concatenate([p[0] for p in self._parts])
+            durs = np.concatenate([p[1] for p in self._parts])
+            self._parts, self._n_parts = [], 0
+        else:
+            starts = np.fromiter(self._starts, np.float64, n)  # fromiter: faster than np.array for a list of floats
+            durs = np.fromiter(self._durs, np.float64, n)
         step = np.zeros(n + 1, dtype=np.int64)  # whole-block changes per step: blocks, then slots
         slot = np.zeros(n + 1, dtype=np.int64)
         if self._allocs or self._runs:

@@ -30,6 +30,8 @@ import math
 from bisect import bisect_left, insort
 from itertools import accumulate
 
+import numpy as np
+
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.kv_manager import PagedKVManager
 from kvledger.dynamics.request_state import RUNNING, SimRequest, accept
@@ -63,7 +65,8 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
         return i, False
     B, lag, total = kv.block_size, 1 if rep._async else 0, len(specs)
     budget_tokens, max_seqs, max_len, caps = cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.max_model_len, cfg.caps_output
-    price, split, dprice = rep._step_price, rep.prefill_time.mixed, rep._decode_list
+    price, split, dprice, plain = rep._step_price, rep.prefill_time.mixed, rep._decode_list, rep._decode_plain
+    spec_at = getattr(specs, "spec_at", None) or specs.__getitem__
     # per request: (request, first decode step, computed tokens then, blocks held then, tokens left then, admitted here)
     lives, groups, S = [], {}, 0
     for r in rep.sched.running:
@@ -98,6 +101,7 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
                 if b > E:
                     b = E
                 j = a
+                terms = plain(alive) if plain is not None else None  # the price in its plain form, computed here
                 while j < b:
                     m = b - j  # a chunk never crosses the piece's end: past it the batch differs
                     if finite:  # steps likely to fit before the bound, from the last price (a few spare)
@@ -106,7 +110,12 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
                             est = 8
                         if est < m:
                             m = est
-                    d = dprice(alive, s_alive + alive * (j + 1), m)
+                    kv0 = s_alive + alive * (j + 1)
+                    if terms is not None and m <= 96:
+                        gemm, g, bw = terms
+                        d = [gemm + g * x / bw for x in range(kv0, kv0 + alive * m, alive)]
+                    else:
+                        d = dprice(alive, kv0, m)
                     durs += d
                     last = d[-1]
                     it = accumulate(d, initial=ends[j])
@@ -151,7 +160,7 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
             break
         j, new, rejected, take = i, [], [], n
         while j < total and arrivals[j] <= sched_t:
-            req = accept(j, specs[j], max_len, caps)
+            req = accept(j, spec_at(j), max_len, caps)
             if req.__class__ is SimRequest:
                 p = req.num_prompt_tokens
                 need = -(-p // B)
@@ -266,12 +275,14 @@ def _settle(rep, lives: list, K: int, ends: list[float], durs: list[float], stor
         raise RuntimeError(f"block pool: asked for {h - h0} blocks, {pool.num_free_blocks} free")
     pool.advance(h - h0)
     kv._req_blocks += h - h0
-    rep._push_times(ends[1: K + 1])  # sched.running still lists the requests whose token times the buffer must keep
+    times = np.fromiter(ends, np.float64, K + 1)  # step end times (times[0]: the start of the first), as one array
+    rep._push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
     rep.now_s = ends[K]
     if freed:  # after the blocks were taken: frees put blocks back at the queue's head
         kv.free_finished(freed)
     sched.running = running
-    rep.usage.add_stretch(ends[:K], durs, kv.capacity_blocks, used0, held0, (), (), runs, (), grants, frees, stored)
+    rep.usage.add_stretch(times[:K], np.fromiter(durs, np.float64, K), kv.capacity_blocks, used0, held0, (), (), runs,
+                          (), grants, frees, stored)
     if lag:
         rep._deferred = deferred
         sched.num_finishing = len(deferred)

@@ -61,6 +61,7 @@ class Replica(TokenTimes):
         self.fast_forward = fast_forward and not getattr(self.kv, "no_stretches", False)
         self._decode_list = getattr(cost, "decode_steps_list", None) or (
             lambda n, kv_tokens, k: cost.decode_steps_s(n, kv_tokens, k).tolist())  # pure-decode step prices, list of s
+        self._decode_plain = getattr(cost, "decode_plain_terms", None)  # (gemm s, B/token, B/s) of a plain-form price
         self._step_price = getattr(cost, "step_time_of", None)  # a step's price from StepShape's fields, s (or None)
         self.prefill_time = PrefillTime(cost)  # Σ prefill-attributed step time (accounting/step_split.py)
         self._t = np.empty(4096, dtype=np.float64)  # end time of step (base + i), s

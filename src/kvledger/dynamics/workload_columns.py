@@ -77,6 +77,14 @@ class WorkloadColumns(Sequence):
         self._last = (i, spec)
         return spec
 
+    def spec_at(self, k: int) -> RequestSpec:
+        """``self[k]`` for ``0 ≤ k < len(self)``, without the checks (the simulator's admission loop)."""
+        c = self._chunk
+        if c is None or not c[0] <= k < c[0] + CHUNK_ROWS:
+            c = self._chunk = self._rows(k)
+        j = k - c[0]
+        return RequestSpec(f"{self.id_prefix}{c[4][j]}", c[1][j], c[2][j], c[3][j])
+
     def _rows(self, start: int) -> tuple:
         """(start, arrival times, prompt tokens, output tokens, row numbers) of rows ``[start, start + CHUNK_ROWS)``,
         Python lists (the values ``float``/``int`` of each numpy element give)."""
