@@ -232,12 +232,15 @@ class BlockPool:
             for ids, _ in batch:
                 q.extend(reversed(ids))
             return
-        heads = []
+        heads = []  # each free's unhashed blocks, last first; later frees' go in front
         for ids, nh in batch:
-            if nh < len(ids):
+            tail = len(ids) - nh
+            if tail == 1:  # the common case: one partial block
+                heads.append((ids[-1],))
+            elif tail:
                 heads.append(ids[:nh - 1 if nh else None:-1])
             if nh:
-                q.extend(reversed(ids[:nh]))
+                q += ids[nh - 1::-1]
         if heads:
             self._prepend([b for ids in reversed(heads) for b in ids])
 
