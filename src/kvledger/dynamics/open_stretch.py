@@ -85,23 +85,27 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     sched_t = rep.sched_s  # when the next step is scheduled
     finishing = 0  # async: requests that finished in the last step (their seats are held until the next schedule)
     last = rep.decode_step_hint_s  # a recent decode step's price: sizes pricing chunks only (any chunking, same prices)
+    forms: dict[int, tuple | None] = {}  # per batch size: the plain form of its decode price (or None)
+    inf, top = math.inf, MAX_ARRIVAL_STRETCH_STEPS
     K = 0  # steps run
-    while n and K < MAX_ARRIVAL_STRETCH_STEPS:
-        bound = arrivals[i] if i < total else math.inf
+    while n and K < top:
+        bound = arrivals[i] if i < total else inf
         if not (lag and sched_t >= bound):
             # decode steps up to the bound, in pieces between finishes (stretch_times.decode_times, on the counts)
             q = blocks_left // n  # blocks each running request may take: at most q·B − 1 steps
             E = K + q * B - 1 if q > 0 else K
-            if E > MAX_ARRIVAL_STRETCH_STEPS:
-                E = MAX_ARRIVAL_STRETCH_STEPS
+            if E > top:
+                E = top
             alive, s_alive, a, si, cut, go = n, S, K, 0, False, n > 1
-            finite = bound < math.inf
+            finite = bound < inf
             while True:
                 b = keys[si]
                 if b > E:
                     b = E
                 j = a
-                terms = plain(alive) if plain is not None else None  # the price in its plain form, computed here
+                terms = forms.get(alive, 0)
+                if terms == 0:  # the price in its plain form, computed here (None: ask dprice)
+                    terms = forms[alive] = plain(alive) if plain is not None else None
                 while j < b:
                     m = b - j  # a chunk never crosses the piece's end: past it the batch differs
                     if finite:  # steps likely to fit before the bound, from the last price (a few spare)
@@ -152,7 +156,7 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
                 sched_t = ends[K - 1] if lag else ends[K]
             else:
                 del ends[K + 1:], durs[K:]
-            if not n or sched_t < bound or K >= MAX_ARRIVAL_STRETCH_STEPS:
+            if not n or sched_t < bound or K >= top:
                 break  # everyone finished, or stopped short of the arrival (blocks, the step cap)
         # the arrivals visible when the next step is scheduled: admitted together in one mixed step, or none of them
         room = budget_tokens - n
