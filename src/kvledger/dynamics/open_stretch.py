@@ -2,11 +2,16 @@
 
 ``fast_path.run_open`` alternates a decode stretch (up to the next arrival) and the arrival's mixed step,
 settling blocks, KV-usage samples, token times and records after each. Here the same steps are
-priced the same way (``stretch_times.decode_times`` for the decode steps, the step-cost model for
-each mixed step) while only the running requests' counters are kept; blocks, usage, token times and
-records are settled once per arrival stretch, from each request's first decode step, computed
-tokens, blocks and remaining tokens (a running request decodes one token in every step until it
-finishes, so those four numbers fix every block it takes and the step it leaves).
+priced the same way (the decode steps in pieces between finishes, as ``stretch_times.decode_times``
+does, each step by the step-cost model's pure-decode price — its plain form computed in place when
+the model has one, ``decode_plain_terms`` —, and each mixed step by the step-cost model) while the
+running requests are kept only as counts: per finish step, how many leave then and their Σ (computed
+tokens − first decode step), so one step's decode KV tokens are ``S + n·(K + 1)`` without a list
+walk. Blocks, usage, token times and records are settled once per arrival stretch, from each
+request's first decode step, computed tokens, blocks and remaining tokens (a running request decodes
+one token in every step until it finishes, so those four numbers fix every block it takes and the
+step it leaves); the finished are freed together (``PagedKVManager.free_finished``) and, without
+token times, written to the record columns together.
 
 That is exact when nothing can depend on *which* block a request holds: no block is registered in
 the prefix cache and no arriving request has shareable segments (so nobody registers one), as in
