@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from kvledger.dynamics.usage_buckets import MAX_USAGE_BUCKETS, UsageBuckets
+
 __all__ = ["KvUsageTracker", "MAX_USAGE_BUCKETS", "CHUNK_STEPS", "run_steps"]
 
-MAX_USAGE_BUCKETS = 256
 CHUNK_STEPS = 4096  # steps buffered before they are folded into the totals
 
 
@@ -42,8 +43,7 @@ class KvUsageTracker:
         self._max_usage = 0.0
         self._stored_token_s = 0.0  # ∫ stored tokens dt, token·s
         self._held_token_s = 0.0  # ∫ held slots dt, token·s
-        self._width_s = 0.01
-        self._b: list[list[float]] = []  # per bucket: [∫ usage dt, busy s, max usage]
+        self._buckets = UsageBuckets()  # the usage series: per time bucket ∫ usage dt, busy s and max usage
         self._cap = 1
         self._starts: list[float] = []  # buffered steps: start s
         self._durs: list[float] = []  # duration s
@@ -240,59 +240,7 @@ class KvUsageTracker:
         np.multiply(held, durs, out=rows[3, 1:])
         self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s = rows.cumsum(axis=1)[:, -1].tolist()
         self._max_usage = max(self._max_usage, float(u.max()))
-        j = 0
-        while j < n:
-            self._bucket(float(starts[j]))  # merges buckets first when the run has outgrown them
-            idx = (starts[j:] / self._width_s).astype(np.int64)
-            e = j + int(np.searchsorted(idx, MAX_USAGE_BUCKETS))  # steps before the next merge
-            self._add_to_buckets(idx[: e - j], durs[j: e], u[j: e], ud[j: e])
-            j = e
-
-    def _add_to_buckets(self, idx, durs, u, ud) -> None:
-        """Add steps to buckets ``idx`` (ascending, all below MAX_USAGE_BUCKETS), each bucket's sums left to right."""
-        n, b = len(idx), self._b
-        first = np.concatenate(([0], np.flatnonzero(idx[1:] != idx[:-1]) + 1))
-        length = np.diff(np.append(first, n))
-        at = idx[first].tolist()
-        while len(b) <= at[-1]:
-            b.append([0.0, 0.0, 0.0])
-        S, M = len(first), int(length.max())
-        if S <= 2 or S * (M + 1) > 4 * n + 64:  # a few buckets, or steps spread too unevenly for a grid: one at a time
-            for k, i in enumerate(at):
-                x, f = b[i], int(first[k])
-                e = f + int(length[k])
-                x[0] = _seq_sum(x[0], ud[f: e])
-                x[1] = _seq_sum(x[1], durs[f: e])
-                x[2] = max(x[2], float(u[f: e].max()))
-            return
-        grid = np.zeros((2, S, M + 1))  # per bucket: its sums so far, its steps, then zeros (x + 0.0 is x)
-        grid[0, :, 0] = [b[i][0] for i in at]
-        grid[1, :, 0] = [b[i][1] for i in at]
-        r = np.repeat(np.arange(S), length)
-        c = np.arange(n) - np.repeat(first, length) + 1
-        grid[0, r, c] = ud
-        grid[1, r, c] = durs
-        sums = grid.cumsum(axis=2)[:, np.arange(S), length].tolist()
-        peak = np.maximum.reduceat(u, first).tolist()
-        for k, i in enumerate(at):
-            x = b[i]
-            x[0], x[1] = sums[0][k], sums[1][k]
-            if peak[k] > x[2]:
-                x[2] = peak[k]
-
-    def _bucket(self, start: float) -> list[float]:
-        i = int(start / self._width_s)
-        while i >= MAX_USAGE_BUCKETS:
-            merged = []
-            for j in range(0, len(self._b), 2):
-                a = self._b[j]
-                b = self._b[j + 1] if j + 1 < len(self._b) else [0.0, 0.0, 0.0]
-                merged.append([a[0] + b[0], a[1] + b[1], max(a[2], b[2])])
-            self._b, self._width_s = merged, self._width_s * 2
-            i = int(start / self._width_s)
-        while len(self._b) <= i:
-            self._b.append([0.0, 0.0, 0.0])
-        return self._b[i]
+        self._buckets.add(starts, durs, u, ud)
 
     @property
     def busy_s(self) -> float:
@@ -315,16 +263,13 @@ class KvUsageTracker:
     def summary(self, duration_s: float) -> dict[str, Any]:
         """``mean`` (time-weighted over ``duration_s``, idle counts as 0), ``mean_busy``, ``max`` and the bucket ``series``."""
         self._flush()
-        w = self._width_s
-        series = [{"start_s": i * w, "end_s": (i + 1) * w,
-                   "mean": b[0] / b[1] if b[1] else 0.0, "max": b[2]} for i, b in enumerate(self._b)]
         return {
             "mean": self._usage_s / duration_s if duration_s > 0 else 0.0,
             "mean_busy": self._usage_s / self._busy_s if self._busy_s > 0 else 0.0,
             "max": self._max_usage,
             "token_state_share": self._stored_token_s / self._held_token_s if self._held_token_s > 0 else 0.0,
-            "bucket_width_s": w,
-            "series": series,
+            "bucket_width_s": self._buckets.width_s,
+            "series": self._buckets.series(),
         }
 
 
@@ -348,13 +293,3 @@ def _since_set(values: np.ndarray, at: np.ndarray, last: np.ndarray, change: np.
     run = change.cumsum()
     before = run[at] - change[at]  # changes before each set step
     return values[last] + (run - before[last]).astype(np.float64)
-
-
-def _seq_sum(start: float, values: np.ndarray) -> float:
-    """``start + values[0] + values[1] + …`` added left to right (as a Python loop would), float."""
-    if len(values) == 1:
-        return start + float(values[0])
-    buf = np.empty(len(values) + 1)
-    buf[0] = start
-    buf[1:] = values
-    return float(buf.cumsum()[-1])
