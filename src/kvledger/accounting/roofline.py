@@ -24,10 +24,10 @@ How vLLM executes the step, and what that changes here:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 
 from kvledger.accounting.attention_terms import attention_terms
+from kvledger.accounting.decode_prices import DecodePrices
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.stepcost import StepShape
 from kvledger.accounting.tp_comm import allreduce_latency_s as allreduce_latency_s_default
@@ -36,10 +36,6 @@ from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
-
-if TYPE_CHECKING:
-    import numpy as np
-
 __all__ = ["StepCosts", "RooflineStepCost", "compute_dtype", "attention_dtype"]
 
 
@@ -81,7 +77,7 @@ class StepCosts:
         return self.weight_bytes + self.kv_bytes
 
 
-class RooflineStepCost:
+class RooflineStepCost(DecodePrices):
     """Per-GPU roofline costs for one model on one GPU at a TP degree; also a StepCostModel for the simulator.
 
     Args:
@@ -258,99 +254,3 @@ class RooflineStepCost:
         gpu = (max(matmul / (self.peak_flops * ff), c[0] / b)
                + max(attn / (self.attn_peak_flops * ff), kv_bytes / b) + c[1])
         return max(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu + self.cpu_overhead_s
-
-    def _gemm_s(self, num_seqs: int) -> float:
-        """Weight-matmul term of a pure-decode step of ``num_seqs`` sequences, s (cached; as ``costs``/``time_s``
-        compute it, bit for bit)."""
-        t = self._gemm_cache.get(num_seqs)
-        if t is None:
-            n = num_seqs
-            p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
-            matmul = 2 * self.matmul_params * n + self.head_flops_per_seq * n + self._ctx_upproj * 0
-            t = max(matmul / p, self.weight_read_bytes(n) / b)
-            if len(self._gemm_cache) < 4096:
-                self._gemm_cache[num_seqs] = t
-        return t
-
-    def decode_plain_terms(self, num_seqs: int) -> tuple[float, float, float] | None:
-        """``(gemm s, KV bytes per token, bandwidth B/s)`` when every pure-decode step of ``num_seqs`` sequences costs
-        ``gemm + bytes_per_token · kv_tokens / bandwidth`` as ``decode_steps_list`` computes it (bandwidth-bound attention,
-        no state, all-reduce or CPU term); None otherwise (then ask ``decode_steps_list``)."""
-        if num_seqs == 0 or not self._bw_bound:
-            return None
-        c = self._list_consts.get(num_seqs)
-        if c is None:
-            self.decode_steps_list(num_seqs, 0, 1)
-            c = self._list_consts.get(num_seqs)
-            if c is None:
-                return None
-        return (c[0], c[4], c[5]) if c[3] else None
-
-    def decode_steps_list(self, num_seqs: int, kv_tokens: int, num_steps: int) -> list[float]:
-        """``decode_steps_s`` as a list of Python floats (what the fast path adds up), s.
-
-        Short runs of bandwidth-bound steps are priced in plain floats, the same operations in the
-        same order as ``decode_steps_s`` and ``step_time_s`` (numpy rounds each elementwise operation
-        as Python does; adding a zero state, all-reduce or CPU term is skipped, as it changes no
-        positive float, and so is the CPU floor of 0 s under overlap); anything else is
-        ``decode_steps_s(...).tolist()`` (numpy is faster past about a hundred steps).
-        """
-        if num_steps > 96 or not self._bw_bound or num_seqs == 0:
-            return self.decode_steps_s(num_seqs, kv_tokens, num_steps).tolist()
-        n = num_seqs
-        c = self._list_consts.get(n)
-        if c is None:
-            gemm, st, ar = self._gemm_s(n), 2 * self.state_bytes * n, self.allreduce_s(n)
-            g, b = self.growing_read_bytes, self.bw * self.bandwidth_fraction
-            c = (gemm, st, ar, not st and not ar and not self.cpu_overhead_s and gemm > 0, g, b)
-            if len(self._list_consts) < 4096:
-                self._list_consts[n] = c
-        gemm, st, ar, plain, g, b = c
-        if plain:
-            return [gemm + g * x / b for x in range(kv_tokens, kv_tokens + n * num_steps, n)]
-        cpu = self.cpu_overhead_s
-        kvs = range(kv_tokens, kv_tokens + n * num_steps, n)
-        if self.overlap_cpu:
-            return [x if (x := gemm + (g * k + st) / b + ar) > cpu else cpu for k in kvs]
-        return [gemm + (g * k + st) / b + ar + cpu for k in kvs]
-
-    def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
-        """Vectorised pure-decode steps (see StepCostModel), s, shape (num_steps,).
-
-        Bit for bit what ``step_time_s`` gives each step: the same float operations in the same
-        order, elementwise (numpy rounds each as Python does), so the simulator's fast path and
-        step-by-step execution agree exactly.
-        """
-        import numpy as np
-
-        if num_seqs == 0:
-            return np.zeros(num_steps)
-        n = num_seqs
-        pa, b = self.attn_peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
-        gemm = self._gemm_s(n)
-        g, st, ar, cpu = self.growing_read_bytes, 2 * self.state_bytes * n, self.allreduce_s(n), self.cpu_overhead_s
-        if self._bw_bound and not self.overlap_cpu and num_steps <= 16:  # a short run: plain floats, same operations
-            out = np.empty(num_steps)
-            for i in range(num_steps):
-                out[i] = gemm + (g * (kv_tokens + n * i) + st) / b + ar + cpu
-            return out
-        kvt = np.arange(kv_tokens, kv_tokens + n * num_steps, n)  # exact integers: kv_tokens + n·i
-        byts = g * kvt
-        if st:
-            byts = byts + st
-        if self._bw_bound:  # FLOPs/peak < bytes/bandwidth at every length: max() picks the bytes term
-            term = byts / b
-        else:
-            flops = self._attn_coef * kvt
-            for coef, bpt, window in self._swa:
-                capped = np.minimum(kvt, window * n)
-                flops = flops + coef * capped
-                byts = byts + bpt * capped
-            term = np.maximum(flops / pa, byts / b)
-        gpu = gemm + term
-        if ar:  # x + 0.0 is x: skip the no-op adds
-            gpu = gpu + ar
-        if self.overlap_cpu:
-            return np.maximum(gpu, cpu)
-        return gpu + cpu if cpu else gpu
-
