@@ -7,10 +7,10 @@ holder): the quantity the PagedAttention paper's Fig. 2 calls "token states" (20
 Orca variants, 96.3 % for vLLM). Both are sampled after each step's allocations (before its
 finished requests are freed) and weighted by the step's duration. The usage series keeps at most
 ``MAX_USAGE_BUCKETS`` time buckets, doubling their width as the run grows; a step counts in the
-bucket where it starts.
+bucket where it starts (usage_buckets.py).
 
-Buffering: step starts and durations go into two Python lists; the three sampled counts are kept
-as changes, not per step — used blocks and held slots as values set at a step (a general step's
+Buffering: step starts and durations go into two Python lists (or, from an arrival stretch, two
+arrays kept as they are); the three sampled counts are kept as changes, not per step — used blocks and held slots as values set at a step (a general step's
 sample, a stretch's starting point) plus whole-block changes within stretches (the steps where a
 block was allocated: +1 block, +``block_size`` slots; requests freed: −their blocks), stored
 tokens as affine pieces (first step, steps, value, slope per step). A steady-decode stretch thus

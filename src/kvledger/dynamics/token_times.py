@@ -95,7 +95,7 @@ class TokenTimes:
         """Records for requests that emitted their last token in the given step (and free their blocks unless
         ``freed``); marks them FINISHED (callers drop them from the running list). With a ``sink`` the records go
         there and each pair's record is None."""
-        if freed and self.sink is not None and self._cnt is not None and len(finished) >= 16:
+        if freed and self.sink is not None and self._cnt is not None and len(finished) >= 16:  # fewer: numpy's calls cost more
             return self._finish_to_sink(finished)
         return self._finish_each(finished, freed)
 
