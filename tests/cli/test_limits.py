@@ -97,6 +97,15 @@ def test_range_bounds_and_specials():
         rate.check("--rate", -math.inf)
 
 
+def test_rate_is_bounded_above_and_still_takes_inf():
+    # --rate: (0, 1e6] req/s, or inf (every request at t = 0); 1e308 used to pass and print a 300-digit overload note
+    rate = range_for("simulate", "rate")
+    rate.check("--rate", 1e6)
+    rate.check("--rate", math.inf)
+    with pytest.raises(InputError, match=r"--rate 1e\+308 is out of range; allowed: \(0, 1,000,000\] req/s or inf"):
+        rate.check("--rate", 1e308)
+
+
 def test_several_bad_options_are_reported_together():
     with pytest.raises(InputError) as err:
         check_options("simulate", {"seed": -1, "replicas": 0, "tp": 1, "rate": None}, {"seed": "--seed", "replicas": "--replicas"})

@@ -145,7 +145,7 @@ def test_goodput_search_prints_every_probe_and_the_boundary_per_gpu():
     (["cost", "x.json", "--trace", "azure-code", *SLO, *COST], "--trace describe a simulation; add --simulate MODEL"),
     (["cost", "--simulate", *SIM, "--num-gpus", "2", *SLO, *COST], "--num-gpus apply to a FILE"),
     (["cost", "--simulate", "meta-llama/Llama-3.1-8B", *SLO, *COST], "--simulate needs --gpu"),
-    (["cost", "--simulate", *SIM, "--rate", "5", *SLO, *COST], "--rate fix the load, but cost --simulate prices at the SLO "
+    (["cost", "--simulate", *SIM, "--rate", "5", *SLO, *COST], "--rate fixes the load, but cost --simulate prices at the SLO "
      "capacity it searches for (the highest request rate meeting --target); add --at-offered-load"),
     (["cost", "--simulate", *SIM, "--concurrency", "8", *SLO, *COST], "add --at-offered-load to price the run at the load"),
     (["cost", "--simulate", *SIM, "--at-offered-load", "--target", "0.8", *SLO, *COST], "--at-offered-load skips; give one"),

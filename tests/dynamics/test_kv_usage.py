@@ -85,3 +85,18 @@ def test_buckets_folded_together_equal_a_step_at_a_time_loop():
     assert s["bucket_width_s"] == width
     assert [x["mean"] for x in s["series"]] == [x[0] / x[1] if x[1] else 0.0 for x in b]
     assert [x["max"] for x in s["series"]] == [x[2] for x in b]
+
+
+def test_steps_far_apart_merge_buckets_as_a_step_at_a_time_loop_does():
+    # Two steps near 0 s, then three past 1e17 s (beyond what the simulator accepts, but the tracker must not care):
+    # the buckets double from 10 ms to past 1.5e17 / 256 s; the fold must merge as often as a loop would, with no
+    # integer overflow of the far steps' bucket numbers at the first width (1e17 s / 10 ms is past 2^63).
+    steps = [(0.0, 0.01, 5), (0.02, 0.01, 7), (1e17, 0.01, 4), (1.2e17, 0.01, 2), (1.5e17, 0.01, 3)]
+    tracker = KvUsageTracker(16)
+    for start, dur, used in steps:
+        tracker.add(start, dur, used, 10, 0, 0)
+    width, b = _buckets_step_by_step(steps, 10)
+    s = tracker.summary(1.5e17 + 0.01)
+    assert s["bucket_width_s"] == width and width == 0.01 * 2**56  # 0.01·2^56 = 7.2e14 s: 1.5e17 s is bucket 208
+    assert [x["mean"] for x in s["series"]] == [x[0] / x[1] if x[1] else 0.0 for x in b]
+    assert [x["max"] for x in s["series"]] == [x[2] for x in b]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -78,13 +79,17 @@ def test_workload_columns_sort_and_ids():
 
 
 @pytest.mark.parametrize("arrays, msg", [
-    (([0.0, -1.0], [5, 5], [5, 5]), "request 'w-1': arrival_s must be a finite number ≥ 0, got -1.0"),
+    (([0.0, -1.0], [5, 5], [5, 5]), "request 'w-1': arrival_s must be a number in [0, 1e9] s (about 31.7 years; "
+                                    "float64 times lose step resolution beyond), got -1.0"),
     (([0.0, 1.0], [5, 0], [5, 5]), "request 'w-1': num_prompt_tokens must be an integer ≥ 1, got 0"),
-    (([0.0, np.nan], [5, 5], [5, 5]), "request 'w-1': arrival_s must be a finite number ≥ 0, got nan"),
+    (([0.0, np.nan], [5, 5], [5, 5]), "request 'w-1': arrival_s must be a number in [0, 1e9] s (about 31.7 years; "
+                                      "float64 times lose step resolution beyond), got nan"),
+    (([0.0, 2e9], [5, 5], [5, 5]), "request 'w-1': arrival_s must be a number in [0, 1e9] s (about 31.7 years; "
+                                   "float64 times lose step resolution beyond), got 2000000000.0"),
 ])
 def test_workload_columns_checked_like_specs(arrays, msg):
     t, p, o = arrays
-    with pytest.raises(InputError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(InputError, match=re.escape(msg)):
         simulate(WorkloadColumns(np.array(t), np.array(p), np.array(o), "w-"), EngineConfig(num_gpu_blocks=100, max_model_len=512), STEP)
 
 

@@ -50,3 +50,23 @@ def test_vectorised_and_row_readers_agree_on_a_good_file(tmp_path, monkeypatch):
     assert fast.arrivals_s.tolist() == slow.arrivals_s.tolist() == [1.5, 0.0, 0.0]
     assert fast.prompt_tokens.tolist() == slow.prompt_tokens.tolist() == [5, 7, 9]
     assert fast.client_ids == slow.client_ids == ["alice", None, "bob"]
+
+
+def test_arrivals_past_the_simulators_time_range_are_refused(tmp_path):
+    # Past 1e9 s a float64 time no longer resolves an engine step's gaps (at 1e13 s it resolves 2 ms), so the
+    # simulator refuses such a workload at its boundary: a file row, or a rate that stretches the trace there.
+    from kvledger.dynamics.engine import EngineConfig, simulate
+    from kvledger.accounting.stepcost import FixedStepCost
+    from kvledger.errors import InputError
+
+    f = tmp_path / "far.csv"
+    f.write_text(HEAD + "0,100,20\n1e17,100,20\n")
+    cfg, cost = EngineConfig(num_gpu_blocks=500, block_size=16, max_model_len=2048), FixedStepCost(0.01, 1e-5)
+    with pytest.raises(InputError, match=r"request 'far-1': arrival_s must be a number in \[0, 1e9\] s"):
+        simulate(load_trace(f), cfg, cost)
+    with pytest.raises(InputError, match=r"request 'far-1': arrival_s must be a number in \[0, 1e9\] s"):
+        simulate(load_trace(f), cfg, cost, record_token_times=False)  # columnar path
+    # 20 requests at 1e-9 req/s: the last arrives after 19 mean gaps of 1e9 s
+    with pytest.raises(InputError, match=r"rate 1e-09 req/s puts the last of 20 arrivals at 1\.9e\+10 s"):
+        load_trace("azure-conv", num_requests=20, rate=1e-9)
+    assert len(load_trace("azure-conv", num_requests=20, rate=1e-7)) == 20  # last arrival 1.9e8 s: fine

@@ -130,6 +130,15 @@ def test_bad_arguments_and_names():
         load_trace("no/such/trace.csv")
 
 
+def test_a_directory_or_a_short_row_says_what_is_wrong(tmp_path):
+    with pytest.raises(InputError, match=r"is a directory; give a CSV or JSONL trace file"):
+        load_trace(tmp_path)
+    f = tmp_path / "t.csv"
+    f.write_text("arrival_s,num_prompt_tokens,num_output_tokens\n0,5,3\n1,4\n")
+    with pytest.raises(FormatError, match=r"line 3: wrong number of fields \(the header names 3\)"):
+        load_trace(f)
+
+
 def test_user_csv_layouts(tmp_path):
     vidur = tmp_path / "v.csv"
     vidur.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,10,3\n0.25,20,4\n0.5,30,5\n")

@@ -79,7 +79,7 @@ def test_rate_inf_gives_strict_json_in_every_command(args):
     (["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo", "ttft=1s", "--target", "0.9", "--tol", "nan"],
      "--tol nan is not a number"),
     ([*SIM, "--num-requests", "5", "--seed", "-1"], "--seed -1 is out of range; allowed: [0, 9,223,372,036,854,775,807]"),
-    ([*SIM, "--num-requests", "5", "--rate", "-inf"], "--rate -inf is not finite; allowed: (0, inf] req/s"),
+    ([*SIM, "--num-requests", "5", "--rate", "-inf"], "--rate -inf is not finite; allowed: (0, 1,000,000] req/s or inf"),
     ([*SIM, "--num-requests", "5", "--gpu-memory-utilization", "nan"], "--gpu-memory-utilization nan is not a number"),
 ])
 def test_a_zero_or_nan_given_by_the_user_is_refused_not_replaced(args, message):

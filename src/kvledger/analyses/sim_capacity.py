@@ -91,7 +91,7 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     given = [flag for attr, flag in (("rate", "--rate"), ("rate_scale", "--rate-scale"), ("concurrency", "--concurrency"))
              if getattr(args, attr) is not None]
     if given:
-        raise InputError(f"{', '.join(given)} fix the load, but cost --simulate prices at the SLO capacity it searches for "
+        raise InputError(f"{', '.join(given)} {'fixes' if len(given) == 1 else 'fix'} the load, but cost --simulate prices at the SLO capacity it searches for "
                          "(the highest request rate meeting --target); add --at-offered-load to price the run at the load "
                          "you gave, or drop " + ", ".join(given))
     sb = search_sim_boundary(args, slo, target, "request_rate", synthetic=synthetic)

@@ -42,8 +42,12 @@ class Range:
 
     def describe(self) -> str:
         lo = ("(" if self.lo_open else "[") + _num(self.lo)
-        hi = ("inf" if self.allow_inf else _num(self.hi)) + (")" if self.hi_open and not self.allow_inf else "]")
-        return f"{lo}, {hi}" + (f" {self.unit}" if self.unit else "")
+        if self.allow_inf and math.isinf(self.hi):
+            hi = "inf]"
+        else:
+            hi = _num(self.hi) + (")" if self.hi_open else "]")
+        text = f"{lo}, {hi}" + (f" {self.unit}" if self.unit else "")
+        return text + " or inf" if self.allow_inf and not math.isinf(self.hi) else text
 
     def check(self, flag: str, value: float, given: str | None = None) -> None:
         """Raise InputError naming ``flag`` when ``value`` is NaN, an unwanted infinity or outside the range.
@@ -80,7 +84,7 @@ OPTION_RANGES: dict[str, Range] = {
     "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "prefill_tp": _count(1, 1024, "GPUs"), "decode_tp": _count(1, 1024, "GPUs"),
     "replicas": _count(1, 4096), "seed": _count(0, _SEED_MAX),
     "num_requests": _count(1, _REQUESTS_MAX, "requests"), "concurrency": _count(1, 1_000_000, "users"),
-    "rate": Range(0.0, math.inf, lo_open=True, allow_inf=True, unit="req/s"),
+    "rate": Range(0.0, 1e6, lo_open=True, allow_inf=True, unit="req/s"),  # inf: every request at t = 0
     "rate_scale": Range(0.0, 1e6, lo_open=True), "think_time": Range(0.0, 86_400.0, unit="s"),
     "arrival_cv": Range(0.0, 100.0),
     "gpu_memory_utilization": _frac(), "mem_fraction_static": _frac(), "free_gpu_memory_fraction": _frac(),

@@ -27,7 +27,7 @@ from kvledger.dynamics import fast_path, open_stretch
 from kvledger.dynamics.early_stop import MissRule
 from kvledger.dynamics.record_sink import RecordSink
 from kvledger.dynamics.request_state import SimRequest, accept
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.workload import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec
 from kvledger.dynamics.workload_columns import WorkloadColumns
 from kvledger.record_columns import RecordColumns
 from kvledger.errors import InputError
@@ -44,8 +44,8 @@ def _check(spec: RequestSpec) -> None:
         bad = f"num_prompt_tokens must be an integer ≥ 1, got {spec.num_prompt_tokens!r}"
     elif not (isinstance(spec.num_output_tokens, int) and spec.num_output_tokens >= 1):
         bad = f"num_output_tokens must be an integer ≥ 1, got {spec.num_output_tokens!r}"
-    elif not (0.0 <= spec.arrival_s < _INF):
-        bad = f"arrival_s must be a finite number ≥ 0, got {spec.arrival_s!r}"
+    elif not (0.0 <= spec.arrival_s <= MAX_ARRIVAL_S):
+        bad = f"{ARRIVAL_RULE}, got {spec.arrival_s!r}"
     elif spec.prefix_segments and spec.segment_tokens < 1:
         bad = f"segment_tokens must be ≥ 1, got {spec.segment_tokens!r}"
     if bad:

@@ -40,7 +40,7 @@ from kvledger.dynamics.metrics import DEFINITIONS, Summary, latency_stats, summa
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.request_state import SimRequest, rejected_record
 from kvledger.dynamics.router import make_router
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.workload import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
@@ -158,8 +158,8 @@ def _sorted_checked(requests: list[RequestSpec]) -> list[RequestSpec]:
             bad = f"num_prompt_tokens must be an integer ≥ 1, got {s.num_prompt_tokens!r}"
         elif not (isinstance(s.num_output_tokens, int) and s.num_output_tokens >= 1):
             bad = f"num_output_tokens must be an integer ≥ 1, got {s.num_output_tokens!r}"
-        elif not (0.0 <= s.arrival_s < _INF):
-            bad = f"arrival_s must be a finite number ≥ 0, got {s.arrival_s!r}"
+        elif not (0.0 <= s.arrival_s <= MAX_ARRIVAL_S):
+            bad = f"{ARRIVAL_RULE}, got {s.arrival_s!r}"
         if bad:
             raise InputError(f"request {s.request_id!r}: {bad}")
     return sorted(specs, key=lambda s: s.arrival_s)

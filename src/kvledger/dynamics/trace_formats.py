@@ -152,7 +152,8 @@ def _read_csv_rows(path: Path) -> ParsedTrace:
         for row in reader:
             line = reader.line_num
             if None in row or any(row.get(c) is None for c in CSV_LAYOUTS[layout]):
-                raise FormatError(str(path), "wrong number of fields", f"line {line}")
+                raise FormatError(str(path), f"wrong number of fields (the header names {len(reader.fieldnames or [])})",
+                                  f"line {line}")
             prompts.append(_int_at(row[p_col], path, f"line {line}, column {p_col!r}"))
             outputs.append(_int_at(row[o_col], path, f"line {line}, column {o_col!r}"))
             if layout == "azure":

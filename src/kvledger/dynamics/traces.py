@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from kvledger.dynamics.trace_formats import ParsedTrace, read_trace_file
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.workload import MAX_ARRIVAL_S, RequestSpec
 from kvledger.dynamics.workload_columns import WorkloadColumns
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.names import check_name_or_path
@@ -105,6 +105,8 @@ def _resolve(name_or_path: str | Path) -> tuple[str, Path]:
     path = Path(key).expanduser()
     if path.is_file():
         return path.stem, path
+    if path.is_dir():
+        raise InputError(f"trace {key!r} is a directory; give a CSV or JSONL trace file")
     if path.suffix or "/" in key or "\\" in key:
         raise InputError(f"trace file {key!r} not found")
     raise UnknownNameError("trace", key, _BUNDLED, hint="Or give the path of a CSV/JSONL trace file.")
@@ -162,6 +164,11 @@ def _replayed_times(label: str, t_sorted: np.ndarray, num_requests: int | None, 
         t = t * ((1.0 / rate) / (span / (count - 1))) if math.isfinite(rate) else np.zeros_like(t)
     elif rate_scale is not None:
         t = t / rate_scale
+    if (rate is not None or rate_scale is not None) and len(t) and float(t[-1]) > MAX_ARRIVAL_S:
+        how = f"rate {rate:g} req/s" if rate is not None else f"rate_scale {rate_scale:g}"
+        raise InputError(f"trace {label!r}: {how} puts the last of {count:,} arrivals at {float(t[-1]):.4g} s, past "
+                         f"the simulator's {MAX_ARRIVAL_S:g} s (about 31.7 years; float64 times lose step resolution "
+                         "beyond); give a larger rate")
     return first, count, t
 
 

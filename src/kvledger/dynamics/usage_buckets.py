@@ -27,9 +27,9 @@ class UsageBuckets:
         j, n = 0, len(starts)
         while j < n:
             self._bucket(float(starts[j]))  # merges buckets first when the run has outgrown them
-            idx = (starts[j:] / self.width_s).astype(np.int64)
-            e = j + int(np.searchsorted(idx, MAX_USAGE_BUCKETS))  # steps before the next merge
-            self._add_to_buckets(idx[: e - j], durs[j: e], u[j: e], ud[j: e])
+            pos = starts[j:] / self.width_s  # bucket i holds the steps with i ≤ pos < i + 1
+            e = j + int(np.searchsorted(pos, MAX_USAGE_BUCKETS))  # steps before the next merge
+            self._add_to_buckets(pos[: e - j].astype(np.int64), durs[j: e], u[j: e], ud[j: e])
             j = e
 
     def series(self) -> list[dict[str, float]]:

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["RequestSpec"]
+__all__ = ["RequestSpec", "MAX_ARRIVAL_S", "ARRIVAL_RULE"]
+
+# Latest arrival the simulator takes, s (about 31.7 years): a float64 time there still resolves 1.2e-7 s, far below
+# an engine step; at 1e13 s it resolves 2 ms and step gaps (ITL) would come out wrong.
+MAX_ARRIVAL_S = 1e9
+ARRIVAL_RULE = "arrival_s must be a number in [0, 1e9] s (about 31.7 years; float64 times lose step resolution beyond)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.workload import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec
 from kvledger.errors import InputError
 
 __all__ = ["WorkloadColumns"]
@@ -109,11 +109,10 @@ class WorkloadColumns(Sequence):
             if bad.any():
                 i = int(np.argmax(bad))
                 raise InputError(f"request {self.request_id(i)!r}: {name} must be an integer ≥ 1, got {int(col[i])!r}")
-        bad = ~(np.isfinite(self.arrival_s) & (self.arrival_s >= 0.0))
+        bad = ~((self.arrival_s >= 0.0) & (self.arrival_s <= MAX_ARRIVAL_S))  # NaN fails both
         if bad.any():
             i = int(np.argmax(bad))
-            raise InputError(f"request {self.request_id(i)!r}: arrival_s must be a finite number ≥ 0, "
-                             f"got {float(self.arrival_s[i])!r}")
+            raise InputError(f"request {self.request_id(i)!r}: {ARRIVAL_RULE}, got {float(self.arrival_s[i])!r}")
 
     def sorted_by_arrival(self) -> "WorkloadColumns":
         """The same requests in arrival order, ties in workload order (self when already sorted)."""
