@@ -58,8 +58,15 @@ def test_out_writes_four_files_and_refuses_to_overwrite(tmp_path):
 def test_policy_presets_and_replicas():
     res = runner.invoke(app, BASE + ["--policy", "static", "--replicas", "2", "--router", "least_loaded", "--json"])
     assert res.exit_code == 0, res.output
-    eng = json.loads(res.output)["engine"]
+    payload = json.loads(res.output)
+    eng = payload["engine"]
     assert eng["batching"] == "static" and eng["enable_prefix_caching"] is False
+    # the replica count and router are part of the run's description; the engine figures are per replica
+    assert payload["replicas"] == 2 and payload["router"] == "least_loaded"
+    table = runner.invoke(app, BASE + ["--replicas", "2", "--router", "least_loaded"], terminal_width=200)
+    assert "engine: 2 replicas behind the least_loaded router, each with " in table.output
+    one = json.loads(runner.invoke(app, BASE + ["--json"]).output)
+    assert one["replicas"] == 1 and one["router"] is None
 
 
 def test_bad_names_and_settings_are_clear_errors():
@@ -167,3 +174,11 @@ def test_a_bad_length_distribution_names_its_flag():
     with pytest.raises(_InputError, match=r"^--output-lengths 'lognormal:1000:-1': lognormal sigma must be ≥ 0"):
         runner.invoke(app, base + ["--prompt-lengths", "fixed:100", "--output-lengths", "lognormal:1000:-1"],
                       catch_exceptions=False)
+
+
+def test_step_cost_source_says_what_cpu_overhead_is_modelled():
+    # the default roofline overlaps a CPU overhead of 0 s (async scheduling): the source must not suggest one is modelled
+    src = json.loads(runner.invoke(app, BASE + ["--json"]).output)["step_cost"]["source"]
+    assert "(CPU overhead 0 s: none modelled unless --cpu-overhead is given)" in src
+    src = json.loads(runner.invoke(app, BASE + ["--cpu-overhead", "2ms", "--json"]).output)["step_cost"]["source"]
+    assert "(CPU overhead 2 ms)" in src

@@ -95,7 +95,8 @@ def simulate(
     from kvledger.invariants import check_sim_summary
 
     overload = queue_growth(result.records) if setup.workload_info.get("mode", "").startswith("open loop") else None
-    payload = {"summary": check_sim_summary(result.summary.to_dict()), "engine": result.config, "workload": setup.workload_info,
+    payload = {"summary": check_sim_summary(result.summary.to_dict()), "replicas": setup.replicas,
+               "router": setup.router if setup.replicas > 1 else None, "engine": result.config, "workload": setup.workload_info,
                "step_cost": setup.cost_info, "overload": overload,
                "notes": list(setup.notes) + ([overload["note"]] if overload else [])}
     if out is not None:

@@ -190,6 +190,8 @@ def make_step_cost(a: SimRequestArgs, plan, overlap_cpu: bool = False) -> tuple[
                                 f"peak, bytes/achievable bandwidth) at {cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, "
                                 + "+ TP all-reduces, " + ("with the CPU overhead overlapping the GPU (async scheduling): "
                                                           "max(GPU, CPU) per step" if overlap_cpu else "+ CPU overhead per step")
+                                + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:g} ms)" if cost.cpu_overhead_s else
+                                   " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)")
                                 + f"; {hint}"}
     if a.step_cost == "calibrated" or a.step_cost.startswith(CALIBRATED_PREFIX):
         cost, info = calibrated_step_cost(a.step_cost, a.model, a.gpu, a.tp)

@@ -19,7 +19,9 @@ def render_summary(payload: dict[str, Any], console, out: Path | None = None) ->
     s, eng, wl, cost = payload["summary"], payload["engine"], payload["workload"], payload["step_cost"]
     console.print(f"[bold]workload[/]: {wl['trace']} — {wl['num_requests']:,} requests, {wl['mode']}; prompt mean "
                   f"{wl['prompt_tokens_mean']:,.0f}, output mean {wl['output_tokens_mean']:,.0f} tokens")
-    console.print(f"[bold]engine[/]: {eng['num_gpu_blocks']:,} KV blocks × {eng['block_size']} tokens, max_model_len "
+    reps = payload.get("replicas", 1)
+    each = f"{reps} replicas behind the {payload['router']} router, each with " if reps > 1 else ""
+    console.print(f"[bold]engine[/]: {each}{eng['num_gpu_blocks']:,} KV blocks × {eng['block_size']} tokens, max_model_len "
                   f"{eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, max_num_seqs "
                   f"{eng['max_num_seqs']:,}; batching {eng['batching']}, KV {eng['kv_allocation']}, prefix caching "
                   f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}, "
