@@ -32,18 +32,25 @@ class DecodePrices:
                 self._gemm_cache[num_seqs] = t
         return t
 
+    def _list_terms(self, n: int) -> tuple:
+        """Per batch size ``n`` (cached): gemm s, 2 × state bytes, all-reduce s, whether the price is in its plain form
+        (no state, all-reduce or CPU term), KV bytes per token and bandwidth B/s."""
+        c = self._list_consts.get(n)
+        if c is None:
+            gemm, st, ar = self._gemm_s(n), 2 * self.state_bytes * n, self.allreduce_s(n)
+            c = (gemm, st, ar, not st and not ar and not self.cpu_overhead_s and gemm > 0, self.growing_read_bytes,
+                 self.bw * self.bandwidth_fraction)
+            if len(self._list_consts) < 4096:
+                self._list_consts[n] = c
+        return c
+
     def decode_plain_terms(self, num_seqs: int) -> tuple[float, float, float] | None:
         """``(gemm s, KV bytes per token, bandwidth B/s)`` when every pure-decode step of ``num_seqs`` sequences costs
         ``gemm + bytes_per_token · kv_tokens / bandwidth`` as ``decode_steps_list`` computes it (bandwidth-bound attention,
         no state, all-reduce or CPU term); None otherwise (then ask ``decode_steps_list``)."""
         if num_seqs == 0 or not self._bw_bound:
             return None
-        c = self._list_consts.get(num_seqs)
-        if c is None:
-            self.decode_steps_list(num_seqs, 0, 1)
-            c = self._list_consts.get(num_seqs)
-            if c is None:
-                return None
+        c = self._list_terms(num_seqs)
         return (c[0], c[4], c[5]) if c[3] else None
 
     def decode_steps_list(self, num_seqs: int, kv_tokens: int, num_steps: int) -> list[float]:
@@ -58,14 +65,7 @@ class DecodePrices:
         if num_steps > 96 or not self._bw_bound or num_seqs == 0:
             return self.decode_steps_s(num_seqs, kv_tokens, num_steps).tolist()
         n = num_seqs
-        c = self._list_consts.get(n)
-        if c is None:
-            gemm, st, ar = self._gemm_s(n), 2 * self.state_bytes * n, self.allreduce_s(n)
-            g, b = self.growing_read_bytes, self.bw * self.bandwidth_fraction
-            c = (gemm, st, ar, not st and not ar and not self.cpu_overhead_s and gemm > 0, g, b)
-            if len(self._list_consts) < 4096:
-                self._list_consts[n] = c
-        gemm, st, ar, plain, g, b = c
+        gemm, st, ar, plain, g, b = self._list_terms(n)
         if plain:
             return [gemm + g * x / b for x in range(kv_tokens, kv_tokens + n * num_steps, n)]
         cpu = self.cpu_overhead_s

@@ -206,10 +206,8 @@ class BlockPool:
         if not self.enable_caching:
             q.extend(reversed(block_ids))
             return
-        if num_hashed < len(block_ids):
-            self._prepend(block_ids[:num_hashed - 1 if num_hashed else None:-1])  # last block first
-        if num_registered < num_hashed:
-            q.extend(reversed(block_ids[num_registered:num_hashed]))
+        # the unregistered blocks: unhashed tail to the head, hashed ones to the tail (free_unregistered's rule)
+        self.free_unregistered([(block_ids[num_registered:] if num_registered else block_ids, num_hashed - num_registered)])
         if num_registered:
             ref = self._ref
             for i in range(num_registered - 1, -1, -1):

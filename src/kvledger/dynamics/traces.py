@@ -165,10 +165,10 @@ def _replayed_times(label: str, t_sorted: np.ndarray, num_requests: int | None, 
     elif rate_scale is not None:
         t = t / rate_scale
     if (rate is not None or rate_scale is not None) and len(t) and float(t[-1]) > MAX_ARRIVAL_S:
-        how = f"rate {rate:g} req/s" if rate is not None else f"rate_scale {rate_scale:g}"
+        name, how = ("rate", f"rate {rate:g} req/s") if rate is not None else ("rate_scale", f"rate_scale {rate_scale:g}")
         raise InputError(f"trace {label!r}: {how} puts the last of {count:,} arrivals at {float(t[-1]):.4g} s, past "
                          f"the simulator's {MAX_ARRIVAL_S:g} s (about 31.7 years; float64 times lose step resolution "
-                         "beyond); give a larger rate")
+                         f"beyond); give a larger {name}")
     return first, count, t
 
 
