@@ -29,7 +29,7 @@ from pathlib import Path
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.settings import make_settings
-from kvledger.analyses.memory_accuracy import TermError, exact_from_logged, replay
+from kvledger.analyses.doctor.memory_accuracy import TermError, exact_from_logged, replay
 from kvledger.catalog.gpus import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB

@@ -21,7 +21,7 @@ RUNS = ["distserve:vllm-100-1", "distserve:vllm-100-2", "distserve:vllm-200-2", 
 
 def once():
     from kvledger.calibration.api import calibrate_files
-    from kvledger.dynamics.sim_setup import SimRequestArgs
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
     a = SimRequestArgs(model="facebook/opt-13b", gpu="A100-80GB", engine_version="0.5.0", gpu_memory_utilization=0.95,
                        max_num_batched_tokens=16384, max_num_seqs=1024, max_model_len=2048, block_size=16,

@@ -92,10 +92,10 @@ def whole_process(repeat: int, vidur: tuple[list[float], float] | None = None) -
 CHILD = r"""
 import json, sys, time
 import numpy as np
-from kvledger.analyses.sim_ledgers import prepare_run
-from kvledger.dynamics.engine import simulate
-from kvledger.dynamics.sim_setup import SimRequestArgs
-from kvledger.dynamics.workload_columns import WorkloadColumns
+from kvledger.analyses.serving.sim_ledgers import prepare_run
+from kvledger.dynamics.simulator import simulate
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.dynamics.workload.columns import WorkloadColumns
 n = int(sys.argv[1])
 setup = prepare_run(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv"))
 base = setup.workload

@@ -16,8 +16,8 @@ import argparse
 import os
 import time
 
-from kvledger.analyses.sim_boundary import search_sim_boundary
-from kvledger.dynamics.sim_setup import SimRequestArgs
+from kvledger.analyses.serving.sim_boundary import search_sim_boundary
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.ledgers.slo import SLO
 
 SLO_USED = SLO(ttft_s=0.5, tpot_s=0.05)

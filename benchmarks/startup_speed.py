@@ -1,7 +1,7 @@
 """Start-up and wrap-up of ``kvledger simulate``: the whole process split at the simulation's event loop.
 
 ``kvledger simulate meta-llama/Llama-3.1-8B --gpu H100 --trace azure-conv --json`` runs in a child
-process whose ``kvledger.dynamics.engine.run_cluster`` (the event loop) is timed on the wall clock:
+process whose ``kvledger.dynamics.simulator.run_cluster`` (the event loop) is timed on the wall clock:
 **start-up** is process start → the first step (interpreter, imports, option parsing, plan, trace,
 engine setup), **wrap-up** is the last step → process exit (the summary: ITL merge and percentiles,
 KV usage; JSON output; interpreter exit). Their sum is the part of the whole process that is not
@@ -31,9 +31,9 @@ CHILD = r"""
 import sys, time
 from importlib.machinery import PathFinder
 
-class _TimeLoop:  # wraps engine.run_cluster once kvledger.dynamics.engine is loaded
+class _TimeLoop:  # wraps engine.run_cluster once kvledger.dynamics.simulator is loaded
     def find_spec(self, name, path=None, target=None):
-        if name != "kvledger.dynamics.engine":
+        if name != "kvledger.dynamics.simulator":
             return None
         sys.meta_path.remove(self)
         spec = PathFinder.find_spec(name, path)

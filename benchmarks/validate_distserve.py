@@ -20,7 +20,7 @@ Policies (``--policy``, comma-separated; default ``v0,v1``):
 * ``v0-unpadded``: the same rule without padding (later V0 releases, ``_schedule_default``);
 * ``v1``: vLLM v1's mixed steps (the simulator's default rule), for comparison.
 
-For each bundled run (vllm-<N>-<rate>, kvledger/dynamics/data/distserve/) the same requests (issue
+For each bundled run (vllm-<N>-<rate>, kvledger/dynamics/workload/data/distserve/) the same requests (issue
 time, prompt and output length) are simulated with a KV pool from ``build_plan`` under vLLM 0.5
 rules (the oldest this tool models; DistServe's own estimate is 66,144 tokens = 4,134 blocks) and
 DistServe's vLLM step-cost fit (``--cost``). Printed: mean and p90 TTFT and TPOT, measured vs
@@ -39,9 +39,9 @@ import time
 
 import numpy as np
 
-from kvledger.dynamics.distserve_runs import DISTSERVE_VLLM_SETTINGS, list_distserve_runs, load_distserve_run
-from kvledger.dynamics.metrics import latency_stats
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.workload.distserve_runs import DISTSERVE_VLLM_SETTINGS, list_distserve_runs, load_distserve_run
+from kvledger.dynamics.outputs.metrics import latency_stats
+from kvledger.dynamics.engine.request import RequestSpec
 
 KNEE_FACTOR = 5.0
 SWEEP_RATES = (2.0, 2.5, 3.0, 3.25, 3.5, 3.75, 4.0, 4.5)
@@ -73,7 +73,7 @@ POLICIES = {
 
 
 def engine_config(num_gpu_blocks: int, policy: str = "v0"):
-    from kvledger.dynamics.engine import EngineConfig
+    from kvledger.dynamics.simulator import EngineConfig
 
     s = DISTSERVE_VLLM_SETTINGS
     return EngineConfig(num_gpu_blocks=num_gpu_blocks, max_model_len=2048, block_size=s["block_size"],
@@ -102,7 +102,7 @@ def stats(ttft: np.ndarray, tpot: np.ndarray) -> dict[str, float]:
 
 
 def simulate_run(requests: list[RequestSpec], cfg, cost) -> dict[str, float]:
-    from kvledger.dynamics.engine import simulate
+    from kvledger.dynamics.simulator import simulate
 
     res = simulate(requests, cfg, cost, model="facebook/opt-13b", hardware="A100-SXM-80GB")
     recs = [r for r in res.records.records if r.ok]

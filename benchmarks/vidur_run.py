@@ -57,7 +57,7 @@ def _last_line(text: str) -> str:
 
 
 def _write_trace(path: Path) -> int:
-    from kvledger.dynamics.traces import load_trace
+    from kvledger.dynamics.workload.traces import load_trace
 
     reqs = load_trace("azure-conv")
     with path.open("w") as f:

@@ -10,7 +10,7 @@ error, then the mean and the worst absolute error.
 Configs: the bundled catalog (Llama-3.1-8B-Instruct shares Meta-Llama-3.1-8B's architecture; the
 DeepSeek-V2-Lite base config stands in for the Chat release). The RedHatAI quantized checkpoints'
 configs are not in the corpus; their ``quantization_config`` is reconstructed from what the log gives and the
-model card (``kvledger.analyses.memory_accuracy.QUANTIZED_CHECKPOINTS`` says which fact comes from where). A
+model card (``kvledger.analyses.doctor.memory_accuracy.QUANTIZED_CHECKPOINTS`` says which fact comes from where). A
 corpus model not listed below whose config is bundled in the catalog (CodeLlama-7b, phi-2) is read from there;
 gemma-7b and Qwen1.5-MoE-A2.7B, whose configs are in neither, from transformers' default configs of their
 architectures (``benchmarks/data/oracle_configs/``, which transformers documents as those models' configurations).
@@ -25,7 +25,7 @@ import json
 import sys
 from pathlib import Path
 
-from kvledger.analyses.memory_accuracy import QUANTIZED_CHECKPOINTS, quantized_model
+from kvledger.analyses.doctor.memory_accuracy import QUANTIZED_CHECKPOINTS, quantized_model
 from kvledger.catalog.loading import loaded_weights
 from kvledger.catalog.models import load_model, resolve_bundled
 

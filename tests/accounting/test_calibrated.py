@@ -41,7 +41,7 @@ def test_distserve_vllm_opt13b_arithmetic():
 
 
 def test_distserve_vllm_against_measured_vllm_runs():
-    from kvledger.dynamics.distserve_runs import load_distserve_run
+    from kvledger.dynamics.workload.distserve_runs import load_distserve_run
 
     m = get_calibrated_cost("distserve-vllm:facebook/opt-13b", "a100", 1)
     recs = load_distserve_run("vllm-100-1").measured.records

@@ -8,8 +8,8 @@ import pytest
 
 from kvledger.accounting.step_split import PrefillTime, gpu_time_split, prefill_part_s, step_pricer
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.engine import EngineConfig, simulate
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.simulator import EngineConfig, simulate
+from kvledger.dynamics.engine.request import RequestSpec
 
 FIXED = FixedStepCost(per_step_s=0.01, per_token_s=0.001)
 
@@ -128,7 +128,7 @@ def test_fast_path_and_step_by_step_attribute_the_same_time():
     from kvledger.accounting.plan import build_plan
     from kvledger.catalog.gpus import get_gpu
     from kvledger.catalog.models import load_model
-    from kvledger.dynamics.from_plan import engine_config_from_plan
+    from kvledger.analyses.serving.from_plan import engine_config_from_plan
 
     p = build_plan(load_model("meta-llama/Llama-3.1-8B", allow_hub=False), get_gpu("H100-SXM"), with_advice=False)
     cfg, _ = engine_config_from_plan(p)
@@ -155,7 +155,7 @@ def test_disaggregated_pools_weighted_by_their_gpus(gpus):
     # (all prefill), the decode replica's 0.011 + 0.012 s (all decode: the first token came from the prefill side).
     # With the prefill pool on 2 GPUs per replica its GPU-s double: 0.088 of 0.111.
     from kvledger.dynamics.disagg import Pool, simulate_disagg
-    from kvledger.dynamics.kv_transfer import KVLink, KVTransfer
+    from kvledger.dynamics.engine.kv_transfer import KVLink, KVTransfer
 
     tiny = dict(num_gpu_blocks=64, max_model_len=64, block_size=4, max_num_batched_tokens=8)
     res = simulate_disagg([RequestSpec("A", 0.0, 10, 3), RequestSpec("B", 0.020, 4, 2)],

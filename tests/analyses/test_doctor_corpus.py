@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.analyses.doctor import diagnose_file
-from kvledger.analyses.memory_accuracy import corpus_model_arg
+from kvledger.analyses.doctor.diagnose import diagnose_file
+from kvledger.analyses.doctor.memory_accuracy import corpus_model_arg
 from kvledger.units import GiB
 
 ROOT = Path(__file__).parents[2]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.analyses.memory_accuracy import exact_from_logged, replay
+from kvledger.analyses.doctor.memory_accuracy import exact_from_logged, replay
 
 D = Path(__file__).parents[1] / "fixtures" / "vllm_startups_0_19"
 ORACLE = Path(__file__).parents[2] / "benchmarks" / "data" / "oracle_configs"

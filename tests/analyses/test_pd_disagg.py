@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from kvledger.analyses.pd_disagg import Deployment, DeploymentResult, DisaggStudy, run_deployment, splits_for
-from kvledger.analyses.pd_disagg_report import DisaggReport, analyse_disagg, verdict
+from kvledger.analyses.judgments.pd_disagg import Deployment, DeploymentResult, DisaggStudy, run_deployment, splits_for
+from kvledger.analyses.judgments.pd_disagg_summary import DisaggReport, analyse_disagg, verdict
 from kvledger.cli.main import app
 from kvledger.errors import InputError, KvLedgerError, UnknownNameError
 from kvledger.ledgers.goodput import goodput_of_records
@@ -33,7 +33,7 @@ def study():
     from kvledger.accounting.settings import make_settings
     from kvledger.catalog.gpus import get_gpu
     from kvledger.catalog.models import load_model
-    from kvledger.dynamics.kv_transfer import link_from_gpu
+    from kvledger.dynamics.engine.kv_transfer import link_from_gpu
 
     gpu = get_gpu("H100-SXM")
     return DisaggStudy(load_model("meta-llama/Llama-3.1-8B"), gpu, make_settings(max_model_len=8192),
@@ -42,7 +42,7 @@ def study():
 
 @pytest.fixture(scope="module")
 def specs():
-    from kvledger.dynamics.synthetic import Uniform, synthetic_workload
+    from kvledger.dynamics.workload.synthetic import Uniform, synthetic_workload
 
     return synthetic_workload(150, rate_per_s=30.0, prompt=Uniform(200, 2000), output=Uniform(20, 200), seed=11)
 
@@ -137,7 +137,7 @@ def test_cli_json_table_and_errors():
 
 
 def test_tuning_sentences_say_when_a_smaller_chunk_does_the_same_job_colocated():
-    from kvledger.analyses.pd_disagg_report import _tuning_sentences
+    from kvledger.analyses.judgments.pd_disagg_summary import _tuning_sentences
 
     def row(gp, ttft=0.1, itl=0.02, **kw):
         return {"knob": "k", "ttft_p90_s": ttft, "itl_p99_s": itl, "goodput_req_per_s_per_gpu": gp,
@@ -155,7 +155,7 @@ def test_tuning_sentences_say_when_a_smaller_chunk_does_the_same_job_colocated()
 
 
 def test_max_rate_search_is_distserve_goodput_per_gpu(study):
-    from kvledger.dynamics.synthetic import Uniform, synthetic_workload
+    from kvledger.dynamics.workload.synthetic import Uniform, synthetic_workload
 
     def load(rate):
         return synthetic_workload(120, rate_per_s=rate, prompt=Uniform(200, 2000), output=Uniform(20, 200), seed=5)

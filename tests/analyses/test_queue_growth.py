@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvledger.analyses.queue_growth import queue_growth
+from kvledger.analyses.serving.queue_growth import queue_growth
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
 

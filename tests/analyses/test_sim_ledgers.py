@@ -1,4 +1,4 @@
-"""Simulated runs for the ledgers (kvledger.analyses.sim_ledgers) and the simulator-driven SLO-boundary search (sim_boundary)."""
+"""Simulated runs for the ledgers (kvledger.analyses.serving.sim_ledgers) and the simulator-driven SLO-boundary search (sim_boundary)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from kvledger.analyses.sim_boundary import search_sim_boundary
-from kvledger.analyses.sim_ledgers import SyntheticSpec, simulate_run
-from kvledger.dynamics.sim_setup import SimRequestArgs
-from kvledger.dynamics.traces import load_trace
+from kvledger.analyses.serving.sim_boundary import search_sim_boundary
+from kvledger.analyses.serving.sim_ledgers import SyntheticSpec, simulate_run
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.dynamics.workload.traces import load_trace
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.ledgers import boundary_from_sweep, goodput, parse_slo
 
@@ -41,7 +41,7 @@ def test_provenance_names_the_rule_that_was_simulated():
     # --policy presets (dynamics/from_plan.py POLICY_PRESETS): sglang → batching "sglang" with SGLang's radix prefix
     # caching; static → batching "static", caching off; contiguous → the v1 rule with kv_allocation "contiguous",
     # caching off. Async scheduling is vLLM v1's (0.33 default on, continuous batching only), so only the v1 runs say it.
-    head = "kvledger simulator (kvledger.dynamics.engine.simulate; deterministic, no wall clock): "
+    head = "kvledger simulator (kvledger.dynamics.simulator.simulate; deterministic, no wall clock): "
     cases = ((None, "vLLM v1 scheduling rule (preemption by recompute) — iteration-level", "paged", "vllm", True),
              ("sglang", "SGLang 0.5.x scheduling rule — SGLang's scheduler (managers/scheduler.py", "paged", "sglang", False),
              ("static", "static batching — a batch is formed from waiting requests", "paged", "off", False),

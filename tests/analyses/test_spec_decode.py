@@ -7,12 +7,12 @@ import pytest
 
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
-from kvledger.analyses.spec_decode import SpecDecodeModel, expected_tokens_per_step, verify_shape
-from kvledger.analyses.spec_report import analyse_spec_decode, make_draft
-from kvledger.analyses.spec_sim import rounds_for_tokens, run_spec_sweep, spec_workload
+from kvledger.analyses.judgments.spec_decode import SpecDecodeModel, expected_tokens_per_step, verify_shape
+from kvledger.analyses.judgments.spec_decode_summary import analyse_spec_decode, make_draft
+from kvledger.analyses.judgments.spec_sim import rounds_for_tokens, run_spec_sweep, spec_workload
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.errors import InputError
 
 
@@ -112,7 +112,7 @@ def _sweep_row(rate, tpot, ttft, e2e, tok_s):
 
 
 def test_sweep_sentence_reads_throughput_and_latency_not_tpot_alone():
-    from kvledger.analyses.spec_sim import rate_verdict, sweep_sentence
+    from kvledger.analyses.judgments.spec_sim import rate_verdict, sweep_sentence
 
     # the trial's table (Llama-3.1-8B on an H100, Llama-3.2-3B drafting, k = 4, α = 0.8, 2,048 + 256 tokens):
     # at 16 req/s TPOT p50 33.00 → 30.35 ms (× 0.92) but output throughput 3,098 → 2,654 tok/s (× 0.86) and

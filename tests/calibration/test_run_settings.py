@@ -6,7 +6,7 @@ import json
 
 from kvledger.calibration.api import engine_for
 from kvledger.calibration.replay import load_measured
-from kvledger.dynamics.sim_setup import SimRequestArgs
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
 
 def _run_dir(tmp_path):

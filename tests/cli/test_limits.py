@@ -68,8 +68,8 @@ def test_range_errors_share_one_wording_flag_value_range():
     # every range check outside the option table words its error as the table does: "<flag> <value> is out of
     # range; allowed: <range>", the value shown as the table shows it (a whole float without ".0", thousands
     # separated; others short form) — the allowed values themselves are unchanged
-    from kvledger.analyses.spec_decode import expected_tokens_per_step
-    from kvledger.analyses.spec_report import make_draft
+    from kvledger.analyses.judgments.spec_decode import expected_tokens_per_step
+    from kvledger.analyses.judgments.spec_decode_summary import make_draft
     from kvledger.errors import range_error, show_number
 
     assert [show_number(x) for x in (7.0, 0, 4096, 1e300, 0.25, math.nan, "x")] == ["7", "0", "4,096", "1e+300", "0.25", "nan", "x"]

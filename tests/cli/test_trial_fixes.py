@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kvledger.analyses.sim_ledgers import prepare_run
+from kvledger.analyses.serving.sim_ledgers import prepare_run
 from kvledger.cli.main import app
-from kvledger.dynamics.sim_setup import SimRequestArgs
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.errors import KvLedgerError
 
 runner = CliRunner()

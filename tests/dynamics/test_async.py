@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.closed_loop import ClosedLoop
-from kvledger.dynamics.engine import EngineConfig, simulate
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.workload.closed_loop import ClosedLoop
+from kvledger.dynamics.simulator import EngineConfig, simulate
+from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.errors import InputError
 
 STEP = FixedStepCost(per_step_s=0.010)

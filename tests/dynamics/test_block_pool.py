@@ -7,7 +7,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kvledger.dynamics.block_pool import BlockPool
+from kvledger.dynamics.engine.block_pool import BlockPool
 
 
 def test_null_block_is_never_free_and_allocation_pops_the_front():

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kvledger.dynamics.stretch_times import decode_times
+from kvledger.dynamics.fast.stretch_times import decode_times
 
 
 def _rep(now_s: float = 0.0):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvledger.dynamics.distserve_runs import DISTSERVE_VLLM_SETTINGS, list_distserve_runs, load_distserve_run
+from kvledger.dynamics.workload.distserve_runs import DISTSERVE_VLLM_SETTINGS, list_distserve_runs, load_distserve_run
 from kvledger.errors import FormatError, UnknownNameError
 
 
@@ -67,7 +67,7 @@ def _replay(requests, policy="v0", num_gpu_blocks=4003):
     "v1": vLLM v1's mixed steps.
     """
     from kvledger.accounting.calibrated import get_calibrated_cost
-    from kvledger.dynamics.engine import EngineConfig, simulate
+    from kvledger.dynamics.simulator import EngineConfig, simulate
 
     s = DISTSERVE_VLLM_SETTINGS
     rule = {"batching": "vllm_v0", "max_paddings": s["max_paddings"]} if policy == "v0" else {}
@@ -83,7 +83,7 @@ def test_replay_knee_falls_between_3_and_4_req_per_s():
 
     Under the rule of the measured engine (vLLM 0.2.3's V0 scheduler, padded prompt batches).
     """
-    from kvledger.dynamics.workload import RequestSpec
+    from kvledger.dynamics.engine.request import RequestSpec
 
     # 4003 blocks: build_plan(facebook/opt-13b, A100-80GB, gpu_memory_utilization 0.95, vLLM 0.5 rules)
     low = load_distserve_run("vllm-100-1")

@@ -6,8 +6,8 @@ import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.dynamics.early_stop import MissRule
-from kvledger.dynamics.engine import EngineConfig, simulate
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.simulator import EngineConfig, simulate
+from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.ledgers.goodput import goodput
 from kvledger.ledgers.slo import SLO
 
@@ -62,8 +62,8 @@ def test_e2e_stop_counts_finished_and_waiting():
 def test_search_boundary_unchanged_by_early_stop():
     """Llama-3.1-8B on an H100, 600 Azure conversation requests per probe: the same boundary and the same verdict at
     every probe with and without early stop, and at least one overloaded probe stopped."""
-    from kvledger.analyses.sim_boundary import search_sim_boundary
-    from kvledger.dynamics.sim_setup import SimRequestArgs
+    from kvledger.analyses.serving.sim_boundary import search_sim_boundary
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
     args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=600)
     slo = SLO(ttft_s=0.5, tpot_s=0.05)

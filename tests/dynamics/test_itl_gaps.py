@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.engine import EngineConfig, simulate
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.simulator import EngineConfig, simulate
+from kvledger.dynamics.engine.request import RequestSpec
 
 from test_engine import CONFIGS, random_workload
 
@@ -57,7 +57,7 @@ def test_exact_mean_does_not_depend_on_grouping_into_counts():
     # pairs, the same double. Reference: the sum in Fractions.
     from fractions import Fraction
 
-    from kvledger.dynamics.itl_gaps import exact_mean
+    from kvledger.dynamics.outputs.itl_gaps import exact_mean
 
     values, counts = np.array([0.1, 0.2, 0.3]), np.array([3, 7, 1], dtype=np.int32)
     expanded = np.repeat(values, counts)
@@ -74,7 +74,7 @@ def test_exact_mean_is_the_correctly_rounded_sum_in_every_regime():
     # while the exact sum 1 + 2^-52 is a double: the mean must be (1 + 2^-52) / 3.
     from fractions import Fraction
 
-    from kvledger.dynamics.itl_gaps import _fsum_mean, exact_mean
+    from kvledger.dynamics.outputs.itl_gaps import _fsum_mean, exact_mean
 
     assert exact_mean(np.array([1.0, 2.0**-53, 2.0**-53])) == (1 + 2.0**-52) / 3 != np.mean([1.0, 2.0**-53, 2.0**-53])
     rng = np.random.default_rng(7)
@@ -102,7 +102,7 @@ def test_ranked_values_without_a_full_sort_are_those_of_the_expanded_array():
     # must be the rank-th element of np.sort(np.repeat(values, counts)) for every rank, whatever the spread
     # (one binade; 40 binades, past the 2^18-bucket limit of the 12-mantissa-bit key: the exponent-only key),
     # with ties across buckets and negative values (then a full sort).
-    from kvledger.dynamics.itl_gaps import _ranked
+    from kvledger.dynamics.outputs.itl_gaps import _ranked
 
     rng = np.random.default_rng(3)
     cases = [rng.random(5000) * 0.01 + 0.01, rng.random(5000) * 2.0 ** rng.integers(-200, 200, 5000),
@@ -123,7 +123,7 @@ def test_gap_counts_survive_buffer_compaction():
 
 
 def test_past_the_exact_limit_a_sketch_keeps_every_itl_figure_within_its_bound(monkeypatch):
-    from kvledger.dynamics import itl_gaps
+    from kvledger.dynamics.outputs import itl_gaps
 
     reqs = random_workload(300)
     cfg, cost = EngineConfig(**CONFIGS["vllm-tight"]), FixedStepCost(0.005, 1e-5)
@@ -141,7 +141,7 @@ def test_sketch_folds_give_the_keys_and_counts_of_one_unique_over_everything():
     # to_sketch counts keys by bincount (or sorts packed (key, count) pairs when they span too many) and merges
     # with the sketch so far; the result must be what one np.unique over every key gives, each key's counts summed
     # (zeros get the key -2^62).
-    from kvledger.dynamics import itl_gaps
+    from kvledger.dynamics.outputs import itl_gaps
 
     rng = np.random.default_rng(7)
     h, all_keys, all_counts = itl_gaps.GapHistogram(), [], []

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvledger.dynamics.kv_manager import PagedKVManager
-from kvledger.dynamics.kv_stretch import per_step_samples
-from kvledger.dynamics.request_state import SimRequest
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.engine.kv_manager import PagedKVManager
+from kvledger.dynamics.fast.kv_stretch import per_step_samples
+from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.engine.request import RequestSpec
 
 
 def _two_requests(kv: PagedKVManager) -> list[SimRequest]:

@@ -14,10 +14,10 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
-from kvledger.dynamics import open_stretch
-from kvledger.dynamics.engine import EngineConfig, simulate
-from kvledger.dynamics.workload import RequestSpec
-from kvledger.dynamics.workload_columns import WorkloadColumns
+from kvledger.dynamics.fast import open_stretch
+from kvledger.dynamics.simulator import EngineConfig, simulate
+from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.workload.columns import WorkloadColumns
 
 
 def _all(res) -> str:

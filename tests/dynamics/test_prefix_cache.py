@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.engine import EngineConfig, simulate
-from kvledger.dynamics.kv_manager import PagedKVManager
-from kvledger.dynamics.radix_cache import RadixKVManager, RadixNode
-from kvledger.dynamics.request_state import SimRequest
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.simulator import EngineConfig, simulate
+from kvledger.dynamics.engine.kv_manager import PagedKVManager
+from kvledger.dynamics.engine.radix_cache import RadixKVManager, RadixNode
+from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.engine.request import RequestSpec
 
 STEP = FixedStepCost(per_step_s=0.01)
 
@@ -111,7 +111,7 @@ def _tree_tokens(node: RadixNode) -> int:
 def test_radix_tree_counters_match_the_tree(items):
     from kvledger.dynamics.cluster import run_cluster
     from kvledger.dynamics.replica import Replica
-    from kvledger.dynamics.router import make_router
+    from kvledger.dynamics.engine.router import make_router
 
     reqs = [RequestSpec(f"r{i}", i * 0.005, nseg * 8 + extra, out, tuple(range(g * 10, g * 10 + nseg)), 8)
             for i, (g, nseg, extra, out) in enumerate(items)]
@@ -145,7 +145,7 @@ def test_unbounded_cache_reaches_the_trace_infinite_cache_hit_rate_on_mooncake()
     # hit of each request is its longest run of leading hash_ids seen in any earlier request (× 512 tokens),
     # capped at num_tokens − 1 rounded down to a block. For the first 300 Mooncake requests that is
     # 345,600 of 4,269,971 prompt tokens (8.09 %; the whole trace: 37 %, traces.md).
-    from kvledger.dynamics.traces import load_trace
+    from kvledger.dynamics.workload.traces import load_trace
 
     reqs = load_trace("mooncake", num_requests=300)
     seen, expected = set(), 0

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.engine import EngineConfig, simulate
-from kvledger.dynamics.traces import load_trace
-from kvledger.dynamics.workload import RequestSpec
-from kvledger.dynamics.workload_columns import WorkloadColumns
+from kvledger.dynamics.simulator import EngineConfig, simulate
+from kvledger.dynamics.workload.traces import load_trace
+from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.workload.columns import WorkloadColumns
 from kvledger.errors import InputError
 from kvledger.records import RunRecords
 
@@ -101,7 +101,7 @@ def test_from_specs_refuses_segments():
 def test_load_trace_columns_equals_load_trace():
     """The Azure conversation trace at 3 req/s from 10 s on, 500 requests: the same specs as load_trace's, row ids kept;
     Mooncake (hash_ids) stays a list."""
-    from kvledger.dynamics.traces import load_trace_columns
+    from kvledger.dynamics.workload.traces import load_trace_columns
 
     kw = dict(num_requests=500, rate=3.0, start_s=10.0)
     cols, specs = load_trace_columns("azure-conv", **kw), load_trace("azure-conv", **kw)
@@ -114,8 +114,8 @@ def test_preempted_requests_finishing_inside_an_arrival_stretch_keep_their_recor
     conversation requests: hundreds of preemptions, and requests preempted earlier (several runs of token times)
     finish inside arrival stretches among others, whose records go to the columns together. Each record must be
     the one the object path builds request by request: first-token and finish times, preemptions."""
-    from kvledger.analyses.sim_ledgers import prepare_run
-    from kvledger.dynamics.sim_setup import SimRequestArgs
+    from kvledger.analyses.serving.sim_ledgers import prepare_run
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
     setup = prepare_run(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="L4", trace="azure-conv",
                                        num_requests=3000, max_model_len=16384))

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from kvledger.dynamics.servegen import generate_servegen, list_clients, load_client
+from kvledger.dynamics.workload.servegen import generate_servegen, list_clients, load_client
 from kvledger.errors import FormatError, InputError, UnknownNameError
 
 

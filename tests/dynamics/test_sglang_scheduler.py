@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.engine import EngineConfig, simulate
-from kvledger.dynamics.from_plan import POLICY_PRESETS
+from kvledger.dynamics.simulator import EngineConfig, simulate
+from kvledger.analyses.serving.from_plan import POLICY_PRESETS
 from kvledger.dynamics.replica import Replica
-from kvledger.dynamics.sglang_scheduler import MIN_NEW_TOKEN_RATIO, NEW_TOKEN_RATIO_DECAY, SGLangScheduler
-from kvledger.dynamics.workload import RequestSpec
-from kvledger.dynamics.request_state import SimRequest
+from kvledger.dynamics.engine.sglang_scheduler import MIN_NEW_TOKEN_RATIO, NEW_TOKEN_RATIO_DECAY, SGLangScheduler
+from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.request_state import SimRequest
 
 STEP = FixedStepCost(per_step_s=0.010)
 SGL = dict(batching="sglang", prefix_caching_policy="sglang", block_size=1)
@@ -105,7 +105,7 @@ def test_sglang_rule_leaves_no_slots_held_and_retracts_under_pressure():
     from pathlib import Path
 
     from kvledger.dynamics.cluster import run_cluster
-    from kvledger.dynamics.router import make_router
+    from kvledger.dynamics.engine.router import make_router
 
     sys.path.insert(0, str(Path(__file__).parent))
     from test_engine import random_workload

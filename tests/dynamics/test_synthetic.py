@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from kvledger.dynamics.synthetic import (
+from kvledger.dynamics.workload.synthetic import (
     Empirical, ExponentialCapped, Fixed, LogNormal, SharedPrefix, Uniform, anyscale_latency, anyscale_throughput,
     arrival_times, parse_lengths, synthetic_workload,
 )

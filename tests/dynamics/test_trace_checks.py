@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.dynamics.trace_arrow import MAX_TRACE_TOKENS
-from kvledger.dynamics.traces import load_trace
+from kvledger.dynamics.workload.trace_arrow import MAX_TRACE_TOKENS
+from kvledger.dynamics.workload.traces import load_trace
 from kvledger.errors import FormatError
 
 HEAD = "arrival_s,num_prompt_tokens,num_output_tokens\n"
@@ -40,7 +40,7 @@ def test_jsonl_rows_get_the_same_checks(tmp_path):
 
 
 def test_vectorised_and_row_readers_agree_on_a_good_file(tmp_path, monkeypatch):
-    from kvledger.dynamics import trace_formats
+    from kvledger.dynamics.workload import trace_formats
 
     f = tmp_path / "ok.csv"
     f.write_text("arrival_s,num_prompt_tokens,num_output_tokens,client_id\n2.5,5,6,alice\n1,7,8,\n1,9,1,bob\n")
@@ -55,7 +55,7 @@ def test_vectorised_and_row_readers_agree_on_a_good_file(tmp_path, monkeypatch):
 def test_arrivals_past_the_simulators_time_range_are_refused(tmp_path):
     # Past 1e9 s a float64 time no longer resolves an engine step's gaps (at 1e13 s it resolves 2 ms), so the
     # simulator refuses such a workload at its boundary: a file row, or a rate that stretches the trace there.
-    from kvledger.dynamics.engine import EngineConfig, simulate
+    from kvledger.dynamics.simulator import EngineConfig, simulate
     from kvledger.accounting.stepcost import FixedStepCost
     from kvledger.errors import InputError
 

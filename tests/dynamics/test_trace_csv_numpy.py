@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.dynamics import trace_arrow
-from kvledger.dynamics.trace_formats import read_trace_file
+from kvledger.dynamics.workload import trace_arrow
+from kvledger.dynamics.workload.trace_formats import read_trace_file
 from kvledger.errors import FormatError
 
 AZURE = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
@@ -86,7 +86,7 @@ def test_bundled_azure_traces_need_no_pyarrow():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom kvledger.dynamics.traces import load_trace\n"
+    code = ("import sys\nfrom kvledger.dynamics.workload.traces import load_trace\n"
             "n = len(load_trace('azure-conv')) + len(load_trace('azure-code'))\n"
             "print(n, 'pyarrow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvledger.dynamics import trace_formats
-from kvledger.dynamics.trace_formats import read_trace_file
-from kvledger.dynamics.traces import bundled_trace_path
+from kvledger.dynamics.workload import trace_formats
+from kvledger.dynamics.workload.trace_formats import read_trace_file
+from kvledger.dynamics.workload.traces import bundled_trace_path
 from kvledger.errors import FormatError
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from kvledger.dynamics.traces import list_traces, load_trace, trace_has_arrivals
+from kvledger.dynamics.workload.traces import list_traces, load_trace, trace_has_arrivals
 from kvledger.errors import FormatError, InputError, UnknownNameError
 
 
@@ -210,7 +210,7 @@ def test_damaged_trace_files_are_clear_errors(tmp_path):
     import pytest
 
     from kvledger.errors import FormatError, InputError
-    from kvledger.dynamics.traces import load_trace
+    from kvledger.dynamics.workload.traces import load_trace
 
     big = tmp_path / "big.csv"
     big.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n\"" + "9" * 200_000 + "\",1,1\n")

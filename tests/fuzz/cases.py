@@ -373,7 +373,7 @@ def _cli(rng: random.Random, tmp: Path) -> str:
     return _cli_outcome(args)
 
 
-TRACES = ROOT / "src" / "kvledger" / "dynamics" / "data" / "traces"
+TRACES = ROOT / "src" / "kvledger" / "dynamics" / "workload" / "data" / "traces"
 MODELS = ROOT / "src" / "kvledger" / "catalog" / "data" / "models"
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"
 ORACLE_SEEDS = [ROOT / "benchmarks" / "data" / "oracle_configs" / f"{mt}.json" for mt in ("deepseek_v4", "gemma4_assistant")]
@@ -382,7 +382,7 @@ ORACLE_SEEDS = [ROOT / "benchmarks" / "data" / "oracle_configs" / f"{mt}.json" f
 
 def _trace_file(rng: random.Random, tmp: Path) -> str:
     """The first rows of a bundled trace (CSV or JSONL), mutated, read as a trace and turned into requests."""
-    from kvledger.dynamics.traces import load_trace
+    from kvledger.dynamics.workload.traces import load_trace
 
     src = rng.choice(sorted(TRACES.rglob("*.csv")) + sorted(TRACES.rglob("*.jsonl")))
     with src.open(encoding="utf-8") as f:

@@ -12,7 +12,7 @@ from kvledger.evidence import read_run
 from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
 from kvledger.ledgers.breakeven import break_even_volume
 from kvledger.ledgers.cost import Capacity, GpuRate, SelfHostSetup, capacity_from, self_host_unit_ledgers
-from kvledger.ledgers.cost_report import DecisionFactors, MonthlyVolume, build_cost_report
+from kvledger.ledgers.cost_summary import DecisionFactors, MonthlyVolume, build_cost_report
 from kvledger.ledgers.goodput import goodput
 from kvledger.ledgers.slo import parse_slo
 from kvledger.records import RequestRecord, RunMetadata, RunRecords

@@ -17,7 +17,7 @@ from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
 from kvledger.accounting.roofline import RooflineStepCost
-from kvledger.accounting.roofline_report import RooflineReport, roofline_report
+from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec

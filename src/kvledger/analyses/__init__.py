@@ -1,6 +1,8 @@
-"""Analyses of the judgment calls serving engineers make (FP8 KV cache, speculative decoding, KV eviction), built on the ledgers.
+"""Analyses built on the ledgers, one room each.
 
-This layer sits above accounting (memory plans, the roofline) and may drive the simulator
-(dynamics); the evidence readers and the ledgers never import it. Each module computes its
-answer for one model and GPU, shows the arithmetic, and names the regime where the answer flips.
+* ``serving/``: SLO capacity, simulations as ledger inputs, the cost run, the decision data (and the wiring from
+  the names a user types to a simulation).
+* ``doctor/``: ``kvledger doctor`` and start-ups replayed through the memory plan.
+* ``judgments/``: FP8 KV cache, speculative decoding, KV eviction, prefill/decode disaggregation.
+* ``search/``: the configuration search.
 """

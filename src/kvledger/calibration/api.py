@@ -1,7 +1,7 @@
 """One API function per command: ``calibrate_files`` (fit a step cost to measured runs, leave-one-out errors, the profile) and ``validate_file`` (predicted vs measured for one run).
 
 Both build the engine exactly as ``kvledger simulate`` does from the same flags
-(``kvledger.dynamics.sim_setup.prepare`` with the measured workload in place of a trace), so a
+(``kvledger.analyses.serving.sim_setup.prepare`` with the measured workload in place of a trace), so a
 profile written here and passed back as ``--step-cost FILE`` reproduces the numbers it reports.
 """
 
@@ -16,8 +16,8 @@ from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES, fit_step_cost, initial_guess
 from kvledger.accounting.calibration_profile import PROFILE_KIND
 from kvledger.calibration.replay import MeasuredRun, load_measured, replay
-from kvledger.dynamics.engine import EngineConfig
-from kvledger.dynamics.sim_setup import SimRequestArgs, SimSetup, prepare
+from kvledger.dynamics.simulator import EngineConfig
+from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.errors import InputError
 from kvledger.ledgers.slo import SLO
 

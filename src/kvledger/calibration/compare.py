@@ -1,7 +1,7 @@
 """Predicted against measured for one replayed run: TTFT, ITL, TPOT, E2E (mean, p50, p90, p99), throughput and goodput, each with its error.
 
 Error = predicted/measured − 1 (``rel_error``; None where the measured value is 0 or absent).
-Both sides are summarised by the same code (``kvledger.dynamics.metrics.summarize_records``
+Both sides are summarised by the same code (``kvledger.dynamics.outputs.metrics.summarize_records``
 and ``kvledger.ledgers.goodput.goodput``), so a definition can never differ between them. A
 measured file without per-token times has no ITL distribution; the row says so rather than
 comparing against nothing.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvledger.dynamics.metrics import summarize_records
+from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
 

@@ -23,7 +23,7 @@ import numpy as np
 from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
 from kvledger.accounting.stepcost import StepCostModel
 from kvledger.calibration.replay import MeasuredRun, StepTable, replay, replay_recorded
-from kvledger.dynamics.engine import EngineConfig, SimResult
+from kvledger.dynamics.simulator import EngineConfig, SimResult
 from kvledger.errors import InputError
 
 __all__ = ["FitResult", "fit_step_cost", "initial_guess", "objective", "METRIC_WEIGHTS"]

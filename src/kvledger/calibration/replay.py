@@ -4,7 +4,7 @@ A measured run is replayable when it has, per request, an arrival time, prompt a
 lengths, and the measured first-token and finish times. ``load_measured`` reads one from any
 file the benchmark readers know (``kvledger.evidence.read``), LLMServingSim's bench
 ``requests.jsonl`` (``kvledger.evidence.llmservingsim``), or DistServe's bundled vLLM runs
-(``distserve:vllm-100-1`` or an ``.exp`` path; ``kvledger.dynamics.distserve_runs``). Files
+(``distserve:vllm-100-1`` or an ``.exp`` path; ``kvledger.dynamics.workload.distserve_runs``). Files
 with only aggregates are refused with the reason.
 """
 
@@ -17,8 +17,8 @@ import numpy as np
 
 from kvledger.accounting.fitted_cost import step_features
 from kvledger.accounting.stepcost import StepCostModel, StepShape
-from kvledger.dynamics.engine import EngineConfig, SimResult, simulate
-from kvledger.dynamics.workload import RequestSpec
+from kvledger.dynamics.simulator import EngineConfig, SimResult, simulate
+from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.errors import FormatError, InputError
 from kvledger.records import RunRecords
 
@@ -82,7 +82,7 @@ def load_measured(path: str) -> MeasuredRun:
         FormatError / InputError: unreadable file, several runs in one file, or aggregates only (with why that cannot be replayed).
     """
     if path.startswith(DISTSERVE_PREFIX) or path.endswith(".exp"):
-        from kvledger.dynamics.distserve_runs import DISTSERVE_VLLM_SETTINGS, load_distserve_run
+        from kvledger.dynamics.workload.distserve_runs import DISTSERVE_VLLM_SETTINGS, load_distserve_run
 
         d = load_distserve_run(path[len(DISTSERVE_PREFIX):] if path.startswith(DISTSERVE_PREFIX) else path)
         return MeasuredRun(d.name, path, list(d.requests), d.measured, dict(DISTSERVE_VLLM_SETTINGS))
@@ -142,7 +142,7 @@ class StepTable:
 def _workload(run: MeasuredRun):
     if run.concurrency is None:
         return run.requests
-    from kvledger.dynamics.closed_loop import ClosedLoop
+    from kvledger.dynamics.workload.closed_loop import ClosedLoop
 
     return ClosedLoop(run.requests, run.concurrency)
 

@@ -31,7 +31,7 @@ CpuOverhead = Annotated[Optional[str], typer.Option("--cpu-overhead", help="Per-
 
 def engine_args(model: str, gpu: str, params: dict[str, Any], step_cost: str = "roofline"):
     """SimRequestArgs from a command's parsed parameters (no prefix caching unless asked: measured prompts carry no prefix ids)."""
-    from kvledger.dynamics.sim_setup import SimRequestArgs
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
     return SimRequestArgs(
         model=model, gpu=gpu, engine_version=params.get("engine_version"), tp=params.get("tp") or 1,

@@ -2,9 +2,9 @@
 
 FILE is a benchmark output or a kvledger records file (what ``kvledger simulate --out``
 writes); ``--simulate MODEL --gpu GPU`` runs the simulator instead, with ``kvledger
-simulate``'s workload and engine flags (``kvledger.analyses.sim_ledgers``), and prices the
+simulate``'s workload and engine flags (``kvledger.analyses.serving.sim_ledgers``), and prices the
 simulated GPU by its catalog id. The self-hosted capacity is the SLO capacity found by a
-request-rate search (``kvledger.analyses.sim_capacity``) for a simulation, or the measured
+request-rate search (``kvledger.analyses.serving.sim_capacity``) for a simulation, or the measured
 goodput of a FILE, checked for under-load (``kvledger.ledgers.capacity_basis``); GPU and API
 prices come from the bundled price tables (or ``--gpu-usd-per-hour``). Tables for people
 (``kvledger.report.cost_view``), ``--json`` for scripts (line items, totals per million input and
@@ -38,7 +38,7 @@ def _pick_run(runs: list[Any], index: int | None, path: str) -> Any:
 
 
 def _gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
-    from kvledger.analyses.cost_run import gpu_rate
+    from kvledger.analyses.serving.cost_run import gpu_rate
 
     return gpu_rate(name, provider, instance, usd)
 
@@ -105,7 +105,7 @@ def _file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpu
     One run: that run. Several (a multi-run file or several FILEs, e.g. a rate sweep): ``--run INDEX`` picks one,
     otherwise the run at the sweep's SLO capacity (``analyses.cost_run.sweep_capacity_run``) is priced, and the choice is stated.
     """
-    from kvledger.analyses.cost_run import sweep_capacity_run
+    from kvledger.analyses.serving.cost_run import sweep_capacity_run
     from kvledger.errors import InputError
     from kvledger.evidence import read_runs
 
@@ -127,9 +127,9 @@ def _file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpu
 def _sim_run(model: str, gpu: str | None, params: dict[str, Any], slo: Any) -> tuple[Any, Any]:
     """(simulated run to price, SimCapacity or None) for ``--simulate``: the run at the SLO capacity found by the
     request-rate search, or with ``--at-offered-load`` the run at the workload's own load (FILE-only flags refused)."""
-    from kvledger.analyses.sim_boundary import PROBE_NUM_REQUESTS
-    from kvledger.analyses.sim_capacity import DEFAULT_TARGET, search_capacity
-    from kvledger.analyses.sim_ledgers import simulate_run
+    from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
+    from kvledger.analyses.serving.sim_capacity import DEFAULT_TARGET, search_capacity
+    from kvledger.analyses.serving.sim_ledgers import simulate_run
     from kvledger.cli.sim_opts import sim_request
     from kvledger.errors import InputError
 
@@ -228,8 +228,8 @@ def register(app: typer.Typer) -> None:
         from kvledger.errors import InputError
         from kvledger.ledgers.api_cost import ApiMix
         from kvledger.ledgers.cost import SelfHostSetup
-        from kvledger.analyses.cost_run import cost_payload
-        from kvledger.ledgers.cost_report import DecisionFactors, MonthlyVolume
+        from kvledger.analyses.serving.cost_run import cost_payload
+        from kvledger.ledgers.cost_summary import DecisionFactors, MonthlyVolume
 
         file = files[0] if files else None
         if (file is None) == (simulate is None):

@@ -64,11 +64,11 @@ def disagg(
     """Colocated vs prefill/decode-disaggregated serving on the same GPUs: TTFT, ITL, TPOT, goodput per GPU, KV transfer."""
     from rich.console import Console
 
-    from kvledger.analyses.pd_disagg import DEFAULT_SLO, DisaggStudy
-    from kvledger.analyses.pd_disagg_report import analyse_disagg
+    from kvledger.analyses.judgments.pd_disagg import DEFAULT_SLO, DisaggStudy
+    from kvledger.analyses.judgments.pd_disagg_summary import analyse_disagg
     from kvledger.cli.analysis_opts import load_target
-    from kvledger.dynamics.kv_transfer import link_from_gpu
-    from kvledger.dynamics.traces import load_trace
+    from kvledger.dynamics.engine.kv_transfer import link_from_gpu
+    from kvledger.dynamics.workload.traces import load_trace
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
     from kvledger.units import parse_duration_s

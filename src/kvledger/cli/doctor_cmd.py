@@ -24,7 +24,7 @@ def doctor(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the full reading after the summary: start-up terms against the ledger, evidence lines, remedies, rules."),
 ) -> None:
     """Read a vLLM log: start-up figures against the ledger, and diagnoses (capacity, prefix-cache routing, TTFT/ITL batching)."""
-    from kvledger.analyses.doctor import diagnose_file
+    from kvledger.analyses.doctor.diagnose import diagnose_file
 
     rep = diagnose_file(logfile, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share, engine_version=engine_version)
     if as_json:

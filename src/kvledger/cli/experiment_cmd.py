@@ -23,7 +23,7 @@ def experiment(
 ) -> None:
     """Run a comparison from the seed claims (continuous vs static batching, KV waste, the token-budget seesaw,
     prefix caching and routing) and print it with its setup and the published expectation."""
-    from kvledger.dynamics.experiments import run_experiment
+    from kvledger.analyses.serving.experiments import run_experiment
 
     check_plot_path(plot)
     with working(f"running experiment {name}"):

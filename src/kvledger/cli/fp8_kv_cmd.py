@@ -21,7 +21,7 @@ __all__ = ["register"]
 
 def _overhead(per_element_ns, per_layer_us, calibration, calibration_model, calibration_gpu, model, gpu):
     """The FP8 overhead to use and, if fitted here, its calibration."""
-    from kvledger.analyses.fp8_calibration import DEFAULT_FP8_OVERHEAD, Fp8Overhead, fit_fp8_overhead, read_fp8_measurements
+    from kvledger.analyses.judgments.fp8_calibration import DEFAULT_FP8_OVERHEAD, Fp8Overhead, fit_fp8_overhead, read_fp8_measurements
     from kvledger.catalog.gpus import resolve_gpu
     from kvledger.catalog.models import load_model
 
@@ -57,7 +57,7 @@ def fp8_kv(
     """FP8 KV cache: capacity doubling, the decode break-even context, the bf16-vs-fp8 step curve, and when to leave it off."""
     from rich.console import Console
 
-    from kvledger.analyses.fp8_kv import analyse_fp8_kv
+    from kvledger.analyses.judgments.fp8_kv import analyse_fp8_kv
 
     check_plot_path(plot)
     spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,

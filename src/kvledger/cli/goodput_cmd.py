@@ -4,7 +4,7 @@ Reads any supported benchmark output (format auto-detected) or a kvledger record
 prints one row per run (a file may hold several) with where each number came from, and
 optionally the SLO boundary across the runs (``--target 0.9``). With ``--simulate MODEL
 --gpu GPU`` it simulates the run instead (``kvledger simulate``'s flags), and ``--target``
-then searches the boundary by driving the simulator (``kvledger.analyses.sim_boundary``).
+then searches the boundary by driving the simulator (``kvledger.analyses.serving.sim_boundary``).
 ``--json`` prints one JSON object per run (or probe), one per line (a single run is a single
 JSON object), plus a final ``{"boundary": ...}`` line with ``--target``.
 """
@@ -48,8 +48,8 @@ def _write(out: Path, text: str) -> None:
 def _simulated(model: str, gpu: str | None, params: dict[str, Any], the_slo: Any, target: float | None, axis: str,
                bounds: tuple[float | None, float | None, float | None]) -> tuple[list[str], Any]:
     """(JSON lines, what to print) for --simulate: one run, or the boundary search with --target."""
-    from kvledger.analyses.sim_boundary import PROBE_NUM_REQUESTS, search_sim_boundary
-    from kvledger.analyses.sim_ledgers import simulate_run
+    from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS, search_sim_boundary
+    from kvledger.analyses.serving.sim_ledgers import simulate_run
     from kvledger.cli.sim_opts import sim_request
     from kvledger.ledgers.goodput import goodput
 

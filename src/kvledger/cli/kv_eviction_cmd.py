@@ -32,7 +32,7 @@ def kv_eviction(
     """KV eviction under a paged layout: empty blocks, memory actually freed, and which methods need attention scores."""
     from rich.console import Console
 
-    from kvledger.analyses.kv_eviction_report import analyse_kv_eviction
+    from kvledger.analyses.judgments.kv_eviction_summary import analyse_kv_eviction
     from kvledger.units import parse_tokens
 
     spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,

@@ -1,6 +1,6 @@
 """``kvledger report MODEL --gpu GPU --slo ... --api ...``: one self-contained HTML decision report (and ``--png DIR``, ``--json``).
 
-The CLI only parses flags: ``kvledger.analyses.report_data.build_report_data`` builds the data
+The CLI only parses flags: ``kvledger.analyses.serving.decision_data.build_report_data`` builds the data
 (the same objects ``plan``, ``cost --simulate``, ``goodput --simulate --target`` and ``simulate``
 print with ``--json``) and ``kvledger.report`` draws it.
 """
@@ -71,7 +71,7 @@ def report(
     figure has its numbers in a table beside it and its sources; the commands whose --json each
     section equals are listed at the end.
     """
-    from kvledger.analyses.report_data import ReportRequest
+    from kvledger.analyses.serving.decision_data import ReportRequest
     from kvledger.report.html_report import SECTIONS, render_html, report_figures
     from kvledger.report.figure import png_of
     from kvledger.report.jsonout import strict_json
@@ -101,7 +101,7 @@ def report(
 
 
 def _build(req: Any, quiet: bool) -> dict[str, Any]:
-    from kvledger.analyses.report_data import build_report_data
+    from kvledger.analyses.serving.decision_data import build_report_data
 
     if quiet:
         return build_report_data(req)

@@ -74,7 +74,7 @@ def _axes(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, mn
 
 
 def _synthetic(prompt: str | None, output: str | None, cv: float | None, trace: str | None) -> Any:
-    from kvledger.analyses.sim_ledgers import SyntheticSpec
+    from kvledger.analyses.serving.sim_ledgers import SyntheticSpec
     from kvledger.errors import InputError
 
     if prompt is None and output is None and cv is None:

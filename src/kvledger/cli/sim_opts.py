@@ -116,8 +116,8 @@ def sim_request(model: str, gpu: str | None, params: dict[str, Any], *, num_requ
     Raises:
         InputError: no --gpu, or half a synthetic workload, or --trace together with one.
     """
-    from kvledger.analyses.sim_ledgers import SyntheticSpec
-    from kvledger.dynamics.sim_setup import SimRequestArgs
+    from kvledger.analyses.serving.sim_ledgers import SyntheticSpec
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
     from kvledger.errors import InputError
 
     if gpu is None:

@@ -59,8 +59,8 @@ def simulate(
     record_token_times: bool = typer.Option(False, "--record-token-times", help="Keep every token time of every request (on with --out: the records file carries them for ITL SLOs). Off, memory follows the active requests and the ITL distribution is still exact."),
 ) -> None:
     """Simulate serving a trace: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage, preemptions, prefix-cache hits."""
-    from kvledger.analyses.sim_ledgers import SyntheticSpec, prepare_run
-    from kvledger.dynamics.sim_setup import SimRequestArgs
+    from kvledger.analyses.serving.sim_ledgers import SyntheticSpec, prepare_run
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
     from kvledger.errors import InputError
 
     from kvledger.cli.sim_opts import check_loop_flags
@@ -91,7 +91,7 @@ def simulate(
     setup = prepare_run(args, synthetic)
     result = _run(setup, args, record_steps=out is not None, show_progress=not as_json,
                   record_token_times=record_token_times or out is not None)
-    from kvledger.analyses.queue_growth import queue_growth
+    from kvledger.analyses.serving.queue_growth import queue_growth
     from kvledger.invariants import check_sim_summary
 
     overload = queue_growth(result.records) if setup.workload_info.get("mode", "").startswith("open loop") else None
@@ -113,7 +113,7 @@ def simulate(
 
 def _run(setup, args, record_steps: bool, show_progress: bool, record_token_times: bool):
     """The simulator's result; its records carry the GPU count, offered rate and max_num_seqs (for `kvledger cost`)."""
-    from kvledger.analyses.sim_ledgers import run_prepared
+    from kvledger.analyses.serving.sim_ledgers import run_prepared
 
     if not show_progress or setup.num_requests < 5000:
         return run_prepared(setup, args, record_steps=record_steps, record_token_times=record_token_times).result
@@ -130,7 +130,7 @@ def _write_outputs(out: Path, result, payload: dict, chrome_trace: bool) -> None
     """Write the files, each atomically (temporary file + rename): a failure leaves no half-written file."""
     import os
 
-    from kvledger.dynamics.steps_parquet import write_steps_parquet
+    from kvledger.dynamics.outputs.steps_parquet import write_steps_parquet
     from kvledger.evidence.records_parquet import write_parquet
     from kvledger.strict_json import temp_beside, write_text_atomic
 

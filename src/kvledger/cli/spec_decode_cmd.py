@@ -57,7 +57,7 @@ def spec_decode(
     """Speculative decoding: expected tokens per round, the gain at low load, the flip concurrency, and a request-rate sweep."""
     from rich.console import Console
 
-    from kvledger.analyses.spec_report import analyse_spec_decode, make_draft
+    from kvledger.analyses.judgments.spec_decode_summary import analyse_spec_decode, make_draft
     from kvledger.units import parse_tokens
 
     check_plot_path(plot)
@@ -73,8 +73,8 @@ def spec_decode(
         from dataclasses import replace
 
         from kvledger.accounting.plan import build_plan
-        from kvledger.analyses.spec_decode import SpecDecodeModel
-        from kvledger.analyses.spec_sim import auto_rates, run_spec_sweep
+        from kvledger.analyses.judgments.spec_decode import SpecDecodeModel
+        from kvledger.analyses.judgments.spec_sim import auto_rates, run_spec_sweep
 
         pt = parse_tokens(prompt_tokens, what="--prompt-tokens") if prompt_tokens else ctx
         sm = SpecDecodeModel(build_plan(spec, g, settings, with_advice=False), make_draft(draft_model, draft_cost_fraction),

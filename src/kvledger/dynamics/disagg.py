@@ -34,13 +34,13 @@ import numpy as np
 
 from kvledger.accounting.step_split import gpu_time_split
 from kvledger.accounting.stepcost import StepCostModel
-from kvledger.dynamics.engine_config import EngineConfig
-from kvledger.dynamics.kv_transfer import KVTransfer, received_kv_manager
-from kvledger.dynamics.metrics import DEFINITIONS, Summary, latency_stats, summarize_records
+from kvledger.dynamics.engine.config import EngineConfig
+from kvledger.dynamics.engine.kv_transfer import KVTransfer, received_kv_manager
+from kvledger.dynamics.outputs.metrics import DEFINITIONS, Summary, latency_stats, summarize_records
 from kvledger.dynamics.replica import Replica
-from kvledger.dynamics.request_state import SimRequest, rejected_record
-from kvledger.dynamics.router import make_router
-from kvledger.dynamics.workload import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec
+from kvledger.dynamics.engine.request_state import SimRequest, rejected_record
+from kvledger.dynamics.engine.router import make_router
+from kvledger.dynamics.engine.request import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
@@ -65,7 +65,7 @@ class Pool:
         cost: its step-cost model (priced at its own TP).
         num_replicas: replicas, count (≥ 1).
         gpus_per_replica: GPUs per replica (its TP × PP), count; only for GPU counts and goodput per GPU.
-        router: key of ``kvledger.dynamics.router.ROUTERS``.
+        router: key of ``kvledger.dynamics.engine.router.ROUTERS``.
     """
 
     config: EngineConfig
@@ -93,7 +93,7 @@ class DisaggResult:
     Attributes:
         records: one RequestRecord per request, in arrival order: arrival, first token (prefill or decode side,
             per ``first_token``), every token time, finish — the same type a colocated run or a benchmark gives.
-        summary: the run's latency distributions and throughput (``kvledger.dynamics.metrics``).
+        summary: the run's latency distributions and throughput (``kvledger.dynamics.outputs.metrics``).
         transfer: KV-transfer figures per transferred request, s and B (LatencyStats dicts).
         pools: per pool: replicas, GPUs, preemptions, steps, KV usage, settings.
         config: the deployment as a dict.
@@ -284,7 +284,7 @@ def _result(loop: _Loop, prefill: Pool, decode: Pool, transfer: KVTransfer, mode
     notes = [f"disaggregated: {prefill.num_replicas} prefill + {decode.num_replicas} decode replicas; first token: "
              f"{FIRST_TOKEN_SOURCES[cfg['first_token']]}",
              "KV transfer per request = wait for the prefill replica's link + per-GPU KV bytes ÷ one-way bandwidth + "
-             "fixed latency (kvledger.dynamics.kv_transfer)",
+             "fixed latency (kvledger.dynamics.engine.kv_transfer)",
              "prefix_cache_hit_rate: prefill pool only (the decode pool receives whole prompts, caching off)"]
     summary = Summary(**summarize_records(run), num_preemptions=pools["prefill"]["num_preemptions"] +
                       pools["decode"]["num_preemptions"], prefix_cache_hit_rate=h / q if q else 0.0,

@@ -23,14 +23,14 @@ import numpy as np
 
 from kvledger.accounting.step_split import PrefillTime
 from kvledger.accounting.stepcost import StepCostModel, StepShape
-from kvledger.dynamics import fast_path
-from kvledger.dynamics.engine_config import EngineConfig, make_kv_manager
-from kvledger.dynamics.itl_gaps import GapHistogram
-from kvledger.dynamics.request_state import FINISHED, SimRequest
-from kvledger.dynamics.scheduler import Scheduler, padded_prompt_shape
-from kvledger.dynamics.sglang_scheduler import SGLangScheduler
-from kvledger.dynamics.steplog import KvUsageTracker, StepLog
-from kvledger.dynamics.token_times import TokenTimes
+from kvledger.dynamics.fast import fast_path
+from kvledger.dynamics.engine.config import EngineConfig, make_kv_manager
+from kvledger.dynamics.outputs.itl_gaps import GapHistogram
+from kvledger.dynamics.engine.request_state import FINISHED, SimRequest
+from kvledger.dynamics.engine.scheduler import Scheduler, padded_prompt_shape
+from kvledger.dynamics.engine.sglang_scheduler import SGLangScheduler
+from kvledger.dynamics.outputs.steplog import KvUsageTracker, StepLog
+from kvledger.dynamics.outputs.token_times import TokenTimes
 from kvledger.records import RequestRecord
 
 __all__ = ["Replica"]

@@ -10,7 +10,7 @@ aggregate-only ones) with :func:`parse_slo`/:class:`SLO`; :func:`boundary_from_s
 from kvledger.ledgers.api_cost import ApiMix
 from kvledger.ledgers.boundary import boundary_from_sweep, search_boundary
 from kvledger.ledgers.cost import GpuRate, SelfHostSetup
-from kvledger.ledgers.cost_report import DecisionFactors, MonthlyVolume, build_cost_report
+from kvledger.ledgers.cost_summary import DecisionFactors, MonthlyVolume, build_cost_report
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO, parse_slo
 

@@ -1,6 +1,6 @@
 """The serving and cost figures of the report: cost against utilization and monthly volume, latency percentiles and goodput against request rate, and what the engine saves.
 
-Each takes the plain data of ``kvledger.analyses.report_data.build_report_data``; measured
+Each takes the plain data of ``kvledger.analyses.serving.decision_data.build_report_data``; measured
 benchmark runs, when given, are drawn on the same axes as the simulation.
 """
 

@@ -8,7 +8,7 @@ __all__ = ['render_kv_eviction']
 
 
 def render_kv_eviction(r, console) -> None:
-    from kvledger.analyses.kv_eviction import LAYOUTS
+    from kvledger.analyses.judgments.kv_eviction import LAYOUTS
     from kvledger.units import fmt_bytes
 
     x = r.result

@@ -6,7 +6,7 @@ from rich.console import Console
 from kvledger.report.tables import LedgerTable as Table
 
 from kvledger.accounting.plan import Plan
-from kvledger.accounting.roofline_report import RooflineReport
+from kvledger.accounting.roofline_breakdown import RooflineReport
 from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
 from kvledger.catalog.models import stated_params
 from kvledger.units import GB, GiB, KiB, fmt_bytes, fmt_duration

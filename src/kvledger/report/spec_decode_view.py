@@ -8,7 +8,7 @@ __all__ = ['render_spec_decode']
 
 
 def render_spec_decode(r, console) -> None:
-    from kvledger.analyses.spec_sim import sweep_sentence
+    from kvledger.analyses.judgments.spec_sim import sweep_sentence
     from kvledger.units import fmt_bytes, fmt_duration
 
     sm = r.summary

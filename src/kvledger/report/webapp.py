@@ -2,7 +2,7 @@
 
 ``/api/plan`` builds the same plan ``kvledger plan --json`` prints for the same inputs (the
 browser test checks the numbers shown against it); ``/api/serving`` runs the report's capacity
-search, latency sweep and cost ledger (``kvledger.analyses.report_data``) on a small workload.
+search, latency sweep and cost ledger (``kvledger.analyses.serving.decision_data``) on a small workload.
 Bad input answers 400 with the one-paragraph message the CLI would print. Requests may name local files only
 inside the folder given to ``kvledger ui --data-dir`` (``webapp_inputs``).
 """
@@ -39,7 +39,7 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     """The plan (as ``plan --json`` with ``--context 1K,…,128K``), the headline numbers and the three KV figures."""
     from kvledger.accounting.plan import build_plan, plan_to_dict
     from kvledger.accounting.settings import make_settings
-    from kvledger.analyses.report_data import CONTEXTS
+    from kvledger.analyses.serving.decision_data import CONTEXTS
     from kvledger.catalog.gpus import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.report.figures_kv import kv_figures
@@ -62,7 +62,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str, trace: str = "azur
                     max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float = 0.5,
                     num_requests: int = 300) -> dict[str, Any]:
     """Capacity, cost and the serving figures for a small workload (``num_requests`` per simulation; vLLM rules)."""
-    from kvledger.analyses.report_data import ReportRequest, build_report_data
+    from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.errors import range_error
     from kvledger.report.figures_serving import serving_figures
 

@@ -61,7 +61,7 @@ def check_web_gpu(value: str, data_dir: Path | None) -> str:
 
 def check_web_trace(value: str, data_dir: Path | None) -> str:
     """A bundled trace name as given, or a trace file inside ``data_dir`` as its absolute path."""
-    from kvledger.dynamics.traces import list_traces
+    from kvledger.dynamics.workload.traces import list_traces
 
     names = [t.name for t in list_traces()]
     return value if value.strip().lower() in names else _inside(value, "trace", data_dir, names)

@@ -1,10 +1,10 @@
 """A candidate's SLO capacity by simulation — the highest request rate at which the target share of requests meets the SLO — for a colocated engine or a disaggregated prefill/decode unit.
 
-Colocated: :func:`kvledger.analyses.sim_boundary.search_sim_boundary` on the request rate, the
+Colocated: :func:`kvledger.analyses.serving.sim_boundary.search_sim_boundary` on the request rate, the
 same search, probes and seeded workload as ``kvledger goodput --simulate --target`` and
 ``kvledger cost --simulate``. Disaggregated: the same bracket-then-bisect on the rate (doubling
 from 1 req/s, or halving; then ``kvledger.ledgers.boundary.search_boundary`` to 1 % of the
-bracket's top), each probe one run of ``kvledger.analyses.pd_disagg.run_deployment`` (prefill and
+bracket's top), each probe one run of ``kvledger.analyses.judgments.pd_disagg.run_deployment`` (prefill and
 decode pools each sized by its own vLLM plan, KV sent over the GPU's NVLink — PCIe where the
 catalog lists none — plus a 1 ms connector latency) on the same seeded requests at that rate.
 """
@@ -58,10 +58,10 @@ def operating_point(rate: float, run: Any, gp: Any, num_gpus: int) -> dict[str, 
 
 def drain_note(rate: float, num_requests: int, gp: Any) -> list[str]:
     """A note when the boundary run's goodput (good requests ÷ first arrival → last finish) is below
-    ``kvledger.analyses.sim_capacity.DRAIN_NOTE_SHARE`` of the good rate it sustained while requests arrived (offered
+    ``kvledger.analyses.serving.sim_capacity.DRAIN_NOTE_SHARE`` of the good rate it sustained while requests arrived (offered
     rate × attainment): its drain tail makes the capacity, and so the cost, conservative — the rule ``cost --simulate``
     applies."""
-    from kvledger.analyses.sim_capacity import DRAIN_NOTE_SHARE
+    from kvledger.analyses.serving.sim_capacity import DRAIN_NOTE_SHARE
 
     sustained = rate * gp.attainment
     if not gp.goodput_req_per_s or gp.goodput_req_per_s >= DRAIN_NOTE_SHARE * sustained:
@@ -86,7 +86,7 @@ def _workload_info(name: str, specs: list[Any]) -> dict[str, Any]:
 
 def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
     """The rate search of ``goodput --simulate --target`` for one colocated engine (see the module docstring)."""
-    from kvledger.analyses.sim_boundary import search_sim_boundary
+    from kvledger.analyses.serving.sim_boundary import search_sim_boundary
 
     sb = search_sim_boundary(sim_args(spec, cand), slo, spec.target, "request_rate", synthetic=spec.synthetic)
     probes = [[p.value, p.attainment] for p in sb.probes]
@@ -106,7 +106,7 @@ def _colocated_at(spec: SearchSpec, cand: Candidate, slo: Any, sb: Any, rate: fl
     """(records, goodput) of one colocated run at ``rate``: the boundary run itself, or a new simulation."""
     from dataclasses import replace
 
-    from kvledger.analyses.sim_ledgers import simulate_run
+    from kvledger.analyses.serving.sim_ledgers import simulate_run
     from kvledger.ledgers.goodput import goodput
 
     if rate == sb.boundary.boundary_value:
@@ -116,7 +116,7 @@ def _colocated_at(spec: SearchSpec, cand: Candidate, slo: Any, sb: Any, rate: fl
 
 
 def _requests(spec: SearchSpec, rate: float) -> list[Any]:
-    from kvledger.dynamics.traces import load_trace
+    from kvledger.dynamics.workload.traces import load_trace
 
     if spec.synthetic is not None:
         return spec.synthetic.requests(spec.num_requests, rate, spec.seed)
@@ -125,10 +125,10 @@ def _requests(spec: SearchSpec, rate: float) -> list[Any]:
 
 def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
     from kvledger.accounting.settings import make_settings
-    from kvledger.analyses.pd_disagg import DEFAULT_TRANSFER_LATENCY_S, Deployment, DisaggStudy
+    from kvledger.analyses.judgments.pd_disagg import DEFAULT_TRANSFER_LATENCY_S, Deployment, DisaggStudy
     from kvledger.catalog.gpus import get_gpu
     from kvledger.catalog.models import load_model
-    from kvledger.dynamics.kv_transfer import link_from_gpu
+    from kvledger.dynamics.engine.kv_transfer import link_from_gpu
     from kvledger.units import parse_duration_s
 
     gpu = get_gpu(cand.gpu_id)
@@ -146,7 +146,7 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
 
 def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
     """The same rate search for a disaggregated unit (see the module docstring)."""
-    from kvledger.analyses.pd_disagg import run_deployment
+    from kvledger.analyses.judgments.pd_disagg import run_deployment
     from kvledger.ledgers.boundary import search_boundary
     from kvledger.ledgers.goodput import goodput_of_records
 

@@ -53,7 +53,7 @@ def _capacity(pr: Any, num_gpus: int) -> dict[str, Any]:
             "goodput_output_tok_per_s_per_gpu": at["output_tok_per_s_per_gpu"], "tpot_p50_s": at["tpot_p50_s"],
             "tok_per_s_per_user": at["tok_per_s_per_user"], "first_failing_rate_req_per_s": pr.first_failing,
             "probes": pr.probes, "operating_points": pr.points, "notes": pr.notes, **pr.extra,
-            "method": "SLO capacity by simulation (rate search of kvledger.analyses.sim_boundary / "
+            "method": "SLO capacity by simulation (rate search of kvledger.analyses.serving.sim_boundary / "
                       "kvledger.ledgers.boundary); capacity = goodput of the run at the boundary"}
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.analyses.search.spec import Candidate, SearchSpec
-from kvledger.dynamics.sim_setup import SimRequestArgs
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.errors import KvLedgerError, UnknownNameError
 
 __all__ = ["sim_args", "screen_candidate", "price_row", "plan_figures"]
@@ -72,7 +72,7 @@ def _check_plan(spec: SearchSpec, cand: Candidate, tp: int, pool: str) -> tuple[
     """(rejection or None, plan) for one engine of the candidate at TP ``tp``; ``pool`` prefixes the detail."""
     from dataclasses import replace
 
-    from kvledger.dynamics.sim_setup import load_plan
+    from kvledger.analyses.serving.sim_setup import load_plan
 
     try:
         plan, _ = load_plan(replace(sim_args(spec, cand), tp=tp))

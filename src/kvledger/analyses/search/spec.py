@@ -18,7 +18,7 @@ import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from kvledger.analyses.sim_ledgers import SyntheticSpec
+from kvledger.analyses.serving.sim_ledgers import SyntheticSpec
 from kvledger.errors import InputError, range_error
 
 __all__ = ["SearchSpec", "Candidate", "Axes", "DEFAULT_TPS", "default_gpus", "default_tps", "make_candidates",
@@ -35,7 +35,7 @@ class SearchSpec:
     Attributes:
         model: HF id, alias or config path. slo: the SLO as text (``ttft=200ms,tpot=50ms``). target: attainment target.
         trace, num_requests, seed, synthetic: the workload of every probe (the same seeded requests for all).
-        step_cost: ``roofline`` or ``calibrated`` (``kvledger.dynamics.step_cost_choice``); cpu_overhead: per-step CPU
+        step_cost: ``roofline`` or ``calibrated`` (``kvledger.analyses.serving.step_cost_choice``); cpu_overhead: per-step CPU
             time added to the roofline (``2ms``; None: none).
         engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
         gpu_provider: rental provider whose rows price the GPUs (None: the cheapest listed row of each GPU).

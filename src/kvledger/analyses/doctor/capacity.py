@@ -1,0 +1,238 @@
+"""Preemptions with a full KV cache: a capacity problem, not a scheduling one — and what each remedy buys, from the ledger.
+
+vLLM preempts only when a running request cannot get a block (V1 ``Scheduler.schedule`` → ``_preempt_request``;
+V0's warning says "not enough KV cache space"), so every preemption is a KV-allocation failure. Whether it is
+*capacity* shows in the usage around it: at ≥ ``KV_FULL_PCT`` the pool is simply full of running requests.
+The remedies are the ones vLLM's tuning guide lists (seed-claims §14) plus FP8 KV, each re-planned by the
+ledger with the log's own KV budget: capacity in blocks, the engine's concurrency figure at max_model_len,
+and how many requests of the size observed at saturation fit at once.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from kvledger.accounting.plan import Plan
+from kvledger.analyses.doctor.context import DoctorContext, plan_with
+from kvledger.analyses.doctor.types import Finding
+from kvledger.evidence.vllm_log import PreemptionEvent, StatsSample
+from kvledger.units import GiB
+
+__all__ = ["KV_FULL_PCT", "diagnose_capacity", "usage_at", "tokens_per_running_request", "capacity_options"]
+
+KV_FULL_PCT = 90.0
+"""GPU KV cache usage (%) at or above which the pool counts as full. The metrics line is a sample taken every
+5 s (V0) or 10 s (V1) and V1 frees a preempted request's blocks at once, so the usage printed next to a
+preemption reads below the instant it happened; 90% keeps those cases while a pool at, say, 60% cannot have
+been short of blocks for long."""
+
+RULE = (f"preemption ⇒ a request could not get a KV block (vLLM preempts only on allocation failure); with GPU KV cache "
+        f"usage ≥ {KV_FULL_PCT:.0f}% in the same or previous metrics interval (V0: usage extrapolated from the last two "
+        "samples to the warning's timestamp) the pool is full of running requests → capacity-bound. Without preemptions, "
+        f"usage ≥ {KV_FULL_PCT:.0f}% with requests waiting → admission is capacity-bound. Remedies: vLLM tuning guide "
+        "(raise gpu_memory_utilization, raise tensor_parallel_size, lower max_num_seqs) and FP8 KV (page halves, "
+        "vLLM kv_cache_interface.py page_size_bytes), each re-planned by the ledger with the log's KV budget.")
+
+
+def usage_at(event: PreemptionEvent, stats: tuple[StatsSample, ...]) -> float | None:
+    """GPU KV usage (%) at a V0 preemption: the trend of the two samples before it extended to its time, or the
+    nearest sample's value; the later sample counts too when it is higher."""
+    before = [s for s in stats if s.line_no < event.line_no and s.gpu_kv_usage_pct is not None]
+    after = [s for s in stats if s.line_no > event.line_no and s.gpu_kv_usage_pct is not None]
+    est = None
+    if len(before) >= 2 and None not in (before[-1].t_s, before[-2].t_s, event.t_s) and before[-1].t_s > before[-2].t_s:
+        a, b = before[-2], before[-1]
+        slope = (b.gpu_kv_usage_pct - a.gpu_kv_usage_pct) / (b.t_s - a.t_s)
+        est = min(100.0, max(0.0, b.gpu_kv_usage_pct + slope * (event.t_s - b.t_s)))
+    elif before:
+        est = before[-1].gpu_kv_usage_pct
+    if after and (est is None or after[0].gpu_kv_usage_pct > est):
+        est = after[0].gpu_kv_usage_pct
+    return est
+
+
+def _full(stats: tuple[StatsSample, ...], i: int) -> bool:
+    window = [s.gpu_kv_usage_pct for s in stats[max(0, i - 1):i + 1] if s.gpu_kv_usage_pct is not None]
+    return bool(window) and max(window) >= KV_FULL_PCT
+
+
+def tokens_per_running_request(stats: tuple[StatsSample, ...], usable_blocks: int, block_size: int) -> float | None:
+    """Median KV tokens held per running request in the full intervals: usage × usable_blocks × block_size ÷ running, tokens.
+    A lower bound on a request's final size (they are still growing)."""
+    xs = [s.gpu_kv_usage_pct / 100 * usable_blocks * block_size / s.running_reqs for s in stats
+          if s.gpu_kv_usage_pct is not None and s.gpu_kv_usage_pct >= KV_FULL_PCT and s.running_reqs > 0]
+    return statistics.median(xs) if xs else None
+
+
+def _evidence(stats: tuple[StatsSample, ...], events: tuple[PreemptionEvent, ...], full_idx: list[int]) -> list[dict[str, Any]]:
+    rows = [{"line": stats[i].line_no, "time": stats[i].time_text, "what": "metrics",
+             "value": f"Running {stats[i].running_reqs}, Waiting {stats[i].waiting_reqs}, "
+                      + (f"Preemptions {stats[i].preemptions}, " if stats[i].preemptions is not None else "")
+                      + f"GPU KV {stats[i].gpu_kv_usage_pct}%"} for i in full_idx]
+    for e in events:
+        u = usage_at(e, stats)
+        rows.append({"line": e.line_no, "time": e.time_text, "what": f"{e.kind} ({e.mode or 'V1'})",
+                     "value": f"request {e.request_id}" + (f", KV usage ≈ {u:.1f}%" if u is not None else "")})
+    return sorted(rows, key=lambda r: r["line"])
+
+
+def _verdict(ctx: DoctorContext) -> tuple[str, bool, int, list[int], list[str]]:
+    log = ctx.log
+    stats, notes = log.stats, []
+    v1_pre = sum(s.preemptions or 0 for s in stats)
+    v0_events = [e for e in log.preemptions if e.kind == "preempted"]
+    v0_full = [e for e in v0_events if (u := usage_at(e, stats)) is not None and u >= KV_FULL_PCT]
+    full_pre = [i for i, s in enumerate(stats) if (s.preemptions or 0) > 0 and _full(stats, i)]
+    total = v1_pre + len(v0_events)
+    if total:
+        if full_pre or v0_full:
+            return "capacity_bound_preemptions", True, total, full_pre, notes
+        if not any(s.gpu_kv_usage_pct is not None for s in stats):
+            notes.append("no KV usage in the log; vLLM's V0 warning itself says 'not enough KV cache space'")
+            return "capacity_bound_preemptions", True, total, [], notes
+        return "preemptions_below_full", True, total, [i for i, s in enumerate(stats) if (s.preemptions or 0) > 0], notes
+    queued = [i for i, s in enumerate(stats) if s.waiting_reqs > 0 and (s.gpu_kv_usage_pct or 0) >= KV_FULL_PCT]
+    if queued:
+        if not log.prints_preemption_counts and log.generation != "v0":
+            notes.append("this log's metrics lines print no preemption counts (V1 prints 'Preemptions: N' only when > 0, "
+                         "and older V1 releases never): preemptions may have happened")
+        return "capacity_bound_admission", True, 0, queued, notes
+    return ("kv_not_binding" if stats else "no_metrics"), False, 0, [], notes
+
+
+def diagnose_capacity(ctx: DoctorContext) -> Finding:
+    """The capacity finding with the ledger's options when a model is known."""
+    verdict, triggered, total, idx, notes = _verdict(ctx)
+    stats = ctx.log.stats
+    usage = [s.gpu_kv_usage_pct for s in stats if s.gpu_kv_usage_pct is not None]
+    evidence = _evidence(stats, ctx.log.preemptions, idx)
+    if not triggered:
+        peak = f"peak GPU KV usage {max(usage):.1f}%" if usage else "no KV usage printed"
+        waiting = max((s.waiting_reqs for s in stats), default=0)
+        msg = (f"no preemptions and no capacity-bound queue in {len(stats)} metrics line(s) ({peak}, at most {waiting} waiting)"
+               if stats else "the log has no metrics lines and no preemption warnings")
+        return Finding("capacity", False, verdict, msg, RULE, tuple(evidence), (), tuple(notes))
+    options, per_req, base = capacity_options(ctx)
+    v0_usage = [u for e in ctx.log.preemptions if (u := usage_at(e, stats)) is not None]
+    msg = _message(verdict, total, idx, stats, per_req, base, max(v0_usage, default=None))
+    if base is None:
+        need = ("pass --model" if ctx.model is None else
+                "the log prints no KV budget or block count: pass --gpu so the ledger can model it")
+        notes.append(f"{need} for the options in numbers; FP8 KV doubles the blocks of standard and MLA attention whatever the model")
+    return Finding("capacity", True, verdict, msg, RULE, tuple(evidence), tuple(options), tuple(notes))
+
+
+def _head(verdict: str, total: int, full: list[StatsSample], event_usage: float | None) -> str:
+    peak = max([s.gpu_kv_usage_pct for s in full if s.gpu_kv_usage_pct is not None] + ([event_usage] if event_usage else []), default=None)
+    at = f" (usage up to {peak:.1f}%)" if peak is not None else ""
+    if verdict == "capacity_bound_preemptions":
+        return f"{total} preemption(s) with the KV cache full{at}"
+    if verdict == "capacity_bound_admission":
+        return f"requests wait while the KV cache is full{at}, up to {max(s.waiting_reqs for s in full)} waiting"
+    return (f"{total} preemption(s) while the sampled KV usage stayed below {KV_FULL_PCT:.0f}%: a step needed more blocks than "
+            "were free (large prefill chunks or many requests growing at once)")
+
+
+def _message(verdict: str, total: int, idx: list[int], stats: tuple[StatsSample, ...], per_req: float | None, base: Plan | None,
+             event_usage: float | None = None) -> str:
+    head = _head(verdict, total, [stats[i] for i in idx], event_usage)
+    if verdict == "preemptions_below_full":
+        return head + "; lowering max_num_batched_tokens shrinks the blocks one step can claim."
+    text = head + ": a capacity problem, not a scheduling one — the scheduler can only choose whom to preempt or delay."
+    if base is not None:
+        m = base.memory
+        text += f" The pool is {m.num_gpu_blocks:,} blocks ({m.usable_blocks * m.block_size:,} token slots)"
+        if per_req:
+            text += f"; at saturation each running request holds ≈{per_req:,.0f} tokens (usage × slots ÷ running)"
+        text += ". What each option buys, from the ledger:"
+    return text
+
+
+def _row(action: str, p: Plan, per_req: float | None, gpus: int, detail: str) -> dict[str, Any]:
+    m = p.memory
+    slots = m.usable_blocks * m.block_size
+    r = p.row_at(m.max_model_len)
+    return {"action": action, "num_gpu_blocks": m.num_gpu_blocks, "token_slots": slots, "max_model_len": m.max_model_len,
+            "max_concurrency": round(r.max_concurrency, 2) if r else None,
+            "requests_of_observed_size": int(slots // per_req) if per_req else None, "gpus_per_replica": gpus, "detail": detail}
+
+
+def _budget(ctx: DoctorContext) -> tuple[Plan | None, int | None, str]:
+    """The as-logged plan (the log's own block count when known) and the KV budget per GPU the variants start from, B."""
+    st, exact = ctx.log.startup, ctx.log_blocks_plan
+    if st.available_kv_bytes:
+        return exact or ctx.log_memory_plan, st.available_kv_bytes, "the log's available KV memory"
+    if exact is not None:
+        return exact, exact.memory.num_gpu_blocks * exact.memory.bytes_per_block, "the log's block count × bytes per block (a lower bound)"
+    if ctx.model_plan is not None:
+        return ctx.model_plan, ctx.model_plan.memory.available_kv_bytes, "the ledger's memory model (the log prints no KV budget)"
+    return None, None, ""
+
+
+def _requested_and_weights(ctx: DoctorContext, base: Plan) -> tuple[float | None, float | None]:
+    st, a = ctx.log.startup, ctx.model_plan
+    req = st.requested_memory_bytes or (a.memory.requested_bytes if a else None)
+    w = st.weights_bytes or next((d.bytes for d in (a.memory.deductions if a else ()) if d.name == "weights"), None)
+    return req, w
+
+
+def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None) -> tuple[list[dict[str, Any]], list[str]]:
+    from kvledger.analyses.doctor.context import stand_in_gpu
+
+    spec, kw, tp, notes = ctx.model, ctx.settings, base.settings.tp, []
+    gpu = stand_in_gpu(ctx.log, ctx.gpu, kw)
+    out: list[tuple[str, Any, int, str]] = []
+    if not base.settings.kv_cache_dtype.startswith("fp8"):
+        out.append(("--kv-cache-dtype fp8", plan_with(spec, gpu, kw, kv_cache_dtype="fp8", available_kv_memory_bytes=budget), tp,
+                    "page halves, blocks double (kv_cache_interface.py); check accuracy, and see the FP8 KV break-even for speed"))
+    util = base.memory.fraction
+    total = ctx.log.startup.total_gpu_memory_bytes or (ctx.gpu.memory_bytes if ctx.gpu else None)
+    if total and util + 0.05 <= 0.95 + 1e-9:
+        extra = int(total * 0.05)
+        out.append((f"--gpu-memory-utilization {util + 0.05:.2f}", plan_with(spec, gpu, kw, available_kv_memory_bytes=budget + extra), tp,
+                    f"+{extra / GiB:.2f} GiB for KV (5% of {total / GiB:.2f} GiB); the other terms stay; risks OOM if anything else shares the GPU"))
+    req, w = _requested_and_weights(ctx, base)
+    if req and w:
+        other = req - budget - w
+        tp2 = 2 * tp
+        b2 = int(req - w * tp / tp2 - other)
+        out.append((f"--tensor-parallel-size {tp2}", plan_with(spec, gpu, kw, tp=tp2, available_kv_memory_bytes=b2), tp2,
+                    f"weights per GPU halve ({w / GiB:.2f} → {w * tp / tp2 / GiB:.2f} GiB) and KV heads split; activation and "
+                    f"other terms assumed unchanged per GPU; {tp2} GPUs per replica (plus all-reduce time per step)"))
+    else:
+        notes.append("tensor parallelism not re-planned: the log prints neither the requested memory nor the weights, and no --gpu")
+    L = base.memory.max_model_len
+    v0 = " On V0 without chunked prefill it also shrinks the profile run (fewer activation bytes)" if ctx.log.generation == "v0" else ""
+    out.append((f"--max-model-len {L // 2}", plan_with(spec, gpu, kw, max_model_len=L // 2, available_kv_memory_bytes=budget), tp,
+                "the engine figure is for shorter requests; paged KV allocates blocks as tokens arrive, so this frees no KV memory: it "
+                "only refuses requests longer than the new limit (worth it when a few long requests fill the cache)." + v0))
+    rows = []
+    for action, p, gpus, detail in out:
+        if isinstance(p, str):
+            notes.append(f"{action}: {p}")
+        else:
+            rows.append(_row(action, p, per_req, gpus, detail))
+    return rows, notes
+
+
+def capacity_options(ctx: DoctorContext) -> tuple[list[dict[str, Any]], float | None, Plan | None]:
+    """(option rows, observed tokens per running request, the as-logged plan); empty without a model."""
+    base, budget, how = _budget(ctx)
+    if ctx.model is None or base is None or budget is None:
+        return [], None, None
+    m = base.memory
+    per_req = tokens_per_running_request(ctx.log.stats, m.usable_blocks, m.block_size)
+    rows = [_row("as logged", base, per_req, base.settings.tp, f"KV budget from {how}")]
+    variants, notes = _variants(ctx, base, budget, per_req)
+    rows += variants
+    if per_req:
+        seqs = int(m.usable_blocks * m.block_size // per_req)
+        rows.append({"action": f"--max-num-seqs {seqs}", "num_gpu_blocks": m.num_gpu_blocks, "token_slots": m.usable_blocks * m.block_size,
+                     "max_model_len": m.max_model_len, "max_concurrency": rows[0]["max_concurrency"], "requests_of_observed_size": seqs,
+                     "gpus_per_replica": base.settings.tp,
+                     "detail": f"caps running requests at the number of ≈{per_req:,.0f}-token requests the slots hold: preemptions "
+                               "(and their recompute) stop, but no capacity is added — the excess waits in the queue"})
+    for r in rows:
+        r["notes"] = notes if r is rows[0] else []
+    return rows, per_req, base

@@ -1,0 +1,59 @@
+"""``kvledger doctor``: read a vLLM server log, compare its start-up figures with the KV-cache ledger, and diagnose
+capacity (preemptions at a full KV cache), prefix-cache routing and the TTFT/ITL batching trade-off.
+
+Public API: :func:`diagnose_file` (a path) and :func:`diagnose` (a parsed :class:`~kvledger.evidence.vllm_log.VllmLog`),
+both returning a :class:`DoctorReport` with ``to_dict`` for ``--json``. The thresholds and rules are module
+constants in ``doctor_capacity`` and ``doctor_traffic``, each with its reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kvledger.analyses.doctor.capacity import diagnose_capacity
+from kvledger.analyses.doctor.context import build_context, model_mismatch
+from kvledger.analyses.doctor.startup import compare_startup
+from kvledger.analyses.doctor.traffic import diagnose_batching, diagnose_prefix_cache
+from kvledger.analyses.doctor.types import ComparisonRow, DoctorReport, Finding, StartupComparison
+from kvledger.evidence.vllm_log import VllmLog, read_vllm_log, require_vllm
+
+__all__ = ["diagnose", "diagnose_file", "DoctorReport", "Finding", "StartupComparison", "ComparisonRow"]
+
+
+def _summary(log: VllmLog) -> dict[str, Any]:
+    stats = log.stats
+    times = [s.time_text for s in stats if s.time_text]
+    return {"engine": log.engine, "version": log.version, "version_source": log.version_source, "generation": log.generation,
+            "rules_version": log.rules_version, "rules_reason": log.rules_reason, "total_lines": log.total_lines,
+            "vllm_lines": log.vllm_lines, "skipped_lines": log.skipped_lines, "metrics_lines": len(stats),
+            "preemption_lines": len(log.preemptions), "first_metrics": times[0] if times else None,
+            "last_metrics": times[-1] if times else None, "workers": list(log.startup.workers),
+            "startup_fields": log.startup.found(), "notes": list(log.notes)}
+
+
+def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, replicas: int = 1,
+             prefix_share: float | None = None, engine_version: str | None = None) -> DoctorReport:
+    """Every diagnosis for one vLLM log.
+
+    Args:
+        model: bundled model name or config.json path (default: the model the log names, when bundled).
+        gpu: catalog GPU or GPU file (default: a GPU with the device total the log prints).
+        replicas: replicas the traffic is spread over (prefix-cache routing rule).
+        prefix_share: fraction of prompt tokens the traffic repeats, 0–1 (prefix-cache rule; None: no verdict).
+        engine_version: vLLM version whose ledger rules to apply (default: printed or inferred from the log).
+
+    Raises:
+        UnsupportedLogError: not a vLLM log. InputError, UnknownNameError, ConfigError: bad options.
+    """
+    require_vllm(log)
+    ctx = build_context(log, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share, engine_version=engine_version)
+    findings = (diagnose_capacity(ctx), diagnose_prefix_cache(ctx), diagnose_batching(ctx))
+    mismatch = model_mismatch(log, model, ctx.model) if model and ctx.model else None
+    return DoctorReport(log.source, _summary(log), ctx.model.name if ctx.model else None, ctx.gpu.name if ctx.gpu else None,
+                        compare_startup(ctx), findings, ctx.notes, (mismatch,) if mismatch else ())
+
+
+def diagnose_file(path: str | Path, **options: Any) -> DoctorReport:
+    """``diagnose`` on a log file (see ``read_vllm_log`` for the errors it raises on reading)."""
+    return diagnose(read_vllm_log(path), **options)

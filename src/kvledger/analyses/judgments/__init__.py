@@ -1,0 +1,1 @@
+"""The judgment calls: FP8 KV cache, speculative decoding, KV eviction, prefill/decode disaggregation."""

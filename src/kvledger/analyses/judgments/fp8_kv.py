@@ -1,0 +1,294 @@
+"""FP8 KV cache for one model on one GPU: what it buys in capacity and bandwidth, what it costs per step, and the context where decode starts to gain.
+
+Capacity comes from two ledgers (``build_plan`` with ``kv_cache_dtype`` auto and fp8): the page
+halves, blocks and concurrency double (vLLM ``FullAttentionSpec.page_size_bytes``; engines.md §1.9).
+Step time comes from the roofline (``RooflineStepCost``) of each ledger: a decode step reads half the
+KV bytes in fp8, plus the FP8 overhead of :mod:`kvledger.analyses.judgments.fp8_calibration`:
+
+    t_bf16 = max(F_w / F_peak, W / BW) + max(F_a / F_peak, K_bf16 / BW) + cpu
+    t_fp8  = max(F_w / F_peak, W / BW) + max(F_a / F_peak, K_fp8  / BW) + cpu + L_attn·f + x·elements
+
+with F_w, F_a the GEMM and attention FLOPs, W the weight bytes, K the KV bytes and BW, F_peak the
+achievable peaks (GEMMs and attention priced in sequence by ``RooflineStepCost.time_s``).
+Decode attention is bandwidth-bound at any batch, so the weight term cancels and the break-even
+context per sequence is
+
+    c* = L_attn·f / (B · (ΔKV bytes per token / BW − x · elements per token))
+
+falling as 1/B with the batch B. It is therefore *derived* for the model, GPU, batch and
+calibration — the "~7,000 tokens on Hopper" rule of thumb has no source (seed-claims.md §15).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kvledger.accounting.plan import Plan, build_plan, concurrency_rows
+from kvledger.accounting.roofline import StepCosts
+from kvledger.accounting.roofline_breakdown import decode_shape
+from kvledger.accounting.settings import PlanSettings
+from kvledger.analyses.judgments.fp8_calibration import DEFAULT_FP8_OVERHEAD, Fp8Overhead, kv_layers
+from kvledger.analyses.plans import require_kv_pool
+from kvledger.analyses.judgments.roofline_terms import weights_bound
+from kvledger.catalog.gpus import GpuSpec
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.errors import InputError
+
+__all__ = ["Fp8Point", "BreakEven", "Fp8Capacity", "Fp8Report", "Fp8DecodeModel", "analyse_fp8_kv",
+           "max_context_holding", "default_curve_contexts"]
+
+
+@dataclass(frozen=True)
+class Fp8Point:
+    """One decode step, bf16 vs fp8 KV (per GPU).
+
+    Attributes:
+        context_tokens: KV per sequence, tokens. batch: sequences, count.
+        bf16_step_s / fp8_step_s: step times, s. fp8_overhead_s: the overhead inside fp8_step_s, s.
+        bf16_kv_bytes / fp8_kv_bytes: KV bytes read + written by the step, B.
+        bf16_bound / fp8_bound: "memory" or "compute" (which roofline term is larger).
+        fp8_gain_pct: (bf16 − fp8) / bf16 × 100, % (negative: fp8 slower).
+        fits_bf16 / fits_fp8: ``batch`` whole requests of this context fit the pool.
+    """
+
+    context_tokens: int
+    batch: int
+    bf16_step_s: float
+    fp8_step_s: float
+    fp8_overhead_s: float
+    bf16_kv_bytes: float
+    fp8_kv_bytes: float
+    bf16_bound: str
+    fp8_bound: str
+    fp8_gain_pct: float
+    fits_bf16: bool
+    fits_fp8: bool
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """Where fp8 decode steps become faster at one batch size.
+
+    Attributes:
+        batch: sequences, count.
+        context_tokens: smallest context from which fp8 is faster at every longer context, tokens; None if never.
+        kind: "always" (faster from the first token), "above" (faster from ``context_tokens``) or "never" (up to max).
+        max_context_tokens: the search range's end (max_model_len), tokens.
+        closed_form_tokens: c* of the bandwidth-bound formula (module docstring), tokens; None if not positive.
+        regime: the bf16 step's bound at the break-even (or at max context when never).
+        short_context_bound: the bf16 step's bound at a 1-token context ("compute" once the weight matmuls are).
+    """
+
+    batch: int
+    context_tokens: int | None
+    kind: str
+    max_context_tokens: int
+    closed_form_tokens: float | None
+    regime: str
+    short_context_bound: str = "memory"
+
+
+class Fp8DecodeModel:
+    """bf16 and fp8 decode step times for one model on one GPU (the two plans' rooflines + the FP8 overhead)."""
+
+    def __init__(self, plan_bf16: Plan, plan_fp8: Plan, overhead: Fp8Overhead) -> None:
+        self.pb, self.pf, self.overhead = plan_bf16, plan_fp8, overhead
+        self.rb, self.rf = plan_bf16.step_cost(), plan_fp8.step_cost()
+        self.num_kv_layers = kv_layers(plan_bf16.model)
+        self.elem_bytes = plan_fp8.kv.elem_bytes
+
+    def _bound(self, c: StepCosts) -> str:
+        """The weight GEMMs' bound (decode attention is bandwidth-bound at any batch)."""
+        return weights_bound(self.rb, c)
+
+    def overhead_s(self, c_fp8: StepCosts, batch: int) -> float:
+        elements = (c_fp8.kv_bytes - 2 * self.rf.state_bytes * batch) / self.elem_bytes
+        return self.overhead.step_s(self.num_kv_layers, elements)
+
+    def times(self, batch: int, context_tokens: int) -> tuple[float, float, StepCosts, StepCosts, float]:
+        """(bf16 step s, fp8 step s, bf16 costs, fp8 costs, fp8 overhead s) of a decode step."""
+        shape = decode_shape(batch, context_tokens)
+        cb, cf = self.rb.costs(shape), self.rf.costs(shape)
+        ov = self.overhead_s(cf, batch)
+        return self.rb.time_s(cb), self.rf.time_s(cf) + ov, cb, cf, ov
+
+    def gain_s(self, batch: int, context_tokens: int) -> float:
+        """bf16 step − fp8 step, s (positive: fp8 faster)."""
+        tb, tf, *_ = self.times(batch, context_tokens)
+        return tb - tf
+
+    def point(self, batch: int, context_tokens: int) -> Fp8Point:
+        tb, tf, cb, cf, ov = self.times(batch, context_tokens)
+        fits_b = _requests(self.pb, context_tokens) >= batch
+        fits_f = _requests(self.pf, context_tokens) >= batch
+        return Fp8Point(context_tokens, batch, tb, tf, ov, cb.kv_bytes, cf.kv_bytes, self._bound(cb), self._bound(cf),
+                        100 * (tb - tf) / tb, fits_b, fits_f)
+
+    def closed_form(self, batch: int) -> float | None:
+        """c* = L·f / (B·(Δbytes/token / BW − x·elements/token)), tokens (bandwidth-bound both sides)."""
+        bw = self.rb.bw * self.rb.bandwidth_fraction
+        d_bytes = self.pb.kv.growing_bytes_per_token - self.pf.kv.growing_bytes_per_token
+        elems = self.pf.kv.growing_bytes_per_token / self.elem_bytes
+        per_token = d_bytes / bw - elems * self.overhead.ns_per_element * 1e-9
+        if per_token <= 0:
+            return None
+        return self.num_kv_layers * self.overhead.per_layer_s / (batch * per_token)
+
+    def break_even(self, batch: int, max_context: int) -> BreakEven:
+        """Smallest context from which fp8 stays faster, by a geometric scan and integer bisection."""
+        n = 96
+        grid = sorted({max(1, min(max_context, round(max_context ** (i / (n - 1))))) for i in range(n)})
+        gains = [self.gain_s(batch, c) for c in grid]
+        cf = self.closed_form(batch)
+        short = self._bound(self.times(batch, 1)[2])
+        if gains[-1] <= 0:
+            return BreakEven(batch, None, "never", max_context, cf, self._bound(self.times(batch, max_context)[2]), short)
+        losing = [i for i, g in enumerate(gains) if g <= 0]
+        if not losing:
+            return BreakEven(batch, 1, "always", max_context, cf, short, short)
+        lo, hi = grid[losing[-1]], grid[losing[-1] + 1]
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.gain_s(batch, mid) > 0:
+                hi = mid
+            else:
+                lo = mid
+        return BreakEven(batch, hi, "above", max_context, cf, self._bound(self.times(batch, hi)[2]), short)
+
+
+def _requests(plan: Plan, context_tokens: int) -> int:
+    """Whole requests of ``context_tokens`` the plan's pool holds at once (the engine's demand rule), count."""
+    return concurrency_rows(plan.memory, plan.layout, plan.kv, plan.inflight_tokens, [context_tokens])[0].max_requests
+
+
+def max_context_holding(plan: Plan, num_requests: int) -> int:
+    """Longest context (≤ max_model_len) at which the pool holds ``num_requests`` whole requests, tokens; 0 if none."""
+    top = plan.memory.max_model_len
+    if _requests(plan, 1) < num_requests:
+        return 0
+    if _requests(plan, top) >= num_requests:
+        return top
+    lo, hi = 1, top
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _requests(plan, mid) >= num_requests:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def default_curve_contexts(max_model_len: int) -> list[int]:
+    """512 tokens doubling up to max_model_len, and max_model_len itself, tokens."""
+    out, c = [], 512
+    while c < max_model_len:
+        out.append(c)
+        c *= 2
+    return out + [max_model_len]
+
+
+@dataclass(frozen=True)
+class Fp8Capacity:
+    """The two pools side by side (per GPU).
+
+    Attributes:
+        bf16 / fp8: blocks, block_size (tokens), bytes_per_block (B), pool_tokens, available_kv_bytes (B), elem_bytes (B).
+        rows: per context: max_concurrency (engine figure, ×) and max_requests (whole requests) for both.
+        target_concurrency: the concurrency asked about, count.
+        bf16_max_context_tokens / fp8_max_context_tokens: longest context holding that many whole requests, tokens.
+    """
+
+    bf16: dict[str, float]
+    fp8: dict[str, float]
+    rows: tuple[dict[str, float], ...]
+    target_concurrency: int
+    bf16_max_context_tokens: int
+    fp8_max_context_tokens: int
+
+
+def _pool(p: Plan) -> dict[str, float]:
+    m = p.memory
+    return {"num_gpu_blocks": m.num_gpu_blocks, "block_size": m.block_size, "bytes_per_block": m.bytes_per_block,
+            "pool_tokens": m.num_gpu_blocks * m.block_size, "available_kv_bytes": m.available_kv_bytes,
+            "elem_bytes": p.kv.elem_bytes, "bytes_per_token": p.kv.bytes_per_token}
+
+
+def _capacity(pb: Plan, pf: Plan, n: int) -> Fp8Capacity:
+    rows = tuple({"context_tokens": a.context_tokens, "bf16_max_concurrency": a.max_concurrency,
+                  "fp8_max_concurrency": b.max_concurrency, "bf16_max_requests": a.max_requests,
+                  "fp8_max_requests": b.max_requests} for a, b in zip(pb.concurrency, pf.concurrency))
+    return Fp8Capacity(_pool(pb), _pool(pf), rows, n, max_context_holding(pb, n), max_context_holding(pf, n))
+
+
+@dataclass(frozen=True)
+class Fp8Report:
+    """The whole FP8 KV analysis; ``to_dict`` is the JSON of ``kvledger fp8-kv --json``."""
+
+    model: str
+    gpu: str
+    settings: dict[str, Any]
+    overhead: Fp8Overhead
+    concurrency: int
+    capacity: Fp8Capacity
+    break_even: BreakEven
+    break_even_by_batch: tuple[BreakEven, ...]
+    curve: tuple[Fp8Point, ...]
+    verdict: tuple[str, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    headline: dict[str, Any] = field(default_factory=dict)
+    """The question asked first: whole requests of ``context_tokens`` each pool holds at once, and why
+    ``concurrency`` is what it is (given, or the bf16 pool's capacity at that context)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *, concurrency: int | None = None,
+                   contexts: list[int] | None = None, overhead: Fp8Overhead = DEFAULT_FP8_OVERHEAD) -> Fp8Report:
+    """Compare bf16 ("auto") and fp8 KV for ``model`` on ``gpu`` at ``concurrency`` sequences.
+
+    The first question is capacity at the user's context: the first of ``contexts`` (default 8,192 tokens, or
+    max_model_len when shorter). Without ``concurrency`` the speed comparison runs at the batch the bf16 pool holds
+    at that context (at most max_num_seqs): the load a server filled with such requests decodes at.
+
+    Raises:
+        InputError: concurrency < 1, a context beyond max_model_len, a model whose KV is already 1 byte,
+            or anything ``build_plan`` rejects.
+    """
+    from kvledger.analyses.judgments.fp8_verdict import fp8_notes, fp8_verdict
+
+    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
+        raise InputError(f"--concurrency must be an integer ≥ 1, got {concurrency!r}")
+    s = settings or PlanSettings()
+    s_b = s.model_copy(update={"kv_cache_dtype": "auto", "contexts": tuple(contexts) if contexts else s.contexts})
+    pb = build_plan(model, gpu, s_b, with_roofline=False, with_advice=False)
+    require_kv_pool(pb)
+    if pb.kv.elem_bytes <= 1:
+        raise InputError(f"{model.name}: its KV dtype is already {pb.kv.elem_bytes:g} byte per element; fp8 saves nothing")
+    pf = build_plan(model, gpu, s_b.model_copy(update={"kv_cache_dtype": "fp8"}), with_roofline=False, with_advice=False)
+    max_len = pb.memory.max_model_len
+    ctxs = sorted(set(contexts)) if contexts else default_curve_contexts(max_len)
+    bad = [c for c in ctxs if c > max_len]
+    if bad:
+        raise InputError(f"context {bad[0]:,} tokens exceeds max_model_len {max_len:,} (raise --max-model-len)")
+    at = contexts[0] if contexts else min(8192, max_len)
+    n_b, n_f = _requests(pb, at), _requests(pf, at)
+    if concurrency is None:
+        concurrency = max(1, min(n_b, pb.memory.max_num_seqs))
+        why = (f"the bf16 pool's capacity at {at:,} tokens ({n_b:,} whole requests" +
+               (f", capped at max_num_seqs {pb.memory.max_num_seqs:,})" if n_b > pb.memory.max_num_seqs else ")") +
+               "; --concurrency sets another")
+    else:
+        why = "given (--concurrency)"
+    headline = {"context_tokens": at, "bf16_max_requests": n_b, "fp8_max_requests": n_f, "concurrency": concurrency,
+                "concurrency_basis": why}
+    dm = Fp8DecodeModel(pb, pf, overhead)
+    curve = tuple(dm.point(concurrency, c) for c in ctxs)
+    cap_n = min(pb.memory.max_num_seqs, 1024)
+    batches = sorted({b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if b <= cap_n} | {concurrency})
+    table = tuple(dm.break_even(b, max_len) for b in batches)
+    be = next(t for t in table if t.batch == concurrency)
+    cap = _capacity(pb, pf, concurrency)
+    rep = Fp8Report(model.name, gpu.name, s_b.model_dump(), overhead, concurrency, cap, be, table, curve, (), (), headline)
+    return Fp8Report(**{**rep.__dict__, "verdict": tuple(fp8_verdict(rep, dm)), "notes": tuple(fp8_notes(rep, dm))})

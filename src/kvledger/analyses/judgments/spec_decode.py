@@ -1,0 +1,213 @@
+"""Speculative decoding as a statement about load: tokens per verification step, the verification cost on the roofline at the running batch, and the concurrency where the gain turns into a loss.
+
+Expected tokens per verification step with draft length k and i.i.d. per-token acceptance α
+(Leviathan, Kalman & Matias, "Fast Inference from Transformers via Speculative Decoding", ICML 2023,
+eq. 1): ``E = (1 − α^(k+1)) / (1 − α)`` (``k + 1`` when α = 1).
+
+Per round each running sequence pays k draft steps and one verification step. Verification pushes
+k+1 tokens per sequence through the weights (FLOPs × (k+1), weight bytes read once) and attends them
+to the sequence's KV (read once); logits are computed at all k+1 positions. Steps are priced with the
+GEMMs and attention in sequence (``RooflineStepCost.time_s``). While the GEMMs are
+bandwidth-bound verification costs about one decode step, so a round yields E tokens for ~1 step: a
+gain. Once batch × (k+1) tokens pass the GEMMs' ridge crossover (seed-claims.md §2–§4) their time
+grows with every verified token, and past the point where (k+1)× the GEMM FLOPs plus the draft cost
+more than E plain steps, the round loses. Long contexts delay this: KV reads, the same in both, dilute it. The draft is
+a model (its own roofline: k decode steps at the same batch and context), a fraction of the target's
+decode step per draft token (MTP / EAGLE heads), or free (n-gram / prompt lookup).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kvledger.accounting.kvcache import kv_ledger
+from kvledger.accounting.plan import Plan
+from kvledger.accounting.roofline import RooflineStepCost, StepCosts
+from kvledger.accounting.roofline_breakdown import decode_shape
+from kvledger.accounting.stepcost import StepShape
+from kvledger.accounting.weightmem import weight_bytes_per_gpu
+from kvledger.analyses.judgments.roofline_terms import weights_bound
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.errors import InputError, range_error
+from kvledger.units import cdiv
+
+__all__ = ["expected_tokens_per_step", "DraftSpec", "SpecRow", "SpecDecodeModel", "verify_shape"]
+
+
+def expected_tokens_per_step(acceptance: float, draft_tokens: int) -> float:
+    """E[tokens per verification step] = (1 − α^(k+1)) / (1 − α), tokens (Leviathan et al. 2023, eq. 1).
+
+    Raises:
+        InputError: α outside [0, 1] or k < 1.
+    """
+    if isinstance(draft_tokens, bool) or not isinstance(draft_tokens, int) or draft_tokens < 1:
+        raise InputError(f"--draft-tokens must be an integer ≥ 1, got {draft_tokens!r}")
+    if not (0.0 <= acceptance <= 1.0):
+        raise range_error("--acceptance", acceptance, "[0, 1] (per-token acceptance rate)")
+    if acceptance == 1.0:
+        return float(draft_tokens + 1)
+    return (1 - acceptance ** (draft_tokens + 1)) / (1 - acceptance)
+
+
+def verify_shape(batch: int, context_tokens: int, draft_tokens: int) -> StepShape:
+    """``batch`` sequences each verifying k+1 tokens after ``context_tokens − 1`` computed ones (causal pairs counted)."""
+    n, prior = draft_tokens + 1, context_tokens - 1
+    pairs = n * prior + n * (n + 1) / 2
+    return StepShape(num_prefill_tokens=batch * n, num_prefill_seqs=batch, prefill_kv_tokens=batch * (prior + n),
+                     prefill_attn_pairs=batch * pairs)
+
+
+@dataclass(frozen=True)
+class DraftSpec:
+    """Where draft tokens come from.
+
+    Attributes:
+        kind: "model" (a draft model on the same GPUs), "fraction" (an MTP/EAGLE head costing a share of the
+            target's decode step per draft token) or "free" (n-gram / prompt lookup: no GPU work).
+        name: the draft model, or a description. cost_fraction: for "fraction", the share, 0–1.
+    """
+
+    kind: str
+    name: str
+    cost_fraction: float = 0.0
+    model: ModelSpec | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "cost_fraction": self.cost_fraction}
+
+
+@dataclass(frozen=True)
+class SpecRow:
+    """One batch size at one context (per GPU).
+
+    Attributes:
+        batch: sequences, count. context_tokens: KV per sequence, tokens.
+        base_step_s: one plain decode step, s. verify_step_s: one verification of k+1 tokens per sequence, s.
+        draft_s: the k draft steps of a round, s. round_s: draft + verify, s.
+        tokens_per_round: E, tokens per sequence. speedup: E × base / round (>1: a gain), ×.
+        base_tok_per_s / spec_tok_per_s: output tokens per second over the batch, tok/s.
+        base_bound / verify_bound: "memory" or "compute". fits: ``batch`` requests fit the (spec) KV pool.
+    """
+
+    batch: int
+    context_tokens: int
+    base_step_s: float
+    verify_step_s: float
+    draft_s: float
+    round_s: float
+    tokens_per_round: float
+    speedup: float
+    base_tok_per_s: float
+    spec_tok_per_s: float
+    base_bound: str
+    verify_bound: str
+    fits: bool
+
+
+class SpecDecodeModel:
+    """Round costs of speculative decoding for one target plan, draft and (k, α)."""
+
+    def __init__(self, plan: Plan, draft: DraftSpec, draft_tokens: int, acceptance: float) -> None:
+        self.plan, self.draft, self.k, self.alpha = plan, draft, draft_tokens, acceptance
+        self.expected = expected_tokens_per_step(acceptance, draft_tokens)
+        self.rc = plan.step_cost()
+        self.notes: list[str] = []
+        self.draft_rc: RooflineStepCost | None = None
+        self.draft_weight_bytes = 0.0
+        self.draft_kv_bytes_per_token = 0.0
+        if draft.kind == "model":
+            self._init_draft_model(draft.model)
+        elif draft.kind == "fraction" and not (0.0 < draft.cost_fraction <= 1.0):
+            raise range_error("--draft-cost-fraction", draft.cost_fraction, "(0, 1] of the target's decode step")
+
+    def _init_draft_model(self, dm: ModelSpec | None) -> None:
+        if dm is None:
+            raise InputError("a 'model' draft needs its ModelSpec")
+        s = self.plan.settings
+        tp = s.tp
+        try:
+            kv = kv_ledger(dm, s.kv_cache_dtype, tp)
+        except InputError:
+            tp = 1
+            kv = kv_ledger(dm, s.kv_cache_dtype, 1)
+            self.notes.append(f"draft {dm.name} cannot split over TP {s.tp}; priced at TP 1 (its full weights on each GPU)")
+        self.draft_rc = RooflineStepCost(dm, self.plan.gpu, kv, tp, flops_fraction=s.achievable_flops_fraction,
+                                         bandwidth_fraction=s.achievable_bandwidth_fraction, cpu_overhead_s=s.cpu_overhead_s)
+        self.draft_weight_bytes = weight_bytes_per_gpu(dm, tp)[0]
+        self.draft_kv_bytes_per_token = kv.bytes_per_token
+
+    def bound(self, c: StepCosts) -> str:
+        """The weight GEMMs' bound (what turns compute-bound as batch × (k+1) grows)."""
+        return weights_bound(self.rc, c)
+
+    def verify_costs(self, batch: int, context_tokens: int) -> StepCosts:
+        """FLOPs and bytes of one verification step; logits at all k+1 positions (costs() counts one per sequence)."""
+        c = self.rc.costs(verify_shape(batch, context_tokens, self.k))
+        return replace(c, matmul_flops=c.matmul_flops + self.rc.head_flops_per_seq * batch * self.k)
+
+    def draft_s(self, batch: int, context_tokens: int, base_step_s: float) -> float:
+        """Time of the k draft steps of one round, s."""
+        if self.draft.kind == "free":
+            return 0.0
+        if self.draft.kind == "fraction":
+            return self.k * self.draft.cost_fraction * base_step_s
+        return self.k * self.draft_rc.time_s(self.draft_rc.costs(decode_shape(batch, context_tokens)))
+
+    def row(self, batch: int, context_tokens: int) -> SpecRow:
+        cb = self.rc.costs(decode_shape(batch, context_tokens))
+        base = self.rc.time_s(cb)
+        cv = self.verify_costs(batch, context_tokens)
+        ver = self.rc.time_s(cv)
+        dr = self.draft_s(batch, context_tokens, base)
+        rnd = ver + dr
+        return SpecRow(batch, context_tokens, base, ver, dr, rnd, self.expected, self.expected * base / rnd,
+                       batch / base, batch * self.expected / rnd, self.bound(cb), self.bound(cv),
+                       batch <= self.max_requests(context_tokens))
+
+    def speedup(self, batch: int, context_tokens: int) -> float:
+        return self.row(batch, context_tokens).speedup
+
+    def flip_batch(self, context_tokens: int, max_batch: int) -> int | None:
+        """Smallest batch ≤ ``max_batch`` at which the round is slower than plain decode (speed-up < 1); None if none."""
+        prev = 0
+        b = 1
+        while True:
+            if self.speedup(b, context_tokens) < 1.0:
+                lo, hi = prev, b  # speed-up ≥ 1 at lo (or lo = 0), < 1 at hi
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if self.speedup(mid, context_tokens) < 1.0:
+                        hi = mid
+                    else:
+                        lo = mid
+                return hi
+            if b >= max_batch:
+                return None
+            prev, b = b, min(max_batch, 2 * b)
+
+    def pool_blocks(self) -> int:
+        """Blocks of the target's page size left when the draft's weights and KV share the pool, blocks.
+
+        vLLM adds the draft's attention layers to the KV cache groups, so each token costs the target's plus the
+        draft's KV bytes, and the draft's weights come out of the memory the pool would have had.
+        """
+        m = self.plan.memory
+        if self.draft.kind != "model":
+            return m.num_gpu_blocks
+        per_token = self.plan.kv.bytes_per_token + self.draft_kv_bytes_per_token
+        avail = m.available_kv_bytes - self.draft_weight_bytes
+        return max(0, int(avail // (per_token * m.block_size)))
+
+    def max_requests(self, context_tokens: int) -> int:
+        """Whole requests of ``context_tokens`` (+ k lookahead slots) that fit the spec-decode pool, count."""
+        per_req = self.plan.blocks_for_tokens(context_tokens + self.k) if self.draft.kind != "model" else \
+            cdiv(context_tokens + self.k, self.plan.memory.block_size)
+        usable = self.pool_blocks() - 1
+        return usable // per_req if per_req else 0
+
+    def summary(self) -> dict[str, Any]:
+        return {"draft": self.draft.to_dict(), "draft_tokens": self.k, "acceptance": self.alpha,
+                "expected_tokens_per_round": self.expected, "draft_weight_bytes_per_gpu": self.draft_weight_bytes,
+                "draft_kv_bytes_per_token_per_gpu": self.draft_kv_bytes_per_token, "pool_blocks_with_draft": self.pool_blocks(),
+                "pool_blocks_without_draft": self.plan.memory.num_gpu_blocks, "notes": list(self.notes)}

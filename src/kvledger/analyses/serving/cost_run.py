@@ -1,0 +1,136 @@
+"""The ``kvledger cost`` composition as one API function: a run, its goodput, the GPU and API prices → the cost report and its JSON.
+
+``kvledger cost`` (``cli/cost_cmd.py``), ``kvledger report`` and ``kvledger ui`` all call
+:func:`cost_payload`, so the JSON the command prints and the numbers the report draws are the
+same objects. GPU rental prices are resolved here (:func:`gpu_rate`) through the GPU catalog's
+names and aliases before the price table is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kvledger.errors import InputError, UnknownNameError
+
+__all__ = ["price_key", "gpu_rate", "capacity_basis", "CostRun", "cost_payload", "sweep_capacity_run"]
+
+
+def price_key(name: str) -> str:
+    """A GPU name as the price table keys it: the catalog id when ``get_gpu`` knows the name or alias (H100,
+    nvidia-h100-80gb, "NVIDIA H100 80GB HBM3" → nvidia_h100_sxm); otherwise the name as given (the table also
+    matches its own GPU names)."""
+    from kvledger.catalog.gpus import get_gpu
+
+    try:
+        return get_gpu(name).gpu_id
+    except UnknownNameError:
+        return name
+
+
+def _is_gpu_file(name: str) -> bool:
+    return Path(name).suffix in (".json", ".toml")
+
+
+def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
+    """The GPU's rental price: ``usd`` (``--gpu-usd-per-hour``), else the price-table row of ``name`` (resolved through the GPU catalog's aliases).
+
+    Raises:
+        InputError: no name, a custom GPU without a price, several rows (pick --gpu-provider/--instance).
+        UnknownNameError: no row for the GPU (or the provider / instance).
+    """
+    from kvledger.catalog.prices import find_gpu_price
+    from kvledger.ledgers.cost import GpuRate
+
+    if usd is not None:
+        return GpuRate.given(usd, name or "GPU")
+    if name is None:
+        raise InputError("no GPU price: the run does not name its GPU; pass --gpu (e.g. H100 or nvidia_h100_sxm) with --gpu-provider, or --gpu-usd-per-hour")
+    if name == "custom" or _is_gpu_file(name):
+        raise InputError(f"the GPU {name!r} is a custom GPU with no rental price in the table; pass --gpu-usd-per-hour")
+    return GpuRate.from_catalog(find_gpu_price(price_key(name), provider, instance))
+
+
+def capacity_basis(run: Any, gp: Any, slo: Any, sim: Any, capacity: Any) -> dict[str, Any]:
+    """The ``capacity_basis`` of the report: the SLO-capacity search, or the run's own goodput with the under-load check."""
+    from kvledger.ledgers.capacity_basis import check_load, measured_basis
+
+    if capacity is not None:
+        return {"kind": "slo_capacity", "text": capacity.text(), "probes": capacity.probes_text(), "warning": None,
+                "notes": list(capacity.notes), "load_check": None}
+    return measured_basis(gp, check_load(run, gp, slo), simulated=sim is not None)
+
+
+@dataclass
+class CostRun:
+    """The cost report of one run, its capacity basis and the JSON ``kvledger cost --json`` prints (``payload``)."""
+
+    report: Any
+    basis: dict[str, Any]
+    payload: dict[str, Any]
+
+
+def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, factors: Any, volume: Any = None, *,
+                 sim: Any = None, capacity: Any = None, gpu: str | None = None, model: str | None = None) -> CostRun:
+    """Goodput of ``run`` under ``slo``, the itemised self-host and API ledgers, and the JSON of ``kvledger cost``.
+
+    Args:
+        run: the records (measured, or ``SimulatedRun.run``); ``setup``: GPU rate, GPU count, utilization, people;
+        api_price / mix / factors / volume: as ``kvledger.ledgers.cost_summary.build_cost_report`` takes them;
+        sim / capacity: the SimulatedRun and SimCapacity when the run is simulated (added under ``"simulation"``);
+        gpu / model: a measured run's GPU and model names for the roofline floor under its prefill share (default: the
+        names the file gives).
+    """
+    from kvledger.ledgers.cost_summary import build_cost_report
+    from kvledger.ledgers.goodput import goodput
+
+    gp = goodput(run, slo)
+    floor = None
+    if sim is None and setup.prefill_share is None and "gpu_time_split" not in run.metadata.extra:
+        from kvledger.ledgers.prefill_floor import prefill_floor
+
+        got, why = prefill_floor(run, model or run.metadata.model, gpu or run.metadata.hardware, setup.num_gpus)
+        floor = got or why
+    rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor)
+    basis = capacity_basis(run, gp, slo, sim, capacity)
+    d = rep.to_dict()
+    d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
+    if sim is not None:
+        d["simulation"] = {**sim.provenance(), **({"capacity_search": capacity.to_dict()} if capacity else {})}
+    return CostRun(rep, basis, d)
+
+
+def sweep_capacity_run(runs: list[Any], slo: Any, target: float, where: str) -> tuple[Any, dict[str, Any]]:
+    """The run of a sweep that is its SLO capacity: the highest load (request rate, else concurrency) up to which every
+    run has ≥ ``target`` of its requests within the SLO (``ledgers.boundary.boundary_from_sweep``), with the choice in words.
+
+    Raises:
+        InputError: the runs state neither a rate nor a concurrency, or even the lowest load misses the target.
+    """
+    from kvledger.ledgers.boundary import axis_value, boundary_from_sweep
+
+    axis = None
+    for candidate in ("request_rate", "concurrency"):
+        try:
+            values = [axis_value(r, candidate) for r in runs]
+        except InputError:
+            continue
+        if len(set(values)) == len(values):
+            axis = candidate
+            break
+    labels = ", ".join(f"{i}: {r.metadata.extra.get('run_label') or r.metadata.source}" for i, r in enumerate(runs))
+    if axis is None:
+        raise InputError(f"{where} holds {len(runs)} runs ({labels}) that state no distinct request rate or concurrency, so "
+                         "the sweep's capacity cannot be found; choose one with --run INDEX")
+    res = boundary_from_sweep(runs, slo, target, axis, values)
+    rows = "; ".join(f"{p.label} at {p.value:g}: {p.attainment:.1%}" for p in res.points)
+    if res.boundary_value is None:
+        raise InputError(f"no run of the sweep in {where} has {target:.0%} of its requests within the SLO ({rows}); there is "
+                         "no SLO capacity to price: loosen the SLO, or price one run with --run INDEX")
+    k = values.index(res.boundary_value)
+    unit = "req/s" if axis == "request_rate" else "concurrent users"
+    text = (f"run {k} ({runs[k].metadata.extra.get('run_label') or runs[k].metadata.source}, {res.boundary_value:g} {unit}) is "
+            f"the sweep's SLO capacity: the highest load up to which every run has ≥ {target:.0%} of its requests within "
+            f"the SLO (attainment per run: {rows})")
+    return runs[k], {"run_index": k, "axis": axis, "value": res.boundary_value, "text": text, "boundary": res.to_dict()}

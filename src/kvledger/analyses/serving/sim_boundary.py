@@ -1,0 +1,283 @@
+"""SLO-boundary search by driving the simulator: the largest request rate, concurrency or max_num_seqs whose attainment meets a target.
+
+DistServe's goodput (Zhong et al., OSDI 2024 §2): the highest load served with at least a
+target share of requests meeting every SLO. Each probe is one deterministic simulation
+(:func:`kvledger.analyses.serving.sim_ledgers.simulate_run`, same seed and workload at every load),
+so the answer is reproducible. When the user gives no bracket, one is found by doubling
+(or halving) from 1 req/s, 1 user, and for ``max_num_seqs`` the bracket is [1, the engine
+default]; then ``kvledger.ledgers.boundary.search_boundary`` bisects it. Like that
+function, this assumes attainment does not rise with load, and says when a probe shows it does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
+from kvledger.dynamics.early_stop import RULE_TEXT, MissRule
+from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan
+from kvledger.errors import InputError, range_error
+from kvledger.ledgers.boundary import BoundaryPoint, BoundaryResult, search_boundary
+from kvledger.ledgers.goodput import GoodputResult, goodput
+from kvledger.ledgers.slo import SLO
+
+__all__ = ["SEARCH_AXES", "PROBE_NUM_REQUESTS", "SimProbe", "SimBoundary", "normalize_axis", "search_sim_boundary"]
+
+SEARCH_AXES = {"request_rate": "mean arrival rate, req/s (the trace's gaps rescaled, burstiness kept; or the synthetic rate)",
+               "concurrency": "closed-loop users, each sending its next request when the last one ends",
+               "max_num_seqs": "engine max_num_seqs per replica (the memory plan is rebuilt: vLLM's activation peak grows with it)"}
+_AXIS_ALIASES = {"rate": "request_rate", "request-rate": "request_rate", "users": "concurrency", "max-num-seqs": "max_num_seqs"}
+PROBE_NUM_REQUESTS = 2000
+"""Requests per probe unless the caller says otherwise (each probe well under a second for an 8B model on an H100)."""
+_MAX_DOUBLINGS = 12
+_MAX_HALVINGS = 10
+
+
+def normalize_axis(axis: str) -> str:
+    """``request_rate``, ``concurrency`` or ``max_num_seqs`` (``rate`` accepted). Raises InputError otherwise."""
+    a = _AXIS_ALIASES.get(axis.strip().lower(), axis.strip().lower())
+    if a not in SEARCH_AXES:
+        raise InputError(f"unknown search axis {axis!r}; use one of {', '.join(SEARCH_AXES)} (or 'rate')")
+    return a
+
+
+@dataclass(slots=True)
+class SimProbe:
+    """One simulated load: its value on the axis, attainment and goodput, whole deployment and per replica / GPU.
+
+    ``phase`` is "bracket" (doubling or halving to find the ends), "bisection" (search_boundary's
+    probes) or "check" (the top of a range whose bottom already missed, to tell "nothing meets"
+    from "attainment rises with the value"). Rates are req/s; tokens/s count output tokens.
+    ``stopped_early``: when the early-stop rule ended the probe (kvledger.dynamics.early_stop), its
+    evidence (simulated time, requests certain to miss, ``attainment_upper``); the attainment and
+    goodput are then lower bounds over the requests finished by then. None: run to the end.
+    """
+
+    order: int
+    phase: str
+    value: float
+    attainment: float
+    meets_target: bool
+    num_requests: int
+    goodput_req_per_s: float | None
+    throughput_req_per_s: float | None
+    goodput_output_tok_per_s: float | None
+    goodput_req_per_s_per_replica: float | None
+    goodput_req_per_s_per_gpu: float | None
+    offered_rate_req_per_s: float | None
+    stopped_early: dict[str, Any] | None = None
+
+
+@dataclass
+class SimBoundary:
+    """Outcome of a simulator-driven boundary search.
+
+    Attributes:
+        boundary: the bisection's result (its ``points`` include the bracketing probes).
+        probes: every simulation run, in the order run, with goodput and throughput.
+        boundary_per_replica / boundary_per_gpu: the boundary ÷ replicas / ÷ GPUs (rate and
+            concurrency axes; ``max_num_seqs`` is already a per-replica setting).
+        goodput_at_boundary_req_per_s: goodput of the probe at the boundary (DistServe's per-GPU goodput ÷ GPUs).
+        provenance: the simulation inputs of the first probe (the axis value varies).
+        goodputs, first_run, boundary_run: each probe's goodput (in probe order), the first probe's run and the
+            run at the boundary (None without one); not serialised.
+    """
+
+    axis: str
+    target: float
+    num_requests_per_probe: int
+    replicas: int
+    num_gpus: int
+    boundary: BoundaryResult
+    probes: list[SimProbe]
+    boundary_per_replica: float | None
+    boundary_per_gpu: float | None
+    goodput_at_boundary_req_per_s: float | None
+    goodput_at_boundary_req_per_s_per_gpu: float | None
+    provenance: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    goodputs: list[GoodputResult] = field(default_factory=list, repr=False)
+    first_run: SimulatedRun | None = field(default=None, repr=False)
+    boundary_run: SimulatedRun | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (without the per-probe GoodputResults, which the CLI prints one per line)."""
+        d = {k: getattr(self, k) for k in ("axis", "target", "num_requests_per_probe", "replicas", "num_gpus",
+                                           "boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",
+                                           "goodput_at_boundary_req_per_s_per_gpu", "notes", "provenance")}
+        d["boundary"] = self.boundary.to_dict()
+        d["probes"] = [asdict(p) for p in self.probes]
+        return d
+
+
+def _with_value(args: SimRequestArgs, axis: str, value: float) -> SimRequestArgs:
+    if axis == "request_rate":
+        return replace(args, rate=value)
+    if axis == "concurrency":
+        return replace(args, concurrency=int(value))
+    return replace(args, max_num_seqs=int(value))
+
+
+def _check_args(args: SimRequestArgs, axis: str, lo: float | None, hi: float | None) -> None:
+    taken = {"request_rate": [("rate", "--rate"), ("rate_scale", "--rate-scale"), ("concurrency", "--concurrency")],
+             "concurrency": [("concurrency", "--concurrency")], "max_num_seqs": [("max_num_seqs", "--max-num-seqs")]}[axis]
+    for attr, flag in taken:
+        if getattr(args, attr) is not None:
+            raise InputError(f"the search varies {axis}, so {flag} cannot be given too; bound the search with --lo/--hi")
+    for name, v in (("lo", lo), ("hi", hi)):
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            raise InputError(f"--{name} must be a finite number > 0, got {v}")
+        if v is not None and axis != "request_rate" and (v != int(v) or v < 1):
+            raise InputError(f"--{name} for {axis} must be a whole number ≥ 1, got {v:g}")
+    if lo is not None and hi is not None and lo >= hi:
+        raise InputError(f"need --lo < --hi, got lo={lo:g}, hi={hi:g}")
+
+
+class _Prober:
+    """Runs (and remembers) one simulation per value; the goodput of each under the SLO."""
+
+    def __init__(self, args: SimRequestArgs, synthetic: SyntheticSpec | None, axis: str, slo: SLO, target: float,
+                 early_stop: bool = True) -> None:
+        self.args, self.synthetic, self.axis, self.slo, self.target = args, synthetic, axis, slo, target
+        self.early_stop = early_stop
+        self.runs: dict[float, SimulatedRun] = {}
+        self.results: dict[float, GoodputResult] = {}
+        self.phase: dict[float, str] = {}
+        self.current_phase = "bracket"
+
+    def run_at(self, value: float):
+        key = float(value)
+        if key not in self.runs:
+            # token times only when the SLO judges per-request gaps (ITL): probes then hold no per-token data
+            stop = MissRule(self.target, self.slo.ttft_s, self.slo.e2e_s, self.slo.tpot_s) if self.early_stop else None
+            self.runs[key] = simulate_run(_with_value(self.args, self.axis, value), self.synthetic,
+                                          record_token_times=self.slo.itl_s is not None, stop=stop)
+            self.results[key] = goodput(self.runs[key].run, self.slo)
+            self.phase[key] = self.current_phase
+        return self.runs[key].run
+
+    def meets(self, value: float) -> bool:
+        self.run_at(value)
+        return self.results[float(value)].attainment >= self.target
+
+
+def _halve(p: _Prober, v: float, integer: bool) -> tuple[float, float]:
+    """``v`` misses the target: halve until a value meets it → (meets, last miss); else (smallest tried, 2 × it)."""
+    for _ in range(_MAX_HALVINGS):
+        nxt = float(v // 2) if integer else v / 2
+        if nxt < (1 if integer else 1e-9):
+            break
+        if p.meets(nxt):
+            return nxt, v
+        v = nxt
+    return v, v * 2  # v misses: search_boundary reports that no value in the range meets the target
+
+
+def _bracket(p: _Prober, lo: float | None, hi: float | None, integer: bool) -> tuple[float, float]:
+    """[lo, hi] with lo meeting the target and hi missing it, found by doubling or halving within limits.
+
+    When the target holds up to the doubling limit, both ends meet it (search_boundary then notes the
+    boundary may be higher); when nothing down to the halving limit meets it, lo misses it.
+    """
+    if lo is not None and hi is not None:
+        return lo, hi
+    if hi is None:
+        v = lo if lo is not None else 1.0
+        if p.meets(v):
+            for _ in range(_MAX_DOUBLINGS):
+                if not p.meets(v * 2):
+                    return v, v * 2
+                v *= 2
+            return v / 2, v
+        return (v, v * 2) if lo is not None else _halve(p, v, integer)
+    if not p.meets(hi):
+        return _halve(p, hi, integer)
+    if integer and hi <= 1:
+        raise InputError("--hi 1 meets the target and leaves no smaller whole number to search; raise --hi")
+    return (float(max(1, hi // 2)) if integer else hi / 2), hi
+
+
+def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str = "request_rate", *,
+                        lo: float | None = None, hi: float | None = None, tol: float | None = None,
+                        synthetic: SyntheticSpec | None = None, max_evals: int = 30,
+                        early_stop: bool = True) -> SimBoundary:
+    """The largest value on ``axis`` whose simulated attainment meets ``target`` under ``slo``.
+
+    Args:
+        args: the simulation at every probe, except the axis value (``num_requests`` requests per probe).
+        lo, hi: the bracket; missing ends are found by doubling / halving (see the module docstring).
+        tol: bisection resolution (default 1 % of hi for the rate; 1 for integer axes).
+        early_stop: end an open-loop probe once it provably misses the target (kvledger.dynamics.early_stop;
+            the boundary is the one full probes give); False runs every probe to the end.
+
+    Raises:
+        InputError: an unknown axis, a flag that fixes the varied value, a bad bracket or target, or a
+            simulation that cannot run.
+    """
+    axis = normalize_axis(axis)
+    if not 0 < target <= 1:
+        raise range_error("attainment target", target, "(0, 1], e.g. 0.9 for 90 %")
+    _check_args(args, axis, lo, hi)
+    integer = axis != "request_rate"
+    if axis == "max_num_seqs":
+        lo = 1 if lo is None else lo
+        hi = hi if hi is not None else load_plan(args)[0].memory.max_num_seqs
+        if lo >= hi:
+            raise InputError(f"need --lo < --hi for max_num_seqs, got lo={lo:g}, hi={hi:g} (the engine default)")
+    p = _Prober(args, synthetic, axis, slo, target, early_stop)
+    blo, bhi = _bracket(p, lo, hi, integer)
+    p.current_phase = "bisection"
+    res = search_boundary(p.run_at, slo, target, blo, bhi, axis=axis, integer=integer,
+                          tol=tol if tol is not None else (None if integer else bhi / 100.0), max_evals=max_evals)
+    extra = []
+    if res.boundary_value is None and float(bhi) not in p.runs:
+        p.current_phase = "check"
+        if p.meets(bhi):  # the low end misses but the high end meets: attainment rises with the value here
+            extra.append(f"attainment rises with {axis} here: {blo:g} misses the target but {bhi:g} meets it "
+                         + ("(too few running requests queue the rest: TTFT grows); " if axis == "max_num_seqs" else "; ")
+                         + "the search assumes the opposite, so raise --lo past the region that misses")
+    sb = _assemble(p, res, axis, target)
+    sb.notes.extend(extra)
+    return sb
+
+
+def _probe(order: int, value: float, sim: SimulatedRun, gp: GoodputResult, phase: str, target: float) -> SimProbe:
+    g = gp.goodput_req_per_s
+    return SimProbe(order, phase, value, gp.attainment, gp.attainment >= target, gp.num_requests, g,
+                    gp.throughput_req_per_s, gp.goodput_output_tok_per_s, None if g is None else g / sim.replicas,
+                    None if g is None else g / sim.num_gpus, sim.run.metadata.request_rate,
+                    sim.run.metadata.extra.get("stopped_early"))
+
+
+def _assemble(p: _Prober, res: BoundaryResult, axis: str, target: float) -> SimBoundary:
+    seen = {pt.value for pt in res.points}
+    for value, gp in p.results.items():  # bracketing probes: all below lo met the target, all above hi missed it
+        if value not in seen:
+            res.points.append(BoundaryPoint(value, gp.attainment, gp.attainment >= target, gp.estimate,
+                                            gp.goodput_req_per_s, gp.run_label or gp.source))
+    res.points.sort(key=lambda pt: pt.value)
+    values = list(p.runs)
+    probes = [_probe(i, v, p.runs[v], p.results[v], p.phase[v], target) for i, v in enumerate(values, start=1)]
+    first = p.runs[values[0]]
+    b = res.boundary_value
+    per_unit = b is not None and axis != "max_num_seqs"
+    at = p.results.get(float(b)) if b is not None else None
+    notes = [f"each probe: one simulation of {first.setup.num_requests:,} requests with seed {p.args.seed} "
+             f"(same workload at every {axis}); {first.num_gpus} GPU{'' if first.num_gpus == 1 else 's'} = {first.replicas} replica{'' if first.replicas == 1 else 's'} × TP {first.setup.tp}"]
+    if axis == "max_num_seqs":
+        notes.append("max_num_seqs is a per-replica engine setting: no per-GPU figure; the memory plan is rebuilt at "
+                     "each value (vLLM's sampler warm-up, max_num_seqs × vocab logits, sets the activation peak)")
+    if axis == "request_rate" and first.synthetic is not None:
+        notes.append("synthetic arrivals: the axis value is the nominal Poisson/Gamma rate; the offered rate of each "
+                     "probe (its requests ÷ their arrival span) is listed next to it")
+    stopped = [pr for pr in probes if pr.stopped_early is not None]
+    if stopped:
+        notes.append(RULE_TEXT + f"; {len(stopped)} of {len(probes)} probes stopped early")
+    goodput_at = at.goodput_req_per_s if at is not None else None
+    return SimBoundary(axis, target, first.setup.num_requests, first.replicas, first.num_gpus, res, probes,
+                       b / first.replicas if per_unit else None, b / first.num_gpus if per_unit else None,
+                       goodput_at, goodput_at / first.num_gpus if goodput_at is not None else None,
+                       first.provenance(), notes, [p.results[v] for v in values], first,
+                       p.runs.get(float(b)) if b is not None else None)

@@ -1,0 +1,133 @@
+"""A simulated replica's SLO capacity for the cost ledger: the request-rate boundary search, and the run at the boundary that the ledger prices.
+
+Pricing a simulated run at the trace's own arrival rate measures the offered load, not what
+the GPU can take (the Azure conversation trace offers 5.5 req/s to an H100 whose KV pool it
+fills to 2 %). The capacity the cost ledger wants is DistServe's goodput (Zhong et al.,
+OSDI 2024 §2): the highest request rate at which ``target`` of the requests meet the SLO.
+:func:`search_capacity` finds it with :func:`kvledger.analyses.serving.sim_boundary.search_sim_boundary`
+on the ``request_rate`` axis — the same search, probes and seeded workload as
+``kvledger goodput --simulate … --target T --axis rate`` — and returns the run at the boundary,
+whose goodput then sets the self-hosted capacity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.analyses.serving.sim_boundary import SimBoundary, search_sim_boundary
+from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.errors import InputError
+from kvledger.ledgers.slo import SLO
+
+__all__ = ["SimCapacity", "search_capacity", "DEFAULT_TARGET"]
+
+DEFAULT_TARGET = 0.9
+"""Attainment target of the capacity search unless given: 90 % of requests within the SLO (DistServe's usual figure)."""
+
+
+@dataclass
+class SimCapacity:
+    """The SLO capacity of a simulated deployment and the run at it.
+
+    Attributes:
+        run: the probe at the boundary rate (its goodput is what the ledger prices).
+        search: the whole search (every probe, the bisection, notes).
+        rate_req_per_s: the boundary: highest mean arrival rate whose attainment meets the target, req/s.
+        attainment: share of the boundary run's requests that met the SLO.
+        goodput_req_per_s: the boundary run's good requests ÷ its duration, req/s (whole deployment unit).
+        notes: caveats, e.g. a drain tail long enough that the goodput understates the sustained rate.
+    """
+
+    run: SimulatedRun
+    search: SimBoundary
+    rate_req_per_s: float
+    attainment: float
+    goodput_req_per_s: float
+    notes: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        """One line: the search and what it priced."""
+        s, ff = self.search, self.search.boundary.first_failing_value
+        miss = f"; {ff:g} req/s misses" if ff is not None else ""
+        return (f"capacity: SLO-capacity search on the request rate (kvledger.analyses.serving.sim_boundary.search_sim_boundary; "
+                f"{len(s.probes)} probes of {s.num_requests_per_probe:,} requests, seed {self.run.args.seed}): the highest "
+                f"rate with ≥ {s.target:.0%} of requests within the SLO is {self.rate_req_per_s:g} req/s "
+                f"({self.attainment:.1%} there{miss}); priced at that run's goodput, {self.goodput_req_per_s:,.3f} good "
+                "req/s per deployment unit")
+
+    def probes_text(self) -> str:
+        """The probes in order: ``rate → attainment`` (a probe stopped early: ``rate → lo–hi* (stopped early)``)."""
+        return ", ".join(f"{p.value:g} → {p.attainment:.1%}" if p.stopped_early is None else
+                         f"{p.value:g} → {p.attainment:.1%}–{p.stopped_early['attainment_upper']:.2%}* (stopped early)"
+                         for p in self.search.probes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the boundary, what was priced, every probe and the search's notes."""
+        d = self.search.to_dict()
+        return {"method": "kvledger.analyses.serving.sim_boundary.search_sim_boundary on request_rate", "target": self.search.target,
+                "boundary_rate_req_per_s": self.rate_req_per_s, "attainment_at_boundary": self.attainment,
+                "goodput_at_boundary_req_per_s": self.goodput_req_per_s,
+                "num_requests_per_probe": self.search.num_requests_per_probe, "boundary": d["boundary"],
+                "probes": d["probes"], "notes": self.notes + [n for n in d["notes"] if n not in self.notes]}
+
+
+def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARGET, *,
+                    synthetic: SyntheticSpec | None = None) -> SimCapacity:
+    """The SLO capacity of the deployment ``args`` describes, by simulation (module docstring).
+
+    Args:
+        args: model, GPU, engine and workload; the load (``rate``, ``rate_scale``, ``concurrency``)
+            must be unset — the search varies the rate. ``num_requests`` requests per probe.
+        slo: the latency SLO a good request meets.
+        target: share of requests that must be good, in (0, 1].
+        synthetic: a synthetic workload instead of ``args.trace``.
+
+    Raises:
+        InputError: a load flag given (price at it with --at-offered-load instead), a bad target, a
+            simulation that cannot run, or no rate down to the search's floor meeting the target.
+    """
+    given = [flag for attr, flag in (("rate", "--rate"), ("rate_scale", "--rate-scale"), ("concurrency", "--concurrency"))
+             if getattr(args, attr) is not None]
+    if given:
+        raise InputError(f"{', '.join(given)} {'fixes' if len(given) == 1 else 'fix'} the load, but cost --simulate prices at the SLO capacity it searches for "
+                         "(the highest request rate meeting --target); add --at-offered-load to price the run at the load "
+                         "you gave, or drop " + ", ".join(given))
+    sb = search_sim_boundary(args, slo, target, "request_rate", synthetic=synthetic)
+    b = sb.boundary.boundary_value
+    if b is None or sb.boundary_run is None or sb.goodput_at_boundary_req_per_s is None:
+        lowest = min(p.value for p in sb.probes)
+        raise InputError(f"no request rate down to {lowest:g} req/s has {target:.0%} of requests within the SLO "
+                         f"({slo.describe()}) on this deployment, so there is no capacity to price: loosen the SLO, lower "
+                         "--target, add GPUs (--tp, --replicas), or price the run at its own load with --at-offered-load")
+    at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
+    cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
+    cap.notes.extend(_drain_note(cap, at.duration_s))
+    cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early
+    return cap
+
+
+DRAIN_NOTE_SHARE = 0.9
+"""Say so when the boundary run's goodput is below this share of the good rate it sustained while requests arrived."""
+
+
+def _drain_note(cap: SimCapacity, duration_s: float | None) -> list[str]:
+    """A note when the run's drain tail (last arrival → last finish) pulls its goodput well below the sustained rate.
+
+    Goodput divides by first arrival → last finish; while requests arrive, the run serves ``offered × attainment`` good
+    req/s. A short run whose last requests take long to finish reports a goodput well below that, so the capacity
+    priced (and the cost) is conservative.
+    """
+    offered = cap.run.run.metadata.request_rate
+    if not offered or not duration_s:
+        return []
+    sustained = offered * cap.attainment
+    if cap.goodput_req_per_s >= DRAIN_NOTE_SHARE * sustained:
+        return []
+    n = cap.run.setup.num_requests
+    span = (n - 1) / offered
+    return [f"the run at the boundary took {duration_s:,.1f} s to finish requests that arrived over {span:,.1f} s: its "
+            f"goodput ({cap.goodput_req_per_s:,.3f} good req/s) is {cap.goodput_req_per_s / sustained:.0%} of the "
+            f"{sustained:,.3f} good req/s it sustained while they arrived, so the capacity priced is conservative and the "
+            "self-hosted cost high; more requests per probe (--num-requests) shrink the tail"]

@@ -1,0 +1,259 @@
+"""One simulation as input to the goodput and cost ledgers: RunRecords from (model, GPU, engine settings, workload) plus their provenance.
+
+The ledgers take ``RunRecords`` and never import the simulator; this module is the glue.
+It builds the run exactly as ``kvledger simulate`` does (``kvledger.analyses.serving.sim_setup.prepare``:
+the vLLM memory plan sizes the KV pool, ``--step-cost`` prices each step, the trace or a
+synthetic workload supplies the requests), runs ``kvledger.dynamics.simulator.simulate``, and
+completes the run metadata the ledgers need and a benchmark file would state: GPU count
+(replicas × TP), offered request rate, ``max_num_seqs``, the catalog GPU id for the price table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kvledger.dynamics.simulator import SimResult, simulate
+from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
+from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.errors import InputError
+from kvledger.records import RunRecords
+
+__all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_prepared", "workload_text",
+           "simulator_description"]
+
+#: the simulator, whichever rule it runs
+SIMULATOR = "kvledger simulator (kvledger.dynamics.simulator.simulate; deterministic, no wall clock)"
+
+#: batching (EngineConfig.batching) → the name of the scheduling rule it simulates (kvledger.dynamics.engine.scheduler and
+#: sglang_scheduler; what each rule does is engine_config.BATCHING_POLICIES's text)
+_RULES = {"continuous": "vLLM v1 scheduling rule (preemption by recompute)", "static": "static batching",
+          "sglang": "SGLang 0.5.x scheduling rule", "vllm_v0": "vLLM V0 scheduling rule"}
+
+
+def simulator_description(engine: dict[str, Any]) -> str:
+    """The simulator and the rule it ran, from the run's engine settings (``EngineConfig.to_dict()``): batching rule,
+    KV allocation, chunked prefill, queue order, prefix caching, async scheduling.
+
+    ``--policy sglang`` reads as SGLang's rule, ``static`` as static batching, ``contiguous`` as contiguous KV.
+    """
+    from kvledger.dynamics.engine.config import BATCHING_POLICIES, KV_ALLOCATION_POLICIES
+
+    b, kv = engine["batching"], engine["kv_allocation"]
+    caching = engine["prefix_caching_policy"] if engine["enable_prefix_caching"] else "off"
+    return (f"{SIMULATOR}: {_RULES.get(b, b)} — {BATCHING_POLICIES.get(b, b)}; {kv} KV: {KV_ALLOCATION_POLICIES.get(kv, kv)}; "
+            f"chunked prefill {'on' if engine['enable_chunked_prefill'] else 'off'}; queue order "
+            f"{engine['scheduling_policy']}; prefix caching {caching}"
+            + ("; async scheduling (batch queue of 2)" if engine.get("async_scheduling") else ""))
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticSpec:
+    """A synthetic workload: Gamma arrivals at the run's rate (CV ``cv``; 1 = Poisson) and sampled lengths.
+
+    Attributes:
+        prompt, output: length distributions as text for ``kvledger.dynamics.workload.synthetic.parse_lengths``
+            (``fixed:512``, ``uniform:1:512``, ``exp:128:1536``, ``lognormal:1000:0.8``, ``trace:azure-conv:prompt``).
+        cv: coefficient of variation of the inter-arrival gaps (vLLM's burstiness k = 1/cv²).
+    """
+
+    prompt: str
+    output: str
+    cv: float = 1.0
+
+    def requests(self, num_requests: int, rate_per_s: float, seed: int) -> list[RequestSpec]:
+        """The requests, drawn from ``seed`` (same arguments, same requests).
+
+        Raises:
+            InputError: unreadable length specs, num_requests < 1, rate not > 0, cv not > 0.
+        """
+        from kvledger.dynamics.workload.synthetic import parse_lengths, synthetic_workload  # a trace run never needs them
+
+        if num_requests < 1:
+            raise InputError(f"a synthetic workload needs num_requests ≥ 1, got {num_requests}")
+        dists = []
+        for flag, text in (("--prompt-lengths", self.prompt), ("--output-lengths", self.output)):
+            try:
+                dists.append(parse_lengths(text))
+            except InputError as err:  # say which of the two flags (the parser knows only the text)
+                raise InputError(f"{flag} {text!r}: {err}") from None
+        return synthetic_workload(num_requests, rate_per_s=rate_per_s, prompt=dists[0], output=dists[1], seed=seed,
+                                  cv=self.cv, id_prefix="synthetic")
+
+    def arrivals_text(self, rate_per_s: float, seed: int) -> str:
+        """``synthetic Poisson arrivals at 2 req/s drawn with seed 0`` (the rule of ``synthetic.arrival_times``)."""
+        if math.isinf(rate_per_s):
+            return "every request at t = 0"
+        kind = "Poisson arrivals" if self.cv == 1.0 else f"arrivals with Gamma gaps of CV {self.cv:g}"
+        return f"synthetic {kind} at {rate_per_s:g} req/s drawn with seed {seed}"
+
+    @property
+    def label(self) -> str:
+        return f"synthetic (prompt {self.prompt}, output {self.output}, arrival CV {self.cv:g})"
+
+
+@dataclass
+class SimulatedRun:
+    """A simulated run ready for the ledgers, and where every input came from.
+
+    Attributes:
+        run: the records; ``metadata.num_gpus`` = replicas × TP, ``request_rate`` = offered rate
+            (open loop), ``concurrency`` = users (closed loop), ``extra`` holds ``gpu_id``, ``tp``, ``max_num_seqs``, ``workload`` and ``run_label``.
+        result: the simulator's full result (summary, engine settings, step logs if recorded).
+        setup: the prepared simulation (plan, engine config, step cost, workload).
+        args: the user's choices.
+    """
+
+    run: RunRecords
+    result: SimResult
+    setup: SimSetup
+    args: SimRequestArgs
+    synthetic: SyntheticSpec | None = None
+
+    @property
+    def replicas(self) -> int:
+        return self.setup.replicas
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs serving the run: replicas × tensor-parallel degree."""
+        return self.setup.replicas * self.setup.tp
+
+    @property
+    def gpu_id(self) -> str:
+        """Catalog id of the simulated GPU (``nvidia_h100_sxm``; ``custom`` for a GPU file), the key of the price table."""
+        return self.setup.plan.gpu.gpu_id
+
+    def plan_figures(self) -> dict[str, Any]:
+        """The memory-plan figures that sized each replica's KV pool (``kvledger plan`` shows them term by term)."""
+        plan = self.setup.plan
+        m = plan.memory
+        return {"engine": m.engine, "engine_version": m.engine_version, "kv_bytes_per_token": plan.kv.bytes_per_token,
+                "available_kv_bytes": m.available_kv_bytes, "num_gpu_blocks": m.num_gpu_blocks, "block_size": m.block_size,
+                "max_model_len": m.max_model_len, "max_num_batched_tokens": m.max_num_batched_tokens,
+                "max_num_seqs": m.max_num_seqs, "source": "kvledger.accounting.plan.build_plan (the KV-cache ledger)"}
+
+    def provenance(self) -> dict[str, Any]:
+        """JSON-ready description: simulator, model, GPUs, engine settings, step-cost model, plan figures, workload."""
+        s = self.setup
+        return {"simulator": simulator_description(self.result.config), "model": s.model_name, "gpu": s.gpu_name, "gpu_id": self.gpu_id,
+                "tp": s.tp, "replicas": s.replicas, "router": s.router if s.replicas > 1 else None,
+                "num_gpus": self.num_gpus, "engine": self.result.config, "step_cost": s.cost_info,
+                "plan": self.plan_figures(), "workload": {**s.workload_info, "seed": self.args.seed},
+                "notes": list(s.notes)}
+
+    def source_lines(self) -> list[str]:
+        """Human lines naming where the simulated capacity came from (for the cost report's sources)."""
+        s, p, wl = self.setup, self.plan_figures(), self.setup.workload_info
+        eng = self.result.config
+        rules = p["engine_version"] if p["engine_version"].endswith("rules") else f"{p['engine_version']} rules"
+        unit = "pages" if p["engine"] == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
+        layout = f"TP {s.tp} × {s.replicas} replica{'' if s.replicas == 1 else 's'}" + (f", router {s.router}" if s.replicas > 1 else "")
+        return [
+            f"simulated run: {simulator_description(eng)}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
+            f"workload {workload_text(wl)}, seed {self.args.seed}",
+            f"step cost: {s.cost_info['name']} — {s.cost_info['source']}",
+            f"memory plan ({p['engine']} {rules}): {p['available_kv_bytes'] / 2**30:.2f} GiB for KV → "
+            f"{p['num_gpu_blocks']:,} {unit} × {p['block_size']} tokens per replica ({p['kv_bytes_per_token']:,} B per token); "
+            f"engine max_model_len {eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, "
+            f"max_num_seqs {eng['max_num_seqs']:,}, prefix caching "
+            f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p['source']}",
+        ]
+
+
+def _load_text(info: dict[str, Any]) -> str:
+    if info.get("mode") == "closed loop":
+        return f"closed loop, {info['concurrency']} users, think time {info['think_time_s']:g} s"
+    rate = info.get("offered_rate_req_per_s")
+    return "open loop, all at t = 0" if rate is None or not math.isfinite(rate) else f"open loop at {rate:.3f} req/s offered"
+
+
+def workload_text(info: dict[str, Any]) -> str:
+    """``azure-conv: 300 requests, open loop at 3.480 req/s offered; prompt mean …`` from a workload description."""
+    return (f"{info['trace']}: {info['num_requests']:,} requests, {_load_text(info)}; prompt mean "
+            f"{info['prompt_tokens_mean']:,.0f}, output mean {info['output_tokens_mean']:,.0f} tokens")
+
+
+def _synthetic_requests(args: SimRequestArgs, synthetic: SyntheticSpec) -> list[RequestSpec]:
+    if args.rate_scale is not None:
+        raise InputError("--rate-scale scales a trace's own arrival times; a synthetic workload takes --rate (req/s)")
+    rate = args.rate
+    if rate is None:
+        if args.concurrency is None:
+            raise InputError("a synthetic workload needs --rate (mean arrival rate, req/s; 'inf' sends every request at "
+                             "t = 0) or --concurrency (closed loop)")
+        rate = math.inf  # closed loop: arrival times are not used
+    if args.num_requests is None:
+        raise InputError("a synthetic workload needs --num-requests")
+    return synthetic.requests(args.num_requests, rate, args.seed)
+
+
+def _complete_metadata(sim: SimulatedRun) -> None:
+    md, s = sim.run.metadata, sim.setup
+    md.num_gpus = sim.num_gpus
+    rate = s.workload_info.get("offered_rate_req_per_s")
+    closed = s.workload_info.get("mode") == "closed loop"
+    md.request_rate = None if closed else rate
+    md.concurrency = s.workload_info.get("concurrency") if closed else None
+    md.extra.update({"gpu_id": sim.gpu_id, "tp": s.tp, "max_num_seqs": s.config.max_num_seqs,
+                     "workload": {**s.workload_info, "seed": sim.args.seed},
+                     "run_label": f"simulated {s.workload_info['trace']}, {s.workload_info['num_requests']:,} requests, "
+                                  f"{_load_text(s.workload_info)}"})
+
+
+def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) -> SimSetup:
+    """The prepared simulation (plan, engine settings, step cost, workload) for ``args`` or ``synthetic``.
+
+    Raises:
+        InputError / UnknownNameError / FormatError: bad names, settings or trace files, with the reason.
+    """
+    if args.tp < 1:
+        raise InputError(f"--tp must be ≥ 1, got {args.tp}")
+    if synthetic is None:
+        return prepare(args)
+    setup = prepare(args, _synthetic_requests(args, synthetic), synthetic.label)
+    if setup.workload_info.get("mode") != "closed loop":
+        setup.workload_info["mode"] = f"open loop ({synthetic.arrivals_text(args.rate, args.seed)})"
+    return setup
+
+
+def run_prepared(setup: SimSetup, args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *,
+                 record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
+                 record_token_times: bool = True, stop=None) -> SimulatedRun:
+    """Run a prepared simulation and complete its metadata (see :func:`simulate_run`).
+
+    ``record_token_times=False`` keeps no per-token times in the records (the summary's ITL
+    distribution stays exact; per-request ITL statistics, e.g. an ITL SLO, need them). ``stop``: a
+    ``kvledger.dynamics.early_stop.MissRule`` that may end an open-loop run once its miss is decided.
+    """
+    result = simulate(setup.workload, setup.config, setup.cost, record_steps=record_steps, progress=progress,
+                      num_replicas=setup.replicas, router=setup.router, model=setup.model_name, hardware=setup.gpu_name,
+                      record_token_times=record_token_times, stop=stop)
+    sim = SimulatedRun(result.records, result, setup, args, synthetic)
+    _complete_metadata(sim)
+    return sim
+
+
+def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *, record_steps: bool = False,
+                 progress: Callable[[int, int], None] | None = None, record_token_times: bool = True,
+                 stop=None) -> SimulatedRun:
+    """Simulate ``args`` (a trace, or ``synthetic`` when given) and return records ready for the ledgers.
+
+    Same inputs, same records: the seed is explicit and the simulator has no wall clock, so two calls
+    (or this and ``kvledger simulate --out``) give identical records.
+
+    Args:
+        args: model, GPU, engine flags and workload as ``kvledger simulate`` names them.
+        synthetic: replaces ``args.trace``; needs ``args.num_requests`` and ``args.rate`` (or ``args.concurrency``).
+        record_steps: keep the per-step log (for ``steps.parquet`` / the Chrome trace).
+        progress: called as ``progress(done, total)`` now and then.
+        record_token_times: keep every token time in the records (per-request ITL statistics need them).
+        stop: a ``kvledger.dynamics.early_stop.MissRule`` (SLO searches): the run may end once its miss is decided.
+
+    Raises:
+        InputError / UnknownNameError / FormatError: bad names, settings or trace files, with the reason.
+    """
+    return run_prepared(prepare_run(args, synthetic), args, synthetic, record_steps=record_steps, progress=progress,
+                        record_token_times=record_token_times, stop=stop)

@@ -1,0 +1,294 @@
+"""Everything a simulation run needs from names a user types: model, GPU, trace, engine flags → EngineConfig, step cost, workload.
+
+Used by ``kvledger simulate`` and ``kvledger experiment``; the memory plan
+(``kvledger.accounting.plan.build_plan``) sizes the KV pool exactly as the engine would.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kvledger.dynamics.workload.closed_loop import ClosedLoop
+from kvledger.dynamics.engine.config import EngineConfig
+from kvledger.analyses.serving.from_plan import engine_config_from_plan
+from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.workload.columns import WorkloadColumns
+from kvledger.errors import InputError
+
+__all__ = ["SimRequestArgs", "SimSetup", "prepare", "make_step_cost", "load_plan", "plan_engine"]
+
+
+@dataclass
+class SimRequestArgs:
+    """The user's choices, as the CLI flags name them (None: the engine's default)."""
+
+    model: str
+    gpu: str
+    trace: str = "azure-conv"
+    rate: float | None = None
+    rate_scale: float | None = None
+    num_requests: int | None = None
+    seed: int = 0
+    concurrency: int | None = None
+    think_time_s: float = 0.0
+    engine_version: str | None = None
+    tp: int = 1
+    max_model_len: str | int | None = None
+    gpu_memory_utilization: float | None = None
+    mem_fraction_static: float | None = None  # SGLang's fraction; only with policy "sglang" (its plan sizes the pool)
+    kv_cache_dtype: str = "auto"
+    block_size: int | None = None
+    max_num_batched_tokens: str | int | None = None
+    max_num_seqs: int | None = None
+    num_gpu_blocks_override: int | None = None
+    enable_prefix_caching: bool | None = None
+    enable_chunked_prefill: bool | None = None
+    policy: str | None = None
+    prefix_caching_policy: str | None = None
+    scheduling_policy: str | None = None
+    batching: str | None = None
+    kv_allocation: str | None = None
+    replicas: int = 1
+    router: str = "round_robin"
+    step_cost: str = "roofline"
+    cpu_overhead: str | None = None
+    async_scheduling: bool | None = None
+    achievable_flops_fraction: float | None = None  # roofline: share of peak FLOP/s (None: the plan's default, 0.7)
+    achievable_bandwidth_fraction: float | None = None  # roofline: share of peak HBM bandwidth (None: 0.8)
+
+
+@dataclass
+class SimSetup:
+    """A ready-to-run simulation and where each input came from."""
+
+    config: EngineConfig
+    cost: Any
+    workload: Any
+    num_requests: int
+    replicas: int
+    router: str
+    model_name: str
+    gpu_name: str
+    workload_info: dict[str, Any] = field(default_factory=dict)
+    cost_info: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    tp: int = 1
+    plan: Any = None
+
+
+_PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
+_PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization", "mem_fraction_static",
+                "kv_cache_dtype",
+                "max_num_batched_tokens", "max_num_seqs", "block_size", "num_gpu_blocks_override", "cpu_overhead",
+                "enable_prefix_caching", "achievable_flops_fraction", "achievable_bandwidth_fraction")
+
+
+def plan_engine(a: SimRequestArgs) -> str:
+    """The engine whose memory plan sizes the pool: SGLang's for policy "sglang", vLLM's for every other policy."""
+    return "sglang" if a.policy == "sglang" else "vllm"
+
+
+def load_plan(a: SimRequestArgs):
+    """The memory plan for the user's model, GPU and flags (the KV pool the simulator serves from): SGLang's
+    (``accounting/plan_other.py : sglang_plan``) for policy "sglang", vLLM's otherwise.
+
+    Cached within the process per (model, GPU, settings), with a file's modification time in
+    the key: a load or capacity search builds the plan once for all its probes.
+    """
+    key = tuple(getattr(a, f) for f in _PLAN_FIELDS) + (plan_engine(a), _mtime(a.model), _mtime(a.gpu))
+    hit = _PLANS.get(key)
+    if hit is None:
+        if len(_PLANS) >= 16:
+            _PLANS.pop(next(iter(_PLANS)))
+        hit = _PLANS[key] = _build_plan(a)
+    return hit
+
+
+def _mtime(name: str) -> int | None:
+    """A file's modification time (ns) when ``name`` is a readable path, else None (a catalog name or Hub id)."""
+    import os
+
+    try:
+        return os.stat(name).st_mtime_ns
+    except (OSError, ValueError):
+        return None
+
+
+def _build_plan(a: SimRequestArgs):
+    from kvledger.accounting.plan import build_plan
+    from kvledger.accounting.settings import make_settings
+    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.models import load_model
+    from kvledger.units import parse_duration_s, parse_tokens
+
+    engine = plan_engine(a)
+    _check_engine_flags(a, engine)
+    mnbt = parse_tokens(a.max_num_batched_tokens, what="--max-num-batched-tokens") if a.max_num_batched_tokens else None
+    settings = make_settings(
+        engine=engine, engine_version=a.engine_version, tp=a.tp,
+        max_model_len=parse_tokens(a.max_model_len, what="--max-model-len") if a.max_model_len else None,
+        gpu_memory_utilization=a.gpu_memory_utilization, mem_fraction_static=a.mem_fraction_static,
+        kv_cache_dtype=a.kv_cache_dtype,
+        max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,
+        num_gpu_blocks_override=a.num_gpu_blocks_override, enable_prefix_caching=a.enable_prefix_caching,
+        cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
+        **{k: v for k, v in (("achievable_flops_fraction", a.achievable_flops_fraction),
+                             ("achievable_bandwidth_fraction", a.achievable_bandwidth_fraction)) if v is not None})
+    return build_plan(load_model(a.model), resolve_gpu(a.gpu), settings, with_advice=False), mnbt
+
+
+def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
+    """Refuse a flag of the other engine's memory plan, which would be ignored (``plan``'s rule, in simulate's words).
+
+    Raises:
+        InputError: --mem-fraction-static without --policy sglang; --gpu-memory-utilization, --engine-version or
+            --num-gpu-blocks-override with it.
+    """
+    if engine != "sglang":
+        if a.mem_fraction_static is not None:
+            raise InputError("--mem-fraction-static is SGLang's memory fraction and applies only with --policy sglang "
+                             "(whose pool comes from SGLang's memory plan); other policies size the pool by vLLM's plan: "
+                             "use --gpu-memory-utilization, or add --policy sglang")
+        return
+    vllm_only = [(a.gpu_memory_utilization, "--gpu-memory-utilization is vLLM's memory fraction",
+                  "use --mem-fraction-static (SGLang's), or another policy"),
+                 (a.engine_version, "--engine-version picks a vLLM release's rules",
+                  "drop it (the SGLang rules are from one release, 0.5.23, and take no version), or use another policy"),
+                 (a.num_gpu_blocks_override, "--num-gpu-blocks-override is vLLM's block count",
+                  "size SGLang's pool with --mem-fraction-static (its --max-total-tokens is not modelled), or use "
+                  "another policy")]
+    for value, what, fix in vllm_only:
+        if value is not None:
+            raise InputError(f"{what}; with --policy sglang the KV pool comes from SGLang's memory plan (`kvledger plan "
+                             f"--engine sglang`), so it would be ignored: {fix}")
+
+
+def make_step_cost(a: SimRequestArgs, plan, overlap_cpu: bool = False) -> tuple[Any, dict[str, Any]]:
+    """(StepCostModel, a description of it with its source) for ``--step-cost``: ``roofline``, ``calibrated`` or
+    ``calibrated:KEY`` (``kvledger.analyses.serving.step_cost_choice``). ``overlap_cpu``: the engine schedules
+    asynchronously, so the roofline's CPU overhead overlaps the GPU.
+
+    Raises:
+        InputError: no bundled calibration for the model/GPU/TP or the key (the bundled ones listed, grouped by model).
+        UnknownNameError: another name.
+    """
+    from kvledger.analyses.serving.step_cost_choice import (CALIBRATED_PREFIX, calibrated_step_cost, disagreement_note,
+                                                    find_calibrated_cost, is_profile_choice, profile_step_cost)
+
+    if a.step_cost == "roofline":
+        cost = plan.step_cost(overlap_cpu=overlap_cpu)
+        cal = find_calibrated_cost(a.model, a.gpu, a.tp)
+        hint = (f"uncalibrated; measured tables exist for this model, GPU and TP: --step-cost calibrated ({cal.name})"
+                if cal is not None else "uncalibrated (no bundled measurements for this model, GPU and TP)")
+        if cal is not None and (note := disagreement_note(cost, cal)):
+            hint += "; " + note
+        return cost, {"name": "roofline", "flops_fraction": cost.flops_fraction,
+                      "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
+                      "source": "kvledger.accounting.roofline: weight matmuls then attention, each max(FLOPs/achievable "
+                                f"peak, bytes/achievable bandwidth) at {cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, "
+                                + "+ TP all-reduces, " + ("with the CPU overhead overlapping the GPU (async scheduling): "
+                                                          "max(GPU, CPU) per step" if overlap_cpu else "+ CPU overhead per step")
+                                + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:g} ms)" if cost.cpu_overhead_s else
+                                   " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)")
+                                + f"; {hint}"}
+    if a.step_cost == "calibrated" or a.step_cost.startswith(CALIBRATED_PREFIX):
+        cost, info = calibrated_step_cost(a.step_cost, a.model, a.gpu, a.tp)
+        if note := disagreement_note(plan.step_cost(), cost, used=f"the calibration ({cost.name})"):
+            info["source"] += "; " + note
+        return cost, info
+    if is_profile_choice(a.step_cost):
+        return profile_step_cost(a.step_cost, plan.model.name, plan.gpu.name, a.tp)
+    from kvledger.errors import UnknownNameError
+
+    raise UnknownNameError("step cost model", a.step_cost, ["roofline", "calibrated"],
+                           hint="Known: roofline, calibrated, calibrated:SOURCE:MODEL@GPU/tpN, or a "
+                                "profile PROFILE.json from `kvledger calibrate`.")
+
+
+def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
+              label: str | None = None) -> tuple[Any, int, dict[str, Any]]:
+    from kvledger.dynamics.workload.traces import load_trace, load_trace_columns, trace_has_arrivals
+
+    specs = None
+    if requests is not None:
+        if not requests:
+            raise InputError("the workload holds no request")
+        specs, name = list(requests), label or "given requests"
+    else:
+        rate = a.rate
+        if a.concurrency is not None and rate is None and not trace_has_arrivals(a.trace):
+            rate = math.inf  # closed loop: arrival times are not used
+        kw = dict(num_requests=a.num_requests, rate=rate, rate_scale=a.rate_scale, seed=a.seed)
+        if a.concurrency is None:  # open loop: columns (24 bytes a request) unless the trace has segments or clients
+            specs = load_trace_columns(a.trace, **kw)
+        specs = load_trace(a.trace, **kw) if specs is None else specs
+        name = a.trace
+    span = specs[-1].arrival_s - specs[0].arrival_s if len(specs) > 1 else 0.0
+    if isinstance(specs, WorkloadColumns):
+        prompt_sum, output_sum = int(specs.num_prompt_tokens.sum()), int(specs.num_output_tokens.sum())
+    else:
+        prompt_sum, output_sum = sum(s.num_prompt_tokens for s in specs), sum(s.num_output_tokens for s in specs)
+    info: dict[str, Any] = {
+        "trace": name, "num_requests": len(specs),
+        "prompt_tokens_mean": prompt_sum / len(specs), "output_tokens_mean": output_sum / len(specs),
+    }
+    if a.concurrency is not None:
+        info.update({"mode": "closed loop", "concurrency": a.concurrency, "think_time_s": a.think_time_s})
+        return ClosedLoop(specs, a.concurrency, a.think_time_s), len(specs), info
+    arrivals = _arrivals(a) if requests is None else "the given requests' arrival times"
+    info.update({"mode": f"open loop ({arrivals})",
+                 "offered_rate_req_per_s":
+                 (len(specs) - 1) / span if span > 0 else math.inf})
+    return specs, len(specs), info
+
+
+def _arrivals(a: SimRequestArgs) -> str:
+    """Which arrival times an open-loop replay of ``a.trace`` used (the rules of ``traces.load_trace``)."""
+    from kvledger.dynamics.workload.traces import trace_has_arrivals
+
+    if a.rate is not None and math.isinf(a.rate):
+        return "every request at t = 0"
+    if not trace_has_arrivals(a.trace):
+        return f"Poisson arrivals at {a.rate:g} req/s drawn with seed {a.seed}; the trace has no arrival times"
+    if a.rate is not None:
+        return f"trace arrival times rescaled to a mean of {a.rate:g} req/s, burstiness kept"
+    if a.rate_scale is not None:
+        return f"trace arrival times, rate ×{a.rate_scale:g}"
+    return "trace arrival times"
+
+
+def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label: str | None = None) -> SimSetup:
+    """Build the plan, the engine settings, the step cost and the workload.
+
+    ``requests`` (e.g. a synthetic workload), when given, replaces the trace named by
+    ``a.trace`` (``a.rate``, ``a.rate_scale`` and ``a.num_requests`` then do not apply);
+    ``label`` names it in the workload description.
+
+    Raises:
+        InputError / UnknownNameError / FormatError: bad names, flags or trace files, with the reason.
+    """
+    if a.replicas < 1:
+        raise InputError(f"--replicas must be ≥ 1, got {a.replicas}")
+    plan, user_mnbt = load_plan(a)
+    overrides: dict[str, Any] = dict(
+        enable_prefix_caching=a.enable_prefix_caching, enable_chunked_prefill=a.enable_chunked_prefill,
+        prefix_caching_policy=a.prefix_caching_policy, scheduling_policy=a.scheduling_policy,
+        batching=a.batching, kv_allocation=a.kv_allocation, async_scheduling=a.async_scheduling)
+    notes: list[str] = []
+    if a.enable_chunked_prefill is False and user_mnbt is None:
+        mnbt = max(plan.memory.max_model_len, plan.memory.max_num_batched_tokens)
+        overrides["max_num_batched_tokens"] = mnbt
+        notes.append(f"chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = {mnbt:,} (vLLM rule)")
+    config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
+    cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling)
+    workload, n, info = _workload(a, requests, label)
+    if config.hybrid_caching and a.enable_prefix_caching is None:
+        specs = workload.requests if hasattr(workload, "requests") else workload
+        if isinstance(specs, WorkloadColumns) or not any(spec.prefix_segments for spec in specs):
+            config = replace(config, enable_prefix_caching=False)
+            notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
+                         "simulated with it off (faster; --enable-prefix-caching to keep it)")
+    return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
+                    plan_notes + notes, a.tp, plan)

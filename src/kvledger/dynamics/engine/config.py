@@ -1,0 +1,245 @@
+"""The simulated engine's settings (vLLM names), their validation, and the policy tables they select from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from kvledger.errors import InputError, UnknownNameError
+
+__all__ = ["EngineConfig", "PREFIX_CACHING_POLICIES", "SCHEDULING_POLICIES", "BATCHING_POLICIES",
+           "KV_ALLOCATION_POLICIES", "V0_WATERMARK", "make_kv_manager"]
+
+#: vLLM V0 block manager: a prompt is admitted only if this share of all GPU blocks stays free
+#: afterwards (``BlockSpaceManager(watermark=0.01)``, ``watermark_blocks = int(0.01 × num_gpu_blocks)``).
+V0_WATERMARK = 0.01
+
+PREFIX_CACHING_POLICIES = {
+    "vllm": "vLLM automatic prefix caching: chained hashes of full blocks, LRU through the free queue",
+    "sglang": "SGLang RadixAttention: token-granular radix tree (page_size 1), LRU eviction of leaves",
+}
+SCHEDULING_POLICIES = {
+    "fcfs": "first come, first served (vLLM and SGLang default)",
+    "lpm": "longest prefix match first; FCFS when more than 128 wait (SGLang schedule_policy.py)",
+}
+BATCHING_POLICIES = {
+    "continuous": "iteration-level scheduling: requests join and leave every step (Orca, vLLM)",
+    "static": "a batch is formed from waiting requests and runs until its last request ends; no joins",
+    "sglang": "SGLang's scheduler (managers/scheduler.py, 0.5.x, overlap and mixed chunks off): a step is a prefill "
+              "batch whenever one can be formed (running decodes pause), else a decode batch; admission reserves "
+              "running requests' future tokens (new_token_ratio); one chunked request; decode-time retraction",
+    "vllm_v0": "vLLM V0 default scheduler, chunked prefill off (vllm/core/scheduler.py::_schedule; "
+               "later _schedule_default): prefills first; a step is prompt-only when a waiting prompt can be "
+               "admitted (its blocks + 1% watermark free, max_num_batched_tokens, max_num_seqs, max_paddings), "
+               "else every running request decodes one token; recompute preemption of the newest",
+}
+KV_ALLOCATION_POLICIES = {
+    "paged": "blocks allocated as tokens are computed (PagedAttention)",
+    "contiguous": "max_model_len worth of blocks reserved per request at admission (pre-paging systems, Orca 'Max')",
+}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """One replica's engine settings, named as vLLM names them.
+
+    Attributes:
+        num_gpu_blocks: KV blocks in the pool, blocks; block 0 is vLLM's null block, so
+            ``num_gpu_blocks − 1`` are usable (from the memory plan); V0 had no null block.
+        max_model_len: longest sequence (prompt + output) accepted, tokens.
+        block_size: tokens per KV block, tokens (vLLM default 16).
+        max_num_batched_tokens: token budget per step, tokens (vLLM server default on
+            H100/H200: 8192; below 70 GiB: 2048; engines.md §2).
+        max_num_seqs: most requests running at once, count (vLLM: 1024 on ≥ 70 GiB GPUs, else 256).
+        enable_chunked_prefill: split prompts across steps under the budget (vLLM v1 default on).
+        enable_prefix_caching: reuse KV of shared prompt prefixes (vLLM v1 default on).
+        prefix_caching_policy: key of ``PREFIX_CACHING_POLICIES``.
+        scheduling_policy: key of ``SCHEDULING_POLICIES``.
+        batching: key of ``BATCHING_POLICIES``.
+        kv_allocation: key of ``KV_ALLOCATION_POLICIES``.
+        scheduler_reserve_full_isl: admit a request only if its whole prompt fits in the free
+            blocks (vLLM default True; the ``vllm_v0`` rule always does).
+        max_paddings: ``vllm_v0`` only: the padded prompt batches of vLLM 0.2.x (0.2.3 in
+            DistServe's runs), which ran prompts as a 2-D [batch, longest prompt] tensor: a prompt
+            batch's padded size (batch × longest prompt) must fit ``max_num_batched_tokens``, its
+            padding (padded size − Σ prompt tokens) must not exceed ``max_paddings`` tokens (vLLM
+            default 256), and the step is priced on the padded size. None: unpadded, as later V0
+            releases (``_schedule_default``) count prompt tokens.
+        async_scheduling: vLLM v1's async scheduling (``--async-scheduling``; on by default in 0.33,
+            ``config/vllm.py : VllmConfig.__post_init__``): a batch queue of two steps
+            (``v1/engine/core.py : EngineCore.step_with_batch_queue``), so step k+1 is scheduled
+            while step k runs — a request arriving during step k joins step k+2, and a request
+            finishing in step k frees its blocks (and its ``max_num_seqs`` seat) only after step
+            k+1 is scheduled. Only with ``batching='continuous'``. False: synchronous engine.
+        step_blocks: with ``blocks_for_tokens``, vLLM's per-step sliding-window block rule
+            (``kvledger.dynamics.engine.swa_step.StepBlockRule``): a prefill chunk holds blocks for all its
+            tokens until the next step frees those left of the window, and admission counts
+            ``max_admission_blocks_per_request``; None: the steady-state window throughout.
+        ignore_eos: ``batching='sglang'`` only: requests are sent with ``ignore_eos`` (benchmark replays of
+            fixed output lengths), so SGLang's admission reserves their whole remaining output; False: it
+            reserves ``new_token_ratio`` of it, as for requests that may stop at EOS.
+        cap_output_at_max_model_len: vLLM v1 (0.33): serve a request whose prompt + output exceeds
+            ``max_model_len`` with its output capped at ``max_model_len − prompt``, rejecting only
+            prompts ≥ ``max_model_len``; False: reject prompt + output > ``max_model_len`` (V0's
+            OpenAI server; SGLang 0.5.x ``TokenizerManager._validate_one_request`` without
+            ``--allow-auto-truncate``). None → False under ``vllm_v0`` and ``sglang``, else True.
+        blocks_for_tokens: blocks a request holds with ``n`` computed tokens, summed over KV
+            cache groups (hybrid / sliding-window plans); None → ``ceil(n / block_size)``.
+            Should accept numpy int64 arrays (elementwise) for speed.
+    """
+
+    num_gpu_blocks: int
+    max_model_len: int
+    block_size: int = 16
+    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = 256
+    enable_chunked_prefill: bool = True
+    enable_prefix_caching: bool = True
+    prefix_caching_policy: str = "vllm"
+    scheduling_policy: str = "fcfs"
+    batching: str = "continuous"
+    kv_allocation: str = "paged"
+    scheduler_reserve_full_isl: bool = True
+    max_paddings: int | None = None
+    blocks_for_tokens: Callable[[int], int] | None = None
+    cap_output_at_max_model_len: bool | None = None
+    async_scheduling: bool = False
+    ignore_eos: bool = True
+    step_blocks: Any = None
+
+    def __post_init__(self) -> None:
+        for name in ("num_gpu_blocks", "max_model_len", "block_size", "max_num_batched_tokens", "max_num_seqs"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise InputError(f"engine setting {name} must be an integer, got {v!r}")
+            if v < 1:
+                raise InputError(f"engine setting {name} must be ≥ 1, got {v}")
+        for name, table in (("prefix_caching_policy", PREFIX_CACHING_POLICIES),
+                            ("scheduling_policy", SCHEDULING_POLICIES), ("batching", BATCHING_POLICIES),
+                            ("kv_allocation", KV_ALLOCATION_POLICIES)):
+            if getattr(self, name) not in table:
+                raise UnknownNameError(name.replace("_", " "), getattr(self, name), table,
+                                       hint=f"Known: {', '.join(table)}.")
+        pad = self.max_paddings
+        if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int) or pad < 0):
+            raise InputError(f"engine setting max_paddings must be None or an integer ≥ 0, got {pad!r}")
+        self._check_combinations()
+        if self.batching == "vllm_v0":
+            self._check_v0()
+        self._check_pool()
+
+    def _check_combinations(self) -> None:
+        if not self.enable_chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
+            raise InputError(
+                f"max_num_batched_tokens ({self.max_num_batched_tokens}) is smaller than max_model_len "
+                f"({self.max_model_len}) with chunked prefill off: a prompt longer than the step budget could never "
+                "be scheduled (vLLM refuses this setting). Raise max_num_batched_tokens to ≥ max_model_len, lower "
+                "max_model_len, or enable chunked prefill.")
+        if self.kv_allocation == "contiguous" and self.enable_prefix_caching:
+            raise InputError("kv_allocation='contiguous' models pre-paging engines, which had no prefix caching; "
+                             "set enable_prefix_caching=False (--no-enable-prefix-caching)")
+        if self.max_paddings is not None and self.batching != "vllm_v0":
+            raise InputError("max_paddings applies to vLLM V0's padded prompt batches only; set batching='vllm_v0' "
+                             "or leave max_paddings unset")
+        if self.async_scheduling and self.batching != "continuous":
+            raise InputError(f"async_scheduling models vLLM v1's batch queue and needs batching='continuous', got "
+                             f"batching={self.batching!r}; use --no-async-scheduling for the {self.batching} rule")
+        if self.step_blocks is not None and (self.blocks_for_tokens is None or self.batching == "vllm_v0"):
+            raise InputError("step_blocks (vLLM v1's per-step sliding-window rule) needs blocks_for_tokens and a v1 "
+                             "batching rule")
+        if self.blocks_for_tokens is not None and self.enable_prefix_caching and not self.hybrid_caching:
+            raise InputError("prefix caching is modelled for hybrid layouts only with vLLM's per-step sliding-window "
+                             "rule (step_blocks), attention groups of one block size and no Mamba state, paged, "
+                             "prefix_caching_policy='vllm'; set enable_prefix_caching=False")
+
+    def _check_v0(self) -> None:
+        """The settings ``vllm_v0`` models: V0's default scheduler (no chunked prefill), FCFS, paged, no caching."""
+        bad = [msg for cond, msg in (
+            (self.enable_chunked_prefill, "enable_chunked_prefill=False (--no-enable-chunked-prefill; V0 with chunked prefill used another "
+                                          "scheduler, _schedule_chunked_prefill, whose mixed steps are close to "
+                                          "batching='continuous')"),
+            (self.enable_prefix_caching, "enable_prefix_caching=False (--no-enable-prefix-caching; V0's prefix caching is not modelled)"),
+            (self.scheduling_policy != "fcfs", "scheduling_policy='fcfs' (--scheduling-policy fcfs; V0's default scheduler is FCFS)"),
+            (self.kv_allocation != "paged", "kv_allocation='paged' (--kv-allocation paged)")) if cond]
+        if bad:
+            raise InputError("batching='vllm_v0' models vLLM V0's default scheduler and needs " + "; ".join(bad))
+        need, wm = self.blocks_needed(self.max_model_len), self.v0_watermark_blocks
+        if need > self.num_gpu_blocks - wm:
+            raise InputError(
+                f"a request of max_model_len={self.max_model_len} tokens needs {need} KV blocks, more than the "
+                f"{self.num_gpu_blocks} blocks less vLLM V0's watermark of {wm} (1%): V0 would ignore such a prompt "
+                "(AllocStatus.NEVER). Lower max_model_len or give the KV cache more blocks")
+
+    @property
+    def v0_watermark_blocks(self) -> int:
+        """Blocks V0 keeps free when admitting a prompt, ``int(0.01 × num_gpu_blocks)`` (block_manager.py), blocks."""
+        return int(V0_WATERMARK * self.num_gpu_blocks)
+
+    @property
+    def hybrid_caching(self) -> bool:
+        """Prefix caching on a hybrid full + sliding layout (hybrid_kv.py models it: vLLM paged, one block size)."""
+        from kvledger.dynamics.engine.hybrid_kv import supports_hybrid_caching
+
+        return (self.enable_prefix_caching and self.step_blocks is not None and self.prefix_caching_policy == "vllm"
+                and self.kv_allocation == "paged" and supports_hybrid_caching(self.step_blocks))
+
+    @property
+    def caps_output(self) -> bool:
+        """Whether requests longer than max_model_len are served capped (True) or rejected (see the field)."""
+        c = self.cap_output_at_max_model_len
+        return self.batching not in ("vllm_v0", "sglang") if c is None else c
+
+    @property
+    def num_usable_blocks(self) -> int:
+        """Blocks requests can hold: all of them in V0, all but the null block 0 in vLLM v1, blocks."""
+        return self.num_gpu_blocks if self.batching == "vllm_v0" else self.num_gpu_blocks - 1
+
+    def _check_pool(self) -> None:
+        usable = self.num_usable_blocks
+        need = self.blocks_needed(self.max_model_len)
+        if self.step_blocks is not None:  # sliding windows: vLLM's admission counts the in-flight tokens too
+            need = max(need, self.step_blocks.admission(self.max_model_len))
+        if need > usable:
+            fit = usable * self.block_size if self.blocks_for_tokens is None else None
+            hint = f"; lower max_model_len to ≤ {fit}" if fit else ""
+            raise InputError(
+                f"the KV pool has {usable} usable blocks of {self.block_size} tokens (block 0 is the null block), "
+                f"but one request of max_model_len={self.max_model_len} tokens needs {need} blocks, so it could never "
+                f"run (vLLM refuses to start in this case){hint}, or give the KV cache more memory")
+
+    def blocks_needed(self, num_tokens: int) -> int:
+        """Blocks a request holds with ``num_tokens`` computed tokens, blocks."""
+        if self.blocks_for_tokens is None:
+            return -(-num_tokens // self.block_size)
+        return int(self.blocks_for_tokens(num_tokens))
+
+    @property
+    def caching_policy_in_effect(self) -> str | None:
+        """The prefix-caching policy that runs, or None when caching is off."""
+        return self.prefix_caching_policy if self.enable_prefix_caching else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready settings (``blocks_for_tokens`` reported as "custom" or None)."""
+        d = asdict(self)
+        d["blocks_for_tokens"] = None if self.blocks_for_tokens is None else "custom"
+        d["step_blocks"] = None if self.step_blocks is None else "vLLM per-step sliding-window rule"
+        d["caps_output"] = self.caps_output
+        return d
+
+
+def make_kv_manager(cfg: EngineConfig):
+    """The KV cache manager the settings select (a PagedKVManager or a RadixKVManager)."""
+    from kvledger.dynamics.engine.kv_manager import PagedKVManager
+    from kvledger.dynamics.engine.radix_cache import RadixKVManager
+
+    if cfg.caching_policy_in_effect == "sglang":
+        return RadixKVManager((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.block_size)
+    if cfg.hybrid_caching:
+        from kvledger.dynamics.engine.hybrid_kv import HybridKVManager
+
+        return HybridKVManager(cfg.num_gpu_blocks, cfg.step_blocks, True)
+    # the pool keeps block 0 as v1's null block; V0 had none, so give it one more id to keep all usable
+    return PagedKVManager(cfg.num_usable_blocks + 1, cfg.block_size, cfg.enable_prefix_caching,
+                          cfg.blocks_for_tokens, contiguous=cfg.kv_allocation == "contiguous",
+                          max_model_len=cfg.max_model_len, step_blocks=cfg.step_blocks)

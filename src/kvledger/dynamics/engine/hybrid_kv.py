@@ -1,0 +1,211 @@
+"""Prefix caching for hybrid full + sliding-window models (vLLM 0.33's hybrid KV cache coordinator): one block table per KV cache group, hashed per group, on one shared pool.
+
+Source: ``vllm/v1/core/kv_cache_coordinator.py : HybridKVCacheCoordinator.find_longest_cache_hit``,
+``single_type_kv_cache_manager.py`` (``FullAttentionManager.find_longest_cache_hit``,
+``SlidingWindowManager.find_longest_cache_hit`` / ``remove_skipped_blocks``),
+``config/model.py : ModelConfig.is_prefix_caching_supported`` (on for hybrid models). Rules:
+
+* Every group caches its own full blocks under the same content key (per group), at schedule time.
+* A full-attention group hits the longest chain of cached blocks; a sliding-window group needs only
+  the last ``cdiv(W − 1, B)`` blocks before the hit point (earlier ones are outside every later
+  token's window and are not loaded), so the hit is the longest length ``h`` (in blocks, ≤ the
+  full groups' chain, capped at ``num_tokens − 1`` tokens) at which every sliding group holds
+  those blocks::
+
+      shared prompt blocks   0 1 2 3 4 5 6 7 | unique
+      full group cached      x x x x x x x x          → chain of 8
+      sliding (W = 8, B = 4) . . x . . . x x          → blocks 6, 7 cached: hit 8 blocks
+
+* Blocks that leave the window while a request runs are freed with their hash (they stay cached
+  in the free queue's LRU order until reused).
+
+Only layouts whose attention groups share one block size and have no Mamba state (gpt-oss,
+Gemma-2/3) are handled; the fast path's vectorised stretches are not implemented for this
+manager, so every step runs the general step (exact by construction, slower).
+"""
+
+from __future__ import annotations
+
+from kvledger.dynamics.engine.block_pool import BlockPool, PoolUsage
+from kvledger.dynamics.engine.prefix_keys import shareable_block_keys
+from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.engine.swa_step import StepBlockRule
+
+__all__ = ["HybridKVManager", "supports_hybrid_caching"]
+
+
+def supports_hybrid_caching(rule: StepBlockRule) -> bool:
+    """Whether ``HybridKVManager`` models this layout: attention groups only, one block size."""
+    kinds = {k for k, _, _ in rule.groups}
+    return kinds <= {"full", "sliding_window"} and len({b for _, b, _ in rule.groups}) == 1
+
+
+class HybridKVManager(PoolUsage):
+    """Per-group block tables over one :class:`BlockPool` with per-group prefix caching (module doc).
+
+    Args:
+        num_gpu_blocks: pool size, blocks (block 0 is the null block).
+        rule: the layout's per-step block rule (its groups, L and in-flight tokens).
+        enable_caching: prefix caching on.
+    """
+
+    name = "vllm-hybrid"
+    no_stretches = True  # Replica turns its fast path off
+    custom_bft = True
+    contiguous = False
+
+    def __init__(self, num_gpu_blocks: int, rule: StepBlockRule, enable_caching: bool = True) -> None:
+        if not supports_hybrid_caching(rule):
+            raise ValueError("HybridKVManager needs attention-only groups of one block size")
+        self.pool = BlockPool(num_gpu_blocks, enable_caching)
+        self.rule, self.enable_caching = rule, enable_caching
+        self.block_size = B = rule.groups[0][1]
+        self.groups = [(kind, W, -(-(W - 1) // B) if kind == "sliding_window" else 0) for kind, _, W in rule.groups]
+        self.bft = rule.steady
+        self.query_tokens = self.hit_tokens = self.recompute_hit_tokens = 0
+        self._held = 0  # live blocks held by requests, blocks
+
+    # ------------------------------------------------------------ accounting (capacity, free, used, usage: PoolUsage)
+    @property
+    def held_slots(self) -> int:
+        return self._held * self.block_size
+
+    # ------------------------------------------------------------ lookup
+    def _key(self, key: int, g: int) -> int:
+        return hash((key, g))
+
+    def _cached(self, keys: list[int], g: int, i: int) -> int | None:
+        return self.pool.get_cached_block(self._key(keys[i], g)) if self.enable_caching else None
+
+    def match(self, req: SimRequest) -> tuple[int, int]:
+        """(hit length in blocks, hit tokens) for a waiting request; does not mutate."""
+        if not self.enable_caching or not req.spec.prefix_segments:
+            return 0, 0
+        keys = req.keys if req.keys is not None else self._keys(req)
+        n = min(len(keys), (req.num_tokens - 1) // self.block_size)
+        h = 0
+        while h < n and all(self._cached(keys, g, h) is not None for g, (k, _, _) in enumerate(self.groups) if k == "full"):
+            h += 1
+        while h > 0 and not all(self._cached(keys, g, i) is not None
+                                for g, (k, _, w) in enumerate(self.groups) if k == "sliding_window"
+                                for i in range(max(0, h - w), h)):
+            h -= 1
+        return h, h * self.block_size
+
+    def match_tokens(self, req: SimRequest) -> int:
+        return self.match(req)[1]
+
+    def _keys(self, req: SimRequest) -> list[int]:
+        if req.keys is None:
+            req.keys = shareable_block_keys(req.spec, self.block_size)
+        return req.keys
+
+    # ------------------------------------------------------------ allocation
+    def _skipped(self, g: int, computed: int) -> int:
+        kind, W, _ = self.groups[g]
+        return max(0, computed - W + 1) // self.block_size if kind == "sliding_window" else 0
+
+    def admit(self, req: SimRequest, h: int, num_new_tokens: int, must_fit_tokens: int, reserve_tokens: int = 0) -> bool:
+        """Take the hit blocks and blocks for ``num_new_tokens``; False (nothing changed) if the admission check fails."""
+        B, pool, keys = self.block_size, self.pool, self._keys(req) if h else []
+        c = h * B
+        upto = c + num_new_tokens
+        hits: list[list[int | None]] = []
+        kept = evictable = 0
+        for g, (kind, _, _) in enumerate(self.groups):
+            skip = self._skipped(g, c)
+            row = [None] * skip + [self._cached(keys, g, i) for i in range(skip, h)]
+            hits.append(row)
+            live = [b for b in row if b is not None]
+            kept += len(live)
+            evictable += sum(1 for b in live if pool._ref[b] == 0)
+        fit = max(must_fit_tokens, upto, reserve_tokens)
+        new = len(hits) * (-(-upto // B) - h)  # every group gets blocks h .. cdiv(upto, B) − 1
+        if self.rule.admission(fit) - kept + evictable > pool.num_free_blocks or new + evictable > pool.num_free_blocks:
+            return False
+        for row in hits:  # every hit leaves the free queue before any allocation can evict it
+            pool.touch([b for b in row if b is not None])
+        tables = [row + pool.allocate(-(-upto // B) - len(row)) for row in hits]
+        firsts = [self._skipped(g, c) for g in range(len(tables))]  # first live index per group
+        # the radix cache's field holds this manager's state: per-group tables, first live indices, live count
+        req.node = [tables, firsts, kept + new]
+        req.num_registered = h
+        self._held += kept + new
+        if req.num_preemptions == 0:
+            self.query_tokens += req.num_prompt_tokens
+            self.hit_tokens += c
+            req.num_cached_tokens = c
+        else:
+            self.recompute_hit_tokens += c
+        req.num_computed_tokens = c
+        self._register(req, upto)
+        return True
+
+    def grow(self, req: SimRequest, num_new_tokens: int) -> bool:
+        """Free blocks that left the window, then add blocks for ``num_new_tokens``; False (nothing changed) if short."""
+        B, pool, c = self.block_size, self.pool, req.num_computed_tokens
+        tables, firsts = req.node[0], req.node[1]
+        upto = c + num_new_tokens
+        drop = [range(firsts[g], self._skipped(g, c)) for g in range(len(tables))]
+        need = sum(max(0, -(-upto // B) - len(t)) for t in tables)
+        ref = pool._ref  # registered blocks' counts; any other block in a table is this request's alone
+        freed = sum(1 for g, d in enumerate(drop) for i in d if ref.get(tables[g][i], 1) <= 1)  # shared ones stay
+        if need > pool.num_free_blocks + freed:
+            return False
+        delta = 0
+        for g, idx in enumerate(drop):
+            for i in idx:
+                self._release(req, tables[g][i], i)
+                tables[g][i] = None
+            if len(idx):
+                firsts[g] = idx.stop
+                delta -= len(idx)
+        for t in tables:
+            add = -(-upto // B) - len(t)
+            if add > 0:
+                t.extend(pool.allocate(add))
+                delta += add
+        self._held += delta
+        req.node[2] += delta
+        self._register(req, upto)
+        return True
+
+    def _release(self, req: SimRequest, b: int, i: int) -> None:
+        """Free one block of a request: a registered one keeps its hash (LRU tail), any other goes to the head."""
+        registered = i < req.num_registered
+        self.pool.free([b], 1 if registered else 0, 1 if registered else 0)
+
+    def _register(self, req: SimRequest, upto_tokens: int) -> None:
+        if not self.enable_caching or not req.spec.prefix_segments:
+            return
+        keys = self._keys(req)
+        full = min(upto_tokens // self.block_size, len(keys))
+        for i in range(req.num_registered, full):
+            for g, t in enumerate(req.node[0]):
+                b = t[i]
+                if b is not None and self.pool.key_of(b) is None:
+                    self.pool.register(b, self._key(keys[i], g))
+        req.num_registered = max(req.num_registered, full)
+
+    def free(self, req: SimRequest, preempted: bool) -> None:
+        """Release a finished or preempted request's blocks, each group last block first (vLLM order)."""
+        if req.node is None:
+            return
+        tables, firsts, held = req.node
+        for t, first in zip(tables, firsts):
+            for i in range(len(t) - 1, first - 1, -1):
+                if t[i] is not None:
+                    self._release(req, t[i], i)
+        self._held -= held
+        req.node, req.num_registered = None, 0
+
+    def held_blocks(self, req: SimRequest) -> int:
+        """Blocks a running request holds over all groups, blocks."""
+        return req.node[2] if req.node is not None else 0
+
+    # ------------------------------------------------ fast path: not for this manager
+    def stretch_limit(self, running, comp, rems, k: int, reserve: int = 0) -> int:
+        return 0
+
+    def stretch_commit(self, *args, **kwargs) -> None:
+        raise RuntimeError("HybridKVManager has no vectorised stretches (stretch_limit is 0)")

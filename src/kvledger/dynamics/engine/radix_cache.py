@@ -1,0 +1,267 @@
+"""The SGLang-style KV cache: a token pool (page_size 1) plus a radix tree over prompt content with LRU eviction of leaves.
+
+Follows SGLang's ``mem_cache/radix_cache.py`` (engines.md §3; seed-claims §11), run
+"simulated" on token counts: the pool holds ``capacity_tokens`` token slots; finished
+(and retracted) requests leave their tokens in the tree, where they stay matchable and
+evictable; running requests lock the path they use; allocation evicts least-recently
+used unlocked leaves, a whole node at a time (``evict``).
+
+Content model. A node stands for one whole prompt segment (``RequestSpec.prefix_segments``,
+``segment_tokens`` tokens each) or for one request's own unique tokens (key
+``(-1, uid)``). Matching is token-granular in what it returns (the hit is a token count,
+capped at ``num_tokens − 1`` as SGLang keeps one token to compute logits) and
+segment-granular in what it compares, which is exact for this content model: two
+different segments differ from their first token. One simplification: a segment enters
+the tree only once it is wholly computed (SGLang also inserts a partly computed one after
+a chunk; only a request arriving in between could tell the difference).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from kvledger.dynamics.fast.kv_stretch import RadixStretches
+from kvledger.dynamics.engine.request_state import SimRequest
+
+__all__ = ["RadixKVManager", "RadixNode"]
+
+_OWN = -1
+
+
+class RadixNode:
+    """One tree node: ``ntok`` tokens of one segment (or of one request's own tail)."""
+
+    __slots__ = ("key", "ntok", "parent", "children", "lock_ref", "last_access", "alive")
+
+    def __init__(self, key, ntok: int, parent: "RadixNode | None") -> None:
+        self.key = key
+        self.ntok = ntok
+        self.parent = parent
+        self.children: dict = {}
+        self.lock_ref = 0
+        self.last_access = 0
+        self.alive = True
+
+
+class RadixKVManager(RadixStretches):
+    """SGLang's radix cache over a token pool, with the same interface as :class:`PagedKVManager`.
+
+    Args:
+        capacity_tokens: token slots in the pool, tokens.
+        block_size: only used to report usage in blocks (``capacity_tokens / block_size``).
+    """
+
+    name = "sglang"
+    enable_caching = True
+    contiguous = False
+
+    def __init__(self, capacity_tokens: int, block_size: int = 1) -> None:
+        self.capacity_tokens = capacity_tokens
+        self.block_size = block_size
+        self.root = RadixNode(None, 0, None)
+        self.root.lock_ref = 1
+        self.tree_tokens = 0  # tokens held by tree nodes, tokens
+        self.evictable_tokens = 0  # tree tokens with lock_ref 0, tokens
+        self.private_tokens = 0  # tokens of running requests not (yet) in the tree, tokens
+        self._heap: list = []
+        self._tick = 0
+        self._seq = 0
+        self.num_evictions = 0
+        self.query_tokens = 0
+        self.hit_tokens = 0
+        self.recompute_hit_tokens = 0
+        self.held_slots = 0  # Σ over running requests of the token slots each uses (shared path per holder), tokens
+
+    # ------------------------------------------------------------ accounting
+    @property
+    def num_free_tokens(self) -> int:
+        return self.capacity_tokens - self.tree_tokens - self.private_tokens
+
+    @property
+    def capacity_blocks(self) -> int:
+        return self.capacity_tokens // self.block_size
+
+    @property
+    def num_used_blocks(self) -> int:
+        """Token slots in use by requests (locked tree tokens + private ones), in blocks of ``block_size``."""
+        return (self.tree_tokens - self.evictable_tokens + self.private_tokens) / self.block_size
+
+    @property
+    def usage(self) -> float:
+        return (self.tree_tokens - self.evictable_tokens + self.private_tokens) / self.capacity_tokens
+
+    # ------------------------------------------------------------- the tree
+    def _segments(self, req: SimRequest) -> tuple:
+        spec = req.spec
+        return spec.prefix_segments[: spec.num_shareable_tokens // spec.segment_tokens] if spec.prefix_segments else ()
+
+    def _match(self, req: SimRequest) -> tuple[RadixNode, int]:
+        node, tokens = self.root, 0
+        for seg in self._segments(req):
+            child = node.children.get(seg)
+            if child is None:
+                break
+            node, tokens = child, tokens + child.ntok
+        own = node.children.get((_OWN, req.uid)) if req.num_preemptions else None
+        if own is not None:
+            node, tokens = own, tokens + own.ntok
+        return node, tokens
+
+    def match_tokens(self, req: SimRequest) -> int:
+        """Tokens the request would get from the tree now, capped at ``num_tokens − 1``; does not mutate."""
+        return min(self._match(req)[1], req.num_tokens - 1)
+
+    def match(self, req: SimRequest) -> tuple[tuple[RadixNode, int], int]:
+        """((deepest matched node, matched tokens), hit tokens capped at ``num_tokens − 1``); does not mutate."""
+        handle = self._match(req)
+        return handle, min(handle[1], req.num_tokens - 1)
+
+    def _push(self, node: RadixNode) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (node.last_access, self._seq, node))
+
+    def _unlock_path(self, node: RadixNode) -> None:
+        self._tick += 1
+        while node is not self.root:
+            node.lock_ref -= 1
+            node.last_access = self._tick
+            if node.lock_ref == 0:
+                self.evictable_tokens += node.ntok
+                if not node.children:
+                    self._push(node)
+            node = node.parent
+
+    def _lock_path(self, node: RadixNode) -> None:
+        self._tick += 1
+        while node is not self.root:
+            self._lock_one(node)
+            node = node.parent
+
+    def _lock_one(self, node: RadixNode) -> None:
+        if node.lock_ref == 0:
+            self.evictable_tokens -= node.ntok
+        node.lock_ref += 1
+        node.last_access = self._tick
+
+    def _path_evictable(self, node: RadixNode) -> int:
+        tokens = 0
+        while node is not self.root:
+            tokens += node.ntok if node.lock_ref == 0 else 0
+            node = node.parent
+        return tokens
+
+    def _evict(self, need_tokens: int) -> None:
+        heap = self._heap
+        while self.num_free_tokens < need_tokens and heap:
+            t, _, node = heapq.heappop(heap)
+            if not node.alive or node.children or node.lock_ref or node.last_access != t:
+                continue
+            node.alive = False
+            parent = node.parent
+            del parent.children[node.key]
+            self.tree_tokens -= node.ntok
+            self.evictable_tokens -= node.ntok
+            self.num_evictions += 1
+            if parent is not self.root and not parent.children and parent.lock_ref == 0:
+                self._push(parent)
+
+    def _take(self, req: SimRequest, n: int) -> bool:
+        if n > self.num_free_tokens + self.evictable_tokens:
+            return False
+        if n > self.num_free_tokens:
+            self._evict(n)
+        self.private_tokens += n
+        req.private_tokens += n
+        return True
+
+    def _child(self, node: RadixNode, key, ntok: int) -> RadixNode:
+        """Move ``ntok`` of the request's private tokens into ``node``'s child ``key`` (reusing an existing one)."""
+        child = node.children.get(key)
+        if child is None:
+            child = RadixNode(key, ntok, node)
+            node.children[key] = child
+            self.tree_tokens += ntok
+            self.evictable_tokens += ntok  # born unlocked; the lock below takes it back
+        elif child.ntok < ntok:  # a request's own tail, grown since it was cached
+            self.tree_tokens += ntok - child.ntok
+            if child.lock_ref == 0:
+                self.evictable_tokens += ntok - child.ntok
+            child.ntok = ntok
+        self._lock_one(child)
+        return child
+
+    def _insert(self, req: SimRequest, upto_tokens: int) -> None:
+        """Move the request's wholly computed segments beyond its locked path into the tree, locked by it."""
+        segs = self._segments(req)
+        S = req.spec.segment_tokens
+        node = req.node
+        self._tick += 1
+        while not isinstance(node.key, tuple):
+            i = req.tree_tokens // S
+            if i >= len(segs) or (i + 1) * S > upto_tokens:
+                break
+            node = self._child(node, segs[i], S)
+            req.tree_tokens += S
+            req.private_tokens -= S
+            self.private_tokens -= S
+        req.node = node
+
+    # ---------------------------------------------------------- allocation
+    def admit(self, req: SimRequest, handle, num_new_tokens: int, must_fit_tokens: int,
+              reserve_tokens: int = 0) -> bool:
+        """Lock the matched path and take ``num_new_tokens`` slots; False (nothing changed) if the full prompt would not fit."""
+        node, matched = handle
+        hit = min(matched, req.num_tokens - 1)
+        avail = self.num_free_tokens + self.evictable_tokens - self._path_evictable(node)
+        take = max(hit + num_new_tokens, reserve_tokens) - hit
+        if max(must_fit_tokens - hit, take) > avail:
+            return False
+        self._lock_path(node)
+        req.node, req.tree_tokens, req.private_tokens = node, matched, 0
+        req.covered_tokens = hit + take
+        self.held_slots += hit + take
+        if not self._take(req, take):
+            raise RuntimeError("radix cache: admission check passed but allocation failed")
+        if req.num_preemptions == 0:
+            self.query_tokens += req.num_prompt_tokens
+            self.hit_tokens += hit
+            req.num_cached_tokens = hit
+        else:
+            self.recompute_hit_tokens += hit
+        req.num_computed_tokens = hit
+        return True
+
+    def grow(self, req: SimRequest, num_new_tokens: int) -> bool:
+        """Slots for ``num_new_tokens`` more tokens (evicting LRU leaves); False if they do not fit."""
+        need = req.num_computed_tokens + num_new_tokens - req.covered_tokens
+        if need <= 0:
+            return True
+        if not self._take(req, need):
+            return False
+        req.covered_tokens += need
+        self.held_slots += need
+        return True
+
+    def after_prefill_step(self, req: SimRequest) -> None:
+        """SGLang ``cache_unfinished_req``: newly computed whole segments become matchable."""
+        self._insert(req, req.num_computed_tokens)
+
+    def free(self, req: SimRequest, preempted: bool) -> None:
+        """SGLang ``cache_finished_req``: the request's computed tokens join the tree, then its path unlocks."""
+        computed = req.num_computed_tokens
+        self._insert(req, computed)
+        node, tail = req.node, computed - req.tree_tokens
+        if tail > 0:
+            if isinstance(node.key, tuple):
+                grown = node.ntok + tail
+                self.tree_tokens += tail
+                node.ntok = grown
+            else:
+                self._tick += 1
+                node = self._child(node, (_OWN, req.uid), tail)
+            req.private_tokens -= tail
+            self.private_tokens -= tail
+        self.private_tokens -= req.private_tokens  # duplicates of tokens already in the tree
+        self._unlock_path(node)
+        self.held_slots -= req.covered_tokens
+        req.node, req.tree_tokens, req.private_tokens, req.covered_tokens = None, 0, 0, 0

@@ -1,0 +1,95 @@
+"""The simulator's mutable per-request state (vLLM's ``Request`` fields, kept only while a request is active)."""
+
+from __future__ import annotations
+
+from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.records import RequestRecord
+
+__all__ = ["SimRequest", "WAITING", "RUNNING", "PREEMPTED", "FINISHED", "rejected_record", "accept"]
+
+WAITING, RUNNING, PREEMPTED, FINISHED = "waiting", "running", "preempted", "finished"
+
+
+class SimRequest:
+    """One request inside one replica.
+
+    vLLM v1 vocabulary: the request has ``num_tokens = num_prompt_tokens + num_generated``
+    known tokens; each step computes some of them (``num_computed_tokens`` catches up with
+    ``num_tokens``) and a step that brings ``num_computed_tokens`` to ``num_tokens`` samples
+    one new token. Preemption (recompute) sets ``num_computed_tokens`` back to 0.
+
+    Token times are kept compactly as *runs* of consecutive engine steps in which the
+    request emitted one token each (``runs`` of ``(first_step, end_step)``, end exclusive,
+    plus the open run starting at ``run_start``); the replica turns them into times at the end.
+    """
+
+    __slots__ = (
+        "uid", "spec", "arrival_s", "num_prompt_tokens", "num_output_tokens",
+        "num_computed_tokens", "num_generated", "num_tokens", "status", "num_preemptions", "num_cached_tokens",
+        "runs", "run_start", "blocks", "num_registered", "keys", "node", "private_tokens",
+        "tree_tokens", "covered_tokens",
+    )
+
+    def __init__(self, uid: int, spec: RequestSpec, max_model_len: int | None = None) -> None:
+        self.uid = uid
+        self.spec = spec
+        self.arrival_s = spec.arrival_s
+        self.num_prompt_tokens = spec.num_prompt_tokens
+        out = spec.num_output_tokens
+        if max_model_len is not None and spec.num_prompt_tokens + out > max_model_len:
+            out = max_model_len - spec.num_prompt_tokens  # served with its output capped (see ``accept``)
+        self.num_output_tokens = out
+        self.num_computed_tokens = 0
+        self.num_generated = 0
+        self.num_tokens = spec.num_prompt_tokens  # known tokens: prompt + generated (kept in step with num_generated)
+        self.status = WAITING
+        self.num_preemptions = 0
+        self.num_cached_tokens: int | None = None  # prefix-cache hit at first admission, tokens
+        self.runs: list[tuple[int, int]] = []
+        self.run_start = -1
+        # paged KV manager state
+        self.blocks: list[int] = []
+        self.num_registered = 0
+        self.keys: list[int] | None = None
+        # radix KV manager state
+        self.node = None
+        self.private_tokens = 0
+        self.tree_tokens = 0
+        self.covered_tokens = 0
+
+    @property
+    def remaining_output_tokens(self) -> int:
+        """Tokens still to generate, tokens."""
+        return self.num_output_tokens - self.num_generated
+
+    def __repr__(self) -> str:
+        return (f"SimRequest({self.spec.request_id!r}, computed={self.num_computed_tokens}, "
+                f"generated={self.num_generated}/{self.num_output_tokens}, {self.status})")
+
+
+def accept(uid: int, spec: RequestSpec, max_model_len: int, cap_output: bool) -> SimRequest | RequestRecord:
+    """A request at input validation: the SimRequest to serve, or the record of its rejection.
+
+    ``cap_output`` (vLLM v1, checked in 0.33): only a prompt of ``max_model_len`` tokens or more is
+    rejected (``v1/engine/input_processor.py : InputProcessor._validate_prompt_len``); a longer
+    request is served and stops at ``max_model_len`` tokens (``get_max_tokens`` clamps
+    ``max_tokens`` to ``max_model_len − prompt``; ``v1/core/sched/utils.py : check_stop``), so its
+    output is capped. Otherwise (V0's OpenAI server) prompt + output > ``max_model_len`` is rejected.
+    """
+    p, total = spec.num_prompt_tokens, spec.num_prompt_tokens + spec.num_output_tokens
+    if (p >= max_model_len) if cap_output else (total > max_model_len):
+        return rejected_record(spec, max_model_len, cap_output)
+    return SimRequest(uid, spec, max_model_len if cap_output else None)
+
+
+def rejected_record(spec: RequestSpec, max_model_len: int, cap_output: bool = False) -> RequestRecord:
+    """The record of a request refused at input validation (see ``accept``)."""
+    total = spec.num_prompt_tokens + spec.num_output_tokens
+    if cap_output:
+        msg = (f"rejected: prompt ({spec.num_prompt_tokens} tokens) ≥ max_model_len={max_model_len} (vLLM refuses "
+               "such a prompt at input validation)")
+    else:
+        msg = (f"rejected: prompt ({spec.num_prompt_tokens}) + output ({spec.num_output_tokens}) = {total} tokens "
+               f"exceeds max_model_len={max_model_len} (vLLM refuses such a request at input validation)")
+    return RequestRecord(spec.request_id, spec.arrival_s, spec.num_prompt_tokens, 0, finish_s=spec.arrival_s,
+                         num_cached_tokens=None, num_preemptions=0, error=msg)

@@ -1,0 +1,261 @@
+"""The per-step scheduling rules: vLLM v1's (running requests first, then waiting ones, under a token budget) and vLLM V0's prefill-first rule.
+
+Source: ``vllm/v1/core/sched/scheduler.py::Scheduler.schedule`` (engines.md §2, "One
+scheduling step"). There are no prefill and decode phases: each request's
+``num_computed_tokens`` catches up with its ``num_tokens``::
+
+    prompt (P tokens)                 generated (g tokens)
+    |-------------------------------|----------|
+    |<-- num_computed_tokens -->|<-- scheduled this step (≤ budget) -->|
+                                   a step that reaches num_tokens samples token g+1
+
+1. Budget = ``max_num_batched_tokens``. Each running request, in order, gets
+   ``min(num_tokens − computed, budget, max_model_len − computed)`` tokens.
+2. If its blocks do not fit, the *last* running request is preempted (blocks freed,
+   ``num_computed_tokens = 0``, front of the waiting queue), repeatedly, until they fit
+   or the request preempted itself (then the loop stops).
+3. Waiting requests are admitted only if nothing was preempted this step, while
+   ``len(running) < max_num_seqs`` and budget is left, each with its prefix-cache hit;
+   with ``scheduler_reserve_full_isl`` the whole prompt must fit in the free blocks. The
+   first request that does not fit stops admission (a new request never preempts).
+   Without chunked prefill, a prompt larger than the budget left also stops admission.
+
+Policies are small functions in dicts: the order of the waiting queue (``fcfs``,
+``lpm``) and batch formation (``continuous``, ``static``, ``vllm_v0``).
+
+``vllm_v0`` is vLLM V0's default scheduler with chunked prefill off (``vllm/core/scheduler.py``:
+``Scheduler._schedule`` in 0.2.x, ``_schedule_default`` / ``_schedule_prefills`` /
+``_schedule_running`` in later releases; ``block_manager_v1.py``), the engine of DistServe's vLLM baseline
+(v0.2.3). Each step is either prompt-only or decode-only::
+
+    waiting:  [p5 p6 p7]   running: [r1 r2 r3 r4]
+    step k:   p5 p6 (whole prompts; p7 did not fit)   -> r1..r4 wait, no token this step
+    step k+1: p7 did not fit again                     -> r1 r2 r3 r4 p5 p6 decode one token each
+
+1. Prompt phase (V0 skips it while requests are swapped out; recompute never swaps): waiting requests,
+   FCFS, are admitted while ``len(running) < max_num_seqs``, the step's prompt tokens fit
+   ``max_num_batched_tokens`` (with ``max_paddings`` set: batch × longest prompt fits it and
+   the padding stays ≤ ``max_paddings``) and the whole prompt's blocks leave at least the
+   watermark (``int(0.01 × num_gpu_blocks)`` blocks) free (``can_allocate``). The first
+   request that fails stops admission. A preempted request is a prompt of all its tokens
+   (prompt + generated). If any prompt was admitted, the step runs just those prompts.
+2. Otherwise every running request, in arrival order, decodes one token. Before each one V0
+   requires a free block (``can_append_slot``: one free block per sequence, needed or not);
+   while none is free the newest running request is preempted by recompute (blocks freed,
+   front of the waiting queue), or the request itself when it is the newest.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from kvledger.dynamics.engine.config import EngineConfig
+from kvledger.dynamics.engine.request_state import PREEMPTED, RUNNING, SimRequest
+
+__all__ = ["Scheduler", "LPM_MAX_WAITING", "padded_prompt_shape"]
+
+LPM_MAX_WAITING = 128  # SGLang managers/schedule_policy.py: prefix matching off above this queue length
+
+
+def _order_fcfs(waiting: deque, kv) -> None:
+    return None
+
+
+def _order_lpm(waiting: deque, kv) -> None:
+    """SGLang 'lpm': longest cached prefix first (stable), FCFS when more than 128 wait."""
+    if 1 < len(waiting) <= LPM_MAX_WAITING:
+        ordered = sorted(waiting, key=lambda r: -kv.match_tokens(r))
+        waiting.clear()
+        waiting.extend(ordered)
+
+
+ORDER_POLICIES = {"fcfs": _order_fcfs, "lpm": _order_lpm}
+
+
+def padded_prompt_shape(plan: list[tuple[SimRequest, int]]) -> tuple[int, int, float]:
+    """A V0 prompt step as vLLM 0.2.x computed it (``max_paddings`` set), padded to [batch, longest prompt].
+
+    Returns (prefill tokens, prefill KV tokens, causal attention pairs) of the padded batch:
+    ``B·L``, ``B·L`` and ``B·L·(L+1)/2`` for ``B`` prompts of longest length ``L``, tokens
+    (``worker/model_runner.py::_prepare_prompt`` pads every prompt to the longest).
+    """
+    longest = max(n for _, n in plan)
+    padded = len(plan) * longest
+    return padded, padded, padded * (longest + 1) / 2
+
+
+class Scheduler:
+    """The running list and waiting queue of one replica, and the per-step scheduling rule.
+
+    Args:
+        cfg: engine settings.
+        kv: the KV manager (``PagedKVManager`` or ``RadixKVManager``).
+    """
+
+    def __init__(self, cfg: EngineConfig, kv) -> None:
+        self.cfg = cfg
+        self.kv = kv
+        self.running: list[SimRequest] = []
+        self.waiting: deque[SimRequest] = deque()
+        self.num_finishing = 0  # async scheduling: requests whose last token is in flight (still hold a seat)
+        self._order = ORDER_POLICIES[cfg.scheduling_policy]
+        self._static = cfg.batching == "static"
+        self._v0 = cfg.batching == "vllm_v0"
+        self._watermark_blocks = cfg.v0_watermark_blocks
+        # paged KV with ceil(n / block_size) blocks: lets the running loop skip kv.grow when no block is needed
+        self._fast_block_size = kv.block_size if getattr(kv, "pool", None) is not None and not kv.custom_bft else 0
+
+    def schedule(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
+        """Plan one step; returns ``(scheduled (request, num_new_tokens) in order, preempted, num_admitted)``.
+
+        Mutates the running list, the waiting queue and the KV manager (blocks are taken
+        here, as vLLM's ``allocate_slots`` does at schedule time).
+        """
+        if self._v0:
+            return self._schedule_v0()
+        cfg, running = self.cfg, self.running
+        admitted = self._form_static_batch() if self._static and not running else 0
+        budget = cfg.max_num_batched_tokens
+        max_len = cfg.max_model_len
+        fast_b = self._fast_block_size
+        scheduled: list[tuple[SimRequest, int]] = []
+        preempted: list[SimRequest] = []
+        i = 0
+        while i < len(running) and budget > 0:
+            req = running[i]
+            c = req.num_computed_tokens
+            n = req.num_tokens - c
+            if n > budget:
+                n = budget
+            if n > max_len - c:
+                n = max_len - c
+            if n <= 0:
+                i += 1
+                continue
+            if fast_b and (c + n - 1) // fast_b < len(req.blocks) and not req.keys:
+                scheduled.append((req, n))  # its blocks already cover these tokens (kv.grow would do nothing)
+                budget -= n
+                i += 1
+                continue
+            if not self._grow_or_preempt(req, n, preempted, need_free_block=False):
+                break
+            scheduled.append((req, n))
+            budget -= n
+            i += 1
+        if not preempted and not self._static:
+            admitted = self._admit(scheduled, budget)
+        return scheduled, preempted, admitted
+
+    def advance_decode(self, num_steps: int) -> None:
+        """The fast path ran ``num_steps`` pure decode steps (nothing to update for vLLM's rules)."""
+
+    def _grow_or_preempt(self, req: SimRequest, n: int, preempted: list[SimRequest], *, need_free_block: bool) -> bool:
+        """Give ``req`` blocks for ``n`` more tokens, preempting the newest running request (recompute) until they fit.
+
+        ``need_free_block``: V0's ``can_append_slot`` also wants one free block per decoding sequence.
+        Returns False when ``req`` itself had to be preempted (the step's running loop then stops).
+        """
+        kv, running = self.kv, self.running
+        while (need_free_block and kv.num_free_blocks < 1) or not kv.grow(req, n):
+            victim = running.pop()
+            self._preempt(victim)
+            preempted.append(victim)
+            if victim is req:
+                return False
+        return True
+
+    def _preempt(self, req: SimRequest) -> None:
+        self.kv.free(req, preempted=True)
+        req.num_computed_tokens = 0
+        req.num_preemptions += 1
+        req.status = PREEMPTED
+        self.waiting.appendleft(req)
+
+    def _admit(self, scheduled: list[tuple[SimRequest, int]], budget: int) -> int:
+        cfg, kv, waiting, running = self.cfg, self.kv, self.waiting, self.running
+        if not waiting or budget <= 0:
+            return 0
+        if self._order is not _order_fcfs:
+            self._order(waiting, kv)
+        admitted = 0
+        max_seqs = cfg.max_num_seqs - self.num_finishing
+        while waiting and budget > 0 and len(running) < max_seqs:
+            req = waiting[0]
+            handle, hit = kv.match(req)
+            n = req.num_tokens - hit
+            if not cfg.enable_chunked_prefill and n > budget:
+                break
+            n = min(n, budget)
+            must_fit = req.num_tokens if cfg.scheduler_reserve_full_isl else hit + n
+            if not kv.admit(req, handle, n, must_fit):
+                break
+            waiting.popleft()
+            req.status = RUNNING
+            running.append(req)
+            scheduled.append((req, n))
+            budget -= n
+            admitted += 1
+        return admitted
+
+    def _schedule_v0(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
+        """vLLM V0: a prompt-only step if any waiting prompt is admitted, else a decode step for all (module doc)."""
+        scheduled: list[tuple[SimRequest, int]] = []
+        admitted = self._admit_prompts_v0(scheduled)
+        if admitted:
+            return scheduled, [], admitted
+        kv, running, preempted = self.kv, self.running, []
+        fast_b, free = self._fast_block_size, kv.num_free_blocks
+        i = 0
+        while i < len(running):
+            req = running[i]
+            if free and fast_b and req.num_computed_tokens // fast_b < len(req.blocks):
+                scheduled.append((req, 1))  # a block is free and the new token fits the held blocks
+                i += 1
+                continue
+            if not self._grow_or_preempt(req, 1, preempted, need_free_block=True):  # can_append_slot
+                break
+            scheduled.append((req, 1))
+            free = kv.num_free_blocks
+            i += 1
+        return scheduled, preempted, 0
+
+    def _admit_prompts_v0(self, scheduled: list[tuple[SimRequest, int]]) -> int:
+        """V0's prompt phase: admit whole prompts FCFS under the limits of the module doc; returns how many."""
+        cfg, kv, waiting, running = self.cfg, self.kv, self.waiting, self.running
+        budget, max_pad, watermark = cfg.max_num_batched_tokens, cfg.max_paddings, self._watermark_blocks
+        n = total = longest = 0
+        while waiting and len(running) < cfg.max_num_seqs:
+            req = waiting[0]
+            t = req.num_tokens  # a preempted request recomputes its prompt and generated tokens
+            if kv.num_free_blocks - cfg.blocks_needed(t) < watermark:
+                break
+            if max_pad is None:
+                if total + t > budget:
+                    break
+            else:
+                padded = (n + 1) * max(longest, t)
+                if padded > budget or padded - (total + t) > max_pad:
+                    break
+            if not kv.admit(req, [], t, t):
+                break
+            waiting.popleft()
+            req.status = RUNNING
+            running.append(req)
+            scheduled.append((req, t))
+            n, total, longest = n + 1, total + t, max(longest, t)
+        return n
+
+    def _form_static_batch(self) -> int:
+        """Static batching: with nothing running, admit up to max_num_seqs waiting requests, each reserving its whole sequence."""
+        cfg, kv, waiting, running = self.cfg, self.kv, self.waiting, self.running
+        self._order(waiting, kv)
+        while waiting and len(running) < cfg.max_num_seqs:
+            req = waiting[0]
+            handle, _ = kv.match(req)
+            full = req.num_prompt_tokens + req.num_output_tokens
+            if not kv.admit(req, handle, 0, full, reserve_tokens=full):
+                break
+            waiting.popleft()
+            req.status = RUNNING
+            running.append(req)
+        return len(running)

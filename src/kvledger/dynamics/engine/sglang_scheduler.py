@@ -1,0 +1,211 @@
+"""SGLang's own scheduling rule (0.5.x, overlap and mixed chunks off): prefill-first steps, admission that reserves future decode tokens, one chunked request, decode retraction.
+
+Source: ``python/sglang/srt/managers/scheduler.py : Scheduler.get_next_batch_to_run``,
+``_get_new_batch_prefill_raw``, ``update_running_batch``; ``managers/schedule_policy.py :
+PrefillAdder`` (``add_chunked_req``, ``add_one_req``, ``_select_prefill_admission``);
+``mem_cache/prefill_budget.py : PrefillBudget``; ``managers/schedule_batch.py :
+ScheduleBatch.retract_decode``; ``scheduler_components/new_token_ratio_tracker.py`` (read in the
+0.5.23 wheel). Each step is either a prefill batch or a decode batch::
+
+    waiting: [w1 w2 w3]  running: [r1 r2]  chunked: c
+    step k:   PREFILL  [c rest-of-chunk, w1 …]   r1 r2 paused (no token this step)
+    step k+1: PREFILL  if anything is admissible, else DECODE [r1 r2 c w1 …] one token each
+
+1. Prefill. The request being chunked continues first, up to the chunk budget
+   (``chunked_prefill_size``, here ``max_num_batched_tokens``). Then waiting requests, in
+   policy order (``fcfs`` queue order; ``lpm`` longest cached prefix first, FCFS above 128
+   waiting, requests sharing an uncached prefix with one before them moved back), each
+   admitted only if ``extend + min(max_new − out, 4096) + page < free + evictable − offset``,
+   where ``offset`` starts at Σ over running requests of ``min(max_new − out, 4096) × ratio``
+   and grows by each admission's ``extend + page +
+   max_new`` (``max_new`` 0 for a request cut into chunks). The first refusal stops
+   admission; a request larger than the budget left is cut (it becomes the one chunked
+   request), which uses the budget up. ``ratio`` is 1 for requests sent with ``ignore_eos``
+   (``EngineConfig.ignore_eos``, how benchmarks replay fixed lengths), else ``new_token_ratio``:
+   0.7 when idle, minus (0.7 − 0.098)/600 after each decode step, down to 0.098.
+2. Decode. Every running request needs one token slot; while they do not all fit,
+   requests are retracted — fewest outputs first, then longest prompt — back to the end
+   of the waiting queue, and ``new_token_ratio`` is reset to
+   ``(Σ outputs + 20 × n) / (Σ max_new + 1)`` over the n that stay (at most 1).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from kvledger.dynamics.engine.config import EngineConfig
+from kvledger.dynamics.engine.request_state import PREEMPTED, RUNNING, SimRequest
+from kvledger.dynamics.engine.scheduler import LPM_MAX_WAITING
+
+__all__ = ["SGLangScheduler", "CLIP_MAX_NEW_TOKENS", "INIT_NEW_TOKEN_RATIO", "MIN_NEW_TOKEN_RATIO",
+           "NEW_TOKEN_RATIO_DECAY"]
+
+CLIP_MAX_NEW_TOKENS = 4096  # SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION (environ.py)
+INIT_NEW_TOKEN_RATIO = 0.7  # SGLANG_INIT_NEW_TOKEN_RATIO × schedule_conservativeness 1.0
+MIN_NEW_TOKEN_RATIO = INIT_NEW_TOKEN_RATIO * 0.14  # × SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
+NEW_TOKEN_RATIO_DECAY = (INIT_NEW_TOKEN_RATIO - MIN_NEW_TOKEN_RATIO) / 600  # SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
+RETRACT_DECODE_STEPS = 20  # SGLANG_RETRACT_DECODE_STEPS
+IN_BATCH_CHECK_TOKENS = 32  # IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD (schedule_policy.py)
+IN_BATCH_DEPRIORITIZE_TOKENS = 32  # IN_BATCH_PREFIX_CACHING_DEPRIORITIZE_THRESHOLD
+
+
+def order_lpm(waiting: deque, kv) -> None:
+    """SGLang's ``lpm`` (``SchedulePolicy._compute_prefix_matches``, ``_sort_by_longest_prefix``): longest cached prefix
+    first; a request whose cached prefix is ≤ 32 tokens but that shares ≥ 32 tokens with a request before it in the
+    queue goes to the back (it will hit once that one is cached); FCFS above 128 waiting."""
+    if not 1 < len(waiting) <= LPM_MAX_WAITING:
+        return
+    seen: set[tuple] = set()  # the pass's temporary tree: shared-segment paths of requests kept in place
+    keys = []
+    for r in waiting:
+        m = kv.match_tokens(r)
+        spec = r.spec
+        depth = spec.num_shareable_tokens // spec.segment_tokens if spec.prefix_segments else 0
+        paths = [spec.prefix_segments[:d] for d in range(1, depth + 1)]
+        if m <= IN_BATCH_CHECK_TOKENS:
+            shared = sum(1 for p in paths if p in seen) * spec.segment_tokens
+            if shared >= IN_BATCH_DEPRIORITIZE_TOKENS:
+                keys.append((1, 0))
+                continue
+            seen.update(paths)
+        keys.append((0, -m))
+    order = sorted(range(len(waiting)), key=keys.__getitem__)
+    ordered = [waiting[i] for i in order]
+    waiting.clear()
+    waiting.extend(ordered)
+
+
+class SGLangScheduler:
+    """The running list, waiting queue and chunked request of one SGLang replica, and its step rule (module doc).
+
+    Same interface as ``scheduler.Scheduler``: ``schedule()`` returns ``(plan, retracted,
+    admitted)``; a chunked request sits in ``running`` and is never decoded before its
+    prompt is done (a prefill step always continues it first).
+    """
+
+    def __init__(self, cfg: EngineConfig, kv) -> None:
+        self.cfg, self.kv = cfg, kv
+        self.running: list[SimRequest] = []
+        self.waiting: deque[SimRequest] = deque()
+        self.num_finishing = 0
+        self.chunked: SimRequest | None = None
+        self._lpm = cfg.scheduling_policy == "lpm"
+        self._page = kv.block_size
+        self._ratio_base = INIT_NEW_TOKEN_RATIO  # new_token_ratio = max(base − decay × steps, min)
+        self._decode_steps = 0
+
+    # ------------------------------------------------------------ ratio
+    @property
+    def new_token_ratio(self) -> float:
+        """SGLang's ``new_token_ratio``: the share of a running request's remaining output that admission reserves."""
+        return max(self._ratio_base - NEW_TOKEN_RATIO_DECAY * self._decode_steps, MIN_NEW_TOKEN_RATIO)
+
+    def advance_decode(self, num_steps: int) -> None:
+        """``num_steps`` decode steps ran without retraction (the fast path's stretches): the ratio decays."""
+        self._decode_steps += num_steps
+
+    # ------------------------------------------------------------ step
+    def schedule(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
+        """Plan one step: a prefill batch if anything can be prefilled, else a decode batch (module doc)."""
+        if not self.running:  # the engine was idle: SGLang resets the ratio (self_check_during_idle)
+            self._ratio_base, self._decode_steps = INIT_NEW_TOKEN_RATIO, 0
+        plan: list[tuple[SimRequest, int]] = []
+        admitted = self._prefill(plan)
+        if plan:
+            return plan, [], admitted
+        return self._decode()
+
+    def _avail_tokens(self) -> int:
+        kv = self.kv
+        if hasattr(kv, "evictable_tokens"):
+            return kv.num_free_tokens + kv.evictable_tokens
+        return kv.num_free_blocks * kv.block_size
+
+    def _max_new(self, req: SimRequest) -> int:
+        return min(req.num_output_tokens - req.num_generated, CLIP_MAX_NEW_TOKENS)
+
+    def _prefill(self, plan: list[tuple[SimRequest, int]]) -> int:
+        cfg, kv, page = self.cfg, self.kv, self._page
+        ratio = 1.0 if cfg.ignore_eos else self.new_token_ratio
+        offset = sum(self._max_new(r) * ratio for r in self.running if r is not self.chunked)
+        avail = self._avail_tokens()
+        budget = cfg.max_num_batched_tokens
+        c = self.chunked
+        if c is not None:  # add_chunked_req: the continuing chunk first
+            left = c.num_tokens - c.num_computed_tokens
+            room = min(budget, int(avail - offset)) if avail - offset > 0 else budget
+            n = min(left, room)
+            if not kv.grow(c, n):
+                return 0  # cannot happen with the reservations below; leave it to a decode step
+            plan.append((c, n))
+            budget -= n
+            offset += n + page + (0 if n < left else min(c.num_output_tokens, CLIP_MAX_NEW_TOKENS))
+            self.chunked = c if n < left else None
+        if self.chunked is not None or not self.waiting or budget <= 0:
+            return 0
+        if self._lpm:
+            order_lpm(self.waiting, kv)
+        admitted = 0
+        while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs - self.num_finishing:
+            req = self.waiting[0]
+            handle, hit = kv.match(req)
+            extend = req.num_tokens - hit
+            total = extend + self._max_new(req) + page
+            if not total < avail - offset:
+                break  # AddReqResult.NO_TOKEN
+            if not cfg.enable_chunked_prefill and extend > budget:
+                break
+            n = min(extend, budget)
+            if not kv.admit(req, handle, n, hit + n):
+                break
+            self.waiting.popleft()
+            req.status = RUNNING
+            self.running.append(req)
+            plan.append((req, n))
+            budget -= n
+            admitted += 1
+            chunked = n < extend
+            offset += n + page + (0 if chunked else min(req.num_output_tokens, CLIP_MAX_NEW_TOKENS))
+            if chunked:
+                self.chunked = req
+                break
+        return admitted
+
+    def _decode(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
+        running, kv = self.running, self.kv
+        if not running:
+            return [], [], 0
+        retracted: list[SimRequest] = []
+        if not self._fits(running):
+            order = sorted(running, key=lambda r: (r.num_generated, -r.num_prompt_tokens), reverse=True)
+            while len(order) > 1:
+                victim = order.pop()
+                self._retract(victim)
+                retracted.append(victim)
+                if self._fits(order):
+                    break
+            self.running = running = [r for r in running if r.status == RUNNING]
+            outs = sum(r.num_generated for r in running)
+            max_new = sum(r.num_output_tokens for r in running)
+            self._ratio_base = min(1.0, (outs + RETRACT_DECODE_STEPS * len(running)) / (max_new + 1))
+            self._decode_steps = 0
+        else:
+            self._decode_steps += 1
+        plan = []
+        for r in running:
+            if not kv.grow(r, 1):
+                raise RuntimeError("sglang scheduler: the decode step's slots were checked but did not fit")
+            plan.append((r, 1))
+        return plan, retracted, 0
+
+    def _fits(self, reqs: list[SimRequest]) -> bool:
+        """``check_decode_mem``: one more token for each request fits (eviction included)."""
+        comp = [r.num_computed_tokens for r in reqs]
+        return self.kv.stretch_limit(reqs, comp, [2] * len(reqs), 1) >= 1
+
+    def _retract(self, req: SimRequest) -> None:
+        self.kv.free(req, preempted=True)
+        req.num_computed_tokens = 0
+        req.num_preemptions += 1
+        req.status = PREEMPTED
+        self.waiting.append(req)  # _add_request_to_queue: the end of the waiting queue

@@ -1,0 +1,1 @@
+"""What a simulated run reports: latency statistics, ITL gaps, KV usage over time, token times, step logs."""

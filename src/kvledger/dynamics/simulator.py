@@ -1,0 +1,171 @@
+"""The simulator's entry point: ``simulate(workload, config, cost) -> SimResult`` for one or several replicas of a vLLM-like engine.
+
+A pure-Python discrete-event simulation of vLLM v1's scheduler (scheduler.py; async
+scheduling in replica.py) or SGLang's (sglang_scheduler.py), block pool and prefix caching
+(block_pool.py, kv_manager.py) or SGLang's radix cache (radix_cache.py), priced step by step
+by a ``StepCostModel``. Deterministic: the same
+inputs give byte-identical output; there is no wall-clock time and no hidden RNG.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.accounting.step_split import gpu_time_split
+from kvledger.accounting.stepcost import StepCostModel
+from kvledger.dynamics.workload.closed_loop import ClosedLoop
+from kvledger.dynamics.cluster import run_cluster
+from kvledger.dynamics.early_stop import MissRule
+from kvledger.dynamics.engine.config import EngineConfig
+from kvledger.dynamics.outputs.itl_gaps import SKETCH_NOTE, merged_stats
+from kvledger.dynamics.outputs.metrics import DEFINITIONS, Summary, summarize_records
+from kvledger.dynamics.replica import Replica
+from kvledger.dynamics.engine.router import make_router
+from kvledger.dynamics.outputs.steplog import StepLog, chrome_trace
+from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.errors import InputError
+from kvledger.records import RunMetadata, RunRecords
+
+__all__ = ["EngineConfig", "SimResult", "simulate"]
+
+
+@dataclass
+class SimResult:
+    """Everything one simulation produced.
+
+    Attributes:
+        records: one RequestRecord per request in arrival order (metadata.source = "simulator").
+        summary: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage, preemptions, prefix-cache hit rate.
+        config: the engine settings, as a dict.
+        steps: per-replica step logs (only with ``record_steps=True``), else None.
+    """
+
+    records: RunRecords
+    summary: Summary
+    config: dict[str, Any]
+    steps: list[StepLog] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self, include_records: bool = True) -> dict[str, Any]:
+        d: dict[str, Any] = {"summary": self.summary.to_dict(), "config": self.config, **self.extra}
+        if include_records:
+            d["records"] = self.records.to_dict()
+        return d
+
+    def write_steps_jsonl(self, fh) -> None:
+        """One JSON object per step and replica (needs ``record_steps=True``)."""
+        if self.steps is None:
+            raise InputError("no step log: run simulate(..., record_steps=True)")
+        for log in self.steps:
+            log.write_jsonl(fh)
+
+    def chrome_trace(self) -> dict[str, Any]:
+        """The run as a chrome://tracing JSON object (needs ``record_steps=True``)."""
+        if self.steps is None:
+            raise InputError("no step log: run simulate(..., record_steps=True)")
+        return chrome_trace(self.steps, self.records.records)
+
+
+def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig, cost: StepCostModel, *,
+             record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
+             num_replicas: int = 1, router: str = "round_robin", fast_forward: bool = True,
+             model: str | None = None, hardware: str | None = None, record_token_times: bool = True,
+             records_as_columns: bool = True, stop: MissRule | None = None) -> SimResult:
+    """Serve ``requests`` (an open-loop list, or a ``ClosedLoop``) on ``num_replicas`` engines.
+
+    Args:
+        requests: request specs (any order; sorted by arrival, ties kept in order), a ``WorkloadColumns``
+            (workload_columns.py: the same as columns) or a ClosedLoop.
+        config: one replica's engine settings.
+        cost: prices each step (FixedStepCost, RooflineStepCost, a calibrated model).
+        record_steps: keep the per-step log (for JSONL / Chrome-trace export; slower).
+        progress: called as ``progress(done, total)`` now and then.
+        num_replicas: identical replicas behind the router, count.
+        router: key of ``kvledger.dynamics.engine.router.ROUTERS``.
+        fast_forward: jump over steady pure-decode stretches (off only to cross-check).
+        model, hardware: names recorded in the run metadata.
+        record_token_times: keep every token time in the records (``chunk_times_s``; per-request
+            ITL statistics need them). Off, records keep first-token and finish times only and
+            the summary's ITL distribution comes from exact step-gap counts (itl_gaps.py):
+            memory then follows the active requests, not the tokens produced.
+        records_as_columns: without token times, an open-loop run keeps its records as columns
+            (record_sink.py; ``records.records`` then builds each RequestRecord on access, the same
+            values): about 40 bytes per finished request instead of a RequestRecord object. False
+            keeps a list of RequestRecords (the records and summary are identical either way).
+        stop: an open-loop run ends once this rule proves it misses its attainment target
+            (early_stop.py); requests unfinished by then get error records, and ``extra["stopped_early"]``
+            says when and why. None: run to the end.
+
+    Raises:
+        InputError: bad settings or a malformed request (named by its id).
+    """
+    if isinstance(num_replicas, bool) or not isinstance(num_replicas, int) or num_replicas < 1:
+        raise InputError(f"num_replicas must be an integer ≥ 1, got {num_replicas!r}")
+    route = make_router(router)
+    replicas = [Replica(config, cost, i, record_steps=record_steps, fast_forward=fast_forward,
+                        record_token_times=record_token_times) for i in range(num_replicas)]
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # the run makes millions of small objects but no garbage cycles; collections only cost time
+    try:
+        recs = run_cluster(requests, replicas, route, progress, as_columns=records_as_columns, stop=stop)
+        res = _result(requests, config, cost, replicas, recs, record_steps, num_replicas, router, model, hardware)
+        if stop is not None and stop.stopped_at_s is not None:
+            res.extra["stopped_early"] = stop.evidence()
+            res.records.metadata.extra["stopped_early"] = stop.evidence()
+        return res
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[Replica], recs,
+            record_steps: bool, num_replicas: int, router: str, model: str | None, hardware: str | None) -> SimResult:
+    meta = RunMetadata(
+        source="simulator", source_format="simulator", model=model, hardware=hardware, num_gpus=None,
+        concurrency=requests.num_users if isinstance(requests, ClosedLoop) else None,
+        definitions=list(DEFINITIONS),
+        extra={"cost_model": getattr(cost, "name", type(cost).__name__), "num_replicas": num_replicas,
+               "router": router if num_replicas > 1 else None, "engine": config.to_dict()})
+    run = RunRecords(recs, meta) if isinstance(recs, list) else RunRecords.from_columns(recs, meta)
+    figures, sketched = summarize_records(run, exact_itl_mean=True), False
+    if replicas[0].gaps is not None:  # no token times kept: the exact step-gap counts give the ITL distribution
+        for r in replicas:
+            r.fold_gaps()
+        figures["itl_s"], sketched = merged_stats([r.gaps for r in replicas])
+    notes = [SKETCH_NOTE] if sketched else []
+    split = gpu_time_split([(r.prefill_time.total_s, r.usage.busy_s, 1) for r in replicas], meta.extra["cost_model"])
+    meta.extra["gpu_time_split"] = split  # the cost ledger's prefill/decode split (ledgers/cost.py)
+    summary = Summary(**figures, **_engine_figures(replicas, run.duration_s), gpu_time_split=split,
+                      definitions=list(DEFINITIONS) + _policy_notes(config) + notes)
+    return SimResult(run, summary, config.to_dict(), [r.steplog for r in replicas] if record_steps else None)
+
+
+def _engine_figures(replicas: list[Replica], duration_s: float) -> dict[str, Any]:
+    q = sum(r.kv.query_tokens for r in replicas)
+    h = sum(r.kv.hit_tokens for r in replicas)
+    usages = [r.usage.summary(duration_s) for r in replicas]
+    if len(usages) == 1:
+        kv = usages[0]
+    else:
+        held = sum(r.usage.held_token_s for r in replicas)
+        kv = {"mean": sum(u["mean"] for u in usages) / len(usages), "max": max(u["max"] for u in usages),
+              "token_state_share": sum(r.usage.stored_token_s for r in replicas) / held if held else 0.0,
+              "per_replica": usages}
+    return {"num_preemptions": sum(r.num_preemptions for r in replicas), "prefix_cache_hit_rate": h / q if q else 0.0,
+            "prefix_cache_hit_tokens": h, "prefix_cache_query_tokens": q, "kv_usage": kv,
+            "num_steps": sum(r.num_steps for r in replicas)}
+
+
+def _policy_notes(cfg: EngineConfig) -> list[str]:
+    rule = {"vllm_v0": "vLLM V0 prefill-first rule", "sglang": "SGLang's prefill-first scheduler (reservation admission, "
+            "retraction; managers/scheduler.py)", "static": "static batching"}.get(
+        cfg.batching, "vLLM v1 scheduling rule" + (", async scheduling (batch queue of 2)" if cfg.async_scheduling else ""))
+    notes = [f"engine: {rule}, batching={cfg.batching}, kv_allocation={cfg.kv_allocation}, "
+             f"scheduling_policy={cfg.scheduling_policy}, prefix caching={cfg.caching_policy_in_effect}"]
+    notes.append("prefix_cache_hit_rate = tokens served from the prefix cache / prompt tokens, at first admission "
+                 "(vLLM PrefixCacheStats); re-admissions after preemption are not counted")
+    notes.append("kv_usage = blocks held by requests / usable blocks (vLLM 'GPU KV cache usage'), time-weighted")
+    return notes

@@ -1,0 +1,284 @@
+"""Readers for request-trace files: layout detection and row parsing with file/line/column errors.
+
+Layouts (detected from the header row or the first JSON object's keys):
+
+======================  =====  ================================================================
+layout                  file   columns / keys (extra ones are ignored)
+======================  =====  ================================================================
+``azure``               CSV    TIMESTAMP (``YYYY-MM-DD HH:MM:SS.fffffff``), ContextTokens, GeneratedTokens
+``vidur``               CSV    arrived_at (s), num_prefill_tokens, num_decode_tokens
+``vidur-lengths``       CSV    num_prefill_tokens, num_decode_tokens (no arrival times)
+``kvledger``            CSV    arrival_s, num_prompt_tokens, num_output_tokens [, client_id]
+``mooncake``            JSONL  timestamp (ms), input_length, output_length [, hash_ids]
+``kvledger``            JSONL  arrival_s, num_prompt_tokens, num_output_tokens [, prefix_segments, client_id]
+======================  =====  ================================================================
+
+Mooncake ``hash_ids`` name consecutive 512-token prompt blocks; ``len(hash_ids)`` must equal
+``ceil(input_length / 512)`` (true on every row of the FAST'25 release).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kvledger.dynamics.workload.trace_arrow import MAX_TRACE_TOKENS, read_csv_fast, read_jsonl_fast
+from kvledger.errors import FormatError
+
+__all__ = ["ParsedTrace", "read_trace_file", "CSV_LAYOUTS", "JSONL_LAYOUTS"]
+
+CSV_LAYOUTS: dict[str, tuple[str, ...]] = {
+    "azure": ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
+    "vidur": ("arrived_at", "num_prefill_tokens", "num_decode_tokens"),
+    "kvledger": ("arrival_s", "num_prompt_tokens", "num_output_tokens"),
+    "vidur-lengths": ("num_prefill_tokens", "num_decode_tokens"),
+}
+JSONL_LAYOUTS: dict[str, tuple[str, ...]] = {
+    "mooncake": ("timestamp", "input_length", "output_length"),
+    "kvledger": ("arrival_s", "num_prompt_tokens", "num_output_tokens"),
+}
+_MOONCAKE_BLOCK_TOKENS = 512
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedTrace:
+    """A trace file's rows in file order.
+
+    Attributes:
+        layout: the detected layout name (see the module table).
+        arrivals_s: arrival time of each row relative to the file's earliest one, s, shape ``(n,)``;
+            None for a layout without arrival times.
+        prompt_tokens: prompt length per row, tokens, int64, shape ``(n,)``.
+        output_tokens: output length per row, tokens, int64, shape ``(n,)``.
+        segments: per-row prefix segment ids (Mooncake ``hash_ids``), or None when the file has none.
+        segment_tokens: tokens per segment id.
+        client_ids: per-row client id, or None.
+    """
+
+    layout: str
+    arrivals_s: np.ndarray | None
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    segments: list[tuple[int, ...]] | None
+    segment_tokens: int
+    client_ids: list[str | None] | None
+
+
+def _int_at(value: object, path: Path, where: str) -> int:
+    """A token count ≥ 1 from a cell, else a FormatError naming the place."""
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = int(value) if not isinstance(value, float) else int(value) if value.is_integer() else None
+        if number is None:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise FormatError(str(path), f"{value!r} is not a whole number of tokens", where) from None
+    if number < 1:
+        raise FormatError(str(path), f"token count {number} must be ≥ 1", where)
+    if number > MAX_TRACE_TOKENS:
+        raise FormatError(str(path), f"token count {number} exceeds {MAX_TRACE_TOKENS:,} tokens (longer than any "
+                          "model's context)", where)
+    return number
+
+
+def _float_at(value: object, path: Path, where: str) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise FormatError(str(path), f"{value!r} is not a number of seconds", where) from None
+    if not math.isfinite(number):
+        raise FormatError(str(path), f"time {value!r} must be finite", where)
+    if number < 0:
+        raise FormatError(str(path), f"time {value!r} must be ≥ 0 (a time since the trace's start)", where)
+    return number
+
+
+def _azure_ns(text: str, path: Path, where: str, days: dict[str, int]) -> int:
+    """``YYYY-MM-DD HH:MM:SS[.fraction]`` → integer ns on a day-ordinal clock (fraction of any length, truncated to ns)."""
+    try:
+        date, clock = text.strip().split(" ")
+        hms, _, frac = clock.partition(".")
+        h, m, s = (int(x) for x in hms.split(":"))
+        if date not in days:
+            days[date] = _dt.date.fromisoformat(date).toordinal()
+        if not (0 <= h < 24 and 0 <= m < 60 and 0 <= s < 61) or (frac and not frac.isdigit()):
+            raise ValueError
+        return ((days[date] * 86400 + h * 3600 + m * 60 + s) * 10**9) + int((frac or "0").ljust(9, "0")[:9])
+    except ValueError:
+        raise FormatError(str(path), f"{text!r} is not a time 'YYYY-MM-DD HH:MM:SS.fffffff'", where) from None
+
+
+def _detect(keys: set[str], layouts: dict[str, tuple[str, ...]], path: Path, what: str) -> str:
+    for name, needed in layouts.items():
+        if all(k in keys for k in needed):
+            return name
+    accepted = "; ".join(f"{n}: {', '.join(c)}" for n, c in layouts.items())
+    raise FormatError(str(path), f"unrecognised {what} layout (found {', '.join(sorted(keys)) or 'nothing'}); "
+                      f"accepted layouts: {accepted}", "line 1")
+
+
+def _read_csv(path: Path) -> ParsedTrace:
+    try:
+        return _read_csv_rows(path)
+    except csv.Error as err:  # a field over the csv module's limit, a NUL byte, an unterminated quote
+        raise FormatError(str(path), f"not a readable CSV ({err})") from None
+
+
+def _read_csv_rows(path: Path) -> ParsedTrace:
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        layout = _detect(set(reader.fieldnames or []), CSV_LAYOUTS, path, "CSV")
+        cols = CSV_LAYOUTS[layout]
+        time_col, p_col, o_col = (None, *cols) if len(cols) == 2 else cols
+        has_client = layout == "kvledger" and "client_id" in (reader.fieldnames or [])
+        fast = read_csv_fast(path, layout, time_col, p_col, o_col, has_client)
+        if fast is not None:
+            arrivals, prompts_a, outputs_a, client_list = fast
+            has_clients = client_list is not None and any(c is not None for c in client_list)
+            return ParsedTrace(layout, arrivals, prompts_a, outputs_a, None, _MOONCAKE_BLOCK_TOKENS,
+                               client_list if has_clients else None)
+        times: list[float] = []
+        prompts: list[int] = []
+        outputs: list[int] = []
+        clients: list[str | None] = []
+        days: dict[str, int] = {}
+        for row in reader:
+            line = reader.line_num
+            if None in row or any(row.get(c) is None for c in CSV_LAYOUTS[layout]):
+                raise FormatError(str(path), f"wrong number of fields (the header names {len(reader.fieldnames or [])})",
+                                  f"line {line}")
+            prompts.append(_int_at(row[p_col], path, f"line {line}, column {p_col!r}"))
+            outputs.append(_int_at(row[o_col], path, f"line {line}, column {o_col!r}"))
+            if layout == "azure":
+                times.append(_azure_ns(row[time_col], path, f"line {line}, column {time_col!r}", days))
+            elif time_col is not None:
+                times.append(_float_at(row[time_col], path, f"line {line}, column {time_col!r}"))
+            clients.append(row.get("client_id") or None)
+    if not prompts:
+        raise FormatError(str(path), "no data rows")
+    if layout == "azure":
+        origin = min(times)  # Python ints: day-ordinal nanoseconds overflow int64
+        arrivals = np.asarray([float(t - origin) for t in times], dtype=np.float64) / 1e9  # int → double rounded once
+    else:
+        arrivals = None if time_col is None else np.asarray(times, dtype=np.float64)
+        if arrivals is not None:
+            arrivals = arrivals - arrivals.min()
+    has_clients = layout == "kvledger" and any(c is not None for c in clients)
+    return ParsedTrace(layout, arrivals, np.asarray(prompts, dtype=np.int64), np.asarray(outputs, dtype=np.int64),
+                       None, _MOONCAKE_BLOCK_TOKENS, clients if has_clients else None)
+
+
+def _segments_at(value: object, prompt: int, block: int, path: Path, where: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise FormatError(str(path), "must be a list of integer block ids", where)
+    if block and len(value) != math.ceil(prompt / block):
+        raise FormatError(str(path), f"has {len(value)} ids but the prompt of {prompt} tokens spans "
+                          f"ceil({prompt}/{block}) = {math.ceil(prompt / block)} blocks of {block} tokens", where)
+    return tuple(value)
+
+
+def _first_layout(path: Path) -> str | None:
+    """The layout the first non-blank line's keys name, or None (the row reader then gives the error)."""
+    with path.open(encoding="utf-8") as f:
+        for text in f:
+            if text.strip():
+                try:
+                    obj = json.loads(text)
+                except (json.JSONDecodeError, RecursionError):
+                    return None
+                if not isinstance(obj, dict):
+                    return None
+                return next((name for name, keys in JSONL_LAYOUTS.items() if all(k in obj for k in keys)), None)
+    return None
+
+
+def _read_jsonl(path: Path, segment_tokens: int) -> ParsedTrace:
+    """A JSON Lines trace: pyarrow's reader with every row checked (trace_arrow.py), else row by row."""
+    layout = _first_layout(path)
+    if layout is not None:
+        seg_key = "hash_ids" if layout == "mooncake" else "prefix_segments"
+        block = segment_tokens if layout == "mooncake" else 0
+        fast = read_jsonl_fast(path, layout, JSONL_LAYOUTS[layout], seg_key, block)
+        if fast is not None:
+            times, prompts, outputs, segments, clients = fast
+            if layout == "mooncake":
+                times = times / 1000.0  # ms → s
+            return ParsedTrace(layout, times - times.min(), prompts, outputs,
+                               segments if segments is not None and any(segments) else None, segment_tokens,
+                               clients if clients is not None and any(c is not None for c in clients) else None)
+    return _read_jsonl_rows(path, segment_tokens)
+
+
+def _read_jsonl_rows(path: Path, segment_tokens: int) -> ParsedTrace:
+    layout = None
+    times: list[float] = []
+    prompts: list[int] = []
+    outputs: list[int] = []
+    segments: list[tuple[int, ...]] = []
+    clients: list[str | None] = []
+    with path.open(encoding="utf-8") as f:
+        for line_no, text in enumerate(f, start=1):
+            if not text.strip():
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise FormatError(str(path), f"not valid JSON: {err.msg}", f"line {line_no}, column {err.colno}") from None
+            except RecursionError:  # brackets nested thousands deep: no trace line looks like this
+                raise FormatError(str(path), "JSON nested too deeply to be a trace line", f"line {line_no}") from None
+            if not isinstance(obj, dict):
+                raise FormatError(str(path), "each line must be a JSON object", f"line {line_no}")
+            if layout is None:
+                layout = _detect(set(obj), JSONL_LAYOUTS, path, "JSONL")
+            t_key, p_key, o_key = JSONL_LAYOUTS[layout]
+            for key in (t_key, p_key, o_key):
+                if key not in obj:
+                    raise FormatError(str(path), f"missing field {key!r}", f"line {line_no}")
+            where = f"line {line_no}, field "
+            prompts.append(_int_at(obj[p_key], path, where + repr(p_key)))
+            outputs.append(_int_at(obj[o_key], path, where + repr(o_key)))
+            t = _float_at(obj[t_key], path, where + repr(t_key))
+            times.append(t / 1000.0 if layout == "mooncake" else t)
+            seg_key = "hash_ids" if layout == "mooncake" else "prefix_segments"
+            block = segment_tokens if layout == "mooncake" else 0
+            segments.append(_segments_at(obj[seg_key], prompts[-1], block, path, where + repr(seg_key))
+                            if seg_key in obj else ())
+            client = obj.get("client_id")
+            clients.append(None if client is None else str(client))
+    if layout is None:
+        raise FormatError(str(path), "no data rows")
+    arrivals = np.asarray(times, dtype=np.float64)
+    return ParsedTrace(layout, arrivals - arrivals.min(), np.asarray(prompts, dtype=np.int64),
+                       np.asarray(outputs, dtype=np.int64), segments if any(segments) else None, segment_tokens,
+                       clients if any(c is not None for c in clients) else None)
+
+
+def read_trace_file(path: str | Path, *, segment_tokens: int = _MOONCAKE_BLOCK_TOKENS) -> ParsedTrace:
+    """Parse a trace file, detecting CSV or JSON Lines from the first non-blank character.
+
+    Args:
+        path: the file.
+        segment_tokens: tokens per prefix segment id (Mooncake: 512).
+
+    Raises:
+        FormatError: unreadable file, unknown layout, or a malformed row (the message names line and column/field).
+    """
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            head = f.read(4096).lstrip()
+    except OSError as err:
+        raise FormatError(str(p), f"cannot read trace file: {err.strerror or err}") from None
+    if not head:
+        raise FormatError(str(p), "file is empty")
+    try:
+        return _read_jsonl(p, segment_tokens) if head[:1] == b"{" else _read_csv(p)
+    except UnicodeDecodeError:
+        raise FormatError(str(p), "not a UTF-8 text file") from None
