@@ -20,8 +20,8 @@ RUNS = ["distserve:vllm-100-1", "distserve:vllm-100-2", "distserve:vllm-200-2", 
 
 
 def once():
-    from kvledger.calibration.api import calibrate_files
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
+    from kvledger.calibration.api import calibrate_files
 
     a = SimRequestArgs(model="facebook/opt-13b", gpu="A100-80GB", engine_version="0.5.0", gpu_memory_utilization=0.95,
                        max_num_batched_tokens=16384, max_num_seqs=1024, max_model_len=2048, block_size=16,

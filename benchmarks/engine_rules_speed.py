@@ -19,8 +19,8 @@ from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
-from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.replica import Replica
+from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.workload.traces import load_trace
 
 

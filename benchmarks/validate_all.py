@@ -49,8 +49,8 @@ def distserve() -> dict:
     from kvledger.calibration.compare import compare_runs
     from kvledger.calibration.fit import fit_step_cost, initial_guess
     from kvledger.calibration.replay import MeasuredRun, load_measured, replay
-    from kvledger.dynamics.workload.distserve_runs import list_distserve_runs
     from kvledger.dynamics.engine.request import RequestSpec
+    from kvledger.dynamics.workload.distserve_runs import list_distserve_runs
 
     a = _args(model="facebook/opt-13b", gpu="A100-80GB", engine_version="0.5.0", gpu_memory_utilization=0.95,
               max_num_batched_tokens=16384, max_num_seqs=1024, max_model_len=2048, block_size=16, batching="vllm_v0",
@@ -348,9 +348,9 @@ def robustness() -> dict:
     conversation trace for Llama-3.1-8B on an H100 (the table stands in for the model's step times, as
     ``--step-cost calibrated:KEY`` does). A KvLedgerError is a clean refusal; anything else would be a crash."""
     from kvledger.accounting.calibrated import list_calibrated
-    from kvledger.dynamics.simulator import simulate
     from kvledger.analyses.serving.sim_setup import prepare
     from kvledger.analyses.serving.step_cost_choice import calibrated_step_cost
+    from kvledger.dynamics.simulator import simulate
     from kvledger.errors import KvLedgerError
 
     setup = prepare(_args(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv"))

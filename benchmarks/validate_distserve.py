@@ -39,9 +39,9 @@ import time
 
 import numpy as np
 
-from kvledger.dynamics.workload.distserve_runs import DISTSERVE_VLLM_SETTINGS, list_distserve_runs, load_distserve_run
-from kvledger.dynamics.outputs.metrics import latency_stats
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.outputs.metrics import latency_stats
+from kvledger.dynamics.workload.distserve_runs import DISTSERVE_VLLM_SETTINGS, list_distserve_runs, load_distserve_run
 
 KNEE_FACTOR = 5.0
 SWEEP_RATES = (2.0, 2.5, 3.0, 3.25, 3.5, 3.75, 4.0, 4.5)

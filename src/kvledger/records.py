@@ -113,7 +113,7 @@ class RequestRecord:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "RequestRecord":
+    def from_dict(cls, d: dict[str, Any]) -> RequestRecord:
         """Inverse of :meth:`to_dict`."""
         return cls(**d)
 
@@ -156,7 +156,7 @@ class RunMetadata:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "RunMetadata":
+    def from_dict(cls, d: dict[str, Any]) -> RunMetadata:
         """Inverse of :meth:`to_dict`."""
         d = dict(d)
         if d.get("request_rate") == "inf":
@@ -178,7 +178,7 @@ class RunRecords:
     columns: Any = None  # kvledger.record_columns.RecordColumns when the reader built columns (then records is lazy)
 
     @classmethod
-    def from_columns(cls, columns: Any, metadata: RunMetadata) -> "RunRecords":
+    def from_columns(cls, columns: Any, metadata: RunMetadata) -> RunRecords:
         """A run held as :class:`~kvledger.record_columns.RecordColumns`; ``records`` builds each record on access."""
         from kvledger.record_columns import ColumnRecords
 
@@ -212,5 +212,5 @@ class RunRecords:
         return {"metadata": self.metadata.to_dict(), "records": [r.to_dict() for r in self.records]}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "RunRecords":
+    def from_dict(cls, d: dict[str, Any]) -> RunRecords:
         return cls([RequestRecord.from_dict(r) for r in d["records"]], RunMetadata.from_dict(d["metadata"]))

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.accounting.overheads import SAMPLER_FP32_COPIES, activation_peak_bytes, cudagraph_capture_sizes, fit_sampler_copies
+from kvledger.accounting.overheads import (
+    SAMPLER_FP32_COPIES,
+    activation_peak_bytes,
+    cudagraph_capture_sizes,
+    fit_sampler_copies,
+)
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
 

@@ -8,8 +8,8 @@ import pytest
 
 from kvledger.accounting.step_split import PrefillTime, gpu_time_split, prefill_part_s, step_pricer
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.simulator import EngineConfig, simulate
 
 FIXED = FixedStepCost(per_step_s=0.01, per_token_s=0.001)
 
@@ -126,9 +126,9 @@ def test_fast_path_and_step_by_step_attribute_the_same_time():
     # the arrival stretches (open_stretch.py) and the mixed-step path (fast_path.admit_step) feed the same buffer as
     # the general step, in step order: the totals agree with the step-by-step run's
     from kvledger.accounting.plan import build_plan
+    from kvledger.analyses.serving.from_plan import engine_config_from_plan
     from kvledger.catalog.gpus import get_gpu
     from kvledger.catalog.models import load_model
-    from kvledger.analyses.serving.from_plan import engine_config_from_plan
 
     p = build_plan(load_model("meta-llama/Llama-3.1-8B", allow_hub=False), get_gpu("H100-SXM"), with_advice=False)
     cfg, _ = engine_config_from_plan(p)

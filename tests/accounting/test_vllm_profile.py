@@ -6,8 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.accounting.vllm_profile import (ACTIVATION_FIXED_BYTES, CUDAGRAPH_BYTES_PER_GRAPH, CUDAGRAPH_FIRST_CAPTURE_BYTES,
-                                              SAMPLER_BYTES_PER_LOGIT_SORT, activation_peak, cudagraph_estimate, moe_workspace_bytes, non_torch, pp_stages, stage_model)
+from kvledger.accounting.vllm_profile import (
+    ACTIVATION_FIXED_BYTES,
+    CUDAGRAPH_BYTES_PER_GRAPH,
+    CUDAGRAPH_FIRST_CAPTURE_BYTES,
+    SAMPLER_BYTES_PER_LOGIT_SORT,
+    activation_peak,
+    cudagraph_estimate,
+    moe_workspace_bytes,
+    non_torch,
+    pp_stages,
+    stage_model,
+)
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB, MiB

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.analyses.doctor.diagnose import diagnose, diagnose_file
 from kvledger.analyses.doctor.capacity import usage_at
 from kvledger.analyses.doctor.context import build_context
+from kvledger.analyses.doctor.diagnose import diagnose, diagnose_file
 from kvledger.evidence.vllm_log import UnsupportedLogError, parse_vllm_log, read_vllm_log
 from kvledger.units import GiB, MiB
 

@@ -8,8 +8,14 @@ import pytest
 
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
-from kvledger.analyses.judgments.fp8_calibration import (DEFAULT_FP8_OVERHEAD, VLLM_DOCS_L4_QWEN3_4B, VLLM_DOCS_L4_SOURCE, Fp8Overhead,
-                                               fit_fp8_overhead, read_fp8_measurements)
+from kvledger.analyses.judgments.fp8_calibration import (
+    DEFAULT_FP8_OVERHEAD,
+    VLLM_DOCS_L4_QWEN3_4B,
+    VLLM_DOCS_L4_SOURCE,
+    Fp8Overhead,
+    fit_fp8_overhead,
+    read_fp8_measurements,
+)
 from kvledger.analyses.judgments.fp8_kv import analyse_fp8_kv, max_context_holding
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model

@@ -10,8 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kvledger.analyses.judgments.kv_eviction import (evict, expected_empty_blocks_random, p_block_empty, place_runs,
-                                           sink_window_occupied)
+from kvledger.analyses.judgments.kv_eviction import (
+    evict,
+    expected_empty_blocks_random,
+    p_block_empty,
+    place_runs,
+    sink_window_occupied,
+)
 from kvledger.analyses.judgments.kv_eviction_summary import analyse_kv_eviction
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model

@@ -9,9 +9,9 @@ from kvledger.accounting.fitted_cost import LinearStepCost
 from kvledger.calibration.compare import compare_runs
 from kvledger.calibration.fit import _NAMES, _residuals, fit_step_cost, initial_guess, objective
 from kvledger.calibration.replay import MeasuredRun, replay, replay_recorded
-from kvledger.dynamics.simulator import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
-from kvledger.records import RunRecords, RunMetadata
+from kvledger.dynamics.simulator import EngineConfig
+from kvledger.records import RunMetadata, RunRecords
 
 TRUTH = LinearStepCost(fixed_s=0.008, prefill_token_s=6e-5, prefill_pair_s=2e-9, decode_seq_s=3e-4, decode_kv_token_s=4e-7)
 CFG = EngineConfig(num_gpu_blocks=400, block_size=16, max_model_len=4096, max_num_batched_tokens=2048, max_num_seqs=64,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.calibration.api import engine_for
 from kvledger.calibration.replay import load_measured
-from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
 
 def _run_dir(tmp_path):

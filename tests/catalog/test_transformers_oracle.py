@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.catalog.families import FAMILY_OF, _VERIFIED_DECODERS
+from kvledger.catalog.families import _VERIFIED_DECODERS, FAMILY_OF
 from kvledger.catalog.modelspec import parse_config
 from kvledger.errors import ConfigError
 

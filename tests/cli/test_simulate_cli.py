@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app

@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import os
 import stat
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from kvledger.analyses.serving.sim_ledgers import prepare_run
-from kvledger.cli.main import app
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.cli.main import app
 from kvledger.errors import KvLedgerError
 
 runner = CliRunner()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.workload.closed_loop import ClosedLoop
-from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.simulator import EngineConfig, simulate
+from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.errors import InputError
 
 STEP = FixedStepCost(per_step_s=0.010)

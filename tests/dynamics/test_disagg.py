@@ -10,11 +10,17 @@ import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost, StepShape
 from kvledger.dynamics.disagg import Pool, simulate_disagg
-from kvledger.dynamics.simulator import simulate
 from kvledger.dynamics.engine.config import EngineConfig
-from kvledger.dynamics.engine.kv_transfer import KVLink, KVTransfer, link_from_gpu, parse_link_bandwidth, transfer_from_plans
-from kvledger.dynamics.workload.synthetic import Fixed, Uniform, synthetic_workload
+from kvledger.dynamics.engine.kv_transfer import (
+    KVLink,
+    KVTransfer,
+    link_from_gpu,
+    parse_link_bandwidth,
+    transfer_from_plans,
+)
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.simulator import simulate
+from kvledger.dynamics.workload.synthetic import Fixed, Uniform, synthetic_workload
 from kvledger.errors import InputError, UnknownNameError
 
 COST = FixedStepCost(per_step_s=0.010, per_token_s=0.001)  # a step = 10 ms + 1 ms per token
@@ -97,9 +103,9 @@ def test_decode_admission_needs_blocks_for_the_whole_prompt():
 def test_transfer_time_from_a_real_plan_llama_8b_h100_nvlink():
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
+    from kvledger.analyses.serving.from_plan import engine_config_from_plan
     from kvledger.catalog.gpus import get_gpu
     from kvledger.catalog.models import load_model
-    from kvledger.analyses.serving.from_plan import engine_config_from_plan
 
     gpu = get_gpu("H100-SXM")
     plan = build_plan(load_model("meta-llama/Llama-3.1-8B"), gpu, make_settings(), with_advice=False)

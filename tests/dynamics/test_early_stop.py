@@ -6,8 +6,8 @@ import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.dynamics.early_stop import MissRule
-from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.ledgers.goodput import goodput
 from kvledger.ledgers.slo import SLO
 

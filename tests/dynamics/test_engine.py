@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.workload.closed_loop import ClosedLoop
-from kvledger.dynamics.simulator import EngineConfig, simulate
-from kvledger.dynamics.outputs.metrics import percentiles
-from kvledger.dynamics.engine.swa_step import StepBlockRule
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.swa_step import StepBlockRule
+from kvledger.dynamics.outputs.metrics import percentiles
+from kvledger.dynamics.simulator import EngineConfig, simulate
+from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.errors import InputError, UnknownNameError
 
 STEP = FixedStepCost(per_step_s=0.01)

@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.simulator import EngineConfig, simulate
-from kvledger.dynamics.engine.swa_step import StepBlockRule
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.swa_step import StepBlockRule
+from kvledger.dynamics.simulator import EngineConfig, simulate
 
 
 def _figures(res) -> str:

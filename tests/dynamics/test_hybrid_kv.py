@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from kvledger.accounting.kvlayout import AllocGroup, KVLayout
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.simulator import EngineConfig, simulate
-from kvledger.dynamics.engine.swa_step import StepBlockRule
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.swa_step import StepBlockRule
+from kvledger.dynamics.simulator import EngineConfig, simulate
 
 STEP = FixedStepCost(per_step_s=0.010)
 LAYOUT = KVLayout((AllocGroup("full", 1, 1, 4, 1), AllocGroup("sliding_window", 1, 1, 4, 1, 8)), 1, 4, 0)
@@ -43,9 +43,9 @@ def test_sliding_group_needs_the_window_blocks_of_the_hit():
 def test_plan_turns_caching_on_for_gpt_oss_as_vllm_does():
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import PlanSettings
+    from kvledger.analyses.serving.from_plan import engine_config_from_plan
     from kvledger.catalog.gpus import get_gpu
     from kvledger.catalog.models import load_model
-    from kvledger.analyses.serving.from_plan import engine_config_from_plan
 
     p = build_plan(load_model("openai/gpt-oss-20b", allow_hub=False), get_gpu("H100-SXM"),
                    PlanSettings(max_model_len=8192), with_roofline=False, with_advice=False)
@@ -71,8 +71,8 @@ def test_no_block_leaks_under_preemption_and_sharing():
     from pathlib import Path
 
     from kvledger.dynamics.cluster import run_cluster
-    from kvledger.dynamics.replica import Replica
     from kvledger.dynamics.engine.router import make_router
+    from kvledger.dynamics.replica import Replica
 
     sys.path.insert(0, str(Path(__file__).parent))
     from test_engine import random_workload

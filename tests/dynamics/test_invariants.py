@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.simulator import EngineConfig
-from kvledger.dynamics.replica import Replica
-from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.replica import Replica
+from kvledger.dynamics.simulator import EngineConfig
 
 
 class ReplicaMachine(RuleBasedStateMachine):

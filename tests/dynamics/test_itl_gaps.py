@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_engine import CONFIGS, random_workload
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.engine.request import RequestSpec
-
-from test_engine import CONFIGS, random_workload
+from kvledger.dynamics.simulator import EngineConfig, simulate
 
 
 def test_two_requests_by_hand():

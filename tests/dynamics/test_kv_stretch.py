@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
-from kvledger.dynamics.fast.kv_stretch import per_step_samples
-from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.fast.kv_stretch import per_step_samples
 
 
 def _two_requests(kv: PagedKVManager) -> list[SimRequest]:

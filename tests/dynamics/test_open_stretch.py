@@ -14,9 +14,9 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
+from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.fast import open_stretch
 from kvledger.dynamics.simulator import EngineConfig, simulate
-from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.workload.columns import WorkloadColumns
 
 

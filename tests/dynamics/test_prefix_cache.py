@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.radix_cache import RadixKVManager, RadixNode
-from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.simulator import EngineConfig, simulate
 
 STEP = FixedStepCost(per_step_s=0.01)
 
@@ -110,8 +110,8 @@ def _tree_tokens(node: RadixNode) -> int:
                 min_size=1, max_size=25))
 def test_radix_tree_counters_match_the_tree(items):
     from kvledger.dynamics.cluster import run_cluster
-    from kvledger.dynamics.replica import Replica
     from kvledger.dynamics.engine.router import make_router
+    from kvledger.dynamics.replica import Replica
 
     reqs = [RequestSpec(f"r{i}", i * 0.005, nseg * 8 + extra, out, tuple(range(g * 10, g * 10 + nseg)), 8)
             for i, (g, nseg, extra, out) in enumerate(items)]

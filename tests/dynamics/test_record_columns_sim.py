@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.simulator import EngineConfig, simulate
-from kvledger.dynamics.workload.traces import load_trace
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.workload.columns import WorkloadColumns
+from kvledger.dynamics.workload.traces import load_trace
 from kvledger.errors import InputError
 from kvledger.records import RunRecords
 

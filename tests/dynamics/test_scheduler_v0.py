@@ -12,10 +12,10 @@ import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.dynamics.cluster import run_cluster
-from kvledger.dynamics.simulator import EngineConfig, simulate
-from kvledger.dynamics.replica import Replica
-from kvledger.dynamics.engine.router import make_router
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.router import make_router
+from kvledger.dynamics.replica import Replica
+from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.errors import InputError
 
 STEP = FixedStepCost(per_step_s=0.01)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.analyses.serving.from_plan import POLICY_PRESETS
-from kvledger.dynamics.replica import Replica
-from kvledger.dynamics.engine.sglang_scheduler import MIN_NEW_TOKEN_RATIO, NEW_TOKEN_RATIO_DECAY, SGLangScheduler
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.engine.sglang_scheduler import MIN_NEW_TOKEN_RATIO, NEW_TOKEN_RATIO_DECAY, SGLangScheduler
+from kvledger.dynamics.replica import Replica
+from kvledger.dynamics.simulator import EngineConfig, simulate
 
 STEP = FixedStepCost(per_step_s=0.010)
 SGL = dict(batching="sglang", prefix_caching_policy="sglang", block_size=1)

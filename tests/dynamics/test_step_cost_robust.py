@@ -8,9 +8,9 @@ import pytest
 
 from kvledger.accounting.calibrated import list_calibrated
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.simulator import simulate
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
 from kvledger.analyses.serving.step_cost_choice import calibrated_step_cost, disagreement_note
+from kvledger.dynamics.simulator import simulate
 
 
 def _one_per_source_and_gpu() -> list[str]:

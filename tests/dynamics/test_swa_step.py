@@ -6,9 +6,9 @@ import pytest
 
 from kvledger.accounting.kvlayout import AllocGroup, KVLayout
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.simulator import EngineConfig, simulate
-from kvledger.dynamics.engine.swa_step import StepBlockRule
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.swa_step import StepBlockRule
+from kvledger.dynamics.simulator import EngineConfig, simulate
 
 STEP = FixedStepCost(per_step_s=0.010)
 # one full-attention group + one sliding-window group (W = 8 tokens), block 4 tokens, one shared pool
@@ -50,9 +50,9 @@ def test_s3_sliding_window_blocks_are_held_for_the_whole_chunk(async_):
 def test_plan_brings_the_rule_for_sliding_window_models():
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import PlanSettings
+    from kvledger.analyses.serving.from_plan import engine_config_from_plan
     from kvledger.catalog.gpus import get_gpu
     from kvledger.catalog.models import load_model
-    from kvledger.analyses.serving.from_plan import engine_config_from_plan
 
     p = build_plan(load_model("google/gemma-2-9b-it", allow_hub=False), get_gpu("H100-SXM"),
                    PlanSettings(max_model_len=8192), with_roofline=False, with_advice=False)

@@ -8,8 +8,17 @@ import numpy as np
 import pytest
 
 from kvledger.dynamics.workload.synthetic import (
-    Empirical, ExponentialCapped, Fixed, LogNormal, SharedPrefix, Uniform, anyscale_latency, anyscale_throughput,
-    arrival_times, parse_lengths, synthetic_workload,
+    Empirical,
+    ExponentialCapped,
+    Fixed,
+    LogNormal,
+    SharedPrefix,
+    Uniform,
+    anyscale_latency,
+    anyscale_throughput,
+    arrival_times,
+    parse_lengths,
+    synthetic_workload,
 )
 from kvledger.errors import InputError
 

@@ -55,8 +55,8 @@ def test_vectorised_and_row_readers_agree_on_a_good_file(tmp_path, monkeypatch):
 def test_arrivals_past_the_simulators_time_range_are_refused(tmp_path):
     # Past 1e9 s a float64 time no longer resolves an engine step's gaps (at 1e13 s it resolves 2 ms), so the
     # simulator refuses such a workload at its boundary: a file row, or a rate that stretches the trace there.
-    from kvledger.dynamics.simulator import EngineConfig, simulate
     from kvledger.accounting.stepcost import FixedStepCost
+    from kvledger.dynamics.simulator import EngineConfig, simulate
     from kvledger.errors import InputError
 
     f = tmp_path / "far.csv"

@@ -209,8 +209,8 @@ def test_damaged_trace_files_are_clear_errors(tmp_path):
     # objects nested 100,000 deep, and a trace name of 300 bytes used to end in tracebacks
     import pytest
 
-    from kvledger.errors import FormatError, InputError
     from kvledger.dynamics.workload.traces import load_trace
+    from kvledger.errors import FormatError, InputError
 
     big = tmp_path / "big.csv"
     big.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n\"" + "9" * 200_000 + "\",1,1\n")

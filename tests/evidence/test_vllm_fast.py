@@ -4,6 +4,7 @@ and steps aside (to the reader that names the index at fault) on anything unclea
 from __future__ import annotations
 
 import json
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings

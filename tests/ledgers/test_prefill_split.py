@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
-from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.errors import InputError
 from kvledger.ledgers.cost import capacity_from
 from kvledger.ledgers.goodput import goodput

@@ -8,8 +8,9 @@ parallelism; FP8 KV halves the page): each is re-planned, not guessed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from kvledger.catalog.gpus import gpu_catalog
 from kvledger.errors import InputError
@@ -50,12 +51,12 @@ class Advice:
                 "options": [o.__dict__ for o in self.options]}
 
 
-def _at_len(p: "Plan") -> tuple[float, int]:
+def _at_len(p: Plan) -> tuple[float, int]:
     row = p.row_at(p.memory.max_model_len)
     return (row.max_concurrency, row.max_requests) if row else (0.0, 0)
 
 
-def _try(build: Callable, p: "Plan", gpu=None, **update) -> "Plan | None":
+def _try(build: Callable, p: Plan, gpu=None, **update) -> Plan | None:
     s = p.settings.model_copy(update={"contexts": (p.memory.max_model_len,), **update})
     try:
         return build(p.model, gpu or p.gpu, s, with_roofline=False, with_advice=False)
@@ -63,7 +64,7 @@ def _try(build: Callable, p: "Plan", gpu=None, **update) -> "Plan | None":
         return None
 
 
-def _options(p: "Plan", build: Callable, est_len: int | None) -> list[Option]:
+def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
     opts: list[Option] = []
     for tp in (2, 4, 8, 16):
         if tp <= p.settings.tp:
@@ -84,7 +85,7 @@ def _options(p: "Plan", build: Callable, est_len: int | None) -> list[Option]:
     return opts + _utilization_option(p, build) + _bigger_gpus(p, build)
 
 
-def _utilization_option(p: "Plan", build: Callable) -> list[Option]:
+def _utilization_option(p: Plan, build: Callable) -> list[Option]:
     """The smallest --gpu-memory-utilization (to 0.01, at most 1) that holds one max_model_len request, as vLLM's own
     start-up error suggests raising it: (deductions + that request's blocks + the null block) ÷ device total, re-planned
     up to 0.02 higher if the terms move with it; none when even 1.0 is not enough or the engine is not vLLM."""
@@ -115,7 +116,7 @@ SUPERCHIP_PREFIXES = ("nvidia_gh", "nvidia_gb")
 when the plan's GPU is one."""
 
 
-def _bigger_gpus(p: "Plan", build: Callable) -> list[Option]:
+def _bigger_gpus(p: Plan, build: Callable) -> list[Option]:
     """The NVIDIA GPUs with more memory on which the plan fits, ranked memory first: the smallest memory size that
     fits, then the next two sizes up; within a size the highest HBM bandwidth. Each says what its memory buys."""
     superchip = p.gpu.gpu_id.startswith(SUPERCHIP_PREFIXES)
@@ -142,13 +143,13 @@ def _bigger_gpus(p: "Plan", build: Callable) -> list[Option]:
     return opts
 
 
-def _blocks_at(p: "Plan", length: int) -> int:
+def _blocks_at(p: Plan, length: int) -> int:
     if p.layout is not None:
         return p.layout.blocks_per_request(length, p.inflight_tokens)
     return -(-length // p.memory.block_size)
 
 
-def _estimate_len(p: "Plan") -> int | None:
+def _estimate_len(p: Plan) -> int | None:
     m = p.memory
     if m.usable_blocks <= 0:
         return None
@@ -158,7 +159,7 @@ def _estimate_len(p: "Plan") -> int | None:
     return m.pool_tokens or None
 
 
-def advise(p: "Plan", build: Callable) -> Advice:
+def advise(p: Plan, build: Callable) -> Advice:
     """The verdict for a plan and, when it does not fit, the fixes re-planned with numbers."""
     m = p.memory
     row = p.row_at(m.max_model_len)
@@ -209,7 +210,7 @@ def advise(p: "Plan", build: Callable) -> Advice:
     return Advice("fits", f"fits: {each}; at max_model_len, {at_max}{capped}")
 
 
-def waterfall(p: "Plan") -> list[dict[str, Any]]:
+def waterfall(p: Plan) -> list[dict[str, Any]]:
     """Concurrency at the headline context as each term is added, from the back-of-envelope to the engine's figure."""
     m = p.memory
     ctx = 8192 if m.max_model_len >= 8192 else m.max_model_len

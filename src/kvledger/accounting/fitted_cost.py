@@ -121,7 +121,7 @@ class LinearStepCost:
         return d
 
     @classmethod
-    def from_coefficients(cls, d: dict[str, Any], name: str = "fitted") -> "LinearStepCost":
+    def from_coefficients(cls, d: dict[str, Any], name: str = "fitted") -> LinearStepCost:
         """Build from ``coefficients()``' dict; raises KeyError/ValueError/TypeError on a malformed one."""
         keys = [t[0] for t in GPU_TERMS]
         overlap = d.get("overlap", False)

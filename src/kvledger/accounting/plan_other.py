@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import re
 
+from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.kvcache import KVLedger
-from kvledger.accounting.memory import LineItem, MemoryPlan, floor_div, sglang_defaults, sglang_mem_fraction_static
+from kvledger.accounting.memory import LineItem, MemoryPlan, sglang_defaults, sglang_mem_fraction_static
 from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
 from kvledger.accounting.plan_vllm import resolve_max_model_len
-from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.settings import PlanSettings
-from kvledger.accounting.weightmem import weight_bytes_per_gpu
-from kvledger.catalog.gpus import GpuSpec
 from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
+from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.compressed_mla import has_compressed_mla
+from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError

@@ -12,20 +12,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from kvledger.accounting import vllm_profile as P
 from kvledger.accounting import vllm_rules as R
-from kvledger.accounting.kvcache import KVLedger
+from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout, vllm_layout
 from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
 from kvledger.accounting.memory import LineItem, MemoryPlan, floor_div
-from kvledger.accounting import vllm_profile as P
-from kvledger.accounting.kvcache import kv_ledger
 from kvledger.accounting.overheads import cudagraph_capture_sizes
-from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.settings import PlanSettings
-from kvledger.catalog.loading import SERVED_DTYPE_BYTES, loaded_weights
+from kvledger.accounting.vllm_profile import PPStage
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention, StateLayer
+from kvledger.catalog.loading import SERVED_DTYPE_BYTES, loaded_weights
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.units import GiB

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 from kvledger.accounting.attention_terms import attention_terms
 from kvledger.accounting.decode_prices import DecodePrices
 from kvledger.accounting.kvcache import KVLedger
@@ -36,6 +35,7 @@ from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
+
 __all__ = ["StepCosts", "RooflineStepCost", "compute_dtype", "attention_dtype"]
 
 

@@ -22,7 +22,7 @@ faster for small messages, so for decode steps this term leans high (pass a late
 from __future__ import annotations
 
 import csv
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from kvledger.catalog.gpus import GpuSpec
@@ -34,7 +34,7 @@ FIT_MAX_BYTES = 8 << 20  # messages used for the latency fit, B (decode and chun
 _NOMINAL_LINK = {"a100_dgx": 300e9, "h100_dgx": 450e9}  # NVLink 3 / NVLink 4, one direction, B/s (gpus.csv ÷ 2)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fitted_latency_s(profile: str) -> dict[int, float]:
     """{ranks: median per-call latency, s} from one Vidur network profile (module doc)."""
     link = _NOMINAL_LINK[profile]

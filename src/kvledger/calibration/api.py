@@ -11,13 +11,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kvledger.accounting.calibration_profile import PROFILE_KIND
 from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
+from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES, fit_step_cost, initial_guess
-from kvledger.accounting.calibration_profile import PROFILE_KIND
 from kvledger.calibration.replay import MeasuredRun, load_measured, replay
 from kvledger.dynamics.simulator import EngineConfig
-from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.errors import InputError
 from kvledger.ledgers.slo import SLO
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from kvledger.accounting.fitted_cost import step_features
 from kvledger.accounting.stepcost import StepCostModel, StepShape
-from kvledger.dynamics.simulator import EngineConfig, SimResult, simulate
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.simulator import EngineConfig, SimResult, simulate
 from kvledger.errors import FormatError, InputError
 from kvledger.records import RunRecords
 

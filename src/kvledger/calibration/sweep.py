@@ -29,8 +29,8 @@ import numpy as np
 
 from kvledger.calibration.compare import Comparison, MetricRow, rel_error
 from kvledger.calibration.replay import MeasuredRun
-from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.errors import FormatError
 from kvledger.records import RunMetadata, RunRecords
 

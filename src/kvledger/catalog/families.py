@@ -10,13 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvledger.catalog.cfg import Cfg
-from kvledger.catalog.hfread import KV_HEAD_KEYS
-from kvledger.catalog.statelayers import state_layer
-from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
-from kvledger.catalog.layerwise import (hybrid_kinds, hybrid_layer, layer_overrides, loop_copies, mimo_v2_layer,
-                                        per_layer_embedding_weights, qsa_indexer, qsa_layer)
 from kvledger.catalog.families_mlp import VERIFIED_DECODERS as _VERIFIED_DECODERS
 from kvledger.catalog.families_mlp import decoder_mlp, moe_counts
+from kvledger.catalog.hfread import KV_HEAD_KEYS
+from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
+from kvledger.catalog.layerwise import (
+    hybrid_kinds,
+    hybrid_layer,
+    layer_overrides,
+    loop_copies,
+    mimo_v2_layer,
+    per_layer_embedding_weights,
+    qsa_indexer,
+    qsa_layer,
+)
+from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.weights import Weight, mat, norm, std_attention, vec
 
 __all__ = ["Family", "FAMILY_OF", "build_family", "decoder_mlp", "moe_counts"]
@@ -254,8 +262,8 @@ def build_family(c: Cfg, mt: str) -> Family:
     from kvledger.catalog.families_blt import blt
     from kvledger.catalog.families_dsv4 import deepseek_v4
     from kvledger.catalog.families_phi import phi
-    from kvledger.catalog.families_ssm import ssm
     from kvledger.catalog.families_recurrent import recurrent_gemma, rwkv, xlstm
+    from kvledger.catalog.families_ssm import ssm
     from kvledger.catalog.families_zamba import zamba, zamba2
 
     kind = family_of(c, mt)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import csv
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -265,7 +265,6 @@ def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth
         UnknownNameError, ConfigError, InputError: as get_gpu / the file reader / custom_gpu.
     """
     from kvledger.errors import ConfigError
-
     from kvledger.names import check_name_or_path
 
     check_name_or_path(name_or_path, "GPU")

@@ -8,7 +8,6 @@ from typing import Any
 
 from kvledger.errors import ConfigError
 
-
 MAX_JSON_BYTES = 16 * 2**20
 """Largest JSON file read, B (a real config.json is a few KB; Nemotron-H's, among the largest, is 4 KB)."""
 MAX_DEPTH = 64

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -26,11 +26,10 @@ FLOPS_OPT = typer.Option(0.7, "--achievable-flops-fraction", "--flops-fraction",
 JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
 
 
-def parse_token_list(items: Optional[list[str]], what: str) -> list[int] | None:
+def parse_token_list(items: list[str] | None, what: str) -> list[int] | None:
     """Token counts from repeated and/or comma-separated options ("8K,32K"), tokens; None when none given."""
-    from kvledger.units import parse_tokens
-
     from kvledger.errors import InputError
+    from kvledger.units import parse_tokens
 
     out = [parse_tokens(c, what=what) for item in (items or []) for c in item.split(",") if c.strip()]
     if len(out) > 64:  # one row (and one roofline curve point) each: keep the work and the table bounded

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -12,21 +12,21 @@ __all__ = ["engine_args", "Model", "Gpu", "EngineVersion", "Tp", "MaxModelLen", 
 
 Model = Annotated[str, typer.Option("--model", help="The served model: bundled HF id or alias, a config.json path or a Hub id.")]
 Gpu = Annotated[str, typer.Option("--gpu", help="The GPU it ran on: catalog name (see `kvledger gpus`) or a GPU file.")]
-EngineVersion = Annotated[Optional[str], typer.Option("--engine-version", help="vLLM version whose defaults and memory rules apply.", show_default=False)]
+EngineVersion = Annotated[str | None, typer.Option("--engine-version", help="vLLM version whose defaults and memory rules apply.", show_default=False)]
 Tp = Annotated[int, typer.Option("--tp", "--tensor-parallel-size", help="Tensor-parallel degree.")]
-MaxModelLen = Annotated[Optional[str], typer.Option("--max-model-len", help="Tokens (8192, 8K); default: from the config.", show_default=False)]
-GpuMemUtil = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="vLLM fraction of device memory.", show_default=False)]
+MaxModelLen = Annotated[str | None, typer.Option("--max-model-len", help="Tokens (8192, 8K); default: from the config.", show_default=False)]
+GpuMemUtil = Annotated[float | None, typer.Option("--gpu-memory-utilization", help="vLLM fraction of device memory.", show_default=False)]
 KvCacheDtype = Annotated[str, typer.Option("--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.")]
-BlockSize = Annotated[Optional[int], typer.Option("--block-size", help="Tokens per KV block (vLLM default 16).", show_default=False)]
-MaxNumBatchedTokens = Annotated[Optional[str], typer.Option("--max-num-batched-tokens", help="Token budget per step.", show_default=False)]
-MaxNumSeqs = Annotated[Optional[int], typer.Option("--max-num-seqs", help="Most running requests.", show_default=False)]
-NumGpuBlocksOverride = Annotated[Optional[int], typer.Option("--num-gpu-blocks-override", help="Fix the KV block count (e.g. the 'num_gpu_blocks' your engine logged).", show_default=False)]
-PrefixCaching = Annotated[Optional[bool], typer.Option("--enable-prefix-caching/--no-enable-prefix-caching", help="Automatic prefix caching (default on, as vLLM v1).", show_default=False)]
-ChunkedPrefill = Annotated[Optional[bool], typer.Option("--enable-chunked-prefill/--no-enable-chunked-prefill", help="Chunked prefill (default on, as vLLM v1).", show_default=False)]
-Batching = Annotated[Optional[str], typer.Option("--batching", help="continuous (vLLM v1, default), vllm_v0 (vLLM V0's prefill-first scheduler) or static.", show_default=False)]
-MaxPaddings = Annotated[Optional[int], typer.Option("--max-paddings", help="vLLM 0.2.x only (with --batching vllm_v0): padded prompt batches with at most this many padding tokens (0.2.3's default: 256).", show_default=False)]
-AsyncScheduling = Annotated[Optional[bool], typer.Option("--async-scheduling/--no-async-scheduling", help="vLLM v1 async scheduling (the step k+1 is scheduled while step k runs; CPU work overlaps the GPU). Default: the engine version's (on from vLLM 0.33). calibrate then fits the CPU overhead as max(GPU, CPU) per step.", show_default=False)]
-CpuOverhead = Annotated[Optional[str], typer.Option("--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms).", show_default=False)]
+BlockSize = Annotated[int | None, typer.Option("--block-size", help="Tokens per KV block (vLLM default 16).", show_default=False)]
+MaxNumBatchedTokens = Annotated[str | None, typer.Option("--max-num-batched-tokens", help="Token budget per step.", show_default=False)]
+MaxNumSeqs = Annotated[int | None, typer.Option("--max-num-seqs", help="Most running requests.", show_default=False)]
+NumGpuBlocksOverride = Annotated[int | None, typer.Option("--num-gpu-blocks-override", help="Fix the KV block count (e.g. the 'num_gpu_blocks' your engine logged).", show_default=False)]
+PrefixCaching = Annotated[bool | None, typer.Option("--enable-prefix-caching/--no-enable-prefix-caching", help="Automatic prefix caching (default on, as vLLM v1).", show_default=False)]
+ChunkedPrefill = Annotated[bool | None, typer.Option("--enable-chunked-prefill/--no-enable-chunked-prefill", help="Chunked prefill (default on, as vLLM v1).", show_default=False)]
+Batching = Annotated[str | None, typer.Option("--batching", help="continuous (vLLM v1, default), vllm_v0 (vLLM V0's prefill-first scheduler) or static.", show_default=False)]
+MaxPaddings = Annotated[int | None, typer.Option("--max-paddings", help="vLLM 0.2.x only (with --batching vllm_v0): padded prompt batches with at most this many padding tokens (0.2.3's default: 256).", show_default=False)]
+AsyncScheduling = Annotated[bool | None, typer.Option("--async-scheduling/--no-async-scheduling", help="vLLM v1 async scheduling (the step k+1 is scheduled while step k runs; CPU work overlaps the GPU). Default: the engine version's (on from vLLM 0.33). calibrate then fits the CPU overhead as max(GPU, CPU) per step.", show_default=False)]
+CpuOverhead = Annotated[str | None, typer.Option("--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms).", show_default=False)]
 
 
 def engine_args(model: str, gpu: str, params: dict[str, Any], step_cost: str = "roofline"):

@@ -4,13 +4,29 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from kvledger.cli.calib_opts import (AsyncScheduling, Batching, BlockSize, ChunkedPrefill, CpuOverhead, EngineVersion, GpuMemUtil, Gpu,
-                                     KvCacheDtype, MaxModelLen, MaxNumBatchedTokens, MaxNumSeqs, MaxPaddings, Model,
-                                     NumGpuBlocksOverride, PrefixCaching, Tp, engine_args)
+from kvledger.cli.calib_opts import (
+    AsyncScheduling,
+    Batching,
+    BlockSize,
+    ChunkedPrefill,
+    CpuOverhead,
+    EngineVersion,
+    Gpu,
+    GpuMemUtil,
+    KvCacheDtype,
+    MaxModelLen,
+    MaxNumBatchedTokens,
+    MaxNumSeqs,
+    MaxPaddings,
+    Model,
+    NumGpuBlocksOverride,
+    PrefixCaching,
+    Tp,
+    engine_args,
+)
 
 __all__ = ["register"]
 
@@ -27,13 +43,13 @@ def calibrate(
     fit_frontend: bool = typer.Option(False, "--fit-frontend/--no-fit-frontend", help="Also fit a per-request latency outside the engine (HTTP, tokenisation), added to TTFT and E2E: for client-side measurements."),
     start: str = typer.Option("roofline", "--start", help="Step cost the fit starts from (its least-squares linear form): roofline, calibrated, calibrated:KEY or a PROFILE.json."),
     leave_one_out: bool = typer.Option(True, "--leave-one-out/--no-leave-one-out", help="With several runs, also fit without each run and report its error (one extra fit per run)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write the calibration profile here (JSON); use it with --step-cost FILE."),
+    out: Path | None = typer.Option(None, "--out", help="Write the calibration profile here (JSON); use it with --step-cost FILE."),
     force: bool = typer.Option(False, "--force", help="Allow --out to overwrite an existing file."),
     as_json: bool = typer.Option(False, "--json", help="Print the profile as JSON instead of tables."),
 ) -> None:
     """Fit the simulator's step cost to measured runs: replays their arrivals and lengths, minimises the TTFT/TPOT/E2E error, reports fit and leave-one-out errors."""
-    from kvledger.calibration.api import calibrate_files
     from kvledger.accounting.calibration_profile import dump_profile
+    from kvledger.calibration.api import calibrate_files
     from kvledger.errors import InputError
 
     if out is not None and out.exists() and not force:

@@ -13,16 +13,14 @@ output tokens, ``capacity_basis``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from kvledger.report.progress import working
 from kvledger import strict_json
-
 from kvledger.cli import sim_opts as so
+from kvledger.report.progress import working
 
 __all__ = ["register"]
 
@@ -223,13 +221,13 @@ def register(app: typer.Typer) -> None:
         GPU prices: --gpu (or the GPU the file names) is resolved through the GPU catalog's names and
         aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
         """
-        from kvledger.report.cost_view import print_cost_report
+        from kvledger.analyses.serving.cost_run import cost_payload
         from kvledger.cli.sim_opts import reject_sim_flags
         from kvledger.errors import InputError
         from kvledger.ledgers.api_cost import ApiMix
         from kvledger.ledgers.cost import SelfHostSetup
-        from kvledger.analyses.serving.cost_run import cost_payload
         from kvledger.ledgers.cost_summary import DecisionFactors, MonthlyVolume
+        from kvledger.report.cost_view import print_cost_report
 
         file = files[0] if files else None
         if (file is None) == (simulate is None):

@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
-from kvledger.report.doctor_view import render_doctor as _render
-
 from kvledger import strict_json
+from kvledger.report.doctor_view import render_doctor as _render
 
 __all__ = ["register"]
 
 
 def doctor(
     logfile: str = typer.Argument(..., help="A vLLM server log (stdout/stderr of `vllm serve`, any version from 0.5)."),
-    model: Optional[str] = typer.Option(None, "--model", help="Bundled model or config.json (default: the model the log names, if bundled)."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="Catalog GPU or GPU file (default: the device total the log prints)."),
+    model: str | None = typer.Option(None, "--model", help="Bundled model or config.json (default: the model the log names, if bundled)."),
+    gpu: str | None = typer.Option(None, "--gpu", help="Catalog GPU or GPU file (default: the device total the log prints)."),
     replicas: int = typer.Option(1, "--replicas", help="Replicas the traffic is spread over (prefix-cache routing rule)."),
-    prefix_share: Optional[float] = typer.Option(None, "--prefix-share", help="Fraction of prompt tokens your traffic repeats, 0–1."),
-    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: from the log)."),
+    prefix_share: float | None = typer.Option(None, "--prefix-share", help="Fraction of prompt tokens your traffic repeats, 0–1."),
+    engine_version: str | None = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: from the log)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the full reading after the summary: start-up terms against the ledger, evidence lines, remedies, rules."),
 ) -> None:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -19,7 +17,7 @@ def experiment(
     name: str = typer.Argument(..., help="batching, kv-waste, budget or prefix-cache."),
     quick: bool = typer.Option(False, "--quick", help="Fewer requests: a first look in seconds."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the comparison to FILE (.png, .svg or .pdf); refuses to overwrite."),
+    plot: Path | None = typer.Option(None, "--plot", help="Also draw the comparison to FILE (.png, .svg or .pdf); refuses to overwrite."),
 ) -> None:
     """Run a comparison from the seed claims (continuous vs static batching, KV waste, the token-budget seesaw,
     prefix caching and routing) and print it with its setup and the published expectation."""

@@ -2,26 +2,40 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from kvledger import strict_json
-
-from kvledger.cli.analysis_opts import (AVAIL_OPT, BLOCK_OPT, BW_OPT, FLOPS_OPT, GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG,
-                                        TP_OPT, UTIL_OPT, VERSION_OPT, load_target, parse_token_list)
-
-from kvledger.report.plotfile import check_plot_path, save_plot
+from kvledger.cli.analysis_opts import (
+    AVAIL_OPT,
+    BLOCK_OPT,
+    BW_OPT,
+    FLOPS_OPT,
+    GPU_OPT,
+    JSON_OPT,
+    MAX_LEN_OPT,
+    MODEL_ARG,
+    TP_OPT,
+    UTIL_OPT,
+    VERSION_OPT,
+    load_target,
+    parse_token_list,
+)
 from kvledger.report.fp8_kv_view import render_fp8_kv as _render
+from kvledger.report.plotfile import check_plot_path, save_plot
 
 __all__ = ["register"]
 
 
 def _overhead(per_element_ns, per_layer_us, calibration, calibration_model, calibration_gpu, model, gpu):
     """The FP8 overhead to use and, if fitted here, its calibration."""
-    from kvledger.analyses.judgments.fp8_calibration import DEFAULT_FP8_OVERHEAD, Fp8Overhead, fit_fp8_overhead, read_fp8_measurements
+    from kvledger.analyses.judgments.fp8_calibration import (
+        DEFAULT_FP8_OVERHEAD,
+        Fp8Overhead,
+        fit_fp8_overhead,
+        read_fp8_measurements,
+    )
     from kvledger.catalog.gpus import resolve_gpu
     from kvledger.catalog.models import load_model
 
@@ -41,18 +55,18 @@ def _overhead(per_element_ns, per_layer_us, calibration, calibration_model, cali
 
 def fp8_kv(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Sequences decoding together (the batch), count; default: the requests of the first --context the bf16 pool holds at once (at most max_num_seqs)."),
-    contexts: Optional[list[str]] = typer.Option(None, "--contexts", "--context", help="Your context per request first (capacity is answered there; default 8K), then more for the curve (8K,32K); default curve 512 doubling to max_model_len."),
-    overhead_ns_per_element: Optional[float] = typer.Option(None, "--overhead-ns-per-element", help="FP8 time per K/V element read or written, ns (default 5.3e-5, fitted to the vLLM docs' L4 table)."),
-    overhead_us_per_layer: Optional[float] = typer.Option(None, "--overhead-us-per-layer", help="FP8 fixed time per layer per step, µs (default 6.5)."),
-    calibration: Optional[str] = typer.Option(None, "--calibration", help="CSV of your bf16-vs-fp8 decode runs (context_tokens,batch,bf16_tok_per_s,fp8_tok_per_s) to fit the overhead."),
-    calibration_model: Optional[str] = typer.Option(None, "--calibration-model", help="Model the calibration CSV was measured on (default: MODEL)."),
-    calibration_gpu: Optional[str] = typer.Option(None, "--calibration-gpu", help="GPU the calibration CSV was measured on (default: --gpu)."),
-    tp: int = TP_OPT, max_model_len: Optional[str] = MAX_LEN_OPT, gpu_memory_utilization: Optional[float] = UTIL_OPT,
-    available_kv_memory: Optional[str] = AVAIL_OPT, block_size: Optional[int] = BLOCK_OPT,
-    engine_version: Optional[str] = VERSION_OPT, bandwidth_fraction: Optional[float] = BW_OPT, flops_fraction: float = FLOPS_OPT,
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences decoding together (the batch), count; default: the requests of the first --context the bf16 pool holds at once (at most max_num_seqs)."),
+    contexts: list[str] | None = typer.Option(None, "--contexts", "--context", help="Your context per request first (capacity is answered there; default 8K), then more for the curve (8K,32K); default curve 512 doubling to max_model_len."),
+    overhead_ns_per_element: float | None = typer.Option(None, "--overhead-ns-per-element", help="FP8 time per K/V element read or written, ns (default 5.3e-5, fitted to the vLLM docs' L4 table)."),
+    overhead_us_per_layer: float | None = typer.Option(None, "--overhead-us-per-layer", help="FP8 fixed time per layer per step, µs (default 6.5)."),
+    calibration: str | None = typer.Option(None, "--calibration", help="CSV of your bf16-vs-fp8 decode runs (context_tokens,batch,bf16_tok_per_s,fp8_tok_per_s) to fit the overhead."),
+    calibration_model: str | None = typer.Option(None, "--calibration-model", help="Model the calibration CSV was measured on (default: MODEL)."),
+    calibration_gpu: str | None = typer.Option(None, "--calibration-gpu", help="GPU the calibration CSV was measured on (default: --gpu)."),
+    tp: int = TP_OPT, max_model_len: str | None = MAX_LEN_OPT, gpu_memory_utilization: float | None = UTIL_OPT,
+    available_kv_memory: str | None = AVAIL_OPT, block_size: int | None = BLOCK_OPT,
+    engine_version: str | None = VERSION_OPT, bandwidth_fraction: float | None = BW_OPT, flops_fraction: float = FLOPS_OPT,
     as_json: bool = JSON_OPT,
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses to overwrite."),
+    plot: Path | None = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses to overwrite."),
 ) -> None:
     """FP8 KV cache: capacity doubling, the decode break-even context, the bf16-vs-fp8 step curve, and when to leave it off."""
     from rich.console import Console

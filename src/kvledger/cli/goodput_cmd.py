@@ -12,17 +12,17 @@ JSON object), plus a final ``{"boundary": ...}`` line with ``--target``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
-from kvledger.report.progress import working
 from kvledger import strict_json
-
 from kvledger.cli import sim_opts as so
-
+from kvledger.report.goodput_view import print_goodput as _print_human
+from kvledger.report.goodput_view import print_search as _print_search
+from kvledger.report.goodput_view import print_sources as _print_sources
 from kvledger.report.plotfile import check_plot_path, save_plot
-from kvledger.report.goodput_view import print_goodput as _print_human, print_search as _print_search, print_sources as _print_sources
+from kvledger.report.progress import working
 
 __all__ = ["register"]
 
@@ -110,7 +110,7 @@ def register(app: typer.Typer) -> None:
     @app.command("goodput")
     def goodput_command(
         ctx: typer.Context,
-        files: Optional[list[Path]] = typer.Argument(None, help="benchmark output files or kvledger records files; or use --simulate", show_default=False),
+        files: list[Path] | None = typer.Argument(None, help="benchmark output files or kvledger records files; or use --simulate", show_default=False),
         slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'; keys ttft, tpot, e2e, itl (max gap), itl_mean, itl_p99"),
         json_out: bool = typer.Option(False, "--json", help="JSON for scripts, one document: the run's object; with several runs or --target, {\"runs\": [one object per run or probe], \"boundary\": …}"),
         json_lines: bool = typer.Option(False, "--json-lines", help="JSON Lines instead: one object per run or probe per line, then the boundary line"),

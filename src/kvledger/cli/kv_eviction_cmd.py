@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from kvledger import strict_json
-
-from kvledger.cli.analysis_opts import (AVAIL_OPT, GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG, TP_OPT, UTIL_OPT, VERSION_OPT,
-                                        load_target)
-
+from kvledger.cli.analysis_opts import (
+    AVAIL_OPT,
+    GPU_OPT,
+    JSON_OPT,
+    MAX_LEN_OPT,
+    MODEL_ARG,
+    TP_OPT,
+    UTIL_OPT,
+    VERSION_OPT,
+    load_target,
+)
 from kvledger.report.kv_eviction_view import render_kv_eviction as _render
 
 __all__ = ["register"]
@@ -18,16 +23,16 @@ __all__ = ["register"]
 
 def kv_eviction(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
-    evict: Optional[float] = typer.Option(None, "--evict", help="Share of the sequence's tokens evicted, 0–1 (e.g. 0.9)."),
+    evict: float | None = typer.Option(None, "--evict", help="Share of the sequence's tokens evicted, 0–1 (e.g. 0.9)."),
     layout: str = typer.Option("scattered", "--layout", help="scattered, worst, sink-window or clustered."),
     sink_tokens: int = typer.Option(4, "--sink-tokens", help="sink-window: tokens kept at the start (StreamingLLM uses 4)."),
-    window: Optional[str] = typer.Option(None, "--window", help="sink-window: recent tokens kept (default: what --evict leaves)."),
+    window: str | None = typer.Option(None, "--window", help="sink-window: recent tokens kept (default: what --evict leaves)."),
     run_tokens: int = typer.Option(64, "--run-tokens", help="clustered: survivors per run, tokens."),
-    context: Optional[str] = typer.Option(None, "--context", help="Sequence length, tokens (default 32K or max_model_len)."),
-    block_size: Optional[int] = typer.Option(None, "--block-size", help="Tokens per KV block (default 16)."),
+    context: str | None = typer.Option(None, "--context", help="Sequence length, tokens (default 32K or max_model_len)."),
+    block_size: int | None = typer.Option(None, "--block-size", help="Tokens per KV block (default 16)."),
     seed: int = typer.Option(0, "--seed", help="Seed for the random survivor positions."),
-    tp: int = TP_OPT, max_model_len: Optional[str] = MAX_LEN_OPT, gpu_memory_utilization: Optional[float] = UTIL_OPT,
-    available_kv_memory: Optional[str] = AVAIL_OPT, engine_version: Optional[str] = VERSION_OPT, as_json: bool = JSON_OPT,
+    tp: int = TP_OPT, max_model_len: str | None = MAX_LEN_OPT, gpu_memory_utilization: float | None = UTIL_OPT,
+    available_kv_memory: str | None = AVAIL_OPT, engine_version: str | None = VERSION_OPT, as_json: bool = JSON_OPT,
 ) -> None:
     """KV eviction under a paged layout: empty blocks, memory actually freed, and which methods need attention scores."""
     from rich.console import Console

@@ -8,7 +8,7 @@ print with ``--json``) and ``kvledger.report`` draws it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -39,17 +39,17 @@ def report(
     num_requests: int = typer.Option(2000, "--num-requests", help="Requests per simulation (each probe of the capacity search, each sweep point)."),
     seed: int = typer.Option(0, "--seed", help="RNG seed of the workload."),
     target: float = typer.Option(0.9, "--target", help="Share of requests within the SLO at the capacity, (0, 1]."),
-    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size", help="Tensor-parallel degree (default 1)."),
-    engine_version: Optional[str] = typer.Option(None, "--engine-version", help="vLLM version whose rules and defaults to apply."),
-    max_model_len: Optional[str] = typer.Option(None, "--max-model-len", help="Tokens (8192, 8K); default: from the config."),
-    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of device memory."),
-    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."),
-    max_num_seqs: Optional[int] = typer.Option(None, "--max-num-seqs", help="Most running requests per replica."),
-    step_cost: Optional[str] = typer.Option(None, "--step-cost", help="roofline (default) or calibrated (see kvledger simulate --help)."),
+    tp: int | None = typer.Option(None, "--tp", "--tensor-parallel-size", help="Tensor-parallel degree (default 1)."),
+    engine_version: str | None = typer.Option(None, "--engine-version", help="vLLM version whose rules and defaults to apply."),
+    max_model_len: str | None = typer.Option(None, "--max-model-len", help="Tokens (8192, 8K); default: from the config."),
+    gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of device memory."),
+    kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."),
+    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="Most running requests per replica."),
+    step_cost: str | None = typer.Option(None, "--step-cost", help="roofline (default) or calibrated (see kvledger simulate --help)."),
     utilization: float = typer.Option(0.5, "--utilization", help="Average load ÷ capacity over the billed hours, (0, 1]."),
     max_utilization: float = typer.Option(0.8, "--max-utilization", help="Highest utilization per replica when sizing for a monthly volume."),
-    gpu_provider: Optional[str] = typer.Option(None, "--gpu-provider", help="Rental provider (default: the cheapest row listed for the GPU, stated in the report)."),
-    gpu_usd_per_hour: Optional[float] = typer.Option(None, "--gpu-usd-per-hour", help="Your own price, USD per GPU-hour."),
+    gpu_provider: str | None = typer.Option(None, "--gpu-provider", help="Rental provider (default: the cheapest row listed for the GPU, stated in the report)."),
+    gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="Your own price, USD per GPU-hour."),
     batch_share: float = typer.Option(0.0, "--batch-share", help="Share of requests sent through the API's batch endpoint."),
     cache_hit_rate: float = typer.Option(0.0, "--cache-hit-rate", help="Share of API input tokens that are prompt-cache reads."),
     cache_write_rate: float = typer.Option(0.0, "--cache-write-rate", help="Share of API input tokens written to the prompt cache."),
@@ -58,9 +58,9 @@ def report(
     data_sovereignty: str = typer.Option("not_required", "--data-sovereignty", help="required, preferred or not_required."),
     model_control: str = typer.Option("any", "--model-control", help="custom_weights, open_weights or any."),
     team_capability: str = typer.Option("some", "--team-capability", help="experienced, some or none."),
-    bench: Optional[list[Path]] = typer.Option(None, "--bench", help="Benchmark output(s) to draw as measured points on the simulation's axes (repeat)."),
+    bench: list[Path] | None = typer.Option(None, "--bench", help="Benchmark output(s) to draw as measured points on the simulation's axes (repeat)."),
     out: Path = typer.Option(Path("kvledger-report.html"), "--out", "-o", help="The HTML file to write."),
-    png: Optional[Path] = typer.Option(None, "--png", help="Also write each figure as DIR/<figure>.png."),
+    png: Path | None = typer.Option(None, "--png", help="Also write each figure as DIR/<figure>.png."),
     as_json: bool = typer.Option(False, "--json", help="Print the data behind the figures as JSON (strict: no NaN/Infinity)."),
     force: bool = typer.Option(False, "--force", help="Allow overwriting --out and the PNG files."),
 ) -> None:
@@ -72,8 +72,8 @@ def report(
     section equals are listed at the end.
     """
     from kvledger.analyses.serving.decision_data import ReportRequest
-    from kvledger.report.html_report import SECTIONS, render_html, report_figures
     from kvledger.report.figure import png_of
+    from kvledger.report.html_report import SECTIONS, render_html, report_figures
     from kvledger.report.jsonout import strict_json
 
     keys = [k for _, _, ks in SECTIONS for k in ks]

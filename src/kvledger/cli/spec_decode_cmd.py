@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from kvledger import strict_json
-
-from kvledger.cli.analysis_opts import (AVAIL_OPT, BLOCK_OPT, BW_OPT, FLOPS_OPT, GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG,
-                                        TP_OPT, UTIL_OPT, VERSION_OPT, load_target, parse_token_list)
-
+from kvledger.cli.analysis_opts import (
+    AVAIL_OPT,
+    BLOCK_OPT,
+    BW_OPT,
+    FLOPS_OPT,
+    GPU_OPT,
+    JSON_OPT,
+    MAX_LEN_OPT,
+    MODEL_ARG,
+    TP_OPT,
+    UTIL_OPT,
+    VERSION_OPT,
+    load_target,
+    parse_token_list,
+)
 from kvledger.report.plotfile import check_plot_path, save_plot
 from kvledger.report.spec_decode_view import render_spec_decode as _render
 
@@ -39,20 +48,20 @@ def spec_decode(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
     draft_tokens: int = typer.Option(..., "--draft-tokens", "-k", help="Draft length k (vLLM num_speculative_tokens)."),
     acceptance: float = typer.Option(..., "--acceptance", help="Per-token acceptance rate α, 0–1 (i.i.d. model)."),
-    draft_model: Optional[str] = typer.Option(None, "--draft-model", help="Draft model (priced by its own roofline)."),
-    draft_cost_fraction: Optional[float] = typer.Option(None, "--draft-cost-fraction", help="MTP/EAGLE head: cost per draft token as a fraction of the target's decode step."),
+    draft_model: str | None = typer.Option(None, "--draft-model", help="Draft model (priced by its own roofline)."),
+    draft_cost_fraction: float | None = typer.Option(None, "--draft-cost-fraction", help="MTP/EAGLE head: cost per draft token as a fraction of the target's decode step."),
     context: str = typer.Option("2048", "--context", help="Context per sequence for the batch table, tokens (2048, 8K)."),
-    flip_contexts: Optional[list[str]] = typer.Option(None, "--flip-contexts", help="Contexts for the flip table (default 256..32K)."),
-    rates: Optional[str] = typer.Option(None, "--rates", help="Run the simulator at these request rates (1,2,4,8 req/s) or 'auto'."),
+    flip_contexts: list[str] | None = typer.Option(None, "--flip-contexts", help="Contexts for the flip table (default 256..32K)."),
+    rates: str | None = typer.Option(None, "--rates", help="Run the simulator at these request rates (1,2,4,8 req/s) or 'auto'."),
     num_requests: int = typer.Option(200, "--num-requests", help="Requests per simulated rate."),
-    prompt_tokens: Optional[str] = typer.Option(None, "--prompt-tokens", help="Prompt length in the sweep (default: --context)."),
+    prompt_tokens: str | None = typer.Option(None, "--prompt-tokens", help="Prompt length in the sweep (default: --context)."),
     output_tokens: int = typer.Option(256, "--output-tokens", help="Output length in the sweep, tokens."),
     seed: int = typer.Option(0, "--seed", help="Seed for arrivals and acceptance draws."),
-    tp: int = TP_OPT, max_model_len: Optional[str] = MAX_LEN_OPT, gpu_memory_utilization: Optional[float] = UTIL_OPT,
-    available_kv_memory: Optional[str] = AVAIL_OPT, block_size: Optional[int] = BLOCK_OPT,
-    engine_version: Optional[str] = VERSION_OPT, bandwidth_fraction: Optional[float] = BW_OPT, flops_fraction: float = FLOPS_OPT,
+    tp: int = TP_OPT, max_model_len: str | None = MAX_LEN_OPT, gpu_memory_utilization: float | None = UTIL_OPT,
+    available_kv_memory: str | None = AVAIL_OPT, block_size: int | None = BLOCK_OPT,
+    engine_version: str | None = VERSION_OPT, bandwidth_fraction: float | None = BW_OPT, flops_fraction: float = FLOPS_OPT,
     as_json: bool = JSON_OPT,
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses to overwrite."),
+    plot: Path | None = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses to overwrite."),
 ) -> None:
     """Speculative decoding: expected tokens per round, the gain at low load, the flip concurrency, and a request-rate sweep."""
     from rich.console import Console

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -13,7 +12,7 @@ __all__ = ["register"]
 def ui(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (default loopback only; 0.0.0.0 exposes it to the network)."),
     port: int = typer.Option(8765, "--port", help="TCP port."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder whose config, GPU and trace files requests may name (relative paths start there); without it the app reads bundled models, catalog GPUs and bundled traces only."),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="Folder whose config, GPU and trace files requests may name (relative paths start there); without it the app reads bundled models, catalog GPUs and bundled traces only."),
 ) -> None:
     """A local web app: pick model, GPU, engine, TP, context, KV dtype, SLOs, API row and traffic; see the plan, concurrency, cost and figures update."""
     import uvicorn

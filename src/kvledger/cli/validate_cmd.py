@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import typer
 
-from kvledger.cli.calib_opts import (AsyncScheduling, Batching, BlockSize, ChunkedPrefill, CpuOverhead, EngineVersion, GpuMemUtil, Gpu,
-                                     KvCacheDtype, MaxModelLen, MaxNumBatchedTokens, MaxNumSeqs, MaxPaddings, Model,
-                                     NumGpuBlocksOverride, PrefixCaching, Tp, engine_args)
+from kvledger.cli.calib_opts import (
+    AsyncScheduling,
+    Batching,
+    BlockSize,
+    ChunkedPrefill,
+    CpuOverhead,
+    EngineVersion,
+    Gpu,
+    GpuMemUtil,
+    KvCacheDtype,
+    MaxModelLen,
+    MaxNumBatchedTokens,
+    MaxNumSeqs,
+    MaxPaddings,
+    Model,
+    NumGpuBlocksOverride,
+    PrefixCaching,
+    Tp,
+    engine_args,
+)
 
 __all__ = ["register"]
 
@@ -24,9 +40,9 @@ def validate(
     chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
     cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None,
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a PROFILE.json from `kvledger calibrate`."),
-    client_concurrency: Optional[int] = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the client's cap on requests in flight (inference-perf: num_workers × worker_max_concurrency); a stage whose client fell behind its rate is replayed as a closed loop of that many users."),
+    client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the client's cap on requests in flight (inference-perf: num_workers × worker_max_concurrency); a stage whose client fell behind its rate is replayed as a closed loop of that many users."),
     seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),
-    slo: Optional[str] = typer.Option(None, "--slo", help="Also compare goodput under these SLOs, e.g. ttft=200ms,tpot=50ms."),
+    slo: str | None = typer.Option(None, "--slo", help="Also compare goodput under these SLOs, e.g. ttft=200ms,tpot=50ms."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Replay a measured run through the simulator: TTFT, ITL, TPOT, E2E (mean, p50, p90, p99), throughput and goodput, predicted vs measured."""

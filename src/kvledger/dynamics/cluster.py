@@ -17,21 +17,20 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable
 from array import array
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from kvledger.dynamics.workload.closed_loop import ClosedLoop
-from kvledger.dynamics.replica import Replica
-from kvledger.dynamics.fast import fast_path
-from kvledger.dynamics.fast import open_stretch
 from kvledger.dynamics.early_stop import MissRule
-from kvledger.dynamics.outputs.record_sink import RecordSink
-from kvledger.dynamics.engine.request_state import SimRequest, accept
 from kvledger.dynamics.engine.request import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec
+from kvledger.dynamics.engine.request_state import SimRequest, accept
+from kvledger.dynamics.fast import fast_path, open_stretch
+from kvledger.dynamics.outputs.record_sink import RecordSink
+from kvledger.dynamics.replica import Replica
+from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.workload.columns import WorkloadColumns
-from kvledger.record_columns import RecordColumns
 from kvledger.errors import InputError
+from kvledger.record_columns import RecordColumns
 from kvledger.records import RequestRecord
 
 __all__ = ["run_cluster"]

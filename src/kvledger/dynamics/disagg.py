@@ -36,11 +36,11 @@ from kvledger.accounting.step_split import gpu_time_split
 from kvledger.accounting.stepcost import StepCostModel
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.kv_transfer import KVTransfer, received_kv_manager
-from kvledger.dynamics.outputs.metrics import DEFINITIONS, Summary, latency_stats, summarize_records
-from kvledger.dynamics.replica import Replica
+from kvledger.dynamics.engine.request import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec
 from kvledger.dynamics.engine.request_state import SimRequest, rejected_record
 from kvledger.dynamics.engine.router import make_router
-from kvledger.dynamics.engine.request import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec
+from kvledger.dynamics.outputs.metrics import DEFINITIONS, Summary, latency_stats, summarize_records
+from kvledger.dynamics.replica import Replica
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 

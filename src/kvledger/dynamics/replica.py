@@ -23,12 +23,12 @@ import numpy as np
 
 from kvledger.accounting.step_split import PrefillTime
 from kvledger.accounting.stepcost import StepCostModel, StepShape
-from kvledger.dynamics.fast import fast_path
 from kvledger.dynamics.engine.config import EngineConfig, make_kv_manager
-from kvledger.dynamics.outputs.itl_gaps import GapHistogram
 from kvledger.dynamics.engine.request_state import FINISHED, SimRequest
 from kvledger.dynamics.engine.scheduler import Scheduler, padded_prompt_shape
 from kvledger.dynamics.engine.sglang_scheduler import SGLangScheduler
+from kvledger.dynamics.fast import fast_path
+from kvledger.dynamics.outputs.itl_gaps import GapHistogram
 from kvledger.dynamics.outputs.steplog import KvUsageTracker, StepLog
 from kvledger.dynamics.outputs.token_times import TokenTimes
 from kvledger.records import RequestRecord

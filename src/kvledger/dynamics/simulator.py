@@ -16,16 +16,16 @@ from typing import Any
 
 from kvledger.accounting.step_split import gpu_time_split
 from kvledger.accounting.stepcost import StepCostModel
-from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.cluster import run_cluster
 from kvledger.dynamics.early_stop import MissRule
 from kvledger.dynamics.engine.config import EngineConfig
+from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.router import make_router
 from kvledger.dynamics.outputs.itl_gaps import SKETCH_NOTE, merged_stats
 from kvledger.dynamics.outputs.metrics import DEFINITIONS, Summary, summarize_records
-from kvledger.dynamics.replica import Replica
-from kvledger.dynamics.engine.router import make_router
 from kvledger.dynamics.outputs.steplog import StepLog, chrome_trace
-from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.replica import Replica
+from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.errors import InputError
 from kvledger.records import RunMetadata, RunRecords
 

@@ -22,7 +22,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kvledger.errors import FormatError, UnknownNameError
-from kvledger.evidence import aiperf, genai_perf, guidellm, inference_perf, kvledger_records, llmperf, sglang_bench, vllm_bench
+from kvledger.evidence import (
+    aiperf,
+    genai_perf,
+    guidellm,
+    inference_perf,
+    kvledger_records,
+    llmperf,
+    sglang_bench,
+    vllm_bench,
+)
 from kvledger.evidence._io import Document, load_document
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.evidence.detect import detect_format

@@ -62,12 +62,12 @@ class GpuRate:
     as_of: str
 
     @classmethod
-    def from_catalog(cls, row: GpuPrice) -> "GpuRate":
+    def from_catalog(cls, row: GpuPrice) -> GpuRate:
         return cls(row.usd_per_gpu_hour, f"{row.provider} {row.gpu_name} ({row.instance_type}, {row.pricing_model})",
                    f"gpu_prices.csv {row.key} ({row.confidence} confidence); {row.source}", row.as_of)
 
     @classmethod
-    def given(cls, usd_per_gpu_hour: float, label: str = "GPU") -> "GpuRate":
+    def given(cls, usd_per_gpu_hour: float, label: str = "GPU") -> GpuRate:
         if not usd_per_gpu_hour > 0:
             raise InputError(f"GPU price must be > 0 USD per GPU-hour, got {usd_per_gpu_hour}")
         return cls(usd_per_gpu_hour, label, "user input (--gpu-usd-per-hour)", "user input")

@@ -17,8 +17,20 @@ from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
-from kvledger.ledgers.breakeven import break_even_utilization, break_even_volume, people_usd_per_month, replica_usd_per_month
-from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup, capacity_dict, capacity_from, self_host_unit_ledgers
+from kvledger.ledgers.breakeven import (
+    break_even_utilization,
+    break_even_volume,
+    people_usd_per_month,
+    replica_usd_per_month,
+)
+from kvledger.ledgers.cost import (
+    HOURS_PER_MONTH,
+    Capacity,
+    SelfHostSetup,
+    capacity_dict,
+    capacity_from,
+    self_host_unit_ledgers,
+)
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ledgers.prefill_floor import PrefillFloor

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+
 from kvledger.report.tables import LedgerTable as Table
 
 __all__ = ["render_profile", "render_validation", "fmt_value", "fmt_error"]

@@ -33,7 +33,6 @@ def render_models(rows: list[dict[str, Any]], con: Any) -> None:
 def render_gpus(cat: dict[str, Any], con: Any) -> None:
     """The GPU catalog, one row per GPU."""
     from kvledger.report.tables import LedgerTable as Table
-
     from kvledger.units import GiB
 
     wide = con.width >= 130  # narrow terminals get the figures that matter for sizing; --json has everything

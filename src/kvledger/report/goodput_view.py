@@ -73,9 +73,9 @@ def print_goodput(results: list[Any], boundary: Any, slo_text: str) -> None:
 def print_search(sb: Any, slo_text: str) -> None:
     """The probes of a simulator-driven boundary search, the boundary, and the simulation's sources."""
     from rich.console import Console
+    from rich.markup import escape
 
     from kvledger.analyses.serving.sim_boundary import SEARCH_AXES
-    from rich.markup import escape
     from kvledger.report.tables import LedgerTable as Table
 
     con = Console(highlight=False)

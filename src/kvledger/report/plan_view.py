@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from rich.console import Console
-from kvledger.report.tables import LedgerTable as Table
 
 from kvledger.accounting.plan import Plan
 from kvledger.accounting.roofline_breakdown import RooflineReport
 from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
 from kvledger.catalog.models import stated_params
+from kvledger.report.tables import LedgerTable as Table
 from kvledger.units import GB, GiB, KiB, fmt_bytes, fmt_duration
 
 __all__ = ["render_plan"]
@@ -144,7 +144,7 @@ def _roofline(p: Plan) -> list[Table]:
     return [t, d]
 
 
-def _attn_by_ctx(r: "RooflineReport") -> str:
+def _attn_by_ctx(r: RooflineReport) -> str:
     return ", ".join(f"{v:,.1f} at {c:,}" for c, v in sorted(r.decode_attention_by_context.items()))
 
 

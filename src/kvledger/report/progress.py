@@ -6,8 +6,8 @@ Shown on standard error and only when it is a terminal (rich turns live displays
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = ["working"]
 

@@ -91,6 +91,7 @@ def _api(con: Any, result: Any) -> None:
 
 def _rejections(con: Any, result: Any) -> None:
     from rich.markup import escape
+
     from kvledger.report.tables import LedgerTable as Table
 
     rej = [e for e in result.entries if e["status"] != "feasible"]

@@ -8,7 +8,7 @@ is a :class:`LedgerTable`.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult

@@ -23,8 +23,9 @@ explained by HBM traffic, e.g. CPU and launch overhead); then the fp8 rows' exce
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from kvledger.accounting.kvcache import kv_ledger
 from kvledger.accounting.roofline import RooflineStepCost

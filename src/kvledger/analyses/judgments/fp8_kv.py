@@ -29,8 +29,8 @@ from kvledger.accounting.roofline import StepCosts
 from kvledger.accounting.roofline_breakdown import decode_shape
 from kvledger.accounting.settings import PlanSettings
 from kvledger.analyses.judgments.fp8_calibration import DEFAULT_FP8_OVERHEAD, Fp8Overhead, kv_layers
-from kvledger.analyses.plans import require_kv_pool
 from kvledger.analyses.judgments.roofline_terms import weights_bound
+from kvledger.analyses.plans import require_kv_pool
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError

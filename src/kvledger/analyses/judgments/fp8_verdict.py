@@ -16,7 +16,7 @@ def _n(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
-def _capacity_sentences(r: "Fp8Report") -> list[str]:
+def _capacity_sentences(r: Fp8Report) -> list[str]:
     c, n = r.capacity, r.concurrency
     b, f = c.bf16, c.fp8
     h = r.headline
@@ -45,7 +45,7 @@ def _capacity_sentences(r: "Fp8Report") -> list[str]:
     return out
 
 
-def _speed_sentence(r: "Fp8Report", dm: "Fp8DecodeModel") -> str:
+def _speed_sentence(r: Fp8Report, dm: Fp8DecodeModel) -> str:
     be, n = r.break_even, r.concurrency
     short = min(p.context_tokens for p in r.curve)
     p_short = dm.point(n, short)
@@ -66,7 +66,7 @@ def _speed_sentence(r: "Fp8Report", dm: "Fp8DecodeModel") -> str:
             f"steps are faster{gain}.")
 
 
-def fp8_verdict(r: "Fp8Report", dm: "Fp8DecodeModel") -> list[str]:
+def fp8_verdict(r: Fp8Report, dm: Fp8DecodeModel) -> list[str]:
     """Capacity, speed at the asked concurrency, how the break-even moves with batch, and what it rests on."""
     out = _capacity_sentences(r) + [_speed_sentence(r, dm)]
     table = r.break_even_by_batch
@@ -93,7 +93,7 @@ def fp8_verdict(r: "Fp8Report", dm: "Fp8DecodeModel") -> list[str]:
     return out
 
 
-def fp8_notes(r: "Fp8Report", dm: "Fp8DecodeModel") -> list[str]:
+def fp8_notes(r: Fp8Report, dm: Fp8DecodeModel) -> list[str]:
     """Caveats: accuracy, prefill, backends, what the model leaves out."""
     notes = ["Accuracy is not modelled: vLLM's default FP8 scales are 1.0 (uncalibrated), which the vLLM docs warn can "
              "cost accuracy; calibrate scales (llm-compressor) before relying on FP8 KV.",

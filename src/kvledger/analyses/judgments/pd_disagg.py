@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kvledger.dynamics.disagg import FIRST_TOKEN_SOURCES, Pool, simulate_disagg
-from kvledger.dynamics.simulator import simulate
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
+from kvledger.dynamics.disagg import FIRST_TOKEN_SOURCES, Pool, simulate_disagg
 from kvledger.dynamics.engine.kv_transfer import KVLink, transfer_from_plans
-from kvledger.dynamics.outputs.metrics import summarize_records
-from kvledger.dynamics.engine.router import make_router
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.router import make_router
+from kvledger.dynamics.outputs.metrics import summarize_records
+from kvledger.dynamics.simulator import simulate
 from kvledger.errors import InputError, UnknownNameError, range_error
 from kvledger.ledgers.goodput import goodput_of_records
 from kvledger.ledgers.slo import SLO

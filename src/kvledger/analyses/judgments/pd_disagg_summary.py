@@ -6,7 +6,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvledger.analyses.judgments.pd_disagg import Deployment, DeploymentResult, DisaggStudy, evaluate, search_max_rate, splits_for
+from kvledger.analyses.judgments.pd_disagg import (
+    Deployment,
+    DeploymentResult,
+    DisaggStudy,
+    evaluate,
+    search_max_rate,
+    splits_for,
+)
 from kvledger.dynamics.disagg import FIRST_TOKEN_SOURCES
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.units import fmt_duration

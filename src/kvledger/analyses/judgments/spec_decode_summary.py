@@ -7,8 +7,8 @@ from typing import Any
 
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
-from kvledger.analyses.plans import require_kv_pool
 from kvledger.analyses.judgments.spec_decode import DraftSpec, SpecDecodeModel, SpecRow
+from kvledger.analyses.plans import require_kv_pool
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError, range_error

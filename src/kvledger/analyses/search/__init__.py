@@ -5,8 +5,8 @@ it (in process, a process pool or Ray) and returns a :class:`SearchResult` (ledg
 plain dicts, ranking, Pareto frontier, API comparison).
 """
 
-from kvledger.analyses.search.rank import SearchResult, csv_rows, CSV_COLUMNS
-from kvledger.analyses.search.runner import BACKENDS, read_ledger, run_search, ray_available
+from kvledger.analyses.search.rank import CSV_COLUMNS, SearchResult, csv_rows
+from kvledger.analyses.search.runner import BACKENDS, ray_available, read_ledger, run_search
 from kvledger.analyses.search.spec import Axes, Candidate, SearchSpec, parse_candidate_id
 
 __all__ = ["SearchSpec", "Axes", "Candidate", "SearchResult", "run_search", "read_ledger", "parse_candidate_id",

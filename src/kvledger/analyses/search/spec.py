@@ -152,7 +152,7 @@ class Candidate:
         return {"id": self.id, "layout": self.layout, "num_gpus_per_unit": self.num_gpus, **asdict(self)}
 
     @classmethod
-    def from_entry(cls, e: dict[str, Any]) -> "Candidate":
+    def from_entry(cls, e: dict[str, Any]) -> Candidate:
         """The candidate a ledger entry describes."""
         return cls(*(e[f.name] for f in fields(cls)))
 

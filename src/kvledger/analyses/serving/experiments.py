@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.dynamics.simulator import simulate
-from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan, make_step_cost
+from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.simulator import simulate
 
 __all__ = ["ExperimentResult", "EXPERIMENTS", "run_experiment", "anyscale_workload"]
 
@@ -92,9 +92,8 @@ def _batching(quick: bool) -> ExperimentResult:
 
 
 def _kv_waste(quick: bool) -> ExperimentResult:
-    from kvledger.dynamics.workload.traces import load_trace
-
     from kvledger.dynamics.workload.closed_loop import ClosedLoop
+    from kvledger.dynamics.workload.traces import load_trace
 
     cfg, cost, setup = _plan_setup("facebook/opt-13b", "A100-40GB", "calibrated", cost_gpu="A100-80GB")
     reqs = [r for r in load_trace("azure-conv", num_requests=600 if quick else 3000)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.accounting.vllm_rules import parse_version
+from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.hybrid_kv import supports_hybrid_caching
 from kvledger.dynamics.engine.swa_step import StepBlockRule
 from kvledger.errors import InputError, UnknownNameError

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
-from kvledger.dynamics.early_stop import RULE_TEXT, MissRule
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan
+from kvledger.dynamics.early_stop import RULE_TEXT, MissRule
 from kvledger.errors import InputError, range_error
 from kvledger.ledgers.boundary import BoundaryPoint, BoundaryResult, search_boundary
 from kvledger.ledgers.goodput import GoodputResult, goodput

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.errors import InputError
 from kvledger.records import RunRecords
 
@@ -69,7 +69,10 @@ class SyntheticSpec:
         Raises:
             InputError: unreadable length specs, num_requests < 1, rate not > 0, cv not > 0.
         """
-        from kvledger.dynamics.workload.synthetic import parse_lengths, synthetic_workload  # a trace run never needs them
+        from kvledger.dynamics.workload.synthetic import (  # a trace run never needs them
+            parse_lengths,
+            synthetic_workload,
+        )
 
         if num_requests < 1:
             raise InputError(f"a synthetic workload needs num_requests ≥ 1, got {num_requests}")

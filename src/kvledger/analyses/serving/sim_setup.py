@@ -10,10 +10,10 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvledger.dynamics.workload.closed_loop import ClosedLoop
-from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
+from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.workload.columns import WorkloadColumns
 from kvledger.errors import InputError
 
@@ -174,8 +174,14 @@ def make_step_cost(a: SimRequestArgs, plan, overlap_cpu: bool = False) -> tuple[
         InputError: no bundled calibration for the model/GPU/TP or the key (the bundled ones listed, grouped by model).
         UnknownNameError: another name.
     """
-    from kvledger.analyses.serving.step_cost_choice import (CALIBRATED_PREFIX, calibrated_step_cost, disagreement_note,
-                                                    find_calibrated_cost, is_profile_choice, profile_step_cost)
+    from kvledger.analyses.serving.step_cost_choice import (
+        CALIBRATED_PREFIX,
+        calibrated_step_cost,
+        disagreement_note,
+        find_calibrated_cost,
+        is_profile_choice,
+        profile_step_cost,
+    )
 
     if a.step_cost == "roofline":
         cost = plan.step_cost(overlap_cpu=overlap_cpu)

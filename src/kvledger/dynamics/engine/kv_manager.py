@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kvledger.dynamics.engine.block_pool import BlockPool, PoolUsage
-from kvledger.dynamics.fast.kv_stretch import PagedStretches
 from kvledger.dynamics.engine.prefix_keys import own_block_key, shareable_block_keys, vectorize_blocks_for_tokens
 from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.fast.kv_stretch import PagedStretches
 
 __all__ = ["PagedKVManager"]
 

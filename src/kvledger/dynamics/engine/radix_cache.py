@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import heapq
 
-from kvledger.dynamics.fast.kv_stretch import RadixStretches
 from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.fast.kv_stretch import RadixStretches
 
 __all__ = ["RadixKVManager", "RadixNode"]
 
@@ -33,7 +33,7 @@ class RadixNode:
 
     __slots__ = ("key", "ntok", "parent", "children", "lock_ref", "last_access", "alive")
 
-    def __init__(self, key, ntok: int, parent: "RadixNode | None") -> None:
+    def __init__(self, key, ntok: int, parent: RadixNode | None) -> None:
         self.key = key
         self.ntok = ntok
         self.parent = parent

@@ -44,7 +44,7 @@ class StepBlockRule:
     inflight_tokens: int
 
     @classmethod
-    def from_layout(cls, layout, max_model_len: int, inflight_tokens: int) -> "StepBlockRule":
+    def from_layout(cls, layout, max_model_len: int, inflight_tokens: int) -> StepBlockRule:
         return cls(tuple((g.kind, g.block_size, g.window_tokens) for g in layout.groups), max_model_len, inflight_tokens)
 
     def steady(self, num_tokens: int) -> int:

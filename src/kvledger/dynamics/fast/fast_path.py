@@ -54,8 +54,8 @@ import math
 import numpy as np
 
 from kvledger.accounting.stepcost import StepShape
-from kvledger.dynamics.fast.kv_stretch import per_step_samples
 from kvledger.dynamics.engine.request_state import FINISHED, SimRequest, accept
+from kvledger.dynamics.fast.kv_stretch import per_step_samples
 from kvledger.dynamics.fast.stretch_times import MAX_STRETCH_STEPS, decode_times
 
 __all__ = ["stretch", "admit_step", "run_open", "advance", "write_counters", "MAX_STRETCH_STEPS"]

@@ -17,8 +17,8 @@ from bisect import bisect_left
 
 import numpy as np
 
-from kvledger.dynamics.outputs.kv_usage import run_steps
 from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.outputs.kv_usage import run_steps
 
 __all__ = ["PagedStretches", "RadixStretches", "per_step_samples", "most_steps"]
 

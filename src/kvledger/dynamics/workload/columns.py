@@ -114,7 +114,7 @@ class WorkloadColumns(Sequence):
             i = int(np.argmax(bad))
             raise InputError(f"request {self.request_id(i)!r}: {ARRIVAL_RULE}, got {float(self.arrival_s[i])!r}")
 
-    def sorted_by_arrival(self) -> "WorkloadColumns":
+    def sorted_by_arrival(self) -> WorkloadColumns:
         """The same requests in arrival order, ties in workload order (self when already sorted)."""
         if self.arrival_s.size < 2 or not (np.diff(self.arrival_s) < 0).any():
             return self
@@ -124,7 +124,7 @@ class WorkloadColumns(Sequence):
                                self.id_prefix, rows)
 
     @classmethod
-    def from_specs(cls, specs: Sequence[RequestSpec]) -> "WorkloadColumns":
+    def from_specs(cls, specs: Sequence[RequestSpec]) -> WorkloadColumns:
         """Columns of plain specs (no prefix segments, no client ids) whose ids are ``f"{prefix}{row}"``.
 
         Raises:

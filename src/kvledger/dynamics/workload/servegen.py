@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kvledger.dynamics.workload.synthetic import make_rng
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.workload.synthetic import make_rng
 from kvledger.errors import FormatError, InputError, UnknownNameError
 
 __all__ = ["ClientWindow", "ServeGenClient", "list_clients", "load_client", "generate_servegen"]

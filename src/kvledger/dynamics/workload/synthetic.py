@@ -154,7 +154,7 @@ class Empirical:
             raise InputError(f"empirical lengths {self.source!r}: need at least one value, all ≥ 1")
 
     @classmethod
-    def from_trace(cls, name_or_path: str, column: str = "prompt") -> "Empirical":
+    def from_trace(cls, name_or_path: str, column: str = "prompt") -> Empirical:
         """Lengths of a trace (bundled name or path); ``column`` is "prompt" or "output"."""
         from kvledger.dynamics.workload.traces import load_trace
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from kvledger.dynamics.workload.trace_formats import ParsedTrace, read_trace_file
 from kvledger.dynamics.engine.request import MAX_ARRIVAL_S, RequestSpec
 from kvledger.dynamics.workload.columns import WorkloadColumns
+from kvledger.dynamics.workload.trace_formats import ParsedTrace, read_trace_file
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.names import check_name_or_path
 

@@ -17,7 +17,8 @@ Formats covered (oldest first):
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kvledger.evidence.vllm_log.settings_echo import from_arg_dict, from_command_line, from_key_values
 from kvledger.units import GiB
