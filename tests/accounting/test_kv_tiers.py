@@ -1,4 +1,4 @@
-"""KV tiers in the plan: capacity per tier, the load-vs-recompute break-even worked by hand, refusals of bad settings."""
+"""KV tiers in the plan: capacity per tier, the load-vs-recompute break-even worked by hand, refusals."""
 
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ def tier_notes(plan, tiers, out) -> list[str]:
     host = next((t for t in out if t.name == "host_dram"), None)
     hbm = out[0]
     if host is not None and host.capacity_tokens <= hbm.capacity_tokens:
-        notes.append(f"the host tier ({host.capacity_tokens:,} tokens) is no larger than HBM ({hbm.capacity_tokens:,}); "
+        notes.append(f"the host tier ({host.capacity_tokens:,} tokens) is no larger than HBM "
+                     f"({hbm.capacity_tokens:,}); "
                      "with a write-through rule it holds copies of what HBM holds, so it adds few hits")
     if any(t.name in ("nvme", "remote") for t in out):
         notes.append("NVMe and remote bandwidths are assumptions (one PCIe Gen4 x4 drive; a 400 Gb/s NIC per GPU); "

@@ -5,9 +5,10 @@ Rules read from engine code:
 
 * vLLM ``--kv-offloading-size GiB`` / ``--kv-offloading-backend native|lmcache`` first appear in 0.11.1
   (``config/cache.py``); 0.11.0 has only ``--kv-transfer-config`` with ``num_cpu_blocks``. Up to 0.12.0 the
-  backend defaults to None, and a size without a backend is silently ignored (``VllmConfig._post_init_kv_transfer_config``
-  returns early); 0.14.0 defaults to "native". A backend without a size is refused ("You must set
-  kv_offloading_size when kv_offloading_backend is set", 0.11.1–0.12.0).
+  backend defaults to None, and a size without a backend is silently ignored
+  (``VllmConfig._post_init_kv_transfer_config`` returns early); 0.14.0 defaults to "native". A backend without a size is
+  refused
+  ("You must set kv_offloading_size when kv_offloading_backend is set", 0.11.1–0.12.0).
 * native capacity: up to 0.14.0 ``kv_bytes_per_rank = size × 2^30 / (TP × PP)`` and one CPU block per GPU block
   (``offloaded_block_size`` = ``block_size``); 0.33.0 (``kv_offload/cpu/spec.py : CPUOffloadingSpec``) splits
   ``cpu_bytes_to_use = size × 2^30`` into chunks of ``worker_kv_bytes_per_block × world_size × blocks_per_chunk``
@@ -33,9 +34,9 @@ from dataclasses import dataclass
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
-__all__ = ["TierSettings", "check_tier_settings", "vllm_host_tokens", "rules_version", "sglang_host_tokens", "HOST_PAGE_BYTES",
-           "LMCACHE_CHUNK_TOKENS", "HICACHE_WRITE_POLICIES", "DEFAULT_HICACHE_RATIO", "NVME_READ_BYTES_PER_S",
-           "NVME_WRITE_BYTES_PER_S", "NETWORK_BYTES_PER_S", "LINK_FRACTION"]
+__all__ = ["TierSettings", "check_tier_settings", "vllm_host_tokens", "rules_version", "sglang_host_tokens",
+           "HOST_PAGE_BYTES", "LMCACHE_CHUNK_TOKENS", "HICACHE_WRITE_POLICIES", "DEFAULT_HICACHE_RATIO",
+           "NVME_READ_BYTES_PER_S", "NVME_WRITE_BYTES_PER_S", "NETWORK_BYTES_PER_S", "LINK_FRACTION"]
 
 HOST_PAGE_BYTES = 4096  # SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT = mmap.PAGESIZE (vLLM 0.33.0), B
 LMCACHE_CHUNK_TOKENS = 256  # LMCache default chunk_size, tokens
@@ -113,8 +114,8 @@ def check_tier_settings(t: TierSettings, engine: str, engine_version: str | None
     vllm_flags = t.kv_offloading_size_gib is not None or t.kv_offloading_backend is not None
     sglang_flags = t.enable_hierarchical_cache or t.hicache_ratio is not None or t.hicache_size_gb > 0
     if engine != "vllm" and vllm_flags:
-        raise InputError(f"--kv-offloading-size and --kv-offloading-backend are vLLM flags; with --engine {engine} they "
-                         "would be ignored. For SGLang pass --enable-hierarchical-cache with --hicache-ratio or "
+        raise InputError(f"--kv-offloading-size and --kv-offloading-backend are vLLM flags; with --engine {engine} "
+                         "they would be ignored. For SGLang pass --enable-hierarchical-cache with --hicache-ratio or "
                          "--hicache-size (host memory per GPU, GB); TensorRT-LLM's host offload is not modelled.")
     if engine != "sglang" and sglang_flags:
         raise InputError(f"--enable-hierarchical-cache, --hicache-ratio and --hicache-size are SGLang flags; with "
@@ -129,7 +130,8 @@ def check_tier_settings(t: TierSettings, engine: str, engine_version: str | None
 def _check_sglang(t: TierSettings) -> None:
     if (t.hicache_ratio is not None or t.hicache_size_gb > 0) and not t.enable_hierarchical_cache:
         raise InputError("--hicache-ratio and --hicache-size size SGLang's host KV pool, which exists only with "
-                         "--enable-hierarchical-cache; without it SGLang ignores them. Add --enable-hierarchical-cache.")
+                         "--enable-hierarchical-cache; without it SGLang ignores them. Add "
+                         "--enable-hierarchical-cache.")
     if t.hicache_write_policy not in HICACHE_WRITE_POLICIES:
         raise InputError(f"--hicache-write-policy must be one of {', '.join(HICACHE_WRITE_POLICIES)} (SGLang 0.5.23), "
                          f"got {t.hicache_write_policy!r}")
@@ -148,8 +150,9 @@ def _check_vllm(t: TierSettings, ver: tuple[int, ...], given: str | None, has_st
                          "kv_offloading_size when kv_offloading_backend is set\"). Pass the host memory in GiB, "
                          "summed over the TP×PP ranks, e.g. --kv-offloading-size 256GiB.")
     if t.kv_offloading_backend is None and ver <= (0, 12, 0):
-        raise InputError(f"--kv-offloading-size without --kv-offloading-backend: vLLM {shown} has no default backend and "
-                         "silently leaves offloading off (its backend default becomes native in 0.14.0). Add "
+        raise InputError(f"--kv-offloading-size without --kv-offloading-backend: vLLM {shown} has no default "
+                         "backend and silently leaves offloading off (its backend default becomes native in 0.14.0). "
+                         "Add "
                          "--kv-offloading-backend native (or lmcache).")
     backend = t.kv_offloading_backend or "native"
     hma_ok = ver >= (0, 33, 0) and backend == "native"
@@ -169,7 +172,8 @@ def vllm_host_tokens(size_gib: float, backend: str, version: tuple[int, ...], by
         n = int(total / world_size // chunk)
         src = ("lmcache.max_local_cpu_size = size / ranks (vLLM 0.12.0)" if version < (0, 33, 0) else
                "assumed the LMCache server's budget: vLLM 0.33.0 does not pass the size on")
-        rule = (f"{size_gib:g} GiB / {world_size} ranks // ({LMCACHE_CHUNK_TOKENS} tokens × {chunk / LMCACHE_CHUNK_TOKENS:,.0f} "
+        per_token = chunk / LMCACHE_CHUNK_TOKENS
+        rule = (f"{size_gib:g} GiB / {world_size} ranks // ({LMCACHE_CHUNK_TOKENS} tokens × {per_token:,.0f} "
                 f"B/token) = {n:,} chunks ({src})")
         return n * LMCACHE_CHUNK_TOKENS, LMCACHE_CHUNK_TOKENS, rule
     if version >= (0, 33, 0):

@@ -19,8 +19,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kvledger.accounting.kv_tier_rules import (TierSettings, check_tier_settings, rules_version, sglang_host_tokens,
-                                              vllm_host_tokens)
+from kvledger.accounting.kv_tier_rules import (
+    TierSettings,
+    check_tier_settings,
+    rules_version,
+    sglang_host_tokens,
+    vllm_host_tokens,
+)
 from kvledger.accounting.plan import Plan
 from kvledger.accounting.stepcost import StepShape
 from kvledger.catalog.modelspec import state_layers

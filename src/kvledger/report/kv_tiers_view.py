@@ -28,7 +28,8 @@ def render_kv_tiers(tp, console) -> None:
     t = table("Load a cached prefix or recompute it (TTFT of a request with that prefix; roofline prefill)", "tier",
               "rule", "break-even prefix", "load path @1K", "recompute @1K", "load path @max", "recompute @max")
     for b in tp.break_even:
-        t.add_row(b.tier, b.rule, _be_cell(b), f"{b.load_s_per_1k * 1e3:.2f} ms", f"{b.recompute_s_per_1k * 1e3:.2f} ms",
+        t.add_row(b.tier, b.rule, _be_cell(b), f"{b.load_s_per_1k * 1e3:.2f} ms",
+                  f"{b.recompute_s_per_1k * 1e3:.2f} ms",
                   f"{b.load_s_at_max * 1e3:,.1f} ms", f"{b.recompute_s_at_max * 1e3:,.1f} ms")
     console.print(t)
     for n in tp.notes:
