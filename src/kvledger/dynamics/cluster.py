@@ -29,6 +29,7 @@ from kvledger.dynamics.outputs.record_sink import RecordSink
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.workload.columns import WorkloadColumns
+from kvledger.dynamics.workload.sessions import SessionLoop
 from kvledger.errors import InputError
 from kvledger.record_columns import RecordColumns
 from kvledger.records import RequestRecord
@@ -58,8 +59,13 @@ class _Arrivals:
     def __init__(self, source: Iterable[RequestSpec] | ClosedLoop) -> None:
         self.heap: list[tuple[float, int, RequestSpec, int]] = []
         self.seq = 0
-        self.closed = source if isinstance(source, ClosedLoop) else None
-        if self.closed is not None:
+        self.closed = source if isinstance(source, (ClosedLoop, SessionLoop)) else None
+        self.sessions = source.driver() if isinstance(source, SessionLoop) else None
+        if self.sessions is not None:  # one closed loop per session (sessions.py)
+            self.total, self._open = source.num_turns, []
+            for t, user in self.sessions.starts:
+                self.send(t, user)
+        elif self.closed is not None:
             self.pool, self.next_index = list(self.closed.requests), 0
             self.total = len(self.pool)
             for user in range(min(self.closed.num_users, self.total)):
@@ -79,7 +85,15 @@ class _Arrivals:
         self._i = 0
 
     def send(self, t: float, user: int) -> None:
-        """Closed loop: ``user`` sends the next unsent request at ``t`` (nothing if the list is used up)."""
+        """Closed loop: ``user`` sends the next unsent request at ``t`` (nothing if the list is used up); a session
+        sends its own next turn after its think time."""
+        if self.sessions is not None:
+            spec = self.sessions.take(user, t)
+            if spec is not None:
+                _check(spec)
+                heapq.heappush(self.heap, (spec.arrival_s, self.seq, spec, user))
+                self.seq += 1
+            return
         if self.next_index < len(self.pool):
             spec = self.pool[self.next_index]
             self.next_index += 1

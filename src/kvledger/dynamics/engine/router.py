@@ -13,6 +13,10 @@
   index on ties. Every routed prompt is inserted for its replica. The tree is kept in
   tokens of shared segments plus each prompt's unique tail (the router's is in characters),
   and never evicted (the router prunes it every 120 s above 2^26 nodes).
+* ``session_affinity``: sticky sessions (llm-d / gateway session affinity by a session header): the first request
+  of a client (``RequestSpec.client_id``: a session's id) goes to the least loaded replica, every later one to the
+  same replica, so a conversation's prefix stays in one replica's cache; requests without a client id go to the
+  least loaded replica.
 """
 
 from __future__ import annotations
@@ -100,10 +104,26 @@ def _prefix_aware() -> Router:
     return route
 
 
+def _session_affinity() -> Router:
+    home: dict[str, int] = {}
+
+    def route(replicas: list, req: SimRequest) -> int:
+        cid = req.spec.client_id
+        pick = home.get(cid) if cid is not None else None
+        if pick is None:
+            pick = _least_loaded(replicas, req)
+            if cid is not None:
+                home[cid] = pick
+        return pick
+
+    return route
+
+
 ROUTERS: dict[str, Callable[[], Router]] = {
     "round_robin": _round_robin,
     "least_loaded": lambda: _least_loaded,
     "prefix_aware": _prefix_aware,
+    "session_affinity": _session_affinity,
 }
 
 
