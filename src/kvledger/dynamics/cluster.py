@@ -58,6 +58,7 @@ class _Arrivals:
 
     def __init__(self, source: Iterable[RequestSpec] | ClosedLoop) -> None:
         self.heap: list[tuple[float, int, RequestSpec, int]] = []
+        self.loads: list[tuple[float, int, SimRequest, int]] = []  # requests waiting for a KV load: (ready s, seq, ...)
         self.seq = 0
         self.closed = source if isinstance(source, (ClosedLoop, SessionLoop)) else None
         self.sessions = source.driver() if isinstance(source, SessionLoop) else None
@@ -103,6 +104,8 @@ class _Arrivals:
 
     def next_time(self) -> float:
         t = self._open[self._i].arrival_s if self._i < len(self._open) else _INF
+        if self.loads and self.loads[0][0] < t:
+            t = self.loads[0][0]
         return min(t, self.heap[0][0]) if self.heap else t
 
     def pop(self) -> tuple[RequestSpec, int]:
@@ -131,7 +134,7 @@ def run_cluster(source: Iterable[RequestSpec] | ClosedLoop, replicas: list[Repli
         stop.check_every = max(1, arr.total // 100) if stop.check_every is None else stop.check_every
     sink = RecordSink(arr.total) if as_columns and stop is None and _columnar(arr, replicas) else None
     out = [] if sink is None else sink
-    if arr.closed is None and len(replicas) == 1:
+    if arr.closed is None and len(replicas) == 1 and not hasattr(replicas[0].kv, "begin_load"):
         _run_single_open(arr, replicas[0], progress, out, stop)
     else:
         _run_general(arr, replicas, route, progress, out, stop)
@@ -223,6 +226,7 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
     max_len = replicas[0].cfg.max_model_len
     users: dict[int, int] = {}
     uid, done = 0, 0
+    offload = hasattr(replicas[0].kv, "begin_load")
     tick = max(1, arr.total // 200)
     while True:
         t_arr = arr.next_time()
@@ -249,6 +253,10 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
             continue
         if t_arr == _INF:
             return
+        if arr.loads and arr.loads[0][0] == t_arr:  # a KV load from a lower tier is done: the request reaches its replica
+            _, _, req, i = heapq.heappop(arr.loads)
+            replicas[i].add(req)
+            continue
         spec, user = arr.pop()
         req = accept(uid, spec, max_len, replicas[0].cfg.caps_output)
         if req.__class__ is not SimRequest:
@@ -258,5 +266,11 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
         else:
             if user >= 0:
                 users[uid] = user
-            replicas[0 if len(replicas) == 1 else route(replicas, req)].add(req)
+            i = 0 if len(replicas) == 1 else route(replicas, req)
+            load_s = replicas[i].kv.begin_load(req) if offload else 0.0
+            if load_s > 0:  # vLLM's connector: the request waits for its load before the scheduler sees it
+                req.arrival_s = spec.arrival_s + load_s
+                heapq.heappush(arr.loads, (req.arrival_s, uid, req, i))
+            else:
+                replicas[i].add(req)
         uid += 1

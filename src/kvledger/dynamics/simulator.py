@@ -73,7 +73,8 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
              record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
              num_replicas: int = 1, router: str = "round_robin", fast_forward: bool = True,
              model: str | None = None, hardware: str | None = None, record_token_times: bool = True,
-             records_as_columns: bool = True, stop: MissRule | None = None) -> SimResult:
+             records_as_columns: bool = True, stop: MissRule | None = None,
+             kv_manager_factory: Callable[[EngineConfig, int], Any] | None = None) -> SimResult:
     """Serve ``requests`` (an open-loop list, or a ``ClosedLoop``) on ``num_replicas`` engines.
 
     Args:
@@ -98,6 +99,8 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
         stop: an open-loop run ends once this rule proves it misses its attainment target
             (early_stop.py); requests unfinished by then get error records, and ``extra["stopped_early"]``
             says when and why. None: run to the end.
+        kv_manager_factory: builds replica ``i``'s KV manager from the settings (a KV tier below HBM,
+            offload_sim.py); None → the one the settings select.
 
     Raises:
         InputError: bad settings or a malformed request (named by its id).
@@ -106,7 +109,9 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
         raise InputError(f"num_replicas must be an integer ≥ 1, got {num_replicas!r}")
     route = make_router(router)
     replicas = [Replica(config, cost, i, record_steps=record_steps, fast_forward=fast_forward,
-                        record_token_times=record_token_times) for i in range(num_replicas)]
+                        record_token_times=record_token_times,
+                        kv_manager=kv_manager_factory(config, i) if kv_manager_factory else None)
+                for i in range(num_replicas)]
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run makes millions of small objects but no garbage cycles; collections only cost time
     try:
