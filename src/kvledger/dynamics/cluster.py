@@ -253,7 +253,7 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
             continue
         if t_arr == _INF:
             return
-        if arr.loads and arr.loads[0][0] == t_arr:  # a KV load from a lower tier is done: the request reaches its replica
+        if arr.loads and arr.loads[0][0] == t_arr:  # a lower tier's KV load is done: on to the replica
             _, _, req, i = heapq.heappop(arr.loads)
             replicas[i].add(req)
             continue

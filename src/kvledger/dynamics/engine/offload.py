@@ -39,7 +39,8 @@ class HostTier:
 
     Attributes:
         capacity_units: blocks (vLLM) or segments (SGLang) the host holds, count.
-        bytes_per_token: KV bytes per token per GPU, B. read_bytes_per_s: host → HBM, B/s. write_bytes_per_s: HBM → host.
+        bytes_per_token: KV bytes per token per GPU, B. read_bytes_per_s: host → HBM, B/s.
+        write_bytes_per_s: HBM → host, B/s.
         write_policy: SGLang "write_through" or "write_through_selective"; vLLM "write_through".
     """
 

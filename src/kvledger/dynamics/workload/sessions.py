@@ -89,7 +89,8 @@ AGENT = SessionShape(mean_turns=20.0, max_turns=200, first_input_median_tokens=2
 def _check_shape(s: SessionShape) -> None:
     bad = [n for n, v in (("mean_turns", s.mean_turns - 1 + 1e-12), ("max_turns", s.max_turns),
                           ("first_input_median_tokens", s.first_input_median_tokens),
-                          ("input_median_tokens", s.input_median_tokens), ("output_median_tokens", s.output_median_tokens),
+                          ("input_median_tokens", s.input_median_tokens),
+                          ("output_median_tokens", s.output_median_tokens),
                           ("max_context_tokens", s.max_context_tokens)) if not v > 0]
     if s.mean_turns < 1:
         bad.append("mean_turns (≥ 1)")
