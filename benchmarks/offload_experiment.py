@@ -36,8 +36,8 @@ SHAPE = SessionShape(mean_turns=1e9, max_turns=8, first_input_median_tokens=8192
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--engine", default="sglang", choices=["sglang", "vllm"])
-    ap.add_argument("--sessions", type=int, default=200)
-    ap.add_argument("--rate", type=float, default=0.4, help="session starts per second")
+    ap.add_argument("--sessions", type=int, default=120)
+    ap.add_argument("--rate", type=float, default=0.15, help="session starts per second")
     a = ap.parse_args()
     plan = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), make_settings(engine=a.engine),
                       with_advice=False)

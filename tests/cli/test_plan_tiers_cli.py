@@ -1,0 +1,44 @@
+"""`kvledger plan` with KV tier flags: the host tier's tokens and break-even printed, JSON block, one-paragraph errors."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+
+runner = CliRunner(env={"COLUMNS": "250"})
+
+
+def run(*args):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_plan_prints_host_tier_tokens_and_break_even():
+    # 256 GiB // 2,097,152 B per 16-token block = 131,072 blocks = 2,097,152 tokens; break-even 316 tokens
+    # (tests/accounting/test_kv_tiers.py works both out)
+    r = run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "256GiB")
+    assert "2,097,152" in r.stdout and "316 tokens" in r.stdout
+    r = run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "256", "--json")
+    d = json.loads(r.stdout)["kv_tiers"]
+    assert d["tiers"][1]["capacity_tokens"] == 2_097_152 and d["break_even"][0]["break_even_tokens"] == 316
+
+
+def test_plan_sglang_hicache_and_no_block_without_flags():
+    r = run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--engine", "sglang", "--enable-hierarchical-cache",
+            "--hicache-size", "100", "--json")
+    d = json.loads(r.stdout)["kv_tiers"]
+    assert d["tiers"][1]["capacity_tokens"] == 762_940  # 1e11 // 131,072 = 762,939, + 1 padding page
+    r = run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--json")
+    assert "kv_tiers" not in json.loads(r.stdout)
+
+
+def test_invalid_tier_flag_is_one_paragraph_error():
+    r = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--engine", "sglang",
+                            "--kv-offloading-size", "64"])
+    # the entry point prints an InputError as "error: <message>" (cli/main.py); here it surfaces as the exception
+    from kvledger.errors import InputError
+
+    assert r.exit_code != 0 and isinstance(r.exception, InputError)
+    assert "vLLM flags" in str(r.exception) and "\n" not in str(r.exception)
