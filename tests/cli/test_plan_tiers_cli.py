@@ -42,3 +42,13 @@ def test_invalid_tier_flag_is_one_paragraph_error():
 
     assert r.exit_code != 0 and isinstance(r.exception, InputError)
     assert "vLLM flags" in str(r.exception) and "\n" not in str(r.exception)
+
+
+def test_offload_command_json_reports_tiers_and_both_runs():
+    r = run("offload", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "64", "--sessions", "8",
+            "--session-rate", "1", "--json")
+    d = json.loads(r.stdout)
+    # 64 GiB // 2,097,152 B per block = 32,768 CPU blocks
+    assert d["kv_tiers"]["tiers"][1]["capacity_blocks"] == 32768
+    assert d["tier_stats"]["host_capacity_units"] == 32768
+    assert d["workload"]["num_sessions"] == 8 and d["ttft_s_without_offload"]["count"] == d["workload"]["num_turns"]
