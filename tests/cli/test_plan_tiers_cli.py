@@ -1,4 +1,4 @@
-"""`kvledger plan` with KV tier flags: the host tier's tokens and break-even printed, JSON block, one-paragraph errors."""
+"""`kvledger plan` with KV tier flags (host tier tokens, break-even, JSON, one-paragraph errors) and `offload`."""
 
 from __future__ import annotations
 

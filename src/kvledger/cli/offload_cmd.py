@@ -45,7 +45,8 @@ def offload(
     settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp,
                              max_model_len=parse_tokens(max_model_len or "32K", what="--max-model-len"))
     tiers = TierSettings(kv_offloading_size_gib=_gib_opt(kv_offloading_size, "--kv-offloading-size"),
-                         kv_offloading_backend=kv_offloading_backend, enable_hierarchical_cache=enable_hierarchical_cache,
+                         kv_offloading_backend=kv_offloading_backend,
+                         enable_hierarchical_cache=enable_hierarchical_cache,
                          hicache_ratio=hicache_ratio, hicache_size_gb=hicache_size,
                          hicache_write_policy=hicache_write_policy)
     rep = analyse_offload(load_model(model), resolve_gpu(gpu), settings, tiers, workload=workload,

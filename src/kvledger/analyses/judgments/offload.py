@@ -41,7 +41,8 @@ class OffloadReport:
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "gpu": self.gpu, "engine": self.engine, "kv_tiers": self.tiers.to_dict(),
                 "workload": self.workload, "tier_stats": asdict(self.stats), "ttft_s_with_offload": self.ttft_s_with,
-                "ttft_s_without_offload": self.ttft_s_without, "hbm_hit_rate_without_offload": self.hbm_hit_rate_without}
+                "ttft_s_without_offload": self.ttft_s_without,
+                "hbm_hit_rate_without_offload": self.hbm_hit_rate_without}
 
 
 def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tiers: TierSettings, *,
