@@ -49,8 +49,8 @@ def test_two_setup_commands_and_the_second_is_what_ci_runs():
     assert len(blocks) == 2 and all(len(b.strip().splitlines()) == 1 for b in blocks)
     install, tests = (b.strip() for b in blocks)
     assert "pip install -e ." in install and install.endswith("kvledger plan meta-llama/Llama-3.1-8B --gpu H100-SXM")
-    ci = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    assert ci[-1] == tests == "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && pytest"
+    ci = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.startswith("python3 -m venv")]
+    assert ci == [tests]  # CI creates its environment and runs the tests exactly as the README tells a newcomer to
 
 
 def test_three_recipes_are_found_from_the_top():
