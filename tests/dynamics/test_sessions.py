@@ -101,8 +101,9 @@ def test_mooncake_shares_block_zero_across_every_request():
     from kvledger.dynamics.workload.traces import load_trace
 
     specs = load_trace("mooncake")
-    # traces.md: every Mooncake conversation request shares block 0, so with one shared block all 12,031 requests
-    # chain into one session; with two, far fewer are linked
+    # every row of the bundled Mooncake conversation trace lists hash id 0 first (a shared system prompt), so with one
+    # shared block all 12,031 requests chain into one session; with two, far fewer are linked
+    assert all(s.prefix_segments[0] == 0 for s in specs)
     assert trace_sessions(specs, 1).num_sessions == 1
     two = trace_sessions(specs, 2)
     assert two.num_requests == 12031 and 1 < two.num_sessions < 12031
