@@ -85,3 +85,19 @@ def test_write_through_selective_needs_a_second_use():
     # A's segments were held by one request before they were evicted: not backed up, nothing to load for A-t1, which
     # recomputes them; as their second holder A-t1 then gets its 16 reused segments backed up (too late for itself)
     assert run.tiers.host_hit_tokens == 0 and run.tiers.stored_units == 16
+
+
+def test_host_tier_is_per_replica_and_affinity_keeps_the_hit():
+    # Session A alone on two replicas with big pools: round robin sends turn 1 to replica 1, whose HBM and CPU tier
+    # never saw turn 0 (each engine has its own host tier), so it recomputes all 1,104 tokens (21.04 ms); session
+    # affinity sends it back to replica 0, where turn 0's 1,024 prompt tokens are still in HBM (10 ms + 0.8 ms).
+    a = Session("A", 0.0, (Turn(1024, 16), Turn(64, 16, think_s=10.0)), 0, 0)
+    cfg = EngineConfig(num_gpu_blocks=400, max_model_len=1200, block_size=16, max_num_batched_tokens=2048)
+    ttft = {}
+    for router in ("round_robin", "session_affinity"):
+        run = simulate_offload(SessionLoop((a,), 64), cfg, FixedStepCost(0.01, 1e-5), HOST, num_replicas=2,
+                               router=router, compare=False)
+        rec = next(r for r in run.with_offload.records.records if r.request_id == "A-t1")
+        ttft[router] = (rec.ttft_s, run.tiers.hbm_hit_tokens, run.tiers.host_hit_tokens)
+    assert ttft["round_robin"] == (pytest.approx(0.02104), 0, 0)
+    assert ttft["session_affinity"] == (pytest.approx(0.0108), 1024, 0)
