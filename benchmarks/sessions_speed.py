@@ -40,7 +40,8 @@ def main() -> None:
     cost, m = plan.step_cost(), plan.memory
     tiers = TierSettings(kv_offloading_size_gib=256) if a.engine == "vllm" else TierSettings(
         enable_hierarchical_cache=True)
-    host_t = build_tier_plan(plan, tiers).tier("host_dram")
+    tier_plan = build_tier_plan(plan, tiers)
+    host_t = tier_plan.tier("host_dram")
     if a.engine == "vllm":
         cfg = EngineConfig(num_gpu_blocks=m.num_gpu_blocks, max_model_len=32768, max_num_seqs=1024)
         units = host_t.capacity_blocks
@@ -48,7 +49,7 @@ def main() -> None:
         cfg = EngineConfig(num_gpu_blocks=m.usable_blocks + 1, block_size=1, max_model_len=32768, max_num_seqs=1024,
                            prefix_caching_policy="sglang", batching="sglang")
         units = host_t.capacity_tokens // 64
-    host = HostTier(units, host_t.capacity_bytes / host_t.capacity_tokens, host_t.read_bytes_per_s,
+    host = HostTier(units, tier_plan.bytes_per_token, host_t.read_bytes_per_s,
                     host_t.write_bytes_per_s)
     loop = SessionLoop(tuple(synthesize_sessions(CHAT, a.sessions, a.rate, np.random.default_rng(0))), 64)
     print(f"{a.engine}: {len(loop.sessions):,} sessions, {loop.num_turns:,} turns, {a.rate:g} sessions/s")

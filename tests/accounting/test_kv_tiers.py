@@ -118,3 +118,14 @@ def test_hybrid_ssm_model_refused_where_the_connector_turns_hma_off():
         p = build_plan(m, g, make_settings(engine_version=ver, tp=2), with_advice=False, with_roofline=False)
         with pytest.raises(InputError, match="hybrid KV cache manager"):
             build_tier_plan(p, TierSettings(kv_offloading_size_gib=64, kv_offloading_backend=backend))
+
+
+def test_mla_keeps_one_host_copy_at_tp8_in_0_33():
+    # DeepSeek-V3 bf16 MLA: 61 layers × 576 × 2 B = 70,272 B/token; 16-token blocks = 1,124,352 B, rounded up to the
+    # 4,096 B page = 1,126,400 B. vLLM 0.33.0's replicated_layout (pure MLA, TP 8, no PP) stores one copy, not 8:
+    # 1,024 GiB // 1,126,400 B = 976,128 chunks = 15,618,048 tokens. (Not a refusal: no version read refuses MLA.)
+    p = build_plan(load_model("deepseek-ai/DeepSeek-V3"), get_gpu("H200"), make_settings(tp=8), with_advice=False,
+                   with_roofline=False)
+    host = build_tier_plan(p, TierSettings(kv_offloading_size_gib=1024)).tier("host_dram")
+    assert p.memory.bytes_per_block == 1_124_352
+    assert host.capacity_blocks == 976_128 and host.capacity_tokens == 15_618_048

@@ -12,7 +12,8 @@ Rules read from engine code:
 * native capacity: up to 0.14.0 ``kv_bytes_per_rank = size × 2^30 / (TP × PP)`` and one CPU block per GPU block
   (``offloaded_block_size`` = ``block_size``); 0.33.0 (``kv_offload/cpu/spec.py : CPUOffloadingSpec``) splits
   ``cpu_bytes_to_use = size × 2^30`` into chunks of ``worker_kv_bytes_per_block × world_size × blocks_per_chunk``
-  bytes rounded up to the host page (4,096 B), ``blocks_per_chunk = 1``.
+  bytes rounded up to the host page (4,096 B), ``blocks_per_chunk = 1``; a pure-MLA model at TP > 1 without
+  PP keeps one copy (``replicated_layout``: every rank's latent KV is identical), not ``world_size``.
 * lmcache capacity: ``lmcache.max_local_cpu_size = size / (TP × PP)`` per rank (0.12.0); 0.33.0 starts the
   LMCache multi-process server connector and does not pass the size on (the server's own budget rules).
   LMCache stores 256-token chunks (its default ``chunk_size``).
@@ -164,7 +165,7 @@ def _check_vllm(t: TierSettings, ver: tuple[int, ...], given: str | None, has_st
 
 
 def vllm_host_tokens(size_gib: float, backend: str, version: tuple[int, ...], bytes_per_block: float,
-                     block_size: int, world_size: int) -> tuple[int, int, str]:
+                     block_size: int, world_size: int, replicated_mla: bool = False) -> tuple[int, int, str]:
     """(host tokens per GPU, tokens per stored unit, the rule in words) of vLLM's offloading buffer (module doc)."""
     total = size_gib * GiB
     if backend == "lmcache":
@@ -177,10 +178,12 @@ def vllm_host_tokens(size_gib: float, backend: str, version: tuple[int, ...], by
                 f"B/token) = {n:,} chunks ({src})")
         return n * LMCACHE_CHUNK_TOKENS, LMCACHE_CHUNK_TOKENS, rule
     if version >= (0, 33, 0):
-        chunk = bytes_per_block * world_size
+        copies = 1 if replicated_mla else world_size
+        chunk = bytes_per_block * copies
         aligned = -(-int(math.ceil(chunk)) // HOST_PAGE_BYTES) * HOST_PAGE_BYTES
         n = int(total // aligned)
-        rule = (f"num_chunks = {size_gib:g} GiB × 2^30 // round_up({bytes_per_block:,.0f} B × {world_size} ranks, "
+        what = "1 copy (MLA replicated_layout)" if replicated_mla else f"{world_size} ranks"
+        rule = (f"num_chunks = {size_gib:g} GiB × 2^30 // round_up({bytes_per_block:,.0f} B × {what}, "
                 f"{HOST_PAGE_BYTES} B) = {n:,} (vLLM 0.33.0 CPUOffloadingSpec; blocks_per_chunk 1)")
         return n * block_size, block_size, rule
     n = int(total / world_size // bytes_per_block)

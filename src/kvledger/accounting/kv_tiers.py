@@ -28,6 +28,7 @@ from kvledger.accounting.kv_tier_rules import (
 )
 from kvledger.accounting.plan import Plan
 from kvledger.accounting.stepcost import StepShape
+from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import state_layers
 
 __all__ = ["Tier", "TierBreakEven", "TierPlan", "build_tier_plan", "prefill_s", "load_s"]
@@ -39,7 +40,8 @@ class Tier:
 
     Attributes:
         name: "hbm", "host_dram", "nvme", "remote". medium: what it is, in words.
-        capacity_bytes: bytes for KV, B. capacity_tokens / capacity_blocks: tokens and engine blocks it holds.
+        capacity_bytes: host bytes for KV, B (vLLM: the flag's size, summed over the engine's ranks; SGLang and
+            disk tiers: per GPU). capacity_tokens / capacity_blocks: tokens and engine blocks the tier holds.
         unit_tokens: tokens per stored unit (vLLM block, LMCache chunk, SGLang page), tokens.
         read_bytes_per_s / write_bytes_per_s: into / out of HBM, achievable, B/s.
         capacity_rule / bandwidth_source: where the figures come from.
@@ -159,15 +161,19 @@ def _host_tier(plan: Plan, t: TierSettings, link: float, link_src: str) -> Tier 
     bpt = m.bytes_per_block / m.block_size
     if s.engine == "vllm" and t.kv_offloading_size_gib is not None:
         backend = t.kv_offloading_backend or "native"
+        mla = bool(plan.kv.groups) and all(isinstance(g.spec, MLAAttention) for g in plan.kv.groups)
         tokens, unit, rule = vllm_host_tokens(t.kv_offloading_size_gib, backend, rules_version(s.engine_version),
-                                              m.bytes_per_block, m.block_size, s.tp * s.pp)
+                                              m.bytes_per_block, m.block_size, s.tp * s.pp,
+                                              replicated_mla=mla and s.tp > 1 and s.pp == 1)
         medium = "host DRAM (vLLM OffloadingConnector, LRU)" if backend == "native" else "host DRAM (LMCache local_cpu)"
+        host_bytes = t.kv_offloading_size_gib * 2**30  # the flag: summed over the engine's ranks
     elif s.engine == "sglang" and t.enable_hierarchical_cache:
         tokens, rule = sglang_host_tokens(t, m.usable_blocks * m.block_size, bpt, m.block_size)
         unit, medium = m.block_size, f"host DRAM (SGLang HiCache, {t.hicache_write_policy})"
+        host_bytes = tokens * bpt  # one host pool per rank
     else:
         return None
-    return Tier("host_dram", medium, tokens * bpt, tokens, tokens // m.block_size, unit, link, link, rule, link_src)
+    return Tier("host_dram", medium, host_bytes, tokens, tokens // m.block_size, unit, link, link, rule, link_src)
 
 
 def _disk_tiers(plan: Plan, t: TierSettings, link: float) -> list[Tier]:
