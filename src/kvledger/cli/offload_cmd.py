@@ -38,13 +38,13 @@ def offload(
     from kvledger.analyses.judgments.offload import analyse_offload
     from kvledger.catalog.gpus import resolve_gpu
     from kvledger.catalog.models import load_model
-    from kvledger.cli.plan_cmd import _gib_opt
+    from kvledger.cli.analysis_opts import gib_option
     from kvledger.report.offload_view import render_offload
     from kvledger.units import parse_tokens
 
     settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp,
                              max_model_len=parse_tokens(max_model_len or "32K", what="--max-model-len"))
-    tiers = TierSettings(kv_offloading_size_gib=_gib_opt(kv_offloading_size, "--kv-offloading-size"),
+    tiers = TierSettings(kv_offloading_size_gib=gib_option(kv_offloading_size, "--kv-offloading-size"),
                          kv_offloading_backend=kv_offloading_backend,
                          enable_hierarchical_cache=enable_hierarchical_cache,
                          hicache_ratio=hicache_ratio, hicache_size_gb=hicache_size,

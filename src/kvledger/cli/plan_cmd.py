@@ -15,18 +15,6 @@ def _bytes_opt(v: str | None, what: str) -> int | None:
     return None if v is None else parse_bytes(v, what=what)
 
 
-def _gib_opt(v: str | None, what: str) -> float | None:
-    """vLLM's --kv-offloading-size: a number of GiB, or a size with its unit (256GiB, 300GB)."""
-    from kvledger.units import parse_bytes
-
-    if v is None:
-        return None
-    try:
-        return float(v)
-    except ValueError:
-        return parse_bytes(v, what=what) / 2**30
-
-
 def plan(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path or folder, or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a .json/.toml GPU file."),
@@ -117,13 +105,14 @@ def plan(
                     bf16_flops_per_s=gpu_bf16_tflops * 1e12 if gpu_bf16_tflops is not None else None)
     p = build_plan(spec, g, settings)
     from kvledger.accounting.kv_tier_rules import TierSettings
+    from kvledger.cli.analysis_opts import gib_option
 
     tiers = TierSettings(
-        kv_offloading_size_gib=_gib_opt(kv_offloading_size, "--kv-offloading-size"),
+        kv_offloading_size_gib=gib_option(kv_offloading_size, "--kv-offloading-size"),
         kv_offloading_backend=kv_offloading_backend.lower() if kv_offloading_backend else None,
         enable_hierarchical_cache=enable_hierarchical_cache, hicache_ratio=hicache_ratio, hicache_size_gb=hicache_size,
-        hicache_write_policy=hicache_write_policy, nvme_gib=_gib_opt(kv_tier_nvme, "--kv-tier-nvme"),
-        remote_gib=_gib_opt(kv_tier_remote, "--kv-tier-remote"), nvme_read_bytes_per_s=nvme_read_bandwidth * 1e9,
+        hicache_write_policy=hicache_write_policy, nvme_gib=gib_option(kv_tier_nvme, "--kv-tier-nvme"),
+        remote_gib=gib_option(kv_tier_remote, "--kv-tier-remote"), nvme_read_bytes_per_s=nvme_read_bandwidth * 1e9,
         network_bytes_per_s=network_bandwidth * 1e9, link_fraction=link_fraction)
     tier_plan = None
     if tiers.any_set or hicache_ratio is not None or hicache_size:
