@@ -134,19 +134,26 @@ class OffloadingPagedKVManager(PagedKVManager):
         if not self.enable_caching:
             return 0.0
         self.occupancy.append((req.arrival_s, len(self.lru.keys)))
-        _, gpu_tokens = self.match(req)
+        hits, gpu_tokens = self.match(req)
         keys = self._keys(req)
         B = self.block_size
         limit = min(len(keys), (req.num_tokens - 1) // B)
         start = gpu_tokens // B
         n = self.lru.lookup(keys, start, limit) if start < limit else 0
-        n = min(n, self.pool.num_free_blocks)
         if n <= 0:
             return 0.0
-        ids = self.pool.allocate(n)
-        for b, i in zip(ids, range(start, start + n)):
-            self.pool.register(b, keys[i])
-        self.pool.free(ids, n, n)  # cached, unreferenced: the request takes them at admission
+        if hits:  # held while the loaded blocks are allocated, as vLLM's allocation for the request does
+            self.pool.touch(hits)
+        n = min(n, self.pool.num_free_blocks)
+        if n > 0:
+            ids = self.pool.allocate(n)
+            for b, i in zip(ids, range(start, start + n)):
+                self.pool.register(b, keys[i])
+            self.pool.free(ids, n, n)  # cached, unreferenced: the request takes them at admission
+        if hits:
+            self.pool.free(hits, len(hits), len(hits))
+        if n <= 0:
+            return 0.0
         t = self.host.load_s(n * B)
         self.host_hit_tokens += n * B
         self.host_load_s += t
