@@ -52,3 +52,8 @@ def test_offload_command_json_reports_tiers_and_both_runs():
     assert d["kv_tiers"]["tiers"][1]["capacity_blocks"] == 32768
     assert d["tier_stats"]["host_capacity_units"] == 32768
     assert d["workload"]["num_sessions"] == 8 and d["ttft_s_without_offload"]["count"] == d["workload"]["num_turns"]
+    assert d["more_gpus"] is None
+    r = run("offload", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "64", "--sessions", "8",
+            "--session-rate", "1", "--compare-gpus", "2", "--json")
+    g = json.loads(r.stdout)["more_gpus"]
+    assert g["num_gpus"] == 2 and g["router"] == "session_affinity" and g["ttft_s"]["count"] > 0

@@ -28,6 +28,8 @@ def offload(
     sessions: int = typer.Option(200, "--sessions", help="Sessions to simulate, count."),
     session_rate: float = typer.Option(0.2, "--session-rate", help="Session starts per second (Poisson)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the session draw."),
+    compare_gpus: int | None = typer.Option(None, "--compare-gpus",
+                                            help="Also serve the sessions on N GPUs without the tier."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Host KV tier on multi-turn sessions: capacity, break-even, hit rate per tier and TTFT with and without it."""
@@ -50,7 +52,7 @@ def offload(
                          hicache_ratio=hicache_ratio, hicache_size_gb=hicache_size,
                          hicache_write_policy=hicache_write_policy)
     rep = analyse_offload(load_model(model), resolve_gpu(gpu), settings, tiers, workload=workload,
-                          num_sessions=sessions, session_rate=session_rate, seed=seed)
+                          num_sessions=sessions, session_rate=session_rate, seed=seed, compare_gpus=compare_gpus)
     if as_json:
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:

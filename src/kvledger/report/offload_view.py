@@ -14,14 +14,22 @@ def render_offload(rep, console) -> None:
     render_kv_tiers(rep.tiers, console)
     console.print(f"Sessions: {w['num_sessions']:,} {w['kind']} sessions ({w['num_turns']:,} turns), "
                   f"{w['session_rate_per_s']:g} starts/s, seed {w['seed']} (distributions: sessions.py)")
-    t = table("Simulated (all replicas)", "figure", "with the host tier", "without")
-    t.add_row("prefix hit rate, HBM", f"{s.hbm_hit_rate:.3f}", f"{rep.hbm_hit_rate_without:.3f}")
-    t.add_row("prefix hit rate, host", f"{s.host_hit_rate:.3f}", "—")
-    t.add_row("tokens loaded from host", f"{s.host_hit_tokens:,}", "—")
-    t.add_row("load time (Σ), load bandwidth", f"{s.host_load_s:.3f} s, {s.load_bandwidth_bytes_per_s / 1e9:.2f} GB/s",
-              "—")
-    t.add_row("host units held (peak / capacity)", f"{s.peak_host_units:,} / {s.host_capacity_units:,}", "—")
+    g = rep.more_gpus
+    cols = ("figure", "1 GPU + host tier", "1 GPU") + ((f"{g['num_gpus']} GPUs, no tier",) if g else ())
+    t = table("Simulated sessions", *cols)
+
+    def row(name, a, b, c=""):
+        t.add_row(name, a, b, *((c,) if g else ()))
+
+    row("prefix hit rate, HBM", f"{s.hbm_hit_rate:.3f}", f"{rep.hbm_hit_rate_without:.3f}",
+        f"{g['hbm_hit_rate']:.3f}" if g else "")
+    row("prefix hit rate, host", f"{s.host_hit_rate:.3f}", "—", "—")
+    row("tokens loaded from host", f"{s.host_hit_tokens:,}", "—", "—")
+    row("load time (Σ), load bandwidth", f"{s.host_load_s:.3f} s, {s.load_bandwidth_bytes_per_s / 1e9:.2f} GB/s",
+        "—", "—")
+    row("host units held (peak / capacity)", f"{s.peak_host_units:,} / {s.host_capacity_units:,}", "—", "—")
     a, b = rep.ttft_s_with, rep.ttft_s_without
     for q in ("mean", "p50", "p90", "p99"):
-        t.add_row(f"TTFT {q}", f"{a[q] * 1e3:,.1f} ms", f"{b[q] * 1e3:,.1f} ms")
+        row(f"TTFT {q}", f"{a[q] * 1e3:,.1f} ms", f"{b[q] * 1e3:,.1f} ms",
+            f"{g['ttft_s'][q] * 1e3:,.1f} ms" if g else "")
     console.print(t)

@@ -37,17 +37,20 @@ class OffloadReport:
     ttft_s_with: dict[str, float]
     ttft_s_without: dict[str, float]
     hbm_hit_rate_without: float = 0.0
+    more_gpus: dict[str, Any] | None = None
+    """The same sessions on ``num_gpus`` replicas without the tier (session-affinity routing): hit rate and TTFT —
+    whether the tier beats buying GPUs."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "gpu": self.gpu, "engine": self.engine, "kv_tiers": self.tiers.to_dict(),
                 "workload": self.workload, "tier_stats": asdict(self.stats), "ttft_s_with_offload": self.ttft_s_with,
                 "ttft_s_without_offload": self.ttft_s_without,
-                "hbm_hit_rate_without_offload": self.hbm_hit_rate_without}
+                "hbm_hit_rate_without_offload": self.hbm_hit_rate_without, "more_gpus": self.more_gpus}
 
 
 def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tiers: TierSettings, *,
                     workload: str = "chat", num_sessions: int = 200, session_rate: float = 0.2, seed: int = 0,
-                    segment_tokens: int = 64) -> OffloadReport:
+                    segment_tokens: int = 64, compare_gpus: int | None = None) -> OffloadReport:
     """Plan the tiers, then simulate ``num_sessions`` synthetic sessions with and without the host tier.
 
     Raises:
@@ -75,8 +78,18 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
     loop = SessionLoop(tuple(synthesize_sessions(shape, num_sessions, session_rate, np.random.default_rng(seed))),
                        segment_tokens)
     run = simulate_offload(loop, cfg, plan.step_cost(), host, record_token_times=False)
+    more = None
+    if compare_gpus is not None:
+        if isinstance(compare_gpus, bool) or not isinstance(compare_gpus, int) or compare_gpus < 2:
+            raise InputError(f"--compare-gpus must be a whole number ≥ 2, got {compare_gpus!r}")
+        from kvledger.dynamics.simulator import simulate
+
+        s = simulate(loop, cfg, plan.step_cost(), num_replicas=compare_gpus, router="session_affinity",
+                     record_token_times=False).summary
+        more = {"num_gpus": compare_gpus, "router": "session_affinity", "hbm_hit_rate": s.prefix_cache_hit_rate,
+                "ttft_s": asdict(s.ttft_s)}
     wl = {"kind": workload, "shape": asdict(shape), "num_sessions": len(loop.sessions), "num_turns": loop.num_turns,
           "session_rate_per_s": session_rate, "seed": seed, "segment_tokens": segment_tokens}
     return OffloadReport(model.name, gpu.name, settings.engine, tp, wl, run.tiers,
                          asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s),
-                         run.without_offload.summary.prefix_cache_hit_rate)
+                         run.without_offload.summary.prefix_cache_hit_rate, more)
