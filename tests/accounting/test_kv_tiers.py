@@ -84,7 +84,7 @@ def test_sglang_hicache_size_in_gb_overrides_ratio():
 @pytest.mark.parametrize("engine, tiers, words", [
     ("sglang", TierSettings(kv_offloading_size_gib=256), "vLLM flags"),
     ("vllm", TierSettings(enable_hierarchical_cache=True), "SGLang flags"),
-    ("vllm", TierSettings(kv_offloading_backend="native"), "You must set kv_offloading_size"),
+    ("vllm", TierSettings(kv_offloading_backend="native"), "leaves offloading off without a size"),
     ("vllm", TierSettings(kv_offloading_size_gib=-1), "above 0"),
     ("sglang", TierSettings(hicache_ratio=2.0), "exists only with --enable-hierarchical-cache"),
     ("sglang", TierSettings(enable_hierarchical_cache=True, hicache_write_policy="lazy"), "write_back"),
@@ -102,6 +102,13 @@ def test_version_rules_size_without_backend_and_before_0_11_1():
     p012 = build_plan(m, g, make_settings(engine_version="0.12.0"), with_advice=False, with_roofline=False)
     with pytest.raises(InputError, match="silently leaves offloading off"):
         build_tier_plan(p012, TierSettings(kv_offloading_size_gib=64))
+    with pytest.raises(InputError, match="You must set kv_offloading_size"):  # vLLM 0.12.0's own refusal
+        build_tier_plan(p012, TierSettings(kv_offloading_backend="native"))
+    p013 = build_plan(m, g, make_settings(engine_version="0.13.0"), with_advice=False, with_roofline=False)
+    with pytest.raises(InputError, match="silently leaves offloading off"):  # 0.13.0's backend default is still None
+        build_tier_plan(p013, TierSettings(kv_offloading_size_gib=64))
+    p014 = build_plan(m, g, make_settings(engine_version="0.14.0"), with_advice=False, with_roofline=False)
+    assert build_tier_plan(p014, TierSettings(kv_offloading_size_gib=64)).tier("host_dram") is not None
     p011 = build_plan(m, g, make_settings(engine_version="0.11.0"), with_advice=False, with_roofline=False)
     with pytest.raises(InputError, match="arrive in 0.11.1"):
         build_tier_plan(p011, TierSettings(kv_offloading_size_gib=64, kv_offloading_backend="native"))

@@ -4,11 +4,11 @@ and the capacity rule of each tier below HBM.
 Rules read from engine code:
 
 * vLLM ``--kv-offloading-size GiB`` / ``--kv-offloading-backend native|lmcache`` first appear in 0.11.1
-  (``config/cache.py``); 0.11.0 has only ``--kv-transfer-config`` with ``num_cpu_blocks``. Up to 0.12.0 the
+  (``config/cache.py``); 0.11.0 has only ``--kv-transfer-config`` with ``num_cpu_blocks``. Up to 0.13.0 the
   backend defaults to None, and a size without a backend is silently ignored
   (``VllmConfig._post_init_kv_transfer_config`` returns early); 0.14.0 defaults to "native". A backend without a size is
-  refused
-  ("You must set kv_offloading_size when kv_offloading_backend is set", 0.11.1–0.12.0).
+  refused in 0.11.1–0.13.0 ("You must set kv_offloading_size when kv_offloading_backend is set") and silently
+  ignored from 0.14.0 (offloading needs the size).
 * native capacity: up to 0.14.0 ``kv_bytes_per_rank = size × 2^30 / (TP × PP)`` and one CPU block per GPU block
   (``offloaded_block_size`` = ``block_size``); 0.33.0 (``kv_offload/cpu/spec.py : CPUOffloadingSpec``) splits
   ``cpu_bytes_to_use = size × 2^30`` into chunks of ``worker_kv_bytes_per_block × world_size × blocks_per_chunk``
@@ -147,10 +147,11 @@ def _check_vllm(t: TierSettings, ver: tuple[int, ...], given: str | None, has_st
     if t.kv_offloading_backend not in (None, "native", "lmcache"):
         raise InputError(f"--kv-offloading-backend must be native or lmcache, got {t.kv_offloading_backend!r}")
     if t.kv_offloading_size_gib is None:
-        raise InputError("--kv-offloading-backend without --kv-offloading-size: vLLM refuses this (\"You must set "
-                         "kv_offloading_size when kv_offloading_backend is set\"). Pass the host memory in GiB, "
+        why = ("vLLM refuses this (\"You must set kv_offloading_size when kv_offloading_backend is set\")"
+               if ver < (0, 14, 0) else f"vLLM {shown} leaves offloading off without a size")
+        raise InputError(f"--kv-offloading-backend without --kv-offloading-size: {why}. Pass the host memory in GiB, "
                          "summed over the TP×PP ranks, e.g. --kv-offloading-size 256GiB.")
-    if t.kv_offloading_backend is None and ver <= (0, 12, 0):
+    if t.kv_offloading_backend is None and ver < (0, 14, 0):
         raise InputError(f"--kv-offloading-size without --kv-offloading-backend: vLLM {shown} has no default "
                          "backend and silently leaves offloading off (its backend default becomes native in 0.14.0). "
                          "Add "
