@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
@@ -57,3 +58,13 @@ def test_offload_command_json_reports_tiers_and_both_runs():
             "--session-rate", "1", "--compare-gpus", "2", "--json")
     g = json.loads(r.stdout)["more_gpus"]
     assert g["num_gpus"] == 2 and g["router"] == "session_affinity" and g["ttft_s"]["count"] > 0
+
+
+def test_offload_cost_lines_at_given_prices():
+    from kvledger.analyses.judgments.offload import tier_cost
+
+    # 256 GiB at $0.005/GiB-h = $1.28/h beside one $2.50 GPU: $3.78/h, against 2 GPUs at $5.00/h
+    c = tier_cost(256 * 2**30, 1, 2, 2.5, 0.005)
+    assert c["host_memory_usd_per_hour"] == pytest.approx(1.28) and c["with_tier_usd_per_hour"] == pytest.approx(3.78)
+    assert c["more_gpus_usd_per_hour"] == pytest.approx(5.0)
+    assert tier_cost(256 * 2**30, 1, None, 2.5, None) is None

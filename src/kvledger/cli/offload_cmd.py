@@ -30,6 +30,10 @@ def offload(
     seed: int = typer.Option(0, "--seed", help="Seed of the session draw."),
     compare_gpus: int | None = typer.Option(None, "--compare-gpus",
                                             help="Also serve the sessions on N GPUs without the tier."),
+    gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="Your GPU price, USD/GPU-h."),
+    host_usd_per_gib_hour: float | None = typer.Option(None, "--host-usd-per-gib-hour",
+                                                       help="Your host-memory price, USD/GiB-h (with the GPU price: "
+                                                            "the tier's cost lines)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Host KV tier on multi-turn sessions: capacity, break-even, hit rate per tier and TTFT with and without it."""
@@ -52,7 +56,8 @@ def offload(
                          hicache_ratio=hicache_ratio, hicache_size_gb=hicache_size,
                          hicache_write_policy=hicache_write_policy)
     rep = analyse_offload(load_model(model), resolve_gpu(gpu), settings, tiers, workload=workload,
-                          num_sessions=sessions, session_rate=session_rate, seed=seed, compare_gpus=compare_gpus)
+                          num_sessions=sessions, session_rate=session_rate, seed=seed, compare_gpus=compare_gpus,
+                          gpu_usd_per_hour=gpu_usd_per_hour, host_usd_per_gib_hour=host_usd_per_gib_hour)
     if as_json:
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:

@@ -33,3 +33,11 @@ def render_offload(rep, console) -> None:
         row(f"TTFT {q}", f"{a[q] * 1e3:,.1f} ms", f"{b[q] * 1e3:,.1f} ms",
             f"{g['ttft_s'][q] * 1e3:,.1f} ms" if g else "")
     console.print(t)
+    c = rep.cost
+    if c:
+        line = (f"Cost per hour ({c['source']}): GPUs ${c['gpu_usd_per_hour']:,.2f} + host memory "
+                f"{c['host_memory_gib']:,.0f} GiB ${c['host_memory_usd_per_hour']:,.2f} = "
+                f"${c['with_tier_usd_per_hour']:,.2f}")
+        if "more_gpus_usd_per_hour" in c:
+            line += f"; {g['num_gpus']} GPUs without the tier ${c['more_gpus_usd_per_hour']:,.2f}"
+        console.print(line)

@@ -40,17 +40,22 @@ class OffloadReport:
     more_gpus: dict[str, Any] | None = None
     """The same sessions on ``num_gpus`` replicas without the tier (session-affinity routing): hit rate and TTFT —
     whether the tier beats buying GPUs."""
+    cost: dict[str, Any] | None = None
+    """Line items per hour at the given prices: the GPU, the host memory of the tier, and (with ``more_gpus``) the
+    extra GPUs instead."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "gpu": self.gpu, "engine": self.engine, "kv_tiers": self.tiers.to_dict(),
                 "workload": self.workload, "tier_stats": asdict(self.stats), "ttft_s_with_offload": self.ttft_s_with,
                 "ttft_s_without_offload": self.ttft_s_without,
-                "hbm_hit_rate_without_offload": self.hbm_hit_rate_without, "more_gpus": self.more_gpus}
+                "hbm_hit_rate_without_offload": self.hbm_hit_rate_without, "more_gpus": self.more_gpus,
+                "cost": self.cost}
 
 
 def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tiers: TierSettings, *,
                     workload: str = "chat", num_sessions: int = 200, session_rate: float = 0.2, seed: int = 0,
-                    segment_tokens: int = 64, compare_gpus: int | None = None) -> OffloadReport:
+                    segment_tokens: int = 64, compare_gpus: int | None = None, gpu_usd_per_hour: float | None = None,
+                    host_usd_per_gib_hour: float | None = None) -> OffloadReport:
     """Plan the tiers, then simulate ``num_sessions`` synthetic sessions with and without the host tier.
 
     Raises:
@@ -92,4 +97,31 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
           "session_rate_per_s": session_rate, "seed": seed, "segment_tokens": segment_tokens}
     return OffloadReport(model.name, gpu.name, settings.engine, tp, wl, run.tiers,
                          asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s),
-                         run.without_offload.summary.prefix_cache_hit_rate, more)
+                         run.without_offload.summary.prefix_cache_hit_rate, more,
+                         tier_cost(host_t.capacity_bytes, settings.tp * settings.pp, compare_gpus, gpu_usd_per_hour,
+                                   host_usd_per_gib_hour))
+
+
+def tier_cost(host_bytes: float, gpus_per_replica: int, compare_gpus: int | None, gpu_usd_per_hour: float | None,
+              host_usd_per_gib_hour: float | None) -> dict[str, Any] | None:
+    """Per-hour line items at prices the user gives (no bundled source prices host memory): the replica's GPUs, the
+    host memory the tier takes, and the GPUs of ``compare_gpus`` replicas instead; None without both prices.
+
+    Raises:
+        InputError: a price that is negative or not finite.
+    """
+    import math
+
+    if gpu_usd_per_hour is None or host_usd_per_gib_hour is None:
+        return None
+    for name, v in (("--gpu-usd-per-hour", gpu_usd_per_hour), ("--host-usd-per-gib-hour", host_usd_per_gib_hour)):
+        if not (math.isfinite(v) and v >= 0):
+            raise InputError(f"{name} must be a finite price ≥ 0 USD, got {v!r}")
+    gib = host_bytes / 2**30
+    gpus = gpu_usd_per_hour * gpus_per_replica
+    out = {"source": "prices given on the command line", "gpu_usd_per_hour": gpus,
+           "host_memory_gib": gib, "host_memory_usd_per_hour": gib * host_usd_per_gib_hour,
+           "with_tier_usd_per_hour": gpus + gib * host_usd_per_gib_hour}
+    if compare_gpus:
+        out["more_gpus_usd_per_hour"] = gpus * compare_gpus
+    return out
