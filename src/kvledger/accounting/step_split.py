@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.accounting.stepcost import StepCostModel, StepShape
+from kvledger.accounting.stepcost import StepCostModel, StepShape, step_prices
 
 __all__ = ["STEP_SPLIT_RULE", "StepPrice", "step_pricer", "prefill_part_s", "PrefillTime", "roofline_prefill_fraction",
            "roofline_prefill_fraction_one", "gpu_time_split"]
@@ -48,7 +48,7 @@ StepPrice = Callable[[int, int, int, float, int, int], float]
 
 def step_pricer(cost: StepCostModel) -> StepPrice:
     """A step's price from StepShape's six fields, s: the model's ``step_time_of`` when it has one, else ``step_time_s``."""
-    fast = getattr(cost, "step_time_of", None)
+    fast = step_prices(cost).step_price
     if fast is not None:
         return fast
     return lambda pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv: cost.step_time_s(

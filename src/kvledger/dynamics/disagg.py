@@ -279,8 +279,8 @@ def _result(loop: _Loop, prefill: Pool, decode: Pool, transfer: KVTransfer, mode
     run = RunRecords([rec for _, rec in loop.out], meta)
     dur = run.duration_s
     pools = {"prefill": _pool_figures(loop.pre, prefill, dur), "decode": _pool_figures(loop.dec, decode, dur)}
-    q = sum(r.kv.query_tokens for r in loop.pre)
-    h = sum(r.kv.hit_tokens for r in loop.pre)
+    q = sum(r.kv.prefix_stats.queries for r in loop.pre)
+    h = sum(r.kv.prefix_stats.hits for r in loop.pre)
     notes = [f"disaggregated: {prefill.num_replicas} prefill + {decode.num_replicas} decode replicas; first token: "
              f"{FIRST_TOKEN_SOURCES[cfg['first_token']]}",
              "KV transfer per request = wait for the prefill replica's link + per-GPU KV bytes ÷ one-way bandwidth + "

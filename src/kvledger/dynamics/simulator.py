@@ -144,8 +144,8 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
 
 
 def _engine_figures(replicas: list[Replica], duration_s: float) -> dict[str, Any]:
-    q = sum(r.kv.query_tokens for r in replicas)
-    h = sum(r.kv.hit_tokens for r in replicas)
+    q = sum(r.kv.prefix_stats.queries for r in replicas)
+    h = sum(r.kv.prefix_stats.hits for r in replicas)
     usages = [r.usage.summary(duration_s) for r in replicas]
     if len(usages) == 1:
         kv = usages[0]

@@ -83,6 +83,23 @@ class BlockPool:
         """Blocks registered in the hash map (held or free), count."""
         return len(self._key_of)
 
+    @property
+    def is_uncached(self) -> bool:
+        """No block is registered and no stale entry waits in the queue: free blocks are interchangeable and
+        ``allocate`` takes the queue's front as one slice."""
+        return not self._key_of and not self._num_stale
+
+    def num_in_free_queue(self, cached_ids: list[int]) -> int:
+        """Registered blocks among ``cached_ids`` with ref count 0 (they sit in the free queue), count."""
+        ref = self._ref
+        return sum(1 for b in cached_ids if ref[b] == 0)
+
+    def num_freed_by_release(self, block_ids) -> int:
+        """Blocks of ``block_ids`` that one release each returns to the free queue (an unregistered block is held by one
+        request; a registered one returns when its ref count is 1), count."""
+        ref = self._ref
+        return sum(1 for b in block_ids if ref.get(b, 1) <= 1)
+
     def get_cached_block(self, key: int) -> int | None:
         """The block a prefix hit on ``key`` uses (the first registered), or None. Does not mutate."""
         ids = self._blocks_of.get(key)
@@ -242,14 +259,6 @@ class BlockPool:
         if heads:
             self._prepend([b for ids in reversed(heads) for b in ids])
 
-    def advance(self, n: int) -> None:
-        """Take the ``n`` blocks at the front of the free queue, already read by the caller (no stale entry and no cached
-        block among them: ``_commit_bulk`` in kv_stretch.py, with no block registered)."""
-        self._head += n
-        if self._head > 4096 and self._head * 2 > len(self._queue):
-            del self._queue[: self._head]
-            self._head = 0
-
     def _prepend(self, ids: list[int]) -> None:
         """Put ``ids`` at the front of the free queue, ``ids[0]`` first (vLLM ``prepend_n``)."""
         m, h = len(ids), self._head
@@ -266,6 +275,7 @@ class PoolUsage:
     paged and the hybrid manager: capacity, free and used blocks, and vLLM's "KV cache usage"."""
 
     pool: BlockPool
+    block_size: int
 
     @property
     def capacity_blocks(self) -> int:
@@ -280,6 +290,11 @@ class PoolUsage:
         """Blocks held by at least one request (usable − free, read straight from the free queue: a hot path)."""
         pool = self.pool
         return pool.num_gpu_blocks - 1 - len(pool._queue) + pool._head + pool._num_stale
+
+    @property
+    def allocatable_tokens(self) -> int:
+        """Token slots an allocation can get now: the free blocks (cached ones with ref count 0 included), tokens."""
+        return self.pool.num_free_blocks * self.block_size
 
     @property
     def usage(self) -> float:
