@@ -26,7 +26,7 @@ class DecodePrices:
         if t is None:
             n = num_seqs
             p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
-            matmul = 2 * self.matmul_params * n + self.head_flops_per_seq * n + self._ctx_upproj * 0
+            matmul = 2 * self.matmul_params * n + self.head_flops_per_seq * n + self.upproj_flops_per_token * 0
             t = max(matmul / p, self.weight_read_bytes(n) / b)
             if len(self._gemm_cache) < 4096:
                 self._gemm_cache[num_seqs] = t
@@ -101,8 +101,8 @@ class DecodePrices:
         if self._bw_bound:  # FLOPs/peak < bytes/bandwidth at every length: max() picks the bytes term
             term = byts / b
         else:
-            flops = self._attn_coef * kvt
-            for coef, bpt, window in self._swa:
+            flops = self.attn_flops_per_pair * kvt
+            for coef, bpt, window in self.window_terms:
                 capped = np.minimum(kvt, window * n)
                 flops = flops + coef * capped
                 byts = byts + bpt * capped

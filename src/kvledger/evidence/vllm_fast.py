@@ -129,7 +129,7 @@ def _parse(path: Path) -> Any:
 
 def read_fast(path: str | Path, *, format: str | None = None) -> list[RunRecords] | None:
     """The one run of a large clean vLLM ``--save-detailed`` file, or None to let the general reader take it."""
-    from kvledger.evidence.detect import _detect_dict
+    from kvledger.evidence.detect import detect_dict
     from kvledger.evidence.vllm_bench import FORMAT, check_run_keys, run_metadata
 
     p = Path(path)
@@ -145,7 +145,8 @@ def read_fast(path: str | Path, *, format: str | None = None) -> list[RunRecords
     if tbl is None or tbl.num_rows != 1:
         return None
     obj = _scalars(tbl)
-    if obj is None or any(k not in tbl.column_names for k in DETAIL_KEYS) or (format is None and _detect_dict(obj) != FORMAT):
+    if (obj is None or any(k not in tbl.column_names for k in DETAIL_KEYS)
+            or (format is None and detect_dict(obj) != FORMAT)):
         return None
     import pyarrow as pa
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
-from kvledger.ledgers.goodput import GoodputResult, _result
+from kvledger.ledgers.goodput import GoodputResult, goodput_result
 from kvledger.ledgers.slo import SLO
 from kvledger.units import fmt_duration
 
@@ -87,7 +87,7 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
         notes.append("joint bound: at least n − Σ(n − lower_m) and at most min(upper_m) requests meet every SLO")
     notes.append("estimate from percentiles only (no per-request data): num_good and attainment are lower bounds")
     duration = agg.duration_s or agg.metadata.duration_s
-    res = _result(agg, slo, float(n_ok + n_fail), float(n_ok), float(lower), duration,
+    res = goodput_result(agg, slo, float(n_ok + n_fail), float(n_ok), float(lower), duration,
                   "stated by the file" if duration else "unknown: the file states no duration", notes, estimate=True)
     res.num_good_upper = upper
     n_all = n_ok + n_fail

@@ -172,7 +172,7 @@ def goodput_of_records(run: RunRecords, slo: SLO) -> GoodputResult:
     w = cols.weight
     n_all, n_ok, n_good = float(w.sum()), float(w[cols.ok].sum()), float(w[good].sum())
     duration, dsrc = run_duration_s(run)
-    res = _result(run, slo, n_all, n_ok, n_good, duration, dsrc, notes)
+    res = goodput_result(run, slo, n_all, n_ok, n_good, duration, dsrc, notes)
     res.num_missed = missed
     res.estimate = "sample_weights" in run.metadata.extra
     res.good_mask = good
@@ -186,8 +186,8 @@ def goodput_of_records(run: RunRecords, slo: SLO) -> GoodputResult:
     return res
 
 
-def _result(run: RunRecords | AggregateRun, slo: SLO, n_all: float, n_ok: float, n_good: float,
-            duration: float | None, dsrc: str, notes: list[str], *, estimate: bool = False) -> GoodputResult:
+def goodput_result(run: RunRecords | AggregateRun, slo: SLO, n_all: float, n_ok: float, n_good: float,
+                   duration: float | None, dsrc: str, notes: list[str], *, estimate: bool = False) -> GoodputResult:
     md = run.metadata
     res = GoodputResult(
         source=md.source, source_format=md.source_format, run_label=md.extra.get("run_label"),
