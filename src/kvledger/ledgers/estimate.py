@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
-from kvledger.ledgers.goodput import GoodputResult, goodput_result
+from kvledger.ledgers.goodput_result import GoodputResult, goodput_result
 from kvledger.ledgers.slo import SLO
 from kvledger.units import fmt_duration
 
