@@ -19,12 +19,11 @@ blocks and seats until step k+1 is scheduled (``_deferred``)::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from kvledger.accounting.step_split import PrefillTime
 from kvledger.accounting.stepcost import StepCostModel, StepShape, step_prices
+from kvledger.dynamics.batch_rules import BatchRules
 from kvledger.dynamics.engine.config import EngineConfig, make_kv_manager
 from kvledger.dynamics.engine.request_state import FINISHED, SimRequest
 from kvledger.dynamics.engine.scheduler import Scheduler, padded_prompt_shape
@@ -35,31 +34,7 @@ from kvledger.dynamics.outputs.steplog import KvUsageTracker, StepLog
 from kvledger.dynamics.outputs.token_times import TokenTimes
 from kvledger.records import RequestRecord
 
-__all__ = ["Replica", "BatchRules"]
-
-
-@dataclass(frozen=True, slots=True)
-class BatchRules:
-    """What a replica's engine settings mean for its step loop (read by the fast paths, fast/).
-
-    Attributes:
-        static: static batching (a batch runs to its end before the next is formed).
-        mixed: vLLM v1 continuous batching: an arrival joins the running requests' step.
-        v0: vLLM V0's prefill-first rule (scheduler.py).
-        padded: V0 0.2.x prompt steps priced on the padded batch (``max_paddings`` set).
-        async_scheduling: vLLM v1's batch queue of two (module doc).
-    """
-
-    static: bool
-    mixed: bool
-    v0: bool
-    padded: bool
-    async_scheduling: bool
-
-    @classmethod
-    def of(cls, cfg: EngineConfig) -> BatchRules:
-        return cls(cfg.batching == "static", cfg.batching == "continuous", cfg.batching == "vllm_v0",
-                   cfg.max_paddings is not None, cfg.async_scheduling)
+__all__ = ["Replica"]
 
 
 class Replica(TokenTimes):

@@ -32,7 +32,7 @@ simulation has no adversary, and 64-bit collisions are negligible at these sizes
 
 from __future__ import annotations
 
-__all__ = ["BlockPool", "NULL_BLOCK_ID", "PoolUsage"]
+__all__ = ["BlockPool", "NULL_BLOCK_ID"]
 
 NULL_BLOCK_ID = 0
 
@@ -75,8 +75,8 @@ class BlockPool:
 
     @property
     def num_used_blocks(self) -> int:
-        """Blocks held by at least one request, count (vLLM's KV usage numerator)."""
-        return self.num_usable_blocks - self.num_free_blocks
+        """Blocks held by at least one request, count (vLLM's KV usage numerator; usable − free, inline: a hot path)."""
+        return self.num_gpu_blocks - 1 - len(self._queue) + self._head + self._num_stale
 
     @property
     def num_cached_blocks(self) -> int:
@@ -268,35 +268,3 @@ class BlockPool:
         else:
             self._queue[:h] = ids
             self._head = 0
-
-
-class PoolUsage:
-    """The block-count views a KV manager built on one :class:`BlockPool` (``self.pool``) reports, shared by the
-    paged and the hybrid manager: capacity, free and used blocks, and vLLM's "KV cache usage"."""
-
-    pool: BlockPool
-    block_size: int
-
-    @property
-    def capacity_blocks(self) -> int:
-        return self.pool.num_usable_blocks
-
-    @property
-    def num_free_blocks(self) -> int:
-        return self.pool.num_free_blocks
-
-    @property
-    def num_used_blocks(self) -> int:
-        """Blocks held by at least one request (usable − free, read straight from the free queue: a hot path)."""
-        pool = self.pool
-        return pool.num_gpu_blocks - 1 - len(pool._queue) + pool._head + pool._num_stale
-
-    @property
-    def allocatable_tokens(self) -> int:
-        """Token slots an allocation can get now: the free blocks (cached ones with ref count 0 included), tokens."""
-        return self.pool.num_free_blocks * self.block_size
-
-    @property
-    def usage(self) -> float:
-        """Share of usable blocks held by requests (vLLM's "KV cache usage"), fraction."""
-        return self.num_used_blocks / self.pool.num_usable_blocks

@@ -26,8 +26,9 @@ manager, so every step runs the general step (exact by construction, slower).
 
 from __future__ import annotations
 
-from kvledger.dynamics.engine.block_pool import BlockPool, PoolUsage
+from kvledger.dynamics.engine.block_pool import BlockPool
 from kvledger.dynamics.engine.kv_interface import PrefixCacheStats, count_admission
+from kvledger.dynamics.engine.pool_usage import PoolUsage
 from kvledger.dynamics.engine.prefix_keys import shareable_block_keys
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.engine.swa_step import StepBlockRule

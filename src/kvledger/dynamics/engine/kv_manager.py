@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kvledger.dynamics.engine.block_pool import BlockPool, PoolUsage
+from kvledger.dynamics.engine.block_pool import BlockPool
 from kvledger.dynamics.engine.kv_interface import PrefixCacheStats, count_admission
+from kvledger.dynamics.engine.pool_usage import PoolUsage
 from kvledger.dynamics.engine.prefix_keys import own_block_key, shareable_block_keys, vectorize_blocks_for_tokens
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.engine.stretch_alloc import PagedStretches

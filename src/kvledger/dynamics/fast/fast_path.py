@@ -51,17 +51,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.request_state import FINISHED, SimRequest, accept
-from kvledger.dynamics.fast.kv_stretch import per_step_samples
+from kvledger.dynamics.fast.kv_stretch import account_stretch
 from kvledger.dynamics.fast.stretch_times import MAX_STRETCH_STEPS, decode_times
 
 __all__ = ["stretch", "admit_step", "run_open", "advance", "write_counters", "MAX_STRETCH_STEPS"]
-
-_STEP_INDEX = np.arange(MAX_STRETCH_STEPS + 1, dtype=np.float64)
-
 
 def stretch(rep, bound_s: float, through: bool) -> list | None:
     """Steady decode steps of ``rep`` (see module doc); None when not even one step's blocks fit."""
@@ -110,7 +105,7 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     rep.sched.advance_decode(k)
     rep.push_times(ends[1: k + 1])
     rep.now_s = ends[k]
-    _account(rep, pieces, k, ends, durs, samples, running, rems)
+    account_stretch(rep, pieces, k, ends, durs, samples, running, rems)
     if lag:
         # finished in the last step (rems m = k): freed after the next schedule
         rep.defer([r for r, st in finished if st - step0 + 1 + lag > k])
@@ -128,32 +123,6 @@ def _set_final(r: SimRequest, computed: int) -> None:
     r.num_computed_tokens = computed
     r.num_generated = r.num_output_tokens
     r.num_tokens = r.num_prompt_tokens + r.num_output_tokens
-
-
-def _account(rep, pieces: list, k: int, ends: list[float], durs: list[float], samples: tuple,
-             running: list[SimRequest], rems: list[int]) -> None:
-    """KV usage and token-state samples of each step of a stretch, as step-by-step execution takes them.
-
-    ``samples``: what the KV manager's ``stretch_commit`` returned — the paged manager's changes
-    ``(used0, held0, allocation steps, drops, allocation runs)``, or per-step ``(used blocks, held slots)`` arrays.
-    """
-    cap = rep.kv.capacity_blocks
-    if len(samples) == 5:
-        rep.usage.add_stretch(ends[:k], durs[:k], cap, *samples, pieces)
-        used = per_step_samples(samples, k, rep.kv.block_size)[0] if rep.steplog is not None else None
-    else:
-        used, held = samples
-        stored = np.concatenate([_STEP_INDEX[: min(b, k) - a] * alive + kv_a for a, b, alive, kv_a in pieces
-                                 if min(b, k) > a])
-        rep.usage.add_steps(ends[:k], durs[:k], used, cap, stored, held)
-    if rep.steplog is not None:
-        for a, b, alive, _ in pieces:
-            b = min(b, k)
-            if b > a:
-                batch = [(r.spec.request_id, 1) for r, m in zip(running, rems) if m > a]
-                u = used[a: b] / cap if isinstance(used, np.ndarray) else np.full(b - a, used / cap)
-                rep.steplog.add_stretch(rep.num_steps - k + a, np.asarray(ends[a: b]), np.asarray(durs[a: b]), alive,
-                                        u, alive, len(rep.sched.waiting), batch)
 
 
 def admit_step(rep) -> list | None:
