@@ -25,6 +25,7 @@ from kvledger.accounting.step_split import PrefillTime
 from kvledger.accounting.stepcost import StepCostModel, StepShape, step_prices
 from kvledger.dynamics.batch_rules import BatchRules
 from kvledger.dynamics.engine.config import EngineConfig, make_kv_manager
+from kvledger.dynamics.engine.kv_interface import KVManager
 from kvledger.dynamics.engine.request_state import FINISHED, SimRequest
 from kvledger.dynamics.engine.scheduler import Scheduler, padded_prompt_shape
 from kvledger.dynamics.engine.sglang_scheduler import SGLangScheduler
@@ -54,7 +55,8 @@ class Replica(TokenTimes):
     """
 
     def __init__(self, cfg: EngineConfig, cost: StepCostModel, index: int = 0, *, record_steps: bool = False,
-                 fast_forward: bool = True, kv_manager=None, record_token_times: bool = True) -> None:
+                 fast_forward: bool = True, kv_manager: KVManager | None = None,
+                 record_token_times: bool = True) -> None:
         self.cfg, self.cost, self.index = cfg, cost, index
         self.kv = make_kv_manager(cfg) if kv_manager is None else kv_manager
         self.sched = SGLangScheduler(cfg, self.kv) if cfg.batching == "sglang" else Scheduler(cfg, self.kv)
