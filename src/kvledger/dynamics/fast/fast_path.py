@@ -9,7 +9,7 @@ Python per step (tests compare every token time bit for bit with ``fast_forward=
   (stretch_times.py); the stretch stops at the first step that would start at or after
   ``bound_s`` (the next arrival), at the first finish when requests wait, or where blocks run
   out. Blocks are handed out in step, then running, order (or request by request when no
-  block is registered in the cache: kv_stretch.py), and finished requests freed after their
+  block is registered in the cache: engine/stretch_alloc.py), and finished requests freed after their
   step; the KV usage samples are kept as the stretch's changes (kv_usage.py).
 * ``admit_step``: the step after an arrival while every running request is one token
   behind: each decodes one token (blocks first, in running order), then waiting requests
