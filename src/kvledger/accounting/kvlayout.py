@@ -3,7 +3,7 @@
 Mirrors ``vllm/v1/core/kv_cache_planning.py`` (``get_kv_cache_groups``,
 ``_get_kv_cache_groups_uniform_page_size``, ``unify_kv_cache_spec_page_size``,
 ``_get_kv_cache_bytes_per_block``) and each spec's ``max_memory_usage_bytes`` in
-``vllm/v1/kv_cache_interface.py`` (engines.md §1.5–§1.7).
+``vllm/v1/kv_cache_interface.py`` (docs/engine-model.md §1.4–§1.6).
 """
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ class KVLayout:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def blocks_per_request(self, max_model_len: int, inflight_tokens: int) -> int:
-        """R(L): Σ over groups of the blocks one request may need, blocks (engines.md §1.8)."""
+        """R(L): Σ over groups of the blocks one request may need, blocks (docs/engine-model.md §1.7)."""
         return sum(g.blocks_per_request(max_model_len, inflight_tokens) for g in self.groups)
 
     def blocks_for_tokens(self, num_tokens: int) -> int:
