@@ -36,7 +36,7 @@ def _tree(name: str) -> ast.Module:
 
 
 def _owner(name: str) -> str:
-    """The module a dotted import name loads: itself, or the nearest enclosing module (``pkg.mod.attr`` → ``pkg.mod``)."""
+    """The module a dotted import name loads: itself or its nearest enclosing module (``a.mod.attr`` → ``a.mod``)."""
     mods = _modules()
     while name not in mods:
         name = name.rpartition(".")[0]
@@ -83,11 +83,11 @@ def _layer(name: str) -> tuple[int, str]:
     parts = name.split(".")
     if len(parts) == 1 or parts[1] in BASE:
         return 0, "base"
-    return LAYERS[parts[1]], parts[1]
+    return LAYERS.get(parts[1], len(LAYERS)), parts[1]  # unknown rooms: test_every_module_is_in_a_known_layer
 
 
 def test_every_module_is_in_a_known_layer():
-    unknown = sorted({n.split(".")[1] for n in _modules() if "." in n} - set(LAYERS) - BASE - {"__main__"})
+    unknown = sorted({n.split(".")[1] for n in _modules() if "." in n} - set(LAYERS) - BASE)
     assert not unknown, f"modules outside the layers (add them to LAYERS or BASE): {unknown}"
 
 
