@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from kvledger.evidence._arrays import DETAIL_KEYS, detail_notes
+from kvledger.evidence.detect import detect_dict
+from kvledger.evidence.vllm_bench import FORMAT, check_run_keys, run_metadata
 from kvledger.record_columns import RecordColumns, run_from_columns
 from kvledger.records import RunMetadata, RunRecords
 
@@ -130,9 +132,6 @@ def _parse(path: Path) -> Any:
 
 def read_fast(path: str | Path, *, format: str | None = None) -> list[RunRecords] | None:
     """The one run of a large clean vLLM ``--save-detailed`` file, or None to let the general reader take it."""
-    from kvledger.evidence.detect import detect_dict
-    from kvledger.evidence.vllm_bench import FORMAT, check_run_keys, run_metadata
-
     p = Path(path)
     try:
         if format not in (None, FORMAT) or not p.is_file() or p.stat().st_size < FAST_MIN_BYTES:

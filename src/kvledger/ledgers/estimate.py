@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from kvledger.errors import FormatError
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.ledgers.goodput_result import GoodputResult, goodput_result
 from kvledger.ledgers.slo import SLO
@@ -108,8 +109,6 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
 
 
 def raise_unknown(agg: AggregateRun) -> None:
-    from kvledger.errors import FormatError
-
     notes = "; ".join(agg.metadata.definitions)
     raise FormatError(agg.metadata.source, "the file states neither per-request data nor a completed-request count, so no goodput "
                       f"can be computed or bounded from it (reader notes: {notes}). Use the tool's per-request export "
