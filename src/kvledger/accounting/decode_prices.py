@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DecodePrices"]
+__all__ = ["DecodePrices", "PLAIN_FLOAT_MAX_STEPS"]
+
+PLAIN_FLOAT_MAX_STEPS = 96  # runs of decode steps this short are priced in Python floats (numpy is faster past ~100)
 
 
 class DecodePrices:
@@ -62,7 +64,7 @@ class DecodePrices:
         positive float, and so is the CPU floor of 0 s under overlap); anything else is
         ``decode_steps_s(...).tolist()`` (numpy is faster past about a hundred steps).
         """
-        if num_steps > 96 or not self._bw_bound or num_seqs == 0:
+        if num_steps > PLAIN_FLOAT_MAX_STEPS or not self._bw_bound or num_seqs == 0:
             return self.decode_steps_s(num_seqs, kv_tokens, num_steps).tolist()
         n = num_seqs
         gemm, st, ar, plain, g, b = self._list_terms(n)

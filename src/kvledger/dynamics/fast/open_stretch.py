@@ -35,6 +35,7 @@ import math
 from bisect import bisect_left, insort
 from itertools import accumulate
 
+from kvledger.accounting.decode_prices import PLAIN_FLOAT_MAX_STEPS
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.request_state import RUNNING, SimRequest, accept
@@ -44,7 +45,6 @@ from kvledger.dynamics.fast.stretch_times import chunk_steps
 __all__ = ["eligible", "run_arrivals", "MAX_ARRIVAL_STRETCH_STEPS"]
 
 MAX_ARRIVAL_STRETCH_STEPS = 4096  # steps settled at a time
-PLAIN_PRICE_MAX_STEPS = 96  # a chunk of decode steps this short is priced in plain floats from the model's plain form
 
 
 def eligible(rep) -> bool:
@@ -167,7 +167,7 @@ class _ArrivalStretch:
             if finite:
                 m = chunk_steps(m, bound, ends[j], last, lag)
             kv0 = s_alive + alive * (j + 1)
-            if terms is not None and m <= PLAIN_PRICE_MAX_STEPS:
+            if terms is not None and m <= PLAIN_FLOAT_MAX_STEPS:
                 gemm, g, bw = terms
                 d = [gemm + g * x / bw for x in range(kv0, kv0 + alive * m, alive)]
             else:
