@@ -27,6 +27,7 @@ from kvledger.dynamics.outputs.steplog import StepLog, chrome_trace
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.errors import InputError
+from kvledger.record_columns import run_from_columns
 from kvledger.records import RunMetadata, RunRecords
 
 __all__ = ["EngineConfig", "SimResult", "simulate"]
@@ -134,7 +135,7 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
         definitions=list(DEFINITIONS),
         extra={"cost_model": getattr(cost, "name", type(cost).__name__), "num_replicas": num_replicas,
                "router": router if num_replicas > 1 else None, "engine": config.to_dict()})
-    run = RunRecords(recs, meta) if isinstance(recs, list) else RunRecords.from_columns(recs, meta)
+    run = RunRecords(recs, meta) if isinstance(recs, list) else run_from_columns(recs, meta)
     figures, sketched = summarize_records(run, exact_itl_mean=True), False
     if replicas[0].gaps is not None:  # no token times kept: the exact step-gap counts give the ITL distribution
         for r in replicas:
@@ -149,8 +150,8 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
 
 
 def _engine_figures(replicas: list[Replica], duration_s: float) -> dict[str, Any]:
-    q = sum(r.kv.query_tokens for r in replicas)
-    h = sum(r.kv.hit_tokens for r in replicas)
+    q = sum(r.kv.prefix_stats.queries for r in replicas)
+    h = sum(r.kv.prefix_stats.hits for r in replicas)
     usages = [r.usage.summary(duration_s) for r in replicas]
     if len(usages) == 1:
         kv = usages[0]

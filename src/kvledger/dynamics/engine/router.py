@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.errors import UnknownNameError
 
 __all__ = ["ROUTERS", "make_router", "BALANCE_ABS_THRESHOLD", "BALANCE_REL_THRESHOLD", "CACHE_THRESHOLD"]
 
@@ -129,8 +130,6 @@ ROUTERS: dict[str, Callable[[], Router]] = {
 
 def make_router(name: str) -> Router:
     """A fresh router (routers keep state, e.g. the round-robin counter)."""
-    from kvledger.errors import UnknownNameError
-
     if name not in ROUTERS:
         raise UnknownNameError("router", name, ROUTERS, hint=f"Known: {', '.join(ROUTERS)}.")
     return ROUTERS[name]()
