@@ -242,8 +242,10 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
         head = no_volume_lines(b_vol, u_star, primary.key)
         verdict = head[0].removeprefix("answer ")
     second = secondary_line(setup.utilization, util_how, sh_req, api_req)
-    if not any(same for _, same, _ in rows):
-        head.append(f"  note: {primary.key} is not the same model: compare quality separately")
+    if next((same for r, same, _ in rows if r.key == primary.key), None) is False:
+        others = [r.key for r, same, _ in rows if same]
+        head.append(f"  note: {primary.key} is not the same model: compare quality separately"
+                    + (f" (rows serving it: {', '.join(others)})" if others else " (no catalog row serves this model)"))
     inputs_d = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour, "gpu_price_source": setup.gpu.source,
                 "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus, "utilization": setup.utilization,
                 "utilization_how": util_how, "max_utilization": setup.max_utilization,

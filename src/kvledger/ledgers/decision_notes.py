@@ -22,7 +22,7 @@ def _usd(x: float) -> str:
 
 def _break_even_text(bv: dict[str, Any], bu: dict[str, Any]) -> str:
     if bv.get("requests_per_month") is None:
-        return f"self-hosting never breaks even at this capacity and price ({bv['reason']})"
+        return bv["reason"]
     tok = bv["input_tokens_per_month"] + bv["output_tokens_per_month"]
     u = bu["utilization"]
     util = f"{u:.1%} utilization of one replica" if bu.get("reachable") else "more than one replica's full capacity"
@@ -34,6 +34,10 @@ def verdict_lines(d: Any, bv: dict[str, Any], bu: dict[str, Any], gpu_label: str
     v, api = d.volume, d.primary
     sh = d.self_host_usd
     how = "bought" if d.buy is not None and d.buy.total_usd < d.self_host.total_usd else "rented"
+    if how == "bought":
+        gpu_label = f"bought: {d.buy.items[0].note}; rented would be {_usd(d.self_host.total_usd)}/month"
+    elif d.buy is not None:
+        gpu_label += f"; bought would be {_usd(d.buy.total_usd)}/month"
     winner = "the API" if d.verdict == "API" else "self-host"
     return [f"answer: {winner} — {_usd(api.bill.total_usd)}/month on the API vs {_usd(sh)}/month self-hosted, for "
             f"{tokens_text(v.input_tokens + v.output_tokens)} tokens/month ({tokens_text(v.input_tokens)} in, "
