@@ -66,6 +66,8 @@ class SearchResult:
     dominated: list[dict[str, str]]
     api: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
+    cost_frontier: list[dict[str, Any]] = field(default_factory=list)
+    cost_dominated: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def winner(self) -> dict[str, Any] | None:
@@ -82,9 +84,13 @@ class SearchResult:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        from kvledger.analyses.search.frontier import caveats, rejections_by_reason
+
         w = self.winner
         return {"spec": self.spec.to_dict(), "counts": self.counts(), "ranking": self.ranking,
-                "winner": None if w is None else {"id": w["id"], "launch": w["launch"]},
+                "winner": None if w is None else {"id": w["id"], "launch": w["launch"], "caveats": caveats(w)},
+                "cost_frontier": self.cost_frontier, "cost_dominated": self.cost_dominated,
+                "rejections": rejections_by_reason(self.entries),
                 "frontier": self.frontier, "dominated": self.dominated, "api": self.api, "notes": self.notes,
                 "candidates": self.entries}
 
@@ -121,6 +127,8 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     order = {e["id"]: n for n, e in enumerate(entries)}
     feasible = [e for e in entries if e["status"] == "feasible"]
     ranking = [e["id"] for e in sorted(feasible, key=lambda e: (*rank_key(e), order[e["id"]]))]
+    from kvledger.analyses.search.frontier import cost_frontier
+
     frontier, dominated = pareto(feasible)
     notes = []
     if spec.gpu_provider is None:
@@ -128,7 +136,10 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
                      "--gpu-provider fixes one")
     if any(e["status"] == "error" for e in entries):
         notes.append("some candidates failed (status error): run again with --resume LEDGER to redo only those")
-    return SearchResult(spec, entries, ranking, frontier, dominated, _api(spec, feasible), notes)
+    cfront, cdom = cost_frontier(feasible)
+    if spec.step_cost == "roofline":
+        notes.append("step cost uncalibrated (roofline): every capacity is a model estimate, not a measurement")
+    return SearchResult(spec, entries, ranking, frontier, dominated, _api(spec, feasible), notes, cfront, cdom)
 
 
 CSV_COLUMNS = ["rank", "id", "layout", "gpu_id", "tp", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens",
