@@ -11,9 +11,23 @@ from typer.testing import CliRunner
 from kvledger.cli.main import app
 
 runner = CliRunner()
-EXAMPLE = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo", "ttft=500ms,tpot=50ms",
-           "--api", "Together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo", "--monthly-input-tokens", "240e6",
-           "--monthly-output-tokens", "60e6", "--gpu-provider", "RunPod"]
+EXAMPLE = [
+    "cost",
+    "--simulate",
+    "meta-llama/Llama-3.1-8B",
+    "--gpu",
+    "H100",
+    "--slo",
+    "ttft=500ms,tpot=50ms",
+    "--api",
+    "Together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo",
+    "--monthly-input-tokens",
+    "240e6",
+    "--monthly-output-tokens",
+    "60e6",
+    "--gpu-provider",
+    "RunPod",
+]
 
 
 def _run(args: list[str]) -> str:
@@ -56,11 +70,29 @@ def test_json_decision_and_utilization_as_an_override():
 
 
 def test_a_different_model_named_is_noted():
-    out = _run(["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo", "ttft=500ms,tpot=50ms",
-                "--api", "OpenAI:gpt-4.1", "--monthly-tokens", "3e8", "--gpu-provider", "RunPod", "--json"])
+    out = _run(
+        [
+            "cost",
+            "--simulate",
+            "meta-llama/Llama-3.1-8B",
+            "--gpu",
+            "H100",
+            "--slo",
+            "ttft=500ms,tpot=50ms",
+            "--api",
+            "OpenAI:gpt-4.1",
+            "--monthly-tokens",
+            "3e8",
+            "--gpu-provider",
+            "RunPod",
+            "--json",
+        ]
+    )
     d = json.loads(out)
     # the named row is the verdict's; the same-model rows are listed beside it, marked as such
     assert d["decision"]["api"] == "OpenAI:gpt-4.1"
     named = [a for a in d["decision"]["api_options"] if a["named"]]
     assert named[0]["same_model"] is False and sum(a["same_model"] for a in d["decision"]["api_options"]) == 4
-    assert any(h.startswith("  note: OpenAI:gpt-4.1 is not the same model: compare quality separately") for h in d["headline"])
+    assert any(
+        h.startswith("  note: OpenAI:gpt-4.1 is not the same model: compare quality separately") for h in d["headline"]
+    )

@@ -40,7 +40,9 @@ def test_capex_line_by_hand():
     assert capex_item(1, HostBill(gpu_capex_usd=30_000)).amount_usd == pytest.approx(30_000 / 36)
     # financed at 8% a year: annuity 30,000 × (0.08/12) ÷ (1 − (1 + 0.08/12)^−36) = $940.09 a month
     fin = capex_item(4, HostBill(gpu_capex_usd=30_000, annual_interest=0.08))
-    assert fin.unit_price_usd == pytest.approx(940.09, abs=0.01) and fin.amount_usd == pytest.approx(4 * 940.09, abs=0.05)
+    assert fin.unit_price_usd == pytest.approx(940.09, abs=0.01) and fin.amount_usd == pytest.approx(
+        4 * 940.09, abs=0.05
+    )
 
 
 def test_people_defaults_follow_team_capability_and_yield_to_the_user():
@@ -92,14 +94,20 @@ def test_bought_gpus_bill_capex_power_and_hosting():
 
 def test_same_model_rows_match_family_version_and_size():
     keys = {r.key for r in same_model_rows("meta-llama/Llama-3.1-8B")}
-    assert keys == {"Together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo", "Fireworks:llama-v3p1-8b-instruct",
-                    "Groq:llama-3.1-8b-instant", "DeepInfra:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo"}
+    assert keys == {
+        "Together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo",
+        "Fireworks:llama-v3p1-8b-instruct",
+        "Groq:llama-3.1-8b-instant",
+        "DeepInfra:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo",
+    }
     assert not any("3.3" in k or "70B" in k for k in keys)
     assert same_model_rows("llama") == []  # one word says too little
 
 
 def test_fuzzy_api_names_suggest_the_providers_rows():
-    assert [r.key for r in rows_with_words("llama-8b", "Together")] == ["Together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo"]
+    assert [r.key for r in rows_with_words("llama-8b", "Together")] == [
+        "Together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo"
+    ]
     with pytest.raises(UnknownNameError, match="Together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo"):
         find_api_price("Together:llama-8b")
 
@@ -109,7 +117,9 @@ def test_api_options_cheapest_first_and_rows_the_mix_cannot_price_left_out():
     rows = [(r, True, False) for r in same_model_rows("meta-llama/Llama-3.1-8B")]
     opts, notes = api_options(rows, ApiMix(), vol)
     totals = [o.bill.total_usd for o in opts]
-    assert totals == sorted(totals) and opts[0].price.provider == "DeepInfra"  # $0.02/$0.03: 240 × 0.02 + 60 × 0.03 = $6.60
+    assert (
+        totals == sorted(totals) and opts[0].price.provider == "DeepInfra"
+    )  # $0.02/$0.03: 240 × 0.02 + 60 × 0.03 = $6.60
     assert totals[0] == pytest.approx(6.6)
     batch, notes = api_options(rows, ApiMix(batch_share=0.5), vol)
     assert "DeepInfra" not in {o.price.provider for o in batch} and any("DeepInfra" in n for n in notes)

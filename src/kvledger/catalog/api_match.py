@@ -1,4 +1,4 @@
-"""Which API price rows serve a given model (matched by family, version and size words), and word-based look-up of ``--api``.
+"""Which API price rows serve a given model (matched by family, version and size words); word look-up of ``--api``.
 
 A name is cut into lower-case words at every character other than a letter, digit or dot, after writing the
 providers' version spellings the same way (``v3p1`` → ``3.1``, a leading ``v`` before a digit dropped) and dropping
@@ -17,8 +17,25 @@ from kvledger.catalog.prices import ApiPrice, api_prices
 
 __all__ = ["name_words", "same_model_rows", "rows_with_words"]
 
-VARIANT_WORDS = frozenset({"instruct", "chat", "turbo", "hf", "base", "it", "instant", "versatile", "fp8", "bf16",
-                           "original", "list", "preview", "latest", "meta"})
+VARIANT_WORDS = frozenset(
+    {
+        "instruct",
+        "chat",
+        "turbo",
+        "hf",
+        "base",
+        "it",
+        "instant",
+        "versatile",
+        "fp8",
+        "bf16",
+        "original",
+        "list",
+        "preview",
+        "latest",
+        "meta",
+    }
+)
 
 
 def name_words(name: str) -> list[str]:
@@ -31,7 +48,8 @@ def name_words(name: str) -> list[str]:
 
 def _row_words(row: ApiPrice) -> set[str]:
     return {w for part in row.model.replace("(", " ").replace(")", " ").split() for w in name_words(part)} | set(
-        name_words(row.model))
+        name_words(row.model)
+    )
 
 
 def same_model_rows(model: str) -> list[ApiPrice]:

@@ -240,7 +240,7 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
         verdict = head[0].removeprefix("answer: ")
     else:
         head = no_volume_lines(b_vol, u_star, primary.key)
-        verdict = head[0].removeprefix("answer ")
+        verdict = head[0].removeprefix("answer: ").removeprefix("answer ")
     second = secondary_line(setup.utilization, util_how, sh_req, api_req)
     if next((same for r, same, _ in rows if r.key == primary.key), None) is False:
         others = [r.key for r, same, _ in rows if same]

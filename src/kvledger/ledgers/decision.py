@@ -1,4 +1,4 @@
-"""The build-or-buy decision, volume first: monthly volume → replicas at the allowed peak utilization → both monthly bills.
+"""The build-or-buy decision, volume first: monthly volume → replicas at the allowed peak utilization → both bills.
 
 From a monthly volume (requests, or input and output tokens), one replica's SLO capacity at goodput g (good req/s) and
 the highest average utilization allowed per replica u_max:
@@ -25,8 +25,18 @@ from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
 from kvledger.ledgers.host_bill import HostBill, capex_item, hosting_item, power_item
 from kvledger.ledgers.items import Ledger, LineItem
 
-__all__ = ["MonthlyVolume", "Volume", "GpuPower", "ApiOption", "Decision", "resolve_volume", "monthly_self_host",
-           "api_options", "decide", "flip_points"]
+__all__ = [
+    "MonthlyVolume",
+    "Volume",
+    "GpuPower",
+    "ApiOption",
+    "Decision",
+    "resolve_volume",
+    "monthly_self_host",
+    "api_options",
+    "decide",
+    "flip_points",
+]
 
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
 
@@ -61,26 +71,53 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
     Raises:
         InputError: none or several kinds given, only one of input/output tokens, or a negative volume.
     """
-    kinds = [k for k, given in (("--monthly-requests", vol.requests is not None), ("--monthly-tokens", vol.tokens is not None),
-                                ("--monthly-input-tokens/--monthly-output-tokens",
-                                 vol.input_tokens is not None or vol.output_tokens is not None)) if given]
+    kinds = [
+        k
+        for k, given in (
+            ("--monthly-requests", vol.requests is not None),
+            ("--monthly-tokens", vol.tokens is not None),
+            (
+                "--monthly-input-tokens/--monthly-output-tokens",
+                vol.input_tokens is not None or vol.output_tokens is not None,
+            ),
+        )
+        if given
+    ]
     if len(kinds) != 1:
-        raise InputError("give one monthly volume: --monthly-requests, --monthly-tokens, or both --monthly-input-tokens and "
-                         f"--monthly-output-tokens (got {', '.join(kinds) or 'none'})")
+        raise InputError(
+            "give one monthly volume: --monthly-requests, --monthly-tokens, or both --monthly-input-tokens and "
+            f"--monthly-output-tokens (got {', '.join(kinds) or 'none'})"
+        )
     i, o = cap.mean_input_tokens, cap.mean_output_tokens
     if vol.requests is not None:
-        v = Volume(vol.requests, vol.requests * i, vol.requests * o,
-                   "requests per month given; tokens = requests × the run's mean tokens per good request")
+        v = Volume(
+            vol.requests,
+            vol.requests * i,
+            vol.requests * o,
+            "requests per month given; tokens = requests × the run's mean tokens per good request",
+        )
     elif vol.tokens is not None:
         reqs = vol.tokens / (i + o)
-        v = Volume(reqs, reqs * i, reqs * o, f"tokens per month given; split {i / (i + o):.0%} input / {o / (i + o):.0%} "
-                   "output as in the run's good requests")
+        v = Volume(
+            reqs,
+            reqs * i,
+            reqs * o,
+            f"tokens per month given; split {i / (i + o):.0%} input / {o / (i + o):.0%} "
+            "output as in the run's good requests",
+        )
     else:
         if vol.input_tokens is None or vol.output_tokens is None:
-            raise InputError("--monthly-input-tokens and --monthly-output-tokens go together (or give --monthly-tokens)")
+            raise InputError(
+                "--monthly-input-tokens and --monthly-output-tokens go together (or give --monthly-tokens)"
+            )
         reqs = max(vol.input_tokens / i, vol.output_tokens / o)
-        v = Volume(reqs, vol.input_tokens, vol.output_tokens,
-                   "input and output tokens per month given; replicas sized for max(input, output) in requests of the run's mix")
+        v = Volume(
+            reqs,
+            vol.input_tokens,
+            vol.output_tokens,
+            "input and output tokens per month given; replicas sized for max(input, output) in requests of the run's "
+            "mix",
+        )
     if min(v.requests, v.input_tokens, v.output_tokens) < 0 or not math.isfinite(v.requests):
         raise InputError("a monthly volume must be a finite number ≥ 0")
     return v
@@ -100,28 +137,65 @@ def replicas_for(rate_req_per_s: float, cap_req_per_s: float, max_utilization: f
     return max(1, math.ceil(rate_req_per_s / (cap_req_per_s * max_utilization) - 1e-12))
 
 
-def monthly_self_host(setup: SelfHostSetup, replicas: int, load: float, *, buy: HostBill | None = None,
-                      power: GpuPower | None = None, people_source: str = "user input") -> Ledger:
-    """The self-hosted bill per month for ``replicas`` replicas at ``load``: rented (the default) or, with ``buy``, bought
-    (amortized purchase, power at the load, hosting). People are one line for the service, not per replica."""
+def monthly_self_host(
+    setup: SelfHostSetup,
+    replicas: int,
+    load: float,
+    *,
+    buy: HostBill | None = None,
+    power: GpuPower | None = None,
+    people_source: str = "user input",
+) -> Ledger:
+    """The self-hosted bill per month for ``replicas`` replicas at ``load``: rented (the default) or, with ``buy``,
+    bought (amortized purchase, power at the load, hosting). People are one line for the service, not per replica."""
     gpus = replicas * setup.num_gpus
-    sizing = f"{replicas} replica{'' if replicas == 1 else 's'} × {setup.num_gpus} GPU{'' if setup.num_gpus == 1 else 's'}"
+    sizing = (
+        f"{replicas} replica{'' if replicas == 1 else 's'} × {setup.num_gpus} GPU{'' if setup.num_gpus == 1 else 's'}"
+    )
     if buy is None:
         led = Ledger("self-hosted bill per month, rented GPUs", "USD per month")
-        led.add(LineItem("GPU rental (power and hosting included)", "GPU-hour", gpus * HOURS_PER_MONTH,
-                         setup.gpu.usd_per_gpu_hour, setup.gpu.source, setup.gpu.as_of, f"{sizing} × 730 h"))
+        led.add(
+            LineItem(
+                "GPU rental (power and hosting included)",
+                "GPU-hour",
+                gpus * HOURS_PER_MONTH,
+                setup.gpu.usd_per_gpu_hour,
+                setup.gpu.source,
+                setup.gpu.as_of,
+                f"{sizing} × 730 h",
+            )
+        )
     else:
         led = Ledger("self-hosted bill per month, bought GPUs", "USD per month")
         led.add(capex_item(gpus, buy))
         if power is not None:
             from kvledger.ledgers.host_bill import DEFAULT_PUE, DEFAULT_USD_PER_KWH, KWH_SOURCE, PUE_SOURCE
 
-            src = "; ".join(s for s, dflt in ((PUE_SOURCE, buy.pue == DEFAULT_PUE), (KWH_SOURCE, buy.usd_per_kwh == DEFAULT_USD_PER_KWH))
-                            if dflt) or "user input (--pue, --usd-per-kwh)"
-            led.add(power_item(gpus, power.board_w, power.idle_w, load, buy.pue, buy.usd_per_kwh, f"{power.source}; {src}"))
+            src = (
+                "; ".join(
+                    s
+                    for s, dflt in (
+                        (PUE_SOURCE, buy.pue == DEFAULT_PUE),
+                        (KWH_SOURCE, buy.usd_per_kwh == DEFAULT_USD_PER_KWH),
+                    )
+                    if dflt
+                )
+                or "user input (--pue, --usd-per-kwh)"
+            )
+            led.add(
+                power_item(gpus, power.board_w, power.idle_w, load, buy.pue, buy.usd_per_kwh, f"{power.source}; {src}")
+            )
         led.add(hosting_item(gpus, buy))
-    led.add(LineItem("people (engineers running it)", "engineer-month", setup.engineer_months_per_month,
-                     setup.engineer_usd_per_month, people_source, "assumption" if "default" in people_source else "user input"))
+    led.add(
+        LineItem(
+            "people (engineers running it)",
+            "engineer-month",
+            setup.engineer_months_per_month,
+            setup.engineer_usd_per_month,
+            people_source,
+            "assumption" if "default" in people_source else "user input",
+        )
+    )
     return led
 
 
@@ -135,9 +209,15 @@ class ApiOption:
     bill: Ledger
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.price.key, "same_model": self.same_model, "named": self.named,
-                "confidence": self.price.confidence or "unstated", "as_of": self.price.as_of,
-                "monthly_usd": self.bill.total_usd, "bill": self.bill.to_dict()}
+        return {
+            "key": self.price.key,
+            "same_model": self.same_model,
+            "named": self.named,
+            "confidence": self.price.confidence or "unstated",
+            "as_of": self.price.as_of,
+            "monthly_usd": self.bill.total_usd,
+            "bill": self.bill.to_dict(),
+        }
 
 
 def api_options(rows: list[tuple[ApiPrice, bool, bool]], mix: ApiMix, vol: Volume) -> tuple[list[ApiOption], list[str]]:
@@ -152,15 +232,22 @@ def api_options(rows: list[tuple[ApiPrice, bool, bool]], mix: ApiMix, vol: Volum
                 raise
             notes.append(f"{price.key} left out: {err}")
             continue
-        bill = api_ledger(price, mix, vol.input_tokens / 1e6, vol.output_tokens / 1e6, f"API bill per month, {price.key}",
-                          "USD per month")
+        bill = api_ledger(
+            price,
+            mix,
+            vol.input_tokens / 1e6,
+            vol.output_tokens / 1e6,
+            f"API bill per month, {price.key}",
+            "USD per month",
+        )
         out.append(ApiOption(price, same, named, bill))
     out.sort(key=lambda a: (a.bill.total_usd, a.price.key))
     return out, notes
 
 
-def flip_points(vol: Volume, cap_req_per_s: float, setup: SelfHostSetup, self_host_usd: float, api_usd: float,
-                fixed_usd: float) -> dict[str, Any]:
+def flip_points(
+    vol: Volume, cap_req_per_s: float, setup: SelfHostSetup, self_host_usd: float, api_usd: float, fixed_usd: float
+) -> dict[str, Any]:
     """The capacity and GPU-price multipliers at which the verdict would flip (None: no such multiplier).
 
     With R = one replica's bill, P = people (``fixed_usd``), A = the API bill and n(k) the replicas at capacity × k:
@@ -218,20 +305,43 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         v = self.volume
-        return {"requests_per_month": v.requests, "input_tokens_per_month": v.input_tokens,
-                "output_tokens_per_month": v.output_tokens, "volume_how": v.how, "replicas": self.replicas,
-                "realized_utilization": self.realized_utilization, "max_utilization": self.max_utilization,
-                "verdict": self.verdict, "self_host_usd_per_month": self.self_host_usd,
-                "api_usd_per_month": self.primary.bill.total_usd, "api": self.primary.price.key,
-                "self_host_rent": self.self_host.to_dict(), "self_host_buy": None if self.buy is None else self.buy.to_dict(),
-                "api_options": [a.to_dict() for a in self.apis], "flips": self.flips,
-                "capacity_band": self.capacity_band, "band_source": self.band_source,
-                "holds_within_band": self.holds_within_band(), "rests_on": self.rests_on, "notes": self.notes}
+        return {
+            "requests_per_month": v.requests,
+            "input_tokens_per_month": v.input_tokens,
+            "output_tokens_per_month": v.output_tokens,
+            "volume_how": v.how,
+            "replicas": self.replicas,
+            "realized_utilization": self.realized_utilization,
+            "max_utilization": self.max_utilization,
+            "verdict": self.verdict,
+            "self_host_usd_per_month": self.self_host_usd,
+            "api_usd_per_month": self.primary.bill.total_usd,
+            "api": self.primary.price.key,
+            "self_host_rent": self.self_host.to_dict(),
+            "self_host_buy": None if self.buy is None else self.buy.to_dict(),
+            "api_options": [a.to_dict() for a in self.apis],
+            "flips": self.flips,
+            "capacity_band": self.capacity_band,
+            "band_source": self.band_source,
+            "holds_within_band": self.holds_within_band(),
+            "rests_on": self.rests_on,
+            "notes": self.notes,
+        }
 
 
-def decide(cap: Capacity, setup: SelfHostSetup, vol: Volume, apis: list[ApiOption], *, buy: HostBill | None = None,
-           power: GpuPower | None = None, people_source: str = "user input", capacity_band: float = 0.3,
-           band_source: str = "", rests_on: list[str] | None = None) -> Decision:
+def decide(
+    cap: Capacity,
+    setup: SelfHostSetup,
+    vol: Volume,
+    apis: list[ApiOption],
+    *,
+    buy: HostBill | None = None,
+    power: GpuPower | None = None,
+    people_source: str = "user input",
+    capacity_band: float = 0.3,
+    band_source: str = "",
+    rests_on: list[str] | None = None,
+) -> Decision:
     """The decision for ``vol``: replicas, realized utilization, bills (rent, and buy when priced), the verdict against
     the primary API row (the one the user named, else the cheapest) and the flip points."""
     if not apis:
@@ -250,5 +360,18 @@ def decide(cap: Capacity, setup: SelfHostSetup, vol: Volume, apis: list[ApiOptio
     verdict = "self-host" if sh < primary.bill.total_usd else "API"
     people = setup.engineer_months_per_month * setup.engineer_usd_per_month
     flips = flip_points(vol, cap.goodput_req_per_s, setup, sh, primary.bill.total_usd, people)
-    return Decision(vol, n, load, setup.max_utilization, rent, bought, apis, primary, verdict, flips, capacity_band,
-                    band_source, rests)
+    return Decision(
+        vol,
+        n,
+        load,
+        setup.max_utilization,
+        rent,
+        bought,
+        apis,
+        primary,
+        verdict,
+        flips,
+        capacity_band,
+        band_source,
+        rests,
+    )

@@ -39,26 +39,36 @@ def verdict_lines(d: Any, bv: dict[str, Any], bu: dict[str, Any], gpu_label: str
     elif d.buy is not None:
         gpu_label += f"; bought would be {_usd(d.buy.total_usd)}/month"
     winner = "the API" if d.verdict == "API" else "self-host"
-    return [f"answer: {winner} — {_usd(api.bill.total_usd)}/month on the API vs {_usd(sh)}/month self-hosted, for "
-            f"{tokens_text(v.input_tokens + v.output_tokens)} tokens/month ({tokens_text(v.input_tokens)} in, "
-            f"{tokens_text(v.output_tokens)} out)",
-            f"  self-hosted: {d.replicas} replica{'' if d.replicas == 1 else 's'} × {num_gpus} GPU {how}, realized "
-            f"utilization {d.realized_utilization:.1%} (≤ {d.max_utilization:.0%} allowed); {gpu_label}",
-            f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), after batch and cache discounts",
-            f"  break-even: {_break_even_text(bv, bu)}"]
+    return [
+        f"answer: {winner} — {_usd(api.bill.total_usd)}/month on the API vs {_usd(sh)}/month self-hosted, for "
+        f"{tokens_text(v.input_tokens + v.output_tokens)} tokens/month ({tokens_text(v.input_tokens)} in, "
+        f"{tokens_text(v.output_tokens)} out)",
+        f"  self-hosted: {d.replicas} replica{'' if d.replicas == 1 else 's'} × {num_gpus} GPU {how}, realized "
+        f"utilization {d.realized_utilization:.1%} (≤ {d.max_utilization:.0%} allowed); {gpu_label}",
+        f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), after batch and cache discounts",
+        f"  break-even: {_break_even_text(bv, bu)}",
+    ]
 
 
 def no_volume_lines(bv: dict[str, Any], bu: dict[str, Any], api_key: str) -> list[str]:
-    """The answer when no volume is given: where the verdict turns, and how to get a bill."""
-    return [f"answer depends on volume: {_break_even_text(bv, bu)}; below it the API ({api_key}) is cheaper",
-            "  give the volume (--monthly-tokens, --monthly-requests, or --monthly-input-tokens with "
-            "--monthly-output-tokens) for both monthly bills and the verdict"]
+    """The answer when no volume is given: where the verdict turns (or that it never does), and how to get a bill."""
+    if bv.get("requests_per_month") is None:
+        first = f"answer: the API ({api_key}) at any volume — {_break_even_text(bv, bu)}"
+    else:
+        first = f"answer depends on volume: {_break_even_text(bv, bu)}; below it the API ({api_key}) is cheaper"
+    return [
+        first,
+        "  give the volume (--monthly-tokens, --monthly-requests, or --monthly-input-tokens with "
+        "--monthly-output-tokens) for both monthly bills and the verdict",
+    ]
 
 
 def secondary_line(util: float, how: str, sh_req: float, api_req: float) -> str:
     """Per good request at an assumed utilization, labelled as not the verdict."""
-    return (f"secondary (not the verdict): at {util:.1%} utilization ({how}) a good request costs ${sh_req:.6f} "
-            f"self-hosted vs ${api_req:.6f} on the API")
+    return (
+        f"secondary (not the verdict): at {util:.1%} utilization ({how}) a good request costs ${sh_req:.6f} "
+        f"self-hosted vs ${api_req:.6f} on the API"
+    )
 
 
 def effective_cost_line(sticker: dict[str, Any]) -> str:
@@ -66,9 +76,11 @@ def effective_cost_line(sticker: dict[str, Any]) -> str:
     m = sticker.get("multiplier_output")
     if m is None:
         return "effective cost: no sticker price (no throughput)"
-    return (f"effective cost = sticker × throughput ÷ goodput: ${sticker['usd_per_mtok_output']:.4f}/M out × "
-            f"{sticker['throughput_output_tok_per_s']:,.0f} ÷ {sticker['good_output_tok_per_s']:,.0f} tok/s = "
-            f"${sticker['usd_per_mtok_output'] * m:.4f}/M out ({m:.2f}× the sticker)")
+    return (
+        f"effective cost = sticker × throughput ÷ goodput: ${sticker['usd_per_mtok_output']:.4f}/M out × "
+        f"{sticker['throughput_output_tok_per_s']:,.0f} ÷ {sticker['good_output_tok_per_s']:,.0f} tok/s = "
+        f"${sticker['usd_per_mtok_output'] * m:.4f}/M out ({m:.2f}× the sticker)"
+    )
 
 
 def rests_on_line(d: Any) -> str:
@@ -76,8 +88,11 @@ def rests_on_line(d: Any) -> str:
     k, m = d.flips.get("capacity_multiplier"), d.flips.get("gpu_price_multiplier")
     band = f"±{d.capacity_band:.0%} capacity ({d.band_source})"
     if k is None:
-        cap = "no capacity error flips it (one replica and the people already cost more)" if d.verdict == "API" else \
-            "no capacity error within one replica flips it"
+        cap = (
+            "no capacity error flips it (one replica and the people already cost more)"
+            if d.verdict == "API"
+            else "no capacity error within one replica flips it"
+        )
     else:
         cap = f"it flips at {k:.2f}× the capacity"
     held = "holds" if d.holds_within_band() else "FLIPS"

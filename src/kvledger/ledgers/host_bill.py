@@ -1,4 +1,4 @@
-"""The whole self-hosted bill per replica-month: rent or buy (capex over an amortization period, financing), power, hosting and people.
+"""The whole self-hosted bill per replica-month: rent or buy (capex amortized, financing), power, hosting and people.
 
 Every default is a named constant with its source; each is overridable. Power (only when the GPUs are bought: a
 rental price includes it) is the board power at the measured load times the facility's PUE:
@@ -23,8 +23,17 @@ from importlib import resources
 from kvledger.errors import InputError, range_error
 from kvledger.ledgers.items import LineItem
 
-__all__ = ["HostBill", "PeopleCost", "people_cost", "idle_power", "power_item", "capex_item", "hosting_item",
-           "ENGINEER_MONTHS_BY_TEAM", "ENGINEER_USD_PER_MONTH"]
+__all__ = [
+    "HostBill",
+    "PeopleCost",
+    "people_cost",
+    "idle_power",
+    "power_item",
+    "capex_item",
+    "hosting_item",
+    "ENGINEER_MONTHS_BY_TEAM",
+    "ENGINEER_USD_PER_MONTH",
+]
 
 HOURS_PER_MONTH = 730.0
 DEFAULT_PUE = 1.3
@@ -38,8 +47,10 @@ ENGINEER_MONTHS_BY_TEAM = {"experienced": 0.1, "some": 0.25, "none": 0.5}
 10 working days a month: on-call, upgrades, capacity changes, incidents), stated wherever it is used; override it."""
 ENGINEER_USD_PER_MONTH = 20_000.0
 """Fully loaded cost of one engineer-month: a kvledger assumption (about $240k a year, salary plus overhead)."""
-PEOPLE_SOURCE = ("kvledger default assumption by team capability (experienced 0.1, some 0.25, none 0.5 engineer-months "
-                 "per month at $20,000 fully loaded); --engineer-months-per-month / --engineer-usd-per-month")
+PEOPLE_SOURCE = (
+    "kvledger default assumption by team capability (experienced 0.1, some 0.25, none 0.5 engineer-months "
+    "per month at $20,000 fully loaded); --engineer-months-per-month / --engineer-usd-per-month"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +107,16 @@ class PeopleCost:
 def people_cost(team_capability: str, months: float | None, usd: float | None) -> PeopleCost:
     """The people line's inputs: the user's, else the defaults for ``team_capability`` (``ENGINEER_MONTHS_BY_TEAM``)."""
     if team_capability not in ENGINEER_MONTHS_BY_TEAM:
-        raise InputError(f"team capability must be one of {', '.join(ENGINEER_MONTHS_BY_TEAM)}, got {team_capability!r}")
+        raise InputError(
+            f"team capability must be one of {', '.join(ENGINEER_MONTHS_BY_TEAM)}, got {team_capability!r}"
+        )
     if months is not None and months < 0 or usd is not None and usd < 0:
         raise InputError("people cost inputs must be ≥ 0")
-    given = [flag for flag, v in (("--engineer-months-per-month", months), ("--engineer-usd-per-month", usd)) if v is not None]
+    given = [
+        flag
+        for flag, v in (("--engineer-months-per-month", months), ("--engineer-usd-per-month", usd))
+        if v is not None
+    ]
     m = ENGINEER_MONTHS_BY_TEAM[team_capability] if months is None else months
     u = ENGINEER_USD_PER_MONTH if usd is None else usd
     if len(given) == 2:
@@ -125,32 +142,58 @@ def idle_power(gpu_id: str, tdp_w: float) -> tuple[float, str]:
         return float(r["idle_w"]), f"gpu_idle_power.csv {gpu_id} ({r['confidence']} confidence); {r['source']}"
     ref = next(iter(rows.values()))
     share = float(ref["idle_w"]) / float(ref["tdp_w"])
-    return tdp_w * share, (f"{share:.1%} of board power, the idle share of gpu_idle_power.csv {ref['gpu_id']} "
-                           f"({ref['confidence']} confidence): no measurement for {gpu_id}")
+    return tdp_w * share, (
+        f"{share:.1%} of board power, the idle share of gpu_idle_power.csv {ref['gpu_id']} "
+        f"({ref['confidence']} confidence): no measurement for {gpu_id}"
+    )
 
 
-def power_item(num_gpus: int, board_w: float, idle_w: float, load: float, pue: float, usd_per_kwh: float,
-               source: str) -> LineItem:
+def power_item(
+    num_gpus: int, board_w: float, idle_w: float, load: float, pue: float, usd_per_kwh: float, source: str
+) -> LineItem:
     """Electricity for ``num_gpus`` GPUs for one month at ``load`` (share of capacity in use, [0, 1])."""
     avg_w = idle_w + (board_w - idle_w) * load
     kwh = num_gpus * avg_w * pue * HOURS_PER_MONTH / 1000.0
-    return LineItem("power (bought GPUs)", "kWh", kwh, usd_per_kwh, source, "assumption",
-                    f"{num_gpus} GPU × ({idle_w:,.0f} W idle + ({board_w:,.0f} − {idle_w:,.0f}) W × load {load:.3f}) "
-                    f"× PUE {pue:g} × 730 h ÷ 1000")
+    return LineItem(
+        "power (bought GPUs)",
+        "kWh",
+        kwh,
+        usd_per_kwh,
+        source,
+        "assumption",
+        f"{num_gpus} GPU × ({idle_w:,.0f} W idle + ({board_w:,.0f} − {idle_w:,.0f}) W × load {load:.3f}) "
+        f"× PUE {pue:g} × 730 h ÷ 1000",
+    )
 
 
 def capex_item(num_gpus: int, bill: HostBill) -> LineItem:
     """The purchase of ``num_gpus`` GPUs as a monthly payment over the amortization period (annuity when financed)."""
     price, n, r = bill.gpu_capex_usd or 0.0, bill.amortization_months, bill.annual_interest / 12.0
     per_month = price / n if r == 0 else price * r / (1.0 - (1.0 + r) ** -n)
-    how = (f"${price:,.0f} per GPU ÷ {n:g} months" if r == 0 else
-           f"${price:,.0f} per GPU financed at {bill.annual_interest:.1%} a year over {n:g} months (annuity)")
-    return LineItem("GPU purchase, amortized", "GPU-month", float(num_gpus), per_month,
-                    f"user input (--gpu-capex-usd); {AMORTIZATION_SOURCE}", "user input", how)
+    how = (
+        f"${price:,.0f} per GPU ÷ {n:g} months"
+        if r == 0
+        else f"${price:,.0f} per GPU financed at {bill.annual_interest:.1%} a year over {n:g} months (annuity)"
+    )
+    return LineItem(
+        "GPU purchase, amortized",
+        "GPU-month",
+        float(num_gpus),
+        per_month,
+        f"user input (--gpu-capex-usd); {AMORTIZATION_SOURCE}",
+        "user input",
+        how,
+    )
 
 
 def hosting_item(num_gpus: int, bill: HostBill) -> LineItem:
     """Rack space, network and support for bought GPUs."""
-    return LineItem("hosting (rack, network, support)", "GPU-month", float(num_gpus), bill.hosting_usd_per_gpu_month,
-                    "user input (--hosting-usd-per-gpu-month); default 0", "user input",
-                    "" if bill.hosting_usd_per_gpu_month else "not given: colocation typically bills per rack or kW")
+    return LineItem(
+        "hosting (rack, network, support)",
+        "GPU-month",
+        float(num_gpus),
+        bill.hosting_usd_per_gpu_month,
+        "user input (--hosting-usd-per-gpu-month); default 0",
+        "user input",
+        "" if bill.hosting_usd_per_gpu_month else "not given: colocation typically bills per rack or kW",
+    )

@@ -91,6 +91,10 @@ def _api(con: Any, result: Any) -> None:
     if a.get("monthly_usd") is not None:
         line += (f"; the same traffic ({a['monthly_input_tokens'] / 1e6:,.0f} M in + {a['monthly_output_tokens'] / 1e6:,.0f} "
                  f"M out tokens per month) costs ${a['monthly_usd']:,.0f} per month")
+        w = (result.winner or {}).get("sizing")
+        if w:
+            line += (" — the API is cheaper than the winner's GPUs alone" if a["monthly_usd"] < w["monthly_usd"] else
+                     " — the winner's GPUs cost less (before people and hosting: kvledger cost prices those)")
     con.print(escape(line))
     for n in a["notes"]:
         con.print(escape(f"  note: {n}"))

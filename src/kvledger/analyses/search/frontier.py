@@ -20,20 +20,31 @@ MEMORY_RULES_GPU = "nvidia_h100_sxm"
 
 def _point(e: dict[str, Any]) -> dict[str, Any]:
     cap, siz = e["capacity"], e.get("sizing") or {}
-    return {"id": e["id"], "cost": rank_key(e)[0], "monthly_usd": siz.get("monthly_usd"),
-            "usd_per_1k_requests": e["cost"]["usd_per_1k_requests"], "tok_per_s_per_user": cap.get("tok_per_s_per_user") or 0.0,
-            "goodput_req_per_s": cap["goodput_req_per_s"], "num_gpus": siz.get("num_gpus")}
+    return {
+        "id": e["id"],
+        "cost": rank_key(e)[0],
+        "monthly_usd": siz.get("monthly_usd"),
+        "usd_per_1k_requests": e["cost"]["usd_per_1k_requests"],
+        "tok_per_s_per_user": cap.get("tok_per_s_per_user") or 0.0,
+        "goodput_req_per_s": cap["goodput_req_per_s"],
+        "num_gpus": siz.get("num_gpus"),
+    }
 
 
 def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return (a["cost"] <= b["cost"] and a["tok_per_s_per_user"] >= b["tok_per_s_per_user"]
-            and (a["cost"] < b["cost"] or a["tok_per_s_per_user"] > b["tok_per_s_per_user"]))
+    return (
+        a["cost"] <= b["cost"]
+        and a["tok_per_s_per_user"] >= b["tok_per_s_per_user"]
+        and (a["cost"] < b["cost"] or a["tok_per_s_per_user"] > b["tok_per_s_per_user"])
+    )
 
 
 def cost_frontier(feasible: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """(frontier points by rising cost, [{id, dominated_by}] for the rest: the cheapest candidate dominating it)."""
     pts = [_point(e) for e in feasible]
-    front = sorted((p for p in pts if not any(_dominates(q, p) for q in pts)), key=lambda p: (p["cost"], -p["tok_per_s_per_user"]))
+    front = sorted(
+        (p for p in pts if not any(_dominates(q, p) for q in pts)), key=lambda p: (p["cost"], -p["tok_per_s_per_user"])
+    )
     dominated = []
     for p in pts:
         if p in front:
@@ -49,7 +60,10 @@ def rejections_by_reason(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for e in entries:
         if e["status"] != "feasible":
             groups.setdefault(e.get("reason") or e["status"], []).append(e["id"])
-    return [{"reason": r, "count": len(ids), "ids": ids} for r, ids in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+    return [
+        {"reason": r, "count": len(ids), "ids": ids}
+        for r, ids in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    ]
 
 
 def caveats(entry: dict[str, Any]) -> list[str]:
@@ -58,7 +72,9 @@ def caveats(entry: dict[str, Any]) -> list[str]:
     out = []
     pr = entry.get("price") or {}
     if pr.get("confidence") and pr["confidence"] != "high":
-        out.append(f"{pr['confidence']}-confidence price row ({pr.get('provider', '')} {pr.get('instance_type', '')})".strip())
+        out.append(
+            f"{pr['confidence']}-confidence price row ({pr.get('provider', '')} {pr.get('instance_type', '')})".strip()
+        )
     if entry.get("gpu_id") != MEMORY_RULES_GPU:
         out.append(f"memory rules not validated on {entry.get('gpu_id')} (measured on H100, vLLM 0.19)")
     return out

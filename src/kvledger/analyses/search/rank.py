@@ -97,14 +97,14 @@ class SearchResult:
 
 def _api(spec: SearchSpec, feasible: list[dict[str, Any]]) -> dict[str, Any] | None:
     from kvledger.analyses.search.evaluate import load_rate_req_per_s
-    from kvledger.catalog.prices import find_api_price
     from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
     from kvledger.ledgers.cost import HOURS_PER_MONTH
 
-    if spec.api is None:
+    mix = ApiMix(spec.batch_share, spec.cache_hit_rate, spec.cache_write_rate)
+    price, how = _api_row(spec, mix, feasible)
+    if price is None:
         return None
-    price, mix = find_api_price(spec.api), ApiMix(spec.batch_share, spec.cache_hit_rate, spec.cache_write_rate)
-    notes = mix.check(price)
+    notes = mix.check(price) + ([how] if how else [])
     per = api_price_per_mtok(price, mix)
     out = {"key": price.key, "as_of": price.as_of, "usd_per_mtok_input": per["input"], "usd_per_mtok_output": per["output"],
            "mix": {"batch_share": mix.batch_share, "cache_hit_rate": mix.cache_hit_rate,
@@ -120,6 +120,31 @@ def _api(spec: SearchSpec, feasible: list[dict[str, Any]]) -> dict[str, Any] | N
             out.update({"monthly_usd": led.total_usd, "monthly_input_tokens": tin, "monthly_output_tokens": tout,
                         "ledger": led.to_dict()})
     return out
+
+
+def _api_row(spec: SearchSpec, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, str]:
+    """(the API row to compare with, how it was chosen): ``--api``, else the cheapest catalog row serving the same
+    model for the workload's mean request (rows the mix cannot price skipped); (None, "") when there is none."""
+    from kvledger.catalog.api_match import same_model_rows
+    from kvledger.catalog.prices import find_api_price
+    from kvledger.errors import InputError
+
+    if spec.api is not None:
+        return find_api_price(spec.api), ""
+    wl = feasible[0]["workload"] if feasible else {"prompt_tokens_mean": 1.0, "output_tokens_mean": 1.0}
+    priced = []
+    for r in same_model_rows(spec.model):
+        try:
+            mix.check(r)
+        except InputError:
+            continue
+        per = wl["prompt_tokens_mean"] * r.input_usd_per_mtok + wl["output_tokens_mean"] * r.output_usd_per_mtok
+        priced.append((per, r.key, r))
+    if not priced:
+        return None, ""
+    row = min(priced)[2]
+    return row, (f"the cheapest of {len(priced)} catalog row(s) serving {spec.model} ({', '.join(k for _, k, _ in sorted(priced))}); "
+                 f"{row.confidence or 'unstated'} confidence; --api names another")
 
 
 def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResult:

@@ -11,7 +11,10 @@ __all__ = ["api_rows_for", "gpu_power_for", "rests_on_for", "decision_inputs"]
 
 MEMORY_RULES_GPU = "nvidia_h100_sxm"
 """The GPU the memory rules were measured on (vLLM 0.19 start-ups; ``catalog/data/vllm_memory_observations.csv``)."""
-BAND_UNCALIBRATED = (0.3, "kvledger assumption for an uncalibrated roofline step cost, until measured error bands exist")
+BAND_UNCALIBRATED = (
+    0.3,
+    "kvledger assumption for an uncalibrated roofline step cost, until measured error bands exist",
+)
 BAND_CALIBRATED = (0.15, "kvledger assumption for a calibrated step cost")
 BAND_MEASURED = (0.1, "kvledger assumption: run-to-run variation of a measured benchmark")
 
@@ -42,7 +45,10 @@ def gpu_power_for(gpu_id: str | None, buy: Any) -> tuple[Any, str | None]:
         except UnknownNameError:
             spec = None
         if spec is not None and spec.tdp_w:
-            tdp, src = spec.tdp_w, f"board power {spec.tdp_w:,.0f} W: gpus.csv {spec.gpu_id} tdp_w ({spec.confidence} confidence)"
+            tdp, src = (
+                spec.tdp_w,
+                f"board power {spec.tdp_w:,.0f} W: gpus.csv {spec.gpu_id} tdp_w ({spec.confidence} confidence)",
+            )
     if tdp is None:
         return None, "no board power for this GPU: pass --board-power-w"
     if buy.idle_power_w is not None:
@@ -68,8 +74,16 @@ def rests_on_for(gpu_rate: Any, gpu_id: str | None, sim: Any) -> tuple[list[str]
     return out, *BAND_CALIBRATED
 
 
-def decision_inputs(model: str | None, named: Any, gpu_rate: Any, gpu_id: str | None, sim: Any, buy: Any,
-                    people: Any, utilization_given: bool) -> tuple[Any, list[str]]:
+def decision_inputs(
+    model: str | None,
+    named: Any,
+    gpu_rate: Any,
+    gpu_id: str | None,
+    sim: Any,
+    buy: Any,
+    people: Any,
+    utilization_given: bool,
+) -> tuple[Any, list[str]]:
     """(DecisionInputs, notes) for ``build_cost_report``."""
     from kvledger.ledgers.cost_summary import DecisionInputs
 
@@ -80,5 +94,6 @@ def decision_inputs(model: str | None, named: Any, gpu_rate: Any, gpu_id: str | 
         if why:
             notes.append(why)
     rests, band, band_src = rests_on_for(gpu_rate, gpu_id, sim)
-    return DecisionInputs(api_rows_for(model, named), buy, power, people.source, band, band_src, tuple(rests),
-                          utilization_given), notes
+    return DecisionInputs(
+        api_rows_for(model, named), buy, power, people.source, band, band_src, tuple(rests), utilization_given
+    ), notes
