@@ -169,7 +169,8 @@ def test_cost_frontier_keeps_the_cheapest_feasible_candidate():
     assert caveats(entries[1]) == ["low-confidence price row (P i)",
                                    "memory rules not validated on amd_mi300x (measured on H100, vLLM 0.19)"]
     assert caveats(entries[0]) == []
-    rej = [{"id": "a", "status": "rejected", "reason": "does not fit"}, {"id": "b", "status": "rejected", "reason": "slo"},
+    rej = [{"id": "a", "status": "rejected", "reason": "does not fit"},
+           {"id": "b", "status": "rejected", "reason": "slo"},
            {"id": "c", "status": "rejected", "reason": "does not fit"}, entries[0] | {"status": "feasible"}]
     assert rejections_by_reason(rej) == [{"reason": "does not fit", "count": 2, "ids": ["a", "c"]},
                                          {"reason": "slo", "count": 1, "ids": ["b"]}]

@@ -27,7 +27,8 @@ def _records_file(tmp_path: Path) -> Path:
 
 def test_cost_json_from_a_records_file(tmp_path):
     res = runner.invoke(app, ["cost", str(_records_file(tmp_path)), "--slo", "ttft=200ms", "--api", "OpenAI:gpt-4.1",
-                              "--gpu", "nvidia_h100_sxm", "--gpu-provider", "Nebius", "--utilization", "0.5", "--engineer-months-per-month", "0",
+                              "--gpu", "nvidia_h100_sxm", "--gpu-provider", "Nebius", "--utilization", "0.5",
+                              "--engineer-months-per-month", "0",
                               "--prefill-share", "0.2", "--json"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
@@ -186,5 +187,6 @@ def test_trial_input_price_matches_the_roofline_prefill_rate():
     bound = 989.5e12 * 0.7 / (2 * 6979588096)
     assert 0.7 * bound < rate <= bound, (rate, bound)
     assert cap["prefill_share_method"].startswith("simulated step attribution")
-    # (people set to 0: the default engineer line would add its own share) USD per 1M input tokens = 1 GPU × 10⁶ ÷ (good input tok/s × 3600 × 0.5) × share × $2.95 = 2.95 × 10⁶ ÷ (rate × 1800)
+    # (people set to 0: the default engineer line would add its own share)
+    # USD per 1M input tokens = 1 GPU × 10⁶ ÷ (good input tok/s × 3600 × 0.5) × share × $2.95 = 2.95 × 10⁶ ÷ (rate × 1800)
     assert d["totals"]["self_host_usd_per_mtok_input"] == pytest.approx(2.95e6 / (rate * 1800), rel=1e-9)

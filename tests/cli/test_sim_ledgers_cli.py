@@ -13,7 +13,9 @@ from kvledger.errors import InputError
 runner = CliRunner()
 SIM = ["meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv", "--num-requests", "300"]
 SLO = ["--slo", "ttft=200ms,tpot=50ms"]
-COST = ["--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--gpu-provider", "Nebius", "--engineer-months-per-month", "0"]  # no people line: GPU-only arithmetic
+# no people line (--engineer-months-per-month 0): the tests check the GPU-only arithmetic
+COST = ["--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--gpu-provider", "Nebius",
+        "--engineer-months-per-month", "0"]
 
 
 def _ok(args: list[str]) -> str:

@@ -168,4 +168,5 @@ def test_report_with_a_volume_leads_with_the_bills_against_the_same_model():
     # the cheapest same-model row is DeepInfra's ($0.02 in / $0.03 out per 1M, low confidence), so the verdict says so
     assert dec["api"].startswith("DeepInfra:") and any("low confidence" in r for r in dec["rests_on"])
     first = re.search(r'<div class="answer" id="answer"><p>([^<]*)</p>', _answer(data)).group(1)
-    assert first.startswith("answer: the API — $") and "/month on the API vs $" in first and "/month self-hosted" in first
+    assert first.startswith("answer: the API — $")
+    assert "/month on the API vs $" in first and "/month self-hosted" in first

@@ -97,10 +97,11 @@ def _more_concurrency(p: Plan, build: Callable, n: int) -> list[Option]:
     if tp is not None:
         tries.append((f"--tp {tp}", {"tp": tp}, "weights and KV split over more GPUs"))
     if not p.settings.kv_cache_dtype.startswith("fp8"):
-        tries.append(("--kv-cache-dtype fp8", {"kv_cache_dtype": "fp8"}, "page size halves, blocks double (kv_cache_interface.py)"))
+        tries.append(("--kv-cache-dtype fp8", {"kv_cache_dtype": "fp8"},
+                      "page size halves, blocks double (kv_cache_interface.py)"))
     if p.settings.quantization is None:
-        tries.append(("-q fp8", {"quantization": "fp8"}, "vLLM --quantization fp8: weights quantized on load, about half "
-                      "their bytes freed for KV"))
+        tries.append(("-q fp8", {"quantization": "fp8"},
+                      "vLLM --quantization fp8: weights quantized on load, about half their bytes freed for KV"))
     opts = []
     for action, update, why in tries:
         q = _try(build, p, **update)

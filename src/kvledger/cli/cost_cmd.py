@@ -221,11 +221,11 @@ def register(app: typer.Typer) -> None:
         aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
         """
         from kvledger.analyses.serving.cost_run import cost_payload
+        from kvledger.analyses.serving.decision_inputs import decision_inputs
         from kvledger.cli.sim_opts import reject_sim_flags
         from kvledger.errors import InputError
         from kvledger.ledgers.api_cost import ApiMix
         from kvledger.ledgers.cost import SelfHostSetup
-        from kvledger.analyses.serving.decision_inputs import decision_inputs
         from kvledger.ledgers.cost_summary import DecisionFactors
         from kvledger.report.cost_view import print_cost_report
 

@@ -72,8 +72,9 @@ def _answer(data: dict[str, Any]) -> str:
     lines = [h.strip() for h in c.get("headline") or [f"Verdict: {c['verdict']}."]]
     d = c.get("decision")
     if d is not None:
-        lines.append(f"Rests on: {'; '.join(d['rests_on']) or 'nothing flagged'}; the verdict "
-                     f"{'holds' if d['holds_within_band'] else 'flips'} within ±{100 * d['capacity_band']:.0f}% capacity.")
+        held = "holds" if d["holds_within_band"] else "flips"
+        lines.append(f"Rests on: {'; '.join(d['rests_on']) or 'nothing flagged'}; the verdict {held} within "
+                     f"±{100 * d['capacity_band']:.0f}% capacity.")
     lines += [
         f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {cs['boundary_rate_req_per_s']:g} req/s with "
         f"≥ {100 * cs['target']:.0f}% of requests within {inp['slo_text']}; goodput there {cs['goodput_at_boundary_req_per_s']:,.2f} good req/s.",
@@ -120,7 +121,8 @@ def _bills_table(d: dict[str, Any] | None) -> str:
         return ""
     rows = [["self-hosted, rented GPUs", fmt(d["self_host_rent"]["total_usd"], 2), f"{d['replicas']} replica(s)"]]
     if d.get("self_host_buy"):
-        rows.append(["self-hosted, bought GPUs", fmt(d["self_host_buy"]["total_usd"], 2), "capex amortized + power + hosting"])
+        rows.append(["self-hosted, bought GPUs", fmt(d["self_host_buy"]["total_usd"], 2),
+                     "capex amortized + power + hosting"])
     rows += [[f"API {a['key']}", fmt(a["monthly_usd"], 2), ("same model" if a["same_model"] else "another model")
               + f", {a['confidence']} confidence"] for a in d["api_options"]]
     return "<h3>Monthly bills for the volume</h3>" + _table(["option", "USD per month", "note"], rows)

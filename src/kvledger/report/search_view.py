@@ -58,7 +58,8 @@ def _legend(result: Any) -> str:
     util = (f"{sp.utilization:.0%} utilization" if sp.utilization is not None
             else "the utilization the sizing realizes (load ÷ capacity of the replicas rented)")
     return (f"req/s: goodput per replica at the SLO capacity (highest simulated rate with ≥ {sp.target:.0%} of "
-            f"requests within {sp.slo}; {sp.num_requests:,} requests per probe, seed {sp.seed}); tok/s/user: 1 ÷ median TPOT there; $/Mtok at " + util +
+            f"requests within {sp.slo}; {sp.num_requests:,} requests per probe, seed {sp.seed}); "
+            "tok/s/user: 1 ÷ median TPOT there; $/Mtok at " + util +
             " (kvledger.ledgers.cost), GPU time split between input and output by the boundary run's steps, each "
             "priced by its step-cost model's terms (kvledger.accounting.step_split; prefill_share in --json); "
             "GPUs (replicas×): to serve the load with each replica at ≤ "
@@ -73,7 +74,8 @@ def _frontier(con: Any, result: Any, verbose: bool) -> None:
         (lambda p: f"${p['usd_per_1k_requests']:.4f}/1k req")
     pts = [f"{p['id']} {money(p)}, {p['tok_per_s_per_user']:,.1f} tok/s/user" for p in front[:5]]
     more = f" (+{len(front) - 5} more in --json)" if len(front) > 5 else ""
-    con.print(escape("cost frontier (cheapest first; each faster per user than every cheaper one): " + "; ".join(pts) + more))
+    con.print(escape("cost frontier (cheapest first; each faster per user than every cheaper one): "
+                     + "; ".join(pts) + more))
     if verbose and result.cost_dominated:
         con.print("dominated on cost and tok/s/user: " + escape("; ".join(f"{d['id']} by {d['dominated_by']}"
                                                                         for d in result.cost_dominated)))
@@ -111,7 +113,8 @@ def _rejections(con: Any, result: Any, verbose: bool) -> None:
         return
     groups = rejections_by_reason(result.entries)
     con.print(escape(f"rejected: {len(rej)} of {len(result.entries)} — " + "; ".join(
-        f"{g['reason']}: {g['count']} (e.g. {g['ids'][0]})" for g in groups)) + ("" if verbose else " (--verbose lists each)"))
+        f"{g['reason']}: {g['count']} (e.g. {g['ids'][0]})" for g in groups))
+              + ("" if verbose else " (--verbose lists each)"))
     if not verbose:
         return
     t = Table(title=f"Rejected candidates ({len(rej)} of {len(result.entries)})", title_justify="left")
@@ -138,8 +141,12 @@ def _winner_line(result: Any) -> str:
 
     w = result.winner
     s, cap = w.get("sizing") or {}, w["capacity"]
-    bill = (f"${s['monthly_usd']:,.0f}/month for {s['num_gpus']} GPU{'' if s['num_gpus'] == 1 else 's'} ({s['replicas']} replica{'' if s['replicas'] == 1 else 's'} "
-            f"× TP {w['tp']})" if s else f"${w['cost']['usd_per_1k_requests']:.4f} per 1k good requests")
+    if s:
+        gpus = f"{s['num_gpus']} GPU{'' if s['num_gpus'] == 1 else 's'}"
+        reps = f"{s['replicas']} replica{'' if s['replicas'] == 1 else 's'}"
+        bill = f"${s['monthly_usd']:,.0f}/month for {gpus} ({reps} × TP {w['tp']})"
+    else:
+        bill = f"${w['cost']['usd_per_1k_requests']:.4f} per 1k good requests"
     flags = caveats(w)
     return (f"winner: {w['id']} — {bill}, {cap['goodput_req_per_s']:,.2f} good req/s per replica"
             + (f" [rests on: {'; '.join(flags)}]" if flags else ""))

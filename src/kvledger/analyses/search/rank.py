@@ -143,7 +143,8 @@ def _api_row(spec: SearchSpec, mix: Any, feasible: list[dict[str, Any]]) -> tupl
     if not priced:
         return None, ""
     row = min(priced)[2]
-    return row, (f"the cheapest of {len(priced)} catalog row(s) serving {spec.model} ({', '.join(k for _, k, _ in sorted(priced))}); "
+    keys = ", ".join(k for _, k, _ in sorted(priced))
+    return row, (f"the cheapest of {len(priced)} catalog row(s) serving {spec.model} ({keys}); "
                  f"{row.confidence or 'unstated'} confidence; --api names another")
 
 

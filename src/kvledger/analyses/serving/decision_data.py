@@ -199,16 +199,15 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
         InputError / UnknownNameError / FormatError: bad names, settings, SLOs or files, with the reason.
     """
     from kvledger.analyses.serving.cost_run import cost_payload
+    from kvledger.analyses.serving.decision_inputs import decision_inputs
     from kvledger.analyses.serving.sim_capacity import search_capacity
     from kvledger.catalog.prices import find_api_price
     from kvledger.ledgers.api_cost import ApiMix
     from kvledger.ledgers.cost import SelfHostSetup
     from kvledger.ledgers.cost_summary import DecisionFactors
-    from kvledger.ledgers.slo import parse_slo
-
-    from kvledger.analyses.serving.decision_inputs import decision_inputs
     from kvledger.ledgers.decision import MonthlyVolume
     from kvledger.ledgers.host_bill import HostBill, people_cost
+    from kvledger.ledgers.slo import parse_slo
 
     say = progress or (lambda _text: None)
     if req.utilization is not None and not 0.0 < req.utilization <= 1.0:
