@@ -123,3 +123,16 @@ def test_api_options_cheapest_first_and_rows_the_mix_cannot_price_left_out():
     assert totals[0] == pytest.approx(6.6)
     batch, notes = api_options(rows, ApiMix(batch_share=0.5), vol)
     assert "DeepInfra" not in {o.price.provider for o in batch} and any("DeepInfra" in n for n in notes)
+
+
+def test_a_low_confidence_cheapest_row_is_checked_against_the_cheapest_high_confidence_one():
+    # DeepInfra ($6.60, low confidence) is the cheapest row for 300M tokens; Groq ($16.80, high) the cheapest sure one:
+    # the one-replica bill ($1,963.70 + $5,000 people) loses to both, so the verdict is the same either way
+    vol = resolve_volume(MonthlyVolume(input_tokens=240e6, output_tokens=60e6), CAP)
+    rows = [(r, True, False) for r in same_model_rows("meta-llama/Llama-3.1-8B")]
+    opts, _ = api_options(rows, ApiMix(), vol)
+    d = decide(CAP, SelfHostSetup(RUNPOD, 1, None, 0.25, 20_000.0), vol, opts)
+    assert d.primary.price.provider == "DeepInfra" and d.verdict == "API"
+    assert d.rests_on[0].startswith(
+        "API price row DeepInfra:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo: low confidence")
+    assert "(Groq:llama-3.1-8b-instant, $16.80/month) the verdict is the same" in d.rests_on[0]

@@ -271,10 +271,16 @@ def decide(
         bought = monthly_self_host(setup, n, load, buy=buy, power=power, people_source=people_source)
     primary = next((a for a in apis if a.named), apis[0])
     rests = list(rests_on or [])
-    if primary.price.confidence != "high":
-        rests.insert(0, f"API price row {primary.price.key}: {primary.price.confidence or 'unstated'} confidence")
     sh = min(rent.total_usd, bought.total_usd) if bought is not None else rent.total_usd
     verdict = "self-host" if sh < primary.bill.total_usd else "API"
+    if primary.price.confidence != "high":
+        text = f"API price row {primary.price.key}: {primary.price.confidence or 'unstated'} confidence"
+        sure = next((a for a in apis if a.price.confidence == "high"), None)
+        if sure is not None:
+            same = ("self-host" if sh < sure.bill.total_usd else "API") == verdict
+            text += (f"; against the cheapest high-confidence row ({sure.price.key}, "
+                     f"${sure.bill.total_usd:,.2f}/month) the verdict {'is the same' if same else 'FLIPS'}")
+        rests.insert(0, text)
     people = setup.engineer_months_per_month * setup.engineer_usd_per_month
     flips = flip_points(vol, cap.goodput_req_per_s, setup, sh, primary.bill.total_usd, people)
     return Decision(

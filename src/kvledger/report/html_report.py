@@ -119,11 +119,11 @@ def _bills_table(d: dict[str, Any] | None) -> str:
     """The monthly bills for the volume: self-hosted (rented, bought when priced) and every API row, cheapest first."""
     if d is None:
         return ""
-    rows = [["self-hosted, rented GPUs", fmt(d["self_host_rent"]["total_usd"], 2), f"{d['replicas']} replica(s)"]]
+    rows = [["self-hosted, rented GPUs", f"{d['self_host_rent']['total_usd']:,.2f}", f"{d['replicas']} replica(s)"]]
     if d.get("self_host_buy"):
-        rows.append(["self-hosted, bought GPUs", fmt(d["self_host_buy"]["total_usd"], 2),
+        rows.append(["self-hosted, bought GPUs", f"{d['self_host_buy']['total_usd']:,.2f}",
                      "capex amortized + power + hosting"])
-    rows += [[f"API {a['key']}", fmt(a["monthly_usd"], 2), ("same model" if a["same_model"] else "another model")
+    rows += [[f"API {a['key']}", f"{a['monthly_usd']:,.2f}", ("same model" if a["same_model"] else "another model")
               + f", {a['confidence']} confidence"] for a in d["api_options"]]
     return "<h3>Monthly bills for the volume</h3>" + _table(["option", "USD per month", "note"], rows)
 
