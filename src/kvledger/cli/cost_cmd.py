@@ -254,7 +254,7 @@ def register(app: typer.Typer) -> None:
                               prefill_share, max_utilization)
         model_name = simulate if file is None else (served_model or run.metadata.model)
         inputs, notes = decision_inputs(model_name, api_price, gpu_rate, hardware if file is None else (gpu or hardware),
-                                        sim, bo.host_bill(ctx.params), people, utilization is not None)
+                                        sim, bo.host_bill(ctx.params), people)
         res = cost_payload(run, the_slo, setup, None, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
                            DecisionFactors(data_sovereignty, model_control, team_capability), bo.volume(ctx.params), sim=sim,
                            capacity=capacity, gpu=gpu if file is not None and gpu else hardware, model=served_model,

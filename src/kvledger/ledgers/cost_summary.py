@@ -115,7 +115,6 @@ class DecisionInputs:
     capacity_band: float = 0.3
     band_source: str = "kvledger assumption for an uncalibrated capacity"
     rests_on: tuple[str, ...] = ()
-    utilization_given: bool = True
 
 
 def _monthly(d: Decision) -> dict[str, Any]:
@@ -231,6 +230,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     u_star = break_even_utilization(cap, setup, api_req)
     b_vol = break_even_volume(cap, setup, api_req)
     sticker = _sticker(cap, setup, sh_out)
+    if decision is not None and decision.buy is not None:
+        notes.append("break-even volume and utilization are for rented GPUs; the bought-GPU bill is in the monthly table")
     if gp.estimate:
         notes.append("goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs are upper bounds")
     sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6

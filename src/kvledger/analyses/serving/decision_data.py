@@ -227,8 +227,7 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
     cap = search_capacity(sim_args(req), slo, req.target)
     setup = SelfHostSetup(rate, cap.run.num_gpus, req.utilization, people.engineer_months_per_month,
                           people.engineer_usd_per_month, None, req.max_utilization)
-    inputs, _ = decision_inputs(req.model, api_price, rate, plan["gpu"]["gpu_id"], cap.run, HostBill(), people,
-                                req.utilization is not None)
+    inputs, _ = decision_inputs(req.model, api_price, rate, plan["gpu"]["gpu_id"], cap.run, HostBill(), people)
     cost = cost_payload(cap.run.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate, req.cache_write_rate),
                         DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), volume,
                         sim=cap.run, capacity=cap, inputs=inputs)

@@ -82,7 +82,6 @@ def decision_inputs(
     sim: Any,
     buy: Any,
     people: Any,
-    utilization_given: bool,
 ) -> tuple[Any, list[str]]:
     """(DecisionInputs, notes) for ``build_cost_report``."""
     from kvledger.ledgers.cost_summary import DecisionInputs
@@ -94,6 +93,4 @@ def decision_inputs(
         if why:
             notes.append(why)
     rests, band, band_src = rests_on_for(gpu_rate, gpu_id, sim)
-    return DecisionInputs(
-        api_rows_for(model, named), buy, power, people.source, band, band_src, tuple(rests), utilization_given
-    ), notes
+    return DecisionInputs(api_rows_for(model, named), buy, power, people.source, band, band_src, tuple(rests)), notes
