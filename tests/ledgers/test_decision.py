@@ -136,3 +136,14 @@ def test_a_low_confidence_cheapest_row_is_checked_against_the_cheapest_high_conf
     assert d.rests_on[0].startswith(
         "API price row DeepInfra:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo: low confidence")
     assert "(Groq:llama-3.1-8b-instant, $16.80/month) the verdict is the same" in d.rests_on[0]
+
+
+def test_replicas_are_sized_for_the_diurnal_peak():
+    # 10⁸ requests/month = 38.05 req/s on average; at a peak 2× the mean, 76.1 req/s ÷ (10 × 0.8) → 10 replicas,
+    # each 38.05 ÷ 100 = 38.1% utilized on average (against 5 replicas at 76.1% for flat traffic)
+    vol = resolve_volume(MonthlyVolume(requests=1e8, peak_to_mean=2.0), CAP)
+    opts, _ = api_options([(TOGETHER_8B, True, False)], ApiMix(), vol)
+    d = decide(CAP, SelfHostSetup(RUNPOD, 1, None), vol, opts)
+    assert d.replicas == 10 and d.realized_utilization == pytest.approx(1e8 / (730 * 3600) / 100)
+    with pytest.raises(InputError, match="peak-to-mean"):
+        resolve_volume(MonthlyVolume(requests=1e8, peak_to_mean=0.5), CAP)

@@ -89,6 +89,15 @@ MonthlyOut = Annotated[
     float | None, typer.Option("--monthly-output-tokens", help="volume: output tokens per month.", show_default=False)
 ]
 
+PeakToMean = Annotated[
+    float,
+    typer.Option(
+        "--peak-to-mean",
+        help="volume: the busiest hour's rate ÷ the month's mean (diurnal traffic); replicas are sized for the peak "
+        "(default 1: flat).",
+    ),
+]
+
 BILL_KEYS = (
     "gpu_capex_usd",
     "amortization_months",
@@ -127,4 +136,5 @@ def volume(p: dict[str, Any]) -> Any:
         p.get("monthly_input_tokens"),
         p.get("monthly_output_tokens"),
         p.get("monthly_tokens"),
+        p.get("peak_to_mean") or 1.0,
     )

@@ -169,6 +169,7 @@ def register(app: typer.Typer) -> None:
         cache_hit_rate: float = typer.Option(0.0, "--cache-hit-rate", help="share of API input tokens that are prompt-cache reads"),
         cache_write_rate: float = typer.Option(0.0, "--cache-write-rate", help="share of API input tokens written to the prompt cache"),
         engineer_months: bo.EngMonths = None, engineer_usd: bo.EngUsd = None, monthly_tokens: bo.MonthlyTokens = None,
+        peak_to_mean: bo.PeakToMean = 1.0,
         monthly_requests: bo.MonthlyRequests = None, monthly_input_tokens: bo.MonthlyIn = None,
         monthly_output_tokens: bo.MonthlyOut = None, gpu_capex_usd: bo.GpuCapex = None, amortization_months: bo.Amortization = 36.0,
         annual_interest: bo.Interest = 0.0, pue: bo.Pue = 1.3, usd_per_kwh: bo.UsdPerKwh = 0.12,

@@ -107,7 +107,7 @@ OPTION_RANGES: dict[str, Range] = {
     "engineer_months": Range(0.0, 1e6, unit="engineer-months/month"), "engineer_usd": Range(0.0, 1e9, unit="USD"),
     "monthly_requests": Range(0.0, 1e18), "monthly_input_tokens": Range(0.0, 1e21, unit="tokens"),
     "monthly_output_tokens": Range(0.0, 1e21, unit="tokens"), "run_index": _count(0, 1_000_000),
-    "monthly_tokens": Range(0.0, 1e21, unit="tokens/month"),
+    "monthly_tokens": Range(0.0, 1e21, unit="tokens/month"), "peak_to_mean": Range(1.0, 100.0),
     # the whole self-hosted bill (kvledger.ledgers.host_bill)
     "gpu_capex_usd": Range(0.0, 1e7, lo_open=True, unit="USD per GPU"),
     "amortization_months": Range(1.0, 240.0, unit="months"),

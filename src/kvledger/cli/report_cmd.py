@@ -51,6 +51,7 @@ def report(
     utilization: float | None = typer.Option(None, "--utilization", help="Override: average load ÷ capacity over the billed hours, (0, 1] (default: the volume's realized utilization).", show_default=False),
     monthly_tokens: bo.MonthlyTokens = None, monthly_requests: bo.MonthlyRequests = None,
     monthly_input_tokens: bo.MonthlyIn = None, monthly_output_tokens: bo.MonthlyOut = None,
+    peak_to_mean: bo.PeakToMean = 1.0,
     max_utilization: float = typer.Option(0.8, "--max-utilization", help="Highest utilization per replica when sizing for a monthly volume."),
     gpu_provider: str | None = typer.Option(None, "--gpu-provider", help="Rental provider (default: the cheapest row listed for the GPU, stated in the report)."),
     gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="Your own price, USD per GPU-hour."),
@@ -91,7 +92,8 @@ def report(
                         team_capability=team_capability, engineer_months_per_month=engineer_months,
                         engineer_usd_per_month=engineer_usd, bench_files=tuple(str(b) for b in bench or ()),
                         monthly_tokens=monthly_tokens, monthly_requests=monthly_requests,
-                        monthly_input_tokens=monthly_input_tokens, monthly_output_tokens=monthly_output_tokens)
+                        monthly_input_tokens=monthly_input_tokens, monthly_output_tokens=monthly_output_tokens,
+                        peak_to_mean=peak_to_mean)
     data = _build(req, quiet=as_json)
     figures = report_figures(data)
     out.write_text(render_html(data, figures), encoding="utf-8")

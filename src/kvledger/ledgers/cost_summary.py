@@ -228,7 +228,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     sh_in, sh_out = self_host_unit_ledgers(cap, setup)
     api_req = _per_request(primary, mix, cap)
     u_star = break_even_utilization(cap, setup, api_req)
-    b_vol = break_even_volume(cap, setup, api_req)
+    peak = decision.volume.peak_to_mean if decision is not None else 1.0  # replicas sized for the peak: c ÷ peak each
+    b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req)
     sticker = _sticker(cap, setup, sh_out)
     if decision is not None and decision.buy is not None:
         notes.append("break-even volume and utilization are for rented GPUs; the bought-GPU bill is in the monthly table")

@@ -172,7 +172,7 @@ def flip_points(
     k = rate ÷ (g × u_max × n*); self-hosting cheaper now → it loses once n(k) reaches ⌈(A − P) ÷ R⌉.
     The GPU-price multiplier m solves n·m·R + P = A.
     """
-    n = replicas_for(vol.rate_req_per_s, cap_req_per_s, setup.max_utilization)
+    n = replicas_for(vol.peak_rate_req_per_s, cap_req_per_s, setup.max_utilization)
     replica = (self_host_usd - fixed_usd) / n
     out: dict[str, Any] = {"replica_usd_per_month": replica, "people_usd_per_month": fixed_usd}
     if replica <= 0:
@@ -183,10 +183,10 @@ def flip_points(
     per = cap_req_per_s * setup.max_utilization
     if self_host_usd >= api_usd:
         n_star = math.ceil(n_edge) - 1
-        out["capacity_multiplier"] = None if n_star < 1 else vol.rate_req_per_s / (per * n_star)
+        out["capacity_multiplier"] = None if n_star < 1 else vol.peak_rate_req_per_s / (per * n_star)
     else:
         n_lose = math.ceil(n_edge)
-        out["capacity_multiplier"] = None if n_lose <= 1 else vol.rate_req_per_s / (per * (n_lose - 1))
+        out["capacity_multiplier"] = None if n_lose <= 1 else vol.peak_rate_req_per_s / (per * (n_lose - 1))
     return out
 
 
@@ -263,7 +263,7 @@ def decide(
     the primary API row (the one the user named, else the cheapest) and the flip points."""
     if not apis:
         raise InputError("no API row to compare with: name one with --api (kvledger prices lists them)")
-    n = replicas_for(vol.rate_req_per_s, cap.goodput_req_per_s, setup.max_utilization)
+    n = replicas_for(vol.peak_rate_req_per_s, cap.goodput_req_per_s, setup.max_utilization)
     load = vol.rate_req_per_s / (n * cap.goodput_req_per_s)
     rent = monthly_self_host(setup, n, load, people_source=people_source)
     bought = None

@@ -45,7 +45,8 @@ def verdict_lines(d: Any, bv: dict[str, Any], bu: dict[str, Any], gpu_label: str
         f"{tokens_text(v.output_tokens)} out)",
         f"  self-hosted: {d.replicas} replica{'' if d.replicas == 1 else 's'} × {num_gpus} "
         f"GPU{'' if num_gpus == 1 else 's'} {how}, realized "
-        f"utilization {d.realized_utilization:.1%} (≤ {d.max_utilization:.0%} allowed); {gpu_label}",
+        f"utilization {d.realized_utilization:.1%} (≤ {d.max_utilization:.0%} allowed"
+        + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",
         f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), after batch and cache discounts",
         f"  break-even: {_break_even_text(bv, bu)}",
     ]

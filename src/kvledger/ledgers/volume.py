@@ -21,6 +21,7 @@ class MonthlyVolume:
     input_tokens: float | None = None
     output_tokens: float | None = None
     tokens: float | None = None
+    peak_to_mean: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +32,17 @@ class Volume:
     input_tokens: float
     output_tokens: float
     how: str
+    peak_to_mean: float = 1.0
 
     @property
     def rate_req_per_s(self) -> float:
+        """The month's mean request rate."""
         return self.requests / SECONDS_PER_MONTH
+
+    @property
+    def peak_rate_req_per_s(self) -> float:
+        """The rate the replicas are sized for: the mean × the diurnal peak-to-mean ratio."""
+        return self.rate_req_per_s * self.peak_to_mean
 
 
 def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
@@ -92,4 +100,7 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
         )
     if min(v.requests, v.input_tokens, v.output_tokens) < 0 or not math.isfinite(v.requests):
         raise InputError("a monthly volume must be a finite number ≥ 0")
-    return v
+    if not 1.0 <= vol.peak_to_mean <= 100.0:
+        raise InputError(f"--peak-to-mean must be in [1, 100] (the busiest hour's rate ÷ the month's mean), "
+                         f"got {vol.peak_to_mean:g}")
+    return Volume(v.requests, v.input_tokens, v.output_tokens, v.how, vol.peak_to_mean)

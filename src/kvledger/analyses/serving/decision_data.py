@@ -50,6 +50,7 @@ class ReportRequest:
     monthly_requests: float | None = None
     monthly_input_tokens: float | None = None
     monthly_output_tokens: float | None = None
+    peak_to_mean: float = 1.0
     gpu_provider: str | None = None
     gpu_usd_per_hour: float | None = None
     batch_share: float = 0.0
@@ -215,7 +216,7 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
     slo, api_price = parse_slo(req.slo), find_api_price(req.api) if req.api else None
     people = people_cost(req.team_capability, req.engineer_months_per_month, req.engineer_usd_per_month)
     vols = (req.monthly_requests, req.monthly_input_tokens, req.monthly_output_tokens, req.monthly_tokens)
-    volume = MonthlyVolume(*vols) if any(v is not None for v in vols) else None
+    volume = MonthlyVolume(*vols, req.peak_to_mean) if any(v is not None for v in vols) else None
     if req.num_requests < 1:
         raise InputError(f"--num-requests must be ≥ 1 (requests per simulation), got {req.num_requests}")
     if not 0.0 < req.target <= 1.0:
@@ -257,6 +258,7 @@ def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:
                                                                              "monthly_input_tokens", "monthly_output_tokens")
                   if getattr(req, k) is not None and (getattr(req, k) or k.startswith(("engineer", "monthly"))))
     mix += f" --api {shlex.quote(req.api)}" if req.api else ""
+    mix += f" --peak-to-mean {req.peak_to_mean!r}" if req.peak_to_mean != 1.0 else ""
     mix += "".join(f" --{k.replace('_', '-')} {getattr(req, k)}" for k in ("data_sovereignty", "model_control", "team_capability"))
     m, g = shlex.quote(req.model), shlex.quote(req.gpu)
     return {
