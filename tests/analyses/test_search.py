@@ -174,3 +174,17 @@ def test_cost_frontier_keeps_the_cheapest_feasible_candidate():
            {"id": "c", "status": "rejected", "reason": "does not fit"}, entries[0] | {"status": "feasible"}]
     assert rejections_by_reason(rej) == [{"reason": "does not fit", "count": 2, "ids": ["a", "c"]},
                                          {"reason": "slo", "count": 1, "ids": ["b"]}]
+
+
+def test_ranking_margin_says_when_the_runner_up_is_inside_the_capacity_band():
+    from kvledger.analyses.search.frontier import ranking_margin
+
+    def e(cid, usd):
+        return {"id": cid, "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
+                "sizing": {"monthly_usd": usd}}
+
+    # $1,100 vs $1,000: the runner-up is 10% dearer, inside the ±30% band of an uncalibrated roofline capacity
+    m = ranking_margin([e("a", 1000.0), e("b", 1100.0)], "roofline")
+    assert m["runner_up"] == "b" and m["gap"] == pytest.approx(0.1) and m["could_flip"]
+    assert not ranking_margin([e("a", 1000.0), e("b", 1500.0)], "roofline")["could_flip"]  # 50% > 30%
+    assert ranking_margin([e("a", 1000.0)], "roofline") is None

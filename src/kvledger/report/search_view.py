@@ -148,6 +148,10 @@ def _winner_line(result: Any) -> str:
     else:
         bill = f"${w['cost']['usd_per_1k_requests']:.4f} per 1k good requests"
     flags = caveats(w)
+    m = result.margin()
+    if m is not None and m["could_flip"]:
+        flags.append(f"runner-up {m['runner_up']} only {m['gap']:.0%} dearer, inside the ±{m['band']:.0%} "
+                     "capacity band")
     return (f"winner: {w['id']} — {bill}, {cap['goodput_req_per_s']:,.2f} good req/s per replica"
             + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
 

@@ -12,7 +12,11 @@ from typing import Any
 
 from kvledger.analyses.search.rank import rank_key
 
-__all__ = ["cost_frontier", "rejections_by_reason", "caveats", "MEMORY_RULES_GPU"]
+__all__ = ["cost_frontier", "rejections_by_reason", "caveats", "ranking_margin", "MEMORY_RULES_GPU", "CAPACITY_BAND"]
+
+CAPACITY_BAND = 0.3
+"""The band an uncalibrated roofline capacity is taken to within (a kvledger assumption until measured error bands
+exist; the same as ``analyses.serving.decision_inputs``)."""
 
 MEMORY_RULES_GPU = "nvidia_h100_sxm"
 """The memory rules were measured on H100 with vLLM 0.19 (``catalog/data/vllm_memory_observations.csv``)."""
@@ -78,3 +82,14 @@ def caveats(entry: dict[str, Any]) -> list[str]:
     if entry.get("gpu_id") != MEMORY_RULES_GPU:
         out.append(f"memory rules not validated on {entry.get('gpu_id')} (measured on H100, vLLM 0.19)")
     return out
+
+
+def ranking_margin(ranked: list[dict[str, Any]], step_cost: str) -> dict[str, Any] | None:
+    """How far the runner-up is behind the winner (its cost ÷ the winner's − 1), and whether that gap lies inside the
+    capacity band (an uncalibrated step cost: ±30%), in which case the order of the two could flip. None with one."""
+    if len(ranked) < 2:
+        return None
+    a, b = rank_key(ranked[0])[0], rank_key(ranked[1])[0]
+    gap = b / a - 1.0 if a > 0 else float("inf")
+    band = CAPACITY_BAND if step_cost == "roofline" else 0.15
+    return {"runner_up": ranked[1]["id"], "gap": gap, "band": band, "could_flip": gap < band}

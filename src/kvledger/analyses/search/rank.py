@@ -76,6 +76,12 @@ class SearchResult:
     def entry(self, cid: str) -> dict[str, Any] | None:
         return next((e for e in self.entries if e["id"] == cid), None)
 
+    def margin(self) -> dict[str, Any] | None:
+        """The runner-up's cost gap to the winner and whether it lies inside the capacity band."""
+        from kvledger.analyses.search.frontier import ranking_margin
+
+        return ranking_margin([self.entry(c) for c in self.ranking[:2]], self.spec.step_cost)
+
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for e in self.entries:
@@ -88,7 +94,8 @@ class SearchResult:
 
         w = self.winner
         return {"spec": self.spec.to_dict(), "counts": self.counts(), "ranking": self.ranking,
-                "winner": None if w is None else {"id": w["id"], "launch": w["launch"], "caveats": caveats(w)},
+                "winner": None if w is None else {"id": w["id"], "launch": w["launch"], "caveats": caveats(w),
+                                                  "margin": self.margin()},
                 "cost_frontier": self.cost_frontier, "cost_dominated": self.cost_dominated,
                 "rejections": rejections_by_reason(self.entries),
                 "frontier": self.frontier, "dominated": self.dominated, "api": self.api, "notes": self.notes,
