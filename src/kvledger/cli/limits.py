@@ -107,6 +107,13 @@ OPTION_RANGES: dict[str, Range] = {
     "engineer_months": Range(0.0, 1e6, unit="engineer-months/month"), "engineer_usd": Range(0.0, 1e9, unit="USD"),
     "monthly_requests": Range(0.0, 1e18), "monthly_input_tokens": Range(0.0, 1e21, unit="tokens"),
     "monthly_output_tokens": Range(0.0, 1e21, unit="tokens"), "run_index": _count(0, 1_000_000),
+    "monthly_tokens": Range(0.0, 1e21, unit="tokens/month"), "peak_to_mean": Range(1.0, 100.0),
+    # the whole self-hosted bill (kvledger.ledgers.host_bill)
+    "gpu_capex_usd": Range(0.0, 1e7, lo_open=True, unit="USD per GPU"),
+    "amortization_months": Range(1.0, 240.0, unit="months"),
+    "annual_interest": Range(0.0, 1.0), "pue": Range(1.0, 3.0), "usd_per_kwh": Range(0.0, 10.0, unit="USD/kWh"),
+    "hosting_usd_per_gpu_month": Range(0.0, 1e6, unit="USD"), "board_power_w": Range(0.0, 5000.0, unit="W"),
+    "idle_power_w": Range(0.0, 5000.0, unit="W"),
     # fp8-kv, spec-decode, kv-eviction, doctor, disagg
     "overhead_ns_per_element": Range(0.0, 1e6, unit="ns"), "overhead_us_per_layer": Range(0.0, 1e9, unit="µs"),
     "draft_tokens": _count(1, 64, "tokens"), "acceptance": _frac(lo_open=False),

@@ -72,7 +72,8 @@ class CostRun:
 
 
 def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, factors: Any, volume: Any = None, *,
-                 sim: Any = None, capacity: Any = None, gpu: str | None = None, model: str | None = None) -> CostRun:
+                 sim: Any = None, capacity: Any = None, gpu: str | None = None, model: str | None = None,
+                 inputs: Any = None) -> CostRun:
     """Goodput of ``run`` under ``slo``, the itemised self-host and API ledgers, and the JSON of ``kvledger cost``.
 
     Args:
@@ -80,7 +81,8 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         api_price / mix / factors / volume: as ``kvledger.ledgers.cost_summary.build_cost_report`` takes them;
         sim / capacity: the SimulatedRun and SimCapacity when the run is simulated (added under ``"simulation"``);
         gpu / model: a measured run's GPU and model names for the roofline floor under its prefill share (default: the
-        names the file gives).
+        names the file gives); inputs: the decision's DecisionInputs (API rows, bought GPUs, people source, what it
+        rests on; ``kvledger.analyses.serving.decision_inputs``).
     """
     from kvledger.ledgers.cost_summary import build_cost_report
     from kvledger.ledgers.goodput import goodput
@@ -92,7 +94,7 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
 
         got, why = prefill_floor(run, model or run.metadata.model, gpu or run.metadata.hardware, setup.num_gpus)
         floor = got or why
-    rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor)
+    rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor, inputs)
     basis = capacity_basis(run, gp, slo, sim, capacity)
     d = rep.to_dict()
     d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
