@@ -41,6 +41,7 @@ class MeasuredRun:
             {"mean", "p50", "p90", "p99"} in s; ``requests`` is then a synthetic workload like the stage's and
             ``measured`` holds no record.
         concurrency: when the client capped the requests in flight (a closed loop), that cap; None for open loop.
+        num_dropped: requests of the record left out (failed, or without a first-token or finish time).
     """
 
     label: str
@@ -50,6 +51,7 @@ class MeasuredRun:
     engine_hints: dict = field(default_factory=dict)
     target_stats: dict | None = None
     concurrency: int | None = None
+    num_dropped: int = 0
 
 
 def measured_from_records(run: RunRecords, label: str) -> MeasuredRun:
@@ -72,7 +74,7 @@ def measured_from_records(run: RunRecords, label: str) -> MeasuredRun:
     specs = [RequestSpec(r.request_id, r.arrival_s, r.num_prompt_tokens, r.num_output_tokens) for r in recs]
     meta = run.metadata
     return MeasuredRun(label, meta.source, specs, RunRecords(recs, meta),
-                       dict(meta.extra.get("engine_kwargs") or {}))
+                       dict(meta.extra.get("engine_kwargs") or {}), num_dropped=len(run.records) - len(ok))
 
 
 def load_measured(path: str) -> MeasuredRun:
