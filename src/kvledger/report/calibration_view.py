@@ -73,6 +73,24 @@ def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
         con.print(f"profile written to {escape(str(out))}: use it with --step-cost {escape(str(out))}")
 
 
+def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
+    """A GPU-scope profile: the fitted fractions, the objective, each run's errors under them."""
+    fit = p["fit"]
+    con.print(f"GPU profile for {escape(p['gpu'])}: achievable FLOP/s fraction {p['flops_fraction']:.3f}, bandwidth "
+              f"fraction {p['bandwidth_fraction']:.3f} (objective {fit['objective_start']:.4g} at 0.7/0.8 → "
+              f"{fit['objective']:.4g}; {fit['num_replays']} replays)")
+    t = Table(title="each run under the fitted fractions (error = predicted/measured − 1)", title_justify="left")
+    for col in ("run", "model", "TP", "TTFT mean", "TPOT mean", "E2E mean", "throughput"):
+        t.add_column(col, justify="left" if col in ("run", "model") else "right")
+    for r in p["runs"]:
+        t.add_row(escape(str(r["label"])), escape(str(r["model"])), str(r["tp"]),
+                  *(fmt_error(r.get(k)) for k in ("ttft_mean_rel_error", "tpot_mean_rel_error", "e2e_mean_rel_error",
+                                                  "throughput_rel_error")))
+    con.print(t)
+    if out is not None:
+        con.print(f"written to {escape(str(out))}: use it with --gpu-profile {escape(str(out))} (any model on this GPU)")
+
+
 def render_sweep(r: dict[str, Any], con: Console) -> None:
     """A validated load sweep: per stage TTFT/TPOT mean and throughput errors, then the knee on both sides."""
     t = Table(title=f"load sweep (priced by: {r['scope']})", title_justify="left")
