@@ -32,7 +32,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data" / "measured-runs"
+#: ../shared beside the checkout (a worktree one level deeper finds it one folder further up)
+SHARED = next((p / "shared" / "data" / "measured-runs" for p in (ROOT.parent, ROOT.parent.parent)
+               if (p / "shared" / "data" / "measured-runs").is_dir()), ROOT.parent / "shared" / "data" / "measured-runs")
 KNEE_FACTOR = 5.0
 SWEEP_RATES = (2.0, 2.5, 2.75, 3.0, 3.25, 3.5, 3.75, 4.0)
 
