@@ -104,6 +104,9 @@ def print_search(sb: Any, slo_text: str) -> None:
         at = (f"; goodput there {sb.goodput_at_boundary_req_per_s:.3f} good req/s ({sb.goodput_at_boundary_req_per_s_per_gpu:.3f} per GPU)"
               if sb.goodput_at_boundary_req_per_s is not None else "")
         con.print(f"[bold]SLO boundary[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: {b.boundary_value:g}{per}{at}")
+    band = getattr(sb, "error_band", None)
+    if band:
+        con.print(f"[bold]error band[/]: {escape(band['text'])} — {escape(band['source'])}")
     for note in b.notes + sb.notes:
         con.print(f"  - {escape(note)}")
     print_sources(sb.first_run, "sources (first probe; the searched value varies)")

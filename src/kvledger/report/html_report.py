@@ -76,6 +76,7 @@ def _answer(data: dict[str, Any]) -> str:
         f"${t['self_host_usd_per_mtok_output']:,.4f} per 1M output tokens at goodput; API {c['inputs']['api_price']}: "
         f"${t['api_usd_per_mtok_input']:,.4f} / ${t['api_usd_per_mtok_output']:,.4f} after batch and prompt-cache discounts.",
         _break_even_text(c),
+        *([f"Error band: {c['error_band']['text']}."] if c.get("error_band") else []),
         f"Concurrency: {conc.get(8192, '—')} requests at 8K tokens, {conc.get(131072, '—')} at 128K (KV capacity).",
     ]
     return '<div class="answer" id="answer">' + "".join(f"<p>{escape(x)}</p>" for x in lines) + "</div>"
