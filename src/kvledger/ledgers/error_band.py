@@ -80,7 +80,8 @@ def error_band(regime: str, metric: str) -> Band | None:
     if key is None:
         return None
     e = have[key][metric]
-    src = (f"leave-one-deployment-out errors of {e['num_runs']} measured run(s) ({table['provenance']['written_by']})")
+    src = (f"leave-one-deployment-out errors at {e['num_runs']} measured points (runs or sweep stages; "
+           f"{table['provenance']['written_by']})")
     if key != regime:
         src += f"; no measured run in regime {regime}: band of {key}, which is a floor for it, not a measurement"
     return Band(regime, metric, 1.0 / (1.0 + e["q90"]), 1.0 / (1.0 + e["q10"]), e["num_runs"], src)
