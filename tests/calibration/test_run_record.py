@@ -104,3 +104,21 @@ def test_an_aggregate_only_sglang_sweep_is_compared_by_rate_with_both_knees(tmp_
     first = {r["metric"]: r for r in out["runs"][0]["comparison"]["rows"]}
     assert first["TTFT mean"]["measured"] == pytest.approx(0.040) and first["TPOT mean"]["measured"] == 0.008
     assert first["TTFT mean"]["predicted"] > 0 and out["runs"][0]["num_requests"] == 40
+
+
+def test_a_model_scope_profile_on_another_tp_is_warned_about(tmp_path):
+    # a model-scope profile fitted at TP 1 applied to the TP 2 run: its step times do not carry — validate warns
+    from kvledger.accounting.calibration_profile import PROFILE_KIND
+
+    prof = tmp_path / "p.json"
+    prof.write_text(json.dumps({"kind": PROFILE_KIND, "version": 1, "model": MODEL, "gpu": "NVIDIA H100 80GB HBM3",
+                                "tp": 1, "step_cost": {"fixed_s": 0.005, "prefill_token_s": 5e-5,
+                                                       "prefill_pair_s": 1e-9, "decode_seq_s": 1e-4,
+                                                       "decode_kv_token_s": 1e-7, "cpu_overhead_s": 0.0,
+                                                       "overlap": False}}))
+    path = _run_dir(tmp_path, {"tensor_parallel_size": 2})
+    from kvledger.calibration.validate import validate_file
+
+    out = validate_file(str(path), SimRequestArgs(model=MODEL, gpu="H100", tp=None, step_cost=str(prof)))
+    assert out["scope"] == "model" and out["tp"] == 2
+    assert any(n.startswith("WARNING: a model-scope calibration") and "TP 1" in n for n in out["notes"])
