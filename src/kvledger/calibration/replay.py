@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kvledger.accounting.fitted_cost import step_features
+from kvledger.accounting.fitted_cost import NUM_GPU_TERMS, step_features
 from kvledger.accounting.stepcost import StepCostModel, StepShape
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import EngineConfig, SimResult, simulate
@@ -136,7 +136,7 @@ class _Recorder:
 class StepTable:
     """Every step of one replay: GPU-term features (``GPU_TERMS`` order), start and end times, s."""
 
-    features: np.ndarray  # (n_steps, 5)
+    features: np.ndarray  # (n_steps, NUM_GPU_TERMS)
     start_s: np.ndarray
     end_s: np.ndarray
 
@@ -175,7 +175,7 @@ def replay_recorded(run: MeasuredRun, config: EngineConfig, cost: StepCostModel)
     rows = res.steps[0].rows
     start = np.fromiter((r[1] for r in rows), np.float64, len(rows))
     dur = np.fromiter((r[2] for r in rows), np.float64, len(rows))
-    feats = np.array(rec.features, dtype=np.float64).reshape(-1, 5)
+    feats = np.array(rec.features, dtype=np.float64).reshape(-1, NUM_GPU_TERMS)
     if len(feats) != len(rows):
         raise RuntimeError(f"recorded {len(feats)} priced steps for {len(rows)} logged steps")
     return res, StepTable(feats, start, start + dur)
