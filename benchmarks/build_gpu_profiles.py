@@ -11,7 +11,6 @@ Qwen3-30B-A3B run (several engines: refused by validate).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -49,8 +48,8 @@ def main() -> None:
         print(f"{name}: {prof['gpu']}: flops {prof['flops_fraction']}, bandwidth {prof['bandwidth_fraction']} "
               f"({time.perf_counter() - t:.1f} s wall, {len(rels)} run(s) of 300 requests)")
         for r in prof["runs"]:
-            print(f"  {r['source']}: TTFT mean {r['ttft_mean_rel_error']:+.1%}, TPOT mean {r['tpot_mean_rel_error']:+.1%}"
-                  f", throughput {r['throughput_rel_error']:+.1%}")
+            print(f"  {r['source']}: TTFT mean {r['ttft_mean_rel_error']:+.1%}, TPOT mean "
+                  f"{r['tpot_mean_rel_error']:+.1%}, throughput {r['throughput_rel_error']:+.1%}")
         if a.write:
             (OUT / name).write_text(dump_profile(prof), encoding="utf-8")
 

@@ -56,7 +56,6 @@ def _lss_runs(shared: Path) -> list[dict]:
 def _sweep_runs(shared: Path) -> list[dict]:
     """inference-perf sweeps (client-side timings): kubecon's modelled configurations, training's bundled model."""
     import validate_all as va
-
     from kvledger.calibration.sweep import read_stage, stage_run
 
     out = []
@@ -232,7 +231,8 @@ def write_doc(d: dict) -> None:
                 lines.append(f"| {r['deployment']} | {r['gpu']} | {r['kind']} | {scope} | "
                              + " | ".join(", ".join(_pct(x) for x in e[m]) or "—" for m in METRIC_ROWS) + " |")
     lines += ["", "## Bands (80%: 10th–90th percentile of the errors; a t prediction interval below 10 values) and coverage", "",
-              "| regime | metric | q10 | q90 | values | median abs error | covered (leave one deployment out) |",
+              "| regime | metric | q10 | q90 | values | median abs error | covered (leave one deployment out) "
+              "|",
               "|---|---|---|---|---|---|---|"]
     for reg, ms in d["bands"].items():
         for m, b in ms.items():

@@ -61,7 +61,8 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
         ff, bf = float(d["flops_fraction"]), float(d["bandwidth_fraction"])
         gpu = str(d["gpu"])
     except (KeyError, TypeError, ValueError) as e:
-        raise FormatError(where, f"malformed GPU profile ({e}): it needs gpu, flops_fraction, bandwidth_fraction") from None
+        raise FormatError(where, f"malformed GPU profile ({e}): it needs gpu, flops_fraction, "
+                                 "bandwidth_fraction") from None
     if not (0 < ff <= 1 and 0 < bf <= 1):
         raise FormatError(where, f"fractions must be in (0, 1], got flops {ff:g}, bandwidth {bf:g}")
     runs = d.get("runs") or []
@@ -123,7 +124,8 @@ def resolve_gpu_profile(choice: str | None, gpu_name: str) -> GpuProfile | None:
         return None
     prof = load_gpu_profile(choice)
     if prof.gpu.lower() != gpu_name.lower():
-        raise InputError(f"--gpu-profile {choice} was fitted on {prof.gpu}, not {gpu_name}: a GPU's efficiency does not "
+        raise InputError(f"--gpu-profile {choice} was fitted on {prof.gpu}, not {gpu_name}: a GPU's efficiency "
+                         "does not "
                          "carry to another GPU (calibrate this one with `kvledger calibrate --scope gpu`, or pass "
                          "--gpu-profile none)")
     return prof

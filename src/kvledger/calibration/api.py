@@ -94,11 +94,12 @@ def _errors(run: MeasuredRun, cfg: EngineConfig, cost) -> Comparison:
 
 
 def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overlap: bool = False,
-                   leave_one_out: bool = True, fit_frontend: bool = False) -> dict[str, Any]:
+                   leave_one_out: bool = True, fit_frontend: bool = False,
+                   split_regimes: bool = False) -> dict[str, Any]:
     """Fit on every run, report each run's errors, and (with several runs and ``leave_one_out``) each run's errors
     under a model fitted on the others. ``start`` is the step-cost model the fit starts from (its linear projection)."""
-    guess = initial_guess(runs, start, overlap)
-    fit = fit_step_cost(runs, guess, fit_frontend=fit_frontend)
+    guess = initial_guess(runs, start, overlap, split_regimes)
+    fit = fit_step_cost(runs, guess, fit_frontend=fit_frontend, split_regimes=split_regimes)
     per_run = []
     for run, cfg in runs:
         c = _errors(run, cfg, fit.cost)
@@ -108,7 +109,8 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
     if leave_one_out and len(runs) > 1:
         for i, (run, cfg) in enumerate(runs):
             rest = runs[:i] + runs[i + 1:]
-            f = fit_step_cost(rest, initial_guess(rest, start, overlap), fit_frontend=fit_frontend)
+            f = fit_step_cost(rest, initial_guess(rest, start, overlap, split_regimes), fit_frontend=fit_frontend,
+                              split_regimes=split_regimes)
             c = _errors(run, cfg, f.cost)
             loo.append({"run": run.label, "fitted_on": [r.label for r, _ in rest], "step_cost": f.cost.coefficients(),
                         **headline_errors(c)})
@@ -118,7 +120,7 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
 
 def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int | None = None,
                     leave_one_out: bool = True, fit_frontend: bool = False,
-                    client_concurrency: int | None = None) -> dict[str, Any]:
+                    client_concurrency: int | None = None, split_regimes: bool = False) -> dict[str, Any]:
     """The calibration profile (``kvledger.accounting.calibration_profile``'s layout) for measured runs in ``paths``.
 
     The CPU overhead is fitted as overlapping the GPU when the engine schedules asynchronously
@@ -134,11 +136,12 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
         raise InputError("calibrate needs at least one measured run file")
     from kvledger.calibration.targets import load_targets
 
-    measured = [t.run for i, p in enumerate(paths) for t in load_targets(p, seed=i, client_concurrency=client_concurrency)]
+    measured = [t.run for i, p in enumerate(paths)
+                for t in load_targets(p, seed=i, client_concurrency=client_concurrency)]
     setups = [engine_for(args, m, max_paddings) for m in measured]
     runs = [(m, s.config) for m, s in zip(measured, setups)]
     out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
-                         fit_frontend=fit_frontend)
+                         fit_frontend=fit_frontend, split_regimes=split_regimes)
     return build_profile(out, args, setups[0], paths)
 
 

@@ -103,8 +103,9 @@ def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str
     """The GPU profile's layout (``kvledger.accounting.gpu_profile``) from a fit and each run's errors under it."""
     return {"kind": GPU_PROFILE_KIND, "version": 1, "gpu": fit.gpu, "flops_fraction": round(fit.flops_fraction, 4),
             "bandwidth_fraction": round(fit.bandwidth_fraction, 4),
-            "fit": {"method": "grid over the roofline's achievable fractions, then a multiplicative pattern search, on "
-                              "kvledger.calibration.fit's objective summed over the runs (kvledger.calibration.gpu_fit)",
+            "fit": {"method": "grid over the roofline's achievable fractions, then a multiplicative pattern search, "
+                              "on kvledger.calibration.fit's objective summed over the runs "
+                              "(kvledger.calibration.gpu_fit)",
                     "objective_start": fit.objective_start, "objective": fit.objective,
                     "start": {"flops_fraction": 0.7, "bandwidth_fraction": 0.8}, "num_replays": fit.num_replays},
             "runs": per_run, "data_files": list(paths)}

@@ -47,6 +47,7 @@ def calibrate(
     achievable_flops_fraction: FlopsFraction = None, achievable_bandwidth_fraction: BandwidthFraction = None,
     scope: str = typer.Option("model", "--scope", help="gpu: fit the GPU's achieved efficiency (the roofline's fractions) on runs of any models, carried to every model (write with --out, use with --gpu-profile); model: fit one model's step cost at one TP (use with --step-cost)."),
     client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the client's cap on requests in flight."),
+    split_regimes: bool = typer.Option(False, "--split-regimes/--no-split-regimes", help="--scope model: fit the prefill steps' own fixed time apart from the decode steps' (low-load TTFT and the knee together)."),
     fit_frontend: bool = typer.Option(False, "--fit-frontend/--no-fit-frontend", help="Also fit a per-request latency outside the engine (HTTP, tokenisation), added to TTFT and E2E: for client-side measurements."),
     start: str = typer.Option("roofline", "--start", help="Step cost the fit starts from (its least-squares linear form): roofline, calibrated, calibrated:KEY or a PROFILE.json."),
     leave_one_out: bool = typer.Option(True, "--leave-one-out/--no-leave-one-out", help="With several runs, also fit without each run and report its error (one extra fit per run)."),
@@ -72,7 +73,8 @@ def calibrate(
         if model is None:
             raise InputError("calibrate --scope model needs --model (the model whose step cost is fitted)")
         profile = calibrate_files(files, args, max_paddings=max_paddings, leave_one_out=leave_one_out,
-                                  fit_frontend=fit_frontend, client_concurrency=client_concurrency)
+                                  fit_frontend=fit_frontend, client_concurrency=client_concurrency,
+                                  split_regimes=split_regimes)
     text = dump_profile(profile)
     if out is not None:
         out.write_text(text, encoding="utf-8")

@@ -35,8 +35,9 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
         a, b = feasible_ranked[0], feasible_ranked[1]
         band = error_band(search_regime(spec, a["gpu_id"]), "throughput")
         if flips_inside(rank_value(a), rank_value(b), band):
+            which = band.regime if band else "no band"
             notes.append(f"the winner {a['id']} and the runner-up {b['id']} are closer in cost than the capacity's "
-                         f"80% error band ({band.regime if band else 'no band'}): the ranking may flip inside the band; "
+                         f"80% error band ({which}): the ranking may flip inside the band; "
                          "measure both or calibrate the GPU (kvledger calibrate --scope gpu)")
         else:
             notes.append(f"the winner {a['id']} stays ahead of the runner-up {b['id']} across the capacity's 80% error "

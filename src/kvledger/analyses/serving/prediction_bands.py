@@ -48,12 +48,13 @@ def cost_band(setup: Any, capacity_req_per_s: float, self_host_usd_per_mtok: flo
     cost_lo, cost_hi = self_host_usd_per_mtok / band.high, self_host_usd_per_mtok / band.low
     flips = cost_lo <= api_usd_per_mtok <= cost_hi
     cheaper = "self-hosting" if self_host_usd_per_mtok < api_usd_per_mtok else "the API"
-    text = (f"SLO capacity {capacity_req_per_s:.3g} req/s (80% band {lo:.3g}–{hi:.3g}, "
-            f"{regime.split('/')[0].replace('gpu', 'GPU-calibrated roofline').replace('uncalibrated', 'uncalibrated roofline')}); "
-            f"self-hosted ${self_host_usd_per_mtok:.4g}/M output tokens (band ${cost_lo:.4g}–{cost_hi:.4g}) vs the API's "
-            f"${api_usd_per_mtok:.4g}: " + ("the decision FLIPS inside the band — the simulator cannot settle it; measure "
-                                            "the capacity (kvledger calibrate --scope gpu, then validate)" if flips else
-                                            f"{cheaper} is cheaper across the whole band"))
+    scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(regime.split("/")[0],
+                                                                                          "model-calibrated")
+    verdict = ("the decision FLIPS inside the band — the simulator cannot settle it; measure the capacity (kvledger "
+               "calibrate --scope gpu, then validate)" if flips else f"{cheaper} is cheaper across the whole band")
+    text = (f"SLO capacity {capacity_req_per_s:.3g} req/s (80% band {lo:.3g}–{hi:.3g}, {scope}); self-hosted "
+            f"${self_host_usd_per_mtok:.4g}/M output tokens (band ${cost_lo:.4g}–${cost_hi:.4g}) vs the API's "
+            f"${api_usd_per_mtok:.4g}: {verdict}")
     return {"regime": regime, "capacity_req_per_s": capacity_req_per_s, "capacity_low": lo, "capacity_high": hi,
             "self_host_usd_per_mtok_output_low": cost_lo, "self_host_usd_per_mtok_output_high": cost_hi,
             "api_usd_per_mtok_output": api_usd_per_mtok, "decision_flips_inside_band": flips, "text": text,
