@@ -1,4 +1,4 @@
-"""Leave-one-deployment-out validation over every measured run kvledger can replay, the error bands derived from it, and the table docs/validation-latency.md.
+"""Leave-one-deployment-out validation over every measured run kvledger can replay, the error bands derived from it, and the table docs/calibration/validation-latency.md.
 
 Used by ``python benchmarks/validate_all.py --sections lodo [--write-bands] [--write-docs]``.
 
@@ -27,7 +27,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 BANDS = ROOT / "src" / "kvledger" / "ledgers" / "data" / "error_bands.json"
-DOC = ROOT / "docs" / "validation-latency.md"
+DOC = ROOT / "docs" / "calibration" / "validation-latency.md"
 STAGE_REQUESTS = 1500  # a sweep stage's first requests (a shorter window of the same load), for speed
 METRIC_ROWS = {"ttft_mean": "TTFT mean", "tpot_mean": "TPOT mean", "throughput": "throughput"}
 

@@ -17,7 +17,7 @@ Sections (error = predicted/measured − 1 throughout):
 * ``training`` — inference-sim/training's H100 stages (no licence: read from ../shared, never copied), for the
   bundled models (Llama-2-7B): roofline and the kubecon-style comparison of stage aggregates.
 * ``lodo`` — leave one deployment out over every replayable run, uncalibrated and GPU-calibrated; the error
-  bands (``--write-bands``: ``kvledger/ledgers/data/error_bands.json``) and ``docs/validation-latency.md``
+  bands (``--write-bands``: ``kvledger/ledgers/data/error_bands.json``) and ``docs/calibration/validation-latency.md``
   (``--write-docs``); see benchmarks/lodo_bands.py.
 * ``robustness`` — every bundled calibrated step cost on the whole Azure conversation trace (no traceback).
 
@@ -405,7 +405,7 @@ def main() -> None:
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, from {', '.join(SECTIONS)}")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     ap.add_argument("--write-bands", action="store_true", help="lodo: write the error bands into the package")
-    ap.add_argument("--write-docs", action="store_true", help="lodo: write docs/validation-latency.md")
+    ap.add_argument("--write-docs", action="store_true", help="lodo: write docs/calibration/validation-latency.md")
     a = ap.parse_args()
     chosen = [s.strip() for s in a.sections.split(",") if s.strip()]
     bad = [s for s in chosen if s not in SECTIONS]
