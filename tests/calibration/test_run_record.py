@@ -122,3 +122,16 @@ def test_a_model_scope_profile_on_another_tp_is_warned_about(tmp_path):
     out = validate_file(str(path), SimRequestArgs(model=MODEL, gpu="H100", tp=None, step_cost=str(prof)))
     assert out["scope"] == "model" and out["tp"] == 2
     assert any(n.startswith("WARNING: a model-scope calibration") and "TP 1" in n for n in out["notes"])
+
+
+def test_calibrate_scope_gpu_from_the_cli_takes_the_model_from_the_record(tmp_path):
+    # no --model: the record names it; the run's TP 2 is used; the profile is a GPU profile for the H100
+    path = _run_dir(tmp_path, {"tensor_parallel_size": 2})
+    out = tmp_path / "h100.json"
+    res = CliRunner().invoke(app, ["calibrate", str(path), "--gpu", "H100", "--scope", "gpu", "--out", str(out),
+                                   "--json"])
+    assert res.exit_code == 0, (res.output, res.exception)
+    prof = json.loads(out.read_text())
+    assert prof["kind"] == "kvledger-gpu-profile" and prof["gpu"].startswith("NVIDIA H100")
+    assert prof["runs"][0]["tp"] == 2 and 0 < prof["flops_fraction"] <= 1 and 0 < prof["bandwidth_fraction"] <= 1
+    assert prof["fit"]["objective"] <= prof["fit"]["objective_start"]
