@@ -1,4 +1,5 @@
-"""Fit the bundled GPU profiles (``src/kvledger/accounting/data/gpu_profiles/``) from the measured runs in ../shared, and print each fit's time and errors.
+"""Fit the bundled GPU profiles (``src/kvledger/accounting/data/gpu_profiles/``) from the measured runs in ../shared,
+and print each fit's time and errors.
 
     python benchmarks/build_gpu_profiles.py [--write]
 

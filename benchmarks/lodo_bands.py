@@ -1,4 +1,5 @@
-"""Leave-one-deployment-out validation over every measured run kvledger can replay, the error bands derived from it, and the table docs/calibration/validation-latency.md.
+"""Leave-one-deployment-out validation over every measured run kvledger can replay, the error bands derived from it,
+and the table docs/calibration/validation-latency.md.
 
 Used by ``python benchmarks/validate_all.py --sections lodo [--write-bands] [--write-docs]``.
 
@@ -230,7 +231,8 @@ def write_doc(d: dict) -> None:
                 e = r[key]
                 lines.append(f"| {r['deployment']} | {r['gpu']} | {r['kind']} | {scope} | "
                              + " | ".join(", ".join(_pct(x) for x in e[m]) or "—" for m in METRIC_ROWS) + " |")
-    lines += ["", "## Bands (80%: 10th–90th percentile of the errors; a t prediction interval below 10 values) and coverage", "",
+    lines += ["", "## Bands (80%: 10th–90th percentile of the errors; a t prediction interval below 10 values) and "
+                  "coverage", "",
               "| regime | metric | q10 | q90 | values | median abs error | covered (leave one deployment out) "
               "|",
               "|---|---|---|---|---|---|---|"]

@@ -1,4 +1,5 @@
-"""MoE step terms worked by hand: tokens per expert, grouped-GEMM efficiency, expert-parallel imbalance and all-to-all, and what they add to a Qwen3-30B-A3B prefill step on the roofline."""
+"""MoE step terms worked by hand: tokens per expert, grouped-GEMM efficiency, expert-parallel imbalance and all-to-all,
+and what they add to a Qwen3-30B-A3B prefill step on the roofline."""
 
 from __future__ import annotations
 

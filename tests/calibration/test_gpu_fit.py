@@ -1,4 +1,5 @@
-"""GPU-scope calibration: on a run the roofline itself generated at known achievable fractions, the fit finds them back; the profile then prices another model and TP on that GPU."""
+"""GPU-scope calibration: on a run the roofline itself generated at known achievable fractions, the fit finds them
+back; the profile then prices another model and TP on that GPU."""
 
 from __future__ import annotations
 

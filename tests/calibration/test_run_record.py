@@ -1,4 +1,5 @@
-"""validate/calibrate read everything a run recorded (TP, blocks, block size, async scheduling...), refuse DP/EP runs, drop failed requests with a count, and compare aggregate-only sweeps by rate."""
+"""validate/calibrate read everything a run recorded (TP, blocks, block size, async scheduling...), refuse DP/EP runs,
+drop failed requests with a count, and compare aggregate-only sweeps by rate."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The error band of a prediction: multipliers from the stored leave-one-deployment-out errors, the borrowed band of a regime without runs, and the flip test of a decision."""
+"""The error band of a prediction: multipliers from the stored leave-one-deployment-out errors, the borrowed band of a
+regime without runs, and the flip test of a decision."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The GPU profile: a GPU's achieved efficiency (the roofline's achievable FLOP/s and bandwidth fractions) fitted on measured runs of any model, which then prices every model on that GPU.
+"""The GPU profile: a GPU's achieved efficiency (the roofline's achievable FLOP/s and bandwidth fractions) fitted on
+measured runs of any model, which then prices every model on that GPU.
 
 Written by ``kvledger calibrate --scope gpu`` (``kvledger.calibration.gpu_fit``); read by ``--gpu-profile FILE``
 and, for a GPU with bundled measurements, by default (``accounting/data/gpu_profiles/*.json``, one per GPU,

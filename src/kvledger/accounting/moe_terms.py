@@ -1,4 +1,5 @@
-"""The MoE terms of a step beyond FLOPs and bytes: tokens per expert, grouped-GEMM efficiency at that many tokens, expert load imbalance across expert-parallel ranks, and expert parallelism's all-to-all.
+"""The MoE terms of a step beyond FLOPs and bytes: tokens per expert, grouped-GEMM efficiency at that many tokens,
+expert load imbalance across expert-parallel ranks, and expert parallelism's all-to-all.
 
 * Tokens per expert: a step over T tokens routes T·k token-expert pairs over E experts: m = T·k/E on average.
 * Grouped-GEMM efficiency: an expert's GEMM has m rows; below a few dozen rows a tensor-core tile is mostly

@@ -22,6 +22,8 @@ import numpy as np
 
 from kvledger.accounting.fitted_cost import GPU_TERMS, NUM_GPU_TERMS, LinearStepCost
 from kvledger.accounting.stepcost import StepCostModel
+from kvledger.calibration.lsq import damped_step as _damped_step
+from kvledger.calibration.lsq import nnls as _nnls
 from kvledger.calibration.replay import MeasuredRun, StepTable, replay, replay_recorded
 from kvledger.dynamics.simulator import EngineConfig, SimResult
 from kvledger.errors import InputError
@@ -184,41 +186,6 @@ def initial_guess(runs: list[tuple[MeasuredRun, EngineConfig]], start: StepCostM
     if overlap:  # start the overlapped CPU term at half the shortest step: it then has a say in the fastest steps
         cpu = 0.5 * float(y[y > 0].min()) if (y > 0).any() else 0.0
     return LinearStepCost(*theta, cpu_overhead_s=cpu, overlap=overlap, name="fitted")  # theta: GPU_TERMS order
-
-
-def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """min ‖a·x − b‖ subject to x ≥ 0 by removing negative coefficients one at a time (small problems only)."""
-    free = np.ones(a.shape[1], dtype=bool)
-    x = np.zeros(a.shape[1])
-    while free.any():
-        sol = np.linalg.lstsq(a[:, free], b, rcond=None)[0]
-        if (sol >= 0).all():
-            x[:] = 0.0
-            x[free] = sol
-            return x
-        idx = np.flatnonzero(free)[np.argmin(sol)]
-        free[idx] = False
-    return x
-
-
-def _damped_step(jac: np.ndarray, r: np.ndarray, theta: np.ndarray, lam: float) -> np.ndarray:
-    """θ' minimising ‖r + J(θ'−θ)‖² + λ‖D(θ'−θ)‖² under θ' ≥ 0 (D: column norms of J)."""
-    d = np.linalg.norm(jac, axis=0)
-    free = d > 0
-    r = r.copy()
-    new = theta.copy()
-    while free.any():
-        a = np.vstack([jac[:, free] / d[free], np.sqrt(lam) * np.eye(int(free.sum()))])
-        z = np.linalg.lstsq(a, np.concatenate([-r, np.zeros(int(free.sum()))]), rcond=None)[0]
-        cand = theta[free] + z / d[free]
-        if (cand >= 0).all():
-            new[free] = cand
-            return new
-        idx = np.flatnonzero(free)[np.argmin(cand)]  # pin the most negative at 0 and solve again
-        r = r - jac[:, idx] * theta[idx]
-        new[idx] = 0.0
-        free[idx] = False
-    return new
 
 
 def _gauss_newton(runs, cost: LinearStepCost, f: float, names: list[str], max_iterations: int, tol: float,

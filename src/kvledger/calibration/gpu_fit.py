@@ -1,4 +1,5 @@
-"""GPU-scope calibration: the roofline's achievable FLOP/s and bandwidth fractions fitted on measured runs of any models on one GPU, so that the fit carries to every model on it.
+"""GPU-scope calibration: the roofline's achievable FLOP/s and bandwidth fractions fitted on measured runs of any
+models on one GPU, so that the fit carries to every model on it.
 
 The roofline prices each step from the model's own FLOPs and bytes (``kvledger.accounting.roofline``); what it
 cannot know is how much of the datasheet peak the kernels reach on this GPU. Fitting those two shares — not a

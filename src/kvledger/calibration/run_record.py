@@ -1,4 +1,5 @@
-"""What a measured run's own record says about the engine that served it (LLMServingSim's ``meta.json``), as simulate flags.
+"""What a measured run's own record says about the engine that served it (LLMServingSim's ``meta.json``), as simulate
+flags.
 
 A record names the engine it measured: replaying it under the tool's defaults would be another engine.
 Read, in order of trust (the engine's resolved ``VllmConfig`` first, then the launch ``engine_kwargs``, then the

@@ -1,4 +1,5 @@
-"""Every measured file ``calibrate`` and ``validate`` accept, as fit/compare targets: per-request runs, inference-perf stage files, and aggregate-only benchmark runs (one per request rate) compared by rate.
+"""Every measured file ``calibrate`` and ``validate`` accept, as fit/compare targets: per-request runs, inference-perf
+stage files, and aggregate-only benchmark runs (one per request rate) compared by rate.
 
 A per-request run replays its own requests; a stage or an aggregate run replays a synthetic workload like it
 (``kvledger.calibration.sweep``) and is compared on the aggregates it holds. A file with several aggregate runs

@@ -1,4 +1,5 @@
-"""``kvledger validate``'s work: replay measured runs (or a load sweep) with the user's engine and step cost, compare, and find the knee of a sweep on both sides.
+"""``kvledger validate``'s work: replay measured runs (or a load sweep) with the user's engine and step cost, compare,
+and find the knee of a sweep on both sides.
 
 The knee of a sweep is the request rate where mean TTFT first exceeds ``KNEE_FACTOR`` × the measured mean TTFT at
 the sweep's lowest rate, interpolated linearly between the two stages around it (the same threshold on the measured

@@ -1,4 +1,5 @@
-"""The error band of a simulated figure: how far the simulator has been off, per regime, on measured runs it was not fitted to, as an 80% range around a prediction.
+"""The error band of a simulated figure: how far the simulator has been off, per regime, on measured runs it was not
+fitted to, as an 80% range around a prediction.
 
 The bands come from ``ledgers/data/error_bands.json``, written by ``python benchmarks/validate_all.py --sections
 lodo --write-bands`` from a leave-one-deployment-out validation over every measured run the project has

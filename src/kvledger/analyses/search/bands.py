@@ -1,4 +1,5 @@
-"""The error band of each searched candidate's SLO capacity, and whether the winner and the runner-up could swap inside it (``kvledger.ledgers.error_band``)."""
+"""The error band of each searched candidate's SLO capacity, and whether the winner and the runner-up could swap inside
+it (``kvledger.ledgers.error_band``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Error bands on a simulation's headline figures (mean TTFT, mean TPOT, throughput), from the regime that priced it (``kvledger.ledgers.error_band``)."""
+"""Error bands on a simulation's headline figures (mean TTFT, mean TPOT, throughput), from the regime that priced it
+(``kvledger.ledgers.error_band``)."""
 
 from __future__ import annotations
 
