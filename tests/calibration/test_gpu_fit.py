@@ -62,3 +62,17 @@ def test_a_gpu_profile_prices_another_model_and_tp_on_that_gpu_and_no_other_gpu(
     plain = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile="none"))
     assert (plain.cost.flops_fraction, plain.cost.bandwidth_fraction, plain.cost_info["scope"]) == (0.7, 0.8,
                                                                                                    "uncalibrated")
+
+
+def test_validating_a_run_the_bundled_profile_was_fitted_on_says_in_sample():
+    # the bundled RTX 4090 profile was fitted on LLMServingSim's two RTX 4090 runs: a validation of a run whose
+    # source is one of them is the fit's own error, and says so; with --gpu-profile none it is a prediction again
+    from kvledger.analyses.serving.step_cost_choice import gpu_profile_of
+    from kvledger.catalog.gpus import resolve_gpu
+
+    prof = gpu_profile_of(SimRequestArgs(model=MODEL, gpu="RTX 4090"), resolve_gpu("RTX 4090").name)
+    assert prof is not None and any("RTX4090/Llama-3.1-8B" in d for d in prof.data)
+    assert gpu_profile_of(SimRequestArgs(model=MODEL, gpu="RTX 4090", gpu_profile="none"), "x") is None
+    setup = prepare(SimRequestArgs(model=MODEL, gpu="RTX 4090", num_requests=5, max_model_len=8192))
+    assert setup.cost_info["scope"] == "gpu" and setup.cost.flops_fraction == prof.flops_fraction
+    assert setup.cost_info["gpu_profile_data"] == list(prof.data)

@@ -34,6 +34,7 @@ class GpuProfile:
         gpu: catalog name of the GPU it was fitted on. flops_fraction / bandwidth_fraction: achieved shares of the
             datasheet peak FLOP/s and HBM bandwidth, 0–1. source: the file (or bundled name) and its data, in words.
         fit_error: the fit's headline errors (mean TTFT/TPOT error per run), for the output.
+        data: the fitted runs' sources (a validation of one of them is in-sample, and says so).
     """
 
     gpu: str
@@ -41,6 +42,7 @@ class GpuProfile:
     bandwidth_fraction: float
     source: str
     fit_error: str = ""
+    data: tuple[str, ...] = ()
 
 
 def looks_like_gpu_profile(path: str | Path) -> bool:
@@ -71,7 +73,7 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
                      f"{_pct(r.get('tpot_mean_rel_error'))}" for r in runs)
     data = ", ".join(str(r.get("label")) for r in runs) or "unnamed runs"
     src = f"GPU profile {where}: fitted on {data} (kvledger.calibration.gpu_fit)"
-    return GpuProfile(gpu, ff, bf, src, errs)
+    return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r.get("source") or "") for r in runs if r.get("source")))
 
 
 def _pct(v: Any) -> str:

@@ -51,6 +51,10 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
         c = compare_runs(t.run.label, t.run.measured, records, slo)
     notes = list(setup.notes) + list(c.notes)
     scope = setup.cost_info.get("scope", "uncalibrated")
+    if any(d and d in t.run.source for d in setup.cost_info.get("gpu_profile_data") or []):
+        notes.append("IN-SAMPLE: the GPU profile pricing this run was fitted on this very run, so these errors are "
+                     "the fit's, not a prediction's; for an out-of-sample check pass --gpu-profile none or a profile "
+                     "fitted on other runs")
     if setup.cost_info.get("mismatch"):
         notes.append(f"WARNING: a model-scope calibration of {setup.cost_info['mismatch']} priced this run of "
                      f"{setup.model_name} at TP {setup.tp}: its step times do not carry to another model or TP; "
