@@ -134,6 +134,7 @@ COMMAND_RANGES: dict[tuple[str, str], Range] = {
     ("spec-decode", "num_requests"): _count(1, 100_000, "requests per rate"),
     ("calibrate", "max_paddings"): _count(0, _TOKENS_MAX, "tokens"), ("validate", "max_paddings"): _count(0, _TOKENS_MAX, "tokens"),
     ("validate", "client_concurrency"): _count(1, 1_000_000, "requests in flight"),
+    ("calibrate", "client_concurrency"): _count(1, 1_000_000, "requests in flight"),
     ("search", "monthly_tokens"): Range(0.0, 1e21, lo_open=True, unit="tokens/month"),
     ("search", "workers"): _count(1, 4096, "workers"),
     # a capacity probe of a handful of requests measures its drain tail, not the replica: at least 50 per probe

@@ -121,6 +121,8 @@ def print_cost_report(rep: Any, basis: dict[str, Any], sim: Any = None, capacity
     for f in rep.factors:
         con.print(f"  {f['factor']}: {escape(f['value'])} — {escape(f['effect'])}")
     con.print(f"\n[bold]verdict on cost[/] (as at the top): {escape(rep.verdict)}")
+    if basis.get("error_band"):
+        con.print(f"[bold]error band[/]: {escape(basis['error_band']['text'])}")
     if basis.get("warning"):
         how = "over-loaded (past its SLO capacity)" if (basis.get("load_check") or {}).get("status") == "over_loaded" else "under-loaded"
         con.print(f"[bold red]WARNING:[/] [bold]the run looks {how} (see above): capacity is likely higher than priced, so "

@@ -84,6 +84,7 @@ def _answer(data: dict[str, Any]) -> str:
         f"${t['api_usd_per_mtok_input']:,.4f} / ${t['api_usd_per_mtok_output']:,.4f} after batch and prompt-cache discounts.",
         effective_cost_line(c["sticker"]) if "throughput_output_tok_per_s" in c["sticker"] else "",
         _break_even_text(c),
+        *([f"Error band: {c['error_band']['text']}."] if c.get("error_band") else []),
         f"Concurrency: {conc.get(8192, '—')} requests at 8K tokens, {conc.get(131072, '—')} at 128K (KV capacity).",
     ]
     lines = [x for x in lines if x]

@@ -77,7 +77,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     cs = c["simulation"]["capacity_search"]
     headline = {"capacity_req_per_s": cs["boundary_rate_req_per_s"], "goodput_req_per_s": cs["goodput_at_boundary_req_per_s"],
                 **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],
-                "gpu_price": data["inputs"]["gpu_price_choice"]}
+                "gpu_price": data["inputs"]["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text")}
     return {"headline": headline, "cost": c, "figures": {f.key: _figure_json(f) for f in serving_figures(data)}}
 
 

@@ -75,7 +75,8 @@ async function updateServing() {
     $("serving-cards").innerHTML = card("capacity", "SLO capacity, req/s", fmt(h.capacity_req_per_s, 3), h.capacity_req_per_s) +
       card("self-host-output", "self-hosted USD / 1M output tokens", fmt(h.self_host_usd_per_mtok_output, 4), h.self_host_usd_per_mtok_output) +
       card("api-output", "API USD / 1M output tokens", fmt(h.api_usd_per_mtok_output, 4), h.api_usd_per_mtok_output) +
-      `<p class="note" id="verdict"><b>${esc(h.answer || h.verdict)}</b>. GPU price: ${esc(h.gpu_price)}</p>`;
+      `<p class="note" id="verdict"><b>${esc(h.answer || h.verdict)}</b>. GPU price: ${esc(h.gpu_price)}</p>` +
+      (h.error_band ? `<p class="note" id="error-band">Error band: ${esc(h.error_band)}</p>` : "");
     figs("serving-figs", d.figures); done("serving ready");
   } catch (e) { $("error").textContent = e.message; done("error"); } }
 async function init() { const c = await get("/api/choices");

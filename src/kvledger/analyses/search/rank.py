@@ -167,6 +167,10 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     if spec.gpu_provider is None:
         notes.append("GPU prices: the cheapest on-demand row of each GPU in gpu_prices.csv (any provider); "
                      "--gpu-provider fixes one")
+    from kvledger.analyses.search.bands import band_notes
+
+    by_id = {e["id"]: e for e in feasible}
+    notes += band_notes(spec, [by_id[i] for i in ranking], lambda e: rank_key(e)[0])
     if any(e["status"] == "error" for e in entries):
         notes.append("some candidates failed (status error): run again with --resume LEDGER to redo only those")
     cfront, cdom = cost_frontier(feasible)

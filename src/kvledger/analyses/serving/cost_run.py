@@ -100,6 +100,12 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
     d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
     if sim is not None:
         d["simulation"] = {**sim.provenance(), **({"capacity_search": capacity.to_dict()} if capacity else {})}
+        from kvledger.analyses.serving.prediction_bands import cost_band
+
+        band = cost_band(sim.setup, rep.capacity["goodput_req_per_s"], rep.self_host_output.total_usd,
+                         rep.api_output.total_usd)
+        if band is not None:
+            d["error_band"] = basis["error_band"] = band
     return CostRun(rep, basis, d)
 
 
