@@ -121,6 +121,13 @@ OPTION_RANGES: dict[str, Range] = {
     "evict": _frac(lo_open=False), "sink_tokens": _count(0, _TOKENS_MAX, "tokens"),
     "run_tokens": _count(1, _TOKENS_MAX, "tokens"), "prefix_share": _frac(lo_open=False),
     "prefill_gpus": _count(1, 1 << 20, "GPUs"), "decode_gpus": _count(1, 1 << 20, "GPUs"),
+    # KV tiers below HBM (plan, offload)
+    "hicache_ratio": Range(0.0, 1000.0, lo_open=True), "hicache_size": _count(0, 1 << 20, "GB"),
+    "nvme_read_bandwidth": Range(0.0, 1000.0, lo_open=True, unit="GB/s"),
+    "network_bandwidth": Range(0.0, 10_000.0, lo_open=True, unit="GB/s"), "link_fraction": _frac(),
+    "suffix_tokens": _count(1, _TOKENS_MAX, "tokens"), "sessions": _count(1, 1_000_000, "sessions"),
+    "session_rate": Range(0.0, 1e6, lo_open=True, unit="sessions/s"), "compare_gpus": _count(1, 4096, "GPUs"),
+    "host_usd_per_gib_hour": Range(0.0, 1000.0, unit="USD/GiB-hour"),
     # durations written with their unit (DURATION_OPTIONS), bounded in seconds
     "cpu_overhead": Range(0.0, 10.0, unit="s"),  # as PlanSettings.cpu_overhead_s (ge=0, le=10)
 }
