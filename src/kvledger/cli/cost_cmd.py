@@ -20,10 +20,14 @@ import typer
 
 from kvledger import strict_json
 from kvledger.cli import sim_opts as so
-from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, PricingFlags, WorkloadFlags, with_groups
 from kvledger.report.progress import working
 
 __all__ = ["register"]
+
+#: cost takes every pricing flag; the utilization is required (the ledger is priced at it).
+PRICING = GroupUse(PricingFlags, help={
+    "utilization": "Average load ÷ the capacity priced (see Capacity above) over the billed hours, (0, 1] (required)."})
 
 
 def _pick_run(runs: list[Any], index: int | None, path: str) -> Any:
@@ -141,26 +145,17 @@ def register(app: typer.Typer) -> None:
     """Add the ``cost`` command to ``app``."""
 
     @app.command("cost")
-    @with_groups(workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE)
+    @with_groups(pricing=PRICING, workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE)
     def cost_command(
         ctx: typer.Context,
         files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger simulate --out DIR writes DIR/records.parquet); several runs (a rate sweep) are priced at the run at their SLO capacity; or use --simulate", show_default=False),
         slo: str | None = typer.Option(None, "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms' (required)", show_default=False),
         api: str | None = typer.Option(None, "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1' (required; kvledger prices lists them)", show_default=False),
-        utilization: float | None = typer.Option(None, "--utilization", help="average load ÷ the capacity priced (see Capacity above) over the billed hours, (0, 1] (required)", show_default=False),
         gpu: str | None = typer.Option(None, "--gpu", help="FILE: GPU id or name for the price table, e.g. nvidia_h100_sxm (default: the GPU the file names). --simulate: the GPU to simulate (catalog name such as H100, or a GPU file), priced by its catalog id"),
-        gpu_provider: str | None = typer.Option(None, "--gpu-provider", help="rental provider, e.g. Nebius, AWS, CoreWeave"),
-        instance: str | None = typer.Option(None, "--instance", help="instance type when a provider lists several"),
-        gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="your own price, USD per GPU-hour (overrides the table)"),
+        pricing: PricingFlags = PricingFlags(),
         num_gpus: int | None = typer.Option(None, "--num-gpus", help="FILE: GPUs serving the measured run (default: as the file states)"),
         served_model: str | None = typer.Option(None, "--model", help="FILE: the served model (bundled name or config.json) for the roofline floor under the prefill share (default: the model the file names)", show_default=False),
-        max_utilization: float = typer.Option(0.8, "--max-utilization", help="highest average utilization per replica when sizing for a monthly volume"),
         prefill_share: float | None = typer.Option(None, "--prefill-share", help="share of GPU time charged to input tokens (default: --simulate, each step split by the step-cost model's terms; FILE, Σ TTFT ÷ Σ E2E raised to the prompts' roofline FLOP floor)"),
-        batch_share: float = typer.Option(0.0, "--batch-share", help="share of requests sent through the API's batch endpoint"),
-        cache_hit_rate: float = typer.Option(0.0, "--cache-hit-rate", help="share of API input tokens that are prompt-cache reads"),
-        cache_write_rate: float = typer.Option(0.0, "--cache-write-rate", help="share of API input tokens written to the prompt cache"),
-        engineer_months: float = typer.Option(0.0, "--engineer-months-per-month", help="people time to run the service, engineer-months per month"),
-        engineer_usd: float = typer.Option(0.0, "--engineer-usd-per-month", help="fully loaded cost of one engineer-month, USD"),
         monthly_requests: float | None = typer.Option(None, "--monthly-requests", help="volume: good requests per month"),
         monthly_input_tokens: float | None = typer.Option(None, "--monthly-input-tokens", help="volume: input tokens per month (with --monthly-output-tokens)"),
         monthly_output_tokens: float | None = typer.Option(None, "--monthly-output-tokens", help="volume: output tokens per month"),
@@ -226,12 +221,15 @@ def register(app: typer.Typer) -> None:
             sim, capacity = _sim_run(simulate, gpu, (workload, engine), ctx.params, the_slo)
             run, n_gpus, hardware = sim.run, sim.num_gpus, sim.gpu_id
         if gpu_rate is None:
-            gpu_rate = _gpu_rate(gpu if file is not None and gpu else hardware, gpu_provider, instance, gpu_usd_per_hour)
-        setup = SelfHostSetup(gpu_rate, n_gpus, utilization, engineer_months, engineer_usd, prefill_share, max_utilization)
+            gpu_rate = _gpu_rate(gpu if file is not None and gpu else hardware, pricing.gpu_provider, pricing.instance,
+                                 pricing.gpu_usd_per_hour)
+        setup = SelfHostSetup(gpu_rate, n_gpus, pricing.utilization, pricing.engineer_months, pricing.engineer_usd,
+                              prefill_share, pricing.max_utilization)
         volume = None
         if monthly_requests is not None or monthly_input_tokens is not None or monthly_output_tokens is not None:
             volume = MonthlyVolume(monthly_requests, monthly_input_tokens, monthly_output_tokens)
-        res = cost_payload(run, the_slo, setup, api_price, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
+        mix = ApiMix(pricing.batch_share, pricing.cache_hit_rate, pricing.cache_write_rate)
+        res = cost_payload(run, the_slo, setup, api_price, mix,
                            DecisionFactors(data_sovereignty, model_control, team_capability), volume, sim=sim, capacity=capacity,
                            gpu=gpu if file is not None and gpu else hardware, model=served_model)
         rep, basis, d = res.report, res.basis, res.payload
