@@ -7,39 +7,16 @@ from pathlib import Path
 
 import typer
 
-from kvledger.cli.calib_opts import (
-    AsyncScheduling,
-    Batching,
-    BlockSize,
-    ChunkedPrefill,
-    CpuOverhead,
-    EngineVersion,
-    Gpu,
-    GpuMemUtil,
-    KvCacheDtype,
-    MaxModelLen,
-    MaxNumBatchedTokens,
-    MaxNumSeqs,
-    MaxPaddings,
-    Model,
-    NumGpuBlocksOverride,
-    PrefixCaching,
-    Tp,
-    engine_args,
-)
+from kvledger.cli.calib_opts import CALIB_ENGINE, Gpu, MaxPaddings, Model, engine_args
+from kvledger.cli.flag_groups import EngineFlags, with_groups
 
 __all__ = ["register"]
 
 
+@with_groups(engine=CALIB_ENGINE)
 def calibrate(
-    ctx: typer.Context,
     files: list[str] = typer.Argument(..., help="Measured runs with per-request times: any benchmark file `kvledger goodput` reads, an LLMServingSim requests.jsonl (or its folder), or a bundled DistServe run (distserve:vllm-100-1)."),
-    model: Model = ..., gpu: Gpu = ..., engine_version: EngineVersion = None, tp: Tp = 1,
-    max_model_len: MaxModelLen = None, gpu_memory_utilization: GpuMemUtil = None, kv_cache_dtype: KvCacheDtype = "auto",
-    block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
-    num_gpu_blocks_override: NumGpuBlocksOverride = None, prefix_caching: PrefixCaching = None,
-    chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
-    cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None,
+    model: Model = ..., gpu: Gpu = ..., engine: EngineFlags = EngineFlags(), max_paddings: MaxPaddings = None,
     fit_frontend: bool = typer.Option(False, "--fit-frontend/--no-fit-frontend", help="Also fit a per-request latency outside the engine (HTTP, tokenisation), added to TTFT and E2E: for client-side measurements."),
     start: str = typer.Option("roofline", "--start", help="Step cost the fit starts from (its least-squares linear form): roofline, calibrated, calibrated:KEY or a PROFILE.json."),
     leave_one_out: bool = typer.Option(True, "--leave-one-out/--no-leave-one-out", help="With several runs, also fit without each run and report its error (one extra fit per run)."),
@@ -54,7 +31,7 @@ def calibrate(
 
     if out is not None and out.exists() and not force:
         raise InputError(f"--out {out} exists; refusing to overwrite it (pass --force)")
-    args = engine_args(model, gpu, ctx.params, step_cost=start)
+    args = engine_args(model, gpu, engine, step_cost=start)
     profile = calibrate_files(files, args, max_paddings=max_paddings,
                               leave_one_out=leave_one_out, fit_frontend=fit_frontend)
     text = dump_profile(profile)

@@ -6,39 +6,16 @@ import json
 
 import typer
 
-from kvledger.cli.calib_opts import (
-    AsyncScheduling,
-    Batching,
-    BlockSize,
-    ChunkedPrefill,
-    CpuOverhead,
-    EngineVersion,
-    Gpu,
-    GpuMemUtil,
-    KvCacheDtype,
-    MaxModelLen,
-    MaxNumBatchedTokens,
-    MaxNumSeqs,
-    MaxPaddings,
-    Model,
-    NumGpuBlocksOverride,
-    PrefixCaching,
-    Tp,
-    engine_args,
-)
+from kvledger.cli.calib_opts import CALIB_ENGINE, Gpu, MaxPaddings, Model, engine_args
+from kvledger.cli.flag_groups import EngineFlags, with_groups
 
 __all__ = ["register"]
 
 
+@with_groups(engine=CALIB_ENGINE)
 def validate(
-    ctx: typer.Context,
     file: str = typer.Argument(..., help="A measured run with per-request times (as for `kvledger calibrate`), or an inference-perf stage report (aggregates: compared stage to stage on a synthetic workload like it)."),
-    model: Model = ..., gpu: Gpu = ..., engine_version: EngineVersion = None, tp: Tp = 1,
-    max_model_len: MaxModelLen = None, gpu_memory_utilization: GpuMemUtil = None, kv_cache_dtype: KvCacheDtype = "auto",
-    block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
-    num_gpu_blocks_override: NumGpuBlocksOverride = None, prefix_caching: PrefixCaching = None,
-    chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
-    cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None,
+    model: Model = ..., gpu: Gpu = ..., engine: EngineFlags = EngineFlags(), max_paddings: MaxPaddings = None,
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a PROFILE.json from `kvledger calibrate`."),
     client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the client's cap on requests in flight (inference-perf: num_workers × worker_max_concurrency); a stage whose client fell behind its rate is replayed as a closed loop of that many users."),
     seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),
@@ -49,7 +26,7 @@ def validate(
     from kvledger.calibration.api import validate_file
     from kvledger.ledgers.slo import parse_slo
 
-    args = engine_args(model, gpu, ctx.params, step_cost=step_cost)
+    args = engine_args(model, gpu, engine, step_cost=step_cost)
     result = validate_file(file, args, parse_slo(slo) if slo else None, max_paddings=max_paddings,
                            client_concurrency=client_concurrency, seed=seed)
     if as_json:
