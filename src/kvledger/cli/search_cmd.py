@@ -197,8 +197,6 @@ def register(app: typer.Typer) -> None:
         if show_command is not None:
             _show_command(spec, show_command, as_json)
             return
-        if top < 1:
-            raise InputError(f"--top must be ≥ 1, got {top}")
         if ledger is not None and resume is not None:
             raise InputError("--resume FILE continues that ledger; give it alone, without --ledger")
         if resume is not None and not resume.is_file():
