@@ -21,7 +21,7 @@ import re
 
 from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.kvcache import KVLedger
-from kvledger.accounting.memory import LineItem, MemoryPlan, sglang_defaults, sglang_mem_fraction_static
+from kvledger.accounting.memory import Deduction, MemoryPlan, sglang_defaults, sglang_mem_fraction_static
 from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
 from kvledger.accounting.plan_vllm import resolve_max_model_len
 from kvledger.accounting.settings import PlanSettings
@@ -58,8 +58,8 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     w = s.weights_bytes if s.weights_bytes is not None else w
     pre_free = gpu.memory_bytes - NON_TORCH_BYTES
     reserve = pre_free * (1 - mfs)
-    items = (LineItem("weights", w, "given" if s.weights_bytes is not None else f"computed: {how}"),
-             LineItem("reserve (1 − mem_fraction_static) × free before load", reserve,
+    items = (Deduction("weights", w, "given" if s.weights_bytes is not None else f"computed: {how}"),
+             Deduction("reserve (1 − mem_fraction_static) × free before load", reserve,
                       f"{1 - mfs:.3f} × ({gpu.memory_bytes / GiB:.2f} − 0.13 GiB CUDA context) GiB; activations and graphs live here"))
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(pre_free - reserve - w)
@@ -67,7 +67,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     pools = sglang_pools(kv, avail, page)
     tokens, cell = pools.full_tokens, pools.cell_bytes
     if pools.state_bytes:
-        items = items + (LineItem(f"Mamba state pool ({pools.state_slots:,} + 1 request slots)", pools.state_bytes,
+        items = items + (Deduction(f"Mamba state pool ({pools.state_slots:,} + 1 request slots)", pools.state_bytes,
                                   "mamba_full_memory_ratio 0.9: 0.9/1.9 of the budget in whole per-request slots "
                                   "(kv_cache_configurator.py::_handle_max_mamba_cache)"),)
     is_mla = any(isinstance(l, MLAAttention) for l in model.layers)
@@ -157,12 +157,12 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     max_num_tokens = s.max_num_batched_tokens or 8192
     w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
     act = s.activation_peak_bytes if s.activation_peak_bytes is not None else forward_peak_bytes(model, max_num_tokens, s.tp)
-    items = (LineItem("weights", s.weights_bytes if s.weights_bytes is not None else w, f"computed: {how}" if s.weights_bytes is None else "given"),
-             LineItem("activation peak of the dry run" if runtime == "pytorch" else "TensorRT engine activation memory (allocated at load)", act,
+    items = (Deduction("weights", s.weights_bytes if s.weights_bytes is not None else w, f"computed: {how}" if s.weights_bytes is None else "given"),
+             Deduction("activation peak of the dry run" if runtime == "pytorch" else "TensorRT engine activation memory (allocated at load)", act,
                       f"model: forward over max_num_tokens {max_num_tokens}" if s.activation_peak_bytes is None else "given"),
-             LineItem("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES, "as measured for vLLM on H100 (assumed)"))
+             Deduction("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES, "as measured for vLLM on H100 (assumed)"))
     free_after = gpu.memory_bytes - sum(i.bytes for i in items)
-    items = items + (LineItem(f"reserve (1 − free_gpu_memory_fraction) × {free_after / GiB:.2f} GiB free after the "
+    items = items + (Deduction(f"reserve (1 − free_gpu_memory_fraction) × {free_after / GiB:.2f} GiB free after the "
                               + ("dry run" if runtime == "pytorch" else "engine loads"),
                               free_after * (1 - frac), "KvCacheCreator._cal_max_memory keeps this share free" if runtime == "pytorch"
                               else "kvCacheManager.cpp calculateMaxNumBlocks takes only the fraction of free memory"),)

@@ -17,7 +17,7 @@ from kvledger.accounting import vllm_rules as R
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout, vllm_layout
 from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
-from kvledger.accounting.memory import LineItem, MemoryPlan, floor_div
+from kvledger.accounting.memory import Deduction, MemoryPlan, floor_div
 from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_profile import PPStage
@@ -69,32 +69,32 @@ def served_model(model: ModelSpec, dtype: str) -> ModelSpec:
 
 
 def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int, seqs: int, stage: PPStage,
-                checkpoint: ModelSpec) -> list[LineItem]:
+                checkpoint: ModelSpec) -> list[Deduction]:
     vtxt = ".".join(map(str, ver))
     if s.weights_bytes is not None:
-        items = [LineItem("weights", s.weights_bytes, "given (your log's 'Model loading took')")]
+        items = [Deduction("weights", s.weights_bytes, "given (your log's 'Model loading took')")]
     else:
         lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank, dtype=None if s.dtype == "auto" else s.dtype,
                             quantization=s.quantization, gpu_arch=gpu.arch, engine_version=ver)
-        items = [LineItem("weights", lw.bytes, f"computed as vLLM allocates them: {lw.how}")]
+        items = [Deduction("weights", lw.bytes, f"computed as vLLM allocates them: {lw.how}")]
     if s.activation_peak_bytes is not None:
-        items.append(LineItem("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)"))
+        items.append(Deduction("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)"))
     else:
         peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, P.sm_count(gpu.gpu_id, gpu.arch))
-        items.append(LineItem("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}"))
+        items.append(Deduction("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}"))
     if s.non_torch_bytes is not None:
-        items.append(LineItem("non-torch memory", s.non_torch_bytes, "given"))
+        items.append(Deduction("non-torch memory", s.non_torch_bytes, "given"))
     else:
         nt, src = P.non_torch(ver, s.tp, stage.pp)
-        items.append(LineItem("non-torch memory", nt, src))
+        items.append(Deduction("non-torch memory", nt, src))
     if R.subtracts_cudagraphs(ver):
         if s.cudagraph_bytes is not None:
-            items.append(LineItem("CUDA graphs (estimate)", s.cudagraph_bytes, "given (your log's 'Estimated CUDA graph memory')"))
+            items.append(Deduction("CUDA graphs (estimate)", s.cudagraph_bytes, "given (your log's 'Estimated CUDA graph memory')"))
         else:
             cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
-            items.append(LineItem("CUDA graphs (estimate)", cg, src + "; subtracted since vLLM 0.20 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 in envs.py)"))
+            items.append(Deduction("CUDA graphs (estimate)", cg, src + "; subtracted since vLLM 0.20 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 in envs.py)"))
     else:
-        items.append(LineItem("CUDA graphs", 0, f"not subtracted by vLLM {vtxt} (captured after the KV pool is sized; 0.20+ subtracts an estimate)"))
+        items.append(Deduction("CUDA graphs", 0, f"not subtracted by vLLM {vtxt} (captured after the KV pool is sized; 0.20+ subtracts an estimate)"))
     return items
 
 
@@ -105,7 +105,7 @@ class _Stage:
     stage: PPStage
     model: ModelSpec
     layout: KVLayout
-    items: list[LineItem]
+    items: list[Deduction]
     available: int
     blocks: int
     kv: KVLedger

@@ -35,12 +35,13 @@ pace, so the warning then says queueing was not judged.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from kvledger.evidence.aggregate import AggregateRun
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.columns import columns_from
 from kvledger.ledgers.goodput import GoodputResult, metric_values
 from kvledger.ledgers.slo import SLO
@@ -89,7 +90,7 @@ class LoadCheck:
     rule: str = RULE
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def _check(name: str, value: float | None, limit: float, passed: bool | None, text: str) -> dict[str, Any]:
