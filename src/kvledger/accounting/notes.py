@@ -1,0 +1,106 @@
+"""The sentences the memory plan prints (its notes, sources and refusals), kept apart from the rules that choose them.
+
+Each function takes the numbers a sentence states and returns it; the rule in ``plan_vllm`` decides which
+sentences apply. The upstream file and function a sentence cites is the one the rule was read from.
+"""
+
+from __future__ import annotations
+
+__all__ = ["vllm_newer_than_read", "pp_above_layers", "DSV4_NO_UNIFIED", "block_size_from", "hybrid_block_size",
+           "gpu_memory_utilization_from", "PROFILE_TERMS_FROM_0_19", "pp_binding_stage", "blocks_overridden",
+           "printed_gib_range", "stage_without_kv_group", "model_without_kv", "NULL_BLOCK", "sliding_inflight",
+           "WEIGHTS_GIVEN", "weights_computed", "ACTIVATION_GIVEN", "activation_modelled", "NON_TORCH_GIVEN",
+           "CUDAGRAPHS_GIVEN", "cudagraphs_subtracted", "cudagraphs_not_subtracted"]
+
+
+# --- the plan's notes -------------------------------------------------------------------------------------------------
+
+def vllm_newer_than_read(version: str, latest: str) -> str:
+    return f"vLLM {version} is newer than the newest release whose code was read ({latest}): its rules are applied"
+
+
+def block_size_from(block_size: int, source: str) -> str:
+    return f"block_size {block_size}: {source}"
+
+
+def hybrid_block_size(block_size: int) -> str:
+    """Appended to :func:`block_size_from` when the hybrid layout changes the attention block."""
+    return f"; the hybrid layout then sets the attention block to {block_size} tokens (below)"
+
+
+def gpu_memory_utilization_from(util: float, source: str) -> str:
+    return f"gpu_memory_utilization {util}: {source}"
+
+
+PROFILE_TERMS_FROM_0_19 = (
+    "the profile terms are those measured on vLLM 0.19; 0.33 charges non-KV memory as total consumed (weights, "
+    "persistent buffers and non-torch growth since start-up) + the transient peak, and buffers kept between weight "
+    "loading and the profile are not modelled (no such start-up log in the data)")
+
+
+def pp_binding_stage(pp: int, rank: int) -> str:
+    return (f"pipeline parallel {pp}: stage {rank} binds (fewest blocks; vLLM keeps the smallest block count over "
+            "workers); the ledger shows that stage's GPU, every stage is under 'stages'")
+
+
+def blocks_overridden(num_blocks: int) -> str:
+    return f"num_gpu_blocks_override = {num_blocks:,} replaces the computed block count"
+
+
+def printed_gib_range(available_gib: float, lo: int, hi: int) -> str:
+    return (f"vLLM prints available memory to 2 decimals: any value printing as {available_gib:.2f} GiB gives "
+            f"{lo:,}–{hi:,} blocks; pass bytes for an exact count")
+
+
+def stage_without_kv_group(rank: int) -> str:
+    return (f"pipeline stage {rank}'s layers all read other layers' K/V: that worker has no KV cache group and vLLM "
+            "gives it 1 block (num_blocks = 1 without groups), then keeps the smallest block count over workers "
+            "(kv_cache_planning.get_kv_cache_configs): no usable block; choose a --pp that leaves every stage a layer "
+            "with its own cache")
+
+
+def model_without_kv(max_num_seqs: int) -> str:
+    return ("no KV cache of its own: vLLM skips the memory profile, gives the KV cache 0 bytes and keeps one null "
+            "block (v1/engine/core.py _initialize_kv_caches, kv_cache_utils.get_kv_cache_config_from_groups); it "
+            f"prints no KV cache size or maximum concurrency, and only max_num_seqs = {max_num_seqs:,} limits the "
+            "requests running at once")
+
+
+NULL_BLOCK = "block 0 is the null block (block_pool.py): usable blocks = num_gpu_blocks − 1"
+
+
+def sliding_inflight(tokens: int, source: str) -> str:
+    return f"sliding-window block demand uses F = {tokens:,} tokens: {source}"
+
+
+# --- refusals ---------------------------------------------------------------------------------------------------------
+
+def pp_above_layers(pp: int, model: str, num_layers: int) -> str:
+    return f"--pp {pp} is more pipeline stages than {model} has layers ({num_layers})"
+
+
+DSV4_NO_UNIFIED = ("--disable-hybrid-kv-cache-manager is not modelled for DeepSeek-V4: its caches (blocks of 256, 64, "
+                   "8 and 4 tokens) are planned in vLLM 0.33's packed hybrid layout only")
+
+# --- sources of the memory ledger's deductions ------------------------------------------------------------------------
+
+WEIGHTS_GIVEN = "given (your log's 'Model loading took')"
+ACTIVATION_GIVEN = "given (your log's torch peak increase)"
+NON_TORCH_GIVEN = "given"
+CUDAGRAPHS_GIVEN = "given (your log's 'Estimated CUDA graph memory')"
+
+
+def weights_computed(how: str) -> str:
+    return f"computed as vLLM allocates them: {how}"
+
+
+def activation_modelled(version: str, source: str) -> str:
+    return f"model, vLLM {version} profile run: {source}"
+
+
+def cudagraphs_subtracted(source: str) -> str:
+    return source + "; subtracted since vLLM 0.20 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 in envs.py)"
+
+
+def cudagraphs_not_subtracted(version: str) -> str:
+    return f"not subtracted by vLLM {version} (captured after the KV pool is sized; 0.20+ subtracts an estimate)"
