@@ -28,7 +28,7 @@ def simulate(
     record_token_times: bool = typer.Option(False, "--record-token-times", help="Keep every token time of every request (on with --out: the records file carries them for ITL SLOs). Off, memory follows the active requests and the ITL distribution is still exact."),
 ) -> None:
     """Simulate serving a trace: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage, preemptions, prefix-cache hits."""
-    from kvledger.analyses.serving.sim_ledgers import prepare_run
+    from kvledger.analyses.serving.sim_ledgers import prepare_run, simulate_document
     from kvledger.cli.sim_opts import sim_request
 
     args, synthetic = sim_request(model, gpu, workload, engine)
@@ -39,14 +39,7 @@ def simulate(
     setup = prepare_run(args, synthetic)
     result = _run(setup, args, record_steps=out is not None, show_progress=not as_json,
                   record_token_times=record_token_times or out is not None)
-    from kvledger.analyses.serving.queue_growth import queue_growth
-    from kvledger.invariants import check_sim_summary
-
-    overload = queue_growth(result.records) if setup.workload_info.get("mode", "").startswith("open loop") else None
-    payload = {"summary": check_sim_summary(result.summary.to_dict()), "replicas": setup.replicas,
-               "router": setup.router if setup.replicas > 1 else None, "engine": result.config, "workload": setup.workload_info,
-               "step_cost": setup.cost_info, "overload": overload,
-               "notes": list(setup.notes) + ([overload["note"]] if overload else [])}
+    payload = simulate_document(setup, result)
     if out is not None:
         _write_outputs(out, result, payload, chrome_trace)
     if as_json:
