@@ -10,7 +10,7 @@ from typing import Any
 __all__ = ["model_without_kv", "override_leaves_no_block", "does_not_fit", "pool_from_override", "pool_from_plan",
            "limits", "kv_pool", "SGLANG_NULL_BLOCK", "SGLANG_MAMBA_SLOTS", "SGLANG_SLIDING_POOL", "policy_preset",
            "v0_engine_by_default", "async_scheduling", "HYBRID_LAYOUT", "sliding_prefill_chunk", "HYBRID_NO_CACHING",
-           "HYBRID_CACHING"]
+           "HYBRID_CACHING", "overloaded"]
 
 _GIB = 2**30
 
@@ -99,3 +99,14 @@ HYBRID_NO_CACHING = ("prefix caching is not modelled for this hybrid layout (Mam
 HYBRID_CACHING = ("hybrid prefix caching as vLLM 0.33 (on by default; ModelConfig.is_prefix_caching_supported): "
                   "per-group hashes, sliding groups need only the window's blocks of a hit (kv_cache_coordinator.py); "
                   "these runs take the general step throughout (slower)")
+
+
+# --- how a run went ---------------------------------------------------------------------------------------------------
+
+def overloaded(backlog_mid: int, t_mid_s: float, backlog_last: int, t_last_s: float, arrived_per_s: float,
+               finished_per_s: float) -> str:
+    return (f"overloaded: requests in the system (arrived, not finished) grew from {backlog_mid:,} at the median "
+            f"arrival (t = {t_mid_s:,.1f} s) to {backlog_last:,} at the last one (t = {t_last_s:,.1f} s); over that "
+            f"time {arrived_per_s:,.2f} req/s arrived and {finished_per_s:,.2f} req/s finished, so the queue grows "
+            "with the trace and TTFT measures it, not the engine (kvledger.analyses.serving.queue_growth): lower the "
+            "rate (--rate/--rate-scale), add replicas, or size for it with `goodput --simulate --target`")

@@ -19,6 +19,7 @@ from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepar
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.records import RunRecords
 
 __all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_prepared", "simulate_document",
@@ -271,5 +272,5 @@ def simulate_document(setup: SimSetup, result: SimResult) -> dict[str, Any]:
     overload = queue_growth(result.records) if setup.workload_info.get("mode", "").startswith("open loop") else None
     return {"summary": check_sim_summary(result.summary.to_dict()), "replicas": setup.replicas,
             "router": setup.router if setup.replicas > 1 else None, "engine": result.config,
-            "workload": setup.workload_info, "step_cost": setup.cost_info, "overload": overload,
-            "notes": list(setup.notes) + ([overload["note"]] if overload else [])}
+            "workload": setup.workload_info, "step_cost": setup.cost_info, "overload": to_jsonable(overload),
+            "notes": list(setup.notes) + ([overload.note] if overload else [])}
