@@ -21,6 +21,7 @@ import typer
 from kvledger import strict_json
 from kvledger.cli import sim_opts as so
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, PricingFlags, WorkloadFlags, with_groups
+from kvledger.jsonable import to_jsonable
 from kvledger.report.progress import working
 
 __all__ = ["register"]
@@ -89,7 +90,7 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str
 
 
 def _file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpus: int | None, slo: Any,
-              target: float | None) -> tuple[Any, int, str | None, dict[str, Any] | None]:
+              target: float | None) -> tuple[Any, int, str | None, Any]:
     """(run, GPU count, GPU name for the price table, sweep choice or None) from benchmark or records files.
 
     One run: that run. Several (a multi-run file or several FILEs, e.g. a rate sweep): ``--run INDEX`` picks one,
@@ -234,8 +235,8 @@ def register(app: typer.Typer) -> None:
                            gpu=gpu if file is not None and gpu else hardware, model=served_model)
         rep, basis, d = res.report, res.basis, res.payload
         if sweep is not None:
-            basis["sweep"] = sweep
-            basis["text"] = sweep["text"] + ". " + basis["text"]
+            basis["sweep"] = to_jsonable(sweep)
+            basis["text"] = sweep.text + ". " + basis["text"]
             d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
         text = strict_json.dumps(d) + "\n"
         if out is not None:

@@ -10,7 +10,7 @@ from typing import Any
 __all__ = ["model_without_kv", "override_leaves_no_block", "does_not_fit", "pool_from_override", "pool_from_plan",
            "limits", "kv_pool", "SGLANG_NULL_BLOCK", "SGLANG_MAMBA_SLOTS", "SGLANG_SLIDING_POOL", "policy_preset",
            "v0_engine_by_default", "async_scheduling", "HYBRID_LAYOUT", "sliding_prefill_chunk", "HYBRID_NO_CACHING",
-           "HYBRID_CACHING", "overloaded"]
+           "HYBRID_CACHING", "overloaded", "sweep_without_load", "sweep_misses_target", "sweep_capacity"]
 
 _GIB = 2**30
 
@@ -110,3 +110,28 @@ def overloaded(backlog_mid: int, t_mid_s: float, backlog_last: int, t_last_s: fl
             f"time {arrived_per_s:,.2f} req/s arrived and {finished_per_s:,.2f} req/s finished, so the queue grows "
             "with the trace and TTFT measures it, not the engine (kvledger.analyses.serving.queue_growth): lower the "
             "rate (--rate/--rate-scale), add replicas, or size for it with `goodput --simulate --target`")
+
+
+# --- pricing a sweep --------------------------------------------------------------------------------------------------
+
+def sweep_without_load(where: str, labels: list[str]) -> str:
+    listed = ", ".join(f"{i}: {label}" for i, label in enumerate(labels))
+    return (f"{where} holds {len(labels)} runs ({listed}) that state no distinct request rate or concurrency, so the "
+            "sweep's capacity cannot be found; choose one with --run INDEX")
+
+
+def _attainments(attained: list[tuple[str, float, float]]) -> str:
+    return "; ".join(f"{label} at {value:g}: {share:.1%}" for label, value, share in attained)
+
+
+def sweep_misses_target(where: str, target: float, attained: list[tuple[str, float, float]]) -> str:
+    return (f"no run of the sweep in {where} has {target:.0%} of its requests within the SLO "
+            f"({_attainments(attained)}); there is no SLO capacity to price: loosen the SLO, or price one run with "
+            "--run INDEX")
+
+
+def sweep_capacity(index: int, label: str, value: float, axis: str, target: float,
+                   attained: list[tuple[str, float, float]]) -> str:
+    unit = "req/s" if axis == "request_rate" else "concurrent users"
+    return (f"run {index} ({label}, {value:g} {unit}) is the sweep's SLO capacity: the highest load up to which every "
+            f"run has ≥ {target:.0%} of its requests within the SLO (attainment per run: {_attainments(attained)})")
