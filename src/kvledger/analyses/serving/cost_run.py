@@ -69,6 +69,8 @@ class CostRun:
     report: Any
     basis: dict[str, Any]
     payload: dict[str, Any]
+    sim: Any = None  # the SimulatedRun priced, when simulated
+    capacity: Any = None  # its SimCapacity, when found by search
 
 
 def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, factors: Any, volume: Any = None, *,
