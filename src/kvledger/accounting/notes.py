@@ -10,7 +10,9 @@ __all__ = ["vllm_newer_than_read", "pp_above_layers", "DSV4_NO_UNIFIED", "block_
            "gpu_memory_utilization_from", "PROFILE_TERMS_FROM_0_19", "pp_binding_stage", "blocks_overridden",
            "printed_gib_range", "stage_without_kv_group", "model_without_kv", "NULL_BLOCK", "sliding_inflight",
            "WEIGHTS_GIVEN", "weights_computed", "ACTIVATION_GIVEN", "activation_modelled", "NON_TORCH_GIVEN",
-           "CUDAGRAPHS_GIVEN", "cudagraphs_subtracted", "cudagraphs_not_subtracted"]
+           "CUDAGRAPHS_GIVEN", "cudagraphs_subtracted", "cudagraphs_not_subtracted", "SGLANG_RESERVE",
+           "sglang_reserve_source", "SGLANG_MAMBA_POOL_SOURCE", "sglang_mamba_pool", "sglang_no_mamba_request",
+           "sglang_mamba_cap", "sglang_settings", "SGLANG_REQUESTED"]
 
 
 # --- the plan's notes -------------------------------------------------------------------------------------------------
@@ -104,3 +106,37 @@ def cudagraphs_subtracted(source: str) -> str:
 
 def cudagraphs_not_subtracted(version: str) -> str:
     return f"not subtracted by vLLM {version} (captured after the KV pool is sized; 0.20+ subtracts an estimate)"
+
+
+# --- SGLang's memory plan (plan_other.sglang_plan; SGLang 0.5.23 mem_cache/kv_cache_configurator.py) -----------------
+
+SGLANG_RESERVE = "reserve (1 − mem_fraction_static) × free before load"
+SGLANG_REQUESTED = "free before the weights load (device total − 0.13 GiB CUDA context)"
+SGLANG_MAMBA_POOL_SOURCE = ("mamba_full_memory_ratio 0.9: 0.9/1.9 of the budget in whole per-request slots "
+                            "(kv_cache_configurator.py::_handle_max_mamba_cache)")
+
+
+def sglang_reserve_source(share: float, total_gib: float) -> str:
+    return f"{share:.3f} × ({total_gib:.2f} − 0.13 GiB CUDA context) GiB; activations and graphs live here"
+
+
+def sglang_mamba_pool(slots: int) -> str:
+    return f"Mamba state pool ({slots:,} + 1 request slots)"
+
+
+def sglang_no_mamba_request(slots: int, ratio: int, why: str) -> str:
+    return (f"SGLang would refuse to start: {slots} Mamba state slots serve no request at {ratio} slots each ({why}); "
+            "raise --mem-fraction-static or use a GPU with more memory")
+
+
+def sglang_mamba_cap(cap: int, slots: int, ratio: int, why: str) -> str:
+    return (f"max_running_requests capped to {cap:,} by the Mamba state pool: {slots:,} slots // {ratio} ({why}; "
+            "SGLang 0.5.23 kv_cache_configurator.resolve_max_num_reqs)")
+
+
+def sglang_settings(mfs: float, mfs_source: str, chunked_prefill_size: int, max_running: int,
+                    mamba_capped: bool) -> list[str]:
+    return [f"mem_fraction_static {mfs}: {mfs_source}", f"chunked_prefill_size {chunked_prefill_size} (SGLang default "
+            "for this GPU)", f"max_running_requests {max_running}: min(clamp(#tokens/context_len·512, 2048, 4096), "
+            "#tokens//2" + (", the Mamba state pool's cap)" if mamba_capped else ")"),
+            "SGLang prints sizes in GiB labelled 'GB'"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from kvledger.accounting import notes as N
 from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.memory import Deduction, MemoryPlan, sglang_defaults, sglang_mem_fraction_static
@@ -59,17 +60,15 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     pre_free = gpu.memory_bytes - NON_TORCH_BYTES
     reserve = pre_free * (1 - mfs)
     items = (Deduction("weights", w, "given" if s.weights_bytes is not None else f"computed: {how}"),
-             Deduction("reserve (1 − mem_fraction_static) × free before load", reserve,
-                      f"{1 - mfs:.3f} × ({gpu.memory_bytes / GiB:.2f} − 0.13 GiB CUDA context) GiB; activations and graphs live here"))
+             Deduction(N.SGLANG_RESERVE, reserve, N.sglang_reserve_source(1 - mfs, gpu.memory_bytes / GiB)))
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(pre_free - reserve - w)
     page = s.block_size or 1
     pools = sglang_pools(kv, avail, page)
     tokens, cell = pools.full_tokens, pools.cell_bytes
     if pools.state_bytes:
-        items = items + (Deduction(f"Mamba state pool ({pools.state_slots:,} + 1 request slots)", pools.state_bytes,
-                                  "mamba_full_memory_ratio 0.9: 0.9/1.9 of the budget in whole per-request slots "
-                                  "(kv_cache_configurator.py::_handle_max_mamba_cache)"),)
+        items = items + (Deduction(N.sglang_mamba_pool(pools.state_slots), pools.state_bytes,
+                                   N.SGLANG_MAMBA_POOL_SOURCE),)
     is_mla = any(isinstance(l, MLAAttention) for l in model.layers)
     size = tokens * pools.full_cell_bytes / GiB
     line = (f"KV Cache is allocated. #tokens: {tokens}, KV size: {size:.2f} GB" if is_mla
@@ -82,20 +81,16 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
         ratio, why = sglang_mamba_ratio(model.architectures)
         cap = pools.state_slots // ratio
         if cap <= 0:
-            raise InputError(f"SGLang would refuse to start: {pools.state_slots} Mamba state slots serve no request at "
-                             f"{ratio} slots each ({why}); raise --mem-fraction-static or use a GPU with more memory")
+            raise InputError(N.sglang_no_mamba_request(pools.state_slots, ratio, why))
         if cap < mrr:
-            mamba_note = [f"max_running_requests capped to {cap:,} by the Mamba state pool: {pools.state_slots:,} slots // "
-                          f"{ratio} ({why}; SGLang 0.5.23 kv_cache_configurator.resolve_max_num_reqs)"]
+            mamba_note = [N.sglang_mamba_cap(cap, pools.state_slots, ratio, why)]
         mrr = min(mrr, cap)
-    notes = [f"mem_fraction_static {mfs}: {msrc}", f"chunked_prefill_size {cps} (SGLang default for this GPU)",
-             f"max_running_requests {mrr}: min(clamp(#tokens/context_len·512, 2048, 4096), #tokens//2"
-             + (", the Mamba state pool's cap)" if mamba_note else ")"),
-             "SGLang prints sizes in GiB labelled 'GB'"] + mamba_note + pools.notes + _hybrid_note(kv, "sglang")
+    notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note)) + mamba_note + pools.notes
+             + _hybrid_note(kv, "sglang"))
     return MemoryPlan("sglang", "0.5.23 rules", gpu.memory_bytes, "mem_fraction_static", mfs, int(pre_free), items,
                       int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page, tokens, lines,
                       L, s.max_num_batched_tokens or cps, mrr, tuple(notes),
-                      "free before the weights load (device total − 0.13 GiB CUDA context)")
+                      N.SGLANG_REQUESTED)
 
 
 def _require_per_token_kv(model: ModelSpec, kv: KVLedger, engine: str) -> None:
