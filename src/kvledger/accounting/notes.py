@@ -12,7 +12,9 @@ __all__ = ["vllm_newer_than_read", "pp_above_layers", "DSV4_NO_UNIFIED", "block_
            "WEIGHTS_GIVEN", "weights_computed", "ACTIVATION_GIVEN", "activation_modelled", "NON_TORCH_GIVEN",
            "CUDAGRAPHS_GIVEN", "cudagraphs_subtracted", "cudagraphs_not_subtracted", "SGLANG_RESERVE",
            "sglang_reserve_source", "SGLANG_MAMBA_POOL_SOURCE", "sglang_mamba_pool", "sglang_no_mamba_request",
-           "sglang_mamba_cap", "sglang_settings", "SGLANG_REQUESTED"]
+           "sglang_mamba_cap", "sglang_settings", "SGLANG_REQUESTED", "trtllm_activation", "TRTLLM_NON_TORCH",
+           "trtllm_reserve", "trtllm_reserve_source", "trtllm_block_rule", "trtllm_tokens_per_block_source",
+           "trtllm_settings", "TRTLLM_REQUESTED"]
 
 
 # --- the plan's notes -------------------------------------------------------------------------------------------------
@@ -140,3 +142,57 @@ def sglang_settings(mfs: float, mfs_source: str, chunked_prefill_size: int, max_
             "for this GPU)", f"max_running_requests {max_running}: min(clamp(#tokens/context_len·512, 2048, 4096), "
             "#tokens//2" + (", the Mamba state pool's cap)" if mamba_capped else ")"),
             "SGLang prints sizes in GiB labelled 'GB'"]
+
+
+# --- TensorRT-LLM's memory plan (plan_other.trtllm_plan; runtime "pytorch" or "tensorrt") -----------------------------
+
+TRTLLM_NON_TORCH = "as measured for vLLM on H100 (assumed)"
+TRTLLM_REQUESTED = "device total (the fraction applies to what is free after the dry run)"
+
+
+def _after(runtime: str) -> str:
+    return "dry run" if runtime == "pytorch" else "engine loads"
+
+
+def trtllm_activation(runtime: str) -> str:
+    if runtime == "pytorch":
+        return "activation peak of the dry run"
+    return "TensorRT engine activation memory (allocated at load)"
+
+
+def trtllm_reserve(free_after_gib: float, runtime: str) -> str:
+    return f"reserve (1 − free_gpu_memory_fraction) × {free_after_gib:.2f} GiB free after the " + _after(runtime)
+
+
+def trtllm_reserve_source(runtime: str) -> str:
+    return ("KvCacheCreator._cal_max_memory keeps this share free" if runtime == "pytorch"
+            else "kvCacheManager.cpp calculateMaxNumBlocks takes only the fraction of free memory")
+
+
+def trtllm_block_rule(runtime: str, windows: list) -> str:
+    """``windows``: the per-window pools (``window``, ``max_tokens``, ``blocks``), the full-attention one last."""
+    if len(windows) == 1 and runtime == "pytorch":
+        return "blocks = max_tokens // tokens_per_block (one window: resource_manager.py::calculate_max_num_blocks)"
+    if len(windows) == 1:
+        return ("blocks = ceil(max_tokens / tokens_per_block) (TensorRT-engine executor: kvCacheManager.cpp::"
+                "KVCacheManager::calculateMaxNumBlocks rounds up)")
+    pools = "; ".join(f"window {w.window:,}: {w.max_tokens:,} tokens, {w.blocks:,} blocks" for w in windows)
+    return (f"one pool per attention window ({pools}); memory shared by bytes-per-token × window, blocks = "
+            "ceil(max_tokens / tokens_per_block) (kvCacheManager.cpp::calculateMaxNumBlocks); the largest-window pool "
+            "is shown and sets concurrency, the sliding pools hold at most their window per request")
+
+
+def trtllm_tokens_per_block_source(given: bool, runtime: str) -> str:
+    if given:
+        return "given"
+    if runtime == "pytorch":
+        return "KvCacheConfig default"
+    return ("assumed: the engine's build-time tokens_per_block, 64 in trtllm-build's attention plugin config; pass "
+            "--block-size")
+
+
+def trtllm_settings(frac: float, frac_given: bool, runtime: str, tokens_per_block: int, tpb_source: str,
+                    bytes_per_token: float) -> list[str]:
+    return [f"free_gpu_memory_fraction {frac} ({'given' if frac_given else 'default'}) of memory free after the "
+            + _after(runtime), f"tokens_per_block {tokens_per_block} ({tpb_source})",
+            f"bytes per token {bytes_per_token:,.0f} B from get_cache_size_per_token (integer division by TP)"]

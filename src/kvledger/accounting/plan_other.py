@@ -152,39 +152,26 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     max_num_tokens = s.max_num_batched_tokens or 8192
     w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
     act = s.activation_peak_bytes if s.activation_peak_bytes is not None else forward_peak_bytes(model, max_num_tokens, s.tp)
-    items = (Deduction("weights", s.weights_bytes if s.weights_bytes is not None else w, f"computed: {how}" if s.weights_bytes is None else "given"),
-             Deduction("activation peak of the dry run" if runtime == "pytorch" else "TensorRT engine activation memory (allocated at load)", act,
-                      f"model: forward over max_num_tokens {max_num_tokens}" if s.activation_peak_bytes is None else "given"),
-             Deduction("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES, "as measured for vLLM on H100 (assumed)"))
+    items = (Deduction("weights", s.weights_bytes if s.weights_bytes is not None else w,
+                       f"computed: {how}" if s.weights_bytes is None else "given"),
+             Deduction(N.trtllm_activation(runtime), act,
+                       f"model: forward over max_num_tokens {max_num_tokens}" if s.activation_peak_bytes is None
+                       else "given"),
+             Deduction("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES,
+                       N.TRTLLM_NON_TORCH))
     free_after = gpu.memory_bytes - sum(i.bytes for i in items)
-    items = items + (Deduction(f"reserve (1 − free_gpu_memory_fraction) × {free_after / GiB:.2f} GiB free after the "
-                              + ("dry run" if runtime == "pytorch" else "engine loads"),
-                              free_after * (1 - frac), "KvCacheCreator._cal_max_memory keeps this share free" if runtime == "pytorch"
-                              else "kvCacheManager.cpp calculateMaxNumBlocks takes only the fraction of free memory"),)
+    items = items + (Deduction(N.trtllm_reserve(free_after / GiB, runtime), free_after * (1 - frac),
+                               N.trtllm_reserve_source(runtime)),)
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(free_after * frac)
     tpb = s.block_size or (32 if runtime == "pytorch" else 64)
     windows = trtllm_window_pools(model, s.tp, kv.elem_bytes, L, avail, tpb, runtime)
     per_tok = sum(w.bytes_per_token for w in windows)
-    if len(windows) == 1 and runtime == "pytorch":
-        max_tokens, blocks = windows[0].max_tokens, windows[0].blocks
-        rule = "blocks = max_tokens // tokens_per_block (one window: resource_manager.py::calculate_max_num_blocks)"
-    elif len(windows) == 1:
-        max_tokens, blocks = windows[0].max_tokens, windows[0].blocks
-        rule = ("blocks = ceil(max_tokens / tokens_per_block) (TensorRT-engine executor: kvCacheManager.cpp::"
-                "KVCacheManager::calculateMaxNumBlocks rounds up)")
-    else:
-        max_tokens, blocks = windows[-1].max_tokens, windows[-1].blocks  # the full-attention (largest-window) pool
-        rule = ("one pool per attention window (" + "; ".join(f"window {w.window:,}: {w.max_tokens:,} tokens, {w.blocks:,} blocks"
-                                                       for w in windows) +
-                "); memory shared by bytes-per-token × window, blocks = ceil(max_tokens / tokens_per_block) "
-                "(kvCacheManager.cpp::calculateMaxNumBlocks); the largest-window pool is shown and sets concurrency, "
-                "the sliding pools hold at most their window per request")
-    tpb_src = ("given" if s.block_size else "KvCacheConfig default" if runtime == "pytorch"
-               else "assumed: the engine's build-time tokens_per_block, 64 in trtllm-build's attention plugin config; pass --block-size")
-    notes = [f"free_gpu_memory_fraction {frac} ({'given' if s.free_gpu_memory_fraction else 'default'}) of memory free after the "
-             + ("dry run" if runtime == "pytorch" else "engine loads"), f"tokens_per_block {tpb} ({tpb_src})",
-             f"bytes per token {per_tok:,.0f} B from get_cache_size_per_token (integer division by TP)", rule] + _hybrid_note(kv, "trtllm")
+    full = windows[-1]  # one window, or the full-attention (largest-window) pool of several
+    max_tokens, blocks = full.max_tokens, full.blocks
+    tpb_src = N.trtllm_tokens_per_block_source(bool(s.block_size), runtime)
+    notes = (N.trtllm_settings(frac, bool(s.free_gpu_memory_fraction), runtime, tpb, tpb_src, per_tok)
+             + [N.trtllm_block_rule(runtime, windows)] + _hybrid_note(kv, "trtllm"))
     return MemoryPlan("trtllm", label, gpu.memory_bytes, "free_gpu_memory_fraction", frac, gpu.memory_bytes, items,
                       avail, given, tpb, int(windows[-1].bytes_per_token * tpb), blocks, blocks, max_tokens, (f"max_tokens={max_tokens}, blocks={blocks}",),
-                      L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes), "device total (the fraction applies to what is free after the dry run)")
+                      L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes), N.TRTLLM_REQUESTED)
