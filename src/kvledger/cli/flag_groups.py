@@ -20,7 +20,8 @@ from typing import Annotated, Any
 
 import typer
 
-__all__ = ["flag", "flag_of", "given_flags", "GroupUse", "with_groups", "WorkloadFlags", "EngineFlags", "PricingFlags"]
+__all__ = ["flag", "flag_of", "given_flags", "option", "GroupUse", "with_groups", "WorkloadFlags", "EngineFlags",
+           "PricingFlags"]
 
 
 def flag(*decls: str, help: str, default: Any = None) -> Any:  # noqa: A002  (typer's own keyword)
@@ -32,6 +33,13 @@ def flag_of(cls: type, name: str) -> str:
     """The long flag of field ``name`` of group ``cls`` (``--enable-prefix-caching`` for ``prefix_caching``)."""
     decls = {f.name: f.metadata["decls"] for f in dataclasses.fields(cls)}[name]
     return decls[0].split("/")[0]
+
+
+def option(cls: type, name: str, default: Any = None, *, help: str | None = None, also: tuple[str, ...] = ()) -> Any:  # noqa: A002
+    """A default-style ``typer.Option`` for one field of a group, for a command that takes that flag alone (its
+    spelling from the group; ``also``: older spellings kept as aliases; ``help``: the command's own text)."""
+    f = {f.name: f for f in dataclasses.fields(cls)}[name]
+    return typer.Option(default, *f.metadata["decls"], *also, help=help or f.metadata["help"])
 
 
 def given_flags(*groups: Any) -> list[str]:
