@@ -29,6 +29,7 @@ from kvledger.accounting.roofline import StepCosts
 from kvledger.accounting.roofline_breakdown import decode_shape
 from kvledger.accounting.settings import PlanSettings
 from kvledger.analyses.judgments.fp8_calibration import DEFAULT_FP8_OVERHEAD, Fp8Overhead, kv_layers
+from kvledger.analyses.judgments.fp8_verdict import fp8_notes, fp8_verdict
 from kvledger.analyses.judgments.roofline_terms import weights_bound
 from kvledger.analyses.plans import require_kv_pool
 from kvledger.catalog.gpus import GpuSpec
@@ -257,8 +258,6 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
         InputError: concurrency < 1, a context beyond max_model_len, a model whose KV is already 1 byte,
             or anything ``build_plan`` rejects.
     """
-    from kvledger.analyses.judgments.fp8_verdict import fp8_notes, fp8_verdict
-
     if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
         raise InputError(f"--concurrency must be an integer ≥ 1, got {concurrency!r}")
     s = settings or PlanSettings()
