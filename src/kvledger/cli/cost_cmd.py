@@ -19,15 +19,29 @@ from typing import Any
 import typer
 
 from kvledger import strict_json
+from kvledger.cli import bill_opts as bo
 from kvledger.cli import sim_opts as so
-from kvledger.cli.flag_groups import EngineFlags, GroupUse, PricingFlags, WorkloadFlags, with_groups
+from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
+from kvledger.jsonable import to_jsonable
 from kvledger.report.progress import working
 
 __all__ = ["register"]
 
-#: cost takes every pricing flag; the utilization is required (the ledger is priced at it).
-PRICING = GroupUse(PricingFlags, help={
-    "utilization": "Average load ÷ the capacity priced (see Capacity above) over the billed hours, (0, 1] (required)."})
+
+def _pick_run(runs: list[Any], index: int | None, path: str) -> Any:
+    from kvledger.errors import range_error
+
+    if index is None:
+        return runs[0]
+    if not 0 <= index < len(runs):
+        raise range_error("--run", index, f"[0, {len(runs) - 1:,}] ({path} holds {len(runs):,} runs)")
+    return runs[index]
+
+
+def _gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
+    from kvledger.analyses.serving.cost_run import gpu_rate
+
+    return gpu_rate(name, provider, instance, usd)
 
 
 def _collect(problems: list[Exception], fn: Any) -> Any:
@@ -43,29 +57,25 @@ def _collect(problems: list[Exception], fn: Any) -> Any:
 def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str] | None = None) -> tuple[Any, Any, Any]:
     """(API price row, GPU rate or None when the GPU is named only by the run, SLO) — every input error at once.
 
-    Checks that --slo, --api and --utilization are given, then --slo, every numeric option's range
-    (``kvledger.cli.limits``), the --api row and, when ``gpu_known``, its price row, and raises them together (one
-    error alone keeps its type).
+    Checks that --slo is given, then --slo, every numeric option's range (``kvledger.cli.limits``), the --api row
+    and, when ``gpu_known``, its price row, and raises them together (one error alone keeps its type).
     """
-    from kvledger.analyses.serving.cost_run import gpu_rate
     from kvledger.catalog.prices import find_api_price
     from kvledger.cli.limits import range_problems
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
 
-    missing = [flag for flag, key in (("--slo", "slo"), ("--api", "api"), ("--utilization", "utilization")) if p[key] is None]
     problems: list[Exception] = []
-    if missing:
-        problems.append(InputError(f"missing {', '.join(missing)}: cost needs the SLO (e.g. --slo ttft=200ms,tpot=50ms), the API "
-                                   "price row (e.g. --api OpenAI:gpt-4.1; kvledger prices lists them) and the utilization "
-                                   "(e.g. --utilization 0.5)"))
+    if p["slo"] is None:
+        problems.append(InputError("missing --slo: cost needs the SLO (e.g. --slo ttft=200ms,tpot=50ms); the API rows default "
+                                   "to those serving the same model (--api names another), the utilization to the volume's"))
     slo = _collect(problems, lambda: parse_slo(p["slo"])) if p["slo"] is not None else None
     problems += list(range_problems("cost", p, flags))
     usd = p["gpu_usd_per_hour"]
     api = _collect(problems, lambda: find_api_price(p["api"])) if p["api"] is not None else None
     rate = None
     if usd is None and gpu_known is not None:
-        rate = _collect(problems, lambda: gpu_rate(gpu_known, p["gpu_provider"], p["instance"], None))
+        rate = _collect(problems, lambda: _gpu_rate(gpu_known, p["gpu_provider"], p["instance"], None))
     if len(problems) == 1:
         raise problems[0]
     if problems:
@@ -73,48 +83,87 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str
     return api, rate, slo
 
 
-def _sim_source(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags], params: dict[str, Any],
-                target: float | None) -> Any:
-    """The CostSource of ``--simulate`` (FILE-only flags refused; 2,000 requests per probe of the capacity search
-    unless --num-requests, the whole workload with --at-offered-load)."""
-    from kvledger.analyses.serving.cost_request import CostSource
+def _file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpus: int | None, slo: Any,
+              target: float | None) -> tuple[Any, int, str | None, dict[str, Any] | None]:
+    """(run, GPU count, GPU name for the price table, sweep choice or None) from benchmark or records files.
+
+    One run: that run. Several (a multi-run file or several FILEs, e.g. a rate sweep): ``--run INDEX`` picks one,
+    otherwise the run at the sweep's SLO capacity (``analyses.cost_run.sweep_capacity_run``) is priced, and the choice is stated.
+    """
+    from kvledger.analyses.serving.cost_run import sweep_capacity_run
+    from kvledger.errors import InputError
+    from kvledger.evidence import read_runs
+
+    runs = [r for f in files for r in read_runs(f, format=fmt)]
+    where = str(files[0]) if len(files) == 1 else f"{len(files)} files"
+    sweep = None
+    if len(runs) > 1 and run_index is None:
+        run, sweep = sweep_capacity_run(runs, slo, 0.9 if target is None else target, where)
+    else:
+        run = _pick_run(runs, run_index, where)
+    md = run.metadata
+    n_gpus = num_gpus if num_gpus is not None else md.num_gpus
+    if n_gpus is None:
+        raise InputError(f"{md.source} does not state how many GPUs served the run; pass --num-gpus")
+    gpu_id = md.extra.get("gpu_id")  # written by kvledger simulate: the catalog id the price table uses
+    return run, n_gpus, gpu_id if gpu_id not in (None, "custom") else md.hardware, sweep
+
+
+def _sim_run(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags], params: dict[str, Any],
+             slo: Any) -> tuple[Any, Any]:
+    """(simulated run to price, SimCapacity or None) for ``--simulate``: the run at the SLO capacity found by the
+    request-rate search, or with ``--at-offered-load`` the run at the workload's own load (FILE-only flags refused)."""
     from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
+    from kvledger.analyses.serving.sim_capacity import DEFAULT_TARGET, search_capacity
+    from kvledger.analyses.serving.sim_ledgers import simulate_run
     from kvledger.cli.sim_opts import sim_request
     from kvledger.errors import InputError
 
-    file_only = (("num_gpus", "--num-gpus"), ("run_index", "--run"), ("format", "--format"),
-                 ("served_model", "--model"))
-    given = [flag for name, flag in file_only if params.get(name) is not None]
+    given = [flag for name, flag in (("num_gpus", "--num-gpus"), ("run_index", "--run"), ("format", "--format"), ("served_model", "--model"))
+             if params.get(name) is not None]
     if given:
-        raise InputError(f"{', '.join(given)} apply to a FILE; with --simulate the GPU count is replicas × TP "
-                         "(--replicas, --tp)")
-    at_offered_load = bool(params.get("at_offered_load"))
-    if at_offered_load and target is not None:
-        raise InputError("--target sets the attainment target of the capacity search, which --at-offered-load skips; "
-                         "give one of them")
-    args, synthetic = sim_request(model, gpu, *groups,
-                                  num_requests_default=None if at_offered_load else PROBE_NUM_REQUESTS)
-    return CostSource(simulation=args, synthetic=synthetic, at_offered_load=at_offered_load, target=target)
+        raise InputError(f"{', '.join(given)} apply to a FILE; with --simulate the GPU count is replicas × TP (--replicas, --tp)")
+    if params.get("at_offered_load"):
+        if params.get("target") is not None:
+            raise InputError("--target sets the attainment target of the capacity search, which --at-offered-load skips; give one of them")
+        args, synthetic = sim_request(model, gpu, *groups)
+        with working("simulating"):
+            return simulate_run(args, synthetic), None
+    args, synthetic = sim_request(model, gpu, *groups, num_requests_default=PROBE_NUM_REQUESTS)
+    target = params.get("target")
+    with working("searching the SLO capacity (one simulation per probe)"):
+        cap = search_capacity(args, slo, DEFAULT_TARGET if target is None else target, synthetic=synthetic)
+    return cap.run, cap
 
 
 def register(app: typer.Typer) -> None:
     """Add the ``cost`` command to ``app``."""
 
     @app.command("cost")
-    @with_groups(pricing=PRICING, workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE)
+    @with_groups(workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE)
     def cost_command(
         ctx: typer.Context,
         files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger simulate --out DIR writes DIR/records.parquet); several runs (a rate sweep) are priced at the run at their SLO capacity; or use --simulate", show_default=False),
         slo: str | None = typer.Option(None, "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms' (required)", show_default=False),
-        api: str | None = typer.Option(None, "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1' (required; kvledger prices lists them)", show_default=False),
+        api: str | None = typer.Option(None, "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1' (default: every catalog row serving the same model; kvledger prices lists them)", show_default=False),
+        utilization: float | None = typer.Option(None, "--utilization", help="override: average load ÷ the capacity priced over the billed hours, (0, 1] (default: the volume's realized utilization)", show_default=False),
         gpu: str | None = typer.Option(None, "--gpu", help="FILE: GPU id or name for the price table, e.g. nvidia_h100_sxm (default: the GPU the file names). --simulate: the GPU to simulate (catalog name such as H100, or a GPU file), priced by its catalog id"),
-        pricing: PricingFlags = PricingFlags(),
+        gpu_provider: str | None = typer.Option(None, "--gpu-provider", help="rental provider, e.g. Nebius, AWS, CoreWeave"),
+        instance: str | None = typer.Option(None, "--instance", help="instance type when a provider lists several"),
+        gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="your own price, USD per GPU-hour (overrides the table)"),
         num_gpus: int | None = typer.Option(None, "--num-gpus", help="FILE: GPUs serving the measured run (default: as the file states)"),
         served_model: str | None = typer.Option(None, "--model", help="FILE: the served model (bundled name or config.json) for the roofline floor under the prefill share (default: the model the file names)", show_default=False),
+        max_utilization: float = typer.Option(0.8, "--max-utilization", help="highest average utilization per replica when sizing for a monthly volume"),
         prefill_share: float | None = typer.Option(None, "--prefill-share", help="share of GPU time charged to input tokens (default: --simulate, each step split by the step-cost model's terms; FILE, Σ TTFT ÷ Σ E2E raised to the prompts' roofline FLOP floor)"),
-        monthly_requests: float | None = typer.Option(None, "--monthly-requests", help="volume: good requests per month"),
-        monthly_input_tokens: float | None = typer.Option(None, "--monthly-input-tokens", help="volume: input tokens per month (with --monthly-output-tokens)"),
-        monthly_output_tokens: float | None = typer.Option(None, "--monthly-output-tokens", help="volume: output tokens per month"),
+        batch_share: float = typer.Option(0.0, "--batch-share", help="share of requests sent through the API's batch endpoint"),
+        cache_hit_rate: float = typer.Option(0.0, "--cache-hit-rate", help="share of API input tokens that are prompt-cache reads"),
+        cache_write_rate: float = typer.Option(0.0, "--cache-write-rate", help="share of API input tokens written to the prompt cache"),
+        engineer_months: bo.EngMonths = None, engineer_usd: bo.EngUsd = None, monthly_tokens: bo.MonthlyTokens = None,
+        peak_to_mean: bo.PeakToMean = 1.0,
+        monthly_requests: bo.MonthlyRequests = None, monthly_input_tokens: bo.MonthlyIn = None,
+        monthly_output_tokens: bo.MonthlyOut = None, gpu_capex_usd: bo.GpuCapex = None, amortization_months: bo.Amortization = 36.0,
+        annual_interest: bo.Interest = 0.0, pue: bo.Pue = 1.3, usd_per_kwh: bo.UsdPerKwh = 0.12,
+        hosting_usd_per_gpu_month: bo.Hosting = 0.0, board_power_w: bo.BoardPower = None, idle_power_w: bo.IdlePower = None,
         data_sovereignty: str = typer.Option("not_required", "--data-sovereignty", help="required, preferred or not_required"),
         model_control: str = typer.Option("any", "--model-control", help="custom_weights, open_weights or any"),
         team_capability: str = typer.Option("some", "--team-capability", help="experienced, some or none"),
@@ -150,11 +199,13 @@ def register(app: typer.Typer) -> None:
         GPU prices: --gpu (or the GPU the file names) is resolved through the GPU catalog's names and
         aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
         """
-        from kvledger.analyses.serving.cost_request import CostPrices, CostRequest, CostSource, run_cost
+        from kvledger.analyses.serving.cost_run import cost_payload
+        from kvledger.analyses.serving.decision_inputs import decision_inputs
         from kvledger.cli.sim_opts import reject_sim_flags
         from kvledger.errors import InputError
         from kvledger.ledgers.api_cost import ApiMix
-        from kvledger.ledgers.cost_summary import DecisionFactors, MonthlyVolume
+        from kvledger.ledgers.cost import SelfHostSetup
+        from kvledger.ledgers.cost_summary import DecisionFactors
         from kvledger.report.cost_view import print_cost_report
 
         file = files[0] if files else None
@@ -169,20 +220,31 @@ def register(app: typer.Typer) -> None:
             if at_offered_load:
                 raise InputError("--at-offered-load apply to --simulate (a measured FILE cannot be re-run at another load)")
         api_price, gpu_rate, the_slo = _check_inputs(ctx.params, gpu, {prm.name: prm.opts[0] for prm in ctx.command.params})
+        sim = capacity = sweep = None
         if file is not None:
-            source = CostSource(tuple(files), format, run_index, num_gpus, target=target)
+            run, n_gpus, hardware, sweep = _file_run(files, format, run_index, num_gpus, the_slo, target)
         else:
-            source = _sim_source(simulate, gpu, (workload, engine), ctx.params, target)
-        volume = None
-        if monthly_requests is not None or monthly_input_tokens is not None or monthly_output_tokens is not None:
-            volume = MonthlyVolume(monthly_requests, monthly_input_tokens, monthly_output_tokens)
-        p = pricing
-        prices = CostPrices(gpu, gpu_rate, p.gpu_provider, p.instance, p.gpu_usd_per_hour, p.utilization,
-                            p.max_utilization, p.engineer_months, p.engineer_usd, prefill_share, api_price,
-                            ApiMix(p.batch_share, p.cache_hit_rate, p.cache_write_rate),
-                            DecisionFactors(data_sovereignty, model_control, team_capability), volume, served_model)
-        res = run_cost(CostRequest(source, the_slo, prices), working)
-        text = strict_json.dumps(res.payload) + "\n"
+            sim, capacity = _sim_run(simulate, gpu, (workload, engine), ctx.params, the_slo)
+            run, n_gpus, hardware = sim.run, sim.num_gpus, sim.gpu_id
+        if gpu_rate is None:
+            gpu_rate = _gpu_rate(gpu if file is not None and gpu else hardware, gpu_provider, instance, gpu_usd_per_hour)
+        people = bo.people(ctx.params)
+        setup = SelfHostSetup(gpu_rate, n_gpus, utilization, people.engineer_months_per_month, people.engineer_usd_per_month,
+                              prefill_share, max_utilization)
+        model_name = simulate if file is None else (served_model or run.metadata.model)
+        inputs, notes = decision_inputs(model_name, api_price, gpu_rate, hardware if file is None else (gpu or hardware),
+                                        sim, bo.host_bill(ctx.params), people)
+        res = cost_payload(run, the_slo, setup, None, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
+                           DecisionFactors(data_sovereignty, model_control, team_capability), bo.volume(ctx.params), sim=sim,
+                           capacity=capacity, gpu=gpu if file is not None and gpu else hardware, model=served_model,
+                           inputs=inputs)
+        res.report.notes.extend(notes)
+        rep, basis, d = res.report, res.basis, res.payload
+        if sweep is not None:
+            basis["sweep"] = to_jsonable(sweep)
+            basis["text"] = sweep.text + ". " + basis["text"]
+            d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
+        text = strict_json.dumps(d) + "\n"
         if out is not None:
             from kvledger.strict_json import write_text_atomic
 
@@ -190,4 +252,4 @@ def register(app: typer.Typer) -> None:
         if json_out:
             typer.echo(text, nl=False)
         else:
-            print_cost_report(res.report, res.basis, res.sim, res.capacity)
+            print_cost_report(rep, basis, sim, capacity)

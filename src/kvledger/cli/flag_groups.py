@@ -129,7 +129,8 @@ class EngineFlags:
 
 @dataclass(frozen=True, slots=True)
 class PricingFlags:
-    """What self-hosting costs (GPU price row, utilization, people) and the API mix it is compared with."""
+    """What self-hosting costs (GPU price row, utilization) and the API mix it is compared with (the people and the
+    whole bill: ``cli/bill_opts.py``)."""
 
     gpu_provider: str | None = flag("--gpu-provider", help=(
         "Rental provider, e.g. Nebius, AWS, CoreWeave (default: the cheapest row listed for the GPU, stated "
@@ -147,10 +148,6 @@ class PricingFlags:
         "Share of API input tokens that are prompt-cache reads."))
     cache_write_rate: float | None = flag("--cache-write-rate", default=0.0, help=(
         "Share of API input tokens written to the prompt cache."))
-    engineer_months: float | None = flag("--engineer-months-per-month", default=0.0, help=(
-        "People time to run the service, engineer-months per month."))
-    engineer_usd: float | None = flag("--engineer-usd-per-month", default=0.0, help=(
-        "Fully loaded cost of one engineer-month, USD."))
 
 
 @dataclass(frozen=True)

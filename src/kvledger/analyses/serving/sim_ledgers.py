@@ -266,6 +266,7 @@ def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *
 def simulate_document(setup: SimSetup, result: SimResult) -> dict[str, Any]:
     """What ``kvledger simulate`` reports (its ``--json`` and ``summary.json``): the summary with its invariants
     checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up)."""
+    from kvledger.analyses.serving.prediction_bands import prediction_bands
     from kvledger.analyses.serving.queue_growth import queue_growth
     from kvledger.invariants import check_sim_summary
 
@@ -273,4 +274,5 @@ def simulate_document(setup: SimSetup, result: SimResult) -> dict[str, Any]:
     return {"summary": check_sim_summary(result.summary.to_dict()), "replicas": setup.replicas,
             "router": setup.router if setup.replicas > 1 else None, "engine": result.config,
             "workload": setup.workload_info, "step_cost": setup.cost_info, "overload": to_jsonable(overload),
+            "error_bands": prediction_bands(setup, result.summary.to_dict()),
             "notes": list(setup.notes) + ([overload.note] if overload else [])}
