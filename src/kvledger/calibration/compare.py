@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.dynamics.outputs.metrics import summarize_records
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.goodput import goodput
 from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
@@ -35,8 +36,7 @@ class MetricRow:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "unit": self.unit, "measured": self.measured, "predicted": self.predicted,
-                "rel_error": self.rel_error, "note": self.note}
+        return to_jsonable(self)
 
 
 @dataclass

@@ -10,7 +10,7 @@ the RTX 3090's 23.58 GiB in vLLM issue #10517 and the RTX 4090's 23.55 GiB in #1
 from __future__ import annotations
 
 import csv
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kvledger.errors import InputError, UnknownNameError
+from kvledger.jsonable import to_jsonable
 from kvledger.units import GB, MiB
 
 __all__ = ["GpuSpec", "get_gpu", "gpu_catalog", "custom_gpu", "resolve_gpu", "CUDA_RESERVE_MIB"]
@@ -97,7 +98,7 @@ class GpuSpec:
         return peak / self.hbm_bandwidth_bytes_per_s
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def _f(x: str) -> float | None:

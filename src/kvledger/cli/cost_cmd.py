@@ -21,6 +21,8 @@ import typer
 from kvledger import strict_json
 from kvledger.cli import bill_opts as bo
 from kvledger.cli import sim_opts as so
+from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
+from kvledger.jsonable import to_jsonable
 from kvledger.report.progress import working
 
 __all__ = ["register"]
@@ -55,13 +57,12 @@ def _collect(problems: list[Exception], fn: Any) -> Any:
 def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str] | None = None) -> tuple[Any, Any, Any]:
     """(API price row, GPU rate or None when the GPU is named only by the run, SLO) — every input error at once.
 
-    Checks that --slo is given, then --slo, --utilization, --max-utilization, --num-gpus,
-    --prefill-share, --target, --gpu-usd-per-hour, the --api row and, when ``gpu_known``, its price row, and raises
-    them together (one error alone keeps its type).
+    Checks that --slo is given, then --slo, every numeric option's range (``kvledger.cli.limits``), the --api row
+    and, when ``gpu_known``, its price row, and raises them together (one error alone keeps its type).
     """
     from kvledger.catalog.prices import find_api_price
-    from kvledger.cli.limits import OPTION_RANGES, range_problems
-    from kvledger.errors import InputError, range_error
+    from kvledger.cli.limits import range_problems
+    from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
 
     problems: list[Exception] = []
@@ -69,21 +70,8 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str
         problems.append(InputError("missing --slo: cost needs the SLO (e.g. --slo ttft=200ms,tpot=50ms); the API rows default "
                                    "to those serving the same model (--api names another), the utilization to the volume's"))
     slo = _collect(problems, lambda: parse_slo(p["slo"])) if p["slo"] is not None else None
-    own = ("utilization", "max_utilization", "num_gpus", "prefill_share", "target", "gpu_usd_per_hour")
-    problems += list(range_problems("cost", {k: v for k, v in p.items() if k not in own}, flags))
-    for flag, key in (("--utilization", "utilization"), ("--max-utilization", "max_utilization")):
-        if p[key] is not None and not 0.0 < p[key] <= 1.0:
-            problems.append(range_error(flag, p[key], "(0, 1] (share of billed hours spent serving)"))
-    gpus_max, usd_max = OPTION_RANGES["num_gpus"].hi, OPTION_RANGES["gpu_usd_per_hour"].hi  # the table's upper bounds
-    if p["num_gpus"] is not None and not 1 <= p["num_gpus"] <= gpus_max:
-        problems.append(range_error("--num-gpus", p["num_gpus"], OPTION_RANGES["num_gpus"].describe()))
-    if p["prefill_share"] is not None and not 0.0 <= p["prefill_share"] <= 1.0:
-        problems.append(range_error("--prefill-share", p["prefill_share"], OPTION_RANGES["prefill_share"].describe()))
-    if p["target"] is not None and not 0.0 < p["target"] <= 1.0:
-        problems.append(range_error("--target", p["target"], "(0, 1] (share of requests within the SLO)"))
+    problems += list(range_problems("cost", p, flags))
     usd = p["gpu_usd_per_hour"]
-    if usd is not None and not 0 < usd <= usd_max:
-        problems.append(range_error("--gpu-usd-per-hour", usd, f"(0, {usd_max:,.0f}] USD/GPU-hour"))
     api = _collect(problems, lambda: find_api_price(p["api"])) if p["api"] is not None else None
     rate = None
     if usd is None and gpu_known is not None:
@@ -121,7 +109,8 @@ def _file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpu
     return run, n_gpus, gpu_id if gpu_id not in (None, "custom") else md.hardware, sweep
 
 
-def _sim_run(model: str, gpu: str | None, params: dict[str, Any], slo: Any) -> tuple[Any, Any]:
+def _sim_run(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags], params: dict[str, Any],
+             slo: Any) -> tuple[Any, Any]:
     """(simulated run to price, SimCapacity or None) for ``--simulate``: the run at the SLO capacity found by the
     request-rate search, or with ``--at-offered-load`` the run at the workload's own load (FILE-only flags refused)."""
     from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
@@ -137,10 +126,10 @@ def _sim_run(model: str, gpu: str | None, params: dict[str, Any], slo: Any) -> t
     if params.get("at_offered_load"):
         if params.get("target") is not None:
             raise InputError("--target sets the attainment target of the capacity search, which --at-offered-load skips; give one of them")
-        args, synthetic = sim_request(model, gpu, params)
+        args, synthetic = sim_request(model, gpu, *groups)
         with working("simulating"):
             return simulate_run(args, synthetic), None
-    args, synthetic = sim_request(model, gpu, params, num_requests_default=PROBE_NUM_REQUESTS)
+    args, synthetic = sim_request(model, gpu, *groups, num_requests_default=PROBE_NUM_REQUESTS)
     target = params.get("target")
     with working("searching the SLO capacity (one simulation per probe)"):
         cap = search_capacity(args, slo, DEFAULT_TARGET if target is None else target, synthetic=synthetic)
@@ -151,6 +140,7 @@ def register(app: typer.Typer) -> None:
     """Add the ``cost`` command to ``app``."""
 
     @app.command("cost")
+    @with_groups(workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE)
     def cost_command(
         ctx: typer.Context,
         files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger simulate --out DIR writes DIR/records.parquet); several runs (a rate sweep) are priced at the run at their SLO capacity; or use --simulate", show_default=False),
@@ -184,21 +174,9 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="JSON for scripts: line items and totals per 1M input and output tokens"),
         out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite without --force)"),
         force: bool = typer.Option(False, "--force", help="allow --out to overwrite an existing file"),
-        simulate: so.Simulate = None, trace: so.Trace = None, rate: so.Rate = None, rate_scale: so.RateScale = None,
-        num_requests: so.NumRequests = None, seed: so.Seed = None, concurrency: so.Concurrency = None,
-        think_time: so.ThinkTime = None, prompt_lengths: so.PromptLengths = None, output_lengths: so.OutputLengths = None,
-        arrival_cv: so.ArrivalCv = None, tp: so.Tp = None, replicas: so.Replicas = None, router: so.Router = None,
-        engine_version: so.EngineVersion = None, max_model_len: so.MaxModelLen = None,
-        gpu_memory_utilization: so.GpuMemUtil = None, mem_fraction_static: so.MemFractionStatic = None,
-        kv_cache_dtype: so.KvCacheDtype = None, block_size: so.BlockSize = None,
-        max_num_batched_tokens: so.MaxNumBatchedTokens = None, max_num_seqs: so.MaxNumSeqs = None,
-        num_gpu_blocks_override: so.NumGpuBlocksOverride = None, prefix_caching: so.PrefixCaching = None,
-        chunked_prefill: so.ChunkedPrefill = None, policy: so.Policy = None,
-        prefix_caching_policy: so.PrefixCachingPolicy = None, scheduling_policy: so.SchedulingPolicy = None,
-        batching: so.Batching = None, kv_allocation: so.KvAllocation = None, async_scheduling: so.AsyncScheduling = None, step_cost: so.StepCost = None,
-        cpu_overhead: so.CpuOverhead = None,
-        achievable_flops_fraction: so.FlopsFraction = None,
-        achievable_bandwidth_fraction: so.BandwidthFraction = None,
+        simulate: so.Simulate = None,
+        workload: WorkloadFlags = WorkloadFlags(),
+        engine: EngineFlags = EngineFlags(),
     ) -> None:
         """Self-host vs API: USD per 1M input/output tokens priced by goodput, monthly bills, break-even, deciding factors.
 
@@ -238,7 +216,7 @@ def register(app: typer.Typer) -> None:
 
             prepare_output_file(out, force=force, inputs=list(files or []))
         if file is not None:
-            reject_sim_flags(ctx.params)
+            reject_sim_flags(workload, engine)
             if at_offered_load:
                 raise InputError("--at-offered-load apply to --simulate (a measured FILE cannot be re-run at another load)")
         api_price, gpu_rate, the_slo = _check_inputs(ctx.params, gpu, {prm.name: prm.opts[0] for prm in ctx.command.params})
@@ -246,7 +224,7 @@ def register(app: typer.Typer) -> None:
         if file is not None:
             run, n_gpus, hardware, sweep = _file_run(files, format, run_index, num_gpus, the_slo, target)
         else:
-            sim, capacity = _sim_run(simulate, gpu, ctx.params, the_slo)
+            sim, capacity = _sim_run(simulate, gpu, (workload, engine), ctx.params, the_slo)
             run, n_gpus, hardware = sim.run, sim.num_gpus, sim.gpu_id
         if gpu_rate is None:
             gpu_rate = _gpu_rate(gpu if file is not None and gpu else hardware, gpu_provider, instance, gpu_usd_per_hour)
@@ -263,8 +241,8 @@ def register(app: typer.Typer) -> None:
         res.report.notes.extend(notes)
         rep, basis, d = res.report, res.basis, res.payload
         if sweep is not None:
-            basis["sweep"] = sweep
-            basis["text"] = sweep["text"] + ". " + basis["text"]
+            basis["sweep"] = to_jsonable(sweep)
+            basis["text"] = sweep.text + ". " + basis["text"]
             d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
         text = strict_json.dumps(d) + "\n"
         if out is not None:

@@ -21,7 +21,7 @@ calibration — the "~7,000 tokens on Hopper" rule of thumb has no source (docs/
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.accounting.plan import Plan, build_plan, concurrency_rows
@@ -35,6 +35,7 @@ from kvledger.analyses.plans import require_kv_pool
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["Fp8Point", "BreakEven", "Fp8Capacity", "Fp8Report", "Fp8DecodeModel", "analyse_fp8_kv",
            "max_context_holding", "default_curve_contexts"]
@@ -242,7 +243,7 @@ class Fp8Report:
     ``concurrency`` is what it is (given, or the bf16 pool's capacity at that context)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *, concurrency: int | None = None,

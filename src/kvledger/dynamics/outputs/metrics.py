@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from kvledger.dynamics.outputs.exact_mean import exact_mean
+from kvledger.jsonable import to_jsonable
 from kvledger.records import RunRecords
 
 __all__ = ["LatencyStats", "Summary", "latency_stats", "percentiles", "summarize_records"]
@@ -31,7 +32,7 @@ class LatencyStats:
     count: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def percentiles(v: np.ndarray, qs: tuple[float, ...], inplace: bool = False) -> list[float]:

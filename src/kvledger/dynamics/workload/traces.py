@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from kvledger.dynamics.workload.arrivals import arrival_times
 from kvledger.dynamics.workload.columns import WorkloadColumns
 from kvledger.dynamics.workload.trace_formats import ParsedTrace, read_trace_file
 from kvledger.errors import InputError, UnknownNameError
+from kvledger.jsonable import to_jsonable
 from kvledger.names import check_name_or_path
 
 __all__ = ["TraceInfo", "list_traces", "load_trace", "load_trace_columns", "trace_has_arrivals", "bundled_trace_path"]
@@ -53,7 +54,7 @@ class TraceInfo:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready dict."""
-        return asdict(self)
+        return to_jsonable(self)
 
 
 _AZURE_SRC = "Azure/AzurePublicDataset data/{0} (Patel et al., Splitwise, ISCA 2024)"
