@@ -7,7 +7,8 @@ from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
 
 def _run(arrivals, finishes):
-    recs = [RequestRecord(f"r{i}", a, 10, 5, first_token_s=f, finish_s=f) for i, (a, f) in enumerate(zip(arrivals, finishes))]
+    recs = [RequestRecord(f"r{i}", a, 10, 5, first_token_s=f, finish_s=f) for i, (a, f) in enumerate(zip(arrivals,
+        finishes))]
     return RunRecords(recs, RunMetadata(source="test", source_format="test"))
 
 

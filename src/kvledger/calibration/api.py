@@ -1,4 +1,5 @@
-"""One API function per command: ``calibrate_files`` (fit a step cost to measured runs, leave-one-out errors, the profile) and ``validate_file`` (predicted vs measured for one run).
+"""One API function per command: ``calibrate_files`` (fit a step cost to measured runs, leave-one-out errors, the
+profile) and ``validate_file`` (predicted vs measured for one run).
 
 Both build the engine exactly as ``kvledger simulate`` does from the same flags
 (``kvledger.analyses.serving.sim_setup.prepare`` with the measured workload in place of a trace), so a

@@ -87,8 +87,10 @@ def find_api_price(name: str, provider: str | None = None) -> ApiPrice:
         given = name if provider is None else f"{provider}:{name}"
         words = rows_with_words(name, provider) or rows_with_words(name)
         if words:  # the provider's and model's words name rows: suggest those (Together:llama-8b → Together's 8B row)
-            raise UnknownNameError("API model", given, [], hint="rows with those words: " + ", ".join(r.key for r in words[:6]))
+            raise UnknownNameError("API model", given, [],
+                                   hint="rows with those words: " + ", ".join(r.key for r in words[:6]))
         raise UnknownNameError("API model", given, [r.key for r in rows] + [a for r in rows for a in r.aliases])
     if len(hits) > 1:
-        raise InputError(f"API model {name!r} is listed by several providers: {', '.join(r.key for r in hits)}; name one, e.g. {hits[0].key!r}")
+        raise InputError(f"API model {name!r} is listed by several providers: {', '.join(r.key for r in hits)}; name "
+                         f"one, e.g. {hits[0].key!r}")
     return hits[0]

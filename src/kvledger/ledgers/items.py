@@ -1,4 +1,5 @@
-"""Itemised ledgers: every total is the sum of named line items, each with unit, quantity, unit price, source and as-of date.
+"""Itemised ledgers: every total is the sum of named line items, each with unit, quantity, unit price, source and as-of
+date.
 
 The shape follows nanoGPT's transformer-sizing notebook: name every contribution, sum
 them, and let the reader check each product. ``amount_usd = quantity × unit_price_usd``

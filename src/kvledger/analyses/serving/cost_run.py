@@ -1,4 +1,5 @@
-"""The ``kvledger cost`` composition as one API function: a run, its goodput, the GPU and API prices → the cost report and its JSON.
+"""The ``kvledger cost`` composition as one API function: a run, its goodput, the GPU and API prices → the cost report
+and its JSON.
 
 ``kvledger cost`` (``cli/cost_cmd.py``), ``kvledger report`` and ``kvledger ui`` all call
 :func:`cost_payload`, so the JSON the command prints and the numbers the report draws are the
@@ -34,7 +35,8 @@ def _is_gpu_file(name: str) -> bool:
 
 
 def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
-    """The GPU's rental price: ``usd`` (``--gpu-usd-per-hour``), else the price-table row of ``name`` (resolved through the GPU catalog's aliases).
+    """The GPU's rental price: ``usd`` (``--gpu-usd-per-hour``), else the price-table row of ``name`` (resolved through
+    the GPU catalog's aliases).
 
     Raises:
         InputError: no name, a custom GPU without a price, several rows (pick --gpu-provider/--instance).
@@ -46,14 +48,16 @@ def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: 
     if usd is not None:
         return GpuRate.given(usd, name or "GPU")
     if name is None:
-        raise InputError("no GPU price: the run does not name its GPU; pass --gpu (e.g. H100 or nvidia_h100_sxm) with --gpu-provider, or --gpu-usd-per-hour")
+        raise InputError("no GPU price: the run does not name its GPU; pass --gpu (e.g. H100 or nvidia_h100_sxm) with "
+                         "--gpu-provider, or --gpu-usd-per-hour")
     if name == "custom" or _is_gpu_file(name):
         raise InputError(f"the GPU {name!r} is a custom GPU with no rental price in the table; pass --gpu-usd-per-hour")
     return GpuRate.from_catalog(find_gpu_price(price_key(name), provider, instance))
 
 
 def capacity_basis(run: Any, gp: Any, slo: Any, sim: Any, capacity: Any) -> dict[str, Any]:
-    """The ``capacity_basis`` of the report: the SLO-capacity search, or the run's own goodput with the under-load check."""
+    """The ``capacity_basis`` of the report: the SLO-capacity search, or the run's own goodput with the under-load
+    check."""
     from kvledger.ledgers.capacity_basis import check_load, measured_basis
 
     if capacity is not None:

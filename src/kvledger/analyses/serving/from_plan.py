@@ -51,7 +51,11 @@ def default_async_scheduling(engine: str, engine_version: str, batching: str) ->
     if engine != "vllm":
         return False, f"the {engine} memory plan: synchronous steps"
     if parse_version(engine_version) >= (0, 33, 0):
-        return True, f"vLLM {engine_version} default (config/vllm.py: VllmConfig.__post_init__); simulate, goodput --simulate and cost --simulate take --no-async-scheduling for a synchronous engine"
+        return (
+            True,
+            f"vLLM {engine_version} default (config/vllm.py: VllmConfig.__post_init__); simulate, goodput --simulate "
+            f"and cost --simulate take --no-async-scheduling for a synchronous engine",
+        )
     return False, (f"vLLM {engine_version}: off by default (read in 0.10–0.20; 0.21–0.32 assumed the same); "
                    "--async-scheduling to turn on")
 
@@ -61,7 +65,11 @@ def _sglang_pool(plan) -> str:
     m, s = plan.memory, plan.settings
     cell = m.bytes_per_block / m.block_size
     state = " − the Mamba state pool" if any(d.name.startswith("Mamba state") for d in m.deductions) else ""
-    how = "given" if s.mem_fraction_static is not None else "SGLang's default for this GPU and TP, arg_groups/memory_hook.py"
+    how = (
+        "given"
+        if s.mem_fraction_static is not None
+        else "SGLang's default for this GPU and TP, arg_groups/memory_hook.py"
+    )
     return (f"{m.usable_blocks * m.block_size:,} token slots in {m.usable_blocks:,} pages of {m.block_size} "
             f"token{'s' if m.block_size > 1 else ''} from the SGLang memory plan ({m.engine_version}; `kvledger plan "
             f"--engine sglang`): floor({m.available_kv_bytes / 2**30:.2f} GiB for KV / {cell:,.0f} B per token) "

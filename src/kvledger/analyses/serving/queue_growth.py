@@ -1,4 +1,5 @@
-"""Whether a run was overloaded: the requests in the system (arrived, not yet finished) kept growing while requests arrived.
+"""Whether a run was overloaded: the requests in the system (arrived, not yet finished) kept growing while requests
+arrived.
 
 Under a load the engine sustains, the backlog — requests arrived and not finished — hovers around
 rate × E2E; above it the waiting queue grows with the trace and TTFT measures that queue, not the
@@ -62,7 +63,9 @@ def queue_growth(run: RunRecords) -> QueueGrowth | None:
     if not (last >= GROWTH * mid and last - mid > MIN_GROWTH and last > MIN_SHARE * n):
         return None
     span = t_last - t_mid
-    arrived = float(np.searchsorted(arrival, t_last, side="right") - np.searchsorted(arrival, t_mid, side="right")) / span
-    finished = float(np.searchsorted(finish, t_last, side="right") - np.searchsorted(finish, t_mid, side="right")) / span
+    arrived = float(np.searchsorted(arrival, t_last, side="right") - np.searchsorted(arrival, t_mid,
+                                                                                     side="right")) / span
+    finished = float(np.searchsorted(finish, t_last, side="right") - np.searchsorted(finish, t_mid,
+                                                                                     side="right")) / span
     return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, finished,
                        N.overloaded(mid, t_mid - t0, last, t_last - t0, arrived, finished))
