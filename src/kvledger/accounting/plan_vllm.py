@@ -14,6 +14,9 @@ from dataclasses import dataclass, replace
 
 from kvledger.accounting import vllm_profile as P
 from kvledger.accounting import vllm_rules as R
+from kvledger.accounting.kv_range import kv_ranges
+from kvledger.accounting.vllm_collectives import non_torch_term
+from kvledger.accounting.vllm_sampler import sampler_backends
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout, vllm_layout
 from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
@@ -77,25 +80,45 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
         lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank, dtype=None if s.dtype == "auto" else s.dtype,
                             quantization=s.quantization, gpu_arch=gpu.arch, engine_version=ver)
         items = [LineItem("weights", lw.bytes, f"computed as vLLM allocates them: {lw.how}")]
-    if s.activation_peak_bytes is not None:
-        items.append(LineItem("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)"))
-    else:
-        peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, P.sm_count(gpu.gpu_id, gpu.arch))
-        items.append(LineItem("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}"))
+    items.append(_activation_item(model, gpu, s, ver, mnbt, seqs, stage))
     if s.non_torch_bytes is not None:
         items.append(LineItem("non-torch memory", s.non_torch_bytes, "given"))
     else:
-        nt, src = P.non_torch(ver, s.tp, stage.pp)
-        items.append(LineItem("non-torch memory", nt, src))
-    if R.subtracts_cudagraphs(ver):
-        if s.cudagraph_bytes is not None:
-            items.append(LineItem("CUDA graphs (estimate)", s.cudagraph_bytes, "given (your log's 'Estimated CUDA graph memory')"))
-        else:
-            cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
-            items.append(LineItem("CUDA graphs (estimate)", cg, src + "; subtracted since vLLM 0.20 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 in envs.py)"))
-    else:
+        t = non_torch_term(ver, s.tp, stage.pp, s.nnodes, gpu, s.disable_custom_all_reduce)
+        items.append(LineItem("non-torch memory", t.bytes, t.source, t.low, t.high))
+    if not R.subtracts_cudagraphs(ver):
         items.append(LineItem("CUDA graphs", 0, f"not subtracted by vLLM {vtxt} (captured after the KV pool is sized; 0.20+ subtracts an estimate)"))
+    elif s.cudagraph_bytes is not None:
+        items.append(LineItem("CUDA graphs (estimate)", s.cudagraph_bytes, "given (your log's 'Estimated CUDA graph memory')"))
+    elif s.enforce_eager:
+        items.append(LineItem("CUDA graphs (estimate)", 0, "--enforce-eager: no CUDA graphs captured, nothing estimated"))
+    else:
+        cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
+        items.append(LineItem("CUDA graphs (estimate)", cg, src + "; subtracted since vLLM 0.20 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 in envs.py)",
+                              max(0.0, cg - 0.12 * GiB), cg + 0.12 * GiB))
     return items
+
+
+_MEASURED_PROFILE_VERSIONS = ((0, 15, 0), (0, 19, 99))
+"""vLLM versions whose profile-run peak was checked against H100 logs (0.15–0.19; the ≤0.16 sort fit's campaign)."""
+
+
+def _activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int, seqs: int, stage: PPStage) -> LineItem:
+    """The profile run's torch peak, with the other sampler backend and the era's evidence as its range."""
+    vtxt = ".".join(map(str, ver))
+    if s.activation_peak_bytes is not None:
+        return LineItem("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)")
+    sms = P.sm_count(gpu.gpu_id, gpu.arch)
+    backend, other, why = sampler_backends(ver, s.sampler_backend)
+    peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend)
+    ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other)[0]] if other else [])
+    lo_v, hi_v = _MEASURED_PROFILE_VERSIONS
+    if lo_v <= ver <= hi_v and gpu.arch == "sm90":
+        err, ev = 0.03 * GiB, "±0.03 GiB (checked on H100 logs)"
+    else:
+        err, ev = 0.1 * peak, f"±10%: this profile run not checked against a vLLM {vtxt} log on {gpu.name}"
+    return LineItem("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}; {why}; range {ev}",
+                    max(0.0, min(ends) - err), max(ends) + err)
 
 
 @dataclass(frozen=True)
@@ -152,7 +175,8 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     if s.pp > model.num_layers:
         raise InputError(f"--pp {s.pp} is more pipeline stages than {model.name} has layers ({model.num_layers})")
     L, _ = resolve_max_model_len(model, s)
-    d_mnbt, d_seqs, why = R.default_batch_limits(ver, gpu.memory_bytes, gpu.name, L)
+    sliding = any(getattr(l, "window_tokens", 0) for l in model.layers)
+    d_mnbt, d_seqs, why = R.default_batch_limits(ver, gpu.memory_bytes, gpu.name, L, sliding)
     mnbt, seqs = s.max_num_batched_tokens or d_mnbt, s.max_num_seqs or d_seqs
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
         notes.append(why)
@@ -218,11 +242,15 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     cpu_blocks = (4 * GiB) // layout.bytes_per_block if v0 and not no_groups else 0
     lines = R.printed_capacity_lines(ver, n, layout.block_size, len(layout.groups), L, Rl, cpu_blocks) if n > 0 and not no_groups else []
     summaries = tuple(_stage_summary(b, b is bind) for b in stages) if s.pp > 1 else ()
+    rng = {} if no_groups else kv_ranges(
+        gpu.memory_low_bytes, gpu.memory_high_bytes, util, items, layout.bytes_per_block,
+        given_available=s.available_kv_memory_bytes, fixed_blocks=s.num_gpu_blocks_override,
+        num_groups=len(layout.groups), block_size=layout.block_size, blocks_per_request=Rl)
     mem = MemoryPlan("vllm", vtxt, gpu.memory_bytes, "gpu_memory_utilization", util, requested, tuple(items), available, given,
                      layout.block_size, layout.bytes_per_block, n, usable, 0 if no_groups else int(n / Rl * L) if dsv4 and Rl
                      else (n // len(layout.groups)) * layout.block_size,
                      tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
-                     f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free)
+                     f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free, rng)
     return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
 
 

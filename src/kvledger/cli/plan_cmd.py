@@ -46,6 +46,11 @@ def plan(
     achievable_bandwidth_fraction: float = typer.Option(0.8, "--achievable-bandwidth-fraction", help="Roofline: share of peak HBM bandwidth kernels reach (assumption)."),
     disable_hybrid_kv_cache_manager: bool = typer.Option(False, "--disable-hybrid-kv-cache-manager", help="vLLM flag: allocate sliding/chunked layers as full."),
     enable_prefix_caching: bool | None = typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching", help="vLLM flag (default: the version's; on for hybrid models from 0.26): sets the Mamba cache mode, hence state pages per request."),
+    disable_custom_all_reduce: bool = typer.Option(False, "--disable-custom-all-reduce", help="vLLM flag: no custom all-reduce buffers."),
+    enforce_eager: bool = typer.Option(False, "--enforce-eager", help="vLLM flag: no CUDA graphs (no 0.20+ estimate)."),
+    distributed_executor_backend: str | None = typer.Option(None, "--distributed-executor-backend", help="vLLM: mp or ray."),
+    nnodes: int = typer.Option(1, "--nnodes", help="Nodes the TP×PP group spans (custom all-reduce is off across nodes)."),
+    sampler_backend: str = typer.Option("auto", "--sampler-backend", help="auto (the version's), flashinfer or pytorch."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the whole ledger (every term with its source, the waterfall, the roofline tables, every note) after the summary."),
 ) -> None:
@@ -74,7 +79,10 @@ def plan(
         non_torch_bytes=_bytes_opt(non_torch_memory, "--non-torch-memory"),
         cudagraph_bytes=_bytes_opt(cudagraph_memory, "--cudagraph-memory"),
         disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager, enable_prefix_caching=enable_prefix_caching,
-        achievable_flops_fraction=achievable_flops_fraction, achievable_bandwidth_fraction=achievable_bandwidth_fraction)
+        achievable_flops_fraction=achievable_flops_fraction, achievable_bandwidth_fraction=achievable_bandwidth_fraction,
+        disable_custom_all_reduce=disable_custom_all_reduce, enforce_eager=enforce_eager, nnodes=nnodes,
+        distributed_executor_backend=distributed_executor_backend.lower() if distributed_executor_backend else None,
+        sampler_backend=sampler_backend.lower())
     spec = load_model(model)
     g = resolve_gpu(gpu, memory_bytes=_bytes_opt(gpu_memory, "--gpu-memory"),
                     bandwidth_bytes_per_s=gpu_bandwidth * 1e12 if gpu_bandwidth is not None else None,
