@@ -115,8 +115,12 @@ def _activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt:
     lo_v, hi_v = _MEASURED_PROFILE_VERSIONS
     if lo_v <= ver <= hi_v and gpu.arch == "sm90":
         err, ev = 0.03 * GiB, "±0.03 GiB (checked on H100 logs)"
-    else:
+    elif lo_v <= ver:
         err, ev = 0.1 * peak, f"±10%: this profile run not checked against a vLLM {vtxt} log on {gpu.name}"
+    else:  # V0 and early V1: the sampler's copies were never measured; its floor is the logits themselves
+        ends.append(P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, "logits-only")[0])
+        err, ev = 0.1 * peak, (f"±10% and down to a sampler holding only its logits (d + 4 B each): no vLLM {vtxt} "
+                               "profile-run log in the data")
     return LineItem("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}; {why}; range {ev}",
                     max(0.0, min(ends) - err), max(ends) + err)
 

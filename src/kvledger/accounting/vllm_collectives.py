@@ -5,8 +5,8 @@ What the code decides (read in the wheels of 0.6.3, 0.8.5, 0.10.1, 0.11.0 and 0.
 ``--disable-custom-all-reduce`` is given, when the TP group spans nodes (``in_the_same_node_as``), when the world size
 is not 2, 4, 6 or 8, when more than 2 GPUs are not NVLink all-to-all (``is_fully_connected``) and when CUDA peer access
 fails (``_can_p2p``; skipped on ROCm). When on it allocates ``meta_size() + max_size`` and ``max_size`` of shared
-buffers plus 8 MiB of ``rank_data``, with ``max_size`` = 8 MiB (0.19: ``min(8 MiB, CUSTOM_ALL_REDUCE_MAX_SIZES[cc][ws])``
-when symmetric memory is on). From 0.11 ``VLLM_ALLREDUCE_USE_SYMM_MEM`` defaults to 1 and ``symm_mem.py`` allocates a
+buffers plus 8 MiB of ``rank_data``, with ``max_size`` = 8 MiB
+(0.19: ``min(8 MiB, CUSTOM_ALL_REDUCE_MAX_SIZES[cc][ws])`` when symmetric memory is on). From 0.11 ``VLLM_ALLREDUCE_USE_SYMM_MEM`` defaults to 1 and ``symm_mem.py`` allocates a
 ``SYMM_MEM_ALL_REDUCE_MAX_SIZES[cc][ws]`` bf16 buffer on sm90/sm100 (``all_reduce_utils.py``).
 
 What the code does not size (NCCL's own buffers, the CUDA context, cuBLAS workspaces) is measured, with the data named:
@@ -110,18 +110,23 @@ def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu
     ca_on, ca_why = custom_all_reduce(tp, nnodes, gpu, disable_custom_all_reduce)
     ca = custom_all_reduce_bytes(ver, tp, gpu.arch) if ca_on else 0
     sm = symm_mem_bytes(ver, tp, gpu.arch) if nnodes == 1 and gpu.nvlink_all_to_all else 0
-    code = f"{ca_why} ({ca / MiB:.0f} MiB buffers, code)" + (f"; symmetric-memory buffer {sm / MiB:g} MiB" if sm else "")
+    code = f"{ca_why} ({ca / MiB:.0f} MiB buffers, code)"
+    code += f"; symmetric-memory buffer {sm / MiB:g} MiB" if sm else ""
     if gpu.arch in NVLS_ARCHS and gpu.nvlink_all_to_all and nnodes == 1:
-        total = (2.07 + 0.06 * (math.log2(tp) - 1)) * GiB
+        # the H100 figures were measured with custom all-reduce on: its code-sized buffers come off when it is off
+        on_bytes = custom_all_reduce_bytes(ver, tp, gpu.arch) if tp in (2, 4, 6, 8) else 0
+        total = (2.07 + 0.06 * (math.log2(tp) - 1)) * GiB - (on_bytes - ca)
         if ver >= (0, 18, 0) and gpu.arch == "sm90" and tp <= 4:
-            lo, hi, ev = total - 0.03 * GiB, total + 0.05 * GiB, f"measured at TP 2/4 on H100 (2.06–2.17 GiB, vLLM 0.19)"
+            lo, hi, ev = total - 0.03 * GiB, total + 0.05 * GiB, "measured at TP 2/4 on H100 (2.06–2.17 GiB, vLLM 0.19)"
         else:
             lo, hi = base.low + RING_NCCL_LOW_GIB * GiB + ca, total + 0.3 * GiB
-            ev = (f"H100 vLLM 0.19 TP 2/4 figure (2.07/2.13 GiB, log2 in TP) applied to vLLM {vtxt}, {gpu.name}, TP {tp}: "
+            ev = (f"H100 vLLM 0.19 TP 2/4 figure (2.07/2.13 GiB, log2 in TP) applied to vLLM {vtxt}, {gpu.name}, "
+                  f"TP {tp}: "
                   "no start-up for this set-up, so the range reaches down to NCCL without NVLink SHARP")
         return Term(total, lo, hi, f"NVSwitch board: NCCL NVLink-SHARP buffers; {ev}; {code}")
     nccl = RING_NCCL_GIB * GiB
-    src = (f"{base.source}; NCCL ring/tree buffers {RING_NCCL_GIB} GiB (assumed, {RING_NCCL_LOW_GIB}–{RING_NCCL_HIGH_GIB}: "
+    src = (f"{base.source}; NCCL ring/tree buffers {RING_NCCL_GIB} GiB "
+           f"(assumed, {RING_NCCL_LOW_GIB}–{RING_NCCL_HIGH_GIB}: "
            f"no start-up in the corpus isolates it for {gpu.interconnect or 'this link'}"
            f"{', across nodes' if nnodes > 1 else ''}); {code}")
     return Term(base.bytes + nccl + ca + sm, base.low + RING_NCCL_LOW_GIB * GiB + ca + sm,

@@ -141,6 +141,8 @@ def sampler_peak_bytes(model: ModelSpec, ver: tuple[int, int, int], num_reqs: in
     """The sampler's transient at ``num_reqs`` dummy requests, per GPU (logits are all-gathered under TP), B.
     ``backend``: "pytorch" (the version's native top-k/top-p) or "flashinfer"."""
     n = num_reqs * model.vocab_size
+    if backend == "logits-only":  # the floor of any sampler: the model-dtype logits and one fp32 copy
+        return n * (model.dtype_bytes + 4), f"sampler floor {num_reqs} reqs × vocab × ({model.dtype_bytes} + 4) B"
     if backend == "flashinfer":
         per = model.dtype_bytes + FLASHINFER_BYTES_PER_LOGIT
         return n * per, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + 4 + 4 + 4) B "

@@ -6,7 +6,9 @@ Read in the wheels (``v1/sample/ops/topk_topp_sampler.py :: TopKTopPSampler.__in
     compatible", 0.8.5), and the env var is not 0; otherwise PyTorch.
   * 0.9–0.11: FlashInfer whenever it is installed (≥ 0.2.3) and ``VLLM_USE_FLASHINFER_SAMPLER`` is not 0 (None counts as
     on in V1; read in 0.9.2, 0.10.1, 0.11.0). The wheel lists FlashInfer as an optional extra (``vllm[flashinfer]``);
-    the project's Docker image ships it: which one ran depends on the installation, so both are in the range.
+    the project's Docker image ships it: which one ran depends on the installation, so both are in the range, the
+    point being PyTorch (a plain ``pip install vllm``; the llm-d-benchmark H100 logs in vllm_memory_observations.csv
+    show the sort-era peak, e.g. 4.76 GiB for Llama-3.1-8B at 1,024 requests, not FlashInfer's 2.5 GiB).
   * 0.12+: PyTorch unless ``VLLM_USE_FLASHINFER_SAMPLER=1`` ("Users must opt in explicitly", 0.12.0, 0.14.0, 0.19.0).
 """
 
@@ -30,8 +32,9 @@ def sampler_backends(ver: tuple[int, int, int], choice: str) -> tuple[str, str |
         return "pytorch", "flashinfer", ("vLLM 0.8 uses FlashInfer only with FlashInfer < 0.2.3 installed, else "
                                          "PyTorch (topk_topp_sampler.py, 0.8.5): both in the range")
     if ver < (0, 12, 0):
-        return "flashinfer", "pytorch", ("vLLM 0.9–0.11 use FlashInfer's sampler when FlashInfer is installed (Docker "
-                                         "image; pip extra vllm[flashinfer]), else PyTorch: both in the range")
+        return "pytorch", "flashinfer", ("vLLM 0.9–0.11 use FlashInfer's sampler when FlashInfer is installed (an "
+                                         "optional pip extra, vllm[flashinfer]; in the Docker image), else PyTorch, which "
+                                         "a plain pip install gets: both in the range")
     return "pytorch", None, "vLLM ≥0.12: PyTorch sampler unless VLLM_USE_FLASHINFER_SAMPLER=1 (topk_topp_sampler.py)"
 
 
