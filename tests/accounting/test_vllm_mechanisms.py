@@ -1,5 +1,5 @@
 """vLLM's non-KV memory from its mechanisms (custom all-reduce, NCCL by topology, sampler backend per version), the
-engine-history rules of issue 22 (V0 chunked prefill above 32K, MLA before 0.7.1) and the ranges they put on the plan."""
+engine-history rules of issue 22 (V0 chunked prefill above 32K, MLA before 0.7.1) and the plan's ranges."""
 
 from __future__ import annotations
 
@@ -62,7 +62,8 @@ def test_non_torch_by_topology():
 
 
 def test_sampler_backend_per_version_and_flashinfer_bytes():
-    # topk_topp_sampler.py: V0 env default 0; 0.8.5 FlashInfer only below 0.2.3; 0.9–0.11 whenever installed; 0.12+ opt-in.
+    # topk_topp_sampler.py: V0 env default 0; 0.8.5 FlashInfer only below 0.2.3; 0.9–0.11 whenever installed;
+    # 0.12+ opt-in.
     assert sampler_backends(V063, "auto")[:2] == ("pytorch", None)
     assert sampler_backends((0, 8, 5), "auto")[:2] == ("pytorch", "flashinfer")
     assert sampler_backends(V10, "auto")[:2] == ("pytorch", "flashinfer")
@@ -99,13 +100,13 @@ def test_mla_cached_as_full_kv_before_0_7_1():
     # DeepSeek-V3 at TP 8: 61 layers × 2 (K, V) × 128/8 heads × 256 × 2 B = 999,424 B/token/GPU;
     # from 0.7.1 MLA caches the latent: 61 × (512 + 64) × 2 B = 70,272 B/token, replicated on every rank.
     m, g = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("h200")
-    old = build_plan(m, g, make_settings(engine_version="0.6.3", tp=8, max_model_len=16_000), with_roofline=False, with_advice=False)
-    new = build_plan(m, g, make_settings(engine_version="0.7.1", tp=8, max_model_len=16_000), with_roofline=False, with_advice=False)
+    old, new = (build_plan(m, g, make_settings(engine_version=v, tp=8, max_model_len=16_000), with_roofline=False,
+                           with_advice=False) for v in ("0.6.3", "0.7.1"))
     assert old.kv.bytes_per_token == 999_424 and new.kv.bytes_per_token == 70_272
 
 
 def test_ranges_propagate_from_terms_and_device_total():
-    # total 80,000–80,100 MiB at util 0.9; terms 10 GiB exact and 2 GiB (1.5–2.5); blocks of 2 MiB, 4 groups of 16 tokens.
+    # total 80,000–80,100 MiB at util 0.9; terms 10 GiB exact and 2 GiB (1.5–2.5); blocks of 2 MiB of 16 tokens.
     items = [LineItem("weights", 10 * GiB, ""), LineItem("x", 2 * GiB, "", 1.5 * GiB, 2.5 * GiB)]
     r = kv_ranges(80_000 * MiB, 80_100 * MiB, 0.9, items, 2 * MiB, num_groups=1, block_size=16, blocks_per_request=512)
     lo = math.ceil(80_000 * MiB * 0.9) - 12.5 * GiB

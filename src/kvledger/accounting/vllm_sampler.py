@@ -24,7 +24,7 @@ def sampler_backends(ver: tuple[int, int, int], choice: str) -> tuple[str, str |
     if choice in ("flashinfer", "pytorch"):
         env = "VLLM_USE_FLASHINFER_SAMPLER=1" if choice == "flashinfer" else "VLLM_USE_FLASHINFER_SAMPLER=0"
         if choice == "flashinfer" and ver < (0, 8, 0):
-            return "pytorch", None, "vLLM V0's profile run samples with the sort-based sampler (FlashInfer not modelled)"
+            return "pytorch", None, "vLLM V0's profile run samples with the sort sampler (FlashInfer not modelled)"
         return choice, None, f"sampler {choice} (given: --sampler-backend {choice}, i.e. {env})"
     if ver < (0, 8, 0):
         return "pytorch", None, "V0 sampler: VLLM_USE_FLASHINFER_SAMPLER defaults to 0 (envs.py, 0.6.3)"
@@ -33,8 +33,8 @@ def sampler_backends(ver: tuple[int, int, int], choice: str) -> tuple[str, str |
                                          "PyTorch (topk_topp_sampler.py, 0.8.5): both in the range")
     if ver < (0, 12, 0):
         return "pytorch", "flashinfer", ("vLLM 0.9–0.11 use FlashInfer's sampler when FlashInfer is installed (an "
-                                         "optional pip extra, vllm[flashinfer]; in the Docker image), else PyTorch, which "
-                                         "a plain pip install gets: both in the range")
+                                         "optional pip extra, vllm[flashinfer]; in the Docker image), else PyTorch, "
+                                         "which a plain pip install gets: both in the range")
     return "pytorch", None, "vLLM ≥0.12: PyTorch sampler unless VLLM_USE_FLASHINFER_SAMPLER=1 (topk_topp_sampler.py)"
 
 
@@ -51,8 +51,8 @@ def pre_mla_cache_model(model, ver: tuple[int, int, int]):
 
     from kvledger.catalog.layers import FullAttention, MLAAttention
 
-    if ver >= (0, 7, 1) or not any(isinstance(l, MLAAttention) for l in model.layers):
+    if ver >= (0, 7, 1) or not any(isinstance(layer, MLAAttention) for layer in model.layers):
         return model
-    layers = tuple(FullAttention(l.num_attention_heads, MLA_PADDED_HEAD_DIM, MLA_PADDED_HEAD_DIM, l.num_attention_heads)
-                   if isinstance(l, MLAAttention) else l for l in model.layers)
+    layers = tuple(FullAttention(x.num_attention_heads, MLA_PADDED_HEAD_DIM, MLA_PADDED_HEAD_DIM, x.num_attention_heads)
+                   if isinstance(x, MLAAttention) else x for x in model.layers)
     return replace(model, layers=layers, num_kv_heads=model.num_attention_heads)
