@@ -7,7 +7,8 @@ is not 2, 4, 6 or 8, when more than 2 GPUs are not NVLink all-to-all (``is_fully
 fails (``_can_p2p``; skipped on ROCm). When on it allocates ``meta_size() + max_size`` and ``max_size`` of shared
 buffers plus 8 MiB of ``rank_data``, with ``max_size`` = 8 MiB
 (0.19: ``min(8 MiB, CUSTOM_ALL_REDUCE_MAX_SIZES[cc][ws])`` when symmetric memory is on). From 0.11
-``VLLM_ALLREDUCE_USE_SYMM_MEM`` defaults to 1 and ``symm_mem.py`` allocates a ``SYMM_MEM_ALL_REDUCE_MAX_SIZES[cc][ws]`` bf16 buffer on sm90/sm100 (``all_reduce_utils.py``).
+``VLLM_ALLREDUCE_USE_SYMM_MEM`` defaults to 1 and ``symm_mem.py`` allocates a
+``SYMM_MEM_ALL_REDUCE_MAX_SIZES[cc][ws]`` bf16 buffer on sm90/sm100 (``all_reduce_utils.py``).
 
 What the code does not size (NCCL's own buffers, the CUDA context, cuBLAS workspaces) is measured, with the data named:
 vLLM 0.19.0 on H100 SXM (NVSwitch, so NCCL's NVLink-SHARP buffers) logs 0.24–0.25 GiB at TP 1, 2.06–2.07 at TP 2,
