@@ -124,3 +124,21 @@ def test_plan_prints_the_range_and_holds_the_019_log():
                    with_roofline=False, with_advice=False)
     lo, hi = p.memory.ranges["available_kv_bytes"]
     assert lo <= p.memory.available_kv_bytes <= hi and hi - lo < 0.5 * GiB
+
+
+def test_mxfp4_on_the_marlin_path_pads_experts_and_gpt_oss_120b_does_not_start_on_h100_in_0_10_1():
+    # vllm#23278 (0.10.1, one H100): "Marlin kernel" warning, "Model loading took 65.9651 GiB", "Available KV cache
+    # memory: -2.14 GiB". mxfp4.py _should_use_marlin (0.10.1): Hopper with torch 2.7.1 (< 2.8) takes Marlin, which
+    # rounds hidden 2,880 → 3,072 (256) and intermediate 2,880 → 2,944 (128): expert bytes × 3,072·2,944 / 2,880² =
+    # × 1.0904, so 60.82 GiB of tensors load as 65.95 GiB; 0.9 × 79.19 − 65.95 − 7.37 (sort sampler, 1,024 × 201,088
+    # vocab) − 0.13 = −2.18 GiB: no KV cache, as the engine found.
+    m, h100 = load_model("openai/gpt-oss-120b"), get_gpu("h100")
+    p = build_plan(m, h100, make_settings(engine_version="0.10.1"), with_roofline=False, with_advice=False)
+    w = next(d for d in p.memory.deductions if d.name == "weights")
+    assert w.bytes / GiB == pytest.approx(65.97, rel=0.001)
+    assert p.memory.available_kv_bytes / GiB == pytest.approx(-2.14, abs=0.06) and not p.fits
+    # 0.11+ pins torch 2.8: Hopper leaves Marlin (no padding at 2,880, a multiple of 64); Ampere stays on it.
+    w14 = build_plan(m, h100, make_settings(engine_version="0.14.1"), with_roofline=False, with_advice=False)
+    a100 = build_plan(m, get_gpu("a100-80gb"), make_settings(engine_version="0.14.1"), with_roofline=False,
+                      with_advice=False)
+    assert w14.memory.deductions[0].bytes < a100.memory.deductions[0].bytes == pytest.approx(w.bytes)

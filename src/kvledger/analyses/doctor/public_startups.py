@@ -100,8 +100,8 @@ def replay_row(r: dict[str, str], root: Path) -> PublicReplay:
             kw["max_num_seqs"] = int(r["max_num_seqs"])
         if given_avail:
             kw["available_kv_memory_bytes"] = int(float(r["available_kv_gib"]) * GiB)
-        elif "available" not in r["checks"] or "weights" not in r["checks"] and _f(r["weights_gib"]):
-            kw["weights_bytes"] = int(float(r["weights_gib"]) * GiB) if _f(r["weights_gib"]) else None
+        elif _f(r["weights_gib"]) is not None and "weights" not in r["checks"]:  # e.g. a quantized checkpoint
+            kw["weights_bytes"] = int(float(r["weights_gib"]) * GiB)
         p = build_plan(load_model(cfg), gpu or resolve_gpu("h100"), make_settings(**kw), with_roofline=False,
                        with_advice=False)
         m, rng = p.memory, p.memory.ranges
