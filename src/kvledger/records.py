@@ -5,7 +5,7 @@ measured one. Times are seconds on one clock per run, relative to the run's orig
 (the simulator starts at 0; readers shift the earliest request start to 0 and keep
 the original origin in ``RunMetadata.time_origin``).
 
-Canonical metric definitions (formats.md §0 explains how each tool differs):
+Canonical metric definitions (docs/formats.md §0 explains how each tool differs):
 
 * TTFT  = first_token_s − arrival_s
 * E2E   = finish_s − arrival_s

@@ -3,7 +3,7 @@
 Mirrors ``vllm/v1/core/kv_cache_planning.py`` (``get_kv_cache_groups``,
 ``_get_kv_cache_groups_uniform_page_size``, ``unify_kv_cache_spec_page_size``,
 ``_get_kv_cache_bytes_per_block``) and each spec's ``max_memory_usage_bytes`` in
-``vllm/v1/kv_cache_interface.py`` (engines.md §1.5–§1.7).
+``vllm/v1/kv_cache_interface.py`` (docs/engine-model.md §1.4–§1.6).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class KVLayout:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def blocks_per_request(self, max_model_len: int, inflight_tokens: int) -> int:
-        """R(L): Σ over groups of the blocks one request may need, blocks (engines.md §1.8)."""
+        """R(L): Σ over groups of the blocks one request may need, blocks (docs/engine-model.md §1.7)."""
         return sum(g.blocks_per_request(max_model_len, inflight_tokens) for g in self.groups)
 
     def blocks_for_tokens(self, num_tokens: int) -> int:

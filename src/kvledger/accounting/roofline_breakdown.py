@@ -4,7 +4,7 @@ Arithmetic intensity = FLOPs / HBM bytes; a step is compute-bound when it exceed
 point (peak FLOP/s ÷ bandwidth). Weight matmuls have intensity ≈ tokens in the step × 2 / bytes per
 weight, so they cross the ridge at ≈ ridge × bytes-per-weight / 2 tokens (295 on an H100 in bf16);
 decode attention reads each sequence's KV for ≈ 2·(H_q/H_kv)/bytes FLOPs per byte and stays
-bandwidth-bound at any batch (seed-claims.md §2–§3).
+bandwidth-bound at any batch (docs/engine-model.md §6.1–§6.2).
 """
 
 from __future__ import annotations

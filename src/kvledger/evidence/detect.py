@@ -1,4 +1,4 @@
-"""Benchmark-format detection by key signature (formats.md §7), and the table of known formats.
+"""Benchmark-format detection by key signature (docs/formats.md §7), and the table of known formats.
 
 Detection looks only at structure, never at file names, so renamed files still read.
 Order matters where signatures overlap: kvledger's own records first, then the more

@@ -1,7 +1,7 @@
 """FP8 KV cache for one model on one GPU: what it buys in capacity and bandwidth, what it costs per step, and the context where decode starts to gain.
 
 Capacity comes from two ledgers (``build_plan`` with ``kv_cache_dtype`` auto and fp8): the page
-halves, blocks and concurrency double (vLLM ``FullAttentionSpec.page_size_bytes``; engines.md §1.9).
+halves, blocks and concurrency double (vLLM ``FullAttentionSpec.page_size_bytes``; docs/engine-model.md §1.8).
 Step time comes from the roofline (``RooflineStepCost``) of each ledger: a decode step reads half the
 KV bytes in fp8, plus the FP8 overhead of :mod:`kvledger.analyses.judgments.fp8_calibration`:
 
@@ -16,7 +16,7 @@ context per sequence is
     c* = L_attn·f / (B · (ΔKV bytes per token / BW − x · elements per token))
 
 falling as 1/B with the batch B. It is therefore *derived* for the model, GPU, batch and
-calibration — the "~7,000 tokens on Hopper" rule of thumb has no source (seed-claims.md §15).
+calibration — the "~7,000 tokens on Hopper" rule of thumb has no source (docs/engine-model.md §6.5).
 """
 
 from __future__ import annotations

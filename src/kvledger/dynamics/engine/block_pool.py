@@ -1,7 +1,7 @@
 """The exact KV block pool: block ids, the free queue in vLLM's eviction order, reference counts and cached hashes.
 
 Behaviour follows vLLM v1 (``vllm/v1/core/block_pool.py::BlockPool`` and
-``kv_cache_utils.py::FreeKVCacheBlockQueue``; engines.md §2 "Prefix caching"):
+``kv_cache_utils.py::FreeKVCacheBlockQueue``; docs/engine-model.md §2.3):
 
 * Block ids are ``0 .. num_gpu_blocks-1``; block 0 is the *null block*, never free and
   never handed out, so ``num_gpu_blocks - 1`` blocks are usable.

@@ -50,7 +50,7 @@ class EngineConfig:
         max_model_len: longest sequence (prompt + output) accepted, tokens.
         block_size: tokens per KV block, tokens (vLLM default 16).
         max_num_batched_tokens: token budget per step, tokens (vLLM server default on
-            H100/H200: 8192; below 70 GiB: 2048; engines.md §2).
+            H100/H200: 8192; below 70 GiB: 2048; docs/engine-model.md §1.3).
         max_num_seqs: most requests running at once, count (vLLM: 1024 on ≥ 70 GiB GPUs, else 256).
         enable_chunked_prefill: split prompts across steps under the budget (vLLM v1 default on).
         enable_prefix_caching: reuse KV of shared prompt prefixes (vLLM v1 default on).

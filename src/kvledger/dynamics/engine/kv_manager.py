@@ -1,6 +1,6 @@
 """The vLLM-style KV cache manager: block tables over a BlockPool, chained block hashes for prefix caching, and reservation variants.
 
-Engine rules it follows (engines.md §2; vLLM ``v1/core/kv_cache_manager.py``,
+Engine rules it follows (docs/engine-model.md §2.3; vLLM ``v1/core/kv_cache_manager.py``,
 ``kv_cache_utils.py::hash_block_tokens``):
 
 * Only full blocks get a hash. Block ``i``'s hash depends on block ``i-1``'s hash and the

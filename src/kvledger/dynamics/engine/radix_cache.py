@@ -1,6 +1,6 @@
 """The SGLang-style KV cache: a token pool (page_size 1) plus a radix tree over prompt content with LRU eviction of leaves.
 
-Follows SGLang's ``mem_cache/radix_cache.py`` (engines.md §3; seed-claims §11), run
+Follows SGLang's ``mem_cache/radix_cache.py`` (docs/engine-model.md §3.3, §6.8), run
 "simulated" on token counts: the pool holds ``capacity_tokens`` token slots; finished
 (and retracted) requests leave their tokens in the tree, where they stay matchable and
 evictable; running requests lock the path they use; allocation evicts least-recently

@@ -1,8 +1,7 @@
 """The per-step scheduling rules: vLLM v1's (running requests first, then waiting ones, under a token budget) and vLLM V0's prefill-first rule.
 
-Source: ``vllm/v1/core/sched/scheduler.py::Scheduler.schedule`` (engines.md §2, "One
-scheduling step"). There are no prefill and decode phases: each request's
-``num_computed_tokens`` catches up with its ``num_tokens``::
+Source: ``vllm/v1/core/sched/scheduler.py::Scheduler.schedule`` (docs/engine-model.md §2.2). There are no
+prefill and decode phases: each request's ``num_computed_tokens`` catches up with its ``num_tokens``::
 
     prompt (P tokens)                 generated (g tokens)
     |-------------------------------|----------|

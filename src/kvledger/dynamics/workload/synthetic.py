@@ -105,7 +105,7 @@ class ExponentialCapped:
     """Exponential with mean ``mean`` (before truncation), keeping only draws ≤ ``cap``, rounded up to ≥ 1 token.
 
     Truncation, not clipping: draws above the cap are discarded and redrawn, as the Anyscale
-    continuous-batching benchmark did (seed-claims.md §5). Sampled by inverting the truncated CDF,
+    continuous-batching benchmark did (docs/engine-model.md §6.4). Sampled by inverting the truncated CDF,
     x = −mean·ln(1 − u·(1 − e^(−cap/mean))), so one uniform draw per request.
     """
 
@@ -256,7 +256,7 @@ def synthetic_workload(
 
 def anyscale_throughput(cap: int = 1536, *, seed: int | np.random.Generator, num_requests: int = 1000,
                         prompt_tokens: int = 512, mean_output_tokens: float = 128.0) -> list[RequestSpec]:
-    """Anyscale's continuous-batching throughput test (seed-claims.md §5): 1,000 × 512-token prompts sent in
+    """Anyscale's continuous-batching throughput test (docs/engine-model.md §6.4): 1,000 × 512-token prompts sent in
     one burst at t = 0; outputs exponential with mean 128 truncated at ``cap`` (the blog used 32, 128, 512, 1536)."""
     return synthetic_workload(num_requests, rate_per_s=math.inf, prompt=Fixed(prompt_tokens),
                               output=ExponentialCapped(mean_output_tokens, cap), seed=seed, id_prefix=f"anyscale-{cap}")
@@ -264,7 +264,7 @@ def anyscale_throughput(cap: int = 1536, *, seed: int | np.random.Generator, num
 
 def anyscale_latency(rate_per_s: float = 1.0, *, seed: int | np.random.Generator,
                      num_requests: int = 100) -> list[RequestSpec]:
-    """Anyscale's latency test (seed-claims.md §5): 100 requests, prompts uniform on 1–512, outputs exponential
+    """Anyscale's latency test (docs/engine-model.md §6.4): 100 requests, prompts uniform on 1–512, outputs exponential
     mean 128 truncated at 1,536, Poisson arrivals (the blog used 1 and 4 req/s)."""
     return synthetic_workload(num_requests, rate_per_s=rate_per_s, prompt=Uniform(1, 512),
                               output=ExponentialCapped(128.0, 1536), seed=seed, id_prefix="anyscale-lat")
