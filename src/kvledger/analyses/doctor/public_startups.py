@@ -4,7 +4,7 @@ for that version, GPU and topology, with the plan's range, bucketed by version, 
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +67,9 @@ def _f(x: str) -> float | None:
 
 
 def _gpu(r: dict[str, str]):
-    if r["gpu"].startswith("custom:"):
-        return resolve_gpu(r["gpu"].split(":", 1)[1], memory_bytes=int(float(r["gpu_memory_gib_printed"]) * GiB))
+    if r["gpu"].startswith("custom:"):  # a GPU not in the catalog: its printed total on a catalog GPU of its family
+        g = resolve_gpu(r["gpu"].split(":", 1)[1], memory_bytes=int(float(r["gpu_memory_gib_printed"]) * GiB))
+        return replace(g, name=f"custom {r['gpu_memory_gib_printed']} GiB ({g.arch})")
     return resolve_gpu(r["gpu"]) if r["gpu"] else None
 
 
