@@ -15,15 +15,15 @@ from dataclasses import dataclass, replace
 from kvledger.accounting import vllm_profile as P
 from kvledger.accounting import vllm_rules as R
 from kvledger.accounting.kv_range import kv_ranges
-from kvledger.accounting.vllm_collectives import non_torch_term
-from kvledger.accounting.vllm_sampler import sampler_backends
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout, vllm_layout
 from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
 from kvledger.accounting.memory import LineItem, MemoryPlan, floor_div
 from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_profile import PPStage
+from kvledger.accounting.vllm_terms import activation_item, weights_item
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention, StateLayer
@@ -79,8 +79,8 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
     else:
         lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank, dtype=None if s.dtype == "auto" else s.dtype,
                             quantization=s.quantization, gpu_arch=gpu.arch, engine_version=ver)
-        items = [_weights_item(lw.bytes, f"computed as vLLM allocates them: {lw.how}", checkpoint, gpu.arch)]
-    items.append(_activation_item(model, gpu, s, ver, mnbt, seqs, stage))
+        items = [weights_item(lw.bytes, f"computed as vLLM allocates them: {lw.how}", checkpoint, gpu.arch)]
+    items.append(activation_item(model, gpu, s, ver, mnbt, seqs, stage))
     if s.non_torch_bytes is not None:
         items.append(LineItem("non-torch memory", s.non_torch_bytes, "given"))
     else:
@@ -97,44 +97,6 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
         items.append(LineItem("CUDA graphs (estimate)", cg, src + "; subtracted since vLLM 0.20 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 in envs.py)",
                               max(0.0, cg - 0.12 * GiB), cg + 0.12 * GiB))
     return items
-
-
-def _weights_item(b: float, how: str, checkpoint: ModelSpec, arch: str) -> LineItem:
-    """Weights, exact from the tensors except MXFP4 experts off the Marlin path, whose layout varies by version: on
-    H100 +4.7% (gpt-oss-20b, llm-d-benchmark, vLLM ≤0.16) and +5.9% (gpt-oss-120b, vLLM 0.14.1, vllm#33155) above
-    the tensors; the Marlin path's padding is modelled (catalog/loading.py) and matched 65.97 GiB on vllm#23278."""
-    if checkpoint.quant.method != "mxfp4":
-        return LineItem("weights", b, how)
-    up = 0.11 if arch in ("sm80", "sm86") else 0.06
-    return LineItem("weights", b, how + f"; MXFP4 layout varies by version and GPU: range up to +{up:.0%}", b, b * (1 + up))
-
-
-_MEASURED_PROFILE_VERSIONS = ((0, 15, 0), (0, 19, 99))
-"""vLLM versions whose profile-run peak was checked against H100 logs (0.15–0.19; the ≤0.16 sort fit's campaign)."""
-
-
-def _activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int, seqs: int, stage: PPStage) -> LineItem:
-    """The profile run's torch peak, with the other sampler backend and the era's evidence as its range."""
-    vtxt = ".".join(map(str, ver))
-    if s.activation_peak_bytes is not None:
-        return LineItem("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)")
-    sms = P.sm_count(gpu.gpu_id, gpu.arch)
-    backend, other, why = sampler_backends(ver, s.sampler_backend)
-    peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend)
-    ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other)[0]] if other else [])
-    lo_v, hi_v = _MEASURED_PROFILE_VERSIONS
-    if lo_v <= ver <= hi_v and gpu.arch == "sm90":
-        err, ev = 0.03 * GiB, "±0.03 GiB (checked on H100 logs)"
-        if model.is_moe:  # the fused-MoE workspace estimate: Llama-4-Scout TP 4 is 3.4% low in the 0.19 corpus
-            err, ev = max(err, 0.04 * peak), "±4% for MoE (Llama-4-Scout TP 4 off by 3.4% in the vLLM 0.19 H100 corpus)"
-    elif lo_v <= ver:
-        err, ev = 0.1 * peak, f"±10%: this profile run not checked against a vLLM {vtxt} log on {gpu.name}"
-    else:  # V0 and early V1: the sampler's copies were never measured; its floor is the logits themselves
-        ends.append(P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, "logits-only")[0])
-        err, ev = 0.1 * peak, (f"±10% and down to a sampler holding only its logits (d + 4 B each): no vLLM {vtxt} "
-                               "profile-run log in the data")
-    return LineItem("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}; {why}; range {ev}",
-                    max(0.0, min(ends) - err), max(ends) + err)
 
 
 @dataclass(frozen=True)
