@@ -32,6 +32,8 @@ class LineItem:
     source: str
     low: float | None = None
     high: float | None = None
+    range_source: str = ""
+    """Why the term spans low–high (the evidence, or its absence, for this version, GPU and topology)."""
 
     @property
     def low_bytes(self) -> float:
@@ -45,7 +47,7 @@ class LineItem:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "bytes": self.bytes, "gib": self.bytes / GiB, "low_bytes": self.low_bytes,
-                "high_bytes": self.high_bytes, "source": self.source}
+                "high_bytes": self.high_bytes, "source": self.source, "range_source": self.range_source}
 
 
 @dataclass(frozen=True)

@@ -46,12 +46,14 @@ _SYMM_MAX_SIZES = {"sm90": {2: 64 * MiB, 4: 32 * MiB, 6: 64 * MiB, 8: 64 * MiB},
 
 @dataclass(frozen=True)
 class Term:
-    """One memory term with its range from the evidence, B: ``low ≤ bytes ≤ high``; ``source`` says why."""
+    """One memory term with its range from the evidence, B: ``low ≤ bytes ≤ high``; ``source`` says how the point
+    value is built, ``range_source`` why the range is what it is."""
 
     bytes: float
     low: float
     high: float
     source: str
+    range_source: str = ""
 
 
 def custom_all_reduce(tp: int, nnodes: int, gpu: GpuSpec, disabled: bool) -> tuple[bool, str]:
@@ -90,12 +92,11 @@ def symm_mem_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> int:
 def _base(ver: tuple[int, int, int], gpu: GpuSpec) -> Term:
     """The TP-1 part (CUDA context remainder, cuBLAS workspaces), measured on H100."""
     gib = 0.25 if ver >= (0, 18, 0) else 0.13
-    src = (f"TP 1 part {gib} GiB (H100, vLLM {'0.19 start-ups 0.24–0.25' if gib == 0.25 else '≤0.17 logs 0.13'} GiB)")
+    src = f"measured {gib} GiB on H100 at TP 1 ({'vLLM 0.19 start-ups' if gib == 0.25 else 'vLLM ≤0.17 logs'})"
     if gpu.arch == "sm90":
-        return Term(gib * GiB, (gib - 0.02) * GiB, (gib + 0.02) * GiB, src)
-    return Term(gib * GiB, max(0.0, gib - 0.13) * GiB, (gib + 0.15) * GiB,
-                src + f"; not measured on {gpu.name}: range down to 0 (0.03 GiB on an RTX 4060, vLLM 0.7.3, "
-                "vllm#13882) and up 0.15 GiB")
+        return Term(gib * GiB, (gib - 0.02) * GiB, (gib + 0.02) * GiB, src, "±0.02 GiB (H100 logs)")
+    return Term(gib * GiB, max(0.0, gib - 0.13) * GiB, (gib + 0.15) * GiB, src,
+                f"not measured on {gpu.name}: down to 0 (0.03 GiB on an RTX 4060, vllm#13882), up 0.15 GiB")
 
 
 def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec,
@@ -104,8 +105,8 @@ def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu
     t = _non_torch_term(ver, tp, pp, nnodes, gpu, disable_custom_all_reduce)
     if (0, 6, 5) <= ver < (0, 7, 0):  # the profiler of vllm PR #10511 as released in 0.6.5
         hi = max(t.high, V065_NON_TORCH_GIB * max(1, min(tp, 2)) * GiB)
-        return Term(t.bytes, t.low, hi, t.source + f"; vLLM 0.6.5's profiler printed {V065_NON_TORCH_GIB} GiB at TP 1 and "
-                    "3.58 at TP 2 on H100 (vllm PR #10511): range up to that")
+        return Term(t.bytes, t.low, hi, t.source, t.range_source + f"; vLLM 0.6.5's profiler printed "
+                    f"{V065_NON_TORCH_GIB} GiB at TP 1 and 3.58 at TP 2 on H100 (vllm PR #10511): up to that")
     return t
 
 
@@ -118,9 +119,9 @@ def _non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gp
                     disable_custom_all_reduce: bool) -> Term:
     vtxt = ".".join(map(str, ver))
     if pp > 1 and tp == 1:
-        return Term(0.07 * GiB, 0.05 * GiB, 0.30 * GiB, "every stage at PP 2 and 4 measured 0.07 GiB (vLLM 0.19 H100)"
-                    + ("" if gpu.arch == "sm90" and ver >= (0, 18, 0) else f"; not measured for vLLM {vtxt} on "
-                       f"{gpu.name}: up to 0.30"))
+        return Term(0.07 * GiB, 0.05 * GiB, 0.30 * GiB, "measured 0.07 GiB per stage at PP 2 and 4 (vLLM 0.19 H100)",
+                    "0.05–0.30 GiB" + ("" if gpu.arch == "sm90" and ver >= (0, 18, 0) else
+                                       f": not measured for vLLM {vtxt} on {gpu.name}"))
     base = _base(ver, gpu)
     if tp == 1:
         return base
@@ -133,18 +134,13 @@ def _non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gp
         # the H100 figures were measured with custom all-reduce on: its code-sized buffers come off when it is off
         on_bytes = custom_all_reduce_bytes(ver, tp, gpu.arch) if tp in (2, 4, 6, 8) else 0
         total = (2.07 + 0.06 * (math.log2(tp) - 1)) * GiB - (on_bytes - ca)
+        src = f"NVSwitch board (NCCL NVLink SHARP): H100 vLLM 0.19 TP 2/4 figure 2.07/2.13 GiB, log2 in TP; {code}"
         if ver >= (0, 18, 0) and gpu.arch == "sm90" and tp <= 4:
-            lo, hi, ev = total - 0.03 * GiB, total + 0.05 * GiB, "measured at TP 2/4 on H100 (2.06–2.17 GiB, vLLM 0.19)"
-        else:
-            lo, hi = base.low + RING_NCCL_LOW_GIB * GiB + ca, total + 0.3 * GiB
-            ev = (f"H100 vLLM 0.19 TP 2/4 figure (2.07/2.13 GiB, log2 in TP) applied to vLLM {vtxt}, {gpu.name}, "
-                  f"TP {tp}: "
-                  "no start-up for this set-up, so the range reaches down to NCCL without NVLink SHARP")
-        return Term(total, lo, hi, f"NVSwitch board: NCCL NVLink-SHARP buffers; {ev}; {code}")
-    nccl = RING_NCCL_GIB * GiB
-    src = (f"{base.source}; NCCL ring/tree buffers {RING_NCCL_GIB} GiB "
-           f"(assumed, {RING_NCCL_LOW_GIB}–{RING_NCCL_HIGH_GIB}: "
-           f"no start-up in the corpus isolates it for {gpu.interconnect or 'this link'}"
-           f"{', across nodes' if nnodes > 1 else ''}); {code}")
-    return Term(base.bytes + nccl + ca + sm, base.low + RING_NCCL_LOW_GIB * GiB + ca + sm,
-                base.high + RING_NCCL_HIGH_GIB * GiB + ca + sm, src)
+            return Term(total, total - 0.03 * GiB, total + 0.05 * GiB, src, "measured 2.06–2.17 GiB (H100, vLLM 0.19)")
+        return Term(total, base.low + RING_NCCL_LOW_GIB * GiB + ca, total + 0.3 * GiB, src,
+                    f"no start-up for vLLM {vtxt}, {gpu.name}, TP {tp}: down to NCCL without NVLink SHARP")
+    src = f"{base.source}; NCCL ring/tree buffers {RING_NCCL_GIB} GiB (assumed); {code}"
+    why = (f"{base.range_source}; NCCL {RING_NCCL_LOW_GIB}–{RING_NCCL_HIGH_GIB} GiB: no start-up isolates it for "
+           f"{gpu.interconnect or 'this link'}{', across nodes' if nnodes > 1 else ''}")
+    return Term(base.bytes + RING_NCCL_GIB * GiB + ca + sm, base.low + RING_NCCL_LOW_GIB * GiB + ca + sm,
+                base.high + RING_NCCL_HIGH_GIB * GiB + ca + sm, src, why)

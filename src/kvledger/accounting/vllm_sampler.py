@@ -25,17 +25,14 @@ def sampler_backends(ver: tuple[int, int, int], choice: str) -> tuple[str, str |
         env = "VLLM_USE_FLASHINFER_SAMPLER=1" if choice == "flashinfer" else "VLLM_USE_FLASHINFER_SAMPLER=0"
         if choice == "flashinfer" and ver < (0, 8, 0):
             return "pytorch", None, "vLLM V0's profile run samples with the sort sampler (FlashInfer not modelled)"
-        return choice, None, f"sampler {choice} (given: --sampler-backend {choice}, i.e. {env})"
+        return choice, None, f"sampler {choice} (given; {env})"
     if ver < (0, 8, 0):
-        return "pytorch", None, "V0 sampler: VLLM_USE_FLASHINFER_SAMPLER defaults to 0 (envs.py, 0.6.3)"
+        return "pytorch", None, "V0 sorts (VLLM_USE_FLASHINFER_SAMPLER=0 default)"
     if ver < (0, 9, 0):
-        return "pytorch", "flashinfer", ("vLLM 0.8 uses FlashInfer only with FlashInfer < 0.2.3 installed, else "
-                                         "PyTorch (topk_topp_sampler.py, 0.8.5): both in the range")
+        return "pytorch", "flashinfer", "0.8: FlashInfer only if < 0.2.3 installed, else sort (both in range)"
     if ver < (0, 12, 0):
-        return "pytorch", "flashinfer", ("vLLM 0.9–0.11 use FlashInfer's sampler when FlashInfer is installed (an "
-                                         "optional pip extra, vllm[flashinfer]; in the Docker image), else PyTorch, "
-                                         "which a plain pip install gets: both in the range")
-    return "pytorch", None, "vLLM ≥0.12: PyTorch sampler unless VLLM_USE_FLASHINFER_SAMPLER=1 (topk_topp_sampler.py)"
+        return "pytorch", "flashinfer", "0.9–0.11: FlashInfer if installed, else sort (both in range)"
+    return "pytorch", None, "≥0.12: PyTorch unless VLLM_USE_FLASHINFER_SAMPLER=1"
 
 
 MLA_PADDED_HEAD_DIM = 256

@@ -22,8 +22,7 @@ def weights_item(b: float, how: str, checkpoint: ModelSpec, arch: str) -> LineIt
     if checkpoint.quant.method != "mxfp4":
         return LineItem("weights", b, how)
     up = 0.11 if arch in ("sm80", "sm86") else 0.06
-    return LineItem("weights", b, how + f"; MXFP4 layout varies by version and GPU: range up to +{up:.0%}", b,
-                    b * (1 + up))
+    return LineItem("weights", b, how, b, b * (1 + up), f"MXFP4 layout varies by version and GPU: up to +{up:.0%}")
 
 
 _MEASURED_PROFILE_VERSIONS = ((0, 15, 0), (0, 19, 99))
@@ -42,14 +41,13 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
     ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other)[0]] if other else [])
     lo_v, hi_v = _MEASURED_PROFILE_VERSIONS
     if lo_v <= ver <= hi_v and gpu.arch == "sm90":
-        err, ev = 0.03 * GiB, "±0.03 GiB (checked on H100 logs)"
+        err, ev = 0.03 * GiB, "±0.03 GiB (H100 logs)"
         if model.is_moe:  # the fused-MoE workspace estimate: Llama-4-Scout TP 4 is 3.4% low in the 0.19 corpus
-            err, ev = max(err, 0.04 * peak), "±4% for MoE (Llama-4-Scout TP 4 off by 3.4% in the vLLM 0.19 H100 corpus)"
+            err, ev = max(err, 0.04 * peak), "±4% for MoE (Llama-4-Scout TP 4: 3.4% in the 0.19 corpus)"
     elif lo_v <= ver:
-        err, ev = 0.1 * peak, f"±10%: this profile run not checked against a vLLM {vtxt} log on {gpu.name}"
+        err, ev = 0.1 * peak, f"±10% (no vLLM {vtxt} profile log on this GPU)"
     else:  # V0 and early V1: the sampler's copies were never measured; its floor is the logits themselves
         ends.append(P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, "logits-only")[0])
-        err, ev = 0.1 * peak, (f"±10% and down to a sampler holding only its logits (d + 4 B each): no vLLM {vtxt} "
-                               "profile-run log in the data")
-    return LineItem("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}; {why}; range {ev}",
-                    max(0.0, min(ends) - err), max(ends) + err)
+        err, ev = 0.1 * peak, f"±10%, down to a logits-only sampler (no vLLM {vtxt} profile log)"
+    return LineItem("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}",
+                    max(0.0, min(ends) - err), max(ends) + err, f"{why}; {ev}")

@@ -66,7 +66,8 @@ def _memory(p: Plan) -> Table:
                   f"{m.requested_bytes / GB:,.2f}", f"{m.fraction_name} {m.fraction}: engine rule ({m.engine})")
     for d in m.deductions:
         r = range_text(d.low_bytes, d.high_bytes, fmt=",.2f")
-        t.add_row(f"− {d.name}", f"{d.bytes / GiB:,.2f}", f"{d.bytes / GB:,.2f}", d.source + (f"; range {r} GiB" if r else ""))
+        rs = f"; range {r} GiB" + (f": {d.range_source}" if d.range_source else "") if r else ""
+        t.add_row(f"− {d.name}", f"{d.bytes / GiB:,.2f}", f"{d.bytes / GB:,.2f}", d.source + rs)
     src = "given: your engine's printed figure" if m.available_given else "what remains"
     if m.kv_free:
         src = (f"none allocated: no KV cache group, so vLLM skips the profile and gives the cache 0 B "
