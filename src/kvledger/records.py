@@ -177,13 +177,6 @@ class RunRecords:
     metadata: RunMetadata
     columns: Any = None  # kvledger.record_columns.RecordColumns when the reader built columns (then records is lazy)
 
-    @classmethod
-    def from_columns(cls, columns: Any, metadata: RunMetadata) -> RunRecords:
-        """A run held as :class:`~kvledger.record_columns.RecordColumns`; ``records`` builds each record on access."""
-        from kvledger.record_columns import ColumnRecords
-
-        return cls(ColumnRecords(columns), metadata, columns)  # type: ignore[arg-type]
-
     def request_ids(self) -> list[str]:
         """Every record's request id, in order."""
         return self.columns.ids() if self.columns is not None else [r.request_id for r in self.records]

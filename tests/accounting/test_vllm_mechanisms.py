@@ -8,7 +8,7 @@ import math
 import pytest
 
 from kvledger.accounting.kv_range import kv_ranges
-from kvledger.accounting.memory import LineItem
+from kvledger.accounting.memory import Deduction
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_collectives import custom_all_reduce, custom_all_reduce_bytes, non_torch_term
@@ -107,7 +107,7 @@ def test_mla_cached_as_full_kv_before_0_7_1():
 
 def test_ranges_propagate_from_terms_and_device_total():
     # total 80,000–80,100 MiB at util 0.9; terms 10 GiB exact and 2 GiB (1.5–2.5); blocks of 2 MiB of 16 tokens.
-    items = [LineItem("weights", 10 * GiB, ""), LineItem("x", 2 * GiB, "", 1.5 * GiB, 2.5 * GiB)]
+    items = [Deduction("weights", 10 * GiB, ""), Deduction("x", 2 * GiB, "", 1.5 * GiB, 2.5 * GiB)]
     r = kv_ranges(80_000 * MiB, 80_100 * MiB, 0.9, items, 2 * MiB, num_groups=1, block_size=16, blocks_per_request=512)
     lo = math.ceil(80_000 * MiB * 0.9) - 12.5 * GiB
     hi = math.ceil(80_100 * MiB * 0.9) - 11.5 * GiB

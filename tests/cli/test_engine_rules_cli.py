@@ -101,7 +101,7 @@ def test_each_engines_memory_flags_only_with_its_own_pool():
     for policy in ([], ["--policy", "vllm"], ["--policy", "static"]):
         msg = _refusal(*sim, *policy, "--mem-fraction-static", "0.8")
         assert msg.startswith("--mem-fraction-static is SGLang's") and "add --policy sglang" in msg
-    # the simulating ledgers share the rule (sim_opts.SIM_FLAGS → the same plan)
+    # the simulating ledgers share the rule (cli.flag_groups.EngineFlags → sim_opts.sim_request → the same plan)
     msg = _refusal("goodput", "--simulate", *QWEN, "--num-requests", "5", "--slo", "ttft=1s", "--mem-fraction-static", "0.8")
     assert msg.startswith("--mem-fraction-static is SGLang's")
 

@@ -71,7 +71,7 @@ def test_zero_hit_workload_registers_nothing():
     kv = PagedKVManager(64, 4, enable_caching=True)
     for i in range(5):
         finish(kv, req(i, 30))
-    assert kv.pool.num_cached_blocks == 0 and kv.hit_tokens == 0 and kv.query_tokens == 150
+    assert kv.pool.num_cached_blocks == 0 and kv.prefix_stats.hits == 0 and kv.prefix_stats.queries == 150
 
 
 def test_sglang_radix_hits_are_token_granular_over_segments():

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DecodePrices"]
+__all__ = ["DecodePrices", "PLAIN_FLOAT_MAX_STEPS"]
+
+PLAIN_FLOAT_MAX_STEPS = 96  # runs of decode steps this short are priced in Python floats (numpy is faster past ~100)
 
 
 class DecodePrices:
@@ -26,7 +28,7 @@ class DecodePrices:
         if t is None:
             n = num_seqs
             p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
-            matmul = 2 * self.matmul_params * n + self.head_flops_per_seq * n + self._ctx_upproj * 0
+            matmul = 2 * self.matmul_params * n + self.head_flops_per_seq * n + self.upproj_flops_per_token * 0
             t = max(matmul / p, self.weight_read_bytes(n) / b)
             if len(self._gemm_cache) < 4096:
                 self._gemm_cache[num_seqs] = t
@@ -48,7 +50,7 @@ class DecodePrices:
         """``(gemm s, KV bytes per token, bandwidth B/s)`` when every pure-decode step of ``num_seqs`` sequences costs
         ``gemm + bytes_per_token · kv_tokens / bandwidth`` as ``decode_steps_list`` computes it (bandwidth-bound attention,
         no state, all-reduce or CPU term); None otherwise (then ask ``decode_steps_list``)."""
-        if num_seqs == 0 or not self._bw_bound:
+        if num_seqs == 0 or not self._bw_bound or self._moe_terms:
             return None
         c = self._list_terms(num_seqs)
         return (c[0], c[4], c[5]) if c[3] else None
@@ -62,7 +64,7 @@ class DecodePrices:
         positive float, and so is the CPU floor of 0 s under overlap); anything else is
         ``decode_steps_s(...).tolist()`` (numpy is faster past about a hundred steps).
         """
-        if num_steps > 96 or not self._bw_bound or num_seqs == 0:
+        if num_steps > PLAIN_FLOAT_MAX_STEPS or not self._bw_bound or num_seqs == 0 or self._moe_terms:
             return self.decode_steps_s(num_seqs, kv_tokens, num_steps).tolist()
         n = num_seqs
         gemm, st, ar, plain, g, b = self._list_terms(n)
@@ -85,6 +87,10 @@ class DecodePrices:
 
         if num_seqs == 0:
             return np.zeros(num_steps)
+        if self._moe_terms:  # imbalance and small-GEMM terms (moe_terms.py): priced step by step, as step_time_s does
+            from kvledger.accounting.stepcost import decode_steps_by_loop
+
+            return decode_steps_by_loop(self, num_seqs, kv_tokens, num_steps)
         n = num_seqs
         pa, b = self.attn_peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
         gemm = self._gemm_s(n)
@@ -101,8 +107,8 @@ class DecodePrices:
         if self._bw_bound:  # FLOPs/peak < bytes/bandwidth at every length: max() picks the bytes term
             term = byts / b
         else:
-            flops = self._attn_coef * kvt
-            for coef, bpt, window in self._swa:
+            flops = self.attn_flops_per_pair * kvt
+            for coef, bpt, window in self.window_terms:
                 capped = np.minimum(kvt, window * n)
                 flops = flops + coef * capped
                 byts = byts + bpt * capped

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 
-from kvledger.accounting.memory import LineItem, floor_div
+from kvledger.accounting.memory import Deduction, floor_div
 from kvledger.units import GiB
 
 __all__ = ["kv_ranges", "range_text"]
 
 
-def kv_ranges(total_low: int, total_high: int, util: float, items: list[LineItem] | tuple[LineItem, ...],
+def kv_ranges(total_low: int, total_high: int, util: float, items: list[Deduction] | tuple[Deduction, ...],
               bytes_per_block: int, *, given_available: int | None = None, fixed_blocks: int | None = None,
               num_groups: int = 1, block_size: int = 16, blocks_per_request: int = 1) -> dict[str, tuple[float, float]]:
     """Low/high of available_kv_bytes, num_gpu_blocks, pool_tokens and max_concurrency (blocks ÷ blocks per request)."""

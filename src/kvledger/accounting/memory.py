@@ -15,12 +15,12 @@ from typing import Any
 
 from kvledger.units import GiB
 
-__all__ = ["LineItem", "MemoryPlan", "sglang_mem_fraction_static"]
+__all__ = ["Deduction", "MemoryPlan", "sglang_mem_fraction_static"]
 
 
 @dataclass(frozen=True)
-class LineItem:
-    """One term of the memory ledger.
+class Deduction:
+    """One deduction of the memory ledger (a term taken from the budget before the KV pool is sized).
 
     Attributes:
         name: what it is. bytes: its size, B (a term subtracted from the budget is positive here).
@@ -83,7 +83,7 @@ class MemoryPlan:
     fraction_name: str
     fraction: float
     requested_bytes: int
-    deductions: tuple[LineItem, ...]
+    deductions: tuple[Deduction, ...]
     available_kv_bytes: int
     available_given: bool
     block_size: int

@@ -163,6 +163,7 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
 
 def _why_it_varies(rc: RooflineStepCost) -> str:
     """What makes decode attention's FLOP/B depend on the context: window terms and fixed per-request state bytes."""
-    parts = (["it reads bounded windows (sliding-window layers, or DeepSeek-V4's window and top-k entries)"] if rc._swa else []) \
+    windows = "it reads bounded windows (sliding-window layers, or DeepSeek-V4's window and top-k entries)"
+    parts = ([windows] if rc.window_terms else []) \
         + ([f"each request also reads a fixed {rc.state_bytes:,.0f} B of recurrent or compressor state"] if rc.state_bytes else [])
     return "; ".join(parts)

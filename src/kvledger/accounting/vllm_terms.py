@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from kvledger.accounting import vllm_profile as P
-from kvledger.accounting.memory import LineItem
+from kvledger.accounting.memory import Deduction
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_sampler import sampler_backends
@@ -15,14 +15,14 @@ from kvledger.units import GiB
 __all__ = ["weights_item", "activation_item"]
 
 
-def weights_item(b: float, how: str, checkpoint: ModelSpec, arch: str) -> LineItem:
+def weights_item(b: float, how: str, checkpoint: ModelSpec, arch: str) -> Deduction:
     """Weights, exact from the tensors except MXFP4 experts off the Marlin path, whose layout varies by version: on
     H100 +4.7% (gpt-oss-20b, llm-d-benchmark, vLLM ≤0.16) and +5.9% (gpt-oss-120b, vLLM 0.14.1, vllm#33155) above
     the tensors; the Marlin path's padding is modelled (catalog/loading.py) and matched 65.97 GiB on vllm#23278."""
     if checkpoint.quant.method != "mxfp4":
-        return LineItem("weights", b, how)
+        return Deduction("weights", b, how)
     up = 0.11 if arch in ("sm80", "sm86") else 0.06
-    return LineItem("weights", b, how, b, b * (1 + up), f"MXFP4 layout varies by version and GPU: up to +{up:.0%}")
+    return Deduction("weights", b, how, b, b * (1 + up), f"MXFP4 layout varies by version and GPU: up to +{up:.0%}")
 
 
 _MEASURED_PROFILE_VERSIONS = ((0, 15, 0), (0, 19, 99))
@@ -30,11 +30,11 @@ _MEASURED_PROFILE_VERSIONS = ((0, 15, 0), (0, 19, 99))
 
 
 def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int, seqs: int,
-                    stage: PPStage) -> LineItem:
+                    stage: PPStage) -> Deduction:
     """The profile run's torch peak, with the other sampler backend and the era's evidence as its range."""
     vtxt = ".".join(map(str, ver))
     if s.activation_peak_bytes is not None:
-        return LineItem("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)")
+        return Deduction("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)")
     sms = P.sm_count(gpu.gpu_id, gpu.arch)
     backend, other, why = sampler_backends(ver, s.sampler_backend)
     peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend)
@@ -49,5 +49,5 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
     else:  # V0 and early V1: the sampler's copies were never measured; its floor is the logits themselves
         ends.append(P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, "logits-only")[0])
         err, ev = 0.1 * peak, f"±10%, down to a logits-only sampler (no vLLM {vtxt} profile log)"
-    return LineItem("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}",
+    return Deduction("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}",
                     max(0.0, min(ends) - err), max(ends) + err, f"{why}; {ev}")

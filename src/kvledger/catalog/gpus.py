@@ -10,13 +10,14 @@ MiB from the measured gaps), and the P2P / NVLink all-to-all facts vLLM's custom
 from __future__ import annotations
 
 import csv
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from kvledger.errors import InputError, UnknownNameError
+from kvledger.jsonable import to_jsonable
 from kvledger.units import GB, MiB
 
 __all__ = ["GpuSpec", "get_gpu", "gpu_catalog", "custom_gpu", "resolve_gpu", "CUDA_RESERVE_MIB"]
@@ -114,7 +115,7 @@ class GpuSpec:
         return peak / self.hbm_bandwidth_bytes_per_s
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def _f(x: str) -> float | None:

@@ -8,6 +8,7 @@ import typer
 
 from kvledger import strict_json
 from kvledger.cli.analysis_opts import GPU_OPT, JSON_OPT, MAX_LEN_OPT, MODEL_ARG, UTIL_OPT, VERSION_OPT
+from kvledger.cli.flag_groups import GroupUse, WorkloadFlags, with_groups
 from kvledger.report.disagg_view import render_disagg as _render
 
 __all__ = ["register"]
@@ -28,12 +29,20 @@ def _split(num_gpus: int | None, p: int | None, d: int | None, ptp: int, dtp: in
     return p + d, [(p // ptp, d // dtp)]
 
 
+#: disagg replays a trace (or its first N requests) at its own or a given rate; no synthetic workload, no closed loop.
+WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "rate", "num_requests", "seed"),
+                    defaults={"trace": "azure-conv", "seed": 0},
+                    help={"trace": "azure-conv, azure-code, mooncake, arxiv, or a CSV/JSONL path.",
+                          "rate": "Mean arrival rate, req/s (gaps rescaled, burstiness kept); default: the trace's "
+                                  "own.",
+                          "num_requests": "Replay only the first N requests.",
+                          "seed": "Seed for Poisson arrivals of a lengths-only trace."})
+
+
+@with_groups(workload=WORKLOAD)
 def disagg(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
-    trace: str = typer.Option("azure-conv", "--trace", help="azure-conv, azure-code, mooncake, arxiv, or a CSV/JSONL path."),
-    rate: float | None = typer.Option(None, "--rate", help="Mean arrival rate, req/s (gaps rescaled, burstiness kept); default: the trace's own."),
-    num_requests: int | None = typer.Option(None, "--num-requests", help="Replay only the first N requests."),
-    seed: int = typer.Option(0, "--seed", help="Seed for Poisson arrivals of a lengths-only trace."),
+    workload: WorkloadFlags = WorkloadFlags(),
     num_gpus: int | None = typer.Option(None, "--num-gpus", help="GPUs shared by every deployment (default 4, or P + D)."),
     prefill_gpus: int | None = typer.Option(None, "--prefill-gpus", help="Compare only this split: GPUs in the prefill pool."),
     decode_gpus: int | None = typer.Option(None, "--decode-gpus", help="Compare only this split: GPUs in the decode pool."),
@@ -59,6 +68,7 @@ def disagg(
     engine_version: str | None = VERSION_OPT, as_json: bool = JSON_OPT,
 ) -> None:
     """Colocated vs prefill/decode-disaggregated serving on the same GPUs: TTFT, ITL, TPOT, goodput per GPU, KV transfer."""
+    trace, rate, num_requests, seed = workload.trace, workload.rate, workload.num_requests, workload.seed
     from rich.console import Console
 
     from kvledger.analyses.judgments.pd_disagg import DEFAULT_SLO, DisaggStudy

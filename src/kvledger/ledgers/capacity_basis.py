@@ -35,12 +35,14 @@ pace, so the warning then says queueing was not judged.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from kvledger.evidence.aggregate import AggregateRun
+from kvledger.jsonable import to_jsonable
+from kvledger.ledgers import notes as N
 from kvledger.ledgers.columns import columns_from
 from kvledger.ledgers.goodput import GoodputResult, metric_values
 from kvledger.ledgers.slo import SLO
@@ -89,7 +91,7 @@ class LoadCheck:
     rule: str = RULE
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def _check(name: str, value: float | None, limit: float, passed: bool | None, text: str) -> dict[str, Any]:
@@ -195,23 +197,11 @@ def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> L
 
 def measured_basis(gp: GoodputResult, load: LoadCheck, *, simulated: bool = False) -> dict[str, Any]:
     """The ``capacity_basis`` of a run priced at its own goodput (a FILE, or ``--at-offered-load``), with its warning."""
-    what = "the simulated run at its offered load" if simulated else "the run's measured goodput"
-    text = (f"capacity basis: {what} ({gp.goodput_req_per_s or 0:,.3f} good req/s per replica) is taken as the "
-            "replica's capacity — right only if the run was at or near its SLO limit; a lightly loaded run understates "
-            "capacity and overstates the self-hosted cost")
+    text = N.capacity_basis_text(gp.goodput_req_per_s or 0, simulated=simulated)
     warning = None
     if load.status == "under_loaded":
-        fix = ("drop --at-offered-load to price at the SLO capacity found by simulation" if simulated else
-               "measure a rate sweep and price at its SLO boundary (kvledger goodput FILES… --target 0.9), or "
-               "simulate it (kvledger cost --simulate MODEL --gpu GPU …)")
-        warning = (f"the run looks UNDER-LOADED: {load.reason}. Its goodput is the offered load, not the replica's "
-                   f"capacity, so capacity is likely higher and the self-hosted cost per token overstated; {fix}")
+        warning = N.under_loaded(load.reason, simulated=simulated)
     elif load.status == "over_loaded":
-        fix = ("drop --at-offered-load to price at the SLO capacity found by simulation" if simulated else
-               "price a run at or below the SLO capacity: give the whole rate sweep (kvledger cost FILES… picks the "
-               "run at the SLO boundary), or simulate it (kvledger cost --simulate MODEL --gpu GPU …)")
-        warning = (f"the run looks OVER-LOADED: {load.reason}. It was pushed past its SLO capacity, so its goodput "
-                   f"understates what one replica serves within the SLO at a lower load, and the self-hosted cost per "
-                   f"token is overstated (a verdict for the API may come from the load, not the prices); {fix}")
+        warning = N.over_loaded(load.reason, simulated=simulated)
     return {"kind": "offered_load" if simulated else "measured_run", "text": text, "warning": warning,
             "load_check": load.to_dict()}

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvledger.jsonable import to_jsonable
+
 __all__ = ["LineItem", "Ledger"]
 
 
@@ -70,4 +72,4 @@ class Ledger:
             self.items.append(item)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "per": self.per, "items": [i.to_dict() for i in self.items], "total_usd": self.total_usd}
+        return {**to_jsonable(self), "total_usd": self.total_usd}

@@ -25,6 +25,7 @@ import numpy as np
 
 from kvledger.errors import KvLedgerError
 from kvledger.evidence.aggregate import AggregateRun
+from kvledger.jsonable import to_jsonable
 from kvledger.records import RunRecords
 
 __all__ = ["PrefillFloor", "prefill_floor", "FLOPS_FRACTION"]
@@ -42,7 +43,7 @@ class PrefillFloor:
     text: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"prefill_gpu_s": self.prefill_gpu_s, "run_gpu_s": self.run_gpu_s, "share": self.share, "text": self.text}
+        return to_jsonable(self)
 
 
 def _prompts(run: RunRecords | AggregateRun) -> tuple[float, int, float, float] | None:

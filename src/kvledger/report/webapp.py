@@ -60,10 +60,11 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     return {"plan": plan, "headline": headline, "figures": {f.key: _figure_json(f) for f in kv_figures(plan)}}
 
 
-def serving_payload(model: str, gpu: str, slo: str, api: str, trace: str = "azure-conv", tp: int = 1,
-                    max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float = 0.5,
-                    num_requests: int = 300) -> dict[str, Any]:
-    """Capacity, cost and the serving figures for a small workload (``num_requests`` per simulation; vLLM rules)."""
+def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str = "azure-conv", tp: int = 1,
+                    max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float | None = None,
+                    num_requests: int = 300, monthly_tokens: float | None = None) -> dict[str, Any]:
+    """Capacity, cost and the serving figures for a small workload (``num_requests`` per simulation; vLLM rules); with
+    ``monthly_tokens`` the volume-first decision (both monthly bills) leads the headline."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.errors import range_error
     from kvledger.report.figures_serving import serving_figures
@@ -72,12 +73,13 @@ def serving_payload(model: str, gpu: str, slo: str, api: str, trace: str = "azur
         raise range_error("requests per simulation", num_requests, "[10, 5,000] in the web app")
     engine = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {})}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=engine,
-                        utilization=utilization, with_engine_savings=False)
+                        utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False)
     data = build_report_data(req)
     c = data["cost"]
     cs = c["simulation"]["capacity_search"]
     headline = {"capacity_req_per_s": cs["boundary_rate_req_per_s"], "goodput_req_per_s": cs["goodput_at_boundary_req_per_s"],
-                **c["totals"], "verdict": c["verdict"], "gpu_price": data["inputs"]["gpu_price_choice"]}
+                **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],
+                "gpu_price": data["inputs"]["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text")}
     return {"headline": headline, "cost": c, "figures": {f.key: _figure_json(f) for f in serving_figures(data)}}
 
 
@@ -128,11 +130,11 @@ def create_app(data_dir: Path | None = None):
         return _json(plan_payload(model, gpu, engine, tp, max_model_len or None, kv_cache_dtype, gpu_memory_utilization))
 
     @app.get("/api/serving")
-    def api_serving(model: str, gpu: str, slo: str, api: str, trace: str = "azure-conv", tp: int = 1,
-                    max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float = 0.5,
-                    num_requests: int = 300) -> Any:
+    def api_serving(model: str, gpu: str, slo: str, api: str | None = None, trace: str = "azure-conv", tp: int = 1,
+                    max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float | None = None,
+                    num_requests: int = 300, monthly_tokens: float | None = None) -> Any:
         model, gpu, trace = check_web_model(model, data_dir), check_web_gpu(gpu, data_dir), check_web_trace(trace, data_dir)
         return _json(serving_payload(model, gpu, slo, api, trace, tp, max_model_len or None, kv_cache_dtype, utilization,
-                                     num_requests))
+                                     num_requests, monthly_tokens))
 
     return app

@@ -18,6 +18,7 @@ from kvledger.accounting.settings import make_settings
 from kvledger.catalog.gpus import resolve_gpu
 from kvledger.catalog.models import load_model, resolve_bundled
 from kvledger.catalog.modelspec import ModelSpec
+from kvledger.jsonable import to_jsonable
 from kvledger.units import GiB
 
 __all__ = ["CONFIG_FILES", "QUANTIZED_CHECKPOINTS", "TermError", "Replay", "by_rank", "replay", "exact_from_logged",
@@ -120,8 +121,7 @@ class TermError:
         return self.error / self.logged
 
     def to_dict(self) -> dict[str, Any]:
-        return {"term": self.term, "predicted": self.predicted, "logged": self.logged, "error": self.error,
-                "rel_error": self.rel_error, "low": self.low, "high": self.high}
+        return {**to_jsonable(self), "error": self.error, "rel_error": self.rel_error}
 
 
 @dataclass(frozen=True)

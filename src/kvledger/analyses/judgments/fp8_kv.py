@@ -21,7 +21,7 @@ calibration — the "~7,000 tokens on Hopper" rule of thumb has no source (docs/
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.accounting.plan import Plan, build_plan, concurrency_rows
@@ -29,11 +29,13 @@ from kvledger.accounting.roofline import StepCosts
 from kvledger.accounting.roofline_breakdown import decode_shape
 from kvledger.accounting.settings import PlanSettings
 from kvledger.analyses.judgments.fp8_calibration import DEFAULT_FP8_OVERHEAD, Fp8Overhead, kv_layers
+from kvledger.analyses.judgments.fp8_verdict import fp8_notes, fp8_verdict
 from kvledger.analyses.judgments.roofline_terms import weights_bound
 from kvledger.analyses.plans import require_kv_pool
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["Fp8Point", "BreakEven", "Fp8Capacity", "Fp8Report", "Fp8DecodeModel", "analyse_fp8_kv",
            "max_context_holding", "default_curve_contexts"]
@@ -241,7 +243,7 @@ class Fp8Report:
     ``concurrency`` is what it is (given, or the bf16 pool's capacity at that context)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *, concurrency: int | None = None,
@@ -256,8 +258,6 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
         InputError: concurrency < 1, a context beyond max_model_len, a model whose KV is already 1 byte,
             or anything ``build_plan`` rejects.
     """
-    from kvledger.analyses.judgments.fp8_verdict import fp8_notes, fp8_verdict
-
     if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
         raise InputError(f"--concurrency must be an integer ≥ 1, got {concurrency!r}")
     s = settings or PlanSettings()

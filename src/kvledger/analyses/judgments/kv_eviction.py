@@ -27,12 +27,13 @@ identity Σ_{o<B} ⌊(o + R − 1)/B⌋ = R − 1), so at most m·(1 + (R−1)/B
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["LAYOUTS", "EvictionResult", "p_block_empty", "expected_empty_blocks_random", "sink_window_occupied",
            "place_runs", "evict"]
@@ -132,7 +133,7 @@ class EvictionResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def _check(n: int, block_size: int, evict_fraction: float | None) -> None:

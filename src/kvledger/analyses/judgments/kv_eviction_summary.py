@@ -8,7 +8,7 @@ writes to HBM (Dao et al. 2022: softmax is computed tile by tile, online). Accur
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.accounting.plan import build_plan
@@ -19,6 +19,7 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import kv_heads_per_gpu
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.units import fmt_bytes
 
 __all__ = ["METHODS", "EvictionReport", "analyse_kv_eviction"]
@@ -66,7 +67,7 @@ class EvictionReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def _heads_per_block(model: ModelSpec, tp: int, plan) -> int:

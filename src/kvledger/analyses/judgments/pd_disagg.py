@@ -12,7 +12,7 @@ pool and show what moves: TTFT follows the prefill pool, ITL the decode pool.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
@@ -23,6 +23,7 @@ from kvledger.dynamics.engine.router import make_router
 from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.dynamics.simulator import simulate
 from kvledger.errors import InputError, UnknownNameError, range_error
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.goodput import goodput_of_records
 from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
@@ -111,7 +112,7 @@ class DeploymentResult:
     max_rate_search: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 class DisaggStudy:

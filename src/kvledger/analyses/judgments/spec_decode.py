@@ -30,6 +30,7 @@ from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.analyses.judgments.roofline_terms import weights_bound
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError, range_error
+from kvledger.jsonable import to_jsonable
 from kvledger.units import cdiv
 
 __all__ = ["expected_tokens_per_step", "DraftSpec", "SpecRow", "SpecDecodeModel", "verify_shape"]
@@ -74,7 +75,7 @@ class DraftSpec:
     model: ModelSpec | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "cost_fraction": self.cost_fraction}
+        return to_jsonable(self, exclude=("model",))
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.accounting.plan import build_plan
@@ -12,6 +12,7 @@ from kvledger.analyses.plans import require_kv_pool
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError, range_error
+from kvledger.jsonable import to_jsonable
 from kvledger.units import fmt_bytes, fmt_duration
 
 __all__ = ["make_draft", "SpecReport", "analyse_spec_decode"]
@@ -63,7 +64,7 @@ class SpecReport:
     simulation: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def _saturation(sm: SpecDecodeModel, ctx: int, max_seqs: int, base_requests: int) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from kvledger.errors import InputError, UnknownNameError
 
-__all__ = ["price_key", "gpu_rate", "capacity_basis", "CostRun", "cost_payload", "sweep_capacity_run"]
+__all__ = ["price_key", "gpu_rate", "capacity_basis", "CostRun", "cost_payload", "SweepCapacity", "sweep_capacity_run"]
 
 
 def price_key(name: str) -> str:
@@ -69,10 +69,13 @@ class CostRun:
     report: Any
     basis: dict[str, Any]
     payload: dict[str, Any]
+    sim: Any = None  # the SimulatedRun priced, when simulated
+    capacity: Any = None  # its SimCapacity, when found by search
 
 
 def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, factors: Any, volume: Any = None, *,
-                 sim: Any = None, capacity: Any = None, gpu: str | None = None, model: str | None = None) -> CostRun:
+                 sim: Any = None, capacity: Any = None, gpu: str | None = None, model: str | None = None,
+                 inputs: Any = None) -> CostRun:
     """Goodput of ``run`` under ``slo``, the itemised self-host and API ledgers, and the JSON of ``kvledger cost``.
 
     Args:
@@ -80,7 +83,8 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         api_price / mix / factors / volume: as ``kvledger.ledgers.cost_summary.build_cost_report`` takes them;
         sim / capacity: the SimulatedRun and SimCapacity when the run is simulated (added under ``"simulation"``);
         gpu / model: a measured run's GPU and model names for the roofline floor under its prefill share (default: the
-        names the file gives).
+        names the file gives); inputs: the decision's DecisionInputs (API rows, bought GPUs, people source, what it
+        rests on; ``kvledger.analyses.serving.decision_inputs``).
     """
     from kvledger.ledgers.cost_summary import build_cost_report
     from kvledger.ledgers.goodput import goodput
@@ -92,22 +96,41 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
 
         got, why = prefill_floor(run, model or run.metadata.model, gpu or run.metadata.hardware, setup.num_gpus)
         floor = got or why
-    rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor)
+    rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor, inputs)
     basis = capacity_basis(run, gp, slo, sim, capacity)
     d = rep.to_dict()
     d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
     if sim is not None:
         d["simulation"] = {**sim.provenance(), **({"capacity_search": capacity.to_dict()} if capacity else {})}
+        from kvledger.analyses.serving.prediction_bands import cost_band
+
+        band = cost_band(sim.setup, rep.capacity["goodput_req_per_s"], rep.self_host_output.total_usd,
+                         rep.api_output.total_usd)
+        if band is not None:
+            d["error_band"] = basis["error_band"] = band
     return CostRun(rep, basis, d)
 
 
-def sweep_capacity_run(runs: list[Any], slo: Any, target: float, where: str) -> tuple[Any, dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class SweepCapacity:
+    """The run of a sweep priced as its SLO capacity: its index, the load axis and value, the choice in words, and the
+    boundary search over the sweep (``ledgers.boundary.BoundaryResult``)."""
+
+    run_index: int
+    axis: str
+    value: float
+    text: str
+    boundary: Any
+
+
+def sweep_capacity_run(runs: list[Any], slo: Any, target: float, where: str) -> tuple[Any, SweepCapacity]:
     """The run of a sweep that is its SLO capacity: the highest load (request rate, else concurrency) up to which every
-    run has ≥ ``target`` of its requests within the SLO (``ledgers.boundary.boundary_from_sweep``), with the choice in words.
+    run has ≥ ``target`` of its requests within the SLO (``ledgers.boundary.boundary_from_sweep``), with the choice.
 
     Raises:
         InputError: the runs state neither a rate nor a concurrency, or even the lowest load misses the target.
     """
+    from kvledger.analyses.serving import notes as N
     from kvledger.ledgers.boundary import axis_value, boundary_from_sweep
 
     axis = None
@@ -119,18 +142,13 @@ def sweep_capacity_run(runs: list[Any], slo: Any, target: float, where: str) -> 
         if len(set(values)) == len(values):
             axis = candidate
             break
-    labels = ", ".join(f"{i}: {r.metadata.extra.get('run_label') or r.metadata.source}" for i, r in enumerate(runs))
+    labels = [r.metadata.extra.get("run_label") or r.metadata.source for r in runs]
     if axis is None:
-        raise InputError(f"{where} holds {len(runs)} runs ({labels}) that state no distinct request rate or concurrency, so "
-                         "the sweep's capacity cannot be found; choose one with --run INDEX")
+        raise InputError(N.sweep_without_load(where, labels))
     res = boundary_from_sweep(runs, slo, target, axis, values)
-    rows = "; ".join(f"{p.label} at {p.value:g}: {p.attainment:.1%}" for p in res.points)
+    attained = [(p.label, p.value, p.attainment) for p in res.points]
     if res.boundary_value is None:
-        raise InputError(f"no run of the sweep in {where} has {target:.0%} of its requests within the SLO ({rows}); there is "
-                         "no SLO capacity to price: loosen the SLO, or price one run with --run INDEX")
+        raise InputError(N.sweep_misses_target(where, target, attained))
     k = values.index(res.boundary_value)
-    unit = "req/s" if axis == "request_rate" else "concurrent users"
-    text = (f"run {k} ({runs[k].metadata.extra.get('run_label') or runs[k].metadata.source}, {res.boundary_value:g} {unit}) is "
-            f"the sweep's SLO capacity: the highest load up to which every run has ≥ {target:.0%} of its requests within "
-            f"the SLO (attainment per run: {rows})")
-    return runs[k], {"run_index": k, "axis": axis, "value": res.boundary_value, "text": text, "boundary": res.to_dict()}
+    text = N.sweep_capacity(k, labels[k], res.boundary_value, axis, target, attained)
+    return runs[k], SweepCapacity(k, axis, res.boundary_value, text, res)

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan, make_
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import simulate
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["ExperimentResult", "EXPERIMENTS", "run_experiment", "anyscale_workload"]
 
@@ -38,7 +39,7 @@ class ExperimentResult:
     expectation: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def anyscale_workload(cap: int, n: int = 1000, prompt_tokens: int = 512, mean: float = 128.0,

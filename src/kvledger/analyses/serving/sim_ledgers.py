@@ -19,10 +19,11 @@ from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepar
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.records import RunRecords
 
-__all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_prepared", "workload_text",
-           "simulator_description"]
+__all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_prepared", "simulate_document",
+           "workload_text", "simulator_description"]
 
 #: the simulator, whichever rule it runs
 SIMULATOR = "kvledger simulator (kvledger.dynamics.simulator.simulate; deterministic, no wall clock)"
@@ -260,3 +261,18 @@ def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *
     """
     return run_prepared(prepare_run(args, synthetic), args, synthetic, record_steps=record_steps, progress=progress,
                         record_token_times=record_token_times, stop=stop)
+
+
+def simulate_document(setup: SimSetup, result: SimResult) -> dict[str, Any]:
+    """What ``kvledger simulate`` reports (its ``--json`` and ``summary.json``): the summary with its invariants
+    checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up)."""
+    from kvledger.analyses.serving.prediction_bands import prediction_bands
+    from kvledger.analyses.serving.queue_growth import queue_growth
+    from kvledger.invariants import check_sim_summary
+
+    overload = queue_growth(result.records) if setup.workload_info.get("mode", "").startswith("open loop") else None
+    return {"summary": check_sim_summary(result.summary.to_dict()), "replicas": setup.replicas,
+            "router": setup.router if setup.replicas > 1 else None, "engine": result.config,
+            "workload": setup.workload_info, "step_cost": setup.cost_info, "overload": to_jsonable(overload),
+            "error_bands": prediction_bands(setup, result.summary.to_dict()),
+            "notes": list(setup.notes) + ([overload.note] if overload else [])}

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from kvledger.dynamics.engine.request import MAX_ARRIVAL_S, RequestSpec
+from kvledger.dynamics.workload.arrivals import arrival_times
 from kvledger.dynamics.workload.columns import WorkloadColumns
 from kvledger.dynamics.workload.trace_formats import ParsedTrace, read_trace_file
 from kvledger.errors import InputError, UnknownNameError
+from kvledger.jsonable import to_jsonable
 from kvledger.names import check_name_or_path
 
 __all__ = ["TraceInfo", "list_traces", "load_trace", "load_trace_columns", "trace_has_arrivals", "bundled_trace_path"]
@@ -52,7 +54,7 @@ class TraceInfo:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready dict."""
-        return asdict(self)
+        return to_jsonable(self)
 
 
 _AZURE_SRC = "Azure/AzurePublicDataset data/{0} (Patel et al., Splitwise, ISCA 2024)"
@@ -234,8 +236,6 @@ def _select(name_or_path, num_requests, rate, rate_scale, start_s, seed, segment
         if seed is None and math.isfinite(rate):
             raise InputError(f"trace {label!r}: Poisson arrivals need an explicit seed (--seed on the command line; seed=0 in Python)")
         rows = np.arange(count)
-        from kvledger.dynamics.workload.synthetic import arrival_times  # lengths-only traces: imported when needed
-
         times = arrival_times(count, rate, seed=0 if seed is None else seed)
     else:
         order = np.argsort(parsed.arrivals_s, kind="stable")
