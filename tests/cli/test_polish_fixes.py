@@ -154,15 +154,17 @@ def test_cost_counts_deployment_units_and_plurals():
                         "--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--num-requests", "100",
                         "--gpu-usd-per-hour", "3", "--monthly-requests", "1").stdout.split())
     assert "one deployment unit = 2 replicas × TP 1 = 2 GPUs" in out and "replica(s)" not in out
-    assert "monthly at 1 request (" in out and "1 deployment unit (2 replicas, 2 GPUs)" in out
-    assert "at 1 request/month the cheaper bill" in out and "1 requests" not in out
+    # the answer first: one priced unit of 2 GPUs even at 1 request a month, the break-even in whole units
+    assert "self-hosted: 1 replica × 2 GPUs rented" in out and "1 deployment unit (2 replicas, 2 GPUs)" in out
+    assert "1 requests" not in out and "1 replicas" not in out
 
 
 def test_search_counts_read_as_reason_then_number():
     # Llama-3.1-70B (~131 GiB of BF16 weights) cannot fit an L4 at TP 1 or 2 nor one H100; two H100s at TP 2 do
     out = _run("search", "meta-llama/Llama-3.1-70B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "L4,H100", "--tp", "1,2",
                "--max-model-len", "8K", "--num-requests", "60", "--utilization", "0.5").stdout
-    assert "4 candidates: does not fit: 3, feasible: 1" in out and "Top 1 of 1 feasible candidate " in out
+    assert "4 candidates, 1 feasible" in out and "Top 1 of 1 feasible candidate " in out
+    assert "rejected: 3 of 4 — does not fit: 3 (e.g. nvidia_l4:tp1:kv-auto)" in " ".join(out.split())
 
 
 def test_settings_errors_use_the_flag_name_and_its_unit():

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.catalog.prices import find_api_price, find_gpu_price
+from kvledger.catalog.api_match import find_api_price
+from kvledger.catalog.prices import find_gpu_price
 from kvledger.errors import InputError
 from kvledger.evidence import read_run
 from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok

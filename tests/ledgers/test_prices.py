@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.catalog.prices import api_prices, find_api_price, find_gpu_price, find_gpu_prices, gpu_prices
+from kvledger.catalog.api_match import find_api_price
+from kvledger.catalog.prices import api_prices, find_gpu_price, find_gpu_prices, gpu_prices
 from kvledger.errors import InputError, UnknownNameError
 
 

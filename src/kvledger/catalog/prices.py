@@ -18,7 +18,7 @@ from importlib import resources
 
 from kvledger.errors import ConfigError, InputError, UnknownNameError
 
-__all__ = ["ApiPrice", "GpuPrice", "api_prices", "gpu_prices", "api_prices_from_text", "gpu_prices_from_text", "find_api_price", "find_gpu_prices", "find_gpu_price"]
+__all__ = ["ApiPrice", "GpuPrice", "api_prices", "gpu_prices", "api_prices_from_text", "gpu_prices_from_text", "find_gpu_prices", "find_gpu_price"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,33 +174,6 @@ def api_prices() -> tuple[ApiPrice, ...]:
 def gpu_prices() -> tuple[GpuPrice, ...]:
     """All GPU rental rows, in file order."""
     return gpu_prices_from_text(_text("gpu_prices.csv"))
-
-
-def find_api_price(name: str, provider: str | None = None) -> ApiPrice:
-    """The API row for ``name`` (``"gpt-4.1"``, ``"OpenAI:gpt-4.1"``, ``"Groq:openai/gpt-oss-120b"``), case-insensitive.
-
-    Raises:
-        UnknownNameError: no row has that model (close names suggested).
-        InputError: several providers list it and none was given (the candidates are named).
-    """
-    if provider is None and ":" in name:
-        provider, name = name.split(":", 1)
-    rows = api_prices()
-    key = name.strip().lower()
-    hits = [r for r in rows if key in (a.lower() for a in r.aliases) or key == r.model.lower()]
-    if provider is not None:
-        hits = [r for r in hits if r.provider.lower() == provider.strip().lower()]
-    if not hits:
-        from kvledger.catalog.api_match import rows_with_words
-
-        given = name if provider is None else f"{provider}:{name}"
-        words = rows_with_words(name, provider) or rows_with_words(name)
-        if words:  # the provider's and model's words name rows: suggest those (Together:llama-8b → Together's 8B row)
-            raise UnknownNameError("API model", given, [], hint="rows with those words: " + ", ".join(r.key for r in words[:6]))
-        raise UnknownNameError("API model", given, [r.key for r in rows] + [a for r in rows for a in r.aliases])
-    if len(hits) > 1:
-        raise InputError(f"API model {name!r} is listed by several providers: {', '.join(r.key for r in hits)}; name one, e.g. {hits[0].key!r}")
-    return hits[0]
 
 
 def _norm(s: str) -> str:

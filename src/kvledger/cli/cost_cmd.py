@@ -60,7 +60,7 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str
     Checks that --slo is given, then --slo, every numeric option's range (``kvledger.cli.limits``), the --api row
     and, when ``gpu_known``, its price row, and raises them together (one error alone keeps its type).
     """
-    from kvledger.catalog.prices import find_api_price
+    from kvledger.catalog.api_match import find_api_price
     from kvledger.cli.limits import range_problems
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo

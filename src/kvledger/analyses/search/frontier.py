@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.analyses.search.rank import rank_key
+from kvledger.analyses.search.order import rank_key
 
 __all__ = ["cost_frontier", "rejections_by_reason", "caveats", "ranking_margin", "MEMORY_RULES_GPU", "CAPACITY_BAND"]
 

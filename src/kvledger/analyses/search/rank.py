@@ -16,15 +16,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvledger.analyses.search.order import rank_key
 from kvledger.analyses.search.spec import SearchSpec
 
 __all__ = ["rank_key", "pareto", "SearchResult", "build_result", "CSV_COLUMNS", "csv_rows"]
-
-
-def rank_key(entry: dict[str, Any]) -> tuple[float, float]:
-    """Sort key of a feasible entry: (monthly bill or USD per 1k requests, USD per 1k requests at SLO capacity)."""
-    cost, sizing = entry["cost"], entry.get("sizing")
-    return (sizing["monthly_usd"] if sizing else cost["usd_per_1k_requests"], cost["usd_per_1k_requests_at_capacity"])
 
 
 def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -132,8 +127,7 @@ def _api(spec: SearchSpec, feasible: list[dict[str, Any]]) -> dict[str, Any] | N
 def _api_row(spec: SearchSpec, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, str]:
     """(the API row to compare with, how it was chosen): ``--api``, else the cheapest catalog row serving the same
     model for the workload's mean request (rows the mix cannot price skipped); (None, "") when there is none."""
-    from kvledger.catalog.api_match import same_model_rows
-    from kvledger.catalog.prices import find_api_price
+    from kvledger.catalog.api_match import find_api_price, same_model_rows
     from kvledger.errors import InputError
 
     if spec.api is not None:

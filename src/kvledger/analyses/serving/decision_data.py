@@ -202,7 +202,7 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
     from kvledger.analyses.serving.cost_run import cost_payload
     from kvledger.analyses.serving.decision_inputs import decision_inputs
     from kvledger.analyses.serving.sim_capacity import search_capacity
-    from kvledger.catalog.prices import find_api_price
+    from kvledger.catalog.api_match import find_api_price
     from kvledger.ledgers.api_cost import ApiMix
     from kvledger.ledgers.cost import SelfHostSetup
     from kvledger.ledgers.cost_summary import DecisionFactors
