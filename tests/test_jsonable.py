@@ -41,8 +41,10 @@ def test_walks_fields_in_order_and_nested_to_dicts():
     assert list(d) == ["name", "sizes", "kind", "count", "settings", "deduction", "extra"]
     assert d["sizes"] == [16, 32] and d["kind"] == "full_attention" and d["settings"] == {"tp": 2}
     assert type(d["count"]) is int and d["count"] == 7 and type(d["extra"]["rate"]) is float
-    # 2 GiB = 2 × 2^30 B: the nested Deduction's own to_dict adds gib = 2.0
-    assert d["deduction"] == {"name": "weights", "bytes": 2 * 2**30, "gib": 2.0, "source": "computed"}
+    # 2 GiB = 2 × 2^30 B: the nested Deduction's own to_dict adds gib = 2.0 and its range (an exact term: low = high =
+    # bytes, no range source)
+    assert d["deduction"] == {"name": "weights", "bytes": 2 * 2**30, "gib": 2.0, "low_bytes": 2 * 2**30,
+                              "high_bytes": 2 * 2**30, "source": "computed", "range_source": ""}
     assert json.loads(dumps(d)) == d
     assert list(to_jsonable(row, exclude=("settings", "extra"))) == ["name", "sizes", "kind", "count", "deduction"]
 

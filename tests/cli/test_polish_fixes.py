@@ -86,16 +86,16 @@ def test_search_serves_a_checkpoint_not_a_bare_config_file(tmp_path, change, ser
 
 
 def test_bigger_gpu_advice_ranks_memory_first_and_says_what_the_memory_buys():
-    # Qwen3-32B at its 40,960-token max_model_len misses on an H100 (79.22 GiB). "Bigger" needs ≥ 5% more memory, so
-    # the A100-80GB (79.57 GiB) is out; the 5% steps group RTX PRO 6000 (89.41) with H100 NVL (93.16: highest HBM
-    # bandwidth of the two, 3.9 vs 1.8 TB/s), then H200 (139.97; SXM first of the SXM/NVL tie), then B200 (178.63);
-    # Grace superchips (GH200) are another server, left out for a plain H100.
+    # Qwen3-32B at its 40,960-token max_model_len misses on an H100 (79.19 GiB). "Bigger" needs ≥ 5% more memory, so
+    # the A100-80GB (79.25 GiB) is out; the 5% steps group H100 NVL (93.14), RTX PRO 6000 (94.97) and H20 (95.14: highest
+    # HBM bandwidth of the three, 4.0 vs 3.9 vs 1.8 TB/s), then H200 (139.96; SXM first of the SXM/NVL tie), then B200
+    # (178.62); Grace superchips (GH200) are another server, left out for a plain H100.
     res = _run("plan", "Qwen/Qwen3-32B", "--gpu", "H100", "--json")
     assert res.exit_code == 3
     gpus = [o for o in json.loads(res.stdout)["advice"]["options"] if o["action"].startswith("--gpu ")]
-    assert [o["action"] for o in gpus] == ["--gpu nvidia_h100_nvl", "--gpu nvidia_h200_sxm", "--gpu nvidia_b200"]
-    # 93.16 − 79.22 = 13.94 GiB more (catalog CUDA totals)
-    assert "93.16 GiB device memory, 13.94 GiB more than the NVIDIA H100 80GB SXM5" in gpus[0]["detail"]
+    assert [o["action"] for o in gpus] == ["--gpu nvidia_h20", "--gpu nvidia_h200_sxm", "--gpu nvidia_b200"]
+    # 95.14 − 79.19 = 15.95 GiB more (catalog CUDA totals, gpu_cuda.csv)
+    assert "95.14 GiB device memory, 15.95 GiB more than the NVIDIA H100 80GB SXM5" in gpus[0]["detail"]
     assert [o["max_requests"] for o in gpus] == sorted(o["max_requests"] for o in gpus) and gpus[0]["max_requests"] >= 1
 
 

@@ -15,13 +15,16 @@ from dataclasses import dataclass, replace
 from kvledger.accounting import notes as N
 from kvledger.accounting import vllm_profile as P
 from kvledger.accounting import vllm_rules as R
+from kvledger.accounting.kv_range import kv_ranges
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout, vllm_layout
 from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
 from kvledger.accounting.memory import Deduction, MemoryPlan, floor_div
 from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_profile import PPStage
+from kvledger.accounting.vllm_terms import activation_item, weights_item
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention, StateLayer
@@ -79,24 +82,23 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
         lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank,
                             dtype=None if s.dtype == "auto" else s.dtype, quantization=s.quantization,
                             gpu_arch=gpu.arch, engine_version=ver)
-        items = [Deduction("weights", lw.bytes, N.weights_computed(lw.how))]
-    if s.activation_peak_bytes is not None:
-        items.append(Deduction("activation peak", s.activation_peak_bytes, N.ACTIVATION_GIVEN))
-    else:
-        peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, P.sm_count(gpu.gpu_id, gpu.arch))
-        items.append(Deduction("activation peak", peak, N.activation_modelled(vtxt, src)))
+        items = [weights_item(lw.bytes, N.weights_computed(lw.how), checkpoint, gpu.arch)]
+    items.append(activation_item(model, gpu, s, ver, mnbt, seqs, stage))
     if s.non_torch_bytes is not None:
         items.append(Deduction("non-torch memory", s.non_torch_bytes, N.NON_TORCH_GIVEN))
     else:
-        nt, src = P.non_torch(ver, s.tp, stage.pp)
-        items.append(Deduction("non-torch memory", nt, src))
+        t = non_torch_term(ver, s.tp, stage.pp, s.nnodes, gpu, s.disable_custom_all_reduce)
+        items.append(Deduction("non-torch memory", t.bytes, t.source, t.low, t.high, t.range_source))
     if not R.subtracts_cudagraphs(ver):
         items.append(Deduction("CUDA graphs", 0, N.cudagraphs_not_subtracted(vtxt)))
     elif s.cudagraph_bytes is not None:
         items.append(Deduction("CUDA graphs (estimate)", s.cudagraph_bytes, N.CUDAGRAPHS_GIVEN))
+    elif s.enforce_eager:
+        items.append(Deduction("CUDA graphs (estimate)", 0, "--enforce-eager: no CUDA graphs captured, nothing estimated"))
     else:
         cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
-        items.append(Deduction("CUDA graphs (estimate)", cg, N.cudagraphs_subtracted(src)))
+        items.append(Deduction("CUDA graphs (estimate)", cg, N.cudagraphs_subtracted(src), max(0.0, cg - 0.12 * GiB),
+                               cg + 0.12 * GiB, "±0.12 GiB against the vLLM 0.19 H100 logs"))
     return items
 
 
@@ -154,7 +156,8 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     if s.pp > model.num_layers:
         raise InputError(N.pp_above_layers(s.pp, model.name, model.num_layers))
     L, _ = resolve_max_model_len(model, s)
-    d_mnbt, d_seqs, why = R.default_batch_limits(ver, gpu.memory_bytes, gpu.name, L)
+    sliding = any(getattr(l, "window_tokens", 0) for l in model.layers)
+    d_mnbt, d_seqs, why = R.default_batch_limits(ver, gpu.memory_bytes, gpu.name, L, sliding)
     mnbt, seqs = s.max_num_batched_tokens or d_mnbt, s.max_num_seqs or d_seqs
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
         notes.append(why)
@@ -187,11 +190,15 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     cpu_blocks = (4 * GiB) // layout.bytes_per_block if v0 and not no_groups else 0
     lines = R.printed_capacity_lines(ver, n, layout.block_size, len(layout.groups), L, Rl, cpu_blocks) if n > 0 and not no_groups else []
     summaries = tuple(_stage_summary(b, b is bind) for b in stages) if s.pp > 1 else ()
+    rng = {} if no_groups else kv_ranges(
+        gpu.memory_low_bytes, gpu.memory_high_bytes, util, items, layout.bytes_per_block,
+        given_available=s.available_kv_memory_bytes, fixed_blocks=s.num_gpu_blocks_override,
+        num_groups=len(layout.groups), block_size=layout.block_size, blocks_per_request=Rl)
     mem = MemoryPlan("vllm", vtxt, gpu.memory_bytes, "gpu_memory_utilization", util, requested, tuple(items), available, given,
                      layout.block_size, layout.bytes_per_block, n, usable, 0 if no_groups else int(n / Rl * L) if dsv4 and Rl
                      else (n // len(layout.groups)) * layout.block_size,
                      tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
-                     f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free)
+                     f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free, rng)
     return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
 
 

@@ -81,7 +81,7 @@ def _count(lo: int, hi: int, unit: str = "") -> Range:
 
 #: parameter name → allowed range, for every int/float option of every command.
 OPTION_RANGES: dict[str, Range] = {
-    "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "prefill_tp": _count(1, 1024, "GPUs"), "decode_tp": _count(1, 1024, "GPUs"),
+    "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "nnodes": _count(1, 1024, "nodes"), "prefill_tp": _count(1, 1024, "GPUs"), "decode_tp": _count(1, 1024, "GPUs"),
     "replicas": _count(1, 4096), "seed": _count(0, _SEED_MAX),
     "num_requests": _count(1, _REQUESTS_MAX, "requests"), "concurrency": _count(1, 1_000_000, "users"),
     "rate": Range(0.0, 1e6, lo_open=True, allow_inf=True, unit="req/s"),  # inf: every request at t = 0

@@ -71,6 +71,11 @@ def plan(
         help="Achievable share of the host link's per-direction peak."),
     suffix_tokens: int = typer.Option(1, "--suffix-tokens",
         help="New tokens after the cached prefix in the break-even (≥ 1)."),
+    disable_custom_all_reduce: bool = typer.Option(False, "--disable-custom-all-reduce", help="vLLM flag: no custom all-reduce buffers."),
+    enforce_eager: bool = typer.Option(False, "--enforce-eager", help="vLLM flag: no CUDA graphs (no 0.20+ estimate)."),
+    distributed_executor_backend: str | None = typer.Option(None, "--distributed-executor-backend", help="vLLM: mp or ray."),
+    nnodes: int = typer.Option(1, "--nnodes", help="Nodes the TP×PP group spans (custom all-reduce is off across nodes)."),
+    sampler_backend: str = typer.Option("auto", "--sampler-backend", help="auto (the version's), flashinfer or pytorch."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the whole ledger (every term with its source, the waterfall, the roofline tables, every note) after the summary."),
 ) -> None:
@@ -99,7 +104,10 @@ def plan(
         non_torch_bytes=_bytes_opt(non_torch_memory, "--non-torch-memory"),
         cudagraph_bytes=_bytes_opt(cudagraph_memory, "--cudagraph-memory"),
         disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager, enable_prefix_caching=enable_prefix_caching,
-        achievable_flops_fraction=achievable_flops_fraction, achievable_bandwidth_fraction=achievable_bandwidth_fraction)
+        achievable_flops_fraction=achievable_flops_fraction, achievable_bandwidth_fraction=achievable_bandwidth_fraction,
+        disable_custom_all_reduce=disable_custom_all_reduce, enforce_eager=enforce_eager, nnodes=nnodes,
+        distributed_executor_backend=distributed_executor_backend.lower() if distributed_executor_backend else None,
+        sampler_backend=sampler_backend.lower())
     spec = load_model(model)
     g = resolve_gpu(gpu, memory_bytes=_bytes_opt(gpu_memory, "--gpu-memory"),
                     bandwidth_bytes_per_s=gpu_bandwidth * 1e12 if gpu_bandwidth is not None else None,

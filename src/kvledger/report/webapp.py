@@ -51,7 +51,9 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     plan = plan_to_dict(build_plan(load_model(model, allow_hub=False), resolve_gpu(gpu), settings))
     conc = {r["context_tokens"]: r for r in plan["concurrency"]}
     m = plan["memory"]
+    rng = m.get("ranges", {}).get("available_kv_bytes")
     headline = {"kv_bytes_per_token": plan["kv"]["bytes_per_token_per_gpu"], "available_kv_gib": m["available_kv_bytes"] / 2**30,
+                "available_kv_gib_range": [x / 2**30 for x in rng] if rng else None,
                 "num_gpu_blocks": m["num_gpu_blocks"], "max_model_len": m["max_model_len"],
                 "max_concurrency_8k": conc[8192]["max_concurrency"], "max_concurrency_128k": conc[131072]["max_concurrency"],
                 "verdict": (plan.get("advice") or {}).get("message")}

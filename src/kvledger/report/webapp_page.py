@@ -60,7 +60,8 @@ async function updatePlan() {
   try { const d = await get("/api/plan?" + q(["model", "gpu", "engine", "tp", "max_model_len", "kv_cache_dtype"]));
     const h = d.headline;
     $("plan-cards").innerHTML = card("kv-bytes-per-token", "KV bytes per token per GPU", fmt(h.kv_bytes_per_token, 0), h.kv_bytes_per_token) +
-      card("available-kv-gib", "available KV memory, GiB", fmt(h.available_kv_gib, 2), h.available_kv_gib) +
+      card("available-kv-gib", "available KV memory, GiB", fmt(h.available_kv_gib, 2) + (h.available_kv_gib_range ?
+           ` (${fmt(h.available_kv_gib_range[0], 2)}–${fmt(h.available_kv_gib_range[1], 2)})` : ""), h.available_kv_gib) +
       card("num-gpu-blocks", "KV blocks", fmt(h.num_gpu_blocks, 0), h.num_gpu_blocks) +
       card("max-concurrency-8k", "max concurrency at 8K tokens", fmt(h.max_concurrency_8k, 2), h.max_concurrency_8k) +
       card("max-concurrency-128k", "max concurrency at 128K tokens", fmt(h.max_concurrency_128k, 2), h.max_concurrency_128k) +
