@@ -35,7 +35,7 @@ from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.settings import make_settings
 from kvledger.analyses.doctor.memory_accuracy import TermError, exact_from_logged, replay
 from kvledger.analyses.doctor.public_startups import load_rows, replay_row, topology_label
-from kvledger.catalog.gpus import resolve_gpu
+from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
 

@@ -13,7 +13,8 @@ from kvledger.accounting.plan import build_plan
 from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_rules import printed_capacity_lines
-from kvledger.catalog.gpus import get_gpu, resolve_gpu
+from kvledger.catalog.gpu_file import resolve_gpu
+from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvledger.catalog.gpus import resolve_gpu
+from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.loading import loaded_weights
 from kvledger.catalog.models import bundled_models, load_model
 from kvledger.catalog.modelspec import parse_config

@@ -10,7 +10,7 @@ import pytest
 
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
-from kvledger.catalog.gpus import resolve_gpu
+from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.loading import loaded_weights
 from kvledger.catalog.models import load_model
 from kvledger.catalog.modelspec import parse_config

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.catalog.gpus import CUDA_RESERVE_MIB, get_gpu, gpu_catalog, resolve_gpu
+from kvledger.catalog.gpu_file import resolve_gpu
+from kvledger.catalog.gpus import CUDA_RESERVE_MIB, get_gpu, gpu_catalog
 from kvledger.errors import ConfigError, InputError, UnknownNameError
 from kvledger.units import GiB, MiB
 

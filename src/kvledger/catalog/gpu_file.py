@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kvledger.catalog.gpus import GpuSpec, custom_gpu, get_gpu
 
-__all__ = ["gpu_file"]
+__all__ = ["gpu_file", "resolve_gpu"]
 
 
 @lru_cache(maxsize=1)
@@ -89,3 +90,41 @@ def gpu_file(path: Path) -> GpuSpec:
 _GPU_RANGES = {"name": "1 to 255 characters", "memory": 'a size such as "79.22GiB", 1 MiB to 32 TiB',
                "bandwidth_tb_s": "0 < TB/s ≤ 1000", "bf16_tflops": "0 < TFLOP/s ≤ 1,000,000",
                "fp8_tflops": "0 < TFLOP/s ≤ 1,000,000", "base": "a catalog GPU name"}
+
+
+def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth_bytes_per_s: float | None = None,
+                bf16_flops_per_s: float | None = None) -> GpuSpec:
+    """A catalog GPU or a GPU file, with optional overrides (e.g. the device total your own log printed).
+
+    Raises:
+        UnknownNameError, ConfigError, InputError: as get_gpu / the file reader / custom_gpu.
+    """
+    from kvledger.errors import ConfigError
+    from kvledger.names import check_name_or_path
+
+    check_name_or_path(name_or_path, "GPU")
+    p = Path(name_or_path)
+    if p.suffix in (".json", ".toml"):
+        try:
+            exists = p.exists()
+        except OSError as err:
+            raise ConfigError(str(p)[:200], f"cannot be checked as a GPU file ({err.strerror})") from None
+        if not exists:
+            raise ConfigError(str(p), "GPU file not found (a GPU file is a small .json or .toml: name, memory, bandwidth_tb_s, bf16_tflops)")
+        g = gpu_file(p)
+    else:
+        g = get_gpu(name_or_path)
+    if memory_bytes is None and bandwidth_bytes_per_s is None and bf16_flops_per_s is None:
+        return g
+    pick = lambda v, d: d if v is None else v  # noqa: E731 - 0 is a value to check, not "unset"
+    checked = custom_gpu(g.name, pick(memory_bytes, g.memory_bytes), pick(bandwidth_bytes_per_s, g.hbm_bandwidth_bytes_per_s),
+                         pick(bf16_flops_per_s, g.bf16_flops_per_s), g.fp8_flops_per_s, g,
+                         flags={"memory": "--gpu-memory", "HBM bandwidth": "--gpu-bandwidth",
+                                "dense BF16 peak": "--gpu-bf16-tflops"})
+    given = memory_bytes is not None
+    src = "given by the user (--gpu-memory)" if given else g.memory_source
+    return replace(g, memory_bytes=checked.memory_bytes, memory_source=src, hbm_bandwidth_bytes_per_s=checked.hbm_bandwidth_bytes_per_s,
+                   bf16_flops_per_s=checked.bf16_flops_per_s,
+                   memory_low_bytes=checked.memory_bytes if given else g.memory_low_bytes,
+                   memory_high_bytes=checked.memory_bytes if given else g.memory_high_bytes,
+                   memory_basis="given" if given else g.memory_basis)

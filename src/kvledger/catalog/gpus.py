@@ -10,17 +10,16 @@ MiB from the measured gaps), and the P2P / NVLink all-to-all facts vLLM's custom
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.jsonable import to_jsonable
 from kvledger.units import GB, MiB
 
-__all__ = ["GpuSpec", "get_gpu", "gpu_catalog", "custom_gpu", "resolve_gpu", "CUDA_RESERVE_MIB"]
+__all__ = ["GpuSpec", "get_gpu", "gpu_catalog", "custom_gpu", "CUDA_RESERVE_MIB"]
 
 CUDA_RESERVE_MIB = 450
 """nvidia-smi total − CUDA total assumed for a GPU with no measured CUDA total, MiB (gpu_cuda.csv: measured gaps
@@ -193,43 +192,3 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
                    bf16_flops_per_s, fp8_flops_per_s, None, b.interconnect if b else "unknown", b.interconnect_bytes_per_s if b else 0.0,
                    b.host_link_bytes_per_s if b else 0.0, b.tdp_w if b else None, b.arch if b else "", "user", "given", "",
                    p2p=b.p2p if b else True, nvlink_all_to_all=b.nvlink_all_to_all if b else False)
-
-
-def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth_bytes_per_s: float | None = None,
-                bf16_flops_per_s: float | None = None) -> GpuSpec:
-    """A catalog GPU or a GPU file, with optional overrides (e.g. the device total your own log printed).
-
-    Raises:
-        UnknownNameError, ConfigError, InputError: as get_gpu / the file reader / custom_gpu.
-    """
-    from kvledger.errors import ConfigError
-    from kvledger.names import check_name_or_path
-
-    check_name_or_path(name_or_path, "GPU")
-    p = Path(name_or_path)
-    if p.suffix in (".json", ".toml"):
-        try:
-            exists = p.exists()
-        except OSError as err:
-            raise ConfigError(str(p)[:200], f"cannot be checked as a GPU file ({err.strerror})") from None
-        if not exists:
-            raise ConfigError(str(p), "GPU file not found (a GPU file is a small .json or .toml: name, memory, bandwidth_tb_s, bf16_tflops)")
-        from kvledger.catalog.gpu_file import gpu_file
-
-        g = gpu_file(p)
-    else:
-        g = get_gpu(name_or_path)
-    if memory_bytes is None and bandwidth_bytes_per_s is None and bf16_flops_per_s is None:
-        return g
-    pick = lambda v, d: d if v is None else v  # noqa: E731 - 0 is a value to check, not "unset"
-    checked = custom_gpu(g.name, pick(memory_bytes, g.memory_bytes), pick(bandwidth_bytes_per_s, g.hbm_bandwidth_bytes_per_s),
-                         pick(bf16_flops_per_s, g.bf16_flops_per_s), g.fp8_flops_per_s, g,
-                         flags={"memory": "--gpu-memory", "HBM bandwidth": "--gpu-bandwidth",
-                                "dense BF16 peak": "--gpu-bf16-tflops"})
-    given = memory_bytes is not None
-    src = "given by the user (--gpu-memory)" if given else g.memory_source
-    return replace(g, memory_bytes=checked.memory_bytes, memory_source=src, hbm_bandwidth_bytes_per_s=checked.hbm_bandwidth_bytes_per_s,
-                   bf16_flops_per_s=checked.bf16_flops_per_s,
-                   memory_low_bytes=checked.memory_bytes if given else g.memory_low_bytes,
-                   memory_high_bytes=checked.memory_bytes if given else g.memory_high_bytes,
-                   memory_basis="given" if given else g.memory_basis)

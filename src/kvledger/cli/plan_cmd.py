@@ -84,7 +84,7 @@ def plan(
 
     from kvledger.accounting.plan import build_plan, plan_to_dict
     from kvledger.accounting.settings import make_settings
-    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.report.plan_view import render_plan
     from kvledger.units import parse_tokens

@@ -15,7 +15,7 @@ from typing import Any
 
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
-from kvledger.catalog.gpus import resolve_gpu
+from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model, resolve_bundled
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.jsonable import to_jsonable
