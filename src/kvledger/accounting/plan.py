@@ -150,8 +150,8 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
                  "sglang": ("mem_fraction_static", "--mem-fraction-static"),
                  "trtllm": ("free_gpu_memory_fraction", "--free-gpu-memory-fraction")}
     own = fractions.get(s.engine)
-    for engine, (field, flag) in fractions.items():
-        if engine != s.engine and getattr(s, field) is not None and own is not None:
+    for engine, (attr, flag) in fractions.items():
+        if engine != s.engine and getattr(s, attr) is not None and own is not None:
             raise InputError(f"{flag} is {_ENGINE_NAMES[engine]}'s memory fraction; with --engine {s.engine} it would be "
                              f"ignored: use {own[1]} ({_ENGINE_NAMES[s.engine]}'s), or --engine {engine}")
     if s.engine != "vllm" and s.quantization is not None:
