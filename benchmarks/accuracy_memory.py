@@ -210,7 +210,7 @@ def main() -> int:
     buckets = {name: bucket_summary(recs, i) for i, name in enumerate(("version", "gpu", "topology", "term"))}
     if as_json:
         print(json.dumps({"corpus": out_rows, "summary": summary, "exact_from_logged": {"checked": len(exact), "exact": ok},
-                          "observations": [{"label": l, "terms": [t.to_dict() for t in ts]} for l, ts in obs],
+                          "observations": [{"label": item, "terms": [t.to_dict() for t in ts]} for item, ts in obs],
                           "public": [{"id": x.row_id, "source": x.source_url, "version": x.version, "gpu": x.gpu,
                                       "topology": x.topology, "terms": [t.to_dict() for t in x.terms]} for x in pubs],
                           "buckets": buckets}, indent=2))

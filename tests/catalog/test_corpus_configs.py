@@ -19,7 +19,7 @@ from kvledger.units import GiB
 
 
 def _kv_per_token(spec) -> float:
-    return sum(l.kv_bytes_per_token(spec.dtype_bytes) for l in spec.layers if l is not None)
+    return sum(layer.kv_bytes_per_token(spec.dtype_bytes) for layer in spec.layers if layer is not None)
 
 
 def test_codellama_7b_kv_params_and_logged_weights():

@@ -156,7 +156,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     if s.pp > model.num_layers:
         raise InputError(N.pp_above_layers(s.pp, model.name, model.num_layers))
     L, _ = resolve_max_model_len(model, s)
-    sliding = any(getattr(l, "window_tokens", 0) for l in model.layers)
+    sliding = any(getattr(layer, "window_tokens", 0) for layer in model.layers)
     d_mnbt, d_seqs, why = R.default_batch_limits(ver, gpu.memory_bytes, gpu.name, L, sliding)
     mnbt, seqs = s.max_num_batched_tokens or d_mnbt, s.max_num_seqs or d_seqs
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
@@ -178,7 +178,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
         notes[-2] += N.hybrid_block_size(layout.block_size)
     given = s.available_kv_memory_bytes is not None
     no_groups = not layout.groups  # the binding GPU keeps no KV cache group
-    kv_free = all(l is None for l in model.layers)  # ... because the whole model keeps none of its own
+    kv_free = all(layer is None for layer in model.layers)  # ... because the whole model keeps none of its own
     n = 1 if no_groups else s.num_gpu_blocks_override or bind.blocks
     v0 = R.era(ver) == "v0"
     usable = 0 if no_groups else n if v0 else max(0, n - 1)
@@ -270,11 +270,11 @@ def _dsv4_reservation(layout: KVLayout, L: int, F: int) -> str:
 
 def _mamba_rule(model: ModelSpec, s: PlanSettings, ver, arch: str) -> R.MambaCacheRule | None:
     """The Mamba cache rule for a model with state layers (whole model, as vLLM decides it once), else None."""
-    state = [l for l in model.layers if isinstance(l, StateLayer)]
+    state = [layer for layer in model.layers if isinstance(layer, StateLayer)]
     if not state:
         return None
-    has_attention = any(l is not None and not isinstance(l, StateLayer) for l in model.layers)
-    return R.mamba_cache_rule(ver, s.enable_prefix_caching, has_attention, {l.mixer for l in state}, arch,
+    has_attention = any(layer is not None and not isinstance(layer, StateLayer) for layer in model.layers)
+    return R.mamba_cache_rule(ver, s.enable_prefix_caching, has_attention, {item.mixer for item in state}, arch,
                               architectures=model.architectures, mamba_chunk_tokens=model.mamba_chunk_tokens)
 
 

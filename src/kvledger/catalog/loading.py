@@ -251,7 +251,7 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
         how += f", PP stage {pp_rank} of {pp}: layers {lo}–{hi - 1}" + (" + embedding" if pp_rank == 0 else "") + (" + final norm and LM head" if pp_rank == pp - 1 else "")
     if rope:
         how += f" + {rope:,} B RoPE cos/sin buffer"
-    ws, ws_src = (mla_backend_workspace_bytes(engine_version, gpu_arch) if any(isinstance(l, MLAAttention) for l in model.layers[lo:hi])
+    ws, ws_src = (mla_backend_workspace_bytes(engine_version, gpu_arch) if any(isinstance(layer, MLAAttention) for layer in model.layers[lo:hi])
                   else (0, ""))
     if ws:
         how += f" + {ws:,} B {ws_src}"
