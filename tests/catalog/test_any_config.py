@@ -188,7 +188,8 @@ def test_deepseek_v32_counts_its_indexer_keys():
     )
     spec = parse_config(raw, source="deepseek_v32")
     assert sum(layer.kv_bytes_per_token(2) for layer in spec.layers) == 61 * (576 * 2 + 132) == 78_324
-    assert sum(layer.kv_elements_per_token() for layer in spec.layers) == 61 * 576  # the latent, as transformers caches it
+    # the latent, as transformers caches it
+    assert sum(layer.kv_elements_per_token() for layer in spec.layers) == 61 * 576
     # + the indexer's projections per layer (64 × 128 × 1536 + 128 × 7168 + 2 × 128 + 64 × 7168): 671,877,929,216
     # parameters,
     # as transformers' DeepseekV32ForCausalLM on the meta device (benchmarks/data/transformers_oracle.csv).

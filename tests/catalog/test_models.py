@@ -78,7 +78,8 @@ def test_sliding_window_fields_decide_by_family():
     raw = json.loads((resources.files("kvledger.catalog") / "data/models/Qwen--Qwen2.5-7B.json").read_text())
     raw.update(use_sliding_window=True, sliding_window=4096, max_window_layers=20)
     spec = parse_config(raw, source="t")
-    assert [layer.kind for layer in spec.layers].count("sliding_window") == 8  # layers 20..27 (Qwen2: i >= max_window_layers)
+    # layers 20..27 (Qwen2: i >= max_window_layers)
+    assert [layer.kind for layer in spec.layers].count("sliding_window") == 8
 
 
 def test_mha_mqa_and_explicit_head_dim():

@@ -60,7 +60,8 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
         kind = layer.kind if not unify_hybrid or layer.kind == "mla" else "full"
         window = getattr(layer, "window_tokens", 0) or getattr(layer, "chunk_tokens", 0)
         rows.append((kind, window if kind != "full" else 0, int(per_tok[layer] * B)))
-    if unify_hybrid and any(layer is not None and layer.kind in ("sliding_window", "chunked_local") for layer in model.layers):
+    if unify_hybrid and any(layer is not None and layer.kind in ("sliding_window",
+                                                                 "chunked_local") for layer in model.layers):
         notes.append("hybrid KV cache manager disabled (or vLLM < 0.9): sliding/chunked layers allocated as full "
                      "attention")
     attn_page = max((p for _, _, p in rows if p is not None), default=0)

@@ -44,7 +44,8 @@ def _layer_caches(layer: CompressedMLAAttention, block_size: int) -> list[tuple[
                 _pad(DSV4_SWA_BLOCK_SIZE * FP8_DS_MLA_ENTRY_BYTES)))
     if r > 1:
         b = _COMPRESSOR_BLOCK[r]
-        out.append((("sliding_window", layer.compressor_coff * r, b), _pad(b * layer.compressor_state_bytes_per_token())))
+        out.append((("sliding_window", layer.compressor_coff * r, b),
+                    _pad(b * layer.compressor_state_bytes_per_token())))
     if r == 4:
         out.append((("full", block_size), _pad(block_size // 4 * layer.index_entry_bytes)))
         out.append((("sliding_window", 8, 4), _pad(4 * layer.index_compressor_state_bytes_per_token())))

@@ -16,7 +16,8 @@ __all__ = ["gpu_file", "resolve_gpu"]
 
 @lru_cache(maxsize=1)
 def _gpu_file_model() -> type[BaseModel]:
-    """The pydantic model of a GPU file, built on first use (building it costs a few ms that catalog GPUs never need)."""
+    """The pydantic model of a GPU file, built on first use (building it costs a few ms that catalog GPUs never
+    need)."""
 
     class GpuFile(BaseModel):
         """A custom GPU file, validated: every figure finite and within what an accelerator can physically have."""
@@ -45,7 +46,8 @@ def _gpu_file_model() -> type[BaseModel]:
 
 
 def gpu_file(path: Path) -> GpuSpec:
-    """A custom GPU from a small JSON or TOML file: name, memory ("79.22GiB"), bandwidth_tb_s, bf16_tflops[, fp8_tflops, base].
+    """A custom GPU from a small JSON or TOML file: name, memory ("79.22GiB"), bandwidth_tb_s, bf16_tflops[,
+    fp8_tflops, base].
 
     Raises:
         ConfigError: unreadable file, wrong types, missing or out-of-range fields (file, field and allowed range named).
@@ -72,18 +74,26 @@ def gpu_file(path: Path) -> GpuSpec:
     else:
         d = loads_located(text, str(path))
     if not isinstance(d, dict):
-        raise ConfigError(str(path), f"expected a table of fields (name, memory, bandwidth_tb_s, bf16_tflops), got {type(d).__name__}")
+        raise ConfigError(str(path), f"expected a table of fields (name, memory, bandwidth_tb_s, bf16_tflops), got "
+                                     f"{type(d).__name__}")
     missing = [k for k in ("memory", "bandwidth_tb_s", "bf16_tflops") if k not in d]
     if missing:
-        raise ConfigError(str(path), f"missing {', '.join(missing)}; a GPU file needs name, memory (e.g. \"79.22GiB\" as CUDA reports it), bandwidth_tb_s, bf16_tflops", field=missing[0])
+        raise ConfigError(str(path), f"missing {', '.join(missing)}; a GPU file needs name, memory (e.g. \"79.22GiB\" "
+                                     f"as CUDA reports it), bandwidth_tb_s, bf16_tflops", field=missing[0])
     try:
         f = _gpu_file_model().model_validate({"name": path.stem[:255] or "custom GPU", **d})
     except ValidationError as err:
         e = err.errors()[0]
         loc = ".".join(str(x) for x in e["loc"]) or None
-        raise ConfigError(str(path), f"{e['msg']} (allowed: {_GPU_RANGES.get(str(e['loc'][0]) if e['loc'] else '', 'the fields are name, memory, bandwidth_tb_s, bf16_tflops, fp8_tflops, base')})", field=loc) from None
+        raise ConfigError(
+            str(path),
+            f"{e['msg']} (allowed: "
+            f"{_GPU_RANGES.get(str(e['loc'][0]) if e['loc'] else '', 'the fields are name, memory, bandwidth_tb_s, bf16_tflops, fp8_tflops, base')})",
+            field=loc,
+        ) from None
     base = get_gpu(f.base) if f.base else None
-    return custom_gpu(f.name, parse_bytes(f.memory, what=f"{path}: memory"), f.bandwidth_tb_s * 1e12, f.bf16_tflops * 1e12,
+    return custom_gpu(f.name, parse_bytes(f.memory, what=f"{path}: memory"), f.bandwidth_tb_s * 1e12,
+                      f.bf16_tflops * 1e12,
                       f.fp8_tflops * 1e12 if f.fp8_tflops else None, base)
 
 
@@ -110,20 +120,23 @@ def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth
         except OSError as err:
             raise ConfigError(str(p)[:200], f"cannot be checked as a GPU file ({err.strerror})") from None
         if not exists:
-            raise ConfigError(str(p), "GPU file not found (a GPU file is a small .json or .toml: name, memory, bandwidth_tb_s, bf16_tflops)")
+            raise ConfigError(str(p), "GPU file not found (a GPU file is a small .json or .toml: name, memory, "
+                                      "bandwidth_tb_s, bf16_tflops)")
         g = gpu_file(p)
     else:
         g = get_gpu(name_or_path)
     if memory_bytes is None and bandwidth_bytes_per_s is None and bf16_flops_per_s is None:
         return g
     pick = lambda v, d: d if v is None else v  # noqa: E731 - 0 is a value to check, not "unset"
-    checked = custom_gpu(g.name, pick(memory_bytes, g.memory_bytes), pick(bandwidth_bytes_per_s, g.hbm_bandwidth_bytes_per_s),
+    checked = custom_gpu(g.name, pick(memory_bytes, g.memory_bytes), pick(bandwidth_bytes_per_s,
+                                                                          g.hbm_bandwidth_bytes_per_s),
                          pick(bf16_flops_per_s, g.bf16_flops_per_s), g.fp8_flops_per_s, g,
                          flags={"memory": "--gpu-memory", "HBM bandwidth": "--gpu-bandwidth",
                                 "dense BF16 peak": "--gpu-bf16-tflops"})
     given = memory_bytes is not None
     src = "given by the user (--gpu-memory)" if given else g.memory_source
-    return replace(g, memory_bytes=checked.memory_bytes, memory_source=src, hbm_bandwidth_bytes_per_s=checked.hbm_bandwidth_bytes_per_s,
+    return replace(g, memory_bytes=checked.memory_bytes, memory_source=src,
+                   hbm_bandwidth_bytes_per_s=checked.hbm_bandwidth_bytes_per_s,
                    bf16_flops_per_s=checked.bf16_flops_per_s,
                    memory_low_bytes=checked.memory_bytes if given else g.memory_low_bytes,
                    memory_high_bytes=checked.memory_bytes if given else g.memory_high_bytes,
