@@ -63,8 +63,9 @@ def summary_lines(p: Plan) -> list[str]:
                       f"{m.ranges['max_concurrency'][0]:,.2f}–{m.ranges['max_concurrency'][1]:,.2f}x)"
                       if m.ranges and m.ranges["num_gpu_blocks"][0] != m.ranges["num_gpu_blocks"][1] else ""))
     if m.fits and m.kv_free:
-        out.append(f"concurrency (per replica): only max_num_seqs = {m.max_num_seqs:,} limits it, at every context up to "
-                   f"max_model_len {m.max_model_len:,} (no KV cache to fill; the engine prints no maximum concurrency)")
+        out.append(f"concurrency (per replica): only max_num_seqs = {m.max_num_seqs:,} limits it, "
+                   f"at every context up to max_model_len {m.max_model_len:,} (no KV cache to fill; "
+                   "the engine prints no maximum concurrency)")
     elif m.fits:
         rows = "; ".join(f"{r.context_tokens:,} tokens: {r.max_requests:,} request{'' if r.max_requests == 1 else 's'} "
                          f"({r.max_concurrency:,.2f}x)" if r.within_max_model_len else
