@@ -111,7 +111,8 @@ t0, c0 = time.perf_counter(), time.process_time()
 res = simulate(reqs, setup.config, setup.cost, record_token_times=False)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 s = res.summary
-print(json.dumps({"wall_s": wall, "cpu_s": cpu, "steps": s.num_steps, "finished": s.num_finished, "tpot_p50_s": s.tpot_s.p50}))
+print(json.dumps({"wall_s": wall, "cpu_s": cpu, "steps": s.num_steps, "finished": s.num_finished,
+                  "tpot_p50_s": s.tpot_s.p50}))
 """
 
 

@@ -96,13 +96,18 @@ MOVES: dict[str, str] = {
 }
 
 ROOMS = {
-    f"{D}/engine": "The engine's rules, as vLLM v1 and SGLang run them: scheduling, the block pool, KV managers, the radix cache.",
-    f"{D}/fast": "Fast paths of the simulator: whole stretches of decode steps and arrivals at once, with the step loop's results.",
-    f"{D}/outputs": "What a simulated run reports: latency statistics, ITL gaps, KV usage over time, token times, step logs.",
-    f"{D}/workload": "Where requests come from: bundled and user traces, synthetic and ServeGen workloads, closed loops.",
+    f"{D}/engine": ("The engine's rules, as vLLM v1 and SGLang run them: scheduling, the block pool, KV managers, "
+                    "the radix cache."),
+    f"{D}/fast": ("Fast paths of the simulator: whole stretches of decode steps and arrivals at once, "
+                  "with the step loop's results."),
+    f"{D}/outputs": ("What a simulated run reports: latency statistics, ITL gaps, KV usage over time, token times, "
+                     "step logs."),
+    f"{D}/workload": ("Where requests come from: bundled and user traces, synthetic and ServeGen workloads, "
+                      "closed loops."),
     f"{A}/serving": "Serving capacity and cost: SLO boundary search, simulations as ledger inputs, the decision data.",
     f"{A}/doctor": "`kvledger doctor`: a vLLM log against the ledger, and start-ups replayed through the memory plan.",
-    f"{A}/judgments": "The judgment calls: FP8 KV cache, speculative decoding, KV eviction, prefill/decode disaggregation.",
+    f"{A}/judgments": ("The judgment calls: FP8 KV cache, speculative decoding, KV eviction, "
+                       "prefill/decode disaggregation."),
 }
 
 
@@ -183,7 +188,8 @@ def rewrite() -> int:
             new = "".join(line if _is_new_import(line) else _from_imports(pat.sub(
                 lambda m: "kvledger." + _rename(m.group(1)), line)) for line in text.splitlines(keepends=True))
             for old_pkg in ('"kvledger.dynamics"', '"kvledger.dynamics.engine.request"'):
-                new = new.replace(f'resources.files({old_pkg}) / "data"', 'resources.files("kvledger.dynamics.workload") / "data"')
+                new = new.replace(f'resources.files({old_pkg}) / "data"',
+                                  'resources.files("kvledger.dynamics.workload") / "data"')
             new = new.replace("kvledger/dynamics/data/", "kvledger/dynamics/workload/data/")
             new = new.replace('"kvledger" / "dynamics" / "data"', '"kvledger" / "dynamics" / "workload" / "data"')
             if new != text:

@@ -126,6 +126,10 @@ def test_lower_layers_do_not_import_the_analyses():
     for pkg in ("units.py", "catalog", "accounting", "dynamics", "evidence", "ledgers"):
         for f in ([root / pkg] if pkg.endswith(".py") else sorted((root / pkg).rglob("*.py"))):
             for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
-                names = [a.name for a in node.names] if isinstance(node,
-                                                                   ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    names = [node.module or ""]
+                else:
+                    names = []
                 assert not any(n.startswith("kvledger.analyses") for n in names), f

@@ -218,10 +218,11 @@ def test_mutated_gpu_files_load_or_fail_cleanly(tmp_path_factory, body, suffix):
         for k, v in base.items():
             if v is None:
                 continue
-            lines.append(
-                f"{k} = "
-                f"{json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else ('nan' if v != v else ('inf' if v > 0 else '-inf'))}"
-            )
+            if isinstance(v, float) and not math.isfinite(v):
+                text = "nan" if v != v else ("inf" if v > 0 else "-inf")
+            else:
+                text = json.dumps(v)
+            lines.append(f"{k} = {text}")
         f.write_text("\n".join(lines).replace("true", "true").replace("false", "false"))
     try:
         g = resolve_gpu(str(f))

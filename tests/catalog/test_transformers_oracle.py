@@ -32,11 +32,12 @@ REFUSED: dict[str, str] = {}
 DIFFERS = {
     # DeepSeek-V4: vLLM 0.33 keeps one K=V latent of head_dim 512 per token in each layer's 128-token window (an
     # fp8_ds_mla entry of 584 B), plus compressed entries beyond it; transformers' DeepseekV4CSACache/HCACache keep K
-    # and
-    # V apart over the window only, 43 layers × 2 × 512 = 44,032 elements (the oracle); read as vLLM: 43 × 512 = 22,016.
-    "deepseek_v4": "vLLM keeps one K=V fp8_ds_mla entry per window token and compressed entries; transformers K and V "
-    "apart",
-    "minicpm3": "vLLM's MiniCPM3Attention caches decompressed K/V (40 heads of qk_head_dim 96), transformers the latent",
+    # and V apart over the window only, 43 layers × 2 × 512 = 44,032 elements (the oracle); read as vLLM:
+    # 43 × 512 = 22,016.
+    "deepseek_v4": ("vLLM keeps one K=V fp8_ds_mla entry per window token and compressed entries; "
+                    "transformers K and V apart"),
+    "minicpm3": ("vLLM's MiniCPM3Attention caches decompressed K/V (40 heads of qk_head_dim 96), "
+                 "transformers the latent"),
     # vLLM 0.19's MiMoV2Attention pads V to head_dim 192 and gives its Attention no head_size_v, transformers caches V
     # at v_head_dim 128; KV heads agree (sliding layers 2 × num_key_value_heads = 8, full 4; 39 sliding, 9 full):
     # vLLM 2 × 192 × (39 × 8 + 9 × 4) = 133,632 elements, transformers (192 + 128) × 348 = 111,360 (the oracle).

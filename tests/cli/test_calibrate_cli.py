@@ -113,6 +113,7 @@ def test_disagg_accepts_the_profile(profile):
 
 
 def test_file_without_a_shared_clock_is_refused():
-    f = Path(__file__).resolve().parents[1] / "evidence" / "data" / "llmperf" / "leaderboard_individual_anyscale_70b.json"
+    llmperf = Path(__file__).resolve().parents[1] / "evidence" / "data" / "llmperf"
+    f = llmperf / "leaderboard_individual_anyscale_70b.json"
     res = runner.invoke(app, ["validate", str(f), "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100"])
     assert isinstance(res.exception, FormatError) and "common clock" in str(res.exception)

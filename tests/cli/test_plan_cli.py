@@ -127,7 +127,8 @@ def test_dtype_and_online_fp8_follow_the_logged_startups():
     # activation 2.21 and 42.8 GiB available; "--quantization fp8" logs 8.49 GiB of weights and 64.61 GiB available
     # (shared/data/vllm-startups-0.19). fp32: every weight 4 B (+ RoPE buffer in fp32), the sampler's logits 4 B.
     from pathlib import Path
-    cfg = str(Path(__file__).parents[1] / "fixtures" / "vllm_startups_0_19" / "configs" / "meta-llama--Llama-3.1-8B-Instruct.json")
+    configs = Path(__file__).parents[1] / "fixtures" / "vllm_startups_0_19" / "configs"
+    cfg = str(configs / "meta-llama--Llama-3.1-8B-Instruct.json")
     base = ["plan", cfg, "--gpu", "H100", "--gpu-memory", "79.19GiB", "--engine-version", "0.19.0",
             "--gpu-memory-utilization", "0.95", "--max-model-len", "8192", "--json"]
     for extra, weights, avail in ((["--dtype", "float32"], 29.98, 42.8), (["--quantization", "fp8"], 8.49, 64.61)):

@@ -279,7 +279,8 @@ def test_result_is_json_serializable():
 _V = "(APIServer pid=1) INFO 04-22 00:03:30 [entrypoints/openai/api_server.py:1] vLLM API server version {}"
 _ARGS = ("(APIServer pid=1) INFO 04-22 00:03:35 [entrypoints/utils.py:233] non-default args: "
          "{'model': 'meta-llama/Llama-3.1-8B-Instruct', 'num_gpu_blocks_override': 1000}")
-_OVERRIDE = "(EngineCore pid=2) INFO 04-22 00:04:19 [v1/core/kv_cache_utils.py:829] Overriding num_gpu_blocks={} with num_gpu_blocks_override={}"
+_OVERRIDE = ("(EngineCore pid=2) INFO 04-22 00:04:19 [v1/core/kv_cache_utils.py:829] "
+             "Overriding num_gpu_blocks={} with num_gpu_blocks_override={}")
 _AVAIL = "(EngineCore pid=2) INFO 04-22 00:04:20 [v1/worker/gpu_worker.py:436] Available KV cache memory: 58.11 GiB"
 
 

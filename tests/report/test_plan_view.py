@@ -41,7 +41,7 @@ def test_dsv4_kv_table_prints_its_ratio_128_layers_per_token_bytes():
 
 def test_decode_attention_intensity_names_its_context_where_it_varies():
     from kvledger.catalog.models import load_model
-    from kvledger.report.plan_view import summary_lines
+    from kvledger.report.plan_summary import summary_lines
 
     # Llama-3.1-8B: 32 query heads over 8 KV heads read 2 B elements, 2 FLOP per element and head for QK and for PV:
     # 4 × 32 / (2 × 2 × 8) = 4.0 FLOP/B at every context, so the summary states one figure
@@ -77,7 +77,7 @@ def test_models_caption_offers_the_wide_columns_only_when_they_are_hidden():
 
 def test_decode_attention_names_why_it_varies():
     from kvledger.catalog.models import load_model
-    from kvledger.report.plan_view import summary_lines
+    from kvledger.report.plan_summary import summary_lines
 
     # Qwen3-Next at TP 4 has no window: its FLOP/B grows with the context because each request also reads its 36 Gated
     # DeltaNet states, 36 × 274,432 B = 9,879,552 B per step, whatever the context; DeepSeek-V4 reads windows and a

@@ -157,7 +157,8 @@ def _group(spec: LayerSpec, n: int, s: float, tp: int, state_s: tuple[float, flo
         if spec.head_dim == spec.v_head_dim and not idx:
             f = f"2 (K,V) × {n} layers × {h} KV heads × {spec.head_dim} head_dim × {s:g} B = {total:,.0f} B/token"
         else:
-            f = f"{n} layers × ({h} KV heads × ({spec.head_dim} + {spec.v_head_dim}) × {s:g} B{idx}) = {total:,.0f} B/token"
+            f = (f"{n} layers × ({h} KV heads × ({spec.head_dim} + {spec.v_head_dim}) × {s:g} B{idx}) "
+                 f"= {total:,.0f} B/token")
         if getattr(spec, "window_tokens", 0):
             f += f", at most {spec.window_tokens:,} tokens held (sliding window)"
         if getattr(spec, "chunk_tokens", 0):

@@ -19,16 +19,15 @@ from kvledger.accounting import vllm_rules as R
 from kvledger.accounting.kv_range import kv_ranges
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout, vllm_layout
-from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
 from kvledger.accounting.memory import Deduction, MemoryPlan, floor_div
 from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_rule, vllm_block_size
 from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_terms import activation_item, weights_item
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
-from kvledger.catalog.layers import MLAAttention, StateLayer
 from kvledger.catalog.loading import SERVED_DTYPE_BYTES, loaded_weights
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -99,8 +98,8 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
     elif s.cudagraph_bytes is not None:
         items.append(Deduction("CUDA graphs (estimate)", s.cudagraph_bytes, N.CUDAGRAPHS_GIVEN))
     elif s.enforce_eager:
-        items.append(Deduction("CUDA graphs (estimate)", 0, "--enforce-eager: no CUDA graphs captured, nothing "
-                                                            "estimated"))
+        items.append(Deduction("CUDA graphs (estimate)", 0,
+                               "--enforce-eager: no CUDA graphs captured, nothing estimated"))
     else:
         cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
         items.append(Deduction("CUDA graphs (estimate)", cg, N.cudagraphs_subtracted(src), max(0.0, cg - 0.12 * GiB),
@@ -173,14 +172,16 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
         notes.append(why)
     dsv4 = has_compressed_mla(model.layers)
-    B, bsrc = _block_size(model, s, ver, gpu.arch, dsv4)
+    B, bsrc = vllm_block_size(model, s, ver, gpu.arch, dsv4)
     notes.append(N.block_size_from(B, bsrc))
     unify = s.disable_hybrid_kv_cache_manager or R.era(ver) in ("v0", "v1-0.8")
-    util, usrc = (s.gpu_memory_utilization,
-                  "given") if s.gpu_memory_utilization else R.default_gpu_memory_utilization(ver)
+    if s.gpu_memory_utilization:
+        util, usrc = s.gpu_memory_utilization, "given"
+    else:
+        util, usrc = R.default_gpu_memory_utilization(ver)
     notes.append(N.gpu_memory_utilization_from(util, usrc))
     requested = math.ceil(gpu.memory_bytes * util)
-    mamba = _mamba_rule(model, s, ver, gpu.arch)
+    mamba = mamba_rule(model, s, ver, gpu.arch)
     if mamba is not None:
         notes.append(mamba.source)
     stages = _stage_budgets(model, gpu, s, kv, ver, mnbt, seqs, B, unify, requested, checkpoint or model, mamba)
@@ -198,7 +199,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
     notes += _pool_notes(s, ver, bind, n, seqs, kv_free, (F, fsrc))
     Rl = layout.blocks_per_request(L, F)
     if dsv4:
-        notes.append(_dsv4_reservation(layout, L, F))
+        notes.append(dsv4_reservation_note(layout, L, F))
     cpu_blocks = (4 * GiB) // layout.bytes_per_block if v0 and not no_groups else 0
     lines = R.printed_capacity_lines(ver, n, layout.block_size, len(layout.groups), L, Rl,
                                      cpu_blocks) if n > 0 and not no_groups else []
@@ -207,26 +208,17 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
         gpu.memory_low_bytes, gpu.memory_high_bytes, util, items, layout.bytes_per_block,
         given_available=s.available_kv_memory_bytes, fixed_blocks=s.num_gpu_blocks_override,
         num_groups=len(layout.groups), block_size=layout.block_size, blocks_per_request=Rl)
+    if no_groups:
+        pool_tokens = 0
+    elif dsv4 and Rl:
+        pool_tokens = int(n / Rl * L)
+    else:
+        pool_tokens = (n // len(layout.groups)) * layout.block_size
     mem = MemoryPlan("vllm", vtxt, gpu.memory_bytes, "gpu_memory_utilization", util, requested, tuple(items), available,
-                     given,
-                     layout.block_size, layout.bytes_per_block, n, usable,
-                         0 if no_groups else int(n / Rl * L) if dsv4 and Rl
-                     else (n // len(layout.groups)) * layout.block_size,
+                     given, layout.block_size, layout.bytes_per_block, n, usable, pool_tokens,
                      tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
                      f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free, rng)
     return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
-
-
-def _block_size(model: ModelSpec, s: PlanSettings, ver, arch: str, dsv4: bool) -> tuple[int, str]:
-    """(block size, where it came from): the user's, DeepSeek-V4's only one, or vLLM's default for the backend."""
-    if dsv4:
-        block = _dsv4_block_size(ver, s.block_size)
-        if s.disable_hybrid_kv_cache_manager:
-            raise InputError(N.DSV4_NO_UNIFIED)
-        return block
-    if s.block_size:
-        return s.block_size, "given"
-    return R.default_block_size(ver, any(isinstance(layer, MLAAttention) for layer in model.layers), arch)
 
 
 def _pool_notes(s: PlanSettings, ver, bind: _Stage, n: int, seqs: int, kv_free: bool,
@@ -253,46 +245,6 @@ def _pool_notes(s: PlanSettings, ver, bind: _Stage, n: int, seqs: int, kv_free: 
         notes.append(N.sliding_inflight(*inflight))
     return notes
 
-
-def _dsv4_block_size(ver, given: int | None) -> tuple[int, str]:
-    """DeepSeek-V4's block size: served from vLLM 0.20, its sparse MLA backend takes blocks of 256 tokens only.
-
-    Raises:
-        InputError: a version before 0.20 or another ``--block-size``.
-    """
-    if ver < (0, 20, 0):
-        raise InputError(f"vLLM {'.'.join(map(str, ver))} cannot serve DeepSeek-V4: DeepseekV4ForCausalLM is in vLLM's "
-                         "model registry from 0.20 (0.19's has none); pass --engine-version 0.20 or later")
-    if given and given != DSV4_BLOCK_SIZE:
-        raise InputError(f"--block-size {given}: DeepSeek-V4's sparse MLA backend supports blocks of {DSV4_BLOCK_SIZE} "
-                         "tokens only (vLLM 0.33 models/deepseek_v4/sparse_mla.py)")
-    src = (f"DeepSeek-V4's sparse MLA backend supports only {DSV4_BLOCK_SIZE}-token blocks (vLLM 0.33 "
-           "models/deepseek_v4/sparse_mla.py)")
-    if ver < (0, 33, 0):
-        src += f"; DeepSeek-V4's cache layout was read in 0.33 and is applied to {'.'.join(map(str, ver))}"
-    return DSV4_BLOCK_SIZE, src
-
-
-def _dsv4_reservation(layout: KVLayout, L: int, F: int) -> str:
-    """Why the engine's per-request reservation of a DeepSeek-V4 model is far above the bytes a request holds."""
-    parts = ", ".join(f"{g.blocks_per_request(L, F):,} for "
-                      f"{'compressed entries' if g.kind == 'mla' else f'a window of {g.window_tokens} tokens'} "
-                      f"in {g.block_size}-token blocks" for g in layout.groups)
-    return (f"DeepSeek-V4 reservation per request at {L:,} tokens ({F:,} in flight): {parts} — every block id a whole "
-            f"{layout.bytes_per_block:,}-B slab, so the small-block windows (compressor states) set the engine's "
-            f"maximum "
-            "concurrency, far below what the bytes a request holds (the KV ledger) would allow "
-            "(kv_cache_utils.get_max_concurrency_for_kv_cache_config)")
-
-
-def _mamba_rule(model: ModelSpec, s: PlanSettings, ver, arch: str) -> R.MambaCacheRule | None:
-    """The Mamba cache rule for a model with state layers (whole model, as vLLM decides it once), else None."""
-    state = [layer for layer in model.layers if isinstance(layer, StateLayer)]
-    if not state:
-        return None
-    has_attention = any(layer is not None and not isinstance(layer, StateLayer) for layer in model.layers)
-    return R.mamba_cache_rule(ver, s.enable_prefix_caching, has_attention, {item.mixer for item in state}, arch,
-                              architectures=model.architectures, mamba_chunk_tokens=model.mamba_chunk_tokens)
 
 
 def printed_gib_block_range(available_bytes: int, bytes_per_block: int) -> tuple[int, int]:

@@ -234,7 +234,8 @@ def non_torch(ver: tuple[int, int, int], tp: int, pp: int) -> tuple[float, str]:
     """
     if tp > 1:
         v = 2.07 + 0.06 * (math.log2(tp) - 1)
-        src = f"measured on vLLM 0.19 H100 at TP 2/4 (2.07/2.13 GiB, NCCL and custom all-reduce buffers); TP {tp}: log2 interpolation"
+        src = (f"measured on vLLM 0.19 H100 at TP 2/4 (2.07/2.13 GiB, NCCL and custom all-reduce buffers); "
+               f"TP {tp}: log2 interpolation")
         if tp > 4:
             src += " (extrapolated beyond TP 4)"
         if ver < (0, 18, 0):

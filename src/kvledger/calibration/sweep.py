@@ -203,8 +203,12 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords) -> Compari
             a, b = stage.stats[m][s], getattr(ps, s)
             if a is None:
                 continue
-            note = "(E2E mean − TTFT mean)/(output mean − 1) of the stage" if m == "tpot" and derived else (
-                "inference-perf's time_per_output_token: inconsistent with its TTFT and E2E" if m == "tpot_file" else "")
+            if m == "tpot" and derived:
+                note = "(E2E mean − TTFT mean)/(output mean − 1) of the stage"
+            elif m == "tpot_file":
+                note = "inference-perf's time_per_output_token: inconsistent with its TTFT and E2E"
+            else:
+                note = ""
             rows.append(MetricRow(f"{name} {s}", "s", a, b, rel_error(b, a), note))
     rows.append(MetricRow("throughput", "req/s", stage.requests_per_s, p["throughput_req_per_s"],
                           rel_error(p["throughput_req_per_s"], stage.requests_per_s), "as each side defines it"))

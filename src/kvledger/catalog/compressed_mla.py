@@ -93,7 +93,8 @@ class CompressedMLAAttention(MLAAttention):
 
     def formula(self, elem_bytes: float, tp: int = 1) -> str:
         if self.compress_ratio <= 1:
-            return f"{self.swa_window_tokens} window entries × {FP8_DS_MLA_ENTRY_BYTES} B (fp8_ds_mla), nothing beyond the window"
+            return (f"{self.swa_window_tokens} window entries × {FP8_DS_MLA_ENTRY_BYTES} B (fp8_ds_mla), "
+                    "nothing beyond the window")
         idx = f" + {self.index_entry_bytes} B indexer key / 4" if self.index_entry_bytes else ""
         return (f"{FP8_DS_MLA_ENTRY_BYTES} B fp8_ds_mla entry / {self.compress_ratio}{idx} per token, plus "
                 f"{self.swa_window_tokens} window entries and the compressor's float32 state")

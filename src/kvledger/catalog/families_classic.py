@@ -62,8 +62,12 @@ def falcon(c: Cfg) -> Family:
         w += mat(f"{p}.self_attention.query_key_value", (nh + 2 * nkv) * hd, h, bias=b)
         w += mat(f"{p}.self_attention.dense", h, h, bias=b, bias_tp="replicate")
         w += plain_mlp(f"{p}.mlp", h, ffn, bias=b, names=("dense_h_to_4h", "dense_4h_to_h"))
-        lns = ("ln_attn", "ln_mlp") if new_arch else (("input_layernorm",) if c.get("parallel_attn",
-                                                                                    True) is True else ("input_layernorm", "post_attention_layernorm"))
+        if new_arch:
+            lns = ("ln_attn", "ln_mlp")
+        elif c.get("parallel_attn", True) is True:
+            lns = ("input_layernorm",)
+        else:
+            lns = ("input_layernorm", "post_attention_layernorm")
         for ln in lns:
             w += norm(f"{p}.{ln}", h, bias=True)
     w += norm("transformer.ln_f", h, bias=True)

@@ -52,7 +52,8 @@ def mla(c: Cfg) -> Family:
     for i in range(n):
         # transformers 5 per_layer_config (dots3's sliding layers: other widths and head counts)
         lc = layer_overrides(c, i)
-        nh, nope, kv_lora, v_hd = lc.int("num_attention_heads"), lc.int("qk_nope_head_dim"), lc.int("kv_lora_rank"), lc.int("v_head_dim")
+        nh, nope = lc.int("num_attention_heads"), lc.int("qk_nope_head_dim")
+        kv_lora, v_hd = lc.int("kv_lora_rank"), lc.int("v_head_dim")
         if kinds[i] == "linear_attention":  # Kimi-Linear: KDA layers between the MLA ones
             spec, sw = state_layer(c, "linear", mt, f"model.layers.{i}", h, nh, nope + rope)
             fam.layers.append(spec)

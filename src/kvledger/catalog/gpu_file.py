@@ -85,10 +85,11 @@ def gpu_file(path: Path) -> GpuSpec:
     except ValidationError as err:
         e = err.errors()[0]
         loc = ".".join(str(x) for x in e["loc"]) or None
+        field_names = "the fields are name, memory, bandwidth_tb_s, bf16_tflops, fp8_tflops, base"
+        allowed = _GPU_RANGES.get(str(e["loc"][0]) if e["loc"] else "", field_names)
         raise ConfigError(
             str(path),
-            f"{e['msg']} (allowed: "
-            f"{_GPU_RANGES.get(str(e['loc'][0]) if e['loc'] else '', 'the fields are name, memory, bandwidth_tb_s, bf16_tflops, fp8_tflops, base')})",
+            f"{e['msg']} (allowed: {allowed})",
             field=loc,
         ) from None
     base = get_gpu(f.base) if f.base else None

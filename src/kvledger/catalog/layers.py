@@ -125,7 +125,8 @@ class MLAAttention:
 
     def formula(self, elem_bytes: float, tp: int = 1) -> str:
         idx = f" + {self.indexer_bytes_per_token} B indexer keys" if self.indexer_bytes_per_token else ""
-        return f"({self.kv_lora_rank} kv_lora_rank + {self.qk_rope_head_dim} qk_rope_head_dim) × {elem_bytes:g} B{idx}, no K/V factor 2, whole on every TP rank"
+        return (f"({self.kv_lora_rank} kv_lora_rank + {self.qk_rope_head_dim} qk_rope_head_dim) "
+                f"× {elem_bytes:g} B{idx}, no K/V factor 2, whole on every TP rank")
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,7 +135,8 @@ def parse_quant(c: Cfg) -> QuantScheme:
             bool) and 0 < x <= 1 << 20 for x in blk)):
             raise q.error("weight_block_size", f"must be two positive integers [rows, cols], got {blk!r:.60}")
         block = (blk[0], blk[1]) if blk else None
-        desc = f"fp8 {q.str('fmt', 'e4m3')}: 1 B/weight + fp32 scale per {'{}×{} block'.format(*block) if block else 'tensor'}{note}"
+        per = "{}×{} block".format(*block) if block else "tensor"
+        desc = f"fp8 {q.str('fmt', 'e4m3')}: 1 B/weight + fp32 scale per {per}{note}"
         return QuantScheme("fp8", 8, -1, block, tuple(skip), desc, rx)
     if method == "mxfp4":
         return QuantScheme("mxfp4", 4, 32, None, tuple(skip), f"mxfp4: 4-bit values + 8-bit scale per 32 = 4.25 "
@@ -152,7 +153,8 @@ def parse_quant(c: Cfg) -> QuantScheme:
             gs_text = "per output channel"
         else:
             gs_text = f"per {gs} inputs"
-        desc = f"{method}: {bits}-bit weights, model-dtype scale + {bits}-bit zero {gs_text}{', int32 g_idx' if method == 'gptq' else ''}{note}"
+        g_idx = ", int32 g_idx" if method == "gptq" else ""
+        desc = f"{method}: {bits}-bit weights, model-dtype scale + {bits}-bit zero {gs_text}{g_idx}{note}"
         return QuantScheme(method, bits, gs, None, tuple(skip), desc, rx, None, bits, method == "gptq")
     if method == "compressed-tensors":
         return _compressed_tensors(q, skip, rx)
@@ -243,7 +245,8 @@ def _compressed_tensors(q: Cfg, skip: list[str], rx: re.Pattern | None) -> Quant
         gs = wc.int("group_size", 128, maximum=1 << 20)
     w8a8 = wtype == "float" or isinstance(acts, dict)  # W8A8 (int or fp8) and W8A16-fp8 keep fp32 scales
     if w8a8:
-        desc = f"{fmt}: {bits // 8 if bits == 8 else 0.5:g} B/weight + fp32 scale per {_per(strategy, gs, block)}{_n(skip)}"
+        weight_bytes = bits // 8 if bits == 8 else 0.5
+        desc = f"{fmt}: {weight_bytes:g} B/weight + fp32 scale per {_per(strategy, gs, block)}{_n(skip)}"
         return QuantScheme("compressed-tensors", bits, gs if gs is not None else -1, block, tuple(skip), desc, rx, 4)
     # wNa16 (W4A16/W8A16 int): int32-packed values, model-dtype scales, packed zero points when asymmetric
     actorder = wc.get("actorder", None)

@@ -179,7 +179,8 @@ def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRul
     i, total = 0, len(specs)
     sched = rep.sched
     while True:
-        if rep.steady and rep.ready and sched.running and not sched.waiting and rep.fast_forward and not rep.rules.static:
+        if (rep.steady and rep.ready and sched.running and not sched.waiting and rep.fast_forward
+                and not rep.rules.static):
             progressed = False
             if lean and not rep.has_deferred:
                 i, progressed = open_stretch.run_arrivals(rep, specs, arrivals, i, out)

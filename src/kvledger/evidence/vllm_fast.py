@@ -64,7 +64,8 @@ def _gaps(col: Any, n: int) -> tuple[np.ndarray, np.ndarray] | None:
     import pyarrow.types as pt
 
     arr = _one_chunk(col)
-    if arr is None or not pt.is_list(arr.type) or arr.null_count or len(arr) != 1 or not pt.is_list(arr.type.value_type):
+    if (arr is None or not pt.is_list(arr.type) or arr.null_count or len(arr) != 1
+            or not pt.is_list(arr.type.value_type)):
         return None
     rows = arr.values
     if len(rows) != n or rows.null_count:

@@ -67,9 +67,10 @@ class ApiMix:
 
 
 def _prices(price: ApiPrice) -> dict[str, float]:
+    cache_read, cache_write = price.cached_input_usd_per_mtok, price.cache_write_usd_per_mtok
     return {"input": price.input_usd_per_mtok,
-            "cache read": price.cached_input_usd_per_mtok if price.cached_input_usd_per_mtok is not None else price.input_usd_per_mtok,
-            "cache write": price.cache_write_usd_per_mtok if price.cache_write_usd_per_mtok is not None else price.input_usd_per_mtok,
+            "cache read": cache_read if cache_read is not None else price.input_usd_per_mtok,
+            "cache write": cache_write if cache_write is not None else price.input_usd_per_mtok,
             "output": price.output_usd_per_mtok}
 
 

@@ -60,7 +60,8 @@ def _prompts(run: RunRecords | AggregateRun) -> tuple[float, int, float, float] 
     if not run.total_input_tokens or not run.num_completed:
         return None
     m = run.total_input_tokens / run.num_completed
-    return float(run.total_input_tokens), run.num_completed, float(run.total_input_tokens), run.num_completed * m * (m + 1) / 2
+    input_tokens = float(run.total_input_tokens)
+    return input_tokens, run.num_completed, input_tokens, run.num_completed * m * (m + 1) / 2
 
 
 def prefill_floor(run: RunRecords | AggregateRun, model: str | None, gpu: str | None,

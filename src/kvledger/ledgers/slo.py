@@ -83,8 +83,10 @@ class SLO:
         for k, _ in self.constraints():
             if k == "itl":
                 key = self.itl_key
-                text = SLO_KEYS["itl_max"] if self.itl_stat == "max" else SLO_KEYS["itl_mean"] if self.itl_stat == "mean" else \
-                    f"{float(self.itl_stat):g}-th percentile of a request's own gaps between chunks"
+                if self.itl_stat in ("max", "mean"):
+                    text = SLO_KEYS[f"itl_{self.itl_stat}"]
+                else:
+                    text = f"{float(self.itl_stat):g}-th percentile of a request's own gaps between chunks"
             else:
                 key, text = k, SLO_KEYS[k]
             out.append(f"{key}: {text}")

@@ -23,16 +23,22 @@ SECTIONS = (
     ("latency", "Latency and goodput against load", ("latency_by_rate", "goodput_by_rate")),
 )
 
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
-h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{font-size:1.05em;margin:.2em 0}
-table{border-collapse:collapse;font-size:.8em;margin:.4em 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right;vertical-align:top}
-td:first-child,th:first-child,td.t{text-align:left}th{background:#f4f4f4}
-.fig{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:1em;align-items:start;margin:1.2em 0;border-top:1px dashed #e4e4e4;padding-top:.6em}
-.plot svg{width:100%;height:auto}.tbl{overflow-x:auto}.sources{font-size:.75em;color:#555;margin:.3em 0 0 1em;padding:0}
-.answer{background:#f6f9fc;border-left:4px solid #4c72b0;padding:.6em 1em}.note{font-size:.85em;color:#555}
-code{font-size:.85em;word-break:break-all}
-"""
+_CSS = (
+    "\n"
+    "body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1200px;"
+    "color:#222;padding:0 1em}\n"
+    "h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}"
+    "h3{font-size:1.05em;margin:.2em 0}\n"
+    "table{border-collapse:collapse;font-size:.8em;margin:.4em 0}"
+    "td,th{border:1px solid #ddd;padding:2px 6px;text-align:right;vertical-align:top}\n"
+    "td:first-child,th:first-child,td.t{text-align:left}th{background:#f4f4f4}\n"
+    ".fig{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:1em;align-items:start;margin:1.2em 0;"
+    "border-top:1px dashed #e4e4e4;padding-top:.6em}\n"
+    ".plot svg{width:100%;height:auto}.tbl{overflow-x:auto}"
+    ".sources{font-size:.75em;color:#555;margin:.3em 0 0 1em;padding:0}\n"
+    ".answer{background:#f6f9fc;border-left:4px solid #4c72b0;padding:.6em 1em}.note{font-size:.85em;color:#555}\n"
+    "code{font-size:.85em;word-break:break-all}\n"
+)
 
 
 def report_figures(data: dict[str, Any]) -> list[Figure]:

@@ -243,11 +243,11 @@ def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None
         if ctx.log.generation == "v0"
         else ""
     )
-    out.append((f"--max-model-len {L // 2}", plan_with(spec, gpu, kw, max_model_len=L // 2,
-                                                       available_kv_memory_bytes=budget), tp,
+    half = plan_with(spec, gpu, kw, max_model_len=L // 2, available_kv_memory_bytes=budget)
+    out.append((f"--max-model-len {L // 2}", half, tp,
                 "the engine figure is for shorter requests; paged KV allocates blocks as tokens arrive, so this frees "
-                "no KV memory: it "
-                "only refuses requests longer than the new limit (worth it when a few long requests fill the cache)." + v0))
+                "no KV memory: it only refuses requests longer than the new limit (worth it when a few long requests "
+                "fill the cache)." + v0))
     rows = []
     for action, p, gpus, detail in out:
         if isinstance(p, str):

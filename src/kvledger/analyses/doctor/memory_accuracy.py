@@ -169,8 +169,8 @@ def _label(r: dict[str, str]) -> str:
     return " ".join(parts)
 
 
-def _model_for(r: dict[str, str], config_dir: Path, standins: dict[str, Path] | None = None) -> tuple[ModelSpec | None,
-    str]:
+def _model_for(r: dict[str, str], config_dir: Path,
+               standins: dict[str, Path] | None = None) -> tuple[ModelSpec | None, str]:
     """The start-up's config: the corpus's own file, else the bundled catalog's (CodeLlama-7b, phi-2, ...); a quantized
     checkpoint's is its base release's with the reconstructed ``quantization_config`` (``QUANTIZED_CHECKPOINTS``);
     ``standins``: model → a config file of the same architecture for models with none of their own."""
@@ -206,8 +206,8 @@ def _binding_rank(r: dict[str, str]) -> str:
     return next(iter(acts), "EngineCore")
 
 
-def replay(r: dict[str, str], config_dir: Path, rank: str | None = None, standins: dict[str,
-                                                                                        Path] | None = None) -> Replay:
+def replay(r: dict[str, str], config_dir: Path, rank: str | None = None,
+           standins: dict[str, Path] | None = None) -> Replay:
     """Predict every memory term of start-up ``r`` with kvledger's vLLM rules for the logged version."""
     label = _label(r)
     if r["status"] != "ok":
@@ -239,6 +239,11 @@ def replay(r: dict[str, str], config_dir: Path, rank: str | None = None, standin
     cg_sizes = int(r["cudagraph_capture_sizes_count"] or 0)
     from kvledger.accounting.vllm_profile import cudagraph_estimate
 
+    if st is None or st.get("binds"):
+        avail_range = tuple(x / GiB for x in mem.ranges["available_kv_bytes"])
+    else:
+        avail_range = (None, None)
+
     terms = [TermError("weights", pred.get("weights"), by_rank(r["weights_gib_by_rank"]).get(rank)),
              TermError("activation peak", pred.get("activation peak"),
                        by_rank(r["activation_peak_gib_by_rank"]).get(rank)),
@@ -246,16 +251,15 @@ def replay(r: dict[str, str], config_dir: Path, rank: str | None = None, standin
                        by_rank(r["non_torch_forward_gib_by_rank"]).get(rank)),
              TermError("CUDA graph estimate", cudagraph_estimate(cg_sizes)[0] / GiB if cg_sizes else None,
                        _f(r["cuda_graph_estimated_gib"])),
-             TermError("available KV", avail_pred, logged_avail,
-                       *((x / GiB for x in mem.ranges["available_kv_bytes"]) if st is None or st.get("binds") else (None, None))),
+             TermError("available KV", avail_pred, logged_avail, *avail_range),
              TermError("KV tokens", float(mem.pool_tokens), _f(r["gpu_kv_cache_tokens"])),
              TermError("max concurrency", p.at_max_model_len.max_concurrency if p.at_max_model_len else None,
                        _f(r["max_concurrency"]))]
     return Replay(r["log_file"], label, rank, tuple(terms))
 
 
-def exact_from_logged(r: dict[str, str], config_dir: Path, standins: dict[str, Path] | None = None) -> dict[str,
-    Any] | None:
+def exact_from_logged(r: dict[str, str], config_dir: Path,
+                      standins: dict[str, Path] | None = None) -> dict[str, Any] | None:
     """Blocks, tokens and the printed "Maximum concurrency" from the logged memory, next to the log's own figures.
 
     The log prints available memory to 2 decimals, so it fixes the block count only to a range

@@ -87,11 +87,11 @@ def _prefix_verdict(h: float, share: float, k: int, kv_full: bool) -> tuple[str,
                                                 "prefix caching is on")
     else:
         v, text = "single_replica_low_hits", ("one replica, so routing is not the cause: check that shared prefixes "
-                                              "are byte-identical "
-                                              "(timestamps or ids early in the prompt) and at least one block (16 "
-                                              "tokens) long")
+                                              "are byte-identical (timestamps or ids early in the prompt) and at "
+                                              "least one block (16 tokens) long")
     if kv_full and v == "prefix_blind_routing":
-        text += f"; the KV cache is also ≥ {KV_FULL_PCT:.0f}% full, which evicts prefixes between uses — fix capacity first and re-measure"
+        text += (f"; the KV cache is also ≥ {KV_FULL_PCT:.0f}% full, which evicts prefixes between uses — "
+                 "fix capacity first and re-measure")
     return v, text
 
 

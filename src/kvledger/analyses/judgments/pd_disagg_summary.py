@@ -91,7 +91,8 @@ def analyse_disagg(study: DisaggStudy, specs: list[RequestSpec], *, num_gpus: in
             b = res.max_rate_search["boundary_value"]
             res.max_rate_per_gpu = b / dep.num_gpus if b is not None else None
     link = study.link
-    tr = f"per-GPU KV bytes of the prompt (memory plan) ÷ {link.bytes_per_s / 1e9:,.1f} GB/s + {link.latency_s * 1e3:g} ms"
+    tr = (f"per-GPU KV bytes of the prompt (memory plan) ÷ {link.bytes_per_s / 1e9:,.1f} GB/s "
+          f"+ {link.latency_s * 1e3:g} ms")
     rep = DisaggReport(study.model.name, study.gpu.name, workload or {"num_requests": len(specs)}, num_gpus,
                        study.slo.to_dict(), study.target, link.to_dict(), tr, study.first_token, results)
     best = rep.best_split()

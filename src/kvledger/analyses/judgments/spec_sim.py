@@ -145,7 +145,8 @@ def run_spec_sweep(sm: SpecDecodeModel, rates_per_s: list[float], *, num_request
         tb, ts = b["tpot_s"]["p50"], s["tpot_s"]["p50"]
         row = {"rate_per_s": rate, "base": b, "spec": s, "tpot_p50_ratio": ts / tb if tb and ts else None,
                "ttft_p50_ratio": _ratio(s["ttft_s"]["p50"], b["ttft_s"]["p50"]),
-               "throughput_ratio": s["throughput_tok_per_s"] / b["throughput_tok_per_s"] if b["throughput_tok_per_s"] else None}
+               "throughput_ratio": (s["throughput_tok_per_s"] / b["throughput_tok_per_s"]
+                                    if b["throughput_tok_per_s"] else None)}
         row["verdict"], row["verdict_because"] = rate_verdict(row)
         out.append(row)
     return {"num_requests": num_requests, "prompt_tokens": prompt_tokens, "output_tokens": output_tokens, "seed": seed,

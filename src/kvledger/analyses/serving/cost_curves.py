@@ -46,7 +46,8 @@ def _volume_grid(c: float, v_star: float | None) -> list[float]:
 def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
     """Self-hosted and API USD per month at each volume (good requests per month), and the break-even volume."""
     bv = cost["break_even_volume"]
-    R, P, a, c = bv["replica_usd_per_month"], bv["people_usd_per_month"], bv["api_usd_per_request"], bv["replica_capacity_requests_per_month"]
+    R, P = bv["replica_usd_per_month"], bv["people_usd_per_month"]
+    a, c = bv["api_usd_per_request"], bv["replica_capacity_requests_per_month"]
     v_star = bv.get("requests_per_month")
     points = []
     for v in _volume_grid(c, v_star):

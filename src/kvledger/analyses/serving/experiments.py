@@ -78,12 +78,14 @@ def _batching(quick: bool) -> ExperimentResult:
             c = replace(cfg, batching=mode, enable_prefix_caching=False,
                         async_scheduling=cfg.async_scheduling and mode == "continuous")
             res[mode] = simulate(reqs, c, cost).summary
+        output_tokens = [r.num_output_tokens for r in reqs]
         rows.append({"output_cap_tokens": cap,
-                     "output_mean_tokens": float(np.mean([r.num_output_tokens for r in reqs])),
-                     "output_cv": float(np.std([r.num_output_tokens for r in reqs]) / np.mean([r.num_output_tokens for r in reqs])),
+                     "output_mean_tokens": float(np.mean(output_tokens)),
+                     "output_cv": float(np.std(output_tokens) / np.mean(output_tokens)),
                      "static_tok_per_s": res["static"].throughput_tok_per_s,
                      "continuous_tok_per_s": res["continuous"].throughput_tok_per_s,
-                     "continuous_over_static": res["continuous"].throughput_tok_per_s / res["static"].throughput_tok_per_s})
+                     "continuous_over_static": (res["continuous"].throughput_tok_per_s
+                                                / res["static"].throughput_tok_per_s)})
     setup += [f"{n} × 512-token prompts at t=0; outputs Exponential(mean 128) resampled ≤ cap (EOS ignored)",
               "static: a batch of up to max_num_seqs requests, each reserving prompt+output blocks, runs until its "
               "last request ends; continuous: vLLM v1 rule; same pool and step cost",

@@ -160,13 +160,13 @@ def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
         if a.mem_fraction_static is not None:
             raise InputError("--mem-fraction-static is SGLang's memory fraction and applies only with --policy sglang "
                              "(whose pool comes from SGLang's memory plan); other policies size the pool by vLLM's "
-                             "plan: "
-                             "use --gpu-memory-utilization, or add --policy sglang")
+                             "plan: use --gpu-memory-utilization, or add --policy sglang")
         return
     vllm_only = [(a.gpu_memory_utilization, "--gpu-memory-utilization is vLLM's memory fraction",
                   "use --mem-fraction-static (SGLang's), or another policy"),
                  (a.engine_version, "--engine-version picks a vLLM release's rules",
-                  "drop it (the SGLang rules are from one release, 0.5.23, and take no version), or use another policy"),
+                  "drop it (the SGLang rules are from one release, 0.5.23, and take no version), "
+                  "or use another policy"),
                  (a.num_gpu_blocks_override, "--num-gpu-blocks-override is vLLM's block count",
                   "size SGLang's pool with --mem-fraction-static (its --max-total-tokens is not modelled), or use "
                   "another policy")]

@@ -143,7 +143,8 @@ def load_distserve_run(name_or_path: str | Path) -> DistServeRun:
     meta = RunMetadata(
         source=str(path), source_format="distserve-exp", model="facebook/opt-13b", hardware="A100-SXM-80GB",
         num_gpus=1, request_rate=rate, time_origin=f"issue_time {t0:.6f} s (client monotonic clock)",
-        definitions=["TTFT = first_token_time − issue_time; TPOT = (complete_time − first_token_time)/(output_len − 1)"],
+        definitions=["TTFT = first_token_time − issue_time; "
+                     "TPOT = (complete_time − first_token_time)/(output_len − 1)"],
         extra={"engine_settings": dict(DISTSERVE_VLLM_SETTINGS), "summary": summary},
     )
     return DistServeRun(path.stem, int(m["n"]) if m else len(items), rate, requests, RunRecords(records, meta), summary)

@@ -104,7 +104,8 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
     ("Model loading took", re.compile(r"Model loading took (" + _NUM + r") ?(GiB|GB)"), _weights),
     ("Memory profiling results", re.compile(r"Memory profiling results: (.*)"), _profiling_results),
     ("total_gpu_memory (",
-     re.compile(r"total_gpu_memory \((" + _NUM + r")\s*GiB\) x gpu_memory_utilization \((" + _NUM + r")\) = (" + _NUM + r")\s*GiB"),
+     re.compile(r"total_gpu_memory \((" + _NUM + r")\s*GiB\) x gpu_memory_utilization \((" + _NUM + r")\) = ("
+                + _NUM + r")\s*GiB"),
      _fixed(total_gpu_memory_bytes=lambda m: _gib(m.group(1)), gpu_memory_utilization=lambda m: float(m.group(2)),
             requested_memory_bytes=lambda m: _gib(m.group(3)), _marker="worker_profile")),
     # V1 0.18–0.19 DEBUG lines of gpu_worker.py: the device total (torch.cuda.mem_get_info) at worker start-up and

@@ -1,0 +1,88 @@
+"""The plan's summary: the answer in a few plain lines (KV per token, the pool, concurrency, roofline limits)."""
+
+from __future__ import annotations
+
+from kvledger.accounting.kv_range import range_text
+from kvledger.accounting.plan import Plan
+from kvledger.accounting.roofline_breakdown import RooflineReport
+from kvledger.units import GiB, KiB
+
+__all__ = ["summary_lines", "attention_by_context_text"]
+
+
+def summary_lines(p: Plan) -> list[str]:
+    """The answer in a few lines: KV per token, the KV pool, concurrency at each context, the roofline's limits, the
+    verdict."""
+    m, kv = p.memory, p.kv
+    groups = "".join(f" — {t}" for t in ["; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)] if t)
+    out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype "
+           f"{kv.kv_cache_dtype}{groups}"]
+    out += [f"note: {n}" for n in m.notes if "newer than the newest release" in n]
+    out += [f"note: {n}" for n in p.model.notes if "read as a standard decoder" in n]  # an unknown model_type: say how
+    out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
+    if m.kv_free:
+        out[0] = (f"KV per token: 0 B per GPU: no layer keeps a KV cache or a state of its own (KV dtype "
+                  f"{kv.kv_cache_dtype} does not matter)")
+    if m.stages and not m.kv_free:
+        stage = m.bytes_per_block / m.block_size
+        out[0] = (f"KV per token: {stage:,.0f} B ({stage / KiB:,.2f} KiB) per GPU of the binding pipeline stage (its "
+                  f"layers only); all layers at TP {p.settings.tp}: {kv.bytes_per_token:,.0f} B, KV dtype "
+                  f"{kv.kv_cache_dtype}{groups}")
+    w = next((d.bytes for d in m.deductions if d.name == "weights"), None)
+    weights = f"weights {w / GiB:,.2f} GiB, " if w is not None else ""
+    rng = m.ranges.get("available_kv_bytes")
+    rtxt = f" {range_text(*rng)}" if rng and range_text(*rng) else ""
+    avail = (f"available KV {m.available_kv_bytes / GiB:,.1f} GiB{rtxt}" if m.available_kv_bytes > 0 else
+             f"no memory left for the KV cache (short by {-m.available_kv_bytes / GiB:,.2f} GiB{rtxt})")
+    if rng and rng[0] <= 0 < m.available_kv_bytes:
+        avail += " — the low end does not start: the engine may refuse"
+    if m.stages:
+        bind = next(st for st in m.stages if st["binds"])
+        where = (f"PP{bind['rank']} (layers {bind['layers'][0]}–{bind['layers'][1]}"
+                 f"{', LM head + sampler' if bind['is_last'] else ''})")
+        out.append(f"pipeline: {len(m.stages)} stages × TP {p.settings.tp} GPUs; " + (
+            f"no stage keeps a KV cache, so there are no blocks to compare; figures below are per GPU of stage {where}"
+            if m.kv_free else f"the binding stage {where} has the fewest blocks and sizes the engine's pool; figures "
+                              "below are per GPU of that stage"))
+    budget = (f"{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB "
+              f"× {m.fraction_name} {m.fraction:g} less " + ", ".join(d.name for d in m.deductions if d.bytes))
+    if p.layout is not None and not p.layout.groups and not m.kv_free:
+        avail = "no KV cache group on the binding stage's GPU (its layers all read other layers' K/V)"
+    if m.kv_free:
+        avail = (f"no KV pool: vLLM gives a model without KV cache groups 0 bytes of cache; "
+                 f"{m.headroom_bytes / GiB:,.2f} GiB of the budget is left after the deductions" if m.fits else
+                 f"the deductions exceed the budget by {-m.headroom_bytes / GiB:,.2f} GiB")
+        out.append(f"memory per GPU: {weights}{avail} ({budget})")
+    else:
+        source = "your engine figure" if m.available_given else budget
+        out.append(f"memory per GPU: {weights}{avail} ({source})"
+                   f" → {m.num_gpu_blocks:,} block{'' if m.num_gpu_blocks == 1 else 's'} of {m.block_size} "
+                   f"token{'' if m.block_size == 1 else 's'}"
+                   + (f" ({m.ranges['num_gpu_blocks'][0]:,}–{m.ranges['num_gpu_blocks'][1]:,}; max concurrency at "
+                      f"{m.max_model_len:,} tokens "
+                      f"{m.ranges['max_concurrency'][0]:,.2f}–{m.ranges['max_concurrency'][1]:,.2f}x)"
+                      if m.ranges and m.ranges["num_gpu_blocks"][0] != m.ranges["num_gpu_blocks"][1] else ""))
+    if m.fits and m.kv_free:
+        out.append(f"concurrency (per replica): only max_num_seqs = {m.max_num_seqs:,} limits it, "
+                   f"at every context up to max_model_len {m.max_model_len:,} (no KV cache to fill; "
+                   "the engine prints no maximum concurrency)")
+    elif m.fits:
+        rows = "; ".join(f"{r.context_tokens:,} tokens: {r.max_requests:,} request{'' if r.max_requests == 1 else 's'} "
+                         f"({r.max_concurrency:,.2f}x)" if r.within_max_model_len else
+                         f"{r.context_tokens:,} tokens: above max_model_len, rejected" for r in p.concurrency)
+        out.append(f"concurrency (per replica): {rows}")
+    r = p.roofline
+    if r is not None:
+        out.append(f"roofline: ridge {r.ridge_flops_per_byte:,.1f} FLOP/B; weight matmuls compute-bound above "
+                   f"{r.weight_matmul_crossover_tokens:,.0f} tokens per step"
+                   + (f"; decode attention {r.decode_attention_intensity:,.1f} FLOP/B"
+                      + (f" at {max(r.decode_attention_by_context):,} tokens of context ({attention_by_context_text(r)}"
+                         + (f": {r.decode_attention_varies_because})" if r.decode_attention_varies_because else ")")
+                         if r.decode_attention_varies() else "")
+                      + ", bandwidth-bound at any batch" if r.decode_attention_intensity else ""))
+    return out
+
+
+def attention_by_context_text(r: RooflineReport) -> str:
+    """Decode attention intensity at each context, e.g. "12.3 at 4,096, 15.1 at 32,768" (FLOP/B)."""
+    return ", ".join(f"{v:,.1f} at {c:,}" for c, v in sorted(r.decode_attention_by_context.items()))
