@@ -50,16 +50,16 @@ def calibrate(
     """Fit the simulator's step cost to measured runs: replays their arrivals and lengths, minimises the TTFT/TPOT/E2E error, reports fit and leave-one-out errors."""
     from kvledger.accounting.calibration_profile import dump_profile
     from kvledger.calibration.api import calibrate_files
-    from kvledger.errors import InputError
+    from kvledger.outputs import prepare_output_file, write_text_atomic
 
-    if out is not None and out.exists() and not force:
-        raise InputError(f"--out {out} exists; refusing to overwrite it (pass --force)")
+    if out is not None:
+        prepare_output_file(out, force=force, inputs=[*files, start])
     args = engine_args(model, gpu, ctx.params, step_cost=start)
     profile = calibrate_files(files, args, max_paddings=max_paddings,
                               leave_one_out=leave_one_out, fit_frontend=fit_frontend)
     text = dump_profile(profile)
     if out is not None:
-        out.write_text(text, encoding="utf-8")
+        write_text_atomic(out, text)
     if as_json:
         typer.echo(text, nl=False)
         return

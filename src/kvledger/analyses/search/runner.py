@@ -13,7 +13,6 @@ finished entries and redoes only the rest (and those whose worker failed). A wor
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -228,6 +227,6 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int = 1, backend: str =
 
 def _write_whole(path: Path, lines: list[dict[str, Any]]) -> None:
     """Replace ``path`` with these JSON lines at once (a temporary file renamed over it)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(_line(x) for x in lines), encoding="utf-8")
-    os.replace(tmp, path)
+    from kvledger.outputs import write_text_atomic
+
+    write_text_atomic(path, "".join(_line(x) for x in lines))
