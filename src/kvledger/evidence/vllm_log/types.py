@@ -177,6 +177,10 @@ class VllmLog:
     vllm_lines: int
     skipped_lines: int
     notes: tuple[str, ...] = ()
+    failures: tuple[Any, ...] = ()
+    """Start-up failure lines (failures.StartupFailure), in log order."""
+    failure_cause: tuple[int, str] | None = None
+    """(line, "ExceptionType: message") of the first exception after the first traceback: the root cause."""
 
     @property
     def prints_preemption_counts(self) -> bool:
@@ -189,4 +193,5 @@ class VllmLog:
                 "rules_version": self.rules_version, "rules_reason": self.rules_reason, "startup": self.startup.to_dict(),
                 "stats": [s.to_dict() for s in self.stats], "preemptions": [p.to_dict() for p in self.preemptions],
                 "total_lines": self.total_lines, "vllm_lines": self.vllm_lines, "skipped_lines": self.skipped_lines,
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "failures": [f.to_dict() for f in self.failures],
+                "failure_cause": list(self.failure_cause) if self.failure_cause else None}
