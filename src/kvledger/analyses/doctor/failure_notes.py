@@ -42,5 +42,6 @@ FIX = {
 }
 RULE = ("a start-up failure is any of: 'Available KV cache memory' below zero, 'No available memory for the cache "
         "blocks', max_model_len larger than the KV cache, CUDA out of memory, a 'not divisible' assertion, a "
-        "data-parallel rank out of bounds, an NCCL error, 'WorkerProc failed to start', 'EngineCore failed to start' / 'Engine core "
-        "initialization failed', or a traceback; the root cause is the first exception after the first traceback")
+        "data-parallel rank out of bounds, an NCCL error, 'WorkerProc failed to start', 'EngineCore failed to start' / "
+        "'Engine core initialization failed', or a traceback; the root cause is the first exception after the "
+        "first traceback")
