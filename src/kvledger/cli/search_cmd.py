@@ -114,6 +114,17 @@ def _write_csv(result: Any, path: Path) -> None:
     write_text_atomic(path, buf.getvalue())
 
 
+def _exit_if_failed(result: Any) -> None:
+    """Exit 1 after the output when a candidate could not be evaluated (a worker failed): scripts must not take a
+    ranking with holes for a complete one. The failed candidates are named on stderr (and in the output)."""
+    failed = [e for e in result.entries if e["status"] == "error"]
+    if failed:
+        names = "; ".join(f"{e['id']} ({e.get('reason')}: {e.get('detail', '')})" for e in failed)
+        typer.echo(f"error: {len(failed)} candidate(s) could not be evaluated: {names}. "
+                   "Run again with --resume LEDGER to redo only those.", err=True)
+        raise typer.Exit(1)
+
+
 def _show_command(spec: Any, cid: str, as_json: bool) -> None:
     from rich.console import Console
 
@@ -234,3 +245,4 @@ def register(app: typer.Typer) -> None:
             from kvledger.report.search_view import print_search
 
             print_search(result, top)
+        _exit_if_failed(result)
