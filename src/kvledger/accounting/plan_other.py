@@ -162,12 +162,14 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
                       f"model: forward over max_num_tokens {max_num_tokens}" if s.activation_peak_bytes is None else "given"),
              LineItem("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES, "as measured for vLLM on H100 (assumed)"))
     free_after = gpu.memory_bytes - sum(i.bytes for i in items)
-    items = items + (LineItem(f"reserve (1 − free_gpu_memory_fraction) × {free_after / GiB:.2f} GiB free after the "
-                              + ("dry run" if runtime == "pytorch" else "engine loads"),
-                              free_after * (1 - frac), "KvCacheCreator._cal_max_memory keeps this share free" if runtime == "pytorch"
+    # nothing free (the model does not fit): no reserve is kept, and the KV memory is the shortfall (negative)
+    reserve = max(free_after, 0) * (1 - frac)
+    items = items + (LineItem(f"reserve (1 − free_gpu_memory_fraction) × {max(free_after, 0) / GiB:.2f} GiB free after "
+                              + ("the dry run" if runtime == "pytorch" else "the engine loads"),
+                              reserve, "KvCacheCreator._cal_max_memory keeps this share free" if runtime == "pytorch"
                               else "kvCacheManager.cpp calculateMaxNumBlocks takes only the fraction of free memory"),)
     given = s.available_kv_memory_bytes is not None
-    avail = s.available_kv_memory_bytes if given else int(free_after * frac)
+    avail = s.available_kv_memory_bytes if given else int(free_after - reserve)
     tpb = s.block_size or (32 if runtime == "pytorch" else 64)
     windows = trtllm_window_pools(model, s.tp, kv.elem_bytes, L, avail, tpb, runtime)
     per_tok = sum(w.bytes_per_token for w in windows)
