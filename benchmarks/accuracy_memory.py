@@ -9,7 +9,7 @@ Sources (read-only, beside the clone):
     (``STANDINS``);
   * ``shared/data/vllm_memory_observations.csv``: three H100 start-ups of an earlier release (llm-d-benchmark,
     Apache-2.0; version not stated: the sort-era profile, vLLM ≤0.16, is applied);
-  * public logs quoted in ``shared/research/engines.md`` §7 that name model, GPU and the printed available memory:
+  * public logs quoted in ``docs/engine-model.md`` §1.9 that name model, GPU and the printed available memory:
     only blocks, tokens and the printed concurrency can be checked there (no memory terms are printed);
   * held out: the serving runs under ``shared/data/measured-runs`` whose record states the engine's block count
     (LLMServingSim's ``meta.json``: ``kv_cache.num_gpu_blocks``, the launch arguments, the device's total memory):
@@ -163,7 +163,7 @@ def main() -> int:
     print("\nEarlier release, vllm_memory_observations.csv:")
     for label, ts in obs:
         print(f"  {label}: " + "; ".join(f"{t.term} {t.predicted:.2f} vs {t.logged:.2f} ({t.rel_error * 100:+.1f}%)" for t in ts))
-    print("\nPublic logs (engines.md §7), from the printed available memory:")
+    print("\nPublic logs (docs/engine-model.md §1.9), from the printed available memory:")
     for line in public_log_checks():
         print(line)
     print("\nHeld out (a serving run's record with the engine's block count; predicted from its settings alone):")

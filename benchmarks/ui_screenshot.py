@@ -1,4 +1,4 @@
-"""Screenshots for the README: ``kvledger ui`` after computing the serving panel, and the top of a ``kvledger report``.
+"""Screenshots for docs/: ``kvledger ui`` after computing the serving panel, and the top of a ``kvledger report``.
 
 Starts the web app on a free loopback port, drives Debian's headless chromium with selenium, and
 writes docs/ui.png and docs/report.png. Run: ``python benchmarks/ui_screenshot.py``.

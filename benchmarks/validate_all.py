@@ -1,4 +1,4 @@
-"""Validate the simulator on every measured run the project has, calibrating where the issue asks, and print the tables the README quotes.
+"""Validate the simulator on every measured run the project has, calibrating where the issue asks, and print the tables of docs/validation.md §2.
 
     python benchmarks/validate_all.py [--sections distserve,llmservingsim,kubecon,training,robustness] [--json]
 

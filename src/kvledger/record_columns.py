@@ -1,7 +1,7 @@
 """A run's request records held as columns (numpy arrays), for files of a million requests and more.
 
 A reader that can build the columns directly (the vLLM ``--save-detailed`` fast path) hands
-them to :meth:`kvledger.records.RunRecords.from_columns`; goodput and cost then work on the
+them to :func:`run_from_columns`; goodput and cost then work on the
 arrays, and ``run.records`` is a read-only sequence that builds each
 :class:`~kvledger.records.RequestRecord` only when asked for it (same values as the
 per-request readers produce, field for field).
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvledger.records import RequestRecord
+from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
-__all__ = ["RecordColumns", "ColumnRecords"]
+__all__ = ["RecordColumns", "ColumnRecords", "run_from_columns"]
 
 
 @dataclass(slots=True)
@@ -134,3 +134,8 @@ class ColumnRecords(Sequence):
         return len(self) == len(other) and all(a == b for a, b in zip(self, other))
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def run_from_columns(columns: RecordColumns, metadata: RunMetadata) -> RunRecords:
+    """A run held as columns: ``records`` builds each record on access, ``columns`` keeps the arrays."""
+    return RunRecords(ColumnRecords(columns), metadata, columns)  # type: ignore[arg-type]

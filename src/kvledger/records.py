@@ -5,7 +5,7 @@ measured one. Times are seconds on one clock per run, relative to the run's orig
 (the simulator starts at 0; readers shift the earliest request start to 0 and keep
 the original origin in ``RunMetadata.time_origin``).
 
-Canonical metric definitions (formats.md §0 explains how each tool differs):
+Canonical metric definitions (docs/formats.md §0 explains how each tool differs):
 
 * TTFT  = first_token_s − arrival_s
 * E2E   = finish_s − arrival_s
@@ -176,13 +176,6 @@ class RunRecords:
     records: list[RequestRecord]
     metadata: RunMetadata
     columns: Any = None  # kvledger.record_columns.RecordColumns when the reader built columns (then records is lazy)
-
-    @classmethod
-    def from_columns(cls, columns: Any, metadata: RunMetadata) -> RunRecords:
-        """A run held as :class:`~kvledger.record_columns.RecordColumns`; ``records`` builds each record on access."""
-        from kvledger.record_columns import ColumnRecords
-
-        return cls(ColumnRecords(columns), metadata, columns)  # type: ignore[arg-type]
 
     def request_ids(self) -> list[str]:
         """Every record's request id, in order."""

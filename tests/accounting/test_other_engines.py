@@ -1,4 +1,4 @@
-"""SGLang and TensorRT-LLM pools, worked by hand from their rules (engines.md §3, §4)."""
+"""SGLang and TensorRT-LLM pools, worked by hand from their rules (docs/engine-model.md §3, §4)."""
 
 from __future__ import annotations
 

@@ -61,9 +61,9 @@ def test_mla_prefill_takes_the_non_absorbed_path():
     m, g, rc = rc_for("deepseek-ai/DeepSeek-V3", "H200", tp=8, allreduce_latency_s=0.0)
     # per GPU 128/8 = 16 heads. Absorbed (decode): 2·16·(512+64) + 2·16·512 = 34,816 FLOP per pair per layer;
     # prefill MHA path: 2·16·(128+64) + 2·16·128 = 10,240, over 61 MLA layers.
-    assert rc._attn_coef == 34_816 * 61 and rc._prefill_coef == 10_240 * 61
+    assert rc.attn_flops_per_pair == 34_816 * 61 and rc.prefill_flops_per_pair == 10_240 * 61
     # context re-expansion through kv_b_proj: 2 · 512 · 16 · (128 + 128) = 4,194,304 FLOP per cached token per layer
-    assert rc._ctx_upproj == 4_194_304 * 61
+    assert rc.upproj_flops_per_token == 4_194_304 * 61
     assert rc.split_attention  # MLA backends run prefill (forward_mha) and decode (forward_mqa) one after the other
     # 8,192-token chunk after 24,576 on 8×H200: 413 ms before (absorbed FLOPs at the fp8 peak); MHA-path FLOPs at
     # the bf16 peak + the context up-projection: 269.1 ms without the all-reduce term (the audit's 269 ms).

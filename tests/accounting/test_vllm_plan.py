@@ -1,4 +1,5 @@
-"""vLLM memory plans: engines.md worked vectors, the public start-up logs, and the printed capacity lines by version."""
+"""vLLM memory plans: the worked vectors of docs/engine-model.md §1.11, the public start-up logs, and the printed
+capacity lines by version."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def plan(model, gpu=H100, **kw):
 
 
 def test_llama8b_worked_vector_engines_6_1():
-    # engines.md §6.1: page = 16 × 8 × 256 × 2 = 65,536 B; 32 layers → 2,097,152 B per block. A KV budget of
+    # docs/engine-model.md §1.11: page = 16 × 8 × 256 × 2 = 65,536 B; 32 layers → 2,097,152 B a block. A budget of
     # 57,763,954,688 B gives 57,763,954,688 / 2,097,152 = 27,544 blocks; C@8192 = 27,544 / 512 = 53.80x,
     # C@131072 = 27,544 / 8,192 = 3.36x; 0.33 prints int(3.3623046875 × 131,072) = 440,704 tokens.
     p = plan("meta-llama/Llama-3.1-8B", available_kv_memory_bytes=57_763_954_688, contexts=(8192, 131072))
@@ -37,7 +38,8 @@ def test_llama8b_worked_vector_engines_6_1():
     assert f.memory.num_gpu_blocks == 55_088 and [round(r.max_concurrency, 2) for r in f.concurrency] == [107.59, 6.72]
 
 
-GPT_OSS_AVAIL = 149_358 * 393_216  # engines.md §6.3: n = 149,358 blocks of 393,216 B (2 groups × 12 layers × 32,768 B)
+# docs/engine-model.md §1.11: n = 149,358 blocks of 393,216 B (2 groups × 12 layers × 32,768 B)
+GPT_OSS_AVAIL = 149_358 * 393_216
 
 
 @pytest.mark.parametrize("version,L,lines", [
@@ -139,7 +141,8 @@ def test_default_plan_lands_between_the_seed_and_the_log():
 
 
 def test_o6_qwen3_14b_reproduced_exactly_from_printed_memory():
-    # engines.md §7 O6 (vLLM ~0.10.2): "Available KV cache memory: 6.51 GiB", 42,656 tokens, 1.30x at 32,768.
+    # docs/engine-model.md §1.9 O6 (vLLM ~0.10.2): "Available KV cache memory: 6.51 GiB", 42,656 tokens, 1.30x at
+    # 32,768.
     # Block = 16 × 40 layers × 2 × 8 × 128 × 2 B = 2,621,440 B; floor(6.51 GiB / 2,621,440) = 2,666; 2,666 × 16 = 42,656;
     # 2,666 / 2,048 = 1.30.
     p = plan(f"{FIX}/Qwen3-14B.json", engine_version="0.10.2", max_model_len=32768, available_kv_memory_bytes=int(6.51 * GiB))

@@ -224,7 +224,7 @@ def test_unsupported_engine_and_json():
 
 
 def test_one_line_hybrid_tokens_inverted_to_blocks():
-    # CONSTRUCTED from engines.md §6.3 (worked vector, vLLM 0.33): gpt-oss-20b, 12 sliding (W=128) + 12 full layers, block 16:
+    # CONSTRUCTED from docs/engine-model.md §1.11 (worked vector, vLLM 0.33): gpt-oss-20b, 12 sliding (W=128) + 12 full layers, block 16:
     # R(131,072) = 8,192 + cdiv(127 + 2 × 8,192, 16) + 1 = 9,225 blocks; n = 149,358 → C = 16.19x, tokens int(C × L) = 2,122,130
     text = ("(EngineCore pid=9) INFO 01-05 10:00:00 [kv_cache_utils.py:1400] GPU KV cache size: 2,122,130 tokens, "
             "Maximum concurrency for 131,072 tokens per request: 16.19x")

@@ -26,7 +26,7 @@ def test_metadata_the_ledgers_need():
     # offered rate = (n − 1) ÷ arrival span of the first 300 azure-conv requests, read independently of the simulator
     specs = load_trace("azure-conv", num_requests=300)
     assert md.request_rate == pytest.approx(299 / (specs[-1].arrival_s - specs[0].arrival_s))
-    # vLLM's max_num_seqs default on a ≥ 70 GiB GPU is 1024 (EngineConfig docstring; engines.md §2)
+    # vLLM's max_num_seqs default on a ≥ 70 GiB GPU is 1024 (EngineConfig docstring; docs/engine-model.md §1.3)
     assert md.extra["max_num_seqs"] == 1024 and md.extra["tp"] == 1
     prov = sim.provenance()
     assert prov["plan"]["num_gpu_blocks"] == sim.result.config["num_gpu_blocks"]

@@ -61,7 +61,7 @@ def test_validate_with_the_profile_reproduces_the_profile_errors(profile):
     assert out["tpot_mean_rel_error"] == p["runs"][0]["tpot_mean_rel_error"]
     metrics = [r["metric"] for r in out["comparison"]["rows"]]
     assert "TTFT p99" in metrics and "goodput" in metrics and "ITL mean" not in metrics  # no per-token times
-    # measured mean TTFT of vllm-100-1 is 161 ms (README's validation table)
+    # measured mean TTFT of vllm-100-1 is 161 ms (docs/validation.md §2.1)
     assert out["comparison"]["rows"][0]["measured"] == pytest.approx(0.161, abs=0.0005)
 
 

@@ -53,7 +53,7 @@ def test_another_engines_memory_fraction_is_refused_not_ignored(engine, flag):
 
 
 def test_the_headline_says_when_max_num_seqs_caps_the_running_batch():
-    # 225 requests of 2,048 tokens fit in the KV cache (README headline rules), but --max-num-seqs 8 lets 8 run.
+    # 225 requests of 2,048 tokens fit in the KV cache (docs/engine-model.md §1), but --max-num-seqs 8 lets 8 run.
     out = _run("plan", MODEL, "--gpu", "H100", "--max-num-seqs", "8", "--max-model-len", "2K").stdout
     assert "fits: 225 concurrent 2,048-token requests" in out and "max_num_seqs=8 lets at most 8 run at once" in out
     plain = _run("plan", MODEL, "--gpu", "H100", "--max-model-len", "2K").stdout

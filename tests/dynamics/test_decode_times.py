@@ -11,7 +11,8 @@ from kvledger.dynamics.fast.stretch_times import decode_times
 
 def _rep(now_s: float = 0.0):
     # A step lasts 10 ms per running request (a stand-in price: only its dependence on the batch matters here).
-    return SimpleNamespace(now_s=now_s, decode_step_hint_s=0.0, _decode_list=lambda n, kv_tokens, k: [0.01 * n] * k)
+    return SimpleNamespace(now_s=now_s, decode_step_hint_s=0.0,
+                           prices=SimpleNamespace(decode_list=lambda n, kv_tokens, k: [0.01 * n] * k))
 
 
 def _reference(rems: list[int], bound_s: float, now_s: float = 0.0) -> tuple[int, list[float]]:

@@ -107,7 +107,7 @@ def test_prefill_first_steps_raise_tpot_towards_the_measured_one():
     # vllm-100-2 (100 requests at 2 req/s, mean prompt 850 tokens): measured mean TPOT 61.7 ms. Each
     # arrival's prompt-only step pauses every running decode under V0, so its TPOT (46.4 ms) lies above
     # v1's mixed steps (42.3 ms), whose decodes go on during prefills; both stay below the measurement
-    # (the step-cost fit, not the rule, leaves the rest: see the README's validation section).
+    # (the step-cost fit, not the rule, leaves the rest: see docs/validation.md §2.1).
     run = load_distserve_run("vllm-100-2")
     v0, v1 = _replay(run.requests, "v0")[1], _replay(run.requests, "v1")[1]
     assert 1.05 * v1 < v0 < 0.0617

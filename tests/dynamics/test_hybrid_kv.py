@@ -82,7 +82,7 @@ def test_no_block_leaks_under_preemption_and_sharing():
                      blocks_for_tokens=RULE_16.steady, step_blocks=RULE_16)
     rep = Replica(c, FixedStepCost(0.005, 1e-5))
     recs = run_cluster(random_workload(), [rep], make_router("round_robin"))
-    assert all(r.ok for r in recs) and rep.num_preemptions > 0 and rep.kv.hit_tokens > 0
+    assert all(r.ok for r in recs) and rep.num_preemptions > 0 and rep.kv.prefix_stats.hits > 0
     assert rep.kv._held == 0 and rep.kv.num_used_blocks == 0 and rep.kv.num_free_blocks == 65  # 66 − the null block
 
 

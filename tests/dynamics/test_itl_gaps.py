@@ -31,7 +31,7 @@ def _same_run(reqs, cfg, cost):
     full = simulate(reqs, cfg, cost)
     lean = simulate(reqs, cfg, cost, record_token_times=False)
     a, b = full.summary, lean.summary
-    assert a.itl_s == b.itl_s  # bit for bit, the mean included (both correctly rounded: itl_gaps.exact_mean)
+    assert a.itl_s == b.itl_s  # bit for bit, the mean included (both correctly rounded: exact_mean.py)
     for name in ("ttft_s", "tpot_s", "e2e_s"):
         assert getattr(a, name) == getattr(b, name)
     assert a.kv_usage == b.kv_usage and a.num_preemptions == b.num_preemptions and a.num_steps == b.num_steps
@@ -56,7 +56,7 @@ def test_exact_mean_does_not_depend_on_grouping_into_counts():
     # pairs, the same double. Reference: the sum in Fractions.
     from fractions import Fraction
 
-    from kvledger.dynamics.outputs.itl_gaps import exact_mean
+    from kvledger.dynamics.outputs.exact_mean import exact_mean
 
     values, counts = np.array([0.1, 0.2, 0.3]), np.array([3, 7, 1], dtype=np.int32)
     expanded = np.repeat(values, counts)
@@ -73,7 +73,7 @@ def test_exact_mean_is_the_correctly_rounded_sum_in_every_regime():
     # while the exact sum 1 + 2^-52 is a double: the mean must be (1 + 2^-52) / 3.
     from fractions import Fraction
 
-    from kvledger.dynamics.outputs.itl_gaps import _fsum_mean, exact_mean
+    from kvledger.dynamics.outputs.exact_mean import _fsum_mean, exact_mean
 
     assert exact_mean(np.array([1.0, 2.0**-53, 2.0**-53])) == (1 + 2.0**-52) / 3 != np.mean([1.0, 2.0**-53, 2.0**-53])
     rng = np.random.default_rng(7)

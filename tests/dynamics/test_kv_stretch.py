@@ -24,7 +24,7 @@ def test_a_finisher_leaves_the_samples_from_the_step_after_its_last_whatever_the
     # b: 6 computed in 2 blocks, decodes in steps 0..4 (computed 7..11; rems 6: still running after), needing a 3rd block in step 2 (9 tokens).
     # Step 0 gives a its 2nd block (5 tokens). Samples after each step's allocations: 2 + 2, 2 + 2, then a is gone
     # and b holds 3: [4, 4, 3, 3, 3] blocks, ×4 slots. Synchronously a is freed after step 1; with lag 1 (async)
-    # after step 2's allocations, but the general step samples step 2 after that free (Replica._drain), so the
+    # after step 2's allocations, but the general step samples step 2 after that free (Replica.drain), so the
     # samples are the same; only the pool's order differs (step 2's block is taken while a still holds its 2).
     kv = PagedKVManager(num_gpu_blocks=20, block_size=4, enable_caching=False)
     running = _two_requests(kv)

@@ -73,15 +73,15 @@ def test_the_common_run_takes_arrival_stretches_and_matches_step_by_step(monkeyp
     m, g = load_model("meta-llama/Llama-3.1-8B", allow_hub=False), get_gpu("H100")
     cost = RooflineStepCost(m, g, build_plan(m, g, PlanSettings(), with_roofline=False, with_advice=False).kv)
     steps = []
-    real = open_stretch._settle
+    real = open_stretch.settle
 
     def counting(rep, lives, K, *args):
         steps.append(K)
         return real(rep, lives, K, *args)
 
-    monkeypatch.setattr(open_stretch, "_settle", counting)
+    monkeypatch.setattr(open_stretch, "settle", counting)
     fast = simulate(work, cfg, cost, record_token_times=False)
-    monkeypatch.setattr(open_stretch, "_settle", real)
+    monkeypatch.setattr(open_stretch, "settle", real)
     slow = simulate(work, cfg, cost, record_token_times=False, fast_forward=False)
     assert _all(fast) == _all(slow)
     assert sum(steps) > 0.9 * fast.summary.num_steps, (sum(steps), fast.summary.num_steps)

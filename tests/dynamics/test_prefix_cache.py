@@ -71,7 +71,7 @@ def test_zero_hit_workload_registers_nothing():
     kv = PagedKVManager(64, 4, enable_caching=True)
     for i in range(5):
         finish(kv, req(i, 30))
-    assert kv.pool.num_cached_blocks == 0 and kv.hit_tokens == 0 and kv.query_tokens == 150
+    assert kv.pool.num_cached_blocks == 0 and kv.prefix_stats.hits == 0 and kv.prefix_stats.queries == 150
 
 
 def test_sglang_radix_hits_are_token_granular_over_segments():
@@ -144,7 +144,7 @@ def test_unbounded_cache_reaches_the_trace_infinite_cache_hit_rate_on_mooncake()
     # Independent check on real data: with a pool larger than the whole trace nothing is evicted, so the
     # hit of each request is its longest run of leading hash_ids seen in any earlier request (× 512 tokens),
     # capped at num_tokens − 1 rounded down to a block. For the first 300 Mooncake requests that is
-    # 345,600 of 4,269,971 prompt tokens (8.09 %; the whole trace: 37 %, traces.md).
+    # 345,600 of 4,269,971 prompt tokens (8.09 %; the whole trace: 37 %, docs/formats.md §8).
     from kvledger.dynamics.workload.traces import load_trace
 
     reqs = load_trace("mooncake", num_requests=300)

@@ -31,7 +31,7 @@ def setup():
 
 @pytest.mark.parametrize("key", _one_per_source_and_gpu())
 def test_calibrated_model_serves_azure_slice(setup, key):
-    # calibrated:vidur:meta-llama/Meta-Llama-3-8B@a100-80gb/tp1 ended in a TypeError in replica._push_times (numpy
+    # calibrated:vidur:meta-llama/Meta-Llama-3-8B@a100-80gb/tp1 ended in a TypeError in replica.push_times (numpy
     # float step times) before vidur_cost/calibrated returned Python floats
     cost, _ = calibrated_step_cost("calibrated:" + key, "meta-llama/Llama-3.1-8B", "H100", 1)
     res = simulate(setup.workload, setup.config, cost)

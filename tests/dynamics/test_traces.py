@@ -39,7 +39,7 @@ def test_azure_conv_first_rows_means_and_span():
     assert (reqs[1].num_prompt_tokens, reqs[1].num_output_tokens) == (396, 109)
     # last row 19:14:08.4025270 − 18:15:46.6805900 = 58 min 21.7219370 s
     assert reqs[-1].arrival_s == pytest.approx(3501.721937, abs=1e-9)
-    # traces.md: prompt mean 1,155, output mean 211 (exact: 22,361,870 / 19,366 and 4,088,665 / 19,366)
+    # docs/formats.md §8: prompt mean 1,155, output mean 211 (exact: 22,361,870 / 19,366 and 4,088,665 / 19,366)
     assert np.mean([r.num_prompt_tokens for r in reqs]) == pytest.approx(1154.6974, abs=1e-3)
     assert np.mean([r.num_output_tokens for r in reqs]) == pytest.approx(211.1259, abs=1e-3)
     assert all(r.prefix_segments == () for r in reqs)
@@ -50,7 +50,7 @@ def test_azure_code_seven_digit_timestamps_and_means():
     # "18:17:03.9799600,4808,10" then "18:17:04.0319600,3180,8": 0.0520000 s apart
     assert (reqs[0].num_prompt_tokens, reqs[0].num_output_tokens) == (4808, 10)
     assert reqs[1].arrival_s == pytest.approx(0.052, abs=1e-9)
-    # 18,059,974 / 8,819 and 245,896 / 8,819 (traces.md: 2,048 and 28)
+    # 18,059,974 / 8,819 and 245,896 / 8,819 (docs/formats.md §8: 2,048 and 28)
     assert np.mean([r.num_prompt_tokens for r in reqs]) == pytest.approx(2047.848, abs=1e-3)
     assert np.mean([r.num_output_tokens for r in reqs]) == pytest.approx(27.883, abs=1e-3)
 
@@ -114,7 +114,7 @@ def test_arxiv_needs_a_rate_and_seed_and_is_deterministic():
     assert (a[0].num_prompt_tokens, a[0].num_output_tokens, a[0].arrival_s) == (3772, 54, 0.0)
     burst = load_trace("arxiv", rate=math.inf)
     assert len(burst) == 28257 and _arrivals(burst).max() == 0.0
-    # 73,131,321 / 28,257 (traces.md: prefill mean 2,588)
+    # 73,131,321 / 28,257 (docs/formats.md §8: prefill mean 2,588)
     assert np.mean([r.num_prompt_tokens for r in burst]) == pytest.approx(2588.078, abs=1e-3)
 
 

@@ -91,7 +91,7 @@ def test_csv_export_reads_the_same_numbers_rounded():
 
 
 def _current_layout(tmp_path: Path) -> Path:
-    # Constructed from the current documented layout (formats.md §3 / aiperf docs/metrics-reference.md):
+    # Constructed from the current documented layout (docs/formats.md §3 / aiperf docs/metrics-reference.md):
     # request_start_ns, benchmark_phase, long metric tags, error_isl on failures.
     def rec(start, phase, ttft=None, lat=None, icl=None, osl=None, err=None):
         md = {"x_request_id": f"r{start}", "request_start_ns": start, "benchmark_phase": phase}

@@ -40,7 +40,7 @@ def test_v2_units_and_definition_traps():
 
 
 def _v2_with_requests(tmp_path: Path, kept_successful: int = 2) -> Path:
-    # Constructed from the v2 layout (formats.md §4): requests.{successful, errored, incomplete} of
+    # Constructed from the v2 layout (docs/formats.md §4): requests.{successful, errored, incomplete} of
     # GenerativeRequestStats with info.timings in epoch seconds and computed token counts.
     def req(i, start, first, last, out, status_err=None):
         info = {"timings": {"request_start": start, "first_token_iteration": first, "last_token_iteration": last, "request_end": last + 0.001}}
@@ -76,7 +76,7 @@ def test_v2_sampled_requests_are_flagged_with_weights(tmp_path):
 
 
 def test_older_layout_with_generative_text_responses(tmp_path):
-    # Constructed from the v0.2–v0.4 layout (formats.md §4): benchmarks[] with args, request_totals and
+    # Constructed from the v0.2–v0.4 layout (docs/formats.md §4): benchmarks[] with args, request_totals and
     # requests.successful of type_ generative_text_response with start/first/last token times (epoch s).
     resp = {"type_": "generative_text_response", "request_id": "a", "prompt_tokens": 5, "output_tokens": 3,
             "start_time": 50.0, "end_time": 50.5, "first_token_time": 50.1, "last_token_time": 50.45}

@@ -82,7 +82,7 @@ def test_per_request_token_times_going_backwards(tmp_path):
 
 
 def test_goodput_percentage_is_kept_with_its_successful_only_denominator(tmp_path):
-    # Constructed from the lifecycle report's optional goodput_metrics block (formats.md §6): inference-perf's
+    # Constructed from the lifecycle report's optional goodput_metrics block (docs/formats.md §6): inference-perf's
     # goodput_percentage divides by *successful* requests, so it is carried verbatim and labelled, never reused.
     doc = json.loads((DATA / "stage_0_lifecycle_metrics.json").read_text())
     doc["failures"]["count"] = 20

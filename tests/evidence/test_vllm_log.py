@@ -111,7 +111,7 @@ def test_v1_0102_capacity_lines():
     assert st.kv_cache_tokens == 42656  # L2 "GPU KV cache size: 42,656 tokens"
     assert (st.concurrency_context_tokens, st.max_concurrency) == (32768, 1.30)  # L3 "... 32,768 tokens per request: 1.30x"
     assert st.workers == ("EngineCore_DP0 pid=1133552",)
-    assert lg.version == "0.10.2" and "kv_cache_utils.py:864" in lg.version_source  # engines.md §7 O6
+    assert lg.version == "0.10.2" and "kv_cache_utils.py:864" in lg.version_source  # docs/engine-model.md §1.9 O6
 
 
 def test_banner_args_dict_behind_docker_compose_and_quote_prefixes():
@@ -206,7 +206,7 @@ def test_v1_preemptions_field_constructed_log():
 
 
 def test_one_line_capacity_format_of_033():
-    # CONSTRUCTED from the 0.33 format in engines.md §1.8 ("both values print on one line")
+    # CONSTRUCTED from the 0.33 format in docs/engine-model.md §1.7 ("both values print on one line")
     text = ("(EngineCore pid=9) INFO 01-05 10:00:00 [kv_cache_utils.py:1400] GPU KV cache size: 440,704 tokens, "
             "Maximum concurrency for 131,072 tokens per request: 3.36x")
     lg = parse_vllm_log(text)

@@ -27,7 +27,7 @@ def test_api_rows_cache_multiplier_and_discounts_agree():
             if r.cache_read_multiplier is not None:
                 assert r.cached_input_usd_per_mtok / r.input_usd_per_mtok == pytest.approx(r.cache_read_multiplier, abs=2e-3), r.key
         assert r.batch_discount in (None, 0.5), r.key
-    # seed-claims §18: DeepSeek has no batch API; Anthropic bills cache writes at 1.25× input (5-minute TTL)
+    # docs/cost.md §6: DeepSeek has no batch API; Anthropic bills cache writes at 1.25× input (5-minute TTL)
     assert all(r.batch_discount is None for r in api_prices() if r.provider == "DeepSeek")
     sonnet = find_api_price("claude-sonnet-4.5")
     assert sonnet.cache_write_usd_per_mtok == pytest.approx(1.25 * sonnet.input_usd_per_mtok)

@@ -32,7 +32,7 @@ def test_spec_decode_plot_marks_the_flip_of_the_json(tmp_path):
     out = tmp_path / "spec.svg"
     d = json.loads(_ok([*SPEC, "--json", "--plot", str(out)]).stdout)
     # the figure marks the flip the JSON gives (with Llama-3.2-3B drafting for the 8B on an H100, a few tens of
-    # concurrent sequences at 2K tokens; the README quotes the current figure)
+    # concurrent sequences at 2K tokens; docs/reference.md quotes the current figure)
     flip = next(f["flip_batch"] for f in d["flips"] if f["context_tokens"] == d["context_tokens"])
     assert 1 < flip < 1024
     svg = out.read_text(encoding="utf-8")

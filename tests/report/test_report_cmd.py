@@ -17,7 +17,7 @@ from kvledger.report.jsonout import strict_json
 runner = CliRunner()
 BENCH = Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-perf" / "stage_1_lifecycle_metrics.json"
 FIGURES = [k for _, _, keys in SECTIONS for k in keys]
-# a small workload keeps the test fast: 150 requests per simulation (the README command uses 2,000)
+# a small workload keeps the test fast: 150 requests per simulation (docs/reference.md's command uses 2,000)
 ARGS = ["meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv", "--slo", "ttft=200ms,tpot=50ms",
         "--api", "OpenAI:gpt-4.1", "--num-requests", "150", "--engineer-months-per-month", "0.1", "--engineer-usd-per-month", "20000",
         "--cache-hit-rate", "0.5"]

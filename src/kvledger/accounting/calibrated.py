@@ -182,13 +182,13 @@ _SPLITWISE_MODELS = {"llama2-70b": "meta-llama/Llama-2-70b-hf", "bloom-176b": "b
 _VIDUR_GPU = {"a100-80gb": "a100", "h100-80gb": "h100", "a40": "a40"}
 
 
-def _model_key(name: str) -> str:
+def calibration_model_key(name: str) -> str:
     """Loose model key: last path part, lower case, '-hf' dropped, 'llama2' → 'llama-2'."""
     key = name.strip().lower().rsplit("/", 1)[-1].removesuffix("-hf")
     return re.sub(r"^llama2-", "llama-2-", key).replace("bloom-176b", "bloom")
 
 
-def _gpu_key(gpu: str) -> str:
+def calibration_gpu_key(gpu: str) -> str:
     """Calibration GPU key: a100-80gb, h100-80gb, h100-80gb-pcap or a40."""
     s = re.sub(r"[^a-z0-9]", "", gpu.lower()).removeprefix("nvidia")
     if s.startswith("a100") and "40gb" not in s and "pcie" not in s:
@@ -205,13 +205,15 @@ def _gpu_key(gpu: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def calibrated_model_keys() -> frozenset[str]:
-    """The loose model keys (``_model_key``) of every bundled calibration, from file and folder names only (cheap:
-    ``list_calibrated`` reads each table for its TP degrees)."""
-    root, keys = _root(), set(_model_key(m) for m in _SPLITWISE_MODELS.values())
+    """The loose model keys (``calibration_model_key``) of every bundled calibration, from file and folder names only
+    (cheap: ``list_calibrated`` reads each table for its TP degrees)."""
+    root, keys = _root(), set(calibration_model_key(m) for m in _SPLITWISE_MODELS.values())
     for file in ("vllm", "distserve"):
-        keys |= {_model_key(m) for m in json.loads((root / "distserve" / f"profiler-a100-80g.{file}.json").read_text())}
+        table = json.loads((root / "distserve" / f"profiler-a100-80g.{file}.json").read_text())
+        keys |= {calibration_model_key(m) for m in table}
     for folder in _VIDUR_GPU.values():
-        keys |= {_model_key(p.parent.name) for p in (root / "vidur" / "compute" / folder).glob("*/*/mlp_median.csv")}
+        tables = (root / "vidur" / "compute" / folder).glob("*/*/mlp_median.csv")
+        keys |= {calibration_model_key(p.parent.name) for p in tables}
     return frozenset(keys)
 
 
@@ -273,8 +275,8 @@ def get_calibrated_cost(name_or_model: str, gpu: str = "A100-80GB", tp: int = 1,
         raise UnknownNameError("calibration source", source, CALIBRATION_SOURCES)
     if tp < 1:
         raise InputError(f"tensor-parallel degree must be ≥ 1, got {tp}")
-    gpu_key, model_key = _gpu_key(gpu), _model_key(name_or_model)
-    matches = [c for c in list_calibrated() if _model_key(c.model) == model_key and c.gpu == gpu_key
+    gpu_key, model_key = calibration_gpu_key(gpu), calibration_model_key(name_or_model)
+    matches = [c for c in list_calibrated() if calibration_model_key(c.model) == model_key and c.gpu == gpu_key
                and c.tp == tp and (source is None or c.source == source)]
     if not matches:
         known = [c.key for c in list_calibrated()]

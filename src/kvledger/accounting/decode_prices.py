@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DecodePrices"]
+__all__ = ["DecodePrices", "PLAIN_FLOAT_MAX_STEPS"]
+
+PLAIN_FLOAT_MAX_STEPS = 96  # runs of decode steps this short are priced in Python floats (numpy is faster past ~100)
 
 
 class DecodePrices:
@@ -26,7 +28,7 @@ class DecodePrices:
         if t is None:
             n = num_seqs
             p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
-            matmul = 2 * self.matmul_params * n + self.head_flops_per_seq * n + self._ctx_upproj * 0
+            matmul = 2 * self.matmul_params * n + self.head_flops_per_seq * n + self.upproj_flops_per_token * 0
             t = max(matmul / p, self.weight_read_bytes(n) / b)
             if len(self._gemm_cache) < 4096:
                 self._gemm_cache[num_seqs] = t
@@ -62,7 +64,7 @@ class DecodePrices:
         positive float, and so is the CPU floor of 0 s under overlap); anything else is
         ``decode_steps_s(...).tolist()`` (numpy is faster past about a hundred steps).
         """
-        if num_steps > 96 or not self._bw_bound or num_seqs == 0:
+        if num_steps > PLAIN_FLOAT_MAX_STEPS or not self._bw_bound or num_seqs == 0:
             return self.decode_steps_s(num_seqs, kv_tokens, num_steps).tolist()
         n = num_seqs
         gemm, st, ar, plain, g, b = self._list_terms(n)
@@ -101,8 +103,8 @@ class DecodePrices:
         if self._bw_bound:  # FLOPs/peak < bytes/bandwidth at every length: max() picks the bytes term
             term = byts / b
         else:
-            flops = self._attn_coef * kvt
-            for coef, bpt, window in self._swa:
+            flops = self.attn_flops_per_pair * kvt
+            for coef, bpt, window in self.window_terms:
                 capped = np.minimum(kvt, window * n)
                 flops = flops + coef * capped
                 byts = byts + bpt * capped

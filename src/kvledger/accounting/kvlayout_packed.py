@@ -9,7 +9,7 @@ The caches each DeepSeek-V4 layer registers come from ``catalog/compressed_mla.p
 
 from __future__ import annotations
 
-from kvledger.accounting.kvlayout import AllocGroup, KVLayout
+from kvledger.accounting.kvlayout_types import AllocGroup, KVLayout
 from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import cdiv

@@ -4,7 +4,7 @@ Each plan is an itemised ledger: the device total, the engine's fraction, every 
 subtracts (with its source), the KV bytes left, and the pool in blocks or tokens. Rules:
 vLLM ``v1/worker/gpu_worker.py::determine_available_memory`` and ``v1/core/kv_cache_planning.py``;
 SGLang ``mem_cache/kv_cache_configurator.py`` and ``arg_groups/memory_hook.py``; TensorRT-LLM
-``_torch/pyexecutor/_util.py::KvCacheCreator`` (engines.md §1, §3, §4).
+``_torch/pyexecutor/_util.py::KvCacheCreator`` (docs/engine-model.md §1, §3, §4).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def sglang_mem_fraction_static(gpu_mem_mib: float, tp: int, chunked_prefill_size
 
 
 def sglang_defaults(gpu_mem_mib: float, tp: int) -> tuple[int, int]:
-    """(chunked_prefill_size, decode cuda_graph_max_bs) by GPU memory (engines.md §3 defaults table)."""
+    """(chunked_prefill_size, decode cuda_graph_max_bs) by GPU memory (docs/engine-model.md §3.1)."""
     gib = gpu_mem_mib / 1024
     table = [(20, 2048, 8, 8), (35, 4096, 48, 160), (60, 4096, 32, 160), (90, 8192, 256, 512), (160, 8192, 256, 512)]
     for lim, cps, bs_lo, bs_hi in table:

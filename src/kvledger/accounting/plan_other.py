@@ -101,8 +101,6 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
 def _require_per_token_kv(model: ModelSpec, kv: KVLedger, engine: str) -> None:
     """A pure state-space model has no per-token KV: these engines' separate state pools are not modelled (clear error);
     nor are their layouts of DeepSeek-V4's compressed caches."""
-    from kvledger.errors import InputError
-
     if has_compressed_mla(model.layers):
         raise InputError(f"{model.name} is a DeepSeek-V4 model: {engine}'s layout of its compressed caches (window, "
                          "compressed entries, indexer keys, compressor state) is not modelled here; plan it with --engine vllm")

@@ -1,4 +1,4 @@
-"""vLLM's KV budget and block pool for one GPU, version by version (engines.md §1, §8).
+"""vLLM's KV budget and block pool for one GPU, version by version (docs/engine-model.md §1, §1.12).
 
 available = ceil(total × gpu_memory_utilization) − weights − activation peak − non-torch
             − CUDA-graph estimate (0.20+)                        [gpu_worker.py::determine_available_memory]

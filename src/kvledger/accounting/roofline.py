@@ -117,7 +117,10 @@ class RooflineStepCost(DecodePrices):
         self.matmul_params = (model.num_active_params - emb_params - lm_params) / tp  # per token, excluding the head
         self.head_flops_per_seq = 2 * head / tp
         at = attention_terms(model, kv, tp)
-        self._attn_coef, self._swa, self._prefill_coef, self._ctx_upproj = at.full, at.windows, at.prefill, at.upproj
+        self.attn_flops_per_pair = at.full  # FLOPs per (decode query, key) pair over the unbounded layers, FLOP
+        self.window_terms = at.windows  # [(FLOPs per pair, B per token, window tokens)] of the windowed layers
+        self.prefill_flops_per_pair = at.prefill  # FLOPs per prefill (query, key) pair, FLOP
+        self.upproj_flops_per_token = at.upproj  # MLA's FLOPs per cached-context token of a prefill chunk, FLOP
         self.growing_read_bytes = at.growing_read_bytes  # KV bytes a step reads per context token, B/token
         has_mla = any(isinstance(g.spec, MLAAttention) for g in kv.groups)
         self.split_attention = has_mla if split_attention is None else split_attention
@@ -126,9 +129,9 @@ class RooflineStepCost(DecodePrices):
         self._list_consts: dict[int, tuple] = {}  # per batch size: gemm s, state bytes, all-reduce s, the plain form's
         self._token_terms: dict[int, tuple[float, float]] = {}  # per step tokens: weight bytes read, all-reduce s
         pa, b = self.attn_peak_flops * flops_fraction, self.bw * bandwidth_fraction
-        fa, fb = self._attn_coef / pa, self.growing_read_bytes / b
+        fa, fb = self.attn_flops_per_pair / pa, self.growing_read_bytes / b
         # decode attention bandwidth-bound at every length, with a margin no rounding can cross
-        self._bw_bound = not self._swa and fa < fb * (1 - 1e-9)
+        self._bw_bound = not self.window_terms and fa < fb * (1 - 1e-9)
 
     def _init_weights(self, model: ModelSpec, tp: int, weights_bytes: float | None) -> None:
         """Weight bytes each step reads (dense, experts, tied head) and matmul FLOPs per token."""
@@ -173,15 +176,15 @@ class RooflineStepCost(DecodePrices):
         T, seqs = shape.num_tokens, shape.num_seqs
         pf_pairs, dec_pairs = shape.prefill_attn_pairs, shape.decode_kv_tokens
         context = shape.prefill_kv_tokens - shape.num_prefill_tokens  # cached tokens before the prefill chunks
-        matmul = 2 * self.matmul_params * T + self.head_flops_per_seq * seqs + self._ctx_upproj * context
+        matmul = 2 * self.matmul_params * T + self.head_flops_per_seq * seqs + self.upproj_flops_per_token * context
         pairs = pf_pairs + dec_pairs
-        pf_attn = self._prefill_coef * pf_pairs
-        attn = pf_attn + self._attn_coef * dec_pairs
+        pf_attn = self.prefill_flops_per_pair * pf_pairs
+        attn = pf_attn + self.attn_flops_per_pair * dec_pairs
         kv_tokens = shape.decode_kv_tokens + shape.prefill_kv_tokens
         g, st = self.growing_read_bytes, 2 * self.state_bytes
         kv_bytes = g * kv_tokens + st * seqs
         pf_kv = g * shape.prefill_kv_tokens + st * shape.num_prefill_seqs
-        for coef, bpt, window in self._swa:  # each query sees at most `window` keys
+        for coef, bpt, window in self.window_terms:  # each query sees at most `window` keys
             pf_attn += coef * min(pf_pairs, window * shape.num_prefill_tokens)
             pf_kv += bpt * min(shape.prefill_kv_tokens, window * shape.num_prefill_seqs)
             if self.split_attention:
@@ -222,7 +225,7 @@ class RooflineStepCost(DecodePrices):
     def step_time_s(self, shape: StepShape) -> float:
         """``time_s(costs(shape))``, s; without windowed layers or split attention kernels computed in place (the same
         operations in the same order, so bit for bit the same float, without building ``StepCosts``)."""
-        if self._swa or self.split_attention:
+        if self.window_terms or self.split_attention:
             if shape.num_prefill_tokens + shape.num_decode_seqs == 0:
                 return 0.0
             return self.time_s(self.costs(shape))
@@ -236,13 +239,13 @@ class RooflineStepCost(DecodePrices):
         T = num_prefill_tokens + num_decode_seqs
         if T == 0:
             return 0.0
-        if self._swa or self.split_attention:
+        if self.window_terms or self.split_attention:
             return self.time_s(self.costs(StepShape(num_prefill_tokens, num_prefill_seqs, prefill_kv_tokens,
                                                     prefill_attn_pairs, num_decode_seqs, decode_kv_tokens)))
         seqs = num_prefill_seqs + num_decode_seqs
         matmul = (2 * self.matmul_params * T + self.head_flops_per_seq * seqs
-                  + self._ctx_upproj * (prefill_kv_tokens - num_prefill_tokens))
-        attn = self._prefill_coef * prefill_attn_pairs + self._attn_coef * decode_kv_tokens
+                  + self.upproj_flops_per_token * (prefill_kv_tokens - num_prefill_tokens))
+        attn = self.prefill_flops_per_pair * prefill_attn_pairs + self.attn_flops_per_pair * decode_kv_tokens
         kv_bytes = (self.growing_read_bytes * (decode_kv_tokens + prefill_kv_tokens)
                     + 2 * self.state_bytes * seqs)
         ff, b = self.flops_fraction, self.bw * self.bandwidth_fraction

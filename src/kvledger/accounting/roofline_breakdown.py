@@ -4,7 +4,7 @@ Arithmetic intensity = FLOPs / HBM bytes; a step is compute-bound when it exceed
 point (peak FLOP/s ÷ bandwidth). Weight matmuls have intensity ≈ tokens in the step × 2 / bytes per
 weight, so they cross the ridge at ≈ ridge × bytes-per-weight / 2 tokens (295 on an H100 in bf16);
 decode attention reads each sequence's KV for ≈ 2·(H_q/H_kv)/bytes FLOPs per byte and stays
-bandwidth-bound at any batch (seed-claims.md §2–§3).
+bandwidth-bound at any batch (docs/engine-model.md §6.1–§6.2).
 """
 
 from __future__ import annotations
@@ -163,6 +163,7 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
 
 def _why_it_varies(rc: RooflineStepCost) -> str:
     """What makes decode attention's FLOP/B depend on the context: window terms and fixed per-request state bytes."""
-    parts = (["it reads bounded windows (sliding-window layers, or DeepSeek-V4's window and top-k entries)"] if rc._swa else []) \
+    windows = "it reads bounded windows (sliding-window layers, or DeepSeek-V4's window and top-k entries)"
+    parts = ([windows] if rc.window_terms else []) \
         + ([f"each request also reads a fixed {rc.state_bytes:,.0f} B of recurrent or compressor state"] if rc.state_bytes else [])
     return "; ".join(parts)

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.accounting.stepcost import StepCostModel, StepShape
+from kvledger.accounting.stepcost import StepCostModel, StepShape, step_prices
 
 __all__ = ["STEP_SPLIT_RULE", "StepPrice", "step_pricer", "prefill_part_s", "PrefillTime", "roofline_prefill_fraction",
            "roofline_prefill_fraction_one", "gpu_time_split"]
@@ -48,7 +48,7 @@ StepPrice = Callable[[int, int, int, float, int, int], float]
 
 def step_pricer(cost: StepCostModel) -> StepPrice:
     """A step's price from StepShape's six fields, s: the model's ``step_time_of`` when it has one, else ``step_time_s``."""
-    fast = getattr(cost, "step_time_of", None)
+    fast = step_prices(cost).step_price
     if fast is not None:
         return fast
     return lambda pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv: cost.step_time_s(
@@ -92,7 +92,7 @@ class PrefillTime:
         self._price = step_pricer(cost)
         rc = cost if getattr(cost, "name", None) == "roofline" and hasattr(cost, "costs") else None
         self._rc = rc  # the roofline: split by its terms (module doc)
-        self._vec = rc if rc is not None and not (rc._swa or rc.split_attention) else None  # … in numpy
+        self._vec = rc if rc is not None and not (rc.window_terms or rc.split_attention) else None  # … in numpy
         self._times = None if rc is not None else getattr(cost, "step_times_of", None)  # a model's vectorised prices
         self._pure_s = 0.0  # Σ pure-prefill step durations, s
         self._mixed_s = 0.0  # Σ prefill parts of folded mixed steps, s
@@ -148,13 +148,13 @@ def roofline_prefill_fraction(rc: Any, pf_tok: np.ndarray, pf_seqs: np.ndarray, 
     """Prefill's share of each step's time by the roofline's terms (module doc), arrays of shapes of a roofline without
     windowed layers or split attention kernels (``RooflineStepCost.step_time_of``'s terms), 0–1."""
     T, seqs, ctx = pf_tok + dec, pf_seqs + dec, pf_kv - pf_tok
-    pre_f = 2 * rc.matmul_params * pf_tok + rc.head_flops_per_seq * pf_seqs + rc._ctx_upproj * ctx
+    pre_f = 2 * rc.matmul_params * pf_tok + rc.head_flops_per_seq * pf_seqs + rc.upproj_flops_per_token * ctx
     f = pre_f + 2 * rc.matmul_params * dec + rc.head_flops_per_seq * dec
     m, ff, b = rc.model, rc.flops_fraction, rc.bw * rc.bandwidth_fraction
     frac = (1 - (1 - m.experts_per_token / m.num_experts) ** T) if m.is_moe else 1.0
     mm = np.maximum(f / (rc.peak_flops * ff), (rc.dense_weight_bytes + rc.expert_bytes * frac) / b)
-    pre_a = rc._prefill_coef * pairs
-    a = pre_a + rc._attn_coef * dec_kv
+    pre_a = rc.prefill_flops_per_pair * pairs
+    a = pre_a + rc.attn_flops_per_pair * dec_kv
     g, st = rc.growing_read_bytes, 2 * rc.state_bytes
     pre_kv = g * pf_kv + st * pf_seqs
     kv = pre_kv + g * dec_kv + st * dec
@@ -181,7 +181,8 @@ def roofline_prefill_fraction_one(rc: Any, shape: StepShape) -> float:
         return 0.0
     p, pa, b = rc.peak_flops * rc.flops_fraction, rc.attn_peak_flops * rc.flops_fraction, rc.bw * rc.bandwidth_fraction
     ctx = shape.prefill_kv_tokens - shape.num_prefill_tokens
-    pre_f = 2 * rc.matmul_params * shape.num_prefill_tokens + rc.head_flops_per_seq * shape.num_prefill_seqs + rc._ctx_upproj * ctx
+    pre_f = (2 * rc.matmul_params * shape.num_prefill_tokens + rc.head_flops_per_seq * shape.num_prefill_seqs
+             + rc.upproj_flops_per_token * ctx)
     mm = max(c.matmul_flops / p, c.weight_bytes / b)
     pre = mm * (pre_f / c.matmul_flops if c.matmul_flops > 0 else 0.0)
     at = rc.attention_s(c)

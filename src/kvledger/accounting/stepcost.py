@@ -8,6 +8,7 @@ fitted to measurements (``kvledger.accounting.calibrated``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -15,7 +16,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-__all__ = ["StepShape", "StepCostModel", "FixedStepCost", "decode_steps_by_loop"]
+__all__ = ["StepShape", "StepCostModel", "FastPricing", "StepPrices", "step_prices", "FixedStepCost",
+           "decode_steps_by_loop"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,42 @@ class StepCostModel(Protocol):
     def step_time_s(self, shape: StepShape) -> float: ...
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray: ...
+
+
+@runtime_checkable
+class FastPricing(Protocol):
+    """A step-cost model that also prices in plain Python floats, bit for bit as ``step_time_s`` / ``decode_steps_s``
+    (the simulator's hot loop: ``RooflineStepCost``)."""
+
+    def decode_steps_list(self, num_seqs: int, kv_tokens: int, num_steps: int) -> list[float]: ...
+
+    def decode_plain_terms(self, num_seqs: int) -> tuple[float, float, float] | None: ...
+
+    def step_time_of(self, num_prefill_tokens: int, num_prefill_seqs: int, prefill_kv_tokens: int,
+                     prefill_attn_pairs: float, num_decode_seqs: int, decode_kv_tokens: int) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StepPrices:
+    """The pricing calls the simulator's fast paths make, from any step-cost model (``step_prices``).
+
+    Attributes:
+        decode_list: ``decode_steps_s`` as a list of floats, s.
+        decode_plain: ``(gemm s, KV bytes per token, bandwidth B/s)`` of a plain-form decode price, or None per batch
+            size; None when the model has no plain form.
+        step_price: a step's price from ``StepShape``'s six fields, s; None → build a StepShape for ``step_time_s``.
+    """
+
+    decode_list: Callable[[int, int, int], list[float]]
+    decode_plain: Callable[[int], tuple[float, float, float] | None] | None
+    step_price: Callable[[int, int, int, float, int, int], float] | None
+
+
+def step_prices(cost: StepCostModel) -> StepPrices:
+    """The fast pricing calls of ``cost``: its own when it is a ``FastPricing`` model, else ``decode_steps_s``."""
+    if isinstance(cost, FastPricing):
+        return StepPrices(cost.decode_steps_list, cost.decode_plain_terms, cost.step_time_of)
+    return StepPrices(lambda n, kv_tokens, k: cost.decode_steps_s(n, kv_tokens, k).tolist(), None, None)
 
 
 def decode_steps_by_loop(model: StepCostModel, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:

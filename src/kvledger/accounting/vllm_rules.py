@@ -1,7 +1,7 @@
 """vLLM's version-dependent rules: defaults, which terms the KV budget subtracts, block sizes, and the log lines it prints.
 
 Read from the released wheels (0.8.5, 0.10.2, 0.11.0, 0.15.0, 0.20.0, 0.33.0) as summarised in
-``shared/research/engines.md`` §1–§2; each function names the engine file it mirrors. Where a
+``docs/engine-model.md`` §1–§2; each function names the engine file it mirrors. Where a
 change happened between two read versions and the exact release is unknown, the rule switches at
 the later read version and the returned source says so.
 """
@@ -20,7 +20,7 @@ __all__ = ["LATEST", "parse_version", "era", "default_gpu_memory_utilization", "
            "MambaCacheRule", "mamba_cache_rule", "MAMBA_PREFIX_CACHING_ARCHITECTURES"]
 
 LATEST = "0.33.0"
-"""Newest vLLM release whose code was read (engines.md, "Sources and versions read")."""
+"""Newest vLLM release whose code was read (docs/engine-model.md §0)."""
 
 
 def parse_version(v: str) -> tuple[int, int, int]:
@@ -119,7 +119,7 @@ def default_block_size(ver: tuple[int, int, int], is_mla: bool, arch: str) -> tu
 
 def printed_capacity_lines(ver: tuple[int, int, int], num_blocks: int, block_size: int, num_groups: int,
                            max_model_len: int, blocks_per_request: int, cpu_blocks: int = 0) -> list[str]:
-    """The start-up lines reporting KV capacity, exactly as this vLLM version formats them (engines.md §1.8).
+    """The start-up lines reporting KV capacity, exactly as this vLLM version formats them (docs/engine-model.md §1.7).
 
     Args:
         num_blocks: GPU blocks including the null block, count. blocks_per_request: R(L), blocks.

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.dynamics.outputs.metrics import summarize_records
+from kvledger.ledgers.goodput import goodput
 from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
 
@@ -86,8 +87,6 @@ def compare_runs(label: str, measured: RunRecords, predicted: RunRecords, slo: S
         rows.append(MetricRow(name, unit, m[key], p[key], rel_error(p[key], m[key]),
                               "finished requests / (last finish − first arrival)"))
     if slo is not None:
-        from kvledger.ledgers.goodput import goodput
-
         gm, gp = goodput(measured, slo), goodput(predicted, slo)
         rows.append(MetricRow("goodput", "req/s", gm.goodput_req_per_s, gp.goodput_req_per_s,
                               rel_error(gp.goodput_req_per_s, gm.goodput_req_per_s), f"requests meeting {slo.describe()}"))

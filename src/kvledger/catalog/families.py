@@ -7,12 +7,18 @@ follow the Hugging Face modeling files named in each docstring.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from kvledger.catalog import families_hybrid as fh
 from kvledger.catalog.cfg import Cfg
+from kvledger.catalog.families_blt import blt
+from kvledger.catalog.families_classic import falcon, gpt_bigcode, opt
+from kvledger.catalog.families_dsv4 import deepseek_v4
 from kvledger.catalog.families_mlp import VERIFIED_DECODERS as _VERIFIED_DECODERS
 from kvledger.catalog.families_mlp import decoder_mlp, moe_counts
-from kvledger.catalog.hfread import KV_HEAD_KEYS
+from kvledger.catalog.families_phi import phi
+from kvledger.catalog.families_recurrent import recurrent_gemma, rwkv, xlstm
+from kvledger.catalog.families_ssm import ssm
+from kvledger.catalog.families_zamba import zamba, zamba2
+from kvledger.catalog.family_base import Family, embed, heads
 from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
 from kvledger.catalog.layerwise import (
     hybrid_kinds,
@@ -25,57 +31,9 @@ from kvledger.catalog.layerwise import (
     qsa_layer,
 )
 from kvledger.catalog.statelayers import state_layer
-from kvledger.catalog.weights import Weight, mat, norm, std_attention, vec
+from kvledger.catalog.weights import mat, norm, std_attention, vec
 
 __all__ = ["Family", "FAMILY_OF", "build_family", "decoder_mlp", "moe_counts"]
-
-
-@dataclass
-class Family:
-    """What a family parser found.
-
-    Attributes:
-        layers: one KV spec per decoder layer; None for layers without attention or state (Nemotron-H MLP layers).
-        weights: every parameter tensor.
-        num_experts / experts_per_token: routed experts per MoE layer and top-k (0 for dense models).
-        notes: remarks the ledger shows (e.g. which field decided the layout).
-        hidden_size: the model's width when the config has no top-level ``hidden_size`` (BLT: its global
-            transformer's), else 0.
-    """
-
-    layers: list[LayerSpec | None]
-    weights: list[Weight]
-    num_experts: int = 0
-    experts_per_token: int = 0
-    notes: list[str] = field(default_factory=list)
-    hidden_size: int = 0
-
-
-def heads(c: Cfg) -> tuple[int, int, int, int]:
-    """(hidden, attention heads, KV heads, head_dim) as vLLM reads them.
-
-    KV heads: the first of ``n_head_kv``, ``num_kv_heads``, ``num_key_value_heads``, ``multi_query_group_num``
-    (vLLM ``ModelArchConfigConvertorBase.get_total_num_kv_heads``), else one head when ``multi_query`` (MQA:
-    Falcon-7B, StarCoder), else as many as attention heads (MHA). head_dim: ``head_dim`` (aliases
-    ``kv_channels``, ``hidden_size_per_head``, ``attention_head_dim``), else hidden ÷ heads (``get_head_size``).
-    """
-    h, nh = c.int("hidden_size"), c.int("num_attention_heads")
-    key = next((k for k in KV_HEAD_KEYS if c.has(k)), None)
-    if key is not None:
-        nkv = c.int(key)
-    elif c.get("multi_query", False) is True:
-        nkv = 1
-    else:
-        nkv = nh
-    if c.has("head_dim"):
-        hd = c.int("head_dim")
-    else:
-        hd = h // nh  # vLLM get_head_size and transformers: floor division, even when it leaves a remainder
-        if hd == 0:
-            raise c.error("num_attention_heads", f"{nh} heads for hidden_size {h} leave no head dimension; give head_dim")
-    if nkv > nh or nh % nkv:
-        raise c.error(key or "num_key_value_heads", f"{nkv} KV heads cannot serve {nh} attention heads (must divide it)")
-    return h, nh, nkv, hd
 
 
 _LAYER_KINDS = {"full_attention": "full", "attention": "full", "indexed_attention": "full", "qwen_sparse_attention": "full", "global_attention": "full", "sliding_attention": "sliding",
@@ -140,16 +98,6 @@ def _attn_spec(c: Cfg, kind: str, nh: int, nkv: int, hd: int) -> LayerSpec:
         g = c.int("global_head_dim")
         return FullAttention(nkv, g, g, nh)
     return FullAttention(nkv, hd, vd, nh)
-
-
-def embed(c: Cfg, h: int, tied_default: bool = True) -> tuple[list[Weight], bool]:
-    """Input embedding and, unless tied (transformers' PretrainedConfig default: tied), the LM head."""
-    v = c.int("vocab_size")
-    tied = c.bool("tie_word_embeddings", tied_default)
-    w = [Weight("model.embed_tokens.weight", v, h, 1, False, "shard")]
-    if not tied:
-        w.append(Weight("lm_head.weight", v, h, 1, False, "shard"))
-    return w, tied
 
 
 def decoder(c: Cfg, mt: str) -> Family:
@@ -258,18 +206,10 @@ def family_of(c: Cfg, mt: str) -> str:
 
 def build_family(c: Cfg, mt: str) -> Family:
     """Dispatch on the family of ``mt`` (see family_of)."""
-    from kvledger.catalog import families_hybrid as fh
-    from kvledger.catalog.families_blt import blt
-    from kvledger.catalog.families_dsv4 import deepseek_v4
-    from kvledger.catalog.families_phi import phi
-    from kvledger.catalog.families_recurrent import recurrent_gemma, rwkv, xlstm
-    from kvledger.catalog.families_ssm import ssm
-    from kvledger.catalog.families_zamba import zamba, zamba2
-
     kind = family_of(c, mt)
     if kind == "decoder":
         return decoder(c, mt)
-    return {"mla": fh.mla, "qwen3_next": fh.qwen3_next, "jamba": fh.jamba, "nemotron_h": fh.nemotron_h, "opt": fh.opt,
-            "falcon": fh.falcon, "gpt_bigcode": fh.gpt_bigcode, "ssm": ssm, "phi": phi,
+    return {"mla": fh.mla, "qwen3_next": fh.qwen3_next, "jamba": fh.jamba, "nemotron_h": fh.nemotron_h, "opt": opt,
+            "falcon": falcon, "gpt_bigcode": gpt_bigcode, "ssm": ssm, "phi": phi,
             "zamba": zamba, "zamba2": zamba2, "rwkv": rwkv, "xlstm": xlstm, "recurrent_gemma": recurrent_gemma, "blt": blt,
             "deepseek_v4": deepseek_v4}[kind](c)

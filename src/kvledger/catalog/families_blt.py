@@ -21,7 +21,7 @@ No engine serves BLT (vLLM 0.33's model registry has no Blt class).
 from __future__ import annotations
 
 from kvledger.catalog.cfg import Cfg
-from kvledger.catalog.families import Family
+from kvledger.catalog.family_base import Family
 from kvledger.catalog.layers import FullAttention, SlidingWindowAttention
 from kvledger.catalog.weights import Weight, gated_mlp, mat, norm, std_attention
 

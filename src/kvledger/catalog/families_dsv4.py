@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.compressed_mla import CompressedMLAAttention
-from kvledger.catalog.families import Family, embed, moe_counts
+from kvledger.catalog.families_mlp import moe_counts
+from kvledger.catalog.family_base import Family, embed
 from kvledger.catalog.weights import gated_mlp, mat, moe_experts, norm, vec
 
 __all__ = ["deepseek_v4", "compress_ratios"]

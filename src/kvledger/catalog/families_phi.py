@@ -12,7 +12,7 @@ bias and the head's bias (791,040 parameters in all).
 from __future__ import annotations
 
 from kvledger.catalog.cfg import Cfg
-from kvledger.catalog.families import Family, heads
+from kvledger.catalog.family_base import Family, heads
 from kvledger.catalog.layers import FullAttention
 from kvledger.catalog.weights import Weight, mat, norm, plain_mlp
 

@@ -12,7 +12,7 @@ Tensor shapes follow the same modeling files.
 from __future__ import annotations
 
 from kvledger.catalog.cfg import Cfg
-from kvledger.catalog.families import Family
+from kvledger.catalog.family_base import Family
 from kvledger.catalog.layers import SlidingWindowAttention, StateLayer
 from kvledger.catalog.weights import Weight, mat, norm, vec
 

@@ -7,7 +7,7 @@ Tensor shapes follow transformers' ``modeling_mamba.py`` / ``modeling_mamba2.py`
 from __future__ import annotations
 
 from kvledger.catalog.cfg import Cfg
-from kvledger.catalog.families import Family
+from kvledger.catalog.family_base import Family
 from kvledger.catalog.layers import StateLayer
 from kvledger.catalog.weights import Weight, mat, norm, vec
 

@@ -11,7 +11,7 @@ entries, its Mamba state then its attention. Tensor shapes follow transformers' 
 from __future__ import annotations
 
 from kvledger.catalog.cfg import Cfg
-from kvledger.catalog.families import Family, embed
+from kvledger.catalog.family_base import Family, embed
 from kvledger.catalog.layers import FullAttention, StateLayer
 from kvledger.catalog.weights import Weight, gated_mlp, mat, norm, vec
 

@@ -4,7 +4,7 @@ Data: ``catalog/data/api_prices.csv`` and ``gpu_prices.csv`` (copied from the pr
 reference set; see ``data/prices.SOURCES.md``). Blank cells stay None: a blank cached-input
 price means "not found", not "no discount", and a blank batch discount means no batch API
 is known (DeepSeek, DeepInfra). GPU prices are list on-demand; reserved and spot prices
-are lower (prices.md). Rows marked ``confidence=low`` are placeholders to check.
+are lower (docs/cost.md §8). Rows marked ``confidence=low`` are placeholders to check.
 """
 
 from __future__ import annotations

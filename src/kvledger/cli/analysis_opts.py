@@ -9,7 +9,7 @@ import typer
 from kvledger.report.tables import table  # noqa: F401  (re-exported: the views live in kvledger.report)
 
 __all__ = ["load_target", "parse_token_list", "table", "MODEL_ARG", "GPU_OPT", "TP_OPT", "MAX_LEN_OPT", "UTIL_OPT",
-           "AVAIL_OPT", "BLOCK_OPT", "VERSION_OPT", "BW_OPT", "FLOPS_OPT", "JSON_OPT"]
+           "AVAIL_OPT", "BLOCK_OPT", "VERSION_OPT", "BW_OPT", "FLOPS_OPT", "JSON_OPT", "gib_option"]
 
 MODEL_ARG = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path or folder, or a Hub id.")
 GPU_OPT = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a .json/.toml GPU file.")
@@ -53,3 +53,20 @@ def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None 
         available_kv_memory_bytes=parse_bytes(available_kv_memory, what="--available-kv-memory") if available_kv_memory else None,
         achievable_bandwidth_fraction=0.8 if bandwidth_fraction is None else bandwidth_fraction, achievable_flops_fraction=flops_fraction, **extra)
     return load_model(model), resolve_gpu(gpu), settings
+
+
+def gib_option(v: str | None, what: str) -> float | None:
+    """A size flag in GiB as vLLM's ``--kv-offloading-size`` takes it: a number of GiB, or a size with its unit
+    (256GiB, 300GB); None when not given.
+
+    Raises:
+        InputError: unreadable text, a unit that is not a size, a negative or non-finite value.
+    """
+    from kvledger.units import parse_bytes
+
+    if v is None:
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return parse_bytes(v, what=what) / 2**30

@@ -26,6 +26,7 @@ __all__ = ["COMMANDS", "app", "build_app", "run"]
 COMMANDS: dict[str, str] = {
     "plan": "plan_cmd", "models": "catalog_cmd", "gpus": "catalog_cmd", "prices": "catalog_cmd",
     "goodput": "goodput_cmd", "cost": "cost_cmd", "fp8-kv": "fp8_kv_cmd", "spec-decode": "spec_decode_cmd",
+    "offload": "offload_cmd",
     "simulate": "simulate_cmd", "experiment": "experiment_cmd", "kv-eviction": "kv_eviction_cmd",
     "doctor": "doctor_cmd", "disagg": "disagg_cmd", "calibrate": "calibrate_cmd", "validate": "validate_cmd",
     "search": "search_cmd", "report": "report_cmd", "ui": "ui_cmd",  # f-report: the HTML report and the web app

@@ -29,6 +29,7 @@ from kvledger.dynamics.outputs.record_sink import RecordSink
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.workload.columns import WorkloadColumns
+from kvledger.dynamics.workload.sessions import SessionLoop
 from kvledger.errors import InputError
 from kvledger.record_columns import RecordColumns
 from kvledger.records import RequestRecord
@@ -57,9 +58,15 @@ class _Arrivals:
 
     def __init__(self, source: Iterable[RequestSpec] | ClosedLoop) -> None:
         self.heap: list[tuple[float, int, RequestSpec, int]] = []
+        self.loads: list[tuple[float, int, SimRequest, int]] = []  # requests waiting for a KV load: (ready s, seq, ...)
         self.seq = 0
-        self.closed = source if isinstance(source, ClosedLoop) else None
-        if self.closed is not None:
+        self.closed = source if isinstance(source, (ClosedLoop, SessionLoop)) else None
+        self.sessions = source.driver() if isinstance(source, SessionLoop) else None
+        if self.sessions is not None:  # one closed loop per session (sessions.py)
+            self.total, self._open = source.num_turns, []
+            for t, user in self.sessions.starts:
+                self.send(t, user)
+        elif self.closed is not None:
             self.pool, self.next_index = list(self.closed.requests), 0
             self.total = len(self.pool)
             for user in range(min(self.closed.num_users, self.total)):
@@ -79,7 +86,15 @@ class _Arrivals:
         self._i = 0
 
     def send(self, t: float, user: int) -> None:
-        """Closed loop: ``user`` sends the next unsent request at ``t`` (nothing if the list is used up)."""
+        """Closed loop: ``user`` sends the next unsent request at ``t`` (nothing if the list is used up); a session
+        sends its own next turn after its think time."""
+        if self.sessions is not None:
+            spec = self.sessions.take(user, t)
+            if spec is not None:
+                _check(spec)
+                heapq.heappush(self.heap, (spec.arrival_s, self.seq, spec, user))
+                self.seq += 1
+            return
         if self.next_index < len(self.pool):
             spec = self.pool[self.next_index]
             self.next_index += 1
@@ -89,6 +104,8 @@ class _Arrivals:
 
     def next_time(self) -> float:
         t = self._open[self._i].arrival_s if self._i < len(self._open) else _INF
+        if self.loads and self.loads[0][0] < t:
+            t = self.loads[0][0]
         return min(t, self.heap[0][0]) if self.heap else t
 
     def pop(self) -> tuple[RequestSpec, int]:
@@ -117,7 +134,7 @@ def run_cluster(source: Iterable[RequestSpec] | ClosedLoop, replicas: list[Repli
         stop.check_every = max(1, arr.total // 100) if stop.check_every is None else stop.check_every
     sink = RecordSink(arr.total) if as_columns and stop is None and _columnar(arr, replicas) else None
     out = [] if sink is None else sink
-    if arr.closed is None and len(replicas) == 1:
+    if arr.closed is None and len(replicas) == 1 and not hasattr(replicas[0].kv, "begin_load"):
         _run_single_open(arr, replicas[0], progress, out, stop)
     else:
         _run_general(arr, replicas, route, progress, out, stop)
@@ -161,9 +178,9 @@ def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRul
     i, total = 0, len(specs)
     sched = rep.sched
     while True:
-        if rep.steady and rep.ready and sched.running and not sched.waiting and rep.fast_forward and not rep._static:
+        if rep.steady and rep.ready and sched.running and not sched.waiting and rep.fast_forward and not rep.rules.static:
             progressed = False
-            if lean and not rep._deferred:
+            if lean and not rep.has_deferred:
                 i, progressed = open_stretch.run_arrivals(rep, specs, arrivals, i, out)
                 if progressed and stop is not None and stop.due(len(out)) and stop.decided([rep], out):
                     return  # an early stop is checked between arrival stretches and after general steps
@@ -209,6 +226,7 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
     max_len = replicas[0].cfg.max_model_len
     users: dict[int, int] = {}
     uid, done = 0, 0
+    offload = hasattr(replicas[0].kv, "begin_load")
     tick = max(1, arr.total // 200)
     while True:
         t_arr = arr.next_time()
@@ -235,6 +253,10 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
             continue
         if t_arr == _INF:
             return
+        if arr.loads and arr.loads[0][0] == t_arr:  # a lower tier's KV load is done: on to the replica
+            _, _, req, i = heapq.heappop(arr.loads)
+            replicas[i].add(req)
+            continue
         spec, user = arr.pop()
         req = accept(uid, spec, max_len, replicas[0].cfg.caps_output)
         if req.__class__ is not SimRequest:
@@ -244,5 +266,11 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
         else:
             if user >= 0:
                 users[uid] = user
-            replicas[0 if len(replicas) == 1 else route(replicas, req)].add(req)
+            i = 0 if len(replicas) == 1 else route(replicas, req)
+            load_s = replicas[i].kv.begin_load(req) if offload else 0.0
+            if load_s > 0:  # vLLM's connector: the request waits for its load before the scheduler sees it
+                req.arrival_s = spec.arrival_s + load_s
+                heapq.heappush(arr.loads, (req.arrival_s, uid, req, i))
+            else:
+                replicas[i].add(req)
         uid += 1

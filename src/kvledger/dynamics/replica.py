@@ -22,8 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from kvledger.accounting.step_split import PrefillTime
-from kvledger.accounting.stepcost import StepCostModel, StepShape
+from kvledger.accounting.stepcost import StepCostModel, StepShape, step_prices
+from kvledger.dynamics.batch_rules import BatchRules
 from kvledger.dynamics.engine.config import EngineConfig, make_kv_manager
+from kvledger.dynamics.engine.kv_interface import KVManager
 from kvledger.dynamics.engine.request_state import FINISHED, SimRequest
 from kvledger.dynamics.engine.scheduler import Scheduler, padded_prompt_shape
 from kvledger.dynamics.engine.sglang_scheduler import SGLangScheduler
@@ -53,16 +55,14 @@ class Replica(TokenTimes):
     """
 
     def __init__(self, cfg: EngineConfig, cost: StepCostModel, index: int = 0, *, record_steps: bool = False,
-                 fast_forward: bool = True, kv_manager=None, record_token_times: bool = True) -> None:
+                 fast_forward: bool = True, kv_manager: KVManager | None = None,
+                 record_token_times: bool = True) -> None:
         self.cfg, self.cost, self.index = cfg, cost, index
         self.kv = make_kv_manager(cfg) if kv_manager is None else kv_manager
         self.sched = SGLangScheduler(cfg, self.kv) if cfg.batching == "sglang" else Scheduler(cfg, self.kv)
         self.now_s = 0.0
-        self.fast_forward = fast_forward and not getattr(self.kv, "no_stretches", False)
-        self._decode_list = getattr(cost, "decode_steps_list", None) or (
-            lambda n, kv_tokens, k: cost.decode_steps_s(n, kv_tokens, k).tolist())  # pure-decode step prices, list of s
-        self._decode_plain = getattr(cost, "decode_plain_terms", None)  # (gemm s, B/token, B/s) of a plain-form price
-        self._step_price = getattr(cost, "step_time_of", None)  # a step's price from StepShape's fields, s (or None)
+        self.fast_forward = fast_forward and self.kv.supports_stretches
+        self.prices = step_prices(cost)  # the fast paths' pricing calls (accounting/stepcost.py)
         self.prefill_time = PrefillTime(cost)  # Σ prefill-attributed step time (accounting/step_split.py)
         self._t = np.empty(4096, dtype=np.float64)  # end time of step (base + i), s
         self._base = 0  # global index of self._t[0]
@@ -72,22 +72,19 @@ class Replica(TokenTimes):
         self._gap_runs: list[int] = []  # finished requests' runs of gaps not yet in _cnt: (first step, end step) pairs
         self._prev_t = 0.0  # end time of step (base − 1), s (0.0 before the first step: its gap is never counted)
         self.num_steps = 0
-        self.decode_step_hint_s = 0.0  # a recent pure-decode step's price, s (sizes the fast path's pricing chunks only)
+        self.decode_step_hint_s = 0.0  # a recent pure-decode step's price, s (sizes the fast path's pricing chunks)
         self.num_preemptions = 0
         self.steady = False  # the next steps are pure decode steps of the same batch
         self.ready = False  # every running request is one token behind (decode-ready)
         self.usage = KvUsageTracker(cfg.block_size)
         self.steplog = StepLog(index) if record_steps else None
-        self._inserts = hasattr(self.kv, "after_prefill_step")
-        self._static = cfg.batching == "static"
-        self._mixed = cfg.batching == "continuous"  # an arrival joins the running requests' step (vLLM v1)
-        self._v0 = cfg.batching == "vllm_v0"
-        self._padded = cfg.max_paddings is not None  # V0 0.2.x: prompt steps priced on the padded batch
-        self._async = cfg.async_scheduling
+        self._inserts = self.kv.caches_prefills
+        self.rules = BatchRules.of(cfg)
+        self._async = cfg.async_scheduling  # the hot loop's copy of rules.async_scheduling
         self._deferred: list[SimRequest] = []  # async: finished in the step in flight, blocks not yet freed
         self.last_start_s: float | None = None  # async: start of the step in flight (None: the queue is empty)
         # a RecordSink that takes finished requests' records field by field (cluster.py, one replica on a known trace,
-        # no token times): ``_finish`` then returns ``(request, None)`` pairs
+        # no token times): ``finish`` then returns ``(request, None)`` pairs
         self.sink = None
 
     @property
@@ -96,17 +93,17 @@ class Replica(TokenTimes):
         t = self.last_start_s
         return self.now_s if t is None else t
 
-    def _overheld(self) -> bool:
+    def overheld(self) -> bool:
         """A request still holds a prefill chunk's out-of-window blocks (swa_step.py): the next step frees them, so it
         must be a general step (the fast path only ever adds blocks)."""
         rule = self.cfg.step_blocks
         if rule is None:
             return False
         steady = rule.steady
-        held = getattr(self.kv, "held_blocks", None) or (lambda r: len(r.blocks))
+        held = self.kv.held_blocks
         return any(held(r) > steady(r.num_computed_tokens + 1) for r in self.sched.running)
 
-    def _drain(self) -> bool:
+    def drain(self) -> bool:
         """Async: process the in-flight step's output (free its finishers); returns whether any were freed."""
         if not self._deferred:
             return False
@@ -125,10 +122,25 @@ class Replica(TokenTimes):
         req.num_generated -= 1
         req.num_tokens -= 1
 
-    def _defer(self, finished: list) -> None:
-        """Async: the requests that finished in the step just run free their blocks after the next schedule."""
-        self._deferred = [r for r, _ in finished]
-        self.sched.num_finishing = len(self._deferred)
+    def defer(self, reqs: list[SimRequest]) -> None:
+        """Async: these requests, finished in the step just run, free their blocks after the next schedule."""
+        self._deferred = reqs
+        self.sched.num_finishing = len(reqs)
+
+    @property
+    def has_deferred(self) -> bool:
+        """Async: finishers of the step in flight still hold their blocks and seats."""
+        return bool(self._deferred)
+
+    def settle_finished(self, finished: list[tuple[SimRequest, int]], start_s: float) -> list:
+        """Records of the requests that finished in the step that started at ``start_s``: their blocks are freed now,
+        or under async scheduling after the next schedule (``defer``)."""
+        if self._async:
+            out = self.finish(finished, freed=True) if finished else []
+            self.defer([r for r, _ in finished])
+            self.last_start_s = start_s
+            return out
+        return self.finish(finished) if finished else []
 
     @property
     def has_work(self) -> bool:
@@ -143,7 +155,7 @@ class Replica(TokenTimes):
         """A request arrives (its ``arrival_s`` ≤ the next step's start)."""
         if not self.has_work:
             if self._async:  # idle: the last step's output has been processed
-                self._drain()
+                self.drain()
                 self.last_start_s = None
             if self.now_s < req.arrival_s:
                 self.now_s = req.arrival_s
@@ -160,7 +172,7 @@ class Replica(TokenTimes):
         if self.ready and self.fast_forward and self.sched.running:
             if self.steady and not self._deferred:
                 out = fast_path.stretch(self, bound_s, through_finishes)
-            elif self.sched.waiting and self._mixed:
+            elif self.sched.waiting and self.rules.mixed:
                 out = fast_path.admit_step(self)
             else:
                 out = None
@@ -171,8 +183,9 @@ class Replica(TokenTimes):
     # ------------------------------------------------------------ one step
     def _step(self) -> list[tuple[SimRequest, RequestRecord]]:
         sched, step = self.sched, self.num_steps
-        plan, preempted, admitted = sched.schedule()
-        freed = self._drain() if self._async else False  # async: step k's output is processed after scheduling k+1
+        so = sched.schedule()
+        plan, preempted, admitted = so.scheduled, so.preempted, so.num_admitted
+        freed = self.drain() if self._async else False  # async: step k's output is processed after scheduling k+1
         if not plan:
             if self._async and (freed or self.last_start_s is not None):
                 self.last_start_s = None  # nothing to queue behind the step in flight: wait for it, then schedule
@@ -186,8 +199,8 @@ class Replica(TokenTimes):
             self._close_run(v, step)
         self.num_preemptions += len(preempted)
         finished: list = []
-        (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv), stored, all_emitted = self._apply_plan(plan, step, finished)
-        if self._padded and pf_seqs:
+        (pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv), stored, all_emitted = self.apply_plan(plan, step, finished)
+        if self.rules.padded and pf_seqs:
             pf_tok, pf_kv, pairs = padded_prompt_shape(plan)
         shape = StepShape(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv)
         dur = self.cost.step_time_s(shape)
@@ -195,7 +208,7 @@ class Replica(TokenTimes):
             self.prefill_time.add(pf_tok, pf_seqs, pf_kv, pairs, dec, dec_kv, dur)
         start = self.now_s
         self.now_s = end = start + dur
-        self._push_times(end)
+        self.push_times(end)
         used = self.kv.num_used_blocks
         running = sched.running
         everyone = len(plan) == len(running)
@@ -205,19 +218,14 @@ class Replica(TokenTimes):
         if self.steplog is not None:
             self.steplog.add(step, start, dur, shape, used / self.kv.capacity_blocks, len(running),
                              len(sched.waiting), [(r.spec.request_id, n) for r, n in plan])
-        if self._async:
-            out = self._finish(finished, freed=True) if finished else []
-            self._defer(finished)
-            self.last_start_s = start
-        else:
-            out = self._finish(finished) if finished else []
+        out = self.settle_finished(finished, start)
         if finished:
             sched.running = [r for r in sched.running if r.status != FINISHED]
-        self.ready = everyone and all_emitted and not preempted and not self._overheld()
-        self.steady = self._next_is_steady(preempted, admitted, finished or freed, self.ready, dec == len(plan))
+        self.ready = everyone and all_emitted and not preempted and not self.overheld()
+        self.steady = self.next_is_steady(preempted, admitted, finished or freed, self.ready, dec == len(plan))
         return out
 
-    def _apply_plan(self, plan: list, step: int, finished: list) -> tuple[tuple, int, bool]:
+    def apply_plan(self, plan: list, step: int, finished: list) -> tuple[tuple, int, bool]:
         """Price each scheduled (request, tokens) from its state before the step, then apply it.
 
         A 1-token run of a request whose output has started is a decode; anything else is a prefill
@@ -264,7 +272,7 @@ class Replica(TokenTimes):
                     self._close_run(r, step)
         return stored
 
-    def _next_is_steady(self, preempted: list, admitted: int, finished, all_ready: bool, pure_decode: bool) -> bool:
+    def next_is_steady(self, preempted: list, admitted: int, finished, all_ready: bool, pure_decode: bool) -> bool:
         """True when the next steps are pure decode steps of the same batch until something finishes or arrives.
 
         That needs every running request to be one token behind (``computed = num_tokens − 1``,
@@ -278,7 +286,7 @@ class Replica(TokenTimes):
         sched = self.sched
         if preempted or not all_ready or not sched.running or len(sched.running) > self.cfg.max_num_batched_tokens:
             return False
-        if not sched.waiting or self._static:
+        if not sched.waiting or self.rules.static:
             return True
         if self.cfg.batching == "sglang":  # its admission budget moves every decode step (new_token_ratio)
             return False

@@ -27,6 +27,7 @@ from kvledger.dynamics.outputs.steplog import StepLog, chrome_trace
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.errors import InputError
+from kvledger.record_columns import run_from_columns
 from kvledger.records import RunMetadata, RunRecords
 
 __all__ = ["EngineConfig", "SimResult", "simulate"]
@@ -73,7 +74,8 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
              record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
              num_replicas: int = 1, router: str = "round_robin", fast_forward: bool = True,
              model: str | None = None, hardware: str | None = None, record_token_times: bool = True,
-             records_as_columns: bool = True, stop: MissRule | None = None) -> SimResult:
+             records_as_columns: bool = True, stop: MissRule | None = None,
+             kv_manager_factory: Callable[[EngineConfig, int], Any] | None = None) -> SimResult:
     """Serve ``requests`` (an open-loop list, or a ``ClosedLoop``) on ``num_replicas`` engines.
 
     Args:
@@ -98,6 +100,8 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
         stop: an open-loop run ends once this rule proves it misses its attainment target
             (early_stop.py); requests unfinished by then get error records, and ``extra["stopped_early"]``
             says when and why. None: run to the end.
+        kv_manager_factory: builds replica ``i``'s KV manager from the settings (a KV tier below HBM,
+            offload_sim.py); None → the one the settings select.
 
     Raises:
         InputError: bad settings or a malformed request (named by its id).
@@ -106,7 +110,9 @@ def simulate(requests: Iterable[RequestSpec] | ClosedLoop, config: EngineConfig,
         raise InputError(f"num_replicas must be an integer ≥ 1, got {num_replicas!r}")
     route = make_router(router)
     replicas = [Replica(config, cost, i, record_steps=record_steps, fast_forward=fast_forward,
-                        record_token_times=record_token_times) for i in range(num_replicas)]
+                        record_token_times=record_token_times,
+                        kv_manager=kv_manager_factory(config, i) if kv_manager_factory else None)
+                for i in range(num_replicas)]
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the run makes millions of small objects but no garbage cycles; collections only cost time
     try:
@@ -129,7 +135,7 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
         definitions=list(DEFINITIONS),
         extra={"cost_model": getattr(cost, "name", type(cost).__name__), "num_replicas": num_replicas,
                "router": router if num_replicas > 1 else None, "engine": config.to_dict()})
-    run = RunRecords(recs, meta) if isinstance(recs, list) else RunRecords.from_columns(recs, meta)
+    run = RunRecords(recs, meta) if isinstance(recs, list) else run_from_columns(recs, meta)
     figures, sketched = summarize_records(run, exact_itl_mean=True), False
     if replicas[0].gaps is not None:  # no token times kept: the exact step-gap counts give the ITL distribution
         for r in replicas:
@@ -144,8 +150,8 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
 
 
 def _engine_figures(replicas: list[Replica], duration_s: float) -> dict[str, Any]:
-    q = sum(r.kv.query_tokens for r in replicas)
-    h = sum(r.kv.hit_tokens for r in replicas)
+    q = sum(r.kv.prefix_stats.queries for r in replicas)
+    h = sum(r.kv.prefix_stats.hits for r in replicas)
     usages = [r.usage.summary(duration_s) for r in replicas]
     if len(usages) == 1:
         kv = usages[0]

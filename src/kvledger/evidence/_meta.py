@@ -68,7 +68,7 @@ def parse_flat_stat(key: str) -> tuple[str, str, float] | None:
     """``"p99.9_itl_ms"`` → ("p99.9", "itl", 1e-3); ``"median_ttft"`` → ("median", "ttft", 1.0); None if no match.
 
     The third item is seconds per unit: ``_ms`` keys are milliseconds; keys without the
-    suffix are seconds (InferenceX's trimmed client and its processed rows, formats.md §6).
+    suffix are seconds (InferenceX's trimmed client and its processed rows, docs/formats.md §6).
     """
     m = FLAT_STAT.match(key)
     if not m:

@@ -1,6 +1,6 @@
 """The metric-table shape AIPerf and GenAI-Perf share: ``{tag: {unit, avg, min, max, p1..p99, std, count}}``, in JSON or CSV.
 
-AIPerf copied GenAI-Perf's aggregate shape on purpose (formats.md §3): each metric
+AIPerf copied GenAI-Perf's aggregate shape on purpose (docs/formats.md §3): each metric
 carries its own ``unit``, which the docs call authoritative. Tags map onto canonical
 metrics like this: ``time_to_first_token``/``ttft`` → TTFT; ``inter_token_latency`` →
 **TPOT** (both tools define it as (e2e − ttft)/(osl − 1)); ``request_latency`` → E2E;

@@ -1,6 +1,6 @@
 """Reader for NVIDIA AIPerf exports: ``profile_export.jsonl`` (per request) and ``profile_export_aiperf.json``/``.csv`` (aggregates).
 
-Two layouts exist (formats.md §3). The early one (Oct 2025, the saved sample) puts the
+Two layouts exist (docs/formats.md §3). The early one (Oct 2025, the saved sample) puts the
 request start in ``metadata.timestamp_ns``, the phase in ``credit_phase`` and uses short
 tags (``ttft``, ``ttst``); its aggregate JSON wraps metrics in ``"records"``. The current
 one uses ``metadata.request_start_ns``/``request_end_ns``, ``benchmark_phase`` and long

@@ -1,4 +1,4 @@
-"""Benchmark-format detection by key signature (formats.md §7), and the table of known formats.
+"""Benchmark-format detection by key signature (docs/formats.md §7), and the table of known formats.
 
 Detection looks only at structure, never at file names, so renamed files still read.
 Order matters where signatures overlap: kvledger's own records first, then the more
@@ -41,7 +41,7 @@ def _is_metric_entry(v: Any) -> bool:
     return isinstance(v, dict) and "unit" in v and ("avg" in v or "p50" in v)
 
 
-def _detect_dict(d: dict[str, Any]) -> str | None:
+def detect_dict(d: dict[str, Any]) -> str | None:
     if looks_like_records(d):
         return "kvledger-records"
     if isinstance(d.get("metadata"), dict) and ("metrics" in d or "error" in d) and not isinstance(d.get("records"), list):
@@ -89,7 +89,7 @@ def _detect_lines(values: list[Any]) -> str | None:
         return None
     if isinstance(first.get("metadata"), dict) and ("metrics" in first or "error" in first):
         return "aiperf-jsonl"
-    return _detect_dict(first) if _detect_dict(first) in ("sglang-bench-serving", "vllm-bench-serve") else None
+    return detect_dict(first) if detect_dict(first) in ("sglang-bench-serving", "vllm-bench-serve") else None
 
 
 def detect_format(doc: Document) -> str:
@@ -108,7 +108,7 @@ def detect_format(doc: Document) -> str:
     elif doc.kind == "jsonl":
         fmt = _detect_lines(doc.value)
     elif isinstance(doc.value, dict):
-        fmt = _detect_dict(doc.value)
+        fmt = detect_dict(doc.value)
     elif isinstance(doc.value, list):
         if not doc.value:
             raise FormatError(doc.path, "the file holds an empty list: no requests and no aggregates to read")

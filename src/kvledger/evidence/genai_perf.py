@@ -1,6 +1,6 @@
 """Reader for GenAI-Perf (triton-inference-server/perf_analyzer): raw ``profile_export.json`` and ``profile_export_genai_perf.json``.
 
-The raw export (formats.md §3) holds ``experiments[]``, each ``{experiment: {mode, value},
+The raw export (docs/formats.md §3) holds ``experiments[]``, each ``{experiment: {mode, value},
 requests: [{timestamp, response_timestamps, response_outputs}]}`` with timestamps in
 **ns**; every latency is derived from them. The aggregate export has one top-level key
 per metric with ``{unit, avg, p..}`` (the shape AIPerf later copied); its

@@ -1,6 +1,6 @@
 """Reader for GuideLLM ``benchmarks.json``: the current schema (``metadata.version: 2``) and the older v0.2–v0.4 one.
 
-Each ``benchmarks[]`` entry is one run (a rate or concurrency level; formats.md §4).
+Each ``benchmarks[]`` entry is one run (a rate or concurrency level; docs/formats.md §4).
 Requests sit in ``requests.{successful, errored, incomplete}``; they may be empty or a
 reservoir sample (``sample_size``), in which case only the ``metrics`` summaries remain.
 Timestamps are epoch **seconds**; fields ending in ``_ms`` are milliseconds. Traps:

@@ -1,6 +1,6 @@
 """Reader for kubernetes-sigs/inference-perf lifecycle reports (summary, per stage) and ``per_request_lifecycle_metrics.json``.
 
-Everything is in **seconds**, although the metrics doc says ms (formats.md §6). The
+Everything is in **seconds**, although the metrics doc says ms (docs/formats.md §6). The
 lifecycle report has ``load_summary``, ``successes`` (latency percentiles ``p0.1``…
 ``median``…``p99.9``, throughput) and ``failures``; its ``inter_token_latency`` pools
 every token gap, its ``time_per_output_token`` is per request (canonical TPOT), and its

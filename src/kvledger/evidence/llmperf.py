@@ -1,6 +1,6 @@
 """Reader for ray-project/llmperf ``*_individual_responses.json`` and ``*_summary.json``.
 
-Units are seconds (``*_s``; formats.md §5). Traps: llmperf's ``inter_token_latency_s``
+Units are seconds (``*_s``; docs/formats.md §5). Traps: llmperf's ``inter_token_latency_s``
 is (Σ of all gaps, TTFT included) ÷ chunks ≈ e2e/tokens, **not** TPOT, so TPOT is
 recomputed as (e2e − ttft)/(output − 1); the files store no send times, so requests are
 placed on their own clocks (arrival 0) and the run duration comes from the summary

@@ -1,6 +1,6 @@
 """Reader for SGLang ``python -m sglang.bench_serving`` JSON Lines results (``--output-file``, ``--output-details``).
 
-Layout (formats.md §2): each run appends one JSON object as a line. Aggregates follow
+Layout (docs/formats.md §2): each run appends one JSON object as a line. Aggregates follow
 vLLM's keys in milliseconds, with ``*_e2e_latency_ms`` for E2E,
 ``total_output_tokens_retokenized`` and ``concurrency`` = the **mean** number of
 in-flight requests (not a limit; the limit is ``max_concurrency``). With

@@ -1,11 +1,11 @@
 """Reader for ``vllm bench serve`` results (``--save-result``, ``--append-result``, ``--save-detailed``) and vLLM-derived clients.
 
-Layout (``vllm/benchmarks/serve.py``, formats.md §1): one JSON object per run; with
+Layout (``vllm/benchmarks/serve.py``, docs/formats.md §1): one JSON object per run; with
 ``--append-result`` several objects separated by newlines. Per-request arrays exist only
 with ``--save-detailed`` and are in **seconds**; aggregates are in **milliseconds**
 (``*_ms``). Older files spell the goodput key ``"request_goodput:"`` (trailing colon) and
 lack ``failed``, ``latencies`` and ``start_times``. InferenceX's trimmed client writes
-the same keys without the ``_ms`` suffix, in seconds (formats.md §6). The ``--goodput``
+the same keys without the ``_ms`` suffix, in seconds (docs/formats.md §6). The ``--goodput``
 SLO that produced ``request_goodput`` is not stored in the file.
 """
 

@@ -4,7 +4,7 @@ columns with numpy, never into a million Python objects.
 A one-million-request file (about 200 MB) is parsed by pyarrow's JSON reader straight into
 Arrow arrays (``input_lens``, ``ttfts``, ``itls`` as a list of lists, ...), validated
 column by column (finite, non-negative, whole counts, equal lengths, E2E ≥ TTFT) and handed to
-:meth:`~kvledger.records.RunRecords.from_columns` with exactly the values the per-request
+:func:`~kvledger.record_columns.run_from_columns` with exactly the values the per-request
 reader (:mod:`kvledger.evidence._arrays`) gives. This path only ever accepts clean files:
 anything it does not expect — several runs, another format, a NaN, a negative latency, a
 null — makes it step aside (return None), and the general reader then reads the file and
@@ -19,6 +19,9 @@ from typing import Any
 import numpy as np
 
 from kvledger.evidence._arrays import DETAIL_KEYS, detail_notes
+from kvledger.evidence.detect import detect_dict
+from kvledger.evidence.vllm_bench import FORMAT, check_run_keys, run_metadata
+from kvledger.record_columns import RecordColumns, run_from_columns
 from kvledger.records import RunMetadata, RunRecords
 
 __all__ = ["FAST_MIN_BYTES", "read_fast"]
@@ -129,9 +132,6 @@ def _parse(path: Path) -> Any:
 
 def read_fast(path: str | Path, *, format: str | None = None) -> list[RunRecords] | None:
     """The one run of a large clean vLLM ``--save-detailed`` file, or None to let the general reader take it."""
-    from kvledger.evidence.detect import _detect_dict
-    from kvledger.evidence.vllm_bench import FORMAT, check_run_keys, run_metadata
-
     p = Path(path)
     try:
         if format not in (None, FORMAT) or not p.is_file() or p.stat().st_size < FAST_MIN_BYTES:
@@ -145,7 +145,8 @@ def read_fast(path: str | Path, *, format: str | None = None) -> list[RunRecords
     if tbl is None or tbl.num_rows != 1:
         return None
     obj = _scalars(tbl)
-    if obj is None or any(k not in tbl.column_names for k in DETAIL_KEYS) or (format is None and _detect_dict(obj) != FORMAT):
+    if (obj is None or any(k not in tbl.column_names for k in DETAIL_KEYS)
+            or (format is None and detect_dict(obj) != FORMAT)):
         return None
     import pyarrow as pa
 
@@ -162,7 +163,7 @@ def read_fast(path: str | Path, *, format: str | None = None) -> list[RunRecords
     unknown = int(np.count_nonzero(cols.ok & np.isnan(cols.first_token_s)))
     if unknown:
         meta.definitions.append(f"{unknown} successful requests have ttft 0 (non-streaming): their TTFT is unknown and fails any TTFT SLO")
-    return [RunRecords.from_columns(cols, meta)]
+    return [run_from_columns(cols, meta)]
 
 
 def _chunk_times(first: np.ndarray, timed: np.ndarray, offsets: np.ndarray, gaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -193,8 +194,6 @@ def _chunk_times(first: np.ndarray, timed: np.ndarray, offsets: np.ndarray, gaps
 
 def _columns(tbl: Any):
     """RecordColumns with the per-request reader's rules (``_arrays._one``), vectorised; None when anything is unclean."""
-    from kvledger.record_columns import RecordColumns
-
     n_in = _flat(tbl.column("input_lens"), None, integral=True)
     if n_in is None:
         return None

@@ -6,7 +6,7 @@ and OpenAI GPT-5.6; otherwise ordinary input), the rest ordinary input. A share 
 requests goes through the batch API at ``(1 − batch_discount)`` of every price (documented
 to stack with cache pricing at Anthropic; assumed to stack elsewhere, and said so).
 Effective prices: input = [(1−h−w)·p_in + h·p_cached + w·p_write]·(1 − b·d),
-output = p_out·(1 − b·d). Sources: the price row (``catalog/prices.py``); seed-claims §18.
+output = p_out·(1 − b·d). Sources: the price row (``catalog/prices.py``); docs/cost.md §6.
 """
 
 from __future__ import annotations

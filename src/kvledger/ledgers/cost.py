@@ -1,6 +1,6 @@
 """The self-hosting side of the cost ledger: GPU $/hour and measured goodput → USD per million input and output tokens.
 
-Conversion (the seed's three rules; seed-claims §8, §18): price by **goodput**, not
+Conversion (docs/cost.md §5): price by **goodput**, not
 throughput (tokens of requests that met the SLO); count **utilization** over the billing
 period, not peak (a rented GPU costs the same idle); compare with the API's
 **discounted** price (``api_cost``). For one replica of ``num_gpus`` GPUs measured at

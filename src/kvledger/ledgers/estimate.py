@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import math
 
+from kvledger.errors import FormatError
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
-from kvledger.ledgers.goodput import GoodputResult, _result
+from kvledger.ledgers.goodput_result import GoodputResult, goodput_result
 from kvledger.ledgers.slo import SLO
 from kvledger.units import fmt_duration
 
@@ -87,7 +88,7 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
         notes.append("joint bound: at least n − Σ(n − lower_m) and at most min(upper_m) requests meet every SLO")
     notes.append("estimate from percentiles only (no per-request data): num_good and attainment are lower bounds")
     duration = agg.duration_s or agg.metadata.duration_s
-    res = _result(agg, slo, float(n_ok + n_fail), float(n_ok), float(lower), duration,
+    res = goodput_result(agg, slo, float(n_ok + n_fail), float(n_ok), float(lower), duration,
                   "stated by the file" if duration else "unknown: the file states no duration", notes, estimate=True)
     res.num_good_upper = upper
     n_all = n_ok + n_fail
@@ -108,8 +109,6 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
 
 
 def raise_unknown(agg: AggregateRun) -> None:
-    from kvledger.errors import FormatError
-
     notes = "; ".join(agg.metadata.definitions)
     raise FormatError(agg.metadata.source, "the file states neither per-request data nor a completed-request count, so no goodput "
                       f"can be computed or bounded from it (reader notes: {notes}). Use the tool's per-request export "

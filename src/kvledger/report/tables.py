@@ -43,7 +43,7 @@ class LedgerTable(Table):
         """(minimum, natural) width of each column: its longest word, and its longest cell on one line."""
         mins, maxs = [], []
         for col in self.columns:
-            cells = [_plain(c) for c in col._cells] + [_plain(col.header)]
+            cells = [_plain(c) for c in col.cells] + [_plain(col.header)]
             mins.append(max(1, _longest_word(cells)))
             maxs.append(max(1, max((max((cell_len(x) for x in c.splitlines()), default=0) for c in cells), default=0)))
         return mins, maxs
@@ -70,10 +70,11 @@ class LedgerTable(Table):
             yield Text(_plain(self.title), style="bold")
         headers = [_plain(c.header) or f"column {i + 1}" for i, c in enumerate(self.columns)]
         label_w = max((cell_len(h) for h in headers), default=0)
+        columns = [list(col.cells) for col in self.columns]
         for r in range(self.row_count):
             yield Text("")
-            for h, col in zip(headers, self.columns):
-                value = _plain(col._cells[r]) if r < len(col._cells) else ""
+            for h, cells in zip(headers, columns):
+                value = _plain(cells[r]) if r < len(cells) else ""
                 yield Text(f"{h.ljust(label_w)} : {value}", overflow="fold", no_wrap=False)
         if self.caption:
             yield Text(_plain(self.caption))

@@ -3,7 +3,7 @@
 vLLM preempts only when a running request cannot get a block (V1 ``Scheduler.schedule`` → ``_preempt_request``;
 V0's warning says "not enough KV cache space"), so every preemption is a KV-allocation failure. Whether it is
 *capacity* shows in the usage around it: at ≥ ``KV_FULL_PCT`` the pool is simply full of running requests.
-The remedies are the ones vLLM's tuning guide lists (seed-claims §14) plus FP8 KV, each re-planned by the
+The remedies are the ones vLLM's tuning guide lists (docs/engine-model.md §6.7) plus FP8 KV, each re-planned by the
 ledger with the log's own KV budget: capacity in blocks, the engine's concurrency figure at max_model_len,
 and how many requests of the size observed at saturation fit at once.
 """

@@ -207,7 +207,7 @@ def printed_figures(lines: tuple[str, ...] | list[str]) -> dict[str, float]:
 
 def log_blocks(log: VllmLog, plan: Plan | None) -> tuple[int | None, int | None, str]:
     """The log's block count (low, high) and how it was found: printed, the override, or inverted from the
-    printed "GPU KV cache size" under this version's rule (engines.md §1.8) using the plan's layout."""
+    printed "GPU KV cache size" under this version's rule (docs/engine-model.md §1.7) using the plan's layout."""
     st = log.startup
     if st.num_gpu_blocks_override:
         n = st.num_gpu_blocks_override

@@ -5,7 +5,7 @@ compared with the ledger's *model* of each term (``model_plan``): their differen
 difference in available KV memory, and the residual is what the log does not itemise plus its 2-decimal
 rounding. The capacity figures (blocks, printed tokens, concurrency) are then checked exactly: blocks from
 the log's own available memory (``floor(available / bytes_per_block)``, kv_cache_planning.py), tokens and
-concurrency from the log's own block count under the version's print rule (engines.md §1.8).
+concurrency from the log's own block count under the version's print rule (docs/engine-model.md §1.7).
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """What the metrics lines say about traffic: a prefix-cache hit rate far below what the traffic shares (routing),
 and prefill interfering with decode or queueing behind it (max_num_batched_tokens).
 
-Prefix caching (seed-claims §11): a replica can only hit prefixes it has seen. A prefix every request shares
-(one system prompt) is cached on every replica after one miss each, so routing barely matters for it. A prefix
+Prefix caching (docs/engine-model.md §6.8): a replica can only hit prefixes it has seen. A prefix every request
+shares (one system prompt) is cached on every replica after one miss each, so routing barely matters for it. A prefix
 shared only within a session or document (multi-turn chat, agents, RAG over the same file) is on one replica:
 under prefix-blind routing (round-robin, least-load, random) the next request of that session lands on the
 replica holding it with probability 1/K, so the hit rate falls to about share ÷ K.
 
-Batching (seed-claims §13): V1 schedules all decodes first and fills the rest of the ``max_num_batched_tokens``
-budget with prefill chunks. Larger budgets give better TTFT and worse ITL, smaller ones the opposite.
+Batching (docs/engine-model.md §6.7): V1 schedules all decodes first and fills the rest of the
+``max_num_batched_tokens`` budget with prefill chunks. Larger budgets give better TTFT and worse ITL, smaller ones
+the opposite.
 From a metrics line, running ÷ generation throughput is the mean time between a running request's tokens
 (an upper bound on ITL, since running requests still prefilling emit none).
 """

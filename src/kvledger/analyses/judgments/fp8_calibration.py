@@ -1,6 +1,6 @@
 """The cost side of the FP8 KV cache: the overhead model, its default, and the fit that calibrates it from a measured bf16-vs-fp8 decode table.
 
-Model (seed-claims.md §15, "Reproduce"): with ``--kv-cache-dtype fp8`` a decode step reads half the KV
+Model (docs/engine-model.md §6.5): with ``--kv-cache-dtype fp8`` a decode step reads half the KV
 bytes, and pays extra time
 
     overhead_s = L_attn × per_layer_s + elements × ns_per_element × 1e-9

@@ -1,7 +1,7 @@
 """FP8 KV cache for one model on one GPU: what it buys in capacity and bandwidth, what it costs per step, and the context where decode starts to gain.
 
 Capacity comes from two ledgers (``build_plan`` with ``kv_cache_dtype`` auto and fp8): the page
-halves, blocks and concurrency double (vLLM ``FullAttentionSpec.page_size_bytes``; engines.md §1.9).
+halves, blocks and concurrency double (vLLM ``FullAttentionSpec.page_size_bytes``; docs/engine-model.md §1.8).
 Step time comes from the roofline (``RooflineStepCost``) of each ledger: a decode step reads half the
 KV bytes in fp8, plus the FP8 overhead of :mod:`kvledger.analyses.judgments.fp8_calibration`:
 
@@ -16,7 +16,7 @@ context per sequence is
     c* = L_attn·f / (B · (ΔKV bytes per token / BW − x · elements per token))
 
 falling as 1/B with the batch B. It is therefore *derived* for the model, GPU, batch and
-calibration — the "~7,000 tokens on Hopper" rule of thumb has no source (seed-claims.md §15).
+calibration — the "~7,000 tokens on Hopper" rule of thumb has no source (docs/engine-model.md §6.5).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from kvledger.accounting.roofline import StepCosts
 from kvledger.accounting.roofline_breakdown import decode_shape
 from kvledger.accounting.settings import PlanSettings
 from kvledger.analyses.judgments.fp8_calibration import DEFAULT_FP8_OVERHEAD, Fp8Overhead, kv_layers
+from kvledger.analyses.judgments.fp8_verdict import fp8_notes, fp8_verdict
 from kvledger.analyses.judgments.roofline_terms import weights_bound
 from kvledger.analyses.plans import require_kv_pool
 from kvledger.catalog.gpus import GpuSpec
@@ -256,8 +257,6 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
         InputError: concurrency < 1, a context beyond max_model_len, a model whose KV is already 1 byte,
             or anything ``build_plan`` rejects.
     """
-    from kvledger.analyses.judgments.fp8_verdict import fp8_notes, fp8_verdict
-
     if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
         raise InputError(f"--concurrency must be an integer ≥ 1, got {concurrency!r}")
     s = settings or PlanSettings()

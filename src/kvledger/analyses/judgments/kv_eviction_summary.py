@@ -1,6 +1,6 @@
 """The KV-eviction analysis for one model on one GPU: the chosen layout, every layout side by side, what it does to concurrency, and which methods need attention scores.
 
-Method tags follow seed-claims.md §16 (sources there): whether a method's choice depends on the query
+Method tags follow docs/engine-model.md §6.6 (sources there): whether a method's choice depends on the query
 (query-aware: it assumes the question is in the prompt when it evicts; KVzip and SCBench show such caches
 degrade when reused for other questions) and whether it needs attention scores, which FlashAttention never
 writes to HBM (Dao et al. 2022: softmax is computed tile by tile, online). Accuracy is not predicted.

@@ -1,6 +1,6 @@
 """Which roofline bounds each term of a step: the weight GEMMs and the attention, each on its own roofline.
 
-``RooflineStepCost.time_s`` prices the two as kernels that run one after the other (seed-claims.md §3):
+``RooflineStepCost.time_s`` prices the two as kernels that run one after the other (docs/engine-model.md §6.2):
 ``max(matmul FLOPs / F, weight bytes / BW) + max(attention FLOPs / F, KV bytes / BW) + cpu`` at the
 achievable fractions; these helpers say which side of each max binds.
 """

@@ -9,7 +9,7 @@ k+1 tokens per sequence through the weights (FLOPs × (k+1), weight bytes read o
 to the sequence's KV (read once); logits are computed at all k+1 positions. Steps are priced with the
 GEMMs and attention in sequence (``RooflineStepCost.time_s``). While the GEMMs are
 bandwidth-bound verification costs about one decode step, so a round yields E tokens for ~1 step: a
-gain. Once batch × (k+1) tokens pass the GEMMs' ridge crossover (seed-claims.md §2–§4) their time
+gain. Once batch × (k+1) tokens pass the GEMMs' ridge crossover (docs/engine-model.md §6.1–§6.3) their time
 grows with every verified token, and past the point where (k+1)× the GEMM FLOPs plus the draft cost
 more than E plain steps, the round loses. Long contexts delay this: KV reads, the same in both, dilute it. The draft is
 a model (its own roofline: k decode steps at the same batch and context), a fraction of the target's

@@ -2,7 +2,7 @@
 
 * ``batching`` — continuous vs static batching as output-length spread grows (Anyscale 2023
   setup: OPT-13B on one A100-40GB, 1,000 × 512-token prompts in a burst, exponential
-  outputs of mean 128 kept only at or below a cap of 32/128/512/1,536; seed-claims §5).
+  outputs of mean 128 kept only at or below a cap of 32/128/512/1,536; docs/engine-model.md §6.4).
 * ``kv-waste`` — share of allocated KV holding token state, contiguous (Orca "Max":
   max_model_len reserved per request) vs paged (PagedAttention Fig. 2: 20.4 % vs 96.3 %; §6).
 * ``budget`` — the ``max_num_batched_tokens`` seesaw (small: better ITL, worse TTFT; §13).

@@ -26,9 +26,9 @@ CALIBRATED_PREFIX = "calibrated:"
 
 def find_calibrated_cost(model: str, gpu: str, tp: int) -> Any | None:
     """The calibrated step cost ``--step-cost calibrated`` would use for (model, GPU, TP), or None when none is bundled."""
-    from kvledger.accounting.calibrated import _model_key, calibrated_model_keys, get_calibrated_cost
+    from kvledger.accounting.calibrated import calibrated_model_keys, calibration_model_key, get_calibrated_cost
 
-    if _model_key(model) not in calibrated_model_keys():  # no table for this model at all: skip reading them
+    if calibration_model_key(model) not in calibrated_model_keys():  # no table for this model at all: skip reading them
         return None
     try:
         return get_calibrated_cost(model, gpu, tp)
@@ -72,10 +72,10 @@ def _example(model: str, gpu_key: str | None, tp: int) -> str:
 
 def calibration_listing(model: str, gpu: str, tp: int) -> str:
     """The short "no calibration" message: what is bundled, grouped by model → GPUs/TP, and how to pick one."""
-    from kvledger.accounting.calibrated import _gpu_key
+    from kvledger.accounting.calibrated import calibration_gpu_key
 
     try:
-        gpu_key = _gpu_key(gpu)
+        gpu_key = calibration_gpu_key(gpu)
     except UnknownNameError:
         gpu_key = None
     on = f"{gpu} (calibration GPU {gpu_key})" if gpu_key else f"{gpu} (no GPU with calibration data)"

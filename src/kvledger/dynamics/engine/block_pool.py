@@ -1,7 +1,7 @@
 """The exact KV block pool: block ids, the free queue in vLLM's eviction order, reference counts and cached hashes.
 
 Behaviour follows vLLM v1 (``vllm/v1/core/block_pool.py::BlockPool`` and
-``kv_cache_utils.py::FreeKVCacheBlockQueue``; engines.md §2 "Prefix caching"):
+``kv_cache_utils.py::FreeKVCacheBlockQueue``; docs/engine-model.md §2.3):
 
 * Block ids are ``0 .. num_gpu_blocks-1``; block 0 is the *null block*, never free and
   never handed out, so ``num_gpu_blocks - 1`` blocks are usable.
@@ -32,7 +32,7 @@ simulation has no adversary, and 64-bit collisions are negligible at these sizes
 
 from __future__ import annotations
 
-__all__ = ["BlockPool", "NULL_BLOCK_ID", "PoolUsage"]
+__all__ = ["BlockPool", "NULL_BLOCK_ID"]
 
 NULL_BLOCK_ID = 0
 
@@ -75,13 +75,30 @@ class BlockPool:
 
     @property
     def num_used_blocks(self) -> int:
-        """Blocks held by at least one request, count (vLLM's KV usage numerator)."""
-        return self.num_usable_blocks - self.num_free_blocks
+        """Blocks held by at least one request, count (vLLM's KV usage numerator; usable − free, inline: a hot path)."""
+        return self.num_gpu_blocks - 1 - len(self._queue) + self._head + self._num_stale
 
     @property
     def num_cached_blocks(self) -> int:
         """Blocks registered in the hash map (held or free), count."""
         return len(self._key_of)
+
+    @property
+    def is_uncached(self) -> bool:
+        """No block is registered and no stale entry waits in the queue: free blocks are interchangeable and
+        ``allocate`` takes the queue's front as one slice."""
+        return not self._key_of and not self._num_stale
+
+    def num_in_free_queue(self, cached_ids: list[int]) -> int:
+        """Registered blocks among ``cached_ids`` with ref count 0 (they sit in the free queue), count."""
+        ref = self._ref
+        return sum(1 for b in cached_ids if ref[b] == 0)
+
+    def num_freed_by_release(self, block_ids) -> int:
+        """Blocks of ``block_ids`` that one release each returns to the free queue (an unregistered block is held by one
+        request; a registered one returns when its ref count is 1), count."""
+        ref = self._ref
+        return sum(1 for b in block_ids if ref.get(b, 1) <= 1)
 
     def get_cached_block(self, key: int) -> int | None:
         """The block a prefix hit on ``key`` uses (the first registered), or None. Does not mutate."""
@@ -242,14 +259,6 @@ class BlockPool:
         if heads:
             self._prepend([b for ids in reversed(heads) for b in ids])
 
-    def advance(self, n: int) -> None:
-        """Take the ``n`` blocks at the front of the free queue, already read by the caller (no stale entry and no cached
-        block among them: ``_commit_bulk`` in kv_stretch.py, with no block registered)."""
-        self._head += n
-        if self._head > 4096 and self._head * 2 > len(self._queue):
-            del self._queue[: self._head]
-            self._head = 0
-
     def _prepend(self, ids: list[int]) -> None:
         """Put ``ids`` at the front of the free queue, ``ids[0]`` first (vLLM ``prepend_n``)."""
         m, h = len(ids), self._head
@@ -259,29 +268,3 @@ class BlockPool:
         else:
             self._queue[:h] = ids
             self._head = 0
-
-
-class PoolUsage:
-    """The block-count views a KV manager built on one :class:`BlockPool` (``self.pool``) reports, shared by the
-    paged and the hybrid manager: capacity, free and used blocks, and vLLM's "KV cache usage"."""
-
-    pool: BlockPool
-
-    @property
-    def capacity_blocks(self) -> int:
-        return self.pool.num_usable_blocks
-
-    @property
-    def num_free_blocks(self) -> int:
-        return self.pool.num_free_blocks
-
-    @property
-    def num_used_blocks(self) -> int:
-        """Blocks held by at least one request (usable − free, read straight from the free queue: a hot path)."""
-        pool = self.pool
-        return pool.num_gpu_blocks - 1 - len(pool._queue) + pool._head + pool._num_stale
-
-    @property
-    def usage(self) -> float:
-        """Share of usable blocks held by requests (vLLM's "KV cache usage"), fraction."""
-        return self.num_used_blocks / self.pool.num_usable_blocks

@@ -6,6 +6,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kvledger.dynamics.engine.hybrid_kv import HybridKVManager, supports_hybrid_caching
+from kvledger.dynamics.engine.kv_interface import KVManager
+from kvledger.dynamics.engine.kv_manager import PagedKVManager
+from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.errors import InputError, UnknownNameError
 
 __all__ = ["EngineConfig", "PREFIX_CACHING_POLICIES", "SCHEDULING_POLICIES", "BATCHING_POLICIES",
@@ -50,7 +54,7 @@ class EngineConfig:
         max_model_len: longest sequence (prompt + output) accepted, tokens.
         block_size: tokens per KV block, tokens (vLLM default 16).
         max_num_batched_tokens: token budget per step, tokens (vLLM server default on
-            H100/H200: 8192; below 70 GiB: 2048; engines.md §2).
+            H100/H200: 8192; below 70 GiB: 2048; docs/engine-model.md §1.3).
         max_num_seqs: most requests running at once, count (vLLM: 1024 on ≥ 70 GiB GPUs, else 256).
         enable_chunked_prefill: split prompts across steps under the budget (vLLM v1 default on).
         enable_prefix_caching: reuse KV of shared prompt prefixes (vLLM v1 default on).
@@ -179,8 +183,6 @@ class EngineConfig:
     @property
     def hybrid_caching(self) -> bool:
         """Prefix caching on a hybrid full + sliding layout (hybrid_kv.py models it: vLLM paged, one block size)."""
-        from kvledger.dynamics.engine.hybrid_kv import supports_hybrid_caching
-
         return (self.enable_prefix_caching and self.step_blocks is not None and self.prefix_caching_policy == "vllm"
                 and self.kv_allocation == "paged" and supports_hybrid_caching(self.step_blocks))
 
@@ -228,16 +230,11 @@ class EngineConfig:
         return d
 
 
-def make_kv_manager(cfg: EngineConfig):
-    """The KV cache manager the settings select (a PagedKVManager or a RadixKVManager)."""
-    from kvledger.dynamics.engine.kv_manager import PagedKVManager
-    from kvledger.dynamics.engine.radix_cache import RadixKVManager
-
+def make_kv_manager(cfg: EngineConfig) -> KVManager:
+    """The KV cache manager the settings select (a PagedKVManager, HybridKVManager or RadixKVManager)."""
     if cfg.caching_policy_in_effect == "sglang":
         return RadixKVManager((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.block_size)
     if cfg.hybrid_caching:
-        from kvledger.dynamics.engine.hybrid_kv import HybridKVManager
-
         return HybridKVManager(cfg.num_gpu_blocks, cfg.step_blocks, True)
     # the pool keeps block 0 as v1's null block; V0 had none, so give it one more id to keep all usable
     return PagedKVManager(cfg.num_usable_blocks + 1, cfg.block_size, cfg.enable_prefix_caching,

@@ -26,7 +26,9 @@ manager, so every step runs the general step (exact by construction, slower).
 
 from __future__ import annotations
 
-from kvledger.dynamics.engine.block_pool import BlockPool, PoolUsage
+from kvledger.dynamics.engine.block_pool import BlockPool
+from kvledger.dynamics.engine.kv_interface import PrefixCacheStats, count_admission
+from kvledger.dynamics.engine.pool_usage import PoolUsage
 from kvledger.dynamics.engine.prefix_keys import shareable_block_keys
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.engine.swa_step import StepBlockRule
@@ -50,7 +52,9 @@ class HybridKVManager(PoolUsage):
     """
 
     name = "vllm-hybrid"
-    no_stretches = True  # Replica turns its fast path off
+    supports_stretches = False  # Replica turns its fast path off
+    caches_prefills = False
+    plain_block_table = False
     custom_bft = True
     contiguous = False
 
@@ -62,7 +66,7 @@ class HybridKVManager(PoolUsage):
         self.block_size = B = rule.groups[0][1]
         self.groups = [(kind, W, -(-(W - 1) // B) if kind == "sliding_window" else 0) for kind, _, W in rule.groups]
         self.bft = rule.steady
-        self.query_tokens = self.hit_tokens = self.recompute_hit_tokens = 0
+        self.prefix_stats = PrefixCacheStats()
         self._held = 0  # live blocks held by requests, blocks
 
     # ------------------------------------------------------------ accounting (capacity, free, used, usage: PoolUsage)
@@ -118,7 +122,7 @@ class HybridKVManager(PoolUsage):
             hits.append(row)
             live = [b for b in row if b is not None]
             kept += len(live)
-            evictable += sum(1 for b in live if pool._ref[b] == 0)
+            evictable += pool.num_in_free_queue(live)
         fit = max(must_fit_tokens, upto, reserve_tokens)
         new = len(hits) * (-(-upto // B) - h)  # every group gets blocks h .. cdiv(upto, B) − 1
         if self.rule.admission(fit) - kept + evictable > pool.num_free_blocks or new + evictable > pool.num_free_blocks:
@@ -131,13 +135,7 @@ class HybridKVManager(PoolUsage):
         req.node = [tables, firsts, kept + new]
         req.num_registered = h
         self._held += kept + new
-        if req.num_preemptions == 0:
-            self.query_tokens += req.num_prompt_tokens
-            self.hit_tokens += c
-            req.num_cached_tokens = c
-        else:
-            self.recompute_hit_tokens += c
-        req.num_computed_tokens = c
+        count_admission(self.prefix_stats, req, c)
         self._register(req, upto)
         return True
 
@@ -148,8 +146,7 @@ class HybridKVManager(PoolUsage):
         upto = c + num_new_tokens
         drop = [range(firsts[g], self._skipped(g, c)) for g in range(len(tables))]
         need = sum(max(0, -(-upto // B) - len(t)) for t in tables)
-        ref = pool._ref  # registered blocks' counts; any other block in a table is this request's alone
-        freed = sum(1 for g, d in enumerate(drop) for i in d if ref.get(tables[g][i], 1) <= 1)  # shared ones stay
+        freed = pool.num_freed_by_release([tables[g][i] for g, d in enumerate(drop) for i in d])  # shared ones stay
         if need > pool.num_free_blocks + freed:
             return False
         delta = 0
@@ -203,7 +200,13 @@ class HybridKVManager(PoolUsage):
         """Blocks a running request holds over all groups, blocks."""
         return req.node[2] if req.node is not None else 0
 
+    def after_prefill_step(self, req: SimRequest) -> None:
+        """Nothing: blocks are registered at schedule time (``admit``, ``grow``)."""
+
     # ------------------------------------------------ fast path: not for this manager
+    def decode_step(self, running, comp, rems) -> bool:
+        return False
+
     def stretch_limit(self, running, comp, rems, k: int, reserve: int = 0) -> int:
         return 0
 

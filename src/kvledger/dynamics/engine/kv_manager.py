@@ -1,6 +1,6 @@
 """The vLLM-style KV cache manager: block tables over a BlockPool, chained block hashes for prefix caching, and reservation variants.
 
-Engine rules it follows (engines.md §2; vLLM ``v1/core/kv_cache_manager.py``,
+Engine rules it follows (docs/engine-model.md §2.3; vLLM ``v1/core/kv_cache_manager.py``,
 ``kv_cache_utils.py::hash_block_tokens``):
 
 * Only full blocks get a hash. Block ``i``'s hash depends on block ``i-1``'s hash and the
@@ -22,10 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kvledger.dynamics.engine.block_pool import BlockPool, PoolUsage
+from kvledger.dynamics.engine.block_pool import BlockPool
+from kvledger.dynamics.engine.kv_interface import PrefixCacheStats, count_admission
+from kvledger.dynamics.engine.pool_usage import PoolUsage
 from kvledger.dynamics.engine.prefix_keys import own_block_key, shareable_block_keys, vectorize_blocks_for_tokens
 from kvledger.dynamics.engine.request_state import SimRequest
-from kvledger.dynamics.fast.kv_stretch import PagedStretches
+from kvledger.dynamics.engine.stretch_alloc import PagedStretches
 
 __all__ = ["PagedKVManager"]
 
@@ -46,6 +48,8 @@ class PagedKVManager(PoolUsage, PagedStretches):
     """
 
     name = "vllm"
+    supports_stretches = True
+    caches_prefills = False
 
     def __init__(self, num_gpu_blocks: int, block_size: int, enable_caching: bool,
                  blocks_for_tokens: Callable[[int], int] | None = None, contiguous: bool = False,
@@ -54,15 +58,14 @@ class PagedKVManager(PoolUsage, PagedStretches):
         self.block_size = block_size
         self.enable_caching = enable_caching
         self.custom_bft = blocks_for_tokens is not None
+        self.plain_block_table = not self.custom_bft
         B = block_size
         self.bft: Callable[[int], int] = blocks_for_tokens or (lambda n: -(-n // B))
         self._bft_vec = vectorize_blocks_for_tokens(blocks_for_tokens) if blocks_for_tokens else None
         self.contiguous = contiguous
         self.max_model_len = max_model_len
         self.step_blocks = step_blocks
-        self.query_tokens = 0  # prompt tokens looked up at first admission, tokens
-        self.hit_tokens = 0  # of which served from the cache, tokens
-        self.recompute_hit_tokens = 0  # tokens a preempted request got back from the cache, tokens
+        self.prefix_stats = PrefixCacheStats()
         self._req_blocks = 0  # Σ over running requests of their block-table lengths (shared blocks per holder)
 
     # ------------------------------------------------------------ accounting (capacity, free, used, usage: PoolUsage)
@@ -91,18 +94,18 @@ class PagedKVManager(PoolUsage, PagedStretches):
             return [], 0
         limit = (req.num_tokens - 1) // self.block_size
         nkeys = len(keys)
-        get = self.pool._blocks_of.get
+        get = self.pool.get_cached_block
         hits: list[int] = []
         for i in range(limit):
             if i < nkeys:
-                ids = get(keys[i])
+                b = get(keys[i])
             elif req.num_preemptions:
-                ids = get(own_block_key(req.uid, i))
+                b = get(own_block_key(req.uid, i))
             else:
                 break
-            if ids is None:
+            if b is None:
                 break
-            hits.append(next(iter(ids)))
+            hits.append(b)
         return hits, len(hits) * self.block_size
 
     def match_tokens(self, req: SimRequest) -> int:
@@ -140,7 +143,7 @@ class PagedKVManager(PoolUsage, PagedStretches):
             alloc_tokens = reserve_tokens
         fit_tokens = must_fit_tokens if must_fit_tokens > alloc_tokens else alloc_tokens
         if hits:
-            evictable = sum(1 for b in hits if pool._ref[b] == 0)
+            evictable = pool.num_in_free_queue(hits)
             if self.bft(fit_tokens) - n_hit + evictable > pool.num_free_blocks:
                 return False
             pool.touch(hits)
@@ -158,13 +161,7 @@ class PagedKVManager(PoolUsage, PagedStretches):
             req.blocks = pool.allocate(need)
         req.num_registered = n_hit
         self._req_blocks += len(req.blocks)
-        if req.num_preemptions == 0:
-            self.query_tokens += req.num_prompt_tokens
-            self.hit_tokens += hit_tokens
-            req.num_cached_tokens = hit_tokens
-        else:
-            self.recompute_hit_tokens += hit_tokens
-        req.num_computed_tokens = hit_tokens
+        count_admission(self.prefix_stats, req, hit_tokens)
         if self.enable_caching and req.keys:
             self._register(req, hit_tokens + num_new_tokens, True)
         return True
@@ -191,6 +188,13 @@ class PagedKVManager(PoolUsage, PagedStretches):
         if self.enable_caching and req.num_registered < len(req.keys or self._keys(req)):
             self._register(req, upto, True)
         return True
+
+    def after_prefill_step(self, req: SimRequest) -> None:
+        """Nothing: vLLM registers a request's full blocks at schedule time (``admit``, ``grow``)."""
+
+    def held_blocks(self, req: SimRequest) -> int:
+        """Blocks a running request holds, blocks."""
+        return len(req.blocks)
 
     def free_finished(self, reqs: list[SimRequest]) -> None:
         """``free(r, preempted=False)`` for each of ``reqs`` in order, none holding a registered block, done at once."""

@@ -1,6 +1,6 @@
 """The SGLang-style KV cache: a token pool (page_size 1) plus a radix tree over prompt content with LRU eviction of leaves.
 
-Follows SGLang's ``mem_cache/radix_cache.py`` (engines.md §3; seed-claims §11), run
+Follows SGLang's ``mem_cache/radix_cache.py`` (docs/engine-model.md §3.3, §6.8), run
 "simulated" on token counts: the pool holds ``capacity_tokens`` token slots; finished
 (and retracted) requests leave their tokens in the tree, where they stay matchable and
 evictable; running requests lock the path they use; allocation evicts least-recently
@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import heapq
 
+from kvledger.dynamics.engine.kv_interface import PrefixCacheStats, count_admission
 from kvledger.dynamics.engine.request_state import SimRequest
-from kvledger.dynamics.fast.kv_stretch import RadixStretches
+from kvledger.dynamics.engine.stretch_alloc import RadixStretches
 
 __all__ = ["RadixKVManager", "RadixNode"]
 
@@ -54,6 +55,9 @@ class RadixKVManager(RadixStretches):
     name = "sglang"
     enable_caching = True
     contiguous = False
+    plain_block_table = False
+    supports_stretches = True
+    caches_prefills = True
 
     def __init__(self, capacity_tokens: int, block_size: int = 1) -> None:
         self.capacity_tokens = capacity_tokens
@@ -67,9 +71,7 @@ class RadixKVManager(RadixStretches):
         self._tick = 0
         self._seq = 0
         self.num_evictions = 0
-        self.query_tokens = 0
-        self.hit_tokens = 0
-        self.recompute_hit_tokens = 0
+        self.prefix_stats = PrefixCacheStats()
         self.held_slots = 0  # Σ over running requests of the token slots each uses (shared path per holder), tokens
 
     # ------------------------------------------------------------ accounting
@@ -85,6 +87,15 @@ class RadixKVManager(RadixStretches):
     def num_used_blocks(self) -> int:
         """Token slots in use by requests (locked tree tokens + private ones), in blocks of ``block_size``."""
         return (self.tree_tokens - self.evictable_tokens + self.private_tokens) / self.block_size
+
+    @property
+    def allocatable_tokens(self) -> int:
+        """Token slots an allocation can get now: free ones plus unlocked tree tokens (evicted on demand), tokens."""
+        return self.num_free_tokens + self.evictable_tokens
+
+    def held_blocks(self, req: SimRequest) -> int:
+        """0: a request holds token slots, not a block table (nothing for the sliding-window check to free)."""
+        return 0
 
     @property
     def usage(self) -> float:
@@ -222,13 +233,7 @@ class RadixKVManager(RadixStretches):
         self.held_slots += hit + take
         if not self._take(req, take):
             raise RuntimeError("radix cache: admission check passed but allocation failed")
-        if req.num_preemptions == 0:
-            self.query_tokens += req.num_prompt_tokens
-            self.hit_tokens += hit
-            req.num_cached_tokens = hit
-        else:
-            self.recompute_hit_tokens += hit
-        req.num_computed_tokens = hit
+        count_admission(self.prefix_stats, req, hit)
         return True
 
     def grow(self, req: SimRequest, num_new_tokens: int) -> bool:

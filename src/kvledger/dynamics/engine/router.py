@@ -13,6 +13,10 @@
   index on ties. Every routed prompt is inserted for its replica. The tree is kept in
   tokens of shared segments plus each prompt's unique tail (the router's is in characters),
   and never evicted (the router prunes it every 120 s above 2^26 nodes).
+* ``session_affinity``: sticky sessions (llm-d / gateway session affinity by a session header): the first request
+  of a client (``RequestSpec.client_id``: a session's id) goes to the least loaded replica, every later one to the
+  same replica, so a conversation's prefix stays in one replica's cache; requests without a client id go to the
+  least loaded replica.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.errors import UnknownNameError
 
 __all__ = ["ROUTERS", "make_router", "BALANCE_ABS_THRESHOLD", "BALANCE_REL_THRESHOLD", "CACHE_THRESHOLD"]
 
@@ -100,17 +105,31 @@ def _prefix_aware() -> Router:
     return route
 
 
+def _session_affinity() -> Router:
+    home: dict[str, int] = {}
+
+    def route(replicas: list, req: SimRequest) -> int:
+        cid = req.spec.client_id
+        pick = home.get(cid) if cid is not None else None
+        if pick is None:
+            pick = _least_loaded(replicas, req)
+            if cid is not None:
+                home[cid] = pick
+        return pick
+
+    return route
+
+
 ROUTERS: dict[str, Callable[[], Router]] = {
     "round_robin": _round_robin,
     "least_loaded": lambda: _least_loaded,
     "prefix_aware": _prefix_aware,
+    "session_affinity": _session_affinity,
 }
 
 
 def make_router(name: str) -> Router:
     """A fresh router (routers keep state, e.g. the round-robin counter)."""
-    from kvledger.errors import UnknownNameError
-
     if name not in ROUTERS:
         raise UnknownNameError("router", name, ROUTERS, hint=f"Known: {', '.join(ROUTERS)}.")
     return ROUTERS[name]()

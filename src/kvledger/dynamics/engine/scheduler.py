@@ -1,8 +1,7 @@
 """The per-step scheduling rules: vLLM v1's (running requests first, then waiting ones, under a token budget) and vLLM V0's prefill-first rule.
 
-Source: ``vllm/v1/core/sched/scheduler.py::Scheduler.schedule`` (engines.md §2, "One
-scheduling step"). There are no prefill and decode phases: each request's
-``num_computed_tokens`` catches up with its ``num_tokens``::
+Source: ``vllm/v1/core/sched/scheduler.py::Scheduler.schedule`` (docs/engine-model.md §2.2). There are no
+prefill and decode phases: each request's ``num_computed_tokens`` catches up with its ``num_tokens``::
 
     prompt (P tokens)                 generated (g tokens)
     |-------------------------------|----------|
@@ -50,6 +49,7 @@ from __future__ import annotations
 from collections import deque
 
 from kvledger.dynamics.engine.config import EngineConfig
+from kvledger.dynamics.engine.kv_interface import KVManager, SchedulerOutput
 from kvledger.dynamics.engine.request_state import PREEMPTED, RUNNING, SimRequest
 
 __all__ = ["Scheduler", "LPM_MAX_WAITING", "padded_prompt_shape"]
@@ -92,7 +92,7 @@ class Scheduler:
         kv: the KV manager (``PagedKVManager`` or ``RadixKVManager``).
     """
 
-    def __init__(self, cfg: EngineConfig, kv) -> None:
+    def __init__(self, cfg: EngineConfig, kv: KVManager) -> None:
         self.cfg = cfg
         self.kv = kv
         self.running: list[SimRequest] = []
@@ -103,10 +103,10 @@ class Scheduler:
         self._v0 = cfg.batching == "vllm_v0"
         self._watermark_blocks = cfg.v0_watermark_blocks
         # paged KV with ceil(n / block_size) blocks: lets the running loop skip kv.grow when no block is needed
-        self._fast_block_size = kv.block_size if getattr(kv, "pool", None) is not None and not kv.custom_bft else 0
+        self._fast_block_size = kv.block_size if kv.plain_block_table else 0
 
-    def schedule(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
-        """Plan one step; returns ``(scheduled (request, num_new_tokens) in order, preempted, num_admitted)``.
+    def schedule(self) -> SchedulerOutput:
+        """Plan one step: the scheduled (request, num_new_tokens) in order, the preempted, how many were admitted.
 
         Mutates the running list, the waiting queue and the KV manager (blocks are taken
         here, as vLLM's ``allocate_slots`` does at schedule time).
@@ -143,8 +143,8 @@ class Scheduler:
             budget -= n
             i += 1
         if not preempted and not self._static:
-            admitted = self._admit(scheduled, budget)
-        return scheduled, preempted, admitted
+            admitted = self.admit_waiting(scheduled, budget)
+        return SchedulerOutput(scheduled, preempted, admitted)
 
     def advance_decode(self, num_steps: int) -> None:
         """The fast path ran ``num_steps`` pure decode steps (nothing to update for vLLM's rules)."""
@@ -171,7 +171,9 @@ class Scheduler:
         req.status = PREEMPTED
         self.waiting.appendleft(req)
 
-    def _admit(self, scheduled: list[tuple[SimRequest, int]], budget: int) -> int:
+    def admit_waiting(self, scheduled: list[tuple[SimRequest, int]], budget: int) -> int:
+        """Admit waiting requests under ``budget`` tokens (module doc, rule 3), appending them to ``scheduled``; returns
+        how many (also the fast path's mixed step, fast_path.py)."""
         cfg, kv, waiting, running = self.cfg, self.kv, self.waiting, self.running
         if not waiting or budget <= 0:
             return 0
@@ -197,12 +199,12 @@ class Scheduler:
             admitted += 1
         return admitted
 
-    def _schedule_v0(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
+    def _schedule_v0(self) -> SchedulerOutput:
         """vLLM V0: a prompt-only step if any waiting prompt is admitted, else a decode step for all (module doc)."""
         scheduled: list[tuple[SimRequest, int]] = []
         admitted = self._admit_prompts_v0(scheduled)
         if admitted:
-            return scheduled, [], admitted
+            return SchedulerOutput(scheduled, [], admitted)
         kv, running, preempted = self.kv, self.running, []
         fast_b, free = self._fast_block_size, kv.num_free_blocks
         i = 0
@@ -217,7 +219,7 @@ class Scheduler:
             scheduled.append((req, 1))
             free = kv.num_free_blocks
             i += 1
-        return scheduled, preempted, 0
+        return SchedulerOutput(scheduled, preempted, 0)
 
     def _admit_prompts_v0(self, scheduled: list[tuple[SimRequest, int]]) -> int:
         """V0's prompt phase: admit whole prompts FCFS under the limits of the module doc; returns how many."""

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections import deque
 
 from kvledger.dynamics.engine.config import EngineConfig
+from kvledger.dynamics.engine.kv_interface import KVManager, SchedulerOutput
 from kvledger.dynamics.engine.request_state import PREEMPTED, RUNNING, SimRequest
 from kvledger.dynamics.engine.scheduler import LPM_MAX_WAITING
 
@@ -78,12 +79,12 @@ def order_lpm(waiting: deque, kv) -> None:
 class SGLangScheduler:
     """The running list, waiting queue and chunked request of one SGLang replica, and its step rule (module doc).
 
-    Same interface as ``scheduler.Scheduler``: ``schedule()`` returns ``(plan, retracted,
-    admitted)``; a chunked request sits in ``running`` and is never decoded before its
+    Same interface as ``scheduler.Scheduler``: ``schedule()`` returns a ``SchedulerOutput`` (retracted requests as
+    its ``preempted``); a chunked request sits in ``running`` and is never decoded before its
     prompt is done (a prefill step always continues it first).
     """
 
-    def __init__(self, cfg: EngineConfig, kv) -> None:
+    def __init__(self, cfg: EngineConfig, kv: KVManager) -> None:
         self.cfg, self.kv = cfg, kv
         self.running: list[SimRequest] = []
         self.waiting: deque[SimRequest] = deque()
@@ -105,21 +106,15 @@ class SGLangScheduler:
         self._decode_steps += num_steps
 
     # ------------------------------------------------------------ step
-    def schedule(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
+    def schedule(self) -> SchedulerOutput:
         """Plan one step: a prefill batch if anything can be prefilled, else a decode batch (module doc)."""
         if not self.running:  # the engine was idle: SGLang resets the ratio (self_check_during_idle)
             self._ratio_base, self._decode_steps = INIT_NEW_TOKEN_RATIO, 0
         plan: list[tuple[SimRequest, int]] = []
         admitted = self._prefill(plan)
         if plan:
-            return plan, [], admitted
+            return SchedulerOutput(plan, [], admitted)
         return self._decode()
-
-    def _avail_tokens(self) -> int:
-        kv = self.kv
-        if hasattr(kv, "evictable_tokens"):
-            return kv.num_free_tokens + kv.evictable_tokens
-        return kv.num_free_blocks * kv.block_size
 
     def _max_new(self, req: SimRequest) -> int:
         return min(req.num_output_tokens - req.num_generated, CLIP_MAX_NEW_TOKENS)
@@ -128,7 +123,7 @@ class SGLangScheduler:
         cfg, kv, page = self.cfg, self.kv, self._page
         ratio = 1.0 if cfg.ignore_eos else self.new_token_ratio
         offset = sum(self._max_new(r) * ratio for r in self.running if r is not self.chunked)
-        avail = self._avail_tokens()
+        avail = self.kv.allocatable_tokens
         budget = cfg.max_num_batched_tokens
         c = self.chunked
         if c is not None:  # add_chunked_req: the continuing chunk first
@@ -171,10 +166,10 @@ class SGLangScheduler:
                 break
         return admitted
 
-    def _decode(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
+    def _decode(self) -> SchedulerOutput:
         running, kv = self.running, self.kv
         if not running:
-            return [], [], 0
+            return SchedulerOutput([], [], 0)
         retracted: list[SimRequest] = []
         if not self._fits(running):
             order = sorted(running, key=lambda r: (r.num_generated, -r.num_prompt_tokens), reverse=True)
@@ -196,7 +191,7 @@ class SGLangScheduler:
             if not kv.grow(r, 1):
                 raise RuntimeError("sglang scheduler: the decode step's slots were checked but did not fit")
             plan.append((r, 1))
-        return plan, retracted, 0
+        return SchedulerOutput(plan, retracted, 0)
 
     def _fits(self, reqs: list[SimRequest]) -> bool:
         """``check_decode_mem``: one more token for each request fits (eviction included)."""

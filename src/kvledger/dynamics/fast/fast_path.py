@@ -1,4 +1,4 @@
-"""Shortcuts for a replica in steady decode: whole stretches of decode steps at once, the common arrival step, and a fused loop for one replica on a known trace.
+"""Shortcuts for a replica in steady decode: decode stretches at once, the common arrival step, a fused open loop.
 
 All three apply vLLM's rule exactly as ``Replica._step`` would, step by step, only with less
 Python per step (tests compare every token time bit for bit with ``fast_forward=False``):
@@ -9,11 +9,11 @@ Python per step (tests compare every token time bit for bit with ``fast_forward=
   (stretch_times.py); the stretch stops at the first step that would start at or after
   ``bound_s`` (the next arrival), at the first finish when requests wait, or where blocks run
   out. Blocks are handed out in step, then running, order (or request by request when no
-  block is registered in the cache: kv_stretch.py), and finished requests freed after their
+  block is registered in the cache: engine/stretch_alloc.py), and finished requests freed after their
   step; the KV usage samples are kept as the stretch's changes (kv_usage.py).
 * ``admit_step``: the step after an arrival while every running request is one token
   behind: each decodes one token (blocks first, in running order), then waiting requests
-  are admitted under the budget left, as ``Scheduler._admit`` does (v1's mixed steps only;
+  are admitted under the budget left, as ``Scheduler.admit_waiting`` does (v1's mixed steps only;
   under ``vllm_v0`` an arrival's prompt-only step is a general step).
 * ``run_open``: one replica with a known arrival list (``arrivals``: the arrival times in a
   plain sequence): alternates
@@ -37,31 +37,26 @@ when no finisher's free is pending; the general step handles that one.
 
 A new scheduling rule keeps the fast path exact if it (1) schedules a steady batch (everyone one
 token behind, nobody admissible) as one decode token per running request in running order, or
-else makes ``Replica._next_is_steady`` return False so the general step runs (SGLang's
+else makes ``Replica.next_is_steady`` return False so the general step runs (SGLang's
 scheduler does so whenever requests wait); (2) keeps allocation in step, then running, order
 (``stretch_limit``/``stretch_commit``), or gives its KV manager its own pair with the same
-contract (kv_stretch.py), or sets ``no_stretches`` (hybrid_kv.py); (3) prices a pure-decode
+contract (engine/stretch_alloc.py), or sets ``supports_stretches`` False (hybrid_kv.py); (3) prices a pure-decode
 step as ``decode_steps_s`` does, one step at a time; (4) if it changes when an arrival joins,
 gives ``run_open``/``admit_step`` the same timing (async scheduling: ``rep.sched_s`` and the
 deferred frees), or sends them to the general step for it, as ``vllm_v0`` and SGLang do
-(``rep._mixed``).
+(``rep.rules.mixed``).
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.request_state import FINISHED, SimRequest, accept
-from kvledger.dynamics.fast.kv_stretch import per_step_samples
+from kvledger.dynamics.fast.kv_stretch import account_stretch
 from kvledger.dynamics.fast.stretch_times import MAX_STRETCH_STEPS, decode_times
 
 __all__ = ["stretch", "admit_step", "run_open", "advance", "write_counters", "MAX_STRETCH_STEPS"]
-
-_STEP_INDEX = np.arange(MAX_STRETCH_STEPS + 1, dtype=np.float64)
-
 
 def stretch(rep, bound_s: float, through: bool) -> list | None:
     """Steady decode steps of ``rep`` (see module doc); None when not even one step's blocks fit."""
@@ -78,20 +73,21 @@ def stretch(rep, bound_s: float, through: bool) -> list | None:
             r.num_tokens += k
     if out:
         rep.sched.running = [r for r in running if r.status != FINISHED]
-        if rep.sched.waiting and not rep._static:
+        if rep.sched.waiting and not rep.rules.static:
             rep.steady = False
     return out
 
 
 def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int], bound_s: float,
                 through: bool) -> tuple[list, int]:
-    """Run ``k`` steady decode steps; finished requests get final counters, are freed and recorded. Returns (records, k).
+    """Run ``k`` steady decode steps; finished requests get final counters, are freed and recorded.
+    Returns (records, k).
 
     The other requests' counters are NOT updated (callers add ``k`` to them or to their lists).
     """
     kv = rep.kv
-    go = through and len(running) > 1 and (rep._static or not rep.sched.waiting)
-    lag = 1 if rep._async else 0
+    go = through and len(running) > 1 and (rep.rules.static or not rep.sched.waiting)
+    lag = 1 if rep.rules.async_scheduling else 0
     if lag and rep.sched_s >= bound_s:  # the first step would be scheduled at or after the bound
         return [], 0
     k, ends, durs, pieces = decode_times(rep, rems, comp, go, bound_s, lag)
@@ -107,19 +103,19 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
                 finished.append((r, step0 + m - 1))
     samples = kv.stretch_commit(running, comp, rems, k, lag=lag)  # blocks in step-by-step order; frees the finished
     rep.sched.advance_decode(k)
-    rep._push_times(ends[1: k + 1])
+    rep.push_times(ends[1: k + 1])
     rep.now_s = ends[k]
-    _account(rep, pieces, k, ends, durs, samples, running, rems)
+    account_stretch(rep, pieces, k, ends, durs, samples, running, rems)
     if lag:
         # finished in the last step (rems m = k): freed after the next schedule
-        rep._defer([(r, st) for r, st in finished if st - step0 + 1 + lag > k])
+        rep.defer([r for r, st in finished if st - step0 + 1 + lag > k])
         rep.last_start_s = ends[k - 1]
-    return (rep._finish(finished, freed=True) if finished else []), k
+    return (rep.finish(finished, freed=True) if finished else []), k
 
 
 def _block_limit(rep, running: list[SimRequest], comp: list[int], rems: list[int], k: int) -> int:
-    """Steps (≤ ``k``) of a stretch sure to find their blocks without preemption (vllm_v0 also leaves one block free)."""
-    return rep.kv.stretch_limit(running, comp, rems, k, reserve=1 if rep._v0 else 0)
+    """Steps (≤ ``k``) of a stretch sure to find their blocks without preemption (vllm_v0 also leaves a block free)."""
+    return rep.kv.stretch_limit(running, comp, rems, k, reserve=1 if rep.rules.v0 else 0)
 
 
 def _set_final(r: SimRequest, computed: int) -> None:
@@ -127,32 +123,6 @@ def _set_final(r: SimRequest, computed: int) -> None:
     r.num_computed_tokens = computed
     r.num_generated = r.num_output_tokens
     r.num_tokens = r.num_prompt_tokens + r.num_output_tokens
-
-
-def _account(rep, pieces: list, k: int, ends: list[float], durs: list[float], samples: tuple,
-             running: list[SimRequest], rems: list[int]) -> None:
-    """KV usage and token-state samples of each step of a stretch, as step-by-step execution takes them.
-
-    ``samples``: what the KV manager's ``stretch_commit`` returned — the paged manager's changes
-    ``(used0, held0, allocation steps, drops, allocation runs)``, or per-step ``(used blocks, held slots)`` arrays.
-    """
-    cap = rep.kv.capacity_blocks
-    if len(samples) == 5:
-        rep.usage.add_stretch(ends[:k], durs[:k], cap, *samples, pieces)
-        used = per_step_samples(samples, k, rep.kv.block_size)[0] if rep.steplog is not None else None
-    else:
-        used, held = samples
-        stored = np.concatenate([_STEP_INDEX[: min(b, k) - a] * alive + kv_a for a, b, alive, kv_a in pieces
-                                 if min(b, k) > a])
-        rep.usage.add_steps(ends[:k], durs[:k], used, cap, stored, held)
-    if rep.steplog is not None:
-        for a, b, alive, _ in pieces:
-            b = min(b, k)
-            if b > a:
-                batch = [(r.spec.request_id, 1) for r, m in zip(running, rems) if m > a]
-                u = used[a: b] / cap if isinstance(used, np.ndarray) else np.full(b - a, used / cap)
-                rep.steplog.add_stretch(rep.num_steps - k + a, np.asarray(ends[a: b]), np.asarray(durs[a: b]), alive,
-                                        u, alive, len(rep.sched.waiting), batch)
 
 
 def admit_step(rep) -> list | None:
@@ -186,8 +156,9 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
         return None
     plan: list[tuple[SimRequest, int]] = []
     sched.running = running  # admission appends to it and checks its length against max_num_seqs
-    admitted = sched._admit(plan, cfg.max_num_batched_tokens - n)
-    freed = rep._drain() if rep._async else False  # async: the step in flight's finishers free after this schedule
+    admitted = sched.admit_waiting(plan, cfg.max_num_batched_tokens - n)
+    # async: the step in flight's finishers free after this schedule
+    freed = rep.drain() if rep.rules.async_scheduling else False
     step = rep.num_steps
     finished = []
     if 1 in rems:
@@ -195,9 +166,9 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
             if m == 1:
                 _set_final(r, c + 1)
                 finished.append((r, step))
-    (pf_tok, pf_seqs, pf_kv, pairs, extra_dec, extra_dec_kv), stored, all_emitted = rep._apply_plan(plan, step, finished)
+    (pf_tok, pf_seqs, pf_kv, pairs, extra_dec, extra_dec_kv), stored, all_emitted = rep.apply_plan(plan, step, finished)
     dec_kv = sum(comp) + n
-    price = rep._step_price
+    price = rep.prices.step_price
     if price is not None and rep.steplog is None:
         dur = price(pf_tok, pf_seqs, pf_kv, pairs, n + extra_dec, dec_kv + extra_dec_kv)
     else:
@@ -207,20 +178,15 @@ def _mixed_step(rep, running: list[SimRequest], rems: list[int], comp: list[int]
         rep.prefill_time.add(pf_tok, pf_seqs, pf_kv, pairs, n + extra_dec, dec_kv + extra_dec_kv, dur)
     start = rep.now_s
     rep.now_s = start + dur
-    rep._push_times(rep.now_s)
+    rep.push_times(rep.now_s)
     used = kv.num_used_blocks
     rep.usage.add(start, dur, used, kv.capacity_blocks, stored + dec_kv, kv.held_slots)
     if rep.steplog is not None:
         rep.steplog.add(step, start, dur, shape, used / kv.capacity_blocks, len(running), len(sched.waiting),
                         [(r.spec.request_id, 1) for r in running[:n]] + [(r.spec.request_id, m) for r, m in plan])
-    if rep._async:
-        out = rep._finish(finished, freed=True) if finished else []
-        rep._defer(finished)
-        rep.last_start_s = start
-    else:
-        out = rep._finish(finished) if finished else []
-    rep.ready = all_emitted and not rep._overheld()
-    rep.steady = rep._next_is_steady([], admitted, finished or freed, rep.ready, not plan)
+    out = rep.settle_finished(finished, start)
+    rep.ready = all_emitted and not rep.overheld()
+    rep.steady = rep.next_is_steady([], admitted, finished or freed, rep.ready, not plan)
     return out, ([r for r in running if r.status != FINISHED] if finished else running)
 
 
@@ -228,11 +194,11 @@ def run_open(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     """Fused loop for one replica on a known, time-sorted arrival list, from index ``i``.
 
     Precondition: ``rep`` is steady and ready with requests running and none waiting.
-    Appends ``(uid, record)`` to ``out`` (unless the replica's ``sink`` takes them); returns the next arrival index and whether any
-    step ran. Hands over to the general path (leaving the state exactly as step-by-step
+    Appends ``(uid, record)`` to ``out`` (unless the replica's ``sink`` takes them); returns the next arrival index and
+    whether any step ran. Hands over to the general path (leaving the state exactly as step-by-step
     execution would) at anything unusual: blocks running out, a prompt that needs more
     than one step, an admission that fails, or nobody left. Several arrivals in one step are
-    admitted together in one mixed step, as ``Scheduler._admit`` would.
+    admitted together in one mixed step, as ``Scheduler.admit_waiting`` would.
     """
     sched = rep.sched
     total = len(specs)
@@ -243,7 +209,7 @@ def run_open(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     progressed = False
     try:
         while True:
-            if rep._deferred:  # async: a finisher's free is pending; the general step handles it
+            if rep.has_deferred:  # async: a finisher's free is pending; the general step handles it
                 return i, progressed
             bound = arrivals[i] if i < total else math.inf
             recs, k = _decode_run(rep, running, rems, comp, bound, True)
@@ -257,7 +223,7 @@ def run_open(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
             i = _deliver(rep, specs, arrivals, i, out)
             if not sched.waiting:
                 continue
-            if not rep._mixed:  # vllm_v0: the arrival's prompt step is a general step
+            if not rep.rules.mixed:  # vllm_v0: the arrival's prompt step is a general step
                 rep.steady = False
                 return i, progressed
             res = _mixed_step(rep, running, rems, comp)
@@ -294,9 +260,8 @@ def advance(running: list[SimRequest], rems: list[int], comp: list[int], k: int,
 
 
 def _deliver(rep, specs, arrivals, i: int, out: list) -> int:
-    """Move the arrivals visible at the next step's start into the waiting queue (or reject them); returns the next index.
-
-    ``arrivals[i]`` is ``specs[i].arrival_s`` (a plain sequence: a columnar workload builds a spec only when indexed)."""
+    """Move the arrivals visible at the next step's start into the waiting queue (or reject them); returns the next
+    index. ``arrivals[i]`` is ``specs[i].arrival_s`` (a plain sequence: a columnar workload makes a spec per index)."""
     max_len, now, cap, total = rep.cfg.max_model_len, rep.sched_s, rep.cfg.caps_output, len(arrivals)
     while i < total and arrivals[i] <= now:
         req = accept(i, specs[i], max_len, cap)

@@ -1,42 +1,21 @@
-"""Pure-decode stretches in the KV managers: how many steps' blocks fit, and handing them out (and freeing finishers) in step order.
-
-A stretch: request ``i`` (``comp[i]`` computed tokens at the start) decodes one token in each
-of the first ``min(rems[i], k)`` steps; one with ``rems[i] <= k`` finishes after its step
-``rems[i] − 1`` and is freed before the next step allocates, or with ``lag`` 1 (async
-scheduling, replica.py) after the next step's allocations (a free that would fall past the
-stretch is left to the caller). ``stretch_commit`` also returns what step-by-step execution
-would sample in each step (held blocks and KV slots), so the KV-usage figures of a stretch
-equal those of the steps it stands for. Either way a finisher of step ``m − 1`` is first
-missing from step ``m``'s sample: the general step samples after its allocations and, under
-async scheduling, after freeing the step before's finishers (``Replica._drain``).
-"""
+"""The KV usage and step-log samples of a decode stretch, from the changes a KV manager's ``stretch_commit`` returns."""
 
 from __future__ import annotations
-
-from bisect import bisect_left
 
 import numpy as np
 
 from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.fast.stretch_times import MAX_STRETCH_STEPS
 from kvledger.dynamics.outputs.kv_usage import run_steps
 
-__all__ = ["PagedStretches", "RadixStretches", "per_step_samples", "most_steps"]
+__all__ = ["per_step_samples", "account_stretch"]
 
-
-def most_steps(need, k: int, budget: int) -> int:
-    """The most steps ``s ≤ k`` whose ``need(s)`` (non-decreasing in ``s``, 0 at 0) stays within ``budget`` (0 when
-    none does), by bisection."""
-    if need(k) <= budget:
-        return k
-    lo, hi = 0, k  # need(lo) <= budget < need(hi), or nothing fits (lo stays 0)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if need(mid) <= budget else (lo, mid)
-    return lo
+_STEP_INDEX = np.arange(MAX_STRETCH_STEPS + 1, dtype=np.float64)
 
 
 def per_step_samples(samples: tuple, k: int, block_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """(used blocks, held slots) in each of the ``k`` steps of a stretch, from ``PagedStretches.stretch_commit``'s changes."""
+    """(used blocks, held slots) in each of the ``k`` steps of a stretch, from ``PagedStretches.stretch_commit``'s
+    changes (engine/stretch_alloc.py)."""
     used0, held0, allocs, drops, runs = samples
     steps = np.concatenate((np.asarray(allocs, dtype=np.int64), run_steps(runs, block_size)))
     change = np.bincount(steps, minlength=k + 1)[: k + 1]
@@ -47,228 +26,27 @@ def per_step_samples(samples: tuple, k: int, block_size: int) -> tuple[np.ndarra
     return used0 + np.cumsum(used_change[:k]), held0 + np.cumsum(held_change[:k])
 
 
-class PagedStretches:
-    """Stretch methods of PagedKVManager (kv_manager.py): blocks of ``block_size`` tokens from a BlockPool."""
+def account_stretch(rep, pieces: list, k: int, ends: list[float], durs: list[float], samples: tuple,
+                    running: list[SimRequest], rems: list[int]) -> None:
+    """KV usage and token-state samples of each step of a stretch, as step-by-step execution takes them.
 
-    # A stretch: request i (computed ``comp[i]`` tokens at the start) decodes one token in each
-    # of the first ``min(rems[i], k)`` steps; a request with ``rems[i] <= k`` finishes after its
-    # step ``rems[i] − 1`` and its blocks are freed before the next step allocates.
-    def stretch_limit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int, reserve: int = 0) -> int:
-        """A ``k' ≤ k`` such that the first ``k'`` steps find their blocks and leave ``reserve`` free (frees mid-stretch
-        ignored: conservative). vLLM V0 decodes only while a block is free, needed or not (``can_append_slot``): its
-        stretches reserve 1 (scheduler.py); stopping short is exact, the general step takes over."""
-        budget = self.pool.num_free_blocks - reserve
-        B = self.block_size
-        if self.custom_bft:
-            return int(np.searchsorted(self._stretch_allocs(running, comp, rems, k)[1], budget, side="right"))
-        if len(running) * (k // B + 1) <= budget:
-            return k
-        return most_steps(lambda steps: sum(max(0, (c + min(m, steps) + B - 1) // B - len(r.blocks))
-                                            for r, c, m in zip(running, comp, rems)), k, budget)
-
-    def decode_step(self, running: list[SimRequest], comp: list[int], rems: list[int]) -> bool:
-        """One step's decodes (a mixed step's): each running request's block for its next token, in running order;
-        ``stretch_limit`` then ``stretch_commit(k=1, free_finished=False)``, without their generality. False (nothing
-        changed) when the blocks do not fit."""
-        if self.custom_bft:
-            if self.stretch_limit(running, comp, rems, 1) < 1:
-                return False
-            self.stretch_commit(running, comp, rems, 1, free_finished=False)
-            return True
-        B = self.block_size  # a request needs a block when its computed tokens fill its blocks
-        need = [r for r, c in zip(running, comp) if len(r.blocks) * B == c]
-        if need:
-            pool = self.pool
-            if len(need) > len(pool._queue) - pool._head - pool._num_stale:
-                return False
-            for r, b in zip(need, pool.allocate(len(need))):
-                r.blocks.append(b)
-            self._req_blocks += len(need)
-        return True
-
-    def _stretch_allocs(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int):
-        c = np.asarray(comp, dtype=np.int64)
-        held = np.fromiter((len(r.blocks) for r in running), np.int64, len(running))
-        steps = np.minimum(np.arange(1, k + 1, dtype=np.int64)[None, :], np.asarray(rems, dtype=np.int64)[:, None])
-        need = np.maximum(self._bft_vec(c[:, None] + steps), held[:, None])
-        need = np.maximum.accumulate(need, axis=1)
-        new = np.diff(need, axis=1, prepend=held[:, None])
-        return new, np.cumsum(new.sum(axis=0))
-
-    def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
-                       free_finished: bool = True, lag: int = 0):
-        """Allocate the stretch's blocks and free finishing requests, in step-by-step order.
-
-        Within a step, blocks go in running order; a request that finishes in a step is freed
-        after that step's allocations (unless ``free_finished`` is False: the caller frees
-        them), or with ``lag`` 1 (async scheduling) after the next step's; one whose free would
-        fall past the stretch is left to the caller. The requests' token counters must already
-        be final when freeing here.
-        Returns what step-by-step execution samples in each step, after its allocations and
-        without the requests that finished in an earlier step, as changes (see
-        ``KvUsageTracker.add_stretch``): ``(used blocks and held slots before the stretch, the step
-        of each block allocated, [(step from which a free counts, used blocks, held blocks)],
-        allocation runs [first step, blocks, …] one block every ``block_size`` steps)``; with
-        ``free_finished`` False: None.
-
-        With no block registered in the cache (and no stale queue entry), which block goes to whom
-        cannot change any figure (unregistered blocks are interchangeable, and nothing registers
-        during a stretch), so the blocks are handed out request by request (``_commit_bulk``);
-        otherwise in step, then running order, as vLLM's allocator pops them.
-        """
-        if k > 1 and not self.pool._key_of and not self.pool._num_stale and not self.custom_bft:
-            return self._commit_bulk(running, comp, rems, k, free_finished, lag)
-        B, n = self.block_size, len(running)
-        two_n = 2 * n
-        used0, req0 = self.num_used_blocks, self._req_blocks
-        # event keys: j·2n + i allocates a block for request i in step j; j·2n + n + i frees request i after step j
-        if self.custom_bft:
-            new, _ = self._stretch_allocs(running, comp, rems, k)
-            keys = (np.arange(k)[:, None] * two_n + np.arange(n)[None, :]).ravel()
-            ev = np.repeat(keys, new.T.ravel()).tolist()
-        elif k == 1:  # one step: only requests whose blocks are exactly full need one
-            ev = [idx for idx, (r, c) in enumerate(zip(running, comp)) if len(r.blocks) * B == c]
-        else:
-            ev = []
-            for idx, (r, c, m) in enumerate(zip(running, comp, rems)):
-                j = len(r.blocks) * B - c
-                end = m if m < k else k
-                if j < end:
-                    if j + B >= end:
-                        ev.append(j * two_n + idx)
-                    else:
-                        ev.extend(range(j * two_n + idx, end * two_n, B * two_n))
-        frees = [(m - 1 + lag) * two_n + n + i for i, m in enumerate(rems) if m + lag <= k] if free_finished else None
-        if not frees:
-            if not ev:
-                return (used0, req0 * B, ev, (), ()) if free_finished else None
-            if len(ev) > 1:
-                ev.sort()
-            steps = []
-            for e, b in zip(ev, self.pool.allocate(len(ev))):
-                j, i = divmod(e, two_n)
-                running[i].blocks.append(b)
-                steps.append(j)
-            self._req_blocks += len(ev)
-            return (used0, req0 * B, steps, (), ()) if free_finished else None
-        ev.sort()
-        frees.sort()
-        # (first step not sampling a freed request — the step after the one whose allocations it follows, or with
-        # ``lag`` 1 that step itself —, blocks used it released, request blocks it released)
-        drops = []
-        pos = 0
-        for f in frees:  # allocations keyed before a free happen before it (keys are unique: step, then kind, then request)
-            cut = bisect_left(ev, f, pos)
-            if cut > pos:
-                self._hand_out(running, [e % two_n for e in ev[pos: cut]])
-                pos = cut
-            j, i = divmod(f, two_n)
-            r = running[i - n]
-            held, free0 = len(r.blocks), self.pool.num_free_blocks  # blocks shared with another holder stay used
-            self.free(r, preempted=False)
-            drops.append((j + 1 - lag, self.pool.num_free_blocks - free0, held))
-        if pos < len(ev):
-            self._hand_out(running, [e % two_n for e in ev[pos:]])
-        return used0, req0 * B, [e // two_n for e in ev], drops, ()
-
-    def _commit_bulk(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int, free_finished: bool,
-                     lag: int) -> tuple | None:
-        """``stretch_commit`` when no block is registered: each request's blocks at once, then the finishers freed.
-
-        Request i needs a block in the steps where its computed tokens fill its blocks:
-        ``j = blocks·B − computed`` and every ``B`` steps after, while it decodes (``min(rems, k)``
-        steps). All of them fit before any free (``stretch_limit`` counts no free), and a
-        finisher's free counts from the step after its last (``lag`` 1: the general step frees it
-        before sampling that step; past the stretch: left to the caller).
-        """
-        B, pool = self.block_size, self.pool
-        used0, req0 = self.num_used_blocks, self._req_blocks
-        runs: list[int] = []
-        q, h0 = pool._queue, pool._head  # the free queue's next blocks, request by request (allocate's order)
-        h, free = h0, len(q) - h0
-        for r, c, m in zip(running, comp, rems):
-            j = len(r.blocks) * B - c
-            end = m if m < k else k
-            if j < end:
-                cnt = (end - j - 1) // B + 1
-                runs += (j, cnt)
-                r.blocks += q[h: h + cnt]
-                h += cnt
-        total = h - h0
-        if total > free:
-            raise RuntimeError(f"block pool: asked for {total} blocks, {free} free")
-        pool.advance(total)
-        self._req_blocks += total
-        if not free_finished:
-            return None
-        drops = []
-        for r, m in zip(running, rems):
-            if m + lag <= k:  # last token in step m − 1: missing from the samples from step m on
-                held, free0 = len(r.blocks), pool.num_free_blocks
-                self.free(r, preempted=False)
-                drops.append((m, pool.num_free_blocks - free0, held))
-        return used0, req0 * B, (), drops, runs
-
-    def _hand_out(self, running: list[SimRequest], order: list[int]) -> None:
-        for idx, b in zip(order, self.pool.allocate(len(order))):
-            running[idx].blocks.append(b)
-        self._req_blocks += len(order)
-
-
-class RadixStretches:
-    """Stretch methods of RadixKVManager (radix_cache.py): token slots, finished requests cached in the tree."""
-
-    def decode_step(self, running: list[SimRequest], comp: list[int], rems: list[int]) -> bool:
-        """One step's decodes (see ``PagedStretches.decode_step``); False (nothing changed) when they do not fit."""
-        if self.stretch_limit(running, comp, rems, 1) < 1:
-            return False
-        self.stretch_commit(running, comp, rems, 1, free_finished=False)
-        return True
-
-    # Same contract as PagedKVManager: request i (``comp[i]`` computed tokens at the start) decodes
-    # in the first ``min(rems[i], k)`` steps; one with ``rems[i] <= k`` finishes after step ``rems[i] − 1``.
-    def stretch_limit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int, reserve: int = 0) -> int:
-        """A ``k' ≤ k`` such that the first ``k'`` steps find token slots and leave ``reserve`` (frees mid-stretch
-        ignored: conservative)."""
-        return most_steps(lambda steps: sum(max(0, c + min(m, steps) - r.covered_tokens)
-                                            for r, c, m in zip(running, comp, rems)),
-                          k, self.num_free_tokens + self.evictable_tokens - reserve)
-
-    def stretch_commit(self, running: list[SimRequest], comp: list[int], rems: list[int], k: int,
-                       free_finished: bool = True, lag: int = 0):
-        """Take slots piece by piece between finishes, freeing (caching) each finishing request after its last step
-        (``lag`` 1, async scheduling: after the next step's slots; past the stretch, left to the caller).
-
-        Returns per-step ``(used_blocks, held_slots)`` as PagedKVManager.stretch_commit does.
-        """
-        used0, held0 = self.tree_tokens - self.evictable_tokens + self.private_tokens, self.held_slots
-        got = np.zeros(k + 1, dtype=np.int64)  # new slots per step, then the frees' drops
-        for r, c, m in zip(running, comp, rems):
-            first, end = max(0, r.covered_tokens - c), min(m, k)
-            if first < end:
-                got[first] += 1
-                got[end] -= 1
-        got = np.cumsum(got)
-        held = got.copy()
-        a = 0
-        for stop in sorted({m + lag for m in rems if m + lag <= k} | {k}):
-            needs = [max(0, c + min(m, stop) - r.covered_tokens) if m > a else 0 for r, c, m in zip(running, comp, rems)]
-            total = sum(needs)
-            if total > self.num_free_tokens:
-                self._evict(total)
-            self.private_tokens += total
-            self.held_slots += total
-            for r, m in zip(running, needs):
-                r.private_tokens += m
-                r.covered_tokens += m
-            if free_finished:
-                for r, m in zip(running, rems):
-                    if m + lag == stop:  # finished in step m − 1: missing from step m's sample on
-                        u, h = self.tree_tokens - self.evictable_tokens + self.private_tokens, self.held_slots
-                        self.free(r, preempted=False)
-                        got[m] -= u - (self.tree_tokens - self.evictable_tokens + self.private_tokens)
-                        held[m] -= h - self.held_slots
-            a = stop
-        if not free_finished:
-            return None
-        return (used0 + np.cumsum(got[:k])) / self.block_size, held0 + np.cumsum(held[:k])
+    ``samples``: what the KV manager's ``stretch_commit`` returned — the paged manager's changes
+    ``(used0, held0, allocation steps, drops, allocation runs)``, or per-step ``(used blocks, held slots)`` arrays.
+    """
+    cap = rep.kv.capacity_blocks
+    if len(samples) == 5:
+        rep.usage.add_stretch(ends[:k], durs[:k], cap, *samples, pieces)
+        used = per_step_samples(samples, k, rep.kv.block_size)[0] if rep.steplog is not None else None
+    else:
+        used, held = samples
+        stored = np.concatenate([_STEP_INDEX[: min(b, k) - a] * alive + kv_a for a, b, alive, kv_a in pieces
+                                 if min(b, k) > a])
+        rep.usage.add_steps(ends[:k], durs[:k], used, cap, stored, held)
+    if rep.steplog is not None:
+        for a, b, alive, _ in pieces:
+            b = min(b, k)
+            if b > a:
+                batch = [(r.spec.request_id, 1) for r, m in zip(running, rems) if m > a]
+                u = used[a: b] / cap if isinstance(used, np.ndarray) else np.full(b - a, used / cap)
+                rep.steplog.add_stretch(rep.num_steps - k + a, np.asarray(ends[a: b]), np.asarray(durs[a: b]), alive,
+                                        u, alive, len(rep.sched.waiting), batch)

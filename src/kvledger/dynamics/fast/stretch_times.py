@@ -11,13 +11,27 @@ import math
 from bisect import bisect_left
 from itertools import accumulate
 
-__all__ = ["decode_times", "MAX_STRETCH_STEPS"]
+__all__ = ["decode_times", "chunk_steps", "MAX_STRETCH_STEPS"]
 
 MAX_STRETCH_STEPS = 2048  # longest stretch priced in one go, steps
+CHUNK_SPARE_STEPS = 3  # steps priced beyond those the last price says fit before the bound
+CHUNK_MIN_STEPS = 8  # fewest steps priced in one call while a bound is ahead
+CHUNK_UNPRICED_STEPS = 16  # steps priced in the first call when no step has been priced yet
+
+
+def chunk_steps(m: int, bound_s: float, t_s: float, last_s: float, lag: int) -> int:
+    """Steps to price in the next call (≤ ``m``): those likely to start before ``bound_s`` from the clock ``t_s`` at the
+    last step's price ``last_s``, plus a few spare. Only the chunking depends on it: every step's price is the same
+    however a run is split."""
+    est = int((bound_s - t_s) / last_s) + CHUNK_SPARE_STEPS + lag if last_s > 0 else CHUNK_UNPRICED_STEPS
+    if est < CHUNK_MIN_STEPS:
+        est = CHUNK_MIN_STEPS
+    return est if est < m else m
 
 
 def decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float, lag: int = 0):
-    """Step end times ``ends[0..k]`` (sequential float sums, as step-by-step execution adds them), step durations, ``k`` and the pieces.
+    """Step end times ``ends[0..k]`` (sequential float sums, as step-by-step execution adds them), step durations,
+    ``k`` and the pieces.
 
     A piece runs to the next finish with its own batch size, priced by ``decode_steps_list`` in
     chunks sized to reach ``bound_s`` (same per-step prices however the run is split); ``k``
@@ -29,7 +43,7 @@ def decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float
     alive = len(rems)
     kv_tok = sum(comp) + alive
     stops, si, leaving = [min(rems)], 0, None  # the later finishes are grouped only when a piece reaches the first
-    pieces, a, price = [], 0, rep._decode_list
+    pieces, a, price = [], 0, rep.prices.decode_list
     ends, durs = [rep.now_s], []
     finite = bound_s < math.inf
     last = rep.decode_step_hint_s  # a recent step's price: sizes the first chunk (any chunking gives the same prices)
@@ -42,11 +56,7 @@ def decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float
             if finite:  # steps likely to fit before the bound, from the last price (a few spare)
                 if durs:
                     last = durs[-1]
-                est = int((bound_s - ends[j]) / last) + 3 + lag if last > 0 else 16
-                if est < 8:
-                    est = 8
-                if est < m:
-                    m = est
+                m = chunk_steps(m, bound_s, ends[j], last, lag)
             d = price(alive, kv_tok + alive * j, m)
             durs += d
             it = accumulate(d, initial=ends[j])

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from kvledger.dynamics.outputs.exact_mean import exact_mean
 from kvledger.records import RunRecords
 
 __all__ = ["LatencyStats", "Summary", "latency_stats", "percentiles", "summarize_records"]
@@ -123,7 +124,7 @@ DEFINITIONS = [
 def summarize_records(run: RunRecords, exact_itl_mean: bool = False) -> dict[str, Any]:
     """Counts, duration, throughput and the four latency distributions of a run (a dict of Summary fields).
 
-    ``exact_itl_mean``: the ITL mean correctly rounded (itl_gaps.exact_mean) instead of numpy's pairwise sum, as
+    ``exact_itl_mean``: the ITL mean correctly rounded (exact_mean.py) instead of numpy's pairwise sum, as
     the simulator reports it whether or not it keeps token times.
     """
     if run.columns is not None and not run.columns.has_chunks.any():
@@ -187,11 +188,9 @@ def _summarize_columns(run: RunRecords) -> dict[str, Any]:
     }
 
 
-def _itl_stats(itl: np.ndarray, exact_mean: bool) -> LatencyStats:
-    if not exact_mean or itl.size == 0:
+def _itl_stats(itl: np.ndarray, exact: bool) -> LatencyStats:
+    if not exact or itl.size == 0:
         return latency_stats(itl, inplace=True)
-    from kvledger.dynamics.outputs.itl_gaps import exact_mean as mean_of
-
-    mean = mean_of(itl)  # before the percentiles reorder the array (the sum is order-free anyway)
+    mean = exact_mean(itl)  # before the percentiles reorder the array (the sum is order-free anyway)
     st = latency_stats(itl, inplace=True)
     return LatencyStats(mean, st.p50, st.p90, st.p99, st.count)

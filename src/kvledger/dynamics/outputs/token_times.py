@@ -22,7 +22,7 @@ _NAN = float("nan")
 class TokenTimes:
     """Step end times and finished requests' records of one replica (see the module doc)."""
 
-    def _push_times(self, t) -> None:
+    def push_times(self, t) -> None:
         """Append step end times (a float or an array), s."""
         if t.__class__ is float:
             i = self.num_steps - self._base
@@ -91,7 +91,7 @@ class TokenTimes:
             req.runs.append((req.run_start, step))
             req.run_start = -1
 
-    def _finish(self, finished: list[tuple[SimRequest, int]], freed: bool = False) -> list[tuple[SimRequest, RequestRecord]]:
+    def finish(self, finished: list[tuple[SimRequest, int]], freed: bool = False) -> list[tuple[SimRequest, RequestRecord]]:
         """Records for requests that emitted their last token in the given step (and free their blocks unless
         ``freed``); marks them FINISHED (callers drop them from the running list). With a ``sink`` the records go
         there and each pair's record is None."""
@@ -100,7 +100,7 @@ class TokenTimes:
         return self._finish_each(finished, freed)
 
     def _finish_each(self, finished: list[tuple[SimRequest, int]], freed: bool) -> list[tuple[SimRequest, RequestRecord]]:
-        """``_finish``, one request at a time."""
+        """``finish``, one request at a time."""
         base, out = self._base, []
         for req, step in finished:
             self._close_run(req, step + 1)
@@ -130,7 +130,7 @@ class TokenTimes:
         return out
 
     def _finish_to_sink(self, finished: list[tuple[SimRequest, int]]) -> list[tuple[SimRequest, None]]:
-        """``_finish(finished, freed=True)`` with a ``sink`` and no token times: the requests whose tokens came in one
+        """``finish(finished, freed=True)`` with a ``sink`` and no token times: the requests whose tokens came in one
         run of steps (never preempted) are counted and written to the sink together (same gaps, same fields)."""
         one, rest = [], []
         for item in finished:

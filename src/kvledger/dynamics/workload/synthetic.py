@@ -1,12 +1,7 @@
-"""Synthetic workloads: arrival processes, length distributions, shared-prefix groups and named presets.
+"""Synthetic workloads: length distributions, shared-prefix groups and named presets, on arrivals.py's arrival times.
 
 Every random draw comes from a ``numpy.random.Generator`` built from the caller's
 explicit ``seed`` (an int or a Generator), so the same arguments give the same requests.
-
-Arrivals follow vLLM's ``benchmarks/serve.py`` convention: the first request is sent at
-t = 0 and each later one after an inter-arrival gap drawn from a Gamma distribution with
-shape k and mean 1/rate. k = 1 is a Poisson process; vLLM calls k the ``burstiness``;
-the gaps' coefficient of variation is CV = 1/√k, so we take ``cv`` and use k = 1/CV².
 """
 
 from __future__ import annotations
@@ -19,45 +14,14 @@ from typing import Protocol
 import numpy as np
 
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.workload.arrivals import arrival_times, make_rng
+from kvledger.dynamics.workload.traces import load_trace, trace_has_arrivals
 from kvledger.errors import InputError
 
 __all__ = [
     "make_rng", "arrival_times", "LengthDist", "Fixed", "Uniform", "ExponentialCapped", "LogNormal", "Empirical",
     "parse_lengths", "SharedPrefix", "synthetic_workload", "anyscale_throughput", "anyscale_latency", "PRESETS",
 ]
-
-
-def make_rng(seed: int | np.random.Generator) -> np.random.Generator:
-    """A Generator from an int seed (PCG64, numpy's default) or the Generator itself; anything else is an InputError."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        return np.random.default_rng(int(seed))
-    raise InputError(f"seed must be an int or a numpy Generator, got {seed!r}")
-
-
-def arrival_times(n: int, rate_per_s: float, *, cv: float = 1.0, seed: int | np.random.Generator) -> np.ndarray:
-    """Arrival times of ``n`` requests, s, shape ``(n,)``, float64, non-decreasing, first at 0.
-
-    Gaps are Gamma(shape = 1/cv², scale = cv²/rate): mean 1/rate, coefficient of variation ``cv``
-    (cv = 1: exponential gaps, a Poisson process; cv > 1: bursty; cv < 1: smoother than Poisson).
-    ``rate_per_s = inf`` sends everything at t = 0 (a burst, as offline benchmarks do).
-
-    Raises:
-        InputError: n < 0, rate not > 0, cv not > 0.
-    """
-    if n < 0:
-        raise InputError(f"number of requests must be ≥ 0, got {n}")
-    if not rate_per_s > 0:
-        raise InputError(f"arrival rate must be > 0 req/s (inf for a burst), got {rate_per_s}")
-    if math.isinf(rate_per_s) or n <= 1:
-        return np.zeros(n, dtype=np.float64)
-    if not (cv > 0 and math.isfinite(cv)):
-        raise InputError(f"arrival CV must be a finite number > 0, got {cv}")
-    rng = make_rng(seed)
-    shape = 1.0 / (cv * cv)
-    gaps = rng.gamma(shape, 1.0 / (rate_per_s * shape), size=n - 1)
-    return np.concatenate(([0.0], np.cumsum(gaps)))
 
 
 class LengthDist(Protocol):
@@ -105,7 +69,7 @@ class ExponentialCapped:
     """Exponential with mean ``mean`` (before truncation), keeping only draws ≤ ``cap``, rounded up to ≥ 1 token.
 
     Truncation, not clipping: draws above the cap are discarded and redrawn, as the Anyscale
-    continuous-batching benchmark did (seed-claims.md §5). Sampled by inverting the truncated CDF,
+    continuous-batching benchmark did (docs/engine-model.md §6.4). Sampled by inverting the truncated CDF,
     x = −mean·ln(1 − u·(1 − e^(−cap/mean))), so one uniform draw per request.
     """
 
@@ -156,8 +120,6 @@ class Empirical:
     @classmethod
     def from_trace(cls, name_or_path: str, column: str = "prompt") -> Empirical:
         """Lengths of a trace (bundled name or path); ``column`` is "prompt" or "output"."""
-        from kvledger.dynamics.workload.traces import load_trace
-
         if column not in ("prompt", "output"):
             raise InputError(f"empirical lengths: column must be 'prompt' or 'output', got {column!r}")
         reqs = load_trace(name_or_path, rate=math.inf) if _lacks_arrivals(name_or_path) else load_trace(name_or_path)
@@ -169,8 +131,6 @@ class Empirical:
 
 
 def _lacks_arrivals(name_or_path: str) -> bool:
-    from kvledger.dynamics.workload.traces import trace_has_arrivals
-
     return not trace_has_arrivals(name_or_path)
 
 
@@ -256,7 +216,7 @@ def synthetic_workload(
 
 def anyscale_throughput(cap: int = 1536, *, seed: int | np.random.Generator, num_requests: int = 1000,
                         prompt_tokens: int = 512, mean_output_tokens: float = 128.0) -> list[RequestSpec]:
-    """Anyscale's continuous-batching throughput test (seed-claims.md §5): 1,000 × 512-token prompts sent in
+    """Anyscale's continuous-batching throughput test (docs/engine-model.md §6.4): 1,000 × 512-token prompts sent in
     one burst at t = 0; outputs exponential with mean 128 truncated at ``cap`` (the blog used 32, 128, 512, 1536)."""
     return synthetic_workload(num_requests, rate_per_s=math.inf, prompt=Fixed(prompt_tokens),
                               output=ExponentialCapped(mean_output_tokens, cap), seed=seed, id_prefix=f"anyscale-{cap}")
@@ -264,7 +224,7 @@ def anyscale_throughput(cap: int = 1536, *, seed: int | np.random.Generator, num
 
 def anyscale_latency(rate_per_s: float = 1.0, *, seed: int | np.random.Generator,
                      num_requests: int = 100) -> list[RequestSpec]:
-    """Anyscale's latency test (seed-claims.md §5): 100 requests, prompts uniform on 1–512, outputs exponential
+    """Anyscale's latency test (docs/engine-model.md §6.4): 100 requests, prompts uniform on 1–512, outputs exponential
     mean 128 truncated at 1,536, Poisson arrivals (the blog used 1 and 4 req/s)."""
     return synthetic_workload(num_requests, rate_per_s=rate_per_s, prompt=Uniform(1, 512),
                               output=ExponentialCapped(128.0, 1536), seed=seed, id_prefix="anyscale-lat")

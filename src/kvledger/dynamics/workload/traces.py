@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from kvledger.dynamics.engine.request import MAX_ARRIVAL_S, RequestSpec
+from kvledger.dynamics.workload.arrivals import arrival_times
 from kvledger.dynamics.workload.columns import WorkloadColumns
 from kvledger.dynamics.workload.trace_formats import ParsedTrace, read_trace_file
 from kvledger.errors import InputError, UnknownNameError
@@ -234,8 +235,6 @@ def _select(name_or_path, num_requests, rate, rate_scale, start_s, seed, segment
         if seed is None and math.isfinite(rate):
             raise InputError(f"trace {label!r}: Poisson arrivals need an explicit seed (--seed on the command line; seed=0 in Python)")
         rows = np.arange(count)
-        from kvledger.dynamics.workload.synthetic import arrival_times  # lengths-only traces: imported when needed
-
         times = arrival_times(count, rate, seed=0 if seed is None else seed)
     else:
         order = np.argsort(parsed.arrivals_s, kind="stable")

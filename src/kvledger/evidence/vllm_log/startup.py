@@ -1,4 +1,4 @@
-"""vLLM start-up lines, version by version: each rule turns one message into start-up facts (engines.md §1.2–§1.8).
+"""vLLM start-up lines, version by version: one rule per message, into start-up facts (docs/engine-model.md §1.2–§1.7).
 
 Formats covered (oldest first):
 * V0 ≤0.6: ``Loading model weights took X GB`` (the label says GB, the figure is bytes / 2**30, i.e. GiB),

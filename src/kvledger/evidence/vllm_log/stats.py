@@ -5,7 +5,7 @@ V1 (``v1/metrics/loggers.py::LoggingStatLogger.log``, every ``VLLM_LOG_STATS_INT
     Engine 000: Avg prompt throughput: X tokens/s, Avg generation throughput: Y tokens/s, Running: N reqs,
     Waiting: M reqs[, Deferred: D reqs][, Preemptions: P], GPU KV cache usage: U%, Prefix cache hit rate: H%
 
-``Preemptions`` is the count during the interval and is printed only when > 0 (seed-claims §14); the
+``Preemptions`` is the count during the interval and is printed only when > 0 (docs/engine-model.md §6.7); the
 hit rate is over a window of recent requests. V0 (``engine/metrics.py``, every 5 s)::
 
     Avg prompt throughput: …, Running: N reqs, Swapped: S reqs, Pending: M reqs, GPU KV cache usage: U%, CPU KV cache usage: C%.

@@ -2,7 +2,7 @@
 
 A printed version wins (``vLLM API server version``, ``Initializing a V1 LLM engine (v0.24.0)``, the
 start-up banner). Without one, the version is inferred only where a line pins it: the source locations
-of the capacity lines that engines.md §7 dated (O6, O8, O10), or the V0 ``Memory profiling results:``
+of the capacity lines that docs/engine-model.md §1.9 dates (O6, O8, O10), or the V0 ``Memory profiling results:``
 format of late 2024. The engine generation (V0 or V1) comes from the line formats. The ledger keys its
 rules by version only (``accounting/vllm_rules.py::era``), so a V0-engine log from 0.8 is checked against
 the V0 rules and a V1 log from 0.7 against the 0.8 V1 rules; the reason is returned with the choice.
@@ -15,7 +15,7 @@ from kvledger.errors import InputError
 
 __all__ = ["SOURCE_FINGERPRINTS", "infer_generation", "infer_version", "rules_version"]
 
-#: Capacity-line source locations and the release they belong to (engines.md §7: O6, O8, O10).
+#: Capacity-line source locations and the release they belong to (docs/engine-model.md §1.9: O6, O8, O10).
 SOURCE_FINGERPRINTS: dict[str, tuple[str, str]] = {
     "kv_cache_utils.py:864": ("0.10.2", "vLLM 0.10.2 prints its capacity lines from kv_cache_utils.py lines 864/868"),
     "kv_cache_utils.py:868": ("0.10.2", "vLLM 0.10.2 prints its capacity lines from kv_cache_utils.py lines 864/868"),

@@ -1,0 +1,206 @@
+"""The engines' KV offloading flags and rules (vLLM OffloadingConnector / LMCache, SGLang HiCache): validation, refusals
+and the capacity rule of each tier below HBM.
+
+Rules read from engine code:
+
+* vLLM ``--kv-offloading-size GiB`` / ``--kv-offloading-backend native|lmcache`` first appear in 0.11.1
+  (``config/cache.py``); 0.11.0 has only ``--kv-transfer-config`` with ``num_cpu_blocks``. Up to 0.13.0 the
+  backend defaults to None, and a size without a backend is silently ignored
+  (``VllmConfig._post_init_kv_transfer_config`` returns early); 0.14.0 defaults to "native". A backend without a size is
+  refused in 0.11.1–0.13.0 ("You must set kv_offloading_size when kv_offloading_backend is set") and silently
+  ignored from 0.14.0 (offloading needs the size).
+* native capacity: up to 0.14.0 ``kv_bytes_per_rank = size × 2^30 / (TP × PP)`` and one CPU block per GPU block
+  (``offloaded_block_size`` = ``block_size``); 0.33.0 (``kv_offload/cpu/spec.py : CPUOffloadingSpec``) splits
+  ``cpu_bytes_to_use = size × 2^30`` into chunks of ``worker_kv_bytes_per_block × world_size × blocks_per_chunk``
+  bytes rounded up to the host page (4,096 B), ``blocks_per_chunk = 1``; a pure-MLA model at TP > 1 without
+  PP keeps one copy (``replicated_layout``: every rank's latent KV is identical), not ``world_size``.
+* lmcache capacity: ``lmcache.max_local_cpu_size = size / (TP × PP)`` per rank (0.12.0); 0.33.0 starts the
+  LMCache multi-process server connector and does not pass the size on (the server's own budget rules).
+  LMCache stores 256-token chunks (its default ``chunk_size``).
+* A KV connector turns vLLM's hybrid KV cache manager off (0.11.0–0.14.0 always; 0.33.0 unless the connector
+  supports it, which the native OffloadingConnector does): hybrid SSM models (Mamba, linear attention state) then
+  fail at startup, sliding-window layers are allocated as full layers. No version read refuses MLA models.
+* SGLang 0.5.23 HiCache (``mem_cache/pool_host/base.py : HostKVCache``): host tokens =
+  ``hicache_size × 10^9 // bytes_per_token`` when ``--hicache-size`` (GB, 10^9 B) is set, else
+  ``int(device_tokens × hicache_ratio)`` (ratio default 2.0, ``arg_groups/hicache_hook.py``), then
+  ``page_num = size // page_size + 1`` (one padding page). ``--hicache-write-policy`` write_through (default;
+  a node is backed up on its first hit), write_through_selective (on its second) or write_back (on device eviction).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kvledger.errors import InputError
+from kvledger.units import GiB
+
+__all__ = ["TierSettings", "check_tier_settings", "vllm_host_tokens", "rules_version", "sglang_host_tokens",
+           "HOST_PAGE_BYTES", "LMCACHE_CHUNK_TOKENS", "HICACHE_WRITE_POLICIES", "DEFAULT_HICACHE_RATIO",
+           "NVME_READ_BYTES_PER_S", "NVME_WRITE_BYTES_PER_S", "NETWORK_BYTES_PER_S", "LINK_FRACTION"]
+
+HOST_PAGE_BYTES = 4096  # SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT = mmap.PAGESIZE (vLLM 0.33.0), B
+LMCACHE_CHUNK_TOKENS = 256  # LMCache default chunk_size, tokens
+DEFAULT_HICACHE_RATIO = 2.0  # SGLang 0.5.23 handle_hicache_ratio_default, cache mode
+HICACHE_WRITE_POLICIES = ("write_through", "write_through_selective", "write_back")
+# Assumptions (stated as such in the output; flags override): one PCIe Gen4 x4 data-centre NVMe drive's sequential
+# datasheet class, and a 400 Gb/s NIC per GPU (ConnectX-7 class) for a remote store.
+NVME_READ_BYTES_PER_S = 7.0e9
+NVME_WRITE_BYTES_PER_S = 5.0e9
+NETWORK_BYTES_PER_S = 50.0e9
+LINK_FRACTION = 0.8  # share of the host link's per-direction peak a pinned copy reaches (assumption, as the roofline's)
+
+
+@dataclass(frozen=True)
+class TierSettings:
+    """The offloading flags, named as the engines name them (None/0: unset).
+
+    Attributes:
+        kv_offloading_size_gib: vLLM ``--kv-offloading-size`` (GiB, summed over TP×PP ranks).
+        kv_offloading_backend: vLLM ``--kv-offloading-backend`` ("native" or "lmcache").
+        enable_hierarchical_cache: SGLang ``--enable-hierarchical-cache``.
+        hicache_ratio: SGLang ``--hicache-ratio`` (host / device pool). hicache_size_gb: ``--hicache-size`` (GB, 10^9).
+        hicache_write_policy: SGLang ``--hicache-write-policy``.
+        nvme_gib: a local-disk tier (LMCache ``local_disk`` / SGLang ``--hicache-storage-backend file``), GiB per GPU.
+        remote_gib: a remote store (LMCache remote / SGLang mooncake backend), GiB per GPU.
+        nvme_read_bytes_per_s / nvme_write_bytes_per_s / network_bytes_per_s: tier bandwidths, B/s (assumptions).
+        link_fraction: achievable share of the host link's per-direction peak.
+    """
+
+    kv_offloading_size_gib: float | None = None
+    kv_offloading_backend: str | None = None
+    enable_hierarchical_cache: bool = False
+    hicache_ratio: float | None = None
+    hicache_size_gb: int = 0
+    hicache_write_policy: str = "write_through"
+    nvme_gib: float | None = None
+    remote_gib: float | None = None
+    nvme_read_bytes_per_s: float = NVME_READ_BYTES_PER_S
+    nvme_write_bytes_per_s: float = NVME_WRITE_BYTES_PER_S
+    network_bytes_per_s: float = NETWORK_BYTES_PER_S
+    link_fraction: float = LINK_FRACTION
+
+    @property
+    def any_set(self) -> bool:
+        return (self.kv_offloading_size_gib is not None or self.kv_offloading_backend is not None
+                or self.enable_hierarchical_cache or self.nvme_gib is not None or self.remote_gib is not None)
+
+
+def rules_version(v: str | None) -> tuple[int, ...]:
+    from kvledger.accounting.vllm_rules import parse_version
+
+    return parse_version(v) if v else (0, 33, 0)
+
+
+def _positive(name: str, v: float | None) -> None:
+    if v is not None and (not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0):
+        raise InputError(f"{name} must be a finite number above 0, got {v!r}: it is the host memory (or disk) the "
+                         "engine sets aside for KV blocks evicted from or copied out of GPU memory")
+
+
+def check_tier_settings(t: TierSettings, engine: str, engine_version: str | None, has_state_layers: bool) -> None:
+    """Refuse tier settings the engine would refuse or silently ignore, and models it cannot offload.
+
+    Raises:
+        InputError: one paragraph naming the flag, the engine's rule and what to pass instead.
+    """
+    for name, v in (("--kv-offloading-size", t.kv_offloading_size_gib), ("--hicache-ratio", t.hicache_ratio),
+                    ("--nvme", t.nvme_gib), ("--remote", t.remote_gib),
+                    ("--nvme-read-bandwidth", t.nvme_read_bytes_per_s), ("--network-bandwidth", t.network_bytes_per_s)):
+        _positive(name, v)
+    if not (0 < t.link_fraction <= 1):
+        raise InputError(f"--link-fraction must be in (0, 1], got {t.link_fraction!r}")
+    if t.hicache_size_gb < 0:
+        raise InputError(f"--hicache-size is whole GB (10^9 B) ≥ 0, got {t.hicache_size_gb!r}")
+    vllm_flags = t.kv_offloading_size_gib is not None or t.kv_offloading_backend is not None
+    sglang_flags = t.enable_hierarchical_cache or t.hicache_ratio is not None or t.hicache_size_gb > 0
+    if engine != "vllm" and vllm_flags:
+        raise InputError(f"--kv-offloading-size and --kv-offloading-backend are vLLM flags; with --engine {engine} "
+                         "they would be ignored. For SGLang pass --enable-hierarchical-cache with --hicache-ratio or "
+                         "--hicache-size (host memory per GPU, GB); TensorRT-LLM's host offload is not modelled.")
+    if engine != "sglang" and sglang_flags:
+        raise InputError(f"--enable-hierarchical-cache, --hicache-ratio and --hicache-size are SGLang flags; with "
+                         f"--engine {engine} they would be ignored. For vLLM pass --kv-offloading-size GiB "
+                         "(and --kv-offloading-backend native|lmcache).")
+    if engine == "sglang":
+        _check_sglang(t)
+    if engine == "vllm" and vllm_flags:
+        _check_vllm(t, rules_version(engine_version), engine_version, has_state_layers)
+
+
+def _check_sglang(t: TierSettings) -> None:
+    if (t.hicache_ratio is not None or t.hicache_size_gb > 0) and not t.enable_hierarchical_cache:
+        raise InputError("--hicache-ratio and --hicache-size size SGLang's host KV pool, which exists only with "
+                         "--enable-hierarchical-cache; without it SGLang ignores them. Add "
+                         "--enable-hierarchical-cache.")
+    if t.hicache_write_policy not in HICACHE_WRITE_POLICIES:
+        raise InputError(f"--hicache-write-policy must be one of {', '.join(HICACHE_WRITE_POLICIES)} (SGLang 0.5.23), "
+                         f"got {t.hicache_write_policy!r}")
+
+
+def _check_vllm(t: TierSettings, ver: tuple[int, ...], given: str | None, has_state_layers: bool) -> None:
+    shown = given or "0.33.0"
+    if ver < (0, 11, 1):
+        raise InputError(f"vLLM {shown} has no --kv-offloading-size / --kv-offloading-backend (they arrive in 0.11.1); "
+                         "its OffloadingConnector is configured through --kv-transfer-config with num_cpu_blocks. "
+                         "Plan with --engine-version 0.11.1 or later.")
+    if t.kv_offloading_backend not in (None, "native", "lmcache"):
+        raise InputError(f"--kv-offloading-backend must be native or lmcache, got {t.kv_offloading_backend!r}")
+    if t.kv_offloading_size_gib is None:
+        why = ("vLLM refuses this (\"You must set kv_offloading_size when kv_offloading_backend is set\")"
+               if ver < (0, 14, 0) else f"vLLM {shown} leaves offloading off without a size")
+        raise InputError(f"--kv-offloading-backend without --kv-offloading-size: {why}. Pass the host memory in GiB, "
+                         "summed over the TP×PP ranks, e.g. --kv-offloading-size 256GiB.")
+    if t.kv_offloading_backend is None and ver < (0, 14, 0):
+        raise InputError(f"--kv-offloading-size without --kv-offloading-backend: vLLM {shown} has no default "
+                         "backend and silently leaves offloading off (its backend default becomes native in 0.14.0). "
+                         "Add "
+                         "--kv-offloading-backend native (or lmcache).")
+    backend = t.kv_offloading_backend or "native"
+    hma_ok = ver >= (0, 33, 0) and backend == "native"
+    if has_state_layers and not hma_ok:
+        raise InputError(f"vLLM {shown} turns its hybrid KV cache manager off when a KV connector is set "
+                         f"(--kv-offloading-backend {backend}), and a model with recurrent state layers (Mamba, "
+                         "linear attention) fails at startup without it (\"hybrid SSM models require HMA\"). Drop the "
+                         "offloading flags, or plan vLLM 0.33.0's native backend, whose connector supports it.")
+
+
+def vllm_host_tokens(size_gib: float, backend: str, version: tuple[int, ...], bytes_per_block: float,
+                     block_size: int, world_size: int, replicated_mla: bool = False) -> tuple[int, int, str]:
+    """(host tokens per GPU, tokens per stored unit, the rule in words) of vLLM's offloading buffer (module doc)."""
+    total = size_gib * GiB
+    if backend == "lmcache":
+        chunk = LMCACHE_CHUNK_TOKENS * bytes_per_block / block_size
+        n = int(total / world_size // chunk)
+        src = ("lmcache.max_local_cpu_size = size / ranks (vLLM 0.12.0)" if version < (0, 33, 0) else
+               "assumed the LMCache server's budget: vLLM 0.33.0 does not pass the size on")
+        per_token = chunk / LMCACHE_CHUNK_TOKENS
+        rule = (f"{size_gib:g} GiB / {world_size} ranks // ({LMCACHE_CHUNK_TOKENS} tokens × {per_token:,.0f} "
+                f"B/token) = {n:,} chunks ({src})")
+        return n * LMCACHE_CHUNK_TOKENS, LMCACHE_CHUNK_TOKENS, rule
+    if version >= (0, 33, 0):
+        copies = 1 if replicated_mla else world_size
+        chunk = bytes_per_block * copies
+        aligned = -(-int(math.ceil(chunk)) // HOST_PAGE_BYTES) * HOST_PAGE_BYTES
+        n = int(total // aligned)
+        what = "1 copy (MLA replicated_layout)" if replicated_mla else f"{world_size} ranks"
+        rule = (f"num_chunks = {size_gib:g} GiB × 2^30 // round_up({bytes_per_block:,.0f} B × {what}, "
+                f"{HOST_PAGE_BYTES} B) = {n:,} (vLLM 0.33.0 CPUOffloadingSpec; blocks_per_chunk 1)")
+        return n * block_size, block_size, rule
+    n = int(total / world_size // bytes_per_block)
+    rule = (f"kv_bytes_per_rank = {size_gib:g} GiB × 2^30 / {world_size} ranks; ÷ {bytes_per_block:,.0f} B per block "
+            f"= {n:,} CPU blocks (vLLM 0.11.1–0.14.0: one CPU block per GPU block)")
+    return n * block_size, block_size, rule
+
+
+def sglang_host_tokens(t: TierSettings, device_tokens: int, bytes_per_token: float, page_size: int) -> tuple[int, str]:
+    """(host tokens per GPU, the rule in words) of SGLang's HiCache host pool (module doc)."""
+    if t.hicache_size_gb > 0:
+        size = int(t.hicache_size_gb * 1e9 // bytes_per_token)
+        how = f"--hicache-size {t.hicache_size_gb} GB × 10^9 // {bytes_per_token:,.0f} B/token"
+    else:
+        ratio = DEFAULT_HICACHE_RATIO if t.hicache_ratio is None else t.hicache_ratio
+        size = int(device_tokens * ratio)
+        how = f"int({device_tokens:,} device tokens × hicache_ratio {ratio:g})"
+    pages = size // page_size + 1
+    return pages * page_size, f"{how} = {size:,}; + 1 padding page of {page_size} → {pages * page_size:,} tokens"

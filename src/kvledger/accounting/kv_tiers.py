@@ -1,0 +1,226 @@
+"""KV tiers below HBM for one plan: each tier's capacity (tokens, blocks), bandwidth, and the prefix length from which
+loading a cached prefix beats recomputing it (the break-even, derived on the roofline as the FP8-KV break-even is).
+
+A request whose first ``N`` prompt tokens sit in a tier and whose last ``S`` are new (``S`` ≥ 1: the engine always
+computes the last token) reaches its first token after
+
+    recompute:  T(N + S | 0)                      (prefill of the whole prompt)
+    load, vLLM: N·b / BW_tier + T(S | N)          (the connector's load ends before the request is scheduled)
+    load, SGLang HiCache: max(N·b / BW_tier, T(S | N))   (load_back runs layer by layer beside the forward pass)
+
+with ``T(n | c)`` the roofline prefill step of ``n`` new tokens after ``c`` cached ones (``Plan.step_cost``), ``b`` the
+KV bytes per token per GPU and ``BW_tier`` the tier's read bandwidth into HBM. Below the roofline's ridge a prefill
+step is weight-bound, so recomputing a short prefix costs almost nothing and loading it loses; the break-even is the
+smallest ``N`` from which loading stays faster, found by a geometric scan and integer bisection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from kvledger.accounting.kv_tier_rules import (
+    TierSettings,
+    check_tier_settings,
+    rules_version,
+    sglang_host_tokens,
+    vllm_host_tokens,
+)
+from kvledger.accounting.plan import Plan
+from kvledger.accounting.stepcost import StepShape
+from kvledger.catalog.layers import MLAAttention
+from kvledger.catalog.modelspec import state_layers
+
+__all__ = ["Tier", "TierBreakEven", "TierPlan", "build_tier_plan", "prefill_s", "load_s"]
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One KV tier per GPU.
+
+    Attributes:
+        name: "hbm", "host_dram", "nvme", "remote". medium: what it is, in words.
+        capacity_bytes: host bytes for KV, B (vLLM: the flag's size, summed over the engine's ranks; SGLang and
+            disk tiers: per GPU). capacity_tokens / capacity_blocks: tokens and engine blocks the tier holds.
+        unit_tokens: tokens per stored unit (vLLM block, LMCache chunk, SGLang page), tokens.
+        read_bytes_per_s / write_bytes_per_s: into / out of HBM, achievable, B/s.
+        capacity_rule / bandwidth_source: where the figures come from.
+    """
+
+    name: str
+    medium: str
+    capacity_bytes: float
+    capacity_tokens: int
+    capacity_blocks: int
+    unit_tokens: int
+    read_bytes_per_s: float
+    write_bytes_per_s: float
+    capacity_rule: str
+    bandwidth_source: str
+
+
+@dataclass(frozen=True)
+class TierBreakEven:
+    """Loading vs recomputing a prefix from one tier.
+
+    Attributes:
+        tier: the tier's name. rule: "sequential" (vLLM) or "overlapped" (SGLang HiCache load_back).
+        suffix_tokens: new tokens after the prefix, tokens.
+        break_even_tokens: smallest prefix from which loading stays faster, tokens; None when never below max.
+        kind: "always", "above" or "never". max_tokens: the scan's end (max_model_len), tokens.
+        load_s_per_1k / recompute_s_per_1k: at a 1,024-token prefix, s.
+        load_s_at_max / recompute_s_at_max: at the scan's end, s.
+    """
+
+    tier: str
+    rule: str
+    suffix_tokens: int
+    break_even_tokens: int | None
+    kind: str
+    max_tokens: int
+    load_s_per_1k: float
+    recompute_s_per_1k: float
+    load_s_at_max: float
+    recompute_s_at_max: float
+
+
+@dataclass(frozen=True)
+class TierPlan:
+    """The tiers and their break-evens; ``to_dict`` is the ``kv_tiers`` block of ``plan --json``."""
+
+    engine: str
+    settings: dict[str, Any]
+    bytes_per_token: float
+    tiers: tuple[Tier, ...]
+    break_even: tuple[TierBreakEven, ...]
+    notes: tuple[str, ...]
+
+    def tier(self, name: str) -> Tier | None:
+        return next((t for t in self.tiers if t.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def prefill_s(rc, new_tokens: int, cached_tokens: int) -> float:
+    """Roofline time of one step prefilling ``new_tokens`` after ``cached_tokens`` cached ones, s."""
+    n, c = new_tokens, cached_tokens
+    return rc.step_time_s(StepShape(n, 1, c + n, n * c + n * (n + 1) / 2, 0, 0))
+
+
+def load_s(num_tokens: int, bytes_per_token: float, read_bytes_per_s: float) -> float:
+    """Time to bring ``num_tokens`` of KV into HBM at the tier's read bandwidth, s."""
+    return num_tokens * bytes_per_token / read_bytes_per_s
+
+
+def _gain(rc, n: int, s: int, b: float, bw: float, overlapped: bool) -> tuple[float, float, float]:
+    """(recompute s − load s, load-path s, recompute s) of an ``n``-token prefix with ``s`` new tokens."""
+    rec = prefill_s(rc, n + s, 0)
+    t_load, t_rest = load_s(n, b, bw), prefill_s(rc, s, n)
+    path = max(t_load, t_rest) if overlapped else t_load + t_rest
+    return rec - path, path, rec
+
+
+def tier_break_even(rc, tier: Tier, b: float, suffix: int, max_tokens: int, overlapped: bool) -> TierBreakEven:
+    """Smallest prefix from which loading from ``tier`` stays faster than recomputing (module doc)."""
+    n_grid = 96
+    grid = sorted({max(1, min(max_tokens, round(max_tokens ** (i / (n_grid - 1))))) for i in range(n_grid)})
+    bw = tier.read_bytes_per_s
+    gains = [_gain(rc, n, suffix, b, bw, overlapped)[0] for n in grid]
+    rule = "overlapped" if overlapped else "sequential"
+    _, l1k, r1k = _gain(rc, 1024, suffix, b, bw, overlapped)
+    _, lmax, rmax = _gain(rc, max_tokens, suffix, b, bw, overlapped)
+    args = (tier.name, rule, suffix)
+    tail = (max_tokens, l1k, r1k, lmax, rmax)
+    if gains[-1] <= 0:
+        return TierBreakEven(*args, None, "never", *tail)
+    losing = [i for i, g in enumerate(gains) if g <= 0]
+    if not losing:
+        return TierBreakEven(*args, 1, "always", *tail)
+    lo, hi = grid[losing[-1]], grid[losing[-1] + 1]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _gain(rc, mid, suffix, b, bw, overlapped)[0] > 0:
+            hi = mid
+        else:
+            lo = mid
+    return TierBreakEven(*args, hi, "above", *tail)
+
+
+def _host_link(plan: Plan, t: TierSettings) -> tuple[float, str]:
+    """(achievable per-direction host link bandwidth, its source) from the GPU catalog's bidirectional figure."""
+    g = plan.gpu
+    per_dir = g.host_link_bytes_per_s / 2
+    src = (f"{g.name} host link {g.host_link_bytes_per_s / 1e9:g} GB/s bidirectional (GPU catalog) ÷ 2 per direction × "
+           f"{t.link_fraction:g} achievable = {per_dir * t.link_fraction / 1e9:.1f} GB/s")
+    return per_dir * t.link_fraction, src
+
+
+def _host_tier(plan: Plan, t: TierSettings, link: float, link_src: str) -> Tier | None:
+    m, s = plan.memory, plan.settings
+    bpt = m.bytes_per_block / m.block_size
+    if s.engine == "vllm" and t.kv_offloading_size_gib is not None:
+        backend = t.kv_offloading_backend or "native"
+        mla = bool(plan.kv.groups) and all(isinstance(g.spec, MLAAttention) for g in plan.kv.groups)
+        tokens, unit, rule = vllm_host_tokens(t.kv_offloading_size_gib, backend, rules_version(s.engine_version),
+                                              m.bytes_per_block, m.block_size, s.tp * s.pp,
+                                              replicated_mla=mla and s.tp > 1 and s.pp == 1)
+        medium = "host DRAM (vLLM OffloadingConnector, LRU)" if backend == "native" else "host DRAM (LMCache local_cpu)"
+        host_bytes = t.kv_offloading_size_gib * 2**30  # the flag: summed over the engine's ranks
+    elif s.engine == "sglang" and t.enable_hierarchical_cache:
+        tokens, rule = sglang_host_tokens(t, m.usable_blocks * m.block_size, bpt, m.block_size)
+        unit, medium = m.block_size, f"host DRAM (SGLang HiCache, {t.hicache_write_policy})"
+        host_bytes = tokens * bpt  # one host pool per rank
+    else:
+        return None
+    return Tier("host_dram", medium, host_bytes, tokens, tokens // m.block_size, unit, link, link, rule, link_src)
+
+
+def _disk_tiers(plan: Plan, t: TierSettings, link: float) -> list[Tier]:
+    m = plan.memory
+    bpt = m.bytes_per_block / m.block_size
+    out = []
+    for name, gib, rd, wr, what in (
+            ("nvme", t.nvme_gib, t.nvme_read_bytes_per_s, t.nvme_write_bytes_per_s, "local NVMe"),
+            ("remote", t.remote_gib, t.network_bytes_per_s, t.network_bytes_per_s, "remote store over the network")):
+        if gib is None:
+            continue
+        tokens = int(gib * 2**30 // bpt)
+        src = (f"{what}: {rd / 1e9:g} GB/s read, {wr / 1e9:g} GB/s write (assumption; flags override), "
+               f"through the host link (the smaller of the two)")
+        out.append(Tier(name, what, gib * 2**30, tokens, tokens // m.block_size, m.block_size, min(rd, link),
+                        min(wr, link), f"{gib:g} GiB × 2^30 // {bpt:,.0f} B/token", src))
+    return out
+
+
+def build_tier_plan(plan: Plan, tiers: TierSettings, *, suffix_tokens: int = 1) -> TierPlan:
+    """The tier table and break-evens for ``plan`` (module doc).
+
+    Raises:
+        InputError: tier settings the engine refuses or ignores, a model it cannot offload, suffix < 1.
+    """
+    from kvledger.errors import InputError
+
+    s = plan.settings
+    check_tier_settings(tiers, s.engine, s.engine_version, bool(state_layers(plan.model)))
+    if isinstance(suffix_tokens, bool) or not isinstance(suffix_tokens, int) or suffix_tokens < 1:
+        raise InputError(f"--suffix-tokens must be a whole number ≥ 1 (the engine always computes the last prompt "
+                         f"token), got {suffix_tokens!r}")
+    m = plan.memory
+    bpt = m.bytes_per_block / m.block_size
+    link, link_src = _host_link(plan, tiers)
+    hbm_tokens = m.usable_blocks * m.block_size
+    out = [Tier("hbm", f"{plan.gpu.name} HBM (the engine's KV pool)", m.usable_blocks * m.bytes_per_block,
+                hbm_tokens, m.usable_blocks, m.block_size, plan.gpu.hbm_bandwidth_bytes_per_s,
+                plan.gpu.hbm_bandwidth_bytes_per_s, "usable blocks × block_size (the memory plan)", "GPU catalog")]
+    host = _host_tier(plan, tiers, link, link_src)
+    if host is not None:
+        out.append(host)
+    out += _disk_tiers(plan, tiers, link)
+    rc = plan.step_cost()
+    overlapped = s.engine == "sglang"
+    max_tokens = max(2, m.max_model_len - suffix_tokens)
+    be = tuple(tier_break_even(rc, t, bpt, suffix_tokens, max_tokens, overlapped) for t in out if t.name != "hbm")
+    from kvledger.accounting.kv_tier_notes import tier_notes
+
+    return TierPlan(s.engine, asdict(tiers), bpt, tuple(out), be, tuple(tier_notes(plan, tiers, out)))

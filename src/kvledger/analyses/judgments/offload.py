@@ -1,0 +1,127 @@
+"""What a host KV tier buys on a multi-turn session workload: the plan's tiers and break-even, then the same sessions
+simulated with and without the tier (hit rate per tier, TTFT, load bandwidth, host occupancy)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from kvledger.accounting.kv_tier_rules import TierSettings
+from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.settings import PlanSettings
+from kvledger.catalog.gpus import GpuSpec
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.dynamics.engine.offload import HostTier
+from kvledger.dynamics.offload_sim import TierStats, simulate_offload
+from kvledger.dynamics.workload.sessions import AGENT, CHAT, SessionLoop, synthesize_sessions
+from kvledger.errors import InputError
+
+__all__ = ["OffloadReport", "analyse_offload", "SESSION_SHAPES"]
+
+SESSION_SHAPES = {"chat": CHAT, "agent": AGENT}
+
+
+@dataclass(frozen=True)
+class OffloadReport:
+    """The tier plan, the workload, and the simulated effect of the host tier; ``to_dict`` is ``--json``."""
+
+    model: str
+    gpu: str
+    engine: str
+    tiers: TierPlan
+    workload: dict[str, Any]
+    stats: TierStats
+    ttft_s_with: dict[str, float]
+    ttft_s_without: dict[str, float]
+    hbm_hit_rate_without: float = 0.0
+    more_gpus: dict[str, Any] | None = None
+    """The same sessions on ``num_gpus`` replicas without the tier (session-affinity routing): hit rate and TTFT —
+    whether the tier beats buying GPUs."""
+    cost: dict[str, Any] | None = None
+    """Line items per hour at the given prices: the GPU, the host memory of the tier, and (with ``more_gpus``) the
+    extra GPUs instead."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "gpu": self.gpu, "engine": self.engine, "kv_tiers": self.tiers.to_dict(),
+                "workload": self.workload, "tier_stats": asdict(self.stats), "ttft_s_with_offload": self.ttft_s_with,
+                "ttft_s_without_offload": self.ttft_s_without,
+                "hbm_hit_rate_without_offload": self.hbm_hit_rate_without, "more_gpus": self.more_gpus,
+                "cost": self.cost}
+
+
+def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tiers: TierSettings, *,
+                    workload: str = "chat", num_sessions: int = 200, session_rate: float = 0.2, seed: int = 0,
+                    segment_tokens: int = 64, compare_gpus: int | None = None, gpu_usd_per_hour: float | None = None,
+                    host_usd_per_gib_hour: float | None = None) -> OffloadReport:
+    """Plan the tiers, then simulate ``num_sessions`` synthetic sessions with and without the host tier.
+
+    Raises:
+        InputError: no host tier in ``tiers``, an unknown workload, or anything the plan or simulator refuses.
+    """
+    from kvledger.analyses.serving.from_plan import engine_config_from_plan
+
+    if workload not in SESSION_SHAPES:
+        raise InputError(f"--workload must be one of {', '.join(SESSION_SHAPES)}, got {workload!r}")
+    plan = build_plan(model, gpu, settings, with_advice=False)
+    tp = build_tier_plan(plan, tiers)
+    host_t = tp.tier("host_dram")
+    if host_t is None:
+        raise InputError("offload needs a host tier: --kv-offloading-size GiB (vLLM) or --enable-hierarchical-cache "
+                         "(SGLang)")
+    cfg, _ = engine_config_from_plan(plan, policy="sglang" if settings.engine == "sglang" else None)
+    unit = segment_tokens if cfg.prefix_caching_policy == "sglang" else cfg.block_size
+    host = HostTier(host_t.capacity_tokens // unit, tp.bytes_per_token, host_t.read_bytes_per_s,
+                    host_t.write_bytes_per_s, tiers.hicache_write_policy if settings.engine == "sglang" else
+                    "write_through")
+    shape = SESSION_SHAPES[workload]
+    from dataclasses import replace
+
+    shape = replace(shape, max_context_tokens=min(shape.max_context_tokens, cfg.max_model_len))
+    loop = SessionLoop(tuple(synthesize_sessions(shape, num_sessions, session_rate, np.random.default_rng(seed))),
+                       segment_tokens)
+    run = simulate_offload(loop, cfg, plan.step_cost(), host, record_token_times=False)
+    more = None
+    if compare_gpus is not None:
+        if isinstance(compare_gpus, bool) or not isinstance(compare_gpus, int) or compare_gpus < 2:
+            raise InputError(f"--compare-gpus must be a whole number ≥ 2, got {compare_gpus!r}")
+        from kvledger.dynamics.simulator import simulate
+
+        s = simulate(loop, cfg, plan.step_cost(), num_replicas=compare_gpus, router="session_affinity",
+                     record_token_times=False).summary
+        more = {"num_gpus": compare_gpus, "router": "session_affinity", "hbm_hit_rate": s.prefix_cache_hit_rate,
+                "ttft_s": asdict(s.ttft_s)}
+    wl = {"kind": workload, "shape": asdict(shape), "num_sessions": len(loop.sessions), "num_turns": loop.num_turns,
+          "session_rate_per_s": session_rate, "seed": seed, "segment_tokens": segment_tokens}
+    return OffloadReport(model.name, gpu.name, settings.engine, tp, wl, run.tiers,
+                         asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s),
+                         run.without_offload.summary.prefix_cache_hit_rate, more,
+                         tier_cost(host_t.capacity_bytes, settings.tp * settings.pp, compare_gpus, gpu_usd_per_hour,
+                                   host_usd_per_gib_hour))
+
+
+def tier_cost(host_bytes: float, gpus_per_replica: int, compare_gpus: int | None, gpu_usd_per_hour: float | None,
+              host_usd_per_gib_hour: float | None) -> dict[str, Any] | None:
+    """Per-hour line items at prices the user gives (no bundled source prices host memory): the replica's GPUs, the
+    host memory the tier takes, and the GPUs of ``compare_gpus`` replicas instead; None without both prices.
+
+    Raises:
+        InputError: a price that is negative or not finite.
+    """
+    import math
+
+    if gpu_usd_per_hour is None or host_usd_per_gib_hour is None:
+        return None
+    for name, v in (("--gpu-usd-per-hour", gpu_usd_per_hour), ("--host-usd-per-gib-hour", host_usd_per_gib_hour)):
+        if not (math.isfinite(v) and v >= 0):
+            raise InputError(f"{name} must be a finite price ≥ 0 USD, got {v!r}")
+    gib = host_bytes / 2**30
+    gpus = gpu_usd_per_hour * gpus_per_replica
+    out = {"source": "prices given on the command line", "gpu_usd_per_hour": gpus,
+           "host_memory_gib": gib, "host_memory_usd_per_hour": gib * host_usd_per_gib_hour,
+           "with_tier_usd_per_hour": gpus + gib * host_usd_per_gib_hour}
+    if compare_gpus:
+        out["more_gpus_usd_per_hour"] = gpus * compare_gpus
+    return out

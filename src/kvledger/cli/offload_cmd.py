@@ -1,0 +1,69 @@
+"""``kvledger offload``: what a host KV tier buys on multi-turn sessions (tiers, break-even, simulated hit rates)."""
+
+from __future__ import annotations
+
+import typer
+
+from kvledger import strict_json
+
+__all__ = ["register"]
+
+
+def offload(
+    model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
+    gpu: str = typer.Option(..., "--gpu", help="Catalog GPU or a GPU file."),
+    engine: str = typer.Option("vllm", "--engine", help="vllm or sglang."),
+    engine_version: str | None = typer.Option(None, "--engine-version", help="vLLM version whose rules apply."),
+    tp: int = typer.Option(1, "--tp", help="Tensor-parallel degree."),
+    max_model_len: str | None = typer.Option(None, "--max-model-len", help="Tokens (default 32K for the sessions)."),
+    kv_offloading_size: str | None = typer.Option(None, "--kv-offloading-size",
+                                                  help="vLLM: host KV memory, GiB over TP×PP ranks (256 or 256GiB)."),
+    kv_offloading_backend: str | None = typer.Option(None, "--kv-offloading-backend", help="vLLM: native or lmcache."),
+    enable_hierarchical_cache: bool = typer.Option(False, "--enable-hierarchical-cache", help="SGLang HiCache."),
+    hicache_ratio: float | None = typer.Option(None, "--hicache-ratio", help="SGLang: host / device pool (2.0)."),
+    hicache_size: int = typer.Option(0, "--hicache-size", help="SGLang: host pool, GB (10^9 B) per GPU."),
+    hicache_write_policy: str = typer.Option("write_through", "--hicache-write-policy",
+                                             help="SGLang: write_through or write_through_selective."),
+    workload: str = typer.Option("chat", "--workload", help="Session shape: chat or agent (sessions.py presets)."),
+    sessions: int = typer.Option(200, "--sessions", help="Sessions to simulate, count."),
+    session_rate: float = typer.Option(0.2, "--session-rate", help="Session starts per second (Poisson)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the session draw."),
+    compare_gpus: int | None = typer.Option(None, "--compare-gpus",
+                                            help="Also serve the sessions on N GPUs without the tier."),
+    gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="Your GPU price, USD/GPU-h."),
+    host_usd_per_gib_hour: float | None = typer.Option(None, "--host-usd-per-gib-hour",
+                                                       help="Your host-memory price, USD/GiB-h (with the GPU price: "
+                                                            "the tier's cost lines)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+) -> None:
+    """Host KV tier on multi-turn sessions: capacity, break-even, hit rate per tier and TTFT with and without it."""
+    from rich.console import Console
+
+    from kvledger.accounting.kv_tier_rules import TierSettings
+    from kvledger.accounting.settings import make_settings
+    from kvledger.analyses.judgments.offload import analyse_offload
+    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.models import load_model
+    from kvledger.cli.analysis_opts import gib_option
+    from kvledger.report.offload_view import render_offload
+    from kvledger.units import parse_tokens
+
+    settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp,
+                             max_model_len=parse_tokens(max_model_len or "32K", what="--max-model-len"))
+    tiers = TierSettings(kv_offloading_size_gib=gib_option(kv_offloading_size, "--kv-offloading-size"),
+                         kv_offloading_backend=kv_offloading_backend,
+                         enable_hierarchical_cache=enable_hierarchical_cache,
+                         hicache_ratio=hicache_ratio, hicache_size_gb=hicache_size,
+                         hicache_write_policy=hicache_write_policy)
+    rep = analyse_offload(load_model(model), resolve_gpu(gpu), settings, tiers, workload=workload,
+                          num_sessions=sessions, session_rate=session_rate, seed=seed, compare_gpus=compare_gpus,
+                          gpu_usd_per_hour=gpu_usd_per_hour, host_usd_per_gib_hour=host_usd_per_gib_hour)
+    if as_json:
+        typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
+    else:
+        render_offload(rep, Console())
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``offload`` to the app."""
+    app.command("offload")(offload)

@@ -1,0 +1,238 @@
+"""A host-memory KV tier under the simulated engines: vLLM's OffloadingConnector rule and SGLang HiCache's.
+
+vLLM (``distributed/kv_transfer/kv_connector/v1/offloading_connector.py``, 0.11.0–0.33.0; ``kv_offload`` LRU):
+
+* Store, write-through: after each schedule, every block that the scheduled tokens complete is offered to the CPU
+  tier (``_get_reqs_to_store``); ``prepare_store`` skips blocks already there and evicts least-recently-used CPU
+  blocks to make room. Stores are asynchronous, off the step's critical path. (Here: prompt blocks when they are
+  scheduled; blocks a pure-decode stretch fills are offered when the request frees them.)
+* Load: when a request is considered, the CPU tier is looked up from the end of its GPU prefix hit
+  (``get_num_new_matched_tokens``: consecutive hits, touched to the LRU's end); the request waits
+  (WAITING_FOR_REMOTE_KVS) while the blocks are copied into GPU blocks, then is scheduled with them as cached
+  blocks. The load is on the request's TTFT, not on any step. (Here: decided when the request reaches its replica,
+  the loaded blocks enter the GPU cache as cached blocks, and the request reaches the scheduler ``load_s`` later.)
+
+SGLang HiCache (``mem_cache/unified_radix_cache.py``, 0.5.23): ``write_through`` backs a node up to host as it enters
+the tree (hit count ≥ 1), ``write_through_selective`` once it is matched again (≥ 2); at admission ``init_load_back``
+loads the host-resident continuation of the device prefix (skipped under ``load_back_threshold`` = 10 tokens) into
+device slots, layer by layer beside the forward pass: the prefill step takes max(its compute, the load).
+``write_back`` (backup on device eviction) is not modelled in the simulator.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from kvledger.dynamics.engine.kv_manager import PagedKVManager
+from kvledger.dynamics.engine.radix_cache import RadixKVManager
+from kvledger.dynamics.engine.request_state import SimRequest
+
+__all__ = ["HostTier", "HostLRU", "OffloadingPagedKVManager", "HiCacheRadixKVManager", "LOAD_BACK_THRESHOLD"]
+
+LOAD_BACK_THRESHOLD = 10  # SGLang unified_radix_cache.py load_back_threshold, tokens
+
+
+@dataclass(frozen=True)
+class HostTier:
+    """The host tier as the simulator needs it.
+
+    Attributes:
+        capacity_units: blocks (vLLM) or segments (SGLang) the host holds, count.
+        bytes_per_token: KV bytes per token per GPU, B. read_bytes_per_s: host → HBM, B/s.
+        write_bytes_per_s: HBM → host, B/s.
+        write_policy: SGLang "write_through" or "write_through_selective"; vLLM "write_through".
+    """
+
+    capacity_units: int
+    bytes_per_token: float
+    read_bytes_per_s: float
+    write_bytes_per_s: float
+    write_policy: str = "write_through"
+
+    def load_s(self, tokens: int) -> float:
+        return tokens * self.bytes_per_token / self.read_bytes_per_s
+
+
+class HostLRU:
+    """Content keys in host memory, least recently used first (vLLM ``LRUOffloadingManager``'s order)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.keys: OrderedDict[int, None] = OrderedDict()
+        self.stored = self.evicted = 0
+
+    def store(self, key: int) -> None:
+        keys = self.keys
+        if key in keys:
+            return
+        if len(keys) >= self.capacity:
+            if self.capacity <= 0:
+                return
+            keys.popitem(last=False)
+            self.evicted += 1
+        keys[key] = None
+        self.stored += 1
+
+    def lookup(self, keys: list[int], start: int, stop: int) -> int:
+        """Consecutive hits from ``keys[start]`` (before ``stop``), each touched to the LRU's end."""
+        n, held = 0, self.keys
+        for i in range(start, stop):
+            k = keys[i]
+            if k not in held:
+                break
+            held.move_to_end(k)
+            n += 1
+        return n
+
+
+class OffloadingPagedKVManager(PagedKVManager):
+    """vLLM's paged KV manager with the OffloadingConnector's CPU tier (module doc)."""
+
+    def __init__(self, *args, host: HostTier, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.host, self.lru = host, HostLRU(host.capacity_units)
+        self.host_hit_tokens = 0  # tokens loaded from the CPU tier, tokens
+        self.host_load_s = 0.0  # Σ load time, s
+        self._stored: dict[int, int] = {}  # request uid → blocks offered to the CPU tier
+        self.occupancy: list[tuple[float, int]] = []  # (arrival s of a request, CPU blocks held)
+
+    def _offer(self, req: SimRequest, upto_tokens: int) -> None:
+        full = upto_tokens // self.block_size
+        start = self._stored.get(req.uid, 0)
+        for i in range(start, full):
+            self.lru.store(self._key(req, i))
+        if full > start:
+            self._stored[req.uid] = full
+
+    def admit(self, req, hits, num_new_tokens, must_fit_tokens, reserve_tokens=0) -> bool:
+        ok = super().admit(req, hits, num_new_tokens, must_fit_tokens, reserve_tokens)
+        if ok:
+            self._offer(req, req.num_computed_tokens + num_new_tokens)
+        return ok
+
+    def grow(self, req, num_new_tokens) -> bool:
+        ok = super().grow(req, num_new_tokens)
+        if ok:
+            self._offer(req, req.num_computed_tokens + num_new_tokens)
+        return ok
+
+    def free(self, req, preempted) -> None:
+        self._offer(req, req.num_computed_tokens)
+        self._stored.pop(req.uid, None)
+        super().free(req, preempted)
+
+    def free_finished(self, reqs) -> None:
+        for r in reqs:
+            self._offer(r, r.num_computed_tokens)
+            self._stored.pop(r.uid, None)
+        super().free_finished(reqs)
+
+    def begin_load(self, req: SimRequest) -> float:
+        """Look the request up in the CPU tier beyond its GPU hit; copy the hits into GPU cache blocks. Returns the
+        load time, s (0: nothing to load)."""
+        if not self.enable_caching:
+            return 0.0
+        self.occupancy.append((req.arrival_s, len(self.lru.keys)))
+        hits, gpu_tokens = self.match(req)
+        keys = self._keys(req)
+        B = self.block_size
+        limit = min(len(keys), (req.num_tokens - 1) // B)
+        start = gpu_tokens // B
+        n = self.lru.lookup(keys, start, limit) if start < limit else 0
+        if n <= 0:
+            return 0.0
+        if hits:  # held while the loaded blocks are allocated, as vLLM's allocation for the request does
+            self.pool.touch(hits)
+        n = min(n, self.pool.num_free_blocks)
+        if n > 0:
+            ids = self.pool.allocate(n)
+            for b, i in zip(ids, range(start, start + n)):
+                self.pool.register(b, keys[i])
+            self.pool.free(ids, n, n)  # cached, unreferenced: the request takes them at admission
+        if hits:
+            self.pool.free(hits, len(hits), len(hits))
+        if n <= 0:
+            return 0.0
+        t = self.host.load_s(n * B)
+        self.host_hit_tokens += n * B
+        self.host_load_s += t
+        return t
+
+
+class HiCacheRadixKVManager(RadixKVManager):
+    """SGLang's radix cache with HiCache's host tier (module doc); host units are prompt segments."""
+
+    def __init__(self, capacity_tokens: int, block_size: int = 1, *, host: HostTier) -> None:
+        super().__init__(capacity_tokens, block_size)
+        self.host, self.lru = host, HostLRU(host.capacity_units)
+        self.host_hit_tokens = 0
+        self.host_load_s = 0.0
+        self.pending_load_s = 0.0  # load time of this step's admissions (read by LoadAwareStepCost), s
+        self._seen: dict[int, int] = {}  # write_through_selective: segment key → requests that held it
+        self._backed: dict[int, int] = {}  # request uid → its segments already offered to the host
+        self.occupancy: list[tuple[float, int]] = []  # (arrival s of an admitted request, host segments held)
+
+    def _chain(self, req: SimRequest) -> list[int]:
+        if req.keys is None:  # the paged manager's slot, unused by the radix cache: the segments' chained keys
+            prev, out = 0, []
+            for seg in self._segments(req):
+                prev = hash((prev, seg))
+                out.append(prev)
+            req.keys = out
+        return req.keys
+
+    def _backup(self, req: SimRequest, upto_tokens: int) -> None:
+        S = req.spec.segment_tokens
+        keys = self._chain(req)
+        selective = self.host.write_policy == "write_through_selective"
+        start, stop = self._backed.get(req.uid, 0), min(len(keys), upto_tokens // S)
+        if stop > start:
+            self._backed[req.uid] = stop
+        for k in keys[start:stop]:
+            if selective:
+                c = self._seen.get(k, 0) + 1
+                self._seen[k] = c
+                if c < 2:
+                    continue
+            self.lru.store(k)
+
+    def after_prefill_step(self, req: SimRequest) -> None:
+        super().after_prefill_step(req)
+        self._backup(req, req.num_computed_tokens)
+
+    def free(self, req: SimRequest, preempted: bool) -> None:
+        self._backup(req, req.num_computed_tokens)
+        self._backed.pop(req.uid, None)
+        super().free(req, preempted)
+
+    def match(self, req: SimRequest):
+        (node, matched), hit = super().match(req)
+        S = req.spec.segment_tokens
+        keys = self._chain(req)
+        start, limit = matched // S, min(len(keys), (req.num_tokens - 1) // S)
+        if matched % S or start >= limit or req.num_preemptions:
+            return (node, matched, 0), hit
+        n = self.lru.lookup(keys, start, limit) * S
+        n = min(n, req.num_tokens - 1 - hit)
+        if n < LOAD_BACK_THRESHOLD:
+            n = 0
+        return (node, matched, n), hit + n
+
+    def admit(self, req, handle, num_new_tokens, must_fit_tokens, reserve_tokens=0) -> bool:
+        node, matched, host = handle
+        if not super().admit(req, (node, matched), host + num_new_tokens, must_fit_tokens, reserve_tokens):
+            return False
+        if req.num_preemptions == 0:
+            self.occupancy.append((req.arrival_s, len(self.lru.keys)))
+        if host:
+            req.num_computed_tokens += host
+            t = self.host.load_s(host)
+            self.host_hit_tokens += host
+            self.host_load_s += t
+            self.pending_load_s += t  # this step's loads share the host link
+        return True
+
+    def take_pending_load_s(self) -> float:
+        t, self.pending_load_s = self.pending_load_s, 0.0
+        return t

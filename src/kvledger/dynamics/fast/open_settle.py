@@ -1,0 +1,73 @@
+"""Settling an arrival stretch (open_stretch.py): blocks, frees, KV usage, token times, counters and records at once.
+
+Each request's first decode step ``d0``, computed tokens ``c0``, blocks ``held`` and remaining tokens ``m`` then fix
+every block it takes (one each time its computed tokens fill its blocks) and the step it leaves; with no block
+registered in the prefix cache the blocks are handed out request by request (``PagedKVManager.take_in_turn``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kvledger.dynamics.engine.request_state import SimRequest
+
+__all__ = ["settle"]
+
+
+def settle(rep, lives: list, K: int, ends: list[float], durs: list[float], stored: list, grants: list[int],
+           out: list) -> None:
+    """Blocks, frees, KV usage, token times, counters and records of the ``K`` steps run (see ``run_arrivals``).
+
+    ``lives``: per request ``(request, first decode step, computed tokens then, blocks held then, tokens left then,
+    admitted in the stretch)``; ``stored``, ``grants``: the token-state and admission records ``add_stretch`` takes.
+    """
+    kv, sched = rep.kv, rep.sched
+    B, lag = kv.block_size, 1 if rep.rules.async_scheduling else 0
+    used0, held0 = kv.num_used_blocks, kv.held_slots
+    takes: list[tuple[SimRequest, int]] = []  # blocks each request takes, in the free queue's order
+    runs: list[int] = []  # [first step, blocks, …]: one block every B steps from the first
+    frees: list[int] = []  # [step, blocks, …]: a finished request's blocks, off the samples from that step on
+    running, finished, freed, deferred = [], [], [], []
+    step0 = rep.num_steps
+    for r, d0, c0, held, m, admitted in lives:
+        end = m if d0 + m <= K else K - d0  # decode steps it ran here
+        j = held * B - c0  # its first block-filling step, from d0
+        cnt = 0
+        if j < end:
+            cnt = (end - j - 1) // B + 1
+            runs += (d0 + j, cnt)
+        take = held + cnt if admitted else cnt  # an admitted request also takes its prompt's blocks
+        if take:
+            takes.append((r, take))
+        if d0 + m <= K:  # finished here, in step f
+            f = d0 + m - 1
+            r.num_computed_tokens = c0 + m
+            r.num_generated = r.num_output_tokens
+            r.num_tokens = r.num_prompt_tokens + r.num_output_tokens
+            finished.append((r, step0 + f))
+            if f + 1 + lag <= K:  # missing from the samples from step f + 1 on (at K: past the stretch, ignored)
+                if f + 1 < K:
+                    frees += (f + 1, held + cnt)
+                freed.append(r)
+            else:  # async, finished in the last step: freed after the next schedule
+                deferred.append(r)
+        else:
+            r.num_computed_tokens = c0 + K - d0
+            r.num_generated = g = r.num_output_tokens - (d0 + m - K)
+            r.num_tokens = r.num_prompt_tokens + g
+            running.append(r)
+    kv.take_in_turn(takes)
+    times = np.fromiter(ends, np.float64, K + 1)  # step end times (times[0]: the start of the first), as one array
+    rep.push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
+    rep.now_s = ends[K]
+    if freed:  # after the blocks were taken: frees put blocks back at the queue's head
+        kv.free_finished(freed)
+    sched.running = running
+    rep.usage.add_stretch(times[:K], np.fromiter(durs, np.float64, K), kv.capacity_blocks, used0, held0, (), (), runs,
+                          (), grants, frees, stored)
+    if lag:
+        rep.defer(deferred)
+        rep.last_start_s = ends[K - 1]
+    recs = rep.finish(finished, freed=True) if finished else []
+    if rep.sink is None:
+        out.extend((r.uid, rec) for r, rec in recs)

@@ -1,0 +1,135 @@
+"""Simulate with a host KV tier (engine/offload.py) and report per tier: hit rate, tokens loaded, load time, transfer
+bandwidth used and host occupancy, next to the same run without the tier (TTFT with and without offload)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kvledger.accounting.stepcost import StepShape
+from kvledger.dynamics.engine.config import EngineConfig
+from kvledger.dynamics.engine.offload import HiCacheRadixKVManager, HostTier, OffloadingPagedKVManager
+from kvledger.dynamics.simulator import SimResult, simulate
+from kvledger.errors import InputError
+
+__all__ = ["LoadAwareStepCost", "OffloadRun", "TierStats", "simulate_offload", "offload_kv_factory"]
+
+
+class LoadAwareStepCost:
+    """A step-cost model whose steps last at least their admissions' HiCache load_back time (SGLang loads layer by
+    layer beside the forward pass: the step takes max(compute, load)); everything else is the wrapped model's."""
+
+    def __init__(self, base, managers: list) -> None:
+        self.base, self.managers = base, managers
+        self.name = getattr(base, "name", type(base).__name__)
+        if hasattr(base, "step_time_of"):
+            self.step_time_of = self._step_time_of
+
+    def _pending(self) -> float:
+        return sum(m.take_pending_load_s() for m in self.managers)
+
+    def step_time_s(self, shape: StepShape) -> float:
+        t = self.base.step_time_s(shape)
+        load = self._pending()
+        return load if load > t else t
+
+    def _step_time_of(self, *fields) -> float:
+        t = self.base.step_time_of(*fields)
+        load = self._pending()
+        return load if load > t else t
+
+    def __getattr__(self, name: str):
+        return getattr(self.base, name)
+
+
+def offload_kv_factory(host: HostTier, managers: list):
+    """A ``kv_manager_factory`` for ``simulate``: each replica's KV manager with its own host tier (appended to
+    ``managers`` for the statistics)."""
+
+    def make(cfg: EngineConfig, index: int):
+        if cfg.prefix_caching_policy == "sglang":
+            m = HiCacheRadixKVManager((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.block_size, host=host)
+        else:
+            if cfg.blocks_for_tokens is not None or cfg.kv_allocation != "paged" or cfg.batching == "vllm_v0":
+                raise InputError("the host KV tier is modelled for vLLM v1's paged full-attention pool and SGLang's "
+                                 "radix cache; hybrid, contiguous and V0 settings are not")
+            m = OffloadingPagedKVManager(cfg.num_usable_blocks + 1, cfg.block_size, True, host=host,
+                                         max_model_len=cfg.max_model_len)
+        managers.append(m)
+        return m
+
+    return make
+
+
+@dataclass(frozen=True)
+class TierStats:
+    """One run's tier figures (all replicas).
+
+    Attributes:
+        prompt_tokens: prompt tokens at first admission, tokens. hbm_hit_tokens / host_hit_tokens: served from each.
+        hbm_hit_rate / host_hit_rate: shares of prompt_tokens. host_load_s: Σ load time, s.
+        loaded_bytes / stored_units / evicted_units: host → HBM bytes, units offered to / dropped from the host.
+        load_bandwidth_bytes_per_s: loaded bytes / run duration, B/s. host_capacity_units: blocks or segments.
+        peak_host_units: the most the host held at an admission. occupancy: (s, units) at each arrival (≤ 200 kept).
+    """
+
+    prompt_tokens: int
+    hbm_hit_tokens: int
+    host_hit_tokens: int
+    hbm_hit_rate: float
+    host_hit_rate: float
+    host_load_s: float
+    loaded_bytes: float
+    stored_units: int
+    evicted_units: int
+    load_bandwidth_bytes_per_s: float
+    host_capacity_units: int
+    peak_host_units: int
+    occupancy: tuple[tuple[float, int], ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class OffloadRun:
+    """The run with the host tier, the same run without it, and the tier figures."""
+
+    with_offload: SimResult
+    without_offload: SimResult | None
+    tiers: TierStats
+
+    def to_dict(self) -> dict[str, Any]:
+        def ttft(r: SimResult | None):
+            return None if r is None else asdict(r.summary.ttft_s)
+
+        return {"tiers": asdict(self.tiers), "ttft_s_with_offload": ttft(self.with_offload),
+                "ttft_s_without_offload": ttft(self.without_offload)}
+
+
+def _stats(managers: list, host: HostTier, duration_s: float) -> TierStats:
+    q = sum(m.query_tokens for m in managers)
+    c = sum(m.host_hit_tokens for m in managers)
+    # vLLM's loaded blocks enter the GPU cache before admission and count there as hits too: not HBM's own
+    h = sum(m.hit_tokens - (m.host_hit_tokens if isinstance(m, OffloadingPagedKVManager) else 0) for m in managers)
+    occ = sorted(x for m in managers for x in m.occupancy)
+    step = max(1, len(occ) // 200)
+    loaded = c * host.bytes_per_token
+    return TierStats(q, h, c, h / q if q else 0.0, c / q if q else 0.0, sum(m.host_load_s for m in managers), loaded,
+                     sum(m.lru.stored for m in managers), sum(m.lru.evicted for m in managers),
+                     loaded / duration_s if duration_s > 0 else 0.0, host.capacity_units,
+                     max((u for _, u in occ), default=0), tuple(occ[::step]))
+
+
+def simulate_offload(requests, config: EngineConfig, cost, host: HostTier, *, num_replicas: int = 1,
+                     router: str = "round_robin", compare: bool = True, **kwargs) -> OffloadRun:
+    """Run ``simulate`` with ``host`` under each replica (and, with ``compare``, once without it).
+
+    Raises:
+        InputError: prefix caching off (nothing to offload), settings the tier is not modelled for, bad workload.
+    """
+    if not config.enable_prefix_caching:
+        raise InputError("a host KV tier serves prefix hits; with prefix caching off there is nothing to load")
+    managers: list = []
+    run_cost = LoadAwareStepCost(cost, managers) if config.prefix_caching_policy == "sglang" else cost
+    res = simulate(requests, config, run_cost, num_replicas=num_replicas, router=router,
+                   kv_manager_factory=offload_kv_factory(host, managers), **kwargs)
+    base = simulate(requests, config, cost, num_replicas=num_replicas, router=router, **kwargs) if compare else None
+    return OffloadRun(res, base, _stats(managers, host, res.records.duration_s))

@@ -1,0 +1,98 @@
+"""One run's goodput under one SLO (``GoodputResult``), and how exact and estimated goodput both build it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from kvledger.errors import InputError
+from kvledger.evidence.aggregate import AggregateRun
+from kvledger.ledgers.slo import SLO
+from kvledger.records import RunRecords
+
+__all__ = ["GoodputResult", "goodput_result"]
+
+
+@dataclass(slots=True)
+class GoodputResult:
+    """Goodput of one run under one SLO. Counts are requests; rates per second of run duration.
+
+    ``file`` is the file read (``source`` is where the run came from: the same path for
+    benchmark files, e.g. "simulator" for a kvledger records file).
+    ``estimate`` is True when the numbers are bounds from percentiles (then ``num_good`` and
+    ``attainment`` are lower bounds and ``*_upper`` the upper ones) or scaled from a sample.
+    Rates are None when the duration is unknown. ``good_mask`` (not serialised) marks the
+    good records of an exact result.
+    """
+
+    source: str
+    source_format: str
+    run_label: str | None
+    file: str
+    slo: dict[str, Any]
+    estimate: bool
+    num_requests: int
+    num_failed: int
+    num_completed: int
+    num_good: int
+    attainment: float
+    num_good_upper: int | None = None
+    attainment_upper: float | None = None
+    attainment_of_completed: float | None = None
+    duration_s: float | None = None
+    duration_source: str = ""
+    goodput_req_per_s: float | None = None
+    throughput_req_per_s: float | None = None
+    goodput_output_tok_per_s: float | None = None
+    throughput_output_tok_per_s: float | None = None
+    goodput_input_tok_per_s: float | None = None
+    throughput_input_tok_per_s: float | None = None
+    effective_cost_multiplier: float | None = None
+    num_missed: dict[str, int] = field(default_factory=dict)
+    model: str | None = None
+    hardware: str | None = None
+    num_gpus: int | None = None
+    request_rate: float | None = None
+    concurrency: int | None = None
+    tool_goodput: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    good_mask: np.ndarray | None = None
+    request_ids: list[str] | None = None
+
+    def good_request_ids(self) -> list[str]:
+        """Ids of the good requests (exact results only)."""
+        if self.good_mask is None or self.request_ids is None:
+            raise InputError("this goodput is an estimate from percentiles: individual requests are unknown")
+        return [rid for rid, g in zip(self.request_ids, self.good_mask) if g]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (no mask, no ids; infinities as None)."""
+        skip = {"good_mask", "request_ids"}
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        if d["request_rate"] is not None and not np.isfinite(d["request_rate"]):
+            d["request_rate"] = "inf"
+        return d
+
+
+def goodput_result(run: RunRecords | AggregateRun, slo: SLO, n_all: float, n_ok: float, n_good: float,
+                   duration: float | None, dsrc: str, notes: list[str], *, estimate: bool = False) -> GoodputResult:
+    md = run.metadata
+    res = GoodputResult(
+        source=md.source, source_format=md.source_format, run_label=md.extra.get("run_label"),
+        file=str(md.extra.get("records_file", md.source)), slo=slo.to_dict(),
+        estimate=estimate, num_requests=int(round(n_all)), num_failed=int(round(n_all - n_ok)), num_completed=int(round(n_ok)),
+        num_good=int(round(n_good)), attainment=(n_good / n_all) if n_all else 0.0,
+        attainment_of_completed=(n_good / n_ok) if n_ok else None, duration_s=duration, duration_source=dsrc,
+        model=md.model, hardware=md.hardware, num_gpus=md.num_gpus, request_rate=md.request_rate,
+        concurrency=md.concurrency, tool_goodput=md.extra.get("tool_goodput"), notes=notes)
+    if duration:
+        res.goodput_req_per_s = n_good / duration
+        res.throughput_req_per_s = n_ok / duration
+    else:
+        notes.append(f"duration {dsrc}: rates per second are not given")
+    res.effective_cost_multiplier = (n_ok / n_good) if n_good > 0 else None
+    if n_good == 0 and n_ok > 0 and not estimate:
+        notes.append("no request met the SLO: the effective cost per good request is unbounded")
+    return res

@@ -1,0 +1,36 @@
+"""Terminal view of the KV tiers of ``kvledger plan`` (--kv-offloading-size, --enable-hierarchical-cache): capacity,
+bandwidth and the load-vs-recompute break-even per tier."""
+
+from __future__ import annotations
+
+from kvledger.report.tables import table
+
+__all__ = ["render_kv_tiers"]
+
+
+def _be_cell(b) -> str:
+    if b.kind == "always":
+        return "always (from 1 token)"
+    if b.kind == "never":
+        return f"never (≤ {b.max_tokens:,})"
+    return f"{b.break_even_tokens:,} tokens"
+
+
+def render_kv_tiers(tp, console) -> None:
+    from kvledger.units import fmt_bytes
+
+    t = table(f"KV tiers per GPU ({tp.bytes_per_token:,.0f} B of KV per token)", "tier", "capacity", "tokens",
+              "blocks", "read into HBM", "capacity rule", "bandwidth source")
+    for x in tp.tiers:
+        t.add_row(x.name, fmt_bytes(x.capacity_bytes), f"{x.capacity_tokens:,}", f"{x.capacity_blocks:,}",
+                  f"{x.read_bytes_per_s / 1e9:,.1f} GB/s", x.capacity_rule, x.bandwidth_source)
+    console.print(t)
+    t = table("Load a cached prefix or recompute it (TTFT of a request with that prefix; roofline prefill)", "tier",
+              "rule", "break-even prefix", "load path @1K", "recompute @1K", "load path @max", "recompute @max")
+    for b in tp.break_even:
+        t.add_row(b.tier, b.rule, _be_cell(b), f"{b.load_s_per_1k * 1e3:.2f} ms",
+                  f"{b.recompute_s_per_1k * 1e3:.2f} ms",
+                  f"{b.load_s_at_max * 1e3:,.1f} ms", f"{b.recompute_s_at_max * 1e3:,.1f} ms")
+    console.print(t)
+    for n in tp.notes:
+        console.print(f"  • {n}")

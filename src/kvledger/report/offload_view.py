@@ -1,0 +1,43 @@
+"""Terminal view of ``kvledger offload``: the tier plan, then the sessions simulated with and without the host tier."""
+
+from __future__ import annotations
+
+from kvledger.report.kv_tiers_view import render_kv_tiers
+from kvledger.report.tables import table
+
+__all__ = ["render_offload"]
+
+
+def render_offload(rep, console) -> None:
+    w, s = rep.workload, rep.stats
+    console.print(f"[bold]Host KV tier: {rep.model} on {rep.gpu}[/] — {rep.engine}")
+    render_kv_tiers(rep.tiers, console)
+    console.print(f"Sessions: {w['num_sessions']:,} {w['kind']} sessions ({w['num_turns']:,} turns), "
+                  f"{w['session_rate_per_s']:g} starts/s, seed {w['seed']} (distributions: sessions.py)")
+    g = rep.more_gpus
+    cols = ("figure", "1 GPU + host tier", "1 GPU") + ((f"{g['num_gpus']} GPUs, no tier",) if g else ())
+    t = table("Simulated sessions", *cols)
+
+    def row(name, a, b, c=""):
+        t.add_row(name, a, b, *((c,) if g else ()))
+
+    row("prefix hit rate, HBM", f"{s.hbm_hit_rate:.3f}", f"{rep.hbm_hit_rate_without:.3f}",
+        f"{g['hbm_hit_rate']:.3f}" if g else "")
+    row("prefix hit rate, host", f"{s.host_hit_rate:.3f}", "—", "—")
+    row("tokens loaded from host", f"{s.host_hit_tokens:,}", "—", "—")
+    row("load time (Σ), load bandwidth", f"{s.host_load_s:.3f} s, {s.load_bandwidth_bytes_per_s / 1e9:.2f} GB/s",
+        "—", "—")
+    row("host units held (peak / capacity)", f"{s.peak_host_units:,} / {s.host_capacity_units:,}", "—", "—")
+    a, b = rep.ttft_s_with, rep.ttft_s_without
+    for q in ("mean", "p50", "p90", "p99"):
+        row(f"TTFT {q}", f"{a[q] * 1e3:,.1f} ms", f"{b[q] * 1e3:,.1f} ms",
+            f"{g['ttft_s'][q] * 1e3:,.1f} ms" if g else "")
+    console.print(t)
+    c = rep.cost
+    if c:
+        line = (f"Cost per hour ({c['source']}): GPUs ${c['gpu_usd_per_hour']:,.2f} + host memory "
+                f"{c['host_memory_gib']:,.0f} GiB ${c['host_memory_usd_per_hour']:,.2f} = "
+                f"${c['with_tier_usd_per_hour']:,.2f}")
+        if "more_gpus_usd_per_hour" in c:
+            line += f"; {g['num_gpus']} GPUs without the tier ${c['more_gpus_usd_per_hour']:,.2f}"
+        console.print(line)

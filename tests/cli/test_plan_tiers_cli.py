@@ -1,0 +1,70 @@
+"""`kvledger plan` with KV tier flags (host tier tokens, break-even, JSON, one-paragraph errors) and `offload`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+
+runner = CliRunner(env={"COLUMNS": "250"})
+
+
+def run(*args):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_plan_prints_host_tier_tokens_and_break_even():
+    # 256 GiB // 2,097,152 B per 16-token block = 131,072 blocks = 2,097,152 tokens; break-even 316 tokens
+    # (tests/accounting/test_kv_tiers.py works both out)
+    r = run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "256GiB")
+    assert "2,097,152" in r.stdout and "316 tokens" in r.stdout
+    r = run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "256", "--json")
+    d = json.loads(r.stdout)["kv_tiers"]
+    assert d["tiers"][1]["capacity_tokens"] == 2_097_152 and d["break_even"][0]["break_even_tokens"] == 316
+
+
+def test_plan_sglang_hicache_and_no_block_without_flags():
+    r = run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--engine", "sglang", "--enable-hierarchical-cache",
+            "--hicache-size", "100", "--json")
+    d = json.loads(r.stdout)["kv_tiers"]
+    assert d["tiers"][1]["capacity_tokens"] == 762_940  # 1e11 // 131,072 = 762,939, + 1 padding page
+    r = run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--json")
+    assert "kv_tiers" not in json.loads(r.stdout)
+
+
+def test_invalid_tier_flag_is_one_paragraph_error():
+    r = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--engine", "sglang",
+                            "--kv-offloading-size", "64"])
+    # the entry point prints an InputError as "error: <message>" (cli/main.py); here it surfaces as the exception
+    from kvledger.errors import InputError
+
+    assert r.exit_code != 0 and isinstance(r.exception, InputError)
+    assert "vLLM flags" in str(r.exception) and "\n" not in str(r.exception)
+
+
+def test_offload_command_json_reports_tiers_and_both_runs():
+    r = run("offload", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "64", "--sessions", "8",
+            "--session-rate", "1", "--json")
+    d = json.loads(r.stdout)
+    # 64 GiB // 2,097,152 B per block = 32,768 CPU blocks
+    assert d["kv_tiers"]["tiers"][1]["capacity_blocks"] == 32768
+    assert d["tier_stats"]["host_capacity_units"] == 32768
+    assert d["workload"]["num_sessions"] == 8 and d["ttft_s_without_offload"]["count"] == d["workload"]["num_turns"]
+    assert d["more_gpus"] is None
+    r = run("offload", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "64", "--sessions", "8",
+            "--session-rate", "1", "--compare-gpus", "2", "--json")
+    g = json.loads(r.stdout)["more_gpus"]
+    assert g["num_gpus"] == 2 and g["router"] == "session_affinity" and g["ttft_s"]["count"] > 0
+
+
+def test_offload_cost_lines_at_given_prices():
+    from kvledger.analyses.judgments.offload import tier_cost
+
+    # 256 GiB at $0.005/GiB-h = $1.28/h beside one $2.50 GPU: $3.78/h, against 2 GPUs at $5.00/h
+    c = tier_cost(256 * 2**30, 1, 2, 2.5, 0.005)
+    assert c["host_memory_usd_per_hour"] == pytest.approx(1.28) and c["with_tier_usd_per_hour"] == pytest.approx(3.78)
+    assert c["more_gpus_usd_per_hour"] == pytest.approx(5.0)
+    assert tier_cost(256 * 2**30, 1, None, 2.5, None) is None

@@ -1,0 +1,103 @@
+"""A two-turn session whose second turn reuses a prefix evicted from HBM to the host tier, worked by hand under
+vLLM's OffloadingConnector rule and SGLang HiCache's."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.accounting.stepcost import FixedStepCost
+from kvledger.dynamics.engine.config import EngineConfig
+from kvledger.dynamics.engine.offload import HostTier
+from kvledger.dynamics.offload_sim import simulate_offload
+from kvledger.dynamics.workload.sessions import Session, SessionLoop, Turn
+
+# Every step costs 10 ms + 10 µs per token it computes (FixedStepCost(0.01, 1e-5)).
+# Session A: turn 0 = 1,024 input tokens, 16 output; turn 1 sent 10 s after turn 0 finished, 64 new input tokens, so
+# its prompt is 1,024 + 16 + 64 = 1,104 tokens and its first 1,024 tokens (16 segments of 64) are turn 0's prompt.
+# Sessions B and C (1,024 + 16 tokens each) arrive at 1 s and 2 s and push A's prefix out of HBM.
+# Host tier: 131,072 B of KV per token (Llama-3.1-8B bf16) read at 51.2 GB/s (PCIe Gen5 x16, 64 GB/s × 0.8):
+# loading 1,024 tokens takes 1,024 × 131,072 / 51.2e9 = 2.62144 ms.
+LOAD_S = 1024 * 131072 / 51.2e9
+HOST = HostTier(1000, 131072, 51.2e9, 51.2e9)
+
+
+def _sessions() -> SessionLoop:
+    a = Session("A", 0.0, (Turn(1024, 16), Turn(64, 16, think_s=10.0)), 0, 0)
+    b = Session("B", 1.0, (Turn(1024, 16),), 0, 1)
+    c = Session("C", 2.0, (Turn(1024, 16),), 0, 2)
+    return SessionLoop((a, b, c), 64)
+
+
+def _turn_two(run):
+    return next(r for r in run.with_offload.records.records if r.request_id == "A-t1"), next(
+        r for r in run.without_offload.records.records if r.request_id == "A-t1")
+
+
+def test_vllm_two_turn_load_before_schedule():
+    # 80 blocks of 16 tokens (79 usable = 1,264 tokens): B's and C's prompts evict A's blocks from HBM.
+    cfg = EngineConfig(num_gpu_blocks=80, max_model_len=1200, block_size=16, max_num_batched_tokens=2048)
+    run = simulate_offload(_sessions(), cfg, FixedStepCost(0.01, 1e-5), HOST)
+    t = run.tiers
+    # stored write-through: each request's full blocks as they are computed. A-t0, B, C end with 1,024 + 15 computed
+    # tokens (the last sampled token is never computed) = 64 full blocks each; A-t1's 1,104-token prompt is 69 blocks,
+    # the first 64 (A-t0's prompt) already stored, so 5 new; its decode ends at 1,119 tokens, still 69 blocks.
+    # 3 × 64 + 5 = 197; the host holds 1,000, so nothing is evicted.
+    assert t.stored_units == 197 and t.evicted_units == 0
+    # loaded: the 64 blocks (1,024 tokens) beyond an HBM hit of 0
+    assert t.host_hit_tokens == 1024 and t.hbm_hit_tokens == 0
+    assert t.host_load_s == pytest.approx(LOAD_S)
+    # prompt tokens at first admission: 3 × 1,024 + 1,104 = 4,176; host hit rate 1,024 / 4,176
+    assert t.prompt_tokens == 4176 and t.host_hit_rate == pytest.approx(1024 / 4176)
+    rec, base = _turn_two(run)
+    # without offload: one step computing all 1,104 tokens: 10 ms + 11.04 ms = 21.04 ms
+    assert base.ttft_s == pytest.approx(0.02104)
+    # with offload: the load (2.62144 ms) before the scheduler sees it, then a step computing 1,104 − 1,024 = 80
+    # tokens: 10 ms + 0.8 ms. TTFT = 2.62144 + 10.8 = 13.42144 ms; the loaded tokens are its cached tokens.
+    assert rec.ttft_s == pytest.approx(LOAD_S + 0.0108)
+    assert rec.num_cached_tokens == 1024
+
+
+def test_sglang_two_turn_load_back_overlapped():
+    # a token pool of 1,299 slots (page size 1): B and C evict A's tree nodes; write_through backed them up on insert.
+    cfg = EngineConfig(num_gpu_blocks=1300, max_model_len=1200, block_size=1, max_num_batched_tokens=2048,
+                       prefix_caching_policy="sglang", batching="sglang")
+    run = simulate_offload(_sessions(), cfg, FixedStepCost(0.01, 1e-5), HOST)
+    t = run.tiers
+    # host units are 64-token segments: A-t0, B, C store 16 each, A-t1 adds its 17th (tokens 1,024–1,087)
+    assert t.stored_units == 49
+    assert t.host_hit_tokens == 1024 and t.hbm_hit_tokens == 0
+    rec, base = _turn_two(run)
+    assert base.ttft_s == pytest.approx(0.02104)
+    # load_back beside the forward pass: the step takes max(10.8 ms of compute, 2.62 ms of load) = 10.8 ms
+    assert rec.ttft_s == pytest.approx(0.0108)
+    # the same turn with a link 10× slower (5.12 GB/s): the load (26.2144 ms) now sets the step
+    slow = HostTier(1000, 131072, 5.12e9, 5.12e9)
+    run = simulate_offload(_sessions(), cfg, FixedStepCost(0.01, 1e-5), slow, compare=False)
+    rec = next(r for r in run.with_offload.records.records if r.request_id == "A-t1")
+    assert rec.ttft_s == pytest.approx(10 * LOAD_S)
+
+
+def test_write_through_selective_needs_a_second_use():
+    cfg = EngineConfig(num_gpu_blocks=1300, max_model_len=1200, block_size=1, max_num_batched_tokens=2048,
+                       prefix_caching_policy="sglang", batching="sglang")
+    sel = HostTier(1000, 131072, 51.2e9, 51.2e9, "write_through_selective")
+    run = simulate_offload(_sessions(), cfg, FixedStepCost(0.01, 1e-5), sel, compare=False)
+    # A's segments were held by one request before they were evicted: not backed up, nothing to load for A-t1, which
+    # recomputes them; as their second holder A-t1 then gets its 16 reused segments backed up (too late for itself)
+    assert run.tiers.host_hit_tokens == 0 and run.tiers.stored_units == 16
+
+
+def test_host_tier_is_per_replica_and_affinity_keeps_the_hit():
+    # Session A alone on two replicas with big pools: round robin sends turn 1 to replica 1, whose HBM and CPU tier
+    # never saw turn 0 (each engine has its own host tier), so it recomputes all 1,104 tokens (21.04 ms); session
+    # affinity sends it back to replica 0, where turn 0's 1,024 prompt tokens are still in HBM (10 ms + 0.8 ms).
+    a = Session("A", 0.0, (Turn(1024, 16), Turn(64, 16, think_s=10.0)), 0, 0)
+    cfg = EngineConfig(num_gpu_blocks=400, max_model_len=1200, block_size=16, max_num_batched_tokens=2048)
+    ttft = {}
+    for router in ("round_robin", "session_affinity"):
+        run = simulate_offload(SessionLoop((a,), 64), cfg, FixedStepCost(0.01, 1e-5), HOST, num_replicas=2,
+                               router=router, compare=False)
+        rec = next(r for r in run.with_offload.records.records if r.request_id == "A-t1")
+        ttft[router] = (rec.ttft_s, run.tiers.hbm_hit_tokens, run.tiers.host_hit_tokens)
+    assert ttft["round_robin"] == (pytest.approx(0.02104), 0, 0)
+    assert ttft["session_affinity"] == (pytest.approx(0.0108), 1024, 0)

@@ -1,0 +1,103 @@
+"""The README is a guide and docs/ the reference (issue 19): the guide's contract, and links that resolve.
+
+The README stays under 200 lines, opens with exactly two set-up commands (the second the one `.ci/run` runs), leads to
+three recipes, and links every docs/ page; every `kvledger` command it or docs/ shows parses with its flags; every
+relative link in the README and docs/ names a file that exists and, where it names a section, a heading that exists.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import typer.main
+
+from kvledger.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _section(text: str, heading: str) -> str:
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else len(text)]
+
+
+def _fenced(text: str) -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+
+
+def _commands(block: str) -> list[list[str]]:
+    """The `kvledger …` lines of a bash block: continuations joined, comments and redirections dropped."""
+    joined = block.replace("\\\n", " ")
+    lines = [re.split(r" #| > | \| ", line)[0] for line in joined.splitlines()]
+    return [shlex.split(line) for line in lines if line.strip().startswith("kvledger ")]
+
+
+def test_readme_is_a_guide_under_200_lines():
+    assert len(README.splitlines()) < 200
+    assert "Changelog" not in README and "before this round" not in README  # the speed history lives in docs/
+
+
+def test_two_setup_commands_and_the_second_is_what_ci_runs():
+    blocks = _fenced(_section(README, "Set-up"))
+    assert len(blocks) == 2 and all(len(b.strip().splitlines()) == 1 for b in blocks)
+    install, tests = (b.strip() for b in blocks)
+    assert "pip install -e ." in install and install.endswith("kvledger plan meta-llama/Llama-3.1-8B --gpu H100-SXM")
+    ci = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.startswith("python3 -m venv")]
+    assert ci == [tests]  # CI creates its environment and runs the tests exactly as the README tells a newcomer to
+
+
+def test_three_recipes_are_found_from_the_top():
+    headings = re.findall(r"^## (.+)$", README, flags=re.M)
+    recipes = [h for h in headings if h.startswith("Recipe ")]
+    assert recipes == ["Recipe 1: size a deployment", "Recipe 2: build or buy", "Recipe 3: what to deploy"]
+    assert headings.index(recipes[0]) <= 3  # after what it is, the set-up and the commands table
+    for r in recipes:
+        assert _commands("".join(_fenced(_section(README, r)))), r
+
+
+def test_every_docs_page_is_linked_from_the_readme():
+    linked = {m.split("#")[0] for m in LINK.findall(README)}
+    assert DOCS and {f"docs/{p.name}" for p in DOCS} <= linked
+    assert "docs/validation.md" in _section(README, "How good are the numbers")
+
+
+def _all_commands() -> list[list[str]]:
+    """Every `kvledger` command shown in the README and docs/ (lines using a shell variable are left out)."""
+    texts = [README, *(p.read_text(encoding="utf-8") for p in DOCS)]
+    return [c for t in texts for b in _fenced(t) for c in _commands(b) if not any("$" in a for a in c)]
+
+
+@pytest.mark.parametrize("argv", _all_commands(), ids=lambda a: " ".join(a[:2]))
+def test_every_documented_command_parses(argv):
+    # parsing only (click's make_context checks every option name and value type): running them all takes minutes
+    group = typer.main.get_command(app)
+    assert argv[0] == "kvledger" and argv[1] in group.commands, argv  # type: ignore[attr-defined]
+    cmd = group.commands[argv[1]]  # type: ignore[attr-defined]
+    cmd.make_context(argv[1], argv[2:])
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped (hyphens kept), spaces to hyphens."""
+    text = re.sub(r"[`*]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", *DOCS], ids=lambda p: p.name)
+def test_relative_links_resolve(page):
+    text = page.read_text(encoding="utf-8")
+    for target in LINK.findall(text):
+        if target.startswith(("http://", "https://", "mailto:")):
+            continue
+        file_part, _, anchor = target.partition("#")
+        dest = (page.parent / file_part).resolve() if file_part else page
+        assert dest.exists(), (page.name, target)
+        if anchor and dest.suffix == ".md":
+            anchors = {_slug(h) for h in re.findall(r"^#+ (.+)$", dest.read_text(encoding="utf-8"), flags=re.M)}
+            assert anchor in anchors, (page.name, target)
