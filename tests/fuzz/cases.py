@@ -410,9 +410,11 @@ def _odd_name(rng: random.Random, tmp: Path, flag: str) -> str:
     garbage = tmp / "garbage.json"
     garbage.write_bytes(bytes(rng.randrange(256) for _ in range(64)))
     suffix = {"--plot": ".png", "--calibration": ".csv", "--step-cost": ".json"}.get(flag, ".json")
-    return rng.choice(["x" * 300 + suffix, "x" * 300, str(tmp / ("y" * 300) / ("a" + suffix)), f"/nonexistent/a{suffix}",
+    name = rng.choice(["x" * 300 + suffix, "x" * 300, str(tmp / ("y" * 300) / ("a" + suffix)), f"/nonexistent/a{suffix}",
                        str(tmp), str(tmp) + "/", "-", "~/nope" + suffix, "a\u00e9b" + suffix, str(garbage), "/dev/null",
                        "/proc/self/status", " ", "a" * 4100, str(tmp / "new" / "deeper" / ("f" + suffix))])
+    # a relative name is taken inside the case's folder (an output must not land in the working directory)
+    return name if name.startswith(("/", "~")) or len(name) > 255 else str(tmp / name)
 
 
 def _cli(rng: random.Random, tmp: Path) -> str:
