@@ -66,9 +66,9 @@ def report(
     section equals are listed at the end.
     """
     from kvledger.analyses.serving.decision_data import ReportRequest
+    from kvledger.outputs import write_bytes_atomic, write_text_atomic
     from kvledger.report.figure import png_of
     from kvledger.report.html_report import SECTIONS, render_html, report_figures
-    from kvledger.outputs import write_bytes_atomic, write_text_atomic
     from kvledger.report.jsonout import strict_json
 
     keys = [k for _, _, ks in SECTIONS for k in ks]
