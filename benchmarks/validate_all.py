@@ -16,6 +16,9 @@ Sections (error = predicted/measured − 1 throughout):
   cap where the client could not keep the requested rate).
 * ``training`` — inference-sim/training's H100 stages (no licence: read from ../shared, never copied), for the
   bundled models (Llama-2-7B): roofline and the kubecon-style comparison of stage aggregates.
+* ``lodo`` — leave one deployment out over every replayable run, uncalibrated and GPU-calibrated; the error
+  bands (``--write-bands``: ``kvledger/ledgers/data/error_bands.json``) and ``docs/calibration/validation-latency.md``
+  (``--write-docs``); see benchmarks/lodo_bands.py.
 * ``robustness`` — every bundled calibrated step cost on the whole Azure conversation trace (no traceback).
 
 Timing figures are wall-clock on a shared machine: noisy.
@@ -32,7 +35,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data" / "measured-runs"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+#: ../shared beside the checkout (a worktree one level deeper finds it one folder further up)
+SHARED = next((p / "shared" / "data" / "measured-runs" for p in (ROOT.parent, ROOT.parent.parent)
+               if (p / "shared" / "data" / "measured-runs").is_dir()), ROOT.parent / "shared" / "data" / "measured-runs")
 KNEE_FACTOR = 5.0
 SWEEP_RATES = (2.0, 2.5, 2.75, 3.0, 3.25, 3.5, 3.75, 4.0)
 
@@ -379,13 +385,27 @@ def _print_robustness(d: dict) -> None:
         print("  " + line)
 
 
-SECTIONS = ("distserve", "llmservingsim", "kubecon", "training", "robustness")
+def lodo() -> dict:
+    import lodo_bands
+
+    return lodo_bands.lodo(SHARED)
+
+
+def _print_lodo(d: dict) -> None:
+    import lodo_bands
+
+    lodo_bands.print_lodo(d)
+
+
+SECTIONS = ("distserve", "llmservingsim", "kubecon", "training", "robustness", "lodo")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, from {', '.join(SECTIONS)}")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    ap.add_argument("--write-bands", action="store_true", help="lodo: write the error bands into the package")
+    ap.add_argument("--write-docs", action="store_true", help="lodo: write docs/calibration/validation-latency.md")
     a = ap.parse_args()
     chosen = [s.strip() for s in a.sections.split(",") if s.strip()]
     bad = [s for s in chosen if s not in SECTIONS]
@@ -399,6 +419,13 @@ def main() -> None:
         if not a.json:
             globals()["_print_" + s](out[s])
             print(f"[{s}: {out[s]['wall_s']:.0f} s wall]")
+    if "lodo" in out:
+        import lodo_bands
+
+        if a.write_bands:
+            lodo_bands.write_bands(out["lodo"])
+        if a.write_docs:
+            lodo_bands.write_doc(out["lodo"])
     if a.json:
         print(json.dumps(out, indent=2, default=str))
 

@@ -55,3 +55,19 @@ def test_settings_that_cannot_be_meant_are_refused():
                      (dict(block_size=7), "vLLM accepts 1, 8, 16")):
         with pytest.raises(InputError, match=text):
             build_plan(m, g, make_settings(**kw))
+
+
+def test_low_concurrency_that_fits_still_lists_the_fixes():
+    """Issue 21: Llama-3.1-70B at TP 2 on H100 fits one 8K request (980 blocks ÷ 512 per request = 1.91x): under 8, so
+    the fixes that raise it are listed, each re-planned: FP8 KV doubles the blocks (1,960 ÷ 512 = 3.83x), FP8 weights
+    and TP 4 free far more memory for KV."""
+    p = build_plan(load_model("meta-llama/Llama-3.1-70B"), get_gpu("H100"), make_settings(tp=2, max_model_len=8192))
+    a = p.advice
+    assert a.verdict == "fits" and "only 1 at once at max_model_len (under 8)" in a.message
+    by = {o.action: o for o in a.options}
+    assert set(by) == {"--tp 4", "--kv-cache-dtype fp8", "-q fp8"}
+    assert by["--kv-cache-dtype fp8"].max_concurrency == 2 * p.memory.num_gpu_blocks / 512
+    assert by["-q fp8"].max_requests > 8 and by["--tp 4"].max_requests > by["-q fp8"].max_requests
+    # 8B on H100 holds dozens of 8K requests: no advice to act on
+    q = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), make_settings(max_model_len=8192))
+    assert q.advice.verdict == "fits" and q.advice.options == ()

@@ -149,3 +149,42 @@ def test_monthly_tokens_and_api_bill_with_discounts():
     a = _api(spec, [{"workload": {"prompt_tokens_mean": 800.0, "output_tokens_mean": 200.0}}])
     assert a["monthly_input_tokens"] == pytest.approx(800 * 2_628_000) and a["usd_per_mtok_output"] == pytest.approx(6.0)
     assert a["monthly_usd"] == pytest.approx((2102.4 * 2.0 + 525.6 * 8.0) * 0.75)
+
+
+def test_cost_frontier_keeps_the_cheapest_feasible_candidate():
+    """Issue 21: the frontier weighs cost against tokens/s per user, so the cheapest candidate is always on it (the old
+    throughput-only frontier called the cost winner of another search "dominated")."""
+    from kvledger.analyses.search.frontier import caveats, cost_frontier, rejections_by_reason
+
+    def e(cid, usd_month, tok_user, gpu="nvidia_h100_sxm", conf="high"):
+        return {"id": cid, "gpu_id": gpu, "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
+                "sizing": {"monthly_usd": usd_month, "num_gpus": 1}, "price": {"confidence": conf, "provider": "P",
+                "instance_type": "i"}, "capacity": {"goodput_req_per_s": 1.0, "tok_per_s_per_user": tok_user}}
+
+    # cheap ($100, 10 tok/s/user): cheapest, slowest, on the frontier; fast ($200, 40): dearer but faster, on it;
+    # worse ($300, 15): fast costs less and is faster, so it dominates worse (cheap does not: 10 < 15)
+    entries = [e("fast", 200.0, 40.0), e("cheap", 100.0, 10.0, "amd_mi300x", "low"), e("worse", 300.0, 15.0)]
+    front, dom = cost_frontier(entries)
+    assert [p["id"] for p in front] == ["cheap", "fast"] and dom == [{"id": "worse", "dominated_by": "fast"}]
+    assert caveats(entries[1]) == ["low-confidence price row (P i)",
+                                   "memory rules not validated on amd_mi300x (measured on H100, vLLM 0.19)"]
+    assert caveats(entries[0]) == []
+    rej = [{"id": "a", "status": "rejected", "reason": "does not fit"},
+           {"id": "b", "status": "rejected", "reason": "slo"},
+           {"id": "c", "status": "rejected", "reason": "does not fit"}, entries[0] | {"status": "feasible"}]
+    assert rejections_by_reason(rej) == [{"reason": "does not fit", "count": 2, "ids": ["a", "c"]},
+                                         {"reason": "slo", "count": 1, "ids": ["b"]}]
+
+
+def test_ranking_margin_says_when_the_runner_up_is_inside_the_capacity_band():
+    from kvledger.analyses.search.frontier import ranking_margin
+
+    def e(cid, usd):
+        return {"id": cid, "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
+                "sizing": {"monthly_usd": usd}}
+
+    # $1,100 vs $1,000: the runner-up is 10% dearer, inside the ±30% band of an uncalibrated roofline capacity
+    m = ranking_margin([e("a", 1000.0), e("b", 1100.0)], "roofline")
+    assert m["runner_up"] == "b" and m["gap"] == pytest.approx(0.1) and m["could_flip"]
+    assert not ranking_margin([e("a", 1000.0), e("b", 1500.0)], "roofline")["could_flip"]  # 50% > 30%
+    assert ranking_margin([e("a", 1000.0)], "roofline") is None

@@ -39,9 +39,10 @@ def test_jacobian_of_one_request_by_hand():
     req = [RequestSpec("a", 0.0, 100, 3)]
     run = _run("one", req, TRUTH)
     res, table = replay_recorded(run, CFG, TRUTH)
-    r, jac = _residuals(run, res, table, _NAMES[:5], TRUTH)
+    r, jac = _residuals(run, res, table, _NAMES[:6], TRUTH)
     assert np.allclose(r, 0.0)
-    x1, x2, x3 = np.array([1, 100, 5050, 0, 0.]), np.array([1, 0, 0, 1, 101.]), np.array([1, 0, 0, 1, 102.])
+    # the sixth feature: 1 for a step with prefill (prefill_step_s), 0 for a decode step
+    x1, x2, x3 = np.array([1, 100, 5050, 0, 0, 1.]), np.array([1, 0, 0, 1, 101, 0.]), np.array([1, 0, 0, 1, 102, 0.])
     ttft, tpot, e2e = TRUTH.gpu_coefficients @ x1, TRUTH.gpu_coefficients @ (x2 + x3) / 2, TRUTH.gpu_coefficients @ (x1 + x2 + x3)
     expect = [x1 / ttft] * 3 + [((x2 + x3) / 2) / tpot] * 3 + [np.sqrt(0.5) * (x1 + x2 + x3) / e2e] * 3
     assert np.allclose(jac, np.array(expect), rtol=1e-12)

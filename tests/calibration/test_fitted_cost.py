@@ -17,7 +17,12 @@ def test_mixed_step_by_hand():
     shape = StepShape(num_prefill_tokens=100, num_prefill_seqs=1, prefill_kv_tokens=100, prefill_attn_pairs=5050.0,
                       num_decode_seqs=4, decode_kv_tokens=2000)
     assert COST.step_time_s(shape) == pytest.approx(0.0228505, rel=1e-12)
-    assert step_features(shape) == (1.0, 100.0, 5050.0, 4.0, 2000.0)
+    assert step_features(shape) == (1.0, 100.0, 5050.0, 4.0, 2000.0, 1.0)  # last: the step has prefill
+    # the prefill regime's own fixed time (3 ms) is paid by this step, not by a pure decode step
+    split = LinearStepCost(0.010, 1e-4, 1e-8, 2e-4, 1e-6, prefill_step_s=0.003)
+    assert split.step_time_s(shape) == pytest.approx(0.0258505, rel=1e-12)
+    decode = StepShape(num_decode_seqs=4, decode_kv_tokens=2000)
+    assert split.step_time_s(decode) == COST.step_time_s(decode) == pytest.approx(0.0128, rel=1e-12)
     assert COST.step_time_s(StepShape()) == 0.0
     assert type(COST.step_time_s(shape)) is float  # the simulator keeps one Python float per step
 

@@ -28,6 +28,7 @@ def _records_file(tmp_path: Path) -> Path:
 def test_cost_json_from_a_records_file(tmp_path):
     res = runner.invoke(app, ["cost", str(_records_file(tmp_path)), "--slo", "ttft=200ms", "--api", "OpenAI:gpt-4.1",
                               "--gpu", "nvidia_h100_sxm", "--gpu-provider", "Nebius", "--utilization", "0.5",
+                              "--engineer-months-per-month", "0",
                               "--prefill-share", "0.2", "--json"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
@@ -177,7 +178,8 @@ def test_trial_input_price_matches_the_roofline_prefill_rate():
     # used before gave prefill_share 0.0133 → 1.35M tok/s, 27× over the bound.
     res = runner.invoke(app, ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv",
                               "--slo", "ttft=200ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5",
-                              "--gpu-provider", "Nebius", "--json"], catch_exceptions=False)
+                              "--gpu-provider", "Nebius", "--engineer-months-per-month", "0", "--json"],
+                        catch_exceptions=False)
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
     cap = d["capacity"]
@@ -185,5 +187,6 @@ def test_trial_input_price_matches_the_roofline_prefill_rate():
     bound = 989.5e12 * 0.7 / (2 * 6979588096)
     assert 0.7 * bound < rate <= bound, (rate, bound)
     assert cap["prefill_share_method"].startswith("simulated step attribution")
+    # (people set to 0: the default engineer line would add its own share)
     # USD per 1M input tokens = 1 GPU × 10⁶ ÷ (good input tok/s × 3600 × 0.5) × share × $2.95 = 2.95 × 10⁶ ÷ (rate × 1800)
     assert d["totals"]["self_host_usd_per_mtok_input"] == pytest.approx(2.95e6 / (rate * 1800), rel=1e-9)

@@ -57,7 +57,8 @@ def test_tables_never_cut_a_figure_at_80_columns():
 def test_plan_prints_the_answer_first_and_the_ledger_with_verbose():
     short = _out("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100")
     full = _out("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--verbose")
-    assert len(short.splitlines()) <= 20 < len(full.splitlines())
+    # ≤ 24 lines: 3 concurrent 128K requests is under 8, so the two fixes that raise it are listed (issue 21)
+    assert len(short.splitlines()) <= 24 < len(full.splitlines())
     flat = " ".join(short.split())
     # 2 × 32 layers × 8 KV heads × 128 × 2 B = 131,072 B; 3 whole 131,072-token requests (8,192 blocks each)
     assert "KV per token: 131,072 B (128.00 KiB)" in flat and "131,072 tokens: 3 requests" in flat and "--verbose" in flat
@@ -72,10 +73,11 @@ def test_plan_headline_answers_the_context_asked_and_agrees_with_the_table():
     assert "concurrent 40,960-token requests" in msg and d["memory"]["max_model_len"] == 40_960
 
 
-def test_cost_names_every_missing_input_at_once():
+def test_cost_needs_only_the_slo():
+    # --api defaults to the catalog rows serving the same model and --utilization to the volume's (issue 21)
     with pytest.raises(InputError) as err:
         runner.invoke(app, ["cost", str(IP_SWEEP[0])], catch_exceptions=False)
-    assert "missing --slo, --api, --utilization" in str(err.value)
+    assert "missing --slo" in str(err.value) and "--utilization" not in str(err.value).split(":")[0]
 
 
 def test_one_flag_name_for_the_roofline_fractions():

@@ -83,3 +83,19 @@ def test_ledger_then_resume(tmp_path):
     assert led.read_bytes() == full and again == first
     res = runner.invoke(app, [*BASE, "--utilization", "0.6", "--resume", str(led)])
     assert isinstance(res.exception, InputError) and "another search" in str(res.exception)
+
+
+def test_answer_first_at_80_columns_and_a_low_confidence_winner_says_so():
+    # issue 21: MI300X wins this search on its RunPod row, which is low confidence; the winner line, within the first
+    # 10 lines at 80 columns, must say so, and that its memory rules were measured on H100 only
+    res = runner.invoke(app, ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms",
+                              "--gpus", "L4,H100,MI300X", "--tp", "1", "--max-model-len", "8K",
+                              "--num-requests", "60", "--rate", "20"],
+                        env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    head = " ".join(" ".join(res.output.splitlines()[:10]).split())
+    assert "winner: amd_mi300x:tp1:kv-auto — $" in head
+    assert "low-confidence price row" in head and "memory rules not validated on amd_mi300x" in head
+    assert "vllm serve meta-llama/Llama-3.2-3B" in head and "cost frontier" in head
+    assert all(len(line) <= 80 for line in res.output.splitlines() if not line.lstrip().startswith(("vllm", "vLLM",
+                                                                                                   "SGLang", "check")))

@@ -13,7 +13,9 @@ from kvledger.errors import InputError
 runner = CliRunner()
 SIM = ["meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv", "--num-requests", "300"]
 SLO = ["--slo", "ttft=200ms,tpot=50ms"]
-COST = ["--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--gpu-provider", "Nebius"]
+# no people line (--engineer-months-per-month 0): the tests check the GPU-only arithmetic
+COST = ["--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--gpu-provider", "Nebius",
+        "--engineer-months-per-month", "0"]
 
 
 def _ok(args: list[str]) -> str:
@@ -135,7 +137,11 @@ def test_goodput_search_prints_every_probe_and_the_boundary_per_gpu():
     assert last["simulation"]["num_gpus"] == 2 and last["probes"][0]["goodput_req_per_s_per_gpu"] == pytest.approx(
         probes[0]["goodput_req_per_s"] / 2)
     human = " ".join(_ok(args).split())
-    assert "2 GPUs = 2 replicas × TP 1" in human and "SLO boundary on request_rate for attainment ≥ 90%" in human
+    assert "2 GPUs = 2 replicas × TP 1" in human and "SLO capacity on request_rate for attainment ≥ 90%" in human
+    # issue 21: the answer first, within 10 lines at 80 columns
+    res = runner.invoke(app, args, env={"COLUMNS": "80"})
+    assert res.output.startswith("answer: SLO capacity on request_rate for attainment ≥ 90%: ")
+    assert f"{b['boundary_value']:g} req/s" in " ".join(res.output.splitlines()[:10])
     assert "per GPU" in human and "[2] step cost: roofline" in human
 
 

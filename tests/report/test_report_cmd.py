@@ -20,7 +20,7 @@ FIGURES = [k for _, _, keys in SECTIONS for k in keys]
 # a small workload keeps the test fast: 150 requests per simulation (docs/reference.md's command uses 2,000)
 ARGS = ["meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv", "--slo", "ttft=200ms,tpot=50ms",
         "--api", "OpenAI:gpt-4.1", "--num-requests", "150", "--engineer-months-per-month", "0.1", "--engineer-usd-per-month", "20000",
-        "--cache-hit-rate", "0.5"]
+        "--cache-hit-rate", "0.5", "--monthly-tokens", "3e8"]
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +153,20 @@ def test_headless_chromium_renders_every_figure(built, browser):
         size = el.size
         assert size["width"] > 200 and size["height"] > 100, (key, size)
     assert browser.get_screenshot_as_png()[:4] == b"\x89PNG"
+
+
+def test_report_with_a_volume_leads_with_the_bills_against_the_same_model():
+    # issue 21: no --api, a volume: the answer box opens with both monthly bills; the API rows serve Llama-3.1-8B
+    from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
+    from kvledger.report.html_report import _answer
+
+    req = ReportRequest(model="meta-llama/Llama-3.1-8B", gpu="H100", slo="ttft=500ms,tpot=50ms", num_requests=150,
+                        monthly_tokens=3e8, with_sweep=False, with_engine_savings=False)
+    data = build_report_data(req)
+    dec = data["cost"]["decision"]
+    assert dec is not None and all(a["same_model"] for a in dec["api_options"]) and len(dec["api_options"]) == 4
+    # the cheapest same-model row is DeepInfra's ($0.02 in / $0.03 out per 1M, low confidence), so the verdict says so
+    assert dec["api"].startswith("DeepInfra:") and any("low confidence" in r for r in dec["rests_on"])
+    first = re.search(r'<div class="answer" id="answer"><p>([^<]*)</p>', _answer(data)).group(1)
+    assert first.startswith("answer: the API — $")
+    assert "/month on the API vs $" in first and "/month self-hosted" in first

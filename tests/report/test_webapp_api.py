@@ -43,6 +43,7 @@ def test_bad_input_is_a_400_with_the_message():
 def test_page_is_self_contained():
     html = client.get("/").text
     assert "<script src" not in html and "http://" not in html and "https://" not in html
+    assert 'id="error-band"' in html  # the serving card carries the capacity's error band when the cost has one
 
 
 def test_ui_command_refuses_a_bad_or_taken_port():

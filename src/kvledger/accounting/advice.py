@@ -85,6 +85,33 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
     return opts + _utilization_option(p, build) + _bigger_gpus(p, build)
 
 
+LOW_CONCURRENCY = 8
+"""Below this many concurrent max_model_len requests a plan fits but serves few users at once: the fixes that raise
+it (more TP, FP8 KV, FP8 weights) are listed as they are when nothing fits."""
+
+
+def _more_concurrency(p: Plan, build: Callable, n: int) -> list[Option]:
+    """The single changes that raise the whole requests held at max_model_len above ``n``, re-planned."""
+    tries: list[tuple[str, dict[str, Any], str]] = []
+    tp = next((t for t in (2, 4, 8, 16) if t > p.settings.tp), None)
+    if tp is not None:
+        tries.append((f"--tp {tp}", {"tp": tp}, "weights and KV split over more GPUs"))
+    if not p.settings.kv_cache_dtype.startswith("fp8"):
+        tries.append(("--kv-cache-dtype fp8", {"kv_cache_dtype": "fp8"},
+                      "page size halves, blocks double (kv_cache_interface.py)"))
+    if p.settings.quantization is None:
+        tries.append(("-q fp8", {"quantization": "fp8"},
+                      "vLLM --quantization fp8: weights quantized on load, about half their bytes freed for KV"))
+    opts = []
+    for action, update, why in tries:
+        q = _try(build, p, **update)
+        if q and _at_len(q)[1] > n:
+            c, k = _at_len(q)
+            opts.append(Option(action, c, k, f"{why}; {q.memory.available_kv_bytes / GiB:.2f} GiB KV per GPU",
+                               q.memory.max_model_len))
+    return opts
+
+
 def _utilization_option(p: Plan, build: Callable) -> list[Option]:
     """The smallest --gpu-memory-utilization (to 0.01, at most 1) that holds one max_model_len request, as vLLM's own
     start-up error suggests raising it: (deductions + that request's blocks + the null block) ÷ device total, re-planned
@@ -203,11 +230,13 @@ def advise(p: Plan, build: Callable) -> Advice:
     cap = min((r.running_cap for r in rows if r.running_cap < r.max_requests), default=None)
     capped = (f" in KV cache; max_num_seqs={cap:,} lets at most {cap:,} run at once (the rest wait)"
               if cap is not None else "")
+    low = _more_concurrency(p, build, n) if n < LOW_CONCURRENCY else []
+    few = (f"; only {n:,} at once at max_model_len (under {LOW_CONCURRENCY}): each fix below raises it" if low else "")
     if not asked:
-        return Advice("fits", f"fits: {at_max}{capped}")
+        return Advice("fits", f"fits: {at_max}{capped}{few}", options=tuple(low))
     each = ", ".join(f"{r.max_requests:,} concurrent {r.context_tokens:,}-token request{'' if r.max_requests == 1 else 's'}"
                      for r in asked)
-    return Advice("fits", f"fits: {each}; at max_model_len, {at_max}{capped}")
+    return Advice("fits", f"fits: {each}; at max_model_len, {at_max}{capped}{few}", options=tuple(low))
 
 
 def waterfall(p: Plan) -> list[dict[str, Any]]:

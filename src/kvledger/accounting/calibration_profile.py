@@ -92,6 +92,7 @@ def profile_step_cost(path: str | Path, model: str, gpu: str, tp: int) -> tuple[
     if d.get("tp") is not None and d["tp"] != tp:
         mismatch.append(f"TP {d['tp']}")
     if mismatch:
+        info["mismatch"] = f"{d.get('model')} at TP {d.get('tp')} on {d.get('gpu')}"
         info["source"] += (f"; fitted on {', '.join(mismatch)}, simulated here as {model} on {gpu} at TP {tp}: the "
                            "fitted step times stand in for this deployment's")
     return cost, info

@@ -50,7 +50,7 @@ class DecodePrices:
         """``(gemm s, KV bytes per token, bandwidth B/s)`` when every pure-decode step of ``num_seqs`` sequences costs
         ``gemm + bytes_per_token · kv_tokens / bandwidth`` as ``decode_steps_list`` computes it (bandwidth-bound attention,
         no state, all-reduce or CPU term); None otherwise (then ask ``decode_steps_list``)."""
-        if num_seqs == 0 or not self._bw_bound:
+        if num_seqs == 0 or not self._bw_bound or self._moe_terms:
             return None
         c = self._list_terms(num_seqs)
         return (c[0], c[4], c[5]) if c[3] else None
@@ -64,7 +64,7 @@ class DecodePrices:
         positive float, and so is the CPU floor of 0 s under overlap); anything else is
         ``decode_steps_s(...).tolist()`` (numpy is faster past about a hundred steps).
         """
-        if num_steps > PLAIN_FLOAT_MAX_STEPS or not self._bw_bound or num_seqs == 0:
+        if num_steps > PLAIN_FLOAT_MAX_STEPS or not self._bw_bound or num_seqs == 0 or self._moe_terms:
             return self.decode_steps_s(num_seqs, kv_tokens, num_steps).tolist()
         n = num_seqs
         gemm, st, ar, plain, g, b = self._list_terms(n)
@@ -87,6 +87,10 @@ class DecodePrices:
 
         if num_seqs == 0:
             return np.zeros(num_steps)
+        if self._moe_terms:  # imbalance and small-GEMM terms (moe_terms.py): priced step by step, as step_time_s does
+            from kvledger.accounting.stepcost import decode_steps_by_loop
+
+            return decode_steps_by_loop(self, num_seqs, kv_tokens, num_steps)
         n = num_seqs
         pa, b = self.attn_peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
         gemm = self._gemm_s(n)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from kvledger.accounting.attention_terms import attention_terms
 from kvledger.accounting.decode_prices import DecodePrices
 from kvledger.accounting.kvcache import KVLedger
+from kvledger.accounting.moe_terms import ep_all_to_all_bytes, ep_imbalance, grouped_gemm_efficiency, tokens_per_expert
 from kvledger.accounting.stepcost import StepShape
 from kvledger.accounting.tp_comm import allreduce_latency_s as allreduce_latency_s_default
 from kvledger.accounting.tp_comm import allreduce_step_s, link_bytes_per_s
@@ -58,6 +59,9 @@ class StepCosts:
         prefill_attn_flops / prefill_kv_bytes: the prefill chunks' share of attn_flops / kv_bytes (split-kernel
             backends price it apart from the decodes'), FLOP / B.
         allreduce_s: TP all-reduce time of the step, s (0 at TP 1).
+        expert_flops: the routed experts' share of matmul_flops (filled only when MoE terms are modelled), FLOP;
+            expert_time_factor: busiest-rank imbalance ÷ grouped-GEMM efficiency (moe_terms.py), ≥ 1;
+            all_to_all_s: expert parallelism's dispatch + combine time, s.
     """
 
     matmul_flops: float
@@ -67,6 +71,9 @@ class StepCosts:
     prefill_attn_flops: float = 0.0
     prefill_kv_bytes: float = 0.0
     allreduce_s: float = 0.0
+    expert_flops: float = 0.0
+    expert_time_factor: float = 1.0
+    all_to_all_s: float = 0.0
 
     @property
     def flops(self) -> float:
@@ -93,6 +100,8 @@ class RooflineStepCost(DecodePrices):
         split_attention: prefill and decode attention as separate kernels (terms add); None → True for
             MLA models (vLLM's MLA backends), False otherwise (FlashAttention's one varlen kernel).
         allreduce_latency_s: per-call all-reduce latency, s; None → the fit in tp_comm.py.
+        ep / grouped_gemm_half_tokens: MoE only — expert-parallel ranks and the grouped GEMM's half-rate tokens per
+            expert (``moe_terms.py``); the defaults (1, 0) model neither imbalance nor a small-GEMM penalty.
     """
 
     name = "roofline"
@@ -100,7 +109,7 @@ class RooflineStepCost(DecodePrices):
     def __init__(self, model: ModelSpec, gpu: GpuSpec, kv: KVLedger, tp: int = 1, *, flops_fraction: float = 0.7,
                  bandwidth_fraction: float = 0.8, cpu_overhead_s: float = 0.0, overlap_cpu: bool = False,
                  weights_bytes: float | None = None, split_attention: bool | None = None,
-                 allreduce_latency_s: float | None = None) -> None:
+                 allreduce_latency_s: float | None = None, ep: int = 1, grouped_gemm_half_tokens: float = 0.0) -> None:
         self.model, self.gpu, self.kv, self.tp = model, gpu, kv, tp
         self.dtype = compute_dtype(model, gpu)
         self.peak_flops = gpu.fp8_flops_per_s if self.dtype == "fp8" else gpu.bf16_flops_per_s
@@ -132,6 +141,14 @@ class RooflineStepCost(DecodePrices):
         fa, fb = self.attn_flops_per_pair / pa, self.growing_read_bytes / b
         # decode attention bandwidth-bound at every length, with a margin no rounding can cross
         self._bw_bound = not self.window_terms and fa < fb * (1 - 1e-9)
+        self._init_moe(model, tp, ep, grouped_gemm_half_tokens)
+
+    def _init_moe(self, model: ModelSpec, tp: int, ep: int, half_tokens: float) -> None:
+        """Routed-expert FLOP parameters per token and whether the MoE terms (moe_terms.py) change any step."""
+        self.ep, self.grouped_gemm_half_tokens = ep, half_tokens
+        self._moe_terms = model.is_moe and (ep > 1 or half_tokens > 0)
+        frac = model.experts_per_token / model.num_experts if model.is_moe else 0.0
+        self.expert_params_per_token = frac * sum(w.numel for w in model.weights if w.expert) / tp
 
     def _init_weights(self, model: ModelSpec, tp: int, weights_bytes: float | None) -> None:
         """Weight bytes each step reads (dense, experts, tied head) and matmul FLOPs per token."""
@@ -194,7 +211,17 @@ class RooflineStepCost(DecodePrices):
             else:
                 attn += coef * min(pairs, window * T)
                 kv_bytes += bpt * min(kv_tokens, window * seqs)
-        return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T))
+        if not self._moe_terms:
+            return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T))
+        m = self.model
+        eta = grouped_gemm_efficiency(tokens_per_expert(T, m.experts_per_token, m.num_experts),
+                                      self.grouped_gemm_half_tokens)
+        imb = ep_imbalance(T, m.experts_per_token, self.ep)
+        a2a = ep_all_to_all_bytes(T, m.experts_per_token, m.hidden_size, m.dtype_bytes, self.ep)
+        link = link_bytes_per_s(self.gpu)
+        return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),
+                         2 * self.expert_params_per_token * T, imb / eta if eta > 0 else float("inf"),
+                         a2a / link if link else 0.0)
 
     def attention_s(self, c: StepCosts) -> float:
         """The attention term at the achievable fractions and the attention dtype's peak, s: one roofline over
@@ -219,13 +246,14 @@ class RooflineStepCost(DecodePrices):
         if not achievable:
             return max(c.matmul_flops / self.peak_flops + c.attn_flops / self.attn_peak_flops, c.bytes / self.bw) + c.allreduce_s
         p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
-        gpu = max(c.matmul_flops / p, c.weight_bytes / b) + self.attention_s(c) + c.allreduce_s
+        mm = (c.matmul_flops - c.expert_flops + c.expert_flops * c.expert_time_factor) / p
+        gpu = max(mm, c.weight_bytes / b) + self.attention_s(c) + c.allreduce_s + c.all_to_all_s
         return max(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu + self.cpu_overhead_s
 
     def step_time_s(self, shape: StepShape) -> float:
         """``time_s(costs(shape))``, s; without windowed layers or split attention kernels computed in place (the same
         operations in the same order, so bit for bit the same float, without building ``StepCosts``)."""
-        if self.window_terms or self.split_attention:
+        if self.window_terms or self.split_attention or self._moe_terms:
             if shape.num_prefill_tokens + shape.num_decode_seqs == 0:
                 return 0.0
             return self.time_s(self.costs(shape))
@@ -239,7 +267,7 @@ class RooflineStepCost(DecodePrices):
         T = num_prefill_tokens + num_decode_seqs
         if T == 0:
             return 0.0
-        if self.window_terms or self.split_attention:
+        if self.window_terms or self.split_attention or self._moe_terms:
             return self.time_s(self.costs(StepShape(num_prefill_tokens, num_prefill_seqs, prefill_kv_tokens,
                                                     prefill_attn_pairs, num_decode_seqs, decode_kv_tokens)))
         seqs = num_prefill_seqs + num_decode_seqs

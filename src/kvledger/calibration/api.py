@@ -8,7 +8,6 @@ profile written here and passed back as ``--step-cost FILE`` reproduces the numb
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from kvledger.accounting.calibration_profile import PROFILE_KIND
@@ -16,42 +15,53 @@ from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES, fit_step_cost, initial_guess
-from kvledger.calibration.replay import MeasuredRun, load_measured, replay
+from kvledger.calibration.replay import MeasuredRun, replay
+from kvledger.calibration.run_record import recorded_settings
 from kvledger.dynamics.simulator import EngineConfig
 from kvledger.errors import InputError
-from kvledger.ledgers.slo import SLO
 
 __all__ = ["engine_for", "calibrate_runs", "calibrate_files", "validate_file", "headline_errors"]
 
 
-#: vLLM launch arguments a run's own record may state (LLMServingSim's ``meta.json`` ``engine_kwargs``) → the flag.
-_HINTED = {"max_model_len": "max_model_len", "max_num_seqs": "max_num_seqs",
-           "max_num_batched_tokens": "max_num_batched_tokens", "gpu_memory_utilization": "gpu_memory_utilization",
-           "block_size": "block_size", "enable_chunked_prefill": "enable_chunked_prefill"}
-
-
 def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimRequestArgs, list[str]]:
-    """``args`` with every launch setting the run's own record states (and the user left unset) filled in, and notes
-    saying which. A record names the engine it measured: replaying it under other defaults would not be that engine."""
+    """``args`` with every engine setting the run's own record states (``run_record.recorded_settings``) filled in where
+    the user left it unset, and notes saying which. A record names the engine it measured: replaying it under other
+    defaults would not be that engine.
+
+    Raises:
+        InputError: the record states a deployment kvledger cannot replay as one engine (data or pipeline parallel).
+    """
     if run.source.startswith("distserve:"):  # DistServe's settings are vLLM 0.2.3's, given on the command line
-        return args, []
-    hints, taken = run.engine_hints or {}, {}
-    for key, field in _HINTED.items():
-        if hints.get(key) is not None and getattr(args, field) is None:
-            taken[field] = hints[key]
-    version = run.measured.metadata.extra.get("vllm_version") if run.measured is not None else None
-    if args.engine_version is None and isinstance(version, str):
+        return (replace(args, tp=args.tp or 1), [])
+    extra = dict(run.measured.metadata.extra) if run.measured is not None else {}
+    if not extra.get("engine_kwargs") and run.engine_hints:
+        extra["engine_kwargs"] = run.engine_hints
+    rec = recorded_settings(extra)
+    if rec.unmodelled:
+        raise InputError(f"{run.source}: the run's record states " + "; ".join(rec.unmodelled) + ". Replaying it as "
+                         "one engine would compare another deployment (errors of +1,000% and more); validate or "
+                         "calibrate runs of one engine (TP within it is modelled)")
+    defaults = SimRequestArgs(model=args.model, gpu=args.gpu)
+    taken = {k: v for k, v in rec.flags.items()
+             if getattr(args, k) is None or (k == "kv_cache_dtype" and args.kv_cache_dtype == defaults.kv_cache_dtype)}
+    if args.engine_version is None and rec.engine_version is not None:
         from kvledger.accounting.vllm_rules import parse_version
 
         try:
-            parse_version(version)
-            taken["engine_version"] = version
+            parse_version(rec.engine_version)
+            taken["engine_version"] = rec.engine_version
         except InputError:
             pass  # older than the rules modelled: the default rules apply, and the note below does not claim it
-    if not taken:
-        return args, []
-    text = ", ".join(f"{k} {v}" for k, v in taken.items())
-    return replace(args, **taken), [f"from the run's own record ({run.source}): {text} (a flag given on the command line wins)"]
+    notes = []
+    if taken:
+        text = ", ".join(f"{k} {v}" for k, v in taken.items())
+        notes.append(f"from the run's own record ({run.source}): {text} (a flag given on the command line wins)")
+    if args.tp is None and "tp" not in taken:
+        taken["tp"] = 1
+    if run.num_dropped and run.target_stats is None:
+        notes.append(f"{run.num_dropped} failed or unfinished request(s) of the run dropped: compared on the "
+                     f"{len(run.requests)} that finished")
+    return replace(args, **taken), notes
 
 
 def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None = None) -> SimSetup:
@@ -84,11 +94,12 @@ def _errors(run: MeasuredRun, cfg: EngineConfig, cost) -> Comparison:
 
 
 def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overlap: bool = False,
-                   leave_one_out: bool = True, fit_frontend: bool = False) -> dict[str, Any]:
+                   leave_one_out: bool = True, fit_frontend: bool = False,
+                   split_regimes: bool = False) -> dict[str, Any]:
     """Fit on every run, report each run's errors, and (with several runs and ``leave_one_out``) each run's errors
     under a model fitted on the others. ``start`` is the step-cost model the fit starts from (its linear projection)."""
-    guess = initial_guess(runs, start, overlap)
-    fit = fit_step_cost(runs, guess, fit_frontend=fit_frontend)
+    guess = initial_guess(runs, start, overlap, split_regimes)
+    fit = fit_step_cost(runs, guess, fit_frontend=fit_frontend, split_regimes=split_regimes)
     per_run = []
     for run, cfg in runs:
         c = _errors(run, cfg, fit.cost)
@@ -98,7 +109,8 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
     if leave_one_out and len(runs) > 1:
         for i, (run, cfg) in enumerate(runs):
             rest = runs[:i] + runs[i + 1:]
-            f = fit_step_cost(rest, initial_guess(rest, start, overlap), fit_frontend=fit_frontend)
+            f = fit_step_cost(rest, initial_guess(rest, start, overlap, split_regimes), fit_frontend=fit_frontend,
+                              split_regimes=split_regimes)
             c = _errors(run, cfg, f.cost)
             loo.append({"run": run.label, "fitted_on": [r.label for r, _ in rest], "step_cost": f.cost.coefficients(),
                         **headline_errors(c)})
@@ -107,22 +119,29 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
 
 
 def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int | None = None,
-                    leave_one_out: bool = True, fit_frontend: bool = False) -> dict[str, Any]:
+                    leave_one_out: bool = True, fit_frontend: bool = False,
+                    client_concurrency: int | None = None, split_regimes: bool = False) -> dict[str, Any]:
     """The calibration profile (``kvledger.accounting.calibration_profile``'s layout) for measured runs in ``paths``.
 
     The CPU overhead is fitted as overlapping the GPU when the engine schedules asynchronously
     (``args.async_scheduling``, else the engine version's default), as added to each step otherwise.
 
+    Accepts what ``validate`` accepts (``kvledger.calibration.targets``): per-request runs, inference-perf stage files
+    and aggregate-only benchmark runs (fitted on the aggregates they hold).
+
     Raises:
-        InputError / FormatError: unreadable or aggregate-only files, bad engine flags.
+        InputError / FormatError: unreadable files, bad engine flags.
     """
     if not paths:
         raise InputError("calibrate needs at least one measured run file")
-    measured = [load_measured(p) for p in paths]
+    from kvledger.calibration.targets import load_targets
+
+    measured = [t.run for i, p in enumerate(paths)
+                for t in load_targets(p, seed=i, client_concurrency=client_concurrency)]
     setups = [engine_for(args, m, max_paddings) for m in measured]
     runs = [(m, s.config) for m, s in zip(measured, setups)]
     out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
-                         fit_frontend=fit_frontend)
+                         fit_frontend=fit_frontend, split_regimes=split_regimes)
     return build_profile(out, args, setups[0], paths)
 
 
@@ -160,24 +179,4 @@ def build_profile(out: dict[str, Any], args: SimRequestArgs, setup: SimSetup, pa
     }
 
 
-def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_paddings: int | None = None, *,
-                  client_concurrency: int | None = None, seed: int = 0) -> dict[str, Any]:
-    """Replay the measured run in ``path`` with ``args``' engine and step cost and compare (``Comparison``'s rows).
-
-    An inference-perf stage report (aggregates only) is compared stage to stage: a synthetic workload like the
-    stage's (``kvledger.calibration.sweep``; a closed loop of ``client_concurrency`` users when the client fell
-    behind the requested rate); goodput is then not compared (no per-request values)."""
-    from kvledger.calibration.sweep import looks_like_stage, read_stage, stage_comparison, stage_run
-
-    if looks_like_stage(path):
-        stage = read_stage(path)
-        run = stage_run(stage, Path(path).stem, seed, client_concurrency)
-        setup = engine_for(args, run, max_paddings)
-        c = stage_comparison(run.label, stage, replay(run, setup.config, setup.cost).records)
-    else:
-        run = load_measured(path)
-        setup = engine_for(args, run, max_paddings)
-        c = compare_runs(run.label, run.measured, replay(run, setup.config, setup.cost).records, slo)
-    return {"run": run.label, "source": run.source, "num_requests": len(run.requests), "model": setup.model_name,
-            "gpu": setup.gpu_name, "tp": setup.tp, "step_cost": setup.cost_info, "engine": setup.config.to_dict(),
-            "comparison": c.to_dict(), **headline_errors(c), "notes": setup.notes + c.notes}
+from kvledger.calibration.validate import validate_file  # noqa: E402  (kept importable from here)

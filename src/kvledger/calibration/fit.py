@@ -20,8 +20,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
+from kvledger.accounting.fitted_cost import GPU_TERMS, NUM_GPU_TERMS, LinearStepCost
 from kvledger.accounting.stepcost import StepCostModel
+from kvledger.calibration.lsq import damped_step as _damped_step
+from kvledger.calibration.lsq import nnls as _nnls
 from kvledger.calibration.replay import MeasuredRun, StepTable, replay, replay_recorded
 from kvledger.dynamics.simulator import EngineConfig, SimResult
 from kvledger.errors import InputError
@@ -90,8 +92,10 @@ def _residuals(run: MeasuredRun, res: SimResult, table: StepTable | None, names:
     multi = nout > 1
     grads: list[np.ndarray | None] = [None, None, None]
     if table is not None:
-        n_step = n_params - ("frontend_s" in names)
-        g = _step_gradients(table, cost, n_step)
+        step_names = [k for k in names if k != "frontend_s"]
+        n_step = len(step_names)
+        full = _step_gradients(table, cost, NUM_GPU_TERMS + ("cpu_overhead_s" in names))
+        g = full[:, [_NAMES.index(k) for k in step_names]]
         cum = np.cumsum(g, axis=0)
         arrival = np.array([r.arrival_s for r in sims])
         ka = np.minimum(np.searchsorted(table.end_s, arrival, side="right"), len(table.end_s) - 1)
@@ -129,19 +133,21 @@ def _step_index(end_s: np.ndarray, t: np.ndarray) -> np.ndarray:
 def _step_gradients(table: StepTable, cost: LinearStepCost, n_params: int) -> np.ndarray:
     """∂ duration/∂θ for every step: the features (synchronous) or, with overlap, the features where the GPU time wins and the CPU term elsewhere."""
     x = table.features
-    if n_params == 5:
+    if n_params == NUM_GPU_TERMS:
         return x
     gpu = x @ cost.gpu_coefficients
     cpu_wins = (gpu < cost.cpu_overhead_s) & (x[:, 0] > 0)
-    g = np.zeros((len(x), 6))
-    g[~cpu_wins, :5] = x[~cpu_wins]
-    g[cpu_wins, 5] = 1.0
+    g = np.zeros((len(x), NUM_GPU_TERMS + 1))
+    g[~cpu_wins, :NUM_GPU_TERMS] = x[~cpu_wins]
+    g[cpu_wins, NUM_GPU_TERMS] = 1.0
     return g
 
 
-def _names(cost: LinearStepCost, fit_frontend: bool) -> list[str]:
-    """The fitted coefficients: the GPU terms, the CPU overhead when it overlaps, the frontend latency when asked."""
-    return _NAMES[:5] + (["cpu_overhead_s"] if cost.overlap else []) + (["frontend_s"] if fit_frontend else [])
+def _names(cost: LinearStepCost, fit_frontend: bool, split_regimes: bool = False) -> list[str]:
+    """The fitted coefficients: the GPU terms (``prefill_step_s`` only with ``split_regimes``, or when the start model
+    has it), the CPU overhead when it overlaps, the frontend latency when asked."""
+    gpu = [k for k in _NAMES[:NUM_GPU_TERMS] if k != "prefill_step_s" or split_regimes or cost.prefill_step_s > 0]
+    return gpu + (["cpu_overhead_s"] if cost.overlap else []) + (["frontend_s"] if fit_frontend else [])
 
 
 def _theta(cost: LinearStepCost, names: list[str]) -> np.ndarray:
@@ -156,12 +162,13 @@ def objective(runs: list[tuple[MeasuredRun, EngineConfig]], cost: StepCostModel)
     """The fit's objective for any step-cost model (module docstring)."""
     total = 0.0
     for run, cfg in runs:
-        r, _ = _residuals(run, replay(run, cfg, cost), None, _NAMES[:5], cost)
+        r, _ = _residuals(run, replay(run, cfg, cost), None, _NAMES[:NUM_GPU_TERMS], cost)
         total += float(r @ r)
     return total
 
 
-def initial_guess(runs: list[tuple[MeasuredRun, EngineConfig]], start: StepCostModel, overlap: bool) -> LinearStepCost:
+def initial_guess(runs: list[tuple[MeasuredRun, EngineConfig]], start: StepCostModel, overlap: bool,
+                  split_regimes: bool = False) -> LinearStepCost:
     """The linear model closest (least squares over every replayed step, θ ≥ 0) to ``start``'s step times on these workloads."""
     feats, durs = [], []
     for run, cfg in runs:
@@ -169,48 +176,16 @@ def initial_guess(runs: list[tuple[MeasuredRun, EngineConfig]], start: StepCostM
         feats.append(table.features)
         durs.append(table.end_s - table.start_s)
     x, y = np.vstack(feats), np.concatenate(durs)
+    if not split_regimes:  # one fixed time for both regimes: the prefill regime's own term stays 0
+        x = x.copy()
+        x[:, _NAMES.index("prefill_step_s")] = 0.0
     scale = np.linalg.norm(x, axis=0)
     scale[scale == 0] = 1.0
     theta = _nnls(x / scale, y) / scale
     cpu = 0.0
     if overlap:  # start the overlapped CPU term at half the shortest step: it then has a say in the fastest steps
         cpu = 0.5 * float(y[y > 0].min()) if (y > 0).any() else 0.0
-    return LinearStepCost(*theta, cpu_overhead_s=cpu, overlap=overlap, name="fitted")
-
-
-def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """min ‖a·x − b‖ subject to x ≥ 0 by removing negative coefficients one at a time (small problems only)."""
-    free = np.ones(a.shape[1], dtype=bool)
-    x = np.zeros(a.shape[1])
-    while free.any():
-        sol = np.linalg.lstsq(a[:, free], b, rcond=None)[0]
-        if (sol >= 0).all():
-            x[:] = 0.0
-            x[free] = sol
-            return x
-        idx = np.flatnonzero(free)[np.argmin(sol)]
-        free[idx] = False
-    return x
-
-
-def _damped_step(jac: np.ndarray, r: np.ndarray, theta: np.ndarray, lam: float) -> np.ndarray:
-    """θ' minimising ‖r + J(θ'−θ)‖² + λ‖D(θ'−θ)‖² under θ' ≥ 0 (D: column norms of J)."""
-    d = np.linalg.norm(jac, axis=0)
-    free = d > 0
-    r = r.copy()
-    new = theta.copy()
-    while free.any():
-        a = np.vstack([jac[:, free] / d[free], np.sqrt(lam) * np.eye(int(free.sum()))])
-        z = np.linalg.lstsq(a, np.concatenate([-r, np.zeros(int(free.sum()))]), rcond=None)[0]
-        cand = theta[free] + z / d[free]
-        if (cand >= 0).all():
-            new[free] = cand
-            return new
-        idx = np.flatnonzero(free)[np.argmin(cand)]  # pin the most negative at 0 and solve again
-        r = r - jac[:, idx] * theta[idx]
-        new[idx] = 0.0
-        free[idx] = False
-    return new
+    return LinearStepCost(*theta, cpu_overhead_s=cpu, overlap=overlap, name="fitted")  # theta: GPU_TERMS order
 
 
 def _gauss_newton(runs, cost: LinearStepCost, f: float, names: list[str], max_iterations: int, tol: float,
@@ -276,9 +251,11 @@ def _pattern_search(runs, cost: LinearStepCost, f: float, names: list[str], coun
 
 
 def fit_step_cost(runs: list[tuple[MeasuredRun, EngineConfig]], start: LinearStepCost, *, max_iterations: int = 10,
-                  tol: float = 1e-3, fit_frontend: bool = False) -> FitResult:
+                  tol: float = 1e-3, fit_frontend: bool = False, split_regimes: bool = False) -> FitResult:
     """Fit ``start``'s coefficients to the runs (module docstring); ``start.overlap`` picks the CPU-overhead form;
-    ``fit_frontend`` also fits the per-request latency outside the engine (``LinearStepCost.frontend_s``).
+    ``fit_frontend`` also fits the per-request latency outside the engine (``LinearStepCost.frontend_s``);
+    ``split_regimes`` fits the prefill regime's own fixed time (``LinearStepCost.prefill_step_s``) apart from the
+    decode steps'.
 
     Gauss–Newton, then a multiplicative pattern search, then Gauss–Newton again.
 
@@ -287,7 +264,9 @@ def fit_step_cost(runs: list[tuple[MeasuredRun, EngineConfig]], start: LinearSte
     """
     if not runs:
         raise InputError("calibration needs at least one measured run")
-    n = _names(start, fit_frontend)
+    n = _names(start, fit_frontend, split_regimes)
+    if "prefill_step_s" in n and start.prefill_step_s == 0:  # start the prefill regime's own term off zero
+        start = replace(start, prefill_step_s=0.5 * start.fixed_s)
     count = [len(runs)]
     f0 = objective(runs, start)
     history = [f0]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kvledger.accounting.fitted_cost import step_features
+from kvledger.accounting.fitted_cost import NUM_GPU_TERMS, step_features
 from kvledger.accounting.stepcost import StepCostModel, StepShape
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import EngineConfig, SimResult, simulate
@@ -41,6 +41,7 @@ class MeasuredRun:
             {"mean", "p50", "p90", "p99"} in s; ``requests`` is then a synthetic workload like the stage's and
             ``measured`` holds no record.
         concurrency: when the client capped the requests in flight (a closed loop), that cap; None for open loop.
+        num_dropped: requests of the record left out (failed, or without a first-token or finish time).
     """
 
     label: str
@@ -50,6 +51,7 @@ class MeasuredRun:
     engine_hints: dict = field(default_factory=dict)
     target_stats: dict | None = None
     concurrency: int | None = None
+    num_dropped: int = 0
 
 
 def measured_from_records(run: RunRecords, label: str) -> MeasuredRun:
@@ -72,7 +74,7 @@ def measured_from_records(run: RunRecords, label: str) -> MeasuredRun:
     specs = [RequestSpec(r.request_id, r.arrival_s, r.num_prompt_tokens, r.num_output_tokens) for r in recs]
     meta = run.metadata
     return MeasuredRun(label, meta.source, specs, RunRecords(recs, meta),
-                       dict(meta.extra.get("engine_kwargs") or {}))
+                       dict(meta.extra.get("engine_kwargs") or {}), num_dropped=len(run.records) - len(ok))
 
 
 def load_measured(path: str) -> MeasuredRun:
@@ -134,7 +136,7 @@ class _Recorder:
 class StepTable:
     """Every step of one replay: GPU-term features (``GPU_TERMS`` order), start and end times, s."""
 
-    features: np.ndarray  # (n_steps, 5)
+    features: np.ndarray  # (n_steps, NUM_GPU_TERMS)
     start_s: np.ndarray
     end_s: np.ndarray
 
@@ -173,7 +175,7 @@ def replay_recorded(run: MeasuredRun, config: EngineConfig, cost: StepCostModel)
     rows = res.steps[0].rows
     start = np.fromiter((r[1] for r in rows), np.float64, len(rows))
     dur = np.fromiter((r[2] for r in rows), np.float64, len(rows))
-    feats = np.array(rec.features, dtype=np.float64).reshape(-1, 5)
+    feats = np.array(rec.features, dtype=np.float64).reshape(-1, NUM_GPU_TERMS)
     if len(feats) != len(rows):
         raise RuntimeError(f"recorded {len(feats)} priced steps for {len(rows)} logged steps")
     return res, StepTable(feats, start, start + dur)

@@ -7,6 +7,7 @@ the stage's send duration, as inference-perf's ``constant`` timer does in
 ``inference_perf/loadgen/load_timer.py``) and lengths by inverse-CDF interpolation of the
 stated quantiles — seeded, so the same stage always gives the same workload. Shared system
 prompts (``shared_prefix`` data) become one prefix segment per prompt group when given.
+Requests that failed at the client are dropped (the workload holds only the stage's successes) and counted.
 ``stage_run`` wraps it as a ``MeasuredRun`` whose targets are the stage's aggregates, which
 ``kvledger.calibration.fit`` fits and ``stage_comparison`` compares.
 
@@ -34,7 +35,7 @@ from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.errors import FormatError
 from kvledger.records import RunMetadata, RunRecords
 
-__all__ = ["Stage", "looks_like_stage", "read_stage", "stage_workload", "stage_run", "stage_comparison"]
+__all__ = ["Stage", "looks_like_stage", "read_stage", "aggregate_stage", "stage_workload", "stage_run", "stage_comparison"]
 
 _FIELDS = {"ttft": "time_to_first_token", "tpot": "time_per_output_token", "e2e": "request_latency"}
 _STATS = {"mean": "mean", "p50": "median", "p90": "p90", "p99": "p99"}
@@ -109,6 +110,44 @@ def read_stage(path: str | Path) -> Stage:
         raise FormatError(p, f"not an inference-perf stage lifecycle report: missing {e}") from None
 
 
+def aggregate_stage(agg: Any, label: str) -> Stage:
+    """A benchmark's aggregate-only run (``kvledger.evidence.aggregate.AggregateRun``: vLLM or SGLang ``bench_serving``
+    without per-request details) as a stage: its request rate, request count (completed + failed), the send time
+    they imply at that rate (count / rate), its TTFT/TPOT/E2E summaries, and lengths uniform in SGLang's
+    ``random_input_len·random_range_ratio … random_input_len`` when the run states them, else fixed at its means.
+
+    Raises:
+        FormatError: no finite request rate, no completed count or no token totals (nothing to rebuild the load from).
+    """
+    meta = agg.metadata
+    rate, done = meta.request_rate, agg.num_completed
+    if rate is None or not np.isfinite(rate) or rate <= 0 or not done or not agg.total_input_tokens \
+            or not agg.total_output_tokens:
+        raise FormatError(meta.source, f"{label}: an aggregate run needs a finite request rate, a completed count "
+                                       "and token totals to be compared by rate")
+    failed = agg.num_failed or 0
+    ratio = float(meta.extra.get("random_range_ratio") or 1.0)
+
+    def lengths(stated: str, mean: float) -> list[tuple[float, float]]:
+        top = meta.extra.get(stated)
+        if isinstance(top, (int, float)) and top > 0 and ratio < 1.0:
+            return [(0.0, max(1.0, top * ratio)), (1.0, float(top))]
+        return [(0.0, mean), (1.0, mean)]
+
+    stats: dict[str, dict[str, float | None]] = {}
+    for m in ("ttft", "tpot", "e2e"):
+        ms = agg.metrics.get(m)
+        pct = ms.percentiles_s if ms is not None else {}
+        stats[m] = {"mean": None if ms is None else ms.mean_s, "p50": pct.get(50.0), "p90": pct.get(90.0),
+                    "p99": pct.get(99.0)}
+    dur = meta.duration_s or (done + failed) / rate
+    return Stage(meta.source, float(rate), done + failed, (done + failed) / rate, stats,
+                 lengths("random_input_len", agg.total_input_tokens / done),
+                 lengths("random_output_len", agg.total_output_tokens / done),
+                 float(meta.extra.get("request_throughput") or done / dur),
+                 float(meta.extra.get("output_throughput") or agg.total_output_tokens / dur), failed, float(rate))
+
+
 def _draw(q: list[tuple[float, float]], u: np.ndarray) -> np.ndarray:
     qs, vs = np.array([a for a, _ in q]), np.array([b for _, b in q])
     return np.maximum(np.rint(np.interp(u, qs, vs)), 1).astype(int)
@@ -118,7 +157,7 @@ def stage_workload(stage: Stage, seed: int, *, prefix_groups: int = 0, prefix_to
     """``stage.count`` requests over the stage's send duration (module docstring); with ``prefix_groups`` > 0 each
     request's first ``prefix_tokens`` tokens are one of that many shared system prompts."""
     rng = np.random.default_rng(seed)
-    n = stage.count
+    n = max(stage.count - stage.num_failed, 1)  # failed requests dropped: their load on the engine is not known
     gaps = rng.exponential(1.0, n)
     t = np.concatenate([[0.0], np.cumsum(gaps[1:])])
     if n > 1 and t[-1] > 0:
@@ -146,20 +185,23 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
     capped = client_concurrency if client_concurrency and stage.achieved_rate < 0.95 * stage.requested_rate else None
     reqs = stage_workload(stage, seed, **prefix)
     return MeasuredRun(label, stage.path, reqs[:max_requests] if max_requests else reqs, RunRecords([], meta),
-                       target_stats=stage.stats, concurrency=capped)
+                       target_stats=stage.stats, concurrency=capped, num_dropped=stage.num_failed)
 
 
 def stage_comparison(label: str, stage: Stage, predicted: RunRecords) -> Comparison:
     """Rows for TTFT, TPOT, E2E (mean, p50, p90, p99) and throughput: the stage's aggregates against the replay."""
     p = summarize_records(predicted)
     rows = []
+    derived = "tpot_file" in stage.stats  # inference-perf: TPOT derived from E2E and TTFT (module docstring)
     for m, name in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "E2E"), ("tpot_file", "TPOT (file's field)")):
+        if m not in stage.stats:
+            continue
         ps = p["tpot_s" if m == "tpot_file" else f"{m}_s"]
         for s in _STATS:
             a, b = stage.stats[m][s], getattr(ps, s)
             if a is None:
                 continue
-            note = "(E2E mean − TTFT mean)/(output mean − 1) of the stage" if m == "tpot" else (
+            note = "(E2E mean − TTFT mean)/(output mean − 1) of the stage" if m == "tpot" and derived else (
                 "inference-perf's time_per_output_token: inconsistent with its TTFT and E2E" if m == "tpot_file" else "")
             rows.append(MetricRow(f"{name} {s}", "s", a, b, rel_error(b, a), note))
     rows.append(MetricRow("throughput", "req/s", stage.requests_per_s, p["throughput_req_per_s"],
@@ -168,4 +210,10 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords) -> Compari
                           rel_error(p["throughput_tok_per_s"], stage.output_tokens_per_s)))
     notes: list[Any] = ["aggregates only: the replay is a synthetic workload with the stage's rate, count, duration "
                         "and length quantiles, not the measured requests"]
+    if stage.num_failed:
+        share = stage.num_failed / max(stage.count, 1)
+        notes.append(f"{stage.num_failed:,} of the stage's {stage.count:,} requests ({share:.0%}) failed at the client "
+                     "and are dropped: the replay sends only the successes"
+                     + ("; WARNING: so many failed that the engine's real load is unknown: this stage's "
+                        "latencies are not comparable" if share > 0.1 else ""))
     return Comparison(label, rows, stage.count - stage.num_failed, p["num_finished"], None, notes)

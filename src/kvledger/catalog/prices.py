@@ -191,7 +191,13 @@ def find_api_price(name: str, provider: str | None = None) -> ApiPrice:
     if provider is not None:
         hits = [r for r in hits if r.provider.lower() == provider.strip().lower()]
     if not hits:
-        raise UnknownNameError("API model", name if provider is None else f"{provider}:{name}", [r.key for r in rows] + [a for r in rows for a in r.aliases])
+        from kvledger.catalog.api_match import rows_with_words
+
+        given = name if provider is None else f"{provider}:{name}"
+        words = rows_with_words(name, provider) or rows_with_words(name)
+        if words:  # the provider's and model's words name rows: suggest those (Together:llama-8b → Together's 8B row)
+            raise UnknownNameError("API model", given, [], hint="rows with those words: " + ", ".join(r.key for r in words[:6]))
+        raise UnknownNameError("API model", given, [r.key for r in rows] + [a for r in rows for a in r.aliases])
     if len(hits) > 1:
         raise InputError(f"API model {name!r} is listed by several providers: {', '.join(r.key for r in hits)}; name one, e.g. {hits[0].key!r}")
     return hits[0]

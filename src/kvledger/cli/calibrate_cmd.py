@@ -9,13 +9,16 @@ import typer
 
 from kvledger.cli.calib_opts import (
     AsyncScheduling,
+    BandwidthFraction,
     Batching,
     BlockSize,
     ChunkedPrefill,
     CpuOverhead,
     EngineVersion,
+    FlopsFraction,
     Gpu,
     GpuMemUtil,
+    GpuProfile,
     KvCacheDtype,
     MaxModelLen,
     MaxNumBatchedTokens,
@@ -34,12 +37,17 @@ __all__ = ["register"]
 def calibrate(
     ctx: typer.Context,
     files: list[str] = typer.Argument(..., help="Measured runs with per-request times: any benchmark file `kvledger goodput` reads, an LLMServingSim requests.jsonl (or its folder), or a bundled DistServe run (distserve:vllm-100-1)."),
-    model: Model = ..., gpu: Gpu = ..., engine_version: EngineVersion = None, tp: Tp = 1,
+    model: str | None = typer.Option(None, "--model", help="The served model (default: the run's record; needed for files that name none)."),
+    gpu: Gpu = ..., engine_version: EngineVersion = None, tp: Tp = None,
     max_model_len: MaxModelLen = None, gpu_memory_utilization: GpuMemUtil = None, kv_cache_dtype: KvCacheDtype = "auto",
     block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
     num_gpu_blocks_override: NumGpuBlocksOverride = None, prefix_caching: PrefixCaching = None,
     chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
-    cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None,
+    cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None, gpu_profile: GpuProfile = None,
+    achievable_flops_fraction: FlopsFraction = None, achievable_bandwidth_fraction: BandwidthFraction = None,
+    scope: str = typer.Option("model", "--scope", help="gpu: fit the GPU's achieved efficiency (the roofline's fractions) on runs of any models, carried to every model (write with --out, use with --gpu-profile); model: fit one model's step cost at one TP (use with --step-cost)."),
+    client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the client's cap on requests in flight."),
+    split_regimes: bool = typer.Option(False, "--split-regimes/--no-split-regimes", help="--scope model: fit the prefill steps' own fixed time apart from the decode steps' (low-load TTFT and the knee together)."),
     fit_frontend: bool = typer.Option(False, "--fit-frontend/--no-fit-frontend", help="Also fit a per-request latency outside the engine (HTTP, tokenisation), added to TTFT and E2E: for client-side measurements."),
     start: str = typer.Option("roofline", "--start", help="Step cost the fit starts from (its least-squares linear form): roofline, calibrated, calibrated:KEY or a PROFILE.json."),
     leave_one_out: bool = typer.Option(True, "--leave-one-out/--no-leave-one-out", help="With several runs, also fit without each run and report its error (one extra fit per run)."),
@@ -50,13 +58,24 @@ def calibrate(
     """Fit the simulator's step cost to measured runs: replays their arrivals and lengths, minimises the TTFT/TPOT/E2E error, reports fit and leave-one-out errors."""
     from kvledger.accounting.calibration_profile import dump_profile
     from kvledger.calibration.api import calibrate_files
+    from kvledger.errors import InputError
     from kvledger.outputs import prepare_output_file, write_text_atomic
 
     if out is not None:
         prepare_output_file(out, force=force, inputs=[*files, start])
+    if scope not in ("gpu", "model"):
+        raise InputError(f"--scope {scope}: use gpu or model")
     args = engine_args(model, gpu, ctx.params, step_cost=start)
-    profile = calibrate_files(files, args, max_paddings=max_paddings,
-                              leave_one_out=leave_one_out, fit_frontend=fit_frontend)
+    if scope == "gpu":
+        from kvledger.calibration.gpu_fit import calibrate_gpu_files
+
+        profile = calibrate_gpu_files(files, args, client_concurrency=client_concurrency)
+    else:
+        if model is None:
+            raise InputError("calibrate --scope model needs --model (the model whose step cost is fitted)")
+        profile = calibrate_files(files, args, max_paddings=max_paddings, leave_one_out=leave_one_out,
+                                  fit_frontend=fit_frontend, client_concurrency=client_concurrency,
+                                  split_regimes=split_regimes)
     text = dump_profile(profile)
     if out is not None:
         write_text_atomic(out, text)
@@ -67,6 +86,11 @@ def calibrate(
 
     from kvledger.report.calibration_view import render_profile
 
+    if scope == "gpu":
+        from kvledger.report.calibration_view import render_gpu_profile
+
+        render_gpu_profile(json.loads(text), Console(), out)
+        return
     render_profile(json.loads(text), Console(), out)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import typer
 
 from kvledger import strict_json
+from kvledger.cli import bill_opts as bo
 from kvledger.cli import sim_opts as so
 from kvledger.report.progress import working
 
@@ -54,7 +55,7 @@ def _collect(problems: list[Exception], fn: Any) -> Any:
 def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str] | None = None) -> tuple[Any, Any, Any]:
     """(API price row, GPU rate or None when the GPU is named only by the run, SLO) — every input error at once.
 
-    Checks that --slo, --api and --utilization are given, then --slo, --utilization, --max-utilization, --num-gpus,
+    Checks that --slo is given, then --slo, --utilization, --max-utilization, --num-gpus,
     --prefill-share, --target, --gpu-usd-per-hour, the --api row and, when ``gpu_known``, its price row, and raises
     them together (one error alone keeps its type).
     """
@@ -63,12 +64,10 @@ def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str
     from kvledger.errors import InputError, range_error
     from kvledger.ledgers.slo import parse_slo
 
-    missing = [flag for flag, key in (("--slo", "slo"), ("--api", "api"), ("--utilization", "utilization")) if p[key] is None]
     problems: list[Exception] = []
-    if missing:
-        problems.append(InputError(f"missing {', '.join(missing)}: cost needs the SLO (e.g. --slo ttft=200ms,tpot=50ms), the API "
-                                   "price row (e.g. --api OpenAI:gpt-4.1; kvledger prices lists them) and the utilization "
-                                   "(e.g. --utilization 0.5)"))
+    if p["slo"] is None:
+        problems.append(InputError("missing --slo: cost needs the SLO (e.g. --slo ttft=200ms,tpot=50ms); the API rows default "
+                                   "to those serving the same model (--api names another), the utilization to the volume's"))
     slo = _collect(problems, lambda: parse_slo(p["slo"])) if p["slo"] is not None else None
     own = ("utilization", "max_utilization", "num_gpus", "prefill_share", "target", "gpu_usd_per_hour")
     problems += list(range_problems("cost", {k: v for k, v in p.items() if k not in own}, flags))
@@ -156,8 +155,8 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger simulate --out DIR writes DIR/records.parquet); several runs (a rate sweep) are priced at the run at their SLO capacity; or use --simulate", show_default=False),
         slo: str | None = typer.Option(None, "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms' (required)", show_default=False),
-        api: str | None = typer.Option(None, "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1' (required; kvledger prices lists them)", show_default=False),
-        utilization: float | None = typer.Option(None, "--utilization", help="average load ÷ the capacity priced (see Capacity above) over the billed hours, (0, 1] (required)", show_default=False),
+        api: str | None = typer.Option(None, "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1' (default: every catalog row serving the same model; kvledger prices lists them)", show_default=False),
+        utilization: float | None = typer.Option(None, "--utilization", help="override: average load ÷ the capacity priced over the billed hours, (0, 1] (default: the volume's realized utilization)", show_default=False),
         gpu: str | None = typer.Option(None, "--gpu", help="FILE: GPU id or name for the price table, e.g. nvidia_h100_sxm (default: the GPU the file names). --simulate: the GPU to simulate (catalog name such as H100, or a GPU file), priced by its catalog id"),
         gpu_provider: str | None = typer.Option(None, "--gpu-provider", help="rental provider, e.g. Nebius, AWS, CoreWeave"),
         instance: str | None = typer.Option(None, "--instance", help="instance type when a provider lists several"),
@@ -169,11 +168,12 @@ def register(app: typer.Typer) -> None:
         batch_share: float = typer.Option(0.0, "--batch-share", help="share of requests sent through the API's batch endpoint"),
         cache_hit_rate: float = typer.Option(0.0, "--cache-hit-rate", help="share of API input tokens that are prompt-cache reads"),
         cache_write_rate: float = typer.Option(0.0, "--cache-write-rate", help="share of API input tokens written to the prompt cache"),
-        engineer_months: float = typer.Option(0.0, "--engineer-months-per-month", help="people time to run the service, engineer-months per month"),
-        engineer_usd: float = typer.Option(0.0, "--engineer-usd-per-month", help="fully loaded cost of one engineer-month, USD"),
-        monthly_requests: float | None = typer.Option(None, "--monthly-requests", help="volume: good requests per month"),
-        monthly_input_tokens: float | None = typer.Option(None, "--monthly-input-tokens", help="volume: input tokens per month (with --monthly-output-tokens)"),
-        monthly_output_tokens: float | None = typer.Option(None, "--monthly-output-tokens", help="volume: output tokens per month"),
+        engineer_months: bo.EngMonths = None, engineer_usd: bo.EngUsd = None, monthly_tokens: bo.MonthlyTokens = None,
+        peak_to_mean: bo.PeakToMean = 1.0,
+        monthly_requests: bo.MonthlyRequests = None, monthly_input_tokens: bo.MonthlyIn = None,
+        monthly_output_tokens: bo.MonthlyOut = None, gpu_capex_usd: bo.GpuCapex = None, amortization_months: bo.Amortization = 36.0,
+        annual_interest: bo.Interest = 0.0, pue: bo.Pue = 1.3, usd_per_kwh: bo.UsdPerKwh = 0.12,
+        hosting_usd_per_gpu_month: bo.Hosting = 0.0, board_power_w: bo.BoardPower = None, idle_power_w: bo.IdlePower = None,
         data_sovereignty: str = typer.Option("not_required", "--data-sovereignty", help="required, preferred or not_required"),
         model_control: str = typer.Option("any", "--model-control", help="custom_weights, open_weights or any"),
         team_capability: str = typer.Option("some", "--team-capability", help="experienced, some or none"),
@@ -222,11 +222,12 @@ def register(app: typer.Typer) -> None:
         aliases (H100, nvidia-h100-80gb, nvidia_h100_sxm), then --gpu-provider/--instance pick the row.
         """
         from kvledger.analyses.serving.cost_run import cost_payload
+        from kvledger.analyses.serving.decision_inputs import decision_inputs
         from kvledger.cli.sim_opts import reject_sim_flags
         from kvledger.errors import InputError
         from kvledger.ledgers.api_cost import ApiMix
         from kvledger.ledgers.cost import SelfHostSetup
-        from kvledger.ledgers.cost_summary import DecisionFactors, MonthlyVolume
+        from kvledger.ledgers.cost_summary import DecisionFactors
         from kvledger.report.cost_view import print_cost_report
 
         file = files[0] if files else None
@@ -249,13 +250,17 @@ def register(app: typer.Typer) -> None:
             run, n_gpus, hardware = sim.run, sim.num_gpus, sim.gpu_id
         if gpu_rate is None:
             gpu_rate = _gpu_rate(gpu if file is not None and gpu else hardware, gpu_provider, instance, gpu_usd_per_hour)
-        setup = SelfHostSetup(gpu_rate, n_gpus, utilization, engineer_months, engineer_usd, prefill_share, max_utilization)
-        volume = None
-        if monthly_requests is not None or monthly_input_tokens is not None or monthly_output_tokens is not None:
-            volume = MonthlyVolume(monthly_requests, monthly_input_tokens, monthly_output_tokens)
-        res = cost_payload(run, the_slo, setup, api_price, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
-                           DecisionFactors(data_sovereignty, model_control, team_capability), volume, sim=sim, capacity=capacity,
-                           gpu=gpu if file is not None and gpu else hardware, model=served_model)
+        people = bo.people(ctx.params)
+        setup = SelfHostSetup(gpu_rate, n_gpus, utilization, people.engineer_months_per_month, people.engineer_usd_per_month,
+                              prefill_share, max_utilization)
+        model_name = simulate if file is None else (served_model or run.metadata.model)
+        inputs, notes = decision_inputs(model_name, api_price, gpu_rate, hardware if file is None else (gpu or hardware),
+                                        sim, bo.host_bill(ctx.params), people)
+        res = cost_payload(run, the_slo, setup, None, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
+                           DecisionFactors(data_sovereignty, model_control, team_capability), bo.volume(ctx.params), sim=sim,
+                           capacity=capacity, gpu=gpu if file is not None and gpu else hardware, model=served_model,
+                           inputs=inputs)
+        res.report.notes.extend(notes)
         rep, basis, d = res.report, res.basis, res.payload
         if sweep is not None:
             basis["sweep"] = sweep

@@ -69,7 +69,12 @@ def _simulated(model: str, gpu: str | None, params: dict[str, Any], the_slo: Any
     d = sb.to_dict()
     boundary = {**d.pop("boundary"), **{k: d.pop(k) for k in ("boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",
                                                               "goodput_at_boundary_req_per_s_per_gpu", "num_requests_per_probe")}}
-    lines.append(strict_json.dumps({"boundary": boundary, "probes": d.pop("probes"), "simulation": d.pop("provenance"), "notes": d["notes"]}))
+    from kvledger.analyses.serving.prediction_bands import capacity_band
+
+    band = capacity_band(sb.first_run.setup, sb.boundary.boundary_value) if sb.axis == "request_rate" else None
+    sb.error_band = band
+    lines.append(strict_json.dumps({"boundary": boundary, "probes": d.pop("probes"), "simulation": d.pop("provenance"),
+                                    "notes": d["notes"], **({"error_band": band} if band else {})}))
     return lines, sb
 
 

@@ -107,6 +107,13 @@ OPTION_RANGES: dict[str, Range] = {
     "engineer_months": Range(0.0, 1e6, unit="engineer-months/month"), "engineer_usd": Range(0.0, 1e9, unit="USD"),
     "monthly_requests": Range(0.0, 1e18), "monthly_input_tokens": Range(0.0, 1e21, unit="tokens"),
     "monthly_output_tokens": Range(0.0, 1e21, unit="tokens"), "run_index": _count(0, 1_000_000),
+    "monthly_tokens": Range(0.0, 1e21, unit="tokens/month"), "peak_to_mean": Range(1.0, 100.0),
+    # the whole self-hosted bill (kvledger.ledgers.host_bill)
+    "gpu_capex_usd": Range(0.0, 1e7, lo_open=True, unit="USD per GPU"),
+    "amortization_months": Range(1.0, 240.0, unit="months"),
+    "annual_interest": Range(0.0, 1.0), "pue": Range(1.0, 3.0), "usd_per_kwh": Range(0.0, 10.0, unit="USD/kWh"),
+    "hosting_usd_per_gpu_month": Range(0.0, 1e6, unit="USD"), "board_power_w": Range(0.0, 5000.0, unit="W"),
+    "idle_power_w": Range(0.0, 5000.0, unit="W"),
     # fp8-kv, spec-decode, kv-eviction, doctor, disagg
     "overhead_ns_per_element": Range(0.0, 1e6, unit="ns"), "overhead_us_per_layer": Range(0.0, 1e9, unit="µs"),
     "draft_tokens": _count(1, 64, "tokens"), "acceptance": _frac(lo_open=False),
@@ -114,6 +121,13 @@ OPTION_RANGES: dict[str, Range] = {
     "evict": _frac(lo_open=False), "sink_tokens": _count(0, _TOKENS_MAX, "tokens"),
     "run_tokens": _count(1, _TOKENS_MAX, "tokens"), "prefix_share": _frac(lo_open=False),
     "prefill_gpus": _count(1, 1 << 20, "GPUs"), "decode_gpus": _count(1, 1 << 20, "GPUs"),
+    # KV tiers below HBM (plan, offload)
+    "hicache_ratio": Range(0.0, 1000.0, lo_open=True), "hicache_size": _count(0, 1 << 20, "GB"),
+    "nvme_read_bandwidth": Range(0.0, 1000.0, lo_open=True, unit="GB/s"),
+    "network_bandwidth": Range(0.0, 10_000.0, lo_open=True, unit="GB/s"), "link_fraction": _frac(),
+    "suffix_tokens": _count(1, _TOKENS_MAX, "tokens"), "sessions": _count(1, 1_000_000, "sessions"),
+    "session_rate": Range(0.0, 1e6, lo_open=True, unit="sessions/s"), "compare_gpus": _count(1, 4096, "GPUs"),
+    "host_usd_per_gib_hour": Range(0.0, 1000.0, unit="USD/GiB-hour"),
     # durations written with their unit (DURATION_OPTIONS), bounded in seconds
     "cpu_overhead": Range(0.0, 10.0, unit="s"),  # as PlanSettings.cpu_overhead_s (ge=0, le=10)
 }
@@ -127,6 +141,7 @@ COMMAND_RANGES: dict[tuple[str, str], Range] = {
     ("spec-decode", "num_requests"): _count(1, 100_000, "requests per rate"),
     ("calibrate", "max_paddings"): _count(0, _TOKENS_MAX, "tokens"), ("validate", "max_paddings"): _count(0, _TOKENS_MAX, "tokens"),
     ("validate", "client_concurrency"): _count(1, 1_000_000, "requests in flight"),
+    ("calibrate", "client_concurrency"): _count(1, 1_000_000, "requests in flight"),
     ("search", "monthly_tokens"): Range(0.0, 1e21, lo_open=True, unit="tokens/month"),
     ("search", "workers"): _count(1, 4096, "workers"),
     # a capacity probe of a handful of requests measures its drain tail, not the replica: at least 50 per probe

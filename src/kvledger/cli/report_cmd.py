@@ -12,6 +12,8 @@ from typing import Any
 
 import typer
 
+from kvledger.cli import bill_opts as bo
+
 __all__ = ["register"]
 
 
@@ -28,7 +30,7 @@ def report(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`)."),
     slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'."),
-    api: str = typer.Option(..., "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1'."),
+    api: str | None = typer.Option(None, "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1' (default: the catalog rows serving the same model).", show_default=False),
     trace: str = typer.Option("azure-conv", "--trace", help="azure-conv, azure-code, mooncake, mooncake-synthetic, arxiv, or a CSV/JSONL path."),
     num_requests: int = typer.Option(2000, "--num-requests", help="Requests per simulation (each probe of the capacity search, each sweep point)."),
     seed: int = typer.Option(0, "--seed", help="RNG seed of the workload."),
@@ -40,15 +42,17 @@ def report(
     kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."),
     max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="Most running requests per replica."),
     step_cost: str | None = typer.Option(None, "--step-cost", help="roofline (default) or calibrated (see kvledger simulate --help)."),
-    utilization: float = typer.Option(0.5, "--utilization", help="Average load ÷ capacity over the billed hours, (0, 1]."),
+    utilization: float | None = typer.Option(None, "--utilization", help="Override: average load ÷ capacity over the billed hours, (0, 1] (default: the volume's realized utilization).", show_default=False),
+    monthly_tokens: bo.MonthlyTokens = None, monthly_requests: bo.MonthlyRequests = None,
+    monthly_input_tokens: bo.MonthlyIn = None, monthly_output_tokens: bo.MonthlyOut = None,
+    peak_to_mean: bo.PeakToMean = 1.0,
     max_utilization: float = typer.Option(0.8, "--max-utilization", help="Highest utilization per replica when sizing for a monthly volume."),
     gpu_provider: str | None = typer.Option(None, "--gpu-provider", help="Rental provider (default: the cheapest row listed for the GPU, stated in the report)."),
     gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="Your own price, USD per GPU-hour."),
     batch_share: float = typer.Option(0.0, "--batch-share", help="Share of requests sent through the API's batch endpoint."),
     cache_hit_rate: float = typer.Option(0.0, "--cache-hit-rate", help="Share of API input tokens that are prompt-cache reads."),
     cache_write_rate: float = typer.Option(0.0, "--cache-write-rate", help="Share of API input tokens written to the prompt cache."),
-    engineer_months: float = typer.Option(0.0, "--engineer-months-per-month", help="People time to run the service, engineer-months per month."),
-    engineer_usd: float = typer.Option(0.0, "--engineer-usd-per-month", help="Fully loaded cost of one engineer-month, USD."),
+    engineer_months: bo.EngMonths = None, engineer_usd: bo.EngUsd = None,
     data_sovereignty: str = typer.Option("not_required", "--data-sovereignty", help="required, preferred or not_required."),
     model_control: str = typer.Option("any", "--model-control", help="custom_weights, open_weights or any."),
     team_capability: str = typer.Option("some", "--team-capability", help="experienced, some or none."),
@@ -81,7 +85,10 @@ def report(
                         gpu_usd_per_hour=gpu_usd_per_hour, batch_share=batch_share, cache_hit_rate=cache_hit_rate,
                         cache_write_rate=cache_write_rate, data_sovereignty=data_sovereignty, model_control=model_control,
                         team_capability=team_capability, engineer_months_per_month=engineer_months,
-                        engineer_usd_per_month=engineer_usd, bench_files=tuple(str(b) for b in bench or ()))
+                        engineer_usd_per_month=engineer_usd, bench_files=tuple(str(b) for b in bench or ()),
+                        monthly_tokens=monthly_tokens, monthly_requests=monthly_requests,
+                        monthly_input_tokens=monthly_input_tokens, monthly_output_tokens=monthly_output_tokens,
+                        peak_to_mean=peak_to_mean)
     data = _build(req, quiet=as_json)
     figures = report_figures(data)
     html = render_html(data, figures)

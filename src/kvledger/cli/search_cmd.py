@@ -180,6 +180,7 @@ def register(app: typer.Typer) -> None:
         ledger: Path | None = typer.Option(None, "--ledger", help="write the candidate ledger (JSON lines) here as candidates finish", show_default=False),
         resume: Path | None = typer.Option(None, "--resume", help="continue the search whose ledger is FILE: keep its finished candidates, run the rest", show_default=False),
         top: int = typer.Option(10, "--top", help="rows in the table"),
+        verbose: bool = typer.Option(False, "--verbose", help="list each rejected and each cost-dominated candidate"),
         show_command: str | None = typer.Option(None, "--show-command", help="print the launch commands of one candidate id (e.g. nvidia_h100_sxm:tp4:kv-fp8) and exit", show_default=False),
         as_json: bool = typer.Option(False, "--json", help="print the whole result as JSON"),
         csv_out: Path | None = typer.Option(None, "--csv", help="write the candidate ledger as CSV", show_default=False),
@@ -244,5 +245,5 @@ def register(app: typer.Typer) -> None:
         else:
             from kvledger.report.search_view import print_search
 
-            print_search(result, top)
+            print_search(result, top, verbose)
         _exit_if_failed(result)

@@ -89,6 +89,7 @@ def simulate(
     setup = prepare_run(args, synthetic)
     result = _run(setup, args, record_steps=out is not None, show_progress=not as_json,
                   record_token_times=record_token_times or out is not None)
+    from kvledger.analyses.serving.prediction_bands import prediction_bands
     from kvledger.analyses.serving.queue_growth import queue_growth
     from kvledger.invariants import check_sim_summary
 
@@ -96,6 +97,7 @@ def simulate(
     payload = {"summary": check_sim_summary(result.summary.to_dict()), "replicas": setup.replicas,
                "router": setup.router if setup.replicas > 1 else None, "engine": result.config, "workload": setup.workload_info,
                "step_cost": setup.cost_info, "overload": overload,
+               "error_bands": prediction_bands(setup, result.summary.to_dict()),
                "notes": list(setup.notes) + ([overload["note"]] if overload else [])}
     if out is not None:
         _write_outputs(out, result, payload, chrome_trace)

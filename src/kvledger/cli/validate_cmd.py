@@ -8,13 +8,16 @@ import typer
 
 from kvledger.cli.calib_opts import (
     AsyncScheduling,
+    BandwidthFraction,
     Batching,
     BlockSize,
     ChunkedPrefill,
     CpuOverhead,
     EngineVersion,
+    FlopsFraction,
     Gpu,
     GpuMemUtil,
+    GpuProfile,
     KvCacheDtype,
     MaxModelLen,
     MaxNumBatchedTokens,
@@ -32,13 +35,15 @@ __all__ = ["register"]
 
 def validate(
     ctx: typer.Context,
-    file: str = typer.Argument(..., help="A measured run with per-request times (as for `kvledger calibrate`), or an inference-perf stage report (aggregates: compared stage to stage on a synthetic workload like it)."),
-    model: Model = ..., gpu: Gpu = ..., engine_version: EngineVersion = None, tp: Tp = 1,
+    files: list[str] = typer.Argument(..., help="A measured run with per-request times (as for `kvledger calibrate`), an inference-perf stage report, or an aggregate-only benchmark file (vLLM/SGLang bench_serving; several rates: a sweep); with --sweep, the stage files of one load sweep."),
+    model: Model = ..., gpu: Gpu = ..., engine_version: EngineVersion = None, tp: Tp = None,
     max_model_len: MaxModelLen = None, gpu_memory_utilization: GpuMemUtil = None, kv_cache_dtype: KvCacheDtype = "auto",
     block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
     num_gpu_blocks_override: NumGpuBlocksOverride = None, prefix_caching: PrefixCaching = None,
     chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
-    cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None,
+    cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None, gpu_profile: GpuProfile = None,
+    achievable_flops_fraction: FlopsFraction = None, achievable_bandwidth_fraction: BandwidthFraction = None,
+    sweep: bool = typer.Option(False, "--sweep", help="The files are one load sweep: per-stage errors and the measured and simulated knee."),
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a PROFILE.json from `kvledger calibrate`."),
     client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the client's cap on requests in flight (inference-perf: num_workers × worker_max_concurrency); a stage whose client fell behind its rate is replayed as a closed loop of that many users."),
     seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),
@@ -46,12 +51,18 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Replay a measured run through the simulator: TTFT, ITL, TPOT, E2E (mean, p50, p90, p99), throughput and goodput, predicted vs measured."""
-    from kvledger.calibration.api import validate_file
+    from kvledger.calibration.validate import validate_file, validate_sweep
+    from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
 
     args = engine_args(model, gpu, ctx.params, step_cost=step_cost)
-    result = validate_file(file, args, parse_slo(slo) if slo else None, max_paddings=max_paddings,
-                           client_concurrency=client_concurrency, seed=seed)
+    if sweep or len(files) > 1:
+        if slo:
+            raise InputError("--slo compares goodput request by request: give one per-request file without --sweep")
+        result = validate_sweep(files, args, max_paddings, client_concurrency=client_concurrency, seed=seed)
+    else:
+        result = validate_file(files[0], args, parse_slo(slo) if slo else None, max_paddings=max_paddings,
+                               client_concurrency=client_concurrency, seed=seed)
     if as_json:
         from kvledger.accounting.calibration_profile import dump_profile
 

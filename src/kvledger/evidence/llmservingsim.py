@@ -107,6 +107,11 @@ def read_llmservingsim(path: str | Path) -> RunRecords:
             raise FormatError(str(meta_path), f"not JSON ({e.msg})") from None
     hw = meta.get("hardware") or {}
     extra = {k: meta[k] for k in ("vllm_version", "engine_kwargs", "kv_cache", "dataset_path", "started_at") if k in meta}
+    resolved = meta.get("resolved_config") or {}
+    picked = {k: resolved[k] for k in ("scheduler_config", "parallel_config", "cache_config")
+              if isinstance(resolved.get(k), dict)}
+    if picked:  # the engine's resolved settings (async scheduling, parallelism, blocks): what validate replays
+        extra["resolved_config"] = picked
     md = RunMetadata(source=src, source_format=FORMAT, model=meta.get("model"), hardware=hw.get("device_name"),
                      num_gpus=hw.get("device_count"), time_origin="first request's queued_ts (engine monotonic clock)",
                      definitions=["arrival = queued_ts (the engine's clock, as LLMServingSim's validate.py); TTFT = "

@@ -60,11 +60,12 @@ class GpuRate:
     label: str
     source: str
     as_of: str
+    confidence: str = "user input"
 
     @classmethod
     def from_catalog(cls, row: GpuPrice) -> GpuRate:
         return cls(row.usd_per_gpu_hour, f"{row.provider} {row.gpu_name} ({row.instance_type}, {row.pricing_model})",
-                   f"gpu_prices.csv {row.key} ({row.confidence} confidence); {row.source}", row.as_of)
+                   f"gpu_prices.csv {row.key} ({row.confidence} confidence); {row.source}", row.as_of, row.confidence)
 
     @classmethod
     def given(cls, usd_per_gpu_hour: float, label: str = "GPU") -> GpuRate:
@@ -80,7 +81,8 @@ class SelfHostSetup:
     Attributes:
         gpu: rental price.
         num_gpus: GPUs in the measured deployment (one replica).
-        utilization: average load ÷ measured goodput capacity over the billed hours, in (0, 1].
+        utilization: average load ÷ measured goodput capacity over the billed hours, in (0, 1]; None = the volume's
+            realized utilization (``cost_summary.build_cost_report`` fills it in).
         engineer_months_per_month: people time spent running the service, engineer-months per month.
         engineer_usd_per_month: fully loaded cost of one engineer-month, USD.
         prefill_share: share of GPU time attributed to prefill (input tokens); None = measured.
@@ -89,7 +91,7 @@ class SelfHostSetup:
 
     gpu: GpuRate
     num_gpus: int
-    utilization: float
+    utilization: float | None
     engineer_months_per_month: float = 0.0
     engineer_usd_per_month: float = 0.0
     prefill_share: float | None = None

@@ -10,7 +10,7 @@ numbers (team capability also enters as the people-cost line).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kvledger.catalog.prices import ApiPrice
@@ -31,12 +31,15 @@ from kvledger.ledgers.cost import (
     capacity_from,
     self_host_unit_ledgers,
 )
+from kvledger.ledgers.decision import Decision, GpuPower, MonthlyVolume, api_options, decide, resolve_volume
+from kvledger.ledgers.decision_notes import no_volume_lines, secondary_line, verdict_lines
 from kvledger.ledgers.goodput import GoodputResult
-from kvledger.ledgers.items import Ledger, LineItem
+from kvledger.ledgers.host_bill import HostBill
+from kvledger.ledgers.items import Ledger
 from kvledger.ledgers.prefill_floor import PrefillFloor
 from kvledger.records import RunRecords
 
-__all__ = ["DecisionFactors", "MonthlyVolume", "CostReport", "build_cost_report", "FACTOR_CHOICES"]
+__all__ = ["DecisionFactors", "DecisionInputs", "MonthlyVolume", "CostReport", "build_cost_report", "FACTOR_CHOICES"]
 
 FACTOR_CHOICES = {
     "data_sovereignty": ("required", "preferred", "not_required"),
@@ -59,15 +62,6 @@ class DecisionFactors:
                 raise InputError(f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}")
 
 
-@dataclass(frozen=True, slots=True)
-class MonthlyVolume:
-    """Traffic per month: good requests, or input and output tokens (converted with the run's mean tokens per request)."""
-
-    requests: float | None = None
-    input_tokens: float | None = None
-    output_tokens: float | None = None
-
-
 @dataclass(slots=True)
 class CostReport:
     """Everything the cost command prints; ``to_dict`` is the JSON for scripts."""
@@ -87,6 +81,10 @@ class CostReport:
     factors: list[dict[str, str]]
     verdict: str
     notes: list[str] = field(default_factory=list)
+    decision: Decision | None = None
+    headline: list[str] = field(default_factory=list)
+    api_options: list[dict[str, Any]] = field(default_factory=list)
+    secondary: str = ""
 
     def totals(self) -> dict[str, float]:
         return {"self_host_usd_per_mtok_input": self.self_host_input.total_usd, "self_host_usd_per_mtok_output": self.self_host_output.total_usd,
@@ -94,37 +92,37 @@ class CostReport:
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in ("source", "slo", "capacity", "inputs", "sticker", "break_even_utilization",
-                                           "break_even_volume", "factors", "verdict", "notes")}
+                                           "break_even_volume", "factors", "verdict", "headline", "secondary", "api_options", "notes")}
+        d["decision"] = None if self.decision is None else self.decision.to_dict()
         d["totals"] = self.totals()
         d["ledgers"] = {k: getattr(self, k).to_dict() for k in ("self_host_input", "self_host_output", "api_input", "api_output")}
-        d["monthly"] = None if self.monthly is None else {**self.monthly, "self_host": self.monthly["self_host"].to_dict(), "api": self.monthly["api"].to_dict()}
+        m = self.monthly
+        d["monthly"] = None if m is None else {**m, "self_host": m["self_host"].to_dict(), "api": m["api"].to_dict(),
+                                               "buy": None if m["buy"] is None else m["buy"].to_dict()}
         return d
 
 
-def _monthly(cap: Capacity, setup: SelfHostSetup, price: ApiPrice, mix: ApiMix, vol: MonthlyVolume) -> dict[str, Any]:
-    if vol.requests is not None:
-        reqs, tin, tout = vol.requests, vol.requests * cap.mean_input_tokens, vol.requests * cap.mean_output_tokens
-        how = "good requests per month given; tokens = requests × the run's mean tokens per good request"
-    elif vol.input_tokens is not None and vol.output_tokens is not None:
-        tin, tout = vol.input_tokens, vol.output_tokens
-        reqs = max(tin / cap.mean_input_tokens, tout / cap.mean_output_tokens)
-        how = "tokens per month given; replicas sized for max(input, output) in request-equivalents of the run's mix"
-    else:
-        raise InputError("a monthly volume needs --monthly-requests, or both --monthly-input-tokens and --monthly-output-tokens")
-    if min(reqs, tin, tout) < 0:
-        raise InputError("monthly volume must be ≥ 0")
-    rate = reqs / (HOURS_PER_MONTH * 3600.0)
-    replicas = max(1, math.ceil(rate / (cap.goodput_req_per_s * setup.max_utilization) - 1e-12))
-    realized = rate / (replicas * cap.goodput_req_per_s)
-    sh = Ledger("self-hosted bill per month", "USD per month")
-    sh.add(LineItem("GPU rental", "GPU-hour", replicas * setup.num_gpus * HOURS_PER_MONTH, setup.gpu.usd_per_gpu_hour, setup.gpu.source, setup.gpu.as_of,
-                    f"{replicas} replica{'' if replicas == 1 else 's'} × {setup.num_gpus} GPU{'' if setup.num_gpus == 1 else 's'} × 730 h; replicas = ⌈{rate:.3f} req/s ÷ ({cap.goodput_req_per_s:.3f} good req/s × {setup.max_utilization:.0%})⌉"))
-    sh.add(LineItem("people", "engineer-month", setup.engineer_months_per_month, setup.engineer_usd_per_month, "user input (--engineer-usd-per-month)", "user input",
-                    "" if setup.engineer_months_per_month else "not given: pass --engineer-months-per-month and --engineer-usd-per-month (someone has to run it)"))
-    api = api_ledger(price, mix, tin / 1e6, tout / 1e6, "API bill per month", "USD per month")
-    return {"requests": reqs, "input_tokens": tin, "output_tokens": tout, "how": how, "replicas": replicas,
-            "realized_utilization": realized, "self_host": sh, "api": api,
-            "cheaper": "self-host" if sh.total_usd < api.total_usd else "API"}
+@dataclass(frozen=True)
+class DecisionInputs:
+    """What the volume-first decision needs beyond the run: the API rows to compare (row, serves the same model, named
+    by the user), the bought-GPU inputs and board power, where the people figures came from, and what the answer rests
+    on (the capacity band and its source, the inputs of low confidence)."""
+
+    api_rows: tuple[tuple[ApiPrice, bool, bool], ...] = ()
+    buy: HostBill | None = None
+    power: GpuPower | None = None
+    people_source: str = "user input (--engineer-months-per-month, --engineer-usd-per-month)"
+    capacity_band: float = 0.3
+    band_source: str = "kvledger assumption for an uncalibrated capacity"
+    rests_on: tuple[str, ...] = ()
+
+
+def _monthly(d: Decision) -> dict[str, Any]:
+    """The ``monthly`` section of the JSON (kept for scripts): the decision's volume, replicas and the two bills."""
+    v = d.volume
+    return {"requests": v.requests, "input_tokens": v.input_tokens, "output_tokens": v.output_tokens, "how": v.how,
+            "replicas": d.replicas, "realized_utilization": d.realized_utilization, "self_host": d.self_host,
+            "buy": d.buy, "api": d.primary.bill, "cheaper": d.verdict}
 
 
 def _factors(setup: SelfHostSetup, f: DecisionFactors, u_star: float) -> list[dict[str, str]]:
@@ -147,46 +145,132 @@ def _factors(setup: SelfHostSetup, f: DecisionFactors, u_star: float) -> list[di
             {"factor": "team capability", "value": f.team_capability, "effect": team}]
 
 
-def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: SelfHostSetup, price: ApiPrice, mix: ApiMix,
-                      factors: DecisionFactors, volume: MonthlyVolume | None = None, floor: PrefillFloor | str | None = None) -> CostReport:
-    """The itemised comparison for one run under the SLO its goodput was computed with (``floor``: the roofline floor
-    under a measured run's prefill share, ``ledgers/prefill_floor.py``, or why there is none).
+def _rows(price: ApiPrice | None, inputs: DecisionInputs) -> list[tuple[ApiPrice, bool | None, bool]]:
+    rows = list(inputs.api_rows)
+    if price is not None and all(r[0].key != price.key for r in rows):
+        rows.insert(0, (price, None, True))  # named by a caller that did not say whether it is the same model
+    if not rows:
+        raise InputError("no API row to compare with: no catalog row serves this model; name one with --api "
+                         "(kvledger prices lists them)")
+    return rows
+
+
+def _per_request(price: ApiPrice, mix: ApiMix, cap: Capacity) -> float:
+    p = api_price_per_mtok(price, mix)
+    return (cap.mean_input_tokens * p["input"] + cap.mean_output_tokens * p["output"]) / 1e6
+
+
+def _primary_without_volume(rows: list[tuple[ApiPrice, bool | None, bool]], mix: ApiMix, cap: Capacity) -> ApiPrice:
+    named = [r for r, _, n in rows if n]
+    if named:
+        return named[0]
+    priced = []
+    for r, _, _ in rows:
+        try:
+            mix.check(r)
+        except InputError:
+            continue
+        priced.append((_per_request(r, mix, cap), r.key, r))
+    if not priced:
+        raise InputError("no API row can be priced under this mix (batch share or cache-hit rate on rows without them)")
+    return min(priced)[2]
+
+
+def _sticker(cap: Capacity, setup: SelfHostSetup, sh_out: Ledger) -> dict[str, Any]:
+    sticker_cap = Capacity(cap.goodput_req_per_s, cap.throughput_input_tok_per_s or cap.good_input_tok_per_s,
+                           cap.throughput_output_tok_per_s or cap.good_output_tok_per_s, 0.0, 0.0, cap.prefill_share,
+                           cap.prefill_share_method, cap.estimate)
+    st_in, st_out = self_host_unit_ledgers(sticker_cap, setup)
+    return {"usd_per_mtok_input": st_in.total_usd, "usd_per_mtok_output": st_out.total_usd,
+            "multiplier_output": sh_out.total_usd / st_out.total_usd if st_out.total_usd else None,
+            "throughput_output_tok_per_s": sticker_cap.good_output_tok_per_s, "good_output_tok_per_s": cap.good_output_tok_per_s,
+            "formula": "effective cost = sticker × throughput ÷ goodput",
+            "note": "same GPU cost spread over all completed tokens (throughput), as a price sheet would; goodput ÷ this = "
+                    "the effective-cost multiplier"}
+
+
+def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: SelfHostSetup, price: ApiPrice | None,
+                      mix: ApiMix, factors: DecisionFactors, volume: MonthlyVolume | None = None,
+                      floor: PrefillFloor | str | None = None, inputs: DecisionInputs | None = None) -> CostReport:
+    """The decision for one run under the SLO its goodput was computed with: with a ``volume``, both monthly bills and
+    the verdict (``decision.decide``); always the per-token ledgers, break-even and the factors. ``price``: the API row
+    the user named (None: the rows in ``inputs.api_rows``); ``setup.utilization`` None: the realized utilization of
+    the volume (else ``--max-utilization``, stated). ``floor``: the roofline floor under a measured run's prefill share.
 
     Raises:
         InputError: out-of-range inputs, an unusable run (unknown duration, no good requests,
             no token counts), or a mix the price row cannot price.
     """
-    setup.check()
+    inputs = inputs or DecisionInputs()
     factors.check()
-    notes = mix.check(price)
+    rows = _rows(price, inputs)
+    base = setup if setup.utilization is not None else replace(setup, utilization=setup.max_utilization)
+    base.check()
+    if inputs.buy is not None:
+        inputs.buy.check()
     cap = capacity_from(run, gp, setup.prefill_share, floor)
+    decision, notes = None, []
+    if volume is not None:
+        opts, notes = api_options(rows, mix, resolve_volume(volume, cap))
+        decision = decide(cap, base, resolve_volume(volume, cap), opts, buy=inputs.buy, power=inputs.power,
+                          people_source=inputs.people_source, capacity_band=inputs.capacity_band,
+                          band_source=inputs.band_source, rests_on=list(inputs.rests_on))
+        primary = decision.primary.price
+        realized = decision.realized_utilization
+        util_how = "given (--utilization)" if setup.utilization is not None else "the volume's realized utilization"
+        if setup.utilization is None:
+            setup = replace(setup, utilization=realized if realized > 0 else setup.max_utilization)
+    else:
+        primary = _primary_without_volume(rows, mix, cap)
+        util_how = "given (--utilization)" if setup.utilization is not None else "assumed: --max-utilization, no volume given"
+        setup = base
+    notes = [*mix.check(primary), *(n for n in notes if n not in mix.check(primary))]
     sh_in, sh_out = self_host_unit_ledgers(cap, setup)
-    api_p = api_price_per_mtok(price, mix)
-    api_req = (cap.mean_input_tokens * api_p["input"] + cap.mean_output_tokens * api_p["output"]) / 1e6
+    api_req = _per_request(primary, mix, cap)
     u_star = break_even_utilization(cap, setup, api_req)
-    sticker_cap = Capacity(cap.goodput_req_per_s, cap.throughput_input_tok_per_s or cap.good_input_tok_per_s,
-                           cap.throughput_output_tok_per_s or cap.good_output_tok_per_s, 0.0, 0.0, cap.prefill_share, cap.prefill_share_method, cap.estimate)
-    st_in, st_out = self_host_unit_ledgers(sticker_cap, setup)
-    sticker = {"usd_per_mtok_input": st_in.total_usd, "usd_per_mtok_output": st_out.total_usd,
-               "multiplier_output": sh_out.total_usd / st_out.total_usd if st_out.total_usd else None,
-               "note": "same GPU cost spread over all completed tokens (throughput), as a price sheet would; goodput ÷ this = the effective-cost multiplier"}
-    monthly = _monthly(cap, setup, price, mix, volume) if volume is not None else None
+    peak = decision.volume.peak_to_mean if decision is not None else 1.0  # replicas sized for the peak: c ÷ peak each
+    b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req)
+    sticker = _sticker(cap, setup, sh_out)
+    if decision is not None and decision.buy is not None:
+        notes.append("break-even volume and utilization are for rented GPUs; the bought-GPU bill is in the monthly table")
     if gp.estimate:
         notes.append("goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs are upper bounds")
     sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
-    cheaper_unit = "self-host" if sh_req < api_req else "API"
-    verdict = (f"at {setup.utilization:.0%} utilization a good request costs ${sh_req:.6f} self-hosted vs ${api_req:.6f} on the API: "
-               f"{cheaper_unit} is cheaper per request"
-               + (f"; at {monthly['requests']:,.0f} request{'' if round(monthly['requests']) == 1 else 's'}/month the "
-                  f"cheaper bill is {monthly['cheaper']}" if monthly else ""))
-    inputs = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour, "gpu_price_source": setup.gpu.source, "gpu_price_as_of": setup.gpu.as_of,
-              "num_gpus": setup.num_gpus, "utilization": setup.utilization, "max_utilization": setup.max_utilization,
-              "engineer_months_per_month": setup.engineer_months_per_month, "engineer_usd_per_month": setup.engineer_usd_per_month,
-              "api_price": price.key, "api_price_as_of": price.as_of, "api_price_confidence": price.confidence, "api_mix": asdict(mix),
-              "replica_usd_per_month": replica_usd_per_month(setup), "people_usd_per_month": people_usd_per_month(setup),
-              "api_usd_per_request": api_req, "self_host_usd_per_request": sh_req, "hours_per_month": HOURS_PER_MONTH}
-    return CostReport(gp.file, gp.slo, capacity_dict(cap), inputs, sh_in, sh_out,
-                      api_ledger(price, mix, 1.0, 0.0, "API cost per 1M input tokens", "USD per 1M input tokens"),
-                      api_ledger(price, mix, 0.0, 1.0, "API cost per 1M output tokens", "USD per 1M output tokens"),
-                      sticker, u_star, break_even_volume(cap, setup, api_req), monthly,
-                      _factors(setup, factors, u_star["utilization"]), verdict, notes)
+    gpu_label = f"{setup.gpu.label}, ${setup.gpu.usd_per_gpu_hour:.2f}/GPU-h"
+    if decision is not None:
+        head = verdict_lines(decision, b_vol, u_star, gpu_label, setup.num_gpus)
+        verdict = head[0].removeprefix("answer: ")
+    else:
+        head = no_volume_lines(b_vol, u_star, primary.key)
+        verdict = head[0].removeprefix("answer: ").removeprefix("answer ")
+    second = secondary_line(setup.utilization, util_how, sh_req, api_req)
+    if next((same for r, same, _ in rows if r.key == primary.key), None) is False:
+        others = [r.key for r, same, _ in rows if same]
+        head.append(f"  note: {primary.key} is not the same model: compare quality separately"
+                    + (f" (rows serving it: {', '.join(others)})" if others else " (no catalog row serves this model)"))
+    inputs_d = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour, "gpu_price_source": setup.gpu.source,
+                "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus, "utilization": setup.utilization,
+                "utilization_how": util_how, "max_utilization": setup.max_utilization,
+                "engineer_months_per_month": setup.engineer_months_per_month, "engineer_usd_per_month": setup.engineer_usd_per_month,
+                "people_source": inputs.people_source, "api_price": primary.key, "api_price_as_of": primary.as_of,
+                "api_price_confidence": primary.confidence, "api_mix": asdict(mix),
+                "replica_usd_per_month": replica_usd_per_month(setup), "people_usd_per_month": people_usd_per_month(setup),
+                "api_usd_per_request": api_req, "self_host_usd_per_request": sh_req, "hours_per_month": HOURS_PER_MONTH}
+    per_row = [{"key": r.key, "same_model": same, "named": named, "confidence": r.confidence or "unstated",
+                "usd_per_request": _per_request(r, mix, cap) if not mix_problem(mix, r) else None}
+               for r, same, named in rows]
+    rep = CostReport(gp.file, gp.slo, capacity_dict(cap), inputs_d, sh_in, sh_out,
+                     api_ledger(primary, mix, 1.0, 0.0, "API cost per 1M input tokens", "USD per 1M input tokens"),
+                     api_ledger(primary, mix, 0.0, 1.0, "API cost per 1M output tokens", "USD per 1M output tokens"),
+                     sticker, u_star, b_vol, _monthly(decision) if decision else None,
+                     _factors(setup, factors, u_star["utilization"]), verdict, notes, decision, head, per_row, second)
+    return rep
+
+
+def mix_problem(mix: ApiMix, price: ApiPrice) -> str | None:
+    """Why ``mix`` cannot price ``price`` (None when it can)."""
+    try:
+        mix.check(price)
+    except InputError as err:
+        return str(err)
+    return None

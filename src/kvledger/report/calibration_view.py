@@ -73,14 +73,65 @@ def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
         con.print(f"profile written to {escape(str(out))}: use it with --step-cost {escape(str(out))}")
 
 
+def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
+    """A GPU-scope profile: the fitted fractions, the objective, each run's errors under them."""
+    fit = p["fit"]
+    con.print(f"GPU profile for {escape(p['gpu'])}: achievable FLOP/s fraction {p['flops_fraction']:.3f}, bandwidth "
+              f"fraction {p['bandwidth_fraction']:.3f} (objective {fit['objective_start']:.4g} at 0.7/0.8 → "
+              f"{fit['objective']:.4g}; {fit['num_replays']} replays)")
+    t = Table(title="each run under the fitted fractions (error = predicted/measured − 1)", title_justify="left")
+    for col in ("run", "model", "TP", "TTFT mean", "TPOT mean", "E2E mean", "throughput"):
+        t.add_column(col, justify="left" if col in ("run", "model") else "right")
+    for r in p["runs"]:
+        t.add_row(escape(str(r["label"])), escape(str(r["model"])), str(r["tp"]),
+                  *(fmt_error(r.get(k)) for k in ("ttft_mean_rel_error", "tpot_mean_rel_error", "e2e_mean_rel_error",
+                                                  "throughput_rel_error")))
+    con.print(t)
+    if out is not None:
+        con.print(f"written to {escape(str(out))}: use it with --gpu-profile {escape(str(out))} (any model on this GPU)")
+
+
+def render_sweep(r: dict[str, Any], con: Console) -> None:
+    """A validated load sweep: per stage TTFT/TPOT mean and throughput errors, then the knee on both sides."""
+    t = Table(title=f"load sweep (priced by: {r['scope']})", title_justify="left")
+    for col in ("rate req/s", "TTFT mean meas.", "error", "TPOT mean meas.", "error", "throughput", "error"):
+        t.add_column(col, justify="right")
+    for x in r["runs"]:
+        rows = {row["metric"]: row for row in x["comparison"]["rows"]}
+        cells = [f"{x['rate']:g}"]
+        for m in ("TTFT mean", "TPOT mean", "throughput"):
+            row = rows.get(m, {})
+            cells += [fmt_value(row.get("measured"), row.get("unit", "s")), fmt_error(row.get("rel_error"))]
+        t.add_row(*cells)
+    con.print(t)
+    m, p = r["measured"], r["predicted"]
+
+    def knee(v: float | None) -> str:
+        return "none in the sweep" if v is None else f"{v:.2f} req/s"
+
+    con.print(f"knee ({escape(r['knee_rule'])}): measured {knee(m['knee_req_per_s'])}, simulated "
+              f"{knee(p['knee_req_per_s'])}")
+    if m["saturation_throughput_req_per_s"] and p["saturation_throughput_req_per_s"]:
+        con.print(f"saturation throughput (largest over the stages): measured "
+                  f"{m['saturation_throughput_req_per_s']:.2f} req/s, simulated "
+                  f"{p['saturation_throughput_req_per_s']:.2f} req/s "
+                  f"({fmt_error(p['saturation_throughput_req_per_s'] / m['saturation_throughput_req_per_s'] - 1)})")
+    for n in r.get("notes", []):
+        con.print(f"note: {escape(n)}")
+
+
 def render_validation(r: dict[str, Any], con: Console) -> None:
-    """Predicted vs measured, row by row, with the step cost's source."""
+    """Predicted vs measured, row by row, with the step cost's source (and which calibration scope priced it)."""
+    if r.get("sweep"):
+        render_sweep(r, con)
+        return
     c = r["comparison"]
     con.print(f"run {escape(r['run'])} ({escape(str(r['source']))}): {c['num_measured']:,} measured requests, "
               f"{c['num_predicted']:,} finished in the replay; {escape(str(r['model']))} on {escape(str(r['gpu']))} "
               f"at TP {r['tp']}")
     sc = r["step_cost"]
-    con.print(f"step cost: {escape(str(sc.get('name')))} — {escape(str(sc.get('source', '')))}")
+    con.print(f"step cost: {escape(str(sc.get('name')))} (priced by: {escape(str(r.get('scope')))}) — "
+              f"{escape(str(sc.get('source', '')))}")
     t = Table(title="predicted vs measured (error = predicted/measured − 1)", title_justify="left")
     for col, just in (("metric", "left"), ("measured", "right"), ("predicted", "right"), ("error", "right")):
         t.add_column(col, justify=just)

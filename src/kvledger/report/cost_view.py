@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kvledger.report.decision_view import print_answer, print_bills
 from kvledger.report.slo_text import slo_block
 
 __all__ = ["print_cost_report"]
@@ -101,6 +102,8 @@ def print_cost_report(rep: Any, basis: dict[str, Any], sim: Any = None, capacity
     sources: list[str] = sim.source_lines() if sim is not None else []
     if capacity is not None:
         sources.append(capacity.text())
+    print_answer(con, rep)
+    con.print()
     title = f"simulated {sim.setup.model_name} on {sim.num_gpus}× {sim.setup.gpu_name}" if sim is not None else Path(rep.source).name
     first, _, definitions = slo_block(rep.slo).partition("\n")
     con.print(f"[bold]{escape(title)}[/] under SLO {escape(first)}" + (" (goodput is an estimate)" if rep.capacity["estimate"] else ""))
@@ -110,19 +113,16 @@ def print_cost_report(rep: Any, basis: dict[str, Any], sim: Any = None, capacity
     for name in ("self_host_input", "self_host_output", "api_input", "api_output"):
         con.print(_ledger_table(getattr(rep, name), sources))
     _print_tail(con, rep, sim)
-    if rep.monthly is not None:
-        m = rep.monthly
-        con.print(f"\n[bold]monthly at {_n(round(m['requests']), 'request')}[/] ({m['input_tokens']:,.0f} input, {m['output_tokens']:,.0f} output tokens; {escape(m['how'])}): "
-                  f"{_units(m['replicas'], sim)}, realized utilization {m['realized_utilization']:.1%}")
-        con.print(_ledger_table(m["self_host"], sources))
-        con.print(_ledger_table(m["api"], sources))
+    print_bills(con, rep, _ledger_table, sources)
     con.print("\n[bold]sources of the line items[/]")
     for k, src in enumerate(sources, start=1):
         con.print(f"  [{k}] {escape(src)}")
     con.print("\n[bold]deciding factors[/]")
     for f in rep.factors:
         con.print(f"  {f['factor']}: {escape(f['value'])} — {escape(f['effect'])}")
-    con.print(f"\n[bold]verdict on cost[/]: {escape(rep.verdict)}")
+    con.print(f"\n[bold]verdict on cost[/] (as at the top): {escape(rep.verdict)}")
+    if basis.get("error_band"):
+        con.print(f"[bold]error band[/]: {escape(basis['error_band']['text'])}")
     if basis.get("warning"):
         how = "over-loaded (past its SLO capacity)" if (basis.get("load_check") or {}).get("status") == "over_loaded" else "under-loaded"
         con.print(f"[bold red]WARNING:[/] [bold]the run looks {how} (see above): capacity is likely higher than priced, so "

@@ -72,6 +72,7 @@ def print_goodput(results: list[Any], boundary: Any, slo_text: str) -> None:
 
 def print_search(sb: Any, slo_text: str) -> None:
     """The probes of a simulator-driven boundary search, the boundary, and the simulation's sources."""
+    from rich import box
     from rich.console import Console
     from rich.markup import escape
 
@@ -80,11 +81,30 @@ def print_search(sb: Any, slo_text: str) -> None:
 
     con = Console(highlight=False)
     first, _, rest = slo_text.partition("\n")
+    b = sb.boundary
+    if b.boundary_value is None:
+        con.print(f"[bold]answer: no SLO capacity[/] on {sb.axis} — the lowest value probed already misses "
+                  f"{sb.target:.0%}")
+    else:
+        per = (f" ({sb.boundary_per_replica:g} per replica, {sb.boundary_per_gpu:g} per GPU)"
+               if sb.boundary_per_gpu is not None else "")
+        at = ""
+        if sb.goodput_at_boundary_req_per_s is not None:
+            at = (f"; goodput there {sb.goodput_at_boundary_req_per_s:.3f} good req/s "
+                  f"({sb.goodput_at_boundary_req_per_s_per_gpu:.3f} per GPU)")
+        unit = {"request_rate": " req/s", "concurrency": " concurrent users", "max_num_seqs": " max_num_seqs"}[sb.axis]
+        con.print(f"[bold]answer: SLO capacity[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: "
+                  f"{b.boundary_value:g}{unit}{per}{at}")
+    band = getattr(sb, "error_band", None)
+    if band:
+        con.print(f"[bold]error band[/]: {escape(band['text'])} — {escape(band['source'])}")
     con.print(f"SLO: {escape(first)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "
               f"{sb.num_requests_per_probe:,} requests per probe" + (f"\n{escape(rest)}" if rest else ""))
     short = {"request_rate": "rate/s", "concurrency": "users", "max_num_seqs": "seqs"}[sb.axis]
-    t = Table(title=f"probes ({sb.num_gpus} GPU{'' if sb.num_gpus == 1 else 's'} = {sb.replicas} replica{'' if sb.replicas == 1 else 's'} × TP {sb.num_gpus // sb.replicas})", title_justify="left")
-    for col in ("#", short, "offered/s", "attain", "good/s", "done/s", "good/s/GPU", "target"):
+    units = (f"{sb.num_gpus} GPU{'' if sb.num_gpus == 1 else 's'} = "
+             f"{sb.replicas} replica{'' if sb.replicas == 1 else 's'} × TP {sb.num_gpus // sb.replicas}")
+    t = Table(title=f"probes ({units})", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    for col in ("#", short, "offered/s", "attain", "good/s", "done/s", "per GPU", "target"):
         t.add_column(col, justify="right", no_wrap=True)
     for pr in sb.probes:
         t.add_row(f"{pr.order}{ {'bracket': 'b', 'bisection': 's'}.get(pr.phase, 'c') }", f"{pr.value:g}", _fmt(pr.offered_rate_req_per_s, ",.2f"), _attain(pr),
@@ -93,17 +113,9 @@ def print_search(sb: Any, slo_text: str) -> None:
     con.print(t)
     con.print(f"#: probe order, b = bracketing (doubling/halving), s = bisection, c = check of the top; {short}: {escape(SEARCH_AXES[sb.axis])}; "
               "offered/s: requests ÷ their arrival span (open loop); attain: good ÷ all requests; good/s, done/s: goodput and completed req/s "
-              "of the whole deployment; good tok/s per probe in --json"
+              "of the whole deployment; per GPU: good/s ÷ GPUs; good tok/s per probe in --json"
               + ("; lo–hi*: stopped early, its miss decided (see the notes): attainment between the two" if any(
                   pr.stopped_early for pr in sb.probes) else ""))
-    b = sb.boundary
-    if b.boundary_value is None:
-        con.print(f"[bold]SLO boundary[/] on {sb.axis}: none — the lowest value probed already misses {sb.target:.0%}")
-    else:
-        per = (f" ({sb.boundary_per_replica:g} per replica, {sb.boundary_per_gpu:g} per GPU)" if sb.boundary_per_gpu is not None else "")
-        at = (f"; goodput there {sb.goodput_at_boundary_req_per_s:.3f} good req/s ({sb.goodput_at_boundary_req_per_s_per_gpu:.3f} per GPU)"
-              if sb.goodput_at_boundary_req_per_s is not None else "")
-        con.print(f"[bold]SLO boundary[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: {b.boundary_value:g}{per}{at}")
     for note in b.notes + sb.notes:
         con.print(f"  - {escape(note)}")
     print_sources(sb.first_run, "sources (first probe; the searched value varies)")

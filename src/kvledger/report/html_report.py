@@ -9,6 +9,7 @@ import re
 from html import escape
 from typing import Any
 
+from kvledger.ledgers.decision_notes import effective_cost_line
 from kvledger.report.figure import Figure, fmt, svg_of
 
 __all__ = ["report_figures", "render_html", "SECTIONS"]
@@ -68,16 +69,25 @@ def _answer(data: dict[str, Any]) -> str:
     mml = data["plan"]["memory"]["max_model_len"]
     conc = {r["context_tokens"]: (f"{r['max_requests']:,}" if r["within_max_model_len"] else f"none (beyond max_model_len {mml:,})")
             for r in data["plan"]["concurrency"]}
-    lines = [
-        f"Verdict: {c['verdict']}.",
+    lines = [h.strip() for h in c.get("headline") or [f"Verdict: {c['verdict']}."]]
+    d = c.get("decision")
+    if d is not None:
+        held = "holds" if d["holds_within_band"] else "flips"
+        lines.append(f"Rests on: {'; '.join(d['rests_on']) or 'nothing flagged'}; the verdict {held} within "
+                     f"±{100 * d['capacity_band']:.0f}% capacity.")
+    lines += [
         f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {cs['boundary_rate_req_per_s']:g} req/s with "
         f"≥ {100 * cs['target']:.0f}% of requests within {inp['slo_text']}; goodput there {cs['goodput_at_boundary_req_per_s']:,.2f} good req/s.",
-        f"Self-hosted at {100 * inp['utilization']:.0f}% utilization: ${t['self_host_usd_per_mtok_input']:,.4f} per 1M input and "
-        f"${t['self_host_usd_per_mtok_output']:,.4f} per 1M output tokens at goodput; API {c['inputs']['api_price']}: "
+        c.get("secondary") or "",
+        f"Self-hosted at goodput: ${t['self_host_usd_per_mtok_input']:,.4f} per 1M input and "
+        f"${t['self_host_usd_per_mtok_output']:,.4f} per 1M output tokens; API {c['inputs']['api_price']}: "
         f"${t['api_usd_per_mtok_input']:,.4f} / ${t['api_usd_per_mtok_output']:,.4f} after batch and prompt-cache discounts.",
+        effective_cost_line(c["sticker"]) if "throughput_output_tok_per_s" in c["sticker"] else "",
         _break_even_text(c),
+        *([f"Error band: {c['error_band']['text']}."] if c.get("error_band") else []),
         f"Concurrency: {conc.get(8192, '—')} requests at 8K tokens, {conc.get(131072, '—')} at 128K (KV capacity).",
     ]
+    lines = [x for x in lines if x]
     return '<div class="answer" id="answer">' + "".join(f"<p>{escape(x)}</p>" for x in lines) + "</div>"
 
 
@@ -99,10 +109,24 @@ def _build_or_buy_tables(data: dict[str, Any]) -> str:
     f = [[x["factor"], x["value"], x["effect"]] for x in c["factors"]]
     items = [[led["name"], it["name"], f"{it['quantity']:.6g} {it['unit']}", f"{it['unit_price_usd']:.6g}", f"{it['amount_usd']:.6g}", it["source"]]
              for led in c["ledgers"].values() for it in led["items"]]
-    return ("<h3>USD per 1M tokens</h3>" + _table(["side", "USD / 1M input", "USD / 1M output"], rows)
+    bills = _bills_table(c.get("decision"))
+    return (bills + "<h3>USD per 1M tokens</h3>" + _table(["side", "USD / 1M input", "USD / 1M output"], rows)
             + "<h3>The four deciding factors (stated inputs)</h3>" + _table(["factor", "value", "effect"], f)
             + "<h3>Line items</h3>" + _table(["ledger", "item", "quantity", "unit price, USD", "amount, USD", "source"], items)
             + f'<p class="note">GPU price: {escape(data["inputs"]["gpu_price_choice"])}. Capacity basis: {escape(c["capacity_basis"]["text"])}</p>')
+
+
+def _bills_table(d: dict[str, Any] | None) -> str:
+    """The monthly bills for the volume: self-hosted (rented, bought when priced) and every API row, cheapest first."""
+    if d is None:
+        return ""
+    rows = [["self-hosted, rented GPUs", f"{d['self_host_rent']['total_usd']:,.2f}", f"{d['replicas']} replica(s)"]]
+    if d.get("self_host_buy"):
+        rows.append(["self-hosted, bought GPUs", f"{d['self_host_buy']['total_usd']:,.2f}",
+                     "capex amortized + power + hosting"])
+    rows += [[f"API {a['key']}", f"{a['monthly_usd']:,.2f}", ("same model" if a["same_model"] else "another model")
+              + f", {a['confidence']} confidence"] for a in d["api_options"]]
+    return "<h3>Monthly bills for the volume</h3>" + _table(["option", "USD per month", "note"], rows)
 
 
 def render_html(data: dict[str, Any], figures: list[Figure]) -> str:

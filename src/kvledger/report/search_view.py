@@ -1,4 +1,5 @@
-"""How ``kvledger search`` prints its result for people: the top-N table, the API comparison, the Pareto frontier, every rejected candidate with its reason, and the winner's launch commands."""
+"""How ``kvledger search`` prints its result for a decision: the winner and its launch command first, the API bill, the
+cost frontier, an 80-column table, rejections grouped by reason (``--verbose``: each), then the details."""
 
 from __future__ import annotations
 
@@ -22,7 +23,13 @@ def _settings(e: dict[str, Any], varied: set[str]) -> str:
     return " ".join(parts)
 
 
+def _candidate(e: dict[str, Any], varied: set[str]) -> str:
+    return f"{e['gpu_id'].removeprefix('nvidia_')} {e['layout']} {_settings(e, varied)}"
+
+
 def _top_table(result: Any, top: int) -> Any:
+    from rich import box
+
     from kvledger.report.tables import LedgerTable as Table
 
     sized = result.spec.rate_req_per_s is not None or result.spec.monthly_tokens is not None
@@ -30,18 +37,16 @@ def _top_table(result: Any, top: int) -> Any:
     varied = {k for k in ("max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching")
               if len({e[k] for e in result.entries}) > 1}
     t = Table(title=f"Top {min(top, len(feasible))} of {len(feasible)} feasible candidate{'' if len(feasible) == 1 else 's'} "
-                    f"(ranked by {'monthly bill' if sized else 'USD per 1k good requests'})", title_justify="left")
-    cols = ["#", "layout", "GPU", "KV" + (" etc." if varied else ""), "req/s", "tok/s/GPU", "tok/s/user", "$/Mtok in",
-            "$/Mtok out"] + (["GPUs", "$/month"] if sized else ["$/1k req"])
+                    f"(ranked by {'monthly bill' if sized else 'USD per 1k good requests'})", title_justify="left",
+              box=box.SIMPLE_HEAD, show_edge=False)
+    cols = ["#", "candidate", "req/s", "tok/s/user", "$/Mtok out"] + (["GPUs", "$/month"] if sized else ["$/1k req"])
     for c in cols:
-        t.add_column(c, justify="left" if c in ("layout", "GPU") or c.startswith("KV") else "right", overflow="fold",
-                     no_wrap=c in ("#", "layout"))
+        t.add_column(c, justify="left" if c == "candidate" else "right")
+    front = {p["id"] for p in result.cost_frontier}
     for n, e in enumerate(feasible[:top], start=1):
         cap, cost, s = e["capacity"], e["cost"], e.get("sizing") or {}
-        row = [str(n), e["layout"], e["gpu_id"].removeprefix("nvidia_"), _settings(e, varied),
-               _f(cap["goodput_req_per_s"], ",.2f"), _f(cap["goodput_output_tok_per_s_per_gpu"], ",.0f"),
-               _f(cap["tok_per_s_per_user"], ",.1f"), _f(cost["usd_per_mtok_input"], ".3f"),
-               _f(cost["usd_per_mtok_output"], ".3f")]
+        row = [f"{n}{'*' if e['id'] in front else ''}", _candidate(e, varied), _f(cap["goodput_req_per_s"], ",.2f"),
+               _f(cap["tok_per_s_per_user"], ",.1f"), _f(cost["usd_per_mtok_output"], ".3f")]
         row += [f"{s['num_gpus']} ({s['replicas']}×)", _f(s["monthly_usd"], ",.0f")] if sized else \
             [_f(cost["usd_per_1k_requests"], ".4f")]
         t.add_row(*row)
@@ -53,23 +58,27 @@ def _legend(result: Any) -> str:
     util = (f"{sp.utilization:.0%} utilization" if sp.utilization is not None
             else "the utilization the sizing realizes (load ÷ capacity of the replicas rented)")
     return (f"req/s: goodput per replica at the SLO capacity (highest simulated rate with ≥ {sp.target:.0%} of "
-            f"requests within {sp.slo}; {sp.num_requests:,} requests per probe, seed {sp.seed}); tok/s/GPU: good output "
-            "tokens/s ÷ GPUs there; tok/s/user: 1 ÷ median TPOT there; $/Mtok at " + util +
+            f"requests within {sp.slo}; {sp.num_requests:,} requests per probe, seed {sp.seed}); "
+            "tok/s/user: 1 ÷ median TPOT there; $/Mtok at " + util +
             " (kvledger.ledgers.cost), GPU time split between input and output by the boundary run's steps, each "
             "priced by its step-cost model's terms (kvledger.accounting.step_split; prefill_share in --json); "
             "GPUs (replicas×): to serve the load with each replica at ≤ "
             f"{sp.max_utilization:.0%} of its capacity; $/month: GPUs × $/GPU-h × 730 h; the price rows are in --json/--csv")
 
 
-def _frontier(con: Any, result: Any) -> None:
+def _frontier(con: Any, result: Any, verbose: bool) -> None:
     from rich.markup import escape
 
-    pts = [f"{p['id']} at {p['rate_req_per_s']:.3g} req/s ({p['tok_per_s_per_user']:,.1f} tok/s/user, "
-           f"{p['output_tok_per_s_per_gpu']:,.0f} out tok/s/GPU)" for p in result.frontier]
-    con.print("Pareto frontier of output tok/s per GPU vs tok/s per user, over each candidate's loads up to its SLO "
-              "capacity: " + escape("; ".join(pts) or "none"))
-    if result.dominated:
-        con.print("dominated: " + escape("; ".join(f"{d['id']} by {d['dominated_by']}" for d in result.dominated)))
+    front = result.cost_frontier
+    money = (lambda p: f"${p['monthly_usd']:,.0f}/month") if front and front[0]["monthly_usd"] is not None else \
+        (lambda p: f"${p['usd_per_1k_requests']:.4f}/1k req")
+    pts = [f"{p['id']} {money(p)}, {p['tok_per_s_per_user']:,.1f} tok/s/user" for p in front[:5]]
+    more = f" (+{len(front) - 5} more in --json)" if len(front) > 5 else ""
+    con.print(escape("cost frontier (cheapest first; each faster per user than every cheaper one): "
+                     + "; ".join(pts) + more))
+    if verbose and result.cost_dominated:
+        con.print("dominated on cost and tok/s/user: " + escape("; ".join(f"{d['id']} by {d['dominated_by']}"
+                                                                        for d in result.cost_dominated)))
 
 
 def _api(con: Any, result: Any) -> None:
@@ -84,18 +93,29 @@ def _api(con: Any, result: Any) -> None:
     if a.get("monthly_usd") is not None:
         line += (f"; the same traffic ({a['monthly_input_tokens'] / 1e6:,.0f} M in + {a['monthly_output_tokens'] / 1e6:,.0f} "
                  f"M out tokens per month) costs ${a['monthly_usd']:,.0f} per month")
+        w = (result.winner or {}).get("sizing")
+        if w:
+            line += (" — the API is cheaper than the winner's GPUs alone" if a["monthly_usd"] < w["monthly_usd"] else
+                     " — the winner's GPUs cost less (before people and hosting: kvledger cost prices those)")
     con.print(escape(line))
     for n in a["notes"]:
         con.print(escape(f"  note: {n}"))
 
 
-def _rejections(con: Any, result: Any) -> None:
+def _rejections(con: Any, result: Any, verbose: bool) -> None:
     from rich.markup import escape
 
+    from kvledger.analyses.search.frontier import rejections_by_reason
     from kvledger.report.tables import LedgerTable as Table
 
     rej = [e for e in result.entries if e["status"] != "feasible"]
     if not rej:
+        return
+    groups = rejections_by_reason(result.entries)
+    con.print(escape(f"rejected: {len(rej)} of {len(result.entries)} — " + "; ".join(
+        f"{g['reason']}: {g['count']} (e.g. {g['ids'][0]})" for g in groups))
+              + ("" if verbose else " (--verbose lists each)"))
+    if not verbose:
         return
     t = Table(title=f"Rejected candidates ({len(rej)} of {len(result.entries)})", title_justify="left")
     for c in ("candidate", "reason", "numbers"):
@@ -116,26 +136,51 @@ def print_launch(con: Any, entry: dict[str, Any], title: str) -> None:
     con.print(escape(f"  ({cmd['note']})"))
 
 
-def print_search(result: Any, top: int = 10) -> None:
-    """Everything for people: counts, top-N table and legend, API line, frontier, rejections, winner's commands."""
+def _winner_line(result: Any) -> str:
+    from kvledger.analyses.search.frontier import caveats
+
+    w = result.winner
+    s, cap = w.get("sizing") or {}, w["capacity"]
+    if s:
+        gpus = f"{s['num_gpus']} GPU{'' if s['num_gpus'] == 1 else 's'}"
+        reps = f"{s['replicas']} replica{'' if s['replicas'] == 1 else 's'}"
+        bill = f"${s['monthly_usd']:,.0f}/month for {gpus} ({reps} × TP {w['tp']})"
+    else:
+        bill = f"${w['cost']['usd_per_1k_requests']:.4f} per 1k good requests"
+    flags = caveats(w)
+    m = result.margin()
+    if m is not None and m["could_flip"]:
+        flags.append(f"runner-up {m['runner_up']} only {m['gap']:.0%} dearer, inside the ±{m['band']:.0%} "
+                     "capacity band")
+    return (f"winner: {w['id']} — {bill}, {cap['goodput_req_per_s']:,.2f} good req/s per replica"
+            + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
+
+
+def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
+    """For a decision: the winner (with what its ranking rests on), its launch command, the API bill for the same
+    traffic and the top of the cost frontier first; then the table, rejections grouped by reason, notes, details."""
     from rich.console import Console
     from rich.markup import escape
 
     con = Console(highlight=False)
     sp = result.spec
-    counts = ", ".join(f"{k}: {v}" for k, v in result.counts().items())  # "does not fit: 2", a reason then its count
+    feas = len(result.ranking)
     con.print(escape(f"kvledger search: {sp.model}, SLO {sp.slo} for {sp.target:.0%} of requests; {len(result.entries)} "
-                     f"candidate{'' if len(result.entries) == 1 else 's'}: {counts}"))
-    if result.ranking:
-        con.print(_top_table(result, top))
-        con.print(escape(_legend(result)))
+                     f"candidate{'' if len(result.entries) == 1 else 's'}, {feas} feasible"))
+    w = result.winner
+    if w is None:
+        con.print("no candidate meets the SLO: see the reasons below (loosen the SLO, lower --target, add GPUs or TP)")
+    else:
+        con.print(f"[bold]{escape(_winner_line(result))}[/]")
+        con.print(escape(f"  {w['launch']['vllm']}"), soft_wrap=True)
     _api(con, result)
     if result.ranking:
-        _frontier(con, result)
-    _rejections(con, result)
+        _frontier(con, result, verbose)
+        con.print(_top_table(result, top))
+        con.print(escape("(* on the cost frontier) " + _legend(result)))
+    _rejections(con, result, verbose)
     for n in result.notes:
         con.print(escape(f"note: {n}"))
-    w = result.winner
     if w is not None:
         pr = w["price"]
         con.print(escape(f"winner's price: ${pr['usd_per_gpu_hour']:g} per GPU-hour, {pr['provider']} {pr['instance_type']} "
@@ -143,5 +188,3 @@ def print_search(result: Any, top: int = 10) -> None:
         print_launch(con, w, "winner")
         for n in w["capacity"]["notes"][1:]:
             con.print(escape(f"  capacity note: {n}"))
-    else:
-        con.print("no candidate meets the SLO: see the reasons above (loosen the SLO, lower --target, add GPUs or TP)")

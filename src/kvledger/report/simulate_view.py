@@ -5,7 +5,32 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["render_summary"]
+__all__ = ["render_summary", "render_bands"]
+
+_BAND_LABELS = {"ttft_mean": ("TTFT mean", 1e3, "ms"), "tpot_mean": ("TPOT mean", 1e3, "ms"),
+                "throughput": ("throughput at saturation", 1.0, "req/s")}
+
+
+def _sig(x: float) -> str:
+    """Three significant figures, without exponents: 7,890; 33.2; 0.125."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def render_bands(bands: dict[str, Any], console) -> None:
+    """One line per banded figure: ``TTFT mean 182 ms (80% band 150–260 ms, uncalibrated roofline; 24 measured
+    values)``, then where the bands come from."""
+    if not bands:
+        return
+    parts = []
+    for metric, b in bands.items():
+        label, k, unit = _BAND_LABELS[metric]
+        scope = b["regime"].split("/")[0]
+        scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(scope, "model-calibrated")
+        parts.append(f"{label} {_sig(b['predicted'] * k)} {unit} (80% band {_sig(b['low'] * k)}–{_sig(b['high'] * k)} "
+                     f"{unit}, {scope})")
+    console.print("[bold]error bands[/]: " + "; ".join(parts))
+    first = next(iter(bands.values()))
+    console.print(f"[dim]bands: {first['source']} (kvledger.ledgers.error_band; regime {first['regime']})[/]")
 
 
 def _ms(x: float | None) -> str:
@@ -50,6 +75,7 @@ def render_summary(payload: dict[str, Any], console, out: Path | None = None) ->
                   f"share of held KV holding token state {kv['token_state_share']:.1%}")
     console.print(f"prefix cache: hit rate {s['prefix_cache_hit_rate']:.1%} ({s['prefix_cache_hit_tokens']:,} of "
                   f"{s['prefix_cache_query_tokens']:,} prompt tokens)")
+    render_bands(payload.get("error_bands") or {}, console)
     for note in payload.get("notes", []):
         console.print(f"[dim]note: {note}[/]")
     if out is not None:

@@ -67,10 +67,11 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     return {"plan": plan, "headline": headline, "figures": {f.key: _figure_json(f) for f in kv_figures(plan)}}
 
 
-def serving_payload(model: str, gpu: str, slo: str, api: str, trace: str = "azure-conv", tp: int = 1,
-                    max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float = 0.5,
-                    num_requests: int = SERVING_NUM_REQUESTS) -> dict[str, Any]:
-    """Capacity, cost and the serving figures for a small workload (``num_requests`` per simulation; vLLM rules)."""
+def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str = "azure-conv", tp: int = 1,
+                    max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float | None = None,
+                    num_requests: int = SERVING_NUM_REQUESTS, monthly_tokens: float | None = None) -> dict[str, Any]:
+    """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default; vLLM rules); with
+    ``monthly_tokens`` the volume-first decision (both monthly bills) leads the headline."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.errors import range_error
     from kvledger.report.figures_serving import serving_figures
@@ -79,12 +80,13 @@ def serving_payload(model: str, gpu: str, slo: str, api: str, trace: str = "azur
         raise range_error("requests per simulation", num_requests, "[10, 5,000] in the web app")
     engine = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {})}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=engine,
-                        utilization=utilization, with_engine_savings=False)
+                        utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False)
     data = build_report_data(req)
     c = data["cost"]
     cs = c["simulation"]["capacity_search"]
     headline = {"capacity_req_per_s": cs["boundary_rate_req_per_s"], "goodput_req_per_s": cs["goodput_at_boundary_req_per_s"],
-                **c["totals"], "verdict": c["verdict"], "gpu_price": data["inputs"]["gpu_price_choice"],
+                **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],
+                "gpu_price": data["inputs"]["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
                 "num_requests": num_requests, "cli_num_requests": SERVING_NUM_REQUESTS}
     return {"headline": headline, "cost": c, "figures": {f.key: _figure_json(f) for f in serving_figures(data)}}
 
@@ -104,13 +106,14 @@ class _Serving(BaseModel):
     model: str
     gpu: str
     slo: str
-    api: str
+    api: str | None = None
     trace: str = "azure-conv"
     tp: int = 1
     max_model_len: str | None = None
     kv_cache_dtype: str = "auto"
-    utilization: float = 0.5
+    utilization: float | None = None
     num_requests: int = SERVING_NUM_REQUESTS
+    monthly_tokens: float | None = None
     request_id: int | None = None
 
 
@@ -197,7 +200,7 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
             model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
             trace = check_web_trace(body.trace, data_dir)
             out = serving_payload(model, gpu, body.slo, body.api, trace, body.tp, body.max_model_len or None,
-                                  body.kv_cache_dtype, body.utilization, body.num_requests)
+                                  body.kv_cache_dtype, body.utilization, body.num_requests, body.monthly_tokens)
         return _json({"request": body.model_dump(), **out})
 
     return app

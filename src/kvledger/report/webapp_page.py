@@ -29,7 +29,8 @@ h2{font-size:1.05em;margin:1em 0 .3em}.note{font-size:.8em;color:#555}button{mar
 <label for="slo">SLOs</label><input id="slo" name="slo" value="ttft=200ms,tpot=50ms">
 <label for="api">API price row</label><select id="api" name="api"></select>
 <label for="trace">traffic (trace)</label><select id="trace" name="trace"></select>
-<label for="utilization">utilization (0–1]</label><input id="utilization" name="utilization" type="number" step="0.05" value="0.5">
+<label for="monthly_tokens">volume: tokens per month (e.g. 3e8)</label><input id="monthly_tokens" name="monthly_tokens" value="3e8">
+<label for="utilization">utilization override (0–1]; empty = the volume's</label><input id="utilization" name="utilization" type="number" step="0.05">
 <label for="num_requests">requests per simulation (the CLI's default: __SERVING_NUM_REQUESTS__)</label><input id="num_requests" name="num_requests" type="number" value="__SERVING_NUM_REQUESTS__">
 <button id="run-serving" type="button">compute capacity and cost</button>
 <p class="note">The plan updates as you change a field; capacity and cost run the simulator (vLLM rules) when you press the button.</p>
@@ -87,13 +88,14 @@ async function updatePlan() {
   } catch (e) { $("error").textContent = e.message; done("plan", "error", latest.plan); } }
 async function updateServing() {
   $("status").textContent = "simulating"; $("error").textContent = "";
-  try { const d = await post("serving", body(["model", "gpu", "tp", "max_model_len", "kv_cache_dtype", "slo", "api", "trace", "utilization", "num_requests"]));
+  try { const d = await post("serving", body(["model", "gpu", "tp", "max_model_len", "kv_cache_dtype", "slo", "api", "trace", "utilization", "num_requests", "monthly_tokens"]));
     if (d === null) return;
     const h = d.headline;
     $("serving-cards").innerHTML = card("capacity", "SLO capacity, req/s", fmt(h.capacity_req_per_s, 3), h.capacity_req_per_s) +
       card("self-host-output", "self-hosted USD / 1M output tokens", fmt(h.self_host_usd_per_mtok_output, 4), h.self_host_usd_per_mtok_output) +
       card("api-output", "API USD / 1M output tokens", fmt(h.api_usd_per_mtok_output, 4), h.api_usd_per_mtok_output) +
-      `<p class="note" id="verdict">${esc(h.verdict)}. GPU price: ${esc(h.gpu_price)}</p>` +
+      `<p class="note" id="verdict"><b>${esc(h.answer || h.verdict)}</b>. GPU price: ${esc(h.gpu_price)}</p>` +
+      (h.error_band ? `<p class="note" id="error-band">Error band: ${esc(h.error_band)}</p>` : "") +
       `<p class="note" id="serving-requests">${fmt(h.num_requests, 0)} requests per simulation` +
       (h.num_requests === h.cli_num_requests ? " (as the CLI)" : ` (the CLI's report and cost --simulate use ${fmt(h.cli_num_requests, 0)}; fewer requests give a less certain capacity)`) +
       `; ${answers(d.request)}</p>`;

@@ -66,6 +66,8 @@ class SearchResult:
     dominated: list[dict[str, str]]
     api: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
+    cost_frontier: list[dict[str, Any]] = field(default_factory=list)
+    cost_dominated: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def winner(self) -> dict[str, Any] | None:
@@ -73,6 +75,12 @@ class SearchResult:
 
     def entry(self, cid: str) -> dict[str, Any] | None:
         return next((e for e in self.entries if e["id"] == cid), None)
+
+    def margin(self) -> dict[str, Any] | None:
+        """The runner-up's cost gap to the winner and whether it lies inside the capacity band."""
+        from kvledger.analyses.search.frontier import ranking_margin
+
+        return ranking_margin([self.entry(c) for c in self.ranking[:2]], self.spec.step_cost)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -82,23 +90,28 @@ class SearchResult:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        from kvledger.analyses.search.frontier import caveats, rejections_by_reason
+
         w = self.winner
         return {"spec": self.spec.to_dict(), "counts": self.counts(), "ranking": self.ranking,
-                "winner": None if w is None else {"id": w["id"], "launch": w["launch"]},
+                "winner": None if w is None else {"id": w["id"], "launch": w["launch"], "caveats": caveats(w),
+                                                  "margin": self.margin()},
+                "cost_frontier": self.cost_frontier, "cost_dominated": self.cost_dominated,
+                "rejections": rejections_by_reason(self.entries),
                 "frontier": self.frontier, "dominated": self.dominated, "api": self.api, "notes": self.notes,
                 "candidates": self.entries}
 
 
 def _api(spec: SearchSpec, feasible: list[dict[str, Any]]) -> dict[str, Any] | None:
     from kvledger.analyses.search.evaluate import load_rate_req_per_s
-    from kvledger.catalog.prices import find_api_price
     from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
     from kvledger.ledgers.cost import HOURS_PER_MONTH
 
-    if spec.api is None:
+    mix = ApiMix(spec.batch_share, spec.cache_hit_rate, spec.cache_write_rate)
+    price, how = _api_row(spec, mix, feasible)
+    if price is None:
         return None
-    price, mix = find_api_price(spec.api), ApiMix(spec.batch_share, spec.cache_hit_rate, spec.cache_write_rate)
-    notes = mix.check(price)
+    notes = mix.check(price) + ([how] if how else [])
     per = api_price_per_mtok(price, mix)
     out = {"key": price.key, "as_of": price.as_of, "usd_per_mtok_input": per["input"], "usd_per_mtok_output": per["output"],
            "mix": {"batch_share": mix.batch_share, "cache_hit_rate": mix.cache_hit_rate,
@@ -116,19 +129,54 @@ def _api(spec: SearchSpec, feasible: list[dict[str, Any]]) -> dict[str, Any] | N
     return out
 
 
+def _api_row(spec: SearchSpec, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, str]:
+    """(the API row to compare with, how it was chosen): ``--api``, else the cheapest catalog row serving the same
+    model for the workload's mean request (rows the mix cannot price skipped); (None, "") when there is none."""
+    from kvledger.catalog.api_match import same_model_rows
+    from kvledger.catalog.prices import find_api_price
+    from kvledger.errors import InputError
+
+    if spec.api is not None:
+        return find_api_price(spec.api), ""
+    wl = feasible[0]["workload"] if feasible else {"prompt_tokens_mean": 1.0, "output_tokens_mean": 1.0}
+    priced = []
+    for r in same_model_rows(spec.model):
+        try:
+            mix.check(r)
+        except InputError:
+            continue
+        per = wl["prompt_tokens_mean"] * r.input_usd_per_mtok + wl["output_tokens_mean"] * r.output_usd_per_mtok
+        priced.append((per, r.key, r))
+    if not priced:
+        return None, ""
+    row = min(priced)[2]
+    keys = ", ".join(k for _, k, _ in sorted(priced))
+    return row, (f"the cheapest of {len(priced)} catalog row(s) serving {spec.model} ({keys}); "
+                 f"{row.confidence or 'unstated'} confidence; --api names another")
+
+
 def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResult:
     """Rank the feasible entries, find the frontier and price the API side; ``entries`` in candidate order."""
     order = {e["id"]: n for n, e in enumerate(entries)}
     feasible = [e for e in entries if e["status"] == "feasible"]
     ranking = [e["id"] for e in sorted(feasible, key=lambda e: (*rank_key(e), order[e["id"]]))]
+    from kvledger.analyses.search.frontier import cost_frontier
+
     frontier, dominated = pareto(feasible)
     notes = []
     if spec.gpu_provider is None:
         notes.append("GPU prices: the cheapest on-demand row of each GPU in gpu_prices.csv (any provider); "
                      "--gpu-provider fixes one")
+    from kvledger.analyses.search.bands import band_notes
+
+    by_id = {e["id"]: e for e in feasible}
+    notes += band_notes(spec, [by_id[i] for i in ranking], lambda e: rank_key(e)[0])
     if any(e["status"] == "error" for e in entries):
         notes.append("some candidates failed (status error): run again with --resume LEDGER to redo only those")
-    return SearchResult(spec, entries, ranking, frontier, dominated, _api(spec, feasible), notes)
+    cfront, cdom = cost_frontier(feasible)
+    if spec.step_cost == "roofline":
+        notes.append("step cost uncalibrated (roofline): every capacity is a model estimate, not a measurement")
+    return SearchResult(spec, entries, ranking, frontier, dominated, _api(spec, feasible), notes, cfront, cdom)
 
 
 CSV_COLUMNS = ["rank", "id", "layout", "gpu_id", "tp", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens",

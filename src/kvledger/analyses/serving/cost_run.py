@@ -72,7 +72,8 @@ class CostRun:
 
 
 def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, factors: Any, volume: Any = None, *,
-                 sim: Any = None, capacity: Any = None, gpu: str | None = None, model: str | None = None) -> CostRun:
+                 sim: Any = None, capacity: Any = None, gpu: str | None = None, model: str | None = None,
+                 inputs: Any = None) -> CostRun:
     """Goodput of ``run`` under ``slo``, the itemised self-host and API ledgers, and the JSON of ``kvledger cost``.
 
     Args:
@@ -80,7 +81,8 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         api_price / mix / factors / volume: as ``kvledger.ledgers.cost_summary.build_cost_report`` takes them;
         sim / capacity: the SimulatedRun and SimCapacity when the run is simulated (added under ``"simulation"``);
         gpu / model: a measured run's GPU and model names for the roofline floor under its prefill share (default: the
-        names the file gives).
+        names the file gives); inputs: the decision's DecisionInputs (API rows, bought GPUs, people source, what it
+        rests on; ``kvledger.analyses.serving.decision_inputs``).
     """
     from kvledger.ledgers.cost_summary import build_cost_report
     from kvledger.ledgers.goodput import goodput
@@ -92,12 +94,18 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
 
         got, why = prefill_floor(run, model or run.metadata.model, gpu or run.metadata.hardware, setup.num_gpus)
         floor = got or why
-    rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor)
+    rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor, inputs)
     basis = capacity_basis(run, gp, slo, sim, capacity)
     d = rep.to_dict()
     d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
     if sim is not None:
         d["simulation"] = {**sim.provenance(), **({"capacity_search": capacity.to_dict()} if capacity else {})}
+        from kvledger.analyses.serving.prediction_bands import cost_band
+
+        band = cost_band(sim.setup, rep.capacity["goodput_req_per_s"], rep.self_host_output.total_usd,
+                         rep.api_output.total_usd)
+        if band is not None:
+            d["error_band"] = basis["error_band"] = band
     return CostRun(rep, basis, d)
 
 

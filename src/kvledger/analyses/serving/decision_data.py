@@ -36,16 +36,21 @@ class ReportRequest:
     model: str
     gpu: str
     slo: str
-    api: str
+    api: str | None = None
     trace: str = "azure-conv"
     num_requests: int = 2000
     seed: int = 0
     target: float = 0.9
     engine: dict[str, Any] = field(default_factory=dict)
-    utilization: float = 0.5
+    utilization: float | None = None
     max_utilization: float = 0.8
-    engineer_months_per_month: float = 0.0
-    engineer_usd_per_month: float = 0.0
+    engineer_months_per_month: float | None = None
+    engineer_usd_per_month: float | None = None
+    monthly_tokens: float | None = None
+    monthly_requests: float | None = None
+    monthly_input_tokens: float | None = None
+    monthly_output_tokens: float | None = None
+    peak_to_mean: float = 1.0
     gpu_provider: str | None = None
     gpu_usd_per_hour: float | None = None
     batch_share: float = 0.0
@@ -195,17 +200,23 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
         InputError / UnknownNameError / FormatError: bad names, settings, SLOs or files, with the reason.
     """
     from kvledger.analyses.serving.cost_run import cost_payload
+    from kvledger.analyses.serving.decision_inputs import decision_inputs
     from kvledger.analyses.serving.sim_capacity import search_capacity
     from kvledger.catalog.prices import find_api_price
     from kvledger.ledgers.api_cost import ApiMix
     from kvledger.ledgers.cost import SelfHostSetup
     from kvledger.ledgers.cost_summary import DecisionFactors
+    from kvledger.ledgers.decision import MonthlyVolume
+    from kvledger.ledgers.host_bill import HostBill, people_cost
     from kvledger.ledgers.slo import parse_slo
 
     say = progress or (lambda _text: None)
-    if not 0.0 < req.utilization <= 1.0:
+    if req.utilization is not None and not 0.0 < req.utilization <= 1.0:
         raise range_error("--utilization", req.utilization, "(0, 1] (share of billed hours spent serving)")
-    slo, api_price = parse_slo(req.slo), find_api_price(req.api)
+    slo, api_price = parse_slo(req.slo), find_api_price(req.api) if req.api else None
+    people = people_cost(req.team_capability, req.engineer_months_per_month, req.engineer_usd_per_month)
+    vols = (req.monthly_requests, req.monthly_input_tokens, req.monthly_output_tokens, req.monthly_tokens)
+    volume = MonthlyVolume(*vols, req.peak_to_mean) if any(v is not None for v in vols) else None
     if req.num_requests < 1:
         raise InputError(f"--num-requests must be ≥ 1 (requests per simulation), got {req.num_requests}")
     if not 0.0 < req.target <= 1.0:
@@ -215,11 +226,12 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
     rate, how, price_flags = _pick_gpu_rate(req, plan["gpu"]["gpu_id"])  # price errors before the simulations
     say("SLO-capacity search")
     cap = search_capacity(sim_args(req), slo, req.target)
-    setup = SelfHostSetup(rate, cap.run.num_gpus, req.utilization, req.engineer_months_per_month, req.engineer_usd_per_month,
-                          None, req.max_utilization)
-    cost = cost_payload(cap.run.run, slo, setup, api_price, ApiMix(req.batch_share, req.cache_hit_rate, req.cache_write_rate),
-                        DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), None,
-                        sim=cap.run, capacity=cap)
+    setup = SelfHostSetup(rate, cap.run.num_gpus, req.utilization, people.engineer_months_per_month,
+                          people.engineer_usd_per_month, None, req.max_utilization)
+    inputs, _ = decision_inputs(req.model, api_price, rate, plan["gpu"]["gpu_id"], cap.run, HostBill(), people)
+    cost = cost_payload(cap.run.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate, req.cache_write_rate),
+                        DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), volume,
+                        sim=cap.run, capacity=cap, inputs=inputs)
     data: dict[str, Any] = {"inputs": {**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how},
                             "plan": plan, "cost": cost.payload}
     if req.with_sweep:
@@ -241,14 +253,18 @@ def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:
                        if v is not None and k in ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype", "max_num_seqs"))
     wl = f" --trace {shlex.quote(req.trace)} --num-requests {req.num_requests} --seed {req.seed}{eng}"
     mix = "".join(f" --{k.replace('_', '-')} {getattr(req, k)!r}" for k in ("batch_share", "cache_hit_rate", "cache_write_rate",
-                                                                             "engineer_months_per_month", "engineer_usd_per_month")
-                  if getattr(req, k))
+                                                                             "engineer_months_per_month", "engineer_usd_per_month",
+                                                                             "utilization", "monthly_tokens", "monthly_requests",
+                                                                             "monthly_input_tokens", "monthly_output_tokens")
+                  if getattr(req, k) is not None and (getattr(req, k) or k.startswith(("engineer", "monthly"))))
+    mix += f" --api {shlex.quote(req.api)}" if req.api else ""
+    mix += f" --peak-to-mean {req.peak_to_mean!r}" if req.peak_to_mean != 1.0 else ""
     mix += "".join(f" --{k.replace('_', '-')} {getattr(req, k)}" for k in ("data_sovereignty", "model_control", "team_capability"))
     m, g = shlex.quote(req.model), shlex.quote(req.gpu)
     return {
         "plan": f"kvledger plan {m} --gpu {g} --context {','.join(f'{c // 1024}K' for c in CONTEXTS)}{plan_eng} --json",
-        "cost": (f"kvledger cost --simulate {m} --gpu {g}{wl} --slo {shlex.quote(req.slo)} --api {shlex.quote(req.api)} "
-                 f"--utilization {req.utilization!r} --max-utilization {req.max_utilization!r}{gpu_price}{mix} --target {req.target:g} --json"),
+        "cost": (f"kvledger cost --simulate {m} --gpu {g}{wl} --slo {shlex.quote(req.slo)} "
+                 f"--max-utilization {req.max_utilization!r}{gpu_price}{mix} --target {req.target:g} --json"),
         "capacity": f"kvledger goodput --simulate {m} --gpu {g}{wl} --slo {shlex.quote(req.slo)} --target {req.target:g} --axis rate --json",
         "sweep_point": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --json",
         "engine_savings": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --policy static|contiguous --json",

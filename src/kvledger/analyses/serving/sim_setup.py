@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
+from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
@@ -57,6 +58,7 @@ class SimRequestArgs:
     async_scheduling: bool | None = None
     achievable_flops_fraction: float | None = None  # roofline: share of peak FLOP/s (None: the plan's default, 0.7)
     achievable_bandwidth_fraction: float | None = None  # roofline: share of peak HBM bandwidth (None: 0.8)
+    gpu_profile: str | None = None  # None/"auto": the GPU's bundled profile if any; "none"; or a GPU profile file
 
 
 @dataclass
@@ -82,7 +84,7 @@ _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (
 _PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization", "mem_fraction_static",
                 "kv_cache_dtype",
                 "max_num_batched_tokens", "max_num_seqs", "block_size", "num_gpu_blocks_override", "cpu_overhead",
-                "enable_prefix_caching", "achievable_flops_fraction", "achievable_bandwidth_fraction")
+                "enable_prefix_caching", "achievable_flops_fraction", "achievable_bandwidth_fraction", "gpu_profile")
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -125,6 +127,13 @@ def _build_plan(a: SimRequestArgs):
 
     engine = plan_engine(a)
     _check_engine_flags(a, engine)
+    gpu = resolve_gpu(a.gpu)
+    fractions = {"achievable_flops_fraction": a.achievable_flops_fraction,
+                 "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction}
+    prof = gpu_profile_of(a, gpu.name)
+    if prof is not None:  # the GPU's fitted efficiency where the user gave no fraction
+        fractions = {"achievable_flops_fraction": a.achievable_flops_fraction or prof.flops_fraction,
+                     "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction or prof.bandwidth_fraction}
     mnbt = parse_tokens(a.max_num_batched_tokens, what="--max-num-batched-tokens") if a.max_num_batched_tokens else None
     settings = make_settings(
         engine=engine, engine_version=a.engine_version, tp=a.tp,
@@ -134,9 +143,8 @@ def _build_plan(a: SimRequestArgs):
         max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,
         num_gpu_blocks_override=a.num_gpu_blocks_override, enable_prefix_caching=a.enable_prefix_caching,
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
-        **{k: v for k, v in (("achievable_flops_fraction", a.achievable_flops_fraction),
-                             ("achievable_bandwidth_fraction", a.achievable_bandwidth_fraction)) if v is not None})
-    return build_plan(load_model(a.model), resolve_gpu(a.gpu), settings, with_advice=False), mnbt
+        **{k: v for k, v in fractions.items() if v is not None})
+    return build_plan(load_model(a.model), gpu, settings, with_advice=False), mnbt
 
 
 def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
@@ -163,54 +171,6 @@ def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
         if value is not None:
             raise InputError(f"{what}; with --policy sglang the KV pool comes from SGLang's memory plan (`kvledger plan "
                              f"--engine sglang`), so it would be ignored: {fix}")
-
-
-def make_step_cost(a: SimRequestArgs, plan, overlap_cpu: bool = False) -> tuple[Any, dict[str, Any]]:
-    """(StepCostModel, a description of it with its source) for ``--step-cost``: ``roofline``, ``calibrated`` or
-    ``calibrated:KEY`` (``kvledger.analyses.serving.step_cost_choice``). ``overlap_cpu``: the engine schedules
-    asynchronously, so the roofline's CPU overhead overlaps the GPU.
-
-    Raises:
-        InputError: no bundled calibration for the model/GPU/TP or the key (the bundled ones listed, grouped by model).
-        UnknownNameError: another name.
-    """
-    from kvledger.analyses.serving.step_cost_choice import (
-        CALIBRATED_PREFIX,
-        calibrated_step_cost,
-        disagreement_note,
-        find_calibrated_cost,
-        is_profile_choice,
-        profile_step_cost,
-    )
-
-    if a.step_cost == "roofline":
-        cost = plan.step_cost(overlap_cpu=overlap_cpu)
-        cal = find_calibrated_cost(a.model, a.gpu, a.tp)
-        hint = (f"uncalibrated; measured tables exist for this model, GPU and TP: --step-cost calibrated ({cal.name})"
-                if cal is not None else "uncalibrated (no bundled measurements for this model, GPU and TP)")
-        if cal is not None and (note := disagreement_note(cost, cal)):
-            hint += "; " + note
-        return cost, {"name": "roofline", "flops_fraction": cost.flops_fraction,
-                      "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
-                      "source": "kvledger.accounting.roofline: weight matmuls then attention, each max(FLOPs/achievable "
-                                f"peak, bytes/achievable bandwidth) at {cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, "
-                                + "+ TP all-reduces, " + ("with the CPU overhead overlapping the GPU (async scheduling): "
-                                                          "max(GPU, CPU) per step" if overlap_cpu else "+ CPU overhead per step")
-                                + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:g} ms)" if cost.cpu_overhead_s else
-                                   " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)")
-                                + f"; {hint}"}
-    if a.step_cost == "calibrated" or a.step_cost.startswith(CALIBRATED_PREFIX):
-        cost, info = calibrated_step_cost(a.step_cost, a.model, a.gpu, a.tp)
-        if note := disagreement_note(plan.step_cost(), cost, used=f"the calibration ({cost.name})"):
-            info["source"] += "; " + note
-        return cost, info
-    if is_profile_choice(a.step_cost):
-        return profile_step_cost(a.step_cost, plan.model.name, plan.gpu.name, a.tp)
-    from kvledger.errors import UnknownNameError
-
-    raise UnknownNameError("step cost model", a.step_cost, ["roofline", "calibrated"],
-                           hint="Known: roofline, calibrated, calibrated:SOURCE:MODEL@GPU/tpN, or a "
-                                "profile PROFILE.json from `kvledger calibrate`.")
 
 
 def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,

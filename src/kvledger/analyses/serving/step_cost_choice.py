@@ -19,7 +19,7 @@ from typing import Any
 from kvledger.errors import InputError, UnknownNameError
 
 __all__ = ["CALIBRATED_PREFIX", "find_calibrated_cost", "calibration_listing", "calibrated_step_cost",
-           "is_profile_choice", "profile_step_cost", "disagreement_note"]
+           "is_profile_choice", "profile_step_cost", "disagreement_note", "gpu_profile_of", "make_step_cost"]
 
 CALIBRATED_PREFIX = "calibrated:"
 
@@ -166,3 +166,61 @@ def disagreement_note(roofline: Any, calibrated: Any, used: str = "the roofline"
     return ("the roofline and the bundled calibration disagree — " + "; ".join(parts) + f". This run used {used}; "
             "to know which is right for your deployment, fit the step cost to one of your own benchmark runs with "
             "`kvledger calibrate FILE --model M --gpu G` and check it with `kvledger validate`")
+
+
+def gpu_profile_of(a: Any, gpu_name: str):
+    """The GPU profile that prices this run's roofline (``kvledger.accounting.gpu_profile``), or None: the bundled one
+    for the GPU unless ``--gpu-profile`` names a file or "none"; none when both fractions are given by hand."""
+    from kvledger.accounting.gpu_profile import resolve_gpu_profile
+
+    if a.achievable_flops_fraction is not None and a.achievable_bandwidth_fraction is not None:
+        return None
+    return resolve_gpu_profile(a.gpu_profile, gpu_name)
+
+
+def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[str, Any]]:
+    """(StepCostModel, a description of it with its source) for ``--step-cost``: ``roofline``, ``calibrated`` or
+    ``calibrated:KEY`` (``kvledger.analyses.serving.step_cost_choice``). ``overlap_cpu``: the engine schedules
+    asynchronously, so the roofline's CPU overhead overlaps the GPU.
+
+    Raises:
+        InputError: no bundled calibration for the model/GPU/TP or the key (the bundled ones listed, grouped by model).
+        UnknownNameError: another name.
+    """
+    if a.step_cost == "roofline":
+        cost = plan.step_cost(overlap_cpu=overlap_cpu)
+        cal = find_calibrated_cost(a.model, a.gpu, a.tp)
+        prof = gpu_profile_of(a, plan.gpu.name)
+        scope = "uncalibrated" if prof is None else "gpu"
+        hint = (f"uncalibrated; measured tables exist for this model, GPU and TP: --step-cost calibrated ({cal.name})"
+                if cal is not None else "uncalibrated (no bundled measurements for this model, GPU and TP)")
+        if prof is not None:
+            hint = (f"GPU-scope calibration: fractions from the {prof.source}"
+                    + (f"; its fit errors: {prof.fit_error}" if prof.fit_error else ""))
+        if cal is not None and (note := disagreement_note(cost, cal)):
+            hint += "; " + note
+        data = {"gpu_profile_data": list(prof.data)} if prof is not None else {}
+        return cost, {"name": "roofline", "scope": scope, **data, "flops_fraction": cost.flops_fraction,
+                      "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
+                      "source": "kvledger.accounting.roofline: weight matmuls then attention, each max(FLOPs/achievable "
+                                f"peak, bytes/achievable bandwidth) at {cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, "
+                                + "+ TP all-reduces, " + ("with the CPU overhead overlapping the GPU (async scheduling): "
+                                                          "max(GPU, CPU) per step" if overlap_cpu else "+ CPU overhead per step")
+                                + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:g} ms)" if cost.cpu_overhead_s else
+                                   " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)")
+                                + f"; {hint}"}
+    if a.step_cost == "calibrated" or a.step_cost.startswith(CALIBRATED_PREFIX):
+        cost, info = calibrated_step_cost(a.step_cost, a.model, a.gpu, a.tp)
+        info["scope"] = "model (bundled measurements)"
+        if note := disagreement_note(plan.step_cost(), cost, used=f"the calibration ({cost.name})"):
+            info["source"] += "; " + note
+        return cost, info
+    if is_profile_choice(a.step_cost):
+        cost, info = profile_step_cost(a.step_cost, plan.model.name, plan.gpu.name, a.tp)
+        info["scope"] = "model"
+        return cost, info
+    from kvledger.errors import UnknownNameError
+
+    raise UnknownNameError("step cost model", a.step_cost, ["roofline", "calibrated"],
+                           hint="Known: roofline, calibrated, calibrated:SOURCE:MODEL@GPU/tpN, or a "
+                                "profile PROFILE.json from `kvledger calibrate`.")

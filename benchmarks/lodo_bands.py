@@ -1,0 +1,263 @@
+"""Leave-one-deployment-out validation over every measured run kvledger can replay, the error bands derived from it,
+and the table docs/calibration/validation-latency.md.
+
+Used by ``python benchmarks/validate_all.py --sections lodo [--write-bands] [--write-docs]``.
+
+A deployment is one measured launch configuration (model, GPU, TP, engine settings): each LLMServingSim run folder,
+each kubecon configuration, each inference-sim/training experiment. Every run is predicted twice where it can be:
+
+* uncalibrated — the plain roofline (0.7/0.8 of peak), no GPU profile;
+* gpu — a GPU profile fitted (``kvledger.calibration.gpu_fit``) on the *other* deployments measured on the same GPU
+  with engine-side timings (never on the run predicted); a GPU with no other such deployment has no row here.
+
+Errors are predicted/measured − 1 of mean TTFT and mean TPOT (per request run; per stage below saturation for a
+sweep) and of throughput (a per-request run's finished requests per second; a sweep's largest stage throughput).
+The bands per regime (``kvledger.ledgers.error_band``) are the 10th/90th percentiles of those errors (``_q``: a
+t prediction interval below 10 values); coverage is
+checked leave-one-out too: each run's measured value against the band built from the *other* runs' errors.
+Stages whose client failed more than 10% of requests are left out (their real load is unknown).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+BANDS = ROOT / "src" / "kvledger" / "ledgers" / "data" / "error_bands.json"
+DOC = ROOT / "docs" / "calibration" / "validation-latency.md"
+STAGE_REQUESTS = 1500  # a sweep stage's first requests (a shorter window of the same load), for speed
+METRIC_ROWS = {"ttft_mean": "TTFT mean", "tpot_mean": "TPOT mean", "throughput": "throughput"}
+
+
+def _args(**kw):
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
+
+    return SimRequestArgs(**kw)
+
+
+def _lss_runs(shared: Path) -> list[dict]:
+    """LLMServingSim's per-request runs (engine-side timings): deployment, GPU, the run."""
+    from kvledger.calibration.replay import load_measured
+
+    out = []
+    for rel, gpu in (("examples/RTXPRO6000/Llama-3.1-8B/vllm", "RTX PRO 6000"),
+                     ("examples/RTX4090/Llama-3.1-8B/vllm", "RTX 4090"), ("results/rtx4090-llama8b-tp1", "RTX 4090")):
+        p = shared / "llmservingsim" / "bench" / rel
+        if p.exists():
+            out.append({"deployment": f"llmservingsim {rel.replace('/vllm', '')}", "gpu": gpu, "engine_side": True,
+                        "kind": "per-request", "items": [(load_measured(str(p)), None)],
+                        "args": _args(model="meta-llama/Llama-3.1-8B", gpu=gpu, tp=None, gpu_profile="none")})
+    return out
+
+
+def _sweep_runs(shared: Path) -> list[dict]:
+    """inference-perf sweeps (client-side timings): kubecon's modelled configurations, training's bundled model."""
+    import validate_all as va
+    from kvledger.calibration.sweep import read_stage, stage_run
+
+    out = []
+    for name, (kw, caveat) in va.KUBECON_CONFIGS.items():
+        if caveat or not (va.KUBECON / name).exists():
+            continue
+        kw = dict(kw)
+        a = _args(model="meta-llama/Llama-3.1-8B", gpu="H100", engine_version=kw.pop("engine_version", "0.11.0"),
+                  gpu_memory_utilization=0.9, max_model_len=512, gpu_profile="none", **kw)
+        items = []
+        for k in range(7):
+            st = read_stage(va.KUBECON / name / "results" / f"stage_{k}_lifecycle_metrics.json")
+            items.append((stage_run(st, f"{name}/stage {k}", seed=k, client_concurrency=va.CLIENT_CONCURRENCY,
+                                    max_requests=STAGE_REQUESTS, prefix_groups=10, prefix_tokens=128), st))
+        out.append({"deployment": f"kubecon {name}", "gpu": "H100", "engine_side": False, "kind": "sweep",
+                    "items": items, "args": a})
+    if va.TRAINING.exists():
+        for exp in sorted(p for p in va.TRAINING.iterdir() if p.is_dir() and "llama-2-7b-tp1" in p.name):
+            items = []
+            for f in sorted((exp / "results").glob("stage_*_lifecycle_metrics.json")):
+                st = read_stage(f)
+                if st.num_failed > 0.1 * st.count:
+                    continue
+                items.append((stage_run(st, f"{exp.name.split('-', 2)[2]} {f.name.split('_')[1]}", seed=0,
+                                        max_requests=STAGE_REQUESTS), st))
+            if items:
+                out.append({"deployment": f"training {exp.name.split('-', 2)[2]}", "gpu": "H100", "engine_side": False,
+                            "kind": "sweep", "items": items,
+                            "args": _args(model="meta-llama/Llama-2-7b-hf", gpu="H100", tp=1, max_model_len=4096,
+                                          max_num_batched_tokens=2048, max_num_seqs=128, enable_prefix_caching=False,
+                                          gpu_profile="none")})
+    return out
+
+
+def _errors(dep: dict, fractions: tuple[float, float] | None) -> dict[str, list[float]]:
+    """The deployment's errors per metric under the roofline (at ``fractions``, else 0.7/0.8)."""
+    from kvledger.calibration.api import engine_for
+    from kvledger.calibration.compare import compare_runs
+    from kvledger.calibration.gpu_fit import roofline_with
+    from kvledger.calibration.replay import replay
+    from kvledger.calibration.sweep import stage_comparison
+
+    out: dict[str, list[float]] = {m: [] for m in METRIC_ROWS}
+    thr = []
+    for run, st in dep["items"]:
+        s = engine_for(dep["args"], run)
+        cost = s.cost if fractions is None else roofline_with(s, *fractions)
+        recs = replay(run, s.config, cost).records
+        c = stage_comparison(run.label, st, recs) if st is not None else compare_runs(run.label, run.measured, recs)
+        below = st is None or st.achieved_rate >= 0.95 * st.requested_rate
+        for m in ("ttft_mean", "tpot_mean"):
+            e = c.row(METRIC_ROWS[m]).rel_error
+            if below and e is not None:
+                out[m].append(e)
+        thr.append((c.row("throughput").measured, c.row("throughput").predicted))
+    if dep["kind"] == "sweep":
+        out["throughput"].append(max(p for _, p in thr) / max(m for m, _ in thr) - 1)
+    else:
+        out["throughput"] += [p / m - 1 for m, p in thr]
+    return out
+
+
+def lodo(shared: Path) -> dict:
+    """Every deployment's errors, uncalibrated and (where another deployment on its GPU exists) GPU-calibrated."""
+    from kvledger.calibration.api import engine_for
+    from kvledger.calibration.gpu_fit import fit_gpu_fractions
+
+    deps = _lss_runs(shared) + _sweep_runs(shared)
+    rows = []
+    for dep in deps:
+        t = time.perf_counter()
+        row = {"deployment": dep["deployment"], "gpu": dep["gpu"], "kind": dep["kind"],
+               "uncalibrated": _errors(dep, None)}
+        others = [d for d in deps if d is not dep and d["gpu"] == dep["gpu"] and d["engine_side"]]
+        if others and dep["engine_side"]:
+            items = [(r, engine_for(d["args"], r)) for d in others for r, _ in d["items"]]
+            fit = fit_gpu_fractions(items)
+            row["gpu_fit"] = {"fitted_on": [d["deployment"] for d in others],
+                              "fractions": [fit.flops_fraction, fit.bandwidth_fraction]}
+            row["gpu"] = dep["gpu"]
+            row["gpu_scope"] = _errors(dep, (fit.flops_fraction, fit.bandwidth_fraction))
+        row["wall_s"] = time.perf_counter() - t
+        rows.append(row)
+    return {"rows": rows, "bands": bands(rows), "coverage": coverage(rows)}
+
+
+def _regime_errors(rows: list[dict], skip: str | None = None) -> dict[str, dict[str, list[float]]]:
+    out: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        if r["deployment"] == skip:
+            continue
+        for scope, key in (("uncalibrated", "uncalibrated"), ("gpu", "gpu_scope")):
+            if key in r:
+                reg = out.setdefault(f"{scope}/dense/vllm", {m: [] for m in METRIC_ROWS})
+                for m in METRIC_ROWS:
+                    reg[m] += r[key][m]
+    return out
+
+
+#: Student's t 0.9 quantile for 1..9 degrees of freedom (a two-sided 80% prediction interval)
+T90 = (3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383)
+EMPIRICAL_FROM = 10  # values from which the band is the empirical 10th–90th percentile
+
+
+def _q(errs: list[float]) -> dict:
+    """q10/q90 of the errors: empirical from ``EMPIRICAL_FROM`` values; below, the 80% prediction interval of a new
+    value with log(1 + e) normal (mean ± t·s·√(1 + 1/n)), which is wide where few values stand behind it; one
+    value gives no band."""
+    a = np.array(errs)
+    if len(a) >= EMPIRICAL_FROM:
+        lo, hi, how = np.quantile(a, 0.1), np.quantile(a, 0.9), "empirical 10th-90th percentile"
+    elif len(a) >= 2:
+        z = np.log1p(a)
+        half = T90[len(a) - 2] * z.std(ddof=1) * np.sqrt(1 + 1 / len(a))
+        lo, hi, how = np.expm1(z.mean() - half), np.expm1(z.mean() + half), "t prediction interval (few values)"
+    else:
+        return {}
+    return {"q10": float(lo), "q90": float(hi), "num_runs": len(a), "median_abs": float(np.median(np.abs(a))),
+            "method": how}
+
+
+def bands(rows: list[dict], skip: str | None = None) -> dict[str, dict]:
+    out = {reg: {m: q for m, e in ms.items() if (q := _q(e))} for reg, ms in _regime_errors(rows, skip).items()}
+    return {reg: ms for reg, ms in out.items() if ms}
+
+
+def coverage(rows: list[dict]) -> dict[str, dict[str, list[int]]]:
+    """Per regime and metric: [covered, checked] — each deployment's errors against the band of the others."""
+    out: dict[str, dict[str, list[int]]] = {}
+    for r in rows:
+        b = bands(rows, skip=r["deployment"])
+        for scope, key in (("uncalibrated", "uncalibrated"), ("gpu", "gpu_scope")):
+            reg = f"{scope}/dense/vllm"
+            if key not in r or reg not in b:
+                continue
+            for m in METRIC_ROWS:
+                if m not in b[reg]:
+                    continue
+                c = out.setdefault(reg, {}).setdefault(m, [0, 0])
+                for e in r[key][m]:
+                    c[0] += b[reg][m]["q10"] <= e <= b[reg][m]["q90"]
+                    c[1] += 1
+    return out
+
+
+def write_bands(d: dict) -> None:
+    BANDS.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"kind": "kvledger-error-bands", "version": 1,
+           "provenance": {"written_by": "python benchmarks/validate_all.py --sections lodo --write-bands",
+                          "method": __doc__.split("\n\n")[1].replace("\n", " "),
+                          "deployments": [r["deployment"] for r in d["rows"]],
+                          "data": "../shared/data/measured-runs (LLMServingSim MIT, inference-perf kubecon Apache-2.0, "
+                                  "inference-sim/training: errors only, no data copied)"},
+           "regimes": d["bands"], "coverage_leave_one_out": d["coverage"]}
+    BANDS.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def _pct(v) -> str:
+    return "—" if v is None else f"{v * 100:+.1f}%"
+
+
+def write_doc(d: dict) -> None:
+    lines = ["# Validation: latency and capacity against measured runs", "",
+             "Written by `python benchmarks/validate_all.py --sections lodo --write-docs` "
+             "(benchmarks/lodo_bands.py). Error = predicted/measured − 1. Leave one deployment out: a GPU-calibrated "
+             "row uses a GPU profile fitted only on the other deployments on that GPU.", "",
+             "| deployment | GPU | kind | scope | TTFT mean (each stage) | TPOT mean (each stage) | throughput |",
+             "|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        for scope, key in (("uncalibrated", "uncalibrated"), ("GPU profile", "gpu_scope")):
+            if key in r:
+                e = r[key]
+                lines.append(f"| {r['deployment']} | {r['gpu']} | {r['kind']} | {scope} | "
+                             + " | ".join(", ".join(_pct(x) for x in e[m]) or "—" for m in METRIC_ROWS) + " |")
+    lines += ["", "## Bands (80%: 10th–90th percentile of the errors; a t prediction interval below 10 values) and "
+                  "coverage", "",
+              "| regime | metric | q10 | q90 | values | median abs error | covered (leave one deployment out) "
+              "|",
+              "|---|---|---|---|---|---|---|"]
+    for reg, ms in d["bands"].items():
+        for m, b in ms.items():
+            cov = d["coverage"].get(reg, {}).get(m)
+            lines.append(f"| {reg} | {m} | {_pct(b['q10'])} | {_pct(b['q90'])} | {b['num_runs']} | "
+                         f"{b['median_abs'] * 100:.1f}% | {f'{cov[0]}/{cov[1]}' if cov else '—'} |")
+    lines += ["", "Not in this table: the Qwen3-30B-A3B DP2+EP run (several engines: refused), kubecon's EAGLE and "
+              "bitsandbytes configurations (not modelled), inference-sim/training's CodeLlama-34B and Llama-2-70B "
+              "(model configs not bundled), stages with more than 10% failed requests; DistServe's five runs are "
+              "validated leave-one-out by `--sections distserve` (model scope, A100)."]
+    DOC.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def print_lodo(d: dict) -> None:
+    print("\n== leave one deployment out: uncalibrated roofline and GPU profile from the other deployments ==")
+    for r in d["rows"]:
+        for key in ("uncalibrated", "gpu_scope"):
+            if key in r:
+                e = r[key]
+                print(f"  {r['deployment']:<52}{key:<13}" + "  ".join(
+                    f"{m} [{', '.join(_pct(x) for x in e[m])}]" for m in METRIC_ROWS) + f"  ({r['wall_s']:.0f} s)")
+    for reg, ms in d["bands"].items():
+        for m, b in ms.items():
+            cov = d["coverage"].get(reg, {}).get(m, [0, 0])
+            print(f"  band {reg} {m}: {_pct(b['q10'])} … {_pct(b['q90'])} over {b['num_runs']} values; "
+                  f"covered {cov[0]}/{cov[1]} leaving each deployment out")

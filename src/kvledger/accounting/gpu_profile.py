@@ -1,0 +1,134 @@
+"""The GPU profile: a GPU's achieved efficiency (the roofline's achievable FLOP/s and bandwidth fractions) fitted on
+measured runs of any model, which then prices every model on that GPU.
+
+Written by ``kvledger calibrate --scope gpu`` (``kvledger.calibration.gpu_fit``); read by ``--gpu-profile FILE``
+and, for a GPU with bundled measurements, by default (``accounting/data/gpu_profiles/*.json``, one per GPU,
+each naming its data, its fit and its error). Layout (``"kind": "kvledger-gpu-profile"``, ``"version": 1``):
+``gpu`` (catalog name), ``flops_fraction``, ``bandwidth_fraction``, ``fit`` (method, objective before and after,
+replays), ``runs`` (each run's model, TP and errors under the fitted fractions), ``data_files``, ``source``.
+A model-scope profile (``kvledger.accounting.calibration_profile``) refines one model at one TP on top.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from kvledger.errors import FormatError, InputError
+
+__all__ = ["GPU_PROFILE_KIND", "GpuProfile", "load_gpu_profile", "bundled_gpu_profile", "resolve_gpu_profile",
+           "looks_like_gpu_profile"]
+
+GPU_PROFILE_KIND = "kvledger-gpu-profile"
+
+
+@dataclass(frozen=True)
+class GpuProfile:
+    """A GPU's fitted efficiency and where it came from.
+
+    Attributes:
+        gpu: catalog name of the GPU it was fitted on. flops_fraction / bandwidth_fraction: achieved shares of the
+            datasheet peak FLOP/s and HBM bandwidth, 0–1. source: the file (or bundled name) and its data, in words.
+        fit_error: the fit's headline errors (mean TTFT/TPOT error per run), for the output.
+        data: the fitted runs' sources (a validation of one of them is in-sample, and says so).
+    """
+
+    gpu: str
+    flops_fraction: float
+    bandwidth_fraction: float
+    source: str
+    fit_error: str = ""
+    data: tuple[str, ...] = ()
+
+
+def looks_like_gpu_profile(path: str | Path) -> bool:
+    """True when ``path`` is a JSON file of kind ``kvledger-gpu-profile``."""
+    p = Path(path)
+    if not p.is_file() or p.suffix != ".json":
+        return False
+    try:
+        return json.loads(p.read_text(encoding="utf-8")).get("kind") == GPU_PROFILE_KIND
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _from_dict(d: Any, where: str) -> GpuProfile:
+    if not isinstance(d, dict) or d.get("kind") != GPU_PROFILE_KIND:
+        raise FormatError(where, f"not a kvledger GPU profile (expected \"kind\": \"{GPU_PROFILE_KIND}\"; write one "
+                                 "with `kvledger calibrate FILE... --scope gpu --out GPU.json`)")
+    try:
+        ff, bf = float(d["flops_fraction"]), float(d["bandwidth_fraction"])
+        gpu = str(d["gpu"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise FormatError(where, f"malformed GPU profile ({e}): it needs gpu, flops_fraction, "
+                                 "bandwidth_fraction") from None
+    if not (0 < ff <= 1 and 0 < bf <= 1):
+        raise FormatError(where, f"fractions must be in (0, 1], got flops {ff:g}, bandwidth {bf:g}")
+    runs = d.get("runs") or []
+    errs = "; ".join(f"{r.get('model')} TP {r.get('tp')}: TTFT {_pct(r.get('ttft_mean_rel_error'))}, TPOT "
+                     f"{_pct(r.get('tpot_mean_rel_error'))}" for r in runs)
+    data = ", ".join(str(r.get("label")) for r in runs) or "unnamed runs"
+    src = f"GPU profile {where}: fitted on {data} (kvledger.calibration.gpu_fit)"
+    return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r.get("source") or "") for r in runs if r.get("source")))
+
+
+def _pct(v: Any) -> str:
+    return f"{v * 100:+.0f}%" if isinstance(v, (int, float)) else "n/a"
+
+
+def load_gpu_profile(path: str | Path) -> GpuProfile:
+    """The GPU profile in ``path``.
+
+    Raises:
+        FormatError: missing file, not JSON, another kind of file or out-of-range fractions.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FormatError(str(p), "no such GPU profile (write one with `kvledger calibrate FILE... --scope gpu --out "
+                                  "GPU.json`)")
+    try:
+        d = json.loads(p.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise FormatError(str(p), f"not JSON ({e})") from None
+    return _from_dict(d, str(p))
+
+
+def _bundled_dir() -> Path:
+    return Path(str(resources.files("kvledger.accounting") / "data" / "gpu_profiles"))
+
+
+@functools.lru_cache(maxsize=32)
+def bundled_gpu_profile(gpu_name: str) -> GpuProfile | None:
+    """The bundled profile fitted on ``gpu_name`` (catalog name, case-insensitive), or None."""
+    folder = _bundled_dir()
+    if not folder.is_dir():
+        return None
+    for f in sorted(folder.glob("*.json")):
+        d = json.loads(f.read_text(encoding="utf-8"))
+        if str(d.get("gpu", "")).lower() == gpu_name.lower():
+            return _from_dict(d, f"bundled:{f.name}")
+    return None
+
+
+def resolve_gpu_profile(choice: str | None, gpu_name: str) -> GpuProfile | None:
+    """The profile ``--gpu-profile`` selects for a run on ``gpu_name``: None or "auto" → the bundled one (None when the
+    GPU has none), "none" → None, else a file. A file fitted on another GPU is refused.
+
+    Raises:
+        FormatError: unreadable file. InputError: a profile fitted on another GPU.
+    """
+    if choice is None or choice == "auto":
+        return bundled_gpu_profile(gpu_name)
+    if choice == "none":
+        return None
+    prof = load_gpu_profile(choice)
+    if prof.gpu.lower() != gpu_name.lower():
+        raise InputError(f"--gpu-profile {choice} was fitted on {prof.gpu}, not {gpu_name}: a GPU's efficiency "
+                         "does not "
+                         "carry to another GPU (calibrate this one with `kvledger calibrate --scope gpu`, or pass "
+                         "--gpu-profile none)")
+    return prof

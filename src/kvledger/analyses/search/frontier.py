@@ -1,0 +1,95 @@
+"""The search's decision views: the cost frontier (monthly bill or USD per 1k good requests against tokens/s per user
+at SLO capacity), rejections grouped by reason, and what a candidate's ranking rests on (price-row confidence, memory
+rules not validated on its GPU).
+
+Cost frontier: candidate a dominates b when a costs no more and serves each user at least as fast, and is strictly
+better on one. The cheapest feasible candidate (ties: the faster) is never dominated, so it is always on the frontier.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.analyses.search.rank import rank_key
+
+__all__ = ["cost_frontier", "rejections_by_reason", "caveats", "ranking_margin", "MEMORY_RULES_GPU", "CAPACITY_BAND"]
+
+CAPACITY_BAND = 0.3
+"""The band an uncalibrated roofline capacity is taken to within (a kvledger assumption until measured error bands
+exist; the same as ``analyses.serving.decision_inputs``)."""
+
+MEMORY_RULES_GPU = "nvidia_h100_sxm"
+"""The memory rules were measured on H100 with vLLM 0.19 (``catalog/data/vllm_memory_observations.csv``)."""
+
+
+def _point(e: dict[str, Any]) -> dict[str, Any]:
+    cap, siz = e["capacity"], e.get("sizing") or {}
+    return {
+        "id": e["id"],
+        "cost": rank_key(e)[0],
+        "monthly_usd": siz.get("monthly_usd"),
+        "usd_per_1k_requests": e["cost"]["usd_per_1k_requests"],
+        "tok_per_s_per_user": cap.get("tok_per_s_per_user") or 0.0,
+        "goodput_req_per_s": cap["goodput_req_per_s"],
+        "num_gpus": siz.get("num_gpus"),
+    }
+
+
+def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return (
+        a["cost"] <= b["cost"]
+        and a["tok_per_s_per_user"] >= b["tok_per_s_per_user"]
+        and (a["cost"] < b["cost"] or a["tok_per_s_per_user"] > b["tok_per_s_per_user"])
+    )
+
+
+def cost_frontier(feasible: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """(frontier points by rising cost, [{id, dominated_by}] for the rest: the cheapest candidate dominating it)."""
+    pts = [_point(e) for e in feasible]
+    front = sorted(
+        (p for p in pts if not any(_dominates(q, p) for q in pts)), key=lambda p: (p["cost"], -p["tok_per_s_per_user"])
+    )
+    dominated = []
+    for p in pts:
+        if p in front:
+            continue
+        by = min((q for q in pts if _dominates(q, p)), key=lambda q: (q["cost"], q["id"]))
+        dominated.append({"id": p["id"], "dominated_by": by["id"]})
+    return front, dominated
+
+
+def rejections_by_reason(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """[{reason, count, ids}] of the candidates not feasible, most common reason first."""
+    groups: dict[str, list[str]] = {}
+    for e in entries:
+        if e["status"] != "feasible":
+            groups.setdefault(e.get("reason") or e["status"], []).append(e["id"])
+    return [
+        {"reason": r, "count": len(ids), "ids": ids}
+        for r, ids in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    ]
+
+
+def caveats(entry: dict[str, Any]) -> list[str]:
+    """What this candidate's figures rest on that is not validated: a price row below high confidence, memory rules
+    not measured on its GPU."""
+    out = []
+    pr = entry.get("price") or {}
+    if pr.get("confidence") and pr["confidence"] != "high":
+        out.append(
+            f"{pr['confidence']}-confidence price row ({pr.get('provider', '')} {pr.get('instance_type', '')})".strip()
+        )
+    if entry.get("gpu_id") != MEMORY_RULES_GPU:
+        out.append(f"memory rules not validated on {entry.get('gpu_id')} (measured on H100, vLLM 0.19)")
+    return out
+
+
+def ranking_margin(ranked: list[dict[str, Any]], step_cost: str) -> dict[str, Any] | None:
+    """How far the runner-up is behind the winner (its cost ÷ the winner's − 1), and whether that gap lies inside the
+    capacity band (an uncalibrated step cost: ±30%), in which case the order of the two could flip. None with one."""
+    if len(ranked) < 2:
+        return None
+    a, b = rank_key(ranked[0])[0], rank_key(ranked[1])[0]
+    gap = b / a - 1.0 if a > 0 else float("inf")
+    band = CAPACITY_BAND if step_cost == "roofline" else 0.15
+    return {"runner_up": ranked[1]["id"], "gap": gap, "band": band, "could_flip": gap < band}

@@ -1,0 +1,96 @@
+"""What the build-or-buy decision takes besides the run: the API rows serving the same model, the people defaults, the
+bought-GPU power figures, and what the answer rests on (price-row confidence, unvalidated rules, the capacity band)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.errors import UnknownNameError
+
+__all__ = ["api_rows_for", "gpu_power_for", "rests_on_for", "decision_inputs"]
+
+MEMORY_RULES_GPU = "nvidia_h100_sxm"
+"""The GPU the memory rules were measured on (vLLM 0.19 start-ups; ``catalog/data/vllm_memory_observations.csv``)."""
+BAND_UNCALIBRATED = (
+    0.3,
+    "kvledger assumption for an uncalibrated roofline step cost, until measured error bands exist",
+)
+BAND_CALIBRATED = (0.15, "kvledger assumption for a calibrated step cost")
+BAND_MEASURED = (0.1, "kvledger assumption: run-to-run variation of a measured benchmark")
+
+
+def api_rows_for(model: str | None, named: Any) -> tuple[tuple[Any, bool, bool], ...]:
+    """(row, serves the same model, named by the user) for every catalog row serving ``model``, cheapest later (the
+    decision sorts by bill), plus the ``named`` row (None: none named)."""
+    from kvledger.catalog.api_match import same_model_rows
+
+    same = same_model_rows(model) if model else []
+    rows = [(r, True, named is not None and r.key == named.key) for r in same]
+    if named is not None and all(r.key != named.key for r in same):
+        rows.insert(0, (named, False, True))
+    return tuple(rows)
+
+
+def gpu_power_for(gpu_id: str | None, buy: Any) -> tuple[Any, str | None]:
+    """(GpuPower or None, why none): board power from the GPU catalog's TDP (or ``--board-power-w``), idle from
+    ``gpu_idle_power.csv`` (or ``--idle-power-w``)."""
+    from kvledger.catalog.gpus import get_gpu
+    from kvledger.ledgers.decision import GpuPower
+    from kvledger.ledgers.host_bill import idle_power
+
+    tdp, src = (buy.board_power_w, "user input (--board-power-w)") if buy.board_power_w is not None else (None, "")
+    if tdp is None and gpu_id:
+        try:
+            spec = get_gpu(gpu_id)
+        except UnknownNameError:
+            spec = None
+        if spec is not None and spec.tdp_w:
+            tdp, src = (
+                spec.tdp_w,
+                f"board power {spec.tdp_w:,.0f} W: gpus.csv {spec.gpu_id} tdp_w ({spec.confidence} confidence)",
+            )
+    if tdp is None:
+        return None, "no board power for this GPU: pass --board-power-w"
+    if buy.idle_power_w is not None:
+        idle, isrc = buy.idle_power_w, "user input (--idle-power-w)"
+    else:
+        idle, isrc = idle_power(gpu_id or "", tdp)
+    return GpuPower(tdp, idle, f"{src}; idle {idle:,.0f} W: {isrc}"), None
+
+
+def rests_on_for(gpu_rate: Any, gpu_id: str | None, sim: Any) -> tuple[list[str], float, str]:
+    """(what the answer rests on, capacity band, its source)."""
+    out = []
+    if gpu_rate.confidence not in ("high", "user input"):
+        out.append(f"GPU price row: {gpu_rate.confidence} confidence ({gpu_rate.label})")
+    if gpu_id and gpu_id != MEMORY_RULES_GPU and sim is not None:
+        out.append(f"memory rules measured on H100 with vLLM 0.19 only: not validated on {gpu_id}")
+    if sim is None:
+        return out, *BAND_MEASURED
+    step = (sim.provenance().get("step_cost") or {}).get("source", "")
+    if "uncalibrated" in step or "calibrat" not in step:
+        out.append("step cost uncalibrated (roofline): the capacity is a model estimate")
+        return out, *BAND_UNCALIBRATED
+    return out, *BAND_CALIBRATED
+
+
+def decision_inputs(
+    model: str | None,
+    named: Any,
+    gpu_rate: Any,
+    gpu_id: str | None,
+    sim: Any,
+    buy: Any,
+    people: Any,
+) -> tuple[Any, list[str]]:
+    """(DecisionInputs, notes) for ``build_cost_report``."""
+    from kvledger.ledgers.cost_summary import DecisionInputs
+
+    notes = []
+    power = None
+    if buy is not None and buy.gpu_capex_usd is not None:
+        power, why = gpu_power_for(gpu_id, buy)
+        if why:
+            notes.append(why)
+    rests, band, band_src = rests_on_for(gpu_rate, gpu_id, sim)
+    return DecisionInputs(api_rows_for(model, named), buy, power, people.source, band, band_src, tuple(rests)), notes

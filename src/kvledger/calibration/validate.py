@@ -1,0 +1,117 @@
+"""``kvledger validate``'s work: replay measured runs (or a load sweep) with the user's engine and step cost, compare,
+and find the knee of a sweep on both sides.
+
+The knee of a sweep is the request rate where mean TTFT first exceeds ``KNEE_FACTOR`` × the measured mean TTFT at
+the sweep's lowest rate, interpolated linearly between the two stages around it (the same threshold on the measured
+and the simulated side, so they can be compared); None when no stage passes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.calibration.compare import compare_runs
+from kvledger.calibration.replay import replay
+from kvledger.calibration.sweep import stage_comparison
+from kvledger.calibration.targets import Target, load_targets
+from kvledger.errors import InputError
+from kvledger.ledgers.slo import SLO
+
+__all__ = ["validate_file", "validate_sweep", "knee_rate", "KNEE_FACTOR"]
+
+#: the knee: mean TTFT passes this many times its value at the sweep's lowest rate
+KNEE_FACTOR = 5.0
+
+
+def knee_rate(rates: list[float], ttft_means: list[float | None], threshold: float) -> float | None:
+    """The rate where mean TTFT first exceeds ``threshold``, linear between the stages around it; None if none does.
+
+    >>> knee_rate([1.0, 2.0, 3.0], [0.1, 0.2, 1.2], 0.5)
+    2.3
+    """
+    pts = [(r, t) for r, t in zip(rates, ttft_means) if t is not None]
+    for i, (r, t) in enumerate(pts):
+        if t > threshold:
+            if i == 0:
+                return r
+            r0, t0 = pts[i - 1]
+            return round(r0 + (threshold - t0) / (t - t0) * (r - r0), 12)
+    return None
+
+
+def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> dict[str, Any]:
+    from kvledger.calibration.api import engine_for, headline_errors
+
+    setup = engine_for(args, t.run, max_paddings)
+    records = replay(t.run, setup.config, setup.cost).records
+    if t.stage is not None:
+        c = stage_comparison(t.run.label, t.stage, records)
+    else:
+        c = compare_runs(t.run.label, t.run.measured, records, slo)
+    notes = list(setup.notes) + list(c.notes)
+    scope = setup.cost_info.get("scope", "uncalibrated")
+    if any(d and d in t.run.source for d in setup.cost_info.get("gpu_profile_data") or []):
+        notes.append("IN-SAMPLE: the GPU profile pricing this run was fitted on this very run, so these errors are "
+                     "the fit's, not a prediction's; for an out-of-sample check pass --gpu-profile none or a profile "
+                     "fitted on other runs")
+    if setup.cost_info.get("mismatch"):
+        notes.append(f"WARNING: a model-scope calibration of {setup.cost_info['mismatch']} priced this run of "
+                     f"{setup.model_name} at TP {setup.tp}: its step times do not carry to another model or TP; "
+                     "calibrate the GPU instead (kvledger calibrate --scope gpu)")
+    return {"run": t.run.label, "source": t.run.source, "num_requests": len(t.run.requests),
+            "num_dropped": t.run.num_dropped, "model": setup.model_name, "gpu": setup.gpu_name, "tp": setup.tp,
+            "scope": scope, "step_cost": setup.cost_info, "engine": setup.config.to_dict(),
+            "rate": None if t.stage is None else t.stage.requested_rate,
+            "comparison": c.to_dict(), **headline_errors(c), "notes": notes}
+
+
+def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_paddings: int | None = None, *,
+                  client_concurrency: int | None = None, seed: int = 0) -> dict[str, Any]:
+    """Replay the measured run in ``path`` with ``args``' engine and step cost and compare (``Comparison``'s rows).
+
+    A stage or aggregate run is compared on its aggregates, replaying a synthetic workload like it
+    (``kvledger.calibration.sweep``; a closed loop of ``client_concurrency`` users when the client fell behind the
+    requested rate); goodput is then not compared. A file holding several aggregate runs (a sweep over rates) is
+    validated as a sweep (``validate_sweep``)."""
+    targets = load_targets(path, seed=seed, client_concurrency=client_concurrency)
+    if len(targets) > 1:
+        return validate_sweep([path], args, max_paddings, client_concurrency=client_concurrency, seed=seed)
+    return _compare_one(targets[0], args, slo, max_paddings)
+
+
+def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | None = None, *,
+                   client_concurrency: int | None = None, seed: int = 0) -> dict[str, Any]:
+    """Validate every stage of a load sweep (stage files, or aggregate runs at several rates) and report the measured
+    and simulated knee (module docstring) and the saturation throughput (the largest over the stages) of each side.
+
+    Raises:
+        InputError: fewer than two stages with a request rate.
+    """
+    targets = [t for i, p in enumerate(paths)
+               for t in load_targets(p, seed=seed + 1000 * i, client_concurrency=client_concurrency)]
+    stages = sorted((t for t in targets if t.stage is not None), key=lambda t: t.stage.requested_rate)
+    if len(stages) < 2:
+        raise InputError("--sweep needs two or more load stages with a request rate (inference-perf stage files, or "
+                         "aggregate benchmark runs at several rates)")
+    rows = [_compare_one(t, args, None, max_paddings) for t in stages]
+    rates = [t.stage.requested_rate for t in stages]
+
+    def values(key: str, metric: str) -> list[float | None]:
+        return [next((x[key] for x in r["comparison"]["rows"] if x["metric"] == metric), None) for r in rows]
+
+    first = values("measured", "TTFT mean")[0]
+    threshold = None if first is None else KNEE_FACTOR * first
+
+    def side(key: str) -> dict[str, Any]:
+        ttft, thr = values(key, "TTFT mean"), values(key, "throughput")
+        return {"knee_req_per_s": None if threshold is None else knee_rate(rates, ttft, threshold),
+                "knee_ttft_threshold_s": threshold, "ttft_mean_s": ttft,
+                "saturation_throughput_req_per_s": max((x for x in thr if x is not None), default=None)}
+
+    m, p = side("measured"), side("predicted")
+    return {"sweep": True, "rates": rates, "measured": m, "predicted": p,
+            "knee_error_req_per_s": None if m["knee_req_per_s"] is None or p["knee_req_per_s"] is None
+            else p["knee_req_per_s"] - m["knee_req_per_s"],
+            "knee_rule": f"mean TTFT > {KNEE_FACTOR:g} × the measured mean TTFT at the lowest rate, interpolated",
+            "runs": rows, "scope": rows[0]["scope"], "notes": sorted({n for r in rows for n in r["notes"]})}

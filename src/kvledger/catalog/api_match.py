@@ -1,0 +1,68 @@
+"""Which API price rows serve a given model (matched by family, version and size words); word look-up of ``--api``.
+
+A name is cut into lower-case words at every character other than a letter, digit or dot, after writing the
+providers' version spellings the same way (``v3p1`` → ``3.1``, a leading ``v`` before a digit dropped) and dropping
+the organisation (``meta-llama/``). A row serves the model when every identifying word of the model's name (all but
+variant words such as instruct, chat, turbo, hf) is among the row's words: ``meta-llama/Llama-3.1-8B`` (llama, 3.1,
+8b) is served by Together ``Meta-Llama-3.1-8B-Instruct-Turbo``, Groq ``llama-3.1-8b-instant`` and Fireworks
+``llama-v3p1-8b-instruct``, not by ``Llama-3.3-70B``. API rows serve instruct tunes, sometimes quantized (Together's
+"Turbo" rows are FP8); the match is on the base weights' family, version and size.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kvledger.catalog.prices import ApiPrice, api_prices
+
+__all__ = ["name_words", "same_model_rows", "rows_with_words"]
+
+VARIANT_WORDS = frozenset(
+    {
+        "instruct",
+        "chat",
+        "turbo",
+        "hf",
+        "base",
+        "it",
+        "instant",
+        "versatile",
+        "fp8",
+        "bf16",
+        "original",
+        "list",
+        "preview",
+        "latest",
+        "meta",
+    }
+)
+
+
+def name_words(name: str) -> list[str]:
+    """The words of a model or row name, versions normalized (``Meta-Llama-3.1-8B`` → meta, llama, 3.1, 8b)."""
+    s = name.lower().split("/")[-1] if "/" in name and " " not in name else name.lower()
+    s = re.sub(r"(\d)p(\d)", r"\1.\2", s)
+    words = [w.strip(".") for w in re.split(r"[^a-z0-9.]+", s) if w.strip(".")]
+    return [w[1:] if re.fullmatch(r"v\d[\d.]*", w) else w for w in words]
+
+
+def _row_words(row: ApiPrice) -> set[str]:
+    return {w for part in row.model.replace("(", " ").replace(")", " ").split() for w in name_words(part)} | set(
+        name_words(row.model)
+    )
+
+
+def same_model_rows(model: str) -> list[ApiPrice]:
+    """Rows whose model serves ``model`` (an HF id or name): every identifying word of it among the row's words."""
+    ident = [w for w in name_words(model) if w not in VARIANT_WORDS]
+    if len(ident) < 2:  # one word (e.g. "llama") says too little to call two models the same
+        return []
+    return [r for r in api_prices() if set(ident) <= _row_words(r)]
+
+
+def rows_with_words(query: str, provider: str | None = None) -> list[ApiPrice]:
+    """Rows of ``provider`` (any when None) whose words contain every word of ``query`` as a prefix or substring
+    (``llama-8b`` → llama…, 8b), for suggestions when ``--api`` names no row exactly."""
+    q = [w for w in name_words(query) if w]
+    rows = [r for r in api_prices() if provider is None or r.provider.lower() == provider.strip().lower()]
+    return [r for r in rows if q and all(any(w in rw for rw in _row_words(r)) for w in q)]

@@ -1,0 +1,140 @@
+"""The whole-bill and volume flags ``kvledger cost`` and ``kvledger report`` share (bought GPUs, power, people, volume),
+and their translation into ``HostBill``, ``PeopleCost`` and ``MonthlyVolume``. Every default is the named constant of
+``kvledger.ledgers.host_bill`` (its source printed wherever it is used)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+__all__ = ["host_bill", "people", "volume", "BILL_KEYS"]
+
+_B = "[bought GPUs] "
+GpuCapex = Annotated[
+    float | None,
+    typer.Option(
+        "--gpu-capex-usd",
+        help=_B
+        + "purchase price per GPU (with its share of the server), USD: adds a bought-GPU bill beside the rented one.",
+        show_default=False,
+    ),
+]
+Amortization = Annotated[
+    float, typer.Option("--amortization-months", help=_B + "months the purchase is spread over (default 36).")
+]
+Interest = Annotated[
+    float,
+    typer.Option("--annual-interest", help=_B + "financing rate per year, e.g. 0.08 (default 0: cash, straight line)."),
+]
+Pue = Annotated[
+    float, typer.Option("--pue", help=_B + "facility power ÷ IT power (default 1.3, a colocation assumption).")
+]
+UsdPerKwh = Annotated[
+    float, typer.Option("--usd-per-kwh", help=_B + "electricity price (default $0.12/kWh, an assumption).")
+]
+Hosting = Annotated[
+    float, typer.Option("--hosting-usd-per-gpu-month", help=_B + "rack, network and support per GPU-month (default 0).")
+]
+BoardPower = Annotated[
+    float | None,
+    typer.Option(
+        "--board-power-w",
+        help=_B + "board power per GPU at capacity, W (default: the GPU catalog's TDP).",
+        show_default=False,
+    ),
+]
+IdlePower = Annotated[
+    float | None,
+    typer.Option(
+        "--idle-power-w", help=_B + "idle power per GPU, W (default: gpu_idle_power.csv).", show_default=False
+    ),
+]
+EngMonths = Annotated[
+    float | None,
+    typer.Option(
+        "--engineer-months-per-month",
+        help="people time to run the service (default by --team-capability: experienced 0.1, some 0.25, none 0.5).",
+        show_default=False,
+    ),
+]
+EngUsd = Annotated[
+    float | None,
+    typer.Option(
+        "--engineer-usd-per-month",
+        help="fully loaded cost of one engineer-month, USD (default $20,000, an assumption).",
+        show_default=False,
+    ),
+]
+MonthlyTokens = Annotated[
+    float | None,
+    typer.Option(
+        "--monthly-tokens",
+        help="volume: tokens per month, input and output together (split as in the run).",
+        show_default=False,
+    ),
+]
+MonthlyRequests = Annotated[
+    float | None, typer.Option("--monthly-requests", help="volume: good requests per month.", show_default=False)
+]
+MonthlyIn = Annotated[
+    float | None,
+    typer.Option(
+        "--monthly-input-tokens",
+        help="volume: input tokens per month (with --monthly-output-tokens).",
+        show_default=False,
+    ),
+]
+MonthlyOut = Annotated[
+    float | None, typer.Option("--monthly-output-tokens", help="volume: output tokens per month.", show_default=False)
+]
+
+PeakToMean = Annotated[
+    float,
+    typer.Option(
+        "--peak-to-mean",
+        help="volume: the busiest hour's rate ÷ the month's mean (diurnal traffic); replicas are sized for the peak "
+        "(default 1: flat).",
+    ),
+]
+
+BILL_KEYS = (
+    "gpu_capex_usd",
+    "amortization_months",
+    "annual_interest",
+    "pue",
+    "usd_per_kwh",
+    "hosting_usd_per_gpu_month",
+    "board_power_w",
+    "idle_power_w",
+)
+
+
+def host_bill(p: dict[str, Any]) -> Any:
+    """HostBill from the command's parameters (``BILL_KEYS``)."""
+    from kvledger.ledgers.host_bill import HostBill
+
+    return HostBill(**{k: p[k] for k in BILL_KEYS})
+
+
+def people(p: dict[str, Any]) -> Any:
+    """PeopleCost: the user's engineer figures, else the defaults for ``--team-capability``."""
+    from kvledger.ledgers.host_bill import people_cost
+
+    return people_cost(p["team_capability"], p["engineer_months"], p["engineer_usd"])
+
+
+def volume(p: dict[str, Any]) -> Any:
+    """MonthlyVolume, or None when no volume flag was given."""
+    from kvledger.ledgers.decision import MonthlyVolume
+
+    keys = ("monthly_requests", "monthly_input_tokens", "monthly_output_tokens", "monthly_tokens")
+    if all(p.get(k) is None for k in keys):
+        return None
+    return MonthlyVolume(
+        p.get("monthly_requests"),
+        p.get("monthly_input_tokens"),
+        p.get("monthly_output_tokens"),
+        p.get("monthly_tokens"),
+        p.get("peak_to_mean") or 1.0,
+    )

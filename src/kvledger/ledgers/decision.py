@@ -1,0 +1,300 @@
+"""The build-or-buy decision, volume first: monthly volume → replicas at the allowed peak utilization → both bills.
+
+From a monthly volume (requests, or input and output tokens), one replica's SLO capacity at goodput g (good req/s) and
+the highest average utilization allowed per replica u_max:
+
+    replicas n = max(1, ⌈volume rate ÷ (g × u_max)⌉)      (one replica is billed even at 0.5% load)
+    realized utilization = volume rate ÷ (n × g)
+    self-hosted bill = n × (rental, or amortized purchase + power + hosting) + people
+    API bill = Σ tokens × effective price (after batch and prompt-cache discounts), per API row
+
+The verdict is the cheaper bill for that volume; then the break-even volume and utilization (``breakeven``). How
+robust it is: the capacity and GPU-price multipliers at which it would flip, against the band the capacity is known to.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.catalog.prices import ApiPrice
+from kvledger.errors import InputError
+from kvledger.ledgers.api_cost import ApiMix, api_ledger
+from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
+from kvledger.ledgers.host_bill import HostBill, capex_item, hosting_item, power_item
+from kvledger.ledgers.items import Ledger, LineItem
+from kvledger.ledgers.volume import MonthlyVolume, Volume, resolve_volume
+
+__all__ = [
+    "MonthlyVolume",
+    "Volume",
+    "GpuPower",
+    "ApiOption",
+    "Decision",
+    "resolve_volume",
+    "monthly_self_host",
+    "api_options",
+    "decide",
+    "flip_points",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuPower:
+    """Board power and idle power of one GPU (W), with their sources (catalog TDP, idle-power table or user input)."""
+
+    board_w: float
+    idle_w: float
+    source: str
+
+
+def replicas_for(rate_req_per_s: float, cap_req_per_s: float, max_utilization: float) -> int:
+    """Whole replicas to serve ``rate`` with none above ``max_utilization`` of its capacity; at least one."""
+    return max(1, math.ceil(rate_req_per_s / (cap_req_per_s * max_utilization) - 1e-12))
+
+
+def monthly_self_host(
+    setup: SelfHostSetup,
+    replicas: int,
+    load: float,
+    *,
+    buy: HostBill | None = None,
+    power: GpuPower | None = None,
+    people_source: str = "user input",
+) -> Ledger:
+    """The self-hosted bill per month for ``replicas`` replicas at ``load``: rented (the default) or, with ``buy``,
+    bought (amortized purchase, power at the load, hosting). People are one line for the service, not per replica."""
+    gpus = replicas * setup.num_gpus
+    sizing = (
+        f"{replicas} replica{'' if replicas == 1 else 's'} × {setup.num_gpus} GPU{'' if setup.num_gpus == 1 else 's'}"
+    )
+    if buy is None:
+        led = Ledger("self-hosted bill per month, rented GPUs", "USD per month")
+        led.add(
+            LineItem(
+                "GPU rental (power and hosting included)",
+                "GPU-hour",
+                gpus * HOURS_PER_MONTH,
+                setup.gpu.usd_per_gpu_hour,
+                setup.gpu.source,
+                setup.gpu.as_of,
+                f"{sizing} × 730 h",
+            )
+        )
+    else:
+        led = Ledger("self-hosted bill per month, bought GPUs", "USD per month")
+        led.add(capex_item(gpus, buy))
+        if power is not None:
+            from kvledger.ledgers.host_bill import DEFAULT_PUE, DEFAULT_USD_PER_KWH, KWH_SOURCE, PUE_SOURCE
+
+            src = (
+                "; ".join(
+                    s
+                    for s, dflt in (
+                        (PUE_SOURCE, buy.pue == DEFAULT_PUE),
+                        (KWH_SOURCE, buy.usd_per_kwh == DEFAULT_USD_PER_KWH),
+                    )
+                    if dflt
+                )
+                or "user input (--pue, --usd-per-kwh)"
+            )
+            led.add(
+                power_item(gpus, power.board_w, power.idle_w, load, buy.pue, buy.usd_per_kwh, f"{power.source}; {src}")
+            )
+        led.add(hosting_item(gpus, buy))
+    led.add(
+        LineItem(
+            "people (engineers running it)",
+            "engineer-month",
+            setup.engineer_months_per_month,
+            setup.engineer_usd_per_month,
+            people_source,
+            "assumption" if "default" in people_source else "user input",
+        )
+    )
+    return led
+
+
+@dataclass(slots=True)
+class ApiOption:
+    """One API row priced for the volume: its monthly bill and whether it serves the same model."""
+
+    price: ApiPrice
+    same_model: bool
+    named: bool
+    bill: Ledger
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.price.key,
+            "same_model": self.same_model,
+            "named": self.named,
+            "confidence": self.price.confidence or "unstated",
+            "as_of": self.price.as_of,
+            "monthly_usd": self.bill.total_usd,
+            "bill": self.bill.to_dict(),
+        }
+
+
+def api_options(rows: list[tuple[ApiPrice, bool, bool]], mix: ApiMix, vol: Volume) -> tuple[list[ApiOption], list[str]]:
+    """Each (row, same_model, named) priced for ``vol`` under ``mix``, cheapest first; rows the mix cannot price are
+    left out with a note (e.g. a batch share on a row with no batch API)."""
+    out, notes = [], []
+    for price, same, named in rows:
+        try:
+            notes += [n for n in mix.check(price) if n not in notes]
+        except InputError as err:
+            if named:
+                raise
+            notes.append(f"{price.key} left out: {err}")
+            continue
+        bill = api_ledger(
+            price,
+            mix,
+            vol.input_tokens / 1e6,
+            vol.output_tokens / 1e6,
+            f"API bill per month, {price.key}",
+            "USD per month",
+        )
+        out.append(ApiOption(price, same, named, bill))
+    out.sort(key=lambda a: (a.bill.total_usd, a.price.key))
+    return out, notes
+
+
+def flip_points(
+    vol: Volume, cap_req_per_s: float, setup: SelfHostSetup, self_host_usd: float, api_usd: float, fixed_usd: float
+) -> dict[str, Any]:
+    """The capacity and GPU-price multipliers at which the verdict would flip (None: no such multiplier).
+
+    With R = one replica's bill, P = people (``fixed_usd``), A = the API bill and n(k) the replicas at capacity × k:
+    API cheaper now → self-hosting wins once n·R + P < A, i.e. at most n* = ⌈(A − P) ÷ R⌉ − 1 replicas, reached at
+    k = rate ÷ (g × u_max × n*); self-hosting cheaper now → it loses once n(k) reaches ⌈(A − P) ÷ R⌉.
+    The GPU-price multiplier m solves n·m·R + P = A.
+    """
+    n = replicas_for(vol.peak_rate_req_per_s, cap_req_per_s, setup.max_utilization)
+    replica = (self_host_usd - fixed_usd) / n
+    out: dict[str, Any] = {"replica_usd_per_month": replica, "people_usd_per_month": fixed_usd}
+    if replica <= 0:
+        return {**out, "capacity_multiplier": None, "gpu_price_multiplier": None}
+    n_edge = (api_usd - fixed_usd) / replica  # replicas at which both bills are equal
+    m = (api_usd - fixed_usd) / (n * replica)
+    out["gpu_price_multiplier"] = m if m > 0 else None
+    per = cap_req_per_s * setup.max_utilization
+    if self_host_usd >= api_usd:
+        n_star = math.ceil(n_edge) - 1
+        out["capacity_multiplier"] = None if n_star < 1 else vol.peak_rate_req_per_s / (per * n_star)
+    else:
+        n_lose = math.ceil(n_edge)
+        out["capacity_multiplier"] = None if n_lose <= 1 else vol.peak_rate_req_per_s / (per * (n_lose - 1))
+    return out
+
+
+@dataclass(slots=True)
+class Decision:
+    """The answer for one volume: both bills, the verdict, and what it rests on (``to_dict`` is its JSON)."""
+
+    volume: Volume
+    replicas: int
+    realized_utilization: float
+    max_utilization: float
+    self_host: Ledger
+    buy: Ledger | None
+    apis: list[ApiOption]
+    primary: ApiOption
+    verdict: str
+    flips: dict[str, Any]
+    capacity_band: float
+    band_source: str
+    rests_on: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def self_host_usd(self) -> float:
+        return min(self.self_host.total_usd, self.buy.total_usd) if self.buy is not None else self.self_host.total_usd
+
+    def holds_within_band(self) -> bool:
+        """True when no capacity inside ±band flips the verdict."""
+        k = self.flips.get("capacity_multiplier")
+        if k is None:
+            return True
+        return not (1 - self.capacity_band) <= k <= (1 + self.capacity_band)
+
+    def to_dict(self) -> dict[str, Any]:
+        v = self.volume
+        return {
+            "requests_per_month": v.requests,
+            "input_tokens_per_month": v.input_tokens,
+            "output_tokens_per_month": v.output_tokens,
+            "volume_how": v.how,
+            "replicas": self.replicas,
+            "realized_utilization": self.realized_utilization,
+            "max_utilization": self.max_utilization,
+            "verdict": self.verdict,
+            "self_host_usd_per_month": self.self_host_usd,
+            "api_usd_per_month": self.primary.bill.total_usd,
+            "api": self.primary.price.key,
+            "self_host_rent": self.self_host.to_dict(),
+            "self_host_buy": None if self.buy is None else self.buy.to_dict(),
+            "api_options": [a.to_dict() for a in self.apis],
+            "flips": self.flips,
+            "capacity_band": self.capacity_band,
+            "band_source": self.band_source,
+            "holds_within_band": self.holds_within_band(),
+            "rests_on": self.rests_on,
+            "notes": self.notes,
+        }
+
+
+def decide(
+    cap: Capacity,
+    setup: SelfHostSetup,
+    vol: Volume,
+    apis: list[ApiOption],
+    *,
+    buy: HostBill | None = None,
+    power: GpuPower | None = None,
+    people_source: str = "user input",
+    capacity_band: float = 0.3,
+    band_source: str = "",
+    rests_on: list[str] | None = None,
+) -> Decision:
+    """The decision for ``vol``: replicas, realized utilization, bills (rent, and buy when priced), the verdict against
+    the primary API row (the one the user named, else the cheapest) and the flip points."""
+    if not apis:
+        raise InputError("no API row to compare with: name one with --api (kvledger prices lists them)")
+    n = replicas_for(vol.peak_rate_req_per_s, cap.goodput_req_per_s, setup.max_utilization)
+    load = vol.rate_req_per_s / (n * cap.goodput_req_per_s)
+    rent = monthly_self_host(setup, n, load, people_source=people_source)
+    bought = None
+    if buy is not None and buy.gpu_capex_usd is not None:
+        bought = monthly_self_host(setup, n, load, buy=buy, power=power, people_source=people_source)
+    primary = next((a for a in apis if a.named), apis[0])
+    rests = list(rests_on or [])
+    sh = min(rent.total_usd, bought.total_usd) if bought is not None else rent.total_usd
+    verdict = "self-host" if sh < primary.bill.total_usd else "API"
+    if primary.price.confidence != "high":
+        text = f"API price row {primary.price.key}: {primary.price.confidence or 'unstated'} confidence"
+        sure = next((a for a in apis if a.price.confidence == "high"), None)
+        if sure is not None:
+            same = ("self-host" if sh < sure.bill.total_usd else "API") == verdict
+            text += (f"; against the cheapest high-confidence row ({sure.price.key}, "
+                     f"${sure.bill.total_usd:,.2f}/month) the verdict {'is the same' if same else 'FLIPS'}")
+        rests.insert(0, text)
+    people = setup.engineer_months_per_month * setup.engineer_usd_per_month
+    flips = flip_points(vol, cap.goodput_req_per_s, setup, sh, primary.bill.total_usd, people)
+    return Decision(
+        vol,
+        n,
+        load,
+        setup.max_utilization,
+        rent,
+        bought,
+        apis,
+        primary,
+        verdict,
+        flips,
+        capacity_band,
+        band_source,
+        rests,
+    )

@@ -1,0 +1,102 @@
+"""The sentences of the build-or-buy answer: the verdict for a volume, break-even, the secondary per-request line, the
+effective-cost rule and what the answer rests on (kept apart from the arithmetic in ``decision``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", "effective_cost_line", "rests_on_line"]
+
+
+def tokens_text(n: float) -> str:
+    """300,000,000 → ``300M``; 1.2e10 → ``12B``; 5,000 → ``5,000``."""
+    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
+        if abs(n) >= div:
+            return f"{n / div:,.3g}{unit}"
+    return f"{n:,.0f}"
+
+
+def _usd(x: float) -> str:
+    return f"${x:,.2f}" if abs(x) < 1e5 else f"${x:,.0f}"
+
+
+def _break_even_text(bv: dict[str, Any], bu: dict[str, Any]) -> str:
+    if bv.get("requests_per_month") is None:
+        return bv["reason"]
+    tok = bv["input_tokens_per_month"] + bv["output_tokens_per_month"]
+    u = bu["utilization"]
+    util = f"{u:.1%} utilization of one replica" if bu.get("reachable") else "more than one replica's full capacity"
+    return f"self-hosting is cheaper above {tokens_text(tok)} tokens/month ({util})"
+
+
+def verdict_lines(d: Any, bv: dict[str, Any], bu: dict[str, Any], gpu_label: str, num_gpus: int) -> list[str]:
+    """The answer in a few short lines: verdict with both bills, volume → replicas and utilization, break-even."""
+    v, api = d.volume, d.primary
+    sh = d.self_host_usd
+    how = "bought" if d.buy is not None and d.buy.total_usd < d.self_host.total_usd else "rented"
+    if how == "bought":
+        gpu_label = f"bought: {d.buy.items[0].note}; rented would be {_usd(d.self_host.total_usd)}/month"
+    elif d.buy is not None:
+        gpu_label += f"; bought would be {_usd(d.buy.total_usd)}/month"
+    winner = "the API" if d.verdict == "API" else "self-host"
+    return [
+        f"answer: {winner} — {_usd(api.bill.total_usd)}/month on the API vs {_usd(sh)}/month self-hosted, for "
+        f"{tokens_text(v.input_tokens + v.output_tokens)} tokens/month ({tokens_text(v.input_tokens)} in, "
+        f"{tokens_text(v.output_tokens)} out)",
+        f"  self-hosted: {d.replicas} replica{'' if d.replicas == 1 else 's'} × {num_gpus} "
+        f"GPU{'' if num_gpus == 1 else 's'} {how}, realized "
+        f"utilization {d.realized_utilization:.1%} (≤ {d.max_utilization:.0%} allowed"
+        + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",
+        f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), after batch and cache discounts",
+        f"  break-even: {_break_even_text(bv, bu)}",
+    ]
+
+
+def no_volume_lines(bv: dict[str, Any], bu: dict[str, Any], api_key: str) -> list[str]:
+    """The answer when no volume is given: where the verdict turns (or that it never does), and how to get a bill."""
+    if bv.get("requests_per_month") is None:
+        first = f"answer: the API ({api_key}) at any volume — {_break_even_text(bv, bu)}"
+    else:
+        first = f"answer depends on volume: {_break_even_text(bv, bu)}; below it the API ({api_key}) is cheaper"
+    return [
+        first,
+        "  give the volume (--monthly-tokens, --monthly-requests, or --monthly-input-tokens with "
+        "--monthly-output-tokens) for both monthly bills and the verdict",
+    ]
+
+
+def secondary_line(util: float, how: str, sh_req: float, api_req: float) -> str:
+    """Per good request at an assumed utilization, labelled as not the verdict."""
+    return (
+        f"secondary (not the verdict): at {util:.1%} utilization ({how}) a good request costs ${sh_req:.6f} "
+        f"self-hosted vs ${api_req:.6f} on the API"
+    )
+
+
+def effective_cost_line(sticker: dict[str, Any]) -> str:
+    """effective cost = sticker × throughput ÷ goodput, with the numbers."""
+    m = sticker.get("multiplier_output")
+    if m is None:
+        return "effective cost: no sticker price (no throughput)"
+    return (
+        f"effective cost = sticker × throughput ÷ goodput: ${sticker['usd_per_mtok_output']:.4f}/M out × "
+        f"{sticker['throughput_output_tok_per_s']:,.0f} ÷ {sticker['good_output_tok_per_s']:,.0f} tok/s = "
+        f"${sticker['usd_per_mtok_output'] * m:.4f}/M out ({m:.2f}× the sticker)"
+    )
+
+
+def rests_on_line(d: Any) -> str:
+    """Whether the verdict flips inside the capacity band, and the GPU price at which it would."""
+    k, m = d.flips.get("capacity_multiplier"), d.flips.get("gpu_price_multiplier")
+    band = f"±{d.capacity_band:.0%} capacity ({d.band_source})"
+    if k is None:
+        cap = (
+            "no capacity error flips it (one replica and the people already cost more)"
+            if d.verdict == "API"
+            else "no capacity error within one replica flips it"
+        )
+    else:
+        cap = f"it flips at {k:.2f}× the capacity"
+    held = "holds" if d.holds_within_band() else "FLIPS"
+    price = f"; at {m:.2f}× the GPU price" if m is not None else ""
+    return f"robustness: the verdict {held} within {band}: {cap}{price}"

@@ -1,0 +1,107 @@
+"""The error band of a simulated figure: how far the simulator has been off, per regime, on measured runs it was not
+fitted to, as an 80% range around a prediction.
+
+The bands come from ``ledgers/data/error_bands.json``, written by ``python benchmarks/validate_all.py --sections
+lodo --write-bands`` from a leave-one-deployment-out validation over every measured run the project has
+(provenance inside the file). For a metric, the errors e = predicted/measured − 1 of the runs in a regime give the
+10th and 90th percentiles q10, q90 (the extremes below ``MIN_RUNS_FOR_QUANTILES`` runs); a prediction x then
+stands for a measured value in [x/(1 + q90), x/(1 + q10)]. A regime is the calibration scope that priced the run
+("gpu": a GPU profile; "model": a model-scope profile or bundled table; "uncalibrated": the plain roofline), the
+architecture (dense / moe) and the engine (vllm / sglang). A regime without measured runs borrows the band of the
+nearest one that has them (same scope first) and says so: that band is then a floor, not a measurement.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Band", "error_band", "regime_of", "band_text", "METRICS", "flips_inside"]
+
+#: metrics with a band: mean TTFT, mean TPOT, throughput at saturation (capacity; cost per request is its inverse)
+METRICS = ("ttft_mean", "tpot_mean", "throughput")
+MIN_RUNS_FOR_QUANTILES = 5
+_SCOPES = ("gpu", "model", "uncalibrated")
+
+
+@dataclass(frozen=True)
+class Band:
+    """An 80% band of one metric in one regime, as multipliers of a prediction.
+
+    Attributes:
+        regime: the regime asked for. metric: one of ``METRICS``. low / high: the measured value lies in
+            [low × prediction, high × prediction] on 80% of the runs (``1/(1+q90)``, ``1/(1+q10)``).
+        num_runs: runs the band comes from. source: where it came from, in words (a borrowed band says so).
+    """
+
+    regime: str
+    metric: str
+    low: float
+    high: float
+    num_runs: int
+    source: str
+
+    def around(self, value: float) -> tuple[float, float]:
+        """The band around a predicted ``value`` (same unit)."""
+        return value * self.low, value * self.high
+
+
+@functools.lru_cache(maxsize=1)
+def _table() -> dict[str, Any]:
+    path = Path(str(resources.files("kvledger.ledgers") / "data" / "error_bands.json"))
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def regime_of(scope: str | None, is_moe: bool = False, engine: str = "vllm") -> str:
+    """The regime key ``scope/arch/engine`` (scope: "gpu", "model" or anything else → "uncalibrated")."""
+    s = scope if scope in ("gpu", "model") else ("model" if scope and scope.startswith("model") else "uncalibrated")
+    return f"{s}/{'moe' if is_moe else 'dense'}/{'sglang' if engine == 'sglang' else 'vllm'}"
+
+
+def _nearest(regime: str, have: dict[str, Any], metric: str) -> str | None:
+    scope, arch, engine = regime.split("/")
+    ranked = sorted((k for k, v in have.items() if metric in v), key=lambda k: (
+        k.split("/")[0] != scope, k.split("/")[1] != arch, k.split("/")[2] != engine,
+        _SCOPES.index(k.split("/")[0]) if k.split("/")[0] in _SCOPES else 9))
+    # a calibrated regime may borrow from uncalibrated runs (wider), never the other way round
+    if scope == "uncalibrated":
+        ranked = [k for k in ranked if k.startswith("uncalibrated/")]
+    return ranked[0] if ranked else None
+
+
+def error_band(regime: str, metric: str) -> Band | None:
+    """The 80% band of ``metric`` in ``regime`` (``regime_of``), or None when no measured run can stand for it."""
+    table = _table()
+    have = table["regimes"]
+    key = regime if metric in have.get(regime, {}) else _nearest(regime, have, metric)
+    if key is None:
+        return None
+    e = have[key][metric]
+    src = (f"leave-one-deployment-out errors at {e['num_runs']} measured points (runs or sweep stages; "
+           f"{table['provenance']['written_by']})")
+    if key != regime:
+        src += f"; no measured run in regime {regime}: band of {key}, which is a floor for it, not a measurement"
+    return Band(regime, metric, 1.0 / (1.0 + e["q90"]), 1.0 / (1.0 + e["q10"]), e["num_runs"], src)
+
+
+def band_text(value: float, band: Band | None, fmt: str = "{:.3g}", label: str | None = None) -> str:
+    """``"(80% band LOW–HIGH, LABEL)"`` for a predicted value, or a sentence saying no band exists."""
+    if band is None:
+        return "(no error band: no measured run stands for this regime)"
+    lo, hi = band.around(value)
+    scope = label or band.regime.split("/")[0].replace("uncalibrated", "uncalibrated roofline").replace(
+        "gpu", "GPU-calibrated roofline").replace("model", "model-calibrated")
+    return f"(80% band {fmt.format(lo)}–{fmt.format(hi)}, {scope})"
+
+
+def flips_inside(value_a: float, value_b: float, band: Band | None) -> bool:
+    """True when two predictions priced in the same regime are closer than the band's width: which is larger may
+    flip inside the band (a decision between them is not settled by the simulator)."""
+    if band is None or value_a <= 0 or value_b <= 0:
+        return band is None
+    ratio = max(value_a, value_b) / min(value_a, value_b)
+    return ratio < band.high / band.low

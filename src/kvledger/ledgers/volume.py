@@ -1,0 +1,106 @@
+"""A monthly volume resolved against a run's mix: requests and input/output tokens per month from what was given."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kvledger.errors import InputError
+from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity
+
+__all__ = ["MonthlyVolume", "Volume", "resolve_volume", "SECONDS_PER_MONTH"]
+
+SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class MonthlyVolume:
+    """Traffic per month: good requests, or input and output tokens, or all tokens (split by the run's mix)."""
+
+    requests: float | None = None
+    input_tokens: float | None = None
+    output_tokens: float | None = None
+    tokens: float | None = None
+    peak_to_mean: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Volume:
+    """A monthly volume resolved against the run's mean tokens per good request."""
+
+    requests: float
+    input_tokens: float
+    output_tokens: float
+    how: str
+    peak_to_mean: float = 1.0
+
+    @property
+    def rate_req_per_s(self) -> float:
+        """The month's mean request rate."""
+        return self.requests / SECONDS_PER_MONTH
+
+    @property
+    def peak_rate_req_per_s(self) -> float:
+        """The rate the replicas are sized for: the mean × the diurnal peak-to-mean ratio."""
+        return self.rate_req_per_s * self.peak_to_mean
+
+
+def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
+    """Requests and tokens per month from whichever the user gave (one kind only).
+
+    Raises:
+        InputError: none or several kinds given, only one of input/output tokens, or a negative volume.
+    """
+    kinds = [
+        k
+        for k, given in (
+            ("--monthly-requests", vol.requests is not None),
+            ("--monthly-tokens", vol.tokens is not None),
+            (
+                "--monthly-input-tokens/--monthly-output-tokens",
+                vol.input_tokens is not None or vol.output_tokens is not None,
+            ),
+        )
+        if given
+    ]
+    if len(kinds) != 1:
+        raise InputError(
+            "give one monthly volume: --monthly-requests, --monthly-tokens, or both --monthly-input-tokens and "
+            f"--monthly-output-tokens (got {', '.join(kinds) or 'none'})"
+        )
+    i, o = cap.mean_input_tokens, cap.mean_output_tokens
+    if vol.requests is not None:
+        v = Volume(
+            vol.requests,
+            vol.requests * i,
+            vol.requests * o,
+            "requests per month given; tokens = requests × the run's mean tokens per good request",
+        )
+    elif vol.tokens is not None:
+        reqs = vol.tokens / (i + o)
+        v = Volume(
+            reqs,
+            reqs * i,
+            reqs * o,
+            f"tokens per month given; split {i / (i + o):.0%} input / {o / (i + o):.0%} "
+            "output as in the run's good requests",
+        )
+    else:
+        if vol.input_tokens is None or vol.output_tokens is None:
+            raise InputError(
+                "--monthly-input-tokens and --monthly-output-tokens go together (or give --monthly-tokens)"
+            )
+        reqs = max(vol.input_tokens / i, vol.output_tokens / o)
+        v = Volume(
+            reqs,
+            vol.input_tokens,
+            vol.output_tokens,
+            "input and output tokens per month given; replicas sized for max(input, output) in requests of the run's "
+            "mix",
+        )
+    if min(v.requests, v.input_tokens, v.output_tokens) < 0 or not math.isfinite(v.requests):
+        raise InputError("a monthly volume must be a finite number ≥ 0")
+    if not 1.0 <= vol.peak_to_mean <= 100.0:
+        raise InputError(f"--peak-to-mean must be in [1, 100] (the busiest hour's rate ÷ the month's mean), "
+                         f"got {vol.peak_to_mean:g}")
+    return Volume(v.requests, v.input_tokens, v.output_tokens, v.how, vol.peak_to_mean)

@@ -1,0 +1,47 @@
+"""How the build-or-buy answer prints first: the verdict and both bills, what it rests on, the other API rows, the
+secondary per-request line and the effective-cost rule; then the monthly bills itemised (rented, bought, API)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["print_answer", "print_bills"]
+
+
+def print_answer(con: Any, rep: Any) -> None:
+    """The answer block: at most a handful of lines, before any detail."""
+    from rich.markup import escape
+
+    from kvledger.ledgers.decision_notes import effective_cost_line, rests_on_line
+
+    first, *rest = rep.headline
+    con.print(f"[bold]{escape(first)}[/]")
+    for line in rest:
+        con.print(escape(line))
+    d = rep.decision
+    if d is not None:
+        con.print(escape("  " + rests_on_line(d)))
+        if d.rests_on:
+            con.print(escape("  rests on: " + "; ".join(d.rests_on)))
+        others = [a for a in d.apis if a is not d.primary]
+        if others:
+            con.print(escape("  other API rows (monthly): " + ", ".join(
+                f"{a.price.key} ${a.bill.total_usd:,.2f}" + ("" if a.same_model else " (another model)")
+                + ("" if a.price.confidence == "high" else f" [{a.price.confidence or 'unstated'} confidence]")
+                for a in others)))
+    con.print(escape("  " + effective_cost_line(rep.sticker)))
+    con.print(escape("  " + rep.secondary))
+
+
+def print_bills(con: Any, rep: Any, table: Any, sources: list[str]) -> None:
+    """The decision's monthly bills itemised: rented, bought (when priced), the API row compared."""
+    d = rep.decision
+    if d is None:
+        return
+    from rich.markup import escape
+
+    con.print(f"\n[bold]monthly bills for the volume[/] ({escape(d.volume.how)})")
+    con.print(table(d.self_host, sources))
+    if d.buy is not None:
+        con.print(table(d.buy, sources))
+    con.print(table(d.primary.bill, sources))

@@ -1,0 +1,138 @@
+"""validate/calibrate read everything a run recorded (TP, blocks, block size, async scheduling...), refuse DP/EP runs,
+drop failed requests with a count, and compare aggregate-only sweeps by rate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.calibration.api import engine_for
+from kvledger.calibration.replay import load_measured, measured_from_records
+from kvledger.calibration.sweep import Stage, stage_workload
+from kvledger.calibration.validate import knee_rate, validate_sweep
+from kvledger.cli.main import app
+from kvledger.errors import InputError
+from kvledger.records import RequestRecord, RunMetadata, RunRecords
+
+MODEL = "meta-llama/Llama-3.1-8B"
+
+
+def _run_dir(tmp_path, parallel: dict, kv: dict | None = None):
+    reqs = [{"request_id": f"r{i}", "input_toks": 200, "output_toks": 8, "queued_ts": 1.0 + 0.5 * i,
+             "first_token_ts": 1.05 + 0.5 * i, "last_token_ts": 1.2 + 0.5 * i} for i in range(6)]
+    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reqs))
+    meta = {"model": MODEL, "vllm_version": "0.19.0",
+            "engine_kwargs": {"max_model_len": 4096, "max_num_seqs": 64, "max_num_batched_tokens": 2048},
+            "resolved_config": {"parallel_config": parallel,
+                                "scheduler_config": {"async_scheduling": True, "enable_chunked_prefill": True},
+                                "cache_config": {"block_size": 32, "num_gpu_blocks": 5000,
+                                                 "enable_prefix_caching": False}}}
+    if kv is not None:
+        meta["kv_cache"] = kv
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    return tmp_path / "requests.jsonl"
+
+
+def test_a_tp2_run_is_replayed_at_tp2_with_its_own_blocks_and_async_scheduling(tmp_path):
+    # the record: TP 2, 5,000 blocks of 32 tokens, async scheduling on, prefix caching off. Replaying at the tool's
+    # defaults (TP 1, blocks from the memory plan, block 16, async off for vLLM 0.19) would be another engine.
+    path = _run_dir(tmp_path, {"tensor_parallel_size": 2, "data_parallel_size": 1, "pipeline_parallel_size": 1})
+    setup = engine_for(SimRequestArgs(model=MODEL, gpu="H100", tp=None), load_measured(str(path)))
+    cfg = setup.config
+    assert setup.tp == 2 and setup.plan.settings.tp == 2
+    assert (cfg.num_gpu_blocks, cfg.block_size, cfg.async_scheduling) == (5000, 32, True)
+    assert (cfg.enable_prefix_caching, cfg.enable_chunked_prefill, cfg.max_num_seqs) == (False, True, 64)
+    # the same through the CLI, no --tp flag: the JSON says TP 2 and the note names where it came from
+    res = CliRunner().invoke(app, ["validate", str(path), "--model", MODEL, "--gpu", "H100", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["tp"] == 2 and out["engine"]["num_gpu_blocks"] == 5000 and out["scope"] in ("uncalibrated", "gpu")
+    assert any("tp 2" in n and "num_gpu_blocks_override 5000" in n for n in out["notes"])
+    # a flag on the command line wins over the record
+    assert engine_for(SimRequestArgs(model=MODEL, gpu="H100", tp=1), load_measured(str(path))).tp == 1
+
+
+def test_a_data_parallel_expert_parallel_run_is_refused(tmp_path):
+    path = _run_dir(tmp_path, {"tensor_parallel_size": 1, "data_parallel_size": 2, "enable_expert_parallel": True})
+    with pytest.raises(InputError, match="data parallel 2 with expert parallelism"):
+        engine_for(SimRequestArgs(model=MODEL, gpu="H100", tp=None), load_measured(str(path)))
+    res = CliRunner().invoke(app, ["validate", str(path), "--model", MODEL, "--gpu", "H100"])
+    assert isinstance(res.exception, InputError) and "data parallel 2" in str(res.exception)
+
+
+def test_failed_requests_are_dropped_and_counted():
+    # 5 records, 2 failed (no first token): 3 replayed, 2 counted as dropped
+    recs = [RequestRecord(f"r{i}", float(i), 100, 10, first_token_s=i + 0.1, finish_s=i + 0.5) for i in range(3)]
+    recs += [RequestRecord(f"f{i}", 3.0 + i, 100, 0, error="timeout") for i in range(2)]
+    run = measured_from_records(RunRecords(recs, RunMetadata("x", "x")), "x")
+    assert len(run.requests) == 3 and run.num_dropped == 2
+    # a stage of 10 requests with 4 failed at the client: the replay sends the 6 successes over the same 30 s
+    st = Stage("s", 0.33, 10, 30.0, {}, [(0.0, 100.0), (1.0, 100.0)], [(0.0, 10.0), (1.0, 10.0)], 0.2, 2.0, 4, 0.33)
+    w = stage_workload(st, seed=0)
+    assert len(w) == 6 and w[-1].arrival_s == pytest.approx(30.0)
+
+
+def test_knee_by_hand():
+    # TTFT 0.1, 0.2, 1.2 s at 1, 2, 3 req/s; threshold 0.5 s is crossed between 2 and 3: 2 + (0.5−0.2)/(1.2−0.2) = 2.3
+    assert knee_rate([1.0, 2.0, 3.0], [0.1, 0.2, 1.2], 0.5) == pytest.approx(2.3)
+    assert knee_rate([1.0, 2.0], [0.1, 0.2], 0.5) is None
+
+
+def _sglang_line(rate: float, ttft_ms: float, tpot_ms: float) -> dict:
+    n = 40
+    return {"backend": "sglang", "dataset_name": "random", "request_rate": rate, "max_concurrency": None,
+            "completed": n, "duration": n / rate + 2.0, "total_input_tokens": 512 * n, "total_output_tokens": 64 * n,
+            "request_throughput": rate, "output_throughput": 64 * rate, "random_input_len": 512,
+            "random_output_len": 64, "random_range_ratio": 1.0,
+            "mean_ttft_ms": ttft_ms, "median_ttft_ms": ttft_ms, "p99_ttft_ms": 2 * ttft_ms,
+            "mean_tpot_ms": tpot_ms, "median_tpot_ms": tpot_ms, "p99_tpot_ms": 1.5 * tpot_ms,
+            "mean_e2e_latency_ms": ttft_ms + 63 * tpot_ms, "median_e2e_latency_ms": ttft_ms + 63 * tpot_ms,
+            "p99_e2e_latency_ms": 2 * (ttft_ms + 63 * tpot_ms)}
+
+
+def test_an_aggregate_only_sglang_sweep_is_compared_by_rate_with_both_knees(tmp_path):
+    f = tmp_path / "sglang_sweep.jsonl"
+    lines = [_sglang_line(1.0, 40.0, 8.0), _sglang_line(4.0, 60.0, 10.0), _sglang_line(16.0, 900.0, 14.0)]
+    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = validate_sweep([str(f)], SimRequestArgs(model=MODEL, gpu="H100", tp=None, max_model_len=2048))
+    assert out["rates"] == [1.0, 4.0, 16.0] and len(out["runs"]) == 3
+    # measured knee: threshold 5 × 40 ms = 200 ms, crossed between 4 (60 ms) and 16 req/s (900 ms):
+    # 4 + (200 − 60)/(900 − 60) × 12 = 6.0 req/s
+    assert out["measured"]["knee_req_per_s"] == pytest.approx(6.0)
+    first = {r["metric"]: r for r in out["runs"][0]["comparison"]["rows"]}
+    assert first["TTFT mean"]["measured"] == pytest.approx(0.040) and first["TPOT mean"]["measured"] == 0.008
+    assert first["TTFT mean"]["predicted"] > 0 and out["runs"][0]["num_requests"] == 40
+
+
+def test_a_model_scope_profile_on_another_tp_is_warned_about(tmp_path):
+    # a model-scope profile fitted at TP 1 applied to the TP 2 run: its step times do not carry — validate warns
+    from kvledger.accounting.calibration_profile import PROFILE_KIND
+
+    prof = tmp_path / "p.json"
+    prof.write_text(json.dumps({"kind": PROFILE_KIND, "version": 1, "model": MODEL, "gpu": "NVIDIA H100 80GB HBM3",
+                                "tp": 1, "step_cost": {"fixed_s": 0.005, "prefill_token_s": 5e-5,
+                                                       "prefill_pair_s": 1e-9, "decode_seq_s": 1e-4,
+                                                       "decode_kv_token_s": 1e-7, "cpu_overhead_s": 0.0,
+                                                       "overlap": False}}))
+    path = _run_dir(tmp_path, {"tensor_parallel_size": 2})
+    from kvledger.calibration.validate import validate_file
+
+    out = validate_file(str(path), SimRequestArgs(model=MODEL, gpu="H100", tp=None, step_cost=str(prof)))
+    assert out["scope"] == "model" and out["tp"] == 2
+    assert any(n.startswith("WARNING: a model-scope calibration") and "TP 1" in n for n in out["notes"])
+
+
+def test_calibrate_scope_gpu_from_the_cli_takes_the_model_from_the_record(tmp_path):
+    # no --model: the record names it; the run's TP 2 is used; the profile is a GPU profile for the H100
+    path = _run_dir(tmp_path, {"tensor_parallel_size": 2})
+    out = tmp_path / "h100.json"
+    res = CliRunner().invoke(app, ["calibrate", str(path), "--gpu", "H100", "--scope", "gpu", "--out", str(out),
+                                   "--json"])
+    assert res.exit_code == 0, (res.output, res.exception)
+    prof = json.loads(out.read_text())
+    assert prof["kind"] == "kvledger-gpu-profile" and prof["gpu"].startswith("NVIDIA H100")
+    assert prof["runs"][0]["tp"] == 2 and 0 < prof["flops_fraction"] <= 1 and 0 < prof["bandwidth_fraction"] <= 1
+    assert prof["fit"]["objective"] <= prof["fit"]["objective_start"]

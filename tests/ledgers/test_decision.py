@@ -1,0 +1,149 @@
+"""The volume-first decision (issue 21): replicas and realized utilization from a volume, the whole self-hosted bill
+(power and capex worked by hand), same-model API rows, flip points and the word-based --api suggestions."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.catalog.api_match import rows_with_words, same_model_rows
+from kvledger.catalog.prices import find_api_price
+from kvledger.errors import InputError, UnknownNameError
+from kvledger.ledgers.api_cost import ApiMix
+from kvledger.ledgers.cost import Capacity, GpuRate, SelfHostSetup
+from kvledger.ledgers.decision import (
+    GpuPower,
+    MonthlyVolume,
+    api_options,
+    decide,
+    monthly_self_host,
+    resolve_volume,
+)
+from kvledger.ledgers.host_bill import HostBill, capex_item, people_cost, power_item
+
+# one replica: 10 good req/s, 1,000 input and 250 output tokens per good request
+CAP = Capacity(10.0, 10_000.0, 2_500.0, 10_000.0, 2_500.0, 0.4, "given", False)
+RUNPOD = GpuRate.given(2.69, "H100")
+TOGETHER_8B = find_api_price("Together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo")
+
+
+def test_power_line_by_hand():
+    # 700 W × load 0.6 × PUE 1.3 × 730 h = 398.58 kWh; × $0.12/kWh = $47.83 per GPU-month (no idle floor)
+    item = power_item(1, 700.0, 0.0, 0.6, 1.3, 0.12, "test")
+    assert item.quantity == pytest.approx(700 * 0.6 * 1.3 * 730 / 1000) and item.amount_usd == pytest.approx(47.8296)
+    # with an 80 W idle floor: (80 + 620 × 0.6) W = 452 W × 1.3 × 730 h = 428.95 kWh, × 2 GPUs × $0.12 = $102.95
+    two = power_item(2, 700.0, 80.0, 0.6, 1.3, 0.12, "test")
+    assert two.amount_usd == pytest.approx(2 * 452 * 1.3 * 730 / 1000 * 0.12)
+
+
+def test_capex_line_by_hand():
+    # $30,000 per GPU over 36 months in cash: $833.33 a GPU-month
+    assert capex_item(1, HostBill(gpu_capex_usd=30_000)).amount_usd == pytest.approx(30_000 / 36)
+    # financed at 8% a year: annuity 30,000 × (0.08/12) ÷ (1 − (1 + 0.08/12)^−36) = $940.09 a month
+    fin = capex_item(4, HostBill(gpu_capex_usd=30_000, annual_interest=0.08))
+    assert fin.unit_price_usd == pytest.approx(940.09, abs=0.01) and fin.amount_usd == pytest.approx(
+        4 * 940.09, abs=0.05
+    )
+
+
+def test_people_defaults_follow_team_capability_and_yield_to_the_user():
+    assert people_cost("experienced", None, None).engineer_months_per_month == 0.1
+    none = people_cost("none", None, None)
+    assert (none.engineer_months_per_month, none.engineer_usd_per_month) == (0.5, 20_000.0) and "default" in none.source
+    mine = people_cost("none", 0.0, 15_000.0)
+    assert mine.engineer_months_per_month == 0.0 and mine.source.startswith("user input")
+    with pytest.raises(InputError):
+        people_cost("expert", None, None)
+
+
+def test_volume_in_tokens_sizes_replicas_and_realized_utilization():
+    # 300M tokens/month at 1,000 in + 250 out per request = 240,000 requests = 0.0913 req/s: one replica (the minimum)
+    vol = resolve_volume(MonthlyVolume(tokens=300e6), CAP)
+    assert vol.requests == pytest.approx(240_000) and vol.input_tokens == pytest.approx(240e6)
+    setup = SelfHostSetup(RUNPOD, 1, None, 0.25, 20_000.0, max_utilization=0.8)
+    opts, _ = api_options([(TOGETHER_8B, True, True)], ApiMix(), vol)
+    d = decide(CAP, setup, vol, opts)
+    assert d.replicas == 1 and d.realized_utilization == pytest.approx(240_000 / (730 * 3600) / 10)
+    # rented: 730 GPU-h × $2.69 = $1,963.70 + 0.25 × $20,000 people = $6,963.70; API: 300M × $0.18/M = $54.00
+    assert d.self_host.total_usd == pytest.approx(1963.7 + 5000) and d.primary.bill.total_usd == pytest.approx(54.0)
+    assert d.verdict == "API" and d.holds_within_band()
+    assert d.flips["capacity_multiplier"] is None  # one replica and the people alone cost more than the API
+
+
+def test_replicas_at_the_allowed_peak_and_the_capacity_that_flips_the_verdict():
+    # 10⁸ requests/month = 38.05 req/s; at ≤ 80% of 10 req/s per replica: ⌈38.05 / 8⌉ = 5 replicas, 76.1% each
+    vol = resolve_volume(MonthlyVolume(requests=1e8), CAP)
+    setup = SelfHostSetup(RUNPOD, 1, None, max_utilization=0.8)
+    opts, _ = api_options([(TOGETHER_8B, True, False)], ApiMix(), vol)
+    d = decide(CAP, setup, vol, opts)
+    assert d.replicas == 5 and d.realized_utilization == pytest.approx(1e8 / (730 * 3600) / 50)
+    # self-host 5 × $1,963.70 = $9,818.50 vs API 10⁸ × 1,250 tokens × $0.18/M = $22,500: self-host. It loses once
+    # replicas reach ⌈22,500 / 1,963.70⌉ = 12, i.e. when capacity falls to 38.05 ÷ (8 × 11) = 0.432× the estimate
+    assert d.verdict == "self-host" and d.primary.bill.total_usd == pytest.approx(22_500)
+    assert d.flips["capacity_multiplier"] == pytest.approx(1e8 / (730 * 3600) / (8 * 11))
+    assert d.flips["gpu_price_multiplier"] == pytest.approx(22_500 / (5 * 1963.7))
+    assert d.holds_within_band()  # 0.43× lies outside ±30%
+
+
+def test_bought_gpus_bill_capex_power_and_hosting():
+    setup = SelfHostSetup(RUNPOD, 2, None)
+    buy = HostBill(gpu_capex_usd=30_000, hosting_usd_per_gpu_month=150.0)
+    led = monthly_self_host(setup, 3, 0.6, buy=buy, power=GpuPower(700.0, 0.0, "test"))
+    # 6 GPUs: capex 6 × $833.33 + power 6 × $47.83 (700 W × 0.6 × 1.3 × 730 h × $0.12) + hosting 6 × $150
+    assert led.total_usd == pytest.approx(6 * 30_000 / 36 + 6 * 47.8296 + 6 * 150)
+
+
+def test_same_model_rows_match_family_version_and_size():
+    keys = {r.key for r in same_model_rows("meta-llama/Llama-3.1-8B")}
+    assert keys == {
+        "Together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo",
+        "Fireworks:llama-v3p1-8b-instruct",
+        "Groq:llama-3.1-8b-instant",
+        "DeepInfra:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo",
+    }
+    assert not any("3.3" in k or "70B" in k for k in keys)
+    assert same_model_rows("llama") == []  # one word says too little
+
+
+def test_fuzzy_api_names_suggest_the_providers_rows():
+    assert [r.key for r in rows_with_words("llama-8b", "Together")] == [
+        "Together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo"
+    ]
+    with pytest.raises(UnknownNameError, match="Together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo"):
+        find_api_price("Together:llama-8b")
+
+
+def test_api_options_cheapest_first_and_rows_the_mix_cannot_price_left_out():
+    vol = resolve_volume(MonthlyVolume(input_tokens=240e6, output_tokens=60e6), CAP)
+    rows = [(r, True, False) for r in same_model_rows("meta-llama/Llama-3.1-8B")]
+    opts, notes = api_options(rows, ApiMix(), vol)
+    totals = [o.bill.total_usd for o in opts]
+    assert (
+        totals == sorted(totals) and opts[0].price.provider == "DeepInfra"
+    )  # $0.02/$0.03: 240 × 0.02 + 60 × 0.03 = $6.60
+    assert totals[0] == pytest.approx(6.6)
+    batch, notes = api_options(rows, ApiMix(batch_share=0.5), vol)
+    assert "DeepInfra" not in {o.price.provider for o in batch} and any("DeepInfra" in n for n in notes)
+
+
+def test_a_low_confidence_cheapest_row_is_checked_against_the_cheapest_high_confidence_one():
+    # DeepInfra ($6.60, low confidence) is the cheapest row for 300M tokens; Groq ($16.80, high) the cheapest sure one:
+    # the one-replica bill ($1,963.70 + $5,000 people) loses to both, so the verdict is the same either way
+    vol = resolve_volume(MonthlyVolume(input_tokens=240e6, output_tokens=60e6), CAP)
+    rows = [(r, True, False) for r in same_model_rows("meta-llama/Llama-3.1-8B")]
+    opts, _ = api_options(rows, ApiMix(), vol)
+    d = decide(CAP, SelfHostSetup(RUNPOD, 1, None, 0.25, 20_000.0), vol, opts)
+    assert d.primary.price.provider == "DeepInfra" and d.verdict == "API"
+    assert d.rests_on[0].startswith(
+        "API price row DeepInfra:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo: low confidence")
+    assert "(Groq:llama-3.1-8b-instant, $16.80/month) the verdict is the same" in d.rests_on[0]
+
+
+def test_replicas_are_sized_for_the_diurnal_peak():
+    # 10⁸ requests/month = 38.05 req/s on average; at a peak 2× the mean, 76.1 req/s ÷ (10 × 0.8) → 10 replicas,
+    # each 38.05 ÷ 100 = 38.1% utilized on average (against 5 replicas at 76.1% for flat traffic)
+    vol = resolve_volume(MonthlyVolume(requests=1e8, peak_to_mean=2.0), CAP)
+    opts, _ = api_options([(TOGETHER_8B, True, False)], ApiMix(), vol)
+    d = decide(CAP, SelfHostSetup(RUNPOD, 1, None), vol, opts)
+    assert d.replicas == 10 and d.realized_utilization == pytest.approx(1e8 / (730 * 3600) / 100)
+    with pytest.raises(InputError, match="peak-to-mean"):
+        resolve_volume(MonthlyVolume(requests=1e8, peak_to_mean=0.5), CAP)

@@ -1,0 +1,43 @@
+"""The error band of a prediction: multipliers from the stored leave-one-deployment-out errors, the borrowed band of a
+regime without runs, and the flip test of a decision."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from kvledger.ledgers.error_band import Band, error_band, flips_inside, regime_of
+
+
+def _stored(regime: str, metric: str) -> dict:
+    path = Path(str(resources.files("kvledger.ledgers") / "data" / "error_bands.json"))
+    return json.loads(path.read_text())["regimes"][regime][metric]
+
+
+def test_band_multipliers_from_the_stored_errors():
+    # errors e = predicted/measured − 1, so measured = predicted/(1 + e): q90 bounds the measured value from below
+    e = _stored("uncalibrated/dense/vllm", "throughput")
+    b = error_band("uncalibrated/dense/vllm", "throughput")
+    assert b.low == pytest.approx(1 / (1 + e["q90"])) and b.high == pytest.approx(1 / (1 + e["q10"]))
+    assert b.num_runs == e["num_runs"] and "leave-one-deployment-out" in b.source
+    lo, hi = b.around(20.0)
+    assert lo == pytest.approx(20.0 / (1 + e["q90"])) and hi == pytest.approx(20.0 / (1 + e["q10"]))
+
+
+def test_a_regime_without_runs_borrows_and_says_so():
+    # no MoE run is replayable (the only one is DP2+EP): the uncalibrated MoE band is the dense one, named a floor
+    b = error_band(regime_of("uncalibrated", is_moe=True), "ttft_mean")
+    dense = error_band("uncalibrated/dense/vllm", "ttft_mean")
+    assert (b.low, b.high) == (dense.low, dense.high) and "floor" in b.source
+    # an uncalibrated regime never borrows a (narrower) calibrated band
+    assert regime_of("something else") == "uncalibrated/dense/vllm"
+
+
+def test_a_decision_flips_inside_the_band():
+    # band ×0.8 … ×1.1: width ratio 1.1/0.8 = 1.375. Costs 10 vs 13 (ratio 1.3) can swap; 10 vs 14 (1.4) cannot.
+    band = Band("uncalibrated/dense/vllm", "throughput", 0.8, 1.1, 10, "test")
+    assert flips_inside(10.0, 13.0, band) and not flips_inside(10.0, 14.0, band)
+    assert flips_inside(10.0, 14.0, None)  # no band: nothing settles the decision

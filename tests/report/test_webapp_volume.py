@@ -1,0 +1,28 @@
+"""The web app's /api/serving takes the monthly volume (issue 21): no --api, no utilization, and the answer leads with
+both monthly bills against the API rows serving the same model."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from kvledger.report.webapp import create_app
+
+
+def test_serving_with_a_volume_answers_with_both_bills():
+    client = TestClient(create_app())
+    r = client.get(
+        "/api/serving",
+        params={
+            "model": "meta-llama/Llama-3.1-8B",
+            "gpu": "H100",
+            "slo": "ttft=500ms,tpot=50ms",
+            "num_requests": 60,
+            "monthly_tokens": "3e8",
+        },
+    )
+    assert r.status_code == 200, r.text
+    d = r.json()
+    h, dec = d["headline"], d["cost"]["decision"]
+    assert h["answer"].startswith("answer: the API — $") and "/month self-hosted, for 300M tokens/month" in h["answer"]
+    assert dec["verdict"] == "API" and {a["same_model"] for a in dec["api_options"]} == {True}
+    assert d["cost"]["inputs"]["utilization_how"] == "the volume's realized utilization"
