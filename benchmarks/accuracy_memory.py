@@ -11,12 +11,16 @@ Sources (read-only, beside the clone):
     Apache-2.0; version not stated: the sort-era profile, vLLM ≤0.16, is applied);
   * public logs quoted in ``docs/engine-model.md`` §1.9 that name model, GPU and the printed available memory:
     only blocks, tokens and the printed concurrency can be checked there (no memory terms are printed);
+  * ``benchmarks/data/vllm_public_startups.csv``: public start-ups quoted in vLLM issue threads (0.6–0.15; RTX 3090,
+    RTX 4060, H100, A100 40GB; TP 1/2/4), each with its source URL (SOURCES file beside it);
   * held out: the serving runs under ``shared/data/measured-runs`` whose record states the engine's block count
     (LLMServingSim's ``meta.json``: ``kv_cache.num_gpu_blocks``, the launch arguments, the device's total memory):
     the plan from those settings alone, before any log, against the count the engine allocated.
 
 Prints one line per start-up and term (predicted, logged, error), then the mean absolute and the worst error per
-term. Rows whose config kvledger cannot read say so. Usage: ``python benchmarks/accuracy_memory.py [--json]``.
+term, then every start-up bucketed by version, GPU, topology and term: the share of available-KV predictions within 2%
+and the share of printed figures inside the plan's printed range. Rows whose config kvledger cannot read say so.
+Usage: ``python benchmarks/accuracy_memory.py [--json]``.
 """
 
 from __future__ import annotations
@@ -30,12 +34,14 @@ from kvledger.accounting.plan import build_plan
 from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.settings import make_settings
 from kvledger.analyses.doctor.memory_accuracy import TermError, exact_from_logged, replay
+from kvledger.analyses.doctor.public_startups import load_rows, replay_row, topology_label
 from kvledger.catalog.gpus import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = next((d for d in (ROOT.parent / "shared" / "data", ROOT.parents[1] / "shared" / "data") if d.exists()),
+              ROOT.parent / "shared" / "data")  # beside the clone, or two levels up from a worktree
 CORPUS = SHARED / "vllm-startups-0.19"
 FIXTURE_CONFIGS = ROOT / "tests" / "fixtures" / "configs"
 TERMS = ("weights", "activation peak", "non-torch", "CUDA graph estimate", "available KV", "KV tokens", "max concurrency")
@@ -78,7 +84,56 @@ def observation_replays() -> list[tuple[str, list[TermError]]]:
             TermError("weights", pred["weights"], float(r["weights_gib"])),
             TermError("activation peak", pred["activation peak"], float(r["peak_activation_gib"])),
             TermError("non-torch", pred["non-torch memory"], float(r["non_torch_gib"])),
-            TermError("available KV", p.memory.available_kv_bytes / GiB, float(r["available_kv_gib"]))]))
+            TermError("available KV", p.memory.available_kv_bytes / GiB, float(r["available_kv_gib"]),
+                      *(x / GiB for x in p.memory.ranges["available_kv_bytes"]))]))
+    return out
+
+
+PUBLIC = ROOT / "benchmarks" / "data" / "vllm_public_startups.csv"
+
+
+def bucket_records(reps, obs, pubs) -> list[tuple[str, str, str, str, float, bool | None]]:
+    """(version, GPU, topology, term, relative error, inside the range) for every checked term of every start-up."""
+    out = []
+    for x in reps:
+        for t in x.terms:
+            if t.rel_error is not None:
+                inside = None if t.low is None else t.low - 0.005 <= t.logged <= t.high + 0.005
+                out.append(("0.19.0", H100_NAME, _topo_019(x.label), t.term, t.rel_error, inside))
+    for _label, ts in obs:
+        for t in ts:
+            inside = None if t.low is None else t.low - 0.005 <= t.logged <= t.high + 0.005
+            out.append(("≤0.16 (llm-d-benchmark)", H100_NAME, "TP1 PP1", t.term.replace("non-torch memory", "non-torch"),
+                        t.rel_error, inside))
+    for x in pubs:
+        for t in x.terms:
+            out.append((x.version, x.gpu, x.topology, t.term, t.rel_error, t.inside))
+    return out
+
+
+H100_NAME = resolve_gpu("h100").name
+
+
+def _topo_019(label: str) -> str:
+    """The 0.19 corpus label's "TP4 PP1" as a bucket (every run there is on NVLink all-to-all H100s)."""
+    import re
+
+    m = re.search(r"TP ?(\d+) PP ?(\d+)", label)
+    return topology_label(int(m.group(1)), int(m.group(2)), True) if m else "TP1 PP1"
+
+
+def bucket_summary(records, key: int) -> dict[str, dict[str, float]]:
+    """Per bucket of field ``key`` (0 version, 1 GPU, 2 topology, 3 term): n, mean |error| %, share of available-KV
+    within 2% and share of figures inside the printed range."""
+    out: dict[str, dict[str, float]] = {}
+    for k in sorted({r[key] for r in records}):
+        rs = [r for r in records if r[key] == k]
+        av = [r for r in rs if r[3] == "available KV"]
+        ins = [r for r in rs if r[5] is not None]
+        out[k] = {"n": len(rs), "mean_abs_pct": 100 * sum(abs(r[4]) for r in rs) / len(rs),
+                  "available_n": len(av), "available_mean_abs_pct": 100 * sum(abs(r[4]) for r in av) / len(av) if av else None,
+                  "available_within_2pct": sum(abs(r[4]) <= 0.02 for r in av) / len(av) if av else None,
+                  "inside_range_n": len(ins), "inside_range": sum(bool(r[5]) for r in ins) / len(ins) if ins else None}
     return out
 
 
@@ -150,9 +205,15 @@ def main() -> int:
     obs = observation_replays()
     summary = {t: {"n": len(v), "mean_abs_pct": 100 * sum(map(abs, v)) / len(v) if v else None,
                    "worst_pct": 100 * max(v, key=abs) if v else None} for t, v in per_term.items()}
+    pubs = [replay_row(r, ROOT) for r in load_rows(PUBLIC)]
+    recs = bucket_records([x for x in reps if not x.skipped], obs, pubs)
+    buckets = {name: bucket_summary(recs, i) for i, name in enumerate(("version", "gpu", "topology", "term"))}
     if as_json:
         print(json.dumps({"corpus": out_rows, "summary": summary, "exact_from_logged": {"checked": len(exact), "exact": ok},
-                          "observations": [{"label": l, "terms": [t.to_dict() for t in ts]} for l, ts in obs]}, indent=2))
+                          "observations": [{"label": l, "terms": [t.to_dict() for t in ts]} for l, ts in obs],
+                          "public": [{"id": x.row_id, "source": x.source_url, "version": x.version, "gpu": x.gpu,
+                                      "topology": x.topology, "terms": [t.to_dict() for t in x.terms]} for x in pubs],
+                          "buckets": buckets}, indent=2))
         return 0
     print("\nSummary over the start-ups kvledger can read (relative error, predicted − logged):")
     for t, s in summary.items():
@@ -166,6 +227,23 @@ def main() -> int:
     print("\nPublic logs (docs/engine-model.md §1.9), from the printed available memory:")
     for line in public_log_checks():
         print(line)
+    print("\nPublic start-ups (benchmarks/data/vllm_public_startups.csv; printed figure vs plan, range in brackets):")
+    for x in pubs:
+        print(f"  {x.row_id} vLLM {x.version}, {x.gpu}, {x.topology} ({x.source_url})")
+        for t in x.terms:
+            rng = f" [{t.low:,.2f}–{t.high:,.2f}] {'inside' if t.inside else 'OUTSIDE'}" if t.low is not None else ""
+            print(f"      {t.term:16s} predicted {t.predicted:>12,.2f}  printed {t.printed:>12,.2f}  {t.rel_error * 100:+7.2f}%{rng}")
+    av = [r for r in recs if r[3] == "available KV"]
+    ins = [r for r in recs if r[5] is not None]
+    print(f"\nAll start-ups ({len(av)} with an available-KV figure): within 2% {sum(abs(r[4]) <= 0.02 for r in av)}/{len(av)}; "
+          f"printed figure inside the plan's range {sum(bool(r[5]) for r in ins)}/{len(ins)} terms")
+    for name, table in buckets.items():
+        print(f"  by {name}:")
+        for k, v in table.items():
+            w2 = (f"{v['available_within_2pct'] * 100:5.1f}% of {v['available_n']} (mean {v['available_mean_abs_pct']:.2f}%)"
+                  if v["available_n"] else "—")
+            inr = f"{v['inside_range'] * 100:5.1f}% of {v['inside_range_n']}" if v["inside_range_n"] else "—"
+            print(f"    {k:28s} n={v['n']:3d}  mean |error| {v['mean_abs_pct']:6.2f}%  available within 2%: {w2:26s}  inside range: {inr}")
     print("\nHeld out (a serving run's record with the engine's block count; predicted from its settings alone):")
     for line in held_out_runs():
         print(line)

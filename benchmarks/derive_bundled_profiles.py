@@ -58,7 +58,8 @@ def main(ref: Path) -> None:
         _subset(vidur / "network" / node / "all_reduce.csv", DEST / "vidur/network" / node / "all_reduce_median.csv",
                 list(NET_KEEP), lambda r: r["num_workers"] == r["devices_per_node"] and r["rank"] == "0")
     for gpu in ("a100", "a40"):
-        _copy(vidur / "legacy_7f14d6a" / gpu / "cpu_overheads.csv", DEST / "vidur/cpu_overheads" / gpu / "cpu_overheads.csv")
+        _copy(vidur / "legacy_7f14d6a" / gpu / "cpu_overheads.csv",
+              DEST / "vidur/cpu_overheads" / gpu / "cpu_overheads.csv")
 
 
 if __name__ == "__main__":

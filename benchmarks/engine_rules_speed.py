@@ -1,4 +1,5 @@
-"""Simulator speed under the engine rules: the whole Azure conversation trace, sync vs vLLM 0.33 async scheduling vs SGLang's scheduler.
+"""Simulator speed under the engine rules: the whole Azure conversation trace, sync vs vLLM 0.33 async scheduling vs
+SGLang's scheduler.
 
 Llama-3.1-8B on one H100 (the memory plan's pool, max_model_len 16384), the roofline step cost. Prints wall time
 (best of ``--repeat``), steps, and how many steps the general (one-step) path ran, for ``async_scheduling`` off and
@@ -60,7 +61,8 @@ def main() -> None:
         Replica._step = orig
         s = res.summary
         print(f"{label}: {best:.2f} s wall (best of {a.repeat}); {s.num_steps:,} steps, "
-              f"{general[0]:,} by the general step ({general[0] / s.num_steps:.1%}); TTFT mean {s.ttft_s.mean * 1e3:.1f} ms, "
+              f"{general[0]:,} by the general step ({general[0] / s.num_steps:.1%}); TTFT mean "
+              f"{s.ttft_s.mean * 1e3:.1f} ms, "
               f"p90 {s.ttft_s.p90 * 1e3:.1f} ms; ITL mean {s.itl_s.mean * 1e3:.2f} ms")
         sub = reqs[: a.check]
         fast = simulate(sub, cfg, cost).records.records

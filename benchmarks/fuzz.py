@@ -51,7 +51,9 @@ def one(kind: str, seed: int, timeout_s: int) -> tuple[str, str]:
         except Impossible as err:
             return "impossible result", str(err)
         except Exception as err:  # noqa: BLE001 - counting what escapes is the point of this script
-            return "traceback", "".join(traceback.format_exception_only(err)).strip() + " @ " + traceback.extract_tb(err.__traceback__)[-1].filename.split("src/")[-1] + f":{traceback.extract_tb(err.__traceback__)[-1].lineno}"
+            return "traceback", "".join(traceback.format_exception_only(err)).strip() + " @ " + traceback.extract_tb(
+                err.__traceback__
+            )[-1].filename.split("src/")[-1] + f":{traceback.extract_tb(err.__traceback__)[-1].lineno}"
         finally:
             signal.alarm(0)
 
@@ -95,7 +97,8 @@ def main() -> None:
         for e in ex:
             print("  " + e)
     bad = total["traceback"] + total["impossible result"] + total["hang"]
-    print(f"\n{'PASS' if bad == 0 else 'FAIL'}: {bad} tracebacks, impossible results or hangs in {sum(plan.values()):,} cases")
+    print(f"\n{'PASS' if bad == 0 else 'FAIL'}: {bad} tracebacks, impossible results or hangs in "
+          f"{sum(plan.values()):,} cases")
 
 
 if __name__ == "__main__":

@@ -46,12 +46,14 @@ def build(n: int, chunks: int, seed: int = 0) -> RunRecords:
             recs.append(RequestRecord(str(i), float(arrival[i]), int(n_in[i]), 0, error="timeout"))
             continue
         ct = np.linspace(arrival[i] + ttft[i], finish[i], chunks) if chunks else None
-        recs.append(RequestRecord(str(i), float(arrival[i]), int(n_in[i]), int(n_out[i]), float(arrival[i] + ttft[i]), float(finish[i]), ct))
+        recs.append(RequestRecord(str(i), float(arrival[i]), int(n_in[i]), int(n_out[i]), float(arrival[i] + ttft[i]),
+                                  float(finish[i]), ct))
     return RunRecords(recs, RunMetadata("benchmarks/goodput_speed.py", "synthetic"))
 
 
 def write_vllm_detailed(path: Path, n: int, chunks: int, seed: int = 0) -> int:
-    """Write a seeded n-request vLLM --save-detailed file (1% failed: ttft 0, output 0, no gaps, an error text); returns bytes."""
+    """Write a seeded n-request vLLM --save-detailed file (1% failed: ttft 0, output 0, no gaps, an error text);
+    returns bytes."""
     rng = np.random.default_rng(seed)
     start = np.cumsum(rng.exponential(1 / 200.0, n)) + 1000.0  # perf_counter clock, not 0
     ttft = rng.lognormal(np.log(0.15), 0.6, n)
@@ -67,7 +69,8 @@ def write_vllm_detailed(path: Path, n: int, chunks: int, seed: int = 0) -> int:
     rows = ["[]" if failed[i] else "[" + ",".join(flat[i * k:(i + 1) * k]) + "]" for i in range(n)]
     floats = lambda a: ",".join(map(repr, np.round(a, 6).tolist()))  # noqa: E731
     head = {"date": "20261201-120000", "backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B", "num_prompts": n,
-            "request_rate": 200.0, "burstiness": 1.0, "max_concurrency": None, "duration": float(start[-1] - start[0] + lat[-1]),
+            "request_rate": 200.0, "burstiness": 1.0, "max_concurrency": None,
+                "duration": float(start[-1] - start[0] + lat[-1]),
             "completed": int(n - failed.sum()), "failed": int(failed.sum()), "total_input_tokens": int(n_in.sum()),
             "total_output_tokens": int(n_out.sum()), "request_throughput": 199.0, "request_goodput": None}
     with open(path, "w") as fh:
@@ -108,7 +111,8 @@ def main() -> None:
     run, _ = timed(f"build {args.n:,} RequestRecords (not part of goodput)", lambda: build(args.n, args.chunks))
     slo = parse_slo("ttft=300ms,tpot=40ms,e2e=20s")
     g, dt = timed(f"goodput, {slo.describe()}", lambda: goodput(run, slo))
-    print(f"  → {g.num_good:,} good of {g.num_requests:,} ({g.attainment:.1%}); goodput {g.goodput_req_per_s:.2f} req/s; "
+    print(f"  → {g.num_good:,} good of {g.num_requests:,} ({g.attainment:.1%}); goodput {g.goodput_req_per_s:.2f} "
+          f"req/s; "
           f"multiplier {g.effective_cost_multiplier:.2f}×")
     g2, dt2 = timed("goodput, itl=100ms (every gap, all chunk times)", lambda: goodput(run, parse_slo("itl=100ms")))
     print(f"  → {g2.num_good:,} good")
@@ -130,7 +134,8 @@ def read_vllm(n: int, chunks: int, path: str | None, repeat: int) -> None:
     with tempfile.TemporaryDirectory() as d:
         p = Path(path) if path else Path(d) / "vllm-detailed.json"
         if not p.exists():
-            timed(f"write a {n:,}-request vLLM --save-detailed file (not timed)", lambda: write_vllm_detailed(p, n, chunks))
+            timed(f"write a {n:,}-request vLLM --save-detailed file (not timed)", lambda: write_vllm_detailed(p, n,
+                chunks))
         print(f"  {p.name}: {p.stat().st_size / 1e6:,.0f} MB")
         best = None
         for _ in range(repeat):
@@ -141,9 +146,11 @@ def read_vllm(n: int, chunks: int, path: str | None, repeat: int) -> None:
             c2, t2 = time.process_time(), time.perf_counter()
             cur = (t1 - t0, t2 - t1, c1 - c0, c2 - c1)
             best = cur if best is None or sum(cur[:2]) < sum(best[:2]) else best
-        print(f"read_run (parse + validate + columns)  {best[0]:7.3f} s wall  {best[2]:7.3f} s CPU   ({len(run.records):,} requests)")
+        print(f"read_run (parse + validate + columns)  {best[0]:7.3f} s wall  {best[2]:7.3f} s CPU   "
+              f"({len(run.records):,} requests)")
         print(f"goodput, {slo.describe():<29s} {best[1]:7.3f} s wall  {best[3]:7.3f} s CPU")
-        print(f"  → {g.num_good:,} good of {g.num_requests:,} ({g.attainment:.1%}); goodput {g.goodput_req_per_s:.2f} req/s")
+        print(f"  → {g.num_good:,} good of {g.num_requests:,} ({g.attainment:.1%}); goodput {g.goodput_req_per_s:.2f} "
+              f"req/s")
         g2, _ = timed("goodput, itl=100ms (every gap)", lambda: goodput(run, parse_slo("itl=100ms")))
         print(f"  → {g2.num_good:,} good")
         total, cpu = best[0] + best[1], best[2] + best[3]

@@ -21,9 +21,11 @@ import re
 from pathlib import Path
 
 OUT = Path(__file__).parent.parent / "src" / "kvledger" / "catalog" / "data" / "hf_config_defaults.json"
-_SKIP = re.compile(r"(dropout|_pdrop$|token_id|token_index|^initializer|_range$|^output_|^return_dict|^problem_type|^use_cache|"
-                   r"_eps$|epsilon|^id2label|^label2id|^chunk_size_feed_forward|^transformers_version|^architectures|"
-                   r"^is_encoder_decoder|^torchscript|^dtype$|^torch_dtype$|^pruned_heads|^tokenizer_class|_std$|^logits_|softcap)")
+_SKIP = re.compile(
+    r"(dropout|_pdrop$|token_id|token_index|^initializer|_range$|^output_|^return_dict|^problem_type|^use_cache|"
+    r"_eps$|epsilon|^id2label|^label2id|^chunk_size_feed_forward|^transformers_version|^architectures|"
+    r"^is_encoder_decoder|^torchscript|^dtype$|^torch_dtype$|^pruned_heads|^tokenizer_class|_std$|^logits_|softcap)"
+)
 
 
 def _plain(v):
@@ -51,12 +53,14 @@ def main() -> None:
         except (TypeError, ValueError):
             continue
         defaults = {k: (list(p.default) if isinstance(p.default, tuple) else p.default) for k, p in params.items()
-                    if k not in ("self", "kwargs") and p.default is not inspect.Parameter.empty and p.default is not None
+                    if k not in ("self",
+                                 "kwargs") and p.default is not inspect.Parameter.empty and p.default is not None
                     and not _SKIP.search(k) and _plain(p.default)}
         subs = {k: getattr(v, "model_type", "") or "" for k, v in (getattr(cls, "sub_configs", None) or {}).items()}
         amap = dict(getattr(cls, "attribute_map", None) or {})
         table[mt] = {"defaults": defaults, "attribute_map": amap, "sub_configs": subs}
-    doc = {"source": f"transformers {transformers.__version__} config classes (Apache-2.0): __init__ defaults, attribute_map, "
+    doc = {"source": f"transformers {transformers.__version__} config classes (Apache-2.0): __init__ defaults, "
+                     f"attribute_map, "
                      "sub_configs; written by benchmarks/hf_config_defaults.py",
            "model_types": table}
     OUT.write_text(json.dumps(doc, indent=0, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")

@@ -33,7 +33,8 @@ def main() -> None:
             out = Path(d) / f"r{i}.html"
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
-            subprocess.run([exe, *ARGS, "--out", str(out)], check=True, stdout=subprocess.DEVNULL, env={**os.environ, "TERM": "dumb"})
+            subprocess.run([exe, *ARGS, "--out", str(out)], check=True, stdout=subprocess.DEVNULL, env={**os.environ,
+                "TERM": "dumb"})
             walls.append(time.perf_counter() - t0)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -42,7 +43,8 @@ def main() -> None:
     figs = len(re.findall(r'<section class="fig"', html))
     med = statistics.median(walls)
     print(f"kvledger {' '.join(ARGS)}")
-    print(f"wall: min {min(walls):.1f} s  median {med:.1f} s  max {max(walls):.1f} s  median/target {med / TARGET_S:.2f}  "
+    print(f"wall: min {min(walls):.1f} s  median {med:.1f} s  max {max(walls):.1f} s  median/target "
+          f"{med / TARGET_S:.2f}  "
           f"(CPU min {min(cpus):.1f} s)")
     print(f"HTML {len(html.encode()) / 1024:,.0f} KiB, {figs} figures, {html.count('<svg')} inline SVGs; "
           f"byte-identical across runs: {same}")

@@ -1,4 +1,5 @@
-"""Configuration-search speed: 4 GPUs × 4 TP × 2 KV dtypes for Llama-3.1-70B on the Azure conversation trace, with 1 and 2 workers.
+"""Configuration-search speed: 4 GPUs × 4 TP × 2 KV dtypes for Llama-3.1-70B on the Azure conversation trace, with 1
+and 2 workers.
 
 Runs the same search (``kvledger.analyses.search.run_search``) in process (1 worker), in a
 process pool of 2 and on a local Ray cluster of 2 CPUs; prints wall time, candidates per minute
@@ -41,14 +42,16 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--no-ray", action="store_true")
-    ap.add_argument("--backends", default="serial,pool,ray", help="which of serial (1 worker), pool and ray (2 workers) to run")
+    ap.add_argument("--backends", default="serial,pool,ray", help="which of serial (1 worker), pool and ray (2 "
+                                                                  "workers) to run")
     a = ap.parse_args()
     spec = SearchSpec(**SPEC, num_requests=a.num_requests)
     tmp = Path(tempfile.mkdtemp(prefix="kvledger-search-"))
     wanted = a.backends.split(",")
     runs = [(b, 1 if b == "serial" else 2) for b in ("serial", "pool", "ray") if b in wanted
             and not (b == "ray" and (a.no_ray or not ray_available()))]
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start (shared machine: figures are noisy)")
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start (shared machine: figures "
+          f"are noisy)")
     base_t, base_bytes, res = None, None, None
     for backend, workers in runs:
         t, r = timed(spec, tmp / f"{backend}.jsonl", workers, backend, a.repeat)
@@ -57,8 +60,10 @@ def main() -> None:
         sim = sum(e["status"] != "rejected" or e.get("reason") == "SLO not met at any rate" for e in r.entries)
         data = (tmp / f"{backend}.jsonl").read_bytes()
         base_t, base_bytes = (t, data) if base_t is None else (base_t, base_bytes)
-        print(f"{backend:>6} × {workers}: {t:7.1f} s for {n} candidates ({sim} simulated): {n / (t / 60) / workers:6.1f} "
-              f"candidates/min/worker, {sim / (t / 60) / workers:6.1f} simulated/min/worker; speed-up {base_t / t:4.2f}×; "
+        print(f"{backend:>6} × {workers}: {t:7.1f} s for {n} candidates ({sim} simulated): "
+              f"{n / (t / 60) / workers:6.1f} "
+              f"candidates/min/worker, {sim / (t / 60) / workers:6.1f} simulated/min/worker; speed-up "
+              f"{base_t / t:4.2f}×; "
               f"ledger {'identical to' if data == base_bytes else 'DIFFERS from'} the 1-worker run")
         for e in r.entries:
             if e["status"] == "error":

@@ -1,4 +1,5 @@
-"""Machine instructions of a whole `kvledger simulate` process, counted by valgrind: a speed figure host load cannot move.
+"""Machine instructions of a whole `kvledger simulate` process, counted by valgrind: a speed figure host load cannot
+move.
 
 Wall times on a shared machine drift with the other work on its host (``sim_speed.py`` has printed
 0.67 s and 1.26 s for the same code within an hour). The number of instructions the process
@@ -63,7 +64,8 @@ def main() -> None:
     if args.base:
         with tempfile.TemporaryDirectory() as tmp:
             tree = Path(tmp) / "base"
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), args.base], check=True)
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), args.base],
+                           check=True)
             try:
                 base = count(tree / "src", extra)
             finally:

@@ -1,4 +1,5 @@
-"""Simulator speed and memory, in one run: the whole Azure conversation trace as a user runs it, scaling to 1M requests, step rate.
+"""Simulator speed and memory, in one run: the whole Azure conversation trace as a user runs it, scaling to 1M
+requests, step rate.
 
 Prints three tables:
 
@@ -42,7 +43,8 @@ import time
 
 VIDUR_S, VIDUR_MIB = 58.8, 854  # issue 10, measured on this machine: Vidur 0.0.26 warm, closest settings
 BLIS_S, BLIS_MIB = 7.7, 574  # issue 10: BLIS (Go), its fastest flag
-CLI = ["-m", "kvledger.cli.main", "simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv", "--json"]
+CLI = ["-m", "kvledger.cli.main", "simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv",
+       "--json"]
 
 
 def run_process(argv: list[str]) -> tuple[float, float, str, float]:
@@ -129,7 +131,8 @@ def scaling(sizes: list[int]) -> list[dict]:
     if big:
         r = big[0]
         print(f"   goal 1M ≤ 500 MiB: {'met' if r['peak_mib'] <= 500 else 'NOT met'} ({r['peak_mib']:.0f} MiB); "
-              f"1M ≤ 30 s: {'met' if r['wall_s'] <= 30 else 'NOT met'} ({r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU)")
+              f"1M ≤ 30 s: {'met' if r['wall_s'] <= 30 else 'NOT met'} ({r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s "
+              f"CPU)")
     return rows
 
 
@@ -171,7 +174,8 @@ def main() -> None:
     print(f"   empty loop, one dict update per step: {floor * 1e6:.3f} µs/step ({1 / floor / 1e6:.1f} M steps/s)")
     for r in rows:
         per = r["cpu_s"] / r["steps"]
-        print(f"   {r['n']:>10,} requests: {per * 1e6:.3f} µs/step ({1 / per / 1e6:.2f} M steps/s), {per / floor:.0f}× the floor")
+        print(f"   {r['n']:>10,} requests: {per * 1e6:.3f} µs/step ({1 / per / 1e6:.2f} M steps/s), {per / floor:.0f}× "
+              f"the floor")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""SLO-boundary search time with and without early stop (kvledger.dynamics.early_stop), and that the boundary is the same.
+"""SLO-boundary search time with and without early stop (kvledger.dynamics.early_stop), and that the boundary is the
+same.
 
 Runs ``search_sim_boundary`` (what ``kvledger goodput --simulate … --target`` and ``cost --simulate``
 run) on the request-rate axis for Llama-3.1-8B on one H100, the Azure conversation trace, SLO
@@ -42,7 +43,8 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start (shared machine: noisy)")
     print("Llama-3.1-8B, H100, azure-conv, ttft ≤ 500 ms and tpot ≤ 50 ms, target 90 %, search on request_rate; "
           f"best of {a.repeat}")
-    print(f"   {'requests/probe':>14}{'probes':>8}{'full s':>9}{'early stop s':>14}{'CPU full s':>12}{'CPU early s':>13}"
+    print(f"   "
+          f"{'requests/probe':>14}{'probes':>8}{'full s':>9}{'early stop s':>14}{'CPU full s':>12}{'CPU early s':>13}"
           f"{'CPU speed-up':>14}{'stopped':>9}{'boundary':>10}  same verdicts")
     timed(200, True, 1)  # warm the plan cache and imports
     for n in (int(x) for x in a.sizes.split(",") if x):

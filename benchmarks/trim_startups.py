@@ -17,7 +17,8 @@ OUT = ROOT / "tests" / "fixtures" / "vllm_startups_0_19" / "startups_trimmed.csv
 KEEP = ["log_file", "status", "log_saved", "vllm_version", "model", "resolved_architecture", "dtype", "kv_cache_dtype",
         "quantization", "tp", "pp", "max_seq_len", "gpu_memory_utilization", "default_max_num_batched_tokens",
         "default_max_num_seqs", "requested_memory_gib", "weights_gib_by_rank", "activation_peak_gib_by_rank",
-        "non_torch_forward_gib_by_rank", "non_kv_total_gib_by_rank", "cuda_graph_estimated_gib", "cudagraph_capture_sizes_count",
+        "non_torch_forward_gib_by_rank", "non_kv_total_gib_by_rank", "cuda_graph_estimated_gib",
+            "cudagraph_capture_sizes_count",
         "available_kv_gib", "available_kv_gib_by_rank", "gpu_kv_cache_tokens", "num_gpu_blocks", "max_concurrency",
         "max_concurrency_tokens_per_request", "tokens_per_block"]
 

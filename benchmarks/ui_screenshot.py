@@ -23,7 +23,8 @@ def _driver(height: int):
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = "/usr/bin/chromium"
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", f"--window-size=1400,{height}"):
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+              f"--window-size=1400,{height}"):
         opts.add_argument(a)
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
 
@@ -31,7 +32,8 @@ def _driver(height: int):
 def _wait(drv, above: int, timeout_s: float = 180.0) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(drv, timeout_s).until(lambda b: int(b.find_element("id", "status").get_attribute("data-version")) > above)
+    WebDriverWait(drv, timeout_s).until(lambda b: int(b.find_element("id",
+                                                                     "status").get_attribute("data-version")) > above)
 
 
 def ui_shot(out: Path) -> None:
@@ -61,8 +63,10 @@ def ui_shot(out: Path) -> None:
 def report_shot(out: Path) -> None:
     with tempfile.TemporaryDirectory() as d:
         html = Path(d) / "r.html"
-        subprocess.run([sys.executable, "-m", "kvledger.cli.main", "report", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace",
-                        "azure-conv", "--slo", "ttft=200ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--out", str(html)], check=True)
+        subprocess.run([sys.executable, "-m", "kvledger.cli.main", "report", "meta-llama/Llama-3.1-8B", "--gpu", "H100",
+                        "--trace",
+                        "azure-conv", "--slo", "ttft=200ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--out", str(html)],
+                            check=True)
         drv = _driver(1300)
         try:
             drv.get(html.as_uri())

@@ -1,4 +1,5 @@
-"""Validate the simulator on every measured run the project has, calibrating where the issue asks, and print the tables of docs/validation.md §2.
+"""Validate the simulator on every measured run the project has, calibrating where the issue asks, and print the tables
+of docs/validation.md §2.
 
     python benchmarks/validate_all.py [--sections distserve,llmservingsim,kubecon,training,robustness] [--json]
 
@@ -38,7 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 #: ../shared beside the checkout (a worktree one level deeper finds it one folder further up)
 SHARED = next((p / "shared" / "data" / "measured-runs" for p in (ROOT.parent, ROOT.parent.parent)
-               if (p / "shared" / "data" / "measured-runs").is_dir()), ROOT.parent / "shared" / "data" / "measured-runs")
+               if (p / "shared" / "data" / "measured-runs").is_dir()),
+                   ROOT.parent / "shared" / "data" / "measured-runs")
 KNEE_FACTOR = 5.0
 SWEEP_RATES = (2.0, 2.5, 2.75, 3.0, 3.25, 3.5, 3.75, 4.0)
 
@@ -115,7 +117,8 @@ def _knee(rates: list[float], means: list[float], threshold: float) -> float | N
 def _print_distserve(d: dict) -> None:
     print("\n== DistServe: OPT-13B, A100-80GB, vLLM 0.2.3 (V0), five real runs ==")
     print(f"fit on all five: {d['fit_seconds_five_runs']:.1f} s wall; objective {d['objective_start']:.3f} → "
-          f"{d['objective']:.3f}; coefficients {json.dumps({k: float(f'{v:.4g}') for k, v in d['fit'].items() if not isinstance(v, bool)})}")
+          f"{d['objective']:.3f}; coefficients "
+          f"{json.dumps({k: float(f'{v:.4g}') for k, v in d['fit'].items() if not isinstance(v, bool)})}")
     print(f"{'run':<12}{'TTFT mean meas':>15}{'bundled':>9}{'fit-all':>9}{'LOO':>8}{'TPOT mean meas':>16}{'bundled':>9}"
           f"{'fit-all':>9}{'LOO':>8}")
     for r in d["runs"]:
@@ -178,7 +181,9 @@ def llmservingsim() -> dict:
 
 def _print_llmservingsim(d: dict) -> None:
     print("\n== LLMServingSim: vLLM 0.19 (V1), Llama-3.1-8B, 300 ShareGPT requests at 10 req/s (overload bursts) ==")
-    print(f"{'run':<34}{'TTFT mean':>12}{'error':>8}{'TPOT mean':>12}{'error':>8}{'TTFT p90':>9}{'E2E mean':>9}{'thr':>8}")
+    print(
+        f"{'run':<34}{'TTFT mean':>12}{'error':>8}{'TPOT mean':>12}{'error':>8}{'TTFT p90':>9}{'E2E mean':>9}{'thr':>8}"
+    )
     for r in d["roofline"]:
         print(f"{r['run']:<34}{r['measured_ttft_mean_s']:>10.2f} s{r['ttft_mean_rel_error'] * 100:>+7.0f}%"
               f"{r['measured_tpot_mean_s'] * 1e3:>9.1f} ms{r['tpot_mean_rel_error'] * 100:>+7.0f}%"
@@ -188,7 +193,8 @@ def _print_llmservingsim(d: dict) -> None:
     if c:
         for name, e in (("fit on " + c["fitted_on"], c["fit_errors"]), ("validated on " + c["validated_on"],
                                                                          c["validation_errors"])):
-            print(f"  {name:<50} TTFT mean {e['ttft_mean_rel_error'] * 100:+.0f}%, p90 {e['ttft_p90_rel_error'] * 100:+.0f}%; "
+            print(f"  {name:<50} TTFT mean {e['ttft_mean_rel_error'] * 100:+.0f}%, p90 "
+                  f"{e['ttft_p90_rel_error'] * 100:+.0f}%; "
                   f"TPOT mean {e['tpot_mean_rel_error'] * 100:+.0f}%; E2E mean {e['e2e_mean_rel_error'] * 100:+.0f}%; "
                   f"throughput {e['throughput_rel_error'] * 100:+.0f}%")
 
@@ -239,8 +245,10 @@ def _stage_rows(name: str, cost, cost_of_setup: bool = False) -> list[dict]:
         below = st.achieved_rate >= 0.95 * st.requested_rate
         rows.append({"config": name, "stage": run.label.rsplit(" ", 1)[1], "rate": st.requested_rate,
                      "below_saturation": below, "closed_loop": run.concurrency is not None,
-                     **{k: {"measured": c.row(k).measured, "predicted": c.row(k).predicted, "rel_error": c.row(k).rel_error}
-                        for k in ("TTFT p50", "TTFT mean", "TPOT mean", "TPOT (file's field) p50", "E2E p50", "throughput")}})
+                     **{k: {"measured": c.row(k).measured, "predicted": c.row(k).predicted,
+                            "rel_error": c.row(k).rel_error}
+                        for k in ("TTFT p50", "TTFT mean", "TPOT mean", "TPOT (file's field) p50", "E2E p50",
+                                  "throughput")}})
     return rows
 
 
@@ -280,16 +288,21 @@ def _print_kubecon(d: dict) -> None:
     if "skipped" in d:
         print(d["skipped"])
         return
-    print(f"fit on {', '.join(d['fitted_on'])} (≤ {FIT_MAX_REQUESTS} requests per stage): {d['fit_seconds']:.0f} s wall; "
+    print(f"fit on {', '.join(d['fitted_on'])} (≤ {FIT_MAX_REQUESTS} requests per stage): {d['fit_seconds']:.0f} s "
+          f"wall; "
           f"objective {d['objective_start']:.2f} → {d['objective']:.2f}; "
           + json.dumps({k: float(f'{v:.4g}') for k, v in d["fit"].items() if not isinstance(v, bool)}))
-    print(f"{'config':<34}{'model':<10}{'sat. thr meas→pred':>24}{'worst TTFT p50':>16}{'worst TPOT mean':>16}  (below saturation)")
+    print(f"{'config':<34}{'model':<10}{'sat. thr meas→pred':>24}{'worst TTFT p50':>16}{'worst TPOT mean':>16}  (below "
+          f"saturation)")
     for name, c in d["configs"].items():
         for label, rows in (("calibr.", c["calibrated"]), ("roofline", c["roofline"])):
             v = _sweep_verdict(rows)
             st = v["saturation_throughput"]
-            tag = (" [in fit]" if c["in_fit"] else "") + (f" [{c['caveat']}]" if c["caveat"] and label == "calibr." else "")
-            print(f"{name:<34}{label:<10}{st['measured']:>8.1f} → {st['predicted']:6.1f} ({st['rel_error'] * 100:+4.0f}%)"
+            tag = (" [in fit]" if c["in_fit"] else "") + (
+                f" [{c['caveat']}]" if c["caveat"] and label == "calibr." else ""
+            )
+            print(f"{name:<34}{label:<10}{st['measured']:>8.1f} → {st['predicted']:6.1f} "
+                  f"({st['rel_error'] * 100:+4.0f}%)"
                   f"{v['worst_below']['TTFT p50'] * 100:>+15.0f}%{v['worst_below']['TPOT mean'] * 100:>+15.0f}%{tag}")
     print("per stage (calibrated): rate → TTFT p50 measured/predicted, TPOT mean (from E2E − TTFT) measured/predicted")
     for name, c in d["configs"].items():
@@ -336,7 +349,8 @@ def training() -> dict:
 
 
 def _print_training(d: dict) -> None:
-    print("\n== inference-sim/training: H100 SXM stages (roofline, uncalibrated; multi-turn chat as independent requests) ==")
+    print("\n== inference-sim/training: H100 SXM stages (roofline, uncalibrated; multi-turn chat as independent "
+          "requests) ==")
     if "skipped" in d:
         print(d["skipped"])
         return
@@ -344,7 +358,8 @@ def _print_training(d: dict) -> None:
         e = "; ".join(f"{k} {r[k]['measured'] * (1e3 if k != 'throughput' else 1):.1f}→"
                       f"{r[k]['predicted'] * (1e3 if k != 'throughput' else 1):.1f} ({r[k]['rel_error'] * 100:+.0f}%)"
                       for k in ("TTFT p50", "TPOT mean", "E2E p50", "throughput"))
-        print(f"  {r['stage']:<30} {r['rate']:>5.0f} req/s{' (' + str(r['failed']) + ' failed)' if r['failed'] else ''}: {e}")
+        print(f"  {r['stage']:<30} {r['rate']:>5.0f} "
+              f"req/s{' (' + str(r['failed']) + ' failed)' if r['failed'] else ''}: {e}")
     print(f"  not run (model not bundled): {', '.join(d['not_run'])}")
 
 

@@ -135,7 +135,8 @@ def validate(policy: str, blocks: int, cost) -> dict:
     for name in list_distserve_runs():
         run = load_distserve_run(name)
         rec = run.measured.records
-        measured = stats(np.array([r.ttft_s for r in rec]), np.array([r.tpot_s for r in rec if r.num_output_tokens > 1]))
+        measured = stats(np.array([r.ttft_s for r in rec]),
+                         np.array([r.tpot_s for r in rec if r.num_output_tokens > 1]))
         sim = simulate_run(run.requests, cfg, cost)
         runs.append({"run": name, "rate_per_s": run.rate_per_s, "measured": measured, "simulated": sim,
                      "rel_error": {k: sim[k] / measured[k] - 1 for k in measured}})
@@ -162,7 +163,8 @@ def main() -> None:
     cost = cost_model(args.cost)
     t0 = time.perf_counter()
     results = [validate(p, blocks, cost) for p in policies]
-    out = {"cost_model": getattr(cost, "name", args.cost), "num_gpu_blocks": blocks, "num_gpu_blocks_source": blocks_src,
+    out = {"cost_model": getattr(cost, "name", args.cost), "num_gpu_blocks": blocks,
+           "num_gpu_blocks_source": blocks_src,
            "distserve_estimate_tokens": 66144, "measured_knee_req_per_s": [3.0, 4.0], "policies": results,
            "wall_s": time.perf_counter() - t0}
     if args.json:
@@ -189,7 +191,8 @@ def _print(out: dict) -> None:
         print(f"rate sweep of the vllm-400-4 workload (knee: mean TTFT > {res['knee_threshold_ttft_s']:.3f} s = "
               f"{KNEE_FACTOR:g} × measured mean TTFT at 1 req/s)")
         for s in res["sweep"]:
-            print(f"  {s['rate_per_s']:>5.2f} req/s: TTFT mean {s['ttft_mean_s']:8.3f} s, p90 {s['ttft_p90_s']:8.3f} s; "
+            print(f"  {s['rate_per_s']:>5.2f} req/s: TTFT mean {s['ttft_mean_s']:8.3f} s, p90 {s['ttft_p90_s']:8.3f} "
+                  f"s; "
                   f"TPOT mean {s['tpot_mean_s'] * 1000:6.1f} ms; preemptions {s['num_preemptions']}")
     print("\nsummary: mean error (TTFT / TPOT) per run, and the knee (measured: between 3 and 4 req/s)")
     for res in out["policies"]:

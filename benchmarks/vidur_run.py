@@ -1,4 +1,5 @@
-"""Vidur 0.0.26 on the Azure conversation trace, for ``sim_speed.py --with-vidur``: its own environment, its closest settings, whole-process wall and peak RSS.
+"""Vidur 0.0.26 on the Azure conversation trace, for ``sim_speed.py --with-vidur``: its own environment, its closest
+settings, whole-process wall and peak RSS.
 
 Vidur (microsoft/vidur, MIT) is installed from the package index into a separate virtual
 environment (``~/.cache/kvledger-bench/vidur-venv``, or ``$KVLEDGER_BENCH_CACHE/vidur-venv``),
@@ -42,7 +43,8 @@ def ensure_vidur() -> Path:
     if ok:
         return py
     venv.parent.mkdir(parents=True, exist_ok=True)
-    steps = [[sys.executable, "-m", "venv", str(venv)], [str(py), "-m", "pip", "install", "-q", f"vidur=={VIDUR_VERSION}"]]
+    steps = [[sys.executable, "-m", "venv", str(venv)], [str(py), "-m", "pip", "install", "-q",
+                                                         f"vidur=={VIDUR_VERSION}"]]
     for cmd in steps:
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode:
@@ -109,7 +111,8 @@ def run_vidur(repeat: int) -> tuple[list[float], float]:
                     hub = "huggingface" in text.lower() or "Name or service not known" in text
                     raise VidurUnavailable(
                         f"Vidur {VIDUR_VERSION} is installed ({py}) but its run failed: {why}"
-                        + (". Vidur 0.0.26 downloads its operator profiles and trained predictors from the Hugging Face "
+                        + (". Vidur 0.0.26 downloads its operator profiles and trained predictors from the Hugging "
+                           "Face "
                            "Hub on first use (project-vajra/dev-staging-meta-llama-llama-3-8b-h100, "
                            "project-vajra/dev-staging-h100-dgx) and this machine cannot reach the Hub" if hub else ""))
             walls.append(wall)

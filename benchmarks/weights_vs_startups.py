@@ -3,7 +3,8 @@
 Reads ``../shared/data/vllm-startups-0.19/startups.csv`` (vLLM 0.19.0 on one H100-80GB per GPU; the
 "Model loading took X GiB" line of each worker, and each PP stage's "weights memory" from the
 profiling line), the run records in ``runs/*.json`` that have no row there (earlier start-ups of the
-same campaign, e.g. DeepSeek-V2-Lite at TP 2 and 4) and ``../shared/data/vllm_memory_observations.csv``, and prints, per start-up and rank,
+same campaign, e.g. DeepSeek-V2-Lite at TP 2 and 4) and ``../shared/data/vllm_memory_observations.csv``, and prints,
+per start-up and rank,
 the weight memory ``kvledger.catalog.loading.loaded_weights`` predicts, the logged figure and the
 error, then the mean and the worst absolute error.
 
@@ -40,12 +41,15 @@ MODELS = {
     "mistralai/Mixtral-8x7B-Instruct-v0.1": "mistralai/Mixtral-8x7B-v0.1",
     "meta-llama/Llama-4-Scout-17B-16E-Instruct": "meta-llama/Llama-4-Scout-17B-16E-Instruct",
     "deepseek-ai/DeepSeek-V2-Lite-Chat": "deepseek-ai/DeepSeek-V2-Lite",
-    # no config of their own here: transformers' default GemmaConfig / Qwen2MoeConfig (benchmarks/transformers_oracle.py),
+    # no config of their own here: transformers' default GemmaConfig / Qwen2MoeConfig
+    # (benchmarks/transformers_oracle.py),
     # documented by transformers as these models' configurations
     "google/gemma-7b": str(Path(__file__).resolve().parent / "data" / "oracle_configs" / "gemma.json"),
     "Qwen/Qwen1.5-MoE-A2.7B": str(Path(__file__).resolve().parent / "data" / "oracle_configs" / "qwen2_moe.json"),
     "openai/gpt-oss-20b": "openai/gpt-oss-20b",
-    "Qwen/Qwen3-0.6B": str(Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "configs" / "Qwen3-0.6B.json"),
+    "Qwen/Qwen3-0.6B": str(
+        Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "configs" / "Qwen3-0.6B.json"
+    ),
 }
 
 
@@ -85,11 +89,16 @@ def rows() -> tuple[list[dict], list[str]]:
             logged = {k.removeprefix("Worker_PP"): v for k, v in _ranks(r["weights_gib_by_rank"]).items()}
         for rank, gib in sorted(logged.items()):
             pr = int(rank) if pp > 1 else 0
-            pred = loaded_weights(spec, tp=tp, pp=pp, pp_rank=pr, dtype=dtype, quantization=q, engine_version=V019).bytes / GiB
-            out.append(dict(model=model, log=r["log_file"], layout=f"tp{tp} pp{pp}" + (f" stage {pr}" if pp > 1 else ""),
+            pred = loaded_weights(spec, tp=tp, pp=pp, pp_rank=pr, dtype=dtype, quantization=q,
+                                  engine_version=V019).bytes / GiB
+            out.append(dict(model=model, log=r["log_file"],
+                            layout=f"tp{tp} pp{pp}" + (f" stage {pr}" if pp > 1 else ""),
                             dtype=dtype, quantization=spec.quant.method if q is None else "fp8 (online)",
                             predicted_gib=pred, logged_gib=gib, error_pct=(pred / gib - 1) * 100))
-    seen = {Path(r["log_file"]).stem.removesuffix(".FAILED") for r in csv.DictReader((SHARED / "vllm-startups-0.19" / "startups.csv").open(encoding="utf-8"))}
+    seen = {
+        Path(r["log_file"]).stem.removesuffix(".FAILED")
+        for r in csv.DictReader((SHARED / "vllm-startups-0.19" / "startups.csv").open(encoding="utf-8"))
+    }
     for f in sorted((SHARED / "vllm-startups-0.19" / "runs").glob("*.json")):
         d = json.loads(f.read_text(encoding="utf-8"))
         if d.get("skipped") or f.stem in seen or d.get("weight_memory_gib") is None:
@@ -114,7 +123,8 @@ def rows() -> tuple[list[dict], list[str]]:
         pred = loaded_weights(spec, tp=int(r["tp"])).bytes / GiB
         gib = float(r["weights_gib"])
         out.append(dict(model=r["model"], log="vllm_memory_observations.csv", layout=f"tp{r['tp']}", dtype=spec.dtype,
-                        quantization=spec.quant.method, predicted_gib=pred, logged_gib=gib, error_pct=(pred / gib - 1) * 100))
+                        quantization=spec.quant.method, predicted_gib=pred, logged_gib=gib,
+                            error_pct=(pred / gib - 1) * 100))
     return out, skipped
 
 
@@ -122,12 +132,16 @@ def main() -> int:
     table, skipped = rows()
     print(f"{'model':<52} {'layout':<14} {'dtype':<9} {'quant':<19} {'predicted':>9} {'logged':>7} {'error':>7}")
     for t in table:
-        print(f"{t['model'][:52]:<52} {t['layout']:<14} {t['dtype']:<9} {t['quantization']:<19} {t['predicted_gib']:>9.3f} "
+        print(f"{t['model'][:52]:<52} {t['layout']:<14} {t['dtype']:<9} {t['quantization']:<19} "
+              f"{t['predicted_gib']:>9.3f} "
               f"{t['logged_gib']:>7.2f} {t['error_pct']:>+6.2f}%")
-    for label, part in (("vLLM 0.19 corpus (startups.csv and runs/*.json)", [t for t in table if t["log"] != "vllm_memory_observations.csv"]),
-                        ("vllm_memory_observations.csv", [t for t in table if t["log"] == "vllm_memory_observations.csv"])):
+    for label, part in (("vLLM 0.19 corpus (startups.csv and runs/*.json)",
+                         [t for t in table if t["log"] != "vllm_memory_observations.csv"]),
+                        ("vllm_memory_observations.csv",
+                         [t for t in table if t["log"] == "vllm_memory_observations.csv"])):
         errs = [abs(t["error_pct"]) for t in part]
-        print(f"\n{label}: {len(part)} start-up ranks, mean |error| {sum(errs) / len(errs):.2f}%, worst {max(errs):.2f}% "
+        print(f"\n{label}: {len(part)} start-up ranks, mean |error| {sum(errs) / len(errs):.2f}%, worst "
+              f"{max(errs):.2f}% "
               f"(logged figures are rounded to 0.01 GiB)", end="")
     print()
     for s in skipped:

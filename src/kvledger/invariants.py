@@ -22,7 +22,8 @@ class ImpossibleResultError(RuntimeError):
 
 
 def _fail(what: str, detail: str) -> None:
-    raise ImpossibleResultError(f"{what}: {detail} — an impossible result; this is a kvledger bug, please report the command")
+    raise ImpossibleResultError(f"{what}: {detail} — an impossible result; this is a kvledger bug, please report the "
+                                f"command")
 
 
 def _nonneg(what: str, name: str, v: Any) -> None:
@@ -42,7 +43,8 @@ def check_goodput_result(res: Any) -> Any:
     for name in ("duration_s", "goodput_req_per_s", "throughput_req_per_s", "goodput_output_tok_per_s",
                  "throughput_output_tok_per_s", "goodput_input_tok_per_s", "throughput_input_tok_per_s"):
         _nonneg(what, name, getattr(res, name, None))
-    for good, thr in (("goodput_req_per_s", "throughput_req_per_s"), ("goodput_output_tok_per_s", "throughput_output_tok_per_s"),
+    for good, thr in (("goodput_req_per_s", "throughput_req_per_s"), ("goodput_output_tok_per_s",
+                                                                      "throughput_output_tok_per_s"),
                       ("goodput_input_tok_per_s", "throughput_input_tok_per_s")):
         a, b = getattr(res, good, None), getattr(res, thr, None)
         if a is not None and b is not None and a > b * (1 + _EPS) + _EPS:
@@ -51,12 +53,15 @@ def check_goodput_result(res: Any) -> Any:
 
 
 def check_sim_summary(s: dict[str, Any]) -> dict[str, Any]:
-    """A simulation summary (``SimSummary.to_dict()``): counts add up, times ≥ 0, percentiles in order, KV usage in [0, 1]
+    """A simulation summary (``SimSummary.to_dict()``): counts add up, times ≥ 0, percentiles in order, KV usage in [0,
+    1]
     with mean ≤ max, prefix-cache hit rate in [0, 1]."""
     what = "simulation summary"
     if s.get("num_finished", 0) + s.get("num_rejected", 0) > s.get("num_requests", 0):
-        _fail(what, f"finished {s.get('num_finished')} + rejected {s.get('num_rejected')} > requests {s.get('num_requests')}")
-    for name in ("duration_s", "throughput_req_per_s", "throughput_tok_per_s", "total_throughput_tok_per_s", "num_preemptions"):
+        _fail(what, f"finished {s.get('num_finished')} + rejected {s.get('num_rejected')} > requests "
+                    f"{s.get('num_requests')}")
+    for name in ("duration_s", "throughput_req_per_s", "throughput_tok_per_s", "total_throughput_tok_per_s",
+                 "num_preemptions"):
         _nonneg(what, name, s.get(name))
     for metric in ("ttft_s", "itl_s", "tpot_s", "e2e_s"):
         d = s.get(metric)

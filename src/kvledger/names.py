@@ -13,7 +13,8 @@ PATH_MAX_BYTES = 4096
 
 
 def check_name_or_path(text: str, what: str) -> None:
-    """Raise InputError when ``text`` cannot name anything: empty, a NUL byte, a component over 255 bytes, or over 4,096.
+    """Raise InputError when ``text`` cannot name anything: empty, a NUL byte, a component over 255 bytes, or over
+    4,096.
 
     ``what`` names the input in the message ("trace", "model", "GPU").
     """

@@ -66,13 +66,15 @@ class RecordColumns:
 
     @property
     def chunk_offsets(self) -> np.ndarray:
-        """Shape ``(n + 1,)``: request i's chunk times are ``chunk_flat[offsets[i]:offsets[i+1]]`` (built on first use)."""
+        """Shape ``(n + 1,)``: request i's chunk times are ``chunk_flat[offsets[i]:offsets[i+1]]`` (built on first
+        use)."""
         self._chunks()
         return self.chunk_offsets_
 
     @property
     def chunk_flat(self) -> np.ndarray:
-        """Every request's chunk times concatenated, s, read-only (built on first use: only an ITL SLO or a record needs them)."""
+        """Every request's chunk times concatenated, s, read-only (built on first use: only an ITL SLO or a record
+        needs them)."""
         self._chunks()
         return self.chunk_flat_
 

@@ -149,7 +149,8 @@ class RunMetadata:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict; an infinite request rate ("as fast as possible") is written as the string "inf" (strict JSON)."""
+        """JSON-ready dict; an infinite request rate ("as fast as possible") is written as the string "inf" (strict
+        JSON)."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         if d["request_rate"] is not None and math.isinf(d["request_rate"]):
             d["request_rate"] = "inf"

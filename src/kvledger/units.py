@@ -45,17 +45,20 @@ def parse_bytes(text: str | int | float, *, what: str = "size") -> int:
     else:
         m = _NUMBER_UNIT.match(str(text))
         if not m:
-            raise InputError(f"{what}: cannot read {text!r} as a size; write e.g. '51.38GiB', '16GB' or a number of bytes")
+            raise InputError(f"{what}: cannot read {text!r} as a size; write e.g. '51.38GiB', '16GB' or a number of "
+                             f"bytes")
         value, unit = float(m.group(1)), m.group(2).lower()
     if unit not in _BYTE_UNITS:
-        raise InputError(f"{what}: unknown unit {unit!r} in {text!r}; use B, KiB, MiB, GiB, TiB (2^10 steps) or KB, MB, GB, TB (10^3 steps)")
+        raise InputError(f"{what}: unknown unit {unit!r} in {text!r}; use B, KiB, MiB, GiB, TiB (2^10 steps) or KB, "
+                         f"MB, GB, TB (10^3 steps)")
     if not math.isfinite(value) or value < 0:
         raise InputError(f"{what}: {text!r} must be a finite, non-negative size")
     return int(value * _BYTE_UNITS[unit])
 
 
 def parse_tokens(text: str | int, *, what: str = "tokens") -> int:
-    """Parse a token count: ``"8192"``, ``"8K"``/``"8k"`` (= 8,192) or ``"1M"`` (= 1,048,576), as context sizes are quoted.
+    """Parse a token count: ``"8192"``, ``"8K"``/``"8k"`` (= 8,192) or ``"1M"`` (= 1,048,576), as context sizes are
+    quoted.
 
     Raises:
         InputError: unparseable, fractional or non-positive counts.
@@ -115,7 +118,8 @@ def fmt_bytes(n_bytes: float, *, both: bool = True) -> str:
     if a >= MiB:
         main = f"{sign}{a / MiB:,.2f} MiB"
         return f"{main} ({sign}{a / MB:,.2f} MB)" if both else main
-    exact = f"{a:,.0f}" if a.is_integer() else f"{a:,.2f}"  # a fractional byte count (e.g. 584 B / 128 per token) is not cut
+    # a fractional byte count (e.g. 584 B / 128 per token) is not cut
+    exact = f"{a:,.0f}" if a.is_integer() else f"{a:,.2f}"
     if a >= KiB:
         return f"{sign}{a / KiB:,.3g} KiB ({sign}{exact} B)"
     return f"{sign}{exact} B"

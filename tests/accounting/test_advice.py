@@ -1,4 +1,5 @@
-"""Plans that do not fit: the shortfall and each fix re-planned with numbers; never a zero concurrency passed off as valid."""
+"""Plans that do not fit: the shortfall and each fix re-planned with numbers; never a zero concurrency passed off as
+valid."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def test_long_max_model_len_on_a_small_gpu_gives_the_engine_error_and_estimate()
     # The estimate is the largest L whose cdiv(L, 16) blocks fit the usable pool: 16 × usable blocks.
     assert a.estimated_max_model_len == 16 * p.memory.usable_blocks
     assert p.row_at(131072).max_requests == 0
-    fixed = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("l4"), make_settings(max_model_len=a.estimated_max_model_len), with_roofline=False)
+    fixed = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("l4"),
+                       make_settings(max_model_len=a.estimated_max_model_len), with_roofline=False)
     assert fixed.advice.verdict == "fits" and fixed.row_at(a.estimated_max_model_len).max_requests == 1
 
 

@@ -128,7 +128,8 @@ def test_registry_listing_and_errors():
     assert "vidur:meta-llama/Meta-Llama-3-70B@a100-80gb/tp8" in keys
     assert "splitwise:bigscience/bloom@h100-80gb-pcap/tp8" in keys
     assert not any(k.startswith("vidur:") and "@a40/tp2" in k for k in keys)  # no A40 all-reduce profile
-    assert get_calibrated_cost("llama2-70b", "NVIDIA H100 80GB SXM5", 2).name.startswith("vidur:")  # vidur before splitwise
+    # vidur before splitwise
+    assert get_calibrated_cost("llama2-70b", "NVIDIA H100 80GB SXM5", 2).name.startswith("vidur:")
     with pytest.raises(UnknownNameError) as err:
         get_calibrated_cost("facebook/opt-13b", "A100-80GB", 3)
     assert "distserve-vllm:facebook/opt-13b@a100-80gb/tp1" in str(err.value)
@@ -164,4 +165,5 @@ def test_a_fit_that_turns_negative_outside_its_data_is_refused_not_used():
     assert m.step_time_s(StepShape(num_prefill_tokens=512, num_prefill_seqs=1, prefill_attn_pairs=512 * 513 / 2)) == \
         pytest.approx((20.0 + 0.1 * 512 - 2e-6 * (512 * 513 - 512)) / 1000.0)
     with pytest.raises(InputError, match="does not hold this far outside the measurements"):
-        m.step_time_s(StepShape(num_prefill_tokens=100_000, num_prefill_seqs=1, prefill_attn_pairs=100_000 * 100_001 / 2))
+        m.step_time_s(StepShape(num_prefill_tokens=100_000, num_prefill_seqs=1,
+                                prefill_attn_pairs=100_000 * 100_001 / 2))

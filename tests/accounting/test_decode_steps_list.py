@@ -14,7 +14,8 @@ from kvledger.catalog.models import load_model
 
 def _cost(name, gpu, tp=1, **kw):
     m, g = load_model(name, allow_hub=False), get_gpu(gpu)
-    return RooflineStepCost(m, g, build_plan(m, g, PlanSettings(tp=tp), with_roofline=False, with_advice=False).kv, tp, **kw)
+    return RooflineStepCost(m, g, build_plan(m, g, PlanSettings(tp=tp), with_roofline=False, with_advice=False).kv, tp,
+                            **kw)
 
 
 @pytest.mark.parametrize("name, gpu, tp, kw", [

@@ -77,11 +77,13 @@ def test_packed_layout_block_bytes_and_groups(dsv4):
 
 
 def test_plan_blocks_and_printed_capacity(dsv4):
-    # 30 GiB given: floor(32,212,254,720 / 961,344) = 33,507 blocks; 33,507 / 3,364 = 9.96x, int(9.9604… × 8,192) = 81,596.
+    # 30 GiB given: floor(32,212,254,720 / 961,344) = 33,507 blocks; 33,507 / 3,364 = 9.96x, int(9.9604… × 8,192) =
+    # 81,596.
     s = make_settings(tp=8, max_model_len=8192, available_kv_memory_bytes=AVAIL_30_GIB)
     p = build_plan(dsv4, get_gpu("H200"), s, with_roofline=False)
     assert (p.memory.block_size, p.memory.bytes_per_block, p.memory.num_gpu_blocks) == (256, 961_344, 33_507)
-    assert p.memory.printed_lines == ("GPU KV cache size: 81,596 tokens, Maximum concurrency for 8,192 tokens per request: 9.96x",)
+    assert p.memory.printed_lines == ("GPU KV cache size: 81,596 tokens, Maximum concurrency for 8,192 tokens per "
+                                      "request: 9.96x",)
     assert p.memory.pool_tokens == 81_596  # the figure vLLM 0.33 prints, not (blocks ÷ 5 groups) × 256
     assert any(n.startswith("DeepSeek-V4 reservation per request at 8,192 tokens (16,384 in flight): 32 for compressed")
                for n in p.memory.notes)
@@ -102,7 +104,7 @@ def test_decode_step_reads_the_window_the_top_k_and_every_indexer_key(dsv4):
     # costs QK + PV = 4 × 8 × 512 = 16,384 FLOP). Bytes read per GPU:
     #   indexer keys and ratio-128 entries over the whole context: (20 × 33 + 23 × 4.5625) × 8,192
     #     = 764.9375 × 8,192 = 6,266,368 B;
-    #   the ratio-4 entries the indexer keeps: 20 × 146 B × min(8,192, 4 × index_topk 512) = 2,920 × 2,048 = 5,980,160 B;
+    # the ratio-4 entries the indexer keeps: 20 × 146 B × min(8,192, 4 × index_topk 512) = 2,920 × 2,048 = 5,980,160 B;
     #   every layer's 128-token window: 43 × 584 × 128 = 3,214,336 B;
     #   compressor states read and written: 2 × (16,911,360 − 3,214,336) = 27,394,048 B.
     # FLOPs: indexer scoring 2 × 64 heads × 128 / 4 per token × 20 layers = 81,920 and ratio-128 entries 16,384 / 128

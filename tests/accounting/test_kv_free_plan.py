@@ -40,7 +40,8 @@ def test_plan_has_no_pool_and_max_num_seqs_limits_concurrency():
     assert m.printed_lines == ()  # vLLM prints no "GPU KV cache size" / "Maximum concurrency" line without KV groups
     assert m.fits and m.headroom_bytes > 0
     for r in p.concurrency:  # every context: 256 requests (max_num_seqs), never an infinite or a 0 from 0 ÷ 0
-        assert (r.blocks_per_request, r.bytes_per_request, r.max_requests, r.max_running, r.max_concurrency) == (0, 0.0, 256, 256, 256.0)
+        assert (r.blocks_per_request, r.bytes_per_request, r.max_requests, r.max_running, r.max_concurrency) == (0, 0.0,
+            256, 256, 256.0)
     assert p.advice.verdict == "fits" and "max_num_seqs = 256" in p.advice.message
     assert p.waterfall == ()  # concurrency by memory term means nothing without KV per request
 
@@ -60,7 +61,8 @@ def test_cli_plan_text_and_strict_json():
     assert "blocks of 16 tokens" not in out and "inf" not in out.lower().replace("info", "")
     r = runner.invoke(app, ["plan", str(CFG), "--gpu", "H100-SXM", "--max-num-seqs", "128", "--json"])
     assert r.exit_code == 0
-    d = json.loads(r.stdout, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"non-strict JSON constant {c}")))
+    d = json.loads(r.stdout,
+                   parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"non-strict JSON constant {c}")))
     assert d["model"]["kv_bytes_per_token"] == 0 and d["memory"]["kv_free"] is True
     assert d["memory"]["available_kv_bytes"] == 0 and d["memory"]["num_gpu_blocks"] == 1
     assert all(c["max_concurrency"] == 128.0 and c["max_requests"] == 128 for c in d["concurrency"])
@@ -71,11 +73,13 @@ def test_cli_plan_text_and_strict_json():
 
 def test_simulate_and_other_engines_refuse_clearly():
     # the simulator schedules by KV blocks: refused with exit status 2 and a one-paragraph reason, no traceback
-    proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", "simulate", str(CFG), "--gpu", "H100-SXM", "--trace", "azure-conv"],
+    proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", "simulate", str(CFG), "--gpu", "H100-SXM",
+                           "--trace", "azure-conv"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "keeps no KV cache of its own" in " ".join(proc.stderr.split())
-    for engine in ("sglang", "trtllm"):  # their rules for such a model were not read: an InputError (exit 2), not a guess
+    # their rules for such a model were not read: an InputError (exit 2), not a guess
+    for engine in ("sglang", "trtllm"):
         r = runner.invoke(app, ["plan", str(CFG), "--gpu", "H100-SXM", "--engine", engine])
         assert isinstance(r.exception, InputError) and "keeps no KV cache or state of its own" in str(r.exception)
 
@@ -94,4 +98,5 @@ def test_a_pipeline_stage_without_a_kv_layer_leaves_one_block():
     assert p.advice.verdict == "no_kv_pool" and all(r.max_requests == 0 for r in p.concurrency)
     r = runner.invoke(app, ["plan", str(cfg), "--gpu", "H100-SXM", "--pp", "4"])
     assert r.exit_code == 3 and "keeps no KV cache group" in " ".join(r.stdout.split())
-    assert build_plan(spec, get_gpu("H100-SXM"), PlanSettings(pp=2), with_roofline=False).fits  # 0–17 and 18–34 both cache
+    # 0–17 and 18–34 both cache
+    assert build_plan(spec, get_gpu("H100-SXM"), PlanSettings(pp=2), with_roofline=False).fits

@@ -1,4 +1,5 @@
-"""KV bytes per token, per request and per GPU under TP, for every attention layout (golden values with their arithmetic)."""
+"""KV bytes per token, per request and per GPU under TP, for every attention layout (golden values with their
+arithmetic)."""
 
 from __future__ import annotations
 
@@ -72,14 +73,16 @@ def test_state_layers_hold_fixed_bytes_per_sequence():
     # 12 attention layers × 2 × 2 KV heads × 256 × 2 B = 24 KiB/token.
     q = kv_ledger(load_model("Qwen/Qwen3-Next-80B-A3B-Thinking"))
     assert q.state_bytes_per_seq == 36 * MiB + 1.6875 * MiB and q.bytes_per_token == 24 * KiB
-    # Nemotron-H: 54 Mamba-2 layers × (256 × 64 × 256 + 20,480 × 3) × 2 B = 432 MiB + 6.328 MiB; 10 attention layers: 40 KiB/token.
+    # Nemotron-H: 54 Mamba-2 layers × (256 × 64 × 256 + 20,480 × 3) × 2 B = 432 MiB + 6.328 MiB; 10 attention layers: 40
+    # KiB/token.
     n = kv_ledger(load_model("nvidia/Nemotron-H-56B-Base-8K"))
     assert n.state_bytes_per_seq == 54 * (4_194_304 + 61_440) * 2 and n.bytes_per_token == 40 * KiB
     # Jamba: 28 Mamba layers × (8192 × 16 + 8192 × 3) × 2 B = 7 MiB + 1.3125 MiB; 4 attention layers: 16 KiB/token.
     j = kv_ledger(load_model("ai21labs/Jamba-v0.1"))
     assert j.state_bytes_per_seq == 7 * MiB + 1.3125 * MiB and j.bytes_per_token == 16 * KiB
     # fp32 recurrent state doubles the SSM part only: 72 MiB + 1.6875 MiB.
-    assert kv_ledger(load_model("Qwen/Qwen3-Next-80B-A3B-Thinking"), mamba_ssm_cache_dtype="float32").state_bytes_per_seq == 72 * MiB + 1.6875 * MiB
+    assert kv_ledger(load_model("Qwen/Qwen3-Next-80B-A3B-Thinking"),
+                     mamba_ssm_cache_dtype="float32").state_bytes_per_seq == 72 * MiB + 1.6875 * MiB
 
 
 def test_impossible_tp_and_dtype_are_refused():

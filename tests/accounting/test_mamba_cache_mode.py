@@ -44,7 +44,8 @@ def test_qwen3_next_tp4_8k_align_mode_vllm_033():
     assert (p.memory.block_size, p.memory.bytes_per_block, p.memory.num_gpu_blocks) == (320, 3_932_160, 8_192)
     assert [g.state_pages for g in p.layout.groups if g.kind == "state"] == [3, 3, 3]
     assert p.at_max_model_len.blocks_per_request == 35
-    assert p.memory.printed_lines == ("GPU KV cache size: 1,917,396 tokens, Maximum concurrency for 8,192 tokens per request: 234.06x",)
+    assert p.memory.printed_lines == ("GPU KV cache size: 1,917,396 tokens, Maximum concurrency for 8,192 tokens per "
+                                      "request: 234.06x",)
     # a running request still holds 1 state page per group between steps: 26 attention blocks + 3 at 8,192 tokens
     assert p.blocks_for_tokens(8192) == 26 + 3
 
@@ -52,7 +53,8 @@ def test_qwen3_next_tp4_8k_align_mode_vllm_033():
 @pytest.mark.parametrize("kw", [{"enable_prefix_caching": False}, {"engine_version": "0.24.0"}])
 def test_qwen3_next_no_prefix_caching_keeps_the_old_figure(kw):
     # "none" mode: block 16 × cdiv(274,432, 16 × 1,024) = 272 tokens; bytes_per_block 12 × 272 × 1,024 = 3,342,336 B;
-    # n = floor(32,212,254,720 / 3,342,336) = 9,637; R(8192) = cdiv(8192, 272) + 3 × 1 = 31 + 3 = 34; 9,637 / 34 = 283.44x.
+    # n = floor(32,212,254,720 / 3,342,336) = 9,637; R(8192) = cdiv(8192, 272) + 3 × 1 = 31 + 3 = 34; 9,637 / 34 =
+    # 283.44x.
     # vLLM 0.24 leaves prefix caching off for hybrid models by default, so it is "none" there too.
     p = plan(QWEN3_NEXT, **kw)
     assert (p.memory.block_size, p.memory.bytes_per_block, p.memory.num_gpu_blocks) == (272, 3_342_336, 9_637)
@@ -76,14 +78,18 @@ def test_jamba_and_nemotron_h_align_mode():
     # groups; block 80, bytes_per_block 4 × 81,920 = 327,680 B; n = 32,212,254,720 / 327,680 = 98,304.
     # align: R = cdiv(8192, 80) + 7 × 2 = 103 + 14 = 117 → 840.21x; none: 103 + 7 = 110 → 893.67x.
     j, j0 = plan("ai21labs/Jamba-v0.1"), plan("ai21labs/Jamba-v0.1", enable_prefix_caching=False)
-    assert (j.memory.num_gpu_blocks, j.at_max_model_len.blocks_per_request, j0.at_max_model_len.blocks_per_request) == (98_304, 117, 110)
-    assert (round(j.at_max_model_len.max_concurrency, 2), round(j0.at_max_model_len.max_concurrency, 2)) == (840.21, 893.67)
+    assert (j.memory.num_gpu_blocks, j.at_max_model_len.blocks_per_request,
+            j0.at_max_model_len.blocks_per_request) == (98_304, 117, 110)
+    assert (round(j.at_max_model_len.max_concurrency, 2), round(j0.at_max_model_len.max_concurrency, 2)) == (840.21,
+        893.67)
     # Nemotron-H-56B (Mamba-2: 1 checkpoint page, grid 1): 10 attention + 54 Mamba-2 layers in groups of 10 → 1 full +
     # 6 state groups; block 2,080, bytes_per_block 21,299,200 B; n = floor(32,212,254,720 / 21,299,200) = 1,512.
     # align: R = cdiv(8192, 2080) + 6 × 3 = 4 + 18 = 22 → 68.73x; none: 4 + 6 = 10 → 151.20x.
     n, n0 = plan("nvidia/Nemotron-H-56B-Base-8K"), plan("nvidia/Nemotron-H-56B-Base-8K", enable_prefix_caching=False)
-    assert (n.memory.num_gpu_blocks, n.at_max_model_len.blocks_per_request, n0.at_max_model_len.blocks_per_request) == (1_512, 22, 10)
-    assert (round(n.at_max_model_len.max_concurrency, 2), round(n0.at_max_model_len.max_concurrency, 2)) == (68.73, 151.20)
+    assert (n.memory.num_gpu_blocks, n.at_max_model_len.blocks_per_request,
+            n0.at_max_model_len.blocks_per_request) == (1_512, 22, 10)
+    assert (round(n.at_max_model_len.max_concurrency, 2), round(n0.at_max_model_len.max_concurrency, 2)) == (68.73,
+        151.20)
 
 
 def test_jamba_and_nemotron_h_all_mode_vllm_019_to_027():
@@ -99,7 +105,8 @@ def test_jamba_and_nemotron_h_all_mode_vllm_019_to_027():
     j = plan("ai21labs/Jamba-v0.1", engine_version="0.19.0", enable_prefix_caching=True)
     assert (j.memory.block_size, j.memory.bytes_per_block, j.memory.num_gpu_blocks) == (2048, 8_388_608, 3_840)
     assert j.at_max_model_len.blocks_per_request == 32
-    assert j.memory.printed_lines == ("GPU KV cache size: 983,040 tokens", "Maximum concurrency for 8,192 tokens per request: 120.00x")
+    assert j.memory.printed_lines == ("GPU KV cache size: 983,040 tokens", "Maximum concurrency for 8,192 tokens per "
+                                                                           "request: 120.00x")
     assert j.blocks_for_tokens(8192) == 4 + 7  # between steps a state group keeps only the last computed token's page
     # Nemotron-H-56B at TP 4: chunk_size 128. State page (20,480 × 3 conv + 256 × 64 × 256 SSM) × 2 B / 4 = 2,127,872 B;
     # attention 1,024 B per token → 2,078 tokens → block 128 × cdiv(2,078, 128) = 2,176 (align: 2,080). Groups of 10
@@ -125,7 +132,8 @@ def test_mamba_cache_rule_by_version():
     # (hybrid prefix caching is on by default from 0.26: ModelConfig.is_prefix_caching_supported returns False for
     # "hybrid" in 0.25 and True in 0.26)
     r = mamba_cache_rule((0, 27, 0), None, True, {"mamba"}, "sm90", **jamba)
-    assert (r.mode, r.page_per_block, r.checkpoint_alignment_tokens, r.enable_prefix_caching) == ("all", True, 2048, True)
+    assert (r.mode, r.page_per_block, r.checkpoint_alignment_tokens, r.enable_prefix_caching) == ("all", True, 2048,
+        True)
     assert mamba_cache_rule((0, 25, 0), None, True, {"mamba"}, "sm90", **jamba).mode == "none"
     assert mamba_cache_rule((0, 19, 0), True, True, {"mamba"}, "sm90", **jamba).mode == "all"
     assert mamba_cache_rule((0, 28, 0), None, True, {"mamba"}, "sm90", **jamba).mode == "align"
@@ -134,7 +142,8 @@ def test_mamba_cache_rule_by_version():
     r = mamba_cache_rule((0, 19, 0), True, False, {"mamba2"}, "sm90", architectures=("Mamba2ForCausalLM",))
     assert (r.mode, r.page_per_block, r.checkpoint_alignment_tokens) == ("all", True, None)
     # a Mamba-2 hybrid vLLM gives no SupportsMambaPrefixCaching (e.g. Plamo2) stays "align" in 0.19
-    assert mamba_cache_rule((0, 19, 0), True, True, {"mamba2"}, "sm90", architectures=("Plamo2ForCausalLM",)).mode == "align"
+    assert mamba_cache_rule((0, 19, 0), True, True, {"mamba2"}, "sm90", architectures=("Plamo2ForCausalLM",
+                                                                                       )).mode == "align"
     # before 0.19 nothing changes
     assert mamba_cache_rule((0, 15, 0), True, True, {"gated_deltanet"}, "sm90").state_pages_per_request == 1
 
@@ -144,7 +153,8 @@ def test_cli_no_enable_prefix_caching(capsys):
 
     from kvledger.cli.main import app
 
-    args = ["plan", QWEN3_NEXT, "--gpu", "H100-SXM", "--tp", "4", "--max-model-len", "8192", "--available-kv-memory", str(AVAIL_30_GIB)]
+    args = ["plan", QWEN3_NEXT, "--gpu", "H100-SXM", "--tp", "4", "--max-model-len", "8192", "--available-kv-memory",
+            str(AVAIL_30_GIB)]
     on = CliRunner().invoke(app, args)
     off = CliRunner().invoke(app, args + ["--no-enable-prefix-caching"])
     assert "234.06x" in on.output and "283.44x" in off.output
@@ -172,4 +182,7 @@ def test_simulate_sizes_its_pool_with_the_prefix_caching_flag():
 
     on, off = engine(), engine("--no-enable-prefix-caching")
     assert (on["block_size"], off["block_size"]) == (320, 272)
-    assert on["num_gpu_blocks"] == plan()["num_gpu_blocks"] and off["num_gpu_blocks"] == plan("--no-enable-prefix-caching")["num_gpu_blocks"]
+    assert (
+        on["num_gpu_blocks"] == plan()["num_gpu_blocks"]
+        and off["num_gpu_blocks"] == plan("--no-enable-prefix-caching")["num_gpu_blocks"]
+    )

@@ -19,7 +19,8 @@ def test_online_fp8_weights_are_what_a_step_reads():
     # bf16: 7,504,924,672 × 2 B = 15,009,849,344 B; online FP8 (linear layers 1 B, LM head and norms bf16):
     # 6,979,321,856 + 2 × (525,336,576 + 266,240) = 8,030,527,488 B (+ a few fp32 scales).
     # FLOPs per token 2 × (6,979,588,096 matmul params + 525,336,576 head) = 15,009,849,344, so the matmuls turn
-    # compute-bound where tokens × 15,009,849,344 / peak ≥ bytes / 3.35 TB/s: bf16 at 989.5 TFLOP/s, tokens ≥ 295.4 → 296;
+    # compute-bound where tokens × 15,009,849,344 / peak ≥ bytes / 3.35 TB/s: bf16 at 989.5 TFLOP/s, tokens ≥ 295.4 →
+    # 296;
     # FP8 at 1,979 TFLOP/s (vLLM's W8A8 on Hopper), tokens ≥ 590.75 × 8,030,527,488 / 15,009,849,344 = 316.06 → 317.
     h100, m = get_gpu("H100"), load_model(MODEL)
     bf16 = build_plan(m, h100, make_settings()).roofline

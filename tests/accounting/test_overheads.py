@@ -17,13 +17,15 @@ from kvledger.accounting.overheads import (
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
 
-CONFIGS = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B-Instruct", "openai/gpt-oss-20b": "openai/gpt-oss-20b",
+CONFIGS = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B-Instruct",
+           "openai/gpt-oss-20b": "openai/gpt-oss-20b",
            "Qwen/Qwen3-0.6B": str(Path(__file__).parents[1] / "fixtures" / "configs" / "Qwen3-0.6B.json")}
 
 
 def rows():
     with (resources.files("kvledger.catalog") / "data" / "vllm_memory_observations.csv").open() as fh:
-        return [(load_model(CONFIGS[r["model"]]), float(r["peak_activation_gib"]) * GiB, 8192, 1024) for r in csv.DictReader(fh)]
+        return [(load_model(CONFIGS[r["model"]]), float(r["peak_activation_gib"]) * GiB, 8192,
+                 1024) for r in csv.DictReader(fh)]
 
 
 def test_constant_is_the_least_squares_fit_of_the_logs():

@@ -1,4 +1,5 @@
-"""Roofline: ridge points, where weight matmuls and whole decode steps turn compute-bound, and the StepCostModel contract."""
+"""Roofline: ridge points, where weight matmuls and whole decode steps turn compute-bound, and the StepCostModel
+contract."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def test_llama8b_on_h100():
     # Per token: 2 × 7,504,924,672 FLOP (all matmul weights incl. lm_head, excluding the embedding table) against
     # 15,009,849,344 B of weights read once per step → intensity = tokens; crosses 295.37 at 296 tokens.
     assert r.weight_matmul_crossover_tokens == 296
-    # Decode attention: 32 layers × 4 × 32 heads × 128 = 524,288 FLOP per (query, key) over 131,072 B of KV = 4.0 FLOP/B.
+    # Decode attention: 32 layers × 4 × 32 heads × 128 = 524,288 FLOP per (query, key) over 131,072 B of KV = 4.0
+    # FLOP/B.
     assert r.decode_attention_intensity == pytest.approx(4.0)
     # Whole decode step at 16 tokens of context: b × (15,009,849,344 + 524,288 × 16) / 989.5e12 ≥
     # (15,009,849,344 + b × 131,072 × 16) / 3.35e12  ⇔  b ≥ 4.4805e-3 / 1.45516e-5 = 307.9 → 308.
@@ -50,7 +52,8 @@ def test_h200_ridge_and_fp8_weights():
 def test_moe_crosses_later_than_dense():
     # Each expert sees ≈ tokens × k / E: Mixtral (top-2 of 8) needs ≈ 4× the tokens, Qwen3-30B-A3B (8 of 128) ≈ 16×,
     # less the always-read attention and shared weights.
-    assert 1000 < roof("mistralai/Mixtral-8x7B-v0.1", max_model_len=8192, tp=2).weight_matmul_crossover_tokens < 295 * 4  # 87 GiB: TP 2
+    # 87 GiB: TP 2
+    assert 1000 < roof("mistralai/Mixtral-8x7B-v0.1", max_model_len=8192, tp=2).weight_matmul_crossover_tokens < 295 * 4
     assert 2500 < roof("Qwen/Qwen3-30B-A3B", max_model_len=8192).weight_matmul_crossover_tokens < 295 * 16
 
 

@@ -112,7 +112,8 @@ def test_measured_weight_memory_sets_the_bytes_read():
 
 
 @pytest.mark.parametrize("name,tp,kw", [("meta-llama/Meta-Llama-3.1-70B", 4, {}),
-                                        ("meta-llama/Meta-Llama-3.1-8B", 1, {"overlap_cpu": True, "cpu_overhead_s": 0.004}),
+                                        ("meta-llama/Meta-Llama-3.1-8B", 1, {"overlap_cpu": True,
+                                                                             "cpu_overhead_s": 0.004}),
                                         ("meta-llama/Meta-Llama-3.1-8B", 1, {"cpu_overhead_s": 0.002}),
                                         ("deepseek-ai/DeepSeek-V3", 8, {}),
                                         ("openai/gpt-oss-20b", 1, {"cpu_overhead_s": 0.001}),

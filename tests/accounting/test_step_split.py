@@ -119,7 +119,8 @@ def test_small_simulation_priced_by_hand(fast_forward):
 def _poisson_run(n=300, rate=12.0, seed=3):
     rng = np.random.default_rng(seed)
     t = np.cumsum(rng.exponential(1 / rate, n))
-    return [RequestSpec(str(i), float(t[i]), int(rng.integers(200, 3000)), int(rng.integers(20, 300))) for i in range(n)]
+    return [RequestSpec(str(i), float(t[i]), int(rng.integers(200, 3000)), int(rng.integers(20,
+        300))) for i in range(n)]
 
 
 def test_fast_path_and_step_by_step_attribute_the_same_time():
@@ -174,7 +175,8 @@ def _random_shapes(n=300, seed=11):
     ctx = np.where(pf_seqs > 0, rng.integers(0, 1024, n), 0)
     dec = rng.integers(0, 200, n)
     dec[0] = pf_seqs[0] = pf_tok[0] = 0  # one empty step
-    return pf_tok, pf_seqs, pf_tok + ctx, pf_tok * ctx + pf_tok * (pf_tok + 1) / 2.0, dec, dec * rng.integers(1, 2000, n)
+    return pf_tok, pf_seqs, pf_tok + ctx, pf_tok * ctx + pf_tok * (pf_tok + 1) / 2.0, dec, dec * rng.integers(1, 2000,
+        n)
 
 
 def test_vectorised_prices_of_the_calibrated_models_are_step_time_s():
@@ -188,7 +190,8 @@ def test_vectorised_prices_of_the_calibrated_models_are_step_time_s():
     cols = _random_shapes()
     for m in models:
         got = m.step_times_of(*(c.astype(np.float64) for c in cols))
-        want = [m.step_time_s(StepShape(int(a), int(b), int(c), float(d), int(e), int(f))) for a, b, c, d, e, f in zip(*cols)]
+        want = [m.step_time_s(StepShape(int(a), int(b), int(c), float(d), int(e), int(f))) for a, b, c, d, e,
+                f in zip(*cols)]
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
         # and the buffered split equals the scalar rule step by step
         pt, price, total = PrefillTime(m), step_pricer(m), 0.0

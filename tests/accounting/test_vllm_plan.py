@@ -123,17 +123,17 @@ def test_llm_d_h100_startup_rows_from_the_models(row):
 
 def test_default_plan_lands_between_the_seed_and_the_log():
     # Seed: about 54 concurrent 8K requests by round arithmetic; the older H100 log (51.38 GiB) gives 51.38 → 51.
-    # vLLM 0.33 rules, util 0.9: ceil(85,060,485,120 × 0.9) = 76,554,436,608 − weights 16,094,076,928 − activation
-    # 2,027,193,139 (0.17+ sampler) − non-torch 268,435,456 − CUDA graphs (244 + 2 × 50 × 5 MiB) 780,140,544
-    # = 57,384,590,541 B
-    # → 27,363 blocks of 2 MiB → 27,363 / 512 = 53.44 at 8K. 0.19 does not subtract the graphs: 27,735 → 54.17;
-    # 0.11 (sort-era sampler 4.75 GiB, non-torch 0.13 GiB): 51.42.
+    # vLLM 0.33 rules, util 0.9, H100 total 81,090 MiB (79.19 GiB, as the 0.19 corpus prints): ceil(85,029,027,840 × 0.9)
+    # = 76,526,125,056 − weights 16,094,076,928 − activation 2,027,193,139 (0.17+ sampler) − non-torch 268,435,456
+    # − CUDA graphs (244 + 2 × 50 × 5 MiB) 780,140,544 = 57,356,278,989 B
+    # → 27,349 blocks of 2 MiB → 27,349 / 512 = 53.42 at 8K. 0.19 does not subtract the graphs: + 780,140,544 B
+    # → 27,721 blocks → 54.14; 0.11 (sort-era sampler 4.75 GiB, non-torch 0.13 GiB): 26,315 → 51.40.
     # One 8K request is 512 blocks (1 GiB), one 128K request 8,192 blocks (16 GiB).
     p = plan("meta-llama/Llama-3.1-8B", gpu_memory_utilization=0.9)
-    assert p.memory.num_gpu_blocks == 27_363 and round(p.row_at(8192).max_concurrency, 2) == 53.44
+    assert p.memory.num_gpu_blocks == 27_349 and round(p.row_at(8192).max_concurrency, 2) == 53.42
     assert p.row_at(131072).max_requests == 3
-    assert round(plan("meta-llama/Llama-3.1-8B", gpu_memory_utilization=0.9, engine_version="0.19.0").row_at(8192).max_concurrency, 2) == 54.17
-    assert round(plan("meta-llama/Llama-3.1-8B", gpu_memory_utilization=0.9, engine_version="0.11.0").row_at(8192).max_concurrency, 2) == 51.42
+    assert round(plan("meta-llama/Llama-3.1-8B", gpu_memory_utilization=0.9, engine_version="0.19.0").row_at(8192).max_concurrency, 2) == 54.14
+    assert round(plan("meta-llama/Llama-3.1-8B", gpu_memory_utilization=0.9, engine_version="0.11.0").row_at(8192).max_concurrency, 2) == 51.40
     steps = [w["step"] for w in p.waterfall]
     assert any("activation peak" in s for s in steps) and any("back-of-envelope: nvidia-smi" in s for s in steps)
     log = plan("meta-llama/Llama-3.1-8B", available_kv_memory_bytes=int(51.38 * GiB), contexts=(8192, 131072))

@@ -46,8 +46,10 @@ def test_qwen3_14b_drop_at_0_17_is_reproduced_without_fitting_to_it():
 
 
 def test_sort_era_constant_reproduces_the_older_logs():
-    # vllm_memory_observations.csv (pre-0.17): Llama-3.1-8B 4.76 and Qwen3-0.6B 5.56 GiB (fitted), gpt-oss-20b 7.38 (not fitted;
-    # MXFP4 experts keep no bf16 fused-MoE workspace): 1,024 × 201,088 × 37.95 B + 8,192 × 2,880 × 2 B + 0.05 GiB = 7.37 GiB.
+    # vllm_memory_observations.csv (pre-0.17): Llama-3.1-8B 4.76 and Qwen3-0.6B 5.56 GiB (fitted), gpt-oss-20b 7.38 (not
+    # fitted;
+    # MXFP4 experts keep no bf16 fused-MoE workspace): 1,024 × 201,088 × 37.95 B + 8,192 × 2,880 × 2 B + 0.05 GiB = 7.37
+    # GiB.
     qwen06 = str(Path(__file__).parents[1] / "fixtures" / "configs" / "Qwen3-0.6B.json")
     for name, logged in ((LLAMA, 4.76), (qwen06, 5.56), ("openai/gpt-oss-20b", 7.38)):
         assert activation_peak(load_model(name), V16, 8192, 1024)[0] / GiB == pytest.approx(logged, abs=0.012), name
@@ -55,17 +57,21 @@ def test_sort_era_constant_reproduces_the_older_logs():
 
 
 def test_moe_workspace_is_held_through_the_sampler():
-    # Mixtral-8x7B at TP 2 (0.19 log: 1.21 GiB): workspaces 8,192 tokens × top-2 × (max(7,168, 4,096) + max(14,336, 4,096))
-    # × 2 B = 0.65625 GiB on top of the sampler 1,024 × 32,000 × 14 B + 132 × 32,000 × 4 B + 8,192 × 4,096 × 2 B + 0.05 GiB.
+    # Mixtral-8x7B at TP 2 (0.19 log: 1.21 GiB): workspaces 8,192 tokens × top-2 × (max(7,168, 4,096) + max(14,336,
+    # 4,096))
+    # × 2 B = 0.65625 GiB on top of the sampler 1,024 × 32,000 × 14 B + 132 × 32,000 × 4 B + 8,192 × 4,096 × 2 B + 0.05
+    # GiB.
     m = load_model(str(CFG / "mistralai--Mixtral-8x7B-Instruct-v0.1.json"))
     assert moe_workspace_bytes(m, V19, 8192, 2) == 8192 * 2 * (7168 + 14336) * 2
     assert activation_peak(m, V19, 8192, 1024, 2)[0] / GiB == pytest.approx(1.21, abs=0.005)
 
 
 def test_pp_split_and_stage_terms_for_llama_pp4():
-    # get_pp_indices: 32 layers / 4 = 8 each. Stage weights (0.19 log: 4.26, 3.28, 3.28, 4.26 GiB): 8 layers of 218,112,000
+    # get_pp_indices: 32 layers / 4 = 8 each. Stage weights (0.19 log: 4.26, 3.28, 3.28, 4.26 GiB): 8 layers of
+    # 218,112,000
     # params × 2 B + the 0.98 GiB embedding (first) or LM head + norm (last) + 32 MiB RoPE cache on every stage.
-    # Activation: middle stages forward 8,192 × (4·4,096 + 3·14,336) × 2 B + PP buffers 8,192 × 2 × 4,096 × 2 B + 0.05 GiB
+    # Activation: middle stages forward 8,192 × (4·4,096 + 3·14,336) × 2 B + PP buffers 8,192 × 2 × 4,096 × 2 B + 0.05
+    # GiB
     # = 1.081 GiB (logged 1.05); the last stage has the sampler: 1.888 + 0.125 = 2.013 GiB (logged 2.01).
     m = load_model(LLAMA)
     st = pp_stages(32, 4)
@@ -74,7 +80,8 @@ def test_pp_split_and_stage_terms_for_llama_pp4():
     assert [round(x, 2) for x in w] == [4.26, 3.28, 3.28, 4.26]
     act = [activation_peak(stage_model(m, s), V19, 8192, 1024, 1, s)[0] / GiB for s in st]
     assert act[1] == pytest.approx(1.05, abs=0.035) and act[3] == pytest.approx(2.01, abs=0.005)
-    assert [(s.start_layer, s.end_layer) for s in pp_stages(30, 4)] == [(0, 7), (7, 15), (15, 23), (23, 30)]  # remainder 2 → stages 2, 1
+    # remainder 2 → stages 2, 1
+    assert [(s.start_layer, s.end_layer) for s in pp_stages(30, 4)] == [(0, 7), (7, 15), (15, 23), (23, 30)]
 
 
 def test_non_torch_by_version_tp_and_pp():

@@ -23,17 +23,17 @@ def test_fp8_kv_json_and_table(tmp_path):
     r = run("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--concurrency", "8", "--contexts", "1K,16K", "--json")
     assert r.exit_code == 0
     d = json.loads(r.stdout)
-    # vLLM 0.33 on H100-SXM (85,060,485,120 B), util 0.92: ceil(total × 0.92) = 78,255,646,311 − weights 16,094,076,928
-    # − activation 2,027,193,139 − non-torch 268,435,456 − CUDA graphs 244 + 2 × 50 × 5 MiB = 780,140,544 → 59,085,800,244 B;
-    # fp8 blocks of 1 MiB: floor(… / 1,048,576) = 56,348 = 2 × 28,174 bf16 blocks of 2 MiB
-    assert d["capacity"]["bf16"]["num_gpu_blocks"] * 2 == d["capacity"]["fp8"]["num_gpu_blocks"] == 56_348
+    # vLLM 0.33 on H100-SXM (85,029,027,840 B = 79.19 GiB), util 0.92: ceil(total × 0.92) = 78,226,705,613 − weights
+    # 16,094,076,928 − activation 2,027,193,139 − non-torch 268,435,456 − CUDA graphs 244 + 2 × 50 × 5 MiB = 780,140,544
+    # → 59,056,859,546 B; fp8 blocks of 1 MiB: floor(… / 1,048,576) = 56,321; bf16 blocks of 2 MiB: floor(28,160.5) = 28,160
+    assert (d["capacity"]["bf16"]["num_gpu_blocks"], d["capacity"]["fp8"]["num_gpu_blocks"]) == (28_160, 56_321)
     assert d["break_even"]["batch"] == 8 and d["break_even"]["context_tokens"] == 1240  # 9,914.05 / 8, next token
     assert [p["context_tokens"] for p in d["curve"]] == [1024, 16384]
     assert d["curve"][0]["fp8_gain_pct"] < 0 < d["curve"][1]["fp8_gain_pct"]  # below and above the break-even
     r = run("fp8-kv", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "8")
     out = " ".join(r.stdout.split())
-    # fp8 pool 56,348 blocks × 16 = 901,568 tokens
-    for text in ("Break-even context by batch", "1,240 tokens", "leave it off", "901,568 tokens", "no source"):
+    # fp8 pool 56,321 blocks × 16 = 901,136 tokens
+    for text in ("Break-even context by batch", "1,240 tokens", "leave it off", "901,136 tokens", "no source"):
         assert text in out, text
     # calibrate from a CSV measured on the same GPU: the fitted overhead replaces the default
     csv = tmp_path / "l4.csv"

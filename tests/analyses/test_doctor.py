@@ -70,9 +70,10 @@ def test_v0_start_up_error_agrees_with_the_ledger():
 
 def test_v0_engine_h100_term_by_term_against_the_catalog_gpu():
     c = doc("v0.8-v0engine_llama-2-7b_h100.log", model="meta-llama/Llama-2-7b-hf", gpu="H100").startup
-    # device total: catalog 81,120 MiB = 79.22 GiB (vLLM PR #12126) vs this log's 79.19 GiB → ledger − log ≈ +0.03 GiB
+    # device total: catalog 81,090 MiB = 79.19 GiB (what the vLLM 0.19 H100 corpus prints) vs this log's 85,029,615,043 B
+    # → ledger − log = −587,203 B, 0.00 GiB
     dt = c.row("device total")
-    assert dt.ledger_value == 81_120 * MiB and round(dt.difference / GiB, 2) == 0.03
+    assert dt.ledger_value == 81_090 * MiB and dt.difference == 85_029_027_840 - 85_029_615_043
     # blocks from the log's own 56.18 GiB: floor(56.18 × 1,024 MiB / 8 MiB) = floor(7,191.04) = 7,191 (Llama-2-7b MHA:
     # 16 × 32 layers × 32 heads × 256 × 2 B = 8 MiB per block) — exactly the log's "# cuda blocks: 7191"
     assert c.row("bytes per block").ledger_value == 8 * MiB
@@ -107,8 +108,8 @@ def test_capacity_triggered_with_options_from_the_ledger():
     # fp8: floor(51.38 GiB / 1 MiB) = floor(52,613.1) = 52,613 blocks; 52,612 × 16 / 3,289.5 = 255.9 → 255; 52,613 / 1,000 = 52.61x
     fp8 = opts["--kv-cache-dtype fp8"]
     assert (fp8["num_gpu_blocks"], fp8["requests_of_observed_size"], fp8["max_concurrency"]) == (52613, 255, 52.61)
-    # utilization 0.95: + 5% × 85,060,485,120 B = 4,253,024,256 B → (55,168,854,917 + 4,253,024,256) / 2 MiB = 28,334.4
-    assert opts["--gpu-memory-utilization 0.95"]["num_gpu_blocks"] == 28334
+    # utilization 0.95: + 5% × 85,029,027,840 B = 4,251,451,392 B → (55,168,854,917 + 4,251,451,392) / 2 MiB = 28,333.6
+    assert opts["--gpu-memory-utilization 0.95"]["num_gpu_blocks"] == 28333
     # TP 2: requested ceil(0.9 × 85,060,485,120) = 76,554,436,608; other = requested − 51.38 GiB − 14.99 GiB = 5,290,191,749;
     # per GPU 76,554,436,608 − 14.99 GiB / 2 − 5,290,191,749 = 63,216,549,888 B / 1 MiB (4 KV heads per GPU) = 60,288.7
     tp2 = opts["--tensor-parallel-size 2"]

@@ -89,12 +89,12 @@ def test_break_even_matches_the_closed_form_for_llama_8b_on_h100(llama_h100):
 
 def test_capacity_point_is_where_bf16_stops_holding_the_batch(llama_h100):
     r = analyse_fp8_kv(*llama_h100, concurrency=64, contexts=[8192])
-    # usable blocks (vLLM 0.33 rules, 59,085,800,244 B available, see test_analyses_cli): bf16 28,173, fp8 56,347
-    # (block 0 is the null block); 28,173 // 64 = 440 blocks = 7,040 tokens, 56,347 // 64 = 880 blocks = 14,080 tokens
-    assert r.capacity.bf16_max_context_tokens == 7040 and r.capacity.fp8_max_context_tokens == 14080
+    # usable blocks (vLLM 0.33 rules, 59,056,859,546 B available, see test_analyses_cli): bf16 28,159, fp8 56,320
+    # (block 0 is the null block); 28,159 // 64 = 439 blocks = 7,024 tokens, 56,320 // 64 = 880 blocks = 14,080 tokens
+    assert r.capacity.bf16_max_context_tokens == 7024 and r.capacity.fp8_max_context_tokens == 14080
     p = r.curve[0]
     assert (p.fits_bf16, p.fits_fp8) == (False, True)
-    assert any("Capacity matters from 7,041 tokens" in v for v in r.verdict)
+    assert any("Capacity matters from 7,025 tokens" in v for v in r.verdict)
 
 
 def test_overhead_extremes_give_always_and_never(llama_h100):

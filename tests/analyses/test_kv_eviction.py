@@ -1,4 +1,5 @@
-"""KV eviction in a paged cache: the random-survivor closed form against exact enumeration, sink+window by hand, the report."""
+"""KV eviction in a paged cache: the random-survivor closed form against exact enumeration, sink+window by hand, the
+report."""
 
 from __future__ import annotations
 
@@ -37,16 +38,26 @@ def test_random_scatter_expectation_matches_exact_enumeration():
     assert p_block_empty(8, 2, 4) == pytest.approx(3 / 14)
     assert expected_empty_blocks_random(8, 2, 4) == pytest.approx(3 / 7) == pytest.approx(_enumerate_empty(8, 2, 4))
     # a partial last block: n = 10, B = 4, s = 3 → 2 × C(7,4)/C(10,4) + C(7,2)/C(10,2) = 2 × 35/210 + 21/45
-    assert expected_empty_blocks_random(10, 3, 4) == pytest.approx(2 * 35 / 210 + 21 / 45) == pytest.approx(_enumerate_empty(10, 3, 4))
+    assert (
+        expected_empty_blocks_random(10, 3, 4)
+        == pytest.approx(2 * 35 / 210 + 21 / 45)
+        == pytest.approx(_enumerate_empty(10, 3, 4))
+    )
     for n, s, b in ((20, 5, 4), (100, 37, 16), (1000, 90, 16)):  # C(n−b, s)/C(n, s) = C(n−s, b)/C(n, b)
-        assert p_block_empty(n, s, b) == pytest.approx(math.comb(n - b, s) / math.comb(n, s)) == pytest.approx(math.comb(n - s, b) / math.comb(n, b))
+        assert (
+            p_block_empty(n, s, b)
+            == pytest.approx(math.comb(n - b, s) / math.comb(n, s))
+            == pytest.approx(math.comb(n - s, b) / math.comb(n, b))
+        )
 
 
 def test_ninety_percent_scattered_frees_about_r_to_the_b():
     # 32,768 tokens, 90% evicted → 3,277 kept; P(empty) ≈ 0.9^16 = 0.1853 → ≈ 379 of 2,048 blocks
     r = evict(32768, 16, MIB2, "scattered", evict_fraction=0.9, seed=0, heads_per_block=256)
     assert r.kept_tokens == 3277 and r.num_blocks == 2048
-    assert r.expected_empty_blocks == pytest.approx(379.30, abs=0.01) and r.binomial_empty_blocks == pytest.approx(2048 * (29491 / 32768) ** 16)  # r = e/n exactly
+    assert r.expected_empty_blocks == pytest.approx(379.30, abs=0.01) and r.binomial_empty_blocks == pytest.approx(
+        2048 * (29491 / 32768) ** 16
+    )  # r = e/n exactly
     sd = math.sqrt(2048 * 0.1853 * 0.8147)  # ≈ 17.6 blocks
     assert abs(r.empty_blocks - r.expected_empty_blocks) < 4 * sd
     assert r.freed_fraction < 0.25 and r.per_head_expected_empty_blocks < 1e-100  # 256 heads: 0.185^256
@@ -115,5 +126,6 @@ def test_lower_layers_do_not_import_the_analyses():
     for pkg in ("units.py", "catalog", "accounting", "dynamics", "evidence", "ledgers"):
         for f in ([root / pkg] if pkg.endswith(".py") else sorted((root / pkg).rglob("*.py"))):
             for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                names = [a.name for a in node.names] if isinstance(node,
+                                                                   ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
                 assert not any(n.startswith("kvledger.analyses") for n in names), f

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kvledger.analyses.doctor.memory_accuracy import exact_from_logged, replay
+from kvledger.analyses.doctor.public_startups import load_rows, replay_row
 
 D = Path(__file__).parents[1] / "fixtures" / "vllm_startups_0_19"
 ORACLE = Path(__file__).parents[2] / "benchmarks" / "data" / "oracle_configs"
@@ -54,3 +55,30 @@ def test_blocks_tokens_and_concurrency_exact_from_the_logged_memory(row):
     lo, hi = e["blocks_range"]
     assert lo <= e["logged_blocks"] <= hi
     assert (e["tokens"], e["concurrency"]) == (e["logged_tokens"], e["logged_concurrency"])
+
+
+PUBLIC_ROWS = load_rows(Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "vllm_public_startups.csv")
+PUBLIC = {r["id"]: replay_row(r, Path(__file__).resolve().parents[2]) for r in PUBLIC_ROWS}
+
+
+def test_every_public_startup_figure_lies_in_the_printed_range():
+    # benchmarks/data/vllm_public_startups.csv: each printed figure (term, available KV, blocks, tokens, concurrency)
+    # must fall in the plan's low–high for its version, GPU and topology.
+    terms = [(k, t) for k, x in PUBLIC.items() for t in x.terms]
+    assert len(terms) >= 18 and all(t.inside for _, t in terms), [(k, t) for k, t in terms if not t.inside]
+
+
+def test_rtx3090_v0_startup_predicted_within_1_percent():
+    # vllm#10517: Llama-3.1-8B-Instruct on an RTX 3090 (23.58 GiB), V0 0.6.x, util 0.9, max_model_len 20,000: printed
+    # 3.81 GiB, 1,952 blocks, 1.56x. No chunked prefill below 32K, so the profile forward runs 20,000 tokens:
+    # 20,000 × (4·4,096 + 3·14,336) × 2 B = 2.20 GiB + 0.05 fixed;
+    # 23.58 × 0.9 − 14.99 − 2.25 − 0.13 ≈ 3.84 GiB.
+    x = PUBLIC["P01"]
+    avail = next(t for t in x.terms if t.term == "available KV")
+    assert abs(avail.rel_error) < 0.01 and avail.predicted == pytest.approx(3.84, abs=0.01)
+
+
+def test_public_rows_printed_from_memory_are_exact():
+    # LMCache#1739 (0.10.2): 6.51 GiB printed → 42,656 tokens, 1.30x, exactly as the plan prints them.
+    toks = next(t for t in PUBLIC["P07"].terms if t.term == "KV tokens")
+    assert toks.predicted == toks.printed == 42_656

@@ -1,4 +1,5 @@
-"""P/D disaggregation vs colocated: the splits, the comparison on a real plan, the verdict's words, and `kvledger disagg`."""
+"""P/D disaggregation vs colocated: the splits, the comparison on a real plan, the verdict's words, and `kvledger
+disagg`."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def test_splits_of_a_gpu_count():
     assert splits_for(6, decode_tp=2) == [(2, 2), (4, 1)]
     with pytest.raises(InputError, match="cannot be split"):
         splits_for(1)
-    assert Deployment("disaggregated", 1, 2, 2, 1).label == "1P(TP2):2D" and Deployment("disaggregated", 1, 2, 2, 1).num_gpus == 4
+    assert Deployment("disaggregated", 1, 2, 2, 1).label == "1P(TP2):2D" and Deployment("disaggregated", 1, 2, 2,
+                                                                                        1).num_gpus == 4
     assert Deployment("colocated", 4).label == "colocated ×4"
 
 
@@ -141,7 +143,8 @@ def test_tuning_sentences_say_when_a_smaller_chunk_does_the_same_job_colocated()
 
     def row(gp, ttft=0.1, itl=0.02, **kw):
         return {"knob": "k", "ttft_p90_s": ttft, "itl_p99_s": itl, "goodput_req_per_s_per_gpu": gp,
-                "ttft_p90_change": kw.get("dt"), "itl_p99_change": kw.get("di"), "ttft_identical": kw.get("same", False)}
+                "ttft_p90_change": kw.get("dt"), "itl_p99_change": kw.get("di"), "ttft_identical": kw.get("same",
+                    False)}
 
     # split 8.00 req/s/GPU beats colocated 2.38 at its default budget; the smaller budget gets colocated to 15.29
     rows = [row(8.0), row(8.0, dt=-0.004, di=-0.002), row(7.45, dt=0.0, di=-0.135, same=True), row(2.38),

@@ -7,7 +7,8 @@ from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
 
 def _run(arrivals, finishes):
-    recs = [RequestRecord(f"r{i}", a, 10, 5, first_token_s=f, finish_s=f) for i, (a, f) in enumerate(zip(arrivals, finishes))]
+    recs = [RequestRecord(f"r{i}", a, 10, 5, first_token_s=f, finish_s=f) for i, (a, f) in enumerate(zip(arrivals,
+        finishes))]
     return RunRecords(recs, RunMetadata(source="test", source_format="test"))
 
 
@@ -18,9 +19,9 @@ def test_a_queue_that_grows_with_the_trace_is_named_with_its_rates():
     # 55 ≥ 1.5 × 30 = 45, grew by 25 > 10, 55 > 5 % of 100: overloaded. Over [5.0, 9.9] s: arrivals i = 51 … 99,
     # 49 in 4.9 s = 10 req/s; finishes i = 21 … 44, 24 in 4.9 s = 4.90 req/s.
     q = queue_growth(_run([0.1 * i for i in range(100)], [1 + 0.2 * i for i in range(100)]))
-    assert (q["backlog_mid"], q["backlog_last"]) == (30, 55)
-    assert abs(q["arrived_per_s"] - 10.0) < 1e-9 and abs(q["finished_per_s"] - 24 / 4.9) < 1e-9
-    assert "grew from 30 at the median arrival (t = 5.0 s) to 55" in q["note"]
+    assert (q.backlog_mid, q.backlog_last) == (30, 55)
+    assert abs(q.arrived_per_s - 10.0) < 1e-9 and abs(q.finished_per_s - 24 / 4.9) < 1e-9
+    assert "grew from 30 at the median arrival (t = 5.0 s) to 55" in q.note
 
 
 def test_a_steady_backlog_is_not_overload():

@@ -1,4 +1,5 @@
-"""Configuration search: rejections with their numbers, sizing, the winner's launch command against `kvledger plan`, the frontier.
+"""Configuration search: rejections with their numbers, sizing, the winner's launch command against `kvledger plan`,
+the frontier.
 
 Searches here are tiny (a handful of candidates, 60–100 requests per probe, a loose SLO) so each
 runs in about a second; the figures checked are worked out by hand in the comments.
@@ -71,13 +72,16 @@ def test_max_model_len_and_price_rejections_carry_their_numbers():
     plan = json.loads(CliRunner().invoke(app, ["plan", "meta-llama/Llama-3.2-3B", "--gpu", "L4", "--json"]).output)
     usable = plan["memory"]["usable_blocks"]
     assert usable < 8192 and "needs 8,192 blocks" in l4["detail"] and f"{usable:,} usable blocks" in l4["detail"]
-    assert "no rental row for nvidia_a100_80gb_sxm at Nebius" in a100["detail"] and a100["plan"]["num_gpu_blocks"] > 8192
+    assert (
+        "no rental row for nvidia_a100_80gb_sxm at Nebius" in a100["detail"] and a100["plan"]["num_gpu_blocks"] > 8192
+    )
     assert res.ranking == [] and res.winner is None
 
 
 def test_slo_not_met_at_any_rate_is_a_rejection():
     # A 1 ms TTFT cannot be met: prefilling ~800 prompt tokens of a 3B model alone takes longer on an L4.
-    spec = SearchSpec(model="meta-llama/Llama-3.2-3B", slo="ttft=1ms", num_requests=60, max_model_len=8192, utilization=0.5)
+    spec = SearchSpec(model="meta-llama/Llama-3.2-3B", slo="ttft=1ms", num_requests=60, max_model_len=8192,
+                      utilization=0.5)
     (e,) = run_search(spec, Axes(gpus=("L4",), tps=(1,))).entries
     assert e["status"] == "rejected" and e["reason"] == "SLO not met at any rate"
     assert "0.0%" in e["detail"] and len(e["capacity"]["probes"]) > 5
@@ -119,21 +123,25 @@ def test_pareto_over_operating_points_names_a_dominating_candidate():
 
 
 def test_disaggregated_units_are_planned_simulated_and_commanded():
-    """--disagg adds units of P prefill + D decode engines: GPUs per unit = P × prefill TP + D × decode TP (1 × 1 + 2 × 2
+    """--disagg adds units of P prefill + D decode engines: GPUs per unit = P × prefill TP + D × decode TP (1 × 1 + 2 ×
+    2
     = 5), each pool planned on its own (at TP 2 each GPU holds half the weights, so more KV blocks than at TP 1), KV
     over PCIe (the L4 has no NVLink in the catalog), one launch line per pool with vLLM's NIXL connector config."""
     spec = SearchSpec(model="meta-llama/Llama-3.2-3B", slo=SLO, num_requests=60, max_model_len=8192, utilization=0.5)
     res = run_search(spec, Axes(gpus=("L4",), tps=(1, 2), disagg_splits=((1, 2),)))
     ids = [e["id"] for e in res.entries]
     assert ids == ["nvidia_l4:tp1:kv-auto", "nvidia_l4:tp2:kv-auto", "nvidia_l4:p1xtp1+d2xtp1:kv-auto",
-                   "nvidia_l4:p1xtp1+d2xtp2:kv-auto", "nvidia_l4:p1xtp2+d2xtp1:kv-auto", "nvidia_l4:p1xtp2+d2xtp2:kv-auto"]
+                   "nvidia_l4:p1xtp1+d2xtp2:kv-auto", "nvidia_l4:p1xtp2+d2xtp1:kv-auto",
+                       "nvidia_l4:p1xtp2+d2xtp2:kv-auto"]
     e = res.entry("nvidia_l4:p1xtp1+d2xtp2:kv-auto")
     assert e["status"] == "feasible" and e["layout"] == "(p)1×tp1 + (d)2×tp2" and e["num_gpus_per_unit"] == 5
     assert e["plan"]["num_gpu_blocks"] < e["decode_plan"]["num_gpu_blocks"]  # TP 2 halves the weights per GPU
     vllm = e["launch"]["vllm"].splitlines()
     assert vllm[0].startswith("prefill ×1: vllm serve") and vllm[1].startswith("decode ×2: vllm serve")
     assert "--tensor-parallel-size 2" in vllm[1] and "NixlConnector" in vllm[1]
-    assert e["capacity"]["goodput_output_tok_per_s_per_gpu"] == pytest.approx(e["capacity"]["goodput_output_tok_per_s"] / 5)
+    assert e["capacity"]["goodput_output_tok_per_s_per_gpu"] == pytest.approx(
+        e["capacity"]["goodput_output_tok_per_s"] / 5
+    )
     assert e["capacity"]["kv_link"].startswith("pcie: ")
 
 
@@ -147,7 +155,9 @@ def test_monthly_tokens_and_api_bill_with_discounts():
     rate = load_rate_req_per_s(spec, 800.0, 200.0)
     assert rate == pytest.approx(2.628e9 / (1000 * 2_628_000))  # = 1 req/s
     a = _api(spec, [{"workload": {"prompt_tokens_mean": 800.0, "output_tokens_mean": 200.0}}])
-    assert a["monthly_input_tokens"] == pytest.approx(800 * 2_628_000) and a["usd_per_mtok_output"] == pytest.approx(6.0)
+    assert a["monthly_input_tokens"] == pytest.approx(800 * 2_628_000) and a["usd_per_mtok_output"] == pytest.approx(
+        6.0
+    )
     assert a["monthly_usd"] == pytest.approx((2102.4 * 2.0 + 525.6 * 8.0) * 0.75)
 
 

@@ -1,4 +1,5 @@
-"""The same search in process, in a process pool and on a local Ray cluster gives the same ledger byte for byte; resume redoes only what is missing; a worker failure stays with its candidate."""
+"""The same search in process, in a process pool and on a local Ray cluster gives the same ledger byte for byte; resume
+redoes only what is missing; a worker failure stays with its candidate."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def test_resume_redoes_only_missing_candidates(serial_ledger, tmp_path):
     cut = tmp_path / "cut.jsonl"
     cut.write_text("".join(lines[:3]) + lines[3][: len(lines[3]) // 2], encoding="utf-8")  # 2 entries + a torn line
     seen = []
-    res2 = run_search(SPEC, AXES, ledger=cut, resume=True, backend="serial", progress=lambda e, *_: seen.append(e["id"]))
+    res2 = run_search(SPEC, AXES, ledger=cut, resume=True, backend="serial", progress=lambda e,
+                      *_: seen.append(e["id"]))
     assert seen == [e["id"] for e in res.entries[2:]]
     assert cut.read_bytes() == path.read_bytes() and res2.ranking == res.ranking
     _, entries = read_ledger(cut)

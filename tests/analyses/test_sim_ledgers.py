@@ -1,4 +1,5 @@
-"""Simulated runs for the ledgers (kvledger.analyses.serving.sim_ledgers) and the simulator-driven SLO-boundary search (sim_boundary)."""
+"""Simulated runs for the ledgers (kvledger.analyses.serving.sim_ledgers) and the simulator-driven SLO-boundary search
+(sim_boundary)."""
 
 from __future__ import annotations
 
@@ -40,18 +41,23 @@ def test_metadata_the_ledgers_need():
 def test_provenance_names_the_rule_that_was_simulated():
     # --policy presets (dynamics/from_plan.py POLICY_PRESETS): sglang → batching "sglang" with SGLang's radix prefix
     # caching; static → batching "static", caching off; contiguous → the v1 rule with kv_allocation "contiguous",
-    # caching off. Async scheduling is vLLM v1's (0.33 default on, continuous batching only), so only the v1 runs say it.
+    # caching off. Async scheduling is vLLM v1's (0.33 default on, continuous batching only), so only the v1 runs say
+    # it.
     head = "kvledger simulator (kvledger.dynamics.simulator.simulate; deterministic, no wall clock): "
     cases = ((None, "vLLM v1 scheduling rule (preemption by recompute) — iteration-level", "paged", "vllm", True),
-             ("sglang", "SGLang 0.5.x scheduling rule — SGLang's scheduler (managers/scheduler.py", "paged", "sglang", False),
+             ("sglang", "SGLang 0.5.x scheduling rule — SGLang's scheduler (managers/scheduler.py", "paged", "sglang",
+              False),
              ("static", "static batching — a batch is formed from waiting requests", "paged", "off", False),
-             ("contiguous", "vLLM v1 scheduling rule (preemption by recompute) — iteration-level", "contiguous", "off", True))
+             ("contiguous", "vLLM v1 scheduling rule (preemption by recompute) — iteration-level", "contiguous", "off",
+              True))
     for policy, rule, kv, caching, is_async in cases:
         sim = simulate_run(replace(ARGS, num_requests=20, policy=policy))
         text = sim.provenance()["simulator"]
         assert text.startswith(head + rule), text
         assert f"; {kv} KV: " in text and "; queue order fcfs; " in text
-        assert f"; prefix caching {caching}" in text and text.endswith("; async scheduling (batch queue of 2)") == is_async
+        assert (
+            f"; prefix caching {caching}" in text and text.endswith("; async scheduling (batch queue of 2)") == is_async
+        )
         assert ("vLLM v1" in text) == (policy in (None, "contiguous"))
         assert sim.source_lines()[0].startswith("simulated run: " + head + rule)
 
@@ -85,7 +91,8 @@ def test_rate_boundary_agrees_with_a_direct_sweep():
     assert [p.value for p in bracket] == [2.0 ** k for k in range(len(bracket))] and not bracket[-1].meets_target
     assert all(p.meets_target for p in bracket[:-1]) and sb.probes[-1].phase == "bisection"
     assert 0 < b.first_failing_value - b.boundary_value <= bracket[-1].value / 100
-    # an independent sweep on a grid: every rate up to the boundary meets the target, every rate past the first failure misses
+    # an independent sweep on a grid: every rate up to the boundary meets the target, every rate past the first failure
+    # misses
     step = b.boundary_value / 8
     grid = [step * k for k in range(1, 13)]
     runs = [simulate_run(replace(ARGS, rate=r)).run for r in grid]
@@ -105,7 +112,8 @@ def test_max_num_seqs_boundary_is_exact_on_integers():
     sb = search_sim_boundary(args, slo, 0.9, "max_num_seqs", lo=1, hi=64)
     att = {m: goodput(simulate_run(replace(args, max_num_seqs=m)).run, slo).attainment for m in range(1, 65)}
     meets = [m for m in range(1, 65) if att[m] >= 0.9]
-    # precondition for bisection: attainment crosses the target once (it wiggles by ±0.5 % elsewhere, one request in 200)
+    # precondition for bisection: attainment crosses the target once (it wiggles by ±0.5 % elsewhere, one request in
+    # 200)
     assert meets == list(range(1, len(meets) + 1)) and 1 < len(meets) < 64
     assert sb.boundary.boundary_value == len(meets) and sb.boundary.first_failing_value == len(meets) + 1
     assert sb.boundary_per_gpu is None and any("per-replica engine setting" in n for n in sb.notes)
@@ -134,7 +142,11 @@ def test_bad_input_is_a_clear_error():
 
 def test_a_rising_attainment_is_reported_not_hidden():
     # a TTFT SLO under load: max_num_seqs = 1 queues everyone (misses), the engine default serves them (meets)
-    sb = search_sim_boundary(replace(ARGS, num_requests=100, rate=30.0), parse_slo("ttft=1s"), 0.9, "max_num_seqs", hi=256)
+    sb = search_sim_boundary(replace(ARGS, num_requests=100, rate=30.0), parse_slo("ttft=1s"), 0.9, "max_num_seqs",
+                             hi=256)
     assert sb.boundary.boundary_value is None
-    assert [(p.value, p.meets_target, p.phase) for p in sb.probes] == [(1.0, False, "bisection"), (256.0, True, "check")]
-    assert any(n.startswith("attainment rises with max_num_seqs here: 1 misses the target but 256 meets it") for n in sb.notes)
+    assert [(p.value, p.meets_target, p.phase) for p in sb.probes] == [(1.0, False, "bisection"), (256.0, True,
+        "check")]
+    assert any(
+        n.startswith("attainment rises with max_num_seqs here: 1 misses the target but 256 meets it") for n in sb.notes
+    )

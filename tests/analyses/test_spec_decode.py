@@ -1,4 +1,5 @@
-"""Speculative decoding: Leviathan et al.'s expected tokens, the verification step's costs, the flip, and the simulator sweep."""
+"""Speculative decoding: Leviathan et al.'s expected tokens, the verification step's costs, the flip, and the simulator
+sweep."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ def test_expected_tokens_per_step_leviathan():
     # (1 − 0.8^5) / (1 − 0.8) = (1 − 0.32768) / 0.2 = 3.3616
     assert expected_tokens_per_step(0.8, 4) == pytest.approx(3.3616)
     assert expected_tokens_per_step(1.0, 4) == 5.0 and expected_tokens_per_step(0.0, 4) == 1.0
-    # the same mean from the round-length distribution the simulator samples: P(T=j) = α^(j−1)(1−α), j ≤ k; P(T=k+1) = α^k
+    # the same mean from the round-length distribution the simulator samples: P(T=j) = α^(j−1)(1−α), j ≤ k; P(T=k+1) =
+    # α^k
     a, k = 0.7, 3
     mean = sum(j * a ** (j - 1) * (1 - a) for j in range(1, k + 1)) + (k + 1) * a ** k
     assert mean == pytest.approx(expected_tokens_per_step(a, k))
@@ -48,7 +50,8 @@ def test_verification_costs_at_low_and_high_load(plan):
     assert c.matmul_flops == pytest.approx(2 * rc.matmul_params * 320 + rc.head_flops_per_seq * 320)
     one = sm.row(1, 2048)
     # batch 1 is bandwidth-bound: 5 tokens cost what 1 does (+4 tokens of KV and 4× the tiny FLOPs) → speed-up ≈ E
-    assert one.verify_step_s == pytest.approx(one.base_step_s, rel=0.002) and one.speedup == pytest.approx(3.3616, rel=0.002)
+    assert one.verify_step_s == pytest.approx(one.base_step_s, rel=0.002) and one.speedup == pytest.approx(3.3616,
+        rel=0.002)
     big = sm.row(256, 2048)  # 256 × 5 = 1,280 tokens per step, past the ≈296-token ridge crossover
     assert big.verify_bound == "compute" and big.base_bound == "memory" and big.speedup < one.speedup
 
@@ -106,9 +109,12 @@ def test_simulator_sweep_low_load_gain(plan):
 
 def _sweep_row(rate, tpot, ttft, e2e, tok_s):
     """One rate of run_spec_sweep: (plain, spec) pairs of median TPOT, TTFT, E2E (s) and output tok/s."""
-    b = {"tpot_s": {"p50": tpot[0]}, "ttft_s": {"p50": ttft[0]}, "e2e_s": {"p50": e2e[0]}, "throughput_tok_per_s": tok_s[0]}
-    s = {"tpot_s": {"p50": tpot[1]}, "ttft_s": {"p50": ttft[1]}, "e2e_s": {"p50": e2e[1]}, "throughput_tok_per_s": tok_s[1]}
-    return {"rate_per_s": rate, "base": b, "spec": s, "tpot_p50_ratio": tpot[1] / tpot[0], "throughput_ratio": tok_s[1] / tok_s[0]}
+    b = {"tpot_s": {"p50": tpot[0]}, "ttft_s": {"p50": ttft[0]}, "e2e_s": {"p50": e2e[0]},
+         "throughput_tok_per_s": tok_s[0]}
+    s = {"tpot_s": {"p50": tpot[1]}, "ttft_s": {"p50": ttft[1]}, "e2e_s": {"p50": e2e[1]},
+         "throughput_tok_per_s": tok_s[1]}
+    return {"rate_per_s": rate, "base": b, "spec": s, "tpot_p50_ratio": tpot[1] / tpot[0],
+            "throughput_ratio": tok_s[1] / tok_s[0]}
 
 
 def test_sweep_sentence_reads_throughput_and_latency_not_tpot_alone():
@@ -123,7 +129,10 @@ def test_sweep_sentence_reads_throughput_and_latency_not_tpot_alone():
     assert [rate_verdict(r)[0] for r in rows] == ["ahead", "ahead", "behind"]
     text = sweep_sentence({"num_requests": 200, "prompt_tokens": 2048, "output_tokens": 256, "rates": rows})
     assert "stays ahead" not in text
-    assert "median TPOT × 0.76 / 0.79 / 0.92, median TTFT × 1.25 / 1.36 / 11.62, output throughput × 1.00 / 1.01 / 0.86" in text
+    assert (
+        "median TPOT × 0.76 / 0.79 / 0.92, median TTFT × 1.25 / 1.36 / 11.62, output throughput × 1.00 / 1.01 / 0.86"
+        in text
+    )
     assert "ahead at 1 and 4 req/s (with a higher median TTFT" in text
     assert ("behind at 16 req/s; at 16 req/s output throughput × 0.86: it no longer keeps up with the arrivals, "
             "median E2E × 1.04 (TTFT p50 110.61 ms → 1.285 s)") in text

@@ -10,7 +10,8 @@ from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
 
 def _run(rows):
-    return RunRecords([RequestRecord(f"r{i}", a, 100, 11, first_token_s=f, finish_s=e) for i, (a, f, e) in enumerate(rows)],
+    return RunRecords([RequestRecord(f"r{i}", a, 100, 11, first_token_s=f, finish_s=e) for i, (a, f,
+        e) in enumerate(rows)],
                       RunMetadata("x", "x"))
 
 

@@ -1,4 +1,5 @@
-"""The fit: its Jacobian against the hand derivative on a one-request replay, and recovery of a known step cost from runs it generated."""
+"""The fit: its Jacobian against the hand derivative on a one-request replay, and recovery of a known step cost from
+runs it generated."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import EngineConfig
 from kvledger.records import RunMetadata, RunRecords
 
-TRUTH = LinearStepCost(fixed_s=0.008, prefill_token_s=6e-5, prefill_pair_s=2e-9, decode_seq_s=3e-4, decode_kv_token_s=4e-7)
+TRUTH = LinearStepCost(fixed_s=0.008, prefill_token_s=6e-5, prefill_pair_s=2e-9, decode_seq_s=3e-4,
+                       decode_kv_token_s=4e-7)
 CFG = EngineConfig(num_gpu_blocks=400, block_size=16, max_model_len=4096, max_num_batched_tokens=2048, max_num_seqs=64,
                    enable_prefix_caching=False)
 
@@ -43,7 +45,11 @@ def test_jacobian_of_one_request_by_hand():
     assert np.allclose(r, 0.0)
     # the sixth feature: 1 for a step with prefill (prefill_step_s), 0 for a decode step
     x1, x2, x3 = np.array([1, 100, 5050, 0, 0, 1.]), np.array([1, 0, 0, 1, 101, 0.]), np.array([1, 0, 0, 1, 102, 0.])
-    ttft, tpot, e2e = TRUTH.gpu_coefficients @ x1, TRUTH.gpu_coefficients @ (x2 + x3) / 2, TRUTH.gpu_coefficients @ (x1 + x2 + x3)
+    ttft, tpot, e2e = (
+        TRUTH.gpu_coefficients @ x1,
+        TRUTH.gpu_coefficients @ (x2 + x3) / 2,
+        TRUTH.gpu_coefficients @ (x1 + x2 + x3),
+    )
     expect = [x1 / ttft] * 3 + [((x2 + x3) / 2) / tpot] * 3 + [np.sqrt(0.5) * (x1 + x2 + x3) / e2e] * 3
     assert np.allclose(jac, np.array(expect), rtol=1e-12)
 
@@ -77,7 +83,8 @@ def test_overlapped_cpu_overhead_and_frontend_are_found():
     start = LinearStepCost(0.006, 8e-5, 2e-9, 2e-4, 6e-7, cpu_overhead_s=0.004, overlap=True)
     fit = fit_step_cost(runs, start, fit_frontend=True)
     assert fit.objective < 1e-2 * fit.objective_start
-    assert fit.cost.frontend_s == pytest.approx(0.020, rel=0.25)  # shares TTFT with the prefill terms: loosely identified
+    # shares TTFT with the prefill terms: loosely identified
+    assert fit.cost.frontend_s == pytest.approx(0.020, rel=0.25)
     for run, cfg in runs:
         c = compare_runs(run.label, run.measured, replay(run, cfg, fit.cost).records)
         for m in ("TTFT mean", "TPOT mean", "E2E mean"):

@@ -8,7 +8,8 @@ import pytest
 from kvledger.accounting.fitted_cost import LinearStepCost, step_features
 from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop
 
-COST = LinearStepCost(fixed_s=0.010, prefill_token_s=1e-4, prefill_pair_s=1e-8, decode_seq_s=2e-4, decode_kv_token_s=1e-6)
+COST = LinearStepCost(fixed_s=0.010, prefill_token_s=1e-4, prefill_pair_s=1e-8, decode_seq_s=2e-4,
+                      decode_kv_token_s=1e-6)
 
 
 def test_mixed_step_by_hand():

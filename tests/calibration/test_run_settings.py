@@ -10,7 +10,8 @@ from kvledger.calibration.replay import load_measured
 
 
 def _run_dir(tmp_path):
-    reqs = [{"request_id": f"r{i}", "input_toks": 100, "output_toks": 4, "queued_ts": 1.0 + i, "first_token_ts": 1.1 + i,
+    reqs = [{"request_id": f"r{i}", "input_toks": 100, "output_toks": 4, "queued_ts": 1.0 + i,
+             "first_token_ts": 1.1 + i,
              "last_token_ts": 1.2 + i} for i in range(3)]
     (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reqs))
     (tmp_path / "meta.json").write_text(json.dumps({"model": "meta-llama/Llama-3.1-8B", "vllm_version": "0.19.0",

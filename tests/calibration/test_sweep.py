@@ -1,4 +1,5 @@
-"""Aggregate-only stages (inference-perf, the kubecon vllm+batch_size sweep bundled in tests/evidence/data): targets, workload, closed loop."""
+"""Aggregate-only stages (inference-perf, the kubecon vllm+batch_size sweep bundled in tests/evidence/data): targets,
+workload, closed loop."""
 
 from __future__ import annotations
 

@@ -21,7 +21,8 @@ def test_falcon_7b_without_a_length_key_plans_at_2048():
     # tiiuae/falcon-7b's config.json has no max_position_embeddings: transformers' FalconConfig fills 2048 (its class
     # default) and vLLM, which reads the config through that class, plans 2048 tokens. MQA: one KV head of 4544/71 = 64:
     # 32 layers × 1 × 2 × 64 × 2 B = 8,192 B/token.
-    raw = dict(alibi=False, architectures=["FalconForCausalLM"], bias=False, hidden_size=4544, model_type="falcon", multi_query=True,
+    raw = dict(alibi=False, architectures=["FalconForCausalLM"], bias=False, hidden_size=4544, model_type="falcon",
+               multi_query=True,
                new_decoder_architecture=False, num_attention_heads=71, num_hidden_layers=32, parallel_attn=True,
                torch_dtype="bfloat16", vocab_size=65024)
     spec = parse_config(raw, source="falcon-7b")
@@ -38,7 +39,8 @@ def test_no_length_key_at_all_gives_vllms_2048():
 
 
 def test_smallest_length_key_wins():
-    # vLLM derive_max_model_len_and_key: the smallest of max_position_embeddings, n_positions, max_seq_len, seq_length, ...
+    # vLLM derive_max_model_len_and_key: the smallest of max_position_embeddings, n_positions, max_seq_len, seq_length,
+    # ...
     raw = dict(model_type="my_decoder", hidden_size=256, num_hidden_layers=2, num_attention_heads=4, vocab_size=1000,
                intermediate_size=512, max_position_embeddings=8192, seq_length=4096)
     assert parse_config(raw, source="t").derived_max_model_len == 4096
@@ -70,19 +72,22 @@ def test_llama4_scout_vision_tower_and_nope_layers():
 def test_starcoder2_and_gpt_bigcode():
     # bigcode/starcoder2-15b: 40 layers, 4 KV heads of 6144/48 = 128, sliding window 4096 on every layer (vLLM's
     # CacheConfig.sliding_window): 40 × 2 × 4 × 128 × 2 B = 81,920 B/token.
-    sc2 = dict(architectures=["Starcoder2ForCausalLM"], model_type="starcoder2", hidden_size=6144, intermediate_size=24576,
+    sc2 = dict(architectures=["Starcoder2ForCausalLM"], model_type="starcoder2", hidden_size=6144,
+               intermediate_size=24576,
                max_position_embeddings=16384, num_attention_heads=48, num_hidden_layers=40, num_key_value_heads=4,
                sliding_window=4096, use_bias=True, vocab_size=49152, torch_dtype="bfloat16")
     s = parse_config(sc2, source="starcoder2-15b")
     assert _kv_bytes(s) == 81_920 and dict(s.layer_counts()) == {"sliding_window": 40}
     # bigcode/starcoder (GPT-BigCode): n_embd 6144, n_head 48, n_layer 40, multi_query: one KV head of 128:
     # 40 × 2 × 128 × 2 B = 20,480 B/token; learned positions (n_positions 8192), so no RoPE buffer. The StarCoder
-    # paper's 15.5B parameters: wte 49152×6144 + wpe 8192×6144 + 40 × (c_attn 6144×6400 + c_proj 6144² + MLP 2×6144×24576
+    # paper's 15.5B parameters: wte 49152×6144 + wpe 8192×6144 + 40 × (c_attn 6144×6400 + c_proj 6144² + MLP
+    # 2×6144×24576
     # + biases and LayerNorms) = 15,517,456,384.
     big = dict(architectures=["GPTBigCodeForCausalLM"], model_type="gpt_bigcode", n_embd=6144, n_head=48, n_layer=40,
                n_positions=8192, n_inner=24576, multi_query=True, vocab_size=49152, torch_dtype="float32")
     b = parse_config(big, source="starcoder")
-    assert (b.num_kv_heads, b.head_dim, _kv_bytes(b), b.rope_cache_bytes, b.derived_max_model_len) == (1, 128, 20_480, 0, 8192)
+    assert (b.num_kv_heads, b.head_dim, _kv_bytes(b), b.rope_cache_bytes, b.derived_max_model_len) == (1, 128, 20_480,
+        0, 8192)
     assert b.num_params == 15_517_456_384
 
 
@@ -93,8 +98,10 @@ def test_lfm2_conv_layers_keep_state_not_kv():
     # (the model card's 1.17B).
     lt = ["conv", "conv", "full_attention", "conv", "conv", "full_attention", "conv", "conv", "full_attention", "conv",
           "full_attention", "conv", "full_attention", "conv", "full_attention", "conv"]
-    raw = dict(architectures=["Lfm2ForCausalLM"], model_type="lfm2", hidden_size=2048, num_hidden_layers=16, num_attention_heads=32,
-               num_key_value_heads=8, vocab_size=65536, max_position_embeddings=128000, conv_L_cache=3, block_ff_dim=12288,
+    raw = dict(architectures=["Lfm2ForCausalLM"], model_type="lfm2", hidden_size=2048, num_hidden_layers=16,
+               num_attention_heads=32,
+               num_key_value_heads=8, vocab_size=65536, max_position_embeddings=128000, conv_L_cache=3,
+                   block_ff_dim=12288,
                block_auto_adjust_ff_dim=True, block_ffn_dim_multiplier=1.0, block_multiple_of=256, layer_types=lt,
                torch_dtype="bfloat16")
     s = parse_config(raw, source="lfm2-1.2b")
@@ -103,7 +110,8 @@ def test_lfm2_conv_layers_keep_state_not_kv():
 
 
 def test_unknown_model_type_with_standard_fields_plans_with_a_note():
-    raw = dict(model_type="acme_lm", architectures=["AcmeForCausalLM"], hidden_size=2048, num_hidden_layers=24, n_head_kv=4,
+    raw = dict(model_type="acme_lm", architectures=["AcmeForCausalLM"], hidden_size=2048, num_hidden_layers=24,
+               n_head_kv=4,
                num_attention_heads=16, vocab_size=32000, intermediate_size=8192, max_position_embeddings=4096)
     s = parse_config(raw, source="acme")
     # n_head_kv is the first of vLLM's KV-head keys: 24 × 2 × 4 × 128 × 2 B = 49,152 B/token
@@ -122,7 +130,8 @@ def test_attribute_aliases(aliases, kv):
     assert _kv_bytes(parse_config(raw, source="t")) == kv
 
 
-@pytest.mark.parametrize("mt", ["mamba2", "falcon_mamba", "granitemoehybrid", "kimi_linear", "qwen3_5_text", "bart", "gemma3n_text"])
+@pytest.mark.parametrize("mt", ["mamba2", "falcon_mamba", "granitemoehybrid", "kimi_linear", "qwen3_5_text", "bart",
+                                "gemma3n_text"])
 def test_plan_runs_on_new_layouts(mt):
     # Layouts the reader now accepts must go through the whole plan: pure Mamba (each page one layer's state, vLLM
     # MambaSpec), Mamba-2/attention and KDA/MLA hybrids, Gated DeltaNet, an encoder-decoder's decoder, KV sharing.
@@ -141,8 +150,12 @@ def test_other_engines_refuse_pure_state_models_clearly():
     from kvledger.accounting.plan_other import _require_per_token_kv
     from kvledger.errors import InputError
 
-    spec = parse_config(json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / "mamba.json").read_text()),
-                        source="mamba")
+    spec = parse_config(
+        json.loads(
+            (Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / "mamba.json").read_text()
+        ),
+        source="mamba",
+    )
     assert all(l.kind == "state" for l in spec.layers)
 
     class _KV:
@@ -168,10 +181,15 @@ def test_rope_scaling_stretches_the_default_length_as_vllm_does(rope, expected):
 def test_deepseek_v32_counts_its_indexer_keys():
     # vLLM DeepseekV32IndexerCache: per layer per token index_head_dim (128) FP8 values + 128/128 × 4 B of fp32 scale
     # = 132 B, whatever the KV dtype, beside the 576-element MLA latent: 61 × (576 × 2 + 132) = 78,324 B/token in bf16.
-    raw = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / "deepseek_v32.json").read_text())
+    raw = json.loads(
+        (
+            Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "oracle_configs" / "deepseek_v32.json"
+        ).read_text()
+    )
     spec = parse_config(raw, source="deepseek_v32")
     assert sum(l.kv_bytes_per_token(2) for l in spec.layers) == 61 * (576 * 2 + 132) == 78_324
     assert sum(l.kv_elements_per_token() for l in spec.layers) == 61 * 576  # the latent, as transformers caches it
-    # + the indexer's projections per layer (64 × 128 × 1536 + 128 × 7168 + 2 × 128 + 64 × 7168): 671,877,929,216 parameters,
+    # + the indexer's projections per layer (64 × 128 × 1536 + 128 × 7168 + 2 × 128 + 64 × 7168): 671,877,929,216
+    # parameters,
     # as transformers' DeepseekV32ForCausalLM on the meta device (benchmarks/data/transformers_oracle.csv).
     assert spec.num_params == 671_877_929_216

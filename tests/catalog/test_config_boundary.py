@@ -1,4 +1,5 @@
-"""The config and GPU-file boundary (issue 9): every bad input is a KvLedgerError naming file and field, never a traceback.
+"""The config and GPU-file boundary (issue 9): every bad input is a KvLedgerError naming file and field, never a
+traceback.
 
 Regression tests for each example in the issue, then Hypothesis properties that feed mutated real configs
 (bundled, tests/fixtures, transformers' defaults) and GPU files to the loaders and to ``kvledger plan``.
@@ -71,7 +72,8 @@ def test_thirty_two_million_layers_is_refused_at_once(tmp_path, monkeypatch, cap
 def test_deeply_nested_json_and_huge_integer_literals(tmp_path):
     deep = tmp_path / "deep.json"
     deep.write_text('{"model_type": "llama", "x": ' + "[" * 50_000 + "]" * 50_000 + "}")
-    with pytest.raises(ConfigError, match=r"deep.json: JSON nested 50,?001 levels deep|deep.json: JSON nested 50001 levels deep"):
+    with pytest.raises(ConfigError, match=r"deep.json: JSON nested 50,?001 levels deep|deep.json: JSON nested 50001 "
+                                          r"levels deep"):
         load_model(str(deep))
     big = tmp_path / "big.json"
     big.write_text('{"model_type": "llama", "hidden_size": 1' + "0" * 5000 + "}")
@@ -95,8 +97,10 @@ def test_bad_architectures_and_quantization_patterns():
         parse_config(raw, source="t")
     raw = _llama()
     raw["quantization_config"] = {"quant_method": "compressed-tensors", "ignore": ["re:("],
-                                  "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}
-    with pytest.raises(ConfigError, match=r"quantization_config.ignore': a module pattern is not a valid regular expression"):
+                                  "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float",
+                                                                      "strategy": "channel"}}}}
+    with pytest.raises(ConfigError, match=r"quantization_config.ignore': a module pattern is not a valid regular "
+                                          r"expression"):
         parse_config(raw, source="t")
 
 
@@ -119,15 +123,18 @@ def test_gpu_file_fields_are_validated(tmp_path, body, field):
 def _seeds() -> list[dict]:
     seeds = [json.loads((_MODELS / b.file).read_text()) for b in bundled_models()]
     seeds += [json.loads(p.read_text()) for p in sorted(FIXTURES.glob("*.json"))]
-    picks = ("llama", "gpt_bigcode", "falcon", "lfm2", "starcoder2", "gemma3", "mixtral", "deepseek_v3", "phi3", "qwen3_moe")
+    picks = ("llama", "gpt_bigcode", "falcon", "lfm2", "starcoder2", "gemma3", "mixtral", "deepseek_v3", "phi3",
+             "qwen3_moe")
     seeds += [json.loads((ORACLE / f"{p}.json").read_text()) for p in picks if (ORACLE / f"{p}.json").exists()]
     return seeds
 
 
 SEEDS = _seeds()
 _json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30) | st.sampled_from([0, 1, 2**31, 2**63, 10**400])
-    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12) | st.sampled_from(["auto", "bfloat16", "float8", "re:.*"]),
+    st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30) | st.sampled_from([0, 1, 2**31,
+        2**63, 10**400])
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12) | st.sampled_from(["auto", "bfloat16",
+        "float8", "re:.*"]),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=8)
 
 
@@ -140,7 +147,8 @@ def mutated_configs(draw):
             if isinstance(target.get(sub), dict) and draw(st.booleans()):
                 target = target[sub]
         keys = sorted(target) or ["model_type"]
-        key = draw(st.sampled_from(keys + ["sliding_window", "layer_types", "head_dim", "quantization_config", "num_experts"]))
+        key = draw(st.sampled_from(keys + ["sliding_window", "layer_types", "head_dim", "quantization_config",
+                                           "num_experts"]))
         if draw(st.integers(0, 3)) == 0:
             target.pop(key, None)
         else:
@@ -169,7 +177,8 @@ def test_mutated_configs_parse_or_fail_cleanly(raw):
         pass
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow,
+                                                                                   HealthCheck.function_scoped_fixture])
 @given(mutated_configs())
 def test_plan_on_mutated_configs_exits_0_2_or_3_with_strict_json(tmp_path_factory, raw):
     from typer.testing import CliRunner
@@ -187,13 +196,16 @@ def test_plan_on_mutated_configs_exits_0_2_or_3_with_strict_json(tmp_path_factor
         json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
 
 
-_gpu_values = st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20), st.floats(allow_nan=True, allow_infinity=True),
+_gpu_values = st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20), st.floats(allow_nan=True,
+    allow_infinity=True),
                         st.text(max_size=20), st.sampled_from(["80GiB", "79.22GiB", "1e400GB", "-3GB", "NaN"]),
                         st.lists(st.integers(), max_size=3))
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.dictionaries(st.sampled_from(["name", "memory", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "base", "x"]), _gpu_values, max_size=7),
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.sampled_from(["name", "memory", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "base", "x"]),
+                       _gpu_values, max_size=7),
        st.sampled_from([".json", ".toml"]))
 def test_mutated_gpu_files_load_or_fail_cleanly(tmp_path_factory, body, suffix):
     base = {"name": "lab", "memory": "80GiB", "bandwidth_tb_s": 3.35, "bf16_tflops": 989}
@@ -206,7 +218,10 @@ def test_mutated_gpu_files_load_or_fail_cleanly(tmp_path_factory, body, suffix):
         for k, v in base.items():
             if v is None:
                 continue
-            lines.append(f"{k} = {json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else ('nan' if v != v else ('inf' if v > 0 else '-inf'))}")
+            lines.append(
+                f"{k} = "
+                f"{json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else ('nan' if v != v else ('inf' if v > 0 else '-inf'))}"
+            )
         f.write_text("\n".join(lines).replace("true", "true").replace("false", "false"))
     try:
         g = resolve_gpu(str(f))

@@ -1,4 +1,5 @@
-"""The configs bundled for the vLLM 0.19 corpus start-ups that had none: KV per token, parameters and weights by hand."""
+"""The configs bundled for the vLLM 0.19 corpus start-ups that had none: KV per token, parameters and weights by
+hand."""
 
 from __future__ import annotations
 
@@ -66,10 +67,12 @@ ORACLE = Path(__file__).parents[2] / "benchmarks" / "data" / "oracle_configs"
 
 def _default_config_plan(model_type: str):
     """transformers' default config of the class (benchmarks/data/oracle_configs, written by transformers_oracle.py)."""
-    m = parse_config(json.loads((ORACLE / f"{model_type}.json").read_text()), source=f"transformers default {model_type}")
+    m = parse_config(json.loads((ORACLE / f"{model_type}.json").read_text()), source=f"transformers default "
+        f"{model_type}")
     s = make_settings(engine="vllm", engine_version="0.19.0", max_model_len=8192, gpu_memory_utilization=0.95,
                       dtype="bfloat16", max_num_batched_tokens=8192, max_num_seqs=1024)
-    return m, build_plan(m, resolve_gpu("H100-SXM", memory_bytes=int(79.19 * GiB)), s, with_roofline=False, with_advice=False)
+    return m, build_plan(m, resolve_gpu("H100-SXM", memory_bytes=int(79.19 * GiB)), s, with_roofline=False,
+                         with_advice=False)
 
 
 # google/gemma-7b's and Qwen/Qwen1.5-MoE-A2.7B's config.json are not bundled (no verbatim copy found). transformers'
@@ -91,7 +94,8 @@ def _default_config_plan(model_type: str):
     ("gemma", 786_432_000 + 28 * 276_830_208 + 3_072, 458_752, 15.91, 55.44),
     ("qwen2_moe", 622_329_856 + 24 * 570_560_512 + 2_048, 196_608, 26.67, 45.83),
 ])
-def test_family_rules_on_transformers_default_configs(model_type, params, kv_per_token, logged_weights_gib, logged_available_gib):
+def test_family_rules_on_transformers_default_configs(model_type, params, kv_per_token, logged_weights_gib,
+                                                      logged_available_gib):
     m, p = _default_config_plan(model_type)
     assert m.num_params == params
     assert _kv_per_token(m) == kv_per_token

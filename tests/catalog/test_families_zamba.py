@@ -17,9 +17,12 @@ def _spec(mt):
 
 def test_zamba2_hybrid_layers_keep_a_state_and_their_own_kv():
     # Zamba2 default: 54 layers, 9 of them 'hybrid' (hybrid_layer_ids 6, 12, ..., 51). vLLM models/zamba2.py: one
-    # Attention(32 heads, attention_head_dim 160) per hybrid layer, MHA → 9 × 2 × 32 × 160 × 2 B = 184,320 B/token (bf16).
-    # Mamba-2 state per layer (MambaStateShapeCalculator.mamba2_state_shape): conv (4 − 1) × (5120 + 2 × 1 × 64) = 15,744,
-    # SSM 8 heads × 640 mamba_headdim × 64 d_state = 327,680 → 54 × (15,744 + 327,680) × 2 B = 37,089,792 B per sequence.
+    # Attention(32 heads, attention_head_dim 160) per hybrid layer, MHA → 9 × 2 × 32 × 160 × 2 B = 184,320 B/token
+    # (bf16).
+    # Mamba-2 state per layer (MambaStateShapeCalculator.mamba2_state_shape): conv (4 − 1) × (5120 + 2 × 1 × 64) =
+    # 15,744,
+    # SSM 8 heads × 640 mamba_headdim × 64 d_state = 327,680 → 54 × (15,744 + 327,680) × 2 B = 37,089,792 B per
+    # sequence.
     led = kv_ledger(_spec("zamba2"))
     assert led.bytes_per_token == 184_320
     assert led.state_bytes_per_seq == 37_089_792

@@ -11,17 +11,49 @@ from kvledger.units import GiB, MiB
 
 def test_h100_memory_is_what_cuda_reports_not_the_marketing_number():
     g = get_gpu("H100-SXM")
-    # vLLM PR #12126 log: "total_gpu_memory (79.22GiB)" = 81,120 MiB; nvidia-smi shows 81,559 MiB; marketed 80 GB.
-    assert g.memory_bytes == 81_120 * MiB
-    assert round(g.memory_bytes / GiB, 2) == 79.22
-    assert (g.nvidia_smi_mib, g.memory_gb_marketed) == (81_559, 80)
+    # All 40 vLLM 0.19.0 H100 start-ups (shared/data/vllm-startups-0.19) print total_memory 79.19 GiB: 81,090 MiB
+    # (79.189 GiB); nvidia-smi shows 81,559 MiB; marketed 80 GB. vLLM PR #12126 printed 79.22 GiB on another driver.
+    assert g.memory_bytes == 81_090 * MiB and round(g.memory_bytes / GiB, 2) == 79.19
+    assert (g.nvidia_smi_mib, g.memory_gb_marketed, g.memory_basis) == (81_559, 80, "measured")
+    assert round(g.memory_low_bytes / GiB, 2) <= 79.19 <= round(g.memory_high_bytes / GiB, 2) == 79.22
 
 
-def test_other_gpus_use_the_h100_gap_and_match_public_logs():
-    # RTX 4090: nvidia-smi 24,564 MiB − 439 MiB = 24,125 MiB = 23.56 GiB; vLLM issue #11550 logs 23.55 GiB.
+def test_rtx_pro_6000_server_total_is_the_logged_94_97_gib():
+    # issue 20: a public vLLM start-up on RTX PRO 6000 Blackwell Server Edition prints 94.97 GiB total (97,249 MiB),
+    # where the catalog used to list 89.41 GiB (the marketed 96 GB in GiB).
+    g = get_gpu("rtx-pro-6000")
+    assert g.gpu_id == "nvidia_rtx_pro_6000_server" and round(g.memory_bytes / GiB, 2) == 94.97
+    assert get_gpu("rtx-pro-6000-workstation").memory_basis == "derived"
+
+
+def test_other_gpus_derive_from_nvidia_smi_with_a_range_that_holds_the_logs():
+    # RTX A6000 has no CUDA figure in the catalog: nvidia-smi 49,140 − 450 = 48,690 MiB = 47.55 GiB, range
+    # 49,140 − 800 … 49,140 − 300 MiB = 47.21–47.70 GiB.
+    g = get_gpu("rtx-a6000")
+    assert g.memory_bytes == (49_140 - CUDA_RESERVE_MIB) * MiB and g.memory_basis == "derived"
+    assert (g.memory_low_bytes, g.memory_high_bytes) == ((49_140 - 800) * MiB, (49_140 - 300) * MiB)
+    # RTX 4090: LLMServingSim's record 25,250,627,584 B (23.52 GiB); vLLM #11550 prints 23.55, CogVideo#36 23.68 GiB.
     g = get_gpu("rtx-4090")
-    assert g.memory_bytes == (24_564 - CUDA_RESERVE_MIB) * MiB
-    assert abs(g.memory_bytes / GiB - 23.55) < 0.02
+    assert g.memory_low_bytes / GiB <= 23.55 <= g.memory_high_bytes / GiB and round(g.memory_high_bytes / GiB, 2) == 23.68
+    assert not g.p2p and get_gpu("h100").nvlink_all_to_all and not get_gpu("l40s").nvlink_all_to_all
+
+
+def test_every_catalog_gpu_has_a_cuda_total_with_its_source_and_the_deployed_gpus_are_there():
+    for g in gpu_catalog().values():
+        assert g.memory_source and g.memory_low_bytes <= g.memory_bytes <= g.memory_high_bytes, g.gpu_id
+        assert g.memory_basis in ("measured", "derived"), g.gpu_id
+    for name in ("T4", "A10G", "A10", "L4", "L40", "L40S", "A40", "rtx-a4000", "rtx-a5000", "rtx-a6000", "3090", "4090",
+                 "5090", "rtx-pro-6000-workstation", "rtx-pro-6000-server", "a100-40gb", "a100-40gb-pcie", "a100-80gb",
+                 "a100-pcie", "h20", "h100-pcie", "h100", "h100-nvl", "h200", "gh200", "b200", "b300", "gb200", "mi210",
+                 "mi250x", "mi300x", "mi325x", "mi355x", "gaudi3"):
+        assert get_gpu(name).bf16_flops_per_s > 0, name
+
+
+def test_unknown_gpu_names_the_custom_gpu_file_and_flags():
+    with pytest.raises(UnknownNameError) as e:
+        get_gpu("Radeon 9000")
+    msg = str(e.value) + str(getattr(e.value, "hint", ""))
+    assert "--gpu FILE.json" in msg and "--gpu-memory" in msg and "bandwidth_tb_s" in msg
 
 
 @pytest.mark.parametrize("name,ridge", [("h100", 295.4), ("H200", 206.1), ("b200", 281.25), ("a100-80gb", 153.0)])

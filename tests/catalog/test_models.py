@@ -19,7 +19,8 @@ ROWS = {m.group(1): m for m in re.finditer(r"^\| (\S+--\S+) \| ([\d,]+) \(.*?\) 
 
 
 # facebook/opt-13b was bundled after VERIFIED.md was written: the publisher check below covers it.
-@pytest.mark.parametrize("bm", [b for b in bundled_models() if b.file.removesuffix(".json") in ROWS], ids=lambda b: b.hf_id)
+@pytest.mark.parametrize("bm", [b for b in bundled_models() if b.file.removesuffix(".json") in ROWS],
+                         ids=lambda b: b.hf_id)
 def test_param_count_equals_independent_count(bm):
     spec = load_model(bm.hf_id)
     row = ROWS[bm.file.removesuffix(".json")]
@@ -52,14 +53,19 @@ def test_layouts_of_hybrid_models():
     # Qwen3-Next: full attention every 4th layer (12 of 48), Gated DeltaNet elsewhere; Jamba: attention at
     # i % 8 == 4 (4 of 32); Nemotron-H: 10 '*' attention, 54 'M' Mamba-2, 54 '-' MLP layers.
     counts = {name: dict(load_model(name).layer_counts()) for name in
-              ("openai/gpt-oss-20b", "google/gemma-2-9b-it", "Qwen/Qwen3-Next-80B-A3B-Thinking", "ai21labs/Jamba-v0.1", "nvidia/Nemotron-H-56B-Base-8K")}
+              ("openai/gpt-oss-20b", "google/gemma-2-9b-it", "Qwen/Qwen3-Next-80B-A3B-Thinking", "ai21labs/Jamba-v0.1",
+               "nvidia/Nemotron-H-56B-Base-8K")}
     assert counts["openai/gpt-oss-20b"] == {"sliding_window": 12, "full": 12}
     assert counts["google/gemma-2-9b-it"] == {"sliding_window": 21, "full": 21}
     assert counts["Qwen/Qwen3-Next-80B-A3B-Thinking"] == {"state": 36, "full": 12}
     assert counts["ai21labs/Jamba-v0.1"] == {"state": 28, "full": 4}
     assert counts["nvidia/Nemotron-H-56B-Base-8K"] == {"state": 54, "none": 54, "full": 10}
     gemma = load_model("google/gemma-2-9b-it")
-    assert gemma.layers[0].kind == "sliding_window" and gemma.layers[0].window_tokens == 4096 and gemma.layers[1].kind == "full"
+    assert (
+        gemma.layers[0].kind == "sliding_window"
+        and gemma.layers[0].window_tokens == 4096
+        and gemma.layers[1].kind == "full"
+    )
 
 
 def test_sliding_window_fields_decide_by_family():
@@ -76,11 +82,14 @@ def test_sliding_window_fields_decide_by_family():
 
 
 def test_mha_mqa_and_explicit_head_dim():
-    raw = json.loads((resources.files("kvledger.catalog") / "data/models/meta-llama--Meta-Llama-3.1-8B.json").read_text())
+    raw = json.loads(
+        (resources.files("kvledger.catalog") / "data/models/meta-llama--Meta-Llama-3.1-8B.json").read_text()
+    )
     del raw["num_key_value_heads"]  # no num_key_value_heads means MHA: 32 KV heads
     assert parse_config(raw, source="t").num_kv_heads == 32
     falcon = dict(model_type="falcon", hidden_size=4544, num_hidden_layers=32, num_attention_heads=71, multi_query=True,
-                  parallel_attn=True, bias=False, vocab_size=65024, max_position_embeddings=2048, torch_dtype="bfloat16")
+                  parallel_attn=True, bias=False, vocab_size=65024, max_position_embeddings=2048,
+                      torch_dtype="bfloat16")
     f = parse_config(falcon, source="falcon-7b")
     # Falcon-7B (tiiuae): MQA, one KV head of 4544/71 = 64; 6,921,720,704 parameters as the HF model page states.
     assert (f.num_kv_heads, f.head_dim, f.num_params) == (1, 64, 6_921_720_704)
@@ -91,7 +100,8 @@ def test_mha_mqa_and_explicit_head_dim():
 def test_nested_text_config_and_chunked_attention():
     # A Llama-4-Scout-shaped config (SOURCES.md "Not kept": 48 layers, hidden 5120, 40 heads, 8 KV, head_dim 128,
     # attention_chunk_size 8192, no_rope_layers [1,1,1,0]×12, 16 experts top-1, vocab 202048).
-    text = dict(model_type="llama4_text", hidden_size=5120, num_hidden_layers=48, num_attention_heads=40, num_key_value_heads=8,
+    text = dict(model_type="llama4_text", hidden_size=5120, num_hidden_layers=48, num_attention_heads=40,
+                num_key_value_heads=8,
                 head_dim=128, attention_chunk_size=8192, no_rope_layers=[1, 1, 1, 0] * 12, num_local_experts=16,
                 num_experts_per_tok=1, interleave_moe_layer_step=1, intermediate_size=8192, intermediate_size_mlp=16384,
                 vocab_size=202048, max_position_embeddings=10485760, tie_word_embeddings=False)
@@ -133,7 +143,8 @@ def test_recurrent_architecture_plans_from_class_defaults_and_unknown_layer_kind
     # A layer kind no engine sizes is refused, naming the field, not sized as a decoder.
     raw = json.loads((resources.files("kvledger.catalog") / "data/models/Qwen--Qwen3-8B.json").read_text())
     raw["layer_types"] = ["heavily_compressed_attention"] * raw["num_hidden_layers"]
-    with pytest.raises(ConfigError, match=r"field 'layer_types': unsupported layer type 'heavily_compressed_attention'"):
+    with pytest.raises(ConfigError,
+                       match=r"field 'layer_types': unsupported layer type 'heavily_compressed_attention'"):
         parse_config(raw, source="t")
 
 
@@ -178,14 +189,18 @@ def test_hub_offline_gives_a_clear_message(monkeypatch):
 
 
 def _llama8b_raw():
-    return json.loads((resources.files("kvledger.catalog") / "data/models/meta-llama--Meta-Llama-3.1-8B.json").read_text())
+    return json.loads(
+        (resources.files("kvledger.catalog") / "data/models/meta-llama--Meta-Llama-3.1-8B.json").read_text()
+    )
 
 
 def test_gptq_and_awq_weight_bytes():
     # 4-bit, group 128, per Linear (rows=out, cols=in): values rows·cols/2 B, an fp16 scale and a 4-bit zero per group
-    # (rows·cols/128 × 2.5 B) and, for GPTQ, an int32 g_idx per input feature. Llama-3.1-8B per layer: 218,103,808 linear
+    # (rows·cols/128 × 2.5 B) and, for GPTQ, an int32 g_idx per input feature. Llama-3.1-8B per layer: 218,103,808
+    # linear
     # weights → 109,051,904 + 4,259,840 B; g_idx Σ cols = 6 × 4,096 + 14,336 = 38,912 → 155,648 B. 32 layers:
-    # GPTQ 32 × 113,467,392 = 3,630,956,544 B, AWQ 32 × 113,311,744 = 3,625,975,808 B. Embedding + lm_head stay bf16: 2 × 525,336,576 × 2 B; norms 266,240 × 2 B.
+    # GPTQ 32 × 113,467,392 = 3,630,956,544 B, AWQ 32 × 113,311,744 = 3,625,975,808 B. Embedding + lm_head stay bf16: 2
+    # × 525,336,576 × 2 B; norms 266,240 × 2 B.
     raw = _llama8b_raw()
     raw["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False}
     assert parse_config(raw, source="t").weight_bytes() == 3_630_956_544 + 2_101_346_304 + 532_480  # 5.73 GB
@@ -205,7 +220,8 @@ def test_fp8_block_scales_and_unknown_quantization():
 
 def test_gemma3_sliding_window_pattern():
     # Gemma-3: every sliding_window_pattern-th layer (i+1) % 6 == 0 is global; the rest local with window 1024.
-    raw = dict(model_type="gemma3_text", hidden_size=256, num_hidden_layers=12, num_attention_heads=4, num_key_value_heads=2,
+    raw = dict(model_type="gemma3_text", hidden_size=256, num_hidden_layers=12, num_attention_heads=4,
+               num_key_value_heads=2,
                head_dim=64, intermediate_size=512, vocab_size=1000, max_position_embeddings=4096, sliding_window=1024,
                sliding_window_pattern=6)
     kinds = [l.kind for l in parse_config(raw, source="t").layers]

@@ -1,4 +1,5 @@
-"""Every causal-LM model type transformers ships, planned from its default config and checked against the meta-device oracle.
+"""Every causal-LM model type transformers ships, planned from its default config and checked against the meta-device
+oracle.
 
 ``benchmarks/transformers_oracle.py`` (run with torch and transformers 5.24.0, which are not project
 dependencies) built each type's default config, instantiated the model on PyTorch's meta device and
@@ -30,16 +31,19 @@ REFUSED: dict[str, str] = {}
 # Read, but the per-token KV differs from transformers' cache, with the reason.
 DIFFERS = {
     # DeepSeek-V4: vLLM 0.33 keeps one K=V latent of head_dim 512 per token in each layer's 128-token window (an
-    # fp8_ds_mla entry of 584 B), plus compressed entries beyond it; transformers' DeepseekV4CSACache/HCACache keep K and
+    # fp8_ds_mla entry of 584 B), plus compressed entries beyond it; transformers' DeepseekV4CSACache/HCACache keep K
+    # and
     # V apart over the window only, 43 layers × 2 × 512 = 44,032 elements (the oracle); read as vLLM: 43 × 512 = 22,016.
-    "deepseek_v4": "vLLM keeps one K=V fp8_ds_mla entry per window token and compressed entries; transformers K and V apart",
+    "deepseek_v4": "vLLM keeps one K=V fp8_ds_mla entry per window token and compressed entries; transformers K and V "
+    "apart",
     "minicpm3": "vLLM's MiniCPM3Attention caches decompressed K/V (40 heads of qk_head_dim 96), transformers the latent",
     # vLLM 0.19's MiMoV2Attention pads V to head_dim 192 and gives its Attention no head_size_v, transformers caches V
     # at v_head_dim 128; KV heads agree (sliding layers 2 × num_key_value_heads = 8, full 4; 39 sliding, 9 full):
     # vLLM 2 × 192 × (39 × 8 + 9 × 4) = 133,632 elements, transformers (192 + 128) × 348 = 111,360 (the oracle).
     "mimo_v2_flash": "vLLM caches V padded to head_dim (192), transformers at v_head_dim (128)",
     # Reformer: LSH layers share one query_key projection, so the projection count (no cache reading: transformers keeps
-    # each layer's input hidden states, past_buckets_states) sees only their value: 3 local × 2 × 768 + 3 LSH × 768 = 6,912.
+    # each layer's input hidden states, past_buckets_states) sees only their value: 3 local × 2 × 768 + 3 LSH × 768 =
+    # 6,912.
     # Read as vLLM reads any decoder, K and V of 12 heads × attention_head_size 64 in all 6 layers: 6 × 2 × 768 = 9,216.
     "reformer": "LSH layers' shared query_key is not a k/v projection; transformers caches hidden states, not K/V",
 }
@@ -105,12 +109,15 @@ def test_gemma4_assistant_keeps_no_kv_of_its_own():
 
 @pytest.mark.parametrize("mt", ["qwen4_exp", "qwen4_exp_text"])
 def test_qwen4_exp_qsa_layers(mt):
-    # transformers builds Qwen4-Exp only with its QSA indexer set (the oracle fills indexer_n_heads 4, indexer_kv_heads 1,
+    # transformers builds Qwen4-Exp only with its QSA indexer set (the oracle fills indexer_n_heads 4, indexer_kv_heads
+    # 1,
     # indexer_head_dim 128, indexer_budget 2048, indexer_compress_ratio 4; the row's note says so). Every 4th of the 40
     # layers is indexed_attention: 10 × K and V of 2 KV heads × head_dim 256 = 10 × 1,024 = 10,240 elements per token
     # (the oracle's k/v projections); the other 30 are Gated DeltaNet state layers.
     spec = _spec(mt)
-    assert "indexer_compress_ratio=4" in ROWS[mt]["cache_note"] and int(ROWS[mt]["kv_elements_per_token_proj"]) == 10_240
+    assert (
+        "indexer_compress_ratio=4" in ROWS[mt]["cache_note"] and int(ROWS[mt]["kv_elements_per_token_proj"]) == 10_240
+    )
     assert _kv(spec) == 10_240 and spec.layer_counts() == {"state": 30, "full": 10}
     # vLLM 0.33 (QSACompressedKeyCache) adds one BF16 key of indexer_head_dim per 4 tokens: 128 × 2 B / 4 = 64 B per
     # token per layer, so at bf16 KV a token costs 10 × (1,024 × 2 B + 64 B) = 21,120 B (the K/V alone: 20,480 B).
@@ -122,10 +129,13 @@ def test_qwen4_exp_qsa_layers(mt):
     target = cfg.get("text_config", cfg)
     target["indexer_n_heads"] = None
     plain = parse_config(cfg, source=mt)
-    assert _kv(plain) == 10_240 and all(l.indexer_bytes_per_token == 0 for l in plain.layers if l is not None and l.kind == "full")
+    assert _kv(plain) == 10_240 and all(
+        l.indexer_bytes_per_token == 0 for l in plain.layers if l is not None and l.kind == "full"
+    )
 
 
-@pytest.mark.parametrize("mt", ["gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text", "gemma4_unified_assistant",
+@pytest.mark.parametrize("mt", ["gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text",
+                                "gemma4_unified_assistant",
                                 "gemma4_assistant"])
 def test_gemma4_parameter_counts_equal_the_meta_device_model(mt):
     # Gemma-4's layers keep Gemma's four norms and q/k RMSNorms of the layer's head size (256 sliding, 512 full); the
@@ -145,16 +155,21 @@ def test_blt_sums_its_four_self_attention_stacks():
     spec = _spec("blt")
     assert _kv(spec) == 144_384 == int(ROWS["blt"]["kv_elements_per_token_proj"])
     kinds = [(l.kind, l.num_kv_heads * l.head_dim) for l in spec.layers]
-    assert kinds == [("sliding_window", 1024)] + [("full", 2048)] * 25 + [("sliding_window", 1024)] * 9 + [("sliding_window", 768)] * 14
-    assert {l.window_tokens for l in spec.layers if l.kind == "sliding_window"} == {512}  # local_attention_window_len, patcher's sliding_window
+    assert kinds == [("sliding_window", 1024)] + [("full", 2048)] * 25 + [("sliding_window",
+                                                                           1024)] * 9 + [("sliding_window", 768)] * 14
+    # local_attention_window_len, patcher's sliding_window
+    assert {l.window_tokens for l in spec.layers if l.kind == "sliding_window"} == {512}
     assert spec.num_params == 4_633_127_680 == int(ROWS["blt"]["num_params"])
     assert any(n.startswith("KV per byte, an upper bound") and "one entry per patch" in n for n in spec.notes)
 
 
-@pytest.mark.parametrize("mt", sorted((set(_VERIFIED_DECODERS) | set(FAMILY_OF)) & {m for m, r in ROWS.items() if r["num_params"]}))
+@pytest.mark.parametrize(
+    "mt", sorted((set(_VERIFIED_DECODERS) | set(FAMILY_OF)) & {m for m, r in ROWS.items() if r["num_params"]})
+)
 def test_parameter_count_equals_the_meta_device_model(mt):
     # Families with their own layout here (and the verified decoders) count every tensor transformers builds;
-    # Nemotron-H's default config differs by 8 parameters (a per-group norm of n_groups = 8 that this layout keeps whole).
+    # Nemotron-H's default config differs by 8 parameters (a per-group norm of n_groups = 8 that this layout keeps
+    # whole).
     expected = int(ROWS[mt]["num_params"])
     got = _spec(mt).num_params
     # DeepSeek-V4 adds the hash-routed layers' expert tables vLLM loads as parameters (gate.tid2eid, vocab × top-k

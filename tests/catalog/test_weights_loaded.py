@@ -1,4 +1,5 @@
-"""Weights as vLLM loads them: hand-checked quantization arithmetic and every start-up of the shared corpus within 0.5%."""
+"""Weights as vLLM loads them: hand-checked quantization arithmetic and every start-up of the shared corpus within
+0.5%."""
 
 from __future__ import annotations
 
@@ -19,12 +20,16 @@ CORPUS = ROOT.parent / "shared" / "data" / "vllm-startups-0.19" / "startups.csv"
 
 
 def _llama8b():
-    return json.loads((resources.files("kvledger.catalog") / "data/models/meta-llama--Meta-Llama-3.1-8B.json").read_text())
+    return json.loads(
+        (resources.files("kvledger.catalog") / "data/models/meta-llama--Meta-Llama-3.1-8B.json").read_text()
+    )
 
 
 # Llama-3.1-8B inventory: per layer 218,103,808 Linear params (q 4096², k and v 1024×4096, o 4096², gate/up/down
-# 3 × 14336×4096) in rows (output features) q 4096 + k 1024 + v 1024 + o 4096 + gate 14336 + up 14336 + down 4096 = 43,008;
-# 32 layers: 6,979,321,856 Linear params and 1,376,256 output rows. Embedding and lm_head 2 × 128,256×4096 = 1,050,673,152
+# 3 × 14336×4096) in rows (output features) q 4096 + k 1024 + v 1024 + o 4096 + gate 14336 + up 14336 + down 4096 =
+# 43,008;
+# 32 layers: 6,979,321,856 Linear params and 1,376,256 output rows. Embedding and lm_head 2 × 128,256×4096 =
+# 1,050,673,152
 # params and norms 266,240 params stay in bf16: 2,101,878,784 B.
 LINEAR, ROWS, BF16_REST = 6_979_321_856, 1_376_256, 2 * (1_050_673_152 + 266_240)
 
@@ -35,7 +40,8 @@ def test_fp8_dynamic_channel_is_one_byte_per_weight_plus_one_scale_per_output_ro
     # 6,979,321,856 × 1 B + 1,376,256 × 4 B + 2,101,878,784 B = 9,086,705,664 B = 9.09 GB (was 23.04 GB).
     raw = _llama8b()
     raw["quantization_config"] = {"quant_method": "compressed-tensors", "ignore": ["lm_head"],
-                                  "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}
+                                  "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float",
+                                                                      "strategy": "channel"}}}}
     spec = parse_config(raw, source="t")
     assert spec.weight_bytes() == LINEAR + ROWS * 4 + BF16_REST == 9_086_705_664
     assert "per output channel" in spec.quant.description
@@ -45,14 +51,18 @@ def test_fp8_dynamic_channel_is_one_byte_per_weight_plus_one_scale_per_output_ro
     # tensor strategy: one fp32 scale per Linear tensor (7 per layer × 32)
     ({"num_bits": 8, "type": "float", "strategy": "tensor"}, None, LINEAR + 224 * 4),
     # int8 W8A8, channel: as FP8 channel (fp32 scales per row)
-    ({"num_bits": 8, "type": "int", "strategy": "channel"}, {"num_bits": 8, "type": "int", "strategy": "token"}, LINEAR + ROWS * 4),
-    # FP8 block 128×128: per layer q 32×32 + k 8×32 + v 8×32 + o 32×32 + gate 112×32 + up 112×32 + down 32×112 = 13,312 blocks
-    ({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}, None, LINEAR + 32 * 13_312 * 4),
+    ({"num_bits": 8, "type": "int", "strategy": "channel"}, {"num_bits": 8, "type": "int", "strategy": "token"},
+     LINEAR + ROWS * 4),
+    # FP8 block 128×128: per layer q 32×32 + k 8×32 + v 8×32 + o 32×32 + gate 112×32 + up 112×32 + down 32×112 = 13,312
+    # blocks
+    ({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}, None,
+     LINEAR + 32 * 13_312 * 4),
     # W4A16 group 128, symmetric: int32-packed 4-bit values (0.5 B) + bf16 scale per 128 inputs of each row:
     # 6,979,321,856 / 128 = 54,525,952 groups × 2 B
     ({"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}, None, LINEAR // 2 + 54_525_952 * 2),
     # ... asymmetric adds a packed 4-bit zero point per group (0.5 B)
-    ({"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": False}, None, LINEAR // 2 + 54_525_952 * 2.5),
+    ({"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": False}, None,
+     LINEAR // 2 + 54_525_952 * 2.5),
     # W4A16 channel: one bf16 scale per output row
     ({"num_bits": 4, "type": "int", "strategy": "channel"}, None, LINEAR // 2 + ROWS * 2),
     # NVFP4: 4-bit values + one fp8 scale per 16 inputs: 6,979,321,856 / 16 = 436,207,616 B of scales
@@ -61,13 +71,15 @@ def test_fp8_dynamic_channel_is_one_byte_per_weight_plus_one_scale_per_output_ro
 def test_compressed_tensors_strategies(weights, acts, expected):
     raw = _llama8b()
     grp = {"weights": weights} | ({"input_activations": acts} if acts else {})
-    raw["quantization_config"] = {"quant_method": "compressed-tensors", "ignore": ["lm_head"], "config_groups": {"group_0": grp}}
+    raw["quantization_config"] = {"quant_method": "compressed-tensors", "ignore": ["lm_head"],
+                                  "config_groups": {"group_0": grp}}
     assert parse_config(raw, source="t").weight_bytes() == expected + BF16_REST
 
 
 def test_compressed_tensors_errors_name_the_field():
     raw = _llama8b()
-    raw["quantization_config"] = {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 3}}}}
+    raw["quantization_config"] = {"quant_method": "compressed-tensors",
+                                  "config_groups": {"g": {"weights": {"num_bits": 3}}}}
     with pytest.raises(ConfigError, match=r"config_groups.g.weights.num_bits'.*unsupported width 3"):
         parse_config(raw, source="t")
 
@@ -107,7 +119,8 @@ def _corpus_module():
     return mod
 
 
-@pytest.mark.skipif(not CORPUS.exists(), reason="the shared start-up corpus (../shared/data) is not beside this checkout")
+@pytest.mark.skipif(not CORPUS.exists(), reason="the shared start-up corpus (../shared/data) is not beside this "
+                                                "checkout")
 def test_every_corpus_startup_within_half_a_percent():
     # benchmarks/weights_vs_startups.py: vLLM 0.19.0 on H100 "Model loading took" (and each PP stage's profiling
     # "weights memory") for every start-up whose config is known: TP 1/2/4, PP 2/4, bf16/fp16/fp32, online fp8,
@@ -123,7 +136,8 @@ def test_every_corpus_startup_within_half_a_percent():
     assert len(ds) == 3 and all(abs(t["logged_gib"] - t["predicted_gib"]) < 0.006 for t in ds)
     worst = max(corpus, key=lambda t: abs(t["error_pct"]))
     assert abs(worst["error_pct"]) < 0.5, worst
-    # The older (version not recorded) gpt-oss-20b observation: 13.47 GiB logged vs 12.86 predicted, −4.5%: the MXFP4 MoE
+    # The older (version not recorded) gpt-oss-20b observation: 13.47 GiB logged vs 12.86 predicted, −4.5%: the MXFP4
+    # MoE
     # layout of that version is not modelled (0.19's Triton backend on Hopper pads nothing for 2880 = 45 × 64).
     gpt = next(t for t in table if t["model"] == "openai/gpt-oss-20b")
     assert -5 < gpt["error_pct"] < -4
@@ -134,16 +148,19 @@ def test_modelopt_nvfp4_and_fp8():
     # ModelOpt NVFP4 (vLLM modelopt.py ModelOptNvFp4LinearMethod): 0.5 B per weight + one FP8 scale per 16 inputs:
     # 6,979,321,856 / 2 + 6,979,321,856 / 16 = 3,489,660,928 + 436,207,616 B; lm_head excluded stays bf16.
     raw = _llama8b()
-    raw["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "ignore": ["lm_head"]}
+    raw["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+                                  "ignore": ["lm_head"]}
     assert parse_config(raw, source="t").weight_bytes() == LINEAR // 2 + LINEAR // 16 + BF16_REST
-    raw["quantization_config"] = {"quant_method": "modelopt", "quantization": {"quant_algo": "FP8", "exclude_modules": ["lm_head"]}}
+    raw["quantization_config"] = {"quant_method": "modelopt", "quantization": {"quant_algo": "FP8",
+                                                                               "exclude_modules": ["lm_head"]}}
     assert parse_config(raw, source="t").weight_bytes() == LINEAR + 224 * 4 + BF16_REST
 
 
 def test_deepseek_yarn_rope_buffer_is_in_the_model_dtype():
     # DeepseekScalingRotaryEmbedding (rotary_embedding/deepseek_scaling_rope.py) caches cos|sin for
     # original_max_position_embeddings × factor = 4,096 × 40 = 163,840 positions over qk_rope_head_dim = 64 dims.
-    # It stays float32 only if FlashInfer's rope runs, which needs the rotary_embedding custom op enabled; vLLM's default
+    # It stays float32 only if FlashInfer's rope runs, which needs the rotary_embedding custom op enabled; vLLM's
+    # default
     # compiled mode has custom_ops=['none'] (the 0.19 log lists rotary_embedding among the disabled ops), so base.py
     # casts it to bfloat16: 163,840 × 64 × 2 B = 20,971,520 B. vLLM 0.5.0 logged "Loading model weights took 29.3010 GB"
     # for DeepSeek-V2-Lite (vllm-project/vllm PR #4650), which is parameters + allocator rounding + this 20 MiB buffer.
@@ -155,7 +172,8 @@ def test_mla_backend_workspace_follows_the_backend_imports():
     # flashinfer_mla.py allocates g_fi_workspace = torch.zeros(128 MiB, uint8, cuda) at import up to 0.24 (lazy from
     # 0.25); cutlass_mla.py allocates SM100Workspace(128 MiB) at import in every release read. From 0.12
     # get_valid_backends imports every backend of _get_backend_priorities: Hopper's list holds FLASHINFER_MLA,
-    # Blackwell's (major 10) both, sm12x's from 0.24 neither; 0.11 imports only the chosen backend (CUTLASS on Blackwell).
+    # Blackwell's (major 10) both, sm12x's from 0.24 neither; 0.11 imports only the chosen backend (CUTLASS on
+    # Blackwell).
     MiB128 = 128 * 2**20
     assert mla_backend_workspace_bytes((0, 19, 0), "sm90")[0] == MiB128
     assert mla_backend_workspace_bytes((0, 19, 0), "sm100")[0] == 2 * MiB128
@@ -173,4 +191,5 @@ def test_mla_backend_workspace_follows_the_backend_imports():
         a, b = (loaded_weights(ds, tp=tp, engine_version=v) for v in ((0, 19, 0), (0, 25, 0)))
         assert a.bytes - b.bytes == a.backend_workspace_bytes == MiB128 and b.backend_workspace_bytes == 0
         assert "imports flashinfer_mla.py on sm90" in a.how
-    assert loaded_weights(llama, engine_version=(0, 19, 0)).bytes == loaded_weights(llama, engine_version=(0, 25, 0)).bytes
+    assert loaded_weights(llama, engine_version=(0, 19, 0)).bytes == loaded_weights(llama, engine_version=(0, 25,
+        0)).bytes

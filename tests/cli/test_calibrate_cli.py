@@ -1,4 +1,5 @@
-"""``kvledger calibrate`` then ``validate --step-cost PROFILE`` and ``simulate --step-cost PROFILE``: the profile reproduces its own numbers; errors exit cleanly."""
+"""``kvledger calibrate`` then ``validate --step-cost PROFILE`` and ``simulate --step-cost PROFILE``: the profile
+reproduces its own numbers; errors exit cleanly."""
 
 from __future__ import annotations
 
@@ -42,9 +43,11 @@ def test_profile_layout_and_fit(profile):
     from kvledger.catalog.gpus import get_gpu
     from kvledger.catalog.models import load_model
 
-    s = make_settings(engine_version="0.5.0", gpu_memory_utilization=0.95, max_num_batched_tokens=16384, max_num_seqs=1024,
+    s = make_settings(engine_version="0.5.0", gpu_memory_utilization=0.95, max_num_batched_tokens=16384,
+                      max_num_seqs=1024,
                       block_size=16, max_model_len=2048)
-    blocks = build_plan(load_model("facebook/opt-13b"), get_gpu("A100-80GB"), s, with_roofline=False, with_advice=False).memory.num_gpu_blocks
+    blocks = build_plan(load_model("facebook/opt-13b"), get_gpu("A100-80GB"), s, with_roofline=False,
+                        with_advice=False).memory.num_gpu_blocks
     assert p["engine"]["num_gpu_blocks"] == blocks and 3_900 < blocks < 4_134  # DistServe's own estimate: 4,134
     assert p["fit"]["objective"] <= p["fit"]["objective_start"]
     assert p["data_files"] == ["distserve:vllm-100-1"] and p["leave_one_out"] == []
@@ -91,7 +94,9 @@ def test_errors(tmp_path, profile):
 
 
 def test_validate_an_aggregate_stage():
-    stage = Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-perf" / "stage_0_lifecycle_metrics.json"
+    stage = (
+        Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-perf" / "stage_0_lifecycle_metrics.json"
+    )
     out = json.loads(_ok(["validate", str(stage), "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100",
                           "--max-model-len", "512", "--max-num-seqs", "192", "--client-concurrency", "440", "--json"]))
     rows = {r["metric"]: r for r in out["comparison"]["rows"]}

@@ -20,7 +20,8 @@ runner = CliRunner()
 def _records_file(tmp_path: Path) -> Path:
     # a simulation-like records file: DistServe's 10 → 3 example (100 requests in 10 s, 30 within TTFT ≤ 200 ms),
     # 1000 input / 100 output tokens each, on 1 GPU
-    recs = [RequestRecord(str(i), i * 0.1, 1000, 100, i * 0.1 + (0.1 if i < 30 else 0.4), i * 0.1 + 1.0) for i in range(100)]
+    recs = [RequestRecord(str(i), i * 0.1, 1000, 100, i * 0.1 + (0.1 if i < 30 else 0.4),
+                          i * 0.1 + 1.0) for i in range(100)]
     run = RunRecords(recs, RunMetadata("simulator", "simulator", model="m", num_gpus=1, duration_s=10.0))
     return write_records(run, tmp_path / "sim" / "records.json")
 
@@ -33,7 +34,8 @@ def test_cost_json_from_a_records_file(tmp_path):
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
     assert d["source"].endswith("sim/records.json")  # the file read, not the run's origin ("simulator")
-    # self-hosted output: 10⁶ / (300 good tok/s × 3600 × 0.5) × 0.8 GPU-h × $2.95 = $4.370370 per 1M (tests/ledgers/test_cost.py)
+    # self-hosted output: 10⁶ / (300 good tok/s × 3600 × 0.5) × 0.8 GPU-h × $2.95 = $4.370370 per 1M
+    # (tests/ledgers/test_cost.py)
     assert d["totals"]["self_host_usd_per_mtok_output"] == pytest.approx(4.370370, rel=1e-6)
     assert d["totals"]["api_usd_per_mtok_output"] == 8.0 and d["totals"]["api_usd_per_mtok_input"] == 2.0
     item = d["ledgers"]["self_host_output"]["items"][0]
@@ -45,11 +47,13 @@ def test_cost_json_from_a_records_file(tmp_path):
 def test_cost_human_ledger_on_the_real_aiperf_run():
     res = runner.invoke(app, ["cost", str(DATA / "aiperf/run1_profile_export.jsonl"), "--slo", "ttft=4s,tpot=40ms",
                               "--api", "Fireworks:gpt-oss-20b", "--gpu-usd-per-hour", "2.5", "--num-gpus", "1",
-                              "--utilization", "0.6", "--monthly-requests", "2e7", "--batch-share", "0.5", "--cache-hit-rate", "0.4"])
+                              "--utilization", "0.6", "--monthly-requests", "2e7", "--batch-share", "0.5",
+                                  "--cache-hit-rate", "0.4"])
     assert res.exit_code == 0, res.output
     out = " ".join(res.output.split())
     for text in ("self-hosted cost per 1M output tokens", "API cost per 1M input tokens", "break-even utilization",
-                 "break-even volume", "deciding factors", "data sovereignty", "team capability", "user input (--gpu-usd-per-hour)",
+                 "break-even volume", "deciding factors", "data sovereignty", "team capability", "user input "
+                     "(--gpu-usd-per-hour)",
                  "verdict on cost", "Σ TTFT ÷ Σ E2E"):
         assert text in out, text
 
@@ -87,8 +91,10 @@ def test_cost_out_file_is_not_overwritten(tmp_path):
     assert isinstance(res.exception, InputError) and out.read_text() == "keep"
 
 
-IP_STAGE = str(DATA / "inference-perf/stage_0_lifecycle_metrics.json")  # vLLM on 1 H100 at 1 req/s; names 'nvidia-h100-80gb'
-IP_ARGS = ["--slo", "ttft=500ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--gpu-provider", "Nebius"]
+# vLLM on 1 H100 at 1 req/s; names 'nvidia-h100-80gb'
+IP_STAGE = str(DATA / "inference-perf/stage_0_lifecycle_metrics.json")
+IP_ARGS = ["--slo", "ttft=500ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--gpu-provider",
+           "Nebius"]
 
 
 @pytest.mark.parametrize("gpu", [[], ["--gpu", "H100"], ["--gpu", "h100-sxm"], ["--gpu", "nvidia_h100_sxm"]])
@@ -98,7 +104,10 @@ def test_cost_resolves_gpu_names_and_the_files_gpu_through_the_catalog(gpu):
     res = runner.invoke(app, ["cost", IP_STAGE, *IP_ARGS, *gpu, "--json"])
     assert res.exit_code == 0, res.output
     inputs = json.loads(res.output)["inputs"]
-    assert inputs["gpu_price_source"].startswith("gpu_prices.csv Nebius:gpu-h100-sxm") and inputs["usd_per_gpu_hour"] == 2.95
+    assert (
+        inputs["gpu_price_source"].startswith("gpu_prices.csv Nebius:gpu-h100-sxm")
+        and inputs["usd_per_gpu_hour"] == 2.95
+    )
 
 
 def test_cost_reports_every_bad_input_at_once():
@@ -117,7 +126,8 @@ def test_cost_keeps_the_option_tables_upper_bounds():
     # cost checks --gpu-usd-per-hour and --num-gpus itself (to report them with its other input errors); the limits
     # table bounds them at 10^6 USD per GPU-hour and 2^20 = 1,048,576 GPUs. Before, 1e300 USD/GPU-hour was priced
     # (a 100-digit break-even percentage) and 10^11 GPUs accepted.
-    res = runner.invoke(app, ["cost", IP_STAGE, "--slo", "ttft=500ms", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5",
+    res = runner.invoke(app, ["cost", IP_STAGE, "--slo", "ttft=500ms", "--api", "OpenAI:gpt-4.1", "--utilization",
+                              "0.5",
                               "--gpu-usd-per-hour", "1e300", "--num-gpus", "100000000000"])
     assert isinstance(res.exception, InputError)
     msg = str(res.exception)
@@ -138,8 +148,14 @@ def test_cost_of_a_measured_run_states_its_capacity_basis_and_warns_when_under_l
     assert basis["load_check"]["checks"][0]["value"] == pytest.approx(0.99685067, rel=1e-6)
     assert "capacity is likely higher and the self-hosted cost per token overstated" in basis["warning"]
     out = " ".join(runner.invoke(app, ["cost", IP_STAGE, *IP_ARGS]).output.split())
-    assert "capacity basis: the run's measured goodput (0.997 good req/s per replica) is taken as the replica's capacity" in out
-    assert "WARNING: the run looks UNDER-LOADED: offered 1 req/s, served 0.997 good req/s (99.7%); TTFT p90 38.98 ms" in out
+    assert (
+        "capacity basis: the run's measured goodput (0.997 good req/s per replica) is taken as the replica's capacity"
+        in out
+    )
+    assert (
+        "WARNING: the run looks UNDER-LOADED: offered 1 req/s, served 0.997 good req/s (99.7%); TTFT p90 38.98 ms"
+        in out
+    )
     # a run near its limit gets the caveat but no warning, with the reason
     near = " ".join(runner.invoke(app, ["cost", IP_STAGE.replace("stage_0", "stage_3"), *IP_ARGS]).output.split())
     assert "capacity basis: the run's measured goodput" in near and "WARNING" not in near
@@ -149,14 +165,21 @@ def test_cost_of_a_measured_run_states_its_capacity_basis_and_warns_when_under_l
 def test_cost_warns_when_a_measured_run_is_over_loaded():
     # stage 4 was offered 148.9 req/s, past the ~111 req/s this H100 sustains: from the file's percentiles at most
     # 1.0% of requests meet ttft ≤ 500 ms, and its TTFT p90 is 2.360 s = 4.7× the limit (≥ 2× and < 90% good:
-    # over-loaded). Priced at that goodput the API looks cheaper; the ledger must say the load, not the price, decided it.
+    # over-loaded). Priced at that goodput the API looks cheaper; the ledger must say the load, not the price, decided
+    # it.
     d = json.loads(runner.invoke(app, ["cost", IP_STAGE.replace("stage_0", "stage_4"), *IP_ARGS, "--json"]).output)
     basis = d["capacity_basis"]
     assert basis["load_check"]["status"] == "over_loaded"
     assert basis["load_check"]["checks"][0]["value"] == pytest.approx(2.360 / 0.5, rel=2e-3)
-    assert "OVER-LOADED" in basis["warning"] and "understates what one replica serves within the SLO" in basis["warning"]
+    assert (
+        "OVER-LOADED" in basis["warning"] and "understates what one replica serves within the SLO" in basis["warning"]
+    )
     out = " ".join(runner.invoke(app, ["cost", IP_STAGE.replace("stage_0", "stage_4"), *IP_ARGS]).output.split())
-    assert "WARNING: the run looks OVER-LOADED: only 1.0% of requests good (below 90%); TTFT p90 2.360 s = 4.7× its 500.00 ms limit" in out
+    assert (
+        "WARNING: the run looks OVER-LOADED: only 1.0% of requests good (below 90%); TTFT p90 2.360 s = 4.7× its "
+        "500.00 ms limit"
+        in out
+    )
     assert "the run looks over-loaded (past its SLO capacity) (see above)" in out
 
 
@@ -188,5 +211,6 @@ def test_trial_input_price_matches_the_roofline_prefill_rate():
     assert 0.7 * bound < rate <= bound, (rate, bound)
     assert cap["prefill_share_method"].startswith("simulated step attribution")
     # (people set to 0: the default engineer line would add its own share)
-    # USD per 1M input tokens = 1 GPU × 10⁶ ÷ (good input tok/s × 3600 × 0.5) × share × $2.95 = 2.95 × 10⁶ ÷ (rate × 1800)
+    # USD per 1M input tokens = 1 GPU × 10⁶ ÷ (good input tok/s × 3600 × 0.5) × share × $2.95 = 2.95 × 10⁶ ÷ (rate ×
+    # 1800)
     assert d["totals"]["self_host_usd_per_mtok_input"] == pytest.approx(2.95e6 / (rate * 1800), rel=1e-9)

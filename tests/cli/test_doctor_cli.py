@@ -104,11 +104,11 @@ def _error(*args) -> str:
 
 def test_impossible_log_values_are_clear_errors_naming_the_line(tmp_path):
     fixture = (LOGS / "v0.18_cudagraph_estimate_override.log").read_text(encoding="utf-8")
-    # the real 0.18 log with its budget line (line 4, "6.9 GiB") edited to 99,999.11 GiB: more than an H100's 79.22 GiB
+    # the real 0.18 log with its budget line (line 4, "6.9 GiB") edited to 99,999.11 GiB: more than an H100's 79.19 GiB
     p = tmp_path / "edited.log"
     p.write_text(fixture.replace("Available KV cache memory: 6.9 GiB", "Available KV cache memory: 99999.11 GiB"), encoding="utf-8")
     msg = _error(p, "--gpu", "H100")
-    assert "line 4: available KV cache memory 99,999.11 GiB is more than the GPU's whole memory (79.22 GiB" in msg
+    assert "line 4: available KV cache memory 99,999.11 GiB is more than the GPU's whole memory (79.19 GiB" in msg
     assert "line 4: available KV cache memory 99,999.11 GiB is more than any GPU holds" in _error(p)  # no --gpu, no printed total
     proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", "doctor", str(p), "--gpu", "H100"],
                           capture_output=True, text=True, timeout=120)

@@ -38,12 +38,14 @@ def test_json_lines_for_several_runs_and_boundary():
     assert len(lines) == 8 and all(x["estimate"] for x in lines[:7])
     assert lines[-1]["boundary"]["boundary_value"] == pytest.approx(74.94)
     # --json: the same objects as one strict JSON document
-    doc = json.loads(runner.invoke(app, ["goodput", *stages, "--slo", "ttft=100ms,tpot=10ms", "--json", "--target", "0.9"]).output)
+    doc = json.loads(runner.invoke(app, ["goodput", *stages, "--slo", "ttft=100ms,tpot=10ms", "--json", "--target",
+                                         "0.9"]).output)
     assert doc["runs"] == lines[:7] and doc["boundary"] == lines[-1]["boundary"]
 
 
 def test_human_output_names_definitions_and_estimates():
-    res = runner.invoke(app, ["goodput", AIPERF, str(DATA / "inferencex/inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json"),
+    res = runner.invoke(app, ["goodput", AIPERF,
+                              str(DATA / "inferencex/inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json"),
                               "--slo", "ttft=600ms,tpot=30ms"])
     assert res.exit_code == 0, res.output
     out = " ".join(res.output.split())
@@ -114,4 +116,6 @@ def test_a_vllm_log_given_to_goodput_is_named_and_sent_to_doctor():
     for name in ("v0.14_qwen3-1.7b.log", "v1_metrics_iso_timestamps.log", "v0.5_recompute_preemption.log"):
         res = runner.invoke(app, ["goodput", str(logs / name), "--slo", "ttft=1s"])
         assert isinstance(res.exception, FormatError), name
-        assert "It is a server log, not a benchmark output (a vLLM log is read by `kvledger doctor LOGFILE`)" in str(res.exception)
+        assert "It is a server log, not a benchmark output (a vLLM log is read by `kvledger doctor LOGFILE`)" in str(
+            res.exception
+        )

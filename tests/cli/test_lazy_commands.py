@@ -44,7 +44,8 @@ def _fresh_run(args: list[str], env: dict[str, str] | None = None) -> tuple[list
     code = (f"import os, sys; sys.argv = ['kvledger', *{args!r}]\n"
             "from kvledger.cli.main import run\n"
             "try:\n    run()\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in sys.modules if m.startswith('kvledger.cli.') and m.endswith('_cmd')), file=sys.stderr)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('kvledger.cli.') and m.endswith('_cmd')), "
+            "file=sys.stderr)\n"
             "print(os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr)")
     full_env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | (env or {})
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=full_env)

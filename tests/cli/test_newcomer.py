@@ -19,8 +19,10 @@ runner = CliRunner()
 DATA = Path(__file__).resolve().parents[1] / "evidence" / "data"
 IP_SWEEP = sorted(str(p) for p in (DATA / "inference-perf").glob("stage_*_lifecycle_metrics.json"))
 # the research notes the package never shipped, and docs/ pages, which an installed package does not have either
-OUTSIDE_DOCS = re.compile(r"seed-claims|engines\.md|formats\.md|peers\.md|engine-audit|traces\.md|prices\.md|shared/research"
-                          r"|docs/[\w-]+\.md")
+OUTSIDE_DOCS = re.compile(
+    r"seed-claims|engines\.md|formats\.md|peers\.md|engine-audit|traces\.md|prices\.md|shared/research"
+    r"|docs/[\w-]+\.md"
+)
 
 
 def _out(*args: str) -> str:
@@ -36,10 +38,15 @@ def test_itl_slo_is_named_by_its_statistic_and_the_old_spelling_says_how_it_was_
     old = parse_slo("itl=50ms")
     assert old.itl_key == "itl_max" and old.itl_stat == "max" and len(old.notes) == 1
     assert "'itl' is read as itl_max" in old.notes[0] and "not the ITL p50/p99 over all gaps" in old.notes[0]
-    assert parse_slo("itl_p99=50ms").definitions() == ["itl_p99: 99-th percentile of a request's own gaps between chunks"]
-    out = " ".join(_out("goodput", str(DATA / "aiperf/run1_profile_export.jsonl"), "--slo", "ttft=900ms,itl=150ms").split())
+    assert parse_slo("itl_p99=50ms").definitions() == ["itl_p99: 99-th percentile of a request's own gaps between "
+                                                       "chunks"]
+    out = " ".join(_out("goodput", str(DATA / "aiperf/run1_profile_export.jsonl"), "--slo",
+                        "ttft=900ms,itl=150ms").split())
     assert "SLO: ttft ≤ 900.00 ms, itl_max ≤ 150.00 ms" in out
-    assert "itl_max: largest gap between consecutive chunks of a request" in out and "note: 'itl' is read as itl_max" in out
+    assert (
+        "itl_max: largest gap between consecutive chunks of a request" in out
+        and "note: 'itl' is read as itl_max" in out
+    )
 
 
 def test_simulate_labels_its_itl_as_pooled_over_all_gaps():
@@ -61,11 +68,14 @@ def test_plan_prints_the_answer_first_and_the_ledger_with_verbose():
     assert len(short.splitlines()) <= 24 < len(full.splitlines())
     flat = " ".join(short.split())
     # 2 × 32 layers × 8 KV heads × 128 × 2 B = 131,072 B; 3 whole 131,072-token requests (8,192 blocks each)
-    assert "KV per token: 131,072 B (128.00 KiB)" in flat and "131,072 tokens: 3 requests" in flat and "--verbose" in flat
+    assert (
+        "KV per token: 131,072 B (128.00 KiB)" in flat and "131,072 tokens: 3 requests" in flat and "--verbose" in flat
+    )
 
 
 def test_plan_headline_answers_the_context_asked_and_agrees_with_the_table():
-    # Qwen3-8B's default max_model_len is 40,960: the headline must give the 32K figure the table gives, not only 40,960's
+    # Qwen3-8B's default max_model_len is 40,960: the headline must give the 32K figure the table gives, not only
+    # 40,960's
     d = json.loads(_out("plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--context", "32K", "--json"))
     at = {r["context_tokens"]: r["max_requests"] for r in d["concurrency"]}
     msg = d["advice"]["message"]
@@ -82,7 +92,8 @@ def test_cost_needs_only_the_slo():
 
 def test_one_flag_name_for_the_roofline_fractions():
     # plan's --achievable-bandwidth-fraction is accepted by the analyses too (the old --bandwidth-fraction still works)
-    a = json.loads(_out("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--achievable-bandwidth-fraction", "0.5", "--json"))
+    a = json.loads(_out("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--achievable-bandwidth-fraction", "0.5",
+                        "--json"))
     b = json.loads(_out("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--bandwidth-fraction", "0.5", "--json"))
     c = json.loads(_out("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--json"))
     assert a == b and a != c
@@ -104,7 +115,8 @@ def test_prices_lists_the_rows_cost_picks_from():
     ("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--verbose"),
     ("prices", "--json"),  # the GPU rows' sources named the research notes ("see prices.md") until issue 19
     ("doctor", str(Path(__file__).resolve().parents[1] / "fixtures/vllm_logs/v0.14_qwen3-1.7b.log")),
-    ("doctor", str(Path(__file__).resolve().parents[1] / "fixtures/vllm_logs/constructed_v1_preemptions_at_full_kv.log"),
+    ("doctor",
+     str(Path(__file__).resolve().parents[1] / "fixtures/vllm_logs/constructed_v1_preemptions_at_full_kv.log"),
      "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100"),
 ])
 def test_output_cites_no_document_outside_the_package(args):
@@ -116,14 +128,17 @@ def test_fp8_kv_answers_capacity_at_the_users_context_by_default():
     # the question first: whole 32,768-token requests each pool holds at once — the same figure plan gives for that
     # context with each KV dtype (at vLLM 0.33's plan for this 8B on an H100: 13 bf16, 26 fp8: 2,048 blocks each) —
     # and with no --concurrency the speed comparison runs at the bf16 figure, not at a single sequence
-    plan = {dt: json.loads(_out("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--context", "32K", "--kv-cache-dtype", dt, "--json"))
+    plan = {dt: json.loads(_out("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--context", "32K",
+                                "--kv-cache-dtype", dt, "--json"))
             for dt in ("auto", "fp8")}
     n_b, n_f = (plan[dt]["concurrency"][0]["max_requests"] for dt in ("auto", "fp8"))
     assert n_f in (2 * n_b, 2 * n_b + 1)  # the fp8 pool holds twice the blocks (± the null block's rounding)
     d = json.loads(_out("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--context", "32K", "--json"))
     h = d["headline"]
-    assert (h["context_tokens"], h["bf16_max_requests"], h["fp8_max_requests"], h["concurrency"]) == (32768, n_b, n_f, n_b)
-    assert d["concurrency"] == n_b and d["verdict"][0].startswith(f"At 32,768 tokens per request: bf16 KV holds {n_b} requests at once, FP8 KV {n_f}")
+    assert (h["context_tokens"], h["bf16_max_requests"], h["fp8_max_requests"], h["concurrency"]) == (32768, n_b, n_f,
+        n_b)
+    assert d["concurrency"] == n_b and d["verdict"][0].startswith(f"At 32,768 tokens per request: bf16 KV holds {n_b} "
+                                                                  f"requests at once, FP8 KV {n_f}")
 
 
 def _flags(command: str) -> set[str]:
@@ -149,7 +164,8 @@ def test_simulate_runs_the_synthetic_workload_goodput_and_cost_simulate():
     wl = ["--prompt-lengths", "fixed:512", "--output-lengths", "fixed:64", "--num-requests", "50", "--rate", "5"]
     sim = json.loads(_out("simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", *wl, "--json"))
     assert sim["workload"]["num_requests"] == 50 and sim["workload"]["prompt_tokens_mean"] == 512
-    gp = json.loads(_out("goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", *wl, "--slo", "e2e=1h", "--json").splitlines()[0])
+    gp = json.loads(_out("goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", *wl, "--slo", "e2e=1h",
+                         "--json").splitlines()[0])
     assert gp["num_requests"] == sim["summary"]["num_requests"] and gp["num_good"] == sim["summary"]["num_finished"]
 
 

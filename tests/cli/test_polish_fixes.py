@@ -86,16 +86,16 @@ def test_search_serves_a_checkpoint_not_a_bare_config_file(tmp_path, change, ser
 
 
 def test_bigger_gpu_advice_ranks_memory_first_and_says_what_the_memory_buys():
-    # Qwen3-32B at its 40,960-token max_model_len misses on an H100 (79.22 GiB). "Bigger" needs ≥ 5% more memory, so
-    # the A100-80GB (79.57 GiB) is out; the 5% steps group RTX PRO 6000 (89.41) with H100 NVL (93.16: highest HBM
-    # bandwidth of the two, 3.9 vs 1.8 TB/s), then H200 (139.97; SXM first of the SXM/NVL tie), then B200 (178.63);
-    # Grace superchips (GH200) are another server, left out for a plain H100.
+    # Qwen3-32B at its 40,960-token max_model_len misses on an H100 (79.19 GiB). "Bigger" needs ≥ 5% more memory, so
+    # the A100-80GB (79.25 GiB) is out; the 5% steps group H100 NVL (93.14), RTX PRO 6000 (94.97) and H20 (95.14: highest
+    # HBM bandwidth of the three, 4.0 vs 3.9 vs 1.8 TB/s), then H200 (139.96; SXM first of the SXM/NVL tie), then B200
+    # (178.62); Grace superchips (GH200) are another server, left out for a plain H100.
     res = _run("plan", "Qwen/Qwen3-32B", "--gpu", "H100", "--json")
     assert res.exit_code == 3
     gpus = [o for o in json.loads(res.stdout)["advice"]["options"] if o["action"].startswith("--gpu ")]
-    assert [o["action"] for o in gpus] == ["--gpu nvidia_h100_nvl", "--gpu nvidia_h200_sxm", "--gpu nvidia_b200"]
-    # 93.16 − 79.22 = 13.94 GiB more (catalog CUDA totals)
-    assert "93.16 GiB device memory, 13.94 GiB more than the NVIDIA H100 80GB SXM5" in gpus[0]["detail"]
+    assert [o["action"] for o in gpus] == ["--gpu nvidia_h20", "--gpu nvidia_h200_sxm", "--gpu nvidia_b200"]
+    # 95.14 − 79.19 = 15.95 GiB more (catalog CUDA totals, gpu_cuda.csv)
+    assert "95.14 GiB device memory, 15.95 GiB more than the NVIDIA H100 80GB SXM5" in gpus[0]["detail"]
     assert [o["max_requests"] for o in gpus] == sorted(o["max_requests"] for o in gpus) and gpus[0]["max_requests"] >= 1
 
 
@@ -154,15 +154,17 @@ def test_cost_counts_deployment_units_and_plurals():
                         "--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--num-requests", "100",
                         "--gpu-usd-per-hour", "3", "--monthly-requests", "1").stdout.split())
     assert "one deployment unit = 2 replicas × TP 1 = 2 GPUs" in out and "replica(s)" not in out
-    assert "monthly at 1 request (" in out and "1 deployment unit (2 replicas, 2 GPUs)" in out
-    assert "at 1 request/month the cheaper bill" in out and "1 requests" not in out
+    # the answer first: one priced unit of 2 GPUs even at 1 request a month, the break-even in whole units
+    assert "self-hosted: 1 replica × 2 GPUs rented" in out and "1 deployment unit (2 replicas, 2 GPUs)" in out
+    assert "1 requests" not in out and "1 replicas" not in out
 
 
 def test_search_counts_read_as_reason_then_number():
     # Llama-3.1-70B (~131 GiB of BF16 weights) cannot fit an L4 at TP 1 or 2 nor one H100; two H100s at TP 2 do
     out = _run("search", "meta-llama/Llama-3.1-70B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "L4,H100", "--tp", "1,2",
                "--max-model-len", "8K", "--num-requests", "60", "--utilization", "0.5").stdout
-    assert "4 candidates: does not fit: 3, feasible: 1" in out and "Top 1 of 1 feasible candidate " in out
+    assert "4 candidates, 1 feasible" in out and "Top 1 of 1 feasible candidate " in out
+    assert "rejected: 3 of 4 — does not fit: 3 (e.g. nvidia_l4:tp1:kv-auto)" in " ".join(out.split())
 
 
 def test_settings_errors_use_the_flag_name_and_its_unit():

@@ -35,7 +35,9 @@ def test_table_json_csv_and_plot(tmp_path):
     # the API bill for the same traffic: 20 req/s × 2,628,000 s/month × mean tokens × list price (no discounts)
     wl = d["candidates"][0]["workload"]
     month = 20 * 730 * 3600
-    assert d["api"]["monthly_usd"] == pytest.approx(month * (wl["prompt_tokens_mean"] * 2.0 + wl["output_tokens_mean"] * 8.0) / 1e6)
+    assert d["api"]["monthly_usd"] == pytest.approx(
+        month * (wl["prompt_tokens_mean"] * 2.0 + wl["output_tokens_mean"] * 8.0) / 1e6
+    )
 
 
 def test_show_command_plans_one_candidate_without_simulating():

@@ -1,4 +1,5 @@
-"""``kvledger cost --simulate`` and ``kvledger goodput --simulate [--target]``: same numbers as simulate --out then FILE, probes, errors."""
+"""``kvledger cost --simulate`` and ``kvledger goodput --simulate [--target]``: same numbers as simulate --out then
+FILE, probes, errors."""
 
 from __future__ import annotations
 
@@ -32,11 +33,13 @@ def records(tmp_path_factory):
 
 
 def test_cost_of_a_simulation_equals_cost_of_its_records_file(records):
-    # the records file states its GPU count (1 replica × TP 1) and catalog GPU id, so FILE mode needs neither --num-gpus nor --gpu
+    # the records file states its GPU count (1 replica × TP 1) and catalog GPU id, so FILE mode needs neither --num-gpus
+    # nor --gpu
     from_file = json.loads(_ok(["cost", records, *SLO, *COST, "--json"]))
     direct = json.loads(_ok(["cost", "--simulate", *SIM, "--at-offered-load", *SLO, *COST, "--json"]))
     assert from_file["source"] == records and direct["source"] == "simulator"
-    for key in ("totals", "ledgers", "capacity", "inputs", "sticker", "break_even_utilization", "break_even_volume", "verdict"):
+    for key in ("totals", "ledgers", "capacity", "inputs", "sticker", "break_even_utilization", "break_even_volume",
+                "verdict"):
         assert direct[key] == from_file[key], key
     # both price the run's own goodput and say so; the same records give the same under-load verdict
     assert from_file["capacity_basis"]["kind"] == "measured_run" and direct["capacity_basis"]["kind"] == "offered_load"
@@ -50,7 +53,8 @@ def test_cost_of_a_simulation_equals_cost_of_its_records_file(records):
 
 def test_cost_human_ledger_lists_the_simulation_among_the_sources():
     out = " ".join(_ok(["cost", "--simulate", *SIM, *SLO, *COST]).split())
-    for text in ("simulated per deployment unit [1]", "[1] simulated run: kvledger simulator", "[2] step cost: roofline",
+    for text in ("simulated per deployment unit [1]", "[1] simulated run: kvledger simulator",
+                 "[2] step cost: roofline",
                  "[3] memory plan (vllm", "blocks × 16 tokens per replica", "workload azure-conv: 300 requests",
                  "[4] capacity: SLO-capacity search on the request rate", "probes of 300 requests",
                  "probes (req/s → share of requests within the SLO): 1 → 100.0%", "(sources [1]–[4] below)",
@@ -72,7 +76,11 @@ def test_cost_of_a_simulation_is_priced_at_the_slo_capacity_the_goodput_search_f
     # the same search as `goodput --simulate --target 0.9 --axis rate` (same seeded 300-request probes): same boundary,
     # and the ledger's capacity is the goodput of the run at that boundary
     assert cs["boundary_rate_req_per_s"] == search["boundary_value"] and cs["target"] == 0.9
-    assert d["capacity"]["goodput_req_per_s"] == cs["goodput_at_boundary_req_per_s"] == search["goodput_at_boundary_req_per_s"]
+    assert (
+        d["capacity"]["goodput_req_per_s"]
+        == cs["goodput_at_boundary_req_per_s"]
+        == search["goodput_at_boundary_req_per_s"]
+    )
     assert cs["attainment_at_boundary"] >= 0.9 and len(cs["probes"]) >= 5
     assert d["capacity_basis"]["kind"] == "slo_capacity" and d["capacity_basis"]["warning"] is None
     assert d["simulation"]["workload"]["num_requests"] == 300
@@ -91,13 +99,17 @@ def test_a_short_search_says_its_drain_tail_makes_the_capacity_conservative():
     # 200 synthetic requests (512-token prompts, outputs exp mean 128 capped at 1,536): at the boundary they arrive
     # within ~2 s but the longest output takes seconds more, so good ÷ (first arrival → last finish) is far below
     # offered × attainment, the rate sustained while requests arrive; the ledger prices the former and says so
-    d = json.loads(_ok(["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--prompt-lengths", "fixed:512",
+    d = json.loads(_ok(["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--prompt-lengths",
+                        "fixed:512",
                         "--output-lengths", "exp:128:1536", "--num-requests", "200", *SLO, *COST, "--json"]))
     cs, wl = d["simulation"]["capacity_search"], d["simulation"]["workload"]
     sustained = wl["offered_rate_req_per_s"] * cs["attainment_at_boundary"]
     assert cs["goodput_at_boundary_req_per_s"] < 0.9 * sustained
     assert cs["notes"][0].startswith("the run at the boundary took ")
-    assert f"is {cs['goodput_at_boundary_req_per_s'] / sustained:.0%} of the {sustained:,.3f} good req/s it sustained" in cs["notes"][0]
+    assert (
+        f"is {cs['goodput_at_boundary_req_per_s'] / sustained:.0%} of the {sustained:,.3f} good req/s it sustained"
+        in cs["notes"][0]
+    )
     assert d["capacity"]["goodput_req_per_s"] == cs["goodput_at_boundary_req_per_s"]
 
 
@@ -108,7 +120,10 @@ def test_cost_at_offered_load_warns_when_the_simulated_run_is_under_loaded():
     # synchronous rule, --no-async-scheduling; vLLM 0.33's async scheduling puts an arrival one ~6.6 ms decode step
     # later: 49.53 ms.)
     out = " ".join(_ok(["cost", "--simulate", *SIM, "--at-offered-load", *SLO, *COST]).split())
-    assert "WARNING: the run looks UNDER-LOADED: offered 3.56 req/s, served 3.48 good req/s (97.7%); TTFT p90 49.53 ms" in out
+    assert (
+        "WARNING: the run looks UNDER-LOADED: offered 3.56 req/s, served 3.48 good req/s (97.7%); TTFT p90 49.53 ms"
+        in out
+    )
     assert "drop --at-offered-load to price at the SLO capacity found by simulation" in out
     assert "capacity basis: the simulated run at its offered load" in out
 
@@ -123,7 +138,8 @@ def test_goodput_of_a_simulation_equals_goodput_of_its_records_file(records):
 
 
 def test_goodput_search_prints_every_probe_and_the_boundary_per_gpu():
-    args = ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-requests", "150", "--replicas", "2",
+    args = ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-requests", "150", "--replicas",
+            "2",
             "--slo", "ttft=200ms,tpot=30ms", "--target", "0.9", "--axis", "rate", "--lo", "4", "--hi", "256"]
     doc = json.loads(_ok(args + ["--json"]))
     probes, last = doc["runs"], {k: v for k, v in doc.items() if k != "runs"}
@@ -151,18 +167,25 @@ def test_goodput_search_prints_every_probe_and_the_boundary_per_gpu():
     (["cost", "x.json", "--trace", "azure-code", *SLO, *COST], "--trace describe a simulation; add --simulate MODEL"),
     (["cost", "--simulate", *SIM, "--num-gpus", "2", *SLO, *COST], "--num-gpus apply to a FILE"),
     (["cost", "--simulate", "meta-llama/Llama-3.1-8B", *SLO, *COST], "--simulate needs --gpu"),
-    (["cost", "--simulate", *SIM, "--rate", "5", *SLO, *COST], "--rate fixes the load, but cost --simulate prices at the SLO "
+    (["cost", "--simulate", *SIM, "--rate", "5", *SLO, *COST], "--rate fixes the load, but cost --simulate prices at "
+                                                               "the SLO "
      "capacity it searches for (the highest request rate meeting --target); add --at-offered-load"),
-    (["cost", "--simulate", *SIM, "--concurrency", "8", *SLO, *COST], "add --at-offered-load to price the run at the load"),
-    (["cost", "--simulate", *SIM, "--at-offered-load", "--target", "0.8", *SLO, *COST], "--at-offered-load skips; give one"),
+    (["cost", "--simulate", *SIM, "--concurrency", "8", *SLO, *COST], "add --at-offered-load to price the run at the "
+                                                                      "load"),
+    (["cost", "--simulate", *SIM, "--at-offered-load", "--target", "0.8", *SLO, *COST], "--at-offered-load skips; give "
+        "one"),
     (["cost", "x.json", "--at-offered-load", *SLO, *COST], "--at-offered-load apply to --simulate"),
-    (["cost", "--simulate", *SIM, "--target", "1.5", *SLO, *COST], "--target 1.5 is out of range; allowed: (0, 1] (share of requests within the SLO)"),
+    (["cost", "--simulate", *SIM, "--target", "1.5", *SLO, *COST], "--target 1.5 is out of range; allowed: (0, 1] "
+                                                                   "(share of requests within the SLO)"),
     # 1 ms TTFT: even 1/1024 req/s misses, so there is no capacity to price
-    (["cost", "--simulate", *SIM, "--slo", "ttft=1ms", *COST], "no request rate down to 0.000976562 req/s has 90% of requests"),
-    (["goodput", "--simulate", *SIM, "--prompt-lengths", "fixed:8", *SLO], "needs both --prompt-lengths and --output-lengths"),
+    (["cost", "--simulate", *SIM, "--slo", "ttft=1ms", *COST], "no request rate down to 0.000976562 req/s has 90% of "
+                                                               "requests"),
+    (["goodput", "--simulate", *SIM, "--prompt-lengths", "fixed:8", *SLO], "needs both --prompt-lengths and "
+                                                                           "--output-lengths"),
     (["goodput", "--simulate", *SIM, "--prompt-lengths", "fixed:8", "--output-lengths", "fixed:8", "--rate", "1", *SLO],
      "either --trace or a synthetic workload"),
-    (["goodput", "--simulate", *SIM, *SLO, "--target", "0.9", "--rate", "5"], "search varies request_rate, so --rate cannot"),
+    (["goodput", "--simulate", *SIM, *SLO, "--target", "0.9", "--rate", "5"], "search varies request_rate, so --rate "
+                                                                              "cannot"),
     (["goodput", "--simulate", *SIM, *SLO, "--target", "0.9", "--axis", "qps"], "unknown search axis 'qps'"),
     (["goodput", "x.json", "--lo", "1", *SLO], "--lo apply to a --simulate run or search"),
 ])

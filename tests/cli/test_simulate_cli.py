@@ -46,7 +46,10 @@ def test_out_writes_four_files_and_refuses_to_overwrite(tmp_path):
 
     steps = pq.read_table(out / "steps.parquet").to_pylist()
     first = steps[0]
-    assert first["step"] == 0 and first["num_scheduled_tokens"] == first["num_prefill_tokens"] + first["num_decode_seqs"] > 0
+    assert (
+        first["step"] == 0
+        and first["num_scheduled_tokens"] == first["num_prefill_tokens"] + first["num_decode_seqs"] > 0
+    )
     assert [s["step"] for s in steps] == list(range(len(steps)))  # one row per step (one replica)
     assert sum(b["num_tokens"] for b in first["batch"]) == first["num_scheduled_tokens"]
     again = runner.invoke(app, BASE + ["--out", str(out)])
@@ -81,7 +84,11 @@ def test_bad_names_and_settings_are_clear_errors():
 def test_console_entry_point_exits_2_without_a_traceback():
     proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", *BASE, "--replicas", "0"],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "--replicas 0 is out of range; allowed: [1, 4,096]" in proc.stderr and "Traceback" not in proc.stderr
+    assert (
+        proc.returncode == 2
+        and "--replicas 0 is out of range; allowed: [1, 4,096]" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )
 
 
 def test_experiment_quick_table():
@@ -100,7 +107,8 @@ def test_calibrated_without_a_table_is_a_short_error_grouped_by_model():
     msg = str(res.exception)
     lines = msg.splitlines()
     # one line per calibrated model (11 bundled), not one line of ~90 keys
-    assert lines[0] == ("no calibrated step cost for meta-llama/Meta-Llama-3.1-8B on H100 (calibration GPU h100-80gb) at TP 1. "
+    assert lines[0] == ("no calibrated step cost for meta-llama/Meta-Llama-3.1-8B on H100 (calibration GPU h100-80gb) "
+                        "at TP 1. "
                         "Bundled calibrations (model — source: GPU and TPs):")
     assert "  meta-llama/Meta-Llama-3-8B — vidur: a100-80gb tp1,2,4,8" in lines
     assert "  facebook/opt-13b — distserve, distserve-vllm: a100-80gb tp1,2,4" in lines
@@ -110,11 +118,15 @@ def test_calibrated_without_a_table_is_a_short_error_grouped_by_model():
 
 
 def test_a_calibration_can_be_picked_by_key():
-    res = runner.invoke(app, BASE + ["--step-cost", "calibrated:vidur:meta-llama/Meta-Llama-3-8B@a100-80gb/tp1", "--json"])
+    res = runner.invoke(app, BASE + ["--step-cost", "calibrated:vidur:meta-llama/Meta-Llama-3-8B@a100-80gb/tp1",
+                                     "--json"])
     assert res.exit_code == 0, res.output
     sc = json.loads(res.output)["step_cost"]
     assert sc["name"] == "vidur:meta-llama/Meta-Llama-3-8B@a100-80gb/tp1"
-    assert "chosen by key: the step times measured for vidur:meta-llama/Meta-Llama-3-8B@a100-80gb/tp1 stand in for" in sc["source"]
+    assert (
+        "chosen by key: the step times measured for vidur:meta-llama/Meta-Llama-3-8B@a100-80gb/tp1 stand in for"
+        in sc["source"]
+    )
     # the short form takes GPU and TP from the simulation; for OPT-13B on an A100-80GB that is the table auto-pick uses
     res = runner.invoke(app, ["simulate", "facebook/opt-13b", "--gpu", "A100-80GB", "--num-requests", "20",
                               "--step-cost", "calibrated:facebook/opt-13b", "--json"])
@@ -128,8 +140,11 @@ def test_a_calibration_can_be_picked_by_key():
 def test_roofline_recommends_calibrated_only_where_a_table_exists():
     res = runner.invoke(app, BASE + ["--json"])
     src = json.loads(res.output)["step_cost"]["source"]
-    assert src.endswith("uncalibrated (no bundled measurements for this model, GPU and TP)") and "--step-cost" not in src
-    res = runner.invoke(app, ["simulate", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--num-requests", "20", "--json"])
+    assert (
+        src.endswith("uncalibrated (no bundled measurements for this model, GPU and TP)") and "--step-cost" not in src
+    )
+    res = runner.invoke(app, ["simulate", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--num-requests", "20",
+                              "--json"])
     src = json.loads(res.output)["step_cost"]["source"]
     assert src.endswith("--step-cost calibrated (vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1)")
 
@@ -147,10 +162,13 @@ def test_experiment_prints_shares_as_percent():
 def test_a_trace_without_arrival_times_names_the_cli_flags():
     res = runner.invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "arxiv"])
     assert isinstance(res.exception, InputError)
-    assert str(res.exception) == ("trace 'arxiv' has no arrival times (only lengths): give --rate R (req/s) for Poisson "
-                                  "arrivals drawn with --seed S (default 0), --rate inf to send every request at t = 0, or "
+    assert str(res.exception) == ("trace 'arxiv' has no arrival times (only lengths): give --rate R (req/s) for "
+                                  "Poisson "
+                                  "arrivals drawn with --seed S (default 0), --rate inf to send every request at t = "
+                                  "0, or "
                                   "--concurrency N for a closed loop (Python: load_trace(..., rate=R, seed=S))")
-    res = runner.invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "arxiv", "--rate-scale", "2"])
+    res = runner.invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "arxiv",
+                              "--rate-scale", "2"])
     assert "; --rate-scale scales a trace's own arrival times, so it does not apply" in str(res.exception)
 
 
@@ -169,14 +187,16 @@ def test_a_bad_length_distribution_names_its_flag():
 
     base = ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--rate", "1", "--num-requests", "10"]
     with pytest.raises(_InputError, match=r"^--prompt-lengths 'fixed:-5': fixed length must be"):
-        runner.invoke(app, base + ["--prompt-lengths", "fixed:-5", "--output-lengths", "fixed:10"], catch_exceptions=False)
+        runner.invoke(app, base + ["--prompt-lengths", "fixed:-5", "--output-lengths", "fixed:10"],
+                      catch_exceptions=False)
     with pytest.raises(_InputError, match=r"^--output-lengths 'lognormal:1000:-1': lognormal sigma must be ≥ 0"):
         runner.invoke(app, base + ["--prompt-lengths", "fixed:100", "--output-lengths", "lognormal:1000:-1"],
                       catch_exceptions=False)
 
 
 def test_step_cost_source_says_what_cpu_overhead_is_modelled():
-    # the default roofline overlaps a CPU overhead of 0 s (async scheduling): the source must not suggest one is modelled
+    # the default roofline overlaps a CPU overhead of 0 s (async scheduling): the source must not suggest one is
+    # modelled
     src = json.loads(runner.invoke(app, BASE + ["--json"]).output)["step_cost"]["source"]
     assert "(CPU overhead 0 s: none modelled unless --cpu-overhead is given)" in src
     src = json.loads(runner.invoke(app, BASE + ["--cpu-overhead", "2ms", "--json"]).output)["step_cost"]["source"]

@@ -36,7 +36,8 @@ def test_simulate_takes_the_roofline_fractions_and_a_pure_decode_step_scales_wit
     # CPU overhead): halving the achievable bandwidth fraction from 0.8 to 0.4 doubles a pure-decode step exactly.
     from kvledger.accounting.stepcost import StepShape
 
-    costs = {f: prepare_run(SimRequestArgs(model=MODEL, gpu="H100", num_requests=10, achievable_bandwidth_fraction=f)).cost
+    costs = {f: prepare_run(SimRequestArgs(model=MODEL, gpu="H100", num_requests=10,
+                                           achievable_bandwidth_fraction=f)).cost
              for f in (0.8, 0.4)}
     assert costs[0.4].bandwidth_fraction == 0.4 and costs[0.8].bandwidth_fraction == 0.8
     shape = StepShape(num_decode_seqs=8, decode_kv_tokens=8 * 2048)
@@ -62,7 +63,8 @@ def test_the_headline_says_when_max_num_seqs_caps_the_running_batch():
 
 def test_out_folder_holds_one_run_readable_by_the_team_and_goodput_reads_its_records(tmp_path):
     out = tmp_path / "run"
-    assert _run("simulate", MODEL, "--gpu", "H100", "--num-requests", "20", "--out", str(out), "--chrome-trace").exit_code == 0
+    assert _run("simulate", MODEL, "--gpu", "H100", "--num-requests", "20", "--out", str(out),
+                "--chrome-trace").exit_code == 0
     assert (out / "trace.json").is_file()
     assert _run("simulate", MODEL, "--gpu", "H100", "--num-requests", "10", "--out", str(out), "--force").exit_code == 0
     assert not (out / "trace.json").exists()  # the earlier run's trace is not left beside the new records
@@ -71,7 +73,8 @@ def test_out_folder_holds_one_run_readable_by_the_team_and_goodput_reads_its_rec
     for name in ("records.parquet", "steps.parquet", "summary.json"):
         assert stat.S_IMODE((out / name).stat().st_mode) == 0o666 & ~mask, name
     # goodput given the folder reads its records file
-    assert json.loads(_run("goodput", str(out), "--slo", "ttft=1s", "--json").stdout)["file"] == str(out / "records.parquet")
+    assert json.loads(_run("goodput", str(out), "--slo", "ttft=1s",
+                           "--json").stdout)["file"] == str(out / "records.parquet")
 
 
 def test_goodput_plot_is_replaced_only_with_force(tmp_path):
@@ -103,11 +106,13 @@ def test_a_token_budget_below_max_num_seqs_is_refused_as_vllm_does():
     # vLLM 0.19 config/scheduler.py verify_max_model_len: max_num_batched_tokens < max_num_seqs raises at start-up.
     msg = _refused("plan", MODEL, "--gpu", "H100", "--max-num-batched-tokens", "1")
     assert "max_num_batched_tokens (1) must be at least max_num_seqs (1,024)" in msg
-    assert _run("plan", MODEL, "--gpu", "H100", "--max-num-batched-tokens", "256", "--max-num-seqs", "256").exit_code == 0
+    assert _run("plan", MODEL, "--gpu", "H100", "--max-num-batched-tokens", "256", "--max-num-seqs",
+                "256").exit_code == 0
 
 
 def test_arrival_flags_the_chosen_loop_would_ignore_are_refused():
-    assert "--rate sets open-loop arrivals" in _refused("simulate", MODEL, "--gpu", "H100", "--concurrency", "8", "--rate", "2")
+    assert "--rate sets open-loop arrivals" in _refused("simulate", MODEL, "--gpu", "H100", "--concurrency", "8",
+                                                        "--rate", "2")
     assert "add --concurrency" in _refused("simulate", MODEL, "--gpu", "H100", "--think-time", "1")
     assert "--rate-scale sets" in _refused("goodput", "--simulate", MODEL, "--gpu", "H100", "--concurrency", "8",
                                            "--rate-scale", "2", "--slo", "ttft=1s")
@@ -115,7 +120,8 @@ def test_arrival_flags_the_chosen_loop_would_ignore_are_refused():
 
 def test_an_old_vllm_version_says_which_scheduling_rule_it_runs():
     # vLLM made V1 its default engine in 0.8; a 0.5 run keeps v1's scheduling rule and says so.
-    out = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--engine-version", "0.5.0", "--num-requests", "10").stdout.split())
+    out = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--engine-version", "0.5.0", "--num-requests",
+                        "10").stdout.split())
     assert "vLLM 0.5.0 ran the V0 engine by default" in out and "--batching vllm_v0" in out
     new = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--num-requests", "10").stdout.split())
     assert "V0 engine" not in new

@@ -1,4 +1,5 @@
-"""vLLM v1 async scheduling (batch queue of two): the engine audit's scenario S2, step by step, against the sync rule."""
+"""vLLM v1 async scheduling (batch queue of two): the engine audit's scenario S2, step by step, against the sync
+rule."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""BlockPool: exact block ids, vLLM's free-queue order, lazy eviction, ref counts; a Hypothesis state machine for the invariants."""
+"""BlockPool: exact block ids, vLLM's free-queue order, lazy eviction, ref counts; a Hypothesis state machine for the
+invariants."""
 
 from __future__ import annotations
 

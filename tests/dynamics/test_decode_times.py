@@ -1,4 +1,5 @@
-"""stretch_times.decode_times: step end times of a stretch priced in chunks equal a step-by-step sum, whatever the bound."""
+"""stretch_times.decode_times: step end times of a stretch priced in chunks equal a step-by-step sum, whatever the
+bound."""
 
 from __future__ import annotations
 

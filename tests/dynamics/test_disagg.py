@@ -1,4 +1,5 @@
-"""simulate_disagg(): hand-checked token times with the transfer delay, the link from a real plan, TTFT/ITL independence, one record per request, determinism."""
+"""simulate_disagg(): hand-checked token times with the transfer delay, the link from a real plan, TTFT/ITL
+independence, one record per request, determinism."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def test_hand_checked_token_times_with_the_transfer_delay():
     # Transfers: A 10 tokens × 1,000 B ÷ 1 MB/s = 10 ms on the wire [0.030, 0.040] + 5 ms → ready 0.045;
     #            B 4 ms on the wire [0.044, 0.048] (the link is free again at 0.040) + 5 ms → ready 0.053.
     # Decode replica (idle, so its clock jumps to 0.045): step [0.045, 0.056]: A decodes token 2 (10 + 1 ms).
-    #   B is ready at 0.053, mid-step, so it joins the next step [0.056, 0.068]: A's token 3 and B's token 2 (10 + 2 ms).
+    # B is ready at 0.053, mid-step, so it joins the next step [0.056, 0.068]: A's token 3 and B's token 2 (10 + 2 ms).
     res = tiny()
     t = times(res)
     assert t["A"] == pytest.approx([0.030, 0.056, 0.068], abs=1e-12)
@@ -94,7 +95,8 @@ def test_one_output_token_ends_on_the_prefill_side_and_too_long_requests_are_rej
 
 
 def test_decode_admission_needs_blocks_for_the_whole_prompt():
-    # Decode pool of 4 usable blocks (16 tokens, so max_model_len 16): A (10 + 1 tokens → 3 blocks) runs; B (4 + 1 → 2 blocks) must wait
+    # Decode pool of 4 usable blocks (16 tokens, so max_model_len 16): A (10 + 1 tokens → 3 blocks) runs; B (4 + 1 → 2
+    # blocks) must wait
     # until A finishes at 0.067 (steps [0.045, 0.056], [0.056, 0.067]), then decodes alone [0.067, 0.078].
     res = tiny(decode=dict(TINY, num_gpu_blocks=5, max_model_len=16))
     assert times(res) == {"A": pytest.approx([0.030, 0.056, 0.067]), "B": pytest.approx([0.044, 0.078])}

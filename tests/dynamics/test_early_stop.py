@@ -12,7 +12,8 @@ from kvledger.ledgers.goodput import goodput
 from kvledger.ledgers.slo import SLO
 
 # Ten requests at t = 0, prompt 10 and output 10 tokens, one at a time (max_num_seqs 1), 10 ms per step, synchronous:
-# request i's prefill step emits its first token at 0.1·i + 0.01 s, nine decode steps follow, it finishes at 0.1·(i + 1) s.
+# request i's prefill step emits its first token at 0.1·i + 0.01 s, nine decode steps follow, it finishes at 0.1·(i + 1)
+# s.
 REQS = [RequestSpec(f"r{i}", 0.0, 10, 10) for i in range(10)]
 CFG = EngineConfig(num_gpu_blocks=100, block_size=16, max_model_len=512, max_num_seqs=1, async_scheduling=False)
 STEP = FixedStepCost(per_step_s=0.01)

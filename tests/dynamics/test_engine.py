@@ -1,4 +1,5 @@
-"""simulate(): determinism, fast-forward = step-by-step, bad input, closed loop, replicas and routers, exports, summary."""
+"""simulate(): determinism, fast-forward = step-by-step, bad input, closed loop, replicas and routers, exports,
+summary."""
 
 from __future__ import annotations
 
@@ -105,7 +106,8 @@ def test_fast_forward_reports_every_figure_as_step_by_step(name):
     # the general step samples after that free, so both paths must show it from the same step.
     reqs = random_workload(120, seed=5)
     cost = FixedStepCost(0.005, 1e-5)
-    runs = [simulate(reqs, EngineConfig(**CONFIGS[name]), cost, record_steps=True, fast_forward=ff) for ff in (True, False)]
+    runs = [simulate(reqs, EngineConfig(**CONFIGS[name]), cost, record_steps=True, fast_forward=ff) for ff in (True,
+        False)]
     figs = []
     for res in runs:
         d = res.to_dict(include_records=True)

@@ -1,4 +1,5 @@
-"""The steady-decode fast path reports exactly what step-by-step execution reports: token times, KV usage, steps, hits."""
+"""The steady-decode fast path reports exactly what step-by-step execution reports: token times, KV usage, steps,
+hits."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def test_one_long_request_reports_the_usage_step_by_step_execution_sees():
     assert _figures(runs[0]) == _figures(runs[1])
 
 
-# one full and one sliding group (window 40 tokens), block 16, in-flight 2 × 256 tokens (as tests/dynamics/test_engine.py)
+# one full and one sliding group (window 40 tokens), block 16, in-flight 2 × 256 tokens (as
+# tests/dynamics/test_engine.py)
 _SWA = StepBlockRule((("full", 16, 0), ("sliding_window", 16, 40)), 512, 512)
 
 POLICIES = {

@@ -77,7 +77,8 @@ def test_no_block_leaks_under_preemption_and_sharing():
     sys.path.insert(0, str(Path(__file__).parent))
     from test_engine import random_workload
 
-    # 65 usable blocks: the fewest vLLM starts with, a 512-token request counting 32 full + 32 sliding blocks at admission
+    # 65 usable blocks: the fewest vLLM starts with, a 512-token request counting 32 full + 32 sliding blocks at
+    # admission
     c = EngineConfig(num_gpu_blocks=66, max_model_len=512, block_size=16, max_num_batched_tokens=256,
                      blocks_for_tokens=RULE_16.steady, step_blocks=RULE_16)
     rep = Replica(c, FixedStepCost(0.005, 1e-5))

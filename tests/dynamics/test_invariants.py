@@ -1,4 +1,5 @@
-"""A Hypothesis state machine over a whole replica: requests arrive and the engine runs, and the KV state stays consistent.
+"""A Hypothesis state machine over a whole replica: requests arrive and the engine runs, and the KV state stays
+consistent.
 
 Invariants (issue 3): free + used blocks = total; no block both free and referenced; ref
 counts equal the number of holders and never go negative; a cached hash points at a block

@@ -1,4 +1,5 @@
-"""Without token times the simulator keeps the exact ITL distribution (step gaps × counts) and the same records otherwise."""
+"""Without token times the simulator keeps the exact ITL distribution (step gaps × counts) and the same records
+otherwise."""
 
 from __future__ import annotations
 
@@ -117,7 +118,8 @@ def test_gap_counts_survive_buffer_compaction():
     # 40 requests of 400 output tokens, one every 2 s (each takes ~1.7 s alone): 40 × 400 = 16,000 steps, past
     # the 4,096-step buffer several times
     reqs = [RequestSpec(f"q{i}", 2.0 * i, 20 + i, 400) for i in range(40)]
-    s = _same_run(reqs, EngineConfig(num_gpu_blocks=2000, block_size=16, max_model_len=1024), FixedStepCost(0.004, 3e-5))
+    s = _same_run(reqs, EngineConfig(num_gpu_blocks=2000, block_size=16, max_model_len=1024), FixedStepCost(0.004,
+        3e-5))
     assert s.num_steps > 3 * 4096 and s.itl_s.count == 40 * 399
 
 

@@ -37,7 +37,8 @@ MANAGERS = {
 
 def _protocol_members() -> set[str]:
     names = set(KVManager.__annotations__)
-    names |= {n for n, v in vars(KVManager).items() if not n.startswith("_") and (callable(v) or isinstance(v, property))}
+    names |= {n for n, v in vars(KVManager).items() if not n.startswith("_") and (callable(v) or isinstance(v,
+        property))}
     return names
 
 

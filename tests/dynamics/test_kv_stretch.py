@@ -1,4 +1,5 @@
-"""kv_stretch.py: the per-step (used blocks, held slots) a stretch's changes stand for, synchronous and async (``lag`` 1)."""
+"""kv_stretch.py: the per-step (used blocks, held slots) a stretch's changes stand for, synchronous and async (``lag``
+1)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def _two_requests(kv: PagedKVManager) -> list[SimRequest]:
 @pytest.mark.parametrize("lag", [0, 1])
 def test_a_finisher_leaves_the_samples_from_the_step_after_its_last_whatever_the_lag(lag):
     # Block size 4. a: 4 computed tokens in 1 block, decodes in steps 0 and 1 (rems 2) and finishes after step 1;
-    # b: 6 computed in 2 blocks, decodes in steps 0..4 (computed 7..11; rems 6: still running after), needing a 3rd block in step 2 (9 tokens).
+    # b: 6 computed in 2 blocks, decodes in steps 0..4 (computed 7..11; rems 6: still running after), needing a 3rd
+    # block in step 2 (9 tokens).
     # Step 0 gives a its 2nd block (5 tokens). Samples after each step's allocations: 2 + 2, 2 + 2, then a is gone
     # and b holds 3: [4, 4, 3, 3, 3] blocks, ×4 slots. Synchronously a is freed after step 1; with lag 1 (async)
     # after step 2's allocations, but the general step samples step 2 after that free (Replica.drain), so the

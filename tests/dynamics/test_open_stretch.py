@@ -1,4 +1,5 @@
-"""Arrival stretches (open_stretch.py) report exactly what step-by-step execution reports, and are the path the common run takes."""
+"""Arrival stretches (open_stretch.py) report exactly what step-by-step execution reports, and are the path the common
+run takes."""
 
 from __future__ import annotations
 

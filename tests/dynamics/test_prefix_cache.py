@@ -23,7 +23,8 @@ def req(uid, P, segs=(), S=8, O=1):
 def finish(kv, r):
     """Admit r with its whole prompt, mark it computed, free it as finished."""
     hits, _ = kv.match(r)
-    assert kv.admit(r, hits, r.num_tokens - r.num_computed_tokens if not hits else r.num_tokens - len(hits) * kv.block_size,
+    assert kv.admit(r, hits,
+                    r.num_tokens - r.num_computed_tokens if not hits else r.num_tokens - len(hits) * kv.block_size,
                     r.num_tokens)
     r.num_computed_tokens = r.num_tokens
     kv.free(r, preempted=False)

@@ -1,4 +1,5 @@
-"""Records kept as columns (record_sink.py) and a columnar workload (workload_columns.py) give the object path's records and summary."""
+"""Records kept as columns (record_sink.py) and a columnar workload (workload_columns.py) give the object path's
+records and summary."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def test_columns_equal_objects_on_bundled_trace(cfg, replicas):
 
 def test_columns_hold_no_record_objects():
     """The run's records are columns: 1,500 rows of arrays, and one record is built only when asked for."""
-    res = _run(load_trace("azure-conv", num_requests=1500), EngineConfig(num_gpu_blocks=3000, block_size=16, max_model_len=8192))
+    res = _run(load_trace("azure-conv", num_requests=1500), EngineConfig(num_gpu_blocks=3000, block_size=16,
+                                                                         max_model_len=8192))
     c = res.records.columns
     assert c.n == 1500 and c.finish_s.dtype == np.float64 and c.num_preemptions.dtype == np.int64
     rec = res.records.records[-1]
@@ -61,19 +63,22 @@ def test_columns_hold_no_record_objects():
 
 def test_round_trip_through_dict():
     """A columnar run serialises like a list run and reads back as one (RunRecords.from_dict)."""
-    res = _run(load_trace("azure-conv", num_requests=50), EngineConfig(num_gpu_blocks=3000, block_size=16, max_model_len=8192))
+    res = _run(load_trace("azure-conv", num_requests=50), EngineConfig(num_gpu_blocks=3000, block_size=16,
+                                                                       max_model_len=8192))
     back = RunRecords.from_dict(json.loads(json.dumps(res.records.to_dict())))
     assert back.records == res.records.records
 
 
 def test_workload_columns_sort_and_ids():
     """Unsorted arrivals are served in arrival order, ties in workload order; ids keep the file rows."""
-    wl = WorkloadColumns(np.array([0.3, 0.1, 0.1]), np.array([10, 20, 30]), np.array([2, 3, 4]), "t-", np.array([5, 6, 7]))
+    wl = WorkloadColumns(np.array([0.3, 0.1, 0.1]), np.array([10, 20, 30]), np.array([2, 3, 4]), "t-", np.array([5, 6,
+        7]))
     s = wl.sorted_by_arrival()
     assert [x.request_id for x in s] == ["t-6", "t-7", "t-5"]
     assert s[0] == RequestSpec("t-6", 0.1, 20, 3)
     res = _run(wl, EngineConfig(num_gpu_blocks=100, block_size=16, max_model_len=512))
-    objects = _run(list(wl), EngineConfig(num_gpu_blocks=100, block_size=16, max_model_len=512), records_as_columns=False)
+    objects = _run(list(wl), EngineConfig(num_gpu_blocks=100, block_size=16, max_model_len=512),
+                   records_as_columns=False)
     assert [r.request_id for r in res.records.records] == ["t-6", "t-7", "t-5"]
     assert res.records.records == objects.records.records
 
@@ -90,7 +95,8 @@ def test_workload_columns_sort_and_ids():
 def test_workload_columns_checked_like_specs(arrays, msg):
     t, p, o = arrays
     with pytest.raises(InputError, match=re.escape(msg)):
-        simulate(WorkloadColumns(np.array(t), np.array(p), np.array(o), "w-"), EngineConfig(num_gpu_blocks=100, max_model_len=512), STEP)
+        simulate(WorkloadColumns(np.array(t), np.array(p), np.array(o), "w-"), EngineConfig(num_gpu_blocks=100,
+            max_model_len=512), STEP)
 
 
 def test_from_specs_refuses_segments():

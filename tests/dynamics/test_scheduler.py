@@ -119,7 +119,8 @@ def test_prompt_of_max_model_len_is_rejected_and_counted():
 def test_without_output_capping_prompt_plus_output_beyond_max_model_len_is_rejected():
     # the V0 OpenAI server's check (and cap_output_at_max_model_len=False): 10 + 7 = 17 > 16 is refused
     res = simulate([RequestSpec("ok", 0.0, 8, 4), RequestSpec("long", 0.0, 10, 7)],
-                   EngineConfig(num_gpu_blocks=10, block_size=4, max_model_len=16, cap_output_at_max_model_len=False), STEP)
+                   EngineConfig(num_gpu_blocks=10, block_size=4, max_model_len=16, cap_output_at_max_model_len=False),
+                       STEP)
     long = next(r for r in res.records.records if r.request_id == "long")
     assert not long.ok and "= 17 tokens exceeds max_model_len=16" in long.error
     assert res.summary.num_rejected == 1

@@ -90,7 +90,8 @@ def test_malformed_files_name_line_and_column(tmp_path):
     d = tmp_path / "reason" / "toy"
     d.mkdir(parents=True)
     (d / "chunk-1-trace.csv").write_text("0,1.5,1.0,Gamma,1.0,0.66\n600,fast,1.0,Gamma,1.0,0.5\n")
-    (d / "chunk-1-dataset.json").write_text(json.dumps({"0": {"input_tokens": "{10: 1.0}", "output_tokens": "{5: 1.0}"}}))
+    (d / "chunk-1-dataset.json").write_text(json.dumps({"0": {"input_tokens": "{10: 1.0}",
+                                                              "output_tokens": "{5: 1.0}"}}))
     with pytest.raises(FormatError) as err:
         load_client("toy", 1, data_dir=tmp_path)
     assert "chunk-1-trace.csv" in str(err.value) and "line 2, column 2" in str(err.value)
@@ -105,9 +106,11 @@ def test_toy_client_exact_lengths(tmp_path):
     d = tmp_path / "language" / "toy"
     d.mkdir(parents=True)
     (d / "chunk-2-trace.csv").write_text("0,0.5,1.0,Weibull,1.0,2.0\n600,0,0,,0,0\n")
-    (d / "chunk-2-dataset.json").write_text(json.dumps({"0": {"input_tokens": "{7: 1.0}", "output_tokens": "{3: 1.0}"}}))
+    (d / "chunk-2-dataset.json").write_text(json.dumps({"0": {"input_tokens": "{7: 1.0}",
+                                                              "output_tokens": "{3: 1.0}"}}))
     reqs = generate_servegen([load_client("toy", 2, data_dir=tmp_path)], start_s=0, duration_s=1200, seed=1)
-    # rate 0.5 req/s over one 600 s window: ceil(300) gaps rescaled to 600 s → 299 or 300 requests; idle window adds none
+    # rate 0.5 req/s over one 600 s window: ceil(300) gaps rescaled to 600 s → 299 or 300 requests; idle window adds
+    # none
     assert len(reqs) in (299, 300) and max(r.arrival_s for r in reqs) < 600
     assert {(r.num_prompt_tokens, r.num_output_tokens) for r in reqs} == {(7, 3)}
     assert math.isclose(load_client("toy", 2, data_dir=tmp_path).mean_rate_per_s(0, 1200), 0.25)

@@ -1,4 +1,5 @@
-"""SGLang's own scheduler (batching='sglang'): the engine audit's scenario S5 step by step, the new_token_ratio, retraction."""
+"""SGLang's own scheduler (batching='sglang'): the engine audit's scenario S5 step by step, the new_token_ratio,
+retraction."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Every bundled calibrated step-cost source runs the Azure conversation trace without a traceback; the roofline-vs-calibration note."""
+"""Every bundled calibrated step-cost source runs the Azure conversation trace without a traceback; the
+roofline-vs-calibration note."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""vLLM's per-step sliding-window block rule (swa_step.py): the engine audit's scenario S3, and the rule's arithmetic."""
+"""vLLM's per-step sliding-window block rule (swa_step.py): the engine audit's scenario S3, and the rule's
+arithmetic."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Trace rows are checked at the reading boundary (vectorised and row-by-row readers alike): file, line, column named."""
+"""Trace rows are checked at the reading boundary (vectorised and row-by-row readers alike): file, line, column
+named."""
 
 from __future__ import annotations
 

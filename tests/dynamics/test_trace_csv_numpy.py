@@ -1,4 +1,5 @@
-"""CSV traces with exactly their layout's columns are read by numpy's loadtxt: the values and errors of the readers before it."""
+"""CSV traces with exactly their layout's columns are read by numpy's loadtxt: the values and errors of the readers
+before it."""
 
 from __future__ import annotations
 
@@ -76,7 +77,9 @@ def test_numpy_reader_values_by_hand(tmp_path):
     assert t.prompt_tokens.tolist() == [374, 396] and t.output_tokens.tolist() == [44, 109]
     f.write_text(CASES["kvledger reordered"][0])
     t = read_trace_file(f)
-    assert t.arrivals_s.tolist() == [1.5, 0.0] and t.prompt_tokens.tolist() == [5, 7] and t.output_tokens.tolist() == [6, 8]
+    assert t.arrivals_s.tolist() == [1.5, 0.0] and t.prompt_tokens.tolist() == [5,
+                                                                                7] and t.output_tokens.tolist() == [6,
+                                                                                    8]
     f.write_text(CASES["azure zero tokens"][0])
     with pytest.raises(FormatError, match=r"line 3, column 'ContextTokens': token count 0 must be ≥ 1"):
         read_trace_file(f)

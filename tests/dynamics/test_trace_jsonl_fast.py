@@ -1,4 +1,5 @@
-"""JSON Lines traces through pyarrow (trace_arrow.read_jsonl_fast): the row reader's values and its errors, file, line and field."""
+"""JSON Lines traces through pyarrow (trace_arrow.read_jsonl_fast): the row reader's values and its errors, file, line
+and field."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def test_fast_equals_rows_on_bundled_traces():
     for name in ("mooncake", "mooncake-synthetic"):
         p = Path(bundled_trace_path(name))
         fast, rows = trace_formats._read_jsonl(p, 512), trace_formats._read_jsonl_rows(p, 512)
-        assert np.array_equal(fast.arrivals_s, rows.arrivals_s) and np.array_equal(fast.prompt_tokens, rows.prompt_tokens)
+        assert np.array_equal(fast.arrivals_s, rows.arrivals_s) and np.array_equal(fast.prompt_tokens,
+                                                                                   rows.prompt_tokens)
         assert np.array_equal(fast.output_tokens, rows.output_tokens) and fast.segments == rows.segments
         assert fast.client_ids == rows.client_ids and fast.layout == rows.layout
 

@@ -99,7 +99,8 @@ def _current_layout(tmp_path: Path) -> Path:
             return {"metadata": md, "metrics": {"error_isl": {"value": 100, "unit": "tokens"}}, "error": err}
         return {"metadata": md, "error": None, "metrics": {
             "time_to_first_token": {"value": ttft, "unit": "ms"}, "request_latency": {"value": lat, "unit": "ms"},
-            "inter_chunk_latency": {"value": icl, "unit": "ms"}, "output_sequence_length": {"value": osl, "unit": "tokens"},
+            "inter_chunk_latency": {"value": icl, "unit": "ms"}, "output_sequence_length": {"value": osl,
+                "unit": "tokens"},
             "input_sequence_length": {"value": 100, "unit": "tokens"}}}
     lines = [rec(1_000_000_000, "warmup", 5.0, 25.0, [10.0, 10.0], 3),
              rec(2_000_000_000, "profiling", 100.0, 140.0, [20.0, 20.0], 3),

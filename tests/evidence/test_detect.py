@@ -124,7 +124,8 @@ def test_input_files_are_never_modified(tmp_path):
 @pytest.mark.parametrize("rel, seen", [
     # inference-perf's own config and manifests sit next to its reports; neither is a benchmark output
     ("inference-perf/config.yaml", "It is YAML, not JSON, JSON Lines or CSV (an inference-perf config: read the "
-     "*_lifecycle_metrics.json reports it produced); keys seen: api, data, load, metrics, report, storage, server, tokenizer."),
+     "*_lifecycle_metrics.json reports it produced); keys seen: api, data, load, metrics, report, storage, server, "
+     "tokenizer."),
     ("inference-perf/manifests.yaml", "It is YAML, not JSON, JSON Lines or CSV; keys seen: [0].apiVersion, [0].kind"),
     ("SOURCES.md", "It is Markdown, not JSON, JSON Lines or CSV; first line: '# Real benchmark outputs used by the "
      "evidence, ledger and CLI tests'."),

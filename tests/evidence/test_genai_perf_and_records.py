@@ -1,4 +1,5 @@
-"""GenAI-Perf raw and aggregate exports (constructed), and kvledger's own records file (round trip, damage, no overwrite)."""
+"""GenAI-Perf raw and aggregate exports (constructed), and kvledger's own records file (round trip, damage, no
+overwrite)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ def test_genai_perf_raw_ns_timestamps_and_role_chunk(tmp_path):
     # Constructed from perf_analyzer's profile_export.json layout (the OpenAI case in GenAI-Perf's own
     # llm-metrics tests): timestamps in ns, a role-only first chunk, an empty delta, then [DONE].
     req = {"timestamp": 1_000_000_000,
-           "response_timestamps": [1_050_000_000, 1_100_000_000, 1_130_000_000, 1_170_000_000, 1_171_000_000, 1_172_000_000],
+           "response_timestamps": [1_050_000_000, 1_100_000_000, 1_130_000_000, 1_170_000_000, 1_171_000_000,
+                                   1_172_000_000],
            "response_outputs": [_sse(None), _sse("dogs"), _sse(" are"), _sse(" cool"),
-                                _sse(None, {"prompt_tokens": 12, "completion_tokens": 3}), {"response": "data: [DONE]\n\n"}]}
+                                _sse(None, {"prompt_tokens": 12, "completion_tokens": 3}), {"response": "data: "
+                                    "[DONE]\n\n"}]}
     failed = {"timestamp": 1_500_000_000, "response_timestamps": [], "response_outputs": []}
     doc = {"service_kind": "openai", "endpoint": "v1/chat/completions",
            "experiments": [{"experiment": {"mode": "concurrency", "value": 2}, "requests": [req, failed]},
@@ -60,7 +63,8 @@ def test_genai_perf_aggregate_json(tmp_path):
 
 def _run() -> RunRecords:
     md = RunMetadata(source="simulator", source_format="simulator", model="m", request_rate=float("inf"))
-    recs = [RequestRecord("a", 0.0, 10, 3, 0.1, 0.3, [0.1, 0.2, 0.3]), RequestRecord("b", 0.5, 10, 0, error="preempted")]
+    recs = [RequestRecord("a", 0.0, 10, 3, 0.1, 0.3, [0.1, 0.2, 0.3]), RequestRecord("b", 0.5, 10, 0,
+                                                                                     error="preempted")]
     return RunRecords(recs, md)
 
 

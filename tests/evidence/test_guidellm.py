@@ -43,14 +43,18 @@ def _v2_with_requests(tmp_path: Path, kept_successful: int = 2) -> Path:
     # Constructed from the v2 layout (docs/formats.md §4): requests.{successful, errored, incomplete} of
     # GenerativeRequestStats with info.timings in epoch seconds and computed token counts.
     def req(i, start, first, last, out, status_err=None):
-        info = {"timings": {"request_start": start, "first_token_iteration": first, "last_token_iteration": last, "request_end": last + 0.001}}
+        info = {"timings": {"request_start": start, "first_token_iteration": first, "last_token_iteration": last,
+                            "request_end": last + 0.001}}
         if status_err:
             info["error"] = status_err
         return {"request_id": f"q{i}", "info": info, "prompt_tokens": 10, "output_tokens": out}
     succ = [req(0, 1000.0, 1000.2, 1000.8, 4), req(1, 1000.5, 1000.6, 1001.5, 10)][:kept_successful]
-    bench = {"type_": "generative_benchmark", "config": {"strategy": {"type_": "concurrent", "streams": 2, "max_concurrency": 2}},
-             "duration": 2.0, "metrics": {"request_totals": {"successful": 2, "errored": 1, "incomplete": 0, "total": 3}},
-             "requests": {"successful": succ, "errored": [req(2, 1001.0, None, 1001.1, 0, "timeout")], "incomplete": []}}
+    bench = {"type_": "generative_benchmark", "config": {"strategy": {"type_": "concurrent", "streams": 2,
+                                                                      "max_concurrency": 2}},
+             "duration": 2.0, "metrics": {"request_totals": {"successful": 2, "errored": 1, "incomplete": 0,
+                                                             "total": 3}},
+             "requests": {"successful": succ, "errored": [req(2, 1001.0, None, 1001.1, 0, "timeout")],
+                          "incomplete": []}}
     doc = {"metadata": {"version": 2}, "config": {"spec": {"backend": {"model": "m"}}}, "benchmarks": [bench]}
     p = tmp_path / "benchmarks.json"
     p.write_text(json.dumps(doc))

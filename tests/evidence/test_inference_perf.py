@@ -1,4 +1,5 @@
-"""inference-perf: the real KubeCon lifecycle reports (seconds, not ms) and constructed per-request files (two layouts)."""
+"""inference-perf: the real KubeCon lifecycle reports (seconds, not ms) and constructed per-request files (two
+layouts)."""
 
 from __future__ import annotations
 
@@ -44,10 +45,12 @@ def test_latencies_are_seconds_even_though_the_docs_say_ms():
 def _per_request(tmp_path: Path) -> Path:
     # Constructed from RequestLifecycleMetric (inference_perf/apis/base.py): the newer layout keeps token
     # times in info.response_metrics.{chunk_times, output_token_times}, the older one in info.output_token_times.
-    new = {"stage_id": 0, "scheduled_time": 100.0, "start_time": 100.0, "end_time": 100.5, "request_data": "", "error": None,
+    new = {"stage_id": 0, "scheduled_time": 100.0, "start_time": 100.0, "end_time": 100.5, "request_data": "",
+           "error": None,
            "info": {"request_metrics": {"text": {"input_tokens": 20}},
                     "response_metrics": {"output_tokens": 4, "chunk_times": [100.1, 100.2, 100.3, 100.45]}}}
-    old = {"stage_id": 1, "scheduled_time": 101.0, "start_time": 101.0, "end_time": 101.4, "request_data": "", "error": None,
+    old = {"stage_id": 1, "scheduled_time": 101.0, "start_time": 101.0, "end_time": 101.4, "request_data": "",
+           "error": None,
            "info": {"input_tokens": 30, "output_tokens": 2, "output_token_times": [101.2, 101.3]}}
     bad = {"stage_id": 1, "scheduled_time": 101.5, "start_time": 101.5, "end_time": 101.6, "request_data": "",
            "info": {"input_tokens": 30}, "error": {"error_type": "ClientError", "error_msg": "reset"}}
@@ -86,7 +89,8 @@ def test_goodput_percentage_is_kept_with_its_successful_only_denominator(tmp_pat
     # goodput_percentage divides by *successful* requests, so it is carried verbatim and labelled, never reused.
     doc = json.loads((DATA / "stage_0_lifecycle_metrics.json").read_text())
     doc["failures"]["count"] = 20
-    doc["goodput_metrics"] = {"goodput_percentage": 90.0, "request_goodput": 0.9, "good_requests": 54, "total_requests": 60}
+    doc["goodput_metrics"] = {"goodput_percentage": 90.0, "request_goodput": 0.9, "good_requests": 54,
+                              "total_requests": 60}
     p = tmp_path / "stage_0_lifecycle_metrics.json"
     p.write_text(json.dumps(doc))
     agg = read_run(p)

@@ -21,7 +21,8 @@ def test_anyscale_records_units_and_summary_duration():
     # → duration = 150 / 84.73327721639254 × 60 = 106.2156… s (llmperf divides both by end − start)
     assert run.metadata.duration_s == pytest.approx(150 / 84.73327721639254 * 60, rel=1e-12)
     # cross-check: Σ output tokens 22042 ÷ results_mean_output_throughput_token_per_s 207.52121071152493 = same window
-    assert sum(r.num_output_tokens for r in run.records) / 207.52121071152493 == pytest.approx(run.metadata.duration_s, rel=1e-9)
+    assert sum(r.num_output_tokens for r in run.records) / 207.52121071152493 == pytest.approx(run.metadata.duration_s,
+        rel=1e-9)
     assert (run.metadata.model, run.metadata.concurrency) == ("meta-llama/Llama-2-70b-chat-hf", 5)
     assert run.metadata.extra["shared_clock"] is False
 

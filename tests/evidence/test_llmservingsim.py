@@ -1,4 +1,5 @@
-"""LLMServingSim's bench runs of vLLM 0.19 (../shared/data/measured-runs/llmservingsim): records reproduce the authors' own vLLM column."""
+"""LLMServingSim's bench runs of vLLM 0.19 (../shared/data/measured-runs/llmservingsim): records reproduce the authors'
+own vLLM column."""
 
 from __future__ import annotations
 

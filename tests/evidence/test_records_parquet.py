@@ -32,7 +32,8 @@ def test_round_trip_keeps_every_field(tmp_path):
 
 def test_goodput_of_the_parquet_file_equals_that_of_the_json_file(tmp_path):
     run = _run()
-    # a: TTFT 0.1, max gap 0.1 → good; b: TTFT 0.4 > 0.3 → not good; c failed. 1 of 3 good under ttft ≤ 0.3 s, itl ≤ 0.15 s.
+    # a: TTFT 0.1, max gap 0.1 → good; b: TTFT 0.4 > 0.3 → not good; c failed. 1 of 3 good under ttft ≤ 0.3 s, itl ≤
+    # 0.15 s.
     slo = parse_slo("ttft=300ms,itl=150ms")
     a = goodput(read_run(write_records(run, tmp_path / "r.json")), slo)
     b = goodput(read_run(write_records(run, tmp_path / "r.parquet")), slo)

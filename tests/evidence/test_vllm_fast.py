@@ -18,7 +18,8 @@ from kvledger.ledgers.slo import parse_slo
 
 # five requests, by hand: 0 ok (3 chunks), 1 failed with an error text and a latency, 2 non-streaming (ttft 0, no
 # gaps: TTFT unknown), 3 ok with integer values, 4 ok with one chunk (no gaps)
-BASE = {"backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B", "request_rate": "inf", "duration": 4.0, "completed": 4,
+BASE = {"backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B", "request_rate": "inf", "duration": 4.0,
+        "completed": 4,
         "failed": 1, "request_throughput": 1.0, "max_concurrency": None, "request_goodput": None,
         "input_lens": [100, 200, 300, 400, 500], "output_lens": [3, 0, 7, 2, 1],
         "ttfts": [0.25, 0.0, 0.0, 1, 0.5], "itls": [[0.02, 0.03], [], [], [1], []],
@@ -51,7 +52,8 @@ def fast_always(monkeypatch):
     monkeypatch.setattr(vllm_fast, "FAST_MIN_BYTES", 0)
 
 
-@pytest.mark.parametrize("drop", [(), ("errors",), ("latencies",), ("start_times",), ("errors", "latencies", "start_times")])
+@pytest.mark.parametrize("drop", [(), ("errors",), ("latencies",), ("start_times",), ("errors", "latencies",
+                                                                                      "start_times")])
 def test_fast_path_equals_the_per_request_reader(tmp_path, fast_always, drop):
     obj = {k: v for k, v in BASE.items() if k not in drop}
     p = _write(tmp_path, obj)

@@ -1,4 +1,5 @@
-"""The vLLM server-log parser on real posted logs (tests/fixtures/vllm_logs, sources in its README): exact values, tolerance, other engines.
+"""The vLLM server-log parser on real posted logs (tests/fixtures/vllm_logs, sources in its README): exact values,
+tolerance, other engines.
 
 Byte figures: vLLM prints GiB to 2 decimals and the parser stores round(x × 2**30) bytes, so each expected value
 is written as the printed number times GiB.
@@ -32,7 +33,8 @@ def test_v0_064_profiling_results_line_and_gb_label():
     # L1 "Loading model weights took 14.9888 GB": GB label, GiB value
     assert st.weights_bytes == gib(14.9888) and st.lines["weights_bytes"] == 1
     assert any("is GiB despite the label" in n for n in st.notes)
-    # L2 "Memory profiling results: total_gpu_memory=23.58GiB ... peak_torch_memory=17.06GiB ... non_torch_memory=0.35GiB
+    # L2 "Memory profiling results: total_gpu_memory=23.58GiB ... peak_torch_memory=17.06GiB ...
+    # non_torch_memory=0.35GiB
     #     kv_cache_size=3.81GiB gpu_memory_utilization=0.90"
     assert (st.total_gpu_memory_bytes, st.peak_torch_memory_bytes, st.non_torch_bytes, st.available_kv_bytes) == (
         gib(23.58), gib(17.06), gib(0.35), gib(3.81))
@@ -50,7 +52,8 @@ def test_v0_064_profiling_results_line_and_gb_label():
 
 def test_v0_start_up_error_is_read():
     st = log("v0.6.4_llama-3.1-8b_rtx3090_29k_too_long.log").startup
-    # L5 "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (23648)"
+    # L5 "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache
+    # (23648)"
     assert (st.error_max_model_len, st.error_kv_capacity_tokens) == (29000, 23648)
     assert st.num_gpu_blocks == 1478 and st.max_concurrency == 0.82  # 1478 × 16 = 23,648; 23,648 / 29,000 = 0.8154
     assert st.startup_error.startswith("max seq len (29000)")
@@ -59,7 +62,8 @@ def test_v0_start_up_error_is_read():
 def test_early_v1_command_line_and_blocks_only_format():
     lg = log("v0.7-v1_llama-3.1-70b-w8a8.log")
     st = lg.startup
-    # L1 "VLLM_USE_V1=1 vllm serve neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8 --max-model-len 2048 --gpu-memory-utilization 0.98"
+    # L1 "VLLM_USE_V1=1 vllm serve neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8 --max-model-len 2048
+    # --gpu-memory-utilization 0.98"
     assert st.model == "neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8"
     assert (st.max_model_len, st.gpu_memory_utilization) == (2048, 0.98)
     assert st.weights_bytes == gib(67.7229)  # L3 "Loading model weights took 67.7229 GB"
@@ -73,7 +77,8 @@ def test_v0_engine_of_08_inside_a_kubectl_pane():
     lg = log("v0.8-v0engine_llama-2-7b_h100.log")
     st = lg.startup
     # L3 "total_gpu_memory (79.19GiB) x gpu_memory_utilization (0.90) = 71.27GiB" between '│' box characters
-    assert (st.total_gpu_memory_bytes, st.gpu_memory_utilization, st.requested_memory_bytes) == (gib(79.19), 0.90, gib(71.27))
+    assert (st.total_gpu_memory_bytes, st.gpu_memory_utilization, st.requested_memory_bytes) == (gib(79.19), 0.90,
+        gib(71.27))
     # L4 "model weights take 12.55GiB; non_torch_memory takes 0.16GiB; PyTorch activation peak memory takes 2.38GiB;
     #     the rest of the memory reserved for KV Cache is 56.18GiB."
     assert (st.weights_bytes, st.non_torch_bytes, st.activation_peak_bytes, st.available_kv_bytes) == (
@@ -109,7 +114,8 @@ def test_v1_0102_capacity_lines():
     st = lg.startup
     assert st.available_kv_bytes == gib(6.51)  # L1 "Available KV cache memory: 6.51 GiB"
     assert st.kv_cache_tokens == 42656  # L2 "GPU KV cache size: 42,656 tokens"
-    assert (st.concurrency_context_tokens, st.max_concurrency) == (32768, 1.30)  # L3 "... 32,768 tokens per request: 1.30x"
+    # L3 "... 32,768 tokens per request: 1.30x"
+    assert (st.concurrency_context_tokens, st.max_concurrency) == (32768, 1.30)
     assert st.workers == ("EngineCore_DP0 pid=1133552",)
     assert lg.version == "0.10.2" and "kv_cache_utils.py:864" in lg.version_source  # docs/engine-model.md §1.9 O6
 
@@ -119,7 +125,8 @@ def test_banner_args_dict_behind_docker_compose_and_quote_prefixes():
     st = lg.startup
     assert (lg.version, lg.version_source) == ("0.18.0", "printed (line 3)")  # banner "… version 0.18.0"
     assert st.model == "/models/unsloth/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf" and st.served_model_name == "Qwen/Qwen3-8B"
-    # L7 non-default args: 'max_model_len': 16384, 'gpu_memory_utilization': 0.79, 'kv_cache_dtype': 'fp8', 'max_num_seqs': 16
+    # L7 non-default args: 'max_model_len': 16384, 'gpu_memory_utilization': 0.79, 'kv_cache_dtype': 'fp8',
+    # 'max_num_seqs': 16
     assert (st.max_model_len, st.gpu_memory_utilization, st.kv_cache_dtype, st.max_num_seqs) == (16384, 0.79, "fp8", 16)
     assert st.lines["max_model_len"] == 7 and lg.skipped_lines == 5
 
@@ -127,10 +134,13 @@ def test_banner_args_dict_behind_docker_compose_and_quote_prefixes():
 def test_cudagraph_estimate_override_and_018_notice():
     lg = log("v0.18_cudagraph_estimate_override.log")
     st = lg.startup
-    # L1 "Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512" comes before the KV budget (L4): 0.18's CUDA-graph
+    # L1 "Overriding num_gpu_blocks=0 with num_gpu_blocks_override=512" comes before the KV budget (L4): 0.18's
+    # CUDA-graph
     # profiling on a 512-block throw-away cache (512 = max_cudagraph_capture_size, L2 "largest=512"), not a user setting
     assert st.num_gpu_blocks_override is None and "num_gpu_blocks_override" not in st.lines
-    assert any(n.startswith("line 1: 'Overriding num_gpu_blocks=0") and "CUDA-graph memory profiling" in n for n in st.notes)
+    assert any(
+        n.startswith("line 1: 'Overriding num_gpu_blocks=0") and "CUDA-graph memory profiling" in n for n in st.notes
+    )
     # L5 "In v0.19, CUDA graph memory profiling will be enabled by default": the estimate was not subtracted
     assert (st.cudagraph_estimate_applied, st.lines["cudagraph_estimate_applied"]) == (False, 5)
     assert st.cudagraph_estimate_bytes == gib(1.62)  # L3 "Estimated CUDA graph memory: 1.62 GiB total"
@@ -153,20 +163,25 @@ def test_v024_hybrid_fp8_args_and_printed_version():
 def test_cuda_graph_pool_lines():
     st = log("v0.2x_windows_cudagraph_pool.log").startup
     assert st.cudagraph_actual_bytes == gib(0.11)  # L6 "Graph capturing finished in 2 secs, took 0.11 GiB"
-    assert st.cudagraph_estimate_bytes == gib(0.14)  # L7 "CUDA graph pool memory: 0.11 GiB (actual), 0.14 GiB (estimated)"
+    # L7 "CUDA graph pool memory: 0.11 GiB (actual), 0.14 GiB (estimated)"
+    assert st.cudagraph_estimate_bytes == gib(0.14)
     assert (st.kv_cache_tokens, st.max_concurrency) == (396928, 3.03)
 
 
 def test_v0_metrics_and_swap_preemption_with_times():
     lg = log("v0.6.3_metrics_swap_preemption.log")
     a, b = lg.stats
-    # L1 "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 7220.5 tokens/s, Running: 2 reqs, Swapped: 0 reqs,
+    # L1 "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 7220.5 tokens/s, Running: 2 reqs, Swapped: 0
+    # reqs,
     #     Pending: 98 reqs, GPU KV cache usage: 73.8%, CPU KV cache usage: 0.0%."
-    assert (a.prompt_tokens_per_s, a.generation_tokens_per_s, a.running_reqs, a.swapped_reqs, a.waiting_reqs) == (0.0, 7220.5, 2, 0, 98)
+    assert (a.prompt_tokens_per_s, a.generation_tokens_per_s, a.running_reqs, a.swapped_reqs, a.waiting_reqs) == (0.0,
+        7220.5, 2, 0, 98)
     assert (a.gpu_kv_usage_pct, a.cpu_kv_usage_pct, a.preemptions, a.engine) == (73.8, 0.0, None, None)
     assert (b.gpu_kv_usage_pct, b.t_s, a.t_s) == (86.1, 5.0, 0.0)  # 11:16:39 − 11:16:34
-    (e,) = lg.preemptions  # L3 "Sequence group chat-7e63… is preempted by PreemptionMode.SWAP mode because there is not enough KV cache space"
-    assert (e.request_id, e.mode, e.kind, e.cumulative, e.t_s) == ("chat-7e630abf1a8b4c8a88775b1e98a54cf2", "SWAP", "preempted", None, 7.0)
+    # L3 "Sequence group chat-7e63… is preempted by PreemptionMode.SWAP mode because there is not enough KV cache space"
+    (e,) = lg.preemptions
+    assert (e.request_id, e.mode, e.kind, e.cumulative, e.t_s) == ("chat-7e630abf1a8b4c8a88775b1e98a54cf2", "SWAP",
+                                                                   "preempted", None, 7.0)
     assert not lg.prints_preemption_counts
 
 
@@ -193,12 +208,14 @@ def test_v1_metrics_behind_iso_stamps_and_prefix_hits():
 
 
 def test_v1_preemptions_field_constructed_log():
-    # CONSTRUCTED fixture (README): V1 metrics lines with "Preemptions: N" (loggers.py format); start-up lines from a real measurement
+    # CONSTRUCTED fixture (README): V1 metrics lines with "Preemptions: N" (loggers.py format); start-up lines from a
+    # real measurement
     lg = log("constructed_v1_preemptions_at_full_kv.log")
     assert [s.preemptions for s in lg.stats] == [None, None, None, 9, 14, 11]
     assert lg.prints_preemption_counts and lg.stats[3].gpu_kv_usage_pct == 99.6
     st = lg.startup
-    # DEBUG "Total non KV cache memory: 19.88GiB; torch peak memory increase: 4.76GiB; non-torch forward increase memory: 0.13GiB;
+    # DEBUG "Total non KV cache memory: 19.88GiB; torch peak memory increase: 4.76GiB; non-torch forward increase
+    # memory: 0.13GiB;
     #        weights memory: 14.99GiB." and "Model loading took 14.99 GiB and 12.430712 seconds"
     assert (st.non_kv_total_bytes, st.activation_peak_bytes, st.non_torch_bytes, st.weights_bytes) == (
         gib(19.88), gib(4.76), gib(0.13), gib(14.99))
@@ -215,7 +232,8 @@ def test_one_line_capacity_format_of_033():
 
 def test_v0_separate_prefix_hit_line_attaches_to_the_previous_sample():
     # CONSTRUCTED from V0 engine/metrics.py's documented second line "Prefix cache hit rate: GPU: X%, CPU: Y%"
-    text = ("INFO 05-01 10:00:00 metrics.py:351] Avg prompt throughput: 120.0 tokens/s, Avg generation throughput: 30.0 tokens/s, "
+    text = ("INFO 05-01 10:00:00 metrics.py:351] Avg prompt throughput: 120.0 tokens/s, Avg generation throughput: "
+            "30.0 tokens/s, "
             "Running: 3 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 5.0%, CPU KV cache usage: 0.0%.\n"
             "INFO 05-01 10:00:00 metrics.py:367] Prefix cache hit rate: GPU: 42.50%, CPU: 0.00%")
     (s,) = parse_vllm_log(text).stats
@@ -283,8 +301,10 @@ def test_cudagraph_profiling_override_is_not_a_setting_but_a_real_override_is():
 
 
 @pytest.mark.parametrize("computed, version, generation, profiling", [
-    (0, "0.18.0", "v1", True), (0, "0.19.1", "v1", True),  # _init_minimal_kv_cache_for_profiling logs through the helper
-    (0, "0.20.0", "v1", False), (0, "0.24.0", "v1", False), (0, "0.33.0", "v1", False),  # suppress_log=True / no such log
+    # _init_minimal_kv_cache_for_profiling logs through the helper
+    (0, "0.18.0", "v1", True), (0, "0.19.1", "v1", True),
+    # suppress_log=True / no such log
+    (0, "0.20.0", "v1", False), (0, "0.24.0", "v1", False), (0, "0.33.0", "v1", False),
     (0, None, None, True),  # no version: a 0 is taken as the profiling pass (the only V1 source of 0 before 0.24)
     (0, "0.6.4", "v0", False),  # V0 executor_base.py: no profiling pass
     (29752, "0.19.0", "v1", False)])  # a computed count ≥ 1 is the real override
@@ -295,11 +315,13 @@ def test_override_rule_by_version(computed, version, generation, profiling):
 
 
 def test_line_numbers_as_grep_counts_them(tmp_path):
-    # only "\n" ends a line: a progress bar's bare "\r", a form feed and a CRLF ending stay inside their line (grep -n: 2, 3)
+    # only "\n" ends a line: a progress bar's bare "\r", a form feed and a CRLF ending stay inside their line (grep -n:
+    # 2, 3)
     p = tmp_path / "crlf.log"
     p.write_bytes(("Capturing CUDA graphs:  50%|\rCapturing CUDA graphs: 100%|\n"
                    "\x0c" + _AVAIL + "\r\n"
-                   "(EngineCore pid=2) INFO 04-22 00:04:20 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 476,016 tokens\n"
+                   "(EngineCore pid=2) INFO 04-22 00:04:20 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 476,016 "
+                   "tokens\n"
                    ).encode("utf-8"))
     lg = read_vllm_log(p)
     assert (lg.startup.lines["available_kv_bytes"], lg.startup.lines["kv_cache_tokens"], lg.total_lines) == (2, 3, 3)
@@ -310,10 +332,13 @@ def test_line_numbers_as_grep_counts_them(tmp_path):
     # vLLM 0.20 gpu_worker.py::determine_available_memory, after the budget line (CONSTRUCTED from its format strings)
     ("CUDA graph memory profiling is enabled (default since v0.21.0). The current --gpu-memory-utilization=0.9000 is "
      "equivalent to --gpu-memory-utilization=0.8894 without CUDA graph memory profiling.", True),
-    ("CUDA graph memory profiling is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). Without it, CUDA graph memory "
+    ("CUDA graph memory profiling is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). Without it, CUDA graph "
+     "memory "
      "is not accounted for during KV cache allocation", False)])
 def test_cudagraph_estimate_applied_or_not(line, applied):
-    st = parse_vllm_log(_AVAIL + "\n(EngineCore pid=2) INFO 04-22 00:04:20 [v1/worker/gpu_worker.py:455] " + line).startup
+    st = parse_vllm_log(
+        _AVAIL + "\n(EngineCore pid=2) INFO 04-22 00:04:20 [v1/worker/gpu_worker.py:455] " + line
+    ).startup
     assert (st.cudagraph_estimate_applied, st.lines["cudagraph_estimate_applied"]) == (applied, 2)
 
 
@@ -321,15 +346,18 @@ def test_019_debug_lines_give_the_device_total_and_the_budget():
     # vLLM 0.19's gpu_worker.py DEBUG lines, copied from the start-up corpus (../shared/data/vllm-startups-0.19):
     # the device total appears as total_memory=79.19GiB at worker start and as the 79.19 of "(78.68/79.19 GiB)"
     # after the pool is sized; the budget line gives 0.95 and 75.23 GiB
-    head = ("(EngineCore pid=242) INFO 04-22 00:04:20 [v1/worker/gpu_worker.py:436] Available KV cache memory: 58.11 GiB\n"
+    head = ("(EngineCore pid=242) INFO 04-22 00:04:20 [v1/worker/gpu_worker.py:436] Available KV cache memory: 58.11 "
+            "GiB\n"
             "(EngineCore pid=242) DEBUG 04-22 00:04:20 [v1/worker/gpu_worker.py:424] Initial free memory: 78.68 GiB; "
             "Requested memory: 0.950000 (util), 75.23 GiB\n")
-    tail = ("(EngineCore pid=242) DEBUG 04-22 00:04:24 [v1/worker/gpu_worker.py:661] Free memory on device (78.68/79.19 GiB) "
+    tail = ("(EngineCore pid=242) DEBUG 04-22 00:04:24 [v1/worker/gpu_worker.py:661] Free memory on device "
+            "(78.68/79.19 GiB) "
             "on startup. Desired GPU memory utilization is (0.95, 75.23 GiB).\n")
     st = parse_vllm_log(head + tail, "x.log").startup
     assert (st.total_gpu_memory_bytes, st.lines["total_gpu_memory_bytes"]) == (gib(79.19), 3)
     assert (st.requested_memory_bytes, st.gpu_memory_utilization) == (gib(75.23), 0.95)
     snapshot = ("(EngineCore pid=242) DEBUG 04-22 00:03:47 [v1/worker/gpu_worker.py:284] worker init memory snapshot: "
-                "torch_peak=0.0GiB, free_memory=78.68GiB, total_memory=79.19GiB, cuda_memory=0.51GiB, torch_memory=0.0GiB\n")
+                "torch_peak=0.0GiB, free_memory=78.68GiB, total_memory=79.19GiB, cuda_memory=0.51GiB, "
+                "torch_memory=0.0GiB\n")
     st = parse_vllm_log(snapshot + head, "x.log").startup
     assert (st.total_gpu_memory_bytes, st.lines["total_gpu_memory_bytes"]) == (gib(79.19), 1)

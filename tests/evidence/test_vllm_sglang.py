@@ -1,4 +1,5 @@
-"""vLLM ``bench serve`` and SGLang ``bench_serving`` results: constructed detailed files, old spellings, JSON Lines, InferenceX seconds.
+"""vLLM ``bench serve`` and SGLang ``bench_serving`` results: constructed detailed files, old spellings, JSON Lines,
+InferenceX seconds.
 
 No real ``--save-detailed``/``--output-details`` sample exists in the reference set; the files
 below are constructed from the result dicts in ``vllm/benchmarks/serve.py`` (2026 main:
@@ -54,7 +55,8 @@ def test_vllm_detailed_records(tmp_path):
     assert r2.error == "Bad Request" and r2.first_token_s is None and r2.finish_s is None
     assert r3.tpot_s == 0.0  # one output token
     md = run.metadata
-    assert (md.model, md.hardware, md.num_gpus, md.request_rate, md.duration_s) == ("meta-llama/Llama-3.1-8B-Instruct", "H100 80GB SXM", 1, 2.0, 1.5)
+    assert (md.model, md.hardware, md.num_gpus, md.request_rate, md.duration_s) == ("meta-llama/Llama-3.1-8B-Instruct",
+                                                                                    "H100 80GB SXM", 1, 2.0, 1.5)
 
 
 def test_old_vllm_file_colon_goodput_key_and_reconstructed_e2e(tmp_path):
@@ -119,7 +121,8 @@ def test_inferencex_keys_without_ms_suffix_are_seconds():
 def sglang_line(details: str | None) -> dict:
     d = {"backend": "sglang", "dataset_name": "random", "request_rate": 8.0, "max_concurrency": 64, "duration": 2.0,
          "completed": 2, "total_input_tokens": 200, "total_output_tokens": 6, "total_output_tokens_retokenized": 6,
-         "request_throughput": 1.0, "mean_e2e_latency_ms": 300.0, "median_e2e_latency_ms": 300.0, "p99_e2e_latency_ms": 390.0,
+         "request_throughput": 1.0, "mean_e2e_latency_ms": 300.0, "median_e2e_latency_ms": 300.0,
+             "p99_e2e_latency_ms": 390.0,
          "mean_ttft_ms": 100.0, "median_ttft_ms": 100.0, "p99_ttft_ms": 150.0, "concurrency": 0.3}
     arrays = {"input_lens": [100, 100], "output_lens": [3, 3], "ttfts": [0.05, 0.15], "itls": [[0.1, 0.1], [0.1, 0.1]],
               "errors": ["", ""], "generated_texts": ["x", "y"]}

@@ -19,9 +19,11 @@ def test_calibrated_step_costs_return_python_floats():
     # answered a step beyond their grid (a long prefill, a big decode batch) with a numpy float64, which fell
     # into the array branch: TypeError: object of type 'numpy.float64' has no len()
     shapes = (StepShape(num_decode_seqs=7, decode_kv_tokens=7 * 900),
-              StepShape(num_prefill_tokens=512, num_prefill_seqs=1, prefill_kv_tokens=512, prefill_attn_pairs=512 * 513 / 2,
+              StepShape(num_prefill_tokens=512, num_prefill_seqs=1, prefill_kv_tokens=512,
+                        prefill_attn_pairs=512 * 513 / 2,
                         num_decode_seqs=3, decode_kv_tokens=3000),
-              StepShape(num_prefill_tokens=100_000, num_prefill_seqs=1, prefill_kv_tokens=100_000, prefill_attn_pairs=5e9),
+              StepShape(num_prefill_tokens=100_000, num_prefill_seqs=1, prefill_kv_tokens=100_000,
+                        prefill_attn_pairs=5e9),
               StepShape(num_decode_seqs=1000, decode_kv_tokens=10**7))
     for info in list_calibrated():
         cost = get_calibrated_cost(f"{info.source}:{info.model}", info.gpu, info.tp)
@@ -36,11 +38,15 @@ def test_calibrated_step_costs_return_python_floats():
 
 def test_simulate_with_the_calibrated_step_cost_runs():
     # azure-code's long prompts take Vidur's prefill table past its grid
-    res = invoke(["simulate", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--step-cost", "calibrated", "--trace", "azure-code",
+    res = invoke(["simulate", "meta-llama/Llama-2-7b-hf", "--gpu", "H100", "--step-cost", "calibrated", "--trace",
+                  "azure-code",
                   "--num-requests", "300", "--json"])
     assert res.code == 0, res.exception or res.err
     d = strict_json_lines(res.out)[0]
-    assert d["step_cost"]["name"].startswith("vidur:") and d["summary"]["num_finished"] + d["summary"]["num_rejected"] == 300
+    assert (
+        d["step_cost"]["name"].startswith("vidur:")
+        and d["summary"]["num_finished"] + d["summary"]["num_rejected"] == 300
+    )
 
 
 def test_fp8_kv_on_a_model_whose_break_even_is_always_or_never():
@@ -61,10 +67,13 @@ def test_simulate_json_is_strict_when_the_offered_rate_is_infinite(extra):
 
 
 @pytest.mark.parametrize("args", [
-    ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo", "ttft=2s", "--num-requests", "5", "--rate", "inf", "--json"],
+    ["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo", "ttft=2s", "--num-requests", "5",
+     "--rate", "inf", "--json"],
     ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo", "ttft=2s", "--api", "OpenAI:gpt-4.1",
-     "--utilization", "0.5", "--num-requests", "5", "--rate", "inf", "--at-offered-load", "--gpu-usd-per-hour", "2", "--json"],
-    ["disagg", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-requests", "6", "--rate", "inf", "--prefill-gpus", "1",
+     "--utilization", "0.5", "--num-requests", "5", "--rate", "inf", "--at-offered-load", "--gpu-usd-per-hour", "2",
+         "--json"],
+    ["disagg", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-requests", "6", "--rate", "inf", "--prefill-gpus",
+     "1",
      "--decode-gpus", "1", "--no-tune", "--json"],
 ])
 def test_rate_inf_gives_strict_json_in_every_command(args):
@@ -74,12 +83,17 @@ def test_rate_inf_gives_strict_json_in_every_command(args):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--gpu-bandwidth", "0"], "--gpu-bandwidth 0 is out of range; allowed: (0, 1,000] TB/s"),
-    (["disagg", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-gpus", "0"], "--num-gpus 0 is out of range; allowed: [1,"),
-    (["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo", "ttft=1s", "--target", "0.9", "--tol", "nan"],
+    (["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--gpu-bandwidth", "0"], "--gpu-bandwidth 0 is out of range; "
+        "allowed: (0, 1,000] TB/s"),
+    (["disagg", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--num-gpus", "0"], "--num-gpus 0 is out of range; "
+                                                                                "allowed: [1,"),
+    (["goodput", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo", "ttft=1s", "--target", "0.9",
+      "--tol", "nan"],
      "--tol nan is not a number"),
-    ([*SIM, "--num-requests", "5", "--seed", "-1"], "--seed -1 is out of range; allowed: [0, 9,223,372,036,854,775,807]"),
-    ([*SIM, "--num-requests", "5", "--rate", "-inf"], "--rate -inf is not finite; allowed: (0, 1,000,000] req/s or inf"),
+    ([*SIM, "--num-requests", "5", "--seed", "-1"],
+     "--seed -1 is out of range; allowed: [0, 9,223,372,036,854,775,807]"),
+    ([*SIM, "--num-requests", "5", "--rate", "-inf"],
+     "--rate -inf is not finite; allowed: (0, 1,000,000] req/s or inf"),
     ([*SIM, "--num-requests", "5", "--gpu-memory-utilization", "nan"], "--gpu-memory-utilization nan is not a number"),
 ])
 def test_a_zero_or_nan_given_by_the_user_is_refused_not_replaced(args, message):
@@ -143,9 +157,11 @@ def test_llmperf_negative_completion_rate_is_refused(tmp_path):
 
 @pytest.mark.parametrize("line", [
     "INFO 01-28 16:08:46 [gpu_worker.py:358] Available KV cache memory: 18.78.1 GiB",
-    "INFO 01-28 16:09:46 [loggers.py:123] Engine 000: Avg prompt throughput: 1.2.3 tokens/s, Avg generation throughput: 5.0 tokens/s, "
+    "INFO 01-28 16:09:46 [loggers.py:123] Engine 000: Avg prompt throughput: 1.2.3 tokens/s, Avg generation "
+    "throughput: 5.0 tokens/s, "
     "Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.5%, Prefix cache hit rate: 0.0%",
-    "INFO 01-28 16:09:46 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 5.0 tokens/s, "
+    "INFO 01-28 16:09:46 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: "
+    "5.0 tokens/s, "
     "Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 1..5%, Prefix cache hit rate: 0.0%",
     "INFO 01-28 16:08:46 [kv_cache_utils.py:1305] GPU KV cache size: , tokens",
     "INFO 01-28 16:08:46 [kv_cache_utils.py:1305] GPU KV cache size: " + "9" * 5000 + " tokens",
@@ -163,7 +179,8 @@ def test_a_malformed_number_in_a_vllm_log_line_is_not_read(line):
 def test_spec_decode_sweep_sentence_when_no_rate_has_a_slower_ttft():
     # found by benchmarks/fuzz.py ("command line:1269"): speculative decoding ahead at one rate with a faster TTFT there
     # (so no rate has a slower TTFT): the sentence joined an empty list (IndexError in spec_sim._join)
-    res = invoke(["spec-decode", "meta-llama/Llama-3.2-3B", "--gpu", "H100", "--num-requests", "10", "--output-tokens", "16",
+    res = invoke(["spec-decode", "meta-llama/Llama-3.2-3B", "--gpu", "H100", "--num-requests", "10", "--output-tokens",
+                  "16",
                   "--draft-tokens", "4", "--acceptance", "0.7", "--draft-cost-fraction", "0.05", "--rates", "1,2"])
     assert res.code == 0, res.exception
     assert "Simulator (10 requests" in res.out

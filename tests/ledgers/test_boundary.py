@@ -1,4 +1,5 @@
-"""SLO-boundary search: over the real inference-perf rate sweep, and by bisection over a toy load model built from real records."""
+"""SLO-boundary search: over the real inference-perf rate sweep, and by bisection over a toy load model built from real
+records."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def _toy(template: list[RequestRecord], mu: float = 20.0):
 
     def run_at(lam: float) -> RunRecords:
         k = 1.0 / (1.0 - lam / mu)
-        recs = [RequestRecord(r.request_id, r.arrival_s, r.num_prompt_tokens, r.num_output_tokens, r.arrival_s + r.ttft_s * k,
+        recs = [RequestRecord(r.request_id, r.arrival_s, r.num_prompt_tokens, r.num_output_tokens,
+                              r.arrival_s + r.ttft_s * k,
                               r.finish_s + r.ttft_s * (k - 1)) for r in template]
         return RunRecords(recs, RunMetadata("toy", "toy", request_rate=lam, num_gpus=2, duration_s=10.0))
 
@@ -94,7 +96,8 @@ def test_sweep_input_errors():
     with pytest.raises(InputError, match="request_rate=inf is a closed-loop run; use --axis concurrency"):
         boundary_from_sweep(runs, parse_slo("ttft=1s"), 0.9)
     assert boundary_from_sweep(runs, parse_slo("ttft=1s"), 0.9, axis="concurrency").boundary_value == 4
-    with pytest.raises(InputError, match=r"^attainment target 90 is out of range; allowed: \(0, 1\], e\.g\. 0\.9 for 90 %$"):
+    with pytest.raises(InputError, match=r"^attainment target 90 is out of range; allowed: \(0, 1\], e\.g\. 0\.9 for "
+                                         r"90 %$"):
         boundary_from_sweep(runs, parse_slo("ttft=1s"), 90)
     with pytest.raises(InputError, match="two runs share the same concurrency"):
         boundary_from_sweep(runs * 2, parse_slo("ttft=1s"), 0.9, axis="concurrency")

@@ -1,4 +1,5 @@
-"""The under-load rule behind the cost ledger's capacity basis, on hand-built runs and the real inference-perf rate sweep."""
+"""The under-load rule behind the cost ledger's capacity basis, on hand-built runs and the real inference-perf rate
+sweep."""
 
 from __future__ import annotations
 
@@ -28,10 +29,12 @@ def steady_run(ttft_s: float, *, rate: float | None = 1.0, concurrency: int | No
 def test_a_run_that_kept_pace_with_slack_everywhere_is_under_loaded():
     run = steady_run(0.05)
     load = check_load(run, goodput(run, SLO), SLO)
-    # goodput 1 req/s of 1 offered (100% ≥ 90%); TTFT p90 50 ms = 25% of 200 ms; TPOT p90 0.95/99 = 9.6 ms = 19% of 50 ms
+    # goodput 1 req/s of 1 offered (100% ≥ 90%); TTFT p90 50 ms = 25% of 200 ms; TPOT p90 0.95/99 = 9.6 ms = 19% of 50
+    # ms
     assert load.status == "under_loaded"
     assert [c["value"] for c in load.checks] == pytest.approx([1.0, 0.25, 0.95 / 99 / 0.05])
-    assert load.reason.startswith("offered 1 req/s, served 1 good req/s (100.0%); TTFT p90 50.00 ms = 25% of its 200.00 ms")
+    assert load.reason.startswith("offered 1 req/s, served 1 good req/s (100.0%); TTFT p90 50.00 ms = 25% of its "
+                                  "200.00 ms")
     basis = measured_basis(goodput(run, SLO), load)
     assert basis["kind"] == "measured_run" and "UNDER-LOADED" in basis["warning"]
     assert "kvledger goodput FILES… --target 0.9" in basis["warning"]
@@ -58,7 +61,8 @@ def test_closed_loop_uses_attainment():
     recs = [RequestRecord(str(i), float(i), 500, 100, i + (0.3 if i < 10 else 0.05), i + 1.0) for i in range(100)]
     run = RunRecords(recs, RunMetadata("hand", "test", concurrency=4))
     load = check_load(run, goodput(run, SLO), SLO)
-    assert load.status == "not_flagged" and load.reason.startswith("4 concurrent users, 90.0% of requests good (below 95%")
+    assert load.status == "not_flagged" and load.reason.startswith("4 concurrent users, 90.0% of requests good (below "
+                                                                   "95%")
 
 
 def test_no_ttft_slo_says_queueing_was_not_judged():

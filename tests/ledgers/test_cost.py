@@ -1,4 +1,5 @@
-"""The cost ledger, with the arithmetic in comments: goodput-priced self-hosting, the API mix, break-even and monthly bills."""
+"""The cost ledger, with the arithmetic in comments: goodput-priced self-hosting, the API mix, break-even and monthly
+bills."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kvledger.catalog.prices import find_api_price, find_gpu_price
+from kvledger.catalog.api_match import find_api_price
+from kvledger.catalog.prices import find_gpu_price
 from kvledger.errors import InputError
 from kvledger.evidence import read_run
 from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
@@ -22,8 +24,10 @@ NEBIUS_H100 = GpuRate.from_catalog(find_gpu_price("nvidia_h100_sxm", "Nebius")) 
 
 
 def distserve_run() -> RunRecords:
-    """DistServe's 10 → 3 example as records: 100 requests in 10 s (10 req/s), 30 with TTFT ≤ 200 ms; 1000 in / 100 out tokens each."""
-    recs = [RequestRecord(str(i), i * 0.1, 1000, 100, i * 0.1 + (0.1 if i < 30 else 0.4), i * 0.1 + 1.0) for i in range(100)]
+    """DistServe's 10 → 3 example as records: 100 requests in 10 s (10 req/s), 30 with TTFT ≤ 200 ms; 1000 in / 100 out
+    tokens each."""
+    recs = [RequestRecord(str(i), i * 0.1, 1000, 100, i * 0.1 + (0.1 if i < 30 else 0.4),
+                          i * 0.1 + 1.0) for i in range(100)]
     return RunRecords(recs, RunMetadata("distserve-example", "test", duration_s=10.0, num_gpus=1))
 
 
@@ -83,14 +87,16 @@ def test_break_even_utilization_with_and_without_people():
     run = distserve_run()
     gp = goodput(run, parse_slo("ttft=200ms"))
     price, mix = find_api_price("OpenAI:gpt-4.1"), ApiMix()
-    rep = build_cost_report(run, gp, SelfHostSetup(NEBIUS_H100, 1, 0.5, prefill_share=0.2), price, mix, DecisionFactors())
+    rep = build_cost_report(run, gp, SelfHostSetup(NEBIUS_H100, 1, 0.5, prefill_share=0.2), price, mix,
+                            DecisionFactors())
     # API per good request: (1000 × $2 + 100 × $8)/10⁶ = $0.0028. One replica: 1 × $2.95 × 730 h = $2153.50/month;
     # at full load it serves 3 × 3600 × 730 = 7,884,000 good requests → u* = 2153.5 / (7,884,000 × 0.0028) = 9.755 %
     bu = rep.break_even_utilization
     assert bu["api_usd_per_request"] == pytest.approx(0.0028)
     assert bu["utilization"] == pytest.approx(2153.5 / (7_884_000 * 0.0028)) and bu["reachable"]
     # with half an engineer at $20,000/month: (2153.5 + 10000) / 22075.2 = 55.06 %
-    rep2 = build_cost_report(run, gp, SelfHostSetup(NEBIUS_H100, 1, 0.5, 0.5, 20000.0, prefill_share=0.2), price, mix, DecisionFactors())
+    rep2 = build_cost_report(run, gp, SelfHostSetup(NEBIUS_H100, 1, 0.5, 0.5, 20000.0, prefill_share=0.2), price, mix,
+                             DecisionFactors())
     assert rep2.break_even_utilization["utilization"] == pytest.approx(12153.5 / 22075.2)
     # break-even volume: a·c = 0.0028 × 7,884,000 × 0.8 = 17,660 > R; one replica beats the API from
     # (R + P)/a = 12153.5 / 0.0028 = 4,340,536 requests/month on, and two replicas stay cheaper beyond c = 6,307,200
@@ -104,7 +110,8 @@ def test_break_even_volume_staircase():
     # 2 replicas are cheaper on [1466.7, 2000] but 3 replicas at 2001 cost $3200 > $3001.5: not yet for good.
     # n_full = ⌈(P + a c)/(a c − R)⌉ = ⌈1700/500⌉ = 4; interval n = 3 starts paying at (3R + P)/a = 2133.3.
     cap = Capacity(1000 / (3600 * 730), 1.0, 1.0, 0, 0, 0.5, "given", False)
-    setup = SelfHostSetup(GpuRate.given(1000 / 730), 1, 1.0, engineer_months_per_month=0.01, engineer_usd_per_month=20000, max_utilization=1.0)
+    setup = SelfHostSetup(GpuRate.given(1000 / 730), 1, 1.0, engineer_months_per_month=0.01,
+                          engineer_usd_per_month=20000, max_utilization=1.0)
     bv = break_even_volume(cap, setup, 1.5)
     assert bv["requests_per_month"] == pytest.approx(3200 / 1.5) and bv["replicas_at_break_even"] == 3
 
@@ -119,7 +126,8 @@ def test_never_breaks_even_is_explained():
 def test_monthly_bills_and_itemised_totals():
     run = distserve_run()
     gp = goodput(run, parse_slo("ttft=200ms"))
-    rep = build_cost_report(run, gp, SelfHostSetup(NEBIUS_H100, 1, 0.5, prefill_share=0.2), find_api_price("OpenAI:gpt-4.1"),
+    rep = build_cost_report(run, gp, SelfHostSetup(NEBIUS_H100, 1, 0.5, prefill_share=0.2),
+                            find_api_price("OpenAI:gpt-4.1"),
                             ApiMix(), DecisionFactors(data_sovereignty="required"), MonthlyVolume(requests=1e7))
     m = rep.monthly
     # 10⁷ requests / (730 × 3600 s) = 3.805 req/s; replicas = ⌈3.805 / (3 × 0.8)⌉ = 2; realized 3.805/6 = 63.4 %
@@ -130,8 +138,10 @@ def test_monthly_bills_and_itemised_totals():
     d = rep.to_dict()
     for ledger in d["ledgers"].values():
         assert ledger["total_usd"] == pytest.approx(sum(i["amount_usd"] for i in ledger["items"]))
-    assert set(d["totals"]) == {"self_host_usd_per_mtok_input", "self_host_usd_per_mtok_output", "api_usd_per_mtok_input", "api_usd_per_mtok_output"}
-    assert [f["factor"] for f in d["factors"]] == ["utilization", "data sovereignty", "model control", "team capability"]
+    assert set(d["totals"]) == {"self_host_usd_per_mtok_input", "self_host_usd_per_mtok_output",
+                                "api_usd_per_mtok_input", "api_usd_per_mtok_output"}
+    assert [f["factor"] for f in d["factors"]] == ["utilization", "data sovereignty", "model control",
+                                                   "team capability"]
     assert "data must stay in your boundary" in d["factors"][1]["effect"]
 
 
@@ -145,7 +155,8 @@ def test_measured_prefill_share_and_real_run():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(utilization=0.0), r"^utilization 0 is out of range; allowed: \(0, 1\] \(share of billed hours spent serving\)$"),
+    (dict(utilization=0.0), r"^utilization 0 is out of range; allowed: \(0, 1\] \(share of billed hours spent "
+                            r"serving\)$"),
     (dict(utilization=1.2), r"^utilization 1\.2 is out of range; allowed: \(0, 1\] \(share"),
     (dict(utilization=0.5, prefill_share=1.5), r"^prefill_share 1\.5 is out of range; allowed: \[0, 1\] \(fraction\)$"),
     (dict(utilization=0.5, num_gpus=0), "num_gpus must be ≥ 1"),

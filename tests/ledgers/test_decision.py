@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.catalog.api_match import rows_with_words, same_model_rows
-from kvledger.catalog.prices import find_api_price
+from kvledger.catalog.api_match import find_api_price, rows_with_words, same_model_rows
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.ledgers.api_cost import ApiMix
 from kvledger.ledgers.cost import Capacity, GpuRate, SelfHostSetup

@@ -1,4 +1,5 @@
-"""Bounded goodput from percentiles: hand-checked bounds, the exact count inside them on the same AIPerf run, and what cannot be bounded."""
+"""Bounded goodput from percentiles: hand-checked bounds, the exact count inside them on the same AIPerf run, and what
+cannot be bounded."""
 
 from __future__ import annotations
 
@@ -50,11 +51,13 @@ def test_exact_count_lies_within_the_bounds_of_the_same_run():
     exact = read_run(DATA / "aiperf/run1_profile_export.jsonl")
     agg = read_run(DATA / "aiperf/run1_profile_export_aiperf.json")
     checked = 0
-    for ttft, tpot, e2e in itertools.product(("500ms", "1s", "2s", "3.8s", "5s"), ("23ms", "28ms", "33ms", "40ms"), (None, "9s", "9.25s")):
+    for ttft, tpot, e2e in itertools.product(("500ms", "1s", "2s", "3.8s", "5s"), ("23ms", "28ms", "33ms", "40ms"),
+                                             (None, "9s", "9.25s")):
         slo = parse_slo(f"ttft={ttft},tpot={tpot}" + (f",e2e={e2e}" if e2e else ""))
         n_exact = goodput(exact, slo).num_good
         est = goodput(agg, slo)
-        assert est.num_good <= n_exact <= est.num_good_upper, (slo.describe(), est.num_good, n_exact, est.num_good_upper)
+        assert est.num_good <= n_exact <= est.num_good_upper, (slo.describe(), est.num_good, n_exact,
+                                                               est.num_good_upper)
         checked += 1
     assert checked == 60
     # one case by hand: TTFT ≤ 600 ms → the file's min 464.66 ms gives ≥ 1, p5 728.68 ms gives ≤ ⌈0.05 × 88⌉ = 5;
@@ -74,7 +77,8 @@ def test_llmperf_summary_cannot_bound_tpot():
 def test_guidellm_token_weighted_tpot_uses_only_min_and_max():
     first = read_runs(DATA / "guidellm/llmd_fixture_guidellm_report_v2_mockserver.json")[0]
     # inter_token_latency_ms successful: min 1.046 ms, max 1.256 ms, count 14 for 2 requests
-    assert (goodput(first, parse_slo("tpot=1.3ms")).num_good, goodput(first, parse_slo("tpot=1.3ms")).num_good_upper) == (2, 2)
+    assert (goodput(first, parse_slo("tpot=1.3ms")).num_good, goodput(first,
+                                                                      parse_slo("tpot=1.3ms")).num_good_upper) == (2, 2)
     g = goodput(first, parse_slo("tpot=1.2ms"))
     assert (g.num_good, g.num_good_upper) == (0, 2)
 
@@ -106,5 +110,6 @@ def test_aggregate_without_any_request_count_points_to_the_per_request_export(tm
     p = tmp_path / "profile_export_genai_perf.json"
     p.write_text(json.dumps({"time_to_first_token": {"unit": "ms", "avg": 120.0, "p99": 300.0},
                              "request_throughput": {"unit": "requests/sec", "avg": 4.0}}))
-    with pytest.raises(FormatError, match="neither per-request data nor a completed-request count.*GenAI-Perf profile_export.json"):
+    with pytest.raises(FormatError, match="neither per-request data nor a completed-request count.*GenAI-Perf "
+                                          "profile_export.json"):
         goodput(read_run(p), parse_slo("ttft=200ms"))

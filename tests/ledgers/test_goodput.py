@@ -1,4 +1,5 @@
-"""Exact goodput: hand-checked on the real AIPerf and llmperf runs (requests named by id), DistServe's 10 → 3 example, and edge cases."""
+"""Exact goodput: hand-checked on the real AIPerf and llmperf runs (requests named by id), DistServe's 10 → 3 example,
+and edge cases."""
 
 from __future__ import annotations
 
@@ -34,7 +35,9 @@ def test_aiperf_ttft_and_tpot_by_request_id(aiperf):
     assert (g.num_requests, g.num_failed, g.num_completed, g.num_good) == (100, 11, 89, 5)
     assert g.attainment == 0.05 and g.attainment_of_completed == pytest.approx(5 / 89)
     # duration 9.317788951 s (AIPerf benchmark_duration): goodput 5/9.3178 = 0.53661 req/s, throughput 89/9.3178
-    assert g.goodput_req_per_s == pytest.approx(5 / 9.317788951) and g.throughput_req_per_s == pytest.approx(9.551622221540914)
+    assert g.goodput_req_per_s == pytest.approx(5 / 9.317788951) and g.throughput_req_per_s == pytest.approx(
+        9.551622221540914
+    )
     assert g.effective_cost_multiplier == pytest.approx(89 / 5)  # 17.8×
     # 79 completed requests miss TTFT; 5 of the remaining 10 miss TPOT
     assert g.num_missed == {"ttft": 79, "tpot": 5}
@@ -99,10 +102,12 @@ def test_itl_statistics_by_hand():
     md = RunMetadata("synthetic", "test", duration_s=1.0)
     # binary-exact times so the comparisons at the threshold are exact
     recs = [RequestRecord("a", 0.0, 1, 5, 0.125, 0.625, [0.125, 0.1875, 0.25, 0.5, 0.625]),  # gaps 1/16 1/16 1/4 1/8
-            RequestRecord("b", 0.0, 1, 1, 0.125, 0.125, [0.125]),                          # one chunk: no gap to violate
+            # one chunk: no gap to violate
+            RequestRecord("b", 0.0, 1, 1, 0.125, 0.125, [0.125]),
             RequestRecord("c", 0.0, 1, 3, 0.125, 0.375, None)]                             # no chunk times
     run = RunRecords(recs, md)
-    # a: max gap 0.25 > 0.2 ✗; mean 0.5/4 = 0.125 ≤ 0.125 ✓; median of (1/16, 1/16, 1/8, 1/4) = 3/32 = 0.09375 ≤ 0.09375 ✓
+    # a: max gap 0.25 > 0.2 ✗; mean 0.5/4 = 0.125 ≤ 0.125 ✓; median of (1/16, 1/16, 1/8, 1/4) = 3/32 = 0.09375 ≤ 0.09375
+    # ✓
     assert goodput(run, parse_slo("itl=200ms")).good_request_ids() == ["b"]
     assert goodput(run, parse_slo("itl_mean=125ms")).good_request_ids() == ["a", "b"]
     assert goodput(run, parse_slo("itl_p50=93.75ms")).good_request_ids() == ["a", "b"]
@@ -134,9 +139,12 @@ def test_unknown_duration_gives_attainment_but_no_rates(tmp_path):
 def test_sampled_guidellm_counts_are_scaled_and_flagged(tmp_path):
     import json
 
-    req = lambda i, s: {"request_id": f"q{i}", "info": {"timings": {"request_start": s, "first_token_iteration": s + 0.1, "last_token_iteration": s + 0.5}},
+    req = lambda i, s: {"request_id": f"q{i}", "info": {"timings": {"request_start": s,
+                                                                    "first_token_iteration": s + 0.1,
+                                                                        "last_token_iteration": s + 0.5}},
                         "prompt_tokens": 10, "output_tokens": 5}  # noqa: E731
-    bench = {"type_": "generative_benchmark", "config": {"strategy": {"type_": "constant", "rate": 2.0}}, "duration": 4.0,
+    bench = {"type_": "generative_benchmark", "config": {"strategy": {"type_": "constant", "rate": 2.0}},
+             "duration": 4.0,
              "metrics": {"request_totals": {"successful": 8, "errored": 0, "incomplete": 0}},
              "requests": {"successful": [req(0, 10.0), req(1, 11.0)], "errored": [], "incomplete": []}}
     p = tmp_path / "b.json"

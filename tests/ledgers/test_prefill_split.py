@@ -30,14 +30,17 @@ def test_simulated_run_is_split_by_its_steps():
     # the occupancy split would have charged by wall time: A's TTFT 0.110 s of E2E 0.183 s, B's (arrived at 0.05 s)
     # 0.121 of 0.133 → Σ TTFT ÷ Σ E2E = 0.231 / 0.316 = 0.731
     recs = sorted(run.records, key=lambda r: r.request_id)
-    assert [r.ttft_s for r in recs] == pytest.approx([0.110, 0.121]) and [r.e2e_s for r in recs] == pytest.approx([0.183, 0.133])
+    assert [r.ttft_s for r in recs] == pytest.approx([0.110,
+                                                      0.121]) and [r.e2e_s for r in recs] == pytest.approx([0.183,
+                                                          0.133])
     assert capacity_from(run, gp, 0.25).prefill_share == 0.25  # --prefill-share still overrides
 
 
 def _two_prompts(num_cached: int | None = None) -> RunRecords:
     # two 1000-token prompts, TTFT 10 ms and E2E 1 s each, on one GPU for 1 s: occupancy 0.02 / 2 = 0.01
     recs = [RequestRecord(str(i), 0.0, 1000, 100, 0.01, 1.0, num_cached_tokens=num_cached) for i in range(2)]
-    return RunRecords(recs, RunMetadata("hand", "test", model="meta-llama/Llama-3.1-8B", hardware="H100", duration_s=1.0,
+    return RunRecords(recs, RunMetadata("hand", "test", model="meta-llama/Llama-3.1-8B", hardware="H100",
+                                        duration_s=1.0,
                                         num_gpus=1))
 
 
@@ -65,7 +68,10 @@ def test_measured_split_is_raised_to_the_floor():
     floor, _ = prefill_floor(run, "meta-llama/Llama-3.1-8B", "H100", 1)
     cap = capacity_from(run, gp, None, floor)
     assert cap.prefill_share == pytest.approx(0.0410673, rel=1e-5)  # above the occupancy split's 0.01
-    assert cap.prefill_share_method.startswith("roofline floor") and "raised from the occupancy split" in cap.prefill_share_method
+    assert (
+        cap.prefill_share_method.startswith("roofline floor")
+        and "raised from the occupancy split" in cap.prefill_share_method
+    )
     assert cap.prefill_floor["share"] == pytest.approx(0.0410673, rel=1e-5)
 
 

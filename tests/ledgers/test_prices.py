@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.catalog.prices import api_prices, find_api_price, find_gpu_price, find_gpu_prices, gpu_prices
+from kvledger.catalog.api_match import find_api_price
+from kvledger.catalog.prices import api_prices, find_gpu_price, find_gpu_prices, gpu_prices
 from kvledger.errors import InputError, UnknownNameError
 
 
@@ -25,7 +26,8 @@ def test_api_rows_cache_multiplier_and_discounts_agree():
         if r.cached_input_usd_per_mtok is not None:
             assert r.cached_input_usd_per_mtok <= r.input_usd_per_mtok, r.key
             if r.cache_read_multiplier is not None:
-                assert r.cached_input_usd_per_mtok / r.input_usd_per_mtok == pytest.approx(r.cache_read_multiplier, abs=2e-3), r.key
+                assert r.cached_input_usd_per_mtok / r.input_usd_per_mtok == pytest.approx(r.cache_read_multiplier,
+                    abs=2e-3), r.key
         assert r.batch_discount in (None, 0.5), r.key
     # docs/cost.md §6: DeepSeek has no batch API; Anthropic bills cache writes at 1.25× input (5-minute TTL)
     assert all(r.batch_discount is None for r in api_prices() if r.provider == "DeepSeek")
@@ -37,7 +39,8 @@ def test_api_lookup_by_alias_provider_and_errors():
     assert find_api_price("OpenAI:gpt-4.1").output_usd_per_mtok == 8.0
     assert find_api_price("claude-opus-4.1").key == "Anthropic:claude-opus-4 / claude-opus-4.1"
     assert find_api_price("openai/gpt-oss-120b", provider="Groq").input_usd_per_mtok == 0.15
-    with pytest.raises(InputError, match="listed by several providers: Together:openai/gpt-oss-120b, Groq:openai/gpt-oss-120b"):
+    with pytest.raises(InputError, match="listed by several providers: Together:openai/gpt-oss-120b, "
+                                         "Groq:openai/gpt-oss-120b"):
         find_api_price("openai/gpt-oss-120b")
     with pytest.raises(UnknownNameError, match="did you mean"):
         find_api_price("gpt-4.11")

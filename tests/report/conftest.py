@@ -15,7 +15,8 @@ def _paths() -> tuple[str | None, str | None]:
 def browser():
     chromium, driver = _paths()
     if chromium is None or driver is None:
-        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver; .ci/run installs them)")
+        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver; .ci/run "
+                    "installs them)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

@@ -1,4 +1,5 @@
-"""Presentation lives in ``kvledger.report``: no layer below imports it or the CLI, and only it draws tables or figures."""
+"""Presentation lives in ``kvledger.report``: no layer below imports it or the CLI, and only it draws tables or
+figures."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def test_only_report_and_cli_import_presentation():
                 bad.append(f"{path.relative_to(PKG)} imports {name}")
             if name.startswith("kvledger.report") and layer not in ("cli", "report"):
                 bad.append(f"{path.relative_to(PKG)} imports {name}")
-            if name.split(".")[0] == "matplotlib" or name == "rich.table" or name.split(".")[0] in ("fastapi", "uvicorn"):
+            if name.split(".")[0] == "matplotlib" or name == "rich.table" or name.split(".")[0] in ("fastapi",
+                "uvicorn"):
                 if layer not in ("report",) and not (layer == "cli" and name == "uvicorn"):
                     bad.append(f"{path.relative_to(PKG)} imports {name} (rendering belongs in kvledger.report)")
     assert not bad, "\n".join(sorted(bad))

@@ -80,11 +80,18 @@ def test_decode_attention_names_why_it_varies():
     from kvledger.report.plan_view import summary_lines
 
     # Qwen3-Next at TP 4 has no window: its FLOP/B grows with the context because each request also reads its 36 Gated
-    # DeltaNet states, 36 × 274,432 B = 9,879,552 B per step, whatever the context; DeepSeek-V4 reads windows and a state.
+    # DeltaNet states, 36 × 274,432 B = 9,879,552 B per step, whatever the context; DeepSeek-V4 reads windows and a
+    # state.
     q = build_plan(load_model("Qwen/Qwen3-Next-80B-A3B-Thinking"), get_gpu("H100"), make_settings(tp=4))
-    assert q.roofline.decode_attention_varies_because == "each request also reads a fixed 9,879,552 B of recurrent or compressor state"
+    assert (
+        q.roofline.decode_attention_varies_because
+        == "each request also reads a fixed 9,879,552 B of recurrent or compressor state"
+    )
     line = next(ln for ln in summary_lines(q) if ln.startswith("roofline:"))
     assert "window" not in line and "fixed 9,879,552 B of recurrent" in line
     dsv4 = parse_config(json.loads(DSV4.read_text()), source="deepseek_v4 default config")
     d = build_plan(dsv4, get_gpu("H200"), make_settings(tp=8, max_model_len=8192)).roofline
-    assert d.decode_attention_varies_because.startswith("it reads bounded windows") and "compressor state" in d.decode_attention_varies_because
+    assert (
+        d.decode_attention_varies_because.startswith("it reads bounded windows")
+        and "compressor state" in d.decode_attention_varies_because
+    )

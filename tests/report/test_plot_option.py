@@ -1,4 +1,5 @@
-"""``--plot FILE`` on fp8-kv, spec-decode, goodput --target and experiment: the figure is written in the asked format, its marks match the --json, and nothing is overwritten."""
+"""``--plot FILE`` on fp8-kv, spec-decode, goodput --target and experiment: the figure is written in the asked format,
+its marks match the --json, and nothing is overwritten."""
 
 from __future__ import annotations
 
@@ -58,7 +59,9 @@ def test_plot_refusals(tmp_path):
     existing.write_bytes(b"mine")
     for args in (["fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--plot", str(existing)],
                  ["fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--plot", str(tmp_path / "x.jpg")],
-                 ["goodput", str(PERF / "stage_1_lifecycle_metrics.json"), "--slo", "ttft=100ms", "--plot", str(tmp_path / "y.png")]):
+                 ["goodput", str(PERF / "stage_1_lifecycle_metrics.json"), "--slo", "ttft=100ms", "--plot",
+                  str(tmp_path / "y.png")]):
         res = runner.invoke(app, args)
-        assert res.exit_code != 0 and re.search(r"refusing to overwrite|ending in|add --target", str(res.exception)), args
+        assert res.exit_code != 0 and re.search(r"refusing to overwrite|ending in|add --target",
+                                                str(res.exception)), args
     assert existing.read_bytes() == b"mine"

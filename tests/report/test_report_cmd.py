@@ -1,4 +1,5 @@
-"""``kvledger report``: the HTML holds every figure with its table, its numbers equal the --json of the commands it summarises, PNGs, refusals, and a headless-Chromium render."""
+"""``kvledger report``: the HTML holds every figure with its table, its numbers equal the --json of the commands it
+summarises, PNGs, refusals, and a headless-Chromium render."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ BENCH = Path(__file__).resolve().parents[1] / "evidence" / "data" / "inference-p
 FIGURES = [k for _, _, keys in SECTIONS for k in keys]
 # a small workload keeps the test fast: 150 requests per simulation (docs/reference.md's command uses 2,000)
 ARGS = ["meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv", "--slo", "ttft=200ms,tpot=50ms",
-        "--api", "OpenAI:gpt-4.1", "--num-requests", "150", "--engineer-months-per-month", "0.1", "--engineer-usd-per-month", "20000",
+        "--api", "OpenAI:gpt-4.1", "--num-requests", "150", "--engineer-months-per-month", "0.1",
+            "--engineer-usd-per-month", "20000",
         "--cache-hit-rate", "0.5", "--monthly-tokens", "3e8"]
 
 
@@ -48,7 +50,8 @@ def test_report_numbers_equal_plan_and_cost_json(built):
     _, data = built
     assert data["plan"] == _norm(_cli_json(data["commands"]["plan"]))
     assert data["cost"] == _norm(_cli_json(data["commands"]["cost"]))
-    # hand check of the plan behind the figures: 2 (K,V) × 32 layers × 8 KV heads × 128 × 2 B = 131,072 B per token, and an
+    # hand check of the plan behind the figures: 2 (K,V) × 32 layers × 8 KV heads × 128 × 2 B = 131,072 B per token, and
+    # an
     # 8K request needs 8,192 / 16 = 512 blocks, so the concurrency at 8K is num_gpu_blocks / 512
     conc = {r["context_tokens"]: r for r in data["plan"]["concurrency"]}
     assert data["plan"]["kv"]["bytes_per_token_per_gpu"] == 131072
@@ -65,7 +68,11 @@ def test_report_capacity_and_sweep_equal_goodput_and_simulate_json(built):
     point = data["rate_sweep"][0]  # 0.25 × the capacity
     sim = _cli_json(data["commands"]["sweep_point"].replace("RATE", repr(point["rate_req_per_s"])))
     assert _norm(sim["summary"]) == point["summary"]
-    static = _cli_json(data["commands"]["engine_savings"].replace("RATE", repr(cs["boundary_rate_req_per_s"])).replace("static|contiguous", "static"))
+    static = _cli_json(
+        data["commands"]["engine_savings"]
+        .replace("RATE", repr(cs["boundary_rate_req_per_s"]))
+        .replace("static|contiguous", "static")
+    )
     assert _norm(static["summary"]) == data["engine_savings"]["static"]["summary"]
     # each ratio is the continuous engine's figure over its named baseline
     r = data["engine_savings"]["ratios"][0]
@@ -75,12 +82,14 @@ def test_report_capacity_and_sweep_equal_goodput_and_simulate_json(built):
 
 
 def test_measured_points_equal_goodput_json(built):
-    # inference-perf stage 1 (Llama-3-8B on one H100 at 37.97 req/s offered): the point drawn is what `goodput FILE --json` says
+    # inference-perf stage 1 (Llama-3-8B on one H100 at 37.97 req/s offered): the point drawn is what `goodput FILE
+    # --json` says
     _, data = built
     (m,) = data["measured"]
     res = runner.invoke(app, ["goodput", str(BENCH), "--slo", "ttft=200ms,tpot=50ms", "--json"])
     g = json.loads(res.stdout)
-    assert (m["rate_req_per_s"], m["attainment"], m["goodput_req_per_s"]) == (37.97, g["attainment"], g["goodput_req_per_s"])
+    assert (m["rate_req_per_s"], m["attainment"], m["goodput_req_per_s"]) == (37.97, g["attainment"],
+                                                                              g["goodput_req_per_s"])
     assert m["estimate"] is True  # the file holds percentiles only: a bounded estimate, flagged
     # the latency point is the file's own p90 TTFT (inference-perf successes.latency.time_to_first_token, 37.5 ms)
     assert m["ttft_s"]["p90"] == pytest.approx(0.03753255426418036)

@@ -134,9 +134,9 @@ def _utilization_option(p: Plan, build: Callable) -> list[Option]:
 
 
 BIGGER_MEMORY_RATIO = 1.05
-"""A GPU counts as bigger with at least 5% more device memory: an A100-80GB (79.57 GiB) is not bigger than an H100
-(79.22 GiB), and what fits there fits through vLLM's other defaults on it, not through memory. The same 5% step
-groups the bigger GPUs into memory sizes (H100 NVL 93.16 and RTX PRO 6000 89.41 GiB are one size)."""
+"""A GPU counts as bigger with at least 5% more device memory: an A100-80GB (79.25 GiB) is not bigger than an H100
+(79.19 GiB), and what fits there fits through vLLM's other defaults on it, not through memory. The same 5% step
+groups the bigger GPUs into memory sizes (H100 NVL 93.14, RTX PRO 6000 94.97 and H20 95.14 GiB are one size)."""
 GPU_SUGGESTIONS = 3
 SUPERCHIP_PREFIXES = ("nvidia_gh", "nvidia_gb")
 """Grace superchips (GH200, GB200, GB300): a CPU+GPU module, another server rather than a card swap; suggested only

@@ -69,9 +69,12 @@ class DistServeStepCost:
         decode_ctx = self._decode_coef(shape.num_decode_seqs)[1] * shape.decode_kv_tokens
         t_ms = float(a + b * shape.num_tokens + c * sq + decode_ctx)
         if t_ms <= 0.0:  # a fit with a negative quadratic term turns negative far outside the prompts it was fitted on
-            raise InputError(f"the calibrated step cost {self.name} prices a step of {shape.num_prefill_tokens:,} prefill tokens "
-                             f"at {t_ms / 1000.0:.3g} s: its fit (prefill {a:g} + {b:g}·tokens + {c:g}·Σt² ms) does not hold "
-                             "this far outside the measurements it came from; use --step-cost roofline, or calibrate on "
+            raise InputError(f"the calibrated step cost {self.name} prices a step of {shape.num_prefill_tokens:,} "
+                             f"prefill tokens "
+                             f"at {t_ms / 1000.0:.3g} s: its fit (prefill {a:g} + {b:g}·tokens + {c:g}·Σt² ms) does "
+                             f"not hold "
+                             "this far outside the measurements it came from; use --step-cost roofline, or calibrate "
+                             "on "
                              "runs with prompts this long (kvledger calibrate)")
         return t_ms / 1000.0
 
@@ -140,7 +143,8 @@ class SplitwiseStepCost:
             return np.zeros(num_steps, dtype=np.float64)
         base = self._interp(num_seqs, self.batch, self.token_ms)
         kv = kv_tokens + num_seqs * np.arange(num_steps, dtype=np.float64)
-        return np.maximum(base + self.kv_ms_per_token * (kv - num_seqs * self.ref_kv_tokens), 0.1 * self.token_ms[0]) / 1000.0
+        return np.maximum(base + self.kv_ms_per_token * (kv - num_seqs * self.ref_kv_tokens),
+                          0.1 * self.token_ms[0]) / 1000.0
 
 
 def _load_splitwise(model: str, hardware: str, tp: int) -> SplitwiseStepCost:
@@ -280,7 +284,8 @@ def get_calibrated_cost(name_or_model: str, gpu: str = "A100-80GB", tp: int = 1,
                and c.tp == tp and (source is None or c.source == source)]
     if not matches:
         known = [c.key for c in list_calibrated()]
-        raise UnknownNameError("calibrated step cost", f"{source + ':' if source else ''}{name_or_model}@{gpu_key}/tp{tp}",
+        raise UnknownNameError("calibrated step cost",
+                               f"{source + ':' if source else ''}{name_or_model}@{gpu_key}/tp{tp}",
                                known, hint=f"Available: {', '.join(known)}.")
     best = min(matches, key=lambda c: CALIBRATION_SOURCES.index(c.source))
     return _build(best, include_cpu_overhead)

@@ -19,7 +19,8 @@ PLAIN_FLOAT_MAX_STEPS = 96  # runs of decode steps this short are priced in Pyth
 
 
 class DecodePrices:
-    """``_gemm_s``, ``decode_plain_terms``, ``decode_steps_list`` and ``decode_steps_s`` of a roofline step-cost model."""
+    """``_gemm_s``, ``decode_plain_terms``, ``decode_steps_list`` and ``decode_steps_s`` of a roofline step-cost
+    model."""
 
     def _gemm_s(self, num_seqs: int) -> float:
         """Weight-matmul term of a pure-decode step of ``num_seqs`` sequences, s (cached; as ``costs``/``time_s``
@@ -48,7 +49,8 @@ class DecodePrices:
 
     def decode_plain_terms(self, num_seqs: int) -> tuple[float, float, float] | None:
         """``(gemm s, KV bytes per token, bandwidth B/s)`` when every pure-decode step of ``num_seqs`` sequences costs
-        ``gemm + bytes_per_token · kv_tokens / bandwidth`` as ``decode_steps_list`` computes it (bandwidth-bound attention,
+        ``gemm + bytes_per_token · kv_tokens / bandwidth`` as ``decode_steps_list`` computes it (bandwidth-bound
+        attention,
         no state, all-reduce or CPU term); None otherwise (then ask ``decode_steps_list``)."""
         if num_seqs == 0 or not self._bw_bound or self._moe_terms:
             return None

@@ -28,7 +28,8 @@ from kvledger.accounting.kvcache import KVLedger
 from kvledger.catalog.layers import MLAAttention, SlidingWindowAttention
 from kvledger.catalog.modelspec import ModelSpec
 
-__all__ = ["SWA_FULL_TOKENS_RATIO", "MAMBA_FULL_MEMORY_RATIO", "SglangPools", "sglang_pools", "TrtWindowPool", "trtllm_window_pools",
+__all__ = ["SWA_FULL_TOKENS_RATIO", "MAMBA_FULL_MEMORY_RATIO", "SglangPools", "sglang_pools", "TrtWindowPool",
+           "trtllm_window_pools",
            "TRTLLM_RUNTIMES"]
 
 SWA_FULL_TOKENS_RATIO = 0.8
@@ -69,14 +70,17 @@ def sglang_pools(kv: KVLedger, available_bytes: float, page: int = 1,
         slots = max(0, int((budget - per_req) // per_req))
         state_bytes = (slots + 1) * per_req
         rest -= state_bytes
-        notes.append(f"Mamba state: {slots:,} request slots (+1 padding) of {per_req:,.0f} B = {mamba_ratio}/(1+{mamba_ratio}) of the "
+        notes.append(f"Mamba state: {slots:,} request slots (+1 padding) of {per_req:,.0f} B = "
+                     f"{mamba_ratio}/(1+{mamba_ratio}) of the "
                      "budget (SGLang mamba_full_memory_ratio); the KV pool gets the rest")
     if full and swa:
         cell = full + swa_ratio * swa
         full_tokens = max(0, int(rest // cell)) // page * page
         swa_tokens = int(full_tokens * swa_ratio) // page * page
-        notes.append(f"sliding-window layers have their own pool: {swa_tokens:,} tokens = {swa_ratio} × the full pool's "
-                     f"{full_tokens:,} (SGLang swa_full_tokens_ratio); one full token costs {full:,.0f} + {swa_ratio} × {swa:,.0f} B")
+        notes.append(f"sliding-window layers have their own pool: {swa_tokens:,} tokens = {swa_ratio} × the full "
+                     f"pool's "
+                     f"{full_tokens:,} (SGLang swa_full_tokens_ratio); one full token costs {full:,.0f} + {swa_ratio} "
+                     f"× {swa:,.0f} B")
         return SglangPools(full_tokens, swa_tokens, full, swa, cell, slots, state_bytes, notes)
     cell = full or swa
     tokens = max(0, math.floor(rest / cell)) // page * page if cell else 0
@@ -125,7 +129,8 @@ def trtllm_window_pools(model: ModelSpec, tp: int, elem_bytes: float, max_seq_le
     if len(per_window) == 1:
         (w, b), = per_window.items()
         t = max(0, math.floor(memory_bytes / b)) if b else 0
-        return [TrtWindowPool(w, b, 1.0, t, t // tokens_per_block if runtime == "pytorch" else -(-t // tokens_per_block))]
+        return [TrtWindowPool(w, b, 1.0, t,
+                              t // tokens_per_block if runtime == "pytorch" else -(-t // tokens_per_block))]
     total = sum(b * w for w, b in per_window.items())
     pools = []
     for w in sorted(per_window):

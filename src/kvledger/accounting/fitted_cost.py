@@ -1,4 +1,5 @@
-"""The step-cost model ``kvledger calibrate`` fits: affine in a step's shape, plus a per-step CPU/serving overhead, overlapped or not.
+"""The step-cost model ``kvledger calibrate`` fits: affine in a step's shape, plus a per-step CPU/serving overhead,
+overlapped or not.
 
 A step's GPU time is
 
@@ -112,7 +113,8 @@ class LinearStepCost:
 
     def step_times_of(self, pf_tok: np.ndarray, pf_seqs: np.ndarray, pf_kv: np.ndarray, pairs: np.ndarray,
                       dec: np.ndarray, dec_kv: np.ndarray) -> np.ndarray:
-        """``step_time_s`` over arrays of StepShape's fields, s (accounting/step_split.py prices many steps' parts at once)."""
+        """``step_time_s`` over arrays of StepShape's fields, s (accounting/step_split.py prices many steps' parts at
+        once)."""
         g = (self.fixed_s + self.prefill_token_s * pf_tok + self.prefill_pair_s * pairs + self.decode_seq_s * dec
              + self.decode_kv_token_s * dec_kv + np.where(pf_tok > 0, self.prefill_step_s, 0.0))
         t = np.maximum(g, self.cpu_overhead_s) if self.overlap else g + self.cpu_overhead_s

@@ -22,7 +22,8 @@ __all__ = ["KV_DTYPE_BYTES", "kv_elem_bytes", "check_tp", "KVGroup", "KVLedger",
 
 KV_DTYPE_BYTES = {"bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
                   "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1}
-"""Bytes per KV element by ``--kv-cache-dtype``; every fp8 variant is stored as uint8 (vLLM ``STR_DTYPE_TO_TORCH_DTYPE``)."""
+"""Bytes per KV element by ``--kv-cache-dtype``; every fp8 variant is stored as uint8 (vLLM
+``STR_DTYPE_TO_TORCH_DTYPE``)."""
 
 
 def kv_elem_bytes(kv_cache_dtype: str, model: ModelSpec) -> int:
@@ -35,7 +36,8 @@ def kv_elem_bytes(kv_cache_dtype: str, model: ModelSpec) -> int:
     if d == "auto":
         return model.dtype_bytes
     if d not in KV_DTYPE_BYTES:
-        raise InputError(f"--kv-cache-dtype {kv_cache_dtype!r} is not supported; use auto, bf16, fp16, fp8, fp8_e4m3 or fp8_e5m2")
+        raise InputError(f"--kv-cache-dtype {kv_cache_dtype!r} is not supported; use auto, bf16, fp16, fp8, fp8_e4m3 "
+                         f"or fp8_e5m2")
     return KV_DTYPE_BYTES[d]
 
 
@@ -48,11 +50,13 @@ def check_tp(model: ModelSpec, tp: int) -> None:
     if tp < 1:
         raise InputError(f"--tp must be ≥ 1, got {tp}")
     if model.num_attention_heads % tp:
-        raise InputError(f"--tp {tp}: {model.name} has {model.num_attention_heads} attention heads, not divisible by {tp}")
+        raise InputError(f"--tp {tp}: {model.name} has {model.num_attention_heads} attention heads, not divisible by "
+                         f"{tp}")
     nkv = model.num_kv_heads
     if nkv and not any(isinstance(l, MLAAttention) for l in model.layers):
         if (nkv >= tp and nkv % tp) or (nkv < tp and tp % nkv):
-            raise InputError(f"--tp {tp}: {nkv} KV heads can be neither split evenly nor replicated evenly over {tp} GPUs")
+            raise InputError(f"--tp {tp}: {nkv} KV heads can be neither split evenly nor replicated evenly over {tp} "
+                             f"GPUs")
 
 
 @dataclass(frozen=True)
@@ -117,16 +121,23 @@ class KVLedger:
                 "bytes_per_token_per_gpu": self.bytes_per_token, "bytes_per_token_model": self.bytes_per_token_model,
                 "growing_bytes_per_token_per_gpu": self.growing_bytes_per_token,
                 "state_bytes_per_seq_per_gpu": self.state_bytes_per_seq, "notes": list(self.notes),
-                "groups": [{"kind": g.kind, "num_layers": g.num_layers, "bytes_per_token_per_layer": g.bytes_per_token_per_layer,
+                "groups": [{"kind": g.kind, "num_layers": g.num_layers,
+                            "bytes_per_token_per_layer": g.bytes_per_token_per_layer,
                             "bytes_per_token": g.bytes_per_token, "state_bytes_per_seq": g.state_bytes_per_seq,
-                            "window_tokens": getattr(g.spec, "window_tokens", None) or getattr(g.spec, "chunk_tokens", None),
+                            "window_tokens": getattr(g.spec, "window_tokens", None) or getattr(g.spec, "chunk_tokens",
+                                None),
                             "formula": g.formula} for g in self.groups]}
 
 
 def _group(spec: LayerSpec, n: int, s: float, tp: int, state_s: tuple[float, float]) -> KVGroup:
     if isinstance(spec, StateLayer):
         sb = spec.state_bytes(state_s[0], state_s[1], tp)
-        f = f"{n} layers × ({spec.conv_elements:,} conv × {state_s[0]:g} B + {spec.ssm_elements:,} SSM × {state_s[1]:g} B)" + (f" / TP {tp}" if tp > 1 else "") + f" = {n * sb:,.0f} B per sequence"
+        f = (
+            f"{n} layers × ({spec.conv_elements:,} conv × {state_s[0]:g} B + {spec.ssm_elements:,} SSM × "
+            f"{state_s[1]:g} B)"
+            + (f" / TP {tp}" if tp > 1 else "")
+            + f" = {n * sb:,.0f} B per sequence"
+        )
         return KVGroup(spec, n, 0.0, 0.0, n * sb, f)
     per_layer = spec.kv_bytes_per_token(s, tp)
     total = n * per_layer
@@ -154,7 +165,8 @@ def _group(spec: LayerSpec, n: int, s: float, tp: int, state_s: tuple[float, flo
     return KVGroup(spec, n, per_layer, total, 0.0, f)
 
 
-def kv_ledger(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, *, mamba_ssm_cache_dtype: str = "auto") -> KVLedger:
+def kv_ledger(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, *,
+              mamba_ssm_cache_dtype: str = "auto") -> KVLedger:
     """Build the KV-bytes ledger.
 
     Args:
@@ -169,7 +181,8 @@ def kv_ledger(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, *, ma
     check_tp(model, tp)
     s = kv_elem_bytes(kv_cache_dtype, model)
     if s != 1 and kv_cache_dtype.lower() != "auto" and has_compressed_mla(model.layers):
-        raise InputError(f"--kv-cache-dtype {kv_cache_dtype}: vLLM 0.33 keeps DeepSeek-V4's cache in the fp8_ds_mla format "
+        raise InputError(f"--kv-cache-dtype {kv_cache_dtype}: vLLM 0.33 keeps DeepSeek-V4's cache in the fp8_ds_mla "
+                         f"format "
                          "on FlashMLA (fp8 only: 'auto' and fp8 become fp8_ds_mla); use auto or fp8")
     ssm_s = 4 if mamba_ssm_cache_dtype.lower() in ("float32", "fp32") else model.dtype_bytes
     buckets: dict[LayerSpec, int] = {}
@@ -180,7 +193,8 @@ def kv_ledger(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, *, ma
     per_gpu = sum(g.bytes_per_token for g in groups)
     model_tp1 = sum(n * sp.kv_bytes_per_token(s, 1) for sp, n in buckets.items())
     growing = sum(g.bytes_per_token for g in groups if g.kind in ("full", "mla"))
-    return KVLedger(groups, kv_cache_dtype, s, tp, per_gpu, model_tp1, growing, sum(g.state_bytes_per_seq for g in groups),
+    return KVLedger(groups, kv_cache_dtype, s, tp, per_gpu, model_tp1, growing,
+                    sum(g.state_bytes_per_seq for g in groups),
                     tuple(_notes(model, buckets, s, tp, model_tp1)))
 
 
@@ -193,14 +207,18 @@ def _notes(model: ModelSpec, buckets: dict, s: float, tp: int, model_tp1: float)
             ratio = sp.num_attention_heads // sp.num_kv_heads
             wrong = model_tp1 * ratio
             kind = "MQA" if sp.num_kv_heads == 1 else "GQA"
-            notes.append(f"{kind}: {sp.num_kv_heads} KV heads ≠ {sp.num_attention_heads} attention heads (group of {ratio}); "
-                         f"sizing with attention heads would give {wrong:,.0f} B/token ({wrong / KiB:,.0f} KiB), {ratio}× too high")
+            notes.append(f"{kind}: {sp.num_kv_heads} KV heads ≠ {sp.num_attention_heads} attention heads (group of "
+                         f"{ratio}); "
+                         f"sizing with attention heads would give {wrong:,.0f} B/token ({wrong / KiB:,.0f} KiB), "
+                         f"{ratio}× too high")
         if sp.num_kv_heads < tp:
-            notes.append(f"TP {tp} > {sp.num_kv_heads} KV heads: each GPU holds 1 whole KV head (replicated), so per-GPU KV stops shrinking beyond TP {sp.num_kv_heads}")
+            notes.append(f"TP {tp} > {sp.num_kv_heads} KV heads: each GPU holds 1 whole KV head (replicated), so "
+                         f"per-GPU KV stops shrinking beyond TP {sp.num_kv_heads}")
     if any(isinstance(sp, MLAAttention) for sp in buckets):
         notes.append("MLA: the latent cache is replicated on every TP rank; per-GPU KV bytes do not shrink with TP")
     if any(isinstance(sp, CompressedMLAAttention) for sp in buckets):
-        notes.append("DeepSeek-V4: every cached entry is a 584-B fp8_ds_mla entry (448 FP8 NoPE + 64 BF16 RoPE values + "
+        notes.append("DeepSeek-V4: every cached entry is a 584-B fp8_ds_mla entry (448 FP8 NoPE + 64 BF16 RoPE values "
+                     "+ "
                      "8 B of scales): --kv-cache-dtype auto and every fp8 variant become fp8_ds_mla in vLLM 0.33; the "
                      "compressor states are float32")
     return notes

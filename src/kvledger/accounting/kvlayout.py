@@ -43,10 +43,12 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
         grid_tokens = math.lcm(block_size, checkpoint_alignment_tokens) if checkpoint_alignment_tokens else block_size
         aligned = grid_tokens * cdiv(int(need), int(grid_tokens * attn_tok))
         if aligned > B:
-            grid = (f"alignment lcm({block_size}, {checkpoint_alignment_tokens}-token Mamba chunk or checkpoint grid) = {grid_tokens}"
+            grid = (f"alignment lcm({block_size}, {checkpoint_alignment_tokens}-token Mamba chunk or checkpoint grid) "
+                    f"= {grid_tokens}"
                     if grid_tokens != block_size else f"alignment {block_size} assumed")
             notes.append(f"hybrid state layers: attention block size raised to {aligned} tokens so one attention page "
-                         f"({aligned} × {attn_tok:,.0f} B) holds a {need:,.0f}-B state page (kv_cache_utils _align_hybrid_block_size; {grid})")
+                         f"({aligned} × {attn_tok:,.0f} B) holds a {need:,.0f}-B state page (kv_cache_utils "
+                         f"_align_hybrid_block_size; {grid})")
             B = aligned
     rows = []
     for l in model.layers:
@@ -59,7 +61,8 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
         window = getattr(l, "window_tokens", 0) or getattr(l, "chunk_tokens", 0)
         rows.append((kind, window if kind != "full" else 0, int(per_tok[l] * B)))
     if unify_hybrid and any(l is not None and l.kind in ("sliding_window", "chunked_local") for l in model.layers):
-        notes.append("hybrid KV cache manager disabled (or vLLM < 0.9): sliding/chunked layers allocated as full attention")
+        notes.append("hybrid KV cache manager disabled (or vLLM < 0.9): sliding/chunked layers allocated as full "
+                     "attention")
     attn_page = max((p for _, _, p in rows if p is not None), default=0)
     rows = [(k, w, p if p is not None else attn_page) for k, w, p in rows]
     return rows, B, notes
@@ -83,7 +86,8 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
     if has_compressed_mla(model.layers):  # DeepSeek-V4: vLLM 0.33's packed layout
         return dsv4_layout(model, block_size)
     rows, B, notes = _layer_pages(model, kv, block_size, unify_hybrid, checkpoint_alignment_tokens)
-    if not rows:  # no layer keeps a cache: vLLM builds no KV cache group (kv_cache_utils.get_kv_cache_groups returns [])
+    # no layer keeps a cache: vLLM builds no KV cache group (kv_cache_utils.get_kv_cache_groups returns [])
+    if not rows:
         return KVLayout((), 0, B, 0, ("no layer keeps a KV cache or state of its own: no KV cache group, no block pool "
                                       "(kv_cache_utils.is_kv_cache_type_attention_free)",))
     buckets: dict[tuple, int] = {}
@@ -113,8 +117,10 @@ def vllm_layout(model: ModelSpec, kv: KVLedger, block_size: int, *, unify_hybrid
         for j in range(k):
             real = min(group_size, n - j * group_size)
             groups.append(AllocGroup(kind, real, group_size, bs[(kind, window, _)], max_page, window,
-                                     state_pages_per_request if kind == "state" else 1, kind == "state" and state_page_per_block))
+                                     state_pages_per_request if kind == "state" else 1,
+                                         kind == "state" and state_page_per_block))
     if padding:
-        notes.append(f"{padding} padding layer slots: buckets of {dict((k[0], v) for k, v in buckets.items())} split into groups of {group_size}")
+        notes.append(f"{padding} padding layer slots: buckets of {dict((k[0], v) for k, v in buckets.items())} split "
+                     f"into groups of {group_size}")
     attn_bs = min((g.block_size for g in groups if g.kind != "state"), default=B)
     return KVLayout(tuple(groups), group_size * max_page, attn_bs, padding, tuple(notes))

@@ -17,7 +17,8 @@ from kvledger.units import cdiv
 __all__ = ["dsv4_layout", "approximate_gcd", "DSV4_BLOCK_SIZE", "DSV4_SWA_BLOCK_SIZE"]
 
 DSV4_BLOCK_SIZE = 256
-"""The only kernel block size DeepSeek-V4's sparse MLA backend supports (vLLM 0.33 ``models/deepseek_v4/sparse_mla.py``)."""
+"""The only kernel block size DeepSeek-V4's sparse MLA backend supports (vLLM 0.33
+``models/deepseek_v4/sparse_mla.py``)."""
 DSV4_SWA_BLOCK_SIZE = 64
 """``DeepseekV4SWACache``'s block size (vLLM 0.33 ``v1/attention/backends/mla/sparse_swa.py``), tokens."""
 _ALIGN = 576
@@ -39,7 +40,8 @@ def _layer_caches(l: CompressedMLAAttention, block_size: int) -> list[tuple[tupl
     out = []
     if r > 1:
         out.append((("full", block_size), _pad(block_size // r * FP8_DS_MLA_ENTRY_BYTES)))
-    out.append((("sliding_window", l.swa_window_tokens, DSV4_SWA_BLOCK_SIZE), _pad(DSV4_SWA_BLOCK_SIZE * FP8_DS_MLA_ENTRY_BYTES)))
+    out.append((("sliding_window", l.swa_window_tokens, DSV4_SWA_BLOCK_SIZE),
+                _pad(DSV4_SWA_BLOCK_SIZE * FP8_DS_MLA_ENTRY_BYTES)))
     if r > 1:
         b = _COMPRESSOR_BLOCK[r]
         out.append((("sliding_window", l.compressor_coff * r, b), _pad(b * l.compressor_state_bytes_per_token())))
@@ -79,7 +81,8 @@ def dsv4_layout(model: ModelSpec, block_size: int) -> KVLayout:
         group = AllocGroup("sliding_window", n_layers, n_layers, key[2], n_layers * page, key[1])
         return KVLayout((group,), n_layers * page, block_size, 0,
                         ("window-only layers: one KV cache group of every layer (kv_cache_planning "
-                         "_get_kv_cache_groups_uniform_type); each group's page_bytes (--json memory.layout.groups) is its whole slab of the block",))
+                         "_get_kv_cache_groups_uniform_type); each group's page_bytes (--json memory.layout.groups) is "
+                         "its whole slab of the block",))
     balanced = {k: len(set(p.values())) == 1 for k, p in buckets.items()}
     most = {k: max(p.values()) for k, p in buckets.items()}  # get_max_layers_per_page_size
     min_repeats = max((most[k] for k in buckets if balanced[k] and len(buckets[k]) > 1), default=0)
@@ -115,7 +118,10 @@ def dsv4_layout(model: ModelSpec, block_size: int) -> KVLayout:
     bytes_per_block = max(g.page_bytes for g in groups)
     notes = (f"vLLM 0.33 packed layout (kv_cache_planning._get_packed_kv_cache_groups): {len(groups)} groups from "
              f"{len(buckets)} cache types" + (f", split by {repeats} repeats of the layer pattern" if repeats else "")
-             + f"; one block is {bytes_per_block:,} B (the widest group's pages, each padded to {_ALIGN} B); compressed "
-             f"entries and indexer keys in blocks of {block_size} tokens, raw windows of {DSV4_SWA_BLOCK_SIZE}, compressor "
-             "states of 4 (ratio 4) or 8 (ratio 128); each group's page_bytes (--json memory.layout.groups) is its whole slab of the block",)
+             + f"; one block is {bytes_per_block:,} B (the widest group's pages, each padded to {_ALIGN} B); "
+               f"compressed "
+             f"entries and indexer keys in blocks of {block_size} tokens, raw windows of {DSV4_SWA_BLOCK_SIZE}, "
+             f"compressor "
+             "states of 4 (ratio 4) or 8 (ratio 128); each group's page_bytes (--json memory.layout.groups) is its "
+             "whole slab of the block",)
     return KVLayout(tuple(groups), bytes_per_block, block_size, 0, notes)

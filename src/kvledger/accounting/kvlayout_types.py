@@ -52,7 +52,8 @@ class AllocGroup:
         return cdiv(L, B)
 
     def blocks_for_tokens(self, num_tokens: int) -> int:
-        """Blocks a running request holds after ``num_tokens`` computed tokens (steady state, out-of-window blocks freed).
+        """Blocks a running request holds after ``num_tokens`` computed tokens (steady state, out-of-window blocks
+        freed).
 
         A state group holds one page between steps in every Mamba mode: in "align" mode
         ``vllm/v1/core/single_type_kv_cache_manager.py : MambaManager.remove_skipped_blocks`` frees (into the
@@ -97,6 +98,7 @@ class KVLayout:
         return sum(g.blocks_for_tokens(num_tokens) for g in self.groups)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"bytes_per_block": self.bytes_per_block, "block_size": self.block_size, "padding_layers": self.padding_layers,
+        return {"bytes_per_block": self.bytes_per_block, "block_size": self.block_size,
+                "padding_layers": self.padding_layers,
                 "num_groups": len(self.groups), "notes": list(self.notes),
                 "groups": [g.__dict__ for g in self.groups]}

@@ -15,12 +15,12 @@ from typing import Any
 
 from kvledger.units import GiB
 
-__all__ = ["LineItem", "MemoryPlan", "sglang_mem_fraction_static"]
+__all__ = ["Deduction", "MemoryPlan", "sglang_mem_fraction_static"]
 
 
 @dataclass(frozen=True)
-class LineItem:
-    """One term of the memory ledger.
+class Deduction:
+    """One deduction of the memory ledger (a term taken from the budget before the KV pool is sized).
 
     Attributes:
         name: what it is. bytes: its size, B (a term subtracted from the budget is positive here).
@@ -30,9 +30,24 @@ class LineItem:
     name: str
     bytes: float
     source: str
+    low: float | None = None
+    high: float | None = None
+    range_source: str = ""
+    """Why the term spans low–high (the evidence, or its absence, for this version, GPU and topology)."""
+
+    @property
+    def low_bytes(self) -> float:
+        """The smallest value the evidence allows, B (the point value when the term is exact or given)."""
+        return self.bytes if self.low is None else self.low
+
+    @property
+    def high_bytes(self) -> float:
+        """The largest value the evidence allows, B."""
+        return self.bytes if self.high is None else self.high
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "bytes": self.bytes, "gib": self.bytes / GiB, "source": self.source}
+        return {"name": self.name, "bytes": self.bytes, "gib": self.bytes / GiB, "low_bytes": self.low_bytes,
+                "high_bytes": self.high_bytes, "source": self.source, "range_source": self.range_source}
 
 
 @dataclass(frozen=True)
@@ -68,7 +83,7 @@ class MemoryPlan:
     fraction_name: str
     fraction: float
     requested_bytes: int
-    deductions: tuple[LineItem, ...]
+    deductions: tuple[Deduction, ...]
     available_kv_bytes: int
     available_given: bool
     block_size: int
@@ -84,6 +99,9 @@ class MemoryPlan:
     requested_label: str = ""
     stages: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     kv_free: bool = False
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Low and high of available_kv_bytes, num_gpu_blocks, pool_tokens and max_concurrency (at max_model_len) from the
+    device total's and each term's range (kvledger.accounting.kv_range); empty when not computed."""
 
     @property
     def headroom_bytes(self) -> float:
@@ -106,7 +124,8 @@ class MemoryPlan:
                 "usable_blocks": self.usable_blocks, "pool_tokens": self.pool_tokens, "printed_lines": list(self.printed_lines),
                 "max_model_len": self.max_model_len, "max_num_batched_tokens": self.max_num_batched_tokens,
                 "max_num_seqs": self.max_num_seqs, "notes": list(self.notes), "requested_label": self.requested_label,
-                "stages": [dict(st) for st in self.stages], "kv_free": self.kv_free}
+                "stages": [dict(st) for st in self.stages], "kv_free": self.kv_free,
+                "ranges": {k: list(v) for k, v in self.ranges.items()}}
 
 
 def sglang_mem_fraction_static(gpu_mem_mib: float, tp: int, chunked_prefill_size: int, cuda_graph_max_bs: int) -> tuple[float, str]:

@@ -24,7 +24,8 @@ from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB, MiB
 
 __all__ = ["SAMPLER_FP32_COPIES", "NON_TORCH_BYTES", "CUDAGRAPH_BYTES_PER_GRAPH", "activation_peak_bytes",
-           "forward_peak_bytes", "sampler_peak_bytes", "cudagraph_capture_sizes", "cudagraph_bytes", "fit_sampler_copies"]
+           "forward_peak_bytes", "sampler_peak_bytes", "cudagraph_capture_sizes", "cudagraph_bytes",
+               "fit_sampler_copies"]
 
 SAMPLER_FP32_COPIES = 9.57
 """Live fp32 (num_reqs × vocab) tensors at the sampler's peak, fitted by least squares to the three
@@ -52,7 +53,8 @@ def forward_peak_bytes(model: ModelSpec, num_tokens: int, tp: int = 1) -> float:
     h, d = model.hidden_size, model.head_dim
     qkv = (model.num_attention_heads + 2 * model.num_kv_heads) * d / tp
     if model.is_moe:
-        inter = max((w.rows for w in model.weights if w.expert and w.path.endswith("up_proj.weight")), default=model.intermediate_size)
+        inter = max((w.rows for w in model.weights if w.expert and w.path.endswith("up_proj.weight")),
+                    default=model.intermediate_size)
         mlp = model.experts_per_token * 3 * inter / tp
     else:
         mlp = 3 * model.intermediate_size / tp
@@ -64,7 +66,8 @@ def sampler_peak_bytes(model: ModelSpec, num_reqs: int, copies: float = SAMPLER_
     return copies * num_reqs * model.vocab_size * 4
 
 
-def activation_peak_bytes(model: ModelSpec, max_num_batched_tokens: int, max_num_seqs: int, tp: int = 1) -> tuple[float, str]:
+def activation_peak_bytes(model: ModelSpec, max_num_batched_tokens: int, max_num_seqs: int, tp: int = 1) -> tuple[float,
+    str]:
     """The torch peak increase of vLLM's profile run, per GPU, B, and how it was obtained."""
     reqs = min(max_num_seqs, max_num_batched_tokens)
     fwd = forward_peak_bytes(model, max_num_batched_tokens, tp)
@@ -74,7 +77,8 @@ def activation_peak_bytes(model: ModelSpec, max_num_batched_tokens: int, max_num
         return smp, (f"model: sampler pass {SAMPLER_FP32_COPIES} × {reqs} reqs × {model.vocab_size:,} vocab × 4 B "
                      f"+ {max_num_batched_tokens} tokens × {model.hidden_size} × {model.dtype_bytes} B hidden states "
                      "(fitted to 3 H100 vLLM logs, within 0.02 GiB)")
-    return fwd, (f"model: forward pass over {max_num_batched_tokens} tokens × (2·h + qkv + 3·I) × {model.dtype_bytes} B "
+    return fwd, (f"model: forward pass over {max_num_batched_tokens} tokens × (2·h + qkv + 3·I) × {model.dtype_bytes} "
+                 f"B "
                  "(estimate; exceeds the fitted sampler term)")
 
 
@@ -89,11 +93,15 @@ def cudagraph_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int) -> l
 def cudagraph_bytes(max_num_seqs: int, max_num_batched_tokens: int) -> tuple[float, str]:
     """Estimated CUDA-graph memory, B: number of captured sizes × CUDAGRAPH_BYTES_PER_GRAPH (an assumption)."""
     n = len(cudagraph_capture_sizes(max_num_seqs, max_num_batched_tokens))
-    return n * CUDAGRAPH_BYTES_PER_GRAPH, f"assumption: {n} captured sizes × {CUDAGRAPH_BYTES_PER_GRAPH // MiB} MiB per graph"
+    return (
+        n * CUDAGRAPH_BYTES_PER_GRAPH,
+        f"assumption: {n} captured sizes × {CUDAGRAPH_BYTES_PER_GRAPH // MiB} MiB per graph",
+    )
 
 
 def fit_sampler_copies(rows: list[tuple[ModelSpec, float, int, int]]) -> float:
-    """Least-squares ``k`` in ``peak − T·h·dtype = k · reqs · vocab · 4`` over (model, peak_bytes, mnbt, max_num_seqs) rows."""
+    """Least-squares ``k`` in ``peak − T·h·dtype = k · reqs · vocab · 4`` over (model, peak_bytes, mnbt, max_num_seqs)
+    rows."""
     num = den = 0.0
     for m, peak, mnbt, seqs in rows:
         x = min(seqs, mnbt) * m.vocab_size * 4

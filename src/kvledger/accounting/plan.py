@@ -185,6 +185,11 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     s = settings or PlanSettings()
     _check_settings(gpu, s)
     checkpoint, model = model, served_model(model, s.dtype)
+    if s.engine == "vllm":
+        from kvledger.accounting.vllm_rules import LATEST, parse_version
+        from kvledger.accounting.vllm_sampler import pre_mla_cache_model
+
+        model = pre_mla_cache_model(model, parse_version(s.engine_version or LATEST))
     kv = kv_ledger(model, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
     layout, inflight = None, 0
     if s.engine == "vllm":

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 
+from kvledger.accounting import notes as N
 from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.kvcache import KVLedger
-from kvledger.accounting.memory import LineItem, MemoryPlan, sglang_defaults, sglang_mem_fraction_static
+from kvledger.accounting.memory import Deduction, MemoryPlan, sglang_defaults, sglang_mem_fraction_static
 from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
 from kvledger.accounting.plan_vllm import resolve_max_model_len
 from kvledger.accounting.settings import PlanSettings
@@ -58,18 +59,16 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     w = s.weights_bytes if s.weights_bytes is not None else w
     pre_free = gpu.memory_bytes - NON_TORCH_BYTES
     reserve = pre_free * (1 - mfs)
-    items = (LineItem("weights", w, "given" if s.weights_bytes is not None else f"computed: {how}"),
-             LineItem("reserve (1 − mem_fraction_static) × free before load", reserve,
-                      f"{1 - mfs:.3f} × ({gpu.memory_bytes / GiB:.2f} − 0.13 GiB CUDA context) GiB; activations and graphs live here"))
+    items = (Deduction("weights", w, "given" if s.weights_bytes is not None else f"computed: {how}"),
+             Deduction(N.SGLANG_RESERVE, reserve, N.sglang_reserve_source(1 - mfs, gpu.memory_bytes / GiB)))
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(pre_free - reserve - w)
     page = s.block_size or 1
     pools = sglang_pools(kv, avail, page)
     tokens, cell = pools.full_tokens, pools.cell_bytes
     if pools.state_bytes:
-        items = items + (LineItem(f"Mamba state pool ({pools.state_slots:,} + 1 request slots)", pools.state_bytes,
-                                  "mamba_full_memory_ratio 0.9: 0.9/1.9 of the budget in whole per-request slots "
-                                  "(kv_cache_configurator.py::_handle_max_mamba_cache)"),)
+        items = items + (Deduction(N.sglang_mamba_pool(pools.state_slots), pools.state_bytes,
+                                   N.SGLANG_MAMBA_POOL_SOURCE),)
     is_mla = any(isinstance(l, MLAAttention) for l in model.layers)
     size = tokens * pools.full_cell_bytes / GiB
     line = (f"KV Cache is allocated. #tokens: {tokens}, KV size: {size:.2f} GB" if is_mla
@@ -82,20 +81,16 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
         ratio, why = sglang_mamba_ratio(model.architectures)
         cap = pools.state_slots // ratio
         if cap <= 0:
-            raise InputError(f"SGLang would refuse to start: {pools.state_slots} Mamba state slots serve no request at "
-                             f"{ratio} slots each ({why}); raise --mem-fraction-static or use a GPU with more memory")
+            raise InputError(N.sglang_no_mamba_request(pools.state_slots, ratio, why))
         if cap < mrr:
-            mamba_note = [f"max_running_requests capped to {cap:,} by the Mamba state pool: {pools.state_slots:,} slots // "
-                          f"{ratio} ({why}; SGLang 0.5.23 kv_cache_configurator.resolve_max_num_reqs)"]
+            mamba_note = [N.sglang_mamba_cap(cap, pools.state_slots, ratio, why)]
         mrr = min(mrr, cap)
-    notes = [f"mem_fraction_static {mfs}: {msrc}", f"chunked_prefill_size {cps} (SGLang default for this GPU)",
-             f"max_running_requests {mrr}: min(clamp(#tokens/context_len·512, 2048, 4096), #tokens//2"
-             + (", the Mamba state pool's cap)" if mamba_note else ")"),
-             "SGLang prints sizes in GiB labelled 'GB'"] + mamba_note + pools.notes + _hybrid_note(kv, "sglang")
+    notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note)) + mamba_note + pools.notes
+             + _hybrid_note(kv, "sglang"))
     return MemoryPlan("sglang", "0.5.23 rules", gpu.memory_bytes, "mem_fraction_static", mfs, int(pre_free), items,
                       int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page, tokens, lines,
                       L, s.max_num_batched_tokens or cps, mrr, tuple(notes),
-                      "free before the weights load (device total − 0.13 GiB CUDA context)")
+                      N.SGLANG_REQUESTED)
 
 
 def _require_per_token_kv(model: ModelSpec, kv: KVLedger, engine: str) -> None:
@@ -155,41 +150,28 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     max_num_tokens = s.max_num_batched_tokens or 8192
     w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
     act = s.activation_peak_bytes if s.activation_peak_bytes is not None else forward_peak_bytes(model, max_num_tokens, s.tp)
-    items = (LineItem("weights", s.weights_bytes if s.weights_bytes is not None else w, f"computed: {how}" if s.weights_bytes is None else "given"),
-             LineItem("activation peak of the dry run" if runtime == "pytorch" else "TensorRT engine activation memory (allocated at load)", act,
-                      f"model: forward over max_num_tokens {max_num_tokens}" if s.activation_peak_bytes is None else "given"),
-             LineItem("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES, "as measured for vLLM on H100 (assumed)"))
+    items = (Deduction("weights", s.weights_bytes if s.weights_bytes is not None else w,
+                       f"computed: {how}" if s.weights_bytes is None else "given"),
+             Deduction(N.trtllm_activation(runtime), act,
+                       f"model: forward over max_num_tokens {max_num_tokens}" if s.activation_peak_bytes is None
+                       else "given"),
+             Deduction("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES,
+                       N.TRTLLM_NON_TORCH))
     free_after = gpu.memory_bytes - sum(i.bytes for i in items)
     # nothing free (the model does not fit): no reserve is kept, and the KV memory is the shortfall (negative)
     reserve = max(free_after, 0) * (1 - frac)
-    items = items + (LineItem(f"reserve (1 − free_gpu_memory_fraction) × {max(free_after, 0) / GiB:.2f} GiB free after "
-                              + ("the dry run" if runtime == "pytorch" else "the engine loads"),
-                              reserve, "KvCacheCreator._cal_max_memory keeps this share free" if runtime == "pytorch"
-                              else "kvCacheManager.cpp calculateMaxNumBlocks takes only the fraction of free memory"),)
+    items = items + (Deduction(N.trtllm_reserve(max(free_after, 0) / GiB, runtime), reserve,
+                               N.trtllm_reserve_source(runtime)),)
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(free_after - reserve)
     tpb = s.block_size or (32 if runtime == "pytorch" else 64)
     windows = trtllm_window_pools(model, s.tp, kv.elem_bytes, L, avail, tpb, runtime)
     per_tok = sum(w.bytes_per_token for w in windows)
-    if len(windows) == 1 and runtime == "pytorch":
-        max_tokens, blocks = windows[0].max_tokens, windows[0].blocks
-        rule = "blocks = max_tokens // tokens_per_block (one window: resource_manager.py::calculate_max_num_blocks)"
-    elif len(windows) == 1:
-        max_tokens, blocks = windows[0].max_tokens, windows[0].blocks
-        rule = ("blocks = ceil(max_tokens / tokens_per_block) (TensorRT-engine executor: kvCacheManager.cpp::"
-                "KVCacheManager::calculateMaxNumBlocks rounds up)")
-    else:
-        max_tokens, blocks = windows[-1].max_tokens, windows[-1].blocks  # the full-attention (largest-window) pool
-        rule = ("one pool per attention window (" + "; ".join(f"window {w.window:,}: {w.max_tokens:,} tokens, {w.blocks:,} blocks"
-                                                       for w in windows) +
-                "); memory shared by bytes-per-token × window, blocks = ceil(max_tokens / tokens_per_block) "
-                "(kvCacheManager.cpp::calculateMaxNumBlocks); the largest-window pool is shown and sets concurrency, "
-                "the sliding pools hold at most their window per request")
-    tpb_src = ("given" if s.block_size else "KvCacheConfig default" if runtime == "pytorch"
-               else "assumed: the engine's build-time tokens_per_block, 64 in trtllm-build's attention plugin config; pass --block-size")
-    notes = [f"free_gpu_memory_fraction {frac} ({'given' if s.free_gpu_memory_fraction else 'default'}) of memory free after the "
-             + ("dry run" if runtime == "pytorch" else "engine loads"), f"tokens_per_block {tpb} ({tpb_src})",
-             f"bytes per token {per_tok:,.0f} B from get_cache_size_per_token (integer division by TP)", rule] + _hybrid_note(kv, "trtllm")
+    full = windows[-1]  # one window, or the full-attention (largest-window) pool of several
+    max_tokens, blocks = full.max_tokens, full.blocks
+    tpb_src = N.trtllm_tokens_per_block_source(bool(s.block_size), runtime)
+    notes = (N.trtllm_settings(frac, bool(s.free_gpu_memory_fraction), runtime, tpb, tpb_src, per_tok)
+             + [N.trtllm_block_rule(runtime, windows)] + _hybrid_note(kv, "trtllm"))
     return MemoryPlan("trtllm", label, gpu.memory_bytes, "free_gpu_memory_fraction", frac, gpu.memory_bytes, items,
                       avail, given, tpb, int(windows[-1].bytes_per_token * tpb), blocks, blocks, max_tokens, (f"max_tokens={max_tokens}, blocks={blocks}",),
-                      L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes), "device total (the fraction applies to what is free after the dry run)")
+                      L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes), N.TRTLLM_REQUESTED)

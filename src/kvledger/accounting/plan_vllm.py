@@ -12,15 +12,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from kvledger.accounting import notes as N
 from kvledger.accounting import vllm_profile as P
 from kvledger.accounting import vllm_rules as R
+from kvledger.accounting.kv_range import kv_ranges
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout, vllm_layout
 from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
-from kvledger.accounting.memory import LineItem, MemoryPlan, floor_div
+from kvledger.accounting.memory import Deduction, MemoryPlan, floor_div
 from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_profile import PPStage
+from kvledger.accounting.vllm_terms import activation_item, weights_item
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention, StateLayer
@@ -69,32 +73,32 @@ def served_model(model: ModelSpec, dtype: str) -> ModelSpec:
 
 
 def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int, seqs: int, stage: PPStage,
-                checkpoint: ModelSpec) -> list[LineItem]:
+                checkpoint: ModelSpec) -> list[Deduction]:
+    """The terms taken from the budget before the KV pool: vLLM's ``gpu_worker.determine_available_memory``."""
     vtxt = ".".join(map(str, ver))
     if s.weights_bytes is not None:
-        items = [LineItem("weights", s.weights_bytes, "given (your log's 'Model loading took')")]
+        items = [Deduction("weights", s.weights_bytes, N.WEIGHTS_GIVEN)]
     else:
-        lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank, dtype=None if s.dtype == "auto" else s.dtype,
-                            quantization=s.quantization, gpu_arch=gpu.arch, engine_version=ver)
-        items = [LineItem("weights", lw.bytes, f"computed as vLLM allocates them: {lw.how}")]
-    if s.activation_peak_bytes is not None:
-        items.append(LineItem("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)"))
-    else:
-        peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, P.sm_count(gpu.gpu_id, gpu.arch))
-        items.append(LineItem("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}"))
+        lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank,
+                            dtype=None if s.dtype == "auto" else s.dtype, quantization=s.quantization,
+                            gpu_arch=gpu.arch, engine_version=ver)
+        items = [weights_item(lw.bytes, N.weights_computed(lw.how), checkpoint, gpu.arch)]
+    items.append(activation_item(model, gpu, s, ver, mnbt, seqs, stage))
     if s.non_torch_bytes is not None:
-        items.append(LineItem("non-torch memory", s.non_torch_bytes, "given"))
+        items.append(Deduction("non-torch memory", s.non_torch_bytes, N.NON_TORCH_GIVEN))
     else:
-        nt, src = P.non_torch(ver, s.tp, stage.pp)
-        items.append(LineItem("non-torch memory", nt, src))
-    if R.subtracts_cudagraphs(ver):
-        if s.cudagraph_bytes is not None:
-            items.append(LineItem("CUDA graphs (estimate)", s.cudagraph_bytes, "given (your log's 'Estimated CUDA graph memory')"))
-        else:
-            cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
-            items.append(LineItem("CUDA graphs (estimate)", cg, src + "; subtracted since vLLM 0.20 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 in envs.py)"))
+        t = non_torch_term(ver, s.tp, stage.pp, s.nnodes, gpu, s.disable_custom_all_reduce)
+        items.append(Deduction("non-torch memory", t.bytes, t.source, t.low, t.high, t.range_source))
+    if not R.subtracts_cudagraphs(ver):
+        items.append(Deduction("CUDA graphs", 0, N.cudagraphs_not_subtracted(vtxt)))
+    elif s.cudagraph_bytes is not None:
+        items.append(Deduction("CUDA graphs (estimate)", s.cudagraph_bytes, N.CUDAGRAPHS_GIVEN))
+    elif s.enforce_eager:
+        items.append(Deduction("CUDA graphs (estimate)", 0, "--enforce-eager: no CUDA graphs captured, nothing estimated"))
     else:
-        items.append(LineItem("CUDA graphs", 0, f"not subtracted by vLLM {vtxt} (captured after the KV pool is sized; 0.20+ subtracts an estimate)"))
+        cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
+        items.append(Deduction("CUDA graphs (estimate)", cg, N.cudagraphs_subtracted(src), max(0.0, cg - 0.12 * GiB),
+                               cg + 0.12 * GiB, "±0.12 GiB against the vLLM 0.19 H100 logs"))
     return items
 
 
@@ -105,7 +109,7 @@ class _Stage:
     stage: PPStage
     model: ModelSpec
     layout: KVLayout
-    items: list[LineItem]
+    items: list[Deduction]
     available: int
     blocks: int
     kv: KVLedger
@@ -148,27 +152,21 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     vtxt = ".".join(map(str, ver))
     notes: list[str] = []
     if ver > R.parse_version(R.LATEST):
-        notes.append(f"vLLM {vtxt} is newer than the newest release whose code was read ({R.LATEST}): its rules are applied")
+        notes.append(N.vllm_newer_than_read(vtxt, R.LATEST))
     if s.pp > model.num_layers:
-        raise InputError(f"--pp {s.pp} is more pipeline stages than {model.name} has layers ({model.num_layers})")
+        raise InputError(N.pp_above_layers(s.pp, model.name, model.num_layers))
     L, _ = resolve_max_model_len(model, s)
-    d_mnbt, d_seqs, why = R.default_batch_limits(ver, gpu.memory_bytes, gpu.name, L)
+    sliding = any(getattr(l, "window_tokens", 0) for l in model.layers)
+    d_mnbt, d_seqs, why = R.default_batch_limits(ver, gpu.memory_bytes, gpu.name, L, sliding)
     mnbt, seqs = s.max_num_batched_tokens or d_mnbt, s.max_num_seqs or d_seqs
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
         notes.append(why)
-    is_mla = any(isinstance(l, MLAAttention) for l in model.layers)
     dsv4 = has_compressed_mla(model.layers)
-    if dsv4:
-        B, bsrc = _dsv4_block_size(ver, s.block_size)
-        if s.disable_hybrid_kv_cache_manager:
-            raise InputError("--disable-hybrid-kv-cache-manager is not modelled for DeepSeek-V4: its caches (blocks of "
-                             "256, 64, 8 and 4 tokens) are planned in vLLM 0.33's packed hybrid layout only")
-    else:
-        B, bsrc = (s.block_size, "given") if s.block_size else R.default_block_size(ver, is_mla, gpu.arch)
-    notes.append(f"block_size {B}: {bsrc}")
+    B, bsrc = _block_size(model, s, ver, gpu.arch, dsv4)
+    notes.append(N.block_size_from(B, bsrc))
     unify = s.disable_hybrid_kv_cache_manager or R.era(ver) in ("v0", "v1-0.8")
     util, usrc = (s.gpu_memory_utilization, "given") if s.gpu_memory_utilization else R.default_gpu_memory_utilization(ver)
-    notes.append(f"gpu_memory_utilization {util}: {usrc}")
+    notes.append(N.gpu_memory_utilization_from(util, usrc))
     requested = math.ceil(gpu.memory_bytes * util)
     mamba = _mamba_rule(model, s, ver, gpu.arch)
     if mamba is not None:
@@ -177,53 +175,68 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     bind = min(stages, key=lambda b: (b.blocks, -b.stage.rank))
     layout, items, available = bind.layout, bind.items, bind.available
     if layout.block_size != B:
-        notes[-2] += f"; the hybrid layout then sets the attention block to {layout.block_size} tokens (below)"
-    if ver > (0, 20, 0) and s.available_kv_memory_bytes is None:
-        notes.append("the profile terms are those measured on vLLM 0.19; 0.33 charges non-KV memory as total consumed "
-                     "(weights, persistent buffers and non-torch growth since start-up) + the transient peak, and "
-                     "buffers kept between weight loading and the profile are not modelled (no such start-up log in the data)")
-    if s.pp > 1:
-        notes.append(f"pipeline parallel {s.pp}: stage {bind.stage.rank} binds (fewest blocks; vLLM keeps the smallest "
-                     "block count over workers); the ledger shows that stage's GPU, every stage is under 'stages'")
+        notes[-2] += N.hybrid_block_size(layout.block_size)
     given = s.available_kv_memory_bytes is not None
     no_groups = not layout.groups  # the binding GPU keeps no KV cache group
     kv_free = all(l is None for l in model.layers)  # ... because the whole model keeps none of its own
     n = 1 if no_groups else s.num_gpu_blocks_override or bind.blocks
-    if s.num_gpu_blocks_override and not no_groups:
-        notes.append(f"num_gpu_blocks_override = {n:,} replaces the computed block count")
-    elif given and layout.groups:
-        lo, hi = printed_gib_block_range(available, layout.bytes_per_block)
-        notes.append(f"vLLM prints available memory to 2 decimals: any value printing as {available / GiB:.2f} GiB gives {lo:,}–{hi:,} blocks; "
-                     "pass bytes for an exact count")
     v0 = R.era(ver) == "v0"
     usable = 0 if no_groups else n if v0 else max(0, n - 1)
-    if no_groups and not kv_free:
-        notes.append(f"pipeline stage {bind.stage.rank}'s layers all read other layers' K/V: that worker has no KV cache "
-                     "group and vLLM gives it 1 block (num_blocks = 1 without groups), then keeps the smallest block count "
-                     "over workers (kv_cache_planning.get_kv_cache_configs): no usable block; choose a --pp that leaves "
-                     "every stage a layer with its own cache")
-    elif kv_free:
-        notes.append(f"no KV cache of its own: vLLM skips the memory profile, gives the KV cache 0 bytes and keeps one null "
-                     f"block (v1/engine/core.py _initialize_kv_caches, kv_cache_utils.get_kv_cache_config_from_groups); "
-                     f"it prints no KV cache size or maximum concurrency, and only max_num_seqs = {seqs:,} limits the "
-                     "requests running at once")
-    elif not v0:
-        notes.append("block 0 is the null block (block_pool.py): usable blocks = num_gpu_blocks − 1")
     F, fsrc = R.sliding_inflight_tokens(ver, mnbt)
-    if any(g.kind in ("sliding_window", "chunked_local") for g in layout.groups):
-        notes.append(f"sliding-window block demand uses F = {F:,} tokens: {fsrc}")
+    notes += _pool_notes(s, ver, bind, n, seqs, kv_free, (F, fsrc))
     Rl = layout.blocks_per_request(L, F)
     if dsv4:
         notes.append(_dsv4_reservation(layout, L, F))
     cpu_blocks = (4 * GiB) // layout.bytes_per_block if v0 and not no_groups else 0
     lines = R.printed_capacity_lines(ver, n, layout.block_size, len(layout.groups), L, Rl, cpu_blocks) if n > 0 and not no_groups else []
     summaries = tuple(_stage_summary(b, b is bind) for b in stages) if s.pp > 1 else ()
+    rng = {} if no_groups else kv_ranges(
+        gpu.memory_low_bytes, gpu.memory_high_bytes, util, items, layout.bytes_per_block,
+        given_available=s.available_kv_memory_bytes, fixed_blocks=s.num_gpu_blocks_override,
+        num_groups=len(layout.groups), block_size=layout.block_size, blocks_per_request=Rl)
     mem = MemoryPlan("vllm", vtxt, gpu.memory_bytes, "gpu_memory_utilization", util, requested, tuple(items), available, given,
                      layout.block_size, layout.bytes_per_block, n, usable, 0 if no_groups else int(n / Rl * L) if dsv4 and Rl
                      else (n // len(layout.groups)) * layout.block_size,
                      tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
-                     f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free)
+                     f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free, rng)
     return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
+
+
+def _block_size(model: ModelSpec, s: PlanSettings, ver, arch: str, dsv4: bool) -> tuple[int, str]:
+    """(block size, where it came from): the user's, DeepSeek-V4's only one, or vLLM's default for the backend."""
+    if dsv4:
+        block = _dsv4_block_size(ver, s.block_size)
+        if s.disable_hybrid_kv_cache_manager:
+            raise InputError(N.DSV4_NO_UNIFIED)
+        return block
+    if s.block_size:
+        return s.block_size, "given"
+    return R.default_block_size(ver, any(isinstance(layer, MLAAttention) for layer in model.layers), arch)
+
+
+def _pool_notes(s: PlanSettings, ver, bind: _Stage, n: int, seqs: int, kv_free: bool,
+                inflight: tuple[int, str]) -> list[str]:
+    """The notes on the pool that follow the budget: how the binding stage, block count and null block were set."""
+    layout, notes = bind.layout, []
+    given, no_groups = s.available_kv_memory_bytes is not None, not bind.layout.groups
+    if ver > (0, 20, 0) and not given:
+        notes.append(N.PROFILE_TERMS_FROM_0_19)
+    if s.pp > 1:
+        notes.append(N.pp_binding_stage(s.pp, bind.stage.rank))
+    if s.num_gpu_blocks_override and not no_groups:
+        notes.append(N.blocks_overridden(n))
+    elif given and layout.groups:
+        lo, hi = printed_gib_block_range(bind.available, layout.bytes_per_block)
+        notes.append(N.printed_gib_range(bind.available / GiB, lo, hi))
+    if no_groups and not kv_free:
+        notes.append(N.stage_without_kv_group(bind.stage.rank))
+    elif kv_free:
+        notes.append(N.model_without_kv(seqs))
+    elif R.era(ver) != "v0":
+        notes.append(N.NULL_BLOCK)
+    if any(g.kind in ("sliding_window", "chunked_local") for g in layout.groups):
+        notes.append(N.sliding_inflight(*inflight))
+    return notes
 
 
 def _dsv4_block_size(ver, given: int | None) -> tuple[int, str]:

@@ -116,7 +116,11 @@ class RooflineStepCost(DecodePrices):
         self.attn_dtype = attention_dtype(kv, gpu)
         self.attn_peak_flops = gpu.fp8_flops_per_s if self.attn_dtype == "fp8" else gpu.bf16_flops_per_s
         self.bw = gpu.hbm_bandwidth_bytes_per_s
-        self.flops_fraction, self.bandwidth_fraction, self.cpu_overhead_s = flops_fraction, bandwidth_fraction, cpu_overhead_s
+        self.flops_fraction, self.bandwidth_fraction, self.cpu_overhead_s = (
+            flops_fraction,
+            bandwidth_fraction,
+            cpu_overhead_s,
+        )
         self.overlap_cpu = overlap_cpu
         self._init_weights(model, tp, weights_bytes)
         self._init_allreduce(model, gpu, tp, allreduce_latency_s)
@@ -167,7 +171,9 @@ class RooflineStepCost(DecodePrices):
     def _init_allreduce(self, model: ModelSpec, gpu: GpuSpec, tp: int, latency_s: float | None) -> None:
         """Two all-reduces per decoder layer at TP > 1 (tp_comm.py), each with the per-call latency."""
         self.num_allreduce_layers = model.num_layers if tp > 1 else 0
-        self.allreduce_latency_s = (allreduce_latency_s_default(gpu, tp) if latency_s is None else latency_s) if tp > 1 else 0.0
+        self.allreduce_latency_s = (
+            (allreduce_latency_s_default(gpu, tp) if latency_s is None else latency_s) if tp > 1 else 0.0
+        )
         self.link_bytes_per_s = link_bytes_per_s(gpu) if tp > 1 else 0.0
 
     def allreduce_s(self, num_tokens: float) -> float:
@@ -205,7 +211,8 @@ class RooflineStepCost(DecodePrices):
             pf_attn += coef * min(pf_pairs, window * shape.num_prefill_tokens)
             pf_kv += bpt * min(shape.prefill_kv_tokens, window * shape.num_prefill_seqs)
             if self.split_attention:
-                attn += coef * (min(pf_pairs, window * shape.num_prefill_tokens) + min(dec_pairs, window * shape.num_decode_seqs))
+                attn += coef * (min(pf_pairs, window * shape.num_prefill_tokens) + min(dec_pairs,
+                                                                                       window * shape.num_decode_seqs))
                 kv_bytes += bpt * (min(shape.prefill_kv_tokens, window * shape.num_prefill_seqs)
                                    + min(shape.decode_kv_tokens, window * shape.num_decode_seqs))
             else:
@@ -244,7 +251,8 @@ class RooflineStepCost(DecodePrices):
         which stops a compute-bound GEMM term from hiding the KV reads at large batch.
         """
         if not achievable:
-            return max(c.matmul_flops / self.peak_flops + c.attn_flops / self.attn_peak_flops, c.bytes / self.bw) + c.allreduce_s
+            return max(c.matmul_flops / self.peak_flops + c.attn_flops / self.attn_peak_flops,
+                       c.bytes / self.bw) + c.allreduce_s
         p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
         mm = (c.matmul_flops - c.expert_flops + c.expert_flops * c.expert_time_factor) / p
         gpu = max(mm, c.weight_bytes / b) + self.attention_s(c) + c.allreduce_s + c.all_to_all_s

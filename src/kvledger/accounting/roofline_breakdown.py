@@ -1,4 +1,5 @@
-"""The roofline section of the ledger: ridge point, a prefill chunk, decode against concurrency, and where decode turns compute-bound.
+"""The roofline section of the ledger: ridge point, a prefill chunk, decode against concurrency, and where decode turns
+compute-bound.
 
 Arithmetic intensity = FLOPs / HBM bytes; a step is compute-bound when it exceeds the GPU's ridge
 point (peak FLOP/s ÷ bandwidth). Weight matmuls have intensity ≈ tokens in the step × 2 / bytes per
@@ -26,7 +27,8 @@ def decode_shape(batch: int, context_tokens: int) -> StepShape:
 def prefill_shape(chunk_tokens: int, prior_tokens: int = 0) -> StepShape:
     """One request's prefill chunk of ``chunk_tokens`` after ``prior_tokens`` already computed."""
     pairs = chunk_tokens * prior_tokens + chunk_tokens * (chunk_tokens + 1) / 2
-    return StepShape(num_prefill_tokens=chunk_tokens, num_prefill_seqs=1, prefill_kv_tokens=prior_tokens + chunk_tokens, prefill_attn_pairs=pairs)
+    return StepShape(num_prefill_tokens=chunk_tokens, num_prefill_seqs=1, prefill_kv_tokens=prior_tokens + chunk_tokens,
+                     prefill_attn_pairs=pairs)
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,8 @@ class DecodeRow:
 
     Attributes:
         batch: sequences, count. context_tokens: KV per sequence, tokens.
-        flops, bytes: FLOP and B per step. intensity: FLOP/B. bound: "memory", "weights compute, KV memory" (weight matmuls past the ridge, attention not) or "compute".
+        flops, bytes: FLOP and B per step. intensity: FLOP/B. bound: "memory", "weights compute, KV memory" (weight
+        matmuls past the ridge, attention not) or "compute".
         step_s_lower_bound: at datasheet peaks, s. step_s: at achievable fractions (+ CPU overhead), s.
         tok_per_s_per_seq / tok_per_s: decode throughput per sequence and in total, tok/s.
         kv_bytes_share: KV bytes ÷ all bytes of the step, 0–1. fits: within the KV pool's concurrency.
@@ -65,7 +68,8 @@ class RooflineReport:
         weight_matmul_crossover_tokens: tokens per step at which weight matmuls turn compute-bound.
         decode_attention_intensity: FLOP/B of decode attention (any batch, long context).
         prefill: the prefill chunk's figures. decode: rows over batch sizes per context.
-        decode_compute_bound_batch: per context, the batch where the whole decode step turns compute-bound (None: never).
+        decode_compute_bound_batch: per context, the batch where the whole decode step turns compute-bound (None:
+        never).
         flops_fraction / bandwidth_fraction: achievable shares used for ``step_s``. notes: caveats.
         decode_attention_by_context: decode attention's FLOP/B at each context (batch 1); it varies where a step reads
             a bounded window (sliding windows, DeepSeek-V4's window and top-k) or a fixed per-request state (Mamba,
@@ -129,12 +133,16 @@ def _row(rc: RooflineStepCost, batch: int, ctx: int, max_conc: float | None) -> 
 
 def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: dict[int, float],
                     prefill_chunk_tokens: int) -> RooflineReport:
-    """Build the roofline section: a prefill chunk of ``prefill_chunk_tokens`` and decode over powers of two up to the pool's concurrency."""
+    """Build the roofline section: a prefill chunk of ``prefill_chunk_tokens`` and decode over powers of two up to the
+    pool's concurrency."""
     ridge = rc.peak_flops / rc.bw
-    cross = _crossover(rc, lambda b: (2 * rc.matmul_params + rc.head_flops_per_seq) * b, rc.weight_read_bytes) or float("inf")
+    cross = _crossover(rc, lambda b: (2 * rc.matmul_params + rc.head_flops_per_seq) * b,
+                       rc.weight_read_bytes) or float("inf")
     pc = rc.costs(prefill_shape(prefill_chunk_tokens))
-    prefill = {"chunk_tokens": prefill_chunk_tokens, "flops": pc.flops, "bytes": pc.bytes, "intensity": pc.flops / pc.bytes,
-               "bound": "compute" if pc.flops / pc.bytes >= ridge else "memory", "step_s_lower_bound": rc.time_s(pc, achievable=False),
+    prefill = {"chunk_tokens": prefill_chunk_tokens, "flops": pc.flops, "bytes": pc.bytes,
+               "intensity": pc.flops / pc.bytes,
+               "bound": "compute" if pc.flops / pc.bytes >= ridge else "memory", "step_s_lower_bound": rc.time_s(pc,
+                   achievable=False),
                "step_s": rc.time_s(pc), "tok_per_s": prefill_chunk_tokens / rc.time_s(pc)}
     rows, turn = [], {}
     for ctx in contexts:
@@ -142,7 +150,8 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
         top = max(1, int(mc)) if mc else 1024
         batches = sorted({b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) if b <= top} | {top})
         rows += [_row(rc, b, ctx, mc) for b in batches]
-        turn[ctx] = _crossover(rc, lambda b, c=ctx: rc.costs(decode_shape(b, c)).flops, lambda b, c=ctx: rc.costs(decode_shape(b, c)).bytes)
+        turn[ctx] = _crossover(rc, lambda b, c=ctx: rc.costs(decode_shape(b, c)).flops, lambda b,
+                               c=ctx: rc.costs(decode_shape(b, c)).bytes)
     long_ctx = max(contexts) if contexts else 8192
     one = rc.costs(decode_shape(1, long_ctx))
     attn_int = one.attn_flops / one.kv_bytes if one.kv_bytes else None
@@ -151,12 +160,14 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
         c1 = rc.costs(decode_shape(1, ctx))
         if c1.kv_bytes:
             by_ctx[ctx] = c1.attn_flops / c1.kv_bytes
-    notes = ["decode attention reads every sequence's KV each step: its intensity does not grow with batch, so it stays bandwidth-bound",
+    notes = ["decode attention reads every sequence's KV each step: its intensity does not grow with batch, so it "
+             "stays bandwidth-bound",
              f"weight matmuls turn compute-bound at ≈ {cross:,.0f} tokens per step (ridge × bytes-per-weight / 2"
              + (", × experts/top-k for MoE" if rc.model.is_moe else "") + ")"]
     if rc.model.dtype_bytes == 4:
         notes.append("dtype float32: matmuls are priced at the GPU's BF16 tensor-core peak, a lower bound on step time "
-                     "(the GPU catalog has no FP32 figure, and PyTorch's default FP32 matmul does not use TF32 tensor cores)")
+                     "(the GPU catalog has no FP32 figure, and PyTorch's default FP32 matmul does not use TF32 tensor "
+                     "cores)")
     return RooflineReport(rc.dtype, rc.peak_flops, rc.bw, ridge, cross, attn_int, prefill, tuple(rows), turn,
                           rc.flops_fraction, rc.bandwidth_fraction, tuple(notes), by_ctx, _why_it_varies(rc))
 
@@ -164,6 +175,9 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
 def _why_it_varies(rc: RooflineStepCost) -> str:
     """What makes decode attention's FLOP/B depend on the context: window terms and fixed per-request state bytes."""
     windows = "it reads bounded windows (sliding-window layers, or DeepSeek-V4's window and top-k entries)"
-    parts = ([windows] if rc.window_terms else []) \
-        + ([f"each request also reads a fixed {rc.state_bytes:,.0f} B of recurrent or compressor state"] if rc.state_bytes else [])
+    parts = ([windows] if rc.window_terms else []) + (
+        [f"each request also reads a fixed {rc.state_bytes:,.0f} B of recurrent or compressor state"]
+        if rc.state_bytes
+        else []
+    )
     return "; ".join(parts)

@@ -37,6 +37,10 @@ class PlanSettings(BaseModel):
         mamba_ssm_cache_dtype: "auto" or "float32".
         achievable_flops_fraction / achievable_bandwidth_fraction: roofline efficiency (see roofline.py).
         cpu_overhead_s: per-step CPU time added by the step-cost model, s.
+        disable_custom_all_reduce, enforce_eager: vLLM flags (custom all-reduce buffers; no CUDA graphs, so no 0.20+
+            estimate). distributed_executor_backend: "mp" or "ray" (None: vLLM's default, mp on one node).
+        nnodes: nodes the TP × PP group spans (custom all-reduce is off across nodes). sampler_backend: "auto" (the
+            version's choice, vllm_sampler.py), "flashinfer" or "pytorch" (VLLM_USE_FLASHINFER_SAMPLER=1/0).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -68,6 +72,11 @@ class PlanSettings(BaseModel):
     achievable_flops_fraction: float = Field(0.7, gt=0, le=1)
     achievable_bandwidth_fraction: float = Field(0.8, gt=0, le=1)
     cpu_overhead_s: float = Field(0.0, ge=0, le=10)
+    disable_custom_all_reduce: bool = False
+    enforce_eager: bool = False
+    distributed_executor_backend: Literal["mp", "ray"] | None = None
+    nnodes: int = Field(1, ge=1, le=1024)
+    sampler_backend: Literal["auto", "flashinfer", "pytorch"] = "auto"
 
     @field_validator("contexts")
     @classmethod

@@ -18,8 +18,10 @@ __all__ = ["sglang_mamba_ratio"]
 _RADIX_ARCHS = frozenset({
     "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM",
     "BailingMoeV3VLForConditionalGeneration", "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
-    "InternS2PreviewForConditionalGeneration", "InternS2MobiusForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
-    "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM", "Qwen4ExpForConditionalGeneration", "MiniCPMV4_6ForConditionalGeneration",
+    "InternS2PreviewForConditionalGeneration", "InternS2MobiusForConditionalGeneration",
+        "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM", "Qwen4ExpForConditionalGeneration",
+        "MiniCPMV4_6ForConditionalGeneration",
     "MiniCPMV4_7ForConditionalGeneration", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
     "NemotronH_Omni_Reasoning_V3", "FalconH1ForCausalLM", "JetNemotronForCausalLM", "JetVLMForConditionalGeneration",
     "Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "ZayaForCausalLM", "Glm5NextForConditionalGeneration",
@@ -29,7 +31,8 @@ _RADIX_ARCHS = frozenset({
 _EXTRA_BUFFER_ARCHS = frozenset({
     "KimiLinearForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
     "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM", "Qwen3NextForCausalLM", "Qwen4ExpForConditionalGeneration",
-    "InternS2PreviewForConditionalGeneration", "MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration",
+    "InternS2PreviewForConditionalGeneration", "MiniCPMV4_6ForConditionalGeneration",
+        "MiniCPMV4_7ForConditionalGeneration",
     "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM", "BailingMoeV3VLForConditionalGeneration",
     "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "Glm5NextForConditionalGeneration", "NemotronHForCausalLM",
     "NemotronHPuzzleForCausalLM", "NemotronH_Omni_Reasoning_V3", "KimiK3ForConditionalGeneration",
@@ -42,7 +45,8 @@ def sglang_mamba_ratio(architectures: tuple[str, ...] | list[str]) -> tuple[int,
     """State slots SGLang 0.5.23 counts per running request, and the rule in words."""
     arch = architectures[0] if architectures else ""
     if arch in _RADIX_ARCHS and arch in _EXTRA_BUFFER_ARCHS:
-        return 5, (f"{arch}: the 'auto' Mamba radix-cache strategy resolves to extra_buffer (overlap scheduling, triton "
+        return 5, (f"{arch}: the 'auto' Mamba radix-cache strategy resolves to extra_buffer (overlap scheduling, "
+                   f"triton "
                    "linear-attention backend): 3 + 2 tracking slots per request")
     if arch in _RADIX_ARCHS:
         return 3, f"{arch}: the 'auto' Mamba radix-cache strategy resolves to no_buffer: 3 slots per request"

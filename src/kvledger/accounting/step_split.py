@@ -47,7 +47,8 @@ StepPrice = Callable[[int, int, int, float, int, int], float]
 
 
 def step_pricer(cost: StepCostModel) -> StepPrice:
-    """A step's price from StepShape's six fields, s: the model's ``step_time_of`` when it has one, else ``step_time_s``."""
+    """A step's price from StepShape's six fields, s: the model's ``step_time_of`` when it has one, else
+    ``step_time_s``."""
     fast = step_prices(cost).step_price
     if fast is not None:
         return fast
@@ -79,7 +80,8 @@ class PrefillTime:
     A pure-prefill step adds its duration at once. A mixed step's shape and duration are buffered (``mixed``,
     seven numbers a step; a hot loop may extend it directly and call ``check`` after) and every ``CHUNK_STEPS``
     mixed steps priced together (numpy for the plain roofline and for models with a vectorised ``step_times_of``:
-    the fitted and DistServe models; else one ``prefill_part_s`` per step), so the simulator pays a list append per arrival, not two more step prices. ``total_s`` folds what is buffered
+    the fitted and DistServe models; else one ``prefill_part_s`` per step), so the simulator pays a list append per
+    arrival, not two more step prices. ``total_s`` folds what is buffered
     and adds it, in step order.
     """
 
@@ -133,12 +135,14 @@ class PrefillTime:
             both = t_p + t_d
             parts = a[:, 6] * np.divide(t_p, both, out=np.zeros_like(both), where=both > 0)
         elif self._rc is not None:
-            parts = np.array([r[6] * roofline_prefill_fraction_one(self._rc, StepShape(int(r[0]), int(r[1]), int(r[2]), r[3],
+            parts = np.array([r[6] * roofline_prefill_fraction_one(self._rc, StepShape(int(r[0]), int(r[1]), int(r[2]),
+                                                                                       r[3],
                                                                                         int(r[4]), int(r[5])))
                               for r in a.tolist()])
         else:
             p = self._price
-            parts = np.array([prefill_part_s(p, int(r[0]), int(r[1]), int(r[2]), float(r[3]), int(r[4]), int(r[5]), float(r[6]))
+            parts = np.array([prefill_part_s(p, int(r[0]), int(r[1]), int(r[2]), float(r[3]), int(r[4]), int(r[5]),
+                                             float(r[6]))
                               for r in a.tolist()])
         self._mixed_s = float(np.concatenate(([self._mixed_s], parts)).cumsum()[-1])  # left to right, in step order
 
@@ -168,7 +172,8 @@ def roofline_prefill_fraction(rc: Any, pf_tok: np.ndarray, pf_seqs: np.ndarray, 
                                                             * T * m.hidden_size * 2 / rc.link_bytes_per_s), 0.0)
     by_tok = np.divide(pf_tok, T, out=np.zeros_like(T), where=T > 0)
     total = mm + at + ar
-    pre = mm * np.divide(pre_f, f, out=np.zeros_like(f), where=f > 0) + at * np.where(at_f >= at_b, by_f, by_b) + ar * by_tok
+    pre = mm * np.divide(pre_f, f, out=np.zeros_like(f), where=f > 0) + at * np.where(at_f >= at_b, by_f,
+                                                                                      by_b) + ar * by_tok
     return np.divide(pre, total, out=np.zeros_like(total), where=total > 0)
 
 

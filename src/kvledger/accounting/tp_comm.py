@@ -1,4 +1,5 @@
-"""Tensor-parallel all-reduce time per engine step: two all-reduces per decoder layer at TP > 1, priced from the link bandwidth and a measured per-call latency.
+"""Tensor-parallel all-reduce time per engine step: two all-reduces per decoder layer at TP > 1, priced from the link
+bandwidth and a measured per-call latency.
 
 vLLM shards attention column-then-row and the MLP (or MoE) likewise, so each decoder layer ends
 two row-parallel GEMMs (``o_proj`` and ``down_proj`` / the experts' output) with an all-reduce of
@@ -70,7 +71,8 @@ def link_bytes_per_s(gpu: GpuSpec) -> float:
 
 def allreduce_step_s(num_tokens: float, hidden_size: int, num_layers: int, tp: int, latency_s: float,
                      link_Bps: float, act_bytes: int = 2) -> float:
-    """All-reduce time of one step: ``2 × num_layers`` calls of ``num_tokens × hidden_size × act_bytes`` bytes, s (0 at TP 1)."""
+    """All-reduce time of one step: ``2 × num_layers`` calls of ``num_tokens × hidden_size × act_bytes`` bytes, s (0 at
+    TP 1)."""
     if tp <= 1 or num_tokens <= 0:
         return 0.0
     payload = num_tokens * hidden_size * act_bytes

@@ -88,7 +88,8 @@ class _Grid2:
         fx = (xc - self.xs[i]) / (self.xs[i + 1] - self.xs[i])
         fy = (yc - self.ys[j]) / (self.ys[j + 1] - self.ys[j])
         z = self.z
-        return float((1 - fx) * ((1 - fy) * z[i, j] + fy * z[i, j + 1]) + fx * ((1 - fy) * z[i + 1, j] + fy * z[i + 1, j + 1]))
+        return float((1 - fx) * ((1 - fy) * z[i, j] + fy * z[i, j + 1]) + fx * ((1 - fy) * z[i + 1, j] + fy * z[i + 1,
+            j + 1]))
 
     def row(self, x: float) -> np.ndarray:
         """z interpolated along x at fixed x (clamped), as a function of ys."""
@@ -104,7 +105,8 @@ def _attention_grids(path: Path) -> tuple[_Grid2, _Grid2]:
     rows = _rows(path)
     dec = _mean_by_key([((int(r["batch_size"]), int(r["kv_cache_size"])), _num(r["time_stats.attn_decode.median"]))
                         for r in rows if r["is_prefill"] != "True"])
-    pre = _mean_by_key([((int(r["prefill_chunk_size"]), int(r["kv_cache_size"])), _num(r["time_stats.attn_prefill.median"]))
+    pre = _mean_by_key([((int(r["prefill_chunk_size"]), int(r["kv_cache_size"])),
+                         _num(r["time_stats.attn_prefill.median"]))
                         for r in rows if r["is_prefill"] == "True"])
     grids = []
     for table, fill in ((dec, False), (pre, True)):
@@ -204,7 +206,8 @@ class VidurStepCost:
         }
 
     def step_time_s(self, shape: StepShape) -> float:
-        return float(sum(self.breakdown_ms(shape).values())) / 1000.0  # a Python float: the simulator stores one per step
+        # a Python float: the simulator stores one per step
+        return float(sum(self.breakdown_ms(shape).values())) / 1000.0
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int) -> np.ndarray:
         if num_seqs == 0 or num_steps == 0:
@@ -254,7 +257,8 @@ def _cpu_table(root: Path, gpu: str, model: str, tp: int, notes: list[str]) -> t
     fallback = {"meta-llama/Meta-Llama-3-8B": "meta-llama/Llama-2-7b-hf",
                 "meta-llama/Meta-Llama-3-70B": "meta-llama/Llama-2-70b-hf"}
     name = model if any(r["model_name"] == model for r in rows) else fallback.get(model, "meta-llama/Llama-2-7b-hf")
-    tps = sorted({int(r["tensor_parallel_degree"]) for r in rows if r["model_name"] == name}, key=lambda t: (abs(t - tp), t))
+    tps = sorted({int(r["tensor_parallel_degree"]) for r in rows if r["model_name"] == name},
+                 key=lambda t: (abs(t - tp), t))
     use_tp = tps[0]
     per = _mean_by_key([((int(r["batch_size"]),), sum(_num(r[k]) for k in _CPU_OPS))
                         for r in rows if r["model_name"] == name and int(r["tensor_parallel_degree"]) == use_tp])
@@ -296,5 +300,6 @@ def build_vidur_cost(root: Path, gpu: str, model: str, tp: int, model_config: di
     cpu_b = cpu_ms = None
     if include_cpu_overhead:
         cpu_b, cpu_ms = _cpu_table(root, gpu, model, tp, notes)
-    return VidurStepCost(f"vidur:{model}@{gpu_label or gpu}/tp{tp}", int(model_config["num_layers"]), d, tokens, linear, decode,
+    return VidurStepCost(f"vidur:{model}@{gpu_label or gpu}/tp{tp}", int(model_config["num_layers"]), d, tokens, linear,
+                         decode,
                          prefill, dec_scale, pre_scale, ar_bytes, ar_ms, cpu_b, cpu_ms, tuple(notes))

@@ -130,9 +130,23 @@ def stage_model(model: ModelSpec, st: PPStage) -> ModelSpec:
     return replace(model, layers=model.layers[st.start_layer:st.end_layer], num_layers=st.num_layers, weights=tuple(ws))
 
 
-def sampler_peak_bytes(model: ModelSpec, ver: tuple[int, int, int], num_reqs: int, num_sms: int = 132) -> tuple[float, str]:
-    """The sampler's transient at ``num_reqs`` dummy requests, per GPU (logits are all-gathered under TP), B."""
+FLASHINFER_BYTES_PER_LOGIT = 12
+"""FlashInfer top-k/top-p sampler, B per logit beyond the model-dtype logits (vLLM 0.9–0.11
+``topk_topp_sampler.py::flashinfer_sample`` → ``top_k_top_p_sampling_from_logits``): the sampler's fp32 copy of the
+logits (4), FlashInfer's ``top_k_mask_logits`` output (4) and the softmax ``probs`` (4), live at once; no sort."""
+
+
+def sampler_peak_bytes(model: ModelSpec, ver: tuple[int, int, int], num_reqs: int, num_sms: int = 132,
+                       backend: str = "pytorch") -> tuple[float, str]:
+    """The sampler's transient at ``num_reqs`` dummy requests, per GPU (logits are all-gathered under TP), B.
+    ``backend``: "pytorch" (the version's native top-k/top-p) or "flashinfer"."""
     n = num_reqs * model.vocab_size
+    if backend == "logits-only":  # the floor of any sampler: the model-dtype logits and one fp32 copy
+        return n * (model.dtype_bytes + 4), f"sampler floor {num_reqs} reqs × vocab × ({model.dtype_bytes} + 4) B"
+    if backend == "flashinfer":
+        per = model.dtype_bytes + FLASHINFER_BYTES_PER_LOGIT
+        return n * per, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + 4 + 4 + 4) B "
+                         "(FlashInfer top-k/top-p: fp32 logits, masked logits, probs; topk_topp_sampler.flashinfer_sample)")
     if ver >= (0, 17, 0):
         per = model.dtype_bytes + 12
         buf = min(num_sms, num_reqs) * model.vocab_size * 4 if num_reqs >= 8 else 0
@@ -177,14 +191,14 @@ def forward_peak_bytes(model: ModelSpec, num_tokens: int, tp: int = 1) -> float:
 
 
 def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_num_seqs: int, tp: int = 1,
-                    stage: PPStage | None = None, num_sms: int = 132) -> tuple[float, str]:
+                    stage: PPStage | None = None, num_sms: int = 132, backend: str = "pytorch") -> tuple[float, str]:
     """The "torch peak memory increase" of vLLM's profile run on one GPU of ``stage``, B, and how it was built."""
     st = stage or PPStage(0, 1, 0, model.num_layers)
     hidden = mnbt * model.hidden_size * model.dtype_bytes
     fwd = forward_peak_bytes(model, mnbt, tp)
     peak, why = fwd, f"forward over {mnbt:,} tokens × (4·h + 3·I/TP) × {model.dtype_bytes} B (layer code)"
     if st.is_last:
-        smp, src = sampler_peak_bytes(model, ver, min(max_num_seqs, mnbt), num_sms)
+        smp, src = sampler_peak_bytes(model, ver, min(max_num_seqs, mnbt), num_sms, backend)
         if smp + hidden >= fwd:
             peak, why = smp + hidden, src + f" + {mnbt:,} × {model.hidden_size} × {model.dtype_bytes} B hidden states"
     ws = moe_workspace_bytes(model, ver, mnbt, tp)

@@ -58,16 +58,24 @@ def default_gpu_memory_utilization(ver: tuple[int, int, int]) -> tuple[float, st
     return 0.9, "vLLM ≤0.15 default (config/cache.py::CacheConfig)"
 
 
-def default_batch_limits(ver: tuple[int, int, int], gpu_total_bytes: int, gpu_name: str, max_model_len: int) -> tuple[int, int, str]:
+def default_batch_limits(ver: tuple[int, int, int], gpu_total_bytes: int, gpu_name: str, max_model_len: int,
+                         sliding_window: bool = False) -> tuple[int, int, str]:
     """(max_num_batched_tokens, max_num_seqs, source) for ``vllm serve`` when the user sets neither.
 
     Mirrors ``engine/arg_utils.py::EngineArgs.get_batch_defaults`` (0.33) and its 0.10–0.15 form:
     ≥160 GiB → 16384/1024 (0.21+); ≥70 GiB and not an A100 → 8192/1024; otherwise 2048/256.
-    V0 had no chunked prefill by default: max(max_model_len, 2048) tokens and 256 sequences.
-    The result is capped at max_num_seqs × max_model_len.
+    V0 had no chunked prefill by default: max(max_model_len, 2048) tokens and 256 sequences, except above 32K
+    (``engine/arg_utils.py``: ``use_long_context = max_model_len > 32768`` turns chunked prefill on for models without a
+    sliding window, and ``SchedulerConfig`` then defaults to 512 tokens in 0.6.3, 2048 in 0.7.3; 0.6.4–0.6.6 not
+    read: 2048 applied from 0.7.0). The result is capped at max_num_seqs × max_model_len.
     """
     gib = gpu_total_bytes / GiB
     if era(ver) == "v0":
+        if max_model_len > 32768 and not sliding_window:
+            t = 2048 if ver >= (0, 7, 0) else 512
+            return t, 256, (f"vLLM V0 turns chunked prefill on above 32K (max_model_len {max_model_len:,} > 32,768; "
+                            f"arg_utils.py use_long_context): {t} tokens ({'0.7.3' if t == 2048 else '0.6.3'} "
+                            "SchedulerConfig), 256 seqs")
         return max(max_model_len, 2048), 256, "vLLM V0 default (no chunked prefill: max(max_model_len, 2048); 256 seqs)"
     if era(ver) == "v1-0.8":
         mnbt, seqs, why = 2048, 256, "vLLM 0.8 server default (2048 tokens, 256 seqs)"

@@ -20,5 +20,6 @@ def require_kv_pool(plan: Plan) -> None:
     if plan.memory.num_gpu_blocks <= 1:
         s = plan.settings
         raise InputError(f"{plan.model.name} leaves no KV cache memory on {plan.gpu.name} at TP {s.tp} "
-                         f"(available {plan.memory.available_kv_bytes / 2**30:,.2f} GiB): run `kvledger plan` with the same "
+                         f"(available {plan.memory.available_kv_bytes / 2**30:,.2f} GiB): run `kvledger plan` with the "
+                         f"same "
                          "settings for the options (more TP, a larger GPU, a quantized checkpoint)")

@@ -1,1 +1,2 @@
-"""Calibrating the simulator on measured runs (``kvledger calibrate``) and validating it against them (``kvledger validate``): replay, fit, comparison, benchmark stages."""
+"""Calibrating the simulator on measured runs (``kvledger calibrate``) and validating it against them (``kvledger
+validate``): replay, fit, comparison, benchmark stages."""

@@ -1,4 +1,5 @@
-"""One API function per command: ``calibrate_files`` (fit a step cost to measured runs, leave-one-out errors, the profile) and ``validate_file`` (predicted vs measured for one run).
+"""One API function per command: ``calibrate_files`` (fit a step cost to measured runs, leave-one-out errors, the
+profile) and ``validate_file`` (predicted vs measured for one run).
 
 Both build the engine exactly as ``kvledger simulate`` does from the same flags
 (``kvledger.analyses.serving.sim_setup.prepare`` with the measured workload in place of a trace), so a
@@ -20,7 +21,7 @@ from kvledger.calibration.run_record import recorded_settings
 from kvledger.dynamics.simulator import EngineConfig
 from kvledger.errors import InputError
 
-__all__ = ["engine_for", "calibrate_runs", "calibrate_files", "validate_file", "headline_errors"]
+__all__ = ["engine_for", "calibrate_runs", "calibrate_files", "headline_errors"]
 
 
 def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimRequestArgs, list[str]]:
@@ -177,6 +178,3 @@ def build_profile(out: dict[str, Any], args: SimRequestArgs, setup: SimSetup, pa
                 "objective": fit.objective, "iterations": fit.iterations, "num_replays": fit.num_replays},
         "runs": out["runs"], "leave_one_out": out["leave_one_out"], "data_files": list(paths), "notes": notes,
     }
-
-
-from kvledger.calibration.validate import validate_file  # noqa: E402  (kept importable from here)

@@ -1,4 +1,5 @@
-"""Predicted against measured for one replayed run: TTFT, ITL, TPOT, E2E (mean, p50, p90, p99), throughput and goodput, each with its error.
+"""Predicted against measured for one replayed run: TTFT, ITL, TPOT, E2E (mean, p50, p90, p99), throughput and goodput,
+each with its error.
 
 Error = predicted/measured − 1 (``rel_error``; None where the measured value is 0 or absent).
 Both sides are summarised by the same code (``kvledger.dynamics.outputs.metrics.summarize_records``
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.dynamics.outputs.metrics import summarize_records
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.goodput import goodput
 from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
@@ -35,8 +37,7 @@ class MetricRow:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "unit": self.unit, "measured": self.measured, "predicted": self.predicted,
-                "rel_error": self.rel_error, "note": self.note}
+        return to_jsonable(self)
 
 
 @dataclass
@@ -69,7 +70,8 @@ def rel_error(pred: float | None, meas: float | None) -> float | None:
 
 
 def compare_runs(label: str, measured: RunRecords, predicted: RunRecords, slo: SLO | None = None) -> Comparison:
-    """Rows for the four latency metrics' mean/p50/p90/p99 (s), request and output-token throughput, and goodput under ``slo``."""
+    """Rows for the four latency metrics' mean/p50/p90/p99 (s), request and output-token throughput, and goodput under
+    ``slo``."""
     m, p = summarize_records(measured), summarize_records(predicted)
     rows: list[MetricRow] = []
     notes: list[str] = []
@@ -89,6 +91,8 @@ def compare_runs(label: str, measured: RunRecords, predicted: RunRecords, slo: S
     if slo is not None:
         gm, gp = goodput(measured, slo), goodput(predicted, slo)
         rows.append(MetricRow("goodput", "req/s", gm.goodput_req_per_s, gp.goodput_req_per_s,
-                              rel_error(gp.goodput_req_per_s, gm.goodput_req_per_s), f"requests meeting {slo.describe()}"))
-        rows.append(MetricRow("SLO attainment", "fraction", gm.attainment, gp.attainment, rel_error(gp.attainment, gm.attainment)))
+                              rel_error(gp.goodput_req_per_s, gm.goodput_req_per_s), f"requests meeting "
+                                  f"{slo.describe()}"))
+        rows.append(MetricRow("SLO attainment", "fraction", gm.attainment, gp.attainment, rel_error(gp.attainment,
+            gm.attainment)))
     return Comparison(label, rows, m["num_finished"], p["num_finished"], slo.to_dict() if slo else None, notes)

@@ -1,4 +1,5 @@
-"""Fitting ``LinearStepCost`` to measured runs: damped Gauss–Newton on statistics of TTFT, TPOT and E2E, with a Jacobian read off the replay's steps, and a pattern search.
+"""Fitting ``LinearStepCost`` to measured runs: damped Gauss–Newton on statistics of TTFT, TPOT and E2E, with a
+Jacobian read off the replay's steps, and a pattern search.
 
 A simulated time is a sum of step durations, each linear in the coefficients. The fit's
 linearisation holds the schedule from the request's arrival on: a request arriving during step
@@ -54,7 +55,8 @@ class FitResult:
 def _target(run: MeasuredRun) -> dict[str, list[float | None]]:
     """The measured statistics the fit matches: metric → [mean, p50, p90] (``STAT_QUANTILES``), s."""
     if run.target_stats is not None:
-        return {m: [run.target_stats.get(m, {}).get(k) for k in ("mean", "p50", "p90")] for m in ("ttft", "tpot", "e2e")}
+        return {m: [run.target_stats.get(m, {}).get(k) for k in ("mean", "p50", "p90")] for m in ("ttft", "tpot",
+            "e2e")}
     recs = [r for r in run.measured.records if r.ok and r.first_token_s is not None]
     out = {}
     for m, vals in (("ttft", [r.ttft_s for r in recs]), ("tpot", [r.tpot_s for r in recs if r.num_output_tokens > 1]),
@@ -64,7 +66,8 @@ def _target(run: MeasuredRun) -> dict[str, list[float | None]]:
 
 
 def _stat_rows(values: np.ndarray, grads: np.ndarray | None) -> list[tuple[float, np.ndarray | None]]:
-    """(value, gradient) of the mean, p50 and p90 of ``values``; a percentile's gradient is that of the request at it."""
+    """(value, gradient) of the mean, p50 and p90 of ``values``; a percentile's gradient is that of the request at
+    it."""
     out = [(float(values.mean()), None if grads is None else grads.mean(axis=0))]
     order = np.argsort(values, kind="stable")
     for q in STAT_QUANTILES[1:]:
@@ -131,7 +134,8 @@ def _step_index(end_s: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def _step_gradients(table: StepTable, cost: LinearStepCost, n_params: int) -> np.ndarray:
-    """∂ duration/∂θ for every step: the features (synchronous) or, with overlap, the features where the GPU time wins and the CPU term elsewhere."""
+    """∂ duration/∂θ for every step: the features (synchronous) or, with overlap, the features where the GPU time wins
+    and the CPU term elsewhere."""
     x = table.features
     if n_params == NUM_GPU_TERMS:
         return x
@@ -169,7 +173,8 @@ def objective(runs: list[tuple[MeasuredRun, EngineConfig]], cost: StepCostModel)
 
 def initial_guess(runs: list[tuple[MeasuredRun, EngineConfig]], start: StepCostModel, overlap: bool,
                   split_regimes: bool = False) -> LinearStepCost:
-    """The linear model closest (least squares over every replayed step, θ ≥ 0) to ``start``'s step times on these workloads."""
+    """The linear model closest (least squares over every replayed step, θ ≥ 0) to ``start``'s step times on these
+    workloads."""
     feats, durs = [], []
     for run, cfg in runs:
         _, table = replay_recorded(run, cfg, start)

@@ -1,4 +1,5 @@
-"""Small bounded least-squares solvers the step-cost fit uses: non-negative least squares, and a damped Gauss-Newton step under θ ≥ 0."""
+"""Small bounded least-squares solvers the step-cost fit uses: non-negative least squares, and a damped Gauss-Newton
+step under θ ≥ 0."""
 
 from __future__ import annotations
 

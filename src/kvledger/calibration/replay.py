@@ -1,4 +1,5 @@
-"""Measured runs as replayable workloads, and their replay through the simulator with every step's shape kept (what the fit needs).
+"""Measured runs as replayable workloads, and their replay through the simulator with every step's shape kept (what the
+fit needs).
 
 A measured run is replayable when it has, per request, an arrival time, prompt and output
 lengths, and the measured first-token and finish times. ``load_measured`` reads one from any
@@ -81,7 +82,8 @@ def load_measured(path: str) -> MeasuredRun:
     """The replayable run in ``path`` (module docstring for what is read).
 
     Raises:
-        FormatError / InputError: unreadable file, several runs in one file, or aggregates only (with why that cannot be replayed).
+        FormatError / InputError: unreadable file, several runs in one file, or aggregates only (with why that cannot
+        be replayed).
     """
     if path.startswith(DISTSERVE_PREFIX) or path.endswith(".exp"):
         from kvledger.dynamics.workload.distserve_runs import DISTSERVE_VLLM_SETTINGS, load_distserve_run

@@ -1,4 +1,5 @@
-"""Benchmark stages known only by aggregates (inference-perf ``stage_<k>_lifecycle_metrics.json``): the same synthetic workload per stage, and stage aggregates predicted vs measured.
+"""Benchmark stages known only by aggregates (inference-perf ``stage_<k>_lifecycle_metrics.json``): the same synthetic
+workload per stage, and stage aggregates predicted vs measured.
 
 A stage states its requested rate, how many requests it sent, over how long, and the quantiles
 of the prompt and output lengths its client counted. ``stage_workload`` draws that many
@@ -35,7 +36,8 @@ from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.errors import FormatError
 from kvledger.records import RunMetadata, RunRecords
 
-__all__ = ["Stage", "looks_like_stage", "read_stage", "aggregate_stage", "stage_workload", "stage_run", "stage_comparison"]
+__all__ = ["Stage", "looks_like_stage", "read_stage", "aggregate_stage", "stage_workload", "stage_run",
+           "stage_comparison"]
 
 _FIELDS = {"ttft": "time_to_first_token", "tpot": "time_per_output_token", "e2e": "request_latency"}
 _STATS = {"mean": "mean", "p50": "median", "p90": "p90", "p99": "p99"}

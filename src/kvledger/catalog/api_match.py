@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 
 from kvledger.catalog.prices import ApiPrice, api_prices
+from kvledger.errors import InputError, UnknownNameError
 
-__all__ = ["name_words", "same_model_rows", "rows_with_words"]
+__all__ = ["name_words", "same_model_rows", "rows_with_words", "find_api_price"]
 
 VARIANT_WORDS = frozenset(
     {
@@ -66,3 +67,30 @@ def rows_with_words(query: str, provider: str | None = None) -> list[ApiPrice]:
     q = [w for w in name_words(query) if w]
     rows = [r for r in api_prices() if provider is None or r.provider.lower() == provider.strip().lower()]
     return [r for r in rows if q and all(any(w in rw for rw in _row_words(r)) for w in q)]
+
+
+def find_api_price(name: str, provider: str | None = None) -> ApiPrice:
+    """The API row for ``name`` (``"gpt-4.1"``, ``"OpenAI:gpt-4.1"``, ``"Groq:openai/gpt-oss-120b"``), case-insensitive.
+
+    Raises:
+        UnknownNameError: no row has that model (close names suggested).
+        InputError: several providers list it and none was given (the candidates are named).
+    """
+    if provider is None and ":" in name:
+        provider, name = name.split(":", 1)
+    rows = api_prices()
+    key = name.strip().lower()
+    hits = [r for r in rows if key in (a.lower() for a in r.aliases) or key == r.model.lower()]
+    if provider is not None:
+        hits = [r for r in hits if r.provider.lower() == provider.strip().lower()]
+    if not hits:
+        given = name if provider is None else f"{provider}:{name}"
+        words = rows_with_words(name, provider) or rows_with_words(name)
+        if words:  # the provider's and model's words name rows: suggest those (Together:llama-8b → Together's 8B row)
+            raise UnknownNameError("API model", given, [],
+                                   hint="rows with those words: " + ", ".join(r.key for r in words[:6]))
+        raise UnknownNameError("API model", given, [r.key for r in rows] + [a for r in rows for a in r.aliases])
+    if len(hits) > 1:
+        raise InputError(f"API model {name!r} is listed by several providers: {', '.join(r.key for r in hits)}; name "
+                         f"one, e.g. {hits[0].key!r}")
+    return hits[0]

@@ -1,4 +1,5 @@
-"""Typed, located access to fields of a raw ``config.json`` dict (every failure names the field and the allowed range)."""
+"""Typed, located access to fields of a raw ``config.json`` dict (every failure names the field and the allowed
+range)."""
 
 from __future__ import annotations
 
@@ -29,9 +30,12 @@ DEFAULT_LIMIT = 1 << 40
 """Bound for any other integer field (sizes, counts, ranks), elements."""
 
 _LIMIT_ALIASES = {"moe_intermediate_size": "intermediate_size", "shared_expert_intermediate_size": "intermediate_size",
-                  "ffn_dim": "intermediate_size", "intermediate_size_mlp": "intermediate_size", "num_local_experts": "num_experts",
-                  "n_routed_experts": "num_experts", "num_kv_heads": "num_key_value_heads", "attention_head_dim": "head_dim",
-                  "kv_lora_rank": "head_dim", "qk_rope_head_dim": "head_dim", "qk_nope_head_dim": "head_dim", "v_head_dim": "head_dim"}
+                  "ffn_dim": "intermediate_size", "intermediate_size_mlp": "intermediate_size",
+                      "num_local_experts": "num_experts",
+                  "n_routed_experts": "num_experts", "num_kv_heads": "num_key_value_heads",
+                      "attention_head_dim": "head_dim",
+                  "kv_lora_rank": "head_dim", "qk_rope_head_dim": "head_dim", "qk_nope_head_dim": "head_dim",
+                      "v_head_dim": "head_dim"}
 
 
 def limit_of(key: str) -> int:
@@ -77,11 +81,13 @@ class Cfg:
             raise self.error(key, f"must be an integer in [{minimum:,}, {hi:,}], got {_show(v)}")
         return int(v)
 
-    def float(self, key: str, default: Any = _MISSING, *, minimum: float = -math.inf, maximum: float = math.inf) -> float:
+    def float(self, key: str, default: Any = _MISSING, *, minimum: float = -math.inf,
+              maximum: float = math.inf) -> float:
         v = self.get(key, default)
         if v is None:
             return v
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not minimum <= v <= maximum:
+        if isinstance(v, bool) or not isinstance(v, (int,
+                                                     float)) or not math.isfinite(v) or not minimum <= v <= maximum:
             rng = "" if (minimum, maximum) == (-math.inf, math.inf) else f" in [{minimum:g}, {maximum:g}]"
             raise self.error(key, f"must be a finite number{rng}, got {_show(v)}")
         return float(v)

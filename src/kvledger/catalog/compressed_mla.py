@@ -26,7 +26,8 @@ from kvledger.catalog.layers import MLAAttention
 __all__ = ["CompressedMLAAttention", "FP8_DS_MLA_ENTRY_BYTES", "has_compressed_mla"]
 
 FP8_DS_MLA_ENTRY_BYTES = 584
-"""One fp8_ds_mla entry: 448 B NoPE + 128 B RoPE (64 BF16) + 8 B scales (vLLM 0.33 ``DeepseekV4Attention.get_kv_cache_spec``)."""
+"""One fp8_ds_mla entry: 448 B NoPE + 128 B RoPE (64 BF16) + 8 B scales (vLLM 0.33
+``DeepseekV4Attention.get_kv_cache_spec``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,8 @@ class CompressedMLAAttention(MLAAttention):
         return 2 if self.compress_ratio == 4 else 1
 
     def compressor_state_bytes_per_token(self) -> int:
-        """Float32 kv + score state per token slot of the compressor's window, B (``state_dim = 2 × coff × head_dim``)."""
+        """Float32 kv + score state per token slot of the compressor's window, B (``state_dim = 2 × coff ×
+        head_dim``)."""
         return 2 * self.compressor_coff * self.head_dim * 4 if self.compress_ratio > 1 else 0
 
     def index_compressor_state_bytes_per_token(self) -> int:
@@ -80,7 +82,8 @@ class CompressedMLAAttention(MLAAttention):
         return FP8_DS_MLA_ENTRY_BYTES / self.compress_ratio + self.index_entry_bytes / 4
 
     def state_bytes_per_seq(self) -> float:
-        """Fixed bytes per request once the windows are full: the raw window's entries and the compressors' states, B."""
+        """Fixed bytes per request once the windows are full: the raw window's entries and the compressors' states,
+        B."""
         comp = self.compressor_state_bytes_per_token() * self.compressor_coff * self.compress_ratio
         idx = self.index_compressor_state_bytes_per_token() * 8
         return self.swa_window_tokens * FP8_DS_MLA_ENTRY_BYTES + comp + idx

@@ -36,8 +36,10 @@ from kvledger.catalog.weights import mat, norm, std_attention, vec
 __all__ = ["Family", "FAMILY_OF", "build_family", "decoder_mlp", "moe_counts"]
 
 
-_LAYER_KINDS = {"full_attention": "full", "attention": "full", "indexed_attention": "full", "qwen_sparse_attention": "full", "global_attention": "full", "sliding_attention": "sliding",
-                "local_attention": "sliding", "chunked_attention": "chunked", "conv": "conv", "linear_attention": "linear",
+_LAYER_KINDS = {"full_attention": "full", "attention": "full", "indexed_attention": "full",
+                "qwen_sparse_attention": "full", "global_attention": "full", "sliding_attention": "sliding",
+                "local_attention": "sliding", "chunked_attention": "chunked", "conv": "conv",
+                    "linear_attention": "linear",
                 "mamba": "mamba", "mlp": "mlp"}
 
 
@@ -52,7 +54,8 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
         if bad:
             raise c.error("layer_types", f"unsupported layer type {bad[0]!r} (known: {', '.join(known)})")
         return [known[t] for t in lt]
-    if c.has("mamba_n_heads") and "attn_layer_indices" in c.raw:  # Bamba: attention at these indices (none: all Mamba-2)
+    # Bamba: attention at these indices (none: all Mamba-2)
+    if c.has("mamba_n_heads") and "attn_layer_indices" in c.raw:
         idx = set(x for x in (c.list("attn_layer_indices", []) or []) if isinstance(x, int))
         return ["full" if i in idx else "mamba" for i in range(n)]
     if c.has("full_attn_idxs"):  # LFM2: attention at these indices, short convolutions elsewhere
@@ -60,7 +63,8 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
         return ["full" if i in idx else "conv" for i in range(n)]
     if c.has("attention_chunk_size"):
         nrl = c.list("no_rope_layers", [])
-        if not nrl:  # transformers Llama4TextConfig: empty means every no_rope_layer_interval-th layer (default 4) is NoPE
+        # transformers Llama4TextConfig: empty means every no_rope_layer_interval-th layer (default 4) is NoPE
+        if not nrl:
             every = c.int("no_rope_layer_interval", 4)
             nrl = [int((i + 1) % every != 0) for i in range(n)]
         if nrl:  # Llama-4: RoPE layers are chunked-local, NoPE layers (0) are global
@@ -81,7 +85,8 @@ def _attn_kinds(c: Cfg, mt: str, n: int, notes: list[str]) -> list[str]:
         return ["full" if (i + 1) % pat == 0 else "sliding" for i in range(n)]
     if mt not in ("mistral", "mixtral", "phi3", "starcoder2"):
         notes.append(f"sliding_window={window} with no layer_types: every layer uses the window, as in vLLM, whose "
-                     "CacheConfig.sliding_window applies it to every attention layer of a model that is not interleaved "
+                     "CacheConfig.sliding_window applies it to every attention layer of a model that is not "
+                     "interleaved "
                      "(engine/arg_utils.py, layers/attention/attention.py)")
     return ["sliding"] * n  # the window applies to every layer (rolling buffer)
 
@@ -123,12 +128,16 @@ def decoder(c: Cfg, mt: str) -> Family:
     E, k = moe_counts(c, mt)
     fam.num_experts, fam.experts_per_token = E, k
     if mt not in _VERIFIED_DECODERS:
-        fam.notes.append(f"model_type {mt!r}: read as a standard decoder from its fields (hidden {h}, {n} layers, {nh} heads, "
-                         f"{nkv} KV heads of {hd}); KV per token follows vLLM's rules, the parameter count uses the Llama "
+        fam.notes.append(f"model_type {mt!r}: read as a standard decoder from its fields (hidden {h}, {n} layers, {nh} "
+                         f"heads, "
+                         f"{nkv} KV heads of {hd}); KV per token follows vLLM's rules, the parameter count uses the "
+                         f"Llama "
                          "layout and may differ from the checkpoint by the family's extra tensors")
     shared = c.int("num_kv_shared_layers", 0, minimum=0, maximum=n)
-    if 0 < shared < n:  # Gemma-3n: the last layers reuse earlier layers' K/V (vLLM kv_sharing_target_layer_name): no cache of their own
-        fam.notes.append(f"cross-layer KV sharing: the last {shared} of {n} layers reuse earlier layers' K/V and keep no cache")
+    # Gemma-3n: the last layers reuse earlier layers' K/V (vLLM kv_sharing_target_layer_name): no cache of their own
+    if 0 < shared < n:
+        fam.notes.append(f"cross-layer KV sharing: the last {shared} of {n} layers reuse earlier layers' K/V and keep "
+                         f"no cache")
     cross = set(x for x in (c.list("cross_attention_layers", []) or []) if isinstance(x, int))
     if cross:  # Mllama: these layers attend to the image tokens' K/V (fixed per request), not to the text
         fam.notes.append(f"{len(cross)} cross-attention layers keep the image tokens' K/V, not a per-token text cache")
@@ -149,7 +158,8 @@ def decoder(c: Cfg, mt: str) -> Family:
             if "+" in kinds[i]:  # Inkling, ZAYA: attention and a convolution state in one layer
                 lc, lkv, lhd, conv = hybrid_layer(c, kinds[i], nh, nkv, hd)
                 fam.layers.append(conv)
-            if mt == "falcon_h1":  # attention and a Mamba-2 mixer side by side in every layer (vLLM models/falcon_h1.py)
+            # attention and a Mamba-2 mixer side by side in every layer (vLLM models/falcon_h1.py)
+            if mt == "falcon_h1":
                 spec, sw = state_layer(c, "mamba", mt, p, h, nh, hd)
                 fam.layers.append(spec)
                 w += sw
@@ -159,7 +169,8 @@ def decoder(c: Cfg, mt: str) -> Family:
                     getattr(l, "indexer_bytes_per_token", 0) for l in fam.layers if l is not None) else [])
                 w += qsa_w
             fam.layers.append(spec)
-            if shared == n:  # a draft reading its target's K/V (Gemma-4's assistant): query-only attention, no k/v or k_norm
+            # a draft reading its target's K/V (Gemma-4's assistant): query-only attention, no k/v or k_norm
+            if shared == n:
                 w += mat(f"{p}.self_attn.q_proj", lnh * lhd, h) + mat(f"{p}.self_attn.o_proj", h, lnh * lhd)
             else:
                 w += std_attention(f"{p}.self_attn", h, lnh, lkv, lhd, qkv_bias=qkv_bias, o_bias=o_bias)
@@ -167,7 +178,9 @@ def decoder(c: Cfg, mt: str) -> Family:
                 w += norm(f"{p}.self_attn.q_norm", lhd) + ([] if shared == n else norm(f"{p}.self_attn.k_norm", lhd))
             if mt == "gpt_oss":
                 w += vec(f"{p}.self_attn.sinks", nh, tp="shard")
-        norms = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm") if gemma and mt != "gemma" else ("input_layernorm", "post_attention_layernorm")
+        norms = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                 "post_feedforward_layernorm") if gemma and mt != "gemma" else ("input_layernorm",
+                                                                                "post_attention_layernorm")
         for nm in norms:
             w += norm(f"{p}.{nm}", h, bias=layer_norm)
         w += decoder_mlp(c, mt, p, h, i, E)
@@ -193,7 +206,11 @@ _MLA_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_mtp", "glm
 
 def family_of(c: Cfg, mt: str) -> str:
     """Which family function reads this config."""
-    if c.has("kv_lora_rank") and c.has("qk_rope_head_dim") and (mt in _MLA_TYPES or mt == "minicpm3" or mt not in FAMILY_OF):
+    if (
+        c.has("kv_lora_rank")
+        and c.has("qk_rope_head_dim")
+        and (mt in _MLA_TYPES or mt == "minicpm3" or mt not in FAMILY_OF)
+    ):
         return "mla"  # vLLM's MLA types, and any other config with a latent (transformers caches the latent)
     if mt in FAMILY_OF and FAMILY_OF[mt] != "mla":
         return FAMILY_OF[mt]
@@ -211,5 +228,6 @@ def build_family(c: Cfg, mt: str) -> Family:
         return decoder(c, mt)
     return {"mla": fh.mla, "qwen3_next": fh.qwen3_next, "jamba": fh.jamba, "nemotron_h": fh.nemotron_h, "opt": opt,
             "falcon": falcon, "gpt_bigcode": gpt_bigcode, "ssm": ssm, "phi": phi,
-            "zamba": zamba, "zamba2": zamba2, "rwkv": rwkv, "xlstm": xlstm, "recurrent_gemma": recurrent_gemma, "blt": blt,
+            "zamba": zamba, "zamba2": zamba2, "rwkv": rwkv, "xlstm": xlstm, "recurrent_gemma": recurrent_gemma,
+                "blt": blt,
             "deepseek_v4": deepseek_v4}[kind](c)

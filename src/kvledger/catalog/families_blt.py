@@ -42,7 +42,8 @@ def _stack(s: Cfg, p: str, window: int | None, fam: Family) -> tuple[int, int, i
     inter = s.int("intermediate_size")
     for i in range(n):
         q = f"{p}.layers.{i}"
-        fam.layers.append(SlidingWindowAttention(nkv, hd, hd, nh, window_tokens=window) if window else FullAttention(nkv, hd, hd, nh))
+        fam.layers.append(SlidingWindowAttention(nkv, hd, hd, nh,
+                                                 window_tokens=window) if window else FullAttention(nkv, hd, hd, nh))
         fam.weights += (std_attention(f"{q}.self_attn", h, nh, nkv, hd) + gated_mlp(f"{q}.mlp", h, inter)
                         + norm(f"{q}.input_layernorm", h) + norm(f"{q}.post_attention_layernorm", h))
     return n, nkv, hd, h
@@ -71,7 +72,8 @@ def blt(c: Cfg) -> Family:
     n, nkv, hd, fam.hidden_size = _stack(glb, "model.global_transformer", None, fam)
     parts.append(f"global transformer {n} × 2 × {nkv} × {hd} (per patch in a cache: at most this per byte)")
     if glb.has("encoder_cross_output_size"):
-        fam.weights += mat("model.global_transformer.token_embedding_projection", glb.int("hidden_size"), glb.int("encoder_cross_output_size"))
+        fam.weights += mat("model.global_transformer.token_embedding_projection", glb.int("hidden_size"),
+                           glb.int("encoder_cross_output_size"))
     n, nkv, hd, hd_dec = _stack(dec, "model.local_decoder", window, fam)
     parts.append(f"local decoder {n} × 2 × {nkv} × {hd}")
     fam.weights += mat("model.local_decoder.patch_embedding_projection", hd_dec * dec.int("cross_attn_k", 2),
@@ -79,7 +81,8 @@ def blt(c: Cfg) -> Family:
     fam.weights += norm("model.local_decoder.norm", hd_dec)
     _cross(dec, "model.local_decoder", fam)
     groups = len(c.list("encoder_hash_byte_group_size")) * c.int("encoder_hash_byte_group_nb_functions", 1)
-    fam.weights.append(Weight("model.encoder_hash_tok_embedding.weight", c.int("encoder_hash_byte_group_vocab") * groups, he, 1, False))
+    fam.weights.append(Weight("model.encoder_hash_tok_embedding.weight",
+                              c.int("encoder_hash_byte_group_vocab") * groups, he, 1, False))
     if c.bool("patch_in_forward", False):
         pc = _sub(c, "patcher_config")
         n, nkv, hd, hp = _stack(pc, "model.patcher", pc.int("sliding_window", None), fam)
@@ -89,10 +92,12 @@ def blt(c: Cfg) -> Family:
                         + mat("model.patcher.lm_head", v, hp))
     fam.weights += mat("lm_head", c.int("vocab_size"), hd_dec)
     fam.notes.append(
-        "KV per byte, an upper bound (Byte Latent Transformer): every self-attention stack summed as if each cached one "
+        "KV per byte, an upper bound (Byte Latent Transformer): every self-attention stack summed as if each cached "
+        "one "
         "entry per byte ("
         + "; ".join(parts) + "); the global transformer runs over patches, so a cache of it holds one entry "
-        f"per patch (entropy patching cuts the bytes into patches of several bytes; patch_size {c.get('patch_size', None)}; transformers 5.24's BltModel gives it no "
+        f"per patch (entropy patching cuts the bytes into patches of several bytes; patch_size "
+        f"{c.get('patch_size', None)}; transformers 5.24's BltModel gives it no "
         "cache and recomputes it), and the local stacks and the patcher attend within a sliding window; the "
         "cross-attention layers attend between bytes and patches and keep no per-byte cache here. No engine serves BLT "
         "(vLLM 0.33's registry has no Blt class)")

@@ -23,7 +23,8 @@ def opt(c: Cfg) -> Family:
     w = [Weight("model.decoder.embed_tokens.weight", v, proj, 1, False, "shard"),
          Weight("model.decoder.embed_positions.weight", c.int("max_position_embeddings") + 2, h, 1, False, "replicate")]
     if proj != h:
-        w += mat("model.decoder.project_in", h, proj, tp="replicate") + mat("model.decoder.project_out", proj, h, tp="replicate")
+        w += mat("model.decoder.project_in", h, proj, tp="replicate") + mat("model.decoder.project_out", proj, h,
+                                                                            tp="replicate")
     if not c.bool("tie_word_embeddings", True):
         w.append(Weight("lm_head.weight", v, proj, 1, False, "shard"))
     fam = Family([], w)
@@ -31,7 +32,8 @@ def opt(c: Cfg) -> Family:
         p = f"model.decoder.layers.{i}"
         fam.layers.append(FullAttention(nkv, hd, hd, nh))
         w += (mat(f"{p}.self_attn.q_proj", h, h, bias=b) + mat(f"{p}.self_attn.k_proj", h, h, bias=b, tp="kv")
-              + mat(f"{p}.self_attn.v_proj", h, h, bias=b, tp="kv") + mat(f"{p}.self_attn.out_proj", h, h, bias=b, bias_tp="replicate"))
+              + mat(f"{p}.self_attn.v_proj", h, h, bias=b, tp="kv") + mat(f"{p}.self_attn.out_proj", h, h, bias=b,
+                                                                          bias_tp="replicate"))
         w += norm(f"{p}.self_attn_layer_norm", h, bias=True) + norm(f"{p}.final_layer_norm", h, bias=True)
         w += plain_mlp(p, h, ffn, bias=b, names=("fc1", "fc2"))
     if c.get("do_layer_norm_before", True) is True and not c.get("_remove_final_layer_norm", False):
@@ -40,7 +42,8 @@ def opt(c: Cfg) -> Family:
 
 
 def falcon(c: Cfg) -> Family:
-    """Falcon: fused query_key_value, MQA when ``multi_query`` (one KV head), parallel attention/MLP, LayerNorms with bias, tied head."""
+    """Falcon: fused query_key_value, MQA when ``multi_query`` (one KV head), parallel attention/MLP, LayerNorms with
+    bias, tied head."""
     h, nh, n = c.int("hidden_size"), c.int("num_attention_heads"), c.int("num_hidden_layers")
     new_arch = c.get("new_decoder_architecture", False) is True
     nkv = c.int("num_kv_heads") if new_arch else (1 if c.get("multi_query", True) is True else nh)
@@ -59,7 +62,8 @@ def falcon(c: Cfg) -> Family:
         w += mat(f"{p}.self_attention.query_key_value", (nh + 2 * nkv) * hd, h, bias=b)
         w += mat(f"{p}.self_attention.dense", h, h, bias=b, bias_tp="replicate")
         w += plain_mlp(f"{p}.mlp", h, ffn, bias=b, names=("dense_h_to_4h", "dense_4h_to_h"))
-        lns = ("ln_attn", "ln_mlp") if new_arch else (("input_layernorm",) if c.get("parallel_attn", True) is True else ("input_layernorm", "post_attention_layernorm"))
+        lns = ("ln_attn", "ln_mlp") if new_arch else (("input_layernorm",) if c.get("parallel_attn",
+                                                                                    True) is True else ("input_layernorm", "post_attention_layernorm"))
         for ln in lns:
             w += norm(f"{p}.{ln}", h, bias=True)
     w += norm("transformer.ln_f", h, bias=True)
@@ -67,7 +71,8 @@ def falcon(c: Cfg) -> Family:
 
 
 def gpt_bigcode(c: Cfg) -> Family:
-    """GPT-BigCode (StarCoder, SantaCoder): fused c_attn with one KV head when ``multi_query``, learned positions, biases, tied head."""
+    """GPT-BigCode (StarCoder, SantaCoder): fused c_attn with one KV head when ``multi_query``, learned positions,
+    biases, tied head."""
     h, nh, nkv, hd = heads(c)
     n, v = c.int("num_hidden_layers"), c.int("vocab_size")
     inner = c.int("n_inner", None) or 4 * h
@@ -80,7 +85,8 @@ def gpt_bigcode(c: Cfg) -> Family:
         p = f"transformer.h.{i}"
         fam.layers.append(FullAttention(nkv, hd, hd, nh))
         w += norm(f"{p}.ln_1", h, bias=True) + norm(f"{p}.ln_2", h, bias=True)
-        w += mat(f"{p}.attn.c_attn", h + 2 * nkv * hd, h, bias=True) + mat(f"{p}.attn.c_proj", h, h, bias=True, bias_tp="replicate")
+        w += mat(f"{p}.attn.c_attn", h + 2 * nkv * hd, h, bias=True) + mat(f"{p}.attn.c_proj", h, h, bias=True,
+                                                                           bias_tp="replicate")
         w += plain_mlp(f"{p}.mlp", h, inner, bias=True, names=("c_fc", "c_proj"))
     w += norm("transformer.ln_f", h, bias=True)
     return fam

@@ -74,7 +74,8 @@ def deepseek_v4(c: Cfg) -> Family:
     shared = c.int("n_shared_experts", 0, minimum=0)
     for i, r in enumerate(ratios):
         fam.layers.append(CompressedMLAAttention(hd - rope, rope, nh, compress_ratio=r, swa_window_tokens=window,
-                                                 index_head_dim=ihd if r == 4 else 0, index_n_heads=inh if r == 4 else 0,
+                                                 index_head_dim=ihd if r == 4 else 0,
+                                                     index_n_heads=inh if r == 4 else 0,
                                                  index_topk=c.int("index_topk") if r == 4 else 0))
         p = f"model.layers.{i}"
         a = f"{p}.attn"
@@ -88,7 +89,8 @@ def deepseek_v4(c: Cfg) -> Family:
             w += vec(f"{a}.compressor.ape", r * coff * hd) + norm(f"{a}.compressor.norm", hd)
         if r == 4:
             x = f"{a}.indexer"
-            w += mat(f"{x}.wq_b", inh * ihd, q_lora, tp="replicate") + mat(f"{x}.weights_proj", inh, h, tp="replicate", linear=False)
+            w += mat(f"{x}.wq_b", inh * ihd, q_lora, tp="replicate") + mat(f"{x}.weights_proj", inh, h, tp="replicate",
+                                                                           linear=False)
             w += mat(f"{x}.compressor.fused_wkv_wgate", 2 * 2 * ihd, h, tp="replicate")
             w += vec(f"{x}.compressor.ape", 4 * 2 * ihd) + norm(f"{x}.compressor.norm", ihd)
         w += norm(f"{p}.attn_norm", h) + norm(f"{p}.ffn_norm", h)

@@ -37,9 +37,11 @@ def mla(c: Cfg) -> Family:
                      f"the cache holds a {kv_lora}+{rope}-element latent per layer per token")
     mt = c.get("model_type", "")
     if mt == "longcat_flash":
-        fam.notes.append("LongCat-Flash: each decoder layer runs two MLA attentions, each with its own latent cache (vLLM longcat_flash.py)")
+        fam.notes.append("LongCat-Flash: each decoder layer runs two MLA attentions, each with its own latent cache "
+                         "(vLLM longcat_flash.py)")
     indexer = 0
-    if c.has("index_topk"):  # DeepSeek-V3.2 sparse attention (vLLM deepseek_v2.py: is_v32 = hasattr(config, "index_topk"))
+    # DeepSeek-V3.2 sparse attention (vLLM deepseek_v2.py: is_v32 = hasattr(config, "index_topk"))
+    if c.has("index_topk"):
         ihd = c.int("index_head_dim", 128)
         indexer = ihd + ihd // 128 * 4
         fam.notes.append(f"DeepSeek sparse attention: each layer also caches {indexer} B of indexer keys per token "
@@ -48,15 +50,18 @@ def mla(c: Cfg) -> Family:
     if len(kinds) != n:
         raise c.error("layer_types", f"has {len(kinds)} entries for {n} layers")
     for i in range(n):
-        lc = layer_overrides(c, i)  # transformers 5 per_layer_config (dots3's sliding layers: other widths and head counts)
+        # transformers 5 per_layer_config (dots3's sliding layers: other widths and head counts)
+        lc = layer_overrides(c, i)
         nh, nope, kv_lora, v_hd = lc.int("num_attention_heads"), lc.int("qk_nope_head_dim"), lc.int("kv_lora_rank"), lc.int("v_head_dim")
         if kinds[i] == "linear_attention":  # Kimi-Linear: KDA layers between the MLA ones
             spec, sw = state_layer(c, "linear", mt, f"model.layers.{i}", h, nh, nope + rope)
             fam.layers.append(spec)
-            w += sw + norm(f"model.layers.{i}.input_layernorm", h) + norm(f"model.layers.{i}.post_attention_layernorm", h)
+            w += sw + norm(f"model.layers.{i}.input_layernorm", h) + norm(f"model.layers.{i}.post_attention_layernorm",
+                                                                          h)
             w += _mla_mlp(c, f"model.layers.{i}", h, i, E, first_dense, freq)
             continue
-        subs = 2 if mt == "longcat_flash" else 1  # vLLM longcat_flash.py: two MLA attentions per layer, each with its cache
+        # vLLM longcat_flash.py: two MLA attentions per layer, each with its cache
+        subs = 2 if mt == "longcat_flash" else 1
         for j in range(subs):
             p = f"model.layers.{i}.self_attn" + (f".{j}" if subs > 1 else "")
             if mt == "minicpm3":  # vLLM MiniCPM3Attention caches decompressed K/V: num_heads heads of qk_head_dim
@@ -70,9 +75,12 @@ def mla(c: Cfg) -> Family:
                 w += mat(f"{p}.q_proj", nh * (nope + rope), h)
             if indexer:  # the indexer's projections (transformers DeepseekV32Indexer): wq_b, wk, k_norm, weights_proj
                 ihd, inh = c.int("index_head_dim", 128), c.int("index_n_heads", 64)
-                w += mat(f"{p}.indexer.wq_b", inh * ihd, q_lora or h, tp="replicate") + mat(f"{p}.indexer.wk", ihd, h, tp="replicate")
-                w += norm(f"{p}.indexer.k_norm", ihd, bias=True) + mat(f"{p}.indexer.weights_proj", inh, h, tp="replicate", linear=False)
-            w += mat(f"{p}.kv_a_proj_with_mqa", kv_lora + rope, h, bias=bias, tp="replicate") + norm(f"{p}.kv_a_layernorm", kv_lora)
+                w += mat(f"{p}.indexer.wq_b", inh * ihd, q_lora or h, tp="replicate") + mat(f"{p}.indexer.wk", ihd, h,
+                    tp="replicate")
+                w += norm(f"{p}.indexer.k_norm", ihd, bias=True) + mat(f"{p}.indexer.weights_proj", inh, h,
+                                                                       tp="replicate", linear=False)
+            w += mat(f"{p}.kv_a_proj_with_mqa", kv_lora + rope, h, bias=bias,
+                     tp="replicate") + norm(f"{p}.kv_a_layernorm", kv_lora)
             w += mat(f"{p}.kv_b_proj", nh * (nope + v_hd), kv_lora) + mat(f"{p}.o_proj", h, nh * v_hd, bias=bias)
         lp = f"model.layers.{i}"
         w += norm(f"{lp}.input_layernorm", h) + norm(f"{lp}.post_attention_layernorm", h)
@@ -88,7 +96,8 @@ def _mla_spec(c: Cfg, i: int, kind: str, rope: int, indexer: int, indexed_kinds:
     lc = layer_overrides(c, i)
     idx = indexer if (kind == "indexed_attention" or not indexed_kinds) else 0
     if kind == "sliding_attention":
-        return MLAAttention(lc.int("kv_lora_rank"), rope, lc.int("num_attention_heads"), "sliding_window", idx, c.int("sliding_window"))
+        return MLAAttention(lc.int("kv_lora_rank"), rope, lc.int("num_attention_heads"), "sliding_window", idx,
+                            c.int("sliding_window"))
     return MLAAttention(lc.int("kv_lora_rank"), rope, lc.int("num_attention_heads"), indexer_bytes_per_token=idx)
 
 
@@ -100,7 +109,8 @@ def _mla_mlp(c: Cfg, lp: str, h: int, i: int, E: int, first_dense: int, freq: in
             w += vec(f"{lp}.mlp.gate.e_score_correction_bias", E)
         inter = c.int("moe_intermediate_size")
         w += moe_experts(f"{lp}.mlp", h, inter, E)
-        shared = c.int("n_shared_experts", None, minimum=0) if c.has("n_shared_experts") else c.int("num_shared_experts", 0, minimum=0)
+        shared = c.int("n_shared_experts", None,
+                       minimum=0) if c.has("n_shared_experts") else c.int("num_shared_experts", 0, minimum=0)
         if shared:
             w += gated_mlp(f"{lp}.mlp.shared_experts", h, inter * shared)
         return w
@@ -124,7 +134,8 @@ def qwen3_next(c: Cfg) -> Family:
     E, k = moe_counts(c, "qwen3_next")
     fam = Family([], w, E, k)
     if interval:
-        fam.notes.append(f"layout from full_attention_interval={interval}: layer i is full attention when (i+1) % {interval} == 0")
+        fam.notes.append(f"layout from full_attention_interval={interval}: layer i is full attention when (i+1) % "
+                         f"{interval} == 0")
     for i in range(n):
         p = f"model.layers.{i}"
         if full[i]:
@@ -165,12 +176,15 @@ def jamba(c: Cfg) -> Family:
         else:
             fam.layers.append(StateLayer("mamba", d_inner * (d_conv - 1), d_inner * d_state))
             m = f"{p}.mamba"
-            w += mat(f"{m}.in_proj", 2 * d_inner, h, bias=pb) + [Weight(f"{m}.conv1d.weight", d_inner, d_conv, 1, False)]
+            w += mat(f"{m}.in_proj", 2 * d_inner, h, bias=pb) + [Weight(f"{m}.conv1d.weight", d_inner, d_conv, 1,
+                                                                        False)]
             w += vec(f"{m}.conv1d.bias", d_inner, tp="shard") if cb else []
-            w += mat(f"{m}.x_proj", dt_rank + 2 * d_state, d_inner, tp="shard") + mat(f"{m}.dt_proj", d_inner, dt_rank, bias=True)
+            w += mat(f"{m}.x_proj", dt_rank + 2 * d_state, d_inner, tp="shard") + mat(f"{m}.dt_proj", d_inner, dt_rank,
+                                                                                      bias=True)
             w += [Weight(f"{m}.A_log", d_inner, d_state, 1, False)] + vec(f"{m}.D", d_inner, tp="shard")
             w += mat(f"{m}.out_proj", h, d_inner, bias=pb)
-            w += norm(f"{m}.dt_layernorm", dt_rank) + norm(f"{m}.b_layernorm", d_state) + norm(f"{m}.c_layernorm", d_state)
+            w += norm(f"{m}.dt_layernorm", dt_rank) + norm(f"{m}.b_layernorm", d_state) + norm(f"{m}.c_layernorm",
+                d_state)
         if E > 1 and i % ep == eo:
             w += mat(f"{p}.feed_forward.router", E, h, tp="replicate", linear=False)
             w += moe_experts(f"{p}.feed_forward", h, c.int("intermediate_size"), E)
@@ -210,8 +224,10 @@ def nemotron_h(c: Cfg) -> Family:
             fam.layers.append(StateLayer("mamba2", conv_dim * (kern - 1), heads_m * hd_m * d_state))
             m = f"{p}.mixer"
             w += mat(f"{m}.in_proj", 2 * d_inner + 2 * groups * d_state + heads_m, h, bias=ub)
-            w += [Weight(f"{m}.conv1d.weight", conv_dim, kern, 1, False)] + (vec(f"{m}.conv1d.bias", conv_dim, tp="shard") if cb else [])
-            w += vec(f"{m}.dt_bias", heads_m, tp="shard") + vec(f"{m}.A_log", heads_m, tp="shard") + vec(f"{m}.D", heads_m, tp="shard")
+            w += [Weight(f"{m}.conv1d.weight", conv_dim, kern, 1, False)] + (vec(f"{m}.conv1d.bias", conv_dim,
+                                                                                 tp="shard") if cb else [])
+            w += vec(f"{m}.dt_bias", heads_m, tp="shard") + vec(f"{m}.A_log", heads_m, tp="shard") + vec(f"{m}.D",
+                heads_m, tp="shard")
             w += norm(f"{m}.norm", d_inner) + mat(f"{m}.out_proj", h, d_inner, bias=ub)
         elif ch == "*":
             fam.layers.append(FullAttention(nkv, hd, hd, nh))
@@ -224,11 +240,13 @@ def nemotron_h(c: Cfg) -> Family:
             fam.layers.append(None)
             E, inter = c.int("n_routed_experts"), c.int("moe_intermediate_size")
             fam.num_experts, fam.experts_per_token = E, c.int("num_experts_per_tok", maximum=E)
-            w += mat(f"{p}.mixer.gate", E, h, tp="replicate", linear=False) + vec(f"{p}.mixer.gate.e_score_correction_bias", E)
+            w += mat(f"{p}.mixer.gate", E, h, tp="replicate",
+                     linear=False) + vec(f"{p}.mixer.gate.e_score_correction_bias", E)
             w += [Weight(f"{p}.mixer.experts.*.up_proj.weight", inter, h, E, True, "shard", True),
                   Weight(f"{p}.mixer.experts.*.down_proj.weight", h, inter, E, True, "shard", True)]
             w += plain_mlp(f"{p}.mixer.shared_experts", h, c.int("moe_shared_expert_intermediate_size", inter))
         else:
-            raise c.error("hybrid_override_pattern", f"layer {i} has block type {ch!r}; supported: M (Mamba-2), * (attention), - (MLP), E (MoE)")
+            raise c.error("hybrid_override_pattern", f"layer {i} has block type {ch!r}; supported: M (Mamba-2), * "
+                                                     f"(attention), - (MLP), E (MoE)")
     w += norm("backbone.norm_f", h)
     return fam

@@ -12,21 +12,25 @@ from kvledger.catalog.weights import Weight, gated_mlp, mat, moe_experts, plain_
 
 __all__ = ["decoder_mlp", "moe_counts", "VERIFIED_DECODERS"]
 
-VERIFIED_DECODERS = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3", "gemma", "gemma2",
+VERIFIED_DECODERS = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3", "gemma",
+                     "gemma2",
                           "gemma3", "gemma3_text", "gpt_oss", "llama4_text", "starcoder2", "lfm2")
 """The decoders whose layout was checked tensor by tensor against transformers; every other model_type gets the Llama
 layout with its config's biases and MLP kind (families.decoder)."""
 
 
 def moe_counts(c: Cfg, mt: str) -> tuple[int, int]:
-    """(routed experts, top-k): vLLM's ``get_num_experts`` names (num_experts, moe_num_experts, n_routed_experts, num_local_experts)."""
+    """(routed experts, top-k): vLLM's ``get_num_experts`` names (num_experts, moe_num_experts, n_routed_experts,
+    num_local_experts)."""
     if c.get("is_moe", True) is False:  # Doge's class default carries num_experts=16384 with is_moe false: dense
         return 0, 0
-    key = next((k for k in ("num_local_experts", "num_experts", "moe_num_experts", "n_routed_experts") if c.has(k)), None)
+    key = next((k for k in ("num_local_experts", "num_experts", "moe_num_experts", "n_routed_experts") if c.has(k)),
+               None)
     E = c.int(key, minimum=0) if key and not isinstance(c.get(key), list) else 0
     if not E or E == 1 and mt != "llama4_text":
         return 0, 0
-    kkey = next((k for k in ("num_experts_per_tok", "experts_per_token", "moe_top_k", "moe_topk", "num_experts_per_token", "top_k") if c.has(k)), None)
+    kkey = next((k for k in ("num_experts_per_tok", "experts_per_token", "moe_top_k", "moe_topk",
+                             "num_experts_per_token", "top_k") if c.has(k)), None)
     if kkey is None:
         raise c.error("num_experts_per_tok", f"is missing: {E} experts but no top-k (num_experts_per_tok)")
     return E, c.int(kkey, maximum=E)
@@ -40,7 +44,8 @@ def decoder_mlp(c: Cfg, mt: str, p: str, h: int, i: int, E: int) -> list[Weight]
     if not E:
         per_layer = c.get("intermediate_size", None)
         if isinstance(per_layer, list):  # Gemma-3n: one width per layer
-            inter = Cfg({"intermediate_size": per_layer[i] if i < len(per_layer) else None}, c.source, c.prefix).int("intermediate_size")
+            inter = Cfg({"intermediate_size": per_layer[i] if i < len(per_layer) else None}, c.source,
+                        c.prefix).int("intermediate_size")
         else:
             inter = c.int("intermediate_size", None) or 4 * h
         if mt in ("lfm2",) and c.get("block_auto_adjust_ff_dim", False) is True:  # vLLM models/lfm2.py Lfm2MLP

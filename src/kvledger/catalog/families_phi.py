@@ -1,4 +1,5 @@
-"""The Phi-1/1.5/2 layout (``model_type`` "phi"): one LayerNorm per layer, parallel attention and MLP, biases everywhere.
+"""The Phi-1/1.5/2 layout (``model_type`` "phi"): one LayerNorm per layer, parallel attention and MLP, biases
+everywhere.
 
 Sources: transformers ``models/phi/modeling_phi.py`` (``PhiAttention``: q/k/v/dense with bias, optional
 q/k LayerNorms of head size; ``PhiMLP``: fc1/fc2 with bias; ``PhiDecoderLayer``: a single
@@ -31,7 +32,8 @@ def phi(c: Cfg) -> Family:
     for i in range(n):
         p = f"model.layers.{i}"
         fam.layers.append(FullAttention(nkv, hd, hd, nh))
-        w += (mat(f"{p}.self_attn.q_proj", nh * hd, h, bias=True) + mat(f"{p}.self_attn.k_proj", nkv * hd, h, bias=True, tp="kv")
+        w += (mat(f"{p}.self_attn.q_proj", nh * hd, h, bias=True) + mat(f"{p}.self_attn.k_proj", nkv * hd, h, bias=True,
+                                                                        tp="kv")
               + mat(f"{p}.self_attn.v_proj", nkv * hd, h, bias=True, tp="kv")
               + mat(f"{p}.self_attn.dense", h, nh * hd, bias=True, bias_tp="replicate"))
         if qk_ln:

@@ -38,7 +38,8 @@ def rwkv(c: Cfg) -> Family:
         a = f"{p}.attention"
         for t in ("time_decay", "time_first", "time_mix_key", "time_mix_value", "time_mix_receptance"):
             w += vec(f"{a}.{t}", ah if t.startswith("time_") and not t.startswith("time_mix") else h)
-        w += mat(f"{a}.key", ah, h) + mat(f"{a}.value", ah, h) + mat(f"{a}.receptance", ah, h) + mat(f"{a}.output", h, ah)
+        w += mat(f"{a}.key", ah, h) + mat(f"{a}.value", ah, h) + mat(f"{a}.receptance", ah, h) + mat(f"{a}.output", h,
+            ah)
         f = f"{p}.feed_forward"
         w += vec(f"{f}.time_mix_key", h) + vec(f"{f}.time_mix_receptance", h)
         w += mat(f"{f}.key", inter, h) + mat(f"{f}.receptance", h, h) + mat(f"{f}.value", h, inter)
@@ -58,7 +59,8 @@ def xlstm(c: Cfg) -> Family:
     h, n, v, heads = c.int("hidden_size"), c.int("num_hidden_layers"), c.int("vocab_size"), c.int("num_heads")
     qk = _round_up(h * c.float("qk_dim_factor", 0.5, minimum=0.0, maximum=64.0), 64)
     vd = _round_up(h * c.float("v_dim_factor", 1.0, minimum=0.0, maximum=64.0), 64)
-    ffn = _round_up(h * c.float("ffn_proj_factor", 2.667, minimum=0.0, maximum=64.0), c.int("ffn_round_up_to_multiple_of", 64))
+    ffn = _round_up(h * c.float("ffn_proj_factor", 2.667, minimum=0.0, maximum=64.0),
+                    c.int("ffn_round_up_to_multiple_of", 64))
     if qk % heads or vd % heads:
         raise c.error("num_heads", f"{heads} heads must divide qk_dim {qk} and v_dim {vd}")
     b = c.get("use_bias", False) is True
@@ -68,11 +70,14 @@ def xlstm(c: Cfg) -> Family:
         p = f"backbone.blocks.{i}"
         fam.layers.append(StateLayer("mlstm", 0, heads * (qk // heads) * (vd // heads) + heads * (qk // heads) + heads))
         m = f"{p}.mlstm_layer"
-        w += norm(f"{p}.norm_mlstm", h, bias=b) + mat(f"{m}.q", qk, h, bias=b) + mat(f"{m}.k", qk, h, bias=b) + mat(f"{m}.v", vd, h, bias=b)
+        w += norm(f"{p}.norm_mlstm", h, bias=b) + mat(f"{m}.q", qk, h, bias=b) + mat(f"{m}.k", qk, h,
+                                                                                     bias=b) + mat(f"{m}.v", vd, h,
+                                                                                         bias=b)
         w += mat(f"{m}.ogate_preact", vd, h, bias=b) + mat(f"{m}.igate_preact", heads, h, bias=True, tp="replicate")
         w += mat(f"{m}.fgate_preact", heads, h, bias=True, tp="replicate") + norm(f"{m}.multihead_norm", vd, bias=b)
         w += mat(f"{m}.out_proj", h, vd, bias=b) + norm(f"{p}.norm_ffn", h, bias=b)
-        w += mat(f"{p}.ffn.proj_up_gate", ffn, h, bias=b) + mat(f"{p}.ffn.proj_up", ffn, h, bias=b) + mat(f"{p}.ffn.proj_down", h, ffn, bias=b)
+        w += mat(f"{p}.ffn.proj_up_gate", ffn, h, bias=b) + mat(f"{p}.ffn.proj_up", ffn, h,
+                                                                bias=b) + mat(f"{p}.ffn.proj_down", h, ffn, bias=b)
     w += norm("backbone.out_norm", h, bias=b)
     if not c.bool("tie_word_embeddings", False):
         w.append(Weight("lm_head.weight", v, h, 1, False, "shard"))
@@ -99,7 +104,8 @@ def recurrent_gemma(c: Cfg) -> Family:
         tb = f"{p}.temporal_block"
         if t == "attention":
             fam.layers.append(SlidingWindowAttention(nkv, hd, hd, nh, window_tokens=window))
-            w += mat(f"{tb}.q_proj", nh * hd, h) + mat(f"{tb}.k_proj", nkv * hd, h, tp="kv") + mat(f"{tb}.v_proj", nkv * hd, h, tp="kv")
+            w += mat(f"{tb}.q_proj", nh * hd, h) + mat(f"{tb}.k_proj", nkv * hd, h, tp="kv") + mat(f"{tb}.v_proj",
+                nkv * hd, h, tp="kv")
             w += mat(f"{tb}.o_proj", h, nh * hd, bias=True, bias_tp="replicate")
         else:
             fam.layers.append(StateLayer("rg_lru", lru * (width - 1), lru))
@@ -108,7 +114,8 @@ def recurrent_gemma(c: Cfg) -> Family:
             w += [Weight(f"{tb}.conv_1d.weight", lru, width, 1, False)] + vec(f"{tb}.conv_1d.bias", lru, tp="shard")
             w += vec(f"{tb}.rg_lru.recurrent_param", lru, tp="shard")
             for g in ("input_gate", "recurrent_gate"):
-                w += [Weight(f"{tb}.rg_lru.{g}_weight", lru // nh, lru // nh, nh, False)] + vec(f"{tb}.rg_lru.{g}_bias", lru, tp="shard")
+                w += [Weight(f"{tb}.rg_lru.{g}_weight", lru // nh, lru // nh, nh, False)] + vec(f"{tb}.rg_lru.{g}_bias",
+                    lru, tp="shard")
         w += norm(f"{p}.channel_pre_norm", h)
         w += mat(f"{p}.mlp_block.gate_proj", inter, h, bias=True) + mat(f"{p}.mlp_block.up_proj", inter, h, bias=True)
         w += mat(f"{p}.mlp_block.down_proj", h, inter, bias=True, bias_tp="replicate")

@@ -40,14 +40,16 @@ def zamba(c: Cfg) -> Family:
     mhd, dt_rank = d_inner // mh, c.int("mamba_dt_rank")
     w, _ = embed(c, h, tied_default=True)
     fam = Family([], w)
-    fam.notes.append("Zamba (v1): vLLM 0.19 does not serve it; hybrid layers' attention sized as transformers caches it, "
+    fam.notes.append("Zamba (v1): vLLM 0.19 does not serve it; hybrid layers' attention sized as transformers caches "
+                     "it, "
                      "Mamba state by vLLM's Mamba-1 rule (conv d_inner × (d_conv − 1), SSM d_inner × d_state)")
 
     def mamba(m: str) -> list[Weight]:
         out = mat(f"{m}.in_proj", 2 * d_inner, h, bias=c.get("mamba_proj_bias", False) is True)
         out += [Weight(f"{m}.conv1d.weight", d_inner, kern, 1, False)]
         out += vec(f"{m}.conv1d.bias", d_inner, tp="shard") if c.get("mamba_conv_bias", True) is True else []
-        out += [Weight(f"{m}.x_proj_weight", dt_rank + 2 * d_state, mhd, mh, False), Weight(f"{m}.dt_proj_weight", mhd, dt_rank, mh, False),
+        out += [Weight(f"{m}.x_proj_weight", dt_rank + 2 * d_state, mhd, mh, False), Weight(f"{m}.dt_proj_weight", mhd,
+            dt_rank, mh, False),
                 Weight(f"{m}.dt_proj_bias", 1, mhd, mh, False), Weight(f"{m}.A_log", mhd, d_state, mh, False),
                 Weight(f"{m}.D", 1, mhd, mh, False)]
         return out + mat(f"{m}.out_proj", h, d_inner, bias=c.get("mamba_proj_bias", False) is True)
@@ -60,12 +62,14 @@ def zamba(c: Cfg) -> Family:
             w += mamba(f"{p}.mamba") + norm(f"{p}.input_layernorm", h)
             continue
         fam.layers.append(FullAttention(nkv, ahd, ahd, nh))
-        w += mamba(f"{p}.mamba_decoder.mamba") + norm(f"{p}.mamba_decoder.input_layernorm", h) + mat(f"{p}.linear", h, h)
+        w += mamba(f"{p}.mamba_decoder.mamba") + norm(f"{p}.mamba_decoder.input_layernorm", h) + mat(f"{p}.linear", h,
+            h)
         if not shared:  # one transformer block, its weights shared by every hybrid layer
             s = f"{p}.shared_transf"
             w += (mat(f"{s}.self_attn.q_proj", nh * ahd, ah) + mat(f"{s}.self_attn.k_proj", nkv * ahd, ah, tp="kv")
                   + mat(f"{s}.self_attn.v_proj", nkv * ahd, ah, tp="kv") + mat(f"{s}.self_attn.o_proj", h, nh * ahd))
-            w += gated_mlp(f"{s}.feed_forward", h, inter) + norm(f"{s}.input_layernorm", ah) + norm(f"{s}.pre_ff_layernorm", h)
+            w += gated_mlp(f"{s}.feed_forward", h, inter) + norm(f"{s}.input_layernorm",
+                                                                 ah) + norm(f"{s}.pre_ff_layernorm", h)
             shared = True
     w += norm("model.final_layernorm", h)
     return fam
@@ -90,7 +94,8 @@ def zamba2(c: Cfg) -> Family:
     w, _ = embed(c, h, tied_default=True)
     fam = Family([], w)
     if nh * ahd != ah:
-        raise c.error("attention_head_dim", f"{nh} heads × {ahd} must equal attention_hidden_size {ah} (vLLM Zamba2Attention)")
+        raise c.error("attention_head_dim", f"{nh} heads × {ahd} must equal attention_hidden_size {ah} (vLLM "
+                                            f"Zamba2Attention)")
 
     def mamba(m: str) -> list[Weight]:
         out = mat(f"{m}.in_proj", 2 * d_inner + 2 * groups * d_state + mh, h, bias=bias)
@@ -107,18 +112,22 @@ def zamba2(c: Cfg) -> Family:
             w += mamba(f"{p}.mamba") + norm(f"{p}.input_layernorm", h)
             continue
         fam.layers.append(FullAttention(nh, ahd, ahd, nh))
-        w += mamba(f"{p}.mamba_decoder.mamba") + norm(f"{p}.mamba_decoder.input_layernorm", h) + mat(f"{p}.linear", h, h)
+        w += mamba(f"{p}.mamba_decoder.mamba") + norm(f"{p}.mamba_decoder.input_layernorm", h) + mat(f"{p}.linear", h,
+            h)
         s = f"{p}.shared_transformer"
         if hybrid < blocks:  # the shared blocks' own weights, counted once each
             w += (mat(f"{s}.self_attn.q_proj", ah, ah) + mat(f"{s}.self_attn.k_proj", ah, ah, tp="kv")
                   + mat(f"{s}.self_attn.v_proj", ah, ah, tp="kv") + mat(f"{s}.self_attn.o_proj", h, ah))
-            w += mat(f"{s}.feed_forward.gate_up_proj", 2 * inter, h, bias=bias) + mat(f"{s}.feed_forward.down_proj", h, inter, bias=bias)
+            w += mat(f"{s}.feed_forward.gate_up_proj", 2 * inter, h, bias=bias) + mat(f"{s}.feed_forward.down_proj", h,
+                                                                                      inter, bias=bias)
             w += norm(f"{s}.input_layernorm", ah) + norm(f"{s}.pre_ff_layernorm", h)
         # one un-shared LoRA adapter per hybrid layer on the MLP's gate/up (and on q, k, v when enabled)
-        w += mat(f"{s}.feed_forward.gate_up_proj_adapter.{hybrid}.0", rank, h) + mat(f"{s}.feed_forward.gate_up_proj_adapter.{hybrid}.1", 2 * inter, rank)
+        w += mat(f"{s}.feed_forward.gate_up_proj_adapter.{hybrid}.0", rank,
+                 h) + mat(f"{s}.feed_forward.gate_up_proj_adapter.{hybrid}.1", 2 * inter, rank)
         if c.get("use_shared_attention_adapter", False) is True:
             for x in "qkv":
-                w += mat(f"{s}.self_attn.linear_{x}_adapter.{hybrid}.0", rank, ah) + mat(f"{s}.self_attn.linear_{x}_adapter.{hybrid}.1", ah, rank)
+                w += mat(f"{s}.self_attn.linear_{x}_adapter.{hybrid}.0", rank,
+                         ah) + mat(f"{s}.self_attn.linear_{x}_adapter.{hybrid}.1", ah, rank)
         hybrid += 1
     fam.notes.append(f"Zamba2: {hybrid} hybrid layers each keep a Mamba-2 state and their own K/V ({nh} heads of "
                      f"{ahd}, as vLLM's Zamba2Attention); the attention weights are shared by {blocks} block(s)")

@@ -54,9 +54,11 @@ def heads(c: Cfg) -> tuple[int, int, int, int]:
     else:
         hd = h // nh  # vLLM get_head_size and transformers: floor division, even when it leaves a remainder
         if hd == 0:
-            raise c.error("num_attention_heads", f"{nh} heads for hidden_size {h} leave no head dimension; give head_dim")
+            raise c.error("num_attention_heads", f"{nh} heads for hidden_size {h} leave no head dimension; give "
+                                                 f"head_dim")
     if nkv > nh or nh % nkv:
-        raise c.error(key or "num_key_value_heads", f"{nkv} KV heads cannot serve {nh} attention heads (must divide it)")
+        raise c.error(key or "num_key_value_heads",
+                      f"{nkv} KV heads cannot serve {nh} attention heads (must divide it)")
     return h, nh, nkv, hd
 
 

@@ -1,34 +1,30 @@
 """The GPU catalog: memory as CUDA reports it, HBM bandwidth, dense FLOP/s and links, from ``catalog/data/gpus.csv``.
 
 Memory: engines size their budget from the device total that ``cudaMemGetInfo`` returns,
-which is below the ``nvidia-smi`` total (itself below the marketing GB). For the H100-80GB
-the CUDA total is measured (81,120 MiB = 79.22 GiB, vLLM PR #12126 log); for other parts it is
-the nvidia-smi total minus the same 439 MiB gap (an assumption, labelled as such; it matches
-the RTX 3090's 23.58 GiB in vLLM issue #10517 and the RTX 4090's 23.55 GiB in #11550 to ±10 MiB).
+which is below the ``nvidia-smi`` total (itself below the marketing GB). ``catalog/data/gpu_cuda.csv`` gives each
+GPU's CUDA total with its low/high over drivers and its basis: measured (a vLLM log or PyTorch OOM message that
+prints it; H100 SXM 79.19 GiB in 40 vLLM 0.19 start-ups) or derived (nvidia-smi minus 450 MiB, range −800 to −300
+MiB from the measured gaps), and the P2P / NVLink all-to-all facts vLLM's custom all-reduce checks.
 """
 
 from __future__ import annotations
 
 import csv
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from kvledger.errors import InputError, UnknownNameError
+from kvledger.jsonable import to_jsonable
 from kvledger.units import GB, MiB
 
 __all__ = ["GpuSpec", "get_gpu", "gpu_catalog", "custom_gpu", "resolve_gpu", "CUDA_RESERVE_MIB"]
 
-CUDA_RESERVE_MIB = 439
-"""nvidia-smi total − CUDA total on an H100-80GB: 81,559 − 81,120 MiB (vLLM PR #12126), MiB."""
-
-_MEASURED_CUDA_TOTAL_MIB = {"nvidia_h100_sxm": (81120, "vLLM PR #12126 log: total_gpu_memory (79.22GiB)"),
-                            "nvidia_h100_pcie": (81120, "same board memory as H100 SXM (vLLM PR #12126 log)"),
-                            "nvidia_rtx_3090": (24146, "vLLM issue #10517 log: total_gpu_memory (23.58GiB)")}
+CUDA_RESERVE_MIB = 450
+"""nvidia-smi total − CUDA total assumed for a GPU with no measured CUDA total, MiB (gpu_cuda.csv: measured gaps
+316–768 MiB over T4, RTX 3090/4090, A10, A100, H100 and RTX PRO 6000; the derived range is −800 to −300 MiB)."""
 
 _ALIASES = {
     "nvidia_h100_sxm": ["h100", "h100-sxm", "h100-sxm5", "h100-80gb", "h100-sxm-80gb", "h100 80gb hbm3"],
@@ -43,12 +39,18 @@ _ALIASES = {
     "nvidia_gh200_96gb": ["gh200", "gh200-96gb"], "nvidia_gh200_144gb": ["gh200-144gb"],
     "nvidia_l4": ["l4"], "nvidia_l40s": ["l40s"], "nvidia_a10": ["a10"], "nvidia_a10g": ["a10g"],
     "nvidia_rtx_3090": ["rtx3090", "rtx-3090", "3090"], "nvidia_rtx_4090": ["rtx4090", "rtx-4090", "4090"], "nvidia_rtx_5090": ["rtx5090", "rtx-5090", "5090"],
+    "nvidia_rtx_pro_6000_server": ["rtx-pro-6000", "rtx-pro-6000-server", "rtx pro 6000", "rtxpro6000", "nvidia_rtx_pro_6000"],
+    "nvidia_rtx_pro_6000_workstation": ["rtx-pro-6000-workstation", "rtx-pro-6000-ws"],
+    "nvidia_t4": ["t4", "tesla-t4"], "nvidia_a40": ["a40"], "nvidia_l40": ["l40"], "nvidia_h20": ["h20"],
+    "nvidia_rtx_a4000": ["rtx-a4000", "a4000"], "nvidia_rtx_a5000": ["rtx-a5000", "a5000"], "nvidia_rtx_a6000": ["rtx-a6000", "a6000"],
+    "nvidia_a100_40gb_pcie": ["a100-40gb-pcie", "a100-pcie-40gb"], "amd_mi210": ["mi210"],
     "amd_mi300x": ["mi300x"], "amd_mi325x": ["mi325x"], "amd_mi355x": ["mi355x"], "amd_mi250x": ["mi250x"],
     "google_tpu_v5e": ["tpu-v5e", "v5e"], "google_tpu_v6e": ["tpu-v6e", "v6e", "trillium"], "intel_gaudi3": ["gaudi3"],
 }
 
-_ARCH = {"h100": "sm90", "h200": "sm90", "gh200": "sm90", "b200": "sm100", "gb200": "sm100", "b300": "sm100",
-         "gb300": "sm100", "a100": "sm80", "a10": "sm86", "rtx_4090": "sm89", "rtx_3090": "sm86", "l4": "sm89", "l40s": "sm89", "rtx_5090": "sm120"}
+_ARCH = {"h100": "sm90", "h200": "sm90", "gh200": "sm90", "h20": "sm90", "b200": "sm100", "gb200": "sm100", "b300": "sm100",
+         "gb300": "sm100", "a100": "sm80", "a10": "sm86", "a40": "sm86", "rtx_a": "sm86", "rtx_4090": "sm89", "rtx_3090": "sm86",
+         "l4": "sm89", "l40": "sm89", "rtx_5090": "sm120", "rtx_pro_6000": "sm120", "t4": "sm75"}
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,11 @@ class GpuSpec:
         host_link_bytes_per_s: PCIe/C2C bandwidth to the host, bidirectional, B/s.
         tdp_w: board power, W. arch: compute capability family ("sm90", ...), "" if not NVIDIA.
         datasheet_ref, confidence, notes: provenance from gpus.csv.
+        memory_low_bytes / memory_high_bytes: the CUDA total's range over drivers and its evidence, B (gpu_cuda.csv).
+        memory_basis: "measured" (a log prints it), "derived" (nvidia-smi or marketed minus the reserve) or "given".
+        p2p: CUDA peer access between two such GPUs in one server (vLLM's ``_can_p2p``); False on GeForce cards.
+        nvlink_all_to_all: every GPU of the server reaches every other over NVLink/xGMI (NVSwitch boards; vLLM's
+            ``is_fully_connected``), which custom all-reduce needs above 2 GPUs.
     """
 
     gpu_id: str
@@ -88,6 +95,17 @@ class GpuSpec:
     datasheet_ref: str
     confidence: str
     notes: str
+    memory_low_bytes: int = 0
+    memory_high_bytes: int = 0
+    memory_basis: str = "given"
+    p2p: bool = True
+    nvlink_all_to_all: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.memory_low_bytes:
+            object.__setattr__(self, "memory_low_bytes", self.memory_bytes)
+        if not self.memory_high_bytes:
+            object.__setattr__(self, "memory_high_bytes", self.memory_bytes)
 
     def ridge_flops_per_byte(self, dtype: str = "bf16") -> float:
         """Roofline ridge point: dense peak FLOP/s ÷ HBM bytes/s, FLOP/B (H100 SXM bf16: 989.5e12/3.35e12 = 295.4)."""
@@ -97,43 +115,38 @@ class GpuSpec:
         return peak / self.hbm_bandwidth_bytes_per_s
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def _f(x: str) -> float | None:
     return float(x) if x not in ("", None) else None
 
 
-def _row_to_spec(r: dict[str, str]) -> GpuSpec | None:
+def _row_to_spec(r: dict[str, str], cuda: dict[str, str]) -> GpuSpec:
     smi = int(r["memory_mib_reported"]) if r["memory_mib_reported"] else None
     gid = r["gpu_id"]
-    if gid in _MEASURED_CUDA_TOTAL_MIB:
-        mib, src = _MEASURED_CUDA_TOTAL_MIB[gid]
-    elif smi and r["vendor"] != "NVIDIA":
-        mib, src = smi, f"{r['memory_reported_via']} (no CUDA-style reserve subtracted: not measured for this vendor)"
-    elif smi:
-        mib, src = smi - CUDA_RESERVE_MIB, f"nvidia-smi {smi:,} MiB − {CUDA_RESERVE_MIB} MiB CUDA/driver reserve (assumed as measured on H100)"
-    elif r["memory_gib_reported"]:
-        mib, src = int(float(r["memory_gib_reported"]) * 1024), f"{r['memory_reported_via']}"
-    else:
-        mib, src = int(float(r["memory_gb_marketed"]) * GB / MiB), "marketing capacity (no nvidia-smi figure in the catalog)"
+    mib, lo, hi = int(cuda["cuda_total_mib"]), int(cuda["cuda_total_low_mib"]), int(cuda["cuda_total_high_mib"])
     key = next((k for k in sorted(_ARCH, key=len, reverse=True) if k in gid), None)
     return GpuSpec(
         gpu_id=gid, name=f"{r['vendor']} {r['model']}", memory_gb_marketed=float(r["memory_gb_marketed"]), nvidia_smi_mib=smi,
-        memory_bytes=mib * MiB, memory_source=src, hbm_bandwidth_bytes_per_s=float(r["memory_bandwidth_tb_s"]) * 1e12,
+        memory_bytes=mib * MiB, memory_source=cuda["source"], hbm_bandwidth_bytes_per_s=float(r["memory_bandwidth_tb_s"]) * 1e12,
         bf16_flops_per_s=float(r["bf16_dense_tflops"]) * 1e12,
         fp8_flops_per_s=(_f(r["fp8_dense_tflops"]) or 0) * 1e12 or None, fp4_flops_per_s=(_f(r["fp4_dense_tflops"]) or 0) * 1e12 or None,
         interconnect=r["scaleup_interconnect"], interconnect_bytes_per_s=(_f(r["scaleup_bw_gb_s_bidir_per_gpu"]) or 0) * 1e9,
         host_link_bytes_per_s=(_f(r["host_bw_gb_s_bidir"]) or 0) * 1e9, tdp_w=_f(r["tdp_w"]),
-        arch=_ARCH.get(key, "") if key else "", datasheet_ref=r["datasheet_ref"], confidence=r["confidence"], notes=r["notes"])
+        arch=_ARCH.get(key, "") if key else "", datasheet_ref=r["datasheet_ref"], confidence=r["confidence"], notes=r["notes"],
+        memory_low_bytes=lo * MiB, memory_high_bytes=hi * MiB, memory_basis=cuda["basis"], p2p=cuda["p2p"] == "yes",
+        nvlink_all_to_all=cuda["nvlink_all_to_all"] == "yes")
 
 
 @lru_cache(maxsize=1)
 def gpu_catalog() -> dict[str, GpuSpec]:
     """Every catalog GPU keyed by id (source: catalog/data/gpus.csv and gpus.SOURCES.md)."""
-    path = resources.files("kvledger.catalog") / "data" / "gpus.csv"
-    with path.open(encoding="utf-8") as fh:
-        return {r["gpu_id"]: _row_to_spec(r) for r in csv.DictReader(fh)}
+    data = resources.files("kvledger.catalog") / "data"
+    with (data / "gpu_cuda.csv").open(encoding="utf-8") as fh:
+        cuda = {r["gpu_id"]: r for r in csv.DictReader(fh)}
+    with (data / "gpus.csv").open(encoding="utf-8") as fh:
+        return {r["gpu_id"]: _row_to_spec(r, cuda[r["gpu_id"]]) for r in csv.DictReader(fh)}
 
 
 def _norm(s: str) -> str:
@@ -152,7 +165,9 @@ def get_gpu(name: str) -> GpuSpec:
         if key in (_norm(gid), _norm(gid.removeprefix("nvidia_"))) or key in (_norm(a) for a in _ALIASES.get(gid, [])):
             return cat[gid]
     known = list(cat) + [a for v in _ALIASES.values() for a in v]
-    raise UnknownNameError("GPU", name, known, hint="Run `kvledger gpus` for the catalog, or pass a .json/.toml GPU file, or adjust a catalog GPU with --gpu-memory/--gpu-bandwidth/--gpu-bf16-tflops.")
+    raise UnknownNameError("GPU", name, known, hint="Run `kvledger gpus` for the catalog; for another GPU pass --gpu FILE.json/.toml (fields: name, memory "
+                           "as CUDA reports it, e.g. \"79.19GiB\", bandwidth_tb_s, bf16_tflops[, fp8_tflops, base]), or a "
+                           "catalog GPU adjusted with --gpu-memory/--gpu-bandwidth/--gpu-bf16-tflops.")
 
 
 def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, bf16_flops_per_s: float,
@@ -176,85 +191,8 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
     b = base
     return GpuSpec("custom", name, memory_bytes / GB, None, int(memory_bytes), "given by the user", hbm_bandwidth_bytes_per_s,
                    bf16_flops_per_s, fp8_flops_per_s, None, b.interconnect if b else "unknown", b.interconnect_bytes_per_s if b else 0.0,
-                   b.host_link_bytes_per_s if b else 0.0, b.tdp_w if b else None, b.arch if b else "", "user", "given", "")
-
-
-@lru_cache(maxsize=1)
-def _gpu_file_model() -> type[BaseModel]:
-    """The pydantic model of a GPU file, built on first use (building it costs a few ms that catalog GPUs never need)."""
-
-    class GpuFile(BaseModel):
-        """A custom GPU file, validated: every figure finite and within what an accelerator can physically have."""
-
-        model_config = ConfigDict(extra="forbid", strict=False)
-
-        name: str = Field(default="custom GPU", min_length=1, max_length=255)
-        memory: str | float = Field(description='memory as CUDA reports it: "79.22GiB", "80GB" or a number of bytes')
-        bandwidth_tb_s: float = Field(gt=0, le=1000, allow_inf_nan=False)
-        bf16_tflops: float = Field(gt=0, le=1e6, allow_inf_nan=False)
-        fp8_tflops: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False)
-        base: str | None = Field(default=None, min_length=1, max_length=255)
-
-        @field_validator("memory", mode="before")
-        @classmethod
-        def _memory(cls, v: Any) -> Any:
-            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-                raise ValueError("must be a size such as \"79.22GiB\" or a number of bytes")
-            if isinstance(v, str) and len(v) > 64:
-                raise ValueError("is longer than 64 characters")
-            if isinstance(v, (int, float)) and not (0 < v <= 2**50):
-                raise ValueError("must be between 1 B and 1 PiB")
-            return v
-
-    return GpuFile
-
-
-def _gpu_file(path: Path) -> GpuSpec:
-    """A custom GPU from a small JSON or TOML file: name, memory ("79.22GiB"), bandwidth_tb_s, bf16_tflops[, fp8_tflops, base].
-
-    Raises:
-        ConfigError: unreadable file, wrong types, missing or out-of-range fields (file, field and allowed range named).
-    """
-    import tomllib
-
-    from kvledger.catalog.jsonload import loads_located
-    from kvledger.errors import ConfigError
-    from kvledger.units import parse_bytes
-
-    try:
-        if path.stat().st_size > 1 << 20:
-            raise ConfigError(str(path), "a GPU file is a few lines; this one is over 1 MiB")
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise ConfigError(str(path), f"not UTF-8 text (byte {err.start})") from None
-    except OSError as err:
-        raise ConfigError(str(path), f"cannot read the GPU description: {err.strerror}") from None
-    if path.suffix == ".toml":
-        try:
-            d = tomllib.loads(text)
-        except (tomllib.TOMLDecodeError, RecursionError, ValueError) as err:
-            raise ConfigError(str(path), f"invalid TOML: {str(err)[:160]}") from None
-    else:
-        d = loads_located(text, str(path))
-    if not isinstance(d, dict):
-        raise ConfigError(str(path), f"expected a table of fields (name, memory, bandwidth_tb_s, bf16_tflops), got {type(d).__name__}")
-    missing = [k for k in ("memory", "bandwidth_tb_s", "bf16_tflops") if k not in d]
-    if missing:
-        raise ConfigError(str(path), f"missing {', '.join(missing)}; a GPU file needs name, memory (e.g. \"79.22GiB\" as CUDA reports it), bandwidth_tb_s, bf16_tflops", field=missing[0])
-    try:
-        f = _gpu_file_model().model_validate({"name": path.stem[:255] or "custom GPU", **d})
-    except ValidationError as err:
-        e = err.errors()[0]
-        loc = ".".join(str(x) for x in e["loc"]) or None
-        raise ConfigError(str(path), f"{e['msg']} (allowed: {_GPU_RANGES.get(str(e['loc'][0]) if e['loc'] else '', 'the fields are name, memory, bandwidth_tb_s, bf16_tflops, fp8_tflops, base')})", field=loc) from None
-    base = get_gpu(f.base) if f.base else None
-    return custom_gpu(f.name, parse_bytes(f.memory, what=f"{path}: memory"), f.bandwidth_tb_s * 1e12, f.bf16_tflops * 1e12,
-                      f.fp8_tflops * 1e12 if f.fp8_tflops else None, base)
-
-
-_GPU_RANGES = {"name": "1 to 255 characters", "memory": 'a size such as "79.22GiB", 1 MiB to 32 TiB',
-               "bandwidth_tb_s": "0 < TB/s ≤ 1000", "bf16_tflops": "0 < TFLOP/s ≤ 1,000,000",
-               "fp8_tflops": "0 < TFLOP/s ≤ 1,000,000", "base": "a catalog GPU name"}
+                   b.host_link_bytes_per_s if b else 0.0, b.tdp_w if b else None, b.arch if b else "", "user", "given", "",
+                   p2p=b.p2p if b else True, nvlink_all_to_all=b.nvlink_all_to_all if b else False)
 
 
 def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth_bytes_per_s: float | None = None,
@@ -276,7 +214,9 @@ def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth
             raise ConfigError(str(p)[:200], f"cannot be checked as a GPU file ({err.strerror})") from None
         if not exists:
             raise ConfigError(str(p), "GPU file not found (a GPU file is a small .json or .toml: name, memory, bandwidth_tb_s, bf16_tflops)")
-        g = _gpu_file(p)
+        from kvledger.catalog.gpu_file import gpu_file
+
+        g = gpu_file(p)
     else:
         g = get_gpu(name_or_path)
     if memory_bytes is None and bandwidth_bytes_per_s is None and bf16_flops_per_s is None:
@@ -286,6 +226,10 @@ def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth
                          pick(bf16_flops_per_s, g.bf16_flops_per_s), g.fp8_flops_per_s, g,
                          flags={"memory": "--gpu-memory", "HBM bandwidth": "--gpu-bandwidth",
                                 "dense BF16 peak": "--gpu-bf16-tflops"})
-    src = "given by the user (--gpu-memory)" if memory_bytes is not None else g.memory_source
+    given = memory_bytes is not None
+    src = "given by the user (--gpu-memory)" if given else g.memory_source
     return replace(g, memory_bytes=checked.memory_bytes, memory_source=src, hbm_bandwidth_bytes_per_s=checked.hbm_bandwidth_bytes_per_s,
-                   bf16_flops_per_s=checked.bf16_flops_per_s)
+                   bf16_flops_per_s=checked.bf16_flops_per_s,
+                   memory_low_bytes=checked.memory_bytes if given else g.memory_low_bytes,
+                   memory_high_bytes=checked.memory_bytes if given else g.memory_high_bytes,
+                   memory_basis="given" if given else g.memory_basis)

@@ -1,4 +1,5 @@
-"""Reading a Hugging Face config the way vLLM does: the text sub-config, transformers' class defaults and attribute aliases.
+"""Reading a Hugging Face config the way vLLM does: the text sub-config, transformers' class defaults and attribute
+aliases.
 
 vLLM loads ``config.json`` through transformers' config classes (``vllm/transformers_utils/config.py``):
 a key absent from the file takes the class default, and legacy names resolve through the class's
@@ -57,7 +58,8 @@ def _class_info(model_type: Any) -> dict[str, Any] | None:
 
 
 def _resolve(d: dict[str, Any], model_type: Any) -> tuple[dict[str, Any], list[str]]:
-    """The file's keys, then their aliases, then the class defaults for what is still absent; returns what was filled."""
+    """The file's keys, then their aliases, then the class defaults for what is still absent; returns what was
+    filled."""
     info = _class_info(model_type)
     out = dict(d)
     filled: list[str] = []
@@ -65,7 +67,8 @@ def _resolve(d: dict[str, Any], model_type: Any) -> tuple[dict[str, Any], list[s
     for alias, real in amap.items():
         if out.get(alias) is None and out.get(real) is not None:
             out[alias] = out[real]
-    for sub, keys in _NESTED.items():  # DBRX keeps its MoE and KV-head fields in sub-dicts (vLLM models/dbrx.py reads them there)
+    # DBRX keeps its MoE and KV-head fields in sub-dicts (vLLM models/dbrx.py reads them there)
+    for sub, keys in _NESTED.items():
         if isinstance(out.get(sub), dict):
             for k in keys:
                 if out.get(k) is None and out[sub].get(k) is not None:
@@ -76,7 +79,9 @@ def _resolve(d: dict[str, Any], model_type: Any) -> tuple[dict[str, Any], list[s
                 if out.get(n) is not None and not isinstance(out.get(n), (dict, list)):
                     out[canon] = out[n]
                     break
-    if (out.get("decoder_layers") is not None or out.get("num_decoder_layers") is not None) and out.get("is_encoder_decoder", True) is not False:
+    if (out.get("decoder_layers") is not None or out.get("num_decoder_layers") is not None) and out.get(
+        "is_encoder_decoder", True
+    ) is not False:
         # an encoder-decoder family's causal-LM head is its decoder (BartForCausalLM, MarianForCausalLM, ProphetNet's
         # num_decoder_* names, ...)
         for canon, decs in (("num_hidden_layers", ("decoder_layers", "num_decoder_layers")),
@@ -88,7 +93,8 @@ def _resolve(d: dict[str, Any], model_type: Any) -> tuple[dict[str, Any], list[s
     if info:
         for k, v in info["defaults"].items():
             canon = next((a for a, r in amap.items() if r == k), k)
-            if k not in out and canon not in out:  # absent, not an explicit null (Mistral-7B-v0.3's "sliding_window": null)
+            # absent, not an explicit null (Mistral-7B-v0.3's "sliding_window": null)
+            if k not in out and canon not in out:
                 out[k] = v
                 if canon != k:
                     out[canon] = v
@@ -123,10 +129,12 @@ def read_text_config(raw: dict[str, Any], source: str) -> tuple[Cfg, list[str]]:
         prefix = sub_key + "."
     if filled:
         keys = [k for k in filled if k in ("vocab_size", "max_position_embeddings", "num_hidden_layers", "hidden_size",
-                                            "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size",
+                                            "num_attention_heads", "num_key_value_heads", "head_dim",
+                                                "intermediate_size",
                                             "sliding_window")]
         if keys:
             mt = merged.get("model_type")
             shown = ", ".join(f"{k}={merged[k]!r}" for k in keys)
-            notes.append(f"absent from the config, filled with transformers' {mt} class defaults as vLLM sees them: {shown}")
+            notes.append(f"absent from the config, filled with transformers' {mt} class defaults as vLLM sees them: "
+                         f"{shown}")
     return Cfg(merged, source, prefix), notes

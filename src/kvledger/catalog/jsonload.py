@@ -26,7 +26,8 @@ def load_json_file(path: Path, *, what: str = "config") -> Any:
     try:
         size = Path(path).stat().st_size
         if size > MAX_JSON_BYTES:
-            raise ConfigError(str(path), f"{what} file is {size:,} B; at most {MAX_JSON_BYTES:,} B is read (a config.json is a few KB)")
+            raise ConfigError(str(path), f"{what} file is {size:,} B; at most {MAX_JSON_BYTES:,} B is read (a "
+                                         f"config.json is a few KB)")
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(str(path), f"{what} file not found") from None

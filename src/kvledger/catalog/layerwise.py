@@ -9,13 +9,15 @@ from kvledger.catalog.cfg import Cfg
 from kvledger.catalog.layers import LayerSpec, StateLayer
 from kvledger.catalog.weights import Weight, mat, norm
 
-__all__ = ["layer_overrides", "mimo_v2_layer", "hybrid_kinds", "hybrid_layer", "loop_copies", "per_layer_embedding_weights", "qsa_layer",
+__all__ = ["layer_overrides", "mimo_v2_layer", "hybrid_kinds", "hybrid_layer", "loop_copies",
+           "per_layer_embedding_weights", "qsa_layer",
            "qsa_indexer"]
 
 
 def layer_overrides(c: Cfg, i: int) -> Cfg:
     """Layer ``i``'s view of the config: transformers 5's ``per_layer_config`` (``HeterogeneousConfigMixin``: a dict of
-    field overrides keyed by layer index, e.g. Gemma-4's full layers ``{"head_dim": 512}``) laid over the shared fields."""
+    field overrides keyed by layer index, e.g. Gemma-4's full layers ``{"head_dim": 512}``) laid over the shared
+    fields."""
     plc = c.get("per_layer_config", None)
     if not isinstance(plc, dict):
         return c
@@ -27,7 +29,8 @@ def mimo_v2_layer(c: Cfg, kind: str, nkv: int, hd: int, notes: list[str]) -> tup
     """MiMo-V2-Flash: the sliding layers' ``swa_num_key_value_heads``/``swa_head_dim`` (else twice the KV heads, as
     transformers' MiMoV2FlashAttention builds them), and V kept at K's head size: vLLM 0.19's MiMoV2Attention pads V
     to ``head_dim`` and gives its Attention no ``head_size_v`` (models/mimo_v2_flash.py)."""
-    notes.append("MiMo-V2-Flash: V is cached padded to head_dim, as vLLM 0.19 does (transformers caches it at v_head_dim)")
+    notes.append("MiMo-V2-Flash: V is cached padded to head_dim, as vLLM 0.19 does (transformers caches it at "
+                 "v_head_dim)")
     if kind == "sliding":
         kv, d = c.int("swa_num_key_value_heads", 2 * nkv), c.int("swa_head_dim", hd)
         window = c.int("sliding_window_size", None) or c.int("sliding_window")
@@ -53,14 +56,16 @@ def hybrid_layer(c: Cfg, kind: str, nh: int, nkv: int, hd: int) -> tuple[Cfg, in
     over ``sliding_window_size``; the state is ``conv_kernel_size − 1`` columns (vLLM's short-conv convention,
     ``MambaStateShapeCalculator.short_conv_state_shape``; transformers keeps ``conv_kernel_size``) of the k and v inputs
     (KV heads × head size each) and of the attention and MLP inputs (hidden each).
-    ZAYA (``modeling_zaya.py`` ZayaCCAProjection): K and V of ``num_key_value_heads`` × ``head_dim`` per token; the state
+    ZAYA (``modeling_zaya.py`` ZayaCCAProjection): K and V of ``num_key_value_heads`` × ``head_dim`` per token; the
+    state
     is the q/k convolution's ``(cca_time0 − 1) + (cca_time1 − 1)`` columns of (heads + KV heads) × ``head_dim``
     channels and the previous token's delayed half of V (KV heads × ``head_dim`` / 2).
     """
     base, mixer = kind.split("+")
     if base == "sliding" and mixer == "conv":
         nkv, hd = c.int("swa_num_key_value_heads", nkv), c.int("swa_head_dim", hd)
-        c = Cfg({**c.raw, "sliding_window": c.int("sliding_window_size", None) or c.int("sliding_window")}, c.source, c.prefix)
+        c = Cfg({**c.raw, "sliding_window": c.int("sliding_window_size", None) or c.int("sliding_window")}, c.source,
+                c.prefix)
     if mixer == "cca":
         cols = c.int("cca_time0") - 1 + c.int("cca_time1") - 1
         return c, nkv, hd, StateLayer("cca_conv", (nh + nkv) * hd * cols, nkv * hd // 2)
@@ -81,14 +86,18 @@ def loop_copies(c: Cfg, layers: list, starts: list[int]) -> tuple[list, str | No
         start, loops = c.int("n_input_layers", 0, minimum=0), c.int("n_recurrent_loops")
         end = start + c.int("n_recurrent_layers", n - start - c.int("n_output_layers", 0, minimum=0), minimum=0)
     elif c.has("loop_num_passes"):
-        start, end, loops = c.int("loop_layer_index_start", 0, minimum=0), c.int("loop_layer_index_end"), c.int("loop_num_passes")
+        start, end, loops = c.int("loop_layer_index_start", 0,
+                                  minimum=0), c.int("loop_layer_index_end"), c.int("loop_num_passes")
     else:
         return [], None
     if not 0 <= start <= end <= n:
         raise c.error("n_recurrent_layers" if c.has("n_recurrent_loops") else "loop_layer_index_end",
                       f"the looped layers [{start}, {end}) do not fit in {n} layers")
     extra = layers[starts[start] if start < n else len(layers):starts[end] if end < n else len(layers)] * (loops - 1)
-    return extra, f"layers {start}–{end - 1} run {loops} times, each pass with its own cache: {len(extra)} more cache layers"
+    return (
+        extra,
+        f"layers {start}–{end - 1} run {loops} times, each pass with its own cache: {len(extra)} more cache layers",
+    )
 
 
 def per_layer_embedding_weights(c: Cfg, h: int, n: int) -> list:
@@ -100,10 +109,12 @@ def per_layer_embedding_weights(c: Cfg, h: int, n: int) -> list:
         return []
     v = c.int("vocab_size_per_layer_input")
     w = [Weight("model.embed_tokens_per_layer.weight", v, n * hpl, 1, False, "shard")]
-    w += mat("model.per_layer_model_projection", n * hpl, h, tp="replicate") + norm("model.per_layer_projection_norm", hpl)
+    w += mat("model.per_layer_model_projection", n * hpl, h, tp="replicate") + norm("model.per_layer_projection_norm",
+                                                                                    hpl)
     for i in range(n):
         p = f"model.layers.{i}"
-        w += mat(f"{p}.per_layer_input_gate", hpl, h, tp="replicate") + mat(f"{p}.per_layer_projection", h, hpl, tp="replicate")
+        w += mat(f"{p}.per_layer_input_gate", hpl, h, tp="replicate") + mat(f"{p}.per_layer_projection", h, hpl,
+                                                                            tp="replicate")
         w += norm(f"{p}.post_per_layer_input_norm", h)
     return w
 
@@ -121,17 +132,21 @@ def qsa_layer(c: Cfg, mt: str, i: int) -> bool:
 def qsa_indexer(c: Cfg, spec: LayerSpec, p: str, h: int, notes: list[str]) -> tuple[LayerSpec, list[Weight]]:
     """The QSA indexer of one layer: its compressed keys per token on the cache spec, and its tensors.
 
-    vLLM 0.33 ``models/qwen4_exp/common/qsa_cache.py``: ``QSACompressedKeyCache`` keeps one ``indexer_head_dim``-wide key
+    vLLM 0.33 ``models/qwen4_exp/common/qsa_cache.py``: ``QSACompressedKeyCache`` keeps one ``indexer_head_dim``-wide
+    key
     per ``indexer_compress_ratio`` tokens (an MLAAttentionSpec with ``tokens_per_state`` = the ratio) in the indexer's
     dtype (``attention_config.indexer_kv_dtype``, "auto" = BF16: 2 B); ``QSAKeyStateCache`` adds a ring of
     ``round_up(ratio + speculative tokens, ratio)`` raw keys per request (not counted here). Tensors
-    (transformers ``Qwen4ExpTextQSAIndexer``): ``index_qk_proj`` ((indexer_n_heads + indexer_kv_heads) × indexer_head_dim
+    (transformers ``Qwen4ExpTextQSAIndexer``): ``index_qk_proj`` ((indexer_n_heads + indexer_kv_heads) ×
+    indexer_head_dim
     × hidden) and q/k RMSNorms of indexer_head_dim.
     """
     ihd, ratio = c.int("indexer_head_dim"), c.int("indexer_compress_ratio")
     per_tok = ihd * 2 / ratio
-    notes.append(f"QSA layers: K/V plus the indexer's compressed keys, {ihd} × 2 B (BF16) per {ratio} tokens = {per_tok:g} B "
-                 f"per token per layer (vLLM 0.33 QSACompressedKeyCache); its {ratio}-token raw-key ring per request is not counted")
+    notes.append(f"QSA layers: K/V plus the indexer's compressed keys, {ihd} × 2 B (BF16) per {ratio} tokens = "
+                 f"{per_tok:g} B "
+                 f"per token per layer (vLLM 0.33 QSACompressedKeyCache); its {ratio}-token raw-key ring per request "
+                 f"is not counted")
     w = (mat(f"{p}.index_qk_proj", (c.int("indexer_n_heads") + c.int("indexer_kv_heads", 1)) * ihd, h, tp="replicate")
          + norm(f"{p}.q_layernorm", ihd) + norm(f"{p}.k_layernorm", ihd))
     return replace(spec, indexer_bytes_per_token=per_tok), w

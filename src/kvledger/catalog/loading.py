@@ -14,7 +14,10 @@ parameters and buffers the rank allocates (``gpu_model_runner.py::load_model`` m
 * ``--quantization fp8`` on an unquantized checkpoint: every Linear in FP8 with a per-tensor scale.
 * MXFP4 MoE experts are padded as the backend needs (``fused_moe/oracle/mxfp4.py::
   mxfp4_round_up_hidden_size_and_intermediate_size``): on Hopper the Triton backend rounds the
-  intermediate size up to 64; on Blackwell the FlashInfer TRT-LLM backend rounds both sizes up to 256.
+  intermediate size up to 64; on Blackwell the FlashInfer TRT-LLM backend rounds both sizes up to 256. The Marlin
+  path (weight-only FP4, ``mxfp4.py::Mxfp4MoEMethod._should_use_marlin``, read in 0.10.1) rounds the hidden size up to
+  256 and the intermediate size up to 128: vLLM takes it below sm90 (Ampere, Ada) and, in 0.10.x, on Hopper too,
+  whose pinned torch 2.7.1 fails the ``is_torch_equal_or_newer("2.8.0")`` check (0.11 pins torch 2.8.0).
 * Each parameter is one allocation of PyTorch's CUDA caching allocator, which vLLM's measure counts
   whole (``c10/cuda/CUDACachingAllocator.cpp``): sizes round up to 512 B; a request of 10 MiB or more gets
   a segment rounded up to 2 MiB and keeps all of it unless more than 1 MiB is left over (``should_split``).
@@ -150,14 +153,22 @@ def _scheme(model: ModelSpec, quantization: str | None) -> QuantScheme:
                      f"{model.name} is {model.quant.description}")
 
 
-def _mxfp4_padded(w: Weight, model: ModelSpec, arch: str) -> Weight:
+def mxfp4_uses_marlin(arch: str, engine_version: tuple[int, int, int]) -> bool:
+    """vLLM's MXFP4 MoE on the Marlin path: below Hopper always, on Hopper in 0.10.x (torch 2.7.1 pinned)."""
+    return arch in ("sm75", "sm80", "sm86", "sm89") or (arch == "sm90" and engine_version < (0, 11, 0))
+
+
+def _mxfp4_padded(w: Weight, model: ModelSpec, arch: str, engine_version: tuple[int, int, int] = (0, 33, 0)) -> Weight:
     """An MXFP4 expert tensor with the backend's padding (see the module docstring)."""
     h, inter = model.hidden_size, model.intermediate_size
     if not (w.expert and inter):
         return w
     blackwell = arch.startswith("sm10") or arch.startswith("sm11")
-    hp = -(-h // 256) * 256 if blackwell else h
-    ip = -(-inter // (256 if blackwell else 64)) * (256 if blackwell else 64)
+    if mxfp4_uses_marlin(arch, engine_version):
+        hp, ip = -(-h // 256) * 256, -(-inter // 128) * 128
+    else:
+        hp = -(-h // 256) * 256 if blackwell else h
+        ip = -(-inter // (256 if blackwell else 64)) * (256 if blackwell else 64)
     if w.rows == 2 * inter and w.cols == h:
         return replace(w, rows=2 * ip, cols=hp)
     if w.rows == h and w.cols == inter:
@@ -221,7 +232,7 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
         if not _on_rank(w.path, pp, pp_rank, lo, hi, model.tie_word_embeddings):
             continue
         if mx and q.converts(w):
-            w = _mxfp4_padded(w, model, gpu_arch)
+            w = _mxfp4_padded(w, model, gpu_arch, engine_version)
         share = 1 / tp if w.tp == "shard" else (kv_share if w.tp == "kv" else 1.0)
         key = _FUSE.sub(lambda m: _FUSED_NAME[m.group(1)], w.path)
         for part, b in enumerate(q.tensor_bytes(w, db)):

@@ -24,8 +24,10 @@ _DATA = resources.files("kvledger.catalog") / "data" / "models"
 
 # Releases whose architecture (and config apart from token ids) equals a bundled one.
 _TWINS = {
-    "meta-llama/Meta-Llama-3.1-8B": ["meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B-Instruct"],
-    "meta-llama/Meta-Llama-3.1-70B": ["meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Meta-Llama-3.1-70B-Instruct", "meta-llama/Llama-3.3-70B-Instruct"],
+    "meta-llama/Meta-Llama-3.1-8B": ["meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct",
+                                     "meta-llama/Meta-Llama-3.1-8B-Instruct"],
+    "meta-llama/Meta-Llama-3.1-70B": ["meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct",
+                                      "meta-llama/Meta-Llama-3.1-70B-Instruct", "meta-llama/Llama-3.3-70B-Instruct"],
     "meta-llama/Meta-Llama-3.1-405B": ["meta-llama/Llama-3.1-405B", "meta-llama/Llama-3.1-405B-Instruct"],
     "meta-llama/Llama-3.2-3B": ["meta-llama/Llama-3.2-3B-Instruct"],
     "meta-llama/Llama-2-7b-hf": ["meta-llama/Llama-2-7b-chat-hf"],
@@ -109,7 +111,8 @@ def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
         KvLedgerError: a Hub id that cannot be fetched (offline, gated, missing), with how to pass a local file.
     """
     if not isinstance(name_or_path, str) or not name_or_path.strip():
-        raise KvLedgerError("model: give a bundled model name, a path to a config.json (or a folder holding one), or a Hub id")
+        raise KvLedgerError("model: give a bundled model name, a path to a config.json (or a folder holding one), or a "
+                            "Hub id")
     from kvledger.names import check_name_or_path
 
     check_name_or_path(name_or_path, "model")
@@ -117,7 +120,11 @@ def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
     if bm is not None:
         raw = load_json_file(Path(str(_DATA / bm.file)))
         src = f"bundled config {bm.file} (catalog/data/models/SOURCES.md)"
-        display = bm.hf_id if name_or_path.lower() in (bm.hf_id.lower(), bm.hf_id.split('/')[1].lower()) else f"{name_or_path} (config of {bm.hf_id})"
+        display = (
+            bm.hf_id
+            if name_or_path.lower() in (bm.hf_id.lower(), bm.hf_id.split("/")[1].lower())
+            else f"{name_or_path} (config of {bm.hf_id})"
+        )
         return parse_config(raw, source=src, name=display, catalog_id=bm.hf_id)
     p = Path(name_or_path).expanduser()
     try:
@@ -133,7 +140,8 @@ def load_model(name_or_path: str, *, allow_hub: bool = True) -> ModelSpec:
         raise KvLedgerError(f"{name_or_path}: file or folder not found (pass a config.json, a folder holding one, "
                             "a bundled model name, or a Hub id)")
     if "/" in name_or_path and allow_hub and not name_or_path.startswith((".", "/", "~")):
-        return parse_config(load_json_file(_hub_config(name_or_path)), source=f"huggingface.co/{name_or_path}", name=name_or_path)
+        return parse_config(load_json_file(_hub_config(name_or_path)), source=f"huggingface.co/{name_or_path}",
+                            name=name_or_path)
     known = [m.hf_id for m in bundled_models()] + [a for m in bundled_models() for a in m.aliases]
     raise UnknownNameError("model", name_or_path, known,
                            hint="Run `kvledger models` for the bundled list, or pass a path to a config.json.")
@@ -151,7 +159,11 @@ def _hub_config(repo_id: str) -> Path:
 
     near = suggest(repo_id, [m.hf_id for m in bundled_models()])
     how = f"Download {repo_id}'s config.json yourself and pass its path (kvledger plan ./config.json ...)."
-    hint = f" Bundled models with close names: {', '.join(near)}." if near else " `kvledger models` lists the bundled ones."
+    hint = (
+        f" Bundled models with close names: {', '.join(near)}."
+        if near
+        else " `kvledger models` lists the bundled ones."
+    )
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         raise KvLedgerError(f"model {repo_id!r} is not bundled and HF_HUB_OFFLINE=1 forbids fetching it.{hint} {how}")
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
@@ -164,7 +176,8 @@ def _hub_config(repo_id: str) -> Path:
     from huggingface_hub.errors import EntryNotFoundError
 
     if r.status_code == 404 or (r.status_code in (401, 403) and not get_token()):
-        raise KvLedgerError(f"{repo_id} is not on the Hugging Face Hub (or is private or gated: log in with `hf auth login`).{hint} {how}")
+        raise KvLedgerError(f"{repo_id} is not on the Hugging Face Hub (or is private or gated: log in with `hf auth "
+                            f"login`).{hint} {how}")
     logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     try:
         return Path(hf_hub_download(repo_id, "config.json", etag_timeout=5))

@@ -166,13 +166,15 @@ def _max_len(c: Cfg, notes: list[str]) -> tuple[int, int]:
         orig = rp.get("original_max_position_embeddings")
         if rtype == "yarn" and orig is not None:
             if isinstance(orig, bool) or not isinstance(orig, int) or not 0 < orig <= mpe:
-                raise c.error("rope_scaling", f"original_max_position_embeddings must be an integer in [1, {mpe:,}], got {orig!r:.40}")
+                raise c.error("rope_scaling", f"original_max_position_embeddings must be an integer in [1, {mpe:,}], "
+                                              f"got {orig!r:.40}")
             derived = float(orig)
     return mpe, int(derived * scaling)
 
 
 def _rope_cache_bytes(c: Cfg, mt: str, spec_layers: list, hd: int, derived: int, dtype_bytes: int) -> int:
-    """vLLM rotary cos/sin cache: positions × rotary_dim × dtype bytes (``rotary_embedding.py::_compute_cos_sin_cache``).
+    """vLLM rotary cos/sin cache: positions × rotary_dim × dtype bytes
+    (``rotary_embedding.py::_compute_cos_sin_cache``).
 
     MLA models rotate ``qk_rope_head_dim`` dims over ``original_max_position_embeddings × factor`` positions
     (``DeepseekScalingRotaryEmbedding``). Its cache stays float32 only when FlashInfer's rope kernel is used, which
@@ -207,11 +209,13 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         raise c.error("model_type", f"must be a name of 1 to 128 characters, got {mt!r:.80}")
     if family_of(c, mt) == "decoder" and not c.has("num_attention_heads"):
         archs = raw.get("architectures")
-        raise c.error("num_attention_heads", f"is missing: model_type {mt!r} (architectures: {archs!s:.120}) has no standard "
+        raise c.error("num_attention_heads", f"is missing: model_type {mt!r} (architectures: {archs!s:.120}) has no "
+                                             f"standard "
                       "decoder fields (hidden_size, num_hidden_layers, num_attention_heads) and no family reader here")
     archs = raw.get("architectures") or []
     if not isinstance(archs, list) or not all(isinstance(a, str) and len(a) <= 255 for a in archs) or len(archs) > 64:
-        raise ConfigError(source, "must be a list of class names (strings of at most 255 characters)", field="architectures")
+        raise ConfigError(source, "must be a list of class names (strings of at most 255 characters)",
+                          field="architectures")
     shown = raw.get("_name_or_path")
     display = name or (shown if isinstance(shown, str) and 0 < len(shown) <= 255 else source)
     fam = build_family(c, mt)
@@ -225,7 +229,8 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
         if isinstance(bb, int) and 0 < bb <= 1 << 20:  # the assistant's projections from and to its target's width
             h = c.int("hidden_size")
             fam.weights += [Weight("pre_projection.weight", h, 2 * bb), Weight("post_projection.weight", bb, h)]
-        notes.append(f"KV per token 0 B (a draft model): all {n_shared} layers read the target model's K/V (num_kv_shared_layers = "
+        notes.append(f"KV per token 0 B (a draft model): all {n_shared} layers read the target model's K/V "
+                     f"(num_kv_shared_layers = "
                      "num_hidden_layers) and keep no cache of their own; vLLM serves it only "
                      "as a speculative draft, wiring each layer to the target's last cache layer of the same type "
                      "(v1/spec_decode/gemma4.py _setup_gemma4_kv_sharing): plan the target model for the KV memory")

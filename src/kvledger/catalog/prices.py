@@ -1,4 +1,5 @@
-"""Reference prices: API list prices per million tokens and GPU rental $/GPU-hour, each row with its source and as-of date.
+"""Reference prices: API list prices per million tokens and GPU rental $/GPU-hour, each row with its source and as-of
+date.
 
 Data: ``catalog/data/api_prices.csv`` and ``gpu_prices.csv`` (copied from the project's
 reference set; see ``data/prices.SOURCES.md``). Blank cells stay None: a blank cached-input
@@ -18,7 +19,8 @@ from importlib import resources
 
 from kvledger.errors import ConfigError, InputError, UnknownNameError
 
-__all__ = ["ApiPrice", "GpuPrice", "api_prices", "gpu_prices", "api_prices_from_text", "gpu_prices_from_text", "find_api_price", "find_gpu_prices", "find_gpu_price"]
+__all__ = ["ApiPrice", "GpuPrice", "api_prices", "gpu_prices", "api_prices_from_text", "gpu_prices_from_text",
+           "find_gpu_prices", "find_gpu_price"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,14 +84,20 @@ class GpuPrice:
         return f"{self.provider}:{self.instance_type}"
 
 
-_API_COLUMNS = ("provider", "model", "input_usd_per_mtok", "cached_input_usd_per_mtok", "output_usd_per_mtok", "batch_discount",
-                "cache_write_usd_per_mtok", "cache_write_1h_usd_per_mtok", "cache_read_multiplier", "as_of", "source", "confidence", "notes")
-_GPU_COLUMNS = ("provider", "provider_type", "gpu_id", "gpu_name", "instance_type", "gpus_per_instance", "instance_usd_per_hour",
+_API_COLUMNS = ("provider", "model", "input_usd_per_mtok", "cached_input_usd_per_mtok", "output_usd_per_mtok",
+                "batch_discount",
+                "cache_write_usd_per_mtok", "cache_write_1h_usd_per_mtok", "cache_read_multiplier", "as_of", "source",
+                    "confidence", "notes")
+_GPU_COLUMNS = ("provider", "provider_type", "gpu_id", "gpu_name", "instance_type", "gpus_per_instance",
+                "instance_usd_per_hour",
                 "usd_per_gpu_hour", "pricing_model", "region", "as_of", "source", "confidence", "notes")
 # allowed ranges, per field: (low, high, low included); USD per million tokens and per GPU-hour stay below 10,000
-_RANGES = {"input_usd_per_mtok": (0.0, 1e4, True), "cached_input_usd_per_mtok": (0.0, 1e4, True), "output_usd_per_mtok": (0.0, 1e4, True),
-           "batch_discount": (0.0, 1.0, True), "cache_write_usd_per_mtok": (0.0, 1e4, True), "cache_write_1h_usd_per_mtok": (0.0, 1e4, True),
-           "cache_read_multiplier": (0.0, 10.0, True), "gpus_per_instance": (1, 64, True), "instance_usd_per_hour": (0.0, 1e5, False),
+_RANGES = {"input_usd_per_mtok": (0.0, 1e4, True), "cached_input_usd_per_mtok": (0.0, 1e4, True),
+           "output_usd_per_mtok": (0.0, 1e4, True),
+           "batch_discount": (0.0, 1.0, True), "cache_write_usd_per_mtok": (0.0, 1e4, True),
+               "cache_write_1h_usd_per_mtok": (0.0, 1e4, True),
+           "cache_read_multiplier": (0.0, 10.0, True), "gpus_per_instance": (1, 64, True),
+               "instance_usd_per_hour": (0.0, 1e5, False),
            "usd_per_gpu_hour": (0.0, 1e4, False)}
 
 
@@ -107,7 +115,8 @@ def rows_from_text(text: str, name: str, columns: tuple[str, ...] | None = None)
     rows = []
     for r in reader:
         if None in r or any(v is None for v in r.values()):
-            raise ConfigError(name, f"line {reader.line_num}: {len(header)} columns in the header, a different number in this row")
+            raise ConfigError(name, f"line {reader.line_num}: {len(header)} columns in the header, a different number "
+                                    f"in this row")
         r["_line"] = str(reader.line_num)
         rows.append(r)
     return rows
@@ -143,8 +152,10 @@ def api_prices_from_text(text: str, name: str = "api_prices.csv") -> tuple[ApiPr
     for r in rows_from_text(text, name, _API_COLUMNS):
         v = {f: _value(name, r, f, optional=f not in ("input_usd_per_mtok", "output_usd_per_mtok"))
              for f in _API_COLUMNS if f in _RANGES}
-        out.append(ApiPrice(r["provider"], r["model"], v["input_usd_per_mtok"], v["cached_input_usd_per_mtok"], v["output_usd_per_mtok"],
-                            v["batch_discount"], v["cache_write_usd_per_mtok"], v["cache_write_1h_usd_per_mtok"], v["cache_read_multiplier"],
+        out.append(ApiPrice(r["provider"], r["model"], v["input_usd_per_mtok"], v["cached_input_usd_per_mtok"],
+                            v["output_usd_per_mtok"],
+                            v["batch_discount"], v["cache_write_usd_per_mtok"], v["cache_write_1h_usd_per_mtok"],
+                                v["cache_read_multiplier"],
                             r["as_of"], r["source"], r["confidence"], r["notes"]))
     return tuple(out)
 
@@ -154,8 +165,10 @@ def gpu_prices_from_text(text: str, name: str = "gpu_prices.csv") -> tuple[GpuPr
     out = []
     for r in rows_from_text(text, name, _GPU_COLUMNS):
         v = {f: _value(name, r, f) for f in ("gpus_per_instance", "instance_usd_per_hour", "usd_per_gpu_hour")}
-        out.append(GpuPrice(r["provider"], r["provider_type"], r["gpu_id"], r["gpu_name"], r["instance_type"], int(v["gpus_per_instance"]),
-                            v["instance_usd_per_hour"], v["usd_per_gpu_hour"], r["pricing_model"], r["region"], r["as_of"], r["source"],
+        out.append(GpuPrice(r["provider"], r["provider_type"], r["gpu_id"], r["gpu_name"], r["instance_type"],
+                            int(v["gpus_per_instance"]),
+                            v["instance_usd_per_hour"], v["usd_per_gpu_hour"], r["pricing_model"], r["region"],
+                                r["as_of"], r["source"],
                             r["confidence"], r["notes"]))
     return tuple(out)
 
@@ -176,33 +189,6 @@ def gpu_prices() -> tuple[GpuPrice, ...]:
     return gpu_prices_from_text(_text("gpu_prices.csv"))
 
 
-def find_api_price(name: str, provider: str | None = None) -> ApiPrice:
-    """The API row for ``name`` (``"gpt-4.1"``, ``"OpenAI:gpt-4.1"``, ``"Groq:openai/gpt-oss-120b"``), case-insensitive.
-
-    Raises:
-        UnknownNameError: no row has that model (close names suggested).
-        InputError: several providers list it and none was given (the candidates are named).
-    """
-    if provider is None and ":" in name:
-        provider, name = name.split(":", 1)
-    rows = api_prices()
-    key = name.strip().lower()
-    hits = [r for r in rows if key in (a.lower() for a in r.aliases) or key == r.model.lower()]
-    if provider is not None:
-        hits = [r for r in hits if r.provider.lower() == provider.strip().lower()]
-    if not hits:
-        from kvledger.catalog.api_match import rows_with_words
-
-        given = name if provider is None else f"{provider}:{name}"
-        words = rows_with_words(name, provider) or rows_with_words(name)
-        if words:  # the provider's and model's words name rows: suggest those (Together:llama-8b → Together's 8B row)
-            raise UnknownNameError("API model", given, [], hint="rows with those words: " + ", ".join(r.key for r in words[:6]))
-        raise UnknownNameError("API model", given, [r.key for r in rows] + [a for r in rows for a in r.aliases])
-    if len(hits) > 1:
-        raise InputError(f"API model {name!r} is listed by several providers: {', '.join(r.key for r in hits)}; name one, e.g. {hits[0].key!r}")
-    return hits[0]
-
-
 def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9]", "", s.lower())
 
@@ -221,7 +207,8 @@ def find_gpu_prices(gpu: str, provider: str | None = None) -> list[GpuPrice]:
         hits = [r for r in hits if _norm(r.provider) == _norm(provider)]
         if not hits:  # the GPU has rows, the provider is the unknown part: suggest this GPU's providers
             raise UnknownNameError("GPU price provider", provider, offered,
-                                   hint=f"(providers with a {gpu} row: {', '.join(offered)}; or pass --gpu-usd-per-hour)")
+                                   hint=f"(providers with a {gpu} row: {', '.join(offered)}; or pass "
+                                        f"--gpu-usd-per-hour)")
     if not hits:
         known = sorted({r.gpu_id for r in rows})
         raise UnknownNameError("GPU price", gpu if provider is None else f"{gpu} at {provider}", known,
@@ -243,5 +230,6 @@ def find_gpu_price(gpu: str, provider: str | None = None, instance: str | None =
             raise UnknownNameError("instance type", instance, [r.instance_type for r in find_gpu_prices(gpu, provider)])
     if len(hits) > 1:
         options = "; ".join(f"{r.provider} {r.instance_type} ${r.usd_per_gpu_hour:.2f}/GPU-h ({r.as_of})" for r in hits)
-        raise InputError(f"{len(hits)} rental prices for {gpu!r}: {options}. Pick one with --gpu-provider (and --instance), or give --gpu-usd-per-hour")
+        raise InputError(f"{len(hits)} rental prices for {gpu!r}: {options}. Pick one with --gpu-provider (and "
+                         f"--instance), or give --gpu-usd-per-hour")
     return hits[0]

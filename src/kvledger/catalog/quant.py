@@ -110,7 +110,11 @@ def parse_quant(c: Cfg) -> QuantScheme:
     Raises:
         ConfigError: an unsupported ``quant_method`` or bit width, naming the field.
     """
-    key = "quantization_config" if c.has("quantization_config") else ("compression_config" if c.has("compression_config") else None)
+    key = (
+        "quantization_config"
+        if c.has("quantization_config")
+        else ("compression_config" if c.has("compression_config") else None)
+    )
     if key is None:
         return QuantScheme()
     q = Cfg(c.dict(key), c.source, c.prefix + key + ".")
@@ -118,7 +122,8 @@ def parse_quant(c: Cfg) -> QuantScheme:
     if method is None:
         raise q.error("quant_method", "is missing; cannot tell the weight format")
     method = method.lower().replace("compressed_tensors", "compressed-tensors")
-    skip = [p for p in (q.list("modules_to_not_convert", []) or []) + (q.list("ignore", []) or []) if isinstance(p, str)]
+    skip = [p for p in (q.list("modules_to_not_convert", []) or []) + (q.list("ignore", []) or []) if isinstance(p,
+        str)]
     try:
         rx = _compile(skip)
     except re.error as err:
@@ -126,17 +131,20 @@ def parse_quant(c: Cfg) -> QuantScheme:
     note = f" ({len(skip)} module patterns left unconverted)" if skip else ""
     if method == "fp8":
         blk = q.list("weight_block_size", None)
-        if blk is not None and (len(blk) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) and 0 < x <= 1 << 20 for x in blk)):
+        if blk is not None and (len(blk) != 2 or not all(isinstance(x, int) and not isinstance(x,
+            bool) and 0 < x <= 1 << 20 for x in blk)):
             raise q.error("weight_block_size", f"must be two positive integers [rows, cols], got {blk!r:.60}")
         block = (blk[0], blk[1]) if blk else None
         desc = f"fp8 {q.str('fmt', 'e4m3')}: 1 B/weight + fp32 scale per {'%d×%d block' % block if block else 'tensor'}{note}"
         return QuantScheme("fp8", 8, -1, block, tuple(skip), desc, rx)
     if method == "mxfp4":
-        return QuantScheme("mxfp4", 4, 32, None, tuple(skip), f"mxfp4: 4-bit values + 8-bit scale per 32 = 4.25 bit/weight{note}", rx, 1)
+        return QuantScheme("mxfp4", 4, 32, None, tuple(skip), f"mxfp4: 4-bit values + 8-bit scale per 32 = 4.25 "
+                                                              f"bit/weight{note}", rx, 1)
     if method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
         method = method.removesuffix("_marlin")
         bits = q.int("bits", None, maximum=8) or q.int("w_bit", maximum=8)
-        gs = q.int("group_size", None, minimum=-1, maximum=1 << 20) if q.has("group_size") else q.int("q_group_size", 128, minimum=-1, maximum=1 << 20)
+        gs = q.int("group_size", None, minimum=-1, maximum=1 << 20) if q.has("group_size") else q.int("q_group_size",
+            128, minimum=-1, maximum=1 << 20)
         if bits not in (2, 3, 4, 8):
             raise q.error("bits", f"{bits}-bit {method} is not a supported width (2, 3, 4, 8)")
         gs = 0 if gs == -1 else gs  # group_size -1: one group spanning the row
@@ -151,12 +159,16 @@ def parse_quant(c: Cfg) -> QuantScheme:
     if method in ("modelopt", "modelopt_fp4"):
         return _modelopt(q)
     if method == "fbgemm_fp8":  # FBGEMM FP8: 1 B/weight + an fp32 scale per output channel (fbgemm_fp8.py)
-        return QuantScheme("fp8", 8, 0, None, tuple(skip), f"fbgemm_fp8: 1 B/weight + fp32 scale per output channel{note}", rx)
+        return QuantScheme("fp8", 8, 0, None, tuple(skip), f"fbgemm_fp8: 1 B/weight + fp32 scale per output "
+                                                           f"channel{note}", rx)
     if method == "bitsandbytes":
         if q.get("load_in_4bit", False) is True:
-            return QuantScheme("bitsandbytes", 4, 64, None, tuple(skip), f"bitsandbytes 4-bit NF4 + fp32 absmax per 64{note}", rx, 4)
-        return QuantScheme("bitsandbytes", 8, 0, None, tuple(skip), f"bitsandbytes 8-bit + fp32 scale per row{note}", rx, 4)
-    raise q.error("quant_method", f"unsupported weight quantization {method!r:.60}; supported: fp8, mxfp4, awq, gptq, compressed-tensors, modelopt, fbgemm_fp8, bitsandbytes")
+            return QuantScheme("bitsandbytes", 4, 64, None, tuple(skip), f"bitsandbytes 4-bit NF4 + fp32 absmax per "
+                                                                         f"64{note}", rx, 4)
+        return QuantScheme("bitsandbytes", 8, 0, None, tuple(skip), f"bitsandbytes 8-bit + fp32 scale per row{note}",
+                           rx, 4)
+    raise q.error("quant_method", f"unsupported weight quantization {method!r:.60}; supported: fp8, mxfp4, awq, gptq, "
+                                  f"compressed-tensors, modelopt, fbgemm_fp8, bitsandbytes")
 
 
 def _modelopt(q: Cfg) -> QuantScheme:
@@ -173,17 +185,22 @@ def _modelopt(q: Cfg) -> QuantScheme:
     note = _n(excl)
     a = algo.upper()
     if a == "FP8":
-        return QuantScheme("fp8", 8, -1, None, tuple(excl), f"modelopt FP8: 1 B/weight + fp32 scale per tensor{note}", rx)
+        return QuantScheme("fp8", 8, -1, None, tuple(excl), f"modelopt FP8: 1 B/weight + fp32 scale per tensor{note}",
+                           rx)
     if a == "FP8_PER_CHANNEL_PER_TOKEN":
-        return QuantScheme("fp8", 8, 0, None, tuple(excl), f"modelopt FP8: 1 B/weight + fp32 scale per output channel{note}", rx)
+        return QuantScheme("fp8", 8, 0, None, tuple(excl), f"modelopt FP8: 1 B/weight + fp32 scale per output "
+                                                           f"channel{note}", rx)
     if a == "NVFP4":
         gs = src.int("group_size", 16, maximum=1 << 20)
-        return QuantScheme("nvfp4", 4, gs, None, tuple(excl), f"modelopt NVFP4: 4-bit E2M1 + FP8 scale per {gs} inputs{note}", rx, 1)
-    raise src.error("quant_algo", f"unsupported ModelOpt algorithm {algo!r:.40} (FP8, FP8_PER_CHANNEL_PER_TOKEN, NVFP4)")
+        return QuantScheme("nvfp4", 4, gs, None, tuple(excl), f"modelopt NVFP4: 4-bit E2M1 + FP8 scale per {gs} "
+                                                              f"inputs{note}", rx, 1)
+    raise src.error("quant_algo",
+                    f"unsupported ModelOpt algorithm {algo!r:.40} (FP8, FP8_PER_CHANNEL_PER_TOKEN, NVFP4)")
 
 
 def online_fp8() -> QuantScheme:
-    """vLLM's ``--quantization fp8`` on an unquantized checkpoint: every Linear cast to FP8 with one fp32 scale per tensor.
+    """vLLM's ``--quantization fp8`` on an unquantized checkpoint: every Linear cast to FP8 with one fp32 scale per
+    tensor.
 
     Source: ``vllm/model_executor/layers/quantization/fp8.py`` (``Fp8LinearMethod`` for a checkpoint that is not
     FP8-serialized: weights loaded in the model dtype, then quantized per tensor in ``process_weights_after_loading``).
@@ -213,7 +230,8 @@ def _compressed_tensors(q: Cfg, skip: list[str], rx: re.Pattern | None) -> Quant
     if bits not in (4, 8):
         raise q.error(f"{where}.weights.num_bits", f"unsupported width {bits} (4 or 8)")
     if strategy not in ("tensor", "channel", "group", "block", "tensor_group"):
-        raise q.error(f"{where}.weights.strategy", f"unsupported strategy {strategy!r:.40} (tensor, channel, group, block)")
+        raise q.error(f"{where}.weights.strategy", f"unsupported strategy {strategy!r:.40} (tensor, channel, group, "
+                                                   f"block)")
     block = None
     if strategy == "block":
         bs = wc.list("block_structure", [128, 128])

@@ -32,7 +32,9 @@ def state_layer(c: Cfg, kind: str, mt: str, p: str, h: int, nh: int, hd: int) ->
     if kind == "conv":
         L = c.int("conv_L_cache", 3)
         b = c.get("conv_bias", False) is True
-        w = [Weight(f"{p}.conv.conv.weight", h, L, 1, False, "shard")] + mat(f"{p}.conv.in_proj", 3 * h, h, bias=b) + mat(f"{p}.conv.out_proj", h, h, bias=b)
+        w = [Weight(f"{p}.conv.conv.weight", h, L, 1, False, "shard")] + mat(f"{p}.conv.in_proj", 3 * h, h,
+                                                                             bias=b) + mat(f"{p}.conv.out_proj", h, h,
+                                                                                 bias=b)
         return StateLayer("short_conv", h * (L - 1), 0), w
     la = f"{p}.linear_attn"
     if c.has("linear_num_key_heads"):
@@ -49,8 +51,10 @@ def state_layer(c: Cfg, kind: str, mt: str, p: str, h: int, nh: int, hd: int) ->
         d_inner = heads * d_head
         conv_dim = d_inner + 2 * groups * d_state
         m = f"{p}.mamba"
-        w = mat(f"{m}.in_proj", 2 * d_inner + 2 * groups * d_state + heads, h) + [Weight(f"{m}.conv1d.weight", conv_dim, kern, 1, False)]
-        w += vec(f"{m}.dt_bias", heads, tp="shard") + vec(f"{m}.A_log", heads, tp="shard") + vec(f"{m}.D", heads, tp="shard")
+        w = mat(f"{m}.in_proj", 2 * d_inner + 2 * groups * d_state + heads, h) + [Weight(f"{m}.conv1d.weight", conv_dim,
+                                                                                         kern, 1, False)]
+        w += vec(f"{m}.dt_bias", heads, tp="shard") + vec(f"{m}.A_log", heads, tp="shard") + vec(f"{m}.D", heads,
+            tp="shard")
         w += norm(f"{m}.norm", d_inner) + mat(f"{m}.out_proj", h, d_inner)
         return StateLayer("mamba2", conv_dim * (kern - 1), heads * d_head * d_state), w
     if c.has("linear_num_heads"):
@@ -59,7 +63,8 @@ def state_layer(c: Cfg, kind: str, mt: str, p: str, h: int, nh: int, hd: int) ->
         w += [Weight(f"{la}.conv.weight", 3 * heads * d, kern, 1, False)] + mat(f"{la}.o_proj", h, heads * d)
         return StateLayer("kda", 3 * heads * d * (kern - 1), heads * d * d), w
     if mt.startswith("minimax"):
-        w = mat(f"{la}.qkv_proj", 3 * nh * hd, h) + mat(f"{la}.output_gate", nh * hd, h) + mat(f"{la}.out_proj", h, nh * hd)
+        w = mat(f"{la}.qkv_proj", 3 * nh * hd, h) + mat(f"{la}.output_gate", nh * hd, h) + mat(f"{la}.out_proj", h,
+            nh * hd)
         return StateLayer("lightning", 0, nh * hd * hd), w
     raise c.error("layer_types", f"layer type {kind!r}: no field says how large its state is (linear_num_key_heads, "
                   "mamba_n_heads, linear_num_heads, conv_L_cache)")

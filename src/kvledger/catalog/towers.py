@@ -30,7 +30,11 @@ def vision_tower(raw: dict[str, Any], source: str, text_hidden: int) -> tuple[li
     c = Cfg(vc, source, "vision_config.")
     mt = c.get("model_type", "") if isinstance(c.get("model_type", ""), str) else ""
     if not (c.has("hidden_size") and c.has("num_hidden_layers")):
-        return [], f"vision_config ({mt or 'no model_type'}) lacks hidden_size/num_hidden_layers: the vision tower is not counted"
+        return (
+            [],
+            f"vision_config ({mt or 'no model_type'}) lacks hidden_size/num_hidden_layers: the vision tower is not "
+            f"counted",
+        )
     h, n = c.int("hidden_size"), c.int("num_hidden_layers")
     inter = c.int("intermediate_size", 4 * h)
     p, img, ch = c.int("patch_size", 14), c.int("image_size", 224), c.int("num_channels", 3)
@@ -39,10 +43,12 @@ def vision_tower(raw: dict[str, Any], source: str, text_hidden: int) -> tuple[li
     pre = "vision_tower."
     if llama4:
         w = [Weight(f"{pre}patch_embedding.linear.weight", h, ch * p * p, 1, False, "shard")]
-        w += vec(f"{pre}class_embedding", h) + [Weight(f"{pre}positional_embedding_vlm", patches + 1, h, 1, False, "replicate")]
+        w += vec(f"{pre}class_embedding", h) + [Weight(f"{pre}positional_embedding_vlm", patches + 1, h, 1, False,
+                                                       "replicate")]
         w += norm(f"{pre}layernorm_pre", h, bias=True) + norm(f"{pre}layernorm_post", h, bias=True)
     else:
-        w = [Weight(f"{pre}embeddings.patch_embedding.weight", h, ch * p * p, 1, False, "shard")] + vec(f"{pre}embeddings.patch_embedding.bias", h)
+        w = [Weight(f"{pre}embeddings.patch_embedding.weight", h, ch * p * p, 1, False,
+                    "shard")] + vec(f"{pre}embeddings.patch_embedding.bias", h)
         w += [Weight(f"{pre}embeddings.position_embedding.weight", patches, h, 1, False, "replicate")]
         w += norm(f"{pre}post_layernorm", h, bias=True)
     for i in range(n):
@@ -56,17 +62,26 @@ def vision_tower(raw: dict[str, Any], source: str, text_hidden: int) -> tuple[li
         shuffled = int(h / (ratio * ratio))
         out = c.int("vision_output_dim", 4096)
         w += _mat(f"{pre}vision_adapter.mlp.fc1", c.int("projector_input_dim", out), shuffled, False)
-        w += _mat(f"{pre}vision_adapter.mlp.fc2", c.int("projector_output_dim", out), c.int("projector_input_dim", out), False)
+        w += _mat(f"{pre}vision_adapter.mlp.fc2", c.int("projector_output_dim", out), c.int("projector_input_dim", out),
+                  False)
         w += _mat("multi_modal_projector.linear_1", text_hidden, out, False)
     else:  # Gemma-3 projector: one matrix from the vision width to the text width and an RMSNorm
-        if c.get("vision_use_head", True if mt == "siglip_vision_model" else False) is True:  # SigLIP attention-pool head
+        # SigLIP attention-pool head
+        if c.get("vision_use_head", True if mt == "siglip_vision_model" else False) is True:
             hp = f"{pre}head"
-            w += vec(f"{hp}.probe", h) + _mat(f"{hp}.attention.in_proj", 3 * h, h, True) + _mat(f"{hp}.attention.out_proj", h, h, True)
-            w += norm(f"{hp}.layernorm", h, bias=True) + _mat(f"{hp}.mlp.fc1", inter, h, True) + _mat(f"{hp}.mlp.fc2", h, inter, True)
+            w += vec(f"{hp}.probe", h) + _mat(f"{hp}.attention.in_proj", 3 * h, h,
+                                              True) + _mat(f"{hp}.attention.out_proj", h, h, True)
+            w += norm(f"{hp}.layernorm", h, bias=True) + _mat(f"{hp}.mlp.fc1", inter, h, True) + _mat(f"{hp}.mlp.fc2",
+                h, inter, True)
         w += [Weight("multi_modal_projector.mm_input_projection_weight", h, text_hidden, 1, False, "shard")]
         w += norm("multi_modal_projector.mm_soft_emb_norm", h)
     total = sum(x.numel for x in w)
     exact = mt in ("siglip_vision_model", "llama4_vision_model")
-    how = "" if exact else (" (a generic ViT layout: this tower type's exact tensors are not laid out here, so the count "
+    how = "" if exact else (" (a generic ViT layout: this tower type's exact tensors are not laid out here, so the "
+                            "count "
                             "is approximate)")
-    return w, f"vision tower ({mt or 'ViT'}, {n} layers of width {h}) and projector: {total:,} parameters{how}, loaded by vLLM with the language model"
+    return (
+        w,
+        f"vision tower ({mt or 'ViT'}, {n} layers of width {h}) and projector: {total:,} parameters{how}, loaded by "
+        f"vLLM with the language model",
+    )

@@ -71,7 +71,8 @@ def std_attention(p: str, h: int, nh: int, nkv: int, hd: int, *, qkv_bias: bool 
             + mat(f"{p}.o_proj", h, nh * v_hd, bias=o_bias, bias_tp="replicate"))
 
 
-def gated_mlp(p: str, h: int, inter: int, *, bias: bool = False, names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj"),
+def gated_mlp(p: str, h: int, inter: int, *, bias: bool = False, names: tuple[str, str, str] = ("gate_proj", "up_proj",
+    "down_proj"),
               count: int = 1, expert: bool = False) -> list[Weight]:
     """SwiGLU/GeGLU MLP: gate and up (inter × h), down (h × inter)."""
     g, u, d = names
@@ -80,12 +81,14 @@ def gated_mlp(p: str, h: int, inter: int, *, bias: bool = False, names: tuple[st
             + mat(f"{p}.{d}", h, inter, bias=bias, bias_tp="replicate", count=count, expert=expert))
 
 
-def plain_mlp(p: str, h: int, inter: int, *, bias: bool = False, names: tuple[str, str] = ("up_proj", "down_proj")) -> list[Weight]:
+def plain_mlp(p: str, h: int, inter: int, *, bias: bool = False, names: tuple[str, str] = ("up_proj",
+    "down_proj")) -> list[Weight]:
     """Non-gated MLP (OPT fc1/fc2, Nemotron-H relu²): up (inter × h), down (h × inter)."""
     u, d = names
     return mat(f"{p}.{u}", inter, h, bias=bias) + mat(f"{p}.{d}", h, inter, bias=bias, bias_tp="replicate")
 
 
-def moe_experts(p: str, h: int, inter: int, num_experts: int, *, names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")) -> list[Weight]:
+def moe_experts(p: str, h: int, inter: int, num_experts: int, *, names: tuple[str, str, str] = ("gate_proj", "up_proj",
+    "down_proj")) -> list[Weight]:
     """``num_experts`` routed SwiGLU experts of one layer, stored as ``p.experts.*`` (Mixtral, Qwen-MoE, DeepSeek)."""
     return gated_mlp(f"{p}.experts.*", h, inter, names=names, count=num_experts, expert=True)

@@ -1,4 +1,5 @@
-"""Options shared by the analysis commands (fp8-kv, spec-decode, kv-eviction): load the model and GPU and build the plan settings."""
+"""Options shared by the analysis commands (fp8-kv, spec-decode, kv-eviction): load the model and GPU and build the
+plan settings."""
 
 from __future__ import annotations
 
@@ -6,23 +7,28 @@ from typing import Any
 
 import typer
 
+from kvledger.cli.flag_groups import EngineFlags, option
 from kvledger.report.tables import table  # noqa: F401  (re-exported: the views live in kvledger.report)
 
 __all__ = ["load_target", "parse_token_list", "table", "MODEL_ARG", "GPU_OPT", "TP_OPT", "MAX_LEN_OPT", "UTIL_OPT",
            "AVAIL_OPT", "BLOCK_OPT", "VERSION_OPT", "BW_OPT", "FLOPS_OPT", "JSON_OPT", "gib_option"]
 
-MODEL_ARG = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path or folder, or a Hub id.")
+MODEL_ARG = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path or "
+                                     "folder, or a Hub id.")
 GPU_OPT = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a .json/.toml GPU file.")
-TP_OPT = typer.Option(1, "--tp", "--tensor-parallel-size", help="Tensor-parallel degree.")
-MAX_LEN_OPT = typer.Option(None, "--max-model-len", help="Tokens (8192, 8K, 128K); default: from the config.")
-UTIL_OPT = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of the device total (default by version).")
-AVAIL_OPT = typer.Option(None, "--available-kv-memory", help="Your engine's printed 'Available KV cache memory' (e.g. 11.47GiB).")
-BLOCK_OPT = typer.Option(None, "--block-size", help="Tokens per KV block (default 16).")
-VERSION_OPT = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: newest read).")
-BW_OPT = typer.Option(None, "--achievable-bandwidth-fraction", "--bandwidth-fraction",
-                      help="Roofline: share of peak HBM bandwidth kernels reach (assumption; default 0.8). Same flag as plan's; --bandwidth-fraction is the old spelling.")
-FLOPS_OPT = typer.Option(0.7, "--achievable-flops-fraction", "--flops-fraction",
-                         help="Roofline: share of peak FLOP/s matmuls reach (assumption; default 0.7). Same flag as plan's; --flops-fraction is the old spelling.")
+TP_OPT = option(EngineFlags, "tp", 1, help="Tensor-parallel degree.")
+MAX_LEN_OPT = option(EngineFlags, "max_model_len", help="Tokens (8192, 8K, 128K); default: from the config.")
+UTIL_OPT = option(EngineFlags, "gpu_memory_utilization", help="vLLM fraction of the device total (default by version).")
+AVAIL_OPT = typer.Option(None, "--available-kv-memory", help="Your engine's printed 'Available KV cache memory' (e.g. "
+                                                             "11.47GiB).")
+BLOCK_OPT = option(EngineFlags, "block_size", help="Tokens per KV block (default 16).")
+VERSION_OPT = option(EngineFlags, "engine_version", help="vLLM version whose rules to apply (default: newest read).")
+BW_OPT = option(EngineFlags, "achievable_bandwidth_fraction", also=("--bandwidth-fraction",),
+                help="Roofline: share of peak HBM bandwidth kernels reach (assumption; default 0.8). Same flag as "
+                     "plan's; --bandwidth-fraction is the old spelling.")
+FLOPS_OPT = option(EngineFlags, "achievable_flops_fraction", 0.7, also=("--flops-fraction",),
+                   help="Roofline: share of peak FLOP/s matmuls reach (assumption; default 0.7). Same flag as plan's; "
+                        "--flops-fraction is the old spelling.")
 JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
 
 
@@ -39,7 +45,8 @@ def parse_token_list(items: list[str] | None, what: str) -> list[int] | None:
 
 def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None = None,
                 gpu_memory_utilization: float | None = None, available_kv_memory: str | None = None,
-                block_size: int | None = None, engine_version: str | None = None, bandwidth_fraction: float | None = None,
+                block_size: int | None = None, engine_version: str | None = None,
+                    bandwidth_fraction: float | None = None,
                 flops_fraction: float = 0.7, **extra: Any):
     """(ModelSpec, GpuSpec, PlanSettings) from the CLI options; errors are KvLedgerError subclasses."""
     from kvledger.accounting.settings import make_settings
@@ -50,8 +57,10 @@ def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None 
     settings = make_settings(
         tp=tp, max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None,
         gpu_memory_utilization=gpu_memory_utilization, block_size=block_size, engine_version=engine_version,
-        available_kv_memory_bytes=parse_bytes(available_kv_memory, what="--available-kv-memory") if available_kv_memory else None,
-        achievable_bandwidth_fraction=0.8 if bandwidth_fraction is None else bandwidth_fraction, achievable_flops_fraction=flops_fraction, **extra)
+        available_kv_memory_bytes=parse_bytes(available_kv_memory,
+                                              what="--available-kv-memory") if available_kv_memory else None,
+        achievable_bandwidth_fraction=0.8 if bandwidth_fraction is None else bandwidth_fraction,
+            achievable_flops_fraction=flops_fraction, **extra)
     return load_model(model), resolve_gpu(gpu), settings
 
 

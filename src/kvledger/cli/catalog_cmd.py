@@ -1,4 +1,5 @@
-"""``kvledger models``, ``kvledger gpus`` and ``kvledger prices``: list the bundled catalogs with their figures and sources."""
+"""``kvledger models``, ``kvledger gpus`` and ``kvledger prices``: list the bundled catalogs with their figures and
+sources."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     for bm in bundled_models():
         m = load_model(bm.hf_id)
         kv = kv_ledger(m, "auto", 1)
-        rows.append({"hf_id": bm.hf_id, "aliases": [a for a in bm.aliases if a != bm.hf_id.lower()], "num_params": m.num_params,
+        rows.append({"hf_id": bm.hf_id, "aliases": [a for a in bm.aliases if a != bm.hf_id.lower()],
+                     "num_params": m.num_params,
                      "num_active_params": m.num_active_params, "kv_bytes_per_token": kv.bytes_per_token_model,
                      "state_bytes_per_seq": kv.state_bytes_per_seq, "layers": dict(m.layer_counts()),
                      "quantization": m.quant.method, "dtype": m.dtype, "max_model_len": m.derived_max_model_len})
@@ -46,11 +48,14 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> N
 
 def prices(
     kind: str = typer.Option("all", "--kind", help="api, gpu or all"),
-    provider: str | None = typer.Option(None, "--provider", help="only this provider's rows (case-insensitive), e.g. OpenAI, Nebius"),
-    gpu: str | None = typer.Option(None, "--gpu", help="only rental rows for this GPU (catalog name or alias, e.g. H100)"),
+    provider: str | None = typer.Option(None, "--provider", help="only this provider's rows (case-insensitive), e.g. "
+                                                                 "OpenAI, Nebius"),
+    gpu: str | None = typer.Option(None, "--gpu", help="only rental rows for this GPU (catalog name or alias, e.g. "
+                                                       "H100)"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """API and GPU rental price rows (USD per 1M tokens; USD per GPU-hour), with their date and source: what --api and --gpu-provider pick from."""
+    """API and GPU rental price rows (USD per 1M tokens; USD per GPU-hour), with their date and source: what --api and
+    --gpu-provider pick from."""
     from dataclasses import asdict
 
     from rich.console import Console
@@ -77,16 +82,21 @@ def prices(
         t = ledger_table("API prices, USD per 1M tokens (catalog/data/api_prices.csv; --api PROVIDER:MODEL)",
                          "provider:model", "input", "cached input", "output", "batch off", "as of")
         for r in api:
-            t.add_row(r.key, f"{r.input_usd_per_mtok:g}", "—" if r.cached_input_usd_per_mtok is None else f"{r.cached_input_usd_per_mtok:g}",
-                      f"{r.output_usd_per_mtok:g}", "—" if r.batch_discount is None else f"{r.batch_discount:.0%}", r.as_of)
+            t.add_row(r.key, f"{r.input_usd_per_mtok:g}",
+                      "—" if r.cached_input_usd_per_mtok is None else f"{r.cached_input_usd_per_mtok:g}",
+                      f"{r.output_usd_per_mtok:g}", "—" if r.batch_discount is None else f"{r.batch_discount:.0%}",
+                          r.as_of)
         con.print(t)
     if kind in ("gpu", "all"):
-        t = ledger_table("GPU rental prices (catalog/data/gpu_prices.csv; --gpu GPU --gpu-provider PROVIDER [--instance TYPE])",
+        t = ledger_table("GPU rental prices (catalog/data/gpu_prices.csv; --gpu GPU --gpu-provider PROVIDER "
+                         "[--instance TYPE])",
                          "provider", "GPU", "instance", "GPUs", "USD/GPU-h", "pricing", "as of")
         for r in gpus:
-            t.add_row(r.provider, r.gpu_id, r.instance_type, f"{r.gpus_per_instance}", f"{r.usd_per_gpu_hour:,.2f}", r.pricing_model, r.as_of)
+            t.add_row(r.provider, r.gpu_id, r.instance_type, f"{r.gpus_per_instance}", f"{r.usd_per_gpu_hour:,.2f}",
+                      r.pricing_model, r.as_of)
         con.print(t)
-    con.print("[dim]sources: each row's 'source' and 'notes' columns (--json); prices are list prices on the date shown[/]")
+    con.print("[dim]sources: each row's 'source' and 'notes' columns (--json); prices are list prices on the date "
+              "shown[/]")
 
 
 def _price_gpu_key(name: str) -> str:

@@ -1,4 +1,5 @@
-"""``kvledger cost FILE|--simulate MODEL --slo ... --api MODEL --utilization U``: the itemised self-host-versus-API ledger and break-even.
+"""``kvledger cost FILE|--simulate MODEL --slo ... --api MODEL --utilization U``: the itemised self-host-versus-API
+ledger and break-even.
 
 FILE is a benchmark output or a kvledger records file (what ``kvledger simulate --out``
 writes); ``--simulate MODEL --gpu GPU`` runs the simulator instead, with ``kvledger
@@ -21,6 +22,8 @@ import typer
 from kvledger import strict_json
 from kvledger.cli import bill_opts as bo
 from kvledger.cli import sim_opts as so
+from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
+from kvledger.jsonable import to_jsonable
 from kvledger.report.progress import working
 
 __all__ = ["register"]
@@ -52,38 +55,27 @@ def _collect(problems: list[Exception], fn: Any) -> Any:
         return None
 
 
-def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str] | None = None) -> tuple[Any, Any, Any]:
+def _check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str] | None = None) -> tuple[Any, Any,
+    Any]:
     """(API price row, GPU rate or None when the GPU is named only by the run, SLO) — every input error at once.
 
-    Checks that --slo is given, then --slo, --utilization, --max-utilization, --num-gpus,
-    --prefill-share, --target, --gpu-usd-per-hour, the --api row and, when ``gpu_known``, its price row, and raises
-    them together (one error alone keeps its type).
+    Checks that --slo is given, then --slo, every numeric option's range (``kvledger.cli.limits``), the --api row
+    and, when ``gpu_known``, its price row, and raises them together (one error alone keeps its type).
     """
-    from kvledger.catalog.prices import find_api_price
-    from kvledger.cli.limits import OPTION_RANGES, range_problems
-    from kvledger.errors import InputError, range_error
+    from kvledger.catalog.api_match import find_api_price
+    from kvledger.cli.limits import range_problems
+    from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo
 
     problems: list[Exception] = []
     if p["slo"] is None:
-        problems.append(InputError("missing --slo: cost needs the SLO (e.g. --slo ttft=200ms,tpot=50ms); the API rows default "
-                                   "to those serving the same model (--api names another), the utilization to the volume's"))
+        problems.append(InputError("missing --slo: cost needs the SLO (e.g. --slo ttft=200ms,tpot=50ms); the API rows "
+                                   "default "
+                                   "to those serving the same model (--api names another), the utilization to the "
+                                   "volume's"))
     slo = _collect(problems, lambda: parse_slo(p["slo"])) if p["slo"] is not None else None
-    own = ("utilization", "max_utilization", "num_gpus", "prefill_share", "target", "gpu_usd_per_hour")
-    problems += list(range_problems("cost", {k: v for k, v in p.items() if k not in own}, flags))
-    for flag, key in (("--utilization", "utilization"), ("--max-utilization", "max_utilization")):
-        if p[key] is not None and not 0.0 < p[key] <= 1.0:
-            problems.append(range_error(flag, p[key], "(0, 1] (share of billed hours spent serving)"))
-    gpus_max, usd_max = OPTION_RANGES["num_gpus"].hi, OPTION_RANGES["gpu_usd_per_hour"].hi  # the table's upper bounds
-    if p["num_gpus"] is not None and not 1 <= p["num_gpus"] <= gpus_max:
-        problems.append(range_error("--num-gpus", p["num_gpus"], OPTION_RANGES["num_gpus"].describe()))
-    if p["prefill_share"] is not None and not 0.0 <= p["prefill_share"] <= 1.0:
-        problems.append(range_error("--prefill-share", p["prefill_share"], OPTION_RANGES["prefill_share"].describe()))
-    if p["target"] is not None and not 0.0 < p["target"] <= 1.0:
-        problems.append(range_error("--target", p["target"], "(0, 1] (share of requests within the SLO)"))
+    problems += list(range_problems("cost", p, flags))
     usd = p["gpu_usd_per_hour"]
-    if usd is not None and not 0 < usd <= usd_max:
-        problems.append(range_error("--gpu-usd-per-hour", usd, f"(0, {usd_max:,.0f}] USD/GPU-hour"))
     api = _collect(problems, lambda: find_api_price(p["api"])) if p["api"] is not None else None
     rate = None
     if usd is None and gpu_known is not None:
@@ -100,7 +92,8 @@ def _file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpu
     """(run, GPU count, GPU name for the price table, sweep choice or None) from benchmark or records files.
 
     One run: that run. Several (a multi-run file or several FILEs, e.g. a rate sweep): ``--run INDEX`` picks one,
-    otherwise the run at the sweep's SLO capacity (``analyses.cost_run.sweep_capacity_run``) is priced, and the choice is stated.
+    otherwise the run at the sweep's SLO capacity (``analyses.cost_run.sweep_capacity_run``) is priced, and the choice
+    is stated.
     """
     from kvledger.analyses.serving.cost_run import sweep_capacity_run
     from kvledger.errors import InputError
@@ -121,7 +114,8 @@ def _file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpu
     return run, n_gpus, gpu_id if gpu_id not in (None, "custom") else md.hardware, sweep
 
 
-def _sim_run(model: str, gpu: str | None, params: dict[str, Any], slo: Any) -> tuple[Any, Any]:
+def _sim_run(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags], params: dict[str, Any],
+             slo: Any) -> tuple[Any, Any]:
     """(simulated run to price, SimCapacity or None) for ``--simulate``: the run at the SLO capacity found by the
     request-rate search, or with ``--at-offered-load`` the run at the workload's own load (FILE-only flags refused)."""
     from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
@@ -130,17 +124,20 @@ def _sim_run(model: str, gpu: str | None, params: dict[str, Any], slo: Any) -> t
     from kvledger.cli.sim_opts import sim_request
     from kvledger.errors import InputError
 
-    given = [flag for name, flag in (("num_gpus", "--num-gpus"), ("run_index", "--run"), ("format", "--format"), ("served_model", "--model"))
+    given = [flag for name, flag in (("num_gpus", "--num-gpus"), ("run_index", "--run"), ("format", "--format"),
+                                     ("served_model", "--model"))
              if params.get(name) is not None]
     if given:
-        raise InputError(f"{', '.join(given)} apply to a FILE; with --simulate the GPU count is replicas × TP (--replicas, --tp)")
+        raise InputError(f"{', '.join(given)} apply to a FILE; with --simulate the GPU count is replicas × TP "
+                         f"(--replicas, --tp)")
     if params.get("at_offered_load"):
         if params.get("target") is not None:
-            raise InputError("--target sets the attainment target of the capacity search, which --at-offered-load skips; give one of them")
-        args, synthetic = sim_request(model, gpu, params)
+            raise InputError("--target sets the attainment target of the capacity search, which --at-offered-load "
+                             "skips; give one of them")
+        args, synthetic = sim_request(model, gpu, *groups)
         with working("simulating"):
             return simulate_run(args, synthetic), None
-    args, synthetic = sim_request(model, gpu, params, num_requests_default=PROBE_NUM_REQUESTS)
+    args, synthetic = sim_request(model, gpu, *groups, num_requests_default=PROBE_NUM_REQUESTS)
     target = params.get("target")
     with working("searching the SLO capacity (one simulation per probe)"):
         cap = search_capacity(args, slo, DEFAULT_TARGET if target is None else target, synthetic=synthetic)
@@ -151,56 +148,85 @@ def register(app: typer.Typer) -> None:
     """Add the ``cost`` command to ``app``."""
 
     @app.command("cost")
+    @with_groups(workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE)
     def cost_command(
         ctx: typer.Context,
-        files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger simulate --out DIR writes DIR/records.parquet); several runs (a rate sweep) are priced at the run at their SLO capacity; or use --simulate", show_default=False),
-        slo: str | None = typer.Option(None, "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms' (required)", show_default=False),
-        api: str | None = typer.Option(None, "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. 'OpenAI:gpt-4.1' (default: every catalog row serving the same model; kvledger prices lists them)", show_default=False),
-        utilization: float | None = typer.Option(None, "--utilization", help="override: average load ÷ the capacity priced over the billed hours, (0, 1] (default: the volume's realized utilization)", show_default=False),
-        gpu: str | None = typer.Option(None, "--gpu", help="FILE: GPU id or name for the price table, e.g. nvidia_h100_sxm (default: the GPU the file names). --simulate: the GPU to simulate (catalog name such as H100, or a GPU file), priced by its catalog id"),
-        gpu_provider: str | None = typer.Option(None, "--gpu-provider", help="rental provider, e.g. Nebius, AWS, CoreWeave"),
+        files: list[Path] | None = typer.Argument(None, help="benchmark output(s) or kvledger records file (kvledger "
+                                                             "simulate --out DIR writes DIR/records.parquet); several "
+                                                             "runs (a rate sweep) are priced at the run at their SLO "
+                                                             "capacity; or use --simulate", show_default=False),
+        slo: str | None = typer.Option(None, "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms' (required)",
+                                       show_default=False),
+        api: str | None = typer.Option(None, "--api", help="API price row: MODEL or PROVIDER:MODEL, e.g. "
+                                                           "'OpenAI:gpt-4.1' (default: every catalog row serving the "
+                                                           "same model; kvledger prices lists them)",
+                                                               show_default=False),
+        utilization: float | None = typer.Option(None, "--utilization", help="override: average load ÷ the capacity "
+                                                                             "priced over the billed hours, (0, 1] "
+                                                                             "(default: the volume's realized "
+                                                                             "utilization)", show_default=False),
+        gpu: str | None = typer.Option(None, "--gpu", help="FILE: GPU id or name for the price table, e.g. "
+                                                           "nvidia_h100_sxm (default: the GPU the file names). "
+                                                           "--simulate: the GPU to simulate (catalog name such as "
+                                                           "H100, or a GPU file), priced by its catalog id"),
+        gpu_provider: str | None = typer.Option(None, "--gpu-provider", help="rental provider, e.g. Nebius, AWS, "
+                                                                             "CoreWeave"),
         instance: str | None = typer.Option(None, "--instance", help="instance type when a provider lists several"),
-        gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="your own price, USD per GPU-hour (overrides the table)"),
-        num_gpus: int | None = typer.Option(None, "--num-gpus", help="FILE: GPUs serving the measured run (default: as the file states)"),
-        served_model: str | None = typer.Option(None, "--model", help="FILE: the served model (bundled name or config.json) for the roofline floor under the prefill share (default: the model the file names)", show_default=False),
-        max_utilization: float = typer.Option(0.8, "--max-utilization", help="highest average utilization per replica when sizing for a monthly volume"),
-        prefill_share: float | None = typer.Option(None, "--prefill-share", help="share of GPU time charged to input tokens (default: --simulate, each step split by the step-cost model's terms; FILE, Σ TTFT ÷ Σ E2E raised to the prompts' roofline FLOP floor)"),
-        batch_share: float = typer.Option(0.0, "--batch-share", help="share of requests sent through the API's batch endpoint"),
-        cache_hit_rate: float = typer.Option(0.0, "--cache-hit-rate", help="share of API input tokens that are prompt-cache reads"),
-        cache_write_rate: float = typer.Option(0.0, "--cache-write-rate", help="share of API input tokens written to the prompt cache"),
+        gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="your own price, USD per "
+            "GPU-hour (overrides the table)"),
+        num_gpus: int | None = typer.Option(None, "--num-gpus", help="FILE: GPUs serving the measured run (default: as "
+                                                                     "the file states)"),
+        served_model: str | None = typer.Option(None, "--model", help="FILE: the served model (bundled name or "
+                                                                      "config.json) for the roofline floor under the "
+                                                                      "prefill share (default: the model the file "
+                                                                      "names)", show_default=False),
+        max_utilization: float = typer.Option(0.8, "--max-utilization", help="highest average utilization per replica "
+                                                                             "when sizing for a monthly volume"),
+        prefill_share: float | None = typer.Option(None, "--prefill-share", help="share of GPU time charged to input "
+            "tokens (default: --simulate, each step split by the step-cost model's terms; FILE, Σ TTFT ÷ Σ E2E raised "
+            "to the prompts' roofline FLOP floor)"),
+        batch_share: float = typer.Option(0.0, "--batch-share", help="share of requests sent through the API's batch "
+                                                                     "endpoint"),
+        cache_hit_rate: float = typer.Option(0.0, "--cache-hit-rate", help="share of API input tokens that are "
+                                                                           "prompt-cache reads"),
+        cache_write_rate: float = typer.Option(0.0, "--cache-write-rate", help="share of API input tokens written to "
+                                                                               "the prompt cache"),
         engineer_months: bo.EngMonths = None, engineer_usd: bo.EngUsd = None, monthly_tokens: bo.MonthlyTokens = None,
         peak_to_mean: bo.PeakToMean = 1.0,
         monthly_requests: bo.MonthlyRequests = None, monthly_input_tokens: bo.MonthlyIn = None,
-        monthly_output_tokens: bo.MonthlyOut = None, gpu_capex_usd: bo.GpuCapex = None, amortization_months: bo.Amortization = 36.0,
+        monthly_output_tokens: bo.MonthlyOut = None, gpu_capex_usd: bo.GpuCapex = None,
+            amortization_months: bo.Amortization = 36.0,
         annual_interest: bo.Interest = 0.0, pue: bo.Pue = 1.3, usd_per_kwh: bo.UsdPerKwh = 0.12,
-        hosting_usd_per_gpu_month: bo.Hosting = 0.0, board_power_w: bo.BoardPower = None, idle_power_w: bo.IdlePower = None,
-        data_sovereignty: str = typer.Option("not_required", "--data-sovereignty", help="required, preferred or not_required"),
+        hosting_usd_per_gpu_month: bo.Hosting = 0.0, board_power_w: bo.BoardPower = None,
+            idle_power_w: bo.IdlePower = None,
+        data_sovereignty: str = typer.Option("not_required", "--data-sovereignty", help="required, preferred or "
+            "not_required"),
         model_control: str = typer.Option("any", "--model-control", help="custom_weights, open_weights or any"),
         team_capability: str = typer.Option("some", "--team-capability", help="experienced, some or none"),
-        run_index: int | None = typer.Option(None, "--run", help="FILE: which run of a multi-run file or of several FILEs (0-based; default: the run at the sweep's SLO capacity)"),
+        run_index: int | None = typer.Option(None, "--run", help="FILE: which run of a multi-run file or of several "
+                                                                 "FILEs (0-based; default: the run at the sweep's SLO "
+                                                                 "capacity)"),
         format: str | None = typer.Option(None, "--format", help="FILE: force a reader instead of auto-detection"),
-        at_offered_load: bool = typer.Option(False, "--at-offered-load", help="[--simulate] price the simulated run at the workload's own load (the trace's rate, or --rate/--concurrency) instead of at the SLO capacity found by search"),
-        target: float | None = typer.Option(None, "--target", help="attainment target of the capacity search (--simulate) or of the sweep's capacity run (several runs): the share of requests within the SLO at the capacity priced (default 0.9)", show_default=False),
-        json_out: bool = typer.Option(False, "--json", help="JSON for scripts: line items and totals per 1M input and output tokens"),
-        out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite without --force)"),
+        at_offered_load: bool = typer.Option(False, "--at-offered-load", help="[--simulate] price the simulated run at "
+                                                                              "the workload's own load (the trace's "
+                                                                              "rate, or --rate/--concurrency) instead "
+                                                                              "of at the SLO capacity found by search"),
+        target: float | None = typer.Option(None, "--target", help="attainment target of the capacity search "
+                                                                   "(--simulate) or of the sweep's capacity run "
+                                                                   "(several runs): the share of requests within the "
+                                                                   "SLO at the capacity priced (default 0.9)",
+                                                                       show_default=False),
+        json_out: bool = typer.Option(False, "--json", help="JSON for scripts: line items and totals per 1M input and "
+                                                            "output tokens"),
+        out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite "
+                                                            "without --force)"),
         force: bool = typer.Option(False, "--force", help="allow --out to overwrite an existing file"),
-        simulate: so.Simulate = None, trace: so.Trace = None, rate: so.Rate = None, rate_scale: so.RateScale = None,
-        num_requests: so.NumRequests = None, seed: so.Seed = None, concurrency: so.Concurrency = None,
-        think_time: so.ThinkTime = None, prompt_lengths: so.PromptLengths = None, output_lengths: so.OutputLengths = None,
-        arrival_cv: so.ArrivalCv = None, tp: so.Tp = None, replicas: so.Replicas = None, router: so.Router = None,
-        engine_version: so.EngineVersion = None, max_model_len: so.MaxModelLen = None,
-        gpu_memory_utilization: so.GpuMemUtil = None, mem_fraction_static: so.MemFractionStatic = None,
-        kv_cache_dtype: so.KvCacheDtype = None, block_size: so.BlockSize = None,
-        max_num_batched_tokens: so.MaxNumBatchedTokens = None, max_num_seqs: so.MaxNumSeqs = None,
-        num_gpu_blocks_override: so.NumGpuBlocksOverride = None, prefix_caching: so.PrefixCaching = None,
-        chunked_prefill: so.ChunkedPrefill = None, policy: so.Policy = None,
-        prefix_caching_policy: so.PrefixCachingPolicy = None, scheduling_policy: so.SchedulingPolicy = None,
-        batching: so.Batching = None, kv_allocation: so.KvAllocation = None, async_scheduling: so.AsyncScheduling = None, step_cost: so.StepCost = None,
-        cpu_overhead: so.CpuOverhead = None,
-        achievable_flops_fraction: so.FlopsFraction = None,
-        achievable_bandwidth_fraction: so.BandwidthFraction = None,
+        simulate: so.Simulate = None,
+        workload: WorkloadFlags = WorkloadFlags(),
+        engine: EngineFlags = EngineFlags(),
     ) -> None:
-        """Self-host vs API: USD per 1M input/output tokens priced by goodput, monthly bills, break-even, deciding factors.
+        """Self-host vs API: USD per 1M input/output tokens priced by goodput, monthly bills, break-even, deciding
+        factors.
 
         The run is a FILE (a benchmark output, or the records.parquet `kvledger simulate --out` writes) or a
         simulation: `--simulate MODEL --gpu GPU` with `kvledger simulate`'s workload and engine flags
@@ -232,39 +258,48 @@ def register(app: typer.Typer) -> None:
 
         file = files[0] if files else None
         if (file is None) == (simulate is None):
-            raise InputError("give either FILE(s) to read or --simulate MODEL (with --gpu) to simulate, not " + ("both" if file else "neither"))
+            raise InputError(
+                "give either FILE(s) to read or --simulate MODEL (with --gpu) to simulate, not "
+                + ("both" if file else "neither")
+            )
         if out is not None:
             from kvledger.cli.outputs import prepare_output_file
 
             prepare_output_file(out, force=force, inputs=list(files or []))
         if file is not None:
-            reject_sim_flags(ctx.params)
+            reject_sim_flags(workload, engine)
             if at_offered_load:
-                raise InputError("--at-offered-load apply to --simulate (a measured FILE cannot be re-run at another load)")
-        api_price, gpu_rate, the_slo = _check_inputs(ctx.params, gpu, {prm.name: prm.opts[0] for prm in ctx.command.params})
+                raise InputError("--at-offered-load apply to --simulate (a measured FILE cannot be re-run at another "
+                                 "load)")
+        api_price, gpu_rate, the_slo = _check_inputs(ctx.params, gpu,
+                                                     {prm.name: prm.opts[0] for prm in ctx.command.params})
         sim = capacity = sweep = None
         if file is not None:
             run, n_gpus, hardware, sweep = _file_run(files, format, run_index, num_gpus, the_slo, target)
         else:
-            sim, capacity = _sim_run(simulate, gpu, ctx.params, the_slo)
+            sim, capacity = _sim_run(simulate, gpu, (workload, engine), ctx.params, the_slo)
             run, n_gpus, hardware = sim.run, sim.num_gpus, sim.gpu_id
         if gpu_rate is None:
-            gpu_rate = _gpu_rate(gpu if file is not None and gpu else hardware, gpu_provider, instance, gpu_usd_per_hour)
+            gpu_rate = _gpu_rate(gpu if file is not None and gpu else hardware, gpu_provider, instance,
+                                 gpu_usd_per_hour)
         people = bo.people(ctx.params)
-        setup = SelfHostSetup(gpu_rate, n_gpus, utilization, people.engineer_months_per_month, people.engineer_usd_per_month,
+        setup = SelfHostSetup(gpu_rate, n_gpus, utilization, people.engineer_months_per_month,
+                              people.engineer_usd_per_month,
                               prefill_share, max_utilization)
         model_name = simulate if file is None else (served_model or run.metadata.model)
-        inputs, notes = decision_inputs(model_name, api_price, gpu_rate, hardware if file is None else (gpu or hardware),
+        inputs, notes = decision_inputs(model_name, api_price, gpu_rate,
+                                        hardware if file is None else (gpu or hardware),
                                         sim, bo.host_bill(ctx.params), people)
         res = cost_payload(run, the_slo, setup, None, ApiMix(batch_share, cache_hit_rate, cache_write_rate),
-                           DecisionFactors(data_sovereignty, model_control, team_capability), bo.volume(ctx.params), sim=sim,
+                           DecisionFactors(data_sovereignty, model_control, team_capability), bo.volume(ctx.params),
+                               sim=sim,
                            capacity=capacity, gpu=gpu if file is not None and gpu else hardware, model=served_model,
                            inputs=inputs)
         res.report.notes.extend(notes)
         rep, basis, d = res.report, res.basis, res.payload
         if sweep is not None:
-            basis["sweep"] = sweep
-            basis["text"] = sweep["text"] + ". " + basis["text"]
+            basis["sweep"] = to_jsonable(sweep)
+            basis["text"] = sweep.text + ". " + basis["text"]
             d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
         text = strict_json.dumps(d) + "\n"
         if out is not None:

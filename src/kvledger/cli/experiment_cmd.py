@@ -17,7 +17,8 @@ def experiment(
     name: str = typer.Argument(..., help="batching, kv-waste, budget or prefix-cache."),
     quick: bool = typer.Option(False, "--quick", help="Fewer requests: a first look in seconds."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-    plot: Path | None = typer.Option(None, "--plot", help="Also draw the comparison to FILE (.png, .svg or .pdf); refuses to overwrite."),
+    plot: Path | None = typer.Option(None, "--plot", help="Also draw the comparison to FILE (.png, .svg or .pdf); "
+                                                          "refuses to overwrite."),
 ) -> None:
     """Run a comparison from the seed claims (continuous vs static batching, KV waste, the token-budget seesaw,
     prefix caching and routing) and print it with its setup and the published expectation."""

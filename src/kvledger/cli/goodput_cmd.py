@@ -18,6 +18,7 @@ import typer
 
 from kvledger import strict_json
 from kvledger.cli import sim_opts as so
+from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
 from kvledger.report.goodput_view import print_goodput as _print_human
 from kvledger.report.goodput_view import print_search as _print_search
 from kvledger.report.goodput_view import print_sources as _print_sources
@@ -45,8 +46,9 @@ def _write(out: Path, text: str) -> None:
     write_text_atomic(out, text)  # the location was checked before the work (prepare_output_file)
 
 
-def _simulated(model: str, gpu: str | None, params: dict[str, Any], the_slo: Any, target: float | None, axis: str,
-               bounds: tuple[float | None, float | None, float | None]) -> tuple[list[str], Any]:
+def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags], the_slo: Any,
+               target: float | None, axis: str, bounds: tuple[float | None, float | None, float | None],
+               ) -> tuple[list[str], Any]:
     """(JSON lines, what to print) for --simulate: one run, or the boundary search with --target."""
     from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS, search_sim_boundary
     from kvledger.analyses.serving.sim_ledgers import simulate_run
@@ -54,12 +56,12 @@ def _simulated(model: str, gpu: str | None, params: dict[str, Any], the_slo: Any
     from kvledger.ledgers.goodput import goodput
 
     if target is None:
-        args, synthetic = sim_request(model, gpu, params)
+        args, synthetic = sim_request(model, gpu, *groups)
         with working("simulating"):
             sim = simulate_run(args, synthetic)
         res = goodput(sim.run, the_slo)
         return [strict_json.dumps({**res.to_dict(), "simulation": sim.provenance()})], (res, sim)
-    args, synthetic = sim_request(model, gpu, params, num_requests_default=PROBE_NUM_REQUESTS)
+    args, synthetic = sim_request(model, gpu, *groups, num_requests_default=PROBE_NUM_REQUESTS)
     lo, hi, tol = bounds
     with working(f"searching the SLO boundary on {axis} (one simulation per probe)"):
         sb = search_sim_boundary(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
@@ -78,15 +80,15 @@ def _simulated(model: str, gpu: str | None, params: dict[str, Any], the_slo: Any
     return lines, sb
 
 
-def _from_files(files: list[Path], fmt: str | None, params: dict[str, Any], the_slo: Any, target: float | None,
-                axis: str) -> tuple[list[str], Any]:
+def _from_files(files: list[Path], fmt: str | None, groups: tuple[WorkloadFlags, EngineFlags], the_slo: Any,
+                target: float | None, axis: str) -> tuple[list[str], Any]:
     """(JSON lines, (results, boundary)) for benchmark or records FILEs; the boundary across them with --target."""
     from kvledger.cli.sim_opts import reject_sim_flags
     from kvledger.evidence import read_runs
     from kvledger.ledgers.boundary import boundary_from_sweep
     from kvledger.ledgers.goodput import goodput
 
-    reject_sim_flags(params)
+    reject_sim_flags(*groups)
     runs = [run for f in files for run in read_runs(f, format=fmt)]
     results = [goodput(run, the_slo) for run in runs]
     boundary = boundary_from_sweep(runs, the_slo, target, {"rate": "request_rate"}.get(axis, axis)) if target is not None else None
@@ -113,8 +115,8 @@ def register(app: typer.Typer) -> None:
     """Add the ``goodput`` command to ``app``."""
 
     @app.command("goodput")
+    @with_groups(workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE)
     def goodput_command(
-        ctx: typer.Context,
         files: list[Path] | None = typer.Argument(None, help="benchmark output files or kvledger records files; or use --simulate", show_default=False),
         slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'; keys ttft, tpot, e2e, itl (max gap), itl_mean, itl_p99"),
         json_out: bool = typer.Option(False, "--json", help="JSON for scripts, one document: the run's object; with several runs or --target, {\"runs\": [one object per run or probe], \"boundary\": …}"),
@@ -129,21 +131,9 @@ def register(app: typer.Typer) -> None:
         lo: float | None = typer.Option(None, "--lo", help="[--simulate --target] lowest value to search (default: found by halving from 1 req/s or 1 user; 1 for max_num_seqs)", show_default=False),
         hi: float | None = typer.Option(None, "--hi", help="[--simulate --target] highest value to search (default: found by doubling; the engine default for max_num_seqs)", show_default=False),
         tol: float | None = typer.Option(None, "--tol", help="[--simulate --target] bisection resolution (default: 1 % of the bracket's top for the rate; 1 for concurrency and max_num_seqs)", show_default=False),
-        simulate: so.Simulate = None, trace: so.Trace = None, rate: so.Rate = None, rate_scale: so.RateScale = None,
-        num_requests: so.NumRequests = None, seed: so.Seed = None, concurrency: so.Concurrency = None,
-        think_time: so.ThinkTime = None, prompt_lengths: so.PromptLengths = None, output_lengths: so.OutputLengths = None,
-        arrival_cv: so.ArrivalCv = None, tp: so.Tp = None, replicas: so.Replicas = None, router: so.Router = None,
-        engine_version: so.EngineVersion = None, max_model_len: so.MaxModelLen = None,
-        gpu_memory_utilization: so.GpuMemUtil = None, mem_fraction_static: so.MemFractionStatic = None,
-        kv_cache_dtype: so.KvCacheDtype = None, block_size: so.BlockSize = None,
-        max_num_batched_tokens: so.MaxNumBatchedTokens = None, max_num_seqs: so.MaxNumSeqs = None,
-        num_gpu_blocks_override: so.NumGpuBlocksOverride = None, prefix_caching: so.PrefixCaching = None,
-        chunked_prefill: so.ChunkedPrefill = None, policy: so.Policy = None,
-        prefix_caching_policy: so.PrefixCachingPolicy = None, scheduling_policy: so.SchedulingPolicy = None,
-        batching: so.Batching = None, kv_allocation: so.KvAllocation = None, async_scheduling: so.AsyncScheduling = None, step_cost: so.StepCost = None,
-        cpu_overhead: so.CpuOverhead = None,
-        achievable_flops_fraction: so.FlopsFraction = None,
-        achievable_bandwidth_fraction: so.BandwidthFraction = None,
+        simulate: so.Simulate = None,
+        workload: WorkloadFlags = WorkloadFlags(),
+        engine: EngineFlags = EngineFlags(),
     ) -> None:
         """Goodput under latency SLOs: req/s and tok/s that met every SLO, attainment, effective-cost multiplier.
 
@@ -178,12 +168,12 @@ def register(app: typer.Typer) -> None:
         if simulate is not None:
             if format is not None:
                 raise InputError("--format applies to FILEs, not to --simulate")
-            lines, shown = _simulated(simulate, gpu, ctx.params, the_slo, target, axis, (lo, hi, tol))
+            lines, shown = _simulated(simulate, gpu, (workload, engine), the_slo, target, axis, (lo, hi, tol))
         else:
             given = [f for f, v in (("--gpu", gpu), ("--lo", lo), ("--hi", hi), ("--tol", tol)) if v is not None]
             if given:
                 raise InputError(f"{', '.join(given)} apply to a --simulate run or search, not to FILEs")
-            lines, shown = _from_files(files, format, ctx.params, the_slo, target, axis)
+            lines, shown = _from_files(files, format, (workload, engine), the_slo, target, axis)
         if plot is not None:
             save_plot(_boundary_figure(shown, simulate is not None), plot)
         text = "\n".join(lines) + "\n" if json_lines else _document(lines)

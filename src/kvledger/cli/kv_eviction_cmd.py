@@ -1,4 +1,5 @@
-"""``kvledger kv-eviction``: how much memory token eviction actually frees in a paged KV cache, by where the survivors sit."""
+"""``kvledger kv-eviction``: how much memory token eviction actually frees in a paged KV cache, by where the survivors
+sit."""
 
 from __future__ import annotations
 
@@ -25,26 +26,33 @@ def kv_eviction(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
     evict: float | None = typer.Option(None, "--evict", help="Share of the sequence's tokens evicted, 0–1 (e.g. 0.9)."),
     layout: str = typer.Option("scattered", "--layout", help="scattered, worst, sink-window or clustered."),
-    sink_tokens: int = typer.Option(4, "--sink-tokens", help="sink-window: tokens kept at the start (StreamingLLM uses 4)."),
-    window: str | None = typer.Option(None, "--window", help="sink-window: recent tokens kept (default: what --evict leaves)."),
+    sink_tokens: int = typer.Option(4, "--sink-tokens", help="sink-window: tokens kept at the start (StreamingLLM uses "
+                                                             "4)."),
+    window: str | None = typer.Option(None, "--window", help="sink-window: recent tokens kept (default: what --evict "
+                                                             "leaves)."),
     run_tokens: int = typer.Option(64, "--run-tokens", help="clustered: survivors per run, tokens."),
-    context: str | None = typer.Option(None, "--context", help="Sequence length, tokens (default 32K or max_model_len)."),
+    context: str | None = typer.Option(None, "--context",
+                                       help="Sequence length, tokens (default 32K or max_model_len)."),
     block_size: int | None = typer.Option(None, "--block-size", help="Tokens per KV block (default 16)."),
     seed: int = typer.Option(0, "--seed", help="Seed for the random survivor positions."),
     tp: int = TP_OPT, max_model_len: str | None = MAX_LEN_OPT, gpu_memory_utilization: float | None = UTIL_OPT,
     available_kv_memory: str | None = AVAIL_OPT, engine_version: str | None = VERSION_OPT, as_json: bool = JSON_OPT,
 ) -> None:
-    """KV eviction under a paged layout: empty blocks, memory actually freed, and which methods need attention scores."""
+    """KV eviction under a paged layout: empty blocks, memory actually freed, and which methods need attention
+    scores."""
     from rich.console import Console
 
     from kvledger.analyses.judgments.kv_eviction_summary import analyse_kv_eviction
     from kvledger.units import parse_tokens
 
-    spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
-                                    available_kv_memory=available_kv_memory, block_size=block_size, engine_version=engine_version)
+    spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len,
+                                    gpu_memory_utilization=gpu_memory_utilization,
+                                    available_kv_memory=available_kv_memory, block_size=block_size,
+                                        engine_version=engine_version)
     r = analyse_kv_eviction(spec, g, settings, layout=layout.lower(), evict_fraction=evict,
                             context_tokens=parse_tokens(context, what="--context") if context else None,
-                            sink_tokens=sink_tokens, window_tokens=parse_tokens(window, what="--window") if window else None,
+                            sink_tokens=sink_tokens, window_tokens=parse_tokens(window,
+                                                                                what="--window") if window else None,
                             run_tokens=run_tokens, seed=seed)
     if as_json:
         typer.echo(strict_json.dumps(r.to_dict(), indent=2))

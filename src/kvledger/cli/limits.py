@@ -81,7 +81,7 @@ def _count(lo: int, hi: int, unit: str = "") -> Range:
 
 #: parameter name → allowed range, for every int/float option of every command.
 OPTION_RANGES: dict[str, Range] = {
-    "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "prefill_tp": _count(1, 1024, "GPUs"), "decode_tp": _count(1, 1024, "GPUs"),
+    "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "nnodes": _count(1, 1024, "nodes"), "prefill_tp": _count(1, 1024, "GPUs"), "decode_tp": _count(1, 1024, "GPUs"),
     "replicas": _count(1, 4096), "seed": _count(0, _SEED_MAX),
     "num_requests": _count(1, _REQUESTS_MAX, "requests"), "concurrency": _count(1, 1_000_000, "users"),
     "rate": Range(0.0, 1e6, lo_open=True, allow_inf=True, unit="req/s"),  # inf: every request at t = 0
@@ -147,6 +147,11 @@ COMMAND_RANGES: dict[tuple[str, str], Range] = {
     # a capacity probe of a handful of requests measures its drain tail, not the replica: at least 50 per probe
     ("search", "num_requests"): _count(50, _REQUESTS_MAX, "requests per probe"), ("search", "top"): _count(1, 100_000, "rows"),
     ("ui", "port"): _count(1, 65_535, "TCP port"),
+    # cost prices billed hours: a utilization or a GPU price of 0 would divide by zero
+    ("cost", "utilization"): Range(0.0, 1.0, lo_open=True, unit="(share of billed hours spent serving)"),
+    ("cost", "max_utilization"): Range(0.0, 1.0, lo_open=True, unit="(share of billed hours spent serving)"),
+    ("cost", "target"): Range(0.0, 1.0, lo_open=True, unit="(share of requests within the SLO)"),
+    ("cost", "gpu_usd_per_hour"): Range(0.0, 1e6, lo_open=True, unit="USD/GPU-hour"),
 }
 
 

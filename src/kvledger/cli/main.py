@@ -41,7 +41,8 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit.")) -> None:
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version "
+    "and exit.")) -> None:
     """The KV-cache ledger and the serving/cost ledger for LLM inference."""
 
 

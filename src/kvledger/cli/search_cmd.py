@@ -18,7 +18,26 @@ from typing import Any
 
 import typer
 
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, PricingFlags, WorkloadFlags, with_groups
+from kvledger.cli.sim_opts import synthetic_spec
+
 __all__ = ["register"]
+
+#: search varies TP, KV dtype, max_num_seqs, the token budget and prefix caching itself (its own list flags); the
+#: rest of the engine, the workload and the pricing flags are the shared groups'.
+WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "prompt_lengths", "output_lengths", "arrival_cv", "num_requests",
+                                         "seed"),
+                    defaults={"num_requests": 2000, "seed": 0},
+                    help={"num_requests": "Requests per simulated probe (the same seeded requests for every "
+                                          "candidate).",
+                          "seed": "RNG seed of the workload."})
+ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "engine_version", "step_cost",
+                                     "cpu_overhead"),
+                  defaults={"step_cost": "roofline"})
+PRICING = GroupUse(PricingFlags, only=("gpu_provider", "utilization", "max_utilization", "batch_share",
+                                       "cache_hit_rate", "cache_write_rate"),
+                   help={"utilization": "Average load ÷ capacity over billed hours for $ per token (default with "
+                                        "--rate/--monthly-tokens: the sizing's realized utilization)."})
 
 
 def _split(text: str | None) -> list[str]:
@@ -71,19 +90,6 @@ def _axes(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, mn
                 max_num_seqs=_ints(seqs, "--max-num-seqs") or (None,),
                 max_num_batched_tokens=_ints(mnbt, "--max-num-batched-tokens", tokens=True) or (None,),
                 prefix_caching=_onoff(pc))
-
-
-def _synthetic(prompt: str | None, output: str | None, cv: float | None, trace: str | None) -> Any:
-    from kvledger.analyses.serving.sim_ledgers import SyntheticSpec
-    from kvledger.errors import InputError
-
-    if prompt is None and output is None and cv is None:
-        return None
-    if prompt is None or output is None:
-        raise InputError("a synthetic workload needs both --prompt-lengths and --output-lengths")
-    if trace is not None:
-        raise InputError("give either --trace or a synthetic workload (--prompt-lengths/--output-lengths), not both")
-    return SyntheticSpec(prompt, output, 1.0 if cv is None else cv)
 
 
 def _refuse_overwrite(paths: dict[str, Path | None], force: bool, inputs: list[Any]) -> None:
@@ -142,16 +148,12 @@ def register(app: typer.Typer) -> None:
     """Add the ``search`` command to ``app``."""
 
     @app.command("search")
+    @with_groups(workload=WORKLOAD, engine=ENGINE, pricing=PRICING)
     def search_command(
         model: str = typer.Argument(..., help="model: HF id, alias, config.json path or Hub id"),
         slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'"),
         target: float = typer.Option(0.9, "--target", help="share of requests that must meet the SLO at the capacity"),
-        trace: str | None = typer.Option(None, "--trace", help="azure-conv (default), azure-code, mooncake, arxiv, or a CSV/JSONL path", show_default=False),
-        prompt_lengths: str | None = typer.Option(None, "--prompt-lengths", help="synthetic workload instead of a trace: e.g. fixed:512, exp:128:1536 (with --output-lengths)", show_default=False),
-        output_lengths: str | None = typer.Option(None, "--output-lengths", help="synthetic workload: output lengths", show_default=False),
-        arrival_cv: float | None = typer.Option(None, "--arrival-cv", help="synthetic workload: CV of inter-arrival gaps (default 1 = Poisson)", show_default=False),
-        num_requests: int = typer.Option(2000, "--num-requests", help="requests per simulated probe (the same seeded requests for every candidate)"),
-        seed: int = typer.Option(0, "--seed", help="RNG seed of the workload"),
+        workload: WorkloadFlags = WorkloadFlags(),
         rate: float | None = typer.Option(None, "--rate", help="target mean load, req/s: sizes replicas, GPUs and the monthly bill", show_default=False),
         monthly_tokens: float | None = typer.Option(None, "--monthly-tokens", help="target load as input + output tokens per month (converted with the workload's mean tokens per request)", show_default=False),
         gpus: str | None = typer.Option(None, "--gpus", help="GPUs to try, comma-separated (default: every catalog GPU with a price row)", show_default=False),
@@ -162,18 +164,9 @@ def register(app: typer.Typer) -> None:
         prefix_caching: str | None = typer.Option(None, "--prefix-caching", help="on, off or on,off (default: vLLM's, on)", show_default=False),
         disagg: bool = typer.Option(False, "--disagg", help="also try prefill/decode-disaggregated units: every prefill TP × decode TP on the --tp axis × --disagg-splits"),
         disagg_splits: str = typer.Option("1:1,1:2,2:1", "--disagg-splits", help="with --disagg: prefill:decode replica counts per unit"),
-        max_model_len: str | None = typer.Option(None, "--max-model-len", help="tokens, for every candidate (default: from the config)", show_default=False),
-        gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help="vLLM fraction of device memory, for every candidate (default by version)", show_default=False),
-        engine_version: str | None = typer.Option(None, "--engine-version", help="vLLM version whose rules and defaults to apply", show_default=False),
-        step_cost: str = typer.Option("roofline", "--step-cost", help="roofline or calibrated (see kvledger simulate --help)"),
-        cpu_overhead: str | None = typer.Option(None, "--cpu-overhead", help="per-step CPU time added to the roofline, e.g. 2ms (default none)", show_default=False),
-        gpu_provider: str | None = typer.Option(None, "--gpu-provider", help="price GPUs at this provider's rows (default: the cheapest row of each GPU)", show_default=False),
-        utilization: float | None = typer.Option(None, "--utilization", help="average load ÷ capacity over billed hours for $ per token (default with --rate/--monthly-tokens: the sizing's realized utilization)", show_default=False),
-        max_utilization: float = typer.Option(0.8, "--max-utilization", help="highest mean load per replica, as a share of its SLO capacity, when sizing"),
+        engine: EngineFlags = EngineFlags(),
+        pricing: PricingFlags = PricingFlags(),
         api: str | None = typer.Option(None, "--api", help="API price row to compare with, e.g. OpenAI:gpt-4.1", show_default=False),
-        batch_share: float = typer.Option(0.0, "--batch-share", help="share of API requests sent through the batch endpoint"),
-        cache_hit_rate: float = typer.Option(0.0, "--cache-hit-rate", help="share of API input tokens that are prompt-cache reads"),
-        cache_write_rate: float = typer.Option(0.0, "--cache-write-rate", help="share of API input tokens written to the prompt cache"),
         workers: int = typer.Option(1, "--workers", help="parallel capacity searches: a local Ray with N CPUs when Ray is installed, else a process pool"),
         ray_address: str | None = typer.Option(None, "--ray-address", help="run on an existing Ray cluster: auto or HOST:PORT (kvledger must be installed on its nodes)", show_default=False),
         backend: str = typer.Option("auto", "--backend", help="auto, serial, pool or ray"),
@@ -202,24 +195,25 @@ def register(app: typer.Typer) -> None:
         from kvledger.errors import InputError
         from kvledger.units import parse_tokens
 
-        spec = SearchSpec(model=model, slo=slo, target=target, trace=trace or "azure-conv", num_requests=num_requests,
-                          seed=seed, synthetic=_synthetic(prompt_lengths, output_lengths, arrival_cv, trace),
-                          step_cost=step_cost, cpu_overhead=cpu_overhead, engine_version=engine_version,
-                          max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None,
-                          gpu_memory_utilization=gpu_memory_utilization, gpu_provider=gpu_provider,
-                          utilization=utilization, max_utilization=max_utilization, rate_req_per_s=rate,
-                          monthly_tokens=monthly_tokens, api=api, batch_share=batch_share, cache_hit_rate=cache_hit_rate,
-                          cache_write_rate=cache_write_rate)
+        w, e, p = workload, engine, pricing
+        spec = SearchSpec(model=model, slo=slo, target=target, trace=w.trace or "azure-conv",
+                          num_requests=w.num_requests,
+                          seed=w.seed, synthetic=synthetic_spec(w), step_cost=e.step_cost, cpu_overhead=e.cpu_overhead,
+                          engine_version=e.engine_version,
+                          max_model_len=(parse_tokens(e.max_model_len, what="--max-model-len")
+                                         if e.max_model_len else None),
+                          gpu_memory_utilization=e.gpu_memory_utilization, gpu_provider=p.gpu_provider,
+                          utilization=p.utilization, max_utilization=p.max_utilization, rate_req_per_s=rate,
+                          monthly_tokens=monthly_tokens, api=api, batch_share=p.batch_share,
+                          cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate)
         if show_command is not None:
             _show_command(spec, show_command, as_json)
             return
-        if top < 1:
-            raise InputError(f"--top must be ≥ 1, got {top}")
         if ledger is not None and resume is not None:
             raise InputError("--resume FILE continues that ledger; give it alone, without --ledger")
         if resume is not None and not resume.is_file():
             raise InputError(f"--resume {resume}: no such ledger file")
-        _refuse_overwrite({"--ledger": ledger, "--csv": csv_out, "--plot": plot}, force, [trace, resume])
+        _refuse_overwrite({"--ledger": ledger, "--csv": csv_out, "--plot": plot}, force, [w.trace, resume])
         if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
             raise InputError(f"--plot {plot}: write .png or .svg")
         axes = _axes(gpus, tp, kv_cache_dtype, max_num_seqs, max_num_batched_tokens, prefix_caching,

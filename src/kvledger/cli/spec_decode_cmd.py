@@ -1,4 +1,5 @@
-"""``kvledger spec-decode``: speculative decoding as a statement about load — the gain at low load, the concurrency where it turns into a loss, and a simulator sweep over request rates."""
+"""``kvledger spec-decode``: speculative decoding as a statement about load — the gain at low load, the concurrency
+where it turns into a loss, and a simulator sweep over request rates."""
 
 from __future__ import annotations
 
@@ -49,29 +50,39 @@ def spec_decode(
     draft_tokens: int = typer.Option(..., "--draft-tokens", "-k", help="Draft length k (vLLM num_speculative_tokens)."),
     acceptance: float = typer.Option(..., "--acceptance", help="Per-token acceptance rate α, 0–1 (i.i.d. model)."),
     draft_model: str | None = typer.Option(None, "--draft-model", help="Draft model (priced by its own roofline)."),
-    draft_cost_fraction: float | None = typer.Option(None, "--draft-cost-fraction", help="MTP/EAGLE head: cost per draft token as a fraction of the target's decode step."),
-    context: str = typer.Option("2048", "--context", help="Context per sequence for the batch table, tokens (2048, 8K)."),
-    flip_contexts: list[str] | None = typer.Option(None, "--flip-contexts", help="Contexts for the flip table (default 256..32K)."),
-    rates: str | None = typer.Option(None, "--rates", help="Run the simulator at these request rates (1,2,4,8 req/s) or 'auto'."),
+    draft_cost_fraction: float | None = typer.Option(None, "--draft-cost-fraction", help="MTP/EAGLE head: cost per "
+        "draft token as a fraction of the target's decode step."),
+    context: str = typer.Option("2048", "--context",
+                                help="Context per sequence for the batch table, tokens (2048, 8K)."),
+    flip_contexts: list[str] | None = typer.Option(None, "--flip-contexts", help="Contexts for the flip table (default "
+        "256..32K)."),
+    rates: str | None = typer.Option(None, "--rates", help="Run the simulator at these request rates (1,2,4,8 req/s) "
+                                                           "or 'auto'."),
     num_requests: int = typer.Option(200, "--num-requests", help="Requests per simulated rate."),
-    prompt_tokens: str | None = typer.Option(None, "--prompt-tokens", help="Prompt length in the sweep (default: --context)."),
+    prompt_tokens: str | None = typer.Option(None, "--prompt-tokens", help="Prompt length in the sweep (default: "
+                                                                           "--context)."),
     output_tokens: int = typer.Option(256, "--output-tokens", help="Output length in the sweep, tokens."),
     seed: int = typer.Option(0, "--seed", help="Seed for arrivals and acceptance draws."),
     tp: int = TP_OPT, max_model_len: str | None = MAX_LEN_OPT, gpu_memory_utilization: float | None = UTIL_OPT,
     available_kv_memory: str | None = AVAIL_OPT, block_size: int | None = BLOCK_OPT,
-    engine_version: str | None = VERSION_OPT, bandwidth_fraction: float | None = BW_OPT, flops_fraction: float = FLOPS_OPT,
+    engine_version: str | None = VERSION_OPT, bandwidth_fraction: float | None = BW_OPT,
+        flops_fraction: float = FLOPS_OPT,
     as_json: bool = JSON_OPT,
-    plot: Path | None = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses to overwrite."),
+    plot: Path | None = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses "
+                                                          "to overwrite."),
 ) -> None:
-    """Speculative decoding: expected tokens per round, the gain at low load, the flip concurrency, and a request-rate sweep."""
+    """Speculative decoding: expected tokens per round, the gain at low load, the flip concurrency, and a request-rate
+    sweep."""
     from rich.console import Console
 
     from kvledger.analyses.judgments.spec_decode_summary import analyse_spec_decode, make_draft
     from kvledger.units import parse_tokens
 
     check_plot_path(plot)
-    spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
-                                    available_kv_memory=available_kv_memory, block_size=block_size, engine_version=engine_version,
+    spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len,
+                                    gpu_memory_utilization=gpu_memory_utilization,
+                                    available_kv_memory=available_kv_memory, block_size=block_size,
+                                        engine_version=engine_version,
                                     bandwidth_fraction=bandwidth_fraction, flops_fraction=flops_fraction)
     ctx = parse_tokens(context, what="--context")
     r = analyse_spec_decode(spec, g, settings, draft_tokens=draft_tokens, acceptance=acceptance,
@@ -86,7 +97,8 @@ def spec_decode(
         from kvledger.analyses.judgments.spec_sim import auto_rates, run_spec_sweep
 
         pt = parse_tokens(prompt_tokens, what="--prompt-tokens") if prompt_tokens else ctx
-        sm = SpecDecodeModel(build_plan(spec, g, settings, with_advice=False), make_draft(draft_model, draft_cost_fraction),
+        sm = SpecDecodeModel(build_plan(spec, g, settings, with_advice=False), make_draft(draft_model,
+                                                                                          draft_cost_fraction),
                              draft_tokens, acceptance)
         rl = auto_rates(sm, pt, output_tokens) if wanted == "auto" else wanted
         r = replace(r, simulation=run_spec_sweep(sm, rl, num_requests=num_requests, prompt_tokens=pt,

@@ -17,12 +17,10 @@ def ui(
     """A local web app: pick model, GPU, engine, TP, context, KV dtype, SLOs, API row and traffic; see the plan, concurrency, cost and figures update."""
     import uvicorn
 
-    from kvledger.errors import InputError, range_error
+    from kvledger.errors import InputError
     from kvledger.report.webapp import create_app
     from kvledger.report.webapp_guard import LOOPBACK
 
-    if not 0 < port < 65536:
-        raise range_error("--port", port, "[1, 65,535] TCP port")
     if data_dir is not None and not data_dir.is_dir():
         raise InputError(f"--data-dir {data_dir}: not a folder")
     _check_free(host, port)

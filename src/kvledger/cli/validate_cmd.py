@@ -1,4 +1,5 @@
-"""``kvledger validate FILE --model M --gpu G [--step-cost …] [--slo …]``: replay a measured run and print predicted vs measured with the error of each figure."""
+"""``kvledger validate FILE --model M --gpu G [--step-cost …] [--slo …]``: replay a measured run and print predicted vs
+measured with the error of each figure."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ __all__ = ["register"]
 
 def validate(
     ctx: typer.Context,
-    files: list[str] = typer.Argument(..., help="A measured run with per-request times (as for `kvledger calibrate`), an inference-perf stage report, or an aggregate-only benchmark file (vLLM/SGLang bench_serving; several rates: a sweep); with --sweep, the stage files of one load sweep."),
+    files: list[str] = typer.Argument(..., help="A measured run with per-request times (as for `kvledger calibrate`), "
+                                                "an inference-perf stage report, or an aggregate-only benchmark file "
+                                                "(vLLM/SGLang bench_serving; several rates: a sweep); with --sweep, "
+                                                "the stage files of one load sweep."),
     model: Model = ..., gpu: Gpu = ..., engine_version: EngineVersion = None, tp: Tp = None,
     max_model_len: MaxModelLen = None, gpu_memory_utilization: GpuMemUtil = None, kv_cache_dtype: KvCacheDtype = "auto",
     block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
@@ -43,14 +47,20 @@ def validate(
     chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
     cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None, gpu_profile: GpuProfile = None,
     achievable_flops_fraction: FlopsFraction = None, achievable_bandwidth_fraction: BandwidthFraction = None,
-    sweep: bool = typer.Option(False, "--sweep", help="The files are one load sweep: per-stage errors and the measured and simulated knee."),
-    step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a PROFILE.json from `kvledger calibrate`."),
-    client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the client's cap on requests in flight (inference-perf: num_workers × worker_max_concurrency); a stage whose client fell behind its rate is replayed as a closed loop of that many users."),
+    sweep: bool = typer.Option(False, "--sweep", help="The files are one load sweep: per-stage errors and the measured "
+                                                      "and simulated knee."),
+    step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a "
+                                                                  "PROFILE.json from `kvledger calibrate`."),
+    client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the "
+        "client's cap on requests in flight (inference-perf: num_workers × worker_max_concurrency); a stage whose "
+        "client fell behind its rate is replayed as a closed loop of that many users."),
     seed: int = typer.Option(0, "--seed", help="Aggregate-only stage files: seed of the synthetic workload."),
-    slo: str | None = typer.Option(None, "--slo", help="Also compare goodput under these SLOs, e.g. ttft=200ms,tpot=50ms."),
+    slo: str | None = typer.Option(None, "--slo", help="Also compare goodput under these SLOs, e.g. "
+                                                       "ttft=200ms,tpot=50ms."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
-    """Replay a measured run through the simulator: TTFT, ITL, TPOT, E2E (mean, p50, p90, p99), throughput and goodput, predicted vs measured."""
+    """Replay a measured run through the simulator: TTFT, ITL, TPOT, E2E (mean, p50, p90, p99), throughput and goodput,
+    predicted vs measured."""
     from kvledger.calibration.validate import validate_file, validate_sweep
     from kvledger.errors import InputError
     from kvledger.ledgers.slo import parse_slo

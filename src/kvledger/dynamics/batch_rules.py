@@ -1,4 +1,5 @@
-"""What a replica's engine settings mean for its step loop, as one read-only view (``Replica.rules``; fast/ reads it)."""
+"""What a replica's engine settings mean for its step loop, as one read-only view (``Replica.rules``; fast/ reads
+it)."""
 
 from __future__ import annotations
 

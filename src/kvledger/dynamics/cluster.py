@@ -1,4 +1,5 @@
-"""The event loop over replicas: delivers arrivals in time order, routes them, and advances the replica whose clock is behind.
+"""The event loop over replicas: delivers arrivals in time order, routes them, and advances the replica whose clock is
+behind.
 
 Time discipline (conservative discrete-event simulation): an arrival at time ``t`` is
 delivered once every busy replica's clock has reached ``t``, so the router sees each
@@ -221,7 +222,8 @@ def _arrival_times(specs) -> array:
     return array("d", [s.arrival_s for s in specs])
 
 
-def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progress, out, stop: MissRule | None) -> None:
+def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progress, out,
+                 stop: MissRule | None) -> None:
     think = arr.closed.think_time_s if arr.closed else 0.0
     max_len = replicas[0].cfg.max_model_len
     users: dict[int, int] = {}

@@ -1,4 +1,5 @@
-"""A prefill/decode-disaggregated deployment: prefill replicas that stop at the first token, decode replicas that take over after the KV transfer, one record per request.
+"""A prefill/decode-disaggregated deployment: prefill replicas that stop at the first token, decode replicas that take
+over after the KV transfer, one record per request.
 
 Each side is a pool of ordinary ``Replica`` engines (their own block pools and settings)::
 
@@ -47,7 +48,8 @@ __all__ = ["FIRST_TOKEN_SOURCES", "Pool", "DisaggResult", "simulate_disagg"]
 FIRST_TOKEN_SOURCES = {
     "prefill": "the prefill replica samples and returns the first token; the decode replica continues from the second "
                "(DistServe, Zhong et al. OSDI 2024 §3)",
-    "decode": "the prefill replica's token is discarded; the decode replica recomputes the last prompt token and streams "
+    "decode": "the prefill replica's token is discarded; the decode replica recomputes the last prompt token and "
+              "streams "
               "every token (vLLM's example disaggregation proxy: max_tokens=1 on the prefill instance)",
 }
 
@@ -168,8 +170,10 @@ def _result(loop: DisaggLoop, prefill: Pool, decode: Pool, transfer: KVTransfer,
            "prefill": _pool_dict(prefill), "decode": _pool_dict(decode), "transfer": transfer.to_dict()}
     meta = RunMetadata(source="simulator", source_format="simulator", model=model, hardware=hardware,
                        num_gpus=prefill.num_gpus + decode.num_gpus, definitions=list(DEFINITIONS), extra=dict(cfg))
-    meta.extra["gpu_time_split"] = gpu_time_split([(r.prefill_time.total_s, r.usage.busy_s, pool.gpus_per_replica) for reps, pool in
-                                                   ((loop.pre, prefill), (loop.dec, decode)) for r in reps], cfg["prefill"]["cost_model"])
+    meta.extra["gpu_time_split"] = gpu_time_split([(r.prefill_time.total_s, r.usage.busy_s,
+                                                    pool.gpus_per_replica) for reps, pool in
+                                                   ((loop.pre, prefill), (loop.dec, decode)) for r in reps],
+                                                       cfg["prefill"]["cost_model"])
     run = RunRecords([rec for _, rec in loop.out], meta)
     dur = run.duration_s
     pools = {"prefill": _pool_figures(loop.pre, prefill, dur), "decode": _pool_figures(loop.dec, decode, dur)}
@@ -191,7 +195,8 @@ def _result(loop: DisaggLoop, prefill: Pool, decode: Pool, transfer: KVTransfer,
 
 def _pool_dict(p: Pool) -> dict[str, Any]:
     return {"num_replicas": p.num_replicas, "gpus_per_replica": p.gpus_per_replica, "num_gpus": p.num_gpus,
-            "router": p.router, "cost_model": getattr(p.cost, "name", type(p.cost).__name__), "engine": p.config.to_dict()}
+            "router": p.router, "cost_model": getattr(p.cost, "name", type(p.cost).__name__),
+                "engine": p.config.to_dict()}
 
 
 def _pool_figures(reps: list[Replica], pool: Pool, duration_s: float) -> dict[str, Any]:

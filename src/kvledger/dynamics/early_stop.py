@@ -4,7 +4,8 @@ A request is *certain to miss* the SLO once it is rejected, once it has finished
 TPOT or E2E limit, or once it is still waiting or running at a replica's clock ``now`` with
 ``now − arrival > TTFT limit`` and no token yet (its first token comes at the end of a later
 step, so its TTFT exceeds the limit), or with ``now − arrival > E2E limit`` (its finish comes
-later still). Such a request stays counted after it finishes. With ``k`` requests certain to miss among ``N``, attainment (good ÷ all requests)
+later still). Such a request stays counted after it finishes. With ``k`` requests certain to miss among ``N``,
+attainment (good ÷ all requests)
 is at most ``(N − k) / N`` even if every other request met the SLO; once that is below the
 target, the run's verdict — it misses — is the one running it to the end gives, and the
 simulation stops. Under overload the waiting queue grows with the trace, so ``k`` passes the

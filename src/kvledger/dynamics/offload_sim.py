@@ -108,7 +108,8 @@ def _stats(managers: list, host: HostTier, duration_s: float) -> TierStats:
     q = sum(m.prefix_stats.queries for m in managers)
     c = sum(m.host_hit_tokens for m in managers)
     # vLLM's loaded blocks enter the GPU cache before admission and count there as hits too: not HBM's own
-    h = sum(m.prefix_stats.hits - (m.host_hit_tokens if isinstance(m, OffloadingPagedKVManager) else 0) for m in managers)
+    h = sum(m.prefix_stats.hits - (m.host_hit_tokens if isinstance(m,
+                                                                   OffloadingPagedKVManager) else 0) for m in managers)
     occ = sorted(x for m in managers for x in m.occupancy)
     step = max(1, len(occ) // 200)
     loaded = c * host.bytes_per_token

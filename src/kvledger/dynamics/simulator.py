@@ -1,4 +1,5 @@
-"""The simulator's entry point: ``simulate(workload, config, cost) -> SimResult`` for one or several replicas of a vLLM-like engine.
+"""The simulator's entry point: ``simulate(workload, config, cost) -> SimResult`` for one or several replicas of a
+vLLM-like engine.
 
 A pure-Python discrete-event simulation of vLLM v1's scheduler (scheduler.py; async
 scheduling in replica.py) or SGLang's (sglang_scheduler.py), block pool and prefix caching
@@ -166,9 +167,11 @@ def _engine_figures(replicas: list[Replica], duration_s: float) -> dict[str, Any
 
 
 def _policy_notes(cfg: EngineConfig) -> list[str]:
-    rule = {"vllm_v0": "vLLM V0 prefill-first rule", "sglang": "SGLang's prefill-first scheduler (reservation admission, "
+    rule = {"vllm_v0": "vLLM V0 prefill-first rule", "sglang": "SGLang's prefill-first scheduler (reservation "
+                                                               "admission, "
             "retraction; managers/scheduler.py)", "static": "static batching"}.get(
-        cfg.batching, "vLLM v1 scheduling rule" + (", async scheduling (batch queue of 2)" if cfg.async_scheduling else ""))
+        cfg.batching,
+            "vLLM v1 scheduling rule" + (", async scheduling (batch queue of 2)" if cfg.async_scheduling else ""))
     notes = [f"engine: {rule}, batching={cfg.batching}, kv_allocation={cfg.kv_allocation}, "
              f"scheduling_policy={cfg.scheduling_policy}, prefix caching={cfg.caching_policy_in_effect}"]
     notes.append("prefix_cache_hit_rate = tokens served from the prefix cache / prompt tokens, at first admission "

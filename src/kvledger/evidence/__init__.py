@@ -11,4 +11,5 @@ from kvledger.evidence.detect import FORMAT_DESCRIPTIONS
 from kvledger.evidence.kvledger_records import write as write_records
 from kvledger.evidence.read import READERS, Run, read_run, read_runs
 
-__all__ = ["read_runs", "read_run", "Run", "AggregateRun", "MetricSummary", "READERS", "FORMAT_DESCRIPTIONS", "write_records"]
+__all__ = ["read_runs", "read_run", "Run", "AggregateRun", "MetricSummary", "READERS", "FORMAT_DESCRIPTIONS",
+           "write_records"]

@@ -39,10 +39,16 @@ def _column(path: str, obj: dict[str, Any], key: str, n: int, where: str) -> lis
 
 def detail_notes(has_start_times: bool, has_latencies: bool, has_errors: bool) -> list[str]:
     """How the records of a detailed file were built (shared with the fast path, ``vllm_fast``)."""
-    notes = ["TTFT and chunk times from ttfts + itls (s); chunk k at start + ttft + Σ itls[:k] (vLLM serve.py timeline)"]
-    notes.append("arrival = start_times − min(start_times), s (client perf_counter clock, not Unix time)" if has_start_times
-                 else "no start_times in the file: each request on its own clock (arrival 0); duration taken from 'duration'")
-    notes.append("E2E from latencies (s)" if has_latencies else "E2E reconstructed as ttft + Σ itls (file has no latencies; older vLLM/SGLang)")
+    notes = [
+        "TTFT and chunk times from ttfts + itls (s); chunk k at start + ttft + Σ itls[:k] (vLLM serve.py timeline)"
+    ]
+    notes.append(
+        "arrival = start_times − min(start_times), s (client perf_counter clock, not Unix time)"
+        if has_start_times
+        else "no start_times in the file: each request on its own clock (arrival 0); duration taken from 'duration'"
+    )
+    notes.append("E2E from latencies (s)" if has_latencies else "E2E reconstructed as ttft + Σ itls (file has no "
+                                                                "latencies; older vLLM/SGLang)")
     if not has_errors:
         notes.append("no errors array: a request with ttft 0 and output_len 0 is counted as failed")
     return notes
@@ -70,7 +76,8 @@ def records_from_arrays(path: str, obj: dict[str, Any], where: str = "") -> tupl
     records = [_one(path, cols, i, arrivals[i], where) for i in range(n)]
     unknown = sum(1 for r in records if r.ok and r.first_token_s is None)
     if unknown:
-        notes.append(f"{unknown} successful requests have ttft 0 (non-streaming): their TTFT is unknown and fails any TTFT SLO")
+        notes.append(f"{unknown} successful requests have ttft 0 (non-streaming): their TTFT is unknown and fails any "
+                     f"TTFT SLO")
     return records, notes
 
 
@@ -104,7 +111,11 @@ def _one(path: str, cols: dict[str, list[Any] | None], i: int, arrival: float, w
 
 def _error(errors: list[Any] | None, i: int, ttft: float, n_out: int) -> str | None:
     if errors is None:
-        return "no output (ttft 0 and output_len 0; inferred, the file has no errors array)" if ttft == 0.0 and n_out == 0 else None
+        return (
+            "no output (ttft 0 and output_len 0; inferred, the file has no errors array)"
+            if ttft == 0.0 and n_out == 0
+            else None
+        )
     e = errors[i]
     if e is None or e == "":
         return None

@@ -1,4 +1,5 @@
-"""Loading benchmark files (JSON, JSON Lines, CSV) and checking their numbers, with errors that name file, line and field.
+"""Loading benchmark files (JSON, JSON Lines, CSV) and checking their numbers, with errors that name file, line and
+field.
 
 Every reader goes through :func:`load_document` and the small validators here, so an
 empty file, broken JSON, a NaN or a negative latency is reported the same way
@@ -17,11 +18,14 @@ from typing import Any
 
 from kvledger.errors import FormatError
 
-__all__ = ["Document", "load_document", "number", "amount", "positive", "percentile", "latency_s", "count", "TIME_UNITS_S", "to_seconds", "top_keys", "looks_like_log"]
+__all__ = ["Document", "load_document", "number", "amount", "positive", "percentile", "latency_s", "count",
+           "TIME_UNITS_S", "to_seconds", "top_keys", "looks_like_log"]
 
 COUNT_MAX = 1 << 40  # tokens or requests in one run: far beyond any real benchmark, far inside float64's exact integers
 AMOUNT_MAX = 1e15
-LATENCY_MAX_S = 1e10  # about 300 years: Unix-epoch timestamps (1.7e9 s) pass, 1e308 does not  # rates, means and totals (tokens, requests, req/s, tok/s)
+# about 300 years: Unix-epoch timestamps (1.7e9 s) pass, 1e308 does not  # rates, means and totals (tokens, requests,
+# req/s, tok/s)
+LATENCY_MAX_S = 1e10
 # Seconds per unit for every time unit the supported tools write ("sec" is AIPerf's spelling).
 TIME_UNITS_S: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "seconds": 1.0}
 
@@ -58,8 +62,10 @@ def load_document(path: str | Path) -> Document:
     try:
         if p.is_dir():
             if (p / "records.parquet").is_file():
-                raise FormatError(name, f"is a `kvledger simulate --out` directory; pass its records file, {p / 'records.parquet'}")
-            raise FormatError(name, "is a directory; pass the benchmark output files themselves (e.g. profile_export.jsonl, stage_0_lifecycle_metrics.json)")
+                raise FormatError(name, f"is a `kvledger simulate --out` directory; pass its records file, "
+                                        f"{p / 'records.parquet'}")
+            raise FormatError(name, "is a directory; pass the benchmark output files themselves (e.g. "
+                                    "profile_export.jsonl, stage_0_lifecycle_metrics.json)")
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FormatError(name, "no such file") from None
@@ -87,11 +93,13 @@ def load_document(path: str | Path) -> Document:
             except RecursionError:
                 raise FormatError(name, "JSON nested too deeply to be a benchmark output", f"line {lineno}") from None
             except json.JSONDecodeError as err:
-                raise FormatError(name, f"not valid JSON Lines: {err.msg}", f"line {lineno}, column {err.colno}") from None
+                raise FormatError(name, f"not valid JSON Lines: {err.msg}",
+                                  f"line {lineno}, column {err.colno}") from None
             lines.append(lineno)
         return Document(name, "jsonl", values, lines)
     if text.lstrip().startswith(("[", "{")):  # meant as JSON, but broken
-        raise FormatError(name, f"not valid JSON: {first_err.msg}", f"line {first_err.lineno}, column {first_err.colno}")
+        raise FormatError(name, f"not valid JSON: {first_err.msg}",
+                          f"line {first_err.lineno}, column {first_err.colno}")
     yaml_value = _yaml_mapping(text)
     if yaml_value is not None:
         return Document(name, "yaml", yaml_value)
@@ -101,7 +109,8 @@ def load_document(path: str | Path) -> Document:
     return Document(name, "text", text)
 
 
-# a log record as vLLM prints it (Python logging): level, month-day, time, then [source.py:line] (source.py:line] before 0.8)
+# a log record as vLLM prints it (Python logging): level, month-day, time, then [source.py:line] (source.py:line] before
+# 0.8)
 _LOG_LINE = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[?[^\]\s]+\.py:\d+\]")
 
 
@@ -111,7 +120,8 @@ def looks_like_log(text: str) -> bool:
 
 
 def _yaml_mapping(text: str) -> Any:
-    """The YAML mapping or list the text holds (a config or a benchmark report in YAML), else None (prose, a CSV, a scalar)."""
+    """The YAML mapping or list the text holds (a config or a benchmark report in YAML), else None (prose, a CSV, a
+    scalar)."""
     import yaml
 
     try:
@@ -147,9 +157,11 @@ def number(doc_path: str, value: Any, where: str, *, allow_none: bool = False) -
     except ValueError:
         raise FormatError(doc_path, f"expected a number, found {_short(value)}", where) from None
     except OverflowError:  # an integer with hundreds of digits
-        raise FormatError(doc_path, f"{_short(value)} is beyond any meaningful value (not representable as a float)", where) from None
+        raise FormatError(doc_path, f"{_short(value)} is beyond any meaningful value (not representable as a float)",
+                          where) from None
     if not math.isfinite(x):
-        raise FormatError(doc_path, f"{value!r} is not a finite number (NaN or infinity); the benchmark output is damaged", where)
+        raise FormatError(doc_path, f"{value!r} is not a finite number (NaN or infinity); the benchmark output is "
+                                    f"damaged", where)
     return x
 
 
@@ -201,9 +213,11 @@ def latency_s(doc_path: str, value: Any, where: str, scale_s: float = 1.0, *, al
     if x is None:
         return None
     if x < 0:
-        raise FormatError(doc_path, f"negative latency {_short(value)}; latencies cannot be negative (clock error or damaged file)", where)
+        raise FormatError(doc_path, f"negative latency {_short(value)}; latencies cannot be negative (clock error or "
+                                    f"damaged file)", where)
     if x * scale_s > LATENCY_MAX_S:
-        raise FormatError(doc_path, f"{_short(value)} is beyond any real run (latencies and timestamps up to {LATENCY_MAX_S:g} s)", where)
+        raise FormatError(doc_path, f"{_short(value)} is beyond any real run (latencies and timestamps up to "
+                                    f"{LATENCY_MAX_S:g} s)", where)
     return x * scale_s
 
 

@@ -11,9 +11,11 @@ import math
 import re
 from typing import Any
 
-__all__ = ["HARDWARE_KEYS", "GPU_COUNT_KEYS", "stated_hardware", "stated_gpu_count", "rate_or_none", "FLAT_STAT", "parse_flat_stat"]
+__all__ = ["HARDWARE_KEYS", "GPU_COUNT_KEYS", "stated_hardware", "stated_gpu_count", "rate_or_none", "FLAT_STAT",
+           "parse_flat_stat"]
 
-HARDWARE_KEYS = ("hardware", "hw", "gpu", "gpu_type", "gpu_name", "gpu_model", "accelerator", "accelerator_type", "device")
+HARDWARE_KEYS = ("hardware", "hw", "gpu", "gpu_type", "gpu_name", "gpu_model", "accelerator", "accelerator_type",
+                 "device")
 GPU_COUNT_KEYS = ("num_gpus", "gpu_count", "n_gpus", "gpus", "num_accelerators", "accelerator_count")
 
 
@@ -59,7 +61,8 @@ def rate_or_none(value: Any) -> float | None:
     return None
 
 
-#: vLLM/SGLang/InferenceX flat statistic keys: mean_ttft_ms, median_tpot_ms, p99.9_itl_ms, p99_e2e_latency_ms, median_ttft (s).
+# : vLLM/SGLang/InferenceX flat statistic keys: mean_ttft_ms, median_tpot_ms, p99.9_itl_ms, p99_e2e_latency_ms,
+# median_ttft (s).
 FLAT_STAT = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el|e2e_latency)(_ms)?$")
 _FLAT_METRIC = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2e", "e2e_latency": "e2e"}
 

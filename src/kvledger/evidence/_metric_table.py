@@ -1,4 +1,5 @@
-"""The metric-table shape AIPerf and GenAI-Perf share: ``{tag: {unit, avg, min, max, p1..p99, std, count}}``, in JSON or CSV.
+"""The metric-table shape AIPerf and GenAI-Perf share: ``{tag: {unit, avg, min, max, p1..p99, std, count}}``, in JSON
+or CSV.
 
 AIPerf copied GenAI-Perf's aggregate shape on purpose (docs/formats.md §3): each metric
 carries its own ``unit``, which the docs call authoritative. Tags map onto canonical
@@ -25,9 +26,11 @@ __all__ = ["TAG_TO_METRIC", "summaries_from_tags", "scalar", "parse_csv_tables",
 TAG_TO_METRIC: dict[str, tuple[str, str, str]] = {
     "time_to_first_token": ("ttft", "request", "time to first token per request"),
     "ttft": ("ttft", "request", "time to first token per request"),
-    "inter_token_latency": ("tpot", "request", "AIPerf/GenAI-Perf 'inter_token_latency' = (e2e − ttft)/(osl − 1) per request, i.e. canonical TPOT"),
+    "inter_token_latency": ("tpot", "request", "AIPerf/GenAI-Perf 'inter_token_latency' = (e2e − ttft)/(osl − 1) per "
+                                               "request, i.e. canonical TPOT"),
     "request_latency": ("e2e", "request", "end-to-end latency per request (to the last chunk)"),
-    "inter_chunk_latency": ("itl", "gap", "AIPerf 'inter_chunk_latency': every gap between chunks, pooled over requests"),
+    "inter_chunk_latency": ("itl", "gap",
+                            "AIPerf 'inter_chunk_latency': every gap between chunks, pooled over requests"),
 }
 #: Display names (lower case, unit stripped) of the CSV form → tag.
 DISPLAY_TO_TAG = {
@@ -60,7 +63,8 @@ def summaries_from_tags(path: str, table: dict[str, Any], where: str, n_ok: int 
                 continue
             pm = _PCT.match(key)
             if pm:
-                m.percentiles_s[percentile(path, pm.group(1), f"{loc}.{key}")] = latency_s(path, value, f"{loc}.{key}", scale)
+                m.percentiles_s[percentile(path, pm.group(1), f"{loc}.{key}")] = latency_s(path, value, f"{loc}.{key}",
+                    scale)
             elif key in ("avg", "mean"):
                 m.mean_s = latency_s(path, value, f"{loc}.{key}", scale)
             elif key == "min":
@@ -89,7 +93,8 @@ def scalar(path: str, table: dict[str, Any], tag: str, where: str) -> tuple[floa
 
 
 def parse_csv_tables(path: str, text: str) -> dict[str, Any]:
-    """The AIPerf/GenAI-Perf CSV as a tag table: statistic rows become dicts, ``Metric,Value`` rows become ``{unit, avg}``.
+    """The AIPerf/GenAI-Perf CSV as a tag table: statistic rows become dicts, ``Metric,Value`` rows become ``{unit,
+    avg}``.
 
     Raises:
         FormatError: no ``Metric`` header row, or a row whose numbers cannot be read (row number given).

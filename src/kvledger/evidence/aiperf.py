@@ -1,4 +1,5 @@
-"""Reader for NVIDIA AIPerf exports: ``profile_export.jsonl`` (per request) and ``profile_export_aiperf.json``/``.csv`` (aggregates).
+"""Reader for NVIDIA AIPerf exports: ``profile_export.jsonl`` (per request) and ``profile_export_aiperf.json``/``.csv``
+(aggregates).
 
 Two layouts exist (docs/formats.md §3). The early one (Oct 2025, the saved sample) puts the
 request start in ``metadata.timestamp_ns``, the phase in ``credit_phase`` and uses short
@@ -46,16 +47,20 @@ def read_jsonl(doc: Document) -> list[RunRecords]:
             continue
         start = md.get("request_start_ns", md.get("timestamp_ns"))
         if not isinstance(start, int) or start < 0:
-            raise FormatError(doc.path, f"missing or invalid request start time {start!r} (ns)", f"line {line}: metadata.request_start_ns")
+            raise FormatError(doc.path, f"missing or invalid request start time {start!r} (ns)", f"line {line}: "
+                f"metadata.request_start_ns")
         kept.append((rec, line, start))
     if not kept:
-        raise FormatError(doc.path, "no profiling records (the file holds only warmup records)" if dropped else "no records")
+        raise FormatError(doc.path,
+                          "no profiling records (the file holds only warmup records)" if dropped else "no records")
     origin = min(s for _, _, s in kept)
     records = [_record(doc.path, rec, line, (start - origin) / 1e9) for rec, line, start in kept]
-    meta = RunMetadata(source=doc.path, source_format=FORMAT_JSONL, time_origin=f"first request start, Unix epoch {origin} ns")
+    meta = RunMetadata(source=doc.path, source_format=FORMAT_JSONL, time_origin=f"first request start, Unix epoch "
+                                                                                f"{origin} ns")
     meta.definitions += [
         "arrival = request start (metadata.request_start_ns or early-layout timestamp_ns) − the first start, s",
-        "TTFT from time_to_first_token/ttft; chunk times = arrival + TTFT + cumulative inter_chunk_latency; E2E from request_latency",
+        "TTFT from time_to_first_token/ttft; chunk times = arrival + TTFT + cumulative inter_chunk_latency; E2E from "
+        "request_latency",
         "output tokens = output_sequence_length (reasoning tokens included; output_token_count excludes them)",
         "duration = last finish − first request start (AIPerf benchmark_duration)",
     ]
@@ -190,7 +195,12 @@ def _aggregate(path: str, table: dict[str, Any], where: str, meta: RunMetadata) 
     agg.num_failed = count(path, err[0], f"{where}error_request_count") if err else 0
     dur = scalar(path, table, "benchmark_duration", where)
     if dur is not None:
-        agg.duration_s = latency_s(path, dur[0], f"{where}benchmark_duration", to_seconds(path, dur[1] or "sec", f"{where}benchmark_duration.unit"))
+        agg.duration_s = latency_s(
+            path,
+            dur[0],
+            f"{where}benchmark_duration",
+            to_seconds(path, dur[1] or "sec", f"{where}benchmark_duration.unit"),
+        )
         meta.duration_s = agg.duration_s
     for attr, tag in (("total_input_tokens", "total_isl"), ("total_output_tokens", "total_osl")):
         v = scalar(path, table, tag, where)

@@ -33,7 +33,8 @@ FORMAT_DESCRIPTIONS: dict[str, str] = {
     "llmperf-summary": "llmperf *_summary.json (aggregate)",
     "inference-perf-lifecycle": "inference-perf summary_/stage_N_lifecycle_metrics.json (aggregate)",
     "inference-perf-per-request": "inference-perf per_request_lifecycle_metrics.json",
-    "kvledger-records": "kvledger records: records.parquet from kvledger simulate --out, or RunRecords JSON (kvledger.evidence.write_records)",
+    "kvledger-records": "kvledger records: records.parquet from kvledger simulate --out, or RunRecords JSON "
+                        "(kvledger.evidence.write_records)",
 }
 
 
@@ -44,7 +45,8 @@ def _is_metric_entry(v: Any) -> bool:
 def detect_dict(d: dict[str, Any]) -> str | None:
     if looks_like_records(d):
         return "kvledger-records"
-    if isinstance(d.get("metadata"), dict) and ("metrics" in d or "error" in d) and not isinstance(d.get("records"), list):
+    if isinstance(d.get("metadata"), dict) and ("metrics" in d or "error" in d) and not isinstance(d.get("records"),
+        list):
         return "aiperf-jsonl"  # a one-line profile_export.jsonl parses as a single JSON object
     if isinstance(d.get("records"), dict) and any(_is_metric_entry(v) for v in d["records"].values()):
         return "aiperf-json"
@@ -68,7 +70,11 @@ def detect_dict(d: dict[str, Any]) -> str | None:
         return "vllm-bench-serve"
     metric_keys = [k for k, v in d.items() if _is_metric_entry(v)]
     if metric_keys:
-        return "aiperf-json" if ("schema_version" in d or "aiperf_version" in d or "benchmark_duration" in d) else "genai-perf-json"
+        return (
+            "aiperf-json"
+            if ("schema_version" in d or "aiperf_version" in d or "benchmark_duration" in d)
+            else "genai-perf-json"
+        )
     return None
 
 
@@ -116,8 +122,10 @@ def detect_format(doc: Document) -> str:
     else:
         fmt = None
     if fmt == "inference-perf-prometheus":
-        raise FormatError(doc.path, "this is an inference-perf Prometheus report (server-side histograms scraped from the engine), "
-                          "not a lifecycle report; read the matching *_lifecycle_metrics.json (client-side, per stage) instead")
+        raise FormatError(doc.path, "this is an inference-perf Prometheus report (server-side histograms scraped from "
+                                    "the engine), "
+                          "not a lifecycle report; read the matching *_lifecycle_metrics.json (client-side, per stage) "
+                          "instead")
     if fmt is None:
         known = "\n".join(f"  {name}: {desc}" for name, desc in FORMAT_DESCRIPTIONS.items())
         raise FormatError(doc.path, f"unknown benchmark output format. {describe_content(doc)}.\n"
@@ -132,7 +140,8 @@ def describe_content(doc: Document) -> str:
     if doc.kind == "text":
         first = next((ln.strip() for ln in doc.value.splitlines() if ln.strip()), "")
         if looks_like_log(doc.value):  # "INFO 04-22 00:03:46 [v1/engine/core.py:105] ..."
-            return (f"It is a server log, not a benchmark output (a vLLM log is read by `kvledger doctor LOGFILE`); first "
+            return (f"It is a server log, not a benchmark output (a vLLM log is read by `kvledger doctor LOGFILE`); "
+                    f"first "
                     f"line: {first[:80]!r}")
         kind = "Markdown" if first.startswith("#") or "](" in doc.value else "plain text"
         return f"It is {kind}, not JSON, JSON Lines or CSV; first line: {first[:80]!r}"

@@ -25,8 +25,11 @@ GUIDELLM_PERCENTILES = {"p001": 0.1, "p01": 1.0, "p05": 5.0, "p10": 10.0, "p25":
                         "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
 _METRICS = {  # GuideLLM metric → (canonical, seconds per unit, note)
     "time_to_first_token_ms": ("ttft", 1e-3, "time to first token per request"),
-    "inter_token_latency_ms": ("tpot", 1e-3, "GuideLLM inter_token_latency_ms = (last − first token)/(output − 1), i.e. canonical TPOT; time_per_output_token_ms (first token included) is not used"),
-    "request_latency": ("e2e", 1.0, "GuideLLM request_latency = request end − request start, s (slightly longer than to the last token)"),
+    "inter_token_latency_ms": ("tpot", 1e-3, "GuideLLM inter_token_latency_ms = (last − first token)/(output − 1), "
+                                             "i.e. canonical TPOT; time_per_output_token_ms (first token included) is "
+                                             "not used"),
+    "request_latency": ("e2e", 1.0, "GuideLLM request_latency = request end − request start, s (slightly longer than "
+                                    "to the last token)"),
 }
 _STATUSES = ("successful", "errored", "incomplete")
 
@@ -65,17 +68,20 @@ def _bench(path: str, b: Any, i: int, version: Any, model: str | None) -> RunRec
     strategy = cfg.get("strategy") if isinstance(cfg, dict) and isinstance(cfg.get("strategy"), dict) else {}
     rate, conc = strategy.get("rate"), strategy.get("max_concurrency") or strategy.get("streams")
     meta.request_rate = float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
-    meta.concurrency = conc if isinstance(conc, int) and strategy.get("type_") in ("concurrent", "synchronous") else None
+    meta.concurrency = conc if isinstance(conc, int) and strategy.get("type_") in ("concurrent",
+                                                                                   "synchronous") else None
     meta.duration_s = latency_s(path, b.get("duration"), f"{where}duration", allow_none=True)
     meta.extra = {"run_label": f"benchmark {i} ({strategy.get('type_', '?')}" + (f" @ {rate} req/s)" if rate else ")"),
                   "schema_version": version, "strategy": strategy}
-    meta.definitions.append(f"GuideLLM schema version {version if version is not None else '1 (pre-metadata layout)'}; duration = the benchmark's measured window, s")
+    meta.definitions.append(f"GuideLLM schema version {version if version is not None else '1 (pre-metadata layout)'}; "
+                            f"duration = the benchmark's measured window, s")
     reqs = b.get("requests") if isinstance(b.get("requests"), dict) else {}
     kept = {s: reqs.get(s) or [] for s in _STATUSES}
     totals = _totals(path, b, where)
     if any(kept.values()):
         return _records(path, kept, totals, meta, where)
-    meta.definitions.append("no per-request records kept (empty request lists): aggregates only; goodput can only be bounded")
+    meta.definitions.append("no per-request records kept (empty request lists): aggregates only; goodput can only be "
+                            "bounded")
     return _aggregate(path, b, totals, meta, where)
 
 
@@ -86,7 +92,8 @@ def _totals(path: str, b: dict[str, Any], where: str) -> dict[str, int | None]:
     return {s: count(path, src.get(s), f"{where}request_totals.{s}", allow_none=True) for s in _STATUSES}
 
 
-def _records(path: str, kept: dict[str, list[Any]], totals: dict[str, int | None], meta: RunMetadata, where: str) -> RunRecords:
+def _records(path: str, kept: dict[str, list[Any]], totals: dict[str, int | None], meta: RunMetadata,
+             where: str) -> RunRecords:
     raw = []
     for status in _STATUSES:
         for j, r in enumerate(kept[status]):
@@ -94,14 +101,16 @@ def _records(path: str, kept: dict[str, list[Any]], totals: dict[str, int | None
     t0 = min(a for a, _ in raw)
     records = [_shift(rec, t0) for _, rec in raw]
     meta.time_origin = f"first request start, Unix epoch {t0} s"
-    meta.definitions.append("arrival = request start; TTFT/E2E to the first/last token iteration (epoch s); no per-chunk times (ITL SLOs unavailable)")
+    meta.definitions.append("arrival = request start; TTFT/E2E to the first/last token iteration (epoch s); no "
+                            "per-chunk times (ITL SLOs unavailable)")
     ok_kept = len(kept["successful"])
     fail_kept = len(kept["errored"]) + len(kept["incomplete"])
     ok_total, fail_total = totals["successful"], (totals["errored"] or 0) + (totals["incomplete"] or 0)
     if ok_total is not None and (ok_total > ok_kept or fail_total > fail_kept):
         meta.extra["sample_weights"] = {"ok": ok_total / ok_kept if ok_kept else 0.0,
                                         "failed": fail_total / fail_kept if fail_kept else 0.0}
-        meta.definitions.append(f"requests were reservoir-sampled (kept {ok_kept} of {ok_total} successful, {fail_kept} of {fail_total} failed): counts are scaled up, so goodput is an estimate")
+        meta.definitions.append(f"requests were reservoir-sampled (kept {ok_kept} of {ok_total} successful, "
+                                f"{fail_kept} of {fail_total} failed): counts are scaled up, so goodput is an estimate")
     return RunRecords(records, meta)
 
 
@@ -115,10 +124,13 @@ def _one(path: str, r: Any, status: str, where: str) -> tuple[float, RequestReco
     if not isinstance(r, dict):
         raise FormatError(path, "expected a request object", where)
     timings = r.get("info", {}).get("timings", {}) if isinstance(r.get("info"), dict) else {}
-    pick = lambda *keys: next((x for x in (timings.get(k, r.get(k)) for k in keys) if x is not None), None)  # noqa: E731
+    # noqa: E731
+    pick = lambda *keys: next((x for x in (timings.get(k, r.get(k)) for k in keys) if x is not None), None)
     start = number(path, pick("request_start", "request_start_time", "start_time"), f"{where}request_start")
-    first = number(path, pick("first_token_iteration", "first_token_time"), f"{where}first_token_iteration", allow_none=True)
-    last = number(path, pick("last_token_iteration", "last_token_time", "request_end", "request_end_time", "end_time"), f"{where}last_token_iteration", allow_none=True)
+    first = number(path, pick("first_token_iteration", "first_token_time"), f"{where}first_token_iteration",
+                   allow_none=True)
+    last = number(path, pick("last_token_iteration", "last_token_time", "request_end", "request_end_time", "end_time"),
+                  f"{where}last_token_iteration", allow_none=True)
     for name, t in (("first token", first), ("last token", last)):
         if t is not None and t < start:
             raise FormatError(path, f"{name} time {t} is before the request start {start}: negative latency", where)
@@ -132,7 +144,8 @@ def _one(path: str, r: Any, status: str, where: str) -> tuple[float, RequestReco
     return start, RequestRecord(rid, start, n_in, n_out, first if err is None else None, last, None, error=err)
 
 
-def _aggregate(path: str, b: dict[str, Any], totals: dict[str, int | None], meta: RunMetadata, where: str) -> AggregateRun:
+def _aggregate(path: str, b: dict[str, Any], totals: dict[str, int | None], meta: RunMetadata,
+               where: str) -> AggregateRun:
     agg = AggregateRun(meta, duration_s=meta.duration_s)
     agg.num_completed = totals["successful"]
     agg.num_failed = (totals["errored"] or 0) + (totals["incomplete"] or 0)
@@ -141,15 +154,18 @@ def _aggregate(path: str, b: dict[str, Any], totals: dict[str, int | None], meta
     for name, (canon, scale, note) in _METRICS.items():
         succ = metrics.get(name, {}).get("successful") if isinstance(metrics.get(name), dict) else None
         if isinstance(succ, dict):
-            agg.metrics[canon] = _summary(path, succ, canon, scale, note, agg.num_completed, f"{where}metrics.{name}.successful")
+            agg.metrics[canon] = _summary(path, succ, canon, scale, note, agg.num_completed,
+                                          f"{where}metrics.{name}.successful")
     for attr, name in (("total_input_tokens", "prompt_token_count"), ("total_output_tokens", "output_token_count")):
         succ = metrics.get(name, {}).get("successful") if isinstance(metrics.get(name), dict) else None
         if isinstance(succ, dict) and succ.get("total_sum") is not None:
-            setattr(agg, attr, int(round(number(path, succ["total_sum"], f"{where}metrics.{name}.successful.total_sum"))))
+            setattr(agg, attr, int(round(number(path, succ["total_sum"],
+                                                f"{where}metrics.{name}.successful.total_sum"))))
     return agg
 
 
-def _summary(path: str, d: dict[str, Any], canon: str, scale: float, note: str, n_ok: int | None, where: str) -> MetricSummary:
+def _summary(path: str, d: dict[str, Any], canon: str, scale: float, note: str, n_ok: int | None,
+             where: str) -> MetricSummary:
     c = count(path, d.get("count"), f"{where}.count", allow_none=True)
     weighting = "request" if c is None or n_ok is None or c == n_ok else "token"
     m = MetricSummary(canon, weighting, count=c, source_field=where.split("metrics.")[-1], note=note)

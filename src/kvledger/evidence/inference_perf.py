@@ -1,4 +1,5 @@
-"""Reader for kubernetes-sigs/inference-perf lifecycle reports (summary, per stage) and ``per_request_lifecycle_metrics.json``.
+"""Reader for kubernetes-sigs/inference-perf lifecycle reports (summary, per stage) and
+``per_request_lifecycle_metrics.json``.
 
 Everything is in **seconds**, although the metrics doc says ms (docs/formats.md §6). The
 lifecycle report has ``load_summary``, ``successes`` (latency percentiles ``p0.1``…
@@ -36,7 +37,8 @@ _PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
 
 
 def _yaml_docs(path: Path) -> list[Any]:
-    """The YAML documents of an optional sidecar file; an unreadable or broken one is skipped (it only adds metadata)."""
+    """The YAML documents of an optional sidecar file; an unreadable or broken one is skipped (it only adds
+    metadata)."""
     import yaml
 
     if not path.is_file():
@@ -68,7 +70,8 @@ def _whole(v: Any, default: int) -> int:
 
 
 def _sidecars(path: str, meta: RunMetadata) -> None:
-    """Fill model, GPU type/count and max_num_seqs from the report folder's config.yaml and Kubernetes manifests.yaml."""
+    """Fill model, GPU type/count and max_num_seqs from the report folder's config.yaml and Kubernetes
+    manifests.yaml."""
     here = Path(path)
     for cfg in _yaml_docs(here.with_name("config.yaml")):
         if isinstance(_get(cfg, "server", "model_name"), str):
@@ -89,12 +92,15 @@ def _sidecars(path: str, meta: RunMetadata) -> None:
         m = re.search(r"--max[-_]num[-_]seqs[= ](\d+)", args)
         if m:
             meta.extra["max_num_seqs"] = int(m.group(1))
-        served = next((e.get("value") for c in containers for e in _dicts(c.get("env")) if e.get("name") == "MODEL_ID"), None)
+        served = next((e.get("value") for c in containers for e in _dicts(c.get("env")) if e.get("name") == "MODEL_ID"),
+                      None)
         if served:
             meta.extra["deployed_model"] = served
             if meta.model and served != meta.model:
-                meta.definitions.append(f"manifests.yaml deploys {served} while config.yaml requests {meta.model}: check which model served the run")
-        meta.definitions.append("GPU type, count (nvidia.com/gpu limit × replicas) and max_num_seqs from manifests.yaml (Kubernetes Deployment)")
+                meta.definitions.append(f"manifests.yaml deploys {served} while config.yaml requests {meta.model}: "
+                                        f"check which model served the run")
+        meta.definitions.append("GPU type, count (nvidia.com/gpu limit × replicas) and max_num_seqs from "
+                                "manifests.yaml (Kubernetes Deployment)")
 
 
 def read_lifecycle(doc: Document) -> list[AggregateRun]:
@@ -119,7 +125,8 @@ def read_lifecycle(doc: Document) -> list[AggregateRun]:
     rps = amount(path, thr.get("requests_per_sec"), "successes.throughput.requests_per_sec", allow_none=True)
     if agg.num_completed and rps:
         agg.duration_s = meta.duration_s = agg.num_completed / rps
-        meta.definitions.append("duration = successes.count ÷ successes.throughput.requests_per_sec (inference-perf times successful requests only)")
+        meta.definitions.append("duration = successes.count ÷ successes.throughput.requests_per_sec (inference-perf "
+                                "times successful requests only)")
     for attr, key in (("total_input_tokens", "prompt_len"), ("total_output_tokens", "output_len")):
         mean = succ.get(key, {}).get("mean") if isinstance(succ.get(key), dict) else None
         if mean is not None and agg.num_completed is not None:
@@ -127,18 +134,25 @@ def read_lifecycle(doc: Document) -> list[AggregateRun]:
     lat = succ.get("latency") if isinstance(succ.get("latency"), dict) else {}
     for key, (canon, weighting, note) in _LATENCIES.items():
         if isinstance(lat.get(key), dict):
-            agg.metrics[canon] = _summary(path, lat[key], canon, weighting, note, agg.num_completed, f"successes.latency.{key}")
+            agg.metrics[canon] = _summary(path, lat[key], canon, weighting, note, agg.num_completed,
+                                          f"successes.latency.{key}")
     meta.definitions.append("all latencies in seconds (the inference-perf docs say ms; the files are s)")
     gm = obj.get("goodput_metrics")
     if isinstance(gm, dict):
-        agg.tool_goodput = {"req_per_s": amount(path, gm.get("request_goodput"), "goodput_metrics.request_goodput", allow_none=True),
+        agg.tool_goodput = {"req_per_s": amount(path, gm.get("request_goodput"), "goodput_metrics.request_goodput",
+                                                allow_none=True),
                             "field": "goodput_metrics",
-                            "good_requests": count(path, gm.get("good_requests"), "goodput_metrics.good_requests", allow_none=True),
-                            "percentage_of_successful": amount(path, gm.get("goodput_percentage"), "goodput_metrics.goodput_percentage", allow_none=True), "slo": "report.goodput.constraints (not in this file)"}
+                            "good_requests": count(path, gm.get("good_requests"), "goodput_metrics.good_requests",
+                                                   allow_none=True),
+                            "percentage_of_successful": amount(path, gm.get("goodput_percentage"),
+                                                               "goodput_metrics.goodput_percentage", allow_none=True),
+                                                                   "slo": "report.goodput.constraints (not in this "
+                                                                          "file)"}
     return [agg]
 
 
-def _summary(path: str, d: dict[str, Any], canon: str, weighting: str, note: str, n: int | None, where: str) -> MetricSummary:
+def _summary(path: str, d: dict[str, Any], canon: str, weighting: str, note: str, n: int | None,
+             where: str) -> MetricSummary:
     m = MetricSummary(canon, weighting, count=n if weighting == "request" else None, source_field=where, note=note)
     for key, value in d.items():
         if value is None:
@@ -170,12 +184,15 @@ def read_per_request(doc: Document) -> list[RunRecords]:
         stages.setdefault(r.get("stage_id"), []).append(_request(path, r, i, starts[i] - t0))
     runs = []
     for stage, records in sorted(stages.items(), key=lambda kv: (kv[0] is None, kv[0] if kv[0] is not None else 0)):
-        meta = RunMetadata(source=path, source_format=FORMAT_PER_REQUEST, time_origin=f"first start_time in the file ({t0} s, perf_counter clock)")
+        meta = RunMetadata(source=path, source_format=FORMAT_PER_REQUEST, time_origin=f"first start_time in the file "
+            f"({t0} s, perf_counter clock)")
         _sidecars(path, meta)
         meta.extra["run_label"] = f"stage {stage}" if stage is not None else "all requests"
         meta.definitions += [
-            "arrival = start_time; chunk times = response_metrics.chunk_times (else output_token_times); TTFT to the first of them",
-            "E2E to the last token time (inference-perf's request_latency runs to end_time, slightly later); without token times, to end_time",
+            "arrival = start_time; chunk times = response_metrics.chunk_times (else output_token_times); TTFT to the "
+            "first of them",
+            "E2E to the last token time (inference-perf's request_latency runs to end_time, slightly later); without "
+            "token times, to end_time",
             "duration = last finish − first arrival within the stage",
         ]
         runs.append(RunRecords(records, meta))
@@ -194,13 +211,16 @@ def _request(path: str, r: dict[str, Any], i: int, arrival: float) -> RequestRec
     end = number(path, r.get("end_time"), f"{where}end_time")
     err = r.get("error")
     if err:
-        text_err = f"{err.get('error_type', 'error')}: {err.get('error_msg', '')}" if isinstance(err, dict) else str(err)
-        return RequestRecord(str(i), arrival, n_in, 0, None, arrival + latency_s(path, end - start, f"{where}end_time − start_time"), None, error=text_err)
+        text_err = f"{err.get('error_type', 'error')}: {err.get('error_msg', '')}" if isinstance(err,
+            dict) else str(err)
+        return RequestRecord(str(i), arrival, n_in, 0, None, arrival + latency_s(path, end - start, f"{where}end_time "
+            f"− start_time"), None, error=text_err)
     times = resp.get("chunk_times") or resp.get("output_token_times") or []
     if not times:
         e2e = latency_s(path, end - start, f"{where}end_time − start_time")
         return RequestRecord(str(i), arrival, n_in, n_out, None, arrival + e2e, None)
-    rel = np.array([latency_s(path, number(path, t, f"{where}token_times[{k}]") - start, f"{where}token_times[{k}] − start_time") for k, t in enumerate(times)])
+    rel = np.array([latency_s(path, number(path, t, f"{where}token_times[{k}]") - start, f"{where}token_times[{k}] − "
+        f"start_time") for k, t in enumerate(times)])
     if np.any(np.diff(rel) < 0):
         raise FormatError(path, "token times go backwards", f"{where}token_times")
     chunks = arrival + rel

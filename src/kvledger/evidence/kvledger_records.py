@@ -1,4 +1,5 @@
-"""Reader and writer for kvledger's own records file (``RunRecords.to_dict()`` as JSON, or Parquet via records_parquet.py; ``kvledger simulate --out DIR`` writes DIR/records.parquet).
+"""Reader and writer for kvledger's own records file (``RunRecords.to_dict()`` as JSON, or Parquet via
+records_parquet.py; ``kvledger simulate --out DIR`` writes DIR/records.parquet).
 
 The file is the bridge between a simulation and the goodput/cost ledgers: the same
 per-request records a benchmark reader produces, with their metadata. Reading checks
@@ -24,7 +25,8 @@ _REC_FIELDS = set(RequestRecord.__dataclass_fields__)
 
 def looks_like_records(value: Any) -> bool:
     """True for ``{"metadata": {... "source_format" ...}, "records": [...]}``."""
-    return (isinstance(value, dict) and isinstance(value.get("metadata"), dict) and isinstance(value.get("records"), list)
+    return (isinstance(value, dict) and isinstance(value.get("metadata"), dict) and isinstance(value.get("records"),
+        list)
             and "source_format" in value["metadata"])
 
 
@@ -36,10 +38,12 @@ def read(doc: Document) -> list[RunRecords]:
     """
     obj = doc.value
     if not looks_like_records(obj):
-        raise FormatError(doc.path, "not a kvledger records file: expected {\"metadata\": {\"source_format\": ...}, \"records\": [...]}")
+        raise FormatError(doc.path, "not a kvledger records file: expected {\"metadata\": {\"source_format\": ...}, "
+                                    "\"records\": [...]}")
     unknown = set(obj["metadata"]) - _META_FIELDS
     if unknown:
-        raise FormatError(doc.path, f"unknown metadata fields {sorted(unknown)}; known: {sorted(_META_FIELDS)}", "metadata")
+        raise FormatError(doc.path, f"unknown metadata fields {sorted(unknown)}; known: {sorted(_META_FIELDS)}",
+                          "metadata")
     _check_metadata(doc.path, obj["metadata"])
     try:
         meta = RunMetadata.from_dict(obj["metadata"])
@@ -58,7 +62,8 @@ _META_CHECKS: dict[str, tuple[tuple[type, ...], Any]] = {
     "hardware": ((str, type(None)), None), "time_origin": ((str, type(None)), None),
     "num_gpus": ((int, type(None)), lambda v: v is None or 1 <= v <= _COUNT_MAX),
     "concurrency": ((int, type(None)), lambda v: v is None or 1 <= v <= _COUNT_MAX),
-    "request_rate": ((int, float, str, type(None)), lambda v: v is None or v == "inf" or (not isinstance(v, str) and 0 <= v <= 1e9)),
+    "request_rate": ((int, float, str, type(None)), lambda v: v is None or v == "inf" or (not isinstance(v,
+        str) and 0 <= v <= 1e9)),
     "duration_s": ((int, float, type(None)), lambda v: v is None or 0 <= v <= _TIME_MAX_S),
     "definitions": ((list,), lambda v: all(isinstance(x, str) for x in v)), "extra": ((dict,), None),
 }
@@ -91,13 +96,17 @@ def _record(path: str, r: Any, i: int) -> RequestRecord:
         v = r.get(key)
         if v is None and key != "arrival_s":
             continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not abs(v) <= _TIME_MAX_S:  # NaN fails too; no float() of huge ints
-            raise FormatError(path, f"{v!r} is not a finite number of seconds (|t| ≤ {_TIME_MAX_S:g})", f"{where}.{key}")
+        # NaN fails too; no float() of huge ints
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not abs(v) <= _TIME_MAX_S:
+            raise FormatError(path, f"{v!r} is not a finite number of seconds (|t| ≤ {_TIME_MAX_S:g})",
+                              f"{where}.{key}")
     for key in ("first_token_s", "finish_s"):
         if r.get(key) is not None and r[key] < r["arrival_s"]:
-            raise FormatError(path, f"{key} {r[key]} is before arrival_s {r['arrival_s']}: negative latency", f"{where}.{key}")
+            raise FormatError(path, f"{key} {r[key]} is before arrival_s {r['arrival_s']}: negative latency",
+                              f"{where}.{key}")
     if r.get("first_token_s") is not None and r.get("finish_s") is not None and r["finish_s"] < r["first_token_s"]:
-        raise FormatError(path, f"finish_s {r['finish_s']} is before first_token_s {r['first_token_s']}", f"{where}.finish_s")
+        raise FormatError(path, f"finish_s {r['finish_s']} is before first_token_s {r['first_token_s']}",
+                          f"{where}.finish_s")
     for key in ("num_prompt_tokens", "num_output_tokens", "num_cached_tokens", "num_preemptions"):
         v = r.get(key)
         if v is None and key in ("num_cached_tokens", "num_preemptions"):
@@ -106,11 +115,13 @@ def _record(path: str, r: Any, i: int) -> RequestRecord:
             raise FormatError(path, f"{v!r} is not a whole number in [0, 2^40]", f"{where}.{key}")
     ct = r.get("chunk_times_s")
     if ct is not None:
-        if not isinstance(ct, list) or not all(isinstance(t, (int, float)) and not isinstance(t, bool) and abs(t) <= _TIME_MAX_S
+        if not isinstance(ct, list) or not all(isinstance(t, (int, float)) and not isinstance(t,
+            bool) and abs(t) <= _TIME_MAX_S
                                                for t in ct):
             raise FormatError(path, "chunk_times_s must be a list of finite seconds", f"{where}.chunk_times_s")
         if any(b < a for a, b in zip(ct, ct[1:])) or (ct and ct[0] < r["arrival_s"]):
-            raise FormatError(path, "chunk_times_s must be ascending and not before arrival_s", f"{where}.chunk_times_s")
+            raise FormatError(path, "chunk_times_s must be ascending and not before arrival_s",
+                              f"{where}.chunk_times_s")
     try:
         return RequestRecord.from_dict(r)
     except TypeError as err:

@@ -36,23 +36,28 @@ def read_individual(doc: Document) -> list[RunRecords]:
         FormatError: a non-object entry, NaN, negative latency, e2e shorter than ttft.
     """
     records = [_one(doc.path, r, i) for i, r in enumerate(doc.value)]
-    meta = RunMetadata(source=doc.path, source_format=FORMAT_INDIVIDUAL, time_origin="each request's own send time (llmperf stores no send times)")
+    meta = RunMetadata(source=doc.path, source_format=FORMAT_INDIVIDUAL, time_origin="each request's own send time "
+        "(llmperf stores no send times)")
     meta.extra["shared_clock"] = False
     meta.definitions += [
-        "TPOT recomputed as (end_to_end_latency_s − ttft_s)/(number_output_tokens − 1); llmperf's inter_token_latency_s (≈ e2e/tokens, TTFT included) is not used",
+        "TPOT recomputed as (end_to_end_latency_s − ttft_s)/(number_output_tokens − 1); llmperf's "
+        "inter_token_latency_s (≈ e2e/tokens, TTFT included) is not used",
         "no per-chunk times: ITL SLOs are unavailable",
-        "requests carry no send times: each sits on its own clock (arrival 0), so the duration must come from the summary",
+        "requests carry no send times: each sits on its own clock (arrival 0), so the duration must come from the "
+        "summary",
     ]
     summary = _sibling_summary(doc.path)
     if summary is not None:
         s_path, s_obj = summary
         meta.model = s_obj.get("model") if isinstance(s_obj.get("model"), str) else None
-        meta.concurrency = count(s_path, s_obj.get("num_concurrent_requests"), "num_concurrent_requests", allow_none=True)
+        meta.concurrency = count(s_path, s_obj.get("num_concurrent_requests"), "num_concurrent_requests",
+                                 allow_none=True)
         meta.duration_s = summary_duration_s(s_path, s_obj)
         meta.extra["summary_file"] = s_path
         meta.definitions.append(f"duration from {Path(s_path).name}: completed ÷ completed-per-minute × 60")
     else:
-        meta.definitions.append("no sibling *_summary.json found: duration unknown, so goodput and throughput per second cannot be given (attainment can)")
+        meta.definitions.append("no sibling *_summary.json found: duration unknown, so goodput and throughput per "
+                                "second cannot be given (attainment can)")
     return [RunRecords(records, meta)]
 
 
@@ -69,7 +74,8 @@ def _one(path: str, r: Any, i: int) -> RequestRecord:
     if err is not None:
         return RequestRecord(str(i), 0.0, n_in, n_out, None, e2e, None, error=err)
     if e2e < ttft:
-        raise FormatError(path, f"end_to_end_latency_s {e2e} is shorter than ttft_s {ttft}", f"{where}end_to_end_latency_s")
+        raise FormatError(path, f"end_to_end_latency_s {e2e} is shorter than ttft_s {ttft}",
+                          f"{where}end_to_end_latency_s")
     return RequestRecord(str(i), 0.0, n_in, n_out, ttft, e2e, None)
 
 
@@ -92,7 +98,8 @@ def summary_duration_s(path: str, obj: dict[str, Any]) -> float | None:
     n = count(path, obj.get("results_num_completed_requests"), "results_num_completed_requests", allow_none=True)
     if n == 0:
         return None
-    per_min = positive(path, obj.get("results_num_completed_requests_per_min"), "results_num_completed_requests_per_min", allow_none=True)
+    per_min = positive(path, obj.get("results_num_completed_requests_per_min"),
+                       "results_num_completed_requests_per_min", allow_none=True)
     if n is None or per_min is None:
         return None
     return n / per_min * 60.0
@@ -105,15 +112,22 @@ def read_summary(doc: Document) -> list[AggregateRun]:
     meta.model = obj.get("model") if isinstance(obj.get("model"), str) else None
     meta.concurrency = count(path, obj.get("num_concurrent_requests"), "num_concurrent_requests", allow_none=True)
     meta.duration_s = summary_duration_s(path, obj)
-    meta.extra = {k: obj[k] for k in ("name", "version", "timestamp", "framework", "api", "results_error_code_frequency") if k in obj}
+    meta.extra = {k: obj[k] for k in ("name", "version", "timestamp", "framework", "api",
+                                      "results_error_code_frequency") if k in obj}
     agg = AggregateRun(meta, duration_s=meta.duration_s)
-    agg.num_completed = count(path, obj.get("results_num_completed_requests"), "results_num_completed_requests", allow_none=True)
+    agg.num_completed = count(path, obj.get("results_num_completed_requests"), "results_num_completed_requests",
+                              allow_none=True)
     started = count(path, obj.get("results_num_requests_started"), "results_num_requests_started", allow_none=True)
     errors = count(path, obj.get("results_number_errors"), "results_number_errors", allow_none=True)
     if started is not None and agg.num_completed is not None and agg.num_completed > started:
-        raise FormatError(path, f"results_num_completed_requests {agg.num_completed} exceeds results_num_requests_started {started}",
+        raise FormatError(path, f"results_num_completed_requests {agg.num_completed} exceeds "
+                                f"results_num_requests_started {started}",
                           "results_num_completed_requests")
-    agg.num_failed = errors if errors is not None else (started - agg.num_completed if started and agg.num_completed is not None else None)
+    agg.num_failed = (
+        errors
+        if errors is not None
+        else (started - agg.num_completed if started and agg.num_completed is not None else None)
+    )
     for key, (canon, note) in _SUMMARY_METRICS.items():
         m = MetricSummary(canon, "request", count=agg.num_completed, source_field=f"results_{key}_*", note=note)
         for q in _QUANTILES:

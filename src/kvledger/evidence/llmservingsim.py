@@ -1,4 +1,5 @@
-"""Reader for LLMServingSim's bench runs of vLLM (``bench/.../vllm/requests.jsonl`` + ``meta.json``): per-request records on the engine's clock.
+"""Reader for LLMServingSim's bench runs of vLLM (``bench/.../vllm/requests.jsonl`` + ``meta.json``): per-request
+records on the engine's clock.
 
 Layout (casys-kaist/LLMServingSim ``bench/core/runner.py``, which drives ``vllm.AsyncLLM`` in
 process and copies each request's ``RequestStateStats``): one JSON object per line with
@@ -106,7 +107,8 @@ def read_llmservingsim(path: str | Path) -> RunRecords:
         except ValueError as e:
             raise FormatError(str(meta_path), f"not JSON ({e.msg})") from None
     hw = meta.get("hardware") or {}
-    extra = {k: meta[k] for k in ("vllm_version", "engine_kwargs", "kv_cache", "dataset_path", "started_at") if k in meta}
+    extra = {k: meta[k] for k in ("vllm_version", "engine_kwargs", "kv_cache", "dataset_path",
+                                  "started_at") if k in meta}
     resolved = meta.get("resolved_config") or {}
     picked = {k: resolved[k] for k in ("scheduler_config", "parallel_config", "cache_config")
               if isinstance(resolved.get(k), dict)}

@@ -1,4 +1,5 @@
-"""kvledger's records file in Parquet: one row per request, token times as a list column, the run metadata as JSON in the schema.
+"""kvledger's records file in Parquet: one row per request, token times as a list column, the run metadata as JSON in
+the schema.
 
 The columnar twin of the JSON records file (kvledger_records.py): ``kvledger simulate --out``
 writes ``records.parquet``; ``goodput``, ``cost`` and every reader of records accept it.
@@ -129,7 +130,8 @@ def _check(name: str, f: dict[str, np.ndarray], table) -> None:
     """Finite times (arrival required), first token and finish not before arrival, non-negative token counts."""
     arr = f["arrival_s"]
     if np.isnan(arr).any() or not np.isfinite(arr).all():
-        raise FormatError(name, "arrival_s must be a finite number of seconds", f"row {_first(~np.isfinite(arr))}, column 'arrival_s'")
+        raise FormatError(name, "arrival_s must be a finite number of seconds", f"row {_first(~np.isfinite(arr))}, "
+                                                                                f"column 'arrival_s'")
     for col in ("first_token_s", "finish_s"):
         v = f[col]
         bad = np.isinf(v)
@@ -139,7 +141,8 @@ def _check(name: str, f: dict[str, np.ndarray], table) -> None:
             early = v < arr
         if early.any():
             i = _first(early)
-            raise FormatError(name, f"{col} {v[i]} is before arrival_s {arr[i]}: negative latency", f"row {i}, column {col!r}")
+            raise FormatError(name, f"{col} {v[i]} is before arrival_s {arr[i]}: negative latency", f"row {i}, column "
+                f"{col!r}")
     for col in ("num_prompt_tokens", "num_output_tokens"):
         c = table.column(col)
         v = c.to_numpy(zero_copy_only=False)
@@ -158,4 +161,5 @@ def _check_chunks(name: str, flat: np.ndarray, offsets: np.ndarray, arrival: np.
     bad[1:] |= same & (flat[1:] < flat[:-1])
     if bad.any():
         i = int(owner[_first(bad)])
-        raise FormatError(name, "chunk_times_s must be finite, ascending and not before arrival_s", f"row {i}, column 'chunk_times_s'")
+        raise FormatError(name, "chunk_times_s must be finite, ascending and not before arrival_s", f"row {i}, column "
+            f"'chunk_times_s'")

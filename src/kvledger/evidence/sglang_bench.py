@@ -50,9 +50,11 @@ def _read_one(path: str, obj: dict[str, Any], where: str, n_runs: int) -> RunRec
         prefix = f"{where}details." if details is not obj else where
         records, notes = records_from_arrays(path, details, prefix)
         meta.definitions.extend(notes)
-        meta.definitions.append("SGLang itls may be per token (a multi-token chunk's gap split evenly, bench_serving adjust_itl): chunk times are then per-token times")
+        meta.definitions.append("SGLang itls may be per token (a multi-token chunk's gap split evenly, bench_serving "
+                                "adjust_itl): chunk times are then per-token times")
         return RunRecords(records, meta)
-    meta.definitions.append("no per-request arrays (run without --output-details): aggregates only; goodput can only be bounded")
+    meta.definitions.append("no per-request arrays (run without --output-details): aggregates only; goodput can only "
+                            "be bounded")
     agg = aggregate_run(path, obj, where, meta)
     if agg.num_failed is None:
         meta.definitions.append("SGLang aggregates state no failed count: failed requests unknown, counted as 0")
@@ -71,5 +73,6 @@ def _metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
     meta.extra = {k: obj[k] for k in _TOOL_FIELDS if k in obj}
     if "concurrency" in obj:
         meta.extra["mean_in_flight_requests"] = obj["concurrency"]
-        meta.definitions.append("SGLang 'concurrency' is the mean number of in-flight requests, kept as extra.mean_in_flight_requests; the client limit is max_concurrency")
+        meta.definitions.append("SGLang 'concurrency' is the mean number of in-flight requests, kept as "
+                                "extra.mean_in_flight_requests; the client limit is max_concurrency")
     return meta

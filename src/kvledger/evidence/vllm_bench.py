@@ -1,4 +1,5 @@
-"""Reader for ``vllm bench serve`` results (``--save-result``, ``--append-result``, ``--save-detailed``) and vLLM-derived clients.
+"""Reader for ``vllm bench serve`` results (``--save-result``, ``--append-result``, ``--save-detailed``) and
+vLLM-derived clients.
 
 Layout (``vllm/benchmarks/serve.py``, docs/formats.md §1): one JSON object per run; with
 ``--append-result`` several objects separated by newlines. Per-request arrays exist only
@@ -42,7 +43,8 @@ def objects_of(doc: Document) -> list[tuple[dict[str, Any], str]]:
         out = []
         for obj, line in zip(doc.value, doc.line_numbers or []):
             if not isinstance(obj, dict):
-                raise FormatError(doc.path, f"expected a JSON object per line, found {type(obj).__name__}", f"line {line}")
+                raise FormatError(doc.path, f"expected a JSON object per line, found {type(obj).__name__}",
+                                  f"line {line}")
             out.append((obj, f"line {line}: "))
         return out
     raise FormatError(doc.path, "expected a JSON object (one run) or JSON Lines (one run per line)")
@@ -86,29 +88,35 @@ def _read_one(path: str, obj: dict[str, Any], where: str, n_runs: int) -> RunRec
         meta.definitions.extend(notes)
         return RunRecords(records, meta)
     if "latencies" in obj:
-        meta.definitions.append("'latencies' present without ttfts/errors (saved without --save-detailed): per-request E2E exists but failures cannot be told apart, so only aggregates are used")
-    meta.definitions.append("no per-request arrays (run without --save-detailed): aggregates only; goodput can only be bounded")
+        meta.definitions.append("'latencies' present without ttfts/errors (saved without --save-detailed): per-request "
+                                "E2E exists but failures cannot be told apart, so only aggregates are used")
+    meta.definitions.append("no per-request arrays (run without --save-detailed): aggregates only; goodput can only be "
+                            "bounded")
     agg = aggregate_run(path, obj, where, meta)
     if agg.num_failed is None:
-        meta.definitions.append("no 'failed' count in the file (older vLLM, or a vLLM-derived client such as InferenceX's): failed requests unknown, counted as 0")
+        meta.definitions.append("no 'failed' count in the file (older vLLM, or a vLLM-derived client such as "
+                                "InferenceX's): failed requests unknown, counted as 0")
     agg.tool_goodput = meta.extra.get("tool_goodput")
     return agg
 
 
 def aggregate_run(path: str, obj: dict[str, Any], where: str, meta: RunMetadata) -> AggregateRun:
-    """The aggregate-only run of a vLLM-style result object (counts, token totals, *_ms summaries); SGLang shares the layout."""
+    """The aggregate-only run of a vLLM-style result object (counts, token totals, *_ms summaries); SGLang shares the
+    layout."""
     agg = AggregateRun(meta, duration_s=meta.duration_s)
     agg.num_completed = count(path, obj.get("completed"), f"{where}completed", allow_none=True)
     agg.num_failed = count(path, obj.get("failed"), f"{where}failed", allow_none=True)
     agg.total_input_tokens = count(path, obj.get("total_input_tokens"), f"{where}total_input_tokens", allow_none=True)
-    agg.total_output_tokens = count(path, obj.get("total_output_tokens"), f"{where}total_output_tokens", allow_none=True)
+    agg.total_output_tokens = count(path, obj.get("total_output_tokens"), f"{where}total_output_tokens",
+                                    allow_none=True)
     agg.metrics, notes = flat_summaries(path, obj, where, agg.num_completed)
     meta.definitions.extend(notes)
     return agg
 
 
 def run_metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
-    """The RunMetadata a vLLM result object states (model, GPU, rate, concurrency, duration, tool fields, tool goodput)."""
+    """The RunMetadata a vLLM result object states (model, GPU, rate, concurrency, duration, tool fields, tool
+    goodput)."""
     meta = RunMetadata(source=path, source_format=FORMAT)
     meta.model = obj.get("model_id") if isinstance(obj.get("model_id"), str) else None
     meta.hardware = stated_hardware(obj)
@@ -123,11 +131,13 @@ def run_metadata(path: str, obj: dict[str, Any], where: str) -> RunMetadata:
             meta.extra["tool_goodput"] = {"req_per_s": amount(path, obj[key], f"{where}{key}"), "field": key,
                                           "slo": "not stored in the file (vllm bench serve --goodput)"}
             if key.endswith(":"):
-                meta.definitions.append("goodput key spelled 'request_goodput:' (trailing colon, older vLLM) read as request_goodput")
+                meta.definitions.append("goodput key spelled 'request_goodput:' (trailing colon, older vLLM) read as "
+                                        "request_goodput")
     return meta
 
 
-def flat_summaries(path: str, obj: dict[str, Any], where: str, completed: int | None) -> tuple[dict[str, MetricSummary], list[str]]:
+def flat_summaries(path: str, obj: dict[str, Any], where: str, completed: int | None) -> tuple[dict[str, MetricSummary],
+    list[str]]:
     """Canonical metric summaries from flat keys (``p99_ttft_ms``, ``median_e2e_latency_ms``, ``median_tpot``).
 
     Returns the summaries and definition notes (units, which definition each tool metric has).
@@ -154,7 +164,9 @@ def flat_summaries(path: str, obj: dict[str, Any], where: str, completed: int | 
             m.percentiles_s[percentile(path, stat[1:], f"{where}{key}")] = v
     notes = []
     if seconds_keys:
-        notes.append(f"latency keys without the _ms suffix ({', '.join(sorted(seconds_keys)[:4])}…) read as seconds (InferenceX-style client)")
+        notes.append(f"latency keys without the _ms suffix ({', '.join(sorted(seconds_keys)[:4])}…) read as seconds "
+                     f"(InferenceX-style client)")
     if ms_keys:
-        notes.append("aggregate latencies read from *_ms keys as milliseconds (per-request arrays, when present, are seconds)")
+        notes.append("aggregate latencies read from *_ms keys as milliseconds (per-request arrays, when present, are "
+                     "seconds)")
     return out, notes

@@ -1,4 +1,5 @@
-"""The fast path for large ``vllm bench serve --save-detailed`` files: parsed by pyarrow into arrays, checked and turned into
+"""The fast path for large ``vllm bench serve --save-detailed`` files: parsed by pyarrow into arrays, checked and
+turned into
 columns with numpy, never into a million Python objects.
 
 A one-million-request file (about 200 MB) is parsed by pyarrow's JSON reader straight into
@@ -44,7 +45,10 @@ def _flat(col: Any, n: int | None, *, integral: bool = False) -> np.ndarray | No
     if arr is None or not pt.is_list(arr.type) or arr.null_count or len(arr) != 1:
         return None
     vals = arr.values
-    if not (pt.is_integer(vals.type) or pt.is_floating(vals.type) or (pt.is_null(vals.type) and len(vals) == 0)) or vals.null_count:
+    if (
+        not (pt.is_integer(vals.type) or pt.is_floating(vals.type) or (pt.is_null(vals.type) and len(vals) == 0))
+        or vals.null_count
+    ):
         return None
     out = vals.to_numpy(zero_copy_only=False).astype(np.float64, copy=False) if len(vals) else np.zeros(0)
     if (n is not None and out.size != n) or not np.isfinite(out).all() or (out < 0).any():
@@ -71,14 +75,16 @@ def _gaps(col: Any, n: int) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     offsets = inner.offsets.to_numpy().astype(np.int64)
     offsets = offsets - offsets[0]
-    gaps = vals.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)[: offsets[-1]] if offsets[-1] else np.zeros(0)
+    gaps = vals.to_numpy(zero_copy_only=False).astype(np.float64,
+                                                      copy=False)[: offsets[-1]] if offsets[-1] else np.zeros(0)
     if not np.isfinite(gaps).all() or (gaps < 0).any():
         return None
     return offsets, gaps
 
 
 def _errors(col: Any, n: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """``errors`` as (object array: the text, None for success ("" or null); failed mask), or None when not strings/nulls."""
+    """``errors`` as (object array: the text, None for success ("" or null); failed mask), or None when not
+    strings/nulls."""
     import pyarrow.compute as pc
     import pyarrow.types as pt
 
@@ -99,7 +105,8 @@ def _errors(col: Any, n: int) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _scalars(tbl: Any) -> dict[str, Any] | None:
-    """The top-level non-list fields of the one row, as Python values (None when a field is an object or list of objects)."""
+    """The top-level non-list fields of the one row, as Python values (None when a field is an object or list of
+    objects)."""
     import pyarrow.types as pt
 
     out: dict[str, Any] = {}
@@ -125,9 +132,11 @@ def _parse(path: Path) -> Any:
         try:
             return pj.read_json(path, read_options=pj.ReadOptions(block_size=size + 1, use_threads=True),
                                 parse_options=pj.ParseOptions(newlines_in_values=newlines))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowCapacityError, OSError, UnicodeError):
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowCapacityError, OSError,
+                UnicodeError):
             continue
-    return None  # not one clean JSON object (NaN, JSON Lines with several runs, broken text): the general reader explains
+    # not one clean JSON object (NaN, JSON Lines with several runs, broken text): the general reader explains
+    return None
 
 
 def read_fast(path: str | Path, *, format: str | None = None) -> list[RunRecords] | None:
@@ -162,11 +171,13 @@ def read_fast(path: str | Path, *, format: str | None = None) -> list[RunRecords
                                          "errors" in tbl.column_names))
     unknown = int(np.count_nonzero(cols.ok & np.isnan(cols.first_token_s)))
     if unknown:
-        meta.definitions.append(f"{unknown} successful requests have ttft 0 (non-streaming): their TTFT is unknown and fails any TTFT SLO")
+        meta.definitions.append(f"{unknown} successful requests have ttft 0 (non-streaming): their TTFT is unknown and "
+                                f"fails any TTFT SLO")
     return [run_from_columns(cols, meta)]
 
 
-def _chunk_times(first: np.ndarray, timed: np.ndarray, offsets: np.ndarray, gaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _chunk_times(first: np.ndarray, timed: np.ndarray, offsets: np.ndarray, gaps: np.ndarray) -> tuple[np.ndarray,
+    np.ndarray]:
     """(offsets (n + 1,), flat chunk times) of the timed requests: ``first + [0, cumsum(gaps)]`` per request.
 
     Requests are grouped by their number of gaps so that each group is one 2-D ``cumsum`` along its rows: the same
@@ -193,7 +204,8 @@ def _chunk_times(first: np.ndarray, timed: np.ndarray, offsets: np.ndarray, gaps
 
 
 def _columns(tbl: Any):
-    """RecordColumns with the per-request reader's rules (``_arrays._one``), vectorised; None when anything is unclean."""
+    """RecordColumns with the per-request reader's rules (``_arrays._one``), vectorised; None when anything is
+    unclean."""
     n_in = _flat(tbl.column("input_lens"), None, integral=True)
     if n_in is None:
         return None
@@ -206,7 +218,8 @@ def _columns(tbl: Any):
     starts = _flat(opt["start_times"], n) if "start_times" in opt else None
     errs = _errors(opt["errors"], n) if "errors" in opt else None
     if n_out is None or ttft is None or g is None or any(k in opt and v is None for k, v in
-                                                         (("latencies", lat), ("start_times", starts), ("errors", errs))):
+                                                         (("latencies", lat), ("start_times", starts), ("errors",
+                                                             errs))):
         return None
     offsets, gaps = g
     arrival = starts - starts.min() if starts is not None and n else np.zeros(n)
@@ -221,7 +234,8 @@ def _columns(tbl: Any):
     if lat is not None and (timed & (lat + 1e-9 < ttft)).any():
         return None  # the general reader names the request whose latency is shorter than its TTFT
     first = np.where(timed, arrival + ttft, np.nan)
-    cols = RecordColumns(arrival, first, None, n_in.astype(np.int64), n_out.astype(np.int64), errs, ~failed, None, None, timed)
+    cols = RecordColumns(arrival, first, None, n_in.astype(np.int64), n_out.astype(np.int64), errs, ~failed, None, None,
+                         timed)
     if lat is not None:  # chunk times are built only when something needs them (an ITL SLO, a record)
         cols.finish_s = np.where(timed, arrival + lat, np.where(lat > 0, arrival + lat, np.nan))
         cols.build_chunks = lambda: _chunk_times(first, timed, offsets, gaps)

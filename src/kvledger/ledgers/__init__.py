@@ -14,5 +14,6 @@ from kvledger.ledgers.cost_summary import DecisionFactors, MonthlyVolume, build_
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO, parse_slo
 
-__all__ = ["goodput", "GoodputResult", "SLO", "parse_slo", "boundary_from_sweep", "search_boundary", "build_cost_report",
+__all__ = ["goodput", "GoodputResult", "SLO", "parse_slo", "boundary_from_sweep", "search_boundary",
+           "build_cost_report",
            "SelfHostSetup", "GpuRate", "ApiMix", "DecisionFactors", "MonthlyVolume"]

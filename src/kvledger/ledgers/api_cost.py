@@ -46,16 +46,22 @@ class ApiMix:
             if not 0.0 <= v <= 1.0:
                 raise InputError(f"{name} must be a fraction in [0, 1], got {v}")
         if self.cache_hit_rate + self.cache_write_rate > 1.0 + 1e-12:
-            raise InputError(f"cache_hit_rate + cache_write_rate = {self.cache_hit_rate + self.cache_write_rate} exceeds 1")
+            raise InputError(f"cache_hit_rate + cache_write_rate = {self.cache_hit_rate + self.cache_write_rate} "
+                             f"exceeds 1")
         notes = []
         if self.batch_share > 0 and price.batch_discount is None:
-            raise InputError(f"{price.key} has no batch API in the price table (blank batch_discount); set the batch share to 0")
+            raise InputError(f"{price.key} has no batch API in the price table (blank batch_discount); set the batch "
+                             f"share to 0")
         if self.cache_hit_rate > 0 and price.cached_input_usd_per_mtok is None:
             raise InputError(f"{price.key} lists no cached-input price (blank means not found, not 'no discount'); "
                              "set the cache-hit rate to 0 or check the provider's page")
         if self.cache_write_rate > 0 and price.cache_write_usd_per_mtok is None:
             notes.append(f"{price.key} bills no separate cache writes: written tokens priced as ordinary input")
-        if self.batch_share > 0 and (self.cache_hit_rate > 0 or self.cache_write_rate > 0) and price.provider != "Anthropic":
+        if (
+            self.batch_share > 0
+            and (self.cache_hit_rate > 0 or self.cache_write_rate > 0)
+            and price.provider != "Anthropic"
+        ):
             notes.append("batch discount assumed to stack with cache pricing (documented for Anthropic only)")
         return notes
 
@@ -77,7 +83,8 @@ def api_ledger(price: ApiPrice, mix: ApiMix, input_mtok: float, output_mtok: flo
     p = _prices(price)
     d = price.batch_discount or 0.0
     h, w, b = mix.cache_hit_rate, mix.cache_write_rate, mix.batch_share
-    shares = {"input": input_mtok * (1 - h - w), "cache read": input_mtok * h, "cache write": input_mtok * w, "output": output_mtok}
+    shares = {"input": input_mtok * (1 - h - w), "cache read": input_mtok * h, "cache write": input_mtok * w,
+              "output": output_mtok}
     ledger = Ledger(name, per)
     src = f"{price.key} list price ({price.confidence} confidence); {price.source}"
     for kind, mtok in shares.items():
@@ -87,7 +94,8 @@ def api_ledger(price: ApiPrice, mix: ApiMix, input_mtok: float, output_mtok: flo
                  "cache write": "cache-write input tokens", "output": "output tokens"}[kind]
         ledger.add(LineItem(f"{label}, on-demand", "Mtok", mtok * (1 - b), p[kind], src, price.as_of))
         if b > 0:
-            ledger.add(LineItem(f"{label}, batch API ({d:.0%} off)", "Mtok", mtok * b, p[kind] * (1 - d), src, price.as_of))
+            ledger.add(LineItem(f"{label}, batch API ({d:.0%} off)", "Mtok", mtok * b, p[kind] * (1 - d), src,
+                                price.as_of))
     return ledger
 
 

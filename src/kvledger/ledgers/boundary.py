@@ -89,7 +89,11 @@ def axis_value(run: RunRecords | AggregateRun, axis: str) -> float:
         x = math.nan
     if not math.isfinite(x):
         label = md.extra.get("run_label") or md.source
-        hint = " (request_rate=inf is a closed-loop run; use --axis concurrency)" if axis == "request_rate" and v is not None else ""
+        hint = (
+            " (request_rate=inf is a closed-loop run; use --axis concurrency)"
+            if axis == "request_rate" and v is not None
+            else ""
+        )
         raise InputError(f"{label}: the run states no finite {axis}{hint}")
     return x
 
@@ -99,7 +103,8 @@ def _point(value: float, res: GoodputResult, target: float) -> BoundaryPoint:
                          res.run_label or res.source)
 
 
-def _finish(axis: str, target: float, slo: SLO, points: list[BoundaryPoint], gpus: int | None, notes: list[str]) -> BoundaryResult:
+def _finish(axis: str, target: float, slo: SLO, points: list[BoundaryPoint], gpus: int | None,
+            notes: list[str]) -> BoundaryResult:
     points.sort(key=lambda p: p.value)
     boundary = None
     for p in points:
@@ -113,7 +118,8 @@ def _finish(axis: str, target: float, slo: SLO, points: list[BoundaryPoint], gpu
     if boundary is None:
         notes.append(f"attainment misses {target:.0%} already at the lowest {axis} evaluated ({points[0].value:g})")
     elif res.largest_passing_value != boundary:
-        notes.append(f"attainment is not monotone: {res.largest_passing_value:g} passes again after {res.first_failing_value:g} failed; the boundary stays at {boundary:g}")
+        notes.append(f"attainment is not monotone: {res.largest_passing_value:g} passes again after "
+                     f"{res.first_failing_value:g} failed; the boundary stays at {boundary:g}")
     if not failing and boundary is not None:
         notes.append(f"the target holds at every {axis} evaluated: the true boundary may be higher")
     if any(p.estimate for p in points):
@@ -143,8 +149,10 @@ def boundary_from_sweep(runs: list[RunRecords | AggregateRun], slo: SLO, target:
     return _finish(axis, target, slo, points, gpus.pop() if len(gpus) == 1 else None, [])
 
 
-def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: SLO, target: float, lo: float, hi: float, *,
-                    axis: str = "request_rate", integer: bool = False, tol: float | None = None, max_evals: int = 30) -> BoundaryResult:
+def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: SLO, target: float, lo: float, hi: float,
+                    *,
+                    axis: str = "request_rate", integer: bool = False, tol: float | None = None,
+                        max_evals: int = 30) -> BoundaryResult:
     """Bisection for the largest value in [lo, hi] whose attainment meets ``target``.
 
     ``run_at(value)`` must return the run at that load (deterministic, e.g. a seeded simulation).
@@ -167,7 +175,9 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
         points.append(_point(v, goodput(run, slo), target))
         return points[-1].meets_target
 
-    notes = [f"bisection on {axis} in [{lo:g}, {hi:g}], resolution {step:g}; assumes attainment does not rise with load"]
+    notes = [
+        f"bisection on {axis} in [{lo:g}, {hi:g}], resolution {step:g}; assumes attainment does not rise with load"
+    ]
     if evaluate(lo) and not evaluate(hi):
         good, bad = lo, hi
         while bad - good > step and len(points) < max_evals:

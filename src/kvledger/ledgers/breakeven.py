@@ -39,10 +39,12 @@ def break_even_utilization(cap: Capacity, setup: SelfHostSetup, api_usd_per_requ
     return {"utilization": u, "reachable": u <= 1.0,
             "formula": "(replica + people USD/month) ÷ (good req/s × 3600 × 730 × API USD per request)",
             "replica_usd_per_month": replica_usd_per_month(setup), "people_usd_per_month": people_usd_per_month(setup),
-            "api_usd_per_request": api_usd_per_request, "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH}
+            "api_usd_per_request": api_usd_per_request,
+                "good_requests_per_month_at_full_load": cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH}
 
 
-def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float, max_replicas: int = 100_000) -> dict[str, Any]:
+def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: float,
+                      max_replicas: int = 100_000) -> dict[str, Any]:
     """V*, good requests per month (and tokens), above which self-hosting stays cheaper; None when it never does.
 
     Walks the replica staircase down from the replica count beyond which every volume is
@@ -50,10 +52,12 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     """
     R, P, a = replica_usd_per_month(setup), people_usd_per_month(setup), api_usd_per_request
     c = cap.goodput_req_per_s * 3600.0 * HOURS_PER_MONTH * setup.max_utilization
-    out: dict[str, Any] = {"replica_capacity_requests_per_month": c, "replica_usd_per_month": R, "people_usd_per_month": P,
+    out: dict[str, Any] = {"replica_capacity_requests_per_month": c, "replica_usd_per_month": R,
+                           "people_usd_per_month": P,
                            "api_usd_per_request": a, "max_utilization": setup.max_utilization}
     if a * c <= R:
-        out.update(requests_per_month=None, reason=f"a replica at {setup.max_utilization:.0%} utilization costs ${R:,.0f}/month but its "
+        out.update(requests_per_month=None, reason=f"a replica at {setup.max_utilization:.0%} utilization costs "
+                                                   f"${R:,.0f}/month but its "
                    f"{c:,.0f} requests cost ${a * c:,.0f} on the API: self-hosting never breaks even")
         return out
     n_full = max(1, math.ceil((P + a * c) / (a * c - R)))
@@ -72,6 +76,8 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     if v_star == 0.0:
         v_star, replicas = (R + P) / a, 1
     out.update(requests_per_month=v_star, replicas_at_break_even=replicas,
-               input_tokens_per_month=v_star * cap.mean_input_tokens, output_tokens_per_month=v_star * cap.mean_output_tokens,
-               reason="smallest monthly volume above which whole replicas (each ≤ max utilization) cost less than the API")
+               input_tokens_per_month=v_star * cap.mean_input_tokens,
+                   output_tokens_per_month=v_star * cap.mean_output_tokens,
+               reason="smallest monthly volume above which whole replicas (each ≤ max utilization) cost less than the "
+                      "API")
     return out

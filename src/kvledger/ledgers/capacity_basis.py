@@ -1,4 +1,5 @@
-"""What the cost ledger takes as a replica's capacity, and the check that warns when a measured run was too lightly loaded to show it.
+"""What the cost ledger takes as a replica's capacity, and the check that warns when a measured run was too lightly
+loaded to show it.
 
 The self-hosted cost per token is GPU time ÷ good tokens, so it is only as right as the capacity
 it divides by. The sound capacity is DistServe's goodput (Zhong et al., OSDI 2024 §2): the
@@ -35,12 +36,14 @@ pace, so the warning then says queueing was not judged.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from kvledger.evidence.aggregate import AggregateRun
+from kvledger.jsonable import to_jsonable
+from kvledger.ledgers import notes as N
 from kvledger.ledgers.columns import columns_from
 from kvledger.ledgers.goodput import GoodputResult, metric_values
 from kvledger.ledgers.slo import SLO
@@ -51,7 +54,8 @@ __all__ = ["KEPT_PACE_SHARE", "CLOSED_LOOP_ATTAINMENT", "SLO_SLACK", "OVERLOAD_F
            "LoadCheck", "check_load", "RULE", "OVERLOAD_RULE", "measured_basis"]
 
 KEPT_PACE_SHARE = 0.9
-"""Open loop: good req/s ≥ this share of the offered rate means the goodput is the offered load (drain tails and a few misses stay above it)."""
+"""Open loop: good req/s ≥ this share of the offered rate means the goodput is the offered load (drain tails and a few
+misses stay above it)."""
 CLOSED_LOOP_ATTAINMENT = 0.95
 """Closed loop: at least this share of requests good means the SLO rejected almost nothing."""
 SLO_SLACK = 0.5
@@ -62,11 +66,13 @@ OVERLOAD_FACTOR = 2.0
 OVERLOAD_ATTAINMENT = 0.9
 """…and fewer than this share of requests good: the run is past its SLO capacity."""
 
-OVERLOAD_RULE = (f"over-loaded when fewer than {OVERLOAD_ATTAINMENT:.0%} of requests are good and some SLO metric's p90 "
+OVERLOAD_RULE = (f"over-loaded when fewer than {OVERLOAD_ATTAINMENT:.0%} of requests are good and some SLO metric's "
+                 f"p90 "
                  f"is ≥ {OVERLOAD_FACTOR:g}× its limit")
 
 RULE = (f"under-loaded when the run states its load (request rate or concurrency), kept pace with it (open loop: good "
-        f"req/s ≥ {KEPT_PACE_SHARE:.0%} of the offered rate; closed loop: ≥ {CLOSED_LOOP_ATTAINMENT:.0%} of requests good) "
+        f"req/s ≥ {KEPT_PACE_SHARE:.0%} of the offered rate; closed loop: ≥ {CLOSED_LOOP_ATTAINMENT:.0%} of requests "
+        f"good) "
         f"and every SLO metric's p90 is ≤ {SLO_SLACK:.0%} of its limit (for TTFT: little queueing)")
 
 
@@ -89,7 +95,7 @@ class LoadCheck:
     rule: str = RULE
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def _check(name: str, value: float | None, limit: float, passed: bool | None, text: str) -> dict[str, Any]:
@@ -128,7 +134,8 @@ def _pace_check(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[dict
         ok = share >= KEPT_PACE_SHARE
         return _check("kept pace (open loop)", share, KEPT_PACE_SHARE, ok,
                       f"offered {rate:,.3g} req/s, served {gp.goodput_req_per_s:,.3g} good req/s ({share:.1%}"
-                      + (")" if ok else f", below {KEPT_PACE_SHARE:.0%}: the server fell behind or the SLO rejected requests)")), None
+                      + (")" if ok else f", below {KEPT_PACE_SHARE:.0%}: the server fell behind or the SLO rejected "
+                                        f"requests)")), None
     if conc:
         a = gp.attainment
         ok = a >= CLOSED_LOOP_ATTAINMENT
@@ -151,7 +158,8 @@ def _overload(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> Lo
         if v is not None and v >= OVERLOAD_FACTOR * limit:
             name = slo.itl_key if metric == "itl" else metric
             over.append(_check(f"{name} over limit", v / limit, OVERLOAD_FACTOR, True,
-                               f"{name.upper()} p90 {fmt_duration(v)} = {v / limit:.1f}× its {fmt_duration(limit)} limit"))
+                               f"{name.upper()} p90 {fmt_duration(v)} = {v / limit:.1f}× its {fmt_duration(limit)} "
+                               f"limit"))
     if not over:
         return None
     reason = (f"only {gp.attainment:.1%} of requests good (below {OVERLOAD_ATTAINMENT:.0%}); "
@@ -194,24 +202,13 @@ def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> L
 
 
 def measured_basis(gp: GoodputResult, load: LoadCheck, *, simulated: bool = False) -> dict[str, Any]:
-    """The ``capacity_basis`` of a run priced at its own goodput (a FILE, or ``--at-offered-load``), with its warning."""
-    what = "the simulated run at its offered load" if simulated else "the run's measured goodput"
-    text = (f"capacity basis: {what} ({gp.goodput_req_per_s or 0:,.3f} good req/s per replica) is taken as the "
-            "replica's capacity — right only if the run was at or near its SLO limit; a lightly loaded run understates "
-            "capacity and overstates the self-hosted cost")
+    """The ``capacity_basis`` of a run priced at its own goodput (a FILE, or ``--at-offered-load``), with its
+    warning."""
+    text = N.capacity_basis_text(gp.goodput_req_per_s or 0, simulated=simulated)
     warning = None
     if load.status == "under_loaded":
-        fix = ("drop --at-offered-load to price at the SLO capacity found by simulation" if simulated else
-               "measure a rate sweep and price at its SLO boundary (kvledger goodput FILES… --target 0.9), or "
-               "simulate it (kvledger cost --simulate MODEL --gpu GPU …)")
-        warning = (f"the run looks UNDER-LOADED: {load.reason}. Its goodput is the offered load, not the replica's "
-                   f"capacity, so capacity is likely higher and the self-hosted cost per token overstated; {fix}")
+        warning = N.under_loaded(load.reason, simulated=simulated)
     elif load.status == "over_loaded":
-        fix = ("drop --at-offered-load to price at the SLO capacity found by simulation" if simulated else
-               "price a run at or below the SLO capacity: give the whole rate sweep (kvledger cost FILES… picks the "
-               "run at the SLO boundary), or simulate it (kvledger cost --simulate MODEL --gpu GPU …)")
-        warning = (f"the run looks OVER-LOADED: {load.reason}. It was pushed past its SLO capacity, so its goodput "
-                   f"understates what one replica serves within the SLO at a lower load, and the self-hosted cost per "
-                   f"token is overstated (a verdict for the API may come from the load, not the prices); {fix}")
+        warning = N.over_loaded(load.reason, simulated=simulated)
     return {"kind": "offered_load" if simulated else "measured_run", "text": text, "warning": warning,
             "load_check": load.to_dict()}

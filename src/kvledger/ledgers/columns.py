@@ -104,7 +104,8 @@ def _from_record_columns(run: RunRecords, with_chunks: bool) -> Columns:
     """Columns of a run a reader already holds as arrays (``RunRecords.columns``): no per-record Python work."""
     rc = run.columns
     ok = rc.ok
-    cols = Columns(ok, rc.arrival_s, rc.first_token_s, rc.finish_s, rc.num_prompt_tokens, rc.num_output_tokens, _weights(run, ok))
+    cols = Columns(ok, rc.arrival_s, rc.first_token_s, rc.finish_s, rc.num_prompt_tokens, rc.num_output_tokens,
+                   _weights(run, ok))
     if with_chunks:
         lengths = np.diff(rc.chunk_offsets)
         cols.has_chunks = rc.has_chunks

@@ -48,7 +48,8 @@ from kvledger.records import RunRecords
 __all__ = ["HOURS_PER_MONTH", "GpuRate", "SelfHostSetup", "Capacity", "capacity_from", "self_host_unit_ledgers"]
 
 HOURS_PER_MONTH = 730.0
-OCCUPANCY_CAVEAT = ("wall time to first token, not GPU work: it understates prefill when many requests share each step, "
+OCCUPANCY_CAVEAT = ("wall time to first token, not GPU work: it understates prefill when many requests share each "
+                    "step, "
                     "as a prompt's chunk can take most of a step's time while its TTFT is a few steps long")
 
 
@@ -136,11 +137,13 @@ class Capacity:
         return self.good_output_tok_per_s / self.goodput_req_per_s
 
 
-def _measured_prefill_share(run: RunRecords | AggregateRun, gp: GoodputResult, floor: PrefillFloor | str | None) -> tuple[float, str]:
+def _measured_prefill_share(run: RunRecords | AggregateRun, gp: GoodputResult,
+                            floor: PrefillFloor | str | None) -> tuple[float, str]:
     split = run.metadata.extra.get("gpu_time_split") if isinstance(run, RunRecords) else None
     if split and split.get("gpu_s", 0) > 0:
         return split["prefill_share"], (f"simulated step attribution: Σ prefill-attributed step time ÷ Σ step time "
-                                        f"({split['prefill_gpu_s']:.4g} ÷ {split['gpu_s']:.4g} GPU-s, all requests), {split['rule']}, "
+                                        f"({split['prefill_gpu_s']:.4g} ÷ {split['gpu_s']:.4g} GPU-s, all requests), "
+                                        f"{split['rule']}, "
                                         f"step cost {split['cost_model']}")
     try:
         share, how = _occupancy_share(run, gp)
@@ -161,12 +164,20 @@ def _occupancy_share(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple
         good = gp.good_mask
         ttft, e2e = float(cols.ttft_s()[good].sum()), float(cols.e2e_s()[good].sum())
         if e2e > 0 and np.isfinite(ttft):
-            return ttft / e2e, f"occupancy split Σ TTFT ÷ Σ E2E over {int(good.sum())} good requests ({OCCUPANCY_CAVEAT})"
+            return (
+                ttft / e2e,
+                f"occupancy split Σ TTFT ÷ Σ E2E over {int(good.sum())} good requests ({OCCUPANCY_CAVEAT})",
+            )
     if isinstance(run, AggregateRun) and "ttft" in run.metrics and "e2e" in run.metrics:
         t, e = run.metrics["ttft"].mean_s, run.metrics["e2e"].mean_s
         if t is not None and e:
-            return t / e, f"occupancy split mean TTFT ÷ mean E2E from the file's aggregates, all completed requests ({OCCUPANCY_CAVEAT})"
-    raise InputError(f"cannot split GPU time between prefill and decode: {_missing_for_split(run)}; pass --prefill-share "
+            return (
+                t / e,
+                f"occupancy split mean TTFT ÷ mean E2E from the file's aggregates, all completed requests "
+                f"({OCCUPANCY_CAVEAT})",
+            )
+    raise InputError(f"cannot split GPU time between prefill and decode: {_missing_for_split(run)}; pass "
+                     f"--prefill-share "
                      "(share of GPU time charged to input tokens)")
 
 
@@ -199,7 +210,8 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
         InputError: unknown duration, no good requests or no token counts, or no way to split GPU time.
     """
     if gp.goodput_req_per_s is None or gp.goodput_output_tok_per_s is None:
-        raise InputError(f"{gp.file}: goodput per second is unknown (run duration not stated), so no cost per token can be derived")
+        raise InputError(f"{gp.file}: goodput per second is unknown (run duration not stated), so no cost per token "
+                         f"can be derived")
     if gp.num_good == 0 or gp.goodput_output_tok_per_s <= 0:
         raise InputError(f"{gp.file}: no request met the SLO ({gp.slo['text']}): the cost per good token is unbounded")
     if not gp.goodput_input_tok_per_s:
@@ -209,7 +221,8 @@ def capacity_from(run: RunRecords | AggregateRun, gp: GoodputResult, prefill_sha
     else:
         share, how = prefill_share, "given by the user (--prefill-share)"
     return Capacity(gp.goodput_req_per_s, gp.goodput_input_tok_per_s, gp.goodput_output_tok_per_s,
-                    gp.throughput_input_tok_per_s or 0.0, gp.throughput_output_tok_per_s or 0.0, share, how, gp.estimate,
+                    gp.throughput_input_tok_per_s or 0.0, gp.throughput_output_tok_per_s or 0.0, share, how,
+                        gp.estimate,
                     floor.to_dict() if isinstance(floor, PrefillFloor) else None)
 
 
@@ -217,21 +230,28 @@ def _people_item(setup: SelfHostSetup, tokens_per_month: float, share: float, ki
     if setup.engineer_months_per_month <= 0:
         return None
     qty = setup.engineer_months_per_month * 1e6 / tokens_per_month * share
-    return LineItem(f"people, {kind} share", "engineer-month", qty, setup.engineer_usd_per_month, "user input (--engineer-usd-per-month)",
-                    "user input", f"{setup.engineer_months_per_month:g} engineer-months/month over one replica's {tokens_per_month:,.0f} good {kind} tokens/month, × {share:.3f}")
+    return LineItem(f"people, {kind} share", "engineer-month", qty, setup.engineer_usd_per_month, "user input "
+        "(--engineer-usd-per-month)",
+                    "user input", f"{setup.engineer_months_per_month:g} engineer-months/month over one replica's "
+                                  f"{tokens_per_month:,.0f} good {kind} tokens/month, × {share:.3f}")
 
 
-def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: float | None = None) -> tuple[Ledger, Ledger]:
+def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: float | None = None) -> tuple[Ledger,
+    Ledger]:
     """(USD per 1M input tokens, USD per 1M output tokens) ledgers at ``utilization`` (default the setup's)."""
     u = setup.utilization if utilization is None else utilization
     out = []
-    for kind, tok_s, share in (("input", cap.good_input_tok_per_s, cap.prefill_share), ("output", cap.good_output_tok_per_s, 1.0 - cap.prefill_share)):
+    for kind, tok_s, share in (("input", cap.good_input_tok_per_s, cap.prefill_share), ("output",
+                                                                                        cap.good_output_tok_per_s,
+                                                                                            1.0 - cap.prefill_share)):
         phase = "prefill" if kind == "input" else "decode"
         ledger = Ledger(f"self-hosted cost per 1M {kind} tokens", f"USD per 1M {kind} tokens")
         per_month = tok_s * 3600.0 * u * HOURS_PER_MONTH
         gpu_h = setup.num_gpus * 1e6 / (tok_s * 3600.0 * u) * share
-        ledger.add(LineItem(f"GPU rental, {phase} share of GPU time", "GPU-hour", gpu_h, setup.gpu.usd_per_gpu_hour, setup.gpu.source, setup.gpu.as_of,
-                            f"{setup.num_gpus} GPU × 10⁶ ÷ ({tok_s:,.1f} good {kind} tok/s × 3600 × utilization {u:.2f}) × {phase} share {share:.3f} ({cap.prefill_share_method})"))
+        ledger.add(LineItem(f"GPU rental, {phase} share of GPU time", "GPU-hour", gpu_h, setup.gpu.usd_per_gpu_hour,
+                            setup.gpu.source, setup.gpu.as_of,
+                            f"{setup.num_gpus} GPU × 10⁶ ÷ ({tok_s:,.1f} good {kind} tok/s × 3600 × utilization "
+                            f"{u:.2f}) × {phase} share {share:.3f} ({cap.prefill_share_method})"))
         people = _people_item(setup, per_month, share, kind)
         if people is not None:
             ledger.add(people)
@@ -242,7 +262,9 @@ def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: 
 def capacity_dict(cap: Capacity) -> dict[str, Any]:
     """JSON-ready view of a Capacity with the mean tokens per good request."""
     return {"goodput_req_per_s": cap.goodput_req_per_s, "good_input_tok_per_s": cap.good_input_tok_per_s,
-            "good_output_tok_per_s": cap.good_output_tok_per_s, "throughput_input_tok_per_s": cap.throughput_input_tok_per_s,
+            "good_output_tok_per_s": cap.good_output_tok_per_s,
+                "throughput_input_tok_per_s": cap.throughput_input_tok_per_s,
             "throughput_output_tok_per_s": cap.throughput_output_tok_per_s, "mean_input_tokens": cap.mean_input_tokens,
             "mean_output_tokens": cap.mean_output_tokens, "prefill_share": cap.prefill_share,
-            "prefill_share_method": cap.prefill_share_method, "prefill_floor": cap.prefill_floor, "estimate": cap.estimate}
+            "prefill_share_method": cap.prefill_share_method, "prefill_floor": cap.prefill_floor,
+                "estimate": cap.estimate}

@@ -1,4 +1,5 @@
-"""The full self-host-versus-API report: per-token ledgers on both sides, the monthly bill at a volume, break-even and the four deciding factors.
+"""The full self-host-versus-API report: per-token ledgers on both sides, the monthly bill at a volume, break-even and
+the four deciding factors.
 
 Assembles ``cost`` (self-hosting), ``api_cost`` and ``breakeven`` around one measured (or
 simulated) run and its goodput. The four factors the seed names enter explicitly:
@@ -87,15 +88,19 @@ class CostReport:
     secondary: str = ""
 
     def totals(self) -> dict[str, float]:
-        return {"self_host_usd_per_mtok_input": self.self_host_input.total_usd, "self_host_usd_per_mtok_output": self.self_host_output.total_usd,
-                "api_usd_per_mtok_input": self.api_input.total_usd, "api_usd_per_mtok_output": self.api_output.total_usd}
+        return {"self_host_usd_per_mtok_input": self.self_host_input.total_usd,
+                "self_host_usd_per_mtok_output": self.self_host_output.total_usd,
+                "api_usd_per_mtok_input": self.api_input.total_usd,
+                    "api_usd_per_mtok_output": self.api_output.total_usd}
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in ("source", "slo", "capacity", "inputs", "sticker", "break_even_utilization",
-                                           "break_even_volume", "factors", "verdict", "headline", "secondary", "api_options", "notes")}
+                                           "break_even_volume", "factors", "verdict", "headline", "secondary",
+                                               "api_options", "notes")}
         d["decision"] = None if self.decision is None else self.decision.to_dict()
         d["totals"] = self.totals()
-        d["ledgers"] = {k: getattr(self, k).to_dict() for k in ("self_host_input", "self_host_output", "api_input", "api_output")}
+        d["ledgers"] = {k: getattr(self, k).to_dict() for k in ("self_host_input", "self_host_output", "api_input",
+                                                                "api_output")}
         m = self.monthly
         d["monthly"] = None if m is None else {**m, "self_host": m["self_host"].to_dict(), "api": m["api"].to_dict(),
                                                "buy": None if m["buy"] is None else m["buy"].to_dict()}
@@ -126,13 +131,24 @@ def _monthly(d: Decision) -> dict[str, Any]:
 
 
 def _factors(setup: SelfHostSetup, f: DecisionFactors, u_star: float) -> list[dict[str, str]]:
-    util = (f"{setup.utilization:.0%} of billed hours; break-even at {u_star:.0%}" if math.isfinite(u_star) else f"{setup.utilization:.0%}; no break-even")
-    util_effect = ("above break-even: self-hosting is cheaper per good token" if setup.utilization >= u_star else "below break-even: the API is cheaper per good token")
-    sov = {"required": "data must stay in your boundary: the API column applies only to a provider endpoint that meets it (regional/residency endpoints cost more than these list prices)",
+    util = (
+        f"{setup.utilization:.0%} of billed hours; break-even at {u_star:.0%}"
+        if math.isfinite(u_star)
+        else f"{setup.utilization:.0%}; no break-even"
+    )
+    util_effect = (
+        "above break-even: self-hosting is cheaper per good token"
+        if setup.utilization >= u_star
+        else "below break-even: the API is cheaper per good token"
+    )
+    sov = {"required": "data must stay in your boundary: the API column applies only to a provider endpoint that meets "
+                       "it (regional/residency endpoints cost more than these list prices)",
            "preferred": "a reason to self-host that the price comparison does not capture",
            "not_required": "no constraint: decide on cost and the other factors"}[f.data_sovereignty]
-    ctl = {"custom_weights": "you need your own weights (fine-tunes): the API column is valid only if the provider hosts custom models at this price",
-           "open_weights": "an open-weights model: API hosts of the same model are comparable; check the row is that model",
+    ctl = {"custom_weights": "you need your own weights (fine-tunes): the API column is valid only if the provider "
+                             "hosts custom models at this price",
+           "open_weights": "an open-weights model: API hosts of the same model are comparable; check the row is that "
+                           "model",
            "any": "no constraint on the model"}[f.model_control]
     team = {"experienced": "an experienced team: the people line is what running it costs",
             "some": "some experience: expect the people line to be higher while learning",
@@ -183,9 +199,11 @@ def _sticker(cap: Capacity, setup: SelfHostSetup, sh_out: Ledger) -> dict[str, A
     st_in, st_out = self_host_unit_ledgers(sticker_cap, setup)
     return {"usd_per_mtok_input": st_in.total_usd, "usd_per_mtok_output": st_out.total_usd,
             "multiplier_output": sh_out.total_usd / st_out.total_usd if st_out.total_usd else None,
-            "throughput_output_tok_per_s": sticker_cap.good_output_tok_per_s, "good_output_tok_per_s": cap.good_output_tok_per_s,
+            "throughput_output_tok_per_s": sticker_cap.good_output_tok_per_s,
+                "good_output_tok_per_s": cap.good_output_tok_per_s,
             "formula": "effective cost = sticker × throughput ÷ goodput",
-            "note": "same GPU cost spread over all completed tokens (throughput), as a price sheet would; goodput ÷ this = "
+            "note": "same GPU cost spread over all completed tokens (throughput), as a price sheet would; goodput ÷ "
+                    "this = "
                     "the effective-cost multiplier"}
 
 
@@ -222,7 +240,9 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
             setup = replace(setup, utilization=realized if realized > 0 else setup.max_utilization)
     else:
         primary = _primary_without_volume(rows, mix, cap)
-        util_how = "given (--utilization)" if setup.utilization is not None else "assumed: --max-utilization, no volume given"
+        util_how = (
+            "given (--utilization)" if setup.utilization is not None else "assumed: --max-utilization, no volume given"
+        )
         setup = base
     notes = [*mix.check(primary), *(n for n in notes if n not in mix.check(primary))]
     sh_in, sh_out = self_host_unit_ledgers(cap, setup)
@@ -232,9 +252,11 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
     b_vol = break_even_volume(cap, replace(setup, max_utilization=setup.max_utilization / peak), api_req)
     sticker = _sticker(cap, setup, sh_out)
     if decision is not None and decision.buy is not None:
-        notes.append("break-even volume and utilization are for rented GPUs; the bought-GPU bill is in the monthly table")
+        notes.append("break-even volume and utilization are for rented GPUs; the bought-GPU bill is in the monthly "
+                     "table")
     if gp.estimate:
-        notes.append("goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs are upper bounds")
+        notes.append("goodput is an estimate (lower bound from percentiles or scaled from a sample): self-hosted costs "
+                     "are upper bounds")
     sh_req = (sh_in.total_usd * cap.mean_input_tokens + sh_out.total_usd * cap.mean_output_tokens) / 1e6
     gpu_label = f"{setup.gpu.label}, ${setup.gpu.usd_per_gpu_hour:.2f}/GPU-h"
     if decision is not None:
@@ -248,13 +270,16 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
         others = [r.key for r, same, _ in rows if same]
         head.append(f"  note: {primary.key} is not the same model: compare quality separately"
                     + (f" (rows serving it: {', '.join(others)})" if others else " (no catalog row serves this model)"))
-    inputs_d = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour, "gpu_price_source": setup.gpu.source,
+    inputs_d = {"gpu": setup.gpu.label, "usd_per_gpu_hour": setup.gpu.usd_per_gpu_hour,
+                "gpu_price_source": setup.gpu.source,
                 "gpu_price_as_of": setup.gpu.as_of, "num_gpus": setup.num_gpus, "utilization": setup.utilization,
                 "utilization_how": util_how, "max_utilization": setup.max_utilization,
-                "engineer_months_per_month": setup.engineer_months_per_month, "engineer_usd_per_month": setup.engineer_usd_per_month,
+                "engineer_months_per_month": setup.engineer_months_per_month,
+                    "engineer_usd_per_month": setup.engineer_usd_per_month,
                 "people_source": inputs.people_source, "api_price": primary.key, "api_price_as_of": primary.as_of,
                 "api_price_confidence": primary.confidence, "api_mix": asdict(mix),
-                "replica_usd_per_month": replica_usd_per_month(setup), "people_usd_per_month": people_usd_per_month(setup),
+                "replica_usd_per_month": replica_usd_per_month(setup),
+                    "people_usd_per_month": people_usd_per_month(setup),
                 "api_usd_per_request": api_req, "self_host_usd_per_request": sh_req, "hours_per_month": HOURS_PER_MONTH}
     per_row = [{"key": r.key, "same_model": same, "named": named, "confidence": r.confidence or "unstated",
                 "usd_per_request": _per_request(r, mix, cap) if not mix_problem(mix, r) else None}

@@ -104,12 +104,15 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
     if agg.num_failed is None:
         notes.append("the file states no failure count: failures counted as 0")
     if lower == 0:
-        notes.append("the lower bound is 0 good requests: the multiplier (throughput ÷ goodput) has no finite upper bound")
+        notes.append("the lower bound is 0 good requests: the multiplier (throughput ÷ goodput) has no finite upper "
+                     "bound")
     return res
 
 
 def raise_unknown(agg: AggregateRun) -> None:
     notes = "; ".join(agg.metadata.definitions)
-    raise FormatError(agg.metadata.source, "the file states neither per-request data nor a completed-request count, so no goodput "
+    raise FormatError(agg.metadata.source, "the file states neither per-request data nor a completed-request count, so "
+                                           "no goodput "
                       f"can be computed or bounded from it (reader notes: {notes}). Use the tool's per-request export "
-                      "(vLLM --save-detailed, AIPerf profile_export.jsonl, GenAI-Perf profile_export.json, llmperf individual_responses)")
+                      "(vLLM --save-detailed, AIPerf profile_export.jsonl, GenAI-Perf profile_export.json, llmperf "
+                      "individual_responses)")

@@ -1,4 +1,5 @@
-"""Goodput under latency SLOs: which requests are good, goodput in req/s and tok/s, attainment, effective-cost multiplier.
+"""Goodput under latency SLOs: which requests are good, goodput in req/s and tok/s, attainment, effective-cost
+multiplier.
 
 Definitions (DistServe, Zhong et al. OSDI 2024 §1–2; vLLM ``benchmarks/serve.py``
 ``calculate_metrics``; AIPerf goodput docs): a request is **good** when it completed
@@ -70,18 +71,22 @@ def metric_values(cols: Columns, slo: SLO) -> dict[str, np.ndarray]:
 
 def _check(run: RunRecords, cols: Columns, slo: SLO, values: dict[str, np.ndarray], notes: list[str]) -> None:
     ok = cols.ok
-    for name, v in (("TTFT", cols.ttft_s()), ("E2E", cols.e2e_s()), ("finish − first token", cols.finish_s - cols.first_token_s)):
+    for name, v in (("TTFT", cols.ttft_s()), ("E2E", cols.e2e_s()), ("finish − first token",
+                                                                     cols.finish_s - cols.first_token_s)):
         bad = np.flatnonzero(ok & (v < 0))
         if bad.size:
             rid = run.records[int(bad[0])].request_id
-            raise InputError(f"{run.metadata.source}: request {rid!r} has a negative {name} ({v[bad[0]]:.6g} s); {bad.size} such requests — the records are inconsistent")
+            raise InputError(f"{run.metadata.source}: request {rid!r} has a negative {name} ({v[bad[0]]:.6g} s); "
+                             f"{bad.size} such requests — the records are inconsistent")
     if slo.itl_s is not None and cols.has_chunks is not None and not cols.has_chunks[ok].any() and ok.any():
-        raise InputError(f"{run.metadata.source}: an ITL SLO needs per-chunk times, and this {run.metadata.source_format} run has none; "
+        raise InputError(f"{run.metadata.source}: an ITL SLO needs per-chunk times, and this "
+                         f"{run.metadata.source_format} run has none; "
                          "use tpot (mean time per output token) instead")
     for metric, v in values.items():
         missing = int(np.count_nonzero(ok & np.isnan(v)))
         if missing and missing == int(ok.sum()):
-            raise InputError(f"{run.metadata.source}: no completed request has a {metric} value (e.g. non-streaming runs have no first-token time); drop the {metric} SLO")
+            raise InputError(f"{run.metadata.source}: no completed request has a {metric} value (e.g. non-streaming "
+                             f"runs have no first-token time); drop the {metric} SLO")
         if missing:
             notes.append(f"{missing} completed requests have no {metric} value and count as not good")
 

@@ -82,7 +82,8 @@ def goodput_result(run: RunRecords | AggregateRun, slo: SLO, n_all: float, n_ok:
     res = GoodputResult(
         source=md.source, source_format=md.source_format, run_label=md.extra.get("run_label"),
         file=str(md.extra.get("records_file", md.source)), slo=slo.to_dict(),
-        estimate=estimate, num_requests=int(round(n_all)), num_failed=int(round(n_all - n_ok)), num_completed=int(round(n_ok)),
+        estimate=estimate, num_requests=int(round(n_all)), num_failed=int(round(n_all - n_ok)),
+            num_completed=int(round(n_ok)),
         num_good=int(round(n_good)), attainment=(n_good / n_all) if n_all else 0.0,
         attainment_of_completed=(n_good / n_ok) if n_ok else None, duration_s=duration, duration_source=dsrc,
         model=md.model, hardware=md.hardware, num_gpus=md.num_gpus, request_rate=md.request_rate,

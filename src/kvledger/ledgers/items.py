@@ -1,4 +1,5 @@
-"""Itemised ledgers: every total is the sum of named line items, each with unit, quantity, unit price, source and as-of date.
+"""Itemised ledgers: every total is the sum of named line items, each with unit, quantity, unit price, source and as-of
+date.
 
 The shape follows nanoGPT's transformer-sizing notebook: name every contribution, sum
 them, and let the reader check each product. ``amount_usd = quantity × unit_price_usd``
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["LineItem", "Ledger"]
 
@@ -70,4 +73,4 @@ class Ledger:
             self.items.append(item)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "per": self.per, "items": [i.to_dict() for i in self.items], "total_usd": self.total_usd}
+        return {**to_jsonable(self), "total_usd": self.total_usd}

@@ -1,4 +1,5 @@
-"""The roofline floor under a measured run's prefill share: GPU-seconds its prompts' FLOPs need at the achievable peak, as a share of the run's GPU time.
+"""The roofline floor under a measured run's prefill share: GPU-seconds its prompts' FLOPs need at the achievable peak,
+as a share of the run's GPU time.
 
 A benchmark file has no step data, so the cost ledger's default split for it is the occupancy
 split (Σ TTFT ÷ Σ E2E), wall time, not GPU work. Its prompts' work is known, though: each of the
@@ -25,6 +26,7 @@ import numpy as np
 
 from kvledger.errors import KvLedgerError
 from kvledger.evidence.aggregate import AggregateRun
+from kvledger.jsonable import to_jsonable
 from kvledger.records import RunRecords
 
 __all__ = ["PrefillFloor", "prefill_floor", "FLOPS_FRACTION"]
@@ -42,7 +44,7 @@ class PrefillFloor:
     text: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"prefill_gpu_s": self.prefill_gpu_s, "run_gpu_s": self.run_gpu_s, "share": self.share, "text": self.text}
+        return to_jsonable(self)
 
 
 def _prompts(run: RunRecords | AggregateRun) -> tuple[float, int, float, float] | None:
@@ -63,7 +65,8 @@ def _prompts(run: RunRecords | AggregateRun) -> tuple[float, int, float, float] 
 
 def prefill_floor(run: RunRecords | AggregateRun, model: str | None, gpu: str | None,
                   num_gpus: int) -> tuple[PrefillFloor | None, str]:
-    """(the floor, "") for ``run`` served by ``num_gpus`` GPUs named ``gpu`` with the model named ``model``, or (None, why
+    """(the floor, "") for ``run`` served by ``num_gpus`` GPUs named ``gpu`` with the model named ``model``, or (None,
+    why
     not): a name the bundled catalogs do not know (no network look-up), no prompt token counts, no duration."""
     from kvledger.accounting.kvcache import kv_ledger
     from kvledger.accounting.roofline import RooflineStepCost
@@ -81,12 +84,17 @@ def prefill_floor(run: RunRecords | AggregateRun, model: str | None, gpu: str | 
         spec, g = load_model(model, allow_hub=False), get_gpu(gpu)
         rc = RooflineStepCost(spec, g, kv_ledger(spec, "auto", 1), 1, flops_fraction=FLOPS_FRACTION)
     except KvLedgerError as err:
-        return None, f"{str(err).split(';')[0]} in the bundled catalogs (pass --model with a bundled name or a config.json)"
+        return (
+            None,
+            f"{str(err).split(';')[0]} in the bundled catalogs (pass --model with a bundled name or a config.json)",
+        )
     new, seqs, kv_tokens, pairs = prompts
     c = rc.costs(StepShape(int(new), seqs, int(kv_tokens), pairs, 0, 0))  # FLOPs are linear in these sums
     pre_s = c.matmul_flops / (rc.peak_flops * FLOPS_FRACTION) + c.attn_flops / (rc.attn_peak_flops * FLOPS_FRACTION)
     run_s = num_gpus * duration
-    text = (f"roofline floor: {seqs:,} prompts, {new:,.0f} uncached tokens of {spec.name} need {c.matmul_flops:.4g} matmul + "
-            f"{c.attn_flops:.4g} attention FLOPs = {pre_s:.4g} GPU-s at 70% of {g.name}'s {rc.dtype} peak, of the run's "
+    text = (f"roofline floor: {seqs:,} prompts, {new:,.0f} uncached tokens of {spec.name} need {c.matmul_flops:.4g} "
+            f"matmul + "
+            f"{c.attn_flops:.4g} attention FLOPs = {pre_s:.4g} GPU-s at 70% of {g.name}'s {rc.dtype} peak, of the "
+            f"run's "
             f"{num_gpus} GPU × {duration:.4g} s = {run_s:.4g} GPU-s (kvledger.ledgers.prefill_floor)")
     return PrefillFloor(pre_s, run_s, min(1.0, pre_s / run_s), text), ""

@@ -91,7 +91,8 @@ class SLO:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {f"{k}_s": v for k, v in (("ttft", self.ttft_s), ("tpot", self.tpot_s), ("e2e", self.e2e_s), ("itl", self.itl_s))}
+        d: dict[str, Any] = {f"{k}_s": v for k, v in (("ttft", self.ttft_s), ("tpot", self.tpot_s), ("e2e", self.e2e_s),
+                                                      ("itl", self.itl_s))}
         d["itl_stat"] = self.itl_stat
         d["itl_key"] = self.itl_key if self.itl_s is not None else None
         d["text"] = self.describe()
@@ -135,7 +136,8 @@ def parse_slo(text: str) -> SLO:
                 raise range_error(f"SLO key {key!r}: percentile", q, "(0, 100]")
             stat = q
         elif key not in ("ttft", "tpot", "e2e"):
-            raise UnknownNameError("SLO key", m.group(1), list(SLO_KEYS) + ["itl_p99", "e2el", "itl"], hint="(ttft, tpot, itl_max, itl_mean, itl_pQ, e2e)")
+            raise UnknownNameError("SLO key", m.group(1), list(SLO_KEYS) + ["itl_p99", "e2el", "itl"],
+                                   hint="(ttft, tpot, itl_max, itl_mean, itl_pQ, e2e)")
         slot = "itl" if stat is not None else key
         if slot in values:
             raise InputError(f"SLO key {slot!r} given twice in {text!r} (one ITL statistic at a time)")

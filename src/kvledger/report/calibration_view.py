@@ -1,4 +1,5 @@
-"""Terminal rendering of ``kvledger calibrate``'s profile and ``kvledger validate``'s comparison (plain dicts in, rich tables out)."""
+"""Terminal rendering of ``kvledger calibrate``'s profile and ``kvledger validate``'s comparison (plain dicts in, rich
+tables out)."""
 
 from __future__ import annotations
 
@@ -88,7 +89,9 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None) -> Non
                                                   "throughput_rel_error")))
     con.print(t)
     if out is not None:
-        con.print(f"written to {escape(str(out))}: use it with --gpu-profile {escape(str(out))} (any model on this GPU)")
+        con.print(
+            f"written to {escape(str(out))}: use it with --gpu-profile {escape(str(out))} (any model on this GPU)"
+        )
 
 
 def render_sweep(r: dict[str, Any], con: Console) -> None:

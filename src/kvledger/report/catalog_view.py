@@ -1,4 +1,5 @@
-"""Terminal views of ``kvledger models`` and ``kvledger gpus``: the bundled catalogs as tables, narrower on narrow terminals (``--json`` has everything)."""
+"""Terminal views of ``kvledger models`` and ``kvledger gpus``: the bundled catalogs as tables, narrower on narrow
+terminals (``--json`` has everything)."""
 
 from __future__ import annotations
 
@@ -12,19 +13,25 @@ def render_models(rows: list[dict[str, Any]], con: Any) -> None:
     from kvledger.report.tables import LedgerTable as Table
 
     wide = con.width >= 130
-    t = Table(title="Bundled models (real config.json files; provenance: catalog/data/models/SOURCES.md)", title_justify="left")
-    cols = ["model", "params", "active", "KV B/token"] + (["state/seq", "layers", "quantization", "max len"] if wide else [])
+    t = Table(title="Bundled models (real config.json files; provenance: catalog/data/models/SOURCES.md)",
+              title_justify="left")
+    cols = ["model", "params", "active", "KV B/token"] + (["state/seq", "layers", "quantization",
+                                                           "max len"] if wide else [])
     for i, c in enumerate(cols):
         t.add_column(c, no_wrap=i == 0, overflow="fold")
     for r in rows:
-        cells = {"model": r["hf_id"], "params": f"{r['num_params'] / 1e9:,.2f}B", "active": f"{r['num_active_params'] / 1e9:,.2f}B",
+        cells = {"model": r["hf_id"], "params": f"{r['num_params'] / 1e9:,.2f}B",
+                 "active": f"{r['num_active_params'] / 1e9:,.2f}B",
                  "KV B/token": f"{r['kv_bytes_per_token']:,.0f}",
                  "state/seq": f"{r['state_bytes_per_seq'] / 2**20:,.1f} MiB" if r["state_bytes_per_seq"] else "",
-                 "layers": ", ".join(f"{n} {k}" for k, n in r["layers"].items()), "quantization": r["quantization"] if r["quantization"] != "none" else f"none ({r.get('dtype', 'config dtype')})",
+                 "layers": ", ".join(f"{n} {k}" for k, n in r["layers"].items()),
+                     "quantization": r["quantization"] if r["quantization"] != "none" else f"none "
+                         f"({r.get('dtype', 'config dtype')})",
                  "max len": f"{r['max_model_len']:,}"}
         t.add_row(*(cells[c] for c in cols))
     t.caption = ("KV B/token: bf16, TP 1, all KV layers; " + (
-        "state/seq: Mamba/linear-attention state per sequence; quantization: the checkpoint's weight quantization (none: "
+        "state/seq: Mamba/linear-attention state per sequence; quantization: the checkpoint's weight quantization "
+        "(none: "
         "weights in the config's dtype)" if wide else
         "a terminal of 130 columns or more (or --json) adds state, layers, quantization and max length"))
     con.print(t)
@@ -36,16 +43,22 @@ def render_gpus(cat: dict[str, Any], con: Any) -> None:
     from kvledger.units import GiB
 
     wide = con.width >= 130  # narrow terminals get the figures that matter for sizing; --json has everything
-    t = Table(title="GPU catalog (catalog/data/gpus.csv; dense tensor peaks, not sparse headlines)", title_justify="left")
-    cols = ["id"] + (["name"] if wide else []) + ["CUDA GiB"] + (["smi MiB"] if wide else []) + ["TB/s", "BF16 TF", "FP8 TF", "ridge"] + (["scale-up link"] if wide else [])
+    t = Table(title="GPU catalog (catalog/data/gpus.csv; dense tensor peaks, not sparse headlines)",
+              title_justify="left")
+    cols = ["id"] + (["name"] if wide else []) + ["CUDA GiB"] + (["smi MiB"] if wide else []) + ["TB/s", "BF16 TF",
+        "FP8 TF", "ridge"] + (["scale-up link"] if wide else [])
     for i, c in enumerate(cols):
         t.add_column(c, no_wrap=i == 0, overflow="fold")
     for g in cat.values():
         row = {"id": g.gpu_id, "name": g.name, "CUDA GiB": f"{g.memory_bytes / GiB:,.2f}",
-               "smi MiB": f"{g.nvidia_smi_mib:,}" if g.nvidia_smi_mib else "", "TB/s": f"{g.hbm_bandwidth_bytes_per_s / 1e12:g}",
-               "BF16 TF": f"{g.bf16_flops_per_s / 1e12:g}", "FP8 TF": f"{g.fp8_flops_per_s / 1e12:g}" if g.fp8_flops_per_s else "",
+               "smi MiB": f"{g.nvidia_smi_mib:,}" if g.nvidia_smi_mib else "",
+                   "TB/s": f"{g.hbm_bandwidth_bytes_per_s / 1e12:g}",
+               "BF16 TF": f"{g.bf16_flops_per_s / 1e12:g}",
+                   "FP8 TF": f"{g.fp8_flops_per_s / 1e12:g}" if g.fp8_flops_per_s else "",
                "ridge": f"{g.ridge_flops_per_byte():,.0f}",
                "scale-up link": f"{g.interconnect} {g.interconnect_bytes_per_s / 1e9:g} GB/s" if g.interconnect_bytes_per_s else g.interconnect}
         t.add_row(*(row[c] for c in cols))
-    t.caption = "CUDA GiB: device total as CUDA reports it; TB/s: HBM bandwidth; TF: dense TFLOP/s; ridge: FLOP per byte"
+    t.caption = (
+        "CUDA GiB: device total as CUDA reports it; TB/s: HBM bandwidth; TF: dense TFLOP/s; ridge: FLOP per byte"
+    )
     con.print(t)

@@ -1,4 +1,5 @@
-"""How ``kvledger cost`` prints its report for people: the capacity and its basis, the four per-token ledgers, break-even, sources and verdict."""
+"""How ``kvledger cost`` prints its report for people: the capacity and its basis, the four per-token ledgers,
+break-even, sources and verdict."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def _ledger_table(ledger: Any, sources: list[str]) -> Any:
         ref = f"{i.source} (as of {i.as_of})" + (f"; {i.note}" if i.note else "")
         if ref not in sources:
             sources.append(ref)
-        t.add_row(i.name, f"{_num(i.quantity)} {i.unit}", _num(i.unit_price_usd), f"{i.amount_usd:,.4f}", f"[{sources.index(ref) + 1}]")
+        t.add_row(i.name, f"{_num(i.quantity)} {i.unit}", _num(i.unit_price_usd), f"{i.amount_usd:,.4f}",
+                  f"[{sources.index(ref) + 1}]")
     t.add_row("total (sum of the items)", "", "", f"{ledger.total_usd:,.4f}", "")
     return t
 
@@ -43,10 +45,12 @@ def _print_capacity(con: Any, rep: Any, sim: Any, basis: dict[str, Any], n_sourc
 
     cap = rep.capacity
     if sim is not None:
-        con.print(f"one deployment unit = {_n(sim.replicas, 'replica')} × TP {sim.setup.tp} = {_n(sim.num_gpus, 'GPU')}; "
+        con.print(f"one deployment unit = {_n(sim.replicas, 'replica')} × TP {sim.setup.tp} = "
+                  f"{_n(sim.num_gpus, 'GPU')}; "
                   f"workload {escape(sim.setup.workload_info['trace'])} (sources [1]–[{n_sources}] below)")
     where = ("simulated per deployment unit [1]" if sim is not None else "measured per replica")
-    con.print(f"{where}: {cap['goodput_req_per_s']:.3f} good req/s, {cap['good_input_tok_per_s']:,.1f} good input tok/s, "
+    con.print(f"{where}: {cap['goodput_req_per_s']:.3f} good req/s, {cap['good_input_tok_per_s']:,.1f} good input "
+              f"tok/s, "
               f"{cap['good_output_tok_per_s']:,.1f} good output tok/s; mean {cap['mean_input_tokens']:.1f} in / "
               f"{cap['mean_output_tokens']:.1f} out tokens per good request")
     con.print(escape(basis["text"]))
@@ -58,7 +62,8 @@ def _print_capacity(con: Any, rep: Any, sim: Any, basis: dict[str, Any], n_sourc
     if basis.get("warning"):
         con.print(f"[bold red]WARNING:[/] [bold]{escape(basis['warning'])}[/]")
     elif load is not None:
-        label = {"not_flagged": "not flagged as under- or over-loaded", "cannot_tell": "cannot tell whether the run was under-loaded"}
+        label = {"not_flagged": "not flagged as under- or over-loaded", "cannot_tell": "cannot tell whether the run "
+            "was under-loaded"}
         con.print(f"load check: {label.get(load['status'], load['status'])} — {escape(load['reason'])}")
     con.print(f"GPU time split: prefill {cap['prefill_share']:.3f} / decode {1 - cap['prefill_share']:.3f} — "
               f"{escape(cap['prefill_share_method'])}")
@@ -80,21 +85,28 @@ def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
     from rich.markup import escape
 
     st = rep.sticker
-    con.print(f"sticker (throughput-priced) self-host cost: ${st['usd_per_mtok_input']:.4f}/M input, ${st['usd_per_mtok_output']:.4f}/M output; "
+    con.print(f"sticker (throughput-priced) self-host cost: ${st['usd_per_mtok_input']:.4f}/M input, "
+              f"${st['usd_per_mtok_output']:.4f}/M output; "
               f"goodput-priced ÷ sticker = {st['multiplier_output']:.2f}× (effective-cost multiplier)")
     bu = rep.break_even_utilization
-    con.print(f"\n[bold]break-even utilization[/]: {bu['utilization']:.1%} = {escape(bu['formula'])}" + ("" if bu["reachable"] else " — above 100%: not reachable"))
+    con.print(
+        f"\n[bold]break-even utilization[/]: {bu['utilization']:.1%} = {escape(bu['formula'])}"
+        + ("" if bu["reachable"] else " — above 100%: not reachable")
+    )
     bv = rep.break_even_volume
     if bv.get("requests_per_month") is not None:
-        con.print(f"[bold]break-even volume[/]: {bv['requests_per_month']:,.0f} good requests/month ({bv['input_tokens_per_month']:,.0f} input + "
-                  f"{bv['output_tokens_per_month']:,.0f} output tokens) with {_units(bv['replicas_at_break_even'], sim)} — "
+        con.print(f"[bold]break-even volume[/]: {bv['requests_per_month']:,.0f} good requests/month "
+                  f"({bv['input_tokens_per_month']:,.0f} input + "
+                  f"{bv['output_tokens_per_month']:,.0f} output tokens) with "
+                  f"{_units(bv['replicas_at_break_even'], sim)} — "
                   f"{escape(bv['reason'])}")
     else:
         con.print(f"[bold]break-even volume[/]: none — {escape(bv['reason'])}")
 
 
 def print_cost_report(rep: Any, basis: dict[str, Any], sim: Any = None, capacity: Any = None) -> None:
-    """Print ``rep`` (a CostReport) with its capacity basis; ``sim`` / ``capacity`` for a simulated run and its search."""
+    """Print ``rep`` (a CostReport) with its capacity basis; ``sim`` / ``capacity`` for a simulated run and its
+    search."""
     from rich.console import Console
     from rich.markup import escape
 
@@ -104,9 +116,16 @@ def print_cost_report(rep: Any, basis: dict[str, Any], sim: Any = None, capacity
         sources.append(capacity.text())
     print_answer(con, rep)
     con.print()
-    title = f"simulated {sim.setup.model_name} on {sim.num_gpus}× {sim.setup.gpu_name}" if sim is not None else Path(rep.source).name
+    title = (
+        f"simulated {sim.setup.model_name} on {sim.num_gpus}× {sim.setup.gpu_name}"
+        if sim is not None
+        else Path(rep.source).name
+    )
     first, _, definitions = slo_block(rep.slo).partition("\n")
-    con.print(f"[bold]{escape(title)}[/] under SLO {escape(first)}" + (" (goodput is an estimate)" if rep.capacity["estimate"] else ""))
+    con.print(
+        f"[bold]{escape(title)}[/] under SLO {escape(first)}"
+        + (" (goodput is an estimate)" if rep.capacity["estimate"] else "")
+    )
     if definitions:
         con.print(escape(definitions))
     _print_capacity(con, rep, sim, basis, len(sources))
@@ -124,8 +143,13 @@ def print_cost_report(rep: Any, basis: dict[str, Any], sim: Any = None, capacity
     if basis.get("error_band"):
         con.print(f"[bold]error band[/]: {escape(basis['error_band']['text'])}")
     if basis.get("warning"):
-        how = "over-loaded (past its SLO capacity)" if (basis.get("load_check") or {}).get("status") == "over_loaded" else "under-loaded"
-        con.print(f"[bold red]WARNING:[/] [bold]the run looks {how} (see above): capacity is likely higher than priced, so "
+        how = (
+            "over-loaded (past its SLO capacity)"
+            if (basis.get("load_check") or {}).get("status") == "over_loaded"
+            else "under-loaded"
+        )
+        con.print(f"[bold red]WARNING:[/] [bold]the run looks {how} (see above): capacity is likely higher than "
+                  f"priced, so "
                   "the self-hosted costs and the break-even are pessimistic for self-hosting[/]")
     for n in rep.notes:
         con.print(f"  - {escape(n)}")

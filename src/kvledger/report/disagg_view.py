@@ -1,4 +1,5 @@
-"""Terminal view of ``kvledger disagg``: colocated vs every prefill/decode split, latencies, goodput per GPU, KV-transfer time and the verdict."""
+"""Terminal view of ``kvledger disagg``: colocated vs every prefill/decode split, latencies, goodput per GPU,
+KV-transfer time and the verdict."""
 
 from __future__ import annotations
 
@@ -26,8 +27,10 @@ def disagg_row(x) -> list[str]:
 
 def render_disagg(r, console) -> None:
     w = r.workload
-    console.print(f"[bold]Prefill/decode disaggregation: {r.model} on {r.num_gpus} × {r.gpu}[/] — trace {w.get('trace')}, "
-                  f"{w.get('num_requests'):,} requests at {w.get('offered_rate_req_per_s', float('nan')):,.2f} req/s offered; "
+    console.print(f"[bold]Prefill/decode disaggregation: {r.model} on {r.num_gpus} × {r.gpu}[/] — trace "
+                  f"{w.get('trace')}, "
+                  f"{w.get('num_requests'):,} requests at {w.get('offered_rate_req_per_s', float('nan')):,.2f} req/s "
+                  f"offered; "
                   f"SLO {r.slo['text']}")
     console.print(f"KV link: {r.link['source']}; transfer = {r.transfer_model}")
     searched = any(x.max_rate_search is not None for x in r.deployments)

@@ -1,4 +1,5 @@
-"""Terminal view and figure of ``kvledger experiment``: the comparison's table with its setup and the published figure, and a bar chart per numeric column."""
+"""Terminal view and figure of ``kvledger experiment``: the comparison's table with its setup and the published figure,
+and a bar chart per numeric column."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 __all__ = ["PERCENT_COLUMNS", "render_experiment", "experiment_figure"]
 
 PERCENT_COLUMNS = ("prefix_cache_hit_rate", "token_state_share", "kv_usage_mean")
-"""Columns holding a fraction of 1 (hit rate, shares of KV memory), printed as % like every other command (JSON keeps fractions)."""
+"""Columns holding a fraction of 1 (hit rate, shares of KV memory), printed as % like every other command (JSON keeps
+fractions)."""
 _TEXT_COLUMNS = ("policy", "router", "kv_allocation")
 
 
@@ -40,10 +42,12 @@ def render_experiment(res: Any, console: Any) -> None:
 
 
 def experiment_figure(res: Any):
-    """One bar chart per numeric column (at most four), rows labelled by their text columns (column names carry the units)."""
+    """One bar chart per numeric column (at most four), rows labelled by their text columns (column names carry the
+    units)."""
     from kvledger.report.figure import new_axes
 
-    numeric = [c for c in res.columns if c not in _TEXT_COLUMNS and all(isinstance(r[c], (int, float)) for r in res.rows)]
+    numeric = [c for c in res.columns if c not in _TEXT_COLUMNS and all(isinstance(r[c], (int,
+                                                                                          float)) for r in res.rows)]
     label_cols = [c for c in res.columns if c not in numeric] or res.columns[:1]
     labels = [" / ".join(str(r[c]) for c in label_cols) for r in res.rows]
     cols = numeric[-4:] if len(numeric) > 4 else numeric

@@ -1,4 +1,5 @@
-"""One figure of a report: the matplotlib drawing, the table of its numbers, its axes' units and its sources; rendered as inline SVG or PNG.
+"""One figure of a report: the matplotlib drawing, the table of its numbers, its axes' units and its sources; rendered
+as inline SVG or PNG.
 
 Drawings are deterministic (fixed SVG hash salt, no date in the metadata), so the same data gives
 byte-identical SVG and the HTML report is reproducible.

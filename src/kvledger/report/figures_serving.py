@@ -1,4 +1,5 @@
-"""The serving and cost figures of the report: cost against utilization and monthly volume, latency percentiles and goodput against request rate, and what the engine saves.
+"""The serving and cost figures of the report: cost against utilization and monthly volume, latency percentiles and
+goodput against request rate, and what the engine saves.
 
 Each takes the plain data of ``kvledger.analyses.serving.decision_data.build_report_data``; measured
 benchmark runs, when given, are drawn on the same axes as the simulation.
@@ -10,7 +11,8 @@ from typing import Any
 
 from kvledger.report.figure import Figure, fmt, new_axes
 
-__all__ = ["cost_by_utilization", "cost_by_volume", "latency_by_rate", "goodput_by_rate", "engine_savings", "serving_figures"]
+__all__ = ["cost_by_utilization", "cost_by_volume", "latency_by_rate", "goodput_by_rate", "engine_savings",
+           "serving_figures"]
 
 _COST_SRC = "kvledger.ledgers.breakeven (the numbers of cost --json: break_even_utilization, break_even_volume)"
 
@@ -25,17 +27,21 @@ def cost_by_utilization(data: dict[str, Any]) -> Figure:
     ax.set_yscale("log")
     if c["break_even_utilization"] is not None:
         ax.axvline(100 * c["break_even_utilization"], color="grey", ls=":")
-        ax.annotate(f"break-even {100 * c['break_even_utilization']:.1f}%", (100 * c["break_even_utilization"], ax.get_ylim()[1]),
+        ax.annotate(f"break-even {100 * c['break_even_utilization']:.1f}%", (100 * c["break_even_utilization"],
+                                                                             ax.get_ylim()[1]),
                     fontsize=7, xytext=(4, -12), textcoords="offset points")
     ax.axvline(100 * c["chosen_utilization"], color="#55a868", ls="--", lw=1, label="your utilization")
     ax.set_xlabel("utilization, % of billed GPU hours serving at capacity")
     ax.set_ylabel("USD per 1,000 good requests")
     ax.legend(fontsize=7)
-    rows = [[f"{100 * p['utilization']:g}", fmt(p["self_host_usd_per_1k_requests"], 4), fmt(p["api_usd_per_1k_requests"], 4)] for p in pts]
+    rows = [[f"{100 * p['utilization']:g}", fmt(p["self_host_usd_per_1k_requests"], 4),
+             fmt(p["api_usd_per_1k_requests"], 4)] for p in pts]
     return Figure("cost_by_utilization", "Build or buy: cost against utilization",
                   "Self-hosted cost per good request falls as 1/utilization; the API's is flat. Below the break-even "
-                  "utilization the API is cheaper.", fig, ["utilization, %", "self-hosted USD / 1k good requests", "API USD / 1k requests"],
-                  rows, [c["formula"], _COST_SRC, cost["inputs"]["gpu_price_source"] if "gpu_price_source" in cost["inputs"] else ""])
+                  "utilization the API is cheaper.", fig, ["utilization, %", "self-hosted USD / 1k good requests",
+                                                           "API USD / 1k requests"],
+                  rows, [c["formula"], _COST_SRC,
+                         cost["inputs"]["gpu_price_source"] if "gpu_price_source" in cost["inputs"] else ""])
 
 
 def cost_by_volume(data: dict[str, Any]) -> Figure:
@@ -49,17 +55,20 @@ def cost_by_volume(data: dict[str, Any]) -> Figure:
     ax.set_yscale("log")
     if c["break_even_requests_per_month"]:
         ax.axvline(c["break_even_requests_per_month"], color="grey", ls=":")
-        ax.annotate(f"break-even {c['break_even_requests_per_month']:,.0f}/month", (c["break_even_requests_per_month"], ax.get_ylim()[1]),
+        ax.annotate(f"break-even {c['break_even_requests_per_month']:,.0f}/month", (c["break_even_requests_per_month"],
+                                                                                    ax.get_ylim()[1]),
                     fontsize=7, xytext=(4, -12), textcoords="offset points")
     ax.set_xlabel("good requests per month")
     ax.set_ylabel("USD per month")
     ax.legend(fontsize=7)
-    rows = [[f"{p['requests_per_month']:,.0f}", f"{p['replicas']}", f"{p['self_host_usd_per_month']:,.0f}", f"{p['api_usd_per_month']:,.0f}"]
+    rows = [[f"{p['requests_per_month']:,.0f}", f"{p['replicas']}", f"{p['self_host_usd_per_month']:,.0f}",
+             f"{p['api_usd_per_month']:,.0f}"]
             for p in pts[:: max(1, len(pts) // 12)]]
     return Figure("cost_by_volume", "Build or buy: monthly bill against volume",
                   f"Replicas come whole, each run at most at {100 * c['max_utilization']:.0f}% utilization "
                   f"({c['replica_capacity_requests_per_month']:,.0f} good requests per month each).", fig,
-                  ["good requests / month", "replicas", "self-hosted USD / month", "API USD / month"], rows, [c["formula"], _COST_SRC])
+                  ["good requests / month", "replicas", "self-hosted USD / month", "API USD / month"], rows,
+                      [c["formula"], _COST_SRC])
 
 
 def _slo_ms(data: dict[str, Any], key: str) -> float | None:
@@ -74,7 +83,8 @@ def latency_by_rate(data: dict[str, Any]) -> Figure:
     rows = []
     for axis, metric, slo_key, name in ((ax, "ttft_s", "ttft_s", "TTFT"), (bx, "tpot_s", "tpot_s", "TPOT")):
         for q, ls in (("p50", "-"), ("p90", "--"), ("p99", ":")):
-            axis.plot(rates, [r["summary"][metric][q] * 1e3 for r in sweep], marker="o", ls=ls, label=f"{name} {q} (simulated)")
+            axis.plot(rates, [r["summary"][metric][q] * 1e3 for r in sweep], marker="o", ls=ls, label=f"{name} {q} "
+                f"(simulated)")
         for m in data["measured"]:
             if m.get(metric) and m["rate_req_per_s"]:
                 axis.scatter([m["rate_req_per_s"]], [m[metric]["p90"] * 1e3], marker="x", color="black", zorder=3)
@@ -91,9 +101,11 @@ def latency_by_rate(data: dict[str, Any]) -> Figure:
         rows.append([fmt(r["rate_req_per_s"]), *(f"{s['ttft_s'][q] * 1e3:,.1f}" for q in ("p50", "p90", "p99")),
                      *(f"{s['tpot_s'][q] * 1e3:,.1f}" for q in ("p50", "p90", "p99")), f"{100 * r['attainment']:.1f}"])
     return Figure("latency_by_rate", "Latency percentiles against request rate",
-                  "TTFT and TPOT percentiles over the requests of each simulated rate (× marks: measured p90 of the benchmark files "
+                  "TTFT and TPOT percentiles over the requests of each simulated rate (× marks: measured p90 of the "
+                  "benchmark files "
                   "given); the SLO lines and the capacity found are drawn.", fig,
-                  ["rate, req/s", "TTFT p50, ms", "TTFT p90, ms", "TTFT p99, ms", "TPOT p50, ms", "TPOT p90, ms", "TPOT p99, ms", "within SLO, %"],
+                  ["rate, req/s", "TTFT p50, ms", "TTFT p90, ms", "TTFT p99, ms", "TPOT p50, ms", "TPOT p90, ms",
+                   "TPOT p99, ms", "within SLO, %"],
                   rows, [data["commands"]["sweep_point"], "TPOT excludes the first token (vLLM calculate_metrics)"])
 
 
@@ -120,13 +132,17 @@ def goodput_by_rate(data: dict[str, Any]) -> Figure:
     tw.set_ylim(0, 105)
     ax.legend(fontsize=7, loc="upper left")
     tw.legend(fontsize=7, loc="center left")
-    rows = [[fmt(p["value"]), f"{100 * p['attainment']:.1f}", fmt(p["goodput_req_per_s"]), fmt(p["throughput_req_per_s"]), p["phase"]]
+    rows = [[fmt(p["value"]), f"{100 * p['attainment']:.1f}", fmt(p["goodput_req_per_s"]),
+             fmt(p["throughput_req_per_s"]), p["phase"]]
             for p in probes]
-    rows += [[f"{m['file']} (measured)", f"{100 * m['attainment']:.1f}", fmt(m["goodput_req_per_s"]), fmt(m["throughput_req_per_s"]), "—"]
+    rows += [[f"{m['file']} (measured)", f"{100 * m['attainment']:.1f}", fmt(m["goodput_req_per_s"]),
+              fmt(m["throughput_req_per_s"]), "—"]
              for m in data["measured"]]
     return Figure("goodput_by_rate", "Goodput against request rate, and the capacity found",
-                  f"Every probe of the SLO-capacity search ({cs['num_requests_per_probe']:,} requests each): the capacity is the "
-                  f"highest rate with ≥ {100 * cs['target']:.0f}% of requests within the SLO; the cost ledger is priced at the goodput there.",
+                  f"Every probe of the SLO-capacity search ({cs['num_requests_per_probe']:,} requests each): the "
+                  f"capacity is the "
+                  f"highest rate with ≥ {100 * cs['target']:.0f}% of requests within the SLO; the cost ledger is "
+                  f"priced at the goodput there.",
                   fig, ["rate, req/s", "within SLO, %", "goodput, req/s", "throughput, req/s", "probe"], rows,
                   [data["commands"]["capacity"], "DistServe's goodput (Zhong et al., OSDI 2024 §2)"])
 
@@ -147,11 +163,14 @@ def engine_savings(data: dict[str, Any]) -> Figure:
         a.tick_params(axis="x", labelsize=7)
     rows = [[s[k]["label"], fmt(s[k]["summary"]["throughput_tok_per_s"]), fmt(s[k]["goodput_req_per_s"]),
              f"{s[k]['summary']['ttft_s']['p90']:,.3f}", f"{s[k]['summary']['num_preemptions']:,}"] for k in keys]
-    rows += [[f"ratio {r['comparison']} (baseline: {r['baseline']})", fmt(r["throughput_ratio"]), fmt(r["goodput_ratio"]),
+    rows += [[f"ratio {r['comparison']} (baseline: {r['baseline']})", fmt(r["throughput_ratio"]),
+              fmt(r["goodput_ratio"]),
               fmt(r["ttft_p90_ratio"]), ""] for r in s["ratios"]]
     return Figure("engine_savings", "What the engine saves, compared with what",
-                  f"The same requests at the capacity rate ({s['rate_req_per_s']:g} req/s) under three engines; each ratio names its baseline.",
-                  fig, ["engine", "output tok/s", "goodput, req/s", "TTFT p90, s", "preemptions"], rows, [data["commands"]["engine_savings"]])
+                  f"The same requests at the capacity rate ({s['rate_req_per_s']:g} req/s) under three engines; each "
+                  f"ratio names its baseline.",
+                  fig, ["engine", "output tok/s", "goodput, req/s", "TTFT p90, s", "preemptions"], rows,
+                      [data["commands"]["engine_savings"]])
 
 
 def serving_figures(data: dict[str, Any]) -> list[Figure]:

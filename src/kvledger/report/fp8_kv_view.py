@@ -1,4 +1,5 @@
-"""Terminal view of ``kvledger fp8-kv``: capacity bf16 vs fp8, break-even context by batch, the step-time curve, calibration and verdict."""
+"""Terminal view of ``kvledger fp8-kv``: capacity bf16 vs fp8, break-even context by batch, the step-time curve,
+calibration and verdict."""
 
 from __future__ import annotations
 
@@ -22,36 +23,52 @@ def render_fp8_kv(r, cal, console) -> None:
     c = r.capacity
     console.print(f"[bold]FP8 KV cache: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, batch {r.concurrency}")
     t = table("Capacity (per GPU, vLLM memory plan)", "figure", "bf16 / auto", "fp8", "source")
-    t.add_row("bytes per KV element", f"{c.bf16['elem_bytes']:g} B", f"{c.fp8['elem_bytes']:g} B", "kv_cache_dtype (vLLM STR_DTYPE_TO_TORCH_DTYPE)")
-    t.add_row("KV bytes per token", f"{c.bf16['bytes_per_token']:,.0f} B", f"{c.fp8['bytes_per_token']:,.0f} B", "2 × layers × KV heads × head_dim × bytes")
-    t.add_row("page (bytes per block)", f"{c.bf16['bytes_per_block']:,} B", f"{c.fp8['bytes_per_block']:,} B", f"block_size {c.bf16['block_size']} × bytes per token")
-    t.add_row("available KV memory", fmt_bytes(c.bf16["available_kv_bytes"]), fmt_bytes(c.fp8["available_kv_bytes"]), "the same memory plan for both")
+    t.add_row("bytes per KV element", f"{c.bf16['elem_bytes']:g} B", f"{c.fp8['elem_bytes']:g} B", "kv_cache_dtype "
+        "(vLLM STR_DTYPE_TO_TORCH_DTYPE)")
+    t.add_row("KV bytes per token", f"{c.bf16['bytes_per_token']:,.0f} B", f"{c.fp8['bytes_per_token']:,.0f} B",
+              "2 × layers × KV heads × head_dim × bytes")
+    t.add_row("page (bytes per block)", f"{c.bf16['bytes_per_block']:,} B", f"{c.fp8['bytes_per_block']:,} B",
+              f"block_size {c.bf16['block_size']} × bytes per token")
+    t.add_row("available KV memory", fmt_bytes(c.bf16["available_kv_bytes"]), fmt_bytes(c.fp8["available_kv_bytes"]),
+              "the same memory plan for both")
     t.add_row("blocks", f"{c.bf16['num_gpu_blocks']:,}", f"{c.fp8['num_gpu_blocks']:,}", "floor(available / page)")
-    t.add_row("GPU KV cache size", f"{c.bf16['pool_tokens']:,} tokens", f"{c.fp8['pool_tokens']:,} tokens", "blocks × block_size")
+    t.add_row("GPU KV cache size", f"{c.bf16['pool_tokens']:,} tokens", f"{c.fp8['pool_tokens']:,} tokens",
+              "blocks × block_size")
     for row in c.rows:
         t.add_row(f"max concurrency at {row['context_tokens']:,} tokens", f"{row['bf16_max_concurrency']:.2f}x",
                   f"{row['fp8_max_concurrency']:.2f}x", "blocks ÷ blocks per request (engine figure)")
     console.print(t)
-    t = table("Break-even context by batch (fp8 decode step faster from here on)", "batch", "break-even", "closed form c*", "bf16 bound at break-even", "at 1-token context")
+    t = table("Break-even context by batch (fp8 decode step faster from here on)", "batch", "break-even", "closed form "
+        "c*", "bf16 bound at break-even", "at 1-token context")
     for b in r.break_even_by_batch:
         be = _break_even_cell(b)
         cf = f"{b.closed_form_tokens:,.0f} tokens" if b.closed_form_tokens else "—"
-        t.add_row(("[bold]" if b.batch == r.concurrency else "") + str(b.batch), be, cf, b.regime, b.short_context_bound)
+        t.add_row(("[bold]" if b.batch == r.concurrency else "") + str(b.batch), be, cf, b.regime,
+                  b.short_context_bound)
     console.print(t)
-    t = table(f"Decode step vs context at batch {r.concurrency} (roofline + FP8 overhead; data for a plot: --json → curve)",
-              "context", "bf16 step", "fp8 step", "of which FP8 overhead", "fp8 gain", "KV read bf16 → fp8", "bound bf16/fp8", "fits bf16/fp8")
+    t = table(f"Decode step vs context at batch {r.concurrency} (roofline + FP8 overhead; data for a plot: --json → "
+              f"curve)",
+              "context", "bf16 step", "fp8 step", "of which FP8 overhead", "fp8 gain", "KV read bf16 → fp8",
+                  "bound bf16/fp8", "fits bf16/fp8")
     for p in r.curve:
-        t.add_row(f"{p.context_tokens:,}", fmt_duration(p.bf16_step_s), fmt_duration(p.fp8_step_s), fmt_duration(p.fp8_overhead_s),
-                  f"{p.fp8_gain_pct:+.1f}%", f"{fmt_bytes(p.bf16_kv_bytes, both=False)} → {fmt_bytes(p.fp8_kv_bytes, both=False)}",
+        t.add_row(f"{p.context_tokens:,}", fmt_duration(p.bf16_step_s), fmt_duration(p.fp8_step_s),
+                  fmt_duration(p.fp8_overhead_s),
+                  f"{p.fp8_gain_pct:+.1f}%", f"{fmt_bytes(p.bf16_kv_bytes, both=False)} → "
+                                             f"{fmt_bytes(p.fp8_kv_bytes, both=False)}",
                   f"{p.bf16_bound}/{p.fp8_bound}", f"{'yes' if p.fits_bf16 else 'no'}/{'yes' if p.fits_fp8 else 'no'}")
     console.print(t)
     if cal is not None:
-        t = table(f"Calibration: {cal.source}", "context", "batch", "bf16 measured → fitted", "fp8 measured → fitted", "fp8 error")
+        t = table(f"Calibration: {cal.source}", "context", "batch", "bf16 measured → fitted", "fp8 measured → fitted",
+                  "fp8 error")
         for row in cal.rows:
-            t.add_row(f"{row['context_tokens']:,}", str(row["batch"]), f"{fmt_duration(row['bf16_measured_s'])} → {fmt_duration(row['bf16_fitted_s'])}",
-                      f"{fmt_duration(row['fp8_measured_s'])} → {fmt_duration(row['fp8_fitted_s'])}", f"{row['fp8_error_pct']:+.2f}%")
+            t.add_row(f"{row['context_tokens']:,}", str(row["batch"]), f"{fmt_duration(row['bf16_measured_s'])} → "
+                                                                       f"{fmt_duration(row['bf16_fitted_s'])}",
+                      f"{fmt_duration(row['fp8_measured_s'])} → {fmt_duration(row['fp8_fitted_s'])}",
+                          f"{row['fp8_error_pct']:+.2f}%")
         console.print(t)
-        console.print(f"fitted: {fmt_duration(cal.overhead.per_layer_s)} per layer per step, {cal.overhead.ns_per_element:.3g} ns per K/V element; "
-                      f"effective bandwidth {cal.effective_bandwidth_bytes_per_s / 1e9:,.0f} GB/s ({cal.bandwidth_fraction:.0%} of datasheet), "
+        console.print(f"fitted: {fmt_duration(cal.overhead.per_layer_s)} per layer per step, "
+                      f"{cal.overhead.ns_per_element:.3g} ns per K/V element; "
+                      f"effective bandwidth {cal.effective_bandwidth_bytes_per_s / 1e9:,.0f} GB/s "
+                      f"({cal.bandwidth_fraction:.0%} of datasheet), "
                       f"fixed step time {fmt_duration(cal.step_fixed_s)}")
     print_verdict(console, r.verdict, r.notes)

@@ -1,4 +1,5 @@
-"""Terminal view of ``kvledger goodput``: one row per run with its sources, the SLO boundary across runs, and a simulator-driven search's probes."""
+"""Terminal view of ``kvledger goodput``: one row per run with its sources, the SLO boundary across runs, and a
+simulator-driven search's probes."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ def _fmt(x: Any, spec: str = ",.3f", none: str = "n/a") -> str:
     return none if x is None else format(x, spec)
 
 
-_LEGEND = ("#: run (details below); req: all requests; fail: failed; good: completed and every SLO met; attain: good ÷ req; "
+_LEGEND = ("#: run (details below); req: all requests; fail: failed; good: completed and every SLO met; attain: good ÷ "
+           "req; "
            "good/s: goodput, req/s; done/s: completed req/s; good tok/s: output tokens of good requests per s; "
-           "mult: done/s ÷ good/s, the effective-cost multiplier (what you pay for ÷ what is usable). ≥/≤: bounds of an estimate; ≈: "
+           "mult: done/s ÷ good/s, the effective-cost multiplier (what you pay for ÷ what is usable). ≥/≤: bounds of "
+           "an estimate; ≈: "
            "estimated with the mean output length")
 
 
@@ -52,9 +55,12 @@ def print_goodput(results: list[Any], boundary: Any, slo_text: str) -> None:
     con.print(_rows(results))
     con.print(escape(_LEGEND))
     for k, r in enumerate(results, start=1):
-        con.print(f"\n[bold]#{k} {escape(Path(r.file).name)}{escape(' [' + r.run_label + ']') if r.run_label else ''}[/] ({r.source_format}): "
+        con.print(f"\n[bold]#{k} "
+                  f"{escape(Path(r.file).name)}{escape(' [' + r.run_label + ']') if r.run_label else ''}[/] "
+                  f"({r.source_format}): "
                   f"duration {_fmt(r.duration_s, ',.3f')} s, {escape(r.duration_source)}"
-                  + ("; SLO misses among completed: " + ", ".join(f"{k} {v}" for k, v in r.num_missed.items()) if r.num_missed else ""))
+                  + ("; SLO misses among completed: " + ", ".join(f"{k} {v}" for k,
+                                                                  v in r.num_missed.items()) if r.num_missed else ""))
         if r.tool_goodput:
             con.print(f"  tool-reported goodput (its SLO is not in the file): {escape(json.dumps(r.tool_goodput))}")
         for note in r.notes:
@@ -62,10 +68,12 @@ def print_goodput(results: list[Any], boundary: Any, slo_text: str) -> None:
     if boundary is not None:
         b = boundary
         con.print(f"\n[bold]SLO boundary[/] on {b.axis} for attainment ≥ {b.target:.0%}: "
-                  + (f"{b.boundary_value:g}" if b.boundary_value is not None else "none (the lowest value already misses)")
+                  + (f"{b.boundary_value:g}" if b.boundary_value is not None else "none (the lowest value already "
+                      "misses)")
                   + (f" ({b.boundary_per_gpu:g} per GPU)" if b.boundary_per_gpu is not None else ""))
         for p in b.points:
-            con.print(f"  {b.axis} {p.value:g}: attainment {'≥' if p.estimate else ''}{p.attainment:.1%} {'meets' if p.meets_target else 'misses'} ({escape(p.label)})")
+            con.print(f"  {b.axis} {p.value:g}: attainment {'≥' if p.estimate else ''}{p.attainment:.1%} "
+                      f"{'meets' if p.meets_target else 'misses'} ({escape(p.label)})")
         for note in b.notes:
             con.print(f"  - {escape(note)}")
 
@@ -107,12 +115,15 @@ def print_search(sb: Any, slo_text: str) -> None:
     for col in ("#", short, "offered/s", "attain", "good/s", "done/s", "per GPU", "target"):
         t.add_column(col, justify="right", no_wrap=True)
     for pr in sb.probes:
-        t.add_row(f"{pr.order}{ {'bracket': 'b', 'bisection': 's'}.get(pr.phase, 'c') }", f"{pr.value:g}", _fmt(pr.offered_rate_req_per_s, ",.2f"), _attain(pr),
+        t.add_row(f"{pr.order}{ {'bracket': 'b', 'bisection': 's'}.get(pr.phase, 'c') }", f"{pr.value:g}",
+                  _fmt(pr.offered_rate_req_per_s, ",.2f"), _attain(pr),
                   _fmt(pr.goodput_req_per_s), _fmt(pr.throughput_req_per_s), _fmt(pr.goodput_req_per_s_per_gpu),
                   "meets" if pr.meets_target else "misses")
     con.print(t)
-    con.print(f"#: probe order, b = bracketing (doubling/halving), s = bisection, c = check of the top; {short}: {escape(SEARCH_AXES[sb.axis])}; "
-              "offered/s: requests ÷ their arrival span (open loop); attain: good ÷ all requests; good/s, done/s: goodput and completed req/s "
+    con.print(f"#: probe order, b = bracketing (doubling/halving), s = bisection, c = check of the top; {short}: "
+              f"{escape(SEARCH_AXES[sb.axis])}; "
+              "offered/s: requests ÷ their arrival span (open loop); attain: good ÷ all requests; good/s, done/s: "
+              "goodput and completed req/s "
               "of the whole deployment; per GPU: good/s ÷ GPUs; good tok/s per probe in --json"
               + ("; lo–hi*: stopped early, its miss decided (see the notes): attainment between the two" if any(
                   pr.stopped_early for pr in sb.probes) else ""))
@@ -132,7 +143,8 @@ def print_sources(sim: Any, title: str) -> None:
 
 
 def _attain(pr) -> str:
-    """A probe's attainment; a probe stopped early shows its bounds (finished-by-then share – the most it could reach)."""
+    """A probe's attainment; a probe stopped early shows its bounds (finished-by-then share – the most it could
+    reach)."""
     if pr.stopped_early is None:
         return f"{pr.attainment:.1%}"
     return f"{pr.attainment:.1%}–{pr.stopped_early['attainment_upper']:.2%}*"

@@ -1,4 +1,5 @@
-"""The self-contained HTML decision report: the answer first, then build-or-buy, what the engine saves, the KV bottleneck and latency against load, each figure as inline SVG beside its table and sources.
+"""The self-contained HTML decision report: the answer first, then build-or-buy, what the engine saves, the KV
+bottleneck and latency against load, each figure as inline SVG beside its table and sources.
 
 One file, no scripts, no fonts or styles fetched from anywhere: it opens offline and can be mailed.
 """
@@ -17,7 +18,8 @@ __all__ = ["report_figures", "render_html", "SECTIONS"]
 SECTIONS = (
     ("build-or-buy", "Build or buy", ("cost_by_utilization", "cost_by_volume")),
     ("engine-savings", "What the engine saves, compared with what", ("engine_savings",)),
-    ("kv-bottleneck", "The KV bottleneck: capacity and bandwidth", ("memory_waterfall", "concurrency_by_context", "decode_roofline")),
+    ("kv-bottleneck", "The KV bottleneck: capacity and bandwidth", ("memory_waterfall", "concurrency_by_context",
+                                                                    "decode_roofline")),
     ("latency", "Latency and goodput against load", ("latency_by_rate", "goodput_by_rate")),
 )
 
@@ -51,7 +53,8 @@ def _cell(c: Any) -> str:
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{escape(h).replace('_', '_<wbr>')}</th>" for h in headers)  # engine flag names may break after "_"
+    # engine flag names may break after "_"
+    head = "".join(f"<th>{escape(h).replace('_', '_<wbr>')}</th>" for h in headers)
     body = "".join("<tr>" + "".join(_cell(c) for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -59,7 +62,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 def _figure(f: Figure) -> str:
     src = "".join(f"<li>{escape(s)}</li>" for s in f.sources if s)
     return (f'<section class="fig" id="fig-{f.key}" data-figure="{f.key}"><div class="plot">{svg_of(f.fig)}</div>'
-            f'<div class="tbl"><h3>{escape(f.title)}</h3><p class="note">{escape(f.caption)}</p>{_table(f.headers, f.rows)}'
+            f'<div class="tbl"><h3>{escape(f.title)}</h3><p '
+            f'class="note">{escape(f.caption)}</p>{_table(f.headers, f.rows)}'
             f'<p class="note">Sources:</p><ul class="sources">{src}</ul></div></section>')
 
 
@@ -67,7 +71,8 @@ def _answer(data: dict[str, Any]) -> str:
     c, t, inp = data["cost"], data["cost"]["totals"], data["inputs"]
     cs = c["simulation"]["capacity_search"]
     mml = data["plan"]["memory"]["max_model_len"]
-    conc = {r["context_tokens"]: (f"{r['max_requests']:,}" if r["within_max_model_len"] else f"none (beyond max_model_len {mml:,})")
+    conc = {r["context_tokens"]: (f"{r['max_requests']:,}" if r["within_max_model_len"] else f"none (beyond "
+        f"max_model_len {mml:,})")
             for r in data["plan"]["concurrency"]}
     lines = [h.strip() for h in c.get("headline") or [f"Verdict: {c['verdict']}."]]
     d = c.get("decision")
@@ -76,12 +81,15 @@ def _answer(data: dict[str, Any]) -> str:
         lines.append(f"Rests on: {'; '.join(d['rests_on']) or 'nothing flagged'}; the verdict {held} within "
                      f"±{100 * d['capacity_band']:.0f}% capacity.")
     lines += [
-        f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {cs['boundary_rate_req_per_s']:g} req/s with "
-        f"≥ {100 * cs['target']:.0f}% of requests within {inp['slo_text']}; goodput there {cs['goodput_at_boundary_req_per_s']:,.2f} good req/s.",
+        f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {cs['boundary_rate_req_per_s']:g} "
+        f"req/s with "
+        f"≥ {100 * cs['target']:.0f}% of requests within {inp['slo_text']}; goodput there "
+        f"{cs['goodput_at_boundary_req_per_s']:,.2f} good req/s.",
         c.get("secondary") or "",
         f"Self-hosted at goodput: ${t['self_host_usd_per_mtok_input']:,.4f} per 1M input and "
         f"${t['self_host_usd_per_mtok_output']:,.4f} per 1M output tokens; API {c['inputs']['api_price']}: "
-        f"${t['api_usd_per_mtok_input']:,.4f} / ${t['api_usd_per_mtok_output']:,.4f} after batch and prompt-cache discounts.",
+        f"${t['api_usd_per_mtok_input']:,.4f} / ${t['api_usd_per_mtok_output']:,.4f} after batch and prompt-cache "
+        f"discounts.",
         effective_cost_line(c["sticker"]) if "throughput_output_tok_per_s" in c["sticker"] else "",
         _break_even_text(c),
         *([f"Error band: {c['error_band']['text']}."] if c.get("error_band") else []),
@@ -93,27 +101,39 @@ def _answer(data: dict[str, Any]) -> str:
 
 def _break_even_text(c: dict[str, Any]) -> str:
     bu, bv = c["break_even_utilization"], c["break_even_volume"]
-    u = (f"break-even utilization {fmt(100 * bu['utilization'])}%" if bu.get("reachable") and bu.get("utilization") is not None
-         else "no utilization up to 100% breaks even")
-    v = (f"break-even volume {fmt(bv['requests_per_month'])} good requests per month" if bv.get("requests_per_month") is not None
-         else f"no break-even volume: {bv.get('reason', '')}")
+    u = (
+        f"break-even utilization {fmt(100 * bu['utilization'])}%"
+        if bu.get("reachable") and bu.get("utilization") is not None
+        else "no utilization up to 100% breaks even"
+    )
+    v = (
+        f"break-even volume {fmt(bv['requests_per_month'])} good requests per month"
+        if bv.get("requests_per_month") is not None
+        else f"no break-even volume: {bv.get('reason', '')}"
+    )
     return f"{u[0].upper()}{u[1:]}; {v}."
 
 
 def _build_or_buy_tables(data: dict[str, Any]) -> str:
     c = data["cost"]
     t = c["totals"]
-    rows = [["self-hosted, at goodput", fmt(t["self_host_usd_per_mtok_input"], 4), fmt(t["self_host_usd_per_mtok_output"], 4)],
-            [f"API {c['inputs']['api_price']} (after discounts)", fmt(t["api_usd_per_mtok_input"], 4), fmt(t["api_usd_per_mtok_output"], 4)],
-            ["self-hosted, sticker (all completed tokens)", fmt(c["sticker"]["usd_per_mtok_input"], 4), fmt(c["sticker"]["usd_per_mtok_output"], 4)]]
+    rows = [["self-hosted, at goodput", fmt(t["self_host_usd_per_mtok_input"], 4),
+             fmt(t["self_host_usd_per_mtok_output"], 4)],
+            [f"API {c['inputs']['api_price']} (after discounts)", fmt(t["api_usd_per_mtok_input"], 4),
+             fmt(t["api_usd_per_mtok_output"], 4)],
+            ["self-hosted, sticker (all completed tokens)", fmt(c["sticker"]["usd_per_mtok_input"], 4),
+             fmt(c["sticker"]["usd_per_mtok_output"], 4)]]
     f = [[x["factor"], x["value"], x["effect"]] for x in c["factors"]]
-    items = [[led["name"], it["name"], f"{it['quantity']:.6g} {it['unit']}", f"{it['unit_price_usd']:.6g}", f"{it['amount_usd']:.6g}", it["source"]]
+    items = [[led["name"], it["name"], f"{it['quantity']:.6g} {it['unit']}", f"{it['unit_price_usd']:.6g}",
+              f"{it['amount_usd']:.6g}", it["source"]]
              for led in c["ledgers"].values() for it in led["items"]]
     bills = _bills_table(c.get("decision"))
     return (bills + "<h3>USD per 1M tokens</h3>" + _table(["side", "USD / 1M input", "USD / 1M output"], rows)
             + "<h3>The four deciding factors (stated inputs)</h3>" + _table(["factor", "value", "effect"], f)
-            + "<h3>Line items</h3>" + _table(["ledger", "item", "quantity", "unit price, USD", "amount, USD", "source"], items)
-            + f'<p class="note">GPU price: {escape(data["inputs"]["gpu_price_choice"])}. Capacity basis: {escape(c["capacity_basis"]["text"])}</p>')
+            + "<h3>Line items</h3>" + _table(["ledger", "item", "quantity", "unit price, USD", "amount, USD", "source"],
+                                             items)
+            + f'<p class="note">GPU price: {escape(data["inputs"]["gpu_price_choice"])}. Capacity basis: '
+              f'{escape(c["capacity_basis"]["text"])}</p>')
 
 
 def _bills_table(d: dict[str, Any] | None) -> str:
@@ -134,11 +154,15 @@ def render_html(data: dict[str, Any], figures: list[Figure]) -> str:
     by_key = {f.key: f for f in figures}
     inp, sim = data["inputs"], data["cost"]["simulation"]
     title = f"kvledger report: {sim['model']} on {sim['num_gpus']}× {sim['gpu']}"
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{escape(title)}</title><style>{_CSS}</style></head><body>",
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta "
+             f"charset='utf-8'><title>{escape(title)}</title><style>{_CSS}</style></head><body>",
              f"<h1>{escape(title)}</h1>",
-             f"<p class='note'>Traffic: {escape(sim['workload']['trace'])}, {inp['num_requests']:,} requests per simulation (seed {inp['seed']}); "
-             f"SLO {escape(inp['slo_text'])}; engine {escape(sim['plan']['engine'])} {escape(sim['plan']['engine_version'])}, "
-             f"TP {sim['tp']}, max_model_len {sim['engine']['max_model_len']:,}, max_num_seqs {sim['engine']['max_num_seqs']:,}; "
+             f"<p class='note'>Traffic: {escape(sim['workload']['trace'])}, {inp['num_requests']:,} requests per "
+             f"simulation (seed {inp['seed']}); "
+             f"SLO {escape(inp['slo_text'])}; engine {escape(sim['plan']['engine'])} "
+             f"{escape(sim['plan']['engine_version'])}, "
+             f"TP {sim['tp']}, max_model_len {sim['engine']['max_model_len']:,}, max_num_seqs "
+             f"{sim['engine']['max_num_seqs']:,}; "
              f"step cost: {escape(sim['step_cost']['name'])}.</p>",
              _answer(data)]
     for anchor, heading, keys in SECTIONS:
@@ -150,7 +174,8 @@ def render_html(data: dict[str, Any], figures: list[Figure]) -> str:
             parts.append(_build_or_buy_tables(data))
         parts.extend(_figure(f) for f in figs)
     notes = [*data["cost"]["notes"], *data["cost"]["capacity_basis"]["notes"], *sim["notes"]]
-    parts.append("<h2 id='sources'>Commands behind each section</h2><p class='note'>Each section's numbers equal the --json of:</p>"
+    parts.append("<h2 id='sources'>Commands behind each section</h2><p class='note'>Each section's numbers equal the "
+                 "--json of:</p>"
                  + _table(["section", "command"], [[k, v] for k, v in data["commands"].items()]))
     if notes:
         parts.append("<h3>Notes</h3><ul class='sources'>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")

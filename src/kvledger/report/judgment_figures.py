@@ -1,4 +1,6 @@
-"""Figures for the commands whose natural output is a curve: ``fp8-kv`` (decode step against context, break-even marked), ``spec-decode`` (speed-up against batch, the flip marked) and ``goodput --target`` (attainment against load, the boundary marked)."""
+"""Figures for the commands whose natural output is a curve: ``fp8-kv`` (decode step against context, break-even
+marked), ``spec-decode`` (speed-up against batch, the flip marked) and ``goodput --target`` (attainment against load,
+the boundary marked)."""
 
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ def fp8_kv_figure(r: Any):
 
 
 def spec_decode_figure(r: Any):
-    """Speed-up (×) of speculative decoding against batch at the report's context; 1× drawn, the flip where it crosses."""
+    """Speed-up (×) of speculative decoding against batch at the report's context; 1× drawn, the flip where it
+    crosses."""
     fig, ax = new_axes(height=3.4)
     b = [row.batch for row in r.rows]
     ax.plot(b, [row.speedup for row in r.rows], marker="o", label=f"speed-up at {r.context_tokens:,} tokens")
@@ -45,7 +48,8 @@ def spec_decode_figure(r: Any):
     ax.set_xlabel("decode batch, sequences")
     ax.set_ylabel("spec ÷ plain output tokens/s, ×")
     s = r.summary
-    ax.set_title(_wrap(f"Speculative decoding: {r.model} on {r.gpu}, k = {s.get('draft_tokens')}, α = {s.get('acceptance')}"), fontsize=8)
+    ax.set_title(_wrap(f"Speculative decoding: {r.model} on {r.gpu}, k = {s.get('draft_tokens')}, α = "
+                       f"{s.get('acceptance')}"), fontsize=8)
     ax.legend(fontsize=7)
     return fig
 
@@ -65,12 +69,14 @@ def boundary_figure(points: list[tuple[float, float, float | None]], axis: str, 
     ax.plot(x, [100 * p[1] for p in pts], marker="o", color="#4c72b0", label="requests within SLO, %")
     ax.axhline(100 * target, color="#4c72b0", ls=":", lw=1, label=f"target {100 * target:.0f}%")
     if any(p[2] is not None for p in pts):
-        tw.plot([p[0] for p in pts if p[2] is not None], [p[2] for p in pts if p[2] is not None], marker="s", color="#55a868",
+        tw.plot([p[0] for p in pts if p[2] is not None], [p[2] for p in pts if p[2] is not None], marker="s",
+                color="#55a868",
                 label="goodput, req/s")
         tw.set_ylabel("goodput, good req/s")
     if boundary is not None:
         ax.axvline(boundary, color="grey", ls="--", label=f"boundary {boundary:g}")
-    unit = {"request_rate": "request rate, req/s", "concurrency": "concurrency, users", "max_num_seqs": "max_num_seqs, sequences"}
+    unit = {"request_rate": "request rate, req/s", "concurrency": "concurrency, users", "max_num_seqs": "max_num_seqs, "
+        "sequences"}
     ax.set_xlabel(unit.get(axis, axis) + (" (measured runs)" if measured else " (simulated probes)"))
     ax.set_ylabel("requests within SLO, %")
     ax.set_ylim(0, 105)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from kvledger.accounting.kv_range import range_text
 from kvledger.accounting.plan import Plan
 from kvledger.accounting.roofline_breakdown import RooflineReport
 from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
@@ -64,11 +65,16 @@ def _memory(p: Plan) -> Table:
         t.add_row(m.requested_label or f"× {m.fraction_name} {m.fraction}", f"{m.requested_bytes / GiB:,.2f}",
                   f"{m.requested_bytes / GB:,.2f}", f"{m.fraction_name} {m.fraction}: engine rule ({m.engine})")
     for d in m.deductions:
-        t.add_row(f"− {d.name}", f"{d.bytes / GiB:,.2f}", f"{d.bytes / GB:,.2f}", d.source)
+        r = range_text(d.low_bytes, d.high_bytes, fmt=",.2f")
+        rs = f"; range {r} GiB" + (f": {d.range_source}" if d.range_source else "") if r else ""
+        t.add_row(f"− {d.name}", f"{d.bytes / GiB:,.2f}", f"{d.bytes / GB:,.2f}", d.source + rs)
     src = "given: your engine's printed figure" if m.available_given else "what remains"
     if m.kv_free:
         src = (f"none allocated: no KV cache group, so vLLM skips the profile and gives the cache 0 B "
                f"({m.headroom_bytes / GiB:,.2f} GiB of the budget left after the deductions)")
+    rng = m.ranges.get("available_kv_bytes")
+    if rng and range_text(*rng, fmt=",.2f"):
+        src += f"; range {range_text(*rng, fmt=',.2f')} GiB from the terms' and the device total's ranges"
     t.add_row("[bold]= available KV memory[/]", f"[bold]{m.available_kv_bytes / GiB:,.2f}[/]", f"{m.available_kv_bytes / GB:,.2f}", src)
     unit = "page" if m.engine == "sglang" else "block"
     t.add_row(f"bytes per {unit}", "", f"{m.bytes_per_block:,} B", f"{m.block_size} tokens × per-token bytes over the layers sharing a {unit}")
@@ -166,8 +172,12 @@ def summary_lines(p: Plan) -> list[str]:
                   f"only); all layers at TP {p.settings.tp}: {kv.bytes_per_token:,.0f} B, KV dtype {kv.kv_cache_dtype}{groups}")
     w = next((d.bytes for d in m.deductions if d.name == "weights"), None)
     weights = f"weights {w / GiB:,.2f} GiB, " if w is not None else ""
-    avail = (f"available KV memory {m.available_kv_bytes / GiB:,.2f} GiB" if m.available_kv_bytes > 0 else
-             f"no memory left for the KV cache (short by {-m.available_kv_bytes / GiB:,.2f} GiB)")
+    rng = m.ranges.get("available_kv_bytes")
+    rtxt = f" {range_text(*rng)}" if rng and range_text(*rng) else ""
+    avail = (f"available KV {m.available_kv_bytes / GiB:,.1f} GiB{rtxt}" if m.available_kv_bytes > 0 else
+             f"no memory left for the KV cache (short by {-m.available_kv_bytes / GiB:,.2f} GiB{rtxt})")
+    if rng and rng[0] <= 0 < m.available_kv_bytes:
+        avail += " — the low end does not start: the engine may refuse"
     if m.stages:
         bind = next(st for st in m.stages if st["binds"])
         where = (f"PP{bind['rank']} (layers {bind['layers'][0]}–{bind['layers'][1]}"
@@ -187,7 +197,10 @@ def summary_lines(p: Plan) -> list[str]:
     else:
         out.append(f"memory per GPU: {weights}{avail} "
                    f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB × {m.fraction_name} {m.fraction:g} less ' + ', '.join(d.name for d in m.deductions if d.bytes)})"
-                   f" → {m.num_gpu_blocks:,} block{'' if m.num_gpu_blocks == 1 else 's'} of {m.block_size} token{'' if m.block_size == 1 else 's'}")
+                   f" → {m.num_gpu_blocks:,} block{'' if m.num_gpu_blocks == 1 else 's'} of {m.block_size} token{'' if m.block_size == 1 else 's'}"
+                   + (f" ({m.ranges['num_gpu_blocks'][0]:,}–{m.ranges['num_gpu_blocks'][1]:,}; max concurrency at "
+                      f"{m.max_model_len:,} tokens {m.ranges['max_concurrency'][0]:,.2f}–{m.ranges['max_concurrency'][1]:,.2f}x)"
+                      if m.ranges and m.ranges["num_gpu_blocks"][0] != m.ranges["num_gpu_blocks"][1] else ""))
     if m.fits and m.kv_free:
         out.append(f"concurrency (per replica): only max_num_seqs = {m.max_num_seqs:,} limits it, at every context up to "
                    f"max_model_len {m.max_model_len:,} (no KV cache to fill; the engine prints no maximum concurrency)")

@@ -22,6 +22,7 @@ def working(message: str) -> Iterator[None]:
     if not console.is_terminal:
         yield
         return
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True) as bar:
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=True) as bar:
         bar.add_task(message, total=None)
         yield

@@ -36,7 +36,8 @@ def _top_table(result: Any, top: int) -> Any:
     feasible = [result.entry(cid) for cid in result.ranking]
     varied = {k for k in ("max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching")
               if len({e[k] for e in result.entries}) > 1}
-    t = Table(title=f"Top {min(top, len(feasible))} of {len(feasible)} feasible candidate{'' if len(feasible) == 1 else 's'} "
+    t = Table(title=f"Top {min(top, len(feasible))} of {len(feasible)} feasible "
+                    f"candidate{'' if len(feasible) == 1 else 's'} "
                     f"(ranked by {'monthly bill' if sized else 'USD per 1k good requests'})", title_justify="left",
               box=box.SIMPLE_HEAD, show_edge=False)
     cols = ["#", "candidate", "req/s", "tok/s/user", "$/Mtok out"] + (["GPUs", "$/month"] if sized else ["$/1k req"])
@@ -63,7 +64,8 @@ def _legend(result: Any) -> str:
             " (kvledger.ledgers.cost), GPU time split between input and output by the boundary run's steps, each "
             "priced by its step-cost model's terms (kvledger.accounting.step_split; prefill_share in --json); "
             "GPUs (replicas×): to serve the load with each replica at ≤ "
-            f"{sp.max_utilization:.0%} of its capacity; $/month: GPUs × $/GPU-h × 730 h; the price rows are in --json/--csv")
+            f"{sp.max_utilization:.0%} of its capacity; $/month: GPUs × $/GPU-h × 730 h; the price rows are in "
+            f"--json/--csv")
 
 
 def _frontier(con: Any, result: Any, verbose: bool) -> None:
@@ -88,10 +90,12 @@ def _api(con: Any, result: Any) -> None:
     if a is None:
         return
     line = (f"API {a['key']} (list price as of {a['as_of']}): ${a['usd_per_mtok_input']:.3f} per Mtok in, "
-            f"${a['usd_per_mtok_output']:.3f} per Mtok out after the mix (batch {a['mix']['batch_share']:.0%}, cache hits "
+            f"${a['usd_per_mtok_output']:.3f} per Mtok out after the mix (batch {a['mix']['batch_share']:.0%}, cache "
+            f"hits "
             f"{a['mix']['cache_hit_rate']:.0%})")
     if a.get("monthly_usd") is not None:
-        line += (f"; the same traffic ({a['monthly_input_tokens'] / 1e6:,.0f} M in + {a['monthly_output_tokens'] / 1e6:,.0f} "
+        line += (f"; the same traffic ({a['monthly_input_tokens'] / 1e6:,.0f} M in + "
+                 f"{a['monthly_output_tokens'] / 1e6:,.0f} "
                  f"M out tokens per month) costs ${a['monthly_usd']:,.0f} per month")
         w = (result.winner or {}).get("sizing")
         if w:
@@ -165,7 +169,8 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
     con = Console(highlight=False)
     sp = result.spec
     feas = len(result.ranking)
-    con.print(escape(f"kvledger search: {sp.model}, SLO {sp.slo} for {sp.target:.0%} of requests; {len(result.entries)} "
+    con.print(escape(f"kvledger search: {sp.model}, SLO {sp.slo} for {sp.target:.0%} of requests; "
+                     f"{len(result.entries)} "
                      f"candidate{'' if len(result.entries) == 1 else 's'}, {feas} feasible"))
     w = result.winner
     if w is None:
@@ -183,8 +188,13 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
         con.print(escape(f"note: {n}"))
     if w is not None:
         pr = w["price"]
-        con.print(escape(f"winner's price: ${pr['usd_per_gpu_hour']:g} per GPU-hour, {pr['provider']} {pr['instance_type']} "
-                         f"({pr['pricing_model']}, as of {pr['as_of']}, {pr['confidence']} confidence; {pr['source']})"))
+        con.print(
+            escape(
+                f"winner's price: ${pr['usd_per_gpu_hour']:g} per GPU-hour, {pr['provider']} "
+                f"{pr['instance_type']} "
+                f"({pr['pricing_model']}, as of {pr['as_of']}, {pr['confidence']} confidence; {pr['source']})"
+            )
+        )
         print_launch(con, w, "winner")
         for n in w["capacity"]["notes"][1:]:
             con.print(escape(f"  capacity note: {n}"))

@@ -25,7 +25,8 @@ def render_bands(bands: dict[str, Any], console) -> None:
     for metric, b in bands.items():
         label, k, unit = _BAND_LABELS[metric]
         scope = b["regime"].split("/")[0]
-        scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(scope, "model-calibrated")
+        scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(scope,
+            "model-calibrated")
         parts.append(f"{label} {_sig(b['predicted'] * k)} {unit} (80% band {_sig(b['low'] * k)}–{_sig(b['high'] * k)} "
                      f"{unit}, {scope})")
     console.print("[bold]error bands[/]: " + "; ".join(parts))
@@ -46,7 +47,8 @@ def render_summary(payload: dict[str, Any], console, out: Path | None = None) ->
                   f"{wl['prompt_tokens_mean']:,.0f}, output mean {wl['output_tokens_mean']:,.0f} tokens")
     reps = payload.get("replicas", 1)
     each = f"{reps} replicas behind the {payload['router']} router, each with " if reps > 1 else ""
-    console.print(f"[bold]engine[/]: {each}{eng['num_gpu_blocks']:,} KV blocks × {eng['block_size']} tokens, max_model_len "
+    console.print(f"[bold]engine[/]: {each}{eng['num_gpu_blocks']:,} KV blocks × {eng['block_size']} tokens, "
+                  f"max_model_len "
                   f"{eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, max_num_seqs "
                   f"{eng['max_num_seqs']:,}; batching {eng['batching']}, KV {eng['kv_allocation']}, prefix caching "
                   f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}, "
@@ -59,13 +61,15 @@ def render_summary(payload: dict[str, Any], console, out: Path | None = None) ->
         d = s[key]
         t.add_row(label, _ms(d["mean"]), _ms(d["p50"]), _ms(d["p90"]), _ms(d["p99"]), f"{d['count']:,}")
     console.print(t)
-    console.print("[dim]TTFT, TPOT (excluding the first token) and E2E: one value per request; ITL (all gaps): every gap "
+    console.print("[dim]TTFT, TPOT (excluding the first token) and E2E: one value per request; ITL (all gaps): every "
+                  "gap "
                   "between consecutive tokens of every request, pooled (n counts gaps). An SLO on ITL is per request: "
                   "itl_max (a request's largest gap), itl_mean or itl_p99 (of its own gaps).[/]")
     kv = s["kv_usage"]
     console.print(f"requests: {s['num_finished']:,} finished / {s['num_requests']:,} "
                   f"({s['num_rejected']:,} rejected: "
-                  + ("prompt ≥ max_model_len; longer requests were served with their output capped at max_model_len − prompt"
+                  + ("prompt ≥ max_model_len; longer requests were served with their output capped at max_model_len − "
+                     "prompt"
                      if eng.get("caps_output", True) else "prompt + output > max_model_len") + "); "
                   f"preemptions (recompute): {s['num_preemptions']:,}")
     console.print(f"throughput: {s['throughput_req_per_s']:,.2f} req/s, {s['throughput_tok_per_s']:,.0f} output tok/s, "

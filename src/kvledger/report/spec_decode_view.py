@@ -1,4 +1,5 @@
-"""Terminal view of ``kvledger spec-decode``: rows over batch, the flip concurrency by context, the simulator sweep and the verdict."""
+"""Terminal view of ``kvledger spec-decode``: rows over batch, the flip concurrency by context, the simulator sweep and
+the verdict."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ def render_spec_decode(r, console) -> None:
     from kvledger.units import fmt_bytes, fmt_duration
 
     sm = r.summary
-    console.print(f"[bold]Speculative decoding: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, k = {sm['draft_tokens']}, "
+    console.print(f"[bold]Speculative decoding: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, k = "
+                  f"{sm['draft_tokens']}, "
                   f"α = {sm['acceptance']:g}, draft: {sm['draft']['name']}")
     t = table(f"One round per sequence vs plain decode at {r.context_tokens:,} tokens of context (per GPU, roofline)",
               "batch", "plain step", "verify k+1", "draft k", "round", "tokens/round", "speed-up", "tok/s plain → spec",
@@ -20,28 +22,38 @@ def render_spec_decode(r, console) -> None:
     for x in r.rows:
         t.add_row(f"{x.batch:,}", fmt_duration(x.base_step_s), fmt_duration(x.verify_step_s), fmt_duration(x.draft_s),
                   fmt_duration(x.round_s), f"{x.tokens_per_round:.2f}", f"{x.speedup:.2f}×",
-                  f"{x.base_tok_per_s:,.0f} → {x.spec_tok_per_s:,.0f}", f"{x.base_bound}/{x.verify_bound}", "yes" if x.fits else "no")
+                  f"{x.base_tok_per_s:,.0f} → {x.spec_tok_per_s:,.0f}", f"{x.base_bound}/{x.verify_bound}",
+                      "yes" if x.fits else "no")
     console.print(t)
-    t = table("Where the gain turns into a loss", "context", "flip batch (speed-up < 1)", "spec-decode pool holds", "within the pool")
+    t = table("Where the gain turns into a loss", "context", "flip batch (speed-up < 1)", "spec-decode pool holds",
+              "within the pool")
     for f in r.flips:
-        t.add_row(f"{f['context_tokens']:,}", "never (≤ max_num_seqs)" if f["flip_batch"] is None else f"{f['flip_batch']:,}",
+        t.add_row(f"{f['context_tokens']:,}",
+                  "never (≤ max_num_seqs)" if f["flip_batch"] is None else f"{f['flip_batch']:,}",
                   f"{f['spec_pool_max_batch']:,} requests", "yes" if f["within_pool"] else "no")
     console.print(t)
     if sm["draft"]["kind"] == "model":
-        console.print(f"draft memory: {fmt_bytes(sm['draft_weight_bytes_per_gpu'])} weights + {sm['draft_kv_bytes_per_token_per_gpu']:,.0f} B/token KV "
+        console.print(f"draft memory: {fmt_bytes(sm['draft_weight_bytes_per_gpu'])} weights + "
+                      f"{sm['draft_kv_bytes_per_token_per_gpu']:,.0f} B/token KV "
                       f"per GPU; pool {sm['pool_blocks_without_draft']:,} → {sm['pool_blocks_with_draft']:,} blocks")
     if r.simulation:
         sim = r.simulation
-        t = table(f"Simulator sweep ({sim['num_requests']} requests, {sim['prompt_tokens']:,} + {sim['output_tokens']:,} tokens, "
-                  f"{sim['arrivals']}, seed {sim['seed']})", "req/s", "TPOT p50 plain → spec", "× TPOT", "ITL p50 plain → spec",
+        t = table(f"Simulator sweep ({sim['num_requests']} requests, {sim['prompt_tokens']:,} + "
+                  f"{sim['output_tokens']:,} tokens, "
+                  f"{sim['arrivals']}, seed {sim['seed']})", "req/s", "TPOT p50 plain → spec", "× TPOT", "ITL p50 "
+                      "plain → spec",
                   "TTFT p50 plain → spec", "output tok/s plain → spec", "preemptions plain/spec")
         for x in sim["rates"]:
             b, s = x["base"], x["spec"]
             ratio = "—" if x["tpot_p50_ratio"] is None else f"{x['tpot_p50_ratio']:.2f}"
-            t.add_row(f"{x['rate_per_s']:g}", f"{fmt_duration(b['tpot_s']['p50'] or float('nan'))} → {fmt_duration(s['tpot_s']['p50'] or float('nan'))}",
-                      ratio, f"{fmt_duration(b['itl_s']['p50'] or float('nan'))} → {fmt_duration(s['itl_s']['p50'] or float('nan'))}",
-                      f"{fmt_duration(b['ttft_s']['p50'] or float('nan'))} → {fmt_duration(s['ttft_s']['p50'] or float('nan'))}",
-                      f"{b['throughput_tok_per_s']:,.0f} → {s['throughput_tok_per_s']:,.0f}", f"{b['num_preemptions']}/{s['num_preemptions']}")
+            t.add_row(f"{x['rate_per_s']:g}", f"{fmt_duration(b['tpot_s']['p50'] or float('nan'))} → "
+                                              f"{fmt_duration(s['tpot_s']['p50'] or float('nan'))}",
+                      ratio, f"{fmt_duration(b['itl_s']['p50'] or float('nan'))} → "
+                             f"{fmt_duration(s['itl_s']['p50'] or float('nan'))}",
+                      f"{fmt_duration(b['ttft_s']['p50'] or float('nan'))} → "
+                      f"{fmt_duration(s['ttft_s']['p50'] or float('nan'))}",
+                      f"{b['throughput_tok_per_s']:,.0f} → {s['throughput_tok_per_s']:,.0f}",
+                          f"{b['num_preemptions']}/{s['num_preemptions']}")
         console.print(t)
         console.print(sweep_sentence(sim))
     print_verdict(console, r.verdict, r.notes)

@@ -57,10 +57,13 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     plan = plan_to_dict(build_plan(load_model(model, allow_hub=False), resolve_gpu(gpu), settings))
     conc = {r["context_tokens"]: r for r in plan["concurrency"]}
     m = plan["memory"]
+
     def within(ctx: int) -> float | None:  # a context above max_model_len is no request the engine accepts
         return conc[ctx]["max_concurrency"] if conc[ctx]["within_max_model_len"] else None
 
+    rng = m.get("ranges", {}).get("available_kv_bytes")
     headline = {"kv_bytes_per_token": plan["kv"]["bytes_per_token_per_gpu"], "available_kv_gib": m["available_kv_bytes"] / 2**30,
+                "available_kv_gib_range": [x / 2**30 for x in rng] if rng else None,
                 "num_gpu_blocks": m["num_gpu_blocks"], "max_model_len": m["max_model_len"],
                 "max_concurrency_8k": within(8192), "max_concurrency_128k": within(131072),
                 "fits": m["num_gpu_blocks"] > 0, "verdict": (plan.get("advice") or {}).get("message")}

@@ -78,7 +78,8 @@ async function updatePlan() {
     if (d === null) return;
     const h = d.headline;
     $("plan-cards").innerHTML = card("kv-bytes-per-token", "KV bytes per token per GPU", fmt(h.kv_bytes_per_token, 0), h.kv_bytes_per_token) +
-      card("available-kv-gib", "available KV memory, GiB", h.fits ? fmt(h.available_kv_gib, 2) : "does not fit", h.available_kv_gib) +
+      card("available-kv-gib", "available KV memory, GiB", h.fits ? fmt(h.available_kv_gib, 2) + (h.available_kv_gib_range ?
+           ` (${fmt(h.available_kv_gib_range[0], 2)}–${fmt(h.available_kv_gib_range[1], 2)})` : "") : "does not fit", h.available_kv_gib) +
       card("num-gpu-blocks", "KV blocks", h.fits ? fmt(h.num_gpu_blocks, 0) : "does not fit", h.num_gpu_blocks) +
       card("max-concurrency-8k", "max concurrency at 8K tokens", conc(h, h.max_concurrency_8k, "8K"), h.max_concurrency_8k) +
       card("max-concurrency-128k", "max concurrency at 128K tokens", conc(h, h.max_concurrency_128k, "128K"), h.max_concurrency_128k) +

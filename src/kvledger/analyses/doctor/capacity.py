@@ -1,4 +1,5 @@
-"""Preemptions with a full KV cache: a capacity problem, not a scheduling one — and what each remedy buys, from the ledger.
+"""Preemptions with a full KV cache: a capacity problem, not a scheduling one — and what each remedy buys, from the
+ledger.
 
 vLLM preempts only when a running request cannot get a block (V1 ``Scheduler.schedule`` → ``_preempt_request``;
 V0's warning says "not enough KV cache space"), so every preemption is a KV-allocation failure. Whether it is
@@ -27,9 +28,12 @@ KV_FULL_PCT = 90.0
 preemption reads below the instant it happened; 90% keeps those cases while a pool at, say, 60% cannot have
 been short of blocks for long."""
 
-RULE = (f"preemption ⇒ a request could not get a KV block (vLLM preempts only on allocation failure); with GPU KV cache "
-        f"usage ≥ {KV_FULL_PCT:.0f}% in the same or previous metrics interval (V0: usage extrapolated from the last two "
-        "samples to the warning's timestamp) the pool is full of running requests → capacity-bound. Without preemptions, "
+RULE = (f"preemption ⇒ a request could not get a KV block (vLLM preempts only on allocation failure); with GPU KV "
+        f"cache "
+        f"usage ≥ {KV_FULL_PCT:.0f}% in the same or previous metrics interval (V0: usage extrapolated from the last "
+        f"two "
+        "samples to the warning's timestamp) the pool is full of running requests → capacity-bound. Without "
+        "preemptions, "
         f"usage ≥ {KV_FULL_PCT:.0f}% with requests waiting → admission is capacity-bound. Remedies: vLLM tuning guide "
         "(raise gpu_memory_utilization, raise tensor_parallel_size, lower max_num_seqs) and FP8 KV (page halves, "
         "vLLM kv_cache_interface.py page_size_bytes), each re-planned by the ledger with the log's KV budget.")
@@ -58,14 +62,16 @@ def _full(stats: tuple[StatsSample, ...], i: int) -> bool:
 
 
 def tokens_per_running_request(stats: tuple[StatsSample, ...], usable_blocks: int, block_size: int) -> float | None:
-    """Median KV tokens held per running request in the full intervals: usage × usable_blocks × block_size ÷ running, tokens.
+    """Median KV tokens held per running request in the full intervals: usage × usable_blocks × block_size ÷ running,
+    tokens.
     A lower bound on a request's final size (they are still growing)."""
     xs = [s.gpu_kv_usage_pct / 100 * usable_blocks * block_size / s.running_reqs for s in stats
           if s.gpu_kv_usage_pct is not None and s.gpu_kv_usage_pct >= KV_FULL_PCT and s.running_reqs > 0]
     return statistics.median(xs) if xs else None
 
 
-def _evidence(stats: tuple[StatsSample, ...], events: tuple[PreemptionEvent, ...], full_idx: list[int]) -> list[dict[str, Any]]:
+def _evidence(stats: tuple[StatsSample, ...], events: tuple[PreemptionEvent, ...],
+              full_idx: list[int]) -> list[dict[str, Any]]:
     rows = [{"line": stats[i].line_no, "time": stats[i].time_text, "what": "metrics",
              "value": f"Running {stats[i].running_reqs}, Waiting {stats[i].waiting_reqs}, "
                       + (f"Preemptions {stats[i].preemptions}, " if stats[i].preemptions is not None else "")
@@ -91,11 +97,13 @@ def _verdict(ctx: DoctorContext) -> tuple[str, bool, int, list[int], list[str]]:
         if not any(s.gpu_kv_usage_pct is not None for s in stats):
             notes.append("no KV usage in the log; vLLM's V0 warning itself says 'not enough KV cache space'")
             return "capacity_bound_preemptions", True, total, [], notes
-        return "preemptions_below_full", True, total, [i for i, s in enumerate(stats) if (s.preemptions or 0) > 0], notes
+        return "preemptions_below_full", True, total, [i for i,
+                                                       s in enumerate(stats) if (s.preemptions or 0) > 0], notes
     queued = [i for i, s in enumerate(stats) if s.waiting_reqs > 0 and (s.gpu_kv_usage_pct or 0) >= KV_FULL_PCT]
     if queued:
         if not log.prints_preemption_counts and log.generation != "v0":
-            notes.append("this log's metrics lines print no preemption counts (V1 prints 'Preemptions: N' only when > 0, "
+            notes.append("this log's metrics lines print no preemption counts (V1 prints 'Preemptions: N' only when > "
+                         "0, "
                          "and older V1 releases never): preemptions may have happened")
         return "capacity_bound_admission", True, 0, queued, notes
     return ("kv_not_binding" if stats else "no_metrics"), False, 0, [], notes
@@ -110,7 +118,8 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
     if not triggered:
         peak = f"peak GPU KV usage {max(usage):.1f}%" if usage else "no KV usage printed"
         waiting = max((s.waiting_reqs for s in stats), default=0)
-        msg = (f"no preemptions and no capacity-bound queue in {len(stats)} metrics line(s) ({peak}, at most {waiting} waiting)"
+        msg = (f"no preemptions and no capacity-bound queue in {len(stats)} metrics line(s) ({peak}, at most {waiting} "
+               f"waiting)"
                if stats else "the log has no metrics lines and no preemption warnings")
         return Finding("capacity", False, verdict, msg, RULE, tuple(evidence), (), tuple(notes))
     options, per_req, base = capacity_options(ctx)
@@ -119,22 +128,28 @@ def diagnose_capacity(ctx: DoctorContext) -> Finding:
     if base is None:
         need = ("pass --model" if ctx.model is None else
                 "the log prints no KV budget or block count: pass --gpu so the ledger can model it")
-        notes.append(f"{need} for the options in numbers; FP8 KV doubles the blocks of standard and MLA attention whatever the model")
+        notes.append(f"{need} for the options in numbers; FP8 KV doubles the blocks of standard and MLA attention "
+                     f"whatever the model")
     return Finding("capacity", True, verdict, msg, RULE, tuple(evidence), tuple(options), tuple(notes))
 
 
 def _head(verdict: str, total: int, full: list[StatsSample], event_usage: float | None) -> str:
-    peak = max([s.gpu_kv_usage_pct for s in full if s.gpu_kv_usage_pct is not None] + ([event_usage] if event_usage else []), default=None)
+    peak = max(
+        [s.gpu_kv_usage_pct for s in full if s.gpu_kv_usage_pct is not None] + ([event_usage] if event_usage else []),
+        default=None,
+    )
     at = f" (usage up to {peak:.1f}%)" if peak is not None else ""
     if verdict == "capacity_bound_preemptions":
         return f"{total} preemption(s) with the KV cache full{at}"
     if verdict == "capacity_bound_admission":
         return f"requests wait while the KV cache is full{at}, up to {max(s.waiting_reqs for s in full)} waiting"
-    return (f"{total} preemption(s) while the sampled KV usage stayed below {KV_FULL_PCT:.0f}%: a step needed more blocks than "
+    return (f"{total} preemption(s) while the sampled KV usage stayed below {KV_FULL_PCT:.0f}%: a step needed more "
+            f"blocks than "
             "were free (large prefill chunks or many requests growing at once)")
 
 
-def _message(verdict: str, total: int, idx: list[int], stats: tuple[StatsSample, ...], per_req: float | None, base: Plan | None,
+def _message(verdict: str, total: int, idx: list[int], stats: tuple[StatsSample, ...], per_req: float | None,
+             base: Plan | None,
              event_usage: float | None = None) -> str:
     head = _head(verdict, total, [stats[i] for i in idx], event_usage)
     if verdict == "preemptions_below_full":
@@ -153,20 +168,31 @@ def _row(action: str, p: Plan, per_req: float | None, gpus: int, detail: str) ->
     m = p.memory
     slots = m.usable_blocks * m.block_size
     r = p.row_at(m.max_model_len)
-    return {"action": action, "num_gpu_blocks": m.num_gpu_blocks, "token_slots": slots, "max_model_len": m.max_model_len,
+    return {"action": action, "num_gpu_blocks": m.num_gpu_blocks, "token_slots": slots,
+            "max_model_len": m.max_model_len,
             "max_concurrency": round(r.max_concurrency, 2) if r else None,
-            "requests_of_observed_size": int(slots // per_req) if per_req else None, "gpus_per_replica": gpus, "detail": detail}
+            "requests_of_observed_size": int(slots // per_req) if per_req else None, "gpus_per_replica": gpus,
+                "detail": detail}
 
 
 def _budget(ctx: DoctorContext) -> tuple[Plan | None, int | None, str]:
-    """The as-logged plan (the log's own block count when known) and the KV budget per GPU the variants start from, B."""
+    """The as-logged plan (the log's own block count when known) and the KV budget per GPU the variants start from,
+    B."""
     st, exact = ctx.log.startup, ctx.log_blocks_plan
     if st.available_kv_bytes:
         return exact or ctx.log_memory_plan, st.available_kv_bytes, "the log's available KV memory"
     if exact is not None:
-        return exact, exact.memory.num_gpu_blocks * exact.memory.bytes_per_block, "the log's block count × bytes per block (a lower bound)"
+        return (
+            exact,
+            exact.memory.num_gpu_blocks * exact.memory.bytes_per_block,
+            "the log's block count × bytes per block (a lower bound)",
+        )
     if ctx.model_plan is not None:
-        return ctx.model_plan, ctx.model_plan.memory.available_kv_bytes, "the ledger's memory model (the log prints no KV budget)"
+        return (
+            ctx.model_plan,
+            ctx.model_plan.memory.available_kv_bytes,
+            "the ledger's memory model (the log prints no KV budget)",
+        )
     return None, None, ""
 
 
@@ -177,35 +203,50 @@ def _requested_and_weights(ctx: DoctorContext, base: Plan) -> tuple[float | None
     return req, w
 
 
-def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None) -> tuple[list[dict[str, Any]], list[str]]:
+def _variants(ctx: DoctorContext, base: Plan, budget: int, per_req: float | None) -> tuple[list[dict[str, Any]],
+    list[str]]:
     from kvledger.analyses.doctor.context import stand_in_gpu
 
     spec, kw, tp, notes = ctx.model, ctx.settings, base.settings.tp, []
     gpu = stand_in_gpu(ctx.log, ctx.gpu, kw)
     out: list[tuple[str, Any, int, str]] = []
     if not base.settings.kv_cache_dtype.startswith("fp8"):
-        out.append(("--kv-cache-dtype fp8", plan_with(spec, gpu, kw, kv_cache_dtype="fp8", available_kv_memory_bytes=budget), tp,
-                    "page halves, blocks double (kv_cache_interface.py); check accuracy, and see the FP8 KV break-even for speed"))
+        out.append(("--kv-cache-dtype fp8", plan_with(spec, gpu, kw, kv_cache_dtype="fp8",
+                                                      available_kv_memory_bytes=budget), tp,
+                    "page halves, blocks double (kv_cache_interface.py); check accuracy, and see the FP8 KV break-even "
+                    "for speed"))
     util = base.memory.fraction
     total = ctx.log.startup.total_gpu_memory_bytes or (ctx.gpu.memory_bytes if ctx.gpu else None)
     if total and util + 0.05 <= 0.95 + 1e-9:
         extra = int(total * 0.05)
-        out.append((f"--gpu-memory-utilization {util + 0.05:.2f}", plan_with(spec, gpu, kw, available_kv_memory_bytes=budget + extra), tp,
-                    f"+{extra / GiB:.2f} GiB for KV (5% of {total / GiB:.2f} GiB); the other terms stay; risks OOM if anything else shares the GPU"))
+        out.append((f"--gpu-memory-utilization {util + 0.05:.2f}", plan_with(spec, gpu, kw,
+                                                                             available_kv_memory_bytes=budget + extra),
+                                                                                 tp,
+                    f"+{extra / GiB:.2f} GiB for KV (5% of {total / GiB:.2f} GiB); the other terms stay; risks OOM if "
+                    f"anything else shares the GPU"))
     req, w = _requested_and_weights(ctx, base)
     if req and w:
         other = req - budget - w
         tp2 = 2 * tp
         b2 = int(req - w * tp / tp2 - other)
-        out.append((f"--tensor-parallel-size {tp2}", plan_with(spec, gpu, kw, tp=tp2, available_kv_memory_bytes=b2), tp2,
-                    f"weights per GPU halve ({w / GiB:.2f} → {w * tp / tp2 / GiB:.2f} GiB) and KV heads split; activation and "
+        out.append((f"--tensor-parallel-size {tp2}", plan_with(spec, gpu, kw, tp=tp2, available_kv_memory_bytes=b2),
+                    tp2,
+                    f"weights per GPU halve ({w / GiB:.2f} → {w * tp / tp2 / GiB:.2f} GiB) and KV heads split; "
+                    f"activation and "
                     f"other terms assumed unchanged per GPU; {tp2} GPUs per replica (plus all-reduce time per step)"))
     else:
-        notes.append("tensor parallelism not re-planned: the log prints neither the requested memory nor the weights, and no --gpu")
+        notes.append("tensor parallelism not re-planned: the log prints neither the requested memory nor the weights, "
+                     "and no --gpu")
     L = base.memory.max_model_len
-    v0 = " On V0 without chunked prefill it also shrinks the profile run (fewer activation bytes)" if ctx.log.generation == "v0" else ""
-    out.append((f"--max-model-len {L // 2}", plan_with(spec, gpu, kw, max_model_len=L // 2, available_kv_memory_bytes=budget), tp,
-                "the engine figure is for shorter requests; paged KV allocates blocks as tokens arrive, so this frees no KV memory: it "
+    v0 = (
+        " On V0 without chunked prefill it also shrinks the profile run (fewer activation bytes)"
+        if ctx.log.generation == "v0"
+        else ""
+    )
+    out.append((f"--max-model-len {L // 2}", plan_with(spec, gpu, kw, max_model_len=L // 2,
+                                                       available_kv_memory_bytes=budget), tp,
+                "the engine figure is for shorter requests; paged KV allocates blocks as tokens arrive, so this frees "
+                "no KV memory: it "
                 "only refuses requests longer than the new limit (worth it when a few long requests fill the cache)." + v0))
     rows = []
     for action, p, gpus, detail in out:
@@ -228,10 +269,13 @@ def capacity_options(ctx: DoctorContext) -> tuple[list[dict[str, Any]], float | 
     rows += variants
     if per_req:
         seqs = int(m.usable_blocks * m.block_size // per_req)
-        rows.append({"action": f"--max-num-seqs {seqs}", "num_gpu_blocks": m.num_gpu_blocks, "token_slots": m.usable_blocks * m.block_size,
-                     "max_model_len": m.max_model_len, "max_concurrency": rows[0]["max_concurrency"], "requests_of_observed_size": seqs,
+        rows.append({"action": f"--max-num-seqs {seqs}", "num_gpu_blocks": m.num_gpu_blocks,
+                     "token_slots": m.usable_blocks * m.block_size,
+                     "max_model_len": m.max_model_len, "max_concurrency": rows[0]["max_concurrency"],
+                         "requests_of_observed_size": seqs,
                      "gpus_per_replica": base.settings.tp,
-                     "detail": f"caps running requests at the number of ≈{per_req:,.0f}-token requests the slots hold: preemptions "
+                     "detail": f"caps running requests at the number of ≈{per_req:,.0f}-token requests the slots hold: "
+                               f"preemptions "
                                "(and their recompute) stop, but no capacity is added — the excess waits in the queue"})
     for r in rows:
         r["notes"] = notes if r is rows[0] else []

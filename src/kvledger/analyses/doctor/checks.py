@@ -32,8 +32,10 @@ _MEMORY = [  # (StartupFacts field, what the log calls it)
 ]
 _SETTINGS = [  # (StartupFacts field, PlanSettings field it becomes)
     ("max_model_len", "max_model_len"), ("gpu_memory_utilization", "gpu_memory_utilization"),
-    ("max_num_batched_tokens", "max_num_batched_tokens"), ("max_num_seqs", "max_num_seqs"), ("block_size", "block_size"),
-    ("tensor_parallel_size", "tp"), ("pipeline_parallel_size", "pp"), ("num_gpu_blocks_override", "num_gpu_blocks_override"),
+    ("max_num_batched_tokens", "max_num_batched_tokens"), ("max_num_seqs", "max_num_seqs"), ("block_size",
+        "block_size"),
+    ("tensor_parallel_size", "tp"), ("pipeline_parallel_size", "pp"), ("num_gpu_blocks_override",
+                                                                       "num_gpu_blocks_override"),
     ("num_gpu_blocks", "num_gpu_blocks_override"),
 ]
 
@@ -58,14 +60,18 @@ def _fmt(value: float, setting: str) -> str:
 
 
 def check_setting(log: VllmLog, field: str, setting: str, value: float, line: int | None, what: str) -> None:
-    """Raise ImpossibleLogValueError when ``value`` (read from ``line``) is outside PlanSettings' bounds of ``setting``."""
+    """Raise ImpossibleLogValueError when ``value`` (read from ``line``) is outside PlanSettings' bounds of
+    ``setting``."""
     lo, strict, hi = _bounds(setting)
     low = lo is not None and (value <= lo if strict else value < lo)
     if not low and (hi is None or value <= hi):
         return
-    rng = (f"more than {_fmt(lo, setting)}" if strict else f"{_fmt(lo, setting)}") + (f" to {_fmt(hi, setting)}" if hi is not None else "")
+    rng = (f"more than {_fmt(lo, setting)}" if strict else f"{_fmt(lo, setting)}") + (
+        f" to {_fmt(hi, setting)}" if hi is not None else ""
+    )
     raise ImpossibleLogValueError(log.source, f"{what} {_fmt(value, setting)} is not a value vLLM prints or accepts "
-                                  f"(it takes {rng}); the log looks edited or damaged. Correct or remove that line and run "
+                                  f"(it takes {rng}); the log looks edited or damaged. Correct or remove that line and "
+                                  f"run "
                                   "kvledger doctor again", f"line {line}" if line else None)
 
 
@@ -85,8 +91,11 @@ def check_log_values(log: VllmLog, device_total_bytes: int | None, device_source
         try:  # the GPU catalog's plausibility range for a device's memory
             custom_gpu("the log's GPU", st.total_gpu_memory_bytes, 1e12, 1e14)
         except InputError as err:
-            raise ImpossibleLogValueError(log.source, f"device total {st.total_gpu_memory_bytes / GiB:,.2f} GiB: {err}; the "
-                                          "log looks edited or damaged", f"line {st.lines.get('total_gpu_memory_bytes')}") from None
+            raise ImpossibleLogValueError(
+                log.source,
+                f"device total {st.total_gpu_memory_bytes / GiB:,.2f} GiB: {err}; the log looks edited or damaged",
+                f"line {st.lines.get('total_gpu_memory_bytes')}",
+            ) from None
         device_total_bytes = st.total_gpu_memory_bytes
         device_source = f"the device total the log prints, line {st.lines.get('total_gpu_memory_bytes')}"
     for field, what in _MEMORY:
@@ -102,6 +111,8 @@ def check_log_values(log: VllmLog, device_total_bytes: int | None, device_source
                     f"line {st.lines.get(field)}")
         elif value > device_total_bytes:
             raise ImpossibleLogValueError(
-                log.source, f"{what} {value / GiB:,.2f} GiB is more than the GPU's whole memory ({device_total_bytes / GiB:,.2f} GiB, "
-                f"{device_source}): vLLM cannot have printed it on that GPU. The log looks edited or damaged, or it comes "
+                log.source, f"{what} {value / GiB:,.2f} GiB is more than the GPU's whole memory "
+                            f"({device_total_bytes / GiB:,.2f} GiB, "
+                f"{device_source}): vLLM cannot have printed it on that GPU. The log looks edited or damaged, or it "
+                f"comes "
                 "from a larger GPU than --gpu names", f"line {st.lines.get(field)}")

@@ -1,4 +1,5 @@
-"""What ``kvledger doctor`` knows before diagnosing: the log, the model and GPU it resolves, the settings it reads, and ledger plans built from them.
+"""What ``kvledger doctor`` knows before diagnosing: the log, the model and GPU it resolves, the settings it reads, and
+ledger plans built from them.
 
 Settings come from the log (argument echo, engine-config echo, capacity lines) and otherwise from the
 engine's defaults as the ledger applies them; each carries its source. Three plans are built:
@@ -36,7 +37,8 @@ _FROM_LOG = ("max_model_len", "gpu_memory_utilization", "max_num_batched_tokens"
 
 @dataclass(frozen=True)
 class DoctorContext:
-    """The resolved inputs of a diagnosis. ``settings`` are ``make_settings`` keywords; ``sources`` says where each came from."""
+    """The resolved inputs of a diagnosis. ``settings`` are ``make_settings`` keywords; ``sources`` says where each
+    came from."""
 
     log: VllmLog
     model: ModelSpec | None
@@ -85,20 +87,24 @@ _VARIANT = re.compile(r"(-(instruct|chat|hf|it|base|fp8|fp8-dynamic|awq|gptq|int
 
 
 def _name_key(name: str) -> str:
-    """A model name without org, ``Meta-`` prefix and variant suffixes (Instruct, FP8, AWQ, …): the same architecture."""
+    """A model name without org, ``Meta-`` prefix and variant suffixes (Instruct, FP8, AWQ, …): the same
+    architecture."""
     base = PurePath(name.split(" (config of ")[0]).name.lower().removeprefix("meta-")
     return _VARIANT.sub("", base)
 
 
 def model_mismatch(log: VllmLog, given: str, spec: ModelSpec) -> str | None:
-    """The warning when ``--model`` names another model than the one the log serves (None when they agree or it cannot be told)."""
+    """The warning when ``--model`` names another model than the one the log serves (None when they agree or it cannot
+    be told)."""
     st = log.startup
     named = st.model or st.served_model_name
     if not named or _same_model(given, spec, named) is not False:
         return None
     field_name = "model" if st.model else "served_model_name"
-    return (f"--model {given} is not the model this log serves: the log names {named!r} (line {st.lines.get(field_name)}). "
-            f"The comparison below is the ledger for {given}, so it will not match the log's figures; drop --model to use "
+    return (f"--model {given} is not the model this log serves: the log names {named!r} (line "
+            f"{st.lines.get(field_name)}). "
+            f"The comparison below is the ledger for {given}, so it will not match the log's figures; drop --model to "
+            f"use "
             "the log's model (when bundled) or pass its config.json")
 
 
@@ -106,7 +112,8 @@ def _resolve_model(log: VllmLog, name: str | None) -> tuple[ModelSpec | None, st
     if name:
         spec = load_model(name)
         named = log.startup.model or log.startup.served_model_name
-        return spec, f"--model {name}" + (f" (the log names {named!r})" if named and model_mismatch(log, name, spec) else "")
+        return spec, f"--model {name}" + (f" (the log names {named!r})" if named and model_mismatch(log, name,
+            spec) else "")
     st = log.startup
     for field_name in ("model", "served_model_name"):
         text = getattr(st, field_name)
@@ -118,7 +125,8 @@ def _resolve_model(log: VllmLog, name: str | None) -> tuple[ModelSpec | None, st
             except KvLedgerError:
                 continue
     named = st.model or st.served_model_name
-    return None, (f"the log's model {named!r} is not a bundled model or a local config" if named else "the log names no model") + \
+    return None, (f"the log's model {named!r} is not a bundled model or a local config" if named else "the log names "
+        "no model") + \
         "; pass --model (a bundled name or a config.json) for the ledger comparison"
 
 
@@ -129,7 +137,8 @@ def _resolve_gpu(log: VllmLog, name: str | None) -> tuple[GpuSpec | None, str]:
     total = log.startup.total_gpu_memory_bytes
     if total:
         g = custom_gpu(f"GPU with {total / GiB:.2f} GiB", total, 1e12, 1e14)
-        return g, (f"device total {total / GiB:.2f} GiB from the log (line {log.startup.lines['total_gpu_memory_bytes']}); "
+        return g, (f"device total {total / GiB:.2f} GiB from the log (line "
+                   f"{log.startup.lines['total_gpu_memory_bytes']}); "
                    "no --gpu, so its bandwidth and FLOP/s are unknown (not needed here)")
     return None, "no --gpu and the log prints no device total (pass --gpu to compare the memory terms)"
 
@@ -156,10 +165,13 @@ def _settings(log: VllmLog, engine_version: str | None) -> tuple[dict[str, Any],
         kw["pp"], src["pp"] = st.pipeline_parallel_size, f"log line {st.lines['pipeline_parallel_size']}"
     for name in _FROM_LOG:
         value = getattr(st, name)
-        kw[name], src[name] = value, (f"log line {st.lines[name]}" if value is not None else "vLLM default for this version (ledger rule)")
+        kw[name], src[name] = value, (f"log line {st.lines[name]}" if value is not None else "vLLM default for this "
+            "version (ledger rule)")
     dtype = st.kv_cache_dtype or "auto"
     kw["kv_cache_dtype"] = _KV_DTYPES.get(dtype.lower(), dtype)
-    src["kv_cache_dtype"] = f"log line {st.lines['kv_cache_dtype']}" if st.kv_cache_dtype else "auto (vLLM default: the model dtype)"
+    src["kv_cache_dtype"] = (
+        f"log line {st.lines['kv_cache_dtype']}" if st.kv_cache_dtype else "auto (vLLM default: the model dtype)"
+    )
     if kw["kv_cache_dtype"] not in _KV_DTYPES.values():
         notes.append(f"kv_cache_dtype {dtype!r} is not one the ledger models; the comparison uses the model dtype")
         kw["kv_cache_dtype"] = "auto"
@@ -221,11 +233,22 @@ def log_blocks(log: VllmLog, plan: Plan | None) -> tuple[int | None, int | None,
     R = plan.layout.blocks_per_request(L, plan.inflight_tokens)
     n0 = st.kv_cache_tokens * R // L if era(ver) == "v1-0.24" else st.kv_cache_tokens * g // B
     found = [n for n in range(max(1, n0 - 2 * g - 2), n0 + 2 * g + 3)
-             if printed_figures(printed_capacity_lines(ver, n, B, g, L, R)).get("kv_cache_tokens") == st.kv_cache_tokens]
+             if printed_figures(printed_capacity_lines(ver, n, B, g, L,
+                                                       R)).get("kv_cache_tokens") == st.kv_cache_tokens]
     if not found:
-        return None, None, f"no block count reproduces the printed {st.kv_cache_tokens:,} tokens under vLLM {plan.memory.engine_version}'s rule"
-    rule = "int(n / R(L) × L)" if era(ver) == "v1-0.24" else ("(n // groups) × block_size" if g > 1 else "n × block_size")
-    return min(found), max(found), f"from the printed KV cache size, line {st.lines['kv_cache_tokens']}: tokens = {rule}"
+        return (
+            None,
+            None,
+            f"no block count reproduces the printed {st.kv_cache_tokens:,} tokens under vLLM "
+            f"{plan.memory.engine_version}'s rule",
+        )
+    rule = "int(n / R(L) × L)" if era(ver) == "v1-0.24" else ("(n // groups) × block_size" if g > 1 else "n × "
+        "block_size")
+    return (
+        min(found),
+        max(found),
+        f"from the printed KV cache size, line {st.lines['kv_cache_tokens']}: tokens = {rule}",
+    )
 
 
 def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = None, replicas: int = 1,
@@ -265,5 +288,6 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
             plans[2] = p if not isinstance(p, str) else None
     else:
         blocks = log_blocks(log, None)
-    return DoctorContext(log, spec, msrc, g, gsrc, kw, src, replicas, prefix_share, plans[0], plans[1], plans[2], blocks,
+    return DoctorContext(log, spec, msrc, g, gsrc, kw, src, replicas, prefix_share, plans[0], plans[1], plans[2],
+                         blocks,
                          tuple(notes))

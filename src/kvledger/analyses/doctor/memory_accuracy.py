@@ -18,6 +18,7 @@ from kvledger.accounting.settings import make_settings
 from kvledger.catalog.gpus import resolve_gpu
 from kvledger.catalog.models import load_model, resolve_bundled
 from kvledger.catalog.modelspec import ModelSpec
+from kvledger.jsonable import to_jsonable
 from kvledger.units import GiB
 
 __all__ = ["CONFIG_FILES", "QUANTIZED_CHECKPOINTS", "TermError", "Replay", "by_rank", "replay", "exact_from_logged",
@@ -104,6 +105,8 @@ class TermError:
     term: str
     predicted: float | None
     logged: float | None
+    low: float | None = None
+    high: float | None = None
 
     @property
     def error(self) -> float | None:
@@ -118,7 +121,7 @@ class TermError:
         return self.error / self.logged
 
     def to_dict(self) -> dict[str, Any]:
-        return {"term": self.term, "predicted": self.predicted, "logged": self.logged, "error": self.error, "rel_error": self.rel_error}
+        return {**to_jsonable(self), "error": self.error, "rel_error": self.rel_error}
 
 
 @dataclass(frozen=True)
@@ -231,7 +234,8 @@ def replay(r: dict[str, str], config_dir: Path, rank: str | None = None, standin
              TermError("activation peak", pred.get("activation peak"), by_rank(r["activation_peak_gib_by_rank"]).get(rank)),
              TermError("non-torch", pred.get("non-torch memory"), by_rank(r["non_torch_forward_gib_by_rank"]).get(rank)),
              TermError("CUDA graph estimate", cudagraph_estimate(cg_sizes)[0] / GiB if cg_sizes else None, _f(r["cuda_graph_estimated_gib"])),
-             TermError("available KV", avail_pred, logged_avail),
+             TermError("available KV", avail_pred, logged_avail,
+                       *((x / GiB for x in mem.ranges["available_kv_bytes"]) if st is None or st.get("binds") else (None, None))),
              TermError("KV tokens", float(mem.pool_tokens), _f(r["gpu_kv_cache_tokens"])),
              TermError("max concurrency", p.at_max_model_len.max_concurrency if p.at_max_model_len else None, _f(r["max_concurrency"]))]
     return Replay(r["log_file"], label, rank, tuple(terms))

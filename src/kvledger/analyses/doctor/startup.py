@@ -21,7 +21,8 @@ from kvledger.units import GiB
 
 __all__ = ["compare_startup"]
 
-_MEMORY_TERMS = [  # (row term, StartupFacts field, ledger deduction name, key of a pipeline stage's figure in Memory.stages)
+# (row term, StartupFacts field, ledger deduction name, key of a pipeline stage's figure in Memory.stages)
+_MEMORY_TERMS = [
     ("weights", "weights_bytes", "weights", "weights_bytes"),
     ("activation peak", "activation_peak_bytes", "activation peak", "activation_peak_bytes"),
     ("non-torch memory", "non_torch_bytes", "non-torch memory", "non_torch_memory_bytes"),
@@ -52,11 +53,14 @@ def _stage_of(ctx: DoctorContext, fname: str) -> dict | None:
 
 
 def _ledger_term(ctx: DoctorContext, fname: str, key: str, d, need: str) -> tuple[float | None, str]:
-    """The ledger's figure for a memory term: the log's own pipeline stage's when it names one, else the binding stage's."""
+    """The ledger's figure for a memory term: the log's own pipeline stage's when it names one, else the binding
+    stage's."""
     stage = _stage_of(ctx, fname)
     if stage is not None and key in stage:
-        return stage[key], (f"ledger: pipeline stage {stage['rank']}'s figure (line {ctx.log.startup.lines.get(fname)} comes from "
-                            f"{ctx.log.startup.field_workers[fname].split()[0]}; kvledger plan --pp {ctx.settings['pp']} lists every stage)")
+        return stage[key], (f"ledger: pipeline stage {stage['rank']}'s figure (line {ctx.log.startup.lines.get(fname)} "
+                            f"comes from "
+                            f"{ctx.log.startup.field_workers[fname].split()[0]}; kvledger plan --pp "
+                            f"{ctx.settings['pp']} lists every stage)")
     return (d.bytes if d else None), (f"ledger: {d.source}" if d else "ledger: n/a" + need)
 
 
@@ -66,17 +70,24 @@ def _memory_rows(ctx: DoctorContext) -> list[ComparisonRow]:
     missing = [x for x, ok in (("--model", ctx.model is not None), ("--gpu", ctx.gpu is not None)) if not ok]
     need = "" if a else f" (no ledger figure: pass {' and '.join(missing) or 'settings the ledger accepts; see notes'})"
     v0 = ctx.log.generation == "v0"
-    rows = [_row("device total", "B", st.total_gpu_memory_bytes, st.lines.get("total_gpu_memory_bytes"), m.gpu_total_bytes if m else None,
+    rows = [_row("device total", "B", st.total_gpu_memory_bytes, st.lines.get("total_gpu_memory_bytes"),
+                 m.gpu_total_bytes if m else None,
                  f"ledger: {ctx.gpu_source}" + need),
-            _row("gpu_memory_utilization", "fraction", st.gpu_memory_utilization, st.lines.get("gpu_memory_utilization"),
+            _row("gpu_memory_utilization", "fraction", st.gpu_memory_utilization,
+                 st.lines.get("gpu_memory_utilization"),
                  m.fraction if m else None, f"ledger: {ctx.sources['gpu_memory_utilization']}" + need),
-            _row("requested = total × utilization", "B", st.requested_memory_bytes, st.lines.get("requested_memory_bytes"),
-                 m.requested_bytes if m else None, "device total × gpu_memory_utilization (V0 worker.py::determine_num_available_blocks)"
+            _row("requested = total × utilization", "B", st.requested_memory_bytes,
+                 st.lines.get("requested_memory_bytes"),
+                 m.requested_bytes if m else None, "device total × gpu_memory_utilization (V0 "
+                                                   "worker.py::determine_num_available_blocks)"
                  if v0 else "ceil(device total × gpu_memory_utilization) (v1/worker/utils.py::request_memory)")]
     for term, fname, dname, key in _MEMORY_TERMS:
-        rows.append(_row(term, "B", getattr(st, fname), st.lines.get(fname), *_ledger_term(ctx, fname, key, _deduction(a, dname), need)))
+        rows.append(_row(term, "B", getattr(st, fname), st.lines.get(fname), *_ledger_term(ctx, fname, key,
+            _deduction(a, dname), need)))
     cg_log = st.cudagraph_estimate_bytes if st.cudagraph_estimate_bytes is not None else st.cudagraph_actual_bytes
-    cg_line = st.lines.get("cudagraph_estimate_bytes" if st.cudagraph_estimate_bytes is not None else "cudagraph_actual_bytes")
+    cg_line = st.lines.get(
+        "cudagraph_estimate_bytes" if st.cudagraph_estimate_bytes is not None else "cudagraph_actual_bytes"
+    )
     d = _deduction(a, "CUDA graphs")
     text = f"ledger: {d.source}" if d else "ledger: n/a" + need
     if st.cudagraph_estimate_applied is False and st.cudagraph_estimate_bytes is not None:
@@ -91,7 +102,11 @@ def _memory_rows(ctx: DoctorContext) -> list[ComparisonRow]:
         non_kv = st.requested_memory_bytes - st.available_kv_bytes
     non_kv_field = "non_kv_total_bytes" if st.non_kv_total_bytes is not None else "available_kv_bytes"
     stage = _stage_of(ctx, non_kv_field)
-    ledger_non_kv = (m.requested_bytes - stage["available_kv_bytes"]) if stage and m else (sum(x.bytes for x in m.deductions) if m else None)
+    ledger_non_kv = (
+        (m.requested_bytes - stage["available_kv_bytes"])
+        if stage and m
+        else (sum(x.bytes for x in m.deductions) if m else None)
+    )
     rows.append(_row("non-KV total", "B", non_kv, st.lines.get(non_kv_field), ledger_non_kv,
                      "sum of the terms above (ledger" + (f", pipeline stage {stage['rank']}" if stage else "")
                      + "); the log's own total or requested − available"))
@@ -109,14 +124,18 @@ def _available_row(ctx: DoctorContext, rows: list[ComparisonRow], need: str) -> 
         parts.append(f"requested {req.difference / GiB:+.2f}")
         explained += req.difference
     for r in rows:
-        if r.unit == "B" and r.term in ("weights", "activation peak", "non-torch memory", "CUDA graphs") and r.difference is not None:
+        if r.unit == "B" and r.term in ("weights", "activation peak", "non-torch memory",
+                                        "CUDA graphs") and r.difference is not None:
             parts.append(f"{r.term} {-r.difference / GiB:+.2f}")
             explained -= r.difference
     text = "requested − every term above" if ledger is not None else need.strip(" ()")
     if ledger is not None and st.available_kv_bytes is not None:
         resid = (ledger - st.available_kv_bytes) - explained
-        text = (f"ledger − log = {(ledger - st.available_kv_bytes) / GiB:+.2f} GiB = " + ("; ".join(parts) or "no itemised terms") +
-                f" GiB; residual {resid / GiB:+.2f} GiB (terms the log does not itemise; 2-decimal rounding)")
+        text = (
+            f"ledger − log = {(ledger - st.available_kv_bytes) / GiB:+.2f} GiB = "
+            + ("; ".join(parts) or "no itemised terms")
+            + f" GiB; residual {resid / GiB:+.2f} GiB (terms the log does not itemise; 2-decimal rounding)"
+        )
     return _row("available KV memory", "B", st.available_kv_bytes, st.lines.get("available_kv_bytes"), ledger, text)
 
 
@@ -147,7 +166,8 @@ def _blocks_row(ctx: DoctorContext) -> ComparisonRow | None:
 def _pp_blocks_row(ctx: DoctorContext, lo: int | None, line: int | None, how: str) -> ComparisonRow:
     """With pipeline parallelism the printed available memory is the first stage's only: vLLM logs it with
     ``info_once(scope="local")`` (gpu_worker.py::determine_available_memory; vllm/logger.py prints "local" lines from
-    the node's first rank), and keeps the smallest block count over the stages (kv_cache_utils.py::get_kv_cache_configs).
+    the node's first rank), and keeps the smallest block count over the stages
+    (kv_cache_utils.py::get_kv_cache_configs).
     The other stages' budgets are not printed, so the first stage's figure only bounds the block count from above."""
     st, b = ctx.log.startup, ctx.log_memory_plan
     first = b.memory.stages[0]
@@ -155,7 +175,8 @@ def _pp_blocks_row(ctx: DoctorContext, lo: int | None, line: int | None, how: st
     _, rhi = printed_gib_block_range(st.available_kv_bytes, bpb)
     text = (f"pipeline parallel {ctx.settings['pp']}: the log prints the first stage's available KV memory only "
             f"(gpu_worker.py logs it from the first rank), and vLLM keeps the smallest block count over the stages "
-            f"(kv_cache_utils.py::get_kv_cache_configs), so the ledger bounds it: at most floor({_gib(st.available_kv_bytes)} / "
+            f"(kv_cache_utils.py::get_kv_cache_configs), so the ledger bounds it: at most "
+            f"floor({_gib(st.available_kv_bytes)} / "
             f"{bpb:,} B per block of stage 0's {first['num_layers']} layers) = {first['num_gpu_blocks']:,} "
             f"(up to {rhi:,} within the 2-decimal print); log: {how}")
     if lo is not None:
@@ -169,9 +190,11 @@ def _capacity_rows(ctx: DoctorContext) -> list[ComparisonRow]:
     st, x = ctx.log.startup, ctx.log_blocks_plan
     rows = [r for r in [_blocks_row(ctx)] if r is not None]
     if x is None:
-        why = "no ledger figure: " + ("pass --model" if ctx.model is None else "the ledger could not plan these settings (see notes)")
+        why = "no ledger figure: " + ("pass --model" if ctx.model is None else "the ledger could not plan these "
+                                                                               "settings (see notes)")
         if st.kv_cache_tokens is not None:
-            rows.append(_row("KV cache size (printed)", "tokens", st.kv_cache_tokens, st.lines.get("kv_cache_tokens"), None, why))
+            rows.append(_row("KV cache size (printed)", "tokens", st.kv_cache_tokens, st.lines.get("kv_cache_tokens"),
+                             None, why))
         if st.max_concurrency is not None:
             rows.append(_row(f"max concurrency at {st.concurrency_context_tokens:,} tokens", "x", st.max_concurrency,
                              st.lines.get("max_concurrency"), None, why))
@@ -183,8 +206,10 @@ def _capacity_rows(ctx: DoctorContext) -> list[ComparisonRow]:
     rows.append(_row("bytes per block", "B", None, None, m.bytes_per_block,
                      f"{m.block_size} tokens × per-token KV bytes of the layers sharing a block ({ctx.model_source})"))
     if st.kv_cache_tokens is not None:
-        rows.append(_row("KV cache size (printed)", "tokens", st.kv_cache_tokens, st.lines.get("kv_cache_tokens"), figs.get("kv_cache_tokens"),
-                         f"vLLM {m.engine_version} prints {'int(n / R(L) × L)' if e == 'v1-0.24' else '(n // groups) × block_size'} "
+        rows.append(_row("KV cache size (printed)", "tokens", st.kv_cache_tokens, st.lines.get("kv_cache_tokens"),
+                         figs.get("kv_cache_tokens"),
+                         f"vLLM {m.engine_version} prints "
+                         f"{'int(n / R(L) × L)' if e == 'v1-0.24' else '(n // groups) × block_size'} "
                          f"with the log's n = {m.num_gpu_blocks:,}"))
     if st.max_concurrency is not None:
         formula = (f"n × block_size / L = {m.num_gpu_blocks:,} × {m.block_size} / {L:,}" if e in ("v0", "v1-0.8")
@@ -192,9 +217,12 @@ def _capacity_rows(ctx: DoctorContext) -> list[ComparisonRow]:
         rows.append(_row(f"max concurrency at {L:,} tokens", "x", st.max_concurrency, st.lines.get("max_concurrency"),
                          figs.get("max_concurrency"), formula + " (printed to 2 decimals)"))
     if st.error_kv_capacity_tokens is not None:
-        rows.append(_row("KV capacity (V0 start-up check)", "tokens", st.error_kv_capacity_tokens, st.lines.get("error_kv_capacity_tokens"),
-                         m.num_gpu_blocks * m.block_size, f"n × block_size = {m.num_gpu_blocks:,} × {m.block_size}; one "
-                         f"{L:,}-token request {'fits' if row and row.max_requests >= 1 else 'does not fit'} (the ledger agrees with the log's error)"))
+        rows.append(_row("KV capacity (V0 start-up check)", "tokens", st.error_kv_capacity_tokens,
+                         st.lines.get("error_kv_capacity_tokens"),
+                         m.num_gpu_blocks * m.block_size, f"n × block_size = {m.num_gpu_blocks:,} × {m.block_size}; "
+                                                          f"one "
+                         f"{L:,}-token request {'fits' if row and row.max_requests >= 1 else 'does not fit'} (the "
+                         f"ledger agrees with the log's error)"))
     return rows
 
 
@@ -207,29 +235,35 @@ def _settings(ctx: DoctorContext) -> dict[str, dict]:
     plan = ctx.log_memory_plan or ctx.model_plan or ctx.log_blocks_plan
     if plan is not None:
         m = plan.memory
-        for k, v in (("gpu_memory_utilization", m.fraction), ("max_model_len", m.max_model_len), ("max_num_batched_tokens", m.max_num_batched_tokens),
+        for k, v in (("gpu_memory_utilization", m.fraction), ("max_model_len", m.max_model_len),
+                     ("max_num_batched_tokens", m.max_num_batched_tokens),
                      ("max_num_seqs", m.max_num_seqs), ("block_size", m.block_size)):
             if out[k]["value"] is None:
-                out[k] = {"value": v, "source": out[k]["source"] + f" → {v:,}" if isinstance(v, int) else out[k]["source"] + f" → {v}"}
+                out[k] = {"value": v, "source": out[k]["source"] + f" → {v:,}" if isinstance(v,
+                    int) else out[k]["source"] + f" → {v}"}
     return out
 
 
 def compare_startup(ctx: DoctorContext) -> StartupComparison | None:
     """The comparison, or None when the log prints no start-up memory or capacity figure."""
     st = ctx.log.startup
-    keys = ("available_kv_bytes", "num_gpu_blocks", "kv_cache_tokens", "max_concurrency", "weights_bytes", "total_gpu_memory_bytes")
+    keys = ("available_kv_bytes", "num_gpu_blocks", "kv_cache_tokens", "max_concurrency", "weights_bytes",
+            "total_gpu_memory_bytes")
     if all(getattr(st, k) is None for k in keys):
         return None
     rows = _memory_rows(ctx) + _capacity_rows(ctx)
     checked = [r for r in rows if r.unit in ("blocks", "tokens", "x") and r.difference is not None]
     checked = [r for r in checked if not r.explanation.startswith("ledger from its memory model")]
     blocks_ok = all(r.difference == 0 or "inside" in r.explanation for r in checked if r.unit == "blocks")
-    consistent = (blocks_ok and all(abs(r.difference) < 1e-9 for r in checked if r.unit != "blocks")) if checked else None
+    consistent = (
+        (blocks_ok and all(abs(r.difference) < 1e-9 for r in checked if r.unit != "blocks")) if checked else None
+    )
     rows = [r for r in rows if r.log_value is not None or r.ledger_value is not None]
     notes = list(ctx.notes) + list(st.notes)
     if ctx.model is None:
         notes.append("no model: " + ctx.model_source)
-    return StartupComparison(_settings(ctx), tuple(rows), consistent, tuple(notes), _skipped(ctx) if consistent is None else None)
+    return StartupComparison(_settings(ctx), tuple(rows), consistent, tuple(notes),
+                             _skipped(ctx) if consistent is None else None)
 
 
 def _skipped(ctx: DoctorContext) -> str:

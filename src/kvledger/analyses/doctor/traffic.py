@@ -24,7 +24,8 @@ from kvledger.analyses.doctor.context import DoctorContext
 from kvledger.analyses.doctor.types import Finding
 from kvledger.evidence.vllm_log import StatsSample
 
-__all__ = ["FAR_BELOW", "ITL_INFLATION", "PREFILL_SATURATED", "QUEUE_RUN", "diagnose_prefix_cache", "diagnose_batching", "implied_itl_s"]
+__all__ = ["FAR_BELOW", "ITL_INFLATION", "PREFILL_SATURATED", "QUEUE_RUN", "diagnose_prefix_cache", "diagnose_batching",
+           "implied_itl_s"]
 
 FAR_BELOW = 0.5
 """Observed hit rate below this fraction of the expected share is "far below". Block granularity (only full blocks
@@ -37,14 +38,21 @@ PREFILL_SATURATED = 0.8
 QUEUE_RUN = 3
 """Consecutive metrics intervals with requests waiting (KV not full, prefill flat out) that make a persistent queue."""
 
-PREFIX_RULE = (f"observed hit rate < {FAR_BELOW} × the share of prompt tokens the traffic repeats (--prefix-share) → far below. "
-               "Then: K > 1 replicas and a hit rate within ×0.5–×2 of share ÷ K → prefix-blind routing of session-local prefixes; "
-               f"KV usage ≥ {KV_FULL_PCT:.0f}% → cached prefixes are evicted before reuse; K = 1 → prefixes not byte-identical "
+PREFIX_RULE = (f"observed hit rate < {FAR_BELOW} × the share of prompt tokens the traffic repeats (--prefix-share) → "
+               f"far below. "
+               "Then: K > 1 replicas and a hit rate within ×0.5–×2 of share ÷ K → prefix-blind routing of "
+               "session-local prefixes; "
+               f"KV usage ≥ {KV_FULL_PCT:.0f}% → cached prefixes are evicted before reuse; K = 1 → prefixes not "
+               f"byte-identical "
                "(timestamps or user ids early in the prompt break the block hash chain) or shorter than a block.")
-BATCH_RULE = (f"implied ITL = running ÷ generation throughput per interval; median with prefill ÷ median without ≥ {ITL_INFLATION} → "
-              f"prefill chunks slow decodes (lower max_num_batched_tokens). ≥ {QUEUE_RUN} consecutive intervals with requests "
-              f"waiting, KV < {KV_FULL_PCT:.0f}% and prompt throughput ≥ {PREFILL_SATURATED:.0%} of its peak → TTFT is queueing "
-              "behind prefill (raise max_num_batched_tokens or add replicas). With speculative decoding or parallel sampling a request "
+BATCH_RULE = (f"implied ITL = running ÷ generation throughput per interval; median with prefill ÷ median without ≥ "
+              f"{ITL_INFLATION} → "
+              f"prefill chunks slow decodes (lower max_num_batched_tokens). ≥ {QUEUE_RUN} consecutive intervals with "
+              f"requests "
+              f"waiting, KV < {KV_FULL_PCT:.0f}% and prompt throughput ≥ {PREFILL_SATURATED:.0%} of its peak → TTFT is "
+              f"queueing "
+              "behind prefill (raise max_num_batched_tokens or add replicas). With speculative decoding or parallel "
+              "sampling a request "
               "emits several tokens per step, so the implied ITL understates; the ratio still compares like with like. "
               "Source: vLLM docs, Optimization and Tuning → Chunked Prefill.")
 
@@ -62,17 +70,26 @@ def _hit_samples(stats: tuple[StatsSample, ...]) -> list[StatsSample]:
 def _prefix_verdict(h: float, share: float, k: int, kv_full: bool) -> tuple[str, str]:
     blind = 100 * share / k
     if k > 1 and FAR_BELOW * blind <= h <= 2 * blind:
-        v, text = "prefix_blind_routing", (f"it matches prefix-blind routing across {k} replicas (share ÷ K = {blind:.1f}%): "
-                                           "route by session or prefix (consistent hashing on a session id, or a prefix-aware "
+        v, text = "prefix_blind_routing", (f"it matches prefix-blind routing across {k} replicas (share ÷ K = "
+                                           f"{blind:.1f}%): "
+                                           "route by session or prefix (consistent hashing on a session id, or a "
+                                           "prefix-aware "
                                            "router such as llm-d's prefix scorer or SGLang's cache-aware router)")
     elif kv_full:
-        v, text = "evicted_under_kv_pressure", "the KV cache is full, so cached prefixes are evicted before they are reused: fix capacity first"
+        v, text = (
+            "evicted_under_kv_pressure",
+            "the KV cache is full, so cached prefixes are evicted before they are reused: fix capacity first",
+        )
     elif k > 1:
-        v, text = "below_routing_expectation", (f"it is below even prefix-blind routing's share ÷ K = {blind:.1f}%: check that shared "
-                                                "prefixes are byte-identical and at least one block long, and that prefix caching is on")
+        v, text = "below_routing_expectation", (f"it is below even prefix-blind routing's share ÷ K = {blind:.1f}%: "
+                                                f"check that shared "
+                                                "prefixes are byte-identical and at least one block long, and that "
+                                                "prefix caching is on")
     else:
-        v, text = "single_replica_low_hits", ("one replica, so routing is not the cause: check that shared prefixes are byte-identical "
-                                              "(timestamps or ids early in the prompt) and at least one block (16 tokens) long")
+        v, text = "single_replica_low_hits", ("one replica, so routing is not the cause: check that shared prefixes "
+                                              "are byte-identical "
+                                              "(timestamps or ids early in the prompt) and at least one block (16 "
+                                              "tokens) long")
     if kv_full and v == "prefix_blind_routing":
         text += f"; the KV cache is also ≥ {KV_FULL_PCT:.0f}% full, which evicts prefixes between uses — fix capacity first and re-measure"
     return v, text
@@ -82,27 +99,34 @@ def diagnose_prefix_cache(ctx: DoctorContext) -> Finding:
     """Hit rate against the traffic's shared fraction (``ctx.prefix_share``) over ``ctx.replicas`` replicas."""
     st, stats = ctx.log.startup, ctx.log.stats
     xs = _hit_samples(stats)
-    ev = tuple({"line": s.line_no, "time": s.time_text, "what": "prefix cache hit rate", "value": f"{s.prefix_cache_hit_pct}%"} for s in xs)
+    ev = tuple({"line": s.line_no, "time": s.time_text, "what": "prefix cache hit rate",
+                "value": f"{s.prefix_cache_hit_pct}%"} for s in xs)
     if st.enable_prefix_caching is False:
         trig = bool(ctx.prefix_share)
         return Finding("prefix_cache_routing", trig, "prefix_caching_off",
-                       f"prefix caching is off (log line {st.lines['enable_prefix_caching']}): nothing can hit", PREFIX_RULE, ev)
+                       f"prefix caching is off (log line {st.lines['enable_prefix_caching']}): nothing can hit",
+                           PREFIX_RULE, ev)
     if not xs:
-        why = ("V0 without --enable-prefix-caching prints none" if stats else "the log has no metrics lines (stats logging off, "
+        why = ("V0 without --enable-prefix-caching prints none" if stats else "the log has no metrics lines (stats "
+                                                                              "logging off, "
                "or only the start-up was captured)")
-        return Finding("prefix_cache_routing", False, "no_hit_rate", f"the log prints no prefix-cache hit rate ({why})", PREFIX_RULE)
+        return Finding("prefix_cache_routing", False, "no_hit_rate", f"the log prints no prefix-cache hit rate ({why})",
+                       PREFIX_RULE)
     last = xs[-1]
     h = last.prefix_cache_hit_pct
-    seen = (f"prefix-cache hit rate {h:.1f}% in the latest interval with prefill (line {last.line_no}; vLLM reports it over "
+    seen = (f"prefix-cache hit rate {h:.1f}% in the latest interval with prefill (line {last.line_no}; vLLM reports it "
+            f"over "
             f"recent requests, so early lines include the cold start)")
     if ctx.prefix_share is None:
         return Finding("prefix_cache_routing", False, "no_expected_share",
-                       seen + "; pass --prefix-share (the fraction of prompt tokens your traffic repeats) and --replicas to judge it",
+                       seen + "; pass --prefix-share (the fraction of prompt tokens your traffic repeats) and "
+                              "--replicas to judge it",
                        PREFIX_RULE, ev)
     expected = 100 * ctx.prefix_share
     if h >= FAR_BELOW * expected:
         return Finding("prefix_cache_routing", False, "consistent",
-                       seen + f": consistent with a traffic share of {expected:.0f}% (not below {FAR_BELOW} × share)", PREFIX_RULE, ev)
+                       seen + f": consistent with a traffic share of {expected:.0f}% (not below {FAR_BELOW} × share)",
+                           PREFIX_RULE, ev)
     kv = [s.gpu_kv_usage_pct for s in xs[-3:] if s.gpu_kv_usage_pct is not None]
     verdict, why = _prefix_verdict(h, ctx.prefix_share, ctx.replicas, bool(kv) and statistics.median(kv) >= KV_FULL_PCT)
     msg = seen + f", far below the {expected:.0f}% the traffic shares (< {FAR_BELOW} × share); " + why + "."
@@ -127,7 +151,8 @@ def _mnbt(ctx: DoctorContext) -> tuple[int | None, str]:
     if st.max_num_batched_tokens:
         return st.max_num_batched_tokens, f"log line {st.lines['max_num_batched_tokens']}"
     plan = ctx.log_blocks_plan or ctx.log_memory_plan or ctx.model_plan
-    return (plan.memory.max_num_batched_tokens, "vLLM default for this GPU and version (ledger rule)") if plan else (None, "unknown")
+    return (plan.memory.max_num_batched_tokens,
+            "vLLM default for this GPU and version (ledger rule)") if plan else (None, "unknown")
 
 
 def _itl_split(stats: tuple[StatsSample, ...]) -> tuple[list[float], list[float]]:
@@ -144,37 +169,53 @@ def diagnose_batching(ctx: DoctorContext) -> Finding:
     run = _queue_run(stats)
     mnbt, msrc = _mnbt(ctx)
     ev: list[dict[str, Any]] = [{"line": s.line_no, "time": s.time_text, "what": "implied ITL",
-                                 "value": f"{implied_itl_s(s) * 1e3:.1f} ms ({s.running_reqs} running, {s.generation_tokens_per_s:,.1f} tok/s gen, "
+                                 "value": f"{implied_itl_s(s) * 1e3:.1f} ms ({s.running_reqs} running, "
+                                          f"{s.generation_tokens_per_s:,.1f} tok/s gen, "
                                           f"{s.prompt_tokens_per_s:,.1f} tok/s prompt, {s.waiting_reqs} waiting)"}
                                 for s in stats if implied_itl_s(s) is not None]
     itl_hurt, ttft_bound = ratio is not None and ratio >= ITL_INFLATION, bool(run)
     parts = []
     if ratio is not None:
-        parts.append(f"implied ITL {statistics.median(pre) * 1e3:.1f} ms in intervals with prefill vs {statistics.median(dec) * 1e3:.1f} ms "
+        parts.append(f"implied ITL {statistics.median(pre) * 1e3:.1f} ms in intervals with prefill vs "
+                     f"{statistics.median(dec) * 1e3:.1f} ms "
                      f"without ({ratio:.2f}×)")
     if run:
         rate = statistics.median(s.prompt_tokens_per_s for s in run)
-        parts.append(f"{len(run)} consecutive intervals (lines {run[0].line_no}–{run[-1].line_no}) with {run[0].waiting_reqs}→{run[-1].waiting_reqs} "
-                     f"requests waiting while prefill ran flat out at ≈{rate:,.0f} tokens/s and KV stayed below {KV_FULL_PCT:.0f}%"
-                     + (f": a full {mnbt:,}-token chunk takes ≈{mnbt / rate * 1e3:,.0f} ms at that rate" if mnbt else ""))
+        parts.append(
+            f"{len(run)} consecutive intervals (lines {run[0].line_no}–{run[-1].line_no}) with "
+            f"{run[0].waiting_reqs}→{run[-1].waiting_reqs} "
+            f"requests waiting while prefill ran flat out at ≈{rate:,.0f} tokens/s and KV stayed below "
+            f"{KV_FULL_PCT:.0f}%"
+            + (f": a full {mnbt:,}-token chunk takes ≈{mnbt / rate * 1e3:,.0f} ms at that rate" if mnbt else "")
+        )
     budget = f"max_num_batched_tokens {mnbt:,} ({msrc})" if mnbt else "max_num_batched_tokens (not known)"
     if itl_hurt and ttft_bound:
-        verdict, advice = "tradeoff", (f"TTFT and ITL pull {budget} in opposite directions: raise it for TTFT, lower it for ITL, "
+        verdict, advice = "tradeoff", (f"TTFT and ITL pull {budget} in opposite directions: raise it for TTFT, lower "
+                                       f"it for ITL, "
                                        "or add replicas to get both — pick by which SLO you miss")
     elif itl_hurt:
         verdict, advice = "itl_hurt_by_prefill", (f"prefill chunks stretch decode steps: lower {budget}" +
-                                                  (f", e.g. to {max(mnbt // 2, 512):,}" if mnbt else "") + "; ITL falls, TTFT rises")
+                                                  (f", e.g. to {max(mnbt // 2, 512):,}" if mnbt else "") + "; ITL "
+                                                      "falls, TTFT rises")
     elif ttft_bound:
-        verdict, advice = "ttft_prefill_bound", (f"TTFT is queueing behind prefill: raise {budget}" + (f", e.g. to {2 * mnbt:,}" if mnbt else "") +
-                                                 " while steps are not yet compute-bound (fewer, larger steps), or add replicas; ITL rises")
+        verdict, advice = "ttft_prefill_bound", (f"TTFT is queueing behind prefill: raise {budget}" + (f", e.g. to "
+            f"{2 * mnbt:,}" if mnbt else "") +
+                                                 " while steps are not yet compute-bound (fewer, larger steps), or add "
+                                                 "replicas; ITL rises")
     else:
-        verdict, advice = "no_batching_signal", "no sign that max_num_batched_tokens is the binding trade-off in these intervals"
+        verdict, advice = (
+            "no_batching_signal",
+            "no sign that max_num_batched_tokens is the binding trade-off in these intervals",
+        )
     msg = "; ".join(parts + [advice]) if parts else advice
-    notes = [] if len(pre) >= 2 and len(dec) >= 2 else [f"ITL comparison needs ≥ 2 intervals with and ≥ 2 without prefill (have {len(pre)} and {len(dec)})"]
+    notes = [] if len(pre) >= 2 and len(dec) >= 2 else [f"ITL comparison needs ≥ 2 intervals with and ≥ 2 without "
+                                                        f"prefill (have {len(pre)} and {len(dec)})"]
     if any(s.waiting_reqs > 0 and (s.gpu_kv_usage_pct or 0) >= KV_FULL_PCT for s in stats):
-        notes.append(f"requests also wait while KV usage is ≥ {KV_FULL_PCT:.0f}%: that part of the queue is capacity (see the capacity finding)")
+        notes.append(f"requests also wait while KV usage is ≥ {KV_FULL_PCT:.0f}%: that part of the queue is capacity "
+                     f"(see the capacity finding)")
     if any(e.mode == "SWAP" for e in ctx.log.preemptions):
-        notes.append("SWAP preemptions mean multi-sequence requests (n > 1 or beam search): each emits several tokens per step, "
+        notes.append("SWAP preemptions mean multi-sequence requests (n > 1 or beam search): each emits several tokens "
+                     "per step, "
                      "so the implied ITL per request understates")
     notes = tuple(notes)
     return Finding("batching_ttft_itl", itl_hurt or ttft_bound, verdict, msg, BATCH_RULE, tuple(ev), (), notes)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["Finding", "ComparisonRow", "StartupComparison", "DoctorReport"]
 
@@ -31,8 +33,7 @@ class Finding:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "triggered": self.triggered, "verdict": self.verdict, "message": self.message,
-                "rule": self.rule, "evidence": list(self.evidence), "options": list(self.options), "notes": list(self.notes)}
+        return to_jsonable(self)
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class ComparisonRow:
     explanation: str
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,7 @@ class StartupComparison:
         return next((r for r in self.rows if r.term == term), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"settings": self.settings, "rows": [r.to_dict() for r in self.rows], "consistent": self.consistent,
-                "notes": list(self.notes), "skipped": self.skipped}
+        return to_jsonable(self)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.accounting.kvcache import kv_ledger
@@ -33,6 +33,7 @@ from kvledger.accounting.roofline_breakdown import decode_shape
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["Fp8Overhead", "Fp8Measurement", "Fp8Calibration", "VLLM_DOCS_L4_QWEN3_4B", "VLLM_DOCS_L4_SOURCE",
            "DEFAULT_FP8_OVERHEAD", "fit_fp8_overhead", "kv_layers", "read_fp8_measurements"]
@@ -133,7 +134,7 @@ class Fp8Calibration:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def _lstsq2(x1: list[float], x2: list[float], y: list[float]) -> tuple[float, float]:

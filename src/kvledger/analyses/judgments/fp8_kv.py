@@ -1,4 +1,5 @@
-"""FP8 KV cache for one model on one GPU: what it buys in capacity and bandwidth, what it costs per step, and the context where decode starts to gain.
+"""FP8 KV cache for one model on one GPU: what it buys in capacity and bandwidth, what it costs per step, and the
+context where decode starts to gain.
 
 Capacity comes from two ledgers (``build_plan`` with ``kv_cache_dtype`` auto and fp8): the page
 halves, blocks and concurrency double (vLLM ``FullAttentionSpec.page_size_bytes``; docs/engine-model.md §1.8).
@@ -21,7 +22,7 @@ calibration — the "~7,000 tokens on Hopper" rule of thumb has no source (docs/
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.accounting.plan import Plan, build_plan, concurrency_rows
@@ -35,6 +36,7 @@ from kvledger.analyses.plans import require_kv_pool
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["Fp8Point", "BreakEven", "Fp8Capacity", "Fp8Report", "Fp8DecodeModel", "analyse_fp8_kv",
            "max_context_holding", "default_curve_contexts"]
@@ -144,7 +146,8 @@ class Fp8DecodeModel:
         cf = self.closed_form(batch)
         short = self._bound(self.times(batch, 1)[2])
         if gains[-1] <= 0:
-            return BreakEven(batch, None, "never", max_context, cf, self._bound(self.times(batch, max_context)[2]), short)
+            return BreakEven(batch, None, "never", max_context, cf, self._bound(self.times(batch, max_context)[2]),
+                             short)
         losing = [i for i, g in enumerate(gains) if g <= 0]
         if not losing:
             return BreakEven(batch, 1, "always", max_context, cf, short, short)
@@ -194,7 +197,8 @@ class Fp8Capacity:
     """The two pools side by side (per GPU).
 
     Attributes:
-        bf16 / fp8: blocks, block_size (tokens), bytes_per_block (B), pool_tokens, available_kv_bytes (B), elem_bytes (B).
+        bf16 / fp8: blocks, block_size (tokens), bytes_per_block (B), pool_tokens, available_kv_bytes (B), elem_bytes
+        (B).
         rows: per context: max_concurrency (engine figure, ×) and max_requests (whole requests) for both.
         target_concurrency: the concurrency asked about, count.
         bf16_max_context_tokens / fp8_max_context_tokens: longest context holding that many whole requests, tokens.
@@ -242,10 +246,11 @@ class Fp8Report:
     ``concurrency`` is what it is (given, or the bf16 pool's capacity at that context)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
-def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *, concurrency: int | None = None,
+def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = None, *,
+                   concurrency: int | None = None,
                    contexts: list[int] | None = None, overhead: Fp8Overhead = DEFAULT_FP8_OVERHEAD) -> Fp8Report:
     """Compare bf16 ("auto") and fp8 KV for ``model`` on ``gpu`` at ``concurrency`` sequences.
 
@@ -257,15 +262,18 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
         InputError: concurrency < 1, a context beyond max_model_len, a model whose KV is already 1 byte,
             or anything ``build_plan`` rejects.
     """
-    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
+    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency,
+                                                                                    int) or concurrency < 1):
         raise InputError(f"--concurrency must be an integer ≥ 1, got {concurrency!r}")
     s = settings or PlanSettings()
     s_b = s.model_copy(update={"kv_cache_dtype": "auto", "contexts": tuple(contexts) if contexts else s.contexts})
     pb = build_plan(model, gpu, s_b, with_roofline=False, with_advice=False)
     require_kv_pool(pb)
     if pb.kv.elem_bytes <= 1:
-        raise InputError(f"{model.name}: its KV dtype is already {pb.kv.elem_bytes:g} byte per element; fp8 saves nothing")
-    pf = build_plan(model, gpu, s_b.model_copy(update={"kv_cache_dtype": "fp8"}), with_roofline=False, with_advice=False)
+        raise InputError(f"{model.name}: its KV dtype is already {pb.kv.elem_bytes:g} byte per element; fp8 saves "
+                         f"nothing")
+    pf = build_plan(model, gpu, s_b.model_copy(update={"kv_cache_dtype": "fp8"}), with_roofline=False,
+                    with_advice=False)
     max_len = pb.memory.max_model_len
     ctxs = sorted(set(contexts)) if contexts else default_curve_contexts(max_len)
     bad = [c for c in ctxs if c > max_len]
@@ -289,5 +297,6 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
     table = tuple(dm.break_even(b, max_len) for b in batches)
     be = next(t for t in table if t.batch == concurrency)
     cap = _capacity(pb, pf, concurrency)
-    rep = Fp8Report(model.name, gpu.name, s_b.model_dump(), overhead, concurrency, cap, be, table, curve, (), (), headline)
+    rep = Fp8Report(model.name, gpu.name, s_b.model_dump(), overhead, concurrency, cap, be, table, curve, (), (),
+                    headline)
     return Fp8Report(**{**rep.__dict__, "verdict": tuple(fp8_verdict(rep, dm)), "notes": tuple(fp8_notes(rep, dm))})

@@ -22,26 +22,35 @@ def _capacity_sentences(r: Fp8Report) -> list[str]:
     h = r.headline
     out = []
     if h:
-        out.append(f"At {h['context_tokens']:,} tokens per request: bf16 KV holds {_n(h['bf16_max_requests'], 'request')} at "
-                   f"once, FP8 KV {h['fp8_max_requests']:,} (per replica, vLLM memory plan). The speed figures below are at "
+        out.append(f"At {h['context_tokens']:,} tokens per request: bf16 KV holds "
+                   f"{_n(h['bf16_max_requests'], 'request')} at "
+                   f"once, FP8 KV {h['fp8_max_requests']:,} (per replica, vLLM memory plan). The speed figures below "
+                   f"are at "
                    f"{_n(n, 'concurrent sequence')}: {h['concurrency_basis']}.")
     out += [f"Capacity: FP8 KV halves the page ({fmt_bytes(b['bytes_per_block'], both=False)} → "
            f"{fmt_bytes(f['bytes_per_block'], both=False)} per {b['block_size']}-token block) and doubles the pool: "
-           f"{b['num_gpu_blocks']:,} → {f['num_gpu_blocks']:,} blocks = {b['pool_tokens']:,} → {f['pool_tokens']:,} tokens "
+           f"{b['num_gpu_blocks']:,} → {f['num_gpu_blocks']:,} blocks = {b['pool_tokens']:,} → {f['pool_tokens']:,} "
+           f"tokens "
            f"(vLLM memory plan; one byte per KV element instead of {b['elem_bytes']:g})."]
     max_len = r.break_even.max_context_tokens
     cb, cf = c.bf16_max_context_tokens, c.fp8_max_context_tokens
     if cb >= max_len:
-        out.append(f"At {_n(n, 'concurrent request')} bf16 already holds them at max_model_len ({max_len:,} tokens each): "
+        out.append(f"At {_n(n, 'concurrent request')} bf16 already holds them at max_model_len ({max_len:,} tokens "
+                   f"each): "
                    "capacity is not a reason to turn FP8 on here.")
     elif cf == 0:
-        out.append(f"Not even FP8 holds {_n(n, 'concurrent request')} of any length: lower the concurrency or add GPUs.")
+        out.append(
+            f"Not even FP8 holds {_n(n, 'concurrent request')} of any length: lower the concurrency or add GPUs."
+        )
     elif cb == 0:
         out.append(f"bf16 cannot hold {_n(n, 'concurrent request')} at all; FP8 holds them up to {cf:,} tokens each.")
     else:
         upto = "max_model_len" if cf >= max_len else f"{cf:,} tokens"
-        out.append(f"Capacity matters from {cb + 1:,} tokens per request: at {_n(n, 'concurrent request')} bf16 holds them up to "
-                   f"{cb:,} tokens each, FP8 up to {upto}. In between, FP8 is what lets {_n(n, 'request')} run at once.")
+        out.append(
+            f"Capacity matters from {cb + 1:,} tokens per request: at {_n(n, 'concurrent request')} bf16 holds "
+            f"them up to "
+            f"{cb:,} tokens each, FP8 up to {upto}. In between, FP8 is what lets {_n(n, 'request')} run at once."
+        )
     return out
 
 
@@ -52,8 +61,10 @@ def _speed_sentence(r: Fp8Report, dm: Fp8DecodeModel) -> str:
     if be.kind == "never":
         why = ("the step is compute-bound, so halving KV bytes saves no time and only the overhead is left"
                if be.regime == "compute" else "the FP8 overhead outweighs the KV bytes saved")
-        return (f"Speed: at {_n(n, 'concurrent sequence')} FP8 KV never makes decode steps faster up to {be.max_context_tokens:,} "
-                f"tokens ({why}; {p_short.fp8_gain_pct:+.1f}% at {short:,} tokens). Leave it off unless you need the capacity.")
+        return (f"Speed: at {_n(n, 'concurrent sequence')} FP8 KV never makes decode steps faster up to "
+                f"{be.max_context_tokens:,} "
+                f"tokens ({why}; {p_short.fp8_gain_pct:+.1f}% at {short:,} tokens). Leave it off unless you need the "
+                f"capacity.")
     if be.kind == "always":
         return (f"Speed: at {_n(n, 'concurrent sequence')} FP8 KV makes decode steps faster at every context "
                 f"({p_short.fp8_gain_pct:+.1f}% at {short:,} tokens, more as context grows).")
@@ -61,7 +72,8 @@ def _speed_sentence(r: Fp8Report, dm: Fp8DecodeModel) -> str:
     longs = [p for p in r.curve if p.context_tokens > c]
     gain = f"; {longs[-1].fp8_gain_pct:+.1f}% at {longs[-1].context_tokens:,} tokens" if longs else ""
     slow = f" ({p_short.fp8_gain_pct:+.1f}% at {short:,} tokens)" if short < c else ""
-    return (f"Speed: at {_n(n, 'concurrent sequence')} the break-even is {c:,} tokens of context per sequence. Below it FP8 KV "
+    return (f"Speed: at {_n(n, 'concurrent sequence')} the break-even is {c:,} tokens of context per sequence. Below "
+            f"it FP8 KV "
             f"makes each decode step slower{slow}: leave it off there unless you need the capacity. Above it, decode "
             f"steps are faster{gain}.")
 
@@ -73,7 +85,11 @@ def fp8_verdict(r: Fp8Report, dm: Fp8DecodeModel) -> list[str]:
     above = [b for b in table if b.kind == "above"]
     if len(above) >= 2:
         low = min(above, key=lambda b: b.context_tokens)
-        rises = [b for b in table if b.batch > low.batch and (b.kind == "never" or (b.context_tokens or 0) > low.context_tokens)]
+        rises = [
+            b
+            for b in table
+            if b.batch > low.batch and (b.kind == "never" or (b.context_tokens or 0) > low.context_tokens)
+        ]
         falls = [b for b in above if b.batch <= low.batch]
         s = ("The break-even falls as the batch grows (the fixed per-layer overhead is shared by more KV reads): "
              + ", ".join(f"{b.context_tokens:,} tokens at batch {b.batch}" for b in falls[:5]))
@@ -85,10 +101,13 @@ def fp8_verdict(r: Fp8Report, dm: Fp8DecodeModel) -> list[str]:
         out.append(s + ".")
     ov = r.overhead
     rb = dm.rb
-    out.append(f"This break-even is derived, not a constant: it rests on the FP8 overhead ({fmt_duration(ov.per_layer_s)} per "
+    out.append(f"This break-even is derived, not a constant: it rests on the FP8 overhead "
+               f"({fmt_duration(ov.per_layer_s)} per "
                f"layer per step + {ov.ns_per_element:.2g} ns per K/V element; {ov.source}) and the roofline at "
-               f"{rb.bandwidth_fraction:.0%} of {rb.bw / 1e12:.2f} TB/s. The often-quoted ~7,000 tokens for 8B models on "
-               "Hopper has no source: no published measurement behind it; published measurements range from 'always faster' (vLLM docs, L4) "
+               f"{rb.bandwidth_fraction:.0%} of {rb.bw / 1e12:.2f} TB/s. The often-quoted ~7,000 tokens for 8B models "
+               f"on "
+               "Hopper has no source: no published measurement behind it; published measurements range from 'always "
+               "faster' (vLLM docs, L4) "
                "to 'always slower' (vllm #48786 on Hopper, intel/llm-scaler #666).")
     return out
 
@@ -100,9 +119,11 @@ def fp8_notes(r: Fp8Report, dm: Fp8DecodeModel) -> list[str]:
              "Prefill also pays quantise-on-write: vllm #42058 measured prefill 2.5–5% slower with FP8 KV on an A100 "
              "(Qwen3-8B), with decode only 0.4–5.5% faster.",
              "The gain depends on the attention backend (FlashAttention 3 quantises queries too; unfused quantisation "
-             "made FP8 slower on H200 in sglang #30815): recalibrate the overhead with `fit_fp8_overhead` from your own "
+             "made FP8 slower on H200 in sglang #30815): recalibrate the overhead with `fit_fp8_overhead` from your "
+             "own "
              "bf16-vs-fp8 runs (--calibration FILE).",
-             "Step times are roofline estimates at the plan's achievable fractions; the break-even depends on their ratio "
+             "Step times are roofline estimates at the plan's achievable fractions; the break-even depends on their "
+             "ratio "
              "to the overhead, not on their absolute accuracy."]
     if any(g.kind not in ("full", "mla", "state") for g in dm.pb.kv.groups):
         notes.append("Sliding-window / chunked layers stop growing at their window, so the closed form c* applies only "

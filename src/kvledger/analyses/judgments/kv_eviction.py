@@ -27,26 +27,30 @@ identity Σ_{o<B} ⌊(o + R − 1)/B⌋ = R − 1), so at most m·(1 + (R−1)/B
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["LAYOUTS", "EvictionResult", "p_block_empty", "expected_empty_blocks_random", "sink_window_occupied",
            "place_runs", "evict"]
 
 LAYOUTS = {
-    "scattered": "scattered uniformly at random (explicit seed), as score-based selection leaves them when scores carry no positional structure",
+    "scattered": "scattered uniformly at random (explicit seed), as score-based selection leaves them when scores "
+                 "carry no positional structure",
     "worst": "spread one per block while they last (the worst case for freeing memory)",
-    "sink-window": "in attention sinks (the first S tokens) and a recent window (the last W tokens), as StreamingLLM keeps them",
+    "sink-window": "in attention sinks (the first S tokens) and a recent window (the last W tokens), as StreamingLLM "
+                   "keeps them",
     "clustered": "clustered in runs of R consecutive tokens at random positions (explicit seed)",
 }
 
 
 def p_block_empty(n: int, s: int, b: int) -> float:
-    """P(no survivor in a given block of ``b`` positions) = C(n−s, b)/C(n, b), for ``s`` random survivors among ``n``."""
+    """P(no survivor in a given block of ``b`` positions) = C(n−s, b)/C(n, b), for ``s`` random survivors among
+    ``n``."""
     if b > n - s:
         return 0.0
     p = 1.0
@@ -132,7 +136,7 @@ class EvictionResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def _check(n: int, block_size: int, evict_fraction: float | None) -> None:
@@ -151,7 +155,8 @@ def _occupied(layout: str, n: int, s: int, B: int, sink: int, window: int, run: 
     if layout == "scattered":
         pos = rng.choice(n, size=s, replace=False) if s else np.empty(0, dtype=np.int64)
         exp = expected_empty_blocks_random(n, s, B)
-        return int(np.unique(pos // B).size), exp, (f"P(block empty) = C(n−s, B)/C(n, B) = C({n - s:,}, {B})/C({n:,}, {B}) = "
+        return int(np.unique(pos // B).size), exp, (f"P(block empty) = C(n−s, B)/C(n, B) = C({n - s:,}, {B})/C({n:,}, "
+                                                    f"{B}) = "
                                                      f"{p_block_empty(n, s, B):.4g} ≤ r^B = {((n - s) / n) ** B:.4g}; "
                                                      f"expected {exp:,.1f} of {nb:,} blocks empty")
     if layout == "worst":
@@ -159,16 +164,20 @@ def _occupied(layout: str, n: int, s: int, B: int, sink: int, window: int, run: 
         return occ, None, f"survivors one per block: min({nb:,} blocks, {s:,} survivors) = {occ:,} blocks stay occupied"
     if layout == "sink-window":
         occ = sink_window_occupied(n, B, sink, window)
-        return occ, None, (f"sinks [0, {sink}) occupy {math.ceil(sink / B)} block(s); window [{n - window:,}, {n:,}) occupies "
-                           f"{(n - 1) // B - (n - window) // B + 1 if window else 0:,}; {occ:,} of {nb:,} blocks stay occupied")
+        return occ, None, (f"sinks [0, {sink}) occupy {math.ceil(sink / B)} block(s); window [{n - window:,}, {n:,}) "
+                           f"occupies "
+                           f"{(n - 1) // B - (n - window) // B + 1 if window else 0:,}; {occ:,} of {nb:,} blocks stay "
+                           f"occupied")
     pos = place_runs(n, s, run, rng) if s else np.empty(0, dtype=np.int64)
     m = math.ceil(s / run) if s else 0
     bound = max(0.0, nb - m * (1 + (run - 1) / B))
     return int(np.unique(pos // B).size), bound, (f"{m:,} runs of {run} tokens touch ≤ {m:,} × (1 + ({run} − 1)/{B}) = "
-                                                  f"{m * (1 + (run - 1) / B):,.1f} blocks on average; ≥ {bound:,.1f} of {nb:,} empty")
+                                                  f"{m * (1 + (run - 1) / B):,.1f} blocks on average; ≥ {bound:,.1f} "
+                                                  f"of {nb:,} empty")
 
 
-def evict(context_tokens: int, block_size: int, bytes_per_block: int, layout: str, *, evict_fraction: float | None = None,
+def evict(context_tokens: int, block_size: int, bytes_per_block: int, layout: str, *,
+          evict_fraction: float | None = None,
           sink_tokens: int = 4, window_tokens: int | None = None, run_tokens: int = 64, seed: int | None = 0,
           heads_per_block: int = 1) -> EvictionResult:
     """Evict a share of one sequence's tokens under ``layout`` and count what the paged pool gets back.
@@ -188,14 +197,18 @@ def evict(context_tokens: int, block_size: int, bytes_per_block: int, layout: st
     notes: list[str] = []
     if layout == "sink-window" and window_tokens is not None:
         if window_tokens < 0 or sink_tokens < 0 or sink_tokens + window_tokens > n:
-            raise InputError(f"--sink-tokens {sink_tokens} + --window {window_tokens} must be ≥ 0 and ≤ the context {n:,}")
+            raise InputError(f"--sink-tokens {sink_tokens} + --window {window_tokens} must be ≥ 0 and ≤ the context "
+                             f"{n:,}")
         s = sink_tokens + window_tokens
         if evict_fraction is not None and abs((n - s) - round(evict_fraction * n)) > 0:
-            notes.append(f"--window {window_tokens:,} and --sink-tokens {sink_tokens} keep {s:,} tokens, so {1 - s / n:.1%} "
+            notes.append(f"--window {window_tokens:,} and --sink-tokens {sink_tokens} keep {s:,} tokens, so "
+                         f"{1 - s / n:.1%} "
                          f"are evicted (not the {evict_fraction:.1%} asked for)")
     else:
         if evict_fraction is None:
-            raise InputError("give --evict (the share of tokens evicted)" + (" or --window" if layout == "sink-window" else ""))
+            raise InputError(
+                "give --evict (the share of tokens evicted)" + (" or --window" if layout == "sink-window" else "")
+            )
         s = n - round(evict_fraction * n)
         if layout == "sink-window":
             sink_tokens = min(sink_tokens, s)

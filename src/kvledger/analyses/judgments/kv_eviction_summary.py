@@ -1,4 +1,5 @@
-"""The KV-eviction analysis for one model on one GPU: the chosen layout, every layout side by side, what it does to concurrency, and which methods need attention scores.
+"""The KV-eviction analysis for one model on one GPU: the chosen layout, every layout side by side, what it does to
+concurrency, and which methods need attention scores.
 
 Method tags follow docs/engine-model.md §6.6 (sources there): whether a method's choice depends on the query
 (query-aware: it assumes the question is in the prompt when it evicts; KVzip and SCBench show such caches
@@ -8,7 +9,7 @@ writes to HBM (Dao et al. 2022: softmax is computed tile by tile, online). Accur
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.accounting.plan import build_plan
@@ -19,6 +20,7 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import kv_heads_per_gpu
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.units import fmt_bytes
 
 __all__ = ["METHODS", "EvictionReport", "analyse_kv_eviction"]
@@ -30,15 +32,20 @@ METHODS: tuple[dict[str, str], ...] = (
     {"method": "H2O", "keeps": "heavy hitters by accumulated attention + recent tokens", "query": "aware",
      "needs_scores": "yes: column sums of the full score matrix (later papers call it FlashAttention-incompatible)",
      "paged_layout": "scattered, per head", "source": "Zhang et al., NeurIPS 2023; KVzip §1 lists it as query-aware"},
-    {"method": "SnapKV", "keeps": "tokens the last prompt window attends to most, per head", "query": "aware (assumes the question is in that window)",
-     "needs_scores": "yes, but only the observation window's rows (recomputed separately; prefill can stay FlashAttention)",
+    {"method": "SnapKV", "keeps": "tokens the last prompt window attends to most, per head", "query": "aware (assumes "
+        "the question is in that window)",
+     "needs_scores": "yes, but only the observation window's rows (recomputed separately; prefill can stay "
+                     "FlashAttention)",
      "paged_layout": "scattered, per head", "source": "Li et al., NeurIPS 2024"},
-    {"method": "KVzip", "keeps": "KV pairs with the highest attention in a context-reconstruction pass", "query": "agnostic",
-     "needs_scores": "yes, from an extra reconstruction forward pass (chunked)", "paged_layout": "scattered (pair- or head-level)",
+    {"method": "KVzip", "keeps": "KV pairs with the highest attention in a context-reconstruction pass",
+     "query": "agnostic",
+     "needs_scores": "yes, from an extra reconstruction forward pass (chunked)", "paged_layout": "scattered (pair- or "
+         "head-level)",
      "source": "Kim et al., NeurIPS 2025 (arXiv 2505.23416)"},
     {"method": "SCBench", "keeps": "(a benchmark, not a method)", "query": "tests shared-context, multi-turn reuse",
      "needs_scores": "—", "paged_layout": "—",
-     "source": "Li et al., ICLR 2025 (arXiv 2412.10319): sub-O(n)-memory methods, sink+window and SnapKV-style dropping included, lose accuracy in multi-turn use"},
+     "source": "Li et al., ICLR 2025 (arXiv 2412.10319): sub-O(n)-memory methods, sink+window and SnapKV-style "
+               "dropping included, lose accuracy in multi-turn use"},
 )
 
 
@@ -66,7 +73,7 @@ class EvictionReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def _heads_per_block(model: ModelSpec, tp: int, plan) -> int:
@@ -78,23 +85,30 @@ def _heads_per_block(model: ModelSpec, tp: int, plan) -> int:
 def _verdict(r: EvictionResult, all_: tuple[EvictionResult, ...], before: int | None, after: int | None) -> list[str]:
     out = [f"Evicting {r.evicted_fraction:.0%} of {r.context_tokens:,} tokens keeps {r.kept_tokens:,}. With survivors "
            f"{LAYOUTS[r.layout]}, {r.empty_blocks:,} of {r.num_blocks:,} blocks ({r.freed_fraction:.1%}) become empty: "
-           f"{fmt_bytes(r.freed_bytes, both=False)} of {fmt_bytes(r.held_bytes, both=False)} per sequence goes back to the pool "
+           f"{fmt_bytes(r.freed_bytes, both=False)} of {fmt_bytes(r.held_bytes, both=False)} per sequence goes back to "
+           f"the pool "
            f"({r.block_size}-token blocks of {r.bytes_per_block:,} B). {r.formula}."]
     scat = next((x for x in all_ if x.layout == "scattered"), None)
     sw = next((x for x in all_ if x.layout == "sink-window"), None)
     if scat and sw:
-        out.append(f"Same share evicted, different layouts: scattered survivors free {scat.freed_fraction:.1%} of the memory "
+        out.append(f"Same share evicted, different layouts: scattered survivors free {scat.freed_fraction:.1%} of the "
+                   f"memory "
                    f"(worst case {next(x for x in all_ if x.layout == 'worst').freed_fraction:.1%}), sink + window "
-                   f"{sw.freed_fraction:.1%}. A paged pool frees blocks, not tokens: survivors left in nearly every block "
+                   f"{sw.freed_fraction:.1%}. A paged pool frees blocks, not tokens: survivors left in nearly every "
+                   f"block "
                    f"free almost nothing of the {r.evicted_fraction:.0%} evicted.")
     if before is not None and after is not None and r.empty_blocks:
-        out.append(f"If freed blocks return to the pool, whole requests of {r.context_tokens:,} tokens go from {before:,} to "
+        out.append(f"If freed blocks return to the pool, whole requests of {r.context_tokens:,} tokens go from "
+                   f"{before:,} to "
                    f"{after:,} — but only after each has been prefilled in full (admission still needs every block).")
-    out.append(f"Getting the memory back from scattered survivors needs compaction: copying the {r.kept_tokens:,} survivors "
-               f"into {r.compacted_blocks:,} fresh blocks ({fmt_bytes(r.compaction_copy_bytes, both=False)} moved per sequence); "
+    out.append(f"Getting the memory back from scattered survivors needs compaction: copying the {r.kept_tokens:,} "
+               f"survivors "
+               f"into {r.compacted_blocks:,} fresh blocks ({fmt_bytes(r.compaction_copy_bytes, both=False)} moved per "
+               f"sequence); "
                "vLLM's block manager does not compact.")
     out.append("Score-based eviction (H2O, SnapKV, KVzip) needs attention scores, and FlashAttention never writes the "
-               "score matrix to memory (online softmax over tiles, Dao et al. 2022): the scores must come from a separate "
+               "score matrix to memory (online softmax over tiles, Dao et al. 2022): the scores must come from a "
+               "separate "
                "pass or kernel. Sink + window needs positions only.")
     return out
 
@@ -116,7 +130,8 @@ def analyse_kv_eviction(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings |
         raise InputError(f"--context {n:,} exceeds max_model_len {m.max_model_len:,}")
     hpb = _heads_per_block(model, s.tp, plan)
     kw = dict(sink_tokens=sink_tokens, run_tokens=run_tokens, seed=seed, heads_per_block=hpb)
-    res = evict(n, m.block_size, m.bytes_per_block, layout, evict_fraction=evict_fraction, window_tokens=window_tokens, **kw)
+    res = evict(n, m.block_size, m.bytes_per_block, layout, evict_fraction=evict_fraction, window_tokens=window_tokens,
+                **kw)
     share = res.evicted_fraction
     others = tuple(res if lay == layout else evict(n, m.block_size, m.bytes_per_block, lay, evict_fraction=share,
                                                    seed=0 if seed is None else seed,
@@ -125,14 +140,17 @@ def analyse_kv_eviction(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings |
     uniform = plan.layout is None or len(plan.layout.groups) == 1
     before = after = None
     notes = ["Accuracy is not predicted: which tokens matter depends on the method and the queries (KVzip, SCBench).",
-             f"One survivor set shared by all {hpb} (layer, KV head) pairs of a block is the most favourable case; methods "
-             "that choose per head (SnapKV, H2O, KVzip head-level) free a block only when every head's survivors leave it."]
+             f"One survivor set shared by all {hpb} (layer, KV head) pairs of a block is the most favourable case; "
+             f"methods "
+             "that choose per head (SnapKV, H2O, KVzip head-level) free a block only when every head's survivors leave "
+             "it."]
     if uniform:
         usable = m.usable_blocks
         before = usable // res.num_blocks
         after = usable // max(1, res.num_blocks - res.empty_blocks)
     else:
-        notes.append("Hybrid layout (several KV cache groups): concurrency before/after is not computed; sliding-window "
+        notes.append("Hybrid layout (several KV cache groups): concurrency before/after is not computed; "
+                     "sliding-window "
                      "layers already hold only their window.")
     return EvictionReport(model.name, gpu.name, s.model_dump(), res, others, hpb, before, after, METHODS,
                           tuple(_verdict(res, others, before, after)), tuple(notes + list(res.notes)))

@@ -1,4 +1,5 @@
-"""Prefill/decode disaggregation against a colocated deployment of the same GPU count: latency percentiles, goodput per GPU under one SLO, KV-transfer time, and which pool each latency follows.
+"""Prefill/decode disaggregation against a colocated deployment of the same GPU count: latency percentiles, goodput per
+GPU under one SLO, KV-transfer time, and which pool each latency follows.
 
 For a fixed number of GPUs N, every deployment serves the same requests: N/TP colocated
 replicas (``kvledger.dynamics.simulator.simulate``) and each split into P prefill and D decode
@@ -12,7 +13,7 @@ pool and show what moves: TTFT follows the prefill pool, ITL the decode pool.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
@@ -23,6 +24,7 @@ from kvledger.dynamics.engine.router import make_router
 from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.dynamics.simulator import simulate
 from kvledger.errors import InputError, UnknownNameError, range_error
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.goodput import goodput_of_records
 from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
@@ -78,7 +80,8 @@ def splits_for(num_gpus: int, prefill_tp: int = 1, decode_tp: int = 1) -> list[t
            if num_gpus - p * prefill_tp >= decode_tp and (num_gpus - p * prefill_tp) % decode_tp == 0]
     if not out:
         gpus = f"{num_gpus} GPU" + ("" if num_gpus == 1 else "s")
-        raise InputError(f"{gpus} cannot be split into ≥ 1 prefill replica of TP {prefill_tp} and ≥ 1 decode replica of "
+        raise InputError(f"{gpus} cannot be split into ≥ 1 prefill replica of TP {prefill_tp} and ≥ 1 decode replica "
+                         f"of "
                          f"TP {decode_tp}; give more GPUs (--num-gpus) or smaller TPs")
     return out
 
@@ -111,7 +114,7 @@ class DeploymentResult:
     max_rate_search: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 class DisaggStudy:
@@ -122,10 +125,12 @@ class DisaggStudy:
         settings: base ``PlanSettings`` (TP and the two scheduler limits are replaced per pool).
         link: the KV link. slo: the SLO. target: attainment target for the max-rate search, fraction.
         first_token: key of ``kvledger.dynamics.disagg.FIRST_TOKEN_SOURCES``. router: for every pool.
-        step_cost: a step-cost model for every pool (e.g. a ``kvledger calibrate`` profile's), None → each pool's roofline.
+        step_cost: a step-cost model for every pool (e.g. a ``kvledger calibrate`` profile's), None → each pool's
+        roofline.
     """
 
-    def __init__(self, model, gpu, settings, link: KVLink, slo: SLO, *, target: float = 0.9, first_token: str = "prefill",
+    def __init__(self, model, gpu, settings, link: KVLink, slo: SLO, *, target: float = 0.9,
+                 first_token: str = "prefill",
                  router: str = "round_robin", step_cost: Any = None) -> None:
         self.model, self.gpu, self.settings = model, gpu, settings
         self.step_cost = step_cost
@@ -140,14 +145,16 @@ class DisaggStudy:
         self._plans: dict[tuple, Any] = {}
 
     def plan(self, tp: int, overrides: tuple[tuple[str, int | None], ...] = ()):
-        """The vLLM memory plan at TP ``tp`` with ``overrides`` (cached). Raises InputError when the model does not fit."""
+        """The vLLM memory plan at TP ``tp`` with ``overrides`` (cached). Raises InputError when the model does not
+        fit."""
         from kvledger.accounting.plan import build_plan
         from kvledger.accounting.settings import make_settings
         from kvledger.analyses.plans import require_kv_pool
 
         key = (tp, overrides)
         if key not in self._plans:
-            s = make_settings(**{**self.settings.model_dump(), "tp": tp, **{k: v for k, v in overrides if v is not None}})
+            s = make_settings(**{**self.settings.model_dump(), "tp": tp, **{k: v for k,
+                                                                            v in overrides if v is not None}})
             p = build_plan(self.model, self.gpu, s, with_advice=False)
             require_kv_pool(p)
             self._plans[key] = p
@@ -172,7 +179,8 @@ def run_deployment(study: DisaggStudy, dep: Deployment, specs: list[RequestSpec]
                              "settings": {"colocated": _engine_dict(pool)}}
     pre = study.pool(dep.tp, dep.overrides, dep.replicas)
     dec = study.pool(dep.decode_tp, dep.decode_overrides, dep.decode_replicas, decode=True)
-    tr = transfer_from_plans(study.plan(dep.tp, dep.overrides), study.plan(dep.decode_tp, dep.decode_overrides), study.link)
+    tr = transfer_from_plans(study.plan(dep.tp, dep.overrides), study.plan(dep.decode_tp, dep.decode_overrides),
+                             study.link)
     res = simulate_disagg(specs, pre, dec, tr, first_token=study.first_token, model=study.model.name,
                           hardware=study.gpu.name)
     return res.records, {"transfer": res.transfer, "num_preemptions": res.summary.num_preemptions,
@@ -182,12 +190,14 @@ def run_deployment(study: DisaggStudy, dep: Deployment, specs: list[RequestSpec]
 def _engine_dict(pool: Pool) -> dict[str, Any]:
     c = pool.config
     return {"replicas": pool.num_replicas, "tp": pool.gpus_per_replica, "num_gpu_blocks": c.num_gpu_blocks,
-            "block_size": c.block_size, "max_num_batched_tokens": c.max_num_batched_tokens, "max_num_seqs": c.max_num_seqs,
+            "block_size": c.block_size, "max_num_batched_tokens": c.max_num_batched_tokens,
+                "max_num_seqs": c.max_num_seqs,
             "enable_prefix_caching": c.enable_prefix_caching}
 
 
 def evaluate(study: DisaggStudy, dep: Deployment, specs: list[RequestSpec]) -> DeploymentResult:
-    """Run ``dep`` on ``specs`` and measure it: latency percentiles, throughput, goodput per GPU under the study's SLO."""
+    """Run ``dep`` on ``specs`` and measure it: latency percentiles, throughput, goodput per GPU under the study's
+    SLO."""
     run, extra = run_deployment(study, dep, specs)
     s = summarize_records(run)
     g = goodput_of_records(run, study.slo)
@@ -196,7 +206,8 @@ def evaluate(study: DisaggStudy, dep: Deployment, specs: list[RequestSpec]) -> D
     return DeploymentResult(
         dep.label, dep.kind, dep.num_gpus, dep.num_gpus - dec_gpus if dec_gpus else 0, dec_gpus,
         s["ttft_s"].to_dict(), s["itl_s"].to_dict(), s["tpot_s"].to_dict(), s["e2e_s"].to_dict(),
-        s["throughput_req_per_s"], s["throughput_tok_per_s"], good, good / dep.num_gpus, g.attainment, dict(g.num_missed),
+        s["throughput_req_per_s"], s["throughput_tok_per_s"], good, good / dep.num_gpus, g.attainment,
+            dict(g.num_missed),
         s["num_finished"], s["num_rejected"], extra["num_preemptions"], extra["transfer"], extra["settings"])
 
 

@@ -1,4 +1,5 @@
-"""The P/D comparison as a report: colocated vs every split, the tuning runs (one knob, one pool), and a verdict in plain words that claims only what the numbers show."""
+"""The P/D comparison as a report: colocated vs every split, the tuning runs (one knob, one pool), and a verdict in
+plain words that claims only what the numbers show."""
 
 from __future__ import annotations
 
@@ -152,7 +153,8 @@ def _ms(x: float | None) -> str:
 
 
 def verdict(r: DisaggReport) -> list[str]:
-    """Throughput, goodput per GPU, what each pool's knob moves, and the transfer cost — each sentence from the numbers."""
+    """Throughput, goodput per GPU, what each pool's knob moves, and the transfer cost — each sentence from the
+    numbers."""
     co, best = r.colocated(), r.best_split()
     if co is None or best is None:
         return []
@@ -160,16 +162,20 @@ def verdict(r: DisaggReport) -> list[str]:
     rel = best.throughput_req_per_s / co.throughput_req_per_s - 1.0 if co.throughput_req_per_s else 0.0
     offered = r.workload.get("offered_rate_req_per_s")
     if abs(rel) <= SAME_THROUGHPUT_TOLERANCE:
-        out.append(f"Throughput: the same within {SAME_THROUGHPUT_TOLERANCE:.0%} ({co.label} {co.throughput_req_per_s:,.2f} "
-                   f"req/s, best split {best.label} {best.throughput_req_per_s:,.2f} req/s). Disaggregation does not add "
+        out.append(f"Throughput: the same within {SAME_THROUGHPUT_TOLERANCE:.0%} ({co.label} "
+                   f"{co.throughput_req_per_s:,.2f} "
+                   f"req/s, best split {best.label} {best.throughput_req_per_s:,.2f} req/s). Disaggregation does not "
+                   f"add "
                    "throughput here, as vLLM's documentation says it does not.")
     elif rel < 0:
-        out.append(f"Throughput: the best split {best.label} serves {best.throughput_req_per_s:,.2f} req/s, {-rel:.1%} less "
+        out.append(f"Throughput: the best split {best.label} serves {best.throughput_req_per_s:,.2f} req/s, {-rel:.1%} "
+                   f"less "
                    f"than {co.label} ({co.throughput_req_per_s:,.2f} req/s): splitting the GPUs leaves one pool short.")
     else:
         why = (f"; the colocated deployment falls behind the offered {offered:,.2f} req/s" if offered and
                co.throughput_req_per_s < (1 - SAME_THROUGHPUT_TOLERANCE) * offered else "")
-        out.append(f"Throughput: the best split {best.label} serves {best.throughput_req_per_s:,.2f} req/s, {rel:.1%} more "
+        out.append(f"Throughput: the best split {best.label} serves {best.throughput_req_per_s:,.2f} req/s, {rel:.1%} "
+                   f"more "
                    f"than {co.label} ({co.throughput_req_per_s:,.2f} req/s) at this offered load{why}.")
     out.append(_goodput_sentence(r, co, best))
     if r.tuning:
@@ -196,7 +202,8 @@ def _goodput_sentence(r: DisaggReport, co: DeploymentResult, best: DeploymentRes
     else:
         worst = max(best.num_missed, key=best.num_missed.get, default=None) if best.num_missed else None
         s += (f": colocated is ahead ×{a / b:.2f}" if b else ": no request of the split meets the SLO") + (
-            f"; the split misses mostly on {worst} ({best.num_missed[worst]:,} request{'' if best.num_missed[worst] == 1 else 's'})." if worst else ".")
+            f"; the split misses mostly on {worst} ({best.num_missed[worst]:,} "
+            f"request{'' if best.num_missed[worst] == 1 else 's'})." if worst else ".")
     searched = [x for x in r.deployments if x.kind == "disaggregated" and x.max_rate_search is not None]
     if searched and co.max_rate_search is not None:
         top = max(searched, key=lambda x: x.max_rate_per_gpu or 0.0)
@@ -242,12 +249,15 @@ def _tuning_sentences(rows: list[dict[str, Any]], first_token: str) -> list[str]
 
 def _notes(study: DisaggStudy, searched: bool) -> list[str]:
     out = [f"first token: {FIRST_TOKEN_SOURCES[study.first_token]}",
-           "goodput here is benchmark goodput at the offered load: good requests ÷ (last finish − first arrival), ÷ GPUs "
+           "goodput here is benchmark goodput at the offered load: good requests ÷ (last finish − first arrival), ÷ "
+           "GPUs "
            "(vLLM benchmarks/serve.py request_goodput; kvledger.ledgers.goodput)",
-           ("step times: the roofline of each pool's own plan (uncalibrated)" if getattr(study, "step_cost", None) is None
+           ("step times: the roofline of each pool's own plan (uncalibrated)" if getattr(study, "step_cost",
+                                                                                         None) is None
             else f"step times: {study.step_cost.name} in every pool (a fitted step cost, kvledger calibrate)")
            + "; KV pools: each pool's vLLM memory plan",
-           "simplifications: prefill blocks freed at the first token (a connector holds them until read); transfers from "
+           "simplifications: prefill blocks freed at the first token (a connector holds them until read); transfers "
+           "from "
            "one prefill replica queue on its link, the receiving link is not modelled; the decode pool runs without "
            "prefix caching; no per-block transfer inefficiency (small pages move slower than the link's peak)",
            "vLLM docs (features/disagg_prefill.md): disaggregated prefill does not improve throughput; DistServe "

@@ -1,4 +1,5 @@
-"""Speculative decoding as a statement about load: tokens per verification step, the verification cost on the roofline at the running batch, and the concurrency where the gain turns into a loss.
+"""Speculative decoding as a statement about load: tokens per verification step, the verification cost on the roofline
+at the running batch, and the concurrency where the gain turns into a loss.
 
 Expected tokens per verification step with draft length k and i.i.d. per-token acceptance α
 (Leviathan, Kalman & Matias, "Fast Inference from Transformers via Speculative Decoding", ICML 2023,
@@ -30,6 +31,7 @@ from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.analyses.judgments.roofline_terms import weights_bound
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError, range_error
+from kvledger.jsonable import to_jsonable
 from kvledger.units import cdiv
 
 __all__ = ["expected_tokens_per_step", "DraftSpec", "SpecRow", "SpecDecodeModel", "verify_shape"]
@@ -51,7 +53,8 @@ def expected_tokens_per_step(acceptance: float, draft_tokens: int) -> float:
 
 
 def verify_shape(batch: int, context_tokens: int, draft_tokens: int) -> StepShape:
-    """``batch`` sequences each verifying k+1 tokens after ``context_tokens − 1`` computed ones (causal pairs counted)."""
+    """``batch`` sequences each verifying k+1 tokens after ``context_tokens − 1`` computed ones (causal pairs
+    counted)."""
     n, prior = draft_tokens + 1, context_tokens - 1
     pairs = n * prior + n * (n + 1) / 2
     return StepShape(num_prefill_tokens=batch * n, num_prefill_seqs=batch, prefill_kv_tokens=batch * (prior + n),
@@ -74,7 +77,7 @@ class DraftSpec:
     model: ModelSpec | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "cost_fraction": self.cost_fraction}
+        return to_jsonable(self, exclude=("model",))
 
 
 @dataclass(frozen=True)
@@ -131,9 +134,11 @@ class SpecDecodeModel:
         except InputError:
             tp = 1
             kv = kv_ledger(dm, s.kv_cache_dtype, 1)
-            self.notes.append(f"draft {dm.name} cannot split over TP {s.tp}; priced at TP 1 (its full weights on each GPU)")
+            self.notes.append(f"draft {dm.name} cannot split over TP {s.tp}; priced at TP 1 (its full weights on each "
+                              f"GPU)")
         self.draft_rc = RooflineStepCost(dm, self.plan.gpu, kv, tp, flops_fraction=s.achievable_flops_fraction,
-                                         bandwidth_fraction=s.achievable_bandwidth_fraction, cpu_overhead_s=s.cpu_overhead_s)
+                                         bandwidth_fraction=s.achievable_bandwidth_fraction,
+                                             cpu_overhead_s=s.cpu_overhead_s)
         self.draft_weight_bytes = weight_bytes_per_gpu(dm, tp)[0]
         self.draft_kv_bytes_per_token = kv.bytes_per_token
 
@@ -169,7 +174,8 @@ class SpecDecodeModel:
         return self.row(batch, context_tokens).speedup
 
     def flip_batch(self, context_tokens: int, max_batch: int) -> int | None:
-        """Smallest batch ≤ ``max_batch`` at which the round is slower than plain decode (speed-up < 1); None if none."""
+        """Smallest batch ≤ ``max_batch`` at which the round is slower than plain decode (speed-up < 1); None if
+        none."""
         prev = 0
         b = 1
         while True:
@@ -209,5 +215,6 @@ class SpecDecodeModel:
     def summary(self) -> dict[str, Any]:
         return {"draft": self.draft.to_dict(), "draft_tokens": self.k, "acceptance": self.alpha,
                 "expected_tokens_per_round": self.expected, "draft_weight_bytes_per_gpu": self.draft_weight_bytes,
-                "draft_kv_bytes_per_token_per_gpu": self.draft_kv_bytes_per_token, "pool_blocks_with_draft": self.pool_blocks(),
+                "draft_kv_bytes_per_token_per_gpu": self.draft_kv_bytes_per_token,
+                    "pool_blocks_with_draft": self.pool_blocks(),
                 "pool_blocks_without_draft": self.plan.memory.num_gpu_blocks, "notes": list(self.notes)}

@@ -1,8 +1,9 @@
-"""The speculative-decoding analysis for one model and GPU: rows over batch size, the flip concurrency by context, saturation throughput, and the verdict in words."""
+"""The speculative-decoding analysis for one model and GPU: rows over batch size, the flip concurrency by context,
+saturation throughput, and the verdict in words."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.accounting.plan import build_plan
@@ -12,6 +13,7 @@ from kvledger.analyses.plans import require_kv_pool
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError, range_error
+from kvledger.jsonable import to_jsonable
 from kvledger.units import fmt_bytes, fmt_duration
 
 __all__ = ["make_draft", "SpecReport", "analyse_spec_decode"]
@@ -33,7 +35,9 @@ def make_draft(draft_model: str | None = None, draft_cost_fraction: float | None
     if draft_cost_fraction is not None:
         if not (0.0 < draft_cost_fraction <= 1.0):
             raise range_error("--draft-cost-fraction", draft_cost_fraction, "(0, 1] of the target's decode step")
-        return DraftSpec("fraction", f"draft head at {draft_cost_fraction:g} × the target's decode step per draft token", draft_cost_fraction)
+        return DraftSpec("fraction",
+                         f"draft head at {draft_cost_fraction:g} × the target's decode step per draft token",
+                             draft_cost_fraction)
     return DraftSpec("free", "n-gram / prompt lookup (no GPU work for drafting)")
 
 
@@ -63,7 +67,7 @@ class SpecReport:
     simulation: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def _saturation(sm: SpecDecodeModel, ctx: int, max_seqs: int, base_requests: int) -> dict[str, Any]:
@@ -72,18 +76,21 @@ def _saturation(sm: SpecDecodeModel, ctx: int, max_seqs: int, base_requests: int
     base = sm.row(bb, ctx) if bb else None
     spec = sm.row(bs, ctx) if bs else None
     return {"context_tokens": ctx, "base_batch": bb, "spec_batch": bs,
-            "base_tok_per_s": base.base_tok_per_s if base else 0.0, "spec_tok_per_s": spec.spec_tok_per_s if spec else 0.0}
+            "base_tok_per_s": base.base_tok_per_s if base else 0.0,
+                "spec_tok_per_s": spec.spec_tok_per_s if spec else 0.0}
 
 
 def _flip_sentence(sm: SpecDecodeModel, r: SpecReport, f: dict[str, Any], c: int) -> str:
     b, k = f["flip_batch"], sm.k
     row = sm.row(b, c)
     where = ("within the KV pool" if f["within_pool"] else
-             f"beyond the {f['spec_pool_max_batch']:,} requests of this length the spec-decode pool holds, so not reached here")
+             f"beyond the {f['spec_pool_max_batch']:,} requests of this length the spec-decode pool holds, so not "
+             f"reached here")
     extra_verify = row.verify_step_s - row.base_step_s
     cause = ("the draft's k steps, which read the draft's own weights and KV, are most of the added cost"
              if row.draft_s > extra_verify else
-             f"the verification GEMMs ({b * (k + 1):,} tokens per step, ridge crossover ≈ {r.weight_crossover_tokens:,.0f}) "
+             f"the verification GEMMs ({b * (k + 1):,} tokens per step, ridge crossover ≈ "
+             f"{r.weight_crossover_tokens:,.0f}) "
              f"are {row.verify_bound}-bound and most of the added cost")
     return (f"The gain turns into a loss at {b:,} concurrent sequences ({c:,} tokens; {where}): a round costs "
             f"{fmt_duration(row.draft_s)} draft + {fmt_duration(row.verify_step_s)} verification against "
@@ -98,21 +105,25 @@ def _verdict(r: SpecReport, sm: SpecDecodeModel) -> list[str]:
            f"i.i.d. acceptance α = {a:g}; Leviathan et al. 2023, eq. 1).",
            f"Low load (batch 1, {c:,} tokens): decode is {one.base_bound}-bound, so verifying {k + 1} tokens costs "
            f"{fmt_duration(one.verify_step_s)} against {fmt_duration(one.base_step_s)} for one; "
-           + (f"with the draft's {fmt_duration(one.draft_s)} " if sm.draft.kind != "free" else "with a free (n-gram) draft ")
+           + (f"with the draft's {fmt_duration(one.draft_s)} " if sm.draft.kind != "free" else "with a free (n-gram) "
+               "draft ")
            + f"a round takes {fmt_duration(one.round_s)} for {E:.2f} tokens: {one.speedup:.2f}× "
            f"per sequence (TPOT {fmt_duration(one.base_step_s)} → {fmt_duration(one.round_s / E)})."]
     f = next(x for x in r.flips if x["context_tokens"] == c)
     if f["flip_batch"] is None:
-        out.append(f"At {c:,} tokens the gain never turns into a loss up to max_num_seqs: the KV reads, which verification "
+        out.append(f"At {c:,} tokens the gain never turns into a loss up to max_num_seqs: the KV reads, which "
+                   f"verification "
                    "shares with plain decode, outweigh the extra GEMM work and the draft.")
     else:
         out.append(_flip_sentence(sm, r, f, c))
     by = [x for x in r.flips if x["context_tokens"] != c]
     if by:
         known = [x["flip_batch"] if x["flip_batch"] is not None else float("inf") for x in r.flips]
-        why = ("longer contexts push it out: the KV reads, shared by plain decode and verification, dilute the extra work"
+        why = ("longer contexts push it out: the KV reads, shared by plain decode and verification, dilute the extra "
+               "work"
                if known == sorted(known) else
-               "longer contexts pull it in: the draft reads its own KV k times per round" if known == sorted(known, reverse=True)
+               "longer contexts pull it in: the draft reads its own KV k times per round" if known == sorted(known,
+                   reverse=True)
                else "it is not monotone in context here")
         out.append(f"The flip moves with context ({why}): " + "; ".join(
             f"{x['context_tokens']:,} tokens: " + ("never" if x["flip_batch"] is None else f"batch {x['flip_batch']:,}")
@@ -120,13 +131,16 @@ def _verdict(r: SpecReport, sm: SpecDecodeModel) -> list[str]:
     s = r.saturation
     if s["base_batch"] and s["spec_batch"]:
         out.append(f"With the pool full at {c:,} tokens: plain decode runs {s['base_batch']:,} sequences at "
-                   f"{s['base_tok_per_s']:,.0f} tok/s; speculative decoding {s['spec_batch']:,} at {s['spec_tok_per_s']:,.0f} tok/s "
+                   f"{s['base_tok_per_s']:,.0f} tok/s; speculative decoding {s['spec_batch']:,} at "
+                   f"{s['spec_tok_per_s']:,.0f} tok/s "
                    f"({s['spec_tok_per_s'] / s['base_tok_per_s']:.2f}×).")
     if sm.draft.kind == "model":
         out.append(f"The draft model's weights ({fmt_bytes(sm.draft_weight_bytes, both=False)} per GPU) and KV "
-                   f"({sm.draft_kv_bytes_per_token:,.0f} B/token) come out of the KV pool: {sm.plan.memory.num_gpu_blocks:,} → "
+                   f"({sm.draft_kv_bytes_per_token:,.0f} B/token) come out of the KV pool: "
+                   f"{sm.plan.memory.num_gpu_blocks:,} → "
                    f"{sm.pool_blocks():,} blocks.")
-    out.append("Direction as in the vLLM docs (spec decode targets medium-to-low QPS, memory-bound serving); the 2024 vLLM "
+    out.append("Direction as in the vLLM docs (spec decode targets medium-to-low QPS, memory-bound serving); the 2024 "
+               "vLLM "
                "blog's 1.4–1.8× slowdowns at high QPS (Llama-3-70B, 4×H100, V0 engine) are a qualitative check only.")
     return out
 
@@ -143,15 +157,18 @@ def analyse_spec_decode(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings |
     plan = build_plan(model, gpu, s.model_copy(update={"contexts": (context_tokens,)}), with_advice=False)
     require_kv_pool(plan)
     max_len, max_seqs = plan.memory.max_model_len, plan.memory.max_num_seqs
-    ctxs = sorted({x for x in (flip_contexts or [256, 512, 1024, 2048, 8192, 32768]) if x <= max_len} | {context_tokens})
+    ctxs = sorted({x for x in (flip_contexts or [256, 512, 1024, 2048, 8192,
+                                                 32768]) if x <= max_len} | {context_tokens})
     if context_tokens + draft_tokens > max_len or context_tokens < 1:
-        raise InputError(f"--context {context_tokens:,} (+ {draft_tokens} draft tokens) must be within 1..max_model_len {max_len:,}")
+        raise InputError(f"--context {context_tokens:,} (+ {draft_tokens} draft tokens) must be within "
+                         f"1..max_model_len {max_len:,}")
     sm = SpecDecodeModel(plan, draft, draft_tokens, acceptance)
     flips = []
     for cx in ctxs:
         f = sm.flip_batch(cx, max_seqs)
         pool = min(max_seqs, sm.max_requests(cx))
-        flips.append({"context_tokens": cx, "flip_batch": f, "spec_pool_max_batch": pool, "within_pool": f is not None and f <= pool})
+        flips.append({"context_tokens": cx, "flip_batch": f, "spec_pool_max_batch": pool,
+                      "within_pool": f is not None and f <= pool})
     base_req = plan.concurrency[0].max_requests
     here = next(x["flip_batch"] for x in flips if x["context_tokens"] == context_tokens)
     batches = sorted({b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if b <= max_seqs}
@@ -159,7 +176,8 @@ def analyse_spec_decode(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings |
     rows = tuple(sm.row(b, context_tokens) for b in batches)
     sat = _saturation(sm, context_tokens, max_seqs, base_req)
     cross = plan.roofline.weight_matmul_crossover_tokens if plan.roofline else float("nan")
-    rep = SpecReport(model.name, gpu.name, s.model_dump(), sm.summary(), context_tokens, rows, tuple(flips), sat, cross, ())
+    rep = SpecReport(model.name, gpu.name, s.model_dump(), sm.summary(), context_tokens, rows, tuple(flips), sat, cross,
+                     ())
     notes = list(sm.notes) + [
         "α is a property of the draft and the traffic (measure it: vLLM reports the mean acceptance length); "
         "acceptance is taken as i.i.d. per token, as in Leviathan et al.",
@@ -167,7 +185,8 @@ def analyse_spec_decode(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings |
         "max_num_batched_tokens, and per-step CPU/launch overhead (the plan's cpu_overhead_s, 0 by default), which a "
         "draft model pays k more times per round.",
         *(["MoE: verifying k+1 tokens per sequence touches more experts, priced under uniform routing "
-           "(E·(1 − (1 − top_k/E)^T) experts per layer); consecutive tokens' routing is correlated in practice, so this "
+           "(E·(1 − (1 − top_k/E)^T) experts per layer); consecutive tokens' routing is correlated in practice, so "
+           "this "
            "overstates the verification cost at small batch."] if model.is_moe else []),
         "Step times are roofline estimates with the weight GEMMs and attention priced in sequence, each the max of its "
         "compute and bandwidth terms at the achievable fractions (RooflineStepCost.time_s).",

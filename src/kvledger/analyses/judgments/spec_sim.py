@@ -1,4 +1,5 @@
-"""Speculative decoding through the simulator, without changing it: a step-cost wrapper prices each decode step as a speculative round, and the workload is re-expressed in rounds.
+"""Speculative decoding through the simulator, without changing it: a step-cost wrapper prices each decode step as a
+speculative round, and the workload is re-expressed in rounds.
 
 The simulator (``kvledger.dynamics``) produces one token per running request per decode step. A
 speculative round yields T ∈ {1, …, k+1} tokens with P(T = j) = α^(j−1)(1 − α) for j ≤ k and
@@ -69,7 +70,8 @@ class SpecRoundStepCost:
 
 
 def rounds_for_tokens(num_tokens: int, draft_tokens: int, acceptance: float, rng: np.random.Generator) -> int:
-    """Rounds until the round yields T = min(Geometric(1 − α), k + 1) sum to ≥ ``num_tokens``, count (0 for 0 tokens)."""
+    """Rounds until the round yields T = min(Geometric(1 − α), k + 1) sum to ≥ ``num_tokens``, count (0 for 0
+    tokens)."""
     if num_tokens <= 0:
         return 0
     if acceptance >= 1.0:
@@ -122,9 +124,11 @@ def run_spec_sweep(sm: SpecDecodeModel, rates_per_s: list[float], *, num_request
     p = sm.plan
     m = p.memory
     if prompt_tokens + output_tokens > m.max_model_len:
-        raise InputError(f"prompt + output = {prompt_tokens + output_tokens:,} tokens exceeds max_model_len {m.max_model_len:,}")
+        raise InputError(f"prompt + output = {prompt_tokens + output_tokens:,} tokens exceeds max_model_len "
+                         f"{m.max_model_len:,}")
     hybrid = p.layout is not None and len(p.layout.groups) > 1
-    common = dict(max_model_len=m.max_model_len, block_size=m.block_size, max_num_batched_tokens=m.max_num_batched_tokens,
+    common = dict(max_model_len=m.max_model_len, block_size=m.block_size,
+                  max_num_batched_tokens=m.max_num_batched_tokens,
                   max_num_seqs=m.max_num_seqs, enable_prefix_caching=False,
                   blocks_for_tokens=p.blocks_for_tokens if hybrid else None)
     cfg_base = EngineConfig(num_gpu_blocks=m.num_gpu_blocks, **common)
@@ -132,7 +136,8 @@ def run_spec_sweep(sm: SpecDecodeModel, rates_per_s: list[float], *, num_request
     base_cost, spec_cost = sm.rc, SpecRoundStepCost(sm)  # the plain engine: the roofline itself
     out = []
     for i, rate in enumerate(rates_per_s):
-        reqs = synthetic_workload(num_requests, rate_per_s=rate, prompt=Fixed(prompt_tokens), output=Fixed(output_tokens),
+        reqs = synthetic_workload(num_requests, rate_per_s=rate, prompt=Fixed(prompt_tokens),
+                                  output=Fixed(output_tokens),
                                   seed=seed + i, id_prefix="spec")
         real = {r.request_id: r.num_output_tokens for r in reqs}
         b = _metrics(simulate(reqs, cfg_base, base_cost), None)
@@ -146,7 +151,8 @@ def run_spec_sweep(sm: SpecDecodeModel, rates_per_s: list[float], *, num_request
     return {"num_requests": num_requests, "prompt_tokens": prompt_tokens, "output_tokens": output_tokens, "seed": seed,
             "arrivals": "Poisson (Gamma CV 1), first request at t = 0", "base_blocks": cfg_base.num_gpu_blocks,
             "spec_blocks": cfg_spec.num_gpu_blocks, "rates": out,
-            "method": "StepCostModel wrapper + workload in rounds (kvledger.analyses.judgments.spec_sim); see its docstring for what is left out"}
+            "method": "StepCostModel wrapper + workload in rounds (kvledger.analyses.judgments.spec_sim); see its "
+                      "docstring for what is left out"}
 
 
 def auto_rates(sm: SpecDecodeModel, prompt_tokens: int, output_tokens: int) -> list[float]:
@@ -210,8 +216,10 @@ def sweep_sentence(sim: dict[str, Any]) -> str:
         return " / ".join("—" if f(r) is None else f"{f(r):.2f}" for r in rows)
 
     ttft = lambda r: _ratio(r["spec"]["ttft_s"]["p50"], r["base"]["ttft_s"]["p50"])  # noqa: E731
-    s = (f"Simulator ({sim['num_requests']} requests of {sim['prompt_tokens']:,} + {sim['output_tokens']:,} tokens, Poisson "
-         f"arrivals), speculative vs plain at {rates} req/s: median TPOT × {series(lambda r: r['tpot_p50_ratio'])}, median "
+    s = (f"Simulator ({sim['num_requests']} requests of {sim['prompt_tokens']:,} + {sim['output_tokens']:,} tokens, "
+         f"Poisson "
+         f"arrivals), speculative vs plain at {rates} req/s: median TPOT × {series(lambda r: r['tpot_p50_ratio'])}, "
+         f"median "
          f"TTFT × {series(ttft)}, output throughput × {series(lambda r: r['throughput_ratio'])}.")
     verdicts = [(r, *rate_verdict(r)) for r in rows]
     ahead = [r["rate_per_s"] for r, v, _ in verdicts if v == "ahead"]

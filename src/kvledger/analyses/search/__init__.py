@@ -1,4 +1,5 @@
-"""Configuration search (``kvledger search``): which GPU, TP and engine settings serve a model's traffic under its SLOs at the lowest cost, and how many GPUs.
+"""Configuration search (``kvledger search``): which GPU, TP and engine settings serve a model's traffic under its SLOs
+at the lowest cost, and how many GPUs.
 
 Public API: :class:`SearchSpec` and :class:`Axes` describe the search, :func:`run_search` runs
 it (in process, a process pool or Ray) and returns a :class:`SearchResult` (ledger entries as

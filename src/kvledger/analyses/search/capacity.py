@@ -1,4 +1,5 @@
-"""A candidate's SLO capacity by simulation — the highest request rate at which the target share of requests meets the SLO — for a colocated engine or a disaggregated prefill/decode unit.
+"""A candidate's SLO capacity by simulation — the highest request rate at which the target share of requests meets the
+SLO — for a colocated engine or a disaggregated prefill/decode unit.
 
 Colocated: :func:`kvledger.analyses.serving.sim_boundary.search_sim_boundary` on the request rate, the
 same search, probes and seeded workload as ``kvledger goodput --simulate --target`` and
@@ -58,7 +59,8 @@ def operating_point(rate: float, run: Any, gp: Any, num_gpus: int) -> dict[str, 
 
 def drain_note(rate: float, num_requests: int, gp: Any) -> list[str]:
     """A note when the boundary run's goodput (good requests ÷ first arrival → last finish) is below
-    ``kvledger.analyses.serving.sim_capacity.DRAIN_NOTE_SHARE`` of the good rate it sustained while requests arrived (offered
+    ``kvledger.analyses.serving.sim_capacity.DRAIN_NOTE_SHARE`` of the good rate it sustained while requests arrived
+    (offered
     rate × attainment): its drain tail makes the capacity, and so the cost, conservative — the rule ``cost --simulate``
     applies."""
     from kvledger.analyses.serving.sim_capacity import DRAIN_NOTE_SHARE
@@ -66,15 +68,18 @@ def drain_note(rate: float, num_requests: int, gp: Any) -> list[str]:
     sustained = rate * gp.attainment
     if not gp.goodput_req_per_s or gp.goodput_req_per_s >= DRAIN_NOTE_SHARE * sustained:
         return []
-    return [f"the boundary run's goodput ({gp.goodput_req_per_s:,.3f} good req/s) is {gp.goodput_req_per_s / sustained:.0%} "
-            f"of the {sustained:,.3f} good req/s it sustained while its {num_requests:,} requests arrived: the capacity is "
+    return [f"the boundary run's goodput ({gp.goodput_req_per_s:,.3f} good req/s) is "
+            f"{gp.goodput_req_per_s / sustained:.0%} "
+            f"of the {sustained:,.3f} good req/s it sustained while its {num_requests:,} requests arrived: the "
+            f"capacity is "
             "conservative; more requests per probe (--num-requests) shrink the drain tail"]
 
 
 def _points(b: float, at: Any, num_gpus: int, target: float) -> list[dict[str, Any]]:
     """Operating points at LOAD_FRACTIONS × b and at b (``at(rate)`` → (RunRecords, GoodputResult)); loads that miss the
     target (attainment that is not monotone in load) are left out."""
-    pts = [operating_point(f * b, *at(f * b), num_gpus) for f in LOAD_FRACTIONS] + [operating_point(b, *at(b), num_gpus)]
+    pts = [operating_point(f * b, *at(f * b), num_gpus) for f in LOAD_FRACTIONS] + [operating_point(b, *at(b),
+        num_gpus)]
     return [p for p in pts if p["attainment"] >= target and p["tok_per_s_per_user"] is not None]
 
 
@@ -137,7 +142,8 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
                              gpu_memory_utilization=spec.gpu_memory_utilization, kv_cache_dtype=cand.kv_cache_dtype,
                              cpu_overhead_s=parse_duration_s(spec.cpu_overhead, what="--cpu-overhead")
                              if spec.cpu_overhead else 0.0)
-    study = DisaggStudy(load_model(spec.model), gpu, settings, link_from_gpu(gpu, link_kind, DEFAULT_TRANSFER_LATENCY_S),
+    study = DisaggStudy(load_model(spec.model), gpu, settings, link_from_gpu(gpu, link_kind,
+                                                                             DEFAULT_TRANSFER_LATENCY_S),
                         slo, target=spec.target)
     ov = (("max_num_batched_tokens", cand.max_num_batched_tokens), ("max_num_seqs", cand.max_num_seqs))
     dep = Deployment("disaggregated", cand.prefill_replicas, cand.tp, cand.decode_replicas, cand.decode_tp, ov, ov)
@@ -181,9 +187,11 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
     res = search_boundary(run_at, slo, spec.target, lo, hi, axis="request_rate", tol=hi / 100.0, max_evals=30)
     b = res.boundary_value
     out = Probed(b, res.first_failing_value, [[r, runs[r][1].attainment] for r in order],
-                 [f"each probe: one simulation of {spec.num_requests:,} requests with seed {spec.seed} (same workload at "
+                 [f"each probe: one simulation of {spec.num_requests:,} requests with seed {spec.seed} (same workload "
+                  f"at "
                   f"every rate) on {dep.label}: {cand.num_gpus} GPUs"] + list(res.notes),
-                 extra={"kv_link": f"{link_kind}: {study.link.bytes_per_s / 1e9:,.0f} GB/s one way per GPU ({study.link.source}), "
+                 extra={"kv_link": f"{link_kind}: {study.link.bytes_per_s / 1e9:,.0f} GB/s one way per GPU "
+                                   f"({study.link.source}), "
                         f"+ {study.link.latency_s * 1e3:g} ms per transfer (assumption)"})
     if b is not None:
         out.run, out.gp = runs[float(b)]

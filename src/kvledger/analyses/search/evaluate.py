@@ -1,4 +1,5 @@
-"""One planned candidate's evaluation, the unit of work a search worker runs: SLO capacity by simulation, cost per token, sizing for the load, monthly bill.
+"""One planned candidate's evaluation, the unit of work a search worker runs: SLO capacity by simulation, cost per
+token, sizing for the load, monthly bill.
 
 Capacity (``kvledger.analyses.search.capacity``): the goodput of the run at the SLO boundary of a
 request-rate search, good req/s per deployment unit, as ``cost --simulate`` prices. Cost per 1M input and output tokens:
@@ -24,7 +25,8 @@ __all__ = ["evaluate_candidate", "load_rate_req_per_s", "size_for_load"]
 
 
 def load_rate_req_per_s(spec: SearchSpec, mean_input_tokens: float, mean_output_tokens: float) -> float | None:
-    """Mean request rate to size for, req/s: ``--rate``, or ``--monthly-tokens`` ÷ (mean tokens per request × 730 h × 3600 s)."""
+    """Mean request rate to size for, req/s: ``--rate``, or ``--monthly-tokens`` ÷ (mean tokens per request × 730 h ×
+    3600 s)."""
     if spec.rate_req_per_s is not None:
         return spec.rate_req_per_s
     if spec.monthly_tokens is not None:
@@ -33,7 +35,8 @@ def load_rate_req_per_s(spec: SearchSpec, mean_input_tokens: float, mean_output_
 
 
 def size_for_load(rate_req_per_s: float, capacity_req_per_s: float, max_utilization: float) -> tuple[int, float]:
-    """(replicas, realized utilization) serving ``rate_req_per_s`` with each replica's mean load ≤ max_utilization × capacity.
+    """(replicas, realized utilization) serving ``rate_req_per_s`` with each replica's mean load ≤ max_utilization ×
+    capacity.
 
     replicas = ⌈rate ÷ (capacity × max_utilization)⌉ (at least 1); realized = rate ÷ (replicas × capacity).
     The 1e-12 keeps an exact multiple from rounding up by float noise, as ``kvledger cost`` does.
@@ -99,11 +102,15 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     setup = SelfHostSetup(GpuRate.from_catalog(row), n_gpus, utilization, max_utilization=spec.max_utilization)
     led_in, led_out = self_host_unit_ledgers(cap, setup)
     usd_per_1k = n_gpus * row.usd_per_gpu_hour * 1000.0 / (3600.0 * utilization * cap.goodput_req_per_s)
-    cost = {"utilization": utilization, "usd_per_mtok_input": led_in.total_usd, "usd_per_mtok_output": led_out.total_usd,
-            "usd_per_1k_requests": usd_per_1k,
-            "usd_per_1k_requests_at_capacity": n_gpus * row.usd_per_gpu_hour * 1000.0 / (3600.0 * cap.goodput_req_per_s),
-            "prefill_share": cap.prefill_share,
-            "prefill_share_method": cap.prefill_share_method}
+    cost = {
+        "utilization": utilization,
+        "usd_per_mtok_input": led_in.total_usd,
+        "usd_per_mtok_output": led_out.total_usd,
+        "usd_per_1k_requests": usd_per_1k,
+        "usd_per_1k_requests_at_capacity": n_gpus * row.usd_per_gpu_hour * 1000.0 / (3600.0 * cap.goodput_req_per_s),
+        "prefill_share": cap.prefill_share,
+        "prefill_share_method": cap.prefill_share_method,
+    }
     out = {**entry, "status": "feasible", "workload": wl, "capacity": _capacity(pr, n_gpus), "cost": cost,
            "sizing": sizing}
     out["launch"] = launch_for(spec.model, cand.gpu_id, out, spec.engine_version)

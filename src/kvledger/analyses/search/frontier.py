@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvledger.analyses.search.rank import rank_key
+from kvledger.analyses.search.order import rank_key
 
 __all__ = ["cost_frontier", "rejections_by_reason", "caveats", "ranking_margin", "MEMORY_RULES_GPU", "CAPACITY_BAND"]
 
@@ -86,10 +86,20 @@ def caveats(entry: dict[str, Any]) -> list[str]:
 
 def ranking_margin(ranked: list[dict[str, Any]], step_cost: str) -> dict[str, Any] | None:
     """How far the runner-up is behind the winner (its cost ÷ the winner's − 1), and whether that gap lies inside the
-    capacity band (an uncalibrated step cost: ±30%), in which case the order of the two could flip. None with one."""
+    measured capacity band of its regime (kvledger.ledgers.error_band), in which case the order of the two could
+    flip. None with one."""
     if len(ranked) < 2:
         return None
     a, b = rank_key(ranked[0])[0], rank_key(ranked[1])[0]
     gap = b / a - 1.0 if a > 0 else float("inf")
-    band = CAPACITY_BAND if step_cost == "roofline" else 0.15
+    band = _capacity_band(step_cost)
     return {"runner_up": ranked[1]["id"], "gap": gap, "band": band, "could_flip": gap < band}
+
+
+def _capacity_band(step_cost: str) -> float:
+    """The wider side of the measured 80% capacity band for the step cost's regime (kvledger.ledgers.error_band);
+    CAPACITY_BAND (an assumption) where no measured run stands for it."""
+    from kvledger.ledgers.error_band import error_band, regime_of
+
+    band = error_band(regime_of("uncalibrated" if step_cost == "roofline" else "model"), "throughput")
+    return CAPACITY_BAND if band is None else max(1.0 - band.low, band.high - 1.0)

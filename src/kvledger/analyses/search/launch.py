@@ -1,4 +1,5 @@
-"""The launch commands a candidate's plan assumed: ``vllm serve …``, SGLang's equivalent, and the ``kvledger plan`` line that re-derives its KV pool.
+"""The launch commands a candidate's plan assumed: ``vllm serve …``, SGLang's equivalent, and the ``kvledger plan``
+line that re-derives its KV pool.
 
 Every engine flag is written out with the value the memory plan resolved (defaults included),
 so the command starts the engine the search simulated: vLLM's flags are the plan's own inputs
@@ -20,7 +21,8 @@ __all__ = ["launch_commands", "candidate_commands", "serve_model_id", "serve_mod
 
 SGLANG_KV_DTYPES = {"auto": "auto", "bf16": "auto", "fp16": "auto", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
                     "fp8_e5m2": "fp8_e5m2"}
-"""vLLM ``--kv-cache-dtype`` → SGLang ``--kv-cache-dtype`` (SGLang's ``auto`` is the model dtype; its FP8 is e4m3 or e5m2)."""
+"""vLLM ``--kv-cache-dtype`` → SGLang ``--kv-cache-dtype`` (SGLang's ``auto`` is the model dtype; its FP8 is e4m3 or
+e5m2)."""
 
 
 def _join(words: list[str]) -> str:
@@ -42,8 +44,10 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
     check = ["kvledger", "plan", plan_model, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
                                                                        if engine_version else [])
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(tp),
-              "--context-length", str(p["max_model_len"]), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"], "auto"),
-              "--max-running-requests", str(p["max_num_seqs"]), "--chunked-prefill-size", str(p["max_num_batched_tokens"])]
+              "--context-length", str(p["max_model_len"]), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"],
+                  "auto"),
+              "--max-running-requests", str(p["max_num_seqs"]), "--chunked-prefill-size",
+                  str(p["max_num_batched_tokens"])]
     if pc is False:
         sglang.append("--disable-radix-cache")
     return vllm, sglang, check
@@ -66,14 +70,17 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
     plan_model = plan_model or model_id
     extra = f"; {model_note}" if model_note else ""
     p = entry["plan"]
-    version = f"vLLM {p['engine_version']}" + ("" if engine_version else " (the newest rules read; pass --engine-version for yours)")
+    version = f"vLLM {p['engine_version']}" + ("" if engine_version else " (the newest rules read; pass "
+                                                                         "--engine-version for yours)")
     sglang_note = ("the SGLang command keeps SGLang's own mem_fraction_static, whose pool differs "
                    "(kvledger plan --engine sglang shows it)")
     if not entry.get("prefill_replicas"):
-        vllm, sglang, check = _engine(model_id, gpu_id, entry["tp"], p, entry.get("enable_prefix_caching"), engine_version,
+        vllm, sglang, check = _engine(model_id, gpu_id, entry["tp"], p, entry.get("enable_prefix_caching"),
+                                      engine_version,
                                       plan_model)
         return {"vllm": _join(vllm), "sglang": _join(sglang), "check": _join(check),
-                "note": f"the plan follows {version}: {p['num_gpu_blocks']:,} KV blocks of {p['block_size']} tokens per "
+                "note": f"the plan follows {version}: {p['num_gpu_blocks']:,} KV blocks of {p['block_size']} tokens "
+                        f"per "
                         f"GPU; {sglang_note}{extra}"}
     lines: dict[str, list[str]] = {"vllm": [], "sglang": [], "check": []}
     for role, tp, plan, n in (("prefill", entry["tp"], p, entry["prefill_replicas"]),
@@ -84,7 +91,8 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
         lines["check"].append(f"{role}: " + _join(check))
     d = entry["decode_plan"]
     return {k: "\n".join(v) for k, v in lines.items()} | {
-        "note": f"the plans follow {version}: prefill {p['num_gpu_blocks']:,} and decode {d['num_gpu_blocks']:,} KV blocks "
+        "note": f"the plans follow {version}: prefill {p['num_gpu_blocks']:,} and decode {d['num_gpu_blocks']:,} KV "
+                f"blocks "
                 f"per GPU; a router in front sends each request to a prefill engine, then its decode engine (vLLM's "
                 f"disaggregated-serving proxy examples); {sglang_note}{extra}"}
 
@@ -140,7 +148,8 @@ def serve_model(model: str) -> tuple[str, str | None]:
 
 
 def candidate_commands(spec: Any, candidate_id: str) -> dict[str, Any]:
-    """``{"id", "plan", "decode_plan"?, "launch"}`` for one candidate id of ``spec``'s search, planned but not simulated.
+    """``{"id", "plan", "decode_plan"?, "launch"}`` for one candidate id of ``spec``'s search, planned but not
+    simulated.
 
     Raises:
         InputError: a malformed id, or a candidate the engine could not start (its rejection, with the numbers).

@@ -16,15 +16,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvledger.analyses.search.order import rank_key
 from kvledger.analyses.search.spec import SearchSpec
 
 __all__ = ["rank_key", "pareto", "SearchResult", "build_result", "CSV_COLUMNS", "csv_rows"]
-
-
-def rank_key(entry: dict[str, Any]) -> tuple[float, float]:
-    """Sort key of a feasible entry: (monthly bill or USD per 1k requests, USD per 1k requests at SLO capacity)."""
-    cost, sizing = entry["cost"], entry.get("sizing")
-    return (sizing["monthly_usd"] if sizing else cost["usd_per_1k_requests"], cost["usd_per_1k_requests_at_capacity"])
 
 
 def _dominates(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -56,7 +51,8 @@ def pareto(feasible: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[d
 
 @dataclass
 class SearchResult:
-    """Everything ``kvledger search`` prints: the ledger (one entry per candidate, in candidate order), the ranking of the
+    """Everything ``kvledger search`` prints: the ledger (one entry per candidate, in candidate order), the ranking of
+    the
     feasible ones, the frontier, the API comparison and notes. ``to_dict`` is the ``--json`` document."""
 
     spec: SearchSpec
@@ -113,7 +109,8 @@ def _api(spec: SearchSpec, feasible: list[dict[str, Any]]) -> dict[str, Any] | N
         return None
     notes = mix.check(price) + ([how] if how else [])
     per = api_price_per_mtok(price, mix)
-    out = {"key": price.key, "as_of": price.as_of, "usd_per_mtok_input": per["input"], "usd_per_mtok_output": per["output"],
+    out = {"key": price.key, "as_of": price.as_of, "usd_per_mtok_input": per["input"],
+           "usd_per_mtok_output": per["output"],
            "mix": {"batch_share": mix.batch_share, "cache_hit_rate": mix.cache_hit_rate,
                    "cache_write_rate": mix.cache_write_rate}, "monthly_usd": None, "notes": notes,
            "source": f"api_prices.csv {price.key} ({price.confidence} confidence); {price.source}"}
@@ -132,8 +129,7 @@ def _api(spec: SearchSpec, feasible: list[dict[str, Any]]) -> dict[str, Any] | N
 def _api_row(spec: SearchSpec, mix: Any, feasible: list[dict[str, Any]]) -> tuple[Any, str]:
     """(the API row to compare with, how it was chosen): ``--api``, else the cheapest catalog row serving the same
     model for the workload's mean request (rows the mix cannot price skipped); (None, "") when there is none."""
-    from kvledger.catalog.api_match import same_model_rows
-    from kvledger.catalog.prices import find_api_price
+    from kvledger.catalog.api_match import find_api_price, same_model_rows
     from kvledger.errors import InputError
 
     if spec.api is not None:
@@ -203,8 +199,10 @@ def csv_rows(result: SearchResult) -> list[dict[str, Any]]:
              "boundary_rate_req_per_s": cap.get("boundary_rate_req_per_s"),
              "output_tok_per_s_per_gpu": cap.get("goodput_output_tok_per_s_per_gpu"),
              "tok_per_s_per_user": cap.get("tok_per_s_per_user"), "usd_per_mtok_input": cost.get("usd_per_mtok_input"),
-             "usd_per_mtok_output": cost.get("usd_per_mtok_output"), "usd_per_1k_requests": cost.get("usd_per_1k_requests"),
+             "usd_per_mtok_output": cost.get("usd_per_mtok_output"),
+                 "usd_per_1k_requests": cost.get("usd_per_1k_requests"),
              "utilization": cost.get("utilization"), "replicas": siz.get("replicas"), "num_gpus": siz.get("num_gpus"),
              "monthly_usd": siz.get("monthly_usd"), "pareto": e["id"] in front if e["status"] == "feasible" else None}
-        rows.append({k: ("" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v) for k, v in r.items()})
+        rows.append({k: ("" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v) for k,
+                     v in r.items()})
     return rows

@@ -75,8 +75,8 @@ def read_ledger(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
 
 def plan_candidates(spec: SearchSpec, axes: Axes) -> list[Candidate]:
     """The candidates of the search (axes × defaults); checks the spec and the API row first (cheap errors first)."""
+    from kvledger.catalog.api_match import find_api_price
     from kvledger.catalog.models import load_model
-    from kvledger.catalog.prices import find_api_price
 
     spec.check()
     if spec.api is not None:

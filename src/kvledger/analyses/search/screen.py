@@ -1,4 +1,5 @@
-"""The first pass over every candidate, before any simulation: its memory plan and its rental price, or the reason it is rejected, with the numbers.
+"""The first pass over every candidate, before any simulation: its memory plan and its rental price, or the reason it
+is rejected, with the numbers.
 
 Rejection reasons (the ledger's ``reason`` field):
 
@@ -26,7 +27,8 @@ __all__ = ["sim_args", "screen_candidate", "price_row", "plan_figures"]
 
 
 def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
-    """The simulation (and plan) inputs of one candidate: the spec's workload and fixed settings, the candidate's axes."""
+    """The simulation (and plan) inputs of one candidate: the spec's workload and fixed settings, the candidate's
+    axes."""
     return SimRequestArgs(model=spec.model, gpu=cand.gpu_id, trace=spec.trace, num_requests=spec.num_requests,
                           seed=spec.seed, engine_version=spec.engine_version, tp=cand.tp,
                           max_model_len=spec.max_model_len, gpu_memory_utilization=spec.gpu_memory_utilization,
@@ -52,8 +54,10 @@ def plan_figures(plan: Any) -> dict[str, Any]:
     m = plan.memory
     return {"engine": m.engine, "engine_version": m.engine_version, "gpu_memory_utilization": m.fraction,
             "kv_bytes_per_token": plan.kv.bytes_per_token, "weights_bytes": plan.model.weight_bytes(),
-            "available_kv_bytes": m.available_kv_bytes, "num_gpu_blocks": m.num_gpu_blocks, "usable_blocks": m.usable_blocks,
-            "block_size": m.block_size, "max_model_len": m.max_model_len, "max_num_batched_tokens": m.max_num_batched_tokens,
+            "available_kv_bytes": m.available_kv_bytes, "num_gpu_blocks": m.num_gpu_blocks,
+                "usable_blocks": m.usable_blocks,
+            "block_size": m.block_size, "max_model_len": m.max_model_len,
+                "max_num_batched_tokens": m.max_num_batched_tokens,
             "max_num_seqs": m.max_num_seqs, "kv_cache_dtype": plan.settings.kv_cache_dtype,
             "source": "kvledger.accounting.plan.build_plan (vLLM memory rules)"}
 
@@ -90,8 +94,10 @@ def _check_plan(spec: SearchSpec, cand: Candidate, tp: int, pool: str) -> tuple[
         longest = m.usable_blocks * m.block_size
         return _reject(cand, "max_model_len",
                        f"{pool}one request of max_model_len {m.max_model_len:,} tokens needs "
-                       f"{plan.at_max_model_len.blocks_per_request:,} blocks; the pool holds {m.usable_blocks:,} usable "
-                       f"blocks of {m.block_size} tokens ({m.available_kv_bytes / gib:.2f} GiB): --max-model-len ≤ about "
+                       f"{plan.at_max_model_len.blocks_per_request:,} blocks; the pool holds {m.usable_blocks:,} "
+                       f"usable "
+                       f"blocks of {m.block_size} tokens ({m.available_kv_bytes / gib:.2f} GiB): --max-model-len ≤ "
+                       f"about "
                        f"{longest:,} would start", plan=figures), plan
     return None, plan
 

@@ -1,4 +1,5 @@
-"""Cost curves for the report: USD per good request against utilization, and the monthly bill against volume, from a cost ledger's break-even inputs.
+"""Cost curves for the report: USD per good request against utilization, and the monthly bill against volume, from a
+cost ledger's break-even inputs.
 
 Both use the quantities ``kvledger.ledgers.breakeven`` computes (and ``cost --json`` prints under
 ``break_even_utilization`` / ``break_even_volume``): R = one replica's rental per month, P = people
@@ -24,12 +25,14 @@ def utilization_curve(cost: dict[str, Any]) -> dict[str, Any]:
     fixed = bu["replica_usd_per_month"] + bu["people_usd_per_month"]
     full, api = bu["good_requests_per_month_at_full_load"], bu["api_usd_per_request"]
     grid = sorted(set(UTILIZATION_GRID) | {cost["inputs"]["utilization"]})
-    points = [{"utilization": u, "self_host_usd_per_1k_requests": 1e3 * fixed / (full * u), "api_usd_per_1k_requests": 1e3 * api}
+    points = [{"utilization": u, "self_host_usd_per_1k_requests": 1e3 * fixed / (full * u),
+               "api_usd_per_1k_requests": 1e3 * api}
               for u in grid]
     u_star = bu.get("utilization")
     return {"points": points, "break_even_utilization": u_star if bu.get("reachable") else None,
             "chosen_utilization": cost["inputs"]["utilization"],
-            "formula": "self-hosted USD per good request = (replica + people USD/month) ÷ (good req/s × 3600 × 730 × utilization)"}
+            "formula": "self-hosted USD per good request = (replica + people USD/month) ÷ (good req/s × 3600 × 730 × "
+                       "utilization)"}
 
 
 def _volume_grid(c: float, v_star: float | None) -> list[float]:
@@ -48,7 +51,9 @@ def volume_curve(cost: dict[str, Any]) -> dict[str, Any]:
     points = []
     for v in _volume_grid(c, v_star):
         n = max(1, math.ceil(v / c - 1e-12))
-        points.append({"requests_per_month": v, "replicas": n, "self_host_usd_per_month": n * R + P, "api_usd_per_month": a * v})
+        points.append({"requests_per_month": v, "replicas": n, "self_host_usd_per_month": n * R + P,
+                       "api_usd_per_month": a * v})
     return {"points": points, "break_even_requests_per_month": v_star, "replica_capacity_requests_per_month": c,
             "max_utilization": bv["max_utilization"],
-            "formula": "self-hosted USD/month = ⌈volume ÷ replica capacity at max utilization⌉ × replica USD/month + people; API = USD per request × volume"}
+            "formula": "self-hosted USD/month = ⌈volume ÷ replica capacity at max utilization⌉ × replica USD/month + "
+                       "people; API = USD per request × volume"}

@@ -1,4 +1,5 @@
-"""The ``kvledger cost`` composition as one API function: a run, its goodput, the GPU and API prices → the cost report and its JSON.
+"""The ``kvledger cost`` composition as one API function: a run, its goodput, the GPU and API prices → the cost report
+and its JSON.
 
 ``kvledger cost`` (``cli/cost_cmd.py``), ``kvledger report`` and ``kvledger ui`` all call
 :func:`cost_payload`, so the JSON the command prints and the numbers the report draws are the
@@ -14,7 +15,7 @@ from typing import Any
 
 from kvledger.errors import InputError, UnknownNameError
 
-__all__ = ["price_key", "gpu_rate", "capacity_basis", "CostRun", "cost_payload", "sweep_capacity_run"]
+__all__ = ["price_key", "gpu_rate", "capacity_basis", "CostRun", "cost_payload", "SweepCapacity", "sweep_capacity_run"]
 
 
 def price_key(name: str) -> str:
@@ -34,7 +35,8 @@ def _is_gpu_file(name: str) -> bool:
 
 
 def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
-    """The GPU's rental price: ``usd`` (``--gpu-usd-per-hour``), else the price-table row of ``name`` (resolved through the GPU catalog's aliases).
+    """The GPU's rental price: ``usd`` (``--gpu-usd-per-hour``), else the price-table row of ``name`` (resolved through
+    the GPU catalog's aliases).
 
     Raises:
         InputError: no name, a custom GPU without a price, several rows (pick --gpu-provider/--instance).
@@ -46,14 +48,16 @@ def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: 
     if usd is not None:
         return GpuRate.given(usd, name or "GPU")
     if name is None:
-        raise InputError("no GPU price: the run does not name its GPU; pass --gpu (e.g. H100 or nvidia_h100_sxm) with --gpu-provider, or --gpu-usd-per-hour")
+        raise InputError("no GPU price: the run does not name its GPU; pass --gpu (e.g. H100 or nvidia_h100_sxm) with "
+                         "--gpu-provider, or --gpu-usd-per-hour")
     if name == "custom" or _is_gpu_file(name):
         raise InputError(f"the GPU {name!r} is a custom GPU with no rental price in the table; pass --gpu-usd-per-hour")
     return GpuRate.from_catalog(find_gpu_price(price_key(name), provider, instance))
 
 
 def capacity_basis(run: Any, gp: Any, slo: Any, sim: Any, capacity: Any) -> dict[str, Any]:
-    """The ``capacity_basis`` of the report: the SLO-capacity search, or the run's own goodput with the under-load check."""
+    """The ``capacity_basis`` of the report: the SLO-capacity search, or the run's own goodput with the under-load
+    check."""
     from kvledger.ledgers.capacity_basis import check_load, measured_basis
 
     if capacity is not None:
@@ -69,6 +73,8 @@ class CostRun:
     report: Any
     basis: dict[str, Any]
     payload: dict[str, Any]
+    sim: Any = None  # the SimulatedRun priced, when simulated
+    capacity: Any = None  # its SimCapacity, when found by search
 
 
 def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, factors: Any, volume: Any = None, *,
@@ -109,13 +115,26 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
     return CostRun(rep, basis, d)
 
 
-def sweep_capacity_run(runs: list[Any], slo: Any, target: float, where: str) -> tuple[Any, dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class SweepCapacity:
+    """The run of a sweep priced as its SLO capacity: its index, the load axis and value, the choice in words, and the
+    boundary search over the sweep (``ledgers.boundary.BoundaryResult``)."""
+
+    run_index: int
+    axis: str
+    value: float
+    text: str
+    boundary: Any
+
+
+def sweep_capacity_run(runs: list[Any], slo: Any, target: float, where: str) -> tuple[Any, SweepCapacity]:
     """The run of a sweep that is its SLO capacity: the highest load (request rate, else concurrency) up to which every
-    run has ≥ ``target`` of its requests within the SLO (``ledgers.boundary.boundary_from_sweep``), with the choice in words.
+    run has ≥ ``target`` of its requests within the SLO (``ledgers.boundary.boundary_from_sweep``), with the choice.
 
     Raises:
         InputError: the runs state neither a rate nor a concurrency, or even the lowest load misses the target.
     """
+    from kvledger.analyses.serving import notes as N
     from kvledger.ledgers.boundary import axis_value, boundary_from_sweep
 
     axis = None
@@ -127,18 +146,13 @@ def sweep_capacity_run(runs: list[Any], slo: Any, target: float, where: str) -> 
         if len(set(values)) == len(values):
             axis = candidate
             break
-    labels = ", ".join(f"{i}: {r.metadata.extra.get('run_label') or r.metadata.source}" for i, r in enumerate(runs))
+    labels = [r.metadata.extra.get("run_label") or r.metadata.source for r in runs]
     if axis is None:
-        raise InputError(f"{where} holds {len(runs)} runs ({labels}) that state no distinct request rate or concurrency, so "
-                         "the sweep's capacity cannot be found; choose one with --run INDEX")
+        raise InputError(N.sweep_without_load(where, labels))
     res = boundary_from_sweep(runs, slo, target, axis, values)
-    rows = "; ".join(f"{p.label} at {p.value:g}: {p.attainment:.1%}" for p in res.points)
+    attained = [(p.label, p.value, p.attainment) for p in res.points]
     if res.boundary_value is None:
-        raise InputError(f"no run of the sweep in {where} has {target:.0%} of its requests within the SLO ({rows}); there is "
-                         "no SLO capacity to price: loosen the SLO, or price one run with --run INDEX")
+        raise InputError(N.sweep_misses_target(where, target, attained))
     k = values.index(res.boundary_value)
-    unit = "req/s" if axis == "request_rate" else "concurrent users"
-    text = (f"run {k} ({runs[k].metadata.extra.get('run_label') or runs[k].metadata.source}, {res.boundary_value:g} {unit}) is "
-            f"the sweep's SLO capacity: the highest load up to which every run has ≥ {target:.0%} of its requests within "
-            f"the SLO (attainment per run: {rows})")
-    return runs[k], {"run_index": k, "axis": axis, "value": res.boundary_value, "text": text, "boundary": res.to_dict()}
+    text = N.sweep_capacity(k, labels[k], res.boundary_value, axis, target, attained)
+    return runs[k], SweepCapacity(k, axis, res.boundary_value, text, res)

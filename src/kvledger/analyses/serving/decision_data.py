@@ -1,4 +1,5 @@
-"""The data behind ``kvledger report`` and ``kvledger ui``: one plain dict that chains the plan, the SLO capacity, the cost ledger, a rate sweep and the engine comparisons.
+"""The data behind ``kvledger report`` and ``kvledger ui``: one plain dict that chains the plan, the SLO capacity, the
+cost ledger, a rate sweep and the engine comparisons.
 
 Every section is the object an existing command prints with ``--json`` (the plan is ``plan
 --json``, the cost is ``cost --simulate --json``, each sweep point is ``simulate --json``'s
@@ -87,7 +88,8 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
     e = req.engine
     mml = e.get("max_model_len")
     settings = make_settings(engine_version=e.get("engine_version"), tp=e.get("tp") or 1,
-                             max_model_len=parse_tokens(str(mml), what="--max-model-len") if mml else None, contexts=CONTEXTS,
+                             max_model_len=parse_tokens(str(mml), what="--max-model-len") if mml else None,
+                                 contexts=CONTEXTS,
                              gpu_memory_utilization=e.get("gpu_memory_utilization"),
                              kv_cache_dtype=e.get("kv_cache_dtype") or "auto", max_num_seqs=e.get("max_num_seqs"))
     return plan_to_dict(build_plan(load_model(req.model), resolve_gpu(req.gpu), settings))
@@ -101,13 +103,20 @@ def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, str, str]:
     from kvledger.ledgers.cost import GpuRate
 
     if req.gpu_usd_per_hour is not None:
-        return gpu_rate(gpu_id, None, None, req.gpu_usd_per_hour), "given (--gpu-usd-per-hour)", f" --gpu-usd-per-hour {req.gpu_usd_per_hour!r}"
+        return (
+            gpu_rate(gpu_id, None, None, req.gpu_usd_per_hour),
+            "given (--gpu-usd-per-hour)",
+            f" --gpu-usd-per-hour {req.gpu_usd_per_hour!r}",
+        )
     rows = find_gpu_prices(price_key(gpu_id), req.gpu_provider)
     row = min(rows, key=lambda r: (r.usd_per_gpu_hour, r.provider, r.instance_type))
     flags = f" --gpu-provider {shlex.quote(row.provider)} --instance {shlex.quote(row.instance_type)}"
     scope = f"{req.gpu_provider}'s" if req.gpu_provider else "the"
-    how = (f"cheapest of {scope} {len(rows)} row(s) for {gpu_id} in gpu_prices.csv: {row.provider} {row.instance_type}, "
-           f"${row.usd_per_gpu_hour:.2f}/GPU-h" + ("" if req.gpu_provider else "; pass --gpu-provider to choose another"))
+    how = (
+        f"cheapest of {scope} {len(rows)} row(s) for {gpu_id} in gpu_prices.csv: {row.provider} "
+        f"{row.instance_type}, "
+        f"${row.usd_per_gpu_hour:.2f}/GPU-h" + ("" if req.gpu_provider else "; pass --gpu-provider to choose another")
+    )
     return GpuRate.from_catalog(row), how, flags
 
 
@@ -136,10 +145,12 @@ def _engine_savings(req: ReportRequest, cap: Any, slo: Any) -> dict[str, Any]:
     from kvledger.analyses.serving.sim_ledgers import simulate_run
 
     base = _summary_row(cap.run, slo)
-    out = {"rate_req_per_s": cap.rate_req_per_s, "engine": {"label": "vLLM v1 rule (continuous batching, paged KV)", **base}}
+    out = {"rate_req_per_s": cap.rate_req_per_s, "engine": {"label": "vLLM v1 rule (continuous batching, paged KV)",
+                                                            **base}}
     for key, policy, label in (("static", "static", "static batching (a batch runs until its longest member ends)"),
                                ("contiguous", "contiguous", "contiguous KV (max_model_len reserved per request)")):
-        out[key] = {"label": label, **_summary_row(simulate_run(sim_args(req, rate=cap.rate_req_per_s, policy=policy)), slo)}
+        out[key] = {"label": label, **_summary_row(simulate_run(sim_args(req, rate=cap.rate_req_per_s, policy=policy)),
+                                                   slo)}
     out["ratios"] = _ratios(out)
     return out
 
@@ -154,14 +165,16 @@ def _ratios(s: dict[str, Any]) -> list[dict[str, Any]]:
     for key, name in (("static", "continuous ÷ static batching"), ("contiguous", "paged ÷ contiguous KV")):
         o = s[key]
         rows.append({"comparison": name, "baseline": o["label"],
-                     "throughput_ratio": _ratio(e["summary"]["throughput_tok_per_s"], o["summary"]["throughput_tok_per_s"]),
+                     "throughput_ratio": _ratio(e["summary"]["throughput_tok_per_s"],
+                                                o["summary"]["throughput_tok_per_s"]),
                      "goodput_ratio": _ratio(e["goodput_req_per_s"], o["goodput_req_per_s"]),
                      "ttft_p90_ratio": _ratio(e["summary"]["ttft_s"]["p90"], o["summary"]["ttft_s"]["p90"])})
     return rows
 
 
 def _measured(req: ReportRequest, slo: Any) -> list[dict[str, Any]]:
-    """Each benchmark run given: its offered rate, attainment, goodput and latency percentiles (same definitions as the simulator)."""
+    """Each benchmark run given: its offered rate, attainment, goodput and latency percentiles (same definitions as the
+    simulator)."""
     import numpy as np
 
     from kvledger.evidence import read_runs
@@ -173,8 +186,10 @@ def _measured(req: ReportRequest, slo: Any) -> list[dict[str, Any]]:
     for path in req.bench_files:
         for run in read_runs(path):
             gp = goodput(run, slo)
-            row = {"file": str(path), "label": run.metadata.extra.get("run_label"), "rate_req_per_s": run.metadata.request_rate,
-                   "concurrency": run.metadata.concurrency, "attainment": gp.attainment, "goodput_req_per_s": gp.goodput_req_per_s,
+            row = {"file": str(path), "label": run.metadata.extra.get("run_label"),
+                   "rate_req_per_s": run.metadata.request_rate,
+                   "concurrency": run.metadata.concurrency, "attainment": gp.attainment,
+                       "goodput_req_per_s": gp.goodput_req_per_s,
                    "throughput_req_per_s": gp.throughput_req_per_s, "estimate": gp.estimate}
             if isinstance(run, RunRecords):
                 cols = columns_from(run)
@@ -185,7 +200,8 @@ def _measured(req: ReportRequest, slo: Any) -> list[dict[str, Any]]:
                 for name, metric in (("ttft_s", "ttft"), ("tpot_s", "tpot")):
                     ms = run.metrics.get(metric)
                     got = {} if ms is None or ms.weighting != "request" else ms.percentiles_s
-                    row[name] = {f"p{q}": got[float(q)] for q in (50, 90, 99)} if all(float(q) in got for q in (50, 90, 99)) else None
+                    row[name] = {f"p{q}": got[float(q)] for q in (50, 90, 99)} if all(float(q) in got for q in (50, 90,
+                        99)) else None
             out.append(row)
     return out
 
@@ -202,7 +218,7 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
     from kvledger.analyses.serving.cost_run import cost_payload
     from kvledger.analyses.serving.decision_inputs import decision_inputs
     from kvledger.analyses.serving.sim_capacity import search_capacity
-    from kvledger.catalog.prices import find_api_price
+    from kvledger.catalog.api_match import find_api_price
     from kvledger.ledgers.api_cost import ApiMix
     from kvledger.ledgers.cost import SelfHostSetup
     from kvledger.ledgers.cost_summary import DecisionFactors
@@ -229,7 +245,8 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
     setup = SelfHostSetup(rate, cap.run.num_gpus, req.utilization, people.engineer_months_per_month,
                           people.engineer_usd_per_month, None, req.max_utilization)
     inputs, _ = decision_inputs(req.model, api_price, rate, plan["gpu"]["gpu_id"], cap.run, HostBill(), people)
-    cost = cost_payload(cap.run.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate, req.cache_write_rate),
+    cost = cost_payload(cap.run.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate,
+                                                              req.cache_write_rate),
                         DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), volume,
                         sim=cap.run, capacity=cap, inputs=inputs)
     data: dict[str, Any] = {"inputs": {**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how},
@@ -250,22 +267,29 @@ def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:
     """The kvledger command lines whose ``--json`` each section equals."""
     eng = _cli_engine_flags(req)
     plan_eng = "".join(f" --{k.replace('_', '-')} {v}" for k, v in req.engine.items()
-                       if v is not None and k in ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype", "max_num_seqs"))
+                       if v is not None and k in ("engine_version", "tp", "max_model_len", "gpu_memory_utilization",
+                                                  "kv_cache_dtype", "max_num_seqs"))
     wl = f" --trace {shlex.quote(req.trace)} --num-requests {req.num_requests} --seed {req.seed}{eng}"
-    mix = "".join(f" --{k.replace('_', '-')} {getattr(req, k)!r}" for k in ("batch_share", "cache_hit_rate", "cache_write_rate",
-                                                                             "engineer_months_per_month", "engineer_usd_per_month",
-                                                                             "utilization", "monthly_tokens", "monthly_requests",
-                                                                             "monthly_input_tokens", "monthly_output_tokens")
+    mix = "".join(f" --{k.replace('_', '-')} {getattr(req, k)!r}" for k in ("batch_share", "cache_hit_rate",
+                                                                            "cache_write_rate",
+                                                                             "engineer_months_per_month",
+                                                                                 "engineer_usd_per_month",
+                                                                             "utilization", "monthly_tokens",
+                                                                                 "monthly_requests",
+                                                                             "monthly_input_tokens",
+                                                                                 "monthly_output_tokens")
                   if getattr(req, k) is not None and (getattr(req, k) or k.startswith(("engineer", "monthly"))))
     mix += f" --api {shlex.quote(req.api)}" if req.api else ""
     mix += f" --peak-to-mean {req.peak_to_mean!r}" if req.peak_to_mean != 1.0 else ""
-    mix += "".join(f" --{k.replace('_', '-')} {getattr(req, k)}" for k in ("data_sovereignty", "model_control", "team_capability"))
+    mix += "".join(f" --{k.replace('_', '-')} {getattr(req, k)}" for k in ("data_sovereignty", "model_control",
+                                                                           "team_capability"))
     m, g = shlex.quote(req.model), shlex.quote(req.gpu)
     return {
         "plan": f"kvledger plan {m} --gpu {g} --context {','.join(f'{c // 1024}K' for c in CONTEXTS)}{plan_eng} --json",
         "cost": (f"kvledger cost --simulate {m} --gpu {g}{wl} --slo {shlex.quote(req.slo)} "
                  f"--max-utilization {req.max_utilization!r}{gpu_price}{mix} --target {req.target:g} --json"),
-        "capacity": f"kvledger goodput --simulate {m} --gpu {g}{wl} --slo {shlex.quote(req.slo)} --target {req.target:g} --axis rate --json",
+        "capacity": f"kvledger goodput --simulate {m} --gpu {g}{wl} --slo {shlex.quote(req.slo)} --target "
+                    f"{req.target:g} --axis rate --json",
         "sweep_point": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --json",
         "engine_savings": f"kvledger simulate {m} --gpu {g}{wl} --rate RATE --policy static|contiguous --json",
     }

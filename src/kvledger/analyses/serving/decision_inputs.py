@@ -68,10 +68,28 @@ def rests_on_for(gpu_rate: Any, gpu_id: str | None, sim: Any) -> tuple[list[str]
     if sim is None:
         return out, *BAND_MEASURED
     step = (sim.provenance().get("step_cost") or {}).get("source", "")
-    if "uncalibrated" in step or "calibrat" not in step:
+    uncalibrated = "uncalibrated" in step or "calibrat" not in step
+    if uncalibrated:
         out.append("step cost uncalibrated (roofline): the capacity is a model estimate")
-        return out, *BAND_UNCALIBRATED
-    return out, *BAND_CALIBRATED
+    measured = _measured_band(sim)
+    if measured is not None:
+        return out, *measured
+    return out, *(BAND_UNCALIBRATED if uncalibrated else BAND_CALIBRATED)
+
+
+def _measured_band(sim: Any) -> tuple[float, str] | None:
+    """The simulated capacity's measured 80% error band (kvledger.ledgers.error_band, by the regime that priced it) as
+    one symmetric fraction: the wider side, max(1 − low, high − 1), so the flip test covers both sides."""
+    from kvledger.analyses.serving.prediction_bands import setup_regime
+    from kvledger.ledgers.error_band import error_band
+
+    setup = getattr(sim, "setup", None)
+    band = error_band(setup_regime(setup), "throughput") if setup is not None else None
+    if band is None:
+        return None
+    frac = max(1.0 - band.low, band.high - 1.0)
+    return frac, (f"80% error band of simulated capacity, regime {band.regime}: ×{band.low:.2f}–×{band.high:.2f} "
+                  f"({band.source}); the wider side taken both ways")
 
 
 def decision_inputs(

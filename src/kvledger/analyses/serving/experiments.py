@@ -1,4 +1,5 @@
-"""The seed's comparisons, measured on the simulator: each experiment returns a table (rows of plain values) with its setup and sources.
+"""The seed's comparisons, measured on the simulator: each experiment returns a table (rows of plain values) with its
+setup and sources.
 
 * ``batching`` — continuous vs static batching as output-length spread grows (Anyscale 2023
   setup: OPT-13B on one A100-40GB, 1,000 × 512-token prompts in a burst, exponential
@@ -13,7 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan, make_
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import simulate
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["ExperimentResult", "EXPERIMENTS", "run_experiment", "anyscale_workload"]
 
@@ -38,12 +40,13 @@ class ExperimentResult:
     expectation: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def anyscale_workload(cap: int, n: int = 1000, prompt_tokens: int = 512, mean: float = 128.0,
                       seed: int = 0) -> list[RequestSpec]:
-    """Anyscale's throughput test: ``n`` prompts at t=0, outputs ~ Exponential(mean) resampled until ≤ ``cap`` (and ≥ 1)."""
+    """Anyscale's throughput test: ``n`` prompts at t=0, outputs ~ Exponential(mean) resampled until ≤ ``cap`` (and ≥
+    1)."""
     rng = np.random.default_rng(seed)
     out: list[int] = []
     while len(out) < n:
@@ -149,11 +152,15 @@ def _prefix_cache(quick: bool) -> ExperimentResult:
         rows.append(_cache_row("vllm (hash, FCFS)", k, router, s))
     pooled = simulate(single, replace(cfg, num_gpu_blocks=k * cfg.num_gpu_blocks), cost).summary
     rows.append(_cache_row(f"vllm (hash, FCFS), one pool of {k}× the blocks", 1, "— (hypothetical)", pooled))
-    setup += [f"mooncake conversation trace, first {n} requests at 0.5× the trace rate for every row (same arrival times)",
+    setup += [f"mooncake conversation trace, first {n} requests at 0.5× the trace rate for every row (same arrival "
+              f"times)",
               "512-token hash_ids mapped onto 32 blocks of 16 tokens each",
-              f"reading: one replica's pool holds only ~{cfg.num_gpu_blocks * cfg.block_size // 12_000} Mooncake-sized prompts "
-              f"(mean 12K tokens), so its hit rate is capacity-bound; {k} replicas hold {k}× the cache, and the last row puts "
-              f"that same total in one place — the hits round robin loses against it are the locality spread across replicas"]
+              f"reading: one replica's pool holds only ~{cfg.num_gpu_blocks * cfg.block_size // 12_000} Mooncake-sized "
+              f"prompts "
+              f"(mean 12K tokens), so its hit rate is capacity-bound; {k} replicas hold {k}× the cache, and the last "
+              f"row puts "
+              f"that same total in one place — the hits round robin loses against it are the locality spread across "
+              f"replicas"]
     return ExperimentResult("prefix-cache", "prefix caching: vLLM vs SGLang style, and routing across replicas",
                             list(rows[0]), rows, setup,
                             "hit rate falls when requests sharing a prefix are spread by round robin; prefix-aware "

@@ -1,4 +1,5 @@
-"""Whether a run was overloaded: the requests in the system (arrived, not yet finished) kept growing while requests arrived.
+"""Whether a run was overloaded: the requests in the system (arrived, not yet finished) kept growing while requests
+arrived.
 
 Under a load the engine sustains, the backlog — requests arrived and not finished — hovers around
 rate × E2E; above it the waiting queue grows with the trace and TTFT measures that queue, not the
@@ -10,26 +11,39 @@ second half of the arrivals it also gives the rates at which requests arrived an
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
+from kvledger.analyses.serving import notes as N
 from kvledger.ledgers.columns import columns_from
 from kvledger.records import RunRecords
 
-__all__ = ["queue_growth", "GROWTH", "MIN_GROWTH", "MIN_SHARE"]
+__all__ = ["QueueGrowth", "queue_growth", "GROWTH", "MIN_GROWTH", "MIN_SHARE"]
 
 GROWTH = 1.5  # backlog at the last arrival ÷ backlog at the median arrival, at least
 MIN_GROWTH = 10  # requests the backlog grew by, more than
 MIN_SHARE = 0.05  # backlog at the last arrival ÷ requests in the run, more than
 
 
-def queue_growth(run: RunRecords) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class QueueGrowth:
+    """An overload: the backlog at the median and the last arrival (times from the first arrival, s) and the rates at
+    which requests arrived and finished in between (requests/s), with the note that says so."""
+
+    t_mid_s: float
+    t_last_s: float
+    backlog_mid: int
+    backlog_last: int
+    arrived_per_s: float
+    finished_per_s: float
+    note: str
+
+
+def queue_growth(run: RunRecords) -> QueueGrowth | None:
     """The backlog's growth over the second half of the arrivals when it shows an overload (module doc), else None.
 
-    Returns ``{"t_mid_s", "t_last_s", "backlog_mid", "backlog_last", "arrived_per_s", "finished_per_s", "note"}``
-    (times from the first arrival, s; rates over [t_mid, t_last], requests/s). Requests that never finish
-    (failed, or still running when a run stopped) count as in the system to the end.
+    Requests that never finish (failed, or still running when a run stopped) count as in the system to the end.
     """
     cols = columns_from(run)
     arrival = np.sort(cols.arrival_s)
@@ -49,12 +63,9 @@ def queue_growth(run: RunRecords) -> dict[str, Any] | None:
     if not (last >= GROWTH * mid and last - mid > MIN_GROWTH and last > MIN_SHARE * n):
         return None
     span = t_last - t_mid
-    arrived = float(np.searchsorted(arrival, t_last, side="right") - np.searchsorted(arrival, t_mid, side="right")) / span
-    finished = float(np.searchsorted(finish, t_last, side="right") - np.searchsorted(finish, t_mid, side="right")) / span
-    note = (f"overloaded: requests in the system (arrived, not finished) grew from {mid:,} at the median arrival "
-            f"(t = {t_mid - t0:,.1f} s) to {last:,} at the last one (t = {t_last - t0:,.1f} s); over that time "
-            f"{arrived:,.2f} req/s arrived and {finished:,.2f} req/s finished, so the queue grows with the trace and "
-            "TTFT measures it, not the engine (kvledger.analyses.serving.queue_growth): lower the rate (--rate/--rate-scale), "
-            "add replicas, or size for it with `goodput --simulate --target`")
-    return {"t_mid_s": t_mid - t0, "t_last_s": t_last - t0, "backlog_mid": mid, "backlog_last": last,
-            "arrived_per_s": arrived, "finished_per_s": finished, "note": note}
+    arrived = float(np.searchsorted(arrival, t_last, side="right") - np.searchsorted(arrival, t_mid,
+                                                                                     side="right")) / span
+    finished = float(np.searchsorted(finish, t_last, side="right") - np.searchsorted(finish, t_mid,
+                                                                                     side="right")) / span
+    return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, finished,
+                       N.overloaded(mid, t_mid - t0, last, t_last - t0, arrived, finished))

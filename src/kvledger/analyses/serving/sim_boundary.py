@@ -1,4 +1,5 @@
-"""SLO-boundary search by driving the simulator: the largest request rate, concurrency or max_num_seqs whose attainment meets a target.
+"""SLO-boundary search by driving the simulator: the largest request rate, concurrency or max_num_seqs whose attainment
+meets a target.
 
 DistServe's goodput (Zhong et al., OSDI 2024 §2): the highest load served with at least a
 target share of requests meeting every SLO. Each probe is one deterministic simulation
@@ -25,10 +26,13 @@ from kvledger.ledgers.slo import SLO
 
 __all__ = ["SEARCH_AXES", "PROBE_NUM_REQUESTS", "SimProbe", "SimBoundary", "normalize_axis", "search_sim_boundary"]
 
-SEARCH_AXES = {"request_rate": "mean arrival rate, req/s (the trace's gaps rescaled, burstiness kept; or the synthetic rate)",
+SEARCH_AXES = {"request_rate": "mean arrival rate, req/s (the trace's gaps rescaled, burstiness kept; or the synthetic "
+                               "rate)",
                "concurrency": "closed-loop users, each sending its next request when the last one ends",
-               "max_num_seqs": "engine max_num_seqs per replica (the memory plan is rebuilt: vLLM's activation peak grows with it)"}
-_AXIS_ALIASES = {"rate": "request_rate", "request-rate": "request_rate", "users": "concurrency", "max-num-seqs": "max_num_seqs"}
+               "max_num_seqs": "engine max_num_seqs per replica (the memory plan is rebuilt: vLLM's activation peak "
+                               "grows with it)"}
+_AXIS_ALIASES = {"rate": "request_rate", "request-rate": "request_rate", "users": "concurrency",
+                 "max-num-seqs": "max_num_seqs"}
 PROBE_NUM_REQUESTS = 2000
 """Requests per probe unless the caller says otherwise (each probe well under a second for an 8B model on an H100)."""
 _MAX_DOUBLINGS = 12
@@ -122,10 +126,13 @@ def _with_value(args: SimRequestArgs, axis: str, value: float) -> SimRequestArgs
 
 def _check_args(args: SimRequestArgs, axis: str, lo: float | None, hi: float | None) -> None:
     taken = {"request_rate": [("rate", "--rate"), ("rate_scale", "--rate-scale"), ("concurrency", "--concurrency")],
-             "concurrency": [("concurrency", "--concurrency")], "max_num_seqs": [("max_num_seqs", "--max-num-seqs")]}[axis]
+             "concurrency": [("concurrency", "--concurrency")], "max_num_seqs": [("max_num_seqs",
+                                                                                  "--max-num-seqs")]}[axis]
     for attr, flag in taken:
         if getattr(args, attr) is not None:
-            raise InputError(f"the search varies {axis}, so {flag} cannot be given too; bound the search with --lo/--hi")
+            raise InputError(
+                f"the search varies {axis}, so {flag} cannot be given too; bound the search with --lo/--hi"
+            )
     for name, v in (("lo", lo), ("hi", hi)):
         if v is not None and not (v > 0 and math.isfinite(v)):
             raise InputError(f"--{name} must be a finite number > 0, got {v}")
@@ -235,9 +242,11 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
     if res.boundary_value is None and float(bhi) not in p.runs:
         p.current_phase = "check"
         if p.meets(bhi):  # the low end misses but the high end meets: attainment rises with the value here
-            extra.append(f"attainment rises with {axis} here: {blo:g} misses the target but {bhi:g} meets it "
-                         + ("(too few running requests queue the rest: TTFT grows); " if axis == "max_num_seqs" else "; ")
-                         + "the search assumes the opposite, so raise --lo past the region that misses")
+            extra.append(
+                f"attainment rises with {axis} here: {blo:g} misses the target but {bhi:g} meets it "
+                + ("(too few running requests queue the rest: TTFT grows); " if axis == "max_num_seqs" else "; ")
+                + "the search assumes the opposite, so raise --lo past the region that misses"
+            )
     sb = _assemble(p, res, axis, target)
     sb.notes.extend(extra)
     return sb
@@ -265,7 +274,8 @@ def _assemble(p: _Prober, res: BoundaryResult, axis: str, target: float) -> SimB
     per_unit = b is not None and axis != "max_num_seqs"
     at = p.results.get(float(b)) if b is not None else None
     notes = [f"each probe: one simulation of {first.setup.num_requests:,} requests with seed {p.args.seed} "
-             f"(same workload at every {axis}); {first.num_gpus} GPU{'' if first.num_gpus == 1 else 's'} = {first.replicas} replica{'' if first.replicas == 1 else 's'} × TP {first.setup.tp}"]
+             f"(same workload at every {axis}); {first.num_gpus} GPU{'' if first.num_gpus == 1 else 's'} = "
+             f"{first.replicas} replica{'' if first.replicas == 1 else 's'} × TP {first.setup.tp}"]
     if axis == "max_num_seqs":
         notes.append("max_num_seqs is a per-replica engine setting: no per-GPU figure; the memory plan is rebuilt at "
                      "each value (vLLM's sampler warm-up, max_num_seqs × vocab logits, sets the activation peak)")

@@ -1,4 +1,5 @@
-"""A simulated replica's SLO capacity for the cost ledger: the request-rate boundary search, and the run at the boundary that the ledger prices.
+"""A simulated replica's SLO capacity for the cost ledger: the request-rate boundary search, and the run at the
+boundary that the ledger prices.
 
 Pricing a simulated run at the trace's own arrival rate measures the offered load, not what
 the GPU can take (the Azure conversation trace offers 5.5 req/s to an H100 whose KV pool it
@@ -51,10 +52,13 @@ class SimCapacity:
         """One line: the search and what it priced."""
         s, ff = self.search, self.search.boundary.first_failing_value
         miss = f"; {ff:g} req/s misses" if ff is not None else ""
-        return (f"capacity: SLO-capacity search on the request rate (kvledger.analyses.serving.sim_boundary.search_sim_boundary; "
-                f"{len(s.probes)} probes of {s.num_requests_per_probe:,} requests, seed {self.run.args.seed}): the highest "
+        return (f"capacity: SLO-capacity search on the request rate "
+                f"(kvledger.analyses.serving.sim_boundary.search_sim_boundary; "
+                f"{len(s.probes)} probes of {s.num_requests_per_probe:,} requests, seed {self.run.args.seed}): the "
+                f"highest "
                 f"rate with ≥ {s.target:.0%} of requests within the SLO is {self.rate_req_per_s:g} req/s "
-                f"({self.attainment:.1%} there{miss}); priced at that run's goodput, {self.goodput_req_per_s:,.3f} good "
+                f"({self.attainment:.1%} there{miss}); priced at that run's goodput, {self.goodput_req_per_s:,.3f} "
+                f"good "
                 "req/s per deployment unit")
 
     def probes_text(self) -> str:
@@ -66,7 +70,8 @@ class SimCapacity:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the boundary, what was priced, every probe and the search's notes."""
         d = self.search.to_dict()
-        return {"method": "kvledger.analyses.serving.sim_boundary.search_sim_boundary on request_rate", "target": self.search.target,
+        return {"method": "kvledger.analyses.serving.sim_boundary.search_sim_boundary on request_rate",
+                "target": self.search.target,
                 "boundary_rate_req_per_s": self.rate_req_per_s, "attainment_at_boundary": self.attainment,
                 "goodput_at_boundary_req_per_s": self.goodput_req_per_s,
                 "num_requests_per_probe": self.search.num_requests_per_probe, "boundary": d["boundary"],
@@ -88,19 +93,24 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
         InputError: a load flag given (price at it with --at-offered-load instead), a bad target, a
             simulation that cannot run, or no rate down to the search's floor meeting the target.
     """
-    given = [flag for attr, flag in (("rate", "--rate"), ("rate_scale", "--rate-scale"), ("concurrency", "--concurrency"))
+    given = [flag for attr, flag in (("rate", "--rate"), ("rate_scale", "--rate-scale"), ("concurrency",
+                                                                                          "--concurrency"))
              if getattr(args, attr) is not None]
     if given:
-        raise InputError(f"{', '.join(given)} {'fixes' if len(given) == 1 else 'fix'} the load, but cost --simulate prices at the SLO capacity it searches for "
-                         "(the highest request rate meeting --target); add --at-offered-load to price the run at the load "
+        raise InputError(f"{', '.join(given)} {'fixes' if len(given) == 1 else 'fix'} the load, but cost --simulate "
+                         f"prices at the SLO capacity it searches for "
+                         "(the highest request rate meeting --target); add --at-offered-load to price the run at the "
+                         "load "
                          "you gave, or drop " + ", ".join(given))
     sb = search_sim_boundary(args, slo, target, "request_rate", synthetic=synthetic)
     b = sb.boundary.boundary_value
     if b is None or sb.boundary_run is None or sb.goodput_at_boundary_req_per_s is None:
         lowest = min(p.value for p in sb.probes)
         raise InputError(f"no request rate down to {lowest:g} req/s has {target:.0%} of requests within the SLO "
-                         f"({slo.describe()}) on this deployment, so there is no capacity to price: loosen the SLO, lower "
-                         "--target, add GPUs (--tp, --replicas), or price the run at its own load with --at-offered-load")
+                         f"({slo.describe()}) on this deployment, so there is no capacity to price: loosen the SLO, "
+                         f"lower "
+                         "--target, add GPUs (--tp, --replicas), or price the run at its own load with "
+                         "--at-offered-load")
     at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
     cap.notes.extend(_drain_note(cap, at.duration_s))
@@ -129,5 +139,6 @@ def _drain_note(cap: SimCapacity, duration_s: float | None) -> list[str]:
     span = (n - 1) / offered
     return [f"the run at the boundary took {duration_s:,.1f} s to finish requests that arrived over {span:,.1f} s: its "
             f"goodput ({cap.goodput_req_per_s:,.3f} good req/s) is {cap.goodput_req_per_s / sustained:.0%} of the "
-            f"{sustained:,.3f} good req/s it sustained while they arrived, so the capacity priced is conservative and the "
+            f"{sustained:,.3f} good req/s it sustained while they arrived, so the capacity priced is conservative and "
+            f"the "
             "self-hosted cost high; more requests per probe (--num-requests) shrink the tail"]

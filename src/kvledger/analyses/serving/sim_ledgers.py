@@ -1,4 +1,5 @@
-"""One simulation as input to the goodput and cost ledgers: RunRecords from (model, GPU, engine settings, workload) plus their provenance.
+"""One simulation as input to the goodput and cost ledgers: RunRecords from (model, GPU, engine settings, workload)
+plus their provenance.
 
 The ledgers take ``RunRecords`` and never import the simulator; this module is the glue.
 It builds the run exactly as ``kvledger simulate`` does (``kvledger.analyses.serving.sim_setup.prepare``:
@@ -19,15 +20,17 @@ from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepar
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.records import RunRecords
 
-__all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_prepared", "workload_text",
-           "simulator_description"]
+__all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_prepared", "simulate_document",
+           "workload_text", "simulator_description"]
 
 #: the simulator, whichever rule it runs
 SIMULATOR = "kvledger simulator (kvledger.dynamics.simulator.simulate; deterministic, no wall clock)"
 
-#: batching (EngineConfig.batching) → the name of the scheduling rule it simulates (kvledger.dynamics.engine.scheduler and
+# : batching (EngineConfig.batching) → the name of the scheduling rule it simulates (kvledger.dynamics.engine.scheduler
+# and
 #: sglang_scheduler; what each rule does is engine_config.BATCHING_POLICIES's text)
 _RULES = {"continuous": "vLLM v1 scheduling rule (preemption by recompute)", "static": "static batching",
           "sglang": "SGLang 0.5.x scheduling rule", "vllm_v0": "vLLM V0 scheduling rule"}
@@ -43,7 +46,8 @@ def simulator_description(engine: dict[str, Any]) -> str:
 
     b, kv = engine["batching"], engine["kv_allocation"]
     caching = engine["prefix_caching_policy"] if engine["enable_prefix_caching"] else "off"
-    return (f"{SIMULATOR}: {_RULES.get(b, b)} — {BATCHING_POLICIES.get(b, b)}; {kv} KV: {KV_ALLOCATION_POLICIES.get(kv, kv)}; "
+    return (f"{SIMULATOR}: {_RULES.get(b, b)} — {BATCHING_POLICIES.get(b, b)}; {kv} KV: "
+            f"{KV_ALLOCATION_POLICIES.get(kv, kv)}; "
             f"chunked prefill {'on' if engine['enable_chunked_prefill'] else 'off'}; queue order "
             f"{engine['scheduling_policy']}; prefix caching {caching}"
             + ("; async scheduling (batch queue of 2)" if engine.get("async_scheduling") else ""))
@@ -103,7 +107,8 @@ class SimulatedRun:
 
     Attributes:
         run: the records; ``metadata.num_gpus`` = replicas × TP, ``request_rate`` = offered rate
-            (open loop), ``concurrency`` = users (closed loop), ``extra`` holds ``gpu_id``, ``tp``, ``max_num_seqs``, ``workload`` and ``run_label``.
+            (open loop), ``concurrency`` = users (closed loop), ``extra`` holds ``gpu_id``, ``tp``, ``max_num_seqs``,
+            ``workload`` and ``run_label``.
         result: the simulator's full result (summary, engine settings, step logs if recorded).
         setup: the prepared simulation (plan, engine config, step cost, workload).
         args: the user's choices.
@@ -126,7 +131,8 @@ class SimulatedRun:
 
     @property
     def gpu_id(self) -> str:
-        """Catalog id of the simulated GPU (``nvidia_h100_sxm``; ``custom`` for a GPU file), the key of the price table."""
+        """Catalog id of the simulated GPU (``nvidia_h100_sxm``; ``custom`` for a GPU file), the key of the price
+        table."""
         return self.setup.plan.gpu.gpu_id
 
     def plan_figures(self) -> dict[str, Any]:
@@ -134,14 +140,16 @@ class SimulatedRun:
         plan = self.setup.plan
         m = plan.memory
         return {"engine": m.engine, "engine_version": m.engine_version, "kv_bytes_per_token": plan.kv.bytes_per_token,
-                "available_kv_bytes": m.available_kv_bytes, "num_gpu_blocks": m.num_gpu_blocks, "block_size": m.block_size,
+                "available_kv_bytes": m.available_kv_bytes, "num_gpu_blocks": m.num_gpu_blocks,
+                    "block_size": m.block_size,
                 "max_model_len": m.max_model_len, "max_num_batched_tokens": m.max_num_batched_tokens,
                 "max_num_seqs": m.max_num_seqs, "source": "kvledger.accounting.plan.build_plan (the KV-cache ledger)"}
 
     def provenance(self) -> dict[str, Any]:
         """JSON-ready description: simulator, model, GPUs, engine settings, step-cost model, plan figures, workload."""
         s = self.setup
-        return {"simulator": simulator_description(self.result.config), "model": s.model_name, "gpu": s.gpu_name, "gpu_id": self.gpu_id,
+        return {"simulator": simulator_description(self.result.config), "model": s.model_name, "gpu": s.gpu_name,
+                "gpu_id": self.gpu_id,
                 "tp": s.tp, "replicas": s.replicas, "router": s.router if s.replicas > 1 else None,
                 "num_gpus": self.num_gpus, "engine": self.result.config, "step_cost": s.cost_info,
                 "plan": self.plan_figures(), "workload": {**s.workload_info, "seed": self.args.seed},
@@ -153,13 +161,16 @@ class SimulatedRun:
         eng = self.result.config
         rules = p["engine_version"] if p["engine_version"].endswith("rules") else f"{p['engine_version']} rules"
         unit = "pages" if p["engine"] == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
-        layout = f"TP {s.tp} × {s.replicas} replica{'' if s.replicas == 1 else 's'}" + (f", router {s.router}" if s.replicas > 1 else "")
+        layout = f"TP {s.tp} × {s.replicas} replica{'' if s.replicas == 1 else 's'}" + (
+            f", router {s.router}" if s.replicas > 1 else ""
+        )
         return [
             f"simulated run: {simulator_description(eng)}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
             f"workload {workload_text(wl)}, seed {self.args.seed}",
             f"step cost: {s.cost_info['name']} — {s.cost_info['source']}",
             f"memory plan ({p['engine']} {rules}): {p['available_kv_bytes'] / 2**30:.2f} GiB for KV → "
-            f"{p['num_gpu_blocks']:,} {unit} × {p['block_size']} tokens per replica ({p['kv_bytes_per_token']:,} B per token); "
+            f"{p['num_gpu_blocks']:,} {unit} × {p['block_size']} tokens per replica ({p['kv_bytes_per_token']:,} B per "
+            f"token); "
             f"engine max_model_len {eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, "
             f"max_num_seqs {eng['max_num_seqs']:,}, prefix caching "
             f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p['source']}",
@@ -170,7 +181,11 @@ def _load_text(info: dict[str, Any]) -> str:
     if info.get("mode") == "closed loop":
         return f"closed loop, {info['concurrency']} users, think time {info['think_time_s']:g} s"
     rate = info.get("offered_rate_req_per_s")
-    return "open loop, all at t = 0" if rate is None or not math.isfinite(rate) else f"open loop at {rate:.3f} req/s offered"
+    return (
+        "open loop, all at t = 0"
+        if rate is None or not math.isfinite(rate)
+        else f"open loop at {rate:.3f} req/s offered"
+    )
 
 
 def workload_text(info: dict[str, Any]) -> str:
@@ -185,7 +200,8 @@ def _synthetic_requests(args: SimRequestArgs, synthetic: SyntheticSpec) -> list[
     rate = args.rate
     if rate is None:
         if args.concurrency is None:
-            raise InputError("a synthetic workload needs --rate (mean arrival rate, req/s; 'inf' sends every request at "
+            raise InputError("a synthetic workload needs --rate (mean arrival rate, req/s; 'inf' sends every request "
+                             "at "
                              "t = 0) or --concurrency (closed loop)")
         rate = math.inf  # closed loop: arrival times are not used
     if args.num_requests is None:
@@ -202,7 +218,8 @@ def _complete_metadata(sim: SimulatedRun) -> None:
     md.concurrency = s.workload_info.get("concurrency") if closed else None
     md.extra.update({"gpu_id": sim.gpu_id, "tp": s.tp, "max_num_seqs": s.config.max_num_seqs,
                      "workload": {**s.workload_info, "seed": sim.args.seed},
-                     "run_label": f"simulated {s.workload_info['trace']}, {s.workload_info['num_requests']:,} requests, "
+                     "run_label": f"simulated {s.workload_info['trace']}, {s.workload_info['num_requests']:,} "
+                                  f"requests, "
                                   f"{_load_text(s.workload_info)}"})
 
 
@@ -260,3 +277,18 @@ def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *
     """
     return run_prepared(prepare_run(args, synthetic), args, synthetic, record_steps=record_steps, progress=progress,
                         record_token_times=record_token_times, stop=stop)
+
+
+def simulate_document(setup: SimSetup, result: SimResult) -> dict[str, Any]:
+    """What ``kvledger simulate`` reports (its ``--json`` and ``summary.json``): the summary with its invariants
+    checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up)."""
+    from kvledger.analyses.serving.prediction_bands import prediction_bands
+    from kvledger.analyses.serving.queue_growth import queue_growth
+    from kvledger.invariants import check_sim_summary
+
+    overload = queue_growth(result.records) if setup.workload_info.get("mode", "").startswith("open loop") else None
+    return {"summary": check_sim_summary(result.summary.to_dict()), "replicas": setup.replicas,
+            "router": setup.router if setup.replicas > 1 else None, "engine": result.config,
+            "workload": setup.workload_info, "step_cost": setup.cost_info, "overload": to_jsonable(overload),
+            "error_bands": prediction_bands(setup, result.summary.to_dict()),
+            "notes": list(setup.notes) + ([overload.note] if overload else [])}

@@ -1,4 +1,5 @@
-"""Everything a simulation run needs from names a user types: model, GPU, trace, engine flags → EngineConfig, step cost, workload.
+"""Everything a simulation run needs from names a user types: model, GPU, trace, engine flags → EngineConfig, step
+cost, workload.
 
 Used by ``kvledger simulate`` and ``kvledger experiment``; the memory plan
 (``kvledger.accounting.plan.build_plan``) sizes the KV pool exactly as the engine would.
@@ -81,7 +82,8 @@ class SimSetup:
 
 
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
-_PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization", "mem_fraction_static",
+_PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization",
+                "mem_fraction_static",
                 "kv_cache_dtype",
                 "max_num_batched_tokens", "max_num_seqs", "block_size", "num_gpu_blocks_override", "cpu_overhead",
                 "enable_prefix_caching", "achievable_flops_fraction", "achievable_bandwidth_fraction", "gpu_profile")
@@ -157,7 +159,8 @@ def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
     if engine != "sglang":
         if a.mem_fraction_static is not None:
             raise InputError("--mem-fraction-static is SGLang's memory fraction and applies only with --policy sglang "
-                             "(whose pool comes from SGLang's memory plan); other policies size the pool by vLLM's plan: "
+                             "(whose pool comes from SGLang's memory plan); other policies size the pool by vLLM's "
+                             "plan: "
                              "use --gpu-memory-utilization, or add --policy sglang")
         return
     vllm_only = [(a.gpu_memory_utilization, "--gpu-memory-utilization is vLLM's memory fraction",
@@ -169,7 +172,8 @@ def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
                   "another policy")]
     for value, what, fix in vllm_only:
         if value is not None:
-            raise InputError(f"{what}; with --policy sglang the KV pool comes from SGLang's memory plan (`kvledger plan "
+            raise InputError(f"{what}; with --policy sglang the KV pool comes from SGLang's memory plan (`kvledger "
+                             f"plan "
                              f"--engine sglang`), so it would be ignored: {fix}")
 
 
@@ -246,7 +250,9 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     if a.enable_chunked_prefill is False and user_mnbt is None:
         mnbt = max(plan.memory.max_model_len, plan.memory.max_num_batched_tokens)
         overrides["max_num_batched_tokens"] = mnbt
-        notes.append(f"chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = {mnbt:,} (vLLM rule)")
+        notes.append(
+            f"chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = {mnbt:,} (vLLM rule)"
+        )
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
     cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling)
     workload, n, info = _workload(a, requests, label)

@@ -1,4 +1,5 @@
-"""Choosing a simulation's step-cost model from ``--step-cost``: the roofline, the calibrated table for the simulated model/GPU/TP, or one named by key.
+"""Choosing a simulation's step-cost model from ``--step-cost``: the roofline, the calibrated table for the simulated
+model/GPU/TP, or one named by key.
 
 ``--step-cost`` takes ``roofline`` (the default, from the memory plan), ``calibrated`` (the
 bundled measurements for the simulated model, GPU and TP, found by
@@ -25,7 +26,8 @@ CALIBRATED_PREFIX = "calibrated:"
 
 
 def find_calibrated_cost(model: str, gpu: str, tp: int) -> Any | None:
-    """The calibrated step cost ``--step-cost calibrated`` would use for (model, GPU, TP), or None when none is bundled."""
+    """The calibrated step cost ``--step-cost calibrated`` would use for (model, GPU, TP), or None when none is
+    bundled."""
     from kvledger.accounting.calibrated import calibrated_model_keys, calibration_model_key, get_calibrated_cost
 
     if calibration_model_key(model) not in calibrated_model_keys():  # no table for this model at all: skip reading them
@@ -60,7 +62,8 @@ def _combos_text(combos: list[tuple[str, int]]) -> str:
 
 
 def _example(model: str, gpu_key: str | None, tp: int) -> str:
-    """A key from the listing for the calibrated model whose name is closest to ``model``, on the same GPU and TP if it has them."""
+    """A key from the listing for the calibrated model whose name is closest to ``model``, on the same GPU and TP if it
+    has them."""
     from kvledger.accounting.calibrated import list_calibrated
 
     cals = list_calibrated()
@@ -79,7 +82,8 @@ def calibration_listing(model: str, gpu: str, tp: int) -> str:
     except UnknownNameError:
         gpu_key = None
     on = f"{gpu} (calibration GPU {gpu_key})" if gpu_key else f"{gpu} (no GPU with calibration data)"
-    lines = [f"no calibrated step cost for {model} on {on} at TP {tp}. Bundled calibrations (model — source: GPU and TPs):"]
+    lines = [f"no calibrated step cost for {model} on {on} at TP {tp}. Bundled calibrations (model — source: GPU and "
+             f"TPs):"]
     for m, groups in _grouped().items():
         lines.append(f"  {m} — " + " | ".join(f"{', '.join(srcs)}: {_combos_text(c)}" for srcs, c in groups.items()))
     lines.append(f"Pick one with --step-cost calibrated:SOURCE:MODEL@GPU/tpN (e.g. --step-cost "
@@ -98,7 +102,9 @@ def _parse_key(key: str, gpu: str, tp: int) -> tuple[str, str, int]:
         try:
             tp = int(tp_text)
         except ValueError:
-            raise InputError(f"--step-cost calibrated:{key}: cannot read the TP {tp_text!r}; write e.g. @h100-80gb/tp1") from None
+            raise InputError(
+                f"--step-cost calibrated:{key}: cannot read the TP {tp_text!r}; write e.g. @h100-80gb/tp1"
+            ) from None
     return model, where or gpu, tp
 
 
@@ -106,7 +112,8 @@ def calibrated_step_cost(choice: str, model: str, gpu: str, tp: int) -> tuple[An
     """(StepCostModel, description with its source) for ``calibrated`` or ``calibrated:KEY`` (module docstring).
 
     Raises:
-        InputError: no bundled calibration matches; the message lists what exists, grouped by model, and how to pick one.
+        InputError: no bundled calibration matches; the message lists what exists, grouped by model, and how to pick
+        one.
     """
     from kvledger.accounting.calibrated import get_calibrated_cost
 
@@ -125,7 +132,8 @@ def calibrated_step_cost(choice: str, model: str, gpu: str, tp: int) -> tuple[An
     name = getattr(cost, "name", key)
     info = {"name": name, "source": source, "chosen_by_key": key}
     if cost is not find_calibrated_cost(model, gpu, tp):
-        info["source"] += (f"; chosen by key: the step times measured for {name} stand in for {model} on {gpu} at TP {tp} "
+        info["source"] += (f"; chosen by key: the step times measured for {name} stand in for {model} on {gpu} at TP "
+                           f"{tp} "
                            "(the KV pool and memory plan are still the simulated model's)")
     return cost, info
 
@@ -134,11 +142,13 @@ def is_profile_choice(choice: str) -> bool:
     """True when ``--step-cost`` names a calibration profile file rather than a model name."""
     from kvledger.accounting.calibration_profile import looks_like_profile
 
-    return choice not in ("roofline", "calibrated") and not choice.startswith(CALIBRATED_PREFIX) and looks_like_profile(choice)
+    return choice not in ("roofline",
+                          "calibrated") and not choice.startswith(CALIBRATED_PREFIX) and looks_like_profile(choice)
 
 
 def profile_step_cost(choice: str, model: str, gpu: str, tp: int) -> tuple[Any, dict[str, Any]]:
-    """(LinearStepCost, description) from a ``kvledger calibrate`` profile (``kvledger.accounting.calibration_profile``)."""
+    """(LinearStepCost, description) from a ``kvledger calibrate`` profile
+    (``kvledger.accounting.calibration_profile``)."""
     from kvledger.accounting.calibration_profile import profile_step_cost as load
 
     return load(choice, model, gpu, tp)
@@ -160,7 +170,8 @@ def disagreement_note(roofline: Any, calibrated: Any, used: str = "the roofline"
         shape = StepShape(**fields)
         a, b = float(roofline.step_time_s(shape)), float(calibrated.step_time_s(shape))
         if a > 0 and b > 0 and max(a / b, b / a) > factor:
-            parts.append(f"{label}: roofline {a * 1e3:.1f} ms, {calibrated.name} {b * 1e3:.1f} ms ({max(a / b, b / a):.1f}×)")
+            parts.append(f"{label}: roofline {a * 1e3:.1f} ms, {calibrated.name} {b * 1e3:.1f} ms "
+                         f"({max(a / b, b / a):.1f}×)")
     if not parts:
         return None
     return ("the roofline and the bundled calibration disagree — " + "; ".join(parts) + f". This run used {used}; "
@@ -202,10 +213,14 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
         data = {"gpu_profile_data": list(prof.data)} if prof is not None else {}
         return cost, {"name": "roofline", "scope": scope, **data, "flops_fraction": cost.flops_fraction,
                       "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
-                      "source": "kvledger.accounting.roofline: weight matmuls then attention, each max(FLOPs/achievable "
-                                f"peak, bytes/achievable bandwidth) at {cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, "
-                                + "+ TP all-reduces, " + ("with the CPU overhead overlapping the GPU (async scheduling): "
-                                                          "max(GPU, CPU) per step" if overlap_cpu else "+ CPU overhead per step")
+                      "source": "kvledger.accounting.roofline: weight matmuls then attention, each "
+                                "max(FLOPs/achievable "
+                                f"peak, bytes/achievable bandwidth) at "
+                                f"{cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, "
+                                + "+ TP all-reduces, " + ("with the CPU overhead overlapping the GPU (async "
+                                                          "scheduling): "
+                                                          "max(GPU, CPU) per step" if overlap_cpu else "+ CPU overhead "
+                                                              "per step")
                                 + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:g} ms)" if cost.cpu_overhead_s else
                                    " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)")
                                 + f"; {hint}"}

@@ -224,7 +224,8 @@ class BlockPool:
             q.extend(reversed(block_ids))
             return
         # the unregistered blocks: unhashed tail to the head, hashed ones to the tail (free_unregistered's rule)
-        self.free_unregistered([(block_ids[num_registered:] if num_registered else block_ids, num_hashed - num_registered)])
+        self.free_unregistered([(block_ids[num_registered:] if num_registered else block_ids,
+                                 num_hashed - num_registered)])
         if num_registered:
             ref = self._ref
             for i in range(num_registered - 1, -1, -1):

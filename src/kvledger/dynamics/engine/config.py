@@ -160,11 +160,14 @@ class EngineConfig:
     def _check_v0(self) -> None:
         """The settings ``vllm_v0`` models: V0's default scheduler (no chunked prefill), FCFS, paged, no caching."""
         bad = [msg for cond, msg in (
-            (self.enable_chunked_prefill, "enable_chunked_prefill=False (--no-enable-chunked-prefill; V0 with chunked prefill used another "
+            (self.enable_chunked_prefill, "enable_chunked_prefill=False (--no-enable-chunked-prefill; V0 with chunked "
+                                          "prefill used another "
                                           "scheduler, _schedule_chunked_prefill, whose mixed steps are close to "
                                           "batching='continuous')"),
-            (self.enable_prefix_caching, "enable_prefix_caching=False (--no-enable-prefix-caching; V0's prefix caching is not modelled)"),
-            (self.scheduling_policy != "fcfs", "scheduling_policy='fcfs' (--scheduling-policy fcfs; V0's default scheduler is FCFS)"),
+            (self.enable_prefix_caching, "enable_prefix_caching=False (--no-enable-prefix-caching; V0's prefix caching "
+                                         "is not modelled)"),
+            (self.scheduling_policy != "fcfs", "scheduling_policy='fcfs' (--scheduling-policy fcfs; V0's default "
+                                               "scheduler is FCFS)"),
             (self.kv_allocation != "paged", "kv_allocation='paged' (--kv-allocation paged)")) if cond]
         if bad:
             raise InputError("batching='vllm_v0' models vLLM V0's default scheduler and needs " + "; ".join(bad))

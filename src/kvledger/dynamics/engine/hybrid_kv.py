@@ -1,4 +1,5 @@
-"""Prefix caching for hybrid full + sliding-window models (vLLM 0.33's hybrid KV cache coordinator): one block table per KV cache group, hashed per group, on one shared pool.
+"""Prefix caching for hybrid full + sliding-window models (vLLM 0.33's hybrid KV cache coordinator): one block table
+per KV cache group, hashed per group, on one shared pool.
 
 Source: ``vllm/v1/core/kv_cache_coordinator.py : HybridKVCacheCoordinator.find_longest_cache_hit``,
 ``single_type_kv_cache_manager.py`` (``FullAttentionManager.find_longest_cache_hit``,
@@ -88,7 +89,8 @@ class HybridKVManager(PoolUsage):
         keys = req.keys if req.keys is not None else self._keys(req)
         n = min(len(keys), (req.num_tokens - 1) // self.block_size)
         h = 0
-        while h < n and all(self._cached(keys, g, h) is not None for g, (k, _, _) in enumerate(self.groups) if k == "full"):
+        while h < n and all(self._cached(keys, g, h) is not None for g, (k, _,
+                                                                         _) in enumerate(self.groups) if k == "full"):
             h += 1
         while h > 0 and not all(self._cached(keys, g, i) is not None
                                 for g, (k, _, w) in enumerate(self.groups) if k == "sliding_window"
@@ -109,8 +111,10 @@ class HybridKVManager(PoolUsage):
         kind, W, _ = self.groups[g]
         return max(0, computed - W + 1) // self.block_size if kind == "sliding_window" else 0
 
-    def admit(self, req: SimRequest, h: int, num_new_tokens: int, must_fit_tokens: int, reserve_tokens: int = 0) -> bool:
-        """Take the hit blocks and blocks for ``num_new_tokens``; False (nothing changed) if the admission check fails."""
+    def admit(self, req: SimRequest, h: int, num_new_tokens: int, must_fit_tokens: int,
+              reserve_tokens: int = 0) -> bool:
+        """Take the hit blocks and blocks for ``num_new_tokens``; False (nothing changed) if the admission check
+        fails."""
         B, pool, keys = self.block_size, self.pool, self._keys(req) if h else []
         c = h * B
         upto = c + num_new_tokens
@@ -140,7 +144,8 @@ class HybridKVManager(PoolUsage):
         return True
 
     def grow(self, req: SimRequest, num_new_tokens: int) -> bool:
-        """Free blocks that left the window, then add blocks for ``num_new_tokens``; False (nothing changed) if short."""
+        """Free blocks that left the window, then add blocks for ``num_new_tokens``; False (nothing changed) if
+        short."""
         B, pool, c = self.block_size, self.pool, req.num_computed_tokens
         tables, firsts = req.node[0], req.node[1]
         upto = c + num_new_tokens

@@ -1,4 +1,5 @@
-"""The vLLM-style KV cache manager: block tables over a BlockPool, chained block hashes for prefix caching, and reservation variants.
+"""The vLLM-style KV cache manager: block tables over a BlockPool, chained block hashes for prefix caching, and
+reservation variants.
 
 Engine rules it follows (docs/engine-model.md §2.3; vLLM ``v1/core/kv_cache_manager.py``,
 ``kv_cache_utils.py::hash_block_tokens``):
@@ -167,7 +168,8 @@ class PagedKVManager(PoolUsage, PagedStretches):
         return True
 
     def grow(self, req: SimRequest, num_new_tokens: int) -> bool:
-        """Blocks for ``num_new_tokens`` more tokens of a running request; False (nothing changed) if they do not fit."""
+        """Blocks for ``num_new_tokens`` more tokens of a running request; False (nothing changed) if they do not
+        fit."""
         upto = req.num_computed_tokens + num_new_tokens
         if self.step_blocks is not None:
             need = self.step_blocks.held_after(req.num_computed_tokens, num_new_tokens) - len(req.blocks)

@@ -1,4 +1,5 @@
-"""KV-cache transfer between prefill and decode pools: the link's one-way bandwidth, the time a prompt's KV spends on it, and the decode side's admission of KV computed elsewhere.
+"""KV-cache transfer between prefill and decode pools: the link's one-way bandwidth, the time a prompt's KV spends on
+it, and the decode side's admission of KV computed elsewhere.
 
 Link bandwidth (per GPU, one direction):
 
@@ -64,7 +65,8 @@ class KVLink:
             raise InputError(f"KV transfer latency must be a finite number ≥ 0 s, got {self.latency_s!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "bytes_per_s_one_way": self.bytes_per_s, "latency_s": self.latency_s, "source": self.source}
+        return {"name": self.name, "bytes_per_s_one_way": self.bytes_per_s, "latency_s": self.latency_s,
+                "source": self.source}
 
 
 def parse_link_bandwidth(text: str) -> float:
@@ -75,7 +77,8 @@ def parse_link_bandwidth(text: str) -> float:
     """
     m = _BW.match(str(text))
     if not m:
-        raise InputError(f"--link: cannot read {text!r}; use nvlink, pcie, or a bandwidth per GPU and direction such as "
+        raise InputError(f"--link: cannot read {text!r}; use nvlink, pcie, or a bandwidth per GPU and direction such "
+                         f"as "
                          "'50GB/s', '25GiB/s' or '400Gbps' (bits)")
     value = float(m.group(1)) * _SCALE[m.group(2).lower()]
     value = value / 8 if m.group(3).startswith("b") else value  # lower-case b: bits (b/s, bps); B: bytes
@@ -135,7 +138,8 @@ class KVTransfer:
         return self.bytes_for(num_prompt_tokens) / self.link.bytes_per_s
 
     def to_dict(self) -> dict[str, Any]:
-        return {"link": self.link.to_dict(), "bytes_per_token_per_gpu": self.bytes_per_token, "serialize": self.serialize,
+        return {"link": self.link.to_dict(), "bytes_per_token_per_gpu": self.bytes_per_token,
+                "serialize": self.serialize,
                 "description": self.description or f"{self.bytes_per_token:,.0f} B/token per GPU × prompt tokens"}
 
 
@@ -148,7 +152,8 @@ def transfer_from_plans(prefill_plan, decode_plan, link: KVLink, serialize: bool
     kp, kd = prefill_plan.kv, decode_plan.kv
     per_tok = max(kp.bytes_per_token, kd.bytes_per_token)
     tps = f"TP {kp.tp}" if kp.tp == kd.tp else f"prefill TP {kp.tp} / decode TP {kd.tp}: the larger per-GPU shard"
-    desc = (f"KV ledger: {per_tok:,.0f} B/token per GPU ({prefill_plan.model.name}, {kp.kv_cache_dtype}, {tps}) × prompt "
+    desc = (f"KV ledger: {per_tok:,.0f} B/token per GPU ({prefill_plan.model.name}, {kp.kv_cache_dtype}, {tps}) × "
+            f"prompt "
             f"tokens ÷ {link.bytes_per_s / 1e9:,.1f} GB/s + {link.latency_s * 1e3:g} ms per transfer")
     if kp.tp == kd.tp:
         fn = kp.bytes_per_request

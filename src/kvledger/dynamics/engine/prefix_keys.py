@@ -52,7 +52,9 @@ def vectorize_blocks_for_tokens(fn: Callable) -> Callable[[np.ndarray], np.ndarr
     probe = np.array([[1, 17], [4096, 100000]], dtype=np.int64)
     try:
         out = np.asarray(fn(probe))
-        if out.shape == probe.shape and all(int(out[i, j]) == int(fn(int(probe[i, j]))) for i in range(2) for j in range(2)):
+        if out.shape == probe.shape and all(
+            int(out[i, j]) == int(fn(int(probe[i, j]))) for i in range(2) for j in range(2)
+        ):
             return lambda a: np.asarray(fn(a), dtype=np.int64)
     except Exception:  # noqa: BLE001 - a scalar-only callable: elementwise calls instead
         pass

@@ -1,4 +1,5 @@
-"""The SGLang-style KV cache: a token pool (page_size 1) plus a radix tree over prompt content with LRU eviction of leaves.
+"""The SGLang-style KV cache: a token pool (page_size 1) plus a radix tree over prompt content with LRU eviction of
+leaves.
 
 Follows SGLang's ``mem_cache/radix_cache.py`` (docs/engine-model.md §3.3, §6.8), run
 "simulated" on token counts: the pool holds ``capacity_tokens`` token slots; finished
@@ -220,7 +221,8 @@ class RadixKVManager(RadixStretches):
     # ---------------------------------------------------------- allocation
     def admit(self, req: SimRequest, handle, num_new_tokens: int, must_fit_tokens: int,
               reserve_tokens: int = 0) -> bool:
-        """Lock the matched path and take ``num_new_tokens`` slots; False (nothing changed) if the full prompt would not fit."""
+        """Lock the matched path and take ``num_new_tokens`` slots; False (nothing changed) if the full prompt would
+        not fit."""
         node, matched = handle
         hit = min(matched, req.num_tokens - 1)
         avail = self.num_free_tokens + self.evictable_tokens - self._path_evictable(node)

@@ -47,4 +47,5 @@ class RequestSpec:
     @property
     def num_shareable_tokens(self) -> int:
         """Prompt tokens covered by complete listed segments, tokens."""
-        return min(len(self.prefix_segments) * self.segment_tokens, (self.num_prompt_tokens // self.segment_tokens) * self.segment_tokens)
+        return min(len(self.prefix_segments) * self.segment_tokens,
+                   (self.num_prompt_tokens // self.segment_tokens) * self.segment_tokens)

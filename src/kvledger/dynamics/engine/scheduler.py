@@ -1,4 +1,5 @@
-"""The per-step scheduling rules: vLLM v1's (running requests first, then waiting ones, under a token budget) and vLLM V0's prefill-first rule.
+"""The per-step scheduling rules: vLLM v1's (running requests first, then waiting ones, under a token budget) and vLLM
+V0's prefill-first rule.
 
 Source: ``vllm/v1/core/sched/scheduler.py::Scheduler.schedule`` (docs/engine-model.md §2.2). There are no
 prefill and decode phases: each request's ``num_computed_tokens`` catches up with its ``num_tokens``::
@@ -248,7 +249,8 @@ class Scheduler:
         return n
 
     def _form_static_batch(self) -> int:
-        """Static batching: with nothing running, admit up to max_num_seqs waiting requests, each reserving its whole sequence."""
+        """Static batching: with nothing running, admit up to max_num_seqs waiting requests, each reserving its whole
+        sequence."""
         cfg, kv, waiting, running = self.cfg, self.kv, self.waiting, self.running
         self._order(waiting, kv)
         while waiting and len(running) < cfg.max_num_seqs:

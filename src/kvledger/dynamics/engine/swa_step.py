@@ -1,4 +1,5 @@
-"""vLLM's per-step block rule for sliding-window and chunked-local KV cache groups: blocks for the whole chunk while it is computed, the window afterwards, and the capped admission check.
+"""vLLM's per-step block rule for sliding-window and chunked-local KV cache groups: blocks for the whole chunk while it
+is computed, the window afterwards, and the capped admission check.
 
 Source (vLLM 0.33): ``v1/core/single_type_kv_cache_manager.py : SingleTypeKVCacheManager.
 allocate_new_blocks`` gives a request blocks for every token up to ``computed + new`` — a
@@ -45,7 +46,8 @@ class StepBlockRule:
 
     @classmethod
     def from_layout(cls, layout, max_model_len: int, inflight_tokens: int) -> StepBlockRule:
-        return cls(tuple((g.kind, g.block_size, g.window_tokens) for g in layout.groups), max_model_len, inflight_tokens)
+        return cls(tuple((g.kind, g.block_size, g.window_tokens) for g in layout.groups), max_model_len,
+                   inflight_tokens)
 
     def steady(self, num_tokens: int) -> int:
         """Blocks held after a decode step brings a request to ``num_tokens`` tokens, blocks."""

@@ -34,7 +34,8 @@ SKETCH_ALPHA = 1e-6  # relative error of every sketched figure
 _GAMMA = (1 + SKETCH_ALPHA) / (1 - SKETCH_ALPHA)
 _LOG_GAMMA = math.log(_GAMMA)
 SKETCH_NOTE = (f"itl_s: more than {EXACT_PAIRS:,} distinct step gaps, so the ITL mean and percentiles come from a "
-               f"log-bucketed sketch, each within a relative {SKETCH_ALPHA:g} of the exact value (TTFT, TPOT, E2E exact)")
+               f"log-bucketed sketch, each within a relative {SKETCH_ALPHA:g} of the exact value (TTFT, TPOT, E2E "
+               f"exact)")
 
 
 _BINCOUNT_SPAN = 1 << 22  # widest key span counted by bincount (a 32 MiB array of sums at most)

@@ -1,4 +1,5 @@
-"""Summary statistics of a run: TTFT, ITL, TPOT and E2E distributions and throughput, computed from RunRecords as vLLM's benchmark does.
+"""Summary statistics of a run: TTFT, ITL, TPOT and E2E distributions and throughput, computed from RunRecords as
+vLLM's benchmark does.
 
 Definitions are those of ``kvledger.records`` (TTFT = first token − arrival, E2E = finish
 − arrival, TPOT = (finish − first token)/(output tokens − 1), ITL = every gap between
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from kvledger.dynamics.outputs.exact_mean import exact_mean
+from kvledger.jsonable import to_jsonable
 from kvledger.records import RunRecords
 
 __all__ = ["LatencyStats", "Summary", "latency_stats", "percentiles", "summarize_records"]
@@ -31,11 +33,12 @@ class LatencyStats:
     count: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def percentiles(v: np.ndarray, qs: tuple[float, ...], inplace: bool = False) -> list[float]:
-    """Percentiles with numpy's default 'linear' method (``a[⌊h⌋] + (h − ⌊h⌋)(a[⌊h⌋+1] − a[⌊h⌋])``, ``h = q/100·(n−1)``),
+    """Percentiles with numpy's default 'linear' method (``a[⌊h⌋] + (h − ⌊h⌋)(a[⌊h⌋+1] − a[⌊h⌋])``, ``h =
+    q/100·(n−1)``),
     by one partition (several times faster than ``np.percentile`` on millions of ITLs; ``inplace`` reorders ``v``)."""
     n = v.size
     hs = [q / 100.0 * (n - 1) for q in qs]

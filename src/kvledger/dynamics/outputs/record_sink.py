@@ -1,4 +1,5 @@
-"""The simulator's finished-request records written into columns as requests finish, so memory follows the active requests.
+"""The simulator's finished-request records written into columns as requests finish, so memory follows the active
+requests.
 
 Without token times a record is a few numbers: first-token and finish times, output tokens,
 prefix-cache hit and preemptions. ``RecordSink`` takes the ``(uid, RequestRecord)`` pairs the
@@ -72,7 +73,8 @@ class RecordSink:
 
     def put_many(self, uids: np.ndarray, first_token_s: np.ndarray, finish_s: np.ndarray, num_output_tokens,
                  num_cached_tokens, num_preemptions) -> None:
-        """``put`` for many served requests at once (sequences of equal length; NaN for a ``num_cached_tokens`` of None)."""
+        """``put`` for many served requests at once (sequences of equal length; NaN for a ``num_cached_tokens`` of
+        None)."""
         self.first_token_s[uids] = first_token_s
         self.finish_s[uids] = finish_s
         self.num_output_tokens[uids] = num_output_tokens

@@ -1,4 +1,5 @@
-"""Per-step outputs of the simulator: the optional step log with its JSONL and Chrome-trace exports (KV usage over time: kv_usage.py)."""
+"""Per-step outputs of the simulator: the optional step log with its JSONL and Chrome-trace exports (KV usage over
+time: kv_usage.py)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ class StepLog:
 
     def add_stretch(self, step0: int, starts: np.ndarray, durs: np.ndarray, n: int, usage: np.ndarray,
                     num_running: int, num_waiting: int, batch: list[tuple[str, int]]) -> None:
-        """A steady-decode stretch, one row per step (start, duration and KV usage of each step, as ``add`` takes them)."""
+        """A steady-decode stretch, one row per step (start, duration and KV usage of each step, as ``add`` takes
+        them)."""
         for j, (t, d, u) in enumerate(zip(starts.tolist(), durs.tolist(), usage.tolist())):
             self.rows.append((step0 + j, t, d, 0, 0, n, u, num_running, num_waiting, batch))
 
@@ -47,7 +49,8 @@ class StepLog:
 
 
 def chrome_trace(logs: list[StepLog], records: list[RequestRecord]) -> dict[str, Any]:
-    """A chrome://tracing / Perfetto JSON object: one track of steps per replica, KV usage counters, one async span per request.
+    """A chrome://tracing / Perfetto JSON object: one track of steps per replica, KV usage counters, one async span per
+    request.
 
     Times are microseconds (the format's unit). Request spans: "queued+prefill" from
     arrival to first token, then "decode" to finish.
@@ -68,7 +71,8 @@ def chrome_trace(logs: list[StepLog], records: list[RequestRecord]) -> dict[str,
         if r.first_token_s is None or r.finish_s is None:
             continue
         base = {"cat": "request", "id": i, "pid": "requests", "tid": 0}
-        ev.append({**base, "ph": "b", "name": "queued+prefill", "ts": r.arrival_s * 1e6, "args": {"request_id": r.request_id}})
+        ev.append({**base, "ph": "b", "name": "queued+prefill", "ts": r.arrival_s * 1e6,
+                   "args": {"request_id": r.request_id}})
         ev.append({**base, "ph": "e", "name": "queued+prefill", "ts": r.first_token_s * 1e6})
         ev.append({**base, "ph": "b", "name": "decode", "ts": r.first_token_s * 1e6})
         ev.append({**base, "ph": "e", "name": "decode", "ts": r.finish_s * 1e6})

@@ -1,4 +1,5 @@
-"""The per-step log as a Parquet file (``kvledger simulate --out`` writes ``steps.parquet``): one row per step and replica.
+"""The per-step log as a Parquet file (``kvledger simulate --out`` writes ``steps.parquet``): one row per step and
+replica.
 
 Columns are StepLog.dicts()'s keys with their units: replica, step, start_s, duration_s,
 num_prefill_tokens, num_prefill_seqs, num_decode_seqs, num_scheduled_tokens, kv_usage,

@@ -1,4 +1,5 @@
-"""A replica's token times kept compactly: one end time per engine step in a sliding buffer, per request the runs of steps it emitted in, turned into records as requests finish.
+"""A replica's token times kept compactly: one end time per engine step in a sliding buffer, per request the runs of
+steps it emitted in, turned into records as requests finish.
 
 Mixed into ``Replica`` (replica.py), whose ``__init__`` sets the buffer (``_t``, ``_base``,
 ``num_steps``), the gap counts (``gaps``, ``_cnt``, ``_gap_runs``, ``_prev_t``) and ``sink``. Without
@@ -62,7 +63,8 @@ class TokenTimes:
         self._t, self._base = buf, keep_from
 
     def fold_gaps(self, upto: int | None = None) -> None:
-        """Move the gaps of buffered steps ``[0, upto)`` (default: all) into ``gaps``; only finished requests count there."""
+        """Move the gaps of buffered steps ``[0, upto)`` (default: all) into ``gaps``; only finished requests count
+        there."""
         self._count_pending_gaps()
         upto = self.num_steps - self._base if upto is None else upto
         if upto <= 0:
@@ -91,15 +93,18 @@ class TokenTimes:
             req.runs.append((req.run_start, step))
             req.run_start = -1
 
-    def finish(self, finished: list[tuple[SimRequest, int]], freed: bool = False) -> list[tuple[SimRequest, RequestRecord]]:
+    def finish(self, finished: list[tuple[SimRequest, int]], freed: bool = False) -> list[tuple[SimRequest,
+        RequestRecord]]:
         """Records for requests that emitted their last token in the given step (and free their blocks unless
         ``freed``); marks them FINISHED (callers drop them from the running list). With a ``sink`` the records go
         there and each pair's record is None."""
-        if freed and self.sink is not None and self._cnt is not None and len(finished) >= 16:  # fewer: numpy's calls cost more
+        # fewer: numpy's calls cost more
+        if freed and self.sink is not None and self._cnt is not None and len(finished) >= 16:
             return self._finish_to_sink(finished)
         return self._finish_each(finished, freed)
 
-    def _finish_each(self, finished: list[tuple[SimRequest, int]], freed: bool) -> list[tuple[SimRequest, RequestRecord]]:
+    def _finish_each(self, finished: list[tuple[SimRequest, int]], freed: bool) -> list[tuple[SimRequest,
+        RequestRecord]]:
         """``finish``, one request at a time."""
         base, out = self._base, []
         for req, step in finished:

@@ -1,4 +1,5 @@
-"""The KV usage series of one replica: time buckets of at most ``MAX_USAGE_BUCKETS``, doubling their width as the run grows.
+"""The KV usage series of one replica: time buckets of at most ``MAX_USAGE_BUCKETS``, doubling their width as the run
+grows.
 
 Each bucket keeps ∫ usage dt, busy seconds and the largest usage of the steps that start in it,
 the sums added left to right in step order (a step-at-a-time loop's floats, bit for bit). When a
@@ -23,7 +24,8 @@ class UsageBuckets:
         self._b: list[list[float]] = []
 
     def add(self, starts: np.ndarray, durs: np.ndarray, u: np.ndarray, ud: np.ndarray) -> None:
-        """Steps starting at ``starts`` (ascending, s), lasting ``durs`` (s), at usage ``u`` (``ud`` = ``u`` × ``durs``)."""
+        """Steps starting at ``starts`` (ascending, s), lasting ``durs`` (s), at usage ``u`` (``ud`` = ``u`` ×
+        ``durs``)."""
         j, n = 0, len(starts)
         while j < n:
             self._bucket(float(starts[j]))  # merges buckets first when the run has outgrown them
@@ -71,7 +73,8 @@ class UsageBuckets:
                 x[2] = peak[k]
 
     def _bucket(self, start: float) -> list[float]:
-        """The bucket a step starting at ``start`` s counts in, merging pairs of buckets first while it is past the last."""
+        """The bucket a step starting at ``start`` s counts in, merging pairs of buckets first while it is past the
+        last."""
         i = int(start / self.width_s)
         while i >= MAX_USAGE_BUCKETS:
             merged = []

@@ -1,4 +1,5 @@
-"""Closed-loop load: N concurrent users, each sending its next request when the previous one finishes, as benchmark clients with a concurrency limit do."""
+"""Closed-loop load: N concurrent users, each sending its next request when the previous one finishes, as benchmark
+clients with a concurrency limit do."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A workload held as columns (numpy arrays), for traces of a million requests: each ``RequestSpec`` is built only when delivered.
+"""A workload held as columns (numpy arrays), for traces of a million requests: each ``RequestSpec`` is built only when
+delivered.
 
 A ``list[RequestSpec]`` costs about 200 bytes per request; these columns cost 24 (arrival time,
 prompt and output tokens) plus the id rule. ``WorkloadColumns`` is a read-only sequence of

@@ -91,7 +91,11 @@ def _overlap(w_start: float, start_s: float, end_s: float) -> float:
 
 
 def _data_root(data_dir: str | Path | None) -> Path:
-    return Path(data_dir) if data_dir is not None else Path(str(resources.files("kvledger.dynamics.workload") / "data" / "servegen"))
+    return (
+        Path(data_dir)
+        if data_dir is not None
+        else Path(str(resources.files("kvledger.dynamics.workload") / "data" / "servegen"))
+    )
 
 
 def list_clients(data_dir: str | Path | None = None) -> list[tuple[str, int]]:
@@ -122,10 +126,12 @@ def _read_windows(path: Path) -> tuple[ClientWindow, ...]:
                 try:
                     nums.append(float(cell))
                 except ValueError:
-                    raise FormatError(str(path), f"{name} {cell!r} is not a number", f"line {line_no}, column {col}") from None
+                    raise FormatError(str(path), f"{name} {cell!r} is not a number",
+                                      f"line {line_no}, column {col}") from None
             pattern = cells[3] or None
             if pattern not in (None, "Gamma", "Weibull"):
-                raise FormatError(str(path), f"unknown pattern {pattern!r} (Gamma, Weibull or empty)", f"line {line_no}, column 4")
+                raise FormatError(str(path), f"unknown pattern {pattern!r} (Gamma, Weibull or empty)", f"line "
+                    f"{line_no}, column 4")
             windows.append(ClientWindow(nums[0], nums[1], nums[2], pattern if nums[1] > 0 else None, nums[3], nums[4]))
     return tuple(sorted(windows, key=lambda w: w.start_s))
 
@@ -147,7 +153,8 @@ def _pmf(path: Path, window: int, field_name: str, text: str) -> tuple[np.ndarra
         values = np.array(sorted(pmf), dtype=np.float64)
         probs = np.array([pmf[v] for v in sorted(pmf)], dtype=np.float64)
     except (ValueError, SyntaxError, TypeError):
-        raise FormatError(str(path), "not a dict literal {value: probability}", f"window {window}, field {field_name!r}") from None
+        raise FormatError(str(path), "not a dict literal {value: probability}",
+                          f"window {window}, field {field_name!r}") from None
     if len(values) == 0 or probs.sum() <= 0:
         return None
     return values, np.cumsum(probs) / probs.sum()

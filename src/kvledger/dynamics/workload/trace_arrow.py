@@ -1,4 +1,5 @@
-"""Vectorised reading of CSV and JSON Lines trace files (numpy's loadtxt, pyarrow), and the range checks every trace row must pass.
+"""Vectorised reading of CSV and JSON Lines trace files (numpy's loadtxt, pyarrow), and the range checks every trace
+row must pass.
 
 ``read_csv_fast`` reads a CSV trace of up to 1 MiB holding exactly its layout's columns with numpy's
 C reader (``np.loadtxt``: no pyarrow import, which with its first read costs about 20 ms, more than

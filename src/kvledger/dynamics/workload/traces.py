@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from kvledger.dynamics.workload.arrivals import arrival_times
 from kvledger.dynamics.workload.columns import WorkloadColumns
 from kvledger.dynamics.workload.trace_formats import ParsedTrace, read_trace_file
 from kvledger.errors import InputError, UnknownNameError
+from kvledger.jsonable import to_jsonable
 from kvledger.names import check_name_or_path
 
 __all__ = ["TraceInfo", "list_traces", "load_trace", "load_trace_columns", "trace_has_arrivals", "bundled_trace_path"]
@@ -53,7 +54,7 @@ class TraceInfo:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready dict."""
-        return asdict(self)
+        return to_jsonable(self)
 
 
 _AZURE_SRC = "Azure/AzurePublicDataset data/{0} (Patel et al., Splitwise, ISCA 2024)"
@@ -166,7 +167,8 @@ def _replayed_times(label: str, t_sorted: np.ndarray, num_requests: int | None, 
     elif rate_scale is not None:
         t = t / rate_scale
     if (rate is not None or rate_scale is not None) and len(t) and float(t[-1]) > MAX_ARRIVAL_S:
-        name, how = ("rate", f"rate {rate:g} req/s") if rate is not None else ("rate_scale", f"rate_scale {rate_scale:g}")
+        name, how = ("rate", f"rate {rate:g} req/s") if rate is not None else ("rate_scale", f"rate_scale "
+            f"{rate_scale:g}")
         raise InputError(f"trace {label!r}: {how} puts the last of {count:,} arrivals at {float(t[-1]):.4g} s, past "
                          f"the simulator's {MAX_ARRIVAL_S:g} s (about 31.7 years; float64 times lose step resolution "
                          f"beyond); give a larger {name}")
@@ -233,7 +235,8 @@ def _select(name_or_path, num_requests, rate, rate_scale, start_s, seed, segment
         if count > n_rows:
             raise InputError(f"trace {label!r} has {n_rows:,} requests; asked for {count:,}")
         if seed is None and math.isfinite(rate):
-            raise InputError(f"trace {label!r}: Poisson arrivals need an explicit seed (--seed on the command line; seed=0 in Python)")
+            raise InputError(f"trace {label!r}: Poisson arrivals need an explicit seed (--seed on the command line; "
+                             f"seed=0 in Python)")
         rows = np.arange(count)
         times = arrival_times(count, rate, seed=0 if seed is None else seed)
     else:

@@ -10,7 +10,8 @@ from __future__ import annotations
 __all__ = ["ENGINE_SIGNATURES", "ENGINE_NAMES", "other_engine_hits"]
 
 ENGINE_SIGNATURES: dict[str, tuple[str, ...]] = {
-    "sglang": ("Decode batch, #running-req", "Decode batch. #running-req", "Prefill batch, #new-seq", "Prefill batch. #new-seq",
+    "sglang": ("Decode batch, #running-req", "Decode batch. #running-req", "Prefill batch, #new-seq", "Prefill batch. "
+        "#new-seq",
                "KV Cache is allocated. #tokens", "sglang.launch_server", "sglang.srt"),
     "tgi": ("text_generation_launcher", "text_generation_router", "text-generation-launcher"),
     "trtllm": ("[TensorRT-LLM]", "tensorrt_llm", "trtllm-serve", "TRTGptModel"),
@@ -18,7 +19,8 @@ ENGINE_SIGNATURES: dict[str, tuple[str, ...]] = {
                   "slot update_slots", "ggml_cuda_init", "llm_load_tensors", "load_tensors:"),
 }
 
-ENGINE_NAMES = {"sglang": "SGLang", "tgi": "Hugging Face TGI", "trtllm": "TensorRT-LLM", "llama.cpp": "llama.cpp (or Ollama/LM Studio on it)"}
+ENGINE_NAMES = {"sglang": "SGLang", "tgi": "Hugging Face TGI", "trtllm": "TensorRT-LLM", "llama.cpp": "llama.cpp (or "
+    "Ollama/LM Studio on it)"}
 
 
 def other_engine_hits(line: str) -> str | None:

@@ -1,4 +1,5 @@
-"""Splitting raw log lines into vLLM messages: strips wrappers (docker-compose, kubectl boxes, quoting, ISO stamps) and reads the header.
+"""Splitting raw log lines into vLLM messages: strips wrappers (docker-compose, kubectl boxes, quoting, ISO stamps) and
+reads the header.
 
 A vLLM logger line looks like ``INFO 03-21 20:15:45 [worker.py:267] message`` (0.8+) or
 ``INFO 10-28 11:16:34 metrics.py:349] message`` (earlier), optionally preceded by a process

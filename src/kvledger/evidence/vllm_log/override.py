@@ -1,4 +1,5 @@
-"""Which ``Overriding num_gpu_blocks=N with num_gpu_blocks_override=M`` lines are the user's ``--num-gpu-blocks-override`` and which are vLLM's own CUDA-graph memory profiling.
+"""Which ``Overriding num_gpu_blocks=N with num_gpu_blocks_override=M`` lines are the user's
+``--num-gpu-blocks-override`` and which are vLLM's own CUDA-graph memory profiling.
 
 vLLM 0.18 and 0.19 measure CUDA-graph memory on a throw-away KV cache: ``profile_cudagraph_memory`` calls
 ``gpu_model_runner.py::_init_minimal_kv_cache_for_profiling``, which sets ``num_gpu_blocks_override`` to
@@ -7,7 +8,8 @@ helper ``kv_cache_utils.py::may_override_num_blocks`` then logs ``Overriding num
 num_gpu_blocks_override=<capture size>`` although the user set nothing. The real override goes through the same
 helper from ``get_kv_cache_configs``, after ``_check_enough_kv_cache_memory`` has made sure one ``max_model_len``
 request fits, so there it logs ``floor(available / page size / layers) >= 1``: in those versions a computed
-count of 0 is the profiling pass and nothing else. vLLM 0.17 has no such pass; 0.20 passes ``suppress_log=True`` for the profiling
+count of 0 is the profiling pass and nothing else. vLLM 0.17 has no such pass; 0.20 passes ``suppress_log=True`` for
+the profiling
 pass; 0.24 and later (kv_cache_utils.py/kv_cache_planning.py ``get_kv_cache_configs``) log only the real override,
 as ``available // bytes per block``, which can be 0 there; the V0 engine (``executor_base.py``) has no profiling
 pass. A user's override also appears in the ``non-default args`` echo, which is read first and wins.

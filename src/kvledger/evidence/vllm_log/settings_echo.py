@@ -1,4 +1,5 @@
-"""Engine settings echoed in a vLLM log: the ``non-default args`` dict, the engine-config echo, ``Namespace(...)`` and ``vllm serve`` command lines.
+"""Engine settings echoed in a vLLM log: the ``non-default args`` dict, the engine-config echo, ``Namespace(...)`` and
+``vllm serve`` command lines.
 
 Each reader returns ``{startup field: value}`` in the units of ``types.STARTUP_FIELDS``; keys vLLM
 spells differently across versions (``max_seq_len`` in the config echo, ``model_tag``) are mapped.
@@ -26,7 +27,8 @@ _INT = {"max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "data
         "max_num_batched_tokens", "max_num_seqs", "num_gpu_blocks_override"}
 _FLOAT = {"gpu_memory_utilization"}
 _BOOL = {"enable_prefix_caching", "enable_chunked_prefill"}
-_SHORT_FLAGS = {"-tp": "tensor_parallel_size", "-pp": "pipeline_parallel_size", "-dp": "data_parallel_size", "-q": "quantization"}
+_SHORT_FLAGS = {"-tp": "tensor_parallel_size", "-pp": "pipeline_parallel_size", "-dp": "data_parallel_size",
+                "-q": "quantization"}
 
 
 def _convert(field: str, value: Any) -> Any:
@@ -80,7 +82,8 @@ def from_key_values(text: str) -> dict[str, Any]:
 
 
 def from_command_line(text: str) -> dict[str, Any]:
-    """``vllm serve MODEL --max-model-len 2048 ...`` or ``python -m vllm.entrypoints.openai.api_server --model M ...``."""
+    """``vllm serve MODEL --max-model-len 2048 ...`` or ``python -m vllm.entrypoints.openai.api_server --model M
+    ...``."""
     try:
         words = shlex.split(text)
     except ValueError:

@@ -10,7 +10,8 @@ Formats covered (oldest first):
 * V1 0.8+: ``Model loading took X GiB``, ``Memory profiling takes … Total non KV cache memory: …; torch peak memory
   increase: …; non-torch forward increase memory: …; weights memory: …`` (DEBUG), ``Available KV cache memory: X GiB``,
   ``Estimated CUDA graph memory: X GiB total``, ``GPU KV cache size: N tokens`` and ``Maximum concurrency for L tokens
-  per request: Cx`` (two lines; one line in 0.33); 0.18–0.19 DEBUG: ``worker init memory snapshot: … total_memory=X GiB``,
+  per request: Cx`` (two lines; one line in 0.33); 0.18–0.19 DEBUG: ``worker init memory snapshot: … total_memory=X
+  GiB``,
   ``Requested memory: U (util), X GiB``, ``Free memory on device (F/T GiB)``.
 """
 
@@ -86,19 +87,24 @@ def _fixed(**values: Any) -> Callable[[re.Match], dict[str, Any]]:
 # (needle that must appear in the message, pattern, handler). Every rule is tried on every message.
 RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
     ("version", re.compile(r"vLLM API server version " + _V), _fixed(vllm_version=lambda m: m.group(1))),
-    ("LLM engine", re.compile(r"Initializing an? (?:(V[01]) )?LLM engine \(" + _V + r"\) with config:(.*)"), _engine_init),
+    ("LLM engine", re.compile(r"Initializing an? (?:(V[01]) )?LLM engine \(" + _V + r"\) with config:(.*)"),
+     _engine_init),
     ("version", re.compile(r"[█▄▀].*\bversion\s+" + _V), _fixed(vllm_version=lambda m: m.group(1))),
     ("model", re.compile(r"[█▄▀].*\bmodel\s+(\S+)"), _fixed(model=lambda m: m.group(1))),
     ("non-default args", re.compile(r"non-default args: (\{.*)"), lambda m: from_arg_dict(m.group(1))),
     ("Namespace(", re.compile(r"args: Namespace\((.*)"), lambda m: from_key_values(m.group(1))),
-    ("serve", re.compile(r"(?:vllm serve|vllm\.entrypoints\.openai\.api_server)\s+(.*)"), lambda m: from_command_line(m.group(0))),
-    ("Chunked prefill is enabled", re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(" + _INT + r")"),
+    ("serve", re.compile(r"(?:vllm serve|vllm\.entrypoints\.openai\.api_server)\s+(.*)"),
+     lambda m: from_command_line(m.group(0))),
+    ("Chunked prefill is enabled",
+     re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(" + _INT + r")"),
      _fixed(max_num_batched_tokens=lambda m: int(m.group(1)), enable_chunked_prefill=True)),
-    ("max model len", re.compile(r"Using max model len (" + _INT + r")"), _fixed(max_model_len=lambda m: int(m.group(1)))),
+    ("max model len", re.compile(r"Using max model len (" + _INT + r")"),
+     _fixed(max_model_len=lambda m: int(m.group(1)))),
     ("weights took", re.compile(r"Loading model weights took (" + _NUM + r") ?(GB|GiB)"), _weights),
     ("Model loading took", re.compile(r"Model loading took (" + _NUM + r") ?(GiB|GB)"), _weights),
     ("Memory profiling results", re.compile(r"Memory profiling results: (.*)"), _profiling_results),
-    ("total_gpu_memory (", re.compile(r"total_gpu_memory \((" + _NUM + r")\s*GiB\) x gpu_memory_utilization \((" + _NUM + r")\) = (" + _NUM + r")\s*GiB"),
+    ("total_gpu_memory (",
+     re.compile(r"total_gpu_memory \((" + _NUM + r")\s*GiB\) x gpu_memory_utilization \((" + _NUM + r")\) = (" + _NUM + r")\s*GiB"),
      _fixed(total_gpu_memory_bytes=lambda m: _gib(m.group(1)), gpu_memory_utilization=lambda m: float(m.group(2)),
             requested_memory_bytes=lambda m: _gib(m.group(3)), _marker="worker_profile")),
     # V1 0.18–0.19 DEBUG lines of gpu_worker.py: the device total (torch.cuda.mem_get_info) at worker start-up and
@@ -109,8 +115,10 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
      _fixed(total_gpu_memory_bytes=lambda m: _gib(m.group(2)))),
     ("Requested memory:", re.compile(r"Requested memory: (" + _NUM + r") \(util\), (" + _NUM + r")\s*GiB"),
      _fixed(gpu_memory_utilization=lambda m: float(m.group(1)), requested_memory_bytes=lambda m: _gib(m.group(2)))),
-    ("model weights take", re.compile(r"model weights take (" + _NUM + r")\s*GiB"), _fixed(weights_bytes=lambda m: _gib(m.group(1)))),
-    ("non_torch_memory takes", re.compile(r"non_torch_memory takes (" + _NUM + r")\s*GiB"), _fixed(non_torch_bytes=lambda m: _gib(m.group(1)))),
+    ("model weights take", re.compile(r"model weights take (" + _NUM + r")\s*GiB"),
+     _fixed(weights_bytes=lambda m: _gib(m.group(1)))),
+    ("non_torch_memory takes", re.compile(r"non_torch_memory takes (" + _NUM + r")\s*GiB"),
+     _fixed(non_torch_bytes=lambda m: _gib(m.group(1)))),
     ("activation peak memory", re.compile(r"PyTorch activation peak memory takes (" + _NUM + r")\s*GiB"),
      _fixed(activation_peak_bytes=lambda m: _gib(m.group(1)))),
     ("reserved for KV Cache", re.compile(r"the rest of the memory reserved for KV Cache is (" + _NUM + r")\s*GiB"),
@@ -121,38 +129,50 @@ RULES: list[tuple[str, re.Pattern, Callable[[re.Match], dict[str, Any]]]] = [
      _fixed(activation_peak_bytes=lambda m: _gib(m.group(1)))),
     ("non-torch forward increase", re.compile(r"non-torch forward increase memory: (" + _NUM + r")\s*GiB"),
      _fixed(non_torch_bytes=lambda m: _gib(m.group(1)))),
-    ("weights memory:", re.compile(r"weights memory: (" + _NUM + r")\s*GiB"), _fixed(weights_bytes=lambda m: _gib(m.group(1)))),
+    ("weights memory:", re.compile(r"weights memory: (" + _NUM + r")\s*GiB"),
+     _fixed(weights_bytes=lambda m: _gib(m.group(1)))),
     ("Available KV cache memory", re.compile(r"Available KV cache memory: (" + _NUM + r")\s*GiB"),
      _fixed(available_kv_bytes=lambda m: _gib(m.group(1)), _marker="available_kv")),
     ("Estimated CUDA graph memory", re.compile(r"Estimated CUDA graph memory: (" + _NUM + r")\s*GiB"),
      _fixed(cudagraph_estimate_bytes=lambda m: _gib(m.group(1)))),
     ("Graph capturing finished", re.compile(r"Graph capturing finished in [\d.]+ secs?, took (" + _NUM + r")\s*GiB"),
      _fixed(cudagraph_actual_bytes=lambda m: _gib(m.group(1)))),
-    ("CUDA graph pool memory", re.compile(r"CUDA graph pool memory: (" + _NUM + r")\s*GiB \(actual\), (" + _NUM + r")\s*GiB \(estimated\)"),
+    ("CUDA graph pool memory",
+     re.compile(r"CUDA graph pool memory: (" + _NUM + r")\s*GiB \(actual\), (" + _NUM + r")\s*GiB \(estimated\)"),
      _fixed(cudagraph_actual_bytes=lambda m: _gib(m.group(1)), cudagraph_estimate_bytes=lambda m: _gib(m.group(2)))),
-    # gpu_worker.py::determine_available_memory subtracts the estimate only with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
-    # (default off in 0.18–0.19, on from 0.20) and says which after the budget line: 0.18–0.19 "In v0.19, … will be enabled
-    # by default" (off) or "… is enabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)"; 0.20+ "… is enabled (default since
+    # gpu_worker.py::determine_available_memory subtracts the estimate only with
+    # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
+    # (default off in 0.18–0.19, on from 0.20) and says which after the budget line: 0.18–0.19 "In v0.19, … will be
+    # enabled
+    # by default" (off) or "… is enabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)"; 0.20+ "… is enabled (default
+    # since
     # v0.21.0)" or "… is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)".
-    ("CUDA graph memory profiling will be enabled by default", re.compile(r"CUDA graph memory profiling will be enabled by default"),
+    ("CUDA graph memory profiling will be enabled by default", re.compile(r"CUDA graph memory profiling will be "
+                                                                          r"enabled by default"),
      _fixed(cudagraph_estimate_applied=False)),
     ("CUDA graph memory profiling is", re.compile(r"CUDA graph memory profiling is (enabled|disabled)"),
      _fixed(cudagraph_estimate_applied=lambda m: m.group(1) == "enabled")),
     ("--gpu-memory-utilization from", re.compile(r"--gpu-memory-utilization from (" + _NUM + r") to (" + _NUM + r")"),
      _fixed(gpu_memory_utilization=lambda m: float(m.group(1)))),
-    ("blocks:", re.compile(r"(?:GPU|cuda|npu|xpu|hpu|neuron) blocks: (" + _INT + r")(?:,\s*#\s*CPU blocks: (" + _INT + r"))?", re.I), _blocks),
+    ("blocks:",
+     re.compile(r"(?:GPU|cuda|npu|xpu|hpu|neuron) blocks: (" + _INT + r")(?:,\s*#\s*CPU blocks: (" + _INT + r"))?",
+                re.I), _blocks),
     # Not read as a setting here: vLLM 0.18–0.19 print it for their CUDA-graph profiling pass too (override.py decides).
-    ("num_gpu_blocks_override=", re.compile(r"Overriding num_gpu_blocks=(-?" + _INT + r") with num_gpu_blocks_override=(" + _INT + r")"),
+    ("num_gpu_blocks_override=", re.compile(r"Overriding num_gpu_blocks=(-?" + _INT + r") with "
+        r"num_gpu_blocks_override=(" + _INT + r")"),
      _fixed(_override=lambda m: (int(m.group(1)), int(m.group(2))))),
     ("GPU KV cache size", re.compile(r"GPU KV cache size: (" + _GROUPED + r") tokens"),
      _fixed(kv_cache_tokens=lambda m: _int(m.group(1)), _marker="kv_tokens")),
-    ("Maximum concurrency", re.compile(r"Maximum concurrency for (" + _GROUPED + r") tokens per request: (" + _NUM + r")x"), _capacity),
+    ("Maximum concurrency",
+     re.compile(r"Maximum concurrency for (" + _GROUPED + r") tokens per request: (" + _NUM + r")x"), _capacity),
     ("larger than the maximum number of tokens", re.compile(
-        r"max seq len \((" + _INT + r")\) is larger than the maximum number of tokens that can be stored in KV cache \((" + _INT + r")\)"),
+        r"max seq len \((" + _INT + r")\) is larger than the maximum number of tokens that can be stored in KV cache "
+                                    r"\((" + _INT + r")\)"),
      _fixed(startup_error=lambda m: m.group(0), error_max_model_len=lambda m: int(m.group(1)),
             error_kv_capacity_tokens=lambda m: int(m.group(2)))),
     ("To serve at least one request", re.compile(
-        r"To serve at least one request with the models?'s max seq len \((" + _INT + r")\).*?estimated maximum model length is (" + _INT + r")"),
+        r"To serve at least one request with the models?'s max seq len \((" + _INT + r")\).*?estimated maximum model "
+            r"length is (" + _INT + r")"),
      _fixed(startup_error=lambda m: m.group(0), error_max_model_len=lambda m: int(m.group(1)),
             estimated_max_model_len=lambda m: int(m.group(2)))),
     ("No available memory for the cache blocks", re.compile(r"No available memory for the cache blocks"),

@@ -8,7 +8,8 @@ V1 (``v1/metrics/loggers.py::LoggingStatLogger.log``, every ``VLLM_LOG_STATS_INT
 ``Preemptions`` is the count during the interval and is printed only when > 0 (docs/engine-model.md §6.7); the
 hit rate is over a window of recent requests. V0 (``engine/metrics.py``, every 5 s)::
 
-    Avg prompt throughput: …, Running: N reqs, Swapped: S reqs, Pending: M reqs, GPU KV cache usage: U%, CPU KV cache usage: C%.
+    Avg prompt throughput: …, Running: N reqs, Swapped: S reqs, Pending: M reqs, GPU KV cache usage: U%, CPU KV cache
+    usage: C%.
 
 with the hit rate on a separate line ``Prefix cache hit rate: GPU: X%, CPU: Y%`` and one warning per
 preemption: ``Sequence group G is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV
@@ -28,12 +29,19 @@ __all__ = ["parse_stats", "parse_v0_prefix_line", "parse_preemption"]
 # Numbers only as vLLM prints them: "1.2.3" or 40 digits do not match (the field is then absent), never reach float().
 _NUM = r"\d{1,15}(?:\.\d{1,15})?(?![\d.])"
 _INT = r"\d{1,15}(?!\d)"
-_ANCHOR = re.compile(r"Avg prompt throughput: (" + _NUM + r") tokens/s, Avg generation throughput: (" + _NUM + r") tokens/s")
+_ANCHOR = re.compile(
+    r"Avg prompt throughput: (" + _NUM + r") tokens/s, Avg generation throughput: (" + _NUM + r") tokens/s"
+)
 _ENGINE = re.compile(r"(?:Engine (" + _INT + r")|(" + _INT + r") Engines Aggregated):\s*$")
-_COUNTS = re.compile(r"\b(Running|Swapped|Pending|Waiting|Deferred): (" + _INT + r") reqs|\bPreemptions: (" + _INT + r")")
-_PCTS = re.compile(r"\b(GPU KV cache usage|CPU KV cache usage|External prefix cache hit rate|Prefix cache hit rate): (" + _NUM + r")%")
+_COUNTS = re.compile(
+    r"\b(Running|Swapped|Pending|Waiting|Deferred): (" + _INT + r") reqs|\bPreemptions: (" + _INT + r")"
+)
+_PCTS = re.compile(
+    r"\b(GPU KV cache usage|CPU KV cache usage|External prefix cache hit rate|Prefix cache hit rate): (" + _NUM + r")%"
+)
 _V0_PREFIX = re.compile(r"Prefix cache hit rate: GPU: (" + _NUM + r")%, CPU: (" + _NUM + r")%")
-_V0_PREEMPT = re.compile(r"Sequence group (\S+) is preempted by PreemptionMode\.(\w+) mode because there is not enough KV "
+_V0_PREEMPT = re.compile(r"Sequence group (\S+) is preempted by PreemptionMode\.(\w+) mode because there is not enough "
+                         r"KV "
                          r"cache space(?:.*?total_num_cumulative_preemption=(" + _INT + r"))?")
 _V1_RESUMED = re.compile(r"Preempted request (\S+) has been resumed")
 
@@ -54,7 +62,8 @@ def parse_stats(message: str, line_no: int, time_text: str | None, t_s: float | 
             counts.setdefault(name, int(n))
     pcts = {name: float(v) for name, v in _PCTS.findall(message[m.end():])}
     waiting = counts.get("Waiting", counts.get("Pending", 0))  # V1 "Waiting" already includes "Deferred"
-    return StatsSample(line_no, time_text, t_s, engine, float(m.group(1)), float(m.group(2)), counts.get("Running", 0), waiting,
+    return StatsSample(line_no, time_text, t_s, engine, float(m.group(1)), float(m.group(2)), counts.get("Running", 0),
+                       waiting,
                        counts.get("Swapped"), preempt, pcts.get("GPU KV cache usage"), pcts.get("CPU KV cache usage"),
                        pcts.get("Prefix cache hit rate"), pcts.get("External prefix cache hit rate"))
 

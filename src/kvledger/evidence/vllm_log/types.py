@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from kvledger.jsonable import to_jsonable
+
 __all__ = ["StartupFacts", "StatsSample", "PreemptionEvent", "VllmLog", "STARTUP_FIELDS"]
 
 #: Start-up fields and their units. Byte figures are converted from the GiB vLLM prints
@@ -126,7 +128,7 @@ class StatsSample:
     external_prefix_cache_hit_pct: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,7 @@ class PreemptionEvent:
     cumulative: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 @dataclass(frozen=True)
@@ -188,10 +190,4 @@ class VllmLog:
         return any(s.preemptions is not None for s in self.stats)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "engine": self.engine, "engine_evidence": self.engine_evidence,
-                "version": self.version, "version_source": self.version_source, "generation": self.generation,
-                "rules_version": self.rules_version, "rules_reason": self.rules_reason, "startup": self.startup.to_dict(),
-                "stats": [s.to_dict() for s in self.stats], "preemptions": [p.to_dict() for p in self.preemptions],
-                "total_lines": self.total_lines, "vllm_lines": self.vllm_lines, "skipped_lines": self.skipped_lines,
-                "notes": list(self.notes), "failures": [f.to_dict() for f in self.failures],
-                "failure_cause": list(self.failure_cause) if self.failure_cause else None}
+        return to_jsonable(self)

@@ -20,8 +20,10 @@ SOURCE_FINGERPRINTS: dict[str, tuple[str, str]] = {
     "kv_cache_utils.py:864": ("0.10.2", "vLLM 0.10.2 prints its capacity lines from kv_cache_utils.py lines 864/868"),
     "kv_cache_utils.py:868": ("0.10.2", "vLLM 0.10.2 prints its capacity lines from kv_cache_utils.py lines 864/868"),
     "kv_cache_utils.py:1305": ("0.15.0", "vLLM ~0.14–0.15 prints its capacity lines from kv_cache_utils.py line 1305"),
-    "kv_cache_utils.py:2146": ("0.24.0", "a v0.24.0 log prints its capacity lines from kv_cache_utils.py lines 2146/2147"),
-    "kv_cache_utils.py:2147": ("0.24.0", "a v0.24.0 log prints its capacity lines from kv_cache_utils.py lines 2146/2147"),
+    "kv_cache_utils.py:2146": ("0.24.0", "a v0.24.0 log prints its capacity lines from kv_cache_utils.py lines "
+                                         "2146/2147"),
+    "kv_cache_utils.py:2147": ("0.24.0", "a v0.24.0 log prints its capacity lines from kv_cache_utils.py lines "
+                                         "2146/2147"),
 }
 
 _V0_MARKERS = {"v0_profiling_results", "blocks_with_cpu", "v0_stats", "v0_preemption", "v0_src"}
@@ -48,7 +50,8 @@ def infer_generation(printed: str | None, version: str | None, markers: set[str]
     return None
 
 
-def infer_version(printed: str | None, printed_where: str | None, sources: set[str], markers: set[str]) -> tuple[str | None, str]:
+def infer_version(printed: str | None, printed_where: str | None, sources: set[str],
+                  markers: set[str]) -> tuple[str | None, str]:
     """(version, how it was found)."""
     if printed:
         return printed, f"printed ({printed_where})"
@@ -57,7 +60,11 @@ def infer_version(printed: str | None, printed_where: str | None, sources: set[s
             v, why = SOURCE_FINGERPRINTS[src]
             return v, f"not printed; inferred from the line source {src} ({why})"
     if "pre_0.19_cudagraph_notice" in markers:
-        return "0.18.0", "not printed; inferred from the notice 'In v0.19, CUDA graph memory profiling will be enabled by default' (printed by 0.18)"
+        return (
+            "0.18.0",
+            "not printed; inferred from the notice 'In v0.19, CUDA graph memory profiling will be enabled by default' "
+            "(printed by 0.18)",
+        )
     if "v0_profiling_results" in markers:
         return "0.6.4", "not printed; inferred from the V0 'Memory profiling results:' line format (0.6.4, late 2024)"
     return None, "not printed and not inferable from the line formats"
@@ -77,8 +84,15 @@ def rules_version(version: str | None, generation: str | None, markers: set[str]
         if v is not None:
             return "0.8.5", f"vLLM {version}'s V1 engine; the earliest V1 rules the ledger has (0.8) apply"
         if "blocks_only" in markers and "kv_tokens" not in markers:
-            return "0.8.5", "version not printed; '# GPU blocks: N' from kv_cache_utils.py is the early V1 format (0.7, PR #12569): V1 rules of 0.8 apply"
+            return (
+                "0.8.5",
+                "version not printed; '# GPU blocks: N' from kv_cache_utils.py is the early V1 format (0.7, PR "
+                "#12569): V1 rules of 0.8 apply",
+            )
         if "one_line_capacity" in markers:
             return "0.33.0", "version not printed; the one-line capacity report is the 0.33 format"
-        return "0.11.0", "version not printed; V1 lines: the ledger's 0.10–0.20 rules apply (pass --engine-version to choose)"
+        return (
+            "0.11.0",
+            "version not printed; V1 lines: the ledger's 0.10–0.20 rules apply (pass --engine-version to choose)",
+        )
     return (version, f"vLLM {version}") if v is not None else (None, "no vLLM version or engine generation found")

@@ -1,0 +1,45 @@
+"""The range of a vLLM plan's KV figures: each term's low/high and the device total's propagated to available KV,
+blocks, tokens and concurrency.
+
+available_low  = ceil(total_low × util)  − Σ term highs      available_high = ceil(total_high × util) − Σ term lows
+blocks = floor(available / bytes_per_block) at each end; tokens and concurrency follow the engine's own formulas.
+Given the engine's printed memory, the range is the 2-decimal rounding of that figure (±0.005 GiB).
+"""
+
+from __future__ import annotations
+
+import math
+
+from kvledger.accounting.memory import Deduction, floor_div
+from kvledger.units import GiB
+
+__all__ = ["kv_ranges", "range_text"]
+
+
+def kv_ranges(total_low: int, total_high: int, util: float, items: list[Deduction] | tuple[Deduction, ...],
+              bytes_per_block: int, *, given_available: int | None = None, fixed_blocks: int | None = None,
+              num_groups: int = 1, block_size: int = 16, blocks_per_request: int = 1) -> dict[str, tuple[float, float]]:
+    """Low/high of available_kv_bytes, num_gpu_blocks, pool_tokens and max_concurrency (blocks ÷ blocks per request)."""
+    if given_available is not None:
+        shown = round(given_available / GiB, 2)
+        a_lo, a_hi = max(0.0, (shown - 0.005) * GiB), (shown + 0.005) * GiB
+    else:
+        a_lo = math.ceil(total_low * util) - sum(i.high_bytes for i in items)
+        a_hi = math.ceil(total_high * util) - sum(i.low_bytes for i in items)
+    if fixed_blocks is not None:
+        b_lo = b_hi = fixed_blocks
+    elif bytes_per_block:
+        b_lo, b_hi = floor_div(a_lo, bytes_per_block), floor_div(a_hi, bytes_per_block)
+    else:
+        b_lo = b_hi = 0
+    groups = max(1, num_groups)
+    return {"available_kv_bytes": (float(a_lo), float(a_hi)), "num_gpu_blocks": (b_lo, b_hi),
+            "pool_tokens": ((b_lo // groups) * block_size, (b_hi // groups) * block_size),
+            "max_concurrency": (b_lo / blocks_per_request if blocks_per_request else 0.0,
+                                b_hi / blocks_per_request if blocks_per_request else 0.0)}
+
+
+def range_text(low: float, high: float, scale: float = GiB, fmt: str = ",.1f") -> str:
+    """ "(51.9–53.0)" for a range, or "" when the two ends print the same."""
+    a, b = format(low / scale, fmt), format(high / scale, fmt)
+    return "" if a == b else f"({a}–{b})"

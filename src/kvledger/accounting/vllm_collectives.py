@@ -1,0 +1,146 @@
+"""Non-torch memory per GPU under vLLM, from its mechanisms: CUDA context, NCCL, custom all-reduce and symmetric memory.
+
+What the code decides (read in the wheels of 0.6.3, 0.8.5, 0.10.1, 0.11.0 and 0.19.0, identical in these rules):
+``distributed/device_communicators/custom_all_reduce.py :: CustomAllreduce.__init__`` turns custom all-reduce off when
+``--disable-custom-all-reduce`` is given, when the TP group spans nodes (``in_the_same_node_as``), when the world size
+is not 2, 4, 6 or 8, when more than 2 GPUs are not NVLink all-to-all (``is_fully_connected``) and when CUDA peer access
+fails (``_can_p2p``; skipped on ROCm). When on it allocates ``meta_size() + max_size`` and ``max_size`` of shared
+buffers plus 8 MiB of ``rank_data``, with ``max_size`` = 8 MiB
+(0.19: ``min(8 MiB, CUSTOM_ALL_REDUCE_MAX_SIZES[cc][ws])`` when symmetric memory is on). From 0.11
+``VLLM_ALLREDUCE_USE_SYMM_MEM`` defaults to 1 and ``symm_mem.py`` allocates a
+``SYMM_MEM_ALL_REDUCE_MAX_SIZES[cc][ws]`` bf16 buffer on sm90/sm100 (``all_reduce_utils.py``).
+
+What the code does not size (NCCL's own buffers, the CUDA context, cuBLAS workspaces) is measured, with the data named:
+vLLM 0.19.0 on H100 SXM (NVSwitch, so NCCL's NVLink-SHARP buffers) logs 0.24–0.25 GiB at TP 1, 2.06–2.07 at TP 2,
+2.13–2.17 at TP 4, 0.07 per stage at PP 2/4 (shared/data/vllm-startups-0.19); before 0.18, 0.13 GiB at TP 1 (H100,
+vllm_memory_observations.csv). Topologies with no start-up in the corpus get a wide range, and say so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kvledger.catalog.gpus import GpuSpec
+from kvledger.units import GiB, MiB
+
+__all__ = ["Term", "custom_all_reduce", "custom_all_reduce_bytes", "symm_mem_bytes", "non_torch_term",
+           "NVLS_ARCHS", "RING_NCCL_LOW_GIB", "RING_NCCL_HIGH_GIB"]
+
+NVLS_ARCHS = ("sm90", "sm100")
+"""Architectures whose NVSwitch boards give NCCL NVLink SHARP (multicast) buffers: Hopper and Blackwell."""
+
+RING_NCCL_GIB, RING_NCCL_LOW_GIB, RING_NCCL_HIGH_GIB = 0.2, 0.05, 0.6
+"""NCCL buffers without NVLink SHARP (PCIe, bridges, A100 NVSwitch, across nodes), GiB: no start-up in the corpus
+isolates it; an assumption bounded by issue 20's A100 TP 2/4 runs without custom all-reduce, whose whole non-KV
+overhead beyond weights was 0.4–0.9 GiB (so NCCL ≤ 0.6)."""
+
+_CA_MAX_SIZES_SYMM = {"sm90": {2: 64 * MiB, 4: 32 * MiB, 6: MiB // 2, 8: MiB // 4},
+                      "sm100": {2: 2 * MiB, 4: 2 * MiB, 6: 1 * MiB, 8: 1 * MiB}}
+"""vLLM 0.19 ``all_reduce_utils.CUSTOM_ALL_REDUCE_MAX_SIZES`` ("9.0", "10.0"), B."""
+
+_SYMM_MAX_SIZES = {"sm90": {2: 64 * MiB, 4: 32 * MiB, 6: 64 * MiB, 8: 64 * MiB},
+                   "sm100": {2: 8 * MiB, 4: 32 * MiB, 6: 128 * MiB, 8: 128 * MiB}}
+"""vLLM 0.19 ``all_reduce_utils.SYMM_MEM_ALL_REDUCE_MAX_SIZES`` ("9.0", "10.0"), B (0.11–0.14 the same keys)."""
+
+
+@dataclass(frozen=True)
+class Term:
+    """One memory term with its range from the evidence, B: ``low ≤ bytes ≤ high``; ``source`` says how the point
+    value is built, ``range_source`` why the range is what it is."""
+
+    bytes: float
+    low: float
+    high: float
+    source: str
+    range_source: str = ""
+
+
+def custom_all_reduce(tp: int, nnodes: int, gpu: GpuSpec, disabled: bool) -> tuple[bool, str]:
+    """Whether vLLM's custom all-reduce is on for this TP group, and which check decides (CustomAllreduce.__init__)."""
+    if tp == 1:
+        return False, "TP 1: no all-reduce"
+    if disabled:
+        return False, "custom all-reduce off (--disable-custom-all-reduce)"
+    if nnodes > 1:
+        return False, f"custom all-reduce off: the TP group spans {nnodes} nodes"
+    if tp not in (2, 4, 6, 8):
+        return False, f"custom all-reduce off: world size {tp} is not 2, 4, 6 or 8"
+    amd = gpu.gpu_id.startswith("amd_")
+    if tp > 2 and not gpu.nvlink_all_to_all:
+        return False, f"custom all-reduce off: {tp} GPUs without NVLink all-to-all ({gpu.interconnect})"
+    if not amd and not gpu.p2p:
+        return False, f"custom all-reduce off: {gpu.name} has no CUDA peer access (_can_p2p)"
+    return True, f"custom all-reduce on (TP {tp}, one node, {'all-to-all links' if tp > 2 else 'peer access'})"
+
+
+def custom_all_reduce_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> int:
+    """Buffers one GPU allocates for custom all-reduce, B: 2 × max_size + 8 MiB rank_data (meta_size() is a few KiB)."""
+    max_size = 8 * MiB
+    if ver >= (0, 11, 0) and arch in _CA_MAX_SIZES_SYMM:
+        max_size = min(max_size, _CA_MAX_SIZES_SYMM[arch].get(tp, max_size))
+    return 2 * max_size + 8 * MiB
+
+
+def symm_mem_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> int:
+    """Torch symmetric-memory all-reduce buffer per GPU from 0.11 (VLLM_ALLREDUCE_USE_SYMM_MEM=1 default), B."""
+    if ver < (0, 11, 0) or arch not in _SYMM_MAX_SIZES:
+        return 0
+    return _SYMM_MAX_SIZES[arch].get(tp, 0)
+
+
+def _base(ver: tuple[int, int, int], gpu: GpuSpec) -> Term:
+    """The TP-1 part (CUDA context remainder, cuBLAS workspaces), measured on H100."""
+    gib = 0.25 if ver >= (0, 18, 0) else 0.13
+    src = f"measured {gib} GiB on H100 at TP 1 ({'vLLM 0.19 start-ups' if gib == 0.25 else 'vLLM ≤0.17 logs'})"
+    if gpu.arch == "sm90":
+        return Term(gib * GiB, (gib - 0.02) * GiB, (gib + 0.02) * GiB, src, "±0.02 GiB (H100 logs)")
+    return Term(gib * GiB, max(0.0, gib - 0.13) * GiB, (gib + 0.15) * GiB, src,
+                f"not measured on {gpu.name}: down to 0 (0.03 GiB on an RTX 4060, vllm#13882), up 0.15 GiB")
+
+
+def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec,
+                   disable_custom_all_reduce: bool) -> Term:
+    """Non-torch memory growth per GPU by mechanism, B, with its range (widened for 0.6.5–0.6.x, see below)."""
+    t = _non_torch_term(ver, tp, pp, nnodes, gpu, disable_custom_all_reduce)
+    if (0, 6, 5) <= ver < (0, 7, 0):  # the profiler of vllm PR #10511 as released in 0.6.5
+        hi = max(t.high, V065_NON_TORCH_GIB * max(1, min(tp, 2)) * GiB)
+        return Term(t.bytes, t.low, hi, t.source, t.range_source + f"; vLLM 0.6.5's profiler printed "
+                    f"{V065_NON_TORCH_GIB} GiB at TP 1 and 3.58 at TP 2 on H100 (vllm PR #10511): up to that")
+    return t
+
+
+V065_NON_TORCH_GIB = 1.79
+"""non_torch_memory printed by the profiler of vllm PR #10511 (released in 0.6.5) for Meta-Llama-3-8B on H100 at TP 1
+(3.58 at TP 2): far above every other version's, so it widens the 0.6.5–0.6.x range rather than moving the point."""
+
+
+def _non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec,
+                    disable_custom_all_reduce: bool) -> Term:
+    vtxt = ".".join(map(str, ver))
+    if pp > 1 and tp == 1:
+        return Term(0.07 * GiB, 0.05 * GiB, 0.30 * GiB, "measured 0.07 GiB per stage at PP 2 and 4 (vLLM 0.19 H100)",
+                    "0.05–0.30 GiB" + ("" if gpu.arch == "sm90" and ver >= (0, 18, 0) else
+                                       f": not measured for vLLM {vtxt} on {gpu.name}"))
+    base = _base(ver, gpu)
+    if tp == 1:
+        return base
+    ca_on, ca_why = custom_all_reduce(tp, nnodes, gpu, disable_custom_all_reduce)
+    ca = custom_all_reduce_bytes(ver, tp, gpu.arch) if ca_on else 0
+    sm = symm_mem_bytes(ver, tp, gpu.arch) if nnodes == 1 and gpu.nvlink_all_to_all else 0
+    code = f"{ca_why} ({ca / MiB:.0f} MiB buffers, code)"
+    code += f"; symmetric-memory buffer {sm / MiB:g} MiB" if sm else ""
+    if gpu.arch in NVLS_ARCHS and gpu.nvlink_all_to_all and nnodes == 1:
+        # the H100 figures were measured with custom all-reduce on: its code-sized buffers come off when it is off
+        on_bytes = custom_all_reduce_bytes(ver, tp, gpu.arch) if tp in (2, 4, 6, 8) else 0
+        total = (2.07 + 0.06 * (math.log2(tp) - 1)) * GiB - (on_bytes - ca)
+        src = f"NVSwitch board (NCCL NVLink SHARP): H100 vLLM 0.19 TP 2/4 figure 2.07/2.13 GiB, log2 in TP; {code}"
+        if ver >= (0, 18, 0) and gpu.arch == "sm90" and tp <= 4:
+            return Term(total, total - 0.03 * GiB, total + 0.05 * GiB, src, "measured 2.06–2.17 GiB (H100, vLLM 0.19)")
+        return Term(total, base.low + RING_NCCL_LOW_GIB * GiB + ca, total + 0.3 * GiB, src,
+                    f"no start-up for vLLM {vtxt}, {gpu.name}, TP {tp}: down to NCCL without NVLink SHARP")
+    src = f"{base.source}; NCCL ring/tree buffers {RING_NCCL_GIB} GiB (assumed); {code}"
+    why = (f"{base.range_source}; NCCL {RING_NCCL_LOW_GIB}–{RING_NCCL_HIGH_GIB} GiB: no start-up isolates it for "
+           f"{gpu.interconnect or 'this link'}{', across nodes' if nnodes > 1 else ''}")
+    return Term(base.bytes + RING_NCCL_GIB * GiB + ca + sm, base.low + RING_NCCL_LOW_GIB * GiB + ca + sm,
+                base.high + RING_NCCL_HIGH_GIB * GiB + ca + sm, src, why)

@@ -1,0 +1,55 @@
+"""Which top-k/top-p sampler vLLM's profile run uses, version by version, and the range it puts on the activation peak.
+
+Read in the wheels (``v1/sample/ops/topk_topp_sampler.py :: TopKTopPSampler.__init__``, ``envs.py``):
+  * V0 (< 0.8): ``VLLM_USE_FLASHINFER_SAMPLER`` defaults to "0" (0.6.3 ``envs.py``): the sort-based PyTorch sampler.
+  * 0.8.x: FlashInfer only when the installed FlashInfer is older than 0.2.3 ("FlashInfer>=v0.2.3 is not backward
+    compatible", 0.8.5), and the env var is not 0; otherwise PyTorch.
+  * 0.9–0.11: FlashInfer whenever it is installed (≥ 0.2.3) and ``VLLM_USE_FLASHINFER_SAMPLER`` is not 0 (None counts as
+    on in V1; read in 0.9.2, 0.10.1, 0.11.0). The wheel lists FlashInfer as an optional extra (``vllm[flashinfer]``);
+    the project's Docker image ships it: which one ran depends on the installation, so both are in the range, the
+    point being PyTorch (a plain ``pip install vllm``; the llm-d-benchmark H100 logs in vllm_memory_observations.csv
+    show the sort-era peak, e.g. 4.76 GiB for Llama-3.1-8B at 1,024 requests, not FlashInfer's 2.5 GiB).
+  * 0.12+: PyTorch unless ``VLLM_USE_FLASHINFER_SAMPLER=1`` ("Users must opt in explicitly", 0.12.0, 0.14.0, 0.19.0).
+"""
+
+from __future__ import annotations
+
+__all__ = ["SAMPLER_BACKENDS", "sampler_backends"]
+
+SAMPLER_BACKENDS = ("auto", "flashinfer", "pytorch")
+
+
+def sampler_backends(ver: tuple[int, int, int], choice: str) -> tuple[str, str | None, str]:
+    """(backend the plan uses, the other backend the same command may get or None, why) for ``--sampler-backend``."""
+    if choice in ("flashinfer", "pytorch"):
+        env = "VLLM_USE_FLASHINFER_SAMPLER=1" if choice == "flashinfer" else "VLLM_USE_FLASHINFER_SAMPLER=0"
+        if choice == "flashinfer" and ver < (0, 8, 0):
+            return "pytorch", None, "vLLM V0's profile run samples with the sort sampler (FlashInfer not modelled)"
+        return choice, None, f"sampler {choice} (given; {env})"
+    if ver < (0, 8, 0):
+        return "pytorch", None, "V0 sorts (VLLM_USE_FLASHINFER_SAMPLER=0 default)"
+    if ver < (0, 9, 0):
+        return "pytorch", "flashinfer", "0.8: FlashInfer only if < 0.2.3 installed, else sort (both in range)"
+    if ver < (0, 12, 0):
+        return "pytorch", "flashinfer", "0.9–0.11: FlashInfer if installed, else sort (both in range)"
+    return "pytorch", None, "≥0.12: PyTorch unless VLLM_USE_FLASHINFER_SAMPLER=1"
+
+
+MLA_PADDED_HEAD_DIM = 256
+"""Head size vLLM before 0.7.1 gave DeepSeek-V2/V3 attention: q/k (qk_nope 128 + rope 64 = 192) and v (128) padded to
+256 and cached as ordinary K/V with one KV head per query head (0.6.3 ``models/deepseek_v2.py``:
+``Attention(self.num_local_heads, 256, ..., num_kv_heads=self.num_local_heads)``)."""
+
+
+def pre_mla_cache_model(model, ver: tuple[int, int, int]):
+    """The model as vLLM < 0.7.1 cached it: every MLA layer as full K/V with all heads at head size 256 (MLA, the
+    compressed latent cache, arrived in 0.7.1 with VLLM_MLA_DISABLE=0 by default); other versions unchanged."""
+    from dataclasses import replace
+
+    from kvledger.catalog.layers import FullAttention, MLAAttention
+
+    if ver >= (0, 7, 1) or not any(isinstance(layer, MLAAttention) for layer in model.layers):
+        return model
+    layers = tuple(FullAttention(x.num_attention_heads, MLA_PADDED_HEAD_DIM, MLA_PADDED_HEAD_DIM, x.num_attention_heads)
+                   if isinstance(x, MLAAttention) else x for x in model.layers)
+    return replace(model, layers=layers, num_kv_heads=model.num_attention_heads)

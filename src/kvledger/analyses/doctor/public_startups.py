@@ -1,0 +1,127 @@
+"""Replays the public vLLM start-ups of ``benchmarks/data/vllm_public_startups.csv``: each printed term against the plan
+for that version, GPU and topology, with the plan's range, bucketed by version, GPU, topology and term."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.settings import make_settings
+from kvledger.accounting.vllm_collectives import non_torch_term
+from kvledger.accounting.vllm_rules import parse_version
+from kvledger.catalog.gpus import resolve_gpu
+from kvledger.catalog.models import load_model
+from kvledger.units import GiB
+
+__all__ = ["PublicTerm", "PublicReplay", "load_rows", "replay_row", "topology_label"]
+
+
+@dataclass(frozen=True)
+class PublicTerm:
+    """One printed figure against the plan: predicted (point), its low/high, and the printed value, GiB or count."""
+
+    term: str
+    predicted: float
+    printed: float
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def rel_error(self) -> float:
+        return (self.predicted - self.printed) / self.printed if self.printed else self.predicted - self.printed
+
+    @property
+    def inside(self) -> bool | None:
+        """The printed figure lies in the plan's range (widened by the print's own ±0.005 rounding)."""
+        if self.low is None or self.high is None:
+            return None
+        return self.low - 0.005 <= self.printed <= self.high + 0.005
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"term": self.term, "predicted": self.predicted, "printed": self.printed, "low": self.low,
+                "high": self.high, "rel_error": self.rel_error, "inside": self.inside}
+
+
+@dataclass(frozen=True)
+class PublicReplay:
+    """One public start-up: its id, buckets (version, GPU, topology) and terms."""
+
+    row_id: str
+    source_url: str
+    version: str
+    gpu: str
+    topology: str
+    terms: tuple[PublicTerm, ...] = field(default_factory=tuple)
+
+
+def load_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _f(x: str) -> float | None:
+    return float(x) if x not in ("", None) else None
+
+
+def _gpu(r: dict[str, str]):
+    if r["gpu"].startswith("custom:"):  # a GPU not in the catalog: its printed total on a catalog GPU of its family
+        g = resolve_gpu(r["gpu"].split(":", 1)[1], memory_bytes=int(float(r["gpu_memory_gib_printed"]) * GiB))
+        return replace(g, name=f"custom {r['gpu_memory_gib_printed']} GiB ({g.arch})")
+    return resolve_gpu(r["gpu"]) if r["gpu"] else None
+
+
+def _topology(r: dict[str, str], gpu) -> str:
+    return topology_label(int(r["tp"] or 1), int(r["pp"] or 1), gpu is not None and gpu.nvlink_all_to_all)
+
+
+def topology_label(tp: int, pp: int, all_to_all: bool) -> str:
+    """ "TP2 PP1 NVLink all-to-all", "TP1 PP1": the bucket a start-up's topology falls in."""
+    link = "" if tp == 1 else (" NVLink all-to-all" if all_to_all else " PCIe/no P2P")
+    return f"TP{tp} PP{pp}{link}"
+
+
+def replay_row(r: dict[str, str], root: Path) -> PublicReplay:
+    """Predict what row ``r`` printed, with the vLLM rules of its version."""
+    ver, gpu, tp = r["vllm_version"], _gpu(r), int(r["tp"] or 1)
+    out: list[PublicTerm] = []
+    nt = _f(r["non_torch_gib"])
+    if gpu is not None and nt is not None:
+        t = non_torch_term(parse_version(ver), tp, int(r["pp"] or 1), 1, gpu, False)
+        out.append(PublicTerm("non-torch", t.bytes / GiB, nt, t.low / GiB, t.high / GiB))
+    if r["config"]:
+        cfg = str(root / r["config"]) if r["config"].startswith(("tests/", "benchmarks/")) else r["config"]
+        given_avail = gpu is None
+        kw: dict[str, Any] = {"engine_version": ver, "tp": tp, "max_model_len": int(r["max_model_len"])}
+        if r["gpu_memory_utilization"]:
+            kw["gpu_memory_utilization"] = float(r["gpu_memory_utilization"])
+        if r["max_num_seqs"]:
+            kw["max_num_seqs"] = int(r["max_num_seqs"])
+        if given_avail:
+            kw["available_kv_memory_bytes"] = int(float(r["available_kv_gib"]) * GiB)
+        elif _f(r["weights_gib"]) is not None and "weights" not in r["checks"]:  # e.g. a quantized checkpoint
+            kw["weights_bytes"] = int(float(r["weights_gib"]) * GiB)
+        p = build_plan(load_model(cfg), gpu or resolve_gpu("h100"), make_settings(**kw), with_roofline=False,
+                       with_advice=False)
+        m, rng = p.memory, p.memory.ranges
+        items = {i.name.split(" (")[0]: i for i in m.deductions}
+        for term, key in (("weights", "weights"), ("activation", "activation peak")):
+            if _f(r[f"{term}_gib"]) is not None and term in r["checks"]:
+                i = items[key]
+                out.append(PublicTerm(key, i.bytes / GiB, float(r[f"{term}_gib"]), i.low_bytes / GiB,
+                                      i.high_bytes / GiB))
+        if "available" in r["checks"]:
+            lo, hi = rng["available_kv_bytes"]
+            out.append(PublicTerm("available KV", m.available_kv_bytes / GiB, float(r["available_kv_gib"]), lo / GiB,
+                                  hi / GiB))
+        if "blocks" in r["checks"] and r["gpu_blocks"]:
+            out.append(PublicTerm("blocks", m.num_gpu_blocks, float(r["gpu_blocks"]), *rng["num_gpu_blocks"]))
+        if "tokens" in r["checks"] and r["kv_tokens"]:
+            out.append(PublicTerm("KV tokens", m.pool_tokens, float(r["kv_tokens"]), *rng["pool_tokens"]))
+        if "concurrency" in r["checks"] and r["max_concurrency"] and p.at_max_model_len:
+            c = round(p.at_max_model_len.max_concurrency, 2)
+            out.append(PublicTerm("max concurrency", c, float(r["max_concurrency"]),
+                                  *(round(x, 2) for x in rng["max_concurrency"])))
+    return PublicReplay(r["id"], r["source_url"], ver, gpu.name if gpu else "not stated", _topology(r, gpu), tuple(out))

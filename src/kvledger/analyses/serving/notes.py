@@ -1,0 +1,137 @@
+"""The sentences the simulation's engine settings print (notes and refusals), apart from the rules in ``from_plan``.
+
+Each function takes the numbers a sentence states; ``from_plan.engine_config_from_plan`` decides which apply.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["model_without_kv", "override_leaves_no_block", "does_not_fit", "pool_from_override", "pool_from_plan",
+           "limits", "kv_pool", "SGLANG_NULL_BLOCK", "SGLANG_MAMBA_SLOTS", "SGLANG_SLIDING_POOL", "policy_preset",
+           "v0_engine_by_default", "async_scheduling", "HYBRID_LAYOUT", "sliding_prefill_chunk", "HYBRID_NO_CACHING",
+           "HYBRID_CACHING", "overloaded", "sweep_without_load", "sweep_misses_target", "sweep_capacity"]
+
+_GIB = 2**30
+
+
+# --- refusals ---------------------------------------------------------------------------------------------------------
+
+def model_without_kv(model: str) -> str:
+    return (f"{model} keeps no KV cache of its own (every layer reads another model's K/V, as a speculative draft "
+            "does): the simulator schedules requests by their KV blocks, so it has nothing to model here; simulate the "
+            "target model (its KV pool is what a request holds)")
+
+
+def override_leaves_no_block(num_blocks: int, available_bytes: float) -> str:
+    return (f"--num-gpu-blocks-override {num_blocks:,} leaves no usable block: vLLM's block pool takes block 0 as its "
+            "null block (vllm/v1/core/block_pool.py, BlockPool), so an override of 1 leaves requests nothing; give "
+            "--num-gpu-blocks-override 2 or more (the model fits: the memory plan leaves "
+            f"{available_bytes / _GIB:.2f} GiB for the KV cache)")
+
+
+def does_not_fit(available_bytes: float, usable_blocks: int) -> str:
+    left = (f"is short by {-available_bytes / _GIB:.2f} GiB before any KV cache" if available_bytes < 0 else
+            f"leaves {available_bytes / _GIB:.2f} GiB for the KV cache ({usable_blocks} usable blocks)")
+    return f"the model does not fit: the memory plan {left}; see `kvledger plan` for the breakdown and the fixes"
+
+
+# --- the KV pool and limits -------------------------------------------------------------------------------------------
+
+def pool_from_override(m: Any) -> str:
+    """``m``: the plan's MemoryPlan."""
+    return (f"{m.num_gpu_blocks:,} blocks of {m.block_size} tokens from --num-gpu-blocks-override "
+            f"({m.num_gpu_blocks * m.bytes_per_block / _GIB:.2f} GiB of KV; the {m.engine} {m.engine_version} memory "
+            f"plan would leave {m.available_kv_bytes / _GIB:.2f} GiB)")
+
+
+def pool_from_plan(m: Any) -> str:
+    return (f"{m.num_gpu_blocks:,} blocks of {m.block_size} tokens from the {m.engine} {m.engine_version} memory plan "
+            f"({m.available_kv_bytes / _GIB:.2f} GiB for KV)")
+
+
+def limits(m: Any) -> str:
+    if m.engine == "sglang":
+        return (f"max_model_len {m.max_model_len:,}, chunked_prefill_size {m.max_num_batched_tokens:,} (as "
+                f"max_num_batched_tokens), max_running_requests {m.max_num_seqs:,} (as max_num_seqs; SGLang's "
+                "defaults unless set)")
+    return (f"max_model_len {m.max_model_len:,}, max_num_batched_tokens {m.max_num_batched_tokens:,}, max_num_seqs "
+            f"{m.max_num_seqs:,} (engine defaults unless set)")
+
+
+def kv_pool(pool: str, limits_text: str) -> str:
+    return f"KV pool: {pool}; {limits_text}"
+
+
+SGLANG_NULL_BLOCK = "SGLang pool: usable token slots + vLLM's null block convention (one extra block)"
+SGLANG_MAMBA_SLOTS = ("; the simulator does not hold these slots per request (only max_running_requests limits the "
+                      "requests running)")
+SGLANG_SLIDING_POOL = ("; the simulator holds every token of a request in the full pool and does not model the "
+                       "sliding-window pool, which SGLang frees outside the window")
+
+
+# --- settings and layouts ---------------------------------------------------------------------------------------------
+
+def policy_preset(policy: str, fields: dict[str, Any]) -> str:
+    return f"policy preset {policy!r}: {fields}"
+
+
+def v0_engine_by_default(version: str) -> str:
+    return (f"vLLM {version} ran the V0 engine by default (V1 became the default in 0.8): this run schedules by the v1 "
+            "rule with that version's memory plan; --batching vllm_v0 models V0's prefill-first rule")
+
+
+def async_scheduling(on: bool, why: str) -> str:
+    return f"async scheduling {'on' if on else 'off'}: {why}"
+
+
+HYBRID_LAYOUT = "hybrid / sliding-window KV layout: blocks per request from the plan's KV cache groups"
+
+
+def sliding_prefill_chunk(inflight_tokens: int) -> str:
+    return ("sliding-window groups hold a prefill chunk's blocks until the next step and admit on "
+            f"max_admission_blocks_per_request (in-flight tokens {inflight_tokens:,}; "
+            "v1/core/single_type_kv_cache_manager.py, config/vllm.py max_in_flight_tokens)")
+
+
+HYBRID_NO_CACHING = ("prefix caching is not modelled for this hybrid layout (Mamba state groups, mixed block sizes or "
+                     "the radix cache): simulated with it off")
+HYBRID_CACHING = ("hybrid prefix caching as vLLM 0.33 (on by default; ModelConfig.is_prefix_caching_supported): "
+                  "per-group hashes, sliding groups need only the window's blocks of a hit (kv_cache_coordinator.py); "
+                  "these runs take the general step throughout (slower)")
+
+
+# --- how a run went ---------------------------------------------------------------------------------------------------
+
+def overloaded(backlog_mid: int, t_mid_s: float, backlog_last: int, t_last_s: float, arrived_per_s: float,
+               finished_per_s: float) -> str:
+    return (f"overloaded: requests in the system (arrived, not finished) grew from {backlog_mid:,} at the median "
+            f"arrival (t = {t_mid_s:,.1f} s) to {backlog_last:,} at the last one (t = {t_last_s:,.1f} s); over that "
+            f"time {arrived_per_s:,.2f} req/s arrived and {finished_per_s:,.2f} req/s finished, so the queue grows "
+            "with the trace and TTFT measures it, not the engine (kvledger.analyses.serving.queue_growth): lower the "
+            "rate (--rate/--rate-scale), add replicas, or size for it with `goodput --simulate --target`")
+
+
+# --- pricing a sweep --------------------------------------------------------------------------------------------------
+
+def sweep_without_load(where: str, labels: list[str]) -> str:
+    listed = ", ".join(f"{i}: {label}" for i, label in enumerate(labels))
+    return (f"{where} holds {len(labels)} runs ({listed}) that state no distinct request rate or concurrency, so the "
+            "sweep's capacity cannot be found; choose one with --run INDEX")
+
+
+def _attainments(attained: list[tuple[str, float, float]]) -> str:
+    return "; ".join(f"{label} at {value:g}: {share:.1%}" for label, value, share in attained)
+
+
+def sweep_misses_target(where: str, target: float, attained: list[tuple[str, float, float]]) -> str:
+    return (f"no run of the sweep in {where} has {target:.0%} of its requests within the SLO "
+            f"({_attainments(attained)}); there is no SLO capacity to price: loosen the SLO, or price one run with "
+            "--run INDEX")
+
+
+def sweep_capacity(index: int, label: str, value: float, axis: str, target: float,
+                   attained: list[tuple[str, float, float]]) -> str:
+    unit = "req/s" if axis == "request_rate" else "concurrent users"
+    return (f"run {index} ({label}, {value:g} {unit}) is the sweep's SLO capacity: the highest load up to which every "
+            f"run has ≥ {target:.0%} of its requests within the SLO (attainment per run: {_attainments(attained)})")

@@ -1,0 +1,91 @@
+"""A custom GPU from a small JSON or TOML file (name, memory as CUDA reports it, bandwidth, dense peaks), validated."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kvledger.catalog.gpus import GpuSpec, custom_gpu, get_gpu
+
+__all__ = ["gpu_file"]
+
+
+@lru_cache(maxsize=1)
+def _gpu_file_model() -> type[BaseModel]:
+    """The pydantic model of a GPU file, built on first use (building it costs a few ms that catalog GPUs never need)."""
+
+    class GpuFile(BaseModel):
+        """A custom GPU file, validated: every figure finite and within what an accelerator can physically have."""
+
+        model_config = ConfigDict(extra="forbid", strict=False)
+
+        name: str = Field(default="custom GPU", min_length=1, max_length=255)
+        memory: str | float = Field(description='memory as CUDA reports it: "79.22GiB", "80GB" or a number of bytes')
+        bandwidth_tb_s: float = Field(gt=0, le=1000, allow_inf_nan=False)
+        bf16_tflops: float = Field(gt=0, le=1e6, allow_inf_nan=False)
+        fp8_tflops: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False)
+        base: str | None = Field(default=None, min_length=1, max_length=255)
+
+        @field_validator("memory", mode="before")
+        @classmethod
+        def _memory(cls, v: Any) -> Any:
+            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                raise ValueError("must be a size such as \"79.22GiB\" or a number of bytes")
+            if isinstance(v, str) and len(v) > 64:
+                raise ValueError("is longer than 64 characters")
+            if isinstance(v, (int, float)) and not (0 < v <= 2**50):
+                raise ValueError("must be between 1 B and 1 PiB")
+            return v
+
+    return GpuFile
+
+
+def gpu_file(path: Path) -> GpuSpec:
+    """A custom GPU from a small JSON or TOML file: name, memory ("79.22GiB"), bandwidth_tb_s, bf16_tflops[, fp8_tflops, base].
+
+    Raises:
+        ConfigError: unreadable file, wrong types, missing or out-of-range fields (file, field and allowed range named).
+    """
+    import tomllib
+
+    from kvledger.catalog.jsonload import loads_located
+    from kvledger.errors import ConfigError
+    from kvledger.units import parse_bytes
+
+    try:
+        if path.stat().st_size > 1 << 20:
+            raise ConfigError(str(path), "a GPU file is a few lines; this one is over 1 MiB")
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(str(path), f"not UTF-8 text (byte {err.start})") from None
+    except OSError as err:
+        raise ConfigError(str(path), f"cannot read the GPU description: {err.strerror}") from None
+    if path.suffix == ".toml":
+        try:
+            d = tomllib.loads(text)
+        except (tomllib.TOMLDecodeError, RecursionError, ValueError) as err:
+            raise ConfigError(str(path), f"invalid TOML: {str(err)[:160]}") from None
+    else:
+        d = loads_located(text, str(path))
+    if not isinstance(d, dict):
+        raise ConfigError(str(path), f"expected a table of fields (name, memory, bandwidth_tb_s, bf16_tflops), got {type(d).__name__}")
+    missing = [k for k in ("memory", "bandwidth_tb_s", "bf16_tflops") if k not in d]
+    if missing:
+        raise ConfigError(str(path), f"missing {', '.join(missing)}; a GPU file needs name, memory (e.g. \"79.22GiB\" as CUDA reports it), bandwidth_tb_s, bf16_tflops", field=missing[0])
+    try:
+        f = _gpu_file_model().model_validate({"name": path.stem[:255] or "custom GPU", **d})
+    except ValidationError as err:
+        e = err.errors()[0]
+        loc = ".".join(str(x) for x in e["loc"]) or None
+        raise ConfigError(str(path), f"{e['msg']} (allowed: {_GPU_RANGES.get(str(e['loc'][0]) if e['loc'] else '', 'the fields are name, memory, bandwidth_tb_s, bf16_tflops, fp8_tflops, base')})", field=loc) from None
+    base = get_gpu(f.base) if f.base else None
+    return custom_gpu(f.name, parse_bytes(f.memory, what=f"{path}: memory"), f.bandwidth_tb_s * 1e12, f.bf16_tflops * 1e12,
+                      f.fp8_tflops * 1e12 if f.fp8_tflops else None, base)
+
+
+_GPU_RANGES = {"name": "1 to 255 characters", "memory": 'a size such as "79.22GiB", 1 MiB to 32 TiB',
+               "bandwidth_tb_s": "0 < TB/s ≤ 1000", "bf16_tflops": "0 < TFLOP/s ≤ 1,000,000",
+               "fp8_tflops": "0 < TFLOP/s ≤ 1,000,000", "base": "a catalog GPU name"}

@@ -1,0 +1,210 @@
+"""Flag groups several commands take (workload, engine, pricing), each declared once, and the decorator adding one.
+
+A group is a frozen dataclass whose fields carry their flag names and help (:func:`flag`). A command
+asks for a group by a parameter annotated with the group's type, listed in :func:`with_groups`; the
+decorator replaces that parameter by one typer option per field (in the group's order, where the
+parameter stood) and hands the command the filled dataclass. A command may take a subset of a group
+(``only``), other defaults, a help prefix such as ``[--simulate]`` or its own help for a field. Ranges
+are not checked here: every numeric option goes through :mod:`kvledger.cli.limits` by its field name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import typer
+
+__all__ = ["flag", "flag_of", "given_flags", "option", "GroupUse", "with_groups", "WorkloadFlags", "EngineFlags",
+           "PricingFlags"]
+
+
+def flag(*decls: str, help: str, default: Any = None) -> Any:  # noqa: A002  (typer's own keyword)
+    """A group field: its flag spellings (vLLM's names), help text and default."""
+    return field(default=default, metadata={"decls": decls, "help": help})
+
+
+def flag_of(cls: type, name: str) -> str:
+    """The long flag of field ``name`` of group ``cls`` (``--enable-prefix-caching`` for ``prefix_caching``)."""
+    decls = {f.name: f.metadata["decls"] for f in dataclasses.fields(cls)}[name]
+    return decls[0].split("/")[0]
+
+
+# noqa: A002
+def option(cls: type, name: str, default: Any = None, *, help: str | None = None, also: tuple[str, ...] = ()) -> Any:
+    """A default-style ``typer.Option`` for one field of a group, for a command that takes that flag alone (its
+    spelling from the group; ``also``: older spellings kept as aliases; ``help``: the command's own text)."""
+    f = {f.name: f for f in dataclasses.fields(cls)}[name]
+    return typer.Option(default, *f.metadata["decls"], *also, help=help or f.metadata["help"])
+
+
+def given_flags(*groups: Any) -> list[str]:
+    """The flags of every field left not None in ``groups``, in declaration order."""
+    return [flag_of(type(g), f.name) for g in groups for f in dataclasses.fields(g) if getattr(g, f.name) is not None]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadFlags:
+    """The workload: a trace or a synthetic one, its length, and how requests arrive (open or closed loop)."""
+
+    trace: str | None = flag("--trace", help=(
+        "azure-conv (default), azure-code, mooncake, mooncake-synthetic, arxiv, or a CSV/JSONL path with "
+        "columns arrival_s (s), num_prompt_tokens, num_output_tokens (Azure, Vidur and Mooncake layouts are "
+        "detected too); times are shifted to start at 0."))
+    rate: float | None = flag("--rate", help=(
+        "Target mean arrival rate, req/s (gaps rescaled, burstiness kept); 'inf' sends all at t=0."))
+    rate_scale: float | None = flag("--rate-scale", help="Multiply the trace's own rate by this factor.")
+    num_requests: int | None = flag("--num-requests", help=(
+        "Replay only the first N requests (default: the whole trace; 2,000 per probe of a --target search or "
+        "of cost's capacity search)."))
+    seed: int | None = flag("--seed", help="RNG seed for synthetic or Poisson arrivals (default 0).")
+    concurrency: int | None = flag("--concurrency", help=(
+        "Closed loop: N users, each sends its next request when the last one ends (trace arrival times "
+        "ignored)."))
+    think_time: float | None = flag("--think-time", help=(
+        "Closed loop: seconds a user waits before its next request (default 0)."))
+    prompt_lengths: str | None = flag("--prompt-lengths", help=(
+        "Synthetic workload instead of a trace: prompt lengths, e.g. fixed:512, uniform:1:512, exp:128:1536, "
+        "lognormal:1000:0.8, trace:azure-conv:prompt (with --output-lengths, --rate or --concurrency, "
+        "--num-requests)."))
+    output_lengths: str | None = flag("--output-lengths", help=(
+        "Synthetic workload: output lengths (same forms as --prompt-lengths)."))
+    arrival_cv: float | None = flag("--arrival-cv", help=(
+        "Synthetic workload: CV of inter-arrival gaps (default 1 = Poisson)."))
+
+
+@dataclass(frozen=True, slots=True)
+class EngineFlags:
+    """The simulated engine: vLLM's (or SGLang's) settings, the replicas behind a router, and the step-cost model."""
+
+    engine_version: str | None = flag("--engine-version", help="vLLM version whose defaults to apply.")
+    tp: int | None = flag("--tp", "--tensor-parallel-size", help=(
+        "Tensor-parallel degree (default 1); GPUs = replicas × TP."))
+    max_model_len: str | None = flag("--max-model-len", help="Tokens (8192, 8K); default: from the config.")
+    gpu_memory_utilization: float | None = flag("--gpu-memory-utilization", help=(
+        "vLLM fraction of device memory (not with --policy sglang)."))
+    mem_fraction_static: float | None = flag("--mem-fraction-static", help=(
+        "With --policy sglang: SGLang's fraction (default computed as SGLang does; the pool is SGLang's, as "
+        "`kvledger plan --engine sglang`)."))
+    kv_cache_dtype: str | None = flag("--kv-cache-dtype", help=(
+        "auto (default), bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."))
+    block_size: int | None = flag("--block-size", help=(
+        "Tokens per KV block (vLLM default 16); with --policy sglang, SGLang's page size (default 1)."))
+    max_num_batched_tokens: str | None = flag("--max-num-batched-tokens", help="Token budget per step.")
+    max_num_seqs: int | None = flag("--max-num-seqs", help="Most running requests per replica.")
+    num_gpu_blocks_override: int | None = flag("--num-gpu-blocks-override", help="Fix the KV block count.")
+    prefix_caching: bool | None = flag("--enable-prefix-caching/--no-enable-prefix-caching", help=(
+        "Automatic prefix caching (default on, as vLLM v1)."))
+    chunked_prefill: bool | None = flag("--enable-chunked-prefill/--no-enable-chunked-prefill", help=(
+        "Chunked prefill (default on, as vLLM v1)."))
+    policy: str | None = flag("--policy", help=(
+        "Preset: vllm (hash cache, FCFS), sglang (SGLang's scheduler and radix cache, FCFS: its default "
+        "schedule_policy; the KV pool, page size, chunked_prefill_size and max_running_requests from SGLang's"
+        " memory plan), static (static batching), contiguous (max_model_len reserved per request)."))
+    prefix_caching_policy: str | None = flag("--prefix-caching-policy", help="vllm or sglang.")
+    scheduling_policy: str | None = flag("--scheduling-policy", help="fcfs or lpm.")
+    batching: str | None = flag("--batching", help=(
+        "continuous (vLLM v1, default), static, vllm_v0 (V0 prefill-first; with --no-enable-chunked-prefill "
+        "--no-enable-prefix-caching) or sglang (SGLang's scheduler)."))
+    kv_allocation: str | None = flag("--kv-allocation", help="paged or contiguous.")
+    async_scheduling: bool | None = flag("--async-scheduling/--no-async-scheduling", help=(
+        "vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33)."))
+    replicas: int | None = flag("--replicas", help="Identical engine replicas behind a router (default 1).")
+    router: str | None = flag("--router", help="round_robin (default), least_loaded or prefix_aware.")
+    step_cost: str | None = flag("--step-cost", help=(
+        "roofline (default; from the plan); calibrated (bundled measurements for this model, GPU and TP, when"
+        " they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. "
+        "calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them); or "
+        "PROFILE.json, a step cost fitted by kvledger calibrate."))
+    cpu_overhead: str | None = flag("--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms).")
+    achievable_flops_fraction: float | None = flag("--achievable-flops-fraction", help=(
+        "Roofline: share of peak FLOP/s matmuls reach (default 0.7, an assumption)."))
+    achievable_bandwidth_fraction: float | None = flag("--achievable-bandwidth-fraction", help=(
+        "Roofline: share of peak HBM bandwidth kernels reach (default 0.8, an assumption)."))
+
+
+@dataclass(frozen=True, slots=True)
+class PricingFlags:
+    """What self-hosting costs (GPU price row, utilization) and the API mix it is compared with (the people and the
+    whole bill: ``cli/bill_opts.py``)."""
+
+    gpu_provider: str | None = flag("--gpu-provider", help=(
+        "Rental provider, e.g. Nebius, AWS, CoreWeave (default: the cheapest row listed for the GPU, stated "
+        "in the output)."))
+    instance: str | None = flag("--instance", help="Instance type when a provider lists several.")
+    gpu_usd_per_hour: float | None = flag("--gpu-usd-per-hour", help=(
+        "Your own price, USD per GPU-hour (overrides the table)."))
+    utilization: float | None = flag("--utilization", help=(
+        "Average load ÷ the capacity priced over the billed hours, (0, 1]."))
+    max_utilization: float | None = flag("--max-utilization", default=0.8, help=(
+        "Highest average utilization per replica, as a share of its SLO capacity, when sizing for a volume."))
+    batch_share: float | None = flag("--batch-share", default=0.0, help=(
+        "Share of requests sent through the API's batch endpoint."))
+    cache_hit_rate: float | None = flag("--cache-hit-rate", default=0.0, help=(
+        "Share of API input tokens that are prompt-cache reads."))
+    cache_write_rate: float | None = flag("--cache-write-rate", default=0.0, help=(
+        "Share of API input tokens written to the prompt cache."))
+
+
+@dataclass(frozen=True)
+class GroupUse:
+    """How one command takes a group: which fields, other defaults, a help prefix, its own help for some fields."""
+
+    cls: type
+    only: tuple[str, ...] | None = None
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    prefix: str = ""
+    help: Mapping[str, str] = field(default_factory=dict)
+
+    def fields(self) -> list[dataclasses.Field]:
+        fs = dataclasses.fields(self.cls)
+        return fs if self.only is None else [f for f in fs if f.name in self.only]
+
+    def parameters(self) -> list[inspect.Parameter]:
+        """One typer option per field, typed as the field, default and help as this command takes it."""
+        hints = typing.get_type_hints(self.cls)
+        out = []
+        for f in self.fields():
+            default = self.defaults.get(f.name, f.default)
+            text = self.prefix + self.help.get(f.name, f.metadata["help"])
+            option = typer.Option(*f.metadata["decls"], help=text, show_default=default is not None)
+            out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                         annotation=Annotated[hints[f.name], option]))
+        return out
+
+    def build(self, values: dict[str, Any]) -> Any:
+        """The group from the command's parsed values (popped); fields the command does not take keep their default."""
+        return self.cls(**{f.name: values.pop(f.name) for f in self.fields()})
+
+
+def with_groups(**uses: type | GroupUse) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: each parameter named in ``uses`` becomes its group's options, and the command receives the group."""
+    groups = {name: u if isinstance(u, GroupUse) else GroupUse(u) for name, u in uses.items()}
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(fn, eval_str=True)
+        params: list[inspect.Parameter] = []
+        for p in sig.parameters.values():
+            if p.name in groups:
+                params += groups[p.name].parameters()
+            elif params and params[-1].kind is inspect.Parameter.KEYWORD_ONLY:  # nothing positional after a group
+                params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+            else:
+                params.append(p)
+
+        @functools.wraps(fn)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            for name, use in groups.items():
+                kwargs[name] = use.build(kwargs)
+            return fn(*args, **kwargs)
+
+        command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params if p.annotation is not inspect.Parameter.empty}
+        return command
+
+    return decorate

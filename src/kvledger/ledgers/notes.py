@@ -1,0 +1,34 @@
+"""The sentences the ledgers print about what they priced (the capacity basis and its load warnings).
+
+``capacity_basis.measured_basis`` decides which apply (``check_load``'s verdict); the words are here.
+"""
+
+from __future__ import annotations
+
+__all__ = ["capacity_basis_text", "under_loaded", "over_loaded"]
+
+_RERUN_SIMULATED = "drop --at-offered-load to price at the SLO capacity found by simulation"
+
+
+def capacity_basis_text(goodput_req_per_s: float, *, simulated: bool) -> str:
+    what = "the simulated run at its offered load" if simulated else "the run's measured goodput"
+    return (f"capacity basis: {what} ({goodput_req_per_s:,.3f} good req/s per replica) is taken as the replica's "
+            "capacity — right only if the run was at or near its SLO limit; a lightly loaded run understates capacity "
+            "and overstates the self-hosted cost")
+
+
+def under_loaded(reason: str, *, simulated: bool) -> str:
+    fix = (_RERUN_SIMULATED if simulated else
+           "measure a rate sweep and price at its SLO boundary (kvledger goodput FILES… --target 0.9), or simulate it "
+           "(kvledger cost --simulate MODEL --gpu GPU …)")
+    return (f"the run looks UNDER-LOADED: {reason}. Its goodput is the offered load, not the replica's capacity, so "
+            f"capacity is likely higher and the self-hosted cost per token overstated; {fix}")
+
+
+def over_loaded(reason: str, *, simulated: bool) -> str:
+    fix = (_RERUN_SIMULATED if simulated else
+           "price a run at or below the SLO capacity: give the whole rate sweep (kvledger cost FILES… picks the run at "
+           "the SLO boundary), or simulate it (kvledger cost --simulate MODEL --gpu GPU …)")
+    return (f"the run looks OVER-LOADED: {reason}. It was pushed past its SLO capacity, so its goodput understates "
+            "what one replica serves within the SLO at a lower load, and the self-hosted cost per token is overstated "
+            f"(a verdict for the API may come from the load, not the prices); {fix}")

@@ -1,0 +1,144 @@
+"""vLLM's non-KV memory from its mechanisms (custom all-reduce, NCCL by topology, sampler backend per version), the
+engine-history rules of issue 22 (V0 chunked prefill above 32K, MLA before 0.7.1) and the plan's ranges."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kvledger.accounting.kv_range import kv_ranges
+from kvledger.accounting.memory import Deduction
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.settings import make_settings
+from kvledger.accounting.vllm_collectives import custom_all_reduce, custom_all_reduce_bytes, non_torch_term
+from kvledger.accounting.vllm_profile import sampler_peak_bytes
+from kvledger.accounting.vllm_rules import default_batch_limits
+from kvledger.accounting.vllm_sampler import sampler_backends
+from kvledger.catalog.gpus import get_gpu
+from kvledger.catalog.models import load_model
+from kvledger.units import GiB, MiB
+
+V19, V10, V063 = (0, 19, 0), (0, 10, 1), (0, 6, 3)
+
+
+@pytest.mark.parametrize("gpu,tp,nnodes,disabled,on", [
+    ("h100", 2, 1, False, True),    # world size 2: peer access suffices
+    ("h100", 8, 1, False, True),    # NVSwitch: fully connected
+    ("l40s", 2, 1, False, True),    # PCIe pair with peer access
+    ("l40s", 4, 1, False, False),   # "not supported on more than two PCIe-only GPUs"
+    ("rtx-4090", 2, 1, False, False),  # GeForce: _can_p2p fails
+    ("h100", 3, 1, False, False),   # world size not in [2, 4, 6, 8]
+    ("h100", 8, 2, False, False),   # the group spans nodes
+    ("h100", 4, 1, True, False),    # --disable-custom-all-reduce
+])
+def test_custom_all_reduce_rule(gpu, tp, nnodes, disabled, on):
+    # vLLM 0.6.3–0.19.0 custom_all_reduce.py CustomAllreduce.__init__: checks in this order.
+    assert custom_all_reduce(tp, nnodes, get_gpu(gpu), disabled)[0] is on
+
+
+def test_custom_all_reduce_buffer_size_by_version():
+    # 0.10.1: max_size 8 MiB → meta (meta_size + 8 MiB) + buffer 8 MiB + rank_data 8 MiB ≈ 24 MiB.
+    assert custom_all_reduce_bytes(V10, 2, "sm90") == 24 * MiB
+    # 0.19 with symmetric memory on Hopper: max_size = min(8 MiB, CUSTOM_ALL_REDUCE_MAX_SIZES["9.0"][8] = 256 KiB)
+    # → 2 × 256 KiB + 8 MiB = 8.5 MiB; at TP 2 the table's 64 MiB is above 8 MiB, so 24 MiB again.
+    assert custom_all_reduce_bytes(V19, 8, "sm90") == 2 * 256 * 1024 + 8 * MiB
+    assert custom_all_reduce_bytes(V19, 2, "sm90") == 24 * MiB
+
+
+def test_non_torch_by_topology():
+    # H100 (NVSwitch) TP 2 on 0.19: measured 2.06–2.07 GiB → 2.07 (2.04–2.12).
+    t = non_torch_term(V19, 2, 1, 1, get_gpu("h100"), False)
+    assert t.bytes == pytest.approx(2.07 * GiB) and t.low < 2.06 * GiB and t.high > 2.07 * GiB
+    # L40S TP 2 (PCIe, peer access): 0.25 GiB TP-1 part (not measured on L40S: 0.12–0.40; an RTX 4060 printed 0.03 at
+    # 0.7.3's 0.13) + NCCL ring 0.2 (0.05–0.6) + custom all-reduce 24 MiB = 0.4734 GiB, range 0.1934–1.0234 GiB.
+    t = non_torch_term(V19, 2, 1, 1, get_gpu("l40s"), False)
+    assert (round(t.bytes / GiB, 4), round(t.low / GiB, 4), round(t.high / GiB, 4)) == (0.4734, 0.1934, 1.0234)
+    # RTX 4090 TP 2: no peer access, so no custom all-reduce buffers: 0.25 + 0.2 = 0.45 GiB.
+    assert non_torch_term(V19, 2, 1, 1, get_gpu("rtx-4090"), False).bytes == pytest.approx(0.45 * GiB)
+    # H100 TP 4 with --disable-custom-all-reduce: the measured 2.13 GiB less the 24 MiB of buffers it no longer holds.
+    t = non_torch_term(V19, 4, 1, 1, get_gpu("h100"), True)
+    assert t.bytes == pytest.approx(2.13 * GiB - 24 * MiB)
+
+
+def test_sampler_backend_per_version_and_flashinfer_bytes():
+    # topk_topp_sampler.py: V0 env default 0; 0.8.5 FlashInfer only below 0.2.3; 0.9–0.11 whenever installed;
+    # 0.12+ opt-in.
+    assert sampler_backends(V063, "auto")[:2] == ("pytorch", None)
+    assert sampler_backends((0, 8, 5), "auto")[:2] == ("pytorch", "flashinfer")
+    assert sampler_backends(V10, "auto")[:2] == ("pytorch", "flashinfer")
+    assert sampler_backends((0, 12, 0), "auto")[:2] == ("pytorch", None)
+    assert sampler_backends(V19, "flashinfer")[:2] == ("flashinfer", None)
+    m = load_model("meta-llama/Llama-3.1-8B")
+    # FlashInfer: 1,024 requests × 128,256 vocab × (2 bf16 logits + 4 fp32 copy + 4 masked + 4 probs) = 1,838,678,016 B
+    fi, _ = sampler_peak_bytes(m, V10, 1024, backend="flashinfer")
+    assert fi == 1024 * 128_256 * 14 == 1_838_678_016
+    # the sort sampler up to 0.16 keeps 2 + 35.95 B per logit: 4.64 GiB, 2.5× FlashInfer's 1.71 GiB
+    srt, _ = sampler_peak_bytes(m, V10, 1024)
+    assert srt == pytest.approx(1024 * 128_256 * 37.95) and round(fi / GiB, 2) == 1.71
+
+
+def test_v0_turns_chunked_prefill_on_above_32k():
+    # 0.6.3 arg_utils.py: max_model_len > 32,768 without a sliding window → chunked prefill, SchedulerConfig 512 tokens;
+    # 0.7.3: 2,048. At 32,768 exactly, no chunking: max(32,768, 2,048).
+    assert default_batch_limits(V063, 24 * GiB, "RTX 3090", 35_000)[:2] == (512, 256)
+    assert default_batch_limits((0, 7, 3), 24 * GiB, "RTX 4090", 131_072)[:2] == (2048, 256)
+    assert default_batch_limits(V063, 24 * GiB, "RTX 3090", 32_768)[:2] == (32_768, 256)
+    assert default_batch_limits(V063, 24 * GiB, "RTX 3090", 35_000, sliding_window=True)[:2] == (35_000, 256)
+
+
+def test_llama8b_on_rtx3090_v063_at_35k_now_starts():
+    # issue 22: vLLM 0.6.3 started Llama-3.1-8B at 35K on an RTX 3090; with the 512-token profile run the plan fits one
+    # 35K request (35,000 × 128 KiB = 4.27 GiB of KV needed, 4.89 GiB available).
+    p = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("rtx-3090"),
+                   make_settings(engine_version="0.6.3", max_model_len=35_000), with_roofline=False, with_advice=False)
+    assert p.memory.max_num_batched_tokens == 512 and p.fits
+
+
+def test_mla_cached_as_full_kv_before_0_7_1():
+    # vLLM 0.6.3 models/deepseek_v2.py: Attention(num_local_heads, 256, ..., num_kv_heads=num_local_heads).
+    # DeepSeek-V3 at TP 8: 61 layers × 2 (K, V) × 128/8 heads × 256 × 2 B = 999,424 B/token/GPU;
+    # from 0.7.1 MLA caches the latent: 61 × (512 + 64) × 2 B = 70,272 B/token, replicated on every rank.
+    m, g = load_model("deepseek-ai/DeepSeek-V3"), get_gpu("h200")
+    old, new = (build_plan(m, g, make_settings(engine_version=v, tp=8, max_model_len=16_000), with_roofline=False,
+                           with_advice=False) for v in ("0.6.3", "0.7.1"))
+    assert old.kv.bytes_per_token == 999_424 and new.kv.bytes_per_token == 70_272
+
+
+def test_ranges_propagate_from_terms_and_device_total():
+    # total 80,000–80,100 MiB at util 0.9; terms 10 GiB exact and 2 GiB (1.5–2.5); blocks of 2 MiB of 16 tokens.
+    items = [Deduction("weights", 10 * GiB, ""), Deduction("x", 2 * GiB, "", 1.5 * GiB, 2.5 * GiB)]
+    r = kv_ranges(80_000 * MiB, 80_100 * MiB, 0.9, items, 2 * MiB, num_groups=1, block_size=16, blocks_per_request=512)
+    lo = math.ceil(80_000 * MiB * 0.9) - 12.5 * GiB
+    hi = math.ceil(80_100 * MiB * 0.9) - 11.5 * GiB
+    assert r["available_kv_bytes"] == (lo, hi)
+    assert r["num_gpu_blocks"] == (int(lo // (2 * MiB)), int(hi // (2 * MiB)))
+    assert r["max_concurrency"][0] == r["num_gpu_blocks"][0] / 512
+
+
+def test_plan_prints_the_range_and_holds_the_019_log():
+    # Llama-3.1-8B-Instruct on H100, vLLM 0.19.0, util 0.95, 8K: the corpus log prints 60.75 GiB available
+    # (vllm-startups-0.19); the plan's range must hold it.
+    p = build_plan(load_model("meta-llama/Llama-3.1-8B-Instruct"), get_gpu("h100"),
+                   make_settings(engine_version="0.19.0", gpu_memory_utilization=0.95, max_model_len=8192),
+                   with_roofline=False, with_advice=False)
+    lo, hi = p.memory.ranges["available_kv_bytes"]
+    assert lo <= p.memory.available_kv_bytes <= hi and hi - lo < 0.5 * GiB
+
+
+def test_mxfp4_on_the_marlin_path_pads_experts_and_gpt_oss_120b_does_not_start_on_h100_in_0_10_1():
+    # vllm#23278 (0.10.1, one H100): "Marlin kernel" warning, "Model loading took 65.9651 GiB", "Available KV cache
+    # memory: -2.14 GiB". mxfp4.py _should_use_marlin (0.10.1): Hopper with torch 2.7.1 (< 2.8) takes Marlin, which
+    # rounds hidden 2,880 → 3,072 (256) and intermediate 2,880 → 2,944 (128): expert bytes × 3,072·2,944 / 2,880² =
+    # × 1.0904, so 60.82 GiB of tensors load as 65.95 GiB; 0.9 × 79.19 − 65.95 − 7.37 (sort sampler, 1,024 × 201,088
+    # vocab) − 0.13 = −2.18 GiB: no KV cache, as the engine found.
+    m, h100 = load_model("openai/gpt-oss-120b"), get_gpu("h100")
+    p = build_plan(m, h100, make_settings(engine_version="0.10.1"), with_roofline=False, with_advice=False)
+    w = next(d for d in p.memory.deductions if d.name == "weights")
+    assert w.bytes / GiB == pytest.approx(65.97, rel=0.001)
+    assert p.memory.available_kv_bytes / GiB == pytest.approx(-2.14, abs=0.06) and not p.fits
+    # 0.11+ pins torch 2.8: Hopper leaves Marlin (no padding at 2,880, a multiple of 64); Ampere stays on it.
+    w14 = build_plan(m, h100, make_settings(engine_version="0.14.1"), with_roofline=False, with_advice=False)
+    a100 = build_plan(m, get_gpu("a100-80gb"), make_settings(engine_version="0.14.1"), with_roofline=False,
+                      with_advice=False)
+    assert w14.memory.deductions[0].bytes < a100.memory.deductions[0].bytes == pytest.approx(w.bytes)

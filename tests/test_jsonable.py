@@ -1,0 +1,58 @@
+"""``kvledger.jsonable.to_jsonable``: the one serializer the records' ``to_dict``s are built on."""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel
+
+from kvledger.accounting.memory import Deduction
+from kvledger.jsonable import to_jsonable
+from kvledger.ledgers.items import Ledger, LineItem
+from kvledger.strict_json import dumps
+
+
+class Kind(enum.Enum):
+    FULL = "full_attention"
+
+
+class Settings(BaseModel):
+    tp: int = 2
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    sizes: tuple[int, ...]
+    kind: Kind
+    count: object  # a numpy scalar in the test
+    settings: Settings
+    deduction: Deduction  # has its own to_dict (adds "gib")
+    extra: dict
+
+
+def test_walks_fields_in_order_and_nested_to_dicts():
+    row = Row("x", (16, 32), Kind.FULL, np.int64(7), Settings(), Deduction("weights", 2 * 2**30, "computed"),
+              {"rate": np.float64(0.5)})
+    d = to_jsonable(row)
+    assert list(d) == ["name", "sizes", "kind", "count", "settings", "deduction", "extra"]
+    assert d["sizes"] == [16, 32] and d["kind"] == "full_attention" and d["settings"] == {"tp": 2}
+    assert type(d["count"]) is int and d["count"] == 7 and type(d["extra"]["rate"]) is float
+    # 2 GiB = 2 × 2^30 B: the nested Deduction's own to_dict adds gib = 2.0 and its range (an exact term: low = high =
+    # bytes, no range source)
+    assert d["deduction"] == {"name": "weights", "bytes": 2 * 2**30, "gib": 2.0, "low_bytes": 2 * 2**30,
+                              "high_bytes": 2 * 2**30, "source": "computed", "range_source": ""}
+    assert json.loads(dumps(d)) == d
+    assert list(to_jsonable(row, exclude=("settings", "extra"))) == ["name", "sizes", "kind", "count", "deduction"]
+
+
+def test_ledger_adds_its_total_after_its_fields():
+    # 10 GPU-hours × $2.5 = $25; 3 Mtok × $2 = $6; total $31
+    led = Ledger("self-host", "month", [LineItem("GPU rental", "GPU-hour", 10, 2.5, "table", "2026-01"),
+                                        LineItem("API", "Mtok", 3, 2.0, "table", "2026-01")])
+    d = led.to_dict()
+    assert list(d) == ["name", "per", "items", "total_usd"] and d["total_usd"] == 31.0
+    assert [i["amount_usd"] for i in d["items"]] == [25.0, 6.0]
