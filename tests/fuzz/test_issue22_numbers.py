@@ -33,7 +33,8 @@ def test_genai_perf_raw_body_that_is_json_but_not_an_object(tmp_path):
     # a response body "data: 5" (JSON, not an OpenAI chunk) ended in AttributeError: 'int' object has no attribute 'get'
     doc = {"experiments": [{"experiment": {"mode": "concurrency", "value": 1},
                             "requests": [{"timestamp": 1_000, "response_timestamps": [2_000, 3_000],
-                                          "response_outputs": [{"response": "data: 5"}, {"response": "data: [1, 2]"}]}]}]}
+                                          "response_outputs": [{"response": "data: 5"},
+                                                               {"response": "data: [1, 2]"}]}]}]}
     f = tmp_path / "profile_export.json"
     f.write_text(json.dumps(doc))
     (run,) = read_runs(f)
@@ -46,7 +47,8 @@ def test_genai_perf_raw_body_that_is_json_but_not_an_object(tmp_path):
     ["simulate", "meta-llama/Llama-3.2-3B", "--gpu", "H100", "--num-requests", "5", "--step-cost", "x" * 300 + ".json"],
     ["simulate", "meta-llama/Llama-3.2-3B", "--gpu", "H100", "--num-requests", "5", "--step-cost", "x" * 300],
     ["fp8-kv", "meta-llama/Llama-3.2-3B", "--gpu", "H100", "--calibration", "x" * 300 + ".csv"],
-    ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=1s", "--utilization", "0.5", "--step-cost", "x" * 300 + ".json"],
+    ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=1s", "--utilization", "0.5",
+     "--step-cost", "x" * 300 + ".json"],
 ])
 def test_over_long_file_names_are_input_errors(args):
     res = invoke(args)  # was: OSError [Errno 36] File name too long, a traceback
