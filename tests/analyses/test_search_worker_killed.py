@@ -18,8 +18,7 @@ import pytest
 ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs the ray extra")
 # 4 candidates (H100 and A100-80GB × fp8/auto KV), 150 requests per probe: each capacity search takes a second or
-# more, long
-# enough to catch one running
+# more, long enough to catch one running
 ARGS = ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms", "--gpus", "H100,A100-80GB", "--tp", "1",
         "--kv-cache-dtype", "auto,fp8", "--max-model-len", "8K", "--num-requests", "150", "--utilization", "0.5",
         "--workers", "2", "--backend", "ray", "--json"]
