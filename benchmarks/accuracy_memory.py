@@ -35,7 +35,7 @@ from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.settings import make_settings
 from kvledger.analyses.doctor.memory_accuracy import TermError, exact_from_logged, replay
 from kvledger.analyses.doctor.public_startups import load_rows, replay_row, topology_label
-from kvledger.catalog.gpus import resolve_gpu
+from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
 
@@ -44,18 +44,23 @@ SHARED = next((d for d in (ROOT.parent / "shared" / "data", ROOT.parents[1] / "s
               ROOT.parent / "shared" / "data")  # beside the clone, or two levels up from a worktree
 CORPUS = SHARED / "vllm-startups-0.19"
 FIXTURE_CONFIGS = ROOT / "tests" / "fixtures" / "configs"
-TERMS = ("weights", "activation peak", "non-torch", "CUDA graph estimate", "available KV", "KV tokens", "max concurrency")
+TERMS = ("weights", "activation peak", "non-torch", "CUDA graph estimate", "available KV", "KV tokens", "max "
+    "concurrency")
 
-# Corpus models with no config of their own anywhere here: transformers' default GemmaConfig and Qwen2MoeConfig (written by
-# benchmarks/transformers_oracle.py from transformers 5.24), which transformers documents as those models' configurations.
+# Corpus models with no config of their own anywhere here: transformers' default GemmaConfig and Qwen2MoeConfig (written
+# by
+# benchmarks/transformers_oracle.py from transformers 5.24), which transformers documents as those models'
+# configurations.
 STANDINS = {"google/gemma-7b": ROOT / "benchmarks" / "data" / "oracle_configs" / "gemma.json",
             "Qwen/Qwen1.5-MoE-A2.7B": ROOT / "benchmarks" / "data" / "oracle_configs" / "qwen2_moe.json"}
 
-OBSERVATION_CONFIGS = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B-Instruct", "openai/gpt-oss-20b": "openai/gpt-oss-20b",
+OBSERVATION_CONFIGS = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B-Instruct",
+                       "openai/gpt-oss-20b": "openai/gpt-oss-20b",
                        "Qwen/Qwen3-0.6B": str(FIXTURE_CONFIGS / "Qwen3-0.6B.json")}
 
 PUBLIC_LOGS = [
-    # (label, model, gpu, vLLM version, max_model_len, printed available GiB, printed tokens or blocks, printed concurrency, link)
+    # (label, model, gpu, vLLM version, max_model_len, printed available GiB, printed tokens or blocks, printed
+    # concurrency, link)
     ("O6 Qwen3-14B", str(FIXTURE_CONFIGS / "Qwen3-14B.json"), "H100", "0.10.2", 32768, 6.51, "42,656 tokens", "1.30",
      "https://github.com/LMCache/LMCache/issues/1739"),
     ("O8 Qwen3-1.7B", str(FIXTURE_CONFIGS / "Qwen3-1.7B.json"), "H100", "0.15.0", 1024, 18.78, "175,856 tokens", "",
@@ -77,8 +82,10 @@ def observation_replays() -> list[tuple[str, list[TermError]]]:
     for r in csv.DictReader((SHARED / "vllm_memory_observations.csv").open()):
         m = load_model(OBSERVATION_CONFIGS[r["model"]])
         s = make_settings(engine_version="0.16.0", max_model_len=int(r["max_model_len"]),
-                          gpu_memory_utilization=float(r["gpu_memory_utilization"]), max_num_batched_tokens=8192, max_num_seqs=1024)
-        p = build_plan(m, resolve_gpu("H100-SXM", memory_bytes=int(float(r["gpu_total_gib"]) * GiB)), s, with_roofline=False, with_advice=False)
+                          gpu_memory_utilization=float(r["gpu_memory_utilization"]), max_num_batched_tokens=8192,
+                              max_num_seqs=1024)
+        p = build_plan(m, resolve_gpu("H100-SXM", memory_bytes=int(float(r["gpu_total_gib"]) * GiB)), s,
+                       with_roofline=False, with_advice=False)
         pred = {i.name.split(" (")[0]: i.bytes / GiB for i in p.memory.deductions}
         out.append((f"{r['model'].split('/')[-1]} (observations, version not stated: ≤0.16 rules)", [
             TermError("weights", pred["weights"], float(r["weights_gib"])),
@@ -103,7 +110,8 @@ def bucket_records(reps, obs, pubs) -> list[tuple[str, str, str, str, float, boo
     for _label, ts in obs:
         for t in ts:
             inside = None if t.low is None else t.low - 0.005 <= t.logged <= t.high + 0.005
-            out.append(("≤0.16 (llm-d-benchmark)", H100_NAME, "TP1 PP1", t.term.replace("non-torch memory", "non-torch"),
+            out.append(("≤0.16 (llm-d-benchmark)", H100_NAME, "TP1 PP1", t.term.replace("non-torch memory",
+                                                                                        "non-torch"),
                         t.rel_error, inside))
     for x in pubs:
         for t in x.terms:
@@ -131,7 +139,8 @@ def bucket_summary(records, key: int) -> dict[str, dict[str, float]]:
         av = [r for r in rs if r[3] == "available KV"]
         ins = [r for r in rs if r[5] is not None]
         out[k] = {"n": len(rs), "mean_abs_pct": 100 * sum(abs(r[4]) for r in rs) / len(rs),
-                  "available_n": len(av), "available_mean_abs_pct": 100 * sum(abs(r[4]) for r in av) / len(av) if av else None,
+                  "available_n": len(av),
+                      "available_mean_abs_pct": 100 * sum(abs(r[4]) for r in av) / len(av) if av else None,
                   "available_within_2pct": sum(abs(r[4]) <= 0.02 for r in av) / len(av) if av else None,
                   "inside_range_n": len(ins), "inside_range": sum(bool(r[5]) for r in ins) / len(ins) if ins else None}
     return out
@@ -144,7 +153,8 @@ def public_log_checks() -> list[str]:
         p = build_plan(load_model(cfg), resolve_gpu(gpu), s, with_roofline=False, with_advice=False)
         lo, hi = printed_gib_block_range(int(avail * GiB), p.memory.bytes_per_block)
         lines.append(f"  {label} vLLM {ver}, {avail} GiB printed: kvledger prints {' | '.join(p.memory.printed_lines)} "
-                     f"(any figure printing as {avail:.2f} GiB gives {lo * p.memory.block_size:,}–{hi * p.memory.block_size:,} tokens); "
+                     f"(any figure printing as {avail:.2f} GiB gives "
+                     f"{lo * p.memory.block_size:,}–{hi * p.memory.block_size:,} tokens); "
                      f"the log printed {printed}{', ' + conc + 'x' if conc else ''} ({link})")
     return lines
 
@@ -163,7 +173,8 @@ def held_out_runs() -> list[str]:
         gpu = resolve_gpu(meta_path.parts[-4], memory_bytes=int(hw["device_total_memory_bytes"]))
         p = build_plan(load_model(meta["model"]), gpu, s, with_roofline=False, with_advice=False)
         got, want = p.memory.num_gpu_blocks, int(kv["num_gpu_blocks"])
-        lines.append(f"  {meta['model']} on {hw.get('device_name', gpu.name)}, vLLM {meta['vllm_version']}, max_num_seqs "
+        lines.append(f"  {meta['model']} on {hw.get('device_name', gpu.name)}, vLLM {meta['vllm_version']}, "
+                     f"max_num_seqs "
                      f"{kw.get('max_num_seqs')}, max_num_batched_tokens {kw.get('max_num_batched_tokens')}: predicted "
                      f"{got:,} blocks ({p.memory.available_kv_bytes / GiB:.2f} GiB), the engine allocated {want:,} "
                      f"({(got - want) / want * 100:+.1f}%) — {meta_path.relative_to(SHARED)}")
@@ -183,7 +194,8 @@ def main() -> int:
     per_term: dict[str, list[float]] = {t: [] for t in TERMS}
     out_rows = []
     if not as_json:
-        print(f"vLLM 0.19.0 start-ups on H100 ({len(rows)} in shared/data/vllm-startups-0.19); terms in GiB, per GPU of the rank shown\n")
+        print(f"vLLM 0.19.0 start-ups on H100 ({len(rows)} in shared/data/vllm-startups-0.19); terms in GiB, per GPU "
+              f"of the rank shown\n")
     for x in reps:
         out_rows.append(x.to_dict())
         if x.skipped:
@@ -198,7 +210,8 @@ def main() -> int:
             if not as_json:
                 rel = f"{t.rel_error * 100:+.2f}%" if t.rel_error is not None else ""
                 note = "  (logged only in 0.19, not subtracted)" if t.term == "CUDA graph estimate" else ""
-                print(f"    {t.term:22s} predicted {fmt(t.predicted, t.term):>12s}  logged {fmt(t.logged, t.term):>12s}  {rel:>8s}{note}")
+                print(f"    {t.term:22s} predicted {fmt(t.predicted, t.term):>12s}  logged "
+                      f"{fmt(t.logged, t.term):>12s}  {rel:>8s}{note}")
     exact = [e for e in (exact_from_logged(r, CORPUS / "configs", STANDINS) for r in rows) if e]
     ok = sum(1 for e in exact if e["blocks_range"][0] <= e["logged_blocks"] <= e["blocks_range"][1]
              and (e["tokens"], e["concurrency"]) == (e["logged_tokens"], e["logged_concurrency"]))
@@ -209,8 +222,9 @@ def main() -> int:
     recs = bucket_records([x for x in reps if not x.skipped], obs, pubs)
     buckets = {name: bucket_summary(recs, i) for i, name in enumerate(("version", "gpu", "topology", "term"))}
     if as_json:
-        print(json.dumps({"corpus": out_rows, "summary": summary, "exact_from_logged": {"checked": len(exact), "exact": ok},
-                          "observations": [{"label": l, "terms": [t.to_dict() for t in ts]} for l, ts in obs],
+        print(json.dumps({"corpus": out_rows, "summary": summary, "exact_from_logged": {"checked": len(exact),
+                                                                                        "exact": ok},
+                          "observations": [{"label": item, "terms": [t.to_dict() for t in ts]} for item, ts in obs],
                           "public": [{"id": x.row_id, "source": x.source_url, "version": x.version, "gpu": x.gpu,
                                       "topology": x.topology, "terms": [t.to_dict() for t in x.terms]} for x in pubs],
                           "buckets": buckets}, indent=2))
@@ -219,11 +233,16 @@ def main() -> int:
     for t, s in summary.items():
         if s["n"]:
             print(f"    {t:22s} n={s['n']:2d}  mean |error| {s['mean_abs_pct']:.2f}%  worst {s['worst_pct']:+.2f}%")
-    print(f"\nBlocks, tokens and 'Maximum concurrency' from the logged available memory (TP runs): {ok} of {len(exact)} exact "
-          "(blocks: the engine's count lies in the range the 2-decimal GiB figure allows; tokens and concurrency: equal)")
+    print(f"\nBlocks, tokens and 'Maximum concurrency' from the logged available memory (TP runs): {ok} of "
+          f"{len(exact)} exact "
+          "(blocks: the engine's count lies in the range the 2-decimal GiB figure allows; tokens and concurrency: "
+          "equal)")
     print("\nEarlier release, vllm_memory_observations.csv:")
     for label, ts in obs:
-        print(f"  {label}: " + "; ".join(f"{t.term} {t.predicted:.2f} vs {t.logged:.2f} ({t.rel_error * 100:+.1f}%)" for t in ts))
+        print(
+            f"  {label}: "
+            + "; ".join(f"{t.term} {t.predicted:.2f} vs {t.logged:.2f} ({t.rel_error * 100:+.1f}%)" for t in ts)
+        )
     print("\nPublic logs (docs/engine-model.md §1.9), from the printed available memory:")
     for line in public_log_checks():
         print(line)
@@ -232,18 +251,22 @@ def main() -> int:
         print(f"  {x.row_id} vLLM {x.version}, {x.gpu}, {x.topology} ({x.source_url})")
         for t in x.terms:
             rng = f" [{t.low:,.2f}–{t.high:,.2f}] {'inside' if t.inside else 'OUTSIDE'}" if t.low is not None else ""
-            print(f"      {t.term:16s} predicted {t.predicted:>12,.2f}  printed {t.printed:>12,.2f}  {t.rel_error * 100:+7.2f}%{rng}")
+            print(f"      {t.term:16s} predicted {t.predicted:>12,.2f}  printed {t.printed:>12,.2f}  "
+                  f"{t.rel_error * 100:+7.2f}%{rng}")
     av = [r for r in recs if r[3] == "available KV"]
     ins = [r for r in recs if r[5] is not None]
-    print(f"\nAll start-ups ({len(av)} with an available-KV figure): within 2% {sum(abs(r[4]) <= 0.02 for r in av)}/{len(av)}; "
+    print(f"\nAll start-ups ({len(av)} with an available-KV figure): within 2% "
+          f"{sum(abs(r[4]) <= 0.02 for r in av)}/{len(av)}; "
           f"printed figure inside the plan's range {sum(bool(r[5]) for r in ins)}/{len(ins)} terms")
     for name, table in buckets.items():
         print(f"  by {name}:")
         for k, v in table.items():
-            w2 = (f"{v['available_within_2pct'] * 100:5.1f}% of {v['available_n']} (mean {v['available_mean_abs_pct']:.2f}%)"
+            w2 = (f"{v['available_within_2pct'] * 100:5.1f}% of {v['available_n']} (mean "
+                  f"{v['available_mean_abs_pct']:.2f}%)"
                   if v["available_n"] else "—")
             inr = f"{v['inside_range'] * 100:5.1f}% of {v['inside_range_n']}" if v["inside_range_n"] else "—"
-            print(f"    {k:28s} n={v['n']:3d}  mean |error| {v['mean_abs_pct']:6.2f}%  available within 2%: {w2:26s}  inside range: {inr}")
+            print(f"    {k:28s} n={v['n']:3d}  mean |error| {v['mean_abs_pct']:6.2f}%  available within 2%: {w2:26s}  "
+                  f"inside range: {inr}")
     print("\nHeld out (a serving run's record with the engine's block count; predicted from its settings alone):")
     for line in held_out_runs():
         print(line)

@@ -24,6 +24,9 @@ ARGS = ["report", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-
         "--api", "OpenAI:gpt-4.1"]
 
 
+from floor import floor_line, in_floor_steps, step_floor_s  # noqa: E402
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     exe = shutil.which("kvledger") or sys.exit("kvledger is not installed (pip install -e .)")
@@ -46,6 +49,8 @@ def main() -> None:
     print(f"wall: min {min(walls):.1f} s  median {med:.1f} s  max {max(walls):.1f} s  median/target "
           f"{med / TARGET_S:.2f}  "
           f"(CPU min {min(cpus):.1f} s)")
+    floor = step_floor_s()
+    print(f"{floor_line(floor)}; median wall = {in_floor_steps(med, floor)}")
     print(f"HTML {len(html.encode()) / 1024:,.0f} KiB, {figs} figures, {html.count('<svg')} inline SVGs; "
           f"byte-identical across runs: {same}")
 

@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from floor import floor_line, in_floor_steps, step_floor_s
 from kvledger.analyses.search import Axes, SearchSpec, ray_available, run_search
 
 SPEC = dict(model="meta-llama/Llama-3.1-70B", slo="ttft=1s,tpot=50ms", trace="azure-conv", utilization=0.5,
@@ -50,6 +51,8 @@ def main() -> None:
     wanted = a.backends.split(",")
     runs = [(b, 1 if b == "serial" else 2) for b in ("serial", "pool", "ray") if b in wanted
             and not (b == "ray" and (a.no_ray or not ray_available()))]
+    floor = step_floor_s()
+    print(floor_line(floor))
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start (shared machine: figures "
           f"are noisy)")
     base_t, base_bytes, res = None, None, None
@@ -64,7 +67,8 @@ def main() -> None:
               f"{n / (t / 60) / workers:6.1f} "
               f"candidates/min/worker, {sim / (t / 60) / workers:6.1f} simulated/min/worker; speed-up "
               f"{base_t / t:4.2f}×; "
-              f"ledger {'identical to' if data == base_bytes else 'DIFFERS from'} the 1-worker run")
+              f"ledger {'identical to' if data == base_bytes else 'DIFFERS from'} the 1-worker run; "
+              f"{in_floor_steps(t, floor)}; {n - sim} decided without simulation (plan, price), {sim} simulated")
         for e in r.entries:
             if e["status"] == "error":
                 print(f"    {e['id']}: {e['reason']}: {e['detail']}")

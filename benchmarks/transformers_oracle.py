@@ -119,8 +119,8 @@ def _all_state_layers(model) -> bool:
     from transformers import DynamicCache
 
     layers = DynamicCache(config=model.config).layers
-    return bool(layers) and all("LinearAttention" in type(l).__name__ and "Full" not in type(l).__name__
-                                and "Sliding" not in type(l).__name__ for l in layers)
+    return bool(layers) and all("LinearAttention" in type(layer).__name__ and "Full" not in type(layer).__name__
+                                and "Sliding" not in type(layer).__name__ for layer in layers)
 
 
 class _Timeout(Exception):

@@ -191,7 +191,8 @@ def _one_pass(src: str, lines: list[str]) -> str:
         if com is not None and com.start[1] == len(line) - len(line.lstrip()):
             out.extend(_wrap_comment(line))
             continue
-        if com is not None and len(line[: com.start[1]].rstrip()) <= LIMIT:
+        pinned = com is not None and re.search(r"noqa|type:|pragma", com.string)  # must stay on its line
+        if com is not None and not pinned and len(line[: com.start[1]].rstrip()) <= LIMIT:
             indent = line[: len(line) - len(line.lstrip())]
             out.extend(_wrap_comment(indent + com.string))
             out.append(line[: com.start[1]].rstrip())

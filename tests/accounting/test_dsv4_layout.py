@@ -149,5 +149,8 @@ def test_a_layer_type_compress_rates_does_not_name_is_window_only_with_a_note():
     cfg = json.loads(CONFIG.read_text())
     del cfg["compress_rates"]["heavily_compressed_attention"]
     m = parse_config(cfg, source="edited DeepSeek-V4")
-    assert sorted({l.compress_ratio for l in m.layers}) == [1, 4] and sum(l.compress_ratio == 1 for l in m.layers) == 23
+    assert (
+        sorted({layer.compress_ratio for layer in m.layers}) == [1, 4]
+        and sum(layer.compress_ratio == 1 for layer in m.layers) == 23
+    )
     assert any("heavily_compressed_attention are not in compress_rates" in n for n in m.notes)

@@ -33,7 +33,8 @@ def test_trtllm_pool_on_h100():
     # 48·128 + 3·14,336) × 2 B) − 139,586,437 = 67,889,394,811 B; × 0.9 = 61,100,455,329 B; ÷ 131,072 B/token =
     # 466,159 tokens; // 32 = 14,567 blocks; an 8K request is 256 blocks → 14,567 / 256 = 56.90x.
     p = build_plan(LLAMA8, H100, make_settings(engine="trtllm"), with_roofline=False)
-    assert (p.memory.available_kv_bytes, p.memory.pool_tokens, p.memory.num_gpu_blocks) == (61_100_455_329, 466_159, 14_567)
+    assert (p.memory.available_kv_bytes, p.memory.pool_tokens, p.memory.num_gpu_blocks) == (61_100_455_329, 466_159,
+        14_567)
     assert round(p.row_at(8192).max_concurrency, 2) == 56.90
 
 
@@ -48,18 +49,23 @@ def test_sglang_gives_sliding_layers_their_own_pool():
     # so 24,576 B per token in each kind. SGLang (pool_configurator.py::HybridSWAPoolConfigurator): one full-pool token
     # costs 24,576 + 0.8 × 24,576 = 44,236.8 B; 40 GiB = 42,949,672,960 B → 970,903 full tokens, int(0.8 × 970,903)
     # = 776,722 SWA tokens. Sized as full attention it would be 42,949,672,960 // 49,152 = 873,813 tokens.
-    p = build_plan(load_model("openai/gpt-oss-20b"), H100, make_settings(engine="sglang", available_kv_memory_bytes=40 * 2**30,
+    p = build_plan(load_model("openai/gpt-oss-20b"), H100, make_settings(engine="sglang",
+                                                                         available_kv_memory_bytes=40 * 2**30,
                                                                          max_model_len=8192), with_roofline=False)
     assert p.memory.pool_tokens == 970_903
-    assert p.memory.printed_lines[0] == "Use sliding window memory pool. full_layer_tokens=970903, swa_layer_tokens=776722"
+    assert (
+        p.memory.printed_lines[0] == "Use sliding window memory pool. full_layer_tokens=970903, swa_layer_tokens=776722"
+    )
 
 
 def test_sglang_mamba_state_slots_come_first():
     # Jamba-v0.1 at TP 4: the ledger's state is 2,179,072 B per request over 28 Mamba layers; 4 attention layers hold
     # 4,096 B per token. SGLang (_handle_max_mamba_cache): budget = 40 GiB × 0.9 / 1.9 = 20,344,581,928.4 B;
-    # K = (budget − s) // s = 9,335 slots; (K + 1) × s = 20,343,816,192 B; the rest 22,605,856,768 B // 4,096 = 5,519,008 tokens.
+    # K = (budget − s) // s = 9,335 slots; (K + 1) × s = 20,343,816,192 B; the rest 22,605,856,768 B // 4,096 =
+    # 5,519,008 tokens.
     p = build_plan(load_model("ai21labs/Jamba-v0.1"), get_gpu("H200"),
-                   make_settings(engine="sglang", tp=4, available_kv_memory_bytes=40 * 2**30, max_model_len=8192), with_roofline=False)
+                   make_settings(engine="sglang", tp=4, available_kv_memory_bytes=40 * 2**30, max_model_len=8192),
+                       with_roofline=False)
     assert p.kv.state_bytes_per_seq == 2_179_072
     assert p.memory.deductions[-1].bytes == 9_336 * 2_179_072 and p.memory.available_kv_bytes == 22_605_856_768
     assert p.memory.pool_tokens == 5_519_008
@@ -73,7 +79,8 @@ def test_sglang_qwen3_next_running_requests_capped_at_five_state_slots_each():
     # Qwen3-Next at TP 4: 36 Gated DeltaNet layers of (3 × 8,192 conv + 32 × 128 × 128 SSM) × 2 B / 4 = 274,432 B each,
     # 9,879,552 B per request. 30 GiB of KV memory: budget 32,212,254,720 × 0.9 / 1.9 = 15,258,436,446.3 B;
     # K = (budget − 9,879,552) // 9,879,552 = 1,543 slots. Qwen3NextForCausalLM is in both of SGLang 0.5.23's lists, so
-    # the 'auto' strategy is extra_buffer (overlap on, triton backend): 3 + 2 tracking slots; cap 1,543 // 5 = 308, below
+    # the 'auto' strategy is extra_buffer (overlap on, triton backend): 3 + 2 tracking slots; cap 1,543 // 5 = 308,
+    # below
     # clamp(#tokens / 8,192 × 512, 2,048, 4,096).
     p = build_plan(load_model("Qwen/Qwen3-Next-80B-A3B-Thinking"), H100,
                    make_settings(engine="sglang", tp=4, available_kv_memory_bytes=30 * 2**30, max_model_len=8192),
@@ -89,16 +96,19 @@ def test_trtllm_pools_per_window_round_up():
     # token each: shares 128/8,320 and 8,192/8,320 (kvCacheManager.cpp::calculateWindowSizeToShare weighs bytes ×
     # window). 10,737,418,240 / 24,576 = 436,906.67 tokens' worth: × 128/8,320 → 6,721 tokens → ceil(6,721 / 32) = 211
     # blocks (floor would be 210); × 8,192/8,320 → 430,185 tokens → ceil(430,185 / 32) = 13,444 blocks (floor 13,443).
-    p = build_plan(load_model("openai/gpt-oss-20b"), H100, make_settings(engine="trtllm", available_kv_memory_bytes=10 * 2**30,
+    p = build_plan(load_model("openai/gpt-oss-20b"), H100, make_settings(engine="trtllm",
+                                                                         available_kv_memory_bytes=10 * 2**30,
                                                                          max_model_len=8192), with_roofline=False)
     assert (p.memory.pool_tokens, p.memory.num_gpu_blocks, p.memory.bytes_per_block) == (430_185, 13_444, 32 * 24_576)
     assert any("window 128: 6,721 tokens, 211 blocks" in n for n in p.memory.notes)
 
 
 def test_trtllm_one_window_floors():
-    # Llama-3.1-8B, one window: 131,072 B per token; 2,804,940,800 B → 21,400 tokens → 21,400 // 32 = 668 blocks (668.75):
+    # Llama-3.1-8B, one window: 131,072 B per token; 2,804,940,800 B → 21,400 tokens → 21,400 // 32 = 668 blocks
+    # (668.75):
     # the Python path (resource_manager.py::calculate_max_num_blocks) floors, the C++ multi-window path would give 669.
-    p = build_plan(LLAMA8, H100, make_settings(engine="trtllm", available_kv_memory_bytes=21_400 * 131_072), with_roofline=False)
+    p = build_plan(LLAMA8, H100, make_settings(engine="trtllm", available_kv_memory_bytes=21_400 * 131_072),
+                   with_roofline=False)
     assert (p.memory.pool_tokens, p.memory.num_gpu_blocks) == (21_400, 668)
 
 
@@ -113,7 +123,8 @@ def test_trtllm_tensorrt_engine_executor_rounds_blocks_up():
     llama2 = load_model("meta-llama/Llama-2-7b-hf")
     for avail_gib in (21.885, 21.89, 21.8949):
         kv_mem = int(0.9 * avail_gib * 2**30)
-        p = build_plan(llama2, H100, make_settings(engine="trtllm", engine_version="0.13.0", available_kv_memory_bytes=kv_mem,
+        p = build_plan(llama2, H100, make_settings(engine="trtllm", engine_version="0.13.0",
+                                                   available_kv_memory_bytes=kv_mem,
                                                    max_model_len=4096), with_roofline=False)
         assert p.memory.block_size == 64 and p.memory.num_gpu_blocks == 631
         assert kv_mem // 524_288 // 64 == 630  # what the PyTorch backend's floor would give for the same memory
@@ -148,6 +159,7 @@ def test_trtllm_engine_example_10718_tokens_is_670_blocks():
     llama2 = load_model("meta-llama/Llama-2-7b-hf")
     for extra in (0, 524_287):
         p = build_plan(llama2, H100, make_settings(engine="trtllm", engine_version="0.5.0", block_size=16,
-                                                   available_kv_memory_bytes=10_718 * 524_288 + extra, max_model_len=4096),
+                                                   available_kv_memory_bytes=10_718 * 524_288 + extra,
+                                                       max_model_len=4096),
                        with_roofline=False)
         assert (p.memory.pool_tokens, p.memory.block_size, p.memory.num_gpu_blocks) == (10_718, 16, 670)

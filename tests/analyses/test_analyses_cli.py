@@ -1,4 +1,5 @@
-"""`kvledger fp8-kv`, `spec-decode` and `kv-eviction` through the CLI: JSON figures, the words people read, clear errors."""
+"""`kvledger fp8-kv`, `spec-decode` and `kv-eviction` through the CLI: JSON figures, the words people read, clear
+errors."""
 
 from __future__ import annotations
 
@@ -20,12 +21,14 @@ def run(*args):
 
 
 def test_fp8_kv_json_and_table(tmp_path):
-    r = run("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--concurrency", "8", "--contexts", "1K,16K", "--json")
+    r = run("fp8-kv", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--concurrency", "8", "--contexts", "1K,16K",
+            "--json")
     assert r.exit_code == 0
     d = json.loads(r.stdout)
     # vLLM 0.33 on H100-SXM (85,029,027,840 B = 79.19 GiB), util 0.92: ceil(total × 0.92) = 78,226,705,613 − weights
     # 16,094,076,928 − activation 2,027,193,139 − non-torch 268,435,456 − CUDA graphs 244 + 2 × 50 × 5 MiB = 780,140,544
-    # → 59,056,859,546 B; fp8 blocks of 1 MiB: floor(… / 1,048,576) = 56,321; bf16 blocks of 2 MiB: floor(28,160.5) = 28,160
+    # → 59,056,859,546 B; fp8 blocks of 1 MiB: floor(… / 1,048,576) = 56,321; bf16 blocks of 2 MiB: floor(28,160.5) =
+    # 28,160
     assert (d["capacity"]["bf16"]["num_gpu_blocks"], d["capacity"]["fp8"]["num_gpu_blocks"]) == (28_160, 56_321)
     assert d["break_even"]["batch"] == 8 and d["break_even"]["context_tokens"] == 1240  # 9,914.05 / 8, next token
     assert [p["context_tokens"] for p in d["curve"]] == [1024, 16384]
@@ -39,12 +42,14 @@ def test_fp8_kv_json_and_table(tmp_path):
     csv = tmp_path / "l4.csv"
     csv.write_text("context_tokens,batch,bf16_tok_per_s,fp8_tok_per_s\n2048,1,29.1,29.4\n8192,1,26.4,27.9\n"
                    "16384,1,23.6,26.2\n32768,1,19.4,23.4\n")
-    d = json.loads(run("fp8-kv", QWEN3_4B, "--gpu", "L4", "--calibration", str(csv), "--contexts", "32K", "--concurrency", "1", "--json").stdout)
+    d = json.loads(run("fp8-kv", QWEN3_4B, "--gpu", "L4", "--calibration", str(csv), "--contexts", "32K",
+                       "--concurrency", "1", "--json").stdout)
     assert d["calibration"]["max_abs_error_pct"] < 0.2
     assert d["settings"]["achievable_bandwidth_fraction"] == pytest.approx(0.88, abs=0.01)
     # docs: 19.4 → 23.4 tok/s at 32k = a 17.1% shorter step
     assert d["curve"][0]["fp8_gain_pct"] == pytest.approx(100 * (1 - 19.4 / 23.4), abs=0.3)
-    d = json.loads(run("fp8-kv", "llama-3.1-8b", "--gpu", "h100", "--overhead-ns-per-element", "0", "--overhead-us-per-layer", "0", "--json").stdout)
+    d = json.loads(run("fp8-kv", "llama-3.1-8b", "--gpu", "h100", "--overhead-ns-per-element", "0",
+                       "--overhead-us-per-layer", "0", "--json").stdout)
     assert d["break_even"]["kind"] == "always" and d["overhead"]["source"] == "given on the command line"
 
 
@@ -59,7 +64,8 @@ def test_spec_decode_json_and_sweep():
     speed = {row["batch"]: row["speedup"] for row in d["rows"]}
     assert speed[1] > 2 and speed[flip] < 1 and speed[1024] < 1
     assert d["simulation"]["rates"][0]["tpot_p50_ratio"] < 0.6 and d["simulation"]["prompt_tokens"] == 256
-    out = " ".join(run("spec-decode", "llama-3.1-8b", "--gpu", "h100", "-k", "4", "--acceptance", "0.8", "--context", "256").stdout.split())
+    out = " ".join(run("spec-decode", "llama-3.1-8b", "--gpu", "h100", "-k", "4", "--acceptance", "0.8", "--context",
+                       "256").stdout.split())
     assert "turns into a loss" in out and "Leviathan" in out
 
 
@@ -80,16 +86,19 @@ def test_kv_eviction_json_and_table():
                        "sink-window", "--context", "32K", "--json").stdout)
     assert d["result"]["empty_blocks"] == 1842 and d["result"]["freed_bytes"] == 1842 * 2_097_152
     assert [x["layout"] for x in d["by_layout"]] == ["scattered", "worst", "sink-window", "clustered"]
-    out = " ".join(run("kv-eviction", "llama-3.1-8b", "--gpu", "h100", "--evict", "0.9", "--block-size", "32").stdout.split())
+    out = " ".join(run("kv-eviction", "llama-3.1-8b", "--gpu", "h100", "--evict", "0.9", "--block-size",
+                       "32").stdout.split())
     assert "FlashAttention never writes the score matrix" in out and "⌈32,768 / 32⌉" in out
 
 
 def test_bad_cli_input_is_a_kvledger_error():
     for args, text in [
         (("fp8-kv", "llama-3.1-8b", "--gpu", "h100", "--contexts", "lots"), "cannot read"),
-        (("spec-decode", "llama-3.1-8b", "--gpu", "h100", "-k", "4", "--acceptance", "0.8", "--rates", "fast"), "--rates"),
+        (("spec-decode", "llama-3.1-8b", "--gpu", "h100", "-k", "4", "--acceptance", "0.8", "--rates", "fast"),
+         "--rates"),
         (("spec-decode", "llama-3.1-8b", "--gpu", "h100", "-k", "0", "--acceptance", "0.8"), "--draft-tokens"),
-        (("kv-eviction", "llama-3.1-8b", "--gpu", "h100", "--evict", "0.9", "--layout", "diagonal"), "unknown eviction layout"),
+        (("kv-eviction", "llama-3.1-8b", "--gpu", "h100", "--evict", "0.9", "--layout", "diagonal"), "unknown eviction "
+            "layout"),
         (("kv-eviction", "llama-3.1-8b", "--gpu", "h100", "--layout", "scattered"), "give --evict"),
     ]:
         with pytest.raises(KvLedgerError, match=text):

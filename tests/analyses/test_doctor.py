@@ -43,17 +43,21 @@ def test_v0_rtx3090_blocks_inside_the_printed_rounding_and_terms():
     rep = doc("v0.6.4_llama-3.1-8b_rtx3090_20k.log", model="meta-llama/Llama-3.1-8B-Instruct")
     c = rep.startup
     b = c.row("GPU blocks")
-    # ledger: floor(3.81 GiB / 2 MiB) = floor(1,950.72) = 1,950; 3.805–3.815 GiB allows 1,948–1,953 blocks; the log says 1,952
-    assert (b.log_value, b.ledger_value) == (1952, 1950) and "1,948–1,953" in b.explanation and "inside" in b.explanation
+    # ledger: floor(3.81 GiB / 2 MiB) = floor(1,950.72) = 1,950; 3.805–3.815 GiB allows 1,948–1,953 blocks; the log says
+    # 1,952
+    assert (b.log_value, b.ledger_value) == (1952,
+                                             1950) and "1,948–1,953" in b.explanation and "inside" in b.explanation
     # V0: concurrency = n × block_size / L = 1,952 × 16 / 20,000 = 1.5616 → 1.56x
     assert c.row("max concurrency at 20,000 tokens").ledger_value == 1.56
     assert c.consistent is True
     # device total comes from the log (no --gpu), so the ledger uses 23.58 GiB itself
     assert c.row("device total").difference == 0 and "from the log" in c.row("device total").explanation
-    # weights: 8,030,261,248 params × 2 B + 33,554,432 B RoPE cache = 16,094,076,928 B = 14.98878 GiB vs the log's 14.9888 "GB"
+    # weights: 8,030,261,248 params × 2 B + 33,554,432 B RoPE cache = 16,094,076,928 B = 14.98878 GiB vs the log's
+    # 14.9888 "GB"
     w = c.row("weights")
     assert w.ledger_value == 16_094_076_928 and abs(w.difference) < 0.0001 * GiB
-    # non-torch: log 0.35 GiB vs the ledger's 0.13 GiB (H100 TP=1 measurement) → the ledger has +0.22 GiB more KV from this term
+    # non-torch: log 0.35 GiB vs the ledger's 0.13 GiB (H100 TP=1 measurement) → the ledger has +0.22 GiB more KV from
+    # this term
     assert round(c.row("non-torch memory").difference / GiB, 2) == -0.22
     # every term is itemised in this log, so Δavailable = Δrequested − Σ Δterms leaves only rounding
     avail = c.row("available KV memory")
@@ -70,7 +74,8 @@ def test_v0_start_up_error_agrees_with_the_ledger():
 
 def test_v0_engine_h100_term_by_term_against_the_catalog_gpu():
     c = doc("v0.8-v0engine_llama-2-7b_h100.log", model="meta-llama/Llama-2-7b-hf", gpu="H100").startup
-    # device total: catalog 81,090 MiB = 79.19 GiB (what the vLLM 0.19 H100 corpus prints) vs this log's 85,029,615,043 B
+    # device total: catalog 81,090 MiB = 79.19 GiB (what the vLLM 0.19 H100 corpus prints) vs this log's 85,029,615,043
+    # B
     # → ledger − log = −587,203 B, 0.00 GiB
     dt = c.row("device total")
     assert dt.ledger_value == 81_090 * MiB and dt.difference == 85_029_027_840 - 85_029_615_043
@@ -101,20 +106,26 @@ def test_capacity_triggered_with_options_from_the_ledger():
     assert f.triggered and f.verdict == "capacity_bound_preemptions" and "34 preemption(s)" in f.message  # 9 + 14 + 11
     opts = {o["action"]: o for o in f.options}
     # as logged: 26,306 blocks, 26,305 usable × 16 = 420,880 slots; usage in the 4 full intervals:
-    # 0.968×420,880/128 = 3,182.9, 0.996×…/127 = 3,300.8, 0.998×…/126 = 3,333.6, 0.997×…/128 = 3,278.2 → median 3,289.5 tokens
+    # 0.968×420,880/128 = 3,182.9, 0.996×…/127 = 3,300.8, 0.998×…/126 = 3,333.6, 0.997×…/128 = 3,278.2 → median 3,289.5
+    # tokens
     base = opts["as logged"]
     assert (base["num_gpu_blocks"], base["token_slots"], base["max_concurrency"]) == (26306, 420880, 26.31)
     assert base["requests_of_observed_size"] == 127  # 420,880 / 3,289.5 = 127.9
-    # fp8: floor(51.38 GiB / 1 MiB) = floor(52,613.1) = 52,613 blocks; 52,612 × 16 / 3,289.5 = 255.9 → 255; 52,613 / 1,000 = 52.61x
+    # fp8: floor(51.38 GiB / 1 MiB) = floor(52,613.1) = 52,613 blocks; 52,612 × 16 / 3,289.5 = 255.9 → 255; 52,613 /
+    # 1,000 = 52.61x
     fp8 = opts["--kv-cache-dtype fp8"]
     assert (fp8["num_gpu_blocks"], fp8["requests_of_observed_size"], fp8["max_concurrency"]) == (52613, 255, 52.61)
     # utilization 0.95: + 5% × 85,029,027,840 B = 4,251,451,392 B → (55,168,854,917 + 4,251,451,392) / 2 MiB = 28,333.6
     assert opts["--gpu-memory-utilization 0.95"]["num_gpu_blocks"] == 28333
-    # TP 2: requested ceil(0.9 × 85,060,485,120) = 76,554,436,608; other = requested − 51.38 GiB − 14.99 GiB = 5,290,191,749;
+    # TP 2: requested ceil(0.9 × 85,060,485,120) = 76,554,436,608; other = requested − 51.38 GiB − 14.99 GiB =
+    # 5,290,191,749;
     # per GPU 76,554,436,608 − 14.99 GiB / 2 − 5,290,191,749 = 63,216,549,888 B / 1 MiB (4 KV heads per GPU) = 60,288.7
     tp2 = opts["--tensor-parallel-size 2"]
     assert (tp2["num_gpu_blocks"], tp2["gpus_per_replica"]) == (60288, 2)
-    assert opts["--max-model-len 8000"]["max_concurrency"] == 52.61 and opts["--max-model-len 8000"]["num_gpu_blocks"] == 26306
+    assert (
+        opts["--max-model-len 8000"]["max_concurrency"] == 52.61
+        and opts["--max-model-len 8000"]["num_gpu_blocks"] == 26306
+    )
     assert opts["--max-num-seqs 127"]["requests_of_observed_size"] == 127
     assert [e["line"] for e in f.evidence] == [12, 13, 14]
 
@@ -139,7 +150,8 @@ def test_capacity_full_with_queue_but_no_preemption_field():
     assert any("print no preemption counts" in n for n in f.notes)
 
 
-@pytest.mark.parametrize("name", ["v0.10_metrics_kv_near_full.log", "v0-fork_metrics_kv_near_full_no_queue.log", "v1_metrics_prefill_queue.log"])
+@pytest.mark.parametrize("name", ["v0.10_metrics_kv_near_full.log", "v0-fork_metrics_kv_near_full_no_queue.log",
+                                  "v1_metrics_prefill_queue.log"])
 def test_capacity_not_triggered(name):
     # KV 93.9–95.8% but nobody waiting and no preemption; or a queue with KV ≤ 65.4%
     f = doc(name).finding("capacity")
@@ -148,7 +160,8 @@ def test_capacity_not_triggered(name):
 
 def test_capacity_preemptions_below_full():
     # CONSTRUCTED from the V1 loggers.py format: preemptions while the sampled usage stays at 60%
-    text = "\n".join(f"INFO 01-01 00:00:{10 * i:02d} [loggers.py:1] Engine 000: Avg prompt throughput: 9000.0 tokens/s, "
+    text = "\n".join(f"INFO 01-01 00:00:{10 * i:02d} [loggers.py:1] Engine 000: Avg prompt throughput: 9000.0 "
+                     f"tokens/s, "
                      f"Avg generation throughput: 100.0 tokens/s, Running: 10 reqs, Waiting: 5 reqs, Preemptions: 2, "
                      f"GPU KV cache usage: 60.0%, Prefix cache hit rate: 0.0%" for i in range(3))
     f = diagnose(parse_vllm_log(text)).finding("capacity")
@@ -156,8 +169,10 @@ def test_capacity_preemptions_below_full():
 
 
 def test_prefix_routing_rule():
-    # CONSTRUCTED: one of 4 replicas, hit rate 12.4% (latest line 4) vs 50% shared → 50% ÷ 4 = 12.5%: prefix-blind routing
-    f = doc("constructed_v1_four_replicas_low_hit_rate.log", prefix_share=0.5, replicas=4).finding("prefix_cache_routing")
+    # CONSTRUCTED: one of 4 replicas, hit rate 12.4% (latest line 4) vs 50% shared → 50% ÷ 4 = 12.5%: prefix-blind
+    # routing
+    f = doc("constructed_v1_four_replicas_low_hit_rate.log", prefix_share=0.5,
+            replicas=4).finding("prefix_cache_routing")
     assert (f.triggered, f.verdict) == (True, "prefix_blind_routing") and "12.5%" in f.message
     one = doc("constructed_v1_four_replicas_low_hit_rate.log", prefix_share=0.5).finding("prefix_cache_routing")
     assert (one.triggered, one.verdict) == (True, "single_replica_low_hits")
@@ -174,14 +189,16 @@ def test_prefix_routing_rule():
 
 def test_prefix_routing_with_a_full_cache_says_capacity_first():
     # CONSTRUCTED: hit rate 11.9% matches 50% ÷ 4, but the last intervals are ≥ 99.6% full
-    f = doc("constructed_v1_preemptions_at_full_kv.log", gpu="H100", prefix_share=0.5, replicas=4).finding("prefix_cache_routing")
+    f = doc("constructed_v1_preemptions_at_full_kv.log", gpu="H100", prefix_share=0.5,
+            replicas=4).finding("prefix_cache_routing")
     assert f.verdict == "prefix_blind_routing" and "fix capacity first" in f.message
 
 
 def test_batching_itl_hurt_by_prefill_real_log():
     f = doc("v1_metrics_mtp_kv_near_full_queue.log").finding("batching_ttft_itl")
     # with prefill: 18/734.9 = 24.49 ms, 21/589.8 = 35.61 ms → median 30.05 ms;
-    # without: 18/1,055.3 = 17.06, 18/1,226.3 = 14.68, 20/1,242.7 = 16.09 ms → median 16.09 ms; 30.05 / 16.09 = 1.87× ≥ 1.5
+    # without: 18/1,055.3 = 17.06, 18/1,226.3 = 14.68, 20/1,242.7 = 16.09 ms → median 16.09 ms; 30.05 / 16.09 = 1.87× ≥
+    # 1.5
     assert (f.triggered, f.verdict) == (True, "itl_hurt_by_prefill")
     assert "30.0 ms" in f.message and "16.1 ms" in f.message and "1.87×" in f.message
     assert any("capacity" in n for n in f.notes)  # part of its queue waits on a ≥ 90% full cache
@@ -198,9 +215,11 @@ def test_batching_ttft_prefill_bound_real_log():
 def test_batching_not_triggered_and_tradeoff():
     assert doc("v0.10_metrics_kv_near_full.log").finding("batching_ttft_itl").verdict == "no_batching_signal"
     # CONSTRUCTED: prefill intervals double the implied ITL and the queue sits behind flat-out prefill → trade-off
-    rows = [(8000.0, 200.0, 10, 4), (0.0, 500.0, 10, 3), (8000.0, 200.0, 10, 5), (0.0, 500.0, 10, 0), (7900.0, 190.0, 10, 6),
+    rows = [(8000.0, 200.0, 10, 4), (0.0, 500.0, 10, 3), (8000.0, 200.0, 10, 5), (0.0, 500.0, 10, 0), (7900.0, 190.0,
+        10, 6),
             (8000.0, 210.0, 10, 7), (7950.0, 205.0, 10, 8)]
-    text = "\n".join(f"INFO 01-01 00:0{i}:00 [loggers.py:1] Engine 000: Avg prompt throughput: {p} tokens/s, Avg generation "
+    text = "\n".join(f"INFO 01-01 00:0{i}:00 [loggers.py:1] Engine 000: Avg prompt throughput: {p} tokens/s, Avg "
+                     f"generation "
                      f"throughput: {g} tokens/s, Running: {r} reqs, Waiting: {w} reqs, GPU KV cache usage: 40.0%, "
                      f"Prefix cache hit rate: 0.0%" for i, (p, g, r, w) in enumerate(rows))
     f = diagnose(parse_vllm_log(text)).finding("batching_ttft_itl")
@@ -209,7 +228,8 @@ def test_batching_not_triggered_and_tradeoff():
 
 def test_context_reads_settings_model_and_tp():
     ctx = build_context(read_vllm_log(LOGS / "constructed_v1_preemptions_at_full_kv.log"))
-    assert ctx.model is not None and "line 2" in ctx.model_source  # bundled Llama-3.1-8B-Instruct named in the args line
+    # bundled Llama-3.1-8B-Instruct named in the args line
+    assert ctx.model is not None and "line 2" in ctx.model_source
     assert ctx.settings["max_model_len"] == 16000 and ctx.gpu is None and ctx.log_blocks[:2] == (26306, 26306)
     ctx = build_context(read_vllm_log(LOGS / "v0.24.0_hybrid_fp8_rtx5090.log"))
     assert ctx.model is None and "not a bundled model" in ctx.model_source
@@ -221,12 +241,16 @@ def test_unsupported_engine_and_json():
     with pytest.raises(UnsupportedLogError, match="SGLang"):
         doc("sglang_server.log")
     d = json.loads(json.dumps(doc("v0.10.2_qwen3-14b_lmcache.log", model=str(CONFIGS / "Qwen3-14B.json")).to_dict()))
-    assert d["log"]["version"] == "0.10.2" and [f["name"] for f in d["findings"]] == ["capacity", "prefix_cache_routing", "batching_ttft_itl"]
+    assert d["log"]["version"] == "0.10.2" and [f["name"] for f in d["findings"]] == ["capacity",
+                                                                                      "prefix_cache_routing",
+                                                                                          "batching_ttft_itl"]
 
 
 def test_one_line_hybrid_tokens_inverted_to_blocks():
-    # CONSTRUCTED from docs/engine-model.md §1.11 (worked vector, vLLM 0.33): gpt-oss-20b, 12 sliding (W=128) + 12 full layers, block 16:
-    # R(131,072) = 8,192 + cdiv(127 + 2 × 8,192, 16) + 1 = 9,225 blocks; n = 149,358 → C = 16.19x, tokens int(C × L) = 2,122,130
+    # CONSTRUCTED from docs/engine-model.md §1.11 (worked vector, vLLM 0.33): gpt-oss-20b, 12 sliding (W=128) + 12 full
+    # layers, block 16:
+    # R(131,072) = 8,192 + cdiv(127 + 2 × 8,192, 16) + 1 = 9,225 blocks; n = 149,358 → C = 16.19x, tokens int(C × L) =
+    # 2,122,130
     text = ("(EngineCore pid=9) INFO 01-05 10:00:00 [kv_cache_utils.py:1400] GPU KV cache size: 2,122,130 tokens, "
             "Maximum concurrency for 131,072 tokens per request: 16.19x")
     rep = diagnose(parse_vllm_log(text), model="openai/gpt-oss-20b", gpu="H100")

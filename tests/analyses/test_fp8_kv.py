@@ -1,4 +1,5 @@
-"""FP8 KV cache: the vLLM docs' capacity golden test, the L4 calibration, the break-even closed form, the verdict words."""
+"""FP8 KV cache: the vLLM docs' capacity golden test, the L4 calibration, the break-even closed form, the verdict
+words."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def llama_h100():
 def test_capacity_doubles_on_the_vllm_docs_l4_setup():
     m, g = load_model(QWEN3_4B), get_gpu("L4")
     pb = build_plan(m, g, make_settings(available_kv_memory_bytes=L4_AVAILABLE_BYTES, contexts=(32768,)))
-    pf = build_plan(m, g, make_settings(available_kv_memory_bytes=L4_AVAILABLE_BYTES, contexts=(32768,), kv_cache_dtype="fp8"))
+    pf = build_plan(m, g, make_settings(available_kv_memory_bytes=L4_AVAILABLE_BYTES, contexts=(32768,),
+                                        kv_cache_dtype="fp8"))
     assert pb.kv.bytes_per_token == 147_456 and pf.kv.bytes_per_token == 73_728
     assert pb.memory.num_gpu_blocks * 16 == 83_488 and pf.memory.num_gpu_blocks * 16 == 166_992
     # docs: maximum concurrency for 32k-token requests 2.55x → 5.10x (5,218 / 2,048 = 2.548; 10,437 / 2,048 = 5.096)
@@ -59,13 +61,15 @@ def test_default_overhead_is_the_fit_to_the_l4_table():
     # (151,936 × 2,560 × 2 B = 0.778 GB, 2.95 ms at 264 GB/s): e.g. 1/29.1 tok/s = 34.36 ms at 2k =
     # (7.57 + 0.778) GB / 264 GB/s + 2.79 ms. Without the head read the same fit put 5.74 ms in the fixed step.
     assert cal.max_abs_error_pct < 0.2
-    assert cal.bandwidth_fraction == pytest.approx(0.88, abs=0.01) and cal.step_fixed_s == pytest.approx(2.79e-3, rel=0.01)
+    assert cal.bandwidth_fraction == pytest.approx(0.88, abs=0.01) and cal.step_fixed_s == pytest.approx(2.79e-3,
+        rel=0.01)
 
 
 def test_calibrated_model_reproduces_the_docs_gains_on_l4():
     m, g = load_model(QWEN3_4B), get_gpu("L4")
     cal = fit_fp8_overhead(VLLM_DOCS_L4_QWEN3_4B, m, g)
-    s = make_settings(available_kv_memory_bytes=L4_AVAILABLE_BYTES, achievable_bandwidth_fraction=cal.bandwidth_fraction,
+    s = make_settings(available_kv_memory_bytes=L4_AVAILABLE_BYTES,
+                      achievable_bandwidth_fraction=cal.bandwidth_fraction,
                       cpu_overhead_s=cal.step_fixed_s)
     r = analyse_fp8_kv(m, g, s, concurrency=1, contexts=[2048, 8192, 16384, 32768], overhead=cal.overhead)
     # docs: 29.1→29.4, 26.4→27.9, 23.6→26.2, 19.4→23.4 tok/s; step-time gain = 1 − bf16 rate / fp8 rate

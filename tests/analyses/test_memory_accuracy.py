@@ -12,7 +12,8 @@ from kvledger.analyses.doctor.public_startups import load_rows, replay_row
 
 D = Path(__file__).parents[1] / "fixtures" / "vllm_startups_0_19"
 ORACLE = Path(__file__).parents[2] / "benchmarks" / "data" / "oracle_configs"
-# transformers' default GemmaConfig / Qwen2MoeConfig, documented as gemma-7b's and Qwen1.5-MoE-A2.7B's (no config of theirs here)
+# transformers' default GemmaConfig / Qwen2MoeConfig, documented as gemma-7b's and Qwen1.5-MoE-A2.7B's (no config of
+# theirs here)
 STANDINS = {"google/gemma-7b": ORACLE / "gemma.json", "Qwen/Qwen1.5-MoE-A2.7B": ORACLE / "qwen2_moe.json"}
 ROWS = list(csv.DictReader((D / "startups_trimmed.csv").open()))
 REPLAYS = {r["log_file"]: replay(r, D / "configs", standins=STANDINS) for r in ROWS}
@@ -31,7 +32,8 @@ def test_every_start_up_that_ran_is_replayed_at_tp_1_2_4_and_pp_2_4():
     assert {("1", "1"), ("2", "1"), ("4", "1"), ("1", "2"), ("1", "4")} <= shapes
 
 
-@pytest.mark.parametrize("row", [r for r in ROWS if not REPLAYS[r["log_file"]].skipped], ids=lambda r: r["log_file"][:60])
+@pytest.mark.parametrize("row", [r for r in ROWS if not REPLAYS[r["log_file"]].skipped],
+                         ids=lambda r: r["log_file"][:60])
 def test_available_kv_within_2_percent(row):
     x = REPLAYS[row["log_file"]]
     t = x.term("available KV")

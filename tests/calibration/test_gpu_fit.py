@@ -68,7 +68,7 @@ def test_validating_a_run_the_bundled_profile_was_fitted_on_says_in_sample():
     # the bundled RTX 4090 profile was fitted on LLMServingSim's two RTX 4090 runs: a validation of a run whose
     # source is one of them is the fit's own error, and says so; with --gpu-profile none it is a prediction again
     from kvledger.analyses.serving.step_cost_choice import gpu_profile_of
-    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
 
     prof = gpu_profile_of(SimRequestArgs(model=MODEL, gpu="RTX 4090"), resolve_gpu("RTX 4090").name)
     assert prof is not None and any("RTX4090/Llama-3.1-8B" in d for d in prof.data)

@@ -14,7 +14,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
 
 
 def _kv_bytes(spec, elem=2):
-    return sum(l.kv_bytes_per_token(elem) for l in spec.layers if l is not None)
+    return sum(layer.kv_bytes_per_token(elem) for layer in spec.layers if layer is not None)
 
 
 def test_falcon_7b_without_a_length_key_plans_at_2048():
@@ -156,7 +156,7 @@ def test_other_engines_refuse_pure_state_models_clearly():
         ),
         source="mamba",
     )
-    assert all(l.kind == "state" for l in spec.layers)
+    assert all(layer.kind == "state" for layer in spec.layers)
 
     class _KV:
         bytes_per_token = 0
@@ -187,8 +187,9 @@ def test_deepseek_v32_counts_its_indexer_keys():
         ).read_text()
     )
     spec = parse_config(raw, source="deepseek_v32")
-    assert sum(l.kv_bytes_per_token(2) for l in spec.layers) == 61 * (576 * 2 + 132) == 78_324
-    assert sum(l.kv_elements_per_token() for l in spec.layers) == 61 * 576  # the latent, as transformers caches it
+    assert sum(layer.kv_bytes_per_token(2) for layer in spec.layers) == 61 * (576 * 2 + 132) == 78_324
+    # the latent, as transformers caches it
+    assert sum(layer.kv_elements_per_token() for layer in spec.layers) == 61 * 576
     # + the indexer's projections per layer (64 × 128 × 1536 + 128 × 7168 + 2 × 128 + 64 × 7168): 671,877,929,216
     # parameters,
     # as transformers' DeepseekV32ForCausalLM on the meta device (benchmarks/data/transformers_oracle.csv).

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvledger.catalog.gpus import resolve_gpu
+from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.loading import loaded_weights
 from kvledger.catalog.models import bundled_models, load_model
 from kvledger.catalog.modelspec import parse_config
@@ -160,7 +160,7 @@ def _check_spec(spec):
     for tp in (1, 2, 8):
         w = loaded_weights(spec, tp=tp).bytes
         assert math.isfinite(w) and w >= 0
-    kv = sum(l.kv_bytes_per_token(2) for l in spec.layers if l is not None)
+    kv = sum(layer.kv_bytes_per_token(2) for layer in spec.layers if layer is not None)
     assert math.isfinite(kv) and kv >= 0 and spec.num_params >= 0
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
-from kvledger.catalog.gpus import resolve_gpu
+from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.loading import loaded_weights
 from kvledger.catalog.models import load_model
 from kvledger.catalog.modelspec import parse_config
@@ -19,7 +19,7 @@ from kvledger.units import GiB
 
 
 def _kv_per_token(spec) -> float:
-    return sum(l.kv_bytes_per_token(spec.dtype_bytes) for l in spec.layers if l is not None)
+    return sum(layer.kv_bytes_per_token(spec.dtype_bytes) for layer in spec.layers if layer is not None)
 
 
 def test_codellama_7b_kv_params_and_logged_weights():

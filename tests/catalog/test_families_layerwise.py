@@ -16,7 +16,7 @@ def _spec(mt):
 
 
 def _elements(spec):
-    return sum(l.kv_elements_per_token(1) for l in spec.layers if l is not None)
+    return sum(layer.kv_elements_per_token(1) for layer in spec.layers if layer is not None)
 
 
 def test_gemma4_full_layers_take_their_head_dim_from_per_layer_config():
@@ -25,7 +25,7 @@ def test_gemma4_full_layers_take_their_head_dim_from_per_layer_config():
     # the 25 sliding layers keep head_dim 256: 2 × 4 × (25 × 256 + 5 × 512) = 71,680 K+V elements (the oracle's cache).
     spec = _spec("gemma4_text")
     assert _elements(spec) == 71_680
-    assert [l.head_dim for l in spec.layers if l.kind == "full"] == [512] * 5
+    assert [layer.head_dim for layer in spec.layers if layer.kind == "full"] == [512] * 5
 
 
 def test_mimo_v2_flash_sliding_layers_double_the_kv_heads_and_v_is_padded_as_vllm_does():
@@ -35,7 +35,7 @@ def test_mimo_v2_flash_sliding_layers_double_the_kv_heads_and_v_is_padded_as_vll
     spec = _spec("mimo_v2_flash")
     assert _elements(spec) == 133_632
     assert kv_ledger(spec).bytes_per_token == 267_264
-    assert {l.window_tokens for l in spec.layers if l.kind == "sliding_window"} == {129}
+    assert {layer.window_tokens for layer in spec.layers if layer.kind == "sliding_window"} == {129}
 
 
 def test_dots3_sliding_mla_layers_and_indexer_keys_only_on_indexed_layers():
@@ -46,7 +46,7 @@ def test_dots3_sliding_mla_layers_and_indexer_keys_only_on_indexed_layers():
     spec = _spec("dots3_note_text")
     assert _elements(spec) == 43_392
     assert kv_ledger(spec).bytes_per_token == 88_500
-    assert sum(l.tokens_held(10_000) for l in spec.layers) == 13 * 10_000 + 33 * 512
+    assert sum(layer.tokens_held(10_000) for layer in spec.layers) == 13 * 10_000 + 33 * 512
 
 
 def test_longcat_flash_has_two_latent_caches_per_layer():

@@ -33,5 +33,5 @@ def test_zamba_v1_reads_attention_head_dim_not_hidden_over_heads():
     # 2 × 13 × 16 × 464 = 193,024 K+V elements per token (the meta-device cache holds the same).
     # State (vLLM Mamba-1 rule): d_inner 2 × 3712 = 7424; conv 7424 × 3 = 22,272, SSM 7424 × 16 = 118,784 per layer.
     spec = _spec("zamba")
-    assert sum(l.kv_elements_per_token(1) for l in spec.layers) == 193_024
+    assert sum(layer.kv_elements_per_token(1) for layer in spec.layers) == 193_024
     assert kv_ledger(spec).state_bytes_per_seq == 76 * (22_272 + 118_784) * 2

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.catalog.gpus import CUDA_RESERVE_MIB, get_gpu, gpu_catalog, resolve_gpu
+from kvledger.catalog.gpu_file import resolve_gpu
+from kvledger.catalog.gpus import CUDA_RESERVE_MIB, get_gpu, gpu_catalog
 from kvledger.errors import ConfigError, InputError, UnknownNameError
 from kvledger.units import GiB, MiB
 
@@ -34,7 +35,8 @@ def test_other_gpus_derive_from_nvidia_smi_with_a_range_that_holds_the_logs():
     assert (g.memory_low_bytes, g.memory_high_bytes) == ((49_140 - 800) * MiB, (49_140 - 300) * MiB)
     # RTX 4090: LLMServingSim's record 25,250,627,584 B (23.52 GiB); vLLM #11550 prints 23.55, CogVideo#36 23.68 GiB.
     g = get_gpu("rtx-4090")
-    assert g.memory_low_bytes / GiB <= 23.55 <= g.memory_high_bytes / GiB and round(g.memory_high_bytes / GiB, 2) == 23.68
+    assert g.memory_low_bytes / GiB <= 23.55 <= g.memory_high_bytes / GiB and round(g.memory_high_bytes / GiB,
+                                                                                    2) == 23.68
     assert not g.p2p and get_gpu("h100").nvlink_all_to_all and not get_gpu("l40s").nvlink_all_to_all
 
 

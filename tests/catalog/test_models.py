@@ -78,7 +78,8 @@ def test_sliding_window_fields_decide_by_family():
     raw = json.loads((resources.files("kvledger.catalog") / "data/models/Qwen--Qwen2.5-7B.json").read_text())
     raw.update(use_sliding_window=True, sliding_window=4096, max_window_layers=20)
     spec = parse_config(raw, source="t")
-    assert [l.kind for l in spec.layers].count("sliding_window") == 8  # layers 20..27 (Qwen2: i >= max_window_layers)
+    # layers 20..27 (Qwen2: i >= max_window_layers)
+    assert [layer.kind for layer in spec.layers].count("sliding_window") == 8
 
 
 def test_mha_mqa_and_explicit_head_dim():
@@ -137,8 +138,8 @@ def test_recurrent_architecture_plans_from_class_defaults_and_unknown_layer_kind
     # RWKV keeps no K/V: with RwkvConfig's defaults (hidden 4096, 32 layers) every layer is a state of 5 × 4096 elements
     # (two token shifts, WKV numerator/denominator/maximum), and the notes say no engine serves it.
     spec = load_model(str(f))
-    assert {l.kind for l in spec.layers} == {"state"}
-    assert sum(l.conv_elements + l.ssm_elements for l in spec.layers) == 32 * 5 * 4096
+    assert {layer.kind for layer in spec.layers} == {"state"}
+    assert sum(layer.conv_elements + layer.ssm_elements for layer in spec.layers) == 32 * 5 * 4096
     assert any("does not serve it" in n for n in spec.notes)
     # A layer kind no engine sizes is refused, naming the field, not sized as a decoder.
     raw = json.loads((resources.files("kvledger.catalog") / "data/models/Qwen--Qwen3-8B.json").read_text())
@@ -172,7 +173,7 @@ def test_sliding_window_without_layer_map_applies_to_every_layer():
     raw = dict(model_type="my_swa_decoder", hidden_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=10,
                intermediate_size=128, max_position_embeddings=128, sliding_window=32)
     spec = parse_config(raw, source="t")
-    assert [l.kind for l in spec.layers] == ["sliding_window"] * 2 and spec.layers[0].window_tokens == 32
+    assert [layer.kind for layer in spec.layers] == ["sliding_window"] * 2 and spec.layers[0].window_tokens == 32
     assert any("every layer uses the window" in n for n in spec.notes)
 
 
@@ -224,5 +225,5 @@ def test_gemma3_sliding_window_pattern():
                num_key_value_heads=2,
                head_dim=64, intermediate_size=512, vocab_size=1000, max_position_embeddings=4096, sliding_window=1024,
                sliding_window_pattern=6)
-    kinds = [l.kind for l in parse_config(raw, source="t").layers]
+    kinds = [layer.kind for layer in parse_config(raw, source="t").layers]
     assert [i for i, k in enumerate(kinds) if k == "full"] == [5, 11]

@@ -54,7 +54,7 @@ def _spec(mt):
 
 
 def _kv(spec) -> int:
-    return sum(l.kv_elements_per_token(1) for l in spec.layers if l is not None)
+    return sum(layer.kv_elements_per_token(1) for layer in spec.layers if layer is not None)
 
 
 def test_the_oracle_covers_every_causal_lm_type():
@@ -121,16 +121,16 @@ def test_qwen4_exp_qsa_layers(mt):
     assert _kv(spec) == 10_240 and spec.layer_counts() == {"state": 30, "full": 10}
     # vLLM 0.33 (QSACompressedKeyCache) adds one BF16 key of indexer_head_dim per 4 tokens: 128 × 2 B / 4 = 64 B per
     # token per layer, so at bf16 KV a token costs 10 × (1,024 × 2 B + 64 B) = 21,120 B (the K/V alone: 20,480 B).
-    full = [l for l in spec.layers if l is not None and l.kind == "full"]
-    assert {l.indexer_bytes_per_token for l in full} == {64.0}
-    assert sum(l.kv_bytes_per_token(2) for l in full) == 21_120
+    full = [layer for layer in spec.layers if layer is not None and layer.kind == "full"]
+    assert {item.indexer_bytes_per_token for item in full} == {64.0}
+    assert sum(item.kv_bytes_per_token(2) for item in full) == 21_120
     # without indexer_n_heads vLLM builds plain Qwen3NextAttention: the same K/V and no indexer keys
     cfg = json.loads((DATA / "oracle_configs" / f"{mt}.json").read_text())
     target = cfg.get("text_config", cfg)
     target["indexer_n_heads"] = None
     plain = parse_config(cfg, source=mt)
     assert _kv(plain) == 10_240 and all(
-        l.indexer_bytes_per_token == 0 for l in plain.layers if l is not None and l.kind == "full"
+        layer.indexer_bytes_per_token == 0 for layer in plain.layers if layer is not None and layer.kind == "full"
     )
 
 
@@ -154,11 +154,11 @@ def test_blt_sums_its_four_self_attention_stacks():
     #   total                                                             = 144,384 (the oracle's projection count)
     spec = _spec("blt")
     assert _kv(spec) == 144_384 == int(ROWS["blt"]["kv_elements_per_token_proj"])
-    kinds = [(l.kind, l.num_kv_heads * l.head_dim) for l in spec.layers]
+    kinds = [(layer.kind, layer.num_kv_heads * layer.head_dim) for layer in spec.layers]
     assert kinds == [("sliding_window", 1024)] + [("full", 2048)] * 25 + [("sliding_window",
                                                                            1024)] * 9 + [("sliding_window", 768)] * 14
     # local_attention_window_len, patcher's sliding_window
-    assert {l.window_tokens for l in spec.layers if l.kind == "sliding_window"} == {512}
+    assert {layer.window_tokens for layer in spec.layers if layer.kind == "sliding_window"} == {512}
     assert spec.num_params == 4_633_127_680 == int(ROWS["blt"]["num_params"])
     assert any(n.startswith("KV per byte, an upper bound") and "one entry per patch" in n for n in spec.notes)
 

@@ -35,15 +35,20 @@ def test_json_start_up_rows_for_the_o6_log():
 
 def test_human_report_shows_the_options_and_rules():
     # CONSTRUCTED metrics lines (tests/fixtures/vllm_logs/README.md)
-    r = run(LOGS / "constructed_v1_preemptions_at_full_kv.log", "--gpu", "H100", "--replicas", "4", "--prefix-share", "0.5", "--verbose")
+    r = run(LOGS / "constructed_v1_preemptions_at_full_kv.log", "--gpu", "H100", "--replicas", "4", "--prefix-share",
+            "0.5", "--verbose")
     assert r.exit_code == 0
     out = r.stdout
     assert "FOUND capacity (capacity_bound_preemptions)" in out and "--kv-cache-dtype fp8" in out and "52,613" in out
     assert "the ledger reproduces the log's block count" in out and "26.31x (L8)" in out
     assert "FOUND prefix_cache_routing (prefix_blind_routing)" in out and "rule:" in out
     # without --verbose: the verdicts and each remedy in a line apiece, the evidence and rules left to --verbose
-    brief = run(LOGS / "constructed_v1_preemptions_at_full_kv.log", "--gpu", "H100", "--replicas", "4", "--prefix-share", "0.5").stdout
-    assert "FOUND capacity (capacity_bound_preemptions)" in brief and "→ --kv-cache-dtype fp8: 52,613 blocks per replica" in brief
+    brief = run(LOGS / "constructed_v1_preemptions_at_full_kv.log", "--gpu", "H100", "--replicas", "4",
+                "--prefix-share", "0.5").stdout
+    assert (
+        "FOUND capacity (capacity_bound_preemptions)" in brief
+        and "→ --kv-cache-dtype fp8: 52,613 blocks per replica" in brief
+    )
     assert "rule:" not in brief and "--verbose" in brief and len(brief.splitlines()) < len(out.splitlines()) // 2
 
 
@@ -57,7 +62,8 @@ def test_the_short_report_says_when_the_start_up_comparison_was_skipped_and_what
     assert f"start-up: comparison with the ledger skipped: {skipped}" in run(log).stdout
     d = json.loads(run(log, "--json").stdout)["startup"]
     assert d["consistent"] is None and d["skipped"] == skipped
-    # v0.6.4_llama-3.1-8b_rtx3090_20k.log prints its device total (23.58 GiB, line 2) but no model: only --model is asked for
+    # v0.6.4_llama-3.1-8b_rtx3090_20k.log prints its device total (23.58 GiB, line 2) but no model: only --model is
+    # asked for
     out = run(LOGS / "v0.6.4_llama-3.1-8b_rtx3090_20k.log").stdout
     assert ("start-up: comparison with the ledger skipped: the log names no model; pass --model (a bundled name or a "
             "config.json) for the ledger comparison\n") in out
@@ -65,7 +71,10 @@ def test_the_short_report_says_when_the_start_up_comparison_was_skipped_and_what
     # per token, 1,835,008 B per 16-token block; 18.78 GiB (printed to 2 decimals) holds 10,986–10,991 blocks, and
     # 175,856 tokens = 10,991 × 16 is among them → reproduced, and no skipped line
     out = run(log, "--model", CONFIGS / "Qwen3-1.7B.json").stdout
-    assert "start-up: the ledger reproduces the log's block count" in out and "comparison with the ledger skipped" not in out
+    assert (
+        "start-up: the ledger reproduces the log's block count" in out
+        and "comparison with the ledger skipped" not in out
+    )
     assert json.loads(run(log, "--model", CONFIGS / "Qwen3-1.7B.json", "--json").stdout)["startup"]["skipped"] is None
 
 
@@ -73,7 +82,8 @@ def test_the_short_report_says_when_the_start_up_comparison_was_skipped_and_what
     ((LOGS / "tgi_launcher.log",), "Hugging Face TGI"),
     ((LOGS / "absent.log",), "no such file"),
     ((LOGS / "v0.14_qwen3-1.7b.log", "--replicas", "0"), "--replicas 0 is out of range; allowed: [1, 4,096]"),
-    ((LOGS / "v0.14_qwen3-1.7b.log", "--prefix-share", "1.5"), "--prefix-share 1.5 is out of range; allowed: [0, 1] (fraction)"),
+    ((LOGS / "v0.14_qwen3-1.7b.log", "--prefix-share", "1.5"), "--prefix-share 1.5 is out of range; allowed: [0, 1] "
+                                                               "(fraction)"),
     ((LOGS / "v0.14_qwen3-1.7b.log", "--gpu", "h1000"), "unknown GPU"),
 ])
 def test_errors_are_clear(args, text):
@@ -87,13 +97,16 @@ def test_a_model_other_than_the_logs_is_named_up_front():
     d = json.loads(run(log, "--model", "Qwen/Qwen3-8B", "--gpu", "H100", "--json").stdout)
     assert d["warnings"] == ["--model Qwen/Qwen3-8B is not the model this log serves: the log names "
                              "'meta-llama/Llama-3.1-8B-Instruct' (line 2). The comparison below is the ledger for "
-                             "Qwen/Qwen3-8B, so it will not match the log's figures; drop --model to use the log's model "
+                             "Qwen/Qwen3-8B, so it will not match the log's figures; drop --model to use the log's "
+                             "model "
                              "(when bundled) or pass its config.json"]
     out = run(log, "--model", "Qwen/Qwen3-8B", "--gpu", "H100", "--verbose").stdout
-    assert out.index("WARNING: --model Qwen/Qwen3-8B is not the model this log serves") < out.index("Settings used for the ledger")
+    assert out.index("WARNING: --model Qwen/Qwen3-8B is not the model this log serves") < out.index("Settings used for "
+        "the ledger")
     assert "--model Qwen/Qwen3-8B (the log names 'meta-llama/Llama-3.1-8B-Instruct')" in out
     # the base model of the Instruct the log serves is the same architecture: no warning
-    assert json.loads(run(log, "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--json").stdout)["warnings"] == []
+    assert json.loads(run(log, "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100",
+                          "--json").stdout)["warnings"] == []
 
 
 def _error(*args) -> str:
@@ -106,22 +119,30 @@ def test_impossible_log_values_are_clear_errors_naming_the_line(tmp_path):
     fixture = (LOGS / "v0.18_cudagraph_estimate_override.log").read_text(encoding="utf-8")
     # the real 0.18 log with its budget line (line 4, "6.9 GiB") edited to 99,999.11 GiB: more than an H100's 79.19 GiB
     p = tmp_path / "edited.log"
-    p.write_text(fixture.replace("Available KV cache memory: 6.9 GiB", "Available KV cache memory: 99999.11 GiB"), encoding="utf-8")
+    p.write_text(fixture.replace("Available KV cache memory: 6.9 GiB", "Available KV cache memory: 99999.11 GiB"),
+                 encoding="utf-8")
     msg = _error(p, "--gpu", "H100")
     assert "line 4: available KV cache memory 99,999.11 GiB is more than the GPU's whole memory (79.19 GiB" in msg
-    assert "line 4: available KV cache memory 99,999.11 GiB is more than any GPU holds" in _error(p)  # no --gpu, no printed total
+    # no --gpu, no printed total
+    assert "line 4: available KV cache memory 99,999.11 GiB is more than any GPU holds" in _error(p)
     proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", "doctor", str(p), "--gpu", "H100"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "line 4" in proc.stderr and "Traceback" not in proc.stderr and "Input should be" not in proc.stderr
     # CONSTRUCTED (vLLM 0.19 formats): a printed KV cache size whose block count no engine accepts
     # (99,999,999,999,984 tokens / 16 per block = 6,249,999,999,999 > 2**32 blocks)
     p.write_text("INFO 04-22 00:03:30 [api_server.py:1] vLLM API server version 0.19.0\n"
-                 "(EngineCore pid=2) INFO 04-22 00:04:20 [v1/worker/gpu_worker.py:436] Available KV cache memory: 58.11 GiB\n"
-                 "(EngineCore pid=2) INFO 04-22 00:04:20 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 99,999,999,999,984 tokens\n",
+                 "(EngineCore pid=2) INFO 04-22 00:04:20 [v1/worker/gpu_worker.py:436] Available KV cache memory: "
+                 "58.11 GiB\n"
+                 "(EngineCore pid=2) INFO 04-22 00:04:20 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: "
+                 "99,999,999,999,984 tokens\n",
                  encoding="utf-8")
     msg = _error(p, "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100")
-    assert "line 3: the block count behind the printed KV cache size (99,999,999,999,984 tokens) 6,249,999,999,999 is not" in msg
+    assert (
+        "line 3: the block count behind the printed KV cache size (99,999,999,999,984 tokens) 6,249,999,999,999 is not"
+        in msg
+    )
     # an echoed setting outside vLLM's range: gpu_memory_utilization 1.5 (line 1)
-    p.write_text("(APIServer pid=1) INFO 04-22 00:03:35 [entrypoints/utils.py:233] non-default args: {'gpu_memory_utilization': 1.5}\n"
+    p.write_text("(APIServer pid=1) INFO 04-22 00:03:35 [entrypoints/utils.py:233] non-default args: "
+                 "{'gpu_memory_utilization': 1.5}\n"
                  + fixture, encoding="utf-8")
     assert "line 1: gpu memory utilization 1.5 is not a value vLLM prints or accepts" in _error(p, "--gpu", "H100")

@@ -79,7 +79,8 @@ def test_sglang_policy_takes_the_page_size_fraction_and_limits_given():
     assert (e["num_gpu_blocks"], e["block_size"]) == (23_100 + 1, 16)
     # --mem-fraction-static 0.8: 84,889,441,403 × 0.8 − 16,381,470,720 = 51,530,082,402.4 B → floor(/147,456) = 349,460
     # tokens; --max-num-seqs 64 = min(64, 349,460 // 2) and --max-num-batched-tokens 2048 replace SGLang's defaults.
-    d = _sim("--policy", "sglang", "--mem-fraction-static", "0.8", "--max-num-seqs", "64", "--max-num-batched-tokens", "2048")
+    d = _sim("--policy", "sglang", "--mem-fraction-static", "0.8", "--max-num-seqs", "64", "--max-num-batched-tokens",
+             "2048")
     e = d["engine"]
     assert (e["num_gpu_blocks"], e["max_num_seqs"], e["max_num_batched_tokens"]) == (349_460 + 1, 64, 2_048)
     assert "mem_fraction_static 0.8 (given)" in d["notes"][0]
@@ -102,7 +103,8 @@ def test_each_engines_memory_flags_only_with_its_own_pool():
         msg = _refusal(*sim, *policy, "--mem-fraction-static", "0.8")
         assert msg.startswith("--mem-fraction-static is SGLang's") and "add --policy sglang" in msg
     # the simulating ledgers share the rule (cli.flag_groups.EngineFlags → sim_opts.sim_request → the same plan)
-    msg = _refusal("goodput", "--simulate", *QWEN, "--num-requests", "5", "--slo", "ttft=1s", "--mem-fraction-static", "0.8")
+    msg = _refusal("goodput", "--simulate", *QWEN, "--num-requests", "5", "--slo", "ttft=1s", "--mem-fraction-static",
+                   "0.8")
     assert msg.startswith("--mem-fraction-static is SGLang's")
 
 
@@ -114,4 +116,5 @@ def test_models_sglangs_plan_refuses_fail_the_same_way_under_the_sglang_policy()
         cfg = str(configs / name)
         planned = _refusal("plan", cfg, "--gpu", "H200", "--engine", "sglang", *extra)
         assert "not modelled here" in planned
-        assert _refusal("simulate", cfg, "--gpu", "H200", "--num-requests", "5", "--policy", "sglang", *extra) == planned
+        assert _refusal("simulate", cfg, "--gpu", "H200", "--num-requests", "5", "--policy", "sglang",
+                        *extra) == planned

@@ -1,4 +1,5 @@
-"""`kvledger plan`, `models`, `gpus` through the CLI: JSON keys scripts rely on, tables, exit codes and error messages."""
+"""`kvledger plan`, `models`, `gpus` through the CLI: JSON keys scripts rely on, tables, exit codes and error
+messages."""
 
 from __future__ import annotations
 
@@ -16,23 +17,28 @@ def run(*args):
 
 
 def test_json_has_the_documented_keys_and_values():
-    r = run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--gpu-memory-utilization", "0.9", "--context", "8K,128K", "--json")
+    r = run("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--gpu-memory-utilization", "0.9", "--context",
+            "8K,128K", "--json")
     assert r.exit_code == 0
     d = json.loads(r.stdout)
     assert d["model"]["kv_bytes_per_token"] == 131_072 and d["model"]["num_params"] == 8_030_261_248
     assert d["model"]["weight_bytes"] == 16_060_522_496  # 8,030,261,248 × 2 B = 16.06 GB = 14.96 GiB
     assert d["gpu"]["memory_bytes"] == 81_090 * 2**20  # 79.19 GiB, the total the vLLM 0.19 H100 logs print
-    assert d["memory"]["block_size"] == 16 and d["memory"]["num_gpu_blocks"] > 0 and d["memory"]["available_kv_bytes"] > 0
+    assert (
+        d["memory"]["block_size"] == 16 and d["memory"]["num_gpu_blocks"] > 0 and d["memory"]["available_kv_bytes"] > 0
+    )
     assert [c["context_tokens"] for c in d["concurrency"]] == [8192, 131072]
     assert 50 <= d["concurrency"][0]["max_concurrency"] <= 56 and d["concurrency"][1]["max_requests"] == 3
     assert round(d["roofline"]["ridge_flops_per_byte"]) == 295
 
 
 def test_human_output_shows_units_sources_and_engine_lines():
-    r = run("plan", "llama-3.1-8b", "--gpu", "h100", "--available-kv-memory", "51.38GiB", "--engine-version", "0.11.0", "--verbose")
+    r = run("plan", "llama-3.1-8b", "--gpu", "h100", "--available-kv-memory", "51.38GiB", "--engine-version", "0.11.0",
+            "--verbose")
     assert r.exit_code == 0
     out = " ".join(r.stdout.split())
-    for text in ("131,072 B/token", "14.96 GiB (16.06 GB)", "GPU KV cache size:", "Maximum concurrency for 131,072 tokens", "ridge point", "4× too high"):
+    for text in ("131,072 B/token", "14.96 GiB (16.06 GB)", "GPU KV cache size:", "Maximum concurrency for 131,072 "
+        "tokens", "ridge point", "4× too high"):
         assert text in out, text
 
 

@@ -87,7 +87,8 @@ def test_search_serves_a_checkpoint_not_a_bare_config_file(tmp_path, change, ser
 
 def test_bigger_gpu_advice_ranks_memory_first_and_says_what_the_memory_buys():
     # Qwen3-32B at its 40,960-token max_model_len misses on an H100 (79.19 GiB). "Bigger" needs ≥ 5% more memory, so
-    # the A100-80GB (79.25 GiB) is out; the 5% steps group H100 NVL (93.14), RTX PRO 6000 (94.97) and H20 (95.14: highest
+    # the A100-80GB (79.25 GiB) is out; the 5% steps group H100 NVL (93.14), RTX PRO 6000 (94.97) and H20 (95.14:
+    # highest
     # HBM bandwidth of the three, 4.0 vs 3.9 vs 1.8 TB/s), then H200 (139.96; SXM first of the SXM/NVL tie), then B200
     # (178.62); Grace superchips (GH200) are another server, left out for a plain H100.
     res = _run("plan", "Qwen/Qwen3-32B", "--gpu", "H100", "--json")
@@ -115,8 +116,12 @@ def test_a_plan_that_does_not_fit_lists_a_fix_or_says_none_works():
     # --gpu-memory-utilization 0.01: 0.79 GiB for 17.85 GiB of deductions. One 131,072-token request needs 8,192 blocks
     # + the null block of 2 MiB each (16 tokens × 128 KiB) = 16.002 GiB; (17.85 + 16.00) / 79.22 = 0.4273 → 0.43.
     out = " ".join(_run("plan", MODEL, "--gpu", "H100", "--gpu-memory-utilization", "0.01").stdout.split())
-    assert "→ --gpu-memory-utilization 0.43: 1 concurrent 131,072-token request" in out and "re-run with a fix above" in out
-    # 405B in BF16 (~756 GiB of weights) on 22 GiB L4s: no single change (TP ≤ 16, FP8 KV, utilization, a bigger GPU) fits
+    assert (
+        "→ --gpu-memory-utilization 0.43: 1 concurrent 131,072-token request" in out
+        and "re-run with a fix above" in out
+    )
+    # 405B in BF16 (~756 GiB of weights) on 22 GiB L4s: no single change (TP ≤ 16, FP8 KV, utilization, a bigger GPU)
+    # fits
     out = " ".join(_run("plan", "meta-llama/Llama-3.1-405B", "--gpu", "L4").stdout.split())
     assert "→ --" not in out and "re-run with a fix above" not in out and "no single change tried" in out
 

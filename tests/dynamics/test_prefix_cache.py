@@ -16,8 +16,8 @@ from kvledger.dynamics.simulator import EngineConfig, simulate
 STEP = FixedStepCost(per_step_s=0.01)
 
 
-def req(uid, P, segs=(), S=8, O=1):
-    return SimRequest(uid, RequestSpec(f"r{uid}", 0.0, P, O, prefix_segments=tuple(segs), segment_tokens=S))
+def req(uid, P, segs=(), S=8, other=1):
+    return SimRequest(uid, RequestSpec(f"r{uid}", 0.0, P, other, prefix_segments=tuple(segs), segment_tokens=S))
 
 
 def finish(kv, r):

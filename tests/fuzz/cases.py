@@ -513,7 +513,7 @@ def _gpu_file(rng: random.Random, tmp: Path) -> str:
     """A mutated GPU file (JSON or TOML), resolved and used for a plan."""
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
-    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
 
     obj = _mutate_json(rng, _GPU_FILE)

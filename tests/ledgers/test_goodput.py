@@ -139,10 +139,10 @@ def test_unknown_duration_gives_attainment_but_no_rates(tmp_path):
 def test_sampled_guidellm_counts_are_scaled_and_flagged(tmp_path):
     import json
 
-    req = lambda i, s: {"request_id": f"q{i}", "info": {"timings": {"request_start": s,
-                                                                    "first_token_iteration": s + 0.1,
-                                                                        "last_token_iteration": s + 0.5}},
-                        "prompt_tokens": 10, "output_tokens": 5}  # noqa: E731
+    def req(i, s):
+        timings = {"request_start": s, "first_token_iteration": s + 0.1, "last_token_iteration": s + 0.5}
+        return {"request_id": f"q{i}", "info": {"timings": timings}, "prompt_tokens": 10, "output_tokens": 5}
+
     bench = {"type_": "generative_benchmark", "config": {"strategy": {"type_": "constant", "rate": 2.0}},
              "duration": 4.0,
              "metrics": {"request_totals": {"successful": 8, "errored": 0, "incomplete": 0}},

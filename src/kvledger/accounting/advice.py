@@ -24,7 +24,8 @@ __all__ = ["Option", "Advice", "advise", "waterfall"]
 
 @dataclass(frozen=True)
 class Option:
-    """One fix and its effect: the engine's concurrency figure and whole requests of ``context_tokens`` (the max_model_len it leaves)."""
+    """One fix and its effect: the engine's concurrency figure and whole requests of ``context_tokens`` (the
+    max_model_len it leaves)."""
 
     action: str
     max_concurrency: float
@@ -72,13 +73,15 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
         q = _try(build, p, tp=tp)
         if q and _at_len(q)[1] >= 1:
             c, n = _at_len(q)
-            opts.append(Option(f"--tp {tp}", c, n, f"{q.memory.available_kv_bytes / GiB:.2f} GiB KV per GPU", q.memory.max_model_len))
+            opts.append(Option(f"--tp {tp}", c, n, f"{q.memory.available_kv_bytes / GiB:.2f} GiB KV per GPU",
+                               q.memory.max_model_len))
             break
     if not p.settings.kv_cache_dtype.startswith("fp8"):
         q = _try(build, p, kv_cache_dtype="fp8")
         if q and _at_len(q)[1] >= 1:
             c, n = _at_len(q)
-            opts.append(Option("--kv-cache-dtype fp8", c, n, "page size halves, blocks double (kv_cache_interface.py)", q.memory.max_model_len))
+            opts.append(Option("--kv-cache-dtype fp8", c, n, "page size halves, blocks double (kv_cache_interface.py)",
+                               q.memory.max_model_len))
     if est_len:
         opts.append(Option(f"--max-model-len {est_len:,}", p.memory.usable_blocks / max(1, _blocks_at(p, est_len)), 1,
                            "the longest request the current pool holds", est_len))
@@ -127,8 +130,10 @@ def _utilization_option(p: Plan, build: Callable) -> list[Option]:
         q = _try(build, p, gpu_memory_utilization=u)
         if q and _at_len(q)[1] >= 1:
             c, n = _at_len(q)
-            return [Option(f"--gpu-memory-utilization {u:g}", c, n, f"the engine may then use {q.memory.requested_bytes / GiB:.2f}"
-                           f" GiB, leaving {q.memory.available_kv_bytes / GiB:.2f} GiB for the KV cache (vLLM's start-up "
+            return [Option(f"--gpu-memory-utilization {u:g}", c, n, f"the engine may then use "
+                                                                    f"{q.memory.requested_bytes / GiB:.2f}"
+                           f" GiB, leaving {q.memory.available_kv_bytes / GiB:.2f} GiB for the KV cache (vLLM's "
+                           f"start-up "
                            "error suggests raising it)", q.memory.max_model_len)]
     return []
 
@@ -196,31 +201,45 @@ def advise(p: Plan, build: Callable) -> Advice:
                       f"max_num_seqs = {m.max_num_seqs:,} limits the requests running at once; "
                       f"{m.headroom_bytes / GiB:.2f} GiB of the budget is left after the deductions")
     if p.layout is not None and not p.layout.groups and not m.kv_free:
-        return Advice("no_kv_pool", f"does not fit: the binding pipeline stage keeps no KV cache group (its layers all read "
-                      f"other layers' K/V), so vLLM gives that worker 1 block and the engine keeps the smallest count over "
-                      f"workers: no usable block at --pp {p.settings.pp}; choose a --pp whose every stage holds a layer "
+        return Advice("no_kv_pool", f"does not fit: the binding pipeline stage keeps no KV cache group (its layers all "
+                                    f"read "
+                      f"other layers' K/V), so vLLM gives that worker 1 block and the engine keeps the smallest count "
+                      f"over "
+                      f"workers: no usable block at --pp {p.settings.pp}; choose a --pp whose every stage holds a "
+                      f"layer "
                       "with its own cache")
     if m.available_kv_bytes > 0 and m.usable_blocks <= 0 and p.settings.num_gpu_blocks_override:
-        return Advice("override_leaves_no_block", f"does not fit: --num-gpu-blocks-override {m.num_gpu_blocks:,} leaves "
-                      f"no usable block: vLLM's block pool takes block 0 as its null block (vllm/v1/core/block_pool.py, "
-                      f"BlockPool: null_block = free_block_queue.popleft()), so requests get the other blocks; the override "
-                      f"must be ≥ 2, and one {m.max_model_len:,}-token request needs {need_blocks + 1:,} ({need_blocks:,} "
-                      f"blocks + the null block); or drop it to use the {m.available_kv_bytes / GiB:.2f} GiB the memory "
+        return Advice("override_leaves_no_block", f"does not fit: --num-gpu-blocks-override {m.num_gpu_blocks:,} "
+                                                  f"leaves "
+                      f"no usable block: vLLM's block pool takes block 0 as its null block "
+                      f"(vllm/v1/core/block_pool.py, "
+                      f"BlockPool: null_block = free_block_queue.popleft()), so requests get the other blocks; the "
+                      f"override "
+                      f"must be ≥ 2, and one {m.max_model_len:,}-token request needs {need_blocks + 1:,} "
+                      f"({need_blocks:,} "
+                      f"blocks + the null block); or drop it to use the {m.available_kv_bytes / GiB:.2f} GiB the "
+                      f"memory "
                       "plan leaves for the KV cache")
     if m.available_kv_bytes <= 0 or m.usable_blocks <= 0:
         used = sum(d.bytes for d in m.deductions)
         short = -(m.headroom_bytes if m.kv_free else m.available_kv_bytes) + (need_blocks * m.bytes_per_block)
-        msg = (f"does not fit: the engine may use {m.requested_bytes / GiB:.2f} GiB ({m.requested_label or m.fraction_name}) but "
-               f"{' + '.join(f'{d.name} {d.bytes / GiB:.2f}' for d in m.deductions if d.bytes)} = {used / GiB:.2f} GiB before any KV; "
-               f"short by {-m.available_kv_bytes / GiB:.2f} GiB, {short / GiB:.2f} GiB with one {m.max_model_len:,}-token request")
+        msg = (f"does not fit: the engine may use {m.requested_bytes / GiB:.2f} GiB "
+               f"({m.requested_label or m.fraction_name}) but "
+               f"{' + '.join(f'{d.name} {d.bytes / GiB:.2f}' for d in m.deductions if d.bytes)} = {used / GiB:.2f} GiB "
+               f"before any KV; "
+               f"short by {-m.available_kv_bytes / GiB:.2f} GiB, {short / GiB:.2f} GiB with one "
+               f"{m.max_model_len:,}-token request")
         return Advice("weights_do_not_fit", msg, short, None, tuple(_options(p, build, None)))
     if row and row.max_requests < 1:
         need = need_blocks * m.bytes_per_block
         have = m.usable_blocks * m.bytes_per_block
         est = _estimate_len(p)
-        msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV cache "
-               f"({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB available ({m.usable_blocks:,} usable blocks); "
-               f"short by {(need - have) / GiB:.2f} GiB. Based on the available memory the estimated maximum model length is {est or 0:,}.")
+        msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV "
+               f"cache "
+               f"({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB available ({m.usable_blocks:,} usable "
+               f"blocks); "
+               f"short by {(need - have) / GiB:.2f} GiB. Based on the available memory the estimated maximum model "
+               f"length is {est or 0:,}.")
         return Advice("max_model_len_does_not_fit", msg, need - have, est, tuple(_options(p, build, est)))
     c, n = _at_len(p)
     asked = [r for r in p.concurrency if r.context_tokens != m.max_model_len and r.within_max_model_len
@@ -234,7 +253,8 @@ def advise(p: Plan, build: Callable) -> Advice:
     few = (f"; only {n:,} at once at max_model_len (under {LOW_CONCURRENCY}): each fix below raises it" if low else "")
     if not asked:
         return Advice("fits", f"fits: {at_max}{capped}{few}", options=tuple(low))
-    each = ", ".join(f"{r.max_requests:,} concurrent {r.context_tokens:,}-token request{'' if r.max_requests == 1 else 's'}"
+    each = ", ".join(f"{r.max_requests:,} concurrent {r.context_tokens:,}-token "
+                     f"request{'' if r.max_requests == 1 else 's'}"
                      for r in asked)
     return Advice("fits", f"fits: {each}; at max_model_len, {at_max}{capped}{few}", options=tuple(low))
 
@@ -249,13 +269,20 @@ def waterfall(p: Plan) -> list[dict[str, Any]]:
     d = {x.name: x.bytes for x in m.deductions}
     w = d.get("weights", 0.0)
     u = m.fraction
-    steps = [(f"marketing capacity: {p.gpu.memory_gb_marketed:g} GB × {u} − weights", p.gpu.memory_gb_marketed * GB * u - w)]
+    steps = [(f"marketing capacity: {p.gpu.memory_gb_marketed:g} GB × {u} − weights",
+              p.gpu.memory_gb_marketed * GB * u - w)]
     if p.gpu.nvidia_smi_mib:
         smi = p.gpu.nvidia_smi_mib * MiB
-        steps.append((f"back-of-envelope: nvidia-smi {smi / GiB:.2f} GiB × {u} − weights − 2 GiB rule-of-thumb overhead",
-                      smi * u - w - 2 * GiB))
+        steps.append(
+            (
+                f"back-of-envelope: nvidia-smi {smi / GiB:.2f} GiB × {u} − weights − 2 GiB rule-of-thumb overhead",
+                smi * u - w - 2 * GiB,
+            )
+        )
     avail = m.requested_bytes - w
-    steps.append((f"engine: CUDA device total {m.gpu_total_bytes / GiB:.2f} GiB × {u} − weights, before its other terms", avail))
+    steps.append(
+        (f"engine: CUDA device total {m.gpu_total_bytes / GiB:.2f} GiB × {u} − weights, before its other terms", avail)
+    )
     for name, b in d.items():
         if name != "weights" and b:
             avail -= b
@@ -263,7 +290,8 @@ def waterfall(p: Plan) -> list[dict[str, Any]]:
     out = [{"step": s, "available_kv_bytes": a, "max_concurrency": a / per_req} for s, a in steps]
     row = p.row_at(ctx)
     if row:
-        out.append({"step": f"whole {m.block_size}-token blocks, engine's per-request demand ({row.blocks_per_request:,} blocks)",
+        out.append({"step": f"whole {m.block_size}-token blocks, engine's per-request demand "
+                            f"({row.blocks_per_request:,} blocks)",
                     "available_kv_bytes": m.num_gpu_blocks * m.bytes_per_block, "max_concurrency": row.max_concurrency})
     for o in out:
         o["context_tokens"] = ctx

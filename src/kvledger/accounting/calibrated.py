@@ -90,7 +90,7 @@ class DistServeStepCost:
         """``step_time_s`` over arrays of StepShape's fields, s (accounting/step_split.py prices many steps' parts at
         once; no check for a negative fit here: the simulator priced, and checked, each whole step)."""
         small = dec < self.large_batch_threshold
-        a_d, b_d, c_d = (np.where(small, s, l) for s, l in zip(self.decode_small, self.decode_large))
+        a_d, b_d, c_d = (np.where(small, s, large) for s, large in zip(self.decode_small, self.decode_large))
         a, b, c = self.prefill
         mixed = a + b * (pf_tok + dec) + c * (2.0 * pairs - pf_tok) + b_d * dec_kv
         out = np.where(pf_tok == 0, a_d + b_d * dec_kv + c_d * dec, mixed) / 1000.0

@@ -53,7 +53,7 @@ def check_tp(model: ModelSpec, tp: int) -> None:
         raise InputError(f"--tp {tp}: {model.name} has {model.num_attention_heads} attention heads, not divisible by "
                          f"{tp}")
     nkv = model.num_kv_heads
-    if nkv and not any(isinstance(l, MLAAttention) for l in model.layers):
+    if nkv and not any(isinstance(layer, MLAAttention) for layer in model.layers):
         if (nkv >= tp and nkv % tp) or (nkv < tp and tp % nkv):
             raise InputError(f"--tp {tp}: {nkv} KV heads can be neither split evenly nor replicated evenly over {tp} "
                              f"GPUs")
@@ -186,9 +186,9 @@ def kv_ledger(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, *,
                          "on FlashMLA (fp8 only: 'auto' and fp8 become fp8_ds_mla); use auto or fp8")
     ssm_s = 4 if mamba_ssm_cache_dtype.lower() in ("float32", "fp32") else model.dtype_bytes
     buckets: dict[LayerSpec, int] = {}
-    for l in model.layers:
-        if l is not None:
-            buckets[l] = buckets.get(l, 0) + 1
+    for layer in model.layers:
+        if layer is not None:
+            buckets[layer] = buckets.get(layer, 0) + 1
     groups = tuple(_group(sp, n, s, tp, (model.dtype_bytes, ssm_s)) for sp, n in buckets.items())
     per_gpu = sum(g.bytes_per_token for g in groups)
     model_tp1 = sum(n * sp.kv_bytes_per_token(s, 1) for sp, n in buckets.items())

@@ -36,7 +36,7 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
     if state_page and all(isinstance(s, StateLayer) for s in per_tok):
         # a pure state-space model (Mamba): each page is one layer's state (vLLM MambaSpec.page_size_bytes)
         page = int(max(state_page.values()))
-        return [("state", 0, page) for l in model.layers if l is not None], B, notes
+        return [("state", 0, page) for layer in model.layers if layer is not None], B, notes
     if state_page:
         attn_tok = max(per_tok[s] for s in per_tok if not isinstance(s, StateLayer))
         need = max(state_page.values())
@@ -51,16 +51,17 @@ def _layer_pages(model: ModelSpec, kv: KVLedger, block_size: int, unify_hybrid: 
                          f"_align_hybrid_block_size; {grid})")
             B = aligned
     rows = []
-    for l in model.layers:
-        if l is None:
+    for layer in model.layers:
+        if layer is None:
             continue
-        if isinstance(l, StateLayer):
+        if isinstance(layer, StateLayer):
             rows.append(("state", 0, None))
             continue
-        kind = l.kind if not unify_hybrid or l.kind == "mla" else "full"
-        window = getattr(l, "window_tokens", 0) or getattr(l, "chunk_tokens", 0)
-        rows.append((kind, window if kind != "full" else 0, int(per_tok[l] * B)))
-    if unify_hybrid and any(l is not None and l.kind in ("sliding_window", "chunked_local") for l in model.layers):
+        kind = layer.kind if not unify_hybrid or layer.kind == "mla" else "full"
+        window = getattr(layer, "window_tokens", 0) or getattr(layer, "chunk_tokens", 0)
+        rows.append((kind, window if kind != "full" else 0, int(per_tok[layer] * B)))
+    if unify_hybrid and any(layer is not None and layer.kind in ("sliding_window",
+                                                                 "chunked_local") for layer in model.layers):
         notes.append("hybrid KV cache manager disabled (or vLLM < 0.9): sliding/chunked layers allocated as full "
                      "attention")
     attn_page = max((p for _, _, p in rows if p is not None), default=0)

@@ -30,24 +30,25 @@ def _pad(page: int) -> int:
     return cdiv(page, _ALIGN) * _ALIGN
 
 
-def _layer_caches(l: CompressedMLAAttention, block_size: int) -> list[tuple[tuple, int]]:
+def _layer_caches(layer: CompressedMLAAttention, block_size: int) -> list[tuple[tuple, int]]:
     """The caches one layer registers, in vLLM's order: (bucket key, padded page bytes).
 
     Bucket keys: ("full", block) for compressed entries and indexer keys (MLAAttentionSpec: one type whatever the
     ratio); ("sliding_window", window, block) for the raw window and the compressor states (SlidingWindowMLASpec:
     one type per window and block size, ``UniformTypeKVCacheSpecs.is_uniform_type``)."""
-    r = l.compress_ratio
+    r = layer.compress_ratio
     out = []
     if r > 1:
         out.append((("full", block_size), _pad(block_size // r * FP8_DS_MLA_ENTRY_BYTES)))
-    out.append((("sliding_window", l.swa_window_tokens, DSV4_SWA_BLOCK_SIZE),
+    out.append((("sliding_window", layer.swa_window_tokens, DSV4_SWA_BLOCK_SIZE),
                 _pad(DSV4_SWA_BLOCK_SIZE * FP8_DS_MLA_ENTRY_BYTES)))
     if r > 1:
         b = _COMPRESSOR_BLOCK[r]
-        out.append((("sliding_window", l.compressor_coff * r, b), _pad(b * l.compressor_state_bytes_per_token())))
+        out.append((("sliding_window", layer.compressor_coff * r, b),
+                    _pad(b * layer.compressor_state_bytes_per_token())))
     if r == 4:
-        out.append((("full", block_size), _pad(block_size // 4 * l.index_entry_bytes)))
-        out.append((("sliding_window", 8, 4), _pad(4 * l.index_compressor_state_bytes_per_token())))
+        out.append((("full", block_size), _pad(block_size // 4 * layer.index_entry_bytes)))
+        out.append((("sliding_window", 8, 4), _pad(4 * layer.index_compressor_state_bytes_per_token())))
     return out
 
 
@@ -68,10 +69,10 @@ def approximate_gcd(values: list[int], lower_bound: int) -> int:
 def dsv4_layout(model: ModelSpec, block_size: int) -> KVLayout:
     """Group a DeepSeek-V4 stage's caches and size one block as vLLM 0.33 does."""
     buckets: dict[tuple, dict[int, int]] = {}
-    for l in model.layers:
-        if l is None:
+    for layer in model.layers:
+        if layer is None:
             continue
-        for key, page in _layer_caches(l, block_size):
+        for key, page in _layer_caches(layer, block_size):
             pages = buckets.setdefault(key, {})
             pages[page] = pages.get(page, 0) + 1
     if len(buckets) == 1 and len(next(iter(buckets.values()))) == 1:

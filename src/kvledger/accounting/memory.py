@@ -120,15 +120,18 @@ class MemoryPlan:
                 "fraction_name": self.fraction_name, "fraction": self.fraction, "requested_bytes": self.requested_bytes,
                 "deductions": [d.to_dict() for d in self.deductions], "available_kv_bytes": self.available_kv_bytes,
                 "available_kv_gib": self.available_kv_bytes / GiB, "available_given": self.available_given,
-                "block_size": self.block_size, "bytes_per_block": self.bytes_per_block, "num_gpu_blocks": self.num_gpu_blocks,
-                "usable_blocks": self.usable_blocks, "pool_tokens": self.pool_tokens, "printed_lines": list(self.printed_lines),
+                "block_size": self.block_size, "bytes_per_block": self.bytes_per_block,
+                    "num_gpu_blocks": self.num_gpu_blocks,
+                "usable_blocks": self.usable_blocks, "pool_tokens": self.pool_tokens,
+                    "printed_lines": list(self.printed_lines),
                 "max_model_len": self.max_model_len, "max_num_batched_tokens": self.max_num_batched_tokens,
                 "max_num_seqs": self.max_num_seqs, "notes": list(self.notes), "requested_label": self.requested_label,
                 "stages": [dict(st) for st in self.stages], "kv_free": self.kv_free,
                 "ranges": {k: list(v) for k, v in self.ranges.items()}}
 
 
-def sglang_mem_fraction_static(gpu_mem_mib: float, tp: int, chunked_prefill_size: int, cuda_graph_max_bs: int) -> tuple[float, str]:
+def sglang_mem_fraction_static(gpu_mem_mib: float, tp: int, chunked_prefill_size: int,
+                               cuda_graph_max_bs: int) -> tuple[float, str]:
     """SGLang's default ``mem_fraction_static`` (``arg_groups/memory_hook.py::handle_gpu_memory_settings``).
 
     reserved_MiB = 512 + 1.5·max(chunked_prefill_size, 2048) + (tp/8)·1024 + 2·cuda_graph_max_bs,
@@ -138,7 +141,10 @@ def sglang_mem_fraction_static(gpu_mem_mib: float, tp: int, chunked_prefill_size
     if gpu_mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     frac = round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
-    return frac, f"SGLang default: round(({gpu_mem_mib:,.0f} − {reserved:,.0f} MiB reserved) / {gpu_mem_mib:,.0f} MiB, 3)"
+    return (
+        frac,
+        f"SGLang default: round(({gpu_mem_mib:,.0f} − {reserved:,.0f} MiB reserved) / {gpu_mem_mib:,.0f} MiB, 3)",
+    )
 
 
 def sglang_defaults(gpu_mem_mib: float, tp: int) -> tuple[int, int]:

@@ -87,7 +87,8 @@ class Plan:
     def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False) -> RooflineStepCost:
         """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling)."""
         s = self.settings
-        return RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp, flops_fraction=s.achievable_flops_fraction,
+        return RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp,
+                                flops_fraction=s.achievable_flops_fraction,
                                 bandwidth_fraction=s.achievable_bandwidth_fraction,
                                 cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
                                 weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu)
@@ -110,7 +111,8 @@ def default_contexts(max_model_len: int) -> list[int]:
     return sorted({c for c in (2048, 8192, 32768, 131072) if c <= max_model_len} | {max_model_len})
 
 
-def concurrency_rows(mem: MemoryPlan, layout: KVLayout | None, kv: KVLedger, inflight: int, contexts: list[int]) -> list[ConcurrencyRow]:
+def concurrency_rows(mem: MemoryPlan, layout: KVLayout | None, kv: KVLedger, inflight: int,
+                     contexts: list[int]) -> list[ConcurrencyRow]:
     """Concurrency at each context under the engine's own per-request demand rule."""
     rows = []
     for c in contexts:
@@ -120,7 +122,8 @@ def concurrency_rows(mem: MemoryPlan, layout: KVLayout | None, kv: KVLedger, inf
             r = cdiv(c, mem.block_size)
         else:
             r = cdiv(c, mem.block_size)
-        if mem.kv_free:  # no KV of its own: nothing limits the requests held but max_num_seqs (the engine prints no figure)
+        # no KV of its own: nothing limits the requests held but max_num_seqs (the engine prints no figure)
+        if mem.kv_free:
             rows.append(ConcurrencyRow(c, 0, 0.0, 0.0, float(mem.max_num_seqs), mem.max_num_seqs, mem.max_num_seqs,
                                        c <= mem.max_model_len))
             continue
@@ -150,19 +153,23 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
                  "sglang": ("mem_fraction_static", "--mem-fraction-static"),
                  "trtllm": ("free_gpu_memory_fraction", "--free-gpu-memory-fraction")}
     own = fractions.get(s.engine)
-    for engine, (field, flag) in fractions.items():
-        if engine != s.engine and getattr(s, field) is not None and own is not None:
-            raise InputError(f"{flag} is {_ENGINE_NAMES[engine]}'s memory fraction; with --engine {s.engine} it would be "
+    for engine, (attr, flag) in fractions.items():
+        if engine != s.engine and getattr(s, attr) is not None and own is not None:
+            raise InputError(f"{flag} is {_ENGINE_NAMES[engine]}'s memory fraction; with --engine {s.engine} it would "
+                             f"be "
                              f"ignored: use {own[1]} ({_ENGINE_NAMES[s.engine]}'s), or --engine {engine}")
     if s.engine != "vllm" and s.quantization is not None:
-        raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with --engine "
+        raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with "
+                         f"--engine "
                          f"{s.engine} it would be ignored: plan a quantized checkpoint, or use --engine vllm")
     if s.engine != "vllm" and s.pp > 1:
         raise InputError(f"--pp is modelled for vLLM only (its stage split, get_pp_indices, and per-stage profile); "
                          f"plan {s.engine} with --tp, or use --engine vllm")
     if s.available_kv_memory_bytes is not None and s.available_kv_memory_bytes > gpu.memory_bytes:
-        raise InputError(f"--available-kv-memory {s.available_kv_memory_bytes / GiB:.2f} GiB is more than the whole device "
-                         f"({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass the figure your engine printed for one GPU")
+        raise InputError(f"--available-kv-memory {s.available_kv_memory_bytes / GiB:.2f} GiB is more than the whole "
+                         f"device "
+                         f"({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass the figure your engine printed for "
+                         f"one GPU")
     if s.engine == "vllm" and s.block_size is not None and s.block_size not in VLLM_BLOCK_SIZES:
         raise InputError(f"--block-size {s.block_size}: vLLM accepts {', '.join(map(str, VLLM_BLOCK_SIZES))}")
 
@@ -195,9 +202,11 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     if s.engine == "vllm":
         res = vllm_plan(model, gpu, s, kv, checkpoint=checkpoint)
         mem, layout, inflight = res.memory, res.layout, res.inflight_tokens
-        if mem.max_num_batched_tokens < mem.max_num_seqs:  # vLLM config/scheduler.py SchedulerConfig.verify_max_model_len
+        # vLLM config/scheduler.py SchedulerConfig.verify_max_model_len
+        if mem.max_num_batched_tokens < mem.max_num_seqs:
             raise InputError(f"max_num_batched_tokens ({mem.max_num_batched_tokens:,}) must be at least max_num_seqs "
-                             f"({mem.max_num_seqs:,}), or vLLM refuses to start; raise --max-num-batched-tokens or lower "
+                             f"({mem.max_num_seqs:,}), or vLLM refuses to start; raise --max-num-batched-tokens or "
+                             f"lower "
                              "--max-num-seqs")
         row_kv = res.stage_kv or kv  # with PP, a request's bytes on one GPU of the binding stage
     elif s.engine == "sglang":
@@ -232,19 +241,23 @@ def plan_to_dict(p: Plan) -> dict[str, Any]:
     model = {**m.to_dict(), "kv_bytes_per_token": p.kv.bytes_per_token_model, "weight_bytes": m.weight_bytes(),
              "stated_params": st.total if st else None, "stated_active_params": st.active if st else None}
     kv = p.kv.to_dict()
-    if p.memory.stages:  # pipeline parallel: a GPU holds only its stage's layers; the binding stage's page sets the pool
+    # pipeline parallel: a GPU holds only its stage's layers; the binding stage's page sets the pool
+    if p.memory.stages:
         kv["bytes_per_token_per_gpu_all_layers"] = kv["bytes_per_token_per_gpu"]
         kv["bytes_per_token_per_gpu"] = p.memory.bytes_per_block / p.memory.block_size
         kv["pp_note"] = ("per GPU of the binding pipeline stage (its layers only); bytes_per_token_per_gpu_all_layers "
                          "is every layer at this TP")
-    shortfall = max(0.0, -p.memory.available_kv_bytes)  # nothing is left for KV: 0 available, and by how much it is short
+    # nothing is left for KV: 0 available, and by how much it is short
+    shortfall = max(0.0, -p.memory.available_kv_bytes)
     mem = {**p.memory.to_dict(), "available_kv_bytes": max(0.0, p.memory.available_kv_bytes),
            "available_kv_gib": max(0.0, p.memory.available_kv_bytes) / 2**30}
     return {
         "model": model, "gpu": p.gpu.to_dict(), "settings": p.settings.model_dump(), "kv": kv,
-        "memory": {**mem, "kv_shortfall_bytes": shortfall, "layout": p.layout.to_dict() if p.layout else None, "inflight_tokens": p.inflight_tokens},
+        "memory": {**mem, "kv_shortfall_bytes": shortfall, "layout": p.layout.to_dict() if p.layout else None,
+                   "inflight_tokens": p.inflight_tokens},
         "concurrency": [{**r.__dict__, "max_running": r.max_running} for r in p.concurrency],
-        "at_max_model_len": {**p.at_max_model_len.__dict__, "max_running": p.at_max_model_len.max_running} if p.at_max_model_len else None,
+        "at_max_model_len": {**p.at_max_model_len.__dict__,
+                             "max_running": p.at_max_model_len.max_running} if p.at_max_model_len else None,
         "roofline": p.roofline.to_dict() if p.roofline else None,
         "advice": p.advice.to_dict() if p.advice else None, "waterfall": list(p.waterfall),
     }

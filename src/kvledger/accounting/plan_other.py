@@ -69,7 +69,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     if pools.state_bytes:
         items = items + (Deduction(N.sglang_mamba_pool(pools.state_slots), pools.state_bytes,
                                    N.SGLANG_MAMBA_POOL_SOURCE),)
-    is_mla = any(isinstance(l, MLAAttention) for l in model.layers)
+    is_mla = any(isinstance(layer, MLAAttention) for layer in model.layers)
     size = tokens * pools.full_cell_bytes / GiB
     line = (f"KV Cache is allocated. #tokens: {tokens}, KV size: {size:.2f} GB" if is_mla
             else f"KV Cache is allocated. #tokens: {tokens}, K size: {size / 2:.2f} GB, V size: {size / 2:.2f} GB")
@@ -101,7 +101,7 @@ def _require_per_token_kv(model: ModelSpec, kv: KVLedger, engine: str) -> None:
                          "compressed entries, indexer keys, compressor state) is not modelled here; plan it with --engine vllm")
     if not kv.bytes_per_token:
 
-        if all(l is None for l in model.layers):  # a draft model whose every layer reads its target's cache
+        if all(layer is None for layer in model.layers):  # a draft model whose every layer reads its target's cache
             raise InputError(f"{model.name} keeps no KV cache or state of its own (every layer reads another model's "
                              f"K/V): {engine}'s rules for such a model are not modelled here; plan it with --engine vllm "
                              "(no KV pool, max_num_seqs the only limit), or plan the target model for the KV memory")
@@ -113,13 +113,13 @@ def _require_per_token_kv(model: ModelSpec, kv: KVLedger, engine: str) -> None:
 def trtllm_bytes_per_token(model: ModelSpec, tp: int, elem_bytes: float) -> float:
     """``get_cache_size_per_token``: layers × 2 × (head_dim × KV heads // tp) × bytes; MLA latent not divided by TP, B/token."""
     total = 0.0
-    for l in model.layers:
-        if l is None or l.kind == "state":
+    for layer in model.layers:
+        if layer is None or layer.kind == "state":
             continue
-        if isinstance(l, MLAAttention):
-            total += (l.kv_lora_rank + l.qk_rope_head_dim) * elem_bytes
+        if isinstance(layer, MLAAttention):
+            total += (layer.kv_lora_rank + layer.qk_rope_head_dim) * elem_bytes
         else:
-            total += 2 * ((l.head_dim * l.num_kv_heads) // tp) * elem_bytes
+            total += 2 * ((layer.head_dim * layer.num_kv_heads) // tp) * elem_bytes
     return total
 
 

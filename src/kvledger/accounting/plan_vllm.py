@@ -4,7 +4,8 @@ available = ceil(total × gpu_memory_utilization) − weights − activation pea
             − CUDA-graph estimate (0.20+)                        [gpu_worker.py::determine_available_memory]
   each term per GPU of each pipeline stage, by version (vllm_profile.py); with PP the stage with the
   fewest blocks binds (the engine keeps the minimum block count over workers)
-num_gpu_blocks = floor(available / bytes_per_block)               [kv_cache_planning.py::get_kv_cache_config_from_groups]
+num_gpu_blocks = floor(available / bytes_per_block)
+[kv_cache_planning.py::get_kv_cache_config_from_groups]
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.units import GiB
 
-__all__ = ["VllmResult", "vllm_plan", "served_model", "resolve_max_model_len", "printed_gib_block_range", "estimate_max_model_len"]
+__all__ = ["VllmResult", "vllm_plan", "served_model", "resolve_max_model_len", "printed_gib_block_range",
+           "estimate_max_model_len"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,10 @@ def resolve_max_model_len(model: ModelSpec, s: PlanSettings) -> tuple[int, str]:
     """
     derived = model.derived_max_model_len
     if s.max_model_len is None:
-        return derived, f"derived from the config (max_position_embeddings {model.max_position_embeddings:,}; YaRN rule)"
+        return (
+            derived,
+            f"derived from the config (max_position_embeddings {model.max_position_embeddings:,}; YaRN rule)",
+        )
     if s.max_model_len > derived:
         raise InputError(f"--max-model-len {s.max_model_len:,} exceeds the {derived:,} tokens {model.name} supports "
                          "(vLLM refuses this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)")
@@ -94,7 +99,8 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
     elif s.cudagraph_bytes is not None:
         items.append(Deduction("CUDA graphs (estimate)", s.cudagraph_bytes, N.CUDAGRAPHS_GIVEN))
     elif s.enforce_eager:
-        items.append(Deduction("CUDA graphs (estimate)", 0, "--enforce-eager: no CUDA graphs captured, nothing estimated"))
+        items.append(Deduction("CUDA graphs (estimate)", 0, "--enforce-eager: no CUDA graphs captured, nothing "
+                                                            "estimated"))
     else:
         cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
         items.append(Deduction("CUDA graphs (estimate)", cg, N.cudagraphs_subtracted(src), max(0.0, cg - 0.12 * GiB),
@@ -126,7 +132,11 @@ def _stage_budgets(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger
                              checkpoint_alignment_tokens=mamba.checkpoint_alignment_tokens if mamba else None,
                              state_page_per_block=mamba.page_per_block if mamba else False)
         items = _deductions(sm, gpu, s, ver, mnbt, seqs, st, checkpoint)
-        avail = s.available_kv_memory_bytes if s.available_kv_memory_bytes is not None else int(requested - sum(i.bytes for i in items))
+        avail = (
+            s.available_kv_memory_bytes
+            if s.available_kv_memory_bytes is not None
+            else int(requested - sum(i.bytes for i in items))
+        )
         if not layout.groups:  # no KV cache group: no pool; KVCacheConfig(num_blocks=1) keeps only the null block
             out.append(_Stage(st, sm, layout, items, 0, 1, skv))
             continue
@@ -142,7 +152,8 @@ def _stage_summary(b: _Stage, binds: bool) -> dict:
     return d
 
 
-def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, checkpoint: ModelSpec | None = None) -> VllmResult:
+def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
+              checkpoint: ModelSpec | None = None) -> VllmResult:
     """Plan the KV pool as this vLLM version would on each of ``s.tp × s.pp`` GPUs (per GPU of the binding stage).
 
     Raises:
@@ -156,7 +167,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     if s.pp > model.num_layers:
         raise InputError(N.pp_above_layers(s.pp, model.name, model.num_layers))
     L, _ = resolve_max_model_len(model, s)
-    sliding = any(getattr(l, "window_tokens", 0) for l in model.layers)
+    sliding = any(getattr(layer, "window_tokens", 0) for layer in model.layers)
     d_mnbt, d_seqs, why = R.default_batch_limits(ver, gpu.memory_bytes, gpu.name, L, sliding)
     mnbt, seqs = s.max_num_batched_tokens or d_mnbt, s.max_num_seqs or d_seqs
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
@@ -165,7 +176,8 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     B, bsrc = _block_size(model, s, ver, gpu.arch, dsv4)
     notes.append(N.block_size_from(B, bsrc))
     unify = s.disable_hybrid_kv_cache_manager or R.era(ver) in ("v0", "v1-0.8")
-    util, usrc = (s.gpu_memory_utilization, "given") if s.gpu_memory_utilization else R.default_gpu_memory_utilization(ver)
+    util, usrc = (s.gpu_memory_utilization,
+                  "given") if s.gpu_memory_utilization else R.default_gpu_memory_utilization(ver)
     notes.append(N.gpu_memory_utilization_from(util, usrc))
     requested = math.ceil(gpu.memory_bytes * util)
     mamba = _mamba_rule(model, s, ver, gpu.arch)
@@ -178,7 +190,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
         notes[-2] += N.hybrid_block_size(layout.block_size)
     given = s.available_kv_memory_bytes is not None
     no_groups = not layout.groups  # the binding GPU keeps no KV cache group
-    kv_free = all(l is None for l in model.layers)  # ... because the whole model keeps none of its own
+    kv_free = all(layer is None for layer in model.layers)  # ... because the whole model keeps none of its own
     n = 1 if no_groups else s.num_gpu_blocks_override or bind.blocks
     v0 = R.era(ver) == "v0"
     usable = 0 if no_groups else n if v0 else max(0, n - 1)
@@ -188,14 +200,17 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger, che
     if dsv4:
         notes.append(_dsv4_reservation(layout, L, F))
     cpu_blocks = (4 * GiB) // layout.bytes_per_block if v0 and not no_groups else 0
-    lines = R.printed_capacity_lines(ver, n, layout.block_size, len(layout.groups), L, Rl, cpu_blocks) if n > 0 and not no_groups else []
+    lines = R.printed_capacity_lines(ver, n, layout.block_size, len(layout.groups), L, Rl,
+                                     cpu_blocks) if n > 0 and not no_groups else []
     summaries = tuple(_stage_summary(b, b is bind) for b in stages) if s.pp > 1 else ()
     rng = {} if no_groups else kv_ranges(
         gpu.memory_low_bytes, gpu.memory_high_bytes, util, items, layout.bytes_per_block,
         given_available=s.available_kv_memory_bytes, fixed_blocks=s.num_gpu_blocks_override,
         num_groups=len(layout.groups), block_size=layout.block_size, blocks_per_request=Rl)
-    mem = MemoryPlan("vllm", vtxt, gpu.memory_bytes, "gpu_memory_utilization", util, requested, tuple(items), available, given,
-                     layout.block_size, layout.bytes_per_block, n, usable, 0 if no_groups else int(n / Rl * L) if dsv4 and Rl
+    mem = MemoryPlan("vllm", vtxt, gpu.memory_bytes, "gpu_memory_utilization", util, requested, tuple(items), available,
+                     given,
+                     layout.block_size, layout.bytes_per_block, n, usable,
+                         0 if no_groups else int(n / Rl * L) if dsv4 and Rl
                      else (n // len(layout.groups)) * layout.block_size,
                      tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
                      f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free, rng)
@@ -260,21 +275,23 @@ def _dsv4_block_size(ver, given: int | None) -> tuple[int, str]:
 
 def _dsv4_reservation(layout: KVLayout, L: int, F: int) -> str:
     """Why the engine's per-request reservation of a DeepSeek-V4 model is far above the bytes a request holds."""
-    parts = ", ".join(f"{g.blocks_per_request(L, F):,} for {'compressed entries' if g.kind == 'mla' else f'a window of {g.window_tokens} tokens'} "
+    parts = ", ".join(f"{g.blocks_per_request(L, F):,} for "
+                      f"{'compressed entries' if g.kind == 'mla' else f'a window of {g.window_tokens} tokens'} "
                       f"in {g.block_size}-token blocks" for g in layout.groups)
     return (f"DeepSeek-V4 reservation per request at {L:,} tokens ({F:,} in flight): {parts} — every block id a whole "
-            f"{layout.bytes_per_block:,}-B slab, so the small-block windows (compressor states) set the engine's maximum "
+            f"{layout.bytes_per_block:,}-B slab, so the small-block windows (compressor states) set the engine's "
+            f"maximum "
             "concurrency, far below what the bytes a request holds (the KV ledger) would allow "
             "(kv_cache_utils.get_max_concurrency_for_kv_cache_config)")
 
 
 def _mamba_rule(model: ModelSpec, s: PlanSettings, ver, arch: str) -> R.MambaCacheRule | None:
     """The Mamba cache rule for a model with state layers (whole model, as vLLM decides it once), else None."""
-    state = [l for l in model.layers if isinstance(l, StateLayer)]
+    state = [layer for layer in model.layers if isinstance(layer, StateLayer)]
     if not state:
         return None
-    has_attention = any(l is not None and not isinstance(l, StateLayer) for l in model.layers)
-    return R.mamba_cache_rule(ver, s.enable_prefix_caching, has_attention, {l.mixer for l in state}, arch,
+    has_attention = any(layer is not None and not isinstance(layer, StateLayer) for layer in model.layers)
+    return R.mamba_cache_rule(ver, s.enable_prefix_caching, has_attention, {item.mixer for item in state}, arch,
                               architectures=model.architectures, mamba_chunk_tokens=model.mamba_chunk_tokens)
 
 
@@ -287,7 +304,8 @@ def printed_gib_block_range(available_bytes: int, bytes_per_block: int) -> tuple
 
 
 def estimate_max_model_len(layout: KVLayout, usable_blocks: int, inflight_tokens: int, upper: int) -> int:
-    """Largest L ≤ upper whose per-request demand fits the usable blocks (vLLM ``_estimate_max_model_len_from_groups``), tokens."""
+    """Largest L ≤ upper whose per-request demand fits the usable blocks (vLLM
+    ``_estimate_max_model_len_from_groups``), tokens."""
     lo, hi = 0, upper
     while lo < hi:
         mid = (lo + hi + 1) // 2

@@ -18,9 +18,11 @@ class PlanSettings(BaseModel):
     """Engine settings for ``build_plan``. None means "the engine's default for this GPU and version".
 
     Attributes (units in names; vLLM flag names unless marked):
-        engine: "vllm", "sglang" or "trtllm". engine_version: vLLM version ("0.10.2") or TensorRT-LLM version (before 1.0:
+        engine: "vllm", "sglang" or "trtllm". engine_version: vLLM version ("0.10.2") or TensorRT-LLM version (before
+        1.0:
             its TensorRT-engine executor); None = newest read.
-        tp: tensor-parallel degree. pp: pipeline-parallel degree (vLLM ``--pipeline-parallel-size``). max_model_len: tokens; None = derived from the config.
+        tp: tensor-parallel degree. pp: pipeline-parallel degree (vLLM ``--pipeline-parallel-size``). max_model_len:
+        tokens; None = derived from the config.
         contexts: context lengths to report concurrency at, tokens.
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
         free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load.
@@ -111,7 +113,8 @@ def make_settings(**kwargs) -> PlanSettings:
         raise InputError("invalid setting: " + "; ".join(msgs)) from None
 
 
-_FLAGS = {"contexts": "--context", "weights_bytes": "--weights-memory", "available_kv_memory_bytes": "--available-kv-memory",
+_FLAGS = {"contexts": "--context", "weights_bytes": "--weights-memory",
+          "available_kv_memory_bytes": "--available-kv-memory",
           "activation_peak_bytes": "--activation-peak", "non_torch_bytes": "--non-torch-memory",
           "cudagraph_bytes": "--cudagraph-memory", "cpu_overhead_s": "--cpu-overhead"}
 """Settings whose command-line flag is not the field's name with dashes."""

@@ -151,7 +151,7 @@ def roofline_prefill_fraction(rc: Any, pf_tok: np.ndarray, pf_seqs: np.ndarray, 
                               dec: np.ndarray, dec_kv: np.ndarray) -> np.ndarray:
     """Prefill's share of each step's time by the roofline's terms (module doc), arrays of shapes of a roofline without
     windowed layers or split attention kernels (``RooflineStepCost.step_time_of``'s terms), 0–1."""
-    T, seqs, ctx = pf_tok + dec, pf_seqs + dec, pf_kv - pf_tok
+    T, ctx = pf_tok + dec, pf_kv - pf_tok
     pre_f = 2 * rc.matmul_params * pf_tok + rc.head_flops_per_seq * pf_seqs + rc.upproj_flops_per_token * ctx
     f = pre_f + 2 * rc.matmul_params * dec + rc.head_flops_per_seq * dec
     m, ff, b = rc.model, rc.flops_fraction, rc.bw * rc.bandwidth_fraction

@@ -10,36 +10,35 @@ CPU overhead), with Vidur's fitted regressors replaced by interpolation in the m
               + cpu(B_total)                                   (cpu_overheads.csv: schedule + sampler +
                                                                 prepare_inputs + process_model_outputs)
 
-L = ``num_layers`` (model_configs/*.yml), d = hidden size, linear ops = the two norms, QKV and output
-projections, RoPE, MLP up/act/down and the residual add (the post-attention norm only where the model has
-one). Embedding and LM head are left out, as Vidur does. 0.02 ms is Vidur's default NCCL launch overhead.
+L = ``num_layers`` (model_configs/*.yml), d = hidden size, linear ops = the two norms, QKV and output projections,
+RoPE, MLP up/act/down and the residual add (the post-attention norm only where the model has one). Embedding and LM
+head are left out, as Vidur does. 0.02 ms is Vidur's default NCCL launch overhead.
 
-Attention was measured only once: A100, Llama-2-70B shape at TP2 (per GPU 32 query heads, 4 KV heads,
-head_dim 128). Other shapes and GPUs are scaled:
+Attention was measured only once: A100, Llama-2-70B shape at TP2 (per GPU 32 query heads, 4 KV heads, head_dim 128).
+Other shapes and GPUs are scaled:
 
-* decode (memory-bound): s_dec = (kv_heads/GPU · head_dim)/(4 · 128) × the GPU/A100 time ratio of this
-  model's ``mlp_up_proj`` at 1 token (a weight-read-bound GEMV measured on both GPUs; H100 ≈ 0.55);
-* prefill (compute-bound): s_pre = (q_heads/GPU · head_dim)/(32 · 128) × the same ratio at the largest
-  common token count (a compute-bound GEMM; H100 ≈ 0.34).
+* decode (memory-bound): s_dec = (kv_heads/GPU · head_dim)/(4 · 128) × the GPU/A100 time ratio of this model's
+  ``mlp_up_proj`` at 1 token (a weight-read-bound GEMV measured on both GPUs; H100 ≈ 0.55);
+* prefill (compute-bound): s_pre = (q_heads/GPU · head_dim)/(32 · 128) × the same ratio at the largest common token
+  count (a compute-bound GEMM; H100 ≈ 0.34).
 
-Several prefill chunks in one step are priced as one chunk with the same prior-KV sum p_eq and the same
-number of causal query–key pairs (for prompts without prior KV this is Vidur's √Σc² aggregation). Beyond
-the measured grids, attention grows in proportion to pairs (prefill) or to B·KV (decode); linear ops in
-proportion to tokens; CPU overhead is held at the end values (batch 8–128). Ray's TP communication time
-(``ray_comm_time``) is not included: it belongs to the Ray-based executor profiled then.
+Several prefill chunks in one step are priced as one chunk with the same prior-KV sum p_eq and the same number of
+causal query–key pairs (for prompts without prior KV this is Vidur's √Σc² aggregation). Beyond the measured grids,
+attention grows in proportion to pairs (prefill) or to B·KV (decode); linear ops in proportion to tokens; CPU overhead
+is held at the end values (batch 8–128). Ray's TP communication time (``ray_comm_time``) is not included: it belongs
+to the Ray-based executor profiled then.
 """
 
 from __future__ import annotations
 
-import csv
 import math
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from kvledger.accounting.stepcost import StepShape
+from kvledger.accounting.vidur_grid import Grid2, attention_grids, causal_pairs, mean_by_key, num, read_rows
 
 __all__ = ["VidurStepCost", "build_vidur_cost", "VIDUR_LINEAR_OPS", "NCCL_LAUNCH_MS"]
 
@@ -49,81 +48,6 @@ NCCL_LAUNCH_MS = 0.02
 _REF_KV_WIDTH = 4 * 128     # KV heads per GPU × head_dim of the attention table (Llama-2-70B, TP2)
 _REF_Q_WIDTH = 32 * 128     # query heads per GPU × head_dim of the attention table
 _CPU_OPS = ("schedule_median", "sampler_e2e_median", "prepare_inputs_e2e_median", "process_model_outputs_median")
-
-
-def _rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def _num(text: str | None) -> float:
-    return float(text) if text not in (None, "") else 0.0
-
-
-def _mean_by_key(pairs: list[tuple[tuple, float]]) -> dict[tuple, float]:
-    acc: dict[tuple, list[float]] = defaultdict(list)
-    for key, value in pairs:
-        acc[key].append(value)
-    return {k: float(np.mean(v)) for k, v in acc.items()}
-
-
-def _pairs(c: float, p: float) -> float:
-    """Causal query–key pairs of a chunk of c tokens after p computed tokens."""
-    return c * p + c * (c + 1) / 2
-
-
-@dataclass(frozen=True, slots=True)
-class _Grid2:
-    """A measured table z[i, j] on a rectilinear grid (xs[i], ys[j]), ms; bilinear inside, clamped at edges."""
-
-    xs: np.ndarray
-    ys: np.ndarray
-    z: np.ndarray
-
-    def at(self, x: float, y: float) -> float:
-        xc = min(max(x, self.xs[0]), self.xs[-1])
-        yc = min(max(y, self.ys[0]), self.ys[-1])
-        i = int(np.clip(np.searchsorted(self.xs, xc) - 1, 0, len(self.xs) - 2))
-        j = int(np.clip(np.searchsorted(self.ys, yc) - 1, 0, len(self.ys) - 2))
-        fx = (xc - self.xs[i]) / (self.xs[i + 1] - self.xs[i])
-        fy = (yc - self.ys[j]) / (self.ys[j + 1] - self.ys[j])
-        z = self.z
-        return float((1 - fx) * ((1 - fy) * z[i, j] + fy * z[i, j + 1]) + fx * ((1 - fy) * z[i + 1, j] + fy * z[i + 1,
-            j + 1]))
-
-    def row(self, x: float) -> np.ndarray:
-        """z interpolated along x at fixed x (clamped), as a function of ys."""
-        xc = min(max(x, self.xs[0]), self.xs[-1])
-        i = int(np.clip(np.searchsorted(self.xs, xc) - 1, 0, len(self.xs) - 2))
-        fx = (xc - self.xs[i]) / (self.xs[i + 1] - self.xs[i])
-        return (1 - fx) * self.z[i] + fx * self.z[i + 1]
-
-
-def _attention_grids(path: Path) -> tuple[_Grid2, _Grid2]:
-    """(decode grid over (batch, kv), prefill grid over (chunk, prior kv)); duplicate rows averaged; prefill
-    cells past the measured c + p ≤ max_model_len edge filled in proportion to causal pairs."""
-    rows = _rows(path)
-    dec = _mean_by_key([((int(r["batch_size"]), int(r["kv_cache_size"])), _num(r["time_stats.attn_decode.median"]))
-                        for r in rows if r["is_prefill"] != "True"])
-    pre = _mean_by_key([((int(r["prefill_chunk_size"]), int(r["kv_cache_size"])),
-                         _num(r["time_stats.attn_prefill.median"]))
-                        for r in rows if r["is_prefill"] == "True"])
-    grids = []
-    for table, fill in ((dec, False), (pre, True)):
-        xs = np.array(sorted({k[0] for k in table}), dtype=np.float64)
-        ys = np.array(sorted({k[1] for k in table}), dtype=np.float64)
-        z = np.full((len(xs), len(ys)), np.nan)
-        for (x, y), v in table.items():
-            z[np.searchsorted(xs, x), np.searchsorted(ys, y)] = v
-        if fill:
-            for i, c in enumerate(xs):
-                j_last = int(np.flatnonzero(~np.isnan(z[i]))[-1])
-                for j in range(j_last + 1, len(ys)):
-                    z[i, j] = z[i, j_last] * _pairs(c, ys[j]) / _pairs(c, ys[j_last])
-        if np.isnan(z).any():
-            raise ValueError(f"{path}: attention grid has holes")
-        grids.append(_Grid2(xs, ys, z))
-    return grids[0], grids[1]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -147,8 +71,8 @@ class VidurStepCost:
     hidden_size: int
     tokens: np.ndarray
     linear_ms: np.ndarray
-    decode: _Grid2
-    prefill: _Grid2
+    decode: Grid2
+    prefill: Grid2
     decode_scale: float
     prefill_scale: float
     allreduce_bytes: np.ndarray | None = None
@@ -186,7 +110,7 @@ class VidurStepCost:
         c_eq = -h + math.sqrt(h * h + 2 * max(shape.prefill_attn_pairs, 1.0))
         g = self.prefill
         c_cl, p_cl = min(max(c_eq, g.xs[0]), g.xs[-1]), min(p_eq, g.ys[-1])
-        grow = _pairs(c_eq, p_eq) / _pairs(c_cl, p_cl)
+        grow = causal_pairs(c_eq, p_eq) / causal_pairs(c_cl, p_cl)
         return g.at(c_cl, p_cl) * max(grow, 1.0) * self.prefill_scale
 
     def _cpu(self, b: int) -> float:
@@ -223,18 +147,18 @@ class VidurStepCost:
 
 
 def _linear_table(path: Path, tp: int, post_attn_norm: bool) -> tuple[np.ndarray, np.ndarray, dict[str, str]]:
-    rows = [r for r in _rows(path) if int(r["num_tensor_parallel_workers"]) == tp]
+    rows = [r for r in read_rows(path) if int(r["num_tensor_parallel_workers"]) == tp]
     if not rows:
         raise LookupError(f"{path} has no rows for TP {tp}")
     ops = [op for op in VIDUR_LINEAR_OPS if post_attn_norm or op != "post_attention_layernorm"]
-    per = _mean_by_key([((int(r["num_tokens"]),), sum(_num(r.get(f"time_stats.{op}.median")) for op in ops))
+    per = mean_by_key([((int(r["num_tokens"]),), sum(num(r.get(f"time_stats.{op}.median")) for op in ops))
                         for r in rows])
     tokens = np.array(sorted(k[0] for k in per), dtype=np.float64)
     return tokens, np.array([per[(int(t),)] for t in tokens]), rows[0]
 
 
 def _op_at(path: Path, tp: int, tokens: int, op: str = "mlp_up_proj") -> float | None:
-    vals = [_num(r[f"time_stats.{op}.median"]) for r in _rows(path)
+    vals = [num(r[f"time_stats.{op}.median"]) for r in read_rows(path)
             if int(r["num_tensor_parallel_workers"]) == tp and int(r["num_tokens"]) == tokens]
     return float(np.mean(vals)) if vals else None
 
@@ -253,14 +177,14 @@ def _gpu_ratios(root: Path, gpu: str, model: str, tp: int) -> tuple[float, float
 
 def _cpu_table(root: Path, gpu: str, model: str, tp: int, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
     table_gpu = gpu if (root / "cpu_overheads" / gpu).is_dir() else "a100"
-    rows = _rows(root / "cpu_overheads" / table_gpu / "cpu_overheads.csv")
+    rows = read_rows(root / "cpu_overheads" / table_gpu / "cpu_overheads.csv")
     fallback = {"meta-llama/Meta-Llama-3-8B": "meta-llama/Llama-2-7b-hf",
                 "meta-llama/Meta-Llama-3-70B": "meta-llama/Llama-2-70b-hf"}
     name = model if any(r["model_name"] == model for r in rows) else fallback.get(model, "meta-llama/Llama-2-7b-hf")
     tps = sorted({int(r["tensor_parallel_degree"]) for r in rows if r["model_name"] == name},
                  key=lambda t: (abs(t - tp), t))
     use_tp = tps[0]
-    per = _mean_by_key([((int(r["batch_size"]),), sum(_num(r[k]) for k in _CPU_OPS))
+    per = mean_by_key([((int(r["batch_size"]),), sum(num(r[k]) for k in _CPU_OPS))
                         for r in rows if r["model_name"] == name and int(r["tensor_parallel_degree"]) == use_tp])
     if (table_gpu, name, use_tp) != (gpu, model, tp):
         notes.append(f"CPU overhead from the {table_gpu} table of {name} at TP{use_tp} (no exact match)")
@@ -284,14 +208,14 @@ def build_vidur_cost(root: Path, gpu: str, model: str, tp: int, model_config: di
     dec_scale = max(1, n_kv // tp) * head_dim / _REF_KV_WIDTH * mem
     pre_scale = (n_head // tp) * head_dim / _REF_Q_WIDTH * comp
     notes.append(f"attention: A100 Llama-2-70B-TP2 table × {dec_scale:.3f} (decode), × {pre_scale:.3f} (prefill)")
-    decode, prefill = _attention_grids(root / "attention/a100/attention_median.csv")
+    decode, prefill = attention_grids(root / "attention/a100/attention_median.csv")
     ar_bytes = ar_ms = None
     if tp > 1:
         net = root / "network" / f"{gpu}_dgx" / "all_reduce_median.csv"
         if not net.is_file():
             raise LookupError(f"no all-reduce profile for {gpu} (needed for TP {tp})")
-        per = _mean_by_key([((int(r["size"]),), _num(r["time_stats.all_reduce.median"]))
-                            for r in _rows(net) if int(r["num_workers"]) == tp])
+        per = mean_by_key([((int(r["size"]),), num(r["time_stats.all_reduce.median"]))
+                            for r in read_rows(net) if int(r["num_workers"]) == tp])
         if not per:
             raise LookupError(f"{net} has no {tp}-GPU all-reduce rows")
         ar_bytes = np.array(sorted(k[0] for k in per), dtype=np.float64)

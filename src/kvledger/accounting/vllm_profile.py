@@ -29,8 +29,10 @@ from dataclasses import dataclass, replace
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB, MiB
 
-__all__ = ["ACTIVATION_FIXED_BYTES", "SAMPLER_BYTES_PER_LOGIT_SORT", "CUDAGRAPH_FIRST_CAPTURE_BYTES", "CUDAGRAPH_BYTES_PER_GRAPH", "PPStage", "pp_stages",
-           "stage_model", "sampler_peak_bytes", "forward_peak_bytes", "moe_workspace_bytes", "activation_peak", "non_torch", "cudagraph_estimate",
+__all__ = ["ACTIVATION_FIXED_BYTES", "SAMPLER_BYTES_PER_LOGIT_SORT", "CUDAGRAPH_FIRST_CAPTURE_BYTES",
+           "CUDAGRAPH_BYTES_PER_GRAPH", "PPStage", "pp_stages",
+           "stage_model", "sampler_peak_bytes", "forward_peak_bytes", "moe_workspace_bytes", "activation_peak",
+               "non_torch", "cudagraph_estimate",
            "sm_count"]
 
 ACTIVATION_FIXED_BYTES = int(0.05 * GiB)
@@ -54,16 +56,20 @@ CUDAGRAPH_FIRST_CAPTURE_BYTES = 244 * MiB
 capture is 260 MiB (Llama-3.1-8B) and 228 MiB (Qwen2.5-7B) at TP 1 on H100 (vllm-startups-0.19): mean 244 MiB."""
 
 CUDAGRAPH_BYTES_PER_GRAPH = 5 * MiB
-"""Each further graph, B: 6 and 6 MiB (Llama-3.1-8B PIECEWISE, FULL), 4 and 4 MiB (Qwen2.5-7B) in the same logs: mean 5 MiB.
+"""Each further graph, B: 6 and 6 MiB (Llama-3.1-8B PIECEWISE, FULL), 4 and 4 MiB (Qwen2.5-7B) in the same logs: mean 5
+MiB.
 With the code's total below this gives 0.73 GiB for 51 sizes in both modes; the logs print 0.84 and 0.61 GiB
 (error ±0.12 GiB; across the corpus the estimate ranges 0.49–1.69 GiB)."""
 
 _SM_COUNTS = {"nvidia_a10": 72, "nvidia_a10g": 80, "nvidia_l4": 58, "nvidia_l40s": 142, "nvidia_a100_40gb_sxm": 108,
-               "nvidia_a100_80gb_sxm": 108, "nvidia_a100_80gb_pcie": 108, "nvidia_h100_sxm": 132, "nvidia_h100_pcie": 114,
+               "nvidia_a100_80gb_sxm": 108, "nvidia_a100_80gb_pcie": 108, "nvidia_h100_sxm": 132,
+                   "nvidia_h100_pcie": 114,
                "nvidia_h100_nvl": 132, "nvidia_h200_sxm": 132, "nvidia_h200_nvl": 132, "nvidia_gh200_96gb": 132,
-               "nvidia_gh200_144gb": 132, "nvidia_b200": 148, "nvidia_gb200": 148, "nvidia_rtx_3090": 82, "nvidia_rtx_4090": 128}
+               "nvidia_gh200_144gb": 132, "nvidia_b200": 148, "nvidia_gb200": 148, "nvidia_rtx_3090": 82,
+                   "nvidia_rtx_4090": 128}
 """Streaming multiprocessors per GPU (NVIDIA architecture whitepapers and product datasheets): the Triton top-k/top-p
-buffer has min(SMs, requests) rows (``topk_topp_triton.py::apply_top_k_top_p_triton``). Others: by architecture below."""
+buffer has min(SMs, requests) rows (``topk_topp_triton.py::apply_top_k_top_p_triton``). Others: by architecture
+below."""
 
 _SM_BY_ARCH = {"sm90": 132, "sm100": 148, "sm80": 108, "sm89": 142}
 
@@ -146,20 +152,24 @@ def sampler_peak_bytes(model: ModelSpec, ver: tuple[int, int, int], num_reqs: in
     if backend == "flashinfer":
         per = model.dtype_bytes + FLASHINFER_BYTES_PER_LOGIT
         return n * per, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + 4 + 4 + 4) B "
-                         "(FlashInfer top-k/top-p: fp32 logits, masked logits, probs; topk_topp_sampler.flashinfer_sample)")
+                         "(FlashInfer top-k/top-p: fp32 logits, masked logits, probs; "
+                         "topk_topp_sampler.flashinfer_sample)")
     if ver >= (0, 17, 0):
         per = model.dtype_bytes + 12
         buf = min(num_sms, num_reqs) * model.vocab_size * 4 if num_reqs >= 8 else 0
-        return n * per + buf, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + 4 + 4 + 4) B "
+        return n * per + buf, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + 4 + 4 + "
+                               f"4) B "
                                f"+ Triton top-k/top-p buffer {min(num_sms, num_reqs)} × vocab × 4 B (vLLM ≥0.17 code)")
     per = model.dtype_bytes + SAMPLER_BYTES_PER_LOGIT_SORT
-    return n * per, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + {SAMPLER_BYTES_PER_LOGIT_SORT}) B "
+    return n * per, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + "
+                     f"{SAMPLER_BYTES_PER_LOGIT_SORT}) B "
                      "(sort-based top-k/top-p up to vLLM 0.16; fitted to 2 H100 logs)")
 
 
 def _moe_dims(model: ModelSpec) -> tuple[int, int]:
     """(routed expert intermediate size, shared-expert intermediate size per layer) of a MoE model, elements."""
-    inter = max((w.rows for w in model.weights if w.expert and w.path.endswith("up_proj.weight")), default=model.intermediate_size)
+    inter = max((w.rows for w in model.weights if w.expert and w.path.endswith("up_proj.weight")),
+                default=model.intermediate_size)
     shared = sum(w.rows for w in model.weights if "shared_expert" in w.path and w.path.endswith("up_proj.weight"))
     return inter, shared // max(1, model.num_layers)
 
@@ -208,7 +218,10 @@ def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_
     if st.pp > 1:
         peak += 2 * hidden
         why += "; + PP intermediate tensors (hidden + residual)"
-    return peak + ACTIVATION_FIXED_BYTES, why + f"; + {ACTIVATION_FIXED_BYTES / GiB:.2f} GiB fixed (fitted to vLLM 0.19 logs)"
+    return (
+        peak + ACTIVATION_FIXED_BYTES,
+        why + f"; + {ACTIVATION_FIXED_BYTES / GiB:.2f} GiB fixed (fitted to vLLM 0.19 logs)",
+    )
 
 
 def non_torch(ver: tuple[int, int, int], tp: int, pp: int) -> tuple[float, str]:
@@ -242,5 +255,7 @@ def cudagraph_estimate(num_sizes: int, full_and_piecewise: bool = True) -> tuple
         return 0.0, "no CUDA graphs captured"
     modes = 2 if full_and_piecewise else 1
     total = CUDAGRAPH_FIRST_CAPTURE_BYTES + modes * (num_sizes - 1) * CUDAGRAPH_BYTES_PER_GRAPH
-    return total, (f"{CUDAGRAPH_FIRST_CAPTURE_BYTES // MiB} MiB first capture + {modes} mode(s) × ({num_sizes} − 1) graphs × "
-                   f"{CUDAGRAPH_BYTES_PER_GRAPH // MiB} MiB (profile_cudagraph_memory's sum; sizes fitted to vLLM 0.19 H100 logs, ±0.12 GiB)")
+    return total, (f"{CUDAGRAPH_FIRST_CAPTURE_BYTES // MiB} MiB first capture + {modes} mode(s) × ({num_sizes} − 1) "
+                   f"graphs × "
+                   f"{CUDAGRAPH_BYTES_PER_GRAPH // MiB} MiB (profile_cudagraph_memory's sum; sizes fitted to vLLM 0.19 "
+                   f"H100 logs, ±0.12 GiB)")

@@ -1,4 +1,5 @@
-"""vLLM's version-dependent rules: defaults, which terms the KV budget subtracts, block sizes, and the log lines it prints.
+"""vLLM's version-dependent rules: defaults, which terms the KV budget subtracts, block sizes, and the log lines it
+prints.
 
 Read from the released wheels (0.8.5, 0.10.2, 0.11.0, 0.15.0, 0.20.0, 0.33.0) as summarised in
 ``docs/engine-model.md`` §1–§2; each function names the engine file it mirrors. Where a
@@ -82,7 +83,11 @@ def default_batch_limits(ver: tuple[int, int, int], gpu_total_bytes: int, gpu_na
     elif gib >= 160 and ver >= (0, 21, 0):
         mnbt, seqs, why = 16384, 1024, f"vLLM server default for ≥160 GiB GPUs ({gib:.1f} GiB): 16384 tokens, 1024 seqs"
     elif gib >= 70 and "a100" not in gpu_name.lower():
-        mnbt, seqs, why = 8192, 1024, f"vLLM server default for ≥70 GiB non-A100 GPUs ({gib:.1f} GiB): 8192 tokens, 1024 seqs"
+        mnbt, seqs, why = (
+            8192,
+            1024,
+            f"vLLM server default for ≥70 GiB non-A100 GPUs ({gib:.1f} GiB): 8192 tokens, 1024 seqs",
+        )
     else:
         mnbt, seqs, why = 2048, 256, "vLLM server default for smaller GPUs and A100: 2048 tokens, 256 seqs"
     return min(mnbt, seqs * max_model_len), seqs, why + " (engine/arg_utils.py::get_batch_defaults)"
@@ -140,7 +145,8 @@ def printed_capacity_lines(ver: tuple[int, int, int], num_blocks: int, block_siz
                 f"Maximum concurrency for {L} tokens per request: {c:.2f}x"]
     if e == "v1-0.8":
         tokens = num_blocks * block_size
-        return [f"GPU KV cache size: {tokens:,} tokens", f"Maximum concurrency for {L:,} tokens per request: {tokens / L:.2f}x"]
+        return [f"GPU KV cache size: {tokens:,} tokens", f"Maximum concurrency for {L:,} tokens per request: "
+                                                         f"{tokens / L:.2f}x"]
     c = num_blocks / blocks_per_request
     if e == "v1-0.10":
         tokens = (num_blocks // num_groups) * block_size
@@ -180,7 +186,8 @@ class MambaCacheRule:
 
 
 MAMBA_PREFIX_CACHING_ARCHITECTURES = frozenset({
-    "BambaForCausalLM", "FalconH1ForCausalLM", "FalconMambaForCausalLM", "GraniteMoeHybridForCausalLM", "JambaForCausalLM",
+    "BambaForCausalLM", "FalconH1ForCausalLM", "FalconMambaForCausalLM", "GraniteMoeHybridForCausalLM",
+        "JambaForCausalLM",
     "Mamba2ForCausalLM", "MambaForCausalLM", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "Zamba2ForCausalLM"})
 """Architectures whose vLLM class implements ``SupportsMambaPrefixCaching`` ("all" mode), read in 0.19 and 0.24
 (``models/{bamba,falcon_h1,granitemoehybrid,jamba,mamba,mamba2,nemotron_h,zamba2}.py``; FalconMamba and NemotronH-Puzzle
@@ -243,7 +250,8 @@ def mamba_cache_rule(ver: tuple[int, int, int], enable_prefix_caching: bool | No
     vtxt = ".".join(map(str, ver))
     if enable_prefix_caching is None:
         pc = has_attention and ver >= (0, 26, 0)
-        why = (f"prefix caching {'on' if pc else 'off'} by default for {'hybrid' if has_attention else 'attention-free'} "
+        why = (f"prefix caching {'on' if pc else 'off'} by default for "
+               f"{'hybrid' if has_attention else 'attention-free'} "
                f"models in vLLM {vtxt} (ModelConfig.is_prefix_caching_supported; hybrid default on from 0.26)")
     else:
         pc = enable_prefix_caching
@@ -255,8 +263,10 @@ def mamba_cache_rule(ver: tuple[int, int, int], enable_prefix_caching: bool | No
     if ver < (0, 28, 0) and MAMBA_PREFIX_CACHING_ARCHITECTURES.intersection(architectures):
         grid = math.lcm(mamba_chunk_tokens, 16) if has_attention else None
         return MambaCacheRule("all", pc, 1, grid, f"{why}: mamba_cache_mode all ({'/'.join(architectures)} implements "
-                              f"SupportsMambaPrefixCaching; MambaModelConfig.verify_and_update_config, vLLM 0.19–0.27): "
-                              "one state page per block of the request's tokens, cdiv(max_model_len, block) per request "
+                              f"SupportsMambaPrefixCaching; MambaModelConfig.verify_and_update_config, vLLM "
+                              f"0.19–0.27): "
+                              "one state page per block of the request's tokens, cdiv(max_model_len, block) per "
+                              "request "
                               "(MambaSpec.max_memory_usage_bytes)" + (
                                   f"; blocks aligned to the Mamba chunk lcm({mamba_chunk_tokens}, 16) = {grid} tokens "
                                   "(HybridAttentionMambaModelConfig)" if grid else ""), page_per_block=True)

@@ -197,7 +197,7 @@ def _gauss_newton(runs, cost: LinearStepCost, f: float, names: list[str], max_it
                   count: list[int], history: list[float]) -> tuple[LinearStepCost, float, int]:
     """Damped Gauss–Newton from ``cost`` (objective ``f``); returns the best model, its objective and the iterations."""
     lam, it = 1e-3, 0
-    for it in range(1, max_iterations + 1):
+    for it in range(1, max_iterations + 1):  # noqa: B007 - the count is read after the loop
         rs, js = [], []
         for run, cfg in runs:
             res, table = replay_recorded(run, cfg, cost)

@@ -101,4 +101,4 @@ class CompressedMLAAttention(MLAAttention):
 
 def has_compressed_mla(layers) -> bool:
     """Whether any of ``layers`` (a ModelSpec's, None for cache-less layers) is a DeepSeek-V4 compressed layer."""
-    return any(isinstance(l, CompressedMLAAttention) for l in layers)
+    return any(isinstance(layer, CompressedMLAAttention) for layer in layers)

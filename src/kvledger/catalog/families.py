@@ -166,7 +166,7 @@ def decoder(c: Cfg, mt: str) -> Family:
             spec = None if no_cache else _attn_spec(lc, kinds[i].split("+")[0], lnh, lkv, lhd)
             if spec is not None and qsa_layer(c, mt, i):
                 spec, qsa_w = qsa_indexer(c, spec, f"{p}.self_attn.indexer", h, fam.notes if not any(
-                    getattr(l, "indexer_bytes_per_token", 0) for l in fam.layers if l is not None) else [])
+                    getattr(layer, "indexer_bytes_per_token", 0) for layer in fam.layers if layer is not None) else [])
                 w += qsa_w
             fam.layers.append(spec)
             # a draft reading its target's K/V (Gemma-4's assistant): query-only attention, no k/v or k_norm

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -10,12 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kvledger.catalog.gpus import GpuSpec, custom_gpu, get_gpu
 
-__all__ = ["gpu_file"]
+__all__ = ["gpu_file", "resolve_gpu"]
 
 
 @lru_cache(maxsize=1)
 def _gpu_file_model() -> type[BaseModel]:
-    """The pydantic model of a GPU file, built on first use (building it costs a few ms that catalog GPUs never need)."""
+    """The pydantic model of a GPU file, built on first use (building it costs a few ms that catalog GPUs never
+    need)."""
 
     class GpuFile(BaseModel):
         """A custom GPU file, validated: every figure finite and within what an accelerator can physically have."""
@@ -44,7 +46,8 @@ def _gpu_file_model() -> type[BaseModel]:
 
 
 def gpu_file(path: Path) -> GpuSpec:
-    """A custom GPU from a small JSON or TOML file: name, memory ("79.22GiB"), bandwidth_tb_s, bf16_tflops[, fp8_tflops, base].
+    """A custom GPU from a small JSON or TOML file: name, memory ("79.22GiB"), bandwidth_tb_s, bf16_tflops[,
+    fp8_tflops, base].
 
     Raises:
         ConfigError: unreadable file, wrong types, missing or out-of-range fields (file, field and allowed range named).
@@ -71,21 +74,70 @@ def gpu_file(path: Path) -> GpuSpec:
     else:
         d = loads_located(text, str(path))
     if not isinstance(d, dict):
-        raise ConfigError(str(path), f"expected a table of fields (name, memory, bandwidth_tb_s, bf16_tflops), got {type(d).__name__}")
+        raise ConfigError(str(path), f"expected a table of fields (name, memory, bandwidth_tb_s, bf16_tflops), got "
+                                     f"{type(d).__name__}")
     missing = [k for k in ("memory", "bandwidth_tb_s", "bf16_tflops") if k not in d]
     if missing:
-        raise ConfigError(str(path), f"missing {', '.join(missing)}; a GPU file needs name, memory (e.g. \"79.22GiB\" as CUDA reports it), bandwidth_tb_s, bf16_tflops", field=missing[0])
+        raise ConfigError(str(path), f"missing {', '.join(missing)}; a GPU file needs name, memory (e.g. \"79.22GiB\" "
+                                     f"as CUDA reports it), bandwidth_tb_s, bf16_tflops", field=missing[0])
     try:
         f = _gpu_file_model().model_validate({"name": path.stem[:255] or "custom GPU", **d})
     except ValidationError as err:
         e = err.errors()[0]
         loc = ".".join(str(x) for x in e["loc"]) or None
-        raise ConfigError(str(path), f"{e['msg']} (allowed: {_GPU_RANGES.get(str(e['loc'][0]) if e['loc'] else '', 'the fields are name, memory, bandwidth_tb_s, bf16_tflops, fp8_tflops, base')})", field=loc) from None
+        raise ConfigError(
+            str(path),
+            f"{e['msg']} (allowed: "
+            f"{_GPU_RANGES.get(str(e['loc'][0]) if e['loc'] else '', 'the fields are name, memory, bandwidth_tb_s, bf16_tflops, fp8_tflops, base')})",
+            field=loc,
+        ) from None
     base = get_gpu(f.base) if f.base else None
-    return custom_gpu(f.name, parse_bytes(f.memory, what=f"{path}: memory"), f.bandwidth_tb_s * 1e12, f.bf16_tflops * 1e12,
+    return custom_gpu(f.name, parse_bytes(f.memory, what=f"{path}: memory"), f.bandwidth_tb_s * 1e12,
+                      f.bf16_tflops * 1e12,
                       f.fp8_tflops * 1e12 if f.fp8_tflops else None, base)
 
 
 _GPU_RANGES = {"name": "1 to 255 characters", "memory": 'a size such as "79.22GiB", 1 MiB to 32 TiB',
                "bandwidth_tb_s": "0 < TB/s ≤ 1000", "bf16_tflops": "0 < TFLOP/s ≤ 1,000,000",
                "fp8_tflops": "0 < TFLOP/s ≤ 1,000,000", "base": "a catalog GPU name"}
+
+
+def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth_bytes_per_s: float | None = None,
+                bf16_flops_per_s: float | None = None) -> GpuSpec:
+    """A catalog GPU or a GPU file, with optional overrides (e.g. the device total your own log printed).
+
+    Raises:
+        UnknownNameError, ConfigError, InputError: as get_gpu / the file reader / custom_gpu.
+    """
+    from kvledger.errors import ConfigError
+    from kvledger.names import check_name_or_path
+
+    check_name_or_path(name_or_path, "GPU")
+    p = Path(name_or_path)
+    if p.suffix in (".json", ".toml"):
+        try:
+            exists = p.exists()
+        except OSError as err:
+            raise ConfigError(str(p)[:200], f"cannot be checked as a GPU file ({err.strerror})") from None
+        if not exists:
+            raise ConfigError(str(p), "GPU file not found (a GPU file is a small .json or .toml: name, memory, "
+                                      "bandwidth_tb_s, bf16_tflops)")
+        g = gpu_file(p)
+    else:
+        g = get_gpu(name_or_path)
+    if memory_bytes is None and bandwidth_bytes_per_s is None and bf16_flops_per_s is None:
+        return g
+    pick = lambda v, d: d if v is None else v  # noqa: E731 - 0 is a value to check, not "unset"
+    checked = custom_gpu(g.name, pick(memory_bytes, g.memory_bytes), pick(bandwidth_bytes_per_s,
+                                                                          g.hbm_bandwidth_bytes_per_s),
+                         pick(bf16_flops_per_s, g.bf16_flops_per_s), g.fp8_flops_per_s, g,
+                         flags={"memory": "--gpu-memory", "HBM bandwidth": "--gpu-bandwidth",
+                                "dense BF16 peak": "--gpu-bf16-tflops"})
+    given = memory_bytes is not None
+    src = "given by the user (--gpu-memory)" if given else g.memory_source
+    return replace(g, memory_bytes=checked.memory_bytes, memory_source=src,
+                   hbm_bandwidth_bytes_per_s=checked.hbm_bandwidth_bytes_per_s,
+                   bf16_flops_per_s=checked.bf16_flops_per_s,
+                   memory_low_bytes=checked.memory_bytes if given else g.memory_low_bytes,
+                   memory_high_bytes=checked.memory_bytes if given else g.memory_high_bytes,
+                   memory_basis="given" if given else g.memory_basis)

@@ -10,17 +10,16 @@ MiB from the measured gaps), and the P2P / NVLink all-to-all facts vLLM's custom
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.jsonable import to_jsonable
 from kvledger.units import GB, MiB
 
-__all__ = ["GpuSpec", "get_gpu", "gpu_catalog", "custom_gpu", "resolve_gpu", "CUDA_RESERVE_MIB"]
+__all__ = ["GpuSpec", "get_gpu", "gpu_catalog", "custom_gpu", "CUDA_RESERVE_MIB"]
 
 CUDA_RESERVE_MIB = 450
 """nvidia-smi total − CUDA total assumed for a GPU with no measured CUDA total, MiB (gpu_cuda.csv: measured gaps
@@ -38,18 +37,23 @@ _ALIASES = {
     "nvidia_b200": ["b200"], "nvidia_gb200": ["gb200"], "nvidia_b300": ["b300"], "nvidia_gb300": ["gb300"],
     "nvidia_gh200_96gb": ["gh200", "gh200-96gb"], "nvidia_gh200_144gb": ["gh200-144gb"],
     "nvidia_l4": ["l4"], "nvidia_l40s": ["l40s"], "nvidia_a10": ["a10"], "nvidia_a10g": ["a10g"],
-    "nvidia_rtx_3090": ["rtx3090", "rtx-3090", "3090"], "nvidia_rtx_4090": ["rtx4090", "rtx-4090", "4090"], "nvidia_rtx_5090": ["rtx5090", "rtx-5090", "5090"],
-    "nvidia_rtx_pro_6000_server": ["rtx-pro-6000", "rtx-pro-6000-server", "rtx pro 6000", "rtxpro6000", "nvidia_rtx_pro_6000"],
+    "nvidia_rtx_3090": ["rtx3090", "rtx-3090", "3090"], "nvidia_rtx_4090": ["rtx4090", "rtx-4090", "4090"],
+        "nvidia_rtx_5090": ["rtx5090", "rtx-5090", "5090"],
+    "nvidia_rtx_pro_6000_server": ["rtx-pro-6000", "rtx-pro-6000-server", "rtx pro 6000", "rtxpro6000",
+                                   "nvidia_rtx_pro_6000"],
     "nvidia_rtx_pro_6000_workstation": ["rtx-pro-6000-workstation", "rtx-pro-6000-ws"],
     "nvidia_t4": ["t4", "tesla-t4"], "nvidia_a40": ["a40"], "nvidia_l40": ["l40"], "nvidia_h20": ["h20"],
-    "nvidia_rtx_a4000": ["rtx-a4000", "a4000"], "nvidia_rtx_a5000": ["rtx-a5000", "a5000"], "nvidia_rtx_a6000": ["rtx-a6000", "a6000"],
+    "nvidia_rtx_a4000": ["rtx-a4000", "a4000"], "nvidia_rtx_a5000": ["rtx-a5000", "a5000"],
+        "nvidia_rtx_a6000": ["rtx-a6000", "a6000"],
     "nvidia_a100_40gb_pcie": ["a100-40gb-pcie", "a100-pcie-40gb"], "amd_mi210": ["mi210"],
     "amd_mi300x": ["mi300x"], "amd_mi325x": ["mi325x"], "amd_mi355x": ["mi355x"], "amd_mi250x": ["mi250x"],
     "google_tpu_v5e": ["tpu-v5e", "v5e"], "google_tpu_v6e": ["tpu-v6e", "v6e", "trillium"], "intel_gaudi3": ["gaudi3"],
 }
 
-_ARCH = {"h100": "sm90", "h200": "sm90", "gh200": "sm90", "h20": "sm90", "b200": "sm100", "gb200": "sm100", "b300": "sm100",
-         "gb300": "sm100", "a100": "sm80", "a10": "sm86", "a40": "sm86", "rtx_a": "sm86", "rtx_4090": "sm89", "rtx_3090": "sm86",
+_ARCH = {"h100": "sm90", "h200": "sm90", "gh200": "sm90", "h20": "sm90", "b200": "sm100", "gb200": "sm100",
+         "b300": "sm100",
+         "gb300": "sm100", "a100": "sm80", "a10": "sm86", "a40": "sm86", "rtx_a": "sm86", "rtx_4090": "sm89",
+             "rtx_3090": "sm86",
          "l4": "sm89", "l40": "sm89", "rtx_5090": "sm120", "rtx_pro_6000": "sm120", "t4": "sm75"}
 
 
@@ -128,13 +132,18 @@ def _row_to_spec(r: dict[str, str], cuda: dict[str, str]) -> GpuSpec:
     mib, lo, hi = int(cuda["cuda_total_mib"]), int(cuda["cuda_total_low_mib"]), int(cuda["cuda_total_high_mib"])
     key = next((k for k in sorted(_ARCH, key=len, reverse=True) if k in gid), None)
     return GpuSpec(
-        gpu_id=gid, name=f"{r['vendor']} {r['model']}", memory_gb_marketed=float(r["memory_gb_marketed"]), nvidia_smi_mib=smi,
-        memory_bytes=mib * MiB, memory_source=cuda["source"], hbm_bandwidth_bytes_per_s=float(r["memory_bandwidth_tb_s"]) * 1e12,
+        gpu_id=gid, name=f"{r['vendor']} {r['model']}", memory_gb_marketed=float(r["memory_gb_marketed"]),
+            nvidia_smi_mib=smi,
+        memory_bytes=mib * MiB, memory_source=cuda["source"],
+            hbm_bandwidth_bytes_per_s=float(r["memory_bandwidth_tb_s"]) * 1e12,
         bf16_flops_per_s=float(r["bf16_dense_tflops"]) * 1e12,
-        fp8_flops_per_s=(_f(r["fp8_dense_tflops"]) or 0) * 1e12 or None, fp4_flops_per_s=(_f(r["fp4_dense_tflops"]) or 0) * 1e12 or None,
-        interconnect=r["scaleup_interconnect"], interconnect_bytes_per_s=(_f(r["scaleup_bw_gb_s_bidir_per_gpu"]) or 0) * 1e9,
+        fp8_flops_per_s=(_f(r["fp8_dense_tflops"]) or 0) * 1e12 or None,
+            fp4_flops_per_s=(_f(r["fp4_dense_tflops"]) or 0) * 1e12 or None,
+        interconnect=r["scaleup_interconnect"],
+            interconnect_bytes_per_s=(_f(r["scaleup_bw_gb_s_bidir_per_gpu"]) or 0) * 1e9,
         host_link_bytes_per_s=(_f(r["host_bw_gb_s_bidir"]) or 0) * 1e9, tdp_w=_f(r["tdp_w"]),
-        arch=_ARCH.get(key, "") if key else "", datasheet_ref=r["datasheet_ref"], confidence=r["confidence"], notes=r["notes"],
+        arch=_ARCH.get(key, "") if key else "", datasheet_ref=r["datasheet_ref"], confidence=r["confidence"],
+            notes=r["notes"],
         memory_low_bytes=lo * MiB, memory_high_bytes=hi * MiB, memory_basis=cuda["basis"], p2p=cuda["p2p"] == "yes",
         nvlink_all_to_all=cuda["nvlink_all_to_all"] == "yes")
 
@@ -165,8 +174,10 @@ def get_gpu(name: str) -> GpuSpec:
         if key in (_norm(gid), _norm(gid.removeprefix("nvidia_"))) or key in (_norm(a) for a in _ALIASES.get(gid, [])):
             return cat[gid]
     known = list(cat) + [a for v in _ALIASES.values() for a in v]
-    raise UnknownNameError("GPU", name, known, hint="Run `kvledger gpus` for the catalog; for another GPU pass --gpu FILE.json/.toml (fields: name, memory "
-                           "as CUDA reports it, e.g. \"79.19GiB\", bandwidth_tb_s, bf16_tflops[, fp8_tflops, base]), or a "
+    raise UnknownNameError("GPU", name, known, hint="Run `kvledger gpus` for the catalog; for another GPU pass --gpu "
+                                                    "FILE.json/.toml (fields: name, memory "
+                           "as CUDA reports it, e.g. \"79.19GiB\", bandwidth_tb_s, bf16_tflops[, fp8_tflops, base]), "
+                           "or a "
                            "catalog GPU adjusted with --gpu-memory/--gpu-bandwidth/--gpu-bf16-tflops.")
 
 
@@ -189,47 +200,10 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
             raise InputError(f"{flag}GPU {what} {v / scale:g} {unit} is not plausible (expected {lo / scale:g}–"
                              f"{hi / scale:g} {unit})")
     b = base
-    return GpuSpec("custom", name, memory_bytes / GB, None, int(memory_bytes), "given by the user", hbm_bandwidth_bytes_per_s,
-                   bf16_flops_per_s, fp8_flops_per_s, None, b.interconnect if b else "unknown", b.interconnect_bytes_per_s if b else 0.0,
-                   b.host_link_bytes_per_s if b else 0.0, b.tdp_w if b else None, b.arch if b else "", "user", "given", "",
+    return GpuSpec("custom", name, memory_bytes / GB, None, int(memory_bytes), "given by the user",
+                   hbm_bandwidth_bytes_per_s,
+                   bf16_flops_per_s, fp8_flops_per_s, None, b.interconnect if b else "unknown",
+                       b.interconnect_bytes_per_s if b else 0.0,
+                   b.host_link_bytes_per_s if b else 0.0, b.tdp_w if b else None, b.arch if b else "", "user", "given",
+                       "",
                    p2p=b.p2p if b else True, nvlink_all_to_all=b.nvlink_all_to_all if b else False)
-
-
-def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth_bytes_per_s: float | None = None,
-                bf16_flops_per_s: float | None = None) -> GpuSpec:
-    """A catalog GPU or a GPU file, with optional overrides (e.g. the device total your own log printed).
-
-    Raises:
-        UnknownNameError, ConfigError, InputError: as get_gpu / the file reader / custom_gpu.
-    """
-    from kvledger.errors import ConfigError
-    from kvledger.names import check_name_or_path
-
-    check_name_or_path(name_or_path, "GPU")
-    p = Path(name_or_path)
-    if p.suffix in (".json", ".toml"):
-        try:
-            exists = p.exists()
-        except OSError as err:
-            raise ConfigError(str(p)[:200], f"cannot be checked as a GPU file ({err.strerror})") from None
-        if not exists:
-            raise ConfigError(str(p), "GPU file not found (a GPU file is a small .json or .toml: name, memory, bandwidth_tb_s, bf16_tflops)")
-        from kvledger.catalog.gpu_file import gpu_file
-
-        g = gpu_file(p)
-    else:
-        g = get_gpu(name_or_path)
-    if memory_bytes is None and bandwidth_bytes_per_s is None and bf16_flops_per_s is None:
-        return g
-    pick = lambda v, d: d if v is None else v  # noqa: E731 - 0 is a value to check, not "unset"
-    checked = custom_gpu(g.name, pick(memory_bytes, g.memory_bytes), pick(bandwidth_bytes_per_s, g.hbm_bandwidth_bytes_per_s),
-                         pick(bf16_flops_per_s, g.bf16_flops_per_s), g.fp8_flops_per_s, g,
-                         flags={"memory": "--gpu-memory", "HBM bandwidth": "--gpu-bandwidth",
-                                "dense BF16 peak": "--gpu-bf16-tflops"})
-    given = memory_bytes is not None
-    src = "given by the user (--gpu-memory)" if given else g.memory_source
-    return replace(g, memory_bytes=checked.memory_bytes, memory_source=src, hbm_bandwidth_bytes_per_s=checked.hbm_bandwidth_bytes_per_s,
-                   bf16_flops_per_s=checked.bf16_flops_per_s,
-                   memory_low_bytes=checked.memory_bytes if given else g.memory_low_bytes,
-                   memory_high_bytes=checked.memory_bytes if given else g.memory_high_bytes,
-                   memory_basis="given" if given else g.memory_basis)

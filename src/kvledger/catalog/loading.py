@@ -46,7 +46,8 @@ __all__ = ["LoadedWeights", "loaded_weights", "pp_layer_range", "cuda_allocated_
 
 SERVED_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 _LAYER = re.compile(r"\.(?:layers|h)\.(\d+)\.")
-_FIRST = ("embed_tokens", "wte", "wpe", "word_embeddings", "embed_positions", "embeddings", "vision_tower", "multi_modal_projector",
+_FIRST = ("embed_tokens", "wte", "wpe", "word_embeddings", "embed_positions", "embeddings", "vision_tower",
+          "multi_modal_projector",
           "audio_tower", "project_in")
 _LAST_ONLY = ("lm_head",)
 
@@ -96,7 +97,8 @@ def cuda_allocated_bytes(n: int) -> int:
 
 
 _MLA_WORKSPACE_BYTES = 128 * _MiB
-"""``flashinfer_mla.py::FLASHINFER_MLA_WORKSPACE_BUFFER_SIZE`` and ``cutlass_mla.py``'s ``SM100Workspace(128 * 1024 * 1024)``."""
+"""``flashinfer_mla.py::FLASHINFER_MLA_WORKSPACE_BUFFER_SIZE`` and ``cutlass_mla.py``'s ``SM100Workspace(128 * 1024 *
+1024)``."""
 
 
 def mla_backend_workspace_bytes(engine_version: tuple[int, int, int], gpu_arch: str) -> tuple[int, str]:
@@ -129,12 +131,15 @@ def mla_backend_workspace_bytes(engine_version: tuple[int, int, int], gpu_arch: 
     if not held:
         return 0, ""
     vtxt = ".".join(map(str, v))
-    return len(held) * _MLA_WORKSPACE_BYTES, (f"MLA backend workspace{'s' if len(held) > 1 else ''} (128 MiB each, allocated when "
-                                              f"vLLM {vtxt} imports {' and '.join(m + '.py' for m in held)} on {gpu_arch})")
+    return len(held) * _MLA_WORKSPACE_BYTES, (f"MLA backend workspace{'s' if len(held) > 1 else ''} (128 MiB each, "
+                                              f"allocated when "
+                                              f"vLLM {vtxt} imports {' and '.join(m + '.py' for m in held)} on "
+                                              f"{gpu_arch})")
 
 
 def pp_layer_range(num_layers: int, pp: int, rank: int) -> tuple[int, int]:
-    """Layers [start, end) of PP rank ``rank`` (vLLM ``get_pp_indices``: the remainder goes to the ranks before the last)."""
+    """Layers [start, end) of PP rank ``rank`` (vLLM ``get_pp_indices``: the remainder goes to the ranks before the
+    last)."""
     parts = [num_layers // pp] * pp
     for i in range(2, num_layers % pp + 2):
         parts[-i] += 1
@@ -149,7 +154,8 @@ def _scheme(model: ModelSpec, quantization: str | None) -> QuantScheme:
         return model.quant if model.quant.method == "fp8" else online_fp8()
     if model.quant.method != "none" and quantization.removesuffix("_marlin") == model.quant.method:
         return model.quant
-    raise InputError(f"--quantization {quantization!r}: only 'fp8' (online FP8 of an unquantized checkpoint) is modelled; "
+    raise InputError(f"--quantization {quantization!r}: only 'fp8' (online FP8 of an unquantized checkpoint) is "
+                     f"modelled; "
                      f"{model.name} is {model.quant.description}")
 
 
@@ -219,7 +225,10 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     if dtype in (None, "", "auto"):
         dname, db = model.dtype, model.dtype_bytes
     elif dtype in SERVED_DTYPE_BYTES:
-        dname, db = ("float16" if dtype == "half" else "float32" if dtype == "float" else dtype), SERVED_DTYPE_BYTES[dtype]
+        dname, db = (
+            ("float16" if dtype == "half" else "float32" if dtype == "float" else dtype),
+            SERVED_DTYPE_BYTES[dtype],
+        )
     else:
         raise InputError(f"--dtype {dtype!r}: expected auto, bfloat16, float16 or float32")
     q = _scheme(model, quantization)
@@ -237,7 +246,8 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
         key = _FUSE.sub(lambda m: _FUSED_NAME[m.group(1)], w.path)
         for part, b in enumerate(q.tensor_bytes(w, db)):
             if b:
-                if part == 3 and key in fused_g_idx:  # one g_idx per fused parameter (its input size), not one per member
+                # one g_idx per fused parameter (its input size), not one per member
+                if part == 3 and key in fused_g_idx:
                     continue
                 fused[(key, part)] = fused.get((key, part), 0.0) + b * share
                 if part == 3:
@@ -248,11 +258,18 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     if tp > 1:
         how += f", split over TP {tp} by tensor (replicated norms/gates/KV heads counted whole)"
     if pp > 1:
-        how += f", PP stage {pp_rank} of {pp}: layers {lo}–{hi - 1}" + (" + embedding" if pp_rank == 0 else "") + (" + final norm and LM head" if pp_rank == pp - 1 else "")
+        how += (
+            f", PP stage {pp_rank} of {pp}: layers {lo}–{hi - 1}"
+            + (" + embedding" if pp_rank == 0 else "")
+            + (" + final norm and LM head" if pp_rank == pp - 1 else "")
+        )
     if rope:
         how += f" + {rope:,} B RoPE cos/sin buffer"
-    ws, ws_src = (mla_backend_workspace_bytes(engine_version, gpu_arch) if any(isinstance(l, MLAAttention) for l in model.layers[lo:hi])
-                  else (0, ""))
+    ws, ws_src = (
+        mla_backend_workspace_bytes(engine_version, gpu_arch)
+        if any(isinstance(layer, MLAAttention) for layer in model.layers[lo:hi])
+        else (0, "")
+    )
     if ws:
         how += f" + {ws:,} B {ws_src}"
     return LoadedWeights(total + rope + ws, rope, dname, db, q.description, (lo, hi), how, ws)

@@ -100,7 +100,7 @@ class ModelSpec:
 
     def layer_counts(self) -> Counter:
         """Layers per KV kind ("full", "sliding_window", "chunked_local", "mla", "state", "none")."""
-        return Counter("none" if l is None else l.kind for l in self.layers)
+        return Counter("none" if layer is None else layer.kind for layer in self.layers)
 
     def weight_bytes(self) -> float:
         """Weight bytes of the whole model as stored (quantization and its scales included), B."""
@@ -186,7 +186,7 @@ def _rope_cache_bytes(c: Cfg, mt: str, spec_layers: list, hd: int, derived: int,
         return 0
     if mt in ("gpt_bigcode", "gpt2", "bloom", "mpt"):  # learned or ALiBi positions, no rotary buffer
         return 0
-    if any(isinstance(l, MLAAttention) for l in spec_layers):
+    if any(isinstance(layer, MLAAttention) for layer in spec_layers):
         rot = c.int("qk_rope_head_dim")
     else:
         rot = int(hd * c.float("partial_rotary_factor", 1.0, minimum=0.0, maximum=1.0))
@@ -220,7 +220,7 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
     display = name or (shown if isinstance(shown, str) and 0 < len(shown) <= 255 else source)
     fam = build_family(c, mt)
     notes += fam.notes
-    if not any(l is not None for l in fam.layers):
+    if not any(layer is not None for layer in fam.layers):
         n_shared = c.int("num_kv_shared_layers", 0, minimum=0) if c.has("num_kv_shared_layers") else 0
         if not fam.layers or n_shared != len(fam.layers):
             key = "num_kv_shared_layers" if c.has("num_kv_shared_layers") else "layer_types"
@@ -241,8 +241,8 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
     dtype, dbytes = _dtype(c, notes)
     quant = parse_quant(c)
     mpe, derived = _max_len(c, notes)
-    attn = next((l for l in fam.layers if isinstance(l, FullAttention)), None)
-    mla = next((l for l in fam.layers if isinstance(l, MLAAttention)), None)
+    attn = next((layer for layer in fam.layers if isinstance(layer, FullAttention)), None)
+    mla = next((layer for layer in fam.layers if isinstance(layer, MLAAttention)), None)
     nh = c.int("num_attention_heads", 0, minimum=0)
     nkv = attn.num_kv_heads if attn else (1 if mla else 0)
     hd = attn.head_dim if attn else (mla.kv_lora_rank + mla.qk_rope_head_dim if mla else 0)
@@ -264,5 +264,5 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
 
 def state_layers(spec: ModelSpec) -> list[StateLayer]:
     """The model's linear-attention / Mamba layers."""
-    return [l for l in spec.layers if isinstance(l, StateLayer)]
+    return [layer for layer in spec.layers if isinstance(layer, StateLayer)]
 

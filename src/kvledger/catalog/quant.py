@@ -101,7 +101,7 @@ def _compile(patterns: list[str]) -> re.Pattern | None:
         else:
             body = fnmatch.translate(p).removesuffix(r"\Z").removeprefix("(?s:").removesuffix(")")
             parts.append(rf"(?:{body})(?:\..*)?")
-    return re.compile(r"^(?:%s)$" % "|".join(parts))
+    return re.compile("^(?:" + "|".join(parts) + ")$")
 
 
 def parse_quant(c: Cfg) -> QuantScheme:
@@ -135,7 +135,7 @@ def parse_quant(c: Cfg) -> QuantScheme:
             bool) and 0 < x <= 1 << 20 for x in blk)):
             raise q.error("weight_block_size", f"must be two positive integers [rows, cols], got {blk!r:.60}")
         block = (blk[0], blk[1]) if blk else None
-        desc = f"fp8 {q.str('fmt', 'e4m3')}: 1 B/weight + fp32 scale per {'%d×%d block' % block if block else 'tensor'}{note}"
+        desc = f"fp8 {q.str('fmt', 'e4m3')}: 1 B/weight + fp32 scale per {'{}×{} block'.format(*block) if block else 'tensor'}{note}"
         return QuantScheme("fp8", 8, -1, block, tuple(skip), desc, rx)
     if method == "mxfp4":
         return QuantScheme("mxfp4", 4, 32, None, tuple(skip), f"mxfp4: 4-bit values + 8-bit scale per 32 = 4.25 "

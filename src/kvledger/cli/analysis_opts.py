@@ -50,7 +50,7 @@ def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None 
                 flops_fraction: float = 0.7, **extra: Any):
     """(ModelSpec, GpuSpec, PlanSettings) from the CLI options; errors are KvLedgerError subclasses."""
     from kvledger.accounting.settings import make_settings
-    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.units import parse_bytes, parse_tokens
 

@@ -24,7 +24,6 @@ from kvledger.cli.calib_opts import (
     MaxNumBatchedTokens,
     MaxNumSeqs,
     MaxPaddings,
-    Model,
     NumGpuBlocksOverride,
     PrefixCaching,
     Tp,

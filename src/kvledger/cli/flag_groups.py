@@ -35,7 +35,6 @@ def flag_of(cls: type, name: str) -> str:
     return decls[0].split("/")[0]
 
 
-# noqa: A002
 def option(cls: type, name: str, default: Any = None, *, help: str | None = None, also: tuple[str, ...] = ()) -> Any:
     """A default-style ``typer.Option`` for one field of a group, for a command that takes that flag alone (its
     spelling from the group; ``also``: older spellings kept as aliases; ``help``: the command's own text)."""

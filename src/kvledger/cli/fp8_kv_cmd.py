@@ -36,7 +36,7 @@ def _overhead(per_element_ns, per_layer_us, calibration, calibration_model, cali
         fit_fp8_overhead,
         read_fp8_measurements,
     )
-    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
 
     cal = None

@@ -21,7 +21,8 @@ from typing import Any, get_args
 
 from kvledger.errors import InputError, range_error, show_number
 
-__all__ = ["Range", "OPTION_RANGES", "COMMAND_RANGES", "DURATION_OPTIONS", "SELF_CHECKED", "range_for", "range_problems",
+__all__ = ["Range", "OPTION_RANGES", "COMMAND_RANGES", "DURATION_OPTIONS", "SELF_CHECKED", "range_for",
+           "range_problems",
            "check_options", "checked"]
 
 _TOKENS_MAX = 1 << 26  # as PlanSettings: beyond any real context window
@@ -52,7 +53,8 @@ class Range:
     def check(self, flag: str, value: float, given: str | None = None) -> None:
         """Raise InputError naming ``flag`` when ``value`` is NaN, an unwanted infinity or outside the range.
 
-        ``given``: the value as the user wrote it (e.g. ``"1e9s"`` for a duration read as seconds), shown instead of ``value``.
+        ``given``: the value as the user wrote it (e.g. ``"1e9s"`` for a duration read as seconds), shown instead of
+        ``value``.
         """
         if isinstance(value, float) and math.isnan(value):
             raise InputError(f"{flag} nan is not a number; allowed: {self.describe()}")
@@ -81,7 +83,8 @@ def _count(lo: int, hi: int, unit: str = "") -> Range:
 
 #: parameter name → allowed range, for every int/float option of every command.
 OPTION_RANGES: dict[str, Range] = {
-    "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "nnodes": _count(1, 1024, "nodes"), "prefill_tp": _count(1, 1024, "GPUs"), "decode_tp": _count(1, 1024, "GPUs"),
+    "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "nnodes": _count(1, 1024, "nodes"),
+        "prefill_tp": _count(1, 1024, "GPUs"), "decode_tp": _count(1, 1024, "GPUs"),
     "replicas": _count(1, 4096), "seed": _count(0, _SEED_MAX),
     "num_requests": _count(1, _REQUESTS_MAX, "requests"), "concurrency": _count(1, 1_000_000, "users"),
     "rate": Range(0.0, 1e6, lo_open=True, allow_inf=True, unit="req/s"),  # inf: every request at t = 0
@@ -132,20 +135,23 @@ OPTION_RANGES: dict[str, Range] = {
     "cpu_overhead": Range(0.0, 10.0, unit="s"),  # as PlanSettings.cpu_overhead_s (ge=0, le=10)
 }
 
-#: options given as text with a time unit ("2ms"): read as seconds (kvledger.units.parse_duration_s), then range-checked.
+# : options given as text with a time unit ("2ms"): read as seconds (kvledger.units.parse_duration_s), then
+# range-checked.
 DURATION_OPTIONS = frozenset({"cpu_overhead"})
 
 #: (command, parameter name) → range, where a name means something else in that command.
 COMMAND_RANGES: dict[tuple[str, str], Range] = {
     ("fp8-kv", "concurrency"): _count(1, 1 << 20, "sequences"),
     ("spec-decode", "num_requests"): _count(1, 100_000, "requests per rate"),
-    ("calibrate", "max_paddings"): _count(0, _TOKENS_MAX, "tokens"), ("validate", "max_paddings"): _count(0, _TOKENS_MAX, "tokens"),
+    ("calibrate", "max_paddings"): _count(0, _TOKENS_MAX, "tokens"), ("validate", "max_paddings"): _count(0,
+        _TOKENS_MAX, "tokens"),
     ("validate", "client_concurrency"): _count(1, 1_000_000, "requests in flight"),
     ("calibrate", "client_concurrency"): _count(1, 1_000_000, "requests in flight"),
     ("search", "monthly_tokens"): Range(0.0, 1e21, lo_open=True, unit="tokens/month"),
     ("search", "workers"): _count(1, 4096, "workers"),
     # a capacity probe of a handful of requests measures its drain tail, not the replica: at least 50 per probe
-    ("search", "num_requests"): _count(50, _REQUESTS_MAX, "requests per probe"), ("search", "top"): _count(1, 100_000, "rows"),
+    ("search", "num_requests"): _count(50, _REQUESTS_MAX, "requests per probe"), ("search", "top"): _count(1, 100_000,
+        "rows"),
     ("ui", "port"): _count(1, 65_535, "TCP port"),
     # cost prices billed hours: a utilization or a GPU price of 0 would divide by zero
     ("cost", "utilization"): Range(0.0, 1.0, lo_open=True, unit="(share of billed hours spent serving)"),

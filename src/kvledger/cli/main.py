@@ -20,7 +20,7 @@ import typer
 
 from kvledger.errors import KvLedgerError
 
-__all__ = ["COMMANDS", "app", "build_app", "run"]
+__all__ = ["COMMANDS", "app", "build_app", "run"]  # noqa: F822 - app is built on first access (__getattr__)
 
 # Command name → the kvledger.cli module whose register(app) adds it, in the order `kvledger --help` lists them.
 COMMANDS: dict[str, str] = {

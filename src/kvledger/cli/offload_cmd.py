@@ -42,7 +42,7 @@ def offload(
     from kvledger.accounting.kv_tier_rules import TierSettings
     from kvledger.accounting.settings import make_settings
     from kvledger.analyses.judgments.offload import analyse_offload
-    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.cli.analysis_opts import gib_option
     from kvledger.report.offload_view import render_offload

@@ -17,36 +17,65 @@ def _bytes_opt(v: str | None, what: str) -> int | None:
 
 
 def plan(
-    model: str = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path or folder, or a Hub id."),
+    model: str = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path "
+                                          "or folder, or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a .json/.toml GPU file."),
     engine: str = typer.Option("vllm", "--engine", help="vllm, sglang or trtllm."),
-    engine_version: str | None = option(EngineFlags, "engine_version", help="vLLM version whose rules to apply (default: newest read, 0.33.0); with --engine trtllm, a version before 1.0 selects the TensorRT-engine executor."),
+    engine_version: str | None = option(EngineFlags, "engine_version", help="vLLM version whose rules to apply "
+                                                                            "(default: newest read, 0.33.0); with "
+                                                                            "--engine trtllm, a version before 1.0 "
+                                                                            "selects the TensorRT-engine executor."),
     tp: int = option(EngineFlags, "tp", 1, help="Tensor-parallel degree."),
-    pp: int = typer.Option(1, "--pp", "--pipeline-parallel-size", help="Pipeline-parallel degree (vLLM): the stage with the fewest KV blocks binds."),
-    max_model_len: str | None = option(EngineFlags, "max_model_len", help="Tokens (8192, 8K, 128K); default: from the config."),
-    context: list[str] | None = typer.Option(None, "--context", help="Context length(s) to report concurrency at; repeat or comma-separate (8K,128K)."),
-    gpu_memory_utilization: float | None = option(EngineFlags, "gpu_memory_utilization", help="vLLM fraction of the device total (default by version)."),
-    mem_fraction_static: float | None = option(EngineFlags, "mem_fraction_static", help="SGLang fraction (default computed as SGLang does)."),
-    free_gpu_memory_fraction: float | None = typer.Option(None, "--free-gpu-memory-fraction", help="TensorRT-LLM fraction of free memory (default 0.9)."),
-    kv_cache_dtype: str = option(EngineFlags, "kv_cache_dtype", "auto", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2."),
-    dtype: str = typer.Option("auto", "--dtype", help="vLLM --dtype: auto, bfloat16, float16, float32 (weights, activations, auto KV)."),
-    quantization: str | None = typer.Option(None, "--quantization", "-q", help="vLLM --quantization fp8: quantize an unquantized checkpoint on load."),
-    max_num_batched_tokens: str | None = option(EngineFlags, "max_num_batched_tokens", help="Token budget per step (default by GPU and version)."),
-    max_num_seqs: int | None = option(EngineFlags, "max_num_seqs", help="Running requests cap (default by GPU and version)."),
-    block_size: int | None = option(EngineFlags, "block_size", help="Tokens per KV block (default 16, or the backend's)."),
-    available_kv_memory: str | None = typer.Option(None, "--available-kv-memory", help="Your engine's printed 'Available KV cache memory' (e.g. 51.38GiB or bytes)."),
-    num_gpu_blocks_override: int | None = option(EngineFlags, "num_gpu_blocks_override", help="vLLM's flag: fix the block count."),
-    weights_memory: str | None = typer.Option(None, "--weights-memory", help="Measured weight memory (e.g. 14.99GiB) instead of the computed one."),
-    activation_peak: str | None = typer.Option(None, "--activation-peak", help="Measured activation peak instead of the model."),
-    non_torch_memory: str | None = typer.Option(None, "--non-torch-memory", help="Measured non-torch memory instead of the model (by vLLM version, TP and PP)."),
-    cudagraph_memory: str | None = typer.Option(None, "--cudagraph-memory", help="Your log's 'Estimated CUDA graph memory'."),
-    gpu_memory: str | None = typer.Option(None, "--gpu-memory", help="Device total as CUDA reports it (e.g. 79.18GiB), overriding the catalog."),
-    gpu_bandwidth: float | None = typer.Option(None, "--gpu-bandwidth", help="HBM bandwidth, TB/s (10^12 B/s), overriding the catalog."),
-    gpu_bf16_tflops: float | None = typer.Option(None, "--gpu-bf16-tflops", help="Dense BF16 tensor peak, TFLOP/s, overriding the catalog."),
-    achievable_flops_fraction: float = option(EngineFlags, "achievable_flops_fraction", 0.7, help="Roofline: share of peak FLOP/s matmuls reach (assumption)."),
-    achievable_bandwidth_fraction: float = option(EngineFlags, "achievable_bandwidth_fraction", 0.8, help="Roofline: share of peak HBM bandwidth kernels reach (assumption)."),
-    disable_hybrid_kv_cache_manager: bool = typer.Option(False, "--disable-hybrid-kv-cache-manager", help="vLLM flag: allocate sliding/chunked layers as full."),
-    enable_prefix_caching: bool | None = option(EngineFlags, "prefix_caching", help="vLLM flag (default: the version's; on for hybrid models from 0.26): sets the Mamba cache mode, hence state pages per request."),
+    pp: int = typer.Option(1, "--pp", "--pipeline-parallel-size", help="Pipeline-parallel degree (vLLM): the stage "
+                                                                       "with the fewest KV blocks binds."),
+    max_model_len: str | None = option(EngineFlags, "max_model_len", help="Tokens (8192, 8K, 128K); default: from the "
+                                                                          "config."),
+    context: list[str] | None = typer.Option(None, "--context", help="Context length(s) to report concurrency at; "
+                                                                     "repeat or comma-separate (8K,128K)."),
+    gpu_memory_utilization: float | None = option(EngineFlags, "gpu_memory_utilization", help="vLLM fraction of the "
+        "device total (default by version)."),
+    mem_fraction_static: float | None = option(EngineFlags, "mem_fraction_static", help="SGLang fraction (default "
+        "computed as SGLang does)."),
+    free_gpu_memory_fraction: float | None = typer.Option(None, "--free-gpu-memory-fraction", help="TensorRT-LLM "
+        "fraction of free memory (default 0.9)."),
+    kv_cache_dtype: str = option(EngineFlags, "kv_cache_dtype", "auto", help="auto, bf16, fp16, fp8, fp8_e4m3, "
+                                                                             "fp8_e5m2."),
+    dtype: str = typer.Option("auto", "--dtype", help="vLLM --dtype: auto, bfloat16, float16, float32 (weights, "
+                                                      "activations, auto KV)."),
+    quantization: str | None = typer.Option(None, "--quantization", "-q", help="vLLM --quantization fp8: quantize an "
+                                                                               "unquantized checkpoint on load."),
+    max_num_batched_tokens: str | None = option(EngineFlags, "max_num_batched_tokens", help="Token budget per step "
+        "(default by GPU and version)."),
+    max_num_seqs: int | None = option(EngineFlags, "max_num_seqs", help="Running requests cap (default by GPU and "
+                                                                        "version)."),
+    block_size: int | None = option(EngineFlags, "block_size", help="Tokens per KV block (default 16, or the "
+                                                                    "backend's)."),
+    available_kv_memory: str | None = typer.Option(None, "--available-kv-memory", help="Your engine's printed "
+        "'Available KV cache memory' (e.g. 51.38GiB or bytes)."),
+    num_gpu_blocks_override: int | None = option(EngineFlags, "num_gpu_blocks_override", help="vLLM's flag: fix the "
+        "block count."),
+    weights_memory: str | None = typer.Option(None, "--weights-memory", help="Measured weight memory (e.g. 14.99GiB) "
+                                                                             "instead of the computed one."),
+    activation_peak: str | None = typer.Option(None, "--activation-peak", help="Measured activation peak instead of "
+                                                                               "the model."),
+    non_torch_memory: str | None = typer.Option(None, "--non-torch-memory", help="Measured non-torch memory instead of "
+        "the model (by vLLM version, TP and PP)."),
+    cudagraph_memory: str | None = typer.Option(None, "--cudagraph-memory", help="Your log's 'Estimated CUDA graph "
+        "memory'."),
+    gpu_memory: str | None = typer.Option(None, "--gpu-memory", help="Device total as CUDA reports it (e.g. 79.18GiB), "
+                                                                     "overriding the catalog."),
+    gpu_bandwidth: float | None = typer.Option(None, "--gpu-bandwidth", help="HBM bandwidth, TB/s (10^12 B/s), "
+                                                                             "overriding the catalog."),
+    gpu_bf16_tflops: float | None = typer.Option(None, "--gpu-bf16-tflops", help="Dense BF16 tensor peak, TFLOP/s, "
+        "overriding the catalog."),
+    achievable_flops_fraction: float = option(EngineFlags, "achievable_flops_fraction", 0.7, help="Roofline: share of "
+        "peak FLOP/s matmuls reach (assumption)."),
+    achievable_bandwidth_fraction: float = option(EngineFlags, "achievable_bandwidth_fraction", 0.8, help="Roofline: "
+        "share of peak HBM bandwidth kernels reach (assumption)."),
+    disable_hybrid_kv_cache_manager: bool = typer.Option(False, "--disable-hybrid-kv-cache-manager", help="vLLM flag: "
+        "allocate sliding/chunked layers as full."),
+    enable_prefix_caching: bool | None = option(EngineFlags, "prefix_caching", help="vLLM flag (default: the "
+        "version's; on for hybrid models from 0.26): sets the Mamba cache mode, hence state pages per request."),
     kv_offloading_size: str | None = typer.Option(None, "--kv-offloading-size",
         help="vLLM: host memory for KV offloading, GiB summed over TP×PP ranks (256 or 256GiB); adds the KV tiers."),
     kv_offloading_backend: str | None = typer.Option(None, "--kv-offloading-backend",
@@ -71,32 +100,42 @@ def plan(
         help="Achievable share of the host link's per-direction peak."),
     suffix_tokens: int = typer.Option(1, "--suffix-tokens",
         help="New tokens after the cached prefix in the break-even (≥ 1)."),
-    disable_custom_all_reduce: bool = typer.Option(False, "--disable-custom-all-reduce", help="vLLM flag: no custom all-reduce buffers."),
+    disable_custom_all_reduce: bool = typer.Option(False, "--disable-custom-all-reduce", help="vLLM flag: no custom "
+        "all-reduce buffers."),
     enforce_eager: bool = typer.Option(False, "--enforce-eager", help="vLLM flag: no CUDA graphs (no 0.20+ estimate)."),
-    distributed_executor_backend: str | None = typer.Option(None, "--distributed-executor-backend", help="vLLM: mp or ray."),
-    nnodes: int = typer.Option(1, "--nnodes", help="Nodes the TP×PP group spans (custom all-reduce is off across nodes)."),
-    sampler_backend: str = typer.Option("auto", "--sampler-backend", help="auto (the version's), flashinfer or pytorch."),
+    distributed_executor_backend: str | None = typer.Option(None, "--distributed-executor-backend", help="vLLM: mp or "
+        "ray."),
+    nnodes: int = typer.Option(1, "--nnodes", help="Nodes the TP×PP group spans (custom all-reduce is off across "
+                                                   "nodes)."),
+    sampler_backend: str = typer.Option("auto", "--sampler-backend",
+                                        help="auto (the version's), flashinfer or pytorch."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the whole ledger (every term with its source, the waterfall, the roofline tables, every note) after the summary."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the whole ledger (every term with its source, "
+                                                                "the waterfall, the roofline tables, every note) after "
+                                                                "the summary."),
 ) -> None:
     """The KV-cache ledger: KV bytes per token, the engine's memory split, blocks, concurrency and the roofline."""
     from rich.console import Console
 
     from kvledger.accounting.plan import build_plan, plan_to_dict
     from kvledger.accounting.settings import make_settings
-    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.report.plan_view import render_plan
     from kvledger.units import parse_tokens
 
-    ctxs = tuple(parse_tokens(c, what="--context") for item in (context or []) for c in item.split(",") if c.strip()) or None
+    ctxs = (
+        tuple(parse_tokens(c, what="--context") for item in (context or []) for c in item.split(",") if c.strip())
+        or None
+    )
     settings = make_settings(
         engine=engine.lower(), engine_version=engine_version, tp=tp, pp=pp,
         max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None, contexts=ctxs,
         gpu_memory_utilization=gpu_memory_utilization, mem_fraction_static=mem_fraction_static,
         free_gpu_memory_fraction=free_gpu_memory_fraction, kv_cache_dtype=kv_cache_dtype, dtype=dtype.lower(),
         quantization=quantization.lower() if quantization else None,
-        max_num_batched_tokens=parse_tokens(max_num_batched_tokens, what="--max-num-batched-tokens") if max_num_batched_tokens else None,
+        max_num_batched_tokens=parse_tokens(max_num_batched_tokens,
+                                            what="--max-num-batched-tokens") if max_num_batched_tokens else None,
         max_num_seqs=max_num_seqs, block_size=block_size,
         available_kv_memory_bytes=_bytes_opt(available_kv_memory, "--available-kv-memory"),
         num_gpu_blocks_override=num_gpu_blocks_override, weights_bytes=_bytes_opt(weights_memory, "--weights-memory"),
@@ -104,7 +143,8 @@ def plan(
         non_torch_bytes=_bytes_opt(non_torch_memory, "--non-torch-memory"),
         cudagraph_bytes=_bytes_opt(cudagraph_memory, "--cudagraph-memory"),
         disable_hybrid_kv_cache_manager=disable_hybrid_kv_cache_manager, enable_prefix_caching=enable_prefix_caching,
-        achievable_flops_fraction=achievable_flops_fraction, achievable_bandwidth_fraction=achievable_bandwidth_fraction,
+        achievable_flops_fraction=achievable_flops_fraction,
+            achievable_bandwidth_fraction=achievable_bandwidth_fraction,
         disable_custom_all_reduce=disable_custom_all_reduce, enforce_eager=enforce_eager, nnodes=nnodes,
         distributed_executor_backend=distributed_executor_backend.lower() if distributed_executor_backend else None,
         sampler_backend=sampler_backend.lower())

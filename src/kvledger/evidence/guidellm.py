@@ -124,8 +124,9 @@ def _one(path: str, r: Any, status: str, where: str) -> tuple[float, RequestReco
     if not isinstance(r, dict):
         raise FormatError(path, "expected a request object", where)
     timings = r.get("info", {}).get("timings", {}) if isinstance(r.get("info"), dict) else {}
-    # noqa: E731
-    pick = lambda *keys: next((x for x in (timings.get(k, r.get(k)) for k in keys) if x is not None), None)
+    def pick(*keys: str) -> Any:
+        return next((x for x in (timings.get(k, r.get(k)) for k in keys) if x is not None), None)
+
     start = number(path, pick("request_start", "request_start_time", "start_time"), f"{where}request_start")
     first = number(path, pick("first_token_iteration", "first_token_time"), f"{where}first_token_iteration",
                    allow_none=True)

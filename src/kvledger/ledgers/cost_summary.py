@@ -1,5 +1,4 @@
-"""The full self-host-versus-API report: per-token ledgers on both sides, the monthly bill at a volume, break-even and
-the four deciding factors.
+"""The self-host-versus-API report: per-token ledgers on both sides, the monthly bills, break-even, deciding factors.
 
 Assembles ``cost`` (self-hosting), ``api_cost`` and ``breakeven`` around one measured (or
 simulated) run and its goodput. The four factors the seed names enter explicitly:

@@ -27,7 +27,7 @@ def memory_waterfall(plan: dict[str, Any]) -> Figure:
     steps.append(("= available KV memory", m["available_kv_bytes"], None))
     fig, ax = new_axes(height=3.4)
     labels = [s[0] for s in steps]
-    for i, (label, top, delta) in enumerate(steps):
+    for i, (_label, top, delta) in enumerate(steps):
         if delta is None:
             ax.barh(i, top / GiB, color="#4c72b0" if i < len(steps) - 1 else "#55a868")
         else:

@@ -28,7 +28,8 @@ def _model(p: Plan) -> Table:
     diff = f" (publisher {st.total / 1e9:,.2f}B: {100 * (m.num_params / st.total - 1):+.2f}%)" if st else ""
     t.add_row("parameters", f"{m.num_params:,}", f"counted tensor by tensor from the config{diff}")
     if m.is_moe:
-        t.add_row("active parameters", f"{m.num_active_params:,}", f"top-{m.experts_per_token} of {m.num_experts} experts per layer, embeddings included")
+        t.add_row("active parameters", f"{m.num_active_params:,}", f"top-{m.experts_per_token} of {m.num_experts} "
+                                                                   f"experts per layer, embeddings included")
     wb = m.weight_bytes()
     t.add_row("weights (whole model)", fmt_bytes(wb), f"{m.quant.description}; {m.dtype}")
     t.add_row("layers", ", ".join(f"{n} {k}" for k, n in m.layer_counts().items()), m.source)
@@ -58,7 +59,11 @@ def _kv(p: Plan) -> Table:
 
 def _memory(p: Plan) -> Table:
     m = p.memory
-    where = f"per GPU of the binding stage PP{next(st['rank'] for st in m.stages if st['binds'])}" if m.stages else "per GPU"
+    where = (
+        f"per GPU of the binding stage PP{next(st['rank'] for st in m.stages if st['binds'])}"
+        if m.stages
+        else "per GPU"
+    )
     t = _t(f"Memory plan: {m.engine} {m.engine_version}, {where}", "term", "GiB", "GB", "source")
     t.add_row("device total", f"{m.gpu_total_bytes / GiB:,.2f}", f"{m.gpu_total_bytes / GB:,.2f}", p.gpu.memory_source)
     if m.requested_bytes != m.gpu_total_bytes:
@@ -75,9 +80,11 @@ def _memory(p: Plan) -> Table:
     rng = m.ranges.get("available_kv_bytes")
     if rng and range_text(*rng, fmt=",.2f"):
         src += f"; range {range_text(*rng, fmt=',.2f')} GiB from the terms' and the device total's ranges"
-    t.add_row("[bold]= available KV memory[/]", f"[bold]{m.available_kv_bytes / GiB:,.2f}[/]", f"{m.available_kv_bytes / GB:,.2f}", src)
+    t.add_row("[bold]= available KV memory[/]", f"[bold]{m.available_kv_bytes / GiB:,.2f}[/]",
+              f"{m.available_kv_bytes / GB:,.2f}", src)
     unit = "page" if m.engine == "sglang" else "block"
-    t.add_row(f"bytes per {unit}", "", f"{m.bytes_per_block:,} B", f"{m.block_size} tokens × per-token bytes over the layers sharing a {unit}")
+    t.add_row(f"bytes per {unit}", "", f"{m.bytes_per_block:,} B", f"{m.block_size} tokens × per-token bytes over the "
+                                                                   f"layers sharing a {unit}")
     t.add_row(f"{unit}s", "", f"{m.num_gpu_blocks:,}", "the null block only; usable 0" if m.kv_free else
               f"floor(available / {m.bytes_per_block:,} B); usable {m.usable_blocks:,}")
     return t
@@ -87,12 +94,15 @@ def _stages(p: Plan) -> Table | None:
     """One row per pipeline stage (per GPU of that stage), the binding one marked."""
     if not p.memory.stages:
         return None
-    t = _t(f"Pipeline stages (per GPU; TP {p.settings.tp} GPUs per stage)", "stage", "layers", "weights GiB", "activation GiB",
+    t = _t(f"Pipeline stages (per GPU; TP {p.settings.tp} GPUs per stage)", "stage", "layers", "weights GiB",
+           "activation GiB",
            "non-torch GiB", "available KV GiB", "blocks", "")
     for st in p.memory.stages:
         what = ("embedding, " if st["is_first"] else "") + ("LM head + sampler, " if st["is_last"] else "")
-        t.add_row(f"PP{st['rank']}", f"{what}{st['layers'][0]}–{st['layers'][1]}", f"{st.get('weights_bytes', 0) / GiB:,.2f}",
-                  f"{st.get('activation_peak_bytes', 0) / GiB:,.2f}", f"{st.get('non_torch_memory_bytes', 0) / GiB:,.2f}",
+        t.add_row(f"PP{st['rank']}", f"{what}{st['layers'][0]}–{st['layers'][1]}",
+                  f"{st.get('weights_bytes', 0) / GiB:,.2f}",
+                  f"{st.get('activation_peak_bytes', 0) / GiB:,.2f}",
+                      f"{st.get('non_torch_memory_bytes', 0) / GiB:,.2f}",
                   f"{st['available_kv_bytes'] / GiB:,.2f}", f"{st['num_gpu_blocks']:,}",
                   "[bold]binds[/] (fewest blocks: the engine's pool)" if st["binds"] else "")
     return t
@@ -100,17 +110,20 @@ def _stages(p: Plan) -> Table | None:
 
 def _concurrency(p: Plan) -> Table:
     unit = "tokens" if p.memory.engine == "sglang" else "blocks"
-    t = _t("Maximum concurrency (per replica)", "context", f"{unit} / request", "KV state / request", "pool budget / request",
+    t = _t("Maximum concurrency (per replica)", "context", f"{unit} / request", "KV state / request", "pool budget / "
+        "request",
            "engine figure", "whole requests (KV)", f"running (≤ max_num_seqs {p.memory.max_num_seqs:,})")
     for r in p.concurrency:
         flag = "" if r.within_max_model_len else " [red](> max_model_len)[/]"
         capped = " [yellow](capped)[/]" if r.max_requests > r.running_cap else ""
         whole = f"{r.max_requests:,}" if r.max_requests else "[red]0 — not one fits[/]"
-        t.add_row(f"{r.context_tokens:,}{flag}", f"{r.blocks_per_request:,}", fmt_bytes(r.bytes_per_request, both=False),
+        t.add_row(f"{r.context_tokens:,}{flag}", f"{r.blocks_per_request:,}", fmt_bytes(r.bytes_per_request,
+                                                                                        both=False),
                   fmt_bytes(r.pool_bytes_per_request, both=False),
                   "none printed (no KV)" if p.memory.kv_free else f"{r.max_concurrency:,.2f}x", whole,
                   f"{r.max_running:,}{capped}")
-    t.caption = ("KV state: the tokens' KV and state at that context; pool budget: what the engine reserves per request "
+    t.caption = ("KV state: the tokens' KV and state at that context; pool budget: what the engine reserves per "
+                 "request "
                  "(blocks × bytes per block; sliding windows reserve in-flight tokens, hybrid pages pad)")
     return t
 
@@ -129,23 +142,37 @@ def _roofline(p: Plan) -> list[Table]:
     r = p.roofline
     if r is None:
         return []
-    t = _t(f"Roofline ({r.compute_dtype} matmuls; achievable {r.flops_fraction:.0%} FLOP/s, {r.bandwidth_fraction:.0%} bandwidth)", "figure", "value", "formula")
-    src = "given" if p.gpu.gpu_id == "custom" or p.gpu.memory_source.startswith("given") else f"gpus.csv row {p.gpu.gpu_id}"
-    t.add_row("ridge point", f"{r.ridge_flops_per_byte:,.1f} FLOP/B",
-              f"{r.peak_flops_per_s / 1e12:,.1f} TFLOP/s dense ÷ {r.hbm_bandwidth_bytes_per_s / 1e12:,.2f} TB/s ({src})")
-    t.add_row("weight matmuls compute-bound above", f"{r.weight_matmul_crossover_tokens:,.0f} tokens/step", "2·params·tokens / peak = weight bytes / bandwidth")
+    t = _t(f"Roofline ({r.compute_dtype} matmuls; achievable {r.flops_fraction:.0%} FLOP/s, {r.bandwidth_fraction:.0%} "
+           f"bandwidth)", "figure", "value", "formula")
+    src = (
+        "given"
+        if p.gpu.gpu_id == "custom" or p.gpu.memory_source.startswith("given")
+        else f"gpus.csv row {p.gpu.gpu_id}"
+    )
+    t.add_row(
+        "ridge point",
+        f"{r.ridge_flops_per_byte:,.1f} FLOP/B",
+        f"{r.peak_flops_per_s / 1e12:,.1f} TFLOP/s dense ÷ {r.hbm_bandwidth_bytes_per_s / 1e12:,.2f} TB/s ({src})",
+    )
+    t.add_row("weight matmuls compute-bound above", f"{r.weight_matmul_crossover_tokens:,.0f} tokens/step",
+              "2·params·tokens / peak = weight bytes / bandwidth")
     if r.decode_attention_intensity:
-        t.add_row("decode attention intensity", f"{r.decode_attention_intensity:,.1f} FLOP/B", "independent of batch: bandwidth-bound at any batch"
+        t.add_row("decode attention intensity", f"{r.decode_attention_intensity:,.1f} FLOP/B", "independent of batch: "
+            "bandwidth-bound at any batch"
                   + (f"; by context (batch 1): {_attn_by_ctx(r)}" if r.decode_attention_varies() else ""))
     pf = r.prefill
     t.add_row(f"prefill chunk {pf['chunk_tokens']:,} tokens", f"{fmt_duration(pf['step_s'])} ({pf['bound']}-bound)",
-              f"{pf['flops'] / 1e12:,.1f} TFLOP, {pf['bytes'] / GB:,.2f} GB, intensity {pf['intensity']:,.0f}; lower bound {fmt_duration(pf['step_s_lower_bound'])}")
+              f"{pf['flops'] / 1e12:,.1f} TFLOP, {pf['bytes'] / GB:,.2f} GB, intensity {pf['intensity']:,.0f}; lower "
+              f"bound {fmt_duration(pf['step_s_lower_bound'])}")
     for ctx, b in r.decode_compute_bound_batch.items():
         t.add_row(f"decode at {ctx:,} tokens turns compute-bound", "never" if b is None else f"batch {b:,}",
-                  "KV bytes grow with batch as fast as FLOPs" if b is None else "whole step: FLOPs/peak ≥ bytes/bandwidth")
-    d = _t("Decode step vs concurrency (per GPU)", "context", "batch", "step", "tok/s/seq", "tok/s", "bound", "KV share of bytes")
+                  "KV bytes grow with batch as fast as FLOPs" if b is None else "whole step: FLOPs/peak ≥ "
+                                                                                "bytes/bandwidth")
+    d = _t("Decode step vs concurrency (per GPU)", "context", "batch", "step", "tok/s/seq", "tok/s", "bound",
+           "KV share of bytes")
     for row in r.decode:
-        d.add_row(f"{row.context_tokens:,}", f"{row.batch:,}", fmt_duration(row.step_s), f"{row.tok_per_s_per_seq:,.1f}",
+        d.add_row(f"{row.context_tokens:,}", f"{row.batch:,}", fmt_duration(row.step_s),
+                  f"{row.tok_per_s_per_seq:,.1f}",
                   f"{row.tok_per_s:,.0f}", row.bound, f"{row.kv_bytes_share:.0%}")
     return [t, d]
 
@@ -155,7 +182,8 @@ def _attn_by_ctx(r: RooflineReport) -> str:
 
 
 def summary_lines(p: Plan) -> list[str]:
-    """The answer in a few lines: KV per token, the KV pool, concurrency at each context, the roofline's limits, the verdict."""
+    """The answer in a few lines: KV per token, the KV pool, concurrency at each context, the roofline's limits, the
+    verdict."""
     m, kv = p.memory, p.kv
     groups = "".join(f" — {t}" for t in ["; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)] if t)
     out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype "
@@ -164,12 +192,15 @@ def summary_lines(p: Plan) -> list[str]:
     out += [f"note: {n}" for n in p.model.notes if "read as a standard decoder" in n]  # an unknown model_type: say how
     out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
     if m.kv_free:
-        out[0] = (f"KV per token: 0 B per GPU: no layer keeps a KV cache or a state of its own (KV dtype {kv.kv_cache_dtype} "
+        out[0] = (f"KV per token: 0 B per GPU: no layer keeps a KV cache or a state of its own (KV dtype "
+                  f"{kv.kv_cache_dtype} "
                   "does not matter)")
     if m.stages and not m.kv_free:
         stage = m.bytes_per_block / m.block_size
-        out[0] = (f"KV per token: {stage:,.0f} B ({stage / KiB:,.2f} KiB) per GPU of the binding pipeline stage (its layers "
-                  f"only); all layers at TP {p.settings.tp}: {kv.bytes_per_token:,.0f} B, KV dtype {kv.kv_cache_dtype}{groups}")
+        out[0] = (f"KV per token: {stage:,.0f} B ({stage / KiB:,.2f} KiB) per GPU of the binding pipeline stage (its "
+                  f"layers "
+                  f"only); all layers at TP {p.settings.tp}: {kv.bytes_per_token:,.0f} B, KV dtype "
+                  f"{kv.kv_cache_dtype}{groups}")
     w = next((d.bytes for d in m.deductions if d.name == "weights"), None)
     weights = f"weights {w / GiB:,.2f} GiB, " if w is not None else ""
     rng = m.ranges.get("available_kv_bytes")
@@ -192,17 +223,23 @@ def summary_lines(p: Plan) -> list[str]:
         avail = (f"no KV pool: vLLM gives a model without KV cache groups 0 bytes of cache; "
                  f"{m.headroom_bytes / GiB:,.2f} GiB of the budget is left after the deductions" if m.fits else
                  f"the deductions exceed the budget by {-m.headroom_bytes / GiB:,.2f} GiB")
-        out.append(f"memory per GPU: {weights}{avail} ({m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB "
-                   f"× {m.fraction_name} {m.fraction:g} less " + ", ".join(d.name for d in m.deductions if d.bytes) + ")")
+        out.append(
+            f"memory per GPU: {weights}{avail} ({m.engine} {m.engine_version}: device total "
+            f"{m.gpu_total_bytes / GiB:,.2f} GiB "
+            f"× {m.fraction_name} {m.fraction:g} less " + ", ".join(d.name for d in m.deductions if d.bytes) + ")"
+        )
     else:
         out.append(f"memory per GPU: {weights}{avail} "
                    f"({'your engine figure' if m.available_given else f'{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB × {m.fraction_name} {m.fraction:g} less ' + ', '.join(d.name for d in m.deductions if d.bytes)})"
-                   f" → {m.num_gpu_blocks:,} block{'' if m.num_gpu_blocks == 1 else 's'} of {m.block_size} token{'' if m.block_size == 1 else 's'}"
+                   f" → {m.num_gpu_blocks:,} block{'' if m.num_gpu_blocks == 1 else 's'} of {m.block_size} "
+                   f"token{'' if m.block_size == 1 else 's'}"
                    + (f" ({m.ranges['num_gpu_blocks'][0]:,}–{m.ranges['num_gpu_blocks'][1]:,}; max concurrency at "
-                      f"{m.max_model_len:,} tokens {m.ranges['max_concurrency'][0]:,.2f}–{m.ranges['max_concurrency'][1]:,.2f}x)"
+                      f"{m.max_model_len:,} tokens "
+                      f"{m.ranges['max_concurrency'][0]:,.2f}–{m.ranges['max_concurrency'][1]:,.2f}x)"
                       if m.ranges and m.ranges["num_gpu_blocks"][0] != m.ranges["num_gpu_blocks"][1] else ""))
     if m.fits and m.kv_free:
-        out.append(f"concurrency (per replica): only max_num_seqs = {m.max_num_seqs:,} limits it, at every context up to "
+        out.append(f"concurrency (per replica): only max_num_seqs = {m.max_num_seqs:,} limits it, at every context up "
+                   f"to "
                    f"max_model_len {m.max_model_len:,} (no KV cache to fill; the engine prints no maximum concurrency)")
     elif m.fits:
         rows = "; ".join(f"{r.context_tokens:,} tokens: {r.max_requests:,} request{'' if r.max_requests == 1 else 's'} "
@@ -225,8 +262,10 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
     """Print the summary (a few lines) and, with ``verbose``, the whole ledger: model, KV bytes, memory plan,
     concurrency, waterfall, roofline, every note."""
     s = p.settings
-    console.print(f"[bold]KV-cache ledger[/]: {p.model.name} on {p.gpu.name} — {p.memory.engine} {p.memory.engine_version}, "
-                  f"TP {s.tp}{f', PP {s.pp}' if s.pp > 1 else ''}, max_model_len {p.memory.max_model_len:,}, max_num_batched_tokens {p.memory.max_num_batched_tokens:,}, "
+    console.print(f"[bold]KV-cache ledger[/]: {p.model.name} on {p.gpu.name} — {p.memory.engine} "
+                  f"{p.memory.engine_version}, "
+                  f"TP {s.tp}{f', PP {s.pp}' if s.pp > 1 else ''}, max_model_len {p.memory.max_model_len:,}, "
+                  f"max_num_batched_tokens {p.memory.max_num_batched_tokens:,}, "
                   f"max_num_seqs {p.memory.max_num_seqs:,}")
     for line in summary_lines(p):
         console.print(f"  {line}", markup=False, highlight=False)
@@ -265,7 +304,9 @@ def _verdict(p: Plan, console: Console) -> None:
         color = "green" if p.advice.verdict == "fits" else "red"
         console.print(f"[bold {color}]{p.advice.message}[/]")
         for o in p.advice.options:
-            console.print(f"  → {o.action}: {o.max_requests:,} concurrent {o.context_tokens or p.memory.max_model_len:,}-token request{'' if o.max_requests == 1 else 's'} "
+            console.print(f"  → {o.action}: {o.max_requests:,} concurrent "
+                          f"{o.context_tokens or p.memory.max_model_len:,}-token "
+                          f"request{'' if o.max_requests == 1 else 's'} "
                           f"({o.max_concurrency:,.2f}x); {o.detail}")
         if p.advice.verdict == "weights_do_not_fit":
             fix = ("re-run with a fix above" if p.advice.options else "no single change tried (a higher TP, FP8 KV, a "

@@ -46,7 +46,7 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     from kvledger.accounting.plan import build_plan, plan_to_dict
     from kvledger.accounting.settings import make_settings
     from kvledger.analyses.serving.decision_data import CONTEXTS
-    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.report.figures_kv import kv_figures
     from kvledger.units import parse_tokens

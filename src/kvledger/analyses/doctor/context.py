@@ -20,7 +20,8 @@ from kvledger.accounting.plan import Plan, build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_rules import era, parse_version, printed_capacity_lines
 from kvledger.analyses.doctor.checks import check_log_values, check_setting
-from kvledger.catalog.gpus import GpuSpec, custom_gpu, resolve_gpu
+from kvledger.catalog.gpu_file import resolve_gpu
+from kvledger.catalog.gpus import GpuSpec, custom_gpu
 from kvledger.catalog.models import load_model
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError, KvLedgerError

@@ -15,7 +15,7 @@ from typing import Any
 
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
-from kvledger.catalog.gpus import resolve_gpu
+from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model, resolve_bundled
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.jsonable import to_jsonable
@@ -92,7 +92,9 @@ def quantized_model(model: str, config_dir: Path | None = None) -> ModelSpec | N
             return None
         from importlib import resources
 
-        raw = json.loads((resources.files("kvledger.catalog") / "data" / "models" / bundled.file).read_text(encoding="utf-8"))
+        raw = json.loads(
+            (resources.files("kvledger.catalog") / "data" / "models" / bundled.file).read_text(encoding="utf-8")
+        )
     raw["quantization_config"] = qc
     return parse_config(raw, source=f"{base} config + quantization_config reconstructed from the log and model card",
                         name=model)
@@ -158,7 +160,8 @@ def _f(text: str) -> float | None:
 
 def _label(r: dict[str, str]) -> str:
     q = r["quantization"] if r["quantization"] not in ("None", "") else ""
-    parts = [r["model"].split("/")[-1], r["dtype"].replace("torch.", ""), f"TP{r['tp']}", f"PP{r['pp']}", f"L{r['max_seq_len']}"]
+    parts = [r["model"].split("/")[-1], r["dtype"].replace("torch.", ""), f"TP{r['tp']}", f"PP{r['pp']}",
+             f"L{r['max_seq_len']}"]
     if q:
         parts.append(q)
     if r["kv_cache_dtype"] not in ("auto", ""):
@@ -166,7 +169,8 @@ def _label(r: dict[str, str]) -> str:
     return " ".join(parts)
 
 
-def _model_for(r: dict[str, str], config_dir: Path, standins: dict[str, Path] | None = None) -> tuple[ModelSpec | None, str]:
+def _model_for(r: dict[str, str], config_dir: Path, standins: dict[str, Path] | None = None) -> tuple[ModelSpec | None,
+    str]:
     """The start-up's config: the corpus's own file, else the bundled catalog's (CodeLlama-7b, phi-2, ...); a quantized
     checkpoint's is its base release's with the reconstructed ``quantization_config`` (``QUANTIZED_CHECKPOINTS``);
     ``standins``: model → a config file of the same architecture for models with none of their own."""
@@ -180,7 +184,10 @@ def _model_for(r: dict[str, str], config_dir: Path, standins: dict[str, Path] | 
     if not have and resolve_bundled(r["model"]) is None:
         return None, f"config of {r['model']} not available"
     if r["quantization"] not in ("None", "", "fp8"):
-        return None, f"--quantization {r['quantization']} on the base config is not a vLLM online quantization kvledger models"
+        return (
+            None,
+            f"--quantization {r['quantization']} on the base config is not a vLLM online quantization kvledger models",
+        )
     return load_model(str(config_dir / cfg) if have else r["model"]), ""
 
 
@@ -199,7 +206,8 @@ def _binding_rank(r: dict[str, str]) -> str:
     return next(iter(acts), "EngineCore")
 
 
-def replay(r: dict[str, str], config_dir: Path, rank: str | None = None, standins: dict[str, Path] | None = None) -> Replay:
+def replay(r: dict[str, str], config_dir: Path, rank: str | None = None, standins: dict[str,
+                                                                                        Path] | None = None) -> Replay:
     """Predict every memory term of start-up ``r`` with kvledger's vLLM rules for the logged version."""
     label = _label(r)
     if r["status"] != "ok":
@@ -226,22 +234,28 @@ def replay(r: dict[str, str], config_dir: Path, rank: str | None = None, standin
     non_kv = by_rank(r["non_kv_total_gib_by_rank"]).get(rank)
     logged_avail = by_rank(r["available_kv_gib_by_rank"]).get(rank)
     if logged_avail is None and non_kv is not None and requested is not None:
-        logged_avail = requested - non_kv  # the log prints available memory on rank 0 only: requested − non-KV of this rank
+        # the log prints available memory on rank 0 only: requested − non-KV of this rank
+        logged_avail = requested - non_kv
     cg_sizes = int(r["cudagraph_capture_sizes_count"] or 0)
     from kvledger.accounting.vllm_profile import cudagraph_estimate
 
     terms = [TermError("weights", pred.get("weights"), by_rank(r["weights_gib_by_rank"]).get(rank)),
-             TermError("activation peak", pred.get("activation peak"), by_rank(r["activation_peak_gib_by_rank"]).get(rank)),
-             TermError("non-torch", pred.get("non-torch memory"), by_rank(r["non_torch_forward_gib_by_rank"]).get(rank)),
-             TermError("CUDA graph estimate", cudagraph_estimate(cg_sizes)[0] / GiB if cg_sizes else None, _f(r["cuda_graph_estimated_gib"])),
+             TermError("activation peak", pred.get("activation peak"),
+                       by_rank(r["activation_peak_gib_by_rank"]).get(rank)),
+             TermError("non-torch", pred.get("non-torch memory"),
+                       by_rank(r["non_torch_forward_gib_by_rank"]).get(rank)),
+             TermError("CUDA graph estimate", cudagraph_estimate(cg_sizes)[0] / GiB if cg_sizes else None,
+                       _f(r["cuda_graph_estimated_gib"])),
              TermError("available KV", avail_pred, logged_avail,
                        *((x / GiB for x in mem.ranges["available_kv_bytes"]) if st is None or st.get("binds") else (None, None))),
              TermError("KV tokens", float(mem.pool_tokens), _f(r["gpu_kv_cache_tokens"])),
-             TermError("max concurrency", p.at_max_model_len.max_concurrency if p.at_max_model_len else None, _f(r["max_concurrency"]))]
+             TermError("max concurrency", p.at_max_model_len.max_concurrency if p.at_max_model_len else None,
+                       _f(r["max_concurrency"]))]
     return Replay(r["log_file"], label, rank, tuple(terms))
 
 
-def exact_from_logged(r: dict[str, str], config_dir: Path, standins: dict[str, Path] | None = None) -> dict[str, Any] | None:
+def exact_from_logged(r: dict[str, str], config_dir: Path, standins: dict[str, Path] | None = None) -> dict[str,
+    Any] | None:
     """Blocks, tokens and the printed "Maximum concurrency" from the logged memory, next to the log's own figures.
 
     The log prints available memory to 2 decimals, so it fixes the block count only to a range
@@ -255,7 +269,8 @@ def exact_from_logged(r: dict[str, str], config_dir: Path, standins: dict[str, P
     if m is None or int(r["pp"]) > 1 or not r["available_kv_gib"] or not r["num_gpu_blocks"]:
         return None
     s = make_settings(engine="vllm", engine_version=r["vllm_version"] or "0.19.0", tp=int(r["tp"]),
-                      max_model_len=int(r["max_seq_len"]), **_engine_flags(r), num_gpu_blocks_override=int(r["num_gpu_blocks"]))
+                      max_model_len=int(r["max_seq_len"]), **_engine_flags(r),
+                          num_gpu_blocks_override=int(r["num_gpu_blocks"]))
     p = build_plan(m, resolve_gpu("H100-SXM"), s, with_roofline=False, with_advice=False)
     lo, hi = printed_gib_block_range(round(float(r["available_kv_gib"]) * GiB), p.memory.bytes_per_block)
     return {"blocks_range": (lo, hi), "logged_blocks": int(r["num_gpu_blocks"]), "tokens": p.memory.pool_tokens,

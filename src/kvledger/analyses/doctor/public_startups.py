@@ -12,7 +12,7 @@ from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_rules import parse_version
-from kvledger.catalog.gpus import resolve_gpu
+from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
 

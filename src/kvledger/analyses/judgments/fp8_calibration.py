@@ -106,7 +106,7 @@ significant figures; it reproduces the four fp8 rows within 0.2%). See the modul
 
 def kv_layers(model: ModelSpec) -> int:
     """Layers that keep a KV cache (full, sliding, chunked, MLA; not Mamba/linear state), count."""
-    return sum(1 for l in model.layers if l is not None and l.kind != "state")
+    return sum(1 for layer in model.layers if layer is not None and layer.kind != "state")
 
 
 @dataclass(frozen=True)

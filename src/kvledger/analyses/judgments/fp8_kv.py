@@ -1,5 +1,4 @@
-"""FP8 KV cache for one model on one GPU: what it buys in capacity and bandwidth, what it costs per step, and the
-context where decode starts to gain.
+"""FP8 KV cache for one model on one GPU: the capacity and bandwidth it buys, its cost per step, the decode break-even.
 
 Capacity comes from two ledgers (``build_plan`` with ``kv_cache_dtype`` auto and fp8): the page
 halves, blocks and concurrency double (vLLM ``FullAttentionSpec.page_size_bytes``; docs/engine-model.md §1.8).
@@ -197,8 +196,7 @@ class Fp8Capacity:
     """The two pools side by side (per GPU).
 
     Attributes:
-        bf16 / fp8: blocks, block_size (tokens), bytes_per_block (B), pool_tokens, available_kv_bytes (B), elem_bytes
-        (B).
+        bf16 / fp8: blocks, block_size (tokens), bytes_per_block, pool_tokens, available_kv_bytes, elem_bytes (B).
         rows: per context: max_concurrency (engine figure, ×) and max_requests (whole requests) for both.
         target_concurrency: the concurrency asked about, count.
         bf16_max_context_tokens / fp8_max_context_tokens: longest context holding that many whole requests, tokens.

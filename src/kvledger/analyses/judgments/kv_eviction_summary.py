@@ -78,7 +78,11 @@ class EvictionReport:
 
 def _heads_per_block(model: ModelSpec, tp: int, plan) -> int:
     kv_heads = kv_heads_per_gpu(model.num_kv_heads, tp) if model.num_kv_heads else 1
-    layers = plan.layout.groups[0].slots if plan.layout is not None else sum(1 for l in model.layers if l is not None)
+    layers = (
+        plan.layout.groups[0].slots
+        if plan.layout is not None
+        else sum(1 for layer in model.layers if layer is not None)
+    )
     return max(1, kv_heads * layers)
 
 

@@ -13,7 +13,7 @@ __all__ = ["search_regime", "band_notes"]
 def search_regime(spec: Any, gpu_name: str) -> str:
     """The regime a candidate was priced in: the search's step cost, the GPU's bundled profile, the model's kind."""
     from kvledger.accounting.gpu_profile import bundled_gpu_profile
-    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
 
     if spec.step_cost != "roofline":

@@ -81,7 +81,7 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
     """``kvledger plan MODEL --gpu GPU --context 1K,…,128K --json`` for the request's engine settings."""
     from kvledger.accounting.plan import build_plan, plan_to_dict
     from kvledger.accounting.settings import make_settings
-    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.units import parse_tokens
 

@@ -88,8 +88,9 @@ def _measured_band(sim: Any) -> tuple[float, str] | None:
     if band is None:
         return None
     frac = max(1.0 - band.low, band.high - 1.0)
-    return frac, (f"80% error band of simulated capacity, regime {band.regime}: ×{band.low:.2f}–×{band.high:.2f} "
-                  f"({band.source}); the wider side taken both ways")
+    borrowed = "; borrowed from the nearest regime with runs: a floor" if "floor" in band.source else ""
+    return frac, (f"measured 80% band of simulated capacity ×{band.low:.2f}–×{band.high:.2f}, {band.regime}, "
+                  f"{band.num_runs} runs left out one deployment at a time{borrowed}")
 
 
 def decision_inputs(

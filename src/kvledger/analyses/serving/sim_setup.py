@@ -123,7 +123,7 @@ def _mtime(name: str) -> int | None:
 def _build_plan(a: SimRequestArgs):
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
-    from kvledger.catalog.gpus import resolve_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.units import parse_duration_s, parse_tokens
 

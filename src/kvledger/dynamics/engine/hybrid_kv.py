@@ -120,7 +120,7 @@ class HybridKVManager(PoolUsage):
         upto = c + num_new_tokens
         hits: list[list[int | None]] = []
         kept = evictable = 0
-        for g, (kind, _, _) in enumerate(self.groups):
+        for g, _group in enumerate(self.groups):
             skip = self._skipped(g, c)
             row = [None] * skip + [self._cached(keys, g, i) for i in range(skip, h)]
             hits.append(row)

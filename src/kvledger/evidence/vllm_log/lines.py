@@ -44,9 +44,8 @@ class Segment:
 
 
 def _worker(prefix: str) -> str | None:
-    m = None
-    for m in _WORKER.finditer(prefix):
-        pass
+    matches = list(_WORKER.finditer(prefix))
+    m = matches[-1] if matches else None
     return f"{m.group('name')} pid={m.group('pid')}" if m else None
 
 

@@ -129,7 +129,10 @@ def _relative(stats: list[StatsSample], events: list[PreemptionEvent]) -> tuple[
     if not raw:
         return stats, events
     t0 = min(x.t_s for x in stats if x.t_s is not None) if any(s.t_s is not None for s in stats) else min(raw)
-    fix = (lambda x: replace(x, t_s=None if x.t_s is None else x.t_s - t0))
+
+    def fix(x: Any) -> Any:
+        return replace(x, t_s=None if x.t_s is None else x.t_s - t0)
+
     return [fix(s) for s in stats], [fix(e) for e in events]
 
 

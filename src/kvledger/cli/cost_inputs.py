@@ -1,0 +1,126 @@
+"""The inputs of ``kvledger cost``: every input error at once, the run from FILEs or a simulation, the GPU rate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags
+from kvledger.report.progress import working
+
+__all__ = ["pick_run", "gpu_rate_for", "collect", "check_inputs", "file_run", "sim_run"]
+
+
+def pick_run(runs: list[Any], index: int | None, path: str) -> Any:
+    from kvledger.errors import range_error
+
+    if index is None:
+        return runs[0]
+    if not 0 <= index < len(runs):
+        raise range_error("--run", index, f"[0, {len(runs) - 1:,}] ({path} holds {len(runs):,} runs)")
+    return runs[index]
+
+
+def gpu_rate_for(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
+    from kvledger.analyses.serving.cost_run import gpu_rate
+
+    return gpu_rate(name, provider, instance, usd)
+
+
+def collect(problems: list[Exception], fn: Any) -> Any:
+    from kvledger.errors import KvLedgerError
+
+    try:
+        return fn()
+    except KvLedgerError as err:
+        problems.append(err)
+        return None
+
+
+def check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str] | None = None) -> tuple[Any, Any,
+    Any]:
+    """(API price row, GPU rate or None when the GPU is named only by the run, SLO) — every input error at once.
+
+    Checks that --slo is given, then --slo, every numeric option's range (``kvledger.cli.limits``), the --api row
+    and, when ``gpu_known``, its price row, and raises them together (one error alone keeps its type).
+    """
+    from kvledger.catalog.api_match import find_api_price
+    from kvledger.cli.limits import range_problems
+    from kvledger.errors import InputError
+    from kvledger.ledgers.slo import parse_slo
+
+    problems: list[Exception] = []
+    if p["slo"] is None:
+        problems.append(InputError("missing --slo: cost needs the SLO (e.g. --slo ttft=200ms,tpot=50ms); the API rows "
+                                   "default "
+                                   "to those serving the same model (--api names another), the utilization to the "
+                                   "volume's"))
+    slo = collect(problems, lambda: parse_slo(p["slo"])) if p["slo"] is not None else None
+    problems += list(range_problems("cost", p, flags))
+    usd = p["gpu_usd_per_hour"]
+    api = collect(problems, lambda: find_api_price(p["api"])) if p["api"] is not None else None
+    rate = None
+    if usd is None and gpu_known is not None:
+        rate = collect(problems, lambda: gpu_rate_for(gpu_known, p["gpu_provider"], p["instance"], None))
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise InputError(f"{len(problems)} problems with the inputs:\n" + "\n".join(f"  - {e}" for e in problems))
+    return api, rate, slo
+
+
+def file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpus: int | None, slo: Any,
+              target: float | None) -> tuple[Any, int, str | None, dict[str, Any] | None]:
+    """(run, GPU count, GPU name for the price table, sweep choice or None) from benchmark or records files.
+
+    One run: that run. Several (a multi-run file or several FILEs, e.g. a rate sweep): ``--run INDEX`` picks one,
+    otherwise the run at the sweep's SLO capacity (``analyses.cost_run.sweep_capacity_run``) is priced, and the choice
+    is stated.
+    """
+    from kvledger.analyses.serving.cost_run import sweep_capacity_run
+    from kvledger.errors import InputError
+    from kvledger.evidence import read_runs
+
+    runs = [r for f in files for r in read_runs(f, format=fmt)]
+    where = str(files[0]) if len(files) == 1 else f"{len(files)} files"
+    sweep = None
+    if len(runs) > 1 and run_index is None:
+        run, sweep = sweep_capacity_run(runs, slo, 0.9 if target is None else target, where)
+    else:
+        run = pick_run(runs, run_index, where)
+    md = run.metadata
+    n_gpus = num_gpus if num_gpus is not None else md.num_gpus
+    if n_gpus is None:
+        raise InputError(f"{md.source} does not state how many GPUs served the run; pass --num-gpus")
+    gpu_id = md.extra.get("gpu_id")  # written by kvledger simulate: the catalog id the price table uses
+    return run, n_gpus, gpu_id if gpu_id not in (None, "custom") else md.hardware, sweep
+
+
+def sim_run(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags], params: dict[str, Any],
+             slo: Any) -> tuple[Any, Any]:
+    """(simulated run to price, SimCapacity or None) for ``--simulate``: the run at the SLO capacity found by the
+    request-rate search, or with ``--at-offered-load`` the run at the workload's own load (FILE-only flags refused)."""
+    from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
+    from kvledger.analyses.serving.sim_capacity import DEFAULT_TARGET, search_capacity
+    from kvledger.analyses.serving.sim_ledgers import simulate_run
+    from kvledger.cli.sim_opts import sim_request
+    from kvledger.errors import InputError
+
+    given = [flag for name, flag in (("num_gpus", "--num-gpus"), ("run_index", "--run"), ("format", "--format"),
+                                     ("served_model", "--model"))
+             if params.get(name) is not None]
+    if given:
+        raise InputError(f"{', '.join(given)} apply to a FILE; with --simulate the GPU count is replicas × TP "
+                         f"(--replicas, --tp)")
+    if params.get("at_offered_load"):
+        if params.get("target") is not None:
+            raise InputError("--target sets the attainment target of the capacity search, which --at-offered-load "
+                             "skips; give one of them")
+        args, synthetic = sim_request(model, gpu, *groups)
+        with working("simulating"):
+            return simulate_run(args, synthetic), None
+    args, synthetic = sim_request(model, gpu, *groups, num_requests_default=PROBE_NUM_REQUESTS)
+    target = params.get("target")
+    with working("searching the SLO capacity (one simulation per probe)"):
+        cap = search_capacity(args, slo, DEFAULT_TARGET if target is None else target, synthetic=synthetic)
+    return cap.run, cap
