@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from kvledger.outputs import temp_beside, write_text_atomic  # the atomic writes live there
 
 __all__ = ["temp_beside", "dumps", "to_strict", "write_text_atomic"]
 
@@ -62,25 +61,3 @@ def dumps(obj: Any, **kwargs: Any) -> str:
         return json.dumps(to_strict(obj), allow_nan=False, default=_default, **kwargs)
 
 
-def temp_beside(path: Path) -> tuple[int, str]:
-    """``mkstemp`` in ``path``'s folder, with the permissions a newly created file gets under the current umask
-    (mkstemp makes it private, 0600: the renamed result would not be readable by the rest of a team)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=".tmp", dir=Path(path).parent)
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(tmp, 0o666 & ~mask)
-    return fd, tmp
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename, so a reader
-    (or a crash) never sees half a file and an existing file is replaced only by a complete one."""
-    path = Path(path)
-    fd, tmp = temp_beside(path)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -122,10 +122,11 @@ def test_strict_json_never_writes_nan_or_infinity():
 def test_output_file_checks(tmp_path, capsys):
     inp = tmp_path / "bench.json"
     inp.write_text("{}")
+    for force in (False, True):  # an input is never replaced, --force or not (issue 22)
+        with pytest.raises(InputError, match="is also an input of this command"):
+            prepare_output_file(inp, force=force, inputs=[inp])
     with pytest.raises(InputError, match="already exists"):
-        prepare_output_file(inp, force=False, inputs=[inp])
-    prepare_output_file(inp, force=True, inputs=[inp])
-    assert "is also an input of this command" in capsys.readouterr().err
+        prepare_output_file(inp, force=False)
     with pytest.raises(InputError, match="is a directory"):
         prepare_output_file(tmp_path, force=True)
     prepare_output_file(tmp_path / "new" / "deeper" / "out.json", force=False)  # folders are created
@@ -138,7 +139,7 @@ def test_a_link_out_of_the_output_folder_is_refused_then_warned_about(tmp_path, 
     run = tmp_path / "run"
     run.mkdir()
     os.symlink(outside, run / "records.json")
-    with pytest.raises(InputError, match="refusing to overwrite"):
+    with pytest.raises(InputError, match="refusing to replace it"):
         prepare_output_dir(run, ["records.json"], force=False)
     prepare_output_dir(run, ["records.json"], force=True)
     assert "outside the output folder" in capsys.readouterr().err

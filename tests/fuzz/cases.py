@@ -52,6 +52,26 @@ _RECORDS = {"metadata": {"source": "simulator", "source_format": "simulator", "m
                          "num_cached_tokens": 0, "num_preemptions": 0, "error": None} for i in range(4)]}
 
 
+def _genai_chunk(text: str, usage: dict | None = None) -> dict[str, str]:
+    body = {"choices": [{"delta": {"content": text}}], **({"usage": usage} if usage else {})}
+    return {"response": "data: " + json.dumps(body)}
+
+
+# GenAI-Perf's raw profile_export.json (formats.md §3): ns timestamps, OpenAI SSE chunks as response bodies
+_GENAI_RAW = {"service_kind": "openai", "endpoint": "v1/chat/completions",
+              "experiments": [{"experiment": {"mode": "concurrency", "value": 2},
+                               "requests": [{"timestamp": 1_000_000_000 + 250_000_000 * i,
+                                             "response_timestamps": [1_000_000_000 + 250_000_000 * i + 40_000_000 * (k + 1)
+                                                                     for k in range(4)],
+                                             "response_outputs": [_genai_chunk(""), _genai_chunk("Hel"), _genai_chunk("lo"),
+                                                                  _genai_chunk("", {"prompt_tokens": 12 + i,
+                                                                                    "completion_tokens": 2})]}
+                                            for i in range(4)]},
+                              {"experiment": {"mode": "request_rate", "value": 4.0},
+                               "requests": [{"timestamp": 5, "response_timestamps": [9, 12],
+                                             "response_outputs": [{"text_output": "a"}, {"response": "data: [DONE]"}]}]}]}
+
+
 def _seed_files() -> list[tuple[str, str]]:
     """(file name, text) of every benchmark seed."""
     out = [(p.name, p.read_text()) for p in sorted(EVIDENCE.rglob("*")) if p.suffix in (".json", ".jsonl", ".csv") and p.is_file()]
@@ -59,6 +79,7 @@ def _seed_files() -> list[tuple[str, str]]:
     out.append(("vllm_append.jsonl", json.dumps(_VLLM_DETAILED) + "\n" + json.dumps(_VLLM_DETAILED) + "\n"))
     out.append(("sglang.jsonl", json.dumps({**_VLLM_DETAILED, "total_output_tokens_retokenized": 12, "mean_e2e_latency_ms": 800.0})))
     out.append(("records.json", json.dumps(_RECORDS)))
+    out.append(("profile_export.json", json.dumps(_GENAI_RAW)))
     return out
 
 
@@ -95,15 +116,36 @@ def _mutate_json(rng: random.Random, obj: Any) -> Any:
         for k in path[:-1]:
             parent = parent[k]
         key, op = path[-1], rng.random()
-        if op < 0.6:
+        if op < 0.45:
             parent[key] = copy.deepcopy(rng.choice(_BAD_VALUES))
-        elif op < 0.75:
+        elif op < 0.55:
+            parent[key] = _swap_type(rng, parent[key])
+        elif op < 0.62:
+            parent[key] = rng.choice(([parent[key]], {"value": parent[key]}, [[parent[key]]]))  # nested one level down
+        elif op < 0.7 and isinstance(parent[key], (int, float)) and not isinstance(parent[key], bool):
+            parent[key] = parent[key] * rng.choice((1e6, 1e-6, 1e12, 1024, -1))  # scaled: units confused
+        elif op < 0.8:
             del parent[key]
         elif op < 0.9 and isinstance(parent[key], list):
             parent[key] = parent[key][: rng.randint(0, 1)]
         else:
             parent[key] = copy.deepcopy(parent[key]) if not isinstance(parent[key], (int, float)) else -parent[key]
     return obj
+
+
+def _swap_type(rng: random.Random, v: Any) -> Any:
+    """The same value in another JSON type: a number as a string, a string as a number, a list as an object..."""
+    if isinstance(v, bool):
+        return rng.choice((int(v), str(v).lower(), [v]))
+    if isinstance(v, (int, float)):
+        return rng.choice((str(v), [v], {"v": v}, bool(v)))
+    if isinstance(v, str):
+        return rng.choice((len(v), [v], {"v": v}, v.encode().hex()))
+    if isinstance(v, list):
+        return rng.choice(({str(i): x for i, x in enumerate(v)}, json.dumps(v), len(v)))
+    if isinstance(v, dict):
+        return rng.choice((list(v.values()), list(v), json.dumps(v)))
+    return rng.choice((0, "", []))
 
 
 def _mutate_text(rng: random.Random, text: str) -> str:
@@ -146,6 +188,9 @@ _NONNEG = re.compile(r"(_s|_bytes|_tokens|_req_per_s|_tok_per_s|_blocks|^num_.*|
 _SIGNED = re.compile(r"delta|diff|error|gain|change|saving|margin|gap|vs_|_vs|over|minus|net|headroom|slack|excess|offset|"
                      r"shortfall|surplus|deviation|residual|relative|pct|cudagraph", re.I)
 _UNIT = re.compile(r"(^|_)(attainment|hit_rate|kv_usage|usage_mean|usage_max)$")
+# every share or fraction is in [0, 1]; every concurrency is ≥ 0 (issue 22: 2,537.6 % "share of held KV")
+_SHARE = re.compile(r"(^|_)(share|fraction)$|_share_|^share_|token_state_share|kv_bytes_share")
+_CONC = re.compile(r"concurrency")
 
 
 def check_json(value: Any, path: str = "") -> None:
@@ -156,8 +201,10 @@ def check_json(value: Any, path: str = "") -> None:
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 if _NONNEG.search(key) and not _SIGNED.search(path + "." + key) and v < 0:
                     raise Impossible(f"{path}.{key} = {v} < 0")
-                if _UNIT.search(key) and not 0 <= v <= 1:
+                if (_UNIT.search(key) or _SHARE.search(key)) and not _SIGNED.search(key) and not 0 <= v <= 1 + 1e-12:
                     raise Impossible(f"{path}.{key} = {v} outside [0, 1]")
+                if _CONC.search(key) and v < 0:
+                    raise Impossible(f"{path}.{key} = {v} < 0")
             check_json(v, f"{path}.{key}")
         kv = value.get("kv_usage") if isinstance(value.get("kv_usage"), dict) else {}
         if any(isinstance(kv.get(k), (int, float)) and not 0 <= kv[k] <= 1 + 1e-12 for k in ("mean", "mean_busy", "max")):
@@ -333,18 +380,41 @@ def _cli_outcome(args: list[str]) -> str:
     res = invoke(args)
     if res.traceback:
         raise res.exception  # type: ignore[misc]
-    if res.code not in (0, 2, 3):
+    # exit 1: doctor diagnosed a server that did not start, or search could not evaluate a candidate (both say so)
+    failed_ok = res.code == 1 and args[0] in ("doctor", "search")
+    if res.code not in (0, 2, 3) and not failed_ok:
         raise Impossible(f"exit status {res.code}")
-    if "Traceback (most recent call last)" in res.out + res.err:
+    quoted = args[0] == "doctor"  # doctor quotes the log's own traceback lines as its evidence
+    if "Traceback (most recent call last)" in res.err + ("" if quoted else res.out):
         raise Impossible("traceback text in the output")
-    if res.code == 0 and "--json" in args:
+    if (res.code == 0 or failed_ok) and "--json" in args:
         try:
             docs = strict_json_lines(res.out)
         except ValueError as err:
             raise Impossible(f"not strict JSON: {err}") from None
         for d in docs:
             check_json(d)
-    return "ok" if res.code in (0, 3) else "clean error"
+            if failed_ok and args[0] == "doctor" and d.get("failed") is not True:
+                raise Impossible("doctor exited 1 without a start-up failure")
+    return "ok" if res.code in (0, 1, 3) else "clean error"
+
+
+# the flags that name a file, per command ("FILE": the positional benchmark file or log)
+_FILE_FLAGS = {"simulate": ["--trace", "--step-cost", "--out"], "goodput": ["FILE", "--out", "--plot", "--step-cost"],
+               "cost": ["FILE", "--out"], "fp8-kv": ["--calibration", "--plot"], "spec-decode": ["--plot"],
+               "doctor": ["FILE", "--model", "--gpu"], "plan": ["--gpu"]}
+
+
+def _odd_name(rng: random.Random, tmp: Path, flag: str) -> str:
+    """A file name a user (or a script gone wrong) might pass: too long, missing, a folder, a device, garbage."""
+    garbage = tmp / "garbage.json"
+    garbage.write_bytes(bytes(rng.randrange(256) for _ in range(64)))
+    suffix = {"--plot": ".png", "--calibration": ".csv", "--step-cost": ".json"}.get(flag, ".json")
+    name = rng.choice(["x" * 300 + suffix, "x" * 300, str(tmp / ("y" * 300) / ("a" + suffix)), f"/nonexistent/a{suffix}",
+                       str(tmp), str(tmp) + "/", "-", "~/nope" + suffix, "a\u00e9b" + suffix, str(garbage), "/dev/null",
+                       "/proc/self/status", " ", "a" * 4100, str(tmp / "new" / "deeper" / ("f" + suffix))])
+    # a relative name is taken inside the case's folder (an output must not land in the working directory)
+    return name if name.startswith(("/", "~")) or len(name) > 255 else str(tmp / name)
 
 
 def _cli(rng: random.Random, tmp: Path) -> str:
@@ -365,6 +435,15 @@ def _cli(rng: random.Random, tmp: Path) -> str:
             args[args.index(flag) + 1] = v
         else:
             args += [flag, v]
+    if rng.random() < 0.12 and base[0] in _FILE_FLAGS:
+        flag = rng.choice(_FILE_FLAGS[base[0]])
+        v = _odd_name(rng, tmp, flag)
+        if flag in args:
+            args[args.index(flag) + 1] = v
+        elif flag == "FILE":
+            args[1] = v
+        else:
+            args += [flag, v]
     if "--out" not in args and base[0] in ("simulate", "goodput", "cost") and rng.random() < 0.1:
         name = "x" * 300 if rng.random() < 0.2 else ("run" if base[0] == "simulate" else "out.json")  # 300 bytes: too long a name
         args += ["--out", str(tmp / name)]
@@ -376,8 +455,10 @@ def _cli(rng: random.Random, tmp: Path) -> str:
 TRACES = ROOT / "src" / "kvledger" / "dynamics" / "workload" / "data" / "traces"
 MODELS = ROOT / "src" / "kvledger" / "catalog" / "data" / "models"
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"
-ORACLE_SEEDS = [ROOT / "benchmarks" / "data" / "oracle_configs" / f"{mt}.json" for mt in ("deepseek_v4", "gemma4_assistant")]
-"""Default configs of layouts no bundled model has: DeepSeek-V4's compressed attention, a query-only draft."""
+ORACLE_SEEDS = [ROOT / "benchmarks" / "data" / "oracle_configs" / f"{mt}.json"
+                for mt in ("deepseek_v4", "gemma4_assistant", "mamba", "rwkv", "xlstm")]
+"""Default configs of layouts no bundled model has: DeepSeek-V4's compressed attention, a query-only draft, recurrent
+states (Mamba, RWKV, xLSTM)."""
 
 
 def _trace_file(rng: random.Random, tmp: Path) -> str:
@@ -419,6 +500,9 @@ def _model_config(rng: random.Random, tmp: Path) -> str:
         return "clean error"
     if plan.kv.bytes_per_token < 0 or plan.memory.num_gpu_blocks < 0 or any(r.max_requests < 0 for r in plan.concurrency):
         raise Impossible("negative KV bytes, blocks or requests")
+    if plan.memory.num_gpu_blocks > 0 and rng.random() < 0.2:  # and served: a short simulation of the mutated model
+        return _cli_outcome(["simulate", str(f), "--gpu", "H100", "--num-requests", "8", "--max-model-len", "2K",
+                             "--trace", "azure-conv", "--json"])
     return "ok"
 
 

@@ -107,3 +107,49 @@ def test_ui_serving_panel_and_bad_input(server, browser):
     browser.find_element("id", "run-serving").click()
     assert _wait_version(browser, v) == "error"
     assert "ttft" in browser.find_element("id", "error").text
+
+
+# five edits 40 ms apart (160 ms in all), each a real "change" event that sends a request: model, TP, max_model_len,
+# KV dtype, TP again. Responses may arrive in any order; only the last request's answer may be painted.
+EDITS = [("model", "meta-llama/Meta-Llama-3.1-70B"), ("tp", "2"), ("max_model_len", "32K"), ("kv_cache_dtype", "fp8"),
+         ("tp", "4")]
+EDIT_SCRIPT = """
+const steps = arguments[0];
+steps.forEach(([id, v], i) => setTimeout(() => { const e = document.getElementById(id); e.value = v;
+  e.dispatchEvent(new Event("change")); }, i * 40));
+"""
+
+
+def _settled(browser, sent: int) -> bool:
+    st = browser.find_element("id", "status")
+    latest, painted = int(st.get_attribute("data-latest")), int(st.get_attribute("data-painted"))
+    return latest >= sent and painted == latest and st.text == "plan ready"
+
+
+def test_five_fast_edits_paint_only_the_final_plan(server, browser):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(server + "/")
+    assert _wait_version(browser, 0) == "plan ready"
+    first = int(browser.find_element("id", "status").get_attribute("data-latest"))
+    browser.execute_script(EDIT_SCRIPT, [list(e) for e in EDITS])
+    WebDriverWait(browser, 90).until(lambda b: _settled(b, first + len(EDITS)))
+    time.sleep(1.0)  # any earlier answer still on its way must not be painted over the final one
+    assert _settled(browser, first + len(EDITS))
+    res = runner.invoke(app, ["plan", "meta-llama/Meta-Llama-3.1-70B", "--gpu", "nvidia_h100_sxm", "--tp", "4",
+                              "--max-model-len", "32K", "--kv-cache-dtype", "fp8", "--context", CONTEXTS, "--json"])
+    plan = json.loads(res.stdout)
+    conc = {r["context_tokens"]: r["max_concurrency"] for r in plan["concurrency"]}
+    # 70B at TP 4, fp8 KV: 80 layers × 2 KV heads per GPU × 128 × 2 (K and V) × 1 B = 40,960 B per token per GPU
+    assert plan["kv"]["bytes_per_token_per_gpu"] == 40960
+    assert _card(browser, "kv-bytes-per-token") == 40960
+    assert _card(browser, "num-gpu-blocks") == plan["memory"]["num_gpu_blocks"]
+    assert _card(browser, "available-kv-gib") == pytest.approx(plan["memory"]["available_kv_bytes"] / 2**30, rel=1e-12)
+    assert _card(browser, "max-concurrency-8k") == pytest.approx(conc[8192], rel=1e-12)
+    assert _card(browser, "max-model-len") == 32768
+    # 128K is above max_model_len 32K: the card says so instead of a figure for requests the engine refuses
+    card = browser.find_element("id", "max-concurrency-128k")
+    assert card.get_attribute("data-value") == "" and "128K > max_model_len" in card.text
+    req = json.loads(browser.find_element("id", "plan-request").get_attribute("data-request"))
+    assert (req["model"], req["tp"], req["max_model_len"], req["kv_cache_dtype"]) == (
+        "meta-llama/Meta-Llama-3.1-70B", 4, "32K", "fp8")

@@ -16,7 +16,7 @@ CTX = "1K,2K,4K,8K,16K,32K,64K,128K"
 
 
 def test_plan_endpoint_equals_plan_json_for_sglang_at_tp2():
-    r = client.get("/api/plan", params={"model": "meta-llama/Llama-3.1-70B", "gpu": "H100", "engine": "sglang", "tp": 2,
+    r = client.post("/api/plan", json={"model": "meta-llama/Llama-3.1-70B", "gpu": "H100", "engine": "sglang", "tp": 2,
                                         "max_model_len": "32K"})
     assert r.status_code == 200
     body = json.loads(r.text)  # strict JSON: json.loads would accept NaN, so check the text too
@@ -31,11 +31,11 @@ def test_plan_endpoint_equals_plan_json_for_sglang_at_tp2():
 
 
 def test_bad_input_is_a_400_with_the_message():
-    r = client.get("/api/plan", params={"model": "no-such-model-xyz", "gpu": "H100"})
+    r = client.post("/api/plan", json={"model": "no-such-model-xyz", "gpu": "H100"})
     assert r.status_code == 400 and "no-such-model-xyz" in r.json()["error"]
-    r = client.get("/api/plan", params={"model": "meta-llama/Llama-3.1-8B", "gpu": "H100", "kv_cache_dtype": "int3"})
+    r = client.post("/api/plan", json={"model": "meta-llama/Llama-3.1-8B", "gpu": "H100", "kv_cache_dtype": "int3"})
     assert r.status_code == 400 and "int3" in r.json()["error"]
-    r = client.get("/api/serving", params={"model": "meta-llama/Llama-3.1-8B", "gpu": "H100", "slo": "ttft=200ms",
+    r = client.post("/api/serving", json={"model": "meta-llama/Llama-3.1-8B", "gpu": "H100", "slo": "ttft=200ms",
                                            "api": "OpenAI:gpt-4.1", "num_requests": 5})
     assert r.status_code == 400 and r.json()["error"] == "requests per simulation 5 is out of range; allowed: [10, 5,000] in the web app"
 
@@ -61,7 +61,7 @@ def test_ui_command_refuses_a_bad_or_taken_port():
 
 def test_a_model_that_does_not_fit_shows_the_verdict_and_no_roofline():
     # Qwen3-Next-80B in bf16: 148.41 GiB of weights against an H200's 139.8 GiB device total, so no KV and no decode step
-    r = client.get("/api/plan", params={"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "gpu": "H200"})
+    r = client.post("/api/plan", json={"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "gpu": "H200"})
     body = r.json()
     assert r.status_code == 200 and body["headline"]["verdict"].startswith("does not fit")
     assert body["headline"]["num_gpu_blocks"] == 0 and set(body["figures"]) == {"memory_waterfall", "concurrency_by_context"}

@@ -13,8 +13,8 @@ from kvledger.report.webapp import create_app
 MODEL = "meta-llama/Llama-3.1-8B"
 
 
-def _get(client: TestClient, **params):
-    return client.get("/api/plan", params={"model": MODEL, "gpu": "H100", **params})
+def _get(client: TestClient, **params):  # work is a JSON POST (webapp_guard)
+    return client.post("/api/plan", json={"model": MODEL, "gpu": "H100", **params})
 
 
 def test_without_a_data_dir_no_local_file_is_read(tmp_path):

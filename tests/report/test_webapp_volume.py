@@ -10,9 +10,9 @@ from kvledger.report.webapp import create_app
 
 def test_serving_with_a_volume_answers_with_both_bills():
     client = TestClient(create_app())
-    r = client.get(
+    r = client.post(  # work is a JSON POST from the page (webapp_guard)
         "/api/serving",
-        params={
+        json={
             "model": "meta-llama/Llama-3.1-8B",
             "gpu": "H100",
             "slo": "ttft=500ms,tpot=50ms",

@@ -26,7 +26,14 @@ PROFILE_KIND = "kvledger-calibration-profile"
 
 
 def looks_like_profile(choice: str) -> bool:
-    """True when ``--step-cost`` names a file (a path ending in .json, or an existing file)."""
+    """True when ``--step-cost`` names a file (a path ending in .json, or an existing file).
+
+    Raises:
+        InputError: a name no file system accepts (a component over 255 bytes, a NUL byte).
+    """
+    from kvledger.names import check_name_or_path
+
+    check_name_or_path(choice, "--step-cost")
     return choice.lower().endswith(".json") or Path(choice).is_file()
 
 
@@ -36,6 +43,9 @@ def load_profile(path: str | Path) -> dict[str, Any]:
     Raises:
         FormatError: missing file, not JSON, another kind of file, or a malformed ``step_cost``.
     """
+    from kvledger.names import check_name_or_path
+
+    check_name_or_path(str(path), "--step-cost")
     p = Path(path)
     if not p.is_file():
         raise FormatError(str(p), "no such calibration profile (write one with `kvledger calibrate FILE... --out PROFILE.json`)")

@@ -158,10 +158,12 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
              Deduction("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES,
                        N.TRTLLM_NON_TORCH))
     free_after = gpu.memory_bytes - sum(i.bytes for i in items)
-    items = items + (Deduction(N.trtllm_reserve(free_after / GiB, runtime), free_after * (1 - frac),
+    # nothing free (the model does not fit): no reserve is kept, and the KV memory is the shortfall (negative)
+    reserve = max(free_after, 0) * (1 - frac)
+    items = items + (Deduction(N.trtllm_reserve(max(free_after, 0) / GiB, runtime), reserve,
                                N.trtllm_reserve_source(runtime)),)
     given = s.available_kv_memory_bytes is not None
-    avail = s.available_kv_memory_bytes if given else int(free_after * frac)
+    avail = s.available_kv_memory_bytes if given else int(free_after - reserve)
     tpb = s.block_size or (32 if runtime == "pytorch" else 64)
     windows = trtllm_window_pools(model, s.tp, kv.elem_bytes, L, avail, tpb, runtime)
     per_tok = sum(w.bytes_per_token for w in windows)

@@ -58,9 +58,10 @@ def calibrate(
     from kvledger.accounting.calibration_profile import dump_profile
     from kvledger.calibration.api import calibrate_files
     from kvledger.errors import InputError
+    from kvledger.outputs import prepare_output_file, write_text_atomic
 
-    if out is not None and out.exists() and not force:
-        raise InputError(f"--out {out} exists; refusing to overwrite it (pass --force)")
+    if out is not None:
+        prepare_output_file(out, force=force, inputs=[*files, start])
     if scope not in ("gpu", "model"):
         raise InputError(f"--scope {scope}: use gpu or model")
     args = engine_args(model, gpu, ctx.params, step_cost=start)
@@ -76,7 +77,7 @@ def calibrate(
                                   split_regimes=split_regimes)
     text = dump_profile(profile)
     if out is not None:
-        out.write_text(text, encoding="utf-8")
+        write_text_atomic(out, text)
     if as_json:
         typer.echo(text, nl=False)
         return

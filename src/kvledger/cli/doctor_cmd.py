@@ -28,6 +28,8 @@ def doctor(
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:
         _render(rep, verbose)
+    if rep.failed:  # a server that did not start is not healthy: scripts and CI see it in the exit status
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -73,7 +73,7 @@ def fp8_kv(
 
     from kvledger.analyses.judgments.fp8_kv import analyse_fp8_kv
 
-    check_plot_path(plot)
+    check_plot_path(plot, inputs=[calibration])
     spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
                                     available_kv_memory=available_kv_memory, block_size=block_size, engine_version=engine_version,
                                     bandwidth_fraction=0.8 if bandwidth_fraction is None else bandwidth_fraction,

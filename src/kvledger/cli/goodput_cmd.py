@@ -160,7 +160,7 @@ def register(app: typer.Typer) -> None:
         the_slo = parse_slo(slo)
         if plot is not None and target is None:
             raise InputError("--plot draws the SLO boundary: add --target (e.g. 0.9)")
-        check_plot_path(plot, force)
+        check_plot_path(plot, force, inputs=files or [])
         if out is not None:
             from kvledger.cli.outputs import prepare_output_file
 

@@ -17,19 +17,13 @@ from kvledger.cli import bill_opts as bo
 __all__ = ["register"]
 
 
-def _check_outputs(out: Path, png: Path | None, force: bool, keys: list[str]) -> None:
-    from kvledger.errors import InputError
+def _check_outputs(out: Path, png: Path | None, force: bool, keys: list[str], inputs: list[Any]) -> None:
+    """Every file the report writes, checked before the work (kvledger.outputs): nothing is lost to a bad path."""
+    from kvledger.outputs import prepare_output_dir, prepare_output_file
 
-    if not out.parent.is_dir():
-        raise InputError(f"--out {out}: the folder {out.parent} does not exist")
-    if out.exists() and not force:
-        raise InputError(f"{out} already exists; refusing to overwrite it (pass --force, or choose another --out)")
+    prepare_output_file(out, force=force, inputs=inputs)
     if png is not None:
-        if png.exists() and not png.is_dir():
-            raise InputError(f"--png {png} exists and is not a directory")
-        taken = [k + ".png" for k in keys if (png / f"{k}.png").exists()]
-        if taken and not force:
-            raise InputError(f"{png} already holds {', '.join(taken)}; refusing to overwrite (pass --force)")
+        prepare_output_dir(png, [f"{k}.png" for k in keys], force=force, inputs=inputs, flag="--png")
 
 
 def report(
@@ -76,12 +70,13 @@ def report(
     section equals are listed at the end.
     """
     from kvledger.analyses.serving.decision_data import ReportRequest
+    from kvledger.outputs import write_bytes_atomic, write_text_atomic
     from kvledger.report.figure import png_of
     from kvledger.report.html_report import SECTIONS, render_html, report_figures
     from kvledger.report.jsonout import strict_json
 
     keys = [k for _, _, ks in SECTIONS for k in ks]
-    _check_outputs(out, png, force, keys)
+    _check_outputs(out, png, force, keys, [trace, step_cost, *(bench or [])])
     engine = {k: v for k, v in (("tp", tp), ("engine_version", engine_version), ("max_model_len", max_model_len),
                                 ("gpu_memory_utilization", gpu_memory_utilization), ("kv_cache_dtype", kv_cache_dtype),
                                 ("max_num_seqs", max_num_seqs), ("step_cost", step_cost)) if v is not None}
@@ -96,11 +91,11 @@ def report(
                         peak_to_mean=peak_to_mean)
     data = _build(req, quiet=as_json)
     figures = report_figures(data)
-    out.write_text(render_html(data, figures), encoding="utf-8")
-    if png is not None:
-        png.mkdir(parents=True, exist_ok=True)
-        for f in figures:
-            (png / f"{f.key}.png").write_bytes(png_of(f.fig))
+    html = render_html(data, figures)
+    pngs = [(png / f"{f.key}.png", png_of(f.fig)) for f in figures] if png is not None else []
+    write_text_atomic(out, html)  # each file whole or not at all: a full disk leaves the previous report intact
+    for path, data_png in pngs:
+        write_bytes_atomic(path, data_png)
     if as_json:
         typer.echo(strict_json(data))
     else:

@@ -92,14 +92,13 @@ def _axes(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, mn
                 prefix_caching=_onoff(pc))
 
 
-def _refuse_overwrite(paths: list[Path | None], force: bool) -> None:
-    from kvledger.errors import InputError
+def _refuse_overwrite(paths: dict[str, Path | None], force: bool, inputs: list[Any]) -> None:
+    """Every file the search writes, checked before the work (kvledger.outputs)."""
+    from kvledger.outputs import prepare_output_file
 
-    for p in paths:
-        if p is not None and p.exists() and not force:
-            raise InputError(f"{p} already exists; refusing to overwrite it (pass --force)")
-        if p is not None and not p.parent.is_dir():
-            raise InputError(f"cannot write {p}: the folder {p.parent} does not exist")
+    for flag, p in paths.items():
+        if p is not None:
+            prepare_output_file(p, force=force, inputs=inputs, flag=flag)
 
 
 def _progress_bar() -> Any:
@@ -112,12 +111,24 @@ def _progress_bar() -> Any:
 
 def _write_csv(result: Any, path: Path) -> None:
     from kvledger.analyses.search import CSV_COLUMNS, csv_rows
+    from kvledger.outputs import write_text_atomic
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     w.writeheader()
     w.writerows(csv_rows(result))
-    path.write_text(buf.getvalue(), encoding="utf-8")
+    write_text_atomic(path, buf.getvalue())
+
+
+def _exit_if_failed(result: Any) -> None:
+    """Exit 1 after the output when a candidate could not be evaluated (a worker failed): scripts must not take a
+    ranking with holes for a complete one. The failed candidates are named on stderr (and in the output)."""
+    failed = [e for e in result.entries if e["status"] == "error"]
+    if failed:
+        names = "; ".join(f"{e['id']} ({e.get('reason')}: {e.get('detail', '')})" for e in failed)
+        typer.echo(f"error: {len(failed)} candidate(s) could not be evaluated: {names}. "
+                   "Run again with --resume LEDGER to redo only those.", err=True)
+        raise typer.Exit(1)
 
 
 def _show_command(spec: Any, cid: str, as_json: bool) -> None:
@@ -202,7 +213,7 @@ def register(app: typer.Typer) -> None:
             raise InputError("--resume FILE continues that ledger; give it alone, without --ledger")
         if resume is not None and not resume.is_file():
             raise InputError(f"--resume {resume}: no such ledger file")
-        _refuse_overwrite([ledger, csv_out, plot], force)
+        _refuse_overwrite({"--ledger": ledger, "--csv": csv_out, "--plot": plot}, force, [w.trace, resume])
         if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
             raise InputError(f"--plot {plot}: write .png or .svg")
         axes = _axes(gpus, tp, kv_cache_dtype, max_num_seqs, max_num_batched_tokens, prefix_caching,
@@ -229,3 +240,4 @@ def register(app: typer.Typer) -> None:
             from kvledger.report.search_view import print_search
 
             print_search(result, top, verbose)
+        _exit_if_failed(result)

@@ -35,7 +35,7 @@ def simulate(
     if out is not None:
         from kvledger.cli.outputs import prepare_output_dir
 
-        prepare_output_dir(out, OUT_FILES, force=force, inputs=[Path(args.trace)])
+        prepare_output_dir(out, OUT_FILES, force=force, inputs=[args.trace, args.step_cost])
     setup = prepare_run(args, synthetic)
     result = _run(setup, args, record_steps=out is not None, show_progress=not as_json,
                   record_token_times=record_token_times or out is not None)
@@ -69,28 +69,17 @@ def _run(setup, args, record_steps: bool, show_progress: bool, record_token_time
 
 def _write_outputs(out: Path, result, payload: dict, chrome_trace: bool) -> None:
     """Write the files, each atomically (temporary file + rename): a failure leaves no half-written file."""
-    import os
-
     from kvledger.dynamics.outputs.steps_parquet import write_steps_parquet
     from kvledger.evidence.records_parquet import write_parquet
-    from kvledger.strict_json import temp_beside, write_text_atomic
+    from kvledger.outputs import write_atomic, write_text_atomic
 
-    def atomic(name: str, write) -> None:
-        fd, tmp = temp_beside(out / name)
-        os.close(fd)
-        try:
-            write(tmp)
-            os.replace(tmp, out / name)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-    atomic("records.parquet", lambda tmp: write_parquet(result.records, tmp))
-    atomic("steps.parquet", lambda tmp: write_steps_parquet(result.steps, tmp))
+    write_atomic(out / "records.parquet", lambda tmp: write_parquet(result.records, tmp))
+    write_atomic(out / "steps.parquet", lambda tmp: write_steps_parquet(result.steps, tmp))
     if chrome_trace:
         write_text_atomic(out / "trace.json", strict_json.dumps(result.chrome_trace()))
     elif (out / "trace.json").is_file() and not (out / "trace.json").is_symlink():
-        (out / "trace.json").unlink()  # an earlier run's (replacing needed --force): the folder holds one run only
+        # an earlier run's trace (an input there was refused before the work): the folder holds one run only
+        (out / "trace.json").unlink()
     write_text_atomic(out / "summary.json", strict_json.dumps(payload, indent=2))
 
 

@@ -19,12 +19,21 @@ def ui(
 
     from kvledger.errors import InputError
     from kvledger.report.webapp import create_app
+    from kvledger.report.webapp_guard import LOOPBACK
 
     if data_dir is not None and not data_dir.is_dir():
         raise InputError(f"--data-dir {data_dir}: not a folder")
     _check_free(host, port)
-    typer.echo(f"kvledger ui on http://{host}:{port}/ (Ctrl-C to stop)")
-    uvicorn.run(create_app(data_dir), host=host, port=port, log_level="warning")
+    token = None
+    if host not in LOOPBACK:  # reachable from other machines: say so, and require a token nobody else has
+        import secrets
+
+        token = secrets.token_urlsafe(18)
+        typer.echo(f"warning: --host {host} exposes the app beyond this machine (anyone who can reach it can run "
+                   "simulations); every request must carry the token in the URL below", err=True)
+    url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
+    typer.echo(f"kvledger ui on {url} (Ctrl-C to stop)")
+    uvicorn.run(create_app(data_dir, token=token), host=host, port=port, log_level="warning")
 
 
 def _check_free(host: str, port: int) -> None:

@@ -104,11 +104,14 @@ def _inspect(out: Any) -> tuple[bool, dict[str, Any]]:
             return False, {}
         try:
             obj = json.loads(raw)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
+            return bool(raw), {}
+        if not isinstance(obj, dict):  # a body that is JSON but not an OpenAI chunk ("5", "[…]"): text of its own
             return bool(raw), {}
         usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
         text = ""
-        for ch in obj.get("choices") or []:
+        choices = obj.get("choices")
+        for ch in choices if isinstance(choices, list) else []:
             if isinstance(ch, dict):
                 delta = ch.get("delta") if isinstance(ch.get("delta"), dict) else {}
                 text += str(delta.get("content") or ch.get("text") or "")

@@ -18,8 +18,10 @@ kept a sample of the requests: GuideLLM ``sample_size``); ``summary_file``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kvledger.errors import FormatError, UnknownNameError
 from kvledger.evidence import (
@@ -83,6 +85,32 @@ def read_runs(path: str | Path, *, format: str | None = None) -> list[Run]:
     """
     if format is not None and format not in READERS:
         raise UnknownNameError("benchmark format", format, READERS, hint="(see kvledger goodput --help for the list)")
+    runs = _read(path, format)
+    for run in runs:
+        _check_metadata(run.metadata)
+    return runs
+
+
+# the stated load of a run: a request rate in (0, 10^9] req/s or inf, a concurrency and a GPU count in [1, 10^9]
+_RATE_MAX = 1e9
+
+
+def _check_metadata(meta: Any) -> None:
+    """FormatError for a stated request rate, concurrency or GPU count outside what a benchmark can have."""
+    r = meta.request_rate
+    if r is not None and not (r == math.inf or (math.isfinite(r) and 0 < r <= _RATE_MAX)):
+        if r == 0:
+            meta.request_rate = None  # "0" is how some tools write "not rate-limited here": not stated
+        else:
+            raise FormatError(meta.source, f"request_rate {r!r} is out of range: a request rate is above 0 and at "
+                              "most 1e9 req/s, or inf", "request_rate")
+    for name in ("concurrency", "num_gpus"):
+        v = getattr(meta, name)
+        if v is not None and not (isinstance(v, int) and 1 <= v <= _RATE_MAX):
+            raise FormatError(meta.source, f"{name} {v!r} is out of range: a whole number from 1 to 1e9", name)
+
+
+def _read(path: str | Path, format: str | None) -> list[Run]:
     if format in (None, "kvledger-records"):
         path = _records_of_out_folder(path)
     if format in (None, "kvledger-records") and is_parquet(path):  # kvledger simulate --out's records.parquet

@@ -50,6 +50,25 @@ def concurrency_by_context(plan: dict[str, Any]) -> Figure:
     """Whole requests whose KV fits at once, at each context length; 8K and 128K side by side."""
     rows_in = plan["concurrency"]
     fig, (ax, bx) = new_axes(2, height=3.2)
+    if plan["memory"]["num_gpu_blocks"] <= 0:  # no KV block at all: say so instead of drawing flat zeros
+        for a in (ax, bx):
+            a.text(0.5, 0.5, "does not fit:\nno memory left for the KV cache", transform=a.transAxes, ha="center",
+                   va="center", fontsize=10, color="#b00020")
+            a.set_xticks([])
+            a.set_yticks([])
+    else:
+        _draw_concurrency(ax, bx, rows_in)
+    rows = [[f"{r['context_tokens']:,}", f"{r['blocks_per_request']:,}", f"{r['bytes_per_request'] / GiB:,.2f}",
+             f"{r['max_concurrency']:,.2f}", f"{r['max_running']:,}", "yes" if r["within_max_model_len"] else "no"] for r in rows_in]
+    kv = plan["kv"]
+    return Figure("concurrency_by_context", "Capacity: concurrency against context length",
+                  f"KV bytes per token {kv['bytes_per_token_per_gpu']:,} B per GPU, so a longer context means fewer requests at once: "
+                  f"capacity is the first limit (max_model_len {plan['memory']['max_model_len']:,} tokens).", fig,
+                  ["context, tokens", "blocks / request", "GiB / request", "max concurrency", "max running", "≤ max_model_len"], rows,
+                  [g["formula"] for g in kv["groups"]] + ["num_gpu_blocks ÷ blocks per request (the engine's 'Maximum concurrency' rule)"])
+
+
+def _draw_concurrency(ax: Any, bx: Any, rows_in: list[dict[str, Any]]) -> None:
     xs = [r["context_tokens"] for r in rows_in]
     ax.plot(xs, [r["max_concurrency"] for r in rows_in], marker="o", label="KV capacity (engine's figure)")
     ax.plot(xs, [r["max_running"] for r in rows_in], marker=".", ls="--", label="running cap (also max_num_seqs)")
@@ -66,14 +85,6 @@ def concurrency_by_context(plan: dict[str, Any]) -> Figure:
     bx.set_ylabel("whole requests at once")
     bx.set_xlabel("context length")
     bx.set_title("8K vs 128K", fontsize=9)
-    rows = [[f"{r['context_tokens']:,}", f"{r['blocks_per_request']:,}", f"{r['bytes_per_request'] / GiB:,.2f}",
-             f"{r['max_concurrency']:,.2f}", f"{r['max_running']:,}", "yes" if r["within_max_model_len"] else "no"] for r in rows_in]
-    kv = plan["kv"]
-    return Figure("concurrency_by_context", "Capacity: concurrency against context length",
-                  f"KV bytes per token {kv['bytes_per_token_per_gpu']:,} B per GPU, so a longer context means fewer requests at once: "
-                  f"capacity is the first limit (max_model_len {plan['memory']['max_model_len']:,} tokens).", fig,
-                  ["context, tokens", "blocks / request", "GiB / request", "max concurrency", "max running", "≤ max_model_len"], rows,
-                  [g["formula"] for g in kv["groups"]] + ["num_gpu_blocks ÷ blocks per request (the engine's 'Maximum concurrency' rule)"])
 
 
 def decode_roofline(plan: dict[str, Any]) -> Figure | None:

@@ -47,4 +47,7 @@ def save_figure(fig: Any, path: Path) -> None:
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in ("png", "svg"):
         raise InputError(f"--plot {path}: write .png or .svg")
-    fig.savefig(path, format=fmt, metadata={"Software": None} if fmt == "png" else {"Date": None})
+    from kvledger.outputs import write_atomic
+
+    meta = {"Software": None} if fmt == "png" else {"Date": None}
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format=fmt, metadata=meta))

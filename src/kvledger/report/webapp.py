@@ -9,10 +9,16 @@ inside the folder given to ``kvledger ui --data-dir`` (``webapp_inputs``).
 
 from __future__ import annotations
 
+import hmac
 from pathlib import Path
 from typing import Any
 
-__all__ = ["create_app", "plan_payload", "serving_payload", "choices"]
+from fastapi import Request  # at module level: FastAPI resolves the endpoints' (string) annotations here
+from pydantic import BaseModel
+
+__all__ = ["create_app", "plan_payload", "serving_payload", "choices", "SERVING_NUM_REQUESTS"]
+
+SERVING_NUM_REQUESTS = 2000  # the CLI's: `kvledger report` and `cost --simulate` simulate 2,000 requests per probe
 
 
 def choices() -> dict[str, Any]:
@@ -51,19 +57,23 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     plan = plan_to_dict(build_plan(load_model(model, allow_hub=False), resolve_gpu(gpu), settings))
     conc = {r["context_tokens"]: r for r in plan["concurrency"]}
     m = plan["memory"]
+
+    def within(ctx: int) -> float | None:  # a context above max_model_len is no request the engine accepts
+        return conc[ctx]["max_concurrency"] if conc[ctx]["within_max_model_len"] else None
+
     rng = m.get("ranges", {}).get("available_kv_bytes")
     headline = {"kv_bytes_per_token": plan["kv"]["bytes_per_token_per_gpu"], "available_kv_gib": m["available_kv_bytes"] / 2**30,
                 "available_kv_gib_range": [x / 2**30 for x in rng] if rng else None,
                 "num_gpu_blocks": m["num_gpu_blocks"], "max_model_len": m["max_model_len"],
-                "max_concurrency_8k": conc[8192]["max_concurrency"], "max_concurrency_128k": conc[131072]["max_concurrency"],
-                "verdict": (plan.get("advice") or {}).get("message")}
+                "max_concurrency_8k": within(8192), "max_concurrency_128k": within(131072),
+                "fits": m["num_gpu_blocks"] > 0, "verdict": (plan.get("advice") or {}).get("message")}
     return {"plan": plan, "headline": headline, "figures": {f.key: _figure_json(f) for f in kv_figures(plan)}}
 
 
 def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str = "azure-conv", tp: int = 1,
                     max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float | None = None,
-                    num_requests: int = 300, monthly_tokens: float | None = None) -> dict[str, Any]:
-    """Capacity, cost and the serving figures for a small workload (``num_requests`` per simulation; vLLM rules); with
+                    num_requests: int = SERVING_NUM_REQUESTS, monthly_tokens: float | None = None) -> dict[str, Any]:
+    """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default; vLLM rules); with
     ``monthly_tokens`` the volume-first decision (both monthly bills) leads the headline."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.errors import range_error
@@ -79,27 +89,60 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     cs = c["simulation"]["capacity_search"]
     headline = {"capacity_req_per_s": cs["boundary_rate_req_per_s"], "goodput_req_per_s": cs["goodput_at_boundary_req_per_s"],
                 **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],
-                "gpu_price": data["inputs"]["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text")}
+                "gpu_price": data["inputs"]["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
+                "num_requests": num_requests, "cli_num_requests": SERVING_NUM_REQUESTS}
     return {"headline": headline, "cost": c, "figures": {f.key: _figure_json(f) for f in serving_figures(data)}}
 
 
-def create_app(data_dir: Path | None = None):
-    """The FastAPI application: ``/`` (the page), ``/api/choices``, ``/api/plan``, ``/api/serving``.
+class _Plan(BaseModel):
+    model: str
+    gpu: str
+    engine: str = "vllm"
+    tp: int = 1
+    max_model_len: str | None = None
+    kv_cache_dtype: str = "auto"
+    gpu_memory_utilization: float | None = None
+    request_id: int | None = None
+
+
+class _Serving(BaseModel):
+    model: str
+    gpu: str
+    slo: str
+    api: str | None = None
+    trace: str = "azure-conv"
+    tp: int = 1
+    max_model_len: str | None = None
+    kv_cache_dtype: str = "auto"
+    utilization: float | None = None
+    num_requests: int = SERVING_NUM_REQUESTS
+    monthly_tokens: float | None = None
+    request_id: int | None = None
+
+
+def create_app(data_dir: Path | None = None, token: str | None = None):
+    """The FastAPI application: ``/`` (the page) and ``/api/choices`` by GET; ``/api/plan`` and ``/api/serving`` by a
+    JSON POST from the page only, through bounded work queues (``webapp_guard``). Each answer carries ``request``: the
+    inputs it answers and the page's ``request_id``, so the page paints only the latest.
 
     Requests name bundled models, catalog GPUs and bundled traces; local files only inside ``data_dir``
-    (``kvledger.report.webapp_inputs``: the rule and why).
+    (``kvledger.report.webapp_inputs``: the rule and why). With ``token`` every request must carry it.
     """
-    from fastapi import FastAPI, Request
+    import json
+
+    from fastapi import FastAPI
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse
 
     from kvledger.accounting.settings import reason_in_words
     from kvledger.errors import KvLedgerError
     from kvledger.report.jsonout import strict_json
+    from kvledger.report.webapp_guard import Busy, Refused, WorkQueue, check_request
     from kvledger.report.webapp_inputs import check_web_gpu, check_web_model, check_web_trace
     from kvledger.report.webapp_page import PAGE
 
     app = FastAPI(title="kvledger", docs_url=None, redoc_url=None, openapi_url=None)
+    queues = {"plan": WorkQueue("plan", running=2, waiting=8), "serving": WorkQueue("serving", running=1, waiting=2)}
 
     @app.exception_handler(KvLedgerError)
     async def _bad_input(_request: Request, err: KvLedgerError) -> JSONResponse:
@@ -110,31 +153,57 @@ def create_app(data_dir: Path | None = None):
         msgs = [f"{e['loc'][-1]} {reason_in_words(e)}, got {e.get('input')!r}" for e in err.errors()]
         return JSONResponse({"error": "invalid parameter: " + "; ".join(msgs)}, status_code=400)
 
+    @app.exception_handler(Refused)
+    async def _refused(_request: Request, err: Refused) -> JSONResponse:
+        return JSONResponse({"error": str(err), "refused": True}, status_code=err.status)
+
+    @app.exception_handler(Busy)
+    async def _busy(_request: Request, err: Busy) -> JSONResponse:
+        return JSONResponse({"error": str(err), "busy": True}, status_code=503, headers={"Retry-After": "5"})
+
     def _json(data: Any) -> Any:
         from fastapi.responses import Response
 
         return Response(strict_json(data), media_type="application/json")
 
+    @app.middleware("http")
+    async def _guard(request: Request, call_next: Any) -> Any:
+        """Every POST is checked before its body is read (webapp_guard): a refused request does no work at all."""
+        if request.method == "POST":
+            try:
+                check_request(request.headers, request.url.scheme, token)
+            except Refused as err:
+                return JSONResponse({"error": str(err), "refused": True}, status_code=err.status)
+        return await call_next(request)
+
     @app.get("/", response_class=HTMLResponse)
-    def page() -> str:
-        return PAGE
+    def page(request: Request) -> Any:
+        if token is not None and not hmac.compare_digest(request.query_params.get("token", ""), token):
+            return HTMLResponse("this kvledger server needs its token: open the URL `kvledger ui` printed", 403)
+        return PAGE.replace("__KVLEDGER_TOKEN__", json.dumps(token or "")).replace(
+            "__SERVING_NUM_REQUESTS__", str(SERVING_NUM_REQUESTS))
 
     @app.get("/api/choices")
-    def api_choices() -> Any:
+    def api_choices(request: Request) -> Any:
+        if token is not None and not hmac.compare_digest(request.headers.get("x-kvledger-token") or "", token):
+            raise Refused(403, "this server needs its token: open the URL `kvledger ui` printed")
         return _json(choices())
 
-    @app.get("/api/plan")
-    def api_plan(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_model_len: str | None = None,
-                 kv_cache_dtype: str = "auto", gpu_memory_utilization: float | None = None) -> Any:
-        model, gpu = check_web_model(model, data_dir), check_web_gpu(gpu, data_dir)
-        return _json(plan_payload(model, gpu, engine, tp, max_model_len or None, kv_cache_dtype, gpu_memory_utilization))
+    @app.post("/api/plan")
+    def api_plan(body: _Plan) -> Any:
+        with queues["plan"].slot():
+            model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
+            out = plan_payload(model, gpu, body.engine, body.tp, body.max_model_len or None, body.kv_cache_dtype,
+                               body.gpu_memory_utilization)
+        return _json({"request": body.model_dump(), **out})
 
-    @app.get("/api/serving")
-    def api_serving(model: str, gpu: str, slo: str, api: str | None = None, trace: str = "azure-conv", tp: int = 1,
-                    max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float | None = None,
-                    num_requests: int = 300, monthly_tokens: float | None = None) -> Any:
-        model, gpu, trace = check_web_model(model, data_dir), check_web_gpu(gpu, data_dir), check_web_trace(trace, data_dir)
-        return _json(serving_payload(model, gpu, slo, api, trace, tp, max_model_len or None, kv_cache_dtype, utilization,
-                                     num_requests, monthly_tokens))
+    @app.post("/api/serving")
+    def api_serving(body: _Serving) -> Any:
+        with queues["serving"].slot():
+            model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
+            trace = check_web_trace(body.trace, data_dir)
+            out = serving_payload(model, gpu, body.slo, body.api, trace, body.tp, body.max_model_len or None,
+                                  body.kv_cache_dtype, body.utilization, body.num_requests, body.monthly_tokens)
+        return _json({"request": body.model_dump(), **out})
 
     return app

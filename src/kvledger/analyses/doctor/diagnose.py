@@ -13,6 +13,7 @@ from typing import Any
 
 from kvledger.analyses.doctor.capacity import diagnose_capacity
 from kvledger.analyses.doctor.context import build_context, model_mismatch
+from kvledger.analyses.doctor.failure import diagnose_failure
 from kvledger.analyses.doctor.startup import compare_startup
 from kvledger.analyses.doctor.traffic import diagnose_batching, diagnose_prefix_cache
 from kvledger.analyses.doctor.types import ComparisonRow, DoctorReport, Finding, StartupComparison
@@ -48,7 +49,8 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
     """
     require_vllm(log)
     ctx = build_context(log, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share, engine_version=engine_version)
-    findings = (diagnose_capacity(ctx), diagnose_prefix_cache(ctx), diagnose_batching(ctx))
+    failed = diagnose_failure(ctx)
+    findings = ((failed,) if failed else ()) + (diagnose_capacity(ctx), diagnose_prefix_cache(ctx), diagnose_batching(ctx))
     mismatch = model_mismatch(log, model, ctx.model) if model and ctx.model else None
     return DoctorReport(log.source, _summary(log), ctx.model.name if ctx.model else None, ctx.gpu.name if ctx.gpu else None,
                         compare_startup(ctx), findings, ctx.notes, (mismatch,) if mismatch else ())

@@ -101,7 +101,12 @@ class DoctorReport:
     def finding(self, name: str) -> Finding | None:
         return next((f for f in self.findings if f.name == name), None)
 
+    @property
+    def failed(self) -> bool:
+        """True when the log shows the server failing to start (a ``startup_failure`` finding)."""
+        return self.finding("startup_failure") is not None
+
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "log": self.log_summary, "model": self.model, "gpu": self.gpu,
                 "startup": self.startup.to_dict() if self.startup else None,
-                "findings": [f.to_dict() for f in self.findings], "notes": list(self.notes), "warnings": list(self.warnings)}
+                "findings": [f.to_dict() for f in self.findings], "failed": self.failed, "notes": list(self.notes), "warnings": list(self.warnings)}

@@ -225,7 +225,9 @@ def read_fp8_measurements(path: str) -> list[Fp8Measurement]:
     from pathlib import Path
 
     from kvledger.errors import FormatError
+    from kvledger.names import check_name_or_path
 
+    check_name_or_path(str(path), "--calibration")
     p = Path(path)
     if not p.is_file():
         raise FormatError(path, "no such file")

@@ -13,7 +13,6 @@ finished entries and redoes only the rest (and those whose worker failed). A wor
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -133,30 +132,45 @@ def _pool(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: s
 
 
 def _ray(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: str | None) -> Iterator[dict[str, Any]]:
+    """Ray tasks, one per candidate. A local cluster listens on 127.0.0.1 only, without its dashboard, with token
+    authentication (Ray's default for a new local cluster from 2.59, the floor in pyproject.toml); the workers' logs stay in Ray's log files, and Ray's
+    own messages to the driver (e.g. "A worker died or was killed") go to stderr, never into stdout (``--json``). A
+    task whose worker dies is recorded as failed with Ray's reason (no silent retry: a candidate that kills its
+    worker would kill the retry too)."""
+    import contextlib
+    import os
+    import sys
+
+    if address is None and "ray" not in sys.modules:
+        # Ray resolves a node address of 127.0.0.1 to the machine's network address unless this is off (its
+        # ray_constants.ENABLE_RAY_CLUSTER, read when ray is imported, inherited by the raylet and workers)
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     import ray
     from ray.exceptions import RayError
 
     started = not ray.is_initialized()
-    if started:
-        if address is not None:
-            ray.init(address=address, logging_level="WARNING", log_to_driver=False)
-        else:
-            ray.init(num_cpus=workers, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
-    try:
-        task = ray.remote(num_cpus=1, max_retries=0)(evaluate_candidate)
-        spec_ref = ray.put(spec)
-        refs = {task.remote(spec_ref, e): e for e in todo}
-        pending = list(refs)
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                try:
-                    yield ray.get(ref)
-                except RayError as err:  # the task raised, or its worker died: this candidate only
-                    yield _failed(refs[ref], err)
-    finally:
+    with contextlib.redirect_stdout(sys.stderr):  # Ray prints its error messages to sys.stdout from a thread
         if started:
-            ray.shutdown()
+            if address is not None:
+                ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+            else:
+                ray.init(num_cpus=workers, include_dashboard=False, logging_level="WARNING", log_to_driver=False,
+                         _node_ip_address="127.0.0.1")
+        try:
+            task = ray.remote(num_cpus=1, max_retries=0)(evaluate_candidate)
+            spec_ref = ray.put(spec)
+            refs = {task.remote(spec_ref, e): e for e in todo}
+            pending = list(refs)
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                for ref in done:
+                    try:
+                        yield ray.get(ref)
+                    except RayError as err:  # the task raised, or its worker died: this candidate only
+                        yield _failed(refs[ref], err)
+        finally:
+            if started:
+                ray.shutdown()
 
 
 def _backend(backend: str, workers: int, address: str | None) -> Callable[..., Iterator[dict[str, Any]]]:
@@ -228,6 +242,6 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int = 1, backend: str =
 
 def _write_whole(path: Path, lines: list[dict[str, Any]]) -> None:
     """Replace ``path`` with these JSON lines at once (a temporary file renamed over it)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(_line(x) for x in lines), encoding="utf-8")
-    os.replace(tmp, path)
+    from kvledger.outputs import write_text_atomic
+
+    write_text_atomic(path, "".join(_line(x) for x in lines))

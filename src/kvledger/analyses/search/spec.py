@@ -92,6 +92,10 @@ class SearchSpec:
         if bad:
             raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the inputs:\n"
                              + "\n".join(f"  - {b}" for b in bad))
+        from kvledger.accounting.calibration_profile import load_profile, looks_like_profile
+
+        if looks_like_profile(self.step_cost):  # a profile file: read once here, not refused by every candidate
+            load_profile(self.step_cost)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -4,7 +4,8 @@ Usage = blocks held by requests / usable blocks (vLLM's "GPU KV cache usage"; ca
 with no holder count as free). Token-state share = Σ computed tokens of running requests / Σ KV
 slots allocated to them (each request's blocks × block_size, a shared block counted for each
 holder): the quantity the PagedAttention paper's Fig. 2 calls "token states" (20.4–38.2 % for
-Orca variants, 96.3 % for vLLM). Both are sampled after each step's allocations (before its
+Orca variants, 96.3 % for vLLM). Stored tokens are capped at the held slots each step: a sliding window or a
+recurrent state holds fewer slots than the tokens computed, and all of what it holds is state. Both are sampled after each step's allocations (before its
 finished requests are freed) and weighted by the step's duration. The usage series keeps at most
 ``MAX_USAGE_BUCKETS`` time buckets, doubling their width as the run grows; a step counts in the
 bucket where it starts (usage_buckets.py).
@@ -225,6 +226,10 @@ class KvUsageTracker:
         self._starts, self._durs, self._drops, self._sets, self._stored = [], [], [], [], []
         self._allocs, self._alloc_at, self._runs, self._run_at, self._grants = [], [], [], [], []
         self._grant_at, self._frees, self._free_at, self._stored_shift = [], [], [], []
+        # a request's state never fills more than the slots it holds: with a sliding window (blocks outside it freed)
+        # or a recurrent state (one fixed-size state however long the sequence), computed tokens exceed the slots, and
+        # the share would pass 100 % (2,537.6 % for Mamba, 101.2 % for Phi-3-mini's 2,047-token window)
+        np.minimum(stored, held, out=stored)
         self._fold(starts, durs, used, stored, held)
 
     def _fold(self, starts, durs, used, stored, held) -> None:

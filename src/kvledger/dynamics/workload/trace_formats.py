@@ -78,7 +78,7 @@ def _int_at(value: object, path: Path, where: str) -> int:
         number = int(value) if not isinstance(value, float) else int(value) if value.is_integer() else None
         if number is None:
             raise ValueError
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         raise FormatError(str(path), f"{value!r} is not a whole number of tokens", where) from None
     if number < 1:
         raise FormatError(str(path), f"token count {number} must be ≥ 1", where)
@@ -91,7 +91,7 @@ def _int_at(value: object, path: Path, where: str) -> int:
 def _float_at(value: object, path: Path, where: str) -> float:
     try:
         number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond float range (10**400)
         raise FormatError(str(path), f"{value!r} is not a number of seconds", where) from None
     if not math.isfinite(number):
         raise FormatError(str(path), f"time {value!r} must be finite", where)

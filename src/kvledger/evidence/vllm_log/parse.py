@@ -13,6 +13,7 @@ from typing import Any
 
 from kvledger.errors import FormatError, InputError
 from kvledger.evidence.vllm_log.engines import ENGINE_NAMES, other_engine_hits
+from kvledger.evidence.vllm_log.failures import VLLM_FAILURES, failure_on_line, root_cause
 from kvledger.evidence.vllm_log.lines import Segment, seconds_of, segments
 from kvledger.evidence.vllm_log.override import OverrideLine, split_overrides
 from kvledger.evidence.vllm_log.startup import apply_rules
@@ -137,7 +138,7 @@ def _relative(stats: list[StatsSample], events: list[PreemptionEvent]) -> tuple[
 
 def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEvent], dict[str, Any]]:
     c, stats, events = _Collector(), [], []
-    info: dict[str, Any] = {"total": 0, "vllm": 0, "other": {}, "other_first": {}}
+    info: dict[str, Any] = {"total": 0, "vllm": 0, "other": {}, "other_first": {}, "failures": []}
     # Lines as `grep -n` counts them: only "\n" ends one (progress bars' bare "\r" and other separators that
     # str.splitlines() also breaks on stay inside their line).
     for n, raw in enumerate(text.removesuffix("\n").split("\n") if text else [], start=1):
@@ -161,6 +162,9 @@ def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEven
                 used = True
             if used:
                 c.see(seg)
+        if (fail := failure_on_line(n, raw)) is not None:
+            info["failures"].append(fail)
+            used = used or fail.kind in VLLM_FAILURES
         if used:
             info["vllm"] += 1
         elif (eng := other_engine_hits(raw)) is not None:
@@ -188,8 +192,11 @@ def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
     else:
         engine, evidence = "unknown", None
     notes = [f"also holds {n} {ENGINE_NAMES[e]} line(s)" for e, n in info["other"].items() if engine == "vllm"]
+    fails = info["failures"]
+    first_tb = next((f.line_no for f in fails if f.kind == "traceback"), None)
+    cause = root_cause(text, first_tb) if first_tb is not None else None
     return VllmLog(source, engine, evidence, version, vsrc, generation, rules, why, startup, tuple(stats), tuple(events),
-                   info["total"], info["vllm"], info["total"] - info["vllm"], tuple(notes))
+                   info["total"], info["vllm"], info["total"] - info["vllm"], tuple(notes), tuple(fails), cause)
 
 
 def require_vllm(log: VllmLog) -> VllmLog:

@@ -45,7 +45,7 @@ def _convert(field: str, value: Any) -> Any:
             return float(text)
         if field in _BOOL:
             return text.lower() in ("true", "1", "yes") if not isinstance(value, bool) else value
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: an echoed "inf" or "1e999" for a whole-number setting
         return None
     return text.removeprefix("torch.") if field == "dtype" else text
 

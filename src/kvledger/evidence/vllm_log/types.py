@@ -179,6 +179,10 @@ class VllmLog:
     vllm_lines: int
     skipped_lines: int
     notes: tuple[str, ...] = ()
+    failures: tuple[Any, ...] = ()
+    """Start-up failure lines (failures.StartupFailure), in log order."""
+    failure_cause: tuple[int, str] | None = None
+    """(line, "ExceptionType: message") of the first exception after the first traceback: the root cause."""
 
     @property
     def prints_preemption_counts(self) -> bool:

@@ -1,0 +1,47 @@
+"""The words of the start-up failure finding: for each kind of failure, what it means and what to change."""
+
+from __future__ import annotations
+
+__all__ = ["CAUSE", "FIX", "RULE"]
+
+CAUSE = {
+    "negative_kv_memory": "the profile run left no memory for the KV cache: weights, activation peak, non-torch memory "
+                          "and CUDA graphs already exceed gpu_memory_utilization × the device total",
+    "no_kv_memory": "no memory is left for the KV cache blocks after the weights and the profile run",
+    "max_model_len_too_large": "one request of max_model_len needs more KV cache than the pool holds",
+    "cuda_oom": "a CUDA allocation failed (out of device memory) while loading or profiling the model",
+    "not_divisible": "tensor_parallel_size does not divide a dimension the model splits across GPUs (attention heads, "
+                     "KV heads, vocabulary or MLP width)",
+    "dp_rank_out_of_bounds": "data_parallel_size × tensor_parallel_size × pipeline_parallel_size asks for more "
+                             "GPUs than this node shows (CUDA_VISIBLE_DEVICES)",
+    "nccl_error": "NCCL, the GPU-to-GPU communication library, failed while setting up the workers",
+    "worker_init_failed": "a GPU worker process failed to start",
+    "engine_core_init_failed": "the engine core failed to initialise (it wraps a worker's error)",
+    "traceback": "a Python exception stopped the server",
+}
+FIX = {
+    "negative_kv_memory": "raise --gpu-memory-utilization, spread the model over more GPUs (--tensor-parallel-size), "
+                          "lower --max-num-seqs / --max-num-batched-tokens (a smaller profile run), or a quantized "
+                          "checkpoint; `kvledger plan` shows each term for the new settings",
+    "no_kv_memory": "raise --gpu-memory-utilization, more --tensor-parallel-size, lower --max-num-batched-tokens, or a "
+                    "quantized checkpoint; `kvledger plan` shows each term for the new settings",
+    "max_model_len_too_large": "lower --max-model-len to what the pool holds, --kv-cache-dtype fp8, raise "
+                               "--gpu-memory-utilization or add GPUs; `kvledger plan` gives the largest length that "
+                               "fits",
+    "cuda_oom": "free the GPU of other processes (nvidia-smi), lower --gpu-memory-utilization if another process "
+                "shares the device, else more --tensor-parallel-size or a quantized checkpoint",
+    "not_divisible": "choose a --tensor-parallel-size that divides the model's heads and vocabulary",
+    "dp_rank_out_of_bounds": "make data × tensor × pipeline parallel sizes at most the GPUs visible on this node, or "
+                             "expose more GPUs (CUDA_VISIBLE_DEVICES, the container's --gpus)",
+    "nccl_error": "check that every GPU is visible and healthy, give the container shared memory (--ipc=host or "
+                  "--shm-size), and rerun with NCCL_DEBUG=INFO; NCCL_P2P_DISABLE=1 works around broken peer access",
+    "worker_init_failed": "read the worker's exception (the root cause line) and change the setting it names",
+    "engine_core_init_failed": "read the root cause line above it (a worker's exception) and change the setting it "
+                               "names",
+    "traceback": "read the exception (the root cause line) and change the setting it names",
+}
+RULE = ("a start-up failure is any of: 'Available KV cache memory' below zero, 'No available memory for the cache "
+        "blocks', max_model_len larger than the KV cache, CUDA out of memory, a 'not divisible' assertion, a "
+        "data-parallel rank out of bounds, an NCCL error, 'WorkerProc failed to start', 'EngineCore failed to start' / "
+        "'Engine core initialization failed', or a traceback; the root cause is the first exception after the "
+        "first traceback")

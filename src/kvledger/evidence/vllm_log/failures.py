@@ -1,0 +1,83 @@
+"""Start-up failures in a vLLM log: out-of-memory, no room for the KV cache, worker and engine-core init errors, NCCL.
+
+Each signal is a line vLLM (or PyTorch, NCCL, Python) prints when the server did not start; the root cause is the
+first exception line (``AssertionError: …``, ``ValueError: …``) after the first traceback, which the later
+"EngineCore failed to start" / "Engine core initialization failed" lines only wrap.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kvledger.evidence.vllm_log.lines import segments
+
+__all__ = ["StartupFailure", "FAILURE_KINDS", "VLLM_FAILURES", "failure_on_line", "root_cause"]
+
+_NEG_GIB = r"-\s?(\d{1,15}(?:\.\d{1,15})?)\s*GiB"
+# (kind, pattern), most specific first: a line takes the first kind that matches
+_SIGNALS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("negative_kv_memory", re.compile(r"Available KV cache memory: " + _NEG_GIB)),
+    ("no_kv_memory", re.compile(r"No available memory for the cache blocks")),
+    ("max_model_len_too_large", re.compile(r"larger than the maximum number of tokens that can be stored in KV cache|"
+                                           r"KV cache is needed, which is larger than the available KV cache memory")),
+    ("cuda_oom", re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory")),
+    ("not_divisible", re.compile(r"\b(\d+) is not divisible by (\d+)")),
+    ("dp_rank_out_of_bounds", re.compile(r"local rank \d+ is out of bounds")),
+    ("nccl_error", re.compile(r"NCCL error|nccl\w*Error\b|ncclInvalidUsage|ncclSystemError|NCCL_ERROR")),
+    ("worker_init_failed", re.compile(r"WorkerProc failed to start|WorkerProc initialization failed|"
+                                      r"Worker failed with error")),
+    ("engine_core_init_failed", re.compile(r"EngineCore failed to start|Engine core initialization failed|"
+                                           r"Engine process failed to start")),
+    ("traceback", re.compile(r"Traceback \(most recent call last\)")),
+)
+FAILURE_KINDS = tuple(k for k, _ in _SIGNALS)
+# the kinds only vLLM prints (a log holding one is a vLLM log even when no start-up figure was read)
+VLLM_FAILURES = frozenset({"negative_kv_memory", "no_kv_memory", "max_model_len_too_large", "dp_rank_out_of_bounds",
+                           "worker_init_failed", "engine_core_init_failed"})
+_ANY = re.compile("|".join(f"(?:{p.pattern})" for _, p in _SIGNALS))
+_EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)|Exception|AssertionError)"
+                        r"(?::\s*(.*))?$")
+
+
+@dataclass(frozen=True)
+class StartupFailure:
+    """One line that says the server failed (or is failing) to start.
+
+    Attributes:
+        kind: one of FAILURE_KINDS. line_no: 1-based line. text: the message (header stripped, at most 300
+        characters). value_bytes: the negative "Available KV cache memory", B (else None).
+    """
+
+    kind: str
+    line_no: int
+    text: str
+    value_bytes: float | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "line": self.line_no, "text": self.text, "value_bytes": self.value_bytes}
+
+
+def failure_on_line(line_no: int, raw: str) -> StartupFailure | None:
+    """The failure signal on one physical line, or None."""
+    if _ANY.search(raw) is None:  # most lines: one scan, no segmenting
+        return None
+    for seg in segments(line_no, raw):
+        for kind, pat in _SIGNALS:
+            m = pat.search(seg.message)
+            if m is None:
+                continue
+            value = float(m.group(1)) * 2**30 if kind == "negative_kv_memory" else None
+            return StartupFailure(kind, line_no, seg.message.strip()[:300], -abs(value) if value is not None else None)
+    return None
+
+
+def root_cause(text: str, first_traceback_line: int) -> tuple[int, str] | None:
+    """(line, "ExceptionType: message") of the first exception line after line ``first_traceback_line``."""
+    lines = text.split("\n")
+    for n in range(first_traceback_line, min(len(lines), first_traceback_line + 400)):
+        for seg in segments(n + 1, lines[n]):
+            m = _EXCEPTION.match(seg.message.strip())
+            if m and not seg.message.startswith(" "):
+                return n + 1, seg.message.strip()[:300]
+    return None

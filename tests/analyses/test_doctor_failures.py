@@ -1,0 +1,110 @@
+"""``kvledger doctor`` on a server that did not start: every failed start-up log names its cause and exits non-zero.
+
+The logs: the two failed start-ups of the vLLM 0.19.0 campaign (tests/fixtures/vllm_startups_0_19/failed, copied from
+../shared/data/vllm-startups-0.19/logs; every ``*.FAILED.log`` under ../shared/data is also run when that folder is
+beside the checkout) and gpt-oss-120b on one H100 printing a negative KV memory (vLLM issue 23278;
+tests/fixtures/vllm_logs/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+from kvledger.evidence.vllm_log import parse_vllm_log
+
+ROOT = Path(__file__).parents[2]
+FAILED = ROOT / "tests" / "fixtures" / "vllm_startups_0_19" / "failed"
+SHARED = ROOT.parent / "shared" / "data"
+GPT_OSS = ROOT / "tests" / "fixtures" / "vllm_logs" / "v0.10.1_gpt-oss-120b_h100_negative_kv.log"
+runner = CliRunner()
+
+# the cause each log shows, read by hand from the log (line numbers as `grep -n` counts them)
+EXPECTED = {
+    "meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp2--8192.FAILED.log":
+        ("dp_rank_out_of_bounds", "line 229: AssertionError: DP adjusted local rank 1 is out of bounds."),
+    "qwen-qwen3-14b--h100-80gb--tp5pp1dp1--8192.FAILED.log":
+        ("not_divisible", "line 323: AssertionError: 151936 is not divisible by 5"),
+}
+
+
+def _doctor_json(path: Path, *extra: str) -> tuple[int, dict]:
+    res = runner.invoke(app, ["doctor", str(path), "--json", *extra])
+    return res.exit_code, json.loads(res.output)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_failed_startups_name_the_cause_and_exit_non_zero(name):
+    code, d = _doctor_json(FAILED / name)
+    kind, cause = EXPECTED[name]
+    f = d["findings"][0]
+    assert code == 1 and d["failed"] is True
+    assert (f["name"], f["triggered"], f["verdict"]) == ("startup_failure", True, kind)
+    assert cause in f["message"] and "Fix:" in f["message"]
+    # the wrapping lines are evidence too: the worker's and the engine core's failure to start
+    whats = {e["what"] for e in f["evidence"]}
+    assert {"worker_init_failed", "engine_core_init_failed", "traceback"} <= whats
+
+
+def test_tp5_fix_lists_the_tp_degrees_that_divide_the_vocabulary():
+    # 151,936 = 2^7 × 1,187: TP 1, 2, 4 and 8 divide it, 5 does not
+    _, d = _doctor_json(FAILED / "qwen-qwen3-14b--h100-80gb--tp5pp1dp1--8192.FAILED.log")
+    assert "151,936 is divisible by 1, 2, 4, 8; TP 5 is not" in d["findings"][0]["message"]
+
+
+def test_every_failed_log_in_the_shared_data_is_diagnosed():
+    logs = sorted(SHARED.rglob("*.FAILED.log")) if SHARED.exists() else []
+    if not logs:
+        pytest.skip("../shared/data is not beside this checkout (the copies in tests/fixtures are tested above)")
+    for log in logs:
+        code, d = _doctor_json(log)
+        assert code == 1 and d["findings"][0]["name"] == "startup_failure", log
+        assert d["findings"][0]["verdict"] not in ("traceback",), f"{log}: only a bare traceback, no cause named"
+
+
+def test_negative_available_kv_memory_is_a_failure_with_the_ledger_figures():
+    # vLLM issue 23278: gpt-oss-120b on one H100 prints "Available KV cache memory: -2.14 GiB" then fails to start
+    log = parse_vllm_log(GPT_OSS.read_text(), str(GPT_OSS))
+    neg = [f for f in log.failures if f.kind == "negative_kv_memory"]
+    assert len(neg) == 1 and neg[0].line_no == 4 and neg[0].value_bytes == pytest.approx(-2.14 * 2**30)
+    code, d = _doctor_json(GPT_OSS, "--model", "openai/gpt-oss-120b", "--gpu", "H100", "--engine-version", "0.10.1")
+    f = d["findings"][0]
+    assert code == 1 and f["verdict"] == "negative_kv_memory"
+    assert "line 4: Available KV cache memory: -2.14 GiB" in f["message"]
+    assert "The ledger for these settings:" in f["message"] and "left for the KV cache per GPU" in f["message"]
+    assert d["log"]["vllm_lines"] >= 3  # the negative line and the failure lines are read, not skipped
+
+
+def test_human_output_marks_the_traffic_findings_as_not_diagnosed():
+    res = runner.invoke(app, ["doctor", str(GPT_OSS)])
+    assert res.exit_code == 1
+    out = " ".join(res.output.split())
+    assert "FOUND startup_failure (negative_kv_memory)" in out
+    assert "capacity: not diagnosed (the server did not start)" in out and "ok capacity" not in out
+
+
+@pytest.mark.parametrize("line, kind", [
+    # the messages as vLLM / PyTorch / NCCL print them (vLLM v1/core/kv_cache_utils.py; torch; NCCL)
+    ("(EngineCore_DP0 pid=1) ValueError: No available memory for the cache blocks. Try increasing "
+     "`gpu_memory_utilization` when initializing the engine.", "no_kv_memory"),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity of 79.10 GiB",
+     "cuda_oom"),
+    ("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled cuda error",
+     "nccl_error"),
+    ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in "
+     "KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len`",
+     "max_model_len_too_large"),
+])
+def test_each_kind_of_failure_line_is_recognised(line, kind):
+    log = parse_vllm_log("INFO 03-21 20:15:45 [gpu_worker.py:267] Available KV cache memory: 1.00 GiB\n" + line + "\n")
+    assert [f.kind for f in log.failures] == [kind]
+
+
+def test_a_healthy_log_has_no_failure_and_exits_zero():
+    healthy = ROOT / "tests" / "fixtures" / "vllm_logs" / "v0.10.2_qwen3-14b_lmcache.log"
+    code, d = _doctor_json(healthy)
+    assert code == 0 and d["failed"] is False and all(f["name"] != "startup_failure" for f in d["findings"])
