@@ -32,7 +32,8 @@ def test_every_numeric_option_of_every_command_has_a_range():
 def test_every_command_is_range_checked_before_it_runs():
     from kvledger.cli.limits import SELF_CHECKED
 
-    unchecked = [i.name for i in app.registered_commands if i.name not in SELF_CHECKED and not getattr(i.callback, "range_checked", False)]
+    unchecked = [i.name for i in app.registered_commands if i.name not in SELF_CHECKED and not getattr(i.callback,
+        "range_checked", False)]
     assert not unchecked, f"register these before the range-check loop in kvledger/cli/main.py (build_app): {unchecked}"
 
 
@@ -41,7 +42,8 @@ def test_cpu_overhead_is_read_in_seconds_and_bounded_in_every_command_that_takes
     # the top (accepted), "0us" = 0 s the bottom; "10001ms" = 10.001 s and the trial's "1e9s" = 1e9 s are above it.
     from kvledger.cli.limits import DURATION_OPTIONS
 
-    takes_it = sorted({c for c, cmd in get_command(app).commands.items() for p in cmd.params if p.name == "cpu_overhead"})
+    takes_it = sorted({c for c,
+                       cmd in get_command(app).commands.items() for p in cmd.params if p.name == "cpu_overhead"})
     assert takes_it == ["calibrate", "cost", "goodput", "search", "simulate", "validate"]
     assert "cpu_overhead" in DURATION_OPTIONS
     for command in takes_it:
@@ -57,11 +59,16 @@ def test_cpu_overhead_is_read_in_seconds_and_bounded_in_every_command_that_takes
 def test_cpu_overhead_out_of_range_ends_the_command_before_it_runs():
     from typer.testing import CliRunner
 
-    sim = ["--simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--num-requests", "5", "--cpu-overhead", "1e9s"]
+    sim = ["--simulate", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "H100", "--num-requests", "5", "--cpu-overhead",
+           "1e9s"]
     for argv in (["goodput", *sim, "--slo", "ttft=1s"],
-                 ["cost", *sim, "--slo", "ttft=1s", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5", "--gpu-usd-per-hour", "3"]):
+                 ["cost", *sim, "--slo", "ttft=1s", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5",
+                  "--gpu-usd-per-hour", "3"]):
         res = CliRunner().invoke(app, argv)
-        assert isinstance(res.exception, InputError) and str(res.exception) == "--cpu-overhead 1e9s is out of range; allowed: [0, 10] s"
+        assert (
+            isinstance(res.exception, InputError)
+            and str(res.exception) == "--cpu-overhead 1e9s is out of range; allowed: [0, 10] s"
+        )
 
 
 def test_range_errors_share_one_wording_flag_value_range():
@@ -72,12 +79,15 @@ def test_range_errors_share_one_wording_flag_value_range():
     from kvledger.analyses.judgments.spec_decode_summary import make_draft
     from kvledger.errors import range_error, show_number
 
-    assert [show_number(x) for x in (7.0, 0, 4096, 1e300, 0.25, math.nan, "x")] == ["7", "0", "4,096", "1e+300", "0.25", "nan", "x"]
+    assert [show_number(x) for x in (7.0, 0, 4096, 1e300, 0.25, math.nan, "x")] == ["7", "0", "4,096", "1e+300", "0.25",
+                                                                                    "nan", "x"]
     assert str(range_error("--f", 1.5, "[0, 1]")) == "--f 1.5 is out of range; allowed: [0, 1]"
-    with pytest.raises(InputError, match=r"^--acceptance 1\.5 is out of range; allowed: \[0, 1\] \(per-token acceptance rate\)$"):
+    with pytest.raises(InputError, match=r"^--acceptance 1\.5 is out of range; allowed: \[0, 1\] \(per-token "
+                                         r"acceptance rate\)$"):
         expected_tokens_per_step(1.5, 3)
     assert expected_tokens_per_step(1.0, 3) == 4.0  # α = 1 still accepted: k + 1 = 4 tokens per step
-    with pytest.raises(InputError, match=r"^--draft-cost-fraction 2 is out of range; allowed: \(0, 1\] of the target's decode step$"):
+    with pytest.raises(InputError, match=r"^--draft-cost-fraction 2 is out of range; allowed: \(0, 1\] of the target's "
+                                         r"decode step$"):
         make_draft(draft_cost_fraction=2.0)
     assert make_draft(draft_cost_fraction=1.0).kind == "fraction"  # 1 is the top of (0, 1]
     # the option table's own refusals read the same way (Range.check)
@@ -108,8 +118,13 @@ def test_rate_is_bounded_above_and_still_takes_inf():
 
 def test_several_bad_options_are_reported_together():
     with pytest.raises(InputError) as err:
-        check_options("simulate", {"seed": -1, "replicas": 0, "tp": 1, "rate": None}, {"seed": "--seed", "replicas": "--replicas"})
-    assert str(err.value).startswith("2 problems with the inputs:") and "--seed -1" in str(err.value) and "--replicas 0" in str(err.value)
+        check_options("simulate", {"seed": -1, "replicas": 0, "tp": 1, "rate": None}, {"seed": "--seed",
+                                                                                       "replicas": "--replicas"})
+    assert (
+        str(err.value).startswith("2 problems with the inputs:")
+        and "--seed -1" in str(err.value)
+        and "--replicas 0" in str(err.value)
+    )
 
 
 def test_strict_json_never_writes_nan_or_infinity():
@@ -153,15 +168,19 @@ def test_impossible_results_are_refused_loudly_not_printed():
     from kvledger.errors import KvLedgerError
     from kvledger.invariants import ImpossibleResultError, check_goodput_result, check_sim_summary
 
-    ok = SimpleNamespace(source="f", attainment=0.3, attainment_upper=None, attainment_of_completed=0.5, num_good=3, num_completed=6,
-                         num_requests=10, duration_s=2.0, goodput_req_per_s=1.5, throughput_req_per_s=3.0, goodput_output_tok_per_s=10.0,
-                         throughput_output_tok_per_s=20.0, goodput_input_tok_per_s=None, throughput_input_tok_per_s=None)
+    ok = SimpleNamespace(source="f", attainment=0.3, attainment_upper=None, attainment_of_completed=0.5, num_good=3,
+                         num_completed=6,
+                         num_requests=10, duration_s=2.0, goodput_req_per_s=1.5, throughput_req_per_s=3.0,
+                             goodput_output_tok_per_s=10.0,
+                         throughput_output_tok_per_s=20.0, goodput_input_tok_per_s=None,
+                             throughput_input_tok_per_s=None)
     check_goodput_result(ok)
     for bad in ({"attainment": 1.2}, {"num_good": 7}, {"goodput_req_per_s": 3.5}, {"duration_s": -1.0}):
         with pytest.raises(ImpossibleResultError):
             check_goodput_result(SimpleNamespace(**{**vars(ok), **bad}))
     assert not issubclass(ImpossibleResultError, KvLedgerError)  # a bug shows its traceback; it is not an input error
-    s = {"num_requests": 3, "num_finished": 3, "num_rejected": 0, "duration_s": 1.0, "kv_usage": {"mean": 0.22, "max": 0.43},
+    s = {"num_requests": 3, "num_finished": 3, "num_rejected": 0, "duration_s": 1.0, "kv_usage": {"mean": 0.22,
+        "max": 0.43},
          "ttft_s": {"p50": 0.1, "p90": 0.2, "p99": 0.3}}
     check_sim_summary(s)
     # the fast-path bug of issue 9 in reverse (a mean above the maximum) and a usage above 100 %

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kvledger.dynamics.outputs.kv_usage import CHUNK_STEPS, KvUsageTracker, run_steps
+from kvledger.dynamics.outputs.kv_usage import CHUNK_STEPS, KvUsageTracker
+from kvledger.dynamics.outputs.step_runs import run_steps
 
 
 def test_allocation_runs_expand_to_one_block_every_block_size_steps():

@@ -1,4 +1,5 @@
-"""``kvledger ui`` in a real browser: the server on a free loopback port, the page loaded, a field changed, and the numbers and figures shown checked against ``plan --json`` for the same inputs."""
+"""``kvledger ui`` in a real browser: the server on a free loopback port, the page loaded, a field changed, and the
+numbers and figures shown checked against ``plan --json`` for the same inputs."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def _card(browser, key: str) -> float:
 
 
 def _plan_json(*extra: str) -> dict:
-    res = runner.invoke(app, ["plan", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "nvidia_h100_sxm", "--context", CONTEXTS, *extra, "--json"])
+    res = runner.invoke(app, ["plan", "meta-llama/Meta-Llama-3.1-8B", "--gpu", "nvidia_h100_sxm", "--context", CONTEXTS,
+                              *extra, "--json"])
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout)
 
@@ -96,7 +98,8 @@ def test_ui_serving_panel_and_bad_input(server, browser):
         assert browser.find_element("css selector", f"#fig-{key} svg").size["width"] > 200
     from kvledger.report.webapp import serving_payload
 
-    direct = serving_payload("meta-llama/Meta-Llama-3.1-8B", "nvidia_h100_sxm", "ttft=200ms,tpot=50ms", "OpenAI:gpt-4.1", num_requests=60)
+    direct = serving_payload("meta-llama/Meta-Llama-3.1-8B", "nvidia_h100_sxm", "ttft=200ms,tpot=50ms",
+                             "OpenAI:gpt-4.1", num_requests=60)
     assert _card(browser, "capacity") == direct["headline"]["capacity_req_per_s"]
     assert _card(browser, "api-output") == 8.0  # gpt-4.1 list price, USD per 1M output tokens, no batch or cache share
     # a bad SLO answers with the CLI's one-paragraph message, shown on the page

@@ -1,4 +1,5 @@
-"""The ``kvledger ui`` endpoints without a browser: plan JSON equal to ``plan --json``, other engines, strict JSON, and bad input as a 400 with the CLI's message."""
+"""The ``kvledger ui`` endpoints without a browser: plan JSON equal to ``plan --json``, other engines, strict JSON, and
+bad input as a 400 with the CLI's message."""
 
 from __future__ import annotations
 
@@ -37,7 +38,10 @@ def test_bad_input_is_a_400_with_the_message():
     assert r.status_code == 400 and "int3" in r.json()["error"]
     r = client.post("/api/serving", json={"model": "meta-llama/Llama-3.1-8B", "gpu": "H100", "slo": "ttft=200ms",
                                            "api": "OpenAI:gpt-4.1", "num_requests": 5})
-    assert r.status_code == 400 and r.json()["error"] == "requests per simulation 5 is out of range; allowed: [10, 5,000] in the web app"
+    assert (
+        r.status_code == 400
+        and r.json()["error"] == "requests per simulation 5 is out of range; allowed: [10, 5,000] in the web app"
+    )
 
 
 def test_page_is_self_contained():
@@ -60,8 +64,10 @@ def test_ui_command_refuses_a_bad_or_taken_port():
 
 
 def test_a_model_that_does_not_fit_shows_the_verdict_and_no_roofline():
-    # Qwen3-Next-80B in bf16: 148.41 GiB of weights against an H200's 139.8 GiB device total, so no KV and no decode step
+    # Qwen3-Next-80B in bf16: 148.41 GiB of weights against an H200's 139.8 GiB device total, so no KV and no decode
+    # step
     r = client.post("/api/plan", json={"model": "Qwen/Qwen3-Next-80B-A3B-Instruct", "gpu": "H200"})
     body = r.json()
     assert r.status_code == 200 and body["headline"]["verdict"].startswith("does not fit")
-    assert body["headline"]["num_gpu_blocks"] == 0 and set(body["figures"]) == {"memory_waterfall", "concurrency_by_context"}
+    assert body["headline"]["num_gpu_blocks"] == 0 and set(body["figures"]) == {"memory_waterfall",
+                                                                                "concurrency_by_context"}

@@ -1,4 +1,5 @@
-"""The calibration profile: the JSON file ``kvledger calibrate`` writes and ``--step-cost FILE`` reads (inputs, engine settings, fitted values, errors, data files).
+"""The calibration profile: the JSON file ``kvledger calibrate`` writes and ``--step-cost FILE`` reads (inputs, engine
+settings, fitted values, errors, data files).
 
 Layout (``"kind": "kvledger-calibration-profile"``, ``"version": 1``): ``model``, ``gpu``, ``tp``;
 ``engine`` (the simulated engine settings); ``step_cost`` (``LinearStepCost.coefficients()``: the
@@ -48,7 +49,8 @@ def load_profile(path: str | Path) -> dict[str, Any]:
     check_name_or_path(str(path), "--step-cost")
     p = Path(path)
     if not p.is_file():
-        raise FormatError(str(p), "no such calibration profile (write one with `kvledger calibrate FILE... --out PROFILE.json`)")
+        raise FormatError(str(p), "no such calibration profile (write one with `kvledger calibrate FILE... --out "
+                                  "PROFILE.json`)")
     try:
         d = json.loads(p.read_text(encoding="utf-8"))
     except ValueError as e:
@@ -68,7 +70,8 @@ def load_profile(path: str | Path) -> dict[str, Any]:
 
 
 def profile_step_cost(path: str | Path, model: str, gpu: str, tp: int) -> tuple[LinearStepCost, dict[str, Any]]:
-    """(the fitted model, a description with its source) for ``--step-cost PROFILE.json``; notes a model/GPU/TP mismatch."""
+    """(the fitted model, a description with its source) for ``--step-cost PROFILE.json``; notes a model/GPU/TP
+    mismatch."""
     d = load_profile(path)
     cost = LinearStepCost.from_coefficients(d["step_cost"], name=f"calibrated profile {Path(path).name}")
     runs = ", ".join(r.get("label", "?") for r in d.get("runs", []))

@@ -7,7 +7,8 @@ layers get their own pool of swa_full_tokens_ratio (0.8) × the full pool's toke
 mamba_full_memory_ratio / (1 + ratio) (0.9 / 1.9) of the budget in whole per-request slots before the KV pool
 (``kv_cache_configurator.py::_handle_max_mamba_cache``). See engine_pools.py.
 TensorRT-LLM's PyTorch backend (1.0 on): kv_mem = (total − peak after the dry run) × free_gpu_memory_fraction; one
-window: max_tokens = floor(kv_mem / bytes per token), blocks = max_tokens // tokens_per_block (32) (``resource_manager.py::
+window: max_tokens = floor(kv_mem / bytes per token), blocks = max_tokens // tokens_per_block (32)
+(``resource_manager.py::
 KVCacheManager.calculate_max_num_blocks``); several attention windows: one pool per window, memory shared in
 proportion to bytes-per-token × window, blocks = ceil(max_tokens / tokens_per_block)
 (``kvCacheManager.cpp::BaseKVCacheManager::calculateMaxNumBlocks``, ``BlockManager::calculateWindowSizeToShare``).
@@ -54,7 +55,8 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     L, _ = resolve_max_model_len(model, s)
     smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / MiB
     cps, gbs = sglang_defaults(smi_mib, s.tp)
-    mfs, msrc = (s.mem_fraction_static, "given") if s.mem_fraction_static else sglang_mem_fraction_static(smi_mib, s.tp, cps, gbs)
+    mfs, msrc = (s.mem_fraction_static, "given") if s.mem_fraction_static else sglang_mem_fraction_static(smi_mib, s.tp,
+        cps, gbs)
     w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
     w = s.weights_bytes if s.weights_bytes is not None else w
     pre_free = gpu.memory_bytes - NON_TORCH_BYTES
@@ -73,9 +75,11 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     size = tokens * pools.full_cell_bytes / GiB
     line = (f"KV Cache is allocated. #tokens: {tokens}, KV size: {size:.2f} GB" if is_mla
             else f"KV Cache is allocated. #tokens: {tokens}, K size: {size / 2:.2f} GB, V size: {size / 2:.2f} GB")
-    lines = ((f"Use sliding window memory pool. full_layer_tokens={tokens}, swa_layer_tokens={pools.swa_tokens}",) if pools.swa_tokens
+    lines = ((f"Use sliding window memory pool. full_layer_tokens={tokens}, swa_layer_tokens={pools.swa_tokens}",
+              ) if pools.swa_tokens
              else ()) + ((line,) if tokens else ())
-    mrr = min(max(int(tokens / L * 512), 2048), 4096, tokens // 2) if s.max_num_seqs is None else min(s.max_num_seqs, tokens // 2)
+    mrr = min(max(int(tokens / L * 512), 2048), 4096, tokens // 2) if s.max_num_seqs is None else min(s.max_num_seqs,
+        tokens // 2)
     mamba_note = []
     if pools.state_bytes:
         ratio, why = sglang_mamba_ratio(model.architectures)
@@ -88,7 +92,8 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note)) + mamba_note + pools.notes
              + _hybrid_note(kv, "sglang"))
     return MemoryPlan("sglang", "0.5.23 rules", gpu.memory_bytes, "mem_fraction_static", mfs, int(pre_free), items,
-                      int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page, tokens, lines,
+                      int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page,
+                          tokens, lines,
                       L, s.max_num_batched_tokens or cps, mrr, tuple(notes),
                       N.SGLANG_REQUESTED)
 
@@ -98,20 +103,24 @@ def _require_per_token_kv(model: ModelSpec, kv: KVLedger, engine: str) -> None:
     nor are their layouts of DeepSeek-V4's compressed caches."""
     if has_compressed_mla(model.layers):
         raise InputError(f"{model.name} is a DeepSeek-V4 model: {engine}'s layout of its compressed caches (window, "
-                         "compressed entries, indexer keys, compressor state) is not modelled here; plan it with --engine vllm")
+                         "compressed entries, indexer keys, compressor state) is not modelled here; plan it with "
+                         "--engine vllm")
     if not kv.bytes_per_token:
 
         if all(layer is None for layer in model.layers):  # a draft model whose every layer reads its target's cache
             raise InputError(f"{model.name} keeps no KV cache or state of its own (every layer reads another model's "
-                             f"K/V): {engine}'s rules for such a model are not modelled here; plan it with --engine vllm "
+                             f"K/V): {engine}'s rules for such a model are not modelled here; plan it with --engine "
+                             f"vllm "
                              "(no KV pool, max_num_seqs the only limit), or plan the target model for the KV memory")
 
-        raise InputError(f"{model.name} keeps no per-token KV (every layer is a state-space mixer): {engine}'s separate "
+        raise InputError(f"{model.name} keeps no per-token KV (every layer is a state-space mixer): {engine}'s "
+                         f"separate "
                          "state pool is not modelled here; plan it with --engine vllm")
 
 
 def trtllm_bytes_per_token(model: ModelSpec, tp: int, elem_bytes: float) -> float:
-    """``get_cache_size_per_token``: layers × 2 × (head_dim × KV heads // tp) × bytes; MLA latent not divided by TP, B/token."""
+    """``get_cache_size_per_token``: layers × 2 × (head_dim × KV heads // tp) × bytes; MLA latent not divided by TP,
+    B/token."""
     total = 0.0
     for layer in model.layers:
         if layer is None or layer.kind == "state":
@@ -149,7 +158,8 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     frac = s.free_gpu_memory_fraction or 0.9
     max_num_tokens = s.max_num_batched_tokens or 8192
     w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
-    act = s.activation_peak_bytes if s.activation_peak_bytes is not None else forward_peak_bytes(model, max_num_tokens, s.tp)
+    act = s.activation_peak_bytes if s.activation_peak_bytes is not None else forward_peak_bytes(model, max_num_tokens,
+        s.tp)
     items = (Deduction("weights", s.weights_bytes if s.weights_bytes is not None else w,
                        f"computed: {how}" if s.weights_bytes is None else "given"),
              Deduction(N.trtllm_activation(runtime), act,
@@ -173,5 +183,6 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     notes = (N.trtllm_settings(frac, bool(s.free_gpu_memory_fraction), runtime, tpb, tpb_src, per_tok)
              + [N.trtllm_block_rule(runtime, windows)] + _hybrid_note(kv, "trtllm"))
     return MemoryPlan("trtllm", label, gpu.memory_bytes, "free_gpu_memory_fraction", frac, gpu.memory_bytes, items,
-                      avail, given, tpb, int(windows[-1].bytes_per_token * tpb), blocks, blocks, max_tokens, (f"max_tokens={max_tokens}, blocks={blocks}",),
+                      avail, given, tpb, int(windows[-1].bytes_per_token * tpb), blocks, blocks, max_tokens,
+                          (f"max_tokens={max_tokens}, blocks={blocks}",),
                       L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes), N.TRTLLM_REQUESTED)

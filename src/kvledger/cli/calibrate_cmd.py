@@ -1,4 +1,5 @@
-"""``kvledger calibrate FILE... --model M --gpu G [engine flags] --out PROFILE.json``: fit the step cost to measured runs and write a calibration profile."""
+"""``kvledger calibrate FILE... --model M --gpu G [engine flags] --out PROFILE.json``: fit the step cost to measured
+runs and write a calibration profile."""
 
 from __future__ import annotations
 
@@ -35,8 +36,11 @@ __all__ = ["register"]
 
 def calibrate(
     ctx: typer.Context,
-    files: list[str] = typer.Argument(..., help="Measured runs with per-request times: any benchmark file `kvledger goodput` reads, an LLMServingSim requests.jsonl (or its folder), or a bundled DistServe run (distserve:vllm-100-1)."),
-    model: str | None = typer.Option(None, "--model", help="The served model (default: the run's record; needed for files that name none)."),
+    files: list[str] = typer.Argument(..., help="Measured runs with per-request times: any benchmark file `kvledger "
+                                                "goodput` reads, an LLMServingSim requests.jsonl (or its folder), or a "
+                                                "bundled DistServe run (distserve:vllm-100-1)."),
+    model: str | None = typer.Option(None, "--model", help="The served model (default: the run's record; needed for "
+                                                           "files that name none)."),
     gpu: Gpu = ..., engine_version: EngineVersion = None, tp: Tp = None,
     max_model_len: MaxModelLen = None, gpu_memory_utilization: GpuMemUtil = None, kv_cache_dtype: KvCacheDtype = "auto",
     block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
@@ -44,17 +48,28 @@ def calibrate(
     chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
     cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None, gpu_profile: GpuProfile = None,
     achievable_flops_fraction: FlopsFraction = None, achievable_bandwidth_fraction: BandwidthFraction = None,
-    scope: str = typer.Option("model", "--scope", help="gpu: fit the GPU's achieved efficiency (the roofline's fractions) on runs of any models, carried to every model (write with --out, use with --gpu-profile); model: fit one model's step cost at one TP (use with --step-cost)."),
-    client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the client's cap on requests in flight."),
-    split_regimes: bool = typer.Option(False, "--split-regimes/--no-split-regimes", help="--scope model: fit the prefill steps' own fixed time apart from the decode steps' (low-load TTFT and the knee together)."),
-    fit_frontend: bool = typer.Option(False, "--fit-frontend/--no-fit-frontend", help="Also fit a per-request latency outside the engine (HTTP, tokenisation), added to TTFT and E2E: for client-side measurements."),
-    start: str = typer.Option("roofline", "--start", help="Step cost the fit starts from (its least-squares linear form): roofline, calibrated, calibrated:KEY or a PROFILE.json."),
-    leave_one_out: bool = typer.Option(True, "--leave-one-out/--no-leave-one-out", help="With several runs, also fit without each run and report its error (one extra fit per run)."),
-    out: Path | None = typer.Option(None, "--out", help="Write the calibration profile here (JSON); use it with --step-cost FILE."),
+    scope: str = typer.Option("model", "--scope", help="gpu: fit the GPU's achieved efficiency (the roofline's "
+                                                       "fractions) on runs of any models, carried to every model "
+                                                       "(write with --out, use with --gpu-profile); model: fit one "
+                                                       "model's step cost at one TP (use with --step-cost)."),
+    client_concurrency: int | None = typer.Option(None, "--client-concurrency", help="Aggregate-only stage files: the "
+        "client's cap on requests in flight."),
+    split_regimes: bool = typer.Option(False, "--split-regimes/--no-split-regimes", help="--scope model: fit the "
+        "prefill steps' own fixed time apart from the decode steps' (low-load TTFT and the knee together)."),
+    fit_frontend: bool = typer.Option(False, "--fit-frontend/--no-fit-frontend", help="Also fit a per-request latency "
+        "outside the engine (HTTP, tokenisation), added to TTFT and E2E: for client-side measurements."),
+    start: str = typer.Option("roofline", "--start", help="Step cost the fit starts from (its least-squares linear "
+                                                          "form): roofline, calibrated, calibrated:KEY or a "
+                                                          "PROFILE.json."),
+    leave_one_out: bool = typer.Option(True, "--leave-one-out/--no-leave-one-out", help="With several runs, also fit "
+        "without each run and report its error (one extra fit per run)."),
+    out: Path | None = typer.Option(None, "--out", help="Write the calibration profile here (JSON); use it with "
+                                                        "--step-cost FILE."),
     force: bool = typer.Option(False, "--force", help="Allow --out to overwrite an existing file."),
     as_json: bool = typer.Option(False, "--json", help="Print the profile as JSON instead of tables."),
 ) -> None:
-    """Fit the simulator's step cost to measured runs: replays their arrivals and lengths, minimises the TTFT/TPOT/E2E error, reports fit and leave-one-out errors."""
+    """Fit the simulator's step cost to measured runs: replays their arrivals and lengths, minimises the TTFT/TPOT/E2E
+    error, reports fit and leave-one-out errors."""
     from kvledger.accounting.calibration_profile import dump_profile
     from kvledger.calibration.api import calibrate_files
     from kvledger.errors import InputError

@@ -12,18 +12,27 @@ __all__ = ["register"]
 
 def doctor(
     logfile: str = typer.Argument(..., help="A vLLM server log (stdout/stderr of `vllm serve`, any version from 0.5)."),
-    model: str | None = typer.Option(None, "--model", help="Bundled model or config.json (default: the model the log names, if bundled)."),
-    gpu: str | None = typer.Option(None, "--gpu", help="Catalog GPU or GPU file (default: the device total the log prints)."),
-    replicas: int = typer.Option(1, "--replicas", help="Replicas the traffic is spread over (prefix-cache routing rule)."),
-    prefix_share: float | None = typer.Option(None, "--prefix-share", help="Fraction of prompt tokens your traffic repeats, 0–1."),
-    engine_version: str | None = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply (default: from the log)."),
+    model: str | None = typer.Option(None, "--model", help="Bundled model or config.json (default: the model the log "
+                                                           "names, if bundled)."),
+    gpu: str | None = typer.Option(None, "--gpu", help="Catalog GPU or GPU file (default: the device total the log "
+                                                       "prints)."),
+    replicas: int = typer.Option(1, "--replicas", help="Replicas the traffic is spread over (prefix-cache routing "
+                                                       "rule)."),
+    prefix_share: float | None = typer.Option(None, "--prefix-share", help="Fraction of prompt tokens your traffic "
+                                                                           "repeats, 0–1."),
+    engine_version: str | None = typer.Option(None, "--engine-version", help="vLLM version whose rules to apply "
+                                                                             "(default: from the log)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the full reading after the summary: start-up terms against the ledger, evidence lines, remedies, rules."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the full reading after the summary: start-up "
+                                                                "terms against the ledger, evidence lines, remedies, "
+                                                                "rules."),
 ) -> None:
-    """Read a vLLM log: start-up figures against the ledger, and diagnoses (capacity, prefix-cache routing, TTFT/ITL batching)."""
+    """Read a vLLM log: start-up figures against the ledger, and diagnoses (capacity, prefix-cache routing, TTFT/ITL
+    batching)."""
     from kvledger.analyses.doctor.diagnose import diagnose_file
 
-    rep = diagnose_file(logfile, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share, engine_version=engine_version)
+    rep = diagnose_file(logfile, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share,
+                        engine_version=engine_version)
     if as_json:
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:

@@ -1,4 +1,5 @@
-"""``kvledger fp8-kv``: when FP8 KV cache pays (capacity, decode break-even, the step-time curve) and when to leave it off."""
+"""``kvledger fp8-kv``: when FP8 KV cache pays (capacity, decode break-even, the step-time curve) and when to leave it
+off."""
 
 from __future__ import annotations
 
@@ -44,46 +45,69 @@ def _overhead(per_element_ns, per_layer_us, calibration, calibration_model, cali
     if calibration:
         cm = load_model(calibration_model) if calibration_model else model
         cg = resolve_gpu(calibration_gpu) if calibration_gpu else gpu
-        cal = fit_fp8_overhead(read_fp8_measurements(calibration), cm, cg, source=f"{calibration} ({cm.name} on {cg.name})")
+        cal = fit_fp8_overhead(read_fp8_measurements(calibration), cm, cg, source=f"{calibration} ({cm.name} on "
+            f"{cg.name})")
         ov = cal.overhead
     if per_element_ns is not None or per_layer_us is not None:
-        ov = Fp8Overhead(ov.per_layer_s if per_layer_us is None else per_layer_us * 1e-6,
-                         ov.ns_per_element if per_element_ns is None else per_element_ns,
-                         "given on the command line" + (f" (other term: {ov.source})" if (per_element_ns is None) != (per_layer_us is None) else ""))
+        ov = Fp8Overhead(
+            ov.per_layer_s if per_layer_us is None else per_layer_us * 1e-6,
+            ov.ns_per_element if per_element_ns is None else per_element_ns,
+            "given on the command line"
+            + (f" (other term: {ov.source})" if (per_element_ns is None) != (per_layer_us is None) else ""),
+        )
     return ov, cal
 
 
 def fp8_kv(
     model: str = MODEL_ARG, gpu: str = GPU_OPT,
-    concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences decoding together (the batch), count; default: the requests of the first --context the bf16 pool holds at once (at most max_num_seqs)."),
-    contexts: list[str] | None = typer.Option(None, "--contexts", "--context", help="Your context per request first (capacity is answered there; default 8K), then more for the curve (8K,32K); default curve 512 doubling to max_model_len."),
-    overhead_ns_per_element: float | None = typer.Option(None, "--overhead-ns-per-element", help="FP8 time per K/V element read or written, ns (default 5.3e-5, fitted to the vLLM docs' L4 table)."),
-    overhead_us_per_layer: float | None = typer.Option(None, "--overhead-us-per-layer", help="FP8 fixed time per layer per step, µs (default 6.5)."),
-    calibration: str | None = typer.Option(None, "--calibration", help="CSV of your bf16-vs-fp8 decode runs (context_tokens,batch,bf16_tok_per_s,fp8_tok_per_s) to fit the overhead."),
-    calibration_model: str | None = typer.Option(None, "--calibration-model", help="Model the calibration CSV was measured on (default: MODEL)."),
-    calibration_gpu: str | None = typer.Option(None, "--calibration-gpu", help="GPU the calibration CSV was measured on (default: --gpu)."),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences decoding together (the batch), "
+                                                                       "count; default: the requests of the first "
+                                                                       "--context the bf16 pool holds at once (at most "
+                                                                       "max_num_seqs)."),
+    contexts: list[str] | None = typer.Option(None, "--contexts", "--context", help="Your context per request first "
+        "(capacity is answered there; default 8K), then more for the curve (8K,32K); default curve 512 doubling to "
+        "max_model_len."),
+    overhead_ns_per_element: float | None = typer.Option(None, "--overhead-ns-per-element", help="FP8 time per K/V "
+        "element read or written, ns (default 5.3e-5, fitted to the vLLM docs' L4 table)."),
+    overhead_us_per_layer: float | None = typer.Option(None, "--overhead-us-per-layer", help="FP8 fixed time per layer "
+        "per step, µs (default 6.5)."),
+    calibration: str | None = typer.Option(
+        None, "--calibration",
+        help="CSV of your bf16-vs-fp8 decode runs (context_tokens,batch,bf16_tok_per_s,fp8_tok_per_s) to fit the "
+             "overhead."),
+    calibration_model: str | None = typer.Option(None, "--calibration-model", help="Model the calibration CSV was "
+        "measured on (default: MODEL)."),
+    calibration_gpu: str | None = typer.Option(None, "--calibration-gpu", help="GPU the calibration CSV was measured "
+                                                                               "on (default: --gpu)."),
     tp: int = TP_OPT, max_model_len: str | None = MAX_LEN_OPT, gpu_memory_utilization: float | None = UTIL_OPT,
     available_kv_memory: str | None = AVAIL_OPT, block_size: int | None = BLOCK_OPT,
-    engine_version: str | None = VERSION_OPT, bandwidth_fraction: float | None = BW_OPT, flops_fraction: float = FLOPS_OPT,
+    engine_version: str | None = VERSION_OPT, bandwidth_fraction: float | None = BW_OPT,
+        flops_fraction: float = FLOPS_OPT,
     as_json: bool = JSON_OPT,
-    plot: Path | None = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses to overwrite."),
+    plot: Path | None = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses "
+                                                          "to overwrite."),
 ) -> None:
-    """FP8 KV cache: capacity doubling, the decode break-even context, the bf16-vs-fp8 step curve, and when to leave it off."""
+    """FP8 KV cache: capacity doubling, the decode break-even context, the bf16-vs-fp8 step curve, and when to leave it
+    off."""
     from rich.console import Console
 
     from kvledger.analyses.judgments.fp8_kv import analyse_fp8_kv
 
     check_plot_path(plot, inputs=[calibration])
-    spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
-                                    available_kv_memory=available_kv_memory, block_size=block_size, engine_version=engine_version,
+    spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len,
+                                    gpu_memory_utilization=gpu_memory_utilization,
+                                    available_kv_memory=available_kv_memory, block_size=block_size,
+                                        engine_version=engine_version,
                                     bandwidth_fraction=0.8 if bandwidth_fraction is None else bandwidth_fraction,
                                     flops_fraction=flops_fraction)
-    ov, cal = _overhead(overhead_ns_per_element, overhead_us_per_layer, calibration, calibration_model, calibration_gpu, spec, g)
+    ov, cal = _overhead(overhead_ns_per_element, overhead_us_per_layer, calibration, calibration_model, calibration_gpu,
+                        spec, g)
     if cal is not None and cal.gpu == g.name and bandwidth_fraction is None:
         # measured on this very GPU: its fitted effective bandwidth and fixed step time replace the roofline defaults
         settings = settings.model_copy(update={"achievable_bandwidth_fraction": min(1.0, cal.bandwidth_fraction),
                                                "cpu_overhead_s": max(0.0, cal.step_fixed_s)})
-    r = analyse_fp8_kv(spec, g, settings, concurrency=concurrency, contexts=parse_token_list(contexts, "--contexts"), overhead=ov)
+    r = analyse_fp8_kv(spec, g, settings, concurrency=concurrency, contexts=parse_token_list(contexts, "--contexts"),
+                       overhead=ov)
     if plot is not None:
         from kvledger.report.judgment_figures import fp8_kv_figure
 

@@ -1,4 +1,5 @@
-"""``kvledger goodput FILE...|--simulate MODEL --slo ttft=200ms,tpot=50ms``: goodput of benchmark or simulation runs under latency SLOs.
+"""``kvledger goodput FILE...|--simulate MODEL --slo ttft=200ms,tpot=50ms``: goodput of benchmark or simulation runs
+under latency SLOs.
 
 Reads any supported benchmark output (format auto-detected) or a kvledger records file,
 prints one row per run (a file may hold several) with where each number came from, and
@@ -65,12 +66,15 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
     lo, hi, tol = bounds
     with working(f"searching the SLO boundary on {axis} (one simulation per probe)"):
         sb = search_sim_boundary(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
-    lines = [strict_json.dumps({**g.to_dict(), "probe": {"axis": sb.axis, "value": pr.value, "order": pr.order, "phase": pr.phase,
+    lines = [strict_json.dumps({**g.to_dict(), "probe": {"axis": sb.axis, "value": pr.value, "order": pr.order,
+                                                         "phase": pr.phase,
                                                              "stopped_early": pr.stopped_early}})
              for g, pr in zip(sb.goodputs, sb.probes)]
     d = sb.to_dict()
-    boundary = {**d.pop("boundary"), **{k: d.pop(k) for k in ("boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",
-                                                              "goodput_at_boundary_req_per_s_per_gpu", "num_requests_per_probe")}}
+    boundary = {**d.pop("boundary"), **{k: d.pop(k) for k in ("boundary_per_replica", "boundary_per_gpu",
+                                                              "goodput_at_boundary_req_per_s",
+                                                              "goodput_at_boundary_req_per_s_per_gpu",
+                                                                  "num_requests_per_probe")}}
     from kvledger.analyses.serving.prediction_bands import capacity_band
 
     band = capacity_band(sb.first_run.setup, sb.boundary.boundary_value) if sb.axis == "request_rate" else None
@@ -91,7 +95,11 @@ def _from_files(files: list[Path], fmt: str | None, groups: tuple[WorkloadFlags,
     reject_sim_flags(*groups)
     runs = [run for f in files for run in read_runs(f, format=fmt)]
     results = [goodput(run, the_slo) for run in runs]
-    boundary = boundary_from_sweep(runs, the_slo, target, {"rate": "request_rate"}.get(axis, axis)) if target is not None else None
+    boundary = (
+        boundary_from_sweep(runs, the_slo, target, {"rate": "request_rate"}.get(axis, axis))
+        if target is not None
+        else None
+    )
     lines = [strict_json.dumps(r.to_dict()) for r in results]
     if boundary is not None:
         lines.append(strict_json.dumps({"boundary": boundary.to_dict()}))
@@ -107,7 +115,8 @@ def _boundary_figure(shown: Any, simulated: bool) -> Any:
         pts = [(p.value, p.attainment, p.goodput_req_per_s) for p in sb.probes]
         return boundary_figure(pts, sb.axis, sb.target, sb.boundary.boundary_value, measured=False)
     _results, b = shown
-    return boundary_figure([(p.value, p.attainment, p.goodput_req_per_s) for p in b.points], b.axis, b.target, b.boundary_value,
+    return boundary_figure([(p.value, p.attainment, p.goodput_req_per_s) for p in b.points], b.axis, b.target,
+                           b.boundary_value,
                            measured=True)
 
 
@@ -117,20 +126,40 @@ def register(app: typer.Typer) -> None:
     @app.command("goodput")
     @with_groups(workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE)
     def goodput_command(
-        files: list[Path] | None = typer.Argument(None, help="benchmark output files or kvledger records files; or use --simulate", show_default=False),
-        slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'; keys ttft, tpot, e2e, itl (max gap), itl_mean, itl_p99"),
-        json_out: bool = typer.Option(False, "--json", help="JSON for scripts, one document: the run's object; with several runs or --target, {\"runs\": [one object per run or probe], \"boundary\": …}"),
-        json_lines: bool = typer.Option(False, "--json-lines", help="JSON Lines instead: one object per run or probe per line, then the boundary line"),
-        format: str | None = typer.Option(None, "--format", help="force a reader (one of the format names listed above) instead of auto-detection"),
-        target: float | None = typer.Option(None, "--target", help="attainment target in (0, 1], e.g. 0.9: the SLO boundary across the FILEs, or searched by simulation with --simulate"),
-        axis: str = typer.Option("request_rate", "--axis", help="load axis for --target: request_rate (or rate), concurrency or max_num_seqs"),
-        out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite without --force)"),
+        files: list[Path] | None = typer.Argument(None, help="benchmark output files or kvledger records files; or use "
+                                                             "--simulate", show_default=False),
+        slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'; keys ttft, tpot, "
+                                                   "e2e, itl (max gap), itl_mean, itl_p99"),
+        json_out: bool = typer.Option(False, "--json", help="JSON for scripts, one document: the run's object; with "
+                                                            "several runs or --target, {\"runs\": [one object per run "
+                                                            "or probe], \"boundary\": …}"),
+        json_lines: bool = typer.Option(False, "--json-lines", help="JSON Lines instead: one object per run or probe "
+                                                                    "per line, then the boundary line"),
+        format: str | None = typer.Option(None, "--format", help="force a reader (one of the format names listed "
+                                                                 "above) instead of auto-detection"),
+        target: float | None = typer.Option(None, "--target", help="attainment target in (0, 1], e.g. 0.9: the SLO "
+                                                                   "boundary across the FILEs, or searched by "
+                                                                   "simulation with --simulate"),
+        axis: str = typer.Option("request_rate", "--axis", help="load axis for --target: request_rate (or rate), "
+                                                                "concurrency or max_num_seqs"),
+        out: Path | None = typer.Option(None, "--out", help="also write the JSON to this file (refuses to overwrite "
+                                                            "without --force)"),
         force: bool = typer.Option(False, "--force", help="allow --out and --plot to overwrite an existing file"),
-        plot: Path | None = typer.Option(None, "--plot", help="with --target: draw attainment and goodput against the axis, the boundary marked, to FILE (.png, .svg or .pdf)"),
-        gpu: str | None = typer.Option(None, "--gpu", help="[--simulate] the GPU to simulate: a catalog name (H100, H200, ...) or a GPU file", show_default=False),
-        lo: float | None = typer.Option(None, "--lo", help="[--simulate --target] lowest value to search (default: found by halving from 1 req/s or 1 user; 1 for max_num_seqs)", show_default=False),
-        hi: float | None = typer.Option(None, "--hi", help="[--simulate --target] highest value to search (default: found by doubling; the engine default for max_num_seqs)", show_default=False),
-        tol: float | None = typer.Option(None, "--tol", help="[--simulate --target] bisection resolution (default: 1 % of the bracket's top for the rate; 1 for concurrency and max_num_seqs)", show_default=False),
+        plot: Path | None = typer.Option(
+            None, "--plot",
+            help="with --target: draw attainment and goodput against the axis, the boundary marked, to FILE (.png, "
+                 ".svg or .pdf)"),
+        gpu: str | None = typer.Option(None, "--gpu", help="[--simulate] the GPU to simulate: a catalog name (H100, "
+                                                           "H200, ...) or a GPU file", show_default=False),
+        lo: float | None = typer.Option(None, "--lo", help="[--simulate --target] lowest value to search (default: "
+                                                           "found by halving from 1 req/s or 1 user; 1 for "
+                                                           "max_num_seqs)", show_default=False),
+        hi: float | None = typer.Option(None, "--hi", help="[--simulate --target] highest value to search (default: "
+                                                           "found by doubling; the engine default for max_num_seqs)",
+                                                               show_default=False),
+        tol: float | None = typer.Option(None, "--tol", help="[--simulate --target] bisection resolution (default: 1 % "
+                                                             "of the bracket's top for the rate; 1 for concurrency and "
+                                                             "max_num_seqs)", show_default=False),
         simulate: so.Simulate = None,
         workload: WorkloadFlags = WorkloadFlags(),
         engine: EngineFlags = EngineFlags(),
@@ -156,7 +185,9 @@ def register(app: typer.Typer) -> None:
         from kvledger.report.slo_text import slo_block
 
         if bool(files) == (simulate is not None):
-            raise InputError("give either benchmark FILEs or --simulate MODEL (with --gpu), not " + ("both" if files else "neither"))
+            raise InputError(
+                "give either benchmark FILEs or --simulate MODEL (with --gpu), not " + ("both" if files else "neither")
+            )
         the_slo = parse_slo(slo)
         if plot is not None and target is None:
             raise InputError("--plot draws the SLO boundary: add --target (e.g. 0.9)")

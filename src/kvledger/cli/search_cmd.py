@@ -1,4 +1,5 @@
-"""``kvledger search MODEL --slo … --target 0.9``: which GPU, TP and engine settings serve the traffic at the lowest cost, and how many GPUs.
+"""``kvledger search MODEL --slo … --target 0.9``: which GPU, TP and engine settings serve the traffic at the lowest
+cost, and how many GPUs.
 
 The command parses flags into a ``SearchSpec`` and ``Axes`` (``kvledger.analyses.search``),
 runs the search with a progress bar, and renders: the table and frontier
@@ -77,7 +78,8 @@ def _splits(text: str) -> tuple[tuple[int, int], ...]:
     for w in _split(text):
         p, _, d = w.partition(":")
         if not (p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
-            raise InputError(f"--disagg-splits takes P:D pairs of whole numbers ≥ 1 (prefill:decode replicas), got {w!r}")
+            raise InputError(f"--disagg-splits takes P:D pairs of whole numbers ≥ 1 (prefill:decode replicas), got "
+                             f"{w!r}")
         out.append((int(p), int(d)))
     return tuple(out)
 
@@ -86,7 +88,8 @@ def _axes(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, mn
           splits: tuple[tuple[int, int], ...]) -> Any:
     from kvledger.analyses.search import Axes
 
-    return Axes(disagg_splits=splits, gpus=tuple(_split(gpus)), tps=_ints(tp, "--tp"), kv_cache_dtypes=tuple(_split(kv)) or ("auto",),
+    return Axes(disagg_splits=splits, gpus=tuple(_split(gpus)), tps=_ints(tp, "--tp"),
+                kv_cache_dtypes=tuple(_split(kv)) or ("auto",),
                 max_num_seqs=_ints(seqs, "--max-num-seqs") or (None,),
                 max_num_batched_tokens=_ints(mnbt, "--max-num-batched-tokens", tokens=True) or (None,),
                 prefix_caching=_onoff(pc))
@@ -154,30 +157,54 @@ def register(app: typer.Typer) -> None:
         slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'"),
         target: float = typer.Option(0.9, "--target", help="share of requests that must meet the SLO at the capacity"),
         workload: WorkloadFlags = WorkloadFlags(),
-        rate: float | None = typer.Option(None, "--rate", help="target mean load, req/s: sizes replicas, GPUs and the monthly bill", show_default=False),
-        monthly_tokens: float | None = typer.Option(None, "--monthly-tokens", help="target load as input + output tokens per month (converted with the workload's mean tokens per request)", show_default=False),
-        gpus: str | None = typer.Option(None, "--gpus", help="GPUs to try, comma-separated (default: every catalog GPU with a price row)", show_default=False),
-        tp: str | None = typer.Option(None, "--tp", "--tensor-parallel-size", help="TPs to try, e.g. 1,2,4,8 (default: those of 1, 2, 4, 8 dividing the KV heads)", show_default=False),
-        kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV dtypes to try, e.g. auto,fp8 (default auto)", show_default=False),
-        max_num_seqs: str | None = typer.Option(None, "--max-num-seqs", help="max_num_seqs values to try (default: vLLM's)", show_default=False),
-        max_num_batched_tokens: str | None = typer.Option(None, "--max-num-batched-tokens", help="token budgets to try, e.g. 2048,8192 (default: vLLM's)", show_default=False),
-        prefix_caching: str | None = typer.Option(None, "--prefix-caching", help="on, off or on,off (default: vLLM's, on)", show_default=False),
-        disagg: bool = typer.Option(False, "--disagg", help="also try prefill/decode-disaggregated units: every prefill TP × decode TP on the --tp axis × --disagg-splits"),
-        disagg_splits: str = typer.Option("1:1,1:2,2:1", "--disagg-splits", help="with --disagg: prefill:decode replica counts per unit"),
+        rate: float | None = typer.Option(None, "--rate", help="target mean load, req/s: sizes replicas, GPUs and the "
+                                                               "monthly bill", show_default=False),
+        monthly_tokens: float | None = typer.Option(None, "--monthly-tokens", help="target load as input + output "
+            "tokens per month (converted with the workload's mean tokens per request)", show_default=False),
+        gpus: str | None = typer.Option(None, "--gpus", help="GPUs to try, comma-separated (default: every catalog GPU "
+                                                             "with a price row)", show_default=False),
+        tp: str | None = typer.Option(None, "--tp", "--tensor-parallel-size", help="TPs to try, e.g. 1,2,4,8 (default: "
+            "those of 1, 2, 4, 8 dividing the KV heads)", show_default=False),
+        kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV dtypes to try, e.g. auto,fp8 "
+            "(default auto)", show_default=False),
+        max_num_seqs: str | None = typer.Option(None, "--max-num-seqs", help="max_num_seqs values to try (default: "
+                                                                             "vLLM's)", show_default=False),
+        max_num_batched_tokens: str | None = typer.Option(None, "--max-num-batched-tokens", help="token budgets to "
+            "try, e.g. 2048,8192 (default: vLLM's)", show_default=False),
+        prefix_caching: str | None = typer.Option(None, "--prefix-caching", help="on, off or on,off (default: vLLM's, "
+            "on)", show_default=False),
+        disagg: bool = typer.Option(
+            False, "--disagg",
+            help="also try prefill/decode-disaggregated units: every prefill TP × decode TP on the --tp axis × "
+                 "--disagg-splits"),
+        disagg_splits: str = typer.Option("1:1,1:2,2:1", "--disagg-splits", help="with --disagg: prefill:decode "
+            "replica counts per unit"),
         engine: EngineFlags = EngineFlags(),
         pricing: PricingFlags = PricingFlags(),
-        api: str | None = typer.Option(None, "--api", help="API price row to compare with, e.g. OpenAI:gpt-4.1", show_default=False),
-        workers: int = typer.Option(1, "--workers", help="parallel capacity searches: a local Ray with N CPUs when Ray is installed, else a process pool"),
-        ray_address: str | None = typer.Option(None, "--ray-address", help="run on an existing Ray cluster: auto or HOST:PORT (kvledger must be installed on its nodes)", show_default=False),
+        api: str | None = typer.Option(None, "--api", help="API price row to compare with, e.g. OpenAI:gpt-4.1",
+                                       show_default=False),
+        workers: int = typer.Option(1, "--workers", help="parallel capacity searches: a local Ray with N CPUs when Ray "
+                                                         "is installed, else a process pool"),
+        ray_address: str | None = typer.Option(None, "--ray-address", help="run on an existing Ray cluster: auto or "
+                                                                           "HOST:PORT (kvledger must be installed on "
+                                                                           "its nodes)", show_default=False),
         backend: str = typer.Option("auto", "--backend", help="auto, serial, pool or ray"),
-        ledger: Path | None = typer.Option(None, "--ledger", help="write the candidate ledger (JSON lines) here as candidates finish", show_default=False),
-        resume: Path | None = typer.Option(None, "--resume", help="continue the search whose ledger is FILE: keep its finished candidates, run the rest", show_default=False),
+        ledger: Path | None = typer.Option(None, "--ledger", help="write the candidate ledger (JSON lines) here as "
+                                                                  "candidates finish", show_default=False),
+        resume: Path | None = typer.Option(None, "--resume", help="continue the search whose ledger is FILE: keep its "
+                                                                  "finished candidates, run the rest",
+                                                                      show_default=False),
         top: int = typer.Option(10, "--top", help="rows in the table"),
         verbose: bool = typer.Option(False, "--verbose", help="list each rejected and each cost-dominated candidate"),
-        show_command: str | None = typer.Option(None, "--show-command", help="print the launch commands of one candidate id (e.g. nvidia_h100_sxm:tp4:kv-fp8) and exit", show_default=False),
+        show_command: str | None = typer.Option(None, "--show-command", help="print the launch commands of one "
+                                                                             "candidate id (e.g. "
+                                                                             "nvidia_h100_sxm:tp4:kv-fp8) and exit",
+                                                                                 show_default=False),
         as_json: bool = typer.Option(False, "--json", help="print the whole result as JSON"),
-        csv_out: Path | None = typer.Option(None, "--csv", help="write the candidate ledger as CSV", show_default=False),
-        plot: Path | None = typer.Option(None, "--plot", help="write the frontier figure (.png or .svg)", show_default=False),
+        csv_out: Path | None = typer.Option(None, "--csv", help="write the candidate ledger as CSV",
+                                            show_default=False),
+        plot: Path | None = typer.Option(None, "--plot", help="write the frontier figure (.png or .svg)",
+                                         show_default=False),
         force: bool = typer.Option(False, "--force", help="allow --ledger, --csv and --plot to overwrite files"),
     ) -> None:
         """Configuration search: every GPU × TP × engine setting planned, each feasible one's SLO capacity simulated,
@@ -185,7 +212,8 @@ def register(app: typer.Typer) -> None:
 
         Candidates are the product of the axes (--gpus, --tp, --kv-cache-dtype, --max-num-seqs,
         --max-num-batched-tokens, --prefix-caching); --disagg adds prefill/decode-disaggregated units
-        (prefill TP × decode TP × --disagg-splits, KV over the GPU's NVLink or PCIe). Each is planned with vLLM's memory rules; one that
+        (prefill TP × decode TP × --disagg-splits, KV over the GPU's NVLink or PCIe). Each is planned with vLLM's
+        memory rules; one that
         does not fit, whose max_model_len does not fit, or has no price row is listed with the reason and
         numbers. Each feasible one gets its SLO capacity per replica (the rate search of `kvledger goodput
         --simulate --target`, the same seeded workload for all), $ per 1M input/output tokens, and with
@@ -221,7 +249,8 @@ def register(app: typer.Typer) -> None:
         with _progress_bar() as bar:
             task = bar.add_task("search", total=None, status="planning")
 
-            def progress(entry: dict[str, Any], done: int, total: int, feasible: int, best: dict[str, Any] | None) -> None:
+            def progress(entry: dict[str, Any], done: int, total: int, feasible: int, best: dict[str,
+                Any] | None) -> None:
                 best_text = f"best {best['id']}" if best else "no feasible one yet"
                 bar.update(task, completed=done, total=total, status=f"{feasible} feasible; {best_text}")
 

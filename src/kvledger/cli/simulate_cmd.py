@@ -1,4 +1,5 @@
-"""``kvledger simulate``: serve a real or synthetic trace on a simulated engine sized by the memory plan (vLLM's; SGLang's
+"""``kvledger simulate``: serve a real or synthetic trace on a simulated engine sized by the memory plan (vLLM's;
+SGLang's
 for ``--policy sglang``)."""
 
 from __future__ import annotations
@@ -22,12 +23,22 @@ def simulate(
     workload: WorkloadFlags = WorkloadFlags(),
     engine: EngineFlags = EngineFlags(),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-    out: Path | None = typer.Option(None, "--out", help="Write records.parquet (every request, token times included; goodput and cost read it), steps.parquet (every engine step) and summary.json here."),
+    out: Path | None = typer.Option(None, "--out", help="Write records.parquet (every request, token times included; "
+                                                        "goodput and cost read it), steps.parquet (every engine step) "
+                                                        "and summary.json here."),
     force: bool = typer.Option(False, "--force", help="Allow --out to overwrite existing files."),
-    chrome_trace: bool = typer.Option(False, "--chrome-trace", help="With --out, also write trace.json (chrome://tracing / Perfetto; one JSON document, large for long runs)."),
-    record_token_times: bool = typer.Option(False, "--record-token-times", help="Keep every token time of every request (on with --out: the records file carries them for ITL SLOs). Off, memory follows the active requests and the ITL distribution is still exact."),
+    chrome_trace: bool = typer.Option(False, "--chrome-trace", help="With --out, also write trace.json "
+                                                                    "(chrome://tracing / Perfetto; one JSON document, "
+                                                                    "large for long runs)."),
+    record_token_times: bool = typer.Option(False, "--record-token-times", help="Keep every token time of every "
+                                                                                "request (on with --out: the records "
+                                                                                "file carries them for ITL SLOs). Off, "
+                                                                                "memory follows the active requests "
+                                                                                "and the ITL distribution is still "
+                                                                                "exact."),
 ) -> None:
-    """Simulate serving a trace: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage, preemptions, prefix-cache hits."""
+    """Simulate serving a trace: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage, preemptions, prefix-cache
+    hits."""
     from kvledger.analyses.serving.sim_ledgers import prepare_run, simulate_document
     from kvledger.cli.sim_opts import sim_request
 

@@ -10,11 +10,16 @@ __all__ = ["register"]
 
 
 def ui(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (default loopback only; 0.0.0.0 exposes it to the network)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (default loopback only; 0.0.0.0 exposes it "
+                                                         "to the network)."),
     port: int = typer.Option(8765, "--port", help="TCP port."),
-    data_dir: Path | None = typer.Option(None, "--data-dir", help="Folder whose config, GPU and trace files requests may name (relative paths start there); without it the app reads bundled models, catalog GPUs and bundled traces only."),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="Folder whose config, GPU and trace files requests "
+                                                                  "may name (relative paths start there); without it "
+                                                                  "the app reads bundled models, catalog GPUs and "
+                                                                  "bundled traces only."),
 ) -> None:
-    """A local web app: pick model, GPU, engine, TP, context, KV dtype, SLOs, API row and traffic; see the plan, concurrency, cost and figures update."""
+    """A local web app: pick model, GPU, engine, TP, context, KV dtype, SLOs, API row and traffic; see the plan,
+    concurrency, cost and figures update."""
     import uvicorn
 
     from kvledger.errors import InputError
@@ -46,7 +51,9 @@ def _check_free(host: str, port: int) -> None:
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
             s.bind((host, port))
     except OSError as err:
-        raise InputError(f"cannot listen on {host}:{port} ({err.strerror or err}); choose another --port or --host") from None
+        raise InputError(
+            f"cannot listen on {host}:{port} ({err.strerror or err}); choose another --port or --host"
+        ) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,5 @@
-"""Reader for GenAI-Perf (triton-inference-server/perf_analyzer): raw ``profile_export.json`` and ``profile_export_genai_perf.json``.
+"""Reader for GenAI-Perf (triton-inference-server/perf_analyzer): raw ``profile_export.json`` and
+``profile_export_genai_perf.json``.
 
 The raw export (docs/formats.md §3) holds ``experiments[]``, each ``{experiment: {mode, value},
 requests: [{timestamp, response_timestamps, response_outputs}]}`` with timestamps in
@@ -52,25 +53,31 @@ def _experiment(path: str, exp: Any, i: int, top: dict[str, Any]) -> RunRecords:
     origin = min(starts)
     records, approx = [], 0
     for j, r in enumerate(reqs):
-        rec, was_approx = _request(path, r, f"{where}.requests[{j}]", str(j), (r["timestamp"] - origin) / 1e9, r["timestamp"])
+        rec, was_approx = _request(path, r, f"{where}.requests[{j}]", str(j), (r["timestamp"] - origin) / 1e9,
+                                   r["timestamp"])
         records.append(rec)
         approx += was_approx
     meta = RunMetadata(source=path, source_format=FORMAT_RAW, time_origin=f"first request timestamp {origin} ns")
-    meta.extra = {"run_label": f"{mode}={value}", "service_kind": top.get("service_kind"), "endpoint": top.get("endpoint")}
+    meta.extra = {"run_label": f"{mode}={value}", "service_kind": top.get("service_kind"),
+                  "endpoint": top.get("endpoint")}
     if mode == "concurrency" and isinstance(value, int):
         meta.concurrency = value
     elif mode == "request_rate" and isinstance(value, (int, float)):
         meta.request_rate = float(value)
     meta.definitions += [
-        "timestamps are ns; first token = first response carrying text (role-only and empty chunks skipped), finish = last such response",
-        "input tokens unknown without the tokenizer GenAI-Perf used: counted as 0 unless a response reports usage.prompt_tokens",
+        "timestamps are ns; first token = first response carrying text (role-only and empty chunks skipped), finish = "
+        "last such response",
+        "input tokens unknown without the tokenizer GenAI-Perf used: counted as 0 unless a response reports "
+        "usage.prompt_tokens",
     ]
     if approx:
-        meta.definitions.append(f"{approx} requests have no usage block: output tokens = number of text-carrying chunks (approximation)")
+        meta.definitions.append(f"{approx} requests have no usage block: output tokens = number of text-carrying "
+                                f"chunks (approximation)")
     return RunRecords(records, meta)
 
 
-def _request(path: str, r: dict[str, Any], where: str, rid: str, arrival: float, t0_ns: int) -> tuple[RequestRecord, bool]:
+def _request(path: str, r: dict[str, Any], where: str, rid: str, arrival: float, t0_ns: int) -> tuple[RequestRecord,
+    bool]:
     ts, outs = r.get("response_timestamps") or [], r.get("response_outputs") or []
     if not isinstance(ts, list) or not isinstance(outs, list):
         raise FormatError(path, "response_timestamps and response_outputs must be lists", where)
@@ -83,7 +90,8 @@ def _request(path: str, r: dict[str, Any], where: str, rid: str, arrival: float,
             delta = t - t0_ns if isinstance(t, int) else number(path, t, f"{where}.response_timestamps[{k}]") - t0_ns
             content_times.append(latency_s(path, delta, f"{where}.response_timestamps[{k}] − timestamp", 1e-9))
     if not content_times:
-        return RequestRecord(rid, arrival, int(usage.get("prompt_tokens", 0)), 0, error="no response carrying text"), False
+        return RequestRecord(rid, arrival, int(usage.get("prompt_tokens", 0)), 0,
+                             error="no response carrying text"), False
     chunks = arrival + np.array(content_times)
     if np.any(np.diff(chunks) < 0):
         raise FormatError(path, "response_timestamps go backwards", f"{where}.response_timestamps")
@@ -126,17 +134,23 @@ def read_json(doc: Document) -> list[AggregateRun]:
     obj = doc.value
     meta = RunMetadata(source=doc.path, source_format=FORMAT_JSON)
     info = input_config_metadata(obj.get("input_config"))
-    meta.model, meta.concurrency, meta.request_rate = info.get("model"), info.get("concurrency"), info.get("request_rate")
+    meta.model, meta.concurrency, meta.request_rate = (
+        info.get("model"),
+        info.get("concurrency"),
+        info.get("request_rate"),
+    )
     agg = AggregateRun(meta)
     agg.metrics = summaries_from_tags(doc.path, obj, "", None)
     n = agg.metrics["e2e"].count if "e2e" in agg.metrics else None
     agg.num_completed = n
-    meta.definitions.append("GenAI-Perf's aggregate export states no request or error counts: completed = request_latency count; failures unknown")
+    meta.definitions.append("GenAI-Perf's aggregate export states no request or error counts: completed = "
+                            "request_latency count; failures unknown")
     thr = scalar(doc.path, obj, "request_throughput", "")
     if thr is not None and n:
         agg.duration_s = meta.duration_s = n / thr[0] if thr[0] > 0 else None
         meta.definitions.append("duration = completed ÷ request_throughput")
     good = scalar(doc.path, obj, "request_goodput", "")
     if good is not None:
-        agg.tool_goodput = {"req_per_s": amount(doc.path, good[0], "request_goodput"), "field": "request_goodput", "slo": "not stored in the file (genai-perf --goodput)"}
+        agg.tool_goodput = {"req_per_s": amount(doc.path, good[0], "request_goodput"), "field": "request_goodput",
+                            "slo": "not stored in the file (genai-perf --goodput)"}
     return [agg]

@@ -161,11 +161,14 @@ def _check_shape(doc: Document, fmt: str) -> None:
     want = _SHAPES.get(fmt, ("json",))
     have = doc.kind
     if have == "json":
-        have = "json-list" if isinstance(doc.value, list) else ("json" if isinstance(doc.value, dict) else "json-scalar")
+        have = "json-list" if isinstance(doc.value, list) else ("json" if isinstance(doc.value,
+                                                                                     dict) else "json-scalar")
     if have not in want:
-        raise FormatError(doc.path, f"is {_describe(have)} but format {fmt!r} needs {' or '.join(_describe(w) for w in want)}")
+        raise FormatError(doc.path, f"is {_describe(have)} but format {fmt!r} needs "
+                                    f"{' or '.join(_describe(w) for w in want)}")
 
 
 def _describe(kind: str) -> str:
     return {"json": "a JSON object", "json-list": "a JSON list", "json-scalar": "a bare JSON value",
-            "jsonl": "JSON Lines", "csv": "a CSV table", "yaml": "YAML", "text": "plain text (not JSON, JSON Lines or CSV)"}[kind]
+            "jsonl": "JSON Lines", "csv": "a CSV table", "yaml": "YAML", "text": "plain text (not JSON, JSON Lines or "
+                "CSV)"}[kind]

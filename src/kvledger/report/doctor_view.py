@@ -1,4 +1,5 @@
-"""Terminal view of ``kvledger doctor``: the log's start-up figures against the ledger, the options it echoed, and each finding with its fixes."""
+"""Terminal view of ``kvledger doctor``: the log's start-up figures against the ledger, the options it echoed, and each
+finding with its fixes."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from typing import Any
 
 __all__ = ['render_doctor']
 
+
+_REPRODUCED = "the ledger reproduces the log's block count, printed tokens and concurrency"
 
 def _fmt(value: Any, unit: str) -> str:
     if value is None:
@@ -45,14 +48,17 @@ def _startup(con: Any, cmp: Any) -> None:
     for k, v in cmp.settings.items():
         t.add_row(k, escape(str(v["value"])), escape(str(v["source"])))
     con.print(t)
-    t = _table("Start-up: the log against kvledger plan (ledger − log)", "term", "log (line)", "ledger", "difference", "explanation")
+    t = _table("Start-up: the log against kvledger plan (ledger − log)", "term", "log (line)", "ledger", "difference",
+               "explanation")
     for r in cmp.rows:
         line = f" (L{r.log_line})" if r.log_line else ""
-        t.add_row(r.term, _fmt(r.log_value, r.unit) + line, _fmt(r.ledger_value, r.unit), _diff(r.difference, r.unit), escape(r.explanation))
+        t.add_row(r.term, _fmt(r.log_value, r.unit) + line, _fmt(r.ledger_value, r.unit), _diff(r.difference, r.unit),
+                  escape(r.explanation))
     con.print(t)
     if cmp.consistent is not None:
-        con.print("[bold]" + ("the ledger reproduces the log's block count, printed tokens and concurrency" if cmp.consistent
-                              else "the ledger does NOT reproduce the log's capacity figures: see the rows above") + "[/]")
+        said = (_REPRODUCED if cmp.consistent
+                else "the ledger does NOT reproduce the log's capacity figures: see the rows above")
+        con.print("[bold]" + said + "[/]")
     elif cmp.skipped:
         con.print(f"[bold]comparison with the ledger skipped: {escape(cmp.skipped)}[/]")
     for n in cmp.notes:
@@ -62,12 +68,14 @@ def _startup(con: Any, cmp: Any) -> None:
 def _options(con: Any, f: Any) -> None:
     from rich.markup import escape
 
-    t = _table("Options (ledger, per replica)", "option", "GPUs", "blocks", "token slots", "engine figure at max_model_len",
+    t = _table("Options (ledger, per replica)", "option", "GPUs", "blocks", "token slots", "engine figure at "
+        "max_model_len",
                "requests of the size observed at saturation", "what it means")
     for o in f.options:
         t.add_row(escape(o["action"]), str(o["gpus_per_replica"]), f"{o['num_gpu_blocks']:,}", f"{o['token_slots']:,}",
                   f"{o['max_concurrency']:.2f}x at {o['max_model_len']:,}" if o["max_concurrency"] is not None else "—",
-                  f"{o['requests_of_observed_size']:,}" if o["requests_of_observed_size"] is not None else "—", escape(o["detail"]))
+                  f"{o['requests_of_observed_size']:,}" if o["requests_of_observed_size"] is not None else "—",
+                      escape(o["detail"]))
     con.print(t)
     for n in (f.options[0].get("notes") or []):
         con.print(f"· {escape(n)}")
@@ -115,8 +123,9 @@ def _brief(con: Any, rep: Any) -> None:
     if cmp is None:
         con.print("start-up: no memory or capacity lines in this log (nothing to compare with the ledger)")
     elif cmp.consistent is not None:
-        con.print("start-up: " + ("the ledger reproduces the log's block count, printed tokens and concurrency" if cmp.consistent
-                                  else "the ledger does NOT reproduce the log's capacity figures (--verbose shows the rows)"))
+        said = (_REPRODUCED if cmp.consistent
+                else "the ledger does NOT reproduce the log's capacity figures (--verbose shows the rows)")
+        con.print("start-up: " + said)
     elif cmp.skipped:
         con.print(f"start-up: comparison with the ledger skipped: {escape(cmp.skipped)}")
     refused = _refused_start(cmp) if cmp is not None else None
@@ -132,20 +141,24 @@ def _brief(con: Any, rep: Any) -> None:
             n = o["requests_of_observed_size"]
             con.print(f"  → {escape(o['action'])}: {o['num_gpu_blocks']:,} blocks per replica"
                       + (f", {n:,} requests of the size observed at saturation" if n is not None else ""))
-    con.print("[dim]the full reading (settings and start-up terms against the ledger, evidence lines, remedies re-planned, "
+    con.print("[dim]the full reading (settings and start-up terms against the ledger, evidence lines, remedies "
+              "re-planned, "
               "rules): --verbose; for scripts: --json[/]")
 
 
 def render_doctor(rep: Any, verbose: bool = False) -> None:
-    """Print the reading: the summary (verdicts and remedies) and, with ``verbose``, every table, evidence line and rule."""
+    """Print the reading: the summary (verdicts and remedies) and, with ``verbose``, every table, evidence line and
+    rule."""
     from rich.console import Console
     from rich.markup import escape
 
     con, s = Console(highlight=False), rep.log_summary
-    con.print(f"[bold]kvledger doctor[/] {escape(rep.source)}: vLLM {s['version'] or '(version unknown)'} — {escape(s['version_source'])}; "
+    con.print(f"[bold]kvledger doctor[/] {escape(rep.source)}: vLLM {s['version'] or '(version unknown)'} — "
+              f"{escape(s['version_source'])}; "
               f"{s['generation'] or '?'} engine; ledger rules of {s['rules_version']} ({escape(s['rules_reason'])})")
     con.print(f"{s['vllm_lines']:,} of {s['total_lines']:,} lines read ({s['skipped_lines']:,} skipped as unknown); "
-              f"{s['metrics_lines']} metrics lines, {s['preemption_lines']} per-preemption warning lines (preemptions are also counted in the metrics lines)")
+              f"{s['metrics_lines']} metrics lines, {s['preemption_lines']} per-preemption warning lines (preemptions "
+              f"are also counted in the metrics lines)")
     for w in rep.warnings:
         con.print(f"[bold red]WARNING:[/] [bold]{escape(w)}[/]")
     if not verbose:

@@ -1,4 +1,5 @@
-"""The KV-bottleneck figures from ``plan --json`` data: the memory waterfall, concurrency against context length, and decode step time with the KV share of bytes against batch (the roofline).
+"""The KV-bottleneck figures from ``plan --json`` data: the memory waterfall, concurrency against context length, and
+decode step time with the KV share of bytes against batch (the roofline).
 
 Capacity (how many requests' KV fit) and bandwidth (how long each decode step reads weights and
 KV) are the two limits; the first two figures show the first, the roofline figure the second.
@@ -19,7 +20,8 @@ _COMPARE = (8192, 131072)
 def memory_waterfall(plan: dict[str, Any]) -> Figure:
     """Device total → the engine's requested share → each deduction → the memory left for KV, in GiB."""
     m = plan["memory"]
-    steps = [("device total", m["gpu_total_bytes"], None), (f"× {m['fraction_name']} {m['fraction']:g}", m["requested_bytes"], None)]
+    steps = [("device total", m["gpu_total_bytes"], None), (f"× {m['fraction_name']} {m['fraction']:g}",
+                                                            m["requested_bytes"], None)]
     level = m["requested_bytes"]
     for d in m["deductions"]:
         steps.append((f"− {d['name']}", level - d["bytes"], d["bytes"]))
@@ -32,7 +34,8 @@ def memory_waterfall(plan: dict[str, Any]) -> Figure:
             ax.barh(i, top / GiB, color="#4c72b0" if i < len(steps) - 1 else "#55a868")
         else:
             ax.barh(i, delta / GiB, left=top / GiB, color="#c44e52")
-        ax.text((top if delta is None else top + delta) / GiB + 0.5, i, f"{(delta if delta else top) / GiB:,.2f}", va="center", fontsize=8)
+        ax.text((top if delta is None else top + delta) / GiB + 0.5, i, f"{(delta if delta else top) / GiB:,.2f}",
+                va="center", fontsize=8)
     ax.set_yticks(range(len(steps)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("GiB (2^30 bytes) per GPU")
@@ -42,7 +45,8 @@ def memory_waterfall(plan: dict[str, Any]) -> Figure:
     rows.append(["KV blocks", f"{m['num_gpu_blocks']:,} × {m['block_size']} tokens ({m['bytes_per_block']:,} B each)"])
     srcs = [plan["gpu"]["memory_source"]] + [f"{d['name']}: {d['source']}" for d in m["deductions"]]
     return Figure("memory_waterfall", "Where the GPU's memory goes",
-                  "The engine's memory split, term by term: what is left after weights, the activation peak, non-torch memory "
+                  "The engine's memory split, term by term: what is left after weights, the activation peak, non-torch "
+                  "memory "
                   "and CUDA graphs is the KV cache, cut into whole blocks.", fig, ["term", "GiB"], rows, srcs)
 
 
@@ -59,13 +63,17 @@ def concurrency_by_context(plan: dict[str, Any]) -> Figure:
     else:
         _draw_concurrency(ax, bx, rows_in)
     rows = [[f"{r['context_tokens']:,}", f"{r['blocks_per_request']:,}", f"{r['bytes_per_request'] / GiB:,.2f}",
-             f"{r['max_concurrency']:,.2f}", f"{r['max_running']:,}", "yes" if r["within_max_model_len"] else "no"] for r in rows_in]
+             f"{r['max_concurrency']:,.2f}", f"{r['max_running']:,}",
+                 "yes" if r["within_max_model_len"] else "no"] for r in rows_in]
     kv = plan["kv"]
     return Figure("concurrency_by_context", "Capacity: concurrency against context length",
-                  f"KV bytes per token {kv['bytes_per_token_per_gpu']:,} B per GPU, so a longer context means fewer requests at once: "
+                  f"KV bytes per token {kv['bytes_per_token_per_gpu']:,} B per GPU, so a longer context means fewer "
+                  f"requests at once: "
                   f"capacity is the first limit (max_model_len {plan['memory']['max_model_len']:,} tokens).", fig,
-                  ["context, tokens", "blocks / request", "GiB / request", "max concurrency", "max running", "≤ max_model_len"], rows,
-                  [g["formula"] for g in kv["groups"]] + ["num_gpu_blocks ÷ blocks per request (the engine's 'Maximum concurrency' rule)"])
+                  ["context, tokens", "blocks / request", "GiB / request", "max concurrency", "max running",
+                   "≤ max_model_len"], rows,
+                  [g["formula"] for g in kv["groups"]] + ["num_gpu_blocks ÷ blocks per request (the engine's 'Maximum "
+                                                          "concurrency' rule)"])
 
 
 def _draw_concurrency(ax: Any, bx: Any, rows_in: list[dict[str, Any]]) -> None:
@@ -79,8 +87,10 @@ def _draw_concurrency(ax: Any, bx: Any, rows_in: list[dict[str, Any]]) -> None:
     ax.set_ylabel("concurrent requests")
     ax.legend(fontsize=7)
     pick = [r for r in rows_in if r["context_tokens"] in _COMPARE]
-    bars = bx.bar([f"{r['context_tokens'] // 1024}K" for r in pick], [r["max_requests"] for r in pick], color=["#4c72b0", "#c44e52"])
-    bx.bar_label(bars, labels=[f"{r['max_requests']:,}" if r["within_max_model_len"] else f"{r['max_requests']:,}\n(> max_model_len)"
+    bars = bx.bar([f"{r['context_tokens'] // 1024}K" for r in pick], [r["max_requests"] for r in pick],
+                  color=["#4c72b0", "#c44e52"])
+    bx.bar_label(bars, labels=[f"{r['max_requests']:,}" if r["within_max_model_len"] else f"{r['max_requests']:,}\n(> "
+        f"max_model_len)"
                                for r in pick], fontsize=8)
     bx.set_ylabel("whole requests at once")
     bx.set_xlabel("context length")
@@ -88,7 +98,8 @@ def _draw_concurrency(ax: Any, bx: Any, rows_in: list[dict[str, Any]]) -> None:
 
 
 def decode_roofline(plan: dict[str, Any]) -> Figure | None:
-    """Decode step time and the KV share of HBM bytes against batch (8K and 128K), and the roofline with its ridge point;
+    """Decode step time and the KV share of HBM bytes against batch (8K and 128K), and the roofline with its ridge
+    point;
     None when the plan has no roofline (the model does not fit)."""
     r = plan["roofline"]
     if not r or not r.get("decode"):
@@ -117,18 +128,22 @@ def decode_roofline(plan: dict[str, Any]) -> Figure | None:
     xs = [0.5, ridge, ridge * 64]
     bx.plot(xs, [min(x * r["hbm_bandwidth_bytes_per_s"], peak) / 1e12 for x in xs], color="black", lw=1)
     bx.axvline(ridge, color="grey", ls=":")
-    bx.annotate(f"ridge {ridge:,.0f} FLOP/B", (ridge, peak / 1e12), fontsize=7, xytext=(4, -12), textcoords="offset points")
+    bx.annotate(f"ridge {ridge:,.0f} FLOP/B", (ridge, peak / 1e12), fontsize=7, xytext=(4, -12),
+                textcoords="offset points")
     bx.set_xscale("log")
     bx.set_yscale("log")
     bx.set_xlabel("arithmetic intensity, FLOP/byte")
     bx.set_ylabel("FLOP/s achieved, TFLOP/s")
     bx.legend(fontsize=7, loc="lower right")
-    caption = (f"Bandwidth is the second limit: decode steps sit left of the ridge ({ridge:,.1f} FLOP/B = peak FLOP/s ÷ HBM "
-               f"bandwidth), so each step's time is the bytes it reads; the KV share of those bytes grows with batch and context. "
+    caption = (f"Bandwidth is the second limit: decode steps sit left of the ridge ({ridge:,.1f} FLOP/B = peak FLOP/s "
+               f"÷ HBM "
+               f"bandwidth), so each step's time is the bytes it reads; the KV share of those bytes grows with batch "
+               f"and context. "
                f"Weight matmuls turn compute-bound above {r['weight_matmul_crossover_tokens']:,} tokens per step.")
     return Figure("decode_roofline", "Bandwidth: decode step time, KV share and the roofline", caption, fig,
                   ["context, tokens", "batch", "step, ms", "KV share of bytes, %", "FLOP/B", "bound"], table,
-                  [f"kvledger.accounting.roofline: max(FLOPs ÷ ({r['flops_fraction']:g} × peak), bytes ÷ ({r['bandwidth_fraction']:g} × bandwidth)) "
+                  [f"kvledger.accounting.roofline: max(FLOPs ÷ ({r['flops_fraction']:g} × peak), bytes ÷ "
+                   f"({r['bandwidth_fraction']:g} × bandwidth)) "
                    "per operator; fractions are assumptions", *r["notes"],
                    f"GPU catalog (catalog/data/gpus.csv): {peak / 1e12:,.1f} TFLOP/s {r['compute_dtype']}, "
                    f"{r['hbm_bandwidth_bytes_per_s'] / 1e12:,.2f} TB/s"])

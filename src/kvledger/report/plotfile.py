@@ -1,4 +1,5 @@
-"""``--plot FILE`` for the commands whose natural output is a figure: check the path first, then save PNG, SVG or PDF by suffix."""
+"""``--plot FILE`` for the commands whose natural output is a figure: check the path first, then save PNG, SVG or PDF
+by suffix."""
 
 from __future__ import annotations
 

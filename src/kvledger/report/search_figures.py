@@ -1,4 +1,5 @@
-"""The figure of a configuration search: good output tokens/s per GPU against tokens/s per user for every feasible candidate's operating points, and the Pareto frontier through the non-dominated ones."""
+"""The figure of a configuration search: good output tokens/s per GPU against tokens/s per user for every feasible
+candidate's operating points, and the Pareto frontier through the non-dominated ones."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def frontier_figure(result: Any) -> Any:
     sp = result.spec
     ax.set_xlabel("tokens/s per user (1 ÷ median TPOT)")
     ax.set_ylabel("good output tokens/s per GPU")
-    ax.set_title(f"{sp.model}: SLO {sp.slo} for {sp.target:.0%} of requests ({sp.trace if sp.synthetic is None else 'synthetic'})",
+    ax.set_title(f"{sp.model}: SLO {sp.slo} for {sp.target:.0%} of requests "
+                 f"({sp.trace if sp.synthetic is None else 'synthetic'})",
                  fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)

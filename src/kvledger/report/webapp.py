@@ -1,4 +1,5 @@
-"""The ``kvledger ui`` web app (FastAPI): JSON endpoints over the Python API — the plan, and the serving/cost chain — each with the report's figures as SVG.
+"""The ``kvledger ui`` web app (FastAPI): JSON endpoints over the Python API — the plan, and the serving/cost chain —
+each with the report's figures as SVG.
 
 ``/api/plan`` builds the same plan ``kvledger plan --json`` prints for the same inputs (the
 browser test checks the numbers shown against it); ``/api/serving`` runs the report's capacity
@@ -37,7 +38,8 @@ def choices() -> dict[str, Any]:
 def _figure_json(f: Any) -> dict[str, Any]:
     from kvledger.report.figure import svg_of
 
-    return {"title": f.title, "caption": f.caption, "svg": svg_of(f.fig), "headers": f.headers, "rows": f.rows, "sources": f.sources}
+    return {"title": f.title, "caption": f.caption, "svg": svg_of(f.fig), "headers": f.headers, "rows": f.rows,
+            "sources": f.sources}
 
 
 def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_model_len: str | None = None,
@@ -62,7 +64,8 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
         return conc[ctx]["max_concurrency"] if conc[ctx]["within_max_model_len"] else None
 
     rng = m.get("ranges", {}).get("available_kv_bytes")
-    headline = {"kv_bytes_per_token": plan["kv"]["bytes_per_token_per_gpu"], "available_kv_gib": m["available_kv_bytes"] / 2**30,
+    headline = {"kv_bytes_per_token": plan["kv"]["bytes_per_token_per_gpu"],
+                "available_kv_gib": m["available_kv_bytes"] / 2**30,
                 "available_kv_gib_range": [x / 2**30 for x in rng] if rng else None,
                 "num_gpu_blocks": m["num_gpu_blocks"], "max_model_len": m["max_model_len"],
                 "max_concurrency_8k": within(8192), "max_concurrency_128k": within(131072),
@@ -87,7 +90,8 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     data = build_report_data(req)
     c = data["cost"]
     cs = c["simulation"]["capacity_search"]
-    headline = {"capacity_req_per_s": cs["boundary_rate_req_per_s"], "goodput_req_per_s": cs["goodput_at_boundary_req_per_s"],
+    headline = {"capacity_req_per_s": cs["boundary_rate_req_per_s"],
+                "goodput_req_per_s": cs["goodput_at_boundary_req_per_s"],
                 **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],
                 "gpu_price": data["inputs"]["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
                 "num_requests": num_requests, "cli_num_requests": SERVING_NUM_REQUESTS}

@@ -25,7 +25,8 @@ __all__ = ["diagnose", "diagnose_file", "DoctorReport", "Finding", "StartupCompa
 def _summary(log: VllmLog) -> dict[str, Any]:
     stats = log.stats
     times = [s.time_text for s in stats if s.time_text]
-    return {"engine": log.engine, "version": log.version, "version_source": log.version_source, "generation": log.generation,
+    return {"engine": log.engine, "version": log.version, "version_source": log.version_source,
+            "generation": log.generation,
             "rules_version": log.rules_version, "rules_reason": log.rules_reason, "total_lines": log.total_lines,
             "vllm_lines": log.vllm_lines, "skipped_lines": log.skipped_lines, "metrics_lines": len(stats),
             "preemption_lines": len(log.preemptions), "first_metrics": times[0] if times else None,
@@ -48,11 +49,14 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
         UnsupportedLogError: not a vLLM log. InputError, UnknownNameError, ConfigError: bad options.
     """
     require_vllm(log)
-    ctx = build_context(log, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share, engine_version=engine_version)
+    ctx = build_context(log, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share,
+                        engine_version=engine_version)
     failed = diagnose_failure(ctx)
-    findings = ((failed,) if failed else ()) + (diagnose_capacity(ctx), diagnose_prefix_cache(ctx), diagnose_batching(ctx))
+    findings = ((failed,) if failed else ()) + (diagnose_capacity(ctx), diagnose_prefix_cache(ctx),
+                                                diagnose_batching(ctx))
     mismatch = model_mismatch(log, model, ctx.model) if model and ctx.model else None
-    return DoctorReport(log.source, _summary(log), ctx.model.name if ctx.model else None, ctx.gpu.name if ctx.gpu else None,
+    return DoctorReport(log.source, _summary(log), ctx.model.name if ctx.model else None,
+                        ctx.gpu.name if ctx.gpu else None,
                         compare_startup(ctx), findings, ctx.notes, (mismatch,) if mismatch else ())
 
 

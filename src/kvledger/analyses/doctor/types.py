@@ -109,4 +109,5 @@ class DoctorReport:
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "log": self.log_summary, "model": self.model, "gpu": self.gpu,
                 "startup": self.startup.to_dict() if self.startup else None,
-                "findings": [f.to_dict() for f in self.findings], "failed": self.failed, "notes": list(self.notes), "warnings": list(self.warnings)}
+                "findings": [f.to_dict() for f in self.findings], "failed": self.failed, "notes": list(self.notes),
+                    "warnings": list(self.warnings)}

@@ -1,4 +1,5 @@
-"""The cost side of the FP8 KV cache: the overhead model, its default, and the fit that calibrates it from a measured bf16-vs-fp8 decode table.
+"""The cost side of the FP8 KV cache: the overhead model, its default, and the fit that calibrates it from a measured
+bf16-vs-fp8 decode table.
 
 Model (docs/engine-model.md §6.5): with ``--kv-cache-dtype fp8`` a decode step reads half the KV
 bytes, and pays extra time
@@ -186,7 +187,9 @@ def fit_fp8_overhead(rows: Iterable[Fp8Measurement], model: ModelSpec, gpu: GpuS
     cb = [rb.costs(decode_shape(r.batch, r.context_tokens)) for r in rows]
     cf = [rf.costs(decode_shape(r.batch, r.context_tokens)) for r in rows]
     if len({c.bytes for c in cb}) < 2:
-        raise InputError("the measurements all have the same KV bytes per step: vary context or batch to fit a baseline")
+        raise InputError(
+            "the measurements all have the same KV bytes per step: vary context or batch to fit a baseline"
+        )
     tb = [1 / r.bf16_tok_per_s for r in rows]
     tf = [1 / r.fp8_tok_per_s for r in rows]
     a, t0 = _lstsq2([c.bytes for c in cb], [1.0] * len(rows), tb)
@@ -207,7 +210,8 @@ def fit_fp8_overhead(rows: Iterable[Fp8Measurement], model: ModelSpec, gpu: GpuS
     notes = []
     compute = [c.flops / (rb.peak_flops * rb.flops_fraction) for c in cb]
     if any(ct > a * c.bytes for ct, c in zip(compute, cb)):
-        notes.append("some rows look compute-bound on the roofline; the memory-bound baseline fit is then only approximate")
+        notes.append("some rows look compute-bound on the roofline; the memory-bound baseline fit is then only "
+                     "approximate")
     return Fp8Calibration(ov, 1 / a, (1 / a) / gpu.hbm_bandwidth_bytes_per_s, t0, tuple(out), worst, model.name,
                           gpu.name, source, tuple(notes))
 

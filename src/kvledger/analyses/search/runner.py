@@ -1,4 +1,5 @@
-"""Runs a configuration search: plans every candidate, farms the capacity searches out (in process, a process pool or Ray tasks), keeps the ledger file, resumes it.
+"""Runs a configuration search: plans every candidate, farms the capacity searches out (in process, a process pool or
+Ray tasks), keeps the ledger file, resumes it.
 
 Determinism: every capacity search is a pure function of (spec, candidate) — seeded workload,
 no wall clock — and the ledger is written in candidate order at the end, so 1 or N workers, a
@@ -60,7 +61,8 @@ def read_ledger(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     except json.JSONDecodeError:
         header = None
     if not isinstance(header, dict) or header.get("format") != LEDGER_FORMAT:
-        raise FormatError(str(path), f"not a kvledger search ledger (first line must be a {LEDGER_FORMAT} header)", "line 1")
+        raise FormatError(str(path), f"not a kvledger search ledger (first line must be a {LEDGER_FORMAT} header)",
+                          "line 1")
     entries: dict[str, dict[str, Any]] = {}
     for n, text in enumerate(lines[1:], start=2):
         try:
@@ -92,7 +94,8 @@ def _resume(path: Path, header: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {cid: e for cid, e in entries.items() if e.get("status") in ("feasible", "rejected")}
 
 
-def _serial(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: str | None) -> Iterator[dict[str, Any]]:
+def _serial(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: str | None) -> Iterator[dict[str,
+    Any]]:
     for e in todo:
         yield evaluate_candidate(spec, e)
 
@@ -133,7 +136,8 @@ def _pool(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: s
 
 def _ray(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: str | None) -> Iterator[dict[str, Any]]:
     """Ray tasks, one per candidate. A local cluster listens on 127.0.0.1 only, without its dashboard, with token
-    authentication (Ray's default for a new local cluster from 2.59, the floor in pyproject.toml); the workers' logs stay in Ray's log files, and Ray's
+    authentication (Ray's default for a new local cluster from 2.59, the floor in pyproject.toml); the workers' logs
+    stay in Ray's log files, and Ray's
     own messages to the driver (e.g. "A worker died or was killed") go to stderr, never into stdout (``--json``). A
     task whose worker dies is recorded as failed with Ray's reason (no silent retry: a candidate that kills its
     worker would kill the retry too)."""
@@ -179,7 +183,9 @@ def _backend(backend: str, workers: int, address: str | None) -> Callable[..., I
     if workers < 1:
         raise InputError(f"--workers must be ≥ 1, got {workers}")
     if backend == "auto":
-        backend = "ray" if address is not None or (workers > 1 and ray_available()) else ("pool" if workers > 1 else "serial")
+        backend = (
+            "ray" if address is not None or (workers > 1 and ray_available()) else ("pool" if workers > 1 else "serial")
+        )
     if backend == "ray" and not ray_available():
         raise InputError("Ray is not installed: pip install 'kvledger[ray]' (or run without --ray-address: a local "
                          "process pool runs the same search)")
@@ -190,7 +196,8 @@ def _backend(backend: str, workers: int, address: str | None) -> Callable[..., I
 
 def run_search(spec: SearchSpec, axes: Axes, *, workers: int = 1, backend: str = "auto", ray_address: str | None = None,
                ledger: Path | None = None, resume: bool = False, progress: Progress | None = None) -> SearchResult:
-    """Plan, simulate, rank; returns the SearchResult. ``ledger`` is written as entries finish and rewritten in candidate
+    """Plan, simulate, rank; returns the SearchResult. ``ledger`` is written as entries finish and rewritten in
+    candidate
     order at the end; with ``resume`` its finished entries are kept (see the module docstring).
 
     Raises:

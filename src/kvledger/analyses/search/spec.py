@@ -1,4 +1,5 @@
-"""What a configuration search searches: the inputs shared by every candidate (``SearchSpec``) and the candidates (the product of the axes).
+"""What a configuration search searches: the inputs shared by every candidate (``SearchSpec``) and the candidates (the
+product of the axes).
 
 A candidate is one deployment unit: a GPU from the catalog, a tensor-parallel degree and the
 engine settings on the axes (KV dtype, ``max_num_seqs``, ``max_num_batched_tokens``, prefix
@@ -35,11 +36,13 @@ class SearchSpec:
     Attributes:
         model: HF id, alias or config path. slo: the SLO as text (``ttft=200ms,tpot=50ms``). target: attainment target.
         trace, num_requests, seed, synthetic: the workload of every probe (the same seeded requests for all).
-        step_cost: ``roofline`` or ``calibrated`` (``kvledger.analyses.serving.step_cost_choice``); cpu_overhead: per-step CPU
+        step_cost: ``roofline`` or ``calibrated`` (``kvledger.analyses.serving.step_cost_choice``); cpu_overhead:
+        per-step CPU
             time added to the roofline (``2ms``; None: none).
         engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
         gpu_provider: rental provider whose rows price the GPUs (None: the cheapest listed row of each GPU).
-        utilization: average load ÷ capacity over the billed hours for $ per token (None: the realized one of the sizing).
+        utilization: average load ÷ capacity over the billed hours for $ per token (None: the realized one of the
+        sizing).
         max_utilization: highest average load per replica when sizing for ``rate_req_per_s`` / ``monthly_tokens``.
         rate_req_per_s: target mean request rate, req/s. monthly_tokens: input + output tokens per month.
         api, batch_share, cache_hit_rate, cache_write_rate: the API row and traffic mix to compare against.
@@ -83,7 +86,8 @@ class SearchSpec:
         if self.rate_req_per_s is not None and self.monthly_tokens is not None:
             bad.append("give the load as --rate (req/s) or --monthly-tokens, not both")
         if self.utilization is None and self.rate_req_per_s is None and self.monthly_tokens is None:
-            bad.append("the cost per token needs a utilization: give --utilization, or a load (--rate or --monthly-tokens) "
+            bad.append("the cost per token needs a utilization: give --utilization, or a load (--rate or "
+                       "--monthly-tokens) "
                        "whose sizing then sets it")
         for name, v in (("--batch-share", self.batch_share), ("--cache-hit-rate", self.cache_hit_rate),
                         ("--cache-write-rate", self.cache_write_rate)):

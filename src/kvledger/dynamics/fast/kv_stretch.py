@@ -6,7 +6,7 @@ import numpy as np
 
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.fast.stretch_times import MAX_STRETCH_STEPS
-from kvledger.dynamics.outputs.kv_usage import run_steps
+from kvledger.dynamics.outputs.step_runs import run_steps
 
 __all__ = ["per_step_samples", "account_stretch"]
 

@@ -1,17 +1,20 @@
-"""Time-weighted KV usage of one replica in bounded memory: per-step samples buffered compactly and folded in exact left-to-right sums.
+"""Time-weighted KV usage of one replica in bounded memory: per-step samples buffered compactly and folded in exact
+left-to-right sums.
 
 Usage = blocks held by requests / usable blocks (vLLM's "GPU KV cache usage"; cached blocks
 with no holder count as free). Token-state share = Σ computed tokens of running requests / Σ KV
 slots allocated to them (each request's blocks × block_size, a shared block counted for each
 holder): the quantity the PagedAttention paper's Fig. 2 calls "token states" (20.4–38.2 % for
 Orca variants, 96.3 % for vLLM). Stored tokens are capped at the held slots each step: a sliding window or a
-recurrent state holds fewer slots than the tokens computed, and all of what it holds is state. Both are sampled after each step's allocations (before its
+recurrent state holds fewer slots than the tokens computed, and all of what it holds is state. Both are sampled after
+each step's allocations (before its
 finished requests are freed) and weighted by the step's duration. The usage series keeps at most
 ``MAX_USAGE_BUCKETS`` time buckets, doubling their width as the run grows; a step counts in the
 bucket where it starts (usage_buckets.py).
 
 Buffering: step starts and durations go into two Python lists (or, from an arrival stretch, two
-arrays kept as they are); the three sampled counts are kept as changes, not per step — used blocks and held slots as values set at a step (a general step's
+arrays kept as they are); the three sampled counts are kept as changes, not per step — used blocks and held slots as
+values set at a step (a general step's
 sample, a stretch's starting point) plus whole-block changes within stretches (the steps where a
 block was allocated: +1 block, +``block_size`` slots; requests freed: −their blocks), stored
 tokens as affine pieces (first step, steps, value, slope per step). A steady-decode stretch thus
@@ -27,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from kvledger.dynamics.outputs.step_runs import run_steps, since_set
 from kvledger.dynamics.outputs.usage_buckets import MAX_USAGE_BUCKETS, UsageBuckets
 
-__all__ = ["KvUsageTracker", "MAX_USAGE_BUCKETS", "CHUNK_STEPS", "run_steps"]
+__all__ = ["KvUsageTracker", "MAX_USAGE_BUCKETS", "CHUNK_STEPS"]
 
 CHUNK_STEPS = 4096  # steps buffered before they are folded into the totals
 
@@ -48,18 +52,21 @@ class KvUsageTracker:
         self._cap = 1
         self._starts: list[float] = []  # buffered steps: start s
         self._durs: list[float] = []  # duration s
-        self._parts: list[tuple[np.ndarray, np.ndarray]] = []  # or earlier buffered steps as arrays: (starts, durations)
+        # or earlier buffered steps as arrays: (starts, durations)
+        self._parts: list[tuple[np.ndarray, np.ndarray]] = []
         self._n_parts = 0  # steps in _parts (they come before those in the two lists)
         # flat lists (numpy converts a flat list of numbers fast, a list of tuples slowly):
         self._sets: list[float] = []  # (buffered step, used blocks, held slots) set there, triples
         self._allocs: list[int] = []  # step in its stretch of each block a stretch allocates
         self._alloc_at: list[int] = []  # buffered step where that stretch starts
-        self._runs: list[int] = []  # or runs of them: (first step in the stretch, blocks), one block every block_size steps
+        # or runs of them: (first step in the stretch, blocks), one block every block_size steps
+        self._runs: list[int] = []
         self._run_at: list[int] = []  # buffered step where the run's stretch starts
         self._grants: list[int] = []  # or (step in its stretch, blocks) allocated together there, pairs
         self._grant_at: list[int] = []  # buffered step where that grant's stretch starts
         self._drops: list[int] = []  # (buffered step, used blocks, held slots) freed from that step on, triples
-        self._frees: list[int] = []  # (step in its stretch, blocks) freed from that step on (blocks and their slots), pairs
+        # (step in its stretch, blocks) freed from that step on (blocks and their slots), pairs
+        self._frees: list[int] = []
         self._free_at: list[int] = []  # buffered step where that free's stretch starts
         self._stored: list[float] = []  # (first step, steps, stored tokens, Δ per step), quadruples
         self._stored_shift: list[int] = []  # (first quadruple, end quadruple, buffered step added to their first steps)
@@ -68,7 +75,8 @@ class KvUsageTracker:
 
     def add(self, start: float, dur: float, used_blocks: float, capacity_blocks: int, stored_tokens: float,
             held_slots: float) -> None:
-        """One step of ``dur`` s: ``used_blocks`` blocks held, ``stored_tokens`` tokens of state in ``held_slots`` slots."""
+        """One step of ``dur`` s: ``used_blocks`` blocks held, ``stored_tokens`` tokens of state in ``held_slots``
+        slots."""
         i = self._n_parts + len(self._durs)
         if i >= CHUNK_STEPS:
             self._flush()
@@ -161,7 +169,8 @@ class KvUsageTracker:
             self._flush()
 
     def add_steps(self, starts, durs, used_blocks, capacity_blocks: int, stored_tokens, held_slots) -> None:
-        """Many steps given per step (arrays or lists of equal length; ``used_blocks``/``held_slots`` may be one number)."""
+        """Many steps given per step (arrays or lists of equal length; ``used_blocks``/``held_slots`` may be one
+        number)."""
         one_used, one_held = np.ndim(used_blocks) == 0, np.ndim(held_slots) == 0
         for j in range(len(durs)):
             self.add(float(starts[j]), float(durs[j]), used_blocks if one_used else float(used_blocks[j]),
@@ -215,8 +224,8 @@ class KvUsageTracker:
         last = np.zeros(n, dtype=np.int64)  # index into sets of the last value set at or before each step
         last[at] = np.arange(len(at))
         last = np.maximum.accumulate(last)
-        used = _since_set(sets[:, 1], at, last, step[:n])
-        held = _since_set(sets[:, 2], at, last, slot[:n])
+        used = since_set(sets[:, 1], at, last, step[:n])
+        held = since_set(sets[:, 2], at, last, slot[:n])
         s = np.fromiter(self._stored, np.float64, len(self._stored)).reshape(-1, 4)
         sh = self._stored_shift
         for j in range(0, len(sh), 3):
@@ -266,7 +275,8 @@ class KvUsageTracker:
         return self._held_token_s
 
     def summary(self, duration_s: float) -> dict[str, Any]:
-        """``mean`` (time-weighted over ``duration_s``, idle counts as 0), ``mean_busy``, ``max`` and the bucket ``series``."""
+        """``mean`` (time-weighted over ``duration_s``, idle counts as 0), ``mean_busy``, ``max`` and the bucket
+        ``series``."""
         self._flush()
         return {
             "mean": self._usage_s / duration_s if duration_s > 0 else 0.0,
@@ -276,25 +286,3 @@ class KvUsageTracker:
             "bucket_width_s": self._buckets.width_s,
             "series": self._buckets.series(),
         }
-
-
-def run_steps(runs: list[int], block_size: int, offsets: list[int] | None = None) -> np.ndarray:
-    """The steps of allocation runs ``[first step, count, …]`` (one block every ``block_size`` steps from the first),
-    each run's first step shifted by its entry in ``offsets`` when given."""
-    if not runs:
-        return np.zeros(0, dtype=np.int64)
-    r = np.asarray(runs, dtype=np.int64).reshape(-1, 2)
-    first, count = r[:, 0], r[:, 1]
-    if offsets is not None:
-        first = first + np.asarray(offsets, dtype=np.int64)
-    start = count.cumsum() - count
-    return first.repeat(count) + block_size * (np.arange(int(count.sum())) - start.repeat(count))
-
-
-def _since_set(values: np.ndarray, at: np.ndarray, last: np.ndarray, change: np.ndarray) -> np.ndarray:
-    """Per step: the value last set (``values[last]``, set at step ``at[last]``) plus the whole changes from that step on.
-
-    The changes are integers summed in int64, so a sample equals the count it stands for exactly."""
-    run = change.cumsum()
-    before = run[at] - change[at]  # changes before each set step
-    return values[last] + (run - before[last]).astype(np.float64)

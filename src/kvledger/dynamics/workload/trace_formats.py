@@ -101,7 +101,8 @@ def _float_at(value: object, path: Path, where: str) -> float:
 
 
 def _azure_ns(text: str, path: Path, where: str, days: dict[str, int]) -> int:
-    """``YYYY-MM-DD HH:MM:SS[.fraction]`` → integer ns on a day-ordinal clock (fraction of any length, truncated to ns)."""
+    """``YYYY-MM-DD HH:MM:SS[.fraction]`` → integer ns on a day-ordinal clock (fraction of any length, truncated to
+    ns)."""
     try:
         date, clock = text.strip().split(" ")
         hms, _, frac = clock.partition(".")
@@ -152,7 +153,8 @@ def _read_csv_rows(path: Path) -> ParsedTrace:
         for row in reader:
             line = reader.line_num
             if None in row or any(row.get(c) is None for c in CSV_LAYOUTS[layout]):
-                raise FormatError(str(path), f"wrong number of fields (the header names {len(reader.fieldnames or [])})",
+                raise FormatError(str(path),
+                                  f"wrong number of fields (the header names {len(reader.fieldnames or [])})",
                                   f"line {line}")
             prompts.append(_int_at(row[p_col], path, f"line {line}, column {p_col!r}"))
             outputs.append(_int_at(row[o_col], path, f"line {line}, column {o_col!r}"))
@@ -230,7 +232,8 @@ def _read_jsonl_rows(path: Path, segment_tokens: int) -> ParsedTrace:
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as err:
-                raise FormatError(str(path), f"not valid JSON: {err.msg}", f"line {line_no}, column {err.colno}") from None
+                raise FormatError(str(path), f"not valid JSON: {err.msg}",
+                                  f"line {line_no}, column {err.colno}") from None
             except RecursionError:  # brackets nested thousands deep: no trace line looks like this
                 raise FormatError(str(path), "JSON nested too deeply to be a trace line", f"line {line_no}") from None
             if not isinstance(obj, dict):

@@ -1,4 +1,5 @@
-"""Reading a vLLM server log: every line is tried against the start-up, metrics and preemption rules; the rest is skipped.
+"""Reading a vLLM server log: every line is tried against the start-up, metrics and preemption rules; the rest is
+skipped.
 
 ``parse_vllm_log`` never fails on content: unknown lines are counted and skipped, and a log from
 another engine comes back with ``engine`` set to that engine. ``read_vllm_log`` reads a file and
@@ -55,7 +56,8 @@ class _Collector:
         for key, value in result.items():
             old = self.values.get(key)
             if key == "available_kv_bytes" and old is not None and value < old:
-                self.notes.append(f"workers printed different available KV memory ({old / GiB:.2f} and {value / GiB:.2f} GiB, "
+                self.notes.append(f"workers printed different available KV memory ({old / GiB:.2f} and "
+                                  f"{value / GiB:.2f} GiB, "
                                   f"line {seg.line_no}); vLLM sizes every worker's pool by the minimum")
                 self.values[key], self.lines[key] = value, seg.line_no
                 self._worker_of(key, seg)
@@ -94,19 +96,27 @@ class _Collector:
 def _derive(c: _Collector) -> None:
     """Fields vLLM implies but does not print, each with a note."""
     v, lines = c.values, c.lines
-    if v.get("activation_peak_bytes") is None and v.get("peak_torch_memory_bytes") is not None and v.get("weights_bytes") is not None:
+    if (
+        v.get("activation_peak_bytes") is None
+        and v.get("peak_torch_memory_bytes") is not None
+        and v.get("weights_bytes") is not None
+    ):
         v["activation_peak_bytes"] = v["peak_torch_memory_bytes"] - v["weights_bytes"]
         lines["activation_peak_bytes"] = lines["peak_torch_memory_bytes"]
-        c.notes.append("activation peak = peak_torch_memory − weights (V0 0.6 prints the torch peak including the weights)")
+        c.notes.append("activation peak = peak_torch_memory − weights (V0 0.6 prints the torch peak including the "
+                       "weights)")
     if v.get("requested_memory_bytes") is None and v.get("total_gpu_memory_bytes") and v.get("gpu_memory_utilization"):
         v["requested_memory_bytes"] = int(v["total_gpu_memory_bytes"] * v["gpu_memory_utilization"])
         lines["requested_memory_bytes"] = lines["total_gpu_memory_bytes"]
-        c.notes.append("requested memory = total_gpu_memory × gpu_memory_utilization (as vLLM computes it; not printed)")
+        c.notes.append(
+            "requested memory = total_gpu_memory × gpu_memory_utilization (as vLLM computes it; not printed)"
+        )
     if v.get("max_model_len") is None:
         for src in ("concurrency_context_tokens", "error_max_model_len"):
             if v.get(src) is not None:
                 v["max_model_len"], lines["max_model_len"] = v[src], lines[src]
-                c.notes.append(f"max_model_len {v[src]:,} tokens: from line {lines[src]} (vLLM reports capacity for max_model_len)")
+                c.notes.append(f"max_model_len {v[src]:,} tokens: from line {lines[src]} (vLLM reports capacity for "
+                               f"max_model_len)")
                 break
 
 
@@ -117,14 +127,16 @@ def _take_override(c: _Collector, version: str | None, generation: str | None) -
     for blocks in dict.fromkeys(o.override_blocks for o in profiling):
         at = [o.line_no for o in profiling if o.override_blocks == blocks]
         c.notes.append(f"line{'s' if len(at) > 1 else ''} {', '.join(map(str, at))}: 'Overriding num_gpu_blocks=0 with "
-                       f"num_gpu_blocks_override={blocks}' is vLLM's CUDA-graph memory profiling on a temporary {blocks}-block "
+                       f"num_gpu_blocks_override={blocks}' is vLLM's CUDA-graph memory profiling on a temporary "
+                       f"{blocks}-block "
                        "cache (gpu_model_runner.py::_init_minimal_kv_cache_for_profiling, vLLM 0.18–0.19), not a "
                        "--num-gpu-blocks-override setting: not used")
     if real is not None and c.values.get("num_gpu_blocks_override") is None:
         c.values["num_gpu_blocks_override"], c.lines["num_gpu_blocks_override"] = real.override_blocks, real.line_no
 
 
-def _relative(stats: list[StatsSample], events: list[PreemptionEvent]) -> tuple[list[StatsSample], list[PreemptionEvent]]:
+def _relative(stats: list[StatsSample], events: list[PreemptionEvent]) -> tuple[list[StatsSample],
+                                                                                list[PreemptionEvent]]:
     raw = [x.t_s for x in (*stats, *events) if x.t_s is not None]
     if not raw:
         return stats, events
@@ -195,7 +207,8 @@ def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
     fails = info["failures"]
     first_tb = next((f.line_no for f in fails if f.kind == "traceback"), None)
     cause = root_cause(text, first_tb) if first_tb is not None else None
-    return VllmLog(source, engine, evidence, version, vsrc, generation, rules, why, startup, tuple(stats), tuple(events),
+    return VllmLog(source, engine, evidence, version, vsrc, generation, rules, why, startup, tuple(stats),
+                   tuple(events),
                    info["total"], info["vllm"], info["total"] - info["vllm"], tuple(notes), tuple(fails), cause)
 
 
@@ -209,11 +222,15 @@ def require_vllm(log: VllmLog) -> VllmLog:
     if log.engine == "vllm":
         return log
     if log.engine in ENGINE_NAMES:
-        raise UnsupportedLogError(log.source, f"this log comes from {ENGINE_NAMES[log.engine]}, not vLLM ({log.engine_evidence}); "
+        raise UnsupportedLogError(log.source, f"this log comes from {ENGINE_NAMES[log.engine]}, not vLLM "
+                                              f"({log.engine_evidence}); "
                                   "kvledger doctor reads vLLM server logs only")
-    raise UnsupportedLogError(log.source, f"no vLLM log lines in {log.total_lines:,} line(s): looked for start-up lines "
-                              "('Available KV cache memory', '# GPU blocks', 'GPU KV cache size', 'Maximum concurrency for'), "
-                              "metrics lines ('Avg prompt throughput: …') and preemption warnings. Is this a vLLM server log?")
+    raise UnsupportedLogError(log.source, f"no vLLM log lines in {log.total_lines:,} line(s): looked for start-up "
+                                          f"lines "
+                              "('Available KV cache memory', '# GPU blocks', 'GPU KV cache size', 'Maximum concurrency "
+                              "for'), "
+                              "metrics lines ('Avg prompt throughput: …') and preemption warnings. Is this a vLLM "
+                              "server log?")
 
 
 def read_vllm_log(path: str | Path) -> VllmLog:
@@ -225,7 +242,8 @@ def read_vllm_log(path: str | Path) -> VllmLog:
     """
     p = Path(path)
     try:
-        with p.open(encoding="utf-8", errors="replace", newline="") as f:  # newline="": keep "\r" (no universal newlines)
+        # newline="": keep "\r" (no universal newlines)
+        with p.open(encoding="utf-8", errors="replace", newline="") as f:
             text = f.read()
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None

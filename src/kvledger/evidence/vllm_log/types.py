@@ -20,7 +20,8 @@ STARTUP_FIELDS: dict[str, str] = {
     "max_num_seqs": "requests", "enable_prefix_caching": "bool", "enable_chunked_prefill": "bool",
     "num_gpu_blocks_override": "blocks",
     "weights_bytes": "B per GPU", "total_gpu_memory_bytes": "B (CUDA device total)",
-    "requested_memory_bytes": "B (total × gpu_memory_utilization)", "peak_torch_memory_bytes": "B (V0 0.6: weights + activations)",
+    "requested_memory_bytes": "B (total × gpu_memory_utilization)", "peak_torch_memory_bytes": "B (V0 0.6: weights + "
+        "activations)",
     "activation_peak_bytes": "B (torch peak increase during the profile run)", "non_torch_bytes": "B",
     "non_kv_total_bytes": "B (weights + activation peak + non-torch)", "cudagraph_estimate_bytes": "B",
     "cudagraph_actual_bytes": "B", "cudagraph_estimate_applied": "bool (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS)",
@@ -133,7 +134,8 @@ class StatsSample:
 
 @dataclass(frozen=True)
 class PreemptionEvent:
-    """A per-preemption line: V0 "Sequence group X is preempted by PreemptionMode.M" or V1 "Preempted request X has been resumed".
+    """A per-preemption line: V0 "Sequence group X is preempted by PreemptionMode.M" or V1 "Preempted request X has
+    been resumed".
 
     Attributes:
         kind: "preempted" (V0 warning) or "resumed" (V1 scheduler line, printed with KV connectors).
