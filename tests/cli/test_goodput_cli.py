@@ -43,6 +43,17 @@ def test_json_lines_for_several_runs_and_boundary():
     assert doc["runs"] == lines[:7] and doc["boundary"] == lines[-1]["boundary"]
 
 
+def test_human_output_with_target_opens_with_the_boundary_and_its_unit():
+    # the same seven inference-perf stages as above: stage 2 (74.94 req/s) is the highest rate whose lower-bound
+    # attainment meets 90%, stage 3 (111.92 req/s) misses; one GPU per stage (manifests.yaml), so 74.94 per GPU
+    stages = [str(DATA / f"inference-perf/stage_{i}_lifecycle_metrics.json") for i in range(7)]
+    res = runner.invoke(app, ["goodput", *stages, "--slo", "ttft=100ms,tpot=10ms", "--target", "0.9"])
+    assert res.exit_code == 0, res.output
+    first = " ".join(res.output.split("\nSLO: ")[0].split())  # the lines before the SLO (wrapped at 80 columns)
+    assert first == ("answer: SLO boundary on request_rate for attainment ≥ 90%: 74.94 req/s (74.94 req/s per GPU) "
+                     "across 7 measured runs (each run's attainment at the end)")
+
+
 def test_human_output_names_definitions_and_estimates():
     res = runner.invoke(app, ["goodput", AIPERF,
                               str(DATA / "inferencex/inferencex_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json"),

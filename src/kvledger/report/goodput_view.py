@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ['print_goodput', 'print_search', 'print_sources']
+__all__ = ['boundary_text', 'print_goodput', 'print_search', 'print_sources']
 
 
 def _fmt(x: Any, spec: str = ",.3f", none: str = "n/a") -> str:
@@ -46,11 +46,26 @@ def _rows(results: list[Any]) -> Any:
     return t
 
 
+_AXIS_UNITS = {"request_rate": " req/s", "concurrency": " concurrent users", "max_num_seqs": " max_num_seqs"}
+
+
+def boundary_text(b: Any) -> str:
+    """'SLO boundary on AXIS for attainment ≥ T: VALUE UNIT (… per GPU)' of a boundary across measured runs."""
+    unit = _AXIS_UNITS.get(b.axis, "")
+    return (f"SLO boundary on {b.axis} for attainment ≥ {b.target:.0%}: "
+            + (f"{b.boundary_value:g}{unit}" if b.boundary_value is not None else "none (the lowest value already "
+               "misses)")
+            + (f" ({b.boundary_per_gpu:g}{unit} per GPU)" if b.boundary_per_gpu is not None else ""))
+
+
 def print_goodput(results: list[Any], boundary: Any, slo_text: str) -> None:
     from rich.console import Console
     from rich.markup import escape
 
     con = Console(highlight=False)
+    if boundary is not None:  # the answer first; each run's point is listed at the end
+        con.print(f"[bold]answer:[/] {escape(boundary_text(boundary))} across {len(boundary.points)} measured "
+                  "runs (each run's attainment at the end)")
     con.print(f"SLO: {escape(slo_text)}")
     con.print(_rows(results))
     con.print(escape(_LEGEND))
@@ -67,10 +82,7 @@ def print_goodput(results: list[Any], boundary: Any, slo_text: str) -> None:
             con.print(f"  - {escape(note)}")
     if boundary is not None:
         b = boundary
-        con.print(f"\n[bold]SLO boundary[/] on {b.axis} for attainment ≥ {b.target:.0%}: "
-                  + (f"{b.boundary_value:g}" if b.boundary_value is not None else "none (the lowest value already "
-                      "misses)")
-                  + (f" ({b.boundary_per_gpu:g} per GPU)" if b.boundary_per_gpu is not None else ""))
+        con.print(f"\n{escape(boundary_text(b))}")
         for p in b.points:
             con.print(f"  {b.axis} {p.value:g}: attainment {'≥' if p.estimate else ''}{p.attainment:.1%} "
                       f"{'meets' if p.meets_target else 'misses'} ({escape(p.label)})")
