@@ -38,7 +38,8 @@ def prediction_bands(setup: Any, summary: dict[str, Any]) -> dict[str, Any]:
 
 def cost_band(setup: Any, capacity_req_per_s: float, self_host_usd_per_mtok: float,
               api_usd_per_mtok: float) -> dict[str, Any] | None:
-    """The SLO capacity's band and what it does to the self-host vs API decision: the self-hosted $/M output tokens
+    """The band of the goodput priced (``capacity_req_per_s``: good req/s at the SLO capacity, not the capacity's
+    request rate) and what it does to the self-host vs API decision: the self-hosted $/M output tokens
     scaled by 1/capacity over the band (every self-host line item is paid per GPU-hour of capacity), and whether
     the API price lies inside that range (the decision flips inside the band). None when no band exists."""
     regime = setup_regime(setup)
@@ -53,7 +54,8 @@ def cost_band(setup: Any, capacity_req_per_s: float, self_host_usd_per_mtok: flo
                                                                                           "model-calibrated")
     verdict = ("the decision FLIPS inside the band — the simulator cannot settle it; measure the capacity (kvledger "
                "calibrate --scope gpu, then validate)" if flips else f"{cheaper} is cheaper across the whole band")
-    text = (f"SLO capacity {capacity_req_per_s:.3g} req/s (80% band {lo:.3g}–{hi:.3g}, {scope}); self-hosted "
+    text = (f"goodput at the SLO capacity {capacity_req_per_s:.3g} good req/s (80% band {lo:.3g}–{hi:.3g}, "
+            f"{scope}); self-hosted "
             f"${self_host_usd_per_mtok:.4g}/M output tokens (band ${cost_lo:.4g}–${cost_hi:.4g}) vs the API's "
             f"${api_usd_per_mtok:.4g}: {verdict}")
     return {"regime": regime, "capacity_req_per_s": capacity_req_per_s, "capacity_low": lo, "capacity_high": hi,
