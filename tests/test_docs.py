@@ -101,3 +101,21 @@ def test_relative_links_resolve(page):
         if anchor and dest.suffix == ".md":
             anchors = {_slug(h) for h in re.findall(r"^#+ (.+)$", dest.read_text(encoding="utf-8"), flags=re.M)}
             assert anchor in anchors, (page.name, target)
+
+
+def test_recipe_one_plan_figures_are_what_plan_prints():
+    # Recipe 1 quotes `kvledger plan meta-llama/Llama-3.1-8B --gpu H100 --context 8K,32K`; a newcomer's trial found the
+    # quoted figures stale (55.03 GiB, 28,174 blocks, 55 at 8K against the printed 55.00 GiB, 28,160, 54). 28,160 ×
+    # 16 tokens ÷ 8,192 = 55.00x, and block 0 is vLLM's null block: 28,159 // 512 = 54 whole 8K requests; // 2,048 = 13
+    import json
+
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--context", "8K,32K", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    m, (c8, c32) = d["memory"], d["concurrency"]
+    said = " ".join(_section(README, "Recipe 1: size a deployment").split())
+    assert f"keeps {m['available_kv_gib']:.2f} GiB for KV, {m['num_gpu_blocks']:,} blocks of 16 tokens" in said
+    assert f"**{c8['max_requests']} concurrent 8K requests, {c32['max_requests']} at 32K**" in said
+    assert f"the engine's figure is {c8['max_concurrency']:.2f}x at 8K" in said
