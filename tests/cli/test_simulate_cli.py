@@ -201,3 +201,16 @@ def test_step_cost_source_says_what_cpu_overhead_is_modelled():
     assert "(CPU overhead 0 s: none modelled unless --cpu-overhead is given)" in src
     src = json.loads(runner.invoke(app, BASE + ["--cpu-overhead", "2ms", "--json"]).output)["step_cost"]["source"]
     assert "(CPU overhead 2 ms)" in src
+
+
+def test_a_run_that_kept_up_prints_no_saturation_throughput_band():
+    # 400 requests of azure-conv at the trace's own arrivals (3.68 req/s) on one H100: the run keeps up (KV max 5.6%,
+    # no queue growth), so its throughput is the offered load; a newcomer read "throughput at saturation 3.68 req/s"
+    # as the GPU's capacity (goodput --simulate --target finds ~25 req/s). Overloaded at 60 req/s, the band stays.
+    args = ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv", "--num-requests", "400"]
+    kept = " ".join(runner.invoke(app, args).output.split())
+    assert "TTFT mean" in kept and "throughput at saturation" not in kept
+    assert "no throughput band: the run kept up with its arrivals" in kept
+    assert "throughput" in json.loads(runner.invoke(app, args + ["--json"]).output)["error_bands"]
+    loaded = " ".join(runner.invoke(app, args + ["--rate", "60"]).output.split())
+    assert "throughput at saturation" in loaded and "no throughput band" not in loaded

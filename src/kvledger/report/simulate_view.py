@@ -16,9 +16,12 @@ def _sig(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
-def render_bands(bands: dict[str, Any], console) -> None:
+def render_bands(bands: dict[str, Any], console, kept_up: bool = False) -> None:
     """One line per banded figure: ``TTFT mean 182 ms (80% band 150–260 ms, uncalibrated roofline; 24 measured
-    values)``, then where the bands come from."""
+    values)``, then where the bands come from. ``kept_up``: an open-loop run that kept up with its arrivals, whose
+    throughput is the offered load, not the saturation throughput the band is for (its band is left out)."""
+    if kept_up:
+        bands = {k: v for k, v in bands.items() if k != "throughput"}
     if not bands:
         return
     parts = []
@@ -31,7 +34,11 @@ def render_bands(bands: dict[str, Any], console) -> None:
                      f"{unit}, {scope})")
     console.print("[bold]error bands[/]: " + "; ".join(parts))
     first = next(iter(bands.values()))
-    console.print(f"[dim]bands: {first['source']} (kvledger.ledgers.error_band; regime {first['regime']})[/]")
+    console.print(f"[dim]bands: where a real engine's figure fell, given this prediction, on 80% of "
+                  f"{first['source']} (kvledger.ledgers.error_band; regime {first['regime']}); a biased regime's band "
+                  "need not contain the prediction"
+                  + ("; no throughput band: the run kept up with its arrivals, so its throughput is the offered load, "
+                     "not the capacity (goodput --simulate --target finds it)" if kept_up else "") + "[/]")
 
 
 def _ms(x: float | None) -> str:
@@ -79,7 +86,9 @@ def render_summary(payload: dict[str, Any], console, out: Path | None = None) ->
                   f"share of held KV holding token state {kv['token_state_share']:.1%}")
     console.print(f"prefix cache: hit rate {s['prefix_cache_hit_rate']:.1%} ({s['prefix_cache_hit_tokens']:,} of "
                   f"{s['prefix_cache_query_tokens']:,} prompt tokens)")
-    render_bands(payload.get("error_bands") or {}, console)
+    kept_up = str((payload.get("workload") or {}).get("mode", "")).startswith("open loop") and not payload.get(
+        "overload")
+    render_bands(payload.get("error_bands") or {}, console, kept_up)
     for note in payload.get("notes", []):
         console.print(f"[dim]note: {note}[/]")
     if out is not None:
