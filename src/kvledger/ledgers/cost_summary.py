@@ -119,6 +119,7 @@ class DecisionInputs:
     capacity_band: float = 0.3
     band_source: str = "kvledger assumption for an uncalibrated capacity"
     rests_on: tuple[str, ...] = ()
+    model: str | None = None  # the model the rows were looked up for (named in the error when none serves it)
 
 
 def _monthly(d: Decision) -> dict[str, Any]:
@@ -165,8 +166,9 @@ def _rows(price: ApiPrice | None, inputs: DecisionInputs) -> list[tuple[ApiPrice
     if price is not None and all(r[0].key != price.key for r in rows):
         rows.insert(0, (price, None, True))  # named by a caller that did not say whether it is the same model
     if not rows:
-        raise InputError("no API row to compare with: no catalog row serves this model; name one with --api "
-                         "(kvledger prices lists them)")
+        served = f"model {inputs.model!r}" if inputs.model else "this model"
+        raise InputError(f"no API row to compare with: no catalog row serves {served}; name one with --api "
+                         "(kvledger prices --kind api lists them)")
     return rows
 
 

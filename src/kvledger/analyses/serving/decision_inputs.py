@@ -112,4 +112,5 @@ def decision_inputs(
         if why:
             notes.append(why)
     rests, band, band_src = rests_on_for(gpu_rate, gpu_id, sim)
-    return DecisionInputs(api_rows_for(model, named), buy, power, people.source, band, band_src, tuple(rests)), notes
+    return DecisionInputs(api_rows_for(model, named), buy, power, people.source, band, band_src, tuple(rests),
+                          model), notes
