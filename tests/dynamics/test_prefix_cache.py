@@ -16,8 +16,8 @@ from kvledger.dynamics.simulator import EngineConfig, simulate
 STEP = FixedStepCost(per_step_s=0.01)
 
 
-def req(uid, P, segs=(), S=8, other=1):
-    return SimRequest(uid, RequestSpec(f"r{uid}", 0.0, P, other, prefix_segments=tuple(segs), segment_tokens=S))
+def req(uid, P, segs=(), S=8, num_output=1):
+    return SimRequest(uid, RequestSpec(f"r{uid}", 0.0, P, num_output, prefix_segments=tuple(segs), segment_tokens=S))
 
 
 def finish(kv, r):
@@ -56,7 +56,7 @@ def test_trailing_partial_segment_and_straddling_blocks_are_not_shared():
 
 def test_preempted_request_gets_its_own_blocks_back_from_the_cache():
     kv = PagedKVManager(32, 4, enable_caching=True)
-    r = req(0, 10, (), O=5)
+    r = req(0, 10, (), num_output=5)
     kv.admit(r, [], 10, 10)
     r.num_computed_tokens = 13  # prompt + 3 decode tokens computed; 4 blocks held
     r.num_generated, r.num_tokens = 4, 14
