@@ -220,7 +220,7 @@ def test_no_same_model_api_row_names_the_model_it_looked_for():
     # inference-perf stage 1 states meta-llama/Meta-Llama-3-8B-Instruct (config.yaml), which no bundled API row serves:
     # the error names it, so a newcomer sees which name to fix (or which API row to name) without reading the reader
     stage = str(DATA / "inference-perf/stage_1_lifecycle_metrics.json")
-    with pytest.raises(InputError, match="no catalog row serves model 'meta-llama/Meta-Llama-3-8B-Instruct'; name one "
+    with pytest.raises(InputError, match="no catalog row serves meta-llama/Meta-Llama-3-8B-Instruct; name one "
                                          r"with --api \(kvledger prices --kind api lists them\)"):
         runner.invoke(app, ["cost", stage, "--slo", "ttft=200ms,tpot=50ms", "--gpu-provider", "Nebius",
                             "--monthly-tokens", "3e9"], catch_exceptions=False)

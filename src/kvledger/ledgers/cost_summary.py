@@ -119,7 +119,7 @@ class DecisionInputs:
     capacity_band: float = 0.3
     band_source: str = "kvledger assumption for an uncalibrated capacity"
     rests_on: tuple[str, ...] = ()
-    model: str | None = None  # the model the rows were looked up for (named in the error when none serves it)
+    model: str | None = None  # the model the rows were looked up for
 
 
 def _monthly(d: Decision) -> dict[str, Any]:
@@ -136,11 +136,8 @@ def _factors(setup: SelfHostSetup, f: DecisionFactors, u_star: float) -> list[di
         if math.isfinite(u_star)
         else f"{setup.utilization:.0%}; no break-even"
     )
-    util_effect = (
-        "above break-even: self-hosting is cheaper per good token"
-        if setup.utilization >= u_star
-        else "below break-even: the API is cheaper per good token"
-    )
+    util_effect = ("above break-even: self-hosting is cheaper per good token" if setup.utilization >= u_star
+                   else "below break-even: the API is cheaper per good token")
     sov = {"required": "data must stay in your boundary: the API column applies only to a provider endpoint that meets "
                        "it (regional/residency endpoints cost more than these list prices)",
            "preferred": "a reason to self-host that the price comparison does not capture",
@@ -166,9 +163,8 @@ def _rows(price: ApiPrice | None, inputs: DecisionInputs) -> list[tuple[ApiPrice
     if price is not None and all(r[0].key != price.key for r in rows):
         rows.insert(0, (price, None, True))  # named by a caller that did not say whether it is the same model
     if not rows:
-        served = f"model {inputs.model!r}" if inputs.model else "this model"
-        raise InputError(f"no API row to compare with: no catalog row serves {served}; name one with --api "
-                         "(kvledger prices --kind api lists them)")
+        raise InputError(f"no API row to compare with: no catalog row serves {inputs.model or 'this model'}; name one "
+                         "with --api (kvledger prices --kind api lists them)")
     return rows
 
 
