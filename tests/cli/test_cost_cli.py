@@ -65,8 +65,15 @@ def test_cost_needs_what_the_file_does_not_state():
         runner.invoke(app, base + ["--gpu-usd-per-hour", "2"], catch_exceptions=False)
     with pytest.raises(InputError, match="does not name its GPU"):
         runner.invoke(app, base + ["--num-gpus", "1"], catch_exceptions=False)
+    # several rental rows and no --gpu-provider: the cheapest is taken and said so (as report and search choose);
+    # RunPod's Secure Cloud pod at $2.69/GPU-h is the cheapest H100 SXM row of gpu_prices.csv
+    d = json.loads(runner.invoke(app, base + ["--num-gpus", "1", "--gpu", "nvidia_h100_sxm", "--json"],
+                                 catch_exceptions=False).stdout)
+    assert "cheapest of 9 rows for nvidia_h100_sxm" in json.dumps(d) and "2.69" in json.dumps(d)
+    # a provider with two H100 SXM rows (Lambda: 1× and 8× instances) and no --instance still asks which
     with pytest.raises(InputError, match="rental prices for 'nvidia_h100_sxm'"):
-        runner.invoke(app, base + ["--num-gpus", "1", "--gpu", "nvidia_h100_sxm"], catch_exceptions=False)
+        runner.invoke(app, base + ["--num-gpus", "1", "--gpu", "nvidia_h100_sxm", "--gpu-provider", "Lambda"],
+                      catch_exceptions=False)
 
 
 def test_cost_multi_run_file_is_priced_at_the_sweeps_slo_capacity_run():

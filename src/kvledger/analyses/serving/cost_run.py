@@ -39,7 +39,8 @@ def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: 
     the GPU catalog's aliases).
 
     Raises:
-        InputError: no name, a custom GPU without a price, several rows (pick --gpu-provider/--instance).
+        InputError: no name, a custom GPU without a price, several rows of the given provider (pick --instance).
+    Without --gpu-provider and --instance the cheapest row is taken and its source says so.
         UnknownNameError: no row for the GPU (or the provider / instance).
     """
     from kvledger.catalog.prices import find_gpu_price
@@ -52,6 +53,18 @@ def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: 
                          "--gpu-provider, or --gpu-usd-per-hour")
     if name == "custom" or _is_gpu_file(name):
         raise InputError(f"the GPU {name!r} is a custom GPU with no rental price in the table; pass --gpu-usd-per-hour")
+    if provider is None and instance is None:  # several rows: the cheapest, stated (as report and search choose)
+        from dataclasses import replace
+
+        from kvledger.catalog.prices import find_gpu_prices
+
+        rows = find_gpu_prices(price_key(name))
+        row = min(rows, key=lambda r: (r.usd_per_gpu_hour, r.provider, r.instance_type))
+        rate = GpuRate.from_catalog(row)
+        if len(rows) == 1:
+            return rate
+        return replace(rate, source=f"cheapest of {len(rows)} rows for {row.gpu_id} (--gpu-provider chooses "
+                                    f"another); {rate.source}")
     return GpuRate.from_catalog(find_gpu_price(price_key(name), provider, instance))
 
 
