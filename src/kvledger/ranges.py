@@ -108,9 +108,10 @@ OPTION_RANGES: dict[str, Range] = {
     # the whole self-hosted bill (kvledger.ledgers.host_bill)
     "gpu_capex_usd": Range(0.0, 1e7, lo_open=True, unit="USD per GPU"),
     "amortization_months": Range(1.0, 240.0, unit="months"),
-    "annual_interest": Range(0.0, 1.0), "pue": Range(1.0, 3.0), "usd_per_kwh": Range(0.0, 10.0, unit="USD/kWh"),
-    "hosting_usd_per_gpu_month": Range(0.0, 1e6, unit="USD"), "board_power_w": Range(0.0, 5000.0, unit="W"),
-    "idle_power_w": Range(0.0, 5000.0, unit="W"),
+    "annual_interest": Range(0.0, 1.0, unit="(0.08 = 8% a year)"),
+    "pue": Range(1.0, 3.0, unit="(facility power ÷ IT power)"), "usd_per_kwh": Range(0.0, 10.0, unit="USD per kWh"),
+    "hosting_usd_per_gpu_month": Range(0.0, 1e6, unit="USD"), "board_power_w": Range(0.0, 5000.0, unit="W per GPU"),
+    "idle_power_w": Range(0.0, 5000.0, unit="W per GPU"),
     # fp8-kv, spec-decode, kv-eviction, doctor, disagg
     "overhead_ns_per_element": Range(0.0, 1e6, unit="ns"), "overhead_us_per_layer": Range(0.0, 1e9, unit="µs"),
     "draft_tokens": _count(1, 64, "tokens"), "acceptance": Range(0.0, 1.0, unit="(per-token acceptance rate)"),
