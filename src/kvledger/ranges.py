@@ -117,7 +117,8 @@ OPTION_RANGES: dict[str, Range] = {
     "draft_tokens": _count(1, 64, "tokens"), "acceptance": Range(0.0, 1.0, unit="(per-token acceptance rate)"),
     "draft_cost_fraction": Range(0.0, 1.0, lo_open=True, unit="of the target's decode step"),
     "output_tokens": _count(1, _TOKENS_MAX, "tokens"),
-    "evict": _frac(lo_open=False), "sink_tokens": _count(0, _TOKENS_MAX, "tokens"),
+    "evict": Range(0.0, 1.0, hi_open=True, unit="(share of tokens evicted)"),
+    "sink_tokens": _count(0, _TOKENS_MAX, "tokens"),
     "run_tokens": _count(1, _TOKENS_MAX, "tokens"), "prefix_share": _frac(lo_open=False),
     "prefill_gpus": _count(1, 1 << 20, "GPUs"), "decode_gpus": _count(1, 1 << 20, "GPUs"),
     # KV tiers below HBM (plan, offload)
