@@ -188,3 +188,24 @@ def test_impossible_results_are_refused_loudly_not_printed():
                 {"ttft_s": {"p50": 0.3, "p90": 0.2}}, {"num_finished": 4}):
         with pytest.raises(ImpossibleResultError):
             check_sim_summary({**s, **bad})
+
+
+def test_the_python_api_and_the_cli_refuse_with_one_range():
+    # kvledger.ranges is the one table: a lower layer (web app, Python API) that checks a value again reads the same
+    # Range, so the refusal is word for word the CLI's. --pue 0.5 is below [1, 3]; --rate inf is no load to size for
+    # in search (its table entry has no allow_inf, unlike simulate's); --evict 1 would evict every token ([0, 1)).
+    from kvledger.analyses.judgments.kv_eviction import evict
+    from kvledger.analyses.search import SearchSpec
+    from kvledger.ledgers.host_bill import HostBill
+
+    cases = [(lambda: HostBill(pue=0.5).check(), "cost", {"pue": 0.5},
+              r"^--pue 0\.5 is out of range; allowed: \[1, 3\] \(facility power ÷ IT power\)$"),
+             (lambda: SearchSpec(model="m", slo="ttft=1s", rate_req_per_s=math.inf).check(), "search",
+              {"rate": math.inf}, r"^--rate inf is not finite; allowed: \(0, 1,000,000\] req/s$")]
+    for api_call, command, values, message in cases:
+        with pytest.raises(InputError, match=message):
+            api_call()
+        with pytest.raises(InputError, match=message):
+            check_options(command, values)
+    with pytest.raises(InputError, match=r"^--evict 1 is out of range; allowed: \[0, 1\) \(share of tokens evicted\)$"):
+        evict(1024, 16, 2048, "scattered", evict_fraction=1.0)

@@ -30,6 +30,7 @@ from kvledger.accounting.plan import Plan
 from kvledger.accounting.stepcost import StepShape
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import state_layers
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["Tier", "TierBreakEven", "TierPlan", "build_tier_plan", "prefill_s", "load_s"]
 
@@ -99,7 +100,7 @@ class TierPlan:
         return next((t for t in self.tiers if t.name == name), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def prefill_s(rc, new_tokens: int, cached_tokens: int) -> float:

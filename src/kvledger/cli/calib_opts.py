@@ -1,5 +1,6 @@
-"""The engine flags ``kvledger calibrate`` and ``kvledger validate`` share (vLLM's names, as ``kvledger simulate``),
-and their translation into SimRequestArgs."""
+"""The engine flags ``kvledger calibrate`` and ``kvledger validate`` share (spelled once, in
+:class:`kvledger.cli.flag_groups.EngineFlags`; help as these commands read them), and their translation into
+SimRequestArgs."""
 
 from __future__ import annotations
 
@@ -7,59 +8,52 @@ from typing import Annotated, Any
 
 import typer
 
+from kvledger.cli.flag_groups import EngineFlags, option_info
+
 __all__ = ["engine_args", "Model", "Gpu", "EngineVersion", "Tp", "MaxModelLen", "GpuMemUtil", "KvCacheDtype",
            "BlockSize", "MaxNumBatchedTokens", "MaxNumSeqs", "NumGpuBlocksOverride", "PrefixCaching", "ChunkedPrefill",
            "Batching", "MaxPaddings", "CpuOverhead", "AsyncScheduling", "FlopsFraction", "BandwidthFraction",
-               "GpuProfile"]
+           "GpuProfile"]
 
 Model = Annotated[str, typer.Option("--model", help="The served model: bundled HF id or alias, a config.json path or a "
                                                     "Hub id.")]
 Gpu = Annotated[str, typer.Option("--gpu", help="The GPU it ran on: catalog name (see `kvledger gpus`) or a GPU file.")]
-EngineVersion = Annotated[str | None, typer.Option("--engine-version", help="vLLM version whose defaults and memory "
-                                                                            "rules apply.", show_default=False)]
-Tp = Annotated[int | None, typer.Option("--tp", "--tensor-parallel-size", help="Tensor-parallel degree (default: the "
-                                                                               "run's record, else 1).",
-                                                                                   show_default=False)]
-MaxModelLen = Annotated[str | None, typer.Option("--max-model-len", help="Tokens (8192, 8K); default: from the config.",
-                                                 show_default=False)]
-GpuMemUtil = Annotated[float | None, typer.Option("--gpu-memory-utilization", help="vLLM fraction of device memory.",
-                                                  show_default=False)]
-KvCacheDtype = Annotated[str, typer.Option("--kv-cache-dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.")]
-BlockSize = Annotated[int | None, typer.Option("--block-size", help="Tokens per KV block (vLLM default 16).",
-                                               show_default=False)]
-MaxNumBatchedTokens = Annotated[str | None, typer.Option("--max-num-batched-tokens", help="Token budget per step.",
-                                                         show_default=False)]
-MaxNumSeqs = Annotated[int | None, typer.Option("--max-num-seqs", help="Most running requests.", show_default=False)]
-NumGpuBlocksOverride = Annotated[int | None, typer.Option("--num-gpu-blocks-override", help="Fix the KV block count "
-    "(e.g. the 'num_gpu_blocks' your engine logged).", show_default=False)]
-PrefixCaching = Annotated[bool | None, typer.Option("--enable-prefix-caching/--no-enable-prefix-caching",
-                                                    help="Automatic prefix caching (default on, as vLLM v1).",
-                                                        show_default=False)]
-ChunkedPrefill = Annotated[bool | None, typer.Option("--enable-chunked-prefill/--no-enable-chunked-prefill",
-                                                     help="Chunked prefill (default on, as vLLM v1).",
-                                                         show_default=False)]
-Batching = Annotated[str | None, typer.Option("--batching", help="continuous (vLLM v1, default), vllm_v0 (vLLM V0's "
-                                                                 "prefill-first scheduler) or static.",
-                                                                     show_default=False)]
+EngineVersion = Annotated[str | None, option_info(EngineFlags, "engine_version", help="vLLM version whose defaults "
+                                                                                      "and memory rules apply.")]
+Tp = Annotated[int | None, option_info(EngineFlags, "tp", help="Tensor-parallel degree (default: the run's record, "
+                                                                "else 1).")]
+MaxModelLen = Annotated[str | None, option_info(EngineFlags, "max_model_len")]
+GpuMemUtil = Annotated[float | None, option_info(EngineFlags, "gpu_memory_utilization",
+                                                 help="vLLM fraction of device memory.")]
+KvCacheDtype = Annotated[str, option_info(EngineFlags, "kv_cache_dtype", help="auto, bf16, fp16, fp8, fp8_e4m3, "
+                                                                               "fp8_e5m2.", show_default=True)]
+BlockSize = Annotated[int | None, option_info(EngineFlags, "block_size", help="Tokens per KV block (vLLM default "
+                                                                               "16).")]
+MaxNumBatchedTokens = Annotated[str | None, option_info(EngineFlags, "max_num_batched_tokens")]
+MaxNumSeqs = Annotated[int | None, option_info(EngineFlags, "max_num_seqs", help="Most running requests.")]
+NumGpuBlocksOverride = Annotated[int | None, option_info(EngineFlags, "num_gpu_blocks_override", help="Fix the KV "
+    "block count (e.g. the 'num_gpu_blocks' your engine logged).")]
+PrefixCaching = Annotated[bool | None, option_info(EngineFlags, "prefix_caching")]
+ChunkedPrefill = Annotated[bool | None, option_info(EngineFlags, "chunked_prefill")]
+Batching = Annotated[str | None, option_info(EngineFlags, "batching", help="continuous (vLLM v1, default), vllm_v0 "
+                                                                            "(vLLM V0's prefill-first scheduler) or "
+                                                                            "static.")]
 MaxPaddings = Annotated[int | None, typer.Option("--max-paddings", help="vLLM 0.2.x only (with --batching vllm_v0): "
                                                                         "padded prompt batches with at most this many "
                                                                         "padding tokens (0.2.3's default: 256).",
                                                                             show_default=False)]
-AsyncScheduling = Annotated[bool | None, typer.Option("--async-scheduling/--no-async-scheduling", help="vLLM v1 async "
+AsyncScheduling = Annotated[bool | None, option_info(EngineFlags, "async_scheduling", help="vLLM v1 async "
     "scheduling (the step k+1 is scheduled while step k runs; CPU work overlaps the GPU). Default: the engine "
-    "version's (on from vLLM 0.33). calibrate then fits the CPU overhead as max(GPU, CPU) per step.",
-        show_default=False)]
-FlopsFraction = Annotated[float | None, typer.Option("--achievable-flops-fraction", help="Roofline: share of peak "
-    "FLOP/s (default: the GPU profile's, else 0.7).", show_default=False)]
-BandwidthFraction = Annotated[float | None, typer.Option("--achievable-bandwidth-fraction", help="Roofline: share of "
-    "peak HBM bandwidth (default: the GPU profile's, else 0.8).", show_default=False)]
+    "version's (on from vLLM 0.33). calibrate then fits the CPU overhead as max(GPU, CPU) per step.")]
+FlopsFraction = Annotated[float | None, option_info(EngineFlags, "achievable_flops_fraction", help="Roofline: share "
+    "of peak FLOP/s (default: the GPU profile's, else 0.7).")]
+BandwidthFraction = Annotated[float | None, option_info(EngineFlags, "achievable_bandwidth_fraction", help="Roofline: "
+    "share of peak HBM bandwidth (default: the GPU profile's, else 0.8).")]
 GpuProfile = Annotated[str | None, typer.Option("--gpu-profile", help="GPU-scope calibration pricing the roofline: a "
                                                                       "FILE from `kvledger calibrate --scope gpu`, "
                                                                       "'none', or (default) the GPU's bundled one.",
                                                                           show_default=False)]
-CpuOverhead = Annotated[str | None, typer.Option("--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. "
-                                                                        "2ms).", show_default=False)]
-
+CpuOverhead = Annotated[str | None, option_info(EngineFlags, "cpu_overhead")]
 
 def engine_args(model: str | None, gpu: str, params: dict[str, Any], step_cost: str = "roofline"):
     """SimRequestArgs from a command's parsed parameters (no prefix caching unless asked: measured prompts carry no

@@ -20,8 +20,8 @@ from typing import Annotated, Any
 
 import typer
 
-__all__ = ["flag", "flag_of", "given_flags", "option", "GroupUse", "with_groups", "WorkloadFlags", "EngineFlags",
-           "PricingFlags"]
+__all__ = ["flag", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups", "WorkloadFlags",
+           "EngineFlags", "PricingFlags"]
 
 
 def flag(*decls: str, help: str, default: Any = None) -> Any:  # noqa: A002  (typer's own keyword)
@@ -40,6 +40,13 @@ def option(cls: type, name: str, default: Any = None, *, help: str | None = None
     spelling from the group; ``also``: older spellings kept as aliases; ``help``: the command's own text)."""
     f = {f.name: f for f in dataclasses.fields(cls)}[name]
     return typer.Option(default, *f.metadata["decls"], *also, help=help or f.metadata["help"])
+
+
+def option_info(cls: type, name: str, *, help: str | None = None, show_default: bool = False) -> Any:  # noqa: A002
+    """A ``typer.Option`` without a default, for ``Annotated[type, ...]`` aliases of one field of a group (spelling
+    from the group; ``help``: the command's own text)."""
+    f = {f.name: f for f in dataclasses.fields(cls)}[name]
+    return typer.Option(*f.metadata["decls"], help=help or f.metadata["help"], show_default=show_default)
 
 
 def given_flags(*groups: Any) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from kvledger import strict_json
+from kvledger.cli.flag_groups import EngineFlags, flag_of, option
 
 __all__ = ["register"]
 
@@ -13,9 +14,9 @@ def offload(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU or a GPU file."),
     engine: str = typer.Option("vllm", "--engine", help="vllm or sglang."),
-    engine_version: str | None = typer.Option(None, "--engine-version", help="vLLM version whose rules apply."),
-    tp: int = typer.Option(1, "--tp", help="Tensor-parallel degree."),
-    max_model_len: str | None = typer.Option(None, "--max-model-len", help="Tokens (default 32K for the sessions)."),
+    engine_version: str | None = option(EngineFlags, "engine_version", help="vLLM version whose rules apply."),
+    tp: int = typer.Option(1, flag_of(EngineFlags, "tp"), help="Tensor-parallel degree."),  # without vLLM's alias
+    max_model_len: str | None = option(EngineFlags, "max_model_len", help="Tokens (default 32K for the sessions)."),
     kv_offloading_size: str | None = typer.Option(None, "--kv-offloading-size",
                                                   help="vLLM: host KV memory, GiB over TP×PP ranks (256 or 256GiB)."),
     kv_offloading_backend: str | None = typer.Option(None, "--kv-offloading-backend", help="vLLM: native or lmcache."),

@@ -37,12 +37,13 @@ from typing import Any
 import numpy as np
 
 from kvledger.catalog.prices import GpuPrice
-from kvledger.errors import InputError, range_error
+from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.ledgers.columns import columns_from
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ledgers.prefill_floor import PrefillFloor
+from kvledger.ranges import check_options
 from kvledger.records import RunRecords
 
 __all__ = ["HOURS_PER_MONTH", "GpuRate", "SelfHostSetup", "Capacity", "capacity_from", "self_host_unit_ledgers"]
@@ -102,12 +103,8 @@ class SelfHostSetup:
         """Raises InputError for out-of-range values (GPU count, utilizations, shares, people cost)."""
         if self.num_gpus < 1:
             raise InputError(f"num_gpus must be ≥ 1, got {self.num_gpus}")
-        for name in ("utilization", "max_utilization"):
-            v = getattr(self, name)
-            if not 0.0 < v <= 1.0:
-                raise range_error(name, v, "(0, 1] (share of billed hours spent serving)")
-        if self.prefill_share is not None and not 0.0 <= self.prefill_share <= 1.0:
-            raise range_error("prefill_share", self.prefill_share, "[0, 1] (fraction)")
+        names = ("utilization", "max_utilization", "prefill_share")  # cost's ranges (kvledger.ranges), named as fields
+        check_options("cost", {n: getattr(self, n) for n in names}, {n: n for n in names})
         if self.engineer_months_per_month < 0 or self.engineer_usd_per_month < 0:
             raise InputError("people cost inputs must be ≥ 0")
         if self.engineer_months_per_month > 0 and self.engineer_usd_per_month == 0:

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from kvledger.errors import InputError, range_error
+from kvledger.errors import InputError
 from kvledger.ledgers.items import LineItem
+from kvledger.ranges import check_options
 
 __all__ = [
     "HostBill",
@@ -77,23 +78,12 @@ class HostBill:
     idle_power_w: float | None = None
 
     def check(self) -> None:
-        """Raises InputError for values outside their physical ranges."""
-        if self.gpu_capex_usd is not None and not 0 < self.gpu_capex_usd <= 1e7:
-            raise range_error("--gpu-capex-usd", self.gpu_capex_usd, "(0, 10,000,000] USD per GPU")
-        if not 1 <= self.amortization_months <= 240:
-            raise range_error("--amortization-months", self.amortization_months, "[1, 240] months")
-        if not 0 <= self.annual_interest <= 1:
-            raise range_error("--annual-interest", self.annual_interest, "[0, 1] (0.08 = 8% a year)")
-        if not 1.0 <= self.pue <= 3.0:
-            raise range_error("--pue", self.pue, "[1, 3] (facility power ÷ IT power)")
-        if not 0 <= self.usd_per_kwh <= 10:
-            raise range_error("--usd-per-kwh", self.usd_per_kwh, "[0, 10] USD per kWh")
-        if not 0 <= self.hosting_usd_per_gpu_month <= 1e6:
-            raise range_error("--hosting-usd-per-gpu-month", self.hosting_usd_per_gpu_month, "[0, 1,000,000] USD")
-        for name, v in (("--board-power-w", self.board_power_w), ("--idle-power-w", self.idle_power_w)):
-            if v is not None and not 0 <= v <= 5000:
-                raise range_error(name, v, "[0, 5,000] W per GPU")
-
+        """Raises InputError for values outside their physical ranges (the CLI's, from ``kvledger.ranges``)."""
+        check_options("cost", {"gpu_capex_usd": self.gpu_capex_usd, "amortization_months": self.amortization_months,
+                               "annual_interest": self.annual_interest, "pue": self.pue,
+                               "usd_per_kwh": self.usd_per_kwh,
+                               "hosting_usd_per_gpu_month": self.hosting_usd_per_gpu_month,
+                               "board_power_w": self.board_power_w, "idle_power_w": self.idle_power_w})
 
 @dataclass(frozen=True, slots=True)
 class PeopleCost:

@@ -14,6 +14,7 @@ from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_rules import parse_version
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
+from kvledger.jsonable import to_jsonable
 from kvledger.units import GiB
 
 __all__ = ["PublicTerm", "PublicReplay", "load_rows", "replay_row", "topology_label"]
@@ -41,8 +42,7 @@ class PublicTerm:
         return self.low - 0.005 <= self.printed <= self.high + 0.005
 
     def to_dict(self) -> dict[str, Any]:
-        return {"term": self.term, "predicted": self.predicted, "printed": self.printed, "low": self.low,
-                "high": self.high, "rel_error": self.rel_error, "inside": self.inside}
+        return to_jsonable(self) | {"rel_error": self.rel_error, "inside": self.inside}
 
 
 @dataclass(frozen=True)

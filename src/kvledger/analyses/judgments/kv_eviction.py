@@ -34,6 +34,7 @@ import numpy as np
 
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
+from kvledger.ranges import check_options
 
 __all__ = ["LAYOUTS", "EvictionResult", "p_block_empty", "expected_empty_blocks_random", "sink_window_occupied",
            "place_runs", "evict"]
@@ -144,8 +145,7 @@ def _check(n: int, block_size: int, evict_fraction: float | None) -> None:
         raise InputError(f"--context must be a whole number of tokens ≥ 1, got {n!r}")
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise InputError(f"--block-size must be an integer ≥ 1, got {block_size!r}")
-    if evict_fraction is not None and not (0.0 <= evict_fraction < 1.0):
-        raise InputError(f"--evict must be a fraction of tokens in [0, 1), got {evict_fraction!r}")
+    check_options("kv-eviction", {"evict": evict_fraction})  # [0, 1): kvledger.ranges
 
 
 def _occupied(layout: str, n: int, s: int, B: int, sink: int, window: int, run: int,
@@ -215,8 +215,8 @@ def evict(context_tokens: int, block_size: int, bytes_per_block: int, layout: st
             window_tokens = s - sink_tokens
     if layout in ("scattered", "clustered") and seed is None:
         raise InputError(f"layout {layout!r} draws survivor positions at random: give --seed")
-    if layout == "clustered" and run_tokens < 1:
-        raise InputError(f"--run-tokens must be ≥ 1, got {run_tokens}")
+    if layout == "clustered":
+        check_options("kv-eviction", {"run_tokens": run_tokens})
     rng = np.random.default_rng(seed) if seed is not None else None
     occ, exp, formula = _occupied(layout, n, s, B, sink_tokens, window_tokens or 0, run_tokens, rng)
     nb = math.ceil(n / B)

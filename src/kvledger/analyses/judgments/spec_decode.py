@@ -30,8 +30,9 @@ from kvledger.accounting.stepcost import StepShape
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.analyses.judgments.roofline_terms import weights_bound
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.errors import InputError, range_error
+from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
+from kvledger.ranges import check_options
 from kvledger.units import cdiv
 
 __all__ = ["expected_tokens_per_step", "DraftSpec", "SpecRow", "SpecDecodeModel", "verify_shape"]
@@ -41,12 +42,11 @@ def expected_tokens_per_step(acceptance: float, draft_tokens: int) -> float:
     """E[tokens per verification step] = (1 − α^(k+1)) / (1 − α), tokens (Leviathan et al. 2023, eq. 1).
 
     Raises:
-        InputError: α outside [0, 1] or k < 1.
+        InputError: α or k outside its range (``kvledger.ranges``: α in [0, 1], k in [1, 64]).
     """
-    if isinstance(draft_tokens, bool) or not isinstance(draft_tokens, int) or draft_tokens < 1:
-        raise InputError(f"--draft-tokens must be an integer ≥ 1, got {draft_tokens!r}")
-    if not (0.0 <= acceptance <= 1.0):
-        raise range_error("--acceptance", acceptance, "[0, 1] (per-token acceptance rate)")
+    if isinstance(draft_tokens, bool) or not isinstance(draft_tokens, int):
+        raise InputError(f"--draft-tokens must be an integer, got {draft_tokens!r}")
+    check_options("spec-decode", {"draft_tokens": draft_tokens, "acceptance": acceptance})  # kvledger.ranges
     if acceptance == 1.0:
         return float(draft_tokens + 1)
     return (1 - acceptance ** (draft_tokens + 1)) / (1 - acceptance)
@@ -121,8 +121,8 @@ class SpecDecodeModel:
         self.draft_kv_bytes_per_token = 0.0
         if draft.kind == "model":
             self._init_draft_model(draft.model)
-        elif draft.kind == "fraction" and not (0.0 < draft.cost_fraction <= 1.0):
-            raise range_error("--draft-cost-fraction", draft.cost_fraction, "(0, 1] of the target's decode step")
+        elif draft.kind == "fraction":
+            check_options("spec-decode", {"draft_cost_fraction": draft.cost_fraction})
 
     def _init_draft_model(self, dm: ModelSpec | None) -> None:
         if dm is None:

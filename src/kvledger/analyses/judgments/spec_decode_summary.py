@@ -12,8 +12,9 @@ from kvledger.analyses.judgments.spec_decode import DraftSpec, SpecDecodeModel, 
 from kvledger.analyses.plans import require_kv_pool
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.errors import InputError, range_error
+from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
+from kvledger.ranges import check_options
 from kvledger.units import fmt_bytes, fmt_duration
 
 __all__ = ["make_draft", "SpecReport", "analyse_spec_decode"]
@@ -23,7 +24,8 @@ def make_draft(draft_model: str | None = None, draft_cost_fraction: float | None
     """The draft from the CLI choices: a model name/path, a cost fraction, or neither (n-gram: free).
 
     Raises:
-        InputError: both given, or a fraction outside (0, 1]. UnknownNameError/ConfigError: a bad model.
+        InputError: both given, or a fraction outside its range (kvledger.ranges).
+        UnknownNameError/ConfigError: a bad model.
     """
     if draft_model and draft_cost_fraction is not None:
         raise InputError("give either --draft-model or --draft-cost-fraction, not both")
@@ -33,8 +35,7 @@ def make_draft(draft_model: str | None = None, draft_cost_fraction: float | None
         m = load_model(draft_model)
         return DraftSpec("model", m.name, 0.0, m)
     if draft_cost_fraction is not None:
-        if not (0.0 < draft_cost_fraction <= 1.0):
-            raise range_error("--draft-cost-fraction", draft_cost_fraction, "(0, 1] of the target's decode step")
+        check_options("spec-decode", {"draft_cost_fraction": draft_cost_fraction})  # kvledger.ranges
         return DraftSpec("fraction",
                          f"draft head at {draft_cost_fraction:g} × the target's decode step per draft token",
                              draft_cost_fraction)

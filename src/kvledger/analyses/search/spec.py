@@ -14,13 +14,13 @@ and that order is the ledger's, whatever runs them.
 from __future__ import annotations
 
 import itertools
-import math
 import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from kvledger.analyses.serving.sim_ledgers import SyntheticSpec
-from kvledger.errors import InputError, range_error
+from kvledger.errors import InputError
+from kvledger.ranges import range_problems
 
 __all__ = ["SearchSpec", "Candidate", "Axes", "DEFAULT_TPS", "default_gpus", "default_tps", "make_candidates",
            "parse_candidate_id"]
@@ -72,27 +72,19 @@ class SearchSpec:
 
     def check(self) -> None:
         """Raises InputError for out-of-range inputs, all of them named together."""
-        bad = []
-        if not 0 < self.target <= 1:
-            bad.append(str(range_error("--target", self.target, "(0, 1] (share of requests within the SLO)")))
-        if self.num_requests < 1:
-            bad.append(f"--num-requests must be ≥ 1 request per probe, got {self.num_requests}")
-        for name, v in (("--utilization", self.utilization), ("--max-utilization", self.max_utilization)):
-            if v is not None and not 0 < v <= 1:
-                bad.append(str(range_error(name, v, "(0, 1] (average load ÷ capacity over the billed hours)")))
-        for name, v in (("--rate", self.rate_req_per_s), ("--monthly-tokens", self.monthly_tokens)):
-            if v is not None and not (v > 0 and math.isfinite(v)):
-                bad.append(f"{name} must be a finite number > 0, got {v}")
+        bad = [str(e) for e in range_problems("search", {  # kvledger.ranges: the CLI's ranges, checked again here for
+            "target": self.target, "num_requests": self.num_requests,  # the Python API
+            "utilization": self.utilization, "max_utilization": self.max_utilization,
+            "rate": self.rate_req_per_s, "monthly_tokens": self.monthly_tokens})]
         if self.rate_req_per_s is not None and self.monthly_tokens is not None:
             bad.append("give the load as --rate (req/s) or --monthly-tokens, not both")
         if self.utilization is None and self.rate_req_per_s is None and self.monthly_tokens is None:
             bad.append("the cost per token needs a utilization: give --utilization, or a load (--rate or "
                        "--monthly-tokens) "
                        "whose sizing then sets it")
-        for name, v in (("--batch-share", self.batch_share), ("--cache-hit-rate", self.cache_hit_rate),
-                        ("--cache-write-rate", self.cache_write_rate)):
-            if not 0 <= v <= 1:
-                bad.append(f"{name} must be a fraction in [0, 1], got {v}")
+        bad += [str(e) for e in range_problems("search", {
+            "batch_share": self.batch_share, "cache_hit_rate": self.cache_hit_rate,
+            "cache_write_rate": self.cache_write_rate})]
         if bad:
             raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the inputs:\n"
                              + "\n".join(f"  - {b}" for b in bad))

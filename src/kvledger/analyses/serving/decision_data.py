@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kvledger.analyses.serving.cost_curves import utilization_curve, volume_curve
-from kvledger.errors import InputError, range_error
+from kvledger.ranges import check_options
 
 __all__ = ["ReportRequest", "CONTEXTS", "SWEEP_FRACTIONS", "build_plan_section", "build_report_data", "sim_args"]
 
@@ -227,16 +227,12 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
     from kvledger.ledgers.slo import parse_slo
 
     say = progress or (lambda _text: None)
-    if req.utilization is not None and not 0.0 < req.utilization <= 1.0:
-        raise range_error("--utilization", req.utilization, "(0, 1] (share of billed hours spent serving)")
+    check_options("report", {"utilization": req.utilization})  # the web app's and the API's ranges: kvledger.ranges
     slo, api_price = parse_slo(req.slo), find_api_price(req.api) if req.api else None
     people = people_cost(req.team_capability, req.engineer_months_per_month, req.engineer_usd_per_month)
     vols = (req.monthly_requests, req.monthly_input_tokens, req.monthly_output_tokens, req.monthly_tokens)
     volume = MonthlyVolume(*vols, req.peak_to_mean) if any(v is not None for v in vols) else None
-    if req.num_requests < 1:
-        raise InputError(f"--num-requests must be ≥ 1 (requests per simulation), got {req.num_requests}")
-    if not 0.0 < req.target <= 1.0:
-        raise range_error("--target", req.target, "(0, 1] (share of requests within the SLO)")
+    check_options("report", {"num_requests": req.num_requests, "target": req.target})
     say("memory plan")
     plan = build_plan_section(req)
     rate, how, price_flags = _pick_gpu_rate(req, plan["gpu"]["gpu_id"])  # price errors before the simulations
