@@ -105,6 +105,17 @@ class BlockPool:
         ids = self._blocks_of.get(key)
         return None if ids is None else next(iter(ids))
 
+    def cached_prefix(self, keys: list[int], n: int) -> list[int]:
+        """Blocks of the longest run of ``keys[:n]`` all cached (``get_cached_block`` in a loop); no mutation."""
+        get = self._blocks_of.get
+        hits: list[int] = []
+        for k in keys[:n]:
+            ids = get(k)
+            if ids is None:
+                break
+            hits.append(next(iter(ids)))
+        return hits
+
     def is_cached(self, block_id: int) -> bool:
         """True when the block is registered under a cache key."""
         return block_id in self._key_of

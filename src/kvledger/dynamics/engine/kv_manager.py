@@ -95,6 +95,9 @@ class PagedKVManager(PoolUsage, PagedStretches):
             return [], 0
         limit = (req.num_tokens - 1) // self.block_size
         nkeys = len(keys)
+        if not req.num_preemptions:
+            hits = self.pool.cached_prefix(keys, max(0, min(limit, nkeys)))
+            return hits, len(hits) * self.block_size
         get = self.pool.get_cached_block
         hits: list[int] = []
         for i in range(limit):
