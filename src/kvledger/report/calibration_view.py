@@ -104,9 +104,13 @@ def render_sweep(r: dict[str, Any], con: Console) -> None:
         cells = [f"{x['rate']:g}"]
         for m in ("TTFT mean", "TPOT mean", "throughput"):
             row = rows.get(m, {})
-            cells += [fmt_value(row.get("measured"), row.get("unit", "s")), fmt_error(row.get("rel_error"))]
+            flag = " ⚠" if x.get("saturated") and m != "throughput" else ""
+            cells += [fmt_value(row.get("measured"), row.get("unit", "s")), fmt_error(row.get("rel_error")) + flag]
         t.add_row(*cells)
     con.print(t)
+    if any(x.get("saturated") for x in r["runs"]):
+        con.print("WARNING: stages marked ⚠ are saturated (the simulated queue kept growing): their latency errors "
+                  "are not meaningful; throughput is the figure to compare.")
     m, p = r["measured"], r["predicted"]
 
     def knee(v: float | None) -> str:
@@ -123,6 +127,13 @@ def render_sweep(r: dict[str, Any], con: Console) -> None:
         con.print(f"note: {escape(n)}")
 
 
+def saturation_warning(sat: dict[str, Any]) -> str:
+    """The warning under rows of a saturated run: which side did not keep up, and what to compare instead."""
+    return (f"WARNING: the {' and the '.join(sat['sides'])} run is saturated (its queue kept growing): latency errors "
+            f"(⚠) measure the queue, not the engine, and are not meaningful; throughput is the figure to compare. "
+            + " ".join(escape(n) for n in sat["notes"]))
+
+
 def render_validation(r: dict[str, Any], con: Console) -> None:
     """Predicted vs measured, row by row, with the step cost's source (and which calibration scope priced it)."""
     if r.get("sweep"):
@@ -135,12 +146,15 @@ def render_validation(r: dict[str, Any], con: Console) -> None:
     sc = r["step_cost"]
     con.print(f"step cost: {escape(str(sc.get('name')))} (priced by: {escape(str(r.get('scope')))}) — "
               f"{escape(str(sc.get('source', '')))}")
+    sat = r.get("saturated")
     t = Table(title="predicted vs measured (error = predicted/measured − 1)", title_justify="left")
     for col, just in (("metric", "left"), ("measured", "right"), ("predicted", "right"), ("error", "right")):
         t.add_column(col, justify=just)
     for row in c["rows"]:
         t.add_row(row["metric"], fmt_value(row["measured"], row["unit"]), fmt_value(row["predicted"], row["unit"]),
-                  fmt_error(row["rel_error"]))
+                  fmt_error(row["rel_error"]) + (" ⚠ saturated" if sat and row["unit"] == "s" else ""))
     con.print(t)
+    if sat:
+        con.print(saturation_warning(sat))
     for n in r.get("notes", []):
         con.print(f"note: {escape(n)}")
