@@ -44,3 +44,20 @@ def test_validate_prints_the_warning_next_to_latency_rows_only():
     assert "⚠" not in next(x for x in lines if "│ throughput" in x)
     text = " ".join(lines)
     assert "the simulated run is saturated" in text and "throughput is the figure to compare" in text
+
+
+def test_calibrate_marks_saturated_runs_in_its_error_table():
+    from kvledger.report.calibration_view import error_table, saturated_runs_warning
+
+    runs = [{"label": "steady", "ttft_mean_rel_error": 0.1, "throughput_rel_error": 0.0,
+             "saturated": saturation(STEADY, STEADY)},
+            {"label": "behind", "ttft_mean_rel_error": 9.0, "throughput_rel_error": -0.51,
+             "saturated": saturation(STEADY, BEHIND)}]
+    con = Console(record=True, width=300)
+    con.print(error_table("errors", runs, "label"))
+    saturated_runs_warning(runs, con)
+    lines = con.export_text().splitlines()
+    assert "⚠" not in next(x for x in lines if "steady" in x)
+    behind = next(x for x in lines if "│ behind" in x)
+    assert "+900.0% ⚠" in behind and "-51.0% ⚠" not in behind
+    assert "saturated run(s) (⚠: the queue kept growing): behind" in " ".join(lines)
