@@ -17,6 +17,7 @@ from kvledger.ledgers.decision import (
     monthly_self_host,
     resolve_volume,
 )
+from kvledger.ledgers.decision_notes import rests_on_line
 from kvledger.ledgers.host_bill import HostBill, capex_item, people_cost, power_item
 
 # one replica: 10 good req/s, 1,000 input and 250 output tokens per good request
@@ -146,3 +147,24 @@ def test_replicas_are_sized_for_the_diurnal_peak():
     assert d.replicas == 10 and d.realized_utilization == pytest.approx(1e8 / (730 * 3600) / 100)
     with pytest.raises(InputError, match="peak-to-mean"):
         resolve_volume(MonthlyVolume(requests=1e8, peak_to_mean=0.5), CAP)
+
+
+def test_the_flip_check_uses_each_side_of_an_asymmetric_band():
+    # A measured band ×0.69–×1.06 (sides 0.31 below, 0.06 above) is not ±31%.
+    # Low side: the 10⁸ requests/month case above flips at 0.432× capacity: outside ×0.69 (holds), inside ×0.40.
+    vol = resolve_volume(MonthlyVolume(requests=1e8), CAP)
+    opts, _ = api_options([(TOGETHER_8B, True, False)], ApiMix(), vol)
+    setup = SelfHostSetup(RUNPOD, 1, None, max_utilization=0.8)
+    assert decide(CAP, setup, vol, opts, capacity_band=0.31, band_sides=(0.31, 0.06)).holds_within_band()
+    assert not decide(CAP, setup, vol, opts, capacity_band=0.6, band_sides=(0.6, 0.06)).holds_within_band()
+    # High side: at $6.50/GPU-h, 5 replicas × 730 h × $6.50 = $23,725 > $22,500 API: the verdict is API. It flips to
+    # self-host at 4 replicas ($18,980), i.e. once capacity reaches 38.05 ÷ (8 × 4) = 1.189× the estimate: a symmetric
+    # ±31% band would call that a flip; the measured ×0.69–×1.06 holds; ×0.69–×1.25 flips.
+    pricey = SelfHostSetup(GpuRate.given(6.5, "H100"), 1, None, max_utilization=0.8)
+    d = decide(CAP, pricey, vol, opts, capacity_band=0.31, band_sides=(0.31, 0.06))
+    assert d.verdict == "API" and d.flips["capacity_multiplier"] == pytest.approx(1e8 / (730 * 3600) / 32)
+    assert d.holds_within_band() and (d.band_low, d.band_high) == pytest.approx((0.69, 1.06))
+    assert not decide(CAP, pricey, vol, opts, capacity_band=0.31).holds_within_band()
+    assert not decide(CAP, pricey, vol, opts, capacity_band=0.31, band_sides=(0.31, 0.25)).holds_within_band()
+    assert "within −31%/+6% capacity" in rests_on_line(d)
+    assert d.to_dict()["capacity_band"] == 0.31 and d.to_dict()["capacity_band_high"] == pytest.approx(1.06)

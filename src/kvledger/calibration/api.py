@@ -102,10 +102,13 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
     guess = initial_guess(runs, start, overlap, split_regimes)
     fit = fit_step_cost(runs, guess, fit_frontend=fit_frontend, split_regimes=split_regimes)
     per_run = []
+    from kvledger.calibration.validate import saturation
+
     for run, cfg in runs:
-        c = _errors(run, cfg, fit.cost)
+        recs = replay(run, cfg, fit.cost).records
+        c = compare_runs(run.label, run.measured, recs)
         per_run.append({"label": run.label, "source": run.source, "num_requests": len(run.requests),
-                        **headline_errors(c), "comparison": c.to_dict()})
+                        **headline_errors(c), "comparison": c.to_dict(), "saturated": saturation(run.measured, recs)})
     loo = []
     if leave_one_out and len(runs) > 1:
         for i, (run, cfg) in enumerate(runs):

@@ -151,11 +151,14 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     fit = fit_gpu_fractions(items)
     stages = {t.run.label: t.stage for i, p in enumerate(paths)
               for t in load_targets(p, seed=i, client_concurrency=client_concurrency)}
+    from kvledger.calibration.validate import saturation
+
     per_run = []
     for run, s in items:
         recs = replay(run, s.config, roofline_with(s, fit.flops_fraction, fit.bandwidth_fraction)).records
         st = stages.get(run.label)
         c = stage_comparison(run.label, st, recs) if st is not None else compare_runs(run.label, run.measured, recs)
         per_run.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,
-                        "num_requests": len(run.requests), **headline_errors(c)})
+                        "num_requests": len(run.requests), **headline_errors(c),
+                        "saturated": saturation(run.measured if st is None else None, recs)})
     return gpu_profile_dict(fit, per_run, paths)

@@ -40,6 +40,20 @@ def knee_rate(rates: list[float], ttft_means: list[float | None], threshold: flo
     return None
 
 
+def saturation(measured: Any, simulated: Any) -> dict[str, Any] | None:
+    """Whether either side of a compared run was at or past saturation — its backlog kept growing while requests
+    arrived (``kvledger.analyses.serving.queue_growth``) — and which; None when neither was. Then TTFT/E2E measure
+    the queue, not the engine, and throughput is the figure to compare."""
+    from kvledger.analyses.serving.queue_growth import queue_growth
+
+    sides = {name: queue_growth(run) for name, run in (("measured", measured), ("simulated", simulated))
+             if run is not None and len(run.records) > 0}
+    grew = {name: g for name, g in sides.items() if g is not None}
+    if not grew:
+        return None
+    return {"sides": sorted(grew), "notes": [f"{name}: {g.note}" for name, g in sorted(grew.items())]}
+
+
 def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> dict[str, Any]:
     from kvledger.calibration.api import engine_for, headline_errors
 
@@ -50,6 +64,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     else:
         c = compare_runs(t.run.label, t.run.measured, records, slo)
     notes = list(setup.notes) + list(c.notes)
+    sat = saturation(t.run.measured if t.stage is None else None, records)
     scope = setup.cost_info.get("scope", "uncalibrated")
     if any(d and d in t.run.source for d in setup.cost_info.get("gpu_profile_data") or []):
         notes.append("IN-SAMPLE: the GPU profile pricing this run was fitted on this very run, so these errors are "
@@ -63,7 +78,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
             "num_dropped": t.run.num_dropped, "model": setup.model_name, "gpu": setup.gpu_name, "tp": setup.tp,
             "scope": scope, "step_cost": setup.cost_info, "engine": setup.config.to_dict(),
             "rate": None if t.stage is None else t.stage.requested_rate,
-            "comparison": c.to_dict(), **headline_errors(c), "notes": notes}
+            "comparison": c.to_dict(), **headline_errors(c), "saturated": sat, "notes": notes}
 
 
 def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_paddings: int | None = None, *,

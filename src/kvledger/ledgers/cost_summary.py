@@ -120,6 +120,7 @@ class DecisionInputs:
     band_source: str = "kvledger assumption for an uncalibrated capacity"
     rests_on: tuple[str, ...] = ()
     model: str | None = None  # the model the rows were looked up for
+    band_sides: tuple[float, float] | None = None  # (fraction below, fraction above); None: ±capacity_band
 
 
 def _monthly(d: Decision) -> dict[str, Any]:
@@ -229,7 +230,8 @@ def build_cost_report(run: RunRecords | AggregateRun, gp: GoodputResult, setup: 
         opts, notes = api_options(rows, mix, resolve_volume(volume, cap))
         decision = decide(cap, base, resolve_volume(volume, cap), opts, buy=inputs.buy, power=inputs.power,
                           people_source=inputs.people_source, capacity_band=inputs.capacity_band,
-                          band_source=inputs.band_source, rests_on=list(inputs.rests_on))
+                          band_source=inputs.band_source, rests_on=list(inputs.rests_on),
+                          band_sides=inputs.band_sides)
         primary = decision.primary.price
         realized = decision.realized_utilization
         util_how = "given (--utilization)" if setup.utilization is not None else "the volume's realized utilization"

@@ -208,17 +208,26 @@ class Decision:
     band_source: str
     rests_on: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    band_sides: tuple[float, float] | None = None  # (fraction below, fraction above) when asymmetric
+
+    @property
+    def band_low(self) -> float:  # the lowest capacity multiplier inside the band, e.g. 0.69 for ×0.69–×1.06
+        return 1 - (self.band_sides or (self.capacity_band,) * 2)[0]
+
+    @property
+    def band_high(self) -> float:  # the highest, e.g. 1.06
+        return 1 + (self.band_sides or (self.capacity_band,) * 2)[1]
 
     @property
     def self_host_usd(self) -> float:
         return min(self.self_host.total_usd, self.buy.total_usd) if self.buy is not None else self.self_host.total_usd
 
     def holds_within_band(self) -> bool:
-        """True when no capacity inside ±band flips the verdict."""
+        """True when no capacity inside the band (×band_low–×band_high) flips the verdict."""
         k = self.flips.get("capacity_multiplier")
         if k is None:
             return True
-        return not (1 - self.capacity_band) <= k <= (1 + self.capacity_band)
+        return not self.band_low <= k <= self.band_high
 
     def to_dict(self) -> dict[str, Any]:
         v = self.volume
@@ -239,6 +248,8 @@ class Decision:
             "api_options": [a.to_dict() for a in self.apis],
             "flips": self.flips,
             "capacity_band": self.capacity_band,
+            "capacity_band_low": self.band_low,
+            "capacity_band_high": self.band_high,
             "band_source": self.band_source,
             "holds_within_band": self.holds_within_band(),
             "rests_on": self.rests_on,
@@ -258,6 +269,7 @@ def decide(
     capacity_band: float = 0.3,
     band_source: str = "",
     rests_on: list[str] | None = None,
+    band_sides: tuple[float, float] | None = None,
 ) -> Decision:
     """The decision for ``vol``: replicas, realized utilization, bills (rent, and buy when priced), the verdict against
     the primary API row (the one the user named, else the cheapest) and the flip points."""
@@ -283,18 +295,5 @@ def decide(
         rests.insert(0, text)
     people = setup.engineer_months_per_month * setup.engineer_usd_per_month
     flips = flip_points(vol, cap.goodput_req_per_s, setup, sh, primary.bill.total_usd, people)
-    return Decision(
-        vol,
-        n,
-        load,
-        setup.max_utilization,
-        rent,
-        bought,
-        apis,
-        primary,
-        verdict,
-        flips,
-        capacity_band,
-        band_source,
-        rests,
-    )
+    return Decision(vol, n, load, setup.max_utilization, rent, bought, apis, primary, verdict, flips, capacity_band,
+                    band_source, rests, band_sides=band_sides)

@@ -88,7 +88,9 @@ def effective_cost_line(sticker: dict[str, Any]) -> str:
 def rests_on_line(d: Any) -> str:
     """Whether the verdict flips inside the capacity band, and the GPU price at which it would."""
     k, m = d.flips.get("capacity_multiplier"), d.flips.get("gpu_price_multiplier")
-    band = f"±{d.capacity_band:.0%} capacity ({d.band_source})"
+    lo, hi = 1 - d.band_low, d.band_high - 1
+    sides = f"±{lo:.0%}" if abs(lo - hi) < 0.005 else f"−{lo:.0%}/+{hi:.0%}"
+    band = f"{sides} capacity ({d.band_source})"
     if k is None:
         cap = (
             "no capacity error flips it (one replica and the people already cost more)"

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from kvledger.report.tables import LedgerTable as Table
 
-__all__ = ["render_profile", "render_validation", "fmt_value", "fmt_error"]
+__all__ = ["render_profile", "render_validation", "fmt_value", "fmt_error", "error_table", "saturated_runs_warning"]
 
 
 def fmt_value(v: float | None, unit: str) -> str:
@@ -44,15 +44,25 @@ def _coef_table(sc: dict[str, Any]) -> Table:
     return t
 
 
-def _error_table(title: str, rows: list[dict[str, Any]], key: str) -> Table:
+def error_table(title: str, rows: list[dict[str, Any]], key: str) -> Table:
     t = Table(title=title, title_justify="left")
     t.add_column("run", no_wrap=True)
     for c in ("TTFT mean", "TTFT p90", "TPOT mean", "TPOT p90", "E2E mean", "throughput"):
         t.add_column(c, justify="right")
     for r in rows:
-        t.add_row(escape(str(r[key])), *(fmt_error(r.get(f"{k}_rel_error")) for k in
-                                         ("ttft_mean", "ttft_p90", "tpot_mean", "tpot_p90", "e2e_mean", "throughput")))
+        flag = " ⚠" if r.get("saturated") else ""
+        t.add_row(escape(str(r[key])), *(fmt_error(r.get(f"{k}_rel_error")) + (flag if k != "throughput" else "")
+                                         for k in ("ttft_mean", "ttft_p90", "tpot_mean", "tpot_p90", "e2e_mean",
+                                                   "throughput")))
     return t
+
+
+def saturated_runs_warning(rows: list[dict[str, Any]], con: Console) -> None:
+    sat = [str(r["label"]) for r in rows if r.get("saturated")]
+    if sat:
+        con.print(f"WARNING: saturated run(s) (⚠: the queue kept growing): {escape(', '.join(sat))}; their latency "
+                  "errors measure the queue, not the engine, and are not meaningful; throughput is the figure to "
+                  "compare.")
 
 
 def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
@@ -65,9 +75,10 @@ def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
     con.print(f"objective (Σ weighted log-ratio² of run statistics): {f['objective_start']:.4f} at the start "
               f"({escape(f['start_model'])}'s linear form) → {f['objective']:.4f} after {f['iterations']} iterations, "
               f"{f['num_replays']} replays")
-    con.print(_error_table("error of the fitted model on each run (predicted/measured − 1)", p["runs"], "label"))
+    con.print(error_table("error of the fitted model on each run (predicted/measured − 1)", p["runs"], "label"))
+    saturated_runs_warning(p["runs"], con)
     if p["leave_one_out"]:
-        con.print(_error_table("leave-one-out: each run under a model fitted on the others", p["leave_one_out"], "run"))
+        con.print(error_table("leave-one-out: each run under a model fitted on the others", p["leave_one_out"], "run"))
     for n in p.get("notes", []):
         con.print(f"note: {escape(n)}")
     if out is not None:
@@ -84,10 +95,12 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None) -> Non
     for col in ("run", "model", "TP", "TTFT mean", "TPOT mean", "E2E mean", "throughput"):
         t.add_column(col, justify="left" if col in ("run", "model") else "right")
     for r in p["runs"]:
+        flag = " ⚠" if r.get("saturated") else ""
         t.add_row(escape(str(r["label"])), escape(str(r["model"])), str(r["tp"]),
-                  *(fmt_error(r.get(k)) for k in ("ttft_mean_rel_error", "tpot_mean_rel_error", "e2e_mean_rel_error",
-                                                  "throughput_rel_error")))
+                  *(fmt_error(r.get(f"{k}_rel_error")) + flag for k in ("ttft_mean", "tpot_mean", "e2e_mean")),
+                  fmt_error(r.get("throughput_rel_error")))
     con.print(t)
+    saturated_runs_warning(p["runs"], con)
     if out is not None:
         con.print(
             f"written to {escape(str(out))}: use it with --gpu-profile {escape(str(out))} (any model on this GPU)"
@@ -104,9 +117,13 @@ def render_sweep(r: dict[str, Any], con: Console) -> None:
         cells = [f"{x['rate']:g}"]
         for m in ("TTFT mean", "TPOT mean", "throughput"):
             row = rows.get(m, {})
-            cells += [fmt_value(row.get("measured"), row.get("unit", "s")), fmt_error(row.get("rel_error"))]
+            flag = " ⚠" if x.get("saturated") and m != "throughput" else ""
+            cells += [fmt_value(row.get("measured"), row.get("unit", "s")), fmt_error(row.get("rel_error")) + flag]
         t.add_row(*cells)
     con.print(t)
+    if any(x.get("saturated") for x in r["runs"]):
+        con.print("WARNING: stages marked ⚠ are saturated (the simulated queue kept growing): their latency errors "
+                  "are not meaningful; throughput is the figure to compare.")
     m, p = r["measured"], r["predicted"]
 
     def knee(v: float | None) -> str:
@@ -123,6 +140,13 @@ def render_sweep(r: dict[str, Any], con: Console) -> None:
         con.print(f"note: {escape(n)}")
 
 
+def saturation_warning(sat: dict[str, Any]) -> str:
+    """The warning under rows of a saturated run: which side did not keep up, and what to compare instead."""
+    return (f"WARNING: the {' and the '.join(sat['sides'])} run is saturated (its queue kept growing): latency errors "
+            f"(⚠) measure the queue, not the engine, and are not meaningful; throughput is the figure to compare. "
+            + " ".join(escape(n) for n in sat["notes"]))
+
+
 def render_validation(r: dict[str, Any], con: Console) -> None:
     """Predicted vs measured, row by row, with the step cost's source (and which calibration scope priced it)."""
     if r.get("sweep"):
@@ -135,12 +159,15 @@ def render_validation(r: dict[str, Any], con: Console) -> None:
     sc = r["step_cost"]
     con.print(f"step cost: {escape(str(sc.get('name')))} (priced by: {escape(str(r.get('scope')))}) — "
               f"{escape(str(sc.get('source', '')))}")
+    sat = r.get("saturated")
     t = Table(title="predicted vs measured (error = predicted/measured − 1)", title_justify="left")
     for col, just in (("metric", "left"), ("measured", "right"), ("predicted", "right"), ("error", "right")):
         t.add_column(col, justify=just)
     for row in c["rows"]:
         t.add_row(row["metric"], fmt_value(row["measured"], row["unit"]), fmt_value(row["predicted"], row["unit"]),
-                  fmt_error(row["rel_error"]))
+                  fmt_error(row["rel_error"]) + (" ⚠ saturated" if sat and row["unit"] == "s" else ""))
     con.print(t)
+    if sat:
+        con.print(saturation_warning(sat))
     for n in r.get("notes", []):
         con.print(f"note: {escape(n)}")

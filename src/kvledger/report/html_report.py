@@ -85,7 +85,8 @@ def _answer(data: dict[str, Any]) -> str:
     if d is not None:
         held = "holds" if d["holds_within_band"] else "flips"
         lines.append(f"Rests on: {'; '.join(d['rests_on']) or 'nothing flagged'}; the verdict {held} within "
-                     f"±{100 * d['capacity_band']:.0f}% capacity.")
+                     f"×{d.get('capacity_band_low', 1 - d['capacity_band']):.2f}–"
+                     f"×{d.get('capacity_band_high', 1 + d['capacity_band']):.2f} capacity.")
     lines += [
         f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {cs['boundary_rate_req_per_s']:g} "
         f"req/s with "

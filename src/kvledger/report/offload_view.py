@@ -5,12 +5,27 @@ from __future__ import annotations
 from kvledger.report.kv_tiers_view import render_kv_tiers
 from kvledger.report.tables import table
 
-__all__ = ["render_offload"]
+__all__ = ["render_offload", "tier_verdict_line"]
+
+
+def tier_verdict_line(j) -> str:
+    """The answer first: whether the host tier adds prefix hits on these sessions, and why not when it does not."""
+    if j["helps"]:
+        return (f"The host tier helps this workload: it serves {j['host_hit_rate']:.1%} of prompt tokens that HBM "
+                f"had evicted (simulated below).")
+    why = (f"HBM already held {j['hbm_share_of_reused']:.0%} of the reused prefix tokens "
+           f"({j['reused_tokens']:,}) when the next turn came: the sessions' working set fits in HBM")
+    if j["reused_tokens"] == 0:
+        why = "no turn reused an earlier prefix"
+    return (f"The host tier does not help this workload: it served {j['host_hit_rate']:.2%} of prompt tokens "
+            f"(under {j['threshold']:.0%}); {why}. It would help with more sessions in flight (--sessions, "
+            f"--session-rate) or longer sessions (--workload agent), whose prefixes HBM cannot keep.")
 
 
 def render_offload(rep, console) -> None:
     w, s = rep.workload, rep.stats
-    console.print(f"[bold]Host KV tier: {rep.model} on {rep.gpu}[/] — {rep.engine}")
+    console.print(tier_verdict_line(rep.judgment))
+    console.print(f"[bold]Host KV tier: {rep.model} on {rep.gpu}[/] — {rep.engine} {rep.engine_version} rules")
     render_kv_tiers(rep.tiers, console)
     console.print(f"Sessions: {w['num_sessions']:,} {w['kind']} sessions ({w['num_turns']:,} turns), "
                   f"{w['session_rate_per_s']:g} starts/s, seed {w['seed']} (distributions: sessions.py)")

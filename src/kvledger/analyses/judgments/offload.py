@@ -19,9 +19,22 @@ from kvledger.dynamics.offload_sim import TierStats, simulate_offload
 from kvledger.dynamics.workload.sessions import AGENT, CHAT, SessionLoop, synthesize_sessions
 from kvledger.errors import InputError
 
-__all__ = ["OffloadReport", "analyse_offload", "SESSION_SHAPES"]
+__all__ = ["OffloadReport", "analyse_offload", "SESSION_SHAPES", "tier_judgment", "NEGLIGIBLE_HOST_HIT_RATE"]
 
 SESSION_SHAPES = {"chat": CHAT, "agent": AGENT}
+# kvledger threshold: a host tier serving under 1% of prompt tokens saves under 1% of prefill, within run-to-run noise
+NEGLIGIBLE_HOST_HIT_RATE = 0.01
+
+
+def tier_judgment(stats: TierStats) -> dict[str, Any]:
+    """Whether the host tier adds hits on this workload: ``helps`` is False when it serves under
+    NEGLIGIBLE_HOST_HIT_RATE of prompt tokens; ``hbm_share_of_reused`` is the share of the reused prefix tokens
+    (HBM + host hits) that HBM already held; ``host_evicted_units`` > 0 means the host tier itself filled."""
+    reused = stats.hbm_hit_tokens + stats.host_hit_tokens
+    return {"helps": stats.host_hit_rate >= NEGLIGIBLE_HOST_HIT_RATE, "host_hit_rate": stats.host_hit_rate,
+            "threshold": NEGLIGIBLE_HOST_HIT_RATE, "reused_tokens": reused,
+            "hbm_share_of_reused": stats.hbm_hit_tokens / reused if reused else 0.0,
+            "host_evicted_units": stats.evicted_units}
 
 
 @dataclass(frozen=True)
@@ -43,9 +56,15 @@ class OffloadReport:
     cost: dict[str, Any] | None = None
     """Line items per hour at the given prices: the GPU, the host memory of the tier, and (with ``more_gpus``) the
     extra GPUs instead."""
+    engine_version: str = ""  # the engine version whose rules apply (the plan's)
+
+    @property
+    def judgment(self) -> dict[str, Any]:
+        return tier_judgment(self.stats)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "gpu": self.gpu, "engine": self.engine, "kv_tiers": self.tiers.to_dict(),
+        return {"model": self.model, "gpu": self.gpu, "engine": self.engine, "engine_version": self.engine_version,
+                "tier_judgment": self.judgment, "kv_tiers": self.tiers.to_dict(),
                 "workload": self.workload, "tier_stats": asdict(self.stats), "ttft_s_with_offload": self.ttft_s_with,
                 "ttft_s_without_offload": self.ttft_s_without,
                 "hbm_hit_rate_without_offload": self.hbm_hit_rate_without, "more_gpus": self.more_gpus,
@@ -99,7 +118,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
                          asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s),
                          run.without_offload.summary.prefix_cache_hit_rate, more,
                          tier_cost(host_t.capacity_bytes, settings.tp * settings.pp, compare_gpus, gpu_usd_per_hour,
-                                   host_usd_per_gib_hour))
+                                   host_usd_per_gib_hour), plan.memory.engine_version)
 
 
 def tier_cost(host_bytes: float, gpus_per_replica: int, compare_gpus: int | None, gpu_usd_per_hour: float | None,

@@ -58,15 +58,15 @@ def gpu_power_for(gpu_id: str | None, buy: Any) -> tuple[Any, str | None]:
     return GpuPower(tdp, idle, f"{src}; idle {idle:,.0f} W: {isrc}"), None
 
 
-def rests_on_for(gpu_rate: Any, gpu_id: str | None, sim: Any) -> tuple[list[str], float, str]:
-    """(what the answer rests on, capacity band, its source)."""
+def rests_on_for(gpu_rate: Any, gpu_id: str | None, sim: Any) -> tuple[list[str], float, str, tuple[float, float]]:
+    """(what the answer rests on, capacity band (the wider side), its source, (fraction below, fraction above))."""
     out = []
     if gpu_rate.confidence not in ("high", "user input"):
         out.append(f"GPU price row: {gpu_rate.confidence} confidence ({gpu_rate.label})")
     if gpu_id and gpu_id != MEMORY_RULES_GPU and sim is not None:
         out.append(f"memory rules measured on H100 with vLLM 0.19 only: not validated on {gpu_id}")
     if sim is None:
-        return out, *BAND_MEASURED
+        return out, *BAND_MEASURED, (BAND_MEASURED[0], BAND_MEASURED[0])
     step = (sim.provenance().get("step_cost") or {}).get("source", "")
     uncalibrated = "uncalibrated" in step or "calibrat" not in step
     if uncalibrated:
@@ -74,12 +74,14 @@ def rests_on_for(gpu_rate: Any, gpu_id: str | None, sim: Any) -> tuple[list[str]
     measured = _measured_band(sim)
     if measured is not None:
         return out, *measured
-    return out, *(BAND_UNCALIBRATED if uncalibrated else BAND_CALIBRATED)
+    frac, src = BAND_UNCALIBRATED if uncalibrated else BAND_CALIBRATED
+    return out, frac, src, (frac, frac)
 
 
-def _measured_band(sim: Any) -> tuple[float, str] | None:
-    """The simulated capacity's measured 80% error band (kvledger.ledgers.error_band, by the regime that priced it) as
-    one symmetric fraction: the wider side, max(1 − low, high − 1), so the flip test covers both sides."""
+def _measured_band(sim: Any) -> tuple[float, str, tuple[float, float]] | None:
+    """The simulated capacity's measured 80% error band (kvledger.ledgers.error_band, by the regime that priced it):
+    the wider side max(1 − low, high − 1) (kept for the JSON's ``capacity_band``), its source, and the two sides
+    (1 − low, high − 1), which the flip test and the robustness line use."""
     from kvledger.analyses.serving.prediction_bands import setup_regime
     from kvledger.ledgers.error_band import error_band
 
@@ -90,7 +92,8 @@ def _measured_band(sim: Any) -> tuple[float, str] | None:
     frac = max(1.0 - band.low, band.high - 1.0)
     borrowed = "; borrowed from the nearest regime with runs: a floor" if "floor" in band.source else ""
     return frac, (f"measured 80% band of simulated capacity ×{band.low:.2f}–×{band.high:.2f}, {band.regime}, "
-                  f"{band.num_runs} runs left out one deployment at a time{borrowed}")
+                  f"{band.num_runs} runs left out one deployment at a time{borrowed}"), \
+        (1.0 - band.low, band.high - 1.0)
 
 
 def decision_inputs(
@@ -111,6 +114,6 @@ def decision_inputs(
         power, why = gpu_power_for(gpu_id, buy)
         if why:
             notes.append(why)
-    rests, band, band_src = rests_on_for(gpu_rate, gpu_id, sim)
+    rests, band, band_src, sides = rests_on_for(gpu_rate, gpu_id, sim)
     return DecisionInputs(api_rows_for(model, named), buy, power, people.source, band, band_src, tuple(rests),
-                          model), notes
+                          model, sides), notes

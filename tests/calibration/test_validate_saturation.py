@@ -1,0 +1,63 @@
+"""validate warns next to latency errors when a compared run was saturated (its queue kept growing): worked on the
+hand-checked backlogs of tests/analyses/test_queue_growth.py."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from kvledger.calibration.validate import saturation
+from kvledger.records import RequestRecord, RunMetadata, RunRecords
+from kvledger.report.calibration_view import render_validation
+
+ARRIVALS = [0.1 * i for i in range(100)]  # 10 req/s for 9.9 s
+
+
+def _run(finishes):
+    recs = [RequestRecord(f"r{i}", a, 10, 5, first_token_s=f, finish_s=f) for i, (a, f) in enumerate(zip(ARRIVALS,
+                                                                                                       finishes))]
+    return RunRecords(recs, RunMetadata(source="test", source_format="test"))
+
+
+# kept up: every request takes 0.5 s, backlog 5 at the median and at the last arrival
+STEADY = _run([a + 0.5 for a in ARRIVALS])
+# did not keep up: one finish every 0.2 s from t = 1 s, backlog 30 at t = 5.0 s → 55 at t = 9.9 s (5 req/s served)
+BEHIND = _run([1 + 0.2 * i for i in range(100)])
+
+
+def test_saturation_names_the_side_whose_queue_grew():
+    assert saturation(STEADY, STEADY) is None
+    assert saturation(STEADY, BEHIND)["sides"] == ["simulated"]
+    assert saturation(BEHIND, BEHIND)["sides"] == ["measured", "simulated"]
+    assert saturation(None, STEADY) is None  # a stage known by aggregates: only the replay is checked
+
+
+def test_validate_prints_the_warning_next_to_latency_rows_only():
+    rows = [{"metric": "TTFT mean", "unit": "s", "measured": 0.2, "predicted": 2.0, "rel_error": 9.0},
+            {"metric": "throughput", "unit": "req/s", "measured": 10.0, "predicted": 4.9, "rel_error": -0.51}]
+    r = {"run": "r", "source": "f.jsonl", "model": "m", "gpu": "g", "tp": 1, "scope": "uncalibrated",
+         "step_cost": {"name": "roofline", "source": "s"}, "notes": [], "saturated": saturation(STEADY, BEHIND),
+         "comparison": {"num_measured": 100, "num_predicted": 100, "rows": rows}}
+    con = Console(record=True, width=300)
+    render_validation(r, con)
+    lines = con.export_text().splitlines()
+    assert "⚠ saturated" in next(x for x in lines if "TTFT mean" in x)
+    assert "⚠" not in next(x for x in lines if "│ throughput" in x)
+    text = " ".join(lines)
+    assert "the simulated run is saturated" in text and "throughput is the figure to compare" in text
+
+
+def test_calibrate_marks_saturated_runs_in_its_error_table():
+    from kvledger.report.calibration_view import error_table, saturated_runs_warning
+
+    runs = [{"label": "steady", "ttft_mean_rel_error": 0.1, "throughput_rel_error": 0.0,
+             "saturated": saturation(STEADY, STEADY)},
+            {"label": "behind", "ttft_mean_rel_error": 9.0, "throughput_rel_error": -0.51,
+             "saturated": saturation(STEADY, BEHIND)}]
+    con = Console(record=True, width=300)
+    con.print(error_table("errors", runs, "label"))
+    saturated_runs_warning(runs, con)
+    lines = con.export_text().splitlines()
+    assert "⚠" not in next(x for x in lines if "steady" in x)
+    behind = next(x for x in lines if "│ behind" in x)
+    assert "+900.0% ⚠" in behind and "-51.0% ⚠" not in behind
+    assert "saturated run(s) (⚠: the queue kept growing): behind" in " ".join(lines)
