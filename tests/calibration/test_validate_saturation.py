@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from kvledger.calibration.validate import saturation
+from kvledger.calibration.saturation import saturation
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 from kvledger.report.calibration_view import render_validation
 

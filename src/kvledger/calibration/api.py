@@ -102,7 +102,7 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
     guess = initial_guess(runs, start, overlap, split_regimes)
     fit = fit_step_cost(runs, guess, fit_frontend=fit_frontend, split_regimes=split_regimes)
     per_run = []
-    from kvledger.calibration.validate import saturation
+    from kvledger.calibration.saturation import saturation
 
     for run, cfg in runs:
         recs = replay(run, cfg, fit.cost).records

@@ -151,7 +151,7 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     fit = fit_gpu_fractions(items)
     stages = {t.run.label: t.stage for i, p in enumerate(paths)
               for t in load_targets(p, seed=i, client_concurrency=client_concurrency)}
-    from kvledger.calibration.validate import saturation
+    from kvledger.calibration.saturation import saturation
 
     per_run = []
     for run, s in items:

@@ -13,6 +13,7 @@ from typing import Any
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.calibration.compare import compare_runs
 from kvledger.calibration.replay import replay
+from kvledger.calibration.saturation import saturation
 from kvledger.calibration.sweep import stage_comparison
 from kvledger.calibration.targets import Target, load_targets
 from kvledger.errors import InputError
@@ -38,20 +39,6 @@ def knee_rate(rates: list[float], ttft_means: list[float | None], threshold: flo
             r0, t0 = pts[i - 1]
             return round(r0 + (threshold - t0) / (t - t0) * (r - r0), 12)
     return None
-
-
-def saturation(measured: Any, simulated: Any) -> dict[str, Any] | None:
-    """Whether either side of a compared run was at or past saturation — its backlog kept growing while requests
-    arrived (``kvledger.analyses.serving.queue_growth``) — and which; None when neither was. Then TTFT/E2E measure
-    the queue, not the engine, and throughput is the figure to compare."""
-    from kvledger.analyses.serving.queue_growth import queue_growth
-
-    sides = {name: queue_growth(run) for name, run in (("measured", measured), ("simulated", simulated))
-             if run is not None and len(run.records) > 0}
-    grew = {name: g for name, g in sides.items() if g is not None}
-    if not grew:
-        return None
-    return {"sides": sorted(grew), "notes": [f"{name}: {g.note}" for name, g in sorted(grew.items())]}
 
 
 def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> dict[str, Any]:
