@@ -15,7 +15,8 @@ from typing import Any
 
 from kvledger.errors import InputError, UnknownNameError
 
-__all__ = ["price_key", "gpu_rate", "capacity_basis", "CostRun", "cost_payload", "SweepCapacity", "sweep_capacity_run"]
+__all__ = ["price_key", "gpu_rate", "cheapest_gpu_row", "capacity_basis", "CostRun", "cost_payload", "SweepCapacity",
+           "sweep_capacity_run"]
 
 
 def price_key(name: str) -> str:
@@ -32,6 +33,15 @@ def price_key(name: str) -> str:
 
 def _is_gpu_file(name: str) -> bool:
     return Path(name).suffix in (".json", ".toml")
+
+
+def cheapest_gpu_row(name: str, provider: str | None) -> tuple[Any, int]:
+    """(the cheapest rental row for the GPU, of ``provider`` when given, ties by provider and instance; how many rows
+    it was chosen from) — the choice ``cost`` and ``report`` make when no row is named."""
+    from kvledger.catalog.prices import find_gpu_prices
+
+    rows = find_gpu_prices(price_key(name), provider)
+    return min(rows, key=lambda r: (r.usd_per_gpu_hour, r.provider, r.instance_type)), len(rows)
 
 
 def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: float | None) -> Any:
@@ -56,14 +66,11 @@ def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: 
     if provider is None and instance is None:  # several rows: the cheapest, stated (as report and search choose)
         from dataclasses import replace
 
-        from kvledger.catalog.prices import find_gpu_prices
-
-        rows = find_gpu_prices(price_key(name))
-        row = min(rows, key=lambda r: (r.usd_per_gpu_hour, r.provider, r.instance_type))
+        row, num_rows = cheapest_gpu_row(name, None)
         rate = GpuRate.from_catalog(row)
-        if len(rows) == 1:
+        if num_rows == 1:
             return rate
-        return replace(rate, source=f"cheapest of {len(rows)} rows for {row.gpu_id} (--gpu-provider chooses "
+        return replace(rate, source=f"cheapest of {num_rows} rows for {row.gpu_id} (--gpu-provider chooses "
                                     f"another); {rate.source}")
     return GpuRate.from_catalog(find_gpu_price(price_key(name), provider, instance))
 

@@ -98,8 +98,7 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
 def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, str, str]:
     """(GPU rate, how it was chosen, the cost command's flags for it): the user's price, the named provider's row, or
     the cheapest row listed for the GPU (stated as such)."""
-    from kvledger.analyses.serving.cost_run import gpu_rate, price_key
-    from kvledger.catalog.prices import find_gpu_prices
+    from kvledger.analyses.serving.cost_run import cheapest_gpu_row, gpu_rate
     from kvledger.ledgers.cost import GpuRate
 
     if req.gpu_usd_per_hour is not None:
@@ -108,12 +107,11 @@ def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, str, str]:
             "given (--gpu-usd-per-hour)",
             f" --gpu-usd-per-hour {req.gpu_usd_per_hour!r}",
         )
-    rows = find_gpu_prices(price_key(gpu_id), req.gpu_provider)
-    row = min(rows, key=lambda r: (r.usd_per_gpu_hour, r.provider, r.instance_type))
+    row, num_rows = cheapest_gpu_row(gpu_id, req.gpu_provider)
     flags = f" --gpu-provider {shlex.quote(row.provider)} --instance {shlex.quote(row.instance_type)}"
     scope = f"{req.gpu_provider}'s" if req.gpu_provider else "the"
     how = (
-        f"cheapest of {scope} {len(rows)} row(s) for {gpu_id} in gpu_prices.csv: {row.provider} "
+        f"cheapest of {scope} {num_rows} row(s) for {gpu_id} in gpu_prices.csv: {row.provider} "
         f"{row.instance_type}, "
         f"${row.usd_per_gpu_hour:.2f}/GPU-h" + ("" if req.gpu_provider else "; pass --gpu-provider to choose another")
     )
