@@ -206,6 +206,9 @@ def register(app: typer.Typer) -> None:
         plot: Path | None = typer.Option(None, "--plot", help="write the frontier figure (.png or .svg)",
                                          show_default=False),
         force: bool = typer.Option(False, "--force", help="allow --ledger, --csv and --plot to overwrite files"),
+        exhaustive: bool = typer.Option(False, "--exhaustive", help="simulate every planned candidate; by default one "
+                                        "whose analytic bounds prove it cannot win, be the runner-up or reach a "
+                                        "frontier is decided by bound, unsimulated"),
     ) -> None:
         """Configuration search: every GPU × TP × engine setting planned, each feasible one's SLO capacity simulated,
         priced and sized; ranked, with the Pareto frontier and the launch command of the winner.
@@ -256,7 +259,7 @@ def register(app: typer.Typer) -> None:
 
             result = run_search(spec, axes, workers=workers, backend=backend, ray_address=ray_address,
                                 ledger=resume if resume is not None else ledger, resume=resume is not None,
-                                progress=progress)
+                                progress=progress, exhaustive=exhaustive)
         if csv_out is not None:
             _write_csv(result, csv_out)
         if plot is not None and result.ranking:

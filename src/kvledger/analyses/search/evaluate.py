@@ -79,7 +79,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     """The ledger entry of one planned candidate (``status`` "planned", from ``screen_candidate``) after its capacity
     search: "feasible" with capacity, cost, sizing and launch commands; "rejected" when no rate meets the SLO; "error"
     (reason ``simulation error``) when the simulation refuses an input."""
-    from kvledger.analyses.search.capacity import colocated_capacity, disagg_capacity
+    from kvledger.analyses.search.capacity import bracket_start, colocated_capacity, disagg_capacity
     from kvledger.analyses.search.spec import Candidate
     from kvledger.ledgers.cost import GpuRate, SelfHostSetup, capacity_from, self_host_unit_ledgers
     from kvledger.ledgers.slo import parse_slo
@@ -88,7 +88,11 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     n_gpus = cand.num_gpus
     try:
         slo = parse_slo(spec.slo)
-        pr = (disagg_capacity if cand.disagg else colocated_capacity)(spec, cand, slo)
+        if cand.disagg:
+            pr = disagg_capacity(spec, cand, slo)
+        else:
+            pr = colocated_capacity(spec, cand, slo, bracket_start((entry.get("bounds") or {}).get(
+                "capacity_req_per_s")), with_points=not entry.get("points_decided_by_bound"))
         if pr.boundary is None or pr.run is None:
             return _no_rate(entry, pr, spec)
         cap = capacity_from(pr.run, pr.gp, None)
