@@ -107,15 +107,9 @@ def _lengths(spec: SearchSpec, cand: Candidate) -> tuple[Any, Any, Any, bool] | 
     import numpy as np
 
     from kvledger.accounting.roofline import RooflineStepCost
-    from kvledger.analyses.serving.sim_setup import prepare
+    from kvledger.analyses.serving.sim_ledgers import prepare_run
 
-    def load(rate: float) -> Any:
-        a = replace(sim_args(spec, cand), rate=rate)
-        if spec.synthetic is None:
-            return prepare(a)
-        return prepare(a, spec.synthetic.requests(spec.num_requests, rate, spec.seed), spec.synthetic.label)
-
-    one, two = load(1.0), load(2.0)
+    one, two = (prepare_run(replace(sim_args(spec, cand), rate=r), spec.synthetic) for r in (1.0, 2.0))
     if type(one.cost) is not RooflineStepCost:
         return None
     cols = []
@@ -147,6 +141,8 @@ def candidate_bounds(spec: SearchSpec, cand: Candidate, slo: Any) -> Bounds | No
     k = max(1, math.ceil(spec.target * len(p) - 1e-9))
     w = np.sort(request_work_s(cost, computed, n))
     busy_s = float(w[:k].sum())
+    if not busy_s > 0:
+        return None
     ttft, tpot = latency_bounds_s(cost, p, computed)
     ok = np.ones(len(p), dtype=bool)
     if slo.ttft_s is not None:
@@ -157,7 +153,10 @@ def candidate_bounds(spec: SearchSpec, cand: Candidate, slo: Any) -> Bounds | No
         ok &= ttft + np.maximum(n - 1, 0) * tpot <= slo.e2e_s
     multi = np.sort(tpot[n > 1])
     m = max(1, k - int((n <= 1).sum()))  # good requests with a TPOT at any load meeting the target, at least
-    user = 1.0 / float(multi[min(len(multi), math.ceil(m / 2)) - 1]) if multi.size else math.inf
+    least = float(multi[min(len(multi), math.ceil(m / 2)) - 1]) if multi.size else 0.0
+    if not least > 0:  # no request of two output tokens, or a free step: no finite bound (and --json is strict)
+        return None
+    user = 1.0 / least
     up = 1 + SHADE
     return Bounds(k / busy_s * up, float(n.sum()) / busy_s / cand.num_gpus * up, user * up,
                   float(ok.sum()) / len(p), float(p.mean()), float(n.mean()))
