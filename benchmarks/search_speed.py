@@ -81,8 +81,8 @@ def main() -> None:
               f"the {TARGET_S:g} s target; {in_floor_steps(wall, floor)} wall, {cpu / floor / 1e6:,.1f} M CPU)")
         print(f"  screened by memory plan and price: {len(res.entries) - s['planned']} rejected, {s['planned']} "
               f"planned; decided by bound: {s['decided_by_bound']} unsimulated, {s['slo_rejected_by_bound']} "
-              f"rejected by TTFT/TPOT bound, {s['capacity_only']} at SLO capacity only; simulated: {s['simulated']} "
-              f"candidates, {simulations(res)} simulations")
+              f"rejected by TTFT/TPOT bound, {s['lighter_loads_decided_by_bound']} lighter loads unsimulated; "
+              f"simulated: {s['simulated']} candidates, {simulations(res)} simulations")
         print(f"  winner {res.ranking[0] if res.ranking else None}; counts {res.counts()}")
         if a.workers > 1:
             w2, _, r2 = timed(spec, ledger=tmp / f"{name}-pool.jsonl", workers=a.workers, backend="pool")

@@ -91,7 +91,7 @@ def test_some_searches_decide_candidates_without_simulating_them():
     res = _pair("8b-monthly")[0]
     bounded = [e for e in res.entries if e["status"] == "bounded"]
     assert [e["id"] for e in bounded] == ["nvidia_a100_80gb_sxm:tp4:kv-auto"], res.counts()
-    assert res.to_dict()["screening"]["capacity_only"] >= 1
+    assert res.to_dict()["screening"]["lighter_loads_decided_by_bound"] >= 1
     slo = [e for e in _pair("3b-util")[0].entries if e["status"] == "rejected" and e.get("decided_by_bound")]
     assert slo and all(e["decided_by_bound"]["attainment_upper"] < 0.9 for e in slo)
     for e in bounded:

@@ -142,8 +142,8 @@ def _screening(con: Any, result: Any, verbose: bool) -> None:
     m = s["smallest_margin"]
     line = (f"simulated: {s['simulated']} of {s['planned']} planned; decided by bound: {s['decided_by_bound']} "
             f"(cannot win, be the runner-up or reach a frontier), {s['slo_rejected_by_bound']} rejected by their "
-            f"TTFT/TPOT bounds, {s['capacity_only']} simulated at SLO capacity only (lighter loads off the frontier "
-            "by bound)")
+            f"TTFT/TPOT bounds, {s['lighter_loads_decided_by_bound']} lighter operating points off the frontier by "
+            "bound")
     if s["decided_by_bound"]:
         line += (f"; smallest margins: cost {m['rank']:.1%} above the runner-up, {m['cost_frontier']:.1%} inside the "
                  f"cost frontier, {m['frontier']:.1%} inside the frontier")

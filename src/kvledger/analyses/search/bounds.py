@@ -33,7 +33,7 @@ from typing import Any
 from kvledger.analyses.search.screen import sim_args
 from kvledger.analyses.search.spec import Candidate, SearchSpec
 
-__all__ = ["Bounds", "candidate_bounds", "request_work_s", "latency_bounds_s", "SHADE"]
+__all__ = ["Bounds", "candidate_bounds", "request_work_s", "latency_bounds_s", "point_skipper", "SHADE"]
 
 SHADE = 1e-9
 """Relative margin given to every bound against floating-point rounding (a bound is pushed outward by this)."""
@@ -160,3 +160,30 @@ def candidate_bounds(spec: SearchSpec, cand: Candidate, slo: Any) -> Bounds | No
     up = 1 + SHADE
     return Bounds(k / busy_s * up, float(n.sum()) / busy_s / cand.num_gpus * up, user * up,
                   float(ok.sum()) / len(p), float(p.mean()), float(n.mean()))
+
+
+def point_skipper(spec: SearchSpec, cand: Candidate, bounds: dict[str, Any] | None,
+                  known: list[list[Any]]) -> Any:
+    """For a candidate's lighter operating points: ``skip(rate)`` → the evidence that its point at ``rate`` cannot
+    reach the frontier (a ``known`` point [candidate id, tokens/s per user, output tokens/s per GPU] at least as good
+    as both its bounds, better on one), or None. At ``rate`` the good output tokens/s are also at most all output tokens
+    ÷ the workload's arrival span there (a run lasts from its first arrival to its last finish)."""
+    def skip(rate: float) -> dict[str, Any] | None:
+        if bounds is None or not known:
+            return None
+        from kvledger.analyses.serving.sim_ledgers import prepare_run
+
+        arrivals = prepare_run(replace(sim_args(spec, cand), rate=rate), spec.synthetic).workload
+        times = [float(arrivals[0].arrival_s), float(arrivals[len(arrivals) - 1].arrival_s)]
+        out_tokens = bounds["output_tokens_mean"] * len(arrivals)
+        gpu = bounds["output_tok_per_s_per_gpu"]
+        if times[1] > times[0]:
+            gpu = min(gpu, out_tokens / (times[1] - times[0]) / cand.num_gpus * (1 + SHADE))
+        user = bounds["tok_per_s_per_user"]
+        for cid, u, g in known:
+            if u >= user and g >= gpu and (u > user or g > gpu):
+                return {"by": cid, "output_tok_per_s_per_gpu_bound": gpu,
+                        "margin": min(u / user - 1.0, g / gpu - 1.0 if gpu > 0 else math.inf)}
+        return None
+
+    return skip

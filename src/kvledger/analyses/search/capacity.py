@@ -41,6 +41,7 @@ class Probed:
     workload: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     points: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
 
 def operating_point(rate: float, run: Any, gp: Any, num_gpus: int) -> dict[str, Any]:
@@ -76,11 +77,19 @@ def drain_note(rate: float, num_requests: int, gp: Any) -> list[str]:
             "conservative; more requests per probe (--num-requests) shrink the drain tail"]
 
 
-def _points(b: float, at: Any, num_gpus: int, target: float, lighter: bool = True) -> list[dict[str, Any]]:
-    """Operating points at LOAD_FRACTIONS × b (unless not ``lighter``) and at b (``at(rate)`` → (RunRecords,
-    GoodputResult)); loads that miss the target (attainment that is not monotone in load) are left out."""
-    pts = [operating_point(f * b, *at(f * b), num_gpus) for f in (LOAD_FRACTIONS if lighter else ())] + [
-        operating_point(b, *at(b), num_gpus)]
+def _points(b: float, at: Any, num_gpus: int, target: float, skip: Any = None,
+            skipped: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Operating points at LOAD_FRACTIONS × b and at b (``at(rate)`` → (RunRecords, GoodputResult)); loads that miss the
+    target (attainment that is not monotone in load) are left out, and so are those ``skip(rate)`` decides by bound
+    (their evidence appended to ``skipped``)."""
+    pts = []
+    for f in LOAD_FRACTIONS:
+        ev = skip(f * b) if skip is not None else None
+        if ev is None:
+            pts.append(operating_point(f * b, *at(f * b), num_gpus))
+        elif skipped is not None:
+            skipped.append({"rate_req_per_s": f * b, **ev})
+    pts.append(operating_point(b, *at(b), num_gpus))
     return [p for p in pts if p["attainment"] >= target and p["tok_per_s_per_user"] is not None]
 
 
@@ -100,9 +109,10 @@ def bracket_start(capacity_bound_req_per_s: float | None) -> float:
 
 
 def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float = 1.0,
-                       with_points: bool = True) -> Probed:
+                       skip: Any = None) -> Probed:
     """The rate search of ``goodput --simulate --target`` for one colocated engine (see the module docstring), its
-    doubling or halving from ``start`` req/s; ``with_points``: simulate the lighter operating points too."""
+    doubling or halving from ``start`` req/s; ``skip(rate)``: the evidence that a lighter operating point cannot reach
+    the frontier (then it is not simulated), or None."""
     from kvledger.analyses.serving.sim_boundary import search_sim_boundary
 
     sb = search_sim_boundary(sim_args(spec, cand), slo, spec.target, "request_rate", synthetic=spec.synthetic,
@@ -116,7 +126,7 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float
         wl = sb.boundary_run.setup.workload_info
         out.workload = {k: wl[k] for k in ("trace", "num_requests", "prompt_tokens_mean", "output_tokens_mean")}
         out.points = _points(b, lambda r: _colocated_at(spec, cand, slo, sb, r), cand.num_gpus, spec.target,
-                             with_points)
+                             skip, out.skipped)
         out.notes += drain_note(sb.boundary_run.run.metadata.request_rate or b, out.workload["num_requests"], out.gp)
     return out
 

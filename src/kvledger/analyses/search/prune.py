@@ -91,6 +91,14 @@ def decide(entry: dict[str, Any], key_lb: tuple[float, float], feasible: list[di
     return out
 
 
+def _front(feasible: list[dict[str, Any]]) -> list[list[Any]]:
+    """[candidate id, tokens/s per user, output tokens/s per GPU] of the operating points no other one dominates."""
+    pts = [(e["id"], p["tok_per_s_per_user"], p["output_tok_per_s_per_gpu"]) for e in feasible
+           for p in (e["capacity"].get("operating_points") or [])]
+    return [[i, u, g] for i, u, g in pts
+            if not any(u2 >= u and g2 >= g and (u2 > u or g2 > g) for _, u2, g2 in pts)]
+
+
 def _gap(big: float, small: float) -> float:
     """big ÷ small − 1 (how far a bound is inside the deciding figure), fraction; inf when small is 0."""
     return big / small - 1.0 if small > 0 else math.inf
@@ -148,8 +156,9 @@ def rounds(spec: Any, planned: list[dict[str, Any]], order: dict[str, int],
            feasible_now: Callable[[], list[dict[str, Any]]], settle: Callable[[dict[str, Any]], None]
            ) -> Iterator[list[dict[str, Any]]]:
     """Batches of at most ``ROUND`` entries to simulate, each taken after the previous batch's results are in; an entry
-    that ``decide`` settles on the way is passed to ``settle`` as status "bounded" instead, and one whose bounds only
-    keep it off the operating-point frontier is simulated at its SLO capacity alone (``points_decided_by_bound``)."""
+    that ``decide`` settles on the way is passed to ``settle`` as status "bounded" instead; the others carry the
+    frontier points simulated so far (``known_points``), against which their lighter loads are decided by bound
+    (``kvledger.analyses.search.bounds.point_skipper``)."""
     from kvledger.analyses.search.evaluate import load_rate_req_per_s
 
     rate = None
@@ -167,9 +176,7 @@ def rounds(spec: Any, planned: list[dict[str, Any]], order: dict[str, int],
             same_load = all((f.get("sizing") or {}).get("rate_req_per_s") == rate for f in feasible)
             ev = decide(e, keys[e["id"]], feasible, order) if e["id"] in keys and same_load else None
             if ev is None or not all(ev.values()):
-                if ev is not None and ev["frontier"] is not None:  # its lighter loads cannot reach the frontier
-                    e = {**e, "points_decided_by_bound": ev["frontier"]}
-                batch.append(e)
+                batch.append({**e, "known_points": _front(feasible)} if e["id"] in keys else e)
                 continue
             r = ev["rank"]
             settle({**e, "status": "bounded", "reason": "decided by bound",
@@ -185,19 +192,19 @@ def rounds(spec: Any, planned: list[dict[str, Any]], order: dict[str, int],
 
 def screening(entries: list[dict[str, Any]]) -> dict[str, Any]:
     """How the search spent its simulations: candidates planned (passed memory and price), simulated, decided by bound
-    (unsimulated), rejected by the attainment bound, and simulated at capacity alone (lighter loads decided by bound);
-    the smallest margin of each kind of decision."""
+    (unsimulated), rejected by the attainment bound, and lighter operating points decided by bound (unsimulated); the
+    smallest margin of each kind of decision."""
     planned = [e for e in entries if "price" in e and e.get("reason") not in ("no price row",)]
     bounded = [e for e in entries if e["status"] == "bounded"]
     slo = [e for e in entries if e["status"] == "rejected" and e.get("decided_by_bound")]
-    points = [e for e in entries if e.get("points_decided_by_bound")]
+    points = sum(len((e.get("capacity") or {}).get("operating_points_decided_by_bound") or []) for e in entries)
     simulated = [e for e in planned if e not in bounded and e not in slo]
 
     def smallest(key: str) -> float | None:
         return min((e["decided_by_bound"][key]["margin"] for e in bounded), default=None)
 
     return {"planned": len(planned), "simulated": len(simulated), "decided_by_bound": len(bounded),
-            "slo_rejected_by_bound": len(slo), "capacity_only": len(points),
+            "slo_rejected_by_bound": len(slo), "lighter_loads_decided_by_bound": points,
             "smallest_margin": {"rank": smallest("rank"), "cost_frontier": smallest("cost_frontier"),
                                 "frontier": smallest("frontier")},
             "how": "kvledger.analyses.search.prune: a candidate is decided by bound when its cost lower bound is "
