@@ -89,8 +89,23 @@ def symm_mem_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> int:
     return _SYMM_MAX_SIZES[arch].get(tp, 0)
 
 
+V064_ABSOLUTE_NON_TORCH_GIB = 0.35
+"""vLLM 0.6.4.x subtracts all non-torch memory on the GPU, the CUDA context included: ``worker.py ::
+determine_num_available_blocks`` (0.6.4.post1) takes ``mem_get_info`` used − torch allocated after the profile
+run and ``empty_cache`` (0.6.3 and 0.6.5+ count only the growth after the worker's first measurement, taken once the
+context exists). Printed as ``non_torch_memory=0.35GiB`` on an RTX 3090 at TP 1 (vllm#10517, Llama-3.1-8B at 20K
+and 29K); one GPU measured, so other GPUs get 0.25–0.60 GiB."""
+
+
 def _base(ver: tuple[int, int, int], gpu: GpuSpec) -> Term:
     """The TP-1 part (CUDA context remainder, cuBLAS workspaces), measured on H100."""
+    if (0, 6, 4) <= ver < (0, 6, 5):
+        g = V064_ABSOLUTE_NON_TORCH_GIB
+        src = (f"vLLM 0.6.4 subtracts all non-torch memory, CUDA context included (worker.py "
+               f"determine_num_available_blocks): {g} GiB printed on an RTX 3090 (vllm#10517)")
+        if gpu.gpu_id == "nvidia_rtx_3090":
+            return Term(g * GiB, (g - 0.02) * GiB, (g + 0.02) * GiB, src, "±0.02 GiB (RTX 3090 logs print 0.35)")
+        return Term(g * GiB, 0.25 * GiB, 0.60 * GiB, src, f"CUDA context not measured on {gpu.name}: 0.25–0.60 GiB")
     gib = 0.25 if ver >= (0, 18, 0) else 0.13
     src = f"measured {gib} GiB on H100 at TP 1 ({'vLLM 0.19 start-ups' if gib == 0.25 else 'vLLM ≤0.17 logs'})"
     if gpu.arch == "sm90":
