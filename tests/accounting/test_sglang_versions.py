@@ -1,6 +1,6 @@
-"""SGLang's mem_fraction_static default release by release (server_args.py of 0.4.0, 0.4.3, 0.4.6, 0.4.9,
-0.5.0rc0–0.5.2, 0.5.3, 0.5.5, 0.5.10; 0.5.23's memory_hook.py), worked by hand; GPU memory as nvidia-smi shows it,
-MiB."""
+"""SGLang's mem_fraction_static default release by release (server_args.py of 0.4.0, 0.4.3, 0.4.6, 0.4.7,
+0.4.8, 0.4.9, 0.5.0rc0–0.5.2, 0.5.3, 0.5.5, 0.5.10; 0.5.23's memory_hook.py), worked by hand; GPU memory as
+nvidia-smi shows it, MiB."""
 
 from __future__ import annotations
 
@@ -34,6 +34,22 @@ def test_046_keeps_13_gib_on_gpus_above_80_gib():
     assert _frac("0.4.6", H100_MIB) == 0.88
     h200 = _frac("0.4.6.post1", H200_MIB)
     assert h200 == pytest.approx((143_771 - 13_312) / 143_771) and round(h200, 6) == 0.907408
+
+
+def test_047_own_rule():
+    # 0.4.7: H100 table by TP×PP (0.87 at TP 2); H200 (143,771 MiB > 96 GiB): min(0.88 + 49,152 × 0.12 / 143,771,
+    # (143,771 − 18,432) / 143,771) = min(0.92103, 0.87180) = 0.871796; B200-class above 180,000 MiB: 0.79
+    assert _frac("0.4.7", H100_MIB, 2) == 0.87
+    assert round(_frac("0.4.7", H200_MIB), 6) == round((143_771 - 18_432) / 143_771, 6) == 0.871796
+    assert _frac("0.4.7", 183_359) == 0.79
+
+
+def test_048_tier_matches_a_public_start_up():
+    # https://github.com/sgl-project/sglang/issues/7478 (2025-06-23, DeepSeek-R1, --tp 16 over two 8×H100 nodes, no
+    # --mem-fraction-static): its server_args print mem_fraction_static=0.78. 0.4.8's tier for < 90 GiB reserves
+    # 9.5 + 16/2 = 17.5 GiB = 17,920 MiB: round((81,559 − 17,920) / 81,559, 3) = round(0.78029, 3) = 0.78
+    # (0.4.7's table would give 0.79)
+    assert _frac("0.4.8", H100_MIB, 16) == 0.78 and _frac("0.4.7", H100_MIB, 16) == 0.79
 
 
 def test_049_to_052_reserve_by_memory_tier():

@@ -1,7 +1,8 @@
 """SGLang's start-up memory defaults version by version: mem_fraction_static, chunked_prefill_size and the decode
 CUDA-graph batch size, as ``srt/server_args.py`` sets them when the user does not.
 
-Read from the wheels of 0.4.0, 0.4.3, 0.4.6, 0.4.9, 0.5.0rc0, 0.5.1, 0.5.2, 0.5.3, 0.5.5 and 0.5.10 (0.5.23:
+Read from the wheels of 0.4.0, 0.4.3, 0.4.5, 0.4.6, 0.4.7, 0.4.8, 0.4.9, 0.5.0rc0, 0.5.1, 0.5.2, 0.5.3, 0.5.5 and 0.5.10
+(0.5.23:
 ``arg_groups/memory_hook.py``, in ``memory.py``). GPU memory is nvidia-smi's total in MiB
 (``get_device_memory_capacity``). The pool rule itself did not change over these releases
 (``model_runner.py::profile_max_num_token``: free memory after the weights − free memory before them ×
@@ -10,9 +11,12 @@ later one and the source says so. Before 0.5.3 a GPU of 35 GiB or more leaves ``
 runner's own default, 160 here); it does not enter the fraction there.
 
   * 0.4.0–0.4.5: mem_fraction_static by TP alone: 0.88 (TP 1), 0.87 (2–3), 0.85 (4–7), 0.81 (8–15), 0.79 (≥ 16).
-  * 0.4.6–0.4.8: the same up to 81,920 MiB; above, (memory − 13 GiB) ÷ memory (not rounded).
-  * 0.4.9–0.5.2: a reserve by memory tier, round((memory − reserve) ÷ memory, 3): 2.8 + TP·PP/10 GiB below 35 GiB,
-    9.5 + TP·PP/2 below 90, 12 + TP·PP/2 below 160, 32 GiB above.
+  * 0.4.6: the same up to 81,920 MiB; above, (memory − 13 GiB) ÷ memory (not rounded).
+  * 0.4.7: the table by TP×PP up to 81,920 MiB, else 0.88; above 96 GiB min(f + 48 GiB·(1 − f) ÷ memory,
+    (memory − 18 GiB) ÷ memory); 0.79 above 180,000 MiB.
+  * 0.4.8–0.5.2: a reserve by memory tier, round((memory − reserve) ÷ memory, 3): 2.8 + TP·PP/10 GiB below 35 GiB,
+    9.5 + TP·PP/2 below 90, 12 + TP·PP/2 below 160, 32 GiB above. Public check: sglang#7478 (June 2025, DeepSeek-R1
+    at TP 16 over two 8×H100 nodes) prints mem_fraction_static=0.78 = round((81,559 − 17.5 × 1,024) ÷ 81,559, 3).
   * 0.5.3–0.5.22: reserve = 512 + 1.5·max(chunked_prefill_size, 2,048) + 2·cuda_graph_max_bs + TP·PP/8·1,024 MiB, at
     least 10 GiB above 60 GiB; below 35 GiB chunked_prefill_size 2,048 and cuda_graph_max_bs 16 (24 from 0.5.5) at
     TP < 4. 0.5.10's piecewise-CUDA-graph term (8 MiB per captured size when on) is not modelled.
@@ -66,13 +70,32 @@ def _by_tp(tp: int) -> float:
     return 0.88
 
 
+def _over_mib(gib: float, mib: float) -> bool:
+    """True when ``gib`` GiB of GPU memory exceeds ``mib`` MiB (server_args.py compares MiB)."""
+    return gib * 1024 > mib
+
+
+def _rule_047(smi_mib: float, n: int) -> tuple[float, str]:
+    """0.4.7's fraction (server_args.py ``__post_init__``) at TP×PP ``n``, and its source."""
+    frac = _by_tp(n) if smi_mib <= 81_920 else 0.88
+    src = f"SGLang 0.4.7 default (server_args.py): {frac} by TP×PP {n}"
+    if smi_mib > 180_000:
+        return 0.79, "SGLang 0.4.7 default above 180,000 MiB (server_args.py): 0.79"
+    if smi_mib > 96 * 1024:
+        frac = min(frac + 48 * 1024 * (1 - frac) / smi_mib, (smi_mib - 18 * 1024) / smi_mib)
+        src += f"; above 96 GiB min(f + 48 GiB·(1 − f) / {smi_mib:,.0f}, ({smi_mib:,.0f} − 18 GiB) / {smi_mib:,.0f})"
+    return frac, src
+
+
 def _small_batch_limits(ver: tuple[int, int, int], gib: float, tp: int) -> tuple[int, int]:
     """(chunked_prefill_size, cuda_graph_max_bs) before 0.5.3: 2,048 and 8 (80 at TP ≥ 4 from 0.4.3) below 25,000 MiB
-    (0.4.x) or 35 GiB (0.4.9+); otherwise 8,192 (16,384 from 160 GiB in 0.4.9+) and 160."""
-    small = gib < (35 if ver >= (0, 4, 9) else 25_000 / 1024)
+    (to 0.4.7) or 35 GiB (0.4.8+); otherwise 8,192 (16,384 above 180,000 MiB in 0.4.7, from 160 GiB in 0.4.8+)
+    and 160."""
+    small = gib < (35 if ver >= (0, 4, 8) else 25_000 / 1024)
     if small:
         return 2048, (80 if tp >= 4 and ver >= (0, 4, 3) else 8)
-    return (16384 if ver >= (0, 4, 9) and gib >= 160 else 8192), 160
+    big = gib >= 160 if ver >= (0, 4, 8) else (ver >= (0, 4, 7) and _over_mib(gib, 180_000))
+    return (16384 if big else 8192), 160
 
 
 def _tiers_053(ver: tuple[int, int, int], gib: float, tp: int) -> tuple[int, int]:
@@ -109,20 +132,22 @@ def sglang_version_defaults(ver: tuple[int, int, int], smi_mib: float, tp: int, 
             f"round(({smi_mib:,.0f} − {reserved:,.0f} MiB reserved: 512 + 1.5 × {max(cps, 2048):,} + 2 × {gbs} + "
             f"{tp * pp}/8 × 1,024{', floor 10 GiB' if gib > 60 else ''}) / {smi_mib:,.0f}, 3)"))
     cps, gbs = _small_batch_limits(ver, gib, tp)
-    if ver >= (0, 4, 9):
+    if ver >= (0, 4, 8):
         n = tp * pp
         tier = ((35, 2.8 + n / 10), (90, 9.5 + n / 2), (160, 12 + n / 2))
         reserve_gib = next((r for lim, r in tier if gib < lim), 32.0)
         frac = round((smi_mib - reserve_gib * 1024) / smi_mib, 3)
         return SglangDefaults(cps, gbs, frac, (
-            f"SGLang {vtxt} default (server_args.py, read in 0.4.9–0.5.2): round(({smi_mib:,.0f} − "
+            f"SGLang {vtxt} default (server_args.py, read in 0.4.8–0.5.2): round(({smi_mib:,.0f} − "
             f"{reserve_gib:g} GiB reserved for {gib:.0f} GiB GPUs at TP×PP {n}) / {smi_mib:,.0f}, 3)"))
+    if ver >= (0, 4, 7):
+        return SglangDefaults(cps, gbs, *_rule_047(smi_mib, tp * pp))
     if ver >= (0, 4, 6) and smi_mib > 81_920:
         frac = (smi_mib - 13 * 1024) / smi_mib
         return SglangDefaults(cps, gbs, frac, (
-            f"SGLang {vtxt} default above 80 GiB (server_args.py, read in 0.4.6; 0.4.7–0.4.8 not read): "
-            f"({smi_mib:,.0f} − 13 GiB) / {smi_mib:,.0f}"))
+            f"SGLang {vtxt} default above 80 GiB (server_args.py, read in 0.4.6): ({smi_mib:,.0f} − 13 GiB) / "
+            f"{smi_mib:,.0f}"))
     frac = _by_tp(tp)
     return SglangDefaults(cps, gbs, frac, (
-        f"SGLang {vtxt} default by TP {tp} (server_args.py, read in 0.4.0, 0.4.3 and 0.4.6: 0.88 / 0.87 / 0.85 / "
-        "0.81 / 0.79 at TP 1 / 2 / 4 / 8 / 16)"))
+        f"SGLang {vtxt} default by TP {tp} (server_args.py, read in 0.4.0, 0.4.3, 0.4.5 and 0.4.6: 0.88 / 0.87 / "
+        "0.85 / 0.81 / 0.79 at TP 1 / 2 / 4 / 8 / 16)"))
