@@ -97,3 +97,18 @@ def test_v064_llama8b_rtx3090_at_45k_the_sampler_decides():
     # and so does a plan with few sequences: --max-num-seqs 8 leaves the forward binding (0.053 + 0.05 GiB)
     few = _plan(m, "rtx-3090", engine_version="0.6.4", max_model_len=45_000, max_num_seqs=8)
     assert _term(few, "activation peak").bytes / GiB == pytest.approx(0.103, abs=0.001) and few.fits
+
+
+def test_45k_advice_names_the_profile_runs_lever():
+    # When the dummy sampler sets the peak, fewer --max-num-seqs free KV memory (advice_seqs.py). 128 requests:
+    # 128 × 128,256 × 37.95 B = 0.580 GiB + 0.004 + 0.05 = 0.634 → 4.67 + 1.214 − 0.634 = 5.25 GiB → 2,687 blocks →
+    # 42,992 tokens < 45,000; 64 requests: 0.290 + 0.004 + 0.05 = 0.344 GiB → 5.54 GiB → 2,836 blocks → 45,376 tokens:
+    # one 45,000-token request (1.01x), the first value tried that fits
+    p = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("rtx-3090"),
+                   make_settings(engine_version="0.6.4", max_model_len=45_000), with_roofline=False)
+    fix = next(o for o in p.advice.options if o.action.startswith("--max-num-seqs"))
+    assert fix.action == "--max-num-seqs 64" and fix.max_requests == 1 and round(fix.max_concurrency, 2) == 1.01
+    # a plan whose forward sets the peak gets no such option: at 29K (no chunking) the forward over 29,000 tokens binds
+    q = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("rtx-3090"),
+                   make_settings(engine_version="0.6.4", max_model_len=29_000), with_roofline=False)
+    assert not q.fits and not any(o.action.startswith("--max-num-seqs") for o in q.advice.options)
