@@ -137,6 +137,22 @@ def mla_backend_workspace_bytes(engine_version: tuple[int, int, int], gpu_arch: 
                                               f"{gpu_arch})")
 
 
+def mla_dequant_copy_bytes(w: Weight, q: QuantScheme, tp: int, dtype_bytes: int,
+                           engine_version: tuple[int, int, int]) -> int:
+    """The activation-dtype copy of a quantized MLA ``kv_b_proj`` that vLLM keeps on each GPU, B.
+
+    ``MLACommonImpl.process_weights_after_loading`` (0.11.2, 0.14.1 ``v1/attention/backends/mla/common.py``; 0.16.0,
+    0.20.0 ``layers/attention/mla_attention.py``): "we currently do not have quantized bmm's ... we just store
+    fp16/bf16 copies": a quantized ``kv_b_proj`` is dequantized (``quant_method.apply`` on an identity) into one
+    ``[kv_lora_rank, heads/TP × (qk_nope + v)]`` tensor whose views become ``W_UV`` and ``W_UK_T``; an unquantized one
+    is only viewed. It is allocated inside ``load_model``, so "Model loading took" counts it (DeepSeek-R1 FP8 at TP 8:
+    512 × 16 × 256 × 2 B = 4 MiB per layer, 0.24 GiB over 61 layers). MLA arrived in 0.7.1; the ROCm AITER FP8/FP4
+    BMM paths (off by default) re-quantize instead (not modelled)."""
+    if engine_version < (0, 7, 1) or not w.path.endswith("kv_b_proj.weight") or not q.converts(w):
+        return 0
+    return cuda_allocated_bytes(math.ceil(w.numel / tp) * dtype_bytes)
+
+
 def pp_layer_range(num_layers: int, pp: int, rank: int) -> tuple[int, int]:
     """Layers [start, end) of PP rank ``rank`` (vLLM ``get_pp_indices``: the remainder goes to the ranks before the
     last)."""
@@ -237,9 +253,11 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     mx = q.method == "mxfp4" or (q.method == "compressed-tensors" and q.bits == 4 and q.group_size == 32)
     fused: dict[tuple[str, int], float] = {}
     fused_g_idx: set[str] = set()
+    mla_copies = 0
     for w in model.weights:
         if not _on_rank(w.path, pp, pp_rank, lo, hi, model.tie_word_embeddings):
             continue
+        mla_copies += mla_dequant_copy_bytes(w, q, tp, db, engine_version)
         if mx and q.converts(w):
             w = _mxfp4_padded(w, model, gpu_arch, engine_version)
         share = 1 / tp if w.tp == "shard" else (kv_share if w.tp == "kv" else 1.0)
@@ -272,4 +290,6 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     )
     if ws:
         how += f" + {ws:,} B {ws_src}"
-    return LoadedWeights(total + rope + ws, rope, dname, db, q.description, (lo, hi), how, ws)
+    if mla_copies:
+        how += f" + {mla_copies:,} B {dname} copies of the quantized MLA kv_b_proj (W_UK/W_UV, vLLM MLA code)"
+    return LoadedWeights(total + rope + ws + mla_copies, rope, dname, db, q.description, (lo, hi), how, ws)
