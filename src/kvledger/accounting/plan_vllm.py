@@ -85,7 +85,7 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
     else:
         lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank,
                             dtype=None if s.dtype == "auto" else s.dtype, quantization=s.quantization,
-                            gpu_arch=gpu.arch, engine_version=ver)
+                            gpu_arch=gpu.arch, engine_version=ver, rocm=gpu.gpu_id.startswith("amd_"))
         items = [weights_item(lw.bytes, N.weights_computed(lw.how), checkpoint, gpu.arch)]
     items.append(activation_item(model, gpu, s, ver, mnbt, seqs, stage))
     if s.non_torch_bytes is not None:
