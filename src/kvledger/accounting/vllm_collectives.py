@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kvledger.accounting.vllm_rocm import is_rocm, rocm_non_torch_term
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.units import GiB, MiB
 
@@ -101,7 +102,10 @@ def _base(ver: tuple[int, int, int], gpu: GpuSpec) -> Term:
 
 def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec,
                    disable_custom_all_reduce: bool) -> Term:
-    """Non-torch memory growth per GPU by mechanism, B, with its range (widened for 0.6.5–0.6.x, see below)."""
+    """Non-torch memory growth per GPU by mechanism, B, with its range (widened for 0.6.5–0.6.x, see below; ROCm:
+    ``vllm_rocm.rocm_non_torch_term``)."""
+    if is_rocm(gpu):
+        return Term(*rocm_non_torch_term(ver, tp, pp, gpu))
     t = _non_torch_term(ver, tp, pp, nnodes, gpu, disable_custom_all_reduce)
     if (0, 6, 5) <= ver < (0, 7, 0):  # the profiler of vllm PR #10511 as released in 0.6.5
         hi = max(t.high, V065_NON_TORCH_GIB * max(1, min(tp, 2)) * GiB)
