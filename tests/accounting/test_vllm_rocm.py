@@ -38,3 +38,14 @@ def test_rocm_weights_range_reaches_up_2_5_percent():
     d = weights_item(100 * GiB, "x", m, "", rocm=True)
     assert (d.low_bytes, d.high_bytes) == (100 * GiB, pytest.approx(102.5 * GiB))
     assert weights_item(100 * GiB, "x", m, "sm90").high_bytes == 100 * GiB
+
+
+def test_hopper_nvswitch_tp4_before_018_is_the_measured_residual():
+    # vme_startups.csv, H200 TP 4, vLLM 0.11.2-0.16.0: the residual is 0.74-0.84 GiB (Llama-3.3-70B bf16/FP8, Qwen3-235B
+    # bf16), 1.80-1.82 with expert parallelism; from 0.18 the H100 figure (2.07 + 0.06 x log2(4/2) = 2.13 GiB) applies,
+    # and TP 8 before 0.18 keeps it too (2.19 GiB; the DeepSeek-R1 TP 8 residuals spread 1.1-2.8 by build).
+    h200 = resolve_gpu("nvidia_h200_sxm")
+    t = non_torch_term((0, 14, 1), 4, 1, 1, h200, False)
+    assert (t.bytes / GiB, t.low / GiB, t.high / GiB) == pytest.approx((0.80, 0.74, 1.82))
+    assert non_torch_term((0, 18, 0), 4, 1, 1, h200, False).bytes / GiB == pytest.approx(2.13)
+    assert non_torch_term((0, 14, 1), 8, 1, 1, h200, False).bytes / GiB == pytest.approx(2.19)
