@@ -111,7 +111,7 @@ def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu
         pt, lo, hi = (x * GiB for x in PRE018_NVSWITCH_TP4_GIB)
         return Term(pt, lo, hi,
                     "measured on H200 NVSwitch at TP 4, vLLM 0.11.2–0.16.0: 0.80 GiB (vme_startups.csv residual)",
-                    "0.74–0.84 GiB over 55 start-ups (Llama-3.3-70B bf16/FP8, Qwen3-235B); up to 1.82 with "
+                    "0.74–0.84 GiB over 47 start-ups (Llama-3.3-70B bf16/FP8, Qwen3-235B); up to 1.82 with "
                     "--enable-expert-parallel (Qwen3-235B FP8; the plan has no EP setting)")
     t = _non_torch_term(ver, tp, pp, nnodes, gpu, disable_custom_all_reduce)
     if (0, 6, 5) <= ver < (0, 7, 0):  # the profiler of vllm PR #10511 as released in 0.6.5
