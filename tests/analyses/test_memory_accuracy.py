@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kvledger.analyses.doctor.memory_accuracy import exact_from_logged, replay
-from kvledger.analyses.doctor.public_startups import load_rows, replay_row
+from kvledger.analyses.doctor.public_startups import flag_settings, load_rows, replay_row
 
 D = Path(__file__).parents[1] / "fixtures" / "vllm_startups_0_19"
 ORACLE = Path(__file__).parents[2] / "benchmarks" / "data" / "oracle_configs"
@@ -86,3 +86,27 @@ def test_public_rows_printed_from_memory_are_exact():
     # LMCache#1739 (0.10.2): 6.51 GiB printed → 42,656 tokens, 1.30x, exactly as the plan prints them.
     toks = next(t for t in PUBLIC["P07"].terms if t.term == "KV tokens")
     assert toks.predicted == toks.printed == 42_656
+
+
+VME_ROWS = {r["id"]: r for r in load_rows(Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+                                          / "vme_startups.csv")}
+
+
+def test_launch_flags_become_plan_settings():
+    # "kv-cache-dtype=fp8;enable-expert-parallel;enforce-eager" → the two plan settings; expert parallelism is recorded
+    # for the reader only (no plan setting).
+    assert flag_settings("kv-cache-dtype=fp8;enable-expert-parallel;enforce-eager") == {"kv_cache_dtype": "fp8",
+                                                                                       "enforce_eager": True}
+    assert flag_settings("distributed-executor-backend=ray;nnodes=2") == {"distributed_executor_backend": "ray",
+                                                                         "nnodes": 2}
+
+
+def test_vme_h200_tp4_startup_exact_from_printed_memory():
+    # vllm-memory-estimator record 18297adf (vLLM 0.18.0, Llama-3.3-70B on 4 × H200, max_model_len 8,192): printed
+    # 91.58 GiB, 1,200,400 tokens, 146.53x. Per rank a block is 80 layers × 2 × (8/4 KV heads) × 128 × 2 B × 16 tokens
+    # = 1,310,720 B, so 91.575–91.585 GiB allows blocks 75,018–75,026; the printed tokens are 75,025 blocks; and
+    # 75,025 / (8,192 / 16) = 146.53 requests.
+    x = replay_row(VME_ROWS["V18297adf"], Path(__file__).resolve().parents[2])
+    blocks, conc = x.from_printed
+    assert (blocks.printed, blocks.low, blocks.high, blocks.inside) == (75_025, 75_018, 75_026, True)
+    assert conc.predicted == conc.printed == 146.53
