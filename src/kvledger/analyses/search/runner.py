@@ -254,8 +254,8 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int = 1, backend: str =
                 record(e)
         todo = screen_by_bounds(spec, todo, cands, record, exhaustive)
         order = {c.id: n for n, c in enumerate(cands)}
-        batches = iter([todo]) if exhaustive else rounds(spec, todo, order, lambda: [
-            e for e in done.values() if e["status"] == "feasible"], record)
+        batches = iter([todo]) if exhaustive else rounds(spec, todo, order, lambda: [  # in candidate order, never in
+            done[c.id] for c in cands if c.id in done and done[c.id]["status"] == "feasible"], record)  # finish order
         for e in run(spec, batches, workers, ray_address):
             record(e)
     finally:
