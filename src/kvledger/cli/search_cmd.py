@@ -220,7 +220,9 @@ def register(app: typer.Typer) -> None:
         does not fit, whose max_model_len does not fit, or has no price row is listed with the reason and
         numbers. Each feasible one gets its SLO capacity per replica (the rate search of `kvledger goodput
         --simulate --target`, the same seeded workload for all), $ per 1M input/output tokens, and with
-        --rate or --monthly-tokens the replicas, GPUs and monthly bill; --api adds the API bill.
+        --rate or --monthly-tokens the replicas, GPUs and monthly bill; --api adds the API bill. A candidate whose
+        analytic bounds (roofline work, TTFT/TPOT lower bounds) prove it cannot win, be the runner-up or reach a
+        frontier is decided by bound, unsimulated, with the margin (--exhaustive simulates every one).
         """
         from kvledger.analyses.search import SearchSpec, run_search
         from kvledger.errors import InputError
