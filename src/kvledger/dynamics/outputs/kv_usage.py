@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.dynamics.outputs.step_runs import run_steps, since_set
+from kvledger.dynamics.outputs.step_runs import changed_sets, per_step_floats, run_steps, since_set, stored_quads
 from kvledger.dynamics.outputs.usage_buckets import MAX_USAGE_BUCKETS, UsageBuckets
 
 __all__ = ["KvUsageTracker", "MAX_USAGE_BUCKETS", "CHUNK_STEPS"]
@@ -170,44 +170,22 @@ class KvUsageTracker:
 
     def add_steps(self, starts, durs, used_blocks, capacity_blocks: int, stored_tokens, held_slots,
                   pieces: list | None = None) -> None:
-        """Many steps given per step (arrays or lists of equal length; ``used_blocks``/``held_slots`` may be one
-        number): what ``add`` buffers for each step in turn (the same values, flushed at the same steps).
-
-        ``pieces`` (with ``stored_tokens`` None): the stored tokens as a stretch's ``(first step, end step, requests,
-        stored tokens at the first step)``, growing by ``requests`` a step (as ``add_stretch``), in step order."""
-        k = len(durs)
-        used = [float(used_blocks)] * k if np.ndim(used_blocks) == 0 else np.asarray(used_blocks, np.float64).tolist()
-        held = [float(held_slots)] * k if np.ndim(held_slots) == 0 else np.asarray(held_slots, np.float64).tolist()
-        stored = np.asarray(stored_tokens, np.float64).tolist() if pieces is None else None
-        starts = np.asarray(starts, np.float64).tolist() if starts.__class__ is not list else starts
-        durs = np.asarray(durs, np.float64).tolist() if durs.__class__ is not list else durs
-        sets, quads = self._sets, self._stored
-        j = 0
+        """Many steps given per step (arrays or lists; ``used_blocks``/``held_slots`` may be one number), or the stored
+        tokens as ``pieces`` (as ``add_stretch``'s): what ``add`` buffers for each step in turn, flushed alike."""
+        k, j = len(durs), 0
+        used, held, starts, durs, stored = (per_step_floats(x, k) for x in (
+            used_blocks, held_slots, starts, durs, 0 if pieces is not None else stored_tokens))
         while j < k:
             i = self._n_parts + len(self._durs)
             if i >= CHUNK_STEPS:
                 self._flush()
                 i = 0
-                sets, quads = self._sets, self._stored
             e = min(k, j + CHUNK_STEPS - i)  # add would flush again at step e
             self._cap = capacity_blocks
             self._starts += starts[j:e]
             self._durs += durs[j:e]
-            u0, h0 = self._used, self._held
-            for t in range(j, e):
-                u, h = used[t], held[t]
-                if u != u0 or h != h0 or (t == j and not i):  # add's test: a change, or a buffer's first step
-                    sets += (i + t - j, u, h)
-                    u0, h0 = u, h
-            if pieces is None:
-                for t in range(j, e):
-                    quads += (i + t - j, 1, stored[t], 0)
-            else:  # the pieces' parts in steps j .. e − 1: the same per-step values (whole numbers, exact)
-                for a, b, alive, kv_a in pieces:
-                    a2, b2 = max(a, j), min(b, e)
-                    if b2 > a2:
-                        quads += (i + a2 - j, b2 - a2, kv_a + alive * (a2 - a), alive)
-            self._used, self._held = u0, h0
+            self._used, self._held = changed_sets(self._sets, used, held, j, e, i, self._used, self._held)
+            stored_quads(self._stored, stored, pieces, j, e, i)
             j = e
 
     def _seal(self) -> None:
