@@ -236,20 +236,19 @@ class RadixStretches:
         """Take slots piece by piece between finishes, freeing (caching) each finishing request after its last step
         (``lag`` 1, async scheduling: after the next step's slots; past the stretch, left to the caller).
 
-        Returns per-step ``(used_blocks, held_slots)`` as PagedKVManager.stretch_commit does.
+        Returns what step-by-step execution samples in each step: with ``block_size`` 1 (slots are blocks) the paged
+        manager's changes ``(used0, held0, (), drops, runs)`` (one slot a step per request: a run), else per-step
+        ``(used_blocks, held_slots)`` arrays.
         """
         used0, held0 = self.tree_tokens - self.evictable_tokens + self.private_tokens, self.held_slots
-        got = [0] * (k + 1)  # new slots per step (as changes), then the frees' drops
+        runs: list[int] = []  # (first step, steps): a request takes one new slot in each
         covered = []  # (request, slots it covers now, its computed tokens then, steps it decodes in this stretch)
         for r, c, m in zip(running, comp, rems):
             cov = r.covered_tokens
             first, end = max(0, cov - c), min(m, k)
             if first < end:
-                got[first] += 1
-                got[end] -= 1
+                runs += (first, end - first)
             covered.append([r, cov, c, m])
-        got = list(accumulate(got))
-        held = list(got)
         finishers: dict[int, list] = {}
         for x in covered:
             stop = x[3] + lag
@@ -259,7 +258,7 @@ class RadixStretches:
                     finishers[stop] = [x]
                 else:
                     f.append(x)
-        alive = covered
+        alive, drops = covered, []
         for stop in sorted(finishers.keys() | {k}):
             # each request still decoding covers c + min(m, stop) slots by the piece's end (or what it covers)
             total = 0
@@ -279,13 +278,23 @@ class RadixStretches:
             if leaving is not None:
                 for x in leaving:
                     if free_finished:  # finished in step m − 1: missing from step m's sample on
-                        r, mi = x[0], x[3]
                         u, h = self.tree_tokens - self.evictable_tokens + self.private_tokens, self.held_slots
-                        self.free(r, preempted=False)
-                        got[mi] -= u - (self.tree_tokens - self.evictable_tokens + self.private_tokens)
-                        held[mi] -= h - self.held_slots
+                        self.free(x[0], preempted=False)
+                        drops.append((x[3], u - (self.tree_tokens - self.evictable_tokens + self.private_tokens),
+                                      h - self.held_slots))
                 alive = [x for x in alive if x[3] + lag > stop]
         if not free_finished:
             return None
+        if self.block_size == 1:
+            return used0, held0, (), drops, runs
+        got = [0] * (k + 1)  # new slots per step (as changes), then the frees' drops
+        for j in range(0, len(runs), 2):
+            got[runs[j]] += 1
+            got[runs[j] + runs[j + 1]] -= 1
+        got = list(accumulate(got))
+        held = list(got)
+        for m, du, dh in drops:
+            got[m] -= du
+            held[m] -= dh
         got, held = np.array(got, dtype=np.int64), np.array(held, dtype=np.int64)
         return (used0 + np.cumsum(got[:k])) / self.block_size, held0 + np.cumsum(held[:k])
