@@ -76,3 +76,19 @@ def test_the_report_html_is_drawn_once_for_the_same_data(store, monkeypatch):
     assert html_store.report_html(dict(fake)) == "<html>1.5</html>"
     assert len(data_calls) == 1  # the second came from the store
     assert html_store.report_html({"x": 2.5}) == "<html>2.5</html>" and len(data_calls) == 2
+
+
+def test_the_store_keeps_its_newest_entries(store, monkeypatch):
+    # 5 entries written at mtimes 1..5 s, a limit of 3: the next write (first of this process in that folder) removes
+    # the two oldest before adding its own
+    import os
+
+    store.mkdir(parents=True)
+    for i in range(5):
+        f = store / f"e{i}.pickle"
+        f.write_bytes(b"x")
+        os.utime(f, ns=(i * 10**9 + 10**9, i * 10**9 + 10**9))
+    monkeypatch.setattr(sim_cache, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(sim_cache, "_PRUNED", set())
+    sim_cache.store_bytes("sims", "new.pickle", b"y")
+    assert sorted(p.name for p in store.iterdir()) == ["e2.pickle", "e3.pickle", "e4.pickle", "new.pickle"]

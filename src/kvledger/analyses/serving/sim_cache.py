@@ -10,7 +10,8 @@ versions. Change any of them and the key changes, so an entry is never stale. A 
 Hugging Face Hub (content that can change under the same name) or a folder input is not cached.
 
 Where: ``$KVLEDGER_CACHE_DIR``, else ``$XDG_CACHE_HOME/kvledger``, else ``~/.cache/kvledger``, folder
-``sims/`` (pickles of ``SimulatedRun``; any file there may be deleted at any time). Set
+``sims/`` (pickles of ``SimulatedRun``; any file there may be deleted at any time; past ``MAX_ENTRIES`` the oldest
+go). Set
 ``KVLEDGER_NO_CACHE=1`` to neither read nor write it. Entries are written whole (a temporary file, then a
 rename); an unreadable or unwritable entry is ignored (the simulation runs).
 """
@@ -31,6 +32,8 @@ __all__ = ["cache_dir", "cache_key", "code_fingerprint", "load", "store", "load_
            "enabled", "cached_run"]
 
 _STATS = {"run": 0, "reused": 0}
+MAX_ENTRIES = 2000  # per folder (sims/, reports/): about 0.3–5 MB a simulation, 0.2 MB a report
+_PRUNED: set[Path] = set()
 _CODE: list[str] = []  # the package fingerprint, computed once per process
 
 
@@ -112,6 +115,23 @@ def load_bytes(kind: str, key: str | None) -> bytes | None:
         return None
 
 
+def _prune(d: Path) -> None:
+    """Keep at most ``MAX_ENTRIES`` entries in ``d``: the least recently written go first (once per process and
+    folder)."""
+    if d in _PRUNED:
+        return
+    _PRUNED.add(d)
+    entries = [e for e in os.scandir(d) if e.is_file()]
+    if len(entries) <= MAX_ENTRIES:
+        return
+    entries.sort(key=lambda e: (e.stat().st_mtime_ns, e.name))
+    for e in entries[: len(entries) - MAX_ENTRIES]:
+        try:
+            os.unlink(e.path)
+        except OSError:
+            pass
+
+
 def store_bytes(kind: str, key: str | None, data: bytes) -> None:
     """Keep ``data`` under ``key`` in ``kind``'s folder, written whole (temporary file, rename); failures ignored."""
     if key is None or not enabled():
@@ -119,6 +139,7 @@ def store_bytes(kind: str, key: str | None, data: bytes) -> None:
     d = cache_dir(kind)
     try:
         d.mkdir(parents=True, exist_ok=True)
+        _prune(d)
         fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
