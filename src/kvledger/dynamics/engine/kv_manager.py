@@ -86,6 +86,13 @@ class PagedKVManager(PoolUsage, PagedStretches):
         keys = self._keys(req)
         return keys[i] if i < len(keys) else own_block_key(req.uid, i)
 
+    def _keys_range(self, req: SimRequest, start: int, stop: int) -> list[int]:
+        """``[_key(req, i) for i in range(start, stop)]``: shared keys, then the request's own."""
+        keys = self._keys(req)
+        if stop <= len(keys):
+            return keys[start:stop]
+        return keys[start:] + [own_block_key(req.uid, i) for i in range(max(start, len(keys)), stop)]
+
     def match(self, req: SimRequest) -> tuple[list[int], int]:
         """(blocks a waiting request can take from the cache, in order; their tokens); does not mutate."""
         if not self.enable_caching:
@@ -121,9 +128,9 @@ class PagedKVManager(PoolUsage, PagedStretches):
         full = upto_tokens // self.block_size
         if shared_only:
             full = min(full, len(self._keys(req)))
-        for i in range(req.num_registered, full):
-            self.pool.register(req.blocks[i], self._key(req, i))
-        if full > req.num_registered:
+        start = req.num_registered
+        if full > start:
+            self.pool.register_run(req.blocks[start:full], self._keys_range(req, start, full))
             req.num_registered = full
 
     # ---------------------------------------------------------- allocation

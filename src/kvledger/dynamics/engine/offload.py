@@ -21,8 +21,9 @@ device slots, layer by layer beside the forward pass: the prefill step takes max
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
+from itertools import filterfalse, islice
 
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
@@ -63,16 +64,34 @@ class HostLRU:
         self.stored = self.evicted = 0
 
     def store(self, key: int) -> None:
-        keys = self.keys
-        if key in keys:
+        held = self.keys
+        if key in held or self.capacity <= 0:
             return
-        if len(keys) >= self.capacity:
-            if self.capacity <= 0:
-                return
-            keys.popitem(last=False)
+        if len(held) >= self.capacity:
+            held.popitem(last=False)
             self.evicted += 1
-        keys[key] = None
+        held[key] = None
         self.stored += 1
+
+    def store_run(self, keys: list[int]) -> None:
+        """``store(k)`` for each of ``keys`` (distinct) in order: a key already held stays where it is; a new one
+        goes to the end, evicting the least recently used when full. At once unless a key of the run held now would
+        be evicted before its turn (then it would be stored anew: one by one)."""
+        held, cap = self.keys, self.capacity
+        new = list(filterfalse(held.__contains__, keys))
+        if not new or cap <= 0:
+            return
+        over = len(held) + len(new) - cap  # evictions: held keys (least recent first), then the run's own first ones
+        if over > 0:
+            victims = list(islice(held, over))
+            if len(new) < len(keys) and not set(keys).isdisjoint(victims):
+                for k in keys:
+                    self.store(k)
+                return
+            deque(map(held.__delitem__, victims), 0)
+        held.update(dict.fromkeys(new[-cap:]))
+        self.stored += len(new)
+        self.evicted += max(0, over)
 
     def lookup(self, keys: list[int], start: int, stop: int) -> int:
         """Consecutive hits from ``keys[start]`` (before ``stop``), each touched to the LRU's end."""
@@ -100,9 +119,8 @@ class OffloadingPagedKVManager(PagedKVManager):
     def _offer(self, req: SimRequest, upto_tokens: int) -> None:
         full = upto_tokens // self.block_size
         start = self._stored.get(req.uid, 0)
-        for i in range(start, full):
-            self.lru.store(self._key(req, i))
         if full > start:
+            self.lru.store_run(self._keys_range(req, start, full))
             self._stored[req.uid] = full
 
     def admit(self, req, hits, num_new_tokens, must_fit_tokens, reserve_tokens=0) -> bool:
@@ -147,8 +165,7 @@ class OffloadingPagedKVManager(PagedKVManager):
         n = min(n, self.pool.num_free_blocks)
         if n > 0:
             ids = self.pool.allocate(n)
-            for b, i in zip(ids, range(start, start + n)):
-                self.pool.register(b, keys[i])
+            self.pool.register_run(ids, keys[start:start + n])
             self.pool.free(ids, n, n)  # cached, unreferenced: the request takes them at admission
         if hits:
             self.pool.free(hits, len(hits), len(hits))
@@ -189,13 +206,14 @@ class HiCacheRadixKVManager(RadixKVManager):
         start, stop = self._backed.get(req.uid, 0), min(len(keys), upto_tokens // S)
         if stop > start:
             self._backed[req.uid] = stop
+        if not selective:
+            self.lru.store_run(keys[start:stop])
+            return
         for k in keys[start:stop]:
-            if selective:
-                c = self._seen.get(k, 0) + 1
-                self._seen[k] = c
-                if c < 2:
-                    continue
-            self.lru.store(k)
+            c = self._seen.get(k, 0) + 1
+            self._seen[k] = c
+            if c >= 2:
+                self.lru.store(k)
 
     def after_prefill_step(self, req: SimRequest) -> None:
         super().after_prefill_step(req)

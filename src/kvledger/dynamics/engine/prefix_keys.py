@@ -27,6 +27,7 @@ __all__ = ["shareable_block_keys", "own_block_key", "vectorize_blocks_for_tokens
 
 _SEED = hash(("kvledger-prefix-seed", 0))
 _OWN = -1  # marks the key of a request's own (unique) block
+_LAST_SEGMENT: dict[tuple[int, int], list[int]] = {}  # (block tokens, segment tokens) -> _last_segment's list
 
 
 def shareable_block_keys(spec: RequestSpec, block_size: int) -> list[int]:
@@ -39,7 +40,17 @@ def shareable_block_keys(spec: RequestSpec, block_size: int) -> list[int]:
     for seg in spec.prefix_segments[: ((nblk * B - 1) // S) + 1]:
         prev = hash((prev, seg))
         chain.append(prev)
-    return [hash((chain[((i + 1) * B - 1) // S], i)) for i in range(nblk)]
+    # block i's key: hash((chain[last segment it touches], i)), mapped at C level
+    return list(map(hash, zip(map(chain.__getitem__, _last_segment(B, S, nblk)), range(nblk))))
+
+
+def _last_segment(block_size: int, segment_tokens: int, nblk: int) -> list[int]:
+    """``[((i + 1)·B − 1) // S for i in range(nblk)]``: the last segment each block touches (cached per B, S)."""
+    got = _LAST_SEGMENT.get((block_size, segment_tokens))
+    if got is None or len(got) < nblk:
+        got = _LAST_SEGMENT[(block_size, segment_tokens)] = [
+            ((i + 1) * block_size - 1) // segment_tokens for i in range(max(nblk, 4096))]
+    return got[:nblk]
 
 
 def own_block_key(uid: int, i: int) -> int:
