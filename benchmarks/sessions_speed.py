@@ -77,7 +77,6 @@ def main() -> None:
     floor = min(floor, step_floor_s())
     print(f"  {floor_line(floor)}; the goal is {in_floor_steps(GOAL_S, floor)} here")
     ts = run.tiers
-    print(f"  with a host tier: {w:.2f} s (×{w / GOAL_S:.2f} of the goal); identical across runs: {same}")
     print(f"  hit rate HBM {ts.hbm_hit_rate:.3f}, host {ts.host_hit_rate:.3f}; TTFT p50 "
           f"{run.with_offload.summary.ttft_s.p50 * 1e3:.1f} ms with, {r.summary.ttft_s.p50 * 1e3:.1f} ms without")
 

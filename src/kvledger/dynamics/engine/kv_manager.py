@@ -79,7 +79,7 @@ class PagedKVManager(PoolUsage, PagedStretches):
     def _keys(self, req: SimRequest) -> list[int]:
         """Cache keys of the request's shareable full blocks (computed once per request)."""
         if req.keys is None:
-            req.keys = shareable_block_keys(req.spec, self.block_size)
+            req.keys = shareable_block_keys(req.spec, self.block_size, with_output=True)
         return req.keys
 
     def _key(self, req: SimRequest, i: int) -> int:
@@ -224,8 +224,10 @@ class PagedKVManager(PoolUsage, PagedStretches):
         """Release a finished or preempted request's blocks (vLLM order; see :meth:`BlockPool.free`)."""
         if self.enable_caching:
             num_hashed = req.num_computed_tokens // self.block_size
-            if preempted:
-                self._register(req, req.num_computed_tokens, False)
+            # decoded full blocks a later prompt can repeat (a session's next turn) are cached as vLLM caches every
+            # full block; registered here, at the latest (a decode stretch registers nothing, and no other request
+            # can hit them before this one finishes)
+            self._register(req, req.num_computed_tokens, not preempted)
             self.pool.free(req.blocks, req.num_registered, num_hashed)
         else:
             self.pool.free(req.blocks, 0, 0)
