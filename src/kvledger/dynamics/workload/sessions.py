@@ -157,11 +157,12 @@ def turn_specs(session: Session, segment_tokens: int = 64, reuse_output: bool = 
     """The session's turns as requests (arrival = session start; a SessionLoop re-times them); with ``reuse_output``
     each lists the whole segments of its output as ``output_segments``."""
     out, ctx, S = [], session.system_tokens, segment_tokens
+    total = session.system_tokens + sum(t.input_tokens + t.output_tokens for t in session.turns)
+    ids = tuple(_segment_id(session, j, S) for j in range(total // S))  # the stream's ids, once for every turn
     for k, t in enumerate(session.turns):
         prompt = ctx + t.input_tokens
         nseg, nstream = prompt // S, (prompt + t.output_tokens) // S if reuse_output else 0
-        segs = tuple(_segment_id(session, j, S) for j in range(nseg))
-        outs = tuple(_segment_id(session, j, S) for j in range(nseg, nstream))
+        segs, outs = ids[:nseg], ids[nseg:nstream]
         out.append(RequestSpec(f"{session.session_id}-t{k}", session.start_s, prompt, t.output_tokens, segs,
                                S, session.session_id, outs))
         ctx = prompt + t.output_tokens
