@@ -101,3 +101,15 @@ def test_host_tier_is_per_replica_and_affinity_keeps_the_hit():
         ttft[router] = (rec.ttft_s, run.tiers.hbm_hit_tokens, run.tiers.host_hit_tokens)
     assert ttft["round_robin"] == (pytest.approx(0.02104), 0, 0)
     assert ttft["session_affinity"] == (pytest.approx(0.0108), 1024, 0)
+
+
+def test_vllm_two_turn_under_arc_eviction_is_the_same():
+    # the host holds 1,000 blocks and 197 are stored: nothing is evicted, so ARC's order cannot change what is loaded
+    # (its touch of A-t1's 69 blocks moves the 64 held ones to T2; the lookup finds the same 64)
+    cfg = EngineConfig(num_gpu_blocks=80, max_model_len=1200, block_size=16, max_num_batched_tokens=2048)
+    arc = HostTier(1000, 131072, 51.2e9, 51.2e9, eviction="arc")
+    run = simulate_offload(_sessions(), cfg, FixedStepCost(0.01, 1e-5), arc, compare=False)
+    t = run.tiers
+    assert (t.stored_units, t.evicted_units, t.host_hit_tokens) == (197, 0, 1024)
+    rec = next(r for r in run.with_offload.records.records if r.request_id == "A-t1")
+    assert rec.ttft_s == pytest.approx(LOAD_S + 0.0108)

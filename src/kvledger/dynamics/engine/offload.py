@@ -25,9 +25,11 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from itertools import filterfalse, islice
 
+from kvledger.dynamics.engine.host_arc import HostARC
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.errors import InputError
 
 __all__ = ["HostTier", "HostLRU", "OffloadingPagedKVManager", "HiCacheRadixKVManager", "LOAD_BACK_THRESHOLD"]
 
@@ -43,6 +45,7 @@ class HostTier:
         bytes_per_token: KV bytes per token per GPU, B. read_bytes_per_s: host → HBM, B/s.
         write_bytes_per_s: HBM → host, B/s.
         write_policy: SGLang "write_through" or "write_through_selective"; vLLM "write_through".
+        eviction: vLLM's host cache policy, "lru" or "arc" (host_arc.py); SGLang's host tier is LRU.
     """
 
     capacity_units: int
@@ -50,6 +53,12 @@ class HostTier:
     read_bytes_per_s: float
     write_bytes_per_s: float
     write_policy: str = "write_through"
+    eviction: str = "lru"
+
+    def __post_init__(self) -> None:
+        if self.eviction not in ("lru", "arc"):
+            raise InputError(f"host tier eviction must be 'lru' or 'arc' (vLLM's OffloadingConnector policies), got "
+                             f"{self.eviction!r}")
 
     def load_s(self, tokens: int) -> float:
         return tokens * self.bytes_per_token / self.read_bytes_per_s
@@ -62,6 +71,13 @@ class HostLRU:
         self.capacity = capacity
         self.keys: OrderedDict[int, None] = OrderedDict()
         self.stored = self.evicted = 0
+
+    @property
+    def num_held(self) -> int:
+        return len(self.keys)
+
+    def touch(self, keys: list[int]) -> None:
+        """Nothing: this LRU moves a key to the end when ``lookup`` hits it (module doc)."""
 
     def store(self, key: int) -> None:
         held = self.keys
@@ -110,7 +126,8 @@ class OffloadingPagedKVManager(PagedKVManager):
 
     def __init__(self, *args, host: HostTier, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.host, self.lru = host, HostLRU(host.capacity_units)
+        self.host = host
+        self.lru = HostARC(host.capacity_units) if host.eviction == "arc" else HostLRU(host.capacity_units)
         self.host_hit_tokens = 0  # tokens loaded from the CPU tier, tokens
         self.host_load_s = 0.0  # Σ load time, s
         self._stored: dict[int, int] = {}  # request uid → blocks offered to the CPU tier
@@ -151,10 +168,12 @@ class OffloadingPagedKVManager(PagedKVManager):
         load time, s (0: nothing to load)."""
         if not self.enable_caching:
             return 0.0
-        self.occupancy.append((req.arrival_s, len(self.lru.keys)))
+        self.occupancy.append((req.arrival_s, self.lru.num_held))
         hits, gpu_tokens = self.match(req)
         keys = self._keys(req)
         B = self.block_size
+        if self.host.eviction == "arc":  # vLLM touches every full block of the request before the lookup
+            self.lru.touch(self._keys_range(req, 0, req.num_tokens // B))
         limit = min(len(keys), (req.num_tokens - 1) // B)
         start = gpu_tokens // B
         n = self.lru.lookup(keys, start, limit) if start < limit else 0
@@ -242,7 +261,7 @@ class HiCacheRadixKVManager(RadixKVManager):
         if not super().admit(req, (node, matched), host + num_new_tokens, must_fit_tokens, reserve_tokens):
             return False
         if req.num_preemptions == 0:
-            self.occupancy.append((req.arrival_s, len(self.lru.keys)))
+            self.occupancy.append((req.arrival_s, self.lru.num_held))
         if host:
             req.num_computed_tokens += host
             t = self.host.load_s(host)
