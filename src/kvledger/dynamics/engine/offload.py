@@ -46,6 +46,9 @@ class HostTier:
         write_bytes_per_s: HBM → host, B/s.
         write_policy: SGLang "write_through" or "write_through_selective"; vLLM "write_through".
         eviction: vLLM's host cache policy, "lru" or "arc" (host_arc.py); SGLang's host tier is LRU.
+        chunk_tokens: LMCache's chunk size (256 by default), tokens; 0: the native connector's blocks. With chunks the
+            units are chunks: only whole chunks of the prompt are stored (LMCache's defaults save_unfull_chunk and
+            save_decode_cache are False) and a lookup counts whole chunks from the prompt's start.
     """
 
     capacity_units: int
@@ -54,11 +57,15 @@ class HostTier:
     write_bytes_per_s: float
     write_policy: str = "write_through"
     eviction: str = "lru"
+    chunk_tokens: int = 0
 
     def __post_init__(self) -> None:
         if self.eviction not in ("lru", "arc"):
             raise InputError(f"host tier eviction must be 'lru' or 'arc' (vLLM's OffloadingConnector policies), got "
                              f"{self.eviction!r}")
+        if isinstance(self.chunk_tokens, bool) or not isinstance(self.chunk_tokens, int) or self.chunk_tokens < 0:
+            raise InputError(f"host tier chunk_tokens must be an integer ≥ 0 (0: vLLM blocks), got "
+                             f"{self.chunk_tokens!r}")
 
     def load_s(self, tokens: int) -> float:
         return tokens * self.bytes_per_token / self.read_bytes_per_s
@@ -130,14 +137,21 @@ class OffloadingPagedKVManager(PagedKVManager):
         self.lru = HostARC(host.capacity_units) if host.eviction == "arc" else HostLRU(host.capacity_units)
         self.host_hit_tokens = 0  # tokens loaded from the CPU tier, tokens
         self.host_load_s = 0.0  # Σ load time, s
-        self._stored: dict[int, int] = {}  # request uid → blocks offered to the CPU tier
-        self.occupancy: list[tuple[float, int]] = []  # (arrival s of a request, CPU blocks held)
+        self._stored: dict[int, int] = {}  # request uid → units (blocks or chunks) offered to the CPU tier
+        self.occupancy: list[tuple[float, int]] = []  # (arrival s of a request, CPU units held)
+        self._per = max(1, host.chunk_tokens // self.block_size)  # blocks per host unit
+        if host.chunk_tokens % self.block_size:
+            raise InputError(f"LMCache's chunk ({host.chunk_tokens} tokens) must be whole blocks of {self.block_size}")
 
     def _offer(self, req: SimRequest, upto_tokens: int) -> None:
-        full = upto_tokens // self.block_size
+        per = self._per  # a chunk's key: its last block's chained key (it names the whole prefix)
+        if per > 1:
+            upto_tokens = min(upto_tokens, req.spec.num_prompt_tokens)
+        full = upto_tokens // (self.block_size * per)
         start = self._stored.get(req.uid, 0)
         if full > start:
-            self.lru.store_run(self._keys_range(req, start, full))
+            keys = self._keys_range(req, start * per, full * per)
+            self.lru.store_run(keys[per - 1::per] if per > 1 else keys)
             self._stored[req.uid] = full
 
     def admit(self, req, hits, num_new_tokens, must_fit_tokens, reserve_tokens=0) -> bool:
@@ -176,7 +190,11 @@ class OffloadingPagedKVManager(PagedKVManager):
             self.lru.touch(self._keys_range(req, 0, req.num_tokens // B))
         limit = min(len(keys), (req.num_tokens - 1) // B)
         start = gpu_tokens // B
-        n = self.lru.lookup(keys, start, limit) if start < limit else 0
+        if self._per > 1:  # LMCache: whole chunks from the prompt's start, beyond the GPU hit
+            chunk_keys = keys[self._per - 1:limit:self._per]
+            n = self.lru.lookup(chunk_keys, 0, len(chunk_keys)) * self._per - start
+        else:
+            n = self.lru.lookup(keys, start, limit) if start < limit else 0
         if n <= 0:
             return 0.0
         if hits:  # held while the loaded blocks are allocated, as vLLM's allocation for the request does
