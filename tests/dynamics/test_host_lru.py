@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvledger.dynamics.engine.host_arc import HostARC
+from kvledger.dynamics.engine.connector_caches import ConnectorLRU, HostARC
 from kvledger.dynamics.engine.offload import HostLRU, HostTier
 from kvledger.errors import InputError
 
@@ -73,3 +73,18 @@ def test_arc_stores_nothing_when_no_rule_finds_a_key_to_evict():
 def test_host_tier_eviction_is_checked():
     with pytest.raises(InputError, match="'lru' or 'arc'"):
         HostTier(10, 1.0, 1.0, 1.0, eviction="lfu")
+
+
+def test_connector_lru_touches_every_block_and_stores_a_run_at_once():
+    lru = ConnectorLRU(4)
+    lru.store_run([1, 2, 3])
+    # the connector touches a request's blocks [1, 2] before its lookup, last first: 2 then 1 go to the end
+    lru.touch([1, 2, 9])
+    assert list(lru.keys) == [3, 2, 1]
+    assert lru.lookup([1, 2, 5], 0, 3) == 2 and list(lru.keys) == [3, 2, 1]  # the lookup moves nothing
+    # a run of 3 new keys with 1 free: 2 least recent (3, 2) evicted at once, then 4, 5, 6 at the end
+    lru.store_run([1, 4, 5, 6])
+    assert list(lru.keys) == [1, 4, 5, 6] and (lru.stored, lru.evicted) == (6, 2)
+    # 5 new keys, capacity 4: vLLM cannot evict enough, so nothing is stored or evicted
+    lru.store_run([7, 8, 9, 10, 11])
+    assert list(lru.keys) == [1, 4, 5, 6] and (lru.stored, lru.evicted) == (6, 2)

@@ -4,13 +4,15 @@ vLLM (``distributed/kv_transfer/kv_connector/v1/offloading_connector.py``, 0.11.
 
 * Store, write-through: after each schedule, every block that the scheduled tokens complete is offered to the CPU
   tier (``_get_reqs_to_store``); ``prepare_store`` skips blocks already there and evicts least-recently-used CPU
-  blocks to make room. Stores are asynchronous, off the step's critical path. (Here: prompt blocks when they are
-  scheduled; blocks a pure-decode stretch fills are offered when the request frees them.)
-* Load: when a request is considered, the CPU tier is looked up from the end of its GPU prefix hit
-  (``get_num_new_matched_tokens``: consecutive hits, touched to the LRU's end); the request waits
-  (WAITING_FOR_REMOTE_KVS) while the blocks are copied into GPU blocks, then is scheduled with them as cached
-  blocks. The load is on the request's TTFT, not on any step. (Here: decided when the request reaches its replica,
-  the loaded blocks enter the GPU cache as cached blocks, and the request reaches the scheduler ``load_s`` later.)
+  blocks to make room (a run at once, or not at all). Stores are asynchronous, off the step's critical path.
+  (Here: prompt blocks when they are scheduled; blocks a pure-decode stretch fills are offered when the request
+  frees them.)
+* Load: when a request is considered, every full block of it is touched in the CPU tier, which is then looked up
+  from the end of its GPU prefix hit (``get_num_new_matched_tokens``: consecutive hits; connector_caches.py); the
+  request waits (WAITING_FOR_REMOTE_KVS) while the blocks are copied into GPU blocks, then is scheduled with them as
+  cached blocks. The load is on the request's TTFT, not on any step. (Here: decided when the request reaches its
+  replica, the loaded blocks enter the GPU cache as cached blocks, and the request reaches the scheduler ``load_s``
+  later.)
 
 SGLang HiCache (``mem_cache/unified_radix_cache.py``, 0.5.23): ``write_through`` backs a node up to host as it enters
 the tree (hit count ≥ 1), ``write_through_selective`` once it is matched again (≥ 2); at admission ``init_load_back``
@@ -25,7 +27,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from itertools import filterfalse, islice
 
-from kvledger.dynamics.engine.host_arc import HostARC
+from kvledger.dynamics.engine.connector_caches import ConnectorLRU, HostARC
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest
@@ -45,7 +47,7 @@ class HostTier:
         bytes_per_token: KV bytes per token per GPU, B. read_bytes_per_s: host → HBM, B/s.
         write_bytes_per_s: HBM → host, B/s.
         write_policy: SGLang "write_through" or "write_through_selective"; vLLM "write_through".
-        eviction: vLLM's host cache policy, "lru" or "arc" (host_arc.py); SGLang's host tier is LRU.
+        eviction: vLLM's host cache policy, "lru" or "arc" (connector_caches.py); SGLang's host tier is LRU.
         chunk_tokens: LMCache's chunk size (256 by default), tokens; 0: the native connector's blocks. With chunks the
             units are chunks: only whole chunks of the prompt are stored (LMCache's defaults save_unfull_chunk and
             save_decode_cache are False) and a lookup counts whole chunks from the prompt's start.
@@ -72,7 +74,8 @@ class HostTier:
 
 
 class HostLRU:
-    """Content keys in host memory, least recently used first (vLLM ``LRUOffloadingManager``'s order)."""
+    """Content keys in host memory, least recently used first, for SGLang HiCache's host tier and LMCache's chunks: a
+    ``lookup`` hit moves to the end; a run is stored as its keys one by one (vLLM's connector: ConnectorLRU)."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -134,7 +137,9 @@ class OffloadingPagedKVManager(PagedKVManager):
     def __init__(self, *args, host: HostTier, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.host = host
-        self.lru = HostARC(host.capacity_units) if host.eviction == "arc" else HostLRU(host.capacity_units)
+        # the OffloadingConnector's caches (connector_caches.py); LMCache's chunks: its own LRU, touched on a hit
+        cache = HostARC if host.eviction == "arc" else HostLRU if host.chunk_tokens else ConnectorLRU
+        self.lru = cache(host.capacity_units)
         self.host_hit_tokens = 0  # tokens loaded from the CPU tier, tokens
         self.host_load_s = 0.0  # Σ load time, s
         self._stored: dict[int, int] = {}  # request uid → units (blocks or chunks) offered to the CPU tier
@@ -186,7 +191,7 @@ class OffloadingPagedKVManager(PagedKVManager):
         hits, gpu_tokens = self.match(req)
         keys = self._keys(req)
         B = self.block_size
-        if self.host.eviction == "arc":  # vLLM touches every full block of the request before the lookup
+        if self._per == 1:  # the connector touches every full block of the request before the lookup
             self.lru.touch(self._keys_range(req, 0, req.num_tokens // B))
         limit = min(len(keys), (req.num_tokens - 1) // B)
         start = gpu_tokens // B
