@@ -7,7 +7,8 @@ Prints three tables:
    --json`` (19,366 requests; interpreter start, imports, trace, plan, simulation, output):
    best and median wall of ``--repeat`` runs and peak RSS (``os.wait4``), next to the
    peers' figures recorded on this machine (issue 10: Vidur 0.0.26 warm, closest settings,
-   58.8 s and 854 MiB; BLIS, its fastest flag, 7.7 s and 574 MiB). With ``--with-vidur``,
+   58.8 s and 854 MiB; BLIS, its fastest flag, 7.7 s and 574 MiB; ``blis_pairs.py`` runs BLIS in
+   turn with kvledger on this machine, the comparison issue 25 asks for). With ``--with-vidur``,
    Vidur 0.0.26 is installed into its own environment and run on the same trace with its
    closest settings (vidur_run.py), timed the same way, and printed beside kvledger; where it
    cannot be installed or run, the script stops with the reason (exit status 2). Then one line:
@@ -87,7 +88,8 @@ def whole_process(repeat: int, vidur: tuple[list[float], float] | None = None) -
               f"{statistics.median(v_walls):.1f} s")
     else:
         print(f"   {'Vidur 0.0.26 warm (recorded)':<34}{VIDUR_S:>9.1f}{VIDUR_S / best:>12.1f}{VIDUR_MIB:>14}")
-    print(f"   {'BLIS, fastest flag (recorded)':<34}{BLIS_S:>9.1f}{BLIS_S / best:>12.1f}{BLIS_MIB:>14}")
+    print(f"   {'BLIS, fastest flag (recorded)':<34}{BLIS_S:>9.1f}{BLIS_S / best:>12.1f}{BLIS_MIB:>14}   "
+          "(in turn on this machine: blis_pairs.py)")
     print(f"   goal ≤ 1.0 s: {'met' if best <= 1.0 else 'NOT met'}")
 
 
