@@ -163,4 +163,4 @@ def test_plain_spec_is_the_dataclass_spec():
                                                      "client_id", "output_segments"]
     a, b = plain_spec("w-7", 1.25, 300, 40), RequestSpec("w-7", 1.25, 300, 40)
     assert a == b and hash(a) == hash(b) and repr(a) == repr(b)
-    assert [getattr(a, f.name) for f in fields(RequestSpec)] == ["w-7", 1.25, 300, 40, (), 512, None]
+    assert [getattr(a, f.name) for f in fields(RequestSpec)] == ["w-7", 1.25, 300, 40, (), 512, None, ()]
