@@ -183,8 +183,10 @@ def register(app: typer.Typer) -> None:
         pricing: PricingFlags = PricingFlags(),
         api: str | None = typer.Option(None, "--api", help="API price row to compare with, e.g. OpenAI:gpt-4.1",
                                        show_default=False),
-        workers: int = typer.Option(1, "--workers", help="parallel capacity searches: a local Ray with N CPUs when Ray "
-                                                         "is installed, else a process pool"),
+        workers: int | None = typer.Option(None, "--workers", help="parallel capacity searches: a local Ray with N "
+                                           "CPUs when Ray is installed, else a process pool [default: one process per "
+                                           "usable core, in a process pool, when 8 or more candidates are simulated; "
+                                           "else in process]", show_default=False),
         ray_address: str | None = typer.Option(None, "--ray-address", help="run on an existing Ray cluster: auto or "
                                                                            "HOST:PORT (kvledger must be installed on "
                                                                            "its nodes)", show_default=False),
