@@ -179,3 +179,19 @@ def test_report_with_a_volume_leads_with_the_bills_against_the_same_model():
     first = re.search(r'<div class="answer" id="answer"><p>([^<]*)</p>', _answer(data)).group(1)
     assert first.startswith("answer: the API — $")
     assert "/month on the API vs $" in first and "/month self-hosted" in first
+
+
+def test_report_prints_the_plan_ranges_beside_the_point_figures(built):
+    d, data = built
+    m = data["plan"]["memory"]
+    a_lo, a_hi = m["ranges"]["available_kv_bytes"]
+    b_lo, b_hi = m["ranges"]["num_gpu_blocks"]
+    assert b_lo < m["num_gpu_blocks"] < b_hi  # the vLLM plan's fitted terms give a range
+    html = (d / "r.html").read_text()
+    gib = f"{m['available_kv_bytes'] / 2**30:,.2f} ({a_lo / 2**30:,.2f}–{a_hi / 2**30:,.2f})"
+    assert gib in html  # the waterfall's last row and the answer both carry it
+    assert f"{m['num_gpu_blocks']:,} ({b_lo:,}–{b_hi:,})" in html
+    # an 8K request holds 8,192 / 16 = 512 blocks: the concurrency range is the block range ÷ 512 at each end
+    c8 = next(r for r in data["plan"]["concurrency"] if r["context_tokens"] == 8192)
+    assert c8["max_concurrency_range"] == pytest.approx([b_lo / 512, b_hi / 512])
+    assert f"{c8['max_concurrency']:,.2f} ({b_lo / 512:,.2f}–{b_hi / 512:,.2f})" in html

@@ -49,7 +49,7 @@ def report_figures(data: dict[str, Any]) -> list[Figure]:
     return kv_figures(data["plan"]) + serving_figures(data)
 
 
-_NUMERIC = re.compile(r"^[−+\-$]?[\d,.]+(e[+-]?\d+)?( ?%)?$")
+_NUMERIC = re.compile(r"^[−+\-$]?[\d,.]+(e[+-]?\d+)?( ?%)?( \([\d,.]+–[\d,.]+\))?$")  # "3.44 (3.42–3.46)" too
 
 
 def _cell(c: Any) -> str:
@@ -101,9 +101,21 @@ def _answer(data: dict[str, Any]) -> str:
         _break_even_text(c),
         *([f"Error band: {c['error_band']['text']}."] if c.get("error_band") else []),
         f"Concurrency: {conc.get(8192, '—')} requests at 8K tokens, {conc.get(131072, '—')} at 128K (KV capacity).",
+        _kv_range_line(data["plan"]["memory"]),
     ]
     lines = [x for x in lines if x]
     return '<div class="answer" id="answer">' + "".join(f"<p>{escape(x)}</p>" for x in lines) + "</div>"
+
+
+def _kv_range_line(m: dict[str, Any]) -> str:
+    """Available KV and blocks per GPU with the plan's range, or "" when the plan has none (no fitted term)."""
+    rng = m.get("ranges", {})
+    a, b = rng.get("available_kv_bytes"), rng.get("num_gpu_blocks")
+    if not a or f"{a[0] / 2**30:,.2f}" == f"{a[1] / 2**30:,.2f}":
+        return ""
+    return (f"Available KV {m['available_kv_bytes'] / 2**30:,.2f} GiB per GPU ({max(0.0, a[0]) / 2**30:,.2f}–"
+            f"{a[1] / 2**30:,.2f}), {m['num_gpu_blocks']:,} blocks ({b[0]:,}–{b[1]:,}): the range from each fitted or "
+            f"version-dependent term's low and high (plan --verbose names them).")
 
 
 def _break_even_text(c: dict[str, Any]) -> str:

@@ -60,15 +60,19 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     conc = {r["context_tokens"]: r for r in plan["concurrency"]}
     m = plan["memory"]
 
-    def within(ctx: int) -> float | None:  # a context above max_model_len is no request the engine accepts
-        return conc[ctx]["max_concurrency"] if conc[ctx]["within_max_model_len"] else None
+    def within(ctx: int, key: str = "max_concurrency") -> Any:  # above max_model_len: no request the engine accepts
+        return conc[ctx][key] if conc[ctx]["within_max_model_len"] else None
 
     rng = m.get("ranges", {}).get("available_kv_bytes")
+    blocks = m.get("ranges", {}).get("num_gpu_blocks")
     headline = {"kv_bytes_per_token": plan["kv"]["bytes_per_token_per_gpu"],
                 "available_kv_gib": m["available_kv_bytes"] / 2**30,
-                "available_kv_gib_range": [x / 2**30 for x in rng] if rng else None,
+                "available_kv_gib_range": [max(0.0, x) / 2**30 for x in rng] if rng else None,
                 "num_gpu_blocks": m["num_gpu_blocks"], "max_model_len": m["max_model_len"],
+                "num_gpu_blocks_range": list(blocks) if blocks and blocks[0] != blocks[1] else None,
                 "max_concurrency_8k": within(8192), "max_concurrency_128k": within(131072),
+                "max_concurrency_8k_range": within(8192, "max_concurrency_range"),
+                "max_concurrency_128k_range": within(131072, "max_concurrency_range"),
                 "fits": m["num_gpu_blocks"] > 0, "verdict": (plan.get("advice") or {}).get("message")}
     return {"plan": plan, "headline": headline, "figures": {f.key: _figure_json(f) for f in kv_figures(plan)}}
 
