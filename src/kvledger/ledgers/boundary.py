@@ -21,10 +21,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kvledger.errors import InputError, range_error
+from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
+from kvledger.ranges import ATTAINMENT_TARGET
 from kvledger.records import RunRecords
 
 __all__ = ["AXES", "BoundaryPoint", "BoundaryResult", "axis_value", "boundary_from_sweep", "search_boundary"]
@@ -190,5 +191,4 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
 
 
 def _check_target(target: float) -> None:
-    if not (0 < target <= 1):
-        raise range_error("attainment target", target, "(0, 1], e.g. 0.9 for 90 %")
+    ATTAINMENT_TARGET.check("attainment target", target)

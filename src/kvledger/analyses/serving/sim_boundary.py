@@ -19,10 +19,11 @@ from typing import Any
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan
 from kvledger.dynamics.early_stop import RULE_TEXT, MissRule
-from kvledger.errors import InputError, range_error
+from kvledger.errors import InputError
 from kvledger.ledgers.boundary import BoundaryPoint, BoundaryResult, search_boundary
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
+from kvledger.ranges import ATTAINMENT_TARGET
 
 __all__ = ["SEARCH_AXES", "PROBE_NUM_REQUESTS", "SimProbe", "SimBoundary", "normalize_axis", "search_sim_boundary"]
 
@@ -224,8 +225,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
             simulation that cannot run.
     """
     axis = normalize_axis(axis)
-    if not 0 < target <= 1:
-        raise range_error("attainment target", target, "(0, 1], e.g. 0.9 for 90 %")
+    ATTAINMENT_TARGET.check("attainment target", target)
     _check_args(args, axis, lo, hi)
     integer = axis != "request_rate"
     if axis == "max_num_seqs":
