@@ -1,8 +1,10 @@
 """One serializer for every record that crosses into JSON: dataclasses, pydantic models, enums and numpy values.
 
-``to_jsonable(obj)`` walks a dataclass's fields in declaration order (the keys of its JSON object);
-a nested value with its own ``to_dict`` (one that adds computed fields) is written by it, so a class
-keeps a ``to_dict`` only where it says more than its fields, built on this walk. Tuples become lists,
+``to_jsonable(obj)`` walks a dataclass's fields in declaration order (the keys of its JSON object).
+A class whose JSON says more or other than its fields declares it once, as data: ``__json__``, its
+keys in order, each an attribute name or a ``(key, attribute path)`` pair; the attribute may be a
+field, a property or a method taking no arguments (called), and a dotted path (``"volume.requests"``)
+reads through nested objects. A nested value with a ``to_dict`` is written by it. Tuples become lists,
 enums their values, numpy scalars and arrays plain numbers and lists; floats are left as they are
 (``kvledger.strict_json.dumps`` writes the non-finite ones). numpy is never imported here: a numpy
 value can only exist once something else imported it.
@@ -12,18 +14,52 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import inspect
 import sys
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
-__all__ = ["to_jsonable"]
+__all__ = ["to_jsonable", "JsonKeys", "json_fields"]
+
+_C = TypeVar("_C", bound=type)
+
+#: a class's ``__json__``: its JSON keys in order, each an attribute name or a (key, attribute path) pair.
+JsonKeys = tuple[str | tuple[str, str], ...]
 
 
 def to_jsonable(obj: Any, *, exclude: tuple[str, ...] = ()) -> Any:
-    """``obj`` as plain dicts, lists, strings, numbers, booleans and None; a dataclass's fields in ``exclude`` are left
-    out (only at the top level)."""
+    """``obj`` as plain dicts, lists, strings, numbers, booleans and None; the keys in ``exclude`` are left out (only
+    at the top level). A dataclass gives its fields in order, unless its class declares ``__json__``."""
+    keys = getattr(type(obj), "__json__", None)
+    if keys is not None and not isinstance(obj, type):
+        return {key: _value(_read(obj, path)) for key, path in _entries(keys) if key not in exclude}
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: _value(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.name not in exclude}
     return _value(obj)
+
+
+def json_fields(*, exclude: tuple[str, ...] = (), read: dict[str, str] | None = None,
+                extra: JsonKeys = ()) -> Callable[[_C], _C]:
+    """Class decorator, outside ``@dataclass``: ``__json__`` = the fields in order less ``exclude``, each read from
+    ``read.get(name, name)``, then ``extra``."""
+    def apply(cls: _C) -> _C:
+        keys = tuple((f.name, (read or {}).get(f.name, f.name)) for f in dataclasses.fields(cls)
+                     if f.name not in exclude)
+        cls.__json__ = keys + tuple(extra)  # type: ignore[attr-defined]
+        return cls
+    return apply
+
+
+def _entries(keys: JsonKeys) -> Iterator[tuple[str, str]]:
+    for entry in keys:
+        yield (entry, entry) if isinstance(entry, str) else entry
+
+
+def _read(obj: Any, path: str) -> Any:
+    """The attribute at a dotted ``path`` of ``obj``; a method at its end is called without arguments."""
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj() if inspect.ismethod(obj) else obj
 
 
 def _value(v: Any) -> Any:

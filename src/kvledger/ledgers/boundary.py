@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
+from kvledger.jsonable import json_fields, to_jsonable
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
 from kvledger.ranges import ATTAINMENT_TARGET
@@ -46,6 +47,7 @@ class BoundaryPoint:
     label: str
 
 
+@json_fields(exclude=("points",), extra=("points",))  # the points last
 @dataclass(slots=True)
 class BoundaryResult:
     """Outcome of a boundary search.
@@ -71,7 +73,7 @@ class BoundaryResult:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**{k: v for k, v in asdict(self).items() if k != "points"}, "points": [asdict(p) for p in self.points]}
+        return to_jsonable(self)
 
 
 def axis_value(run: RunRecords | AggregateRun, axis: str) -> float:
