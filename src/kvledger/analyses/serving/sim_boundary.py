@@ -13,13 +13,14 @@ function, this assumes attainment does not rise with load, and says when a probe
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan
 from kvledger.dynamics.early_stop import RULE_TEXT, MissRule
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.boundary import BoundaryPoint, BoundaryResult, search_boundary
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
@@ -90,6 +91,9 @@ class SimBoundary:
             run at the boundary (None without one); not serialised.
     """
 
+    __json__ = ("axis", "target", "num_requests_per_probe", "replicas", "num_gpus", "boundary_per_replica",
+                "boundary_per_gpu", "goodput_at_boundary_req_per_s", "goodput_at_boundary_req_per_s_per_gpu", "notes",
+                "provenance", "boundary", "probes")
     axis: str
     target: float
     num_requests_per_probe: int
@@ -109,12 +113,7 @@ class SimBoundary:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the per-probe GoodputResults, which the CLI prints one per line)."""
-        d = {k: getattr(self, k) for k in ("axis", "target", "num_requests_per_probe", "replicas", "num_gpus",
-                                           "boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",
-                                           "goodput_at_boundary_req_per_s_per_gpu", "notes", "provenance")}
-        d["boundary"] = self.boundary.to_dict()
-        d["probes"] = [asdict(p) for p in self.probes]
-        return d
+        return to_jsonable(self)
 
 
 def _with_value(args: SimRequestArgs, axis: str, value: float) -> SimRequestArgs:
