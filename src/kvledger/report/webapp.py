@@ -87,12 +87,12 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=engine,
                         utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False)
     data = build_report_data(req)
-    c = data["cost"]
+    c = data.cost
     cs = c["simulation"]["capacity_search"]
     headline = {"capacity_req_per_s": cs["boundary_rate_req_per_s"],
                 "goodput_req_per_s": cs["goodput_at_boundary_req_per_s"],
                 **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],
-                "gpu_price": data["inputs"]["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
+                "gpu_price": data.inputs["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
                 "num_requests": num_requests, "cli_num_requests": SERVING_NUM_REQUESTS}
     return {"headline": headline, "cost": c, "figures": {f.key: _figure_json(f) for f in serving_figures(data)}}
 
