@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.analyses.serving.sim_document import SimDocument
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import SimResult, simulate
@@ -279,7 +280,7 @@ def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *
                         record_token_times=record_token_times, stop=stop)
 
 
-def simulate_document(setup: SimSetup, result: SimResult) -> dict[str, Any]:
+def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     """What ``kvledger simulate`` reports (its ``--json`` and ``summary.json``): the summary with its invariants
     checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up)."""
     from kvledger.analyses.serving.prediction_bands import prediction_bands
@@ -287,8 +288,7 @@ def simulate_document(setup: SimSetup, result: SimResult) -> dict[str, Any]:
     from kvledger.invariants import check_sim_summary
 
     overload = queue_growth(result.records) if setup.workload_info.get("mode", "").startswith("open loop") else None
-    return {"summary": check_sim_summary(result.summary.to_dict()), "replicas": setup.replicas,
-            "router": setup.router if setup.replicas > 1 else None, "engine": result.config,
-            "workload": setup.workload_info, "step_cost": setup.cost_info, "overload": to_jsonable(overload),
-            "error_bands": prediction_bands(setup, result.summary.to_dict()),
-            "notes": list(setup.notes) + ([overload.note] if overload else [])}
+    return SimDocument(check_sim_summary(result.summary.to_dict()), setup.replicas,
+                       setup.router if setup.replicas > 1 else None, result.config, setup.workload_info,
+                       setup.cost_info, to_jsonable(overload), prediction_bands(setup, result.summary.to_dict()),
+                       list(setup.notes) + ([overload.note] if overload else []))
