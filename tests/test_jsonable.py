@@ -88,3 +88,16 @@ def test_declared_keys_give_order_names_and_computed_values():
     assert to_jsonable(Declared(3, "x", Inner(1.5)), exclude=("text",)) == {"b": "x", "first": 3, "inner_usd": 1.5,
                                                                              "double": 6}
     assert to_jsonable([Declared(1, "y", Inner(0.0))])[0]["text"] == "y=1"  # nested: the declaration still applies
+
+
+@dataclass
+class Optional_:
+    __json_optional__ = ("sweep",)
+    kind: str
+    sweep: dict | None = None
+    notes: list | None = None  # not optional: written as null
+
+
+def test_optional_keys_are_left_out_while_none():
+    assert to_jsonable(Optional_("a")) == {"kind": "a", "notes": None}
+    assert list(to_jsonable(Optional_("a", {"n": 1}, []))) == ["kind", "sweep", "notes"]

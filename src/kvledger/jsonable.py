@@ -4,7 +4,8 @@
 A class whose JSON says more or other than its fields declares it once, as data: ``__json__``, its
 keys in order, each an attribute name or a ``(key, attribute path)`` pair; the attribute may be a
 field, a property or a method taking no arguments (called), and a dotted path (``"volume.requests"``)
-reads through nested objects. A nested value with a ``to_dict`` is written by it. Tuples become lists,
+reads through nested objects; the keys named in ``__json_optional__`` are left out while their value is None. A
+nested value with a ``to_dict`` is written by it. Tuples become lists,
 enums their values, numpy scalars and arrays plain numbers and lists; floats are left as they are
 (``kvledger.strict_json.dumps`` writes the non-finite ones). numpy is never imported here: a numpy
 value can only exist once something else imported it.
@@ -30,12 +31,24 @@ JsonKeys = tuple[str | tuple[str, str], ...]
 def to_jsonable(obj: Any, *, exclude: tuple[str, ...] = ()) -> Any:
     """``obj`` as plain dicts, lists, strings, numbers, booleans and None; the keys in ``exclude`` are left out (only
     at the top level). A dataclass gives its fields in order, unless its class declares ``__json__``."""
-    keys = getattr(type(obj), "__json__", None)
-    if keys is not None and not isinstance(obj, type):
-        return {key: _value(_read(obj, path)) for key, path in _entries(keys) if key not in exclude}
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _value(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.name not in exclude}
-    return _value(obj)
+    if isinstance(obj, type):
+        return _value(obj)
+    keys, optional = getattr(type(obj), "__json__", None), getattr(type(obj), "__json_optional__", ())
+    if keys is None and dataclasses.is_dataclass(obj):
+        if not optional:  # the common case: every field, in order
+            return {f.name: _value(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.name not in exclude}
+        keys = tuple(f.name for f in dataclasses.fields(obj))
+    if keys is None:
+        return _value(obj)
+    out = {}
+    for key, path in _entries(keys):
+        if key in exclude:
+            continue
+        v = _read(obj, path)
+        if v is None and key in optional:
+            continue
+        out[key] = _value(v)
+    return out
 
 
 def json_fields(*, exclude: tuple[str, ...] = (), read: dict[str, str] | None = None,

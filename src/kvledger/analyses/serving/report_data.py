@@ -30,6 +30,7 @@ class ReportData:
         commands: the kvledger command line whose ``--json`` each section equals.
     """
 
+    __json_optional__ = ("rate_sweep", "engine_savings")
     inputs: dict[str, Any]
     plan: dict[str, Any]
     cost: dict[str, Any]
@@ -41,7 +42,7 @@ class ReportData:
 
     def to_dict(self) -> dict[str, Any]:
         """``report --json``: the sections in field order, the optional ones only when run."""
-        return to_jsonable(self, exclude=tuple(k for k in ("rate_sweep", "engine_savings") if getattr(self, k) is None))
+        return to_jsonable(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ReportData:
