@@ -10,6 +10,8 @@ from kvledger.report.decision_view import print_answer, print_bills
 from kvledger.report.slo_text import slo_block
 
 if TYPE_CHECKING:
+    from kvledger.analyses.serving.sim_capacity import SimCapacity
+    from kvledger.analyses.serving.sim_ledgers import SimulatedRun
     from kvledger.ledgers.capacity_basis import CapacityBasis
     from kvledger.ledgers.cost_summary import CostReport
 
@@ -108,7 +110,8 @@ def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
         con.print(f"[bold]break-even volume[/]: none — {escape(bv['reason'])}")
 
 
-def print_cost_report(rep: CostReport, basis: CapacityBasis, sim: Any = None, capacity: Any = None) -> None:
+def print_cost_report(rep: CostReport, basis: CapacityBasis, sim: SimulatedRun | None = None,
+                      capacity: SimCapacity | None = None) -> None:
     """Print ``rep`` (a CostReport) with its capacity basis; ``sim`` / ``capacity`` for a simulated run and its
     search."""
     from rich.console import Console

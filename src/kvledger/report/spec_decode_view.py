@@ -3,12 +3,17 @@ the verdict."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvledger.report.tables import print_verdict, table
+
+if TYPE_CHECKING:
+    from kvledger.analyses.judgments.spec_decode_summary import SpecReport
 
 __all__ = ['render_spec_decode']
 
 
-def render_spec_decode(r, console) -> None:
+def render_spec_decode(r: SpecReport, console) -> None:
     from kvledger.analyses.judgments.spec_sim import sweep_sentence
     from kvledger.units import fmt_bytes, fmt_duration
 
