@@ -43,12 +43,12 @@ def render_spec_decode(r: SpecReport, console) -> None:
                       f"per GPU; pool {sm['pool_blocks_without_draft']:,} → {sm['pool_blocks_with_draft']:,} blocks")
     if r.simulation:
         sim = r.simulation
-        t = table(f"Simulator sweep ({sim['num_requests']} requests, {sim['prompt_tokens']:,} + "
-                  f"{sim['output_tokens']:,} tokens, "
-                  f"{sim['arrivals']}, seed {sim['seed']})", "req/s", "TPOT p50 plain → spec", "× TPOT", "ITL p50 "
+        t = table(f"Simulator sweep ({sim.num_requests} requests, {sim.prompt_tokens:,} + "
+                  f"{sim.output_tokens:,} tokens, "
+                  f"{sim.arrivals}, seed {sim.seed})", "req/s", "TPOT p50 plain → spec", "× TPOT", "ITL p50 "
                       "plain → spec",
                   "TTFT p50 plain → spec", "output tok/s plain → spec", "preemptions plain/spec")
-        for x in sim["rates"]:
+        for x in sim.rates:
             b, s = x["base"], x["spec"]
             ratio = "—" if x["tpot_p50_ratio"] is None else f"{x['tpot_p50_ratio']:.2f}"
             t.add_row(f"{x['rate_per_s']:g}", f"{fmt_duration(b['tpot_s']['p50'] or float('nan'))} → "

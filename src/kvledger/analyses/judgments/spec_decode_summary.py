@@ -4,7 +4,7 @@ saturation throughput, and the verdict in words."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
@@ -16,6 +16,9 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.ranges import check_options
 from kvledger.units import fmt_bytes, fmt_duration
+
+if TYPE_CHECKING:
+    from kvledger.analyses.judgments.spec_sim import SpecSweep
 
 __all__ = ["make_draft", "SpecReport", "analyse_spec_decode"]
 
@@ -65,7 +68,7 @@ class SpecReport:
     weight_crossover_tokens: float
     verdict: tuple[str, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
-    simulation: dict[str, Any] | None = None
+    simulation: SpecSweep | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
