@@ -19,8 +19,8 @@ def render_spec_decode(r: SpecReport, console) -> None:
 
     sm = r.summary
     console.print(f"[bold]Speculative decoding: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, k = "
-                  f"{sm['draft_tokens']}, "
-                  f"α = {sm['acceptance']:g}, draft: {sm['draft']['name']}")
+                  f"{sm.draft_tokens}, "
+                  f"α = {sm.acceptance:g}, draft: {sm.draft.name}")
     t = table(f"One round per sequence vs plain decode at {r.context_tokens:,} tokens of context (per GPU, roofline)",
               "batch", "plain step", "verify k+1", "draft k", "round", "tokens/round", "speed-up", "tok/s plain → spec",
               "GEMMs plain/verify", "fits")
@@ -37,10 +37,10 @@ def render_spec_decode(r: SpecReport, console) -> None:
                   "never (≤ max_num_seqs)" if f["flip_batch"] is None else f"{f['flip_batch']:,}",
                   f"{f['spec_pool_max_batch']:,} requests", "yes" if f["within_pool"] else "no")
     console.print(t)
-    if sm["draft"]["kind"] == "model":
-        console.print(f"draft memory: {fmt_bytes(sm['draft_weight_bytes_per_gpu'])} weights + "
-                      f"{sm['draft_kv_bytes_per_token_per_gpu']:,.0f} B/token KV "
-                      f"per GPU; pool {sm['pool_blocks_without_draft']:,} → {sm['pool_blocks_with_draft']:,} blocks")
+    if sm.draft.kind == "model":
+        console.print(f"draft memory: {fmt_bytes(sm.draft_weight_bytes_per_gpu)} weights + "
+                      f"{sm.draft_kv_bytes_per_token_per_gpu:,.0f} B/token KV "
+                      f"per GPU; pool {sm.pool_blocks_without_draft:,} → {sm.pool_blocks_with_draft:,} blocks")
     if r.simulation:
         sim = r.simulation
         t = table(f"Simulator sweep ({sim.num_requests} requests, {sim.prompt_tokens:,} + "

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
-from kvledger.analyses.judgments.spec_decode import DraftSpec, SpecDecodeModel, SpecRow
+from kvledger.analyses.judgments.spec_decode import DraftSpec, SpecDecodeModel, SpecRow, SpecSummary
 from kvledger.analyses.plans import require_kv_pool
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
@@ -60,7 +60,7 @@ class SpecReport:
     model: str
     gpu: str
     settings: dict[str, Any]
-    summary: dict[str, Any]
+    summary: SpecSummary
     context_tokens: int
     rows: tuple[SpecRow, ...]
     flips: tuple[dict[str, Any], ...]
