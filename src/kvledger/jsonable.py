@@ -33,15 +33,14 @@ def to_jsonable(obj: Any, *, exclude: tuple[str, ...] = ()) -> Any:
     at the top level). A dataclass gives its fields in order, unless its class declares ``__json__``."""
     if isinstance(obj, type):
         return _value(obj)
-    keys, optional = getattr(type(obj), "__json__", None), getattr(type(obj), "__json_optional__", ())
-    if keys is None and dataclasses.is_dataclass(obj):
-        if not optional:  # the common case: every field, in order
-            return {f.name: _value(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.name not in exclude}
-        keys = tuple(f.name for f in dataclasses.fields(obj))
-    if keys is None:
+    plan = _PLANS.get(type(obj)) or _plan(type(obj))
+    if plan is None:
         return _value(obj)
+    entries, optional, plain = plan
+    if plain and not exclude:  # the common case: every field, in order
+        return {key: v if type(v := getattr(obj, key)) in _SCALARS else _value(v) for key, _ in entries}
     out = {}
-    for key, path in _entries(keys):
+    for key, path in entries:
         if key in exclude:
             continue
         v = _read(obj, path)
@@ -49,6 +48,20 @@ def to_jsonable(obj: Any, *, exclude: tuple[str, ...] = ()) -> Any:
             continue
         out[key] = _value(v)
     return out
+
+
+#: per class: its (key, attribute path) entries, the optional keys, and whether it is plain (fields only, no optional)
+_PLANS: dict[type, tuple[tuple[tuple[str, str], ...], frozenset[str], bool] | None] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[tuple[str, str], ...], frozenset[str], bool] | None:
+    keys, optional = getattr(cls, "__json__", None), frozenset(getattr(cls, "__json_optional__", ()))
+    plain = keys is None and not optional
+    if keys is None and dataclasses.is_dataclass(cls):
+        keys = tuple(f.name for f in dataclasses.fields(cls))
+    plan = None if keys is None else (tuple(_entries(keys)), optional, plain)
+    _PLANS[cls] = plan
+    return plan
 
 
 def json_fields(*, exclude: tuple[str, ...] = (), read: dict[str, str] | None = None,
@@ -70,19 +83,32 @@ def _entries(keys: JsonKeys) -> Iterator[tuple[str, str]]:
 
 def _read(obj: Any, path: str) -> Any:
     """The attribute at a dotted ``path`` of ``obj``; a method at its end is called without arguments."""
-    for part in path.split("."):
-        obj = getattr(obj, part)
+    if "." in path:
+        for part in path.split("."):
+            obj = getattr(obj, part)
+    else:
+        obj = getattr(obj, path)
     return obj() if inspect.ismethod(obj) else obj
 
 
+_SCALARS = frozenset({str, bool, int, float, type(None)})
+
+
 def _value(v: Any) -> Any:
-    if v is None or type(v) in (str, bool, int, float):
+    t = type(v)
+    if t in _SCALARS:
         return v
+    if t is list or t is tuple:
+        return [x if type(x) in _SCALARS else _value(x) for x in v]
+    if t is dict:
+        return {k: x if type(x) in _SCALARS else _value(x) for k, x in v.items()}
     if isinstance(v, enum.Enum):
         return v.value
     np = sys.modules.get("numpy")
     if np is not None and isinstance(v, np.generic):  # before str/int/float: np.float64 is a float subclass
         return v.item()
+    if np is not None and t is np.ndarray:
+        return v.tolist()
     if isinstance(v, (str, bool, int, float)):
         return v
     if isinstance(v, dict):
