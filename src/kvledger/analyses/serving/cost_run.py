@@ -126,7 +126,8 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
     d = rep.to_dict()
     d["capacity_basis"] = basis.to_dict()
     if sim is not None:
-        d["simulation"] = {**sim.provenance(), **({"capacity_search": capacity.to_dict()} if capacity else {})}
+        search = {"capacity_search": capacity.to_dict()} if capacity else {}
+        d["simulation"] = {**sim.provenance().to_dict(), **search}
         from kvledger.analyses.serving.prediction_bands import cost_band
 
         band = cost_band(sim.setup, rep.capacity["goodput_req_per_s"], rep.self_host_output.total_usd,

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kvledger.analyses.serving.sim_document import SimProvenance
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan
 from kvledger.dynamics.early_stop import RULE_TEXT, MissRule
@@ -105,7 +106,7 @@ class SimBoundary:
     boundary_per_gpu: float | None
     goodput_at_boundary_req_per_s: float | None
     goodput_at_boundary_req_per_s_per_gpu: float | None
-    provenance: dict[str, Any]
+    provenance: SimProvenance
     notes: list[str] = field(default_factory=list)
     goodputs: list[GoodputResult] = field(default_factory=list, repr=False)
     first_run: SimulatedRun | None = field(default=None, repr=False)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.analyses.serving.sim_document import SimDocument
+from kvledger.analyses.serving.sim_document import PlanFigures, SimDocument, SimProvenance
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import SimResult, simulate
@@ -136,32 +136,27 @@ class SimulatedRun:
         table."""
         return self.setup.plan.gpu.gpu_id
 
-    def plan_figures(self) -> dict[str, Any]:
-        """The memory-plan figures that sized each replica's KV pool (``kvledger plan`` shows them term by term)."""
+    def plan_figures(self) -> PlanFigures:
+        """The memory-plan figures that sized each replica's KV pool."""
         plan = self.setup.plan
         m = plan.memory
-        return {"engine": m.engine, "engine_version": m.engine_version, "kv_bytes_per_token": plan.kv.bytes_per_token,
-                "available_kv_bytes": m.available_kv_bytes, "num_gpu_blocks": m.num_gpu_blocks,
-                    "block_size": m.block_size,
-                "max_model_len": m.max_model_len, "max_num_batched_tokens": m.max_num_batched_tokens,
-                "max_num_seqs": m.max_num_seqs, "source": "kvledger.accounting.plan.build_plan (the KV-cache ledger)"}
+        return PlanFigures(m.engine, m.engine_version, plan.kv.bytes_per_token, m.available_kv_bytes, m.num_gpu_blocks,
+                           m.block_size, m.max_model_len, m.max_num_batched_tokens, m.max_num_seqs)
 
-    def provenance(self) -> dict[str, Any]:
-        """JSON-ready description: simulator, model, GPUs, engine settings, step-cost model, plan figures, workload."""
+    def provenance(self) -> SimProvenance:
+        """What the run was: simulator, model, GPUs, engine settings, step-cost model, plan figures, workload."""
         s = self.setup
-        return {"simulator": simulator_description(self.result.config), "model": s.model_name, "gpu": s.gpu_name,
-                "gpu_id": self.gpu_id,
-                "tp": s.tp, "replicas": s.replicas, "router": s.router if s.replicas > 1 else None,
-                "num_gpus": self.num_gpus, "engine": self.result.config, "step_cost": s.cost_info,
-                "plan": self.plan_figures(), "workload": {**s.workload_info, "seed": self.args.seed},
-                "notes": list(s.notes)}
+        return SimProvenance(simulator_description(self.result.config), s.model_name, s.gpu_name, self.gpu_id, s.tp,
+                             s.replicas, s.router if s.replicas > 1 else None, self.num_gpus, self.result.config,
+                             s.cost_info, self.plan_figures(), {**s.workload_info, "seed": self.args.seed},
+                             list(s.notes))
 
     def source_lines(self) -> list[str]:
         """Human lines naming where the simulated capacity came from (for the cost report's sources)."""
         s, p, wl = self.setup, self.plan_figures(), self.setup.workload_info
         eng = self.result.config
-        rules = p["engine_version"] if p["engine_version"].endswith("rules") else f"{p['engine_version']} rules"
-        unit = "pages" if p["engine"] == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
+        rules = p.engine_version if p.engine_version.endswith("rules") else f"{p.engine_version} rules"
+        unit = "pages" if p.engine == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
         layout = f"TP {s.tp} × {s.replicas} replica{'' if s.replicas == 1 else 's'}" + (
             f", router {s.router}" if s.replicas > 1 else ""
         )
@@ -169,12 +164,12 @@ class SimulatedRun:
             f"simulated run: {simulator_description(eng)}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
             f"workload {workload_text(wl)}, seed {self.args.seed}",
             f"step cost: {s.cost_info['name']} — {s.cost_info['source']}",
-            f"memory plan ({p['engine']} {rules}): {p['available_kv_bytes'] / 2**30:.2f} GiB for KV → "
-            f"{p['num_gpu_blocks']:,} {unit} × {p['block_size']} tokens per replica ({p['kv_bytes_per_token']:,} B per "
+            f"memory plan ({p.engine} {rules}): {p.available_kv_bytes / 2**30:.2f} GiB for KV → "
+            f"{p.num_gpu_blocks:,} {unit} × {p.block_size} tokens per replica ({p.kv_bytes_per_token:,} B per "
             f"token); "
             f"engine max_model_len {eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, "
             f"max_num_seqs {eng['max_num_seqs']:,}, prefix caching "
-            f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p['source']}",
+            f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p.source}",
         ]
 
 
