@@ -80,7 +80,7 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
     band = capacity_band(sb.first_run.setup, sb.boundary.boundary_value) if sb.axis == "request_rate" else None
     sb.error_band = band
     lines.append(strict_json.dumps({"boundary": boundary, "probes": d.pop("probes"), "simulation": d.pop("provenance"),
-                                    "notes": d["notes"], **({"error_band": band} if band else {})}))
+                                    "notes": d["notes"], **({"error_band": band.to_dict()} if band else {})}))
     return lines, sb
 
 

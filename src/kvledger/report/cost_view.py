@@ -148,7 +148,7 @@ def print_cost_report(rep: CostReport, basis: CapacityBasis, sim: SimulatedRun |
         con.print(f"  {f['factor']}: {escape(f['value'])} — {escape(f['effect'])}")
     con.print(f"\n[bold]verdict on cost[/] (as at the top): {escape(rep.verdict)}")
     if basis.error_band:
-        con.print(f"[bold]error band[/]: {escape(basis.error_band['text'])}")
+        con.print(f"[bold]error band[/]: {escape(basis.error_band.text)}")
     if basis.warning:
         how = (
             "over-loaded (past its SLO capacity)"

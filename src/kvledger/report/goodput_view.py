@@ -121,9 +121,9 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
         unit = {"request_rate": " req/s", "concurrency": " concurrent users", "max_num_seqs": " max_num_seqs"}[sb.axis]
         con.print(f"[bold]answer: SLO capacity[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: "
                   f"{b.boundary_value:g}{unit}{per}{at}")
-    band = getattr(sb, "error_band", None)
+    band = sb.error_band
     if band:
-        con.print(f"[bold]error band[/]: {escape(band['text'])} — {escape(band['source'])}")
+        con.print(f"[bold]error band[/]: {escape(band.text)} — {escape(band.source)}")
     con.print(f"SLO: {escape(first)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "
               f"{sb.num_requests_per_probe:,} requests per probe" + (f"\n{escape(rest)}" if rest else ""))
     short = {"request_rate": "rate/s", "concurrency": "users", "max_num_seqs": "seqs"}[sb.axis]

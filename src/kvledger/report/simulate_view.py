@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.analyses.serving.sim_document import SimDocument
 
 __all__ = ["render_summary", "render_bands"]
@@ -18,7 +18,7 @@ def _sig(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
-def render_bands(bands: dict[str, Any], console, kept_up: bool = False) -> None:
+def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = False) -> None:
     """One line per banded figure: ``TTFT mean 182 ms (80% band 150–260 ms, uncalibrated roofline; 24 measured
     values)``, then where the bands come from. ``kept_up``: an open-loop run that kept up with its arrivals, whose
     throughput is the offered load, not the saturation throughput the band is for (its band is left out)."""
@@ -29,15 +29,15 @@ def render_bands(bands: dict[str, Any], console, kept_up: bool = False) -> None:
     parts = []
     for metric, b in bands.items():
         label, k, unit = _BAND_LABELS[metric]
-        scope = b["regime"].split("/")[0]
+        scope = b.regime.split("/")[0]
         scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(scope,
             "model-calibrated")
-        parts.append(f"{label} {_sig(b['predicted'] * k)} {unit} (80% band {_sig(b['low'] * k)}–{_sig(b['high'] * k)} "
+        parts.append(f"{label} {_sig(b.predicted * k)} {unit} (80% band {_sig(b.low * k)}–{_sig(b.high * k)} "
                      f"{unit}, {scope})")
     console.print("[bold]error bands[/]: " + "; ".join(parts))
     first = next(iter(bands.values()))
     console.print(f"[dim]bands: where a real engine's figure fell, given this prediction, on 80% of "
-                  f"{first['source']} (kvledger.ledgers.error_band; regime {first['regime']}); a biased regime's band "
+                  f"{first.source} (kvledger.ledgers.error_band; regime {first.regime}); a biased regime's band "
                   "need not contain the prediction"
                   + ("; no throughput band: the run kept up with its arrivals, so its throughput is the offered load, "
                      "not the capacity (goodput --simulate --target finds it)" if kept_up else "") + "[/]")

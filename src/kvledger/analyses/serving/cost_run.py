@@ -133,7 +133,7 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         band = cost_band(sim.setup, rep.capacity["goodput_req_per_s"], rep.self_host_output.total_usd,
                          rep.api_output.total_usd)
         if band is not None:
-            d["error_band"] = basis.error_band = band
+            d["error_band"], basis.error_band = band.to_dict(), band
     return CostRun(rep, basis, d)
 
 

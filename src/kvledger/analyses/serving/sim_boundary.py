@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kvledger.analyses.serving.prediction_bands import CapacityBand
 from kvledger.analyses.serving.sim_document import SimProvenance
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan
@@ -111,6 +112,7 @@ class SimBoundary:
     goodputs: list[GoodputResult] = field(default_factory=list, repr=False)
     first_run: SimulatedRun | None = field(default=None, repr=False)
     boundary_run: SimulatedRun | None = field(default=None, repr=False)
+    error_band: CapacityBand | None = None  # the boundary's 80% band on the request-rate axis (set by the caller)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the per-probe GoodputResults, which the CLI prints one per line)."""

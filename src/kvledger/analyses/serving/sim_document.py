@@ -9,9 +9,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvledger.jsonable import to_jsonable
+
+if TYPE_CHECKING:
+    from kvledger.analyses.serving.prediction_bands import PredictionBand
 
 __all__ = ["SimDocument", "PlanFigures", "SimProvenance"]
 
@@ -96,7 +99,7 @@ class SimDocument:
     workload: dict[str, Any]
     step_cost: dict[str, Any]
     overload: Any = None
-    error_bands: dict[str, Any] = field(default_factory=dict)
+    error_bands: dict[str, PredictionBand] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property
