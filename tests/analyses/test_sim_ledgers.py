@@ -129,6 +129,8 @@ def test_bad_input_is_a_clear_error():
         search_sim_boundary(ARGS, slo, 0.9, "qps")
     with pytest.raises(InputError, match="need --lo < --hi"):
         search_sim_boundary(ARGS, slo, 0.9, "rate", lo=5, hi=2)
+    with pytest.raises(InputError, match=r"^--lo 0 is out of range; allowed: \(0, 1,000,000,000\]$"):
+        search_sim_boundary(ARGS, slo, 0.9, "rate", lo=0.0, hi=2)  # goodput's --lo range: kvledger.ranges
     with pytest.raises(InputError, match=r"must be a whole number ≥ 1, got 2.5"):
         search_sim_boundary(ARGS, slo, 0.9, "max_num_seqs", lo=2.5, hi=8)
     with pytest.raises(InputError, match=r"^attainment target 1\.5 is out of range; allowed: \(0, 1\] \(share of "):

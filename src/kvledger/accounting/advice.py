@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.catalog.gpus import gpu_catalog
 from kvledger.errors import InputError
-from kvledger.jsonable import to_jsonable
 from kvledger.units import GB, GiB, MiB
 
 if TYPE_CHECKING:
@@ -42,20 +41,16 @@ class Advice:
     all read other layers' K/V leaves the engine one block, "override_leaves_no_block": --num-gpu-blocks-override 1
     leaves only vLLM's null block), message, shortfall in bytes, options."""
 
-    __json__ = ("verdict", "message", "shortfall_bytes", "shortfall_gib", "estimated_max_model_len", "options")
     verdict: str
     message: str
     shortfall_bytes: float = 0.0
     estimated_max_model_len: int | None = None
     options: tuple[Option, ...] = field(default_factory=tuple)
 
-    @property
-    def shortfall_gib(self) -> float:
-        """``shortfall_bytes`` in GiB (2^30 B)."""
-        return self.shortfall_bytes / GiB
-
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
+        return {"verdict": self.verdict, "message": self.message, "shortfall_bytes": self.shortfall_bytes,
+                "shortfall_gib": self.shortfall_bytes / GiB, "estimated_max_model_len": self.estimated_max_model_len,
+                "options": [o.__dict__ for o in self.options]}
 
 
 def _at_len(p: Plan) -> tuple[float, int]:

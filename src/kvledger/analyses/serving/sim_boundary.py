@@ -12,7 +12,6 @@ function, this assumes attainment does not rise with load, and says when a probe
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,7 +25,7 @@ from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.boundary import BoundaryPoint, BoundaryResult, search_boundary
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
-from kvledger.ranges import ATTAINMENT_TARGET
+from kvledger.ranges import ATTAINMENT_TARGET, check_options
 
 __all__ = ["SEARCH_AXES", "PROBE_NUM_REQUESTS", "SimProbe", "SimBoundary", "normalize_axis", "search_sim_boundary"]
 
@@ -136,9 +135,8 @@ def _check_args(args: SimRequestArgs, axis: str, lo: float | None, hi: float | N
             raise InputError(
                 f"the search varies {axis}, so {flag} cannot be given too; bound the search with --lo/--hi"
             )
+    check_options("goodput", {"lo": lo, "hi": hi})  # (0, 1e9], finite: kvledger.ranges
     for name, v in (("lo", lo), ("hi", hi)):
-        if v is not None and not (v > 0 and math.isfinite(v)):
-            raise InputError(f"--{name} must be a finite number > 0, got {v}")
         if v is not None and axis != "request_rate" and (v != int(v) or v < 1):
             raise InputError(f"--{name} for {axis} must be a whole number ≥ 1, got {v:g}")
     if lo is not None and hi is not None and lo >= hi:

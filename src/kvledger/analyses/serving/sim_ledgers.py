@@ -22,6 +22,7 @@ from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
+from kvledger.ranges import check_options
 from kvledger.records import RunRecords
 
 __all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_prepared", "simulate_document",
@@ -79,8 +80,7 @@ class SyntheticSpec:
             synthetic_workload,
         )
 
-        if num_requests < 1:
-            raise InputError(f"a synthetic workload needs num_requests ≥ 1, got {num_requests}")
+        check_options("simulate", {"num_requests": num_requests})  # [1, 10,000,000] requests: kvledger.ranges
         dists = []
         for flag, text in (("--prompt-lengths", self.prompt), ("--output-lengths", self.output)):
             try:
@@ -225,8 +225,7 @@ def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) ->
     Raises:
         InputError / UnknownNameError / FormatError: bad names, settings or trace files, with the reason.
     """
-    if args.tp < 1:
-        raise InputError(f"--tp must be ≥ 1, got {args.tp}")
+    check_options("simulate", {"tp": args.tp})  # [1, 1,024] GPUs: kvledger.ranges
     if synthetic is None:
         return prepare(args)
     setup = prepare(args, _synthetic_requests(args, synthetic), synthetic.label)
