@@ -23,8 +23,12 @@ Prints three tables:
    (record_sink.py). Wall of the simulation alone, peak RSS of the process.
 3. Step rate: CPU time per simulated engine step against an empty-loop floor (a Python loop
    doing one dict update per step), both as CPU time.
+4. Policies and step costs: the whole-process run of table 1 with ``--policy sglang`` and with a
+   Vidur-priced step cost, as ratios to ``--policy vllm`` with the roofline (``--only-variants``: this
+   table alone).
 
-Goal (issue 10): Azure conversation whole process ≤ 1.0 s; 1M requests ≤ 30 s and ≤ 500 MiB.
+Goal (issue 10): Azure conversation whole process ≤ 1.0 s; 1M requests ≤ 30 s and ≤ 500 MiB. Issue 25: the SGLang
+policy within 1.5× of the vLLM policy.
 Timings on a shared machine are noisy: best-of-N is printed with the median.
 
     python benchmarks/sim_speed.py [--repeat 3] [--sizes 1000,10000,100000,1000000]
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -137,6 +142,32 @@ def scaling(sizes: list[int]) -> list[dict]:
     return rows
 
 
+VARIANTS = [("vLLM policy, roofline (the reference)", ["--policy", "vllm"]),
+            ("SGLang policy, roofline", ["--policy", "sglang"]),
+            ("vLLM policy, Vidur-priced steps", ["--policy", "vllm", "--step-cost",
+                                                  "calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1"])]
+
+
+def variants(repeat: int) -> None:
+    """Whole-process wall and CPU of the same CLI run under the SGLang policy and a Vidur-priced step cost, against
+    the vLLM policy with the roofline (runs interleaved, best of ``repeat``). Goal (issue 25): SGLang ≤ 1.5×."""
+    best = {name: (math.inf, math.inf) for name, _ in VARIANTS}
+    for _ in range(repeat):
+        for name, extra in VARIANTS:
+            wall, _, _, cpu = run_process(CLI + extra)
+            w, c = best[name]
+            best[name] = (min(w, wall), min(c, cpu))
+    ref_w, ref_c = best[VARIANTS[0][0]]
+    print(f"4. Policies and step costs, whole process on the Azure conversation trace, best of {repeat} (interleaved):")
+    print(f"   {'run':<40}{'wall s':>8}{'× ref':>7}{'CPU s':>8}{'× ref':>7}")
+    for name, _ in VARIANTS:
+        w, c = best[name]
+        print(f"   {name:<40}{w:>8.2f}{w / ref_w:>7.2f}{c:>8.2f}{c / ref_c:>7.2f}")
+    w, c = best[VARIANTS[1][0]]
+    print(f"   goal SGLang ≤ 1.5× the vLLM policy: {'met' if w / ref_w <= 1.5 else 'NOT met'} ({w / ref_w:.2f}× wall, "
+          f"{c / ref_c:.2f}× CPU)")
+
+
 def step_floor(steps: int = 2_000_000) -> float:
     """Seconds per iteration of an empty Python loop doing one dict update (the floor for a per-step simulator)."""
     d = {"now_s": 0.0}
@@ -150,6 +181,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sizes", default="1000,10000,100000,1000000")
+    ap.add_argument("--only-variants", action="store_true", help="print table 4 only (SGLang and Vidur-priced runs)")
     ap.add_argument("--with-vidur", action="store_true",
                     help="install Vidur 0.0.26 into its own venv and run it on the same trace (vidur_run.py)")
     args = ap.parse_args()
@@ -167,6 +199,9 @@ def main() -> None:
     from startup_speed import compile_package, outside_simulation_line  # start-up + wrap-up: outside the event loop
 
     compile_package()  # as installed: without bytecode every run compiles the package again (PYTHONDONTWRITEBYTECODE)
+    if args.only_variants:
+        variants(max(args.repeat, 3))
+        return
     whole_process(args.repeat, vidur)
     print(outside_simulation_line(max(args.repeat, 3)))
     rows = scaling([int(x) for x in args.sizes.split(",") if x])
@@ -177,6 +212,7 @@ def main() -> None:
         per = r["cpu_s"] / r["steps"]
         print(f"   {r['n']:>10,} requests: {per * 1e6:.3f} µs/step ({1 / per / 1e6:.2f} M steps/s), {per / floor:.0f}× "
               f"the floor")
+    variants(max(args.repeat, 3))
 
 
 if __name__ == "__main__":

@@ -61,6 +61,8 @@ POLICIES = {
     # SGLang's own scheduler (prefill-first, reservation admission, retraction) on its radix cache
     "sglang-rule": dict(batching="sglang", prefix_caching_policy="sglang", max_num_batched_tokens=256),
     "sglang-rule-eos": dict(batching="sglang", prefix_caching_policy="sglang", ignore_eos=False),
+    # page size 1, as the CLI's sglang preset: the radix stretch reports its samples as the paged changes
+    "sglang-rule-page1": dict(batching="sglang", prefix_caching_policy="sglang", block_size=1),
 }
 
 
@@ -86,7 +88,10 @@ def test_fast_path_and_step_by_step_agree_on_every_reported_figure(reqs, blocks,
         # at 512 tokens, while EngineConfig's pool check asks for the steady 36; smaller pools can stall both paths
         # alike (a d2-rules validation gap, not a fast-path matter), so give them 64 usable blocks at least
         blocks = max(blocks, 65)
-    cfg = EngineConfig(num_gpu_blocks=blocks, block_size=16, max_model_len=512, **POLICIES[policy])
+    kw = {"block_size": 16, **POLICIES[policy]}
+    if kw["block_size"] == 1:
+        blocks *= 16  # the same pool in tokens
+    cfg = EngineConfig(num_gpu_blocks=blocks, max_model_len=512, **kw)
     cost = FixedStepCost(0.004, per_token)
     fast = simulate(reqs, cfg, cost, record_steps=True)
     slow = simulate(reqs, cfg, cost, record_steps=True, fast_forward=False)

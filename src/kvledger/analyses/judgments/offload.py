@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.accounting.kv_tier_rules import TierSettings
+from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, TierSettings
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
@@ -91,10 +91,11 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
         raise InputError("offload needs a host tier: --kv-offloading-size GiB (vLLM) or --enable-hierarchical-cache "
                          "(SGLang)")
     cfg, _ = engine_config_from_plan(plan, policy="sglang" if settings.engine == "sglang" else None)
-    unit = segment_tokens if cfg.prefix_caching_policy == "sglang" else cfg.block_size
+    chunk = LMCACHE_CHUNK_TOKENS if settings.engine != "sglang" and tiers.kv_offloading_backend == "lmcache" else 0
+    unit = segment_tokens if cfg.prefix_caching_policy == "sglang" else chunk or cfg.block_size
     host = HostTier(host_t.capacity_tokens // unit, tp.bytes_per_token, host_t.read_bytes_per_s,
                     host_t.write_bytes_per_s, tiers.hicache_write_policy if settings.engine == "sglang" else
-                    "write_through")
+                    "write_through", chunk_tokens=chunk)
     shape = SESSION_SHAPES[workload]
     from dataclasses import replace
 

@@ -135,7 +135,9 @@ def _sweep(req: ReportRequest, cap: Any, slo: Any) -> list[dict[str, Any]]:
     rows = []
     for f in SWEEP_FRACTIONS:
         rate = cap.rate_req_per_s * f
-        sim = cap.run if f == 1.0 else simulate_run(sim_args(req, rate=rate))
+        # token times only when the SLO judges gaps (ITL), as the capacity probes: the summary's ITL distribution is
+        # exact without them (dynamics/outputs/itl_gaps.py)
+        sim = cap.run if f == 1.0 else simulate_run(sim_args(req, rate=rate), record_token_times=slo.itl_s is not None)
         rows.append({"fraction_of_capacity": f, **_summary_row(sim, slo)})
     return rows
 
@@ -149,8 +151,9 @@ def _engine_savings(req: ReportRequest, cap: Any, slo: Any) -> dict[str, Any]:
                                                             **base}}
     for key, policy, label in (("static", "static", "static batching (a batch runs until its longest member ends)"),
                                ("contiguous", "contiguous", "contiguous KV (max_model_len reserved per request)")):
-        out[key] = {"label": label, **_summary_row(simulate_run(sim_args(req, rate=cap.rate_req_per_s, policy=policy)),
-                                                   slo)}
+        sim = simulate_run(sim_args(req, rate=cap.rate_req_per_s, policy=policy),
+                           record_token_times=slo.itl_s is not None)
+        out[key] = {"label": label, **_summary_row(sim, slo)}
     out["ratios"] = _ratios(out)
     return out
 

@@ -34,6 +34,10 @@ class RequestSpec:
             Empty: nothing shareable.
         segment_tokens: tokens per segment id, tokens (≥ 1).
         client_id: the client or tenant that sent it, if the source says (ServeGen, routing tests).
+        output_segments: ids of the segments that continue ``prefix_segments`` through the request's output (whole
+            segments inside prompt + output), when a later request's prompt repeats this one's decoded tokens (a
+            session's next turn); only used when ``prefix_segments`` covers every whole segment of a prompt of at least
+            one segment.
     """
 
     request_id: str
@@ -43,9 +47,20 @@ class RequestSpec:
     prefix_segments: tuple[int, ...] = ()
     segment_tokens: int = 512
     client_id: str | None = None
+    output_segments: tuple[int, ...] = ()
 
     @property
     def num_shareable_tokens(self) -> int:
         """Prompt tokens covered by complete listed segments, tokens."""
         return min(len(self.prefix_segments) * self.segment_tokens,
                    (self.num_prompt_tokens // self.segment_tokens) * self.segment_tokens)
+
+    @property
+    def stream_segments(self) -> tuple[int, ...]:
+        """The whole segments of prompt then output that a later request can share: the prompt's listed ones, then
+        ``output_segments`` when the listed ones cover the prompt's whole segments (else the chain breaks there)."""
+        S = self.segment_tokens
+        segs = self.prefix_segments[: self.num_shareable_tokens // S]
+        if self.output_segments and segs and len(segs) == self.num_prompt_tokens // S:
+            return segs + self.output_segments[: (self.num_prompt_tokens + self.num_output_tokens) // S - len(segs)]
+        return segs

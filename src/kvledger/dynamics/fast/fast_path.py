@@ -94,6 +94,11 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     k = _block_limit(rep, running, comp, rems, k)
     if k == 0:
         return [], 0
+    if rep.rules.pauses_decodes:  # requests an SGLang prefill step left out emit again from the stretch's first step
+        step0 = rep.num_steps
+        for r in running:
+            if r.run_start < 0:
+                r.run_start = step0
     finished = []
     step0 = rep.num_steps
     if min(rems) <= k:  # someone finishes inside the stretch: final counters now (the free below needs them)
