@@ -183,8 +183,9 @@ def _halve(p: _Prober, v: float, integer: bool) -> tuple[float, float]:
     return v, v * 2  # v misses: search_boundary reports that no value in the range meets the target
 
 
-def _bracket(p: _Prober, lo: float | None, hi: float | None, integer: bool) -> tuple[float, float]:
-    """[lo, hi] with lo meeting the target and hi missing it, found by doubling or halving within limits.
+def _bracket(p: _Prober, lo: float | None, hi: float | None, integer: bool, start: float = 1.0) -> tuple[float, float]:
+    """[lo, hi] with lo meeting the target and hi missing it, found by doubling or halving (from ``start`` when no end
+    is given) within limits.
 
     When the target holds up to the doubling limit, both ends meet it (search_boundary then notes the
     boundary may be higher); when nothing down to the halving limit meets it, lo misses it.
@@ -192,7 +193,7 @@ def _bracket(p: _Prober, lo: float | None, hi: float | None, integer: bool) -> t
     if lo is not None and hi is not None:
         return lo, hi
     if hi is None:
-        v = lo if lo is not None else 1.0
+        v = lo if lo is not None else start
         if p.meets(v):
             for _ in range(_MAX_DOUBLINGS):
                 if not p.meets(v * 2):
@@ -210,7 +211,7 @@ def _bracket(p: _Prober, lo: float | None, hi: float | None, integer: bool) -> t
 def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str = "request_rate", *,
                         lo: float | None = None, hi: float | None = None, tol: float | None = None,
                         synthetic: SyntheticSpec | None = None, max_evals: int = 30,
-                        early_stop: bool = True) -> SimBoundary:
+                        early_stop: bool = True, start: float = 1.0) -> SimBoundary:
     """The largest value on ``axis`` whose simulated attainment meets ``target`` under ``slo``.
 
     Args:
@@ -219,6 +220,8 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
         tol: bisection resolution (default 1 % of hi for the rate; 1 for integer axes).
         early_stop: end an open-loop probe once it provably misses the target (kvledger.dynamics.early_stop;
             the boundary is the one full probes give); False runs every probe to the end.
+        start: where doubling or halving begins when neither end is given (1 req/s, 1 user by default; a
+            configuration search starts at its capacity bound, which a probe there then usually misses).
 
     Raises:
         InputError: an unknown axis, a flag that fixes the varied value, a bad bracket or target, or a
@@ -234,7 +237,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
         if lo >= hi:
             raise InputError(f"need --lo < --hi for max_num_seqs, got lo={lo:g}, hi={hi:g} (the engine default)")
     p = _Prober(args, synthetic, axis, slo, target, early_stop)
-    blo, bhi = _bracket(p, lo, hi, integer)
+    blo, bhi = _bracket(p, lo, hi, integer, start)
     p.current_phase = "bisection"
     res = search_boundary(p.run_at, slo, target, blo, bhi, axis=axis, integer=integer,
                           tol=tol if tol is not None else (None if integer else bhi / 100.0), max_evals=max_evals)

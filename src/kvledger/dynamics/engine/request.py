@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["RequestSpec", "MAX_ARRIVAL_S", "ARRIVAL_RULE"]
+__all__ = ["RequestSpec", "MAX_ARRIVAL_S", "ARRIVAL_RULE", "plain_spec"]
 
 # Latest arrival the simulator takes, s (about 31.7 years): a float64 time there still resolves 1.2e-7 s, far below
 # an engine step; at 1e13 s it resolves 2 ms and step gaps (ITL) would come out wrong.
@@ -64,3 +64,26 @@ class RequestSpec:
         if self.output_segments and segs and len(segs) == self.num_prompt_tokens // S:
             return segs + self.output_segments[: (self.num_prompt_tokens + self.num_output_tokens) // S - len(segs)]
         return segs
+
+
+_new = object.__new__
+_SET = tuple(RequestSpec.__dict__[f].__set__ for f in ("request_id", "arrival_s", "num_prompt_tokens",
+                                                       "num_output_tokens", "prefix_segments", "segment_tokens",
+                                                       "client_id", "output_segments"))
+
+
+def plain_spec(request_id: str, arrival_s: float, num_prompt_tokens: int, num_output_tokens: int) -> RequestSpec:
+    """``RequestSpec(request_id, arrival_s, num_prompt_tokens, num_output_tokens)`` (no segments, no client, no output
+    segments): the same object, its slots filled directly rather than by the frozen dataclass's
+    ``object.__setattr__`` per field (half the time; a columnar workload builds one per request delivered)."""
+    s = _new(RequestSpec)
+    a, b, c, d, e, f, g, h = _SET
+    a(s, request_id)
+    b(s, arrival_s)
+    c(s, num_prompt_tokens)
+    d(s, num_output_tokens)
+    e(s, ())
+    f(s, 512)
+    g(s, None)
+    h(s, ())
+    return s
