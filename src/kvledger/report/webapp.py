@@ -83,21 +83,20 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default; vLLM rules); with
     ``monthly_tokens`` the volume-first decision (both monthly bills) leads the headline."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
-    from kvledger.errors import range_error
+    from kvledger.ranges import range_for
     from kvledger.report.figures_serving import serving_figures
 
-    if not 10 <= num_requests <= 5000:
-        raise range_error("requests per simulation", num_requests, "[10, 5,000] in the web app")
+    range_for("ui", "num_requests").check("requests per simulation", num_requests)  # [10, 5,000]: kvledger.ranges
     engine = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {})}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=engine,
                         utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False)
     data = build_report_data(req)
-    c = data["cost"]
+    c = data.cost
     cs = c["simulation"]["capacity_search"]
     headline = {"capacity_req_per_s": cs["boundary_rate_req_per_s"],
                 "goodput_req_per_s": cs["goodput_at_boundary_req_per_s"],
                 **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],
-                "gpu_price": data["inputs"]["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
+                "gpu_price": data.inputs["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
                 "num_requests": num_requests, "cli_num_requests": SERVING_NUM_REQUESTS}
     return {"headline": headline, "cost": c, "figures": {f.key: _figure_json(f) for f in serving_figures(data)}}
 
