@@ -1,10 +1,10 @@
-"""The data behind ``kvledger report`` and ``kvledger ui``: one plain dict that chains the plan, the SLO capacity, the
-cost ledger, a rate sweep and the engine comparisons.
+"""The data behind ``kvledger report`` and ``kvledger ui``: one ``ReportData`` that chains the plan, the SLO capacity,
+the cost ledger, a rate sweep and the engine comparisons.
 
 Every section is the object an existing command prints with ``--json`` (the plan is ``plan
 --json``, the cost is ``cost --simulate --json``, each sweep point is ``simulate --json``'s
 summary), built by the same functions, so the report cannot disagree with the commands; the
-equivalent command lines are stored under ``"commands"``. Curves over utilization and monthly
+equivalent command lines are stored under ``commands``. Curves over utilization and monthly
 volume use the break-even formulas of ``kvledger.ledgers.breakeven`` on the same capacity.
 """
 
@@ -15,9 +15,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kvledger.analyses.serving.cost_curves import utilization_curve, volume_curve
+from kvledger.analyses.serving.report_data import ReportData
 from kvledger.ranges import check_options
 
-__all__ = ["ReportRequest", "CONTEXTS", "SWEEP_FRACTIONS", "build_plan_section", "build_report_data", "sim_args"]
+__all__ = ["ReportRequest", "ReportData", "CONTEXTS", "SWEEP_FRACTIONS", "build_plan_section", "build_report_data",
+           "sim_args"]
 
 CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 """Context lengths (tokens) of the concurrency figure; 8K and 128K are the two the report compares."""
@@ -207,8 +209,8 @@ def _measured(req: ReportRequest, slo: Any) -> list[dict[str, Any]]:
     return out
 
 
-def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any]:
-    """Everything the report draws, as plain JSON-ready data (module docstring).
+def build_report_data(req: ReportRequest, progress: Any = None) -> ReportData:
+    """Everything the report draws (module docstring).
 
     Args:
         progress: optional ``progress(stage_text)`` callback, called before each stage.
@@ -246,18 +248,17 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
                                                               req.cache_write_rate),
                         DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), volume,
                         sim=cap.run, capacity=cap, inputs=inputs)
-    data: dict[str, Any] = {"inputs": {**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how},
-                            "plan": plan, "cost": cost.payload}
+    sweep = savings = None
     if req.with_sweep:
         say("latency sweep")
-        data["rate_sweep"] = _sweep(req, cap, slo)
+        sweep = _sweep(req, cap, slo)
     if req.with_engine_savings:
         say("engine comparisons")
-        data["engine_savings"] = _engine_savings(req, cap, slo)
-    data["curves"] = {"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)}
-    data["measured"] = _measured(req, slo)
-    data["commands"] = _commands(req, price_flags)
-    return data
+        savings = _engine_savings(req, cap, slo)
+    return ReportData(inputs={**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how}, plan=plan,
+                      cost=cost.payload, rate_sweep=sweep, engine_savings=savings,
+                      curves={"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)},
+                      measured=_measured(req, slo), commands=_commands(req, price_flags))
 
 
 def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:
