@@ -6,7 +6,7 @@ Llama-3.1-8B on one H100 (the memory plan's pool, max_model_len 16384), the roof
 on and for ``batching='sglang'`` (radix cache, FCFS: pages of 16 tokens, of 1 as the CLI's preset, a pool a tenth
 the size (more admissions refused, more general steps), and shared prompt prefixes: each prompt's first 256
 tokens one of 8 segments), and checks that each gives identical records and summary to step-by-step execution on the
-first ``--check`` requests. For SGLang it also counts the arrivals' prefill steps run by fast/sglang_prefill.py.
+first ``--check`` requests.
 
 Usage: python benchmarks/engine_rules_speed.py [--repeat 3] [--check 2000]
 """
@@ -24,7 +24,6 @@ from kvledger.accounting.settings import make_settings
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 from kvledger.dynamics.engine.request import RequestSpec
-from kvledger.dynamics.fast import sglang_open
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.workload.traces import load_trace
@@ -41,17 +40,12 @@ def main() -> None:
     base = EngineConfig(num_gpu_blocks=m.num_gpu_blocks, block_size=m.block_size, max_model_len=m.max_model_len,
                         max_num_batched_tokens=m.max_num_batched_tokens, max_num_seqs=m.max_num_seqs)
     reqs = load_trace("azure-conv")
-    general, arrival = [0], [0]
-    orig, orig_pf = Replica._step, sglang_open.prefill_step
+    general = [0]
+    orig = Replica._step
 
     def counted(self):
         general[0] += 1
         return orig(self)
-
-    def counted_pf(rep):
-        out = orig_pf(rep)
-        arrival[0] += out is not None
-        return out
 
     shared = [RequestSpec(r.request_id, r.arrival_s, r.num_prompt_tokens, r.num_output_tokens, (i % 8,), 256)
               if r.num_prompt_tokens > 256 else r for i, r in enumerate(reqs)]
@@ -73,15 +67,15 @@ def main() -> None:
             t0, c0 = time.perf_counter(), time.process_time()
             res = simulate(work, cfg, cost)
             best, best_cpu = min(best, time.perf_counter() - t0), min(best_cpu, time.process_time() - c0)
-        Replica._step, sglang_open.prefill_step = counted, counted_pf
-        general[0] = arrival[0] = 0
+        Replica._step = counted
+        general[0] = 0
         simulate(work, cfg, cost)
-        Replica._step, sglang_open.prefill_step = orig, orig_pf
+        Replica._step = orig
         s = res.summary
         print(f"{label}: {best:.2f} s wall, {best_cpu:.2f} s CPU (best of {a.repeat}); {s.num_steps:,} steps, "
-              f"{general[0]:,} by the general step ({general[0] / s.num_steps:.1%}), {arrival[0]:,} by SGLang's "
-              f"arrival prefill step; TTFT mean {s.ttft_s.mean * 1e3:.1f} ms, "
-              f"p90 {s.ttft_s.p90 * 1e3:.1f} ms; ITL mean {s.itl_s.mean * 1e3:.2f} ms")
+              f"{general[0]:,} by the general step ({general[0] / s.num_steps:.1%}); "
+              f"TTFT mean {s.ttft_s.mean * 1e3:.1f} ms, p90 {s.ttft_s.p90 * 1e3:.1f} ms; "
+              f"ITL mean {s.itl_s.mean * 1e3:.2f} ms")
         sub = work[: a.check]
         fast, slow = simulate(sub, cfg, cost), simulate(sub, cfg, cost, fast_forward=False)
         same = fast.records.records == slow.records.records and (json.dumps(fast.summary.to_dict(), default=str)

@@ -25,7 +25,7 @@ from dataclasses import replace
 from kvledger.dynamics.early_stop import MissRule
 from kvledger.dynamics.engine.request import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec
 from kvledger.dynamics.engine.request_state import SimRequest, accept
-from kvledger.dynamics.fast import fast_path, open_stretch, sglang_open
+from kvledger.dynamics.fast import fast_path, open_stretch
 from kvledger.dynamics.outputs.record_sink import RecordSink
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
@@ -175,7 +175,6 @@ def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRul
     specs, max_len = arr._open, rep.cfg.max_model_len
     arrivals = _arrival_times(specs)
     lean = open_stretch.eligible(rep)  # arrival stretches
-    sgl = sglang_open.eligible(rep)  # SGLang: decode stretches and arrival prefill steps in one loop
     tick, done = max(1, arr.total // 200), 0
     i, total = 0, len(specs)
     sched = rep.sched
@@ -187,10 +186,6 @@ def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRul
                 i, progressed = open_stretch.run_arrivals(rep, specs, arrivals, i, out)
                 if progressed and stop is not None and stop.due(len(out)) and stop.decided([rep], out):
                     return  # an early stop is checked between arrival stretches and after general steps
-            elif sgl:
-                i, progressed, stopped = sglang_open.run_sglang_open(rep, specs, arrivals, i, out, stop)
-                if stopped:
-                    return  # decided after an arrival's step, where the driver checks it step by step
             if not progressed:
                 i, progressed = fast_path.run_open(rep, specs, arrivals, i, out)
             if progressed:
