@@ -63,6 +63,8 @@ def calibrate(
                                                           "PROFILE.json."),
     leave_one_out: bool = typer.Option(True, "--leave-one-out/--no-leave-one-out", help="With several runs, also fit "
         "without each run and report its error (one extra fit per run)."),
+    workers: int = typer.Option(0, "--workers", min=0, help="Processes for the fit and the leave-one-out fits "
+        "(0: one per CPU, at most one per fit); the profile is the same with any number."),
     out: Path | None = typer.Option(None, "--out", help="Write the calibration profile here (JSON); use it with "
                                                         "--step-cost FILE."),
     force: bool = typer.Option(False, "--force", help="Allow --out to overwrite an existing file."),
@@ -89,7 +91,7 @@ def calibrate(
             raise InputError("calibrate --scope model needs --model (the model whose step cost is fitted)")
         profile = calibrate_files(files, args, max_paddings=max_paddings, leave_one_out=leave_one_out,
                                   fit_frontend=fit_frontend, client_concurrency=client_concurrency,
-                                  split_regimes=split_regimes)
+                                  split_regimes=split_regimes, workers=workers or _cpus())
     text = dump_profile(profile)
     if out is not None:
         write_text_atomic(out, text)
@@ -110,3 +112,9 @@ def calibrate(
 
 def register(app: typer.Typer) -> None:
     app.command("calibrate")(calibrate)
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
