@@ -13,13 +13,16 @@ Sources (read-only, beside the clone):
     only blocks, tokens and the printed concurrency can be checked there (no memory terms are printed);
   * ``benchmarks/data/vllm_public_startups.csv``: public start-ups quoted in vLLM issue threads (0.6–0.15; RTX 3090,
     RTX 4060, H100, A100 40GB; TP 1/2/4), each with its source URL (SOURCES file beside it);
+  * ``benchmarks/data/vme_startups.csv``: 140 start-ups of vllm-memory-estimator's published validation set
+    (Apache-2.0; H200, MI300X, B200; TP 1/4/8; vLLM 0.11–0.20), from ``benchmarks/import_vme_startups.py``;
   * held out: the serving runs under ``shared/data/measured-runs`` whose record states the engine's block count
     (LLMServingSim's ``meta.json``: ``kv_cache.num_gpu_blocks``, the launch arguments, the device's total memory):
     the plan from those settings alone, before any log, against the count the engine allocated.
 
 Prints one line per start-up and term (predicted, logged, error), then the mean absolute and the worst error per
 term, then every start-up bucketed by version, GPU, topology and term: the share of available-KV predictions within 2%
-and the share of printed figures inside the plan's printed range. Rows whose config kvledger cannot read say so.
+and the share of printed figures inside the plan's printed range; and, given the printed memory, whether the printed
+tokens' blocks and concurrency follow exactly. Rows whose config kvledger cannot read say so.
 Usage: ``python benchmarks/accuracy_memory.py [--json]``.
 """
 
@@ -96,7 +99,7 @@ def observation_replays() -> list[tuple[str, list[TermError]]]:
     return out
 
 
-PUBLIC = ROOT / "benchmarks" / "data" / "vllm_public_startups.csv"
+PUBLIC = (ROOT / "benchmarks" / "data" / "vllm_public_startups.csv", ROOT / "benchmarks" / "data" / "vme_startups.csv")
 
 
 def bucket_records(reps, obs, pubs) -> list[tuple[str, str, str, str, float, bool | None]]:
@@ -181,6 +184,20 @@ def held_out_runs() -> list[str]:
     return lines
 
 
+def from_printed_lines(pubs) -> list[str]:
+    """Given the printed available memory: blocks (from the printed tokens) inside the range the 2-decimal GiB figure
+    allows, and the printed concurrency equal to the plan's from those blocks; every miss named."""
+    out = []
+    for term in ("blocks from printed memory", "concurrency from printed memory"):
+        ts = [(x, t) for x in pubs for t in x.from_printed if t.term == term]
+        n_ok = sum(bool(t.inside) for _, t in ts)
+        what = "" if term.startswith("conc") else " (printed tokens' blocks inside the 2-decimal GiB figure's range)"
+        out.append(f"  Given the printed memory, {term.split(' from')[0]}: {n_ok}/{len(ts)} exact{what}")
+        out += [f"      miss {x.row_id} vLLM {x.version} {x.gpu} {x.topology}: printed {t.printed:,.2f}, plan "
+                f"{t.low:,.2f}–{t.high:,.2f}" for x, t in ts if not t.inside]
+    return out
+
+
 def fmt(v: float | None, term: str) -> str:
     if v is None:
         return "—"
@@ -218,7 +235,7 @@ def main() -> int:
     obs = observation_replays()
     summary = {t: {"n": len(v), "mean_abs_pct": 100 * sum(map(abs, v)) / len(v) if v else None,
                    "worst_pct": 100 * max(v, key=abs) if v else None} for t, v in per_term.items()}
-    pubs = [replay_row(r, ROOT) for r in load_rows(PUBLIC)]
+    pubs = [replay_row(r, ROOT) for path in PUBLIC for r in load_rows(path)]
     recs = bucket_records([x for x in reps if not x.skipped], obs, pubs)
     buckets = {name: bucket_summary(recs, i) for i, name in enumerate(("version", "gpu", "topology", "term"))}
     if as_json:
@@ -226,7 +243,8 @@ def main() -> int:
                                                                                         "exact": ok},
                           "observations": [{"label": item, "terms": [t.to_dict() for t in ts]} for item, ts in obs],
                           "public": [{"id": x.row_id, "source": x.source_url, "version": x.version, "gpu": x.gpu,
-                                      "topology": x.topology, "terms": [t.to_dict() for t in x.terms]} for x in pubs],
+                                      "topology": x.topology, "terms": [t.to_dict() for t in x.terms],
+                                      "from_printed": [t.to_dict() for t in x.from_printed]} for x in pubs],
                           "buckets": buckets}, indent=2))
         return 0
     print("\nSummary over the start-ups kvledger can read (relative error, predicted − logged):")
@@ -258,6 +276,8 @@ def main() -> int:
     print(f"\nAll start-ups ({len(av)} with an available-KV figure): within 2% "
           f"{sum(abs(r[4]) <= 0.02 for r in av)}/{len(av)}; "
           f"printed figure inside the plan's range {sum(bool(r[5]) for r in ins)}/{len(ins)} terms")
+    for line in from_printed_lines(pubs):
+        print(line)
     for name, table in buckets.items():
         print(f"  by {name}:")
         for k, v in table.items():

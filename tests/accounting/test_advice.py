@@ -52,7 +52,7 @@ def test_settings_that_cannot_be_meant_are_refused():
 
     from kvledger.errors import InputError
     m, g = load_model("meta-llama/Llama-3.1-8B"), get_gpu("h100")
-    for kw, text in ((dict(engine="sglang", engine_version="0.10.2"), "applies to vLLM"),
+    for kw, text in ((dict(engine="sglang", engine_version="v-next"), "not an SGLang version"),
                      (dict(available_kv_memory_bytes=500 * GiB), "more than the whole device"),
                      (dict(block_size=7), "vLLM accepts 1, 8, 16")):
         with pytest.raises(InputError, match=text):

@@ -145,8 +145,10 @@ def test_trtllm_engine_version_is_read_and_checked():
     assert trtllm_runtime("0.21.0")[0] == "tensorrt" and trtllm_runtime("v0.13")[0] == "tensorrt"
     with pytest.raises(InputError, match="not a TensorRT-LLM version"):
         trtllm_runtime("latest")
-    with pytest.raises(InputError, match="SGLang rules"):
-        build_plan(LLAMA8, H100, make_settings(engine="sglang", engine_version="0.5.23"), with_roofline=False)
+    with pytest.raises(InputError, match="not an SGLang version"):
+        build_plan(LLAMA8, H100, make_settings(engine="sglang", engine_version="latest"), with_roofline=False)
+    with pytest.raises(InputError, match="predates"):
+        build_plan(LLAMA8, H100, make_settings(engine="sglang", engine_version="0.3.6"), with_roofline=False)
 
 
 def test_trtllm_engine_example_10718_tokens_is_670_blocks():

@@ -193,3 +193,28 @@ def test_mla_backend_workspace_follows_the_backend_imports():
         assert "imports flashinfer_mla.py on sm90" in a.how
     assert loaded_weights(llama, engine_version=(0, 19, 0)).bytes == loaded_weights(llama, engine_version=(0, 25,
         0)).bytes
+
+
+def test_quantized_mla_kv_b_proj_keeps_a_bf16_copy():
+    # DeepSeek-R1 (FP8 128×128 blocks) at TP 8: vLLM dequantizes each kv_b_proj [128 heads × (128 + 128), 512] and keeps
+    # the bf16 result (W_UK/W_UV views): 32,768 × 512 / 8 × 2 B = 4,194,304 B = 4 MiB per layer, 61 layers =
+    # 255,852,544 B on top of the stored tensors; vLLM 0.7.0 had no MLA (no copy). DeepSeek-V2-Lite's bf16 kv_b_proj is
+    # only viewed, so its weights do not change (29.43 GiB logged, checked above).
+    m = load_model("deepseek-ai/DeepSeek-R1")
+    with_copy = loaded_weights(m, tp=8, engine_version=(0, 14, 1))
+    before_mla = loaded_weights(m, tp=8, engine_version=(0, 7, 0))
+    ws, _ = mla_backend_workspace_bytes((0, 14, 1), "sm90")
+    assert with_copy.bytes - before_mla.bytes - ws == 61 * 4 * 2**20
+    v2 = load_model("deepseek-ai/DeepSeek-V2-Lite")
+    assert (loaded_weights(v2, engine_version=(0, 14, 1)).bytes - loaded_weights(v2, engine_version=(0, 7, 0)).bytes
+            == mla_backend_workspace_bytes((0, 14, 1), "sm90")[0])
+
+
+def test_rocm_pads_unquantized_moe_rows():
+    # Qwen3-235B-A22B bf16 at TP 4 on ROCm: w13 is [128, 2 × 1,536 / 4, 4,096], rows 8,192 B apart (a multiple of
+    # 512), so each of its 128 × 768 rows keeps 256 B of padding: 94 layers × 98,304 × 256 B = 2,365,587,456 B; w2 is
+    # [128, 4,096, 384], rows 768 B apart (not a multiple of 512): no padding. TP 8 halves w13's rows (w2's 384 B rows
+    # stay unpadded). On CUDA nothing is padded.
+    m = load_model("Qwen/Qwen3-235B-A22B")
+    for tp, pad in ((4, 94 * 128 * 768 * 256), (8, 94 * 128 * 384 * 256)):
+        assert loaded_weights(m, tp=tp, rocm=True).bytes - loaded_weights(m, tp=tp).bytes == pad

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.catalog.gpus import gpu_catalog
 from kvledger.errors import InputError
 from kvledger.units import GB, GiB, MiB
@@ -85,7 +86,8 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
     if est_len:
         opts.append(Option(f"--max-model-len {est_len:,}", p.memory.usable_blocks / max(1, _blocks_at(p, est_len)), 1,
                            "the longest request the current pool holds", est_len))
-    return opts + _utilization_option(p, build) + _bigger_gpus(p, build)
+    seqs = [Option(*fix) for fix in max_num_seqs_fix(p, build)]
+    return opts + _utilization_option(p, build) + seqs + _bigger_gpus(p, build)
 
 
 LOW_CONCURRENCY = 8

@@ -146,9 +146,6 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     Raises:
         InputError: a vLLM-only setting with another engine, a KV figure above the device, a block size vLLM refuses.
     """
-    if s.engine == "sglang" and s.engine_version:
-        raise InputError("--engine-version applies to vLLM and TensorRT-LLM; the SGLang rules are from one release "
-                         "(0.5.23) and take no version")
     fractions = {"vllm": ("gpu_memory_utilization", "--gpu-memory-utilization"),
                  "sglang": ("mem_fraction_static", "--mem-fraction-static"),
                  "trtllm": ("free_gpu_memory_fraction", "--free-gpu-memory-fraction")}

@@ -1,6 +1,7 @@
 """SGLang's token pools and TensorRT-LLM's block pools for one GPU, each engine's own split for hybrid models.
 
-SGLang (0.5.23): available = pre_load_free × mem_fraction_static − weights; #tokens = floor(available / cell_size),
+SGLang (0.5.23; older releases' defaults in sglang_rules.py): available = pre_load_free × mem_fraction_static − weights;
+#tokens = floor(available / cell_size),
 page size 1 (``mem_cache/kv_cache_configurator.py::_profile_available_bytes``, ``_compute_cell_size``). Sliding-window
 layers get their own pool of swa_full_tokens_ratio (0.8) × the full pool's tokens
 (``model_executor/pool_configurator.py::HybridSWAPoolConfigurator``); Mamba/linear-attention state gets
@@ -23,11 +24,12 @@ import re
 from kvledger.accounting import notes as N
 from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.kvcache import KVLedger
-from kvledger.accounting.memory import Deduction, MemoryPlan, sglang_defaults, sglang_mem_fraction_static
+from kvledger.accounting.memory import Deduction, MemoryPlan
 from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
 from kvledger.accounting.plan_vllm import resolve_max_model_len
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
+from kvledger.accounting.sglang_rules import SGLANG_LATEST, parse_sglang_version, sglang_version_defaults
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
@@ -54,9 +56,10 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     _require_per_token_kv(model, kv, "SGLang")
     L, _ = resolve_max_model_len(model, s)
     smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / MiB
-    cps, gbs = sglang_defaults(smi_mib, s.tp)
-    mfs, msrc = (s.mem_fraction_static, "given") if s.mem_fraction_static else sglang_mem_fraction_static(smi_mib, s.tp,
-        cps, gbs)
+    ver = parse_sglang_version(s.engine_version) if s.engine_version else SGLANG_LATEST
+    d = sglang_version_defaults(ver, smi_mib, s.tp, s.pp)
+    cps = d.chunked_prefill_size
+    mfs, msrc = (s.mem_fraction_static, "given") if s.mem_fraction_static else (d.mem_fraction_static, d.source)
     w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
     w = s.weights_bytes if s.weights_bytes is not None else w
     pre_free = gpu.memory_bytes - NON_TORCH_BYTES
@@ -91,7 +94,8 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
         mrr = min(mrr, cap)
     notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note)) + mamba_note + pools.notes
              + _hybrid_note(kv, "sglang"))
-    return MemoryPlan("sglang", "0.5.23 rules", gpu.memory_bytes, "mem_fraction_static", mfs, int(pre_free), items,
+    label = f"{'.'.join(map(str, ver))} rules"
+    return MemoryPlan("sglang", label, gpu.memory_bytes, "mem_fraction_static", mfs, int(pre_free), items,
                       int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page,
                           tokens, lines,
                       L, s.max_num_batched_tokens or cps, mrr, tuple(notes),

@@ -83,10 +83,11 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
     if s.weights_bytes is not None:
         items = [Deduction("weights", s.weights_bytes, N.WEIGHTS_GIVEN)]
     else:
+        rocm = gpu.gpu_id.startswith("amd_")
         lw = loaded_weights(checkpoint, tp=s.tp, pp=stage.pp, pp_rank=stage.rank,
                             dtype=None if s.dtype == "auto" else s.dtype, quantization=s.quantization,
-                            gpu_arch=gpu.arch, engine_version=ver)
-        items = [weights_item(lw.bytes, N.weights_computed(lw.how), checkpoint, gpu.arch)]
+                            gpu_arch=gpu.arch, engine_version=ver, rocm=rocm)
+        items = [weights_item(lw.bytes, N.weights_computed(lw.how), checkpoint, gpu.arch, rocm)]
     items.append(activation_item(model, gpu, s, ver, mnbt, seqs, stage))
     if s.non_torch_bytes is not None:
         items.append(Deduction("non-torch memory", s.non_torch_bytes, N.NON_TORCH_GIVEN))

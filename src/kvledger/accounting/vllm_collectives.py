@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kvledger.accounting.vllm_rocm import is_rocm, rocm_non_torch_term
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.units import GiB, MiB
 
@@ -89,8 +90,23 @@ def symm_mem_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> int:
     return _SYMM_MAX_SIZES[arch].get(tp, 0)
 
 
+V064_ABSOLUTE_NON_TORCH_GIB = 0.35
+"""vLLM 0.6.4.x subtracts all non-torch memory on the GPU, the CUDA context included: ``worker.py ::
+determine_num_available_blocks`` (0.6.4.post1) takes ``mem_get_info`` used − torch allocated after the profile
+run and ``empty_cache`` (0.6.3 and 0.6.5+ count only the growth after the worker's first measurement, taken once the
+context exists). Printed as ``non_torch_memory=0.35GiB`` on an RTX 3090 at TP 1 (vllm#10517, Llama-3.1-8B at 20K
+and 29K); one GPU measured, so other GPUs get 0.25–0.60 GiB."""
+
+
 def _base(ver: tuple[int, int, int], gpu: GpuSpec) -> Term:
     """The TP-1 part (CUDA context remainder, cuBLAS workspaces), measured on H100."""
+    if (0, 6, 4) <= ver < (0, 6, 5):
+        g = V064_ABSOLUTE_NON_TORCH_GIB
+        src = (f"vLLM 0.6.4 subtracts all non-torch memory, CUDA context included (worker.py "
+               f"determine_num_available_blocks): {g} GiB printed on an RTX 3090 (vllm#10517)")
+        if gpu.gpu_id == "nvidia_rtx_3090":
+            return Term(g * GiB, (g - 0.02) * GiB, (g + 0.02) * GiB, src, "±0.02 GiB (RTX 3090 logs print 0.35)")
+        return Term(g * GiB, 0.25 * GiB, 0.60 * GiB, src, f"CUDA context not measured on {gpu.name}: 0.25–0.60 GiB")
     gib = 0.25 if ver >= (0, 18, 0) else 0.13
     src = f"measured {gib} GiB on H100 at TP 1 ({'vLLM 0.19 start-ups' if gib == 0.25 else 'vLLM ≤0.17 logs'})"
     if gpu.arch == "sm90":
@@ -101,7 +117,17 @@ def _base(ver: tuple[int, int, int], gpu: GpuSpec) -> Term:
 
 def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec,
                    disable_custom_all_reduce: bool) -> Term:
-    """Non-torch memory growth per GPU by mechanism, B, with its range (widened for 0.6.5–0.6.x, see below)."""
+    """Non-torch memory growth per GPU by mechanism, B, with its range (widened for 0.6.5–0.6.x, see below; ROCm:
+    ``vllm_rocm.rocm_non_torch_term``)."""
+    if is_rocm(gpu):
+        return Term(*rocm_non_torch_term(ver, tp, pp, gpu))
+    if (ver < (0, 18, 0) and tp == 4 and pp == 1 and nnodes == 1 and gpu.arch == "sm90" and gpu.nvlink_all_to_all
+            and not disable_custom_all_reduce):
+        pt, lo, hi = (x * GiB for x in PRE018_NVSWITCH_TP4_GIB)
+        return Term(pt, lo, hi,
+                    "measured on H200 NVSwitch at TP 4, vLLM 0.11.2–0.16.0: 0.80 GiB (vme_startups.csv residual)",
+                    "0.74–0.84 GiB over 47 start-ups (Llama-3.3-70B bf16/FP8, Qwen3-235B); up to 1.82 with "
+                    "--enable-expert-parallel (Qwen3-235B FP8; the plan has no EP setting)")
     t = _non_torch_term(ver, tp, pp, nnodes, gpu, disable_custom_all_reduce)
     if (0, 6, 5) <= ver < (0, 7, 0):  # the profiler of vllm PR #10511 as released in 0.6.5
         hi = max(t.high, V065_NON_TORCH_GIB * max(1, min(tp, 2)) * GiB)
@@ -109,6 +135,15 @@ def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu
                     f"{V065_NON_TORCH_GIB} GiB at TP 1 and 3.58 at TP 2 on H100 (vllm PR #10511): up to that")
     return t
 
+
+PRE018_NVSWITCH_TP4_GIB = (0.80, 0.74, 1.82)
+"""Non-torch per GPU at TP 4 on Hopper NVSwitch boards before vLLM 0.18, GiB (point, low, high): the residual budget −
+printed available KV − printed weights − code activation peak of vllm-memory-estimator's H200 start-ups
+(benchmarks/data/vme_startups.csv): Llama-3.3-70B bf16 0.74–0.83 (19), its FP8-dynamic checkpoint 0.75–0.84 (24),
+Qwen3-235B bf16 0.80–0.82 (4); Qwen3-235B FP8 with --enable-expert-parallel 1.80–1.82 (4) sets the high end. The same
+runs from 0.18 leave 2.30–2.35 GiB, the 0.19 H100 figure's size: the step is in the data, its mechanism (NCCL's
+NVLink-SHARP buffers or the sort sampler's TP-4 peak, which this residual cannot tell apart) is not known. 0.11.0
+builds (−2.1 to 1.1) and TP 2/8 are not covered."""
 
 V065_NON_TORCH_GIB = 1.79
 """non_torch_memory printed by the profiler of vllm PR #10511 (released in 0.6.5) for Meta-Llama-3-8B on H100 at TP 1

@@ -31,9 +31,8 @@ from kvledger.units import GiB, MiB
 
 __all__ = ["ACTIVATION_FIXED_BYTES", "SAMPLER_BYTES_PER_LOGIT_SORT", "CUDAGRAPH_FIRST_CAPTURE_BYTES",
            "CUDAGRAPH_BYTES_PER_GRAPH", "PPStage", "pp_stages",
-           "stage_model", "sampler_peak_bytes", "forward_peak_bytes", "moe_workspace_bytes", "activation_peak",
-               "non_torch", "cudagraph_estimate",
-           "sm_count"]
+           "stage_model", "sampler_peak_bytes", "forward_hidden_copies", "forward_peak_bytes", "moe_workspace_bytes",
+           "activation_peak", "non_torch", "cudagraph_estimate", "sm_count"]
 
 ACTIVATION_FIXED_BYTES = int(0.05 * GiB)
 """Torch peak not explained by the sampler or forward tensors above, B: 0.05 GiB. Data: the vLLM 0.19.0 H100
@@ -187,17 +186,31 @@ def moe_workspace_bytes(model: ModelSpec, ver: tuple[int, int, int], num_tokens:
     return num_tokens * model.experts_per_token * (max(i, h) + max(2 * i, h)) * model.dtype_bytes
 
 
-def forward_peak_bytes(model: ModelSpec, num_tokens: int, tp: int = 1) -> float:
+def forward_hidden_copies(ver: tuple[int, int, int] | None) -> int:
+    """Hidden-size activations live at a decoder layer's peak: 3 in the V0 engine (< 0.8), 4 from 0.8.
+
+    V0 runs the layers eagerly (``models/llama.py`` of 0.6.4 and 0.7.2): ``fused_add_rms_norm`` normalises in
+    place (``layers/layernorm.py::RMSNorm.forward_cuda``), so while ``LlamaMLP.forward`` holds gate/up (2·I) and
+    the activation (I), only the layer's input (still held by the model's loop), the residual and the MLP's
+    input are live: 3·h. vllm#10517 (0.6.4, RTX 3090, Llama-3.1-8B, no chunking) prints torch peaks 2.07 and
+    2.99 GiB above the weights at 20,000 and 29,000 tokens: 3·h + 3·I gives 2.060 and 2.987 (4·h: 2.21, 3.20).
+    From 0.8 (torch.compile graphs) the 0.19 logs fit 4·h (see ``forward_peak_bytes``)."""
+    return 3 if ver is not None and ver < (0, 8, 0) else 4
+
+
+def forward_peak_bytes(model: ModelSpec, num_tokens: int, tp: int = 1,
+                       ver: tuple[int, int, int] | None = None) -> float:
     """Transient of one decoder layer's forward over ``num_tokens`` tokens, per GPU, B.
 
-    Live at once: residual, normed input, attention output and the running hidden state (4·h), and the
-    MLP's gate/up output plus its activation (3·I/TP; MoE: shared experts only, the routed experts' buffers
-    are in ``moe_workspace_bytes``). From the layer code; checked against the 0.19 logs where the forward
-    dominates (Llama-3.1-8B middle PP stages log 1.05 GiB, this gives 1.08 with the fixed term and PP buffers).
+    Live at once: residual, normed input, attention output and the running hidden state (4·h; 3·h in the V0
+    engine, ``forward_hidden_copies``), and the MLP's gate/up output plus its activation (3·I/TP; MoE: shared
+    experts only, the routed experts' buffers are in ``moe_workspace_bytes``). From the layer code; checked
+    against the 0.19 logs where the forward dominates (Llama-3.1-8B middle PP stages log 1.05 GiB, this gives
+    1.08 with the fixed term and PP buffers).
     """
     h = model.hidden_size
     mlp = 3 * (_moe_dims(model)[1] if model.is_moe else model.intermediate_size) / tp
-    return num_tokens * (4 * h + mlp) * model.dtype_bytes
+    return num_tokens * (forward_hidden_copies(ver) * h + mlp) * model.dtype_bytes
 
 
 def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_num_seqs: int, tp: int = 1,
@@ -205,8 +218,10 @@ def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_
     """The "torch peak memory increase" of vLLM's profile run on one GPU of ``stage``, B, and how it was built."""
     st = stage or PPStage(0, 1, 0, model.num_layers)
     hidden = mnbt * model.hidden_size * model.dtype_bytes
-    fwd = forward_peak_bytes(model, mnbt, tp)
-    peak, why = fwd, f"forward over {mnbt:,} tokens × (4·h + 3·I/TP) × {model.dtype_bytes} B (layer code)"
+    fwd = forward_peak_bytes(model, mnbt, tp, ver)
+    k = forward_hidden_copies(ver)
+    peak, why = fwd, (f"forward over {mnbt:,} tokens × ({k}·h + 3·I/TP) × {model.dtype_bytes} B (layer code"
+                      + ("; V0 norms in place)" if k == 3 else ")"))
     if st.is_last:
         smp, src = sampler_peak_bytes(model, ver, min(max_num_seqs, mnbt), num_sms, backend)
         if smp + hidden >= fwd:

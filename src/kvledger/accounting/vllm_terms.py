@@ -7,6 +7,7 @@ from kvledger.accounting import vllm_profile as P
 from kvledger.accounting.memory import Deduction
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_profile import PPStage
+from kvledger.accounting.vllm_rocm import ROCM_WEIGHTS_UP
 from kvledger.accounting.vllm_sampler import sampler_backends
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
@@ -15,10 +16,14 @@ from kvledger.units import GiB
 __all__ = ["weights_item", "activation_item"]
 
 
-def weights_item(b: float, how: str, checkpoint: ModelSpec, arch: str) -> Deduction:
+def weights_item(b: float, how: str, checkpoint: ModelSpec, arch: str, rocm: bool = False) -> Deduction:
     """Weights, exact from the tensors except MXFP4 experts off the Marlin path, whose layout varies by version: on
     H100 +4.7% (gpt-oss-20b, llm-d-benchmark, vLLM ≤0.16) and +5.9% (gpt-oss-120b, vLLM 0.14.1, vllm#33155) above
     the tensors; the Marlin path's padding is modelled (catalog/loading.py) and matched 65.97 GiB on vllm#23278."""
+    if rocm:  # "Model loading took" is device-wide used memory on ROCm (vllm_rocm module docstring)
+        up = ROCM_WEIGHTS_UP + (0.11 if checkpoint.quant.method == "mxfp4" else 0.0)
+        return Deduction("weights", b, how, b, b * (1 + up), f"ROCm measures the weights as device-wide used memory "
+                         f"(platforms/rocm.py): up to +{up:.1%} (MI300X logs)")
     if checkpoint.quant.method != "mxfp4":
         return Deduction("weights", b, how)
     up = 0.11 if arch in ("sm80", "sm86") else 0.06

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import QuantScheme, online_fp8
+from kvledger.catalog.vllm_load_extras import mla_dequant_copy_bytes, rocm_moe_padding_bytes
 from kvledger.catalog.weights import Weight
 from kvledger.errors import InputError
 
@@ -203,7 +204,7 @@ def _on_rank(path: str, pp: int, rank: int, lo: int, hi: int, tied: bool) -> boo
 
 def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int = 0, dtype: str | None = None,
                    quantization: str | None = None, gpu_arch: str = "sm90",
-                   engine_version: tuple[int, int, int] = (0, 33, 0)) -> LoadedWeights:
+                   engine_version: tuple[int, int, int] = (0, 33, 0), rocm: bool = False) -> LoadedWeights:
     """The weight memory vLLM allocates on one GPU (TP rank of PP stage ``pp_rank``), B, with the arithmetic.
 
     Args:
@@ -212,6 +213,7 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
         quantization: vLLM's ``--quantization`` (only "fp8" changes an unquantized checkpoint).
         gpu_arch: "sm90" (Hopper), "sm100" (Blackwell), ...: decides MXFP4 MoE padding and MLA backend workspaces.
         engine_version: the vLLM release whose loading rules apply (default 0.33, the newest read).
+        rocm: an AMD GPU (vLLM's ROCm MoE padding applies).
 
     Raises:
         InputError: a parallel layout the model cannot take, an unknown dtype or quantization.
@@ -237,9 +239,13 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     mx = q.method == "mxfp4" or (q.method == "compressed-tensors" and q.bits == 4 and q.group_size == 32)
     fused: dict[tuple[str, int], float] = {}
     fused_g_idx: set[str] = set()
+    mla_copies = moe_pad = 0
     for w in model.weights:
         if not _on_rank(w.path, pp, pp_rank, lo, hi, model.tie_word_embeddings):
             continue
+        copy = mla_dequant_copy_bytes(w, q, tp, db, engine_version)
+        mla_copies += cuda_allocated_bytes(copy) if copy else 0
+        moe_pad += rocm_moe_padding_bytes(w, q, tp, db) if rocm else 0
         if mx and q.converts(w):
             w = _mxfp4_padded(w, model, gpu_arch, engine_version)
         share = 1 / tp if w.tp == "shard" else (kv_share if w.tp == "kv" else 1.0)
@@ -272,4 +278,8 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     )
     if ws:
         how += f" + {ws:,} B {ws_src}"
-    return LoadedWeights(total + rope + ws, rope, dname, db, q.description, (lo, hi), how, ws)
+    if mla_copies:
+        how += f" + {mla_copies:,} B {dname} copies of the quantized MLA kv_b_proj (W_UK/W_UV, vLLM MLA code)"
+    if moe_pad:
+        how += f" + {moe_pad:,} B ROCm MoE padding (VLLM_ROCM_MOE_PADDING, 256 B per row of 512-B-aligned rows)"
+    return LoadedWeights(total + rope + ws + mla_copies + moe_pad, rope, dname, db, q.description, (lo, hi), how, ws)

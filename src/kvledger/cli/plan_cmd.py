@@ -24,7 +24,9 @@ def plan(
     engine_version: str | None = option(EngineFlags, "engine_version", help="vLLM version whose rules to apply "
                                                                             "(default: newest read, 0.33.0); with "
                                                                             "--engine trtllm, a version before 1.0 "
-                                                                            "selects the TensorRT-engine executor."),
+                                                                            "selects the TensorRT-engine executor; "
+                                                                            "with --engine sglang, the release's "
+                                                                            "mem_fraction_static default (0.4.0 on)."),
     tp: int = option(EngineFlags, "tp", 1, help="Tensor-parallel degree."),
     pp: int = typer.Option(1, "--pp", "--pipeline-parallel-size", help="Pipeline-parallel degree (vLLM): the stage "
                                                                        "with the fewest KV blocks binds."),

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.accounting.plan import build_plan
+from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_rules import parse_version
@@ -17,7 +18,7 @@ from kvledger.catalog.models import load_model
 from kvledger.jsonable import to_jsonable
 from kvledger.units import GiB
 
-__all__ = ["PublicTerm", "PublicReplay", "load_rows", "replay_row", "topology_label"]
+__all__ = ["PublicTerm", "PublicReplay", "flag_settings", "load_rows", "replay_row", "topology_label"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class PublicReplay:
     gpu: str
     topology: str
     terms: tuple[PublicTerm, ...] = field(default_factory=tuple)
+    from_printed: tuple[PublicTerm, ...] = field(default_factory=tuple)
+    """Given the printed available memory: the block count the printed tokens imply against the range the 2-decimal
+    GiB figure allows, and the printed "Maximum concurrency" against the plan's from those blocks (exact if inside)."""
 
 
 def load_rows(path: Path) -> list[dict[str, str]]:
@@ -83,13 +87,32 @@ def topology_label(tp: int, pp: int, all_to_all: bool) -> str:
     return f"TP{tp} PP{pp}{link}"
 
 
+FLAG_SETTINGS = {"kv-cache-dtype": "kv_cache_dtype", "enforce-eager": "enforce_eager",
+                 "disable-custom-all-reduce": "disable_custom_all_reduce",
+                 "distributed-executor-backend": "distributed_executor_backend", "nnodes": "nnodes"}
+"""The row's launch flags that are plan settings; the rest (checkpoint-quantization, enable-expert-parallel, ...) are
+recorded for the reader and do not change the plan."""
+
+
+def flag_settings(flags: str) -> dict[str, Any]:
+    """``"kv-cache-dtype=fp8;enforce-eager"`` -> ``{"kv_cache_dtype": "fp8", "enforce_eager": True}``."""
+    out: dict[str, Any] = {}
+    for f in filter(None, flags.split(";")):
+        k, _, v = f.partition("=")
+        if k in FLAG_SETTINGS:
+            out[FLAG_SETTINGS[k]] = int(v) if k == "nnodes" else (v or True)
+    return out
+
+
 def replay_row(r: dict[str, str], root: Path) -> PublicReplay:
     """Predict what row ``r`` printed, with the vLLM rules of its version."""
     ver, gpu, tp = r["vllm_version"], _gpu(r), int(r["tp"] or 1)
     out: list[PublicTerm] = []
     nt = _f(r["non_torch_gib"])
     if gpu is not None and nt is not None:
-        t = non_torch_term(parse_version(ver), tp, int(r["pp"] or 1), 1, gpu, False)
+        fl = flag_settings(r["flags"])
+        t = non_torch_term(parse_version(ver), tp, int(r["pp"] or 1), fl.get("nnodes", 1), gpu,
+                           bool(fl.get("disable_custom_all_reduce")))
         out.append(PublicTerm("non-torch", t.bytes / GiB, nt, t.low / GiB, t.high / GiB))
     if r["config"]:
         cfg = str(root / r["config"]) if r["config"].startswith(("tests/", "benchmarks/")) else r["config"]
@@ -99,6 +122,9 @@ def replay_row(r: dict[str, str], root: Path) -> PublicReplay:
             kw["gpu_memory_utilization"] = float(r["gpu_memory_utilization"])
         if r["max_num_seqs"]:
             kw["max_num_seqs"] = int(r["max_num_seqs"])
+        if r["max_num_batched_tokens"]:
+            kw["max_num_batched_tokens"] = int(r["max_num_batched_tokens"])
+        kw |= flag_settings(r["flags"])
         if given_avail:
             kw["available_kv_memory_bytes"] = int(float(r["available_kv_gib"]) * GiB)
         elif _f(r["weights_gib"]) is not None and "weights" not in r["checks"]:  # e.g. a quantized checkpoint
@@ -124,4 +150,25 @@ def replay_row(r: dict[str, str], root: Path) -> PublicReplay:
             c = round(p.at_max_model_len.max_concurrency, 2)
             out.append(PublicTerm("max concurrency", c, float(r["max_concurrency"]),
                                   *(round(x, 2) for x in rng["max_concurrency"])))
-    return PublicReplay(r["id"], r["source_url"], ver, gpu.name if gpu else "not stated", _topology(r, gpu), tuple(out))
+    exact = _from_printed(r, load_model(cfg), gpu, kw) if r["config"] and gpu is not None else ()
+    return PublicReplay(r["id"], r["source_url"], ver, gpu.name if gpu else "not stated", _topology(r, gpu), tuple(out),
+                        exact)
+
+
+def _from_printed(r: dict[str, str], model, gpu, kw: dict[str, Any]) -> tuple[PublicTerm, ...]:
+    """Blocks and concurrency from the printed available memory and tokens (see ``PublicReplay.from_printed``)."""
+    if not (r["available_kv_gib"] and r["kv_tokens"]) or int(r["pp"] or 1) > 1:
+        return ()
+    kw = {k: v for k, v in kw.items() if k != "weights_bytes"} | {
+        "available_kv_memory_bytes": round(float(r["available_kv_gib"]) * GiB)}
+    m = build_plan(model, gpu, make_settings(**kw), with_roofline=False, with_advice=False).memory
+    lo, hi = printed_gib_block_range(kw["available_kv_memory_bytes"], m.bytes_per_block)
+    blocks = int(r["kv_tokens"]) // m.block_size
+    out = [PublicTerm("blocks from printed memory", min(max(blocks, lo), hi), blocks, lo, hi)]
+    if r["max_concurrency"]:
+        p = build_plan(model, gpu, make_settings(**kw | {"num_gpu_blocks_override": blocks}), with_roofline=False,
+                       with_advice=False)
+        if p.at_max_model_len:
+            c = round(p.at_max_model_len.max_concurrency, 2)
+            out.append(PublicTerm("concurrency from printed memory", c, float(r["max_concurrency"]), c, c))
+    return tuple(out)

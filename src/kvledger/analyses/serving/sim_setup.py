@@ -165,8 +165,8 @@ def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
     vllm_only = [(a.gpu_memory_utilization, "--gpu-memory-utilization is vLLM's memory fraction",
                   "use --mem-fraction-static (SGLang's), or another policy"),
                  (a.engine_version, "--engine-version picks a vLLM release's rules",
-                  "drop it (the SGLang rules are from one release, 0.5.23, and take no version), "
-                  "or use another policy"),
+                  "drop it (--policy sglang simulates SGLang 0.5.23; `kvledger plan --engine sglang "
+                  "--engine-version` plans older SGLang releases' pools), or use another policy"),
                  (a.num_gpu_blocks_override, "--num-gpu-blocks-override is vLLM's block count",
                   "size SGLang's pool with --mem-fraction-static (its --max-total-tokens is not modelled), or use "
                   "another policy")]

@@ -1,0 +1,153 @@
+"""SGLang's start-up memory defaults version by version: mem_fraction_static, chunked_prefill_size and the decode
+CUDA-graph batch size, as ``srt/server_args.py`` sets them when the user does not.
+
+Read from the wheels of 0.4.0, 0.4.3, 0.4.5, 0.4.6, 0.4.7, 0.4.8, 0.4.9, 0.5.0rc0, 0.5.1, 0.5.2, 0.5.3, 0.5.5 and 0.5.10
+(0.5.23:
+``arg_groups/memory_hook.py``, in ``memory.py``). GPU memory is nvidia-smi's total in MiB
+(``get_device_memory_capacity``). The pool rule itself did not change over these releases
+(``model_runner.py::profile_max_num_token``: free memory after the weights − free memory before them ×
+(1 − mem_fraction_static)); only its inputs did. Where a rule changed between two read versions, it switches at the
+later one and the source says so. Before 0.5.3 a GPU of 35 GiB or more leaves ``cuda_graph_max_bs`` unset (the graph
+runner's own default, 160 here); it does not enter the fraction there.
+
+  * 0.4.0–0.4.5: mem_fraction_static by TP alone: 0.88 (TP 1), 0.87 (2–3), 0.85 (4–7), 0.81 (8–15), 0.79 (≥ 16).
+  * 0.4.6: the same up to 81,920 MiB; above, (memory − 13 GiB) ÷ memory (not rounded).
+  * 0.4.7: the table by TP×PP up to 81,920 MiB, else 0.88; above 96 GiB min(f + 48 GiB·(1 − f) ÷ memory,
+    (memory − 18 GiB) ÷ memory); 0.79 above 180,000 MiB.
+  * 0.4.8–0.5.2: a reserve by memory tier, round((memory − reserve) ÷ memory, 3): 2.8 + TP·PP/10 GiB below 35 GiB,
+    9.5 + TP·PP/2 below 90, 12 + TP·PP/2 below 160, 32 GiB above. Public check: sglang#7478 (June 2025, DeepSeek-R1
+    at TP 16 over two 8×H100 nodes) prints mem_fraction_static=0.78 = round((81,559 − 17.5 × 1,024) ÷ 81,559, 3).
+  * 0.5.3–0.5.22: reserve = 512 + 1.5·max(chunked_prefill_size, 2,048) + 2·cuda_graph_max_bs + TP·PP/8·1,024 MiB, at
+    least 10 GiB above 60 GiB; below 35 GiB chunked_prefill_size 2,048 and cuda_graph_max_bs 16 (24 from 0.5.5) at
+    TP < 4. 0.5.10's piecewise-CUDA-graph term (8 MiB per captured size when on) is not modelled.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kvledger.accounting.memory import sglang_defaults, sglang_mem_fraction_static
+from kvledger.errors import InputError
+
+__all__ = ["SGLANG_LATEST", "SglangDefaults", "parse_sglang_version", "sglang_version_defaults"]
+
+SGLANG_LATEST = (0, 5, 23)
+"""Newest SGLang release whose memory rules were read (docs/engine-model.md §3.1)."""
+
+
+@dataclass(frozen=True)
+class SglangDefaults:
+    """What SGLang sets when the user does not: tokens per prefill chunk, the decode CUDA-graph batch cap, the
+    fraction of GPU memory for weights + KV pool, and where each was read."""
+
+    chunked_prefill_size: int
+    cuda_graph_max_bs: int
+    mem_fraction_static: float
+    source: str
+
+
+def parse_sglang_version(v: str) -> tuple[int, int, int]:
+    """``"0.4.6.post1"`` → (0, 4, 6).
+
+    Raises:
+        InputError: text that is not a version, or a release before 0.4.0 (not read).
+    """
+    m = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", str(v).strip())
+    if not m:
+        raise InputError(f"--engine-version {v!r} is not an SGLang version like 0.4.6 or 0.5.3")
+    ver = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    if ver < (0, 4, 0):
+        raise InputError(f"SGLang {v} predates the releases whose memory rules were read (0.4.0 onwards)")
+    return ver
+
+
+def _by_tp(tp: int) -> float:
+    """0.4.0–0.4.8 (server_args.py ``__post_init__``): the fraction by TP size."""
+    for lim, frac in ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87)):
+        if tp >= lim:
+            return frac
+    return 0.88
+
+
+def _over_mib(gib: float, mib: float) -> bool:
+    """True when ``gib`` GiB of GPU memory exceeds ``mib`` MiB (server_args.py compares MiB)."""
+    return gib * 1024 > mib
+
+
+def _rule_047(smi_mib: float, n: int) -> tuple[float, str]:
+    """0.4.7's fraction (server_args.py ``__post_init__``) at TP×PP ``n``, and its source."""
+    frac = _by_tp(n) if smi_mib <= 81_920 else 0.88
+    src = f"SGLang 0.4.7 default (server_args.py): {frac} by TP×PP {n}"
+    if smi_mib > 180_000:
+        return 0.79, "SGLang 0.4.7 default above 180,000 MiB (server_args.py): 0.79"
+    if smi_mib > 96 * 1024:
+        frac = min(frac + 48 * 1024 * (1 - frac) / smi_mib, (smi_mib - 18 * 1024) / smi_mib)
+        src += f"; above 96 GiB min(f + 48 GiB·(1 − f) / {smi_mib:,.0f}, ({smi_mib:,.0f} − 18 GiB) / {smi_mib:,.0f})"
+    return frac, src
+
+
+def _small_batch_limits(ver: tuple[int, int, int], gib: float, tp: int) -> tuple[int, int]:
+    """(chunked_prefill_size, cuda_graph_max_bs) before 0.5.3: 2,048 and 8 (80 at TP ≥ 4 from 0.4.3) below 25,000 MiB
+    (to 0.4.7) or 35 GiB (0.4.8+); otherwise 8,192 (16,384 above 180,000 MiB in 0.4.7, from 160 GiB in 0.4.8+)
+    and 160."""
+    small = gib < (35 if ver >= (0, 4, 8) else 25_000 / 1024)
+    if small:
+        return 2048, (80 if tp >= 4 and ver >= (0, 4, 3) else 8)
+    big = gib >= 160 if ver >= (0, 4, 8) else (ver >= (0, 4, 7) and _over_mib(gib, 180_000))
+    return (16384 if big else 8192), 160
+
+
+def _tiers_053(ver: tuple[int, int, int], gib: float, tp: int) -> tuple[int, int]:
+    """(chunked_prefill_size, cuda_graph_max_bs) of ``_handle_gpu_memory_settings``, 0.5.3–0.5.22."""
+    if gib < 20:
+        return 2048, 8
+    if gib < 35:
+        return 2048, (24 if ver >= (0, 5, 5) else 16) if tp < 4 else 80
+    if gib < 60:
+        return 4096, 32 if tp < 4 else 160
+    if gib < 160:
+        return 8192, 256 if tp < 4 else 512
+    return 16384, 512
+
+
+def sglang_version_defaults(ver: tuple[int, int, int], smi_mib: float, tp: int, pp: int = 1) -> SglangDefaults:
+    """SGLang ``ver``'s defaults on a GPU of ``smi_mib`` MiB at TP ``tp`` × PP ``pp`` (no speculative decoding, no DP
+    attention, a text model: the terms those add are not planned)."""
+    vtxt = ".".join(map(str, ver))
+    gib = smi_mib / 1024
+    if ver >= SGLANG_LATEST:
+        cps, gbs = sglang_defaults(smi_mib, tp)
+        frac, src = sglang_mem_fraction_static(smi_mib, tp, cps, gbs)
+        newer = f" (rules of 0.5.23, the newest read, for {vtxt})" if ver > SGLANG_LATEST else ""
+        return SglangDefaults(cps, gbs, frac, src + newer)
+    if ver >= (0, 5, 3):
+        cps, gbs = _tiers_053(ver, gib, tp)
+        reserved = 512 + 1.5 * max(cps, 2048) + 2 * gbs + tp * pp / 8 * 1024
+        if gib > 60:
+            reserved = max(reserved, 10 * 1024)
+        frac = round((smi_mib - reserved) / smi_mib, 3)
+        return SglangDefaults(cps, gbs, frac, (
+            f"SGLang {vtxt} default (server_args.py _handle_gpu_memory_settings, read in 0.5.3/0.5.5/0.5.10): "
+            f"round(({smi_mib:,.0f} − {reserved:,.0f} MiB reserved: 512 + 1.5 × {max(cps, 2048):,} + 2 × {gbs} + "
+            f"{tp * pp}/8 × 1,024{', floor 10 GiB' if gib > 60 else ''}) / {smi_mib:,.0f}, 3)"))
+    cps, gbs = _small_batch_limits(ver, gib, tp)
+    if ver >= (0, 4, 8):
+        n = tp * pp
+        tier = ((35, 2.8 + n / 10), (90, 9.5 + n / 2), (160, 12 + n / 2))
+        reserve_gib = next((r for lim, r in tier if gib < lim), 32.0)
+        frac = round((smi_mib - reserve_gib * 1024) / smi_mib, 3)
+        return SglangDefaults(cps, gbs, frac, (
+            f"SGLang {vtxt} default (server_args.py, read in 0.4.8–0.5.2): round(({smi_mib:,.0f} − "
+            f"{reserve_gib:g} GiB reserved for {gib:.0f} GiB GPUs at TP×PP {n}) / {smi_mib:,.0f}, 3)"))
+    if ver >= (0, 4, 7):
+        return SglangDefaults(cps, gbs, *_rule_047(smi_mib, tp * pp))
+    if ver >= (0, 4, 6) and smi_mib > 81_920:
+        frac = (smi_mib - 13 * 1024) / smi_mib
+        return SglangDefaults(cps, gbs, frac, (
+            f"SGLang {vtxt} default above 80 GiB (server_args.py, read in 0.4.6): ({smi_mib:,.0f} − 13 GiB) / "
+            f"{smi_mib:,.0f}"))
+    frac = _by_tp(tp)
+    return SglangDefaults(cps, gbs, frac, (
+        f"SGLang {vtxt} default by TP {tp} (server_args.py, read in 0.4.0, 0.4.3, 0.4.5 and 0.4.6: 0.88 / 0.87 / "
+        "0.85 / 0.81 / 0.79 at TP 1 / 2 / 4 / 8 / 16)"))

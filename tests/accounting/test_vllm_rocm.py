@@ -1,0 +1,51 @@
+"""vLLM on ROCm: the MI300X non-torch residual by TP and the weights' upward range (accounting/vllm_rocm.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.accounting.vllm_collectives import non_torch_term
+from kvledger.accounting.vllm_rocm import rocm_non_torch_term
+from kvledger.accounting.vllm_terms import weights_item
+from kvledger.catalog.gpu_file import resolve_gpu
+from kvledger.catalog.models import load_model
+from kvledger.units import GiB
+
+
+def test_mi300x_non_torch_is_the_measured_residual_by_tp():
+    # vme_startups.csv, MI300X, vLLM 0.11.2-0.18.0: 0.94 GiB at TP 1 (0.85-1.04), 1.35 at TP 4 (1.28-1.47), 3.20 at TP 8
+    # (3.03-4.86); the H100 NVSwitch figure (2.13 GiB at TP 4) is not used on ROCm.
+    mi = resolve_gpu("amd_mi300x")
+    for tp, (pt, lo, hi) in ((1, (0.94, 0.85, 1.04)), (4, (1.35, 1.28, 1.47)), (8, (3.20, 3.03, 4.86))):
+        t = non_torch_term((0, 14, 1), tp, 1, 1, mi, False)
+        assert (t.bytes / GiB, t.low / GiB, t.high / GiB) == pytest.approx((pt, lo, hi))
+
+
+def test_rocm_non_torch_outside_the_data_interpolates_and_widens():
+    # TP 2 on MI300X: log2 halfway between TP 1 and TP 4 is 1/2 of the way: 0.94 + (1.35 - 0.94) / 2 = 1.145 GiB; not
+    # measured, so the range is the neighbours' 0.85-1.47 widened x0.5-x1.5: 0.425-2.205 GiB. MI325X at TP 8 keeps the
+    # MI300X point (3.20) with 1.515-7.29 GiB.
+    b, lo, hi, _, why = rocm_non_torch_term((0, 14, 1), 2, 1, resolve_gpu("amd_mi300x"))
+    assert (b / GiB, lo / GiB, hi / GiB) == pytest.approx((1.145, 0.425, 2.205))
+    assert "not measured" in why
+    b, lo, hi, _, _ = rocm_non_torch_term((0, 14, 1), 8, 1, resolve_gpu("amd_mi325x"))
+    assert (b / GiB, lo / GiB, hi / GiB) == pytest.approx((3.20, 1.515, 7.29))
+
+
+def test_rocm_weights_range_reaches_up_2_5_percent():
+    # ROCm logs the weights as device-wide used memory: 100 GiB of tensors may print up to 102.5 GiB; CUDA: exact.
+    m = load_model("meta-llama/Meta-Llama-3.1-70B")
+    d = weights_item(100 * GiB, "x", m, "", rocm=True)
+    assert (d.low_bytes, d.high_bytes) == (100 * GiB, pytest.approx(102.5 * GiB))
+    assert weights_item(100 * GiB, "x", m, "sm90").high_bytes == 100 * GiB
+
+
+def test_hopper_nvswitch_tp4_before_018_is_the_measured_residual():
+    # vme_startups.csv, H200 TP 4, vLLM 0.11.2-0.16.0: the residual is 0.74-0.84 GiB (Llama-3.3-70B bf16/FP8, Qwen3-235B
+    # bf16), 1.80-1.82 with expert parallelism; from 0.18 the H100 figure (2.07 + 0.06 x log2(4/2) = 2.13 GiB) applies,
+    # and TP 8 before 0.18 keeps it too (2.19 GiB; the DeepSeek-R1 TP 8 residuals spread 1.1-2.8 by build).
+    h200 = resolve_gpu("nvidia_h200_sxm")
+    t = non_torch_term((0, 14, 1), 4, 1, 1, h200, False)
+    assert (t.bytes / GiB, t.low / GiB, t.high / GiB) == pytest.approx((0.80, 0.74, 1.82))
+    assert non_torch_term((0, 18, 0), 4, 1, 1, h200, False).bytes / GiB == pytest.approx(2.13)
+    assert non_torch_term((0, 14, 1), 8, 1, 1, h200, False).bytes / GiB == pytest.approx(2.19)
