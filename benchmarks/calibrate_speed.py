@@ -67,11 +67,12 @@ def main() -> None:
     p = results[0][2]
     f = p["fit"]
     what = "with leave-one-out (6 fits)" if loo else "without leave-one-out (1 fit)"
+    cores = max(1, min(a.workers, 6 if loo else 1))
     print(f"calibration over {len(RUNS)} DistServe runs ({sum(r['num_requests'] for r in p['runs'])} requests) {what}, "
           f"{a.workers} worker(s), {os.cpu_count()} CPUs: best of {len(results)}: {wall:.1f} s wall "
           f"({wall / TARGET_S:.2f}× the {TARGET_S:.0f} s target), {cpu:.1f} s CPU with its workers "
-          f"(÷ {min(a.workers, 6)} worker(s) = {cpu / max(1, min(a.workers, 6)):.1f} s, "
-          f"{cpu / max(1, min(a.workers, 6)) / TARGET_S:.2f}× the target, if the machine were its alone)")
+          f"(÷ {cores} core(s) used = {cpu / cores:.1f} s, {cpu / cores / TARGET_S:.2f}× the target, if the machine "
+          f"were its alone)")
     print(f"{floor_line(floor)}; best wall = {in_floor_steps(wall, floor)}")
     print(f"fit on all five: objective {f['objective_start']:.3f} → {f['objective']:.3f}, {f['iterations']} "
           f"Gauss-Newton iterations, {f['num_replays']} replays; deterministic across repeats: "
