@@ -97,12 +97,14 @@ def _errors(run: MeasuredRun, cfg: EngineConfig, cost) -> Comparison:
 
 def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overlap: bool = False,
                    leave_one_out: bool = True, fit_frontend: bool = False,
-                   split_regimes: bool = False, workers: int = 1) -> dict[str, Any]:
+                   split_regimes: bool = False, workers: int = 1, two_starts: bool = False) -> dict[str, Any]:
     """Fit on every run, report each run's errors, and (with several runs and ``leave_one_out``) each run's errors
     under a model fitted on the others. ``start`` is the step-cost model the fit starts from (its linear projection).
-    ``workers`` > 1 runs the fits in parallel processes (``folds.fit_and_folds``; same results)."""
+    ``workers`` > 1 runs the fits in parallel processes (``folds.fit_and_folds``; same results); ``two_starts`` also
+    fits each from a start read off its own runs regime by regime (``regime_start``) and keeps the better."""
     guess, fit, folds = fit_and_folds(runs, start, overlap=overlap, split_regimes=split_regimes,
-                                      fit_frontend=fit_frontend, leave_one_out=leave_one_out, workers=workers)
+                                      fit_frontend=fit_frontend, leave_one_out=leave_one_out, workers=workers,
+                                      two_starts=two_starts)
     per_run = []
     from kvledger.calibration.saturation import saturation
 
@@ -124,7 +126,7 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
 def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int | None = None,
                     leave_one_out: bool = True, fit_frontend: bool = False,
                     client_concurrency: int | None = None, split_regimes: bool = False,
-                    workers: int = 1) -> dict[str, Any]:
+                    workers: int = 1, two_starts: bool = False) -> dict[str, Any]:
     """The calibration profile (``kvledger.accounting.calibration_profile``'s layout) for measured runs in ``paths``.
 
     The CPU overhead is fitted as overlapping the GPU when the engine schedules asynchronously
@@ -145,7 +147,8 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
     setups = [engine_for(args, m, max_paddings) for m in measured]
     runs = [(m, s.config) for m, s in zip(measured, setups)]
     out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
-                         fit_frontend=fit_frontend, split_regimes=split_regimes, workers=workers)
+                         fit_frontend=fit_frontend, split_regimes=split_regimes, workers=workers,
+                         two_starts=two_starts)
     return build_profile(out, args, setups[0], paths)
 
 
