@@ -66,7 +66,7 @@ def calibrate(
     two_starts: bool = typer.Option(False, "--regime-start/--no-regime-start", help="--scope model: also fit from a "
         "start read off the runs regime by regime (prefill from low-load TTFT, decode from TPOT against concurrency) "
         "and keep the better fit (twice the time)."),
-    workers: int = typer.Option(0, "--workers", min=0, help="Processes for the fit and the leave-one-out fits "
+    workers: int = typer.Option(0, "--workers", help="Processes for the fit and the leave-one-out fits "
         "(0: one per CPU, at most one per fit); the profile is the same with any number."),
     out: Path | None = typer.Option(None, "--out", help="Write the calibration profile here (JSON); use it with "
                                                         "--step-cost FILE."),
