@@ -7,7 +7,8 @@ Prints three tables:
    --json`` (19,366 requests; interpreter start, imports, trace, plan, simulation, output):
    best and median wall of ``--repeat`` runs and peak RSS (``os.wait4``), next to the
    peers' figures recorded on this machine (issue 10: Vidur 0.0.26 warm, closest settings,
-   58.8 s and 854 MiB; BLIS, its fastest flag, 7.7 s and 574 MiB). With ``--with-vidur``,
+   58.8 s and 854 MiB; BLIS, its fastest flag, 7.7 s and 574 MiB; ``blis_pairs.py`` runs BLIS in
+   turn with kvledger on this machine, the comparison issue 25 asks for). With ``--with-vidur``,
    Vidur 0.0.26 is installed into its own environment and run on the same trace with its
    closest settings (vidur_run.py), timed the same way, and printed beside kvledger; where it
    cannot be installed or run, the script stops with the reason (exit status 2). Then one line:
@@ -23,8 +24,13 @@ Prints three tables:
    (record_sink.py). Wall of the simulation alone, peak RSS of the process.
 3. Step rate: CPU time per simulated engine step against an empty-loop floor (a Python loop
    doing one dict update per step), both as CPU time.
+4. Policies and step costs: the whole-process run of table 1 with ``--policy sglang`` and with a
+   Vidur-priced step cost, as ratios to ``--policy vllm`` with the roofline (``--only-variants``: this
+   table alone).
 
-Goal (issue 10): Azure conversation whole process ≤ 1.0 s; 1M requests ≤ 30 s and ≤ 500 MiB.
+Goal (issue 10): Azure conversation whole process ≤ 1.0 s; 1M requests ≤ 30 s and ≤ 500 MiB. Issue 25: 1M requests
+< 300 MiB; a step within 10× the empty loop (the whole process against BLIS: blis_pairs.py); the SGLang policy within
+1.5× of the vLLM policy.
 Timings on a shared machine are noisy: best-of-N is printed with the median.
 
     python benchmarks/sim_speed.py [--repeat 3] [--sizes 1000,10000,100000,1000000]
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -87,7 +94,8 @@ def whole_process(repeat: int, vidur: tuple[list[float], float] | None = None) -
               f"{statistics.median(v_walls):.1f} s")
     else:
         print(f"   {'Vidur 0.0.26 warm (recorded)':<34}{VIDUR_S:>9.1f}{VIDUR_S / best:>12.1f}{VIDUR_MIB:>14}")
-    print(f"   {'BLIS, fastest flag (recorded)':<34}{BLIS_S:>9.1f}{BLIS_S / best:>12.1f}{BLIS_MIB:>14}")
+    print(f"   {'BLIS, fastest flag (recorded)':<34}{BLIS_S:>9.1f}{BLIS_S / best:>12.1f}{BLIS_MIB:>14}   "
+          "(in turn on this machine: blis_pairs.py)")
     print(f"   goal ≤ 1.0 s: {'met' if best <= 1.0 else 'NOT met'}")
 
 
@@ -131,10 +139,37 @@ def scaling(sizes: list[int]) -> list[dict]:
     big = [r for r in rows if r["n"] == 1_000_000]
     if big:
         r = big[0]
-        print(f"   goal 1M ≤ 500 MiB: {'met' if r['peak_mib'] <= 500 else 'NOT met'} ({r['peak_mib']:.0f} MiB); "
+        print(f"   goal 1M ≤ 500 MiB (issue 10), < 300 MiB (issue 25): {'met' if r['peak_mib'] <= 500 else 'NOT met'}, "
+              f"{'met' if r['peak_mib'] < 300 else 'NOT met'} ({r['peak_mib']:.0f} MiB); "
               f"1M ≤ 30 s: {'met' if r['wall_s'] <= 30 else 'NOT met'} ({r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s "
               f"CPU)")
     return rows
+
+
+VARIANTS = [("vLLM policy, roofline (the reference)", ["--policy", "vllm"]),
+            ("SGLang policy, roofline", ["--policy", "sglang"]),
+            ("vLLM policy, Vidur-priced steps", ["--policy", "vllm", "--step-cost",
+                                                  "calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1"])]
+
+
+def variants(repeat: int) -> None:
+    """Whole-process wall and CPU of the same CLI run under the SGLang policy and a Vidur-priced step cost, against
+    the vLLM policy with the roofline (runs interleaved, best of ``repeat``). Goal (issue 25): SGLang ≤ 1.5×."""
+    best = {name: (math.inf, math.inf) for name, _ in VARIANTS}
+    for _ in range(repeat):
+        for name, extra in VARIANTS:
+            wall, _, _, cpu = run_process(CLI + extra)
+            w, c = best[name]
+            best[name] = (min(w, wall), min(c, cpu))
+    ref_w, ref_c = best[VARIANTS[0][0]]
+    print(f"4. Policies and step costs, whole process on the Azure conversation trace, best of {repeat} (interleaved):")
+    print(f"   {'run':<40}{'wall s':>8}{'× ref':>7}{'CPU s':>8}{'× ref':>7}")
+    for name, _ in VARIANTS:
+        w, c = best[name]
+        print(f"   {name:<40}{w:>8.2f}{w / ref_w:>7.2f}{c:>8.2f}{c / ref_c:>7.2f}")
+    w, c = best[VARIANTS[1][0]]
+    print(f"   goal SGLang ≤ 1.5× the vLLM policy: {'met' if w / ref_w <= 1.5 else 'NOT met'} ({w / ref_w:.2f}× wall, "
+          f"{c / ref_c:.2f}× CPU)")
 
 
 def step_floor(steps: int = 2_000_000) -> float:
@@ -150,6 +185,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sizes", default="1000,10000,100000,1000000")
+    ap.add_argument("--only-variants", action="store_true", help="print table 4 only (SGLang and Vidur-priced runs)")
     ap.add_argument("--with-vidur", action="store_true",
                     help="install Vidur 0.0.26 into its own venv and run it on the same trace (vidur_run.py)")
     args = ap.parse_args()
@@ -167,6 +203,9 @@ def main() -> None:
     from startup_speed import compile_package, outside_simulation_line  # start-up + wrap-up: outside the event loop
 
     compile_package()  # as installed: without bytecode every run compiles the package again (PYTHONDONTWRITEBYTECODE)
+    if args.only_variants:
+        variants(max(args.repeat, 3))
+        return
     whole_process(args.repeat, vidur)
     print(outside_simulation_line(max(args.repeat, 3)))
     rows = scaling([int(x) for x in args.sizes.split(",") if x])
@@ -176,7 +215,8 @@ def main() -> None:
     for r in rows:
         per = r["cpu_s"] / r["steps"]
         print(f"   {r['n']:>10,} requests: {per * 1e6:.3f} µs/step ({1 / per / 1e6:.2f} M steps/s), {per / floor:.0f}× "
-              f"the floor")
+              f"the floor (goal ≤ 10×, issue 25: {'met' if per <= 10 * floor else 'NOT met'})")
+    variants(max(args.repeat, 3))
 
 
 if __name__ == "__main__":

@@ -167,3 +167,31 @@ def test_a_fit_that_turns_negative_outside_its_data_is_refused_not_used():
     with pytest.raises(InputError, match="does not hold this far outside the measurements"):
         m.step_time_s(StepShape(num_prefill_tokens=100_000, num_prefill_seqs=1,
                                 prefill_attn_pairs=100_000 * 100_001 / 2))
+
+
+def _grid_at_numpy(g, x: float, y: float) -> float:
+    """Grid2.at as numpy computes it (np.clip, np.searchsorted, float64 scalars): the reference for its Python form."""
+    xc = min(max(x, g.xs[0]), g.xs[-1])
+    yc = min(max(y, g.ys[0]), g.ys[-1])
+    i = int(np.clip(np.searchsorted(g.xs, xc) - 1, 0, len(g.xs) - 2))
+    j = int(np.clip(np.searchsorted(g.ys, yc) - 1, 0, len(g.ys) - 2))
+    fx = (xc - g.xs[i]) / (g.xs[i + 1] - g.xs[i])
+    fy = (yc - g.ys[j]) / (g.ys[j + 1] - g.ys[j])
+    z = g.z
+    return float((1 - fx) * ((1 - fy) * z[i, j] + fy * z[i, j + 1]) + fx * ((1 - fy) * z[i + 1, j] + fy * z[i + 1,
+                                                                                                         j + 1]))
+
+
+def test_vidur_grid_lookups_in_python_floats_equal_numpys_bit_for_bit():
+    m = get_calibrated_cost("vidur:meta-llama/Llama-2-7b-hf", "h100", 1)
+    rng = np.random.default_rng(0)
+    for g in (m.decode, m.prefill):
+        # grid points, edges, below and beyond the grid, and random points inside, as ints and floats
+        xs = [*g.xs.tolist(), g.xs[0] - 1, g.xs[-1] * 2, *rng.uniform(g.xs[0], g.xs[-1], 50).tolist(), 3, 1000]
+        ys = [*g.ys.tolist(), 0, g.ys[-1] * 3, *rng.uniform(g.ys[0], g.ys[-1], 50).tolist(), 7, 4096]
+        for x in xs:
+            for y in ys[::3]:
+                assert g.at(x, y) == _grid_at_numpy(g, x, y)
+    # decode_steps_s keeps each batch size's terms: a second call (from the memo) gives the same floats
+    first = m.decode_steps_s(17, 17 * 900, 64)
+    assert 17 in m.by_batch and m.decode_steps_s(17, 17 * 900, 64).tolist() == first.tolist()

@@ -61,6 +61,8 @@ POLICIES = {
     # SGLang's own scheduler (prefill-first, reservation admission, retraction) on its radix cache
     "sglang-rule": dict(batching="sglang", prefix_caching_policy="sglang", max_num_batched_tokens=256),
     "sglang-rule-eos": dict(batching="sglang", prefix_caching_policy="sglang", ignore_eos=False),
+    # page size 1, as the CLI's sglang preset: the radix stretch reports its samples as the paged changes
+    "sglang-rule-page1": dict(batching="sglang", prefix_caching_policy="sglang", block_size=1),
 }
 
 
@@ -86,10 +88,26 @@ def test_fast_path_and_step_by_step_agree_on_every_reported_figure(reqs, blocks,
         # at 512 tokens, while EngineConfig's pool check asks for the steady 36; smaller pools can stall both paths
         # alike (a d2-rules validation gap, not a fast-path matter), so give them 64 usable blocks at least
         blocks = max(blocks, 65)
-    cfg = EngineConfig(num_gpu_blocks=blocks, block_size=16, max_model_len=512, **POLICIES[policy])
+    kw = {"block_size": 16, **POLICIES[policy]}
+    if kw["block_size"] == 1:
+        blocks *= 16  # the same pool in tokens
+    cfg = EngineConfig(num_gpu_blocks=blocks, max_model_len=512, **kw)
     cost = FixedStepCost(0.004, per_token)
     fast = simulate(reqs, cfg, cost, record_steps=True)
     slow = simulate(reqs, cfg, cost, record_steps=True, fast_forward=False)
     assert _figures(fast) == _figures(slow)
     quiet = simulate(reqs, cfg, cost)  # the default run (no step log) reports the same summary
     assert json.dumps(quiet.summary.to_dict(), default=str) == json.dumps(fast.summary.to_dict(), default=str)
+
+
+def test_a_mixed_step_that_finishes_everyone_hands_over_to_the_general_path():
+    # Found by the property above: q0 (65-token prompt, 137 outputs) decodes alone until q1 (1 token, 1 output)
+    # arrives at 0.6 s; with 0.3 ms per token the mixed step that admits q1 also emits q0's last token, so nobody is
+    # left running and the fused open-arrival loop must hand over (it used to price a stretch of no requests:
+    # "min() arg is an empty sequence"). Both paths then report the same figures for both requests.
+    reqs = [RequestSpec("q0", 0.0, 65, 137, (0, 1), 32), RequestSpec("q1", 0.6, 1, 1, (), 32)]
+    cfg = EngineConfig(num_gpu_blocks=40, max_model_len=512, block_size=16)
+    cost = FixedStepCost(0.004, 3e-4)
+    fast = simulate(reqs, cfg, cost, record_steps=True)
+    slow = simulate(reqs, cfg, cost, record_steps=True, fast_forward=False)
+    assert fast.summary.num_finished == 2 and _figures(fast) == _figures(slow)

@@ -48,6 +48,26 @@ def test_a_stretch_as_changes_equals_its_steps_one_by_one(before):
         assert sa["token_state_share"] == pytest.approx(49 / 72)
 
 
+@pytest.mark.parametrize("before", [0, CHUNK_STEPS - 2])
+def test_steps_given_per_step_or_with_stored_pieces_equal_the_steps_one_by_one(before):
+    # The same five steps as _by_step, given to add_steps as per-step arrays, and with the stored tokens as the pieces
+    # (0, 3, 2 requests, 10 tokens) and (3, 5, 1 request, 6 tokens): 10, 12, 14, 6, 7, as listed there.
+    import numpy as np
+
+    trackers = [KvUsageTracker(4) for _ in range(3)]
+    for t in trackers:
+        for j in range(before):
+            t.add(j * 1e-4, 1e-4, 1, 10, 2, 4)
+    _by_step(trackers[0])
+    starts, durs = [1.0, 1.5, 2.0, 2.5, 3.0], [0.5] * 5
+    used, held = np.array([3.0, 4, 5, 3, 3]), np.array([12.0, 16, 20, 12, 12])
+    trackers[1].add_steps(starts, durs, used, 10, np.array([10.0, 12, 14, 6, 7]), held)
+    trackers[2].add_steps(starts, durs, used, 10, None, held, pieces=[(0, 3, 2, 10), (3, 5, 1, 6)])
+    sums = [t.summary(4.0) for t in trackers]
+    assert sums[0] == sums[1] == sums[2]
+    assert [t.stored_token_s for t in trackers] == [trackers[0].stored_token_s] * 3
+
+
 def _buckets_step_by_step(steps, cap):
     """The usage buckets a step-at-a-time loop keeps: width 0.01 s doubling (pairs merged) whenever a step starts
     past bucket 255; per bucket ∫ usage dt, busy s and max usage, each added left to right."""

@@ -80,6 +80,7 @@ class VidurStepCost:
     cpu_batch: np.ndarray | None = None
     cpu_ms: np.ndarray | None = None
     notes: tuple[str, ...] = field(default=())
+    by_batch: dict = field(default_factory=dict, repr=False)  # decode_steps_s's per-batch-size terms, filled as met
 
     def _linear(self, n: float) -> float:
         if n > self.tokens[-1]:
@@ -137,9 +138,12 @@ class VidurStepCost:
         if num_seqs == 0 or num_steps == 0:
             return np.zeros(num_steps, dtype=np.float64)
         L, b = self.num_layers, num_seqs
-        fixed = L * (self._linear(b) + 2 * self._allreduce(b)) + self._cpu(b)
+        per_b = self.by_batch.get(b)
+        if per_b is None:  # what depends on the batch alone, computed once per batch size (the same floats)
+            per_b = self.by_batch[b] = (L * (self._linear(b) + 2 * self._allreduce(b)) + self._cpu(b),
+                                        self.decode.row(b))
+        fixed, row = per_b
         avg = kv_tokens / b + np.arange(num_steps, dtype=np.float64)     # mean KV grows by one per step
-        row = self.decode.row(b)
         ys = self.decode.ys
         attn = np.interp(np.clip(avg, ys[0], ys[-1]), ys, row)
         grow = np.maximum((b * avg) / (min(b, self.decode.xs[-1]) * np.clip(avg, ys[0], ys[-1])), 1.0)

@@ -7,8 +7,9 @@ and decode time against (batch, KV per request); ``kvledger.accounting.vidur_cos
 from __future__ import annotations
 
 import csv
+from bisect import bisect_left
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -39,28 +40,41 @@ def causal_pairs(c: float, p: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Grid2:
-    """A measured table z[i, j] on a rectilinear grid (xs[i], ys[j]), ms; bilinear inside, clamped at edges."""
+    """A measured table z[i, j] on a rectilinear grid (xs[i], ys[j]), ms; bilinear inside, clamped at edges.
+
+    ``at`` reads the table as Python floats (``xl``, ``yl``, ``zl``): a step's price is several lookups, and numpy's
+    scalar calls cost more than the arithmetic (the same IEEE operations in the same order: the same floats).
+    """
 
     xs: np.ndarray
     ys: np.ndarray
     z: np.ndarray
+    xl: list[float] = field(init=False, repr=False, compare=False)
+    yl: list[float] = field(init=False, repr=False, compare=False)
+    zl: list[list[float]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "xl", np.asarray(self.xs, dtype=np.float64).tolist())
+        object.__setattr__(self, "yl", np.asarray(self.ys, dtype=np.float64).tolist())
+        object.__setattr__(self, "zl", np.asarray(self.z, dtype=np.float64).tolist())
 
     def at(self, x: float, y: float) -> float:
-        xc = min(max(x, self.xs[0]), self.xs[-1])
-        yc = min(max(y, self.ys[0]), self.ys[-1])
-        i = int(np.clip(np.searchsorted(self.xs, xc) - 1, 0, len(self.xs) - 2))
-        j = int(np.clip(np.searchsorted(self.ys, yc) - 1, 0, len(self.ys) - 2))
-        fx = (xc - self.xs[i]) / (self.xs[i + 1] - self.xs[i])
-        fy = (yc - self.ys[j]) / (self.ys[j + 1] - self.ys[j])
-        z = self.z
-        return float((1 - fx) * ((1 - fy) * z[i, j] + fy * z[i, j + 1]) + fx * ((1 - fy) * z[i + 1, j] + fy * z[i + 1,
+        xs, ys, z = self.xl, self.yl, self.zl
+        xc = min(max(x, xs[0]), xs[-1])
+        yc = min(max(y, ys[0]), ys[-1])
+        i = min(max(bisect_left(xs, xc) - 1, 0), len(xs) - 2)  # np.searchsorted's left side, clipped
+        j = min(max(bisect_left(ys, yc) - 1, 0), len(ys) - 2)
+        fx = (xc - xs[i]) / (xs[i + 1] - xs[i])
+        fy = (yc - ys[j]) / (ys[j + 1] - ys[j])
+        return float((1 - fx) * ((1 - fy) * z[i][j] + fy * z[i][j + 1]) + fx * ((1 - fy) * z[i + 1][j] + fy * z[i + 1][
             j + 1]))
 
     def row(self, x: float) -> np.ndarray:
         """z interpolated along x at fixed x (clamped), as a function of ys."""
-        xc = min(max(x, self.xs[0]), self.xs[-1])
-        i = int(np.clip(np.searchsorted(self.xs, xc) - 1, 0, len(self.xs) - 2))
-        fx = (xc - self.xs[i]) / (self.xs[i + 1] - self.xs[i])
+        xs = self.xl
+        xc = min(max(x, xs[0]), xs[-1])
+        i = min(max(bisect_left(xs, xc) - 1, 0), len(xs) - 2)
+        fx = (xc - xs[i]) / (xs[i + 1] - xs[i])
         return (1 - fx) * self.z[i] + fx * self.z[i + 1]
 
 

@@ -20,6 +20,8 @@ class BatchRules:
         v0: vLLM V0's prefill-first rule (scheduler.py).
         padded: V0 0.2.x prompt steps priced on the padded batch (``max_paddings`` set).
         async_scheduling: vLLM v1's batch queue of two (module doc).
+        pauses_decodes: SGLang's prefill-first rule: a prefill step leaves the running requests out, each still one
+            token behind (decode-ready) after it.
     """
 
     static: bool
@@ -27,8 +29,9 @@ class BatchRules:
     v0: bool
     padded: bool
     async_scheduling: bool
+    pauses_decodes: bool
 
     @classmethod
     def of(cls, cfg: EngineConfig) -> BatchRules:
         return cls(cfg.batching == "static", cfg.batching == "continuous", cfg.batching == "vllm_v0",
-                   cfg.max_paddings is not None, cfg.async_scheduling)
+                   cfg.max_paddings is not None, cfg.async_scheduling, cfg.batching == "sglang")

@@ -221,9 +221,14 @@ class Replica(TokenTimes):
         out = self.settle_finished(finished, start)
         if finished:
             sched.running = [r for r in sched.running if r.status != FINISHED]
-        self.ready = everyone and all_emitted and not preempted and not self.overheld()
+        self.ready = (everyone or self._paused_ready()) and all_emitted and not preempted and not self.overheld()
         self.steady = self.next_is_steady(preempted, admitted, finished or freed, self.ready, dec == len(plan))
         return out
+
+    def _paused_ready(self) -> bool:
+        """SGLang's prefill step left running requests out (``rules.pauses_decodes``): all are decode-ready when each
+        is one token behind (none mid-prompt). Their token runs broke there; a stretch restarts them."""
+        return self.rules.pauses_decodes and all(r.num_computed_tokens == r.num_tokens - 1 for r in self.sched.running)
 
     def apply_plan(self, plan: list, step: int, finished: list) -> tuple[tuple, int, bool]:
         """Price each scheduled (request, tokens) from its state before the step, then apply it.

@@ -1,10 +1,10 @@
-"""The data behind ``kvledger report`` and ``kvledger ui``: one plain dict that chains the plan, the SLO capacity, the
-cost ledger, a rate sweep and the engine comparisons.
+"""The data behind ``kvledger report`` and ``kvledger ui``: one ``ReportData`` that chains the plan, the SLO capacity,
+the cost ledger, a rate sweep and the engine comparisons.
 
 Every section is the object an existing command prints with ``--json`` (the plan is ``plan
 --json``, the cost is ``cost --simulate --json``, each sweep point is ``simulate --json``'s
 summary), built by the same functions, so the report cannot disagree with the commands; the
-equivalent command lines are stored under ``"commands"``. Curves over utilization and monthly
+equivalent command lines are stored under ``commands``. Curves over utilization and monthly
 volume use the break-even formulas of ``kvledger.ledgers.breakeven`` on the same capacity.
 """
 
@@ -15,9 +15,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kvledger.analyses.serving.cost_curves import utilization_curve, volume_curve
+from kvledger.analyses.serving.report_data import ReportData
 from kvledger.ranges import check_options
 
-__all__ = ["ReportRequest", "CONTEXTS", "SWEEP_FRACTIONS", "build_plan_section", "build_report_data", "sim_args"]
+__all__ = ["ReportRequest", "ReportData", "CONTEXTS", "SWEEP_FRACTIONS", "build_plan_section", "build_report_data",
+           "sim_args"]
 
 CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 """Context lengths (tokens) of the concurrency figure; 8K and 128K are the two the report compares."""
@@ -133,7 +135,9 @@ def _sweep(req: ReportRequest, cap: Any, slo: Any) -> list[dict[str, Any]]:
     rows = []
     for f in SWEEP_FRACTIONS:
         rate = cap.rate_req_per_s * f
-        sim = cap.run if f == 1.0 else simulate_run(sim_args(req, rate=rate))
+        # token times only when the SLO judges gaps (ITL), as the capacity probes: the summary's ITL distribution is
+        # exact without them (dynamics/outputs/itl_gaps.py)
+        sim = cap.run if f == 1.0 else simulate_run(sim_args(req, rate=rate), record_token_times=slo.itl_s is not None)
         rows.append({"fraction_of_capacity": f, **_summary_row(sim, slo)})
     return rows
 
@@ -147,8 +151,9 @@ def _engine_savings(req: ReportRequest, cap: Any, slo: Any) -> dict[str, Any]:
                                                             **base}}
     for key, policy, label in (("static", "static", "static batching (a batch runs until its longest member ends)"),
                                ("contiguous", "contiguous", "contiguous KV (max_model_len reserved per request)")):
-        out[key] = {"label": label, **_summary_row(simulate_run(sim_args(req, rate=cap.rate_req_per_s, policy=policy)),
-                                                   slo)}
+        sim = simulate_run(sim_args(req, rate=cap.rate_req_per_s, policy=policy),
+                           record_token_times=slo.itl_s is not None)
+        out[key] = {"label": label, **_summary_row(sim, slo)}
     out["ratios"] = _ratios(out)
     return out
 
@@ -204,8 +209,8 @@ def _measured(req: ReportRequest, slo: Any) -> list[dict[str, Any]]:
     return out
 
 
-def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any]:
-    """Everything the report draws, as plain JSON-ready data (module docstring).
+def build_report_data(req: ReportRequest, progress: Any = None) -> ReportData:
+    """Everything the report draws (module docstring).
 
     Args:
         progress: optional ``progress(stage_text)`` callback, called before each stage.
@@ -243,18 +248,17 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
                                                               req.cache_write_rate),
                         DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), volume,
                         sim=cap.run, capacity=cap, inputs=inputs)
-    data: dict[str, Any] = {"inputs": {**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how},
-                            "plan": plan, "cost": cost.payload}
+    sweep = savings = None
     if req.with_sweep:
         say("latency sweep")
-        data["rate_sweep"] = _sweep(req, cap, slo)
+        sweep = _sweep(req, cap, slo)
     if req.with_engine_savings:
         say("engine comparisons")
-        data["engine_savings"] = _engine_savings(req, cap, slo)
-    data["curves"] = {"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)}
-    data["measured"] = _measured(req, slo)
-    data["commands"] = _commands(req, price_flags)
-    return data
+        savings = _engine_savings(req, cap, slo)
+    return ReportData(inputs={**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how}, plan=plan,
+                      cost=cost.payload, rate_sweep=sweep, engine_savings=savings,
+                      curves={"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)},
+                      measured=_measured(req, slo), commands=_commands(req, price_flags))
 
 
 def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:

@@ -122,11 +122,15 @@ class SGLangScheduler:
 
     def _prefill(self, plan: list[tuple[SimRequest, int]]) -> int:
         cfg, kv, page = self.cfg, self.kv, self._page
-        ratio = 1.0 if cfg.ignore_eos else self.new_token_ratio
-        offset = sum(self._max_new(r) * ratio for r in self.running if r is not self.chunked)
+        c = self.chunked
+        if cfg.ignore_eos:  # ratio 1: whole numbers, so the float sum is the integer sum, exactly
+            offset = float(sum([min(r.num_output_tokens - r.num_generated, CLIP_MAX_NEW_TOKENS) for r in self.running
+                                if r is not c]))
+        else:
+            ratio = self.new_token_ratio
+            offset = sum(self._max_new(r) * ratio for r in self.running if r is not c)
         avail = self.kv.allocatable_tokens
         budget = cfg.max_num_batched_tokens
-        c = self.chunked
         if c is not None:  # add_chunked_req: the continuing chunk first
             left = c.num_tokens - c.num_computed_tokens
             room = min(budget, int(avail - offset)) if avail - offset > 0 else budget

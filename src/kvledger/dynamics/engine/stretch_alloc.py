@@ -14,6 +14,7 @@ async scheduling, after freeing the step before's finishers (``Replica.drain``).
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import accumulate
 
 import numpy as np
 
@@ -235,37 +236,65 @@ class RadixStretches:
         """Take slots piece by piece between finishes, freeing (caching) each finishing request after its last step
         (``lag`` 1, async scheduling: after the next step's slots; past the stretch, left to the caller).
 
-        Returns per-step ``(used_blocks, held_slots)`` as PagedKVManager.stretch_commit does.
+        Returns what step-by-step execution samples in each step: with ``block_size`` 1 (slots are blocks) the paged
+        manager's changes ``(used0, held0, (), drops, runs)`` (one slot a step per request: a run), else per-step
+        ``(used_blocks, held_slots)`` arrays.
         """
         used0, held0 = self.tree_tokens - self.evictable_tokens + self.private_tokens, self.held_slots
-        got = np.zeros(k + 1, dtype=np.int64)  # new slots per step, then the frees' drops
+        runs: list[int] = []  # (first step, steps): a request takes one new slot in each
+        covered = []  # (request, slots it covers now, its computed tokens then, steps it decodes in this stretch)
         for r, c, m in zip(running, comp, rems):
-            first, end = max(0, r.covered_tokens - c), min(m, k)
+            cov = r.covered_tokens
+            first, end = max(0, cov - c), min(m, k)
             if first < end:
-                got[first] += 1
-                got[end] -= 1
-        got = np.cumsum(got)
-        held = got.copy()
-        a = 0
-        for stop in sorted({m + lag for m in rems if m + lag <= k} | {k}):
-            needs = [max(0, c + min(m, stop) - r.covered_tokens) if m > a else 0
-                     for r, c, m in zip(running, comp, rems)]
-            total = sum(needs)
+                runs += (first, end - first)
+            covered.append([r, cov, c, m])
+        finishers: dict[int, list] = {}
+        for x in covered:
+            stop = x[3] + lag
+            if stop <= k:
+                f = finishers.get(stop)
+                if f is None:
+                    finishers[stop] = [x]
+                else:
+                    f.append(x)
+        alive, drops = covered, []
+        for stop in sorted(finishers.keys() | {k}):
+            # each request still decoding covers c + min(m, stop) slots by the piece's end (or what it covers)
+            total = 0
+            for x in alive:
+                r, cov, c, m = x
+                need = c + (m if m < stop else stop) - cov
+                if need > 0:
+                    x[1] = cov + need
+                    r.private_tokens += need
+                    r.covered_tokens += need
+                    total += need
             if total > self.num_free_tokens:
                 self._evict(total)
             self.private_tokens += total
             self.held_slots += total
-            for r, m in zip(running, needs):
-                r.private_tokens += m
-                r.covered_tokens += m
-            if free_finished:
-                for r, m in zip(running, rems):
-                    if m + lag == stop:  # finished in step m − 1: missing from step m's sample on
+            leaving = finishers.get(stop)
+            if leaving is not None:
+                for x in leaving:
+                    if free_finished:  # finished in step m − 1: missing from step m's sample on
                         u, h = self.tree_tokens - self.evictable_tokens + self.private_tokens, self.held_slots
-                        self.free(r, preempted=False)
-                        got[m] -= u - (self.tree_tokens - self.evictable_tokens + self.private_tokens)
-                        held[m] -= h - self.held_slots
-            a = stop
+                        self.free(x[0], preempted=False)
+                        drops.append((x[3], u - (self.tree_tokens - self.evictable_tokens + self.private_tokens),
+                                      h - self.held_slots))
+                alive = [x for x in alive if x[3] + lag > stop]
         if not free_finished:
             return None
+        if self.block_size == 1:
+            return used0, held0, (), drops, runs
+        got = [0] * (k + 1)  # new slots per step (as changes), then the frees' drops
+        for j in range(0, len(runs), 2):
+            got[runs[j]] += 1
+            got[runs[j] + runs[j + 1]] -= 1
+        got = list(accumulate(got))
+        held = list(got)
+        for m, du, dh in drops:
+            got[m] -= du
+            held[m] -= dh
+        got, held = np.array(got, dtype=np.int64), np.array(held, dtype=np.int64)
         return (used0 + np.cumsum(got[:k])) / self.block_size, held0 + np.cumsum(held[:k])

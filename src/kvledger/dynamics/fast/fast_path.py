@@ -94,6 +94,11 @@ def _decode_run(rep, running: list[SimRequest], rems: list[int], comp: list[int]
     k = _block_limit(rep, running, comp, rems, k)
     if k == 0:
         return [], 0
+    if rep.rules.pauses_decodes:  # requests an SGLang prefill step left out emit again from the stretch's first step
+        step0 = rep.num_steps
+        for r in running:
+            if r.run_start < 0:
+                r.run_start = step0
     finished = []
     step0 = rep.num_steps
     if min(rems) <= k:  # someone finishes inside the stretch: final counters now (the free below needs them)
@@ -235,7 +240,7 @@ def run_open(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
             if recs and to_out:
                 out.extend((r.uid, rec) for r, rec in recs)
             running, rems, comp = _after_mixed_step(running, rems, comp, bool(recs))
-            if not rep.steady or rep.sched.waiting:
+            if not rep.steady or rep.sched.waiting or not running:  # nobody left: the general path idles to the next
                 return i, progressed
     finally:
         write_counters(running, rems, comp)

@@ -5,12 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from kvledger.dynamics.engine.request_state import SimRequest
-from kvledger.dynamics.fast.stretch_times import MAX_STRETCH_STEPS
 from kvledger.dynamics.outputs.step_runs import run_steps
 
 __all__ = ["per_step_samples", "account_stretch"]
-
-_STEP_INDEX = np.arange(MAX_STRETCH_STEPS + 1, dtype=np.float64)
 
 
 def per_step_samples(samples: tuple, k: int, block_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -39,9 +36,7 @@ def account_stretch(rep, pieces: list, k: int, ends: list[float], durs: list[flo
         used = per_step_samples(samples, k, rep.kv.block_size)[0] if rep.steplog is not None else None
     else:
         used, held = samples
-        stored = np.concatenate([_STEP_INDEX[: min(b, k) - a] * alive + kv_a for a, b, alive, kv_a in pieces
-                                 if min(b, k) > a])
-        rep.usage.add_steps(ends[:k], durs[:k], used, cap, stored, held)
+        rep.usage.add_steps(ends[:k], durs[:k], used, cap, None, held, pieces=pieces)
     if rep.steplog is not None:
         for a, b, alive, _ in pieces:
             b = min(b, k)

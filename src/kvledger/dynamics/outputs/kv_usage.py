@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.dynamics.outputs.step_runs import run_steps, since_set
+from kvledger.dynamics.outputs.step_runs import changed_sets, per_step_floats, run_steps, since_set, stored_quads
 from kvledger.dynamics.outputs.usage_buckets import MAX_USAGE_BUCKETS, UsageBuckets
 
 __all__ = ["KvUsageTracker", "MAX_USAGE_BUCKETS", "CHUNK_STEPS"]
@@ -168,13 +168,25 @@ class KvUsageTracker:
         if i + k > CHUNK_STEPS:  # a stretch longer than the buffer: fold it now
             self._flush()
 
-    def add_steps(self, starts, durs, used_blocks, capacity_blocks: int, stored_tokens, held_slots) -> None:
-        """Many steps given per step (arrays or lists of equal length; ``used_blocks``/``held_slots`` may be one
-        number)."""
-        one_used, one_held = np.ndim(used_blocks) == 0, np.ndim(held_slots) == 0
-        for j in range(len(durs)):
-            self.add(float(starts[j]), float(durs[j]), used_blocks if one_used else float(used_blocks[j]),
-                     capacity_blocks, float(stored_tokens[j]), held_slots if one_held else float(held_slots[j]))
+    def add_steps(self, starts, durs, used_blocks, capacity_blocks: int, stored_tokens, held_slots,
+                  pieces: list | None = None) -> None:
+        """Many steps given per step (arrays or lists; ``used_blocks``/``held_slots`` may be one number), or the stored
+        tokens as ``pieces`` (as ``add_stretch``'s): what ``add`` buffers for each step in turn, flushed alike."""
+        k, j = len(durs), 0
+        used, held, starts, durs, stored = (per_step_floats(x, k) for x in (
+            used_blocks, held_slots, starts, durs, 0 if pieces is not None else stored_tokens))
+        while j < k:
+            i = self._n_parts + len(self._durs)
+            if i >= CHUNK_STEPS:
+                self._flush()
+                i = 0
+            e = min(k, j + CHUNK_STEPS - i)  # add would flush again at step e
+            self._cap = capacity_blocks
+            self._starts += starts[j:e]
+            self._durs += durs[j:e]
+            self._used, self._held = changed_sets(self._sets, used, held, j, e, i, self._used, self._held)
+            stored_quads(self._stored, stored, pieces, j, e, i)
+            j = e
 
     def _seal(self) -> None:
         """Move the steps buffered in the two lists into ``_parts``, as arrays."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["run_steps", "since_set"]
+__all__ = ["changed_sets", "per_step_floats", "stored_quads", "run_steps", "since_set"]
 
 
 def run_steps(runs: list[int], block_size: int, offsets: list[int] | None = None) -> np.ndarray:
@@ -28,3 +28,34 @@ def since_set(values: np.ndarray, at: np.ndarray, last: np.ndarray, change: np.n
     run = change.cumsum()
     before = run[at] - change[at]  # changes before each set step
     return values[last] + (run - before[last]).astype(np.float64)
+
+
+def changed_sets(sets: list, used: list, held: list, j: int, e: int, i: int, u0: float, h0: float) -> tuple:
+    """Append ``(buffered step, used, held)`` for steps ``j .. e − 1`` (buffered from step ``i``) where either value
+    changes from the step before (``u0``, ``h0`` before step ``j``), and at a buffer's first step (``i`` 0), as
+    ``KvUsageTracker.add`` does step by step; returns the last values set."""
+    for t in range(j, e):
+        u, h = used[t], held[t]
+        if u != u0 or h != h0 or (t == j and not i):
+            sets += (i + t - j, u, h)
+            u0, h0 = u, h
+    return u0, h0
+
+
+def stored_quads(quads: list, stored: list | None, pieces: list | None, j: int, e: int, i: int) -> None:
+    """Append the stored-token quadruples ``(buffered step, steps, tokens, Δ per step)`` of steps ``j .. e − 1``: one
+    per step from ``stored``, or the parts of ``pieces`` ``(first step, end step, requests, tokens at the first)``
+    in that range (their values are whole numbers: the same per-step figures, exactly)."""
+    if pieces is None:
+        for t in range(j, e):
+            quads += (i + t - j, 1, stored[t], 0)
+        return
+    for a, b, alive, kv_a in pieces:
+        a2, b2 = max(a, j), min(b, e)
+        if b2 > a2:
+            quads += (i + a2 - j, b2 - a2, kv_a + alive * (a2 - a), alive)
+
+
+def per_step_floats(x, k: int) -> list[float]:
+    """``k`` per-step values as Python floats: an array or list as it is, one number repeated."""
+    return [float(x)] * k if np.ndim(x) == 0 else np.asarray(x, np.float64).tolist()
