@@ -102,7 +102,7 @@ def _answer(data: ReportData) -> str:
         _break_even_text(c),
         *([f"Error band: {c['error_band']['text']}."] if c.get("error_band") else []),
         f"Concurrency: {conc.get(8192, '—')} requests at 8K tokens, {conc.get(131072, '—')} at 128K (KV capacity).",
-        _kv_range_line(data["plan"]["memory"]),
+        _kv_range_line(data.plan["memory"]),
     ]
     lines = [x for x in lines if x]
     return '<div class="answer" id="answer">' + "".join(f"<p>{escape(x)}</p>" for x in lines) + "</div>"
