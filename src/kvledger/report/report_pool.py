@@ -1,0 +1,63 @@
+"""The report's second process: on two or more CPUs, ``kvledger report`` forks one worker at its start, which imports
+matplotlib while the capacity search runs, then runs three of the seven simulations after it (beside the other four)
+and draws the figures.
+
+Same bytes as one process: the simulations are deterministic, each result is placed by its key (never by the order
+in which work finishes) and each figure is drawn by the same code with the same settings (fixed SVG hash salt).
+``KVLEDGER_REPORT_WORKERS=1`` keeps everything in one process; so does a platform without ``fork`` (a spawned
+worker would import everything again, which costs about what it saves).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from kvledger.report.figure import Figure
+from kvledger.report.html_report import drawn_figures
+
+__all__ = ["report_pool", "figures_in_pool"]
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _warm() -> None:
+    """Import what drawing needs, in the worker, while the parent simulates."""
+    import matplotlib.backends.backend_svg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+    import kvledger.report.figures_kv  # noqa: F401
+    import kvledger.report.figures_serving  # noqa: F401
+
+
+@contextmanager
+def report_pool() -> Iterator[Any]:
+    """An executor with one forked worker (forked here, before any progress-bar thread starts), or None where the
+    report runs in one process (one CPU, no ``fork``, ``KVLEDGER_REPORT_WORKERS=1``)."""
+    import multiprocessing
+
+    if (os.environ.get("KVLEDGER_REPORT_WORKERS", "").strip() == "1" or _cpus() < 2
+            or "fork" not in multiprocessing.get_all_start_methods()):
+        yield None
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+    try:
+        pool.submit(_warm)  # the fork happens now
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def figures_in_pool(data: dict[str, Any], pool: Any) -> list[Figure]:
+    """Every figure of the report drawn to SVG in the worker, which imported matplotlib while this process simulated
+    (drawing half here instead would import it here too: about as long, and more CPU in all)."""
+    return pool.submit(drawn_figures, data).result()
