@@ -28,6 +28,14 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
+# imported before the fork (the report needs them anyway): the worker's simulations then import nothing again
+_BEFORE_FORK = ("kvledger.analyses.serving.decision_data", "kvledger.analyses.serving.sim_capacity",
+                "kvledger.analyses.serving.sim_ledgers", "kvledger.analyses.serving.cost_run",
+                "kvledger.accounting.plan", "kvledger.dynamics.simulator", "kvledger.dynamics.workload.traces",
+                "kvledger.catalog.models", "kvledger.ledgers.goodput", "kvledger.accounting.calibrated",
+                "kvledger.invariants")
+
+
 def _warm() -> None:
     """Import what drawing needs, in the worker, while the parent simulates."""
     import matplotlib.backends.backend_svg  # noqa: F401
@@ -47,8 +55,11 @@ def report_pool() -> Iterator[Any]:
             or "fork" not in multiprocessing.get_all_start_methods()):
         yield None
         return
+    import importlib
     from concurrent.futures import ProcessPoolExecutor
 
+    for name in _BEFORE_FORK:
+        importlib.import_module(name)
     pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
     try:
         pool.submit(_warm)  # the fork happens now
