@@ -1,14 +1,16 @@
-"""Configuration-search speed: 4 GPUs × 4 TP × 2 KV dtypes for Llama-3.1-70B on the Azure conversation trace, with 1
-and 2 workers.
+"""Configuration-search speed: the two searches of issue 25, pruned by analytic bounds against exhaustive.
 
-Runs the same search (``kvledger.analyses.search.run_search``) in process (1 worker), in a
-process pool of 2 and on a local Ray cluster of 2 CPUs; prints wall time, candidates per minute
-per worker (all candidates, and the simulated ones, which take the time), the speed-up of 2
-workers over 1, and checks that the three ledgers are byte-identical. The machine may be shared
-with other work: quote the figures with the load they ran under, best of ``--repeat``.
+1. ``kvledger search meta-llama/Llama-3.1-8B --slo ttft=500ms,tpot=50ms --monthly-tokens 300e6`` (default GPUs and TPs);
+2. ``kvledger search meta-llama/Llama-3.1-70B --slo ttft=1s,tpot=80ms --rate 10``.
 
-Usage: python benchmarks/search_speed.py [--num-requests 2000] [--repeat 1] [--out DIR] [--no-ray]
-(``--out DIR`` also writes DIR/search_ledger.jsonl, DIR/search_frontier.png and DIR/search_table.txt).
+Each runs through ``kvledger.analyses.search.run_search`` as the CLI does (one worker, in process; ``--workers 2`` adds
+a 2-process pool run, whose ledger must be byte-identical), then with ``exhaustive=True`` (every planned candidate
+simulated). Printed per search: wall and CPU time against the 30 s target, the same in empty-loop floor steps
+(``benchmarks/floor.py``), candidates screened (memory plan and price), decided by bound, simulated, and simulations
+run (probes + lighter operating points), and whether the winner, runner-up, ranking of the simulated candidates and both
+frontiers equal the exhaustive search's. The machine may be shared: quote figures with the load they ran under.
+
+Usage: python benchmarks/search_speed.py [--only 8b|70b] [--workers 2] [--no-exhaustive] [--num-requests 2000]
 """
 
 from __future__ import annotations
@@ -20,66 +22,81 @@ import time
 from pathlib import Path
 
 from floor import floor_line, in_floor_steps, step_floor_s
-from kvledger.analyses.search import Axes, SearchSpec, ray_available, run_search
+from kvledger.analyses.search import Axes, SearchSpec, run_search
+from kvledger.analyses.search.prune import screening
 
-SPEC = dict(model="meta-llama/Llama-3.1-70B", slo="ttft=1s,tpot=50ms", trace="azure-conv", utilization=0.5,
-            rate_req_per_s=20.0, api="OpenAI:gpt-4.1")
-AXES = Axes(gpus=("H100", "H200", "A100-80GB", "L40S"), tps=(1, 2, 4, 8), kv_cache_dtypes=("auto", "fp8"))
+TARGET_S = 30.0
+SEARCHES = {
+    "8b": dict(model="meta-llama/Llama-3.1-8B", slo="ttft=500ms,tpot=50ms", monthly_tokens=300e6),
+    "70b": dict(model="meta-llama/Llama-3.1-70B", slo="ttft=1s,tpot=80ms", rate_req_per_s=10.0),
+}
 
 
-def timed(spec: SearchSpec, ledger: Path, workers: int, backend: str, repeat: int) -> tuple[float, object]:
-    best, res = float("inf"), None
-    for _ in range(repeat):
-        ledger.unlink(missing_ok=True)
-        t = time.perf_counter()
-        res = run_search(spec, AXES, workers=workers, backend=backend, ledger=ledger)
-        best = min(best, time.perf_counter() - t)
-    return best, res
+def timed(spec: SearchSpec, **kw) -> tuple[float, float, object]:
+    t, c = time.perf_counter(), time.process_time()
+    res = run_search(spec, Axes(), **kw)
+    return time.perf_counter() - t, time.process_time() - c, res
+
+
+def simulations(res) -> int:
+    """Simulations the search ran: every probe of every capacity search plus the lighter operating points."""
+    n = 0
+    for e in res.entries:
+        cap = e.get("capacity") or {}
+        n += len(cap.get("probes") or [])
+        n += max(0, len(cap.get("operating_points") or []) - 1)  # the point at capacity is a probe's run
+    return n
+
+
+def same_answer(pruned, full) -> list[str]:
+    """What differs between the pruned and the exhaustive result (empty when nothing does)."""
+    sim = set(pruned.ranking)
+    checks = {"winner and runner-up": pruned.ranking[:2] == full.ranking[:2],
+              "ranking of the simulated candidates": pruned.ranking == [c for c in full.ranking if c in sim],
+              "frontier": pruned.frontier == full.frontier, "cost frontier": pruned.cost_frontier == full.cost_frontier,
+              "margin": pruned.margin() == full.margin()}
+    return [k for k, ok in checks.items() if not ok]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", choices=sorted(SEARCHES), default=None)
+    ap.add_argument("--workers", type=int, default=1, help="also run with this many workers in a process pool")
+    ap.add_argument("--no-exhaustive", action="store_true", help="skip the exhaustive comparison (minutes)")
     ap.add_argument("--num-requests", type=int, default=2000)
-    ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--no-ray", action="store_true")
-    ap.add_argument("--backends", default="serial,pool,ray", help="which of serial (1 worker), pool and ray (2 "
-                                                                  "workers) to run")
     a = ap.parse_args()
-    spec = SearchSpec(**SPEC, num_requests=a.num_requests)
-    tmp = Path(tempfile.mkdtemp(prefix="kvledger-search-"))
-    wanted = a.backends.split(",")
-    runs = [(b, 1 if b == "serial" else 2) for b in ("serial", "pool", "ray") if b in wanted
-            and not (b == "ray" and (a.no_ray or not ray_available()))]
     floor = step_floor_s()
     print(floor_line(floor))
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start (shared machine: figures "
-          f"are noisy)")
-    base_t, base_bytes, res = None, None, None
-    for backend, workers in runs:
-        t, r = timed(spec, tmp / f"{backend}.jsonl", workers, backend, a.repeat)
-        res = res or r
-        n = len(r.entries)
-        sim = sum(e["status"] != "rejected" or e.get("reason") == "SLO not met at any rate" for e in r.entries)
-        data = (tmp / f"{backend}.jsonl").read_bytes()
-        base_t, base_bytes = (t, data) if base_t is None else (base_t, base_bytes)
-        print(f"{backend:>6} × {workers}: {t:7.1f} s for {n} candidates ({sim} simulated): "
-              f"{n / (t / 60) / workers:6.1f} "
-              f"candidates/min/worker, {sim / (t / 60) / workers:6.1f} simulated/min/worker; speed-up "
-              f"{base_t / t:4.2f}×; "
-              f"ledger {'identical to' if data == base_bytes else 'DIFFERS from'} the 1-worker run; "
-              f"{in_floor_steps(t, floor)}; {n - sim} decided without simulation (plan, price), {sim} simulated")
-        for e in r.entries:
-            if e["status"] == "error":
-                print(f"    {e['id']}: {e['reason']}: {e['detail']}")
-    print(f"load average at end {os.getloadavg()[0]:.2f}; counts {res.counts()}")
-    if a.out is not None:
-        from kvledger.report.search_figures import frontier_figure, save_figure
-
-        a.out.mkdir(parents=True, exist_ok=True)
-        (a.out / "search_ledger.jsonl").write_bytes(base_bytes)
-        save_figure(frontier_figure(res), a.out / "search_frontier.png")
-        print(f"wrote {a.out}/search_ledger.jsonl and search_frontier.png")
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start (shared machine: wall times "
+          f"are noisy; CPU time is this process's)")
+    tmp = Path(tempfile.mkdtemp(prefix="kvledger-search-"))
+    for name, kw in SEARCHES.items():
+        if a.only not in (None, name):
+            continue
+        spec = SearchSpec(**kw, num_requests=a.num_requests)
+        wall, cpu, res = timed(spec, ledger=tmp / f"{name}.jsonl", backend="serial")
+        s = screening(res.entries)
+        print(f"\n{name}: {spec.model}, SLO {spec.slo}, {len(res.entries)} candidates")
+        print(f"  pruned, 1 worker: {wall:.1f} s wall, {cpu:.1f} s CPU ({'meets' if wall < TARGET_S else 'MISSES'} "
+              f"the {TARGET_S:g} s target; {in_floor_steps(wall, floor)} wall, {cpu / floor / 1e6:,.1f} M CPU)")
+        print(f"  screened by memory plan and price: {len(res.entries) - s['planned']} rejected, {s['planned']} "
+              f"planned; decided by bound: {s['decided_by_bound']} unsimulated, {s['slo_rejected_by_bound']} "
+              f"rejected by TTFT/TPOT bound, {s['lighter_loads_decided_by_bound']} lighter loads unsimulated; "
+              f"simulated: {s['simulated']} candidates, {simulations(res)} simulations")
+        print(f"  winner {res.ranking[0] if res.ranking else None}; counts {res.counts()}")
+        if a.workers > 1:
+            w2, _, r2 = timed(spec, ledger=tmp / f"{name}-pool.jsonl", workers=a.workers, backend="pool")
+            same = (tmp / f"{name}-pool.jsonl").read_bytes() == (tmp / f"{name}.jsonl").read_bytes()
+            print(f"  pruned, {a.workers} workers (pool): {w2:.1f} s wall ({wall / w2:.2f}×), ledger "
+                  f"{'identical to' if same else 'DIFFERS from'} the 1-worker run")
+        if not a.no_exhaustive:
+            wf, cf, full = timed(spec, backend="serial", exhaustive=True)
+            diff = same_answer(res, full)
+            print(f"  exhaustive, 1 worker: {wf:.1f} s wall, {cf:.1f} s CPU, {simulations(full)} simulations; pruned "
+                  f"is {cf / cpu:.2f}× faster in CPU; "
+                  + ("same winner, runner-up, margin, ranking and frontiers" if not diff
+                     else f"DIFFERENT: {', '.join(diff)}"))
+    print(f"\nload average at end {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

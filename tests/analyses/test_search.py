@@ -82,9 +82,14 @@ def test_slo_not_met_at_any_rate_is_a_rejection():
     # A 1 ms TTFT cannot be met: prefilling ~800 prompt tokens of a 3B model alone takes longer on an L4.
     spec = SearchSpec(model="meta-llama/Llama-3.2-3B", slo="ttft=1ms", num_requests=60, max_model_len=8192,
                       utilization=0.5)
-    (e,) = run_search(spec, Axes(gpus=("L4",), tps=(1,))).entries
+    (e,) = run_search(spec, Axes(gpus=("L4",), tps=(1,)), exhaustive=True).entries
     assert e["status"] == "rejected" and e["reason"] == "SLO not met at any rate"
     assert "0.0%" in e["detail"] and len(e["capacity"]["probes"]) > 5
+    # without --exhaustive its TTFT lower bound (kvledger.analyses.search.bounds) already exceeds 1 ms for every
+    # request — one step reads the L4's 6.4 GB of weights at 80 % of 300 GB/s, about 27 ms — so nothing is simulated
+    (e,) = run_search(spec, Axes(gpus=("L4",), tps=(1,))).entries
+    assert (e["status"], e["reason"]) == ("rejected", "SLO not met at any rate") and "capacity" not in e
+    assert e["decided_by_bound"]["attainment_upper"] == 0.0 and "at most 0.0% of requests" in e["detail"]
 
 
 def test_doubling_the_rate_doubles_the_replicas():

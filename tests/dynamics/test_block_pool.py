@@ -97,22 +97,38 @@ class PoolMachine(RuleBasedStateMachine):
         self.tables: list[list[int]] = []  # per live request: its blocks; the first `reg` are registered
         self.reg: list[int] = []
         self.next_key = 0
+        self.holders: dict[int, list[int]] = {}  # the model: key -> its registered blocks, in registration order
 
     @rule(n=st.integers(1, 4))
     def allocate(self, n):
         if n <= self.pool.num_free_blocks:
-            self.tables.append(self.pool.allocate(n))
+            ids = self.pool.allocate(n)
+            self.tables.append(ids)
             self.reg.append(0)
+            for key in self.holders:  # a reallocated block loses its key (vLLM evicts it lazily)
+                self.holders[key] = [b for b in self.holders[key] if b not in ids]
 
     @precondition(lambda self: self.tables)
-    @rule(i=st.integers(0, 50))
-    def register_next(self, i):
+    @rule(i=st.integers(0, 50), m=st.integers(1, 3), dup=st.integers(-1, 20))
+    def register_next(self, i, m, dup):
+        """Register the next ``m`` blocks of a request as one run; with ``dup`` ≥ 0 the first reuses an earlier key
+        (a duplicate, as when two requests compute the same block)."""
         i %= len(self.tables)
         t, r = self.tables[i], self.reg[i]
-        if r < len(t) and not self.pool.is_cached(t[r]):
-            self.pool.register(t[r], 1000 + self.next_key)
-            self.next_key += 1
-            self.reg[i] = r + 1
+        run = t[r: r + m]
+        if not run or any(self.pool.is_cached(b) for b in run):
+            return
+        keys = [1000 + self.next_key + j for j in range(len(run))]
+        if dup >= 0 and self.next_key:
+            keys[0] = 1000 + dup % self.next_key
+        self.next_key += len(run)
+        if len(run) == 1:
+            self.pool.register(run[0], keys[0])
+        else:
+            self.pool.register_run(run, keys)
+        for b, key in zip(run, keys):
+            self.holders.setdefault(key, []).append(b)
+        self.reg[i] = r + len(run)
 
     @rule(k=st.integers(0, 200))
     def hit(self, k):
@@ -149,7 +165,10 @@ class PoolMachine(RuleBasedStateMachine):
         for b in range(1, self.pool.num_gpu_blocks):
             key = self.pool.key_of(b)
             if key is not None:
-                assert b in self.pool._blocks_of[key]
+                assert b in self.pool.blocks_with_key(key)
+        for key, blocks in self.holders.items():  # hits use the earliest registered block still holding the key
+            assert self.pool.blocks_with_key(key) == blocks
+            assert self.pool.get_cached_block(key) == (blocks[0] if blocks else None)
 
 
 PoolMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
@@ -172,3 +191,18 @@ def test_freeing_many_requests_at_once_leaves_the_queue_of_freeing_them_one_by_o
     assert many.free_block_ids() == one.free_block_ids()
     expected = [5, 4, 3, 9, 10, 2, 1, 8, 7, 6] if caching else [9, 10, 3, 2, 1, 5, 4, 8, 7, 6]
     assert many.free_block_ids() == expected
+
+
+def test_allocation_skips_stale_entries_of_a_block_queued_three_times():
+    pool = BlockPool(4, enable_caching=True)
+    assert pool.allocate(3) == [1, 2, 3]
+    pool.register(1, key=9)
+    pool.free([1], 1, 1)  # queue: 1
+    for _ in range(2):  # a hit takes 1 out of the queue (its entry goes stale), the free puts it back at the tail
+        pool.touch([1])
+        pool.free([1], 1, 1)
+    pool.free([2, 3], 0, 2)  # two hashed, unregistered blocks go to the tail, last first
+    # queue entries: 1 (stale), 1 (stale), 1, 3, 2 → free blocks 1, 3, 2
+    assert pool.free_block_ids() == [1, 3, 2] and pool.num_free_blocks == 3
+    assert pool.allocate(2) == [1, 3]  # both stale entries skipped; 1 loses its key on reuse
+    assert pool.get_cached_block(9) is None and pool.num_evictions == 1 and pool.free_block_ids() == [2]

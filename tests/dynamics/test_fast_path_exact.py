@@ -98,3 +98,16 @@ def test_fast_path_and_step_by_step_agree_on_every_reported_figure(reqs, blocks,
     assert _figures(fast) == _figures(slow)
     quiet = simulate(reqs, cfg, cost)  # the default run (no step log) reports the same summary
     assert json.dumps(quiet.summary.to_dict(), default=str) == json.dumps(fast.summary.to_dict(), default=str)
+
+
+def test_a_mixed_step_that_finishes_everyone_hands_over_to_the_general_path():
+    # Found by the property above: q0 (65-token prompt, 137 outputs) decodes alone until q1 (1 token, 1 output)
+    # arrives at 0.6 s; with 0.3 ms per token the mixed step that admits q1 also emits q0's last token, so nobody is
+    # left running and the fused open-arrival loop must hand over (it used to price a stretch of no requests:
+    # "min() arg is an empty sequence"). Both paths then report the same figures for both requests.
+    reqs = [RequestSpec("q0", 0.0, 65, 137, (0, 1), 32), RequestSpec("q1", 0.6, 1, 1, (), 32)]
+    cfg = EngineConfig(num_gpu_blocks=40, max_model_len=512, block_size=16)
+    cost = FixedStepCost(0.004, 3e-4)
+    fast = simulate(reqs, cfg, cost, record_steps=True)
+    slow = simulate(reqs, cfg, cost, record_steps=True, fast_forward=False)
+    assert fast.summary.num_finished == 2 and _figures(fast) == _figures(slow)

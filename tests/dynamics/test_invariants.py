@@ -60,8 +60,9 @@ class ReplicaMachine(RuleBasedStateMachine):
                     assert kv.pool.key_of(b) == kv._key(r, i)  # the hash names what this block holds
                 else:
                     assert not kv.pool.is_cached(b)
-        for key, ids in kv.pool._blocks_of.items():
-            assert all(kv.pool.key_of(b) == key for b in ids)
+        for b in range(1, kv.pool.num_gpu_blocks):
+            key = kv.pool.key_of(b)
+            assert key is None or b in kv.pool.blocks_with_key(key)
 
 
 ReplicaMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=60, deadline=None)

@@ -10,6 +10,7 @@ from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.offload import HostTier
 from kvledger.dynamics.offload_sim import simulate_offload
 from kvledger.dynamics.workload.sessions import Session, SessionLoop, Turn
+from kvledger.errors import InputError
 
 # Every step costs 10 ms + 10 µs per token it computes (FixedStepCost(0.01, 1e-5)).
 # Session A: turn 0 = 1,024 input tokens, 16 output; turn 1 sent 10 s after turn 0 finished, 64 new input tokens, so
@@ -101,3 +102,33 @@ def test_host_tier_is_per_replica_and_affinity_keeps_the_hit():
         ttft[router] = (rec.ttft_s, run.tiers.hbm_hit_tokens, run.tiers.host_hit_tokens)
     assert ttft["round_robin"] == (pytest.approx(0.02104), 0, 0)
     assert ttft["session_affinity"] == (pytest.approx(0.0108), 1024, 0)
+
+
+def test_vllm_two_turn_under_arc_eviction_is_the_same():
+    # the host holds 1,000 blocks and 197 are stored: nothing is evicted, so ARC's order cannot change what is loaded
+    # (its touch of A-t1's 69 blocks moves the 64 held ones to T2; the lookup finds the same 64)
+    cfg = EngineConfig(num_gpu_blocks=80, max_model_len=1200, block_size=16, max_num_batched_tokens=2048)
+    arc = HostTier(1000, 131072, 51.2e9, 51.2e9, eviction="arc")
+    run = simulate_offload(_sessions(), cfg, FixedStepCost(0.01, 1e-5), arc, compare=False)
+    t = run.tiers
+    assert (t.stored_units, t.evicted_units, t.host_hit_tokens) == (197, 0, 1024)
+    rec = next(r for r in run.with_offload.records.records if r.request_id == "A-t1")
+    assert rec.ttft_s == pytest.approx(LOAD_S + 0.0108)
+
+
+def test_vllm_two_turn_with_lmcache_chunks():
+    # LMCache's 256-token chunks (16 blocks): only whole chunks of a prompt are stored, not decoded tokens nor a
+    # partial chunk. A-t0, B, C: 1,024-token prompts = 4 chunks each; A-t1's 1,104-token prompt has 4 whole chunks,
+    # the same 4 as A-t0's (same prefix, so the same chained key): 12 stored, none evicted.
+    cfg = EngineConfig(num_gpu_blocks=80, max_model_len=1200, block_size=16, max_num_batched_tokens=2048)
+    lmcache = HostTier(1000, 131072, 51.2e9, 51.2e9, chunk_tokens=256)
+    run = simulate_offload(_sessions(), cfg, FixedStepCost(0.01, 1e-5), lmcache, compare=False)
+    t = run.tiers
+    assert (t.stored_units, t.evicted_units) == (12, 0)
+    # A-t1's lookup from the prompt's start: 4 whole chunks before its limit of 68 blocks = 1,024 tokens beyond an HBM
+    # hit of 0, so the same load and TTFT as the native connector's (2.62144 ms + 10.8 ms)
+    assert t.host_hit_tokens == 1024
+    rec = next(r for r in run.with_offload.records.records if r.request_id == "A-t1")
+    assert rec.ttft_s == pytest.approx(LOAD_S + 0.0108)
+    with pytest.raises(InputError, match="whole blocks"):
+        simulate_offload(_sessions(), cfg, FixedStepCost(0.01, 1e-5), HostTier(10, 1.0, 1.0, 1.0, chunk_tokens=100))

@@ -131,3 +131,36 @@ def test_preempted_requests_finishing_inside_an_arrival_stretch_keep_their_recor
     assert sum(1 for r in objects.records.records if r.num_preemptions) > 50
     assert cols.records.records == objects.records.records
     assert json.dumps(cols.to_dict()) == json.dumps(objects.to_dict())
+
+
+def test_a_trace_in_arrival_order_is_read_without_copies_and_gives_load_traces_specs(tmp_path):
+    """The whole Azure conversation trace (already in arrival order): the specs of load_trace, and the columns are the
+    parsed trace's own arrays (no sorted copy, no gathered copy). A file out of order (rows 0, 1, 2 at 0.2, 0.0, 0.1 s)
+    is served in arrival order with its file rows as ids: t-1, t-2, t-0."""
+    from kvledger.dynamics.workload.traces import load_trace_columns
+
+    cols, specs = load_trace_columns("azure-conv"), load_trace("azure-conv")
+    assert list(cols) == specs and cols.id_rows is None
+    again = load_trace_columns("azure-conv")  # the parse is cached: both read the same arrays
+    assert np.shares_memory(cols.num_prompt_tokens, again.num_prompt_tokens)
+    assert np.shares_memory(cols.arrival_s, again.arrival_s)
+    f = tmp_path / "t.csv"
+    f.write_text("arrival_s,num_prompt_tokens,num_output_tokens\n0.2,10,2\n0.0,20,3\n0.1,30,4\n")
+    cols = load_trace_columns(f)
+    assert [s.request_id for s in cols] == ["t-1", "t-2", "t-0"] and list(cols) == load_trace(f)
+    assert list(cols.num_prompt_tokens) == [20, 30, 10]
+
+
+def test_plain_spec_is_the_dataclass_spec():
+    """plain_spec fills the slots directly: every field equals RequestSpec's with the defaults (no segments, 512-token
+    segments, no client, no output segments); a field added to RequestSpec fails here until plain_spec sets it."""
+    from dataclasses import fields
+
+    from kvledger.dynamics.engine.request import plain_spec
+
+    assert [f.name for f in fields(RequestSpec)] == ["request_id", "arrival_s", "num_prompt_tokens",
+                                                     "num_output_tokens", "prefix_segments", "segment_tokens",
+                                                     "client_id", "output_segments"]
+    a, b = plain_spec("w-7", 1.25, 300, 40), RequestSpec("w-7", 1.25, 300, 40)
+    assert a == b and hash(a) == hash(b) and repr(a) == repr(b)
+    assert [getattr(a, f.name) for f in fields(RequestSpec)] == ["w-7", 1.25, 300, 40, (), 512, None, ()]

@@ -9,11 +9,14 @@ print with ``--json``) and ``kvledger.report`` draws it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from kvledger.cli import bill_opts as bo
+
+if TYPE_CHECKING:
+    from kvledger.analyses.serving.report_data import ReportData
 
 __all__ = ["register"]
 
@@ -128,12 +131,12 @@ def report(
     for path, data_png in pngs:
         write_bytes_atomic(path, data_png)
     if as_json:
-        typer.echo(strict_json(data))
+        typer.echo(strict_json(data.to_dict()))
     else:
         typer.echo(f"wrote {out} ({count} figures)" + (f" and {count} PNG files in {png}" if png else ""))
 
 
-def _build(req: Any, quiet: bool, pool: Any) -> dict[str, Any]:
+def _build(req: Any, quiet: bool, pool: Any) -> ReportData:
     from kvledger.analyses.serving.decision_data import build_report_data
 
     if quiet:

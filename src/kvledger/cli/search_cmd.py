@@ -47,16 +47,19 @@ def _split(text: str | None) -> list[str]:
 
 def _ints(text: str | None, flag: str, *, tokens: bool = False) -> tuple[int, ...]:
     from kvledger.errors import InputError
+    from kvledger.ranges import check_options
     from kvledger.units import parse_tokens
 
     out = []
+    name = flag.removeprefix("--").replace("-", "_")
     for w in _split(text):
         if tokens:
             out.append(parse_tokens(w, what=flag))
-        elif w.isdigit() and int(w) >= 1:
+        elif w.isdigit():
             out.append(int(w))
         else:
             raise InputError(f"{flag} takes whole numbers ≥ 1 separated by commas, got {w!r}")
+        check_options("search", {name: out[-1]}, {name: flag})  # each value in its range: kvledger.ranges
     return tuple(out)
 
 
@@ -206,6 +209,9 @@ def register(app: typer.Typer) -> None:
         plot: Path | None = typer.Option(None, "--plot", help="write the frontier figure (.png or .svg)",
                                          show_default=False),
         force: bool = typer.Option(False, "--force", help="allow --ledger, --csv and --plot to overwrite files"),
+        exhaustive: bool = typer.Option(False, "--exhaustive", help="simulate every planned candidate; by default one "
+                                        "whose analytic bounds prove it cannot win, be the runner-up or reach a "
+                                        "frontier is decided by bound, unsimulated"),
     ) -> None:
         """Configuration search: every GPU × TP × engine setting planned, each feasible one's SLO capacity simulated,
         priced and sized; ranked, with the Pareto frontier and the launch command of the winner.
@@ -217,7 +223,9 @@ def register(app: typer.Typer) -> None:
         does not fit, whose max_model_len does not fit, or has no price row is listed with the reason and
         numbers. Each feasible one gets its SLO capacity per replica (the rate search of `kvledger goodput
         --simulate --target`, the same seeded workload for all), $ per 1M input/output tokens, and with
-        --rate or --monthly-tokens the replicas, GPUs and monthly bill; --api adds the API bill.
+        --rate or --monthly-tokens the replicas, GPUs and monthly bill; --api adds the API bill. A candidate whose
+        analytic bounds (roofline work, TTFT/TPOT lower bounds) prove it cannot win, be the runner-up or reach a
+        frontier is decided by bound, unsimulated, with the margin (--exhaustive simulates every one).
         """
         from kvledger.analyses.search import SearchSpec, run_search
         from kvledger.errors import InputError
@@ -256,7 +264,7 @@ def register(app: typer.Typer) -> None:
 
             result = run_search(spec, axes, workers=workers, backend=backend, ray_address=ray_address,
                                 ledger=resume if resume is not None else ledger, resume=resume is not None,
-                                progress=progress)
+                                progress=progress, exhaustive=exhaustive)
         if csv_out is not None:
             _write_csv(result, csv_out)
         if plot is not None and result.ranking:

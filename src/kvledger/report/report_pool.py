@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from kvledger.analyses.serving.report_data import ReportData
 from kvledger.report.figure import Figure
 from kvledger.report.html_report import drawn_figures
 
@@ -68,7 +69,7 @@ def report_pool() -> Iterator[Any]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def figures_in_pool(data: dict[str, Any], pool: Any) -> list[Figure]:
+def figures_in_pool(data: ReportData, pool: Any) -> list[Figure]:
     """Every figure of the report drawn to SVG in the worker, which imported matplotlib while this process simulated
     (drawing half here instead would import it here too: about as long, and more CPU in all)."""
     return pool.submit(drawn_figures, data).result()

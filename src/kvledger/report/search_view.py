@@ -112,10 +112,11 @@ def _rejections(con: Any, result: Any, verbose: bool) -> None:
     from kvledger.analyses.search.frontier import rejections_by_reason
     from kvledger.report.tables import LedgerTable as Table
 
-    rej = [e for e in result.entries if e["status"] != "feasible"]
+    _screening(con, result, verbose)
+    rej = [e for e in result.entries if e["status"] not in ("feasible", "bounded")]
     if not rej:
         return
-    groups = rejections_by_reason(result.entries)
+    groups = rejections_by_reason(rej)
     con.print(escape(f"rejected: {len(rej)} of {len(result.entries)} — " + "; ".join(
         f"{g['reason']}: {g['count']} (e.g. {g['ids'][0]})" for g in groups))
               + ("" if verbose else " (--verbose lists each)"))
@@ -127,6 +128,30 @@ def _rejections(con: Any, result: Any, verbose: bool) -> None:
     for e in rej:
         t.add_row(escape(e["id"]), escape(e["reason"] or e["status"]), escape(e.get("detail") or ""))
     con.print(t)
+
+
+def _screening(con: Any, result: Any, verbose: bool) -> None:
+    """How many candidates were simulated and how many decided by bound, with the smallest margins."""
+    from rich.markup import escape
+
+    from kvledger.analyses.search.prune import screening
+
+    s = screening(result.entries)
+    if not s["planned"]:
+        return
+    m = s["smallest_margin"]
+    line = (f"simulated: {s['simulated']} of {s['planned']} planned; decided by bound: {s['decided_by_bound']} "
+            f"(cannot win, be the runner-up or reach a frontier), {s['slo_rejected_by_bound']} rejected by their "
+            f"TTFT/TPOT bounds, {s['lighter_loads_decided_by_bound']} lighter operating points off the frontier by "
+            "bound")
+    if s["decided_by_bound"]:
+        line += (f"; smallest margins: cost {m['rank']:.1%} above the runner-up, {m['cost_frontier']:.1%} inside the "
+                 f"cost frontier, {m['frontier']:.1%} inside the frontier")
+    con.print(escape(line + ("" if verbose or not s["decided_by_bound"] else " (--verbose lists each)")))
+    if verbose:
+        for e in result.entries:
+            if e["status"] == "bounded":
+                con.print(escape(f"  decided by bound: {e['id']}: {e['detail']}"))
 
 
 def print_launch(con: Any, entry: dict[str, Any], title: str) -> None:

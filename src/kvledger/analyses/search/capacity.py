@@ -12,13 +12,14 @@ catalog lists none — plus a 1 ms connector latency) on the same seeded request
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.analyses.search.screen import sim_args
 from kvledger.analyses.search.spec import Candidate, SearchSpec
 
-__all__ = ["Probed", "colocated_capacity", "disagg_capacity", "LOAD_FRACTIONS", "operating_point"]
+__all__ = ["Probed", "bracket_start", "colocated_capacity", "disagg_capacity", "LOAD_FRACTIONS", "operating_point"]
 
 _MAX_DOUBLINGS, _MAX_HALVINGS = 12, 10
 LOAD_FRACTIONS = (0.25, 0.5, 0.75)
@@ -40,6 +41,7 @@ class Probed:
     workload: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     points: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
 
 def operating_point(rate: float, run: Any, gp: Any, num_gpus: int) -> dict[str, Any]:
@@ -75,11 +77,19 @@ def drain_note(rate: float, num_requests: int, gp: Any) -> list[str]:
             "conservative; more requests per probe (--num-requests) shrink the drain tail"]
 
 
-def _points(b: float, at: Any, num_gpus: int, target: float) -> list[dict[str, Any]]:
+def _points(b: float, at: Any, num_gpus: int, target: float, skip: Any = None,
+            skipped: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Operating points at LOAD_FRACTIONS × b and at b (``at(rate)`` → (RunRecords, GoodputResult)); loads that miss the
-    target (attainment that is not monotone in load) are left out."""
-    pts = [operating_point(f * b, *at(f * b), num_gpus) for f in LOAD_FRACTIONS] + [operating_point(b, *at(b),
-        num_gpus)]
+    target (attainment that is not monotone in load) are left out, and so are those ``skip(rate)`` decides by bound
+    (their evidence appended to ``skipped``)."""
+    pts = []
+    for f in LOAD_FRACTIONS:
+        ev = skip(f * b) if skip is not None else None
+        if ev is None:
+            pts.append(operating_point(f * b, *at(f * b), num_gpus))
+        elif skipped is not None:
+            skipped.append({"rate_req_per_s": f * b, **ev})
+    pts.append(operating_point(b, *at(b), num_gpus))
     return [p for p in pts if p["attainment"] >= target and p["tok_per_s_per_user"] is not None]
 
 
@@ -89,11 +99,24 @@ def _workload_info(name: str, specs: list[Any]) -> dict[str, Any]:
             "output_tokens_mean": sum(s.num_output_tokens for s in specs) / n}
 
 
-def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
-    """The rate search of ``goodput --simulate --target`` for one colocated engine (see the module docstring)."""
+def bracket_start(capacity_bound_req_per_s: float | None) -> float:
+    """Where a candidate's rate search starts: its capacity bound rounded up to 3 significant figures (a probe there
+    usually misses, early-stopped, and halving finds the bracket), or 1 req/s without one."""
+    if capacity_bound_req_per_s is None or not math.isfinite(capacity_bound_req_per_s):
+        return 1.0
+    scale = 10.0 ** (math.floor(math.log10(capacity_bound_req_per_s)) - 2)
+    return math.ceil(capacity_bound_req_per_s / scale) * scale
+
+
+def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float = 1.0,
+                       skip: Any = None) -> Probed:
+    """The rate search of ``goodput --simulate --target`` for one colocated engine (see the module docstring), its
+    doubling or halving from ``start`` req/s; ``skip(rate)``: the evidence that a lighter operating point cannot reach
+    the frontier (then it is not simulated), or None."""
     from kvledger.analyses.serving.sim_boundary import search_sim_boundary
 
-    sb = search_sim_boundary(sim_args(spec, cand), slo, spec.target, "request_rate", synthetic=spec.synthetic)
+    sb = search_sim_boundary(sim_args(spec, cand), slo, spec.target, "request_rate", synthetic=spec.synthetic,
+                             start=start)
     probes = [[p.value, p.attainment] for p in sb.probes]
     b = sb.boundary.boundary_value
     out = Probed(b, sb.boundary.first_failing_value, probes, list(sb.notes) + list(sb.boundary.notes))
@@ -102,7 +125,8 @@ def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
         out.gp = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
         wl = sb.boundary_run.setup.workload_info
         out.workload = {k: wl[k] for k in ("trace", "num_requests", "prompt_tokens_mean", "output_tokens_mean")}
-        out.points = _points(b, lambda r: _colocated_at(spec, cand, slo, sb, r), cand.num_gpus, spec.target)
+        out.points = _points(b, lambda r: _colocated_at(spec, cand, slo, sb, r), cand.num_gpus, spec.target,
+                             skip, out.skipped)
         out.notes += drain_note(sb.boundary_run.run.metadata.request_rate or b, out.workload["num_requests"], out.gp)
     return out
 

@@ -55,7 +55,8 @@ def _capacity(pr: Any, num_gpus: int) -> dict[str, Any]:
             "goodput_input_tok_per_s": gp.goodput_input_tok_per_s,
             "goodput_output_tok_per_s_per_gpu": at["output_tok_per_s_per_gpu"], "tpot_p50_s": at["tpot_p50_s"],
             "tok_per_s_per_user": at["tok_per_s_per_user"], "first_failing_rate_req_per_s": pr.first_failing,
-            "probes": pr.probes, "operating_points": pr.points, "notes": pr.notes, **pr.extra,
+            "probes": pr.probes, "operating_points": pr.points,
+            "operating_points_decided_by_bound": pr.skipped, "notes": pr.notes, **pr.extra,
             "method": "SLO capacity by simulation (rate search of kvledger.analyses.serving.sim_boundary / "
                       "kvledger.ledgers.boundary); capacity = goodput of the run at the boundary"}
 
@@ -79,16 +80,24 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
     """The ledger entry of one planned candidate (``status`` "planned", from ``screen_candidate``) after its capacity
     search: "feasible" with capacity, cost, sizing and launch commands; "rejected" when no rate meets the SLO; "error"
     (reason ``simulation error``) when the simulation refuses an input."""
-    from kvledger.analyses.search.capacity import colocated_capacity, disagg_capacity
+    from kvledger.analyses.search.bounds import point_skipper
+    from kvledger.analyses.search.capacity import bracket_start, colocated_capacity, disagg_capacity
     from kvledger.analyses.search.spec import Candidate
     from kvledger.ledgers.cost import GpuRate, SelfHostSetup, capacity_from, self_host_unit_ledgers
     from kvledger.ledgers.slo import parse_slo
 
+    known = entry.get("known_points") or []  # frontier points simulated before this candidate (search.prune)
+    entry = {k: v for k, v in entry.items() if k != "known_points"}
     cand = Candidate.from_entry(entry)
     n_gpus = cand.num_gpus
     try:
         slo = parse_slo(spec.slo)
-        pr = (disagg_capacity if cand.disagg else colocated_capacity)(spec, cand, slo)
+        if cand.disagg:
+            pr = disagg_capacity(spec, cand, slo)
+        else:
+            b = entry.get("bounds")
+            pr = colocated_capacity(spec, cand, slo, bracket_start((b or {}).get("capacity_req_per_s")),
+                                    skip=point_skipper(spec, cand, b, known))
         if pr.boundary is None or pr.run is None:
             return _no_rate(entry, pr, spec)
         cap = capacity_from(pr.run, pr.gp, None)

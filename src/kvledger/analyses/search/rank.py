@@ -87,13 +87,14 @@ class SearchResult:
 
     def to_dict(self) -> dict[str, Any]:
         from kvledger.analyses.search.frontier import caveats, rejections_by_reason
+        from kvledger.analyses.search.prune import screening
 
         w = self.winner
         return {"spec": self.spec.to_dict(), "counts": self.counts(), "ranking": self.ranking,
                 "winner": None if w is None else {"id": w["id"], "launch": w["launch"], "caveats": caveats(w),
                                                   "margin": self.margin()},
                 "cost_frontier": self.cost_frontier, "cost_dominated": self.cost_dominated,
-                "rejections": rejections_by_reason(self.entries),
+                "rejections": rejections_by_reason(self.entries), "screening": screening(self.entries),
                 "frontier": self.frontier, "dominated": self.dominated, "api": self.api, "notes": self.notes,
                 "candidates": self.entries}
 

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.analyses.search.evaluate import evaluate_candidate
+from kvledger.analyses.search.prune import rounds, screen_by_bounds
 from kvledger.analyses.search.rank import SearchResult, build_result, rank_key
 from kvledger.analyses.search.screen import screen_candidate
 from kvledger.analyses.search.spec import Axes, Candidate, SearchSpec, make_candidates
 from kvledger.errors import FormatError, InputError
+from kvledger.ranges import check_options
 
 __all__ = ["BACKENDS", "LEDGER_FORMAT", "run_search", "read_ledger", "plan_candidates", "ray_available"]
 
@@ -94,10 +96,13 @@ def _resume(path: Path, header: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {cid: e for cid, e in entries.items() if e.get("status") in ("feasible", "rejected")}
 
 
-def _serial(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: str | None) -> Iterator[dict[str,
-    Any]]:
-    for e in todo:
-        yield evaluate_candidate(spec, e)
+Batches = Iterator[list[dict[str, Any]]]
+
+
+def _serial(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:
+    for batch in batches:
+        for e in batch:
+            yield evaluate_candidate(spec, e)
 
 
 def _failed(entry: dict[str, Any], err: BaseException) -> dict[str, Any]:
@@ -106,35 +111,45 @@ def _failed(entry: dict[str, Any], err: BaseException) -> dict[str, Any]:
             "detail": f"{type(err).__name__}: {text[-1] if text else ''}".strip()}
 
 
-def _pool(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: str | None) -> Iterator[dict[str, Any]]:
-    """A process pool of ``workers``. A process that dies breaks the whole pool (every pending future fails with
-    BrokenProcessPool), so the candidates it took down are run again, each in a pool of its own: only the one that
-    kills its process again is recorded as failed."""
+def _pool(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:
+    """A process pool of ``workers``, kept across the batches (each batch finishes before the next is asked for). A
+    process that dies breaks the whole pool (every pending future fails with BrokenProcessPool), so the candidates it
+    took down are run again, each in a pool of its own: only the one that kills its process again is recorded as
+    failed."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that runs a progress thread
-    broken = []
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futs = {pool.submit(evaluate_candidate, spec, e): e for e in todo}
-        pending = set(futs)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for f in sorted(done, key=lambda f: futs[f]["id"]):
-                err = f.exception()  # a worker's exception or a dead process, kept for that candidate only
-                if isinstance(err, BrokenProcessPool):
-                    broken.append(futs[f])
-                else:
-                    yield _failed(futs[f], err) if err is not None else f.result()
-    for e in broken:
-        with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as alone:
-            f = alone.submit(evaluate_candidate, spec, e)
-            err = f.exception()
-            yield _failed(e, err) if err is not None else f.result()
+    pool = None
+    try:
+        for todo in batches:
+            pool = pool or ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+            broken = []
+            futs = {pool.submit(evaluate_candidate, spec, e): e for e in todo}
+            pending = set(futs)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in sorted(done, key=lambda f: futs[f]["id"]):
+                    err = f.exception()  # a worker's exception or a dead process, kept for that candidate only
+                    if isinstance(err, BrokenProcessPool):
+                        broken.append(futs[f])
+                    else:
+                        yield _failed(futs[f], err) if err is not None else f.result()
+            if broken:
+                pool.shutdown()
+                pool = None
+            for e in broken:
+                with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as alone:
+                    f = alone.submit(evaluate_candidate, spec, e)
+                    err = f.exception()
+                    yield _failed(e, err) if err is not None else f.result()
+    finally:
+        if pool is not None:
+            pool.shutdown()
 
 
-def _ray(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: str | None) -> Iterator[dict[str, Any]]:
+def _ray(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:
     """Ray tasks, one per candidate. A local cluster listens on 127.0.0.1 only, without its dashboard, with token
     authentication (Ray's default for a new local cluster from 2.59, the floor in pyproject.toml); the workers' logs
     stay in Ray's log files, and Ray's
@@ -163,15 +178,16 @@ def _ray(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: st
         try:
             task = ray.remote(num_cpus=1, max_retries=0)(evaluate_candidate)
             spec_ref = ray.put(spec)
-            refs = {task.remote(spec_ref, e): e for e in todo}
-            pending = list(refs)
-            while pending:
-                done, pending = ray.wait(pending, num_returns=1)
-                for ref in done:
-                    try:
-                        yield ray.get(ref)
-                    except RayError as err:  # the task raised, or its worker died: this candidate only
-                        yield _failed(refs[ref], err)
+            for todo in batches:
+                refs = {task.remote(spec_ref, e): e for e in todo}
+                pending = list(refs)
+                while pending:
+                    done, pending = ray.wait(pending, num_returns=1)
+                    for ref in done:
+                        try:
+                            yield ray.get(ref)
+                        except RayError as err:  # the task raised, or its worker died: this candidate only
+                            yield _failed(refs[ref], err)
         finally:
             if started:
                 ray.shutdown()
@@ -180,8 +196,7 @@ def _ray(spec: SearchSpec, todo: list[dict[str, Any]], workers: int, address: st
 def _backend(backend: str, workers: int, address: str | None) -> Callable[..., Iterator[dict[str, Any]]]:
     if backend not in BACKENDS:
         raise InputError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
-    if workers < 1:
-        raise InputError(f"--workers must be ≥ 1, got {workers}")
+    check_options("search", {"workers": workers})  # [1, 4,096] workers: kvledger.ranges
     if backend == "auto":
         backend = (
             "ray" if address is not None or (workers > 1 and ray_available()) else ("pool" if workers > 1 else "serial")
@@ -195,10 +210,11 @@ def _backend(backend: str, workers: int, address: str | None) -> Callable[..., I
 
 
 def run_search(spec: SearchSpec, axes: Axes, *, workers: int = 1, backend: str = "auto", ray_address: str | None = None,
-               ledger: Path | None = None, resume: bool = False, progress: Progress | None = None) -> SearchResult:
-    """Plan, simulate, rank; returns the SearchResult. ``ledger`` is written as entries finish and rewritten in
-    candidate
-    order at the end; with ``resume`` its finished entries are kept (see the module docstring).
+               ledger: Path | None = None, resume: bool = False, progress: Progress | None = None,
+               exhaustive: bool = False) -> SearchResult:
+    """Plan, bound, simulate, rank; returns the SearchResult. ``ledger`` is written as entries finish and rewritten in
+    candidate order at the end; with ``resume`` its finished entries are kept (see the module docstring).
+    ``exhaustive``: simulate every planned candidate, none decided by its bounds (``kvledger.analyses.search.prune``).
 
     Raises:
         InputError / UnknownNameError: bad inputs (spec, axes, API row, backend), or a ledger of another search.
@@ -236,7 +252,11 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int = 1, backend: str =
                 todo.append(e)
             else:
                 record(e)
-        for e in run(spec, todo, workers, ray_address):
+        todo = screen_by_bounds(spec, todo, cands, record, exhaustive)
+        order = {c.id: n for n, c in enumerate(cands)}
+        batches = iter([todo]) if exhaustive else rounds(spec, todo, order, lambda: [  # in candidate order, never in
+            done[c.id] for c in cands if c.id in done and done[c.id]["status"] == "feasible"], record)  # finish order
+        for e in run(spec, batches, workers, ray_address):
             record(e)
     finally:
         if fh is not None:

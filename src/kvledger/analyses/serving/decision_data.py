@@ -1,10 +1,10 @@
-"""The data behind ``kvledger report`` and ``kvledger ui``: one plain dict that chains the plan, the SLO capacity, the
-cost ledger, a rate sweep and the engine comparisons.
+"""The data behind ``kvledger report`` and ``kvledger ui``: one ``ReportData`` that chains the plan, the SLO capacity,
+the cost ledger, a rate sweep and the engine comparisons.
 
 Every section is the object an existing command prints with ``--json`` (the plan is ``plan
 --json``, the cost is ``cost --simulate --json``, each sweep point is ``simulate --json``'s
 summary), built by the same functions, so the report cannot disagree with the commands; the
-equivalent command lines are stored under ``"commands"``. Curves over utilization and monthly
+equivalent command lines are stored under ``commands``. Curves over utilization and monthly
 volume use the break-even formulas of ``kvledger.ledgers.breakeven`` on the same capacity.
 """
 
@@ -15,10 +15,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kvledger.analyses.serving.cost_curves import utilization_curve, volume_curve
+from kvledger.analyses.serving.report_data import ReportData
 from kvledger.ranges import check_options
 
-__all__ = ["ReportRequest", "CONTEXTS", "SWEEP_FRACTIONS", "build_plan_section", "build_report_data", "sim_args",
-           "run_row"]
+__all__ = ["ReportRequest", "ReportData", "CONTEXTS", "SWEEP_FRACTIONS", "build_plan_section", "build_report_data",
+           "sim_args", "run_row"]
 
 CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 """Context lengths (tokens) of the concurrency figure; 8K and 128K are the two the report compares."""
@@ -189,8 +190,8 @@ def _ratios(s: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None) -> dict[str, Any]:
-    """Everything the report draws, as plain JSON-ready data (module docstring).
+def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None) -> ReportData:
+    """Everything the report draws (module docstring).
 
     Args:
         progress: optional ``progress(stage_text)`` callback, called before each stage.
@@ -230,18 +231,13 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
                                                               req.cache_write_rate),
                         DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), volume,
                         sim=cap.run, capacity=cap, inputs=inputs)
-    data: dict[str, Any] = {"inputs": {**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how},
-                            "plan": plan, "cost": cost.payload}
     say("latency sweep and engine comparisons")
     runs, base = _runs_after_capacity(req, cap, slo, pool), _summary_row(cap.run, slo)
-    if req.with_sweep:
-        data["rate_sweep"] = _sweep(base, runs)
-    if req.with_engine_savings:
-        data["engine_savings"] = _engine_savings(cap, base, runs)
-    data["curves"] = {"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)}
-    data["measured"] = measured_rows(req.bench_files, slo)
-    data["commands"] = _commands(req, price_flags)
-    return data
+    return ReportData(inputs={**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how}, plan=plan,
+                      cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,
+                      engine_savings=_engine_savings(cap, base, runs) if req.with_engine_savings else None,
+                      curves={"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)},
+                      measured=measured_rows(req.bench_files, slo), commands=_commands(req, price_flags))
 
 
 def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:

@@ -12,17 +12,20 @@ function, this assumes attainment does not rise with load, and says when a probe
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kvledger.analyses.serving.prediction_bands import CapacityBand
+from kvledger.analyses.serving.sim_document import SimProvenance
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan
 from kvledger.dynamics.early_stop import RULE_TEXT, MissRule
-from kvledger.errors import InputError, range_error
+from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.boundary import BoundaryPoint, BoundaryResult, search_boundary
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
+from kvledger.ranges import ATTAINMENT_TARGET, check_options
 
 __all__ = ["SEARCH_AXES", "PROBE_NUM_REQUESTS", "SimProbe", "SimBoundary", "normalize_axis", "search_sim_boundary"]
 
@@ -89,6 +92,9 @@ class SimBoundary:
             run at the boundary (None without one); not serialised.
     """
 
+    __json__ = ("axis", "target", "num_requests_per_probe", "replicas", "num_gpus", "boundary_per_replica",
+                "boundary_per_gpu", "goodput_at_boundary_req_per_s", "goodput_at_boundary_req_per_s_per_gpu", "notes",
+                "provenance", "boundary", "probes")
     axis: str
     target: float
     num_requests_per_probe: int
@@ -100,20 +106,16 @@ class SimBoundary:
     boundary_per_gpu: float | None
     goodput_at_boundary_req_per_s: float | None
     goodput_at_boundary_req_per_s_per_gpu: float | None
-    provenance: dict[str, Any]
+    provenance: SimProvenance
     notes: list[str] = field(default_factory=list)
     goodputs: list[GoodputResult] = field(default_factory=list, repr=False)
     first_run: SimulatedRun | None = field(default=None, repr=False)
     boundary_run: SimulatedRun | None = field(default=None, repr=False)
+    error_band: CapacityBand | None = None  # the boundary's 80% band on the request-rate axis (set by the caller)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the per-probe GoodputResults, which the CLI prints one per line)."""
-        d = {k: getattr(self, k) for k in ("axis", "target", "num_requests_per_probe", "replicas", "num_gpus",
-                                           "boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",
-                                           "goodput_at_boundary_req_per_s_per_gpu", "notes", "provenance")}
-        d["boundary"] = self.boundary.to_dict()
-        d["probes"] = [asdict(p) for p in self.probes]
-        return d
+        return to_jsonable(self)
 
 
 def _with_value(args: SimRequestArgs, axis: str, value: float) -> SimRequestArgs:
@@ -133,9 +135,8 @@ def _check_args(args: SimRequestArgs, axis: str, lo: float | None, hi: float | N
             raise InputError(
                 f"the search varies {axis}, so {flag} cannot be given too; bound the search with --lo/--hi"
             )
+    check_options("goodput", {"lo": lo, "hi": hi})  # (0, 1e9], finite: kvledger.ranges
     for name, v in (("lo", lo), ("hi", hi)):
-        if v is not None and not (v > 0 and math.isfinite(v)):
-            raise InputError(f"--{name} must be a finite number > 0, got {v}")
         if v is not None and axis != "request_rate" and (v != int(v) or v < 1):
             raise InputError(f"--{name} for {axis} must be a whole number ≥ 1, got {v:g}")
     if lo is not None and hi is not None and lo >= hi:
@@ -182,8 +183,9 @@ def _halve(p: _Prober, v: float, integer: bool) -> tuple[float, float]:
     return v, v * 2  # v misses: search_boundary reports that no value in the range meets the target
 
 
-def _bracket(p: _Prober, lo: float | None, hi: float | None, integer: bool) -> tuple[float, float]:
-    """[lo, hi] with lo meeting the target and hi missing it, found by doubling or halving within limits.
+def _bracket(p: _Prober, lo: float | None, hi: float | None, integer: bool, start: float = 1.0) -> tuple[float, float]:
+    """[lo, hi] with lo meeting the target and hi missing it, found by doubling or halving (from ``start`` when no end
+    is given) within limits.
 
     When the target holds up to the doubling limit, both ends meet it (search_boundary then notes the
     boundary may be higher); when nothing down to the halving limit meets it, lo misses it.
@@ -191,7 +193,7 @@ def _bracket(p: _Prober, lo: float | None, hi: float | None, integer: bool) -> t
     if lo is not None and hi is not None:
         return lo, hi
     if hi is None:
-        v = lo if lo is not None else 1.0
+        v = lo if lo is not None else start
         if p.meets(v):
             for _ in range(_MAX_DOUBLINGS):
                 if not p.meets(v * 2):
@@ -209,7 +211,7 @@ def _bracket(p: _Prober, lo: float | None, hi: float | None, integer: bool) -> t
 def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str = "request_rate", *,
                         lo: float | None = None, hi: float | None = None, tol: float | None = None,
                         synthetic: SyntheticSpec | None = None, max_evals: int = 30,
-                        early_stop: bool = True) -> SimBoundary:
+                        early_stop: bool = True, start: float = 1.0) -> SimBoundary:
     """The largest value on ``axis`` whose simulated attainment meets ``target`` under ``slo``.
 
     Args:
@@ -218,14 +220,15 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
         tol: bisection resolution (default 1 % of hi for the rate; 1 for integer axes).
         early_stop: end an open-loop probe once it provably misses the target (kvledger.dynamics.early_stop;
             the boundary is the one full probes give); False runs every probe to the end.
+        start: where doubling or halving begins when neither end is given (1 req/s, 1 user by default; a
+            configuration search starts at its capacity bound, which a probe there then usually misses).
 
     Raises:
         InputError: an unknown axis, a flag that fixes the varied value, a bad bracket or target, or a
             simulation that cannot run.
     """
     axis = normalize_axis(axis)
-    if not 0 < target <= 1:
-        raise range_error("attainment target", target, "(0, 1], e.g. 0.9 for 90 %")
+    ATTAINMENT_TARGET.check("attainment target", target)
     _check_args(args, axis, lo, hi)
     integer = axis != "request_rate"
     if axis == "max_num_seqs":
@@ -234,7 +237,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
         if lo >= hi:
             raise InputError(f"need --lo < --hi for max_num_seqs, got lo={lo:g}, hi={hi:g} (the engine default)")
     p = _Prober(args, synthetic, axis, slo, target, early_stop)
-    blo, bhi = _bracket(p, lo, hi, integer)
+    blo, bhi = _bracket(p, lo, hi, integer, start)
     p.current_phase = "bisection"
     res = search_boundary(p.run_at, slo, target, blo, bhi, axis=axis, integer=integer,
                           tol=tol if tol is not None else (None if integer else bhi / 100.0), max_evals=max_evals)

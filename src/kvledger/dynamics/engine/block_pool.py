@@ -27,10 +27,15 @@ block with a stale entry is always registered, so it returns to the queue by ``a
 and its live entry is always behind its stale ones.
 
 Cache keys are Python ints (``hash`` of tuples, see ``kv_manager.py``), not sha256: a
-simulation has no adversary, and 64-bit collisions are negligible at these sizes.
+simulation has no adversary, and 64-bit collisions are negligible at these sizes. vLLM's key -> blocks map is kept
+as each key's first block (the one hits use) plus a list of later duplicates, so that runs of blocks are looked up,
+touched, registered and released with C-level dict and list operations (``map``, ``update``).
 """
 
 from __future__ import annotations
+
+from collections import deque
+from itertools import compress, filterfalse, repeat
 
 __all__ = ["BlockPool", "NULL_BLOCK_ID"]
 
@@ -59,10 +64,10 @@ class BlockPool:
         self._num_stale = 0
         self._ref: dict[int, int] = {}  # ref counts of registered (cached) blocks only
         self._key_of: dict[int, int] = {}  # registered block id -> cache key
-        self._blocks_of: dict[int, dict[int, None]] = {}  # cache key -> block ids (first = the one hits use)
+        self._first: dict[int, int] = {}  # cache key -> the first registered block (the one hits use)
+        self._dups: dict[int, list[int]] = {}  # cache key -> its later registered blocks, in registration order
         self.num_evictions = 0  # cached blocks whose hash was dropped on reuse, count
 
-    # ---------------------------------------------------------------- queries
     @property
     def num_usable_blocks(self) -> int:
         """Blocks that can ever be allocated (all but the null block), count."""
@@ -91,8 +96,7 @@ class BlockPool:
 
     def num_in_free_queue(self, cached_ids: list[int]) -> int:
         """Registered blocks among ``cached_ids`` with ref count 0 (they sit in the free queue), count."""
-        ref = self._ref
-        return sum(1 for b in cached_ids if ref[b] == 0)
+        return list(map(self._ref.__getitem__, cached_ids)).count(0)
 
     def num_freed_by_release(self, block_ids) -> int:
         """Blocks of ``block_ids`` that one release each returns to the free queue (an unregistered block is held by one
@@ -102,19 +106,16 @@ class BlockPool:
 
     def get_cached_block(self, key: int) -> int | None:
         """The block a prefix hit on ``key`` uses (the first registered), or None. Does not mutate."""
-        ids = self._blocks_of.get(key)
-        return None if ids is None else next(iter(ids))
+        return self._first.get(key)
+
+    def blocks_with_key(self, key: int) -> list[int]:
+        """Every registered block holding ``key``, the one hits use first (for tests and debugging)."""
+        return [self._first[key], *self._dups.get(key, ())] if key in self._first else []
 
     def cached_prefix(self, keys: list[int], n: int) -> list[int]:
         """Blocks of the longest run of ``keys[:n]`` all cached (``get_cached_block`` in a loop); no mutation."""
-        get = self._blocks_of.get
-        hits: list[int] = []
-        for k in keys[:n]:
-            ids = get(k)
-            if ids is None:
-                break
-            hits.append(next(iter(ids)))
-        return hits
+        hits = list(map(self._first.get, keys[:n]))
+        return hits[:hits.index(None)] if None in hits else hits
 
     def is_cached(self, block_id: int) -> bool:
         """True when the block is registered under a cache key."""
@@ -143,7 +144,6 @@ class BlockPool:
                 out.append(b)
         return out
 
-    # -------------------------------------------------------------- mutations
     def allocate(self, n: int) -> list[int]:
         """Pop ``n`` blocks from the front of the free queue, dropping any cached hash they carry.
 
@@ -155,68 +155,86 @@ class BlockPool:
             return []
         if n > len(q) - h - self._num_stale:
             raise RuntimeError(f"block pool: asked for {n} blocks, {self.num_free_blocks} free")
+        stale = self._stale
         if self._num_stale == 0:
             ids = q[h: h + n]
-            self._head = h + n
-            if self._key_of:
-                for b in [b for b in ids if b in self._key_of]:
-                    self._evict(b)
-            if self._head > 4096 and self._head * 2 > len(q):
-                del q[: self._head]
-                self._head = 0
-            return ids
-        ids = []
-        stale = self._stale
-        while len(ids) < n:
-            b = q[h]
-            h += 1
-            s = stale.get(b, 0)
-            if s:
-                if s == 1:
-                    del stale[b]
-                else:
-                    stale[b] = s - 1
-                self._num_stale -= 1
-                continue
-            if b in self._key_of:
-                self._evict(b)
-            ids.append(b)
+            h += n
+        else:  # skip stale entries; a block's live entry is behind its stale ones, maybe in the same chunk
+            ids = []
+            while len(ids) < n:
+                chunk = q[h: h + n - len(ids)]
+                skip = list(filter(stale.__contains__, chunk))
+                if len(set(skip)) < len(skip):  # a block twice in the chunk: one entry at a time
+                    chunk, skip = chunk[:1], [b for b in chunk[:1] if b in stale]
+                h += len(chunk)  # each of ``skip`` is once in the chunk, so that entry is stale
+                ids += filterfalse(set(skip).__contains__, chunk) if skip else chunk
+                for b in skip:
+                    s = stale.pop(b)
+                    if s > 1:
+                        stale[b] = s - 1
+                self._num_stale -= len(skip)
         self._head = h
+        if self._key_of:
+            cached = list(filter(self._key_of.__contains__, ids))
+            if cached:
+                self._evict(cached)
+        if self._num_stale == 0 and h > 4096 and h * 2 > len(q):
+            del q[:h]
+            self._head = 0
         return ids
 
-    def _evict(self, b: int) -> None:
-        key = self._key_of.pop(b)
-        del self._ref[b]
-        ids = self._blocks_of[key]
-        del ids[b]
-        if not ids:
-            del self._blocks_of[key]
-        self.num_evictions += 1
+    def _evict(self, blocks: list[int]) -> None:
+        """Drop the cache keys of registered ``blocks`` (being reallocated; vLLM ``_maybe_evict_cached_block``)."""
+        keys = list(map(self._key_of.pop, blocks))
+        deque(map(self._ref.pop, blocks), 0)
+        first, dups = self._first, self._dups
+        if dups.keys().isdisjoint(keys):
+            deque(map(first.pop, keys), 0)
+        else:
+            for b, key in zip(blocks, keys):
+                later = dups.get(key)
+                if first[key] != b:
+                    later.remove(b)
+                elif later:
+                    first[key] = later.pop(0)
+                else:
+                    del first[key]
+                if later is not None and not later:
+                    del dups[key]
+        self.num_evictions += len(blocks)
 
     def register(self, block_id: int, key: int) -> None:
-        """Record that ``block_id`` (full, held by exactly one request) holds the content ``key``.
+        """Record that ``block_id`` (full, held by one request) holds ``key``; a second block with a key is kept as a
+        duplicate, as vLLM does (hits use the first)."""
+        self.register_run([block_id], [key])
 
-        A second block with the same key is kept as a duplicate, as vLLM does; hits use the first.
-        """
-        if block_id in self._key_of:
-            raise RuntimeError(f"block {block_id} is already cached")
-        self._key_of[block_id] = key
-        self._ref[block_id] = 1
-        ids = self._blocks_of.get(key)
-        if ids is None:
-            self._blocks_of[key] = {block_id: None}
-        else:
-            ids[block_id] = None
+    def register_run(self, block_ids: list[int], keys: list[int]) -> None:
+        """``register(b, k)`` for each pair in order; ``keys`` distinct (one request's chained block keys)."""
+        key_of, first = self._key_of, self._first
+        if not key_of.keys().isdisjoint(block_ids):
+            raise RuntimeError(f"block {next(filter(key_of.__contains__, block_ids))} is already cached")
+        key_of.update(zip(block_ids, keys))
+        self._ref.update(dict.fromkeys(block_ids, 1))
+        if first.keys().isdisjoint(keys):
+            first.update(zip(keys, block_ids))
+            return
+        for b, key in zip(block_ids, keys):
+            if key in first:
+                self._dups.setdefault(key, []).append(b)
+            else:
+                first[key] = b
 
     def touch(self, block_ids: list[int]) -> None:
-        """Take a reference on cached blocks hit by a request; a block with ref count 0 leaves the free queue."""
+        """Take a reference on cached blocks hit by a request (distinct); a block with ref count 0 leaves the free
+        queue."""
         ref = self._ref
-        for b in block_ids:
-            r = ref[b]
-            if r == 0:
-                self._stale[b] = self._stale.get(b, 0) + 1
-                self._num_stale += 1
-            ref[b] = r + 1
+        refs = list(map(ref.__getitem__, block_ids))
+        if 0 in refs:
+            zero = list(compress(block_ids, map((0).__eq__, refs)))
+            stale = self._stale
+            stale.update(zip(zero, map((1).__add__, map(stale.get, zero, repeat(0)))))
+            self._num_stale += len(zero)
+        ref.update(zip(block_ids, map((1).__add__, refs)))
 
     def free(self, block_ids: list[int], num_registered: int, num_hashed: int) -> None:
         """Release one request's blocks, given in block-table order.
@@ -238,15 +256,12 @@ class BlockPool:
         self.free_unregistered([(block_ids[num_registered:] if num_registered else block_ids,
                                  num_hashed - num_registered)])
         if num_registered:
-            ref = self._ref
-            for i in range(num_registered - 1, -1, -1):
-                b = block_ids[i]
-                r = ref[b] - 1
-                ref[b] = r
-                if r == 0:
-                    q.append(b)
-                elif r < 0:
-                    raise RuntimeError(f"block {b}: ref count below 0")
+            ref, regs = self._ref, block_ids[num_registered - 1::-1]
+            refs = list(map(ref.__getitem__, regs))
+            if 0 in refs:
+                raise RuntimeError(f"block {regs[refs.index(0)]}: ref count below 0")
+            ref.update(zip(regs, map((-1).__add__, refs)))
+            q += compress(regs, map((1).__eq__, refs))
 
     def free_unregistered(self, batch: list[tuple[list[int], int]]) -> None:
         """``free(block_ids, 0, num_hashed)`` for each ``(block_ids, num_hashed)`` of ``batch``, in order, done at once.

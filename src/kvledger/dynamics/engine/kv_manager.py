@@ -79,12 +79,19 @@ class PagedKVManager(PoolUsage, PagedStretches):
     def _keys(self, req: SimRequest) -> list[int]:
         """Cache keys of the request's shareable full blocks (computed once per request)."""
         if req.keys is None:
-            req.keys = shareable_block_keys(req.spec, self.block_size)
+            req.keys = shareable_block_keys(req.spec, self.block_size, with_output=True)
         return req.keys
 
     def _key(self, req: SimRequest, i: int) -> int:
         keys = self._keys(req)
         return keys[i] if i < len(keys) else own_block_key(req.uid, i)
+
+    def _keys_range(self, req: SimRequest, start: int, stop: int) -> list[int]:
+        """``[_key(req, i) for i in range(start, stop)]``: shared keys, then the request's own."""
+        keys = self._keys(req)
+        if stop <= len(keys):
+            return keys[start:stop]
+        return keys[start:] + [own_block_key(req.uid, i) for i in range(max(start, len(keys)), stop)]
 
     def match(self, req: SimRequest) -> tuple[list[int], int]:
         """(blocks a waiting request can take from the cache, in order; their tokens); does not mutate."""
@@ -121,9 +128,9 @@ class PagedKVManager(PoolUsage, PagedStretches):
         full = upto_tokens // self.block_size
         if shared_only:
             full = min(full, len(self._keys(req)))
-        for i in range(req.num_registered, full):
-            self.pool.register(req.blocks[i], self._key(req, i))
-        if full > req.num_registered:
+        start = req.num_registered
+        if full > start:
+            self.pool.register_run(req.blocks[start:full], self._keys_range(req, start, full))
             req.num_registered = full
 
     # ---------------------------------------------------------- allocation
@@ -217,8 +224,10 @@ class PagedKVManager(PoolUsage, PagedStretches):
         """Release a finished or preempted request's blocks (vLLM order; see :meth:`BlockPool.free`)."""
         if self.enable_caching:
             num_hashed = req.num_computed_tokens // self.block_size
-            if preempted:
-                self._register(req, req.num_computed_tokens, False)
+            # decoded full blocks a later prompt can repeat (a session's next turn) are cached as vLLM caches every
+            # full block; registered here, at the latest (a decode stretch registers nothing, and no other request
+            # can hit them before this one finishes)
+            self._register(req, req.num_computed_tokens, not preempted)
             self.pool.free(req.blocks, req.num_registered, num_hashed)
         else:
             self.pool.free(req.blocks, 0, 0)

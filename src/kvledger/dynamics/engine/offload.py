@@ -4,13 +4,15 @@ vLLM (``distributed/kv_transfer/kv_connector/v1/offloading_connector.py``, 0.11.
 
 * Store, write-through: after each schedule, every block that the scheduled tokens complete is offered to the CPU
   tier (``_get_reqs_to_store``); ``prepare_store`` skips blocks already there and evicts least-recently-used CPU
-  blocks to make room. Stores are asynchronous, off the step's critical path. (Here: prompt blocks when they are
-  scheduled; blocks a pure-decode stretch fills are offered when the request frees them.)
-* Load: when a request is considered, the CPU tier is looked up from the end of its GPU prefix hit
-  (``get_num_new_matched_tokens``: consecutive hits, touched to the LRU's end); the request waits
-  (WAITING_FOR_REMOTE_KVS) while the blocks are copied into GPU blocks, then is scheduled with them as cached
-  blocks. The load is on the request's TTFT, not on any step. (Here: decided when the request reaches its replica,
-  the loaded blocks enter the GPU cache as cached blocks, and the request reaches the scheduler ``load_s`` later.)
+  blocks to make room (a run at once, or not at all). Stores are asynchronous, off the step's critical path.
+  (Here: prompt blocks when they are scheduled; blocks a pure-decode stretch fills are offered when the request
+  frees them.)
+* Load: when a request is considered, every full block of it is touched in the CPU tier, which is then looked up
+  from the end of its GPU prefix hit (``get_num_new_matched_tokens``: consecutive hits; connector_caches.py); the
+  request waits (WAITING_FOR_REMOTE_KVS) while the blocks are copied into GPU blocks, then is scheduled with them as
+  cached blocks. The load is on the request's TTFT, not on any step. (Here: decided when the request reaches its
+  replica, the loaded blocks enter the GPU cache as cached blocks, and the request reaches the scheduler ``load_s``
+  later.)
 
 SGLang HiCache (``mem_cache/unified_radix_cache.py``, 0.5.23): ``write_through`` backs a node up to host as it enters
 the tree (hit count ≥ 1), ``write_through_selective`` once it is matched again (≥ 2); at admission ``init_load_back``
@@ -21,12 +23,15 @@ device slots, layer by layer beside the forward pass: the prefill step takes max
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
+from itertools import filterfalse, islice
 
+from kvledger.dynamics.engine.connector_caches import ConnectorLRU, HostARC
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.errors import InputError
 
 __all__ = ["HostTier", "HostLRU", "OffloadingPagedKVManager", "HiCacheRadixKVManager", "LOAD_BACK_THRESHOLD"]
 
@@ -42,6 +47,10 @@ class HostTier:
         bytes_per_token: KV bytes per token per GPU, B. read_bytes_per_s: host → HBM, B/s.
         write_bytes_per_s: HBM → host, B/s.
         write_policy: SGLang "write_through" or "write_through_selective"; vLLM "write_through".
+        eviction: vLLM's host cache policy, "lru" or "arc" (connector_caches.py); SGLang's host tier is LRU.
+        chunk_tokens: LMCache's chunk size (256 by default), tokens; 0: the native connector's blocks. With chunks the
+            units are chunks: only whole chunks of the prompt are stored (LMCache's defaults save_unfull_chunk and
+            save_decode_cache are False) and a lookup counts whole chunks from the prompt's start.
     """
 
     capacity_units: int
@@ -49,30 +58,66 @@ class HostTier:
     read_bytes_per_s: float
     write_bytes_per_s: float
     write_policy: str = "write_through"
+    eviction: str = "lru"
+    chunk_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if self.eviction not in ("lru", "arc"):
+            raise InputError(f"host tier eviction must be 'lru' or 'arc' (vLLM's OffloadingConnector policies), got "
+                             f"{self.eviction!r}")
+        if isinstance(self.chunk_tokens, bool) or not isinstance(self.chunk_tokens, int) or self.chunk_tokens < 0:
+            raise InputError(f"host tier chunk_tokens must be an integer ≥ 0 (0: vLLM blocks), got "
+                             f"{self.chunk_tokens!r}")
 
     def load_s(self, tokens: int) -> float:
         return tokens * self.bytes_per_token / self.read_bytes_per_s
 
 
 class HostLRU:
-    """Content keys in host memory, least recently used first (vLLM ``LRUOffloadingManager``'s order)."""
+    """Content keys in host memory, least recently used first, for SGLang HiCache's host tier and LMCache's chunks: a
+    ``lookup`` hit moves to the end; a run is stored as its keys one by one (vLLM's connector: ConnectorLRU)."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.keys: OrderedDict[int, None] = OrderedDict()
         self.stored = self.evicted = 0
 
+    @property
+    def num_held(self) -> int:
+        return len(self.keys)
+
+    def touch(self, keys: list[int]) -> None:
+        """Nothing: this LRU moves a key to the end when ``lookup`` hits it (module doc)."""
+
     def store(self, key: int) -> None:
-        keys = self.keys
-        if key in keys:
+        held = self.keys
+        if key in held or self.capacity <= 0:
             return
-        if len(keys) >= self.capacity:
-            if self.capacity <= 0:
-                return
-            keys.popitem(last=False)
+        if len(held) >= self.capacity:
+            held.popitem(last=False)
             self.evicted += 1
-        keys[key] = None
+        held[key] = None
         self.stored += 1
+
+    def store_run(self, keys: list[int]) -> None:
+        """``store(k)`` for each of ``keys`` (distinct) in order: a key already held stays where it is; a new one
+        goes to the end, evicting the least recently used when full. At once unless a key of the run held now would
+        be evicted before its turn (then it would be stored anew: one by one)."""
+        held, cap = self.keys, self.capacity
+        new = list(filterfalse(held.__contains__, keys))
+        if not new or cap <= 0:
+            return
+        over = len(held) + len(new) - cap  # evictions: held keys (least recent first), then the run's own first ones
+        if over > 0:
+            victims = list(islice(held, over))
+            if len(new) < len(keys) and not set(keys).isdisjoint(victims):
+                for k in keys:
+                    self.store(k)
+                return
+            deque(map(held.__delitem__, victims), 0)
+        held.update(dict.fromkeys(new[-cap:]))
+        self.stored += len(new)
+        self.evicted += max(0, over)
 
     def lookup(self, keys: list[int], start: int, stop: int) -> int:
         """Consecutive hits from ``keys[start]`` (before ``stop``), each touched to the LRU's end."""
@@ -91,18 +136,27 @@ class OffloadingPagedKVManager(PagedKVManager):
 
     def __init__(self, *args, host: HostTier, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.host, self.lru = host, HostLRU(host.capacity_units)
+        self.host = host
+        # the OffloadingConnector's caches (connector_caches.py); LMCache's chunks: its own LRU, touched on a hit
+        cache = HostARC if host.eviction == "arc" else HostLRU if host.chunk_tokens else ConnectorLRU
+        self.lru = cache(host.capacity_units)
         self.host_hit_tokens = 0  # tokens loaded from the CPU tier, tokens
         self.host_load_s = 0.0  # Σ load time, s
-        self._stored: dict[int, int] = {}  # request uid → blocks offered to the CPU tier
-        self.occupancy: list[tuple[float, int]] = []  # (arrival s of a request, CPU blocks held)
+        self._stored: dict[int, int] = {}  # request uid → units (blocks or chunks) offered to the CPU tier
+        self.occupancy: list[tuple[float, int]] = []  # (arrival s of a request, CPU units held)
+        self._per = max(1, host.chunk_tokens // self.block_size)  # blocks per host unit
+        if host.chunk_tokens % self.block_size:
+            raise InputError(f"LMCache's chunk ({host.chunk_tokens} tokens) must be whole blocks of {self.block_size}")
 
     def _offer(self, req: SimRequest, upto_tokens: int) -> None:
-        full = upto_tokens // self.block_size
+        per = self._per  # a chunk's key: its last block's chained key (it names the whole prefix)
+        if per > 1:
+            upto_tokens = min(upto_tokens, req.spec.num_prompt_tokens)
+        full = upto_tokens // (self.block_size * per)
         start = self._stored.get(req.uid, 0)
-        for i in range(start, full):
-            self.lru.store(self._key(req, i))
         if full > start:
+            keys = self._keys_range(req, start * per, full * per)
+            self.lru.store_run(keys[per - 1::per] if per > 1 else keys)
             self._stored[req.uid] = full
 
     def admit(self, req, hits, num_new_tokens, must_fit_tokens, reserve_tokens=0) -> bool:
@@ -133,13 +187,19 @@ class OffloadingPagedKVManager(PagedKVManager):
         load time, s (0: nothing to load)."""
         if not self.enable_caching:
             return 0.0
-        self.occupancy.append((req.arrival_s, len(self.lru.keys)))
+        self.occupancy.append((req.arrival_s, self.lru.num_held))
         hits, gpu_tokens = self.match(req)
         keys = self._keys(req)
         B = self.block_size
+        if self._per == 1:  # the connector touches every full block of the request before the lookup
+            self.lru.touch(self._keys_range(req, 0, req.num_tokens // B))
         limit = min(len(keys), (req.num_tokens - 1) // B)
         start = gpu_tokens // B
-        n = self.lru.lookup(keys, start, limit) if start < limit else 0
+        if self._per > 1:  # LMCache: whole chunks from the prompt's start, beyond the GPU hit
+            chunk_keys = keys[self._per - 1:limit:self._per]
+            n = self.lru.lookup(chunk_keys, 0, len(chunk_keys)) * self._per - start
+        else:
+            n = self.lru.lookup(keys, start, limit) if start < limit else 0
         if n <= 0:
             return 0.0
         if hits:  # held while the loaded blocks are allocated, as vLLM's allocation for the request does
@@ -147,8 +207,7 @@ class OffloadingPagedKVManager(PagedKVManager):
         n = min(n, self.pool.num_free_blocks)
         if n > 0:
             ids = self.pool.allocate(n)
-            for b, i in zip(ids, range(start, start + n)):
-                self.pool.register(b, keys[i])
+            self.pool.register_run(ids, keys[start:start + n])
             self.pool.free(ids, n, n)  # cached, unreferenced: the request takes them at admission
         if hits:
             self.pool.free(hits, len(hits), len(hits))
@@ -189,13 +248,14 @@ class HiCacheRadixKVManager(RadixKVManager):
         start, stop = self._backed.get(req.uid, 0), min(len(keys), upto_tokens // S)
         if stop > start:
             self._backed[req.uid] = stop
+        if not selective:
+            self.lru.store_run(keys[start:stop])
+            return
         for k in keys[start:stop]:
-            if selective:
-                c = self._seen.get(k, 0) + 1
-                self._seen[k] = c
-                if c < 2:
-                    continue
-            self.lru.store(k)
+            c = self._seen.get(k, 0) + 1
+            self._seen[k] = c
+            if c >= 2:
+                self.lru.store(k)
 
     def after_prefill_step(self, req: SimRequest) -> None:
         super().after_prefill_step(req)
@@ -224,7 +284,7 @@ class HiCacheRadixKVManager(RadixKVManager):
         if not super().admit(req, (node, matched), host + num_new_tokens, must_fit_tokens, reserve_tokens):
             return False
         if req.num_preemptions == 0:
-            self.occupancy.append((req.arrival_s, len(self.lru.keys)))
+            self.occupancy.append((req.arrival_s, self.lru.num_held))
         if host:
             req.num_computed_tokens += host
             t = self.host.load_s(host)

@@ -27,19 +27,32 @@ __all__ = ["shareable_block_keys", "own_block_key", "vectorize_blocks_for_tokens
 
 _SEED = hash(("kvledger-prefix-seed", 0))
 _OWN = -1  # marks the key of a request's own (unique) block
+_LAST_SEGMENT: dict[tuple[int, int], list[int]] = {}  # (block tokens, segment tokens) -> _last_segment's list
 
 
-def shareable_block_keys(spec: RequestSpec, block_size: int) -> list[int]:
-    """Keys of the request's shareable full blocks, in order (empty without shared segments)."""
-    B = block_size
-    nblk = spec.num_shareable_tokens // B if spec.prefix_segments else 0
+def shareable_block_keys(spec: RequestSpec, block_size: int, with_output: bool = False) -> list[int]:
+    """Keys of the request's shareable full blocks, in order (empty without shared segments); ``with_output``: also
+    the blocks of its output that ``RequestSpec.stream_segments`` covers (vLLM hashes decoded full blocks too)."""
+    B, S = block_size, spec.segment_tokens
+    segs = spec.stream_segments if with_output and spec.output_segments else spec.prefix_segments
+    nblk = (spec.num_shareable_tokens if segs is spec.prefix_segments else len(segs) * S) // B if segs else 0
     if nblk == 0:
         return []
-    S, chain, prev = spec.segment_tokens, [], hash((_SEED, spec.segment_tokens))
-    for seg in spec.prefix_segments[: ((nblk * B - 1) // S) + 1]:
+    chain, prev = [], hash((_SEED, S))
+    for seg in segs[: ((nblk * B - 1) // S) + 1]:
         prev = hash((prev, seg))
         chain.append(prev)
-    return [hash((chain[((i + 1) * B - 1) // S], i)) for i in range(nblk)]
+    # block i's key: hash((chain[last segment it touches], i)), mapped at C level
+    return list(map(hash, zip(map(chain.__getitem__, _last_segment(B, S, nblk)), range(nblk))))
+
+
+def _last_segment(block_size: int, segment_tokens: int, nblk: int) -> list[int]:
+    """``[((i + 1)·B − 1) // S for i in range(nblk)]``: the last segment each block touches (cached per B, S)."""
+    got = _LAST_SEGMENT.get((block_size, segment_tokens))
+    if got is None or len(got) < nblk:
+        got = _LAST_SEGMENT[(block_size, segment_tokens)] = [
+            ((i + 1) * block_size - 1) // segment_tokens for i in range(max(nblk, 4096))]
+    return got[:nblk]
 
 
 def own_block_key(uid: int, i: int) -> int:

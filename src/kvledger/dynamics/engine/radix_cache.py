@@ -104,8 +104,9 @@ class RadixKVManager(RadixStretches):
 
     # ------------------------------------------------------------- the tree
     def _segments(self, req: SimRequest) -> tuple:
+        """Whole prompt segments, then any output segments (SGLang's cache_finished_req inserts the output too)."""
         spec = req.spec
-        return spec.prefix_segments[: spec.num_shareable_tokens // spec.segment_tokens] if spec.prefix_segments else ()
+        return spec.stream_segments if spec.prefix_segments else ()
 
     def _match(self, req: SimRequest) -> tuple[RadixNode, int]:
         node, tokens = self.root, 0

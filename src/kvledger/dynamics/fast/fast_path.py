@@ -240,7 +240,7 @@ def run_open(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
             if recs and to_out:
                 out.extend((r.uid, rec) for r, rec in recs)
             running, rems, comp = _after_mixed_step(running, rems, comp, bool(recs))
-            if not rep.steady or rep.sched.waiting:
+            if not rep.steady or rep.sched.waiting or not running:  # nobody left: the general path idles to the next
                 return i, progressed
     finally:
         write_counters(running, rems, comp)

@@ -235,12 +235,13 @@ class _ArrivalStretch:
         """One step: the running requests decode and ``new`` (request, prompt blocks) are admitted with their whole
         prompts, as ``Scheduler.admit_waiting`` would."""
         rep, n, K, groups, keys = self.rep, self.n, self.K, self.groups, self.keys
-        self.blocks_left -= n + sum(h for _, h in new)
-        pf, pairs = 0, 0.0
-        for r, _ in new:
+        pf, pairs, held = 0, 0.0, 0
+        for r, h in new:
             p = r.num_prompt_tokens
             pf += p
             pairs += p * (p + 1) / 2  # Replica.apply_plan's c·n + n(n+1)/2 with nothing computed (c = 0)
+            held += h
+        self.blocks_left -= n + held
         dec_kv = self.S + n * (K + 1)  # Σ computed + n
         price = self.prices.step_price
         dur = (price(pf, len(new), pf, pairs, n, dec_kv) if price is not None else
@@ -258,14 +259,17 @@ class _ArrivalStretch:
             keys.pop(0)
             n -= fin
             self.S -= g[1]
-        self._admit(new, K)
+        self._admit(new, K, pf)
         self.K, self.n = K, n + len(new)
         self.finishing = fin if self.lag else 0
         self.sched_t = ends[K - 1] if self.lag else ends[K]
 
-    def _admit(self, new: list[tuple[SimRequest, int]], K: int) -> None:
-        """The requests admitted in step ``K − 1`` start decoding at step ``K`` and join the counts."""
+    def _admit(self, new: list[tuple[SimRequest, int]], K: int, prompt_tokens: int) -> None:
+        """The requests admitted in step ``K − 1`` (``prompt_tokens`` in all) start decoding at step ``K`` and join the
+        counts."""
         rep, groups, keys, stats = self.rep, self.groups, self.keys, self.rep.kv.prefix_stats
+        stats.requests += len(new)  # one lookup each, no hit: PrefixCacheStats.record(p, 0, False) per request
+        stats.queries += prompt_tokens
         S = self.S
         for r, h in new:
             p, o = r.num_prompt_tokens, r.num_output_tokens
@@ -274,7 +278,6 @@ class _ArrivalStretch:
             r.status = RUNNING
             r.run_start = rep.num_steps + K - 1
             r.num_cached_tokens = 0
-            stats.record(p, 0, False)
             f = K + o - 1  # its finish: after step K + o − 2
             g = groups.get(f)
             if g is None:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from kvledger.dynamics.engine.request import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec
+from kvledger.dynamics.engine.request import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec, plain_spec
 from kvledger.errors import InputError
 
 __all__ = ["WorkloadColumns"]
@@ -74,7 +74,7 @@ class WorkloadColumns(Sequence):
         if c is None or not c[0] <= k < c[0] + CHUNK_ROWS:
             c = self._chunk = self._rows(k)
         j = k - c[0]
-        spec = RequestSpec(f"{self.id_prefix}{c[4][j]}", c[1][j], c[2][j], c[3][j])
+        spec = plain_spec(f"{self.id_prefix}{c[4][j]}", c[1][j], c[2][j], c[3][j])
         self._last = (i, spec)
         return spec
 
@@ -84,7 +84,7 @@ class WorkloadColumns(Sequence):
         if c is None or not c[0] <= k < c[0] + CHUNK_ROWS:
             c = self._chunk = self._rows(k)
         j = k - c[0]
-        return RequestSpec(f"{self.id_prefix}{c[4][j]}", c[1][j], c[2][j], c[3][j])
+        return plain_spec(f"{self.id_prefix}{c[4][j]}", c[1][j], c[2][j], c[3][j])
 
     def _rows(self, start: int) -> tuple:
         """(start, arrival times, prompt tokens, output tokens, row numbers) of rows ``[start, start + CHUNK_ROWS)``,

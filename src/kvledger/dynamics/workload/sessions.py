@@ -8,10 +8,13 @@ A session is a system prompt shared by every session of the workload, then turns
 and is sent ``think_k`` seconds after turn ``k−1`` finished (a closed loop per session: ``SessionLoop``). Prompt
 content is described by segment ids (``RequestSpec.prefix_segments``): segment ``j`` of a session's token stream has
 one id, the same in every turn of that session, and segments wholly inside the system prompt share ids across
-sessions. So turn ``k`` can hit every whole segment of turn ``k−1``'s prompt; the previous turn's *output* tokens
-are part of turn ``k``'s prompt but their KV is not reused by the simulator's caches (they register prompt blocks
-only): they are recomputed, as they are when an engine's chat template re-renders the assistant message. A session
-ends at its drawn number of turns or before a turn whose prompt + output would pass ``max_context_tokens``.
+sessions. So turn ``k`` can hit every whole segment of turn ``k−1``'s prompt, and (``reuse_output``, the default)
+of its output: turn ``k−1`` lists the segments wholly inside its prompt + output as ``output_segments``, and the
+caches keep its decoded full blocks (vLLM hashes every full block, decoded ones included; SGLang's
+``cache_finished_req`` inserts the output), so turn ``k`` hits them when the chat template renders the assistant
+message back as the same tokens. ``reuse_output=False`` recomputes them (a template that re-renders the message
+differently, e.g. dropping reasoning). A session ends at its drawn number of turns or before a turn whose prompt +
+output would pass ``max_context_tokens``.
 
 ``synthesize_sessions`` draws sessions from stated distributions with an explicit ``numpy.random.Generator``.
 """
@@ -150,15 +153,18 @@ def _segment_id(session: Session, j: int, seg: int) -> int:
     return hash((2, session.index, j))
 
 
-def turn_specs(session: Session, segment_tokens: int = 64) -> list[RequestSpec]:
-    """The session's turns as requests (arrival = session start; a SessionLoop re-times them)."""
-    out, ctx = [], session.system_tokens
+def turn_specs(session: Session, segment_tokens: int = 64, reuse_output: bool = True) -> list[RequestSpec]:
+    """The session's turns as requests (arrival = session start; a SessionLoop re-times them); with ``reuse_output``
+    each lists the whole segments of its output as ``output_segments``."""
+    out, ctx, S = [], session.system_tokens, segment_tokens
+    total = session.system_tokens + sum(t.input_tokens + t.output_tokens for t in session.turns)
+    ids = tuple(_segment_id(session, j, S) for j in range(total // S))  # the stream's ids, once for every turn
     for k, t in enumerate(session.turns):
         prompt = ctx + t.input_tokens
-        nseg = prompt // segment_tokens
-        segs = tuple(_segment_id(session, j, segment_tokens) for j in range(nseg))
+        nseg, nstream = prompt // S, (prompt + t.output_tokens) // S if reuse_output else 0
+        segs, outs = ids[:nseg], ids[nseg:nstream]
         out.append(RequestSpec(f"{session.session_id}-t{k}", session.start_s, prompt, t.output_tokens, segs,
-                               segment_tokens, session.session_id))
+                               S, session.session_id, outs))
         ctx = prompt + t.output_tokens
     return out
 
@@ -169,12 +175,14 @@ class SessionLoop:
 
     Attributes:
         sessions: the sessions. segment_tokens: tokens per prefix segment id (≥ 1).
+        reuse_output: a turn's decoded tokens are cached for the next turn (``turn_specs``).
         think_time_s: always 0 (the per-turn pauses are in the turns; the cluster's closed-loop pause stays unused).
     """
 
     sessions: tuple[Session, ...]
     segment_tokens: int = 64
     think_time_s: float = field(default=0.0, init=False)
+    reuse_output: bool = True
 
     def __post_init__(self) -> None:
         if not self.sessions:
@@ -197,7 +205,7 @@ class SessionDriver:
     """The state of a SessionLoop during a run: each session's next turn."""
 
     def __init__(self, loop: SessionLoop) -> None:
-        self.specs = [turn_specs(s, loop.segment_tokens) for s in loop.sessions]
+        self.specs = [turn_specs(s, loop.segment_tokens, loop.reuse_output) for s in loop.sessions]
         self.turns = [s.turns for s in loop.sessions]
         self.next = [0] * len(self.specs)
         self.starts = [(s.start_s, i) for i, s in enumerate(loop.sessions)]

@@ -94,7 +94,10 @@ def read_csv_fast(path, layout: str, time_col: str | None, p_col: str, o_col: st
         check_times(times, str(path), time_col, 2)
         times = times - times.min()
     clients = table.column("client_id").to_pylist() if has_client else None
-    return times, prompts.astype(np.int64), outputs.astype(np.int64), clients
+    prompts, outputs = prompts.astype(np.int64), outputs.astype(np.int64)
+    table = col = None  # every column is a numpy copy by now (times: concatenated, converted or shifted)
+    pa.default_memory_pool().release_unused()  # the reader's buffers back to the system, not kept for later reads
+    return times, prompts, outputs, clients
 
 
 def _read_csv_numpy(path, layout: str, time_col: str | None, p_col: str, o_col: str):
@@ -205,7 +208,10 @@ def read_jsonl_fast(path, layout: str, keys: tuple[str, str, str], seg_key: str,
         if not (pa.types.is_string(col.type) or pa.types.is_integer(col.type) or pa.types.is_null(col.type)):
             return None
         clients = [None if c is None else str(c) for c in col.to_pylist()]
-    return times, prompts.astype(np.int64), outputs.astype(np.int64), segments, clients
+    prompts, outputs = prompts.astype(np.int64), outputs.astype(np.int64)
+    table = col = None
+    pa.default_memory_pool().release_unused()  # the reader's spare buffers back to the system (csv above)
+    return times, prompts, outputs, segments, clients
 
 
 def _bad_tokens(values: np.ndarray) -> bool:

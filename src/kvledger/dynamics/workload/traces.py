@@ -157,7 +157,9 @@ def _replayed_times(label: str, t_sorted: np.ndarray, num_requests: int | None, 
     if count > available or available == 0:
         raise InputError(f"trace {label!r} has {available:,} requests at or after start_s={start_s:g} s; "
                          f"asked for {count:,}")
-    t = t_sorted[first:first + count] - start_s
+    t = t_sorted[first:first + count]
+    if start_s != 0.0:  # t − 0.0 is t: without an offset the times are the sorted column's own (no copy)
+        t = t - start_s
     if rate is not None:
         span = float(t[-1] - t[0])
         if count < 2 or span <= 0:
@@ -215,6 +217,11 @@ def load_trace_columns(
     label, parsed, rows, times = _select(name_or_path, num_requests, rate, rate_scale, start_s, seed, 512)
     if parsed.segments is not None or parsed.client_ids is not None:
         return None
+    n = len(rows)
+    if n and rows[0] == 0 and rows[-1] == n - 1 and (n < 2 or bool((np.diff(rows) == 1).all())):
+        # the file's first n rows in file order (a sorted trace): the parsed columns' leading part, not copies, and
+        # ids by row number (id_rows None gives the same ids, "label-i")
+        return WorkloadColumns(times, parsed.prompt_tokens[:n], parsed.output_tokens[:n], f"{label}-")
     return WorkloadColumns(times, parsed.prompt_tokens[rows], parsed.output_tokens[rows], f"{label}-", rows)
 
 
@@ -240,10 +247,14 @@ def _select(name_or_path, num_requests, rate, rate_scale, start_s, seed, segment
         rows = np.arange(count)
         times = arrival_times(count, rate, seed=0 if seed is None else seed)
     else:
-        order = np.argsort(parsed.arrivals_s, kind="stable")
-        first, count, times = _replayed_times(label, parsed.arrivals_s[order], num_requests, rate, rate_scale,
-                                              start_s)
-        rows = order[first:first + count]
+        t = parsed.arrivals_s
+        if len(t) < 2 or bool((t[1:] >= t[:-1]).all()):  # in order already: no sort, no sorted copy
+            first, count, times = _replayed_times(label, t, num_requests, rate, rate_scale, start_s)
+            rows = np.arange(first, first + count)
+        else:
+            order = np.argsort(t, kind="stable")
+            first, count, times = _replayed_times(label, t[order], num_requests, rate, rate_scale, start_s)
+            rows = order[first:first + count]
     return label, parsed, rows, times
 
 

@@ -1,0 +1,165 @@
+"""A search that decides candidates by analytic bound gives the exhaustive search's answer; the bounds are bounds.
+
+Each search here runs twice, pruned and ``exhaustive=True`` (every planned candidate simulated), on a few GPUs with
+60–80 requests per probe: the winner, the runner-up and the margin between them, the ranking of the simulated
+candidates, both frontiers and the rejections must be the same, and every figure the exhaustive search simulated must
+lie within the bounds its entry carries.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from kvledger.analyses.search import Axes, SearchSpec, run_search
+from kvledger.analyses.search.bounds import SHADE, latency_bounds_s, request_work_s
+from kvledger.analyses.search.prune import key_lower
+
+SEARCHES = {
+    # 8B on six GPUs of very different speed and price, a monthly volume of 1 replica each: L4 and A10G at TP 4 cost
+    # more than the runner-up and are slower per user and per GPU than an H100/B200 point, so they are decided by bound
+    "8b-monthly": (SearchSpec(model="meta-llama/Llama-3.1-8B", slo="ttft=500ms,tpot=50ms", num_requests=80,
+                              monthly_tokens=300e6),
+                   Axes(gpus=("B200", "H100", "L40S", "L4", "A10G", "A100-80GB"), tps=(1, 2, 4))),
+    # the same model sized for a rate, ranked by the monthly bill with several replicas
+    "8b-rate": (SearchSpec(model="meta-llama/Llama-3.1-8B", slo="ttft=1s,tpot=80ms", num_requests=60,
+                           rate_req_per_s=20.0),
+                Axes(gpus=("H100", "L40S", "L4", "A10G"), tps=(1, 2, 4))),
+    # ranked by USD per 1k requests at a fixed utilization, a tight TTFT that the slow GPUs miss by bound
+    "3b-util": (SearchSpec(model="meta-llama/Llama-3.2-3B", slo="ttft=150ms,tpot=30ms", num_requests=60,
+                           utilization=0.5, max_model_len=8192),
+                Axes(gpus=("H100", "L4", "T4", "A10G"), tps=(1, 2))),
+}
+
+
+@functools.cache
+def _pair(name: str):
+    spec, axes = SEARCHES[name]
+    return run_search(spec, axes), run_search(spec, axes, exhaustive=True)
+
+
+@pytest.fixture(scope="module", params=sorted(SEARCHES))
+def pair(request):
+    """(pruned, exhaustive) results of one search: about 2–4 s each on a 2-core machine, the point of the module."""
+    return _pair(request.param)
+
+
+def test_pruned_search_equals_the_exhaustive_one(pair):
+    pruned, full = pair
+    simulated = set(pruned.ranking)
+    assert pruned.ranking[:2] == full.ranking[:2]
+    assert pruned.ranking == [cid for cid in full.ranking if cid in simulated]
+    assert pruned.frontier == full.frontier and pruned.cost_frontier == full.cost_frontier
+    assert pruned.margin() == full.margin()
+    by_id = {e["id"]: e for e in full.entries}
+    for e in pruned.entries:  # every decision by bound is one the exhaustive search bears out
+        ex = by_id[e["id"]]
+        if e["status"] == "bounded":
+            assert ex["status"] in ("feasible", "rejected") and e["id"] not in full.ranking[:2]
+        elif e.get("decided_by_bound"):  # rejected by its attainment bound
+            assert (ex["status"], ex["reason"]) == ("rejected", "SLO not met at any rate")
+        else:
+            assert e["status"] == ex["status"] and e.get("reason") == ex.get("reason")
+
+
+def test_every_simulated_figure_lies_within_its_bounds(pair):
+    _, full = pair
+    checked = 0
+    for e in full.entries:
+        b = e.get("bounds")
+        if e["status"] != "feasible" or b is None:
+            continue
+        cap = e["capacity"]
+        assert cap["goodput_req_per_s"] <= b["capacity_req_per_s"]
+        assert cap["tok_per_s_per_user"] <= b["tok_per_s_per_user"]
+        for p in cap["operating_points"]:
+            assert p["tok_per_s_per_user"] <= b["tok_per_s_per_user"]
+            assert p["output_tok_per_s_per_gpu"] <= b["output_tok_per_s_per_gpu"]
+        assert b["attainment"] >= cap["attainment"]
+        checked += 1
+    assert checked >= 3
+
+
+def test_some_searches_decide_candidates_without_simulating_them():
+    # 8b-monthly: A100-80GB at TP 4 costs ≥ 4 × $2.70 × 730 h = $7,884 a month for one replica (the load needs one),
+    # far above the runner-up L4 at TP 2, and a B200 point beats its per-user and per-GPU bounds: not simulated.
+    # 3b-util: at TTFT 150 ms, A10G (TP 1 and 2) has more than 10 % of prompts whose TTFT bound exceeds the SLO:
+    # rejected unsimulated (the exhaustive search finds "SLO not met at any rate" for both too).
+    res = _pair("8b-monthly")[0]
+    bounded = [e for e in res.entries if e["status"] == "bounded"]
+    assert [e["id"] for e in bounded] == ["nvidia_a100_80gb_sxm:tp4:kv-auto"], res.counts()
+    assert res.to_dict()["screening"]["lighter_loads_decided_by_bound"] >= 1
+    slo = [e for e in _pair("3b-util")[0].entries if e["status"] == "rejected" and e.get("decided_by_bound")]
+    assert slo and all(e["decided_by_bound"]["attainment_upper"] < 0.9 for e in slo)
+    for e in bounded:
+        ev = e["decided_by_bound"]
+        assert ev["rank"]["margin"] > 0 and ev["frontier"]["margin"] >= 0 and ev["cost_frontier"]["margin"] >= 0
+        assert "capacity" not in e
+
+
+def test_request_work_bound_by_hand():
+    # A made-up roofline: 1e9 matmul params per token, 1e8 head FLOPs per sequence, 1e15 FLOP/s at 50 %, 1e5 KV bytes
+    # per context token, 1e12 B/s at 50 %, TP 1 (no all-reduce). One request of P = 100 prompt and n = 11 output tokens:
+    #   matmul: (2 × 1e9 × (100 + 10) + 1e8 × 11) / 5e14 = 2.211e11 / 5e14 = 4.422e-4 s
+    #   KV: its 10 decodes attend to ≥ 100, 101, …, 109 keys and its prefill writes 100:
+    #       1e5 × (10 × 100 + 45 + 100) / 5e11 = 1.145e8 / 5e11 = 2.29e-4 s
+    #   work ≥ 6.712e-4 s (shaded by 1e-9)
+    cost = SimpleNamespace(matmul_params=1e9, head_flops_per_seq=1e8, peak_flops=1e15, flops_fraction=0.5,
+                           growing_read_bytes=1e5, bw=1e12, bandwidth_fraction=0.5, num_allreduce_layers=0,
+                           allreduce_latency_s=0.0, allreduce_s=lambda t: 0.0, cpu_overhead_s=0.002,
+                           overlap_cpu=False, weight_read_bytes=lambda t: 1e9)
+    w = request_work_s(cost, np.array([100]), np.array([11]))
+    assert w[0] == pytest.approx(6.712e-4 * (1 - SHADE), rel=1e-12)
+    # TTFT: max(2e9 × 100 / 5e14 = 4e-4, weights 1e9 / 5e11 = 2e-3) + 1e5 × 100 / 5e11 = 2e-5 + CPU 2e-3 = 4.02e-3 s
+    # TPOT: max(2e9 / 5e14, 2e-3) + 2e-5 + 2e-3 = 4.02e-3 s (one decode step holds the weights read too)
+    ttft, tpot = latency_bounds_s(cost, [100], [100])
+    assert ttft[0] == pytest.approx(4.02e-3, rel=1e-9) and tpot[0] == pytest.approx(4.02e-3, rel=1e-9)
+
+
+def test_key_lower_bound_by_hand():
+    # capacity ≤ 2.5 req/s, 0.8 max utilization, 3 req/s to serve: replicas ≥ ⌈3 / (2.5 × 0.8)⌉ = ⌈1.5⌉ = 2;
+    # 2 replicas × 2 GPUs × $3/GPU-h × 730 h = $8,760 a month; at capacity 2 × 3 × 1000 / (3600 × 2.5) = $0.6667 / 1k
+    spec = SearchSpec(model="meta-llama/Llama-3.1-8B", slo="ttft=1s", rate_req_per_s=3.0)
+    entry = {"bounds": {"capacity_req_per_s": 2.5}, "num_gpus_per_unit": 2, "price": {"usd_per_gpu_hour": 3.0}}
+    monthly, at_cap = key_lower(spec, entry, 3.0)
+    assert monthly == pytest.approx(8760.0) and at_cap == pytest.approx(2 * 3 * 1000 / (3600 * 2.5))
+
+
+def test_latency_bounds_hold_for_every_simulated_request():
+    """Each request of a real simulation (a burst of 40 at 50 req/s, so steps mix prefills and decodes) takes at least
+    its TTFT and TPOT bounds, priced by the run's own step cost."""
+    from dataclasses import replace
+
+    from kvledger.analyses.search.screen import sim_args
+    from kvledger.analyses.search.spec import Candidate
+    from kvledger.analyses.serving.sim_ledgers import simulate_run
+    from kvledger.analyses.serving.sim_setup import prepare
+
+    spec = SearchSpec(model="meta-llama/Llama-3.2-3B", slo="ttft=1s", num_requests=40, utilization=0.5,
+                      max_model_len=8192)
+    args = replace(sim_args(spec, Candidate("nvidia_a10g", 2)), rate=50.0)
+    setup = prepare(args)
+    w = setup.workload
+    prompt, output = np.asarray(w.num_prompt_tokens), np.asarray(w.num_output_tokens)
+    ttft_lb, tpot_lb = latency_bounds_s(setup.cost, prompt, prompt)
+    recs = sorted(simulate_run(args).run.records, key=lambda r: r.arrival_s)
+    assert len(recs) == len(prompt) == 40
+    for r, p, t_lb, d_lb in zip(recs, prompt, ttft_lb, tpot_lb):
+        assert r.num_prompt_tokens == p
+        assert r.ttft_s >= t_lb and (r.num_output_tokens <= 1 or r.tpot_s >= d_lb)
+    work = request_work_s(setup.cost, prompt, output)
+    assert recs[-1].finish_s - recs[0].arrival_s >= work.sum()  # one engine: its steps run one after another
+
+
+def test_decisions_do_not_depend_on_the_number_of_workers(tmp_path):
+    """A 2-process pool finishes candidates in another order than one worker; the decisions by bound read the
+    simulated candidates in candidate order, so the ledgers are byte-identical (about 5 s: the pool's start-up)."""
+    spec, axes = SEARCHES["8b-rate"]
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    res = run_search(spec, axes, ledger=one, backend="serial")
+    run_search(spec, axes, ledger=two, workers=2, backend="pool")
+    assert res.to_dict()["screening"]["decided_by_bound"] >= 1
+    assert two.read_bytes() == one.read_bytes()
