@@ -202,7 +202,7 @@ def test_report_prints_the_plan_ranges_beside_the_point_figures(built):
 
 
 def test_report_html_drawn_beside_a_forked_worker_is_byte_identical(built):
-    # issue 25: the worker of `kvledger report` (three of the seven runs after the capacity search, every figure) gives
+    # issue 25: the worker of `kvledger report` (two of the seven runs after the capacity search, every figure) gives
     # the same bytes as one process: the file `built` wrote (its figures drawn here) equals data + figures from a
     # worker, and the data built with a worker equals the serial data (a fork, so about 1 s)
     import multiprocessing

@@ -1,6 +1,6 @@
 """The report's second process: on two or more CPUs, ``kvledger report`` forks one worker at its start, which imports
-matplotlib while the capacity search runs, then runs three of the seven simulations after it (beside the other four)
-and draws the figures.
+matplotlib and runs two of the seven simulations after the capacity search (beside the other five), then draws the
+figures.
 
 Same bytes as one process: the simulations are deterministic, each result is placed by its key (never by the order
 in which work finishes) and each figure is drawn by the same code with the same settings (fixed SVG hash salt).
@@ -63,10 +63,24 @@ def report_pool() -> Iterator[Any]:
         importlib.import_module(name)
     pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
     try:
-        pool.submit(_warm)  # the fork happens now
-        yield pool
+        pool.submit(int)  # the fork happens now, before any progress-bar thread starts
+        yield _Worker(pool)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Worker:
+    """The executor, with the worker's imports for drawing queued before its first job (none when a request's
+    simulations and HTML are all read back from the store: nothing is sent to the worker)."""
+
+    def __init__(self, pool: Any) -> None:
+        self.pool, self.warm = pool, False
+
+    def submit(self, fn: Any, *args: Any) -> Any:
+        if not self.warm:
+            self.pool.submit(_warm)
+            self.warm = True
+        return self.pool.submit(fn, *args)
 
 
 def figures_in_pool(data: ReportData, pool: Any) -> list[Figure]:
