@@ -153,6 +153,7 @@ COMMAND_RANGES: dict[tuple[str, str], Range] = {
     ("calibrate", "client_concurrency"): _count(1, 1_000_000, "requests in flight"),
     ("search", "monthly_tokens"): Range(0.0, 1e21, lo_open=True, unit="tokens/month"),
     ("search", "workers"): _count(1, 4096, "workers"),
+    ("calibrate", "workers"): _count(0, 4096, "worker processes (0: one per CPU)"),
     ("search", "rate"): Range(0.0, 1e6, lo_open=True, unit="req/s"),  # a load to size for: inf is meaningless
     # a capacity probe of a handful of requests measures its drain tail, not the replica: at least 50 per probe
     ("search", "num_requests"): _count(50, _REQUESTS_MAX, "requests per probe"), ("search", "top"): _count(1, 100_000,
