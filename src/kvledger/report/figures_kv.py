@@ -7,6 +7,7 @@ KV) are the two limits; the first two figures show the first, the roofline figur
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from kvledger.report.figure import Figure, new_axes
@@ -170,6 +171,8 @@ def decode_roofline(plan: dict[str, Any]) -> Figure | None:
                    f"{r['hbm_bandwidth_bytes_per_s'] / 1e12:,.2f} TB/s"])
 
 
-def kv_figures(plan: dict[str, Any]) -> list[Figure]:
-    """The three KV-bottleneck figures of a plan."""
-    return [f for f in (memory_waterfall(plan), concurrency_by_context(plan), decode_roofline(plan)) if f is not None]
+def kv_figures(plan: dict[str, Any], keys: Collection[str] | None = None) -> list[Figure]:
+    """The three KV-bottleneck figures of a plan (only those named in ``keys`` when given)."""
+    makers = (memory_waterfall, concurrency_by_context, decode_roofline)
+    figs = (m(plan) for m in makers if keys is None or m.__name__ in keys)
+    return [f for f in figs if f is not None]

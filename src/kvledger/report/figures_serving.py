@@ -7,6 +7,8 @@ benchmark runs, when given, are drawn on the same axes as the simulation.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from kvledger.analyses.serving.report_data import ReportData
 from kvledger.report.figure import Figure, fmt, new_axes
 
@@ -172,12 +174,9 @@ def engine_savings(data: ReportData) -> Figure:
                       [data.commands["engine_savings"]])
 
 
-def serving_figures(data: ReportData) -> list[Figure]:
-    """The serving and cost figures present in ``data`` (the sweep and the engine comparison are optional)."""
-    figs = [cost_by_utilization(data), cost_by_volume(data)]
-    if data.rate_sweep:
-        figs.append(latency_by_rate(data))
-    figs.append(goodput_by_rate(data))
-    if data.engine_savings:
-        figs.append(engine_savings(data))
-    return figs
+def serving_figures(data: ReportData, keys: Collection[str] | None = None) -> list[Figure]:
+    """The serving and cost figures present in ``data`` (the sweep and the engine comparison are optional; only those
+    named in ``keys`` when given)."""
+    makers = [cost_by_utilization, cost_by_volume, *([latency_by_rate] if data.rate_sweep else []),
+              goodput_by_rate, *([engine_savings] if data.engine_savings else [])]
+    return [m(data) for m in makers if keys is None or m.__name__ in keys]

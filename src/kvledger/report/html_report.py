@@ -7,6 +7,7 @@ One file, no scripts, no fonts or styles fetched from anywhere: it opens offline
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from html import escape
 from typing import Any
 
@@ -14,7 +15,7 @@ from kvledger.analyses.serving.report_data import ReportData
 from kvledger.ledgers.decision_notes import effective_cost_line
 from kvledger.report.figure import Figure, fmt, svg_of
 
-__all__ = ["report_figures", "render_html", "SECTIONS"]
+__all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS"]
 
 SECTIONS = (
     ("build-or-buy", "Build or buy", ("cost_by_utilization", "cost_by_volume")),
@@ -42,12 +43,17 @@ _CSS = (
 )
 
 
-def report_figures(data: ReportData) -> list[Figure]:
-    """Every figure of the report, from the data of ``build_report_data``."""
+def report_figures(data: ReportData, keys: Collection[str] | None = None) -> list[Figure]:
+    """Every figure of the report, from the data of ``build_report_data`` (only those named in ``keys`` when given)."""
     from kvledger.report.figures_kv import kv_figures
     from kvledger.report.figures_serving import serving_figures
 
-    return kv_figures(data.plan) + serving_figures(data)
+    return kv_figures(data.plan, keys) + serving_figures(data, keys)
+
+
+def drawn_figures(data: ReportData, keys: Collection[str] | None = None) -> list[Figure]:
+    """``report_figures`` drawn to SVG (``Figure.drawn``): what a second process returns."""
+    return [f.drawn() for f in report_figures(data, keys)]
 
 
 _NUMERIC = re.compile(r"^[−+\-$]?[\d,.]+(e[+-]?\d+)?( ?%)?( \([\d,.]+–[\d,.]+\))?$")  # "3.44 (3.42–3.46)" too
@@ -68,7 +74,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 
 def _figure(f: Figure) -> str:
     src = "".join(f"<li>{escape(s)}</li>" for s in f.sources if s)
-    return (f'<section class="fig" id="fig-{f.key}" data-figure="{f.key}"><div class="plot">{svg_of(f.fig)}</div>'
+    svg = f.svg if f.svg is not None else svg_of(f.fig)
+    return (f'<section class="fig" id="fig-{f.key}" data-figure="{f.key}"><div class="plot">{svg}</div>'
             f'<div class="tbl"><h3>{escape(f.title)}</h3><p '
             f'class="note">{escape(f.caption)}</p>{_table(f.headers, f.rows)}'
             f'<p class="note">Sources:</p><ul class="sources">{src}</ul></div></section>')
