@@ -38,6 +38,7 @@ from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.settings import make_settings
 from kvledger.analyses.doctor.memory_accuracy import TermError, exact_from_logged, replay
 from kvledger.analyses.doctor.public_startups import load_rows, replay_row, topology_label
+from kvledger.analyses.doctor.rocm_loo import leave_one_out_rocm
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
@@ -162,6 +163,16 @@ def public_log_checks() -> list[str]:
     return lines
 
 
+def rocm_loo_line(loo: list[dict]) -> str:
+    """MI300X start-ups: available KV within 2% and inside the range, in-sample against leave-one-out."""
+    n = len(loo)
+    ins = sum(abs(x["in_sample_rel_error"]) <= 0.02 for x in loo)
+    out = sum(abs(x["loo_rel_error"]) <= 0.02 for x in loo)
+    return (f"  MI300X non-torch term (vllm_rocm.py) fitted on these start-ups: counted leave-one-out above (each "
+            f"refitted on the others at its TP: median, min–max); available KV within 2% {out}/{n} leave-one-out "
+            f"({ins}/{n} in-sample), inside the range {sum(bool(x['loo_inside']) for x in loo)}/{n}")
+
+
 def held_out_runs() -> list[str]:
     """Predicted vs recorded KV blocks of every measured run whose record gives the engine's block count."""
     lines = []
@@ -235,7 +246,8 @@ def main() -> int:
     obs = observation_replays()
     summary = {t: {"n": len(v), "mean_abs_pct": 100 * sum(map(abs, v)) / len(v) if v else None,
                    "worst_pct": 100 * max(v, key=abs) if v else None} for t, v in per_term.items()}
-    pubs = [replay_row(r, ROOT) for path in PUBLIC for r in load_rows(path)]
+    raw = [r for path in PUBLIC for r in load_rows(path)]
+    pubs, loo = leave_one_out_rocm(raw, [replay_row(r, ROOT) for r in raw])  # MI300X: fitted without itself
     recs = bucket_records([x for x in reps if not x.skipped], obs, pubs)
     buckets = {name: bucket_summary(recs, i) for i, name in enumerate(("version", "gpu", "topology", "term"))}
     if as_json:
@@ -245,7 +257,7 @@ def main() -> int:
                           "public": [{"id": x.row_id, "source": x.source_url, "version": x.version, "gpu": x.gpu,
                                       "topology": x.topology, "terms": [t.to_dict() for t in x.terms],
                                       "from_printed": [t.to_dict() for t in x.from_printed]} for x in pubs],
-                          "buckets": buckets}, indent=2))
+                          "buckets": buckets, "rocm_leave_one_out": loo}, indent=2))
         return 0
     print("\nSummary over the start-ups kvledger can read (relative error, predicted − logged):")
     for t, s in summary.items():
@@ -276,6 +288,7 @@ def main() -> int:
     print(f"\nAll start-ups ({len(av)} with an available-KV figure): within 2% "
           f"{sum(abs(r[4]) <= 0.02 for r in av)}/{len(av)}; "
           f"printed figure inside the plan's range {sum(bool(r[5]) for r in ins)}/{len(ins)} terms")
+    print(rocm_loo_line(loo))
     for line in from_printed_lines(pubs):
         print(line)
     for name, table in buckets.items():

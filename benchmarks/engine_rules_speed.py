@@ -3,8 +3,10 @@ SGLang's scheduler.
 
 Llama-3.1-8B on one H100 (the memory plan's pool, max_model_len 16384), the roofline step cost. Prints wall time
 (best of ``--repeat``), steps, and how many steps the general (one-step) path ran, for ``async_scheduling`` off and
-on and for ``batching='sglang'`` (radix cache, FCFS), and checks that each gives identical records to step-by-step
-execution on the first ``--check`` requests.
+on and for ``batching='sglang'`` (radix cache, FCFS: pages of 16 tokens, of 1 as the CLI's preset, a pool a tenth
+the size (more admissions refused, more general steps), and shared prompt prefixes: each prompt's first 256
+tokens one of 8 segments), and checks that each gives identical records and summary to step-by-step execution on the
+first ``--check`` requests.
 
 Usage: python benchmarks/engine_rules_speed.py [--repeat 3] [--check 2000]
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import time
 from dataclasses import replace
 
@@ -20,6 +23,7 @@ from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
+from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.workload.traces import load_trace
@@ -43,31 +47,40 @@ def main() -> None:
         general[0] += 1
         return orig(self)
 
+    shared = [RequestSpec(r.request_id, r.arrival_s, r.num_prompt_tokens, r.num_output_tokens, (i % 8,), 256)
+              if r.num_prompt_tokens > 256 else r for i, r in enumerate(reqs)]
+    sgl = replace(base, batching="sglang", prefix_caching_policy="sglang")
+
     print(f"azure-conv: {len(reqs):,} requests; Llama-3.1-8B, H100-SXM, {m.num_gpu_blocks:,} blocks; roofline")
-    variants = [("async_scheduling=False", replace(base, async_scheduling=False), False),
-                ("async_scheduling=True ", replace(base, async_scheduling=True), True),
-                ("batching=sglang       ", replace(base, batching="sglang", prefix_caching_policy="sglang"), False)]
-    for label, cfg, on in variants:
+    variants = [("async_scheduling=False", replace(base, async_scheduling=False), False, reqs),
+                ("async_scheduling=True ", replace(base, async_scheduling=True), True, reqs),
+                ("batching=sglang       ", sgl, False, reqs),
+                ("sglang, page 1        ", replace(sgl, block_size=1, num_gpu_blocks=m.num_gpu_blocks * m.block_size),
+                 False, reqs),
+                ("sglang, pool / 10     ", replace(sgl, num_gpu_blocks=m.num_gpu_blocks // 10), False, reqs),
+                ("sglang, shared prefix ", sgl, False, shared)]
+    for label, cfg, on, work in variants:
         cost = plan.step_cost(overlap_cpu=on)
-        best = float("inf")
+        best = best_cpu = float("inf")
         for _ in range(a.repeat):
             gc.collect()
-            t0 = time.perf_counter()
-            res = simulate(reqs, cfg, cost)
-            best = min(best, time.perf_counter() - t0)
+            t0, c0 = time.perf_counter(), time.process_time()
+            res = simulate(work, cfg, cost)
+            best, best_cpu = min(best, time.perf_counter() - t0), min(best_cpu, time.process_time() - c0)
         Replica._step = counted
         general[0] = 0
-        simulate(reqs, cfg, cost)
+        simulate(work, cfg, cost)
         Replica._step = orig
         s = res.summary
-        print(f"{label}: {best:.2f} s wall (best of {a.repeat}); {s.num_steps:,} steps, "
-              f"{general[0]:,} by the general step ({general[0] / s.num_steps:.1%}); TTFT mean "
-              f"{s.ttft_s.mean * 1e3:.1f} ms, "
-              f"p90 {s.ttft_s.p90 * 1e3:.1f} ms; ITL mean {s.itl_s.mean * 1e3:.2f} ms")
-        sub = reqs[: a.check]
-        fast = simulate(sub, cfg, cost).records.records
-        slow = simulate(sub, cfg, cost, fast_forward=False).records.records
-        print(f"   first {len(sub):,} requests: fast path == step by step: {fast == slow}")
+        print(f"{label}: {best:.2f} s wall, {best_cpu:.2f} s CPU (best of {a.repeat}); {s.num_steps:,} steps, "
+              f"{general[0]:,} by the general step ({general[0] / s.num_steps:.1%}); "
+              f"TTFT mean {s.ttft_s.mean * 1e3:.1f} ms, p90 {s.ttft_s.p90 * 1e3:.1f} ms; "
+              f"ITL mean {s.itl_s.mean * 1e3:.2f} ms")
+        sub = work[: a.check]
+        fast, slow = simulate(sub, cfg, cost), simulate(sub, cfg, cost, fast_forward=False)
+        same = fast.records.records == slow.records.records and (json.dumps(fast.summary.to_dict(), default=str)
+                                                                 == json.dumps(slow.summary.to_dict(), default=str))
+        print(f"   first {len(sub):,} requests: fast path == step by step (records, summary): {same}")
 
 
 if __name__ == "__main__":

@@ -3,15 +3,17 @@
 Runs the installed console script in fresh processes into a temporary folder, with the on-disk store of
 simulations and report HTML (kvledger.analyses.serving.sim_cache) in a fresh temporary folder too:
 
-* ``no store``: ``KVLEDGER_NO_CACHE=1`` (every simulation and figure computed, as before the store);
+* ``no store``: ``KVLEDGER_NO_CACHE=1`` (every simulation and figure computed: a first request);
+* ``1 process``: the same with ``KVLEDGER_REPORT_WORKERS=1`` (no forked worker, kvledger/report/report_pool.py);
 * ``cold``: the first run with an empty store (computes everything, fills the store);
 * ``warm``: the runs after it (an identical request: simulations and HTML read back).
 
-Prints min/median/max wall and CPU time of each, the ratio to the target, the same figures in floor steps
-(benchmarks/floor.py, comparable across machines and loads), how many simulations each kind of run ran and
-reused (counted in-process, sim_cache.stats()), the HTML size and figure count, and whether every run wrote
-the same bytes.
-Usage: python benchmarks/report_speed.py [N]   (N warm runs, default 3)
+Prints min/median/max wall and min/median CPU time of each (the report and its worker together), the ratio to
+the target, the same figures in floor steps (benchmarks/floor.py, comparable across machines and loads), the load
+average, how many simulations each kind of run ran and reused (counted in-process, sim_cache.stats()), the HTML size
+and figure count, and whether every run wrote the same bytes.
+Usage: python benchmarks/report_speed.py [N [F]]   (N warm runs, default 3; F first-request pairs, default 1,
+interleaved: with the worker, in one process)
 """
 
 from __future__ import annotations
@@ -63,18 +65,22 @@ def _counts(store: str) -> list[tuple[int, int]]:
 def _line(name: str, walls: list[float], cpus: list[float], floor: float) -> str:
     med = statistics.median(walls)
     return (f"{name:<9} wall min {min(walls):.2f} s  median {med:.2f} s  max {max(walls):.2f} s  median/target "
-            f"{med / TARGET_S:.2f}  ({in_floor_steps(med, floor)}; CPU min {min(cpus):.2f} s)")
+            f"{med / TARGET_S:.2f}  ({in_floor_steps(med, floor)}; CPU min {min(cpus):.2f} s median "
+            f"{statistics.median(cpus):.2f} s)")
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    first = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     exe = shutil.which("kvledger") or sys.exit("kvledger is not installed (pip install -e .)")
-    times: dict[str, tuple[list[float], list[float]]] = {"no store": ([], []), "cold": ([], []), "warm": ([], [])}
+    times: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in ("no store", "1 process", "cold", "warm")}
     with tempfile.TemporaryDirectory() as d:
         base = {**os.environ, "TERM": "dumb"}
         base.pop("KVLEDGER_NO_CACHE", None)
         store = {**base, "KVLEDGER_CACHE_DIR": f"{d}/store"}
-        runs = [("no store", {**base, "KVLEDGER_NO_CACHE": "1"}), ("cold", store)] + [("warm", store)] * n
+        one = {**base, "KVLEDGER_NO_CACHE": "1", "KVLEDGER_REPORT_WORKERS": "1"}
+        runs = [("no store", {**base, "KVLEDGER_NO_CACHE": "1"}), ("1 process", one)] * first
+        runs += [("cold", store)] + [("warm", store)] * n
         for i, (kind, env) in enumerate(runs):
             w, c = _run(exe, Path(d) / f"r{i}.html", env)
             times[kind][0].append(w)
@@ -87,11 +93,13 @@ def main() -> None:
     print(floor_line(floor))
     for kind, (walls, cpus) in times.items():
         print(_line(kind, walls, cpus, floor))
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall times above ~1 CPU per core are "
+          f"queueing: compare CPU and floor steps)")
     print(f"simulations per report: cold store {cold_run} run, {cold_reused} reused; identical request again "
           f"{warm_run} run, {warm_reused} reused (the capacity run is also the sweep's 1.0× point)")
     figs = len(re.findall(r'<section class="fig"', html))
     print(f"HTML {len(html.encode()) / 1024:,.0f} KiB, {figs} figures, {html.count('<svg')} inline SVGs; "
-          f"byte-identical across runs (no store, cold, warm): {same}")
+          f"byte-identical across runs (no store, 1 process, cold, warm): {same}")
 
 
 if __name__ == "__main__":

@@ -6,9 +6,11 @@ of docs/validation.md §2.
 Sections (error = predicted/measured − 1 throughout):
 
 * ``distserve`` — DistServe's five real vLLM runs (OPT-13B, A100-80GB, vLLM 0.2.3 V0; bundled): a step cost
-  fitted on all five, and leave-one-out (each run predicted by a fit on the other four); the knee — the rate where
-  mean TTFT passes 5 × the 1 req/s measured mean — on the 400-request workload rescaled, under the leave-one-out
-  fit that never saw that run; measured knee: linear interpolation between 3 req/s (0.46 s) and 4 req/s (10.7 s).
+  fitted on all five, and leave-one-out (each run predicted by a fit on the other four), both also with
+  ``calibrate --regime-start`` (a second start read off the fitted runs, the lower objective kept); the knee — the
+  rate where mean TTFT passes 5 × the 1 req/s measured mean — on the 400-request workload rescaled, under the
+  leave-one-out fits that never saw that run; measured knee: linear interpolation between 3 req/s (0.46 s) and
+  4 req/s (10.7 s).
 * ``llmservingsim`` — LLMServingSim's per-request vLLM 0.19 runs (../shared/data/measured-runs/llmservingsim):
   roofline replay of each, then a fit on the RTX 4090 max_num_seqs 256 run validated on the 128 one.
 * ``kubecon`` — inference-perf's H100 load sweep of six vLLM launch configurations (aggregates per stage): fitted
@@ -70,15 +72,20 @@ def distserve() -> dict:
     fit_all = fit_step_cost(pairs, initial_guess(pairs, setups[0].cost, False))
     fit_s = time.perf_counter() - t0
     out = calibrate_runs(pairs, setups[0].cost, leave_one_out=True)
+    # calibrate --regime-start: each fit also started from its own runs' regime-by-regime start, the lower kept
+    out2 = calibrate_runs(pairs, setups[0].cost, leave_one_out=True, two_starts=True, workers=2)
     base = runs[-1]  # vllm-400-4
     loo_400 = [x for x in out["leave_one_out"] if x["run"] == base.label][0]
     from kvledger.accounting.fitted_cost import LinearStepCost
 
     loo_cost = LinearStepCost.from_coefficients(loo_400["step_cost"], name="loo-400")
+    loo2_cost = LinearStepCost.from_coefficients([x for x in out2["leave_one_out"] if x["run"] == base.label][0]
+                                                 ["step_cost"], name="loo-400-regime-start")
     threshold = KNEE_FACTOR * float(np.mean([r.ttft_s for r in runs[0].measured.records]))
     rows = []
     for name, cost in (("bundled DistServe fit", setups[0].cost), ("fitted on all five", fit_all.cost),
-                       ("fitted without vllm-400-4", loo_cost)):
+                       ("fitted without vllm-400-4", loo_cost),
+                       ("--regime-start, without 400-4", loo2_cost)):
         means = []
         for rate in SWEEP_RATES:
             k = 4.0 / rate  # the workload's own rate is 4 req/s
@@ -92,14 +99,18 @@ def distserve() -> dict:
                 (4.0, float(np.mean([r.ttft_s for r in runs[4].measured.records])))]
     m_knee = _knee([m[0] for m in measured], [m[1] for m in measured], threshold)
     per_run = []
-    for (r, cfg), fitted, loo in zip(pairs, out["runs"], out["leave_one_out"]):
+    for (r, cfg), fitted, loo, fitted2, loo2 in zip(pairs, out["runs"], out["leave_one_out"], out2["runs"],
+                                                    out2["leave_one_out"]):
         bundled = headline_errors(compare_runs(r.label, r.measured, replay(r, cfg, setups[0].cost).records))
         per_run.append({"run": r.label, "bundled": bundled, "fitted_all": {k: fitted[k] for k in bundled},
                         "leave_one_out": {k: loo[k] for k in bundled},
+                        "fitted_all_regime_start": {k: fitted2[k] for k in bundled},
+                        "leave_one_out_regime_start": {k: loo2[k] for k in bundled},
                         "measured_ttft_mean_s": float(np.mean([x.ttft_s for x in r.measured.records])),
                         "measured_tpot_mean_s": float(np.mean([x.tpot_s for x in r.measured.records
                                                                if x.num_output_tokens > 1]))})
     return {"fit_seconds_five_runs": fit_s, "fit": fit_all.cost.coefficients(), "objective": fit_all.objective,
+            "objective_regime_start": out2["fit"].objective, "fit_regime_start": out2["fit"].cost.coefficients(),
             "objective_start": fit_all.objective_start, "runs": per_run, "knee_threshold_s": threshold,
             "measured_knee_req_per_s": m_knee, "knees": rows}
 
@@ -126,6 +137,12 @@ def _print_distserve(d: dict) -> None:
         f = [r[k][m] for m in ("tpot_mean_rel_error",) for k in ("bundled", "fitted_all", "leave_one_out")]
         print(f"{r['run']:<12}{r['measured_ttft_mean_s'] * 1e3:>12.0f} ms" + "".join(f"{x * 100:>+8.0f}%" for x in e)
               + f"{r['measured_tpot_mean_s'] * 1e3:>13.1f} ms" + "".join(f"{x * 100:>+8.0f}%" for x in f))
+    print(f"calibrate --regime-start (objective {d['objective_regime_start']:.3f}): fit-all / LOO")
+    for r in d["runs"]:
+        print(f"  {r['run']:<12}" + "  ".join(
+            f"{m.split('_')[0].upper()} {r['fitted_all_regime_start'][m] * 100:+.0f}% / "
+            f"{r['leave_one_out_regime_start'][m] * 100:+.0f}%"
+            for m in ("ttft_mean_rel_error", "tpot_mean_rel_error")))
     print(f"knee (mean TTFT > {d['knee_threshold_s']:.3f} s): measured {d['measured_knee_req_per_s']:.2f} req/s "
           "(interpolated between 3 and 4 req/s)")
     for k in d["knees"]:

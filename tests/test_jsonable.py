@@ -56,3 +56,48 @@ def test_ledger_adds_its_total_after_its_fields():
     d = led.to_dict()
     assert list(d) == ["name", "per", "items", "total_usd"] and d["total_usd"] == 31.0
     assert [i["amount_usd"] for i in d["items"]] == [25.0, 6.0]
+
+
+@dataclass
+class Inner:
+    usd: float
+
+
+@dataclass
+class Declared:
+    """A record whose JSON renames, reorders, computes and reads through a nested object (``__json__``)."""
+
+    __json__ = ("b", ("first", "a"), ("inner_usd", "inner.usd"), "double", ("text", "describe"))
+    a: int
+    b: str
+    inner: Inner
+    hidden: object = None  # not declared, so not written
+
+    @property
+    def double(self) -> int:
+        return 2 * self.a
+
+    def describe(self) -> str:
+        return f"{self.b}={self.a}"
+
+
+def test_declared_keys_give_order_names_and_computed_values():
+    # a = 3: double = 6, describe() = "x=3"; inner.usd read through the nested object; hidden left out
+    d = to_jsonable(Declared(3, "x", Inner(1.5), hidden=object()))
+    assert list(d.items()) == [("b", "x"), ("first", 3), ("inner_usd", 1.5), ("double", 6), ("text", "x=3")]
+    assert to_jsonable(Declared(3, "x", Inner(1.5)), exclude=("text",)) == {"b": "x", "first": 3, "inner_usd": 1.5,
+                                                                             "double": 6}
+    assert to_jsonable([Declared(1, "y", Inner(0.0))])[0]["text"] == "y=1"  # nested: the declaration still applies
+
+
+@dataclass
+class Optional_:
+    __json_optional__ = ("sweep",)
+    kind: str
+    sweep: dict | None = None
+    notes: list | None = None  # not optional: written as null
+
+
+def test_optional_keys_are_left_out_while_none():
+    assert to_jsonable(Optional_("a")) == {"kind": "a", "notes": None}
+    assert list(to_jsonable(Optional_("a", {"n": 1}, []))) == ["kind", "sweep", "notes"]

@@ -16,7 +16,8 @@ from typing import Any
 
 from kvledger.errors import InputError, range_error, show_number
 
-__all__ = ["Range", "OPTION_RANGES", "COMMAND_RANGES", "DURATION_OPTIONS", "range_for", "range_problems",
+__all__ = ["Range", "ATTAINMENT_TARGET", "OPTION_RANGES", "COMMAND_RANGES", "DURATION_OPTIONS", "range_for",
+           "range_problems",
            "check_options"]
 
 _TOKENS_MAX = 1 << 26  # as PlanSettings: beyond any real context window
@@ -75,6 +76,10 @@ def _count(lo: int, hi: int, unit: str = "") -> Range:
     return Range(lo, hi, unit=unit)
 
 
+#: the share of requests that must meet the SLO (goodput's, cost's and every capacity search's ``target``).
+ATTAINMENT_TARGET = Range(0.0, 1.0, lo_open=True, unit="(share of requests within the SLO, e.g. 0.9 for 90 %)")
+
+
 #: parameter name → allowed range, for every int/float option of every command.
 OPTION_RANGES: dict[str, Range] = {
     "tp": _count(1, 1024, "GPUs"), "pp": _count(1, 1024, "pipeline stages"), "nnodes": _count(1, 1024, "nodes"),
@@ -95,7 +100,7 @@ OPTION_RANGES: dict[str, Range] = {
     "gpu_bandwidth": Range(0.0, 1000.0, lo_open=True, unit="TB/s"),
     "gpu_bf16_tflops": Range(0.0, 1e6, lo_open=True, unit="TFLOP/s"),
     # goodput / cost
-    "target": _frac(), "attainment": _frac(),
+    "target": ATTAINMENT_TARGET, "attainment": ATTAINMENT_TARGET,
     "lo": Range(0.0, 1e9, lo_open=True), "hi": Range(0.0, 1e9, lo_open=True), "tol": Range(0.0, 1e9, lo_open=True),
     "utilization": _frac(), "max_utilization": _frac(),
     "gpu_usd_per_hour": Range(0.0, 1e6, unit="USD/GPU-hour"), "num_gpus": _count(1, 1 << 20, "GPUs"),
@@ -104,7 +109,8 @@ OPTION_RANGES: dict[str, Range] = {
     "engineer_months": Range(0.0, 1e6, unit="engineer-months/month"), "engineer_usd": Range(0.0, 1e9, unit="USD"),
     "monthly_requests": Range(0.0, 1e18), "monthly_input_tokens": Range(0.0, 1e21, unit="tokens"),
     "monthly_output_tokens": Range(0.0, 1e21, unit="tokens"), "run_index": _count(0, 1_000_000),
-    "monthly_tokens": Range(0.0, 1e21, unit="tokens/month"), "peak_to_mean": Range(1.0, 100.0),
+    "monthly_tokens": Range(0.0, 1e21, unit="tokens/month"),
+    "peak_to_mean": Range(1.0, 100.0, unit="(the busiest hour's rate ÷ the month's mean)"),
     # the whole self-hosted bill (kvledger.ledgers.host_bill)
     "gpu_capex_usd": Range(0.0, 1e7, lo_open=True, unit="USD per GPU"),
     "amortization_months": Range(1.0, 240.0, unit="months"),
@@ -119,7 +125,8 @@ OPTION_RANGES: dict[str, Range] = {
     "output_tokens": _count(1, _TOKENS_MAX, "tokens"),
     "evict": Range(0.0, 1.0, hi_open=True, unit="(share of tokens evicted)"),
     "sink_tokens": _count(0, _TOKENS_MAX, "tokens"),
-    "run_tokens": _count(1, _TOKENS_MAX, "tokens"), "prefix_share": _frac(lo_open=False),
+    "run_tokens": _count(1, _TOKENS_MAX, "tokens"), "context_tokens": _count(1, _TOKENS_MAX, "tokens"),
+    "prefix_share": _frac(lo_open=False),
     "prefill_gpus": _count(1, 1 << 20, "GPUs"), "decode_gpus": _count(1, 1 << 20, "GPUs"),
     # KV tiers below HBM (plan, offload)
     "hicache_ratio": Range(0.0, 1000.0, lo_open=True), "hicache_size": _count(0, 1 << 20, "GB"),
@@ -146,15 +153,17 @@ COMMAND_RANGES: dict[tuple[str, str], Range] = {
     ("calibrate", "client_concurrency"): _count(1, 1_000_000, "requests in flight"),
     ("search", "monthly_tokens"): Range(0.0, 1e21, lo_open=True, unit="tokens/month"),
     ("search", "workers"): _count(1, 4096, "workers"),
+    ("calibrate", "workers"): _count(0, 4096, "worker processes (0: one per CPU)"),
     ("search", "rate"): Range(0.0, 1e6, lo_open=True, unit="req/s"),  # a load to size for: inf is meaningless
     # a capacity probe of a handful of requests measures its drain tail, not the replica: at least 50 per probe
     ("search", "num_requests"): _count(50, _REQUESTS_MAX, "requests per probe"), ("search", "top"): _count(1, 100_000,
         "rows"),
     ("ui", "port"): _count(1, 65_535, "TCP port"),
+    # the web app's own bound on a request's simulation size (kvledger.report.webapp.serving_payload)
+    ("ui", "num_requests"): _count(10, 5_000, "in the web app"),
     # cost prices billed hours: a utilization or a GPU price of 0 would divide by zero
     ("cost", "utilization"): Range(0.0, 1.0, lo_open=True, unit="(share of billed hours spent serving)"),
     ("cost", "max_utilization"): Range(0.0, 1.0, lo_open=True, unit="(share of billed hours spent serving)"),
-    ("cost", "target"): Range(0.0, 1.0, lo_open=True, unit="(share of requests within the SLO)"),
     ("cost", "gpu_usd_per_hour"): Range(0.0, 1e6, lo_open=True, unit="USD/GPU-hour"),
 }
 

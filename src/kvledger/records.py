@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from kvledger.jsonable import json_fields, to_jsonable
+
 __all__ = ["RequestRecord", "RunMetadata", "RunRecords"]
 
 
@@ -107,10 +109,7 @@ class RequestRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (chunk times as a list of floats)."""
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        if self.chunk_times_s is not None:
-            d["chunk_times_s"] = self.chunk_times_s.tolist()
-        return d
+        return to_jsonable(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RequestRecord:
@@ -118,6 +117,7 @@ class RequestRecord:
         return cls(**d)
 
 
+@json_fields(read={"request_rate": "request_rate_shown"})
 @dataclass(slots=True)
 class RunMetadata:
     """Facts about the run as a whole.
@@ -148,13 +148,15 @@ class RunMetadata:
     definitions: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def request_rate_shown(self) -> float | str | None:
+        """``request_rate``, an infinite one ("as fast as possible") as the string "inf" (strict JSON)."""
+        r = self.request_rate
+        return "inf" if r is not None and math.isinf(r) else r
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict; an infinite request rate ("as fast as possible") is written as the string "inf" (strict
-        JSON)."""
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        if d["request_rate"] is not None and math.isinf(d["request_rate"]):
-            d["request_rate"] = "inf"
-        return d
+        """JSON-ready dict (``request_rate_shown`` for the rate)."""
+        return to_jsonable(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunMetadata:
@@ -174,9 +176,15 @@ class RunRecords:
         metadata: see :class:`RunMetadata`.
     """
 
+    __json__ = ("metadata", ("records", "record_list"))
     records: list[RequestRecord]
     metadata: RunMetadata
     columns: Any = None  # kvledger.record_columns.RecordColumns when the reader built columns (then records is lazy)
+
+    @property
+    def record_list(self) -> list[RequestRecord]:
+        """The records as a list (``records`` may be a lazy view of ``columns``)."""
+        return list(self.records)
 
     def request_ids(self) -> list[str]:
         """Every record's request id, in order."""
@@ -203,7 +211,7 @@ class RunRecords:
         return end - start
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metadata": self.metadata.to_dict(), "records": [r.to_dict() for r in self.records]}
+        return to_jsonable(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunRecords:

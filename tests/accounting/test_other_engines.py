@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kvledger.accounting.memory import sglang_mem_fraction_static
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.plan_other import trtllm_bytes_per_token
@@ -165,3 +167,28 @@ def test_trtllm_engine_example_10718_tokens_is_670_blocks():
                                                        max_model_len=4096),
                        with_roofline=False)
         assert (p.memory.pool_tokens, p.memory.block_size, p.memory.num_gpu_blocks) == (10_718, 16, 670)
+
+
+def test_sglang_range_from_the_pre_load_memory_and_the_device_total():
+    # SGLang: available = (total − X) × f − weights, X = memory in use before the weights load. Point X = 0.13 GiB
+    # (CUDA context); public logs reach 0.75 GiB at TP 1 (sglang_rules.SGLANG_PRELOAD_HIGH_GIB). H100's CUDA total
+    # ranges 85,023,784,960–85,060,485,120 B over drivers (gpu_cuda.csv). f = 0.835, weights 16,060,522,496 B:
+    #   low  = (85,023,784,960 − 805,306,368) × 0.835 − 16,060,522,496 = 54,261,907,128 B → floor(/131,072) 413,985
+    #   high = (85,060,485,120 − 139,586,437) × 0.835 − 16,060,522,496 = 54,848,427,904 B → 418,460 tokens
+    # page 1, 131,072-token requests: concurrency 413,985 / 131,072 = 3.158 to 418,460 / 131,072 = 3.193
+    p = build_plan(LLAMA8, H100, make_settings(engine="sglang"), with_roofline=False)
+    r = p.memory.ranges
+    assert r["available_kv_bytes"] == (54_261_907_128.0, 54_848_427_904.0)
+    assert r["pool_tokens"] == r["num_gpu_blocks"] == (413_985, 418_460)
+    assert r["max_concurrency"] == (413_985 / 131_072, 418_460 / 131_072)
+    # the reserve's range: the point's reserve up to + (0.75 GiB − 0.13 GiB) × 0.835 = + 0.5177 GiB
+    res = p.memory.deductions[1]
+    assert (res.high_bytes - res.bytes) / 2**30 == pytest.approx(0.5177, abs=1e-4) and res.low_bytes == res.bytes
+    # distributed (TP 2): up to 2.01 GiB before the weights (sglang PR #11716, TP 8 on H200: 1.77–2.01 GB per rank)
+    p2 = build_plan(LLAMA8, H100, make_settings(engine="sglang", tp=2), with_roofline=False)
+    d2 = p2.memory.deductions[1]
+    assert (d2.high_bytes - d2.bytes) / p2.memory.fraction == pytest.approx(2.01 * 2**30 - 139_586_437)
+    # given the engine's figure there is nothing left to range over
+    g = build_plan(LLAMA8, H100, make_settings(engine="sglang", available_kv_memory_bytes=50 * 2**30),
+                   with_roofline=False)
+    assert g.memory.ranges == {}

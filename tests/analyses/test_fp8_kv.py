@@ -117,8 +117,10 @@ def test_max_context_holding_edges(llama_h100):
 
 
 def test_bad_inputs_are_clear_errors(llama_h100, tmp_path):
-    with pytest.raises(InputError, match="concurrency"):
-        analyse_fp8_kv(*llama_h100, concurrency=0)
+    with pytest.raises(InputError, match=r"^--concurrency 0 is out of range; allowed: \[1, 1,048,576\] sequences$"):
+        analyse_fp8_kv(*llama_h100, concurrency=0)  # fp8-kv's range in kvledger.ranges: 2^20 sequences at most
+    with pytest.raises(InputError, match="whole number of sequences, got 2.5"):
+        analyse_fp8_kv(*llama_h100, concurrency=2.5)
     with pytest.raises(InputError, match="exceeds max_model_len"):
         analyse_fp8_kv(*llama_h100, contexts=[1 << 20])
     with pytest.raises(InputError, match="≥ 0"):

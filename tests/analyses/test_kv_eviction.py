@@ -116,6 +116,12 @@ def test_bad_inputs():
     ]:
         with pytest.raises(InputError, match=text):
             evict(4096, 16, MIB2, **kwargs)
+    with pytest.raises(InputError, match=r"^--context 0 is out of range; allowed: \[1, 67,108,864\] tokens$"):
+        evict(0, 16, MIB2, "scattered", evict_fraction=0.5, seed=0)  # 2^26 tokens: kvledger.ranges' token bound
+    with pytest.raises(InputError, match=r"^--block-size 0 is out of range; allowed: \[1, 4,096\] tokens$"):
+        evict(4096, 0, MIB2, "scattered", evict_fraction=0.5, seed=0)
+    with pytest.raises(InputError, match=r"^--context must be a whole number of tokens, got 2\.5$"):
+        evict(2.5, 16, MIB2, "scattered", evict_fraction=0.5, seed=0)
     with pytest.raises(KvLedgerError, match="unknown eviction layout"):
         evict(4096, 16, MIB2, "scatter", evict_fraction=0.5)
 

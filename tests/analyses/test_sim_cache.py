@@ -66,16 +66,19 @@ def test_a_corrupt_entry_is_run_again_and_no_cache_writes_nothing(store, monkeyp
 
 
 def test_the_report_html_is_drawn_once_for_the_same_data(store, monkeypatch):
+    from kvledger.analyses.serving.report_data import ReportData
     from kvledger.report import html_report, html_store
 
+    def fake(x):
+        return ReportData(inputs={"x": x}, plan={}, cost={}, curves={}, measured=[], commands={})
+
     data_calls = []
-    fake = {"x": 1.5}
     monkeypatch.setattr(html_report, "report_figures", lambda data: data_calls.append(data) or [])
-    monkeypatch.setattr(html_report, "render_html", lambda data, figs: f"<html>{data['x']}</html>")
-    assert html_store.report_html(fake) == "<html>1.5</html>"
-    assert html_store.report_html(dict(fake)) == "<html>1.5</html>"
-    assert len(data_calls) == 1  # the second came from the store
-    assert html_store.report_html({"x": 2.5}) == "<html>2.5</html>" and len(data_calls) == 2
+    monkeypatch.setattr(html_report, "render_html", lambda data, figs: f"<html>{data.inputs['x']}</html>")
+    assert html_store.report_html(fake(1.5)) == "<html>1.5</html>"
+    assert html_store.report_html(ReportData.from_dict(fake(1.5).to_dict())) == "<html>1.5</html>"
+    assert len(data_calls) == 1  # the second (the same data, read back from its JSON) came from the store
+    assert html_store.report_html(fake(2.5)) == "<html>2.5</html>" and len(data_calls) == 2
 
 
 def test_the_store_keeps_its_newest_entries(store, monkeypatch):

@@ -30,12 +30,13 @@ def test_metadata_the_ledgers_need():
     # vLLM's max_num_seqs default on a ≥ 70 GiB GPU is 1024 (EngineConfig docstring; docs/engine-model.md §1.3)
     assert md.extra["max_num_seqs"] == 1024 and md.extra["tp"] == 1
     prov = sim.provenance()
-    assert prov["plan"]["num_gpu_blocks"] == sim.result.config["num_gpu_blocks"]
-    assert prov["plan"]["kv_bytes_per_token"] == 131_072  # 2 × 32 layers × 8 KV heads × 128 × 2 B
-    assert prov["step_cost"]["name"] == "roofline" and "vLLM v1 scheduling rule" in prov["simulator"]
+    assert prov.plan.num_gpu_blocks == sim.result.config["num_gpu_blocks"]
+    assert prov.plan.kv_bytes_per_token == 131_072  # 2 × 32 layers × 8 KV heads × 128 × 2 B
+    assert prov.step_cost["name"] == "roofline" and "vLLM v1 scheduling rule" in prov.simulator
+    assert list(prov.to_dict())[:3] == ["simulator", "model", "gpu"] and prov.to_dict()["plan"]["block_size"] == 16
     lines = sim.source_lines()
     assert lines[0].startswith("simulated run: kvledger simulator") and lines[1].startswith("step cost: roofline")
-    assert f"{prov['plan']['num_gpu_blocks']:,} blocks × 16 tokens per replica" in lines[2]
+    assert f"{prov.plan.num_gpu_blocks:,} blocks × 16 tokens per replica" in lines[2]
 
 
 def test_provenance_names_the_rule_that_was_simulated():
@@ -52,7 +53,7 @@ def test_provenance_names_the_rule_that_was_simulated():
               True))
     for policy, rule, kv, caching, is_async in cases:
         sim = simulate_run(replace(ARGS, num_requests=20, policy=policy))
-        text = sim.provenance()["simulator"]
+        text = sim.provenance().simulator
         assert text.startswith(head + rule), text
         assert f"; {kv} KV: " in text and "; queue order fcfs; " in text
         assert (
@@ -64,7 +65,7 @@ def test_provenance_names_the_rule_that_was_simulated():
 
 def test_gpu_count_is_replicas_times_tp():
     sim = simulate_run(replace(ARGS, num_requests=40, tp=2, replicas=2, router="least_loaded"))
-    assert sim.run.metadata.num_gpus == 4 and sim.provenance()["router"] == "least_loaded"
+    assert sim.run.metadata.num_gpus == 4 and sim.provenance().router == "least_loaded"
 
 
 def test_synthetic_workload_is_seeded_and_priced_per_token():
@@ -128,9 +129,11 @@ def test_bad_input_is_a_clear_error():
         search_sim_boundary(ARGS, slo, 0.9, "qps")
     with pytest.raises(InputError, match="need --lo < --hi"):
         search_sim_boundary(ARGS, slo, 0.9, "rate", lo=5, hi=2)
+    with pytest.raises(InputError, match=r"^--lo 0 is out of range; allowed: \(0, 1,000,000,000\]$"):
+        search_sim_boundary(ARGS, slo, 0.9, "rate", lo=0.0, hi=2)  # goodput's --lo range: kvledger.ranges
     with pytest.raises(InputError, match=r"must be a whole number ≥ 1, got 2.5"):
         search_sim_boundary(ARGS, slo, 0.9, "max_num_seqs", lo=2.5, hi=8)
-    with pytest.raises(InputError, match=r"^attainment target 1\.5 is out of range; allowed: \(0, 1\], e\.g\. 0\.9"):
+    with pytest.raises(InputError, match=r"^attainment target 1\.5 is out of range; allowed: \(0, 1\] \(share of "):
         search_sim_boundary(ARGS, slo, 1.5, "rate")
     with pytest.raises(InputError, match="synthetic workload needs --rate"):
         simulate_run(replace(ARGS, num_requests=10), SyntheticSpec("fixed:8", "fixed:8"))

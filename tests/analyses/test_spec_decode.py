@@ -97,7 +97,7 @@ def test_rounds_for_tokens():
 def test_simulator_sweep_low_load_gain(plan):
     sm = SpecDecodeModel(plan, make_draft(), 4, 0.8)
     res = run_spec_sweep(sm, [1.0], num_requests=24, prompt_tokens=512, output_tokens=64, seed=3)
-    row = res["rates"][0]
+    row = res.rates[0]
     assert row["base"]["num_finished"] == row["spec"]["num_finished"] == 24
     # light load: every round is a ~batch-1 step yielding 3.36 tokens on average → TPOT ≈ 1/3.36 of plain decode
     assert row["tpot_p50_ratio"] == pytest.approx(1 / 3.3616, rel=0.15)
@@ -118,7 +118,10 @@ def _sweep_row(rate, tpot, ttft, e2e, tok_s):
 
 
 def test_sweep_sentence_reads_throughput_and_latency_not_tpot_alone():
-    from kvledger.analyses.judgments.spec_sim import rate_verdict, sweep_sentence
+    from kvledger.analyses.judgments.spec_sim import SpecSweep, rate_verdict, sweep_sentence
+
+    def sweep(rows):  # the workload the sentence names; the pool sizes are not part of it
+        return SpecSweep(200, 2048, 256, 0, "Poisson", 0, 0, rows)
 
     # the trial's table (Llama-3.1-8B on an H100, Llama-3.2-3B drafting, k = 4, α = 0.8, 2,048 + 256 tokens):
     # at 16 req/s TPOT p50 33.00 → 30.35 ms (× 0.92) but output throughput 3,098 → 2,654 tok/s (× 0.86) and
@@ -127,7 +130,7 @@ def test_sweep_sentence_reads_throughput_and_latency_not_tpot_alone():
             _sweep_row(4, (7.57e-3, 6.00e-3), (46.74e-3, 63.79e-3), (1.976, 1.607), (958, 964)),
             _sweep_row(16, (33.00e-3, 30.35e-3), (110.61e-3, 1.285), (8.483, 8.847), (3098, 2654))]
     assert [rate_verdict(r)[0] for r in rows] == ["ahead", "ahead", "behind"]
-    text = sweep_sentence({"num_requests": 200, "prompt_tokens": 2048, "output_tokens": 256, "rates": rows})
+    text = sweep_sentence(sweep(rows))
     assert "stays ahead" not in text
     assert (
         "median TPOT × 0.76 / 0.79 / 0.92, median TTFT × 1.25 / 1.36 / 11.62, output throughput × 1.00 / 1.01 / 0.86"
@@ -137,7 +140,7 @@ def test_sweep_sentence_reads_throughput_and_latency_not_tpot_alone():
     assert ("behind at 16 req/s; at 16 req/s output throughput × 0.86: it no longer keeps up with the arrivals, "
             "median E2E × 1.04 (TTFT p50 110.61 ms → 1.285 s)") in text
     # ahead everywhere only when every rate keeps pace with lower TPOT and E2E
-    calm = sweep_sentence({"num_requests": 200, "prompt_tokens": 2048, "output_tokens": 256, "rates": rows[:2]})
+    calm = sweep_sentence(sweep(rows[:2]))
     assert "It stays ahead at every rate tried: lower median TPOT and E2E at the same throughput" in calm
     # TPOT lower but E2E higher is not "ahead"
     mixed = _sweep_row(8, (10e-3, 9e-3), (50e-3, 400e-3), (2.0, 2.3), (1000, 995))
@@ -147,6 +150,6 @@ def test_sweep_sentence_reads_throughput_and_latency_not_tpot_alone():
 def test_simulator_sweep_marks_each_rate(plan):
     sm = SpecDecodeModel(plan, make_draft(), 4, 0.8)
     res = run_spec_sweep(sm, [1.0], num_requests=24, prompt_tokens=512, output_tokens=64, seed=3)
-    row = res["rates"][0]
+    row = res.rates[0]
     assert row["verdict"] == "ahead" and row["verdict_because"] == []
     assert row["ttft_p50_ratio"] == pytest.approx(row["spec"]["ttft_s"]["p50"] / row["base"]["ttft_s"]["p50"])

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from kvledger.accounting.fitted_cost import LinearStepCost
+from kvledger.calibration.api import calibrate_runs
 from kvledger.calibration.compare import compare_runs
 from kvledger.calibration.fit import _NAMES, _residuals, fit_step_cost, initial_guess, objective
 from kvledger.calibration.replay import MeasuredRun, replay, replay_recorded
@@ -111,3 +112,15 @@ def test_fit_under_async_scheduling():
     assert len(table.features) == len(table.start_s) > 0
     fit = fit_step_cost(runs, LinearStepCost(0.006, 8e-5, 2e-9, 2e-4, 6e-7, cpu_overhead_s=0.004, overlap=True))
     assert fit.objective < 1e-2 * fit.objective_start
+
+
+def test_workers_give_the_same_profile():
+    # the fit on all runs and each leave-one-out fit in two spawned processes: the same coefficients as serially
+    # (> 2 s: starting two Python processes is most of it)
+    runs = [(_run(f"r{rate}", _workload(rate, 10, seed), TRUTH), CFG) for seed, rate in enumerate((2.0, 6.0))]
+    start = LinearStepCost(0.004, 1.2e-4, 0.0, 1.5e-4, 8e-7)
+    one = calibrate_runs(runs, start, leave_one_out=True)
+    two = calibrate_runs(runs, start, leave_one_out=True, workers=2)
+    assert one["fit"].cost == two["fit"].cost
+    assert [x["step_cost"] for x in one["leave_one_out"]] == [x["step_cost"] for x in two["leave_one_out"]]
+    assert len(one["leave_one_out"]) == 2

@@ -50,6 +50,8 @@ def test_show_command_plans_one_candidate_without_simulating():
     ([], "needs a utilization"),
     (["--rate", "5", "--monthly-tokens", "1e9"], "not both"),
     (["--utilization", "0.5", "--tp", "two"], "whole numbers"),
+    (["--utilization", "0.5", "--tp", "1,0"], "--tp 0 is out of range; allowed: [1, 1,024] GPUs"),  # kvledger.ranges
+    (["--utilization", "0.5", "--workers", "0"], "--workers 0 is out of range; allowed: [1, 4,096] workers"),
     (["--utilization", "0.5", "--prefix-caching", "maybe"], "on, off"),
     (["--utilization", "0.5", "--plot", "f.jpg"], ".png or .svg"),
     (["--utilization", "0.5", "--kv-cache-dtype", "auto,fp4"], "'fp4' is not supported"),

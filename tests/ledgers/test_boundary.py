@@ -96,8 +96,8 @@ def test_sweep_input_errors():
     with pytest.raises(InputError, match="request_rate=inf is a closed-loop run; use --axis concurrency"):
         boundary_from_sweep(runs, parse_slo("ttft=1s"), 0.9)
     assert boundary_from_sweep(runs, parse_slo("ttft=1s"), 0.9, axis="concurrency").boundary_value == 4
-    with pytest.raises(InputError, match=r"^attainment target 90 is out of range; allowed: \(0, 1\], e\.g\. 0\.9 for "
-                                         r"90 %$"):
+    with pytest.raises(InputError, match=r"^attainment target 90 is out of range; allowed: \(0, 1\] \(share of "
+                                         r"requests within the SLO, e\.g\. 0\.9 for 90 %\)$"):
         boundary_from_sweep(runs, parse_slo("ttft=1s"), 90)
     with pytest.raises(InputError, match="two runs share the same concurrency"):
         boundary_from_sweep(runs * 2, parse_slo("ttft=1s"), 0.9, axis="concurrency")

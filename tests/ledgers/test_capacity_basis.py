@@ -36,8 +36,11 @@ def test_a_run_that_kept_pace_with_slack_everywhere_is_under_loaded():
     assert load.reason.startswith("offered 1 req/s, served 1 good req/s (100.0%); TTFT p90 50.00 ms = 25% of its "
                                   "200.00 ms")
     basis = measured_basis(goodput(run, SLO), load)
-    assert basis["kind"] == "measured_run" and "UNDER-LOADED" in basis["warning"]
-    assert "kvledger goodput FILES… --target 0.9" in basis["warning"]
+    assert basis.kind == "measured_run" and "UNDER-LOADED" in basis.warning
+    assert "kvledger goodput FILES… --target 0.9" in basis.warning
+    # its JSON: no search notes and no sweep (left out while None), the load check written by LoadCheck
+    assert list(basis.to_dict()) == ["kind", "text", "warning", "load_check"]
+    assert basis.to_dict()["load_check"]["status"] == "under_loaded"
 
 
 def test_ttft_near_its_limit_means_the_slo_binds_and_the_run_is_not_flagged():
@@ -45,7 +48,7 @@ def test_ttft_near_its_limit_means_the_slo_binds_and_the_run_is_not_flagged():
     load = check_load(run, goodput(run, SLO), SLO)
     assert load.status == "not_flagged"
     assert load.reason == "TTFT p90 150.00 ms = 75% of its 200.00 ms limit (above 50%: the SLO is close to binding)"
-    assert measured_basis(goodput(run, SLO), load)["warning"] is None
+    assert measured_basis(goodput(run, SLO), load).warning is None
 
 
 def test_what_the_run_does_not_state_cannot_be_judged():

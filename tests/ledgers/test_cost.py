@@ -76,7 +76,7 @@ def test_api_cache_writes_anthropic_and_openai():
     ("DeepSeek:deepseek-v4-flash", ApiMix(batch_share=0.2), "no batch API"),
     ("Together:meta-llama/Llama-3.3-70B-Instruct-Turbo", ApiMix(cache_hit_rate=0.3), "lists no cached-input price"),
     ("OpenAI:gpt-4.1", ApiMix(cache_hit_rate=0.7, cache_write_rate=0.4), "exceeds 1"),
-    ("OpenAI:gpt-4.1", ApiMix(batch_share=1.5), r"must be a fraction in \[0, 1\]"),
+    ("OpenAI:gpt-4.1", ApiMix(batch_share=1.5), r"^batch_share 1\.5 is out of range; allowed: \[0, 1\] \(fraction\)$"),
 ])
 def test_api_mix_errors(row, mix, match):
     with pytest.raises(InputError, match=match):
@@ -159,7 +159,9 @@ def test_measured_prefill_share_and_real_run():
                             r"serving\)$"),
     (dict(utilization=1.2), r"^utilization 1\.2 is out of range; allowed: \(0, 1\] \(share"),
     (dict(utilization=0.5, prefill_share=1.5), r"^prefill_share 1\.5 is out of range; allowed: \[0, 1\] \(fraction\)$"),
-    (dict(utilization=0.5, num_gpus=0), "num_gpus must be ≥ 1"),
+    (dict(utilization=0.5, num_gpus=0), r"^num_gpus 0 is out of range; allowed: \[1, 1,048,576\] GPUs$"),
+    (dict(utilization=0.5, engineer_usd_per_month=-1.0), r"^engineer_usd_per_month -1 is out of range; allowed: "
+                                                         r"\[0, 1,000,000,000\] USD$"),
     (dict(utilization=0.5, engineer_months_per_month=1.0), "without a cost per engineer-month"),
 ])
 def test_setup_errors(kwargs, match):

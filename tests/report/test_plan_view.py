@@ -95,3 +95,19 @@ def test_decode_attention_names_why_it_varies():
         d.decode_attention_varies_because.startswith("it reads bounded windows")
         and "compressor state" in d.decode_attention_varies_because
     )
+
+
+def test_verbose_plan_prints_block_and_concurrency_ranges():
+    from kvledger.catalog.models import load_model
+
+    plan = build_plan(load_model("meta-llama/Llama-3.1-8B", allow_hub=False), get_gpu("H100"),
+                      make_settings(contexts=[8192]))
+    b_lo, b_hi = plan.memory.ranges["num_gpu_blocks"]
+    row = plan.row_at(8192)
+    # 8,192 tokens ÷ 16 per block = 512 blocks per request: the concurrency range is each end of the block range ÷ 512
+    assert row.blocks_per_request == 512 and row.max_concurrency_range == (b_lo / 512, b_hi / 512)
+    con = Console(record=True, width=400)
+    render_plan(plan, con, verbose=True)
+    text = con.export_text()
+    assert f"range {b_lo:,}–{b_hi:,} from the available KV range" in text
+    assert f"{row.max_concurrency:,.2f}x ({b_lo / 512:,.2f}–{b_hi / 512:,.2f}x)" in text

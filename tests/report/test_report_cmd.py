@@ -137,9 +137,12 @@ def test_report_refuses_to_overwrite(built):
 
 def test_html_is_a_function_of_the_json(built):
     # the HTML drawn again from the printed --json is byte-identical to the file written: no hidden inputs, no clock
+    from kvledger.analyses.serving.report_data import ReportData
     from kvledger.report.html_report import render_html, report_figures
 
-    d, data = built
+    d, printed = built
+    data = ReportData.from_dict(printed)  # the views take the record; rebuilt from its JSON, it holds every input
+    assert data.to_dict() == printed
     figures = report_figures(data)
     assert render_html(data, figures) == (d / "r.html").read_text(encoding="utf-8")
     # units on every axis: each axis has a label (with its unit) or is categorical (named bars); twins share the x label
@@ -172,10 +175,66 @@ def test_report_with_a_volume_leads_with_the_bills_against_the_same_model():
     req = ReportRequest(model="meta-llama/Llama-3.1-8B", gpu="H100", slo="ttft=500ms,tpot=50ms", num_requests=150,
                         monthly_tokens=3e8, with_sweep=False, with_engine_savings=False)
     data = build_report_data(req)
-    dec = data["cost"]["decision"]
+    assert data.rate_sweep is None and "rate_sweep" not in data.to_dict()  # not run: the key is left out
+    dec = data.cost["decision"]
     assert dec is not None and all(a["same_model"] for a in dec["api_options"]) and len(dec["api_options"]) == 4
     # the cheapest same-model row is DeepInfra's ($0.02 in / $0.03 out per 1M, low confidence), so the verdict says so
     assert dec["api"].startswith("DeepInfra:") and any("low confidence" in r for r in dec["rests_on"])
     first = re.search(r'<div class="answer" id="answer"><p>([^<]*)</p>', _answer(data)).group(1)
     assert first.startswith("answer: the API — $")
     assert "/month on the API vs $" in first and "/month self-hosted" in first
+
+
+def test_report_prints_the_plan_ranges_beside_the_point_figures(built):
+    d, data = built
+    m = data["plan"]["memory"]
+    a_lo, a_hi = m["ranges"]["available_kv_bytes"]
+    b_lo, b_hi = m["ranges"]["num_gpu_blocks"]
+    assert b_lo < m["num_gpu_blocks"] < b_hi  # the vLLM plan's fitted terms give a range
+    html = (d / "r.html").read_text()
+    gib = f"{m['available_kv_bytes'] / 2**30:,.2f} ({a_lo / 2**30:,.2f}–{a_hi / 2**30:,.2f})"
+    assert gib in html  # the waterfall's last row and the answer both carry it
+    assert f"{m['num_gpu_blocks']:,} ({b_lo:,}–{b_hi:,})" in html
+    # an 8K request holds 8,192 / 16 = 512 blocks: the concurrency range is the block range ÷ 512 at each end
+    c8 = next(r for r in data["plan"]["concurrency"] if r["context_tokens"] == 8192)
+    assert c8["max_concurrency_range"] == pytest.approx([b_lo / 512, b_hi / 512])
+    assert f"{c8['max_concurrency']:,.2f} ({b_lo / 512:,.2f}–{b_hi / 512:,.2f})" in html
+
+
+def test_report_html_drawn_beside_a_forked_worker_is_byte_identical(built):
+    # issue 25: the worker of `kvledger report` (two of the seven runs after the capacity search, every figure) gives
+    # the same bytes as one process: the file `built` wrote (its figures drawn here) equals data + figures from a
+    # worker, and the data built with a worker equals the serial data (a fork, so about 1 s)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
+    from kvledger.analyses.serving.report_data import ReportData
+    from kvledger.report.html_store import report_html
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform: the report runs in one process")
+    d, data = built
+    req = ReportRequest(model="meta-llama/Llama-3.1-8B", gpu="H100", slo="ttft=200ms,tpot=50ms", num_requests=150,
+                        with_sweep=True, with_engine_savings=True)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        assert report_html(ReportData.from_dict(data), pool) == (d / "r.html").read_text(encoding="utf-8")
+        assert strict_json(build_report_data(req, pool=pool).to_dict()) == strict_json(build_report_data(req).to_dict())
+
+
+def test_log_axis_tick_labels_are_plain_text():
+    # matplotlib labels log ticks with mathtext ($\mathdefault{10^{3}}$), whose parser took about a quarter of the
+    # report's drawing time; the same glyphs as plain text: 10³, 2×10⁻¹, −2⁸; anything else is left alone
+    from kvledger.report.figure import new_axes, plain_power, svg_of
+
+    assert plain_power(r"$\mathdefault{10^{3}}$") == "10³"
+    assert plain_power(r"$\mathdefault{2\times10^{-1}}$") == "2×10⁻¹"
+    assert plain_power(r"$\mathdefault{-2^{8}}$") == "−2⁸"
+    assert plain_power(r"$\mathdefault{0}$") == "0"
+    assert plain_power(r"$\mathdefault{10^{2.50}}$") == r"$\mathdefault{10^{2.50}}$"
+    assert plain_power("batch 4") == "batch 4"
+    fig, ax = new_axes()
+    ax.plot([1, 1000], [1, 2])
+    ax.set_xscale("log")  # decades 10⁰ … 10³ labelled
+    svg = svg_of(fig)
+    assert all(f"10{e}" in svg for e in "⁰¹²³") and "mathdefault" not in svg

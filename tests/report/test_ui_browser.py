@@ -64,6 +64,12 @@ def _check_against(browser, plan: dict) -> None:
     assert _card(browser, "available-kv-gib") == pytest.approx(plan["memory"]["available_kv_bytes"] / 2**30, rel=1e-12)
     assert _card(browser, "max-concurrency-8k") == pytest.approx(conc[8192], rel=1e-12)
     assert _card(browser, "max-concurrency-128k") == pytest.approx(conc[131072], rel=1e-12)
+    # each card shows the plan's range beside the point figure (the range's ends to the card's precision)
+    a_lo, a_hi = plan["memory"]["ranges"]["available_kv_bytes"]
+    b_lo, b_hi = plan["memory"]["ranges"]["num_gpu_blocks"]
+    assert f"({a_lo / 2**30:,.2f}–{a_hi / 2**30:,.2f})" in browser.find_element("id", "available-kv-gib").text
+    assert f"({b_lo:,}–{b_hi:,})" in browser.find_element("id", "num-gpu-blocks").text
+    assert f"({b_lo / 512:,.2f}–{b_hi / 512:,.2f})" in browser.find_element("id", "max-concurrency-8k").text
     # the waterfall's table shows the same available KV memory, to the hundredth of a GiB
     table = browser.find_element("css selector", "#fig-memory_waterfall table").text
     assert f"{plan['memory']['available_kv_bytes'] / 2**30:,.2f}" in table

@@ -31,6 +31,21 @@ def test_plan_endpoint_equals_plan_json_for_sglang_at_tp2():
     assert all(f["svg"].startswith("<svg") for f in body["figures"].values())
 
 
+def test_plan_headline_carries_the_ranges_of_plan_json():
+    r = client.post("/api/plan", json={"model": "meta-llama/Llama-3.1-8B", "gpu": "H100"})
+    h, m = r.json()["headline"], r.json()["plan"]["memory"]
+    b_lo, b_hi = m["ranges"]["num_gpu_blocks"]
+    assert h["available_kv_gib_range"] == [x / 2**30 for x in m["ranges"]["available_kv_bytes"]]
+    assert h["num_gpu_blocks_range"] == [b_lo, b_hi] and b_lo < h["num_gpu_blocks"] < b_hi
+    # 8K tokens / 16 per block = 512 blocks per request; 128K: 8,192 blocks; each end of the block range ÷ that
+    assert h["max_concurrency_8k_range"] == [b_lo / 512, b_hi / 512]
+    assert h["max_concurrency_128k_range"] == [b_lo / 8192, b_hi / 8192]
+    # SGLang's plan: its fixed-fraction terms give no range where none is known; a range, when given, brackets the point
+    s = client.post("/api/plan", json={"model": "meta-llama/Llama-3.1-8B", "gpu": "H100", "engine": "sglang"}).json()
+    rng = s["headline"]["available_kv_gib_range"]
+    assert rng is None or rng[0] <= s["headline"]["available_kv_gib"] <= rng[1]
+
+
 def test_bad_input_is_a_400_with_the_message():
     r = client.post("/api/plan", json={"model": "no-such-model-xyz", "gpu": "H100"})
     assert r.status_code == 400 and "no-such-model-xyz" in r.json()["error"]

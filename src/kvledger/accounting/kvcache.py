@@ -16,6 +16,7 @@ from kvledger.catalog.compressed_mla import CompressedMLAAttention, has_compress
 from kvledger.catalog.layers import FullAttention, LayerSpec, MLAAttention, StateLayer, kv_heads_per_gpu
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.units import KiB
 
 __all__ = ["KV_DTYPE_BYTES", "kv_elem_bytes", "check_tp", "KVGroup", "KVLedger", "kv_ledger"]
@@ -71,6 +72,8 @@ class KVGroup:
         formula: the arithmetic with the numbers filled in.
     """
 
+    __json__ = ("kind", "num_layers", "bytes_per_token_per_layer", "bytes_per_token", "state_bytes_per_seq",
+                "window_tokens", "formula")
     spec: LayerSpec
     num_layers: int
     bytes_per_token_per_layer: float
@@ -81,6 +84,11 @@ class KVGroup:
     @property
     def kind(self) -> str:
         return self.spec.kind
+
+    @property
+    def window_tokens(self) -> int | None:
+        """The sliding window (or local-attention chunk) of the spec, tokens; None for full-context layers."""
+        return getattr(self.spec, "window_tokens", None) or getattr(self.spec, "chunk_tokens", None)
 
     def bytes_at(self, context_tokens: int) -> float:
         """Per-GPU bytes this group holds for one request at ``context_tokens`` (sliding windows capped), B."""
@@ -102,6 +110,9 @@ class KVLedger:
         notes: warnings (attention heads ≠ KV heads, MLA, replication under TP).
     """
 
+    __json__ = ("kv_cache_dtype", "elem_bytes", "tp", ("bytes_per_token_per_gpu", "bytes_per_token"),
+                "bytes_per_token_model", ("growing_bytes_per_token_per_gpu", "growing_bytes_per_token"),
+                ("state_bytes_per_seq_per_gpu", "state_bytes_per_seq"), "notes", "groups")
     groups: tuple[KVGroup, ...]
     kv_cache_dtype: str
     elem_bytes: float
@@ -117,16 +128,7 @@ class KVLedger:
         return sum(g.bytes_at(context_tokens) for g in self.groups)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kv_cache_dtype": self.kv_cache_dtype, "elem_bytes": self.elem_bytes, "tp": self.tp,
-                "bytes_per_token_per_gpu": self.bytes_per_token, "bytes_per_token_model": self.bytes_per_token_model,
-                "growing_bytes_per_token_per_gpu": self.growing_bytes_per_token,
-                "state_bytes_per_seq_per_gpu": self.state_bytes_per_seq, "notes": list(self.notes),
-                "groups": [{"kind": g.kind, "num_layers": g.num_layers,
-                            "bytes_per_token_per_layer": g.bytes_per_token_per_layer,
-                            "bytes_per_token": g.bytes_per_token, "state_bytes_per_seq": g.state_bytes_per_seq,
-                            "window_tokens": getattr(g.spec, "window_tokens", None) or getattr(g.spec, "chunk_tokens",
-                                None),
-                            "formula": g.formula} for g in self.groups]}
+        return to_jsonable(self)
 
 
 def _group(spec: LayerSpec, n: int, s: float, tp: int, state_s: tuple[float, float]) -> KVGroup:

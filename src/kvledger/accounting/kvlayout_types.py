@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvledger.jsonable import to_jsonable
 from kvledger.units import cdiv
 
 __all__ = ["AllocGroup", "KVLayout"]
@@ -83,6 +84,7 @@ class KVLayout:
         notes: how the layout was decided.
     """
 
+    __json__ = ("bytes_per_block", "block_size", "padding_layers", "num_groups", "notes", "groups")
     groups: tuple[AllocGroup, ...]
     bytes_per_block: int
     block_size: int
@@ -97,8 +99,9 @@ class KVLayout:
         """Blocks a request holds after ``num_tokens`` computed tokens, summed over groups, blocks."""
         return sum(g.blocks_for_tokens(num_tokens) for g in self.groups)
 
+    @property
+    def num_groups(self) -> int:
+        return len(self.groups)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"bytes_per_block": self.bytes_per_block, "block_size": self.block_size,
-                "padding_layers": self.padding_layers,
-                "num_groups": len(self.groups), "notes": list(self.notes),
-                "groups": [g.__dict__ for g in self.groups]}
+        return to_jsonable(self)

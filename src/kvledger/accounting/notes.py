@@ -122,6 +122,11 @@ def sglang_reserve_source(share: float, total_gib: float) -> str:
     return f"{share:.3f} × ({total_gib:.2f} − 0.13 GiB CUDA context) GiB; activations and graphs live here"
 
 
+def sglang_preload_range(high_gib: float, mfs: float) -> str:
+    return (f"memory in use before the weights load: 0.13 GiB (CUDA context) up to {high_gib:.2f} GiB in public "
+            f"SGLang logs at this TP (sglang_rules.SGLANG_PRELOAD_HIGH_GIB), × mem_fraction_static {mfs:g}")
+
+
 def sglang_mamba_pool(slots: int) -> str:
     return f"Mamba state pool ({slots:,} + 1 request slots)"
 

@@ -44,6 +44,8 @@ class ConcurrencyRow:
             for a model with no KV of its own.
         running_cap: max_num_seqs, the most requests the engine runs at once whatever the KV allows, count.
         within_max_model_len: False when the context exceeds max_model_len (the engine rejects such requests).
+        max_concurrency_range: low and high of max_concurrency from the plan's block range (``MemoryPlan.ranges``),
+            the same rule at each end (blocks ÷ blocks per request), ×; None when the two ends are the same.
     """
 
     context_tokens: int
@@ -54,6 +56,7 @@ class ConcurrencyRow:
     max_requests: int
     running_cap: int
     within_max_model_len: bool
+    max_concurrency_range: tuple[float, float] | None = None
 
     @property
     def max_running(self) -> int:
@@ -128,8 +131,10 @@ def concurrency_rows(mem: MemoryPlan, layout: KVLayout | None, kv: KVLedger, inf
                                        c <= mem.max_model_len))
             continue
         conc = mem.num_gpu_blocks / r if r else 0.0
+        b_lo, b_hi = mem.ranges.get("num_gpu_blocks", (mem.num_gpu_blocks, mem.num_gpu_blocks))
+        rng = (b_lo / r, b_hi / r) if r and b_lo != b_hi else None
         rows.append(ConcurrencyRow(c, r, kv.bytes_per_request(c), r * mem.bytes_per_block, conc,
-                                   mem.usable_blocks // r if r else 0, mem.max_num_seqs, c <= mem.max_model_len))
+                                   mem.usable_blocks // r if r else 0, mem.max_num_seqs, c <= mem.max_model_len, rng))
     return rows
 
 

@@ -29,7 +29,12 @@ from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
 from kvledger.accounting.plan_vllm import resolve_max_model_len
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
-from kvledger.accounting.sglang_rules import SGLANG_LATEST, parse_sglang_version, sglang_version_defaults
+from kvledger.accounting.sglang_rules import (
+    SGLANG_LATEST,
+    parse_sglang_version,
+    sglang_preload_high_bytes,
+    sglang_version_defaults,
+)
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
@@ -64,12 +69,16 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     w = s.weights_bytes if s.weights_bytes is not None else w
     pre_free = gpu.memory_bytes - NON_TORCH_BYTES
     reserve = pre_free * (1 - mfs)
+    x_hi = sglang_preload_high_bytes(s.tp, s.pp)  # the pre-load memory's upper end: available KV falls by ΔX × f
     items = (Deduction("weights", w, "given" if s.weights_bytes is not None else f"computed: {how}"),
-             Deduction(N.SGLANG_RESERVE, reserve, N.sglang_reserve_source(1 - mfs, gpu.memory_bytes / GiB)))
+             Deduction(N.SGLANG_RESERVE, reserve, N.sglang_reserve_source(1 - mfs, gpu.memory_bytes / GiB),
+                       reserve, reserve + (x_hi - NON_TORCH_BYTES) * mfs, N.sglang_preload_range(x_hi / GiB, mfs)))
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(pre_free - reserve - w)
     page = s.block_size or 1
     pools = sglang_pools(kv, avail, page)
+    rng = {} if given else _sglang_ranges(kv, page, L, [int((t - x) * mfs - w) for t, x in (
+        (gpu.memory_low_bytes, x_hi), (gpu.memory_high_bytes, NON_TORCH_BYTES))])
     tokens, cell = pools.full_tokens, pools.cell_bytes
     if pools.state_bytes:
         items = items + (Deduction(N.sglang_mamba_pool(pools.state_slots), pools.state_bytes,
@@ -99,7 +108,18 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
                       int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page,
                           tokens, lines,
                       L, s.max_num_batched_tokens or cps, mrr, tuple(notes),
-                      N.SGLANG_REQUESTED)
+                      N.SGLANG_REQUESTED, ranges=rng)
+
+
+def _sglang_ranges(kv: KVLedger, page: int, max_model_len: int, ends: list[int]) -> dict[str, tuple[float, float]]:
+    """Low/high of available KV (less any state pool), pages, tokens and concurrency at max_model_len, each end through
+    SGLang's own pool split (``sglang_pools``) from the budget at that end (pre-load memory and device total)."""
+    pools = [sglang_pools(kv, a, page) for a in ends]
+    per_req = -(-max_model_len // page)
+    pages = [p.full_tokens // page for p in pools]
+    return {"available_kv_bytes": tuple(float(a - p.state_bytes) for a, p in zip(ends, pools)),
+            "num_gpu_blocks": tuple(pages), "pool_tokens": tuple(p.full_tokens for p in pools),
+            "max_concurrency": tuple(n / per_req for n in pages)}
 
 
 def _require_per_token_kv(model: ModelSpec, kv: KVLedger, engine: str) -> None:

@@ -10,11 +10,12 @@ bandwidth-bound at any batch (docs/engine-model.md §6.1–§6.2).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.accounting.roofline import RooflineStepCost, StepCosts
 from kvledger.accounting.stepcost import StepShape
+from kvledger.jsonable import json_fields, to_jsonable
 
 __all__ = ["DecodeRow", "RooflineReport", "roofline_report", "decode_shape", "prefill_shape"]
 
@@ -58,6 +59,8 @@ class DecodeRow:
     fits: bool
 
 
+@json_fields(read={"decode_compute_bound_batch": "compute_bound_batch_by_text",
+                   "decode_attention_by_context": "attention_by_context_text"})
 @dataclass(frozen=True)
 class RooflineReport:
     """Roofline figures for one model on one GPU (per GPU, at the plan's TP and KV dtype).
@@ -92,11 +95,18 @@ class RooflineReport:
     decode_attention_by_context: dict[int, float] = field(default_factory=dict)
     decode_attention_varies_because: str = ""
 
+    @property
+    def compute_bound_batch_by_text(self) -> dict[str, Any]:
+        """``decode_compute_bound_batch`` keyed by the context as text (JSON object keys)."""
+        return {str(k): v for k, v in self.decode_compute_bound_batch.items()}
+
+    @property
+    def attention_by_context_text(self) -> dict[str, float]:
+        """``decode_attention_by_context`` keyed by the context as text (JSON object keys)."""
+        return {str(k): v for k, v in self.decode_attention_by_context.items()}
+
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["decode_compute_bound_batch"] = {str(k): v for k, v in self.decode_compute_bound_batch.items()}
-        d["decode_attention_by_context"] = {str(k): v for k, v in self.decode_attention_by_context.items()}
-        return d
+        return to_jsonable(self)
 
     def decode_attention_varies(self) -> bool:
         """Whether decode attention's FLOP/B differs between the contexts reported (by more than its printed 0.1)."""

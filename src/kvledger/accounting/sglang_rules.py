@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from kvledger.accounting.memory import sglang_defaults, sglang_mem_fraction_static
 from kvledger.errors import InputError
 
-__all__ = ["SGLANG_LATEST", "SglangDefaults", "parse_sglang_version", "sglang_version_defaults"]
+__all__ = ["SGLANG_LATEST", "SGLANG_PRELOAD_HIGH_GIB", "SglangDefaults", "parse_sglang_version",
+           "sglang_preload_high_bytes", "sglang_version_defaults"]
 
 SGLANG_LATEST = (0, 5, 23)
 """Newest SGLang release whose memory rules were read (docs/engine-model.md §3.1)."""
@@ -151,3 +152,19 @@ def sglang_version_defaults(ver: tuple[int, int, int], smi_mib: float, tp: int, 
     return SglangDefaults(cps, gbs, frac, (
         f"SGLang {vtxt} default by TP {tp} (server_args.py, read in 0.4.0, 0.4.3, 0.4.5 and 0.4.6: 0.88 / 0.87 / "
         "0.85 / 0.81 / 0.79 at TP 1 / 2 / 4 / 8 / 16)"))
+
+
+SGLANG_PRELOAD_HIGH_GIB = {1: 0.75, 2: 2.01}
+"""Upper end of the memory SGLang's GPU holds before the weights load ("Load weight begin. avail mem" below the total),
+GiB, at TP 1 and at TP ≥ 2, against the plan's 0.13 GiB CUDA context (``overheads.NON_TORCH_BYTES``, the point and
+the low end). SGLang prints GiB as "GB" (``get_available_gpu_memory`` divides by 1 << 30). Evidence: TP ≥ 2,
+sgl-project/sglang PR #11716 (TP 8 on H200, "Init torch distributed ends. mem usage=1.77–2.01 GB" per rank: NCCL
+and custom all-reduce buffers); sglang#40558 (TP 4 PCIe, 0.39 GiB; quoted in issue 20's brief); TP 1, PR #4826
+(~0.75 GiB on H200; quoted in issue 20's brief). What fills it (CUDA context, cuBLAS, the distributed init's buffers)
+depends on the driver, the interconnect and the build, which the plan does not know: a range, not a point."""
+
+
+def sglang_preload_high_bytes(tp: int, pp: int = 1) -> float:
+    """Upper end of SGLang's pre-load memory per GPU (``SGLANG_PRELOAD_HIGH_GIB``), B: a distributed start-up above
+    TP·PP 1."""
+    return SGLANG_PRELOAD_HIGH_GIB[1 if tp * pp == 1 else 2] * (1 << 30)

@@ -26,13 +26,14 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from kvledger.accounting.vllm_moe_backend import moe_workspace_term
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB, MiB
 
 __all__ = ["ACTIVATION_FIXED_BYTES", "SAMPLER_BYTES_PER_LOGIT_SORT", "CUDAGRAPH_FIRST_CAPTURE_BYTES",
            "CUDAGRAPH_BYTES_PER_GRAPH", "PPStage", "pp_stages",
            "stage_model", "sampler_peak_bytes", "forward_hidden_copies", "forward_peak_bytes", "moe_workspace_bytes",
-           "activation_peak", "non_torch", "cudagraph_estimate", "sm_count"]
+           "moe_workspace", "activation_peak", "non_torch", "cudagraph_estimate", "sm_count"]
 
 ACTIVATION_FIXED_BYTES = int(0.05 * GiB)
 """Torch peak not explained by the sampler or forward tensors above, B: 0.05 GiB. Data: the vLLM 0.19.0 H100
@@ -181,9 +182,21 @@ def moe_workspace_bytes(model: ModelSpec, ver: tuple[int, int, int], num_tokens:
     its pre-0.17 H100 log, 7.38 GiB, is reproduced within 0.01 GiB without this term)."""
     if not model.is_moe or ver < (0, 15, 0) or model.quant.method == "mxfp4":
         return 0.0
+    return _kept_workspace(model, num_tokens, tp)
+
+
+def _kept_workspace(model: ModelSpec, num_tokens: int, tp: int) -> float:
     inter, _ = _moe_dims(model)
     i, h = inter / tp, model.hidden_size
     return num_tokens * model.experts_per_token * (max(i, h) + max(2 * i, h)) * model.dtype_bytes
+
+
+def moe_workspace(model: ModelSpec, ver: tuple[int, int, int], num_tokens: int, tp: int,
+                  arch: str) -> tuple[float, float, float, str]:
+    """(point, low, high) B of fused-MoE workspace held after the forward, and why: the FP8 MoE backend each release
+    picks for block FP8 on Hopper (``vllm_moe_backend``), else ``moe_workspace_bytes``."""
+    kept = _kept_workspace(model, num_tokens, tp) if model.is_moe else 0.0
+    return moe_workspace_term(model, ver, arch, tp, num_tokens, kept, moe_workspace_bytes(model, ver, num_tokens, tp))
 
 
 def forward_hidden_copies(ver: tuple[int, int, int] | None) -> int:
@@ -214,7 +227,8 @@ def forward_peak_bytes(model: ModelSpec, num_tokens: int, tp: int = 1,
 
 
 def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_num_seqs: int, tp: int = 1,
-                    stage: PPStage | None = None, num_sms: int = 132, backend: str = "pytorch") -> tuple[float, str]:
+                    stage: PPStage | None = None, num_sms: int = 132, backend: str = "pytorch",
+                    arch: str = "") -> tuple[float, str]:
     """The "torch peak memory increase" of vLLM's profile run on one GPU of ``stage``, B, and how it was built."""
     st = stage or PPStage(0, 1, 0, model.num_layers)
     hidden = mnbt * model.hidden_size * model.dtype_bytes
@@ -226,10 +240,11 @@ def activation_peak(model: ModelSpec, ver: tuple[int, int, int], mnbt: int, max_
         smp, src = sampler_peak_bytes(model, ver, min(max_num_seqs, mnbt), num_sms, backend)
         if smp + hidden >= fwd:
             peak, why = smp + hidden, src + f" + {mnbt:,} × {model.hidden_size} × {model.dtype_bytes} B hidden states"
-    ws = moe_workspace_bytes(model, ver, mnbt, tp)
-    if ws:
+    ws, _, _, ws_why = moe_workspace(model, ver, mnbt, tp, arch)
+    if ws or ws_why:
         peak += ws
-        why += f"; + {ws / GiB:.2f} GiB fused-MoE workspaces (kept by the workspace manager)"
+        why += f"; + {ws / GiB:.2f} GiB fused-MoE workspaces " + (f"kept after the forward ({ws_why})" if ws_why
+                                                                    else "(kept by the workspace manager)")
     if st.pp > 1:
         peak += 2 * hidden
         why += "; + PP intermediate tensors (hidden + residual)"

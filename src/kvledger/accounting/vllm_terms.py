@@ -42,8 +42,10 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
         return Deduction("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)")
     sms = P.sm_count(gpu.gpu_id, gpu.arch)
     backend, other, why = sampler_backends(ver, s.sampler_backend)
-    peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend)
-    ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other)[0]] if other else [])
+    peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend, gpu.arch)
+    ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other, gpu.arch)[0]] if other else [])
+    ws, ws_lo, ws_hi, _ = P.moe_workspace(model, ver, mnbt, s.tp, gpu.arch)  # the MoE kernel's choice, when unknown
+    ends += [min(ends) - (ws - ws_lo), max(ends) + (ws_hi - ws)] if ws_hi > ws_lo else []
     lo_v, hi_v = _MEASURED_PROFILE_VERSIONS
     if lo_v <= ver <= hi_v and gpu.arch == "sm90":
         err, ev = 0.03 * GiB, "±0.03 GiB (H100 logs)"
@@ -52,7 +54,7 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
     elif lo_v <= ver:
         err, ev = 0.1 * peak, f"±10% (no vLLM {vtxt} profile log on this GPU)"
     else:  # V0 and early V1: the sampler's copies were never measured; its floor is the logits themselves
-        ends.append(P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, "logits-only")[0])
+        ends.append(P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, "logits-only", gpu.arch)[0])
         err, ev = 0.1 * peak, f"±10%, down to a logits-only sampler (no vLLM {vtxt} profile log)"
     return Deduction("activation peak", peak, f"model, vLLM {vtxt} profile run: {src}",
                     max(0.0, min(ends) - err), max(ends) + err, f"{why}; {ev}")

@@ -15,7 +15,8 @@ from kvledger.accounting.calibration_profile import PROFILE_KIND
 from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.calibration.compare import Comparison, compare_runs
-from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES, fit_step_cost, initial_guess
+from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES
+from kvledger.calibration.folds import fit_and_folds
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.calibration.run_record import recorded_settings
 from kvledger.dynamics.simulator import EngineConfig
@@ -96,11 +97,14 @@ def _errors(run: MeasuredRun, cfg: EngineConfig, cost) -> Comparison:
 
 def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overlap: bool = False,
                    leave_one_out: bool = True, fit_frontend: bool = False,
-                   split_regimes: bool = False) -> dict[str, Any]:
+                   split_regimes: bool = False, workers: int = 1, two_starts: bool = False) -> dict[str, Any]:
     """Fit on every run, report each run's errors, and (with several runs and ``leave_one_out``) each run's errors
-    under a model fitted on the others. ``start`` is the step-cost model the fit starts from (its linear projection)."""
-    guess = initial_guess(runs, start, overlap, split_regimes)
-    fit = fit_step_cost(runs, guess, fit_frontend=fit_frontend, split_regimes=split_regimes)
+    under a model fitted on the others. ``start`` is the step-cost model the fit starts from (its linear projection).
+    ``workers`` > 1 runs the fits in parallel processes (``folds.fit_and_folds``; same results); ``two_starts`` also
+    fits each from a start read off its own runs regime by regime (``regime_start``) and keeps the better."""
+    guess, fit, folds = fit_and_folds(runs, start, overlap=overlap, split_regimes=split_regimes,
+                                      fit_frontend=fit_frontend, leave_one_out=leave_one_out, workers=workers,
+                                      two_starts=two_starts)
     per_run = []
     from kvledger.calibration.saturation import saturation
 
@@ -110,21 +114,19 @@ def calibrate_runs(runs: list[tuple[MeasuredRun, EngineConfig]], start, *, overl
         per_run.append({"label": run.label, "source": run.source, "num_requests": len(run.requests),
                         **headline_errors(c), "comparison": c.to_dict(), "saturated": saturation(run.measured, recs)})
     loo = []
-    if leave_one_out and len(runs) > 1:
-        for i, (run, cfg) in enumerate(runs):
-            rest = runs[:i] + runs[i + 1:]
-            f = fit_step_cost(rest, initial_guess(rest, start, overlap, split_regimes), fit_frontend=fit_frontend,
-                              split_regimes=split_regimes)
-            c = _errors(run, cfg, f.cost)
-            loo.append({"run": run.label, "fitted_on": [r.label for r, _ in rest], "step_cost": f.cost.coefficients(),
-                        **headline_errors(c)})
+    for i, ((run, cfg), f) in enumerate(zip(runs, folds)):
+        rest = runs[:i] + runs[i + 1:]
+        c = _errors(run, cfg, f.cost)
+        loo.append({"run": run.label, "fitted_on": [r.label for r, _ in rest], "step_cost": f.cost.coefficients(),
+                    **headline_errors(c)})
     return {"fit": fit, "runs": per_run, "leave_one_out": loo, "start": getattr(start, "name", type(start).__name__),
             "initial": guess}
 
 
 def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int | None = None,
                     leave_one_out: bool = True, fit_frontend: bool = False,
-                    client_concurrency: int | None = None, split_regimes: bool = False) -> dict[str, Any]:
+                    client_concurrency: int | None = None, split_regimes: bool = False,
+                    workers: int = 1, two_starts: bool = False) -> dict[str, Any]:
     """The calibration profile (``kvledger.accounting.calibration_profile``'s layout) for measured runs in ``paths``.
 
     The CPU overhead is fitted as overlapping the GPU when the engine schedules asynchronously
@@ -145,7 +147,8 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
     setups = [engine_for(args, m, max_paddings) for m in measured]
     runs = [(m, s.config) for m, s in zip(measured, setups)]
     out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
-                         fit_frontend=fit_frontend, split_regimes=split_regimes)
+                         fit_frontend=fit_frontend, split_regimes=split_regimes, workers=workers,
+                         two_starts=two_starts)
     return build_profile(out, args, setups[0], paths)
 
 

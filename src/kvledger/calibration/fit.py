@@ -25,11 +25,12 @@ from kvledger.accounting.fitted_cost import GPU_TERMS, NUM_GPU_TERMS, LinearStep
 from kvledger.accounting.stepcost import StepCostModel
 from kvledger.calibration.lsq import damped_step as _damped_step
 from kvledger.calibration.lsq import nnls as _nnls
+from kvledger.calibration.objective_memo import RunObjective
 from kvledger.calibration.replay import MeasuredRun, StepTable, replay, replay_recorded
 from kvledger.dynamics.simulator import EngineConfig, SimResult
 from kvledger.errors import InputError
 
-__all__ = ["FitResult", "fit_step_cost", "initial_guess", "objective", "METRIC_WEIGHTS"]
+__all__ = ["FitResult", "fit_step_cost", "initial_guess", "objective", "run_term", "METRIC_WEIGHTS"]
 
 #: weight of each metric's squared relative error in the objective
 METRIC_WEIGHTS = {"ttft": 1.0, "tpot": 1.0, "e2e": 0.5}
@@ -162,13 +163,15 @@ def _with(cost: LinearStepCost, names: list[str], theta: np.ndarray) -> LinearSt
     return replace(cost, **{k: float(v) for k, v in zip(names, theta)})
 
 
+def run_term(run: MeasuredRun, cfg: EngineConfig, cost: StepCostModel) -> float:
+    """One run's part of the objective (squared weighted log errors of its statistics)."""
+    r, _ = _residuals(run, replay(run, cfg, cost), None, _NAMES[:NUM_GPU_TERMS], cost)
+    return float(r @ r)
+
+
 def objective(runs: list[tuple[MeasuredRun, EngineConfig]], cost: StepCostModel) -> float:
     """The fit's objective for any step-cost model (module docstring)."""
-    total = 0.0
-    for run, cfg in runs:
-        r, _ = _residuals(run, replay(run, cfg, cost), None, _NAMES[:NUM_GPU_TERMS], cost)
-        total += float(r @ r)
-    return total
+    return sum(run_term(run, cfg, cost) for run, cfg in runs)
 
 
 def initial_guess(runs: list[tuple[MeasuredRun, EngineConfig]], start: StepCostModel, overlap: bool,
@@ -193,18 +196,22 @@ def initial_guess(runs: list[tuple[MeasuredRun, EngineConfig]], start: StepCostM
     return LinearStepCost(*theta, cpu_overhead_s=cpu, overlap=overlap, name="fitted")  # theta: GPU_TERMS order
 
 
+def _linearise(run: MeasuredRun, cfg: EngineConfig, cost: LinearStepCost, names: tuple[str, ...]):
+    """One run's residuals and their Jacobian over ``names`` at ``cost`` (a step-by-step replay)."""
+    res, table = replay_recorded(run, cfg, cost)
+    return _residuals(run, res, table, list(names), cost, cost.frontend_s)
+
+
 def _gauss_newton(runs, cost: LinearStepCost, f: float, names: list[str], max_iterations: int, tol: float,
-                  count: list[int], history: list[float]) -> tuple[LinearStepCost, float, int]:
+                  memo: RunObjective, history: list[float]) -> tuple[LinearStepCost, float, int]:
     """Damped Gauss–Newton from ``cost`` (objective ``f``); returns the best model, its objective and the iterations."""
     lam, it = 1e-3, 0
     for it in range(1, max_iterations + 1):  # noqa: B007 - the count is read after the loop
         rs, js = [], []
         for run, cfg in runs:
-            res, table = replay_recorded(run, cfg, cost)
-            r, j = _residuals(run, res, table, names, cost, cost.frontend_s)
+            r, j = memo.linearised(run, cfg, cost, tuple(names), _linearise)
             rs.append(r)
             js.append(j)
-        count[0] += len(runs)
         r, jac = np.concatenate(rs), np.vstack(js)
         if not len(r):
             raise InputError("no measured request finished in the replay; check the engine settings (max_model_len)")
@@ -212,8 +219,7 @@ def _gauss_newton(runs, cost: LinearStepCost, f: float, names: list[str], max_it
         improved = False
         for _ in range(6):
             cand = _with(cost, names, _damped_step(jac, r, theta, lam))
-            fc = objective(runs, cand)
-            count[0] += len(runs)
+            fc = memo.total(runs, cand, f)
             if fc < f:
                 improved, lam = True, max(lam / 3.0, 1e-7)
                 break
@@ -222,13 +228,14 @@ def _gauss_newton(runs, cost: LinearStepCost, f: float, names: list[str], max_it
             break
         gain = (f - fc) / f if f > 0 else 0.0
         cost, f = cand, fc
+        memo.accept(runs, cost)
         history.append(f)
         if gain < tol:
             break
     return cost, f, it
 
 
-def _pattern_search(runs, cost: LinearStepCost, f: float, names: list[str], count: list[int],
+def _pattern_search(runs, cost: LinearStepCost, f: float, names: list[str], memo: RunObjective,
                     history: list[float]) -> tuple[LinearStepCost, float]:
     """Multiply one coefficient at a time by a factor and its inverse, keeping what lowers the objective; factors
     ``PATTERN_FACTORS`` in turn. Finds the valleys a queueing knee hides from the Jacobian (it is exact only while
@@ -244,10 +251,10 @@ def _pattern_search(runs, cost: LinearStepCost, f: float, names: list[str], coun
                     t = theta.copy()
                     t[k] *= mult
                     cand = _with(cost, names, t)
-                    fc = objective(runs, cand)
-                    count[0] += len(runs)
+                    fc = memo.total(runs, cand, f)
                     if fc < f:
                         cost, f, moved = cand, fc, True
+                        memo.accept(runs, cost)
                         history.append(f)
                         break
             if not moved:
@@ -256,11 +263,13 @@ def _pattern_search(runs, cost: LinearStepCost, f: float, names: list[str], coun
 
 
 def fit_step_cost(runs: list[tuple[MeasuredRun, EngineConfig]], start: LinearStepCost, *, max_iterations: int = 10,
-                  tol: float = 1e-3, fit_frontend: bool = False, split_regimes: bool = False) -> FitResult:
+                  tol: float = 1e-3, fit_frontend: bool = False, split_regimes: bool = False,
+                  memo: RunObjective | None = None) -> FitResult:
     """Fit ``start``'s coefficients to the runs (module docstring); ``start.overlap`` picks the CPU-overhead form;
     ``fit_frontend`` also fits the per-request latency outside the engine (``LinearStepCost.frontend_s``);
     ``split_regimes`` fits the prefill regime's own fixed time (``LinearStepCost.prefill_step_s``) apart from the
-    decode steps'.
+    decode steps'. ``memo`` (``objective_memo.RunObjective``) shares replays between fits of the same runs (the
+    leave-one-out folds); the result is the same with or without it.
 
     Gauss–Newton, then a multiplicative pattern search, then Gauss–Newton again.
 
@@ -272,10 +281,12 @@ def fit_step_cost(runs: list[tuple[MeasuredRun, EngineConfig]], start: LinearSte
     n = _names(start, fit_frontend, split_regimes)
     if "prefill_step_s" in n and start.prefill_step_s == 0:  # start the prefill regime's own term off zero
         start = replace(start, prefill_step_s=0.5 * start.fixed_s)
-    count = [len(runs)]
-    f0 = objective(runs, start)
+    memo = memo if memo is not None else RunObjective(run_term)
+    replays0 = memo.num_replays
+    f0 = memo.total(runs, start)
+    memo.accept(runs, start)
     history = [f0]
-    cost, f, it1 = _gauss_newton(runs, start, f0, n, max_iterations, tol, count, history)
-    cost, f = _pattern_search(runs, cost, f, n, count, history)
-    cost, f, it2 = _gauss_newton(runs, cost, f, n, max_iterations, tol, count, history)
-    return FitResult(cost, f0, f, it1 + it2, count[0], history)
+    cost, f, it1 = _gauss_newton(runs, start, f0, n, max_iterations, tol, memo, history)
+    cost, f = _pattern_search(runs, cost, f, n, memo, history)
+    cost, f, it2 = _gauss_newton(runs, cost, f, n, max_iterations, tol, memo, history)
+    return FitResult(cost, f0, f, it1 + it2, memo.num_replays - replays0, history)

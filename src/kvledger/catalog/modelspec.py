@@ -20,6 +20,7 @@ from kvledger.catalog.quant import QuantScheme, parse_quant
 from kvledger.catalog.towers import vision_tower
 from kvledger.catalog.weights import Weight
 from kvledger.errors import ConfigError
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["ModelSpec", "parse_config", "DTYPE_BYTES"]
 
@@ -49,6 +50,11 @@ class ModelSpec:
         mamba_chunk_tokens: vLLM's ``ModelConfig.get_mamba_chunk_size`` (``mamba_chunk_size``, else ``chunk_size``,
             else 2048), tokens; used only by Mamba models' prefix-caching block alignment.
     """
+
+    __json__ = ("name", "source", "model_type", "architectures", "hidden_size", "num_layers", "num_attention_heads",
+                "num_kv_heads", "head_dim", "vocab_size", "dtype", "num_params", "num_active_params", "num_experts",
+                "experts_per_token", ("quantization", "quant.description"), "layer_counts", "max_position_embeddings",
+                "derived_max_model_len", "notes")
 
     name: str
     source: str
@@ -107,17 +113,7 @@ class ModelSpec:
         return sum(self.quant.bytes_of(w, self.dtype_bytes) for w in self.weights)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name, "source": self.source, "model_type": self.model_type,
-            "architectures": list(self.architectures), "hidden_size": self.hidden_size,
-            "num_layers": self.num_layers, "num_attention_heads": self.num_attention_heads,
-            "num_kv_heads": self.num_kv_heads, "head_dim": self.head_dim, "vocab_size": self.vocab_size,
-            "dtype": self.dtype, "num_params": self.num_params, "num_active_params": self.num_active_params,
-            "num_experts": self.num_experts, "experts_per_token": self.experts_per_token,
-            "quantization": self.quant.description, "layer_counts": dict(self.layer_counts()),
-            "max_position_embeddings": self.max_position_embeddings,
-            "derived_max_model_len": self.derived_max_model_len, "notes": list(self.notes),
-        }
+        return to_jsonable(self)
 
 
 def _dtype(c: Cfg, notes: list[str]) -> tuple[str, int]:

@@ -63,6 +63,11 @@ def calibrate(
                                                           "PROFILE.json."),
     leave_one_out: bool = typer.Option(True, "--leave-one-out/--no-leave-one-out", help="With several runs, also fit "
         "without each run and report its error (one extra fit per run)."),
+    two_starts: bool = typer.Option(False, "--regime-start/--no-regime-start", help="--scope model: also fit from a "
+        "start read off the runs regime by regime (prefill from low-load TTFT, decode from TPOT against concurrency) "
+        "and keep the better fit (twice the time)."),
+    workers: int = typer.Option(0, "--workers", help="Processes for the fit and the leave-one-out fits "
+        "(0: one per CPU, at most one per fit); the profile is the same with any number."),
     out: Path | None = typer.Option(None, "--out", help="Write the calibration profile here (JSON); use it with "
                                                         "--step-cost FILE."),
     force: bool = typer.Option(False, "--force", help="Allow --out to overwrite an existing file."),
@@ -89,7 +94,8 @@ def calibrate(
             raise InputError("calibrate --scope model needs --model (the model whose step cost is fitted)")
         profile = calibrate_files(files, args, max_paddings=max_paddings, leave_one_out=leave_one_out,
                                   fit_frontend=fit_frontend, client_concurrency=client_concurrency,
-                                  split_regimes=split_regimes)
+                                  split_regimes=split_regimes, workers=workers or _cpus(),
+                                  two_starts=two_starts)
     text = dump_profile(profile)
     if out is not None:
         write_text_atomic(out, text)
@@ -110,3 +116,9 @@ def calibrate(
 
 def register(app: typer.Typer) -> None:
     app.command("calibrate")(calibrate)
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

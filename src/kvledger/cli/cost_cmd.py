@@ -182,9 +182,8 @@ def register(app: typer.Typer) -> None:
         res.report.notes.extend(notes)
         rep, basis, d = res.report, res.basis, res.payload
         if sweep is not None:
-            basis["sweep"] = to_jsonable(sweep)
-            basis["text"] = sweep.text + ". " + basis["text"]
-            d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
+            basis.sweep, basis.text = to_jsonable(sweep), sweep.text + ". " + basis.text
+            d["capacity_basis"] = basis.to_dict()
         text = strict_json.dumps(d) + "\n"
         if out is not None:
             from kvledger.strict_json import write_text_atomic

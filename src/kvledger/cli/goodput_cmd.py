@@ -61,7 +61,7 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
         with working("simulating"):
             sim = simulate_run(args, synthetic)
         res = goodput(sim.run, the_slo)
-        return [strict_json.dumps({**res.to_dict(), "simulation": sim.provenance()})], (res, sim)
+        return [strict_json.dumps({**res.to_dict(), "simulation": sim.provenance().to_dict()})], (res, sim)
     args, synthetic = sim_request(model, gpu, *groups, num_requests_default=PROBE_NUM_REQUESTS)
     lo, hi, tol = bounds
     with working(f"searching the SLO boundary on {axis} (one simulation per probe)"):
@@ -80,7 +80,7 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
     band = capacity_band(sb.first_run.setup, sb.boundary.boundary_value) if sb.axis == "request_rate" else None
     sb.error_band = band
     lines.append(strict_json.dumps({"boundary": boundary, "probes": d.pop("probes"), "simulation": d.pop("provenance"),
-                                    "notes": d["notes"], **({"error_band": band} if band else {})}))
+                                    "notes": d["notes"], **({"error_band": band.to_dict()} if band else {})}))
     return lines, sb
 
 

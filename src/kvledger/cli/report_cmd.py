@@ -9,11 +9,14 @@ print with ``--json``) and ``kvledger.report`` draws it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from kvledger.cli import bill_opts as bo
+
+if TYPE_CHECKING:
+    from kvledger.analyses.serving.report_data import ReportData
 
 __all__ = ["register"]
 
@@ -96,6 +99,7 @@ def report(
     from kvledger.report.html_report import SECTIONS, render_html, report_figures
     from kvledger.report.html_store import report_html
     from kvledger.report.jsonout import strict_json
+    from kvledger.report.report_pool import report_pool
 
     keys = [k for _, _, ks in SECTIONS for k in ks]
     _check_outputs(out, png, force, keys, [trace, step_cost, *(bench or [])])
@@ -114,35 +118,37 @@ def report(
                         monthly_tokens=monthly_tokens, monthly_requests=monthly_requests,
                         monthly_input_tokens=monthly_input_tokens, monthly_output_tokens=monthly_output_tokens,
                         peak_to_mean=peak_to_mean)
-    data = _build(req, quiet=as_json)
-    if png is None:  # the HTML alone: from the store when this data was drawn before (report/html_store.py)
-        figures, html = None, report_html(data)
-    else:
-        figures = report_figures(data)
-        html = render_html(data, figures)
+    with report_pool() as pool:  # a second process where there are two CPUs (same bytes: report/report_pool.py)
+        data = _build(req, quiet=as_json, pool=pool)
+        if png is None:  # the HTML alone: from the store when this data was drawn before (report/html_store.py)
+            figures, html = None, report_html(data, pool)
+        else:
+            figures = report_figures(data)
+            html = render_html(data, figures)
     pngs = [(png / f"{f.key}.png", png_of(f.fig)) for f in figures] if png is not None else []
     count = html.count('<section class="fig"')
     write_text_atomic(out, html)  # each file whole or not at all: a full disk leaves the previous report intact
     for path, data_png in pngs:
         write_bytes_atomic(path, data_png)
     if as_json:
-        typer.echo(strict_json(data))
+        typer.echo(strict_json(data.to_dict()))
     else:
         typer.echo(f"wrote {out} ({count} figures)" + (f" and {count} PNG files in {png}" if png else ""))
 
 
-def _build(req: Any, quiet: bool) -> dict[str, Any]:
+def _build(req: Any, quiet: bool, pool: Any) -> ReportData:
     from kvledger.analyses.serving.decision_data import build_report_data
 
     if quiet:
-        return build_report_data(req)
+        return build_report_data(req, pool=pool)
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True,
                   console=Console(stderr=True)) as bar:
         task = bar.add_task("report")
-        return build_report_data(req, progress=lambda stage: bar.update(task, description=f"report: {stage}"))
+        return build_report_data(req, progress=lambda stage: bar.update(task, description=f"report: {stage}"),
+                                 pool=pool)
 
 
 def register(app: typer.Typer) -> None:

@@ -47,16 +47,19 @@ def _split(text: str | None) -> list[str]:
 
 def _ints(text: str | None, flag: str, *, tokens: bool = False) -> tuple[int, ...]:
     from kvledger.errors import InputError
+    from kvledger.ranges import check_options
     from kvledger.units import parse_tokens
 
     out = []
+    name = flag.removeprefix("--").replace("-", "_")
     for w in _split(text):
         if tokens:
             out.append(parse_tokens(w, what=flag))
-        elif w.isdigit() and int(w) >= 1:
+        elif w.isdigit():
             out.append(int(w))
         else:
             raise InputError(f"{flag} takes whole numbers ≥ 1 separated by commas, got {w!r}")
+        check_options("search", {name: out[-1]}, {name: flag})  # each value in its range: kvledger.ranges
     return tuple(out)
 
 

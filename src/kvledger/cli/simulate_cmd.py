@@ -54,7 +54,7 @@ def simulate(
     if out is not None:
         _write_outputs(out, result, payload, chrome_trace)
     if as_json:
-        typer.echo(strict_json.dumps(payload, indent=2))
+        typer.echo(strict_json.dumps(payload.to_dict(), indent=2))
     else:
         from rich.console import Console
 
@@ -78,7 +78,7 @@ def _run(setup, args, record_steps: bool, show_progress: bool, record_token_time
                             progress=lambda done, total: bar.update(task, completed=done, total=total)).result
 
 
-def _write_outputs(out: Path, result, payload: dict, chrome_trace: bool) -> None:
+def _write_outputs(out: Path, result, payload, chrome_trace: bool) -> None:  # payload: a SimDocument
     """Write the files, each atomically (temporary file + rename): a failure leaves no half-written file."""
     from kvledger.dynamics.outputs.steps_parquet import write_steps_parquet
     from kvledger.evidence.records_parquet import write_parquet
@@ -91,7 +91,7 @@ def _write_outputs(out: Path, result, payload: dict, chrome_trace: bool) -> None
     elif (out / "trace.json").is_file() and not (out / "trace.json").is_symlink():
         # an earlier run's trace (an input there was refused before the work): the folder holds one run only
         (out / "trace.json").unlink()
-    write_text_atomic(out / "summary.json", strict_json.dumps(payload, indent=2))
+    write_text_atomic(out / "summary.json", strict_json.dumps(payload.to_dict(), indent=2))
 
 
 def register(app: typer.Typer) -> None:

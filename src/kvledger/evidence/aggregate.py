@@ -9,9 +9,10 @@ percentile over pooled inter-chunk gaps or over tokens says nothing per request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
+from kvledger.jsonable import json_fields, to_jsonable
 from kvledger.records import RunMetadata
 
 __all__ = ["MetricSummary", "AggregateRun", "CANONICAL_METRICS", "WEIGHTINGS"]
@@ -26,6 +27,7 @@ WEIGHTINGS = {
 }
 
 
+@json_fields(read={"percentiles_s": "percentiles_by_label"})
 @dataclass(slots=True)
 class MetricSummary:
     """A tool's summary of one canonical metric, converted to seconds.
@@ -65,10 +67,13 @@ class MetricSummary:
             pts.setdefault(100.0, self.max_s)
         return sorted(pts.items())
 
+    @property
+    def percentiles_by_label(self) -> dict[str, float]:
+        """``percentiles_s`` keyed "p50", "p99.9", ..., in percentile order (the JSON's keys)."""
+        return {_pct_label(p): v for p, v in sorted(self.percentiles_s.items())}
+
     def to_dict(self) -> dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["percentiles_s"] = {_pct_label(p): v for p, v in sorted(self.percentiles_s.items())}
-        return d
+        return to_jsonable(self)
 
 
 @dataclass(slots=True)
@@ -86,6 +91,9 @@ class AggregateRun:
             (the SLO it used is usually not stored in the file), or None.
     """
 
+    kind: ClassVar[str] = "aggregate"  # the JSON says which kind of run it is (RunRecords has per-request records)
+    __json__ = ("kind", "metadata", "num_requests", "num_completed", "num_failed", "duration_s", "total_input_tokens",
+                "total_output_tokens", "metrics", "tool_goodput")
     metadata: RunMetadata
     num_completed: int | None = None
     num_failed: int | None = None
@@ -103,18 +111,7 @@ class AggregateRun:
         return self.num_completed + (self.num_failed or 0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "aggregate",
-            "metadata": self.metadata.to_dict(),
-            "num_requests": self.num_requests,
-            "num_completed": self.num_completed,
-            "num_failed": self.num_failed,
-            "duration_s": self.duration_s,
-            "total_input_tokens": self.total_input_tokens,
-            "total_output_tokens": self.total_output_tokens,
-            "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
-            "tool_goodput": self.tool_goodput,
-        }
+        return to_jsonable(self)
 
 
 def _pct_label(p: float) -> str:

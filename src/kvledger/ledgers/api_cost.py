@@ -17,6 +17,7 @@ from typing import Any
 from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.ledgers.items import Ledger, LineItem
+from kvledger.ranges import check_options
 
 __all__ = ["ApiMix", "api_ledger", "api_price_per_mtok"]
 
@@ -42,9 +43,8 @@ class ApiMix:
             InputError: a fraction outside [0, 1], hit + write rates above 1, a batch share for a row
                 with no batch API, or a cache-hit rate for a row with no cached price listed.
         """
-        for name, v in asdict(self).items():
-            if not 0.0 <= v <= 1.0:
-                raise InputError(f"{name} must be a fraction in [0, 1], got {v}")
+        values = asdict(self)
+        check_options("cost", values, {n: n for n in values})  # each a fraction in [0, 1] (kvledger.ranges)
         if self.cache_hit_rate + self.cache_write_rate > 1.0 + 1e-12:
             raise InputError(f"cache_hit_rate + cache_write_rate = {self.cache_hit_rate + self.cache_write_rate} "
                              f"exceeds 1")

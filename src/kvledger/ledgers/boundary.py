@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from kvledger.errors import InputError, range_error
+from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
+from kvledger.jsonable import json_fields, to_jsonable
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
+from kvledger.ranges import ATTAINMENT_TARGET
 from kvledger.records import RunRecords
 
 __all__ = ["AXES", "BoundaryPoint", "BoundaryResult", "axis_value", "boundary_from_sweep", "search_boundary"]
@@ -45,6 +47,7 @@ class BoundaryPoint:
     label: str
 
 
+@json_fields(exclude=("points",), extra=("points",))  # the points last
 @dataclass(slots=True)
 class BoundaryResult:
     """Outcome of a boundary search.
@@ -70,7 +73,7 @@ class BoundaryResult:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**{k: v for k, v in asdict(self).items() if k != "points"}, "points": [asdict(p) for p in self.points]}
+        return to_jsonable(self)
 
 
 def axis_value(run: RunRecords | AggregateRun, axis: str) -> float:
@@ -190,5 +193,4 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
 
 
 def _check_target(target: float) -> None:
-    if not (0 < target <= 1):
-        raise range_error("attainment target", target, "(0, 1], e.g. 0.9 for 90 %")
+    ATTAINMENT_TARGET.check("attainment target", target)

@@ -51,7 +51,7 @@ from kvledger.records import RunRecords
 from kvledger.units import fmt_duration
 
 __all__ = ["KEPT_PACE_SHARE", "CLOSED_LOOP_ATTAINMENT", "SLO_SLACK", "OVERLOAD_FACTOR", "OVERLOAD_ATTAINMENT",
-           "LoadCheck", "check_load", "RULE", "OVERLOAD_RULE", "measured_basis"]
+           "LoadCheck", "check_load", "RULE", "OVERLOAD_RULE", "CapacityBasis", "measured_basis"]
 
 KEPT_PACE_SHARE = 0.9
 """Open loop: good req/s ≥ this share of the offered rate means the goodput is the offered load (drain tails and a few
@@ -201,7 +201,37 @@ def check_load(run: RunRecords | AggregateRun, gp: GoodputResult, slo: SLO) -> L
     return LoadCheck("under_loaded", reason, checks)
 
 
-def measured_basis(gp: GoodputResult, load: LoadCheck, *, simulated: bool = False) -> dict[str, Any]:
+@dataclass(slots=True)
+class CapacityBasis:
+    """What the capacity a cost is priced at rests on (``capacity_basis`` in ``cost --json``).
+
+    Attributes:
+        kind: "slo_capacity" (an SLO-capacity search), "measured_run" (a file's own goodput) or "offered_load" (a
+            simulated run priced at its offered load).
+        text: the basis in words; warning: an under- or over-load warning, None when the run passed.
+        notes: the capacity search's notes (``slo_capacity`` only: left out of the JSON otherwise).
+        load_check: the under-load rule's verdict on a priced run (None for a capacity search).
+        sweep: the run of a sweep chosen as the capacity (``cost_run.SweepCapacity``), when a sweep was priced.
+        probes: the search's probes in words; error_band: the cost's prediction band. Both for the terminal view only
+            (the JSON carries the band at its top level).
+    """
+
+    __json__ = ("kind", "text", "warning", "notes", "load_check", "sweep")
+    __json_optional__ = ("notes", "sweep")
+    kind: str
+    text: str
+    warning: str | None = None
+    notes: list[str] | None = None
+    load_check: LoadCheck | None = None
+    sweep: dict[str, Any] | None = None
+    probes: str | None = None
+    error_band: Any = None  # kvledger.analyses.serving.prediction_bands.CostBand (a layer above: not imported)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+def measured_basis(gp: GoodputResult, load: LoadCheck, *, simulated: bool = False) -> CapacityBasis:
     """The ``capacity_basis`` of a run priced at its own goodput (a FILE, or ``--at-offered-load``), with its
     warning."""
     text = N.capacity_basis_text(gp.goodput_req_per_s or 0, simulated=simulated)
@@ -210,5 +240,4 @@ def measured_basis(gp: GoodputResult, load: LoadCheck, *, simulated: bool = Fals
         warning = N.under_loaded(load.reason, simulated=simulated)
     elif load.status == "over_loaded":
         warning = N.over_loaded(load.reason, simulated=simulated)
-    return {"kind": "offered_load" if simulated else "measured_run", "text": text, "warning": warning,
-            "load_check": load.to_dict()}
+    return CapacityBasis("offered_load" if simulated else "measured_run", text, warning, load_check=load)

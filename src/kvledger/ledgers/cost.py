@@ -71,8 +71,7 @@ class GpuRate:
 
     @classmethod
     def given(cls, usd_per_gpu_hour: float, label: str = "GPU") -> GpuRate:
-        if not usd_per_gpu_hour > 0:
-            raise InputError(f"GPU price must be > 0 USD per GPU-hour, got {usd_per_gpu_hour}")
+        check_options("cost", {"gpu_usd_per_hour": usd_per_gpu_hour})  # (0, 1e6] USD/GPU-hour: kvledger.ranges
         return cls(usd_per_gpu_hour, label, "user input (--gpu-usd-per-hour)", "user input")
 
 
@@ -101,12 +100,13 @@ class SelfHostSetup:
 
     def check(self) -> None:
         """Raises InputError for out-of-range values (GPU count, utilizations, shares, people cost)."""
-        if self.num_gpus < 1:
-            raise InputError(f"num_gpus must be ≥ 1, got {self.num_gpus}")
-        names = ("utilization", "max_utilization", "prefill_share")  # cost's ranges (kvledger.ranges), named as fields
-        check_options("cost", {n: getattr(self, n) for n in names}, {n: n for n in names})
-        if self.engineer_months_per_month < 0 or self.engineer_usd_per_month < 0:
-            raise InputError("people cost inputs must be ≥ 0")
+        names = ("num_gpus", "utilization", "max_utilization", "prefill_share")  # cost's ranges (kvledger.ranges)
+        values = {n: getattr(self, n) for n in names}
+        flags = {n: n for n in names}
+        for field, option in (("engineer_months_per_month", "engineer_months"), ("engineer_usd_per_month",
+                                                                               "engineer_usd")):
+            values[option], flags[option] = getattr(self, field), field
+        check_options("cost", values, flags)
         if self.engineer_months_per_month > 0 and self.engineer_usd_per_month == 0:
             raise InputError("engineer-months given without a cost per engineer-month (--engineer-usd-per-month)")
 

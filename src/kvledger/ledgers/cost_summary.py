@@ -16,6 +16,7 @@ from typing import Any
 from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.api_cost import ApiMix, api_ledger, api_price_per_mtok
 from kvledger.ledgers.breakeven import (
     break_even_utilization,
@@ -64,8 +65,11 @@ class DecisionFactors:
 
 @dataclass(slots=True)
 class CostReport:
-    """Everything the cost command prints; ``to_dict`` is the JSON for scripts."""
+    """Everything the cost command prints; ``__json__`` is the JSON for scripts."""
 
+    __json__ = ("source", "slo", "capacity", "inputs", "sticker", "break_even_utilization", "break_even_volume",
+                "factors", "verdict", "headline", "secondary", "api_options", "notes", "decision", "totals", "ledgers",
+                "monthly")
     source: str
     slo: dict[str, Any]
     capacity: dict[str, Any]
@@ -92,18 +96,14 @@ class CostReport:
                 "api_usd_per_mtok_input": self.api_input.total_usd,
                     "api_usd_per_mtok_output": self.api_output.total_usd}
 
+    @property
+    def ledgers(self) -> dict[str, Ledger]:
+        """The four per-Mtok ledgers by name."""
+        return {"self_host_input": self.self_host_input, "self_host_output": self.self_host_output,
+                "api_input": self.api_input, "api_output": self.api_output}
+
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in ("source", "slo", "capacity", "inputs", "sticker", "break_even_utilization",
-                                           "break_even_volume", "factors", "verdict", "headline", "secondary",
-                                               "api_options", "notes")}
-        d["decision"] = None if self.decision is None else self.decision.to_dict()
-        d["totals"] = self.totals()
-        d["ledgers"] = {k: getattr(self, k).to_dict() for k in ("self_host_input", "self_host_output", "api_input",
-                                                                "api_output")}
-        m = self.monthly
-        d["monthly"] = None if m is None else {**m, "self_host": m["self_host"].to_dict(), "api": m["api"].to_dict(),
-                                               "buy": None if m["buy"] is None else m["buy"].to_dict()}
-        return d
+        return to_jsonable(self)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any
 
 from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.api_cost import ApiMix, api_ledger
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
 from kvledger.ledgers.host_bill import HostBill, capex_item, hosting_item, power_item
@@ -120,21 +121,20 @@ def monthly_self_host(
 class ApiOption:
     """One API row priced for the volume: its monthly bill and whether it serves the same model."""
 
+    __json__ = (("key", "price.key"), "same_model", "named", "confidence", ("as_of", "price.as_of"),
+                ("monthly_usd", "bill.total_usd"), "bill")
     price: ApiPrice
     same_model: bool
     named: bool
     bill: Ledger
 
+    @property
+    def confidence(self) -> str:
+        """The price row's confidence, "unstated" when blank."""
+        return self.price.confidence or "unstated"
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.price.key,
-            "same_model": self.same_model,
-            "named": self.named,
-            "confidence": self.price.confidence or "unstated",
-            "as_of": self.price.as_of,
-            "monthly_usd": self.bill.total_usd,
-            "bill": self.bill.to_dict(),
-        }
+        return to_jsonable(self)
 
 
 def api_options(rows: list[tuple[ApiPrice, bool, bool]], mix: ApiMix, vol: Volume) -> tuple[list[ApiOption], list[str]]:
@@ -192,8 +192,15 @@ def flip_points(
 
 @dataclass(slots=True)
 class Decision:
-    """The answer for one volume: both bills, the verdict, and what it rests on (``to_dict`` is its JSON)."""
+    """The answer for one volume: both bills, the verdict, and what it rests on (``__json__`` is its JSON)."""
 
+    __json__ = (("requests_per_month", "volume.requests"), ("input_tokens_per_month", "volume.input_tokens"),
+                ("output_tokens_per_month", "volume.output_tokens"), ("volume_how", "volume.how"), "replicas",
+                "realized_utilization", "max_utilization", "verdict", ("self_host_usd_per_month", "self_host_usd"),
+                ("api_usd_per_month", "primary.bill.total_usd"), ("api", "primary.price.key"),
+                ("self_host_rent", "self_host"), ("self_host_buy", "buy"), ("api_options", "apis"), "flips",
+                "capacity_band", ("capacity_band_low", "band_low"), ("capacity_band_high", "band_high"),
+                "band_source", "holds_within_band", "rests_on", "notes")
     volume: Volume
     replicas: int
     realized_utilization: float
@@ -230,31 +237,7 @@ class Decision:
         return not self.band_low <= k <= self.band_high
 
     def to_dict(self) -> dict[str, Any]:
-        v = self.volume
-        return {
-            "requests_per_month": v.requests,
-            "input_tokens_per_month": v.input_tokens,
-            "output_tokens_per_month": v.output_tokens,
-            "volume_how": v.how,
-            "replicas": self.replicas,
-            "realized_utilization": self.realized_utilization,
-            "max_utilization": self.max_utilization,
-            "verdict": self.verdict,
-            "self_host_usd_per_month": self.self_host_usd,
-            "api_usd_per_month": self.primary.bill.total_usd,
-            "api": self.primary.price.key,
-            "self_host_rent": self.self_host.to_dict(),
-            "self_host_buy": None if self.buy is None else self.buy.to_dict(),
-            "api_options": [a.to_dict() for a in self.apis],
-            "flips": self.flips,
-            "capacity_band": self.capacity_band,
-            "capacity_band_low": self.band_low,
-            "capacity_band_high": self.band_high,
-            "band_source": self.band_source,
-            "holds_within_band": self.holds_within_band(),
-            "rests_on": self.rests_on,
-            "notes": self.notes,
-        }
+        return to_jsonable(self)
 
 
 def decide(

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from kvledger.errors import InputError
 from kvledger.evidence.aggregate import AggregateRun
+from kvledger.jsonable import json_fields, to_jsonable
 from kvledger.ledgers.slo import SLO
 from kvledger.records import RunRecords
 
 __all__ = ["GoodputResult", "goodput_result"]
 
 
+@json_fields(exclude=("good_mask", "request_ids"), read={"request_rate": "request_rate_shown"})
 @dataclass(slots=True)
 class GoodputResult:
     """Goodput of one run under one SLO. Counts are requests; rates per second of run duration.
@@ -67,13 +69,15 @@ class GoodputResult:
             raise InputError("this goodput is an estimate from percentiles: individual requests are unknown")
         return [rid for rid, g in zip(self.request_ids, self.good_mask) if g]
 
+    @property
+    def request_rate_shown(self) -> float | str | None:
+        """``request_rate``, an infinite one (every request at t = 0) as ``"inf"``."""
+        r = self.request_rate
+        return "inf" if r is not None and not np.isfinite(r) else r
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (no mask, no ids; infinities as None)."""
-        skip = {"good_mask", "request_ids"}
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
-        if d["request_rate"] is not None and not np.isfinite(d["request_rate"]):
-            d["request_rate"] = "inf"
-        return d
+        """JSON-ready dict (no mask, no ids)."""
+        return to_jsonable(self)
 
 
 def goodput_result(run: RunRecords | AggregateRun, slo: SLO, n_all: float, n_ok: float, n_good: float,

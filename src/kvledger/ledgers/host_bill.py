@@ -100,8 +100,8 @@ def people_cost(team_capability: str, months: float | None, usd: float | None) -
         raise InputError(
             f"team capability must be one of {', '.join(ENGINEER_MONTHS_BY_TEAM)}, got {team_capability!r}"
         )
-    if months is not None and months < 0 or usd is not None and usd < 0:
-        raise InputError("people cost inputs must be ≥ 0")
+    check_options("cost", {"engineer_months": months, "engineer_usd": usd},
+                  {"engineer_months": "--engineer-months-per-month", "engineer_usd": "--engineer-usd-per-month"})
     given = [
         flag
         for flag, v in (("--engineer-months-per-month", months), ("--engineer-usd-per-month", usd))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvledger.jsonable import to_jsonable
+from kvledger.jsonable import json_fields, to_jsonable
 
 __all__ = ["LineItem", "Ledger"]
 
@@ -30,6 +30,7 @@ class LineItem:
         note: how the quantity was obtained.
     """
 
+    __json__ = ("name", "unit", "quantity", "unit_price_usd", "amount_usd", "source", "as_of", "note")
     name: str
     unit: str
     quantity: float
@@ -44,10 +45,10 @@ class LineItem:
         return self.quantity * self.unit_price_usd
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "unit": self.unit, "quantity": self.quantity, "unit_price_usd": self.unit_price_usd,
-                "amount_usd": self.amount_usd, "source": self.source, "as_of": self.as_of, "note": self.note}
+        return to_jsonable(self)
 
 
+@json_fields(extra=("total_usd",))
 @dataclass(slots=True)
 class Ledger:
     """Named line items and their sum.
@@ -73,4 +74,4 @@ class Ledger:
             self.items.append(item)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**to_jsonable(self), "total_usd": self.total_usd}
+        return to_jsonable(self)

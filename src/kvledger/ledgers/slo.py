@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.errors import InputError, UnknownNameError, range_error
+from kvledger.jsonable import to_jsonable
 from kvledger.units import fmt_duration, parse_duration_s
 
 __all__ = ["SLO", "parse_slo", "SLO_KEYS"]
@@ -49,6 +50,8 @@ class SLO:
             a percentile such as 99.0.
     """
 
+    __json__ = ("ttft_s", "tpot_s", "e2e_s", "itl_s", "itl_stat", ("itl_key", "constrained_itl_key"),
+                ("text", "describe"), "definitions", "notes")
     ttft_s: float | None = None
     tpot_s: float | None = None
     e2e_s: float | None = None
@@ -92,15 +95,13 @@ class SLO:
             out.append(f"{key}: {text}")
         return out
 
+    @property
+    def constrained_itl_key(self) -> str | None:
+        """:attr:`itl_key` when an ITL threshold is set, else None."""
+        return self.itl_key if self.itl_s is not None else None
+
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {f"{k}_s": v for k, v in (("ttft", self.ttft_s), ("tpot", self.tpot_s), ("e2e", self.e2e_s),
-                                                      ("itl", self.itl_s))}
-        d["itl_stat"] = self.itl_stat
-        d["itl_key"] = self.itl_key if self.itl_s is not None else None
-        d["text"] = self.describe()
-        d["definitions"] = self.definitions()
-        d["notes"] = list(self.notes)
-        return d
+        return to_jsonable(self)
 
 
 def parse_slo(text: str) -> SLO:

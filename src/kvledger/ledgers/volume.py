@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from kvledger.errors import InputError
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity
+from kvledger.ranges import check_options
 
 __all__ = ["MonthlyVolume", "Volume", "resolve_volume", "SECONDS_PER_MONTH"]
 
@@ -100,7 +101,5 @@ def resolve_volume(vol: MonthlyVolume, cap: Capacity) -> Volume:
         )
     if min(v.requests, v.input_tokens, v.output_tokens) < 0 or not math.isfinite(v.requests):
         raise InputError("a monthly volume must be a finite number ≥ 0")
-    if not 1.0 <= vol.peak_to_mean <= 100.0:
-        raise InputError(f"--peak-to-mean must be in [1, 100] (the busiest hour's rate ÷ the month's mean), "
-                         f"got {vol.peak_to_mean:g}")
+    check_options("cost", {"peak_to_mean": vol.peak_to_mean})  # [1, 100]: the busiest hour's rate ÷ the month's mean
     return Volume(v.requests, v.input_tokens, v.output_tokens, v.how, vol.peak_to_mean)

@@ -4,10 +4,16 @@ break-even, sources and verdict."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvledger.report.decision_view import print_answer, print_bills
 from kvledger.report.slo_text import slo_block
+
+if TYPE_CHECKING:
+    from kvledger.analyses.serving.sim_capacity import SimCapacity
+    from kvledger.analyses.serving.sim_ledgers import SimulatedRun
+    from kvledger.ledgers.capacity_basis import CapacityBasis
+    from kvledger.ledgers.cost_summary import CostReport
 
 __all__ = ["print_cost_report"]
 
@@ -40,7 +46,7 @@ def _ledger_table(ledger: Any, sources: list[str]) -> Any:
     return t
 
 
-def _print_capacity(con: Any, rep: Any, sim: Any, basis: dict[str, Any], n_sources: int) -> None:
+def _print_capacity(con: Any, rep: Any, sim: Any, basis: CapacityBasis, n_sources: int) -> None:
     from rich.markup import escape
 
     cap = rep.capacity
@@ -53,18 +59,18 @@ def _print_capacity(con: Any, rep: Any, sim: Any, basis: dict[str, Any], n_sourc
               f"tok/s, "
               f"{cap['good_output_tok_per_s']:,.1f} good output tok/s; mean {cap['mean_input_tokens']:.1f} in / "
               f"{cap['mean_output_tokens']:.1f} out tokens per good request")
-    con.print(escape(basis["text"]))
-    if basis.get("probes"):
-        con.print(f"  probes (req/s → share of requests within the SLO): {escape(basis['probes'])}")
-    for note in basis.get("notes") or []:
+    con.print(escape(basis.text))
+    if basis.probes:
+        con.print(f"  probes (req/s → share of requests within the SLO): {escape(basis.probes)}")
+    for note in basis.notes or []:
         con.print(f"  note: {escape(note)}")
-    load = basis.get("load_check")
-    if basis.get("warning"):
-        con.print(f"[bold red]WARNING:[/] [bold]{escape(basis['warning'])}[/]")
+    load = basis.load_check
+    if basis.warning:
+        con.print(f"[bold red]WARNING:[/] [bold]{escape(basis.warning)}[/]")
     elif load is not None:
         label = {"not_flagged": "not flagged as under- or over-loaded", "cannot_tell": "cannot tell whether the run "
             "was under-loaded"}
-        con.print(f"load check: {label.get(load['status'], load['status'])} — {escape(load['reason'])}")
+        con.print(f"load check: {label.get(load.status, load.status)} — {escape(load.reason)}")
     con.print(f"GPU time split: prefill {cap['prefill_share']:.3f} / decode {1 - cap['prefill_share']:.3f} — "
               f"{escape(cap['prefill_share_method'])}")
 
@@ -104,7 +110,8 @@ def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
         con.print(f"[bold]break-even volume[/]: none — {escape(bv['reason'])}")
 
 
-def print_cost_report(rep: Any, basis: dict[str, Any], sim: Any = None, capacity: Any = None) -> None:
+def print_cost_report(rep: CostReport, basis: CapacityBasis, sim: SimulatedRun | None = None,
+                      capacity: SimCapacity | None = None) -> None:
     """Print ``rep`` (a CostReport) with its capacity basis; ``sim`` / ``capacity`` for a simulated run and its
     search."""
     from rich.console import Console
@@ -140,12 +147,12 @@ def print_cost_report(rep: Any, basis: dict[str, Any], sim: Any = None, capacity
     for f in rep.factors:
         con.print(f"  {f['factor']}: {escape(f['value'])} — {escape(f['effect'])}")
     con.print(f"\n[bold]verdict on cost[/] (as at the top): {escape(rep.verdict)}")
-    if basis.get("error_band"):
-        con.print(f"[bold]error band[/]: {escape(basis['error_band']['text'])}")
-    if basis.get("warning"):
+    if basis.error_band:
+        con.print(f"[bold]error band[/]: {escape(basis.error_band.text)}")
+    if basis.warning:
         how = (
             "over-loaded (past its SLO capacity)"
-            if (basis.get("load_check") or {}).get("status") == "over_loaded"
+            if basis.load_check is not None and basis.load_check.status == "over_loaded"
             else "under-loaded"
         )
         con.print(f"[bold red]WARNING:[/] [bold]the run looks {how} (see above): capacity is likely higher than "

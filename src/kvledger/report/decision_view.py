@@ -3,12 +3,15 @@ secondary per-request line and the effective-cost rule; then the monthly bills i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kvledger.ledgers.cost_summary import CostReport
 
 __all__ = ["print_answer", "print_bills"]
 
 
-def print_answer(con: Any, rep: Any) -> None:
+def print_answer(con: Any, rep: CostReport) -> None:
     """The answer block: at most a handful of lines, before any detail."""
     from rich.markup import escape
 
@@ -33,7 +36,7 @@ def print_answer(con: Any, rep: Any) -> None:
     con.print(escape("  " + rep.secondary))
 
 
-def print_bills(con: Any, rep: Any, table: Any, sources: list[str]) -> None:
+def print_bills(con: Any, rep: CostReport, table: Any, sources: list[str]) -> None:
     """The decision's monthly bills itemised: rented, bought (when priced), the API row compared."""
     d = rep.decision
     if d is None:

@@ -3,7 +3,12 @@ KV-transfer time and the verdict."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvledger.report.tables import print_verdict, table
+
+if TYPE_CHECKING:
+    from kvledger.analyses.judgments.pd_disagg_summary import DisaggReport
 
 __all__ = ['disagg_row', 'render_disagg']
 
@@ -25,7 +30,7 @@ def disagg_row(x) -> list[str]:
     return cells + ([mr] if x.max_rate_search is not None else [])
 
 
-def render_disagg(r, console) -> None:
+def render_disagg(r: DisaggReport, console) -> None:
     w = r.workload
     console.print(f"[bold]Prefill/decode disaggregation: {r.model} on {r.num_gpus} × {r.gpu}[/] — trace "
                   f"{w.get('trace')}, "

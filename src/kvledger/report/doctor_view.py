@@ -3,7 +3,10 @@ finding with its fixes."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kvledger.analyses.doctor.types import DoctorReport
 
 __all__ = ['render_doctor']
 
@@ -146,7 +149,7 @@ def _brief(con: Any, rep: Any) -> None:
               "rules): --verbose; for scripts: --json[/]")
 
 
-def render_doctor(rep: Any, verbose: bool = False) -> None:
+def render_doctor(rep: DoctorReport, verbose: bool = False) -> None:
     """Print the reading: the summary (verdicts and remedies) and, with ``verbose``, every table, evidence line and
     rule."""
     from rich.console import Console

@@ -3,7 +3,10 @@ and a bar chart per numeric column."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kvledger.analyses.serving.experiments import ExperimentResult
 
 __all__ = ["PERCENT_COLUMNS", "render_experiment", "experiment_figure"]
 
@@ -25,7 +28,7 @@ def _fmt(v, column: str = "") -> str:
     return str(v)
 
 
-def render_experiment(res: Any, console: Any) -> None:
+def render_experiment(res: ExperimentResult, console: Any) -> None:
     """Print the experiment's rows, its setup lines and the published expectation."""
     from kvledger.report.tables import LedgerTable as Table
 
@@ -41,7 +44,7 @@ def render_experiment(res: Any, console: Any) -> None:
         console.print(f"published: {res.expectation}")
 
 
-def experiment_figure(res: Any):
+def experiment_figure(res: ExperimentResult):
     """One bar chart per numeric column (at most four), rows labelled by their text columns (column names carry the
     units)."""
     from kvledger.report.figure import new_axes

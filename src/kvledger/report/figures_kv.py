@@ -7,11 +7,12 @@ KV) are the two limits; the first two figures show the first, the roofline figur
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from kvledger.report.figure import Figure, new_axes
 
-__all__ = ["memory_waterfall", "concurrency_by_context", "decode_roofline", "kv_figures"]
+__all__ = ["memory_waterfall", "concurrency_by_context", "conc_text", "decode_roofline", "kv_figures"]
 
 GiB = 2**30
 _COMPARE = (8192, 131072)
@@ -36,14 +37,27 @@ def memory_waterfall(plan: dict[str, Any]) -> Figure:
             ax.barh(i, delta / GiB, left=top / GiB, color="#c44e52")
         ax.text((top if delta is None else top + delta) / GiB + 0.5, i, f"{(delta if delta else top) / GiB:,.2f}",
                 va="center", fontsize=8)
+    rng = m.get("ranges", {}).get("available_kv_bytes")
+    if rng and rng[0] != rng[1]:  # the range of the last bar, from the terms' and the device total's ranges
+        lo, hi, mid = (max(0.0, x) / GiB for x in (rng[0], rng[1], m["available_kv_bytes"]))
+        if hi > lo:  # a plan that does not fit has nothing to draw
+            ax.errorbar([mid], [len(steps) - 1], xerr=[[max(0.0, mid - lo)], [max(0.0, hi - mid)]], fmt="none",
+                        ecolor="#222", capsize=3)
     ax.set_yticks(range(len(steps)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("GiB (2^30 bytes) per GPU")
     ax.set_xlim(0, m["gpu_total_bytes"] / GiB * 1.12)
     ax.set_title(f"Memory plan: {m['engine']} {m['engine_version']} on {plan['gpu']['name']}", fontsize=9)
     rows = [[s[0], f"{(s[2] if s[2] is not None else s[1]) / GiB:,.2f}"] for s in steps]
-    rows.append(["KV blocks", f"{m['num_gpu_blocks']:,} × {m['block_size']} tokens ({m['bytes_per_block']:,} B each)"])
+    b_lo, b_hi = m.get("ranges", {}).get("num_gpu_blocks", (m["num_gpu_blocks"], m["num_gpu_blocks"]))
+    if rng and rng[0] != rng[1]:
+        rows[-1][1] += f" ({max(0.0, rng[0]) / GiB:,.2f}–{rng[1] / GiB:,.2f})"
+    rows.append(["KV blocks", f"{m['num_gpu_blocks']:,}" + (f" ({b_lo:,}–{b_hi:,})" if b_lo != b_hi else "")
+                 + f" × {m['block_size']} tokens ({m['bytes_per_block']:,} B each)"])
     srcs = [plan["gpu"]["memory_source"]] + [f"{d['name']}: {d['source']}" for d in m["deductions"]]
+    if rng and rng[0] != rng[1]:
+        srcs.append("range in brackets: each fitted or version-dependent term's low and high and the device total's, "
+                    "propagated to available KV and blocks (accounting/kv_range.py)")
     return Figure("memory_waterfall", "Where the GPU's memory goes",
                   "The engine's memory split, term by term: what is left after weights, the activation peak, non-torch "
                   "memory "
@@ -63,7 +77,7 @@ def concurrency_by_context(plan: dict[str, Any]) -> Figure:
     else:
         _draw_concurrency(ax, bx, rows_in)
     rows = [[f"{r['context_tokens']:,}", f"{r['blocks_per_request']:,}", f"{r['bytes_per_request'] / GiB:,.2f}",
-             f"{r['max_concurrency']:,.2f}", f"{r['max_running']:,}",
+             conc_text(r), f"{r['max_running']:,}",
                  "yes" if r["within_max_model_len"] else "no"] for r in rows_in]
     kv = plan["kv"]
     return Figure("concurrency_by_context", "Capacity: concurrency against context length",
@@ -73,7 +87,15 @@ def concurrency_by_context(plan: dict[str, Any]) -> Figure:
                   ["context, tokens", "blocks / request", "GiB / request", "max concurrency", "max running",
                    "≤ max_model_len"], rows,
                   [g["formula"] for g in kv["groups"]] + ["num_gpu_blocks ÷ blocks per request (the engine's 'Maximum "
-                                                          "concurrency' rule)"])
+                                                          "concurrency' rule); in brackets, the same at each end of "
+                                                          "the block range"])
+
+
+def conc_text(row: dict[str, Any]) -> str:
+    """The engine's concurrency figure with its range from the block range, "3.44 (3.42–3.46)"."""
+    rng = row.get("max_concurrency_range")
+    lo_hi = f" ({rng[0]:,.2f}–{rng[1]:,.2f})" if rng and f"{rng[0]:,.2f}" != f"{rng[1]:,.2f}" else ""
+    return f"{row['max_concurrency']:,.2f}{lo_hi}"
 
 
 def _draw_concurrency(ax: Any, bx: Any, rows_in: list[dict[str, Any]]) -> None:
@@ -149,6 +171,8 @@ def decode_roofline(plan: dict[str, Any]) -> Figure | None:
                    f"{r['hbm_bandwidth_bytes_per_s'] / 1e12:,.2f} TB/s"])
 
 
-def kv_figures(plan: dict[str, Any]) -> list[Figure]:
-    """The three KV-bottleneck figures of a plan."""
-    return [f for f in (memory_waterfall(plan), concurrency_by_context(plan), decode_roofline(plan)) if f is not None]
+def kv_figures(plan: dict[str, Any], keys: Collection[str] | None = None) -> list[Figure]:
+    """The three KV-bottleneck figures of a plan (only those named in ``keys`` when given)."""
+    makers = (memory_waterfall, concurrency_by_context, decode_roofline)
+    figs = (m(plan) for m in makers if keys is None or m.__name__ in keys)
+    return [f for f in figs if f is not None]

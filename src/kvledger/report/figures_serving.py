@@ -1,14 +1,15 @@
 """The serving and cost figures of the report: cost against utilization and monthly volume, latency percentiles and
 goodput against request rate, and what the engine saves.
 
-Each takes the plain data of ``kvledger.analyses.serving.decision_data.build_report_data``; measured
+Each takes the ``ReportData`` of ``kvledger.analyses.serving.decision_data.build_report_data``; measured
 benchmark runs, when given, are drawn on the same axes as the simulation.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Collection
 
+from kvledger.analyses.serving.report_data import ReportData
 from kvledger.report.figure import Figure, fmt, new_axes
 
 __all__ = ["cost_by_utilization", "cost_by_volume", "latency_by_rate", "goodput_by_rate", "engine_savings",
@@ -17,8 +18,8 @@ __all__ = ["cost_by_utilization", "cost_by_volume", "latency_by_rate", "goodput_
 _COST_SRC = "kvledger.ledgers.breakeven (the numbers of cost --json: break_even_utilization, break_even_volume)"
 
 
-def cost_by_utilization(data: dict[str, Any]) -> Figure:
-    c, cost = data["curves"]["utilization"], data["cost"]
+def cost_by_utilization(data: ReportData) -> Figure:
+    c, cost = data.curves["utilization"], data.cost
     pts = c["points"]
     fig, ax = new_axes(height=3.2)
     u = [100 * p["utilization"] for p in pts]
@@ -44,8 +45,8 @@ def cost_by_utilization(data: dict[str, Any]) -> Figure:
                          cost["inputs"]["gpu_price_source"] if "gpu_price_source" in cost["inputs"] else ""])
 
 
-def cost_by_volume(data: dict[str, Any]) -> Figure:
-    c, cost = data["curves"]["volume"], data["cost"]
+def cost_by_volume(data: ReportData) -> Figure:
+    c, cost = data.curves["volume"], data.cost
     pts = c["points"]
     fig, ax = new_axes(height=3.2)
     v = [p["requests_per_month"] for p in pts]
@@ -71,13 +72,13 @@ def cost_by_volume(data: dict[str, Any]) -> Figure:
                       [c["formula"], _COST_SRC])
 
 
-def _slo_ms(data: dict[str, Any], key: str) -> float | None:
-    v = data["cost"]["slo"].get(key)
+def _slo_ms(data: ReportData, key: str) -> float | None:
+    v = data.cost["slo"].get(key)
     return None if v is None else v * 1e3
 
 
-def latency_by_rate(data: dict[str, Any]) -> Figure:
-    sweep, cap = data["rate_sweep"], data["cost"]["simulation"]["capacity_search"]["boundary_rate_req_per_s"]
+def latency_by_rate(data: ReportData) -> Figure:
+    sweep, cap = data.rate_sweep, data.cost["simulation"]["capacity_search"]["boundary_rate_req_per_s"]
     fig, (ax, bx) = new_axes(2, width=7.2, height=3.2)
     rates = [r["rate_req_per_s"] for r in sweep]
     rows = []
@@ -85,7 +86,7 @@ def latency_by_rate(data: dict[str, Any]) -> Figure:
         for q, ls in (("p50", "-"), ("p90", "--"), ("p99", ":")):
             axis.plot(rates, [r["summary"][metric][q] * 1e3 for r in sweep], marker="o", ls=ls, label=f"{name} {q} "
                 f"(simulated)")
-        for m in data["measured"]:
+        for m in data.measured:
             if m.get(metric) and m["rate_req_per_s"]:
                 axis.scatter([m["rate_req_per_s"]], [m[metric]["p90"] * 1e3], marker="x", color="black", zorder=3)
         s = _slo_ms(data, slo_key)
@@ -106,11 +107,11 @@ def latency_by_rate(data: dict[str, Any]) -> Figure:
                   "given); the SLO lines and the capacity found are drawn.", fig,
                   ["rate, req/s", "TTFT p50, ms", "TTFT p90, ms", "TTFT p99, ms", "TPOT p50, ms", "TPOT p90, ms",
                    "TPOT p99, ms", "within SLO, %"],
-                  rows, [data["commands"]["sweep_point"], "TPOT excludes the first token (vLLM calculate_metrics)"])
+                  rows, [data.commands["sweep_point"], "TPOT excludes the first token (vLLM calculate_metrics)"])
 
 
-def goodput_by_rate(data: dict[str, Any]) -> Figure:
-    cs = data["cost"]["simulation"]["capacity_search"]
+def goodput_by_rate(data: ReportData) -> Figure:
+    cs = data.cost["simulation"]["capacity_search"]
     probes = sorted(cs["probes"], key=lambda p: p["value"])
     fig, ax = new_axes(height=3.2)
     tw = ax.twinx()
@@ -119,7 +120,7 @@ def goodput_by_rate(data: dict[str, Any]) -> Figure:
     ax.plot(x, [p["throughput_req_per_s"] for p in probes], ls="--", label="throughput (simulated)")
     tw.plot(x, [100 * p["attainment"] for p in probes], color="#c44e52", marker=".", lw=1, label="within SLO, %")
     tw.axhline(100 * cs["target"], color="#c44e52", ls=":", lw=1)
-    for m in data["measured"]:
+    for m in data.measured:
         if m["rate_req_per_s"] and m["goodput_req_per_s"] is not None:
             ax.scatter([m["rate_req_per_s"]], [m["goodput_req_per_s"]], marker="x", color="black", zorder=3)
     ax.axvline(cs["boundary_rate_req_per_s"], color="grey", ls=":")
@@ -137,18 +138,18 @@ def goodput_by_rate(data: dict[str, Any]) -> Figure:
             for p in probes]
     rows += [[f"{m['file']} (measured)", f"{100 * m['attainment']:.1f}", fmt(m["goodput_req_per_s"]),
               fmt(m["throughput_req_per_s"]), "—"]
-             for m in data["measured"]]
+             for m in data.measured]
     return Figure("goodput_by_rate", "Goodput against request rate, and the capacity found",
                   f"Every probe of the SLO-capacity search ({cs['num_requests_per_probe']:,} requests each): the "
                   f"capacity is the "
                   f"highest rate with ≥ {100 * cs['target']:.0f}% of requests within the SLO; the cost ledger is "
                   f"priced at the goodput there.",
                   fig, ["rate, req/s", "within SLO, %", "goodput, req/s", "throughput, req/s", "probe"], rows,
-                  [data["commands"]["capacity"], "DistServe's goodput (Zhong et al., OSDI 2024 §2)"])
+                  [data.commands["capacity"], "DistServe's goodput (Zhong et al., OSDI 2024 §2)"])
 
 
-def engine_savings(data: dict[str, Any]) -> Figure:
-    s = data["engine_savings"]
+def engine_savings(data: ReportData) -> Figure:
+    s = data.engine_savings
     keys = ("engine", "static", "contiguous")
     fig, (ax, bx) = new_axes(2, width=7.2, height=3.0)
     names = ["continuous + paged", "static batching", "contiguous KV"]
@@ -170,15 +171,12 @@ def engine_savings(data: dict[str, Any]) -> Figure:
                   f"The same requests at the capacity rate ({s['rate_req_per_s']:g} req/s) under three engines; each "
                   f"ratio names its baseline.",
                   fig, ["engine", "output tok/s", "goodput, req/s", "TTFT p90, s", "preemptions"], rows,
-                      [data["commands"]["engine_savings"]])
+                      [data.commands["engine_savings"]])
 
 
-def serving_figures(data: dict[str, Any]) -> list[Figure]:
-    """The serving and cost figures present in ``data`` (the sweep and the engine comparison are optional)."""
-    figs = [cost_by_utilization(data), cost_by_volume(data)]
-    if data.get("rate_sweep"):
-        figs.append(latency_by_rate(data))
-    figs.append(goodput_by_rate(data))
-    if data.get("engine_savings"):
-        figs.append(engine_savings(data))
-    return figs
+def serving_figures(data: ReportData, keys: Collection[str] | None = None) -> list[Figure]:
+    """The serving and cost figures present in ``data`` (the sweep and the engine comparison are optional; only those
+    named in ``keys`` when given)."""
+    makers = [cost_by_utilization, cost_by_volume, *([latency_by_rate] if data.rate_sweep else []),
+              goodput_by_rate, *([engine_savings] if data.engine_savings else [])]
+    return [m(data) for m in makers if keys is None or m.__name__ in keys]

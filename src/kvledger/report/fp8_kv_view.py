@@ -3,7 +3,13 @@ calibration and verdict."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvledger.report.tables import print_verdict, table
+
+if TYPE_CHECKING:
+    from kvledger.analyses.judgments.fp8_calibration import Fp8Calibration
+    from kvledger.analyses.judgments.fp8_kv import Fp8Report
 
 __all__ = ['render_fp8_kv']
 
@@ -17,7 +23,7 @@ def _break_even_cell(b) -> str:
         return f"never (≤ {b.max_context_tokens:,})"
     return f"{b.context_tokens:,} tokens"
 
-def render_fp8_kv(r, cal, console) -> None:
+def render_fp8_kv(r: Fp8Report, cal: Fp8Calibration | None, console) -> None:
     from kvledger.units import fmt_bytes, fmt_duration
 
     c = r.capacity

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kvledger.analyses.serving.sim_boundary import SimBoundary
+    from kvledger.analyses.serving.sim_ledgers import SimulatedRun
+    from kvledger.ledgers.boundary import BoundaryResult
+    from kvledger.ledgers.goodput import GoodputResult
 
 __all__ = ['boundary_text', 'print_goodput', 'print_search', 'print_sources']
 
@@ -49,7 +55,7 @@ def _rows(results: list[Any]) -> Any:
 _AXIS_UNITS = {"request_rate": " req/s", "concurrency": " concurrent users", "max_num_seqs": " max_num_seqs"}
 
 
-def boundary_text(b: Any) -> str:
+def boundary_text(b: BoundaryResult) -> str:
     """'SLO boundary on AXIS for attainment ≥ T: VALUE UNIT (… per GPU)' of a boundary across measured runs."""
     unit = _AXIS_UNITS.get(b.axis, "")
     return (f"SLO boundary on {b.axis} for attainment ≥ {b.target:.0%}: "
@@ -58,7 +64,7 @@ def boundary_text(b: Any) -> str:
             + (f" ({b.boundary_per_gpu:g}{unit} per GPU)" if b.boundary_per_gpu is not None else ""))
 
 
-def print_goodput(results: list[Any], boundary: Any, slo_text: str) -> None:
+def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None, slo_text: str) -> None:
     from rich.console import Console
     from rich.markup import escape
 
@@ -90,7 +96,7 @@ def print_goodput(results: list[Any], boundary: Any, slo_text: str) -> None:
             con.print(f"  - {escape(note)}")
 
 
-def print_search(sb: Any, slo_text: str) -> None:
+def print_search(sb: SimBoundary, slo_text: str) -> None:
     """The probes of a simulator-driven boundary search, the boundary, and the simulation's sources."""
     from rich import box
     from rich.console import Console
@@ -115,9 +121,9 @@ def print_search(sb: Any, slo_text: str) -> None:
         unit = {"request_rate": " req/s", "concurrency": " concurrent users", "max_num_seqs": " max_num_seqs"}[sb.axis]
         con.print(f"[bold]answer: SLO capacity[/] on {sb.axis} for attainment ≥ {sb.target:.0%}: "
                   f"{b.boundary_value:g}{unit}{per}{at}")
-    band = getattr(sb, "error_band", None)
+    band = sb.error_band
     if band:
-        con.print(f"[bold]error band[/]: {escape(band['text'])} — {escape(band['source'])}")
+        con.print(f"[bold]error band[/]: {escape(band.text)} — {escape(band.source)}")
     con.print(f"SLO: {escape(first)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "
               f"{sb.num_requests_per_probe:,} requests per probe" + (f"\n{escape(rest)}" if rest else ""))
     short = {"request_rate": "rate/s", "concurrency": "users", "max_num_seqs": "seqs"}[sb.axis]
@@ -144,7 +150,7 @@ def print_search(sb: Any, slo_text: str) -> None:
     print_sources(sb.first_run, "sources (first probe; the searched value varies)")
 
 
-def print_sources(sim: Any, title: str) -> None:
+def print_sources(sim: SimulatedRun, title: str) -> None:
     from rich.console import Console
     from rich.markup import escape
 

@@ -7,13 +7,15 @@ One file, no scripts, no fonts or styles fetched from anywhere: it opens offline
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from html import escape
 from typing import Any
 
+from kvledger.analyses.serving.report_data import ReportData
 from kvledger.ledgers.decision_notes import effective_cost_line
 from kvledger.report.figure import Figure, fmt, svg_of
 
-__all__ = ["report_figures", "render_html", "SECTIONS"]
+__all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS"]
 
 SECTIONS = (
     ("build-or-buy", "Build or buy", ("cost_by_utilization", "cost_by_volume")),
@@ -41,15 +43,20 @@ _CSS = (
 )
 
 
-def report_figures(data: dict[str, Any]) -> list[Figure]:
-    """Every figure of the report, from the data of ``build_report_data``."""
+def report_figures(data: ReportData, keys: Collection[str] | None = None) -> list[Figure]:
+    """Every figure of the report, from the data of ``build_report_data`` (only those named in ``keys`` when given)."""
     from kvledger.report.figures_kv import kv_figures
     from kvledger.report.figures_serving import serving_figures
 
-    return kv_figures(data["plan"]) + serving_figures(data)
+    return kv_figures(data.plan, keys) + serving_figures(data, keys)
 
 
-_NUMERIC = re.compile(r"^[−+\-$]?[\d,.]+(e[+-]?\d+)?( ?%)?$")
+def drawn_figures(data: ReportData, keys: Collection[str] | None = None) -> list[Figure]:
+    """``report_figures`` drawn to SVG (``Figure.drawn``): what a second process returns."""
+    return [f.drawn() for f in report_figures(data, keys)]
+
+
+_NUMERIC = re.compile(r"^[−+\-$]?[\d,.]+(e[+-]?\d+)?( ?%)?( \([\d,.]+–[\d,.]+\))?$")  # "3.44 (3.42–3.46)" too
 
 
 def _cell(c: Any) -> str:
@@ -67,19 +74,20 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 
 def _figure(f: Figure) -> str:
     src = "".join(f"<li>{escape(s)}</li>" for s in f.sources if s)
-    return (f'<section class="fig" id="fig-{f.key}" data-figure="{f.key}"><div class="plot">{svg_of(f.fig)}</div>'
+    svg = f.svg if f.svg is not None else svg_of(f.fig)
+    return (f'<section class="fig" id="fig-{f.key}" data-figure="{f.key}"><div class="plot">{svg}</div>'
             f'<div class="tbl"><h3>{escape(f.title)}</h3><p '
             f'class="note">{escape(f.caption)}</p>{_table(f.headers, f.rows)}'
             f'<p class="note">Sources:</p><ul class="sources">{src}</ul></div></section>')
 
 
-def _answer(data: dict[str, Any]) -> str:
-    c, t, inp = data["cost"], data["cost"]["totals"], data["inputs"]
+def _answer(data: ReportData) -> str:
+    c, t, inp = data.cost, data.cost["totals"], data.inputs
     cs = c["simulation"]["capacity_search"]
-    mml = data["plan"]["memory"]["max_model_len"]
+    mml = data.plan["memory"]["max_model_len"]
     conc = {r["context_tokens"]: (f"{r['max_requests']:,}" if r["within_max_model_len"] else f"none (beyond "
         f"max_model_len {mml:,})")
-            for r in data["plan"]["concurrency"]}
+            for r in data.plan["concurrency"]}
     lines = [h.strip() for h in c.get("headline") or [f"Verdict: {c['verdict']}."]]
     d = c.get("decision")
     if d is not None:
@@ -101,9 +109,21 @@ def _answer(data: dict[str, Any]) -> str:
         _break_even_text(c),
         *([f"Error band: {c['error_band']['text']}."] if c.get("error_band") else []),
         f"Concurrency: {conc.get(8192, '—')} requests at 8K tokens, {conc.get(131072, '—')} at 128K (KV capacity).",
+        _kv_range_line(data.plan["memory"]),
     ]
     lines = [x for x in lines if x]
     return '<div class="answer" id="answer">' + "".join(f"<p>{escape(x)}</p>" for x in lines) + "</div>"
+
+
+def _kv_range_line(m: dict[str, Any]) -> str:
+    """Available KV and blocks per GPU with the plan's range, or "" when the plan has none (no fitted term)."""
+    rng = m.get("ranges", {})
+    a, b = rng.get("available_kv_bytes"), rng.get("num_gpu_blocks")
+    if not a or f"{a[0] / 2**30:,.2f}" == f"{a[1] / 2**30:,.2f}":
+        return ""
+    return (f"Available KV {m['available_kv_bytes'] / 2**30:,.2f} GiB per GPU ({max(0.0, a[0]) / 2**30:,.2f}–"
+            f"{a[1] / 2**30:,.2f}), {m['num_gpu_blocks']:,} blocks ({b[0]:,}–{b[1]:,}): the range from each fitted or "
+            f"version-dependent term's low and high (plan --verbose names them).")
 
 
 def _break_even_text(c: dict[str, Any]) -> str:
@@ -121,8 +141,8 @@ def _break_even_text(c: dict[str, Any]) -> str:
     return f"{u[0].upper()}{u[1:]}; {v}."
 
 
-def _build_or_buy_tables(data: dict[str, Any]) -> str:
-    c = data["cost"]
+def _build_or_buy_tables(data: ReportData) -> str:
+    c = data.cost
     t = c["totals"]
     rows = [["self-hosted, at goodput", fmt(t["self_host_usd_per_mtok_input"], 4),
              fmt(t["self_host_usd_per_mtok_output"], 4)],
@@ -139,7 +159,7 @@ def _build_or_buy_tables(data: dict[str, Any]) -> str:
             + "<h3>The four deciding factors (stated inputs)</h3>" + _table(["factor", "value", "effect"], f)
             + "<h3>Line items</h3>" + _table(["ledger", "item", "quantity", "unit price, USD", "amount, USD", "source"],
                                              items)
-            + f'<p class="note">GPU price: {escape(data["inputs"]["gpu_price_choice"])}. Capacity basis: '
+            + f'<p class="note">GPU price: {escape(data.inputs["gpu_price_choice"])}. Capacity basis: '
               f'{escape(c["capacity_basis"]["text"])}</p>')
 
 
@@ -156,10 +176,10 @@ def _bills_table(d: dict[str, Any] | None) -> str:
     return "<h3>Monthly bills for the volume</h3>" + _table(["option", "USD per month", "note"], rows)
 
 
-def render_html(data: dict[str, Any], figures: list[Figure]) -> str:
+def render_html(data: ReportData, figures: list[Figure]) -> str:
     """The whole report as one HTML document (inline SVG figures, inline CSS, no scripts)."""
     by_key = {f.key: f for f in figures}
-    inp, sim = data["inputs"], data["cost"]["simulation"]
+    inp, sim = data.inputs, data.cost["simulation"]
     title = f"kvledger report: {sim['model']} on {sim['num_gpus']}× {sim['gpu']}"
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta "
              f"charset='utf-8'><title>{escape(title)}</title><style>{_CSS}</style></head><body>",
@@ -180,10 +200,10 @@ def render_html(data: dict[str, Any], figures: list[Figure]) -> str:
         if anchor == "build-or-buy":
             parts.append(_build_or_buy_tables(data))
         parts.extend(_figure(f) for f in figs)
-    notes = [*data["cost"]["notes"], *data["cost"]["capacity_basis"]["notes"], *sim["notes"]]
+    notes = [*data.cost["notes"], *data.cost["capacity_basis"]["notes"], *sim["notes"]]
     parts.append("<h2 id='sources'>Commands behind each section</h2><p class='note'>Each section's numbers equal the "
                  "--json of:</p>"
-                 + _table(["section", "command"], [[k, v] for k, v in data["commands"].items()]))
+                 + _table(["section", "command"], [[k, v] for k, v in data.commands.items()]))
     if notes:
         parts.append("<h3>Notes</h3><ul class='sources'>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
     parts.append("</body></html>\n")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.analyses.serving import sim_cache
+from kvledger.analyses.serving.report_data import ReportData
 from kvledger.report.jsonout import strict_json
 
 __all__ = ["report_html"]
@@ -40,15 +41,17 @@ def _matplotlib_part() -> str:
     return "|".join(parts)
 
 
-def report_html(data: dict[str, Any]) -> str:
-    """``render_html(data, report_figures(data))``, from the store when the same data was drawn before."""
+def report_html(data: ReportData, pool: Any = None) -> str:
+    """``render_html(data, report_figures(data))``, from the store when the same data was drawn before; with a ``pool``
+    (kvledger.report.report_pool) the figures are drawn there (same bytes)."""
     from kvledger.report.html_report import render_html, report_figures
+    from kvledger.report.report_pool import figures_in_pool
 
-    key = hashlib.sha256("\n".join((strict_json(data), sim_cache.code_fingerprint(),
+    key = hashlib.sha256("\n".join((strict_json(data.to_dict()), sim_cache.code_fingerprint(),
                                     _matplotlib_part())).encode()).hexdigest() + ".html"
     got = sim_cache.load_bytes("reports", key)
     if got is not None:
         return got.decode("utf-8")
-    html = render_html(data, report_figures(data))
+    html = render_html(data, report_figures(data) if pool is None else figures_in_pool(data, pool))
     sim_cache.store_bytes("reports", key, html.encode("utf-8"))
     return html

@@ -48,8 +48,8 @@ def spec_decode_figure(r: Any):
     ax.set_xlabel("decode batch, sequences")
     ax.set_ylabel("spec ÷ plain output tokens/s, ×")
     s = r.summary
-    ax.set_title(_wrap(f"Speculative decoding: {r.model} on {r.gpu}, k = {s.get('draft_tokens')}, α = "
-                       f"{s.get('acceptance')}"), fontsize=8)
+    ax.set_title(_wrap(f"Speculative decoding: {r.model} on {r.gpu}, k = {s.draft_tokens}, α = "
+                       f"{s.acceptance}"), fontsize=8)
     ax.legend(fontsize=7)
     return fig
 

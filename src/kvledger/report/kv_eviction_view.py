@@ -3,12 +3,17 @@ attention scores."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvledger.report.tables import print_verdict, table
+
+if TYPE_CHECKING:
+    from kvledger.analyses.judgments.kv_eviction_summary import EvictionReport
 
 __all__ = ['render_kv_eviction']
 
 
-def render_kv_eviction(r, console) -> None:
+def render_kv_eviction(r: EvictionReport, console) -> None:
     from kvledger.analyses.judgments.kv_eviction import LAYOUTS
     from kvledger.units import fmt_bytes
 

@@ -3,7 +3,12 @@ bandwidth and the load-vs-recompute break-even per tier."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvledger.report.tables import table
+
+if TYPE_CHECKING:
+    from kvledger.accounting.kv_tiers import TierPlan
 
 __all__ = ["render_kv_tiers"]
 
@@ -16,7 +21,7 @@ def _be_cell(b) -> str:
     return f"{b.break_even_tokens:,} tokens"
 
 
-def render_kv_tiers(tp, console) -> None:
+def render_kv_tiers(tp: TierPlan, console) -> None:
     from kvledger.units import fmt_bytes
 
     t = table(f"KV tiers per GPU ({tp.bytes_per_token:,.0f} B of KV per token)", "tier", "capacity", "tokens",

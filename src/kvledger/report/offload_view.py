@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvledger.report.kv_tiers_view import render_kv_tiers
 from kvledger.report.tables import table
+
+if TYPE_CHECKING:
+    from kvledger.analyses.judgments.offload import OffloadReport
 
 __all__ = ["render_offload", "tier_verdict_line"]
 
@@ -22,7 +27,7 @@ def tier_verdict_line(j) -> str:
             f"--session-rate) or longer sessions (--workload agent), whose prefixes HBM cannot keep.")
 
 
-def render_offload(rep, console) -> None:
+def render_offload(rep: OffloadReport, console) -> None:
     w, s = rep.workload, rep.stats
     console.print(tier_verdict_line(rep.judgment))
     console.print(f"[bold]Host KV tier: {rep.model} on {rep.gpu}[/] — {rep.engine} {rep.engine_version} rules")

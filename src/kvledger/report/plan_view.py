@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from kvledger.accounting.kv_range import range_text
-from kvledger.accounting.plan import Plan
+from kvledger.accounting.plan import ConcurrencyRow, Plan
 from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedMLAAttention
 from kvledger.catalog.models import stated_params
 from kvledger.report.plan_summary import attention_by_context_text, summary_lines
@@ -85,8 +85,10 @@ def _memory(p: Plan) -> Table:
     unit = "page" if m.engine == "sglang" else "block"
     t.add_row(f"bytes per {unit}", "", f"{m.bytes_per_block:,} B",
               f"{m.block_size} tokens × per-token bytes over the layers sharing a {unit}")
+    b_lo, b_hi = m.ranges.get("num_gpu_blocks", (m.num_gpu_blocks, m.num_gpu_blocks))
+    brange = f"; range {b_lo:,}–{b_hi:,} from the available KV range" if b_lo != b_hi else ""
     t.add_row(f"{unit}s", "", f"{m.num_gpu_blocks:,}", "the null block only; usable 0" if m.kv_free else
-              f"floor(available / {m.bytes_per_block:,} B); usable {m.usable_blocks:,}")
+              f"floor(available / {m.bytes_per_block:,} B); usable {m.usable_blocks:,}{brange}")
     return t
 
 
@@ -119,11 +121,17 @@ def _concurrency(p: Plan) -> Table:
         t.add_row(f"{r.context_tokens:,}{flag}", f"{r.blocks_per_request:,}",
                   fmt_bytes(r.bytes_per_request, both=False),
                   fmt_bytes(r.pool_bytes_per_request, both=False),
-                  "none printed (no KV)" if p.memory.kv_free else f"{r.max_concurrency:,.2f}x", whole,
+                  "none printed (no KV)" if p.memory.kv_free else f"{r.max_concurrency:,.2f}x{_conc_range(r)}", whole,
                   f"{r.max_running:,}{capped}")
     t.caption = ("KV state: the tokens' KV and state at that context; pool budget: what the engine reserves per "
                  "request (blocks × bytes per block; sliding windows reserve in-flight tokens, hybrid pages pad)")
     return t
+
+
+def _conc_range(r: ConcurrencyRow) -> str:
+    """ " (3.42–3.46x)" from the row's block range, or "" when its ends print the same."""
+    rng = r.max_concurrency_range
+    return f" ({range_text(*rng, scale=1, fmt=',.2f')[1:-1]}x)" if rng and range_text(*rng, scale=1, fmt=",.2f") else ""
 
 
 def _waterfall(p: Plan) -> Table | None:

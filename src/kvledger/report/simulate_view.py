@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+from kvledger.analyses.serving.prediction_bands import PredictionBand
+from kvledger.analyses.serving.sim_document import SimDocument
 
 __all__ = ["render_summary", "render_bands"]
 
@@ -16,7 +18,7 @@ def _sig(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
-def render_bands(bands: dict[str, Any], console, kept_up: bool = False) -> None:
+def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = False) -> None:
     """One line per banded figure: ``TTFT mean 182 ms (80% band 150–260 ms, uncalibrated roofline; 24 measured
     values)``, then where the bands come from. ``kept_up``: an open-loop run that kept up with its arrivals, whose
     throughput is the offered load, not the saturation throughput the band is for (its band is left out)."""
@@ -27,15 +29,15 @@ def render_bands(bands: dict[str, Any], console, kept_up: bool = False) -> None:
     parts = []
     for metric, b in bands.items():
         label, k, unit = _BAND_LABELS[metric]
-        scope = b["regime"].split("/")[0]
+        scope = b.regime.split("/")[0]
         scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(scope,
             "model-calibrated")
-        parts.append(f"{label} {_sig(b['predicted'] * k)} {unit} (80% band {_sig(b['low'] * k)}–{_sig(b['high'] * k)} "
+        parts.append(f"{label} {_sig(b.predicted * k)} {unit} (80% band {_sig(b.low * k)}–{_sig(b.high * k)} "
                      f"{unit}, {scope})")
     console.print("[bold]error bands[/]: " + "; ".join(parts))
     first = next(iter(bands.values()))
     console.print(f"[dim]bands: where a real engine's figure fell, given this prediction, on 80% of "
-                  f"{first['source']} (kvledger.ledgers.error_band; regime {first['regime']}); a biased regime's band "
+                  f"{first.source} (kvledger.ledgers.error_band; regime {first.regime}); a biased regime's band "
                   "need not contain the prediction"
                   + ("; no throughput band: the run kept up with its arrivals, so its throughput is the offered load, "
                      "not the capacity (goodput --simulate --target finds it)" if kept_up else "") + "[/]")
@@ -45,15 +47,15 @@ def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x * 1e3:,.1f}"
 
 
-def render_summary(payload: dict[str, Any], console, out: Path | None = None) -> None:
+def render_summary(payload: SimDocument, console, out: Path | None = None) -> None:
     """Print the run's summary: workload, engine, latency table, throughput, KV usage, cache, preemptions."""
     from kvledger.report.tables import LedgerTable as Table
 
-    s, eng, wl, cost = payload["summary"], payload["engine"], payload["workload"], payload["step_cost"]
+    s, eng, wl, cost = payload.summary, payload.engine, payload.workload, payload.step_cost
     console.print(f"[bold]workload[/]: {wl['trace']} — {wl['num_requests']:,} requests, {wl['mode']}; prompt mean "
                   f"{wl['prompt_tokens_mean']:,.0f}, output mean {wl['output_tokens_mean']:,.0f} tokens")
-    reps = payload.get("replicas", 1)
-    each = f"{reps} replicas behind the {payload['router']} router, each with " if reps > 1 else ""
+    reps = payload.replicas
+    each = f"{reps} replicas behind the {payload.router} router, each with " if reps > 1 else ""
     console.print(f"[bold]engine[/]: {each}{eng['num_gpu_blocks']:,} KV blocks × {eng['block_size']} tokens, "
                   f"max_model_len "
                   f"{eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, max_num_seqs "
@@ -86,10 +88,8 @@ def render_summary(payload: dict[str, Any], console, out: Path | None = None) ->
                   f"share of held KV holding token state {kv['token_state_share']:.1%}")
     console.print(f"prefix cache: hit rate {s['prefix_cache_hit_rate']:.1%} ({s['prefix_cache_hit_tokens']:,} of "
                   f"{s['prefix_cache_query_tokens']:,} prompt tokens)")
-    kept_up = str((payload.get("workload") or {}).get("mode", "")).startswith("open loop") and not payload.get(
-        "overload")
-    render_bands(payload.get("error_bands") or {}, console, kept_up)
-    for note in payload.get("notes", []):
+    render_bands(payload.error_bands or {}, console, payload.kept_up)
+    for note in payload.notes:
         console.print(f"[dim]note: {note}[/]")
     if out is not None:
         wrote = [n for n in ("records.parquet", "steps.parquet", "trace.json", "summary.json") if (out / n).exists()]

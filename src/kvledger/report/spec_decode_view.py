@@ -3,19 +3,24 @@ the verdict."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvledger.report.tables import print_verdict, table
+
+if TYPE_CHECKING:
+    from kvledger.analyses.judgments.spec_decode_summary import SpecReport
 
 __all__ = ['render_spec_decode']
 
 
-def render_spec_decode(r, console) -> None:
+def render_spec_decode(r: SpecReport, console) -> None:
     from kvledger.analyses.judgments.spec_sim import sweep_sentence
     from kvledger.units import fmt_bytes, fmt_duration
 
     sm = r.summary
     console.print(f"[bold]Speculative decoding: {r.model} on {r.gpu}[/] — TP {r.settings['tp']}, k = "
-                  f"{sm['draft_tokens']}, "
-                  f"α = {sm['acceptance']:g}, draft: {sm['draft']['name']}")
+                  f"{sm.draft_tokens}, "
+                  f"α = {sm.acceptance:g}, draft: {sm.draft.name}")
     t = table(f"One round per sequence vs plain decode at {r.context_tokens:,} tokens of context (per GPU, roofline)",
               "batch", "plain step", "verify k+1", "draft k", "round", "tokens/round", "speed-up", "tok/s plain → spec",
               "GEMMs plain/verify", "fits")
@@ -32,18 +37,18 @@ def render_spec_decode(r, console) -> None:
                   "never (≤ max_num_seqs)" if f["flip_batch"] is None else f"{f['flip_batch']:,}",
                   f"{f['spec_pool_max_batch']:,} requests", "yes" if f["within_pool"] else "no")
     console.print(t)
-    if sm["draft"]["kind"] == "model":
-        console.print(f"draft memory: {fmt_bytes(sm['draft_weight_bytes_per_gpu'])} weights + "
-                      f"{sm['draft_kv_bytes_per_token_per_gpu']:,.0f} B/token KV "
-                      f"per GPU; pool {sm['pool_blocks_without_draft']:,} → {sm['pool_blocks_with_draft']:,} blocks")
+    if sm.draft.kind == "model":
+        console.print(f"draft memory: {fmt_bytes(sm.draft_weight_bytes_per_gpu)} weights + "
+                      f"{sm.draft_kv_bytes_per_token_per_gpu:,.0f} B/token KV "
+                      f"per GPU; pool {sm.pool_blocks_without_draft:,} → {sm.pool_blocks_with_draft:,} blocks")
     if r.simulation:
         sim = r.simulation
-        t = table(f"Simulator sweep ({sim['num_requests']} requests, {sim['prompt_tokens']:,} + "
-                  f"{sim['output_tokens']:,} tokens, "
-                  f"{sim['arrivals']}, seed {sim['seed']})", "req/s", "TPOT p50 plain → spec", "× TPOT", "ITL p50 "
+        t = table(f"Simulator sweep ({sim.num_requests} requests, {sim.prompt_tokens:,} + "
+                  f"{sim.output_tokens:,} tokens, "
+                  f"{sim.arrivals}, seed {sim.seed})", "req/s", "TPOT p50 plain → spec", "× TPOT", "ITL p50 "
                       "plain → spec",
                   "TTFT p50 plain → spec", "output tok/s plain → spec", "preemptions plain/spec")
-        for x in sim["rates"]:
+        for x in sim.rates:
             b, s = x["base"], x["spec"]
             ratio = "—" if x["tpot_p50_ratio"] is None else f"{x['tpot_p50_ratio']:.2f}"
             t.add_row(f"{x['rate_per_s']:g}", f"{fmt_duration(b['tpot_s']['p50'] or float('nan'))} → "

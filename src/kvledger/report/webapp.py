@@ -60,15 +60,19 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     conc = {r["context_tokens"]: r for r in plan["concurrency"]}
     m = plan["memory"]
 
-    def within(ctx: int) -> float | None:  # a context above max_model_len is no request the engine accepts
-        return conc[ctx]["max_concurrency"] if conc[ctx]["within_max_model_len"] else None
+    def within(ctx: int, key: str = "max_concurrency") -> Any:  # above max_model_len: no request the engine accepts
+        return conc[ctx][key] if conc[ctx]["within_max_model_len"] else None
 
     rng = m.get("ranges", {}).get("available_kv_bytes")
+    blocks = m.get("ranges", {}).get("num_gpu_blocks")
     headline = {"kv_bytes_per_token": plan["kv"]["bytes_per_token_per_gpu"],
                 "available_kv_gib": m["available_kv_bytes"] / 2**30,
-                "available_kv_gib_range": [x / 2**30 for x in rng] if rng else None,
+                "available_kv_gib_range": [max(0.0, x) / 2**30 for x in rng] if rng else None,
                 "num_gpu_blocks": m["num_gpu_blocks"], "max_model_len": m["max_model_len"],
+                "num_gpu_blocks_range": list(blocks) if blocks and blocks[0] != blocks[1] else None,
                 "max_concurrency_8k": within(8192), "max_concurrency_128k": within(131072),
+                "max_concurrency_8k_range": within(8192, "max_concurrency_range"),
+                "max_concurrency_128k_range": within(131072, "max_concurrency_range"),
                 "fits": m["num_gpu_blocks"] > 0, "verdict": (plan.get("advice") or {}).get("message")}
     return {"plan": plan, "headline": headline, "figures": {f.key: _figure_json(f) for f in kv_figures(plan)}}
 
@@ -79,21 +83,20 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default; vLLM rules); with
     ``monthly_tokens`` the volume-first decision (both monthly bills) leads the headline."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
-    from kvledger.errors import range_error
+    from kvledger.ranges import range_for
     from kvledger.report.figures_serving import serving_figures
 
-    if not 10 <= num_requests <= 5000:
-        raise range_error("requests per simulation", num_requests, "[10, 5,000] in the web app")
+    range_for("ui", "num_requests").check("requests per simulation", num_requests)  # [10, 5,000]: kvledger.ranges
     engine = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {})}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=engine,
                         utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False)
     data = build_report_data(req)
-    c = data["cost"]
+    c = data.cost
     cs = c["simulation"]["capacity_search"]
     headline = {"capacity_req_per_s": cs["boundary_rate_req_per_s"],
                 "goodput_req_per_s": cs["goodput_at_boundary_req_per_s"],
                 **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],
-                "gpu_price": data["inputs"]["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
+                "gpu_price": data.inputs["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),
                 "num_requests": num_requests, "cli_num_requests": SERVING_NUM_REQUESTS}
     return {"headline": headline, "cost": c, "figures": {f.key: _figure_json(f) for f in serving_figures(data)}}
 

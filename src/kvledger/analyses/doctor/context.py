@@ -26,6 +26,7 @@ from kvledger.catalog.models import load_model
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError, KvLedgerError
 from kvledger.evidence.vllm_log import VllmLog
+from kvledger.ranges import check_options
 from kvledger.units import GiB
 
 __all__ = ["DoctorContext", "build_context", "plan_with", "log_blocks", "printed_figures", "stand_in_gpu"]
@@ -259,10 +260,7 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
     Raises:
         InputError: replicas < 1, prefix_share outside [0, 1]; UnknownNameError/ConfigError from --model/--gpu.
     """
-    if replicas < 1:
-        raise InputError(f"--replicas must be at least 1, got {replicas}")
-    if prefix_share is not None and not 0.0 <= prefix_share <= 1.0:
-        raise InputError(f"--prefix-share is a fraction of prompt tokens between 0 and 1, got {prefix_share}")
+    check_options("doctor", {"replicas": replicas, "prefix_share": prefix_share})  # kvledger.ranges
     spec, msrc = _resolve_model(log, model)
     g, gsrc = _resolve_gpu(log, gpu)
     check_log_values(log, g.memory_bytes if g is not None else None, f"{g.name}, --gpu {gpu}" if gpu and g else gsrc)

@@ -18,7 +18,7 @@ from kvledger.accounting.settings import make_settings
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model, resolve_bundled
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.jsonable import to_jsonable
+from kvledger.jsonable import json_fields, to_jsonable
 from kvledger.units import GiB
 
 __all__ = ["CONFIG_FILES", "QUANTIZED_CHECKPOINTS", "TermError", "Replay", "by_rank", "replay", "exact_from_logged",
@@ -100,6 +100,7 @@ def quantized_model(model: str, config_dir: Path | None = None) -> ModelSpec | N
                         name=model)
 
 
+@json_fields(extra=("error", "rel_error"))
 @dataclass(frozen=True)
 class TermError:
     """One term of one start-up: predicted and logged, GiB (None where not available), and the relative error."""
@@ -123,13 +124,14 @@ class TermError:
         return self.error / self.logged
 
     def to_dict(self) -> dict[str, Any]:
-        return {**to_jsonable(self), "error": self.error, "rel_error": self.rel_error}
+        return to_jsonable(self)
 
 
 @dataclass(frozen=True)
 class Replay:
     """One start-up replayed: its label, which rank the terms are for, the terms, and why a row could not be planned."""
 
+    __json__ = ("log_file", "label", "rank", "skipped", "terms")
     log_file: str
     label: str
     rank: str
@@ -140,8 +142,7 @@ class Replay:
         return next((t for t in self.terms if t.term == name), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"log_file": self.log_file, "label": self.label, "rank": self.rank, "skipped": self.skipped,
-                "terms": [t.to_dict() for t in self.terms]}
+        return to_jsonable(self)
 
 
 def by_rank(text: str) -> dict[str, float]:

@@ -15,12 +15,13 @@ from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_rules import parse_version
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
-from kvledger.jsonable import to_jsonable
+from kvledger.jsonable import json_fields, to_jsonable
 from kvledger.units import GiB
 
 __all__ = ["PublicTerm", "PublicReplay", "flag_settings", "load_rows", "replay_row", "topology_label"]
 
 
+@json_fields(extra=("rel_error", "inside"))
 @dataclass(frozen=True)
 class PublicTerm:
     """One printed figure against the plan: predicted (point), its low/high, and the printed value, GiB or count."""
@@ -43,7 +44,7 @@ class PublicTerm:
         return self.low - 0.005 <= self.printed <= self.high + 0.005
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self) | {"rel_error": self.rel_error, "inside": self.inside}
+        return to_jsonable(self)
 
 
 @dataclass(frozen=True)

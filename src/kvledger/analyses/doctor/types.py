@@ -88,6 +88,7 @@ class StartupComparison:
 class DoctorReport:
     """Everything ``kvledger doctor`` found in one log."""
 
+    __json__ = ("source", ("log", "log_summary"), "model", "gpu", "startup", "findings", "failed", "notes", "warnings")
     source: str
     log_summary: dict[str, Any]
     model: str | None
@@ -107,7 +108,4 @@ class DoctorReport:
         return self.finding("startup_failure") is not None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "log": self.log_summary, "model": self.model, "gpu": self.gpu,
-                "startup": self.startup.to_dict() if self.startup else None,
-                "findings": [f.to_dict() for f in self.findings], "failed": self.failed, "notes": list(self.notes),
-                    "warnings": list(self.warnings)}
+        return to_jsonable(self)

@@ -36,6 +36,7 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
+from kvledger.ranges import check_options
 
 __all__ = ["Fp8Point", "BreakEven", "Fp8Capacity", "Fp8Report", "Fp8DecodeModel", "analyse_fp8_kv",
            "max_context_holding", "default_curve_contexts"]
@@ -257,12 +258,11 @@ def analyse_fp8_kv(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None
     at that context (at most max_num_seqs): the load a server filled with such requests decodes at.
 
     Raises:
-        InputError: concurrency < 1, a context beyond max_model_len, a model whose KV is already 1 byte,
-            or anything ``build_plan`` rejects.
+        InputError: concurrency out of range, a context past max_model_len, KV already 1 byte, or a bad plan.
     """
-    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency,
-                                                                                    int) or concurrency < 1):
-        raise InputError(f"--concurrency must be an integer ≥ 1, got {concurrency!r}")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int | None):
+        raise InputError(f"--concurrency must be a whole number of sequences, got {concurrency!r}")
+    check_options("fp8-kv", {"concurrency": concurrency})  # [1, 2^20] sequences: kvledger.ranges
     s = settings or PlanSettings()
     s_b = s.model_copy(update={"kv_cache_dtype": "auto", "contexts": tuple(contexts) if contexts else s.contexts})
     pb = build_plan(model, gpu, s_b, with_roofline=False, with_advice=False)

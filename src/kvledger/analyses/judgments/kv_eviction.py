@@ -141,11 +141,11 @@ class EvictionResult:
 
 
 def _check(n: int, block_size: int, evict_fraction: float | None) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InputError(f"--context must be a whole number of tokens ≥ 1, got {n!r}")
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise InputError(f"--block-size must be an integer ≥ 1, got {block_size!r}")
-    check_options("kv-eviction", {"evict": evict_fraction})  # [0, 1): kvledger.ranges
+    for flag, v in (("--context", n), ("--block-size", block_size)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise InputError(f"{flag} must be a whole number of tokens, got {v!r}")
+    check_options("kv-eviction", {"context_tokens": n, "block_size": block_size, "evict": evict_fraction},
+                  {"context_tokens": "--context"})  # [1, 2^26], [1, 4,096] tokens and [0, 1): kvledger.ranges
 
 
 def _occupied(layout: str, n: int, s: int, B: int, sink: int, window: int, run: int,

@@ -18,6 +18,7 @@ from kvledger.dynamics.engine.offload import HostTier
 from kvledger.dynamics.offload_sim import TierStats, simulate_offload
 from kvledger.dynamics.workload.sessions import AGENT, CHAT, SessionLoop, synthesize_sessions
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["OffloadReport", "analyse_offload", "SESSION_SHAPES", "tier_judgment", "NEGLIGIBLE_HOST_HIT_RATE"]
 
@@ -39,8 +40,12 @@ def tier_judgment(stats: TierStats) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class OffloadReport:
-    """The tier plan, the workload, and the simulated effect of the host tier; ``to_dict`` is ``--json``."""
+    """The tier plan, the workload, and the simulated effect of the host tier; ``__json__`` is ``--json``."""
 
+    __json__ = ("model", "gpu", "engine", "engine_version", ("tier_judgment", "judgment"), ("kv_tiers", "tiers"),
+                "workload", ("tier_stats", "stats"), ("ttft_s_with_offload", "ttft_s_with"),
+                ("ttft_s_without_offload", "ttft_s_without"), ("hbm_hit_rate_without_offload", "hbm_hit_rate_without"),
+                "more_gpus", "cost")
     model: str
     gpu: str
     engine: str
@@ -63,12 +68,7 @@ class OffloadReport:
         return tier_judgment(self.stats)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "gpu": self.gpu, "engine": self.engine, "engine_version": self.engine_version,
-                "tier_judgment": self.judgment, "kv_tiers": self.tiers.to_dict(),
-                "workload": self.workload, "tier_stats": asdict(self.stats), "ttft_s_with_offload": self.ttft_s_with,
-                "ttft_s_without_offload": self.ttft_s_without,
-                "hbm_hit_rate_without_offload": self.hbm_hit_rate_without, "more_gpus": self.more_gpus,
-                "cost": self.cost}
+        return to_jsonable(self)
 
 
 def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tiers: TierSettings, *,

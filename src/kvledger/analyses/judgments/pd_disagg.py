@@ -23,10 +23,11 @@ from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.engine.router import make_router
 from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.dynamics.simulator import simulate
-from kvledger.errors import InputError, UnknownNameError, range_error
+from kvledger.errors import InputError, UnknownNameError
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.goodput import goodput_of_records
 from kvledger.ledgers.slo import SLO
+from kvledger.ranges import ATTAINMENT_TARGET
 from kvledger.records import RunRecords
 
 __all__ = ["DEFAULT_SLO", "DEFAULT_TRANSFER_LATENCY_S", "Deployment", "DeploymentResult", "DisaggStudy", "splits_for",
@@ -138,8 +139,7 @@ class DisaggStudy:
         if first_token not in FIRST_TOKEN_SOURCES:
             raise UnknownNameError("first-token source", first_token, FIRST_TOKEN_SOURCES,
                                    hint=f"Known: {', '.join(FIRST_TOKEN_SOURCES)}.")
-        if not 0 < target <= 1:
-            raise range_error("attainment target", target, "(0, 1], e.g. 0.9 for 90 %")
+        ATTAINMENT_TARGET.check("attainment target", target)
         make_router(router)  # an unknown router fails here, before any run
         self.first_token, self.router = first_token, router
         self._plans: dict[tuple, Any] = {}

@@ -17,6 +17,7 @@ from kvledger.analyses.judgments.pd_disagg import (
 )
 from kvledger.dynamics.disagg import FIRST_TOKEN_SOURCES
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.jsonable import json_fields, to_jsonable
 from kvledger.units import fmt_duration
 
 __all__ = ["DisaggReport", "analyse_disagg", "SAME_THROUGHPUT_TOLERANCE"]
@@ -24,6 +25,7 @@ __all__ = ["DisaggReport", "analyse_disagg", "SAME_THROUGHPUT_TOLERANCE"]
 SAME_THROUGHPUT_TOLERANCE = 0.02  # throughputs within 2 % are called the same
 
 
+@json_fields(exclude=("deployments",), extra=("deployments",))  # the deployments last
 @dataclass
 class DisaggReport:
     """The comparison: settings, one result per deployment, the tuning runs, the verdict and notes (JSON-ready)."""
@@ -43,10 +45,7 @@ class DisaggReport:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in ("model", "gpu", "workload", "num_gpus", "slo", "attainment_target", "link",
-                                           "transfer_model", "first_token", "tuning", "verdict", "notes")}
-        d["deployments"] = [x.to_dict() for x in self.deployments]
-        return d
+        return to_jsonable(self)
 
     def best_split(self) -> DeploymentResult | None:
         """The disaggregated deployment with the highest goodput per GPU (then lowest TTFT p90), or None."""

@@ -35,7 +35,7 @@ from kvledger.jsonable import to_jsonable
 from kvledger.ranges import check_options
 from kvledger.units import cdiv
 
-__all__ = ["expected_tokens_per_step", "DraftSpec", "SpecRow", "SpecDecodeModel", "verify_shape"]
+__all__ = ["expected_tokens_per_step", "DraftSpec", "SpecSummary", "SpecRow", "SpecDecodeModel", "verify_shape"]
 
 
 def expected_tokens_per_step(acceptance: float, draft_tokens: int) -> float:
@@ -78,6 +78,32 @@ class DraftSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self, exclude=("model",))
+
+
+@dataclass(frozen=True)
+class SpecSummary:
+    """The speculative setting in figures: the draft, k, α, the expected tokens per round (E) and the draft's memory.
+
+    Attributes:
+        draft: where draft tokens come from; draft_tokens: k; acceptance: α, per token.
+        expected_tokens_per_round: E = (1 − α^(k+1)) / (1 − α), tokens (``expected_tokens_per_step``).
+        draft_weight_bytes_per_gpu / draft_kv_bytes_per_token_per_gpu: the draft model's share of each GPU, B.
+        pool_blocks_with_draft / pool_blocks_without_draft: the KV pool after and before the draft's share, blocks.
+        notes: what the figures assume.
+    """
+
+    draft: DraftSpec
+    draft_tokens: int
+    acceptance: float
+    expected_tokens_per_round: float
+    draft_weight_bytes_per_gpu: float
+    draft_kv_bytes_per_token_per_gpu: float
+    pool_blocks_with_draft: int
+    pool_blocks_without_draft: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
 
 
 @dataclass(frozen=True)
@@ -212,9 +238,7 @@ class SpecDecodeModel:
         usable = self.pool_blocks() - 1
         return usable // per_req if per_req else 0
 
-    def summary(self) -> dict[str, Any]:
-        return {"draft": self.draft.to_dict(), "draft_tokens": self.k, "acceptance": self.alpha,
-                "expected_tokens_per_round": self.expected, "draft_weight_bytes_per_gpu": self.draft_weight_bytes,
-                "draft_kv_bytes_per_token_per_gpu": self.draft_kv_bytes_per_token,
-                    "pool_blocks_with_draft": self.pool_blocks(),
-                "pool_blocks_without_draft": self.plan.memory.num_gpu_blocks, "notes": list(self.notes)}
+    def summary(self) -> SpecSummary:
+        return SpecSummary(self.draft, self.k, self.alpha, self.expected, self.draft_weight_bytes,
+                           self.draft_kv_bytes_per_token, self.pool_blocks(), self.plan.memory.num_gpu_blocks,
+                           list(self.notes))

@@ -4,11 +4,11 @@ saturation throughput, and the verdict in words."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
-from kvledger.analyses.judgments.spec_decode import DraftSpec, SpecDecodeModel, SpecRow
+from kvledger.analyses.judgments.spec_decode import DraftSpec, SpecDecodeModel, SpecRow, SpecSummary
 from kvledger.analyses.plans import require_kv_pool
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
@@ -16,6 +16,9 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.ranges import check_options
 from kvledger.units import fmt_bytes, fmt_duration
+
+if TYPE_CHECKING:
+    from kvledger.analyses.judgments.spec_sim import SpecSweep
 
 __all__ = ["make_draft", "SpecReport", "analyse_spec_decode"]
 
@@ -57,7 +60,7 @@ class SpecReport:
     model: str
     gpu: str
     settings: dict[str, Any]
-    summary: dict[str, Any]
+    summary: SpecSummary
     context_tokens: int
     rows: tuple[SpecRow, ...]
     flips: tuple[dict[str, Any], ...]
@@ -65,7 +68,7 @@ class SpecReport:
     weight_crossover_tokens: float
     verdict: tuple[str, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
-    simulation: dict[str, Any] | None = None
+    simulation: SpecSweep | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)

@@ -19,7 +19,7 @@ hook in ``Replica`` (sampling T per request) would remove all three.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,8 +28,9 @@ from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop
 from kvledger.analyses.judgments.spec_decode import SpecDecodeModel
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 
-__all__ = ["SpecRoundStepCost", "rounds_for_tokens", "spec_workload", "run_spec_sweep", "auto_rates",
+__all__ = ["SpecSweep", "SpecRoundStepCost", "rounds_for_tokens", "spec_workload", "run_spec_sweep", "auto_rates",
            "sweep_sentence", "rate_verdict", "KEEPS_PACE_RATIO"]
 
 
@@ -105,11 +106,35 @@ def _metrics(result, real_outputs: dict[str, int] | None) -> dict[str, Any]:
             "num_finished": s["num_finished"], "num_preemptions": result.summary.num_preemptions}
 
 
-def run_spec_sweep(sm: SpecDecodeModel, rates_per_s: list[float], *, num_requests: int = 200,
-                   prompt_tokens: int = 1024, output_tokens: int = 256, seed: int = 0) -> dict[str, Any]:
-    """Simulate plain and speculative decoding over request rates (Poisson arrivals, fixed lengths) on one replica.
+@dataclass(frozen=True)
+class SpecSweep:
+    """Plain and speculative decoding simulated over request rates (``run_spec_sweep``).
 
-    Returns a JSON-ready dict: settings, per rate the plain and spec metrics and the TPOT and throughput ratios.
+    Attributes:
+        num_requests, prompt_tokens, output_tokens, seed, arrivals: the workload of each rate.
+        base_blocks / spec_blocks: the KV pool of the plain engine and of the speculative one (draft's share taken).
+        rates: per rate the plain and spec metrics, the TPOT, TTFT and throughput ratios and the verdict.
+        method: how the rounds are simulated.
+    """
+
+    num_requests: int
+    prompt_tokens: int
+    output_tokens: int
+    seed: int
+    arrivals: str
+    base_blocks: int
+    spec_blocks: int
+    rates: list[dict[str, Any]]
+    method: str = ("StepCostModel wrapper + workload in rounds (kvledger.analyses.judgments.spec_sim); see its "
+                   "docstring for what is left out")
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+def run_spec_sweep(sm: SpecDecodeModel, rates_per_s: list[float], *, num_requests: int = 200,
+                   prompt_tokens: int = 1024, output_tokens: int = 256, seed: int = 0) -> SpecSweep:
+    """Simulate plain and speculative decoding over request rates (Poisson arrivals, fixed lengths) on one replica.
 
     Raises:
         InputError: no rates, a rate ≤ 0, too few requests, or lengths the plan cannot hold.
@@ -149,11 +174,8 @@ def run_spec_sweep(sm: SpecDecodeModel, rates_per_s: list[float], *, num_request
                                     if b["throughput_tok_per_s"] else None)}
         row["verdict"], row["verdict_because"] = rate_verdict(row)
         out.append(row)
-    return {"num_requests": num_requests, "prompt_tokens": prompt_tokens, "output_tokens": output_tokens, "seed": seed,
-            "arrivals": "Poisson (Gamma CV 1), first request at t = 0", "base_blocks": cfg_base.num_gpu_blocks,
-            "spec_blocks": cfg_spec.num_gpu_blocks, "rates": out,
-            "method": "StepCostModel wrapper + workload in rounds (kvledger.analyses.judgments.spec_sim); see its "
-                      "docstring for what is left out"}
+    return SpecSweep(num_requests, prompt_tokens, output_tokens, seed, "Poisson (Gamma CV 1), first request at t = 0",
+                     cfg_base.num_gpu_blocks, cfg_spec.num_gpu_blocks, out)
 
 
 def auto_rates(sm: SpecDecodeModel, prompt_tokens: int, output_tokens: int) -> list[float]:
@@ -205,10 +227,10 @@ def _join(values: list[float]) -> str:
     return ", ".join(f"{v:g}" for v in values[:-1]) + (" and " if len(values) > 1 else "") + f"{values[-1]:g}"
 
 
-def sweep_sentence(sim: dict[str, Any]) -> str:
+def sweep_sentence(sim: SpecSweep) -> str:
     """The sweep in words, from the figures the table prints: per rate the TPOT, TTFT and throughput ratios, and
     where speculative decoding is ahead or behind (:func:`rate_verdict`)."""
-    rows = [r for r in sim["rates"] if r["tpot_p50_ratio"] is not None]
+    rows = [r for r in sim.rates if r["tpot_p50_ratio"] is not None]
     if not rows:
         return "The simulator sweep produced no TPOT figures (no request finished with more than one output token)."
     rates = " / ".join(f"{r['rate_per_s']:g}" for r in rows)
@@ -217,7 +239,7 @@ def sweep_sentence(sim: dict[str, Any]) -> str:
         return " / ".join("—" if f(r) is None else f"{f(r):.2f}" for r in rows)
 
     ttft = lambda r: _ratio(r["spec"]["ttft_s"]["p50"], r["base"]["ttft_s"]["p50"])  # noqa: E731
-    s = (f"Simulator ({sim['num_requests']} requests of {sim['prompt_tokens']:,} + {sim['output_tokens']:,} tokens, "
+    s = (f"Simulator ({sim.num_requests} requests of {sim.prompt_tokens:,} + {sim.output_tokens:,} tokens, "
          f"Poisson "
          f"arrivals), speculative vs plain at {rates} req/s: median TPOT × {series(lambda r: r['tpot_p50_ratio'])}, "
          f"median "

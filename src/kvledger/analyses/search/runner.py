@@ -24,6 +24,7 @@ from kvledger.analyses.search.rank import SearchResult, build_result, rank_key
 from kvledger.analyses.search.screen import screen_candidate
 from kvledger.analyses.search.spec import Axes, Candidate, SearchSpec, make_candidates
 from kvledger.errors import FormatError, InputError
+from kvledger.ranges import check_options
 
 __all__ = ["BACKENDS", "LEDGER_FORMAT", "run_search", "read_ledger", "plan_candidates", "ray_available",
            "default_workers", "POOL_MIN_CANDIDATES"]
@@ -214,8 +215,7 @@ def default_workers(num_to_simulate: int) -> int:
 def _backend(backend: str, workers: int, address: str | None) -> Callable[..., Iterator[dict[str, Any]]]:
     if backend not in BACKENDS:
         raise InputError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
-    if workers < 1:
-        raise InputError(f"--workers must be ≥ 1, got {workers}")
+    check_options("search", {"workers": workers})  # [1, 4,096] workers: kvledger.ranges
     if backend == "auto":
         backend = (
             "ray" if address is not None or (workers > 1 and ray_available()) else ("pool" if workers > 1 else "serial")

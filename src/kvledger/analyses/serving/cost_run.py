@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.errors import InputError, UnknownNameError
+from kvledger.ledgers.capacity_basis import CapacityBasis
 
 __all__ = ["price_key", "gpu_rate", "cheapest_gpu_row", "capacity_basis", "CostRun", "cost_payload", "SweepCapacity",
            "sweep_capacity_run"]
@@ -75,14 +76,14 @@ def gpu_rate(name: str | None, provider: str | None, instance: str | None, usd: 
     return GpuRate.from_catalog(find_gpu_price(price_key(name), provider, instance))
 
 
-def capacity_basis(run: Any, gp: Any, slo: Any, sim: Any, capacity: Any) -> dict[str, Any]:
+def capacity_basis(run: Any, gp: Any, slo: Any, sim: Any, capacity: Any) -> CapacityBasis:
     """The ``capacity_basis`` of the report: the SLO-capacity search, or the run's own goodput with the under-load
     check."""
     from kvledger.ledgers.capacity_basis import check_load, measured_basis
 
     if capacity is not None:
-        return {"kind": "slo_capacity", "text": capacity.text(), "probes": capacity.probes_text(), "warning": None,
-                "notes": list(capacity.notes), "load_check": None}
+        return CapacityBasis("slo_capacity", capacity.text(), notes=list(capacity.notes),
+                             probes=capacity.probes_text())
     return measured_basis(gp, check_load(run, gp, slo), simulated=sim is not None)
 
 
@@ -91,7 +92,7 @@ class CostRun:
     """The cost report of one run, its capacity basis and the JSON ``kvledger cost --json`` prints (``payload``)."""
 
     report: Any
-    basis: dict[str, Any]
+    basis: CapacityBasis
     payload: dict[str, Any]
     sim: Any = None  # the SimulatedRun priced, when simulated
     capacity: Any = None  # its SimCapacity, when found by search
@@ -123,15 +124,16 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
     rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor, inputs)
     basis = capacity_basis(run, gp, slo, sim, capacity)
     d = rep.to_dict()
-    d["capacity_basis"] = {k: v for k, v in basis.items() if k != "probes"}
+    d["capacity_basis"] = basis.to_dict()
     if sim is not None:
-        d["simulation"] = {**sim.provenance(), **({"capacity_search": capacity.to_dict()} if capacity else {})}
+        search = {"capacity_search": capacity.to_dict()} if capacity else {}
+        d["simulation"] = {**sim.provenance().to_dict(), **search}
         from kvledger.analyses.serving.prediction_bands import cost_band
 
         band = cost_band(sim.setup, rep.capacity["goodput_req_per_s"], rep.self_host_output.total_usd,
                          rep.api_output.total_usd)
         if band is not None:
-            d["error_band"] = basis["error_band"] = band
+            d["error_band"], basis.error_band = band.to_dict(), band
     return CostRun(rep, basis, d)
 
 

@@ -1,10 +1,10 @@
-"""The data behind ``kvledger report`` and ``kvledger ui``: one plain dict that chains the plan, the SLO capacity, the
-cost ledger, a rate sweep and the engine comparisons.
+"""The data behind ``kvledger report`` and ``kvledger ui``: one ``ReportData`` that chains the plan, the SLO capacity,
+the cost ledger, a rate sweep and the engine comparisons.
 
 Every section is the object an existing command prints with ``--json`` (the plan is ``plan
 --json``, the cost is ``cost --simulate --json``, each sweep point is ``simulate --json``'s
 summary), built by the same functions, so the report cannot disagree with the commands; the
-equivalent command lines are stored under ``"commands"``. Curves over utilization and monthly
+equivalent command lines are stored under ``commands``. Curves over utilization and monthly
 volume use the break-even formulas of ``kvledger.ledgers.breakeven`` on the same capacity.
 """
 
@@ -15,9 +15,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kvledger.analyses.serving.cost_curves import utilization_curve, volume_curve
+from kvledger.analyses.serving.report_data import ReportData
 from kvledger.ranges import check_options
 
-__all__ = ["ReportRequest", "CONTEXTS", "SWEEP_FRACTIONS", "build_plan_section", "build_report_data", "sim_args"]
+__all__ = ["ReportRequest", "ReportData", "CONTEXTS", "SWEEP_FRACTIONS", "build_plan_section", "build_report_data",
+           "sim_args", "run_row"]
 
 CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 """Context lengths (tokens) of the concurrency figure; 8K and 128K are the two the report compares."""
@@ -127,31 +129,46 @@ def _summary_row(sim: Any, slo: Any) -> dict[str, Any]:
             "throughput_req_per_s": gp.throughput_req_per_s}
 
 
-def _sweep(req: ReportRequest, cap: Any, slo: Any) -> list[dict[str, Any]]:
+_BASELINES = (("static", "static batching (a batch runs until its longest member ends)"),
+              ("contiguous", "contiguous KV (max_model_len reserved per request)"))
+# the pool's share of the runs after the capacity search: the two overloaded sweep points, about 0.3 s of the 0.9 s
+# (the pool also imports matplotlib meanwhile, about 0.3 s; docs/performance.md)
+_IN_POOL = (1.25, 1.5)
+
+
+def run_row(req: ReportRequest, rate: float, slo: Any, policy: str | None = None) -> dict[str, Any]:
+    """One simulation's summary row at ``rate`` (picklable in and out: a process pool may run it)."""
     from kvledger.analyses.serving.sim_ledgers import simulate_run
 
-    rows = []
-    for f in SWEEP_FRACTIONS:
-        rate = cap.rate_req_per_s * f
-        # token times only when the SLO judges gaps (ITL), as the capacity probes: the summary's ITL distribution is
-        # exact without them (dynamics/outputs/itl_gaps.py)
-        sim = cap.run if f == 1.0 else simulate_run(sim_args(req, rate=rate), record_token_times=slo.itl_s is not None)
-        rows.append({"fraction_of_capacity": f, **_summary_row(sim, slo)})
-    return rows
+    # token times only when the SLO judges gaps (ITL), as the capacity probes: the summary's ITL distribution is
+    # exact without them (dynamics/outputs/itl_gaps.py)
+    sim = simulate_run(sim_args(req, rate=rate, **({"policy": policy} if policy else {})),
+                       record_token_times=slo.itl_s is not None)
+    return _summary_row(sim, slo)
 
 
-def _engine_savings(req: ReportRequest, cap: Any, slo: Any) -> dict[str, Any]:
+def _runs_after_capacity(req: ReportRequest, cap: Any, slo: Any, pool: Any) -> dict[Any, dict[str, Any]]:
+    """The summary row of each sweep point (by fraction) and engine comparison (by policy); with a ``pool``, the
+    keys in ``_IN_POOL`` run there meanwhile. Placed by key, never by finishing order."""
+    rate = cap.rate_req_per_s
+    jobs = {f: (rate * f, None) for f in SWEEP_FRACTIONS if f != 1.0 and req.with_sweep}
+    jobs.update({p: (rate, p) for p, _ in _BASELINES if req.with_engine_savings})
+    later = {k: pool.submit(run_row, req, r, slo, p) for k, (r, p) in jobs.items() if pool is not None
+             and k in _IN_POOL}
+    rows = {k: run_row(req, r, slo, p) for k, (r, p) in jobs.items() if k not in later}
+    return {**rows, **{k: f.result() for k, f in later.items()}}
+
+
+def _sweep(base: dict[str, Any], runs: dict[Any, Any]) -> list[dict[str, Any]]:
+    """The latency sweep: the capacity run is its 1.0× point."""
+    return [{"fraction_of_capacity": f, **(base if f == 1.0 else runs[f])} for f in SWEEP_FRACTIONS]
+
+
+def _engine_savings(cap: Any, base: dict[str, Any], runs: dict[Any, Any]) -> dict[str, Any]:
     """Continuous vs static batching and paged vs contiguous KV on the same requests at the capacity rate."""
-    from kvledger.analyses.serving.sim_ledgers import simulate_run
-
-    base = _summary_row(cap.run, slo)
     out = {"rate_req_per_s": cap.rate_req_per_s, "engine": {"label": "vLLM v1 rule (continuous batching, paged KV)",
-                                                            **base}}
-    for key, policy, label in (("static", "static", "static batching (a batch runs until its longest member ends)"),
-                               ("contiguous", "contiguous", "contiguous KV (max_model_len reserved per request)")):
-        sim = simulate_run(sim_args(req, rate=cap.rate_req_per_s, policy=policy),
-                           record_token_times=slo.itl_s is not None)
-        out[key] = {"label": label, **_summary_row(sim, slo)}
+                                                            **base},
+           **{p: {"label": label, **runs[p]} for p, label in _BASELINES}}
     out["ratios"] = _ratios(out)
     return out
 
@@ -173,51 +190,20 @@ def _ratios(s: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _measured(req: ReportRequest, slo: Any) -> list[dict[str, Any]]:
-    """Each benchmark run given: its offered rate, attainment, goodput and latency percentiles (same definitions as the
-    simulator)."""
-    import numpy as np
-
-    from kvledger.evidence import read_runs
-    from kvledger.ledgers.columns import columns_from
-    from kvledger.ledgers.goodput import goodput
-    from kvledger.records import RunRecords
-
-    out = []
-    for path in req.bench_files:
-        for run in read_runs(path):
-            gp = goodput(run, slo)
-            row = {"file": str(path), "label": run.metadata.extra.get("run_label"),
-                   "rate_req_per_s": run.metadata.request_rate,
-                   "concurrency": run.metadata.concurrency, "attainment": gp.attainment,
-                       "goodput_req_per_s": gp.goodput_req_per_s,
-                   "throughput_req_per_s": gp.throughput_req_per_s, "estimate": gp.estimate}
-            if isinstance(run, RunRecords):
-                cols = columns_from(run)
-                for name, v in (("ttft_s", cols.ttft_s()), ("tpot_s", cols.tpot_s())):
-                    v = v[cols.ok & ~np.isnan(v)]
-                    row[name] = {f"p{q}": float(np.percentile(v, q)) for q in (50, 90, 99)} if v.size else None
-            else:  # percentiles as the file states them (per-request distributions only)
-                for name, metric in (("ttft_s", "ttft"), ("tpot_s", "tpot")):
-                    ms = run.metrics.get(metric)
-                    got = {} if ms is None or ms.weighting != "request" else ms.percentiles_s
-                    row[name] = {f"p{q}": got[float(q)] for q in (50, 90, 99)} if all(float(q) in got for q in (50, 90,
-                        99)) else None
-            out.append(row)
-    return out
-
-
-def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any]:
-    """Everything the report draws, as plain JSON-ready data (module docstring).
+def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None) -> ReportData:
+    """Everything the report draws (module docstring).
 
     Args:
         progress: optional ``progress(stage_text)`` callback, called before each stage.
+        pool: optional executor (``submit``): some of the runs after the capacity search go there (same data).
 
     Raises:
         InputError / UnknownNameError / FormatError: bad names, settings, SLOs or files, with the reason.
     """
+    from kvledger.analyses.serving import sim_cache
     from kvledger.analyses.serving.cost_run import cost_payload
     from kvledger.analyses.serving.decision_inputs import decision_inputs
+    from kvledger.analyses.serving.report_measured import measured_rows
     from kvledger.analyses.serving.sim_capacity import search_capacity
     from kvledger.catalog.api_match import find_api_price
     from kvledger.ledgers.api_cost import ApiMix
@@ -238,7 +224,10 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
     plan = build_plan_section(req)
     rate, how, price_flags = _pick_gpu_rate(req, plan["gpu"]["gpu_id"])  # price errors before the simulations
     say("SLO-capacity search")
+    ran = sim_cache.stats()["run"]
     cap = search_capacity(sim_args(req), slo, req.target)
+    if sim_cache.stats()["run"] == ran:  # an identical request again: its runs are read back, no pool needed
+        pool = None
     setup = SelfHostSetup(rate, cap.run.num_gpus, req.utilization, people.engineer_months_per_month,
                           people.engineer_usd_per_month, None, req.max_utilization)
     inputs, _ = decision_inputs(req.model, api_price, rate, plan["gpu"]["gpu_id"], cap.run, HostBill(), people)
@@ -246,18 +235,13 @@ def build_report_data(req: ReportRequest, progress: Any = None) -> dict[str, Any
                                                               req.cache_write_rate),
                         DecisionFactors(req.data_sovereignty, req.model_control, req.team_capability), volume,
                         sim=cap.run, capacity=cap, inputs=inputs)
-    data: dict[str, Any] = {"inputs": {**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how},
-                            "plan": plan, "cost": cost.payload}
-    if req.with_sweep:
-        say("latency sweep")
-        data["rate_sweep"] = _sweep(req, cap, slo)
-    if req.with_engine_savings:
-        say("engine comparisons")
-        data["engine_savings"] = _engine_savings(req, cap, slo)
-    data["curves"] = {"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)}
-    data["measured"] = _measured(req, slo)
-    data["commands"] = _commands(req, price_flags)
-    return data
+    say("latency sweep and engine comparisons")
+    runs, base = _runs_after_capacity(req, cap, slo, pool), _summary_row(cap.run, slo)
+    return ReportData(inputs={**asdict(req), "slo_text": slo.describe(), "gpu_price_choice": how}, plan=plan,
+                      cost=cost.payload, rate_sweep=_sweep(base, runs) if req.with_sweep else None,
+                      engine_savings=_engine_savings(cap, base, runs) if req.with_engine_savings else None,
+                      curves={"utilization": utilization_curve(cost.payload), "volume": volume_curve(cost.payload)},
+                      measured=measured_rows(req.bench_files, slo), commands=_commands(req, price_flags))
 
 
 def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:

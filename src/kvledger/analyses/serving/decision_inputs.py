@@ -67,7 +67,7 @@ def rests_on_for(gpu_rate: Any, gpu_id: str | None, sim: Any) -> tuple[list[str]
         out.append(f"memory rules measured on H100 with vLLM 0.19 only: not validated on {gpu_id}")
     if sim is None:
         return out, *BAND_MEASURED, (BAND_MEASURED[0], BAND_MEASURED[0])
-    step = (sim.provenance().get("step_cost") or {}).get("source", "")
+    step = (sim.provenance().step_cost or {}).get("source", "")
     uncalibrated = "uncalibrated" in step or "calibrat" not in step
     if uncalibrated:
         out.append("step cost uncalibrated (roofline): the capacity is a model estimate")

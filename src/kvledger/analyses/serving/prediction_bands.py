@@ -3,11 +3,76 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.error_band import error_band, regime_of
 
-__all__ = ["setup_regime", "prediction_bands"]
+__all__ = ["setup_regime", "PredictionBand", "CostBand", "CapacityBand", "prediction_bands", "cost_band",
+           "capacity_band"]
+
+
+@dataclass(frozen=True)
+class PredictionBand:
+    """One simulated figure and the 80% band of where a real engine's figure fell around such a prediction.
+
+    Attributes:
+        predicted: the simulated figure (s, or req/s for throughput); low / high: the band, same unit.
+        regime: the calibration regime that priced the run; num_runs: measured runs behind the band; source: the data.
+    """
+
+    predicted: float
+    low: float
+    high: float
+    regime: str
+    num_runs: int
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+@dataclass(frozen=True)
+class CostBand:
+    """The band of the goodput priced and what it does to the self-host vs API decision (:func:`cost_band`).
+
+    Attributes:
+        regime: the calibration regime. capacity_req_per_s / capacity_low / capacity_high: the good req/s priced and
+            its 80% band. self_host_usd_per_mtok_output_low / _high: the self-hosted $/M output tokens over the band.
+        api_usd_per_mtok_output: the API's price. decision_flips_inside_band: the API price lies inside that range.
+        text: the band and the verdict in words; source: the data behind the band.
+    """
+
+    regime: str
+    capacity_req_per_s: float
+    capacity_low: float
+    capacity_high: float
+    self_host_usd_per_mtok_output_low: float
+    self_host_usd_per_mtok_output_high: float
+    api_usd_per_mtok_output: float
+    decision_flips_inside_band: bool
+    text: str
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+@dataclass(frozen=True)
+class CapacityBand:
+    """The 80% band of an SLO capacity found by simulation (:func:`capacity_band`): ``value`` and ``low``–``high``,
+    req/s, the regime, the data (``source``) and a sentence (``text``)."""
+
+    value: float
+    low: float
+    high: float
+    regime: str
+    source: str
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
 
 
 def setup_regime(setup: Any) -> str:
@@ -18,26 +83,25 @@ def setup_regime(setup: Any) -> str:
     return regime_of((setup.cost_info or {}).get("scope"), is_moe, engine)
 
 
-def prediction_bands(setup: Any, summary: dict[str, Any]) -> dict[str, Any]:
-    """metric → {predicted, low, high, regime, num_runs, source} for mean TTFT and TPOT (s) and throughput (req/s; the
-    band holds at saturation, where throughput is the engine's capacity); a metric without a band is left out."""
+def prediction_bands(setup: Any, summary: dict[str, Any]) -> dict[str, PredictionBand]:
+    """metric → its band, for mean TTFT and TPOT (s) and throughput (req/s; the band holds at saturation, where
+    throughput is the engine's capacity); a metric without a band is left out."""
     regime = setup_regime(setup)
     values = {"ttft_mean": (summary.get("ttft_s") or {}).get("mean"),
               "tpot_mean": (summary.get("tpot_s") or {}).get("mean"),
               "throughput": summary.get("throughput_req_per_s")}
-    out: dict[str, Any] = {}
+    out: dict[str, PredictionBand] = {}
     for metric, v in values.items():
         band = error_band(regime, metric)
         if band is None or v is None:
             continue
         lo, hi = band.around(v)
-        out[metric] = {"predicted": v, "low": lo, "high": hi, "regime": regime, "num_runs": band.num_runs,
-                       "source": band.source}
+        out[metric] = PredictionBand(v, lo, hi, regime, band.num_runs, band.source)
     return out
 
 
 def cost_band(setup: Any, capacity_req_per_s: float, self_host_usd_per_mtok: float,
-              api_usd_per_mtok: float) -> dict[str, Any] | None:
+              api_usd_per_mtok: float) -> CostBand | None:
     """The band of the goodput priced (``capacity_req_per_s``: good req/s at the SLO capacity, not the capacity's
     request rate) and what it does to the self-host vs API decision: the self-hosted $/M output tokens
     scaled by 1/capacity over the band (every self-host line item is paid per GPU-hour of capacity), and whether
@@ -58,13 +122,10 @@ def cost_band(setup: Any, capacity_req_per_s: float, self_host_usd_per_mtok: flo
             f"{scope}); self-hosted "
             f"${self_host_usd_per_mtok:.4g}/M output tokens (band ${cost_lo:.4g}–${cost_hi:.4g}) vs the API's "
             f"${api_usd_per_mtok:.4g}: {verdict}")
-    return {"regime": regime, "capacity_req_per_s": capacity_req_per_s, "capacity_low": lo, "capacity_high": hi,
-            "self_host_usd_per_mtok_output_low": cost_lo, "self_host_usd_per_mtok_output_high": cost_hi,
-            "api_usd_per_mtok_output": api_usd_per_mtok, "decision_flips_inside_band": flips, "text": text,
-            "source": band.source}
+    return CostBand(regime, capacity_req_per_s, lo, hi, cost_lo, cost_hi, api_usd_per_mtok, flips, text, band.source)
 
 
-def capacity_band(setup: Any, capacity_req_per_s: float | None) -> dict[str, Any] | None:
+def capacity_band(setup: Any, capacity_req_per_s: float | None) -> CapacityBand | None:
     """The 80% band of an SLO capacity (req/s) found by simulation, with a sentence; None without a band or value."""
     regime = setup_regime(setup)
     band = error_band(regime, "throughput")
@@ -73,5 +134,5 @@ def capacity_band(setup: Any, capacity_req_per_s: float | None) -> dict[str, Any
     lo, hi = band.around(capacity_req_per_s)
     scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(regime.split("/")[0],
                                                                                           "model-calibrated")
-    return {"value": capacity_req_per_s, "low": lo, "high": hi, "regime": regime, "source": band.source,
-            "text": f"SLO capacity {capacity_req_per_s:.3g} req/s (80% band {lo:.3g}–{hi:.3g}, {scope})"}
+    return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,
+                        f"SLO capacity {capacity_req_per_s:.3g} req/s (80% band {lo:.3g}–{hi:.3g}, {scope})")

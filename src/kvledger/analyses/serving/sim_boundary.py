@@ -12,17 +12,20 @@ function, this assumes attainment does not rise with load, and says when a probe
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kvledger.analyses.serving.prediction_bands import CapacityBand
+from kvledger.analyses.serving.sim_document import SimProvenance
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan
 from kvledger.dynamics.early_stop import RULE_TEXT, MissRule
-from kvledger.errors import InputError, range_error
+from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.boundary import BoundaryPoint, BoundaryResult, search_boundary
 from kvledger.ledgers.goodput import GoodputResult, goodput
 from kvledger.ledgers.slo import SLO
+from kvledger.ranges import ATTAINMENT_TARGET, check_options
 
 __all__ = ["SEARCH_AXES", "PROBE_NUM_REQUESTS", "SimProbe", "SimBoundary", "normalize_axis", "search_sim_boundary"]
 
@@ -89,6 +92,9 @@ class SimBoundary:
             run at the boundary (None without one); not serialised.
     """
 
+    __json__ = ("axis", "target", "num_requests_per_probe", "replicas", "num_gpus", "boundary_per_replica",
+                "boundary_per_gpu", "goodput_at_boundary_req_per_s", "goodput_at_boundary_req_per_s_per_gpu", "notes",
+                "provenance", "boundary", "probes")
     axis: str
     target: float
     num_requests_per_probe: int
@@ -100,20 +106,16 @@ class SimBoundary:
     boundary_per_gpu: float | None
     goodput_at_boundary_req_per_s: float | None
     goodput_at_boundary_req_per_s_per_gpu: float | None
-    provenance: dict[str, Any]
+    provenance: SimProvenance
     notes: list[str] = field(default_factory=list)
     goodputs: list[GoodputResult] = field(default_factory=list, repr=False)
     first_run: SimulatedRun | None = field(default=None, repr=False)
     boundary_run: SimulatedRun | None = field(default=None, repr=False)
+    error_band: CapacityBand | None = None  # the boundary's 80% band on the request-rate axis (set by the caller)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the per-probe GoodputResults, which the CLI prints one per line)."""
-        d = {k: getattr(self, k) for k in ("axis", "target", "num_requests_per_probe", "replicas", "num_gpus",
-                                           "boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",
-                                           "goodput_at_boundary_req_per_s_per_gpu", "notes", "provenance")}
-        d["boundary"] = self.boundary.to_dict()
-        d["probes"] = [asdict(p) for p in self.probes]
-        return d
+        return to_jsonable(self)
 
 
 def _with_value(args: SimRequestArgs, axis: str, value: float) -> SimRequestArgs:
@@ -133,9 +135,8 @@ def _check_args(args: SimRequestArgs, axis: str, lo: float | None, hi: float | N
             raise InputError(
                 f"the search varies {axis}, so {flag} cannot be given too; bound the search with --lo/--hi"
             )
+    check_options("goodput", {"lo": lo, "hi": hi})  # (0, 1e9], finite: kvledger.ranges
     for name, v in (("lo", lo), ("hi", hi)):
-        if v is not None and not (v > 0 and math.isfinite(v)):
-            raise InputError(f"--{name} must be a finite number > 0, got {v}")
         if v is not None and axis != "request_rate" and (v != int(v) or v < 1):
             raise InputError(f"--{name} for {axis} must be a whole number ≥ 1, got {v:g}")
     if lo is not None and hi is not None and lo >= hi:
@@ -227,8 +228,7 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
             simulation that cannot run.
     """
     axis = normalize_axis(axis)
-    if not 0 < target <= 1:
-        raise range_error("attainment target", target, "(0, 1], e.g. 0.9 for 90 %")
+    ATTAINMENT_TARGET.check("attainment target", target)
     _check_args(args, axis, lo, hi)
     integer = axis != "request_rate"
     if axis == "max_num_seqs":

@@ -14,12 +14,13 @@ whose goodput then sets the self-hosted capacity.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from kvledger.analyses.serving.sim_boundary import SimBoundary, search_sim_boundary
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.slo import SLO
 
 __all__ = ["SimCapacity", "search_capacity", "DEFAULT_TARGET"]
@@ -41,6 +42,11 @@ class SimCapacity:
         notes: caveats, e.g. a drain tail long enough that the goodput understates the sustained rate.
     """
 
+    method: ClassVar[str] = "kvledger.analyses.serving.sim_boundary.search_sim_boundary on request_rate"
+    __json__ = ("method", ("target", "search.target"), ("boundary_rate_req_per_s", "rate_req_per_s"),
+                ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
+                ("num_requests_per_probe", "search.num_requests_per_probe"), ("boundary", "search.boundary"),
+                ("probes", "search.probes"), ("notes", "all_notes"))
     run: SimulatedRun
     search: SimBoundary
     rate_req_per_s: float
@@ -67,15 +73,14 @@ class SimCapacity:
                          f"{p.value:g} → {p.attainment:.1%}–{p.stopped_early['attainment_upper']:.2%}* (stopped early)"
                          for p in self.search.probes)
 
+    @property
+    def all_notes(self) -> list[str]:
+        """This capacity's notes, then the search's not already among them."""
+        return self.notes + [n for n in self.search.notes if n not in self.notes]
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the boundary, what was priced, every probe and the search's notes."""
-        d = self.search.to_dict()
-        return {"method": "kvledger.analyses.serving.sim_boundary.search_sim_boundary on request_rate",
-                "target": self.search.target,
-                "boundary_rate_req_per_s": self.rate_req_per_s, "attainment_at_boundary": self.attainment,
-                "goodput_at_boundary_req_per_s": self.goodput_req_per_s,
-                "num_requests_per_probe": self.search.num_requests_per_probe, "boundary": d["boundary"],
-                "probes": d["probes"], "notes": self.notes + [n for n in d["notes"] if n not in self.notes]}
+        return to_jsonable(self)
 
 
 def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARGET, *,

@@ -16,11 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.analyses.serving.sim_document import PlanFigures, SimDocument, SimProvenance
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
+from kvledger.ranges import check_options
 from kvledger.records import RunRecords
 
 __all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_prepared", "simulate_document",
@@ -78,8 +80,7 @@ class SyntheticSpec:
             synthetic_workload,
         )
 
-        if num_requests < 1:
-            raise InputError(f"a synthetic workload needs num_requests ≥ 1, got {num_requests}")
+        check_options("simulate", {"num_requests": num_requests})  # [1, 10,000,000] requests: kvledger.ranges
         dists = []
         for flag, text in (("--prompt-lengths", self.prompt), ("--output-lengths", self.output)):
             try:
@@ -135,32 +136,27 @@ class SimulatedRun:
         table."""
         return self.setup.plan.gpu.gpu_id
 
-    def plan_figures(self) -> dict[str, Any]:
-        """The memory-plan figures that sized each replica's KV pool (``kvledger plan`` shows them term by term)."""
+    def plan_figures(self) -> PlanFigures:
+        """The memory-plan figures that sized each replica's KV pool."""
         plan = self.setup.plan
         m = plan.memory
-        return {"engine": m.engine, "engine_version": m.engine_version, "kv_bytes_per_token": plan.kv.bytes_per_token,
-                "available_kv_bytes": m.available_kv_bytes, "num_gpu_blocks": m.num_gpu_blocks,
-                    "block_size": m.block_size,
-                "max_model_len": m.max_model_len, "max_num_batched_tokens": m.max_num_batched_tokens,
-                "max_num_seqs": m.max_num_seqs, "source": "kvledger.accounting.plan.build_plan (the KV-cache ledger)"}
+        return PlanFigures(m.engine, m.engine_version, plan.kv.bytes_per_token, m.available_kv_bytes, m.num_gpu_blocks,
+                           m.block_size, m.max_model_len, m.max_num_batched_tokens, m.max_num_seqs)
 
-    def provenance(self) -> dict[str, Any]:
-        """JSON-ready description: simulator, model, GPUs, engine settings, step-cost model, plan figures, workload."""
+    def provenance(self) -> SimProvenance:
+        """What the run was: simulator, model, GPUs, engine settings, step-cost model, plan figures, workload."""
         s = self.setup
-        return {"simulator": simulator_description(self.result.config), "model": s.model_name, "gpu": s.gpu_name,
-                "gpu_id": self.gpu_id,
-                "tp": s.tp, "replicas": s.replicas, "router": s.router if s.replicas > 1 else None,
-                "num_gpus": self.num_gpus, "engine": self.result.config, "step_cost": s.cost_info,
-                "plan": self.plan_figures(), "workload": {**s.workload_info, "seed": self.args.seed},
-                "notes": list(s.notes)}
+        return SimProvenance(simulator_description(self.result.config), s.model_name, s.gpu_name, self.gpu_id, s.tp,
+                             s.replicas, s.router if s.replicas > 1 else None, self.num_gpus, self.result.config,
+                             s.cost_info, self.plan_figures(), {**s.workload_info, "seed": self.args.seed},
+                             list(s.notes))
 
     def source_lines(self) -> list[str]:
         """Human lines naming where the simulated capacity came from (for the cost report's sources)."""
         s, p, wl = self.setup, self.plan_figures(), self.setup.workload_info
         eng = self.result.config
-        rules = p["engine_version"] if p["engine_version"].endswith("rules") else f"{p['engine_version']} rules"
-        unit = "pages" if p["engine"] == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
+        rules = p.engine_version if p.engine_version.endswith("rules") else f"{p.engine_version} rules"
+        unit = "pages" if p.engine == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
         layout = f"TP {s.tp} × {s.replicas} replica{'' if s.replicas == 1 else 's'}" + (
             f", router {s.router}" if s.replicas > 1 else ""
         )
@@ -168,12 +164,12 @@ class SimulatedRun:
             f"simulated run: {simulator_description(eng)}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
             f"workload {workload_text(wl)}, seed {self.args.seed}",
             f"step cost: {s.cost_info['name']} — {s.cost_info['source']}",
-            f"memory plan ({p['engine']} {rules}): {p['available_kv_bytes'] / 2**30:.2f} GiB for KV → "
-            f"{p['num_gpu_blocks']:,} {unit} × {p['block_size']} tokens per replica ({p['kv_bytes_per_token']:,} B per "
+            f"memory plan ({p.engine} {rules}): {p.available_kv_bytes / 2**30:.2f} GiB for KV → "
+            f"{p.num_gpu_blocks:,} {unit} × {p.block_size} tokens per replica ({p.kv_bytes_per_token:,} B per "
             f"token); "
             f"engine max_model_len {eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, "
             f"max_num_seqs {eng['max_num_seqs']:,}, prefix caching "
-            f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p['source']}",
+            f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p.source}",
         ]
 
 
@@ -229,8 +225,7 @@ def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) ->
     Raises:
         InputError / UnknownNameError / FormatError: bad names, settings or trace files, with the reason.
     """
-    if args.tp < 1:
-        raise InputError(f"--tp must be ≥ 1, got {args.tp}")
+    check_options("simulate", {"tp": args.tp})  # [1, 1,024] GPUs: kvledger.ranges
     if synthetic is None:
         return prepare(args)
     setup = prepare(args, _synthetic_requests(args, synthetic), synthetic.label)
@@ -284,7 +279,7 @@ def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *
                                                          record_token_times=record_token_times, stop=stop))
 
 
-def simulate_document(setup: SimSetup, result: SimResult) -> dict[str, Any]:
+def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     """What ``kvledger simulate`` reports (its ``--json`` and ``summary.json``): the summary with its invariants
     checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up)."""
     from kvledger.analyses.serving.prediction_bands import prediction_bands
@@ -292,8 +287,7 @@ def simulate_document(setup: SimSetup, result: SimResult) -> dict[str, Any]:
     from kvledger.invariants import check_sim_summary
 
     overload = queue_growth(result.records) if setup.workload_info.get("mode", "").startswith("open loop") else None
-    return {"summary": check_sim_summary(result.summary.to_dict()), "replicas": setup.replicas,
-            "router": setup.router if setup.replicas > 1 else None, "engine": result.config,
-            "workload": setup.workload_info, "step_cost": setup.cost_info, "overload": to_jsonable(overload),
-            "error_bands": prediction_bands(setup, result.summary.to_dict()),
-            "notes": list(setup.notes) + ([overload.note] if overload else [])}
+    return SimDocument(check_sim_summary(result.summary.to_dict()), setup.replicas,
+                       setup.router if setup.replicas > 1 else None, result.config, setup.workload_info,
+                       setup.cost_info, to_jsonable(overload), prediction_bands(setup, result.summary.to_dict()),
+                       list(setup.notes) + ([overload.note] if overload else []))

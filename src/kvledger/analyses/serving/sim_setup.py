@@ -18,6 +18,7 @@ from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.workload.columns import WorkloadColumns
 from kvledger.errors import InputError
+from kvledger.ranges import check_options
 
 __all__ = ["SimRequestArgs", "SimSetup", "prepare", "make_step_cost", "load_plan", "plan_engine"]
 
@@ -239,8 +240,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     Raises:
         InputError / UnknownNameError / FormatError: bad names, flags or trace files, with the reason.
     """
-    if a.replicas < 1:
-        raise InputError(f"--replicas must be ≥ 1, got {a.replicas}")
+    check_options("simulate", {"replicas": a.replicas})  # [1, 4,096]: kvledger.ranges
     plan, user_mnbt = load_plan(a)
     overrides: dict[str, Any] = dict(
         enable_prefix_caching=a.enable_prefix_caching, enable_chunked_prefill=a.enable_chunked_prefill,

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from kvledger.evidence.vllm_log.lines import segments
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["StartupFailure", "FAILURE_KINDS", "VLLM_FAILURES", "failure_on_line", "root_cause"]
 
@@ -49,13 +50,14 @@ class StartupFailure:
         characters). value_bytes: the negative "Available KV cache memory", B (else None).
     """
 
+    __json__ = ("kind", ("line", "line_no"), "text", "value_bytes")
     kind: str
     line_no: int
     text: str
     value_bytes: float | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "line": self.line_no, "text": self.text, "value_bytes": self.value_bytes}
+        return to_jsonable(self)
 
 
 def failure_on_line(line_no: int, raw: str) -> StartupFailure | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from kvledger.jsonable import to_jsonable
@@ -91,10 +91,7 @@ class StartupFacts:
         return [f.name for f in fields(self) if f.name in STARTUP_FIELDS and getattr(self, f.name) is not None]
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["workers"] = list(self.workers)
-        d["notes"] = list(self.notes)
-        return d
+        return to_jsonable(self)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,69 @@
+"""Which FP8 MoE kernel vLLM picks for a block-quantized (128×128) FP8 checkpoint on Hopper, release by release, and so
+whether the fused-MoE workspace is still held after the profile forward (the "kept" workspace of
+``vllm_profile.moe_workspace_bytes``) or freed with the forward.
+
+Read in each release's code (``quantization/fp8.py::get_fp8_moe_backend`` up to 0.13,
+``fused_moe/oracle/fp8.py::select_fp8_moe_backend`` from 0.14), TP only (no expert parallelism), default env:
+
+* 0.11.2: DeepGEMM first when ``deep_gemm`` is installed (VLLM_USE_DEEP_GEMM and VLLM_MOE_USE_DEEP_GEMM default 1);
+  ``deep_gemm_moe_fp8`` runs a ``FusedMoEModularKernel``, whose ``SharedResizableBuffer`` workspaces stay allocated.
+  Without ``deep_gemm`` (not a vLLM dependency), Triton's ``fused_experts`` allocates its caches per call and frees
+  them: nothing kept. The plan cannot know what is installed: point kept, range down to 0.
+* 0.13.0: "DeepGEMM MoE is disabled by default when TP size is >= 8": at TP ≥ 8 the plain Triton ``fused_experts``
+  (freed: nothing kept); below, DeepGEMM when installed (kept via the workspace manager), else Triton (freed).
+* 0.14.1: "Setup modular kernel for TP case": every backend runs the modular kernel, whose workspaces come from the
+  workspace manager and are kept (Triton at TP ≥ 8, DeepGEMM below when installed).
+* 0.16.0: the oracle tries FlashInfer CUTLASS before DeepGEMM and Triton, and FlashInfer CUTLASS supports
+  (kFp8Static128BlockSym, kFp8Dynamic128Sym) on SM 9.0 (``flashinfer_cutlass_moe.py``); flashinfer-python is a vLLM
+  dependency (0.16.0 pins 0.6.3). Its ``workspace_shapes`` are (M, K) and (0,): M × hidden × dtype bytes kept.
+* 0.18.0, 0.19.0: "On Hopper for Block Fp8, prefer Triton for TP": Triton's modular kernel, kept.
+
+Releases between the read ones (0.12, 0.15, 0.17) take the rule of the nearest read release below them, with the
+range widened to cover the neighbours' choices; other GPUs, other quantizations and releases before 0.11 or after
+0.19 keep ``moe_workspace_bytes``'s rule.
+"""
+
+from __future__ import annotations
+
+from kvledger.catalog.modelspec import ModelSpec
+
+__all__ = ["fp8_block_moe_on_hopper", "moe_workspace_term"]
+
+
+def fp8_block_moe_on_hopper(model: ModelSpec, arch: str) -> bool:
+    """A block-quantized FP8 MoE checkpoint on an SM 9.0 GPU: the case this module's rule covers."""
+    return model.is_moe and model.quant.method == "fp8" and model.quant.block is not None and arch == "sm90"
+
+
+def moe_workspace_term(model: ModelSpec, ver: tuple[int, int, int], arch: str, tp: int, num_tokens: int,
+                       kept_bytes: float, default_bytes: float) -> tuple[float, float, float, str]:
+    """(point, low, high) B of fused-MoE workspace held after the profile forward, and why.
+
+    ``kept_bytes`` is the Triton/DeepGEMM workspace (``moe_workspace_bytes`` without its release gate) and
+    ``default_bytes`` what ``moe_workspace_bytes`` gives outside this module's case."""
+    if not fp8_block_moe_on_hopper(model, arch) or not (0, 11, 0) <= ver < (0, 20, 0):
+        return default_bytes, default_bytes, default_bytes, ""
+    fi = num_tokens * model.hidden_size * model.dtype_bytes  # FlashInfer CUTLASS: workspace13 (M, K), workspace2 (0,)
+    mm = ver[:2]
+    if mm == (0, 11):
+        return kept_bytes, 0.0, kept_bytes, ("FP8 MoE: DeepGEMM's modular kernel when deep_gemm is installed (kept), "
+                                             "else Triton's per-call caches (freed): range down to 0")
+    if mm in ((0, 12), (0, 13)):
+        unread = " (0.12 not read: 0.13.0's rule, range down to 0)" if mm == (0, 12) else ""
+        if tp >= 8:
+            return 0.0, 0.0, kept_bytes if unread else 0.0, (
+                "FP8 MoE: Triton fused_experts at TP ≥ 8 (DeepGEMM off by default), caches freed" + unread)
+        return kept_bytes, 0.0, kept_bytes, ("FP8 MoE: DeepGEMM when installed (kept), else Triton (freed): range "
+                                             "down to 0" + unread)
+    if mm == (0, 14):
+        return kept_bytes, kept_bytes, kept_bytes, "FP8 MoE: the modular kernel for TP (0.14.1), workspaces kept"
+    if mm == (0, 15):
+        return kept_bytes, fi, kept_bytes, ("FP8 MoE: 0.15 not read: 0.14.1's kept workspaces, range down to "
+                                            "0.16.0's FlashInfer CUTLASS (M × hidden)")
+    if mm == (0, 16):
+        return fi, fi, fi, (f"FP8 MoE: FlashInfer CUTLASS (first supported on SM 9.0 block FP8 in 0.16.0): "
+                            f"{num_tokens:,} × {model.hidden_size} × {model.dtype_bytes} B kept")
+    if mm == (0, 17):
+        return kept_bytes, fi, kept_bytes, ("FP8 MoE: 0.17 not read: 0.18.0's Triton (kept), range down to 0.16.0's "
+                                            "FlashInfer CUTLASS")
+    return kept_bytes, kept_bytes, kept_bytes, "FP8 MoE: Triton first on Hopper block FP8 for TP (0.18+), kept"

@@ -1,0 +1,43 @@
+"""The FP8 MoE kernel each vLLM release picks for block FP8 on Hopper, and the workspace it keeps (vllm_moe_backend)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.accounting.vllm_profile import moe_workspace
+from kvledger.catalog.models import load_model
+from kvledger.units import GiB
+
+# DeepSeek-R1 (fp8, 128×128 blocks) at TP 8 over 8,192 tokens: routed intermediate 2,048 / 8 = 256, hidden 7,168,
+# top-8. Triton/DeepGEMM kept: 8,192 × 8 × (max(256, 7168) + max(512, 7168)) × 2 B = 1,879,048,192 B (1.75 GiB);
+# FlashInfer CUTLASS: workspace13 (M, K) = 8,192 × 7,168 × 2 B = 117,440,512 B (0.109 GiB), workspace2 (0,).
+KEPT, FI = 8192 * 8 * (7168 + 7168) * 2, 8192 * 7168 * 2
+
+
+@pytest.fixture(scope="module")
+def r1():
+    return load_model("deepseek-ai/DeepSeek-R1")
+
+
+@pytest.mark.parametrize(("ver", "tp", "want"), [
+    ((0, 11, 2), 8, (KEPT, 0, KEPT)),  # DeepGEMM if installed (kept), else Triton's freed caches
+    ((0, 13, 0), 8, (0, 0, 0)),  # TP ≥ 8: DeepGEMM off by default, plain Triton fused_experts (freed)
+    ((0, 13, 0), 4, (KEPT, 0, KEPT)),  # below TP 8: DeepGEMM when installed
+    ((0, 12, 0), 8, (0, 0, KEPT)),  # not read: 0.13.0's rule, widened
+    ((0, 14, 1), 8, (KEPT, KEPT, KEPT)),  # the modular kernel for TP: kept
+    ((0, 15, 0), 8, (KEPT, FI, KEPT)),  # not read: between 0.14.1 and 0.16.0
+    ((0, 16, 0), 8, (FI, FI, FI)),  # FlashInfer CUTLASS first on SM 9.0 block FP8
+    ((0, 17, 0), 8, (KEPT, FI, KEPT)),  # not read
+    ((0, 19, 0), 8, (KEPT, KEPT, KEPT)),  # Triton first on Hopper block FP8 for TP
+])
+def test_block_fp8_moe_on_hopper_by_release(r1, ver, tp, want):
+    # at TP 4 too: I/TP = 512 and 2·I/TP = 1,024 are both below 7,168, so the same bytes per token-expert pair
+    pt, lo, hi, why = moe_workspace(r1, ver, 8192, tp, "sm90")
+    assert (pt, lo, hi) == pytest.approx(want) and why.startswith("FP8 MoE")
+
+
+def test_other_gpus_keep_the_release_gate(r1):
+    # Blackwell (sm100) is not this rule's case: moe_workspace_bytes's gate (kept from 0.15) stands
+    assert moe_workspace(r1, (0, 14, 1), 8192, 8, "sm100")[:3] == (0.0, 0.0, 0.0)
+    assert moe_workspace(r1, (0, 16, 0), 8192, 8, "sm100")[0] == pytest.approx(KEPT)
+    assert KEPT / GiB == pytest.approx(1.75)
