@@ -21,6 +21,7 @@ import typer
 
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, PricingFlags, WorkloadFlags, with_groups
 from kvledger.cli.sim_opts import synthetic_spec
+from kvledger.units import count_option
 
 __all__ = ["register"]
 
@@ -162,8 +163,9 @@ def register(app: typer.Typer) -> None:
         workload: WorkloadFlags = WorkloadFlags(),
         rate: float | None = typer.Option(None, "--rate", help="target mean load, req/s: sizes replicas, GPUs and the "
                                                                "monthly bill", show_default=False),
-        monthly_tokens: float | None = typer.Option(None, "--monthly-tokens", help="target load as input + output "
-            "tokens per month (converted with the workload's mean tokens per request)", show_default=False),
+        monthly_tokens: float | None = typer.Option(None, "--monthly-tokens", parser=count_option("--monthly-tokens"),
+            help="target load as input + output tokens per month, e.g. 3B (K, M, B, T: powers of 1000); converted with "
+                 "the workload's mean tokens per request", show_default=False),
         gpus: str | None = typer.Option(None, "--gpus", help="GPUs to try, comma-separated (default: every catalog GPU "
                                                              "with a price row)", show_default=False),
         tp: str | None = typer.Option(None, "--tp", "--tensor-parallel-size", help="TPs to try, e.g. 1,2,4,8 (default: "
