@@ -61,3 +61,27 @@ def test_monthly_bill_and_break_even_include_the_tiers():
 def test_bad_tier_inputs(kind, size, price, match):
     with pytest.raises(InputError, match=match):
         TierRate.given(kind, size, price)
+
+
+def test_cost_cli_tier_flags():
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    f = Path(__file__).resolve().parents[1] / "evidence" / "data" / "llmperf"
+    f = f / "leaderboard_individual_anyscale_70b.json"
+    base = ["cost", str(f), "--slo", "ttft=500ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--utilization", "0.5",
+            "--gpu", "H100", "--gpu-provider", "Nebius", "--num-gpus", "4", "--json"]
+    r = CliRunner().invoke(app, base + ["--kv-tier-host", "256GiB", "--host-memory-usd-per-gib-month", "2",
+                                        "--kv-tier-nvme", "1TiB", "--nvme-usd-per-gib-month", "0.08"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    # replica: 4 GPUs × $2.95 × 730 = $8,614 + tiers 4 × (256 × $2 + 1024 × $0.08) = $2,375.68 → $10,989.68
+    assert d["inputs"]["replica_usd_per_month"] == pytest.approx(10989.68)
+    names = [i["name"] for i in d["ledgers"]["self_host_output"]["items"]]
+    assert names[1:3] == ["host memory for the KV tier", "NVMe for the KV tier"]
+    r = CliRunner().invoke(app, base + ["--nvme-usd-per-gib-month", "1"])
+    assert r.exit_code != 0 and "give its size with --kv-tier-nvme" in str(r.exception)
