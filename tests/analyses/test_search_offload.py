@@ -48,7 +48,7 @@ def test_tier_variants_are_simulated_priced_and_compared():
         assert v["tier_usd_per_month_per_unit"] == pytest.approx(128.0 * gpus)
         # vLLM's --kv-offloading-size = 64 GiB × TP, the plan's host tier holds it all
         assert v["tier"]["capacity_bytes"] == pytest.approx(64 * 2**30 * gpus, rel=0.01)
-        # the tier holds at least the base's own boundary (the search starts there)
+        # on this trace the tier holds at least the base's own boundary (its search starts there)
         assert v["boundary_rate_req_per_s"] >= v["base_boundary_rate_req_per_s"]
         # replicas = ⌈40 ÷ (goodput × 0.8)⌉; bill = replicas × (GPUs × $/GPU-h × 730 + tier)
         s = v["sizing"]

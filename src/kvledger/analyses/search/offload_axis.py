@@ -123,17 +123,24 @@ class _TierProber:
 def _tier_capacity(p: _TierProber, start: float) -> float | None:
     from kvledger.ledgers.boundary import search_boundary
 
-    if not p.meets(start):
-        return None
-    lo, hi = start, 2.0 * start
-    for _ in range(_MAX_DOUBLINGS):
-        if not p.meets(hi):
-            break
-        lo, hi = hi, 2.0 * hi
-    else:
-        p.lower_bound = True  # still met after the last doubling: the capacity is at least this
-        return lo
-    res = search_boundary(p.run_at, p.slo, p.spec.target, lo, hi, tol=0.01 * start, max_evals=12)
+    if p.meets(start):
+        lo, hi = start, 2.0 * start
+        for _ in range(_MAX_DOUBLINGS):
+            if not p.meets(hi):
+                break
+            lo, hi = hi, 2.0 * hi
+        else:
+            p.lower_bound = True  # still met after the last doubling: the capacity is at least this
+            return lo
+    else:  # the tier misses at the base's boundary (its loads delay TTFT): halve to a rate it meets
+        lo, hi = 0.5 * start, start
+        for _ in range(_MAX_DOUBLINGS):
+            if p.meets(lo):
+                break
+            lo, hi = 0.5 * lo, lo
+        else:
+            return None
+    res = search_boundary(p.run_at, p.slo, p.spec.target, lo, hi, tol=0.01 * lo, max_evals=12)
     return res.boundary_value
 
 
@@ -164,8 +171,8 @@ def _variant(spec: Any, e: dict[str, Any], opt: OffloadOption, prices: dict[str,
     except KvLedgerError as err:
         return {**out, "status": "error", "reason": "simulation error", "detail": str(err)}
     if boundary is None:
-        return {**out, "status": "rejected", "reason": "with the tier the SLO is missed at the candidate's own "
-                                                      "boundary rate", "tier": p.tier}
+        return {**out, "status": "rejected", "reason": "with the tier the SLO is missed down to 1/64 of the "
+                                                      "candidate's own boundary rate", "tier": p.tier}
     run = p.run_at(boundary)
     gp = goodput(run, slo)
     cap = capacity_from(run, gp, None)
