@@ -204,6 +204,12 @@ def register(app: typer.Typer) -> None:
         plot: Path | None = typer.Option(None, "--plot", help="write the frontier figure (.png or .svg)",
                                          show_default=False),
         force: bool = typer.Option(False, "--force", help="allow --ledger, --csv and --plot to overwrite files"),
+        offload: str | None = typer.Option(None, "--offload", help="KV tiers to try on each feasible candidate: "
+                                           "none,cpu:256GiB,disk:1TiB (GiB per GPU; default none)"),
+        host_memory_usd_per_gib_month: float | None = typer.Option(None, "--host-memory-usd-per-gib-month",
+                                                                   help="[--offload cpu] your price, USD/GiB-month"),
+        nvme_usd_per_gib_month: float | None = typer.Option(None, "--nvme-usd-per-gib-month",
+                                                            help="[--offload disk] your price, USD/GiB-month"),
         exhaustive: bool = typer.Option(False, "--exhaustive", help="simulate every planned candidate; by default one "
                                         "whose analytic bounds prove it cannot win, be the runner-up or reach a "
                                         "frontier is decided by bound, unsimulated"),
@@ -250,6 +256,11 @@ def register(app: typer.Typer) -> None:
         _refuse_overwrite({"--ledger": ledger, "--csv": csv_out, "--plot": plot}, force, [w.trace, resume])
         if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
             raise InputError(f"--plot {plot}: write .png or .svg")
+        from kvledger.analyses.search.offload_axis import check_prices, offload_pass, parse_offload
+
+        tiers = parse_offload(offload)
+        prices = {"host": host_memory_usd_per_gib_month, "nvme": nvme_usd_per_gib_month}
+        with_tiers = bool(check_prices(tiers, prices))
         with _progress_bar() as bar:
             task = bar.add_task("search", total=None, status="planning")
 
@@ -267,12 +278,18 @@ def register(app: typer.Typer) -> None:
             from kvledger.report.search_figures import frontier_figure, save_figure
 
             save_figure(frontier_figure(result), plot)
+        variants = offload_pass(spec, result.entries, tiers, prices) if with_tiers else None
         if rank is not None:
             show_ranked(result, rank, as_json)
         elif as_json:
-            typer.echo(json.dumps(result.to_dict(), allow_nan=False))
+            typer.echo(json.dumps(result.to_dict() | ({"offload": variants} if variants is not None else {}),
+                                  allow_nan=False))
         else:
             from kvledger.report.search_view import print_search
 
             print_search(result, top, verbose)
+            if variants is not None:
+                from kvledger.report.offload_axis_view import print_offload_axis
+
+                print_offload_axis(variants)
         _exit_if_failed(result)
