@@ -141,9 +141,9 @@ def report(
 
 
 def _build(req: Any, quiet: bool, pool: Any) -> ReportData:
-    from kvledger.analyses.serving.decision_data import build_report_data
-
     from rich.console import Console
+
+    from kvledger.analyses.serving.decision_data import build_report_data
 
     if quiet or not Console(stderr=True).is_terminal:  # a live line on a terminal only (rich leaves a blank line)
         return build_report_data(req, pool=pool)

@@ -65,9 +65,9 @@ def simulate(
 
 def _run(setup, args, record_steps: bool, show_progress: bool, record_token_times: bool):
     """The simulator's result; its records carry the GPU count, offered rate and max_num_seqs (for `kvledger cost`)."""
-    from kvledger.analyses.serving.sim_ledgers import run_prepared
-
     from rich.console import Console
+
+    from kvledger.analyses.serving.sim_ledgers import run_prepared
 
     console = Console(stderr=True)  # a bar on a terminal only: elsewhere rich leaves a blank line on stdout
     if not show_progress or setup.num_requests < 5000 or not console.is_terminal:

@@ -134,5 +134,5 @@ def capacity_band(setup: Any, capacity_req_per_s: float | None) -> CapacityBand 
     lo, hi = band.around(capacity_req_per_s)
     scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(regime.split("/")[0],
                                                                                           "model-calibrated")
-    return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,
-                        f"SLO capacity {capacity_req_per_s:g} req/s (80% band {lo:.4g}–{hi:.4g}, {scope})")  # :g as the search
+    return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,  # the capacity :g, as the search prints it
+                        f"SLO capacity {capacity_req_per_s:g} req/s (80% band {lo:.4g}–{hi:.4g}, {scope})")

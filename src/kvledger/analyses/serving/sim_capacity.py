@@ -14,7 +14,6 @@ whose goodput then sets the self-hosted capacity.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -72,7 +71,8 @@ class SimCapacity:
     def probes_text(self) -> str:
         """The probes in order: ``rate → attainment`` (a probe stopped early: ``rate → lo–hi* (stopped early)``)."""
         return ", ".join(f"{p.value:g} → {p.attainment:.1%}" if p.stopped_early is None else
-                         f"{p.value:g} → {stopped_share_text(p.attainment, p.stopped_early['attainment_upper'])} (stopped early)"
+                         f"{p.value:g} → {stopped_share_text(p.attainment, p.stopped_early['attainment_upper'])} "
+                         "(stopped early)"
                          for p in self.search.probes)
 
     @property
