@@ -54,9 +54,17 @@ def test_plan_fits_line_says_when_the_range_may_not_hold_one_request():
            f"{low:.2f}x, under one request" in " ".join(out.split())
 
 
+def test_plan_prints_available_kv_at_the_precision_of_its_other_gib_figures():
+    # vLLM 0.33 on one H100 keeps 55.00 GiB for KV (README recipe 1); "55.0" beside "55.00 GiB KV per GPU" read as two
+    # figures. The fits line holds: its range's low end still holds 3 full-length requests, so no caveat
+    out = " ".join(_out("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100").split())
+    assert "available KV 55.00 GiB (" in out and "available KV 55.0 GiB" not in out and "may not" not in out
+
+
 def test_concurrency_caveat_and_range_text():
     assert concurrency_caveat({"max_concurrency": (3.44, 3.60)}, 3) == ""  # the low end still holds 3
-    assert concurrency_caveat({"max_concurrency": (2.5, 3.6)}, 3) == " — the range's low end holds 2.50x, so as few as 2"
+    caveat = concurrency_caveat({"max_concurrency": (2.5, 3.6)}, 3)
+    assert caveat == " — the range's low end holds 2.50x, so as few as 2"
     assert concurrency_caveat(None, 3) == ""
     assert range_text(4.1 * GiB, 8.6 * GiB) == "(4.1–8.6)"
     assert range_text(-61.9 * GiB, -61.2 * GiB) == "(−61.9 to −61.2)"  # no "-61.9–-61.2"
