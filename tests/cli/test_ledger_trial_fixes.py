@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from kvledger.accounting.kv_range import concurrency_caveat, range_text
+from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat, range_text
 from kvledger.analyses.serving.sim_capacity import stopped_share_text
 from kvledger.cli.main import app
 from kvledger.report.decision_view import report_answer_lines
@@ -66,6 +66,10 @@ def test_concurrency_caveat_and_range_text():
     caveat = concurrency_caveat({"max_concurrency": (2.5, 3.6)}, 3)
     assert caveat == " — the range's low end holds 2.50x, so as few as 2"
     assert concurrency_caveat(None, 3) == ""
+    # "does not fit" at the central figure (0.95x) while the high end holds 1.20x: the verdict may flip
+    flip = no_fit_caveat({"max_concurrency": (0.60, 1.20)})
+    assert flip == " It may fit after all: the range's high end holds 1.20x."
+    assert no_fit_caveat({"max_concurrency": (0.60, 0.90)}) == ""
     assert range_text(4.1 * GiB, 8.6 * GiB) == "(4.1–8.6)"
     assert range_text(-61.9 * GiB, -61.2 * GiB) == "(−61.9 to −61.2)"  # no "-61.9–-61.2"
     assert range_text(5.0 * GiB, 5.04 * GiB) == ""

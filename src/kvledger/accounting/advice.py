@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
-from kvledger.accounting.kv_range import concurrency_caveat
+from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat
 from kvledger.catalog.gpus import gpu_catalog
 from kvledger.errors import InputError
 from kvledger.units import GB, GiB, MiB
@@ -237,7 +237,7 @@ def advise(p: Plan, build: Callable) -> Advice:
                f"({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB available ({m.usable_blocks:,} usable "
                f"blocks); "
                f"short by {(need - have) / GiB:.2f} GiB. Based on the available memory the estimated maximum model "
-               f"length is {est or 0:,}.")
+               f"length is {est or 0:,}.{no_fit_caveat(m.ranges)}")
         return Advice("max_model_len_does_not_fit", msg, need - have, est, tuple(_options(p, build, est)))
     c, n = _at_len(p)
     asked = [r for r in p.concurrency if r.context_tokens != m.max_model_len and r.within_max_model_len

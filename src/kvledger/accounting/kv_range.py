@@ -13,7 +13,7 @@ import math
 from kvledger.accounting.memory import Deduction, floor_div
 from kvledger.units import GiB
 
-__all__ = ["kv_ranges", "range_text", "concurrency_caveat"]
+__all__ = ["kv_ranges", "range_text", "concurrency_caveat", "no_fit_caveat"]
 
 
 def kv_ranges(total_low: int, total_high: int, util: float, items: list[Deduction] | tuple[Deduction, ...],
@@ -59,3 +59,9 @@ def concurrency_caveat(ranges: dict[str, tuple[float, float]] | None, requests: 
     if low < 1:
         return f" — but may not: the range's low end holds {low:.2f}x, under one request"
     return f" — the range's low end holds {low:.2f}x, so as few as {math.floor(low):,}"
+
+
+def no_fit_caveat(ranges: dict[str, tuple[float, float]] | None) -> str:
+    """What the range does to "max_model_len does not fit": a sentence when its high end holds one request, else ""."""
+    high = (ranges or {}).get("max_concurrency", (0.0, 0.0))[1]
+    return f" It may fit after all: the range's high end holds {high:.2f}x." if high >= 1 else ""
