@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from kvledger.units import count_option
+
 __all__ = ["host_bill", "people", "volume", "BILL_KEYS"]
 
 _B = "[bought GPUs] "
@@ -69,24 +71,29 @@ EngUsd = Annotated[
 MonthlyTokens = Annotated[
     float | None,
     typer.Option(
-        "--monthly-tokens",
-        help="volume: tokens per month, input and output together (split as in the run).",
+        "--monthly-tokens", parser=count_option("--monthly-tokens"),
+        help="volume: tokens per month, input and output together (split as in the run); 3B, 3e9 or "
+        "3_000_000_000 (K, M, B, T: powers of 1000).",
         show_default=False,
     ),
 ]
 MonthlyRequests = Annotated[
-    float | None, typer.Option("--monthly-requests", help="volume: good requests per month.", show_default=False)
+    float | None,
+    typer.Option("--monthly-requests", parser=count_option("--monthly-requests"), help="volume: good requests per "
+                 "month (3M, 3e6; K, M, B, T: powers of 1000).", show_default=False),
 ]
 MonthlyIn = Annotated[
     float | None,
     typer.Option(
-        "--monthly-input-tokens",
+        "--monthly-input-tokens", parser=count_option("--monthly-input-tokens"),
         help="volume: input tokens per month (with --monthly-output-tokens).",
         show_default=False,
     ),
 ]
 MonthlyOut = Annotated[
-    float | None, typer.Option("--monthly-output-tokens", help="volume: output tokens per month.", show_default=False)
+    float | None,
+    typer.Option("--monthly-output-tokens", parser=count_option("--monthly-output-tokens"),
+                 help="volume: output tokens per month.", show_default=False),
 ]
 
 PeakToMean = Annotated[
