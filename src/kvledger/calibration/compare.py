@@ -42,8 +42,9 @@ class MetricRow:
 
 @dataclass
 class Comparison:
-    """Every compared figure of one run, and what was compared."""
+    """Every compared figure of one run, and what was compared (its JSON calls ``label`` "run")."""
 
+    __json__ = (("run", "label"), "num_measured", "num_predicted", "slo", "rows", "notes")
     label: str
     rows: list[MetricRow]
     num_measured: int
@@ -59,8 +60,7 @@ class Comparison:
         raise KeyError(metric)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run": self.label, "num_measured": self.num_measured, "num_predicted": self.num_predicted,
-                "slo": self.slo, "rows": [r.to_dict() for r in self.rows], "notes": list(self.notes)}
+        return to_jsonable(self)
 
 
 def rel_error(pred: float | None, meas: float | None) -> float | None:

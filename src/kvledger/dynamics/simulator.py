@@ -28,6 +28,7 @@ from kvledger.dynamics.outputs.steplog import StepLog, chrome_trace
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.record_columns import run_from_columns
 from kvledger.records import RunMetadata, RunRecords
 
@@ -45,6 +46,7 @@ class SimResult:
         steps: per-replica step logs (only with ``record_steps=True``), else None.
     """
 
+    __json__ = ("summary", "config", "**extra", "records")
     records: RunRecords
     summary: Summary
     config: dict[str, Any]
@@ -52,10 +54,7 @@ class SimResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self, include_records: bool = True) -> dict[str, Any]:
-        d: dict[str, Any] = {"summary": self.summary.to_dict(), "config": self.config, **self.extra}
-        if include_records:
-            d["records"] = self.records.to_dict()
-        return d
+        return to_jsonable(self, exclude=() if include_records else ("records",))
 
     def write_steps_jsonl(self, fh) -> None:
         """One JSON object per step and replica (needs ``record_steps=True``)."""

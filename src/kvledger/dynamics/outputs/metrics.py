@@ -10,7 +10,7 @@ duration = last finish − first arrival; throughput counts finished requests on
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -110,10 +110,7 @@ class Summary:
     definitions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for k in ("ttft_s", "itl_s", "tpot_s", "e2e_s"):
-            d[k] = getattr(self, k).to_dict()
-        return d
+        return to_jsonable(self)
 
 
 DEFINITIONS = [
