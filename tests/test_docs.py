@@ -119,3 +119,32 @@ def test_recipe_one_plan_figures_are_what_plan_prints():
     assert f"keeps {m['available_kv_gib']:.2f} GiB for KV, {m['num_gpu_blocks']:,} blocks of 16 tokens" in said
     assert f"**{c8['max_requests']} concurrent 8K requests, {c32['max_requests']} at 32K**" in said
     assert f"the engine's figure is {c8['max_concurrency']:.2f}x at 8K" in said
+
+
+def _all_long_options() -> set[str]:
+    """Every long option any command (or the app) takes."""
+    group = typer.main.get_command(app)
+    names = {o for p in group.params for o in p.opts}
+    for cmd in group.commands.values():
+        names |= {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+    return {n for n in names if n.startswith("--")} | {"--help"}
+
+
+def test_every_flag_the_readme_names_in_prose_exists():
+    # a fresh-user trial followed "the default people line (`--engineer-months`)": the flag is
+    # --engineer-months-per-month. Every `--flag` in backquotes outside the bash blocks must be a real option.
+    prose = re.sub(r"```.*?```", "", README, flags=re.S)
+    named = {m for span in re.findall(r"`([^`]+)`", prose) for m in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", span)}
+    assert "--engineer-months-per-month" in named
+    assert named - _all_long_options() == set()
+
+
+def test_the_readme_names_the_real_experiments_and_unambiguous_versions():
+    # `kvledger experiment paged` was unknown while the README said "paged vs contiguous KV"; "vLLM (0.5 to 0.33)"
+    # read like a descending range.
+    from kvledger.analyses.serving.experiments import EXPERIMENTS
+
+    row = next(line for line in README.splitlines() if line.startswith("| `kvledger experiment NAME`"))
+    assert sorted(re.findall(r"`([a-z-]+)` \(", row)) == sorted(EXPERIMENTS)
+    assert "0.5.x through 0.33" in README and not re.search(r"\d to 0\.\d", README)
+    assert "bundled models need no\nnetwork" in README and "Hugging Face Hub" in README

@@ -56,18 +56,50 @@ def parse_bytes(text: str | int | float, *, what: str = "size") -> int:
     return int(value * _BYTE_UNITS[unit])
 
 
+_COUNT = re.compile(r"^\s*((?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([kKmMbBtT]?)\s*$")
+_COUNT_STEPS = {"": 0, "k": 1, "m": 2, "b": 3, "t": 4}
+
+
+def parse_count(text: str | int | float, *, what: str = "count", step: int = 1000) -> float:
+    """Parse a count: ``"3000000000"``, ``"3_000_000_000"``, ``"3e9"`` or a suffixed ``"3B"`` (K, M, B, T; any case).
+
+    The one reader of every count the user types. ``step`` is the suffixes' base: 1000 for volumes (3B tokens a
+    month = 3 × 10^9, as the outputs write them), 1024 where sizes are quoted in powers of two (context lengths,
+    :func:`parse_tokens`: 8K = 8,192).
+
+    Raises:
+        InputError: unparseable text, a negative, NaN or infinite value.
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value, unit = float(text), ""
+    else:
+        m = _COUNT.match(str(text))
+        if not m or "__" in m.group(1) or m.group(1).endswith("_"):
+            raise InputError(f"{what}: cannot read {text!r} as a count; write e.g. 3000000000, 3_000_000_000, 3e9 or "
+                             f"3B (K, M, B, T: powers of {step})")
+        value, unit = float(m.group(1).replace("_", "")), m.group(2).lower()
+    value *= float(step) ** _COUNT_STEPS[unit]
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{what}: {text!r} must be a finite, non-negative count")
+    return value
+
+
+def count_option(what: str):  # noqa: ANN201 - a typer ``parser=``: str -> float
+    """A ``parser=`` for a typer option that takes a count (:func:`parse_count`, powers of 1000), naming ``what``."""
+    return lambda text: parse_count(text, what=what)
+
+
 def parse_tokens(text: str | int, *, what: str = "tokens") -> int:
     """Parse a token count: ``"8192"``, ``"8K"``/``"8k"`` (= 8,192) or ``"1M"`` (= 1,048,576), as context sizes are
-    quoted.
+    quoted (:func:`parse_count` with powers of 1024).
 
     Raises:
         InputError: unparseable, fractional or non-positive counts.
     """
-    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$", str(text))
-    if not m:
-        raise InputError(f"{what}: cannot read {text!r} as a token count; write e.g. 8192, 8K or 128K")
-    mult = {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
-    value = float(m.group(1)) * mult
+    try:
+        value = parse_count(text, what=what, step=1024)
+    except InputError:
+        raise InputError(f"{what}: cannot read {text!r} as a token count; write e.g. 8192, 8K or 128K") from None
     if value < 1 or not value.is_integer():
         raise InputError(f"{what}: {text!r} must be a whole, positive number of tokens")
     return int(value)

@@ -117,3 +117,29 @@ class _Dispatch:
         if entry["id"] == self.dead_id:
             _die(spec, entry)
         return self.real(spec, entry)
+
+
+def test_default_workers_one_per_core_only_for_a_search_worth_a_pool(monkeypatch):
+    """Without --workers: one process per usable core, never more than candidates to simulate, and in process below
+    POOL_MIN_CANDIDATES (8) candidates — a pool's start-up would cost more than it saves."""
+    from kvledger.analyses.search import runner
+
+    monkeypatch.setattr(runner, "usable_cores", lambda: 2)
+    assert [runner.default_workers(n) for n in (1, 7, 8, 64)] == [1, 1, 2, 2]
+    monkeypatch.setattr(runner, "usable_cores", lambda: 16)
+    assert [runner.default_workers(n) for n in (7, 8, 10, 64)] == [1, 8, 10, 16]
+
+
+def test_default_workers_small_search_runs_in_process(serial_ledger, tmp_path, monkeypatch):
+    """workers=None (the CLI's default) on a search of fewer than 8 candidates to simulate never starts a pool, and its
+    ledger is the serial one byte for byte."""
+    from kvledger.analyses.search import runner
+
+    def no_pool(*_a, **_k):
+        raise AssertionError("a pool was started for a small search")
+
+    monkeypatch.setattr(runner, "_pool", no_pool)
+    path, _ = serial_ledger
+    out = tmp_path / "default.jsonl"
+    run_search(SPEC, AXES, ledger=out, workers=None)
+    assert out.read_bytes() == path.read_bytes()

@@ -81,17 +81,34 @@ def test_the_report_html_is_drawn_once_for_the_same_data(store, monkeypatch):
     assert html_store.report_html(fake(2.5)) == "<html>2.5</html>" and len(data_calls) == 2
 
 
-def test_the_store_keeps_its_newest_entries(store, monkeypatch):
-    # 5 entries written at mtimes 1..5 s, a limit of 3: the next write (first of this process in that folder) removes
-    # the two oldest before adding its own
+def _five_entries(store, size: int) -> None:
+    """Entries e0..e4 of ``size`` bytes written at mtimes 1..5 s."""
     import os
 
     store.mkdir(parents=True)
     for i in range(5):
         f = store / f"e{i}.pickle"
-        f.write_bytes(b"x")
+        f.write_bytes(b"x" * size)
         os.utime(f, ns=(i * 10**9 + 10**9, i * 10**9 + 10**9))
-    monkeypatch.setattr(sim_cache, "MAX_ENTRIES", 3)
-    monkeypatch.setattr(sim_cache, "_PRUNED", set())
+
+
+def test_the_store_keeps_its_newest_entries(store, monkeypatch):
+    # a limit of 4 entries: 5 stored + the new one = 6 > 4, so the oldest go until three quarters of the limit (3)
+    # are left, the new one counted: e0, e1, e2 removed
+    _five_entries(store, 1)
+    monkeypatch.setattr(sim_cache, "MAX_ENTRIES", 4)
+    monkeypatch.setattr(sim_cache, "_SIZE", {})
     sim_cache.store_bytes("sims", "new.pickle", b"y")
-    assert sorted(p.name for p in store.iterdir()) == ["e2.pickle", "e3.pickle", "e4.pickle", "new.pickle"]
+    assert sorted(p.name for p in store.iterdir()) == ["e3.pickle", "e4.pickle", "new.pickle"]
+
+
+def test_the_store_keeps_under_its_byte_budget(store, monkeypatch):
+    # 5 × 30 B stored + 10 B new = 160 B > a 100 B budget: the oldest go until at most 75 B are left
+    # (160 → 130 → 100 → 70: e0, e1, e2 removed). The next 10 B write counts 70 + 10 = 80 ≤ 100 and removes nothing.
+    _five_entries(store, 30)
+    monkeypatch.setattr(sim_cache, "MAX_BYTES", 100)
+    monkeypatch.setattr(sim_cache, "_SIZE", {})
+    sim_cache.store_bytes("sims", "new.pickle", b"y" * 10)
+    assert sorted(p.name for p in store.iterdir()) == ["e3.pickle", "e4.pickle", "new.pickle"]
+    sim_cache.store_bytes("sims", "new2.pickle", b"z" * 10)
+    assert sorted(p.name for p in store.iterdir()) == ["e3.pickle", "e4.pickle", "new.pickle", "new2.pickle"]

@@ -80,6 +80,11 @@ class PlanSettings(BaseModel):
     nnodes: int = Field(1, ge=1, le=1024)
     sampler_backend: Literal["auto", "flashinfer", "pytorch"] = "auto"
 
+    @field_validator("engine", mode="before")
+    @classmethod
+    def _engine(cls, v: object) -> object:
+        return engine_name(v) if isinstance(v, str) else v
+
     @field_validator("contexts")
     @classmethod
     def _contexts(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
@@ -88,6 +93,18 @@ class PlanSettings(BaseModel):
             if bad:
                 raise ValueError(f"context lengths must be between 1 and {_TOKENS_MAX:,} tokens, got {bad[0]}")
         return v
+
+
+ENGINE_ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "tensorrtllm": "trtllm", "trt-llm": "trtllm",
+                  "trt_llm": "trtllm"}
+"""Common spellings of the engines' names (case-insensitive) → the name the settings use."""
+
+
+def engine_name(text: str) -> str:
+    """``--engine`` as written (``TensorRT-LLM``, ``trt-llm``, ``vLLM``) → ``vllm``, ``sglang`` or ``trtllm``; any
+    other text is returned lower-cased (and refused by the settings' check)."""
+    key = text.strip().lower()
+    return ENGINE_ALIASES.get(key, key)
 
 
 def make_settings(**kwargs) -> PlanSettings:

@@ -8,7 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-__all__ = ["host_bill", "people", "volume", "BILL_KEYS"]
+from kvledger.units import count_option
+
+__all__ = ["host_bill", "people", "volume", "kv_tiers", "BILL_KEYS"]
 
 _B = "[bought GPUs] "
 GpuCapex = Annotated[
@@ -69,24 +71,29 @@ EngUsd = Annotated[
 MonthlyTokens = Annotated[
     float | None,
     typer.Option(
-        "--monthly-tokens",
-        help="volume: tokens per month, input and output together (split as in the run).",
+        "--monthly-tokens", parser=count_option("--monthly-tokens"),
+        help="volume: tokens per month, input and output together (split as in the run); 3B, 3e9 or "
+        "3_000_000_000 (K, M, B, T: powers of 1000).",
         show_default=False,
     ),
 ]
 MonthlyRequests = Annotated[
-    float | None, typer.Option("--monthly-requests", help="volume: good requests per month.", show_default=False)
+    float | None,
+    typer.Option("--monthly-requests", parser=count_option("--monthly-requests"), help="volume: good requests per "
+                 "month (3M, 3e6; K, M, B, T: powers of 1000).", show_default=False),
 ]
 MonthlyIn = Annotated[
     float | None,
     typer.Option(
-        "--monthly-input-tokens",
+        "--monthly-input-tokens", parser=count_option("--monthly-input-tokens"),
         help="volume: input tokens per month (with --monthly-output-tokens).",
         show_default=False,
     ),
 ]
 MonthlyOut = Annotated[
-    float | None, typer.Option("--monthly-output-tokens", help="volume: output tokens per month.", show_default=False)
+    float | None,
+    typer.Option("--monthly-output-tokens", parser=count_option("--monthly-output-tokens"),
+                 help="volume: output tokens per month.", show_default=False),
 ]
 
 PeakToMean = Annotated[
@@ -108,6 +115,43 @@ BILL_KEYS = (
     "board_power_w",
     "idle_power_w",
 )
+
+
+_T = "[KV tier] "
+TierHost = Annotated[str | None, typer.Option("--kv-tier-host", help=_T + "host memory held for the KV offload tier, "
+                                              "GiB per GPU (256 or 256GiB): a line item priced by "
+                                              "--host-memory-usd-per-gib-month.", show_default=False)]
+TierNvme = Annotated[str | None, typer.Option("--kv-tier-nvme", help=_T + "NVMe held for the KV tier, GiB per GPU "
+                                              "(1TiB): a line item priced by --nvme-usd-per-gib-month.",
+                                              show_default=False)]
+HostMemPrice = Annotated[float | None, typer.Option("--host-memory-usd-per-gib-month", help=_T + "your host-memory "
+                                                    "price, USD per GiB-month (no sourced default).",
+                                                    show_default=False)]
+NvmePrice = Annotated[float | None, typer.Option("--nvme-usd-per-gib-month", help=_T + "your NVMe price, USD per "
+                                                 "GiB-month (no sourced default).", show_default=False)]
+
+
+def kv_tiers(p: dict[str, Any]) -> Any:
+    """KvTierBill from ``--kv-tier-host/--kv-tier-nvme`` and their prices; None when no tier is given.
+
+    Raises:
+        InputError: a price without its tier, a tier without its price, or an unreadable size.
+    """
+    from kvledger.cli.analysis_opts import gib_option
+    from kvledger.errors import InputError
+    from kvledger.ledgers.tier_items import KvTierBill, TierRate
+
+    tiers = []
+    for kind, size_key, price_key in (("host", "kv_tier_host", "host_memory_usd_per_gib_month"),
+                                      ("nvme", "kv_tier_nvme", "nvme_usd_per_gib_month")):
+        size = gib_option(p.get(size_key), "--kv-tier-" + kind)
+        if size is None:
+            if p.get(price_key) is not None:
+                raise InputError(f"--{price_key.replace('_', '-')} prices a {kind} KV tier: give its size with "
+                                 f"--kv-tier-{kind}")
+            continue
+        tiers.append(TierRate.given(kind, size, p.get(price_key)))
+    return KvTierBill(tuple(tiers)) if tiers else None
 
 
 def host_bill(p: dict[str, Any]) -> Any:

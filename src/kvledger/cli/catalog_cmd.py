@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from kvledger import strict_json
-from kvledger.report.catalog_view import render_gpus, render_models
+from kvledger.report.catalog_view import render_gpus, render_models, render_prices
 
 __all__ = ["register"]
 
@@ -62,7 +62,6 @@ def prices(
 
     from kvledger.catalog.prices import api_prices, find_gpu_prices, gpu_prices
     from kvledger.errors import InputError
-    from kvledger.report.tables import ledger_table
 
     if kind not in ("api", "gpu", "all"):
         raise InputError(f"--kind must be api, gpu or all, got {kind!r}")
@@ -77,26 +76,7 @@ def prices(
         typer.echo(strict_json.dumps({"api": [{**asdict(r), "key": r.key} for r in api],
                                "gpu": [{**asdict(r), "key": r.key} for r in gpus]}, indent=2))
         return
-    con = Console(highlight=False)
-    if kind in ("api", "all"):
-        t = ledger_table("API prices, USD per 1M tokens (catalog/data/api_prices.csv; --api PROVIDER:MODEL)",
-                         "provider:model", "input", "cached input", "output", "batch off", "as of")
-        for r in api:
-            t.add_row(r.key, f"{r.input_usd_per_mtok:g}",
-                      "—" if r.cached_input_usd_per_mtok is None else f"{r.cached_input_usd_per_mtok:g}",
-                      f"{r.output_usd_per_mtok:g}", "—" if r.batch_discount is None else f"{r.batch_discount:.0%}",
-                          r.as_of)
-        con.print(t)
-    if kind in ("gpu", "all"):
-        t = ledger_table("GPU rental prices (catalog/data/gpu_prices.csv; --gpu GPU --gpu-provider PROVIDER "
-                         "[--instance TYPE])",
-                         "provider", "GPU", "instance", "GPUs", "USD/GPU-h", "pricing", "as of")
-        for r in gpus:
-            t.add_row(r.provider, r.gpu_id, r.instance_type, f"{r.gpus_per_instance}", f"{r.usd_per_gpu_hour:,.2f}",
-                      r.pricing_model, r.as_of)
-        con.print(t)
-    con.print("[dim]sources: each row's 'source' and 'notes' columns (--json); prices are list prices on the date "
-              "shown[/]")
+    render_prices(api, gpus, Console(highlight=False), show_api=kind in ("api", "all"), show_gpu=kind in ("gpu", "all"))
 
 
 def _price_gpu_key(name: str) -> str:

@@ -83,6 +83,8 @@ def register(app: typer.Typer) -> None:
         annual_interest: bo.Interest = 0.0, pue: bo.Pue = 1.3, usd_per_kwh: bo.UsdPerKwh = 0.12,
         hosting_usd_per_gpu_month: bo.Hosting = 0.0, board_power_w: bo.BoardPower = None,
             idle_power_w: bo.IdlePower = None,
+        kv_tier_host: bo.TierHost = None, kv_tier_nvme: bo.TierNvme = None,
+        host_memory_usd_per_gib_month: bo.HostMemPrice = None, nvme_usd_per_gib_month: bo.NvmePrice = None,
         data_sovereignty: str = typer.Option("not_required", "--data-sovereignty", help="required, preferred or "
             "not_required"),
         model_control: str = typer.Option("any", "--model-control", help="custom_weights, open_weights or any"),
@@ -169,7 +171,7 @@ def register(app: typer.Typer) -> None:
         people = bo.people(ctx.params)
         setup = SelfHostSetup(gpu_rate, n_gpus, utilization, people.engineer_months_per_month,
                               people.engineer_usd_per_month,
-                              prefill_share, max_utilization)
+                              prefill_share, max_utilization, kv_tiers=bo.kv_tiers(ctx.params))
         model_name = simulate if file is None else (served_model or run.metadata.model)
         inputs, notes = decision_inputs(model_name, api_price, gpu_rate,
                                         hardware if file is None else (gpu or hardware),

@@ -84,7 +84,8 @@ def __getattr__(name: str) -> typer.Typer:
 
 
 def run() -> None:
-    """Console entry point: run the app; a KvLedgerError prints its message and exits with status 2.
+    """Console entry point: run the app; a KvLedgerError prints its message and exits with status 2. With ``--json``
+    an error (ours, or a usage error click finds) is also written to stdout as a JSON object (:func:`_json_error`).
 
     OpenBLAS runs one thread (``OPENBLAS_NUM_THREADS=1`` unless set): see the comment below. When the
     command is done its objects are frozen out of the garbage collector (``gc.freeze``): the
@@ -96,16 +97,44 @@ def run() -> None:
     # cores). One thread, unless the user asked for more; set before anything imports numpy.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = sys.argv[1:]
+    as_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
     try:
-        build_app(argv[0] if argv and argv[0] in COMMANDS else None)()
+        application = build_app(argv[0] if argv and argv[0] in COMMANDS else None)
+        if not as_json:
+            application()
+        else:  # click's own handling would print a usage error on stderr only: catch it to say it in JSON too
+            try:
+                code = application(standalone_mode=False)
+            except typer.Abort:
+                typer.echo("Aborted!", err=True)
+                sys.exit(1)
+            except typer.TyperException as err:  # click's usage errors (typer's vendored click): exit code 2
+                if not hasattr(err, "show"):
+                    raise
+                _json_error(err.format_message(), err.exit_code, type(err).__name__)
+                err.show()
+                sys.exit(err.exit_code)
+            if isinstance(code, int) and not isinstance(code, bool):  # typer.Exit(code): its status, as standalone
+                sys.exit(code)
     except KvLedgerError as err:
         from rich.console import Console
         from rich.markup import escape
 
+        if as_json:
+            _json_error(str(err), 2, type(err).__name__)
         Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {escape(str(err))}", soft_wrap=True)
         sys.exit(2)
     finally:
         gc.freeze()
+
+
+def _json_error(message: str, exit_code: int, kind: str) -> None:
+    """With ``--json``, an error is also a strict-JSON object on stdout, so that a script reading stdout gets JSON:
+    ``{"error": {"message": …, "type": "InputError", "exit_code": 2}}`` (the message is on stderr as well)."""
+    import json
+
+    sys.stdout.write(json.dumps({"error": {"message": message, "type": kind, "exit_code": exit_code}}) + "\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

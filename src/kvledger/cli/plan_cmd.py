@@ -20,7 +20,7 @@ def plan(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path "
                                           "or folder, or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a .json/.toml GPU file."),
-    engine: str = typer.Option("vllm", "--engine", help="vllm, sglang or trtllm."),
+    engine: str = typer.Option("vllm", "--engine", help="vllm, sglang or trtllm (also tensorrt-llm, trt-llm)."),
     engine_version: str | None = option(EngineFlags, "engine_version", help="vLLM version whose rules to apply "
                                                                             "(default: newest read, 0.33.0); with "
                                                                             "--engine trtllm, a version before 1.0 "
@@ -120,7 +120,7 @@ def plan(
     from rich.console import Console
 
     from kvledger.accounting.plan import build_plan
-    from kvledger.accounting.settings import make_settings
+    from kvledger.accounting.settings import engine_name, make_settings
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.report.plan_view import render_plan
@@ -131,7 +131,7 @@ def plan(
         or None
     )
     settings = make_settings(
-        engine=engine.lower(), engine_version=engine_version, tp=tp, pp=pp,
+        engine=engine_name(engine), engine_version=engine_version, tp=tp, pp=pp,
         max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None, contexts=ctxs,
         gpu_memory_utilization=gpu_memory_utilization, mem_fraction_static=mem_fraction_static,
         free_gpu_memory_fraction=free_gpu_memory_fraction, kv_cache_dtype=kv_cache_dtype, dtype=dtype.lower(),

@@ -4,8 +4,8 @@ cost, and how many GPUs.
 The command parses flags into a ``SearchSpec`` and ``Axes`` (``kvledger.analyses.search``),
 runs the search with a progress bar, and renders: the table and frontier
 (``kvledger.report.search_view``), ``--json``, ``--csv FILE``, ``--plot FILE``
-(``kvledger.report.search_figures``). ``--show-command ID`` plans one candidate and prints its
-launch commands without simulating.
+(``kvledger.report.search_figures``). ``--show-command`` prints one candidate's launch commands
+(kvledger.cli.search_show).
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from typing import Any
 import typer
 
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, PricingFlags, WorkloadFlags, with_groups
+from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
 from kvledger.cli.sim_opts import synthetic_spec
+from kvledger.units import count_option
 
 __all__ = ["register"]
 
@@ -137,19 +139,6 @@ def _exit_if_failed(result: Any) -> None:
         raise typer.Exit(1)
 
 
-def _show_command(spec: Any, cid: str, as_json: bool) -> None:
-    from rich.console import Console
-
-    from kvledger.analyses.search.launch import candidate_commands
-    from kvledger.report.search_view import print_launch
-
-    d = candidate_commands(spec, cid)
-    if as_json:
-        typer.echo(json.dumps(d, allow_nan=False))
-    else:
-        print_launch(Console(highlight=False), d, "launch commands")
-
-
 def register(app: typer.Typer) -> None:
     """Add the ``search`` command to ``app``."""
 
@@ -162,10 +151,14 @@ def register(app: typer.Typer) -> None:
         workload: WorkloadFlags = WorkloadFlags(),
         rate: float | None = typer.Option(None, "--rate", help="target mean load, req/s: sizes replicas, GPUs and the "
                                                                "monthly bill", show_default=False),
-        monthly_tokens: float | None = typer.Option(None, "--monthly-tokens", help="target load as input + output "
-            "tokens per month (converted with the workload's mean tokens per request)", show_default=False),
+        monthly_tokens: float | None = typer.Option(None, "--monthly-tokens", parser=count_option("--monthly-tokens"),
+            help="target load as input + output tokens per month, e.g. 3B (K, M, B, T: powers of 1000); converted with "
+                 "the workload's mean tokens per request", show_default=False),
         gpus: str | None = typer.Option(None, "--gpus", help="GPUs to try, comma-separated (default: every catalog GPU "
                                                              "with a price row)", show_default=False),
+        gpu: list[str] | None = typer.Option(None, "--gpu", help="the same as --gpus, as the other commands take it: "
+                                             "repeat it or comma-separate (--gpu H100 --gpu H200, --gpu H100,H200)",
+                                             show_default=False),
         tp: str | None = typer.Option(None, "--tp", "--tensor-parallel-size", help="TPs to try, e.g. 1,2,4,8 (default: "
             "those of 1, 2, 4, 8 dividing the KV heads)", show_default=False),
         kv_cache_dtype: str | None = typer.Option(None, "--kv-cache-dtype", help="KV dtypes to try, e.g. auto,fp8 "
@@ -186,8 +179,10 @@ def register(app: typer.Typer) -> None:
         pricing: PricingFlags = PricingFlags(),
         api: str | None = typer.Option(None, "--api", help="API price row to compare with, e.g. OpenAI:gpt-4.1",
                                        show_default=False),
-        workers: int = typer.Option(1, "--workers", help="parallel capacity searches: a local Ray with N CPUs when Ray "
-                                                         "is installed, else a process pool"),
+        workers: int | None = typer.Option(None, "--workers", help="parallel capacity searches: a local Ray with N "
+                                           "CPUs when Ray is installed, else a process pool [default: one process per "
+                                           "usable core, in a process pool, when 8 or more candidates are simulated; "
+                                           "else in process]", show_default=False),
         ray_address: str | None = typer.Option(None, "--ray-address", help="run on an existing Ray cluster: auto or "
                                                                            "HOST:PORT (kvledger must be installed on "
                                                                            "its nodes)", show_default=False),
@@ -200,15 +195,21 @@ def register(app: typer.Typer) -> None:
         top: int = typer.Option(10, "--top", help="rows in the table"),
         verbose: bool = typer.Option(False, "--verbose", help="list each rejected and each cost-dominated candidate"),
         show_command: str | None = typer.Option(None, "--show-command", help="print the launch commands of one "
-                                                                             "candidate id (e.g. "
-                                                                             "nvidia_h100_sxm:tp4:kv-fp8) and exit",
-                                                                                 show_default=False),
+            "candidate and exit: its id (nvidia_h100_sxm:tp4:kv-fp8) or its name in the table (h100_sxm tp4 fp8), "
+            "planned without simulating; or its rank number in the table (3), which runs the search first",
+            show_default=False),
         as_json: bool = typer.Option(False, "--json", help="print the whole result as JSON"),
         csv_out: Path | None = typer.Option(None, "--csv", help="write the candidate ledger as CSV",
                                             show_default=False),
         plot: Path | None = typer.Option(None, "--plot", help="write the frontier figure (.png or .svg)",
                                          show_default=False),
         force: bool = typer.Option(False, "--force", help="allow --ledger, --csv and --plot to overwrite files"),
+        offload: str | None = typer.Option(None, "--offload", help="KV tiers to try on each feasible candidate: "
+                                           "none,cpu:256GiB,disk:1TiB (GiB per GPU; default none)"),
+        host_memory_usd_per_gib_month: float | None = typer.Option(None, "--host-memory-usd-per-gib-month",
+                                                                   help="[--offload cpu] your price, USD/GiB-month"),
+        nvme_usd_per_gib_month: float | None = typer.Option(None, "--nvme-usd-per-gib-month",
+                                                            help="[--offload disk] your price, USD/GiB-month"),
         exhaustive: bool = typer.Option(False, "--exhaustive", help="simulate every planned candidate; by default one "
                                         "whose analytic bounds prove it cannot win, be the runner-up or reach a "
                                         "frontier is decided by bound, unsimulated"),
@@ -242,8 +243,11 @@ def register(app: typer.Typer) -> None:
                           utilization=p.utilization, max_utilization=p.max_utilization, rate_req_per_s=rate,
                           monthly_tokens=monthly_tokens, api=api, batch_share=p.batch_share,
                           cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate)
-        if show_command is not None:
-            _show_command(spec, show_command, as_json)
+        axes = _axes(",".join([gpus or "", *(gpu or [])]), tp, kv_cache_dtype, max_num_seqs, max_num_batched_tokens,
+                     prefix_caching, _splits(disagg_splits) if disagg else ())
+        rank = rank_of(show_command)
+        if show_command is not None and rank is None:
+            show_command_of(spec, axes, show_command, as_json)
             return
         if ledger is not None and resume is not None:
             raise InputError("--resume FILE continues that ledger; give it alone, without --ledger")
@@ -252,8 +256,11 @@ def register(app: typer.Typer) -> None:
         _refuse_overwrite({"--ledger": ledger, "--csv": csv_out, "--plot": plot}, force, [w.trace, resume])
         if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
             raise InputError(f"--plot {plot}: write .png or .svg")
-        axes = _axes(gpus, tp, kv_cache_dtype, max_num_seqs, max_num_batched_tokens, prefix_caching,
-                     _splits(disagg_splits) if disagg else ())
+        from kvledger.analyses.search.offload_axis import check_prices, offload_pass, parse_offload
+
+        tiers = parse_offload(offload)
+        prices = {"host": host_memory_usd_per_gib_month, "nvme": nvme_usd_per_gib_month}
+        with_tiers = bool(check_prices(tiers, prices))
         with _progress_bar() as bar:
             task = bar.add_task("search", total=None, status="planning")
 
@@ -271,10 +278,18 @@ def register(app: typer.Typer) -> None:
             from kvledger.report.search_figures import frontier_figure, save_figure
 
             save_figure(frontier_figure(result), plot)
-        if as_json:
-            typer.echo(json.dumps(result.to_dict(), allow_nan=False))
+        variants = offload_pass(spec, result.entries, tiers, prices) if with_tiers else None
+        if rank is not None:
+            show_ranked(result, rank, as_json)
+        elif as_json:
+            typer.echo(json.dumps(result.to_dict() | ({"offload": variants} if variants is not None else {}),
+                                  allow_nan=False))
         else:
             from kvledger.report.search_view import print_search
 
             print_search(result, top, verbose)
+            if variants is not None:
+                from kvledger.report.offload_axis_view import print_offload_axis
+
+                print_offload_axis(variants)
         _exit_if_failed(result)

@@ -17,13 +17,15 @@ import math
 from typing import Any
 
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
+from kvledger.ledgers.tier_items import tier_usd_per_month
 
 __all__ = ["replica_usd_per_month", "people_usd_per_month", "break_even_utilization", "break_even_volume"]
 
 
 def replica_usd_per_month(setup: SelfHostSetup) -> float:
-    """R = num_gpus × USD/GPU-h × 730 h."""
-    return setup.num_gpus * setup.gpu.usd_per_gpu_hour * HOURS_PER_MONTH
+    """R = num_gpus × USD/GPU-h × 730 h (+ the KV tiers: size per GPU × num_gpus × USD/GiB-month)."""
+    return setup.num_gpus * setup.gpu.usd_per_gpu_hour * HOURS_PER_MONTH + tier_usd_per_month(setup.kv_tiers,
+                                                                                                  setup.num_gpus)
 
 
 def people_usd_per_month(setup: SelfHostSetup) -> float:

@@ -43,6 +43,7 @@ from kvledger.ledgers.columns import columns_from
 from kvledger.ledgers.goodput import GoodputResult
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ledgers.prefill_floor import PrefillFloor
+from kvledger.ledgers.tier_items import KvTierBill, tier_items
 from kvledger.ranges import check_options
 from kvledger.records import RunRecords
 
@@ -88,6 +89,7 @@ class SelfHostSetup:
         engineer_usd_per_month: fully loaded cost of one engineer-month, USD.
         prefill_share: share of GPU time attributed to prefill (input tokens); None = measured.
         max_utilization: highest average utilization planned per replica when sizing for a volume.
+        kv_tiers: KV tiers below HBM bought per GPU, priced as line items riding on the GPU-hours; None = none.
     """
 
     gpu: GpuRate
@@ -97,6 +99,7 @@ class SelfHostSetup:
     engineer_usd_per_month: float = 0.0
     prefill_share: float | None = None
     max_utilization: float = 0.8
+    kv_tiers: KvTierBill | None = None  # host memory / NVMe bought per GPU for the KV tier (ledgers/tier_items.py)
 
     def check(self) -> None:
         """Raises InputError for out-of-range values (GPU count, utilizations, shares, people cost)."""
@@ -249,6 +252,8 @@ def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: 
                             setup.gpu.source, setup.gpu.as_of,
                             f"{setup.num_gpus} GPU × 10⁶ ÷ ({tok_s:,.1f} good {kind} tok/s × 3600 × utilization "
                             f"{u:.2f}) × {phase} share {share:.3f} ({cap.prefill_share_method})"))
+        for item in tier_items(setup.kv_tiers, gpu_h, f" ({phase} share, as the GPU rental)"):
+            ledger.add(item)
         people = _people_item(setup, per_month, share, kind)
         if people is not None:
             ledger.add(people)

@@ -25,6 +25,7 @@ from kvledger.ledgers.api_cost import ApiMix, api_ledger
 from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
 from kvledger.ledgers.host_bill import HostBill, capex_item, hosting_item, power_item
 from kvledger.ledgers.items import Ledger, LineItem
+from kvledger.ledgers.tier_items import tier_items
 from kvledger.ledgers.volume import MonthlyVolume, Volume, resolve_volume
 
 __all__ = [
@@ -104,6 +105,8 @@ def monthly_self_host(
                 power_item(gpus, power.board_w, power.idle_w, load, buy.pue, buy.usd_per_kwh, f"{power.source}; {src}")
             )
         led.add(hosting_item(gpus, buy))
+    for item in tier_items(setup.kv_tiers, gpus * HOURS_PER_MONTH, f" ({sizing} × 730 h)"):
+        led.add(item)
     led.add(
         LineItem(
             "people (engineers running it)",

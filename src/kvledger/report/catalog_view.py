@@ -1,11 +1,11 @@
-"""Terminal views of ``kvledger models`` and ``kvledger gpus``: the bundled catalogs as tables, narrower on narrow
-terminals (``--json`` has everything)."""
+"""Terminal views of ``kvledger models``, ``kvledger gpus`` and ``kvledger prices``: the bundled catalogs as tables,
+narrower on narrow terminals (``--json`` has everything)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["render_models", "render_gpus"]
+__all__ = ["render_models", "render_gpus", "render_prices"]
 
 
 def render_models(rows: list[dict[str, Any]], con: Any) -> None:
@@ -63,3 +63,31 @@ def render_gpus(cat: dict[str, Any], con: Any) -> None:
         "CUDA GiB: device total as CUDA reports it; TB/s: HBM bandwidth; TF: dense TFLOP/s; ridge: FLOP per byte"
     )
     con.print(t)
+
+
+def render_prices(api: list[Any], gpus: list[Any], con: Any, *, show_api: bool, show_gpu: bool) -> None:
+    """The API and GPU rental price rows (``ApiPrice``/``GpuPrice``), each with its as-of date, confidence and source
+    as the CSV gives them (a long source folds over several lines; ``--json`` adds the notes)."""
+    from kvledger.report.tables import ledger_table
+
+    if show_api:
+        t = ledger_table("API prices, USD per 1M tokens (catalog/data/api_prices.csv; --api PROVIDER:MODEL)",
+                         "provider:model", "input", "cached input", "output", "batch off", "as of", "confidence",
+                         "source")
+        for r in api:
+            t.add_row(r.key, f"{r.input_usd_per_mtok:g}",
+                      "—" if r.cached_input_usd_per_mtok is None else f"{r.cached_input_usd_per_mtok:g}",
+                      f"{r.output_usd_per_mtok:g}", "—" if r.batch_discount is None else f"{r.batch_discount:.0%}",
+                      r.as_of, r.confidence, r.source)
+        con.print(t)
+    if show_gpu:
+        t = ledger_table("GPU rental prices (catalog/data/gpu_prices.csv; --gpu GPU --gpu-provider PROVIDER "
+                         "[--instance TYPE])",
+                         "provider", "GPU", "instance", "GPUs", "USD/GPU-h", "pricing", "as of", "confidence",
+                         "source")
+        for r in gpus:
+            t.add_row(r.provider, r.gpu_id, r.instance_type, f"{r.gpus_per_instance}", f"{r.usd_per_gpu_hour:,.2f}",
+                      r.pricing_model, r.as_of, r.confidence, r.source)
+        con.print(t)
+    con.print("[dim]source and confidence as the catalog rows give them; each row's notes are in --json; prices are "
+              "list prices on the date shown[/]")

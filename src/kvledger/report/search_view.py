@@ -13,7 +13,7 @@ def _f(x: Any, spec: str) -> str:
 
 
 def _settings(e: dict[str, Any], varied: set[str]) -> str:
-    p, parts = e["plan"], [e["kv_cache_dtype"]]
+    p, parts = e["plan"], []
     if "max_num_seqs" in varied:
         parts.append(f"seqs {p['max_num_seqs']}")
     if "max_num_batched_tokens" in varied:
@@ -24,7 +24,9 @@ def _settings(e: dict[str, Any], varied: set[str]) -> str:
 
 
 def _candidate(e: dict[str, Any], varied: set[str]) -> str:
-    return f"{e['gpu_id'].removeprefix('nvidia_')} {e['layout']} {_settings(e, varied)}"
+    from kvledger.analyses.search.naming import short_name
+
+    return " ".join(filter(None, (short_name(e["gpu_id"], e["layout"], e["kv_cache_dtype"]), _settings(e, varied))))
 
 
 def _top_table(result: Any, top: int) -> Any:

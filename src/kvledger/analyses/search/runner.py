@@ -26,7 +26,8 @@ from kvledger.analyses.search.spec import Axes, Candidate, SearchSpec, make_cand
 from kvledger.errors import FormatError, InputError
 from kvledger.ranges import check_options
 
-__all__ = ["BACKENDS", "LEDGER_FORMAT", "run_search", "read_ledger", "plan_candidates", "ray_available"]
+__all__ = ["BACKENDS", "LEDGER_FORMAT", "run_search", "read_ledger", "plan_candidates", "ray_available",
+           "default_workers", "POOL_MIN_CANDIDATES"]
 
 LEDGER_FORMAT = "kvledger-search-ledger/1"
 BACKENDS = ("auto", "serial", "pool", "ray")
@@ -97,6 +98,8 @@ def _resume(path: Path, header: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 Batches = Iterator[list[dict[str, Any]]]
+POOL_MIN_CANDIDATES = 8
+"""Fewest candidates to simulate for which the default --workers starts a process pool (``default_workers``)."""
 
 
 def _serial(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:
@@ -193,6 +196,22 @@ def _ray(spec: SearchSpec, batches: Batches, workers: int, address: str | None) 
                 ray.shutdown()
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the OS has one), at least 1."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def default_workers(num_to_simulate: int) -> int:
+    """Workers when the caller names none: one per usable core, at most one per candidate to simulate; 1 (in process)
+    for fewer than ``POOL_MIN_CANDIDATES`` candidates, where a pool's start-up (each spawned process imports kvledger,
+    about a second) would cost more than it saves. The ledger is byte-identical for any number (module docstring)."""
+    if num_to_simulate < POOL_MIN_CANDIDATES:
+        return 1
+    return max(1, min(usable_cores(), num_to_simulate))
+
+
 def _backend(backend: str, workers: int, address: str | None) -> Callable[..., Iterator[dict[str, Any]]]:
     if backend not in BACKENDS:
         raise InputError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
@@ -209,17 +228,18 @@ def _backend(backend: str, workers: int, address: str | None) -> Callable[..., I
     return {"serial": _serial, "pool": _pool, "ray": _ray}[backend]
 
 
-def run_search(spec: SearchSpec, axes: Axes, *, workers: int = 1, backend: str = "auto", ray_address: str | None = None,
-               ledger: Path | None = None, resume: bool = False, progress: Progress | None = None,
-               exhaustive: bool = False) -> SearchResult:
+def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend: str = "auto",
+               ray_address: str | None = None, ledger: Path | None = None, resume: bool = False,
+               progress: Progress | None = None, exhaustive: bool = False) -> SearchResult:
     """Plan, bound, simulate, rank; returns the SearchResult. ``ledger`` is written as entries finish and rewritten in
     candidate order at the end; with ``resume`` its finished entries are kept (see the module docstring).
     ``exhaustive``: simulate every planned candidate, none decided by its bounds (``kvledger.analyses.search.prune``).
+    ``workers`` None: ``default_workers`` of the candidates left to simulate (the CLI's default).
 
     Raises:
         InputError / UnknownNameError: bad inputs (spec, axes, API row, backend), or a ledger of another search.
     """
-    run = _backend(backend, workers, ray_address)
+    run = _backend(backend, 1 if workers is None else workers, ray_address)  # bad flags fail before any planning
     cands = plan_candidates(spec, axes)
     header = _header(spec, cands)
     done = _resume(ledger, header) if resume and ledger is not None else {}
@@ -256,6 +276,10 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int = 1, backend: str =
         order = {c.id: n for n, c in enumerate(cands)}
         batches = iter([todo]) if exhaustive else rounds(spec, todo, order, lambda: [  # in candidate order, never in
             done[c.id] for c in cands if c.id in done and done[c.id]["status"] == "feasible"], record)  # finish order
+        if workers is None:  # the default: a local pool (Ray's start-up is for a named --workers N or an address)
+            workers = default_workers(len(todo))
+            auto = backend == "auto" and ray_address is None
+            run = _backend(("pool" if workers > 1 else "serial") if auto else backend, workers, ray_address)
         for e in run(spec, batches, workers, ray_address):
             record(e)
     finally:

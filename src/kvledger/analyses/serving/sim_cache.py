@@ -10,8 +10,8 @@ versions. Change any of them and the key changes, so an entry is never stale. A 
 Hugging Face Hub (content that can change under the same name) or a folder input is not cached.
 
 Where: ``$KVLEDGER_CACHE_DIR``, else ``$XDG_CACHE_HOME/kvledger``, else ``~/.cache/kvledger``, folder
-``sims/`` (pickles of ``SimulatedRun``; any file there may be deleted at any time; past ``MAX_ENTRIES`` the oldest
-go). Set
+``sims/`` (pickles of ``SimulatedRun``; any file there may be deleted at any time; past ``MAX_ENTRIES`` entries or
+``MAX_BYTES`` in a folder the least recently written go, down to three quarters of the limit). Set
 ``KVLEDGER_NO_CACHE=1`` to neither read nor write it. Entries are written whole (a temporary file, then a
 rename); an unreadable or unwritable entry is ignored (the simulation runs).
 """
@@ -33,7 +33,8 @@ __all__ = ["cache_dir", "cache_key", "code_fingerprint", "load", "store", "load_
 
 _STATS = {"run": 0, "reused": 0}
 MAX_ENTRIES = 2000  # per folder (sims/, reports/): about 0.3–5 MB a simulation, 0.2 MB a report
-_PRUNED: set[Path] = set()
+MAX_BYTES = 1 << 30  # per folder, 1 GiB: a cold 8B search with default GPUs stores about 0.34 GB of probes
+_SIZE: dict[Path, int] = {}  # bytes in each folder: scanned at the first write of a process, then counted
 _CODE: list[str] = []  # the package fingerprint, computed once per process
 
 
@@ -115,21 +116,35 @@ def load_bytes(kind: str, key: str | None) -> bytes | None:
         return None
 
 
-def _prune(d: Path) -> None:
-    """Keep at most ``MAX_ENTRIES`` entries in ``d``: the least recently written go first (once per process and
-    folder)."""
-    if d in _PRUNED:
+def _prune(d: Path, adding: int) -> None:
+    """Make room for ``adding`` bytes in ``d``: past ``MAX_ENTRIES`` entries or ``MAX_BYTES``, the least recently
+    written go until three quarters of each limit is left (the folder is scanned at a process's first write and when
+    its running count passes the limit)."""
+    if d in _SIZE and _SIZE[d] + adding <= MAX_BYTES:
+        _SIZE[d] += adding
         return
-    _PRUNED.add(d)
-    entries = [e for e in os.scandir(d) if e.is_file()]
-    if len(entries) <= MAX_ENTRIES:
-        return
-    entries.sort(key=lambda e: (e.stat().st_mtime_ns, e.name))
-    for e in entries[: len(entries) - MAX_ENTRIES]:
+    entries = []
+    for e in os.scandir(d):
         try:
-            os.unlink(e.path)
-        except OSError:
-            pass
+            if e.is_file():
+                st = e.stat()
+                entries.append((st.st_mtime_ns, e.name, st.st_size, e.path))
+        except OSError:  # removed by another process meanwhile
+            continue
+    total = sum(size for _, _, size, _ in entries) + adding
+    count = len(entries) + 1
+    if total > MAX_BYTES or count > MAX_ENTRIES:
+        entries.sort()
+        for _, _, size, path in entries:
+            if total <= MAX_BYTES * 3 // 4 and count <= MAX_ENTRIES * 3 // 4:
+                break
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            total -= size
+            count -= 1
+    _SIZE[d] = total
 
 
 def store_bytes(kind: str, key: str | None, data: bytes) -> None:
@@ -139,7 +154,7 @@ def store_bytes(kind: str, key: str | None, data: bytes) -> None:
     d = cache_dir(kind)
     try:
         d.mkdir(parents=True, exist_ok=True)
-        _prune(d)
+        _prune(d, len(data))
         fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:

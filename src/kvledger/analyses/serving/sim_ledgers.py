@@ -236,8 +236,11 @@ def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) ->
 
 def run_prepared(setup: SimSetup, args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *,
                  record_steps: bool = False, progress: Callable[[int, int], None] | None = None,
-                 record_token_times: bool = True, stop=None) -> SimulatedRun:
+                 record_token_times: bool = True, stop=None, kv_manager_factory=None) -> SimulatedRun:
     """Run a prepared simulation and complete its metadata (see :func:`simulate_run`).
+
+    ``kv_manager_factory``: the simulator's KV manager per replica (e.g. ``dynamics.offload_sim.offload_kv_factory``
+    for a host tier); None = the engine's own.
 
     ``record_token_times=False`` keeps no per-token times in the records (the summary's ITL
     distribution stays exact; per-request ITL statistics, e.g. an ITL SLO, need them). ``stop``: a
@@ -245,7 +248,8 @@ def run_prepared(setup: SimSetup, args: SimRequestArgs, synthetic: SyntheticSpec
     """
     result = simulate(setup.workload, setup.config, setup.cost, record_steps=record_steps, progress=progress,
                       num_replicas=setup.replicas, router=setup.router, model=setup.model_name, hardware=setup.gpu_name,
-                      record_token_times=record_token_times, stop=stop)
+                      record_token_times=record_token_times, stop=stop,
+                      **({} if kv_manager_factory is None else {"kv_manager_factory": kv_manager_factory}))
     sim = SimulatedRun(result.records, result, setup, args, synthetic)
     _complete_metadata(sim)
     return sim

@@ -1,0 +1,90 @@
+"""KV tiers below HBM as cost line items: host memory (DRAM) and NVMe held for the KV offload tier.
+
+A tier is bought per GPU: ``size_gib`` of host memory or NVMe reserved for the KV cache next to each GPU, at a price in
+USD per GiB-month (GiB = 2^30 B; a month is 730 h). Over a period of ``H`` GPU-hours the tier is held for the same
+hours as the GPUs it serves, so
+
+    GiB-months = size_gib per GPU × GPU-hours ÷ 730
+    USD        = GiB-months × USD per GiB-month
+
+which for one replica of ``N`` GPUs over one month (``H = N × 730``) is size × N × price. The GPU-hours are those of the
+GPU rental line item the tier rides on (a per-1M-token ledger's GPU-hours, a monthly bill's GPU-hours).
+
+Prices: no dated, citable price for host memory or local NVMe on its own was found (a search of the project's reference
+library for cloud per-GiB memory and local-SSD rates, and DRAM/NVMe purchase prices, 2026-12-02, returned the
+providers' pricing pages without their rate tables), so there is no default: the price is the user's
+(``--host-memory-usd-per-gib-month``, ``--nvme-usd-per-gib-month``) and every item says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kvledger.errors import InputError
+from kvledger.ledgers.items import LineItem
+
+__all__ = ["TierRate", "KvTierBill", "tier_items", "tier_usd_per_month", "TIER_KINDS"]
+
+HOURS_PER_MONTH = 730.0
+TIER_KINDS = {"host": ("host memory for the KV tier", "--host-memory-usd-per-gib-month"),
+              "nvme": ("NVMe for the KV tier", "--nvme-usd-per-gib-month")}
+"""Tier kind → (line-item name, the flag that prices it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TierRate:
+    """One tier bought per GPU: ``size_gib`` (GiB per GPU) at ``usd_per_gib_month`` with its provenance."""
+
+    kind: str
+    size_gib: float
+    usd_per_gib_month: float
+    source: str
+    as_of: str = "user input"
+
+    @classmethod
+    def given(cls, kind: str, size_gib: float, usd_per_gib_month: float | None) -> TierRate:
+        """A tier priced by the user's flag.
+
+        Raises:
+            InputError: an unknown kind, a size that is not a positive finite number, or no price / a price that is
+                negative or not finite.
+        """
+        if kind not in TIER_KINDS:
+            raise InputError(f"tier kind must be one of {', '.join(TIER_KINDS)}, got {kind!r}")
+        flag = TIER_KINDS[kind][1]
+        if not (isinstance(size_gib, (int, float)) and math.isfinite(size_gib) and size_gib > 0):
+            raise InputError(f"the {kind} KV tier size must be a positive number of GiB per GPU, got {size_gib!r}")
+        if usd_per_gib_month is None:
+            raise InputError(f"a {kind} KV tier needs its price: {flag} (USD per GiB-month; kvledger has no sourced "
+                             f"default for it)")
+        if not (math.isfinite(usd_per_gib_month) and 0 <= usd_per_gib_month <= 1e4):
+            raise InputError(f"{flag} must be a finite price in [0, 10000] USD per GiB-month, got "
+                             f"{usd_per_gib_month!r}")
+        return cls(kind, float(size_gib), float(usd_per_gib_month), f"user input ({flag})")
+
+
+@dataclass(frozen=True, slots=True)
+class KvTierBill:
+    """The tiers bought next to every GPU of a deployment (empty: no tier, nothing priced)."""
+
+    tiers: tuple[TierRate, ...] = ()
+
+    @property
+    def gib_per_gpu(self) -> float:
+        return sum(t.size_gib for t in self.tiers)
+
+
+def tier_items(bill: KvTierBill | None, gpu_hours: float, context: str = "") -> list[LineItem]:
+    """One line item per tier for ``gpu_hours`` GPU-hours (GiB-months = size × GPU-hours ÷ 730)."""
+    out = []
+    for t in (bill.tiers if bill is not None else ()):
+        qty = t.size_gib * gpu_hours / HOURS_PER_MONTH
+        out.append(LineItem(TIER_KINDS[t.kind][0], "GiB-month", qty, t.usd_per_gib_month, t.source, t.as_of,
+                            f"{t.size_gib:g} GiB per GPU × {gpu_hours:.6g} GPU-hours{context} ÷ 730 h/month"))
+    return out
+
+
+def tier_usd_per_month(bill: KvTierBill | None, num_gpus: float) -> float:
+    """Σ size × GPUs × USD per GiB-month: what the tiers of ``num_gpus`` GPUs cost per month, USD."""
+    return sum(t.size_gib * num_gpus * t.usd_per_gib_month for t in (bill.tiers if bill is not None else ()))
