@@ -182,7 +182,7 @@ def _result(loop: DisaggLoop, prefill: Pool, decode: Pool, transfer: KVTransfer,
              "KV transfer per request = wait for the prefill replica's link + per-GPU KV bytes ÷ one-way bandwidth + "
              "fixed latency (kvledger.dynamics.engine.kv_transfer)",
              "prefix_cache_hit_rate: prefill pool only (the decode pool receives whole prompts, caching off)"]
-    summary = Summary(**summarize_records(run), num_preemptions=pools["prefill"]["num_preemptions"] +
+    summary = Summary.of(summarize_records(run), num_preemptions=pools["prefill"]["num_preemptions"] +
                       pools["decode"]["num_preemptions"], prefix_cache_hit_rate=h / q if q else 0.0,
                       prefix_cache_hit_tokens=h, prefix_cache_query_tokens=q,
                       kv_usage={k: v["kv_usage"] for k, v in pools.items()},
