@@ -36,7 +36,7 @@ def test_metadata_the_ledgers_need():
     assert list(prov.to_dict())[:3] == ["simulator", "model", "gpu"] and prov.to_dict()["plan"]["block_size"] == 16
     lines = sim.source_lines()
     assert lines[0].startswith("simulated run: kvledger simulator") and lines[1].startswith("step cost: roofline")
-    assert f"{prov.plan.num_gpu_blocks:,} blocks × 16 tokens per replica" in lines[2]
+    assert f"{prov.plan.num_gpu_blocks:,} blocks × 16 tokens per replica (131,072 B per token)" in lines[2]  # no ".0"
 
 
 def test_provenance_names_the_rule_that_was_simulated():

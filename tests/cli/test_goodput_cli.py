@@ -51,7 +51,9 @@ def test_human_output_with_target_opens_with_the_boundary_and_its_unit():
     assert res.exit_code == 0, res.output
     first = " ".join(res.output.split("\nSLO: ")[0].split())  # the lines before the SLO (wrapped at 80 columns)
     assert first == ("answer: SLO boundary on request_rate for attainment ≥ 90%: 74.94 req/s (74.94 req/s per GPU) "
-                     "across 7 measured runs (each run's attainment at the end)")
+                     "across 7 measured runs (each run's attainment at the end) the measured runs bracket it: between "
+                     "74.94 req/s (the last that meets) and 111.92 req/s (the next measured, which misses); a run in "
+                     "between would narrow it")
 
 
 def test_human_output_names_definitions_and_estimates():

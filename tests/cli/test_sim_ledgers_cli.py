@@ -102,7 +102,7 @@ def test_cost_error_band_names_the_goodput_it_prices_not_the_capacity_rate(price
     d = priced_at_capacity
     band, cs = d["error_band"], d["simulation"]["capacity_search"]
     assert band["capacity_req_per_s"] == d["capacity"]["goodput_req_per_s"] < cs["boundary_rate_req_per_s"]
-    assert band["text"].startswith(f"goodput at the SLO capacity {band['capacity_req_per_s']:.3g} good req/s (80% band")
+    assert band["text"].startswith(f"goodput at the SLO capacity {band['capacity_req_per_s']:.4g} good req/s (80% band")
 
 
 def test_a_short_search_says_its_drain_tail_makes_the_capacity_conservative():

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_types import Advice, Option
+from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat
 from kvledger.catalog.gpus import gpu_catalog
 from kvledger.errors import InputError
 from kvledger.units import GB, GiB, MiB
@@ -182,16 +183,11 @@ def advise(p: Plan, build: Callable) -> Advice:
                       "with its own cache")
     if m.available_kv_bytes > 0 and m.usable_blocks <= 0 and p.settings.num_gpu_blocks_override:
         return Advice("override_leaves_no_block", f"does not fit: --num-gpu-blocks-override {m.num_gpu_blocks:,} "
-                                                  f"leaves "
-                      f"no usable block: vLLM's block pool takes block 0 as its null block "
-                      f"(vllm/v1/core/block_pool.py, "
-                      f"BlockPool: null_block = free_block_queue.popleft()), so requests get the other blocks; the "
-                      f"override "
-                      f"must be ≥ 2, and one {m.max_model_len:,}-token request needs {need_blocks + 1:,} "
-                      f"({need_blocks:,} "
-                      f"blocks + the null block); or drop it to use the {m.available_kv_bytes / GiB:.2f} GiB the "
-                      f"memory "
-                      "plan leaves for the KV cache")
+                      f"leaves no usable block: vLLM's block pool takes block 0 as its null block "
+                      f"(vllm/v1/core/block_pool.py, BlockPool: null_block = free_block_queue.popleft()), so requests "
+                      f"get the other blocks; the override must be ≥ 2, and one {m.max_model_len:,}-token request "
+                      f"needs {need_blocks + 1:,} ({need_blocks:,} blocks + the null block); or drop it to use the "
+                      f"{m.available_kv_bytes / GiB:.2f} GiB the memory plan leaves for the KV cache")
     if m.available_kv_bytes <= 0 or m.usable_blocks <= 0:
         used = sum(d.bytes for d in m.deductions)
         short = -(m.headroom_bytes if m.kv_free else m.available_kv_bytes) + (need_blocks * m.bytes_per_block)
@@ -211,12 +207,13 @@ def advise(p: Plan, build: Callable) -> Advice:
                f"({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB available ({m.usable_blocks:,} usable "
                f"blocks); "
                f"short by {(need - have) / GiB:.2f} GiB. Based on the available memory the estimated maximum model "
-               f"length is {est or 0:,}.")
+               f"length is {est or 0:,}.{no_fit_caveat(m.ranges)}")
         return Advice("max_model_len_does_not_fit", msg, need - have, est, tuple(_options(p, build, est)))
     c, n = _at_len(p)
     asked = [r for r in p.concurrency if r.context_tokens != m.max_model_len and r.within_max_model_len
              and r.context_tokens in p.settings.contexts] if p.settings.contexts else []
-    at_max = f"{n:,} concurrent {m.max_model_len:,}-token request{'' if n == 1 else 's'} (engine figure {c:.2f}x)"
+    at_max = (f"{n:,} concurrent {m.max_model_len:,}-token request{'' if n == 1 else 's'} (engine figure {c:.2f}x)"
+              f"{concurrency_caveat(m.ranges, n)}")
     rows = asked + [r for r in [p.row_at(m.max_model_len)] if r is not None]
     cap = min((r.running_cap for r in rows if r.running_cap < r.max_requests), default=None)
     capped = (f" in KV cache; max_num_seqs={cap:,} lets at most {cap:,} run at once (the rest wait)"

@@ -13,7 +13,7 @@ import math
 from kvledger.accounting.memory import Deduction, floor_div
 from kvledger.units import GiB
 
-__all__ = ["kv_ranges", "range_text"]
+__all__ = ["kv_ranges", "range_text", "concurrency_caveat", "no_fit_caveat"]
 
 
 def kv_ranges(total_low: int, total_high: int, util: float, items: list[Deduction] | tuple[Deduction, ...],
@@ -40,6 +40,28 @@ def kv_ranges(total_low: int, total_high: int, util: float, items: list[Deductio
 
 
 def range_text(low: float, high: float, scale: float = GiB, fmt: str = ",.1f") -> str:
-    """ "(51.9–53.0)" for a range, or "" when the two ends print the same."""
+    """ "(51.9–53.0)" for a range, "(−61.9 to −61.2)" when an end is negative (a dash between minus signs misreads),
+    or "" when the two ends print the same."""
     a, b = format(low / scale, fmt), format(high / scale, fmt)
-    return "" if a == b else f"({a}–{b})"
+    if a == b:
+        return ""
+    if a.startswith("-") or b.startswith("-"):
+        return f"({a.replace('-', '−')} to {b.replace('-', '−')})"
+    return f"({a}–{b})"
+
+
+def concurrency_caveat(ranges: dict[str, tuple[float, float]] | None, requests: int) -> str:
+    """What the plan's range does to "fits: ``requests`` concurrent max_model_len requests": "" when its low end
+    (``ranges["max_concurrency"][0]``, the engine's ×) still holds as many whole requests, else a clause saying so."""
+    low = (ranges or {}).get("max_concurrency", (math.inf,))[0]
+    if low >= requests:
+        return ""
+    if low < 1:
+        return f" — but may not: the range's low end holds {low:.2f}x, under one request"
+    return f" — the range's low end holds {low:.2f}x, so as few as {math.floor(low):,}"
+
+
+def no_fit_caveat(ranges: dict[str, tuple[float, float]] | None) -> str:
+    """What the range does to "max_model_len does not fit": a sentence when its high end holds one request, else ""."""
+    high = (ranges or {}).get("max_concurrency", (0.0, 0.0))[1]
+    return f" It may fit after all: the range's high end holds {high:.2f}x." if high >= 1 else ""

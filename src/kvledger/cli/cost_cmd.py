@@ -171,7 +171,7 @@ def register(app: typer.Typer) -> None:
         people = bo.people(ctx.params)
         setup = SelfHostSetup(gpu_rate, n_gpus, utilization, people.engineer_months_per_month,
                               people.engineer_usd_per_month,
-                              prefill_share, max_utilization, kv_tiers=bo.kv_tiers(ctx.params))
+                              prefill_share, max_utilization, people.source, kv_tiers=bo.kv_tiers(ctx.params))
         model_name = simulate if file is None else (served_model or run.metadata.model)
         inputs, notes = decision_inputs(model_name, api_price, gpu_rate,
                                         hardware if file is None else (gpu or hardware),

@@ -133,15 +133,20 @@ def report(
     if as_json:
         typer.echo(strict_json(data.to_dict()))
     else:
+        from kvledger.report.decision_view import report_answer_lines
+
+        for line in report_answer_lines(data.cost):
+            typer.echo(line)
         typer.echo(f"wrote {out} ({count} figures)" + (f" and {count} PNG files in {png}" if png else ""))
 
 
 def _build(req: Any, quiet: bool, pool: Any) -> ReportData:
+    from rich.console import Console
+
     from kvledger.analyses.serving.decision_data import build_report_data
 
-    if quiet:
+    if quiet or not Console(stderr=True).is_terminal:  # a live line on a terminal only (rich leaves a blank line)
         return build_report_data(req, pool=pool)
-    from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True,

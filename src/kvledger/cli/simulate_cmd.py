@@ -65,14 +65,17 @@ def simulate(
 
 def _run(setup, args, record_steps: bool, show_progress: bool, record_token_times: bool):
     """The simulator's result; its records carry the GPU count, offered rate and max_num_seqs (for `kvledger cost`)."""
+    from rich.console import Console
+
     from kvledger.analyses.serving.sim_ledgers import run_prepared
 
-    if not show_progress or setup.num_requests < 5000:
+    console = Console(stderr=True)  # a bar on a terminal only: elsewhere rich leaves a blank line on stdout
+    if not show_progress or setup.num_requests < 5000 or not console.is_terminal:
         return run_prepared(setup, args, record_steps=record_steps, record_token_times=record_token_times).result
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} requests"),
-                  TimeElapsedColumn(), transient=True) as bar:
+                  TimeElapsedColumn(), transient=True, console=console) as bar:
         task = bar.add_task("sim", total=setup.num_requests)
         return run_prepared(setup, args, record_steps=record_steps, record_token_times=record_token_times,
                             progress=lambda done, total: bar.update(task, completed=done, total=total)).result

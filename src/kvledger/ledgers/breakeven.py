@@ -58,8 +58,10 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
                            "people_usd_per_month": P,
                            "api_usd_per_request": a, "max_utilization": setup.max_utilization}
     if a * c <= R:
+        people = (f" (plus ${P:,.0f}/month of people, ${R + P:,.0f} in all; the people line only widens the gap)"
+                  if P > 0 else "")
         out.update(requests_per_month=None, reason=f"a replica at {setup.max_utilization:.0%} utilization costs "
-                                                   f"${R:,.0f}/month but its "
+                                                   f"${R:,.0f}/month in GPU rental alone{people}, but its "
                    f"{c:,.0f} requests cost ${a * c:,.0f} on the API: self-hosting never breaks even")
         return out
     n_full = max(1, math.ceil((P + a * c) / (a * c - R)))

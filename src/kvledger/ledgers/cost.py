@@ -89,6 +89,7 @@ class SelfHostSetup:
         engineer_usd_per_month: fully loaded cost of one engineer-month, USD.
         prefill_share: share of GPU time attributed to prefill (input tokens); None = measured.
         max_utilization: highest average utilization planned per replica when sizing for a volume.
+        people_source: where the two people figures came from (``host_bill.people_cost``: user input or the default).
         kv_tiers: KV tiers below HBM bought per GPU, priced as line items riding on the GPU-hours; None = none.
     """
 
@@ -99,6 +100,7 @@ class SelfHostSetup:
     engineer_usd_per_month: float = 0.0
     prefill_share: float | None = None
     max_utilization: float = 0.8
+    people_source: str = "user input (--engineer-months-per-month, --engineer-usd-per-month)"
     kv_tiers: KvTierBill | None = None  # host memory / NVMe bought per GPU for the KV tier (ledgers/tier_items.py)
 
     def check(self) -> None:
@@ -230,10 +232,18 @@ def _people_item(setup: SelfHostSetup, tokens_per_month: float, share: float, ki
     if setup.engineer_months_per_month <= 0:
         return None
     qty = setup.engineer_months_per_month * 1e6 / tokens_per_month * share
-    return LineItem(f"people, {kind} share", "engineer-month", qty, setup.engineer_usd_per_month, "user input "
-        "(--engineer-usd-per-month)",
-                    "user input", f"{setup.engineer_months_per_month:g} engineer-months/month over one replica's "
-                                  f"{tokens_per_month:,.0f} good {kind} tokens/month, × {share:.3f}")
+    return LineItem(f"people, {kind} share", "engineer-month", qty, setup.engineer_usd_per_month, setup.people_source,
+                    people_as_of(setup.people_source),
+                    f"{setup.engineer_months_per_month:g} engineer-months/month over one replica's "
+                    f"{tokens_per_month:,.0f} good {kind} tokens/month, × {share:.3f}")
+
+
+def people_as_of(people_source: str) -> str:
+    """The people line's "as of": "assumption" for kvledger's default figures, "user input" for the user's, both when
+    one flag was given and the other figure is the default (``host_bill.people_cost`` writes the source)."""
+    if "default" not in people_source:
+        return "user input"
+    return "user input and assumption" if people_source.startswith("user input") else "assumption"
 
 
 def self_host_unit_ledgers(cap: Capacity, setup: SelfHostSetup, *, utilization: float | None = None) -> tuple[Ledger,

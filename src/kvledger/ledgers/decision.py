@@ -22,7 +22,7 @@ from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.api_cost import ApiMix, api_ledger
-from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup
+from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup, people_as_of
 from kvledger.ledgers.host_bill import HostBill, capex_item, hosting_item, power_item
 from kvledger.ledgers.items import Ledger, LineItem
 from kvledger.ledgers.tier_items import tier_items
@@ -114,7 +114,7 @@ def monthly_self_host(
             setup.engineer_months_per_month,
             setup.engineer_usd_per_month,
             people_source,
-            "assumption" if "default" in people_source else "user input",
+            people_as_of(people_source),
         )
     )
     return led

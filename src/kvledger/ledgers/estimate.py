@@ -82,7 +82,8 @@ def estimate_goodput(agg: AggregateRun, slo: SLO) -> GoodputResult:
         lo_sum_missing += n_ok - lo
         upper = min(upper, hi)
         name = slo.itl_key if metric == "itl" else metric
-        notes.append(f"{name} ≤ {fmt_duration(threshold)}: between {lo} and {hi} of {n_ok} completed requests ({why})")
+        notes.append(f"{name} ≤ {fmt_duration(threshold)}: between {lo:,} and {hi:,} of {n_ok:,} completed requests "
+                     f"({why})")
     lower = max(0, n_ok - lo_sum_missing)
     if len(slo.constraints()) > 1:
         notes.append("joint bound: at least n − Σ(n − lower_m) and at most min(upper_m) requests meet every SLO")

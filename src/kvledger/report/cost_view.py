@@ -29,8 +29,9 @@ def _num(x: float) -> str:
     return f"{x:.4g}"
 
 
-def _ledger_table(ledger: Any, sources: list[str]) -> Any:
-    """Narrow table: item, quantity and unit, unit price, amount, and a [n] reference into ``sources``."""
+def _ledger_table(ledger: Any, sources: list[str], decimals: int = 4) -> Any:
+    """Narrow table: item, quantity and unit, unit price, amount (``decimals`` places: 4 for a cost per 1M tokens,
+    cents for a monthly bill), and a [n] reference into ``sources``."""
     from kvledger.report.tables import LedgerTable as Table
 
     t = Table(title=f"{ledger.name} ({ledger.per})", title_justify="left")
@@ -40,9 +41,9 @@ def _ledger_table(ledger: Any, sources: list[str]) -> Any:
         ref = f"{i.source} (as of {i.as_of})" + (f"; {i.note}" if i.note else "")
         if ref not in sources:
             sources.append(ref)
-        t.add_row(i.name, f"{_num(i.quantity)} {i.unit}", _num(i.unit_price_usd), f"{i.amount_usd:,.4f}",
+        t.add_row(i.name, f"{_num(i.quantity)} {i.unit}", _num(i.unit_price_usd), f"{i.amount_usd:,.{decimals}f}",
                   f"[{sources.index(ref) + 1}]")
-    t.add_row("total (sum of the items)", "", "", f"{ledger.total_usd:,.4f}", "")
+    t.add_row("total (sum of the items)", "", "", f"{ledger.total_usd:,.{decimals}f}", "")
     return t
 
 
@@ -73,6 +74,11 @@ def _print_capacity(con: Any, rep: Any, sim: Any, basis: CapacityBasis, n_source
         con.print(f"load check: {label.get(load.status, load.status)} — {escape(load.reason)}")
     con.print(f"GPU time split: prefill {cap['prefill_share']:.3f} / decode {1 - cap['prefill_share']:.3f} — "
               f"{escape(cap['prefill_share_method'])}")
+
+
+def factor_words(value: str) -> str:
+    """A deciding factor's value in words: the option names are snake_case (``not_required`` → ``not required``)."""
+    return value.replace("_", " ")
 
 
 def _n(count: int, noun: str) -> str:
@@ -145,7 +151,7 @@ def print_cost_report(rep: CostReport, basis: CapacityBasis, sim: SimulatedRun |
         con.print(f"  [{k}] {escape(src)}")
     con.print("\n[bold]deciding factors[/]")
     for f in rep.factors:
-        con.print(f"  {f['factor']}: {escape(f['value'])} — {escape(f['effect'])}")
+        con.print(f"  {f['factor']}: {escape(factor_words(f['value']))} — {escape(f['effect'])}")
     con.print(f"\n[bold]verdict on cost[/] (as at the top): {escape(rep.verdict)}")
     if basis.error_band:
         con.print(f"[bold]error band[/]: {escape(basis.error_band.text)}")

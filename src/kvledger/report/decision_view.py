@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kvledger.ledgers.cost_summary import CostReport
 
-__all__ = ["print_answer", "print_bills"]
+__all__ = ["print_answer", "print_bills", "report_answer_lines"]
 
 
 def print_answer(con: Any, rep: CostReport) -> None:
@@ -44,7 +44,17 @@ def print_bills(con: Any, rep: CostReport, table: Any, sources: list[str]) -> No
     from rich.markup import escape
 
     con.print(f"\n[bold]monthly bills for the volume[/] ({escape(d.volume.how)})")
-    con.print(table(d.self_host, sources))
+    con.print(table(d.self_host, sources, 2))  # USD per month: to the cent
     if d.buy is not None:
-        con.print(table(d.buy, sources))
-    con.print(table(d.primary.bill, sources))
+        con.print(table(d.buy, sources, 2))
+    con.print(table(d.primary.bill, sources, 2))
+
+
+def report_answer_lines(cost: dict[str, Any]) -> list[str]:
+    """What ``kvledger report`` prints before where it wrote: the verdict line (as ``cost`` opens) and the SLO
+    capacity it is priced at, from ``cost --simulate --json`` (``cost``)."""
+    cs = cost["simulation"]["capacity_search"]
+    first = (cost.get("headline") or [f"answer: {cost['verdict']}"])[0]
+    return [first, f"SLO capacity: {cs['boundary_rate_req_per_s']:g} req/s per deployment unit "
+                   f"({cost['inputs']['num_gpus']} GPU), {cs['goodput_at_boundary_req_per_s']:.2f} good req/s there, "
+                   f"{cs['attainment_at_boundary']:.1%} of requests within the SLO (target ≥ {cs['target']:.0%})"]

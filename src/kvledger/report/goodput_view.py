@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from kvledger.ledgers.boundary import BoundaryResult
     from kvledger.ledgers.goodput import GoodputResult
 
-__all__ = ['boundary_text', 'print_goodput', 'print_search', 'print_sources']
+__all__ = ['boundary_text', 'bracket_text', 'print_goodput', 'print_search', 'print_sources']
 
 
 def _fmt(x: Any, spec: str = ",.3f", none: str = "n/a") -> str:
@@ -61,7 +61,35 @@ def boundary_text(b: BoundaryResult) -> str:
     return (f"SLO boundary on {b.axis} for attainment ≥ {b.target:.0%}: "
             + (f"{b.boundary_value:g}{unit}" if b.boundary_value is not None else "none (the lowest value already "
                "misses)")
-            + (f" ({b.boundary_per_gpu:g}{unit} per GPU)" if b.boundary_per_gpu is not None else ""))
+            + (f" ({b.boundary_per_gpu:g}{unit} per GPU)" if b.boundary_per_gpu is not None else "")
+            )
+
+
+def bracket_text(b: BoundaryResult) -> str:
+    """Where the boundary lies between the measured values: "" when no measured value above it misses."""
+    if b.boundary_value is None or b.first_failing_value is None or b.first_failing_value <= b.boundary_value:
+        return ""
+    unit = _AXIS_UNITS.get(b.axis, "")
+    return (f"the measured runs bracket it: between {b.boundary_value:g}{unit} (the last that meets) and "
+            f"{b.first_failing_value:g}{unit} (the next measured, which misses); a run in between would narrow it")
+
+
+def _point_attainment(p: Any, res: GoodputResult | None, target: float) -> str:
+    """A point's attainment and verdict: an estimate shows its bracket [lower, upper]; the lower bound decides."""
+    hi = res.attainment_upper if res is not None and p.estimate else None
+    if hi is None or f"{hi:.1%}" == f"{p.attainment:.1%}":  # no bracket, or both ends print alike
+        return (f"attainment {'≥' if p.estimate and hi is None else ''}{p.attainment:.1%} "
+                f"{'meets' if p.meets_target else 'misses'}")
+    verdict = ("meets (its lower bound does)" if p.meets_target else f"misses (even its upper bound is under "
+               f"{target:.0%})" if hi < target else "counted as missing (its lower bound misses; the upper would meet)")
+    return f"attainment in [{p.attainment:.1%}, {hi:.1%}] {verdict}"
+
+
+def _shared_notes(results: list[Any]) -> list[str]:
+    """The notes every run carries (the same reader, the same files' layout): printed once, not once per run."""
+    if len(results) < 2:
+        return []
+    return [n for n in results[0].notes if all(n in r.notes for r in results[1:])]
 
 
 def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None, slo_text: str) -> None:
@@ -72,9 +100,16 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
     if boundary is not None:  # the answer first; each run's point is listed at the end
         con.print(f"[bold]answer:[/] {escape(boundary_text(boundary))} across {len(boundary.points)} measured "
                   "runs (each run's attainment at the end)")
+        if bracket_text(boundary):
+            con.print(f"  {escape(bracket_text(boundary))}")
     con.print(f"SLO: {escape(slo_text)}")
     con.print(_rows(results))
     con.print(escape(_LEGEND))
+    shared = _shared_notes(results)
+    if shared:
+        con.print(f"\n[bold]notes for all {len(results)} runs[/]")
+        for note in shared:
+            con.print(f"  - {escape(note)}")
     for k, r in enumerate(results, start=1):
         con.print(f"\n[bold]#{k} "
                   f"{escape(Path(r.file).name)}{escape(' [' + r.run_label + ']') if r.run_label else ''}[/] "
@@ -85,13 +120,15 @@ def print_goodput(results: list[GoodputResult], boundary: BoundaryResult | None,
         if r.tool_goodput:
             con.print(f"  tool-reported goodput (its SLO is not in the file): {escape(json.dumps(r.tool_goodput))}")
         for note in r.notes:
-            con.print(f"  - {escape(note)}")
+            if note not in shared:
+                con.print(f"  - {escape(note)}")
     if boundary is not None:
         b = boundary
-        con.print(f"\n{escape(boundary_text(b))}")
+        by_label = {r.run_label or r.source: r for r in results}  # a point's label (boundary._point)
+        con.print(f"\n{escape(boundary_text(b))}" + (f"; {escape(bracket_text(b))}" if bracket_text(b) else ""))
         for p in b.points:
-            con.print(f"  {b.axis} {p.value:g}: attainment {'≥' if p.estimate else ''}{p.attainment:.1%} "
-                      f"{'meets' if p.meets_target else 'misses'} ({escape(p.label)})")
+            con.print(f"  {b.axis} {p.value:g}: {_point_attainment(p, by_label.get(p.label), b.target)} "
+                      f"({escape(p.label)})")
         for note in b.notes:
             con.print(f"  - {escape(note)}")
 
@@ -165,4 +202,6 @@ def _attain(pr) -> str:
     reach)."""
     if pr.stopped_early is None:
         return f"{pr.attainment:.1%}"
-    return f"{pr.attainment:.1%}–{pr.stopped_early['attainment_upper']:.2%}*"
+    from kvledger.analyses.serving.sim_capacity import stopped_share_text
+
+    return stopped_share_text(pr.attainment, pr.stopped_early["attainment_upper"])

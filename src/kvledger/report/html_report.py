@@ -150,7 +150,7 @@ def _build_or_buy_tables(data: ReportData) -> str:
              fmt(t["api_usd_per_mtok_output"], 4)],
             ["self-hosted, sticker (all completed tokens)", fmt(c["sticker"]["usd_per_mtok_input"], 4),
              fmt(c["sticker"]["usd_per_mtok_output"], 4)]]
-    f = [[x["factor"], x["value"], x["effect"]] for x in c["factors"]]
+    f = [[x["factor"], x["value"].replace("_", " "), x["effect"]] for x in c["factors"]]  # not_required: in words
     items = [[led["name"], it["name"], f"{it['quantity']:.6g} {it['unit']}", f"{it['unit_price_usd']:.6g}",
               f"{it['amount_usd']:.6g}", it["source"]]
              for led in c["ledgers"].values() for it in led["items"]]

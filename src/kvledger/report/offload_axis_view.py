@@ -12,15 +12,15 @@ def print_offload_axis(variants: list[dict[str, Any]]) -> None:
     """A table of the tier variants, then one verdict line per feasible variant with what it was compared with."""
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
+
+    from kvledger.report.tables import table
 
     con = Console(highlight=False)
     if not variants:
         con.print("offload axis: no feasible colocated candidate to add a tier to")
         return
-    t = Table(title="offload axis: KV tier variants (capacity simulated with the tier; tier priced at your price)")
-    for col in ("candidate", "tier", "status", "boundary req/s (base)", "$/1k req at capacity", "$/M out"):
-        t.add_column(col)
+    t = table("offload axis: KV tier variants (capacity simulated with the tier; tier priced at your price)",
+              "candidate", "tier", "status", "boundary req/s (base)", "$/1k req at capacity", "$/M out")
     for v in variants:
         if v["status"] != "feasible":
             t.add_row(escape(v["candidate"]), v["offload"], v["status"], escape(v.get("reason", "")), "", "")

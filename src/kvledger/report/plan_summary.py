@@ -31,8 +31,8 @@ def summary_lines(p: Plan) -> list[str]:
     w = next((d.bytes for d in m.deductions if d.name == "weights"), None)
     weights = f"weights {w / GiB:,.2f} GiB, " if w is not None else ""
     rng = m.ranges.get("available_kv_bytes")
-    rtxt = f" {range_text(*rng)}" if rng and range_text(*rng) else ""
-    avail = (f"available KV {m.available_kv_bytes / GiB:,.1f} GiB{rtxt}" if m.available_kv_bytes > 0 else
+    rtxt = f" {range_text(*rng, fmt=',.2f')}" if rng and range_text(*rng, fmt=',.2f') else ""
+    avail = (f"available KV {m.available_kv_bytes / GiB:,.2f} GiB{rtxt}" if m.available_kv_bytes > 0 else
              f"no memory left for the KV cache (short by {-m.available_kv_bytes / GiB:,.2f} GiB{rtxt})")
     if rng and rng[0] <= 0 < m.available_kv_bytes:
         avail += " — the low end does not start: the engine may refuse"

@@ -229,7 +229,8 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
     if sim_cache.stats()["run"] == ran:  # an identical request again: its runs are read back, no pool needed
         pool = None
     setup = SelfHostSetup(rate, cap.run.num_gpus, req.utilization, people.engineer_months_per_month,
-                          people.engineer_usd_per_month, None, req.max_utilization)
+                          people.engineer_usd_per_month, None, req.max_utilization,
+                          people.source)
     inputs, _ = decision_inputs(req.model, api_price, rate, plan["gpu"]["gpu_id"], cap.run, HostBill(), people)
     cost = cost_payload(cap.run.run, slo, setup, None, ApiMix(req.batch_share, req.cache_hit_rate,
                                                               req.cache_write_rate),

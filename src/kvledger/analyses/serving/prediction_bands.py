@@ -118,7 +118,7 @@ def cost_band(setup: Any, capacity_req_per_s: float, self_host_usd_per_mtok: flo
                                                                                           "model-calibrated")
     verdict = ("the decision FLIPS inside the band — the simulator cannot settle it; measure the capacity (kvledger "
                "calibrate --scope gpu, then validate)" if flips else f"{cheaper} is cheaper across the whole band")
-    text = (f"goodput at the SLO capacity {capacity_req_per_s:.3g} good req/s (80% band {lo:.3g}–{hi:.3g}, "
+    text = (f"goodput at the SLO capacity {capacity_req_per_s:.4g} good req/s (80% band {lo:.4g}–{hi:.4g}, "
             f"{scope}); self-hosted "
             f"${self_host_usd_per_mtok:.4g}/M output tokens (band ${cost_lo:.4g}–${cost_hi:.4g}) vs the API's "
             f"${api_usd_per_mtok:.4g}: {verdict}")
@@ -134,5 +134,5 @@ def capacity_band(setup: Any, capacity_req_per_s: float | None) -> CapacityBand 
     lo, hi = band.around(capacity_req_per_s)
     scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(regime.split("/")[0],
                                                                                           "model-calibrated")
-    return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,
-                        f"SLO capacity {capacity_req_per_s:.3g} req/s (80% band {lo:.3g}–{hi:.3g}, {scope})")
+    return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,  # the capacity :g, as the search prints it
+                        f"SLO capacity {capacity_req_per_s:g} req/s (80% band {lo:.4g}–{hi:.4g}, {scope})")

@@ -13,6 +13,7 @@ whose goodput then sets the self-hosted capacity.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -70,7 +71,8 @@ class SimCapacity:
     def probes_text(self) -> str:
         """The probes in order: ``rate → attainment`` (a probe stopped early: ``rate → lo–hi* (stopped early)``)."""
         return ", ".join(f"{p.value:g} → {p.attainment:.1%}" if p.stopped_early is None else
-                         f"{p.value:g} → {p.attainment:.1%}–{p.stopped_early['attainment_upper']:.2%}* (stopped early)"
+                         f"{p.value:g} → {stopped_share_text(p.attainment, p.stopped_early['attainment_upper'])} "
+                         "(stopped early)"
                          for p in self.search.probes)
 
     @property
@@ -147,3 +149,9 @@ def _drain_note(cap: SimCapacity, duration_s: float | None) -> list[str]:
             f"{sustained:,.3f} good req/s it sustained while they arrived, so the capacity priced is conservative and "
             f"the "
             "self-hosted cost high; more requests per probe (--num-requests) shrink the tail"]
+
+
+def stopped_share_text(attainment: float, upper: float) -> str:
+    """A probe stopped early: ``lo–hi*``, both to 0.1 %; the bound rounded down, so one that misses a 90 % target by
+    less than the last digit (89.95 %) still reads below it."""
+    return f"{attainment:.1%}–{math.floor(round(upper * 1000, 6)) / 10:.1f}%*"  # round(): 0.882 × 1000 = 881.99…
