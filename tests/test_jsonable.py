@@ -101,3 +101,18 @@ class Optional_:
 def test_optional_keys_are_left_out_while_none():
     assert to_jsonable(Optional_("a")) == {"kind": "a", "notes": None}
     assert list(to_jsonable(Optional_("a", {"n": 1}, []))) == ["kind", "sweep", "notes"]
+
+
+@dataclass
+class Spread:
+    __json__ = ("summary", "**extra", "records")
+    records: list
+    summary: int
+    extra: dict
+
+
+def test_spread_entry_writes_a_dicts_keys_in_its_place():
+    # "**extra": its keys after summary and before records; an extra key named like a field replaces it in place
+    d = to_jsonable(Spread([1], 2, {"cost_model": "x", "num_replicas": 3}))
+    assert list(d.items()) == [("summary", 2), ("cost_model", "x"), ("num_replicas", 3), ("records", [1])]
+    assert list(to_jsonable(Spread([1], 2, {"summary": 5}), exclude=("records",)).items()) == [("summary", 5)]

@@ -10,7 +10,7 @@ with its traceback, to be fixed, instead of being printed as a polite message or
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["ImpossibleResultError", "check_goodput_result", "check_sim_summary"]
 
@@ -52,30 +52,33 @@ def check_goodput_result(res: Any) -> Any:
     return res
 
 
-def check_sim_summary(s: dict[str, Any]) -> dict[str, Any]:
-    """A simulation summary (``SimSummary.to_dict()``): counts add up, times ≥ 0, percentiles in order, KV usage in [0,
-    1]
-    with mean ≤ max, prefix-cache hit rate in [0, 1]."""
+_S = TypeVar("_S")
+
+
+def check_sim_summary(s: _S) -> _S:
+    """A simulation summary (``kvledger.dynamics.outputs.metrics.Summary``, read by attribute): counts add up, times
+    ≥ 0, percentiles in order, KV usage in [0, 1] with mean ≤ max, prefix-cache hit rate in [0, 1]."""
     what = "simulation summary"
-    if s.get("num_finished", 0) + s.get("num_rejected", 0) > s.get("num_requests", 0):
-        _fail(what, f"finished {s.get('num_finished')} + rejected {s.get('num_rejected')} > requests "
-                    f"{s.get('num_requests')}")
+    fin, rej, n = (getattr(s, k, 0) for k in ("num_finished", "num_rejected", "num_requests"))
+    if fin + rej > n:
+        _fail(what, f"finished {fin} + rejected {rej} > requests {n}")
     for name in ("duration_s", "throughput_req_per_s", "throughput_tok_per_s", "total_throughput_tok_per_s",
                  "num_preemptions"):
-        _nonneg(what, name, s.get(name))
+        _nonneg(what, name, getattr(s, name, None))
     for metric in ("ttft_s", "itl_s", "tpot_s", "e2e_s"):
-        d = s.get(metric)
-        if not isinstance(d, dict):
+        st = getattr(s, metric, None)
+        if st is None:
             continue
+        d = vars(st)
         for k, v in d.items():
             _nonneg(what, f"{metric}.{k}", v)
         ps = [d[k] for k in ("p50", "p90", "p99") if isinstance(d.get(k), (int, float)) and not math.isnan(d[k])]
         if any(b < a - _EPS for a, b in zip(ps, ps[1:])):
             _fail(what, f"{metric} percentiles out of order: {ps}")
-    hit = s.get("prefix_cache_hit_rate")
+    hit = getattr(s, "prefix_cache_hit_rate", None)
     if isinstance(hit, (int, float)) and not (0.0 <= hit <= 1.0 + _EPS):
         _fail(what, f"prefix_cache_hit_rate = {hit}")
-    kv = s.get("kv_usage")
+    kv = getattr(s, "kv_usage", None)
     if isinstance(kv, dict):
         vals = {k: kv.get(k) for k in ("mean", "mean_busy", "max") if isinstance(kv.get(k), (int, float))}
         for k, v in vals.items():

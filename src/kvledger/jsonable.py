@@ -4,7 +4,8 @@
 A class whose JSON says more or other than its fields declares it once, as data: ``__json__``, its
 keys in order, each an attribute name or a ``(key, attribute path)`` pair; the attribute may be a
 field, a property or a method taking no arguments (called), and a dotted path (``"volume.requests"``)
-reads through nested objects; the keys named in ``__json_optional__`` are left out while their value is None. A
+reads through nested objects; an entry ``"**name"`` writes the keys of the dict at ``name`` in its place (a record's
+open-ended extras); the keys named in ``__json_optional__`` are left out while their value is None. A
 nested value with a ``to_dict`` is written by it. Tuples become lists,
 enums their values, numpy scalars and arrays plain numbers and lists; floats are left as they are
 (``kvledger.strict_json.dumps`` writes the non-finite ones). numpy is never imported here: a numpy
@@ -46,7 +47,10 @@ def to_jsonable(obj: Any, *, exclude: tuple[str, ...] = ()) -> Any:
         v = _read(obj, path)
         if v is None and key in optional:
             continue
-        out[key] = _value(v)
+        if key.startswith("**"):
+            out.update(_value(v))
+        else:
+            out[key] = _value(v)
     return out
 
 
@@ -78,7 +82,10 @@ def json_fields(*, exclude: tuple[str, ...] = (), read: dict[str, str] | None = 
 
 def _entries(keys: JsonKeys) -> Iterator[tuple[str, str]]:
     for entry in keys:
-        yield (entry, entry) if isinstance(entry, str) else entry
+        if isinstance(entry, str):
+            yield entry, entry.removeprefix("**")
+        else:
+            yield entry
 
 
 def _read(obj: Any, path: str) -> Any:

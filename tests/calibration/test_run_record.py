@@ -98,13 +98,13 @@ def test_an_aggregate_only_sglang_sweep_is_compared_by_rate_with_both_knees(tmp_
     lines = [_sglang_line(1.0, 40.0, 8.0), _sglang_line(4.0, 60.0, 10.0), _sglang_line(16.0, 900.0, 14.0)]
     f.write_text("".join(json.dumps(x) + "\n" for x in lines))
     out = validate_sweep([str(f)], SimRequestArgs(model=MODEL, gpu="H100", tp=None, max_model_len=2048))
-    assert out["rates"] == [1.0, 4.0, 16.0] and len(out["runs"]) == 3
+    assert out.rates == [1.0, 4.0, 16.0] and len(out.runs) == 3
     # measured knee: threshold 5 × 40 ms = 200 ms, crossed between 4 (60 ms) and 16 req/s (900 ms):
     # 4 + (200 − 60)/(900 − 60) × 12 = 6.0 req/s
-    assert out["measured"]["knee_req_per_s"] == pytest.approx(6.0)
-    first = {r["metric"]: r for r in out["runs"][0]["comparison"]["rows"]}
-    assert first["TTFT mean"]["measured"] == pytest.approx(0.040) and first["TPOT mean"]["measured"] == 0.008
-    assert first["TTFT mean"]["predicted"] > 0 and out["runs"][0]["num_requests"] == 40
+    assert out.measured.knee_req_per_s == pytest.approx(6.0)
+    first = {r.metric: r for r in out.runs[0].comparison.rows}
+    assert first["TTFT mean"].measured == pytest.approx(0.040) and first["TPOT mean"].measured == 0.008
+    assert first["TTFT mean"].predicted > 0 and out.runs[0].num_requests == 40
 
 
 def test_a_model_scope_profile_on_another_tp_is_warned_about(tmp_path):
@@ -121,8 +121,8 @@ def test_a_model_scope_profile_on_another_tp_is_warned_about(tmp_path):
     from kvledger.calibration.validate import validate_file
 
     out = validate_file(str(path), SimRequestArgs(model=MODEL, gpu="H100", tp=None, step_cost=str(prof)))
-    assert out["scope"] == "model" and out["tp"] == 2
-    assert any(n.startswith("WARNING: a model-scope calibration") and "TP 1" in n for n in out["notes"])
+    assert out.scope == "model" and out.tp == 2
+    assert any(n.startswith("WARNING: a model-scope calibration") and "TP 1" in n for n in out.notes)
 
 
 def test_calibrate_scope_gpu_from_the_cli_takes_the_model_from_the_record(tmp_path):

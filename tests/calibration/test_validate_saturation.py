@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from kvledger.calibration.compare import Comparison, MetricRow
 from kvledger.calibration.saturation import saturation
+from kvledger.calibration.validate import RunValidation
+from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 from kvledger.report.calibration_view import render_validation
 
@@ -32,11 +35,10 @@ def test_saturation_names_the_side_whose_queue_grew():
 
 
 def test_validate_prints_the_warning_next_to_latency_rows_only():
-    rows = [{"metric": "TTFT mean", "unit": "s", "measured": 0.2, "predicted": 2.0, "rel_error": 9.0},
-            {"metric": "throughput", "unit": "req/s", "measured": 10.0, "predicted": 4.9, "rel_error": -0.51}]
-    r = {"run": "r", "source": "f.jsonl", "model": "m", "gpu": "g", "tp": 1, "scope": "uncalibrated",
-         "step_cost": {"name": "roofline", "source": "s"}, "notes": [], "saturated": saturation(STEADY, BEHIND),
-         "comparison": {"num_measured": 100, "num_predicted": 100, "rows": rows}}
+    rows = [MetricRow("TTFT mean", "s", 0.2, 2.0, 9.0), MetricRow("throughput", "req/s", 10.0, 4.9, -0.51)]
+    r = RunValidation("r", "f.jsonl", 100, 0, "m", "g", 1, "uncalibrated", {"name": "roofline", "source": "s"},
+                      EngineConfig(num_gpu_blocks=100, max_model_len=512), None, Comparison("r", rows, 100, 100), {},
+                      saturation(STEADY, BEHIND), [])
     con = Console(record=True, width=300)
     render_validation(r, con)
     lines = con.export_text().splitlines()

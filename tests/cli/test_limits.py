@@ -181,13 +181,13 @@ def test_impossible_results_are_refused_loudly_not_printed():
     assert not issubclass(ImpossibleResultError, KvLedgerError)  # a bug shows its traceback; it is not an input error
     s = {"num_requests": 3, "num_finished": 3, "num_rejected": 0, "duration_s": 1.0, "kv_usage": {"mean": 0.22,
         "max": 0.43},
-         "ttft_s": {"p50": 0.1, "p90": 0.2, "p99": 0.3}}
-    check_sim_summary(s)
+         "ttft_s": SimpleNamespace(p50=0.1, p90=0.2, p99=0.3)}
+    check_sim_summary(SimpleNamespace(**s))
     # the fast-path bug of issue 9 in reverse (a mean above the maximum) and a usage above 100 %
     for bad in ({"kv_usage": {"mean": 0.84, "max": 0.43}}, {"kv_usage": {"mean": 0.5, "max": 1.3}},
-                {"ttft_s": {"p50": 0.3, "p90": 0.2}}, {"num_finished": 4}):
+                {"ttft_s": SimpleNamespace(p50=0.3, p90=0.2)}, {"num_finished": 4}):
         with pytest.raises(ImpossibleResultError):
-            check_sim_summary({**s, **bad})
+            check_sim_summary(SimpleNamespace(**{**s, **bad}))
 
 
 def test_the_python_api_and_the_cli_refuse_with_one_range():

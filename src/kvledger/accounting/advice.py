@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
+from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat
 from kvledger.catalog.gpus import gpu_catalog
 from kvledger.errors import InputError
@@ -22,36 +22,6 @@ if TYPE_CHECKING:
     from kvledger.accounting.plan import Plan
 
 __all__ = ["Option", "Advice", "advise", "waterfall"]
-
-
-@dataclass(frozen=True)
-class Option:
-    """One fix and its effect: the engine's concurrency figure and whole requests of ``context_tokens`` (the
-    max_model_len it leaves)."""
-
-    action: str
-    max_concurrency: float
-    max_requests: int
-    detail: str = ""
-    context_tokens: int = 0
-
-
-@dataclass(frozen=True)
-class Advice:
-    """Verdict ("fits", "weights_do_not_fit", "max_model_len_does_not_fit", "no_kv_pool": a pipeline stage whose layers
-    all read other layers' K/V leaves the engine one block, "override_leaves_no_block": --num-gpu-blocks-override 1
-    leaves only vLLM's null block), message, shortfall in bytes, options."""
-
-    verdict: str
-    message: str
-    shortfall_bytes: float = 0.0
-    estimated_max_model_len: int | None = None
-    options: tuple[Option, ...] = field(default_factory=tuple)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "message": self.message, "shortfall_bytes": self.shortfall_bytes,
-                "shortfall_gib": self.shortfall_bytes / GiB, "estimated_max_model_len": self.estimated_max_model_len,
-                "options": [o.__dict__ for o in self.options]}
 
 
 def _at_len(p: Plan) -> tuple[float, int]:

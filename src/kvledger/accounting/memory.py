@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvledger.jsonable import to_jsonable
 from kvledger.units import GiB
 
 __all__ = ["Deduction", "MemoryPlan", "sglang_mem_fraction_static"]
@@ -27,6 +28,7 @@ class Deduction:
         source: where the number comes from (engine rule, measurement, model, user).
     """
 
+    __json__ = ("name", "bytes", "gib", "low_bytes", "high_bytes", "source", "range_source")
     name: str
     bytes: float
     source: str
@@ -45,9 +47,13 @@ class Deduction:
         """The largest value the evidence allows, B."""
         return self.bytes if self.high is None else self.high
 
+    @property
+    def gib(self) -> float:
+        """``bytes`` in GiB (2^30 B)."""
+        return self.bytes / GiB
+
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "bytes": self.bytes, "gib": self.bytes / GiB, "low_bytes": self.low_bytes,
-                "high_bytes": self.high_bytes, "source": self.source, "range_source": self.range_source}
+        return to_jsonable(self)
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,10 @@ class MemoryPlan:
             ``available_kv_bytes`` is 0 and only max_num_seqs limits concurrency.
     """
 
+    __json__ = ("engine", "engine_version", "gpu_total_bytes", "fraction_name", "fraction", "requested_bytes",
+                "deductions", "available_kv_bytes", "available_kv_gib", "available_given", "block_size",
+                "bytes_per_block", "num_gpu_blocks", "usable_blocks", "pool_tokens", "printed_lines", "max_model_len",
+                "max_num_batched_tokens", "max_num_seqs", "notes", "requested_label", "stages", "kv_free", "ranges")
     engine: str
     engine_version: str
     gpu_total_bytes: int
@@ -115,19 +125,13 @@ class MemoryPlan:
             return self.headroom_bytes >= 0
         return self.available_kv_bytes > 0 and self.usable_blocks > 0
 
+    @property
+    def available_kv_gib(self) -> float:
+        """``available_kv_bytes`` in GiB (2^30 B)."""
+        return self.available_kv_bytes / GiB
+
     def to_dict(self) -> dict[str, Any]:
-        return {"engine": self.engine, "engine_version": self.engine_version, "gpu_total_bytes": self.gpu_total_bytes,
-                "fraction_name": self.fraction_name, "fraction": self.fraction, "requested_bytes": self.requested_bytes,
-                "deductions": [d.to_dict() for d in self.deductions], "available_kv_bytes": self.available_kv_bytes,
-                "available_kv_gib": self.available_kv_bytes / GiB, "available_given": self.available_given,
-                "block_size": self.block_size, "bytes_per_block": self.bytes_per_block,
-                    "num_gpu_blocks": self.num_gpu_blocks,
-                "usable_blocks": self.usable_blocks, "pool_tokens": self.pool_tokens,
-                    "printed_lines": list(self.printed_lines),
-                "max_model_len": self.max_model_len, "max_num_batched_tokens": self.max_num_batched_tokens,
-                "max_num_seqs": self.max_num_seqs, "notes": list(self.notes), "requested_label": self.requested_label,
-                "stages": [dict(st) for st in self.stages], "kv_free": self.kv_free,
-                "ranges": {k: list(v) for k, v in self.ranges.items()}}
+        return to_jsonable(self)
 
 
 def sglang_mem_fraction_static(gpu_mem_mib: float, tp: int, chunked_prefill_size: int,

@@ -14,6 +14,7 @@ from kvledger.accounting.advice import Advice, advise, waterfall
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
+from kvledger.accounting.plan_json import KVFacts, MemoryFacts, ModelFacts
 from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
 from kvledger.accounting.roofline import RooflineStepCost
@@ -23,11 +24,13 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import online_fp8
 from kvledger.errors import InputError
+from kvledger.jsonable import json_fields, to_jsonable
 from kvledger.units import GiB, cdiv
 
-__all__ = ["ConcurrencyRow", "Plan", "build_plan", "concurrency_rows", "default_contexts", "plan_to_dict"]
+__all__ = ["ConcurrencyRow", "Plan", "build_plan", "concurrency_rows", "default_contexts"]
 
 
+@json_fields(extra=("max_running",))
 @dataclass(frozen=True)
 class ConcurrencyRow:
     """How many requests of one context length the pool holds at once.
@@ -66,7 +69,13 @@ class ConcurrencyRow:
 
 @dataclass(frozen=True)
 class Plan:
-    """The whole ledger. ``to_dict`` gives the JSON scripts rely on (see cli/plan_cmd.py)."""
+    """The whole ledger. ``to_dict`` gives the JSON scripts rely on (see cli/plan_cmd.py); stable keys:
+    model.kv_bytes_per_token, model.num_params, model.weight_bytes, gpu.memory_bytes, memory.available_kv_bytes,
+    memory.num_gpu_blocks, memory.block_size, concurrency[].context_tokens / .max_concurrency,
+    roofline.ridge_flops_per_byte."""
+
+    __json__ = (("model", "model_facts"), "gpu", "settings", ("kv", "kv_facts"), ("memory", "memory_facts"),
+                "concurrency", "at_max_model_len", "roofline", "advice", "waterfall")
 
     model: ModelSpec
     gpu: GpuSpec
@@ -107,6 +116,19 @@ class Plan:
     def fits(self) -> bool:
         """True when at least one request of max_model_len fits (the engine would start)."""
         return self.at_max_model_len is not None and self.at_max_model_len.max_requests >= 1
+
+    def model_facts(self) -> ModelFacts:
+        return ModelFacts.of(self.model, self.kv)
+
+    def kv_facts(self) -> KVFacts:
+        m = self.memory
+        return KVFacts(self.kv, m.bytes_per_block / m.block_size if m.stages else None)
+
+    def memory_facts(self) -> MemoryFacts:
+        return MemoryFacts(self.memory, self.layout, self.inflight_tokens)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
 
 
 def default_contexts(max_model_len: int) -> list[int]:
@@ -229,37 +251,3 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     adv = advise(plan, build_plan) if with_advice else None
     wf = tuple(waterfall(plan)) if with_advice and s.engine == "vllm" and mem.fits else ()
     return Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, adv, wf, at_len)
-
-
-
-def plan_to_dict(p: Plan) -> dict[str, Any]:
-    """The plan as JSON-ready data. Stable keys for scripts: model.kv_bytes_per_token, model.num_params,
-    model.weight_bytes, gpu.memory_bytes, memory.available_kv_bytes, memory.num_gpu_blocks, memory.block_size,
-    concurrency[].context_tokens / .max_concurrency, roofline.ridge_flops_per_byte."""
-    from kvledger.catalog.models import stated_params
-
-    m = p.model
-    st = stated_params(m.catalog_id) if m.catalog_id else None
-    model = {**m.to_dict(), "kv_bytes_per_token": p.kv.bytes_per_token_model, "weight_bytes": m.weight_bytes(),
-             "stated_params": st.total if st else None, "stated_active_params": st.active if st else None}
-    kv = p.kv.to_dict()
-    # pipeline parallel: a GPU holds only its stage's layers; the binding stage's page sets the pool
-    if p.memory.stages:
-        kv["bytes_per_token_per_gpu_all_layers"] = kv["bytes_per_token_per_gpu"]
-        kv["bytes_per_token_per_gpu"] = p.memory.bytes_per_block / p.memory.block_size
-        kv["pp_note"] = ("per GPU of the binding pipeline stage (its layers only); bytes_per_token_per_gpu_all_layers "
-                         "is every layer at this TP")
-    # nothing is left for KV: 0 available, and by how much it is short
-    shortfall = max(0.0, -p.memory.available_kv_bytes)
-    mem = {**p.memory.to_dict(), "available_kv_bytes": max(0.0, p.memory.available_kv_bytes),
-           "available_kv_gib": max(0.0, p.memory.available_kv_bytes) / 2**30}
-    return {
-        "model": model, "gpu": p.gpu.to_dict(), "settings": p.settings.model_dump(), "kv": kv,
-        "memory": {**mem, "kv_shortfall_bytes": shortfall, "layout": p.layout.to_dict() if p.layout else None,
-                   "inflight_tokens": p.inflight_tokens},
-        "concurrency": [{**r.__dict__, "max_running": r.max_running} for r in p.concurrency],
-        "at_max_model_len": {**p.at_max_model_len.__dict__,
-                             "max_running": p.at_max_model_len.max_running} if p.at_max_model_len else None,
-        "roofline": p.roofline.to_dict() if p.roofline else None,
-        "advice": p.advice.to_dict() if p.advice else None, "waterfall": list(p.waterfall),
-    }

@@ -42,8 +42,9 @@ class MetricRow:
 
 @dataclass
 class Comparison:
-    """Every compared figure of one run, and what was compared."""
+    """Every compared figure of one run, and what was compared (its JSON calls ``label`` "run")."""
 
+    __json__ = (("run", "label"), "num_measured", "num_predicted", "slo", "rows", "notes")
     label: str
     rows: list[MetricRow]
     num_measured: int
@@ -59,8 +60,7 @@ class Comparison:
         raise KeyError(metric)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run": self.label, "num_measured": self.num_measured, "num_predicted": self.num_predicted,
-                "slo": self.slo, "rows": [r.to_dict() for r in self.rows], "notes": list(self.notes)}
+        return to_jsonable(self)
 
 
 def rel_error(pred: float | None, meas: float | None) -> float | None:
@@ -76,7 +76,7 @@ def compare_runs(label: str, measured: RunRecords, predicted: RunRecords, slo: S
     rows: list[MetricRow] = []
     notes: list[str] = []
     for key, name in LATENCY_METRICS:
-        ms, ps = m[key], p[key]
+        ms, ps = getattr(m, key), getattr(p, key)
         if ms.count == 0:
             if key == "itl_s":
                 notes.append("ITL: the measured file has no per-token times, so ITL is not compared (TPOT is)")
@@ -86,7 +86,8 @@ def compare_runs(label: str, measured: RunRecords, predicted: RunRecords, slo: S
             rows.append(MetricRow(f"{name} {stat}", "s", a, b, rel_error(b, a)))
     for key, name, unit in (("throughput_req_per_s", "throughput", "req/s"),
                             ("throughput_tok_per_s", "output throughput", "tokens/s")):
-        rows.append(MetricRow(name, unit, m[key], p[key], rel_error(p[key], m[key]),
+        a, b = getattr(m, key), getattr(p, key)
+        rows.append(MetricRow(name, unit, a, b, rel_error(b, a),
                               "finished requests / (last finish − first arrival)"))
     if slo is not None:
         gm, gp = goodput(measured, slo), goodput(predicted, slo)
@@ -95,4 +96,4 @@ def compare_runs(label: str, measured: RunRecords, predicted: RunRecords, slo: S
                                   f"{slo.describe()}"))
         rows.append(MetricRow("SLO attainment", "fraction", gm.attainment, gp.attainment, rel_error(gp.attainment,
             gm.attainment)))
-    return Comparison(label, rows, m["num_finished"], p["num_finished"], slo.to_dict() if slo else None, notes)
+    return Comparison(label, rows, m.num_finished, p.num_finished, slo.to_dict() if slo else None, notes)

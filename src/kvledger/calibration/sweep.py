@@ -198,7 +198,7 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords) -> Compari
     for m, name in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "E2E"), ("tpot_file", "TPOT (file's field)")):
         if m not in stage.stats:
             continue
-        ps = p["tpot_s" if m == "tpot_file" else f"{m}_s"]
+        ps = getattr(p, "tpot_s" if m == "tpot_file" else f"{m}_s")
         for s in _STATS:
             a, b = stage.stats[m][s], getattr(ps, s)
             if a is None:
@@ -210,10 +210,10 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords) -> Compari
             else:
                 note = ""
             rows.append(MetricRow(f"{name} {s}", "s", a, b, rel_error(b, a), note))
-    rows.append(MetricRow("throughput", "req/s", stage.requests_per_s, p["throughput_req_per_s"],
-                          rel_error(p["throughput_req_per_s"], stage.requests_per_s), "as each side defines it"))
-    rows.append(MetricRow("output throughput", "tokens/s", stage.output_tokens_per_s, p["throughput_tok_per_s"],
-                          rel_error(p["throughput_tok_per_s"], stage.output_tokens_per_s)))
+    rows.append(MetricRow("throughput", "req/s", stage.requests_per_s, p.throughput_req_per_s,
+                          rel_error(p.throughput_req_per_s, stage.requests_per_s), "as each side defines it"))
+    rows.append(MetricRow("output throughput", "tokens/s", stage.output_tokens_per_s, p.throughput_tok_per_s,
+                          rel_error(p.throughput_tok_per_s, stage.output_tokens_per_s)))
     notes: list[Any] = ["aggregates only: the replay is a synthetic workload with the stage's rate, count, duration "
                         "and length quantiles, not the measured requests"]
     if stage.num_failed:
@@ -222,4 +222,4 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords) -> Compari
                      "and are dropped: the replay sends only the successes"
                      + ("; WARNING: so many failed that the engine's real load is unknown: this stage's "
                         "latencies are not comparable" if share > 0.1 else ""))
-    return Comparison(label, rows, stage.count - stage.num_failed, p["num_finished"], None, notes)
+    return Comparison(label, rows, stage.count - stage.num_failed, p.num_finished, None, notes)

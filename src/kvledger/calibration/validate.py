@@ -8,21 +8,100 @@ and the simulated side, so they can be compared); None when no stage passes it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
-from kvledger.calibration.compare import compare_runs
+from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.replay import replay
 from kvledger.calibration.saturation import saturation
 from kvledger.calibration.sweep import stage_comparison
 from kvledger.calibration.targets import Target, load_targets
+from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.slo import SLO
 
-__all__ = ["validate_file", "validate_sweep", "knee_rate", "KNEE_FACTOR"]
+__all__ = ["RunValidation", "SweepSide", "SweepValidation", "validate_file", "validate_sweep", "knee_rate",
+           "KNEE_FACTOR"]
 
 #: the knee: mean TTFT passes this many times its value at the sweep's lowest rate
 KNEE_FACTOR = 5.0
+
+
+@dataclass(frozen=True)
+class RunValidation:
+    """One replayed run against its measurement: what was replayed (run, source, requests, model, GPU, TP), what
+    priced it (``scope``, ``step_cost``: the step cost's name, source and scope), the engine settings, the stage's
+    requested rate (req/s; None for a per-request run), the comparison, its headline errors (``errors``: flat
+    ``*_rel_error`` keys, ``kvledger.calibration.api.headline_errors``), saturation (None when neither side's queue
+    grew) and notes. ``to_dict`` is ``validate --json``."""
+
+    __json__ = ("run", "source", "num_requests", "num_dropped", "model", "gpu", "tp", "scope", "step_cost", "engine",
+                "rate", "comparison", "**errors", "saturated", "notes")
+    run: str
+    source: str
+    num_requests: int
+    num_dropped: int
+    model: str
+    gpu: str
+    tp: int
+    scope: str
+    step_cost: dict[str, Any]
+    engine: EngineConfig
+    rate: float | None
+    comparison: Comparison
+    errors: dict[str, float | None]
+    saturated: dict[str, Any] | None
+    notes: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+@dataclass(frozen=True)
+class SweepSide:
+    """One side (measured or simulated) of a sweep: its knee (req/s; None when no stage passes the threshold), the
+    threshold (s), the mean TTFT per stage (s), and the largest throughput over the stages (req/s)."""
+
+    knee_req_per_s: float | None
+    knee_ttft_threshold_s: float | None
+    ttft_mean_s: list[float | None]
+    saturation_throughput_req_per_s: float | None
+
+
+@dataclass(frozen=True)
+class SweepValidation:
+    """A validated load sweep: the stages' requested rates (req/s), both sides' knees, each stage's ``RunValidation``
+    and the notes of them all. ``to_dict`` is ``validate --sweep --json``."""
+
+    __json__ = ("sweep", "rates", "measured", "predicted", "knee_error_req_per_s", "knee_rule", "runs", "scope",
+                "notes")
+    rates: list[float]
+    measured: SweepSide
+    predicted: SweepSide
+    knee_rule: str
+    runs: list[RunValidation]
+    notes: list[str]
+
+    @property
+    def sweep(self) -> bool:
+        """Always True: tells a script reading the JSON a sweep from one run."""
+        return True
+
+    @property
+    def knee_error_req_per_s(self) -> float | None:
+        """Simulated − measured knee, req/s (None when either side has none)."""
+        m, p = self.measured.knee_req_per_s, self.predicted.knee_req_per_s
+        return None if m is None or p is None else p - m
+
+    @property
+    def scope(self) -> str:
+        """What priced the stages (the first stage's ``scope``; one step cost prices them all)."""
+        return self.runs[0].scope
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
 
 
 def knee_rate(rates: list[float], ttft_means: list[float | None], threshold: float) -> float | None:
@@ -41,7 +120,7 @@ def knee_rate(rates: list[float], ttft_means: list[float | None], threshold: flo
     return None
 
 
-def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> dict[str, Any]:
+def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
     from kvledger.calibration.api import engine_for, headline_errors
 
     setup = engine_for(args, t.run, max_paddings)
@@ -61,15 +140,13 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
         notes.append(f"WARNING: a model-scope calibration of {setup.cost_info['mismatch']} priced this run of "
                      f"{setup.model_name} at TP {setup.tp}: its step times do not carry to another model or TP; "
                      "calibrate the GPU instead (kvledger calibrate --scope gpu)")
-    return {"run": t.run.label, "source": t.run.source, "num_requests": len(t.run.requests),
-            "num_dropped": t.run.num_dropped, "model": setup.model_name, "gpu": setup.gpu_name, "tp": setup.tp,
-            "scope": scope, "step_cost": setup.cost_info, "engine": setup.config.to_dict(),
-            "rate": None if t.stage is None else t.stage.requested_rate,
-            "comparison": c.to_dict(), **headline_errors(c), "saturated": sat, "notes": notes}
+    return RunValidation(t.run.label, t.run.source, len(t.run.requests), t.run.num_dropped, setup.model_name,
+                         setup.gpu_name, setup.tp, scope, setup.cost_info, setup.config,
+                         None if t.stage is None else t.stage.requested_rate, c, headline_errors(c), sat, notes)
 
 
 def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_paddings: int | None = None, *,
-                  client_concurrency: int | None = None, seed: int = 0) -> dict[str, Any]:
+                  client_concurrency: int | None = None, seed: int = 0) -> RunValidation | SweepValidation:
     """Replay the measured run in ``path`` with ``args``' engine and step cost and compare (``Comparison``'s rows).
 
     A stage or aggregate run is compared on its aggregates, replaying a synthetic workload like it
@@ -83,7 +160,7 @@ def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_p
 
 
 def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | None = None, *,
-                   client_concurrency: int | None = None, seed: int = 0) -> dict[str, Any]:
+                   client_concurrency: int | None = None, seed: int = 0) -> SweepValidation:
     """Validate every stage of a load sweep (stage files, or aggregate runs at several rates) and report the measured
     and simulated knee (module docstring) and the saturation throughput (the largest over the stages) of each side.
 
@@ -100,20 +177,16 @@ def validate_sweep(paths: list[str], args: SimRequestArgs, max_paddings: int | N
     rates = [t.stage.requested_rate for t in stages]
 
     def values(key: str, metric: str) -> list[float | None]:
-        return [next((x[key] for x in r["comparison"]["rows"] if x["metric"] == metric), None) for r in rows]
+        return [next((getattr(x, key) for x in r.comparison.rows if x.metric == metric), None) for r in rows]
 
     first = values("measured", "TTFT mean")[0]
     threshold = None if first is None else KNEE_FACTOR * first
 
-    def side(key: str) -> dict[str, Any]:
+    def side(key: str) -> SweepSide:
         ttft, thr = values(key, "TTFT mean"), values(key, "throughput")
-        return {"knee_req_per_s": None if threshold is None else knee_rate(rates, ttft, threshold),
-                "knee_ttft_threshold_s": threshold, "ttft_mean_s": ttft,
-                "saturation_throughput_req_per_s": max((x for x in thr if x is not None), default=None)}
+        return SweepSide(None if threshold is None else knee_rate(rates, ttft, threshold), threshold, ttft,
+                         max((x for x in thr if x is not None), default=None))
 
-    m, p = side("measured"), side("predicted")
-    return {"sweep": True, "rates": rates, "measured": m, "predicted": p,
-            "knee_error_req_per_s": None if m["knee_req_per_s"] is None or p["knee_req_per_s"] is None
-            else p["knee_req_per_s"] - m["knee_req_per_s"],
-            "knee_rule": f"mean TTFT > {KNEE_FACTOR:g} × the measured mean TTFT at the lowest rate, interpolated",
-            "runs": rows, "scope": rows[0]["scope"], "notes": sorted({n for r in rows for n in r["notes"]})}
+    return SweepValidation(rates, side("measured"), side("predicted"),
+                           f"mean TTFT > {KNEE_FACTOR:g} × the measured mean TTFT at the lowest rate, interpolated",
+                           rows, sorted({n for r in rows for n in r.notes}))

@@ -119,7 +119,7 @@ def plan(
     """The KV-cache ledger: KV bytes per token, the engine's memory split, blocks, concurrency and the roofline."""
     from rich.console import Console
 
-    from kvledger.accounting.plan import build_plan, plan_to_dict
+    from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import engine_name, make_settings
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
@@ -171,7 +171,7 @@ def plan(
 
         tier_plan = build_tier_plan(p, tiers, suffix_tokens=suffix_tokens)
     if as_json:
-        d = plan_to_dict(p)
+        d = p.to_dict()
         if tier_plan is not None:
             d["kv_tiers"] = tier_plan.to_dict()
         typer.echo(strict_json.dumps(d, indent=2))

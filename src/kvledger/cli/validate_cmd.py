@@ -3,8 +3,6 @@ measured with the error of each figure."""
 
 from __future__ import annotations
 
-import json
-
 import typer
 
 from kvledger.cli.calib_opts import (
@@ -76,13 +74,13 @@ def validate(
     if as_json:
         from kvledger.accounting.calibration_profile import dump_profile
 
-        typer.echo(dump_profile(result), nl=False)
+        typer.echo(dump_profile(result.to_dict()), nl=False)
         return
     from rich.console import Console
 
     from kvledger.report.calibration_view import render_validation
 
-    render_validation(json.loads(json.dumps(result, default=str)), Console())
+    render_validation(result, Console())
 
 
 def register(app: typer.Typer) -> None:

@@ -41,6 +41,7 @@ from kvledger.dynamics.engine.router import make_router
 from kvledger.dynamics.outputs.metrics import DEFINITIONS, Summary, latency_stats, summarize_records
 from kvledger.dynamics.replica import Replica
 from kvledger.errors import InputError, UnknownNameError
+from kvledger.jsonable import to_jsonable
 from kvledger.records import RunMetadata, RunRecords
 
 __all__ = ["FIRST_TOKEN_SOURCES", "Pool", "DisaggResult", "simulate_disagg"]
@@ -97,6 +98,7 @@ class DisaggResult:
         config: the deployment as a dict.
     """
 
+    __json__ = ("summary", "transfer", "pools", "config", "**extra", "records")
     records: RunRecords
     summary: Summary
     transfer: dict[str, Any]
@@ -105,11 +107,7 @@ class DisaggResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self, include_records: bool = True) -> dict[str, Any]:
-        d = {"summary": self.summary.to_dict(), "transfer": self.transfer, "pools": self.pools, "config": self.config,
-             **self.extra}
-        if include_records:
-            d["records"] = self.records.to_dict()
-        return d
+        return to_jsonable(self, exclude=() if include_records else ("records",))
 
 
 def simulate_disagg(requests: list[RequestSpec], prefill: Pool, decode: Pool, transfer: KVTransfer, *,
@@ -184,7 +182,7 @@ def _result(loop: DisaggLoop, prefill: Pool, decode: Pool, transfer: KVTransfer,
              "KV transfer per request = wait for the prefill replica's link + per-GPU KV bytes ÷ one-way bandwidth + "
              "fixed latency (kvledger.dynamics.engine.kv_transfer)",
              "prefix_cache_hit_rate: prefill pool only (the decode pool receives whole prompts, caching off)"]
-    summary = Summary(**summarize_records(run), num_preemptions=pools["prefill"]["num_preemptions"] +
+    summary = Summary.of(summarize_records(run), num_preemptions=pools["prefill"]["num_preemptions"] +
                       pools["decode"]["num_preemptions"], prefix_cache_hit_rate=h / q if q else 0.0,
                       prefix_cache_hit_tokens=h, prefix_cache_query_tokens=q,
                       kv_usage={k: v["kv_usage"] for k, v in pools.items()},

@@ -3,14 +3,16 @@ bandwidth used and host occupancy, next to the same run without the tier (TTFT w
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.offload import HiCacheRadixKVManager, HostTier, OffloadingPagedKVManager
+from kvledger.dynamics.outputs.metrics import LatencyStats
 from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["LoadAwareStepCost", "OffloadRun", "TierStats", "simulate_offload", "offload_kv_factory"]
 
@@ -92,16 +94,18 @@ class TierStats:
 class OffloadRun:
     """The run with the host tier, the same run without it, and the tier figures."""
 
+    __json__ = ("tiers", ("ttft_s_with_offload", "with_offload.summary.ttft_s"), "ttft_s_without_offload")
     with_offload: SimResult
     without_offload: SimResult | None
     tiers: TierStats
 
-    def to_dict(self) -> dict[str, Any]:
-        def ttft(r: SimResult | None):
-            return None if r is None else asdict(r.summary.ttft_s)
+    @property
+    def ttft_s_without_offload(self) -> LatencyStats | None:
+        """TTFT of the run without the host tier, s (None when it was not run)."""
+        return None if self.without_offload is None else self.without_offload.summary.ttft_s
 
-        return {"tiers": asdict(self.tiers), "ttft_s_with_offload": ttft(self.with_offload),
-                "ttft_s_without_offload": ttft(self.without_offload)}
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
 
 
 def _stats(managers: list, host: HostTier, duration_s: float) -> TierStats:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.accounting.step_split import gpu_time_split
@@ -28,6 +28,7 @@ from kvledger.dynamics.outputs.steplog import StepLog, chrome_trace
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.record_columns import run_from_columns
 from kvledger.records import RunMetadata, RunRecords
 
@@ -45,6 +46,7 @@ class SimResult:
         steps: per-replica step logs (only with ``record_steps=True``), else None.
     """
 
+    __json__ = ("summary", "config", "**extra", "records")
     records: RunRecords
     summary: Summary
     config: dict[str, Any]
@@ -52,10 +54,7 @@ class SimResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self, include_records: bool = True) -> dict[str, Any]:
-        d: dict[str, Any] = {"summary": self.summary.to_dict(), "config": self.config, **self.extra}
-        if include_records:
-            d["records"] = self.records.to_dict()
-        return d
+        return to_jsonable(self, exclude=() if include_records else ("records",))
 
     def write_steps_jsonl(self, fh) -> None:
         """One JSON object per step and replica (needs ``record_steps=True``)."""
@@ -141,11 +140,12 @@ def _result(requests, config: EngineConfig, cost: StepCostModel, replicas: list[
     if replicas[0].gaps is not None:  # no token times kept: the exact step-gap counts give the ITL distribution
         for r in replicas:
             r.fold_gaps()
-        figures["itl_s"], sketched = merged_stats([r.gaps for r in replicas])
+        itl, sketched = merged_stats([r.gaps for r in replicas])
+        figures = replace(figures, itl_s=itl)
     notes = [SKETCH_NOTE] if sketched else []
     split = gpu_time_split([(r.prefill_time.total_s, r.usage.busy_s, 1) for r in replicas], meta.extra["cost_model"])
     meta.extra["gpu_time_split"] = split  # the cost ledger's prefill/decode split (ledgers/cost.py)
-    summary = Summary(**figures, **_engine_figures(replicas, run.duration_s), gpu_time_split=split,
+    summary = Summary.of(figures, **_engine_figures(replicas, run.duration_s), gpu_time_split=split,
                       definitions=list(DEFINITIONS) + _policy_notes(config) + notes)
     return SimResult(run, summary, config.to_dict(), [r.steplog for r in replicas] if record_steps else None)
 

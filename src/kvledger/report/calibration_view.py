@@ -1,15 +1,18 @@
-"""Terminal rendering of ``kvledger calibrate``'s profile and ``kvledger validate``'s comparison (plain dicts in, rich
-tables out)."""
+"""Terminal rendering of ``kvledger calibrate``'s profile (a dict) and ``kvledger validate``'s comparison
+(``RunValidation`` / ``SweepValidation``), rich tables out."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from kvledger.report.tables import LedgerTable as Table
+
+if TYPE_CHECKING:
+    from kvledger.calibration.validate import RunValidation, SweepValidation
 
 __all__ = ["render_profile", "render_validation", "fmt_value", "fmt_error", "error_table", "saturated_runs_warning"]
 
@@ -107,36 +110,37 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None) -> Non
         )
 
 
-def render_sweep(r: dict[str, Any], con: Console) -> None:
+def render_sweep(r: SweepValidation, con: Console) -> None:
     """A validated load sweep: per stage TTFT/TPOT mean and throughput errors, then the knee on both sides."""
-    t = Table(title=f"load sweep (priced by: {r['scope']})", title_justify="left")
+    t = Table(title=f"load sweep (priced by: {r.scope})", title_justify="left")
     for col in ("rate req/s", "TTFT mean meas.", "error", "TPOT mean meas.", "error", "throughput", "error"):
         t.add_column(col, justify="right")
-    for x in r["runs"]:
-        rows = {row["metric"]: row for row in x["comparison"]["rows"]}
-        cells = [f"{x['rate']:g}"]
+    for x in r.runs:
+        rows = {row.metric: row for row in x.comparison.rows}
+        cells = [f"{x.rate:g}"]
         for m in ("TTFT mean", "TPOT mean", "throughput"):
-            row = rows.get(m, {})
-            flag = " ⚠" if x.get("saturated") and m != "throughput" else ""
-            cells += [fmt_value(row.get("measured"), row.get("unit", "s")), fmt_error(row.get("rel_error")) + flag]
+            row = rows.get(m)
+            flag = " ⚠" if x.saturated and m != "throughput" else ""
+            cells += [fmt_value(row.measured if row else None, row.unit if row else "s"),
+                      fmt_error(row.rel_error if row else None) + flag]
         t.add_row(*cells)
     con.print(t)
-    if any(x.get("saturated") for x in r["runs"]):
+    if any(x.saturated for x in r.runs):
         con.print("WARNING: stages marked ⚠ are saturated (the simulated queue kept growing): their latency errors "
                   "are not meaningful; throughput is the figure to compare.")
-    m, p = r["measured"], r["predicted"]
+    m, p = r.measured, r.predicted
 
     def knee(v: float | None) -> str:
         return "none in the sweep" if v is None else f"{v:.2f} req/s"
 
-    con.print(f"knee ({escape(r['knee_rule'])}): measured {knee(m['knee_req_per_s'])}, simulated "
-              f"{knee(p['knee_req_per_s'])}")
-    if m["saturation_throughput_req_per_s"] and p["saturation_throughput_req_per_s"]:
+    con.print(f"knee ({escape(r.knee_rule)}): measured {knee(m.knee_req_per_s)}, simulated "
+              f"{knee(p.knee_req_per_s)}")
+    if m.saturation_throughput_req_per_s and p.saturation_throughput_req_per_s:
         con.print(f"saturation throughput (largest over the stages): measured "
-                  f"{m['saturation_throughput_req_per_s']:.2f} req/s, simulated "
-                  f"{p['saturation_throughput_req_per_s']:.2f} req/s "
-                  f"({fmt_error(p['saturation_throughput_req_per_s'] / m['saturation_throughput_req_per_s'] - 1)})")
-    for n in r.get("notes", []):
+                  f"{m.saturation_throughput_req_per_s:.2f} req/s, simulated "
+                  f"{p.saturation_throughput_req_per_s:.2f} req/s "
+                  f"({fmt_error(p.saturation_throughput_req_per_s / m.saturation_throughput_req_per_s - 1)})")
+    for n in r.notes:
         con.print(f"note: {escape(n)}")
 
 
@@ -147,27 +151,29 @@ def saturation_warning(sat: dict[str, Any]) -> str:
             + " ".join(escape(n) for n in sat["notes"]))
 
 
-def render_validation(r: dict[str, Any], con: Console) -> None:
+def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
     """Predicted vs measured, row by row, with the step cost's source (and which calibration scope priced it)."""
-    if r.get("sweep"):
+    from kvledger.calibration.validate import SweepValidation
+
+    if isinstance(r, SweepValidation):
         render_sweep(r, con)
         return
-    c = r["comparison"]
-    con.print(f"run {escape(r['run'])} ({escape(str(r['source']))}): {c['num_measured']:,} measured requests, "
-              f"{c['num_predicted']:,} finished in the replay; {escape(str(r['model']))} on {escape(str(r['gpu']))} "
-              f"at TP {r['tp']}")
-    sc = r["step_cost"]
-    con.print(f"step cost: {escape(str(sc.get('name')))} (priced by: {escape(str(r.get('scope')))}) — "
+    c = r.comparison
+    con.print(f"run {escape(r.run)} ({escape(str(r.source))}): {c.num_measured:,} measured requests, "
+              f"{c.num_predicted:,} finished in the replay; {escape(str(r.model))} on {escape(str(r.gpu))} "
+              f"at TP {r.tp}")
+    sc = r.step_cost
+    con.print(f"step cost: {escape(str(sc.get('name')))} (priced by: {escape(str(r.scope))}) — "
               f"{escape(str(sc.get('source', '')))}")
-    sat = r.get("saturated")
+    sat = r.saturated
     t = Table(title="predicted vs measured (error = predicted/measured − 1)", title_justify="left")
     for col, just in (("metric", "left"), ("measured", "right"), ("predicted", "right"), ("error", "right")):
         t.add_column(col, justify=just)
-    for row in c["rows"]:
-        t.add_row(row["metric"], fmt_value(row["measured"], row["unit"]), fmt_value(row["predicted"], row["unit"]),
-                  fmt_error(row["rel_error"]) + (" ⚠ saturated" if sat and row["unit"] == "s" else ""))
+    for row in c.rows:
+        t.add_row(row.metric, fmt_value(row.measured, row.unit), fmt_value(row.predicted, row.unit),
+                  fmt_error(row.rel_error) + (" ⚠ saturated" if sat and row.unit == "s" else ""))
     con.print(t)
     if sat:
         con.print(saturation_warning(sat))
-    for n in r.get("notes", []):
+    for n in r.notes:
         con.print(f"note: {escape(n)}")

@@ -45,7 +45,7 @@ def _figure_json(f: Any) -> dict[str, Any]:
 def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_model_len: str | None = None,
                  kv_cache_dtype: str = "auto", gpu_memory_utilization: float | None = None) -> dict[str, Any]:
     """The plan (as ``plan --json`` with ``--context 1K,…,128K``), the headline numbers and the three KV figures."""
-    from kvledger.accounting.plan import build_plan, plan_to_dict
+    from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
     from kvledger.analyses.serving.decision_data import CONTEXTS
     from kvledger.catalog.gpu_file import resolve_gpu
@@ -56,7 +56,7 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
     settings = make_settings(engine=engine.lower(), tp=tp, contexts=CONTEXTS, kv_cache_dtype=kv_cache_dtype,
                              max_model_len=parse_tokens(max_model_len, what="max_model_len") if max_model_len else None,
                              gpu_memory_utilization=gpu_memory_utilization)
-    plan = plan_to_dict(build_plan(load_model(model, allow_hub=False), resolve_gpu(gpu), settings))
+    plan = build_plan(load_model(model, allow_hub=False), resolve_gpu(gpu), settings).to_dict()
     conc = {r["context_tokens"]: r for r in plan["concurrency"]}
     m = plan["memory"]
 

@@ -205,10 +205,10 @@ def evaluate(study: DisaggStudy, dep: Deployment, specs: list[RequestSpec]) -> D
     dec_gpus = dep.decode_replicas * dep.decode_tp
     return DeploymentResult(
         dep.label, dep.kind, dep.num_gpus, dep.num_gpus - dec_gpus if dec_gpus else 0, dec_gpus,
-        s["ttft_s"].to_dict(), s["itl_s"].to_dict(), s["tpot_s"].to_dict(), s["e2e_s"].to_dict(),
-        s["throughput_req_per_s"], s["throughput_tok_per_s"], good, good / dep.num_gpus, g.attainment,
+        s.ttft_s.to_dict(), s.itl_s.to_dict(), s.tpot_s.to_dict(), s.e2e_s.to_dict(),
+        s.throughput_req_per_s, s.throughput_tok_per_s, good, good / dep.num_gpus, g.attainment,
             dict(g.num_missed),
-        s["num_finished"], s["num_rejected"], extra["num_preemptions"], extra["transfer"], extra["settings"])
+        s.num_finished, s.num_rejected, extra["num_preemptions"], extra["transfer"], extra["settings"])
 
 
 def search_max_rate(study: DisaggStudy, dep: Deployment, load, rate_per_s: float) -> dict[str, Any]:

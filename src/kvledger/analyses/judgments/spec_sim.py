@@ -101,9 +101,9 @@ def _metrics(result, real_outputs: dict[str, int] | None) -> dict[str, Any]:
         recs = [replace(r, num_output_tokens=real_outputs[r.request_id]) if r.ok else r for r in run.records]
         run = RunRecords(recs, run.metadata)
     s = summarize_records(run)
-    return {"throughput_tok_per_s": s["throughput_tok_per_s"], "ttft_s": s["ttft_s"].to_dict(),
-            "tpot_s": s["tpot_s"].to_dict(), "itl_s": s["itl_s"].to_dict(), "e2e_s": s["e2e_s"].to_dict(),
-            "num_finished": s["num_finished"], "num_preemptions": result.summary.num_preemptions}
+    return {"throughput_tok_per_s": s.throughput_tok_per_s, "ttft_s": s.ttft_s.to_dict(),
+            "tpot_s": s.tpot_s.to_dict(), "itl_s": s.itl_s.to_dict(), "e2e_s": s.e2e_s.to_dict(),
+            "num_finished": s.num_finished, "num_preemptions": result.summary.num_preemptions}
 
 
 @dataclass(frozen=True)

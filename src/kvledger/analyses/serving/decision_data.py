@@ -81,7 +81,7 @@ def _cli_engine_flags(req: ReportRequest) -> str:
 
 def build_plan_section(req: ReportRequest) -> dict[str, Any]:
     """``kvledger plan MODEL --gpu GPU --context 1K,…,128K --json`` for the request's engine settings."""
-    from kvledger.accounting.plan import build_plan, plan_to_dict
+    from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
@@ -94,7 +94,7 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
                                  contexts=CONTEXTS,
                              gpu_memory_utilization=e.get("gpu_memory_utilization"),
                              kv_cache_dtype=e.get("kv_cache_dtype") or "auto", max_num_seqs=e.get("max_num_seqs"))
-    return plan_to_dict(build_plan(load_model(req.model), resolve_gpu(req.gpu), settings))
+    return build_plan(load_model(req.model), resolve_gpu(req.gpu), settings).to_dict()
 
 
 def _pick_gpu_rate(req: ReportRequest, gpu_id: str) -> tuple[Any, str, str]:

@@ -291,7 +291,7 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     from kvledger.invariants import check_sim_summary
 
     overload = queue_growth(result.records) if setup.workload_info.get("mode", "").startswith("open loop") else None
-    return SimDocument(check_sim_summary(result.summary.to_dict()), setup.replicas,
+    return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
                        setup.router if setup.replicas > 1 else None, result.config, setup.workload_info,
                        setup.cost_info, to_jsonable(overload), prediction_bands(setup, result.summary.to_dict()),
                        list(setup.notes) + ([overload.note] if overload else []))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from kvledger.dynamics.engine.hybrid_kv import HybridKVManager, supports_hybrid_caching
@@ -11,6 +11,7 @@ from kvledger.dynamics.engine.kv_interface import KVManager
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.errors import InputError, UnknownNameError
+from kvledger.jsonable import json_fields, to_jsonable
 
 __all__ = ["EngineConfig", "PREFIX_CACHING_POLICIES", "SCHEDULING_POLICIES", "BATCHING_POLICIES",
            "KV_ALLOCATION_POLICIES", "V0_WATERMARK", "make_kv_manager"]
@@ -44,6 +45,8 @@ KV_ALLOCATION_POLICIES = {
 }
 
 
+@json_fields(read={"blocks_for_tokens": "blocks_rule_label", "step_blocks": "step_blocks_label"},
+             extra=("caps_output",))
 @dataclass(frozen=True)
 class EngineConfig:
     """One replica's engine settings, named as vLLM names them.
@@ -224,13 +227,19 @@ class EngineConfig:
         """The prefix-caching policy that runs, or None when caching is off."""
         return self.prefix_caching_policy if self.enable_prefix_caching else None
 
+    @property
+    def blocks_rule_label(self) -> str | None:
+        """``blocks_for_tokens`` as JSON: "custom", or None for the default ceil(tokens / block_size)."""
+        return None if self.blocks_for_tokens is None else "custom"
+
+    @property
+    def step_blocks_label(self) -> str | None:
+        """``step_blocks`` as JSON: the rule's name, or None."""
+        return None if self.step_blocks is None else "vLLM per-step sliding-window rule"
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready settings (``blocks_for_tokens`` reported as "custom" or None)."""
-        d = asdict(self)
-        d["blocks_for_tokens"] = None if self.blocks_for_tokens is None else "custom"
-        d["step_blocks"] = None if self.step_blocks is None else "vLLM per-step sliding-window rule"
-        d["caps_output"] = self.caps_output
-        return d
+        return to_jsonable(self)
 
 
 def make_kv_manager(cfg: EngineConfig) -> KVManager:

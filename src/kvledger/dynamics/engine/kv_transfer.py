@@ -29,6 +29,7 @@ from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["KVLink", "KVTransfer", "LINKS", "ReceivedKVManager", "link_from_gpu", "parse_link_bandwidth",
            "received_kv_manager", "transfer_from_plans"]
@@ -53,6 +54,7 @@ class KVLink:
         source: where ``bytes_per_s`` comes from (catalog row and the halving, or "given").
     """
 
+    __json__ = ("name", ("bytes_per_s_one_way", "bytes_per_s"), "latency_s", "source")
     name: str
     bytes_per_s: float
     latency_s: float = 0.0
@@ -65,8 +67,7 @@ class KVLink:
             raise InputError(f"KV transfer latency must be a finite number ≥ 0 s, got {self.latency_s!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "bytes_per_s_one_way": self.bytes_per_s, "latency_s": self.latency_s,
-                "source": self.source}
+        return to_jsonable(self)
 
 
 def parse_link_bandwidth(text: str) -> float:
@@ -121,6 +122,7 @@ class KVTransfer:
         description: how ``request_bytes`` was derived.
     """
 
+    __json__ = ("link", ("bytes_per_token_per_gpu", "bytes_per_token"), "serialize", ("description", "derivation"))
     link: KVLink
     bytes_per_token: float
     request_bytes: Callable[[int], float] | None = None
@@ -137,10 +139,13 @@ class KVTransfer:
         """Time the prompt's KV occupies the link, s (bytes ÷ one-way bandwidth; latency not included)."""
         return self.bytes_for(num_prompt_tokens) / self.link.bytes_per_s
 
+    @property
+    def derivation(self) -> str:
+        """``description``, or the per-token rule when none was given."""
+        return self.description or f"{self.bytes_per_token:,.0f} B/token per GPU × prompt tokens"
+
     def to_dict(self) -> dict[str, Any]:
-        return {"link": self.link.to_dict(), "bytes_per_token_per_gpu": self.bytes_per_token,
-                "serialize": self.serialize,
-                "description": self.description or f"{self.bytes_per_token:,.0f} B/token per GPU × prompt tokens"}
+        return to_jsonable(self)
 
 
 def transfer_from_plans(prefill_plan, decode_plan, link: KVLink, serialize: bool = True) -> KVTransfer:

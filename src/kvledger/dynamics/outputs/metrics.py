@@ -10,7 +10,7 @@ duration = last finish − first arrival; throughput counts finished requests on
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ from kvledger.dynamics.outputs.exact_mean import exact_mean
 from kvledger.jsonable import to_jsonable
 from kvledger.records import RunRecords
 
-__all__ = ["LatencyStats", "Summary", "latency_stats", "percentiles", "summarize_records"]
+__all__ = ["LatencyStats", "RunFigures", "Summary", "latency_stats", "percentiles", "summarize_records"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,27 @@ def latency_stats(values: np.ndarray, inplace: bool = False) -> LatencyStats:
     return LatencyStats(float(v.mean()), p50, p90, p99, int(v.size))
 
 
+@dataclass(frozen=True)
+class RunFigures:
+    """What ``summarize_records`` reads off a run's records: counts, duration, throughput and the four latency
+    distributions (the first fields of ``Summary``, same names and units)."""
+
+    num_requests: int
+    num_finished: int
+    num_rejected: int
+    duration_s: float
+    throughput_req_per_s: float
+    throughput_tok_per_s: float
+    total_throughput_tok_per_s: float
+    ttft_s: LatencyStats
+    itl_s: LatencyStats
+    tpot_s: LatencyStats
+    e2e_s: LatencyStats
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
 @dataclass
 class Summary:
     """What one simulated (or measured) run adds up to; units in the names.
@@ -109,11 +130,13 @@ class Summary:
     gpu_time_split: dict[str, Any] = field(default_factory=dict)
     definitions: list[str] = field(default_factory=list)
 
+    @classmethod
+    def of(cls, figures: RunFigures, **engine: Any) -> Summary:
+        """``figures`` and the engine's own figures (preemptions, prefix cache, KV usage, steps, ...) as one Summary."""
+        return cls(**{f.name: getattr(figures, f.name) for f in fields(figures)}, **engine)
+
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for k in ("ttft_s", "itl_s", "tpot_s", "e2e_s"):
-            d[k] = getattr(self, k).to_dict()
-        return d
+        return to_jsonable(self)
 
 
 DEFINITIONS = [
@@ -124,8 +147,8 @@ DEFINITIONS = [
 ]
 
 
-def summarize_records(run: RunRecords, exact_itl_mean: bool = False) -> dict[str, Any]:
-    """Counts, duration, throughput and the four latency distributions of a run (a dict of Summary fields).
+def summarize_records(run: RunRecords, exact_itl_mean: bool = False) -> RunFigures:
+    """Counts, duration, throughput and the four latency distributions of a run.
 
     ``exact_itl_mean``: the ITL mean correctly rounded (exact_mean.py) instead of numpy's pairwise sum, as
     the simulator reports it whether or not it keeps token times.
@@ -147,22 +170,22 @@ def summarize_records(run: RunRecords, exact_itl_mean: bool = False) -> dict[str
     for c in chunks:
         np.subtract(c[1:], c[:-1], out=itl[pos: pos + len(c) - 1])
         pos += len(c) - 1
-    return {
-        "num_requests": len(recs),
-        "num_finished": len(ok),
-        "num_rejected": rejected,
-        "duration_s": duration,
-        "throughput_req_per_s": len(ok) / duration if duration > 0 else 0.0,
-        "throughput_tok_per_s": out_tok / duration if duration > 0 else 0.0,
-        "total_throughput_tok_per_s": (in_tok + out_tok) / duration if duration > 0 else 0.0,
-        "ttft_s": latency_stats(ttft),
-        "itl_s": _itl_stats(itl, exact_itl_mean),
-        "tpot_s": latency_stats(tpot),
-        "e2e_s": latency_stats(e2e),
-    }
+    return RunFigures(
+        num_requests=len(recs),
+        num_finished=len(ok),
+        num_rejected=rejected,
+        duration_s=duration,
+        throughput_req_per_s=len(ok) / duration if duration > 0 else 0.0,
+        throughput_tok_per_s=out_tok / duration if duration > 0 else 0.0,
+        total_throughput_tok_per_s=(in_tok + out_tok) / duration if duration > 0 else 0.0,
+        ttft_s=latency_stats(ttft),
+        itl_s=_itl_stats(itl, exact_itl_mean),
+        tpot_s=latency_stats(tpot),
+        e2e_s=latency_stats(e2e),
+    )
 
 
-def _summarize_columns(run: RunRecords) -> dict[str, Any]:
+def _summarize_columns(run: RunRecords) -> RunFigures:
     """``summarize_records`` of a run held as columns without chunk times: the same figures, value for value (the
     per-request differences are the same IEEE operations, over the same requests in the same order)."""
     c = run.columns
@@ -176,19 +199,19 @@ def _summarize_columns(run: RunRecords) -> dict[str, Any]:
     n_out = c.num_output_tokens[ok]
     multi = n_out > 1
     tpot = (finish[multi] - first[multi]) / (n_out[multi] - 1).astype(np.float64)
-    return {
-        "num_requests": c.n,
-        "num_finished": n_ok,
-        "num_rejected": int((~c.ok).sum()),
-        "duration_s": duration,
-        "throughput_req_per_s": n_ok / duration if duration > 0 else 0.0,
-        "throughput_tok_per_s": out_tok / duration if duration > 0 else 0.0,
-        "total_throughput_tok_per_s": (in_tok + out_tok) / duration if duration > 0 else 0.0,
-        "ttft_s": latency_stats(first[has_first] - arrival[has_first]),
-        "itl_s": latency_stats(np.empty(0)),
-        "tpot_s": latency_stats(tpot),
-        "e2e_s": latency_stats(finish - arrival),
-    }
+    return RunFigures(
+        num_requests=c.n,
+        num_finished=n_ok,
+        num_rejected=int((~c.ok).sum()),
+        duration_s=duration,
+        throughput_req_per_s=n_ok / duration if duration > 0 else 0.0,
+        throughput_tok_per_s=out_tok / duration if duration > 0 else 0.0,
+        total_throughput_tok_per_s=(in_tok + out_tok) / duration if duration > 0 else 0.0,
+        ttft_s=latency_stats(first[has_first] - arrival[has_first]),
+        itl_s=latency_stats(np.empty(0)),
+        tpot_s=latency_stats(tpot),
+        e2e_s=latency_stats(finish - arrival),
+    )
 
 
 def _itl_stats(itl: np.ndarray, exact: bool) -> LatencyStats:

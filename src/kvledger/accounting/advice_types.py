@@ -1,0 +1,45 @@
+"""The advice records: one fix and its effect (``Option``), and the verdict with its fixes (``Advice``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvledger.jsonable import to_jsonable
+from kvledger.units import GiB
+
+__all__ = ["Option", "Advice"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One fix and its effect: the engine's concurrency figure and whole requests of ``context_tokens`` (the
+    max_model_len it leaves)."""
+
+    action: str
+    max_concurrency: float
+    max_requests: int
+    detail: str = ""
+    context_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Advice:
+    """Verdict ("fits", "weights_do_not_fit", "max_model_len_does_not_fit", "no_kv_pool": a pipeline stage whose layers
+    all read other layers' K/V leaves the engine one block, "override_leaves_no_block": --num-gpu-blocks-override 1
+    leaves only vLLM's null block), message, shortfall in bytes, options."""
+
+    __json__ = ("verdict", "message", "shortfall_bytes", "shortfall_gib", "estimated_max_model_len", "options")
+    verdict: str
+    message: str
+    shortfall_bytes: float = 0.0
+    estimated_max_model_len: int | None = None
+    options: tuple[Option, ...] = field(default_factory=tuple)
+
+    @property
+    def shortfall_gib(self) -> float:
+        """``shortfall_bytes`` in GiB (2^30 B)."""
+        return self.shortfall_bytes / GiB
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)

@@ -1,0 +1,99 @@
+"""The parts of a plan's JSON that say more than their records: the model with its headline figures, the KV ledger at
+the binding pipeline stage, and the memory plan with its shortfall (``Plan.to_dict`` writes them by ``to_jsonable``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvledger.accounting.kvcache import KVLedger
+from kvledger.accounting.kvlayout import KVLayout
+from kvledger.accounting.memory import MemoryPlan
+from kvledger.catalog.modelspec import ModelSpec
+from kvledger.jsonable import to_jsonable
+from kvledger.units import GiB
+
+__all__ = ["ModelFacts", "KVFacts", "MemoryFacts"]
+
+PP_NOTE = ("per GPU of the binding pipeline stage (its layers only); bytes_per_token_per_gpu_all_layers "
+           "is every layer at this TP")
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """The model's JSON: its spec, then the KV bytes per token (TP 1, B/token), the weight bytes (B) and the parameter
+    counts its model card states (``kvledger.catalog.models.stated_params``; None when it has no catalog row)."""
+
+    __json__ = ("**spec", "kv_bytes_per_token", "weight_bytes", "stated_params", "stated_active_params")
+    spec: ModelSpec
+    kv_bytes_per_token: float
+    stated_params: int | None
+    stated_active_params: int | None
+
+    def weight_bytes(self) -> float:
+        """The weights, B (``ModelSpec.weight_bytes``)."""
+        return self.spec.weight_bytes()
+
+    @classmethod
+    def of(cls, spec: ModelSpec, kv: KVLedger) -> ModelFacts:
+        from kvledger.catalog.models import stated_params
+
+        st = stated_params(spec.catalog_id) if spec.catalog_id else None
+        return cls(spec, kv.bytes_per_token_model, st.total if st else None, st.active if st else None)
+
+    def to_dict(self) -> dict:
+        return to_jsonable(self)
+
+
+@dataclass(frozen=True)
+class KVFacts:
+    """The KV ledger's JSON; with pipeline parallelism a GPU holds only its stage's layers, so
+    ``bytes_per_token_per_gpu`` is the binding stage's page ÷ block size (B/token) and the every-layer figure moves to
+    ``bytes_per_token_per_gpu_all_layers``; ``stage_bytes_per_token`` is None without PP."""
+
+    __json__ = ("**kv", ("bytes_per_token_per_gpu", "stage_bytes_per_token"),
+                ("bytes_per_token_per_gpu_all_layers", "all_layers_bytes_per_token"), "pp_note")
+    __json_optional__ = ("bytes_per_token_per_gpu", "bytes_per_token_per_gpu_all_layers", "pp_note")
+    kv: KVLedger
+    stage_bytes_per_token: float | None = None
+
+    @property
+    def all_layers_bytes_per_token(self) -> float | None:
+        """Every layer at this TP, per GPU, B/token (None without PP)."""
+        return None if self.stage_bytes_per_token is None else self.kv.bytes_per_token
+
+    @property
+    def pp_note(self) -> str | None:
+        return None if self.stage_bytes_per_token is None else PP_NOTE
+
+    def to_dict(self) -> dict:
+        return to_jsonable(self)
+
+
+@dataclass(frozen=True)
+class MemoryFacts:
+    """The memory plan's JSON with nothing negative left for KV: available KV floored at 0 (B and GiB), the shortfall
+    below 0 (B), the block layout and the in-flight tokens it reserves."""
+
+    __json__ = ("**plan", ("available_kv_bytes", "available_kv_shown_bytes"),
+                ("available_kv_gib", "available_kv_shown_gib"), "kv_shortfall_bytes", "layout", "inflight_tokens")
+    plan: MemoryPlan
+    layout: KVLayout | None
+    inflight_tokens: int
+
+    @property
+    def available_kv_shown_bytes(self) -> float:
+        """max(0, available KV), B."""
+        return max(0.0, self.plan.available_kv_bytes)
+
+    @property
+    def available_kv_shown_gib(self) -> float:
+        """max(0, available KV), GiB (2^30 B)."""
+        return self.available_kv_shown_bytes / GiB
+
+    @property
+    def kv_shortfall_bytes(self) -> float:
+        """How far the budget falls short of any KV, B (0 when it does not)."""
+        return max(0.0, -self.plan.available_kv_bytes)
+
+    def to_dict(self) -> dict:
+        return to_jsonable(self)
