@@ -203,3 +203,17 @@ def test_ranking_margin_says_when_the_runner_up_is_inside_the_capacity_band():
     assert m["runner_up"] == "b" and m["gap"] == pytest.approx(0.1) and m["could_flip"]
     assert not ranking_margin([e("a", 1000.0), e("b", 1500.0)], "roofline")["could_flip"]  # 50% > 30%
     assert ranking_margin([e("a", 1000.0)], "roofline") is None
+
+
+def test_candidate_json_is_id_layout_gpus_then_every_field():
+    # A disaggregated unit (p2×tp2 + d1×tp4): GPUs = 2·2 + 1·4 = 8; the id names the shape and the set axes only.
+    from dataclasses import fields
+
+    from kvledger.analyses.search.spec import Candidate
+
+    c = Candidate("nvidia_h100_sxm", 2, max_num_seqs=64, prefill_replicas=2, decode_replicas=1, decode_tp=4)
+    d = c.to_dict()
+    assert list(d) == ["id", "layout", "num_gpus_per_unit"] + [f.name for f in fields(Candidate)]
+    assert d["id"] == "nvidia_h100_sxm:p2xtp2+d1xtp4:kv-auto:seqs-64"
+    assert d["layout"] == "(p)2×tp2 + (d)1×tp4" and d["num_gpus_per_unit"] == 8
+    assert Candidate.from_entry(d) == c

@@ -27,11 +27,12 @@ Each bound is shaded by 1e-9 against rounding. Disaggregated units and other ste
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kvledger.analyses.search.screen import sim_args
 from kvledger.analyses.search.spec import Candidate, SearchSpec
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["Bounds", "candidate_bounds", "request_work_s", "latency_bounds_s", "point_skipper", "SHADE"]
 
@@ -59,7 +60,7 @@ class Bounds:
                    "bytes) under the simulator's step cost")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)
 
 
 def request_work_s(cost: Any, prompt: Any, output: Any) -> Any:

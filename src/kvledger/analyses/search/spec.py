@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from kvledger.analyses.serving.sim_ledgers import SyntheticSpec
 from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
 from kvledger.ranges import range_problems
 
 __all__ = ["SearchSpec", "Candidate", "Axes", "DEFAULT_TPS", "default_gpus", "default_tps", "make_candidates",
@@ -94,9 +95,7 @@ class SearchSpec:
             load_profile(self.step_cost)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["synthetic"] = None if self.synthetic is None else asdict(self.synthetic)
-        return d
+        return to_jsonable(self)
 
 
 @dataclass(frozen=True)
@@ -116,6 +115,10 @@ class Candidate:
     prefill_replicas: int = 0
     decode_replicas: int = 0
     decode_tp: int = 0
+
+    #: the JSON object (a ledger entry's first keys): the id, layout and GPUs per unit, then the fields in order
+    __json__ = ("id", "layout", ("num_gpus_per_unit", "num_gpus"), "gpu_id", "tp", "kv_cache_dtype", "max_num_seqs",
+                "max_num_batched_tokens", "enable_prefix_caching", "prefill_replicas", "decode_replicas", "decode_tp")
 
     @property
     def disagg(self) -> bool:
@@ -149,7 +152,7 @@ class Candidate:
         return f"tp{self.tp}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "layout": self.layout, "num_gpus_per_unit": self.num_gpus, **asdict(self)}
+        return to_jsonable(self)
 
     @classmethod
     def from_entry(cls, e: dict[str, Any]) -> Candidate:
