@@ -139,17 +139,17 @@ def _screening(con: Any, result: Any, verbose: bool) -> None:
     from kvledger.analyses.search.prune import screening
 
     s = screening(result.entries)
-    if not s["planned"]:
+    if not s.planned:
         return
-    m = s["smallest_margin"]
-    line = (f"simulated: {s['simulated']} of {s['planned']} planned; decided by bound: {s['decided_by_bound']} "
-            f"(cannot win, be the runner-up or reach a frontier), {s['slo_rejected_by_bound']} rejected by their "
-            f"TTFT/TPOT bounds, {s['lighter_loads_decided_by_bound']} lighter operating points off the frontier by "
+    m = s.smallest_margin
+    line = (f"simulated: {s.simulated} of {s.planned} planned; decided by bound: {s.decided_by_bound} "
+            f"(cannot win, be the runner-up or reach a frontier), {s.slo_rejected_by_bound} rejected by their "
+            f"TTFT/TPOT bounds, {s.lighter_loads_decided_by_bound} lighter operating points off the frontier by "
             "bound")
-    if s["decided_by_bound"]:
-        line += (f"; smallest margins: cost {m['rank']:.1%} above the runner-up, {m['cost_frontier']:.1%} inside the "
-                 f"cost frontier, {m['frontier']:.1%} inside the frontier")
-    con.print(escape(line + ("" if verbose or not s["decided_by_bound"] else " (--verbose lists each)")))
+    if s.decided_by_bound:
+        line += (f"; smallest margins: cost {m.rank:.1%} above the runner-up, {m.cost_frontier:.1%} inside the "
+                 f"cost frontier, {m.frontier:.1%} inside the frontier")
+    con.print(escape(line + ("" if verbose or not s.decided_by_bound else " (--verbose lists each)")))
     if verbose:
         for e in result.entries:
             if e["status"] == "bounded":

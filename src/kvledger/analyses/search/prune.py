@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from kvledger.analyses.search.order import rank_key
 
 __all__ = ["ROUND", "key_lower", "decide", "slo_rejection", "simulation_order", "screen_by_bounds", "rounds",
-           "screening"]
+           "Margins", "Screening", "screening"]
 
 ROUND = 8
 """Candidates simulated between two rounds of decisions (a constant: results do not depend on ``--workers``). 8 keeps
@@ -193,10 +194,33 @@ def rounds(spec: Any, planned: list[dict[str, Any]], order: dict[str, int],
             yield batch
 
 
-def screening(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """How the search spent its simulations: candidates planned (passed memory and price), simulated, decided by bound
-    (unsimulated), rejected by the attainment bound, and lighter operating points decided by bound (unsimulated); the
-    smallest margin of each kind of decision."""
+@dataclass(frozen=True)
+class Margins:
+    """The smallest margin of each kind of decision by bound (``decide``); None when none was decided by bound."""
+
+    rank: float | None
+    cost_frontier: float | None
+    frontier: float | None
+
+
+@dataclass(frozen=True)
+class Screening:
+    """How the search spent its simulations (``screening``): candidates planned (passed memory and price), simulated,
+    decided by bound (unsimulated), rejected by the attainment bound, lighter operating points decided by bound
+    (unsimulated), and the smallest margin of each kind of decision."""
+
+    planned: int
+    simulated: int
+    decided_by_bound: int
+    slo_rejected_by_bound: int
+    lighter_loads_decided_by_bound: int
+    smallest_margin: Margins
+    how: str = ("kvledger.analyses.search.prune: a candidate is decided by bound when its cost lower bound is above "
+                "the runner-up's and a simulated candidate dominates its bounds on both frontiers")
+
+
+def screening(entries: list[dict[str, Any]]) -> Screening:
+    """How the search spent its simulations over the ledger ``entries`` (see ``Screening``)."""
     planned = [e for e in entries if "price" in e and e.get("reason") not in ("no price row",)]
     bounded = [e for e in entries if e["status"] == "bounded"]
     slo = [e for e in entries if e["status"] == "rejected" and e.get("decided_by_bound")]
@@ -206,9 +230,5 @@ def screening(entries: list[dict[str, Any]]) -> dict[str, Any]:
     def smallest(key: str) -> float | None:
         return min((e["decided_by_bound"][key]["margin"] for e in bounded), default=None)
 
-    return {"planned": len(planned), "simulated": len(simulated), "decided_by_bound": len(bounded),
-            "slo_rejected_by_bound": len(slo), "lighter_loads_decided_by_bound": points,
-            "smallest_margin": {"rank": smallest("rank"), "cost_frontier": smallest("cost_frontier"),
-                                "frontier": smallest("frontier")},
-            "how": "kvledger.analyses.search.prune: a candidate is decided by bound when its cost lower bound is "
-                   "above the runner-up's and a simulated candidate dominates its bounds on both frontiers"}
+    return Screening(len(planned), len(simulated), len(bounded), len(slo), points,
+                     Margins(smallest("rank"), smallest("cost_frontier"), smallest("frontier")))

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.analyses.search.order import rank_key
+from kvledger.analyses.search.prune import Screening, screening
 from kvledger.analyses.search.spec import SearchSpec
+from kvledger.jsonable import to_jsonable
 
 __all__ = ["rank_key", "pareto", "SearchResult", "build_result", "CSV_COLUMNS", "csv_rows"]
 
@@ -85,18 +87,40 @@ class SearchResult:
             out[key] = out.get(key, 0) + 1
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        from kvledger.analyses.search.frontier import caveats, rejections_by_reason
-        from kvledger.analyses.search.prune import screening
+    def summary(self) -> Winner | None:
+        """The winner's id, launch commands, caveats and margin over the runner-up (None when nothing is feasible)."""
+        from kvledger.analyses.search.frontier import caveats
 
         w = self.winner
-        return {"spec": self.spec.to_dict(), "counts": self.counts(), "ranking": self.ranking,
-                "winner": None if w is None else {"id": w["id"], "launch": w["launch"], "caveats": caveats(w),
-                                                  "margin": self.margin()},
-                "cost_frontier": self.cost_frontier, "cost_dominated": self.cost_dominated,
-                "rejections": rejections_by_reason(self.entries), "screening": screening(self.entries),
-                "frontier": self.frontier, "dominated": self.dominated, "api": self.api, "notes": self.notes,
-                "candidates": self.entries}
+        return None if w is None else Winner(w["id"], w["launch"], caveats(w), self.margin())
+
+    def rejections(self) -> list[dict[str, Any]]:
+        """[{reason, count, ids}] of the candidates not feasible (``frontier.rejections_by_reason``)."""
+        from kvledger.analyses.search.frontier import rejections_by_reason
+
+        return rejections_by_reason(self.entries)
+
+    def screening(self) -> Screening:
+        """How the search spent its simulations."""
+        return screening(self.entries)
+
+    #: the ``--json`` document
+    __json__ = ("spec", "counts", "ranking", ("winner", "summary"), "cost_frontier", "cost_dominated", "rejections",
+                "screening", "frontier", "dominated", "api", "notes", ("candidates", "entries"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+@dataclass(frozen=True)
+class Winner:
+    """The ranking's first candidate as ``--json`` names it: id, launch commands, what its figures rest on that is
+    not validated, and the runner-up's cost gap (``SearchResult.margin``)."""
+
+    id: str
+    launch: Any
+    caveats: list[str]
+    margin: dict[str, Any] | None
 
 
 def _api(spec: SearchSpec, feasible: list[dict[str, Any]]) -> dict[str, Any] | None:
