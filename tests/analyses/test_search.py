@@ -200,8 +200,8 @@ def test_ranking_margin_says_when_the_runner_up_is_inside_the_capacity_band():
 
     # $1,100 vs $1,000: the runner-up is 10% dearer, inside the ±30% band of an uncalibrated roofline capacity
     m = ranking_margin([e("a", 1000.0), e("b", 1100.0)], "roofline")
-    assert m["runner_up"] == "b" and m["gap"] == pytest.approx(0.1) and m["could_flip"]
-    assert not ranking_margin([e("a", 1000.0), e("b", 1500.0)], "roofline")["could_flip"]  # 50% > 30%
+    assert m.runner_up == "b" and m.gap == pytest.approx(0.1) and m.could_flip
+    assert not ranking_margin([e("a", 1000.0), e("b", 1500.0)], "roofline").could_flip  # 50% > 30%
     assert ranking_margin([e("a", 1000.0)], "roofline") is None
 
 

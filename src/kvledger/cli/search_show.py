@@ -4,9 +4,12 @@ table (planned, not simulated), or by its rank number in the table (after the se
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from kvledger.analyses.search.launch import CandidateCommands
 
 __all__ = ["rank_of", "show_command_of", "show_ranked"]
 
@@ -35,6 +38,7 @@ def show_command_of(spec: Any, axes: Any, text: str, as_json: bool) -> None:
 
 def show_ranked(result: Any, rank: int, as_json: bool) -> None:
     """The launch commands of the candidate ranked ``rank`` (1 = the winner) by the search just run."""
+    from kvledger.analyses.search.launch import CandidateCommands
     from kvledger.errors import InputError
 
     if not 1 <= rank <= len(result.ranking):
@@ -42,16 +46,16 @@ def show_ranked(result: Any, rank: int, as_json: bool) -> None:
                          f"a rank from 1 to {len(result.ranking)}, a candidate id or its name in the table"
                          if result.ranking else f"--show-command {rank}: no candidate is feasible, so none is ranked")
     e = result.entry(result.ranking[rank - 1])
-    _print_launch({"rank": rank, **{k: e[k] for k in ("id", "layout", "plan", "decode_plan", "launch") if k in e}},
-                  as_json)
+    _print_launch(CandidateCommands.of_entry(e, e["launch"], rank), as_json)
 
 
-def _print_launch(d: dict[str, Any], as_json: bool) -> None:
+def _print_launch(c: CandidateCommands, as_json: bool) -> None:
     from rich.console import Console
 
+    from kvledger.jsonable import to_jsonable
     from kvledger.report.search_view import print_launch
 
     if as_json:
-        typer.echo(json.dumps(d, allow_nan=False))
+        typer.echo(json.dumps(to_jsonable(c), allow_nan=False))
     else:
-        print_launch(Console(highlight=False), d, "launch commands")
+        print_launch(Console(highlight=False), c.id, c.launch, "launch commands")

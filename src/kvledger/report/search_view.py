@@ -156,12 +156,12 @@ def _screening(con: Any, result: Any, verbose: bool) -> None:
                 con.print(escape(f"  decided by bound: {e['id']}: {e['detail']}"))
 
 
-def print_launch(con: Any, entry: dict[str, Any], title: str) -> None:
-    """The launch commands of one candidate and the ``kvledger plan`` line that re-derives its pool."""
+def print_launch(con: Any, cid: str, cmd: dict[str, str], title: str) -> None:
+    """The launch commands ``cmd`` (``launch.launch_for``) of candidate ``cid`` and the ``kvledger plan`` line that
+    re-derives its pool."""
     from rich.markup import escape
 
-    cmd = entry["launch"]
-    con.print(escape(f"{title}: {entry['id']}"))
+    con.print(escape(f"{title}: {cid}"))
     for label, key in (("vLLM:  ", "vllm"), ("SGLang:", "sglang"), ("check: ", "check")):
         con.print(escape(f"  {label} {cmd[key]}"), soft_wrap=True)  # one line each, ready to copy
     con.print(escape(f"  ({cmd['note']})"))
@@ -180,8 +180,8 @@ def _winner_line(result: Any) -> str:
         bill = f"${w['cost']['usd_per_1k_requests']:.4f} per 1k good requests"
     flags = caveats(w)
     m = result.margin()
-    if m is not None and m["could_flip"]:
-        flags.append(f"runner-up {m['runner_up']} only {m['gap']:.0%} dearer, inside the ±{m['band']:.0%} "
+    if m is not None and m.could_flip:
+        flags.append(f"runner-up {m.runner_up} only {m.gap:.0%} dearer, inside the ±{m.band:.0%} "
                      "capacity band")
     return (f"winner: {w['id']} — {bill}, {cap['goodput_req_per_s']:,.2f} good req/s per replica"
             + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
@@ -222,6 +222,6 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
                 f"({pr['pricing_model']}, as of {pr['as_of']}, {pr['confidence']} confidence; {pr['source']})"
             )
         )
-        print_launch(con, w, "winner")
+        print_launch(con, w["id"], w["launch"], "winner")
         for n in w["capacity"]["notes"][1:]:
             con.print(escape(f"  capacity note: {n}"))

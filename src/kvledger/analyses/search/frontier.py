@@ -8,11 +8,13 @@ better on one. The cheapest feasible candidate (ties: the faster) is never domin
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kvledger.analyses.search.order import rank_key
 
-__all__ = ["cost_frontier", "rejections_by_reason", "caveats", "ranking_margin", "MEMORY_RULES_GPU", "CAPACITY_BAND"]
+__all__ = ["cost_frontier", "rejections_by_reason", "caveats", "ranking_margin", "RankingMargin", "MEMORY_RULES_GPU",
+           "CAPACITY_BAND"]
 
 CAPACITY_BAND = 0.3
 """The band an uncalibrated roofline capacity is taken to within (a kvledger assumption until measured error bands
@@ -84,7 +86,18 @@ def caveats(entry: dict[str, Any]) -> list[str]:
     return out
 
 
-def ranking_margin(ranked: list[dict[str, Any]], step_cost: str) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class RankingMargin:
+    """The runner-up's cost gap to the winner (its cost ÷ the winner's − 1), the capacity band it is read against (±,
+    a fraction) and whether the gap lies inside it (the order of the two could flip)."""
+
+    runner_up: str
+    gap: float
+    band: float
+    could_flip: bool
+
+
+def ranking_margin(ranked: list[dict[str, Any]], step_cost: str) -> RankingMargin | None:
     """How far the runner-up is behind the winner (its cost ÷ the winner's − 1), and whether that gap lies inside the
     measured capacity band of its regime (kvledger.ledgers.error_band), in which case the order of the two could
     flip. None with one."""
@@ -93,7 +106,7 @@ def ranking_margin(ranked: list[dict[str, Any]], step_cost: str) -> dict[str, An
     a, b = rank_key(ranked[0])[0], rank_key(ranked[1])[0]
     gap = b / a - 1.0 if a > 0 else float("inf")
     band = _capacity_band(step_cost)
-    return {"runner_up": ranked[1]["id"], "gap": gap, "band": band, "could_flip": gap < band}
+    return RankingMargin(ranked[1]["id"], gap, band, gap < band)
 
 
 def _capacity_band(step_cost: str) -> float:

@@ -15,9 +15,11 @@ shows SGLang's).
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["launch_commands", "candidate_commands", "serve_model_id", "serve_model", "launch_for", "SGLANG_KV_DTYPES"]
+__all__ = ["launch_commands", "CandidateCommands", "candidate_commands", "serve_model_id", "serve_model", "launch_for",
+           "SGLANG_KV_DTYPES"]
 
 SGLANG_KV_DTYPES = {"auto": "auto", "bf16": "auto", "fp16": "auto", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
                     "fp8_e5m2": "fp8_e5m2"}
@@ -147,9 +149,29 @@ def serve_model(model: str) -> tuple[str, str | None]:
                     f"weights); the check line plans the file itself")
 
 
-def candidate_commands(spec: Any, candidate_id: str) -> dict[str, Any]:
-    """``{"id", "plan", "decode_plan"?, "launch"}`` for one candidate id of ``spec``'s search, planned but not
-    simulated.
+@dataclass(frozen=True)
+class CandidateCommands:
+    """What ``--show-command`` prints for one candidate: its id and layout, its pool's plan figures (and the decode
+    pool's, disaggregated), the launch commands (``launch_for``), and its rank when the search ranked it."""
+
+    id: str
+    layout: str
+    plan: dict[str, Any]
+    launch: dict[str, str]
+    decode_plan: dict[str, Any] | None = None
+    rank: int | None = None
+
+    __json__ = ("rank", "id", "layout", "plan", "decode_plan", "launch")
+    __json_optional__ = ("rank", "decode_plan")
+
+    @classmethod
+    def of_entry(cls, e: dict[str, Any], launch: dict[str, str], rank: int | None = None) -> CandidateCommands:
+        """From a ledger entry (planned or ranked) and its launch commands."""
+        return cls(e["id"], e["layout"], e["plan"], launch, e.get("decode_plan"), rank)
+
+
+def candidate_commands(spec: Any, candidate_id: str) -> CandidateCommands:
+    """The launch commands of one candidate id of ``spec``'s search, planned but not simulated.
 
     Raises:
         InputError: a malformed id, or a candidate the engine could not start (its rejection, with the numbers).
@@ -167,6 +189,4 @@ def candidate_commands(spec: Any, candidate_id: str) -> dict[str, Any]:
     e = screen_candidate(spec, cand)
     if e["status"] == "rejected" and e["reason"] != "no price row":
         raise InputError(f"{cand.id} is rejected ({e['reason']}): {e['detail']}")
-    out = {k: e[k] for k in ("id", "layout", "plan", "decode_plan") if k in e}
-    out["launch"] = launch_for(spec.model, cand.gpu_id, e, spec.engine_version)
-    return out
+    return CandidateCommands.of_entry(e, launch_for(spec.model, cand.gpu_id, e, spec.engine_version))

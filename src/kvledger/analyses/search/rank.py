@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvledger.analyses.search.frontier import RankingMargin, ranking_margin
 from kvledger.analyses.search.order import rank_key
 from kvledger.analyses.search.prune import Screening, screening
 from kvledger.analyses.search.spec import SearchSpec
@@ -74,10 +75,8 @@ class SearchResult:
     def entry(self, cid: str) -> dict[str, Any] | None:
         return next((e for e in self.entries if e["id"] == cid), None)
 
-    def margin(self) -> dict[str, Any] | None:
+    def margin(self) -> RankingMargin | None:
         """The runner-up's cost gap to the winner and whether it lies inside the capacity band."""
-        from kvledger.analyses.search.frontier import ranking_margin
-
         return ranking_margin([self.entry(c) for c in self.ranking[:2]], self.spec.step_cost)
 
     def counts(self) -> dict[str, int]:
@@ -120,7 +119,7 @@ class Winner:
     id: str
     launch: Any
     caveats: list[str]
-    margin: dict[str, Any] | None
+    margin: RankingMargin | None
 
 
 def _api(spec: SearchSpec, feasible: list[dict[str, Any]]) -> dict[str, Any] | None:
