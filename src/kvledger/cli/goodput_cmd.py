@@ -51,37 +51,21 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
                target: float | None, axis: str, bounds: tuple[float | None, float | None, float | None],
                ) -> tuple[list[str], Any]:
     """(JSON lines, what to print) for --simulate: one run, or the boundary search with --target."""
-    from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS, search_sim_boundary
-    from kvledger.analyses.serving.sim_ledgers import simulate_run
+    from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
+    from kvledger.analyses.serving.sim_goodput import simulated_goodput, simulated_goodput_search
     from kvledger.cli.sim_opts import sim_request
-    from kvledger.ledgers.goodput import goodput
+    from kvledger.jsonable import to_jsonable
 
     if target is None:
         args, synthetic = sim_request(model, gpu, *groups)
         with working("simulating"):
-            sim = simulate_run(args, synthetic)
-        res = goodput(sim.run, the_slo)
-        return [strict_json.dumps({**res.to_dict(), "simulation": sim.provenance().to_dict()})], (res, sim)
+            run = simulated_goodput(args, the_slo, synthetic)
+        return [strict_json.dumps(to_jsonable(x)) for x in run.lines()], (run.result, run.sim)
     args, synthetic = sim_request(model, gpu, *groups, num_requests_default=PROBE_NUM_REQUESTS)
     lo, hi, tol = bounds
     with working(f"searching the SLO boundary on {axis} (one simulation per probe)"):
-        sb = search_sim_boundary(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
-    lines = [strict_json.dumps({**g.to_dict(), "probe": {"axis": sb.axis, "value": pr.value, "order": pr.order,
-                                                         "phase": pr.phase,
-                                                             "stopped_early": pr.stopped_early}})
-             for g, pr in zip(sb.goodputs, sb.probes)]
-    d = sb.to_dict()
-    boundary = {**d.pop("boundary"), **{k: d.pop(k) for k in ("boundary_per_replica", "boundary_per_gpu",
-                                                              "goodput_at_boundary_req_per_s",
-                                                              "goodput_at_boundary_req_per_s_per_gpu",
-                                                                  "num_requests_per_probe")}}
-    from kvledger.analyses.serving.prediction_bands import capacity_band
-
-    band = capacity_band(sb.first_run.setup, sb.boundary.boundary_value) if sb.axis == "request_rate" else None
-    sb.error_band = band
-    lines.append(strict_json.dumps({"boundary": boundary, "probes": d.pop("probes"), "simulation": d.pop("provenance"),
-                                    "notes": d["notes"], **({"error_band": band.to_dict()} if band else {})}))
-    return lines, sb
+        found = simulated_goodput_search(args, the_slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
+    return [strict_json.dumps(to_jsonable(x)) for x in found.lines()], found.search
 
 
 def _from_files(files: list[Path], fmt: str | None, groups: tuple[WorkloadFlags, EngineFlags], the_slo: Any,

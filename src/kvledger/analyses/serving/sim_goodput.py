@@ -1,0 +1,121 @@
+"""``kvledger goodput --simulate``'s API: one simulated run's goodput, or the simulator-driven SLO boundary search with
+the capacity band of its boundary, each a typed result whose ``lines()`` are the command's JSON lines.
+
+A run's line is its goodput object with the simulation's provenance under ``simulation``. A search writes one line
+per probe (the probe's goodput object with ``probe``: axis, value, order, phase, early-stop evidence) and a last line:
+``boundary`` (the bisection's result with the per-replica and per-GPU figures), ``probes``, ``simulation`` (the
+first probe's inputs), ``notes`` and, on the request-rate axis, ``error_band`` (``prediction_bands.capacity_band``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvledger.analyses.serving.prediction_bands import CapacityBand, capacity_band
+from kvledger.analyses.serving.sim_boundary import SimBoundary, SimProbe, search_sim_boundary
+from kvledger.analyses.serving.sim_document import SimProvenance
+from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.ledgers.boundary import BoundaryResult
+from kvledger.ledgers.goodput import GoodputResult, goodput
+from kvledger.ledgers.slo import SLO
+
+__all__ = ["SimGoodputRun", "ProbeLine", "ProbeWhere", "BoundaryFigures", "BoundaryLine", "SimGoodputSearch",
+           "simulated_goodput", "simulated_goodput_search"]
+
+
+@dataclass(frozen=True)
+class SimGoodputRun:
+    """One simulated run and its goodput under the SLO; its JSON line: the goodput's keys, then ``simulation``."""
+
+    result: GoodputResult
+    sim: SimulatedRun
+
+    __json__ = ("**result", ("simulation", "sim.provenance"))
+
+    def lines(self) -> list[Any]:
+        return [self]
+
+
+@dataclass(frozen=True)
+class ProbeWhere:
+    """Where a probe stood in the search: the axis and its value, the probe's order and phase, and the early-stop
+    evidence when the rule ended it (None: run to the end)."""
+
+    axis: str
+    value: float
+    order: int
+    phase: str
+    stopped_early: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class ProbeLine:
+    """One probe's JSON line: its goodput's keys, then ``probe``."""
+
+    goodput: GoodputResult
+    probe: ProbeWhere
+
+    __json__ = ("**goodput", "probe")
+
+
+@dataclass(frozen=True)
+class BoundaryFigures:
+    """The search's ``boundary`` object: the bisection's keys, then the figures per replica and per GPU."""
+
+    result: BoundaryResult
+    boundary_per_replica: float | None
+    boundary_per_gpu: float | None
+    goodput_at_boundary_req_per_s: float | None
+    goodput_at_boundary_req_per_s_per_gpu: float | None
+    num_requests_per_probe: int
+
+    __json__ = ("**result", "boundary_per_replica", "boundary_per_gpu", "goodput_at_boundary_req_per_s",
+                "goodput_at_boundary_req_per_s_per_gpu", "num_requests_per_probe")
+
+
+@dataclass(frozen=True)
+class BoundaryLine:
+    """The search's last JSON line (the module docstring); ``error_band`` left out when there is none."""
+
+    boundary: BoundaryFigures
+    probes: list[SimProbe]
+    simulation: SimProvenance
+    notes: list[str]
+    error_band: CapacityBand | None
+
+    __json_optional__ = ("error_band",)
+
+
+@dataclass(frozen=True)
+class SimGoodputSearch:
+    """A simulator-driven boundary search (``search``, its ``error_band`` set on the request-rate axis)."""
+
+    search: SimBoundary
+
+    def lines(self) -> list[Any]:
+        """One ``ProbeLine`` per probe, in probe order, then the ``BoundaryLine``."""
+        sb = self.search
+        out: list[Any] = [ProbeLine(g, ProbeWhere(sb.axis, p.value, p.order, p.phase, p.stopped_early))
+                          for g, p in zip(sb.goodputs, sb.probes)]
+        figures = BoundaryFigures(sb.boundary, sb.boundary_per_replica, sb.boundary_per_gpu,
+                                  sb.goodput_at_boundary_req_per_s, sb.goodput_at_boundary_req_per_s_per_gpu,
+                                  sb.num_requests_per_probe)
+        return out + [BoundaryLine(figures, sb.probes, sb.provenance, sb.notes, sb.error_band)]
+
+
+def simulated_goodput(args: SimRequestArgs, slo: SLO, synthetic: SyntheticSpec | None = None) -> SimGoodputRun:
+    """Simulate one run and measure its goodput under ``slo``."""
+    sim = simulate_run(args, synthetic)
+    return SimGoodputRun(goodput(sim.run, slo), sim)
+
+
+def simulated_goodput_search(args: SimRequestArgs, slo: SLO, target: float, axis: str, *, lo: float | None = None,
+                             hi: float | None = None, tol: float | None = None,
+                             synthetic: SyntheticSpec | None = None) -> SimGoodputSearch:
+    """``sim_boundary.search_sim_boundary``, with the 80% capacity band of its boundary on the request-rate axis."""
+    sb = search_sim_boundary(args, slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
+    if sb.axis == "request_rate":
+        sb.error_band = capacity_band(sb.first_run.setup, sb.boundary.boundary_value)
+    return SimGoodputSearch(sb)
