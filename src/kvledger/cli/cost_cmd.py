@@ -23,7 +23,6 @@ from kvledger.cli import bill_opts as bo
 from kvledger.cli import sim_opts as so
 from kvledger.cli.cost_inputs import check_inputs, file_run, gpu_rate_for, sim_run
 from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
-from kvledger.jsonable import to_jsonable
 
 __all__ = ["register"]
 
@@ -180,12 +179,9 @@ def register(app: typer.Typer) -> None:
                            DecisionFactors(data_sovereignty, model_control, team_capability), bo.volume(ctx.params),
                                sim=sim,
                            capacity=capacity, gpu=gpu if file is not None and gpu else hardware, model=served_model,
-                           inputs=inputs)
+                           inputs=inputs, sweep=sweep)
         res.report.notes.extend(notes)
         rep, basis, d = res.report, res.basis, res.payload
-        if sweep is not None:
-            basis.sweep, basis.text = to_jsonable(sweep), sweep.text + ". " + basis.text
-            d["capacity_basis"] = basis.to_dict()
         text = strict_json.dumps(d) + "\n"
         if out is not None:
             from kvledger.strict_json import write_text_atomic

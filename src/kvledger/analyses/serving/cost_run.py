@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kvledger.errors import InputError, UnknownNameError
+from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.capacity_basis import CapacityBasis
 
 __all__ = ["price_key", "gpu_rate", "cheapest_gpu_row", "capacity_basis", "CostRun", "cost_payload", "SweepCapacity",
@@ -100,7 +101,7 @@ class CostRun:
 
 def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, factors: Any, volume: Any = None, *,
                  sim: Any = None, capacity: Any = None, gpu: str | None = None, model: str | None = None,
-                 inputs: Any = None) -> CostRun:
+                 inputs: Any = None, sweep: SweepCapacity | None = None) -> CostRun:
     """Goodput of ``run`` under ``slo``, the itemised self-host and API ledgers, and the JSON of ``kvledger cost``.
 
     Args:
@@ -109,7 +110,9 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         sim / capacity: the SimulatedRun and SimCapacity when the run is simulated (added under ``"simulation"``);
         gpu / model: a measured run's GPU and model names for the roofline floor under its prefill share (default: the
         names the file gives); inputs: the decision's DecisionInputs (API rows, bought GPUs, people source, what it
-        rests on; ``kvledger.analyses.serving.decision_inputs``).
+        rests on; ``kvledger.analyses.serving.decision_inputs``); sweep: when ``run`` is the run of a sweep at its SLO
+        capacity (``sweep_capacity_run``), the choice, stated in the capacity basis (its ``sweep`` and ahead of its
+        text).
     """
     from kvledger.ledgers.cost_summary import build_cost_report
     from kvledger.ledgers.goodput import goodput
@@ -123,6 +126,8 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         floor = got or why
     rep = build_cost_report(run, gp, setup, api_price, mix, factors, volume, floor, inputs)
     basis = capacity_basis(run, gp, slo, sim, capacity)
+    if sweep is not None:
+        basis.sweep, basis.text = to_jsonable(sweep), sweep.text + ". " + basis.text
     d = rep.to_dict()
     d["capacity_basis"] = basis.to_dict()
     if sim is not None:
