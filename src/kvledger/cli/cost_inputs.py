@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags
 from kvledger.report.progress import working
+
+if TYPE_CHECKING:
+    from kvledger.analyses.serving.cost_run import SweepCapacity
 
 __all__ = ["pick_run", "gpu_rate_for", "collect", "check_inputs", "file_run", "sim_run"]
 
@@ -70,7 +73,7 @@ def check_inputs(p: dict[str, Any], gpu_known: str | None, flags: dict[str, str]
 
 
 def file_run(files: list[Path], fmt: str | None, run_index: int | None, num_gpus: int | None, slo: Any,
-              target: float | None) -> tuple[Any, int, str | None, dict[str, Any] | None]:
+              target: float | None) -> tuple[Any, int, str | None, SweepCapacity | None]:
     """(run, GPU count, GPU name for the price table, sweep choice or None) from benchmark or records files.
 
     One run: that run. Several (a multi-run file or several FILEs, e.g. a rate sweep): ``--run INDEX`` picks one,
