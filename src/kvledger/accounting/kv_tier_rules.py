@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass
 
 from kvledger.errors import InputError
+from kvledger.ranges import OPTION_RANGES
 from kvledger.units import GiB
 
 __all__ = ["TierSettings", "check_tier_settings", "vllm_host_tokens", "rules_version", "sglang_host_tokens",
@@ -108,10 +109,8 @@ def check_tier_settings(t: TierSettings, engine: str, engine_version: str | None
                     ("--nvme", t.nvme_gib), ("--remote", t.remote_gib),
                     ("--nvme-read-bandwidth", t.nvme_read_bytes_per_s), ("--network-bandwidth", t.network_bytes_per_s)):
         _positive(name, v)
-    if not (0 < t.link_fraction <= 1):
-        raise InputError(f"--link-fraction must be in (0, 1], got {t.link_fraction!r}")
-    if t.hicache_size_gb < 0:
-        raise InputError(f"--hicache-size is whole GB (10^9 B) ≥ 0, got {t.hicache_size_gb!r}")
+    OPTION_RANGES["link_fraction"].check("--link-fraction", t.link_fraction)
+    OPTION_RANGES["hicache_size"].check("--hicache-size", t.hicache_size_gb)  # whole GB (10^9 B)
     vllm_flags = t.kv_offloading_size_gib is not None or t.kv_offloading_backend is not None
     sglang_flags = t.enable_hierarchical_cache or t.hicache_ratio is not None or t.hicache_size_gb > 0
     if engine != "vllm" and vllm_flags:

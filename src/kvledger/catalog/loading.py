@@ -41,6 +41,7 @@ from kvledger.catalog.quant import QuantScheme, online_fp8
 from kvledger.catalog.vllm_load_extras import mla_dequant_copy_bytes, rocm_moe_padding_bytes
 from kvledger.catalog.weights import Weight
 from kvledger.errors import InputError
+from kvledger.ranges import OPTION_RANGES
 
 __all__ = ["LoadedWeights", "loaded_weights", "pp_layer_range", "cuda_allocated_bytes", "mla_backend_workspace_bytes",
            "SERVED_DTYPE_BYTES"]
@@ -218,8 +219,10 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     Raises:
         InputError: a parallel layout the model cannot take, an unknown dtype or quantization.
     """
-    if not (isinstance(tp, int) and isinstance(pp, int) and 1 <= tp <= 1024 and 1 <= pp <= 1024):
-        raise InputError(f"tensor/pipeline parallel sizes must be integers in [1, 1024], got tp={tp!r}, pp={pp!r}")
+    if not (isinstance(tp, int) and isinstance(pp, int)) or isinstance(tp, bool) or isinstance(pp, bool):
+        raise InputError(f"tensor/pipeline parallel sizes must be whole numbers, got tp={tp!r}, pp={pp!r}")
+    OPTION_RANGES["tp"].check("tp", tp)
+    OPTION_RANGES["pp"].check("pp", pp)
     if not 0 <= pp_rank < pp:
         raise InputError(f"pp_rank {pp_rank} is not a stage of pp={pp}")
     if pp > model.num_layers:
