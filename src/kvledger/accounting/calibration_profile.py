@@ -21,7 +21,8 @@ from typing import Any
 from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
 from kvledger.errors import FormatError
 
-__all__ = ["PROFILE_KIND", "load_profile", "profile_step_cost", "looks_like_profile", "dump_profile"]
+__all__ = ["PROFILE_KIND", "read_profile_json", "load_profile", "profile_step_cost", "looks_like_profile",
+           "dump_profile"]
 
 PROFILE_KIND = "kvledger-calibration-profile"
 
@@ -38,6 +39,20 @@ def looks_like_profile(choice: str) -> bool:
     return choice.lower().endswith(".json") or Path(choice).is_file()
 
 
+def read_profile_json(p: Path, missing: str) -> Any:
+    """The parsed JSON of a profile file (calibration or GPU profile).
+
+    Raises:
+        FormatError: ``missing`` when ``p`` is not a file; "not JSON" with the parser's reason.
+    """
+    if not p.is_file():
+        raise FormatError(str(p), missing)
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError
+        raise FormatError(str(p), f"not JSON ({e})") from None
+
+
 def load_profile(path: str | Path) -> dict[str, Any]:
     """The profile's dict, checked.
 
@@ -48,13 +63,8 @@ def load_profile(path: str | Path) -> dict[str, Any]:
 
     check_name_or_path(str(path), "--step-cost")
     p = Path(path)
-    if not p.is_file():
-        raise FormatError(str(p), "no such calibration profile (write one with `kvledger calibrate FILE... --out "
-                                  "PROFILE.json`)")
-    try:
-        d = json.loads(p.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise FormatError(str(p), f"not JSON ({e})") from None
+    d = read_profile_json(p, "no such calibration profile (write one with `kvledger calibrate FILE... --out "
+                             "PROFILE.json`)")
     if not isinstance(d, dict) or d.get("kind") != PROFILE_KIND:
         raise FormatError(str(p), f"not a kvledger calibration profile (expected \"kind\": \"{PROFILE_KIND}\")")
     sc = d.get("step_cost")

@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kvledger.accounting.calibration_profile import read_profile_json
 from kvledger.errors import FormatError, InputError
 
 __all__ = ["GPU_PROFILE_KIND", "GpuProfile", "load_gpu_profile", "bundled_gpu_profile", "resolve_gpu_profile",
@@ -87,13 +88,8 @@ def load_gpu_profile(path: str | Path) -> GpuProfile:
         FormatError: missing file, not JSON, another kind of file or out-of-range fractions.
     """
     p = Path(path)
-    if not p.is_file():
-        raise FormatError(str(p), "no such GPU profile (write one with `kvledger calibrate FILE... --scope gpu --out "
-                                  "GPU.json`)")
-    try:
-        d = json.loads(p.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise FormatError(str(p), f"not JSON ({e})") from None
+    d = read_profile_json(p, "no such GPU profile (write one with `kvledger calibrate FILE... --scope gpu --out "
+                             "GPU.json`)")
     return _from_dict(d, str(p))
 
 
