@@ -29,11 +29,12 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from itertools import filterfalse, islice
 
-__all__ = ["ConnectorLRU", "HostARC"]
+__all__ = ["KeyLRU", "ConnectorLRU", "HostARC"]
 
 
-class ConnectorLRU:
-    """Content keys in host memory under vLLM's LRU policy (module doc), least recently used first."""
+class KeyLRU:
+    """Content keys in host memory, least recently used first, with counts of keys stored and evicted: the state of
+    every LRU host cache (vLLM's connector here, SGLang's HiCache and LMCache's in ``offload.HostLRU``)."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -43,6 +44,10 @@ class ConnectorLRU:
     @property
     def num_held(self) -> int:
         return len(self.keys)
+
+
+class ConnectorLRU(KeyLRU):
+    """Content keys in host memory under vLLM's LRU policy (module doc), least recently used first."""
 
     def touch(self, keys: list[int]) -> None:
         held = self.keys

@@ -23,11 +23,11 @@ device slots, layer by layer beside the forward pass: the prefill step takes max
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass
 from itertools import filterfalse, islice
 
-from kvledger.dynamics.engine.connector_caches import ConnectorLRU, HostARC
+from kvledger.dynamics.engine.connector_caches import ConnectorLRU, HostARC, KeyLRU
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest
@@ -73,18 +73,9 @@ class HostTier:
         return tokens * self.bytes_per_token / self.read_bytes_per_s
 
 
-class HostLRU:
+class HostLRU(KeyLRU):
     """Content keys in host memory, least recently used first, for SGLang HiCache's host tier and LMCache's chunks: a
     ``lookup`` hit moves to the end; a run is stored as its keys one by one (vLLM's connector: ConnectorLRU)."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.keys: OrderedDict[int, None] = OrderedDict()
-        self.stored = self.evicted = 0
-
-    @property
-    def num_held(self) -> int:
-        return len(self.keys)
 
     def touch(self, keys: list[int]) -> None:
         """Nothing: this LRU moves a key to the end when ``lookup`` hits it (module doc)."""
