@@ -91,12 +91,12 @@ def main() -> None:
         print(f"\n{name}: {spec.model}, SLO {spec.slo}, {len(res.entries)} candidates")
         print(f"  pruned, 1 worker: {wall:.1f} s wall, {cpu:.1f} s CPU ({'meets' if wall < TARGET_S else 'MISSES'} "
               f"the {TARGET_S:g} s target; {in_floor_steps(wall, floor)} wall, {cpu / floor / 1e6:,.1f} M CPU)")
-        print(f"  screened by memory plan and price: {len(res.entries) - s['planned']} rejected, {s['planned']} "
-              f"planned; decided by bound: {s['decided_by_bound']} unsimulated, {s['slo_rejected_by_bound']} "
-              f"rejected by TTFT/TPOT bound, {s['lighter_loads_decided_by_bound']} lighter loads unsimulated; "
-              f"simulated: {s['simulated']} candidates, {simulations(res)} simulations")
+        print(f"  screened by memory plan and price: {len(res.entries) - s.planned} rejected, {s.planned} "
+              f"planned; decided by bound: {s.decided_by_bound} unsimulated, {s.slo_rejected_by_bound} "
+              f"rejected by TTFT/TPOT bound, {s.lighter_loads_decided_by_bound} lighter loads unsimulated; "
+              f"simulated: {s.simulated} candidates, {simulations(res)} simulations")
         print(f"  winner {res.ranking[0] if res.ranking else None}; counts {res.counts()}")
-        workers = a.workers or default_workers(s["simulated"])
+        workers = a.workers or default_workers(s.simulated)
         if workers > 1:
             kids = resource.getrusage(resource.RUSAGE_CHILDREN)
             w2, c2, r2 = timed(spec, ledger=tmp / f"{name}-pool.jsonl", workers=workers, backend="pool")
