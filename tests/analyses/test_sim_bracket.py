@@ -22,32 +22,58 @@ class _Cliff:
         return value <= self.boundary
 
 
-@pytest.mark.parametrize(("boundary", "expected", "probes"), [
-    # start 8: the midpoint 6 meets, so 4 meets (implied); 8 misses → [4, 8], state (6, 8); main probes 8, 4 (then 6)
-    (7.0, (4.0, 8.0, 6.0, 8.0), [6.0, 8.0]),
-    # 6 misses, so 8 misses (implied); 4 meets → [4, 8], state (4, 6); main probes 8, 4 (then 6)
-    (5.0, (4.0, 8.0, 4.0, 6.0), [6.0, 4.0]),
-    # 6 and 4 miss: halving goes on with [2, 4] guessed, its midpoint 3 meets → state (3, 4); main probes 8, 4, 2, 3
-    (3.5, (2.0, 4.0, 3.0, 4.0), [6.0, 4.0, 3.0]),
-    # 6 and 4 miss, 3 misses, 2 meets → state (2, 3); main probes 8, 4, 2, 3
-    (2.5, (2.0, 4.0, 2.0, 3.0), [6.0, 4.0, 3.0, 2.0]),
-    # the start meets: doubling from 8 as main does (16 misses) → [8, 16]; the midpoint 6 is one probe more
-    (9.0, (8.0, 16.0, 8.0, 16.0), [6.0, 8.0, 16.0]),
-])
-def test_guessed_bracket_by_hand(boundary, expected, probes):
+def _main(boundary: float, start: float) -> tuple[tuple[float, float, float, float], list[float]]:
+    """The bracket and final bisection state without the guess: doubling or halving from ``start``, then
+    search_boundary's bisection to hi/100 (kvledger.ledgers.boundary), and the values it simulated."""
     p = _Cliff(boundary)
-    assert guessed_bracket(p, 8.0) == expected
-    assert p.runs == probes
-    main = _Cliff(boundary)
-    lo, hi = find_bracket(main, None, None, False, 8.0)
-    assert (lo, hi) == expected[:2]  # the bracket doubling or halving from the start finds
+    lo, hi = find_bracket(p, None, None, False, start)
+    good, bad = lo, hi
+    while bad - good > hi / 100.0:
+        mid = (good + bad) / 2.0
+        good, bad = (mid, bad) if p.meets(mid) else (good, mid)
+    return (lo, hi, good, bad), p.runs
 
 
-def test_search_sim_boundary_same_boundary_one_probe_fewer():
+@pytest.mark.parametrize(("boundary", "probes", "main_probes"), [
+    # start 8, bracket [4, 8], tolerance 0.08: six midpoints 6, 7, 7.5, 7.25, 7.125, 7.0625 settle it; 6 meets (so 4
+    # does), 7.5 misses (so 8 does): neither end is simulated; main adds 8 and 4
+    (7.1, 6, 8),
+    # 6 and 5 miss, none met: 4 is probed (it meets), then 4.5 … 4.0625: 7 probes; main 8
+    (4.01, 7, 8),
+    # 6, 5 miss and 4 misses: halving goes on with [2, 4] (tolerance 0.04), 4 known to miss: 3 meets (so 2 does), 3.5,
+    # 3.75, 3.625, 3.5625, 3.53125 → 9 probes, as main's 8, 4, 2 and its six midpoints
+    (3.5, 9, 9),
+    # every midpoint meets, so 8 is probed: it meets and doubling from it brackets [8, 16] as main does (6 + 2
+    # probes here; search_boundary then bisects [8, 16] with main's six midpoints): the six midpoints of [4, 8] were
+    # spent for nothing, 14 probes against main's 8
+    (9.0, 8, 8),
+])
+def test_guessed_bracket_by_hand(boundary, probes, main_probes):
+    p = _Cliff(boundary)
+    lo, hi, good, bad, implied = guessed_bracket(p, 8.0)
+    state, ran = _main(boundary, 8.0)
+    if hi <= 8.0:
+        assert (lo, hi, good, bad) == state
+    else:  # doubling: search_boundary bisects [lo, hi] itself (the state is its start)
+        assert (lo, hi) == state[:2] and (good, bad) == (lo, hi)
+    assert (len(p.runs), len(ran)) == (probes, main_probes)
+    assert all(v in p.runs or f"{v:g} " in " ".join(implied) for v in (lo, hi) if hi <= 8.0)
+
+
+def test_guessed_bracket_same_state_as_doubling_or_halving():
+    """Boundaries from 0.01 to 30 req/s, start 8: the same bracket and final bisection state as main's search."""
+    for i in range(1, 300):
+        b = 0.01 * 1.03 ** i
+        lo, hi, good, bad, _ = guessed_bracket(_Cliff(b), 8.0)
+        state, _ = _main(b, 8.0)
+        assert (lo, hi) == state[:2] and ((good, bad) == state[2:] or (good, bad) == (lo, hi) and hi > 8.0), b
+
+
+def test_search_sim_boundary_same_boundary_two_probes_fewer():
     """Llama-3.1-8B on an H100, 200 Azure conversation requests per probe, started at 40 req/s: main probes 40 (misses,
-    attainment 0.61), 20 (meets), then bisects from 30; the guess probes 30 first (misses, 0.84), so 40 misses too and
-    is not simulated, then 20: the same bracket [20, 40], boundary (28.75 req/s), verdicts and attainments, one probe
-    fewer."""
+    attainment 0.61) and 20 (meets), then bisects [20, 40] from 30; the guess bisects first: 30 misses (so 40 does)
+    and 25 meets (so 20 does), neither end is simulated: the same boundary (28.75 req/s), verdicts and attainments,
+    two probes fewer."""
     from kvledger.analyses.serving.sim_boundary import search_sim_boundary
     from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
@@ -59,8 +85,8 @@ def test_search_sim_boundary_same_boundary_one_probe_fewer():
     assert guess.boundary.first_failing_value == plain.boundary.first_failing_value
     assert guess.boundary.notes == plain.boundary.notes  # "bisection on request_rate in [20, 40], ..."
     verdicts = {p.value: (p.attainment, p.meets_target) for p in plain.probes}
-    assert verdicts[40.0] == (0.61, False)
+    assert verdicts[40.0] == (0.61, False) and verdicts[20.0] == (1.0, True)
     assert {p.value: (p.attainment, p.meets_target) for p in guess.probes} == {
-        v: x for v, x in verdicts.items() if v != 40.0}
-    assert [p.value for p in guess.probes[:2]] == [30.0, 20.0]
-    assert any("40 misses" in n and "not simulated" in n for n in guess.notes)
+        v: x for v, x in verdicts.items() if v not in (20.0, 40.0)}
+    assert [p.value for p in guess.probes[:2]] == [30.0, 25.0]
+    assert any("20 meets as 25 does; 40 misses as 30 does" in n for n in guess.notes)

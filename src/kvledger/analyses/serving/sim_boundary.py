@@ -184,6 +184,9 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
             the boundary is the one full probes give); False runs every probe to the end.
         start: where doubling or halving begins when neither end is given (1 req/s, 1 user by default; a
             configuration search starts at its capacity bound, which a probe there then usually misses).
+        guess: on the rate axis without lo, hi or tol, bisect [start/2, start] (and each halving's bracket) before
+            its ends are known and leave the ends its probes imply unsimulated
+            (``kvledger.analyses.serving.sim_bracket.guessed_bracket``): the same boundary, usually two probes fewer.
 
     Raises:
         InputError: an unknown axis, a flag that fixes the varied value, a bad bracket or target, or a
@@ -200,14 +203,12 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
             raise InputError(f"need --lo < --hi for max_num_seqs, got lo={lo:g}, hi={hi:g} (the engine default)")
     p = _Prober(args, synthetic, axis, slo, target, early_stop)
     extra = []
-    if guess and axis == "request_rate" and lo is None and hi is None:
-        blo, bhi, good, bad = guessed_bracket(p, start)
-        if (good, bad) != (blo, bhi):
-            end, verdict = (f"{blo:g} meets", f"{good:g} meets") if good != blo else (f"{bhi:g} misses",
-                                                                                      f"{bad:g} misses")
-            extra.append(f"bracket [{blo:g}, {bhi:g}] guessed from the start {start:g}, its midpoint probed first: "
-                         f"{verdict}, so {end} (attainment does not rise with load, as the bisection assumes) and was "
-                         "not simulated (kvledger.analyses.serving.sim_bracket)")
+    if guess and axis == "request_rate" and lo is None and hi is None and tol is None:
+        blo, bhi, good, bad, implied = guessed_bracket(p, start, max_evals)
+        if implied:
+            extra.append(f"bracket [{blo:g}, {bhi:g}] bisected from the start {start:g} before its ends were known "
+                         "(kvledger.analyses.serving.sim_bracket); not simulated, as attainment does not rise with "
+                         f"load (the bisection's assumption): {'; '.join(implied)}")
     else:
         blo, bhi = find_bracket(p, lo, hi, integer, start)
         good, bad = blo, bhi

@@ -65,27 +65,49 @@ def find_bracket(p: Any, lo: float | None, hi: float | None, integer: bool, star
     return (float(max(1, hi // 2)) if integer else hi / 2), hi
 
 
-def guessed_bracket(p: Any, start: float) -> tuple[float, float, float, float]:
-    """(lo, hi, good, bad): the bracket from ``start`` that ``find_bracket(p, None, None, False, start)`` finds, with
-    each halving's bracket [v/2, v] guessed and its first midpoint probed before v/2 (module docstring); good and bad
-    are the bisection's state (the highest value known to meet the target, the lowest known to miss it, lo ≤ good <
-    bad ≤ hi), past that midpoint when the guess held. When the start meets, doubling goes on from it (good, bad = lo,
-    hi), reusing the probes run here."""
-    v = start
-    for level in range(MAX_HALVINGS):
-        lo = v / 2  # the value halving tries next (``halve``)
+def guessed_bracket(p: Any, start: float, max_evals: int = 30) -> tuple[float, float, float, float, list[str]]:
+    """(lo, hi, good, bad, implied): the bracket [lo, hi] that ``find_bracket(p, None, None, False, start)`` finds and
+    the final state of the bisection on it (good meets, bad misses, bad − good at most hi/100 — the tolerance
+    ``search_sim_boundary`` gives ``search_boundary``), found by bisecting each halving's bracket [v/2, v] before its
+    ends are known (module docstring); ``implied``: the ends not simulated, each with the probe that implies it.
+
+    An end is probed only when no probe implies it: the high end (the start; lower ends were probed on the way down)
+    when every midpoint met, the low end when every midpoint missed, or as soon as two midpoints have missed and none
+    met (the boundary is then likely below the bracket, which halving goes on to). When the start meets, doubling
+    from it brackets the boundary as ``find_bracket`` does and the state is (lo, hi, lo, hi)."""
+    hi, implied_hi = start, None  # implied_hi: the probe below hi that missed (hi misses too), if any
+    for _ in range(MAX_HALVINGS):
+        lo = hi / 2  # the value halving tries next (``halve``)
         if lo < 1e-9:
             break
-        mid = (lo + v) / 2.0  # the first midpoint of the bisection on [lo, v] (kvledger.ledgers.boundary)
-        phase, p.current_phase = p.current_phase, "bisection"
-        meets_mid = p.meets(mid)
-        p.current_phase = phase
-        if meets_mid:  # so does lo (implied); v misses: probed on the way down, or the start, probed now
-            if level > 0 or not p.meets(v):
-                return lo, v, mid, v
+        good, bad, misses, evals, implied_lo = lo, hi, 0, 2, None  # evals: lo and hi count as search_boundary's
+        lo_meets = False
+        while bad - good > hi / 100.0 and evals < max_evals:  # search_boundary's loop on [lo, hi] (ledgers/boundary)
+            mid = (good + bad) / 2.0
+            if mid in (good, bad):
+                break
+            evals += 1
+            if _probe(p, mid, "bisection"):
+                good, lo_meets, implied_lo = mid, True, implied_lo or mid
+            else:
+                bad, misses, implied_hi = mid, misses + 1, implied_hi or mid
+                if misses == 2 and not lo_meets:  # likely below lo: find out before bisecting on
+                    lo_meets = _probe(p, lo, "bracket")
+                    if not lo_meets:
+                        break
+        if not lo_meets and (misses >= 2 or not _probe(p, lo, "bracket")):
+            hi, implied_hi = lo, None  # lo misses (probed): halving goes on below it
+            continue
+        if implied_hi is None and hi == start and _probe(p, hi, "bracket"):
             got = find_bracket(p, None, None, False, start)  # the start meets: doubling from it
-            return got[0], got[1], got[0], got[1]
-        if p.meets(lo):  # v misses (implied at the start, probed below it)
-            return lo, v, lo, mid
-        v = lo
-    return v, v * 2, v, v * 2  # nothing down to the halving limit meets: search_boundary reports it
+            return got[0], got[1], got[0], got[1], []
+        notes = [f"{lo:g} meets as {implied_lo:g} does"] if implied_lo is not None and lo not in p.runs else []
+        if hi == start and hi not in p.runs:
+            notes.append(f"{hi:g} misses as {implied_hi:g} does")
+        return lo, hi, good, bad, notes
+    return hi, hi * 2, hi, hi * 2, []  # nothing down to the halving limit meets: search_boundary reports it
+
+
+def _probe(p: Any, value: float, phase: str) -> bool:
+    p.current_phase = phase
+    return p.meets(value)
