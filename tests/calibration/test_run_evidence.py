@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kvledger.calibration.api import padding_notes
+from kvledger.calibration.replay import load_measured
 from kvledger.calibration.run_evidence import kv_blocks_held, prompt_steps
 from kvledger.dynamics.workload.distserve_runs import load_distserve_run
 from kvledger.errors import InputError
@@ -58,3 +60,12 @@ def test_distserve_two_req_per_s_runs_break_max_paddings():
         steps = [s for s in prompt_steps(load_distserve_run(name).measured.records) if len(s.prompt_tokens) > 1]
         largest[name] = (len(steps), max(s.padding_tokens for s in steps), sum(s.padding_tokens > 256 for s in steps))
     assert largest == {"vllm-200-2": (14, 1405, 9), "vllm-300-3": (20, 254, 0), "vllm-400-4": (45, 253, 0)}
+
+
+def test_validate_warns_when_a_run_breaks_the_padding_cap():
+    # the 200-request 2 req/s run: 9 batched prompt steps padded past 256 tokens, the largest 1,405 (test above)
+    [note] = padding_notes(load_measured("distserve:vllm-200-2"), 256)
+    assert note.startswith("WARNING: 9 prompt step(s)") and "largest 1405" in note
+    assert padding_notes(load_measured("distserve:vllm-300-3"), 256) == []
+    # with a cap of 1,405 tokens nothing breaks it
+    assert padding_notes(load_measured("distserve:vllm-200-2"), 1405) == []
