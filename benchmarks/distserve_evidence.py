@@ -2,6 +2,7 @@
 what the KV pool the replay assumes does to their peak KV use.
 
     python benchmarks/distserve_evidence.py [--extra DIR] [--json]
+    python benchmarks/distserve_evidence.py --loo-pool 3370 [--extra DIR --capped-only]
 
 For each bundled run (and each ``vllm-*.exp`` in ``--extra``, e.g. the 1.5, 2.5 and 3.5 req/s runs of the same
 DistServe commit): its prompt steps read off the first-token times, how many batched several prompts, the largest
@@ -10,6 +11,11 @@ held at their peak (``run_evidence.kv_blocks_held``, p99 and max over 50 ms poin
 replay under DistServe's bundled step cost with the planned pool (3,999 blocks) — and, for runs whose replay
 reaches the pool, the pool whose replay peaks where the measurement does (bisection, same estimator on both sides).
 Deterministic; a few seconds per run.
+
+``--loo-pool N`` instead replays every run with an N-block pool and prints leave-one-out errors of mean TTFT and TPOT
+(each run predicted by ``calibrate --regime-start``'s fit on the others: the projection's and the regime start's fits,
+the lower objective kept); ``--capped-only`` keeps only the runs whose prompt batches obey ``max_paddings`` 256.
+Minutes per fold on a busy core.
 """
 
 from __future__ import annotations
@@ -90,11 +96,43 @@ def evidence(extra: Path | None) -> list[dict]:
     return out
 
 
+def loo(pool: int, extra: Path | None, capped_only: bool) -> list[dict]:
+    from kvledger.calibration.api import calibrate_runs, engine_for, padding_notes
+    from kvledger.calibration.replay import load_measured
+    from kvledger.dynamics.workload.distserve_runs import list_distserve_runs
+
+    a = _setup()
+    names = list_distserve_runs()
+    sources = ["distserve:" + n for n in names]
+    if extra is not None:
+        sources += [str(p) for p in sorted(extra.glob("vllm-*.exp")) if p.stem not in set(names)]
+    runs = [load_measured(s) for s in sources]
+    if capped_only:
+        runs = [r for r in runs if not padding_notes(r, 256)]
+    runs.sort(key=lambda r: float(r.label.rsplit("-", 1)[1]))
+    setups = [engine_for(a, r, max_paddings=256) for r in runs]
+    pairs = [(r, replace(s.config, num_gpu_blocks=pool)) for r, s in zip(runs, setups)]
+    out = calibrate_runs(pairs, setups[0].cost, leave_one_out=True, two_starts=True)
+    keys = ("run", "ttft_mean_rel_error", "tpot_mean_rel_error", "step_cost")
+    return [{k: x[k] for k in keys} for x in out["leave_one_out"]]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--extra", type=Path, help="a folder of more DistServe vllm-*.exp runs")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--loo-pool", type=int, help="leave-one-out fits with every run replayed on this many KV blocks")
+    ap.add_argument("--capped-only", action="store_true", help="--loo-pool: only runs that obey max_paddings 256")
     ns = ap.parse_args(argv)
+    if ns.loo_pool is not None:
+        rows = loo(ns.loo_pool, ns.extra, ns.capped_only)
+        if ns.json:
+            print(json.dumps(rows, indent=1))
+            return 0
+        for r in rows:
+            print(f"{r['run']}: left out, TTFT mean {r['ttft_mean_rel_error'] * 100:+.1f}%, "
+                  f"TPOT mean {r['tpot_mean_rel_error'] * 100:+.1f}%")
+        return 0
     rows = evidence(ns.extra)
     if ns.json:
         print(json.dumps(rows, indent=1))
