@@ -230,12 +230,14 @@ def _arrivals(a: SimRequestArgs) -> str:
     return "trace arrival times"
 
 
-def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label: str | None = None) -> SimSetup:
+def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label: str | None = None, *,
+            workload: tuple[Any, int, dict[str, Any]] | None = None) -> SimSetup:
     """Build the plan, the engine settings, the step cost and the workload.
 
     ``requests`` (e.g. a synthetic workload), when given, replaces the trace named by
     ``a.trace`` (``a.rate``, ``a.rate_scale`` and ``a.num_requests`` then do not apply);
-    ``label`` names it in the workload description.
+    ``label`` names it in the workload description. ``workload`` (a workload object the simulator takes, e.g. a
+    ``SessionLoop``; its request count; its description) replaces both.
 
     Raises:
         InputError / UnknownNameError / FormatError: bad names, flags or trace files, with the reason.
@@ -255,8 +257,9 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
         )
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
     cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling)
-    workload, n, info = _workload(a, requests, label)
-    if config.hybrid_caching and a.enable_prefix_caching is None:
+    given = workload is not None
+    workload, n, info = workload if given else _workload(a, requests, label)
+    if config.hybrid_caching and a.enable_prefix_caching is None and not given:
         specs = workload.requests if hasattr(workload, "requests") else workload
         if isinstance(specs, WorkloadColumns) or not any(spec.prefix_segments for spec in specs):
             config = replace(config, enable_prefix_caching=False)
