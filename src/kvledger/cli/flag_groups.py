@@ -121,7 +121,10 @@ class EngineFlags:
     async_scheduling: bool | None = flag("--async-scheduling/--no-async-scheduling", help=(
         "vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33)."))
     replicas: int | None = flag("--replicas", help="Identical engine replicas behind a router (default 1).")
-    router: str | None = flag("--router", help="round_robin (default), least_loaded or prefix_aware.")
+    router: str | None = flag("--router", help=(
+        "round_robin (default), least_loaded, prefix_aware (sgl-router's cache-aware rule) or session_affinity "
+        "(a session's requests stay on one replica: a trace's client ids, e.g. Bailian conversations, or "
+        "--workload sessions)."))
     step_cost: str | None = flag("--step-cost", help=(
         "roofline (default; from the plan); calibrated (bundled measurements for this model, GPU and TP, when"
         " they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. "

@@ -12,7 +12,19 @@ from kvledger.report.tables import table
 if TYPE_CHECKING:
     from kvledger.analyses.serving.sim_tiers import SimTierReport
 
-__all__ = ["render_sim_tiers"]
+__all__ = ["render_sim_tiers", "session_shape_line"]
+
+
+def session_shape_line(w: dict) -> str:
+    """The stated distributions a synthetic session workload was drawn from (``SessionShape``), in one line."""
+    h = w["shape"]
+    return (f"[bold]sessions[/]: {w['num_sessions']:,} {w['kind']} sessions drawn from stated distributions (not "
+            f"fits; {w['source']}): turns 1 + Geometric, mean {h['mean_turns']:g} (≤ {h['max_turns']:,}); lognormal "
+            f"lengths, σ {h['length_sigma']:g}, medians: first input {h['first_input_median_tokens']:,}, later inputs "
+            f"{h['input_median_tokens']:,}, outputs {h['output_median_tokens']:,} tokens; think time Exponential, mean "
+            f"{h['think_mean_s']:g} s; shared system prompt {h['system_tokens']:,} tokens; a session stops before "
+            f"{h['max_context_tokens']:,} tokens; starts Poisson at {w['session_rate_per_s']:g}/s; prefix segments "
+            f"of {w['segment_tokens']} tokens")
 
 
 def _rows(r: dict) -> list[tuple[str, str]]:

@@ -198,5 +198,5 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
                      f"one finished; session starts Poisson at {session_rate:g}/s drawn with seed {args.seed}"),
             "sessions": {"kind": kind, "num_sessions": len(sessions), "session_rate_per_s": session_rate,
                          "segment_tokens": SESSION_SEGMENT_TOKENS, "shape": asdict(shape),
-                         "source": "kvledger.dynamics.workload.sessions (stated distributions, not fits)"}}
+                         "source": "kvledger.dynamics.workload.sessions, SessionShape preset"}}
     return prepare(args, workload=(loop, len(specs), info))
