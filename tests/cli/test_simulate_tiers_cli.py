@@ -102,3 +102,34 @@ def test_a_model_the_engine_cannot_offload_is_refused_with_the_reason_without_a_
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "hybrid SSM models require HMA" in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(("router", "hit_tokens"), [
+    # 512-token prefix ids, 2 replicas, each request done long before the next (1 s apart, 4 output tokens).
+    # Sessions inferred (≥ 2 shared ids): A [1,2,3] s0; B [7,8] s1; C [1,9] shares 1 id only: s2; D [1,2,3,4]: s0.
+    # round_robin: A r0, B r1, C r0 (hits A's first segment: 512), D r1 (B's replica: miss) = 512.
+    ("round_robin", 512),
+    # session_affinity: new sessions to the least loaded replica (all idle: r0), D to A's: 512 + 3 × 512 = 2,048.
+    ("session_affinity", 2048),
+    # prefix_aware: B → r1 (smaller tree); C matches 512 of 1,100 (≤ 50 %) → smaller tree r1 (1,100 < 1,600): miss;
+    # D matches 1,536 of 2,100 on r0: hit 1,536.
+    ("prefix_aware", 1536),
+])
+def test_session_affinity_on_a_trace_without_session_ids_infers_them_from_prefix_ids(tmp_path, router, hit_tokens):
+    rows = [(0, 1600, [1, 2, 3]), (1, 1100, [7, 8]), (2, 1100, [1, 9]), (3, 2100, [1, 2, 3, 4])]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps({"arrival_s": t, "num_prompt_tokens": p, "num_output_tokens": 4,
+                                        "prefix_segments": s}) + "\n" for t, p, s in rows))
+    d = _json("simulate", *MODEL, "--trace", str(path), "--replicas", "2", "--router", router)
+    s = d["summary"]
+    assert (s["prefix_cache_hit_tokens"], s["prefix_cache_query_tokens"]) == (hit_tokens, 5900)  # Σ prompts
+    inferred = d["workload"].get("sessions_inferred")
+    assert (inferred or {}).get("num_sessions") == (3 if router == "session_affinity" else None)
+
+
+def test_out_with_a_tier_writes_the_tier_block_in_summary_json(tmp_path):
+    res = runner.invoke(app, ["simulate", *MODEL, *SESSIONS, "--kv-offloading-size", "64", "--out", str(tmp_path)],
+                        catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    d = json.loads((tmp_path / "summary.json").read_text())
+    assert d["kv_tiers"]["host_tier"]["capacity_units"] == 32_768 and (tmp_path / "records.parquet").is_file()

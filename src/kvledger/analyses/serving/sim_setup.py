@@ -265,5 +265,24 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
             config = replace(config, enable_prefix_caching=False)
             notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
                          "simulated with it off (faster; --enable-prefix-caching to keep it)")
+    workload = _sessions_for_affinity(a, workload, info, notes)
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
                     plan_notes + notes, a.tp, plan)
+
+
+def _sessions_for_affinity(a: SimRequestArgs, workload: Any, info: dict[str, Any], notes: list[str]) -> Any:
+    """For ``--router session_affinity`` on an open-loop trace with prefix ids but no client ids (Mooncake): the
+    requests with sessions inferred from shared hash-id prefixes (``session_traces.trace_sessions``: ≥ 2 segments)."""
+    if a.router != "session_affinity" or a.replicas < 2 or not isinstance(workload, list):
+        return workload
+    if any(s.client_id is not None for s in workload) or not any(s.prefix_segments for s in workload):
+        return workload
+    from kvledger.dynamics.workload.session_traces import trace_sessions, with_session_ids
+
+    ts = trace_sessions(workload)
+    info["sessions_inferred"] = {"num_sessions": ts.num_sessions, "reused_token_share": ts.reused_token_share,
+                                 "rule": "a request is a later turn of the earlier request with which it shares the "
+                                         "longest prefix of ≥ 2 segment ids (dynamics/workload/session_traces.py)"}
+    notes.append(f"session_affinity: the trace has no session ids; {ts.num_sessions:,} sessions inferred from shared "
+                 f"prefix ids (≥ 2 segments) for {len(workload):,} requests")
+    return with_session_ids(workload, ts)
