@@ -133,3 +133,19 @@ def test_out_with_a_tier_writes_the_tier_block_in_summary_json(tmp_path):
     assert res.exit_code == 0, res.output
     d = json.loads((tmp_path / "summary.json").read_text())
     assert d["kv_tiers"]["host_tier"]["capacity_units"] == 32_768 and (tmp_path / "records.parquet").is_file()
+
+
+def test_simulate_with_sglang_hicache_matches_offload_on_the_same_sessions():
+    d = _json("simulate", *MODEL, "--policy", "sglang", *SESSIONS, "--enable-hierarchical-cache", "--hicache-ratio",
+              "1")
+    k = d["kv_tiers"]
+    o = _json("offload", *MODEL, "--engine", "sglang", "--enable-hierarchical-cache", "--hicache-ratio", "1",
+              "--sessions", "8", "--session-rate", "1")
+    s = o["tier_stats"]
+    # host units are the sessions' 64-token segments: the host tier's tokens // 64, as `offload` sizes it
+    assert k["host_tier"]["unit_tokens"] == 64 and k["host_tier"]["capacity_units"] == s["host_capacity_units"]
+    assert k["host_tier"]["capacity_units"] == k["plan"]["tiers"][1]["capacity_tokens"] // 64
+    hbm, host = k["per_tier"]
+    assert (hbm["hit_tokens"], host["hit_tokens"], host["stored_units"]) == (
+        s["hbm_hit_tokens"], s["host_hit_tokens"], s["stored_units"])
+    assert k["ttft_s_with_tier"] == o["ttft_s_with_offload"]
