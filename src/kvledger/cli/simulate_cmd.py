@@ -55,8 +55,9 @@ def simulate(
     if session_run:
         from kvledger.analyses.serving.sim_tiers import DEFAULT_SESSION_RATE, DEFAULT_SESSIONS, prepare_sessions
 
-        setup = prepare_sessions(args, sessions.session_workload, sessions.sessions or DEFAULT_SESSIONS,
-                                 sessions.session_rate or DEFAULT_SESSION_RATE)
+        n, rate = sessions.sessions, sessions.session_rate
+        setup = prepare_sessions(args, sessions.session_workload, DEFAULT_SESSIONS if n is None else n,
+                                 DEFAULT_SESSION_RATE if rate is None else rate)
     else:
         setup = prepare_run(args, synthetic)
     keep_times = record_token_times or out is not None
