@@ -9,14 +9,20 @@ from pathlib import Path
 import typer
 
 from kvledger import strict_json
-from kvledger.cli.flag_groups import EngineFlags, SessionFlags, TierFlags, WorkloadFlags, with_groups
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, SessionFlags, TierFlags, WorkloadFlags, with_groups
 
 __all__ = ["register"]
 
 OUT_FILES = ("records.parquet", "steps.parquet", "trace.json", "summary.json")
+#: the tier flags as simulate takes them: SGLang's apply with --policy sglang (SGLang's memory plan and radix cache)
+_TIERS = GroupUse(TierFlags, help={
+    "enable_hierarchical_cache": "With --policy sglang: SGLang HiCache, a host KV tier.",
+    "hicache_ratio": "With --policy sglang: host pool / device pool (default 2.0).",
+    "hicache_size": "With --policy sglang: host pool in GB (10^9 B) per GPU; overrides the ratio.",
+    "hicache_write_policy": "With --policy sglang: write_through (default) or write_through_selective."})
 
 
-@with_groups(workload=WorkloadFlags, sessions=SessionFlags, engine=EngineFlags, tiers=TierFlags)
+@with_groups(workload=WorkloadFlags, sessions=SessionFlags, engine=EngineFlags, tiers=_TIERS)
 def simulate(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a GPU file."),
