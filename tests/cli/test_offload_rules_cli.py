@@ -1,5 +1,6 @@
 """`kvledger offload` with the host tier's opt-in rules: --store-threshold, --eviction-policy, HiCache write_back and
-LMCache's disk tier (--kv-tier-nvme); each refused, in one paragraph, where the engine or backend has no such rule."""
+a disk tier (--kv-tier-nvme: LMCache local_disk, HiCache file storage); each refused, in one paragraph, where the
+engine or backend has no such rule."""
 
 from __future__ import annotations
 
@@ -31,12 +32,17 @@ def test_store_threshold_and_arc_are_reported_with_their_sources():
     assert "rules" not in plain and "stores_skipped" not in plain["tier_stats"]
 
 
-def test_lmcache_disk_tier_capacity_from_the_plans_nvme_tier():
+def test_disk_tier_capacity_from_the_plans_nvme_tier():
     d = _json("--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--kv-tier-nvme", "1TiB")
     disk = d["tier_stats"]["disk"]
     # 1 TiB // 131,072 B per token = 8,388,608 tokens // 256 per chunk = 32,768 chunks; read 7 GB/s (under the link)
     assert disk["capacity_units"] == 32768 and disk["read_bytes_per_s"] == 7e9
-    assert disk["stored_units"] > 0 and d["rules"]["disk"]["capacity_chunks"] == 32768
+    assert disk["stored_units"] > 0 and d["rules"]["disk"]["capacity_units"] == 32768
+    # SGLang's file storage tier below HiCache: 8,388,608 tokens // 64-token segments = 131,072 segments
+    d = _json("--engine", "sglang", "--enable-hierarchical-cache", "--kv-tier-nvme", "1TiB",
+              "--hicache-storage-prefetch-policy", "wait_complete")
+    assert d["tier_stats"]["disk"]["capacity_units"] == 131072 and d["rules"]["disk"]["unit"] == "segment"
+    assert d["tier_stats"]["disk"]["stored_units"] == d["tier_stats"]["stored_units"] > 0  # all written on
 
 
 def test_hicache_write_back_is_simulated():
@@ -57,7 +63,7 @@ def test_hicache_write_back_is_simulated():
     (("--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--eviction-policy", "arc"), "LRU here"),
     (("--kv-offloading-size", "64", "--eviction-policy", "fifo"), "lru or arc"),
     (("--kv-offloading-size", "64", "--kv-tier-nvme", "1TiB"), "local_disk"),
-    (("--engine", "sglang", "--enable-hierarchical-cache", "--kv-tier-nvme", "1TiB"), "local_disk"),
+    (("--engine", "sglang", "--enable-hierarchical-cache", "--kv-tier-nvme", "1TiB"), "only wait_complete"),
     (("--kv-offloading-size", "64", "--store-threshold", "-1"), "whole number"),
 ])
 def test_rule_the_engine_lacks_is_one_paragraph_error(flags, words):

@@ -1,5 +1,5 @@
 """The host tier's opt-in rules worked by hand: vLLM 0.33's store_threshold gate, SGLang HiCache's write_back, and
-LMCache's local-disk tier below its CPU chunks (HBM → host → disk)."""
+the disk tier below host memory (HBM → host → disk): LMCache's local disk and HiCache's storage backend."""
 
 from __future__ import annotations
 
@@ -124,13 +124,33 @@ def test_lmcache_disk_tier_loads_what_host_memory_dropped(disk_gb_s, ttft_s):
     assert base.ttft_s == pytest.approx(0.02104)
 
 
+@pytest.mark.parametrize("disk_gb_s", [7.0, 25.0])
+def test_sglang_storage_prefetch_wait_complete(disk_gb_s):
+    # HiCache write_through with a host tier of 20 segments and a storage tier of 100 below it; every segment backed
+    # up to host is written on to storage. A-t0, B, C back up 16 segments each: B's evict 12 of A's from host, C's the
+    # other 4 and 12 of B's; storage keeps all 48. A-t1 arrives with nothing on device or host from its start and
+    # 1,104 ≥ 256 tokens beyond that: storage holds its first 16 segments, prefetched into host (evicting 16) in
+    # 1,024 × 131,072 B ÷ read rate before it is scheduled (wait_complete), then loaded back beside its 10.8 ms
+    # step: TTFT = 19.17 + 10.8 = 29.97 ms at 7 GB/s (recomputing: 21.04 ms), 5.37 + 10.8 = 16.17 ms at 25 GB/s.
+    # Its 17th segment is then backed up: host 16 × 3 + 16 + 1 = 65 stored, 12 + 16 + 16 + 1 = 45 evicted;
+    # storage 49 stored, none evicted.
+    host = HostTier(20, BPT, 51.2e9, 51.2e9, disk_capacity_units=100, disk_read_bytes_per_s=disk_gb_s * 1e9)
+    run = simulate_offload(_two_turns(), SGLANG, COST, host)
+    t = run.tiers
+    fetch_s = 1024 * BPT / (disk_gb_s * 1e9)
+    assert (t.hbm_hit_tokens, t.host_hit_tokens, t.disk.hit_tokens) == (0, 0, 1024)
+    assert t.disk.load_s == pytest.approx(fetch_s)
+    assert (t.stored_units, t.evicted_units, t.disk.stored_units, t.disk.evicted_units) == (65, 45, 49, 0)
+    assert _rec(run, "A-t1").ttft_s == pytest.approx(fetch_s + 0.0108)
+
+
 def test_rules_refused_where_the_engine_has_none():
     with pytest.raises(InputError, match="LMCache's chunks have no such gate"):
         simulate_offload(_two_turns(), VLLM, COST, HostTier(10, 1.0, 1.0, 1.0, chunk_tokens=256, store_threshold=2))
     with pytest.raises(InputError, match="native connector has none"):
         simulate_offload(_two_turns(), VLLM, COST, HostTier(10, 1.0, 1.0, 1.0, disk_capacity_units=5,
                                                             disk_read_bytes_per_s=1.0))
-    with pytest.raises(InputError, match="storage backend is not simulated"):
+    with pytest.raises(InputError, match="SGLang HiCache has no such gate"):
         simulate_offload(_two_turns(), SGLANG, COST, HostTier(10, 1.0, 1.0, 1.0, store_threshold=2))
     with pytest.raises(InputError, match="store_threshold must be an integer"):
         HostTier(10, 1.0, 1.0, 1.0, store_threshold=-1)

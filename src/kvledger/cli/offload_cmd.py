@@ -29,9 +29,11 @@ def offload(
                                         help="vLLM 0.33 native: store a block on its Nth offer (≥ 2; 0/1: off)."),
     eviction_policy: str = typer.Option("lru", "--eviction-policy", help="vLLM native host cache: lru or arc."),
     kv_tier_nvme: str | None = typer.Option(None, "--kv-tier-nvme",
-                                            help="LMCache local_disk below host memory, GiB per GPU (e.g. 1TiB)."),
+                                            help="Disk tier below host, GiB/GPU: LMCache local_disk / HiCache file."),
     nvme_read_bandwidth: float = typer.Option(7.0, "--nvme-read-bandwidth",
                                               help="Disk read GB/s (assumption: one PCIe Gen4 x4 drive)."),
+    hicache_storage_prefetch_policy: str = typer.Option("timeout", "--hicache-storage-prefetch-policy",
+                                                        help="SGLang storage tier (--kv-tier-nvme): wait_complete."),
     workload: str = typer.Option("chat", "--workload", help="Session shape: chat or agent (sessions.py presets)."),
     sessions: int = typer.Option(200, "--sessions", help="Sessions to simulate, count."),
     session_rate: float = typer.Option(0.2, "--session-rate", help="Session starts per second (Poisson)."),
@@ -67,6 +69,7 @@ def offload(
                          nvme_read_bytes_per_s=nvme_read_bandwidth * 1e9)
     rep = analyse_offload(load_model(model), resolve_gpu(gpu), settings, tiers, workload=workload,
                           store_threshold=store_threshold, eviction_policy=eviction_policy,
+                          prefetch_policy=hicache_storage_prefetch_policy,
                           num_sessions=sessions, session_rate=session_rate, seed=seed, compare_gpus=compare_gpus,
                           gpu_usd_per_hour=gpu_usd_per_hour, host_usd_per_gib_hour=host_usd_per_gib_hour)
     if as_json:

@@ -8,8 +8,8 @@ from typing import Any
 
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.config import EngineConfig
-from kvledger.dynamics.engine.hicache_write_back import WriteBackHiCacheKVManager
-from kvledger.dynamics.engine.offload import HiCacheRadixKVManager, HostTier, OffloadingPagedKVManager
+from kvledger.dynamics.engine.hicache_storage import hicache_manager_class
+from kvledger.dynamics.engine.offload import HostTier, OffloadingPagedKVManager
 from kvledger.dynamics.engine.offload_tiers import TieredPagedKVManager, needs_tiered_manager
 from kvledger.dynamics.outputs.metrics import LatencyStats
 from kvledger.dynamics.simulator import SimResult, simulate
@@ -67,11 +67,10 @@ def offload_kv_factory(host: HostTier, managers: list):
 
     def make(cfg: EngineConfig, index: int):
         if cfg.prefix_caching_policy == "sglang":
-            if needs_tiered_manager(host):
-                raise InputError("store_threshold and the disk tier are vLLM-side rules (its native CPU offloading "
-                                 "and LMCache's local_disk); SGLang HiCache's storage backend is not simulated")
-            cls = WriteBackHiCacheKVManager if host.write_policy == "write_back" else HiCacheRadixKVManager
-            m = cls((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.block_size, host=host)
+            if host.store_threshold >= 2:
+                raise InputError("store_threshold is an option of vLLM's native CPU offloading (0.33.0); SGLang "
+                                 "HiCache has no such gate")
+            m = hicache_manager_class(host)((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.block_size, host=host)
         else:
             if cfg.blocks_for_tokens is not None or cfg.kv_allocation != "paged" or cfg.batching == "vllm_v0":
                 raise InputError("the host KV tier is modelled for vLLM v1's paged full-attention pool and SGLang's "
@@ -98,7 +97,7 @@ class TierStats:
         stores_skipped: offered blocks vLLM's ``store_threshold`` kept out of the host (with a gate only), count.
         write_back_tokens / write_back_s: HiCache write_back's copies on eviction and Σ their time on the steps
             (under write_back only), tokens and s.
-        disk: the tier below the host (LMCache local_disk; with one only).
+        disk: the tier below the host (LMCache local_disk, HiCache storage; with one only).
     """
 
     __json_optional__ = ("stores_skipped", "write_back_tokens", "write_back_s", "disk")
@@ -124,12 +123,13 @@ class TierStats:
 
 @dataclass(frozen=True)
 class DiskStats:
-    """The disk tier's figures (offload_tiers.py), all replicas.
+    """The disk tier's figures (offload_tiers.py, hicache_storage.py), all replicas.
 
     Attributes:
-        capacity_units: chunks per replica. hit_tokens / hit_rate: tokens loaded from disk, and their share of the
-        prompt tokens. loaded_bytes: disk → HBM bytes. load_s: Σ disk load time (on TTFT), s. read_bytes_per_s: the
-        tier's read bandwidth, B/s. stored_units / evicted_units: chunks written to / dropped from disk.
+        capacity_units: LMCache chunks or HiCache segments per replica. hit_tokens / hit_rate: tokens read from disk
+        (HiCache: prefetched into host memory, then loaded back from there), and their share of the prompt tokens.
+        loaded_bytes: bytes read from disk. load_s: Σ disk read time (on TTFT), s. read_bytes_per_s: the tier's read
+        bandwidth, B/s. stored_units / evicted_units: units written to / dropped from disk.
     """
 
     capacity_units: int
@@ -167,7 +167,10 @@ def _stats(managers: list, host: HostTier, duration_s: float) -> TierStats:
     h = sum(m.prefix_stats.hits - (m.host_hit_tokens if isinstance(m,
                                                                    OffloadingPagedKVManager) else 0) for m in managers)
     d = sum(getattr(m, "disk_hit_tokens", 0) for m in managers)
-    h -= d  # disk loads enter the GPU cache the same way
+    if managers and isinstance(managers[0], OffloadingPagedKVManager):
+        h -= d  # LMCache's disk loads enter the GPU cache as the host's do
+    else:
+        c -= d  # HiCache's storage prefetch lands in host memory and is loaded back from there
     occ = sorted(x for m in managers for x in m.occupancy)
     step = max(1, len(occ) // 200)
     loaded = c * host.bytes_per_token

@@ -68,7 +68,7 @@ def render_offload(rep: OffloadReport, console) -> None:
 
 
 def _rule_rows(s, row) -> None:
-    """Rows for the opt-in rules that ran: vLLM's store gate, HiCache write_back, LMCache's disk tier."""
+    """Rows for the opt-in rules that ran: vLLM's store gate, HiCache write_back, the disk tier."""
     if s.stores_skipped is not None:
         row("stores skipped (store_threshold)", f"{s.stores_skipped:,} blocks", "—", "—")
     if s.write_back_s is not None:
@@ -78,5 +78,5 @@ def _rule_rows(s, row) -> None:
         row("prefix hit rate, disk", f"{d.hit_rate:.3f}", "—", "—")
         row("tokens loaded from disk", f"{d.hit_tokens:,} ({d.loaded_bytes / 1e9:,.2f} GB)", "—", "—")
         row("disk load time (Σ, on TTFT)", f"{d.load_s:.3f} s at {d.read_bytes_per_s / 1e9:g} GB/s", "—", "—")
-        row("disk chunks stored / evicted / capacity", f"{d.stored_units:,} / {d.evicted_units:,} / "
+        row("disk units stored / evicted / capacity", f"{d.stored_units:,} / {d.evicted_units:,} / "
             f"{d.capacity_units:,}", "—", "—")

@@ -79,7 +79,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
                     workload: str = "chat", num_sessions: int = 200, session_rate: float = 0.2, seed: int = 0,
                     segment_tokens: int = 64, compare_gpus: int | None = None, gpu_usd_per_hour: float | None = None,
                     host_usd_per_gib_hour: float | None = None, store_threshold: int = 0,
-                    eviction_policy: str = "lru") -> OffloadReport:
+                    eviction_policy: str = "lru", prefetch_policy: str = "timeout") -> OffloadReport:
     """Plan the tiers, then simulate ``num_sessions`` synthetic sessions with and without the host tier.
 
     Raises:
@@ -98,7 +98,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
     cfg, _ = engine_config_from_plan(plan, policy="sglang" if settings.engine == "sglang" else None)
     chunk = LMCACHE_CHUNK_TOKENS if settings.engine != "sglang" and tiers.kv_offloading_backend == "lmcache" else 0
     unit = segment_tokens if cfg.prefix_caching_policy == "sglang" else chunk or cfg.block_size
-    host = sim_host_tier(tp, settings, tiers, unit, chunk, store_threshold, eviction_policy)
+    host = sim_host_tier(tp, settings, tiers, unit, chunk, store_threshold, eviction_policy, prefetch_policy)
     shape = SESSION_SHAPES[workload]
     from dataclasses import replace
 
@@ -151,9 +151,10 @@ def tier_cost(host_bytes: float, gpus_per_replica: int, compare_gpus: int | None
 
 
 def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, unit: int, chunk: int,
-                  store_threshold: int, eviction_policy: str) -> HostTier:
+                  store_threshold: int, eviction_policy: str, prefetch_policy: str = "timeout") -> HostTier:
     """The simulator's host tier for the plan's (``unit`` tokens per host unit; ``chunk``: LMCache's chunk or 0), with
-    vLLM's opt-in host-cache options and, under LMCache, the plan's NVMe tier below it as LMCache's local_disk.
+    vLLM's opt-in host-cache options and the plan's NVMe tier below it: LMCache's local_disk or SGLang HiCache's file
+    storage backend (``prefetch_policy``: SGLang's ``--hicache-storage-prefetch-policy``).
 
     Raises:
         InputError: an option the engine or backend does not have, one paragraph each.
@@ -179,12 +180,18 @@ def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, uni
                          "--engine vllm with --kv-offloading-backend native.")
     disk_units = 0
     if disk_t is not None:
-        if not chunk:
+        if native:
             raise InputError("--kv-tier-nvme in offload simulates LMCache's local_disk backend below its CPU chunks "
-                             "(--kv-offloading-backend lmcache); vLLM's native connector and SGLang HiCache's storage "
-                             "backend have no disk tier in the simulator. The plan still sizes and prices one: "
-                             "kvledger plan ... --kv-tier-nvme SIZE.")
-        disk_units = disk_t.capacity_tokens // chunk
+                             "(--kv-offloading-backend lmcache) or SGLang HiCache's file storage backend; vLLM's "
+                             "native connector has no disk tier in the simulator. The plan still sizes and prices "
+                             "one: kvledger plan ... --kv-tier-nvme SIZE.")
+        if settings.engine == "sglang" and prefetch_policy != "wait_complete":
+            raise InputError(f"--hicache-storage-prefetch-policy {prefetch_policy}: SGLang 0.5.23 stops a storage "
+                             "prefetch at (best_effort) or a timeout after (timeout, its default) the first scheduling "
+                             "attempt that finds it unfinished, a time the simulator's KV managers do not see; only "
+                             "wait_complete (the request waits for the whole prefetch) is simulated. Pass "
+                             "--hicache-storage-prefetch-policy wait_complete.")
+        disk_units = disk_t.capacity_tokens // unit
     return HostTier(host_t.capacity_tokens // unit, tp.bytes_per_token, host_t.read_bytes_per_s,
                     host_t.write_bytes_per_s, tiers.hicache_write_policy if settings.engine == "sglang" else
                     "write_through", eviction=eviction_policy, chunk_tokens=chunk, store_threshold=store_threshold,
@@ -203,7 +210,12 @@ def sim_rules(host: HostTier) -> dict[str, Any] | None:
     if host.write_policy == "write_back":
         out["hicache_write_policy"] = {"value": "write_back",
                                        "source": "SGLang 0.5.23 mem_cache/unified_radix_cache.py (backup on eviction)"}
-    if host.disk_capacity_units:
-        out["disk"] = {"capacity_chunks": host.disk_capacity_units, "read_bytes_per_s": host.disk_read_bytes_per_s,
+    if host.disk_capacity_units and host.chunk_tokens:
+        out["disk"] = {"capacity_units": host.disk_capacity_units, "unit": "chunk",
+                       "read_bytes_per_s": host.disk_read_bytes_per_s,
                        "source": "LMCache 0.5.6 v1/storage_backend/local_disk_backend.py, storage_manager.py"}
+    elif host.disk_capacity_units:
+        out["disk"] = {"capacity_units": host.disk_capacity_units, "unit": "segment",
+                       "read_bytes_per_s": host.disk_read_bytes_per_s, "prefetch_policy": "wait_complete",
+                       "source": "SGLang 0.5.23 mem_cache/unified_radix_cache.py (storage backend file)"}
     return out or None
