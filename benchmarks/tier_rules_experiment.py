@@ -1,6 +1,7 @@
 """The host tier's opt-in rules on the coding-agent workload of offload_experiment.py (docs/offload.md): SGLang
-HiCache write_through against write_back; vLLM's host LRU against ARC and store_threshold 2; LMCache's CPU chunks
-with and without its local disk below them.
+HiCache write_through against write_back, and a 0.5× host tier with and without the file storage tier below it
+(wait_complete); vLLM's host LRU against ARC and store_threshold 2; LMCache's CPU chunks with and without its local
+disk below them.
 
     PYTHONPATH=src python benchmarks/tier_rules_experiment.py [--sessions 120] [--rate 0.15]
 """
@@ -52,17 +53,19 @@ def main() -> None:
           f"   (no tier)        CPU s")
     model, gpu = load_model("meta-llama/Llama-3.1-8B"), get_gpu("H100")
     for engine, runs in (("sglang", (("write_through", {}), ("write_back", {"write_policy": "write_back"}))),
+                         ("sglang-0.5x", (("write_through", {}), ("+ storage 1TiB", {"disk": 1024}))),
                          ("vllm", (("lru", {}), ("arc", {"eviction": "arc"}),
                                    ("store_threshold 2", {"store_threshold": 2}))),
                          ("lmcache", (("cpu 0.5x", {}), ("cpu 0.5x + disk 1TiB", {"disk": 1024})))):
-        plan = build_plan(model, gpu, make_settings(engine="sglang" if engine == "sglang" else "vllm"),
+        plan = build_plan(model, gpu, make_settings(engine="sglang" if engine.startswith("sglang") else "vllm"),
                           with_advice=False)
         m = plan.memory
         hbm_tokens = m.usable_blocks * m.block_size
-        if engine == "sglang":  # SGLang's default host pool: 2 × the device pool
+        if engine.startswith("sglang"):  # SGLang's default host pool: 2 × the device pool; or 0.5 ×
             cfg = EngineConfig(num_gpu_blocks=m.usable_blocks + 1, block_size=1, max_model_len=32768,
                                max_num_seqs=1024, prefix_caching_policy="sglang", batching="sglang")
-            ts, unit, chunk = TierSettings(enable_hierarchical_cache=True, hicache_ratio=2.0), SEG, 0
+            ratio = 0.5 if engine.endswith("0.5x") else 2.0
+            ts, unit, chunk = TierSettings(enable_hierarchical_cache=True, hicache_ratio=ratio), SEG, 0
         else:
             cfg = EngineConfig(num_gpu_blocks=m.num_gpu_blocks, max_model_len=32768, max_num_seqs=1024)
             ratio, chunk = (2.0, 0) if engine == "vllm" else (0.5, 256)
@@ -75,7 +78,7 @@ def main() -> None:
             tp = build_tier_plan(plan, TierSettings(**{**ts.__dict__, "nvme_gib": gib}))
             host_t, disk_t = tp.tier("host_dram"), tp.tier("nvme")
             if disk_t is not None:
-                opts.update(disk_capacity_units=disk_t.capacity_tokens // chunk,
+                opts.update(disk_capacity_units=disk_t.capacity_tokens // unit,
                             disk_read_bytes_per_s=disk_t.read_bytes_per_s)
             host = HostTier(host_t.capacity_tokens // unit, tp.bytes_per_token, host_t.read_bytes_per_s,
                             host_t.write_bytes_per_s, chunk_tokens=chunk, **opts)

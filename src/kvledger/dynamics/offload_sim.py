@@ -126,8 +126,9 @@ class DiskStats:
     """The disk tier's figures (offload_tiers.py, hicache_storage.py), all replicas.
 
     Attributes:
-        capacity_units: LMCache chunks or HiCache segments per replica. hit_tokens / hit_rate: tokens read from disk
-        (HiCache: prefetched into host memory, then loaded back from there), and their share of the prompt tokens.
+        capacity_units: LMCache chunks or HiCache segments per replica. hit_tokens / hit_rate: tokens the disk served
+        (LMCache: loaded; HiCache: prefetched into host memory and loaded back from there at the request's admission),
+        and their share of the prompt tokens.
         loaded_bytes: bytes read from disk. load_s: Σ disk read time (on TTFT), s. read_bytes_per_s: the tier's read
         bandwidth, B/s. stored_units / evicted_units: units written to / dropped from disk.
     """
@@ -166,11 +167,14 @@ def _stats(managers: list, host: HostTier, duration_s: float) -> TierStats:
     # vLLM's loaded blocks enter the GPU cache before admission and count there as hits too: not HBM's own
     h = sum(m.prefix_stats.hits - (m.host_hit_tokens if isinstance(m,
                                                                    OffloadingPagedKVManager) else 0) for m in managers)
-    d = sum(getattr(m, "disk_hit_tokens", 0) for m in managers)
-    if managers and isinstance(managers[0], OffloadingPagedKVManager):
-        h -= d  # LMCache's disk loads enter the GPU cache as the host's do
+    paged = bool(managers) and isinstance(managers[0], OffloadingPagedKVManager)
+    # tokens the disk tier served: LMCache's loads (they enter the GPU cache as the host's do), HiCache's prefetched
+    # tokens loaded back at admission (they came through host memory)
+    d = sum(getattr(m, "disk_hit_tokens" if paged else "disk_served_tokens", 0) for m in managers)
+    if paged:
+        h -= d
     else:
-        c -= d  # HiCache's storage prefetch lands in host memory and is loaded back from there
+        c -= d
     occ = sorted(x for m in managers for x in m.occupancy)
     step = max(1, len(occ) // 200)
     loaded = c * host.bytes_per_token
@@ -189,7 +193,8 @@ def _extras(managers: list, host: HostTier, q: int, d: int) -> tuple:
     wb_s = sum(getattr(m, "write_back_s", 0.0) for m in managers) if wb else None
     disk = None
     if host.disk_capacity_units > 0:
-        disk = DiskStats(host.disk_capacity_units, d, d / q if q else 0.0, d * host.bytes_per_token,
+        read = sum(m.disk_hit_tokens for m in managers)
+        disk = DiskStats(host.disk_capacity_units, d, d / q if q else 0.0, read * host.bytes_per_token,
                          sum(m.disk_load_s for m in managers), host.disk_read_bytes_per_s,
                          sum(m.disk.stored for m in managers), sum(m.disk.evicted for m in managers))
     return skipped, wb_tokens, wb_s, disk

@@ -81,7 +81,9 @@ class _Storage:
         self.disk = DiskLRU(host.disk_capacity_units)
         self.lru = HostWithStorage(self.lru, self.disk)
         self.disk_hit_tokens = 0  # tokens prefetched from storage into host memory, tokens
+        self.disk_served_tokens = 0  # of those, tokens loaded back to the device at the request's admission, tokens
         self.disk_load_s = 0.0  # Σ prefetch time (on TTFT), s
+        self._prefetched: dict[int, tuple[int, int]] = {}  # request uid → the token span it prefetched
 
     def begin_load(self, req: SimRequest) -> float:
         """Prefetch from storage what lies beyond the request's device + host match; the time it waits, s."""
@@ -105,7 +107,19 @@ class _Storage:
         t = n * S * self.host.bytes_per_token / self.host.disk_read_bytes_per_s
         self.disk_hit_tokens += n * S
         self.disk_load_s += t
+        self._prefetched[req.uid] = (i * S, (i + n) * S)
         return t
+
+    def admit(self, req, handle, num_new_tokens, must_fit_tokens, reserve_tokens=0) -> bool:
+        """HiCache's admission; the part of its host load that the request's own prefetch brought counts as served
+        from storage (the rest was on host already; a prefetched segment evicted from host before is recomputed)."""
+        if not super().admit(req, handle, num_new_tokens, must_fit_tokens, reserve_tokens):
+            return False
+        span = self._prefetched.pop(req.uid, None)
+        if span is not None:
+            _, matched, host = handle
+            self.disk_served_tokens += max(0, min(span[1], matched + host) - max(span[0], matched))
+        return True
 
 
 class StorageHiCacheKVManager(_Storage, HiCacheRadixKVManager):
