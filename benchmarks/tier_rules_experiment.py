@@ -37,7 +37,7 @@ def _row(name: str, run, cpu_s: float) -> None:
     if t.write_back_s is not None:
         extra.append(f"write-back {t.write_back_tokens:,} tok {t.write_back_s:.2f} s")
     if t.disk:
-        extra.append(f"disk load {t.disk.load_s:.2f} s, {t.disk.stored_units:,} chunks")
+        extra.append(f"disk load {t.disk.load_s:.2f} s, {t.disk.stored_units:,} units")
     print(f"{name:<26} {t.hbm_hit_rate:7.3f} {t.host_hit_rate:8.3f} {disk:7.3f} {t.stored_units:>9,} "
           f"{a.mean:9.3f} {a.p50:8.3f}   ({b.mean:.3f}, {b.p50:.3f})  {cpu_s:5.1f}  {'; '.join(extra)}")
 
