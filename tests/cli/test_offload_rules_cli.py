@@ -56,6 +56,22 @@ def test_hicache_write_back_is_simulated():
     assert wt["stored_units"] > 0 and "write_back_s" not in wt
 
 
+def test_simulate_takes_hicache_write_back():
+    # simulate's tier flags (cli/tier_opts.py) reach the same simulated host tier, write_back included: 8 chat
+    # sessions fit in HBM, so under write_back nothing is evicted and nothing reaches the host, where write_through
+    # copies every segment as it enters the tree
+    stored = {}
+    for policy in ("write_through", "write_back"):
+        r = runner.invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--workload", "chat",
+                                "--sessions", "8", "--session-rate", "1", "--max-model-len", "32K", "--policy",
+                                "sglang", "--enable-hierarchical-cache", "--hicache-write-policy", policy, "--json"],
+                          catch_exceptions=False)
+        t = json.loads(r.stdout)["kv_tiers"]
+        assert t["host_tier"]["write_policy"] == policy
+        stored[policy] = t["per_tier"][1]["stored_units"]
+    assert stored["write_back"] == 0 < stored["write_through"]
+
+
 @pytest.mark.parametrize("flags, words", [
     (("--engine", "sglang", "--enable-hierarchical-cache", "--store-threshold", "2"), "no such gate"),
     (("--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--store-threshold", "2"), "no such gate"),

@@ -72,7 +72,6 @@ def test_session_workload_without_a_tier_and_a_trace_without_tier_flags():
     (["--kv-offloading-size", "64", "--kv-offloading-backend", "foo"], "must be native or lmcache"),
     (["--kv-offloading-size", "lots"], "cannot read 'lots' as a size"),
     (["--kv-offloading-size", "64", "--engine-version", "0.11.0"], "arrive in 0.11.1"),
-    (["--policy", "sglang", "--enable-hierarchical-cache", "--hicache-write-policy", "write_back"], "not simulated"),
     (["--hicache-write-policy", "write_through"], "give no host tier"),
     (["--kv-offloading-size", "64", "--no-enable-prefix-caching"], "prefix caching off"),
 ])

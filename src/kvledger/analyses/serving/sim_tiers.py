@@ -105,7 +105,7 @@ def host_tier_for(setup: SimSetup, tiers: TierSettings) -> tuple[HostTier, TierP
 
     Raises:
         InputError: tier flags the engine refuses or ignores, a model it cannot offload (the plan's rules), no host
-            tier, a write policy the simulator does not model, or a cache of the other engine.
+            tier, or a cache of the other engine.
     """
     plan = setup.plan
     engine = plan.settings.engine
@@ -121,9 +121,6 @@ def host_tier_for(setup: SimSetup, tiers: TierSettings) -> tuple[HostTier, TierP
         raise InputError(f"the {engine} host tier needs {engine}'s own prefix cache, but the run uses "
                          f"--prefix-caching-policy {cfg.prefix_caching_policy}: drop --prefix-caching-policy, or use "
                          "--policy sglang for SGLang's HiCache")
-    if engine == "sglang" and tiers.hicache_write_policy == "write_back":
-        raise InputError("--hicache-write-policy write_back (backup on device eviction) is priced by `kvledger plan` "
-                         "but not simulated; use write_through or write_through_selective")
     chunk = LMCACHE_CHUNK_TOKENS if engine != "sglang" and tiers.kv_offloading_backend == "lmcache" else 0
     unit = _segment_tokens(setup.workload) if radix else chunk or cfg.block_size
     host = HostTier(t.capacity_tokens // unit, tp.bytes_per_token, t.read_bytes_per_s, t.write_bytes_per_s,
