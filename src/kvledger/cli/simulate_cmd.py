@@ -19,7 +19,9 @@ _TIERS = GroupUse(TierFlags, help={
     "enable_hierarchical_cache": "With --policy sglang: SGLang HiCache, a host KV tier.",
     "hicache_ratio": "With --policy sglang: host pool / device pool (default 2.0).",
     "hicache_size": "With --policy sglang: host pool in GB (10^9 B) per GPU; overrides the ratio.",
-    "hicache_write_policy": "With --policy sglang: write_through (default) or write_through_selective."})
+    "hicache_write_policy": "With --policy sglang: write_through (default), write_through_selective or write_back.",
+    "hicache_storage_prefetch_policy": "With --policy sglang and --kv-tier-nvme: SGLang's storage prefetch policy; "
+                                       "only wait_complete is simulated."})
 
 
 @with_groups(workload=WorkloadFlags, sessions=SessionFlags, engine=EngineFlags, tiers=_TIERS)
@@ -53,7 +55,7 @@ def simulate(
 
     session_run = check_session_flags(sessions, workload)
     args, synthetic = sim_request(model, gpu, workload, engine)
-    tier = tier_settings(tiers) if tiers_given(tiers) else None
+    tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None
     if out is not None:
         from kvledger.cli.outputs import prepare_output_dir
 
@@ -92,7 +94,7 @@ def simulate(
         if tier_report is not None:
             from kvledger.report.sim_tiers_view import render_sim_tiers
 
-            render_sim_tiers(tier_report, Console())
+            render_sim_tiers(tier_report, Console(), sessions=session_run)
 
 
 def _run(setup, args, record_steps: bool, show_progress: bool, record_token_times: bool):

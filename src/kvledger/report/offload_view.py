@@ -13,8 +13,9 @@ if TYPE_CHECKING:
 __all__ = ["render_offload", "tier_verdict_line"]
 
 
-def tier_verdict_line(j) -> str:
-    """The answer first: whether the host tier adds prefix hits on these sessions, and why not when it does not."""
+def tier_verdict_line(j, sessions: bool = True) -> str:
+    """The answer first: whether the host tier adds prefix hits on this workload, and why not when it does not
+    (``sessions``: a session workload, whose flags the hint names; else a trace, whose load flags it names)."""
     if j["helps"]:
         return (f"The host tier helps this workload: it serves {j['host_hit_rate']:.1%} of prompt tokens that HBM "
                 f"had evicted (simulated below).")
@@ -22,9 +23,11 @@ def tier_verdict_line(j) -> str:
            f"({j['reused_tokens']:,}) when the next turn came: the sessions' working set fits in HBM")
     if j["reused_tokens"] == 0:
         why = "no turn reused an earlier prefix"
+    hint = ("more sessions in flight (--sessions, --session-rate) or longer sessions (--workload agent)" if sessions
+            else "more requests in flight (--rate, --rate-scale or --concurrency) or a trace whose shared prefixes "
+                 "return after HBM has evicted them")
     return (f"The host tier does not help this workload: it served {j['host_hit_rate']:.2%} of prompt tokens "
-            f"(under {j['threshold']:.0%}); {why}. It would help with more sessions in flight (--sessions, "
-            f"--session-rate) or longer sessions (--workload agent), whose prefixes HBM cannot keep.")
+            f"(under {j['threshold']:.0%}); {why}. It would help with {hint}, whose prefixes HBM cannot keep.")
 
 
 def render_offload(rep: OffloadReport, console) -> None:
