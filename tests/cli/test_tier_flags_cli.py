@@ -120,3 +120,33 @@ def test_sglang_errors_name_the_flag_that_chose_the_engine(command, engine):
         res = runner.invoke(app, [*base, *engine, *flags])
         assert isinstance(res.exception, InputError), res.output
         assert words in str(res.exception) and "\n" not in str(res.exception)
+
+
+def test_goodput_simulate_runs_the_host_tier_as_simulate_does():
+    trace = ["--trace", "mooncake", "--num-requests", "30", "--kv-offloading-size", "64", "--store-threshold", "2"]
+    g = _json("goodput", "--simulate", *MODEL, "--slo", "ttft=60s", *trace)
+    k = _json("simulate", *MODEL, *trace)["kv_tiers"]
+    # the same run (seeded trace, the host tier from sim_host_tier): the same tier block, TTFTs and rules
+    assert g["kv_tiers"]["per_tier"] == k["per_tier"] and g["kv_tiers"]["rules"] == k["rules"]
+    assert g["kv_tiers"]["ttft_s_with_tier"] == k["ttft_s_with_tier"]
+    # 64 GiB // 2 MiB per 16-token block = 32,768 blocks; every TTFT under 60 s (simulate's p99 < 10 s): 30 of 30 good
+    assert g["kv_tiers"]["host_tier"]["capacity_units"] == 32_768 and (g["num_requests"], g["num_good"]) == (30, 30)
+
+
+@pytest.mark.parametrize(("extra", "words"), [
+    (["--target", "0.9"], "--target searches the SLO boundary without a host KV tier"),
+    (["--policy", "sglang"], "--kv-offloading-size is a vLLM flag; with --policy sglang"),
+    (["--eviction-policy", "mru"], "--eviction-policy must be lru or arc"),
+])
+def test_goodput_simulate_tier_errors(extra, words):
+    res = runner.invoke(app, ["goodput", "--simulate", *MODEL, "--slo", "ttft=1s", "--num-requests", "20",
+                              "--kv-offloading-size", "64", *extra])
+    assert isinstance(res.exception, InputError), res.output
+    assert words in str(res.exception) and "\n" not in str(res.exception)
+
+
+def test_goodput_of_files_refuses_tier_flags(tmp_path):
+    f = tmp_path / "run.json"
+    f.write_text("{}")
+    res = runner.invoke(app, ["goodput", str(f), "--slo", "ttft=1s", "--kv-offloading-size", "64"])
+    assert isinstance(res.exception, InputError) and "--kv-offloading-size describe a simulation" in str(res.exception)

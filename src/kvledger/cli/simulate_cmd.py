@@ -10,18 +10,13 @@ import typer
 
 from kvledger import strict_json
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, SessionFlags, TierFlags, WorkloadFlags, with_groups
+from kvledger.cli.sim_opts import TIER_HELP
 
 __all__ = ["register"]
 
 OUT_FILES = ("records.parquet", "steps.parquet", "trace.json", "summary.json")
 #: the tier flags as simulate takes them: SGLang's apply with --policy sglang (SGLang's memory plan and radix cache)
-_TIERS = GroupUse(TierFlags, help={
-    "enable_hierarchical_cache": "With --policy sglang: SGLang HiCache, a host KV tier.",
-    "hicache_ratio": "With --policy sglang: host pool / device pool (default 2.0).",
-    "hicache_size": "With --policy sglang: host pool in GB (10^9 B) per GPU; overrides the ratio.",
-    "hicache_write_policy": "With --policy sglang: write_through (default), write_through_selective or write_back.",
-    "hicache_storage_prefetch_policy": "With --policy sglang and --kv-tier-nvme: SGLang's storage prefetch policy; "
-                                       "only wait_complete is simulated."})
+_TIERS = GroupUse(TierFlags, help=TIER_HELP)
 
 
 @with_groups(workload=WorkloadFlags, sessions=SessionFlags, engine=EngineFlags, tiers=_TIERS)
