@@ -113,9 +113,11 @@ def sglang_lines(sgl) -> list[str]:
     out = []
     for x in sgl:
         out.append(f"  {x.row_id} {x.version}, {x.gpu}, {x.topology} ({x.source_url})")
-        out += [f"      {t.term:28s} predicted {t.predicted:>14,.4f}  printed {t.printed:>14,.4f}  "
-                f"{t.rel_error * 100:+7.2f}%" + (f" [{t.low:,.4f}–{t.high:,.4f}] {'inside' if t.inside else 'OUTSIDE'}"
-                                                if t.low is not None else "") for t in x.terms + x.from_printed]
+        for t in x.terms + x.from_printed:
+            f = ",.0f" if "tokens" in t.term else ".4f"
+            rng = f" [{t.low:{f}}–{t.high:{f}}] {'inside' if t.inside else 'OUTSIDE'}" if t.low is not None else ""
+            out.append(f"      {t.term:28s} predicted {t.predicted:>14{f}}  printed {t.printed:>14{f}}  "
+                       f"{t.rel_error * 100:+7.2f}%{rng}")
     av = [t for x in sgl for t in x.terms if t.term == "available KV"]
     ins = [t for x in sgl for t in x.terms if t.inside is not None and t.low != t.high]
     fp = [t for x in sgl for t in x.from_printed]
