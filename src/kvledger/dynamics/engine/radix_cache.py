@@ -250,6 +250,19 @@ class RadixKVManager(RadixStretches):
         self.held_slots += need
         return True
 
+    def add_slots(self, req: SimRequest, num_slots: int) -> None:
+        """A request's decode slots taken without eviction (an arrival stretch's settling, fast/sglang_settle.py):
+        the free slots may go below 0 until ``settle_overdraft``."""
+        req.private_tokens += num_slots
+        req.covered_tokens += num_slots
+        self.private_tokens += num_slots
+        self.held_slots += num_slots
+
+    def settle_overdraft(self) -> None:
+        """Evict least-recently-used leaves until no slot is overdrawn (after ``add_slots``)."""
+        if self.num_free_tokens < 0:
+            self._evict(0)
+
     def after_prefill_step(self, req: SimRequest) -> None:
         """SGLang ``cache_unfinished_req``: newly computed whole segments become matchable."""
         self._insert(req, req.num_computed_tokens)

@@ -1,0 +1,132 @@
+"""Settling an SGLang arrival stretch (sglang_stretch.py): radix cache, KV usage, token times and runs, counters and
+records at once.
+
+The radix cache is replayed in step order: each prefill step's admissions (``RadixKVManager.admit``, at the root:
+nothing shared) and each finished request's free (``free``: its tokens become a leaf), so the tree's clock, leaves
+and LRU order are those of step-by-step execution; a request's decode slots are added just before its free, the
+survivors' at the end, and the least-recently-used leaves are evicted once, where the free slots fall short
+(``settle_overdraft``). The same leaves go as step by step: frees do not change the free slots (tokens move from a
+request to the tree), so after any step the free slots are the slots free at the start, less those taken, plus those
+evicted; eviction always takes the oldest unlocked leaf and every leaf freed later is newer, so step by step the
+evicted leaves are the shortest prefix of the LRU order whose tokens cover, with the free slots at the start, the
+slots taken by then, and at the end the shortest prefix covering all the slots taken — the prefix evicted here
+(tests/dynamics/test_sglang_fast_exact.py compares the tree, leaf by leaf).
+
+Token runs: a running request emits in every decode step; each prefill step while it runs closes its run (as
+``Replica._skipped`` does) and the next decode step opens one.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+import numpy as np
+
+from kvledger.dynamics.engine.request_state import RUNNING
+
+__all__ = ["settle"]
+
+
+def settle(rep, run, out: list) -> None:
+    """Radix cache, usage, token times, counters and records of the ``run.K`` steps of ``run`` (an
+    ``_SGLangStretch``)."""
+    kv, sched, K, D = rep.kv, rep.sched, run.K, run.D
+    step0, dsteps, prefills = rep.num_steps, run.dsteps, run.prefills
+    used0 = kv.tree_tokens - kv.evictable_tokens + kv.private_tokens
+    held0 = kv.held_slots
+    times = np.fromiter(run.ends, np.float64, K + 1)
+    rep.push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
+    rep.now_s = run.ends[K]
+    is_prefill = bytearray(K + 1)
+    for p in prefills:
+        is_prefill[p] = 1
+    frees: list[int] = []  # add_stretch's [step, slots, …]
+    leaving: list[tuple[int, int]] = []  # (last step, index in lives)
+    running, finished = [], []
+    for idx, life in enumerate(run.lives):
+        r, d0, c0, m, adm = life
+        done = d0 + m <= D
+        stop = dsteps[d0 + m - 1] + 1 if done else K  # the step after its last
+        _runs(r, adm, stop, prefills, is_prefill, step0)
+        if done:
+            leaving.append((stop - 1, idx))
+            if stop < K:
+                frees += (stop, c0 + m)
+        else:
+            running.append(r)
+    leaving.sort()
+    _replay(kv, run, leaving, D)
+    for f, idx in leaving:
+        finished.append((run.lives[idx][0], step0 + f))
+    sched.running = running
+    sched.advance_decode(D)
+    rep.usage.add_stretch(times[:K], np.fromiter(run.durs, np.float64, K), kv.capacity_blocks, used0, held0, (), (),
+                          (), (), run.grants, frees, run.stored)
+    rep.ready = True
+    recs = rep.finish(finished, freed=True) if finished else []
+    if rep.sink is None:
+        out.extend((r.uid, rec) for r, rec in recs)
+
+
+def _runs(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, step0: int) -> None:
+    """The request's token runs over the stretch's steps before ``stop``: broken by each prefill step after it entered
+    (admitted in step ``adm``, or running from the start: ``adm`` −1); ``run_start`` left open (or −1, paused)."""
+    s = step0 + adm if adm >= 0 else r.run_start
+    if adm < 0 and s < 0 and not is_prefill[0]:
+        s = step0  # paused by the prefill step before the stretch: emits again from its first step
+    runs = r.runs
+    j = bisect_left(prefills, adm + 1)
+    n = len(prefills)
+    while j < n:
+        p = prefills[j]
+        if p >= stop:
+            break
+        if s >= 0:
+            runs.append((s, step0 + p))
+            s = -1
+        if p + 1 < stop and not is_prefill[p + 1]:
+            s = step0 + p + 1
+        j += 1
+    r.run_start = s
+
+
+def _replay(kv, run, leaving: list[tuple[int, int]], D: int) -> None:
+    """The radix cache's admissions and frees in step order, decode slots added before each free and at the end, then
+    one eviction (module doc); the requests' counters set."""
+    lives, admits = run.lives, run.admits
+    root = kv.root
+    ai, na = 0, len(admits)
+    for f, idx in leaving:
+        while ai < na and admits[ai][0] < f:
+            _admit(kv, admits[ai][1], root)
+            ai += 1
+        r, d0, c0, m, _ = lives[idx]
+        kv.add_slots(r, m)
+        r.num_computed_tokens = c0 + m
+        r.num_generated = r.num_output_tokens
+        r.num_tokens = r.num_prompt_tokens + r.num_output_tokens
+        kv.free(r, preempted=False)
+    while ai < na:
+        _admit(kv, admits[ai][1], root)
+        ai += 1
+    for r, d0, c0, m, _ in lives:
+        if d0 + m > D:
+            t = D - d0
+            if t:
+                kv.add_slots(r, t)
+            r.num_computed_tokens = c0 + t
+            r.num_generated = g = r.num_output_tokens - (m - t)
+            r.num_tokens = r.num_prompt_tokens + g
+    kv.settle_overdraft()
+
+
+def _admit(kv, reqs: list, root) -> None:
+    """One prefill step's admissions (``SGLangScheduler._prefill`` then ``Replica.apply_plan``, no hit)."""
+    for r in reqs:
+        p = r.num_prompt_tokens
+        if not kv.admit(r, (root, 0), p, p):
+            raise RuntimeError("sglang stretch: an admission checked on counts did not fit")
+        r.status = RUNNING
+        r.num_computed_tokens = p
+        r.num_generated = 1
+        r.num_tokens = p + 1
