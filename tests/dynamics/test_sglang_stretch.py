@@ -70,8 +70,8 @@ def workloads(draw):
     return out
 
 
-# 60 examples, about 2 s: pools from overload (refusals, retractions) to ample, with evictions in between
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 40 examples, about 2 s on a loaded machine: pools from overload (refusals, retractions) to ample, with evictions in between
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reqs=workloads(), pool_tokens=st.sampled_from([700, 1200, 2500, 6000]),
        seqs=st.sampled_from([3, 256]), budget=st.sampled_from([256, 8192]), token_times=st.booleans())
 def test_sglang_arrival_stretches_match_step_by_step_figures_and_radix_tree(reqs, pool_tokens, seqs, budget,
@@ -124,3 +124,21 @@ def test_an_arrival_is_admitted_inside_a_stretch_exactly_when_the_reservation_le
         else:
             assert len(general) > 1
         assert fast == _run(reqs, cfg, cost, False)
+
+
+def test_a_retraction_between_stretches_matches_step_by_step(monkeypatch):
+    # outputs of 6,000 tokens are reserved at SGLang's clip, 4,096: A (100 + 6,000 at t=0) and B (100 + 6,000 at
+    # 10 ms) are both admitted on 12,000 slots (B: 100 + 4,096 + 1 < 12,000 − (100 + j) − 4,096 after A's j decode
+    # steps), then need 2 × 6,100 > 12,000 slots: a decode step retracts B (fewer outputs), which returns with its
+    # tokens as a leaf of its own and a cache hit; C and D (300 + 50) arrive while A runs alone. Stretches run before
+    # and after the retraction (the general step does the retraction and B's re-admission); every figure, the tree
+    # and its evictions equal step-by-step execution's
+    ran = _count_stretches(monkeypatch)
+    reqs = [RequestSpec("A", 0.0, 100, 6000), RequestSpec("B", 0.01, 100, 6000), RequestSpec("C", 30.0, 300, 50),
+            RequestSpec("D", 30.5, 300, 50)]
+    cfg = EngineConfig(num_gpu_blocks=12001, max_model_len=8192, **SGL)
+    cost = FixedStepCost(0.004, 0.0)
+    fast = _run(reqs, cfg, cost, True, record_token_times=False)
+    assert len(ran) >= 2
+    assert json.loads(fast[0])["summary"]["num_preemptions"] == 1
+    assert fast == _run(reqs, cfg, cost, False, record_token_times=False)

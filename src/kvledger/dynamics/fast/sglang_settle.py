@@ -41,40 +41,71 @@ def settle(rep, run, out: list) -> None:
     for p in prefills:
         is_prefill[p] = 1
     frees: list[int] = []  # add_stretch's [step, slots, …]
-    leaving: list[tuple[int, int]] = []  # (last step, index in lives)
-    running, finished = [], []
+    leaving: list[tuple] = []  # (last step, index in lives, steps of its first and last tokens or None)
+    running = []
+    counted = rep.counts_gaps
+    gap_runs: list[int] = []
+    singles: list[int] = []
     for idx, life in enumerate(run.lives):
         r, d0, c0, m, adm = life
         done = d0 + m <= D
         stop = dsteps[d0 + m - 1] + 1 if done else K  # the step after its last
-        _runs(r, adm, stop, prefills, is_prefill, step0)
+        new, s = _runs(r, adm, stop, prefills, is_prefill, step0)
         if done:
-            leaving.append((stop - 1, idx))
             if stop < K:
                 frees += (stop, c0 + m)
-        else:
+            if counted:
+                leaving.append((stop - 1, idx, _walk(r.runs + new, s, step0 + stop, gap_runs, singles)))
+                continue
+            leaving.append((stop - 1, idx, None))
+        r.runs += new
+        r.run_start = s
+        if not done:
             running.append(r)
     leaving.sort()
     _replay(kv, run, leaving, D)
-    for f, idx in leaving:
-        finished.append((run.lives[idx][0], step0 + f))
     sched.running = running
     sched.advance_decode(D)
     rep.usage.add_stretch(times[:K], np.fromiter(run.durs, np.float64, K), kv.capacity_blocks, used0, held0, (), (),
                           (), (), run.grants, frees, run.stored)
     rep.ready = True
-    recs = rep.finish(finished, freed=True) if finished else []
+    if not leaving:
+        return
+    lives = run.lives
+    if counted:
+        rep.finish_counted([lives[i][0] for _, i, _ in leaving], [x for _, _, fl in leaving for x in fl], gap_runs,
+                           singles)
+        return
+    recs = rep.finish([(lives[i][0], step0 + f) for f, i, _ in leaving], freed=True)
     if rep.sink is None:
         out.extend((r.uid, rec) for r, rec in recs)
 
 
-def _runs(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, step0: int) -> None:
-    """The request's token runs over the stretch's steps before ``stop``: broken by each prefill step after it entered
-    (admitted in step ``adm``, or running from the start: ``adm`` −1); ``run_start`` left open (or −1, paused)."""
+def _walk(runs: list, s: int, end: int, gap_runs: list[int], singles: list[int]) -> tuple[int, int]:
+    """A finished request's gaps, as ``TokenTimes._count_gaps`` counts them from its runs (``runs``, then [s, end));
+    returns the steps of its first and last tokens."""
+    prev = -1
+    for a, b in runs:
+        if b - a > 1:
+            gap_runs += (a + 1, b)
+        if prev >= 0:
+            singles += (a, prev)
+        prev = b - 1
+    if end - s > 1:
+        gap_runs += (s + 1, end)
+    if prev >= 0:
+        singles += (s, prev)
+    return (runs[0][0] if runs else s), end - 1
+
+
+def _runs(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, step0: int) -> tuple[list, int]:
+    """The request's token runs closed over the stretch's steps before ``stop`` (each prefill step after it entered
+    breaks its run; admitted in step ``adm``, or running from the start: ``adm`` −1), and the start of its open run
+    (−1: paused)."""
     s = step0 + adm if adm >= 0 else r.run_start
     if adm < 0 and s < 0 and not is_prefill[0]:
         s = step0  # paused by the prefill step before the stretch: emits again from its first step
-    runs = r.runs
+    runs = []
     j = bisect_left(prefills, adm + 1)
     n = len(prefills)
     while j < n:
@@ -87,16 +118,16 @@ def _runs(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, st
         if p + 1 < stop and not is_prefill[p + 1]:
             s = step0 + p + 1
         j += 1
-    r.run_start = s
+    return runs, s
 
 
-def _replay(kv, run, leaving: list[tuple[int, int]], D: int) -> None:
+def _replay(kv, run, leaving: list[tuple], D: int) -> None:
     """The radix cache's admissions and frees in step order, decode slots added before each free and at the end, then
     one eviction (module doc); the requests' counters set."""
     lives, admits = run.lives, run.admits
     root = kv.root
     ai, na = 0, len(admits)
-    for f, idx in leaving:
+    for f, idx, _ in leaving:
         while ai < na and admits[ai][0] < f:
             _admit(kv, admits[ai][1], root)
             ai += 1
