@@ -70,7 +70,7 @@ def workloads(draw):
     return out
 
 
-# 40 examples, about 2 s on a loaded machine: pools from overload (refusals, retractions) to ample, with evictions in between
+# 40 examples, about 2 s on a loaded machine: pools from overload (refused admissions) to ample, evictions between
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reqs=workloads(), pool_tokens=st.sampled_from([700, 1200, 2500, 6000]),
        seqs=st.sampled_from([3, 256]), budget=st.sampled_from([256, 8192]), token_times=st.booleans())
