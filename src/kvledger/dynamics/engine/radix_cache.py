@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 
 from kvledger.dynamics.engine.kv_interface import PrefixCacheStats, count_admission
+from kvledger.dynamics.engine.radix_fresh import RadixFresh
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.engine.stretch_alloc import RadixStretches
 
@@ -45,7 +46,7 @@ class RadixNode:
         self.alive = True
 
 
-class RadixKVManager(RadixStretches):
+class RadixKVManager(RadixStretches, RadixFresh):
     """SGLang's radix cache over a token pool, with the same interface as :class:`PagedKVManager`.
 
     Args:
@@ -249,19 +250,6 @@ class RadixKVManager(RadixStretches):
         req.covered_tokens += need
         self.held_slots += need
         return True
-
-    def add_slots(self, req: SimRequest, num_slots: int) -> None:
-        """A request's decode slots taken without eviction (an arrival stretch's settling, fast/sglang_settle.py):
-        the free slots may go below 0 until ``settle_overdraft``."""
-        req.private_tokens += num_slots
-        req.covered_tokens += num_slots
-        self.private_tokens += num_slots
-        self.held_slots += num_slots
-
-    def settle_overdraft(self) -> None:
-        """Evict least-recently-used leaves until no slot is overdrawn (after ``add_slots``)."""
-        if self.num_free_tokens < 0:
-            self._evict(0)
 
     def after_prefill_step(self, req: SimRequest) -> None:
         """SGLang ``cache_unfinished_req``: newly computed whole segments become matchable."""

@@ -125,20 +125,19 @@ def _replay(kv, run, leaving: list[tuple], D: int) -> None:
     """The radix cache's admissions and frees in step order, decode slots added before each free and at the end, then
     one eviction (module doc); the requests' counters set."""
     lives, admits = run.lives, run.admits
-    root = kv.root
     ai, na = 0, len(admits)
     for f, idx, _ in leaving:
         while ai < na and admits[ai][0] < f:
-            _admit(kv, admits[ai][1], root)
+            _admit(kv, admits[ai][1])
             ai += 1
         r, d0, c0, m, _ = lives[idx]
         kv.add_slots(r, m)
         r.num_computed_tokens = c0 + m
         r.num_generated = r.num_output_tokens
         r.num_tokens = r.num_prompt_tokens + r.num_output_tokens
-        kv.free(r, preempted=False)
+        kv.free_fresh(r)
     while ai < na:
-        _admit(kv, admits[ai][1], root)
+        _admit(kv, admits[ai][1])
         ai += 1
     for r, d0, c0, m, _ in lives:
         if d0 + m > D:
@@ -151,13 +150,10 @@ def _replay(kv, run, leaving: list[tuple], D: int) -> None:
     kv.settle_overdraft()
 
 
-def _admit(kv, reqs: list, root) -> None:
+def _admit(kv, reqs: list) -> None:
     """One prefill step's admissions (``SGLangScheduler._prefill`` then ``Replica.apply_plan``, no hit)."""
+    kv.admit_fresh(reqs)
     for r in reqs:
-        p = r.num_prompt_tokens
-        if not kv.admit(r, (root, 0), p, p):
-            raise RuntimeError("sglang stretch: an admission checked on counts did not fit")
         r.status = RUNNING
-        r.num_computed_tokens = p
         r.num_generated = 1
-        r.num_tokens = p + 1
+        r.num_tokens = r.num_prompt_tokens + 1
