@@ -67,7 +67,7 @@ def settle(rep, run, out: list) -> None:
     sched.running = running
     sched.advance_decode(D)
     rep.usage.add_stretch(times[:K], np.fromiter(run.durs, np.float64, K), kv.capacity_blocks, used0, held0, (), (),
-                          (), (), run.grants, frees, run.stored)
+                          (), (), run.grants + _decode_grants(run.stored), frees, run.stored)
     rep.ready = True
     if not leaving:
         return
@@ -79,6 +79,18 @@ def settle(rep, run, out: list) -> None:
     recs = rep.finish([(lives[i][0], step0 + f) for f, i, _ in leaving], freed=True)
     if rep.sink is None:
         out.extend((r.uid, rec) for r, rec in recs)
+
+
+def _decode_grants(stored: list) -> list[int]:
+    """The decode steps' slot grants ``[step, slots, …]``: in each step of a decode piece (a token-state quadruple
+    ``(first step, steps, tokens, requests)`` with requests > 0) one slot per request."""
+    q = np.array(stored, dtype=np.int64).reshape(-1, 4)
+    q = q[q[:, 3] > 0]
+    cnt = q[:, 1]
+    g = np.empty(2 * int(cnt.sum()), dtype=np.int64)
+    g[0::2] = q[:, 0].repeat(cnt) + (np.arange(len(g) // 2) - (cnt.cumsum() - cnt).repeat(cnt))
+    g[1::2] = q[:, 3].repeat(cnt)
+    return g.tolist()
 
 
 def _walk(runs: list, s: int, end: int, gap_runs: list[int], singles: list[int]) -> tuple[int, int]:

@@ -128,7 +128,7 @@ class _SGLangStretch:
         self.keys = sorted(groups)
         self.room = rep.kv.allocatable_tokens + S  # A0 + C0: allocatable = room − Σ running computed
         self.ends, self.durs = [rep.now_s], []  # ends[k]: the start of step k (the end of step k − 1), s
-        self.stored, self.grants = [], []  # add_stretch's token-state quadruples and slot grants
+        self.stored, self.grants = [], []  # add_stretch's token-state quadruples; the prefill steps' slot grants
         self.dsteps: list[int] = []
         self.prefills: list[int] = []
         self.admits: list[tuple[int, list]] = []
@@ -143,7 +143,7 @@ class _SGLangStretch:
         off = self.K - D  # step of decode step d: d + off
         cap = D + MAX_SGLANG_STRETCH_STEPS - self.K
         alive, s_alive, a, si, room = self.n, self.S, D, 0, self.room
-        stored, grants = self.stored, self.grants
+        stored = self.stored
         b = a
         while True:
             fits = (room - s_alive) // alive  # decode step d fits while alive·(d + 1) + s_alive ≤ room
@@ -153,11 +153,8 @@ class _SGLangStretch:
                 b = a
                 break
             j, cut = self._price_piece(a, b, alive, s_alive, bound, off)
-            if j > a:
+            if j > a:  # its slots, one per request a step, are granted from these pieces at the settling
                 stored += (a + off, j - a, s_alive + alive * (a + 1), alive)
-                g = [alive] * (2 * (j - a))
-                g[0::2] = range(a + off, j + off)
-                grants += g
             b = j
             if cut or b >= stop:
                 break
