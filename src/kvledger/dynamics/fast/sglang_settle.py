@@ -48,20 +48,19 @@ def settle(rep, run, out: list) -> None:
     singles: list[int] = []
     for idx, life in enumerate(run.lives):
         r, d0, c0, m, adm = life
-        done = d0 + m <= D
-        stop = dsteps[d0 + m - 1] + 1 if done else K  # the step after its last
-        new, s = _runs(r, adm, stop, prefills, is_prefill, step0)
-        if done:
+        if d0 + m <= D:  # finished in the stretch
+            stop = dsteps[d0 + m - 1] + 1  # the step after its last
             if stop < K:
                 frees += (stop, c0 + m)
             if counted:
-                leaving.append((stop - 1, idx, _walk(r.runs + new, s, step0 + stop, gap_runs, singles)))
+                leaving.append((stop - 1, idx, _gaps(r, adm, stop, prefills, is_prefill, step0, gap_runs, singles)))
                 continue
             leaving.append((stop - 1, idx, None))
-        r.runs += new
-        r.run_start = s
-        if not done:
+        else:
+            stop = K
             running.append(r)
+        new, r.run_start = _runs(r, adm, stop, prefills, is_prefill, step0)
+        r.runs += new
     leaving.sort()
     _replay(kv, run, leaving, D)
     sched.running = running
@@ -93,30 +92,64 @@ def _decode_grants(stored: list) -> list[int]:
     return g.tolist()
 
 
-def _walk(runs: list, s: int, end: int, gap_runs: list[int], singles: list[int]) -> tuple[int, int]:
-    """A finished request's gaps, as ``TokenTimes._count_gaps`` counts them from its runs (``runs``, then [s, end));
-    returns the steps of its first and last tokens."""
-    prev = -1
-    for a, b in runs:
+def _gaps(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, step0: int, gap_runs: list[int],
+          singles: list[int]) -> tuple[int, int]:
+    """A request finished in the stretch: its gaps as ``TokenTimes._count_gaps`` counts them from its runs (those
+    before the stretch, then ``_runs``'s, then the last to ``stop``), queued on ``gap_runs`` and ``singles``; returns
+    the steps of its first and last tokens."""
+    prev = first = -1
+    for a, b in r.runs:
         if b - a > 1:
             gap_runs += (a + 1, b)
         if prev >= 0:
             singles += (a, prev)
+        else:
+            first = a
         prev = b - 1
+    s = _start(r, adm, is_prefill, step0)
+    j = bisect_left(prefills, adm + 1)
+    n = len(prefills)
+    while j < n:
+        p = prefills[j]
+        if p >= stop:
+            break
+        if s >= 0:  # a run [s, step0 + p) closes
+            if step0 + p - s > 1:
+                gap_runs += (s + 1, step0 + p)
+            if prev >= 0:
+                singles += (s, prev)
+            else:
+                first = s
+            prev = step0 + p - 1
+            s = -1
+        if p + 1 < stop and not is_prefill[p + 1]:
+            s = step0 + p + 1
+        j += 1
+    end = step0 + stop
     if end - s > 1:
         gap_runs += (s + 1, end)
     if prev >= 0:
         singles += (s, prev)
-    return (runs[0][0] if runs else s), end - 1
+    else:
+        first = s
+    return first, end - 1
+
+
+def _start(r, adm: int, is_prefill: bytearray, step0: int) -> int:
+    """The step its open run started at the stretch's start (admitted in step ``adm``: that step), −1 if paused."""
+    if adm >= 0:
+        return step0 + adm
+    s = r.run_start
+    if s < 0 and not is_prefill[0]:
+        s = step0  # paused by the prefill step before the stretch: emits again from its first step
+    return s
 
 
 def _runs(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, step0: int) -> tuple[list, int]:
     """The request's token runs closed over the stretch's steps before ``stop`` (each prefill step after it entered
     breaks its run; admitted in step ``adm``, or running from the start: ``adm`` −1), and the start of its open run
     (−1: paused)."""
-    s = step0 + adm if adm >= 0 else r.run_start
-    if adm < 0 and s < 0 and not is_prefill[0]:
-        s = step0  # paused by the prefill step before the stretch: emits again from its first step
+    s = _start(r, adm, is_prefill, step0)
     runs = []
     j = bisect_left(prefills, adm + 1)
     n = len(prefills)
