@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 
 __all__ = ["flag", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups", "WorkloadFlags",
-           "EngineFlags", "PricingFlags"]
+           "EngineFlags", "PricingFlags", "TierFlags", "SessionFlags", "SIM_ONLY"]
 
 
 def flag(*decls: str, help: str, default: Any = None) -> Any:  # noqa: A002  (typer's own keyword)
@@ -121,7 +121,10 @@ class EngineFlags:
     async_scheduling: bool | None = flag("--async-scheduling/--no-async-scheduling", help=(
         "vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33)."))
     replicas: int | None = flag("--replicas", help="Identical engine replicas behind a router (default 1).")
-    router: str | None = flag("--router", help="round_robin (default), least_loaded or prefix_aware.")
+    router: str | None = flag("--router", help=(
+        "round_robin (default), least_loaded, prefix_aware (sgl-router's cache-aware rule) or session_affinity "
+        "(a session's requests stay on one replica: a trace's client ids, e.g. Bailian conversations, or "
+        "--workload sessions)."))
     step_cost: str | None = flag("--step-cost", help=(
         "roofline (default; from the plan); calibrated (bundled measurements for this model, GPU and TP, when"
         " they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. "
@@ -155,6 +158,52 @@ class PricingFlags:
         "Share of API input tokens that are prompt-cache reads."))
     cache_write_rate: float | None = flag("--cache-write-rate", default=0.0, help=(
         "Share of API input tokens written to the prompt cache."))
+
+
+@dataclass(frozen=True, slots=True)
+class TierFlags:
+    """KV tiers below HBM, in the engines' own flags (vLLM's offloading connector, LMCache, SGLang's HiCache), read by
+    ``cli/tier_opts.py``; checked against the engine's rules by ``accounting.kv_tier_rules.check_tier_settings``
+    and, for the simulated host tier, ``analyses.judgments.offload.sim_host_tier`` (``plan``, ``simulate``,
+    ``offload``; ``plan`` does not take the simulator-only rules, SIM_ONLY)."""
+
+    kv_offloading_size: str | None = flag("--kv-offloading-size", help=(
+        "vLLM: host memory for KV offloading, GiB summed over the TP×PP ranks (256 or 256GiB); adds the KV tiers."))
+    kv_offloading_backend: str | None = flag("--kv-offloading-backend", help=(
+        "vLLM: native (OffloadingConnector) or lmcache."))
+    enable_hierarchical_cache: bool | None = flag("--enable-hierarchical-cache", help="SGLang HiCache: a host KV tier.")
+    hicache_ratio: float | None = flag("--hicache-ratio", help="SGLang: host pool / device pool (default 2.0).")
+    hicache_size: int | None = flag("--hicache-size", help=(
+        "SGLang: host pool in GB (10^9 B) per GPU; overrides the ratio."))
+    hicache_write_policy: str | None = flag("--hicache-write-policy", help=(
+        "SGLang: write_through (default), write_through_selective or write_back."))
+    kv_tier_nvme: str | None = flag("--kv-tier-nvme", help=(
+        "A local-disk KV tier per GPU, GiB (2048 or 2TiB): LMCache local_disk (with --kv-offloading-backend lmcache)"
+        " or SGLang HiCache's file storage backend."))
+    nvme_read_bandwidth: float | None = flag("--nvme-read-bandwidth", help=(
+        "With --kv-tier-nvme: disk read bandwidth, GB/s (default 7, an assumption: one PCIe Gen4 x4 drive)."))
+    store_threshold: int | None = flag("--store-threshold", help=(
+        "vLLM 0.33 native offloading, simulated: store a block on its Nth offer, count (≥ 2; 0 or 1: off, default)."))
+    eviction_policy: str | None = flag("--eviction-policy", help=(
+        "vLLM native offloading, simulated: the host cache's policy, lru (default) or arc."))
+    hicache_storage_prefetch_policy: str | None = flag("--hicache-storage-prefetch-policy", help=(
+        "SGLang, with --kv-tier-nvme: storage prefetch policy; only wait_complete is simulated (SGLang's default "
+        "timeout and best_effort are refused)."))
+
+
+#: TierFlags fields only the simulator uses (``simulate``, ``offload``): ``plan`` sizes tiers, it runs no rule
+SIM_ONLY = ("store_threshold", "eviction_policy", "hicache_storage_prefetch_policy")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFlags:
+    """A synthetic multi-turn session workload (``dynamics/workload/sessions.py``: stated distributions, not fits)."""
+
+    session_workload: str | None = flag("--workload", help=(
+        "Multi-turn sessions instead of a trace: chat (~4 turns, 30 s think time) or agent (~20 tool calls, 2 s "
+        "tool time); the distributions are in docs/offload.md."))
+    sessions: int | None = flag("--sessions", help="Sessions to draw, count (default 200).")
+    session_rate: float | None = flag("--session-rate", help="Session starts per second, Poisson (default 0.2).")
 
 
 @dataclass(frozen=True)

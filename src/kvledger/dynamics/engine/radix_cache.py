@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 
 from kvledger.dynamics.engine.kv_interface import PrefixCacheStats, count_admission
+from kvledger.dynamics.engine.radix_fresh import RadixFresh
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.engine.stretch_alloc import RadixStretches
 
@@ -45,7 +46,7 @@ class RadixNode:
         self.alive = True
 
 
-class RadixKVManager(RadixStretches):
+class RadixKVManager(RadixStretches, RadixFresh):
     """SGLang's radix cache over a token pool, with the same interface as :class:`PagedKVManager`.
 
     Args:
@@ -59,6 +60,7 @@ class RadixKVManager(RadixStretches):
     plain_block_table = False
     supports_stretches = True
     caches_prefills = True
+    backs_up_on_evict = False  # True: each evicted node goes to ``back_up_evicted`` (a subclass's host tier)
 
     def __init__(self, capacity_tokens: int, block_size: int = 1) -> None:
         self.capacity_tokens = capacity_tokens
@@ -175,6 +177,8 @@ class RadixKVManager(RadixStretches):
             self.tree_tokens -= node.ntok
             self.evictable_tokens -= node.ntok
             self.num_evictions += 1
+            if self.backs_up_on_evict:  # HiCache write_back (hicache_write_back.py)
+                self.back_up_evicted(node)
             if parent is not self.root and not parent.children and parent.lock_ref == 0:
                 self._push(parent)
 
