@@ -154,10 +154,10 @@ class PagedKVManager(PoolUsage, PagedStretches):
             alloc_tokens = reserve_tokens
         fit_tokens = must_fit_tokens if must_fit_tokens > alloc_tokens else alloc_tokens
         if hits:
-            evictable = pool.num_in_free_queue(hits)
-            if self.bft(fit_tokens) - n_hit + evictable > pool.num_free_blocks:
+            refs = pool.refs_of(hits)
+            if self.bft(fit_tokens) - n_hit + refs.count(0) > pool.num_free_blocks:  # ref 0: in the free queue
                 return False
-            pool.touch(hits)
+            pool.touch(hits, refs)
             req.blocks = hits + pool.allocate(self.bft(alloc_tokens) - n_hit)
         else:
             if self.step_blocks is not None:

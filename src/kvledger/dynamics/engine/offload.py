@@ -179,9 +179,10 @@ class OffloadingPagedKVManager(PagedKVManager):
         if not self.enable_caching:
             return 0.0
         self.occupancy.append((req.arrival_s, self.lru.num_held))
-        hits, gpu_tokens = self.match(req)
         keys = self._keys(req)
         B = self.block_size
+        # the GPU hit's length (match(req)'s; a new request: shared keys only); its blocks are needed only for a load
+        gpu_tokens = self.pool.cached_prefix_len(keys, min(len(keys), (req.num_tokens - 1) // B)) * B
         if self._per == 1:  # the connector touches every full block of the request before the lookup
             self.lru.touch(self._keys_range(req, 0, req.num_tokens // B))
         limit = min(len(keys), (req.num_tokens - 1) // B)
@@ -193,6 +194,7 @@ class OffloadingPagedKVManager(PagedKVManager):
             n = self.lru.lookup(keys, start, limit) if start < limit else 0
         if n <= 0:
             return 0.0
+        hits = self.pool.cached_prefix(keys, start)
         if hits:  # held while the loaded blocks are allocated, as vLLM's allocation for the request does
             self.pool.touch(hits)
         n = min(n, self.pool.num_free_blocks)
