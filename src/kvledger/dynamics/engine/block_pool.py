@@ -60,7 +60,7 @@ class BlockPool:
         self.enable_caching = enable_caching
         self._queue: list[int] = list(range(1, num_gpu_blocks))  # free queue is _queue[_head:]
         self._head = 0
-        self._stale: dict[int, int] = {}  # block id -> stale entries of it still in the queue
+        self._stale: list[int] = [0] * num_gpu_blocks  # per block id: its stale entries still in the queue
         self._num_stale = 0
         self._ref: list[int] = [0] * num_gpu_blocks  # per block id: ref count (kept for registered blocks only)
         self._key_of: list[int | None] = [None] * num_gpu_blocks  # per block id: cache key (None: not registered)
@@ -149,9 +149,9 @@ class BlockPool:
 
     def free_block_ids(self) -> list[int]:
         """The free queue, front (next allocated) to back, stale entries skipped; O(N), for tests and debugging."""
-        skip, out = dict(self._stale), []
+        skip, out = list(self._stale), []
         for b in self._queue[self._head:]:
-            if skip.get(b, 0) > 0:
+            if skip[b] > 0:
                 skip[b] -= 1
             else:
                 out.append(b)
@@ -172,15 +172,15 @@ class BlockPool:
             ids, stale = [], self._stale
             while len(ids) < n:
                 chunk = q[h: h + n - len(ids)]
-                skip = list(filter(stale.__contains__, chunk))
+                skip = list(filter(stale.__getitem__, chunk))
                 if len(set(skip)) < len(skip):  # a block twice in the chunk: one entry at a time
-                    chunk, skip = chunk[:1], [b for b in chunk[:1] if b in stale]
+                    chunk, skip = chunk[:1], [b for b in chunk[:1] if stale[b]]
                 h += len(chunk)  # each of ``skip`` is once in the chunk, so that entry is stale
-                ids += filterfalse(set(skip).__contains__, chunk) if skip else chunk
-                for b in skip:
-                    s = stale.pop(b)
-                    if s > 1:
-                        stale[b] = s - 1
+                if skip:
+                    ids += filterfalse(set(skip).__contains__, chunk)
+                    deque(map(stale.__setitem__, skip, map((-1).__add__, map(stale.__getitem__, skip))), 0)
+                else:
+                    ids += chunk
                 self._num_stale -= len(skip)
         self._head = h
         if self._num_cached:  # each block's key (None: not cached)
@@ -244,7 +244,7 @@ class BlockPool:
         if 0 in refs:
             zero = list(compress(block_ids, map((0).__eq__, refs)))
             stale = self._stale
-            stale.update(zip(zero, map((1).__add__, map(stale.get, zero, repeat(0)))))
+            deque(map(stale.__setitem__, zero, map((1).__add__, map(stale.__getitem__, zero))), 0)
             self._num_stale += len(zero)
         deque(map(ref.__setitem__, block_ids, map((1).__add__, refs)), 0)
 
