@@ -25,6 +25,15 @@ def offload(
     hicache_size: int = typer.Option(0, "--hicache-size", help="SGLang: host pool, GB (10^9 B) per GPU."),
     hicache_write_policy: str = typer.Option("write_through", "--hicache-write-policy",
                                              help="SGLang: write_through or write_through_selective."),
+    store_threshold: int = typer.Option(0, "--store-threshold",
+                                        help="vLLM 0.33 native: store a block on its Nth offer (≥ 2; 0/1: off)."),
+    eviction_policy: str = typer.Option("lru", "--eviction-policy", help="vLLM native host cache: lru or arc."),
+    kv_tier_nvme: str | None = typer.Option(None, "--kv-tier-nvme",
+                                            help="Disk tier below host, GiB/GPU: LMCache local_disk / HiCache file."),
+    nvme_read_bandwidth: float = typer.Option(7.0, "--nvme-read-bandwidth",
+                                              help="Disk read GB/s (assumption: one PCIe Gen4 x4 drive)."),
+    hicache_storage_prefetch_policy: str = typer.Option("timeout", "--hicache-storage-prefetch-policy",
+                                                        help="SGLang storage tier (--kv-tier-nvme): wait_complete."),
     workload: str = typer.Option("chat", "--workload", help="Session shape: chat or agent (sessions.py presets)."),
     sessions: int = typer.Option(200, "--sessions", help="Sessions to simulate, count."),
     session_rate: float = typer.Option(0.2, "--session-rate", help="Session starts per second (Poisson)."),
@@ -55,8 +64,12 @@ def offload(
                          kv_offloading_backend=kv_offloading_backend,
                          enable_hierarchical_cache=enable_hierarchical_cache,
                          hicache_ratio=hicache_ratio, hicache_size_gb=hicache_size,
-                         hicache_write_policy=hicache_write_policy)
+                         hicache_write_policy=hicache_write_policy,
+                         nvme_gib=gib_option(kv_tier_nvme, "--kv-tier-nvme"),
+                         nvme_read_bytes_per_s=nvme_read_bandwidth * 1e9)
     rep = analyse_offload(load_model(model), resolve_gpu(gpu), settings, tiers, workload=workload,
+                          store_threshold=store_threshold, eviction_policy=eviction_policy,
+                          prefetch_policy=hicache_storage_prefetch_policy,
                           num_sessions=sessions, session_rate=session_rate, seed=seed, compare_gpus=compare_gpus,
                           gpu_usd_per_hour=gpu_usd_per_hour, host_usd_per_gib_hour=host_usd_per_gib_hour)
     if as_json:

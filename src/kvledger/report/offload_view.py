@@ -48,11 +48,15 @@ def render_offload(rep: OffloadReport, console) -> None:
     row("load time (Σ), load bandwidth", f"{s.host_load_s:.3f} s, {s.load_bandwidth_bytes_per_s / 1e9:.2f} GB/s",
         "—", "—")
     row("host units held (peak / capacity)", f"{s.peak_host_units:,} / {s.host_capacity_units:,}", "—", "—")
+    _rule_rows(s, row)
     a, b = rep.ttft_s_with, rep.ttft_s_without
     for q in ("mean", "p50", "p90", "p99"):
         row(f"TTFT {q}", f"{a[q] * 1e3:,.1f} ms", f"{b[q] * 1e3:,.1f} ms",
             f"{g['ttft_s'][q] * 1e3:,.1f} ms" if g else "")
     console.print(t)
+    if rep.rules:
+        console.print("Host-tier rules: " + "; ".join(f"{k} {v.get('value', '')} ({v['source']})".replace("  ", " ")
+                                                      for k, v in rep.rules.items()))
     c = rep.cost
     if c:
         line = (f"Cost per hour ({c['source']}): GPUs ${c['gpu_usd_per_hour']:,.2f} + host memory "
@@ -61,3 +65,18 @@ def render_offload(rep: OffloadReport, console) -> None:
         if "more_gpus_usd_per_hour" in c:
             line += f"; {g['num_gpus']} GPUs without the tier ${c['more_gpus_usd_per_hour']:,.2f}"
         console.print(line)
+
+
+def _rule_rows(s, row) -> None:
+    """Rows for the opt-in rules that ran: vLLM's store gate, HiCache write_back, the disk tier."""
+    if s.stores_skipped is not None:
+        row("stores skipped (store_threshold)", f"{s.stores_skipped:,} blocks", "—", "—")
+    if s.write_back_s is not None:
+        row("write-back on eviction (on steps)", f"{s.write_back_tokens:,} tokens, {s.write_back_s:.3f} s", "—", "—")
+    d = s.disk
+    if d is not None:
+        row("prefix hit rate, disk", f"{d.hit_rate:.3f}", "—", "—")
+        row("tokens loaded from disk", f"{d.hit_tokens:,} ({d.loaded_bytes / 1e9:,.2f} GB)", "—", "—")
+        row("disk load time (Σ, on TTFT)", f"{d.load_s:.3f} s at {d.read_bytes_per_s / 1e9:g} GB/s", "—", "—")
+        row("disk units stored / evicted / capacity", f"{d.stored_units:,} / {d.evicted_units:,} / "
+            f"{d.capacity_units:,}", "—", "—")
