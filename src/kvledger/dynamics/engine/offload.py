@@ -187,11 +187,10 @@ class OffloadingPagedKVManager(PagedKVManager):
         self.occupancy.append((req.arrival_s, self.lru.num_held))
         keys = self._keys(req)
         B = self.block_size
-        # the GPU hit's length (match(req)'s; a new request: shared keys only); its blocks are needed only for a load
-        gpu_tokens = self.pool.cached_prefix_len(keys, min(len(keys), (req.num_tokens - 1) // B)) * B
+        limit = min(len(keys), (req.num_tokens - 1) // B)
+        gpu_tokens = self.pool.cached_prefix_len(keys, limit) * B  # match(req)'s hit; its blocks only for a load
         if self._per == 1:  # the connector touches every full block of the request before the lookup
             self.lru.touch(self._keys_range(req, 0, req.num_tokens // B))
-        limit = min(len(keys), (req.num_tokens - 1) // B)
         start = gpu_tokens // B
         if self._per > 1:  # LMCache: whole chunks from the prompt's start, beyond the GPU hit
             chunk_keys = keys[self._per - 1:limit:self._per]
