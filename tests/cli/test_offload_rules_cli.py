@@ -80,7 +80,7 @@ def test_simulate_takes_hicache_write_back():
     (("--kv-offloading-size", "64", "--eviction-policy", "fifo"), "lru or arc"),
     (("--kv-offloading-size", "64", "--kv-tier-nvme", "1TiB"), "local_disk"),
     (("--engine", "sglang", "--enable-hierarchical-cache", "--kv-tier-nvme", "1TiB"), "only wait_complete"),
-    (("--kv-offloading-size", "64", "--store-threshold", "-1"), "whole number"),
+    (("--kv-offloading-size", "64", "--store-threshold", "-1"), "--store-threshold"),
 ])
 def test_rule_the_engine_lacks_is_one_paragraph_error(flags, words):
     r = runner.invoke(app, [*BASE, *flags])

@@ -13,18 +13,24 @@ if TYPE_CHECKING:
 __all__ = ["render_offload", "tier_verdict_line"]
 
 
-def tier_verdict_line(j) -> str:
-    """The answer first: whether the host tier adds prefix hits on these sessions, and why not when it does not."""
+def tier_verdict_line(j, sessions: bool = True) -> str:
+    """The answer first: whether the host tier adds prefix hits on this workload, and why not when it does not
+    (``sessions``: a session workload, whose flags the hint names; else a trace, whose load flags it names)."""
     if j["helps"]:
         return (f"The host tier helps this workload: it serves {j['host_hit_rate']:.1%} of prompt tokens that HBM "
                 f"had evicted (simulated below).")
+    owner = "sessions'" if sessions else "workload's"
     why = (f"HBM already held {j['hbm_share_of_reused']:.0%} of the reused prefix tokens "
-           f"({j['reused_tokens']:,}) when the next turn came: the sessions' working set fits in HBM")
+           f"({j['reused_tokens']:,}) when the next {'turn' if sessions else 'request'} came: the {owner} working set "
+           "fits in HBM")
     if j["reused_tokens"] == 0:
-        why = "no turn reused an earlier prefix"
+        why = f"no {'turn' if sessions else 'request'} reused an earlier prefix"
+    hint = ("more sessions in flight (--sessions, --session-rate) or longer sessions (--workload agent), whose "
+            "prefixes HBM cannot keep" if sessions else "more requests in flight (--rate, --rate-scale or "
+            "--concurrency), whose prefixes HBM cannot keep, or a trace whose shared prefixes come back after HBM "
+            "has evicted them")
     return (f"The host tier does not help this workload: it served {j['host_hit_rate']:.2%} of prompt tokens "
-            f"(under {j['threshold']:.0%}); {why}. It would help with more sessions in flight (--sessions, "
-            f"--session-rate) or longer sessions (--workload agent), whose prefixes HBM cannot keep.")
+            f"(under {j['threshold']:.0%}); {why}. It would help with {hint}.")
 
 
 def render_offload(rep: OffloadReport, console) -> None:

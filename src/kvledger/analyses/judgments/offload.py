@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, TierSettings, rules_version
+from kvledger.accounting.kv_tier_rules import EVICTION_POLICIES, LMCACHE_CHUNK_TOKENS, TierSettings, rules_version
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
@@ -78,9 +78,9 @@ class OffloadReport:
 def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tiers: TierSettings, *,
                     workload: str = "chat", num_sessions: int = 200, session_rate: float = 0.2, seed: int = 0,
                     segment_tokens: int = 64, compare_gpus: int | None = None, gpu_usd_per_hour: float | None = None,
-                    host_usd_per_gib_hour: float | None = None, store_threshold: int = 0,
-                    eviction_policy: str = "lru", prefetch_policy: str = "timeout") -> OffloadReport:
-    """Plan the tiers, then simulate ``num_sessions`` synthetic sessions with and without the host tier.
+                    host_usd_per_gib_hour: float | None = None) -> OffloadReport:
+    """Plan the tiers, then simulate ``num_sessions`` synthetic sessions with and without the host tier (built by
+    :func:`sim_host_tier`, with the opt-in rules ``tiers`` names).
 
     Raises:
         InputError: no host tier in ``tiers``, an unknown workload, or anything the plan or simulator refuses.
@@ -91,14 +91,11 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
         raise InputError(f"--workload must be one of {', '.join(SESSION_SHAPES)}, got {workload!r}")
     plan = build_plan(model, gpu, settings, with_advice=False)
     tp = build_tier_plan(plan, tiers)
-    host_t = tp.tier("host_dram")
-    if host_t is None:
-        raise InputError("offload needs a host tier: --kv-offloading-size GiB (vLLM) or --enable-hierarchical-cache "
-                         "(SGLang)")
     cfg, _ = engine_config_from_plan(plan, policy="sglang" if settings.engine == "sglang" else None)
     chunk = LMCACHE_CHUNK_TOKENS if settings.engine != "sglang" and tiers.kv_offloading_backend == "lmcache" else 0
     unit = segment_tokens if cfg.prefix_caching_policy == "sglang" else chunk or cfg.block_size
-    host = sim_host_tier(tp, settings, tiers, unit, chunk, store_threshold, eviction_policy, prefetch_policy)
+    host = sim_host_tier(tp, settings, tiers, unit, chunk)  # refuses flags that give no host tier
+    host_t = tp.tier("host_dram")
     shape = SESSION_SHAPES[workload]
     from dataclasses import replace
 
@@ -150,41 +147,48 @@ def tier_cost(host_bytes: float, gpus_per_replica: int, compare_gpus: int | None
     return out
 
 
-def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, unit: int, chunk: int,
-                  store_threshold: int, eviction_policy: str, prefetch_policy: str = "timeout") -> HostTier:
+def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, unit: int, chunk: int) -> HostTier:
     """The simulator's host tier for the plan's (``unit`` tokens per host unit; ``chunk``: LMCache's chunk or 0), with
-    vLLM's opt-in host-cache options and the plan's NVMe tier below it: LMCache's local_disk or SGLang HiCache's file
-    storage backend (``prefetch_policy``: SGLang's ``--hicache-storage-prefetch-policy``).
+    vLLM's opt-in host-cache rules (``tiers.store_threshold``, ``tiers.eviction_policy``) and the plan's NVMe tier
+    below it: LMCache's local_disk or SGLang HiCache's file storage backend (``tiers.hicache_storage_prefetch_policy``).
+    The one builder of the host tier: ``offload`` and ``simulate`` (``analyses/serving/sim_tiers.py``) both call it.
 
     Raises:
-        InputError: an option the engine or backend does not have, one paragraph each.
+        InputError: no host tier in ``tp``; an option the engine or backend does not have, one paragraph each.
     """
     host_t, disk_t = tp.tier("host_dram"), tp.tier("nvme")
+    if host_t is None:
+        raise InputError("the tier flags give no host tier: pass --kv-offloading-size GiB (vLLM; with "
+                         f"--kv-offloading-backend native|lmcache) or, with {tiers.engine_flag} sglang, "
+                         "--enable-hierarchical-cache (--hicache-ratio or --hicache-size)")
     native = settings.engine == "vllm" and not chunk
+    store_threshold = 0 if tiers.store_threshold is None else tiers.store_threshold
+    eviction_policy = tiers.eviction_policy or "lru"
     if isinstance(store_threshold, bool) or not isinstance(store_threshold, int) or store_threshold < 0:
         raise InputError(f"--store-threshold must be a whole number ≥ 0 (vLLM: < 2 turns the gate off), got "
                          f"{store_threshold!r}")
     if store_threshold >= 2 and not native:
         raise InputError("--store-threshold is an option of vLLM's native CPU offloading (kv_connector_extra_config "
                          "store_threshold, read in vLLM 0.33.0's CPUOffloadingSpec); SGLang HiCache and LMCache have "
-                         "no such gate. Drop it, or use --engine vllm with --kv-offloading-backend native.")
+                         f"no such gate. Drop it, or use {tiers.engine_flag} vllm with --kv-offloading-backend native.")
     if store_threshold >= 2 and rules_version(settings.engine_version) < (0, 33, 0):
         raise InputError(f"--store-threshold: kvledger read the reuse gate in vLLM 0.33.0's offloading code, not in "
                          f"{settings.engine_version}'s. Plan --engine-version 0.33.0, or drop the flag.")
-    if eviction_policy not in ("lru", "arc"):
+    if eviction_policy not in EVICTION_POLICIES:
         raise InputError(f"--eviction-policy must be lru or arc (vLLM's OffloadingConnector policies), got "
                          f"{eviction_policy!r}")
     if eviction_policy == "arc" and not native:
         raise InputError("--eviction-policy is the native OffloadingConnector's option (kv_connector_extra_config "
                          "eviction_policy); LMCache's and SGLang HiCache's host caches are LRU here. Drop it, or use "
-                         "--engine vllm with --kv-offloading-backend native.")
+                         f"{tiers.engine_flag} vllm with --kv-offloading-backend native.")
     disk_units = 0
     if disk_t is not None:
         if native:
-            raise InputError("--kv-tier-nvme in offload simulates LMCache's local_disk backend below its CPU chunks "
+            raise InputError("--kv-tier-nvme in the simulator is LMCache's local_disk backend below its CPU chunks "
                              "(--kv-offloading-backend lmcache) or SGLang HiCache's file storage backend; vLLM's "
                              "native connector has no disk tier in the simulator. The plan still sizes and prices "
                              "one: kvledger plan ... --kv-tier-nvme SIZE.")
+        prefetch_policy = tiers.hicache_storage_prefetch_policy or "timeout"
         if settings.engine == "sglang" and prefetch_policy != "wait_complete":
             raise InputError(f"--hicache-storage-prefetch-policy {prefetch_policy}: SGLang 0.5.23 stops a storage "
                              "prefetch at (best_effort) or a timeout after (timeout, its default) the first scheduling "
@@ -193,7 +197,7 @@ def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, uni
                              "--hicache-storage-prefetch-policy wait_complete.")
         disk_units = disk_t.capacity_tokens // unit
     return HostTier(host_t.capacity_tokens // unit, tp.bytes_per_token, host_t.read_bytes_per_s,
-                    host_t.write_bytes_per_s, tiers.hicache_write_policy if settings.engine == "sglang" else
+                    host_t.write_bytes_per_s, tiers.write_policy if settings.engine == "sglang" else
                     "write_through", eviction=eviction_policy, chunk_tokens=chunk, store_threshold=store_threshold,
                     disk_capacity_units=disk_units, disk_read_bytes_per_s=disk_t.read_bytes_per_s if disk_t else 0.0)
 
