@@ -228,6 +228,8 @@ def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) ->
     check_options("simulate", {"tp": args.tp})  # [1, 1,024] GPUs: kvledger.ranges
     if synthetic is None:
         return prepare(args)
+    if hasattr(synthetic, "prepare_setup"):  # a session workload (session_spec.SessionSpec) at the turn rate
+        return synthetic.prepare_setup(args)
     setup = prepare(args, _synthetic_requests(args, synthetic), synthetic.label)
     if setup.workload_info.get("mode") != "closed loop":
         setup.workload_info["mode"] = f"open loop ({synthetic.arrivals_text(args.rate, args.seed)})"

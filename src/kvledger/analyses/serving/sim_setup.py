@@ -17,6 +17,7 @@ from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.workload.columns import WorkloadColumns
+from kvledger.dynamics.workload.sessions import SessionLoop
 from kvledger.errors import InputError
 from kvledger.ranges import check_options
 
@@ -183,6 +184,8 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
     from kvledger.dynamics.workload.traces import load_trace, load_trace_columns, trace_has_arrivals
 
     specs = None
+    if isinstance(requests, SessionLoop):
+        return _session_workload(requests, label)
     if requests is not None:
         if not requests:
             raise InputError("the workload holds no request")
@@ -213,6 +216,20 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
                  "offered_rate_req_per_s":
                  (len(specs) - 1) / span if span > 0 else math.inf})
     return specs, len(specs), info
+
+
+def _session_workload(loop: SessionLoop, label: str | None) -> tuple[Any, int, dict[str, Any]]:
+    """A session loop's description: its turns as requests (prompt = the conversation so far)."""
+    from kvledger.dynamics.workload.sessions import turn_specs
+
+    specs = [t for s in loop.sessions for t in turn_specs(s, loop.segment_tokens, loop.reuse_output)]
+    n = len(specs)
+    info = {"trace": label or "sessions", "num_requests": n,
+            "prompt_tokens_mean": sum(t.num_prompt_tokens for t in specs) / n,
+            "output_tokens_mean": sum(t.num_output_tokens for t in specs) / n,
+            "mode": f"sessions: {len(loop.sessions):,} closed loops (a turn sent its think time after the previous "
+                    "one finished)"}
+    return loop, n, info
 
 
 def _arrivals(a: SimRequestArgs) -> str:
@@ -256,8 +273,8 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
     cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling)
     workload, n, info = _workload(a, requests, label)
-    if config.hybrid_caching and a.enable_prefix_caching is None:
-        specs = workload.requests if hasattr(workload, "requests") else workload
+    if config.hybrid_caching and a.enable_prefix_caching is None and not isinstance(workload, SessionLoop):
+        specs = workload.requests if hasattr(workload, "requests") else workload  # (a session's turns share a prefix)
         if isinstance(specs, WorkloadColumns) or not any(spec.prefix_segments for spec in specs):
             config = replace(config, enable_prefix_caching=False)
             notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "

@@ -1,0 +1,99 @@
+"""A multi-turn session workload for the rate searches (``search --workload chat|agent``): the presets of
+``dynamics/workload/sessions.py`` drawn with a seed, at a session start rate set from the request (turn) rate the
+search probes.
+
+The search's load axis is requests per second, so a session workload is probed at a turn rate ``R``: the sessions are
+drawn once at 1 session/s to count their turns ``T`` over ``N`` sessions, then again with the same seed at ``R × N ÷ T``
+sessions/s. The second draw consumes the generator exactly as the first (the start gaps are Exponential(1 ÷ rate)
+= (1 ÷ rate) × a standard exponential from the same bits), so every probe serves the same sessions — the same turns,
+lengths and think times — only their starts scaled; in a steady state the turns then arrive at ``R`` per second. Each
+session is a closed loop (a turn is sent its think time after the previous one finished), so a probe that is short
+beside a session's length never reaches that steady state: more sessions per probe (``--sessions``) make it closer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kvledger.errors import InputError
+
+__all__ = ["SessionSpec"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSpec:
+    """Sessions of a preset shape as a search workload.
+
+    Attributes:
+        workload: the preset, ``chat`` or ``agent`` (``dynamics.workload.sessions.SESSION_SHAPES``).
+        num_sessions: sessions per probe, count. segment_tokens: tokens per prefix segment id.
+    """
+
+    workload: str
+    num_sessions: int = 200
+    segment_tokens: int = 64
+
+    def __post_init__(self) -> None:
+        from kvledger.dynamics.workload.sessions import SESSION_SHAPES
+
+        if self.workload not in SESSION_SHAPES:
+            raise InputError(f"--workload must be one of {', '.join(SESSION_SHAPES)}, got {self.workload!r}")
+        if isinstance(self.num_sessions, bool) or not isinstance(self.num_sessions, int) or not (
+                1 <= self.num_sessions <= 1_000_000):
+            raise InputError(f"--sessions must be a whole number in [1, 1,000,000], got {self.num_sessions!r}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload} sessions ({self.num_sessions:,} per probe)"
+
+    @property
+    def rate_note(self) -> str:
+        return ("session workload: the axis value is the nominal turn rate (session starts × turns per session); "
+                "the offered rate of each probe (its turns ÷ their arrival span) is listed next to it")
+
+    def _draw(self, session_rate: float, seed: int, max_model_len: int) -> list:
+        import numpy as np
+
+        from kvledger.dynamics.workload.sessions import SESSION_SHAPES, synthesize_sessions
+
+        base = SESSION_SHAPES[self.workload]
+        shape = replace(base, max_context_tokens=min(base.max_context_tokens, max_model_len))
+        return synthesize_sessions(shape, self.num_sessions, session_rate, np.random.default_rng(seed))
+
+    def turns_per_session(self, seed: int, max_model_len: int) -> float:
+        """Mean turns per drawn session (the draw at 1 session/s; the same at any rate)."""
+        drawn = self._draw(1.0, seed, max_model_len)
+        return sum(len(s.turns) for s in drawn) / self.num_sessions  # every start drawn, empty sessions too
+
+    def loop(self, rate_req_per_s: float, seed: int, max_model_len: int) -> tuple:
+        """(SessionLoop, session starts per second) whose turns arrive at ``rate_req_per_s`` in a steady state.
+
+        Raises:
+            InputError: a rate that is not a positive finite number.
+        """
+        from kvledger.dynamics.workload.sessions import SessionLoop
+
+        if rate_req_per_s is None or not (math.isfinite(rate_req_per_s) and rate_req_per_s > 0):
+            raise InputError(f"a session workload needs a finite turn rate > 0 req/s, got {rate_req_per_s!r}")
+        session_rate = rate_req_per_s / self.turns_per_session(seed, max_model_len)
+        return SessionLoop(tuple(self._draw(session_rate, seed, max_model_len)), self.segment_tokens), session_rate
+
+    def prepare_setup(self, args: Any) -> Any:
+        """The prepared simulation (``sim_setup.prepare``) of these sessions at the turn rate ``args.rate``.
+
+        Raises:
+            InputError: --concurrency or --rate-scale given (the turn rate drives a session workload), or what
+                ``prepare`` refuses.
+        """
+        from kvledger.analyses.serving.sim_setup import load_plan, prepare
+
+        if args.concurrency is not None or args.rate_scale is not None:
+            raise InputError("a session workload is driven by its turn rate (--rate); --concurrency and --rate-scale "
+                             "do not apply")
+        loop, session_rate = self.loop(args.rate, args.seed, load_plan(args)[0].memory.max_model_len)
+        setup = prepare(args, loop, self.label)
+        setup.workload_info.update({"offered_rate_req_per_s": args.rate, "session_rate_per_s": session_rate})
+        setup.workload_info["mode"] += f", starts Poisson at {session_rate:.4g} sessions/s (seed {args.seed})"
+        return setup
