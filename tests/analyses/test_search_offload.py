@@ -24,10 +24,11 @@ def test_parse_offload():
             parse_offload(bad)
 
 
-def test_a_tier_needs_its_price():
+def test_a_tier_price_is_checked_and_defaults_to_the_bundled_row():
     opts = parse_offload("none,cpu:64GiB,disk:1TiB")
     with pytest.raises(InputError, match="--nvme-usd-per-gib-month"):
-        check_prices(opts, {"host": 2.0, "nvme": None})
+        check_prices(opts, {"host": 2.0, "nvme": -1.0})
+    assert [o.kind for o in check_prices(opts, {"host": 2.0, "nvme": None})] == ["cpu", "disk"]  # tier_prices.csv
     assert [o.kind for o in check_prices(opts, {"host": 2.0, "nvme": 0.1})] == ["cpu", "disk"]
     assert check_prices(parse_offload("none"), {"host": None, "nvme": None}) == []
 

@@ -47,8 +47,8 @@ def offload(
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.cli.analysis_opts import gib_option
-    from kvledger.report.offload_view import render_offload
     from kvledger.errors import InputError
+    from kvledger.report.offload_view import render_offload
     from kvledger.units import parse_tokens
 
     if old_host_price is not None:

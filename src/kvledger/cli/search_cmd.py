@@ -149,10 +149,12 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="allow --ledger, --csv and --plot to overwrite files"),
         offload: str | None = typer.Option(None, "--offload", help="KV tiers to try on each feasible candidate: "
                                            "none,cpu:256GiB,disk:1TiB (GiB per GPU; default none)"),
-        host_memory_usd_per_gib_month: float | None = typer.Option(None, "--host-memory-usd-per-gib-month",
-                                                                   help="[--offload cpu] your price, USD/GiB-month"),
-        nvme_usd_per_gib_month: float | None = typer.Option(None, "--nvme-usd-per-gib-month",
-                                                            help="[--offload disk] your price, USD/GiB-month"),
+        host_memory_usd_per_gib_month: float | None = typer.Option(
+            None, "--host-memory-usd-per-gib-month", help="[--offload cpu] your price, USD/GiB-month (default: "
+            "tier_prices.csv's cheapest dated row, named in the output)"),
+        nvme_usd_per_gib_month: float | None = typer.Option(
+            None, "--nvme-usd-per-gib-month", help="[--offload disk] your price, USD/GiB-month (default: "
+            "tier_prices.csv's dated row, named in the output)"),
         session_workload: str | None = typer.Option(None, "--workload", help="a multi-turn session workload "
             "instead of a trace: chat or agent (the presets `kvledger offload` takes); probed at turn rates",
             show_default=False),

@@ -19,7 +19,7 @@ def print_offload_axis(variants: list[dict[str, Any]]) -> None:
     if not variants:
         con.print("offload axis: no feasible colocated candidate to add a tier to")
         return
-    t = table("offload axis: KV tier variants (capacity simulated with the tier; tier priced at your price)",
+    t = table("offload axis: KV tier variants (capacity simulated with the tier; priced with its line item)",
               "candidate", "tier", "status", "boundary req/s (base)", "$/1k req at capacity", "$/M out")
     for v in variants:
         if v["status"] != "feasible":
@@ -35,5 +35,7 @@ def print_offload_axis(variants: list[dict[str, Any]]) -> None:
             con.print(escape(v["verdict"]))
             for x in v["vs_more_gpus"]:
                 con.print(f"  vs {escape(x['more_gpus'])}: {escape(x['text'])}")
-    con.print("tier prices are user input (--host-memory-usd-per-gib-month / --nvme-usd-per-gib-month): no sourced "
-              "default exists")
+    sources = dict.fromkeys(v["tier_price"]["source"] + f" (as of {v['tier_price']['as_of']})" for v in variants
+                            if v.get("tier_price"))
+    for src in sources:
+        con.print(f"tier price: {escape(src)}")

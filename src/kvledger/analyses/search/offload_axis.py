@@ -10,10 +10,10 @@ capacity and bandwidth — an approximation: vLLM's native connector has no disk
 Capacity: the same seeded workload as the candidate's search, at request rates from the candidate's own boundary
 (doubled while the target is met, then ``ledgers.boundary.search_boundary`` to 1 % of it), each probe one
 simulation with the tier (``dynamics.offload_sim.offload_kv_factory``). Cost: ``self_host_unit_ledgers`` with the tier
-as a line item (``ledgers/tier_items.py``; the price is the user's). "Beats more GPUs": the tier variant against the
-same GPU, KV dtype and engine settings without a tier — the candidate itself (more replicas for the load) and every
-feasible candidate with a larger TP — on the monthly bill for the load (``--rate``/``--monthly-tokens``), else on USD
-per 1k requests at capacity.
+as a line item (``ledgers/tier_items.py``; the user's price, else the bundled row of ``catalog/tier_prices.py``).
+"Beats more GPUs": the tier variant against the same GPU, KV dtype and engine settings without a tier — the
+candidate itself (more replicas for the load) and every feasible candidate with a larger TP — on the monthly bill
+for the load (``--rate``/``--monthly-tokens``), else on USD per 1k requests at capacity.
 """
 
 from __future__ import annotations
@@ -160,8 +160,11 @@ def _variant(spec: Any, e: dict[str, Any], opt: OffloadOption, prices: dict[str,
 
     cand = Candidate.from_entry(e)
     kind = _TIER_OF[opt.kind][0]
-    bill = KvTierBill((TierRate.given(kind, opt.size_gib, prices[kind]),))
-    out: dict[str, Any] = {"candidate": e["id"], "offload": opt.label, "num_gpus_per_unit": cand.num_gpus}
+    rate_row = TierRate.given(kind, opt.size_gib, prices[kind])
+    bill = KvTierBill((rate_row,))
+    out: dict[str, Any] = {"candidate": e["id"], "offload": opt.label, "num_gpus_per_unit": cand.num_gpus,
+                           "tier_price": {"usd_per_gib_month": rate_row.usd_per_gib_month, "source": rate_row.source,
+                                          "as_of": rate_row.as_of}}
     if e.get("enable_prefix_caching") is False:
         return {**out, "status": "skipped", "reason": "prefix caching off: a KV tier serves prefix hits only"}
     slo = parse_slo(spec.slo)
@@ -234,10 +237,10 @@ def _compare(v: dict[str, Any], base: dict[str, Any], feasible: list[dict[str, A
 
 
 def check_prices(options: tuple[OffloadOption, ...], prices: dict[str, float | None]) -> list[OffloadOption]:
-    """The tier options (none left out), each with its price given and in range.
+    """The tier options (none left out), each price given in range (a tier without one takes the bundled default).
 
     Raises:
-        InputError: a tier without its price, or a price that is negative, not finite or above 10,000.
+        InputError: a price that is negative, not finite or above 10,000.
     """
     from kvledger.ledgers.tier_items import TierRate
 
@@ -251,10 +254,10 @@ def offload_pass(spec: Any, entries: list[dict[str, Any]], options: tuple[Offloa
                  prices: dict[str, float | None]) -> list[dict[str, Any]]:
     """Tier variants of every feasible colocated entry for each tier option (none skipped), in ledger × option order.
 
-    ``prices``: {"host": USD per GiB-month, "nvme": USD per GiB-month} (None: not given).
+    ``prices``: {"host": USD per GiB-month, "nvme": USD per GiB-month} (None: not given, the bundled default).
 
     Raises:
-        InputError: a tier option whose price was not given.
+        InputError: a price out of range.
     """
     tiers = check_prices(options, prices)
     feasible = [e for e in entries if e.get("status") == "feasible" and not e.get("prefill_replicas")]
