@@ -209,7 +209,7 @@ def register(app: typer.Typer) -> None:
         _refuse_overwrite({"--ledger": ledger, "--csv": csv_out, "--plot": plot}, force, [w.trace, resume])
         if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
             raise InputError(f"--plot {plot}: write .png or .svg")
-        from kvledger.analyses.search.offload_axis import check_prices, offload_pass, parse_offload
+        from kvledger.analyses.search.offload_axis import check_prices, offload_pass, offload_summary, parse_offload
 
         tiers = parse_offload(offload)
         prices = {"host": host_memory_usd_per_gib_month, "nvme": nvme_usd_per_gib_month}
@@ -225,6 +225,12 @@ def register(app: typer.Typer) -> None:
             result = run_search(spec, axes, workers=workers, backend=backend, ray_address=ray_address,
                                 ledger=resume if resume is not None else ledger, resume=resume is not None,
                                 progress=progress, exhaustive=exhaustive)
+        variants = None
+        if with_tiers:  # tier variants ranked with the rest (analyses/search/tier_entries.py)
+            from kvledger.analyses.search.rank import build_result
+
+            variants = offload_pass(spec, result.entries, tiers, prices)
+            result = build_result(spec, result.entries + variants)
         result.notes[:0] = load_notes  # how a --session-rate became the req/s the sizing uses
         if csv_out is not None:
             _write_csv(result, csv_out)
@@ -232,12 +238,11 @@ def register(app: typer.Typer) -> None:
             from kvledger.report.search_figures import frontier_figure, save_figure
 
             save_figure(frontier_figure(result), plot)
-        variants = offload_pass(spec, result.entries, tiers, prices) if with_tiers else None
         if rank is not None:
             show_ranked(result, rank, as_json)
         elif as_json:
-            typer.echo(json.dumps(result.to_dict() | ({"offload": variants} if variants is not None else {}),
-                                  allow_nan=False))
+            typer.echo(json.dumps(result.to_dict() | ({"offload": offload_summary(variants)} if variants is not None
+                                                      else {}), allow_nan=False))
         else:
             from kvledger.report.search_view import print_search
 
@@ -245,5 +250,5 @@ def register(app: typer.Typer) -> None:
             if variants is not None:
                 from kvledger.report.offload_axis_view import print_offload_axis
 
-                print_offload_axis(variants)
+                print_offload_axis(variants, result.ranking)
         _exit_if_failed(result)

@@ -26,7 +26,9 @@ def _settings(e: dict[str, Any], varied: set[str]) -> str:
 def _candidate(e: dict[str, Any], varied: set[str]) -> str:
     from kvledger.analyses.search.naming import short_name
 
-    return " ".join(filter(None, (short_name(e["gpu_id"], e["layout"], e["kv_cache_dtype"]), _settings(e, varied))))
+    tier = f"+ {e['offload']['label']}" if e.get("offload") else ""  # a tier variant (analyses/search/tier_entries)
+    return " ".join(filter(None, (short_name(e["gpu_id"], e["layout"], e["kv_cache_dtype"]), _settings(e, varied),
+                                  tier)))
 
 
 def _top_table(result: Any, top: int) -> Any:
