@@ -100,6 +100,11 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
                                     skip=point_skipper(spec, cand, b, known))
         if pr.boundary is None or pr.run is None:
             return _no_rate(entry, pr, spec)
+        if hasattr(spec.synthetic, "prepare_setup"):  # sessions: the steady state's goodput (session_spec.py)
+            from kvledger.analyses.serving.session_spec import steady_goodput
+
+            pr.gp, note = steady_goodput(pr.gp, pr.boundary)
+            pr.notes = [n for n in pr.notes if not n.startswith("the boundary run's goodput")] + [note]
         cap = capacity_from(pr.run, pr.gp, None)
     except KvLedgerError as err:
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}

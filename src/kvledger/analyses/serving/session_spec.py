@@ -19,7 +19,11 @@ from typing import Any
 
 from kvledger.errors import InputError
 
-__all__ = ["SessionSpec"]
+__all__ = ["SessionSpec", "steady_goodput", "MAX_STEADY_SCALE"]
+
+MAX_STEADY_SCALE = 2.0
+"""kvledger rule: a session probe's goodput is scaled to its steady state only when that at most doubles it, i.e. its
+sessions' ramp-up and drain took no longer than their starts; a shorter probe keeps its own (smaller) goodput."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +101,37 @@ class SessionSpec:
         setup.workload_info.update({"offered_rate_req_per_s": args.rate, "session_rate_per_s": session_rate})
         setup.workload_info["mode"] += f", starts Poisson at {session_rate:.4g} sessions/s (seed {args.seed})"
         return setup
+
+
+def steady_goodput(gp: Any, rate_req_per_s: float) -> tuple[Any, str]:
+    """(the goodput of a session probe at its steady state, the note saying so).
+
+    A probe of N closed-loop sessions ramps up over a session's length and drains over another, so good turns ÷
+    (first arrival → last finish) understates what the replica sustains at the turn rate ``R`` it was probed at. The
+    steady state serves ``R`` turns/s of which the attainment are good: every goodput and throughput figure is scaled
+    by ``f = R × attainment ÷ goodput`` (the turns' token mix kept), the duration divided by it — when ``f`` ≤
+    ``MAX_STEADY_SCALE``; a probe of too few sessions (a closed loop of N sessions never holds more than N turns, so
+    its attainment stays high at any rate) keeps its own goodput.
+    """
+    if not gp.goodput_req_per_s:
+        return gp, ""
+    f = rate_req_per_s * gp.attainment / gp.goodput_req_per_s
+    if f > MAX_STEADY_SCALE:
+        return gp, (f"session workload: the probe at {rate_req_per_s:.4g} turns/s spent longer ramping up and "
+                    f"draining than its sessions took to start ({gp.goodput_req_per_s:.4g} good req/s over the whole "
+                    f"probe, {rate_req_per_s * gp.attainment:.4g} at a steady state): too few sessions to reach one, "
+                    "so the whole probe's goodput is kept (conservative); raise --sessions")
+
+    def x(v: float | None) -> float | None:
+        return None if v is None else v * f
+
+    out = replace(gp, duration_s=None if gp.duration_s is None else gp.duration_s / f,
+                  goodput_req_per_s=x(gp.goodput_req_per_s), throughput_req_per_s=x(gp.throughput_req_per_s),
+                  goodput_output_tok_per_s=x(gp.goodput_output_tok_per_s),
+                  throughput_output_tok_per_s=x(gp.throughput_output_tok_per_s),
+                  goodput_input_tok_per_s=x(gp.goodput_input_tok_per_s),
+                  throughput_input_tok_per_s=x(gp.throughput_input_tok_per_s))
+    return out, (f"session workload: capacity at the steady state, {rate_req_per_s:.4g} turns/s × attainment "
+                 f"{gp.attainment:.3f} = {out.goodput_req_per_s:.4g} good req/s (the whole probe, ramp-up and drain "
+                 f"of its sessions included: {gp.goodput_req_per_s:.4g}); more --sessions per probe bring the two "
+                 "closer")
