@@ -15,16 +15,23 @@ from kvledger.ledgers.goodput_result import GoodputResult
 
 
 def test_sessions_at_a_turn_rate_are_the_same_sessions_started_sooner():
+    from dataclasses import replace
+
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
+
     s = SessionSpec("agent", 6)
     # seed 0 draws 14, 15, 55, 119, 65 and 1 turns: 269 turns ÷ 6 sessions = 44.83 turns per session
     assert s.turns_per_session(0, 131072) == pytest.approx(269 / 6)
-    (a, ra), (b, rb) = s.loop(2.0, 0, 131072), s.loop(4.0, 0, 131072)
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", rate=2.0, seed=0)
+    a, b = s.prepare_setup(args), s.prepare_setup(replace(args, rate=4.0))
     # 2 turns/s ÷ 44.83 turns per session = 0.04461 sessions/s; twice the turn rate, twice the session rate
+    ra, rb = a.workload_info["session_rate_per_s"], b.workload_info["session_rate_per_s"]
     assert ra == pytest.approx(2.0 * 6 / 269) and rb == pytest.approx(2 * ra)
-    assert [x.turns for x in a.sessions] == [x.turns for x in b.sessions]
-    assert [x.start_s for x in b.sessions] == pytest.approx([x.start_s / 2 for x in a.sessions])
+    assert a.num_requests == 269 and a.workload_info["offered_rate_req_per_s"] == 2.0
+    assert [x.turns for x in a.workload.sessions] == [x.turns for x in b.workload.sessions]
+    assert [x.start_s for x in b.workload.sessions] == pytest.approx([x.start_s / 2 for x in a.workload.sessions])
     with pytest.raises(InputError):
-        SessionSpec("chat", 6).loop(float("inf"), 0, 131072)
+        s.session_rate(float("inf"), 0, 131072)
     with pytest.raises(InputError, match="--workload"):
         SessionSpec("batch")
 
@@ -52,7 +59,7 @@ def test_search_cli_takes_a_session_workload_and_ranks_its_tier_variant():
                                  "--session-rate", "0.01", "--offload", "cpu:64GiB", "--workers", "1", "--json"],
                            catch_exceptions=False)
     d = json.loads(r.stdout)
-    assert d["spec"]["synthetic"] == {"workload": "chat", "num_sessions": 8, "segment_tokens": 64}
+    assert d["spec"]["synthetic"] == {"workload": "chat", "num_sessions": 8}
     assert d["spec"]["rate_req_per_s"] == pytest.approx(0.07625)
     assert d["notes"][0].startswith("load: --session-rate 0.01 sessions/s × 7.625 turns per session")
     variant = "nvidia_h100_sxm:tp1:kv-auto:offload-cpu-64GiB"

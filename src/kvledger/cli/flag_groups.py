@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 
 __all__ = ["flag", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups", "WorkloadFlags",
-           "EngineFlags", "PricingFlags"]
+           "EngineFlags", "PricingFlags", "TierFlags", "SessionFlags"]
 
 
 def flag(*decls: str, help: str, default: Any = None) -> Any:  # noqa: A002  (typer's own keyword)
@@ -121,7 +121,10 @@ class EngineFlags:
     async_scheduling: bool | None = flag("--async-scheduling/--no-async-scheduling", help=(
         "vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33)."))
     replicas: int | None = flag("--replicas", help="Identical engine replicas behind a router (default 1).")
-    router: str | None = flag("--router", help="round_robin (default), least_loaded or prefix_aware.")
+    router: str | None = flag("--router", help=(
+        "round_robin (default), least_loaded, prefix_aware (sgl-router's cache-aware rule) or session_affinity "
+        "(a session's requests stay on one replica: a trace's client ids, e.g. Bailian conversations, or "
+        "--workload sessions)."))
     step_cost: str | None = flag("--step-cost", help=(
         "roofline (default; from the plan); calibrated (bundled measurements for this model, GPU and TP, when"
         " they exist); or calibrated:SOURCE:MODEL@GPU/tpN to pick a bundled table by key (e.g. "
@@ -155,6 +158,34 @@ class PricingFlags:
         "Share of API input tokens that are prompt-cache reads."))
     cache_write_rate: float | None = flag("--cache-write-rate", default=0.0, help=(
         "Share of API input tokens written to the prompt cache."))
+
+
+@dataclass(frozen=True, slots=True)
+class TierFlags:
+    """A host KV tier below HBM, in the engines' own flags (vLLM's offloading connector, SGLang's HiCache); checked
+    against the engine's rules by ``accounting.kv_tier_rules.check_tier_settings`` (``plan``, ``simulate``)."""
+
+    kv_offloading_size: str | None = flag("--kv-offloading-size", help=(
+        "vLLM: host memory for KV offloading, GiB summed over the TP×PP ranks (256 or 256GiB); adds the KV tiers."))
+    kv_offloading_backend: str | None = flag("--kv-offloading-backend", help=(
+        "vLLM: native (OffloadingConnector) or lmcache."))
+    enable_hierarchical_cache: bool | None = flag("--enable-hierarchical-cache", help="SGLang HiCache: a host KV tier.")
+    hicache_ratio: float | None = flag("--hicache-ratio", help="SGLang: host pool / device pool (default 2.0).")
+    hicache_size: int | None = flag("--hicache-size", help=(
+        "SGLang: host pool in GB (10^9 B) per GPU; overrides the ratio."))
+    hicache_write_policy: str | None = flag("--hicache-write-policy", help=(
+        "SGLang: write_through (default), write_through_selective or write_back."))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFlags:
+    """A synthetic multi-turn session workload (``dynamics/workload/sessions.py``: stated distributions, not fits)."""
+
+    session_workload: str | None = flag("--workload", help=(
+        "Multi-turn sessions instead of a trace: chat (~4 turns, 30 s think time) or agent (~20 tool calls, 2 s "
+        "tool time); the distributions are in docs/offload.md."))
+    sessions: int | None = flag("--sessions", help="Sessions to draw, count (default 200).")
+    session_rate: float | None = flag("--session-rate", help="Session starts per second, Poisson (default 0.2).")
 
 
 @dataclass(frozen=True)

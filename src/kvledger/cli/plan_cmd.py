@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from kvledger import strict_json
-from kvledger.cli.flag_groups import EngineFlags, option
+from kvledger.cli.flag_groups import EngineFlags, TierFlags, option, with_groups
 
 __all__ = ["register"]
 
@@ -16,6 +16,7 @@ def _bytes_opt(v: str | None, what: str) -> int | None:
     return None if v is None else parse_bytes(v, what=what)
 
 
+@with_groups(tiers=TierFlags)
 def plan(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path "
                                           "or folder, or a Hub id."),
@@ -78,18 +79,7 @@ def plan(
         "allocate sliding/chunked layers as full."),
     enable_prefix_caching: bool | None = option(EngineFlags, "prefix_caching", help="vLLM flag (default: the "
         "version's; on for hybrid models from 0.26): sets the Mamba cache mode, hence state pages per request."),
-    kv_offloading_size: str | None = typer.Option(None, "--kv-offloading-size",
-        help="vLLM: host memory for KV offloading, GiB summed over TP×PP ranks (256 or 256GiB); adds the KV tiers."),
-    kv_offloading_backend: str | None = typer.Option(None, "--kv-offloading-backend",
-        help="vLLM: native (OffloadingConnector) or lmcache."),
-    enable_hierarchical_cache: bool = typer.Option(False, "--enable-hierarchical-cache",
-        help="SGLang HiCache: a host KV tier."),
-    hicache_ratio: float | None = typer.Option(None, "--hicache-ratio",
-        help="SGLang: host pool / device pool (default 2.0)."),
-    hicache_size: int = typer.Option(0, "--hicache-size",
-        help="SGLang: host pool in GB (10^9 B) per GPU; overrides the ratio."),
-    hicache_write_policy: str = typer.Option("write_through", "--hicache-write-policy",
-        help="SGLang: write_through, write_through_selective or write_back."),
+    tiers: TierFlags = TierFlags(),
     kv_tier_nvme: str | None = typer.Option(None, "--kv-tier-nvme",
         help="A local-disk KV tier per GPU (e.g. 2TiB): LMCache local_disk / HiCache file backend."),
     kv_tier_remote: str | None = typer.Option(None, "--kv-tier-remote",
@@ -155,21 +145,18 @@ def plan(
                     bandwidth_bytes_per_s=gpu_bandwidth * 1e12 if gpu_bandwidth is not None else None,
                     bf16_flops_per_s=gpu_bf16_tflops * 1e12 if gpu_bf16_tflops is not None else None)
     p = build_plan(spec, g, settings)
-    from kvledger.accounting.kv_tier_rules import TierSettings
     from kvledger.cli.analysis_opts import gib_option
+    from kvledger.cli.tier_opts import tier_settings
 
-    tiers = TierSettings(
-        kv_offloading_size_gib=gib_option(kv_offloading_size, "--kv-offloading-size"),
-        kv_offloading_backend=kv_offloading_backend.lower() if kv_offloading_backend else None,
-        enable_hierarchical_cache=enable_hierarchical_cache, hicache_ratio=hicache_ratio, hicache_size_gb=hicache_size,
-        hicache_write_policy=hicache_write_policy, nvme_gib=gib_option(kv_tier_nvme, "--kv-tier-nvme"),
+    settings_t = tier_settings(
+        tiers, nvme_gib=gib_option(kv_tier_nvme, "--kv-tier-nvme"),
         remote_gib=gib_option(kv_tier_remote, "--kv-tier-remote"), nvme_read_bytes_per_s=nvme_read_bandwidth * 1e9,
         network_bytes_per_s=network_bandwidth * 1e9, link_fraction=link_fraction)
     tier_plan = None
-    if tiers.any_set or hicache_ratio is not None or hicache_size:
+    if settings_t.any_set or tiers.hicache_ratio is not None or tiers.hicache_size:
         from kvledger.accounting.kv_tiers import build_tier_plan
 
-        tier_plan = build_tier_plan(p, tiers, suffix_tokens=suffix_tokens)
+        tier_plan = build_tier_plan(p, settings_t, suffix_tokens=suffix_tokens)
     if as_json:
         d = p.to_dict()
         if tier_plan is not None:

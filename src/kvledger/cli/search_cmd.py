@@ -19,7 +19,7 @@ from typing import Any
 
 import typer
 
-from kvledger.cli.flag_groups import EngineFlags, GroupUse, PricingFlags, WorkloadFlags, with_groups
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, PricingFlags, SessionFlags, WorkloadFlags, with_groups
 from kvledger.cli.search_axes import axes_of, splits_of, workload_of
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
 from kvledger.units import count_option
@@ -37,6 +37,12 @@ WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "prompt_lengths", "output_leng
 ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "engine_version", "step_cost",
                                      "cpu_overhead"),
                   defaults={"step_cost": "roofline"})
+SESSIONS = GroupUse(SessionFlags, help={
+    "session_workload": "Multi-turn sessions instead of a trace: chat or agent (the presets of `kvledger offload`), "
+                        "probed at turn rates (session starts × turns per session).",
+    "sessions": "Sessions per probe, count (default 200; the same seeded sessions for every candidate).",
+    "session_rate": "The load to size for, session starts per second (× the drawn sessions' turns per session = "
+                    "req/s)."})
 PRICING = GroupUse(PricingFlags, only=("gpu_provider", "utilization", "max_utilization", "batch_share",
                                        "cache_hit_rate", "cache_write_rate"),
                    help={"utilization": "Average load ÷ capacity over billed hours for $ per token (default with "
@@ -86,12 +92,13 @@ def register(app: typer.Typer) -> None:
     """Add the ``search`` command to ``app``."""
 
     @app.command("search")
-    @with_groups(workload=WORKLOAD, engine=ENGINE, pricing=PRICING)
+    @with_groups(workload=WORKLOAD, sessions=SESSIONS, engine=ENGINE, pricing=PRICING)
     def search_command(
         model: str = typer.Argument(..., help="model: HF id, alias, config.json path or Hub id"),
         slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'"),
         target: float = typer.Option(0.9, "--target", help="share of requests that must meet the SLO at the capacity"),
         workload: WorkloadFlags = WorkloadFlags(),
+        sessions: SessionFlags = SessionFlags(),
         rate: float | None = typer.Option(None, "--rate", help="target mean load, req/s: sizes replicas, GPUs and the "
                                                                "monthly bill", show_default=False),
         monthly_tokens: float | None = typer.Option(None, "--monthly-tokens", parser=count_option("--monthly-tokens"),
@@ -155,13 +162,6 @@ def register(app: typer.Typer) -> None:
         nvme_usd_per_gib_month: float | None = typer.Option(
             None, "--nvme-usd-per-gib-month", help="[--offload disk] your price, USD/GiB-month (default: "
             "tier_prices.csv's dated row, named in the output)"),
-        session_workload: str | None = typer.Option(None, "--workload", help="a multi-turn session workload "
-            "instead of a trace: chat or agent (the presets `kvledger offload` takes); probed at turn rates",
-            show_default=False),
-        sessions: int | None = typer.Option(None, "--sessions", help="[--workload] sessions per probe (default 200)",
-                                            show_default=False),
-        session_rate: float | None = typer.Option(None, "--session-rate", help="[--workload] the load to size for, "
-                                                  "session starts per second", show_default=False),
         exhaustive: bool = typer.Option(False, "--exhaustive", help="simulate every planned candidate; by default one "
                                         "whose analytic bounds prove it cannot win, be the runner-up or reach a "
                                         "frontier is decided by bound, unsimulated"),
@@ -186,8 +186,8 @@ def register(app: typer.Typer) -> None:
 
         w, e, p = workload, engine, pricing
         mml = parse_tokens(e.max_model_len, what="--max-model-len") if e.max_model_len else None
-        wl, rate, load_notes = workload_of(w, session_workload, sessions, session_rate, rate, monthly_tokens, model,
-                                           mml, w.seed, disagg)
+        wl, rate, load_notes = workload_of(w, sessions.session_workload, sessions.sessions, sessions.session_rate,
+                                           rate, monthly_tokens, model, mml, w.seed, disagg)
         spec = SearchSpec(model=model, slo=slo, target=target, trace=w.trace or "azure-conv",
                           num_requests=w.num_requests,
                           seed=w.seed, synthetic=wl, step_cost=e.step_cost, cpu_overhead=e.cpu_overhead,

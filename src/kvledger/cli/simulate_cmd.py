@@ -9,19 +9,27 @@ from pathlib import Path
 import typer
 
 from kvledger import strict_json
-from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, SessionFlags, TierFlags, WorkloadFlags, with_groups
 
 __all__ = ["register"]
 
 OUT_FILES = ("records.parquet", "steps.parquet", "trace.json", "summary.json")
+#: the tier flags as simulate takes them: SGLang's apply with --policy sglang (SGLang's memory plan and radix cache)
+_TIERS = GroupUse(TierFlags, help={
+    "enable_hierarchical_cache": "With --policy sglang: SGLang HiCache, a host KV tier.",
+    "hicache_ratio": "With --policy sglang: host pool / device pool (default 2.0).",
+    "hicache_size": "With --policy sglang: host pool in GB (10^9 B) per GPU; overrides the ratio.",
+    "hicache_write_policy": "With --policy sglang: write_through (default) or write_through_selective."})
 
 
-@with_groups(workload=WorkloadFlags, engine=EngineFlags)
+@with_groups(workload=WorkloadFlags, sessions=SessionFlags, engine=EngineFlags, tiers=_TIERS)
 def simulate(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU (see `kvledger gpus`) or a GPU file."),
     workload: WorkloadFlags = WorkloadFlags(),
+    sessions: SessionFlags = SessionFlags(),
     engine: EngineFlags = EngineFlags(),
+    tiers: TierFlags = TierFlags(),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     out: Path | None = typer.Option(None, "--out", help="Write records.parquet (every request, token times included; "
                                                         "goodput and cost read it), steps.parquet (every engine step) "
@@ -37,30 +45,54 @@ def simulate(
                                                                                 "and the ITL distribution is still "
                                                                                 "exact."),
 ) -> None:
-    """Simulate serving a trace: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage, preemptions, prefix-cache
-    hits."""
+    """Simulate serving a trace or multi-turn sessions: TTFT/ITL/TPOT/E2E distributions, throughput, KV usage,
+    preemptions, prefix-cache hits; with a host KV tier, the hit rate, loads and TTFT per tier."""
     from kvledger.analyses.serving.sim_ledgers import prepare_run, simulate_document
     from kvledger.cli.sim_opts import sim_request
+    from kvledger.cli.tier_opts import check_session_flags, tier_settings, tiers_given
 
+    session_run = check_session_flags(sessions, workload)
     args, synthetic = sim_request(model, gpu, workload, engine)
+    tier = tier_settings(tiers) if tiers_given(tiers) else None
     if out is not None:
         from kvledger.cli.outputs import prepare_output_dir
 
         prepare_output_dir(out, OUT_FILES, force=force, inputs=[args.trace, args.step_cost])
-    setup = prepare_run(args, synthetic)
-    result = _run(setup, args, record_steps=out is not None, show_progress=not as_json,
-                  record_token_times=record_token_times or out is not None)
+    if session_run:
+        from kvledger.analyses.serving.sim_tiers import DEFAULT_SESSION_RATE, DEFAULT_SESSIONS, prepare_sessions
+
+        n, rate = sessions.sessions, sessions.session_rate
+        setup = prepare_sessions(args, sessions.session_workload, DEFAULT_SESSIONS if n is None else n,
+                                 DEFAULT_SESSION_RATE if rate is None else rate)
+    else:
+        setup = prepare_run(args, synthetic)
+    keep_times = record_token_times or out is not None
+    tier_report = None
+    if tier is not None:
+        from kvledger.analyses.serving.sim_ledgers import finish_run
+        from kvledger.analyses.serving.sim_tiers import run_with_tier
+
+        result, tier_report = run_with_tier(setup, tier, record_steps=out is not None, record_token_times=keep_times)
+        result = finish_run(setup, args, result, synthetic).result
+    else:
+        result = _run(setup, args, record_steps=out is not None, show_progress=not as_json,
+                      record_token_times=keep_times)
     payload = simulate_document(setup, result)
+    doc = payload.to_dict() if tier_report is None else {**payload.to_dict(), "kv_tiers": tier_report.to_dict()}
     if out is not None:
-        _write_outputs(out, result, payload, chrome_trace)
+        _write_outputs(out, result, doc, chrome_trace)
     if as_json:
-        typer.echo(strict_json.dumps(payload.to_dict(), indent=2))
+        typer.echo(strict_json.dumps(doc, indent=2))
     else:
         from rich.console import Console
 
         from kvledger.report.simulate_view import render_summary
 
         render_summary(payload, Console(), out)
+        if tier_report is not None:
+            from kvledger.report.sim_tiers_view import render_sim_tiers
+
+            render_sim_tiers(tier_report, Console())
 
 
 def _run(setup, args, record_steps: bool, show_progress: bool, record_token_times: bool):
@@ -81,7 +113,7 @@ def _run(setup, args, record_steps: bool, show_progress: bool, record_token_time
                             progress=lambda done, total: bar.update(task, completed=done, total=total)).result
 
 
-def _write_outputs(out: Path, result, payload, chrome_trace: bool) -> None:  # payload: a SimDocument
+def _write_outputs(out: Path, result, doc: dict, chrome_trace: bool) -> None:  # doc: the --json document
     """Write the files, each atomically (temporary file + rename): a failure leaves no half-written file."""
     from kvledger.dynamics.outputs.steps_parquet import write_steps_parquet
     from kvledger.evidence.records_parquet import write_parquet
@@ -94,7 +126,7 @@ def _write_outputs(out: Path, result, payload, chrome_trace: bool) -> None:  # p
     elif (out / "trace.json").is_file() and not (out / "trace.json").is_symlink():
         # an earlier run's trace (an input there was refused before the work): the folder holds one run only
         (out / "trace.json").unlink()
-    write_text_atomic(out / "summary.json", strict_json.dumps(payload.to_dict(), indent=2))
+    write_text_atomic(out / "summary.json", strict_json.dumps(doc, indent=2))
 
 
 def register(app: typer.Typer) -> None:

@@ -54,6 +54,10 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
     s, eng, wl, cost = payload.summary, payload.engine, payload.workload, payload.step_cost
     console.print(f"[bold]workload[/]: {wl['trace']} — {wl['num_requests']:,} requests, {wl['mode']}; prompt mean "
                   f"{wl['prompt_tokens_mean']:,.0f}, output mean {wl['output_tokens_mean']:,.0f} tokens")
+    if "sessions" in wl:
+        from kvledger.report.sim_tiers_view import session_shape_line
+
+        console.print(session_shape_line(wl["sessions"]))
     reps = payload.replicas
     each = f"{reps} replicas behind the {payload.router} router, each with " if reps > 1 else ""
     console.print(f"[bold]engine[/]: {each}{eng['num_gpu_blocks']:,} KV blocks × {eng['block_size']} tokens, "

@@ -32,12 +32,11 @@ class SessionSpec:
 
     Attributes:
         workload: the preset, ``chat`` or ``agent`` (``dynamics.workload.sessions.SESSION_SHAPES``).
-        num_sessions: sessions per probe, count. segment_tokens: tokens per prefix segment id.
+        num_sessions: sessions per probe, count.
     """
 
     workload: str
     num_sessions: int = 200
-    segment_tokens: int = 64
 
     def __post_init__(self) -> None:
         from kvledger.dynamics.workload.sessions import SESSION_SHAPES
@@ -57,49 +56,45 @@ class SessionSpec:
         return ("session workload: the axis value is the nominal turn rate (session starts × turns per session); "
                 "the offered rate of each probe (its turns ÷ their arrival span) is listed next to it")
 
-    def _draw(self, session_rate: float, seed: int, max_model_len: int) -> list:
+    def turns_per_session(self, seed: int, max_model_len: int) -> float:
+        """Mean turns per drawn session, every start counted (the draw at 1 session/s; the same at any rate): the
+        draw of ``sim_tiers.prepare_sessions``, sessions stopping before they would pass ``max_model_len``."""
         import numpy as np
 
         from kvledger.dynamics.workload.sessions import SESSION_SHAPES, synthesize_sessions
 
         base = SESSION_SHAPES[self.workload]
         shape = replace(base, max_context_tokens=min(base.max_context_tokens, max_model_len))
-        return synthesize_sessions(shape, self.num_sessions, session_rate, np.random.default_rng(seed))
+        drawn = synthesize_sessions(shape, self.num_sessions, 1.0, np.random.default_rng(seed))
+        return sum(len(s.turns) for s in drawn) / self.num_sessions
 
-    def turns_per_session(self, seed: int, max_model_len: int) -> float:
-        """Mean turns per drawn session (the draw at 1 session/s; the same at any rate)."""
-        drawn = self._draw(1.0, seed, max_model_len)
-        return sum(len(s.turns) for s in drawn) / self.num_sessions  # every start drawn, empty sessions too
-
-    def loop(self, rate_req_per_s: float, seed: int, max_model_len: int) -> tuple:
-        """(SessionLoop, session starts per second) whose turns arrive at ``rate_req_per_s`` in a steady state.
+    def session_rate(self, rate_req_per_s: float | None, seed: int, max_model_len: int) -> float:
+        """Session starts per second whose turns arrive at ``rate_req_per_s`` in a steady state.
 
         Raises:
             InputError: a rate that is not a positive finite number.
         """
-        from kvledger.dynamics.workload.sessions import SessionLoop
-
         if rate_req_per_s is None or not (math.isfinite(rate_req_per_s) and rate_req_per_s > 0):
             raise InputError(f"a session workload needs a finite turn rate > 0 req/s, got {rate_req_per_s!r}")
-        session_rate = rate_req_per_s / self.turns_per_session(seed, max_model_len)
-        return SessionLoop(tuple(self._draw(session_rate, seed, max_model_len)), self.segment_tokens), session_rate
+        return rate_req_per_s / self.turns_per_session(seed, max_model_len)
 
     def prepare_setup(self, args: Any) -> Any:
-        """The prepared simulation (``sim_setup.prepare``) of these sessions at the turn rate ``args.rate``.
+        """The prepared simulation (``sim_tiers.prepare_sessions``) of these sessions at the turn rate ``args.rate``.
 
         Raises:
             InputError: --concurrency or --rate-scale given (the turn rate drives a session workload), or what
                 ``prepare`` refuses.
         """
-        from kvledger.analyses.serving.sim_setup import load_plan, prepare
+        from kvledger.analyses.serving.sim_setup import load_plan
+        from kvledger.analyses.serving.sim_tiers import prepare_sessions
 
         if args.concurrency is not None or args.rate_scale is not None:
             raise InputError("a session workload is driven by its turn rate (--rate); --concurrency and --rate-scale "
                              "do not apply")
-        loop, session_rate = self.loop(args.rate, args.seed, load_plan(args)[0].memory.max_model_len)
-        setup = prepare(args, loop, self.label)
-        setup.workload_info.update({"offered_rate_req_per_s": args.rate, "session_rate_per_s": session_rate})
-        setup.workload_info["mode"] += f", starts Poisson at {session_rate:.4g} sessions/s (seed {args.seed})"
+        session_rate = self.session_rate(args.rate, args.seed, load_plan(args)[0].memory.max_model_len)
+        setup = prepare_sessions(args, self.workload, self.num_sessions, session_rate)
+        setup.workload_info.update({"trace": self.label, "offered_rate_req_per_s": args.rate,
+                                    "session_rate_per_s": session_rate})
         return setup
 
 

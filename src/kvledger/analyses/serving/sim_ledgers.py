@@ -1,12 +1,11 @@
 """One simulation as input to the goodput and cost ledgers: RunRecords from (model, GPU, engine settings, workload)
 plus their provenance.
 
-The ledgers take ``RunRecords`` and never import the simulator; this module is the glue.
-It builds the run exactly as ``kvledger simulate`` does (``kvledger.analyses.serving.sim_setup.prepare``:
-the vLLM memory plan sizes the KV pool, ``--step-cost`` prices each step, the trace or a
-synthetic workload supplies the requests), runs ``kvledger.dynamics.simulator.simulate``, and
-completes the run metadata the ledgers need and a benchmark file would state: GPU count
-(replicas × TP), offered request rate, ``max_num_seqs``, the catalog GPU id for the price table.
+The ledgers take ``RunRecords`` and never import the simulator; this module is the glue. It builds the run exactly as
+``kvledger simulate`` does (``kvledger.analyses.serving.sim_setup.prepare``: the vLLM memory plan sizes the KV pool,
+``--step-cost`` prices each step, the trace or a synthetic workload supplies the requests), runs
+``kvledger.dynamics.simulator.simulate``, and completes the run metadata the ledgers need and a benchmark file would
+state: GPU count (replicas × TP), offered request rate, ``max_num_seqs``, the catalog GPU id for the price table.
 """
 
 from __future__ import annotations
@@ -25,15 +24,14 @@ from kvledger.jsonable import to_jsonable
 from kvledger.ranges import check_options
 from kvledger.records import RunRecords
 
-__all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_prepared", "simulate_document",
-           "workload_text", "simulator_description"]
+__all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_prepared", "finish_run",
+           "simulate_document", "workload_text", "simulator_description"]
 
 #: the simulator, whichever rule it runs
 SIMULATOR = "kvledger simulator (kvledger.dynamics.simulator.simulate; deterministic, no wall clock)"
 
-# : batching (EngineConfig.batching) → the name of the scheduling rule it simulates (kvledger.dynamics.engine.scheduler
-# and
-#: sglang_scheduler; what each rule does is engine_config.BATCHING_POLICIES's text)
+#: batching (EngineConfig.batching) → the name of the scheduling rule it simulates (kvledger.dynamics.engine.scheduler
+#: and sglang_scheduler; what each rule does is engine_config.BATCHING_POLICIES's text)
 _RULES = {"continuous": "vLLM v1 scheduling rule (preemption by recompute)", "static": "static batching",
           "sglang": "SGLang 0.5.x scheduling rule", "vllm_v0": "vLLM V0 scheduling rule"}
 
@@ -197,8 +195,7 @@ def _synthetic_requests(args: SimRequestArgs, synthetic: SyntheticSpec) -> list[
     if rate is None:
         if args.concurrency is None:
             raise InputError("a synthetic workload needs --rate (mean arrival rate, req/s; 'inf' sends every request "
-                             "at "
-                             "t = 0) or --concurrency (closed loop)")
+                             "at t = 0) or --concurrency (closed loop)")
         rate = math.inf  # closed loop: arrival times are not used
     if args.num_requests is None:
         raise InputError("a synthetic workload needs --num-requests")
@@ -215,8 +212,7 @@ def _complete_metadata(sim: SimulatedRun) -> None:
     md.extra.update({"gpu_id": sim.gpu_id, "tp": s.tp, "max_num_seqs": s.config.max_num_seqs,
                      "workload": {**s.workload_info, "seed": sim.args.seed},
                      "run_label": f"simulated {s.workload_info['trace']}, {s.workload_info['num_requests']:,} "
-                                  f"requests, "
-                                  f"{_load_text(s.workload_info)}"})
+                                  f"requests, {_load_text(s.workload_info)}"})
 
 
 def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) -> SimSetup:
@@ -226,10 +222,8 @@ def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) ->
         InputError / UnknownNameError / FormatError: bad names, settings or trace files, with the reason.
     """
     check_options("simulate", {"tp": args.tp})  # [1, 1,024] GPUs: kvledger.ranges
-    if synthetic is None:
-        return prepare(args)
-    if hasattr(synthetic, "prepare_setup"):  # a session workload (session_spec.SessionSpec) at the turn rate
-        return synthetic.prepare_setup(args)
+    if synthetic is None or hasattr(synthetic, "prepare_setup"):  # a trace, or sessions (session_spec.SessionSpec)
+        return prepare(args) if synthetic is None else synthetic.prepare_setup(args)
     setup = prepare(args, _synthetic_requests(args, synthetic), synthetic.label)
     if setup.workload_info.get("mode") != "closed loop":
         setup.workload_info["mode"] = f"open loop ({synthetic.arrivals_text(args.rate, args.seed)})"
@@ -252,6 +246,13 @@ def run_prepared(setup: SimSetup, args: SimRequestArgs, synthetic: SyntheticSpec
                       num_replicas=setup.replicas, router=setup.router, model=setup.model_name, hardware=setup.gpu_name,
                       record_token_times=record_token_times, stop=stop,
                       **({} if kv_manager_factory is None else {"kv_manager_factory": kv_manager_factory}))
+    return finish_run(setup, args, result, synthetic)
+
+
+def finish_run(setup: SimSetup, args: SimRequestArgs, result: SimResult,
+               synthetic: SyntheticSpec | None = None) -> SimulatedRun:
+    """A simulator result of ``setup`` (run here or elsewhere, e.g. with a host tier) as a SimulatedRun, its records'
+    metadata completed (GPU count, offered rate, max_num_seqs, workload) as :func:`run_prepared` completes it."""
     sim = SimulatedRun(result.records, result, setup, args, synthetic)
     _complete_metadata(sim)
     return sim

@@ -17,7 +17,6 @@ from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.workload.columns import WorkloadColumns
-from kvledger.dynamics.workload.sessions import SessionLoop
 from kvledger.errors import InputError
 from kvledger.ranges import check_options
 
@@ -184,8 +183,6 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
     from kvledger.dynamics.workload.traces import load_trace, load_trace_columns, trace_has_arrivals
 
     specs = None
-    if isinstance(requests, SessionLoop):
-        return _session_workload(requests, label)
     if requests is not None:
         if not requests:
             raise InputError("the workload holds no request")
@@ -218,20 +215,6 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
     return specs, len(specs), info
 
 
-def _session_workload(loop: SessionLoop, label: str | None) -> tuple[Any, int, dict[str, Any]]:
-    """A session loop's description: its turns as requests (prompt = the conversation so far)."""
-    from kvledger.dynamics.workload.sessions import turn_specs
-
-    specs = [t for s in loop.sessions for t in turn_specs(s, loop.segment_tokens, loop.reuse_output)]
-    n = len(specs)
-    info = {"trace": label or "sessions", "num_requests": n,
-            "prompt_tokens_mean": sum(t.num_prompt_tokens for t in specs) / n,
-            "output_tokens_mean": sum(t.num_output_tokens for t in specs) / n,
-            "mode": f"sessions: {len(loop.sessions):,} closed loops (a turn sent its think time after the previous "
-                    "one finished)"}
-    return loop, n, info
-
-
 def _arrivals(a: SimRequestArgs) -> str:
     """Which arrival times an open-loop replay of ``a.trace`` used (the rules of ``traces.load_trace``)."""
     from kvledger.dynamics.workload.traces import trace_has_arrivals
@@ -247,12 +230,14 @@ def _arrivals(a: SimRequestArgs) -> str:
     return "trace arrival times"
 
 
-def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label: str | None = None) -> SimSetup:
+def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label: str | None = None, *,
+            workload: tuple[Any, int, dict[str, Any]] | None = None) -> SimSetup:
     """Build the plan, the engine settings, the step cost and the workload.
 
     ``requests`` (e.g. a synthetic workload), when given, replaces the trace named by
     ``a.trace`` (``a.rate``, ``a.rate_scale`` and ``a.num_requests`` then do not apply);
-    ``label`` names it in the workload description.
+    ``label`` names it in the workload description. ``workload`` (a workload object the simulator takes, e.g. a
+    ``SessionLoop``; its request count; its description) replaces both.
 
     Raises:
         InputError / UnknownNameError / FormatError: bad names, flags or trace files, with the reason.
@@ -272,12 +257,32 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
         )
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
     cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling)
-    workload, n, info = _workload(a, requests, label)
-    if config.hybrid_caching and a.enable_prefix_caching is None and not isinstance(workload, SessionLoop):
-        specs = workload.requests if hasattr(workload, "requests") else workload  # (a session's turns share a prefix)
+    given = workload is not None
+    workload, n, info = workload if given else _workload(a, requests, label)
+    if config.hybrid_caching and a.enable_prefix_caching is None and not given:
+        specs = workload.requests if hasattr(workload, "requests") else workload
         if isinstance(specs, WorkloadColumns) or not any(spec.prefix_segments for spec in specs):
             config = replace(config, enable_prefix_caching=False)
             notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
                          "simulated with it off (faster; --enable-prefix-caching to keep it)")
+    workload = _sessions_for_affinity(a, workload, info, notes)
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
                     plan_notes + notes, a.tp, plan)
+
+
+def _sessions_for_affinity(a: SimRequestArgs, workload: Any, info: dict[str, Any], notes: list[str]) -> Any:
+    """For ``--router session_affinity`` on an open-loop trace with prefix ids but no client ids (Mooncake): the
+    requests with sessions inferred from shared hash-id prefixes (``session_traces.trace_sessions``: ≥ 2 segments)."""
+    if a.router != "session_affinity" or a.replicas < 2 or not isinstance(workload, list):
+        return workload
+    if any(s.client_id is not None for s in workload) or not any(s.prefix_segments for s in workload):
+        return workload
+    from kvledger.dynamics.workload.session_traces import trace_sessions, with_session_ids
+
+    ts = trace_sessions(workload)
+    info["sessions_inferred"] = {"num_sessions": ts.num_sessions, "reused_token_share": ts.reused_token_share,
+                                 "rule": "a request is a later turn of the earlier request with which it shares the "
+                                         "longest prefix of ≥ 2 segment ids (dynamics/workload/session_traces.py)"}
+    notes.append(f"session_affinity: the trace has no session ids; {ts.num_sessions:,} sessions inferred from shared "
+                 f"prefix ids (≥ 2 segments) for {len(workload):,} requests")
+    return with_session_ids(workload, ts)

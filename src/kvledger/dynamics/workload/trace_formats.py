@@ -11,10 +11,12 @@ layout                  file   columns / keys (extra ones are ignored)
 ``kvledger``            CSV    arrival_s, num_prompt_tokens, num_output_tokens [, client_id]
 ``mooncake``            JSONL  timestamp (ms), input_length, output_length [, hash_ids]
 ``kvledger``            JSONL  arrival_s, num_prompt_tokens, num_output_tokens [, prefix_segments, client_id]
+``bailian``             JSONL  chat_id, parent_chat_id, timestamp (s), input_length, output_length [, turn, hash_ids]
 ======================  =====  ================================================================
 
 Mooncake ``hash_ids`` name consecutive 512-token prompt blocks; ``len(hash_ids)`` must equal
-``ceil(input_length / 512)`` (true on every row of the FAST'25 release).
+``ceil(input_length / 512)`` (true on every row of the FAST'25 release). Qwen-Bailian rows (``bailian.py``) carry
+sessions (``client_id`` = the conversation) and 16-token ``hash_ids``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kvledger.dynamics.workload.bailian import BAILIAN_BLOCK_TOKENS, BAILIAN_KEYS, read_bailian
 from kvledger.dynamics.workload.trace_arrow import MAX_TRACE_TOKENS, read_csv_fast, read_jsonl_fast
 from kvledger.errors import FormatError
 
@@ -197,6 +200,8 @@ def _first_layout(path: Path) -> str | None:
                     return None
                 if not isinstance(obj, dict):
                     return None
+                if all(k in obj for k in BAILIAN_KEYS):  # before Mooncake's keys, which a Bailian row also has
+                    return "bailian"
                 return next((name for name, keys in JSONL_LAYOUTS.items() if all(k in obj for k in keys)), None)
     return None
 
@@ -204,6 +209,10 @@ def _first_layout(path: Path) -> str | None:
 def _read_jsonl(path: Path, segment_tokens: int) -> ParsedTrace:
     """A JSON Lines trace: pyarrow's reader with every row checked (trace_arrow.py), else row by row."""
     layout = _first_layout(path)
+    if layout == "bailian":
+        b = read_bailian(path)
+        return ParsedTrace(layout, b.arrivals_s, b.prompt_tokens, b.output_tokens, b.segments, BAILIAN_BLOCK_TOKENS,
+                           b.sessions)
     if layout is not None:
         seg_key = "hash_ids" if layout == "mooncake" else "prefix_segments"
         block = segment_tokens if layout == "mooncake" else 0

@@ -1,0 +1,202 @@
+"""``kvledger simulate`` with a host KV tier below HBM, or on multi-turn sessions: the tier the engine's flags give
+(the plan's ``host_dram`` tier, ``accounting/kv_tiers.py``), the run through ``dynamics.offload_sim.simulate_offload``
+(with the tier, and the same run without it), and the figures per tier that ``simulate`` reports.
+
+The host tier is built as ``kvledger offload`` builds it (``analyses/judgments/offload.py``): capacity in the
+engine's stored units (vLLM blocks, LMCache 256-token chunks, SGLang prompt segments of the workload), bytes per
+token from the plan, read and write bandwidth over the host link.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, TierSettings
+from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
+from kvledger.analyses.judgments.offload import SESSION_SHAPES, tier_judgment
+from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
+from kvledger.dynamics.engine.offload import HostTier
+from kvledger.dynamics.offload_sim import TierStats, simulate_offload
+from kvledger.dynamics.simulator import SimResult
+from kvledger.dynamics.workload.sessions import SessionLoop, synthesize_sessions
+from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
+
+__all__ = ["SimTierReport", "host_tier_for", "run_with_tier", "prepare_sessions", "SESSION_SEGMENT_TOKENS",
+           "DEFAULT_SESSIONS", "DEFAULT_SESSION_RATE"]
+
+#: tokens per prefix segment id of a synthetic session (as ``kvledger offload``): SGLang's host tier stores segments
+SESSION_SEGMENT_TOKENS = 64
+DEFAULT_SESSIONS = 200  # as `kvledger offload --sessions`
+DEFAULT_SESSION_RATE = 0.2  # session starts per second, as `kvledger offload --session-rate`
+
+_RULES = {
+    "vllm": "vLLM OffloadingConnector: write-through store of every completed block; the request's host-resident "
+            "continuation of its HBM hit is loaded before it is scheduled (the load is on its TTFT)",
+    "lmcache": "LMCache under vLLM: whole 256-token chunks of the prompt stored; the chunks from the prompt's start "
+               "beyond the HBM hit loaded before the request is scheduled",
+    "sglang": "SGLang HiCache: {policy} backup of radix-tree segments; the host-resident continuation of the device "
+              "prefix loaded back at admission (not under 10 tokens), the step taking max(compute, load)",
+}
+
+
+@dataclass(frozen=True)
+class SimTierReport:
+    """The host tier of one ``simulate`` run and what it did; ``to_dict`` is the ``kv_tiers`` block of ``--json``.
+
+    Attributes:
+        engine / engine_version: whose rules sized and ran the tier. rule: the simulated rule, in words.
+        plan: the tiers per GPU and their break-even prefix lengths (``plan --json``'s ``kv_tiers``).
+        host_tier: the simulated host tier: capacity_units (per replica), unit_tokens, bytes_per_token (B),
+            read_bytes_per_s / write_bytes_per_s (B/s), write_policy, chunk_tokens.
+        per_tier: one row per tier: hit_rate (share of prompt tokens at first admission), hit_tokens, loaded_tokens,
+            loaded_bytes (B), load_s (Σ, s), load_bandwidth_bytes_per_s (loaded bytes ÷ run duration), capacity,
+            peak and stored/evicted units (host only).
+        ttft_s_with_tier / ttft_s_without_tier: the run's TTFT statistics, s, and the same run without the tier.
+        hbm_hit_rate_without_tier: HBM's hit rate without the tier. occupancy_units: (arrival s, host units held).
+        judgment: whether the tier adds hits (``analyses.judgments.offload.tier_judgment``).
+    """
+
+    engine: str
+    engine_version: str
+    rule: str
+    plan: TierPlan
+    host_tier: dict[str, Any]
+    per_tier: list[dict[str, Any]]
+    prompt_tokens: int
+    ttft_s_with_tier: dict[str, float]
+    ttft_s_without_tier: dict[str, float]
+    hbm_hit_rate_without_tier: float
+    judgment: dict[str, Any]
+    occupancy_units: tuple[tuple[float, int], ...] = field(default_factory=tuple)
+    source: str = "kvledger.dynamics.offload_sim.simulate_offload (the run with the tier and the same run without it)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+def _segment_tokens(workload: Any) -> int:
+    """Tokens per prefix segment of the workload's requests (SGLang's host units); 512 when none lists segments.
+
+    Raises:
+        InputError: requests listing segments of different sizes.
+    """
+    from kvledger.dynamics.workload.columns import WorkloadColumns
+
+    if isinstance(workload, SessionLoop):
+        return workload.segment_tokens
+    specs = getattr(workload, "requests", workload)
+    if isinstance(specs, WorkloadColumns):
+        return 512  # columns carry no segments: nothing can hit, the unit only sizes the tier's count
+    sizes = {s.segment_tokens for s in specs if s.prefix_segments}
+    if len(sizes) > 1:
+        raise InputError(f"the workload's requests list prefix segments of {len(sizes)} sizes "
+                         f"({', '.join(map(str, sorted(sizes)))} tokens); SGLang's host tier is simulated in one "
+                         "segment size")
+    return sizes.pop() if sizes else 512
+
+
+def host_tier_for(setup: SimSetup, tiers: TierSettings) -> tuple[HostTier, TierPlan]:
+    """The simulated host tier and the plan's tiers for ``setup``'s engine (``--policy sglang``: SGLang's, else
+    vLLM's) and ``tiers``.
+
+    Raises:
+        InputError: tier flags the engine refuses or ignores, a model it cannot offload (the plan's rules), no host
+            tier, a write policy the simulator does not model, or a cache of the other engine.
+    """
+    plan = setup.plan
+    engine = plan.settings.engine
+    tp = build_tier_plan(plan, tiers)
+    t = tp.tier("host_dram")
+    if t is None:
+        raise InputError("the tier flags give no host tier: pass --kv-offloading-size GiB (vLLM; with "
+                         "--kv-offloading-backend native|lmcache) or, with --policy sglang, "
+                         "--enable-hierarchical-cache (--hicache-ratio or --hicache-size)")
+    cfg = setup.config
+    radix = cfg.prefix_caching_policy == "sglang"
+    if radix != (engine == "sglang"):
+        raise InputError(f"the {engine} host tier needs {engine}'s own prefix cache, but the run uses "
+                         f"--prefix-caching-policy {cfg.prefix_caching_policy}: drop --prefix-caching-policy, or use "
+                         "--policy sglang for SGLang's HiCache")
+    if engine == "sglang" and tiers.hicache_write_policy == "write_back":
+        raise InputError("--hicache-write-policy write_back (backup on device eviction) is priced by `kvledger plan` "
+                         "but not simulated; use write_through or write_through_selective")
+    chunk = LMCACHE_CHUNK_TOKENS if engine != "sglang" and tiers.kv_offloading_backend == "lmcache" else 0
+    unit = _segment_tokens(setup.workload) if radix else chunk or cfg.block_size
+    host = HostTier(t.capacity_tokens // unit, tp.bytes_per_token, t.read_bytes_per_s, t.write_bytes_per_s,
+                    tiers.hicache_write_policy if engine == "sglang" else "write_through", chunk_tokens=chunk)
+    return host, tp
+
+
+def _rule(engine: str, tiers: TierSettings) -> str:
+    if engine == "sglang":
+        return _RULES["sglang"].format(policy=tiers.hicache_write_policy)
+    return _RULES["lmcache" if tiers.kv_offloading_backend == "lmcache" else "vllm"]
+
+
+def _per_tier(s: TierStats, unit_tokens: int) -> list[dict[str, Any]]:
+    hbm = {"tier": "hbm", "hit_rate": s.hbm_hit_rate, "hit_tokens": s.hbm_hit_tokens, "loaded_tokens": 0,
+           "loaded_bytes": 0.0, "load_s": 0.0, "load_bandwidth_bytes_per_s": 0.0}
+    host = {"tier": "host_dram", "hit_rate": s.host_hit_rate, "hit_tokens": s.host_hit_tokens,
+            "loaded_tokens": s.host_hit_tokens, "loaded_bytes": s.loaded_bytes, "load_s": s.host_load_s,
+            "load_bandwidth_bytes_per_s": s.load_bandwidth_bytes_per_s, "unit_tokens": unit_tokens,
+            "capacity_units": s.host_capacity_units, "peak_units": s.peak_host_units,
+            "stored_units": s.stored_units, "evicted_units": s.evicted_units}
+    return [hbm, host]
+
+
+def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = False,
+                  record_token_times: bool = True) -> tuple[SimResult, SimTierReport]:
+    """Run ``setup`` with the host tier ``tiers`` give and once without it (``simulate_offload``); the result with
+    the tier (its records are the run's) and the tier report.
+
+    Raises:
+        InputError: see :func:`host_tier_for`; prefix caching off; settings the tier is not modelled for.
+    """
+    host, tp = host_tier_for(setup, tiers)
+    run = simulate_offload(setup.workload, setup.config, setup.cost, host, num_replicas=setup.replicas,
+                           router=setup.router, record_steps=record_steps, record_token_times=record_token_times,
+                           model=setup.model_name, hardware=setup.gpu_name)
+    s = run.tiers
+    engine = setup.plan.settings.engine
+    unit = host.chunk_tokens or (_segment_tokens(setup.workload) if engine == "sglang" else setup.config.block_size)
+    host_info = {**asdict(host), "unit_tokens": unit, "replicas": setup.replicas}
+    rep = SimTierReport(engine, setup.plan.memory.engine_version, _rule(engine, tiers), tp, host_info,
+                        _per_tier(s, unit), s.prompt_tokens, asdict(run.with_offload.summary.ttft_s),
+                        asdict(run.without_offload.summary.ttft_s),
+                        run.without_offload.summary.prefix_cache_hit_rate, tier_judgment(s), s.occupancy)
+    return run.with_offload, rep
+
+
+def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session_rate: float) -> SimSetup:
+    """The prepared simulation of ``num_sessions`` synthetic ``kind`` sessions (``SESSION_SHAPES``), starting as a
+    Poisson process of ``session_rate`` per second, drawn with ``args.seed``; a session stops before it would pass
+    the engine's max_model_len.
+
+    Raises:
+        InputError: an unknown kind, a count < 1, a rate ≤ 0, or anything ``prepare`` refuses.
+    """
+    from kvledger.analyses.serving.sim_setup import load_plan
+
+    if kind not in SESSION_SHAPES:
+        raise InputError(f"--workload must be one of {', '.join(SESSION_SHAPES)} (session presets), got {kind!r}")
+    plan, _ = load_plan(args)
+    shape = SESSION_SHAPES[kind]
+    shape = replace(shape, max_context_tokens=min(shape.max_context_tokens, plan.memory.max_model_len))
+    sessions = synthesize_sessions(shape, num_sessions, session_rate, np.random.default_rng(args.seed))
+    if not sessions:
+        raise InputError(f"no {kind} session fits max_model_len {plan.memory.max_model_len:,}: raise --max-model-len")
+    loop = SessionLoop(tuple(sessions), SESSION_SEGMENT_TOKENS)
+    specs = [spec for turns in loop.driver().specs for spec in turns]
+    info = {"trace": f"{kind} sessions (synthetic)", "num_requests": len(specs),
+            "prompt_tokens_mean": sum(s.num_prompt_tokens for s in specs) / len(specs),
+            "output_tokens_mean": sum(s.num_output_tokens for s in specs) / len(specs),
+            "mode": (f"sessions: {len(sessions):,} closed loops, each turn sent its think time after the previous "
+                     f"one finished; session starts Poisson at {session_rate:g}/s drawn with seed {args.seed}"),
+            "sessions": {"kind": kind, "num_sessions": len(sessions), "session_rate_per_s": session_rate,
+                         "segment_tokens": SESSION_SEGMENT_TOKENS, "shape": asdict(shape),
+                         "source": "kvledger.dynamics.workload.sessions, SessionShape preset"}}
+    return prepare(args, workload=(loop, len(specs), info))

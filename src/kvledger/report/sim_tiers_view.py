@@ -1,0 +1,62 @@
+"""Terminal view of ``kvledger simulate`` with a host KV tier: the tiers (capacity, break-even), then per tier the
+prefix hits, loads, load bandwidth and host occupancy, and TTFT with and without the tier."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kvledger.report.kv_tiers_view import render_kv_tiers
+from kvledger.report.offload_view import tier_verdict_line
+from kvledger.report.tables import table
+
+if TYPE_CHECKING:
+    from kvledger.analyses.serving.sim_tiers import SimTierReport
+
+__all__ = ["render_sim_tiers", "session_shape_line"]
+
+
+def session_shape_line(w: dict) -> str:
+    """The stated distributions a synthetic session workload was drawn from (``SessionShape``), in one line."""
+    h = w["shape"]
+    return (f"[bold]sessions[/]: {w['num_sessions']:,} {w['kind']} sessions drawn from stated distributions (not "
+            f"fits; {w['source']}): turns 1 + Geometric, mean {h['mean_turns']:g} (≤ {h['max_turns']:,}); lognormal "
+            f"lengths, σ {h['length_sigma']:g}, medians: first input {h['first_input_median_tokens']:,}, later inputs "
+            f"{h['input_median_tokens']:,}, outputs {h['output_median_tokens']:,} tokens; think time Exponential, mean "
+            f"{h['think_mean_s']:g} s; shared system prompt {h['system_tokens']:,} tokens; a session stops before "
+            f"{h['max_context_tokens']:,} tokens; starts Poisson at {w['session_rate_per_s']:g}/s; prefix segments "
+            f"of {w['segment_tokens']} tokens")
+
+
+def _rows(r: dict) -> list[tuple[str, str]]:
+    """(figure, cell) of one tier; HBM loads nothing, so its load figures read "—"."""
+    out = [("hit rate (share of prompt tokens)", f"{r['hit_rate']:.3f}"), ("tokens hit", f"{r['hit_tokens']:,}")]
+    if r["tier"] == "hbm":
+        return out + [(name, "—") for name in ("tokens loaded", "bytes loaded", "load time (Σ)", "load bandwidth used",
+                                               "occupancy (peak / capacity)", "stored / evicted")]
+    return out + [("tokens loaded", f"{r['loaded_tokens']:,}"),
+                  ("bytes loaded", f"{r['loaded_bytes'] / 2**30:,.2f} GiB"),
+                  ("load time (Σ)", f"{r['load_s']:.3f} s"),
+                  ("load bandwidth used", f"{r['load_bandwidth_bytes_per_s'] / 1e9:,.2f} GB/s"),
+                  ("occupancy (peak / capacity)", f"{r['peak_units']:,} / {r['capacity_units']:,} × "
+                                                  f"{r['unit_tokens']:,} tokens"),
+                  ("stored / evicted", f"{r['stored_units']:,} / {r['evicted_units']:,} units")]
+
+
+def render_sim_tiers(rep: SimTierReport, console) -> None:
+    """The tier plan, the per-tier table and the TTFT comparison; every figure with its unit and source."""
+    console.print(f"[bold]Host KV tier[/] — {rep.engine} {rep.engine_version} rules: {rep.rule}")
+    render_kv_tiers(rep.plan, console)
+    t = table(f"Prefix hits and loads per tier ({rep.prompt_tokens:,} prompt tokens at first admission; "
+              "kvledger.dynamics.offload_sim)", "figure", *(r["tier"] for r in rep.per_tier))
+    cols = [_rows(r) for r in rep.per_tier]
+    for i, (name, _) in enumerate(cols[0]):
+        t.add_row(name, *(c[i][1] for c in cols))
+    console.print(t)
+    a, b = rep.ttft_s_with_tier, rep.ttft_s_without_tier
+    t = table("TTFT with and without the host tier (the same run simulated twice)", "figure", "with the tier",
+              "without")
+    t.add_row("prefix hit rate, HBM", f"{rep.per_tier[0]['hit_rate']:.3f}", f"{rep.hbm_hit_rate_without_tier:.3f}")
+    for q in ("mean", "p50", "p90", "p99"):
+        t.add_row(f"TTFT {q}", f"{a[q] * 1e3:,.1f} ms", f"{b[q] * 1e3:,.1f} ms")
+    console.print(t)
+    console.print(tier_verdict_line(rep.judgment).replace(" (simulated below)", ""))
