@@ -154,8 +154,9 @@ def register(app: typer.Typer) -> None:
         plot: Path | None = typer.Option(None, "--plot", help="write the frontier figure (.png or .svg)",
                                          show_default=False),
         force: bool = typer.Option(False, "--force", help="allow --ledger, --csv and --plot to overwrite files"),
-        offload: str | None = typer.Option(None, "--offload", help="KV tiers to try on each feasible candidate: "
-                                           "none,cpu:256GiB,disk:1TiB (GiB per GPU; default none)"),
+        offload: str | None = typer.Option(None, "--offload", help="KV tiers to add to each colocated candidate "
+                                           "(feasible, or meeting the SLO at no rate), each variant ranked with the "
+                                           "rest: none,cpu:256GiB,disk:1TiB (GiB per GPU; default none)"),
         host_memory_usd_per_gib_month: float | None = typer.Option(
             None, "--host-memory-usd-per-gib-month", help="[--offload cpu] your price, USD/GiB-month (default: "
             "tier_prices.csv's cheapest dated row, named in the output)"),
