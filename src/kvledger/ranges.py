@@ -132,6 +132,7 @@ OPTION_RANGES: dict[str, Range] = {
     "hicache_ratio": Range(0.0, 1000.0, lo_open=True), "hicache_size": _count(0, 1 << 20, "GB"),
     "nvme_read_bandwidth": Range(0.0, 1000.0, lo_open=True, unit="GB/s"),
     "network_bandwidth": Range(0.0, 10_000.0, lo_open=True, unit="GB/s"), "link_fraction": _frac(),
+    "store_threshold": _count(0, 1 << 20, "offers (vLLM: < 2 turns the reuse gate off)"),
     "suffix_tokens": _count(1, _TOKENS_MAX, "tokens"), "sessions": _count(1, 1_000_000, "sessions"),
     "session_rate": Range(0.0, 1e6, lo_open=True, unit="sessions/s"), "compare_gpus": _count(1, 4096, "GPUs"),
     "host_memory_usd_per_gib_month": Range(0.0, 1e4, unit="USD/GiB-month"),

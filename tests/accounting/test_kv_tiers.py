@@ -82,8 +82,16 @@ def test_sglang_hicache_size_in_gb_overrides_ratio():
 
 
 @pytest.mark.parametrize("engine, tiers, words", [
-    ("sglang", TierSettings(kv_offloading_size_gib=256), "vLLM flags"),
-    ("vllm", TierSettings(enable_hierarchical_cache=True), "SGLang flags"),
+    ("sglang", TierSettings(kv_offloading_size_gib=256), "--kv-offloading-size is a vLLM flag; with --engine sglang"),
+    ("sglang", TierSettings(kv_offloading_size_gib=256, kv_offloading_backend="native", engine_flag="--policy"),
+     "--kv-offloading-size and --kv-offloading-backend are vLLM flags; with --policy sglang they"),
+    ("vllm", TierSettings(enable_hierarchical_cache=True), "is an SGLang flag"),
+    ("vllm", TierSettings(hicache_write_policy="write_through"), "--hicache-write-policy is an SGLang flag"),
+    ("vllm", TierSettings(hicache_storage_prefetch_policy="wait_complete", hicache_ratio=1.0),
+     "--hicache-ratio and --hicache-storage-prefetch-policy are SGLang flags"),
+    ("sglang", TierSettings(enable_hierarchical_cache=True, hicache_storage_prefetch_policy="eager"),
+     "must be one of best_effort, wait_complete, timeout"),
+    ("vllm", TierSettings(kv_offloading_size_gib=64, nvme_gib=10, nvme_read_bytes_per_s=0.0), "bandwidth"),
     ("vllm", TierSettings(kv_offloading_backend="native"), "leaves offloading off without a size"),
     ("vllm", TierSettings(kv_offloading_size_gib=-1), "above 0"),
     ("sglang", TierSettings(hicache_ratio=2.0), "exists only with --enable-hierarchical-cache"),

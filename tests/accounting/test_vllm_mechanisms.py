@@ -62,11 +62,13 @@ def test_non_torch_by_topology():
 
 
 def test_sampler_backend_per_version_and_flashinfer_bytes():
-    # topk_topp_sampler.py: V0 env default 0; 0.8.5 FlashInfer only below 0.2.3; 0.9–0.11 whenever installed;
-    # 0.12+ opt-in.
+    # topk_topp_sampler.py: V0 env default 0; 0.8.5 FlashInfer only below 0.2.3; 0.9–0.11.0 whenever installed;
+    # opt-in from 0.11.1 (`if envs.VLLM_USE_FLASHINFER_SAMPLER:` "Users must opt in explicitly", 0.11.1 and 0.11.2).
     assert sampler_backends(V063, "auto")[:2] == ("pytorch", None)
     assert sampler_backends((0, 8, 5), "auto")[:2] == ("pytorch", "flashinfer")
     assert sampler_backends(V10, "auto")[:2] == ("pytorch", "flashinfer")
+    assert sampler_backends((0, 11, 0), "auto")[:2] == ("pytorch", "flashinfer")
+    assert sampler_backends((0, 11, 1), "auto")[:2] == ("pytorch", None)
     assert sampler_backends((0, 12, 0), "auto")[:2] == ("pytorch", None)
     assert sampler_backends(V19, "flashinfer")[:2] == ("flashinfer", None)
     m = load_model("meta-llama/Llama-3.1-8B")

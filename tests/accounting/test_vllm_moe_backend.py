@@ -41,3 +41,19 @@ def test_other_gpus_keep_the_release_gate(r1):
     assert moe_workspace(r1, (0, 14, 1), 8192, 8, "sm100")[:3] == (0.0, 0.0, 0.0)
     assert moe_workspace(r1, (0, 16, 0), 8192, 8, "sm100")[0] == pytest.approx(KEPT)
     assert KEPT / GiB == pytest.approx(1.75)
+
+
+def test_block_fp8_moe_on_blackwell_from_018(r1):
+    # 0.18.0 fused_moe/oracle/fp8.py: FlashInfer TRT-LLM heads the list and supports block FP8 on SM 10.x
+    # (experts/trtllm_fp8_moe.py). DeepSeek-R1 has e_score_correction_bias, expert groups and sigmoid scoring:
+    # DeepSeek-V3 routing, so the monolithic kernel runs and vLLM keeps no workspace: (0, 0, 0).
+    assert moe_workspace(r1, (0, 18, 0), 8192, 8, "sm100")[:3] == (0.0, 0.0, 0.0)
+    # 0.19 not read on Blackwell: the range reaches Triton's kept 1.75 GiB.
+    assert moe_workspace(r1, (0, 19, 0), 8192, 8, "sm100")[:3] == pytest.approx((0.0, 0.0, KEPT))
+    # Qwen3-30B-A3B-FP8 (softmax + renormalize: no DeepSeek-V3 routing) gets the modular kernel, whose only kept
+    # buffer is its output (M, K): 8,192 × 2,048 × 2 B = 33,554,432 B.
+    qwen = load_model("Qwen/Qwen3-30B-A3B-FP8")
+    pt, lo, hi, why = moe_workspace(qwen, (0, 18, 0), 8192, 1, "sm100")
+    assert (pt, lo, hi) == (8192 * 2048 * 2,) * 3 == (33_554_432,) * 3 and "modular" in why
+    # Hopper keeps its own rule at 0.18 (Triton first, kept).
+    assert moe_workspace(r1, (0, 18, 0), 8192, 8, "sm90")[0] == pytest.approx(KEPT)

@@ -42,10 +42,46 @@ def test_rocm_weights_range_reaches_up_2_5_percent():
 
 def test_hopper_nvswitch_tp4_before_018_is_the_measured_residual():
     # vme_startups.csv, H200 TP 4, vLLM 0.11.2-0.16.0: the residual is 0.74-0.84 GiB (Llama-3.3-70B bf16/FP8, Qwen3-235B
-    # bf16), 1.80-1.82 with expert parallelism; from 0.18 the H100 figure (2.07 + 0.06 x log2(4/2) = 2.13 GiB) applies,
-    # and TP 8 before 0.18 keeps it too (2.19 GiB; the DeepSeek-R1 TP 8 residuals spread 1.1-2.8 by build).
+    # bf16), 1.80-1.82 with expert parallelism; from 0.18 the H100 figure (2.07 + 0.06 x log2(4/2) = 2.13 GiB) applies.
     h200 = resolve_gpu("nvidia_h200_sxm")
     t = non_torch_term((0, 14, 1), 4, 1, 1, h200, False)
     assert (t.bytes / GiB, t.low / GiB, t.high / GiB) == pytest.approx((0.80, 0.74, 1.82))
     assert non_torch_term((0, 18, 0), 4, 1, 1, h200, False).bytes / GiB == pytest.approx(2.13)
-    assert non_torch_term((0, 14, 1), 8, 1, 1, h200, False).bytes / GiB == pytest.approx(2.19)
+
+
+def test_hopper_nvswitch_tp8_by_release_era():
+    # DeepSeek-R1 FP8 on H200 at TP 8 (vme_startups.csv): residual = requested - printed weights - printed available KV
+    # - code activation peak. 0.13.0 (record 57e8be60): requested 0.92 x 139.962 = 128.765 GiB; activation 1,024 x
+    # 129,280 x (2 + 35.95) B + 8,192 x 7,168 x 2 B + 0.05 GiB = 4.838 GiB (Triton fused_experts at TP 8 frees its
+    # caches); 128.765 - 79.739 - 43.12 - 4.838 = 1.068 GiB. Per release: 0.83, 1.07, 1.00, 1.00 (0.11.2, 0.13.0,
+    # 0.14.1, 0.16.0) -> median 1.00, rows 0.82-1.08. From 0.18 (profile_cudagraph_memory inside the window,
+    # gpu_worker.py 0.18.0): 2.52-2.54 -> 2.53.
+    h200 = resolve_gpu("nvidia_h200_sxm")
+    t = non_torch_term((0, 14, 1), 8, 1, 1, h200, False)
+    assert (t.bytes / GiB, t.low / GiB, t.high / GiB) == pytest.approx((1.00, 0.82, 1.08))
+    t = non_torch_term((0, 19, 0), 8, 1, 1, h200, False)
+    assert (t.bytes / GiB, t.low / GiB, t.high / GiB) == pytest.approx((2.53, 2.51, 2.54))
+    # Releases after 0.19 keep the point; unmeasured, the range runs down to the pre-0.18 rows' 0.82 and up 0.3 GiB.
+    t = non_torch_term((0, 33, 0), 8, 1, 1, h200, False)
+    assert (t.bytes / GiB, t.low / GiB, t.high / GiB) == pytest.approx((2.53, 0.82, 2.84))
+    # 0.17 has no profile_cudagraph_memory call (gpu_worker.py 0.17.0): the pre-0.18 figure.
+    assert non_torch_term((0, 17, 0), 8, 1, 1, h200, False).bytes / GiB == pytest.approx(1.00)
+    # Outside the measured set-up the H100-based rule holds: custom all-reduce off, or B200 (sm100) at TP 8:
+    # 2.07 + 0.06 x log2(8/2) = 2.19 GiB, minus custom all-reduce's 2 x 0.25 MiB + 8 MiB on sm90 when it is off.
+    off = non_torch_term((0, 14, 1), 8, 1, 1, h200, True)
+    assert off.bytes == pytest.approx(2.19 * GiB - (2 * 2**18 + 8 * 2**20))
+    assert non_torch_term((0, 18, 0), 8, 1, 1, resolve_gpu("nvidia_b200"), False).bytes / GiB == pytest.approx(2.19)
+
+
+def test_enforce_eager_from_018_widens_the_non_torch_range_down_to_the_pre_018_figure():
+    # From 0.18 the CUDA-graph profiling runs inside the memory_profiling window unless --enforce-eager
+    # (gpu_worker.py 0.18.0: `if not self.model_config.enforce_eager and not current_platform.is_rocm()`), so an eager
+    # start-up may leave the pre-0.18 non-torch figure: H200 TP 8 point stays 2.53, low end 0.82 (pre-0.18 rows' min);
+    # H100 TP 1: 0.25 point, low 0.13 - 0.02 = 0.11 GiB. Before 0.18 --enforce-eager changes nothing.
+    h200, h100 = resolve_gpu("nvidia_h200_sxm"), resolve_gpu("h100")
+    t = non_torch_term((0, 19, 0), 8, 1, 1, h200, False, enforce_eager=True)
+    assert (t.bytes / GiB, t.low / GiB, t.high / GiB) == pytest.approx((2.53, 0.82, 2.54))
+    assert "--enforce-eager" in t.range_source
+    t = non_torch_term((0, 19, 0), 1, 1, 1, h100, False, enforce_eager=True)
+    assert (t.bytes / GiB, t.low / GiB) == pytest.approx((0.25, 0.11))
+    assert non_torch_term((0, 16, 0), 8, 1, 1, h200, False, True) == non_torch_term((0, 16, 0), 8, 1, 1, h200, False)

@@ -46,6 +46,9 @@ def test_the_tier_adds_nothing_when_hbm_holds_the_working_set():
     assert line.startswith("The host tier does not help this workload: it served 0.00% of prompt tokens (under 1%)")
     assert "HBM already held 100% of the reused prefix tokens (1,024)" in line
     assert "more sessions in flight" in line and "longer sessions" in line
+    # a trace run (simulate --trace ... with tier flags) has no --sessions to turn: the hint names the trace's load
+    line = tier_verdict_line(j, sessions=False)
+    assert "--sessions" not in line and "--workload" not in line and "more requests in flight (--rate" in line
 
 
 def test_offload_header_names_the_engine_version():

@@ -170,10 +170,10 @@ def test_deepseek_yarn_rope_buffer_is_in_the_model_dtype():
 
 def test_mla_backend_workspace_follows_the_backend_imports():
     # flashinfer_mla.py allocates g_fi_workspace = torch.zeros(128 MiB, uint8, cuda) at import up to 0.24 (lazy from
-    # 0.25); cutlass_mla.py allocates SM100Workspace(128 MiB) at import in every release read. From 0.12
-    # get_valid_backends imports every backend of _get_backend_priorities: Hopper's list holds FLASHINFER_MLA,
-    # Blackwell's (major 10) both, sm12x's from 0.24 neither; 0.11 imports only the chosen backend (CUTLASS on
-    # Blackwell).
+    # 0.25); cutlass_mla.py allocates SM100Workspace(128 MiB) at import in every release read. From 0.11.1
+    # (platforms/cuda.py of 0.11.1 and 0.11.2 has get_valid_backends; 0.11.0 does not) get_valid_backends imports every
+    # backend of _get_backend_priorities: Hopper's list holds FLASHINFER_MLA, Blackwell's (major 10) both, sm12x's from
+    # 0.24 neither; 0.11.0 imports only the chosen backend (CUTLASS on Blackwell).
     MiB128 = 128 * 2**20
     assert mla_backend_workspace_bytes((0, 19, 0), "sm90")[0] == MiB128
     assert mla_backend_workspace_bytes((0, 19, 0), "sm100")[0] == 2 * MiB128
@@ -184,6 +184,8 @@ def test_mla_backend_workspace_follows_the_backend_imports():
     assert mla_backend_workspace_bytes((0, 24, 0), "sm120")[0] == 0
     assert mla_backend_workspace_bytes((0, 11, 0), "sm90")[0] == 0
     assert mla_backend_workspace_bytes((0, 11, 0), "sm100")[0] == MiB128
+    assert mla_backend_workspace_bytes((0, 11, 2), "sm90")[0] == MiB128  # 0.11.2: FLASHINFER_MLA imported on Hopper
+    assert mla_backend_workspace_bytes((0, 11, 1), "sm100")[0] == 2 * MiB128  # 0.11.1: both modules on Blackwell
     assert mla_backend_workspace_bytes((0, 19, 0), "")[0] == 0  # not a CUDA GPU
     # It is per rank (each worker imports the module), so it does not shrink with TP, and only MLA models pay it.
     ds, llama = load_model("deepseek-ai/DeepSeek-V2-Lite"), load_model("meta-llama/Llama-3.1-8B")

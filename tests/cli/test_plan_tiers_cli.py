@@ -42,7 +42,7 @@ def test_invalid_tier_flag_is_one_paragraph_error():
     from kvledger.errors import InputError
 
     assert r.exit_code != 0 and isinstance(r.exception, InputError)
-    assert "vLLM flags" in str(r.exception) and "\n" not in str(r.exception)
+    assert "is a vLLM flag; with --engine sglang" in str(r.exception) and "\n" not in str(r.exception)
 
 
 def test_offload_command_json_reports_tiers_and_both_runs():

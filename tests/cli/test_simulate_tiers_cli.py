@@ -66,14 +66,15 @@ def test_session_workload_without_a_tier_and_a_trace_without_tier_flags():
 
 
 @pytest.mark.parametrize(("flags", "words"), [
-    (["--policy", "sglang", "--kv-offloading-size", "64"], "are vLLM flags"),
-    (["--enable-hierarchical-cache"], "are SGLang flags"),
+    # the engine is chosen by --policy in simulate: the error names that flag, not offload's/plan's --engine
+    (["--policy", "sglang", "--kv-offloading-size", "64"], "is a vLLM flag; with --policy sglang it would be ignored"),
+    (["--enable-hierarchical-cache"], "is an SGLang flag; with --policy vllm it would be ignored"),
     (["--policy", "sglang", "--hicache-ratio", "2"], "exists only with --enable-hierarchical-cache"),
     (["--kv-offloading-size", "64", "--kv-offloading-backend", "foo"], "must be native or lmcache"),
     (["--kv-offloading-size", "lots"], "cannot read 'lots' as a size"),
     (["--kv-offloading-size", "64", "--engine-version", "0.11.0"], "arrive in 0.11.1"),
-    (["--policy", "sglang", "--enable-hierarchical-cache", "--hicache-write-policy", "write_back"], "not simulated"),
-    (["--hicache-write-policy", "write_through"], "give no host tier"),
+    (["--hicache-write-policy", "write_through"], "--hicache-write-policy is an SGLang flag; with --policy vllm"),
+    (["--store-threshold", "2"], "give no host tier: pass --kv-offloading-size"),
     (["--kv-offloading-size", "64", "--no-enable-prefix-caching"], "prefix caching off"),
 ])
 def test_bad_tier_flags_are_one_paragraph_errors(flags, words):

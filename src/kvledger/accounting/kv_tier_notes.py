@@ -17,7 +17,7 @@ def tier_notes(plan, tiers, out) -> list[str]:
         if (tiers.kv_offloading_backend or "native") == "lmcache":
             notes.append("LMCache stores 256-token chunks: a prefix hits only in whole chunks")
     elif eng == "sglang":
-        notes.append(f"SGLang HiCache ({tiers.hicache_write_policy}): load_back of host-resident prefix nodes runs at "
+        notes.append(f"SGLang HiCache ({tiers.write_policy}): load_back of host-resident prefix nodes runs at "
                      "admission, layer by layer beside the forward pass (break-even uses max(load, compute)); loads "
                      "under 10 tokens are skipped (load_back_threshold)")
     host = next((t for t in out if t.name == "host_dram"), None)

@@ -38,12 +38,15 @@ from kvledger.units import GiB
 
 __all__ = ["TierSettings", "check_tier_settings", "vllm_host_tokens", "rules_version", "sglang_host_tokens",
            "HOST_PAGE_BYTES", "LMCACHE_CHUNK_TOKENS", "HICACHE_WRITE_POLICIES", "DEFAULT_HICACHE_RATIO",
-           "NVME_READ_BYTES_PER_S", "NVME_WRITE_BYTES_PER_S", "NETWORK_BYTES_PER_S", "LINK_FRACTION"]
+           "NVME_READ_BYTES_PER_S", "NVME_WRITE_BYTES_PER_S", "NETWORK_BYTES_PER_S", "LINK_FRACTION",
+           "EVICTION_POLICIES", "HICACHE_PREFETCH_POLICIES"]
 
 HOST_PAGE_BYTES = 4096  # SharedOffloadRegion.BLOCK_SIZE_ALIGNMENT = mmap.PAGESIZE (vLLM 0.33.0), B
 LMCACHE_CHUNK_TOKENS = 256  # LMCache default chunk_size, tokens
 DEFAULT_HICACHE_RATIO = 2.0  # SGLang 0.5.23 handle_hicache_ratio_default, cache mode
 HICACHE_WRITE_POLICIES = ("write_through", "write_through_selective", "write_back")
+EVICTION_POLICIES = ("lru", "arc")  # vLLM 0.33.0 OffloadingConnector kv_connector_extra_config eviction_policy
+HICACHE_PREFETCH_POLICIES = ("best_effort", "wait_complete", "timeout")  # SGLang 0.5.23, default timeout
 # Assumptions (stated as such in the output; flags override): one PCIe Gen4 x4 data-centre NVMe drive's sequential
 # datasheet class, and a 400 Gb/s NIC per GPU (ConnectX-7 class) for a remote store.
 NVME_READ_BYTES_PER_S = 7.0e9
@@ -61,11 +64,17 @@ class TierSettings:
         kv_offloading_backend: vLLM ``--kv-offloading-backend`` ("native" or "lmcache").
         enable_hierarchical_cache: SGLang ``--enable-hierarchical-cache``.
         hicache_ratio: SGLang ``--hicache-ratio`` (host / device pool). hicache_size_gb: ``--hicache-size`` (GB, 10^9).
-        hicache_write_policy: SGLang ``--hicache-write-policy``.
+        hicache_write_policy: SGLang ``--hicache-write-policy`` (None: write_through, SGLang's default; see
+            ``write_policy``).
+        store_threshold / eviction_policy: vLLM's native connector's opt-in reuse gate (offers, < 2: off) and host
+            cache policy (None: lru), simulated only. hicache_storage_prefetch_policy: SGLang's storage prefetch
+            (None: timeout, SGLang's default), simulated only.
         nvme_gib: a local-disk tier (LMCache ``local_disk`` / SGLang ``--hicache-storage-backend file``), GiB per GPU.
         remote_gib: a remote store (LMCache remote / SGLang mooncake backend), GiB per GPU.
         nvme_read_bytes_per_s / nvme_write_bytes_per_s / network_bytes_per_s: tier bandwidths, B/s (assumptions).
         link_fraction: achievable share of the host link's per-direction peak.
+        engine_flag: the flag that chose the engine in the command (``--engine``; ``simulate``: ``--policy``), named
+            in errors; not a setting.
     """
 
     kv_offloading_size_gib: float | None = None
@@ -73,13 +82,32 @@ class TierSettings:
     enable_hierarchical_cache: bool = False
     hicache_ratio: float | None = None
     hicache_size_gb: int = 0
-    hicache_write_policy: str = "write_through"
+    hicache_write_policy: str | None = None
     nvme_gib: float | None = None
     remote_gib: float | None = None
     nvme_read_bytes_per_s: float = NVME_READ_BYTES_PER_S
     nvme_write_bytes_per_s: float = NVME_WRITE_BYTES_PER_S
     network_bytes_per_s: float = NETWORK_BYTES_PER_S
     link_fraction: float = LINK_FRACTION
+    store_threshold: int | None = None
+    eviction_policy: str | None = None
+    hicache_storage_prefetch_policy: str | None = None
+    engine_flag: str = "--engine"
+
+    @property
+    def write_policy(self) -> str:
+        """SGLang's write policy in effect (write_through when the flag is not given)."""
+        return self.hicache_write_policy or "write_through"
+
+    def echo(self) -> dict:
+        """The settings as a plan's ``settings`` block: the engines' defaults filled in, ``engine_flag`` left out."""
+        from dataclasses import asdict
+
+        d = asdict(self)
+        del d["engine_flag"]
+        return {**d, "hicache_write_policy": self.write_policy, "store_threshold": self.store_threshold or 0,
+                "eviction_policy": self.eviction_policy or "lru",
+                "hicache_storage_prefetch_policy": self.hicache_storage_prefetch_policy or "timeout"}
 
     @property
     def any_set(self) -> bool:
@@ -95,8 +123,9 @@ def rules_version(v: str | None) -> tuple[int, ...]:
 
 def _positive(name: str, v: float | None) -> None:
     if v is not None and (not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0):
-        raise InputError(f"{name} must be a finite number above 0, got {v!r}: it is the host memory (or disk) the "
-                         "engine sets aside for KV blocks evicted from or copied out of GPU memory")
+        what = ("a tier's bandwidth, B/s (the flag: GB/s)" if "bandwidth" in name else "the host memory (or disk) "
+                "the engine sets aside for KV blocks evicted from or copied out of GPU memory")
+        raise InputError(f"{name} must be a finite number above 0, got {v!r}: it is {what}")
 
 
 def check_tier_settings(t: TierSettings, engine: str, engine_version: str | None, has_state_layers: bool) -> None:
@@ -111,20 +140,38 @@ def check_tier_settings(t: TierSettings, engine: str, engine_version: str | None
         _positive(name, v)
     OPTION_RANGES["link_fraction"].check("--link-fraction", t.link_fraction)
     OPTION_RANGES["hicache_size"].check("--hicache-size", t.hicache_size_gb)  # whole GB (10^9 B)
-    vllm_flags = t.kv_offloading_size_gib is not None or t.kv_offloading_backend is not None
-    sglang_flags = t.enable_hierarchical_cache or t.hicache_ratio is not None or t.hicache_size_gb > 0
-    if engine != "vllm" and vllm_flags:
-        raise InputError(f"--kv-offloading-size and --kv-offloading-backend are vLLM flags; with --engine {engine} "
-                         "they would be ignored. For SGLang pass --enable-hierarchical-cache with --hicache-ratio or "
+    vllm_given = [f for f, v in (("--kv-offloading-size", t.kv_offloading_size_gib),
+                                 ("--kv-offloading-backend", t.kv_offloading_backend)) if v is not None]
+    sglang_given = [f for f, v in (("--enable-hierarchical-cache", t.enable_hierarchical_cache or None),
+                                   ("--hicache-ratio", t.hicache_ratio), ("--hicache-size", t.hicache_size_gb or None),
+                                   ("--hicache-write-policy", t.hicache_write_policy),
+                                   ("--hicache-storage-prefetch-policy", t.hicache_storage_prefetch_policy))
+                    if v is not None]
+    chosen = f"with {t.engine_flag} {engine}"
+    if engine != "vllm" and vllm_given:
+        raise InputError(f"{_flags_are(vllm_given, 'a vLLM flag')}; {chosen} {_pronoun(vllm_given)} would be "
+                         "ignored. For SGLang pass --enable-hierarchical-cache with --hicache-ratio or "
                          "--hicache-size (host memory per GPU, GB); TensorRT-LLM's host offload is not modelled.")
-    if engine != "sglang" and sglang_flags:
-        raise InputError(f"--enable-hierarchical-cache, --hicache-ratio and --hicache-size are SGLang flags; with "
-                         f"--engine {engine} they would be ignored. For vLLM pass --kv-offloading-size GiB "
-                         "(and --kv-offloading-backend native|lmcache).")
+    if engine != "sglang" and sglang_given:
+        raise InputError(f"{_flags_are(sglang_given, 'an SGLang flag')}; {chosen} {_pronoun(sglang_given)} would "
+                         "be ignored. For vLLM pass --kv-offloading-size GiB (and --kv-offloading-backend "
+                         f"native|lmcache), or choose SGLang ({t.engine_flag} sglang).")
+    vllm_flags = bool(vllm_given)
     if engine == "sglang":
         _check_sglang(t)
     if engine == "vllm" and vllm_flags:
         _check_vllm(t, rules_version(engine_version), engine_version, has_state_layers)
+
+
+def _flags_are(flags: list[str], what: str) -> str:
+    """"--a is a vLLM flag" or "--a and --b are vLLM flags" (``what``: the singular, with its article)."""
+    if len(flags) == 1:
+        return f"{flags[0]} is {what}"
+    return f"{', '.join(flags[:-1])} and {flags[-1]} are {what.split(' ', 1)[1]}s"
+
+
+def _pronoun(flags: list[str]) -> str:
+    return "it" if len(flags) == 1 else "they"
 
 
 def _check_sglang(t: TierSettings) -> None:
@@ -132,9 +179,13 @@ def _check_sglang(t: TierSettings) -> None:
         raise InputError("--hicache-ratio and --hicache-size size SGLang's host KV pool, which exists only with "
                          "--enable-hierarchical-cache; without it SGLang ignores them. Add "
                          "--enable-hierarchical-cache.")
-    if t.hicache_write_policy not in HICACHE_WRITE_POLICIES:
+    if t.write_policy not in HICACHE_WRITE_POLICIES:
         raise InputError(f"--hicache-write-policy must be one of {', '.join(HICACHE_WRITE_POLICIES)} (SGLang 0.5.23), "
                          f"got {t.hicache_write_policy!r}")
+    p = t.hicache_storage_prefetch_policy
+    if p is not None and p not in HICACHE_PREFETCH_POLICIES:
+        raise InputError(f"--hicache-storage-prefetch-policy must be one of {', '.join(HICACHE_PREFETCH_POLICIES)} "
+                         f"(SGLang 0.5.23), got {p!r}")
 
 
 def _check_vllm(t: TierSettings, ver: tuple[int, ...], given: str | None, has_state_layers: bool) -> None:

@@ -16,7 +16,7 @@ smallest ``N`` from which loading stays faster, found by a geometric scan and in
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from kvledger.accounting.kv_tier_rules import (
@@ -170,7 +170,7 @@ def _host_tier(plan: Plan, t: TierSettings, link: float, link_src: str) -> Tier 
         host_bytes = t.kv_offloading_size_gib * 2**30  # the flag: summed over the engine's ranks
     elif s.engine == "sglang" and t.enable_hierarchical_cache:
         tokens, rule = sglang_host_tokens(t, m.usable_blocks * m.block_size, bpt, m.block_size)
-        unit, medium = m.block_size, f"host DRAM (SGLang HiCache, {t.hicache_write_policy})"
+        unit, medium = m.block_size, f"host DRAM (SGLang HiCache, {t.write_policy})"
         host_bytes = tokens * bpt  # one host pool per rank
     else:
         return None
@@ -224,4 +224,4 @@ def build_tier_plan(plan: Plan, tiers: TierSettings, *, suffix_tokens: int = 1) 
     be = tuple(tier_break_even(rc, t, bpt, suffix_tokens, max_tokens, overlapped) for t in out if t.name != "hbm")
     from kvledger.accounting.kv_tier_notes import tier_notes
 
-    return TierPlan(s.engine, asdict(tiers), bpt, tuple(out), be, tuple(tier_notes(plan, tiers, out)))
+    return TierPlan(s.engine, tiers.echo(), bpt, tuple(out), be, tuple(tier_notes(plan, tiers, out)))

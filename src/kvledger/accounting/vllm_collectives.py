@@ -13,7 +13,9 @@ buffers plus 8 MiB of ``rank_data``, with ``max_size`` = 8 MiB
 What the code does not size (NCCL's own buffers, the CUDA context, cuBLAS workspaces) is measured, with the data named:
 vLLM 0.19.0 on H100 SXM (NVSwitch, so NCCL's NVLink-SHARP buffers) logs 0.24–0.25 GiB at TP 1, 2.06–2.07 at TP 2,
 2.13–2.17 at TP 4, 0.07 per stage at PP 2/4 (shared/data/vllm-startups-0.19); before 0.18, 0.13 GiB at TP 1 (H100,
-vllm_memory_observations.csv). Topologies with no start-up in the corpus get a wide range, and say so.
+vllm_memory_observations.csv); on H200 NVSwitch at TP 4 and 8 by release era (``HOPPER_NVSWITCH_GIB``): from 0.18 the
+window also holds the CUDA-graph profiling's captures (``GRAPH_PROFILE_IN_WINDOW``, code). Topologies with no start-up
+in the corpus get a wide range, and say so.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.units import GiB, MiB
 
 __all__ = ["Term", "custom_all_reduce", "custom_all_reduce_bytes", "symm_mem_bytes", "non_torch_term",
-           "NVLS_ARCHS", "RING_NCCL_LOW_GIB", "RING_NCCL_HIGH_GIB"]
+           "NVLS_ARCHS", "RING_NCCL_LOW_GIB", "RING_NCCL_HIGH_GIB", "GRAPH_PROFILE_IN_WINDOW", "HOPPER_NVSWITCH_GIB"]
 
 NVLS_ARCHS = ("sm90", "sm100")
 """Architectures whose NVSwitch boards give NCCL NVLink SHARP (multicast) buffers: Hopper and Blackwell."""
@@ -116,34 +118,74 @@ def _base(ver: tuple[int, int, int], gpu: GpuSpec) -> Term:
 
 
 def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec,
-                   disable_custom_all_reduce: bool) -> Term:
-    """Non-torch memory growth per GPU by mechanism, B, with its range (widened for 0.6.5–0.6.x, see below; ROCm:
-    ``vllm_rocm.rocm_non_torch_term``)."""
+                   disable_custom_all_reduce: bool, enforce_eager: bool = False) -> Term:
+    """Non-torch memory growth per GPU by mechanism, B, with its range (widened for 0.6.5–0.6.x and for
+    ``--enforce-eager`` from 0.18, see below; ROCm: ``vllm_rocm.rocm_non_torch_term``)."""
     if is_rocm(gpu):
         return Term(*rocm_non_torch_term(ver, tp, pp, gpu))
-    if (ver < (0, 18, 0) and tp == 4 and pp == 1 and nnodes == 1 and gpu.arch == "sm90" and gpu.nvlink_all_to_all
-            and not disable_custom_all_reduce):
-        pt, lo, hi = (x * GiB for x in PRE018_NVSWITCH_TP4_GIB)
-        return Term(pt, lo, hi,
-                    "measured on H200 NVSwitch at TP 4, vLLM 0.11.2–0.16.0: 0.80 GiB (vme_startups.csv residual)",
-                    "0.74–0.84 GiB over 47 start-ups (Llama-3.3-70B bf16/FP8, Qwen3-235B); up to 1.82 with "
-                    "--enable-expert-parallel (Qwen3-235B FP8; the plan has no EP setting)")
-    t = _non_torch_term(ver, tp, pp, nnodes, gpu, disable_custom_all_reduce)
+    t = _hopper_nvswitch_measured(ver, tp, pp, nnodes, gpu, disable_custom_all_reduce)
+    t = t or _non_torch_term(ver, tp, pp, nnodes, gpu, disable_custom_all_reduce)
     if (0, 6, 5) <= ver < (0, 7, 0):  # the profiler of vllm PR #10511 as released in 0.6.5
         hi = max(t.high, V065_NON_TORCH_GIB * max(1, min(tp, 2)) * GiB)
         return Term(t.bytes, t.low, hi, t.source, t.range_source + f"; vLLM 0.6.5's profiler printed "
                     f"{V065_NON_TORCH_GIB} GiB at TP 1 and 3.58 at TP 2 on H100 (vllm PR #10511): up to that")
+    if enforce_eager and ver >= GRAPH_PROFILE_IN_WINDOW:
+        pre = non_torch_term((0, 17, 0), tp, pp, nnodes, gpu, disable_custom_all_reduce)
+        if pre.low < t.low:
+            return Term(t.bytes, pre.low, t.high, t.source, t.range_source + "; --enforce-eager skips the CUDA-graph "
+                        "profiling that runs inside the measured window from 0.18 (gpu_worker.py), so down to the "
+                        "pre-0.18 figure")
     return t
 
 
-PRE018_NVSWITCH_TP4_GIB = (0.80, 0.74, 1.82)
-"""Non-torch per GPU at TP 4 on Hopper NVSwitch boards before vLLM 0.18, GiB (point, low, high): the residual budget −
-printed available KV − printed weights − code activation peak of vllm-memory-estimator's H200 start-ups
-(benchmarks/data/vme_startups.csv): Llama-3.3-70B bf16 0.74–0.83 (19), its FP8-dynamic checkpoint 0.75–0.84 (24),
-Qwen3-235B bf16 0.80–0.82 (4); Qwen3-235B FP8 with --enable-expert-parallel 1.80–1.82 (4) sets the high end. The same
-runs from 0.18 leave 2.30–2.35 GiB, the 0.19 H100 figure's size: the step is in the data, its mechanism (NCCL's
-NVLink-SHARP buffers or the sort sampler's TP-4 peak, which this residual cannot tell apart) is not known. 0.11.0
-builds (−2.1 to 1.1) and TP 2/8 are not covered."""
+GRAPH_PROFILE_IN_WINDOW = (0, 18, 0)
+"""From 0.18 ``gpu_worker.py::determine_available_memory`` calls ``profile_cudagraph_memory`` (warm-up and capture of
+the first two graphs of each mode, collectives included, under ``graph_capture``) inside the ``memory_profiling``
+window, unless ``--enforce-eager`` or ROCm; 0.16.0 and 0.17.0 have no such call. The non-torch increase is read at the
+window's exit, so what the captures leave outside torch's allocator (NCCL and graph resources) is in it from 0.18.
+The TP-1 step falls there (0.13 → 0.25 GiB between 0.17 and 0.18 in the Qwen3-14B H100 sweep: 0.17 already ships
+torch 2.10, so the step is not the new torch/NCCL); at TP 4 and 8 the step (+1.5 GiB on H200) is measured, and whether
+all of it falls at 0.18 or part at 0.17 (torch 2.10's NCCL, FlashInfer all-reduce fusion on by default from 0.17) is
+not in the data: 0.17 is planned with the pre-0.18 figures."""
+
+
+HOPPER_NVSWITCH_GIB = {(False, 4): (0.80, 0.74, 1.82), (False, 8): (1.00, 0.82, 1.08), (True, 8): (2.53, 2.51, 2.54)}
+"""Non-torch per GPU on Hopper NVSwitch boards, measured on H200 (GiB: point, low, high), keyed by (from 0.18, TP): the
+residual requested − printed weights − printed available KV − code activation peak of vllm-memory-estimator's H200
+start-ups (benchmarks/data/vme_startups.csv; ``python benchmarks/accuracy_memory.py`` reprints them).
+  * TP 4 before 0.18: Llama-3.3-70B bf16 0.74–0.83 (19), its FP8-dynamic checkpoint 0.75–0.84 (24), Qwen3-235B bf16
+    0.80–0.82 (4); Qwen3-235B FP8 with --enable-expert-parallel 1.80–1.82 (4) sets the high end.
+  * TP 8 before 0.18: DeepSeek-R1 FP8, the only TP-8 model on H200 (19 start-ups): per release 0.83 (0.11.2),
+    1.07 (0.13.0), 1.00 (0.14.1), 1.00 (0.16.0); point = the median of the release means, range = min–max of the rows.
+    Leave one release out (median of the other three: 1.00, 1.00, 1.00, 1.00): errors −0.17, +0.07, 0.00, 0.00 GiB,
+    at most 0.4% of available KV.
+  * TP 8 from 0.18: the same model, 2.52–2.54 (0.18.0 ×4, 0.19.0 ×2); each release predicts the other within 0.01 GiB.
+    Not fitted to, and agreeing: TP 8's pre-0.18 figure plus TP 4's step (0.79 → 2.34, Llama-3.3-70B bf16/FP8) gives
+    2.55.
+0.11.0 builds (−3.6 to 1.1) are not covered; TP 4 from 0.18 keeps the H100 0.19 figure (2.13; H200 leaves 2.30–2.35)."""
+
+
+def _hopper_nvswitch_measured(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec,
+                              disable_custom_all_reduce: bool) -> Term | None:
+    """The H200-measured figure for this release era and TP (``HOPPER_NVSWITCH_GIB``), or None outside its set-up."""
+    new = ver >= GRAPH_PROFILE_IN_WINDOW
+    if (pp != 1 or nnodes != 1 or gpu.arch != "sm90" or not gpu.nvlink_all_to_all or disable_custom_all_reduce
+            or (new, tp) not in HOPPER_NVSWITCH_GIB):
+        return None
+    pt, lo, hi = HOPPER_NVSWITCH_GIB[new, tp]
+    era = "vLLM 0.18.0–0.19.0" if new else "vLLM 0.11.2–0.16.0"
+    data = ("DeepSeek-R1 FP8, " + ("6" if new else "19") + " start-ups" if tp == 8 else
+            "Llama-3.3-70B bf16/FP8, Qwen3-235B, 47 start-ups")
+    why = f"{lo:.2f}–{hi:.2f} GiB over the rows ({data})"
+    if (new, tp) == (False, 4):
+        why += "; up to 1.82 with --enable-expert-parallel (Qwen3-235B FP8; the plan has no EP setting)"
+    if new and ver >= (0, 20, 0):  # measured on 0.18-0.19 only: a later release may size the captures differently
+        lo, hi = HOPPER_NVSWITCH_GIB.get((False, tp), (0, lo))[1], hi + 0.3
+        why += (f"; no start-up for vLLM {'.'.join(map(str, ver))}: down to the pre-0.18 figure ({lo:.2f}), "
+                f"up 0.3 GiB")
+    return Term(pt * GiB, lo * GiB, hi * GiB,
+                f"measured on H200 NVSwitch at TP {tp}, {era}: {pt:.2f} GiB (vme_startups.csv residual)", why)
+
 
 V065_NON_TORCH_GIB = 1.79
 """non_torch_memory printed by the profiler of vllm PR #10511 (released in 0.6.5) for Meta-Llama-3-8B on H100 at TP 1

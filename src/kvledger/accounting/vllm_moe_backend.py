@@ -20,19 +20,31 @@ Read in each release's code (``quantization/fp8.py::get_fp8_moe_backend`` up to 
 
 Releases between the read ones (0.12, 0.15, 0.17) take the rule of the nearest read release below them, with the
 range widened to cover the neighbours' choices; other GPUs, other quantizations and releases before 0.11 or after
-0.19 keep ``moe_workspace_bytes``'s rule.
+0.19 keep ``moe_workspace_bytes``'s rule, except on Blackwell from 0.18 (``blackwell_block_fp8``): the oracle's list
+(``_get_priority_backends``, 0.18.0) starts with FlashInfer TRT-LLM, which supports block FP8 on the SM 10.x family
+(``experts/trtllm_fp8_moe.py``; flashinfer-python is a dependency, 0.18.0 pins 0.6.6). Its monolithic kernel comes
+first and takes DeepSeek-V3 routing only (``get_routing_method_type``: an ``e_score_correction_bias`` with expert
+groups and sigmoid scoring): no vLLM workspace at all. Other routings get the modular kernel, whose workspaces are
+"managed by flashinfer" ((0,) and (0,)) and whose output (M, K) is kept: M × hidden × d, as FlashInfer CUTLASS.
+0.19 on Blackwell is not read: the range reaches up to Triton's kept workspaces.
 """
 
 from __future__ import annotations
 
 from kvledger.catalog.modelspec import ModelSpec
 
-__all__ = ["fp8_block_moe_on_hopper", "moe_workspace_term"]
+__all__ = ["fp8_block_moe_on_hopper", "blackwell_block_fp8", "moe_workspace_term"]
 
 
 def fp8_block_moe_on_hopper(model: ModelSpec, arch: str) -> bool:
     """A block-quantized FP8 MoE checkpoint on an SM 9.0 GPU: the case this module's rule covers."""
     return model.is_moe and model.quant.method == "fp8" and model.quant.block is not None and arch == "sm90"
+
+
+def blackwell_block_fp8(model: ModelSpec, arch: str) -> bool:
+    """A block-quantized FP8 MoE checkpoint on an SM 10.x GPU (``is_device_capability_family(100)``)."""
+    return (model.is_moe and model.quant.method == "fp8" and model.quant.block is not None
+            and arch.startswith("sm10") and len(arch) == 5)
 
 
 def moe_workspace_term(model: ModelSpec, ver: tuple[int, int, int], arch: str, tp: int, num_tokens: int,
@@ -41,9 +53,17 @@ def moe_workspace_term(model: ModelSpec, ver: tuple[int, int, int], arch: str, t
 
     ``kept_bytes`` is the Triton/DeepGEMM workspace (``moe_workspace_bytes`` without its release gate) and
     ``default_bytes`` what ``moe_workspace_bytes`` gives outside this module's case."""
+    fi = num_tokens * model.hidden_size * model.dtype_bytes  # FlashInfer CUTLASS: workspace13 (M, K), workspace2 (0,)
+    if blackwell_block_fp8(model, arch) and (0, 18, 0) <= ver < (0, 20, 0):
+        deepseek = any(w.path.endswith("e_score_correction_bias") for w in model.weights)
+        pt = 0.0 if deepseek else fi
+        hi = pt if ver[:2] == (0, 18) else kept_bytes
+        kind = ("monolithic (DeepSeek-V3 routing): nothing kept" if deepseek else
+                f"modular: its output {num_tokens:,} × {model.hidden_size} × {model.dtype_bytes} B kept")
+        return pt, pt, hi, ("FP8 MoE: FlashInfer TRT-LLM first on Blackwell block FP8 (0.18.0), " + kind
+                            + ("" if hi == pt else "; 0.19 not read on Blackwell: up to Triton's kept workspaces"))
     if not fp8_block_moe_on_hopper(model, arch) or not (0, 11, 0) <= ver < (0, 20, 0):
         return default_bytes, default_bytes, default_bytes, ""
-    fi = num_tokens * model.hidden_size * model.dtype_bytes  # FlashInfer CUTLASS: workspace13 (M, K), workspace2 (0,)
     mm = ver[:2]
     if mm == (0, 11):
         return kept_bytes, 0.0, kept_bytes, ("FP8 MoE: DeepGEMM's modular kernel when deep_gemm is installed (kept), "

@@ -116,15 +116,19 @@ def default_block_size(ver: tuple[int, int, int], is_mla: bool, arch: str) -> tu
     """Tokens per KV block when the user does not set ``--block-size``.
 
     16 (``CacheConfig.DEFAULT_BLOCK_SIZE``) unless the attention backend needs more
-    (``AttentionBackend.get_preferred_block_size``): MLA on Hopper is FLASH_ATTN_MLA (16) from 0.15
-    (first in ``platforms/cuda.py::_get_backend_priorities`` in 0.15–0.19 and 0.33; the 0.19 DeepSeek-V2-Lite
-    H100 log picks it and allocates 16 tokens per block) but FlashMLA (64) in 0.11 (``use_flashmla`` forces 64;
-    0.12–0.14 not read: the switch is applied at 0.15); MLA on Blackwell is FLASHINFER_MLA (32).
+    (``AttentionBackend.get_preferred_block_size``): MLA on Hopper gets 64 up to 0.17 — with no backend given,
+    ``platforms/cuda.py::CudaPlatform.check_and_update_config`` sets ``use_flashmla`` whenever FlashMLA's dense kernel
+    is supported and forces ``block_size = 64`` ("Forcing kv cache block size to 64 for FlashMLA backend"; read in
+    0.11, 0.14.1, 0.16.0, 0.17.0), even where FLASH_ATTN_MLA then heads the backend list — and 16 from 0.18, where that
+    forcing is gone and ``update_block_size_for_backend`` takes FLASH_ATTN_MLA's preferred size (0.18.0; the 0.19
+    DeepSeek-V2-Lite H100 log allocates 16 tokens per block). The DeepSeek-R1 H200 start-ups of vme_startups.csv print
+    concurrency that only 64-token blocks give up to 0.16 (0.16.0: 10,283 blocks / cdiv(10,000, 64) = 65.50x) and
+    16-token blocks from 0.18 (65.40x). MLA on Blackwell is FLASHINFER_MLA (32).
     """
     if is_mla and arch == "sm90":
-        if ver >= (0, 15, 0):
-            return 16, "vLLM ≥0.15 on Hopper picks FLASH_ATTN_MLA: block 16 (platforms/cuda.py backend priorities)"
-        return 64, "vLLM ≤0.11 on Hopper picks FlashMLA: block 64 (0.12–0.14 not read)"
+        if ver >= (0, 18, 0):
+            return 16, "vLLM ≥0.18 on Hopper: FLASH_ATTN_MLA's preferred block 16 (update_block_size_for_backend)"
+        return 64, "vLLM ≤0.17 on Hopper forces block 64 for FlashMLA (platforms/cuda.py check_and_update_config)"
     if is_mla and arch == "sm100":
         return 32, "vLLM on Blackwell picks FLASHINFER_MLA: block 32"
     return 16, "vLLM default block_size 16 (config/cache.py::DEFAULT_BLOCK_SIZE)"

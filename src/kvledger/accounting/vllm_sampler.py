@@ -4,12 +4,15 @@ Read in the wheels (``v1/sample/ops/topk_topp_sampler.py :: TopKTopPSampler.__in
   * V0 (< 0.8): ``VLLM_USE_FLASHINFER_SAMPLER`` defaults to "0" (0.6.3 ``envs.py``): the sort-based PyTorch sampler.
   * 0.8.x: FlashInfer only when the installed FlashInfer is older than 0.2.3 ("FlashInfer>=v0.2.3 is not backward
     compatible", 0.8.5), and the env var is not 0; otherwise PyTorch.
-  * 0.9–0.11: FlashInfer whenever it is installed (≥ 0.2.3) and ``VLLM_USE_FLASHINFER_SAMPLER`` is not 0 (None counts as
-    on in V1; read in 0.9.2, 0.10.1, 0.11.0). The wheel lists FlashInfer as an optional extra (``vllm[flashinfer]``);
-    the project's Docker image ships it: which one ran depends on the installation, so both are in the range, the
-    point being PyTorch (a plain ``pip install vllm``; the llm-d-benchmark H100 logs in vllm_memory_observations.csv
-    show the sort-era peak, e.g. 4.76 GiB for Llama-3.1-8B at 1,024 requests, not FlashInfer's 2.5 GiB).
-  * 0.12+: PyTorch unless ``VLLM_USE_FLASHINFER_SAMPLER=1`` ("Users must opt in explicitly", 0.12.0, 0.14.0, 0.19.0).
+  * 0.9–0.11.0: FlashInfer whenever it is installed (≥ 0.2.3) and ``VLLM_USE_FLASHINFER_SAMPLER`` is not 0 (None
+    counts as on in V1; read in 0.9.2, 0.10.1, 0.11.0). The wheel lists FlashInfer as an optional extra
+    (``vllm[flashinfer]``); the project's Docker image ships it: which one ran depends on the installation, so both
+    are in the range, the point being PyTorch (a plain ``pip install vllm``; the llm-d-benchmark H100 logs in
+    vllm_memory_observations.csv show the sort-era peak, e.g. 4.76 GiB for Llama-3.1-8B at 1,024 requests, not
+    FlashInfer's 2.5 GiB). vme_startups.csv shows both: upstream v0.11.0 builds on H200 leave 2.5–3.2 GiB more KV
+    than the plan's sort point (the FlashInfer end of the range), Red Hat's 0.11.0+rhai builds match the sort point.
+  * 0.11.1+: PyTorch unless ``VLLM_USE_FLASHINFER_SAMPLER=1`` ("Users must opt in explicitly", 0.11.1, 0.11.2, 0.12.0,
+    0.14.0, 0.19.0).
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ def sampler_backends(ver: tuple[int, int, int], choice: str) -> tuple[str, str |
         return "pytorch", None, "V0 sorts (VLLM_USE_FLASHINFER_SAMPLER=0 default)"
     if ver < (0, 9, 0):
         return "pytorch", "flashinfer", "0.8: FlashInfer only if < 0.2.3 installed, else sort (both in range)"
-    if ver < (0, 12, 0):
-        return "pytorch", "flashinfer", "0.9–0.11: FlashInfer if installed, else sort (both in range)"
-    return "pytorch", None, "≥0.12: PyTorch unless VLLM_USE_FLASHINFER_SAMPLER=1"
+    if ver < (0, 11, 1):
+        return "pytorch", "flashinfer", "0.9–0.11.0: FlashInfer if installed, else sort (both in range)"
+    return "pytorch", None, "≥0.11.1: PyTorch unless VLLM_USE_FLASHINFER_SAMPLER=1"
 
 
 MLA_PADDED_HEAD_DIM = 256

@@ -109,19 +109,21 @@ def mla_backend_workspace_bytes(engine_version: tuple[int, int, int], gpu_arch: 
     Two backend modules create a uint8 CUDA tensor at import: ``flashinfer_mla.py`` its ``g_fi_workspace``
     (128 MiB) up to 0.24 (0.25 allocates it on first use), and ``cutlass_mla.py`` its ``g_sm100_workspace`` (128 MiB,
     every release read, 0.11–0.33). ``MLAAttention.__init__`` picks a backend inside ``load_model``, so what the
-    import allocates is part of "Model loading took". From 0.12, ``platforms/cuda.py::get_valid_backends`` imports
-    every backend of ``_get_backend_priorities`` to validate it: on Blackwell (sm10x) the list holds both modules;
-    on other CUDA GPUs FLASHINFER_MLA only, except sm12x from 0.24, which lists Triton and the SM120 sparse backend.
-    Up to 0.11 only the chosen backend is imported: CUTLASS MLA on Blackwell, FlashMLA/FlashAttention elsewhere.
-    Releases read: 0.11, 0.12, 0.13, 0.15, 0.19, 0.22, 0.23, 0.24, 0.25, 0.26, 0.28, 0.33 (earlier ones are taken as
-    0.11). An explicit ``--attention-backend`` imports only that backend (not modelled).
+    import allocates is part of "Model loading took". From 0.11.1, ``platforms/cuda.py::get_valid_backends`` imports
+    every backend of ``_get_backend_priorities`` to validate it (no early exit): on Blackwell (sm10x) the list holds
+    both modules; on other CUDA GPUs FLASHINFER_MLA only, except sm12x from 0.24, which lists Triton and the SM120
+    sparse backend. Up to 0.11.0 only the chosen backend is imported: CUTLASS MLA on Blackwell, FlashMLA/FlashAttention
+    elsewhere (0.11.0 has no ``get_valid_backends``; 0.11.1 and 0.11.2 have it). DeepSeek-R1 FP8 on H200 at TP 8 prints
+    79.58 GiB at 0.11.0 and 79.74 at 0.11.2–0.20 (vme_startups.csv): the 0.16 GiB step is at 0.11.1, not 0.12.
+    Releases read: 0.11.0, 0.11.1, 0.11.2, 0.12, 0.13, 0.15, 0.19, 0.22, 0.23, 0.24, 0.25, 0.26, 0.28, 0.33 (earlier
+    ones are taken as 0.11.0). An explicit ``--attention-backend`` imports only that backend (not modelled).
     """
     m = re.fullmatch(r"sm(\d+)", gpu_arch or "")
     if not m:
         return 0, ""
     major, v = int(m.group(1)) // 10, tuple(engine_version)
     flashinfer_eager = v < (0, 25, 0)
-    if v < (0, 12, 0):
+    if v < (0, 11, 1):
         imported = ["cutlass_mla"] if major == 10 else []
     elif major == 10:
         imported = ["flashinfer_mla", "cutlass_mla"]

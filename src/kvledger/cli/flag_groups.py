@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 
 __all__ = ["flag", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups", "WorkloadFlags",
-           "EngineFlags", "PricingFlags", "TierFlags", "SessionFlags"]
+           "EngineFlags", "PricingFlags", "TierFlags", "SessionFlags", "SIM_ONLY"]
 
 
 def flag(*decls: str, help: str, default: Any = None) -> Any:  # noqa: A002  (typer's own keyword)
@@ -162,8 +162,10 @@ class PricingFlags:
 
 @dataclass(frozen=True, slots=True)
 class TierFlags:
-    """A host KV tier below HBM, in the engines' own flags (vLLM's offloading connector, SGLang's HiCache); checked
-    against the engine's rules by ``accounting.kv_tier_rules.check_tier_settings`` (``plan``, ``simulate``)."""
+    """KV tiers below HBM, in the engines' own flags (vLLM's offloading connector, LMCache, SGLang's HiCache), read by
+    ``cli/tier_opts.py``; checked against the engine's rules by ``accounting.kv_tier_rules.check_tier_settings``
+    and, for the simulated host tier, ``analyses.judgments.offload.sim_host_tier`` (``plan``, ``simulate``,
+    ``offload``; ``plan`` does not take the simulator-only rules, SIM_ONLY)."""
 
     kv_offloading_size: str | None = flag("--kv-offloading-size", help=(
         "vLLM: host memory for KV offloading, GiB summed over the TP×PP ranks (256 or 256GiB); adds the KV tiers."))
@@ -175,6 +177,22 @@ class TierFlags:
         "SGLang: host pool in GB (10^9 B) per GPU; overrides the ratio."))
     hicache_write_policy: str | None = flag("--hicache-write-policy", help=(
         "SGLang: write_through (default), write_through_selective or write_back."))
+    kv_tier_nvme: str | None = flag("--kv-tier-nvme", help=(
+        "A local-disk KV tier per GPU, GiB (2048 or 2TiB): LMCache local_disk (with --kv-offloading-backend lmcache)"
+        " or SGLang HiCache's file storage backend."))
+    nvme_read_bandwidth: float | None = flag("--nvme-read-bandwidth", help=(
+        "With --kv-tier-nvme: disk read bandwidth, GB/s (default 7, an assumption: one PCIe Gen4 x4 drive)."))
+    store_threshold: int | None = flag("--store-threshold", help=(
+        "vLLM 0.33 native offloading, simulated: store a block on its Nth offer, count (≥ 2; 0 or 1: off, default)."))
+    eviction_policy: str | None = flag("--eviction-policy", help=(
+        "vLLM native offloading, simulated: the host cache's policy, lru (default) or arc."))
+    hicache_storage_prefetch_policy: str | None = flag("--hicache-storage-prefetch-policy", help=(
+        "SGLang, with --kv-tier-nvme: storage prefetch policy; only wait_complete is simulated (SGLang's default "
+        "timeout and best_effort are refused)."))
+
+
+#: TierFlags fields only the simulator uses (``simulate``, ``offload``): ``plan`` sizes tiers, it runs no rule
+SIM_ONLY = ("store_threshold", "eviction_policy", "hicache_storage_prefetch_policy")
 
 
 @dataclass(frozen=True, slots=True)

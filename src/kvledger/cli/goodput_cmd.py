@@ -19,7 +19,7 @@ import typer
 
 from kvledger import strict_json
 from kvledger.cli import sim_opts as so
-from kvledger.cli.flag_groups import EngineFlags, WorkloadFlags, with_groups
+from kvledger.cli.flag_groups import EngineFlags, TierFlags, WorkloadFlags, with_groups
 from kvledger.report.goodput_view import print_goodput as _print_human
 from kvledger.report.goodput_view import print_search as _print_search
 from kvledger.report.goodput_view import print_sources as _print_sources
@@ -49,18 +49,31 @@ def _write(out: Path, text: str) -> None:
 
 def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineFlags], the_slo: Any,
                target: float | None, axis: str, bounds: tuple[float | None, float | None, float | None],
-               ) -> tuple[list[str], Any]:
-    """(JSON lines, what to print) for --simulate: one run, or the boundary search with --target."""
+               tiers: TierFlags) -> tuple[list[str], Any]:
+    """(JSON lines, what to print) for --simulate: one run (with a host tier when tier flags are given), or the
+    boundary search with --target."""
     from kvledger.analyses.serving.sim_boundary import PROBE_NUM_REQUESTS
-    from kvledger.analyses.serving.sim_goodput import simulated_goodput, simulated_goodput_search
+    from kvledger.analyses.serving.sim_goodput import (
+        simulated_goodput,
+        simulated_goodput_search,
+        simulated_goodput_with_tier,
+    )
     from kvledger.cli.sim_opts import sim_request
+    from kvledger.cli.tier_opts import tier_settings, tiers_given
+    from kvledger.errors import InputError
     from kvledger.jsonable import to_jsonable
 
+    tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None
     if target is None:
         args, synthetic = sim_request(model, gpu, *groups)
         with working("simulating"):
-            run = simulated_goodput(args, the_slo, synthetic)
-        return [strict_json.dumps(to_jsonable(x)) for x in run.lines()], (run.result, run.sim)
+            run = (simulated_goodput(args, the_slo, synthetic) if tier is None else
+                   simulated_goodput_with_tier(args, the_slo, tier, synthetic))
+        return [strict_json.dumps(to_jsonable(x)) for x in run.lines()], (run.result, run.sim, run.tiers)
+    if tier is not None:
+        raise InputError("--target searches the SLO boundary without a host KV tier (its probes do not run the tier's "
+                         "rules); drop --target to measure one run's goodput with the tier, or compare tiers at "
+                         "capacity with kvledger search --offload")
     args, synthetic = sim_request(model, gpu, *groups, num_requests_default=PROBE_NUM_REQUESTS)
     lo, hi, tol = bounds
     with working(f"searching the SLO boundary on {axis} (one simulation per probe)"):
@@ -69,14 +82,14 @@ def _simulated(model: str, gpu: str | None, groups: tuple[WorkloadFlags, EngineF
 
 
 def _from_files(files: list[Path], fmt: str | None, groups: tuple[WorkloadFlags, EngineFlags], the_slo: Any,
-                target: float | None, axis: str) -> tuple[list[str], Any]:
+                target: float | None, axis: str, tiers: TierFlags) -> tuple[list[str], Any]:
     """(JSON lines, (results, boundary)) for benchmark or records FILEs; the boundary across them with --target."""
     from kvledger.cli.sim_opts import reject_sim_flags
     from kvledger.evidence import read_runs
     from kvledger.ledgers.boundary import boundary_from_sweep
     from kvledger.ledgers.goodput import goodput
 
-    reject_sim_flags(*groups)
+    reject_sim_flags(*groups, tiers)
     runs = [run for f in files for run in read_runs(f, format=fmt)]
     results = [goodput(run, the_slo) for run in runs]
     boundary = (
@@ -108,7 +121,7 @@ def register(app: typer.Typer) -> None:
     """Add the ``goodput`` command to ``app``."""
 
     @app.command("goodput")
-    @with_groups(workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE)
+    @with_groups(workload=so.SIM_WORKLOAD, engine=so.SIM_ENGINE, tiers=so.SIM_TIERS)
     def goodput_command(
         files: list[Path] | None = typer.Argument(None, help="benchmark output files or kvledger records files; or use "
                                                              "--simulate", show_default=False),
@@ -147,6 +160,7 @@ def register(app: typer.Typer) -> None:
         simulate: so.Simulate = None,
         workload: WorkloadFlags = WorkloadFlags(),
         engine: EngineFlags = EngineFlags(),
+        tiers: TierFlags = TierFlags(),
     ) -> None:
         """Goodput under latency SLOs: req/s and tok/s that met every SLO, attainment, effective-cost multiplier.
 
@@ -183,12 +197,12 @@ def register(app: typer.Typer) -> None:
         if simulate is not None:
             if format is not None:
                 raise InputError("--format applies to FILEs, not to --simulate")
-            lines, shown = _simulated(simulate, gpu, (workload, engine), the_slo, target, axis, (lo, hi, tol))
+            lines, shown = _simulated(simulate, gpu, (workload, engine), the_slo, target, axis, (lo, hi, tol), tiers)
         else:
             given = [f for f, v in (("--gpu", gpu), ("--lo", lo), ("--hi", hi), ("--tol", tol)) if v is not None]
             if given:
                 raise InputError(f"{', '.join(given)} apply to a --simulate run or search, not to FILEs")
-            lines, shown = _from_files(files, format, (workload, engine), the_slo, target, axis)
+            lines, shown = _from_files(files, format, (workload, engine), the_slo, target, axis, tiers)
         if plot is not None:
             save_plot(_boundary_figure(shown, simulate is not None), plot)
         text = "\n".join(lines) + "\n" if json_lines else _document(lines)
@@ -199,8 +213,14 @@ def register(app: typer.Typer) -> None:
         elif simulate is None:
             _print_human(*shown, slo_block(the_slo))
         elif target is None:
-            res, sim = shown
+            res, sim, tier_report = shown
             _print_human([res], None, slo_block(the_slo))
             _print_sources(sim, "sources of the simulated run")
+            if tier_report is not None:
+                from rich.console import Console
+
+                from kvledger.report.sim_tiers_view import render_sim_tiers
+
+                render_sim_tiers(tier_report, Console(), sessions=False)
         else:
             _print_search(shown, slo_block(the_slo))

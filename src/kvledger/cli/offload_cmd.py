@@ -5,11 +5,12 @@ from __future__ import annotations
 import typer
 
 from kvledger import strict_json
-from kvledger.cli.flag_groups import EngineFlags, flag_of, option
+from kvledger.cli.flag_groups import EngineFlags, TierFlags, flag_of, option, with_groups
 
 __all__ = ["register"]
 
 
+@with_groups(tiers=TierFlags)
 def offload(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias), a config.json path or a Hub id."),
     gpu: str = typer.Option(..., "--gpu", help="Catalog GPU or a GPU file."),
@@ -17,14 +18,7 @@ def offload(
     engine_version: str | None = option(EngineFlags, "engine_version", help="vLLM version whose rules apply."),
     tp: int = typer.Option(1, flag_of(EngineFlags, "tp"), help="Tensor-parallel degree."),  # without vLLM's alias
     max_model_len: str | None = option(EngineFlags, "max_model_len", help="Tokens (default 32K for the sessions)."),
-    kv_offloading_size: str | None = typer.Option(None, "--kv-offloading-size",
-                                                  help="vLLM: host KV memory, GiB over TP×PP ranks (256 or 256GiB)."),
-    kv_offloading_backend: str | None = typer.Option(None, "--kv-offloading-backend", help="vLLM: native or lmcache."),
-    enable_hierarchical_cache: bool = typer.Option(False, "--enable-hierarchical-cache", help="SGLang HiCache."),
-    hicache_ratio: float | None = typer.Option(None, "--hicache-ratio", help="SGLang: host / device pool (2.0)."),
-    hicache_size: int = typer.Option(0, "--hicache-size", help="SGLang: host pool, GB (10^9 B) per GPU."),
-    hicache_write_policy: str = typer.Option("write_through", "--hicache-write-policy",
-                                             help="SGLang: write_through or write_through_selective."),
+    tiers: TierFlags = TierFlags(),
     workload: str = typer.Option("chat", "--workload", help="Session shape: chat or agent (sessions.py presets)."),
     sessions: int = typer.Option(200, "--sessions", help="Sessions to simulate, count."),
     session_rate: float = typer.Option(0.2, "--session-rate", help="Session starts per second (Poisson)."),
@@ -41,12 +35,11 @@ def offload(
     """Host KV tier on multi-turn sessions: capacity, break-even, hit rate per tier and TTFT with and without it."""
     from rich.console import Console
 
-    from kvledger.accounting.kv_tier_rules import TierSettings
     from kvledger.accounting.settings import make_settings
     from kvledger.analyses.judgments.offload import analyse_offload
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
-    from kvledger.cli.analysis_opts import gib_option
+    from kvledger.cli.tier_opts import tier_settings
     from kvledger.errors import InputError
     from kvledger.report.offload_view import render_offload
     from kvledger.units import parse_tokens
@@ -58,12 +51,8 @@ def offload(
 
     settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp,
                              max_model_len=parse_tokens(max_model_len or "32K", what="--max-model-len"))
-    tiers = TierSettings(kv_offloading_size_gib=gib_option(kv_offloading_size, "--kv-offloading-size"),
-                         kv_offloading_backend=kv_offloading_backend,
-                         enable_hierarchical_cache=enable_hierarchical_cache,
-                         hicache_ratio=hicache_ratio, hicache_size_gb=hicache_size,
-                         hicache_write_policy=hicache_write_policy)
-    rep = analyse_offload(load_model(model), resolve_gpu(gpu), settings, tiers, workload=workload,
+    tier = tier_settings(tiers)
+    rep = analyse_offload(load_model(model), resolve_gpu(gpu), settings, tier, workload=workload,
                           num_sessions=sessions, session_rate=session_rate, seed=seed, compare_gpus=compare_gpus,
                           gpu_usd_per_hour=gpu_usd_per_hour,
                           host_usd_per_gib_month=host_memory_usd_per_gib_month)

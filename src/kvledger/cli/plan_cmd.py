@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import typer
 
 from kvledger import strict_json
-from kvledger.cli.flag_groups import EngineFlags, TierFlags, option, with_groups
+from kvledger.cli.flag_groups import SIM_ONLY, EngineFlags, GroupUse, TierFlags, option, with_groups
 
 __all__ = ["register"]
 
@@ -16,7 +18,11 @@ def _bytes_opt(v: str | None, what: str) -> int | None:
     return None if v is None else parse_bytes(v, what=what)
 
 
-@with_groups(tiers=TierFlags)
+#: the tier flags plan takes: all but the simulated rules (a plan sizes the tiers, it runs no store or eviction rule)
+_TIERS = GroupUse(TierFlags, only=tuple(f.name for f in dataclasses.fields(TierFlags) if f.name not in SIM_ONLY))
+
+
+@with_groups(tiers=_TIERS)
 def plan(
     model: str = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path "
                                           "or folder, or a Hub id."),
@@ -80,12 +86,8 @@ def plan(
     enable_prefix_caching: bool | None = option(EngineFlags, "prefix_caching", help="vLLM flag (default: the "
         "version's; on for hybrid models from 0.26): sets the Mamba cache mode, hence state pages per request."),
     tiers: TierFlags = TierFlags(),
-    kv_tier_nvme: str | None = typer.Option(None, "--kv-tier-nvme",
-        help="A local-disk KV tier per GPU (e.g. 2TiB): LMCache local_disk / HiCache file backend."),
     kv_tier_remote: str | None = typer.Option(None, "--kv-tier-remote",
         help="A remote KV store per GPU (e.g. 10TiB): LMCache remote / HiCache mooncake."),
-    nvme_read_bandwidth: float = typer.Option(7.0, "--nvme-read-bandwidth",
-        help="NVMe read GB/s (assumption: one PCIe Gen4 x4 drive)."),
     network_bandwidth: float = typer.Option(50.0, "--network-bandwidth",
         help="Remote store GB/s per GPU (assumption: 400 Gb/s NIC)."),
     link_fraction: float = typer.Option(0.8, "--link-fraction",
@@ -146,14 +148,13 @@ def plan(
                     bf16_flops_per_s=gpu_bf16_tflops * 1e12 if gpu_bf16_tflops is not None else None)
     p = build_plan(spec, g, settings)
     from kvledger.cli.analysis_opts import gib_option
-    from kvledger.cli.tier_opts import tier_settings
+    from kvledger.cli.tier_opts import tier_settings, tiers_given
 
     settings_t = tier_settings(
-        tiers, nvme_gib=gib_option(kv_tier_nvme, "--kv-tier-nvme"),
-        remote_gib=gib_option(kv_tier_remote, "--kv-tier-remote"), nvme_read_bytes_per_s=nvme_read_bandwidth * 1e9,
+        tiers, remote_gib=gib_option(kv_tier_remote, "--kv-tier-remote"),
         network_bytes_per_s=network_bandwidth * 1e9, link_fraction=link_fraction)
     tier_plan = None
-    if settings_t.any_set or tiers.hicache_ratio is not None or tiers.hicache_size:
+    if tiers_given(tiers) or settings_t.any_set:
         from kvledger.accounting.kv_tiers import build_tier_plan
 
         tier_plan = build_tier_plan(p, settings_t, suffix_tokens=suffix_tokens)

@@ -13,10 +13,10 @@ from typing import Annotated, Any
 
 import typer
 
-from kvledger.cli.flag_groups import EngineFlags, GroupUse, WorkloadFlags, given_flags
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, TierFlags, WorkloadFlags, given_flags
 
-__all__ = ["Simulate", "SIM_WORKLOAD", "SIM_ENGINE", "sim_request", "synthetic_spec", "reject_sim_flags",
-           "check_loop_flags"]
+__all__ = ["Simulate", "SIM_WORKLOAD", "SIM_ENGINE", "SIM_TIERS", "TIER_HELP", "sim_request", "synthetic_spec",
+           "reject_sim_flags", "check_loop_flags"]
 
 Simulate = Annotated[str | None, typer.Option(
     "--simulate", show_default=False,
@@ -24,6 +24,15 @@ Simulate = Annotated[str | None, typer.Option(
 #: the groups as ``cost`` and ``goodput`` take them: used only with ``--simulate``, and marked so in the help.
 SIM_WORKLOAD = GroupUse(WorkloadFlags, prefix="[--simulate] ")
 SIM_ENGINE = GroupUse(EngineFlags, prefix="[--simulate] ")
+#: the tier flags as a simulation takes them (simulate; goodput --simulate): SGLang's apply with --policy sglang
+TIER_HELP = {
+    "enable_hierarchical_cache": "With --policy sglang: SGLang HiCache, a host KV tier.",
+    "hicache_ratio": "With --policy sglang: host pool / device pool (default 2.0).",
+    "hicache_size": "With --policy sglang: host pool in GB (10^9 B) per GPU; overrides the ratio.",
+    "hicache_write_policy": "With --policy sglang: write_through (default), write_through_selective or write_back.",
+    "hicache_storage_prefetch_policy": "With --policy sglang and --kv-tier-nvme: SGLang's storage prefetch policy; "
+                                       "only wait_complete is simulated."}
+SIM_TIERS = GroupUse(TierFlags, prefix="[--simulate] ", help=TIER_HELP)
 
 #: group field → SimRequestArgs field, where the two names differ (the CLI keeps vLLM's flag, the record its unit).
 _FIELD = {"think_time": "think_time_s", "prefix_caching": "enable_prefix_caching",
@@ -52,11 +61,12 @@ def check_loop_flags(workload: WorkloadFlags) -> None:
                          "loop follows the trace's arrival times)")
 
 
-def reject_sim_flags(workload: WorkloadFlags, engine: EngineFlags) -> None:
-    """Raise InputError naming the simulation flags given without ``--simulate``."""
+def reject_sim_flags(workload: WorkloadFlags, engine: EngineFlags, *more: Any) -> None:
+    """Raise InputError naming the simulation flags given without ``--simulate`` (``more``: other groups, e.g. the
+    tier flags)."""
     from kvledger.errors import InputError
 
-    given = given_flags(workload, engine)
+    given = given_flags(workload, engine, *more)
     if given:
         raise InputError(f"{', '.join(given)} describe a simulation; add --simulate MODEL (with --gpu), or drop them "
                          "to read FILE")

@@ -10,16 +10,13 @@ import typer
 
 from kvledger import strict_json
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, SessionFlags, TierFlags, WorkloadFlags, with_groups
+from kvledger.cli.sim_opts import TIER_HELP
 
 __all__ = ["register"]
 
 OUT_FILES = ("records.parquet", "steps.parquet", "trace.json", "summary.json")
 #: the tier flags as simulate takes them: SGLang's apply with --policy sglang (SGLang's memory plan and radix cache)
-_TIERS = GroupUse(TierFlags, help={
-    "enable_hierarchical_cache": "With --policy sglang: SGLang HiCache, a host KV tier.",
-    "hicache_ratio": "With --policy sglang: host pool / device pool (default 2.0).",
-    "hicache_size": "With --policy sglang: host pool in GB (10^9 B) per GPU; overrides the ratio.",
-    "hicache_write_policy": "With --policy sglang: write_through (default) or write_through_selective."})
+_TIERS = GroupUse(TierFlags, help=TIER_HELP)
 
 
 @with_groups(workload=WorkloadFlags, sessions=SessionFlags, engine=EngineFlags, tiers=_TIERS)
@@ -53,7 +50,7 @@ def simulate(
 
     session_run = check_session_flags(sessions, workload)
     args, synthetic = sim_request(model, gpu, workload, engine)
-    tier = tier_settings(tiers) if tiers_given(tiers) else None
+    tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None
     if out is not None:
         from kvledger.cli.outputs import prepare_output_dir
 
@@ -92,7 +89,7 @@ def simulate(
         if tier_report is not None:
             from kvledger.report.sim_tiers_view import render_sim_tiers
 
-            render_sim_tiers(tier_report, Console())
+            render_sim_tiers(tier_report, Console(), sessions=session_run)
 
 
 def _run(setup, args, record_steps: bool, show_progress: bool, record_token_times: bool):

@@ -3,6 +3,7 @@ below take: one reading of ``--kv-offloading-size`` & co. for every command that
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from kvledger.cli.flag_groups import SessionFlags, TierFlags, WorkloadFlags, given_flags
@@ -12,27 +13,41 @@ __all__ = ["tier_settings", "tiers_given", "check_session_flags"]
 
 def tiers_given(t: TierFlags) -> bool:
     """Whether any tier flag was given (``--enable-hierarchical-cache`` counts only when on)."""
-    return any(v is not None and v is not False for v in (t.kv_offloading_size, t.kv_offloading_backend,
-                                                          t.enable_hierarchical_cache, t.hicache_ratio,
-                                                          t.hicache_size, t.hicache_write_policy))
+    return any(v is not None and v is not False for v in dataclasses.astuple(t))
 
 
-def tier_settings(t: TierFlags, **extra: Any) -> Any:
-    """The ``accounting.kv_tier_rules.TierSettings`` of the flags (``extra``: other fields, e.g. the plan's disk
-    tiers); the engines' defaults where a flag is not given (HiCache ratio 2.0 is the rule's, policy write_through).
+def tier_settings(t: TierFlags, *, engine_flag: str = "--engine", **extra: Any) -> Any:
+    """The ``accounting.kv_tier_rules.TierSettings`` of the flags (``engine_flag``: the flag that chose the engine in
+    this command, named in errors; ``extra``: other fields, e.g. the plan's remote tier); unset flags stay unset
+    (the engines' defaults apply: HiCache ratio 2.0, write_through, lru, no store gate, prefetch timeout).
 
     Raises:
-        InputError: an unreadable ``--kv-offloading-size``.
+        InputError: an unreadable size, or a disk-tier flag without ``--kv-tier-nvme`` (it would be ignored).
     """
-    from kvledger.accounting.kv_tier_rules import TierSettings
+    from kvledger.accounting.kv_tier_rules import NVME_READ_BYTES_PER_S, TierSettings
     from kvledger.cli.analysis_opts import gib_option
+    from kvledger.errors import InputError
 
-    backend = t.kv_offloading_backend
+    if t.kv_tier_nvme is None:
+        alone = [f for f, v in (("--nvme-read-bandwidth", t.nvme_read_bandwidth),
+                                ("--hicache-storage-prefetch-policy", t.hicache_storage_prefetch_policy))
+                 if v is not None]
+        if alone:
+            raise InputError(f"{' and '.join(alone)} describe{'s' if len(alone) == 1 else ''} the disk tier, which "
+                             "exists only with --kv-tier-nvme SIZE (GiB per GPU); without it "
+                             f"{'it' if len(alone) == 1 else 'they'} would be ignored. Add --kv-tier-nvme, or drop "
+                             f"{'it' if len(alone) == 1 else 'them'}.")
+    backend, policy, evict = t.kv_offloading_backend, t.hicache_storage_prefetch_policy, t.eviction_policy
+    bw = t.nvme_read_bandwidth
     return TierSettings(kv_offloading_size_gib=gib_option(t.kv_offloading_size, "--kv-offloading-size"),
                         kv_offloading_backend=backend.lower() if backend else None,
                         enable_hierarchical_cache=bool(t.enable_hierarchical_cache), hicache_ratio=t.hicache_ratio,
-                        hicache_size_gb=t.hicache_size or 0,
-                        hicache_write_policy=t.hicache_write_policy or "write_through", **extra)
+                        hicache_size_gb=t.hicache_size or 0, hicache_write_policy=t.hicache_write_policy,
+                        nvme_gib=gib_option(t.kv_tier_nvme, "--kv-tier-nvme"),
+                        nvme_read_bytes_per_s=NVME_READ_BYTES_PER_S if bw is None else bw * 1e9,
+                        store_threshold=t.store_threshold, eviction_policy=evict.lower() if evict else None,
+                        hicache_storage_prefetch_policy=policy.lower() if policy else None, engine_flag=engine_flag,
+                        **extra)
 
 
 def check_session_flags(s: SessionFlags, workload: WorkloadFlags) -> bool:

@@ -8,13 +8,16 @@ from typing import Any
 
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.config import EngineConfig
-from kvledger.dynamics.engine.offload import HiCacheRadixKVManager, HostTier, OffloadingPagedKVManager
+from kvledger.dynamics.engine.hicache_storage import hicache_manager_class
+from kvledger.dynamics.engine.offload import HostTier, OffloadingPagedKVManager
+from kvledger.dynamics.engine.offload_tiers import TieredPagedKVManager, needs_tiered_manager
 from kvledger.dynamics.outputs.metrics import LatencyStats
 from kvledger.dynamics.simulator import SimResult, simulate
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["LoadAwareStepCost", "OffloadRun", "TierStats", "simulate_offload", "offload_kv_factory"]
+__all__ = ["LoadAwareStepCost", "WriteBackStepCost", "OffloadRun", "TierStats", "DiskStats", "simulate_offload",
+           "offload_kv_factory"]
 
 
 class LoadAwareStepCost:
@@ -44,19 +47,36 @@ class LoadAwareStepCost:
         return getattr(self.base, name)
 
 
+class WriteBackStepCost(LoadAwareStepCost):
+    """LoadAwareStepCost plus the step's HiCache write-back copies, which the scheduler waits for before the forward
+    pass (hicache_write_back.py): max(compute, load_back) + write-back."""
+
+    def _written(self) -> float:
+        return sum(m.take_pending_write_s() for m in self.managers)
+
+    def step_time_s(self, shape: StepShape) -> float:
+        return super().step_time_s(shape) + self._written()
+
+    def _step_time_of(self, *fields) -> float:
+        return super()._step_time_of(*fields) + self._written()
+
+
 def offload_kv_factory(host: HostTier, managers: list):
     """A ``kv_manager_factory`` for ``simulate``: each replica's KV manager with its own host tier (appended to
     ``managers`` for the statistics)."""
 
     def make(cfg: EngineConfig, index: int):
         if cfg.prefix_caching_policy == "sglang":
-            m = HiCacheRadixKVManager((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.block_size, host=host)
+            if host.store_threshold >= 2:
+                raise InputError("store_threshold is an option of vLLM's native CPU offloading (0.33.0); SGLang "
+                                 "HiCache has no such gate")
+            m = hicache_manager_class(host)((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.block_size, host=host)
         else:
             if cfg.blocks_for_tokens is not None or cfg.kv_allocation != "paged" or cfg.batching == "vllm_v0":
                 raise InputError("the host KV tier is modelled for vLLM v1's paged full-attention pool and SGLang's "
                                  "radix cache; hybrid, contiguous and V0 settings are not")
-            m = OffloadingPagedKVManager(cfg.num_usable_blocks + 1, cfg.block_size, True, host=host,
-                                         max_model_len=cfg.max_model_len)
+            cls = TieredPagedKVManager if needs_tiered_manager(host) else OffloadingPagedKVManager
+            m = cls(cfg.num_usable_blocks + 1, cfg.block_size, True, host=host, max_model_len=cfg.max_model_len)
         managers.append(m)
         return m
 
@@ -71,9 +91,16 @@ class TierStats:
         prompt_tokens: prompt tokens at first admission, tokens. hbm_hit_tokens / host_hit_tokens: served from each.
         hbm_hit_rate / host_hit_rate: shares of prompt_tokens. host_load_s: Σ load time, s.
         loaded_bytes / stored_units / evicted_units: host → HBM bytes, units offered to / dropped from the host.
-        load_bandwidth_bytes_per_s: loaded bytes / run duration, B/s. host_capacity_units: blocks or segments.
+        load_bandwidth_bytes_per_s: bytes loaded (host and disk) / run duration, B/s.
+        host_capacity_units: blocks or segments.
         peak_host_units: the most the host held at an admission. occupancy: (s, units) at each arrival (≤ 200 kept).
+        stores_skipped: offered blocks vLLM's ``store_threshold`` kept out of the host (with a gate only), count.
+        write_back_tokens / write_back_s: HiCache write_back's copies on eviction and Σ their time on the steps
+            (under write_back only), tokens and s.
+        disk: the tier below the host (LMCache local_disk, HiCache storage; with one only).
     """
+
+    __json_optional__ = ("stores_skipped", "write_back_tokens", "write_back_s", "disk")
 
     prompt_tokens: int
     hbm_hit_tokens: int
@@ -88,6 +115,32 @@ class TierStats:
     host_capacity_units: int
     peak_host_units: int
     occupancy: tuple[tuple[float, int], ...] = field(default_factory=tuple)
+    stores_skipped: int | None = None
+    write_back_tokens: int | None = None
+    write_back_s: float | None = None
+    disk: DiskStats | None = None
+
+
+@dataclass(frozen=True)
+class DiskStats:
+    """The disk tier's figures (offload_tiers.py, hicache_storage.py), all replicas.
+
+    Attributes:
+        capacity_units: LMCache chunks or HiCache segments per replica. hit_tokens / hit_rate: tokens the disk served
+        (LMCache: loaded; HiCache: prefetched into host memory and loaded back from there at the request's admission),
+        and their share of the prompt tokens.
+        loaded_bytes: bytes read from disk. load_s: Σ disk read time (on TTFT), s. read_bytes_per_s: the tier's read
+        bandwidth, B/s. stored_units / evicted_units: units written to / dropped from disk.
+    """
+
+    capacity_units: int
+    hit_tokens: int
+    hit_rate: float
+    loaded_bytes: float
+    load_s: float
+    read_bytes_per_s: float
+    stored_units: int
+    evicted_units: int
 
 
 @dataclass(frozen=True)
@@ -114,13 +167,37 @@ def _stats(managers: list, host: HostTier, duration_s: float) -> TierStats:
     # vLLM's loaded blocks enter the GPU cache before admission and count there as hits too: not HBM's own
     h = sum(m.prefix_stats.hits - (m.host_hit_tokens if isinstance(m,
                                                                    OffloadingPagedKVManager) else 0) for m in managers)
+    paged = bool(managers) and isinstance(managers[0], OffloadingPagedKVManager)
+    # tokens the disk tier served: LMCache's loads (they enter the GPU cache as the host's do), HiCache's prefetched
+    # tokens loaded back at admission (they came through host memory)
+    d = sum(getattr(m, "disk_hit_tokens" if paged else "disk_served_tokens", 0) for m in managers)
+    if paged:
+        h -= d
+    else:
+        c -= d
     occ = sorted(x for m in managers for x in m.occupancy)
     step = max(1, len(occ) // 200)
     loaded = c * host.bytes_per_token
     return TierStats(q, h, c, h / q if q else 0.0, c / q if q else 0.0, sum(m.host_load_s for m in managers), loaded,
                      sum(m.lru.stored for m in managers), sum(m.lru.evicted for m in managers),
-                     loaded / duration_s if duration_s > 0 else 0.0, host.capacity_units,
-                     max((u for _, u in occ), default=0), tuple(occ[::step]))
+                     (loaded + d * host.bytes_per_token) / duration_s if duration_s > 0 else 0.0, host.capacity_units,
+                     max((u for _, u in occ), default=0), tuple(occ[::step]), *_extras(managers, host, q, d))
+
+
+def _extras(managers: list, host: HostTier, q: int, d: int) -> tuple:
+    """(stores_skipped, write_back_tokens, write_back_s, disk) of the rules ``host`` turns on; None for the others."""
+    gated = host.store_threshold >= 2
+    skipped = sum(m.gate.skipped for m in managers) if gated else None
+    wb = host.write_policy == "write_back"
+    wb_tokens = sum(getattr(m, "write_back_tokens", 0) for m in managers) if wb else None
+    wb_s = sum(getattr(m, "write_back_s", 0.0) for m in managers) if wb else None
+    disk = None
+    if host.disk_capacity_units > 0:
+        read = sum(m.disk_hit_tokens for m in managers)
+        disk = DiskStats(host.disk_capacity_units, d, d / q if q else 0.0, read * host.bytes_per_token,
+                         sum(m.disk_load_s for m in managers), host.disk_read_bytes_per_s,
+                         sum(m.disk.stored for m in managers), sum(m.disk.evicted for m in managers))
+    return skipped, wb_tokens, wb_s, disk
 
 
 def simulate_offload(requests, config: EngineConfig, cost, host: HostTier, *, num_replicas: int = 1,
@@ -133,7 +210,8 @@ def simulate_offload(requests, config: EngineConfig, cost, host: HostTier, *, nu
     if not config.enable_prefix_caching:
         raise InputError("a host KV tier serves prefix hits; with prefix caching off there is nothing to load")
     managers: list = []
-    run_cost = LoadAwareStepCost(cost, managers) if config.prefix_caching_policy == "sglang" else cost
+    step_cost = WriteBackStepCost if host.write_policy == "write_back" else LoadAwareStepCost
+    run_cost = step_cost(cost, managers) if config.prefix_caching_policy == "sglang" else cost
     res = simulate(requests, config, run_cost, num_replicas=num_replicas, router=router,
                    kv_manager_factory=offload_kv_factory(host, managers), **kwargs)
     base = simulate(requests, config, cost, num_replicas=num_replicas, router=router, **kwargs) if compare else None

@@ -44,8 +44,7 @@ def print_offload_axis(variants: list[dict[str, Any]], ranking: list[str]) -> No
             con.print(escape(off["verdict"]))
             for x in off["vs_more_gpus"]:
                 con.print(f"  vs {escape(x['more_gpus'])}: {escape(x['text'])}")
-    prices = dict.fromkeys(v["offload"]["tier_price"]["source"] + (
-        "" if v["offload"]["tier_price"]["as_of"] == "user input" else f" (as of {v['offload']['tier_price']['as_of']})")
-        for v in variants)
+    tp = [v["offload"]["tier_price"] for v in variants]
+    prices = dict.fromkeys(p["source"] + ("" if p["as_of"] == "user input" else f" (as of {p['as_of']})") for p in tp)
     for src in prices:
         con.print(escape(f"tier price: {src}"))

@@ -13,18 +13,24 @@ if TYPE_CHECKING:
 __all__ = ["render_offload", "tier_verdict_line"]
 
 
-def tier_verdict_line(j) -> str:
-    """The answer first: whether the host tier adds prefix hits on these sessions, and why not when it does not."""
+def tier_verdict_line(j, sessions: bool = True) -> str:
+    """The answer first: whether the host tier adds prefix hits on this workload, and why not when it does not
+    (``sessions``: a session workload, whose flags the hint names; else a trace, whose load flags it names)."""
     if j["helps"]:
         return (f"The host tier helps this workload: it serves {j['host_hit_rate']:.1%} of prompt tokens that HBM "
                 f"had evicted (simulated below).")
+    owner = "sessions'" if sessions else "workload's"
     why = (f"HBM already held {j['hbm_share_of_reused']:.0%} of the reused prefix tokens "
-           f"({j['reused_tokens']:,}) when the next turn came: the sessions' working set fits in HBM")
+           f"({j['reused_tokens']:,}) when the next {'turn' if sessions else 'request'} came: the {owner} working set "
+           "fits in HBM")
     if j["reused_tokens"] == 0:
-        why = "no turn reused an earlier prefix"
+        why = f"no {'turn' if sessions else 'request'} reused an earlier prefix"
+    hint = ("more sessions in flight (--sessions, --session-rate) or longer sessions (--workload agent), whose "
+            "prefixes HBM cannot keep" if sessions else "more requests in flight (--rate, --rate-scale or "
+            "--concurrency), whose prefixes HBM cannot keep, or a trace whose shared prefixes come back after HBM "
+            "has evicted them")
     return (f"The host tier does not help this workload: it served {j['host_hit_rate']:.2%} of prompt tokens "
-            f"(under {j['threshold']:.0%}); {why}. It would help with more sessions in flight (--sessions, "
-            f"--session-rate) or longer sessions (--workload agent), whose prefixes HBM cannot keep.")
+            f"(under {j['threshold']:.0%}); {why}. It would help with {hint}.")
 
 
 def render_offload(rep: OffloadReport, console) -> None:
@@ -48,11 +54,15 @@ def render_offload(rep: OffloadReport, console) -> None:
     row("load time (Σ), load bandwidth", f"{s.host_load_s:.3f} s, {s.load_bandwidth_bytes_per_s / 1e9:.2f} GB/s",
         "—", "—")
     row("host units held (peak / capacity)", f"{s.peak_host_units:,} / {s.host_capacity_units:,}", "—", "—")
+    _rule_rows(s, row)
     a, b = rep.ttft_s_with, rep.ttft_s_without
     for q in ("mean", "p50", "p90", "p99"):
         row(f"TTFT {q}", f"{a[q] * 1e3:,.1f} ms", f"{b[q] * 1e3:,.1f} ms",
             f"{g['ttft_s'][q] * 1e3:,.1f} ms" if g else "")
     console.print(t)
+    if rep.rules:
+        console.print("Host-tier rules: " + "; ".join(f"{k} {v.get('value', '')} ({v['source']})".replace("  ", " ")
+                                                      for k, v in rep.rules.items()))
     c = rep.cost
     if c:
         line = (f"Cost per hour ({c['source']}): GPUs ${c['gpu_usd_per_hour']:,.2f} + host memory "
@@ -61,3 +71,18 @@ def render_offload(rep: OffloadReport, console) -> None:
         if "more_gpus_usd_per_hour" in c:
             line += f"; {g['num_gpus']} GPUs without the tier ${c['more_gpus_usd_per_hour']:,.2f}"
         console.print(line)
+
+
+def _rule_rows(s, row) -> None:
+    """Rows for the opt-in rules that ran: vLLM's store gate, HiCache write_back, the disk tier."""
+    if s.stores_skipped is not None:
+        row("stores skipped (store_threshold)", f"{s.stores_skipped:,} blocks", "—", "—")
+    if s.write_back_s is not None:
+        row("write-back on eviction (on steps)", f"{s.write_back_tokens:,} tokens, {s.write_back_s:.3f} s", "—", "—")
+    d = s.disk
+    if d is not None:
+        row("prefix hit rate, disk", f"{d.hit_rate:.3f}", "—", "—")
+        row("tokens loaded from disk", f"{d.hit_tokens:,} ({d.loaded_bytes / 1e9:,.2f} GB)", "—", "—")
+        row("disk load time (Σ, on TTFT)", f"{d.load_s:.3f} s at {d.read_bytes_per_s / 1e9:g} GB/s", "—", "—")
+        row("disk units stored / evicted / capacity", f"{d.stored_units:,} / {d.evicted_units:,} / "
+            f"{d.capacity_units:,}", "—", "—")

@@ -33,17 +33,23 @@ def _rows(r: dict) -> list[tuple[str, str]]:
     if r["tier"] == "hbm":
         return out + [(name, "—") for name in ("tokens loaded", "bytes loaded", "load time (Σ)", "load bandwidth used",
                                                "occupancy (peak / capacity)", "stored / evicted")]
+    if r["tier"] == "nvme":  # the disk's read bandwidth (a setting), its capacity; no occupancy record
+        bw = f"reads at {r['read_bytes_per_s'] / 1e9:,.2f} GB/s"
+        held = f"— / {r['capacity_units']:,} × {r['unit_tokens']:,} tokens"
+    else:
+        bw = f"{r['load_bandwidth_bytes_per_s'] / 1e9:,.2f} GB/s"
+        held = f"{r['peak_units']:,} / {r['capacity_units']:,} × {r['unit_tokens']:,} tokens"
     return out + [("tokens loaded", f"{r['loaded_tokens']:,}"),
                   ("bytes loaded", f"{r['loaded_bytes'] / 2**30:,.2f} GiB"),
                   ("load time (Σ)", f"{r['load_s']:.3f} s"),
-                  ("load bandwidth used", f"{r['load_bandwidth_bytes_per_s'] / 1e9:,.2f} GB/s"),
-                  ("occupancy (peak / capacity)", f"{r['peak_units']:,} / {r['capacity_units']:,} × "
-                                                  f"{r['unit_tokens']:,} tokens"),
+                  ("load bandwidth used", bw),
+                  ("occupancy (peak / capacity)", held),
                   ("stored / evicted", f"{r['stored_units']:,} / {r['evicted_units']:,} units")]
 
 
-def render_sim_tiers(rep: SimTierReport, console) -> None:
-    """The tier plan, the per-tier table and the TTFT comparison; every figure with its unit and source."""
+def render_sim_tiers(rep: SimTierReport, console, sessions: bool = True) -> None:
+    """The tier plan, the per-tier table and the TTFT comparison; every figure with its unit and source
+    (``sessions``: a session workload, for the verdict's hint)."""
     console.print(f"[bold]Host KV tier[/] — {rep.engine} {rep.engine_version} rules: {rep.rule}")
     render_kv_tiers(rep.plan, console)
     t = table(f"Prefix hits and loads per tier ({rep.prompt_tokens:,} prompt tokens at first admission; "
@@ -59,4 +65,7 @@ def render_sim_tiers(rep: SimTierReport, console) -> None:
     for q in ("mean", "p50", "p90", "p99"):
         t.add_row(f"TTFT {q}", f"{a[q] * 1e3:,.1f} ms", f"{b[q] * 1e3:,.1f} ms")
     console.print(t)
-    console.print(tier_verdict_line(rep.judgment).replace(" (simulated below)", ""))
+    if rep.rules:
+        console.print("Host-tier rules: " + "; ".join(f"{k} {v.get('value', '')} ({v['source']})".replace("  ", " ")
+                                                      for k, v in rep.rules.items()))
+    console.print(tier_verdict_line(rep.judgment, sessions).replace(" (simulated below)", ""))

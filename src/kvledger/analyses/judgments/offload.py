@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, TierSettings
+from kvledger.accounting.kv_tier_rules import EVICTION_POLICIES, LMCACHE_CHUNK_TOKENS, TierSettings, rules_version
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import PlanSettings
@@ -20,7 +20,8 @@ from kvledger.dynamics.workload.sessions import SESSION_SHAPES, SessionLoop, syn
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["OffloadReport", "analyse_offload", "SESSION_SHAPES", "tier_judgment", "NEGLIGIBLE_HOST_HIT_RATE"]
+__all__ = ["OffloadReport", "analyse_offload", "SESSION_SHAPES", "tier_judgment", "NEGLIGIBLE_HOST_HIT_RATE",
+           "sim_host_tier", "sim_rules"]
 
 # kvledger threshold: a host tier serving under 1% of prompt tokens saves under 1% of prefill, within run-to-run noise
 NEGLIGIBLE_HOST_HIT_RATE = 0.01
@@ -44,7 +45,8 @@ class OffloadReport:
     __json__ = ("model", "gpu", "engine", "engine_version", ("tier_judgment", "judgment"), ("kv_tiers", "tiers"),
                 "workload", ("tier_stats", "stats"), ("ttft_s_with_offload", "ttft_s_with"),
                 ("ttft_s_without_offload", "ttft_s_without"), ("hbm_hit_rate_without_offload", "hbm_hit_rate_without"),
-                "more_gpus", "cost")
+                "more_gpus", "cost", "rules")
+    __json_optional__ = ("rules",)
     model: str
     gpu: str
     engine: str
@@ -61,6 +63,8 @@ class OffloadReport:
     """Line items per hour at the given prices: the GPU, the host memory of the tier, and (with ``more_gpus``) the
     extra GPUs instead."""
     engine_version: str = ""  # the engine version whose rules apply (the plan's)
+    rules: dict[str, Any] | None = None
+    """The host tier's opt-in rules in the run (``sim_rules``) with their sources; None when none is on."""
 
     @property
     def judgment(self) -> dict[str, Any]:
@@ -74,7 +78,8 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
                     workload: str = "chat", num_sessions: int = 200, session_rate: float = 0.2, seed: int = 0,
                     segment_tokens: int = 64, compare_gpus: int | None = None, gpu_usd_per_hour: float | None = None,
                     host_usd_per_gib_month: float | None = None) -> OffloadReport:
-    """Plan the tiers, then simulate ``num_sessions`` synthetic sessions with and without the host tier.
+    """Plan the tiers, then simulate ``num_sessions`` synthetic sessions with and without the host tier (built by
+    :func:`sim_host_tier`, with the opt-in rules ``tiers`` names).
 
     Raises:
         InputError: no host tier in ``tiers``, an unknown workload, or anything the plan or simulator refuses.
@@ -85,16 +90,11 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
         raise InputError(f"--workload must be one of {', '.join(SESSION_SHAPES)}, got {workload!r}")
     plan = build_plan(model, gpu, settings, with_advice=False)
     tp = build_tier_plan(plan, tiers)
-    host_t = tp.tier("host_dram")
-    if host_t is None:
-        raise InputError("offload needs a host tier: --kv-offloading-size GiB (vLLM) or --enable-hierarchical-cache "
-                         "(SGLang)")
     cfg, _ = engine_config_from_plan(plan, policy="sglang" if settings.engine == "sglang" else None)
     chunk = LMCACHE_CHUNK_TOKENS if settings.engine != "sglang" and tiers.kv_offloading_backend == "lmcache" else 0
     unit = segment_tokens if cfg.prefix_caching_policy == "sglang" else chunk or cfg.block_size
-    host = HostTier(host_t.capacity_tokens // unit, tp.bytes_per_token, host_t.read_bytes_per_s,
-                    host_t.write_bytes_per_s, tiers.hicache_write_policy if settings.engine == "sglang" else
-                    "write_through", chunk_tokens=chunk)
+    host = sim_host_tier(tp, settings, tiers, unit, chunk)  # refuses flags that give no host tier
+    host_t = tp.tier("host_dram")
     shape = SESSION_SHAPES[workload]
     from dataclasses import replace
 
@@ -118,7 +118,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
                          asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s),
                          run.without_offload.summary.prefix_cache_hit_rate, more,
                          tier_cost(host_t.capacity_bytes, settings.tp * settings.pp, compare_gpus, gpu_usd_per_hour,
-                                   host_usd_per_gib_month), plan.memory.engine_version)
+                                   host_usd_per_gib_month), plan.memory.engine_version, sim_rules(host))
 
 
 def tier_cost(host_bytes: float, gpus_per_replica: int, compare_gpus: int | None, gpu_usd_per_hour: float | None,
@@ -156,3 +156,81 @@ def tier_cost(host_bytes: float, gpus_per_replica: int, compare_gpus: int | None
     if compare_gpus:
         out["more_gpus_usd_per_hour"] = gpus * compare_gpus
     return out
+
+
+def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, unit: int, chunk: int) -> HostTier:
+    """The simulator's host tier for the plan's (``unit`` tokens per host unit; ``chunk``: LMCache's chunk or 0), with
+    vLLM's opt-in host-cache rules (``tiers.store_threshold``, ``tiers.eviction_policy``) and the plan's NVMe tier
+    below it: LMCache's local_disk or SGLang HiCache's file storage backend (``tiers.hicache_storage_prefetch_policy``).
+    The one builder of the host tier: ``offload`` and ``simulate`` (``analyses/serving/sim_tiers.py``) both call it.
+
+    Raises:
+        InputError: no host tier in ``tp``; an option the engine or backend does not have, one paragraph each.
+    """
+    host_t, disk_t = tp.tier("host_dram"), tp.tier("nvme")
+    if host_t is None:
+        raise InputError("the tier flags give no host tier: pass --kv-offloading-size GiB (vLLM; with "
+                         f"--kv-offloading-backend native|lmcache) or, with {tiers.engine_flag} sglang, "
+                         "--enable-hierarchical-cache (--hicache-ratio or --hicache-size)")
+    native = settings.engine == "vllm" and not chunk
+    store_threshold = 0 if tiers.store_threshold is None else tiers.store_threshold
+    eviction_policy = tiers.eviction_policy or "lru"
+    if isinstance(store_threshold, bool) or not isinstance(store_threshold, int) or store_threshold < 0:
+        raise InputError(f"--store-threshold must be a whole number ≥ 0 (vLLM: < 2 turns the gate off), got "
+                         f"{store_threshold!r}")
+    if store_threshold >= 2 and not native:
+        raise InputError("--store-threshold is an option of vLLM's native CPU offloading (kv_connector_extra_config "
+                         "store_threshold, read in vLLM 0.33.0's CPUOffloadingSpec); SGLang HiCache and LMCache have "
+                         f"no such gate. Drop it, or use {tiers.engine_flag} vllm with --kv-offloading-backend native.")
+    if store_threshold >= 2 and rules_version(settings.engine_version) < (0, 33, 0):
+        raise InputError(f"--store-threshold: kvledger read the reuse gate in vLLM 0.33.0's offloading code, not in "
+                         f"{settings.engine_version}'s. Plan --engine-version 0.33.0, or drop the flag.")
+    if eviction_policy not in EVICTION_POLICIES:
+        raise InputError(f"--eviction-policy must be lru or arc (vLLM's OffloadingConnector policies), got "
+                         f"{eviction_policy!r}")
+    if eviction_policy == "arc" and not native:
+        raise InputError("--eviction-policy is the native OffloadingConnector's option (kv_connector_extra_config "
+                         "eviction_policy); LMCache's and SGLang HiCache's host caches are LRU here. Drop it, or use "
+                         f"{tiers.engine_flag} vllm with --kv-offloading-backend native.")
+    disk_units = 0
+    if disk_t is not None:
+        if native:
+            raise InputError("--kv-tier-nvme in the simulator is LMCache's local_disk backend below its CPU chunks "
+                             "(--kv-offloading-backend lmcache) or SGLang HiCache's file storage backend; vLLM's "
+                             "native connector has no disk tier in the simulator. The plan still sizes and prices "
+                             "one: kvledger plan ... --kv-tier-nvme SIZE.")
+        prefetch_policy = tiers.hicache_storage_prefetch_policy or "timeout"
+        if settings.engine == "sglang" and prefetch_policy != "wait_complete":
+            raise InputError(f"--hicache-storage-prefetch-policy {prefetch_policy}: SGLang 0.5.23 stops a storage "
+                             "prefetch at (best_effort) or a timeout after (timeout, its default) the first scheduling "
+                             "attempt that finds it unfinished, a time the simulator's KV managers do not see; only "
+                             "wait_complete (the request waits for the whole prefetch) is simulated. Pass "
+                             "--hicache-storage-prefetch-policy wait_complete.")
+        disk_units = disk_t.capacity_tokens // unit
+    return HostTier(host_t.capacity_tokens // unit, tp.bytes_per_token, host_t.read_bytes_per_s,
+                    host_t.write_bytes_per_s, tiers.write_policy if settings.engine == "sglang" else
+                    "write_through", eviction=eviction_policy, chunk_tokens=chunk, store_threshold=store_threshold,
+                    disk_capacity_units=disk_units, disk_read_bytes_per_s=disk_t.read_bytes_per_s if disk_t else 0.0)
+
+
+def sim_rules(host: HostTier) -> dict[str, Any] | None:
+    """The opt-in rules ``host`` turns on, each with the engine code it follows; None when none is on."""
+    out: dict[str, Any] = {}
+    if host.store_threshold >= 2:
+        out["store_threshold"] = {"value": host.store_threshold,
+                                  "source": "vLLM 0.33.0 v1/kv_offload/cpu/manager.py (CPUOffloadingManager)"}
+    if host.eviction == "arc":
+        out["eviction_policy"] = {"value": "arc", "source": "vLLM v1/kv_offload/arc_manager.py "
+                                  "(ARCOffloadingManager, as connector_caches.py models it)"}
+    if host.write_policy == "write_back":
+        out["hicache_write_policy"] = {"value": "write_back",
+                                       "source": "SGLang 0.5.23 mem_cache/unified_radix_cache.py (backup on eviction)"}
+    if host.disk_capacity_units and host.chunk_tokens:
+        out["disk"] = {"capacity_units": host.disk_capacity_units, "unit": "chunk",
+                       "read_bytes_per_s": host.disk_read_bytes_per_s,
+                       "source": "LMCache 0.5.6 v1/storage_backend/local_disk_backend.py, storage_manager.py"}
+    elif host.disk_capacity_units:
+        out["disk"] = {"capacity_units": host.disk_capacity_units, "unit": "segment",
+                       "read_bytes_per_s": host.disk_read_bytes_per_s, "prefetch_policy": "wait_complete",
+                       "source": "SGLang 0.5.23 mem_cache/unified_radix_cache.py (storage backend file)"}
+    return out or None

@@ -31,8 +31,11 @@ class SimGoodputRun:
 
     result: GoodputResult
     sim: SimulatedRun
+    tiers: Any = None
+    """With a host KV tier: ``sim_tiers.SimTierReport`` (its JSON under ``kv_tiers``, as ``simulate --json``)."""
 
-    __json__ = ("**result", ("simulation", "sim.provenance"))
+    __json__ = ("**result", ("simulation", "sim.provenance"), ("kv_tiers", "tiers"))
+    __json_optional__ = ("kv_tiers",)
 
     def lines(self) -> list[Any]:
         return [self]
@@ -109,6 +112,23 @@ def simulated_goodput(args: SimRequestArgs, slo: SLO, synthetic: SyntheticSpec |
     """Simulate one run and measure its goodput under ``slo``."""
     sim = simulate_run(args, synthetic)
     return SimGoodputRun(goodput(sim.run, slo), sim)
+
+
+def simulated_goodput_with_tier(args: SimRequestArgs, slo: SLO, tiers: Any,
+                                synthetic: SyntheticSpec | None = None) -> SimGoodputRun:
+    """Simulate one run with the host KV tier ``tiers`` (``accounting.kv_tier_rules.TierSettings``) as ``kvledger
+    simulate`` does (``sim_tiers.run_with_tier``: the tier built by ``sim_host_tier``) and measure its goodput.
+
+    Raises:
+        InputError: what ``prepare_run`` or ``run_with_tier`` refuses (tier flags of the other engine, no host tier).
+    """
+    from kvledger.analyses.serving.sim_ledgers import finish_run, prepare_run
+    from kvledger.analyses.serving.sim_tiers import run_with_tier
+
+    setup = prepare_run(args, synthetic)
+    result, report = run_with_tier(setup, tiers)
+    sim = finish_run(setup, args, result, synthetic)
+    return SimGoodputRun(goodput(sim.run, slo), sim, report)
 
 
 def simulated_goodput_search(args: SimRequestArgs, slo: SLO, target: float, axis: str, *, lo: float | None = None,

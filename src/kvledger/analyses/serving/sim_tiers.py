@@ -16,7 +16,7 @@ import numpy as np
 
 from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, TierSettings
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
-from kvledger.analyses.judgments.offload import SESSION_SHAPES, tier_judgment
+from kvledger.analyses.judgments.offload import SESSION_SHAPES, sim_host_tier, sim_rules, tier_judgment
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.offload import HostTier
 from kvledger.dynamics.offload_sim import TierStats, simulate_offload
@@ -54,11 +54,16 @@ class SimTierReport:
             read_bytes_per_s / write_bytes_per_s (B/s), write_policy, chunk_tokens.
         per_tier: one row per tier: hit_rate (share of prompt tokens at first admission), hit_tokens, loaded_tokens,
             loaded_bytes (B), load_s (Σ, s), load_bandwidth_bytes_per_s (loaded bytes ÷ run duration), capacity,
-            peak and stored/evicted units (host only).
+            peak and stored/evicted units (host only), and the rules' counters (stores_skipped, write_back_tokens,
+            write_back_s) when they are on.
         ttft_s_with_tier / ttft_s_without_tier: the run's TTFT statistics, s, and the same run without the tier.
         hbm_hit_rate_without_tier: HBM's hit rate without the tier. occupancy_units: (arrival s, host units held).
         judgment: whether the tier adds hits (``analyses.judgments.offload.tier_judgment``).
+        rules: the host tier's opt-in rules in the run, with their sources (``sim_rules``; None: none on). A disk
+            tier (``--kv-tier-nvme``) adds an ``nvme`` row to ``per_tier`` (its read bandwidth, no occupancy).
     """
+
+    __json_optional__ = ("rules",)
 
     engine: str
     engine_version: str
@@ -72,6 +77,7 @@ class SimTierReport:
     hbm_hit_rate_without_tier: float
     judgment: dict[str, Any]
     occupancy_units: tuple[tuple[float, int], ...] = field(default_factory=tuple)
+    rules: dict[str, Any] | None = None
     source: str = "kvledger.dynamics.offload_sim.simulate_offload (the run with the tier and the same run without it)"
 
     def to_dict(self) -> dict[str, Any]:
@@ -105,35 +111,25 @@ def host_tier_for(setup: SimSetup, tiers: TierSettings) -> tuple[HostTier, TierP
 
     Raises:
         InputError: tier flags the engine refuses or ignores, a model it cannot offload (the plan's rules), no host
-            tier, a write policy the simulator does not model, or a cache of the other engine.
+            tier, or a cache of the other engine.
     """
     plan = setup.plan
     engine = plan.settings.engine
     tp = build_tier_plan(plan, tiers)
-    t = tp.tier("host_dram")
-    if t is None:
-        raise InputError("the tier flags give no host tier: pass --kv-offloading-size GiB (vLLM; with "
-                         "--kv-offloading-backend native|lmcache) or, with --policy sglang, "
-                         "--enable-hierarchical-cache (--hicache-ratio or --hicache-size)")
     cfg = setup.config
     radix = cfg.prefix_caching_policy == "sglang"
-    if radix != (engine == "sglang"):
+    if tp.tier("host_dram") is not None and radix != (engine == "sglang"):
         raise InputError(f"the {engine} host tier needs {engine}'s own prefix cache, but the run uses "
                          f"--prefix-caching-policy {cfg.prefix_caching_policy}: drop --prefix-caching-policy, or use "
                          "--policy sglang for SGLang's HiCache")
-    if engine == "sglang" and tiers.hicache_write_policy == "write_back":
-        raise InputError("--hicache-write-policy write_back (backup on device eviction) is priced by `kvledger plan` "
-                         "but not simulated; use write_through or write_through_selective")
     chunk = LMCACHE_CHUNK_TOKENS if engine != "sglang" and tiers.kv_offloading_backend == "lmcache" else 0
     unit = _segment_tokens(setup.workload) if radix else chunk or cfg.block_size
-    host = HostTier(t.capacity_tokens // unit, tp.bytes_per_token, t.read_bytes_per_s, t.write_bytes_per_s,
-                    tiers.hicache_write_policy if engine == "sglang" else "write_through", chunk_tokens=chunk)
-    return host, tp
+    return sim_host_tier(tp, plan.settings, tiers, unit, chunk), tp
 
 
 def _rule(engine: str, tiers: TierSettings) -> str:
     if engine == "sglang":
-        return _RULES["sglang"].format(policy=tiers.hicache_write_policy)
+        return _RULES["sglang"].format(policy=tiers.write_policy)
     return _RULES["lmcache" if tiers.kv_offloading_backend == "lmcache" else "vllm"]
 
 
@@ -145,7 +141,16 @@ def _per_tier(s: TierStats, unit_tokens: int) -> list[dict[str, Any]]:
             "load_bandwidth_bytes_per_s": s.load_bandwidth_bytes_per_s, "unit_tokens": unit_tokens,
             "capacity_units": s.host_capacity_units, "peak_units": s.peak_host_units,
             "stored_units": s.stored_units, "evicted_units": s.evicted_units}
-    return [hbm, host]
+    host.update({k: v for k, v in (("stores_skipped", s.stores_skipped), ("write_back_tokens", s.write_back_tokens),
+                                   ("write_back_s", s.write_back_s)) if v is not None})
+    if s.disk is None:
+        return [hbm, host]
+    d = s.disk
+    disk = {"tier": "nvme", "hit_rate": d.hit_rate, "hit_tokens": d.hit_tokens, "loaded_tokens": d.hit_tokens,
+            "loaded_bytes": d.loaded_bytes, "load_s": d.load_s, "read_bytes_per_s": d.read_bytes_per_s,
+            "unit_tokens": unit_tokens, "capacity_units": d.capacity_units, "stored_units": d.stored_units,
+            "evicted_units": d.evicted_units}
+    return [hbm, host, disk]
 
 
 def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = False,
@@ -167,7 +172,8 @@ def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = 
     rep = SimTierReport(engine, setup.plan.memory.engine_version, _rule(engine, tiers), tp, host_info,
                         _per_tier(s, unit), s.prompt_tokens, asdict(run.with_offload.summary.ttft_s),
                         asdict(run.without_offload.summary.ttft_s),
-                        run.without_offload.summary.prefix_cache_hit_rate, tier_judgment(s), s.occupancy)
+                        run.without_offload.summary.prefix_cache_hit_rate, tier_judgment(s), s.occupancy,
+                        rules=sim_rules(host))
     return run.with_offload, rep
 
 

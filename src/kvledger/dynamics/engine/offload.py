@@ -18,7 +18,7 @@ SGLang HiCache (``mem_cache/unified_radix_cache.py``, 0.5.23): ``write_through``
 the tree (hit count ≥ 1), ``write_through_selective`` once it is matched again (≥ 2); at admission ``init_load_back``
 loads the host-resident continuation of the device prefix (skipped under ``load_back_threshold`` = 10 tokens) into
 device slots, layer by layer beside the forward pass: the prefill step takes max(its compute, the load).
-``write_back`` (backup on device eviction) is not modelled in the simulator.
+``write_back`` (backup on device eviction): hicache_write_back.py; tiers below the host: offload_tiers.py.
 """
 
 from __future__ import annotations
@@ -51,6 +51,9 @@ class HostTier:
         chunk_tokens: LMCache's chunk size (256 by default), tokens; 0: the native connector's blocks. With chunks the
             units are chunks: only whole chunks of the prompt are stored (LMCache's defaults save_unfull_chunk and
             save_decode_cache are False) and a lookup counts whole chunks from the prompt's start.
+        store_threshold: vLLM 0.33's ``store_threshold`` (store_gate.py; < 2: off), offers.
+        disk_capacity_units / disk_read_bytes_per_s: LMCache's local-disk tier below the host's (offload_tiers.py;
+            0: none), chunks and B/s.
     """
 
     capacity_units: int
@@ -60,14 +63,17 @@ class HostTier:
     write_policy: str = "write_through"
     eviction: str = "lru"
     chunk_tokens: int = 0
+    store_threshold: int = 0
+    disk_capacity_units: int = 0
+    disk_read_bytes_per_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.eviction not in ("lru", "arc"):
             raise InputError(f"host tier eviction must be 'lru' or 'arc' (vLLM's OffloadingConnector policies), got "
                              f"{self.eviction!r}")
-        if isinstance(self.chunk_tokens, bool) or not isinstance(self.chunk_tokens, int) or self.chunk_tokens < 0:
-            raise InputError(f"host tier chunk_tokens must be an integer ≥ 0 (0: vLLM blocks), got "
-                             f"{self.chunk_tokens!r}")
+        for name in ("chunk_tokens", "store_threshold", "disk_capacity_units"):
+            if isinstance(v := getattr(self, name), bool) or not isinstance(v, int) or v < 0:
+                raise InputError(f"host tier {name} must be an integer ≥ 0, got {v!r}")
 
     def load_s(self, tokens: int) -> float:
         return tokens * self.bytes_per_token / self.read_bytes_per_s
@@ -204,8 +210,12 @@ class OffloadingPagedKVManager(PagedKVManager):
             self.pool.free(hits, len(hits), len(hits))
         if n <= 0:
             return 0.0
-        t = self.host.load_s(n * B)
-        self.host_hit_tokens += n * B
+        return self.account_load(req, start, n)
+
+    def account_load(self, req: SimRequest, start: int, n: int) -> float:
+        """Count the load of blocks ``start … start + n − 1`` of ``req`` from the host tier; its time, s."""
+        t = self.host.load_s(n * self.block_size)
+        self.host_hit_tokens += n * self.block_size
         self.host_load_s += t
         return t
 

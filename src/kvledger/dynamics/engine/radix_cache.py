@@ -59,6 +59,7 @@ class RadixKVManager(RadixStretches):
     plain_block_table = False
     supports_stretches = True
     caches_prefills = True
+    backs_up_on_evict = False  # True: each evicted node goes to ``back_up_evicted`` (a subclass's host tier)
 
     def __init__(self, capacity_tokens: int, block_size: int = 1) -> None:
         self.capacity_tokens = capacity_tokens
@@ -175,6 +176,8 @@ class RadixKVManager(RadixStretches):
             self.tree_tokens -= node.ntok
             self.evictable_tokens -= node.ntok
             self.num_evictions += 1
+            if self.backs_up_on_evict:  # HiCache write_back (hicache_write_back.py)
+                self.back_up_evicted(node)
             if parent is not self.root and not parent.children and parent.lock_ref == 0:
                 self._push(parent)
 

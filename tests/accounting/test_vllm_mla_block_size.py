@@ -1,0 +1,28 @@
+"""MLA's default KV block size on Hopper by vLLM release, checked against printed DeepSeek-R1 H200 start-ups."""
+
+from __future__ import annotations
+
+from kvledger.accounting.vllm_rules import default_block_size, printed_capacity_lines
+
+
+def test_hopper_mla_block_is_64_up_to_017_and_16_from_018():
+    # platforms/cuda.py::check_and_update_config forces block_size 64 for FlashMLA when no backend is given (0.11,
+    # 0.14.1, 0.16.0, 0.17.0); 0.18.0 drops the forcing and takes FLASH_ATTN_MLA's preferred 16.
+    for ver in ((0, 11, 2), (0, 14, 1), (0, 15, 0), (0, 16, 0), (0, 17, 0)):
+        assert default_block_size(ver, True, "sm90")[0] == 64
+    for ver in ((0, 18, 0), (0, 19, 0), (0, 33, 0)):
+        assert default_block_size(ver, True, "sm90")[0] == 16
+    assert default_block_size((0, 16, 0), False, "sm90")[0] == 16  # not MLA: the default 16
+    assert default_block_size((0, 16, 0), True, "sm100")[0] == 32  # Blackwell: FLASHINFER_MLA
+
+
+def test_printed_deepseek_r1_h200_concurrency_needs_those_block_sizes():
+    # vme_startups.csv, DeepSeek-R1 FP8 at TP 8 on H200, max_model_len 10,000.
+    # 0.16.0 (record 676eb1c0): 658,112 tokens = 10,283 blocks of 64; a request needs cdiv(10,000, 64) = 157 blocks:
+    # 10,283 / 157 = 65.497 -> "65.50x" as printed (with 16-token blocks: 41,132 / 625 = 65.81x, not printed).
+    assert printed_capacity_lines((0, 16, 0), 10_283, 64, 1, 10_000, 157) == [
+        "GPU KV cache size: 658,112 tokens", "Maximum concurrency for 10,000 tokens per request: 65.50x"]
+    # 0.18.0 (record 0c1eeef2): 654,048 tokens = 40,878 blocks of 16; cdiv(10,000, 16) = 625: 40,878 / 625 = 65.4048
+    # -> "65.40x"; tokens printed as int(65.4048 x 10,000) = 654,048.
+    assert printed_capacity_lines((0, 18, 0), 40_878, 16, 1, 10_000, 625) == [
+        "GPU KV cache size: 654,048 tokens", "Maximum concurrency for 10,000 tokens per request: 65.40x"]
