@@ -15,6 +15,8 @@ Sources (read-only, beside the clone):
     RTX 4060, H100, A100 40GB; TP 1/2/4), each with its source URL (SOURCES file beside it);
   * ``benchmarks/data/vme_startups.csv``: 140 start-ups of vllm-memory-estimator's published validation set
     (Apache-2.0; H200, MI300X, B200; TP 1/4/8; vLLM 0.11–0.20), from ``benchmarks/import_vme_startups.py``;
+  * ``benchmarks/data/sglang_public_startups.csv``: public SGLang start-ups (0.4.3–0.5.3; L4, H100, H200; TP 1/4/8)
+    through kvledger's SGLang plan (``analyses/doctor/sglang_startups.py``), reported on their own;
   * held out: the serving runs under ``shared/data/measured-runs`` whose record states the engine's block count
     (LLMServingSim's ``meta.json``: ``kv_cache.num_gpu_blocks``, the launch arguments, the device's total memory):
     the plan from those settings alone, before any log, against the count the engine allocated.
@@ -39,6 +41,7 @@ from kvledger.accounting.settings import make_settings
 from kvledger.analyses.doctor.memory_accuracy import TermError, exact_from_logged, replay
 from kvledger.analyses.doctor.public_startups import load_rows, replay_row, topology_label
 from kvledger.analyses.doctor.rocm_loo import leave_one_out_rocm
+from kvledger.analyses.doctor.sglang_startups import replay_sglang_row
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
@@ -101,6 +104,27 @@ def observation_replays() -> list[tuple[str, list[TermError]]]:
 
 
 PUBLIC = (ROOT / "benchmarks" / "data" / "vllm_public_startups.csv", ROOT / "benchmarks" / "data" / "vme_startups.csv")
+SGLANG_PUBLIC = ROOT / "benchmarks" / "data" / "sglang_public_startups.csv"
+
+
+def sglang_lines(sgl) -> list[str]:
+    """Each SGLang start-up's printed figures against the plan, then the counts: available KV within 2%, printed
+    figures inside the range, and (given the printed memory) tokens and K size exact."""
+    out = []
+    for x in sgl:
+        out.append(f"  {x.row_id} {x.version}, {x.gpu}, {x.topology} ({x.source_url})")
+        for t in x.terms + x.from_printed:
+            f = ",.0f" if "tokens" in t.term else ".4f"
+            rng = f" [{t.low:{f}}–{t.high:{f}}] {'inside' if t.inside else 'OUTSIDE'}" if t.low is not None else ""
+            out.append(f"      {t.term:28s} predicted {t.predicted:>14{f}}  printed {t.printed:>14{f}}  "
+                       f"{t.rel_error * 100:+7.2f}%{rng}")
+    av = [t for x in sgl for t in x.terms if t.term == "available KV"]
+    ins = [t for x in sgl for t in x.terms if t.inside is not None and t.low != t.high]
+    fp = [t for x in sgl for t in x.from_printed]
+    out.append(f"  SGLang: available KV within 2% {sum(abs(t.rel_error) <= 0.02 for t in av)}/{len(av)}; printed "
+               f"figure inside the plan's range {sum(bool(t.inside) for t in ins)}/{len(ins)} terms; given the printed "
+               f"memory, tokens and K size exact {sum(bool(t.inside) for t in fp)}/{len(fp)}")
+    return out
 
 
 def bucket_records(reps, obs, pubs) -> list[tuple[str, str, str, str, float, bool | None]]:
@@ -249,6 +273,7 @@ def main() -> int:
     raw = [r for path in PUBLIC for r in load_rows(path)]
     pubs, loo = leave_one_out_rocm(raw, [replay_row(r, ROOT) for r in raw])  # MI300X: fitted without itself
     recs = bucket_records([x for x in reps if not x.skipped], obs, pubs)
+    sgl = [replay_sglang_row(r, ROOT) for r in load_rows(SGLANG_PUBLIC)]
     buckets = {name: bucket_summary(recs, i) for i, name in enumerate(("version", "gpu", "topology", "term"))}
     if as_json:
         print(json.dumps({"corpus": out_rows, "summary": summary, "exact_from_logged": {"checked": len(exact),
@@ -257,7 +282,10 @@ def main() -> int:
                           "public": [{"id": x.row_id, "source": x.source_url, "version": x.version, "gpu": x.gpu,
                                       "topology": x.topology, "terms": [t.to_dict() for t in x.terms],
                                       "from_printed": [t.to_dict() for t in x.from_printed]} for x in pubs],
-                          "buckets": buckets, "rocm_leave_one_out": loo}, indent=2))
+                          "buckets": buckets, "rocm_leave_one_out": loo,
+                          "sglang": [{"id": x.row_id, "source": x.source_url, "version": x.version, "gpu": x.gpu,
+                                      "topology": x.topology, "terms": [t.to_dict() for t in x.terms],
+                                      "from_printed": [t.to_dict() for t in x.from_printed]} for x in sgl]}, indent=2))
         return 0
     print("\nSummary over the start-ups kvledger can read (relative error, predicted − logged):")
     for t, s in summary.items():
@@ -300,6 +328,9 @@ def main() -> int:
             inr = f"{v['inside_range'] * 100:5.1f}% of {v['inside_range_n']}" if v["inside_range_n"] else "—"
             print(f"    {k:28s} n={v['n']:3d}  mean |error| {v['mean_abs_pct']:6.2f}%  available within 2%: {w2:26s}  "
                   f"inside range: {inr}")
+    print("\nSGLang start-ups (benchmarks/data/sglang_public_startups.csv; printed figure vs plan, range in brackets):")
+    for line in sglang_lines(sgl):
+        print(line)
     print("\nHeld out (a serving run's record with the engine's block count; predicted from its settings alone):")
     for line in held_out_runs():
         print(line)

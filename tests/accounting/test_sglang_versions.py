@@ -44,6 +44,18 @@ def test_047_own_rule():
     assert _frac("0.4.7", 183_359) == 0.79
 
 
+def test_046_post2_takes_the_047_rule():
+    # 0.4.6.post2–post5 server_args.py: 0.88 above 81,920 MiB, then above 96 GiB min(0.88 + 49,152 × 0.12 / 143,771,
+    # (143,771 − 18,432) / 143,771) = 0.871796120...; sglang#6753 (H200, 2025-05-29) prints 0.8717961202189594.
+    # 0.4.6.post1 still reserves 13 GiB (0.907408); the 180,000 MiB branch (0.79) arrives in 0.4.7 only:
+    # 0.4.6.post5 on 183,359 MiB: min(0.88 + 49,152 × 0.12 / 183,359, (183,359 − 18,432) / 183,359) = 0.899476
+    assert parse_sglang_version("0.4.6.post2") == (0, 4, 6, 2) and parse_sglang_version("0.4.9") == (0, 4, 9)
+    assert _frac("0.4.6.post5", H200_MIB) == 0.8717961202189594 == _frac("0.4.6.post2", H200_MIB)
+    assert round(_frac("0.4.6.post1", H200_MIB), 6) == 0.907408
+    assert round(_frac("0.4.6.post5", 183_359), 6) == 0.899476 and _frac("0.4.7", 183_359) == 0.79
+    assert _frac("0.4.6.post2", H100_MIB, 2) == 0.87  # the table by TP×PP below 81,920 MiB, as 0.4.7
+
+
 def test_048_tier_matches_a_public_start_up():
     # https://github.com/sgl-project/sglang/issues/7478 (2025-06-23, DeepSeek-R1, --tp 16 over two 8×H100 nodes, no
     # --mem-fraction-static): its server_args print mem_fraction_static=0.78. 0.4.8's tier for < 90 GiB reserves

@@ -61,6 +61,21 @@ def test_non_torch_by_topology():
     assert t.bytes == pytest.approx(2.13 * GiB - 24 * MiB)
 
 
+def test_b200_nvswitch_non_torch_measured_from_0_18():
+    # B200 TP 4/8 from 0.18 (BLACKWELL_NVSWITCH_GIB): requested − printed weights − printed available KV − code
+    # activation on vme_startups.csv's 0.18.0 rows, e.g. Llama-3.3-70B TP 4: the H100 figure 2.13 + the plan's excess
+    # 0.344 GiB = 2.474; 2.454–2.474 over 8 rows → 2.46; DeepSeek-R1 TP 8: 2.19 + 0.563 − 0.077 (weights) = 2.676 →
+    # 2.68. 0.19 and later (no B200 row): ± 0.3 GiB; before 0.18 the H100 log2 rule stays (2.13 at TP 4).
+    b200 = get_gpu("b200")
+    t4, t8 = (non_torch_term((0, 18, 0), tp, 1, 1, b200, False) for tp in (4, 8))
+    assert (t4.bytes, t4.low, t4.high) == (2.46 * GiB, 2.45 * GiB, 2.47 * GiB) and t8.bytes == 2.68 * GiB
+    t = non_torch_term((0, 19, 0), 4, 1, 1, b200, False)
+    assert (round(t.low / GiB, 2), round(t.high / GiB, 2)) == (2.15, 2.77)
+    assert non_torch_term((0, 16, 0), 4, 1, 1, b200, False).bytes == pytest.approx(2.13 * GiB)
+    # with --disable-custom-all-reduce the measured figure does not apply
+    assert non_torch_term((0, 18, 0), 4, 1, 1, b200, True).bytes < 2.13 * GiB
+
+
 def test_sampler_backend_per_version_and_flashinfer_bytes():
     # topk_topp_sampler.py: V0 env default 0; 0.8.5 FlashInfer only below 0.2.3; 0.9–0.11.0 whenever installed;
     # opt-in from 0.11.1 (`if envs.VLLM_USE_FLASHINFER_SAMPLER:` "Users must opt in explicitly", 0.11.1 and 0.11.2).

@@ -34,6 +34,7 @@ from kvledger.accounting.sglang_rules import (
     parse_sglang_version,
     sglang_preload_high_bytes,
     sglang_version_defaults,
+    sglang_version_text,
 )
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.compressed_mla import has_compressed_mla
@@ -103,7 +104,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
         mrr = min(mrr, cap)
     notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note)) + mamba_note + pools.notes
              + _hybrid_note(kv, "sglang"))
-    label = f"{'.'.join(map(str, ver))} rules"
+    label = f"{sglang_version_text(ver)} rules"
     return MemoryPlan("sglang", label, gpu.memory_bytes, "mem_fraction_static", mfs, int(pre_free), items,
                       int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page,
                           tokens, lines,

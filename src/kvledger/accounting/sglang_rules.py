@@ -1,19 +1,20 @@
 """SGLang's start-up memory defaults version by version: mem_fraction_static, chunked_prefill_size and the decode
 CUDA-graph batch size, as ``srt/server_args.py`` sets them when the user does not.
 
-Read from the wheels of 0.4.0, 0.4.3, 0.4.5, 0.4.6, 0.4.7, 0.4.8, 0.4.9, 0.5.0rc0, 0.5.1, 0.5.2, 0.5.3, 0.5.5 and 0.5.10
-(0.5.23:
-``arg_groups/memory_hook.py``, in ``memory.py``). GPU memory is nvidia-smi's total in MiB
-(``get_device_memory_capacity``). The pool rule itself did not change over these releases
-(``model_runner.py::profile_max_num_token``: free memory after the weights − free memory before them ×
+Read from the wheels of 0.4.0, 0.4.3, 0.4.5, 0.4.6, 0.4.6.post1, 0.4.6.post2, 0.4.6.post4, 0.4.6.post5, 0.4.7, 0.4.8,
+0.4.9, 0.5.0rc0, 0.5.1, 0.5.2, 0.5.3, 0.5.5 and 0.5.10 (0.5.23: ``arg_groups/memory_hook.py``, in ``memory.py``).
+GPU memory is nvidia-smi's total in MiB (``get_device_memory_capacity``). The pool rule itself did not change over
+these releases (``model_runner.py::profile_max_num_token``: free memory after the weights − free memory before them ×
 (1 − mem_fraction_static)); only its inputs did. Where a rule changed between two read versions, it switches at the
 later one and the source says so. Before 0.5.3 a GPU of 35 GiB or more leaves ``cuda_graph_max_bs`` unset (the graph
 runner's own default, 160 here); it does not enter the fraction there.
 
   * 0.4.0–0.4.5: mem_fraction_static by TP alone: 0.88 (TP 1), 0.87 (2–3), 0.85 (4–7), 0.81 (8–15), 0.79 (≥ 16).
-  * 0.4.6: the same up to 81,920 MiB; above, (memory − 13 GiB) ÷ memory (not rounded).
-  * 0.4.7: the table by TP×PP up to 81,920 MiB, else 0.88; above 96 GiB min(f + 48 GiB·(1 − f) ÷ memory,
-    (memory − 18 GiB) ÷ memory); 0.79 above 180,000 MiB.
+  * 0.4.6 and 0.4.6.post1: the same up to 81,920 MiB; above, (memory − 13 GiB) ÷ memory (not rounded).
+  * 0.4.6.post2–0.4.6.post5 (read in all four wheels): the table by TP×PP up to 81,920 MiB, else 0.88; above 96 GiB
+    min(f + 48 GiB·(1 − f) ÷ memory, (memory − 18 GiB) ÷ memory). Public check: sglang#6753 (H200, 2025-05-29,
+    between 0.4.6.post5 and 0.4.7) prints mem_fraction_static=0.8717961202189594 = (143,771 − 18,432) ÷ 143,771.
+  * 0.4.7: the same, plus 0.79 above 180,000 MiB.
   * 0.4.8–0.5.2: a reserve by memory tier, round((memory − reserve) ÷ memory, 3): 2.8 + TP·PP/10 GiB below 35 GiB,
     9.5 + TP·PP/2 below 90, 12 + TP·PP/2 below 160, 32 GiB above. Public check: sglang#7478 (June 2025, DeepSeek-R1
     at TP 16 over two 8×H100 nodes) prints mem_fraction_static=0.78 = round((81,559 − 17.5 × 1,024) ÷ 81,559, 3).
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from kvledger.accounting.memory import sglang_defaults, sglang_mem_fraction_static
 from kvledger.errors import InputError
 
-__all__ = ["SGLANG_LATEST", "SGLANG_PRELOAD_HIGH_GIB", "SglangDefaults", "parse_sglang_version",
+__all__ = ["SGLANG_LATEST", "SGLANG_PRELOAD_HIGH_GIB", "SglangDefaults", "parse_sglang_version", "sglang_version_text",
            "sglang_preload_high_bytes", "sglang_version_defaults"]
 
 SGLANG_LATEST = (0, 5, 23)
@@ -48,19 +49,27 @@ class SglangDefaults:
     source: str
 
 
-def parse_sglang_version(v: str) -> tuple[int, int, int]:
-    """``"0.4.6.post1"`` → (0, 4, 6).
+def parse_sglang_version(v: str) -> tuple[int, ...]:
+    """``"0.4.6.post2"`` → (0, 4, 6, 2); ``"0.4.9"`` → (0, 4, 9): the post release counts (0.4.6.post2 changed the
+    default fraction), a release candidate or dev suffix does not.
 
     Raises:
         InputError: text that is not a version, or a release before 0.4.0 (not read).
     """
-    m = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", str(v).strip())
+    m = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?post(\d+))?", str(v).strip())
     if not m:
         raise InputError(f"--engine-version {v!r} is not an SGLang version like 0.4.6 or 0.5.3")
-    ver = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    ver: tuple[int, ...] = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    if m.group(4):
+        ver += (int(m.group(4)),)
     if ver < (0, 4, 0):
         raise InputError(f"SGLang {v} predates the releases whose memory rules were read (0.4.0 onwards)")
     return ver
+
+
+def sglang_version_text(ver: tuple[int, ...]) -> str:
+    """(0, 4, 6, 2) → "0.4.6.post2"; (0, 4, 9) → "0.4.9"."""
+    return ".".join(map(str, ver[:3])) + (f".post{ver[3]}" if len(ver) > 3 else "")
 
 
 def _by_tp(tp: int) -> float:
@@ -76,11 +85,12 @@ def _over_mib(gib: float, mib: float) -> bool:
     return gib * 1024 > mib
 
 
-def _rule_047(smi_mib: float, n: int) -> tuple[float, str]:
-    """0.4.7's fraction (server_args.py ``__post_init__``) at TP×PP ``n``, and its source."""
+def _rule_047(smi_mib: float, n: int, vtxt: str = "0.4.7") -> tuple[float, str]:
+    """0.4.7's fraction (server_args.py ``__post_init__``) at TP×PP ``n``, and its source; 0.4.6.post2–post5 the same
+    without the 180,000 MiB branch."""
     frac = _by_tp(n) if smi_mib <= 81_920 else 0.88
-    src = f"SGLang 0.4.7 default (server_args.py): {frac} by TP×PP {n}"
-    if smi_mib > 180_000:
+    src = f"SGLang {vtxt} default (server_args.py): {frac} by TP×PP {n}"
+    if smi_mib > 180_000 and vtxt == "0.4.7":
         return 0.79, "SGLang 0.4.7 default above 180,000 MiB (server_args.py): 0.79"
     if smi_mib > 96 * 1024:
         frac = min(frac + 48 * 1024 * (1 - frac) / smi_mib, (smi_mib - 18 * 1024) / smi_mib)
@@ -112,10 +122,10 @@ def _tiers_053(ver: tuple[int, int, int], gib: float, tp: int) -> tuple[int, int
     return 16384, 512
 
 
-def sglang_version_defaults(ver: tuple[int, int, int], smi_mib: float, tp: int, pp: int = 1) -> SglangDefaults:
+def sglang_version_defaults(ver: tuple[int, ...], smi_mib: float, tp: int, pp: int = 1) -> SglangDefaults:
     """SGLang ``ver``'s defaults on a GPU of ``smi_mib`` MiB at TP ``tp`` × PP ``pp`` (no speculative decoding, no DP
     attention, a text model: the terms those add are not planned)."""
-    vtxt = ".".join(map(str, ver))
+    vtxt = sglang_version_text(ver)
     gib = smi_mib / 1024
     if ver >= SGLANG_LATEST:
         cps, gbs = sglang_defaults(smi_mib, tp)
@@ -143,6 +153,8 @@ def sglang_version_defaults(ver: tuple[int, int, int], smi_mib: float, tp: int, 
             f"{reserve_gib:g} GiB reserved for {gib:.0f} GiB GPUs at TP×PP {n}) / {smi_mib:,.0f}, 3)"))
     if ver >= (0, 4, 7):
         return SglangDefaults(cps, gbs, *_rule_047(smi_mib, tp * pp))
+    if ver >= (0, 4, 6, 2):
+        return SglangDefaults(cps, gbs, *_rule_047(smi_mib, tp * pp, vtxt))
     if ver >= (0, 4, 6) and smi_mib > 81_920:
         frac = (smi_mib - 13 * 1024) / smi_mib
         return SglangDefaults(cps, gbs, frac, (
@@ -154,13 +166,15 @@ def sglang_version_defaults(ver: tuple[int, int, int], smi_mib: float, tp: int, 
         "0.85 / 0.81 / 0.79 at TP 1 / 2 / 4 / 8 / 16)"))
 
 
-SGLANG_PRELOAD_HIGH_GIB = {1: 0.75, 2: 2.01}
-"""Upper end of the memory SGLang's GPU holds before the weights load ("Load weight begin. avail mem" below the total),
-GiB, at TP 1 and at TP ≥ 2, against the plan's 0.13 GiB CUDA context (``overheads.NON_TORCH_BYTES``, the point and
-the low end). SGLang prints GiB as "GB" (``get_available_gpu_memory`` divides by 1 << 30). Evidence: TP ≥ 2,
-sgl-project/sglang PR #11716 (TP 8 on H200, "Init torch distributed ends. mem usage=1.77–2.01 GB" per rank: NCCL
-and custom all-reduce buffers); sglang#40558 (TP 4 PCIe, 0.39 GiB; quoted in issue 20's brief); TP 1, PR #4826
-(~0.75 GiB on H200; quoted in issue 20's brief). What fills it (CUDA context, cuBLAS, the distributed init's buffers)
+SGLANG_PRELOAD_HIGH_GIB = {1: 0.75, 2: 2.67}
+"""Upper end of the memory SGLang's GPU holds before the weights load (the device's CUDA total less "Load weight begin.
+avail mem"), GiB, at TP 1 and at TP ≥ 2, against the plan's 0.13 GiB CUDA context (``overheads.NON_TORCH_BYTES``, the
+point and the low end). SGLang prints GiB as "GB" (``get_available_gpu_memory`` divides by 1 << 30). Evidence: TP ≥ 2,
+sgl-project/sglang PR #11716 (TP 8 on H200, CUDA total 139.96 GiB: "Load weight begin. avail mem=137.29–137.52 GB",
+so 2.44–2.67 GiB held, of which "Init torch distributed ends. mem usage=1.77–2.01 GB" is NCCL and custom all-reduce;
+2.01 was used here before, the distributed share alone, and the printed H200 TP-8 figure fell outside the range;
+benchmarks/data/sglang_public_startups.csv SG02); 4×L4 TP 4 without custom all-reduce holds 0.42 (SG01); TP 1, PR
+#4826 (H200: 139.96 − (131.08 + 8.13) = 0.75 GiB). What fills it (CUDA context, cuBLAS, the distributed init's buffers)
 depends on the driver, the interconnect and the build, which the plan does not know: a range, not a point."""
 
 

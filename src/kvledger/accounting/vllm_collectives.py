@@ -28,7 +28,8 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.units import GiB, MiB
 
 __all__ = ["Term", "custom_all_reduce", "custom_all_reduce_bytes", "symm_mem_bytes", "non_torch_term",
-           "NVLS_ARCHS", "RING_NCCL_LOW_GIB", "RING_NCCL_HIGH_GIB", "GRAPH_PROFILE_IN_WINDOW", "HOPPER_NVSWITCH_GIB"]
+           "NVLS_ARCHS", "RING_NCCL_LOW_GIB", "RING_NCCL_HIGH_GIB", "GRAPH_PROFILE_IN_WINDOW", "HOPPER_NVSWITCH_GIB",
+           "BLACKWELL_NVSWITCH_GIB"]
 
 NVLS_ARCHS = ("sm90", "sm100")
 """Architectures whose NVSwitch boards give NCCL NVLink SHARP (multicast) buffers: Hopper and Blackwell."""
@@ -164,15 +165,26 @@ start-ups (benchmarks/data/vme_startups.csv; ``python benchmarks/accuracy_memory
     2.55.
 0.11.0 builds (−3.6 to 1.1) are not covered; TP 4 from 0.18 keeps the H100 0.19 figure (2.13; H200 leaves 2.30–2.35)."""
 
+BLACKWELL_NVSWITCH_GIB = {(True, 4): (2.46, 2.45, 2.47), (True, 8): (2.68, 2.68, 2.69)}
+"""The same residual on B200 boards from 0.18 (vme_startups.csv, vLLM 0.18.0 and 0.18.0+rhaiv.7, the only B200
+release there): TP 4 Llama-3.3-70B bf16 and FP8-dynamic 2.454–2.474 (8 start-ups), TP 8 DeepSeek-R1 FP8 2.676–2.686
+(2). The H100 log2-in-TP figure (2.13 / 2.19) under-charged every B200 start-up by 0.32–0.57 GiB. Leave one out (each
+row planned with the median of the others at its TP): errors ≤ 0.020 GiB (≤ 0.02% of available KV). B200 sits 0.13–0.15
+GiB above H200 at both TPs (2.30–2.35 / 2.52–2.54). No B200 start-up before 0.18: those releases keep the H100 rule."""
+
 
 def _hopper_nvswitch_measured(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec,
                               disable_custom_all_reduce: bool) -> Term | None:
-    """The H200-measured figure for this release era and TP (``HOPPER_NVSWITCH_GIB``), or None outside its set-up."""
+    """The H200- or B200-measured figure for this release era and TP (``HOPPER_NVSWITCH_GIB``,
+    ``BLACKWELL_NVSWITCH_GIB``), or None outside its set-up."""
     new = ver >= GRAPH_PROFILE_IN_WINDOW
-    if (pp != 1 or nnodes != 1 or gpu.arch != "sm90" or not gpu.nvlink_all_to_all or disable_custom_all_reduce
-            or (new, tp) not in HOPPER_NVSWITCH_GIB):
+    table = {"sm90": HOPPER_NVSWITCH_GIB, "sm100": BLACKWELL_NVSWITCH_GIB}.get(gpu.arch, {})
+    if (pp != 1 or nnodes != 1 or not gpu.nvlink_all_to_all or disable_custom_all_reduce
+            or (new, tp) not in table):
         return None
-    pt, lo, hi = HOPPER_NVSWITCH_GIB[new, tp]
+    pt, lo, hi = table[new, tp]
+    if gpu.arch == "sm100":
+        return _blackwell_term(ver, tp, pt, lo, hi)
     era = "vLLM 0.18.0–0.19.0" if new else "vLLM 0.11.2–0.16.0"
     data = ("DeepSeek-R1 FP8, " + ("6" if new else "19") + " start-ups" if tp == 8 else
             "Llama-3.3-70B bf16/FP8, Qwen3-235B, 47 start-ups")
@@ -185,6 +197,17 @@ def _hopper_nvswitch_measured(ver: tuple[int, int, int], tp: int, pp: int, nnode
                 f"up 0.3 GiB")
     return Term(pt * GiB, lo * GiB, hi * GiB,
                 f"measured on H200 NVSwitch at TP {tp}, {era}: {pt:.2f} GiB (vme_startups.csv residual)", why)
+
+
+def _blackwell_term(ver: tuple[int, int, int], tp: int, pt: float, lo: float, hi: float) -> Term:
+    """``BLACKWELL_NVSWITCH_GIB``'s figure, its range widened past the one release measured (0.18.0)."""
+    data = "DeepSeek-R1 FP8, 2 start-ups" if tp == 8 else "Llama-3.3-70B bf16/FP8-dynamic, 8 start-ups"
+    why = f"{lo:.2f}–{hi:.2f} GiB over the rows ({data}; leave-one-out errors ≤ 0.02 GiB)"
+    if ver >= (0, 19, 0):  # measured on 0.18.0 only
+        lo, hi = lo - 0.3, hi + 0.3
+        why += f"; no B200 start-up for vLLM {'.'.join(map(str, ver))}: ± 0.3 GiB"
+    return Term(pt * GiB, lo * GiB, hi * GiB,
+                f"measured on B200 NVSwitch at TP {tp}, vLLM 0.18.0: {pt:.2f} GiB (vme_startups.csv residual)", why)
 
 
 V065_NON_TORCH_GIB = 1.79

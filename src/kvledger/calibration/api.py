@@ -18,6 +18,7 @@ from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES
 from kvledger.calibration.folds import fit_and_folds
 from kvledger.calibration.replay import MeasuredRun, replay
+from kvledger.calibration.run_evidence import SAME_STEP_S, prompt_steps
 from kvledger.calibration.run_record import recorded_settings
 from kvledger.dynamics.simulator import EngineConfig
 from kvledger.errors import InputError
@@ -76,7 +77,20 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
         if setup.config.batching != "vllm_v0":
             raise InputError("--max-paddings is a vLLM V0 (0.2.x) setting: it needs --batching vllm_v0")
         setup.config = replace(setup.config, max_paddings=max_paddings)
+        setup.notes.extend(padding_notes(run, max_paddings))
     return setup
+
+
+def padding_notes(run: MeasuredRun, max_paddings: int) -> list[str]:
+    """A warning when the run's own prompt steps (``run_evidence.prompt_steps``) padded more than ``max_paddings``
+    tokens: the engine that served it did not cap its prompt batches so, and the replay's cap is not its rule."""
+    over = [s.padding_tokens for s in prompt_steps(run.measured.records) if s.padding_tokens > max_paddings]
+    if not over:
+        return []
+    return [f"WARNING: {len(over)} prompt step(s) of the measured run batched prompts with more than max_paddings = "
+            f"{max_paddings} tokens of padding (largest {max(over)}, read off first tokens < "
+            f"{SAME_STEP_S * 1e3:g} ms apart): the engine that served it did not cap padding as vLLM 0.2.3 does (an "
+            "older vLLM without the cap, or other settings), so the replay's V0 rule is not the engine measured"]
 
 
 def headline_errors(c: Comparison) -> dict[str, float | None]:

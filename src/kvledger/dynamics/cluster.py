@@ -25,7 +25,7 @@ from dataclasses import replace
 from kvledger.dynamics.early_stop import MissRule
 from kvledger.dynamics.engine.request import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec
 from kvledger.dynamics.engine.request_state import SimRequest, accept
-from kvledger.dynamics.fast import fast_path, open_stretch
+from kvledger.dynamics.fast import fast_path, open_stretch, sglang_stretch
 from kvledger.dynamics.outputs.record_sink import RecordSink
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
@@ -175,6 +175,7 @@ def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRul
     specs, max_len = arr._open, rep.cfg.max_model_len
     arrivals = _arrival_times(specs)
     lean = open_stretch.eligible(rep)  # arrival stretches
+    sgl = stop is None and sglang_stretch.eligible(rep)  # SGLang's (its early stops are checked after each step)
     tick, done = max(1, arr.total // 200), 0
     i, total = 0, len(specs)
     sched = rep.sched
@@ -186,6 +187,8 @@ def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRul
                 i, progressed = open_stretch.run_arrivals(rep, specs, arrivals, i, out)
                 if progressed and stop is not None and stop.due(len(out)) and stop.decided([rep], out):
                     return  # an early stop is checked between arrival stretches and after general steps
+            elif sgl:
+                i, progressed = sglang_stretch.run_arrivals(rep, specs, arrivals, i, out)
             if not progressed:
                 i, progressed = fast_path.run_open(rep, specs, arrivals, i, out)
             if progressed:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 
 from kvledger.dynamics.engine.kv_interface import PrefixCacheStats, count_admission
+from kvledger.dynamics.engine.radix_fresh import RadixFresh
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.engine.stretch_alloc import RadixStretches
 
@@ -45,7 +46,7 @@ class RadixNode:
         self.alive = True
 
 
-class RadixKVManager(RadixStretches):
+class RadixKVManager(RadixStretches, RadixFresh):
     """SGLang's radix cache over a token pool, with the same interface as :class:`PagedKVManager`.
 
     Args:

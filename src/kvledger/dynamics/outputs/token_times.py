@@ -174,3 +174,28 @@ class TokenTimes:
                 self.gaps.single.append(float(t[a - base] - t[prev - base]))
             prev = b - 1
         return float(t[runs[0][0] - base])
+
+    @property
+    def counts_gaps(self) -> bool:
+        """Records go to a sink and token times are not kept: ``finish_counted`` applies."""
+        return self.sink is not None and self._cnt is not None
+
+    def finish_counted(self, reqs: list[SimRequest], steps: list[int], gap_runs: list[int],
+                       single_pairs: list[int]) -> None:
+        """``finish(…, freed=True)`` for requests whose runs the caller walked (``counts_gaps`` only): per request the
+        steps of its first and last tokens (``steps``: [first, last, …]); ``gap_runs``: [a + 1, b, …] for each run
+        [a, b) of two steps or more, as ``_count_gaps`` queues them; ``single_pairs``: [a, end of the run before − 1,
+        …] for each run after the first (its gap across the break). Same gaps, same fields."""
+        t, base = self._t, self._base
+        self._gap_runs += gap_runs
+        if single_pairs:
+            sp = np.array(single_pairs, dtype=np.int64) - base
+            self.gaps.single += (t[sp[0::2]] - t[sp[1::2]]).tolist()
+        for r in reqs:
+            r.status = FINISHED
+            r.run_start = -1
+        st = np.array(steps, dtype=np.int64) - base
+        self.sink.put_many(np.array([r.uid for r in reqs], dtype=np.int64), t[st[0::2]], t[st[1::2]],
+                           [r.num_output_tokens for r in reqs],
+                           [r.num_cached_tokens if r.num_cached_tokens is not None else _NAN for r in reqs],
+                           [r.num_preemptions for r in reqs])

@@ -1,0 +1,204 @@
+"""Settling an SGLang arrival stretch (sglang_stretch.py): radix cache, KV usage, token times and runs, counters and
+records at once.
+
+The radix cache is replayed in step order: each prefill step's admissions (``RadixKVManager.admit``, at the root:
+nothing shared) and each finished request's free (``free``: its tokens become a leaf), so the tree's clock, leaves
+and LRU order are those of step-by-step execution; a request's decode slots are added just before its free, the
+survivors' at the end, and the least-recently-used leaves are evicted once, where the free slots fall short
+(``settle_overdraft``). The same leaves go as step by step: frees do not change the free slots (tokens move from a
+request to the tree), so after any step the free slots are the slots free at the start, less those taken, plus those
+evicted; eviction always takes the oldest unlocked leaf and every leaf freed later is newer, so step by step the
+evicted leaves are the shortest prefix of the LRU order whose tokens cover, with the free slots at the start, the
+slots taken by then, and at the end the shortest prefix covering all the slots taken — the prefix evicted here
+(tests/dynamics/test_sglang_fast_exact.py compares the tree, leaf by leaf).
+
+Token runs: a running request emits in every decode step; each prefill step while it runs closes its run (as
+``Replica._skipped`` does) and the next decode step opens one.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+import numpy as np
+
+from kvledger.dynamics.engine.request_state import RUNNING
+
+__all__ = ["settle"]
+
+
+def settle(rep, run, out: list) -> None:
+    """Radix cache, usage, token times, counters and records of the ``run.K`` steps of ``run`` (an
+    ``_SGLangStretch``)."""
+    kv, sched, K, D = rep.kv, rep.sched, run.K, run.D
+    step0, dsteps, prefills = rep.num_steps, run.dsteps, run.prefills
+    used0 = kv.tree_tokens - kv.evictable_tokens + kv.private_tokens
+    held0 = kv.held_slots
+    times = np.fromiter(run.ends, np.float64, K + 1)
+    rep.push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
+    rep.now_s = run.ends[K]
+    is_prefill = bytearray(K + 1)
+    for p in prefills:
+        is_prefill[p] = 1
+    frees: list[int] = []  # add_stretch's [step, slots, …]
+    leaving: list[tuple] = []  # (last step, index in lives, steps of its first and last tokens or None)
+    running = []
+    counted = rep.counts_gaps
+    gap_runs: list[int] = []
+    singles: list[int] = []
+    for idx, life in enumerate(run.lives):
+        r, d0, c0, m, adm = life
+        if d0 + m <= D:  # finished in the stretch
+            stop = dsteps[d0 + m - 1] + 1  # the step after its last
+            if stop < K:
+                frees += (stop, c0 + m)
+            if counted:
+                leaving.append((stop - 1, idx, _gaps(r, adm, stop, prefills, is_prefill, step0, gap_runs, singles)))
+                continue
+            leaving.append((stop - 1, idx, None))
+        else:
+            stop = K
+            running.append(r)
+        new, r.run_start = _runs(r, adm, stop, prefills, is_prefill, step0)
+        r.runs += new
+    leaving.sort()
+    _replay(kv, run, leaving, D)
+    sched.running = running
+    sched.advance_decode(D)
+    rep.usage.add_stretch(times[:K], np.fromiter(run.durs, np.float64, K), kv.capacity_blocks, used0, held0, (), (),
+                          (), (), run.grants + _decode_grants(run.stored), frees, run.stored)
+    rep.ready = True
+    if not leaving:
+        return
+    lives = run.lives
+    if counted:
+        rep.finish_counted([lives[i][0] for _, i, _ in leaving], [x for _, _, fl in leaving for x in fl], gap_runs,
+                           singles)
+        return
+    recs = rep.finish([(lives[i][0], step0 + f) for f, i, _ in leaving], freed=True)
+    if rep.sink is None:
+        out.extend((r.uid, rec) for r, rec in recs)
+
+
+def _decode_grants(stored: list) -> list[int]:
+    """The decode steps' slot grants ``[step, slots, …]``: in each step of a decode piece (a token-state quadruple
+    ``(first step, steps, tokens, requests)`` with requests > 0) one slot per request."""
+    q = np.array(stored, dtype=np.int64).reshape(-1, 4)
+    q = q[q[:, 3] > 0]
+    cnt = q[:, 1]
+    g = np.empty(2 * int(cnt.sum()), dtype=np.int64)
+    g[0::2] = q[:, 0].repeat(cnt) + (np.arange(len(g) // 2) - (cnt.cumsum() - cnt).repeat(cnt))
+    g[1::2] = q[:, 3].repeat(cnt)
+    return g.tolist()
+
+
+def _gaps(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, step0: int, gap_runs: list[int],
+          singles: list[int]) -> tuple[int, int]:
+    """A request finished in the stretch: its gaps as ``TokenTimes._count_gaps`` counts them from its runs (those
+    before the stretch, then ``_runs``'s, then the last to ``stop``), queued on ``gap_runs`` and ``singles``; returns
+    the steps of its first and last tokens."""
+    prev = first = -1
+    for a, b in r.runs:
+        if b - a > 1:
+            gap_runs += (a + 1, b)
+        if prev >= 0:
+            singles += (a, prev)
+        else:
+            first = a
+        prev = b - 1
+    s = _start(r, adm, is_prefill, step0)
+    j = bisect_left(prefills, adm + 1)
+    n = len(prefills)
+    while j < n:
+        p = prefills[j]
+        if p >= stop:
+            break
+        if s >= 0:  # a run [s, step0 + p) closes
+            if step0 + p - s > 1:
+                gap_runs += (s + 1, step0 + p)
+            if prev >= 0:
+                singles += (s, prev)
+            else:
+                first = s
+            prev = step0 + p - 1
+            s = -1
+        if p + 1 < stop and not is_prefill[p + 1]:
+            s = step0 + p + 1
+        j += 1
+    end = step0 + stop
+    if end - s > 1:
+        gap_runs += (s + 1, end)
+    if prev >= 0:
+        singles += (s, prev)
+    else:
+        first = s
+    return first, end - 1
+
+
+def _start(r, adm: int, is_prefill: bytearray, step0: int) -> int:
+    """The step its open run started at the stretch's start (admitted in step ``adm``: that step), −1 if paused."""
+    if adm >= 0:
+        return step0 + adm
+    s = r.run_start
+    if s < 0 and not is_prefill[0]:
+        s = step0  # paused by the prefill step before the stretch: emits again from its first step
+    return s
+
+
+def _runs(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, step0: int) -> tuple[list, int]:
+    """The request's token runs closed over the stretch's steps before ``stop`` (each prefill step after it entered
+    breaks its run; admitted in step ``adm``, or running from the start: ``adm`` −1), and the start of its open run
+    (−1: paused)."""
+    s = _start(r, adm, is_prefill, step0)
+    runs = []
+    j = bisect_left(prefills, adm + 1)
+    n = len(prefills)
+    while j < n:
+        p = prefills[j]
+        if p >= stop:
+            break
+        if s >= 0:
+            runs.append((s, step0 + p))
+            s = -1
+        if p + 1 < stop and not is_prefill[p + 1]:
+            s = step0 + p + 1
+        j += 1
+    return runs, s
+
+
+def _replay(kv, run, leaving: list[tuple], D: int) -> None:
+    """The radix cache's admissions and frees in step order, decode slots added before each free and at the end, then
+    one eviction (module doc); the requests' counters set."""
+    lives, admits = run.lives, run.admits
+    ai, na = 0, len(admits)
+    for f, idx, _ in leaving:
+        while ai < na and admits[ai][0] < f:
+            _admit(kv, admits[ai][1])
+            ai += 1
+        r, d0, c0, m, _ = lives[idx]
+        kv.add_slots(r, m)
+        r.num_computed_tokens = c0 + m
+        r.num_generated = r.num_output_tokens
+        r.num_tokens = r.num_prompt_tokens + r.num_output_tokens
+        kv.free_fresh(r)
+    while ai < na:
+        _admit(kv, admits[ai][1])
+        ai += 1
+    for r, d0, c0, m, _ in lives:
+        if d0 + m > D:
+            t = D - d0
+            if t:
+                kv.add_slots(r, t)
+            r.num_computed_tokens = c0 + t
+            r.num_generated = g = r.num_output_tokens - (m - t)
+            r.num_tokens = r.num_prompt_tokens + g
+    kv.settle_overdraft()
+
+
+def _admit(kv, reqs: list) -> None:
+    """One prefill step's admissions (``SGLangScheduler._prefill`` then ``Replica.apply_plan``, no hit)."""
+    kv.admit_fresh(reqs)
+    for r in reqs:
+        r.status = RUNNING
+        r.num_generated = 1
+        r.num_tokens = r.num_prompt_tokens + 1

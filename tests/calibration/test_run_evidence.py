@@ -1,0 +1,71 @@
+"""Prompt steps and KV blocks held, read off hand-made records, and the DistServe runs' prompt batches."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.calibration.api import padding_notes
+from kvledger.calibration.replay import load_measured
+from kvledger.calibration.run_evidence import kv_blocks_held, prompt_steps
+from kvledger.dynamics.workload.distserve_runs import load_distserve_run
+from kvledger.errors import InputError
+from kvledger.records import RequestRecord
+
+
+def _rec(i: int, prompt: int, first: float, finish: float, out: int = 5) -> RequestRecord:
+    return RequestRecord(f"r{i}", 0.0, prompt, out, first_token_s=first, finish_s=finish)
+
+
+def test_prompt_steps_by_hand():
+    # first tokens at 1.000, 1.001, 1.0015 s (one step: each < 5 ms after the previous), 1.030 s (next step), 2.0 s
+    recs = [_rec(0, 100, 1.0, 3.0), _rec(1, 400, 1.001, 3.0), _rec(2, 250, 1.0015, 3.0), _rec(3, 50, 1.03, 3.0),
+            _rec(4, 80, 2.0, 3.0)]
+    steps = prompt_steps(recs)
+    assert [s.prompt_tokens for s in steps] == [(100, 400, 250), (50,), (80,)]
+    assert steps[0].end_s == 1.0
+    # padded to [3, 400]: 1,200 − (100 + 400 + 250) = 450 tokens of padding; a single prompt has none
+    assert [s.padding_tokens for s in steps] == [450, 0, 0]
+
+
+def test_failed_and_unfinished_requests_are_left_out():
+    recs = [_rec(0, 100, 1.0, 2.0), RequestRecord("x", 0.0, 300, 0, first_token_s=1.0, finish_s=1.0, error="500"),
+            RequestRecord("y", 0.0, 300, 3, first_token_s=1.0)]
+    assert [s.prompt_tokens for s in prompt_steps(recs)] == [(100,)]
+
+
+def test_kv_blocks_held_by_hand():
+    # block size 16, grid 0.125 s (exact in binary). Request A: prompt 30, 5 output tokens, first token 0.125 s, finish
+    # 0.625 s: generated 1 + 4·(t − 0.125)/0.5 → at t = 0.125, 0.25, 0.375, 0.5: 1, 2, 3, 4 tokens → ceil(31/16) = 2,
+    # ceil(32/16) = 2, ceil(33/16) = 3, ceil(34/16) = 3 blocks; gone at 0.625. Request B: prompt 16, 2 output tokens,
+    # 0.25 → 0.375 s: ceil(17/16) = 2 blocks at 0.25 only.
+    recs = [_rec(0, 30, 0.125, 0.625), _rec(1, 16, 0.25, 0.375, out=2)]
+    held = kv_blocks_held(recs, 16, grid_s=0.125)
+    assert held.tolist() == [0, 2, 4, 3, 3, 0]
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(InputError, match="block_size"):
+        kv_blocks_held([], 0)
+    with pytest.raises(InputError, match="same_step_s"):
+        prompt_steps([], same_step_s=0.0)
+    assert kv_blocks_held([], 16).size == 0
+
+
+def test_distserve_two_req_per_s_runs_break_max_paddings():
+    # vLLM 0.2.3 caps a prompt batch's padding at max_paddings = 256. The 3 and 4 req/s runs obey it (largest padding
+    # of a batched step 254 and 253 tokens, 20 and 45 batched steps); the 2 req/s runs do not (largest 1,405 tokens),
+    # so they were not scheduled by 0.2.3's padded prompt batches (benchmarks/distserve_evidence.py).
+    largest = {}
+    for name in ("vllm-200-2", "vllm-300-3", "vllm-400-4"):
+        steps = [s for s in prompt_steps(load_distserve_run(name).measured.records) if len(s.prompt_tokens) > 1]
+        largest[name] = (len(steps), max(s.padding_tokens for s in steps), sum(s.padding_tokens > 256 for s in steps))
+    assert largest == {"vllm-200-2": (14, 1405, 9), "vllm-300-3": (20, 254, 0), "vllm-400-4": (45, 253, 0)}
+
+
+def test_validate_warns_when_a_run_breaks_the_padding_cap():
+    # the 200-request 2 req/s run: 9 batched prompt steps padded past 256 tokens, the largest 1,405 (test above)
+    [note] = padding_notes(load_measured("distserve:vllm-200-2"), 256)
+    assert note.startswith("WARNING: 9 prompt step(s)") and "largest 1405" in note
+    assert padding_notes(load_measured("distserve:vllm-300-3"), 256) == []
+    # with a cap of 1,405 tokens nothing breaks it
+    assert padding_notes(load_measured("distserve:vllm-200-2"), 1405) == []
