@@ -24,45 +24,102 @@ def test_parse_offload():
             parse_offload(bad)
 
 
-def test_a_tier_needs_its_price():
+def test_a_tier_price_is_checked_and_defaults_to_the_bundled_row():
     opts = parse_offload("none,cpu:64GiB,disk:1TiB")
     with pytest.raises(InputError, match="--nvme-usd-per-gib-month"):
-        check_prices(opts, {"host": 2.0, "nvme": None})
+        check_prices(opts, {"host": 2.0, "nvme": -1.0})
+    assert [o.kind for o in check_prices(opts, {"host": 2.0, "nvme": None})] == ["cpu", "disk"]  # tier_prices.csv
     assert [o.kind for o in check_prices(opts, {"host": 2.0, "nvme": 0.1})] == ["cpu", "disk"]
     assert check_prices(parse_offload("none"), {"host": None, "nvme": None}) == []
 
 
-def test_tier_variants_are_simulated_priced_and_compared():
+def test_tier_variants_are_simulated_priced_ranked_and_compared():
     # Llama-3.1-8B on H100 at TP 1 and 2, 100 azure-conv requests per probe, 40 req/s to serve; cpu:64GiB at
     # $2/GiB-month.
+    from kvledger.analyses.search.rank import build_result
+
     spec = SearchSpec(model="meta-llama/Llama-3.1-8B", slo="ttft=200ms,tpot=30ms", num_requests=100,
                       rate_req_per_s=40.0)
     res = run_search(spec, Axes(gpus=("H100",), tps=(1, 2)))
     variants = offload_pass(spec, res.entries, parse_offload("none,cpu:64GiB"), {"host": 2.0, "nvme": None})
     by = {e["id"]: e for e in res.entries}
-    assert [v["candidate"] for v in variants] == ["nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto"]
+    assert [v["id"] for v in variants] == ["nvidia_h100_sxm:tp1:kv-auto:offload-cpu-64GiB",
+                                           "nvidia_h100_sxm:tp2:kv-auto:offload-cpu-64GiB"]
     usd_h = price_row("nvidia_h100_sxm", None).usd_per_gpu_hour
     for v, gpus in zip(variants, (1, 2)):
-        assert v["status"] == "feasible" and v["tier"]["tier"] == "host_dram"
+        off = v["offload"]
+        assert v["status"] == "feasible" and off["tier"]["tier"] == "host_dram" and v["tp"] == gpus
         # tier per unit and month: 64 GiB × GPUs × $2 → $128 (TP 1), $256 (TP 2)
-        assert v["tier_usd_per_month_per_unit"] == pytest.approx(128.0 * gpus)
+        assert off["tier_usd_per_month_per_unit"] == pytest.approx(128.0 * gpus)
+        assert off["tier_price"]["source"] == "user input (--host-memory-usd-per-gib-month)"
         # vLLM's --kv-offloading-size = 64 GiB × TP, the plan's host tier holds it all
-        assert v["tier"]["capacity_bytes"] == pytest.approx(64 * 2**30 * gpus, rel=0.01)
+        assert off["tier"]["capacity_bytes"] == pytest.approx(64 * 2**30 * gpus, rel=0.01)
+        assert f"--kv-offloading-size {64 * gpus} --kv-offloading-backend native" in v["launch"]["vllm"]
         # on this trace the tier holds at least the base's own boundary (its search starts there)
-        assert v["boundary_rate_req_per_s"] >= v["base_boundary_rate_req_per_s"]
+        cap = v["capacity"]
+        assert cap["boundary_rate_req_per_s"] >= off["base_boundary_rate_req_per_s"]
+        assert cap["operating_points"] and cap["operating_points"][-1]["rate_req_per_s"] == cap[
+            "boundary_rate_req_per_s"]
         # replicas = ⌈40 ÷ (goodput × 0.8)⌉; bill = replicas × (GPUs × $/GPU-h × 730 + tier)
         s = v["sizing"]
-        assert s["replicas"] == math.ceil(40.0 / (v["goodput_req_per_s"] * 0.8) - 1e-12)
+        assert s["replicas"] == math.ceil(40.0 / (cap["goodput_req_per_s"] * 0.8) - 1e-12)
         assert s["monthly_usd"] == pytest.approx(s["replicas"] * (gpus * usd_h * 730 + 128.0 * gpus))
+        # USD per 1k requests at capacity: (GPUs × $/GPU-h + tier ÷ 730 h) × 1000 ÷ (3600 × goodput)
+        assert v["cost"]["usd_per_1k_requests_at_capacity"] == pytest.approx(
+            (gpus * usd_h + 128.0 * gpus / 730) * 1000 / (3600 * cap["goodput_req_per_s"]))
         # the output ledger carries the tier: 64 GiB × (the rental's GPU-hours) ÷ 730 GiB-months at $2
         items = v["cost"]["ledgers"]["output"]["items"]
         gpu_h, host = items[0], items[1]
         assert host["name"] == "host memory for the KV tier" and host["unit_price_usd"] == 2.0
         assert host["quantity"] == pytest.approx(64.0 * gpu_h["quantity"] / 730.0)
         # compared with the same setup without a tier and every larger TP
-        rivals = [x["id"] for x in v["vs_more_gpus"]]
+        rivals = [x["id"] for x in off["vs_more_gpus"]]
         assert rivals == (["nvidia_h100_sxm:tp1:kv-auto", "nvidia_h100_sxm:tp2:kv-auto"] if gpus == 1
                           else ["nvidia_h100_sxm:tp2:kv-auto"])
         best = min(by[r]["sizing"]["monthly_usd"] for r in rivals)
-        assert v["cheaper_than_without"] == (s["monthly_usd"] < best)
-        assert ("does not beat" in v["verdict"]) == (not v["cheaper_than_without"])
+        assert off["cheaper_than_without"] == (s["monthly_usd"] < best)
+        assert ("does not beat" in off["verdict"]) == (not off["cheaper_than_without"])
+    # first-class: ranked with the rest by the monthly bill (ties: USD per 1k requests at capacity)
+    ranked = build_result(spec, res.entries + variants)
+    assert len(ranked.ranking) == 4 and set(ranked.ranking) == set(by) | {v["id"] for v in variants}
+    bills = [(ranked.entry(c)["sizing"]["monthly_usd"], ranked.entry(c)["cost"]["usd_per_1k_requests_at_capacity"])
+             for c in ranked.ranking]
+    assert bills == sorted(bills)
+    assert {p["id"] for p in ranked.cost_frontier} <= set(ranked.ranking)
+
+
+def _entry(cid, tp, status="feasible", sizing=None, **extra):
+    return {"id": cid, "tp": tp, "num_gpus_per_unit": tp, "status": status, "gpu_id": "nvidia_h100_sxm",
+            "kv_cache_dtype": "auto", "max_num_seqs": None, "max_num_batched_tokens": None,
+            "enable_prefix_caching": None, "sizing": sizing, **extra}
+
+
+def test_a_tier_beats_more_gpus_when_it_saves_a_replica():
+    from kvledger.analyses.search.evaluate import size_for_load
+    from kvledger.analyses.search.tier_entries import compare
+
+    # 8 req/s at most 80 % per replica, H100 at $2.69/GPU-h × 730 h = $1,963.70 per GPU-month:
+    # TP 1 without a tier, 2.0 good req/s: ⌈8 ÷ 1.6⌉ = 5 replicas = 5 GPUs, $9,818.50
+    # TP 2 without a tier, 3.5 good req/s: ⌈8 ÷ 2.8⌉ = 3 replicas = 6 GPUs, $11,782.20
+    # TP 1 with cpu:256GiB, 2.6 good req/s: ⌈8 ÷ 2.08⌉ = 4 replicas = 4 GPUs
+    gpu_month = 2.69 * 730
+    assert [size_for_load(8.0, g, 0.8)[0] for g in (2.0, 3.5, 2.6)] == [5, 3, 4]
+    base = _entry("h100:tp1", 1, sizing={"replicas": 5, "num_gpus": 5, "monthly_usd": 5 * gpu_month})
+    tp2 = _entry("h100:tp2", 2, sizing={"replicas": 3, "num_gpus": 6, "monthly_usd": 3 * 2 * gpu_month})
+    for tier_month, beats in ((0.0, True), (256 * 3.25, False)):
+        # host memory already in the instance ($0): 4 × $1,963.70 = $7,854.80 < $9,818.50, with 4 GPUs < 5 → beats;
+        # at tier_prices.csv's $3.25/GiB-month: 4 × ($1,963.70 + $832) = $11,182.80 > $9,818.50 → does not beat
+        v = _entry("h100:tp1:offload-cpu-256GiB", 1, offload={"label": "cpu:256GiB"},
+                   sizing={"replicas": 4, "num_gpus": 4, "monthly_usd": 4 * (gpu_month + tier_month)})
+        compare(v, base, [base, tp2])
+        off = v["offload"]
+        assert [x["id"] for x in off["vs_more_gpus"]] == ["h100:tp1", "h100:tp2"]
+        assert off["beats_more_gpus"] is beats and off["cheaper_than_without"] is beats
+        assert off["verdict"].endswith("the tier beats more GPUs") is beats
+        assert "h100:tp1, no tier, replicas for the load: 5 GPUs, $9,818" in off["verdict"]
+    # a base that met the SLO at no rate: only larger TPs are rivals; none feasible → "meets the SLO where … not"
+    lost = _entry("h100:tp1", 1, status="rejected", reason="SLO not met at any rate")
+    v = _entry("h100:tp1:offload-cpu-256GiB", 1, sizing={"replicas": 4, "num_gpus": 4, "monthly_usd": 1.0},
+               offload={"label": "cpu:256GiB", "base_status": "rejected: SLO not met at any rate"})
+    compare(v, lost, [])
+    assert v["offload"]["vs_more_gpus"] == [] and "does not" in v["offload"]["verdict"]

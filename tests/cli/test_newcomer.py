@@ -155,8 +155,17 @@ def test_simulate_goodput_and_cost_take_the_same_workload_and_engine_flags():
     # cost keep token times exactly when the SLO has an ITL term)
     sim = _flags("simulate") - {"--out", "--force", "--json", "--help", "--chrome-trace", "--record-token-times"}
     assert {"--trace", "--rate", "--prompt-lengths", "--batching", "--async-scheduling", "--tp"} <= sim
+    # session workloads and the KV tiers below HBM are simulate's (and search's) own: cost prices a capacity found by
+    # SLO probes that run neither; goodput --simulate takes the tiers (one run, no probes) but not sessions
+    sessions = {"--workload", "--sessions", "--session-rate"}
+    tiers = {"--kv-offloading-size", "--kv-offloading-backend", "--enable-hierarchical-cache", "--hicache-ratio",
+             "--hicache-size", "--hicache-write-policy", "--hicache-storage-prefetch-policy", "--store-threshold",
+             "--eviction-policy", "--kv-tier-nvme", "--nvme-read-bandwidth"}
+    assert sessions | tiers <= sim
+    common = sim - sessions - tiers
     for command in ("goodput", "cost"):
-        assert sim <= _flags(command), (command, sorted(sim - _flags(command)))
+        assert common <= _flags(command), (command, sorted(common - _flags(command)))
+    assert tiers <= _flags("goodput") and not (tiers - {"--kv-tier-nvme"}) & _flags("cost")
 
 
 def test_simulate_runs_the_synthetic_workload_goodput_and_cost_simulate():

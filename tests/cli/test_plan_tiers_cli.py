@@ -63,8 +63,22 @@ def test_offload_command_json_reports_tiers_and_both_runs():
 def test_offload_cost_lines_at_given_prices():
     from kvledger.analyses.judgments.offload import tier_cost
 
-    # 256 GiB at $0.005/GiB-h = $1.28/h beside one $2.50 GPU: $3.78/h, against 2 GPUs at $5.00/h
-    c = tier_cost(256 * 2**30, 1, 2, 2.5, 0.005)
+    # 256 GiB at $3.65/GiB-month = $0.005/GiB-h (÷ 730 h) = $1.28/h beside one $2.50 GPU: $3.78/h, against 2 GPUs
+    # at $5.00/h
+    c = tier_cost(256 * 2**30, 1, 2, 2.5, 3.65)
     assert c["host_memory_usd_per_hour"] == pytest.approx(1.28) and c["with_tier_usd_per_hour"] == pytest.approx(3.78)
     assert c["more_gpus_usd_per_hour"] == pytest.approx(5.0)
-    assert tier_cost(256 * 2**30, 1, None, 2.5, None) is None
+    assert tier_cost(256 * 2**30, 1, None, None, 3.65) is None
+    # without a host price: tier_prices.csv's cheapest host row, GCP us-central1 $3.25/GiB-month (2018-05-24):
+    # 256 × 3.25 ÷ 730 = $1.1397/h
+    d = tier_cost(256 * 2**30, 1, None, 2.5, None)
+    assert d["host_memory_usd_per_hour"] == pytest.approx(256 * 3.25 / 730) and "GCP:host:us-central1" in d["source"]
+
+
+def test_offload_old_host_price_flag_is_refused_with_the_new_name():
+    from kvledger.errors import InputError
+
+    r = runner.invoke(app, ["offload", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "64",
+                            "--host-usd-per-gib-hour", "0.005"])
+    assert r.exit_code != 0 and isinstance(r.exception, InputError)
+    assert "--host-memory-usd-per-gib-month" in str(r.exception) and "3.65" in str(r.exception)

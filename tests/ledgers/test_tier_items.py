@@ -8,7 +8,7 @@ from kvledger.errors import InputError
 from kvledger.ledgers.breakeven import replica_usd_per_month
 from kvledger.ledgers.cost import Capacity, GpuRate, SelfHostSetup, self_host_unit_ledgers
 from kvledger.ledgers.decision import monthly_self_host
-from kvledger.ledgers.tier_items import KvTierBill, TierRate, tier_usd_per_month
+from kvledger.ledgers.tier_items import KvTierBill, TierRate, tier_items, tier_usd_per_month
 
 GPU = GpuRate.given(2.0)  # $2/GPU-hour
 TIERS = KvTierBill((TierRate.given("host", 256.0, 3.0), TierRate.given("nvme", 1024.0, 0.1)))
@@ -53,7 +53,6 @@ def test_monthly_bill_and_break_even_include_the_tiers():
 
 
 @pytest.mark.parametrize("kind,size,price,match", [
-    ("host", 256.0, None, "needs its price: --host-memory-usd-per-gib-month"),
     ("nvme", 0.0, 0.1, "positive number of GiB"),
     ("nvme", 10.0, -1.0, "--nvme-usd-per-gib-month must be"),
     ("ssd", 10.0, 1.0, "tier kind must be one of host, nvme"),
@@ -85,3 +84,17 @@ def test_cost_cli_tier_flags():
     assert names[1:3] == ["host memory for the KV tier", "NVMe for the KV tier"]
     r = CliRunner().invoke(app, base + ["--nvme-usd-per-gib-month", "1"])
     assert r.exit_code != 0 and "give its size with --kv-tier-nvme" in str(r.exception)
+
+
+def test_a_tier_without_a_price_takes_the_cheapest_bundled_row_and_names_it():
+    # tier_prices.csv: host GCP us-central1 $3.25 and AWS $4.23 per GiB-month (2018-05-24) → GCP's, the cheaper;
+    # nvme GCP Local SSD $0.218 (2015-04-21). 256 GiB per GPU × 730 GPU-hours ÷ 730 = 256 GiB-months × $3.25 = $832
+    host = TierRate.given("host", 256.0, None)
+    assert host.usd_per_gib_month == 3.25 and host.as_of == "2018-05-24"
+    assert "tier_prices.csv GCP:host:us-central1" in host.source and "factor13.co" in host.source
+    assert "no --host-memory-usd-per-gib-month given" in host.source
+    (item,) = tier_items(KvTierBill((host,)), 730.0)
+    assert item.amount_usd == pytest.approx(832.0)
+    nvme = TierRate.given("nvme", 1024.0, None)
+    assert nvme.usd_per_gib_month == 0.218 and nvme.as_of == "2015-04-21"
+    assert TierRate.given("host", 256.0, 1.5).source == "user input (--host-memory-usd-per-gib-month)"

@@ -125,17 +125,20 @@ TierNvme = Annotated[str | None, typer.Option("--kv-tier-nvme", help=_T + "NVMe 
                                               "(1TiB): a line item priced by --nvme-usd-per-gib-month.",
                                               show_default=False)]
 HostMemPrice = Annotated[float | None, typer.Option("--host-memory-usd-per-gib-month", help=_T + "your host-memory "
-                                                    "price, USD per GiB-month (no sourced default).",
+                                                    "price, USD per GiB-month (default: the cheapest dated row of "
+                                                    "tier_prices.csv, named in the item).",
                                                     show_default=False)]
 NvmePrice = Annotated[float | None, typer.Option("--nvme-usd-per-gib-month", help=_T + "your NVMe price, USD per "
-                                                 "GiB-month (no sourced default).", show_default=False)]
+                                                 "GiB-month (default: tier_prices.csv's dated row, named in the "
+                                                 "item).", show_default=False)]
 
 
 def kv_tiers(p: dict[str, Any]) -> Any:
     """KvTierBill from ``--kv-tier-host/--kv-tier-nvme`` and their prices; None when no tier is given.
 
     Raises:
-        InputError: a price without its tier, a tier without its price, or an unreadable size.
+        InputError: a price without its tier, a price out of range, or an unreadable size (a tier without its price
+            takes the bundled row, ``catalog/tier_prices.py``).
     """
     from kvledger.cli.analysis_opts import gib_option
     from kvledger.errors import InputError

@@ -26,9 +26,10 @@ def offload(
     compare_gpus: int | None = typer.Option(None, "--compare-gpus",
                                             help="Also serve the sessions on N GPUs without the tier."),
     gpu_usd_per_hour: float | None = typer.Option(None, "--gpu-usd-per-hour", help="Your GPU price, USD/GPU-h."),
-    host_usd_per_gib_hour: float | None = typer.Option(None, "--host-usd-per-gib-hour",
-                                                       help="Your host-memory price, USD/GiB-h (with the GPU price: "
-                                                            "the tier's cost lines)."),
+    host_memory_usd_per_gib_month: float | None = typer.Option(
+        None, "--host-memory-usd-per-gib-month", help="Host-memory price, USD/GiB-month, as `cost` and `search` take "
+                                                      "it (with the GPU price: the tier's cost lines)."),
+    old_host_price: str | None = typer.Option(None, "--host-usd-per-gib-hour", hidden=True),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Host KV tier on multi-turn sessions: capacity, break-even, hit rate per tier and TTFT with and without it."""
@@ -39,15 +40,22 @@ def offload(
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.cli.tier_opts import tier_settings
+    from kvledger.errors import InputError
     from kvledger.report.offload_view import render_offload
     from kvledger.units import parse_tokens
+
+    if old_host_price is not None:
+        raise InputError("--host-usd-per-gib-hour was renamed: give the host-memory price as "
+                         "--host-memory-usd-per-gib-month (USD per GiB-month, as `cost` and `search` take it; "
+                         "× 730 h/month: 0.005 USD/GiB-h is 3.65 USD/GiB-month)")
 
     settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp,
                              max_model_len=parse_tokens(max_model_len or "32K", what="--max-model-len"))
     tier = tier_settings(tiers)
     rep = analyse_offload(load_model(model), resolve_gpu(gpu), settings, tier, workload=workload,
                           num_sessions=sessions, session_rate=session_rate, seed=seed, compare_gpus=compare_gpus,
-                          gpu_usd_per_hour=gpu_usd_per_hour, host_usd_per_gib_hour=host_usd_per_gib_hour)
+                          gpu_usd_per_hour=gpu_usd_per_hour,
+                          host_usd_per_gib_month=host_memory_usd_per_gib_month)
     if as_json:
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:

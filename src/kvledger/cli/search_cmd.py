@@ -19,9 +19,9 @@ from typing import Any
 
 import typer
 
-from kvledger.cli.flag_groups import EngineFlags, GroupUse, PricingFlags, WorkloadFlags, with_groups
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, PricingFlags, SessionFlags, WorkloadFlags, with_groups
+from kvledger.cli.search_axes import axes_of, splits_of, workload_of
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
-from kvledger.cli.sim_opts import synthetic_spec
 from kvledger.units import count_option
 
 __all__ = ["register"]
@@ -37,67 +37,16 @@ WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "prompt_lengths", "output_leng
 ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "engine_version", "step_cost",
                                      "cpu_overhead"),
                   defaults={"step_cost": "roofline"})
+SESSIONS = GroupUse(SessionFlags, help={
+    "session_workload": "Multi-turn sessions instead of a trace: chat or agent (the presets of `kvledger offload`), "
+                        "probed at turn rates (session starts × turns per session).",
+    "sessions": "Sessions per probe, count (default 200; the same seeded sessions for every candidate).",
+    "session_rate": "The load to size for, session starts per second (× the drawn sessions' turns per session = "
+                    "req/s)."})
 PRICING = GroupUse(PricingFlags, only=("gpu_provider", "utilization", "max_utilization", "batch_share",
                                        "cache_hit_rate", "cache_write_rate"),
                    help={"utilization": "Average load ÷ capacity over billed hours for $ per token (default with "
                                         "--rate/--monthly-tokens: the sizing's realized utilization)."})
-
-
-def _split(text: str | None) -> list[str]:
-    return [w.strip() for w in (text or "").split(",") if w.strip()]
-
-
-def _ints(text: str | None, flag: str, *, tokens: bool = False) -> tuple[int, ...]:
-    from kvledger.errors import InputError
-    from kvledger.ranges import check_options
-    from kvledger.units import parse_tokens
-
-    out = []
-    name = flag.removeprefix("--").replace("-", "_")
-    for w in _split(text):
-        if tokens:
-            out.append(parse_tokens(w, what=flag))
-        elif w.isdigit():
-            out.append(int(w))
-        else:
-            raise InputError(f"{flag} takes whole numbers ≥ 1 separated by commas, got {w!r}")
-        check_options("search", {name: out[-1]}, {name: flag})  # each value in its range: kvledger.ranges
-    return tuple(out)
-
-
-def _onoff(text: str | None) -> tuple[bool | None, ...]:
-    from kvledger.errors import InputError
-
-    vals = {"on": True, "off": False, "true": True, "false": False}
-    words = _split(text)
-    bad = [w for w in words if w.lower() not in vals]
-    if bad:
-        raise InputError(f"--prefix-caching takes on, off or on,off; got {bad[0]!r}")
-    return tuple(vals[w.lower()] for w in words) or (None,)
-
-
-def _splits(text: str) -> tuple[tuple[int, int], ...]:
-    from kvledger.errors import InputError
-
-    out = []
-    for w in _split(text):
-        p, _, d = w.partition(":")
-        if not (p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
-            raise InputError(f"--disagg-splits takes P:D pairs of whole numbers ≥ 1 (prefill:decode replicas), got "
-                             f"{w!r}")
-        out.append((int(p), int(d)))
-    return tuple(out)
-
-
-def _axes(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, mnbt: str | None, pc: str | None,
-          splits: tuple[tuple[int, int], ...]) -> Any:
-    from kvledger.analyses.search import Axes
-
-    return Axes(disagg_splits=splits, gpus=tuple(_split(gpus)), tps=_ints(tp, "--tp"),
-                kv_cache_dtypes=tuple(_split(kv)) or ("auto",),
-                max_num_seqs=_ints(seqs, "--max-num-seqs") or (None,),
-                max_num_batched_tokens=_ints(mnbt, "--max-num-batched-tokens", tokens=True) or (None,),
-                prefix_caching=_onoff(pc))
 
 
 def _refuse_overwrite(paths: dict[str, Path | None], force: bool, inputs: list[Any]) -> None:
@@ -143,12 +92,13 @@ def register(app: typer.Typer) -> None:
     """Add the ``search`` command to ``app``."""
 
     @app.command("search")
-    @with_groups(workload=WORKLOAD, engine=ENGINE, pricing=PRICING)
+    @with_groups(workload=WORKLOAD, sessions=SESSIONS, engine=ENGINE, pricing=PRICING)
     def search_command(
         model: str = typer.Argument(..., help="model: HF id, alias, config.json path or Hub id"),
         slo: str = typer.Option(..., "--slo", help="SLOs with units, e.g. 'ttft=200ms,tpot=50ms'"),
         target: float = typer.Option(0.9, "--target", help="share of requests that must meet the SLO at the capacity"),
         workload: WorkloadFlags = WorkloadFlags(),
+        sessions: SessionFlags = SessionFlags(),
         rate: float | None = typer.Option(None, "--rate", help="target mean load, req/s: sizes replicas, GPUs and the "
                                                                "monthly bill", show_default=False),
         monthly_tokens: float | None = typer.Option(None, "--monthly-tokens", parser=count_option("--monthly-tokens"),
@@ -204,12 +154,15 @@ def register(app: typer.Typer) -> None:
         plot: Path | None = typer.Option(None, "--plot", help="write the frontier figure (.png or .svg)",
                                          show_default=False),
         force: bool = typer.Option(False, "--force", help="allow --ledger, --csv and --plot to overwrite files"),
-        offload: str | None = typer.Option(None, "--offload", help="KV tiers to try on each feasible candidate: "
-                                           "none,cpu:256GiB,disk:1TiB (GiB per GPU; default none)"),
-        host_memory_usd_per_gib_month: float | None = typer.Option(None, "--host-memory-usd-per-gib-month",
-                                                                   help="[--offload cpu] your price, USD/GiB-month"),
-        nvme_usd_per_gib_month: float | None = typer.Option(None, "--nvme-usd-per-gib-month",
-                                                            help="[--offload disk] your price, USD/GiB-month"),
+        offload: str | None = typer.Option(None, "--offload", help="KV tiers to add to each colocated candidate "
+                                           "(feasible, or meeting the SLO at no rate), each variant ranked with the "
+                                           "rest: none,cpu:256GiB,disk:1TiB (GiB per GPU; default none)"),
+        host_memory_usd_per_gib_month: float | None = typer.Option(
+            None, "--host-memory-usd-per-gib-month", help="[--offload cpu] your price, USD/GiB-month (default: "
+            "tier_prices.csv's cheapest dated row, named in the output)"),
+        nvme_usd_per_gib_month: float | None = typer.Option(
+            None, "--nvme-usd-per-gib-month", help="[--offload disk] your price, USD/GiB-month (default: "
+            "tier_prices.csv's dated row, named in the output)"),
         exhaustive: bool = typer.Option(False, "--exhaustive", help="simulate every planned candidate; by default one "
                                         "whose analytic bounds prove it cannot win, be the runner-up or reach a "
                                         "frontier is decided by bound, unsimulated"),
@@ -233,18 +186,19 @@ def register(app: typer.Typer) -> None:
         from kvledger.units import parse_tokens
 
         w, e, p = workload, engine, pricing
+        mml = parse_tokens(e.max_model_len, what="--max-model-len") if e.max_model_len else None
+        wl, rate, load_notes = workload_of(w, sessions.session_workload, sessions.sessions, sessions.session_rate,
+                                           rate, monthly_tokens, model, mml, w.seed, disagg)
         spec = SearchSpec(model=model, slo=slo, target=target, trace=w.trace or "azure-conv",
                           num_requests=w.num_requests,
-                          seed=w.seed, synthetic=synthetic_spec(w), step_cost=e.step_cost, cpu_overhead=e.cpu_overhead,
-                          engine_version=e.engine_version,
-                          max_model_len=(parse_tokens(e.max_model_len, what="--max-model-len")
-                                         if e.max_model_len else None),
+                          seed=w.seed, synthetic=wl, step_cost=e.step_cost, cpu_overhead=e.cpu_overhead,
+                          engine_version=e.engine_version, max_model_len=mml,
                           gpu_memory_utilization=e.gpu_memory_utilization, gpu_provider=p.gpu_provider,
                           utilization=p.utilization, max_utilization=p.max_utilization, rate_req_per_s=rate,
                           monthly_tokens=monthly_tokens, api=api, batch_share=p.batch_share,
                           cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate)
-        axes = _axes(",".join([gpus or "", *(gpu or [])]), tp, kv_cache_dtype, max_num_seqs, max_num_batched_tokens,
-                     prefix_caching, _splits(disagg_splits) if disagg else ())
+        axes = axes_of(",".join([gpus or "", *(gpu or [])]), tp, kv_cache_dtype, max_num_seqs, max_num_batched_tokens,
+                     prefix_caching, splits_of(disagg_splits) if disagg else ())
         rank = rank_of(show_command)
         if show_command is not None and rank is None:
             show_command_of(spec, axes, show_command, as_json)
@@ -256,7 +210,7 @@ def register(app: typer.Typer) -> None:
         _refuse_overwrite({"--ledger": ledger, "--csv": csv_out, "--plot": plot}, force, [w.trace, resume])
         if plot is not None and plot.suffix.lower() not in (".png", ".svg"):
             raise InputError(f"--plot {plot}: write .png or .svg")
-        from kvledger.analyses.search.offload_axis import check_prices, offload_pass, parse_offload
+        from kvledger.analyses.search.offload_axis import check_prices, offload_pass, offload_summary, parse_offload
 
         tiers = parse_offload(offload)
         prices = {"host": host_memory_usd_per_gib_month, "nvme": nvme_usd_per_gib_month}
@@ -272,18 +226,24 @@ def register(app: typer.Typer) -> None:
             result = run_search(spec, axes, workers=workers, backend=backend, ray_address=ray_address,
                                 ledger=resume if resume is not None else ledger, resume=resume is not None,
                                 progress=progress, exhaustive=exhaustive)
+        variants = None
+        if with_tiers:  # tier variants ranked with the rest (analyses/search/tier_entries.py)
+            from kvledger.analyses.search.rank import build_result
+
+            variants = offload_pass(spec, result.entries, tiers, prices)
+            result = build_result(spec, result.entries + variants)
+        result.notes[:0] = load_notes  # how a --session-rate became the req/s the sizing uses
         if csv_out is not None:
             _write_csv(result, csv_out)
         if plot is not None and result.ranking:
             from kvledger.report.search_figures import frontier_figure, save_figure
 
             save_figure(frontier_figure(result), plot)
-        variants = offload_pass(spec, result.entries, tiers, prices) if with_tiers else None
         if rank is not None:
             show_ranked(result, rank, as_json)
         elif as_json:
-            typer.echo(json.dumps(result.to_dict() | ({"offload": variants} if variants is not None else {}),
-                                  allow_nan=False))
+            typer.echo(json.dumps(result.to_dict() | ({"offload": offload_summary(variants)} if variants is not None
+                                                      else {}), allow_nan=False))
         else:
             from kvledger.report.search_view import print_search
 
@@ -291,5 +251,5 @@ def register(app: typer.Typer) -> None:
             if variants is not None:
                 from kvledger.report.offload_axis_view import print_offload_axis
 
-                print_offload_axis(variants)
+                print_offload_axis(variants, result.ranking)
         _exit_if_failed(result)

@@ -10,10 +10,9 @@ hours as the GPUs it serves, so
 which for one replica of ``N`` GPUs over one month (``H = N × 730``) is size × N × price. The GPU-hours are those of the
 GPU rental line item the tier rides on (a per-1M-token ledger's GPU-hours, a monthly bill's GPU-hours).
 
-Prices: no dated, citable price for host memory or local NVMe on its own was found (a search of the project's reference
-library for cloud per-GiB memory and local-SSD rates, and DRAM/NVMe purchase prices, 2026-12-02, returned the
-providers' pricing pages without their rate tables), so there is no default: the price is the user's
-(``--host-memory-usd-per-gib-month``, ``--nvme-usd-per-gib-month``) and every item says so.
+Prices: the user's flag (``--host-memory-usd-per-gib-month``, ``--nvme-usd-per-gib-month``) or, without one, the
+cheapest bundled row of ``catalog/data/tier_prices.csv`` (``catalog/tier_prices.py``: dated public figures with their
+source, region and a low confidence grade), named in the item's source and as-of date.
 """
 
 from __future__ import annotations
@@ -44,11 +43,11 @@ class TierRate:
 
     @classmethod
     def given(cls, kind: str, size_gib: float, usd_per_gib_month: float | None) -> TierRate:
-        """A tier priced by the user's flag.
+        """A tier priced by the user's flag, or without one by the bundled default (``catalog/tier_prices.py``).
 
         Raises:
-            InputError: an unknown kind, a size that is not a positive finite number, or no price / a price that is
-                negative or not finite.
+            InputError: an unknown kind, a size that is not a positive finite number, or a price that is negative or
+                not finite.
         """
         if kind not in TIER_KINDS:
             raise InputError(f"tier kind must be one of {', '.join(TIER_KINDS)}, got {kind!r}")
@@ -56,8 +55,13 @@ class TierRate:
         if not (isinstance(size_gib, (int, float)) and math.isfinite(size_gib) and size_gib > 0):
             raise InputError(f"the {kind} KV tier size must be a positive number of GiB per GPU, got {size_gib!r}")
         if usd_per_gib_month is None:
-            raise InputError(f"a {kind} KV tier needs its price: {flag} (USD per GiB-month; kvledger has no sourced "
-                             f"default for it)")
+            from kvledger.catalog.tier_prices import default_tier_price
+
+            row = default_tier_price(kind)
+            if row is None:
+                raise InputError(f"a {kind} KV tier needs its price: {flag} (USD per GiB-month; the price table has "
+                                 f"no {kind} row)")
+            return cls(kind, float(size_gib), row.usd_per_gib_month, f"{row.citation} (no {flag} given)", row.as_of)
         if not (math.isfinite(usd_per_gib_month) and 0 <= usd_per_gib_month <= 1e4):
             raise InputError(f"{flag} must be a finite price in [0, 10000] USD per GiB-month, got "
                              f"{usd_per_gib_month!r}")

@@ -1,5 +1,6 @@
-"""The search's offload axis as text: each tier variant's capacity against its base, its cost, and the verdict
-against the same setup on more GPUs (``analyses/search/offload_axis.py``)."""
+"""The search's offload axis as text, after the ranking it joined: each tier variant's capacity against its base
+without the tier, its cost, and its verdict against the same setup on more GPUs (``analyses/search/tier_entries.py``),
+then where each tier price came from."""
 
 from __future__ import annotations
 
@@ -8,8 +9,14 @@ from typing import Any
 __all__ = ["print_offload_axis"]
 
 
-def print_offload_axis(variants: list[dict[str, Any]]) -> None:
-    """A table of the tier variants, then one verdict line per feasible variant with what it was compared with."""
+def _boundary(v: dict[str, Any]) -> str:
+    base = v["offload"]["base_boundary_rate_req_per_s"]
+    return f"{v['capacity']['boundary_rate_req_per_s']:.3g} ({'–' if base is None else format(base, '.3g')})"
+
+
+def print_offload_axis(variants: list[dict[str, Any]], ranking: list[str]) -> None:
+    """A table of the tier variants (their rank among all feasible candidates), one verdict line per feasible variant
+    with what it was compared with, and each tier price's source."""
     from rich.console import Console
     from rich.markup import escape
 
@@ -17,23 +24,27 @@ def print_offload_axis(variants: list[dict[str, Any]]) -> None:
 
     con = Console(highlight=False)
     if not variants:
-        con.print("offload axis: no feasible colocated candidate to add a tier to")
+        con.print("offload axis: no colocated candidate to add a tier to")
         return
-    t = table("offload axis: KV tier variants (capacity simulated with the tier; tier priced at your price)",
-              "candidate", "tier", "status", "boundary req/s (base)", "$/1k req at capacity", "$/M out")
+    rank = {cid: n for n, cid in enumerate(ranking, start=1)}
+    t = table("offload axis: KV tier variants, ranked with the rest (capacity simulated with the tier; the tier a "
+              "line item)", "rank", "candidate", "status", "boundary req/s (without)", "$/1k req at capacity",
+              "$/M out")
     for v in variants:
         if v["status"] != "feasible":
-            t.add_row(escape(v["candidate"]), v["offload"], v["status"], escape(v.get("reason", "")), "", "")
+            t.add_row("", escape(v["id"]), v["status"], escape(v.get("reason") or ""), "", "")
             continue
         c = v["cost"]
-        t.add_row(escape(v["candidate"]), v["offload"], "feasible",
-                  f"{v['boundary_rate_req_per_s']:.3g} ({v['base_boundary_rate_req_per_s']:.3g})",
+        t.add_row(str(rank.get(v["id"], "")), escape(v["id"]), "feasible", _boundary(v),
                   f"{c['usd_per_1k_requests_at_capacity']:.4g}", f"{c['usd_per_mtok_output']:.4g}")
     con.print(t)
     for v in variants:
         if v["status"] == "feasible":
-            con.print(escape(v["verdict"]))
-            for x in v["vs_more_gpus"]:
+            off = v["offload"]
+            con.print(escape(off["verdict"]))
+            for x in off["vs_more_gpus"]:
                 con.print(f"  vs {escape(x['more_gpus'])}: {escape(x['text'])}")
-    con.print("tier prices are user input (--host-memory-usd-per-gib-month / --nvme-usd-per-gib-month): no sourced "
-              "default exists")
+    tp = [v["offload"]["tier_price"] for v in variants]
+    prices = dict.fromkeys(p["source"] + ("" if p["as_of"] == "user input" else f" (as of {p['as_of']})") for p in tp)
+    for src in prices:
+        con.print(escape(f"tier price: {src}"))

@@ -26,7 +26,9 @@ def _settings(e: dict[str, Any], varied: set[str]) -> str:
 def _candidate(e: dict[str, Any], varied: set[str]) -> str:
     from kvledger.analyses.search.naming import short_name
 
-    return " ".join(filter(None, (short_name(e["gpu_id"], e["layout"], e["kv_cache_dtype"]), _settings(e, varied))))
+    tier = f"+ {e['offload']['label']}" if e.get("offload") else ""  # a tier variant (analyses/search/tier_entries)
+    return " ".join(filter(None, (short_name(e["gpu_id"], e["layout"], e["kv_cache_dtype"]), _settings(e, varied),
+                                  tier)))
 
 
 def _top_table(result: Any, top: int) -> Any:
@@ -56,12 +58,18 @@ def _top_table(result: Any, top: int) -> Any:
     return t
 
 
+def _per_probe(sp: Any) -> str:
+    if hasattr(sp.synthetic, "prepare_setup"):  # sessions (analyses/serving/session_spec.py)
+        return f"{sp.synthetic.num_sessions:,} {sp.synthetic.workload} sessions per probe"
+    return f"{sp.num_requests:,} requests per probe"
+
+
 def _legend(result: Any) -> str:
     sp = result.spec
     util = (f"{sp.utilization:.0%} utilization" if sp.utilization is not None
             else "the utilization the sizing realizes (load ÷ capacity of the replicas rented)")
     return (f"req/s: goodput per replica at the SLO capacity (highest simulated rate with ≥ {sp.target:.0%} of "
-            f"requests within {sp.slo}; {sp.num_requests:,} requests per probe, seed {sp.seed}); "
+            f"requests within {sp.slo}; {_per_probe(sp)}, seed {sp.seed}); "
             "tok/s/user: 1 ÷ median TPOT there; $/Mtok at " + util +
             " (kvledger.ledgers.cost), GPU time split between input and output by the boundary run's steps, each "
             "priced by its step-cost model's terms (kvledger.accounting.step_split; prefill_share in --json); "

@@ -16,14 +16,13 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.dynamics.engine.offload import HostTier
 from kvledger.dynamics.offload_sim import TierStats, simulate_offload
-from kvledger.dynamics.workload.sessions import AGENT, CHAT, SessionLoop, synthesize_sessions
+from kvledger.dynamics.workload.sessions import SESSION_SHAPES, SessionLoop, synthesize_sessions
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["OffloadReport", "analyse_offload", "SESSION_SHAPES", "tier_judgment", "NEGLIGIBLE_HOST_HIT_RATE",
            "sim_host_tier", "sim_rules"]
 
-SESSION_SHAPES = {"chat": CHAT, "agent": AGENT}
 # kvledger threshold: a host tier serving under 1% of prompt tokens saves under 1% of prefill, within run-to-run noise
 NEGLIGIBLE_HOST_HIT_RATE = 0.01
 
@@ -78,7 +77,7 @@ class OffloadReport:
 def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tiers: TierSettings, *,
                     workload: str = "chat", num_sessions: int = 200, session_rate: float = 0.2, seed: int = 0,
                     segment_tokens: int = 64, compare_gpus: int | None = None, gpu_usd_per_hour: float | None = None,
-                    host_usd_per_gib_hour: float | None = None) -> OffloadReport:
+                    host_usd_per_gib_month: float | None = None) -> OffloadReport:
     """Plan the tiers, then simulate ``num_sessions`` synthetic sessions with and without the host tier (built by
     :func:`sim_host_tier`, with the opt-in rules ``tiers`` names).
 
@@ -119,29 +118,41 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
                          asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s),
                          run.without_offload.summary.prefix_cache_hit_rate, more,
                          tier_cost(host_t.capacity_bytes, settings.tp * settings.pp, compare_gpus, gpu_usd_per_hour,
-                                   host_usd_per_gib_hour), plan.memory.engine_version, sim_rules(host))
+                                   host_usd_per_gib_month), plan.memory.engine_version, sim_rules(host))
 
 
 def tier_cost(host_bytes: float, gpus_per_replica: int, compare_gpus: int | None, gpu_usd_per_hour: float | None,
-              host_usd_per_gib_hour: float | None) -> dict[str, Any] | None:
-    """Per-hour line items at prices the user gives (no bundled source prices host memory): the replica's GPUs, the
-    host memory the tier takes, and the GPUs of ``compare_gpus`` replicas instead; None without both prices.
+              host_usd_per_gib_month: float | None) -> dict[str, Any] | None:
+    """Per-hour line items: the replica's GPUs at the given price, the host memory the tier takes (USD per GiB-month
+    ÷ 730 h, the cost ledger's month; without a price the bundled default row, ``catalog/tier_prices.py``), and the
+    GPUs of ``compare_gpus`` replicas instead; None without a GPU price.
 
     Raises:
         InputError: a price that is negative or not finite.
     """
     import math
 
-    if gpu_usd_per_hour is None or host_usd_per_gib_hour is None:
+    if gpu_usd_per_hour is None:
         return None
-    for name, v in (("--gpu-usd-per-hour", gpu_usd_per_hour), ("--host-usd-per-gib-hour", host_usd_per_gib_hour)):
+    source = "prices given on the command line"
+    if host_usd_per_gib_month is None:  # the bundled default (catalog/tier_prices.py), named
+        from kvledger.catalog.tier_prices import default_tier_price
+
+        row = default_tier_price("host")
+        if row is None:
+            return None
+        host_usd_per_gib_month = row.usd_per_gib_month
+        source = f"GPU price given; host memory {row.citation}, as of {row.as_of}"
+    for name, v in (("--gpu-usd-per-hour", gpu_usd_per_hour),
+                    ("--host-memory-usd-per-gib-month", host_usd_per_gib_month)):
         if not (math.isfinite(v) and v >= 0):
             raise InputError(f"{name} must be a finite price ≥ 0 USD, got {v!r}")
     gib = host_bytes / 2**30
+    per_gib_hour = host_usd_per_gib_month / 730.0
     gpus = gpu_usd_per_hour * gpus_per_replica
-    out = {"source": "prices given on the command line", "gpu_usd_per_hour": gpus,
-           "host_memory_gib": gib, "host_memory_usd_per_hour": gib * host_usd_per_gib_hour,
-           "with_tier_usd_per_hour": gpus + gib * host_usd_per_gib_hour}
+    out = {"source": source, "gpu_usd_per_hour": gpus,
+           "host_memory_gib": gib, "host_memory_usd_per_gib_month": host_usd_per_gib_month,
+           "host_memory_usd_per_hour": gib * per_gib_hour, "with_tier_usd_per_hour": gpus + gib * per_gib_hour}
     if compare_gpus:
         out["more_gpus_usd_per_hour"] = gpus * compare_gpus
     return out

@@ -110,6 +110,8 @@ def _lengths(spec: SearchSpec, cand: Candidate) -> tuple[Any, Any, Any, bool] | 
     from kvledger.accounting.roofline import RooflineStepCost
     from kvledger.analyses.serving.sim_ledgers import prepare_run
 
+    if hasattr(spec.synthetic, "prepare_setup"):  # sessions: closed loops whose prompts grow; no bound derived
+        return None
     one, two = (prepare_run(replace(sim_args(spec, cand), rate=r), spec.synthetic) for r in (1.0, 2.0))
     if type(one.cost) is not RooflineStepCost:
         return None

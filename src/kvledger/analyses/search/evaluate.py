@@ -21,7 +21,7 @@ from kvledger.analyses.search.spec import SearchSpec
 from kvledger.errors import KvLedgerError
 from kvledger.ledgers.cost import HOURS_PER_MONTH
 
-__all__ = ["evaluate_candidate", "load_rate_req_per_s", "size_for_load"]
+__all__ = ["evaluate_candidate", "load_rate_req_per_s", "size_for_load", "capacity_figures"]
 
 
 def load_rate_req_per_s(spec: SearchSpec, mean_input_tokens: float, mean_output_tokens: float) -> float | None:
@@ -45,7 +45,7 @@ def size_for_load(rate_req_per_s: float, capacity_req_per_s: float, max_utilizat
     return replicas, rate_req_per_s / (replicas * capacity_req_per_s)
 
 
-def _capacity(pr: Any, num_gpus: int) -> dict[str, Any]:
+def capacity_figures(pr: Any, num_gpus: int) -> dict[str, Any]:
     from kvledger.analyses.search.capacity import operating_point
 
     gp = pr.gp
@@ -101,6 +101,11 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
                                     guess=bound is not None)
         if pr.boundary is None or pr.run is None:
             return _no_rate(entry, pr, spec)
+        if hasattr(spec.synthetic, "prepare_setup"):  # sessions: the steady state's goodput (session_spec.py)
+            from kvledger.analyses.serving.session_spec import steady_goodput
+
+            pr.gp, note = steady_goodput(pr.gp, pr.boundary)
+            pr.notes = [n for n in pr.notes if not n.startswith("the boundary run's goodput")] + [note]
         cap = capacity_from(pr.run, pr.gp, None)
     except KvLedgerError as err:
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
@@ -121,7 +126,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
         "prefill_share": cap.prefill_share,
         "prefill_share_method": cap.prefill_share_method,
     }
-    out = {**entry, "status": "feasible", "workload": wl, "capacity": _capacity(pr, n_gpus), "cost": cost,
+    out = {**entry, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, n_gpus), "cost": cost,
            "sizing": sizing}
     out["launch"] = launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
     return out

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any
 
+from kvledger.analyses.serving.session_spec import SessionSpec
 from kvledger.analyses.serving.sim_ledgers import SyntheticSpec
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
@@ -36,7 +37,8 @@ class SearchSpec:
 
     Attributes:
         model: HF id, alias or config path. slo: the SLO as text (``ttft=200ms,tpot=50ms``). target: attainment target.
-        trace, num_requests, seed, synthetic: the workload of every probe (the same seeded requests for all).
+        trace, num_requests, seed, synthetic: the workload of every probe (the same seeded requests for all);
+            ``synthetic`` is a ``SyntheticSpec``, or a ``session_spec.SessionSpec`` (sessions probed at turn rates).
         step_cost: ``roofline`` or ``calibrated`` (``kvledger.analyses.serving.step_cost_choice``); cpu_overhead:
         per-step CPU
             time added to the roofline (``2ms``; None: none).
@@ -55,7 +57,7 @@ class SearchSpec:
     trace: str = "azure-conv"
     num_requests: int = 2000
     seed: int = 0
-    synthetic: SyntheticSpec | None = None
+    synthetic: SyntheticSpec | SessionSpec | None = None
     step_cost: str = "roofline"
     cpu_overhead: str | None = None
     engine_version: str | None = None

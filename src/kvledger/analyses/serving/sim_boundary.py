@@ -257,8 +257,9 @@ def _assemble(p: _Prober, res: BoundaryResult, axis: str, target: float) -> SimB
         notes.append("max_num_seqs is a per-replica engine setting: no per-GPU figure; the memory plan is rebuilt at "
                      "each value (vLLM's sampler warm-up, max_num_seqs × vocab logits, sets the activation peak)")
     if axis == "request_rate" and first.synthetic is not None:
-        notes.append("synthetic arrivals: the axis value is the nominal Poisson/Gamma rate; the offered rate of each "
-                     "probe (its requests ÷ their arrival span) is listed next to it")
+        notes.append(getattr(first.synthetic, "rate_note", None) or "synthetic arrivals: the axis value is the "
+                     "nominal Poisson/Gamma rate; the offered rate of each probe (its requests ÷ their arrival span) "
+                     "is listed next to it")
     stopped = [pr for pr in probes if pr.stopped_early is not None]
     if stopped:
         notes.append(RULE_TEXT + f"; {len(stopped)} of {len(probes)} probes stopped early")

@@ -222,8 +222,8 @@ def prepare_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None) ->
         InputError / UnknownNameError / FormatError: bad names, settings or trace files, with the reason.
     """
     check_options("simulate", {"tp": args.tp})  # [1, 1,024] GPUs: kvledger.ranges
-    if synthetic is None:
-        return prepare(args)
+    if synthetic is None or hasattr(synthetic, "prepare_setup"):  # a trace, or sessions (session_spec.SessionSpec)
+        return prepare(args) if synthetic is None else synthetic.prepare_setup(args)
     setup = prepare(args, _synthetic_requests(args, synthetic), synthetic.label)
     if setup.workload_info.get("mode") != "closed loop":
         setup.workload_info["mode"] = f"open loop ({synthetic.arrivals_text(args.rate, args.seed)})"

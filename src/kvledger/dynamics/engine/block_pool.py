@@ -1,41 +1,41 @@
 """The exact KV block pool: block ids, the free queue in vLLM's eviction order, reference counts and cached hashes.
 
-Behaviour follows vLLM v1 (``vllm/v1/core/block_pool.py::BlockPool`` and
-``kv_cache_utils.py::FreeKVCacheBlockQueue``; docs/engine-model.md §2.3):
+Behaviour follows vLLM v1 (``vllm/v1/core/block_pool.py::BlockPool`` and ``kv_cache_utils.py::FreeKVCacheBlockQueue``;
+docs/engine-model.md §2.3):
 
-* Block ids are ``0 .. num_gpu_blocks-1``; block 0 is the *null block*, never free and
-  never handed out, so ``num_gpu_blocks - 1`` blocks are usable.
-* The free queue starts as ``1, 2, ..., num_gpu_blocks-1``. Allocation pops from the
-  front; a popped block that still carries a cached hash loses it then (lazy eviction,
-  ``_maybe_evict_cached_block``).
-* Freeing takes a request's blocks in block-table order and releases them in *reverse*
-  order (``single_type_kv_cache_manager.py::free``). With prefix caching on, released
-  blocks that hold a hash (every full block) are appended to the tail (LRU order) and
-  blocks without one (the partial last block) are prepended to the head, keeping their
-  order (``free_blocks``: ``prepend_n`` then ``append_n``). With caching off every block
-  is appended (vLLM PR #48017).
-* A prefix-cache hit on a block whose ref count is 0 takes it out of the free queue
-  (``touch``).
+* Block ids are ``0 .. num_gpu_blocks-1``; block 0 is the *null block*, never free and never handed out, so
+  ``num_gpu_blocks - 1`` blocks are usable.
+* The free queue starts as ``1, 2, ..., num_gpu_blocks-1``. Allocation pops from the front; a popped block that still
+  carries a cached hash loses it then (lazy eviction, ``_maybe_evict_cached_block``).
+* Freeing takes a request's blocks in block-table order and releases them in *reverse* order
+  (``single_type_kv_cache_manager.py::free``). With prefix caching on, released blocks that hold a hash (every full
+  block) are appended to the tail (LRU order) and blocks without one (the partial last block) are prepended to the
+  head, keeping their order (``free_blocks``: ``prepend_n`` then ``append_n``). With caching off every block is
+  appended (vLLM PR #48017).
+* A prefix-cache hit on a block whose ref count is 0 takes it out of the free queue (``touch``).
 
-Speed. The simulator moves millions of blocks, so the pool stores reference counts only
-for blocks registered in the hash map (the only blocks two requests can share). Every
-other block in use is held by exactly one request (ref count 1) and is freed with C-level
-list operations: the queue is a Python list with a moving head index, so taking ``n``
-blocks is one slice. Removing a touched block from the middle of the queue is done
-lazily: its old queue entry is counted as stale and skipped when it reaches the front. A
-block with a stale entry is always registered, so it returns to the queue by ``append``
-and its live entry is always behind its stale ones.
+Speed. The pool keeps ref counts only for blocks registered in the hash map (the only ones two requests can share),
+in lists indexed by block id (faster than dicts). Every other block in use is held by one request (ref count 1) and is
+freed with C-level list operations: the queue is a list with a moving head index, so taking ``n`` blocks is one slice.
+A touched block leaves the middle of the queue lazily: its old entry is counted as stale and skipped at the front. A
+block with a stale entry is always registered, so it returns by ``append``, its live entry behind its stale ones.
 
-Cache keys are Python ints (``hash`` of tuples, see ``kv_manager.py``), not sha256: a
-simulation has no adversary, and 64-bit collisions are negligible at these sizes. vLLM's key -> blocks map is kept
-as each key's first block (the one hits use) plus a list of later duplicates, so that runs of blocks are looked up,
-touched, registered and released with C-level dict and list operations (``map``, ``update``).
+Cache keys are Python ints (``hash`` of tuples, see ``kv_manager.py``), not sha256: a simulation has no adversary, and
+64-bit collisions are negligible at these sizes. vLLM's key -> blocks map is kept as each key's first block (the one
+hits use) plus a list of later duplicates, so that runs of blocks are looked up, touched, registered and released with
+C-level dict and list operations (``map``, ``update``).
+
+Prefix-closed: a chain's cached keys (one request's block keys; a key fixes the keys before it) are always a prefix of
+it, so ``cached_prefix_len`` bisects. Registration extends a run the request holds; a block with key ``i`` enters the
+free queue no later than some block with key ``i−1`` (a request releases its blocks last to first; a hit on ``i``
+takes ``i−1``'s hit block too), and eviction takes the queue's front, so ``i`` leaves the cache no later than ``i−1``.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from itertools import compress, filterfalse, repeat
+from operator import is_not
 
 __all__ = ["BlockPool", "NULL_BLOCK_ID"]
 
@@ -49,8 +49,8 @@ class BlockPool:
         num_gpu_blocks: blocks in the pool, count (≥ 2: the null block plus one usable).
         enable_caching: prefix caching on (changes only the order freed blocks re-enter the queue).
 
-    Use "check first, then commit": compare ``num_free_blocks`` with what you need before
-    calling :meth:`allocate`, which raises ``RuntimeError`` on a shortfall (a simulator bug).
+    Use "check first, then commit": compare ``num_free_blocks`` with what you need before calling :meth:`allocate`,
+    which raises ``RuntimeError`` on a shortfall (a simulator bug).
     """
 
     def __init__(self, num_gpu_blocks: int, enable_caching: bool) -> None:
@@ -60,10 +60,11 @@ class BlockPool:
         self.enable_caching = enable_caching
         self._queue: list[int] = list(range(1, num_gpu_blocks))  # free queue is _queue[_head:]
         self._head = 0
-        self._stale: dict[int, int] = {}  # block id -> stale entries of it still in the queue
+        self._stale: list[int] = [0] * num_gpu_blocks  # per block id: its stale entries still in the queue
         self._num_stale = 0
-        self._ref: dict[int, int] = {}  # ref counts of registered (cached) blocks only
-        self._key_of: dict[int, int] = {}  # registered block id -> cache key
+        self._ref: list[int] = [0] * num_gpu_blocks  # per block id: ref count (kept for registered blocks only)
+        self._key_of: list[int | None] = [None] * num_gpu_blocks  # per block id: cache key (None: not registered)
+        self._num_cached = 0  # registered blocks, count
         self._first: dict[int, int] = {}  # cache key -> the first registered block (the one hits use)
         self._dups: dict[int, list[int]] = {}  # cache key -> its later registered blocks, in registration order
         self.num_evictions = 0  # cached blocks whose hash was dropped on reuse, count
@@ -86,23 +87,25 @@ class BlockPool:
     @property
     def num_cached_blocks(self) -> int:
         """Blocks registered in the hash map (held or free), count."""
-        return len(self._key_of)
+        return self._num_cached
 
     @property
     def is_uncached(self) -> bool:
-        """No block is registered and no stale entry waits in the queue: free blocks are interchangeable and
-        ``allocate`` takes the queue's front as one slice."""
-        return not self._key_of and not self._num_stale
+        """No block registered, no stale queue entry: free blocks are interchangeable (``allocate``: one slice)."""
+        return not self._num_cached and not self._num_stale
 
     def num_in_free_queue(self, cached_ids: list[int]) -> int:
         """Registered blocks among ``cached_ids`` with ref count 0 (they sit in the free queue), count."""
-        return list(map(self._ref.__getitem__, cached_ids)).count(0)
+        return self.refs_of(cached_ids).count(0)
+
+    def refs_of(self, cached_ids: list[int]) -> list[int]:
+        """Ref counts of registered blocks, count each (``touch`` takes them back, to look them up once)."""
+        return list(map(self._ref.__getitem__, cached_ids))
 
     def num_freed_by_release(self, block_ids) -> int:
         """Blocks of ``block_ids`` that one release each returns to the free queue (an unregistered block is held by one
         request; a registered one returns when its ref count is 1), count."""
-        ref = self._ref
-        return sum(1 for b in block_ids if ref.get(b, 1) <= 1)
+        return sum(1 for b in block_ids if self._key_of[b] is None or self._ref[b] <= 1)
 
     def get_cached_block(self, key: int) -> int | None:
         """The block a prefix hit on ``key`` uses (the first registered), or None. Does not mutate."""
@@ -113,21 +116,32 @@ class BlockPool:
         return [self._first[key], *self._dups.get(key, ())] if key in self._first else []
 
     def cached_prefix(self, keys: list[int], n: int) -> list[int]:
-        """Blocks of the longest run of ``keys[:n]`` all cached (``get_cached_block`` in a loop); no mutation."""
-        hits = list(map(self._first.get, keys[:n]))
-        return hits[:hits.index(None)] if None in hits else hits
+        """Blocks of the longest cached run of one request's chained ``keys[:n]`` (``get_cached_block``s)."""
+        return list(map(self._first.__getitem__, keys[:self.cached_prefix_len(keys, n)]))
+
+    def cached_prefix_len(self, keys: list[int], n: int) -> int:
+        """Length of the longest run of ``keys[:n]`` all cached, blocks, for one request's chained keys: found by
+        bisection, since a chain's cached keys are always a prefix of it (module doc, "Prefix-closed")."""
+        first = self._first
+        if n <= 0 or keys[0] not in first:
+            return 0
+        lo, hi = 0, n  # keys[lo] cached; keys[hi] not (or hi = n)
+        while hi - lo > 1:
+            mid = (lo + hi) >> 1
+            lo, hi = (mid, hi) if keys[mid] in first else (lo, mid)
+        return hi
 
     def is_cached(self, block_id: int) -> bool:
         """True when the block is registered under a cache key."""
-        return block_id in self._key_of
+        return self._key_of[block_id] is not None
 
     def key_of(self, block_id: int) -> int | None:
         """The cache key of a registered block, else None."""
-        return self._key_of.get(block_id)
+        return self._key_of[block_id]
 
     def ref_cnt(self, block_id: int) -> int:
         """Reference count of one block, count (O(1) for cached blocks; O(N) otherwise, for tests)."""
-        if block_id in self._ref:
+        if self._key_of[block_id] is not None:
             return self._ref[block_id]
         if block_id == NULL_BLOCK_ID:
             return 0
@@ -135,58 +149,56 @@ class BlockPool:
 
     def free_block_ids(self) -> list[int]:
         """The free queue, front (next allocated) to back, stale entries skipped; O(N), for tests and debugging."""
-        skip = dict(self._stale)
-        out = []
+        skip, out = list(self._stale), []
         for b in self._queue[self._head:]:
-            if skip.get(b, 0) > 0:
+            if skip[b] > 0:
                 skip[b] -= 1
             else:
                 out.append(b)
         return out
 
     def allocate(self, n: int) -> list[int]:
-        """Pop ``n`` blocks from the front of the free queue, dropping any cached hash they carry.
-
-        Returns the block ids in pop order; each now has ref count 1. Raises ``RuntimeError``
-        when fewer than ``n`` blocks are free (callers check first).
-        """
+        """Pop ``n`` blocks from the front of the free queue, dropping any cached hash they carry: the block ids in pop
+        order, each with ref count 1. Raises ``RuntimeError`` when fewer than ``n`` are free (callers check first)."""
         q, h = self._queue, self._head
         if n <= 0:
             return []
         if n > len(q) - h - self._num_stale:
             raise RuntimeError(f"block pool: asked for {n} blocks, {self.num_free_blocks} free")
-        stale = self._stale
         if self._num_stale == 0:
             ids = q[h: h + n]
             h += n
         else:  # skip stale entries; a block's live entry is behind its stale ones, maybe in the same chunk
-            ids = []
+            ids, stale = [], self._stale
             while len(ids) < n:
                 chunk = q[h: h + n - len(ids)]
-                skip = list(filter(stale.__contains__, chunk))
+                skip = list(filter(stale.__getitem__, chunk))
                 if len(set(skip)) < len(skip):  # a block twice in the chunk: one entry at a time
-                    chunk, skip = chunk[:1], [b for b in chunk[:1] if b in stale]
+                    chunk, skip = chunk[:1], [b for b in chunk[:1] if stale[b]]
                 h += len(chunk)  # each of ``skip`` is once in the chunk, so that entry is stale
-                ids += filterfalse(set(skip).__contains__, chunk) if skip else chunk
-                for b in skip:
-                    s = stale.pop(b)
-                    if s > 1:
-                        stale[b] = s - 1
+                if skip:
+                    ids += filterfalse(set(skip).__contains__, chunk)
+                    deque(map(stale.__setitem__, skip, map((-1).__add__, map(stale.__getitem__, skip))), 0)
+                else:
+                    ids += chunk
                 self._num_stale -= len(skip)
         self._head = h
-        if self._key_of:
-            cached = list(filter(self._key_of.__contains__, ids))
-            if cached:
-                self._evict(cached)
+        if self._num_cached:  # each block's key (None: not cached)
+            keys = list(map(self._key_of.__getitem__, ids))
+            if None not in keys:
+                self._evict(ids, keys)
+            elif keys.count(None) < n:
+                live = list(map(is_not, keys, repeat(None)))
+                self._evict(list(compress(ids, live)), list(compress(keys, live)))
         if self._num_stale == 0 and h > 4096 and h * 2 > len(q):
             del q[:h]
             self._head = 0
         return ids
 
-    def _evict(self, blocks: list[int]) -> None:
-        """Drop the cache keys of registered ``blocks`` (being reallocated; vLLM ``_maybe_evict_cached_block``)."""
-        keys = list(map(self._key_of.pop, blocks))
-        deque(map(self._ref.pop, blocks), 0)
+    def _evict(self, blocks: list[int], keys: list[int]) -> None:
+        """Drop the cache ``keys`` of registered ``blocks`` (being reallocated; vLLM ``_maybe_evict_cached_block``)."""
+        deque(map(self._key_of.__setitem__, blocks, repeat(None)), 0)
+        self._num_cached -= len(blocks)
         first, dups = self._first, self._dups
         if dups.keys().isdisjoint(keys):
             deque(map(first.pop, keys), 0)
@@ -204,17 +216,17 @@ class BlockPool:
         self.num_evictions += len(blocks)
 
     def register(self, block_id: int, key: int) -> None:
-        """Record that ``block_id`` (full, held by one request) holds ``key``; a second block with a key is kept as a
-        duplicate, as vLLM does (hits use the first)."""
+        """``block_id`` (full, held by one request) holds ``key``; later ones with it are duplicates (hits: first)."""
         self.register_run([block_id], [key])
 
     def register_run(self, block_ids: list[int], keys: list[int]) -> None:
         """``register(b, k)`` for each pair in order; ``keys`` distinct (one request's chained block keys)."""
         key_of, first = self._key_of, self._first
-        if not key_of.keys().isdisjoint(block_ids):
-            raise RuntimeError(f"block {next(filter(key_of.__contains__, block_ids))} is already cached")
-        key_of.update(zip(block_ids, keys))
-        self._ref.update(dict.fromkeys(block_ids, 1))
+        if any(map(is_not, map(key_of.__getitem__, block_ids), repeat(None))):
+            raise RuntimeError(f"block {next(b for b in block_ids if key_of[b] is not None)} is already cached")
+        deque(map(key_of.__setitem__, block_ids, keys), 0)
+        deque(map(self._ref.__setitem__, block_ids, repeat(1)), 0)
+        self._num_cached += len(block_ids)
         if first.keys().isdisjoint(keys):
             first.update(zip(keys, block_ids))
             return
@@ -224,30 +236,23 @@ class BlockPool:
             else:
                 first[key] = b
 
-    def touch(self, block_ids: list[int]) -> None:
+    def touch(self, block_ids: list[int], refs: list[int] | None = None) -> None:
         """Take a reference on cached blocks hit by a request (distinct); a block with ref count 0 leaves the free
-        queue."""
+        queue. ``refs``: their ref counts now (``refs_of``), if already looked up."""
         ref = self._ref
-        refs = list(map(ref.__getitem__, block_ids))
+        refs = list(map(ref.__getitem__, block_ids)) if refs is None else refs
         if 0 in refs:
             zero = list(compress(block_ids, map((0).__eq__, refs)))
             stale = self._stale
-            stale.update(zip(zero, map((1).__add__, map(stale.get, zero, repeat(0)))))
+            deque(map(stale.__setitem__, zero, map((1).__add__, map(stale.__getitem__, zero))), 0)
             self._num_stale += len(zero)
-        ref.update(zip(block_ids, map((1).__add__, refs)))
+        deque(map(ref.__setitem__, block_ids, map((1).__add__, refs)), 0)
 
     def free(self, block_ids: list[int], num_registered: int, num_hashed: int) -> None:
-        """Release one request's blocks, given in block-table order.
-
-        Args:
-            block_ids: the request's blocks, block-table order.
-            num_registered: the leading blocks that are registered cache blocks (may be shared), count.
-            num_hashed: the leading blocks that are full and so carry a hash in vLLM, count
-                (≥ ``num_registered``); ignored when caching is off.
-
-        Blocks are released last-to-first; with caching on, the unhashed tail goes to the
-        head of the queue and hashed blocks whose ref count reaches 0 to the tail.
-        """
+        """Release one request's ``block_ids`` (block-table order) last to first; with caching on, the unhashed tail
+        goes to the head of the queue and hashed blocks whose ref count reaches 0 to the tail. ``num_registered``: the
+        leading registered cache blocks (may be shared); ``num_hashed``: the leading full blocks (a hash in vLLM; ≥
+        ``num_registered``; ignored with caching off), counts."""
         q = self._queue
         if not self.enable_caching:
             q.extend(reversed(block_ids))
@@ -260,15 +265,13 @@ class BlockPool:
             refs = list(map(ref.__getitem__, regs))
             if 0 in refs:
                 raise RuntimeError(f"block {regs[refs.index(0)]}: ref count below 0")
-            ref.update(zip(regs, map((-1).__add__, refs)))
+            deque(map(ref.__setitem__, regs, map((-1).__add__, refs)), 0)
             q += compress(regs, map((1).__eq__, refs))
 
     def free_unregistered(self, batch: list[tuple[list[int], int]]) -> None:
-        """``free(block_ids, 0, num_hashed)`` for each ``(block_ids, num_hashed)`` of ``batch``, in order, done at once.
-
-        Each free sends its full blocks to the tail of the queue (last first) and its unhashed tail to the head; tails
-        and heads do not interact, so the heads of later frees end up first and the tails follow in order.
-        """
+        """``free(block_ids, 0, num_hashed)`` for each ``(block_ids, num_hashed)`` of ``batch``, in order, done at once:
+        each free sends its full blocks to the tail of the queue (last first) and its unhashed tail to the head; tails
+        and heads do not interact, so the heads of later frees end up first and the tails follow in order."""
         q = self._queue
         if not self.enable_caching:
             for ids, _ in batch:

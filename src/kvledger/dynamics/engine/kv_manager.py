@@ -68,6 +68,7 @@ class PagedKVManager(PoolUsage, PagedStretches):
         self.step_blocks = step_blocks
         self.prefix_stats = PrefixCacheStats()
         self._req_blocks = 0  # Σ over running requests of their block-table lengths (shared blocks per holder)
+        self._key_memo: dict[int, list[int]] = {}  # earlier requests' block keys (prefix_keys.shareable_block_keys)
 
     # ------------------------------------------------------------ accounting (capacity, free, used, usage: PoolUsage)
     @property
@@ -79,7 +80,9 @@ class PagedKVManager(PoolUsage, PagedStretches):
     def _keys(self, req: SimRequest) -> list[int]:
         """Cache keys of the request's shareable full blocks (computed once per request)."""
         if req.keys is None:
-            req.keys = shareable_block_keys(req.spec, self.block_size, with_output=True)
+            if len(self._key_memo) >= 4096:  # bounded: a session's next turn comes within a few thousand requests
+                self._key_memo.clear()
+            req.keys = shareable_block_keys(req.spec, self.block_size, with_output=True, memo=self._key_memo)
         return req.keys
 
     def _key(self, req: SimRequest, i: int) -> int:
@@ -154,10 +157,10 @@ class PagedKVManager(PoolUsage, PagedStretches):
             alloc_tokens = reserve_tokens
         fit_tokens = must_fit_tokens if must_fit_tokens > alloc_tokens else alloc_tokens
         if hits:
-            evictable = pool.num_in_free_queue(hits)
-            if self.bft(fit_tokens) - n_hit + evictable > pool.num_free_blocks:
+            refs = pool.refs_of(hits)
+            if self.bft(fit_tokens) - n_hit + refs.count(0) > pool.num_free_blocks:  # ref 0: in the free queue
                 return False
-            pool.touch(hits)
+            pool.touch(hits, refs)
             req.blocks = hits + pool.allocate(self.bft(alloc_tokens) - n_hit)
         else:
             if self.step_blocks is not None:

@@ -185,12 +185,12 @@ class OffloadingPagedKVManager(PagedKVManager):
         if not self.enable_caching:
             return 0.0
         self.occupancy.append((req.arrival_s, self.lru.num_held))
-        hits, gpu_tokens = self.match(req)
         keys = self._keys(req)
         B = self.block_size
+        limit = min(len(keys), (req.num_tokens - 1) // B)
+        gpu_tokens = self.pool.cached_prefix_len(keys, limit) * B  # match(req)'s hit; its blocks only for a load
         if self._per == 1:  # the connector touches every full block of the request before the lookup
             self.lru.touch(self._keys_range(req, 0, req.num_tokens // B))
-        limit = min(len(keys), (req.num_tokens - 1) // B)
         start = gpu_tokens // B
         if self._per > 1:  # LMCache: whole chunks from the prompt's start, beyond the GPU hit
             chunk_keys = keys[self._per - 1:limit:self._per]
@@ -199,6 +199,7 @@ class OffloadingPagedKVManager(PagedKVManager):
             n = self.lru.lookup(keys, start, limit) if start < limit else 0
         if n <= 0:
             return 0.0
+        hits = self.pool.cached_prefix(keys, start)
         if hits:  # held while the loaded blocks are allocated, as vLLM's allocation for the request does
             self.pool.touch(hits)
         n = min(n, self.pool.num_free_blocks)

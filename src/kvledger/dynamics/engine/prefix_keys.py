@@ -30,9 +30,14 @@ _OWN = -1  # marks the key of a request's own (unique) block
 _LAST_SEGMENT: dict[tuple[int, int], list[int]] = {}  # (block tokens, segment tokens) -> _last_segment's list
 
 
-def shareable_block_keys(spec: RequestSpec, block_size: int, with_output: bool = False) -> list[int]:
+def shareable_block_keys(spec: RequestSpec, block_size: int, with_output: bool = False,
+                         memo: dict[int, list[int]] | None = None) -> list[int]:
     """Keys of the request's shareable full blocks, in order (empty without shared segments); ``with_output``: also
-    the blocks of its output that ``RequestSpec.stream_segments`` covers (vLLM hashes decoded full blocks too)."""
+    the blocks of its output that ``RequestSpec.stream_segments`` covers (vLLM hashes decoded full blocks too).
+
+    ``memo`` (one run's; the caller bounds it): earlier key lists by the chain key of their last block's segment. A
+    request whose chain passes through one reuses that list's keys, the same int objects: equal values either way,
+    but a dict finds an identical key without comparing two ints (a session's next turn repeats its last one's)."""
     B, S = block_size, spec.segment_tokens
     segs = spec.stream_segments if with_output and spec.output_segments else spec.prefix_segments
     nblk = (spec.num_shareable_tokens if segs is spec.prefix_segments else len(segs) * S) // B if segs else 0
@@ -42,8 +47,15 @@ def shareable_block_keys(spec: RequestSpec, block_size: int, with_output: bool =
     for seg in segs[: ((nblk * B - 1) // S) + 1]:
         prev = hash((prev, seg))
         chain.append(prev)
-    # block i's key: hash((chain[last segment it touches], i)), mapped at C level
-    return list(map(hash, zip(map(chain.__getitem__, _last_segment(B, S, nblk)), range(nblk))))
+    last = _last_segment(B, S, nblk)
+    if memo is None:  # block i's key: hash((chain[last segment it touches], i)), mapped at C level
+        return list(map(hash, zip(map(chain.__getitem__, last), range(nblk))))
+    old = next(filter(None, map(memo.get, reversed(chain))), None)
+    r = min(len(old), nblk) if old is not None else 0
+    keys = old[:r] if r else []
+    keys += map(hash, zip(map(chain.__getitem__, last[r:]), range(r, nblk)))
+    memo[chain[last[-1]]] = keys
+    return keys
 
 
 def _last_segment(block_size: int, segment_tokens: int, nblk: int) -> list[int]:

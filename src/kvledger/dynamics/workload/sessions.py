@@ -28,7 +28,8 @@ import numpy as np
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.errors import InputError
 
-__all__ = ["Turn", "Session", "SessionShape", "SessionLoop", "synthesize_sessions", "turn_specs", "CHAT", "AGENT"]
+__all__ = ["Turn", "Session", "SessionShape", "SessionLoop", "synthesize_sessions", "turn_specs", "CHAT", "AGENT",
+           "SESSION_SHAPES"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,8 @@ CHAT = SessionShape()
 AGENT = SessionShape(mean_turns=20.0, max_turns=200, first_input_median_tokens=2048, input_median_tokens=512,
                      output_median_tokens=128, think_mean_s=2.0, system_tokens=4096, max_context_tokens=131072)
 """Agent loop: ~20 tool calls, large tool results, short outputs, 2 s tool time (stated assumptions, not a fit)."""
+SESSION_SHAPES = {"chat": CHAT, "agent": AGENT}
+"""The presets by the name ``--workload`` takes."""
 
 
 def _check_shape(s: SessionShape) -> None:

@@ -1,0 +1,180 @@
+"""A tier variant as a search candidate of its own: the ledger entry of a colocated candidate served with a KV tier
+below HBM (``tier_probe.py``), with the same figures as any other entry (capacity, operating points, cost, sizing,
+launch commands) so that the ranking, both frontiers and the winner take it like the rest, plus its verdict against
+the same setup on more GPUs.
+
+Cost: ``self_host_unit_ledgers`` with the tier as a line item (``ledgers/tier_items.py``; the user's price, else the
+bundled row of ``catalog/tier_prices.py``); the unit's hour costs its GPUs plus the tier's month ÷ 730 h. "Beats more
+GPUs": the variant against the same GPU, KV dtype and engine settings without a tier — the candidate itself (more
+replicas for the load) and every feasible candidate with a larger TP — on the monthly bill for the load
+(``--rate``/``--monthly-tokens``/``--session-rate``), else on USD per 1k requests at capacity.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.analyses.search.tier_probe import TIER_OF, TierProber, tier_capacity
+from kvledger.errors import KvLedgerError
+
+__all__ = ["variant_id", "variant_entry", "compare"]
+
+
+def variant_id(base_id: str, opt: Any) -> str:
+    """``nvidia_h100_sxm:tp1:kv-auto:offload-cpu-256GiB``: the base candidate's id and the tier."""
+    return f"{base_id}:offload-{opt.kind}-{opt.size_gib:g}GiB"
+
+
+def _launch(base: dict[str, str], opt: Any, tp: int) -> dict[str, str]:
+    out = dict(base)
+    if opt.kind == "cpu":
+        out["vllm"] += f" --kv-offloading-size {opt.size_gib * tp:g} --kv-offloading-backend native"
+        out["sglang"] += f" --enable-hierarchical-cache --hicache-size {int(opt.size_gib * 2**30 // 10**9)}"
+        out["check"] += f" --kv-offloading-size {opt.size_gib * tp:g} --kv-offloading-backend native"
+        out["note"] += (f"; host KV tier {opt.size_gib:g} GiB per GPU: vLLM's --kv-offloading-size is over all "
+                        f"TP ranks, SGLang's --hicache-size is GB (10^9 B) per GPU")
+    else:
+        out["note"] += (f"; disk KV tier {opt.size_gib:g} GiB per GPU: not in these commands (vLLM's native connector "
+                        "has no disk tier; LMCache's local_disk backend is the closest)")
+    return out
+
+
+def _points(p: TierProber, b: float, num_gpus: int, target: float) -> list[dict[str, Any]]:
+    from kvledger.analyses.search.capacity import LOAD_FRACTIONS, operating_point
+
+    pts = []
+    for r in [f * b for f in LOAD_FRACTIONS] + [b]:
+        p.run_at(r)
+        pts.append(operating_point(r, p.runs[r], p.goodputs[r], num_gpus))
+    return [x for x in pts if x["attainment"] >= target and x["tok_per_s_per_user"] is not None]
+
+
+def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, float | None]) -> dict[str, Any]:
+    """The entry of ``base`` (a feasible colocated entry, or one that met the SLO at no rate) served with tier ``opt``:
+    status "feasible" with every figure an entry has, or "rejected" / "skipped" / "error" with the reason."""
+    from kvledger.analyses.search.capacity import Probed
+    from kvledger.analyses.search.evaluate import capacity_figures, load_rate_req_per_s, size_for_load
+    from kvledger.analyses.search.launch import launch_for
+    from kvledger.analyses.search.screen import price_row
+    from kvledger.analyses.search.spec import Candidate
+    from kvledger.ledgers.cost import HOURS_PER_MONTH, GpuRate, SelfHostSetup, capacity_from, self_host_unit_ledgers
+    from kvledger.ledgers.slo import parse_slo
+    from kvledger.ledgers.tier_items import KvTierBill, TierRate, tier_usd_per_month
+
+    cand = Candidate.from_entry(base)
+    rate_row = TierRate.given(TIER_OF[opt.kind][0], opt.size_gib, prices[TIER_OF[opt.kind][0]])
+    bill = KvTierBill((rate_row,))
+    tier_month = tier_usd_per_month(bill, cand.num_gpus)
+    keep = {k: v for k, v in base.items() if k not in ("capacity", "cost", "sizing", "launch", "bounds", "workload",
+                                                       "decided_by_bound")}
+    feasible_base = base["status"] == "feasible"
+    info = {"kind": opt.kind, "size_gib_per_gpu": opt.size_gib, "label": opt.label, "base": base["id"],
+            "base_status": base["status"] if feasible_base else f"{base['status']}: {base.get('reason')}",
+            "base_boundary_rate_req_per_s": base["capacity"]["boundary_rate_req_per_s"] if feasible_base else None,
+            "tier_usd_per_month_per_unit": tier_month,
+            "tier_price": {"usd_per_gib_month": rate_row.usd_per_gib_month, "source": rate_row.source,
+                           "as_of": rate_row.as_of}}
+    out: dict[str, Any] = {**keep, "id": variant_id(base["id"], opt), "reason": None, "detail": None,
+                           "offload": info}
+    if base.get("enable_prefix_caching") is False:
+        return {**out, "status": "skipped", "reason": "prefix caching off",
+                "detail": "a KV tier serves prefix hits only; with prefix caching off there is nothing to load"}
+    slo = parse_slo(spec.slo)
+    p = TierProber(spec, cand, opt, slo)
+    start = (base["capacity"]["boundary_rate_req_per_s"] if feasible_base
+             else min(r for r, _ in base["capacity"]["probes"]))
+    try:
+        b, first_failing = tier_capacity(p, start)
+        if b is not None:
+            points = _points(p, b, cand.num_gpus, spec.target)
+    except KvLedgerError as err:
+        return {**out, "status": "error", "reason": "simulation error", "detail": str(err)}
+    info["tier"] = p.tier
+    if b is None:
+        return {**out, "status": "rejected", "reason": "SLO not met at any rate",
+                "detail": f"with {opt.label} no request rate down to {first_failing:.3g} req/s has "
+                          f"{spec.target:.0%} of requests within the SLO ({spec.slo})"}
+    run, gp = p.runs[b], p.goodputs[b]
+    wl = base.get("workload") or {k: run.metadata.extra["workload"][k] for k in (
+        "trace", "num_requests", "prompt_tokens_mean", "output_tokens_mean")}
+    notes = [f"each probe: one simulation with the {opt.label} tier in the simulator (vLLM's OffloadingConnector rule, "
+             f"dynamics/offload_sim.py); search from {start:.4g} req/s"] + (
+        ["the target was still met at the last doubling: the capacity is at least this"] if p.lower_bound else [])
+    if hasattr(spec.synthetic, "prepare_setup"):  # sessions: the steady state's goodput, as the base's
+        from kvledger.analyses.serving.session_spec import steady_goodput
+
+        gp, note = steady_goodput(gp, b)
+        notes.append(note)
+    pr = Probed(b, first_failing, p.probes(), notes, run, gp, wl, points=points)
+    cap = capacity_from(run, gp, None)
+    row = price_row(cand.gpu_id, spec.gpu_provider)
+    unit_month = cand.num_gpus * row.usd_per_gpu_hour * HOURS_PER_MONTH + tier_month
+    rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
+    sizing = None
+    if rate is not None:
+        replicas, realized = size_for_load(rate, cap.goodput_req_per_s, spec.max_utilization)
+        sizing = {"rate_req_per_s": rate, "replicas": replicas, "num_gpus": replicas * cand.num_gpus,
+                  "realized_utilization": realized, "monthly_usd": replicas * unit_month,
+                  "how": f"replicas = ⌈{rate:.4g} req/s ÷ ({cap.goodput_req_per_s:.4g} good req/s × "
+                         f"{spec.max_utilization:.0%})⌉; bill = replicas × ({cand.num_gpus} GPUs × "
+                         f"${row.usd_per_gpu_hour:g}/GPU-h × 730 h + tier ${tier_month:,.2f}/month)"}
+    u = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
+    led_in, led_out = self_host_unit_ledgers(cap, SelfHostSetup(GpuRate.from_catalog(row), cand.num_gpus, u,
+                                                                max_utilization=spec.max_utilization,
+                                                                kv_tiers=bill))
+    unit_hour = unit_month / HOURS_PER_MONTH
+    cost = {"utilization": u, "usd_per_mtok_input": led_in.total_usd, "usd_per_mtok_output": led_out.total_usd,
+            "usd_per_1k_requests": unit_hour * 1000.0 / (3600.0 * u * cap.goodput_req_per_s),
+            "usd_per_1k_requests_at_capacity": unit_hour * 1000.0 / (3600.0 * cap.goodput_req_per_s),
+            "prefill_share": cap.prefill_share, "prefill_share_method": cap.prefill_share_method,
+            "ledgers": {"input": led_in.to_dict(), "output": led_out.to_dict()}}
+    out = {**out, "status": "feasible", "workload": wl, "capacity": capacity_figures(pr, cand.num_gpus),
+           "cost": cost, "sizing": sizing}
+    launch = base.get("launch") or launch_for(spec.model, cand.gpu_id, out, spec.engine_version)
+    return {**out, "launch": _launch(launch, opt, cand.tp)}
+
+
+def _same_setup(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    keys = ("gpu_id", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching")
+    return all(a.get(k) == b.get(k) for k in keys) and not b.get("prefill_replicas") and "offload" not in b
+
+
+def _money(v: dict[str, Any], by_bill: bool) -> tuple[float, int]:
+    return ((v["sizing"]["monthly_usd"], v["sizing"]["num_gpus"]) if by_bill
+            else (v["cost"]["usd_per_1k_requests_at_capacity"], v["num_gpus_per_unit"]))
+
+
+def compare(v: dict[str, Any], base: dict[str, Any], feasible: list[dict[str, Any]]) -> None:
+    """Adds ``vs_more_gpus``, ``beats_more_gpus``, ``cheaper_than_without`` and ``verdict`` to a feasible variant's
+    ``offload``: against its base without the tier (more replicas for the load; absent when the base met the SLO at no
+    rate) and every feasible larger TP of the same setup without a tier."""
+    n = base["num_gpus_per_unit"]
+    rivals = ([base] if base["status"] == "feasible" else []) + [
+        f for f in feasible if _same_setup(base, f) and f["num_gpus_per_unit"] > n]
+    by_bill = v["sizing"] is not None
+    mine, mine_gpus = _money(v, by_bill)
+    fmt = "{:,.0f}" if by_bill else "{:.4g}"
+    off = v["offload"]
+    vs = []
+    for r in rivals:
+        theirs, gpus = _money(r, by_bill)
+        what = (f"{r['id']} × {r['sizing']['replicas']} ({gpus} GPUs, ${theirs:,.0f}/month) vs {mine_gpus} GPUs + "
+                f"{off['label']} (${mine:,.0f}/month)" if by_bill else
+                f"{r['id']} ${theirs:.4g} vs ${mine:.4g} per 1k requests at capacity")
+        vs.append({"id": r["id"], "more_gpus": "no tier, replicas for the load" if r is base else f"TP {r['tp']}",
+                   "num_gpus": gpus, "usd": theirs, "tier_usd": mine, "tier_cheaper": mine < theirs, "text": what})
+    off["vs_more_gpus"] = vs
+    head = f"{off['label']} on {base['id']} ({mine_gpus} GPUs + tier, ${fmt.format(mine)})"
+    if not vs:
+        off.update(beats_more_gpus=False, cheaper_than_without=None,
+                   verdict=f"{head} meets the SLO where {base['id']} without a tier does not ({off['base_status']}); "
+                           "no larger TP of the same setup is feasible to compare with")
+        return
+    best = min(vs, key=lambda x: x["usd"])
+    basis = "monthly bill for the load" if by_bill else "USD per 1k requests at capacity"
+    off["cheaper_than_without"] = mine < best["usd"]
+    off["beats_more_gpus"] = off["cheaper_than_without"] and mine_gpus < best["num_gpus"]
+    off["verdict"] = (f"{head} {'beats' if off['cheaper_than_without'] else 'does not beat'} the cheapest setup "
+                      f"without a tier ({best['id']}, {best['more_gpus']}: {best['num_gpus']} GPUs, "
+                      f"${fmt.format(best['usd'])}; {basis})"
+                      + ("; the tier beats more GPUs" if off["beats_more_gpus"] else ""))

@@ -1,0 +1,108 @@
+"""A search candidate served with a KV tier below HBM: the tier the plan gives it, its runs at request rates with the
+tier in the simulator, and its SLO capacity with the tier.
+
+``cpu:SIZE`` is vLLM's native ``OffloadingConnector`` with ``--kv-offloading-size`` = SIZE per GPU × TP (the plan's
+``host_dram`` tier: capacity by the engine's rule, read bandwidth over the host link, ``accounting/kv_tiers.py``);
+``disk:SIZE`` a local NVMe tier of SIZE per GPU (the plan's ``nvme`` tier, 7 GB/s read assumed) simulated by the same
+write-through LRU host-tier model with the disk's capacity and bandwidth — an approximation: vLLM's native connector
+has no disk tier (LMCache's ``local_disk`` has).
+
+Capacity: the same seeded workload as the candidate's search, at request rates from a start (the candidate's own
+boundary, or its lowest probe when it met the SLO at no rate), doubled while the target is met (halved while it is
+missed), then ``ledgers.boundary.search_boundary`` to 1 % of the bracket's low end; each probe one simulation with the
+tier (``dynamics.offload_sim.offload_kv_factory``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from kvledger.errors import InputError
+
+__all__ = ["TIER_OF", "TierProber", "tier_capacity"]
+
+TIER_OF = {"cpu": ("host", "host_dram"), "disk": ("nvme", "nvme")}
+"""``--offload`` kind → (the cost ledger's tier kind, the plan's tier name)."""
+_MAX_DOUBLINGS = 6
+
+
+def _host_tier(setup: Any, tp: int, opt: Any) -> tuple[Any, dict[str, Any]]:
+    from kvledger.accounting.kv_tier_rules import TierSettings
+    from kvledger.accounting.kv_tiers import build_tier_plan
+    from kvledger.dynamics.engine.offload import HostTier
+
+    settings = (TierSettings(kv_offloading_size_gib=opt.size_gib * tp, kv_offloading_backend="native")
+                if opt.kind == "cpu" else TierSettings(nvme_gib=opt.size_gib))
+    plan = build_tier_plan(setup.plan, settings)
+    t = plan.tier(TIER_OF[opt.kind][1])
+    if t is None:
+        raise InputError(f"the plan has no {opt.kind} tier for --offload {opt.label}")
+    host = HostTier(t.capacity_tokens // setup.config.block_size, plan.bytes_per_token, t.read_bytes_per_s,
+                    t.write_bytes_per_s)
+    return host, {"tier": t.name, "capacity_bytes": t.capacity_bytes, "capacity_tokens": t.capacity_tokens,
+                  "read_bytes_per_s": t.read_bytes_per_s, "capacity_rule": t.capacity_rule,
+                  "bandwidth_source": t.bandwidth_source}
+
+
+class TierProber:
+    """Runs (and remembers) the candidate's workload with the tier at a request rate, and each run's goodput."""
+
+    def __init__(self, spec: Any, cand: Any, opt: Any, slo: Any) -> None:
+        from kvledger.analyses.search.screen import sim_args
+
+        self.spec, self.cand, self.opt, self.slo = spec, cand, opt, slo
+        self.args = sim_args(spec, cand)
+        self.runs: dict[float, Any] = {}
+        self.goodputs: dict[float, Any] = {}
+        self.tier: dict[str, Any] = {}
+        self.lower_bound = False
+
+    def run_at(self, rate: float) -> Any:
+        from kvledger.analyses.serving.sim_ledgers import prepare_run, run_prepared
+        from kvledger.dynamics.offload_sim import offload_kv_factory
+        from kvledger.ledgers.goodput import goodput
+
+        if rate not in self.runs:
+            args = replace(self.args, rate=rate)
+            setup = prepare_run(args, self.spec.synthetic)
+            host, self.tier = _host_tier(setup, self.cand.tp, self.opt)
+            self.runs[rate] = run_prepared(setup, args, self.spec.synthetic, record_token_times=False,
+                                           kv_manager_factory=offload_kv_factory(host, [])).run
+            self.goodputs[rate] = goodput(self.runs[rate], self.slo)
+        return self.runs[rate]
+
+    def meets(self, rate: float) -> bool:
+        self.run_at(rate)
+        return self.goodputs[rate].attainment >= self.spec.target
+
+    def probes(self) -> list[list[float]]:
+        """[rate, attainment] of every run, by rate."""
+        return [[r, self.goodputs[r].attainment] for r in sorted(self.runs)]
+
+
+def tier_capacity(p: TierProber, start: float) -> tuple[float | None, float | None]:
+    """(the highest rate meeting the target with the tier, the lowest rate found to miss it) from ``start`` req/s;
+    (None, start) when no rate down to start ÷ 64 meets it. A boundary still met after 6 doublings is a lower bound
+    (``p.lower_bound``)."""
+    from kvledger.ledgers.boundary import search_boundary
+
+    if p.meets(start):
+        lo, hi = start, 2.0 * start
+        for _ in range(_MAX_DOUBLINGS):
+            if not p.meets(hi):
+                break
+            lo, hi = hi, 2.0 * hi
+        else:
+            p.lower_bound = True  # still met after the last doubling: the capacity is at least this
+            return lo, None
+    else:  # the tier misses at the start (its loads delay TTFT, or the candidate misses everywhere): halve
+        lo, hi = 0.5 * start, start
+        for _ in range(_MAX_DOUBLINGS):
+            if p.meets(lo):
+                break
+            lo, hi = 0.5 * lo, lo
+        else:
+            return None, lo
+    res = search_boundary(p.run_at, p.slo, p.spec.target, lo, hi, tol=0.01 * lo, max_evals=12)
+    return res.boundary_value, res.first_failing_value

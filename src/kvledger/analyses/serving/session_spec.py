@@ -1,0 +1,132 @@
+"""A multi-turn session workload for the rate searches (``search --workload chat|agent``): the presets of
+``dynamics/workload/sessions.py`` drawn with a seed, at a session start rate set from the request (turn) rate the
+search probes.
+
+The search's load axis is requests per second, so a session workload is probed at a turn rate ``R``: the sessions are
+drawn once at 1 session/s to count their turns ``T`` over ``N`` sessions, then again with the same seed at ``R × N ÷ T``
+sessions/s. The second draw consumes the generator exactly as the first (the start gaps are Exponential(1 ÷ rate)
+= (1 ÷ rate) × a standard exponential from the same bits), so every probe serves the same sessions — the same turns,
+lengths and think times — only their starts scaled; in a steady state the turns then arrive at ``R`` per second. Each
+session is a closed loop (a turn is sent its think time after the previous one finished), so a probe that is short
+beside a session's length never reaches that steady state: more sessions per probe (``--sessions``) make it closer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kvledger.errors import InputError
+
+__all__ = ["SessionSpec", "steady_goodput", "MAX_STEADY_SCALE"]
+
+MAX_STEADY_SCALE = 2.0
+"""kvledger rule: a session probe's goodput is scaled to its steady state only when that at most doubles it, i.e. its
+sessions' ramp-up and drain took no longer than their starts; a shorter probe keeps its own (smaller) goodput."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSpec:
+    """Sessions of a preset shape as a search workload.
+
+    Attributes:
+        workload: the preset, ``chat`` or ``agent`` (``dynamics.workload.sessions.SESSION_SHAPES``).
+        num_sessions: sessions per probe, count.
+    """
+
+    workload: str
+    num_sessions: int = 200
+
+    def __post_init__(self) -> None:
+        from kvledger.dynamics.workload.sessions import SESSION_SHAPES
+
+        if self.workload not in SESSION_SHAPES:
+            raise InputError(f"--workload must be one of {', '.join(SESSION_SHAPES)}, got {self.workload!r}")
+        if isinstance(self.num_sessions, bool) or not isinstance(self.num_sessions, int) or not (
+                1 <= self.num_sessions <= 1_000_000):
+            raise InputError(f"--sessions must be a whole number in [1, 1,000,000], got {self.num_sessions!r}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload} sessions ({self.num_sessions:,} per probe)"
+
+    @property
+    def rate_note(self) -> str:
+        return ("session workload: the axis value is the nominal turn rate (session starts × turns per session); "
+                "the offered rate of each probe (its turns ÷ their arrival span) is listed next to it")
+
+    def turns_per_session(self, seed: int, max_model_len: int) -> float:
+        """Mean turns per drawn session, every start counted (the draw at 1 session/s; the same at any rate): the
+        draw of ``sim_tiers.prepare_sessions``, sessions stopping before they would pass ``max_model_len``."""
+        import numpy as np
+
+        from kvledger.dynamics.workload.sessions import SESSION_SHAPES, synthesize_sessions
+
+        base = SESSION_SHAPES[self.workload]
+        shape = replace(base, max_context_tokens=min(base.max_context_tokens, max_model_len))
+        drawn = synthesize_sessions(shape, self.num_sessions, 1.0, np.random.default_rng(seed))
+        return sum(len(s.turns) for s in drawn) / self.num_sessions
+
+    def session_rate(self, rate_req_per_s: float | None, seed: int, max_model_len: int) -> float:
+        """Session starts per second whose turns arrive at ``rate_req_per_s`` in a steady state.
+
+        Raises:
+            InputError: a rate that is not a positive finite number.
+        """
+        if rate_req_per_s is None or not (math.isfinite(rate_req_per_s) and rate_req_per_s > 0):
+            raise InputError(f"a session workload needs a finite turn rate > 0 req/s, got {rate_req_per_s!r}")
+        return rate_req_per_s / self.turns_per_session(seed, max_model_len)
+
+    def prepare_setup(self, args: Any) -> Any:
+        """The prepared simulation (``sim_tiers.prepare_sessions``) of these sessions at the turn rate ``args.rate``.
+
+        Raises:
+            InputError: --concurrency or --rate-scale given (the turn rate drives a session workload), or what
+                ``prepare`` refuses.
+        """
+        from kvledger.analyses.serving.sim_setup import load_plan
+        from kvledger.analyses.serving.sim_tiers import prepare_sessions
+
+        if args.concurrency is not None or args.rate_scale is not None:
+            raise InputError("a session workload is driven by its turn rate (--rate); --concurrency and --rate-scale "
+                             "do not apply")
+        session_rate = self.session_rate(args.rate, args.seed, load_plan(args)[0].memory.max_model_len)
+        setup = prepare_sessions(args, self.workload, self.num_sessions, session_rate)
+        setup.workload_info.update({"trace": self.label, "offered_rate_req_per_s": args.rate,
+                                    "session_rate_per_s": session_rate})
+        return setup
+
+
+def steady_goodput(gp: Any, rate_req_per_s: float) -> tuple[Any, str]:
+    """(the goodput of a session probe at its steady state, the note saying so).
+
+    A probe of N closed-loop sessions ramps up over a session's length and drains over another, so good turns ÷
+    (first arrival → last finish) understates what the replica sustains at the turn rate ``R`` it was probed at. The
+    steady state serves ``R`` turns/s of which the attainment are good: every goodput and throughput figure is scaled
+    by ``f = R × attainment ÷ goodput`` (the turns' token mix kept), the duration divided by it — when ``f`` ≤
+    ``MAX_STEADY_SCALE``; a probe of too few sessions (a closed loop of N sessions never holds more than N turns, so
+    its attainment stays high at any rate) keeps its own goodput.
+    """
+    if not gp.goodput_req_per_s:
+        return gp, ""
+    f = rate_req_per_s * gp.attainment / gp.goodput_req_per_s
+    if f > MAX_STEADY_SCALE:
+        return gp, (f"session workload: the probe at {rate_req_per_s:.4g} turns/s spent longer ramping up and "
+                    f"draining than its sessions took to start ({gp.goodput_req_per_s:.4g} good req/s over the whole "
+                    f"probe, {rate_req_per_s * gp.attainment:.4g} at a steady state): too few sessions to reach one, "
+                    "so the whole probe's goodput is kept (conservative); raise --sessions")
+
+    def x(v: float | None) -> float | None:
+        return None if v is None else v * f
+
+    out = replace(gp, duration_s=None if gp.duration_s is None else gp.duration_s / f,
+                  goodput_req_per_s=x(gp.goodput_req_per_s), throughput_req_per_s=x(gp.throughput_req_per_s),
+                  goodput_output_tok_per_s=x(gp.goodput_output_tok_per_s),
+                  throughput_output_tok_per_s=x(gp.throughput_output_tok_per_s),
+                  goodput_input_tok_per_s=x(gp.goodput_input_tok_per_s),
+                  throughput_input_tok_per_s=x(gp.throughput_input_tok_per_s))
+    return out, (f"session workload: capacity at the steady state, {rate_req_per_s:.4g} turns/s × attainment "
+                 f"{gp.attainment:.3f} = {out.goodput_req_per_s:.4g} good req/s (the whole probe, ramp-up and drain "
+                 f"of its sessions included: {gp.goodput_req_per_s:.4g}); more --sessions per probe bring the two "
+                 "closer")

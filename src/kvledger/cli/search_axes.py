@@ -1,0 +1,108 @@
+"""``kvledger search``'s list flags read into its axes (GPUs, TPs, KV dtypes, engine settings, disaggregated splits)
+and its session workload (``--workload chat|agent --sessions N``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["axes_of", "splits_of", "workload_of"]
+
+
+def _split(text: str | None) -> list[str]:
+    return [w.strip() for w in (text or "").split(",") if w.strip()]
+
+
+def _ints(text: str | None, flag: str, *, tokens: bool = False) -> tuple[int, ...]:
+    from kvledger.errors import InputError
+    from kvledger.ranges import check_options
+    from kvledger.units import parse_tokens
+
+    out = []
+    name = flag.removeprefix("--").replace("-", "_")
+    for w in _split(text):
+        if tokens:
+            out.append(parse_tokens(w, what=flag))
+        elif w.isdigit():
+            out.append(int(w))
+        else:
+            raise InputError(f"{flag} takes whole numbers ≥ 1 separated by commas, got {w!r}")
+        check_options("search", {name: out[-1]}, {name: flag})  # each value in its range: kvledger.ranges
+    return tuple(out)
+
+
+def _onoff(text: str | None) -> tuple[bool | None, ...]:
+    from kvledger.errors import InputError
+
+    vals = {"on": True, "off": False, "true": True, "false": False}
+    words = _split(text)
+    bad = [w for w in words if w.lower() not in vals]
+    if bad:
+        raise InputError(f"--prefix-caching takes on, off or on,off; got {bad[0]!r}")
+    return tuple(vals[w.lower()] for w in words) or (None,)
+
+
+def splits_of(text: str) -> tuple[tuple[int, int], ...]:
+    from kvledger.errors import InputError
+
+    out = []
+    for w in _split(text):
+        p, _, d = w.partition(":")
+        if not (p.isdigit() and d.isdigit() and int(p) >= 1 and int(d) >= 1):
+            raise InputError(f"--disagg-splits takes P:D pairs of whole numbers ≥ 1 (prefill:decode replicas), got "
+                             f"{w!r}")
+        out.append((int(p), int(d)))
+    return tuple(out)
+
+
+def axes_of(gpus: str | None, tp: str | None, kv: str | None, seqs: str | None, mnbt: str | None, pc: str | None,
+          splits: tuple[tuple[int, int], ...]) -> Any:
+    from kvledger.analyses.search import Axes
+
+    return Axes(disagg_splits=splits, gpus=tuple(_split(gpus)), tps=_ints(tp, "--tp"),
+                kv_cache_dtypes=tuple(_split(kv)) or ("auto",),
+                max_num_seqs=_ints(seqs, "--max-num-seqs") or (None,),
+                max_num_batched_tokens=_ints(mnbt, "--max-num-batched-tokens", tokens=True) or (None,),
+                prefix_caching=_onoff(pc))
+
+
+
+
+def workload_of(flags: Any, session_workload: str | None, sessions: int | None, session_rate: float | None,
+                rate: float | None, monthly_tokens: float | None, model: str, max_model_len: int | None,
+                seed: int, disagg: bool) -> tuple[Any, float | None, list[str]]:
+    """(the workload spec of every probe, the load in req/s, notes): the trace or synthetic flags
+    (``sim_opts.synthetic_spec``), or with ``--workload chat|agent`` a session workload
+    (``analyses/serving/session_spec.SessionSpec``) whose ``--session-rate`` (session starts per second, the load to
+    size for) becomes turns per second: × the drawn sessions' turns per session.
+
+    Raises:
+        InputError: a session flag without ``--workload``, ``--workload`` with a trace, a synthetic workload or
+            ``--disagg``, or two loads at once.
+    """
+    from kvledger.analyses.serving.session_spec import SessionSpec
+    from kvledger.cli.sim_opts import synthetic_spec
+    from kvledger.errors import InputError
+
+    if session_workload is None:
+        if sessions is not None or session_rate is not None:
+            raise InputError("--sessions and --session-rate describe a session workload: give --workload chat|agent")
+        return synthetic_spec(flags), rate, []
+    if flags.trace is not None or synthetic_spec(flags) is not None:
+        raise InputError("--workload chat|agent is a session workload: give it without --trace or "
+                         "--prompt-lengths/--output-lengths")
+    if disagg:
+        raise InputError("--disagg is not simulated on a session workload (its units replay open-loop requests)")
+    spec = SessionSpec(session_workload.strip().lower(), 200 if sessions is None else sessions)
+    if session_rate is None:
+        return spec, rate, []
+    if rate is not None or monthly_tokens is not None:
+        raise InputError("give the load as --session-rate, --rate or --monthly-tokens, only one")
+    if not (session_rate > 0 and session_rate < 1e6):
+        raise InputError(f"--session-rate must be in (0, 1,000,000) sessions/s, got {session_rate!r}")
+    from kvledger.catalog.models import load_model
+
+    mml = max_model_len or load_model(model).derived_max_model_len
+    turns = spec.turns_per_session(seed, mml)
+    return spec, session_rate * turns, [
+        f"load: --session-rate {session_rate:g} sessions/s × {turns:.4g} turns per session (the {spec.num_sessions:,} "
+        f"sessions drawn with seed {seed}, context ≤ {mml:,} tokens) = {session_rate * turns:.4g} req/s"]
