@@ -17,7 +17,7 @@ def offload(
     engine: str = typer.Option("vllm", "--engine", help="vllm or sglang."),
     engine_version: str | None = option(EngineFlags, "engine_version", help="vLLM version whose rules apply."),
     tp: int = typer.Option(1, flag_of(EngineFlags, "tp"), help="Tensor-parallel degree."),  # without vLLM's alias
-    max_model_len: str | None = option(EngineFlags, "max_model_len", help="Tokens (default 32K for the sessions)."),
+    max_model_len: str | None = option(EngineFlags, "max_model_len", help="Tokens (default 32K, as simulate's)."),
     tiers: TierFlags = TierFlags(),
     workload: str = typer.Option("chat", "--workload", help="Session shape: chat or agent (sessions.py presets)."),
     sessions: int = typer.Option(200, "--sessions", help="Sessions to simulate, count."),
@@ -36,7 +36,7 @@ def offload(
     from rich.console import Console
 
     from kvledger.accounting.settings import make_settings
-    from kvledger.analyses.judgments.offload import analyse_offload
+    from kvledger.analyses.judgments.offload import analyse_offload, session_context_cap
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.cli.tier_opts import tier_settings
@@ -49,13 +49,14 @@ def offload(
                          "--host-memory-usd-per-gib-month (USD per GiB-month, as `cost` and `search` take it; "
                          "× 730 h/month: 0.005 USD/GiB-h is 3.65 USD/GiB-month)")
 
-    settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp,
-                             max_model_len=parse_tokens(max_model_len or "32K", what="--max-model-len"))
+    cap, cap_source = session_context_cap(parse_tokens(max_model_len, what="--max-model-len")
+                                          if max_model_len else None)
+    settings = make_settings(engine=engine.lower(), engine_version=engine_version, tp=tp, max_model_len=cap)
     tier = tier_settings(tiers)
     rep = analyse_offload(load_model(model), resolve_gpu(gpu), settings, tier, workload=workload,
                           num_sessions=sessions, session_rate=session_rate, seed=seed, compare_gpus=compare_gpus,
                           gpu_usd_per_hour=gpu_usd_per_hour,
-                          host_usd_per_gib_month=host_memory_usd_per_gib_month)
+                          host_usd_per_gib_month=host_memory_usd_per_gib_month, context_cap_source=cap_source)
     if as_json:
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:

@@ -56,11 +56,17 @@ def simulate(
 
         prepare_output_dir(out, OUT_FILES, force=force, inputs=[args.trace, args.step_cost])
     if session_run:
-        from kvledger.analyses.serving.sim_tiers import DEFAULT_SESSION_RATE, DEFAULT_SESSIONS, prepare_sessions
+        from kvledger.analyses.serving.sim_tiers import (
+            DEFAULT_SESSION_RATE,
+            DEFAULT_SESSIONS,
+            prepare_sessions,
+            session_args,
+        )
 
         n, rate = sessions.sessions, sessions.session_rate
+        args, cap_source = session_args(args)  # offload's session default when --max-model-len is not given
         setup = prepare_sessions(args, sessions.session_workload, DEFAULT_SESSIONS if n is None else n,
-                                 DEFAULT_SESSION_RATE if rate is None else rate)
+                                 DEFAULT_SESSION_RATE if rate is None else rate, cap_source)
     else:
         setup = prepare_run(args, synthetic)
     keep_times = record_token_times or out is not None
@@ -89,7 +95,8 @@ def simulate(
         if tier_report is not None:
             from kvledger.report.sim_tiers_view import render_sim_tiers
 
-            render_sim_tiers(tier_report, Console(), sessions=session_run)
+            render_sim_tiers(tier_report, Console(), sessions=session_run,
+                             workload=sessions.session_workload if session_run else "")
 
 
 def _run(setup, args, record_steps: bool, show_progress: bool, record_token_times: bool):

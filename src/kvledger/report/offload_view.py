@@ -13,20 +13,29 @@ if TYPE_CHECKING:
 __all__ = ["render_offload", "tier_verdict_line"]
 
 
-def tier_verdict_line(j, sessions: bool = True) -> str:
+def tier_verdict_line(j, sessions: bool = True, workload: str = "") -> str:
     """The answer first: whether the host tier adds prefix hits on this workload, and why not when it does not
-    (``sessions``: a session workload, whose flags the hint names; else a trace, whose load flags it names)."""
+    (``sessions``: a session workload, whose flags the hint names; else a trace, whose load flags it names;
+    ``workload``: the session preset, so an agent run is not told to try agent sessions)."""
     if j["helps"]:
         return (f"The host tier helps this workload: it serves {j['host_hit_rate']:.1%} of prompt tokens that HBM "
                 f"had evicted (simulated below).")
+    if j.get("adds_hits") and j.get("ttft_worse"):
+        t = j["ttft_s"]
+        worse = ", ".join(f"{q} {t[q]['with_tier']:,.3g} s with it against {t[q]['without_tier']:,.3g} s without"
+                          for q in j["ttft_worse"])
+        return (f"The host tier does not help this workload's TTFT: it serves {j['host_hit_rate']:.1%} of prompt "
+                f"tokens that HBM had evicted, but TTFT {worse}: its loads cost more than the recompute they save, "
+                "or the run queues either way (simulated below).")
     owner = "sessions'" if sessions else "workload's"
     why = (f"HBM already held {j['hbm_share_of_reused']:.0%} of the reused prefix tokens "
            f"({j['reused_tokens']:,}) when the next {'turn' if sessions else 'request'} came: the {owner} working set "
            "fits in HBM")
     if j["reused_tokens"] == 0:
         why = f"no {'turn' if sessions else 'request'} reused an earlier prefix"
-    hint = ("more sessions in flight (--sessions, --session-rate) or longer sessions (--workload agent), whose "
-            "prefixes HBM cannot keep" if sessions else "more requests in flight (--rate, --rate-scale or "
+    longer = "" if workload == "agent" else " or longer sessions (--workload agent)"
+    hint = (f"more sessions in flight (--sessions, --session-rate){longer}, whose prefixes HBM cannot keep"
+            if sessions else "more requests in flight (--rate, --rate-scale or "
             "--concurrency), whose prefixes HBM cannot keep, or a trace whose shared prefixes come back after HBM "
             "has evicted them")
     return (f"The host tier does not help this workload: it served {j['host_hit_rate']:.2%} of prompt tokens "
@@ -35,11 +44,12 @@ def tier_verdict_line(j, sessions: bool = True) -> str:
 
 def render_offload(rep: OffloadReport, console) -> None:
     w, s = rep.workload, rep.stats
-    console.print(tier_verdict_line(rep.judgment))
+    console.print(tier_verdict_line(rep.judgment, workload=rep.workload["kind"]))
     console.print(f"[bold]Host KV tier: {rep.model} on {rep.gpu}[/] — {rep.engine} {rep.engine_version} rules")
     render_kv_tiers(rep.tiers, console)
     console.print(f"Sessions: {w['num_sessions']:,} {w['kind']} sessions ({w['num_turns']:,} turns), "
-                  f"{w['session_rate_per_s']:g} starts/s, seed {w['seed']} (distributions: sessions.py)")
+                  f"{w['session_rate_per_s']:g} starts/s, seed {w['seed']} (distributions: sessions.py); context cap "
+                  f"{w['context_cap_tokens']:,} tokens ({w['context_cap_source']})")
     g = rep.more_gpus
     cols = ("figure", "1 GPU + host tier", "1 GPU") + ((f"{g['num_gpus']} GPUs, no tier",) if g else ())
     t = table("Simulated sessions", *cols)
@@ -63,6 +73,8 @@ def render_offload(rep: OffloadReport, console) -> None:
     if rep.rules:
         console.print("Host-tier rules: " + "; ".join(f"{k} {v.get('value', '')} ({v['source']})".replace("  ", " ")
                                                       for k, v in rep.rules.items()))
+    if rep.overload:
+        console.print(f"[bold red]{rep.overload['note']}[/]")
     c = rep.cost
     if c:
         line = (f"Cost per hour ({c['source']}): GPUs ${c['gpu_usd_per_hour']:,.2f} + host memory "

@@ -47,9 +47,9 @@ def _rows(r: dict) -> list[tuple[str, str]]:
                   ("stored / evicted", f"{r['stored_units']:,} / {r['evicted_units']:,} units")]
 
 
-def render_sim_tiers(rep: SimTierReport, console, sessions: bool = True) -> None:
+def render_sim_tiers(rep: SimTierReport, console, sessions: bool = True, workload: str = "") -> None:
     """The tier plan, the per-tier table and the TTFT comparison; every figure with its unit and source
-    (``sessions``: a session workload, for the verdict's hint)."""
+    (``sessions``: a session workload, for the verdict's hint; ``workload``: its preset)."""
     console.print(f"[bold]Host KV tier[/] — {rep.engine} {rep.engine_version} rules: {rep.rule}")
     render_kv_tiers(rep.plan, console)
     t = table(f"Prefix hits and loads per tier ({rep.prompt_tokens:,} prompt tokens at first admission; "
@@ -68,4 +68,4 @@ def render_sim_tiers(rep: SimTierReport, console, sessions: bool = True) -> None
     if rep.rules:
         console.print("Host-tier rules: " + "; ".join(f"{k} {v.get('value', '')} ({v['source']})".replace("  ", " ")
                                                       for k, v in rep.rules.items()))
-    console.print(tier_verdict_line(rep.judgment, sessions).replace(" (simulated below)", ""))
+    console.print(tier_verdict_line(rep.judgment, sessions, workload).replace(" (simulated below)", ""))

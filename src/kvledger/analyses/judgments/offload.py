@@ -21,21 +21,45 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["OffloadReport", "analyse_offload", "SESSION_SHAPES", "tier_judgment", "NEGLIGIBLE_HOST_HIT_RATE",
-           "sim_host_tier", "sim_rules"]
+           "sim_host_tier", "sim_rules", "SESSION_MAX_MODEL_LEN_TOKENS", "session_context_cap"]
 
 # kvledger threshold: a host tier serving under 1% of prompt tokens saves under 1% of prefill, within run-to-run noise
 NEGLIGIBLE_HOST_HIT_RATE = 0.01
 
+#: kvledger default max_model_len of a session run (offload, simulate/search/goodput --workload chat|agent) when
+#: --max-model-len is not given: one cap for every command, so the same flags draw the same sessions
+SESSION_MAX_MODEL_LEN_TOKENS = 32_768
+_SESSION_CAP_REASON = ("kvledger's session default, not the model's context: a session stops before its context "
+                       "would pass it, so the cap sets how long sessions grow; pass --max-model-len to change it")
 
-def tier_judgment(stats: TierStats) -> dict[str, Any]:
-    """Whether the host tier adds hits on this workload: ``helps`` is False when it serves under
-    NEGLIGIBLE_HOST_HIT_RATE of prompt tokens; ``hbm_share_of_reused`` is the share of the reused prefix tokens
-    (HBM + host hits) that HBM already held; ``host_evicted_units`` > 0 means the host tier itself filled."""
+
+def session_context_cap(given_tokens: int | None) -> tuple[int, str]:
+    """(the max_model_len of a session run in tokens, where it came from): ``given_tokens`` (--max-model-len) when
+    given, else SESSION_MAX_MODEL_LEN_TOKENS with its reason."""
+    if given_tokens is not None:
+        return given_tokens, "--max-model-len"
+    return SESSION_MAX_MODEL_LEN_TOKENS, _SESSION_CAP_REASON
+
+
+def tier_judgment(stats: TierStats, ttft_s_with: dict[str, float] | None = None,
+                  ttft_s_without: dict[str, float] | None = None) -> dict[str, Any]:
+    """Whether the host tier helps this workload: it adds hits (``adds_hits``: it serves at least
+    NEGLIGIBLE_HOST_HIT_RATE of prompt tokens) and neither the TTFT mean nor the p50 is worse with it than without it
+    (``ttft_worse`` lists those that are, from the two runs' TTFT statistics in s); ``helps`` is both.
+    ``hbm_share_of_reused`` is the share of the reused prefix tokens (HBM + host hits) that HBM already held;
+    ``host_evicted_units`` > 0 means the host tier itself filled."""
     reused = stats.hbm_hit_tokens + stats.host_hit_tokens
-    return {"helps": stats.host_hit_rate >= NEGLIGIBLE_HOST_HIT_RATE, "host_hit_rate": stats.host_hit_rate,
-            "threshold": NEGLIGIBLE_HOST_HIT_RATE, "reused_tokens": reused,
-            "hbm_share_of_reused": stats.hbm_hit_tokens / reused if reused else 0.0,
-            "host_evicted_units": stats.evicted_units}
+    adds = stats.host_hit_rate >= NEGLIGIBLE_HOST_HIT_RATE
+    out: dict[str, Any] = {"helps": adds, "adds_hits": adds, "host_hit_rate": stats.host_hit_rate,
+                           "threshold": NEGLIGIBLE_HOST_HIT_RATE, "reused_tokens": reused,
+                           "hbm_share_of_reused": stats.hbm_hit_tokens / reused if reused else 0.0,
+                           "host_evicted_units": stats.evicted_units}
+    if ttft_s_with is not None and ttft_s_without is not None:
+        worse = [q for q in ("mean", "p50") if ttft_s_with[q] > ttft_s_without[q]]
+        out.update(helps=adds and not worse, ttft_worse=worse,
+                   ttft_s={q: {"with_tier": ttft_s_with[q], "without_tier": ttft_s_without[q]}
+                           for q in ("mean", "p50")})
+    return out
 
 
 @dataclass(frozen=True)
@@ -45,8 +69,8 @@ class OffloadReport:
     __json__ = ("model", "gpu", "engine", "engine_version", ("tier_judgment", "judgment"), ("kv_tiers", "tiers"),
                 "workload", ("tier_stats", "stats"), ("ttft_s_with_offload", "ttft_s_with"),
                 ("ttft_s_without_offload", "ttft_s_without"), ("hbm_hit_rate_without_offload", "hbm_hit_rate_without"),
-                "more_gpus", "cost", "rules")
-    __json_optional__ = ("rules",)
+                "more_gpus", "cost", "rules", "overload")
+    __json_optional__ = ("rules", "overload")
     model: str
     gpu: str
     engine: str
@@ -65,10 +89,13 @@ class OffloadReport:
     engine_version: str = ""  # the engine version whose rules apply (the plan's)
     rules: dict[str, Any] | None = None
     """The host tier's opt-in rules in the run (``sim_rules``) with their sources; None when none is on."""
+    overload: Any = None
+    """The run with the tier's queue growth over its session starts (``queue_growth.run_overload``), None when it kept
+    up."""
 
     @property
     def judgment(self) -> dict[str, Any]:
-        return tier_judgment(self.stats)
+        return tier_judgment(self.stats, self.ttft_s_with, self.ttft_s_without)
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -77,7 +104,7 @@ class OffloadReport:
 def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tiers: TierSettings, *,
                     workload: str = "chat", num_sessions: int = 200, session_rate: float = 0.2, seed: int = 0,
                     segment_tokens: int = 64, compare_gpus: int | None = None, gpu_usd_per_hour: float | None = None,
-                    host_usd_per_gib_month: float | None = None) -> OffloadReport:
+                    host_usd_per_gib_month: float | None = None, context_cap_source: str = "") -> OffloadReport:
     """Plan the tiers, then simulate ``num_sessions`` synthetic sessions with and without the host tier (built by
     :func:`sim_host_tier`, with the opt-in rules ``tiers`` names).
 
@@ -85,6 +112,7 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
         InputError: no host tier in ``tiers``, an unknown workload, or anything the plan or simulator refuses.
     """
     from kvledger.analyses.serving.from_plan import engine_config_from_plan
+    from kvledger.analyses.serving.queue_growth import run_overload
 
     if workload not in SESSION_SHAPES:
         raise InputError(f"--workload must be one of {', '.join(SESSION_SHAPES)}, got {workload!r}")
@@ -113,12 +141,14 @@ def analyse_offload(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings, tier
         more = {"num_gpus": compare_gpus, "router": "session_affinity", "hbm_hit_rate": s.prefix_cache_hit_rate,
                 "ttft_s": asdict(s.ttft_s)}
     wl = {"kind": workload, "shape": asdict(shape), "num_sessions": len(loop.sessions), "num_turns": loop.num_turns,
-          "session_rate_per_s": session_rate, "seed": seed, "segment_tokens": segment_tokens}
+          "session_rate_per_s": session_rate, "seed": seed, "segment_tokens": segment_tokens,
+          "context_cap_tokens": cfg.max_model_len, "context_cap_source": context_cap_source or "--max-model-len"}
     return OffloadReport(model.name, gpu.name, settings.engine, tp, wl, run.tiers,
                          asdict(run.with_offload.summary.ttft_s), asdict(run.without_offload.summary.ttft_s),
                          run.without_offload.summary.prefix_cache_hit_rate, more,
                          tier_cost(host_t.capacity_bytes, settings.tp * settings.pp, compare_gpus, gpu_usd_per_hour,
-                                   host_usd_per_gib_month), plan.memory.engine_version, sim_rules(host))
+                                   host_usd_per_gib_month), plan.memory.engine_version, sim_rules(host),
+                         to_jsonable(run_overload(run.with_offload.records, "sessions")))
 
 
 def tier_cost(host_bytes: float, gpus_per_replica: int, compare_gpus: int | None, gpu_usd_per_hour: float | None,

@@ -112,6 +112,13 @@ def overloaded(backlog_mid: int, t_mid_s: float, backlog_last: int, t_last_s: fl
             "rate (--rate/--rate-scale), add replicas, or size for it with `goodput --simulate --target`")
 
 
+def sessions_overloaded(share: float, ttft_mean_s: float, threshold: float) -> str:
+    return (f"overloaded: the turns spent {share:.0%} of their time in the system before their first token (Σ TTFT ÷ "
+            f"Σ E2E, ≥ {threshold:.0%}; TTFT mean {ttft_mean_s:,.2f} s), so they queue and TTFT measures the queue, "
+            "not the engine (kvledger.analyses.serving.queue_growth): lower --session-rate or --sessions, add "
+            "replicas, or size for it with `search --workload` / `goodput --simulate --target`")
+
+
 # --- pricing a sweep --------------------------------------------------------------------------------------------------
 
 def sweep_without_load(where: str, labels: list[str]) -> str:

@@ -7,6 +7,13 @@ engine. The check compares the backlog at the median arrival with the backlog at
 it grew by at least half, by more than 10 requests and to more than 5 % of the run
 (``GROWTH``, ``MIN_GROWTH``, ``MIN_SHARE``: thresholds of this check, not fitted). Over that
 second half of the arrivals it also gives the rates at which requests arrived and finished.
+
+A session run is closed loops (a turn is sent its think time after the previous one finished): its backlog cannot
+grow with the arrivals — an overloaded engine delays the next turns instead —, and measured on the agent preset it
+peaks mid-run and falls as sessions end, overloaded or not. Its overload is the turns' waiting instead: the share of
+their time in the system spent before the first token, Σ TTFT ÷ Σ E2E, at least ``SESSION_TTFT_SHARE`` (a threshold of
+this check, not fitted: measured on Llama-3.1-8B / H100 agent sessions, runs with TTFT mean ≤ 0.06 s had 0.02–0.03,
+runs with TTFT mean 1.6–6.9 s had 0.17–0.77).
 """
 
 from __future__ import annotations
@@ -19,11 +26,13 @@ from kvledger.analyses.serving import notes as N
 from kvledger.ledgers.columns import columns_from
 from kvledger.records import RunRecords
 
-__all__ = ["QueueGrowth", "queue_growth", "GROWTH", "MIN_GROWTH", "MIN_SHARE"]
+__all__ = ["QueueGrowth", "queue_growth", "GROWTH", "MIN_GROWTH", "MIN_SHARE", "SessionQueue", "run_overload",
+           "SESSION_TTFT_SHARE"]
 
 GROWTH = 1.5  # backlog at the last arrival ÷ backlog at the median arrival, at least
 MIN_GROWTH = 10  # requests the backlog grew by, more than
 MIN_SHARE = 0.05  # backlog at the last arrival ÷ requests in the run, more than
+SESSION_TTFT_SHARE = 0.10  # a session run's Σ TTFT ÷ Σ E2E, at least (module doc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,3 +78,33 @@ def queue_growth(run: RunRecords) -> QueueGrowth | None:
                                                                                      side="right")) / span
     return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, finished,
                        N.overloaded(mid, t_mid - t0, last, t_last - t0, arrived, finished))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionQueue:
+    """A session run's overload: Σ TTFT ÷ Σ E2E of its turns (``ttft_share``, at least ``threshold``), their TTFT mean
+    (s), and the note that says so."""
+
+    ttft_share: float
+    ttft_mean_s: float
+    threshold: float
+    note: str
+
+
+def run_overload(run: RunRecords, mode: str) -> QueueGrowth | SessionQueue | None:
+    """The overload of a run by its workload's ``mode``: an open loop's queue growth, a session run's waiting share
+    (module doc); None when it kept up, or for another closed loop."""
+    if mode.startswith("open loop"):
+        return queue_growth(run)
+    if not mode.startswith("sessions"):
+        return None
+    cols = columns_from(run)
+    ttft, e2e = cols.ttft_s(), cols.e2e_s()
+    done = np.isfinite(ttft) & np.isfinite(e2e)
+    if not done.any() or float(e2e[done].sum()) <= 0:
+        return None
+    share = float(ttft[done].sum() / e2e[done].sum())
+    if share < SESSION_TTFT_SHARE:
+        return None
+    mean = float(ttft[done].mean())
+    return SessionQueue(share, mean, SESSION_TTFT_SHARE, N.sessions_overloaded(share, mean, SESSION_TTFT_SHARE))

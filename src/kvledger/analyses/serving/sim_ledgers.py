@@ -290,10 +290,10 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     """What ``kvledger simulate`` reports (its ``--json`` and ``summary.json``): the summary with its invariants
     checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up)."""
     from kvledger.analyses.serving.prediction_bands import prediction_bands
-    from kvledger.analyses.serving.queue_growth import queue_growth
+    from kvledger.analyses.serving.queue_growth import run_overload
     from kvledger.invariants import check_sim_summary
 
-    overload = queue_growth(result.records) if setup.workload_info.get("mode", "").startswith("open loop") else None
+    overload = run_overload(result.records, setup.workload_info.get("mode", ""))
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
                        setup.router if setup.replicas > 1 else None, result.config, setup.workload_info,
                        setup.cost_info, to_jsonable(overload), prediction_bands(setup, result.summary.to_dict()),

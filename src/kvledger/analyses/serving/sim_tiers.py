@@ -16,7 +16,13 @@ import numpy as np
 
 from kvledger.accounting.kv_tier_rules import LMCACHE_CHUNK_TOKENS, TierSettings
 from kvledger.accounting.kv_tiers import TierPlan, build_tier_plan
-from kvledger.analyses.judgments.offload import SESSION_SHAPES, sim_host_tier, sim_rules, tier_judgment
+from kvledger.analyses.judgments.offload import (
+    SESSION_SHAPES,
+    session_context_cap,
+    sim_host_tier,
+    sim_rules,
+    tier_judgment,
+)
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.offload import HostTier
 from kvledger.dynamics.offload_sim import TierStats, simulate_offload
@@ -26,7 +32,7 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 
 __all__ = ["SimTierReport", "host_tier_for", "run_with_tier", "prepare_sessions", "SESSION_SEGMENT_TOKENS",
-           "DEFAULT_SESSIONS", "DEFAULT_SESSION_RATE"]
+           "DEFAULT_SESSIONS", "DEFAULT_SESSION_RATE", "session_args"]
 
 #: tokens per prefix segment id of a synthetic session (as ``kvledger offload``): SGLang's host tier stores segments
 SESSION_SEGMENT_TOKENS = 64
@@ -172,21 +178,26 @@ def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = 
     rep = SimTierReport(engine, setup.plan.memory.engine_version, _rule(engine, tiers), tp, host_info,
                         _per_tier(s, unit), s.prompt_tokens, asdict(run.with_offload.summary.ttft_s),
                         asdict(run.without_offload.summary.ttft_s),
-                        run.without_offload.summary.prefix_cache_hit_rate, tier_judgment(s), s.occupancy,
+                        run.without_offload.summary.prefix_cache_hit_rate,
+                        tier_judgment(s, asdict(run.with_offload.summary.ttft_s),
+                                      asdict(run.without_offload.summary.ttft_s)), s.occupancy,
                         rules=sim_rules(host))
     return run.with_offload, rep
 
 
-def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session_rate: float) -> SimSetup:
+def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session_rate: float,
+                     cap_source: str | None = None) -> SimSetup:
     """The prepared simulation of ``num_sessions`` synthetic ``kind`` sessions (``SESSION_SHAPES``), starting as a
     Poisson process of ``session_rate`` per second, drawn with ``args.seed``; a session stops before it would pass
-    the engine's max_model_len.
+    the engine's max_model_len (``cap_source``: where it came from; ``session_args`` gives simulate's).
 
     Raises:
         InputError: an unknown kind, a count < 1, a rate ≤ 0, or anything ``prepare`` refuses.
     """
     from kvledger.analyses.serving.sim_setup import load_plan
 
+    if cap_source is None:  # search's probes: the plan's max_model_len (the model's context unless given)
+        cap_source = "--max-model-len" if args.max_model_len else "the plan's default, the model's context"
     if kind not in SESSION_SHAPES:
         raise InputError(f"--workload must be one of {', '.join(SESSION_SHAPES)} (session presets), got {kind!r}")
     plan, _ = load_plan(args)
@@ -201,8 +212,20 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
             "prompt_tokens_mean": sum(s.num_prompt_tokens for s in specs) / len(specs),
             "output_tokens_mean": sum(s.num_output_tokens for s in specs) / len(specs),
             "mode": (f"sessions: {len(sessions):,} closed loops, each turn sent its think time after the previous "
-                     f"one finished; session starts Poisson at {session_rate:g}/s drawn with seed {args.seed}"),
+                     f"one finished; session starts Poisson at {session_rate:g}/s drawn with seed {args.seed}; "
+                     f"context cap {plan.memory.max_model_len:,} tokens ({cap_source})"),
             "sessions": {"kind": kind, "num_sessions": len(sessions), "session_rate_per_s": session_rate,
                          "segment_tokens": SESSION_SEGMENT_TOKENS, "shape": asdict(shape),
+                         "context_cap_tokens": plan.memory.max_model_len, "context_cap_source": cap_source,
                          "source": "kvledger.dynamics.workload.sessions, SessionShape preset"}}
     return prepare(args, workload=(loop, len(specs), info))
+
+
+def session_args(args: SimRequestArgs) -> tuple[SimRequestArgs, str]:
+    """(``args`` with the session run's max_model_len, where it came from): --max-model-len when given, else the one
+    session default of ``offload`` and ``simulate`` (``judgments/offload.py : session_context_cap``)."""
+    from kvledger.units import parse_tokens
+
+    given = parse_tokens(args.max_model_len, what="--max-model-len") if args.max_model_len else None
+    cap, source = session_context_cap(given)
+    return replace(args, max_model_len=cap), source
