@@ -57,3 +57,16 @@ def test_tier_verdict_weighs_ttft_and_session_overload_is_flagged():
     # a run that keeps up (8 agent sessions, TTFT mean 36 ms): no overload in simulate's or offload's JSON
     assert _json("simulate", *M, *AGENT8)["overload"] is None
     assert "overload" not in _json("offload", *M, "--kv-offloading-size", "64GiB", *AGENT8)
+
+
+def test_cost_simulate_with_a_host_tier_splits_rental_and_says_the_tier_is_priced_only():
+    # Nebius H100 $2.95/GPU-h × 730 h = $2,153.50/month; 256 GiB of host memory at the bundled $3.25/GiB-month
+    # = $832/month; together $2,985.50, which the reason used to call "GPU rental alone".
+    args = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv",
+            "--num-requests", "200", "--slo", "ttft=200ms,tpot=50ms", "--monthly-tokens", "3e9", "--gpu-provider",
+            "Nebius", "--kv-tier-host", "256GiB"]
+    d = _json(*args)
+    reason = d["break_even_volume"]["reason"]
+    assert "$2,986/month in GPU rental and KV tier alone ($2,154 GPUs + $832 tier)" in reason
+    assert "GPU rental alone" not in reason
+    assert any("is priced only: the capacity is simulated without it" in n for n in d["notes"])

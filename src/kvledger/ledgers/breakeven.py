@@ -60,8 +60,11 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     if a * c <= R:
         people = (f" (plus ${P:,.0f}/month of people, ${R + P:,.0f} in all; the people line only widens the gap)"
                   if P > 0 else "")
+        tier = tier_usd_per_month(setup.kv_tiers, setup.num_gpus)
+        rent = (f"${R:,.0f}/month in GPU rental alone" if not tier else f"${R:,.0f}/month in GPU rental and KV tier "
+                f"alone (${R - tier:,.0f} GPUs + ${tier:,.0f} tier)")
         out.update(requests_per_month=None, reason=f"a replica at {setup.max_utilization:.0%} utilization costs "
-                                                   f"${R:,.0f}/month in GPU rental alone{people}, but its "
+                                                   f"{rent}{people}, but its "
                    f"{c:,.0f} requests cost ${a * c:,.0f} on the API: self-hosting never breaks even")
         return out
     n_full = max(1, math.ceil((P + a * c) / (a * c - R)))
