@@ -70,3 +70,19 @@ def test_cost_simulate_with_a_host_tier_splits_rental_and_says_the_tier_is_price
     assert "$2,986/month in GPU rental and KV tier alone ($2,154 GPUs + $832 tier)" in reason
     assert "GPU rental alone" not in reason
     assert any("is priced only: the capacity is simulated without it" in n for n in d["notes"])
+
+
+def test_search_does_not_say_a_tier_twin_may_flip_inside_the_capacity_band():
+    # H100 TP 1 with and without a 64 GiB host tier: the search's probes run no tier, so both have the same capacity
+    # (17.67 good req/s) and the same replicas; they differ by the tier's price only ($1,964 vs $2,172/month, 11 %),
+    # which the ±42 % capacity band cannot flip.
+    args = ["search", "meta-llama/Llama-3.1-8B", "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--tp", "1",
+            "--offload", "none,cpu:64GiB", "--num-requests", "100", "--rate", "5"]
+    d = _json(*args)
+    assert d["winner"]["margin"]["gap"] < d["winner"]["margin"]["band"]
+    assert d["winner"]["margin"]["could_flip"] is False
+    assert not any("may flip" in n for n in d["notes"])
+    assert any("cannot flip them" in n for n in d["notes"])
+    off = next(e["offload"] for e in d["candidates"] if e.get("offload"))
+    assert "(1 GPU + tier, $2,172)" in off["verdict"] and "1 GPUs" not in off["verdict"]
+    assert "(1 GPU, $1,964/month) vs 1 GPU + cpu:64GiB" in off["vs_more_gpus"][0]["text"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.analyses.search.frontier import tier_twins
 from kvledger.ledgers.error_band import error_band, flips_inside, regime_of
 
 __all__ = ["search_regime", "band_notes"]
@@ -35,7 +36,12 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
     if len(feasible_ranked) >= 2:
         a, b = feasible_ranked[0], feasible_ranked[1]
         band = error_band(search_regime(spec, a["gpu_id"]), "throughput")
-        if flips_inside(rank_value(a), rank_value(b), band):
+        if tier_twins(a, b):
+            notes.append(f"the winner {a['id']} and the runner-up {b['id']} are one setup with and without a KV tier "
+                         f"at the same simulated capacity ({a['capacity']['goodput_req_per_s']:,.4g} good req/s): a "
+                         "capacity error moves both alike, so the capacity band cannot flip them; the tier's price "
+                         "orders them")
+        elif flips_inside(rank_value(a), rank_value(b), band):
             which = band.regime if band else "no band"
             notes.append(f"the winner {a['id']} and the runner-up {b['id']} are closer in cost than the capacity's "
                          f"80% error band ({which}): the ranking may flip inside the band; "

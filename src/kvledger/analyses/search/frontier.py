@@ -106,7 +106,17 @@ def ranking_margin(ranked: list[dict[str, Any]], step_cost: str) -> RankingMargi
     a, b = rank_key(ranked[0])[0], rank_key(ranked[1])[0]
     gap = b / a - 1.0 if a > 0 else float("inf")
     band = _capacity_band(step_cost)
-    return RankingMargin(ranked[1]["id"], gap, band, gap < band)
+    return RankingMargin(ranked[1]["id"], gap, band, gap < band and not tier_twins(ranked[0], ranked[1]))
+
+
+def tier_twins(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two search entries are one setup with and without a KV tier (or with two tiers) at the same simulated
+    capacity: a capacity error moves both alike (the same replicas), so only the tier's price orders them."""
+    def base(e: dict[str, Any]) -> str:
+        return (e.get("offload") or {}).get("base") or e["id"]
+
+    return (a["id"] != b["id"] and base(a) == base(b)
+            and a["capacity"]["goodput_req_per_s"] == b["capacity"]["goodput_req_per_s"])
 
 
 def _capacity_band(step_cost: str) -> float:

@@ -158,13 +158,13 @@ def compare(v: dict[str, Any], base: dict[str, Any], feasible: list[dict[str, An
     vs = []
     for r in rivals:
         theirs, gpus = _money(r, by_bill)
-        what = (f"{r['id']} × {r['sizing']['replicas']} ({gpus} GPUs, ${theirs:,.0f}/month) vs {mine_gpus} GPUs + "
+        what = (f"{r['id']} × {r['sizing']['replicas']} ({_gpus(gpus)}, ${theirs:,.0f}/month) vs {_gpus(mine_gpus)} + "
                 f"{off['label']} (${mine:,.0f}/month)" if by_bill else
                 f"{r['id']} ${theirs:.4g} vs ${mine:.4g} per 1k requests at capacity")
         vs.append({"id": r["id"], "more_gpus": "no tier, replicas for the load" if r is base else f"TP {r['tp']}",
                    "num_gpus": gpus, "usd": theirs, "tier_usd": mine, "tier_cheaper": mine < theirs, "text": what})
     off["vs_more_gpus"] = vs
-    head = f"{off['label']} on {base['id']} ({mine_gpus} GPUs + tier, ${fmt.format(mine)})"
+    head = f"{off['label']} on {base['id']} ({_gpus(mine_gpus)} + tier, ${fmt.format(mine)})"
     if not vs:
         off.update(beats_more_gpus=False, cheaper_than_without=None,
                    verdict=f"{head} meets the SLO where {base['id']} without a tier does not ({off['base_status']}); "
@@ -175,6 +175,11 @@ def compare(v: dict[str, Any], base: dict[str, Any], feasible: list[dict[str, An
     off["cheaper_than_without"] = mine < best["usd"]
     off["beats_more_gpus"] = off["cheaper_than_without"] and mine_gpus < best["num_gpus"]
     off["verdict"] = (f"{head} {'beats' if off['cheaper_than_without'] else 'does not beat'} the cheapest setup "
-                      f"without a tier ({best['id']}, {best['more_gpus']}: {best['num_gpus']} GPUs, "
+                      f"without a tier ({best['id']}, {best['more_gpus']}: {_gpus(best['num_gpus'])}, "
                       f"${fmt.format(best['usd'])}; {basis})"
                       + ("; the tier beats more GPUs" if off["beats_more_gpus"] else ""))
+
+
+def _gpus(n: int) -> str:
+    """``n`` GPUs in words: "1 GPU", "2 GPUs"."""
+    return f"{n} GPU{'' if n == 1 else 's'}"
