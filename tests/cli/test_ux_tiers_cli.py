@@ -86,3 +86,17 @@ def test_search_does_not_say_a_tier_twin_may_flip_inside_the_capacity_band():
     off = next(e["offload"] for e in d["candidates"] if e.get("offload"))
     assert "(1 GPU + tier, $2,172)" in off["verdict"] and "1 GPUs" not in off["verdict"]
     assert "(1 GPU, $1,964/month) vs 1 GPU + cpu:64GiB" in off["vs_more_gpus"][0]["text"]
+
+
+def test_sessions_on_several_replicas_suggest_session_affinity():
+    # 20 agent sessions on 2 replicas (32K cap): HBM prefix hit rate 0.889 round robin (the default, kept), 0.945
+    # with --router session_affinity; the round-robin run says so, the sticky one does not.
+    base = ["simulate", *M, "--workload", "agent", "--sessions", "20", "--replicas", "2"]
+    rr = _json(*base)
+    sa = _json(*base, "--router", "session_affinity")
+    assert round(rr["summary"]["prefix_cache_hit_rate"], 3) == 0.889
+    assert round(sa["summary"]["prefix_cache_hit_rate"], 3) == 0.945
+    assert any("--router session_affinity keeps each session on one replica" in n for n in rr["notes"])
+    assert not any("session_affinity keeps" in n for n in sa["notes"])
+    one = _json("simulate", *M, *AGENT8)
+    assert not any("session_affinity keeps" in n for n in one["notes"])

@@ -218,7 +218,12 @@ def prepare_sessions(args: SimRequestArgs, kind: str, num_sessions: int, session
                          "segment_tokens": SESSION_SEGMENT_TOKENS, "shape": asdict(shape),
                          "context_cap_tokens": plan.memory.max_model_len, "context_cap_source": cap_source,
                          "source": "kvledger.dynamics.workload.sessions, SessionShape preset"}}
-    return prepare(args, workload=(loop, len(specs), info))
+    setup = prepare(args, workload=(loop, len(specs), info))
+    if args.replicas > 1 and args.router in ("round_robin", "least_loaded"):
+        setup.notes.append(f"sessions on {args.replicas} replicas routed {args.router}: a session's turns land on "
+                           "different replicas, whose caches do not hold its earlier turns; --router "
+                           "session_affinity keeps each session on one replica (sticky sessions)")
+    return setup
 
 
 def session_args(args: SimRequestArgs) -> tuple[SimRequestArgs, str]:
