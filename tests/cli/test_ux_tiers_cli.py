@@ -100,3 +100,21 @@ def test_sessions_on_several_replicas_suggest_session_affinity():
     assert not any("session_affinity keeps" in n for n in sa["notes"])
     one = _json("simulate", *M, *AGENT8)
     assert not any("session_affinity keeps" in n for n in one["notes"])
+
+
+def test_prices_lists_the_tier_rows_with_source_date_and_the_default():
+    d = _json("prices", "--kind", "tier")
+    assert d["api"] == [] and d["gpu"] == []
+    host = {r["key"]: r for r in d["tier"] if r["kind"] == "host"}
+    # the default of a kind is its cheapest row: GCP us-central1 host memory $3.25/GiB-month (as of 2018-05-24),
+    # the price `cost --kv-tier-host` and `search --offload` use without --host-memory-usd-per-gib-month
+    gcp = host["GCP:host:us-central1"]
+    assert (gcp["usd_per_gib_month"], gcp["as_of"], gcp["default"]) == (3.25, "2018-05-24", True)
+    assert gcp["source"].startswith("https://") and host["AWS:host:us-east-1"]["default"] is False
+    assert sum(r["default"] for r in d["tier"]) == 2  # one host, one nvme
+    assert [r["key"] for r in _json("prices", "--kind", "tier", "--provider", "aws")["tier"]] == ["AWS:host:us-east-1"]
+    text = runner.invoke(app, ["prices", "--kind", "tier"]).output
+    assert "KV-tier prices, USD per GiB-month" in text and "2018-05-24" in text
+    assert "tier" in _json("prices")  # --kind all lists them too
+    res = runner.invoke(app, ["prices", "--kind", "tier", "--gpu", "H100"])
+    assert res.exit_code != 0 and "per GiB-month, not per GPU" in str(res.exception)

@@ -47,15 +47,15 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> N
 
 
 def prices(
-    kind: str = typer.Option("all", "--kind", help="api, gpu or all"),
+    kind: str = typer.Option("all", "--kind", help="api, gpu, tier (KV-tier host memory / NVMe) or all"),
     provider: str | None = typer.Option(None, "--provider", help="only this provider's rows (case-insensitive), e.g. "
                                                                  "OpenAI, Nebius"),
     gpu: str | None = typer.Option(None, "--gpu", help="only rental rows for this GPU (catalog name or alias, e.g. "
                                                        "H100)"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """API and GPU rental price rows (USD per 1M tokens; USD per GPU-hour), with their date and source: what --api and
-    --gpu-provider pick from."""
+    """API, GPU rental and KV-tier price rows (USD per 1M tokens; USD per GPU-hour; USD per GiB-month), with their
+    date and source: what --api, --gpu-provider and the tier line items pick from."""
     from dataclasses import asdict
 
     from rich.console import Console
@@ -63,8 +63,11 @@ def prices(
     from kvledger.catalog.prices import api_prices, find_gpu_prices, gpu_prices
     from kvledger.errors import InputError
 
-    if kind not in ("api", "gpu", "all"):
-        raise InputError(f"--kind must be api, gpu or all, got {kind!r}")
+    if kind not in ("api", "gpu", "tier", "all"):
+        raise InputError(f"--kind must be api, gpu, tier or all, got {kind!r}")
+    if kind == "tier" and gpu:
+        raise InputError("--gpu filters the GPU rental rows; the KV-tier rows (--kind tier) are per GiB-month, not "
+                         "per GPU: drop --gpu, or use --kind gpu")
     want = (provider or "").lower()
     api = [r for r in api_prices() if not want or r.provider.lower() == want] if kind in ("api", "all") else []
     if kind in ("gpu", "all"):
@@ -72,11 +75,18 @@ def prices(
         gpus = [r for r in rows if not want or r.provider.lower() == want]
     else:
         gpus = []
+    from kvledger.catalog.tier_prices import default_tier_price, tier_prices
+
+    tiers = [r for r in tier_prices() if not want or r.provider.lower() == want] if kind in ("tier", "all") else []
+    defaults = {default_tier_price(k) for k in ("host", "nvme")}
     if as_json:
         typer.echo(strict_json.dumps({"api": [{**asdict(r), "key": r.key} for r in api],
-                               "gpu": [{**asdict(r), "key": r.key} for r in gpus]}, indent=2))
+                                      "gpu": [{**asdict(r), "key": r.key} for r in gpus],
+                                      "tier": [{**asdict(r), "key": r.key, "default": r in defaults} for r in tiers]},
+                                     indent=2))
         return
-    render_prices(api, gpus, Console(highlight=False), show_api=kind in ("api", "all"), show_gpu=kind in ("gpu", "all"))
+    render_prices(api, gpus, Console(highlight=False), show_api=kind in ("api", "all"), show_gpu=kind in ("gpu", "all"),
+                  tiers=[(r, r in defaults) for r in tiers] if kind in ("tier", "all") else None)
 
 
 def _price_gpu_key(name: str) -> str:

@@ -65,9 +65,11 @@ def render_gpus(cat: dict[str, Any], con: Any) -> None:
     con.print(t)
 
 
-def render_prices(api: list[Any], gpus: list[Any], con: Any, *, show_api: bool, show_gpu: bool) -> None:
-    """The API and GPU rental price rows (``ApiPrice``/``GpuPrice``), each with its as-of date, confidence and source
-    as the CSV gives them (a long source folds over several lines; ``--json`` adds the notes)."""
+def render_prices(api: list[Any], gpus: list[Any], con: Any, *, show_api: bool, show_gpu: bool,
+                  tiers: list[tuple[Any, bool]] | None = None) -> None:
+    """The API, GPU rental and KV-tier price rows (``ApiPrice``/``GpuPrice``/(``TierPrice``, the default of its
+    kind)), each with its as-of date, confidence and source as the CSV gives them (a long source folds over several
+    lines; ``--json`` adds the notes)."""
     from kvledger.report.tables import ledger_table
 
     if show_api:
@@ -88,6 +90,15 @@ def render_prices(api: list[Any], gpus: list[Any], con: Any, *, show_api: bool, 
         for r in gpus:
             t.add_row(r.provider, r.gpu_id, r.instance_type, f"{r.gpus_per_instance}", f"{r.usd_per_gpu_hour:,.2f}",
                       r.pricing_model, r.as_of, r.confidence, r.source)
+        con.print(t)
+    if tiers is not None:
+        t = ledger_table("KV-tier prices, USD per GiB-month (catalog/data/tier_prices.csv; the default of a kind is "
+                         "its cheapest row, used when --host-memory-usd-per-gib-month / --nvme-usd-per-gib-month is "
+                         "not given)", "kind", "provider", "region", "USD/GiB-month", "default", "basis", "as of",
+                         "confidence", "source")
+        for r, default in tiers:
+            t.add_row(r.kind, r.provider, r.region, f"{r.usd_per_gib_month:g}", "yes" if default else "", r.basis,
+                      r.as_of, r.confidence, r.source)
         con.print(t)
     con.print("[dim]source and confidence as the catalog rows give them; each row's notes are in --json; prices are "
               "list prices on the date shown[/]")
