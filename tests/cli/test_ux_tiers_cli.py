@@ -118,3 +118,21 @@ def test_prices_lists_the_tier_rows_with_source_date_and_the_default():
     assert "tier" in _json("prices")  # --kind all lists them too
     res = runner.invoke(app, ["prices", "--kind", "tier", "--gpu", "H100"])
     assert res.exit_code != 0 and "per GiB-month, not per GPU" in str(res.exception)
+
+
+def test_minor_wording_agent_hint_default_prefetch_policy_break_even_column_closed_loop_band():
+    off = runner.invoke(app, ["offload", *M, "--kv-offloading-size", "64GiB", *AGENT8]).output
+    # an agent run whose working set fits in HBM is not told to try --workload agent
+    assert "does not help" in off and "(--workload agent)" not in off
+    # the break-even table's last columns name their length: max_model_len 32,768 − 1 suffix token
+    assert "load path @32,767" in off and "@max" not in off
+    # the storage prefetch policy the user did not pass is named as the default, with what to pass
+    res = runner.invoke(app, ["simulate", *M, "--policy", "sglang", "--enable-hierarchical-cache", "--kv-tier-nvme",
+                              "1TiB", "--workload", "chat", "--sessions", "5"])
+    msg = str(res.exception)
+    assert "not given here, so the default, timeout" in msg
+    assert "Pass --hicache-storage-prefetch-policy wait_complete" in msg
+    assert "--hicache-storage-prefetch-policy timeout:" not in msg
+    # a closed-loop session run's throughput band is not called "throughput at saturation"
+    sim = runner.invoke(app, ["simulate", *M, *AGENT8]).output
+    assert "throughput of the sessions' closed loops" in sim and "throughput at saturation" not in sim

@@ -30,8 +30,10 @@ def render_kv_tiers(tp: TierPlan, console) -> None:
         t.add_row(x.name, fmt_bytes(x.capacity_bytes), f"{x.capacity_tokens:,}", f"{x.capacity_blocks:,}",
                   f"{x.read_bytes_per_s / 1e9:,.1f} GB/s", x.capacity_rule, x.bandwidth_source)
     console.print(t)
-    t = table("Load a cached prefix or recompute it (TTFT of a request with that prefix; roofline prefill)", "tier",
-              "rule", "break-even prefix", "load path @1K", "recompute @1K", "load path @max", "recompute @max")
+    top = f"@{tp.break_even[0].max_tokens:,}" if tp.break_even else "@max"  # the scan's end: max_model_len − suffix
+    t = table("Load a cached prefix or recompute it (TTFT of a request with that prefix; roofline prefill; "
+              f"{top} tokens: the longest prefix, max_model_len − suffix)", "tier", "rule", "break-even prefix",
+              "load path @1K", "recompute @1K", f"load path {top}", f"recompute {top}")
     for b in tp.break_even:
         t.add_row(b.tier, b.rule, _be_cell(b), f"{b.load_s_per_1k * 1e3:.2f} ms",
                   f"{b.recompute_s_per_1k * 1e3:.2f} ms",

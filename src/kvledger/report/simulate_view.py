@@ -18,10 +18,12 @@ def _sig(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
-def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = False) -> None:
+def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = False, closed: str = "") -> None:
     """One line per banded figure: ``TTFT mean 182 ms (80% band 150–260 ms, uncalibrated roofline; 24 measured
     values)``, then where the bands come from. ``kept_up``: an open-loop run that kept up with its arrivals, whose
-    throughput is the offered load, not the saturation throughput the band is for (its band is left out)."""
+    throughput is the offered load, not the saturation throughput the band is for (its band is left out). ``closed``:
+    a closed-loop run's mode (its users or sessions send the next request after the last one, so its throughput is
+    what they sent — the band holds where the engine was saturated)."""
     if kept_up:
         bands = {k: v for k, v in bands.items() if k != "throughput"}
     if not bands:
@@ -29,6 +31,9 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
     parts = []
     for metric, b in bands.items():
         label, k, unit = _BAND_LABELS[metric]
+        if metric == "throughput" and closed:
+            label = "throughput of the " + ("sessions' closed loops" if closed.startswith("sessions") else
+                                            "closed loop")
         scope = b.regime.split("/")[0]
         scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(scope,
             "model-calibrated")
@@ -40,7 +45,10 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
                   f"{first.source} (kvledger.ledgers.error_band; regime {first.regime}); a biased regime's band "
                   "need not contain the prediction"
                   + ("; no throughput band: the run kept up with its arrivals, so its throughput is the offered load, "
-                     "not the capacity (goodput --simulate --target finds it)" if kept_up else "") + "[/]")
+                     "not the capacity (goodput --simulate --target finds it)" if kept_up else "")
+                  + ("; closed loop: each turn or request is sent after the last one finished, so the throughput is "
+                     "what the loop sent; its band holds where the engine was saturated (search --workload / goodput "
+                     "--simulate --target find the capacity)" if closed and "throughput" in bands else "") + "[/]")
 
 
 def _ms(x: float | None) -> str:
@@ -92,7 +100,9 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                   f"share of held KV holding token state {kv['token_state_share']:.1%}")
     console.print(f"prefix cache: hit rate {s['prefix_cache_hit_rate']:.1%} ({s['prefix_cache_hit_tokens']:,} of "
                   f"{s['prefix_cache_query_tokens']:,} prompt tokens)")
-    render_bands(payload.error_bands or {}, console, payload.kept_up)
+    mode = str(payload.workload.get("mode", ""))
+    render_bands(payload.error_bands or {}, console, payload.kept_up,
+                 mode if mode.startswith(("sessions", "closed loop")) else "")
     for note in payload.notes:
         console.print(f"[dim]note: {note}[/]")
     if out is not None:

@@ -231,7 +231,10 @@ def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, uni
                              "one: kvledger plan ... --kv-tier-nvme SIZE.")
         prefetch_policy = tiers.hicache_storage_prefetch_policy or "timeout"
         if settings.engine == "sglang" and prefetch_policy != "wait_complete":
-            raise InputError(f"--hicache-storage-prefetch-policy {prefetch_policy}: SGLang 0.5.23 stops a storage "
+            given = ("--kv-tier-nvme under SGLang prefetches from storage with --hicache-storage-prefetch-policy, "
+                     "not given here, so the default, timeout: " if tiers.hicache_storage_prefetch_policy is None else
+                     f"--hicache-storage-prefetch-policy {prefetch_policy}: ")
+            raise InputError(f"{given}SGLang 0.5.23 stops a storage "
                              "prefetch at (best_effort) or a timeout after (timeout, its default) the first scheduling "
                              "attempt that finds it unfinished, a time the simulator's KV managers do not see; only "
                              "wait_complete (the request waits for the whole prefetch) is simulated. Pass "
