@@ -155,12 +155,16 @@ def boundary_from_sweep(runs: list[RunRecords | AggregateRun], slo: SLO, target:
 def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: SLO, target: float, lo: float, hi: float,
                     *,
                     axis: str = "request_rate", integer: bool = False, tol: float | None = None,
-                        max_evals: int = 30) -> BoundaryResult:
+                        max_evals: int = 30, known: tuple[float, float] | None = None) -> BoundaryResult:
     """Bisection for the largest value in [lo, hi] whose attainment meets ``target``.
 
     ``run_at(value)`` must return the run at that load (deterministic, e.g. a seeded simulation).
     Stops when the bracket is narrower than ``tol`` (default (hi − lo)/1000; 1 for ``integer``)
     or after ``max_evals`` evaluations. Assumes attainment does not rise with load.
+    ``known``: (good, bad) with lo ≤ good < bad ≤ hi, a state of this bisection already reached (good meets, bad
+    misses; an end of [lo, hi] that is neither was implied by them, e.g.
+    ``kvledger.analyses.serving.sim_bracket.guessed_bracket``): it goes on from there, with the same midpoints, and
+    counts an end not evaluated as one evaluation.
 
     Raises:
         InputError: lo ≥ hi, negative lo, target outside (0, 1].
@@ -181,9 +185,10 @@ def search_boundary(run_at: Callable[[float], RunRecords | AggregateRun], slo: S
     notes = [
         f"bisection on {axis} in [{lo:g}, {hi:g}], resolution {step:g}; assumes attainment does not rise with load"
     ]
-    if evaluate(lo) and not evaluate(hi):
-        good, bad = lo, hi
-        while bad - good > step and len(points) < max_evals:
+    good, bad = known if known is not None else (lo, hi)
+    implied = (good != lo) + (bad != hi)
+    if evaluate(good) and not evaluate(bad):
+        while bad - good > step and len(points) + implied < max_evals:
             mid = (good + bad) / 2.0
             mid = math.floor(mid) if integer else mid
             if mid in (good, bad):

@@ -109,14 +109,16 @@ def bracket_start(capacity_bound_req_per_s: float | None) -> float:
 
 
 def colocated_capacity(spec: SearchSpec, cand: Candidate, slo: Any, start: float = 1.0,
-                       skip: Any = None) -> Probed:
+                       skip: Any = None, guess: bool = False) -> Probed:
     """The rate search of ``goodput --simulate --target`` for one colocated engine (see the module docstring), its
     doubling or halving from ``start`` req/s; ``skip(rate)``: the evidence that a lighter operating point cannot reach
-    the frontier (then it is not simulated), or None."""
+    the frontier (then it is not simulated), or None; ``guess``: ``start`` is a capacity bound, so the bracket is
+    guessed to be [start/2, start] and the end its first midpoint implies is not simulated (same boundary:
+    ``kvledger.analyses.serving.sim_bracket``)."""
     from kvledger.analyses.serving.sim_boundary import search_sim_boundary
 
     sb = search_sim_boundary(sim_args(spec, cand), slo, spec.target, "request_rate", synthetic=spec.synthetic,
-                             start=start)
+                             start=start, guess=guess)
     probes = [[p.value, p.attainment] for p in sb.probes]
     b = sb.boundary.boundary_value
     out = Probed(b, sb.boundary.first_failing_value, probes, list(sb.notes) + list(sb.boundary.notes))

@@ -96,8 +96,9 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
             pr = disagg_capacity(spec, cand, slo)
         else:
             b = entry.get("bounds")
-            pr = colocated_capacity(spec, cand, slo, bracket_start((b or {}).get("capacity_req_per_s")),
-                                    skip=point_skipper(spec, cand, b, known))
+            bound = (b or {}).get("capacity_req_per_s")
+            pr = colocated_capacity(spec, cand, slo, bracket_start(bound), skip=point_skipper(spec, cand, b, known),
+                                    guess=bound is not None)
         if pr.boundary is None or pr.run is None:
             return _no_rate(entry, pr, spec)
         if hasattr(spec.synthetic, "prepare_setup"):  # sessions: the steady state's goodput (session_spec.py)

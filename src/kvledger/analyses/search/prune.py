@@ -33,11 +33,12 @@ from kvledger.analyses.search.order import rank_key
 __all__ = ["ROUND", "key_lower", "decide", "slo_rejection", "simulation_order", "screen_by_bounds", "rounds",
            "Margins", "Screening", "screening"]
 
-ROUND = 8
-"""Candidates simulated between two rounds of decisions (a constant: results do not depend on ``--workers``). 8 keeps
-two to eight workers busy between decisions: on the default 8B search (2 workers, load 2.3 on 2 cores, 2026-12-02)
-31.4 s wall against 36.2 s with rounds of 4, the same ranking and frontiers, 135 of 192 lighter loads decided by
-bound against 147."""
+ROUND = 4
+"""Candidates in a batch between two sets of decisions (a constant: results do not depend on ``--workers``). With two
+batches in flight (``runner.IN_FLIGHT``) 8 candidates are queued for two to eight workers, and each candidate is decided
+against the results of all but the 4–7 candidates before it. Rounds of 8 with a barrier between them: on the default 8B
+search (2 workers, load 2.3 on 2 cores, 2026-12-02) 31.4 s wall against 36.2 s with rounds of 4, 135 of 192 lighter
+loads decided by bound against 147."""
 
 
 def key_lower(spec: Any, entry: dict[str, Any], rate_req_per_s: float | None) -> tuple[float, float]:
@@ -159,10 +160,11 @@ def screen_by_bounds(spec: Any, planned: list[dict[str, Any]], cands: list[Any],
 def rounds(spec: Any, planned: list[dict[str, Any]], order: dict[str, int],
            feasible_now: Callable[[], list[dict[str, Any]]], settle: Callable[[dict[str, Any]], None]
            ) -> Iterator[list[dict[str, Any]]]:
-    """Batches of at most ``ROUND`` entries to simulate, each taken after the previous batch's results are in; an entry
-    that ``decide`` settles on the way is passed to ``settle`` as status "bounded" instead; the others carry the
-    frontier points simulated so far (``known_points``), against which their lighter loads are decided by bound
-    (``kvledger.analyses.search.bounds.point_skipper``)."""
+    """Batches of at most ``ROUND`` entries to simulate, each taken once the results of every batch but the one
+    before it are in (that one may still be running: ``runner.IN_FLIGHT``), and decided against those results alone,
+    whatever else has finished; an entry that ``decide`` settles on the way is passed to ``settle`` as status "bounded"
+    instead; the others carry the frontier points of those results (``known_points``), against which their lighter
+    loads are decided by bound (``kvledger.analyses.search.bounds.point_skipper``)."""
     from kvledger.analyses.search.evaluate import load_rate_req_per_s
 
     rate = None
@@ -172,11 +174,12 @@ def rounds(spec: Any, planned: list[dict[str, Any]], order: dict[str, int],
         rate = load_rate_req_per_s(spec, b["prompt_tokens_mean"], b["output_tokens_mean"])
     keys = {e["id"]: key_lower(spec, e, rate) for e in bounded}
     queue = simulation_order(planned, keys, order)
+    last: set[str] = set()  # the batch before: it may still be running (runner.IN_FLIGHT), so it is never read
     while queue:
         batch: list[dict[str, Any]] = []
         while queue and len(batch) < ROUND:
             e = queue.pop(0)
-            feasible = feasible_now()
+            feasible = [f for f in feasible_now() if f["id"] not in last]
             same_load = all((f.get("sizing") or {}).get("rate_req_per_s") == rate for f in feasible)
             ev = decide(e, keys[e["id"]], feasible, order) if e["id"] in keys and same_load else None
             if ev is None or not all(ev.values()):
@@ -192,6 +195,7 @@ def rounds(spec: Any, planned: list[dict[str, Any]], order: dict[str, int],
                     "decided_by_bound": ev})
         if batch:
             yield batch
+            last = {e["id"] for e in batch}
 
 
 @dataclass(frozen=True)

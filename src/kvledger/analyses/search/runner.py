@@ -13,23 +13,29 @@ finished entries and redoes only the rest (and those whose worker failed). A wor
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from kvledger.analyses.search.evaluate import evaluate_candidate
+from kvledger.analyses.search.ledger_file import (
+    LEDGER_FORMAT,
+    ledger_header,
+    ledger_line,
+    read_ledger,
+    resumable_entries,
+    write_whole,
+)
 from kvledger.analyses.search.prune import rounds, screen_by_bounds
 from kvledger.analyses.search.rank import SearchResult, build_result, rank_key
 from kvledger.analyses.search.screen import screen_candidate
 from kvledger.analyses.search.spec import Axes, Candidate, SearchSpec, make_candidates
-from kvledger.errors import FormatError, InputError
+from kvledger.errors import InputError
 from kvledger.ranges import check_options
 
 __all__ = ["BACKENDS", "LEDGER_FORMAT", "run_search", "read_ledger", "plan_candidates", "ray_available",
            "default_workers", "POOL_MIN_CANDIDATES"]
 
-LEDGER_FORMAT = "kvledger-search-ledger/1"
 BACKENDS = ("auto", "serial", "pool", "ray")
 Progress = Callable[[dict[str, Any], int, int, int, "dict[str, Any] | None"], None]
 
@@ -39,43 +45,6 @@ def ray_available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("ray") is not None
-
-
-def _header(spec: SearchSpec, cands: list[Candidate]) -> dict[str, Any]:
-    return {"format": LEDGER_FORMAT, "spec": spec.to_dict(), "candidates": [c.id for c in cands]}
-
-
-def _line(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, sort_keys=True, allow_nan=False, separators=(",", ":")) + "\n"
-
-
-def read_ledger(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """(header, {candidate id: last entry}) from a ledger file; a torn last line (interrupted write) is ignored.
-
-    Raises:
-        FormatError: not a search ledger (no header line of this format) or a corrupt line before the last.
-    """
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as err:
-        raise InputError(f"cannot read the ledger {path}: {err.strerror}") from None
-    try:
-        header = json.loads(lines[0]) if lines else None
-    except json.JSONDecodeError:
-        header = None
-    if not isinstance(header, dict) or header.get("format") != LEDGER_FORMAT:
-        raise FormatError(str(path), f"not a kvledger search ledger (first line must be a {LEDGER_FORMAT} header)",
-                          "line 1")
-    entries: dict[str, dict[str, Any]] = {}
-    for n, text in enumerate(lines[1:], start=2):
-        try:
-            e = json.loads(text)
-        except json.JSONDecodeError:
-            if n == len(lines):
-                break  # the last line was being written when the search stopped
-            raise FormatError(str(path), "corrupt ledger entry", f"line {n}") from None
-        entries[e["id"]] = e
-    return header, entries
 
 
 def plan_candidates(spec: SearchSpec, axes: Axes) -> list[Candidate]:
@@ -89,15 +58,11 @@ def plan_candidates(spec: SearchSpec, axes: Axes) -> list[Candidate]:
     return make_candidates(axes, load_model(spec.model).num_kv_heads, spec.gpu_provider)
 
 
-def _resume(path: Path, header: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    old, entries = read_ledger(path)
-    if old.get("spec") != header["spec"] or old.get("candidates") != header["candidates"]:
-        raise InputError(f"{path} is the ledger of another search (different inputs or candidates); resume it with the "
-                         "same flags, or start a new ledger")
-    return {cid: e for cid, e in entries.items() if e.get("status") in ("feasible", "rejected")}
-
-
 Batches = Iterator[list[dict[str, Any]]]
+IN_FLIGHT = 2
+"""Batches a pool or Ray keeps in flight: the next one is asked for when the oldest has finished, so the workers never
+wait at a batch's end; ``prune.rounds`` decides each batch without the results of the one before it, which may still
+be running, so the decisions (and the ledger) do not depend on the backend or the number of workers."""
 POOL_MIN_CANDIDATES = 8
 """Fewest candidates to simulate for which the default --workers starts a process pool (``default_workers``)."""
 
@@ -115,31 +80,41 @@ def _failed(entry: dict[str, Any], err: BaseException) -> dict[str, Any]:
 
 
 def _pool(spec: SearchSpec, batches: Batches, workers: int, address: str | None) -> Iterator[dict[str, Any]]:
-    """A process pool of ``workers``, kept across the batches (each batch finishes before the next is asked for). A
-    process that dies breaks the whole pool (every pending future fails with BrokenProcessPool), so the candidates it
-    took down are run again, each in a pool of its own: only the one that kills its process again is recorded as
-    failed."""
+    """A process pool of ``workers``, kept across the batches, with two batches in flight (``IN_FLIGHT``): the next
+    batch is asked for once the oldest one has finished. A process that dies breaks the whole pool (every pending
+    future fails with BrokenProcessPool), so the candidates it took down are run again, each in a pool of its own: only
+    the one that kills its process again is recorded as failed."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that runs a progress thread
     pool = None
-    try:
-        for todo in batches:
+    waves: list[dict[Any, dict[str, Any]]] = []  # the batches in flight, oldest first: future → entry
+
+    def ask() -> None:
+        nonlocal pool
+        todo = next(batches, None)
+        if todo is not None:
             pool = pool or ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+            waves.append({pool.submit(evaluate_candidate, spec, e): e for e in todo})
+
+    try:
+        for _ in range(IN_FLIGHT):
+            ask()
+        while waves:
+            futs = {f: e for w in waves for f, e in w.items()}
+            done, _ = wait(futs, return_when=FIRST_COMPLETED)
             broken = []
-            futs = {pool.submit(evaluate_candidate, spec, e): e for e in todo}
-            pending = set(futs)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in sorted(done, key=lambda f: futs[f]["id"]):
-                    err = f.exception()  # a worker's exception or a dead process, kept for that candidate only
-                    if isinstance(err, BrokenProcessPool):
-                        broken.append(futs[f])
-                    else:
-                        yield _failed(futs[f], err) if err is not None else f.result()
-            if broken:
+            for f in sorted(done, key=lambda f: futs[f]["id"]):
+                for w in waves:
+                    w.pop(f, None)
+                err = f.exception()  # a worker's exception or a dead process, kept for that candidate only
+                if isinstance(err, BrokenProcessPool):
+                    broken.append(futs[f])
+                else:
+                    yield _failed(futs[f], err) if err is not None else f.result()
+            if broken and pool is not None:
                 pool.shutdown()
                 pool = None
             for e in broken:
@@ -147,6 +122,9 @@ def _pool(spec: SearchSpec, batches: Batches, workers: int, address: str | None)
                     f = alone.submit(evaluate_candidate, spec, e)
                     err = f.exception()
                     yield _failed(e, err) if err is not None else f.result()
+            while waves and not waves[0]:
+                waves.pop(0)
+                ask()
     finally:
         if pool is not None:
             pool.shutdown()
@@ -181,16 +159,26 @@ def _ray(spec: SearchSpec, batches: Batches, workers: int, address: str | None) 
         try:
             task = ray.remote(num_cpus=1, max_retries=0)(evaluate_candidate)
             spec_ref = ray.put(spec)
-            for todo in batches:
-                refs = {task.remote(spec_ref, e): e for e in todo}
-                pending = list(refs)
-                while pending:
-                    done, pending = ray.wait(pending, num_returns=1)
-                    for ref in done:
-                        try:
-                            yield ray.get(ref)
-                        except RayError as err:  # the task raised, or its worker died: this candidate only
-                            yield _failed(refs[ref], err)
+            waves: list[dict[Any, dict[str, Any]]] = []  # as in _pool: the batches in flight, oldest first
+
+            def ask() -> None:
+                todo = next(batches, None)
+                if todo is not None:
+                    waves.append({task.remote(spec_ref, e): e for e in todo})
+
+            for _ in range(IN_FLIGHT):
+                ask()
+            while waves:
+                done, _ = ray.wait([r for w in waves for r in w], num_returns=1)
+                for ref in done:
+                    entry = next(w.pop(ref) for w in waves if ref in w)
+                    try:
+                        yield ray.get(ref)
+                    except RayError as err:  # the task raised, or its worker died: this candidate only
+                        yield _failed(entry, err)
+                while waves and not waves[0]:
+                    waves.pop(0)
+                    ask()
         finally:
             if started:
                 ray.shutdown()
@@ -241,11 +229,11 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend
     """
     run = _backend(backend, 1 if workers is None else workers, ray_address)  # bad flags fail before any planning
     cands = plan_candidates(spec, axes)
-    header = _header(spec, cands)
-    done = _resume(ledger, header) if resume and ledger is not None else {}
+    header = ledger_header(spec, cands)
+    done = resumable_entries(ledger, header) if resume and ledger is not None else {}
     fh = None
     if ledger is not None:  # header and kept entries first (replaced whole), then each new entry appended as it ends
-        _write_whole(ledger, [header, *done.values()])
+        write_whole(ledger, [header, *done.values()])
         fh = ledger.open("a", encoding="utf-8")
     n_feasible = sum(e["status"] == "feasible" for e in done.values())
     best = min((e for e in done.values() if e["status"] == "feasible"), key=rank_key, default=None)
@@ -254,7 +242,7 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend
         nonlocal n_feasible, best
         done[e["id"]] = e
         if fh is not None:
-            fh.write(_line(e))
+            fh.write(ledger_line(e))
             fh.flush()
         if e["status"] == "feasible":
             n_feasible += 1
@@ -287,12 +275,5 @@ def run_search(spec: SearchSpec, axes: Axes, *, workers: int | None = 1, backend
             fh.close()
     entries = [done[c.id] for c in cands]
     if ledger is not None:
-        _write_whole(ledger, [header, *entries])
+        write_whole(ledger, [header, *entries])
     return build_result(spec, entries)
-
-
-def _write_whole(path: Path, lines: list[dict[str, Any]]) -> None:
-    """Replace ``path`` with these JSON lines at once (a temporary file renamed over it)."""
-    from kvledger.outputs import write_text_atomic
-
-    write_text_atomic(path, "".join(_line(x) for x in lines))

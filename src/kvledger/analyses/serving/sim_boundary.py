@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.analyses.serving.prediction_bands import CapacityBand
+from kvledger.analyses.serving.sim_bracket import find_bracket, guessed_bracket
 from kvledger.analyses.serving.sim_document import SimProvenance
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan
@@ -38,8 +39,6 @@ _AXIS_ALIASES = {"rate": "request_rate", "request-rate": "request_rate", "users"
                  "max-num-seqs": "max_num_seqs"}
 PROBE_NUM_REQUESTS = 2000
 """Requests per probe unless the caller says otherwise (each probe well under a second for an 8B model on an H100)."""
-_MAX_DOUBLINGS = 12
-_MAX_HALVINGS = 10
 
 
 def normalize_axis(axis: str) -> str:
@@ -171,47 +170,10 @@ class _Prober:
         return self.results[float(value)].attainment >= self.target
 
 
-def _halve(p: _Prober, v: float, integer: bool) -> tuple[float, float]:
-    """``v`` misses the target: halve until a value meets it → (meets, last miss); else (smallest tried, 2 × it)."""
-    for _ in range(_MAX_HALVINGS):
-        nxt = float(v // 2) if integer else v / 2
-        if nxt < (1 if integer else 1e-9):
-            break
-        if p.meets(nxt):
-            return nxt, v
-        v = nxt
-    return v, v * 2  # v misses: search_boundary reports that no value in the range meets the target
-
-
-def _bracket(p: _Prober, lo: float | None, hi: float | None, integer: bool, start: float = 1.0) -> tuple[float, float]:
-    """[lo, hi] with lo meeting the target and hi missing it, found by doubling or halving (from ``start`` when no end
-    is given) within limits.
-
-    When the target holds up to the doubling limit, both ends meet it (search_boundary then notes the
-    boundary may be higher); when nothing down to the halving limit meets it, lo misses it.
-    """
-    if lo is not None and hi is not None:
-        return lo, hi
-    if hi is None:
-        v = lo if lo is not None else start
-        if p.meets(v):
-            for _ in range(_MAX_DOUBLINGS):
-                if not p.meets(v * 2):
-                    return v, v * 2
-                v *= 2
-            return v / 2, v
-        return (v, v * 2) if lo is not None else _halve(p, v, integer)
-    if not p.meets(hi):
-        return _halve(p, hi, integer)
-    if integer and hi <= 1:
-        raise InputError("--hi 1 meets the target and leaves no smaller whole number to search; raise --hi")
-    return (float(max(1, hi // 2)) if integer else hi / 2), hi
-
-
 def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str = "request_rate", *,
                         lo: float | None = None, hi: float | None = None, tol: float | None = None,
                         synthetic: SyntheticSpec | None = None, max_evals: int = 30,
-                        early_stop: bool = True, start: float = 1.0) -> SimBoundary:
+                        early_stop: bool = True, start: float = 1.0, guess: bool = False) -> SimBoundary:
     """The largest value on ``axis`` whose simulated attainment meets ``target`` under ``slo``.
 
     Args:
@@ -222,6 +184,9 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
             the boundary is the one full probes give); False runs every probe to the end.
         start: where doubling or halving begins when neither end is given (1 req/s, 1 user by default; a
             configuration search starts at its capacity bound, which a probe there then usually misses).
+        guess: on the rate axis without lo, hi or tol, bisect [start/2, start] (and each halving's bracket) before
+            its ends are known and leave the ends its probes imply unsimulated
+            (``kvledger.analyses.serving.sim_bracket.guessed_bracket``): the same boundary, usually two probes fewer.
 
     Raises:
         InputError: an unknown axis, a flag that fixes the varied value, a bad bracket or target, or a
@@ -237,11 +202,20 @@ def search_sim_boundary(args: SimRequestArgs, slo: SLO, target: float, axis: str
         if lo >= hi:
             raise InputError(f"need --lo < --hi for max_num_seqs, got lo={lo:g}, hi={hi:g} (the engine default)")
     p = _Prober(args, synthetic, axis, slo, target, early_stop)
-    blo, bhi = _bracket(p, lo, hi, integer, start)
+    extra = []
+    if guess and axis == "request_rate" and lo is None and hi is None and tol is None:
+        blo, bhi, good, bad, implied = guessed_bracket(p, start, max_evals)
+        if implied:
+            extra.append(f"bracket [{blo:g}, {bhi:g}] bisected from the start {start:g} before its ends were known "
+                         "(kvledger.analyses.serving.sim_bracket); not simulated, as attainment does not rise with "
+                         f"load (the bisection's assumption): {'; '.join(implied)}")
+    else:
+        blo, bhi = find_bracket(p, lo, hi, integer, start)
+        good, bad = blo, bhi
     p.current_phase = "bisection"
     res = search_boundary(p.run_at, slo, target, blo, bhi, axis=axis, integer=integer,
-                          tol=tol if tol is not None else (None if integer else bhi / 100.0), max_evals=max_evals)
-    extra = []
+                          tol=tol if tol is not None else (None if integer else bhi / 100.0), max_evals=max_evals,
+                          known=(good, bad))
     if res.boundary_value is None and float(bhi) not in p.runs:
         p.current_phase = "check"
         if p.meets(bhi):  # the low end misses but the high end meets: attainment rises with the value here

@@ -1,0 +1,75 @@
+"""The search ledger file: one JSON line per candidate under a header that names the search, appended as candidates
+finish and rewritten whole, in candidate order, at the end (``kvledger.analyses.search.runner``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kvledger.analyses.search.spec import Candidate, SearchSpec
+from kvledger.errors import FormatError, InputError
+
+__all__ = ["LEDGER_FORMAT", "ledger_header", "ledger_line", "read_ledger", "resumable_entries", "write_whole"]
+
+LEDGER_FORMAT = "kvledger-search-ledger/1"
+
+
+def ledger_header(spec: SearchSpec, cands: list[Candidate]) -> dict[str, Any]:
+    """The ledger's first line: its format, the search's inputs and its candidates in order."""
+    return {"format": LEDGER_FORMAT, "spec": spec.to_dict(), "candidates": [c.id for c in cands]}
+
+
+def ledger_line(obj: dict[str, Any]) -> str:
+    """One ledger line: the object as strict, key-sorted, compact JSON."""
+    return json.dumps(obj, sort_keys=True, allow_nan=False, separators=(",", ":")) + "\n"
+
+
+def read_ledger(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """(header, {candidate id: last entry}) from a ledger file; a torn last line (interrupted write) is ignored.
+
+    Raises:
+        FormatError: not a search ledger (no header line of this format) or a corrupt line before the last.
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise InputError(f"cannot read the ledger {path}: {err.strerror}") from None
+    try:
+        header = json.loads(lines[0]) if lines else None
+    except json.JSONDecodeError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != LEDGER_FORMAT:
+        raise FormatError(str(path), f"not a kvledger search ledger (first line must be a {LEDGER_FORMAT} header)",
+                          "line 1")
+    entries: dict[str, dict[str, Any]] = {}
+    for n, text in enumerate(lines[1:], start=2):
+        try:
+            e = json.loads(text)
+        except json.JSONDecodeError:
+            if n == len(lines):
+                break  # the last line was being written when the search stopped
+            raise FormatError(str(path), "corrupt ledger entry", f"line {n}") from None
+        entries[e["id"]] = e
+    return header, entries
+
+
+def resumable_entries(path: Path, header: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The finished entries (feasible or rejected) of the ledger at ``path``, whose header must describe the same
+    search.
+
+    Raises:
+        InputError: the ledger of another search (different inputs or candidates).
+    """
+    old, entries = read_ledger(path)
+    if old.get("spec") != header["spec"] or old.get("candidates") != header["candidates"]:
+        raise InputError(f"{path} is the ledger of another search (different inputs or candidates); resume it with the "
+                         "same flags, or start a new ledger")
+    return {cid: e for cid, e in entries.items() if e.get("status") in ("feasible", "rejected")}
+
+
+def write_whole(path: Path, lines: list[dict[str, Any]]) -> None:
+    """Replace ``path`` with these JSON lines at once (a temporary file renamed over it)."""
+    from kvledger.outputs import write_text_atomic
+
+    write_text_atomic(path, "".join(ledger_line(x) for x in lines))

@@ -1,0 +1,92 @@
+"""The guessed bracket of a configuration search's rate search: the same bracket and bisection state as doubling or
+halving from the start, with the end its first midpoint implies left unsimulated."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.analyses.serving.sim_bracket import find_bracket, guessed_bracket
+from kvledger.ledgers.slo import SLO
+
+
+class _Cliff:
+    """A prober whose attainment meets the target up to ``boundary`` req/s and misses above it; records each value
+    it simulates (once, as the real prober does)."""
+
+    def __init__(self, boundary: float) -> None:
+        self.boundary, self.runs, self.current_phase = boundary, [], "bracket"
+
+    def meets(self, value: float) -> bool:
+        if value not in self.runs:
+            self.runs.append(value)
+        return value <= self.boundary
+
+
+def _main(boundary: float, start: float) -> tuple[tuple[float, float, float, float], list[float]]:
+    """The bracket and final bisection state without the guess: doubling or halving from ``start``, then
+    search_boundary's bisection to hi/100 (kvledger.ledgers.boundary), and the values it simulated."""
+    p = _Cliff(boundary)
+    lo, hi = find_bracket(p, None, None, False, start)
+    good, bad = lo, hi
+    while bad - good > hi / 100.0:
+        mid = (good + bad) / 2.0
+        good, bad = (mid, bad) if p.meets(mid) else (good, mid)
+    return (lo, hi, good, bad), p.runs
+
+
+@pytest.mark.parametrize(("boundary", "probes", "main_probes"), [
+    # start 8, bracket [4, 8], tolerance 0.08: six midpoints 6, 7, 7.5, 7.25, 7.125, 7.0625 settle it; 6 meets (so 4
+    # does), 7.5 misses (so 8 does): neither end is simulated; main adds 8 and 4
+    (7.1, 6, 8),
+    # 6 and 5 miss, none met: 4 is probed (it meets), then 4.5 … 4.0625: 7 probes; main 8
+    (4.01, 7, 8),
+    # 6, 5 miss and 4 misses: halving goes on with [2, 4] (tolerance 0.04), 4 known to miss: 3 meets (so 2 does), 3.5,
+    # 3.75, 3.625, 3.5625, 3.53125 → 9 probes, as main's 8, 4, 2 and its six midpoints
+    (3.5, 9, 9),
+    # every midpoint meets, so 8 is probed: it meets and doubling from it brackets [8, 16] as main does (6 + 2
+    # probes here; search_boundary then bisects [8, 16] with main's six midpoints): the six midpoints of [4, 8] were
+    # spent for nothing, 14 probes against main's 8
+    (9.0, 8, 8),
+])
+def test_guessed_bracket_by_hand(boundary, probes, main_probes):
+    p = _Cliff(boundary)
+    lo, hi, good, bad, implied = guessed_bracket(p, 8.0)
+    state, ran = _main(boundary, 8.0)
+    if hi <= 8.0:
+        assert (lo, hi, good, bad) == state
+    else:  # doubling: search_boundary bisects [lo, hi] itself (the state is its start)
+        assert (lo, hi) == state[:2] and (good, bad) == (lo, hi)
+    assert (len(p.runs), len(ran)) == (probes, main_probes)
+    assert all(v in p.runs or f"{v:g} " in " ".join(implied) for v in (lo, hi) if hi <= 8.0)
+
+
+def test_guessed_bracket_same_state_as_doubling_or_halving():
+    """Boundaries from 0.01 to 30 req/s, start 8: the same bracket and final bisection state as main's search."""
+    for i in range(1, 300):
+        b = 0.01 * 1.03 ** i
+        lo, hi, good, bad, _ = guessed_bracket(_Cliff(b), 8.0)
+        state, _ = _main(b, 8.0)
+        assert (lo, hi) == state[:2] and ((good, bad) == state[2:] or (good, bad) == (lo, hi) and hi > 8.0), b
+
+
+def test_search_sim_boundary_same_boundary_two_probes_fewer():
+    """Llama-3.1-8B on an H100, 200 Azure conversation requests per probe, started at 40 req/s: main probes 40 (misses,
+    attainment 0.61) and 20 (meets), then bisects [20, 40] from 30; the guess bisects first: 30 misses (so 40 does)
+    and 25 meets (so 20 does), neither end is simulated: the same boundary (28.75 req/s), verdicts and attainments,
+    two probes fewer."""
+    from kvledger.analyses.serving.sim_boundary import search_sim_boundary
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
+
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=200)
+    slo = SLO(ttft_s=0.5, tpot_s=0.05)
+    plain = search_sim_boundary(args, slo, 0.9, "request_rate", start=40.0)
+    guess = search_sim_boundary(args, slo, 0.9, "request_rate", start=40.0, guess=True)
+    assert guess.boundary.boundary_value == plain.boundary.boundary_value == 28.75
+    assert guess.boundary.first_failing_value == plain.boundary.first_failing_value
+    assert guess.boundary.notes == plain.boundary.notes  # "bisection on request_rate in [20, 40], ..."
+    verdicts = {p.value: (p.attainment, p.meets_target) for p in plain.probes}
+    assert verdicts[40.0] == (0.61, False) and verdicts[20.0] == (1.0, True)
+    assert {p.value: (p.attainment, p.meets_target) for p in guess.probes} == {
+        v: x for v, x in verdicts.items() if v not in (20.0, 40.0)}
+    assert [p.value for p in guess.probes[:2]] == [30.0, 25.0]
+    assert any("20 meets as 25 does; 40 misses as 30 does" in n for n in guess.notes)
