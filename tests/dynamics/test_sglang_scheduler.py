@@ -7,6 +7,7 @@ import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.analyses.serving.from_plan import POLICY_PRESETS
+from kvledger.dynamics.engine.offload import HiCacheRadixKVManager, HostTier
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.engine.sglang_scheduler import MIN_NEW_TOKEN_RATIO, NEW_TOKEN_RATIO_DECAY, SGLangScheduler
@@ -181,3 +182,23 @@ def test_admission_counts_the_matched_prefix_as_locked_so_a_chunked_prompt_alway
     assert ms(recs["R"].chunk_times_s) == [40, 50, 60, 70, 80]
     assert ms(recs["B"].chunk_times_s) == [100, 110, 120, 130]
     assert res.summary.num_preemptions == 0 and recs["B"].num_cached_tokens == 40
+
+
+def test_hicache_admission_holds_the_unlocked_prefix_and_the_host_tokens_it_loads_back():
+    # A 100-token pool with a host tier, 20-token segments. A = segments (1, 2, 3), 60 tokens, runs and ends: the tree
+    # holds 1 → 2 → 3 (60 tokens, unlocked), the host a copy of all three. C = 80 unique tokens: 40 free, so the two
+    # LRU leaves go (3, then 2): the tree keeps segment 1. B = segments (1, 2, 3) + 10 own: 20 tokens in HBM, 40 on
+    # host (≥ the 10-token load-back threshold), hit 60. Admitting B locks segment 1 (20 unlocked tokens) and loads
+    # 40 tokens back into the pool: SGLang's check holds 20 + 40 = 60 out of free + evictable.
+    kv = HiCacheRadixKVManager(100, 1, host=HostTier(1000, 131072, 51.2e9, 51.2e9))
+    a = SimRequest(0, RequestSpec("A", 0.0, 60, 1, prefix_segments=(1, 2, 3), segment_tokens=20))
+    handle, hit = kv.match(a)
+    assert hit == 0 and kv.admission_hold_tokens(handle) == 0 and kv.admit(a, handle, 60, 60)
+    a.num_computed_tokens = 60
+    kv.free(a, preempted=False)
+    c = SimRequest(1, RequestSpec("C", 0.0, 80, 1))
+    handle, _ = kv.match(c)
+    assert kv.admit(c, handle, 80, 80) and kv.tree_tokens == 20 and kv.evictable_tokens == 20
+    b = SimRequest(2, RequestSpec("B", 0.0, 70, 1, prefix_segments=(1, 2, 3), segment_tokens=20))
+    handle, hit = kv.match(b)
+    assert hit == 60 and kv.admission_hold_tokens(handle) == 60
