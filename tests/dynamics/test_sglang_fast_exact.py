@@ -76,9 +76,11 @@ def test_sglang_fast_paths_and_step_by_step_agree_on_every_reported_figure(reqs,
 
 
 def test_a_retraction_under_overload_and_shared_prefixes_match_step_by_step():
-    # 40 requests (seeded: random.Random(1), the workloads() mix) on a 600-token pool: SGLang's reservation decays
-    # (new_token_ratio 0.7 down to 0.098), admits more than fits, and a decode step retracts one request; shared
-    # segments give 480 cached tokens. Fast and step-by-step runs report the same figures, step log included.
+    # 40 requests (seeded: random.Random(1), the workloads() mix) on a 600-token pool, sent without ignore_eos: SGLang's
+    # reservation decays (new_token_ratio 0.7 down to 0.098), admits more than fits, and decode steps retract two
+    # requests; shared segments give 512 cached tokens. (With ignore_eos the ratio is 1 and the whole output is
+    # reserved, matched prefix locked: nothing is ever retracted.) Fast and step-by-step runs report the same figures,
+    # step log included.
     rng = random.Random(1)
     reqs, t = [], 0.0
     for i in range(40):
@@ -86,13 +88,13 @@ def test_a_retraction_under_overload_and_shared_prefixes_match_step_by_step():
         nseg = rng.randint(0, 3)
         reqs.append(RequestSpec(f"q{i}", t, nseg * 32 + rng.choice([1, 7, 33, 100, 250]), rng.randint(1, 200),
                                 tuple(rng.randint(0, 2) * 100 + j for j in range(nseg)), 32))
-    cfg = EngineConfig(num_gpu_blocks=600, block_size=1, max_model_len=512, **SGL)
+    cfg = EngineConfig(num_gpu_blocks=600, block_size=1, max_model_len=512, ignore_eos=False, **SGL)
     cost = FixedStepCost(0.004, 1e-5)
     fast = simulate(reqs, cfg, cost, record_steps=True)
     slow = simulate(reqs, cfg, cost, record_steps=True, fast_forward=False)
     assert _all(fast, True) == _all(slow, True)
     recs = fast.records.records
-    assert sum(r.num_preemptions or 0 for r in recs) == 1 and sum(r.num_cached_tokens or 0 for r in recs) == 480
+    assert sum(r.num_preemptions or 0 for r in recs) == 2 and sum(r.num_cached_tokens or 0 for r in recs) == 512
 
 
 def test_the_common_sglang_run_decodes_in_stretches_and_matches_step_by_step(monkeypatch):

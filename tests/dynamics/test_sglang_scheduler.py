@@ -7,6 +7,7 @@ import pytest
 
 from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.analyses.serving.from_plan import POLICY_PRESETS
+from kvledger.dynamics.engine.offload import HiCacheRadixKVManager, HostTier
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.engine.sglang_scheduler import MIN_NEW_TOKEN_RATIO, NEW_TOKEN_RATIO_DECAY, SGLangScheduler
@@ -160,3 +161,44 @@ def test_after_a_prefill_step_the_paused_requests_decode_in_a_stretch_with_the_s
     assert ms(fast["B"].chunk_times_s) == [40, 50, 60, 70, 80]
     for k in ("A", "B"):
         assert list(fast[k].chunk_times_s) == list(slow[k].chunk_times_s)
+
+
+def test_admission_counts_the_matched_prefix_as_locked_so_a_chunked_prompt_always_fits():
+    # A 100-token pool, chunk budget 20, 20-token segments. A = segments (1, 2), 40 tokens, 1 output: prefilled 0–20 ms,
+    # done; its 40 tokens stay in the tree, unlocked. R = 30 unique + 5 (arrives 5 ms): chunks 20–30 and 30–40 ms,
+    # tokens at 40, 50, 60, 70, 80 ms. B = segments (1, 2) + 40 own tokens, 4 outputs (arrives 15 ms): hit 40,
+    # extend 40, needs 40 + 4 + 1 page = 45. At 30 ms: free 40 + evictable 40 = 80, offset R's chunk 10 + page 1 + 5 =
+    # 16. SGLang checks with B's prefix locked (add_one_req: _lock_node): 45 < 80 − 40 − 16 = 24? No → B waits; from
+    # 40 ms R's decodes take one slot and one reserved token each, so the margin stays 30 − 4 = 26 < 45. At 80 ms R
+    # ends (its 34 tokens join the tree, unlocked): 45 < 26 + 74 − 40 = 60 → B prefills 80–100 ms in two chunks,
+    # tokens at 100, 110, 120, 130 ms. Counting the locked prefix as evictable (45 < 64) admitted B at 30 ms; its second
+    # chunk then found 4 free slots for 14 tokens, B was retracted mid-prompt and the next step crashed.
+    specs = [RequestSpec("A", 0.0, 40, 1, prefix_segments=(1, 2), segment_tokens=20),
+             RequestSpec("R", 0.005, 30, 5),
+             RequestSpec("B", 0.015, 80, 4, prefix_segments=(1, 2), segment_tokens=20)]
+    recs, steps, res = run(specs, num_gpu_blocks=101, max_model_len=100, max_num_batched_tokens=20, max_num_seqs=8)
+    assert steps[2:5] == [(20, [["R", 20]]), (30, [["R", 10]]), (40, [["R", 1]])]
+    assert steps[8:10] == [(80, [["B", 20]]), (90, [["B", 20]])]
+    assert ms(recs["R"].chunk_times_s) == [40, 50, 60, 70, 80]
+    assert ms(recs["B"].chunk_times_s) == [100, 110, 120, 130]
+    assert res.summary.num_preemptions == 0 and recs["B"].num_cached_tokens == 40
+
+
+def test_hicache_admission_holds_the_unlocked_prefix_and_the_host_tokens_it_loads_back():
+    # A 100-token pool with a host tier, 20-token segments. A = segments (1, 2, 3), 60 tokens, runs and ends: the tree
+    # holds 1 → 2 → 3 (60 tokens, unlocked), the host a copy of all three. C = 80 unique tokens: 40 free, so the two
+    # LRU leaves go (3, then 2): the tree keeps segment 1. B = segments (1, 2, 3) + 10 own: 20 tokens in HBM, 40 on
+    # host (≥ the 10-token load-back threshold), hit 60. Admitting B locks segment 1 (20 unlocked tokens) and loads
+    # 40 tokens back into the pool: SGLang's check holds 20 + 40 = 60 out of free + evictable.
+    kv = HiCacheRadixKVManager(100, 1, host=HostTier(1000, 131072, 51.2e9, 51.2e9))
+    a = SimRequest(0, RequestSpec("A", 0.0, 60, 1, prefix_segments=(1, 2, 3), segment_tokens=20))
+    handle, hit = kv.match(a)
+    assert hit == 0 and kv.admission_hold_tokens(handle) == 0 and kv.admit(a, handle, 60, 60)
+    a.num_computed_tokens = 60
+    kv.free(a, preempted=False)
+    c = SimRequest(1, RequestSpec("C", 0.0, 80, 1))
+    handle, _ = kv.match(c)
+    assert kv.admit(c, handle, 80, 80) and kv.tree_tokens == 20 and kv.evictable_tokens == 20
+    b = SimRequest(2, RequestSpec("B", 0.0, 70, 1, prefix_segments=(1, 2, 3), segment_tokens=20))
+    handle, hit = kv.match(b)
+    assert hit == 60 and kv.admission_hold_tokens(handle) == 60

@@ -273,7 +273,7 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
             if user >= 0:
                 users[uid] = user
             i = 0 if len(replicas) == 1 else route(replicas, req)
-            load_s = replicas[i].kv.begin_load(req) if offload else 0.0
+            load_s = replicas[i].kv.begin_load(req, bool(replicas[i].sched.waiting)) if offload else 0.0
             if load_s > 0:  # vLLM's connector: the request waits for its load before the scheduler sees it
                 req.arrival_s = spec.arrival_s + load_s
                 heapq.heappush(arr.loads, (req.arrival_s, uid, req, i))

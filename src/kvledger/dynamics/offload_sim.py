@@ -120,6 +120,17 @@ class TierStats:
     write_back_s: float | None = None
     disk: DiskStats | None = None
 
+    def __post_init__(self) -> None:
+        _check_rates(self, "hbm_hit_rate", "host_hit_rate")
+
+
+def _check_rates(stats, *names: str) -> None:
+    """A hit rate outside [0, 1] is a simulator bug (a tier's hits counted twice or lost): fail loudly."""
+    for name in names:
+        v = getattr(stats, name)
+        if not 0.0 <= v <= 1.0:
+            raise RuntimeError(f"{type(stats).__name__}.{name} = {v!r}, outside [0, 1]: the tier accounting is wrong")
+
 
 @dataclass(frozen=True)
 class DiskStats:
@@ -141,6 +152,9 @@ class DiskStats:
     read_bytes_per_s: float
     stored_units: int
     evicted_units: int
+
+    def __post_init__(self) -> None:
+        _check_rates(self, "hit_rate")
 
 
 @dataclass(frozen=True)

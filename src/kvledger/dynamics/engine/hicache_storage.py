@@ -85,8 +85,9 @@ class _Storage:
         self.disk_load_s = 0.0  # Σ prefetch time (on TTFT), s
         self._prefetched: dict[int, tuple[int, int]] = {}  # request uid → the token span it prefetched
 
-    def begin_load(self, req: SimRequest) -> float:
-        """Prefetch from storage what lies beyond the request's device + host match; the time it waits, s."""
+    def begin_load(self, req: SimRequest, queued: bool = False) -> float:
+        """Prefetch from storage what lies beyond the request's device + host match; the time it waits, s.
+        ``queued``: unused (vLLM's hold rule, load_hold.py)."""
         node, matched = self._match(req)
         S = req.spec.segment_tokens
         keys = self._chain(req)

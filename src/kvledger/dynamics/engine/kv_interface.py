@@ -114,6 +114,10 @@ class KVManager(Protocol):
 
     def match_tokens(self, req: SimRequest) -> int: ...
 
+    def admission_hold_tokens(self, handle: Any) -> int:
+        """Tokens of ``allocatable_tokens`` that admitting with ``handle`` takes beyond its new tokens (SGLang's
+        admission check locks the matched prefix first and counts host tokens loaded back); does not mutate."""
+
     def admit(self, req: SimRequest, handle: Any, num_new_tokens: int, must_fit_tokens: int,
               reserve_tokens: int = 0) -> bool: ...
 

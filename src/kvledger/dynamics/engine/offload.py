@@ -12,7 +12,7 @@ vLLM (``distributed/kv_transfer/kv_connector/v1/offloading_connector.py``, 0.11.
   request waits (WAITING_FOR_REMOTE_KVS) while the blocks are copied into GPU blocks, then is scheduled with them as
   cached blocks. The load is on the request's TTFT, not on any step. (Here: decided when the request reaches its
   replica, the loaded blocks enter the GPU cache as cached blocks, and the request reaches the scheduler ``load_s``
-  later.)
+  later.) The request holds its GPU hit and loaded blocks until it is admitted: load_hold.py.
 
 SGLang HiCache (``mem_cache/unified_radix_cache.py``, 0.5.23): ``write_through`` backs a node up to host as it enters
 the tree (hit count ≥ 1), ``write_through_selective`` once it is matched again (≥ 2); at admission ``init_load_back``
@@ -29,6 +29,7 @@ from itertools import filterfalse, islice
 
 from kvledger.dynamics.engine.connector_caches import ConnectorLRU, HostARC, KeyLRU
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
+from kvledger.dynamics.engine.load_hold import LoadHolds
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.errors import InputError
@@ -128,7 +129,7 @@ class HostLRU(KeyLRU):
         return n
 
 
-class OffloadingPagedKVManager(PagedKVManager):
+class OffloadingPagedKVManager(LoadHolds, PagedKVManager):
     """vLLM's paged KV manager with the OffloadingConnector's CPU tier (module doc)."""
 
     def __init__(self, *args, host: HostTier, **kwargs) -> None:
@@ -179,9 +180,9 @@ class OffloadingPagedKVManager(PagedKVManager):
             self._stored.pop(r.uid, None)
         super().free_finished(reqs)
 
-    def begin_load(self, req: SimRequest) -> float:
+    def begin_load(self, req: SimRequest, queued: bool = False) -> float:
         """Look the request up in the CPU tier beyond its GPU hit; copy the hits into GPU cache blocks. Returns the
-        load time, s (0: nothing to load)."""
+        load time, s (0: nothing to load). ``queued``: requests wait ahead of it (then not held: load_hold.py)."""
         if not self.enable_caching:
             return 0.0
         self.occupancy.append((req.arrival_s, self.lru.num_held))
@@ -200,18 +201,13 @@ class OffloadingPagedKVManager(PagedKVManager):
         if n <= 0:
             return 0.0
         hits = self.pool.cached_prefix(keys, start)
-        if hits:  # held while the loaded blocks are allocated, as vLLM's allocation for the request does
-            self.pool.touch(hits)
-        n = min(n, self.pool.num_free_blocks)
-        if n > 0:
-            ids = self.pool.allocate(n)
-            self.pool.register_run(ids, keys[start:start + n])
-            self.pool.free(ids, n, n)  # cached, unreferenced: the request takes them at admission
-        if hits:
-            self.pool.free(hits, len(hits), len(hits))
+        n = min(n, self.pool.num_free_blocks - self.pool.num_in_free_queue(hits))
         if n <= 0:
+            if hits:  # vLLM's allocation references them; nothing to load: released
+                self.pool.touch(hits)
+                self.pool.free(hits, len(hits), len(hits))
             return 0.0
-        return self.account_load(req, start, n)
+        return self.load_blocks(req, keys, hits, start, n, queued)  # held until admitted, if it would be in vLLM
 
     def account_load(self, req: SimRequest, start: int, n: int) -> float:
         """Count the load of blocks ``start … start + n − 1`` of ``req`` from the host tier; its time, s."""

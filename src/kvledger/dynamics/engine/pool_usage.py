@@ -32,6 +32,11 @@ class PoolUsage:
         """Token slots an allocation can get now: the free blocks (cached ones with ref count 0 included), tokens."""
         return self.pool.num_free_blocks * self.block_size
 
+    def admission_hold_tokens(self, handle) -> int:
+        """0: on a block pool the SGLang admission check keeps counting cached hit blocks as free (a simplification:
+        taking them does take them out of ``allocatable_tokens``), tokens."""
+        return 0
+
     @property
     def usage(self) -> float:
         """Share of usable blocks held by requests (vLLM's "KV cache usage"), fraction."""

@@ -131,6 +131,11 @@ class RadixKVManager(RadixStretches, RadixFresh):
         handle = self._match(req)
         return handle, min(handle[1], req.num_tokens - 1)
 
+    def admission_hold_tokens(self, handle: tuple) -> int:
+        """Unlocked tree tokens on the matched path (locking it takes them out of ``allocatable_tokens``), plus the
+        host tokens loaded back into the pool (a HiCache handle's third field: ``offload.HiCacheRadixKVManager``)."""
+        return self._path_evictable(handle[0]) + sum(handle[2:])
+
     def _push(self, node: RadixNode) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (node.last_access, self._seq, node))

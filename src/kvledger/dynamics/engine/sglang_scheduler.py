@@ -16,7 +16,9 @@ ScheduleBatch.retract_decode``; ``scheduler_components/new_token_ratio_tracker.p
    (``chunked_prefill_size``, here ``max_num_batched_tokens``). Then waiting requests, in
    policy order (``fcfs`` queue order; ``lpm`` longest cached prefix first, FCFS above 128
    waiting, requests sharing an uncached prefix with one before them moved back), each
-   admitted only if ``extend + min(max_new − out, 4096) + page < free + evictable − offset``,
+   admitted only if ``extend + min(max_new − out, 4096) + page < free + evictable − offset``
+   (checked with its matched prefix locked, so that prefix is not evictable, and host tokens it loads back
+   counted in ``extend``; the lock and the loaded slots stay),
    where ``offset`` starts at Σ over running requests of ``min(max_new − out, 4096) × ratio``
    and grows by each admission's ``extend + page +
    max_new`` (``max_new`` 0 for a request cut into chunks). The first refusal stops
@@ -135,8 +137,9 @@ class SGLangScheduler:
             left = c.num_tokens - c.num_computed_tokens
             room = min(budget, int(avail - offset)) if avail - offset > 0 else budget
             n = min(left, room)
-            if not kv.grow(c, n):
-                return 0  # cannot happen with the reservations below; leave it to a decode step
+            if not kv.grow(c, n):  # admission reserved the whole prompt and nothing decodes in between
+                raise RuntimeError(f"sglang scheduler: request {c.spec.request_id}'s next chunk ({n} tokens) does "
+                                   "not fit the pool (SGLang: 'Prefill out of memory')")
             plan.append((c, n))
             budget -= n
             offset += n + page + (0 if n < left else min(c.num_output_tokens, CLIP_MAX_NEW_TOKENS))
@@ -151,13 +154,15 @@ class SGLangScheduler:
             handle, hit = kv.match(req)
             extend = req.num_tokens - hit
             total = extend + self._max_new(req) + page
-            if not total < avail - offset:
+            held = kv.admission_hold_tokens(handle)  # add_one_req: prefix locked (_lock_node), host load counted
+            if not total < avail - held - offset:
                 break  # AddReqResult.NO_TOKEN
             if not cfg.enable_chunked_prefill and extend > budget:
                 break
             n = min(extend, budget)
             if not kv.admit(req, handle, n, hit + n):
                 break
+            avail -= held  # _commit_prefill_admission keeps the lock; init_load_back took the loaded slots
             self.waiting.popleft()
             req.status = RUNNING
             self.running.append(req)

@@ -1,0 +1,111 @@
+"""vLLM's WAITING_FOR_REMOTE_KVS hold (load_hold.py), worked by hand on a 10-block pool of 16-token blocks."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.dynamics.engine.offload import HostTier, OffloadingPagedKVManager
+from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.request_state import SimRequest
+
+B = 16
+HOST = HostTier(100, 131072, 51.2e9, 51.2e9)  # 100 blocks; 131,072 B per token read at 51.2 GB/s
+
+
+def _req(uid: int, tokens: int, segments: tuple[int, ...] = ()) -> SimRequest:
+    return SimRequest(uid, RequestSpec(f"r{uid}", 0.0, tokens, 1, segments, B))
+
+
+def _run(kv, req) -> None:
+    """Admit ``req`` with no hit and compute its whole prompt."""
+    assert kv.admit(req, [], req.num_tokens, req.num_tokens)
+    req.num_computed_tokens = req.num_tokens
+
+
+def _loaded_and_waiting(running: bool, r_tokens: int = 80, queued: bool = False):
+    """A (64 tokens, segments 1–4) runs and finishes: its 4 blocks are cached in HBM and stored in the host tier.
+    F (160 unique tokens = all 10 usable blocks) evicts them from HBM and finishes. With ``running``, E (16 unique
+    tokens, 1 block) then runs. R (80 tokens, segments 1–5) arrives: HBM hit 0, host hit = blocks 0–3 (the lookup
+    stops at (80 − 1) // 16 = 4), so 4 blocks are loaded and held for R."""
+    kv = OffloadingPagedKVManager(11, B, True, host=HOST)  # 11 blocks, the null block aside: 10 usable
+    a, f = _req(1, 64, (1, 2, 3, 4)), _req(2, 160)
+    _run(kv, a)
+    kv.free(a, False)
+    _run(kv, f)
+    kv.free(f, False)
+    assert kv.match(_req(9, 80, (1, 2, 3, 4, 5)))[1] == 0  # A's prefix left HBM
+    e = _req(3, 16)
+    if running:
+        _run(kv, e)
+    r = _req(4, r_tokens, tuple(range(1, r_tokens // B + 1)))
+    # the load: 64 tokens × 131,072 B / 51.2e9 B/s = 163.84 µs
+    assert kv.begin_load(r, queued) == pytest.approx(64 * 131072 / 51.2e9)
+    assert kv.host_hit_tokens == 64
+    return kv, r, e
+
+
+def test_loaded_blocks_survive_an_admission_between_load_and_admission():
+    kv, r, _ = _loaded_and_waiting(running=True)
+    # R's whole prompt is 5 blocks: 4 loaded + 1 at admission ≤ 9 free, none reserved: held
+    assert kv.held_for_load_blocks == 4
+    # free: 10 − 1 (E) − 4 (held) = 5. D (96 unique tokens) needs 6 blocks: it does not fit. Before the hold the 4
+    # loaded blocks sat in the free queue (9 free): D took them, evicting R's last loaded block, and R's hit fell to
+    # 48 tokens while 64 counted as loaded: an HBM hit of 48 − 64 = −16 tokens.
+    assert kv.num_free_blocks == 5
+    d = _req(5, 96)
+    assert not kv.admit(d, [], 96, 96)
+    assert kv.held_for_load_blocks == 4  # a failed admission (D's) leaves R's hold; R's own would too
+    hits, hit_tokens = kv.match(r)
+    assert hit_tokens == 64  # the 4 loaded blocks
+    # R's admission: 16 new tokens, must fit 80 (5 blocks): 5 − 4 hits + 0 hits in the free queue = 1 ≤ 5 free
+    assert kv.admit(r, hits, 16, 80)
+    assert kv.held_for_load_blocks == 0 and kv.pool.refs_of(hits) == [1, 1, 1, 1]  # the hold went to R
+    assert kv.num_free_blocks == 4  # 10 − E's 1 − R's 5
+    # hits at first admission: A 0, F 0, E 0, R 64; loaded 64 (counted once): HBM's own hits 64 − 64 = 0
+    assert kv.prefix_stats.hits == 64 and kv.host_hit_tokens == 64
+    assert kv.prefix_stats.hits - kv.host_hit_tokens == 0
+
+
+def test_a_hold_gives_way_when_nothing_runs_and_its_lost_blocks_are_not_counted():
+    kv, r, _ = _loaded_and_waiting(running=False)
+    assert kv.held_for_load_blocks == 4
+    # nothing runs: D (7 blocks, 112 tokens) cannot fit beside the hold (10 − 4 = 6 free), and nothing would ever
+    # free a block, so the hold gives way: D takes 7 of the 10 free blocks. The free queue holds F's 6 remaining
+    # blocks, then the released ones last-first (block 3, 2, 1, 0 of R's load); D takes F's 6 and R's block 3.
+    d = _req(5, 112)
+    assert kv.admit(d, [], 112, 112) and kv.holds_given_way == 1 and kv.held_for_load_blocks == 0
+    d.num_computed_tokens = 112
+    kv.free(d, False)  # D finishes; its blocks are unregistered, so R's blocks 0–2 stay the only cached ones
+    hits, hit_tokens = kv.match(r)
+    assert hit_tokens == 48  # blocks 0–2 survived, block 3 is gone
+    assert kv.admit(r, hits, 32, 80)
+    # the evicted block (16 tokens) is recomputed, not served by the host: 64 − 16 = 48 loaded tokens count;
+    # HBM's own hits: 48 − 48 = 0
+    assert kv.host_hit_tokens == 48 and kv.prefix_stats.hits == 48
+
+
+def test_a_load_whose_prompt_does_not_fit_is_not_held():
+    kv, r, e = _loaded_and_waiting(running=True, r_tokens=160)
+    # R: 160 tokens (10 blocks), host hit blocks 0–3 (the lookup runs to (160 − 1) // 16 = 9; segments 5–10 were
+    # never stored). Its whole prompt needs 4 loaded + 6 more = 10 blocks > 9 free: vLLM would not start this load
+    # yet; here the blocks are loaded and left cached, unreferenced (9 free, nothing held).
+    assert kv.held_for_load_blocks == 0 and kv.num_free_blocks == 9
+    d = _req(5, 96)
+    assert kv.admit(d, [], 96, 96)  # 6 blocks: F's 5 left in the queue, then R's block 3 (freed last-first)
+    d.num_computed_tokens = 96
+    kv.free(d, False)
+    e.num_computed_tokens = 16
+    kv.free(e, False)
+    hits, hit_tokens = kv.match(r)
+    assert hit_tokens == 48
+    # 10 blocks − 3 hits + 3 hits in the free queue = 10 ≤ 10 free
+    assert kv.admit(r, hits, 112, 160)
+    # 16 of the 64 loaded tokens were evicted and are recomputed: 48 count as loaded; HBM's own hits 48 − 48 = 0
+    assert kv.host_hit_tokens == 48 and kv.prefix_stats.hits == 48
+
+
+def test_a_load_behind_waiting_requests_is_not_held():
+    # the same load as in the first test, but requests wait ahead of R on its replica: vLLM would load it when the
+    # scheduler reaches it, so the blocks are left cached, unreferenced (9 free: F's 5, then R's 4)
+    kv, _, _ = _loaded_and_waiting(running=True, queued=True)
+    assert kv.held_for_load_blocks == 0 and kv.num_free_blocks == 9
