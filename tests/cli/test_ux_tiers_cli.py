@@ -38,17 +38,17 @@ def test_offload_and_simulate_share_the_session_context_cap():
 
 
 def test_tier_verdict_weighs_ttft_and_session_overload_is_flagged():
-    # 30 agent sessions at 1/s on 30 % of an H100's memory (the KV pool is small) with a 64 GiB host tier: the tier
-    # serves 26.8 % of prompt tokens, yet TTFT is worse with it (mean 6.94 s against 6.87 s, p50 7.38 s against
-    # 7.15 s: the run queues either way), so it does not help. The turns spend 77 % of their time in the system
-    # before their first token (Σ TTFT ÷ Σ E2E ≥ 10 %): overloaded.
-    flags = ["--kv-offloading-size", "64", "--workload", "agent", "--sessions", "30", "--session-rate", "1",
-             "--gpu-memory-utilization", "0.3"]
+    # 30 agent sessions at 1/s on 30 % of an H100's memory (the KV pool is small) with a 64 GiB LMCache host tier:
+    # the tier serves 1.48 % of prompt tokens (≥ 1 %: it adds hits), yet the TTFT mean is worse with it (6.888 s
+    # against 6.868 s; p50 7.01 s against 7.16 s: the run queues either way), so it does not help. The turns spend
+    # 77 % of their time in the system before their first token (Σ TTFT ÷ Σ E2E ≥ 10 %): overloaded.
+    flags = ["--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--workload", "agent", "--sessions",
+             "30", "--session-rate", "1", "--gpu-memory-utilization", "0.3"]
     d = _json("simulate", *M, *flags)
     j = d["kv_tiers"]["judgment"]
-    assert j["adds_hits"] and j["host_hit_rate"] > 0.25
-    assert j["ttft_worse"] == ["mean", "p50"] and not j["helps"]
-    assert j["ttft_s"]["p50"]["with_tier"] > j["ttft_s"]["p50"]["without_tier"]
+    assert j["adds_hits"] and 0.01 < j["host_hit_rate"] < 0.02
+    assert j["ttft_worse"] == ["mean"] and not j["helps"]
+    assert j["ttft_s"]["mean"]["with_tier"] > j["ttft_s"]["mean"]["without_tier"]
     assert d["overload"]["ttft_share"] > 0.7 and d["overload"]["threshold"] == 0.1
     text = runner.invoke(app, ["simulate", *M, *flags]).output
     assert "does not help this workload's TTFT" in text and "overloaded: the turns spent" in text
