@@ -398,8 +398,8 @@ _COMMANDS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
                 "--link": ["nvlink", "pcie", "50GB/s", "0GB/s", "abc"], "--transfer-latency": ["1ms", "-1ms", "abc"],
                 "--prefill-tp": ["1", *_EDGE_I], "--tp": ["1", *_EDGE_I]}),
     "catalog": (["gpus"], {}),
-    "prices": (["prices"], {"--kind": ["api", "gpu", "all", "x"], "--provider": ["OpenAI", "nope"], "--gpu": ["H100",
-        "x"]}),
+    "prices": (["prices"], {"--kind": ["api", "gpu", "tier", "all", "x"], "--provider": ["OpenAI", "nope"],
+                            "--gpu": ["H100", "x"]}),
 }
 # commands whose valid runs are long (a configuration search, a calibration fit, a report): only values that must be
 # refused before any work starts are drawn, so each case checks the boundary and stays short
