@@ -1,5 +1,6 @@
 """The host tier's opt-in rules worked by hand: vLLM 0.33's store_threshold gate, SGLang HiCache's write_back, and
-the disk tier below host memory (HBM → host → disk): LMCache's local disk and HiCache's storage backend."""
+the disk tier below host memory (HBM → host → disk): LMCache's local disk and HiCache's storage backend; the remote
+store (HBM → host → disk → remote): LMCache's RemoteBackend and HiCache's storage backend as a mooncake store."""
 
 from __future__ import annotations
 
@@ -154,3 +155,62 @@ def test_rules_refused_where_the_engine_has_none():
         simulate_offload(_two_turns(), SGLANG, COST, HostTier(10, 1.0, 1.0, 1.0, store_threshold=2))
     with pytest.raises(InputError, match="store_threshold must be an integer"):
         HostTier(10, 1.0, 1.0, 1.0, store_threshold=-1)
+
+
+# A-t1 recomputes its 1,104-token prompt in 10 ms + 1,104 × 10 µs = 21.04 ms without a tier (test_tier_rules.py);
+# with its 1,024-token prefix read from the remote store at N GB/s it waits 1,024 × 131,072 B ÷ N GB/s, then runs the
+# 80 remaining tokens in 10.8 ms. At 50 GB/s (one 400 Gb/s NIC, below the 51.2 GB/s host link): 2.684 + 10.8 =
+# 13.48 ms, faster than recomputing; at 12.5 GB/s (100 Gb/s): 10.737 + 10.8 = 21.54 ms, slower.
+RECOMPUTE_S = 0.02104
+
+
+@pytest.mark.parametrize("net_gb_s", [50.0, 12.5])
+@pytest.mark.parametrize("disk_units", [8, 0])
+def test_lmcache_remote_serves_what_host_and_disk_dropped(net_gb_s, disk_units):
+    # 256-token chunks; CPU holds 4, the disk 8 (or none), the remote store 100. A-t0, B, C each store 4 chunks in
+    # every level: B's evict A's from the CPU, C's evict B's; on disk C's evict A's (8 held). A-t1's lookup: 0 CPU
+    # chunks, 0 disk chunks from chunk 0, then 4 consecutive remote chunks: 1,024 tokens read at the network's rate.
+    host = HostTier(4, BPT, 51.2e9, 51.2e9, chunk_tokens=256, disk_capacity_units=disk_units,
+                    disk_read_bytes_per_s=7e9 if disk_units else 0.0, remote_capacity_units=100,
+                    remote_read_bytes_per_s=net_gb_s * 1e9)
+    run = simulate_offload(_two_turns(), VLLM, COST, host)
+    t, fetch_s = run.tiers, 1024 * BPT / (net_gb_s * 1e9)
+    assert (t.hbm_hit_tokens, t.host_hit_tokens, t.remote.hit_tokens) == (0, 0, 1024)
+    assert t.remote.load_s == pytest.approx(fetch_s) and t.remote.loaded_bytes == 1024 * BPT
+    assert (t.remote.stored_units, t.remote.evicted_units, t.remote.capacity_units) == (12, 0, 100)
+    if disk_units:
+        assert (t.disk.hit_tokens, t.disk.stored_units, t.disk.evicted_units) == (0, 12, 4)
+    else:
+        assert t.disk is None
+    assert _rec(run, "A-t1").ttft_s == pytest.approx(fetch_s + 0.0108)
+    base = next(r for r in run.without_offload.records.records if r.request_id == "A-t1")
+    assert base.ttft_s == pytest.approx(RECOMPUTE_S)
+    assert (fetch_s + 0.0108 < RECOMPUTE_S) == (net_gb_s == 50.0)
+
+
+@pytest.mark.parametrize("net_gb_s", [50.0, 12.5])
+def test_sglang_mooncake_storage_is_the_remote_row(net_gb_s):
+    # As test_sglang_storage_prefetch_wait_complete with the storage backend a remote store read at the network's
+    # rate: A-t1's first 16 segments (1,024 tokens) are prefetched from it before it is scheduled (wait_complete);
+    # storage 49 stored, none evicted; host 65 stored, 45 evicted. The figures are the remote row; no disk row.
+    host = HostTier(20, BPT, 51.2e9, 51.2e9, remote_capacity_units=100, remote_read_bytes_per_s=net_gb_s * 1e9)
+    run = simulate_offload(_two_turns(), SGLANG, COST, host)
+    t, fetch_s = run.tiers, 1024 * BPT / (net_gb_s * 1e9)
+    assert t.disk is None
+    assert (t.hbm_hit_tokens, t.host_hit_tokens, t.remote.hit_tokens) == (0, 0, 1024)
+    assert t.remote.load_s == pytest.approx(fetch_s)
+    assert (t.stored_units, t.evicted_units, t.remote.stored_units, t.remote.evicted_units) == (65, 45, 49, 0)
+    assert _rec(run, "A-t1").ttft_s == pytest.approx(fetch_s + 0.0108)
+
+
+def test_remote_refused_where_the_engine_has_none():
+    with pytest.raises(InputError, match="native connector has none"):
+        simulate_offload(_two_turns(), VLLM, COST, HostTier(10, 1.0, 1.0, 1.0, remote_capacity_units=5,
+                                                            remote_read_bytes_per_s=1.0))
+    with pytest.raises(InputError, match="takes one storage backend"):
+        simulate_offload(_two_turns(), SGLANG, COST, HostTier(10, 1.0, 1.0, 1.0, disk_capacity_units=5,
+                                                              disk_read_bytes_per_s=1.0, remote_capacity_units=5,
+                                                              remote_read_bytes_per_s=1.0))
+    with pytest.raises(InputError, match="remote tier needs a read bandwidth"):
+        simulate_offload(_two_turns(), VLLM, COST, HostTier(10, 1.0, 1.0, 1.0, chunk_tokens=256,
+                                                            remote_capacity_units=5))

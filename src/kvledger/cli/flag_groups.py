@@ -182,6 +182,11 @@ class TierFlags:
         " or SGLang HiCache's file storage backend."))
     nvme_read_bandwidth: float | None = flag("--nvme-read-bandwidth", help=(
         "With --kv-tier-nvme: disk read bandwidth, GB/s (default 7, an assumption: one PCIe Gen4 x4 drive)."))
+    kv_tier_remote: str | None = flag("--kv-tier-remote", help=(
+        "A remote KV store per GPU, GiB (e.g. 10TiB): LMCache remote (below local_disk, or below its CPU chunks) or "
+        "SGLang HiCache's mooncake storage backend (one storage backend: not with --kv-tier-nvme in the simulator)."))
+    network_bandwidth: float | None = flag("--network-bandwidth", help=(
+        "With --kv-tier-remote: remote store GB/s per GPU (default 50, an assumption: one 400 Gb/s NIC)."))
     store_threshold: int | None = flag("--store-threshold", help=(
         "vLLM 0.33 native offloading, simulated: store a block on its Nth offer, count (≥ 2; 0 or 1: off, default)."))
     eviction_policy: str | None = flag("--eviction-policy", help=(

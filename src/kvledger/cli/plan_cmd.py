@@ -86,10 +86,6 @@ def plan(
     enable_prefix_caching: bool | None = option(EngineFlags, "prefix_caching", help="vLLM flag (default: the "
         "version's; on for hybrid models from 0.26): sets the Mamba cache mode, hence state pages per request."),
     tiers: TierFlags = TierFlags(),
-    kv_tier_remote: str | None = typer.Option(None, "--kv-tier-remote",
-        help="A remote KV store per GPU (e.g. 10TiB): LMCache remote / HiCache mooncake."),
-    network_bandwidth: float = typer.Option(50.0, "--network-bandwidth",
-        help="Remote store GB/s per GPU (assumption: 400 Gb/s NIC)."),
     link_fraction: float = typer.Option(0.8, "--link-fraction",
         help="Achievable share of the host link's per-direction peak."),
     suffix_tokens: int = typer.Option(1, "--suffix-tokens",
@@ -147,12 +143,9 @@ def plan(
                     bandwidth_bytes_per_s=gpu_bandwidth * 1e12 if gpu_bandwidth is not None else None,
                     bf16_flops_per_s=gpu_bf16_tflops * 1e12 if gpu_bf16_tflops is not None else None)
     p = build_plan(spec, g, settings)
-    from kvledger.cli.analysis_opts import gib_option
     from kvledger.cli.tier_opts import tier_settings, tiers_given
 
-    settings_t = tier_settings(
-        tiers, remote_gib=gib_option(kv_tier_remote, "--kv-tier-remote"),
-        network_bytes_per_s=network_bandwidth * 1e9, link_fraction=link_fraction)
+    settings_t = tier_settings(tiers, link_fraction=link_fraction)
     tier_plan = None
     if tiers_given(tiers) or settings_t.any_set:
         from kvledger.accounting.kv_tiers import build_tier_plan

@@ -24,19 +24,23 @@ def tier_settings(t: TierFlags, *, engine_flag: str = "--engine", **extra: Any) 
     Raises:
         InputError: an unreadable size, or a disk-tier flag without ``--kv-tier-nvme`` (it would be ignored).
     """
-    from kvledger.accounting.kv_tier_rules import NVME_READ_BYTES_PER_S, TierSettings
+    from kvledger.accounting.kv_tier_rules import NETWORK_BYTES_PER_S, NVME_READ_BYTES_PER_S, TierSettings
     from kvledger.cli.analysis_opts import gib_option
     from kvledger.errors import InputError
 
     if t.kv_tier_nvme is None:
         alone = [f for f, v in (("--nvme-read-bandwidth", t.nvme_read_bandwidth),
-                                ("--hicache-storage-prefetch-policy", t.hicache_storage_prefetch_policy))
+                                ("--hicache-storage-prefetch-policy",
+                                 t.hicache_storage_prefetch_policy if t.kv_tier_remote is None else None))
                  if v is not None]
         if alone:
             raise InputError(f"{' and '.join(alone)} describe{'s' if len(alone) == 1 else ''} the disk tier, which "
                              "exists only with --kv-tier-nvme SIZE (GiB per GPU); without it "
                              f"{'it' if len(alone) == 1 else 'they'} would be ignored. Add --kv-tier-nvme, or drop "
                              f"{'it' if len(alone) == 1 else 'them'}.")
+    if t.kv_tier_remote is None and t.network_bandwidth is not None:
+        raise InputError("--network-bandwidth describes the remote tier, which exists only with --kv-tier-remote SIZE "
+                         "(GiB per GPU); without it it would be ignored. Add --kv-tier-remote, or drop it.")
     backend, policy, evict = t.kv_offloading_backend, t.hicache_storage_prefetch_policy, t.eviction_policy
     bw = t.nvme_read_bandwidth
     return TierSettings(kv_offloading_size_gib=gib_option(t.kv_offloading_size, "--kv-offloading-size"),
@@ -45,6 +49,9 @@ def tier_settings(t: TierFlags, *, engine_flag: str = "--engine", **extra: Any) 
                         hicache_size_gb=t.hicache_size or 0, hicache_write_policy=t.hicache_write_policy,
                         nvme_gib=gib_option(t.kv_tier_nvme, "--kv-tier-nvme"),
                         nvme_read_bytes_per_s=NVME_READ_BYTES_PER_S if bw is None else bw * 1e9,
+                        remote_gib=gib_option(t.kv_tier_remote, "--kv-tier-remote"),
+                        network_bytes_per_s=NETWORK_BYTES_PER_S if t.network_bandwidth is None else
+                        t.network_bandwidth * 1e9,
                         store_threshold=t.store_threshold, eviction_policy=evict.lower() if evict else None,
                         hicache_storage_prefetch_policy=policy.lower() if policy else None, engine_flag=engine_flag,
                         **extra)

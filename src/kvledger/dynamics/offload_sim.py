@@ -97,10 +97,11 @@ class TierStats:
         stores_skipped: offered blocks vLLM's ``store_threshold`` kept out of the host (with a gate only), count.
         write_back_tokens / write_back_s: HiCache write_back's copies on eviction and Σ their time on the steps
             (under write_back only), tokens and s.
-        disk: the tier below the host (LMCache local_disk, HiCache storage; with one only).
+        disk: the tier below the host (LMCache local_disk, HiCache file storage; with one only).
+        remote: the remote store (LMCache remote, below the disk; HiCache mooncake storage; with one only).
     """
 
-    __json_optional__ = ("stores_skipped", "write_back_tokens", "write_back_s", "disk")
+    __json_optional__ = ("stores_skipped", "write_back_tokens", "write_back_s", "disk", "remote")
 
     prompt_tokens: int
     hbm_hit_tokens: int
@@ -119,6 +120,7 @@ class TierStats:
     write_back_tokens: int | None = None
     write_back_s: float | None = None
     disk: DiskStats | None = None
+    remote: DiskStats | None = None
 
     def __post_init__(self) -> None:
         _check_rates(self, "hbm_hit_rate", "host_hit_rate")
@@ -185,8 +187,9 @@ def _stats(managers: list, host: HostTier, duration_s: float) -> TierStats:
     # tokens the disk tier served: LMCache's loads (they enter the GPU cache as the host's do), HiCache's prefetched
     # tokens loaded back at admission (they came through host memory)
     d = sum(getattr(m, "disk_hit_tokens" if paged else "disk_served_tokens", 0) for m in managers)
+    r = sum(getattr(m, "remote_hit_tokens", 0) for m in managers)  # LMCache's remote loads (HiCache's: in ``d``)
     if paged:
-        h -= d
+        h -= d + r
     else:
         c -= d
     occ = sorted(x for m in managers for x in m.occupancy)
@@ -194,24 +197,36 @@ def _stats(managers: list, host: HostTier, duration_s: float) -> TierStats:
     loaded = c * host.bytes_per_token
     return TierStats(q, h, c, h / q if q else 0.0, c / q if q else 0.0, sum(m.host_load_s for m in managers), loaded,
                      sum(m.lru.stored for m in managers), sum(m.lru.evicted for m in managers),
-                     (loaded + d * host.bytes_per_token) / duration_s if duration_s > 0 else 0.0, host.capacity_units,
-                     max((u for _, u in occ), default=0), tuple(occ[::step]), *_extras(managers, host, q, d))
+                     (loaded + (d + r) * host.bytes_per_token) / duration_s if duration_s > 0 else 0.0,
+                     host.capacity_units, max((u for _, u in occ), default=0), tuple(occ[::step]),
+                     *_extras(managers, host, q, d, r))
 
 
-def _extras(managers: list, host: HostTier, q: int, d: int) -> tuple:
-    """(stores_skipped, write_back_tokens, write_back_s, disk) of the rules ``host`` turns on; None for the others."""
+def _extras(managers: list, host: HostTier, q: int, d: int, r: int) -> tuple:
+    """(stores_skipped, write_back_tokens, write_back_s, disk, remote) of the rules ``host`` turns on; None for the
+    others. HiCache's one storage backend (``d``) is the remote row when it is the remote store."""
     gated = host.store_threshold >= 2
     skipped = sum(m.gate.skipped for m in managers) if gated else None
     wb = host.write_policy == "write_back"
     wb_tokens = sum(getattr(m, "write_back_tokens", 0) for m in managers) if wb else None
     wb_s = sum(getattr(m, "write_back_s", 0.0) for m in managers) if wb else None
-    disk = None
+    disk = remote = None
     if host.disk_capacity_units > 0:
-        read = sum(m.disk_hit_tokens for m in managers)
-        disk = DiskStats(host.disk_capacity_units, d, d / q if q else 0.0, read * host.bytes_per_token,
-                         sum(m.disk_load_s for m in managers), host.disk_read_bytes_per_s,
-                         sum(m.disk.stored for m in managers), sum(m.disk.evicted for m in managers))
-    return skipped, wb_tokens, wb_s, disk
+        disk = _level(managers, "disk", host.disk_capacity_units, d, q, host.bytes_per_token,
+                      host.disk_read_bytes_per_s)
+    if host.remote_capacity_units > 0:
+        paged = isinstance(managers[0], OffloadingPagedKVManager) if managers else True
+        remote = _level(managers, "remote" if paged else "disk", host.remote_capacity_units, r if paged else d, q,
+                        host.bytes_per_token, host.remote_read_bytes_per_s)
+    return skipped, wb_tokens, wb_s, disk, remote
+
+
+def _level(managers: list, name: str, units: int, served: int, q: int, bpt: float, bw: float) -> DiskStats:
+    """One level's figures from the managers' ``{name}_hit_tokens``, ``{name}_load_s`` and ``{name}`` cache."""
+    read = sum(getattr(m, f"{name}_hit_tokens") for m in managers)
+    return DiskStats(units, served, served / q if q else 0.0, read * bpt, sum(getattr(m, f"{name}_load_s")
+                     for m in managers), bw, sum(getattr(m, name).stored for m in managers),
+                     sum(getattr(m, name).evicted for m in managers))
 
 
 def simulate_offload(requests, config: EngineConfig, cost, host: HostTier, *, num_replicas: int = 1,

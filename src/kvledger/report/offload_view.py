@@ -91,10 +91,11 @@ def _rule_rows(s, row) -> None:
         row("stores skipped (store_threshold)", f"{s.stores_skipped:,} blocks", "—", "—")
     if s.write_back_s is not None:
         row("write-back on eviction (on steps)", f"{s.write_back_tokens:,} tokens, {s.write_back_s:.3f} s", "—", "—")
-    d = s.disk
-    if d is not None:
-        row("prefix hit rate, disk", f"{d.hit_rate:.3f}", "—", "—")
-        row("tokens loaded from disk", f"{d.hit_tokens:,} ({d.loaded_bytes / 1e9:,.2f} GB)", "—", "—")
-        row("disk load time (Σ, on TTFT)", f"{d.load_s:.3f} s at {d.read_bytes_per_s / 1e9:g} GB/s", "—", "—")
-        row("disk units stored / evicted / capacity", f"{d.stored_units:,} / {d.evicted_units:,} / "
+    for name, d in (("disk", s.disk), ("remote", s.remote)):
+        if d is None:
+            continue
+        row(f"prefix hit rate, {name}", f"{d.hit_rate:.3f}", "—", "—")
+        row(f"tokens loaded from {name}", f"{d.hit_tokens:,} ({d.loaded_bytes / 1e9:,.2f} GB)", "—", "—")
+        row(f"{name} load time (Σ, on TTFT)", f"{d.load_s:.3f} s at {d.read_bytes_per_s / 1e9:g} GB/s", "—", "—")
+        row(f"{name} units stored / evicted / capacity", f"{d.stored_units:,} / {d.evicted_units:,} / "
             f"{d.capacity_units:,}", "—", "—")

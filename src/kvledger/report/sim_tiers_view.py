@@ -33,7 +33,7 @@ def _rows(r: dict) -> list[tuple[str, str]]:
     if r["tier"] == "hbm":
         return out + [(name, "—") for name in ("tokens loaded", "bytes loaded", "load time (Σ)", "load bandwidth used",
                                                "occupancy (peak / capacity)", "stored / evicted")]
-    if r["tier"] == "nvme":  # the disk's read bandwidth (a setting), its capacity; no occupancy record
+    if r["tier"] in ("nvme", "remote"):  # the level's read bandwidth (a setting), its capacity; no occupancy record
         bw = f"reads at {r['read_bytes_per_s'] / 1e9:,.2f} GB/s"
         held = f"— / {r['capacity_units']:,} × {r['unit_tokens']:,} tokens"
     else:

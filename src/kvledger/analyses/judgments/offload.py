@@ -197,7 +197,7 @@ def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, uni
     Raises:
         InputError: no host tier in ``tp``; an option the engine or backend does not have, one paragraph each.
     """
-    host_t, disk_t = tp.tier("host_dram"), tp.tier("nvme")
+    host_t, disk_t, remote_t = tp.tier("host_dram"), tp.tier("nvme"), tp.tier("remote")
     if host_t is None:
         raise InputError("the tier flags give no host tier: pass --kv-offloading-size GiB (vLLM; with "
                          f"--kv-offloading-backend native|lmcache) or, with {tiers.engine_flag} sglang, "
@@ -222,16 +222,22 @@ def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, uni
         raise InputError("--eviction-policy is the native OffloadingConnector's option (kv_connector_extra_config "
                          "eviction_policy); LMCache's and SGLang HiCache's host caches are LRU here. Drop it, or use "
                          f"{tiers.engine_flag} vllm with --kv-offloading-backend native.")
-    disk_units = 0
-    if disk_t is not None:
+    disk_units = remote_units = 0
+    if disk_t is not None and remote_t is not None and settings.engine == "sglang":
+        raise InputError("--kv-tier-nvme and --kv-tier-remote together: SGLang HiCache takes one storage backend "
+                         "(--hicache-storage-backend file for a local disk, or mooncake for a remote store over the "
+                         "network), so the simulator cannot run both below its host tier. Pass one of them (the plan "
+                         "still sizes both: kvledger plan ... --kv-tier-nvme SIZE --kv-tier-remote SIZE).")
+    if disk_t is not None or remote_t is not None:
         if native:
-            raise InputError("--kv-tier-nvme in the simulator is LMCache's local_disk backend below its CPU chunks "
-                             "(--kv-offloading-backend lmcache) or SGLang HiCache's file storage backend; vLLM's "
-                             "native connector has no disk tier in the simulator. The plan still sizes and prices "
-                             "one: kvledger plan ... --kv-tier-nvme SIZE.")
+            raise InputError("--kv-tier-nvme / --kv-tier-remote in the simulator are LMCache's local_disk and remote "
+                             "backends below its CPU chunks (--kv-offloading-backend lmcache) or SGLang HiCache's "
+                             "file / mooncake storage backend; vLLM's native connector has no disk tier (nor a remote "
+                             "one) in the simulator. The plan still sizes and prices them: kvledger plan ... "
+                             "--kv-tier-nvme SIZE --kv-tier-remote SIZE.")
         prefetch_policy = tiers.hicache_storage_prefetch_policy or "timeout"
         if settings.engine == "sglang" and prefetch_policy != "wait_complete":
-            given = ("--kv-tier-nvme under SGLang prefetches from storage with --hicache-storage-prefetch-policy, "
+            given = ("a storage tier under SGLang prefetches from storage with --hicache-storage-prefetch-policy, "
                      "not given here, so the default, timeout: " if tiers.hicache_storage_prefetch_policy is None else
                      f"--hicache-storage-prefetch-policy {prefetch_policy}: ")
             raise InputError(f"{given}SGLang 0.5.23 stops a storage "
@@ -239,11 +245,14 @@ def sim_host_tier(tp: TierPlan, settings: PlanSettings, tiers: TierSettings, uni
                              "attempt that finds it unfinished, a time the simulator's KV managers do not see; only "
                              "wait_complete (the request waits for the whole prefetch) is simulated. Pass "
                              "--hicache-storage-prefetch-policy wait_complete.")
-        disk_units = disk_t.capacity_tokens // unit
+        disk_units = disk_t.capacity_tokens // unit if disk_t else 0
+        remote_units = remote_t.capacity_tokens // unit if remote_t else 0
     return HostTier(host_t.capacity_tokens // unit, tp.bytes_per_token, host_t.read_bytes_per_s,
                     host_t.write_bytes_per_s, tiers.write_policy if settings.engine == "sglang" else
                     "write_through", eviction=eviction_policy, chunk_tokens=chunk, store_threshold=store_threshold,
-                    disk_capacity_units=disk_units, disk_read_bytes_per_s=disk_t.read_bytes_per_s if disk_t else 0.0)
+                    disk_capacity_units=disk_units, disk_read_bytes_per_s=disk_t.read_bytes_per_s if disk_t else 0.0,
+                    remote_capacity_units=remote_units,
+                    remote_read_bytes_per_s=remote_t.read_bytes_per_s if remote_t else 0.0)
 
 
 def sim_rules(host: HostTier) -> dict[str, Any] | None:
@@ -266,4 +275,8 @@ def sim_rules(host: HostTier) -> dict[str, Any] | None:
         out["disk"] = {"capacity_units": host.disk_capacity_units, "unit": "segment",
                        "read_bytes_per_s": host.disk_read_bytes_per_s, "prefetch_policy": "wait_complete",
                        "source": "SGLang 0.5.23 mem_cache/unified_radix_cache.py (storage backend file)"}
+    if host.remote_capacity_units:
+        out["remote"] = {"capacity_units": host.remote_capacity_units, "read_bytes_per_s": host.remote_read_bytes_per_s,
+                         "source": "LMCache 0.5.6 v1/storage_backend/remote_backend.py, storage_manager.py" if
+                         host.chunk_tokens else "SGLang 0.5.23 mem_cache/unified_radix_cache.py (storage mooncake)"}
     return out or None

@@ -149,14 +149,12 @@ def _per_tier(s: TierStats, unit_tokens: int) -> list[dict[str, Any]]:
             "stored_units": s.stored_units, "evicted_units": s.evicted_units}
     host.update({k: v for k, v in (("stores_skipped", s.stores_skipped), ("write_back_tokens", s.write_back_tokens),
                                    ("write_back_s", s.write_back_s)) if v is not None})
-    if s.disk is None:
-        return [hbm, host]
-    d = s.disk
-    disk = {"tier": "nvme", "hit_rate": d.hit_rate, "hit_tokens": d.hit_tokens, "loaded_tokens": d.hit_tokens,
-            "loaded_bytes": d.loaded_bytes, "load_s": d.load_s, "read_bytes_per_s": d.read_bytes_per_s,
-            "unit_tokens": unit_tokens, "capacity_units": d.capacity_units, "stored_units": d.stored_units,
-            "evicted_units": d.evicted_units}
-    return [hbm, host, disk]
+    return [hbm, host] + [{"tier": name, "hit_rate": d.hit_rate, "hit_tokens": d.hit_tokens,
+                           "loaded_tokens": d.hit_tokens, "loaded_bytes": d.loaded_bytes, "load_s": d.load_s,
+                           "read_bytes_per_s": d.read_bytes_per_s, "unit_tokens": unit_tokens,
+                           "capacity_units": d.capacity_units, "stored_units": d.stored_units,
+                           "evicted_units": d.evicted_units}
+                          for name, d in (("nvme", s.disk), ("remote", s.remote)) if d is not None]
 
 
 def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = False,

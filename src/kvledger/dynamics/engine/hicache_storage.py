@@ -16,6 +16,11 @@ Read from SGLang 0.5.23 (``mem_cache/unified_radix_cache.py``, ``managers/schedu
   (``_can_terminate_prefetch`` is False until the ack): here the request reaches the scheduler
   ``tokens × bytes_per_token ÷ read bandwidth`` after it arrived, and is then admitted as any request whose prefix
   is on host: ``load_back`` to the device beside the forward pass (offload.py). The read is on its TTFT only.
+* One storage backend (``--hicache-storage-backend`` takes one name): ``file`` (the plan's NVMe tier) or a remote
+  store such as ``mooncake`` (the plan's remote tier, read at the network's bandwidth capped by the host link). Both
+  are written and prefetched by the same HiCacheController code; only the capacity and the read rate differ here
+  (the store's own eviction is taken as LRU, an assumption). The figures are kept as ``disk_*`` either way; the tier
+  stats name the row after the backend (``offload_sim.py``).
 * ``timeout`` (0.5.23's default) and ``best_effort`` stop the prefetch at or after the first scheduling attempt that
   finds it unfinished; the simulated KV managers do not see that time, so they are refused (docs/offload.md).
 """
@@ -76,9 +81,14 @@ class _Storage:
     """The storage tier and its prefetch for a HiCache radix cache (module doc); mixed into the two managers below."""
 
     def _attach_storage(self, host) -> None:
-        if not host.disk_read_bytes_per_s > 0:
-            raise InputError(f"the storage tier needs a read bandwidth above 0 B/s, got {host.disk_read_bytes_per_s!r}")
-        self.disk = DiskLRU(host.disk_capacity_units)
+        if host.disk_capacity_units > 0 and host.remote_capacity_units > 0:
+            raise InputError("SGLang HiCache takes one storage backend (--hicache-storage-backend file or mooncake), "
+                             "not a disk and a remote store at once")
+        remote = host.remote_capacity_units > 0
+        self._storage_bytes_per_s = host.remote_read_bytes_per_s if remote else host.disk_read_bytes_per_s
+        if not self._storage_bytes_per_s > 0:
+            raise InputError(f"the storage tier needs a read bandwidth above 0 B/s, got {self._storage_bytes_per_s!r}")
+        self.disk = DiskLRU(host.remote_capacity_units if remote else host.disk_capacity_units)
         self.lru = HostWithStorage(self.lru, self.disk)
         self.disk_hit_tokens = 0  # tokens prefetched from storage into host memory, tokens
         self.disk_served_tokens = 0  # of those, tokens loaded back to the device at the request's admission, tokens
@@ -105,7 +115,7 @@ class _Storage:
         fetched = keys[i:i + n]
         self.disk.touch(fetched)
         self.lru.host.store_run(fetched)
-        t = n * S * self.host.bytes_per_token / self.host.disk_read_bytes_per_s
+        t = n * S * self.host.bytes_per_token / self._storage_bytes_per_s
         self.disk_hit_tokens += n * S
         self.disk_load_s += t
         self._prefetched[req.uid] = (i * S, (i + n) * S)
@@ -142,6 +152,6 @@ class StorageWriteBackKVManager(_Storage, WriteBackHiCacheKVManager):
 def hicache_manager_class(host) -> type:
     """The HiCache radix-cache class for ``host``: write_back or not, with a storage tier or not."""
     wb = host.write_policy == "write_back"
-    if host.disk_capacity_units > 0:
+    if host.disk_capacity_units > 0 or host.remote_capacity_units > 0:
         return StorageWriteBackKVManager if wb else StorageHiCacheKVManager
     return WriteBackHiCacheKVManager if wb else HiCacheRadixKVManager

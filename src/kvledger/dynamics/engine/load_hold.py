@@ -51,7 +51,8 @@ class LoadHolds:
             pool.touch(hits)
         ids = pool.allocate(n)
         pool.register_run(ids, keys[start:start + n])
-        names = ("disk_hit_tokens", "host_hit_tokens")  # taken back in this order: a run's tail (disk) goes first
+        names = ("remote_hit_tokens", "disk_hit_tokens", "host_hit_tokens")  # taken back in this order: a run's
+        # tail (remote, then disk) goes first
         before = [getattr(self, k, 0) for k in names]
         t = self.account_load(req, start, n)
         counts = tuple((k, getattr(self, k, 0) - b) for k, b in zip(names, before))

@@ -53,8 +53,8 @@ class HostTier:
             units are chunks: only whole chunks of the prompt are stored (LMCache's defaults save_unfull_chunk and
             save_decode_cache are False) and a lookup counts whole chunks from the prompt's start.
         store_threshold: vLLM 0.33's ``store_threshold`` (store_gate.py; < 2: off), offers.
-        disk_capacity_units / disk_read_bytes_per_s: LMCache's local-disk tier below the host's (offload_tiers.py;
-            0: none), chunks and B/s.
+        disk_capacity_units / disk_read_bytes_per_s, remote_*: LMCache's local-disk and remote tiers below the host's,
+            or HiCache's one storage backend (offload_tiers.py, hicache_storage.py; 0: none), units and B/s.
     """
 
     capacity_units: int
@@ -67,12 +67,14 @@ class HostTier:
     store_threshold: int = 0
     disk_capacity_units: int = 0
     disk_read_bytes_per_s: float = 0.0
+    remote_capacity_units: int = 0
+    remote_read_bytes_per_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.eviction not in ("lru", "arc"):
             raise InputError(f"host tier eviction must be 'lru' or 'arc' (vLLM's OffloadingConnector policies), got "
                              f"{self.eviction!r}")
-        for name in ("chunk_tokens", "store_threshold", "disk_capacity_units"):
+        for name in ("chunk_tokens", "store_threshold", "disk_capacity_units", "remote_capacity_units"):
             if isinstance(v := getattr(self, name), bool) or not isinstance(v, int) or v < 0:
                 raise InputError(f"host tier {name} must be an integer ≥ 0, got {v!r}")
 
