@@ -83,8 +83,8 @@ class TierProber:
 
 def tier_capacity(p: TierProber, start: float) -> tuple[float | None, float | None]:
     """(the highest rate meeting the target with the tier, the lowest rate found to miss it) from ``start`` req/s;
-    (None, start) when no rate down to start ÷ 64 meets it. A boundary still met after 6 doublings is a lower bound
-    (``p.lower_bound``)."""
+    (None, the lowest rate simulated: start ÷ 64) when no rate down to it meets the target. A boundary still met
+    after 6 doublings is a lower bound (``p.lower_bound``)."""
     from kvledger.ledgers.boundary import search_boundary
 
     if p.meets(start):
@@ -102,7 +102,7 @@ def tier_capacity(p: TierProber, start: float) -> tuple[float | None, float | No
             if p.meets(lo):
                 break
             lo, hi = 0.5 * lo, lo
-        else:
-            return None, lo
+        else:  # every rate simulated missed; ``lo`` is the next halving, never run
+            return None, hi
     res = search_boundary(p.run_at, p.slo, p.spec.target, lo, hi, tol=0.01 * lo, max_evals=12)
     return res.boundary_value, res.first_failing_value
