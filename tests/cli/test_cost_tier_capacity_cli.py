@@ -84,3 +84,9 @@ def test_at_offered_load_the_host_tier_stays_priced_only():
     d = _json("--kv-tier-host", "64GiB", "--at-offered-load")
     assert any(n.startswith("the KV tier (64 GiB per GPU of host) is priced only") and "--at-offered-load" in n
                for n in d["notes"])
+
+
+def test_a_host_tier_with_sglangs_policy_is_refused_with_the_reason():
+    # the probe runs vLLM's native connector rule and sizes the tier by --kv-offloading-size; HiCache's is not it
+    res = CliRunner().invoke(app, [*BASE, "--kv-tier-host", "64GiB", "--policy", "sglang"])
+    assert res.exit_code == 2 and "simulates vLLM's native CPU offloading" in res.output

@@ -44,7 +44,8 @@ class TierCapacity:
     method: ClassVar[str] = "kvledger.analyses.search.tier_probe.tier_capacity (search --offload's tier probe)"
     __json__ = ("method", "target", "tier_gib_per_gpu", "rule", ("boundary_rate_req_per_s", "rate_req_per_s"),
                 ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
-                "first_failing_req_per_s", "lower_bound", "host_hit_tokens_at_boundary", "tier", "probes", ("without_tier", "without_tier_dict"),
+                "first_failing_req_per_s", "lower_bound", "host_hit_tokens_at_boundary", "tier", "probes",
+                ("without_tier", "without_tier_dict"),
                 ("notes", "all_notes"))
     run: Any
     rate_req_per_s: float
