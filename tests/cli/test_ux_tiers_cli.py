@@ -1,5 +1,5 @@
 """Fresh-user trial of the KV-tier and session features: `offload` and `simulate` agree on the same flags, the tier
-verdict weighs TTFT, overload is flagged on session runs, the tier is priced but not simulated in `cost`, and the
+verdict weighs TTFT, overload is flagged on session runs, the tier is priced and simulated in `cost`, and the
 hints name what to pass."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_tier_verdict_weighs_ttft_and_session_overload_is_flagged():
     assert "overload" not in _json("offload", *M, "--kv-offloading-size", "64GiB", *AGENT8)
 
 
-def test_cost_simulate_with_a_host_tier_splits_rental_and_says_the_tier_is_priced_only():
+def test_cost_simulate_with_a_host_tier_splits_rental_and_says_the_tier_is_simulated():
     # Nebius H100 $2.95/GPU-h × 730 h = $2,153.50/month; 256 GiB of host memory at the bundled $3.25/GiB-month
     # = $832/month; together $2,985.50, which the reason used to call "GPU rental alone".
     args = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv",
@@ -69,7 +69,9 @@ def test_cost_simulate_with_a_host_tier_splits_rental_and_says_the_tier_is_price
     reason = d["break_even_volume"]["reason"]
     assert "$2,986/month in GPU rental and KV tier alone ($2,154 GPUs + $832 tier)" in reason
     assert "GPU rental alone" not in reason
-    assert any("is priced only: the capacity is simulated without it" in n for n in d["notes"])
+    # the capacity is now searched with the tier in the simulator (tests/cli/test_cost_tier_capacity_cli.py)
+    assert any("is simulated: the capacity priced" in n for n in d["notes"])
+    assert not any("priced only" in n for n in d["notes"])
 
 
 def test_search_does_not_say_a_tier_twin_may_flip_inside_the_capacity_band():
