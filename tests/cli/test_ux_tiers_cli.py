@@ -1,5 +1,5 @@
 """Fresh-user trial of the KV-tier and session features: `offload` and `simulate` agree on the same flags, the tier
-verdict weighs TTFT, overload is flagged on session runs, the tier is priced but not simulated in `cost`, and the
+verdict weighs TTFT, overload is flagged on session runs, the tier is priced and simulated in `cost`, and the
 hints name what to pass."""
 
 from __future__ import annotations
@@ -39,27 +39,27 @@ def test_offload_and_simulate_share_the_session_context_cap():
 
 def test_tier_verdict_weighs_ttft_and_session_overload_is_flagged():
     # 30 agent sessions at 1/s on 30 % of an H100's memory (the KV pool is small) with a 64 GiB LMCache host tier:
-    # the tier serves 1.48 % of prompt tokens (≥ 1 %: it adds hits), yet the TTFT mean is worse with it (6.888 s
-    # against 6.868 s; p50 7.01 s against 7.16 s: the run queues either way), so it does not help. The turns spend
-    # 77 % of their time in the system before their first token (Σ TTFT ÷ Σ E2E ≥ 10 %): overloaded.
+    # the tier serves 1.48 % of prompt tokens (≥ 1 %: it adds hits); the TTFT mean is 6.888 s against 6.868 s
+    # without it (+0.3 %, inside the 1 % tolerance: not worse) and the p50 7.01 s against 7.15 s, so it helps — a
+    # little, in a run that queues either way: the turns spend 77 % of their time in the system before their first
+    # token (Σ TTFT ÷ Σ E2E ≥ 10 %): overloaded, and said so
     flags = ["--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--workload", "agent", "--sessions",
              "30", "--session-rate", "1", "--gpu-memory-utilization", "0.3"]
     d = _json("simulate", *M, *flags)
     j = d["kv_tiers"]["judgment"]
     assert j["adds_hits"] and 0.01 < j["host_hit_rate"] < 0.02
-    assert j["ttft_worse"] == ["mean"] and not j["helps"]
-    assert j["ttft_s"]["mean"]["with_tier"] > j["ttft_s"]["mean"]["without_tier"]
+    assert j["ttft_worse"] == [] and j["ttft_worse_tolerance"] == 0.01 and j["helps"]
+    assert 1 < j["ttft_s"]["mean"]["with_tier"] / j["ttft_s"]["mean"]["without_tier"] < 1.01
     assert d["overload"]["ttft_share"] > 0.7 and d["overload"]["threshold"] == 0.1
     text = runner.invoke(app, ["simulate", *M, *flags]).output
-    assert "does not help this workload's TTFT" in text and "overloaded: the turns spent" in text
-    assert "The host tier helps" not in text
+    assert "overloaded: the turns spent" in text
     # (2.3 s: the tier run twice, JSON and text, as a user reads it)
     # a run that keeps up (8 agent sessions, TTFT mean 36 ms): no overload in simulate's or offload's JSON
     assert _json("simulate", *M, *AGENT8)["overload"] is None
     assert "overload" not in _json("offload", *M, "--kv-offloading-size", "64GiB", *AGENT8)
 
 
-def test_cost_simulate_with_a_host_tier_splits_rental_and_says_the_tier_is_priced_only():
+def test_cost_simulate_with_a_host_tier_splits_rental_and_says_the_tier_is_simulated():
     # Nebius H100 $2.95/GPU-h × 730 h = $2,153.50/month; 256 GiB of host memory at the bundled $3.25/GiB-month
     # = $832/month; together $2,985.50, which the reason used to call "GPU rental alone".
     args = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv",
@@ -69,7 +69,9 @@ def test_cost_simulate_with_a_host_tier_splits_rental_and_says_the_tier_is_price
     reason = d["break_even_volume"]["reason"]
     assert "$2,986/month in GPU rental and KV tier alone ($2,154 GPUs + $832 tier)" in reason
     assert "GPU rental alone" not in reason
-    assert any("is priced only: the capacity is simulated without it" in n for n in d["notes"])
+    # the capacity is now searched with the tier in the simulator (tests/cli/test_cost_tier_capacity_cli.py)
+    assert any("is simulated: the capacity priced" in n for n in d["notes"])
+    assert not any("priced only" in n for n in d["notes"])
 
 
 def test_search_does_not_say_a_tier_twin_may_flip_inside_the_capacity_band():
@@ -136,3 +138,20 @@ def test_minor_wording_agent_hint_default_prefetch_policy_break_even_column_clos
     # a closed-loop session run's throughput band is not called "throughput at saturation"
     sim = runner.invoke(app, ["simulate", *M, *AGENT8]).output
     assert "throughput of the sessions' closed loops" in sim and "throughput at saturation" not in sim
+
+
+def test_tier_judgment_by_hand():
+    # the verdict's arithmetic on made-up figures: 5 % host hits add hits (≥ 1 %); a TTFT mean 0.5 % above the run
+    # without the tier is inside the 1 % tolerance (helps), 2 % above is worse (does not help); 0.5 % host hits add none
+    from types import SimpleNamespace
+
+    from kvledger.analyses.judgments.offload import tier_judgment
+
+    stats = SimpleNamespace(hbm_hit_tokens=900, host_hit_tokens=100, host_hit_rate=0.05, evicted_units=0)
+    without = {"mean": 1.000, "p50": 0.800}
+    near = tier_judgment(stats, {"mean": 1.005, "p50": 0.700}, without)  # type: ignore[arg-type]
+    assert near["helps"] and near["ttft_worse"] == [] and near["hbm_share_of_reused"] == 0.9
+    worse = tier_judgment(stats, {"mean": 1.020, "p50": 0.700}, without)  # type: ignore[arg-type]
+    assert not worse["helps"] and worse["ttft_worse"] == ["mean"]
+    few = SimpleNamespace(hbm_hit_tokens=995, host_hit_tokens=5, host_hit_rate=0.005, evicted_units=0)
+    assert not tier_judgment(few, {"mean": 0.9, "p50": 0.7}, without)["helps"]  # type: ignore[arg-type]

@@ -72,6 +72,8 @@ def test_session_affinity_keeps_each_conversation_on_one_replica(trace, router, 
     ({"input_length": 0}, "must be ≥ 1"),
     ({"hash_ids": [1, "x"]}, "integer block ids"),
     ({"turn": 1.5}, "not a whole number"),
+    # 40 prompt tokens hold 2 whole 16-token blocks (3 with the partial one): 5 ids fit neither
+    ({"input_length": 40, "hash_ids": [1, 2, 3, 4, 5]}, "has 5 block ids but the prompt of 40 tokens holds 2 whole"),
 ])
 def test_bad_rows_name_the_line_and_field(tmp_path, bad, words):
     path = tmp_path / "bad.jsonl"

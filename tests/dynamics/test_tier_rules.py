@@ -145,6 +145,22 @@ def test_sglang_storage_prefetch_wait_complete(disk_gb_s):
     assert _rec(run, "A-t1").ttft_s == pytest.approx(fetch_s + 0.0108)
 
 
+def test_sglang_storage_hit_under_the_prefetch_threshold_is_revoked():
+    # A's first turn is 192 + 16 tokens: 3 segments of 64 backed up to host and on to storage. B and C (16 segments
+    # each) push them out of the 1,300-slot device pool and the 20-segment host tier (A 3 + B 16 = 19 ≤ 20; C's 16
+    # evict the 15 oldest: A's 3 and 12 of B's); storage keeps all 35. A-t1 (192 + 16 + 512 = 720 prompt tokens)
+    # finds nothing on device or host and 720 ≥ 256 tokens beyond that, so it asks storage, which holds only A's
+    # first 3 segments: 192 tokens < prefetch_threshold 256, which SGLang 0.5.23 revokes (nothing read). A-t1
+    # recomputes its 720 tokens: 10 ms + 720 × 10 µs = 17.2 ms.
+    a = Session("A", 0.0, (Turn(192, 16), Turn(512, 16, think_s=10.0)), 0, 0)
+    b = Session("B", 1.0, (Turn(1024, 16),), 0, 1)
+    c = Session("C", 2.0, (Turn(1024, 16),), 0, 2)
+    host = HostTier(20, BPT, 51.2e9, 51.2e9, disk_capacity_units=100, disk_read_bytes_per_s=7e9)
+    run = simulate_offload(SessionLoop((a, b, c), 64), SGLANG, COST, host)
+    assert (run.tiers.host_hit_tokens, run.tiers.disk.hit_tokens, run.tiers.disk.load_s) == (0, 0, 0.0)
+    assert _rec(run, "A-t1").ttft_s == pytest.approx(0.01 + 720e-5)
+
+
 def test_rules_refused_where_the_engine_has_none():
     with pytest.raises(InputError, match="LMCache's chunks have no such gate"):
         simulate_offload(_two_turns(), VLLM, COST, HostTier(10, 1.0, 1.0, 1.0, chunk_tokens=256, store_threshold=2))

@@ -183,12 +183,11 @@ def register(app: typer.Typer) -> None:
         res.report.notes.extend(notes)
         rep, basis, d = res.report, res.basis, res.payload
         if file is None and setup.kv_tiers is not None and setup.kv_tiers.tiers:
-            tier_note = (f"the KV tier ({setup.kv_tiers.gib_per_gpu:,.0f} GiB per GPU of "
-                         + " + ".join(t.kind for t in setup.kv_tiers.tiers) + ") is priced only: the capacity is "
-                         "simulated without it (cost --simulate runs no tier; simulate --kv-offloading-size shows its "
-                         "hits and TTFT)")
-            rep.notes.append(tier_note)
-            d["notes"] = [*d.get("notes", []), tier_note]
+            from kvledger.report.cost_tier_notes import tier_notes
+
+            for tier_note in tier_notes(setup.kv_tiers, capacity):
+                rep.notes.append(tier_note)
+                d["notes"] = [*d.get("notes", []), tier_note]
         text = strict_json.dumps(d) + "\n"
         if out is not None:
             from kvledger.strict_json import write_text_atomic

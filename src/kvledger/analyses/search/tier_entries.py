@@ -80,7 +80,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
         return {**out, "status": "skipped", "reason": "prefix caching off",
                 "detail": "a KV tier serves prefix hits only; with prefix caching off there is nothing to load"}
     slo = parse_slo(spec.slo)
-    p = TierProber(spec, cand, opt, slo)
+    p = TierProber.for_candidate(spec, cand, opt, slo)
     start = (base["capacity"]["boundary_rate_req_per_s"] if feasible_base
              else min(r for r, _ in base["capacity"]["probes"]))
     try:

@@ -27,12 +27,12 @@ TIER_OF = {"cpu": ("host", "host_dram"), "disk": ("nvme", "nvme")}
 _MAX_DOUBLINGS = 6
 
 
-def _host_tier(setup: Any, tp: int, opt: Any) -> tuple[Any, dict[str, Any]]:
+def _host_tier(setup: Any, ranks: int, opt: Any) -> tuple[Any, dict[str, Any]]:
     from kvledger.accounting.kv_tier_rules import TierSettings
     from kvledger.accounting.kv_tiers import build_tier_plan
     from kvledger.dynamics.engine.offload import HostTier
 
-    settings = (TierSettings(kv_offloading_size_gib=opt.size_gib * tp, kv_offloading_backend="native")
+    settings = (TierSettings(kv_offloading_size_gib=opt.size_gib * ranks, kv_offloading_backend="native")
                 if opt.kind == "cpu" else TierSettings(nvme_gib=opt.size_gib))
     plan = build_tier_plan(setup.plan, settings)
     t = plan.tier(TIER_OF[opt.kind][1])
@@ -46,17 +46,26 @@ def _host_tier(setup: Any, tp: int, opt: Any) -> tuple[Any, dict[str, Any]]:
 
 
 class TierProber:
-    """Runs (and remembers) the candidate's workload with the tier at a request rate, and each run's goodput."""
+    """Runs (and remembers) a workload with the tier at a request rate, and each run's goodput: ``args`` /
+    ``synthetic`` the simulation (``analyses.serving.sim_ledgers``) at any rate, ``opt`` the tier (GiB per GPU), ``slo``
+    and ``target`` the attainment the capacity must meet. One code path for ``search --offload`` (``for_candidate``)
+    and ``cost --simulate --kv-tier-host`` (``analyses/serving/tier_cost_capacity.py``)."""
 
-    def __init__(self, spec: Any, cand: Any, opt: Any, slo: Any) -> None:
-        from kvledger.analyses.search.screen import sim_args
-
-        self.spec, self.cand, self.opt, self.slo = spec, cand, opt, slo
-        self.args = sim_args(spec, cand)
+    def __init__(self, args: Any, synthetic: Any, opt: Any, slo: Any, target: float) -> None:
+        self.args, self.synthetic, self.opt, self.slo, self.target = args, synthetic, opt, slo, target
+        self.sims: dict[float, Any] = {}  # the SimulatedRun of each rate
         self.runs: dict[float, Any] = {}
+        self.host_hit_tokens: dict[float, int] = {}  # prompt tokens loaded back from the tier in each rate's run
         self.goodputs: dict[float, Any] = {}
         self.tier: dict[str, Any] = {}
         self.lower_bound = False
+
+    @classmethod
+    def for_candidate(cls, spec: Any, cand: Any, opt: Any, slo: Any) -> TierProber:
+        """The prober of a search candidate: the spec's seeded workload with the candidate's settings."""
+        from kvledger.analyses.search.screen import sim_args
+
+        return cls(sim_args(spec, cand), spec.synthetic, opt, slo, spec.target)
 
     def run_at(self, rate: float) -> Any:
         from kvledger.analyses.serving.sim_ledgers import prepare_run, run_prepared
@@ -65,16 +74,19 @@ class TierProber:
 
         if rate not in self.runs:
             args = replace(self.args, rate=rate)
-            setup = prepare_run(args, self.spec.synthetic)
-            host, self.tier = _host_tier(setup, self.cand.tp, self.opt)
-            self.runs[rate] = run_prepared(setup, args, self.spec.synthetic, record_token_times=False,
-                                           kv_manager_factory=offload_kv_factory(host, [])).run
+            setup = prepare_run(args, self.synthetic)
+            host, self.tier = _host_tier(setup, args.tp, self.opt)  # vLLM's size is over the TP ranks (no PP here)
+            managers: list[Any] = []
+            self.sims[rate] = run_prepared(setup, args, self.synthetic, record_token_times=False,
+                                           kv_manager_factory=offload_kv_factory(host, managers))
+            self.host_hit_tokens[rate] = sum(m.host_hit_tokens for m in managers)
+            self.runs[rate] = self.sims[rate].run
             self.goodputs[rate] = goodput(self.runs[rate], self.slo)
         return self.runs[rate]
 
     def meets(self, rate: float) -> bool:
         self.run_at(rate)
-        return self.goodputs[rate].attainment >= self.spec.target
+        return self.goodputs[rate].attainment >= self.target
 
     def probes(self) -> list[list[float]]:
         """[rate, attainment] of every run, by rate."""
@@ -83,8 +95,8 @@ class TierProber:
 
 def tier_capacity(p: TierProber, start: float) -> tuple[float | None, float | None]:
     """(the highest rate meeting the target with the tier, the lowest rate found to miss it) from ``start`` req/s;
-    (None, start) when no rate down to start ÷ 64 meets it. A boundary still met after 6 doublings is a lower bound
-    (``p.lower_bound``)."""
+    (None, the lowest rate simulated: start ÷ 64) when no rate down to it meets the target. A boundary still met
+    after 6 doublings is a lower bound (``p.lower_bound``)."""
     from kvledger.ledgers.boundary import search_boundary
 
     if p.meets(start):
@@ -102,7 +114,7 @@ def tier_capacity(p: TierProber, start: float) -> tuple[float | None, float | No
             if p.meets(lo):
                 break
             lo, hi = 0.5 * lo, lo
-        else:
-            return None, lo
-    res = search_boundary(p.run_at, p.slo, p.spec.target, lo, hi, tol=0.01 * lo, max_evals=12)
+        else:  # every rate simulated missed; ``lo`` is the next halving, never run
+            return None, hi
+    res = search_boundary(p.run_at, p.slo, p.target, lo, hi, tol=0.01 * lo, max_evals=12)
     return res.boundary_value, res.first_failing_value

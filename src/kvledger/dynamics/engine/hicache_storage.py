@@ -10,10 +10,11 @@ Read from SGLang 0.5.23 (``mem_cache/unified_radix_cache.py``, ``managers/schedu
   (then least recently used files go); here the storage holds the plan's NVMe tier and drops its least recently
   used segment when full (the file backend evicts down to 0.9 of its cap at once: not modelled).
 * Prefetch: when a request arrives (``Scheduler._prefetch_kvcache``), the tokens beyond its device + host match are
-  offered to ``prefetch_from_storage``; under ``prefetch_threshold`` (256 tokens) nothing is fetched. Otherwise the
-  consecutive pages storage holds from there are read into host memory (host pages allocated, evicting host LRU
-  entries), asynchronously. ``wait_complete`` keeps the request out of every batch until the read is done
-  (``_can_terminate_prefetch`` is False until the ack): here the request reaches the scheduler
+  offered to ``prefetch_from_storage``; under ``prefetch_threshold`` (256 tokens) nothing is fetched, and a storage
+  hit shorter than the threshold is revoked as well (``unified_radix_cache.py``, where the scheduler drains the
+  prefetch hits). Otherwise the consecutive pages storage holds from there are read into host memory (host pages
+  allocated, evicting host LRU entries), asynchronously. ``wait_complete`` keeps the request out of every batch
+  until the read is done (``_can_terminate_prefetch`` is False until the ack): here the request reaches the scheduler
   ``tokens × bytes_per_token ÷ read bandwidth`` after it arrived, and is then admitted as any request whose prefix
   is on host: ``load_back`` to the device beside the forward pass (offload.py). The read is on its TTFT only.
 * One storage backend (``--hicache-storage-backend`` takes one name): ``file`` (the plan's NVMe tier) or a remote
@@ -110,7 +111,7 @@ class _Storage:
         if req.num_tokens - i * S < PREFETCH_THRESHOLD_TOKENS:
             return 0.0
         n = self.disk.lookup(keys, i, limit)
-        if n <= 0:
+        if n * S < PREFETCH_THRESHOLD_TOKENS:  # 0.5.23 revokes a prefetch whose storage hit is below the threshold
             return 0.0
         fetched = keys[i:i + n]
         self.disk.touch(fetched)

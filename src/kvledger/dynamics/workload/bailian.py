@@ -32,13 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
+from kvledger.dynamics.workload.trace_arrow import MAX_TRACE_TOKENS as _MAX_TOKENS
 from kvledger.errors import FormatError
 
 __all__ = ["BAILIAN_KEYS", "BAILIAN_BLOCK_TOKENS", "BailianRows", "read_bailian"]
 
 BAILIAN_KEYS = ("chat_id", "parent_chat_id", "timestamp", "input_length", "output_length")
 BAILIAN_BLOCK_TOKENS = 16  # the dataset README: "Salted SipHash blocks (16 tokens per block)"
-_MAX_TOKENS = 10_000_000  # as trace_arrow.MAX_TRACE_TOKENS: longer than any model's context
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +81,11 @@ def _row(obj: object, path: Path, line: int) -> tuple[int, int, float, int, int,
     ids = obj.get("hash_ids", [])
     if not isinstance(ids, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in ids):
         raise FormatError(str(path), "must be a list of integer block ids", f"line {line}, field 'hash_ids'")
+    full, spanned = p // BAILIAN_BLOCK_TOKENS, -(-p // BAILIAN_BLOCK_TOKENS)
+    if ids and len(ids) not in (full, spanned):  # whole blocks only, or the last partial block hashed too
+        raise FormatError(str(path), f"has {len(ids)} block ids but the prompt of {p} tokens holds {full} whole "
+                          f"blocks of {BAILIAN_BLOCK_TOKENS} tokens ({spanned} with the partial one)",
+                          f"line {line}, field 'hash_ids'")
     return chat, parent, float(t), p, o, turn, tuple(ids)
 
 

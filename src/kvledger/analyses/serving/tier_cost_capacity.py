@@ -1,0 +1,132 @@
+"""The SLO capacity ``cost --simulate --kv-tier-host SIZE`` prices: the same deployment served with a host KV tier of
+SIZE GiB per GPU in the simulator, found by the search's tier probe (``analyses/search/tier_probe.py``: vLLM's
+native ``OffloadingConnector`` rule, ``dynamics/offload_sim.py``; ``--kv-offloading-size`` = SIZE × TP, vLLM's size
+being over all TP ranks).
+
+The probe starts at the capacity without the tier (``sim_capacity.search_capacity``, found first), doubles the rate
+while the target is met (halves it while missed) and bisects to 1 % of the bracket's low end; each probe is one
+simulation of the same seeded workload with the tier. A disk tier (``--kv-tier-nvme``) is not simulated here: the
+probe models one tier below HBM, and vLLM's native connector has none on disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from kvledger.analyses.search.offload_axis import OffloadOption
+from kvledger.analyses.search.tier_probe import TierProber, tier_capacity
+from kvledger.analyses.serving.sim_capacity import SimCapacity
+from kvledger.errors import InputError
+from kvledger.jsonable import to_jsonable
+
+__all__ = ["TierCapacity", "tier_search_capacity", "TIER_RULE"]
+
+TIER_RULE = "vLLM's native OffloadingConnector rule (write-through LRU host tier, dynamics/offload_sim.py)"
+"""The engine rule the tier is simulated by, as the notes name it."""
+
+
+@dataclass
+class TierCapacity:
+    """The SLO capacity of a deployment with a host KV tier, and the run at it (priced as ``SimCapacity``'s).
+
+    Attributes:
+        run: the simulated run at the boundary rate, with the tier.
+        rate_req_per_s: the highest rate found meeting the target with the tier, req/s.
+        attainment / goodput_req_per_s: that run's share of requests within the SLO, and its good req/s.
+        first_failing_req_per_s: the lowest rate found to miss (None: still met after the last doubling).
+        probes: [rate req/s, attainment] of every probe with the tier, by rate.
+        tier: the plan's tier (name, capacity bytes and tokens, read bandwidth, capacity rule).
+        tier_gib_per_gpu / target / without_tier: the tier's size, the attainment target, the capacity without it.
+        host_hit_tokens_at_boundary: prompt tokens loaded back from the tier in the run at the boundary, tokens.
+    """
+
+    method: ClassVar[str] = "kvledger.analyses.search.tier_probe.tier_capacity (search --offload's tier probe)"
+    __json__ = ("method", "target", "tier_gib_per_gpu", "rule", ("boundary_rate_req_per_s", "rate_req_per_s"),
+                ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
+                "first_failing_req_per_s", "lower_bound", "host_hit_tokens_at_boundary", "tier", "probes",
+                ("without_tier", "without_tier_dict"),
+                ("notes", "all_notes"))
+    run: Any
+    rate_req_per_s: float
+    attainment: float
+    goodput_req_per_s: float
+    first_failing_req_per_s: float | None
+    lower_bound: bool
+    probes: list[list[float]]
+    tier: dict[str, Any]
+    tier_gib_per_gpu: float
+    target: float
+    without_tier: SimCapacity
+    host_hit_tokens_at_boundary: int
+    rule: str = TIER_RULE
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def without_tier_dict(self) -> dict[str, Any]:
+        w = self.without_tier
+        return {"boundary_rate_req_per_s": w.rate_req_per_s, "goodput_at_boundary_req_per_s": w.goodput_req_per_s,
+                "attainment_at_boundary": w.attainment, "capacity_search": w.to_dict()}
+
+    def text(self) -> str:
+        """One line: the search with the tier, against the capacity without it."""
+        w = self.without_tier
+        miss = (f"; {self.first_failing_req_per_s:g} req/s misses" if self.first_failing_req_per_s is not None
+                else "; still met after the last doubling, so at least this")
+        return (f"capacity: SLO-capacity search on the request rate with a {self.tier_gib_per_gpu:g} GiB per GPU host "
+                f"KV tier in the simulator ({self.method}; {TIER_RULE}; {len(self.probes)} probes of "
+                f"{self.run.setup.num_requests:,} requests, seed {self.run.args.seed}, from the capacity without the "
+                f"tier, {w.rate_req_per_s:g} req/s): the highest rate with ≥ {self.target:.0%} of requests within "
+                f"the SLO is {self.rate_req_per_s:g} req/s ({self.attainment:.1%} there{miss}); priced at that run's "
+                f"goodput, {self.goodput_req_per_s:,.3f} good req/s per deployment unit (without the tier: "
+                f"{w.goodput_req_per_s:,.3f})")
+
+    def probes_text(self) -> str:
+        """The probes with the tier, by rate: ``rate → attainment``."""
+        return ", ".join(f"{r:g} → {a:.1%}" for r, a in self.probes)
+
+    @property
+    def all_notes(self) -> list[str]:
+        return list(self.notes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the boundary with the tier, the tier, every probe and the capacity without the tier."""
+        return to_jsonable(self)
+
+
+def tier_search_capacity(args: Any, synthetic: Any, slo: Any, host_gib_per_gpu: float,
+                         without: SimCapacity) -> TierCapacity:
+    """The SLO capacity of ``args`` with a host KV tier of ``host_gib_per_gpu`` GiB per GPU (module docstring),
+    searched from ``without``'s boundary at ``without``'s target.
+
+    Raises:
+        InputError: no rate down to the start ÷ 64 meets the target with the tier, or a simulation that cannot run.
+    """
+    if "sglang" in (args.policy, args.prefix_caching_policy):
+        raise InputError("cost --simulate --kv-tier-host simulates vLLM's native CPU offloading (--kv-offloading-size, "
+                         "the search's tier probe); with SGLang's policy, price the tier without simulating it "
+                         "(--at-offered-load) or see simulate --enable-hierarchical-cache for HiCache's hits")
+    target = without.search.target
+    p = TierProber(args, synthetic, OffloadOption("cpu", host_gib_per_gpu), slo, target)
+    b, first_failing = tier_capacity(p, without.rate_req_per_s)
+    if b is None:
+        raise InputError(f"with a {host_gib_per_gpu:g} GiB per GPU host KV tier no request rate down to "
+                         f"{first_failing:g} req/s has {target:.0%} of requests within the SLO ({slo.describe()}), "
+                         f"though {without.rate_req_per_s:g} req/s does without it: the tier's loads delay TTFT; "
+                         "price without --kv-tier-host, or loosen the SLO")
+    notes = [f"the tier's capacity: {p.tier.get('capacity_rule', '')}"] if p.tier.get("capacity_rule") else []
+    if not any(p.host_hit_tokens.values()):
+        # nothing loaded back: every probe equals the run without the tier at its rate, so the capacity is the one
+        # found without it (a different probe sequence could only land elsewhere where attainment is not monotone)
+        notes.append(f"the tier served no prompt token in any of the {len(p.runs)} probes (no block was loaded back "
+                     "from it): each run equals the run without the tier at the same rate, so the capacity is the one "
+                     f"without it, {without.rate_req_per_s:g} req/s, and the tier adds cost only")
+        return TierCapacity(without.run, without.rate_req_per_s, without.attainment, without.goodput_req_per_s,
+                            without.search.boundary.first_failing_value, False, p.probes(), dict(p.tier),
+                            host_gib_per_gpu, target, without, 0, notes=notes)
+    gp = p.goodputs[b]
+    if p.lower_bound:
+        notes.append("with the tier the target was still met at the last doubling: the capacity is at least this")
+    return TierCapacity(p.sims[b], float(b), gp.attainment, float(gp.goodput_req_per_s), first_failing,
+                        p.lower_bound, p.probes(), dict(p.tier), host_gib_per_gpu, target, without,
+                        p.host_hit_tokens[b], notes=notes)

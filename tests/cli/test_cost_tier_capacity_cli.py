@@ -1,0 +1,93 @@
+"""``cost --simulate --kv-tier-host``: the SLO capacity priced is found with the host tier in the simulator, by the
+search's tier probe (``analyses/search/tier_probe.py``), and the notes say which tier is simulated and which priced
+only."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.analyses.search.offload_axis import OffloadOption
+from kvledger.analyses.search.tier_probe import TierProber
+from kvledger.analyses.serving.sim_ledgers import simulate_run
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.cli.main import app
+from kvledger.ledgers.goodput import goodput
+from kvledger.ledgers.slo import parse_slo
+
+SLO = "ttft=200ms,tpot=50ms"
+BASE = ["cost", "--simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--trace", "azure-conv", "--num-requests",
+        "100", "--slo", SLO, "--gpu-provider", "Nebius", "--json"]
+
+
+def _json(*extra: str) -> dict:
+    res = CliRunner().invoke(app, [*BASE, *extra], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_cost_simulate_finds_the_capacity_with_the_host_tier_in_the_simulator():
+    plain = _json()
+    d = _json("--kv-tier-host", "64GiB", "--kv-tier-nvme", "1TiB")
+    cap = d["simulation"]["capacity_search"]
+    # Without the tier the request-rate search (1 → 32 by doubling, then bisection) ends at 29.5 req/s (90 % within
+    # the SLO; 29.75 misses at 89 %). The tier probe starts there: 29.5 meets, 59 misses (67 %), and its bisection
+    # on [29.5, 59] goes 44.25, 36.875, 33.1875, 31.34375, 30.421875, 30.1914 (all miss) to 29.9609375 (90 %): 9
+    # probes. The Azure conversation trace shares no prefix between requests, so no block is ever loaded back from
+    # the tier (host hits 0 in every probe) and each run equals the run without the tier at the same rate (checked
+    # below): the 29.96 the bisection lands on is the attainment not being monotone in the rate with 100 requests
+    # (29.75 → 89 %, 29.96 → 90 %), not the tier. So the capacity priced is the one without the tier, 29.5 req/s,
+    # and the note says the tier adds cost only.
+    assert plain["simulation"]["capacity_search"]["boundary_rate_req_per_s"] == 29.5
+    assert cap["without_tier"]["boundary_rate_req_per_s"] == 29.5
+    assert cap["boundary_rate_req_per_s"] == 29.5 and cap["first_failing_req_per_s"] == pytest.approx(29.75)
+    assert [r for r, _ in cap["probes"]] == [29.5, 29.9609375, 30.19140625, 30.421875, 31.34375, 33.1875, 36.875,
+                                             44.25, 59.0]
+    assert cap["host_hit_tokens_at_boundary"] == 0
+    assert any("the tier served no prompt token in any of the 9 probes" in n and "adds cost only" in n
+               for n in cap["notes"])
+    # 64 GiB per GPU × TP 1 = vLLM --kv-offloading-size 64 GiB: 64 × 2^30 B ÷ 2,097,152 B per block (8B: 32 layers
+    # × 2 × 8 KV heads × 128 × 2 B × 16 tokens) = 32,768 blocks × 16 = 524,288 tokens
+    assert cap["tier"]["capacity_bytes"] == 64 * 2**30 and cap["tier"]["capacity_tokens"] == 524_288
+    # the ledger prices the run at the capacity without the tier: goodput 13.951 good req/s, as without it
+    assert d["capacity"]["goodput_req_per_s"] == pytest.approx(cap["goodput_at_boundary_req_per_s"])
+    assert cap["goodput_at_boundary_req_per_s"] == plain["capacity"]["goodput_req_per_s"]
+    assert plain["capacity"]["goodput_req_per_s"] == pytest.approx(13.9506, rel=1e-4)
+    # line items: both tiers on the rental; the month of one replica: 1 GPU × $2.95 × 730 h = $2,153.50 +
+    # 64 GiB × $3.25 (bundled GCP row) = $208 + 1,024 GiB × $0.218 (GCP Local SSD) = $223.232 → $2,584.732
+    names = [i["name"] for i in d["ledgers"]["self_host_output"]["items"]]
+    assert names[1:3] == ["host memory for the KV tier", "NVMe for the KV tier"]
+    assert d["inputs"]["replica_usd_per_month"] == pytest.approx(2584.732)
+    notes = d["notes"]
+    assert any(n.startswith("the host KV tier (64 GiB per GPU; vLLM --kv-offloading-size 64 GiB over TP 1) is "
+                            "simulated") and "OffloadingConnector" in n for n in notes)
+    assert any(n.startswith("the KV tier (1,024 GiB per GPU of nvme) is priced only") for n in notes)
+    assert not any("of host" in n and "priced only" in n for n in notes)
+
+
+def test_the_tier_run_equals_the_plain_run_when_nothing_is_loaded_back():
+    # the claim behind the note above, at the rate where the two searches part: 29.75 req/s, 89 of 100 within the
+    # SLO with and without the 64 GiB tier, same goodput
+    slo = parse_slo(SLO)
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=100)
+    p = TierProber(args, None, OffloadOption("cpu", 64.0), slo, 0.9)
+    p.run_at(29.75)
+    plain = goodput(simulate_run(replace(args, rate=29.75)).run, slo)
+    assert p.host_hit_tokens[29.75] == 0
+    assert p.goodputs[29.75].num_good == plain.num_good == 89
+    assert p.goodputs[29.75].goodput_req_per_s == plain.goodput_req_per_s
+
+
+def test_at_offered_load_the_host_tier_stays_priced_only():
+    d = _json("--kv-tier-host", "64GiB", "--at-offered-load")
+    assert any(n.startswith("the KV tier (64 GiB per GPU of host) is priced only") and "--at-offered-load" in n
+               for n in d["notes"])
+
+
+def test_a_host_tier_with_sglangs_policy_is_refused_with_the_reason():
+    # the probe runs vLLM's native connector rule and sizes the tier by --kv-offloading-size; HiCache's is not it
+    res = CliRunner().invoke(app, [*BASE, "--kv-tier-host", "64GiB", "--policy", "sglang"])
+    assert res.exit_code != 0 and "simulates vLLM's native CPU offloading" in str(res.exception)
