@@ -111,9 +111,9 @@ def _segment_tokens(workload: Any) -> int:
     return sizes.pop() if sizes else 512
 
 
-def host_tier_for(setup: SimSetup, tiers: TierSettings) -> tuple[HostTier, TierPlan]:
-    """The simulated host tier and the plan's tiers for ``setup``'s engine (``--policy sglang``: SGLang's, else
-    vLLM's) and ``tiers``.
+def host_tier_for(setup: SimSetup, tiers: TierSettings) -> tuple[HostTier, TierPlan, int]:
+    """The simulated host tier, the plan's tiers and the host unit (tokens per unit: SGLang's segment, LMCache's
+    chunk or vLLM's block) for ``setup``'s engine (``--policy sglang``: SGLang's, else vLLM's) and ``tiers``.
 
     Raises:
         InputError: tier flags the engine refuses or ignores, a model it cannot offload (the plan's rules), no host
@@ -130,7 +130,7 @@ def host_tier_for(setup: SimSetup, tiers: TierSettings) -> tuple[HostTier, TierP
                          "--policy sglang for SGLang's HiCache")
     chunk = LMCACHE_CHUNK_TOKENS if engine != "sglang" and tiers.kv_offloading_backend == "lmcache" else 0
     unit = _segment_tokens(setup.workload) if radix else chunk or cfg.block_size
-    return sim_host_tier(tp, plan.settings, tiers, unit, chunk), tp
+    return sim_host_tier(tp, plan.settings, tiers, unit, chunk), tp, unit
 
 
 def _rule(engine: str, tiers: TierSettings) -> str:
@@ -165,13 +165,12 @@ def run_with_tier(setup: SimSetup, tiers: TierSettings, *, record_steps: bool = 
     Raises:
         InputError: see :func:`host_tier_for`; prefix caching off; settings the tier is not modelled for.
     """
-    host, tp = host_tier_for(setup, tiers)
+    host, tp, unit = host_tier_for(setup, tiers)
     run = simulate_offload(setup.workload, setup.config, setup.cost, host, num_replicas=setup.replicas,
                            router=setup.router, record_steps=record_steps, record_token_times=record_token_times,
                            model=setup.model_name, hardware=setup.gpu_name)
     s = run.tiers
     engine = setup.plan.settings.engine
-    unit = host.chunk_tokens or (_segment_tokens(setup.workload) if engine == "sglang" else setup.config.block_size)
     host_info = {**asdict(host), "unit_tokens": unit, "replicas": setup.replicas}
     rep = SimTierReport(engine, setup.plan.memory.engine_version, _rule(engine, tiers), tp, host_info,
                         _per_tier(s, unit), s.prompt_tokens, asdict(run.with_offload.summary.ttft_s),
