@@ -14,35 +14,57 @@ from kvledger.errors import InputError
 
 runner = CliRunner(env={"COLUMNS": "250"})
 BASE = ("offload", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--sessions", "6", "--session-rate", "1")
+# One chat session (seed 0; synthesize_sessions) fits in HBM, so every turn hits the previous turns' prefix there:
+# 512 system tokens; turns (input, output) = (1,709, 155), (273, 265), (73, 40), (47, 215). Prompts 2,221, 2,649,
+# 2,987, 3,074 tokens; the context ends at 3,289 tokens. Content is keyed per whole 64-token segment; the tokens after
+# a request's last whole segment are keyed as the request's own (never shared with the next turn).
+ONE = ("offload", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--sessions", "1", "--session-rate", "1")
 
 
-def _json(*flags: str) -> dict:
-    r = runner.invoke(app, [*BASE, *flags, "--json"], catch_exceptions=False)
+def _json(*flags: str, base: tuple[str, ...] = BASE) -> dict:
+    r = runner.invoke(app, [*base, *flags, "--json"], catch_exceptions=False)
     return json.loads(r.stdout)
 
 
 def test_store_threshold_and_arc_are_reported_with_their_sources():
-    d = _json("--kv-offloading-size", "64", "--store-threshold", "2", "--eviction-policy", "arc")
+    d = _json("--kv-offloading-size", "64", "--store-threshold", "2", "--eviction-policy", "arc", base=ONE)
     assert d["rules"]["store_threshold"]["value"] == 2 and "0.33.0" in d["rules"]["store_threshold"]["source"]
     assert d["rules"]["eviction_policy"]["value"] == "arc"
     s = d["tier_stats"]
-    assert isinstance(s["stores_skipped"], int) and s["stores_skipped"] > 0
+    # ONE's session, 16-token blocks, store_threshold 2 (a block's first offer is skipped, its second stores it; no
+    # host load, so each turn offers every block from its first; nothing evicted, so ARC stores as LRU would):
+    # t0 offers 2,375 computed tokens // 16 = 148 blocks: 148 skipped.
+    # t1 offers 2,913 // 16 = 182: blocks 0-147 stored (148); 148-179 skipped (32); 180-181 lie past its 45 whole
+    #    segments (2,880 tokens), keyed as t1's own: skipped (2).
+    # t2 offers 3,026 // 16 = 189: 148-179 stored (32); 180-187 (now a whole segment's, new keys) and its own tail
+    #    block 188 skipped (9).
+    # t3 offers its 3,074-token prompt, 192 blocks: 180-187 stored (8); 188-191 skipped (4). Its decode blocks are
+    #    offered when the request is freed, and under async scheduling the last step's finished requests are freed
+    #    after the next schedule, which the run does not have (fast/open_settle.py).
+    # stored 148 + 32 + 8 = 188; skipped 148 + 34 + 9 + 4 = 195.
+    assert (s["stored_units"], s["stores_skipped"], s["evicted_units"], s["host_hit_tokens"]) == (188, 195, 0, 0)
     assert "disk" not in s and "write_back_s" not in s
     plain = _json("--kv-offloading-size", "64")  # no rule on: neither key is written
     assert "rules" not in plain and "stores_skipped" not in plain["tier_stats"]
 
 
 def test_disk_tier_capacity_from_the_plans_nvme_tier():
-    d = _json("--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--kv-tier-nvme", "1TiB")
+    d = _json("--kv-offloading-size", "64", "--kv-offloading-backend", "lmcache", "--kv-tier-nvme", "1TiB", base=ONE)
     disk = d["tier_stats"]["disk"]
     # 1 TiB // 131,072 B per token = 8,388,608 tokens // 256 per chunk = 32,768 chunks; read 7 GB/s (under the link)
     assert disk["capacity_units"] == 32768 and disk["read_bytes_per_s"] == 7e9
-    assert disk["stored_units"] > 0 and d["rules"]["disk"]["capacity_units"] == 32768
+    # ONE's session in LMCache's 256-token chunks of each prompt (every chunk ends inside the turn's whole segments,
+    # so t1-t3 find t0's chunks held): t0 2,221 // 256 = 8 stored; t1 2,649 // 256 = 10: 2 more; t2 2,987 // 256 = 11:
+    # 1; t3 3,074 // 256 = 12: 1. 12 in host memory, each written on to the disk; nothing evicted
+    assert (d["tier_stats"]["stored_units"], disk["stored_units"], disk["evicted_units"]) == (12, 12, 0)
+    assert d["rules"]["disk"]["capacity_units"] == 32768
     # SGLang's file storage tier below HiCache: 8,388,608 tokens // 64-token segments = 131,072 segments
     d = _json("--engine", "sglang", "--enable-hierarchical-cache", "--kv-tier-nvme", "1TiB",
-              "--hicache-storage-prefetch-policy", "wait_complete")
+              "--hicache-storage-prefetch-policy", "wait_complete", base=ONE)
     assert d["tier_stats"]["disk"]["capacity_units"] == 131072 and d["rules"]["disk"]["unit"] == "segment"
-    assert d["tier_stats"]["disk"]["stored_units"] == d["tier_stats"]["stored_units"] > 0  # all written on
+    # write_through backs up each whole 64-token segment as it enters the tree, and every backup is written on:
+    # ONE's context ends at 3,289 tokens = 51 whole segments (its last 25 tokens are no whole segment: not backed up)
+    assert d["tier_stats"]["disk"]["stored_units"] == d["tier_stats"]["stored_units"] == 51
 
 
 def test_hicache_write_back_is_simulated():
@@ -52,24 +74,25 @@ def test_hicache_write_back_is_simulated():
     s = d["tier_stats"]
     assert (s["stored_units"], s["write_back_tokens"], s["write_back_s"]) == (0, 0, 0.0)
     assert d["rules"]["hicache_write_policy"]["value"] == "write_back"
-    wt = _json("--engine", "sglang", "--enable-hierarchical-cache")["tier_stats"]
-    assert wt["stored_units"] > 0 and "write_back_s" not in wt
+    # write_through on ONE's session: its 3,289-token context's 51 whole segments, each copied once
+    wt = _json("--engine", "sglang", "--enable-hierarchical-cache", base=ONE)["tier_stats"]
+    assert wt["stored_units"] == 51 and "write_back_s" not in wt
 
 
 def test_simulate_takes_hicache_write_back():
-    # simulate's tier flags (cli/tier_opts.py) reach the same simulated host tier, write_back included: 8 chat
-    # sessions fit in HBM, so under write_back nothing is evicted and nothing reaches the host, where write_through
-    # copies every segment as it enters the tree
+    # simulate's tier flags (cli/tier_opts.py) reach the same simulated host tier, write_back included: ONE's chat
+    # session (simulate draws the same one) fits in HBM, so under write_back nothing is evicted and nothing reaches
+    # the host, where write_through copies each of its 51 whole segments as it enters the tree
     stored = {}
     for policy in ("write_through", "write_back"):
         r = runner.invoke(app, ["simulate", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--workload", "chat",
-                                "--sessions", "8", "--session-rate", "1", "--max-model-len", "32K", "--policy",
+                                "--sessions", "1", "--session-rate", "1", "--max-model-len", "32K", "--policy",
                                 "sglang", "--enable-hierarchical-cache", "--hicache-write-policy", policy, "--json"],
                           catch_exceptions=False)
         t = json.loads(r.stdout)["kv_tiers"]
         assert t["host_tier"]["write_policy"] == policy
         stored[policy] = t["per_tier"][1]["stored_units"]
-    assert stored["write_back"] == 0 < stored["write_through"]
+    assert (stored["write_back"], stored["write_through"]) == (0, 51)
 
 
 @pytest.mark.parametrize("flags, words", [
