@@ -82,6 +82,8 @@ def test_a_hold_gives_way_when_nothing_runs_and_its_lost_blocks_are_not_counted(
     # the evicted block (16 tokens) is recomputed, not served by the host: 64 − 16 = 48 loaded tokens count;
     # HBM's own hits: 48 − 48 = 0
     assert kv.host_hit_tokens == 48 and kv.prefix_stats.hits == 48
+    # the 16 lost tokens were still read: they count as loaded, unserved, and the load's 64-token time stays
+    assert kv.host_unserved_tokens == 16 and kv.host_load_s == pytest.approx(64 * 131072 / 51.2e9)
 
 
 def test_a_load_whose_prompt_does_not_fit_is_not_held():
@@ -102,6 +104,7 @@ def test_a_load_whose_prompt_does_not_fit_is_not_held():
     assert kv.admit(r, hits, 112, 160)
     # 16 of the 64 loaded tokens were evicted and are recomputed: 48 count as loaded; HBM's own hits 48 − 48 = 0
     assert kv.host_hit_tokens == 48 and kv.prefix_stats.hits == 48
+    assert kv.host_unserved_tokens == 16  # read (in the 163.84 µs load) and not served
 
 
 def test_a_load_behind_waiting_requests_is_not_held():

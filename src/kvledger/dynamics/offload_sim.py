@@ -89,9 +89,10 @@ class TierStats:
 
     Attributes:
         prompt_tokens: prompt tokens at first admission, tokens. hbm_hit_tokens / host_hit_tokens: served from each.
-        hbm_hit_rate / host_hit_rate: shares of prompt_tokens. host_load_s: Σ load time, s.
-        loaded_bytes / stored_units / evicted_units: host → HBM bytes, units offered to / dropped from the host.
-        load_bandwidth_bytes_per_s: bytes loaded (host and disk) / run duration, B/s.
+        hbm_hit_rate / host_hit_rate: shares of prompt_tokens. host_load_s: Σ time of every host load, served or
+        not, s. loaded_bytes: host → HBM bytes of every load, served or not (host_hit_tokens + host_unserved_tokens),
+        B. stored_units / evicted_units: units offered to / dropped from the host.
+        load_bandwidth_bytes_per_s: bytes loaded (host, disk and remote; served or not) / run duration, B/s.
         host_capacity_units: blocks or segments.
         peak_host_units: the most the host held at an admission. occupancy: (s, units) at each arrival (≤ 200 kept).
         stores_skipped: offered blocks vLLM's ``store_threshold`` kept out of the host (with a gate only), count.
@@ -99,9 +100,12 @@ class TierStats:
             (under write_back only), tokens and s.
         disk: the tier below the host (LMCache local_disk, HiCache file storage; with one only).
         remote: the remote store (LMCache remote, below the disk; HiCache mooncake storage; with one only).
+        host_unserved_tokens: tokens loaded from the host whose blocks were evicted before the request's admission
+            and recomputed (load_hold.py): in loaded_bytes and host_load_s, not in host_hit_tokens (only when > 0).
     """
 
-    __json_optional__ = ("stores_skipped", "write_back_tokens", "write_back_s", "disk", "remote")
+    __json_optional__ = ("stores_skipped", "write_back_tokens", "write_back_s", "disk", "remote",
+                         "host_unserved_tokens")
 
     prompt_tokens: int
     hbm_hit_tokens: int
@@ -121,6 +125,7 @@ class TierStats:
     write_back_s: float | None = None
     disk: DiskStats | None = None
     remote: DiskStats | None = None
+    host_unserved_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _check_rates(self, "hbm_hit_rate", "host_hit_rate")
@@ -142,9 +147,14 @@ class DiskStats:
         capacity_units: LMCache chunks or HiCache segments per replica. hit_tokens / hit_rate: tokens the disk served
         (LMCache: loaded; HiCache: prefetched into host memory and loaded back from there at the request's admission),
         and their share of the prompt tokens.
-        loaded_bytes: bytes read from disk. load_s: Σ disk read time (on TTFT), s. read_bytes_per_s: the tier's read
-        bandwidth, B/s. stored_units / evicted_units: units written to / dropped from disk.
+        loaded_bytes: bytes read from disk, served or not. load_s: Σ time of every disk read (on TTFT), served or not,
+        s. read_bytes_per_s: the tier's read bandwidth, B/s. stored_units / evicted_units: units written to / dropped
+        from disk. unserved_tokens: tokens read whose blocks were evicted before the request's admission and
+        recomputed (vLLM's paged loads, load_hold.py; HiCache: prefetched, not loaded back): in loaded_bytes and load_s,
+        not in hit_tokens (only when > 0).
     """
+
+    __json_optional__ = ("unserved_tokens",)
 
     capacity_units: int
     hit_tokens: int
@@ -154,6 +164,7 @@ class DiskStats:
     read_bytes_per_s: float
     stored_units: int
     evicted_units: int
+    unserved_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _check_rates(self, "hit_rate")
@@ -194,12 +205,14 @@ def _stats(managers: list, host: HostTier, duration_s: float) -> TierStats:
         c -= d
     occ = sorted(x for m in managers for x in m.occupancy)
     step = max(1, len(occ) // 200)
-    loaded = c * host.bytes_per_token
+    # loads whose blocks were evicted before admission (load_hold.py): moved and timed, not served
+    cu, du, ru = (sum(getattr(m, f"{k}_unserved_tokens", 0) for m in managers) for k in ("host", "disk", "remote"))
+    loaded = (c + cu) * host.bytes_per_token
     return TierStats(q, h, c, h / q if q else 0.0, c / q if q else 0.0, sum(m.host_load_s for m in managers), loaded,
                      sum(m.lru.stored for m in managers), sum(m.lru.evicted for m in managers),
-                     (loaded + (d + r) * host.bytes_per_token) / duration_s if duration_s > 0 else 0.0,
+                     (loaded + (d + r + du + ru) * host.bytes_per_token) / duration_s if duration_s > 0 else 0.0,
                      host.capacity_units, max((u for _, u in occ), default=0), tuple(occ[::step]),
-                     *_extras(managers, host, q, d, r))
+                     *_extras(managers, host, q, d, r), host_unserved_tokens=cu or None)
 
 
 def _extras(managers: list, host: HostTier, q: int, d: int, r: int) -> tuple:
@@ -223,10 +236,13 @@ def _extras(managers: list, host: HostTier, q: int, d: int, r: int) -> tuple:
 
 def _level(managers: list, name: str, units: int, served: int, q: int, bpt: float, bw: float) -> DiskStats:
     """One level's figures from the managers' ``{name}_hit_tokens``, ``{name}_load_s`` and ``{name}`` cache."""
-    read = sum(getattr(m, f"{name}_hit_tokens") for m in managers)
+    # every read, served or not: vLLM's paged loads evicted before admission (load_hold.py) left the hit counter;
+    # HiCache's counter is its prefetches, ``served`` those loaded back
+    read = sum(getattr(m, f"{name}_hit_tokens") + getattr(m, f"{name}_unserved_tokens", 0) for m in managers)
+    unserved = read - served
     return DiskStats(units, served, served / q if q else 0.0, read * bpt, sum(getattr(m, f"{name}_load_s")
                      for m in managers), bw, sum(getattr(m, name).stored for m in managers),
-                     sum(getattr(m, name).evicted for m in managers))
+                     sum(getattr(m, name).evicted for m in managers), unserved or None)
 
 
 def simulate_offload(requests, config: EngineConfig, cost, host: HostTier, *, num_replicas: int = 1,

@@ -60,9 +60,11 @@ def render_offload(rep: OffloadReport, console) -> None:
     row("prefix hit rate, HBM", f"{s.hbm_hit_rate:.3f}", f"{rep.hbm_hit_rate_without:.3f}",
         f"{g['hbm_hit_rate']:.3f}" if g else "")
     row("prefix hit rate, host", f"{s.host_hit_rate:.3f}", "—", "—")
-    row("tokens loaded from host", f"{s.host_hit_tokens:,}", "—", "—")
-    row("load time (Σ), load bandwidth", f"{s.host_load_s:.3f} s, {s.load_bandwidth_bytes_per_s / 1e9:.2f} GB/s",
-        "—", "—")
+    row("tokens served from host", f"{s.host_hit_tokens:,}", "—", "—")
+    if s.host_unserved_tokens:  # loaded, then evicted before admission and recomputed (load_hold.py)
+        row("tokens loaded from host, unserved", f"{s.host_unserved_tokens:,}", "—", "—")
+    row("load time (Σ, served + unserved), load bandwidth (all tiers' bytes ÷ run)",
+        f"{s.host_load_s:.3f} s, {s.load_bandwidth_bytes_per_s / 1e9:.2f} GB/s", "—", "—")
     row("host units held (peak / capacity)", f"{s.peak_host_units:,} / {s.host_capacity_units:,}", "—", "—")
     _rule_rows(s, row)
     a, b = rep.ttft_s_with, rep.ttft_s_without
@@ -95,7 +97,11 @@ def _rule_rows(s, row) -> None:
         if d is None:
             continue
         row(f"prefix hit rate, {name}", f"{d.hit_rate:.3f}", "—", "—")
-        row(f"tokens loaded from {name}", f"{d.hit_tokens:,} ({d.loaded_bytes / 1e9:,.2f} GB)", "—", "—")
-        row(f"{name} load time (Σ, on TTFT)", f"{d.load_s:.3f} s at {d.read_bytes_per_s / 1e9:g} GB/s", "—", "—")
+        row(f"tokens served from {name} (GB read, served + unserved)",
+            f"{d.hit_tokens:,} ({d.loaded_bytes / 1e9:,.2f} GB)", "—", "—")
+        if d.unserved_tokens:
+            row(f"tokens loaded from {name}, unserved", f"{d.unserved_tokens:,}", "—", "—")
+        row(f"{name} load time (Σ, served + unserved, on TTFT)",
+            f"{d.load_s:.3f} s at {d.read_bytes_per_s / 1e9:g} GB/s", "—", "—")
         row(f"{name} units stored / evicted / capacity", f"{d.stored_units:,} / {d.evicted_units:,} / "
             f"{d.capacity_units:,}", "—", "—")

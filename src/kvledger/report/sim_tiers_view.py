@@ -27,11 +27,15 @@ def session_shape_line(w: dict) -> str:
             f"of {w['segment_tokens']} tokens")
 
 
+BW = "load bandwidth (host: bytes loaded ÷ run time; disk, remote: read rate)"
+
+
 def _rows(r: dict) -> list[tuple[str, str]]:
     """(figure, cell) of one tier; HBM loads nothing, so its load figures read "—"."""
     out = [("hit rate (share of prompt tokens)", f"{r['hit_rate']:.3f}"), ("tokens hit", f"{r['hit_tokens']:,}")]
     if r["tier"] == "hbm":
-        return out + [(name, "—") for name in ("tokens loaded", "bytes loaded", "load time (Σ)", "load bandwidth used",
+        return out + [(name, "—") for name in ("tokens loaded (served + unserved)", "bytes loaded (served + unserved)",
+                                               "load time (Σ, served + unserved)", BW,
                                                "occupancy (peak / capacity)", "stored / evicted")]
     if r["tier"] in ("nvme", "remote"):  # the level's read bandwidth (a setting), its capacity; no occupancy record
         bw = f"reads at {r['read_bytes_per_s'] / 1e9:,.2f} GB/s"
@@ -39,10 +43,12 @@ def _rows(r: dict) -> list[tuple[str, str]]:
     else:
         bw = f"{r['load_bandwidth_bytes_per_s'] / 1e9:,.2f} GB/s"
         held = f"{r['peak_units']:,} / {r['capacity_units']:,} × {r['unit_tokens']:,} tokens"
-    return out + [("tokens loaded", f"{r['loaded_tokens']:,}"),
-                  ("bytes loaded", f"{r['loaded_bytes'] / 2**30:,.2f} GiB"),
-                  ("load time (Σ)", f"{r['load_s']:.3f} s"),
-                  ("load bandwidth used", bw),
+    unserved = r.get("unserved_tokens", 0)  # loads evicted before admission and recomputed (load_hold.py)
+    return out + [("tokens loaded (served + unserved)", f"{r['loaded_tokens']:,}"
+                   + (f" ({r['hit_tokens']:,} + {unserved:,})" if unserved else "")),
+                  ("bytes loaded (served + unserved)", f"{r['loaded_bytes'] / 2**30:,.2f} GiB"),
+                  ("load time (Σ, served + unserved)", f"{r['load_s']:.3f} s"),
+                  (BW, bw),
                   ("occupancy (peak / capacity)", held),
                   ("stored / evicted", f"{r['stored_units']:,} / {r['evicted_units']:,} units")]
 

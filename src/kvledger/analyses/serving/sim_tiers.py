@@ -58,8 +58,11 @@ class SimTierReport:
         plan: the tiers per GPU and their break-even prefix lengths (``plan --json``'s ``kv_tiers``).
         host_tier: the simulated host tier: capacity_units (per replica), unit_tokens, bytes_per_token (B),
             read_bytes_per_s / write_bytes_per_s (B/s), write_policy, chunk_tokens.
-        per_tier: one row per tier: hit_rate (share of prompt tokens at first admission), hit_tokens, loaded_tokens,
-            loaded_bytes (B), load_s (Σ, s), load_bandwidth_bytes_per_s (loaded bytes ÷ run duration), capacity,
+        per_tier: one row per tier: hit_rate (share of prompt tokens at first admission), hit_tokens (served),
+            loaded_tokens / loaded_bytes (B) / load_s (Σ, s): every load, served or not; unserved_tokens (only when >
+            0): loaded tokens evicted before their request's admission and recomputed (load_hold.py; HiCache: prefetched
+            and not loaded back), so loaded_tokens = hit_tokens + unserved_tokens; load_bandwidth_bytes_per_s (loaded
+            bytes ÷ run duration), capacity,
             peak and stored/evicted units (host only), and the rules' counters (stores_skipped, write_back_tokens,
             write_back_s) when they are on.
         ttft_s_with_tier / ttft_s_without_tier: the run's TTFT statistics, s, and the same run without the tier.
@@ -143,17 +146,20 @@ def _per_tier(s: TierStats, unit_tokens: int) -> list[dict[str, Any]]:
     hbm = {"tier": "hbm", "hit_rate": s.hbm_hit_rate, "hit_tokens": s.hbm_hit_tokens, "loaded_tokens": 0,
            "loaded_bytes": 0.0, "load_s": 0.0, "load_bandwidth_bytes_per_s": 0.0}
     host = {"tier": "host_dram", "hit_rate": s.host_hit_rate, "hit_tokens": s.host_hit_tokens,
-            "loaded_tokens": s.host_hit_tokens, "loaded_bytes": s.loaded_bytes, "load_s": s.host_load_s,
+            "loaded_tokens": s.host_hit_tokens + (s.host_unserved_tokens or 0), "loaded_bytes": s.loaded_bytes,
+            "load_s": s.host_load_s,
             "load_bandwidth_bytes_per_s": s.load_bandwidth_bytes_per_s, "unit_tokens": unit_tokens,
             "capacity_units": s.host_capacity_units, "peak_units": s.peak_host_units,
             "stored_units": s.stored_units, "evicted_units": s.evicted_units}
     host.update({k: v for k, v in (("stores_skipped", s.stores_skipped), ("write_back_tokens", s.write_back_tokens),
-                                   ("write_back_s", s.write_back_s)) if v is not None})
+                                   ("write_back_s", s.write_back_s), ("unserved_tokens", s.host_unserved_tokens))
+                 if v is not None})
     return [hbm, host] + [{"tier": name, "hit_rate": d.hit_rate, "hit_tokens": d.hit_tokens,
-                           "loaded_tokens": d.hit_tokens, "loaded_bytes": d.loaded_bytes, "load_s": d.load_s,
-                           "read_bytes_per_s": d.read_bytes_per_s, "unit_tokens": unit_tokens,
+                           "loaded_tokens": d.hit_tokens + (d.unserved_tokens or 0), "loaded_bytes": d.loaded_bytes,
+                           "load_s": d.load_s, "read_bytes_per_s": d.read_bytes_per_s, "unit_tokens": unit_tokens,
                            "capacity_units": d.capacity_units, "stored_units": d.stored_units,
-                           "evicted_units": d.evicted_units}
+                           "evicted_units": d.evicted_units,
+                           **({"unserved_tokens": d.unserved_tokens} if d.unserved_tokens else {})}
                           for name, d in (("nvme", s.disk), ("remote", s.remote)) if d is not None]
 
 

@@ -17,7 +17,8 @@ unreferenced (vLLM would load them later; holding them through the queue would t
 requests' growth can still use the reserved blocks, so where holds would stall the engine they give way: when an
 admission fails while no running request holds a block, or the lone running request cannot grow, the other holds
 are released. A request admitted without its hold counts as loaded only the loaded blocks it still finds; those
-evicted meanwhile leave the tiers' hit counters (they are recomputed; the load's time stays).
+evicted meanwhile leave the tiers' hit counters (they are recomputed) and count as loaded, unserved
+(``{tier}_unserved_tokens``): the load's time and bytes stay.
 """
 
 from __future__ import annotations
@@ -89,13 +90,16 @@ class LoadHolds:
 
     def _unserve(self, req: SimRequest) -> None:
         """A request whose loaded blocks were not held is admitted: those evicted since were not served by the tier
-        (they are recomputed), so their tokens leave its hit counters (the load's time stays)."""
+        (they are recomputed), so their tokens leave its hit counters for ``{tier}_unserved_tokens`` (the load's time
+        and bytes stay)."""
         start, n, counts = self._loose.pop(req.uid)
         lost = (n - max(0, min(n, req.num_computed_tokens // self.block_size - start))) * self.block_size
         for name, tokens in counts:
             take = min(lost, tokens)
             if take:
                 setattr(self, name, getattr(self, name) - take)
+                unserved = name.replace("_hit_", "_unserved_")
+                setattr(self, unserved, getattr(self, unserved, 0) + take)
                 lost -= take
 
     def admit(self, req, hits, num_new_tokens, must_fit_tokens, reserve_tokens=0) -> bool:
