@@ -3,6 +3,8 @@ redoes only what is missing; a worker failure stays with its candidate."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kvledger.analyses.search import Axes, SearchSpec, read_ledger, run_search
@@ -143,3 +145,27 @@ def test_default_workers_small_search_runs_in_process(serial_ledger, tmp_path, m
     out = tmp_path / "default.jsonl"
     run_search(SPEC, AXES, ledger=out, workers=None)
     assert out.read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ('[1, 2]\n', "line 2"),  # valid JSON, not an entry object
+    ('{"status": "feasible"}\n', "line 2"),  # an object without its id
+])
+def test_a_ledger_line_that_is_not_an_entry_is_named(tmp_path, body, words):
+    from kvledger.analyses.search.ledger_file import LEDGER_FORMAT
+    from kvledger.errors import FormatError
+
+    path = tmp_path / "ledger.jsonl"
+    path.write_text(json.dumps({"format": LEDGER_FORMAT}) + "\n" + body + '{"id": "x"}\n', encoding="utf-8")
+    with pytest.raises(FormatError, match="not an object with a string 'id'") as err:
+        read_ledger(path)
+    assert words in str(err.value)
+
+
+def test_a_binary_file_is_not_a_ledger(tmp_path):
+    from kvledger.errors import FormatError
+
+    path = tmp_path / "ledger.jsonl"
+    path.write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(FormatError, match="not UTF-8"):
+        read_ledger(path)

@@ -35,6 +35,8 @@ def read_ledger(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as err:
         raise InputError(f"cannot read the ledger {path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise FormatError(str(path), "not a kvledger search ledger (not UTF-8 text)", "line 1") from None
     try:
         header = json.loads(lines[0]) if lines else None
     except json.JSONDecodeError:
@@ -50,6 +52,8 @@ def read_ledger(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
             if n == len(lines):
                 break  # the last line was being written when the search stopped
             raise FormatError(str(path), "corrupt ledger entry", f"line {n}") from None
+        if not isinstance(e, dict) or not isinstance(e.get("id"), str):
+            raise FormatError(str(path), "ledger entry is not an object with a string 'id'", f"line {n}")
         entries[e["id"]] = e
     return header, entries
 
