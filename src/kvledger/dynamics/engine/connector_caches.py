@@ -45,14 +45,6 @@ class KeyLRU:
     def num_held(self) -> int:
         return len(self.keys)
 
-
-class ConnectorLRU(KeyLRU):
-    """Content keys in host memory under vLLM's LRU policy (module doc), least recently used first."""
-
-    def touch(self, keys: list[int]) -> None:
-        held = self.keys
-        deque(map(held.move_to_end, list(filter(held.__contains__, reversed(keys)))), 0)
-
     def lookup(self, keys: list[int], start: int, stop: int) -> int:
         """Consecutive held keys from ``keys[start]`` (before ``stop``); no change."""
         n, held = 0, self.keys
@@ -61,6 +53,14 @@ class ConnectorLRU(KeyLRU):
                 break
             n += 1
         return n
+
+
+class ConnectorLRU(KeyLRU):
+    """Content keys in host memory under vLLM's LRU policy (module doc), least recently used first."""
+
+    def touch(self, keys: list[int]) -> None:
+        held = self.keys
+        deque(map(held.move_to_end, list(filter(held.__contains__, reversed(keys)))), 0)
 
     def store(self, key: int) -> None:
         self.store_run([key])

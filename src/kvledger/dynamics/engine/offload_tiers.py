@@ -61,15 +61,6 @@ class DiskLRU(KeyLRU):
             held[k] = None
             self.stored += 1
 
-    def lookup(self, keys: list[int], start: int, stop: int) -> int:
-        """Consecutive held keys from ``keys[start]`` (before ``stop``); no change (``batched_contains``)."""
-        n, held = 0, self.keys
-        for i in range(start, stop):
-            if keys[i] not in held:
-                break
-            n += 1
-        return n
-
     def touch(self, keys: list[int]) -> None:
         held = self.keys
         for k in keys:
