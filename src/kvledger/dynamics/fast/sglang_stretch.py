@@ -33,15 +33,13 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from itertools import accumulate
 
-from kvledger.accounting.decode_prices import PLAIN_FLOAT_MAX_STEPS
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest, accept
 from kvledger.dynamics.engine.sglang_scheduler import CLIP_MAX_NEW_TOKENS
 from kvledger.dynamics.fast.sglang_settle import settle
-from kvledger.dynamics.fast.stretch_times import chunk_steps
+from kvledger.dynamics.fast.stretch_times import chunk_steps, extend_decode_chunk, plain_decode_terms
 
 __all__ = ["eligible", "run_arrivals", "MAX_SGLANG_STRETCH_STEPS"]
 
@@ -169,27 +167,15 @@ class _SGLangStretch:
         """Price decode steps ``a .. b − 1`` of ``alive`` requests in chunks (appending end times and durations);
         returns (the end, whether it stopped at the first step starting at or after ``bound``)."""
         ends, durs = self.ends, self.durs
-        terms = self.forms.get(alive, 0)
-        if terms == 0:
-            plain = self.prices.decode_plain
-            terms = self.forms[alive] = plain(alive) if plain is not None else None
-        price, last, finite = self.prices.decode_list, self.last, bound < math.inf
+        prices = self.prices
+        terms = plain_decode_terms(self.forms, prices, alive)
+        last, finite = self.last, bound < math.inf
         j = a
         while j < b:
             m = b - j
             if finite:
                 m = chunk_steps(m, bound, ends[j + off], last, 0)
-            kv0 = s_alive + alive * (j + 1)
-            if terms is not None and m <= PLAIN_FLOAT_MAX_STEPS:
-                gemm, g, bw = terms
-                d = [gemm + g * x / bw for x in range(kv0, kv0 + alive * m, alive)]
-            else:
-                d = price(alive, kv0, m)
-            durs += d
-            last = d[-1]
-            it = accumulate(d, initial=ends[j + off])
-            next(it)
-            ends.extend(it)
+            last = extend_decode_chunk(ends, durs, prices, terms, alive, s_alive + alive * (j + 1), m, ends[j + off])
             j += m
             if ends[j - 1 + off] >= bound:
                 self.last = last

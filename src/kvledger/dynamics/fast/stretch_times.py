@@ -11,7 +11,9 @@ import math
 from bisect import bisect_left
 from itertools import accumulate
 
-__all__ = ["decode_times", "chunk_steps", "MAX_STRETCH_STEPS"]
+from kvledger.accounting.decode_prices import PLAIN_FLOAT_MAX_STEPS
+
+__all__ = ["decode_times", "chunk_steps", "MAX_STRETCH_STEPS", "plain_decode_terms", "extend_decode_chunk"]
 
 MAX_STRETCH_STEPS = 2048  # longest stretch priced in one go, steps
 CHUNK_SPARE_STEPS = 3  # steps priced beyond those the last price says fit before the bound
@@ -90,3 +92,30 @@ def decode_times(rep, rems: list[int], comp: list[int], go: bool, bound_s: float
             b = a
             break
     return b, ends, durs, pieces
+
+
+def plain_decode_terms(forms: dict, prices, alive: int):
+    """The price of a decode step of ``alive`` requests in its plain form (gemm, g, bw), memoised in ``forms``; None:
+    the step cost has no plain form (ask ``prices.decode_list``)."""
+    terms = forms.get(alive, 0)
+    if terms == 0:
+        plain = prices.decode_plain
+        terms = forms[alive] = plain(alive) if plain is not None else None
+    return terms
+
+
+def extend_decode_chunk(ends: list[float], durs: list[float], prices, terms, alive: int, kv0: int, m: int,
+                        start_s: float) -> float:
+    """Price ``m`` decode steps of ``alive`` requests whose first step reads ``kv0`` KV tokens (``alive`` more each
+    step), starting at ``start_s``: append their durations to ``durs`` and end times to ``ends``; returns the last
+    duration, s. The plain form's floats when it holds for ``m`` steps, else ``prices.decode_list``."""
+    if terms is not None and m <= PLAIN_FLOAT_MAX_STEPS:
+        gemm, g, bw = terms
+        d = [gemm + g * x / bw for x in range(kv0, kv0 + alive * m, alive)]
+    else:
+        d = prices.decode_list(alive, kv0, m)
+    durs += d
+    it = accumulate(d, initial=start_s)
+    next(it)
+    ends.extend(it)
+    return d[-1]
