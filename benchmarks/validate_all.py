@@ -1,7 +1,8 @@
 """Validate the simulator on every measured run the project has, calibrating where the issue asks, and print the tables
 of docs/validation.md §2.
 
-    python benchmarks/validate_all.py [--sections distserve,llmservingsim,kubecon,training,robustness] [--json]
+    python benchmarks/validate_all.py [--sections distserve,llmservingsim,kubecon,training,robustness,lodo,crossmodel]
+        [--json]
 
 Sections (error = predicted/measured − 1 throughout):
 
@@ -17,11 +18,14 @@ Sections (error = predicted/measured − 1 throughout):
   on the stages of two configurations (``vllm``, ``vllm+chunking_and_prefix_caching``), validated on the others'
   stages from the stage aggregates (same synthetic workload per stage; closed loop of the client's 440-request
   cap where the client could not keep the requested rate).
-* ``training`` — inference-sim/training's H100 stages (no licence: read from ../shared, never copied), for the
-  bundled models (Llama-2-7B): roofline and the kubecon-style comparison of stage aggregates.
+* ``training`` — inference-sim/training's H100 stages (no licence: read from ../shared, never copied): Llama-2-7B TP1,
+  CodeLlama-34B TP2, Llama-2-70B TP4, each replayed with the model, TP and limits of its launch record and its
+  client's fixed prompt pool under prefix caching; roofline, stage aggregates compared.
 * ``lodo`` — leave one deployment out over every replayable run, uncalibrated and GPU-calibrated; the error
   bands (``--write-bands``: ``kvledger/ledgers/data/error_bands.json``) and ``docs/calibration/validation-latency.md``
   (``--write-docs``); see benchmarks/lodo_bands.py.
+* ``crossmodel`` — a GPU-scope calibration fitted on one model's inference-sim/training stages (or two models')
+  predicting another model's on the same H100 set-up (benchmarks/cross_model.py).
 * ``robustness`` — every bundled calibrated step cost on the whole Azure conversation trace (no traceback).
 
 Timing figures are wall-clock on a shared machine: noisy.
@@ -332,52 +336,84 @@ def _print_kubecon(d: dict) -> None:
 
 # ------------------------------------------------------------------- training
 TRAINING = SHARED / "inference-sim-training" / "default_args"
-#: models bundled with kvledger (Llama-2-70B and CodeLlama-34B configs are not: their experiments are listed, not run)
-TRAINING_MODELS = {"llama-2-7b-tp1": ("meta-llama/Llama-2-7b-hf", 1)}
+
+
+def training_prompt_pool(exp: Path) -> int:
+    """Distinct prompts the experiment's client cycled through: inference-perf's resolved ``shared_prefix`` config
+    (``results/config.yaml``: ``num_groups`` × ``num_prompts_per_group``, 10 × 10 in every run). That version has
+    no multi-turn field, and the stages' prompt lengths never grow (559–608 tokens in ``general``): each request
+    re-sends one of a fixed pool of whole prompts (system prompt + question), so vLLM V1's prefix cache (on by
+    default; the launch record does not turn it off) serves all of a repeated prompt but its last partial block."""
+    import yaml
+
+    sp = yaml.safe_load((exp / "results" / "config.yaml").read_text(encoding="utf-8"))["data"]["shared_prefix"]
+    return int(sp["num_groups"]) * int(sp["num_prompts_per_group"])
+
+
+def training_runs(max_requests: int | None = None) -> list[dict]:
+    """Every inference-sim/training experiment with a bundled model: its stages below the 10% failure cut as
+    (run, stage), each replayed with the model, TP and scheduler limits of its launch record (``exp-config.yaml``,
+    read by ``kvledger.calibration.stage_launch``) and its prompt pool as shared prefixes (whole prompts up to the
+    stage's shortest one)."""
+    from kvledger.calibration.sweep import read_stage, stage_run
+    from kvledger.catalog.models import resolve_bundled
+
+    out = []
+    for exp in sorted(p for p in TRAINING.iterdir() if p.is_dir()) if TRAINING.exists() else []:
+        pool, items, model = training_prompt_pool(exp), [], None
+        for f in sorted((exp / "results").glob("stage_*_lifecycle_metrics.json")):
+            st = read_stage(f)
+            run = stage_run(st, f"{exp.name.split('-', 2)[2]} {f.name.split('_')[1]}", seed=0,
+                            max_requests=max_requests, prefix_groups=pool,
+                            prefix_tokens=int(min(v for _, v in st.prompt_quantiles)))
+            model = run.measured.metadata.model
+            if st.num_failed <= 0.1 * st.count:
+                items.append((run, st))
+        out.append({"experiment": exp.name.split("-", 2)[2], "model": model, "items": items,
+                    "bundled": model is not None and resolve_bundled(model) is not None,
+                    "args": _args(model=model, gpu="H100", tp=None, gpu_profile="none")})
+    return out
 
 
 def training() -> dict:
-    """Roofline replay of every stage of the bundled-model experiments (no calibration: one H100 model each)."""
+    """Roofline replay of every stage of every experiment (model, TP and limits from its launch record; no
+    calibration)."""
     from kvledger.calibration.api import engine_for
     from kvledger.calibration.replay import replay
-    from kvledger.calibration.sweep import read_stage, stage_comparison, stage_run
+    from kvledger.calibration.sweep import stage_comparison
 
     if not TRAINING.exists():
         return {"skipped": f"{TRAINING} not found"}
     rows, skipped = [], []
-    for exp in sorted(p for p in TRAINING.iterdir() if p.is_dir()):
-        key = next((k for k in TRAINING_MODELS if k in exp.name), None)
-        if key is None:
-            skipped.append(exp.name)
+    for exp in training_runs():
+        if not exp["bundled"]:
+            skipped.append(exp["experiment"])
             continue
-        model, tp = TRAINING_MODELS[key]
-        a = _args(model=model, gpu="H100", tp=tp, max_model_len=4096, max_num_batched_tokens=2048, max_num_seqs=128,
-                  enable_prefix_caching=False)
-        for f in sorted((exp / "results").glob("stage_*_lifecycle_metrics.json")):
-            st = read_stage(f)
-            run = stage_run(st, f"{exp.name.split('-', 2)[2]} {f.name.split('_')[1]}", seed=0)
-            s = engine_for(a, run)
+        for run, st in exp["items"]:
+            s = engine_for(exp["args"], run)
             c = stage_comparison(run.label, st, replay(run, s.config, s.cost).records)
-            rows.append({"stage": run.label, "rate": st.requested_rate, "failed": st.num_failed,
+            rows.append({"stage": run.label, "model": s.model_name, "tp": s.tp, "rate": st.requested_rate,
+                         "failed": st.num_failed,
                          **{k: {"measured": c.row(k).measured, "predicted": c.row(k).predicted,
-                                "rel_error": c.row(k).rel_error} for k in ("TTFT p50", "TPOT mean", "E2E p50",
-                                                                           "throughput")}})
+                                "rel_error": c.row(k).rel_error} for k in ("TTFT mean", "TTFT p50", "TPOT mean",
+                                                                           "E2E p50", "throughput")}})
     return {"rows": rows, "not_run": skipped}
 
 
 def _print_training(d: dict) -> None:
-    print("\n== inference-sim/training: H100 SXM stages (roofline, uncalibrated; multi-turn chat as independent "
-          "requests) ==")
+    print("\n== inference-sim/training: H100 SXM stages (roofline, uncalibrated; a fixed pool of 100 prompts re-sent "
+          "under prefix caching) ==")
     if "skipped" in d:
         print(d["skipped"])
         return
     for r in d["rows"]:
         e = "; ".join(f"{k} {r[k]['measured'] * (1e3 if k != 'throughput' else 1):.1f}→"
                       f"{r[k]['predicted'] * (1e3 if k != 'throughput' else 1):.1f} ({r[k]['rel_error'] * 100:+.0f}%)"
-                      for k in ("TTFT p50", "TPOT mean", "E2E p50", "throughput"))
+                      for k in ("TTFT mean", "TTFT p50", "TPOT mean", "E2E p50", "throughput"))
         print(f"  {r['stage']:<30} {r['rate']:>5.0f} "
-              f"req/s{' (' + str(r['failed']) + ' failed)' if r['failed'] else ''}: {e}")
-    print(f"  not run (model not bundled): {', '.join(d['not_run'])}")
+              f"req/s{' (' + str(r['failed']) + ' failed)' if r['failed'] else ''} TP {r['tp']}: {e}")
+    if d["not_run"]:
+        print(f"  not run (model not bundled): {', '.join(d['not_run'])}")
 
 
 # ----------------------------------------------------------------- robustness
@@ -429,7 +465,19 @@ def _print_lodo(d: dict) -> None:
     lodo_bands.print_lodo(d)
 
 
-SECTIONS = ("distserve", "llmservingsim", "kubecon", "training", "robustness", "lodo")
+def crossmodel() -> dict:
+    import cross_model
+
+    return cross_model.cross_model()
+
+
+def _print_crossmodel(d: dict) -> None:
+    import cross_model
+
+    cross_model.print_cross_model(d)
+
+
+SECTIONS = ("distserve", "llmservingsim", "kubecon", "training", "robustness", "lodo", "crossmodel")
 
 
 def main() -> None:

@@ -76,3 +76,23 @@ def test_validating_a_run_the_bundled_profile_was_fitted_on_says_in_sample():
     setup = prepare(SimRequestArgs(model=MODEL, gpu="RTX 4090", num_requests=5, max_model_len=8192))
     assert setup.cost_info["scope"] == "gpu" and setup.cost.flops_fraction == prof.flops_fraction
     assert setup.cost_info["gpu_profile_data"] == list(prof.data)
+
+
+def test_the_setups_frontend_latency_is_fitted_apart_from_the_gpu_fractions():
+    # the same synthetic run seen from a client 25 ms away (each TTFT and E2E 25 ms longer, TPOT unchanged): fitted
+    # with the frontend latency, the fractions land where they were and the latency is found (golden-section
+    # search, ~1e-9 s; the fractions' pattern steps of 1.2% leave it within 2 ms)
+    from kvledger.calibration.replay import with_frontend
+
+    run, setup = _synthetic_run()
+    seen = with_frontend(replay(run, setup.config, roofline_with(setup, TRUE_FLOPS, TRUE_BW)), 0.025).records
+    client = MeasuredRun("client", "client", run.requests, seen)
+    fit = fit_gpu_fractions([(client, setup)], fit_frontend=True)
+    assert fit.frontend_s == pytest.approx(0.025, abs=0.002)
+    assert fit.flops_fraction == pytest.approx(TRUE_FLOPS, rel=0.05)
+    assert fit.bandwidth_fraction == pytest.approx(TRUE_BW, rel=0.05)
+    # without it the fractions must absorb 25 ms per request: the prefill share falls (0.40) to stretch every TTFT
+    # and the fit stays worse. (~4 s: two fits of ~60 replays each; the contrast is what the term is for.)
+    plain = fit_gpu_fractions([(client, setup)])
+    assert plain.frontend_s == 0.0 and plain.flops_fraction < 0.95 * TRUE_FLOPS
+    assert plain.objective > 10 * fit.objective

@@ -19,8 +19,11 @@ def test_stage_targets_and_derived_tpot():
     st = read_stage(DATA / "stage_0_lifecycle_metrics.json")
     # load_summary: 60 requests at 1.0 req/s over 59.71 s; E2E mean 0.48323 s, TTFT mean 0.03332 s, output mean 62.35
     assert (st.count, st.requested_rate) == (60, 1.0) and st.send_duration_s == pytest.approx(59.713, abs=1e-3)
-    # derived TPOT = (0.48323 − 0.03332)/(62.35 − 1) = 7.333 ms, against the file's own 3.478 ms
-    assert st.stats["tpot"]["mean"] == pytest.approx((0.48322820 - 0.03331899) / 61.35, rel=1e-6)
+    # derived TPOT: the config.yaml beside the stage sent ignore_eos with output_len 64, so every request generated
+    # 64 tokens (the client's re-tokenized count averages 62.35): (0.48323 − 0.03332)/(64 − 1) = 7.141 ms, against
+    # the file's own 3.478 ms; the replayed workload's outputs are 64 tokens each
+    assert st.stats["tpot"]["mean"] == pytest.approx((0.48322820 - 0.03331899) / 63, rel=1e-6)
+    assert st.output_quantiles == [(0.0, 64.0), (1.0, 64.0)]
     assert st.stats["tpot_file"]["mean"] == pytest.approx(0.0034776, rel=1e-4)
     assert st.stats["tpot"]["p50"] is None
 

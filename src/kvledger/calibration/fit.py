@@ -30,7 +30,7 @@ from kvledger.calibration.replay import MeasuredRun, StepTable, replay, replay_r
 from kvledger.dynamics.simulator import EngineConfig, SimResult
 from kvledger.errors import InputError
 
-__all__ = ["FitResult", "fit_step_cost", "initial_guess", "objective", "run_term", "METRIC_WEIGHTS"]
+__all__ = ["FitResult", "fit_step_cost", "initial_guess", "objective", "run_term", "shifted_term", "METRIC_WEIGHTS"]
 
 #: weight of each metric's squared relative error in the objective
 METRIC_WEIGHTS = {"ttft": 1.0, "tpot": 1.0, "e2e": 0.5}
@@ -83,7 +83,7 @@ def _stat_rows(values: np.ndarray, grads: np.ndarray | None) -> list[tuple[float
 
 
 def _residuals(run: MeasuredRun, res: SimResult, table: StepTable | None, names: list[str],
-               cost: LinearStepCost, add_s: float = 0.0) -> tuple[np.ndarray, np.ndarray | None]:
+               cost: LinearStepCost | None, add_s: float = 0.0) -> tuple[np.ndarray, np.ndarray | None]:
     """Weighted log-ratio residuals of one run's statistics (and their Jacobian rows over ``names`` when the step
     table is given); ``add_s`` is added to each TTFT and E2E (the frontend latency of engine-side records)."""
     n_params = len(names)
@@ -166,6 +166,13 @@ def _with(cost: LinearStepCost, names: list[str], theta: np.ndarray) -> LinearSt
 def run_term(run: MeasuredRun, cfg: EngineConfig, cost: StepCostModel) -> float:
     """One run's part of the objective (squared weighted log errors of its statistics)."""
     r, _ = _residuals(run, replay(run, cfg, cost), None, _NAMES[:NUM_GPU_TERMS], cost)
+    return float(r @ r)
+
+
+def shifted_term(run: MeasuredRun, res: SimResult, add_s: float) -> float:
+    """``run_term`` of a run already replayed (``res``: engine-side records) with ``add_s`` s added to each TTFT and
+    E2E — a frontend latency profiled without replaying again."""
+    r, _ = _residuals(run, res, None, _NAMES[:NUM_GPU_TERMS], None, add_s)
     return float(r @ r)
 
 

@@ -8,6 +8,14 @@ GPU. The objective is ``kvledger.calibration.fit``'s (squared log-ratio errors o
 E2E or of a stage's aggregates), summed over the runs, each replayed with its own model, TP and engine.
 Search: a coarse grid over the fractions (``GRID_FLOPS`` × ``GRID_BANDWIDTH``), then a multiplicative pattern
 search around the best point (``REFINE_FACTORS``, axis and diagonal moves), fractions kept in (0, 1]. Deterministic.
+
+``fit_frontend`` also fits a per-request latency outside the engine (HTTP, tokenization, streaming to the client:
+``frontend_s``, as ``calibrate --fit-frontend`` does for a step-cost fit). It belongs to the set-up — client, server
+front end, host — not to the GPU: runs timed at one client share it whatever the model, and a client-side TTFT would
+otherwise pull the GPU fractions down to absorb it (the fractions fitted on kubecon's client and on
+inference-sim/training's did not carry to each other for that reason). It shifts each TTFT and E2E and leaves the
+schedule alone, so it is profiled out at every candidate pair of fractions from the same replays: golden-section
+search over [0, ``FRONTEND_MAX_S``] (``FRONTEND_ITERS`` steps, about 0.01 ms).
 """
 
 from __future__ import annotations
@@ -18,8 +26,8 @@ from typing import Any
 from kvledger.accounting.gpu_profile import GPU_PROFILE_KIND
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.analyses.serving.sim_setup import SimSetup
-from kvledger.calibration.fit import objective
-from kvledger.calibration.replay import MeasuredRun
+from kvledger.calibration.fit import shifted_term
+from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.errors import InputError
 
 __all__ = ["GpuFit", "roofline_with", "fit_gpu_fractions", "gpu_profile_dict", "GRID_FLOPS", "GRID_BANDWIDTH"]
@@ -28,6 +36,8 @@ GRID_FLOPS = (0.25, 0.4, 0.6, 0.85)
 GRID_BANDWIDTH = (0.35, 0.5, 0.7, 0.9)
 REFINE_FACTORS = (1.12, 1.04, 1.012)
 MAX_MOVES = 6  # per factor
+FRONTEND_MAX_S = 0.2  # largest per-request frontend latency searched, s
+FRONTEND_ITERS = 40  # golden-section steps: 0.2 s × 0.618^40 ≈ 1e-9 s
 #: per factor, the eight moves of the pattern search: each fraction alone, and both together (the valleys of a
 #: queueing objective run diagonally: a slower prefill can be traded for a faster decode)
 _MOVES = {f: [(a, b) for a in (f, 1.0, 1 / f) for b in (f, 1.0, 1 / f) if (a, b) != (1.0, 1.0)] for f in REFINE_FACTORS}
@@ -35,7 +45,8 @@ _MOVES = {f: [(a, b) for a in (f, 1.0, 1 / f) for b in (f, 1.0, 1 / f) if (a, b)
 
 @dataclass
 class GpuFit:
-    """The fitted fractions, the objective before (at the start fractions) and after, and the replays it took."""
+    """The fitted fractions, the set-up's frontend latency (s; 0 unless fitted), the objective before (at the start
+    fractions) and after, and the replays it took."""
 
     gpu: str
     flops_fraction: float
@@ -45,6 +56,7 @@ class GpuFit:
     num_replays: int
     history: list[tuple[float, float, float]] = field(default_factory=list)
     num_refine: int = 0
+    frontend_s: float = 0.0
 
 
 def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: float) -> RooflineStepCost:
@@ -61,12 +73,44 @@ def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: fl
                             weights_bytes=s.weights_bytes, overlap_cpu=cost.overlap_cpu)
 
 
-def _total(items: list[tuple[MeasuredRun, SimSetup]], ff: float, bf: float) -> float:
-    return sum(objective([(run, s.config)], roofline_with(s, ff, bf)) for run, s in items)
+def _best_frontend(reps: list) -> tuple[float, float]:
+    """(objective, frontend_s) minimising the objective over the frontend latency, golden-section (module docstring)."""
+    def f(d: float) -> float:
+        return sum(shifted_term(run, res, d) for run, res in reps)
+
+    g = (5 ** 0.5 - 1) / 2
+    a, b = 0.0, FRONTEND_MAX_S
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(FRONTEND_ITERS):
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = f(d)
+    return min(((fc, c), (fd, d), (f(0.0), 0.0)))
 
 
-def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[float, float] = (0.7, 0.8)) -> GpuFit:
-    """Fit the two fractions to the runs (module docstring); every run must be on the same GPU.
+def _total(items: list[tuple[MeasuredRun, SimSetup]], ff: float, bf: float, fit_frontend: bool = False,
+           frontends: dict | None = None) -> float:
+    """The objective summed over the runs at these fractions; with ``fit_frontend`` at the best frontend latency,
+    recorded in ``frontends[(ff, bf)]``."""
+    reps = [(run, replay(run, s.config, roofline_with(s, ff, bf))) for run, s in items]
+    if not fit_frontend:
+        return sum(shifted_term(run, res, 0.0) for run, res in reps)
+    obj, fe = _best_frontend(reps)
+    if frontends is not None:
+        frontends[(ff, bf)] = fe
+    return obj
+
+
+def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[float, float] = (0.7, 0.8), *,
+                      fit_frontend: bool = False) -> GpuFit:
+    """Fit the two fractions (and, with ``fit_frontend``, the set-up's frontend latency) to the runs (module
+    docstring); every run must be on the same GPU.
 
     Raises:
         InputError: no run, or runs on different GPUs.
@@ -76,9 +120,11 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
     gpus = sorted({s.gpu_name for _, s in items})
     if len(gpus) > 1:
         raise InputError(f"a GPU profile is one GPU's: these runs are on {', '.join(gpus)}; calibrate each GPU apart")
-    f0 = _total(items, *start)
+    fe: dict = {}
+    f0 = _total(items, *start, fit_frontend, fe)
     history = [(start[0], start[1], f0)]
-    best = min(((ff, bf, _total(items, ff, bf)) for ff in GRID_FLOPS for bf in GRID_BANDWIDTH), key=lambda x: x[2])
+    best = min(((ff, bf, _total(items, ff, bf, fit_frontend, fe)) for ff in GRID_FLOPS for bf in GRID_BANDWIDTH),
+               key=lambda x: x[2])
     history.append(best)
     ff, bf, f = best
     evals = 0
@@ -90,14 +136,14 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
                 cf, cb = min(1.0, ff * dff), min(1.0, bf * dbf)
                 if (cf, cb) == (ff, bf):
                     continue
-                fc = _total(items, cf, cb)
+                fc = _total(items, cf, cb, fit_frontend, fe)
                 evals += 1
                 if fc < f:
                     ff, bf, f, moved = cf, cb, fc, True
                     history.append((ff, bf, f))
                     break
     replays = len(items) * (1 + len(GRID_FLOPS) * len(GRID_BANDWIDTH) + evals)
-    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals)
+    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, fe.get((ff, bf), 0.0))
 
 
 def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str]) -> dict[str, Any]:

@@ -153,7 +153,12 @@ def _workload(run: MeasuredRun):
 
 def _client_view(res: SimResult, cost: StepCostModel) -> SimResult:
     """The records as the client saw them: each arrival moved ``cost.frontend_s`` earlier (TTFT and E2E grow by it)."""
-    d = float(getattr(cost, "frontend_s", 0.0) or 0.0)
+    return with_frontend(res, float(getattr(cost, "frontend_s", 0.0) or 0.0))
+
+
+def with_frontend(res: SimResult, d: float) -> SimResult:
+    """``res`` with each arrival moved ``d`` s earlier: engine-side records as a client ``d`` s of frontend latency
+    away sees them (TTFT and E2E grow by ``d``; ``res`` itself is changed)."""
     if d <= 0:
         return res
     from dataclasses import replace as dc_replace

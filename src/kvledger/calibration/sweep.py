@@ -17,7 +17,9 @@ output length: on the kubecon baseline's 1 req/s stage it is 3.47 ms while (E2E 
 / (output mean − 1) = (480.5 − 31.1)/(63.15 − 1) = 7.23 ms, and 3.47 ms per token is below what
 reading Llama-3.1-8B's 16.06 GB of bf16 weights from an H100's 3.35 TB/s allows (4.79 ms). So the
 TPOT compared and fitted here is that derived mean (no percentiles); the file's own field is
-kept as ``tpot_file`` and shown, not trusted.
+kept as ``tpot_file`` and shown, not trusted. When the client's config beside the stage file says every request was
+generated to one length under ``ignore_eos`` (``kvledger.calibration.stage_launch.fixed_output_tokens``), that length
+replaces the client's re-tokenized count, in the derivation and in the replayed workload.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 
 from kvledger.calibration.compare import Comparison, MetricRow, rel_error
 from kvledger.calibration.replay import MeasuredRun
+from kvledger.calibration.stage_launch import fixed_output_tokens, stage_launch
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.errors import FormatError
@@ -99,11 +102,13 @@ def read_stage(path: str | Path) -> Stage:
         lat = ok["latency"]
         stats = {m: {s: float(lat[f][k]) for s, k in _STATS.items()} for m, f in _FIELDS.items()}
         stats["tpot_file"] = stats.pop("tpot")
-        out_mean = float(ok["output_len"]["mean"])
+        fixed = fixed_output_tokens(path)  # ignore_eos with one output length: generated length known exactly
+        out_mean = float(fixed if fixed is not None else ok["output_len"]["mean"])
         derived = (stats["e2e"]["mean"] - stats["ttft"]["mean"]) / (out_mean - 1) if out_mean > 1 else None
         stats["tpot"] = {"mean": derived, "p50": None, "p90": None, "p99": None}
+        outputs = [(0.0, float(fixed)), (1.0, float(fixed))] if fixed is not None else _quantiles(ok["output_len"])
         return Stage(p, float(load["requested_rate"]), int(load["count"]), float(load["send_duration"]), stats,
-                     _quantiles(ok["prompt_len"]), _quantiles(ok["output_len"]),
+                     _quantiles(ok["prompt_len"]), outputs,
                      float(ok["throughput"]["requests_per_sec"]), float(ok["throughput"]["output_tokens_per_sec"]),
                      int((d.get("failures") or {}).get("count") or 0), float(load.get("achieved_rate", 0.0)))
     except (OSError, ValueError) as e:
@@ -182,12 +187,19 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
     When the client could not send at the requested rate (achieved < 95% of requested) and its
     concurrency cap is given (inference-perf: ``num_workers × worker_max_concurrency``), the cap
     was what bound the load: the stage is replayed as a closed loop of that many users.
-    ``max_requests`` keeps only the stage's first requests (a shorter window of the same load, for fitting)."""
-    meta = RunMetadata(source=stage.path, source_format="inference-perf-lifecycle", request_rate=stage.requested_rate)
+    ``max_requests`` keeps only the stage's first requests (a shorter window of the same load, for fitting).
+    A launch record beside the stage file (``kvledger.calibration.stage_launch``) names the model, TP and scheduler
+    limits of the engine measured: they become the run's metadata and ``engine_hints``."""
+    launch = stage_launch(stage.path) if Path(stage.path).is_file() else None
+    meta = RunMetadata(source=stage.path, source_format="inference-perf-lifecycle", request_rate=stage.requested_rate,
+                       model=launch.model if launch else None,
+                       num_gpus=launch.engine_kwargs.get("tensor_parallel_size") if launch else None,
+                       extra={"launch_record": launch.path} if launch and launch.path else {})
     capped = client_concurrency if client_concurrency and stage.achieved_rate < 0.95 * stage.requested_rate else None
     reqs = stage_workload(stage, seed, **prefix)
     return MeasuredRun(label, stage.path, reqs[:max_requests] if max_requests else reqs, RunRecords([], meta),
-                       target_stats=stage.stats, concurrency=capped, num_dropped=stage.num_failed)
+                       engine_hints=launch.engine_kwargs if launch else {}, target_stats=stage.stats,
+                       concurrency=capped, num_dropped=stage.num_failed)
 
 
 def stage_comparison(label: str, stage: Stage, predicted: RunRecords) -> Comparison:
