@@ -154,6 +154,9 @@ def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str
                               "on kvledger.calibration.fit's objective summed over the runs "
                               "(kvledger.calibration.gpu_fit)",
                     "objective_start": fit.objective_start, "objective": fit.objective,
+                    "frontend_s": fit.frontend_s,
+                    "frontend_note": "the set-up's per-request latency outside the engine (calibrate --fit-frontend; 0 "
+                                     "when not fitted): the client's, not the GPU's, so a GPU profile never adds it",
                     "start": {"flops_fraction": 0.7, "bandwidth_fraction": 0.8}, "num_replays": fit.num_replays},
             "runs": per_run, "data_files": list(paths)}
 
@@ -179,29 +182,32 @@ def _setups(paths: list[str], args, client_concurrency: int | None) -> list[tupl
     return out
 
 
-def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | None = None) -> dict[str, Any]:
-    """The GPU profile fitted on the measured runs in ``paths`` (any models, one GPU), with each run's errors.
+def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | None = None,
+                        fit_frontend: bool = False) -> dict[str, Any]:
+    """The GPU profile fitted on the measured runs in ``paths`` (any models, one GPU), with each run's errors (with
+    ``fit_frontend``, the set-up's frontend latency fitted too and added to each run's TTFT and E2E).
 
     Raises:
         InputError / FormatError: no run, runs on several GPUs, unreadable files.
     """
     from kvledger.calibration.api import headline_errors
     from kvledger.calibration.compare import compare_runs
-    from kvledger.calibration.replay import replay
+    from kvledger.calibration.replay import with_frontend
     from kvledger.calibration.sweep import stage_comparison
     from kvledger.calibration.targets import load_targets
 
     if not paths:
         raise InputError("calibrate needs at least one measured run file")
     items = _setups(paths, args, client_concurrency)
-    fit = fit_gpu_fractions(items)
+    fit = fit_gpu_fractions(items, fit_frontend=fit_frontend)
     stages = {t.run.label: t.stage for i, p in enumerate(paths)
               for t in load_targets(p, seed=i, client_concurrency=client_concurrency)}
     from kvledger.calibration.saturation import saturation
 
     per_run = []
     for run, s in items:
-        recs = replay(run, s.config, roofline_with(s, fit.flops_fraction, fit.bandwidth_fraction)).records
+        recs = with_frontend(replay(run, s.config, roofline_with(s, fit.flops_fraction, fit.bandwidth_fraction)),
+                             fit.frontend_s).records
         st = stages.get(run.label)
         c = stage_comparison(run.label, st, recs) if st is not None else compare_runs(run.label, run.measured, recs)
         per_run.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,

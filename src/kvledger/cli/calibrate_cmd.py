@@ -57,7 +57,8 @@ def calibrate(
     split_regimes: bool = typer.Option(False, "--split-regimes/--no-split-regimes", help="--scope model: fit the "
         "prefill steps' own fixed time apart from the decode steps' (low-load TTFT and the knee together)."),
     fit_frontend: bool = typer.Option(False, "--fit-frontend/--no-fit-frontend", help="Also fit a per-request latency "
-        "outside the engine (HTTP, tokenisation), added to TTFT and E2E: for client-side measurements."),
+        "outside the engine (HTTP, tokenisation), added to TTFT and E2E: for client-side measurements. With --scope "
+        "gpu it is the set-up's, fitted apart from the GPU fractions and not part of the GPU profile's pricing."),
     start: str = typer.Option("roofline", "--start", help="Step cost the fit starts from (its least-squares linear "
                                                           "form): roofline, calibrated, calibrated:KEY or a "
                                                           "PROFILE.json."),
@@ -88,7 +89,7 @@ def calibrate(
     if scope == "gpu":
         from kvledger.calibration.gpu_fit import calibrate_gpu_files
 
-        profile = calibrate_gpu_files(files, args, client_concurrency=client_concurrency)
+        profile = calibrate_gpu_files(files, args, client_concurrency=client_concurrency, fit_frontend=fit_frontend)
     else:
         if model is None:
             raise InputError("calibrate --scope model needs --model (the model whose step cost is fitted)")
