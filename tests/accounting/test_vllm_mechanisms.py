@@ -76,6 +76,22 @@ def test_b200_nvswitch_non_torch_measured_from_0_18():
     assert non_torch_term((0, 18, 0), 4, 1, 1, b200, True).bytes < 2.13 * GiB
 
 
+def test_h200_nvswitch_tp4_non_torch_from_0_18():
+    # vme_startups.csv (ashishkamra/vllm-memory-estimator test_data/validation_db.json), H200 TP 4, vLLM 0.18.0/0.19.0:
+    # residual = requested − printed weights − printed available KV − code activation peak, e.g. Llama-3.3-70B bf16
+    # (record 18297adf): the 2.13 GiB planned + the plan's +0.214 GiB excess of available KV = 2.344; over 18 rows
+    # 2.304–2.354, median 2.344 → 2.34 (2.30–2.36). Before 0.18 the TP-4 figure is 0.80 (0.74–1.82).
+    h200, h100 = get_gpu("h200"), get_gpu("h100")
+    t = non_torch_term((0, 18, 0), 4, 1, 1, h200, False)
+    assert (t.bytes, t.low, t.high) == (2.34 * GiB, 2.30 * GiB, 2.36 * GiB)
+    assert non_torch_term((0, 16, 0), 4, 1, 1, h200, False).bytes == 0.80 * GiB
+    # H100 logged its own TP-4 figure at 0.19 (2.13, vllm-startups-0.19 Llama-3.1-8B/Qwen2.5-7B): that stays.
+    assert non_torch_term(V19, 4, 1, 1, h100, False).bytes == pytest.approx(2.13 * GiB)
+    # 0.20 (no H200 row isolates non-torch there): down to the pre-0.18 0.74, up 0.3 GiB → 2.66.
+    t = non_torch_term((0, 20, 0), 4, 1, 1, h200, False)
+    assert (t.bytes, round(t.low / GiB, 2), round(t.high / GiB, 2)) == (2.34 * GiB, 0.74, 2.66)
+
+
 def test_sampler_backend_per_version_and_flashinfer_bytes():
     # topk_topp_sampler.py: V0 env default 0; 0.8.5 FlashInfer only below 0.2.3; 0.9–0.11.0 whenever installed;
     # opt-in from 0.11.1 (`if envs.VLLM_USE_FLASHINFER_SAMPLER:` "Users must opt in explicitly", 0.11.1 and 0.11.2).
