@@ -11,8 +11,8 @@ Sources (read-only, beside the clone):
     Apache-2.0; version not stated: the sort-era profile, vLLM ≤0.16, is applied);
   * public logs quoted in ``docs/engine-model.md`` §1.9 that name model, GPU and the printed available memory:
     only blocks, tokens and the printed concurrency can be checked there (no memory terms are printed);
-  * ``benchmarks/data/vllm_public_startups.csv``: public start-ups quoted in vLLM issue threads (0.6–0.15; RTX 3090,
-    RTX 4060, H100, A100 40GB; TP 1/2/4), each with its source URL (SOURCES file beside it);
+  * ``benchmarks/data/vllm_public_startups.csv``: public start-ups quoted in vLLM issue threads and posts (0.6–0.19;
+    RTX 3090, RTX 4060, H100, A100 40GB/80GB; TP 1/2/4), each with its source URL (SOURCES file beside it);
   * ``benchmarks/data/vme_startups.csv``: 140 start-ups of vllm-memory-estimator's published validation set
     (Apache-2.0; H200, MI300X, B200; TP 1/4/8; vLLM 0.11–0.20), from ``benchmarks/import_vme_startups.py``;
   * ``benchmarks/data/sglang_public_startups.csv``: public SGLang start-ups (0.4.3–0.5.3; L4, H100, H200; TP 1/4/8)
@@ -22,8 +22,10 @@ Sources (read-only, beside the clone):
     the plan from those settings alone, before any log, against the count the engine allocated.
 
 Prints one line per start-up and term (predicted, logged, error), then the mean absolute and the worst error per
-term, then every start-up bucketed by version, GPU, topology and term: the share of available-KV predictions within 2%
-and the share of printed figures inside the plan's printed range; and, given the printed memory, whether the printed
+term, then every start-up bucketed by version, GPU, topology and term: the mean error on the stated measure
+(``analyses/doctor/bucket_error.py``: memory terms and a failed start-up's available KV over the usable memory, the
+rest over the printed figure; the per-figure mean beside it), the share of available-KV predictions within 2% and the
+share of printed figures inside the plan's printed range; and, given the printed memory, whether the printed
 tokens' blocks and concurrency follow exactly. Rows whose config kvledger cannot read say so.
 Usage: ``python benchmarks/accuracy_memory.py [--json]``.
 """
