@@ -71,3 +71,22 @@ def test_sg08_pool_from_the_printed_memory_with_the_version_default_fraction():
     tok, ksize = x.from_printed
     assert (tok.low, tok.high, tok.printed, tok.inside) == (38_135, 38_227, 38_141, True)
     assert (ksize.predicted, ksize.printed) == (2.33, 2.33)
+
+
+def test_sg09_rtx3090_pool_from_the_printed_memory_and_the_default_fraction():
+    # https://github.com/jerryzsj/my-deepseek-r1/blob/main/README.md (lmsysorg/sglang:latest on 2025-02-04; the printed
+    # server_args fields are 0.4.2.post1's): DeepSeek-R1-Distill-Qwen-7B (Qwen2.5-7B's shapes) on an RTX 3090, TP 1,
+    # compose.yaml passes no memory flag. Printed: mem_fraction_static=0.88 (the 0.4.x default at TP 1), "Load weight
+    # begin. avail mem=22.76 GB", "Load weight end. ... avail mem=8.37 GB", "K size: 2.82 GB",
+    # max_total_num_tokens=105531. rest = 8.37 − 22.76 × 0.12 = 5.6388 GiB ± 0.005 × 1.12;
+    # cell = 28 layers × (K + V) × 4 heads × 128 × 2 B = 57,344 B:
+    # floor(5.6332 × 2^30 / 57,344) = 105,479 to floor(5.6444 × 2^30 / 57,344) = 105,688 ∋ 105,531;
+    # K size 105,531 × 28,672 B / 2^30 = 2.818 → "2.82 GB". Weights: 15,231,233,024 B + 0.13 GiB = 14.315 GiB against
+    # 22.76 − 8.37 = 14.39 (−0.52 %, inside 14.185–14.485).
+    x = replay_sglang_row(ROWS["SG09"], ROOT)
+    tok, ksize = x.from_printed
+    assert (tok.low, tok.high, tok.printed, tok.inside) == (105_479, 105_688, 105_531, True)
+    assert (ksize.predicted, ksize.printed) == (2.82, 2.82)
+    t = {y.term: y for y in x.terms}
+    assert t["mem_fraction_static default"].predicted == t["mem_fraction_static default"].printed == 0.88
+    assert t["weights"].predicted == pytest.approx(15_231_233_024 / 2**30 + 0.13) and t["weights"].inside
