@@ -15,8 +15,7 @@ import gc
 import importlib
 import os
 import sys
-
-import typer
+from typing import Any
 
 from kvledger.errors import KvLedgerError
 
@@ -35,23 +34,33 @@ COMMANDS: dict[str, str] = {
 
 def _version(value: bool) -> None:
     if value:
+        import typer
+
         from kvledger import __version__
 
         typer.echo(f"kvledger {__version__}")
         raise typer.Exit()
 
 
-def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version "
-    "and exit.")) -> None:
-    """The KV-cache ledger and the serving/cost ledger for LLM inference."""
+def _main_callback() -> Any:
+    """The app's callback (``--version``), made with typer when an app is built (typer is imported only then)."""
+    import typer
+
+    def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                           help="Show the version and exit.")) -> None:
+        """The KV-cache ledger and the serving/cost ledger for LLM inference."""
+
+    return _main
 
 
-def build_app(command: str | None = None) -> typer.Typer:
+def build_app(command: str | None = None) -> Any:
     """The typer app with every command, or with only ``command`` (a key of :data:`COMMANDS`).
 
     Every command's numeric options are checked against their ranges (kvledger/cli/limits.py)
     before the command runs.
     """
+    import typer
+
     application = typer.Typer(
         name="kvledger",
         help="The KV-cache ledger and the serving/cost ledger for LLM inference.",
@@ -60,7 +69,7 @@ def build_app(command: str | None = None) -> typer.Typer:
         add_completion=False,
         rich_markup_mode=None,
     )
-    application.callback()(_main)
+    application.callback()(_main_callback())
     modules = dict.fromkeys(COMMANDS.values()) if command is None else [COMMANDS[command]]
     for name in modules:
         importlib.import_module(f"kvledger.cli.{name}").register(application)
@@ -75,7 +84,7 @@ def build_app(command: str | None = None) -> typer.Typer:
     return application
 
 
-def __getattr__(name: str) -> typer.Typer:
+def __getattr__(name: str) -> Any:
     """``app``: the whole app (every command), built on first use and kept."""
     if name == "app":
         globals()["app"] = full = build_app()
@@ -99,6 +108,13 @@ def run() -> None:
     argv = sys.argv[1:]
     as_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
     try:
+        if argv[:1] == ["simulate"]:
+            from kvledger.cli.quick_argv import run_simulate_quick
+
+            if run_simulate_quick(argv[1:]):  # a plain line, read without typer (quick_argv.py); else typer's
+                return
+        import typer
+
         application = build_app(argv[0] if argv and argv[0] in COMMANDS else None)
         if not as_json:
             application()
