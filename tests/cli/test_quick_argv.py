@@ -65,6 +65,7 @@ def test_a_plain_line_gives_typers_values(argv):
     ["m", "--gpu", "H100", "--seed", "-1"],  # a sign: typer reads it
     ["m", "--gpu", "H100", "--rate", "inf"], ["m", "--gpu", "H100", "--rate", "1e3"],
     ["m", "--gpu", "H100", "--num-requests", "007"], ["m", "--gpu", "H100", "--rate", "2."],
+    ["m", "--gpu", "H100", "--num-requests", "\uff11\uff12"], ["m", "--gpu", "H100", "--rate", ".5"],
     ["m", "--gpu", "H100", "--json=1"], ["m", "--gpu", "H100", "--trace="],
     ["m", "--gpu", "H100", "--", "--json"], ["m", "--gpu", "H100", "-h"], ["m", "--gpu", "H100", "--jsn"],
 ])

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import sys
 import typing
 from pathlib import Path
@@ -36,8 +35,6 @@ OWN: dict[str, tuple[tuple[str, ...], type, Any]] = {
 #: simulate's flag groups, by its parameter name, in its signature's order (simulate_cmd.simulate)
 GROUPS = {"workload": WorkloadFlags, "sessions": SessionFlags, "engine": EngineFlags, "tiers": TierFlags}
 _OWN_BEFORE_GROUPS = ("gpu",)  # the signature: model, gpu, the four groups, then the rest of OWN
-_INT = re.compile(r"0|[1-9][0-9]{0,17}")
-_FLOAT = re.compile(r"(0|[1-9][0-9]{0,17})(\.[0-9]{1,17})?")
 
 
 def _base(hint: Any) -> type:
@@ -72,14 +69,30 @@ def _table() -> tuple[dict[str, tuple[str, type, Any]], list[tuple[str, Any]]]:
     return flags, order
 
 
+def _digits(text: str, most: int) -> bool:
+    """1 to ``most`` ASCII digits."""
+    return 0 < len(text) <= most and text.isascii() and text.isdigit()
+
+
+def _plain_int(text: str) -> bool:
+    """``0`` or digits without a leading zero, at most 18 (an int64 and a float64 read them alike)."""
+    return _digits(text, 18) and (text == "0" or text[0] != "0")
+
+
+def _plain_float(text: str) -> bool:
+    """A plain int, or one with a fraction of 1 to 17 digits (``0.9``, ``12.5``)."""
+    whole, dot, frac = text.partition(".")
+    return _plain_int(whole) and (not dot or _digits(frac, 17))
+
+
 def _value(kind: type, text: str) -> Any:
     """The value of a value option, or None when typer should read it."""
     if not text or text.startswith("-"):
         return None
     if kind is int:
-        return int(text) if _INT.fullmatch(text) else None
+        return int(text) if _plain_int(text) else None
     if kind is float:
-        return float(text) if _FLOAT.fullmatch(text) else None
+        return float(text) if _plain_float(text) else None
     if kind is str:
         return text
     if kind is Path:
