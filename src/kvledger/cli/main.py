@@ -7,6 +7,8 @@ before dispatching, and each command module pulls in its own analyses): ``kvledg
 never imports the code of ``search``, ``report`` or ``ui``. Anything else (``--help``, ``--version``,
 no command, an unknown one) gets the whole app, so the help lists every command and a misspelt name
 gets click's own message. ``from kvledger.cli.main import app`` gives the whole app, built on first use.
+A plain ``kvledger simulate`` line is read without typer at all (``quick_argv.py``: typer, pydantic and rich are
+not imported); any other simulate line goes through typer as before. typer is imported only where an app is built.
 """
 
 from __future__ import annotations
