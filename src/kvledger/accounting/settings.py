@@ -4,9 +4,9 @@ The settings are a frozen dataclass whose values are checked as they are made. A
 declares, within the field's bounds (:data:`BOUNDS`), is taken as it is; any other value (a string for a number, an
 int for a float, a list for the contexts, an unknown name, something out of bounds) goes through the pydantic model
 of the same fields (:func:`_model`), which converts it as pydantic does or raises its ``ValidationError``.
-So pydantic is imported only for such values: ``kvledger simulate`` and ``plan`` on their flags never import it
-(about 40 ms of a start-up; docs/performance.md §2.7), and every value means and fails what it did when the settings
-were the pydantic model itself.
+So pydantic is imported only for such values (``kvledger simulate`` on a plain command line never imports it: tens
+of ms of its start-up, docs/performance.md §2.6), and every value means and fails what it did when the settings were
+the pydantic model itself.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 typer (0.2x) imports pydantic and builds a pydantic ``TypeAdapter`` for each of simulate's ~60 options before the
 command runs: with typer's own import, about 0.1 s of CPU, a third of everything outside the simulation loop on the
-Azure conversation trace (docs/performance.md §2.7). This module reads the command line of the common case itself,
+Azure conversation trace (docs/performance.md §2.6). This module reads the command line of the common case itself,
 from the same declarations typer reads: the flag groups' fields (``flag_groups.py``: spellings and types) and
 simulate's own options (:data:`OWN`, checked against typer's command by tests/cli/test_quick_argv.py). Only the plain
 forms are taken: one positional MODEL; ``--flag VALUE`` or ``--flag=VALUE`` for a value option; ``--flag`` for an
