@@ -111,9 +111,17 @@ def run() -> None:
     as_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
     try:
         if argv[:1] == ["simulate"]:
-            from kvledger.cli.quick_argv import run_simulate_quick
+            # No garbage collection while a plain simulate runs (the simulator turns it off for its loop already):
+            # the imports and the setup make tens of thousands of objects but no garbage cycles, and the collections
+            # they set off cost 10-20 ms of CPU here (docs/performance.md §2.6).
+            gc.disable()
+            try:
+                from kvledger.cli.quick_argv import run_simulate_quick
 
-            if run_simulate_quick(argv[1:]):  # a plain line, read without typer (quick_argv.py); else typer's
+                done = run_simulate_quick(argv[1:])  # a plain line, read without typer (quick_argv.py); else typer's
+            finally:
+                gc.enable()
+            if done:
                 return
         import typer
 
