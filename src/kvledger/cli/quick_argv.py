@@ -1,6 +1,6 @@
 """``kvledger simulate``'s quick path: a plain simulate command line read without typer, at the console entry point.
 
-typer (0.2x) imports pydantic and builds a pydantic ``TypeAdapter`` for each of simulate's ~60 options before the
+typer (0.2x) imports pydantic and builds a pydantic ``TypeAdapter`` for each of simulate's 55 options before the
 command runs: with typer's own import, about 0.1 s of CPU, a third of everything outside the simulation loop on the
 Azure conversation trace (docs/performance.md §2.6). This module reads the command line of the common case itself,
 from the same declarations typer reads: the flag groups' fields (``flag_groups.py``: spellings and types) and
