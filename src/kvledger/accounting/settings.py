@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kvledger.errors import InputError
+from kvledger.jsonable import json_fields
 
 __all__ = ["PlanSettings", "BOUNDS", "make_settings", "reason_in_words"]
 
@@ -38,6 +39,12 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
     "achievable_bandwidth_fraction": (0, True, 1), "cpu_overhead_s": (0, False, 10), "nnodes": (1, False, 1024)}
 
 
+#: fields left out of ``model_dump`` and of the settings' JSON (pydantic's ``Field(exclude=True)`` when the settings
+#: were a pydantic model)
+_NOT_DUMPED = ("trtllm_backend",)
+
+
+@json_fields(exclude=_NOT_DUMPED)
 @dataclass(frozen=True)
 class PlanSettings:
     """Engine settings for ``build_plan``. None means "the engine's default for this GPU and version".
@@ -50,7 +57,8 @@ class PlanSettings:
         tokens; None = derived from the config.
         contexts: context lengths to report concurrency at, tokens.
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
-        free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load.
+        free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load. trtllm_backend: TensorRT-LLM's
+            runtime, "pytorch" or "tensorrt" (0.17–0.21 ship both); None = by version (PyTorch from 1.0).
         kv_cache_dtype: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
         dtype: vLLM ``--dtype`` (the served dtype of weights, activations and "auto" KV). quantization: vLLM
             ``--quantization``; "fp8" quantizes an unquantized checkpoint on load.
@@ -79,6 +87,7 @@ class PlanSettings:
     gpu_memory_utilization: float | None = None
     mem_fraction_static: float | None = None
     free_gpu_memory_fraction: float | None = None
+    trtllm_backend: Literal["pytorch", "tensorrt"] | None = None  # not in model_dump / JSON: the plan's label names it
     kv_cache_dtype: str = "auto"
     dtype: Literal["auto", "bfloat16", "float16", "float32", "half", "float"] = "auto"
     quantization: Literal["fp8"] | None = None
@@ -117,8 +126,8 @@ class PlanSettings:
         return new
 
     def model_dump(self) -> dict[str, Any]:
-        """Every field, in order (as pydantic's ``model_dump``)."""
-        return dict(self.__dict__)
+        """Every field in order but those of :data:`_NOT_DUMPED` (as pydantic's ``model_dump`` with ``exclude``)."""
+        return {name: v for name, v in self.__dict__.items() if name not in _NOT_DUMPED}
 
     def __str__(self) -> str:  # as pydantic's: name=value pairs
         return " ".join(f"{name}={v!r}" for name, v in self.__dict__.items())
@@ -160,7 +169,7 @@ def _plain(name: str, v: Any) -> bool:
 
 def _validated(values: dict[str, Any]) -> dict[str, Any]:
     """``values`` as the pydantic model of the fields converts them (every field), or pydantic's ValidationError."""
-    return _model()(**values).model_dump()
+    return dict(_model()(**values))
 
 
 @functools.cache
