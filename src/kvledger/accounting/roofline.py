@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from kvledger.accounting.attention_terms import attention_terms
 from kvledger.accounting.decode_prices import DecodePrices
+from kvledger.accounting.fp8_block import fp8_block_kernel
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.moe_terms import ep_all_to_all_bytes, ep_imbalance, grouped_gemm_efficiency, tokens_per_expert
 from kvledger.accounting.stepcost import StepShape
@@ -41,7 +42,11 @@ __all__ = ["StepCosts", "RooflineStepCost", "compute_dtype", "attention_dtype"]
 
 
 def compute_dtype(model: ModelSpec, gpu: GpuSpec) -> str:
-    """Matmul precision: fp8 when the weights are fp8 and the GPU has fp8 tensor cores, else bf16."""
+    """Matmul precision: fp8 when the weights are fp8 and the GPU has fp8 tensor cores, else bf16; block-quantized
+    fp8 runs the MMA of the kernel vLLM 0.33 picks for the GPU (fp8_block.py: Marlin, BF16 MMAs, below sm90)."""
+    blk = fp8_block_kernel(model, gpu)
+    if blk is not None and blk.mma_dtype == "bf16":
+        return "bf16"
     return "fp8" if model.quant.method == "fp8" and gpu.fp8_flops_per_s else "bf16"
 
 
@@ -116,11 +121,8 @@ class RooflineStepCost(DecodePrices):
         self.attn_dtype = attention_dtype(kv, gpu)
         self.attn_peak_flops = gpu.fp8_flops_per_s if self.attn_dtype == "fp8" else gpu.bf16_flops_per_s
         self.bw = gpu.hbm_bandwidth_bytes_per_s
-        self.flops_fraction, self.bandwidth_fraction, self.cpu_overhead_s = (
-            flops_fraction,
-            bandwidth_fraction,
-            cpu_overhead_s,
-        )
+        self.flops_fraction, self.bandwidth_fraction = flops_fraction, bandwidth_fraction
+        self.cpu_overhead_s = cpu_overhead_s
         self.overlap_cpu = overlap_cpu
         self._init_weights(model, tp, weights_bytes)
         self._init_allreduce(model, gpu, tp, allreduce_latency_s)
@@ -129,7 +131,7 @@ class RooflineStepCost(DecodePrices):
         lm_params = 0 if model.tie_word_embeddings else head
         self.matmul_params = (model.num_active_params - emb_params - lm_params) / tp  # per token, excluding the head
         self.head_flops_per_seq = 2 * head / tp
-        at = attention_terms(model, kv, tp)
+        at = attention_terms(model, kv, tp, self.attn_peak_flops / (gpu.fp8_flops_per_s or self.attn_peak_flops))
         self.attn_flops_per_pair = at.full  # FLOPs per (decode query, key) pair over the unbounded layers, FLOP
         self.window_terms = at.windows  # [(FLOPs per pair, B per token, window tokens)] of the windowed layers
         self.prefill_flops_per_pair = at.prefill  # FLOPs per prefill (query, key) pair, FLOP

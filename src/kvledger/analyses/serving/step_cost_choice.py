@@ -17,6 +17,7 @@ import difflib
 from collections import defaultdict
 from typing import Any
 
+from kvledger.accounting.step_term_notes import step_term_notes
 from kvledger.errors import InputError, UnknownNameError
 
 __all__ = ["CALIBRATED_PREFIX", "find_calibrated_cost", "calibration_listing", "calibrated_step_cost",
@@ -223,7 +224,7 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
                                                               "per step")
                                 + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:g} ms)" if cost.cpu_overhead_s else
                                    " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)")
-                                + f"; {hint}"}
+                                + f"; {hint}" + "".join("; " + n for n in step_term_notes(plan.model, plan.gpu))}
     if a.step_cost == "calibrated" or a.step_cost.startswith(CALIBRATED_PREFIX):
         cost, info = calibrated_step_cost(a.step_cost, a.model, a.gpu, a.tp)
         info["scope"] = "model (bundled measurements)"
