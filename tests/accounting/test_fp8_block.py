@@ -44,3 +44,24 @@ def test_gemm_time_by_hand():
     #   (362.05e12 · 0.7) = 4.271 ms, twice the 2.135 ms its FP8 peak would give.
     assert fp8_block_gemm_s(4096, 7168, 18432, l40s, "bf16", 0.7, 0.8) == pytest.approx(
         1_082_331_758_592 / (362.05e12 * 0.7))
+
+
+def test_moe_experts_on_ada_multiply_in_fp8_beside_marlin_linears():
+    # Qwen3-30B-A3B-FP8 on an L40S (BF16 362.05, FP8 733 TFLOP/s at 70%), TP 1, an 8,192-token prefill chunk.
+    # Routed experts: 128 × 48 layers × 3 × 2,048 × 768 = 28,991,029,248 parameters, 8/128 of them per token:
+    # 1,811,939,328 → 2 × 1,811,939,328 × 8,192 = 29,686,813,949,952 FLOP on the FP8 Triton fused MoE
+    # (fused_moe/oracle/fp8.py; triton_moe.py supports 128-block FP8 from sm89). All matmuls: 2 × 2,730,702,848 ×
+    # 8,192 + the LM head 622,329,856 = 44,740,457,791,488 FLOP, so 15,053,643,841,536 on Marlin's BF16 MMAs:
+    # 15.0536e12 / 253.435e12 + 29.6868e12 / 513.1e12 = 59.40 + 57.86 = 117.26 ms of GEMMs (weights 30.55 GB ÷
+    # 691.2 GB/s = 44.2 ms, under it) — between all-BF16 (176.5 ms) and the all-FP8 price before this (87.2 ms).
+    from kvledger.accounting.kvcache import kv_ledger
+    from kvledger.accounting.roofline import RooflineStepCost
+    from kvledger.accounting.roofline_breakdown import prefill_shape
+
+    m, g = load_model("Qwen/Qwen3-30B-A3B-FP8"), get_gpu("L40S")
+    rc = RooflineStepCost(m, g, kv_ledger(m, "auto", 1), 1)
+    c = rc.costs(prefill_shape(8192))
+    assert (c.matmul_flops, c.expert_flops) == (44_740_457_791_488, 29_686_813_949_952)
+    gemm = 15_053_643_841_536 / (362.05e12 * 0.7) + 29_686_813_949_952 / (733e12 * 0.7)
+    assert gemm == pytest.approx(0.11726, rel=1e-4)
+    assert rc.time_s(c) == pytest.approx(gemm + rc.attention_s(c))

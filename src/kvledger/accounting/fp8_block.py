@@ -16,7 +16,8 @@ to ``choose_scaled_mm_linear_kernel``, which takes the first of ``_POSSIBLE_FP8_
 So Hopper and Blackwell run FP8 × FP8 MMAs with per-block scales; Ada (sm89), Ampere (sm80/86) and Turing pass
 3–4 by and land on Marlin, a weight-only kernel: the FP8 weights are read as 1 B and dequantized in registers, the
 MMA runs on BF16 activations — the step's weight bytes are unchanged, its matmul FLOPs run at the BF16 peak. ROCm
-lists AITER block-scaled and Triton (FP8 × FP8).
+lists AITER block-scaled and Triton (FP8 × FP8). An MoE's routed experts follow the FP8 MoE oracle instead
+(``expert_mma_dtype``): on Ada its Triton fused MoE multiplies in FP8.
 
 The block-scaled kernel's rate relative to a per-tensor FP8 GEMM at the same achievable fraction (the partial sums
 are scaled and promoted every 128 of K on the CUDA cores) is not read from code: ``FP8_BLOCK_EFFICIENCY`` states it
@@ -31,7 +32,7 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 
 __all__ = ["FP8_BLOCK_EFFICIENCY", "FP8_BLOCK_EFFICIENCY_RANGE", "Fp8BlockKernel", "fp8_block_kernel",
-           "fp8_block_gemm_s"]
+           "compute_dtype", "expert_mma_dtype", "fp8_block_gemm_s"]
 
 FP8_BLOCK_EFFICIENCY = 0.9
 """Block-scaled FP8 GEMM rate ÷ per-tensor FP8 GEMM rate at the same achievable fraction, 0–1: an assumption (the
@@ -72,6 +73,25 @@ def fp8_block_kernel(model: ModelSpec, gpu: GpuSpec) -> Fp8BlockKernel | None:
     if gpu.gpu_id.startswith("amd_"):
         return Fp8BlockKernel("AITER block-scaled or Triton", "fp8", f"{src} (ROCm list: AITER, Triton)")
     return None
+
+
+def compute_dtype(model: ModelSpec, gpu: GpuSpec) -> str:
+    """Matmul precision: fp8 when the weights are fp8 and the GPU has fp8 tensor cores, else bf16; block-quantized
+    fp8 runs the MMA of the kernel vLLM 0.33 picks for the GPU (Marlin, BF16 MMAs, below sm90)."""
+    blk = fp8_block_kernel(model, gpu)
+    if blk is not None and blk.mma_dtype == "bf16":
+        return "bf16"
+    return "fp8" if model.quant.method == "fp8" and gpu.fp8_flops_per_s else "bf16"
+
+
+def expert_mma_dtype(model: ModelSpec, gpu: GpuSpec) -> str | None:
+    """The MMA dtype of an FP8 block-quantized MoE's routed experts where it differs from the linears': "fp8" on Ada
+    (sm89), where vLLM 0.33's FP8 MoE oracle (``fused_moe/oracle/fp8.py :: _get_priority_backends``: DeepGEMM and
+    CUTLASS need sm90+) reaches Triton, whose fused MoE takes 128-block FP8 weights and activations wherever
+    ``supports_fp8`` (sm89+; ``experts/triton_moe.py``), while the linears run Marlin; None otherwise (the experts
+    run at the linears' dtype: FP8 from sm90, Marlin's BF16 below sm89)."""
+    k = fp8_block_kernel(model, gpu)
+    return "fp8" if k is not None and model.is_moe and gpu.arch == "sm89" and gpu.fp8_flops_per_s else None
 
 
 def fp8_block_gemm_s(m: int, n: int, k: int, gpu: GpuSpec, mma_dtype: str, flops_fraction: float,

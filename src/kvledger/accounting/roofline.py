@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from kvledger.accounting.attention_terms import attention_terms
 from kvledger.accounting.decode_prices import DecodePrices
-from kvledger.accounting.fp8_block import fp8_block_kernel
+from kvledger.accounting.fp8_block import compute_dtype, expert_mma_dtype
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.moe_terms import ep_all_to_all_bytes, ep_imbalance, grouped_gemm_efficiency, tokens_per_expert
 from kvledger.accounting.stepcost import StepShape
@@ -39,15 +39,6 @@ from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 
 __all__ = ["StepCosts", "RooflineStepCost", "compute_dtype", "attention_dtype"]
-
-
-def compute_dtype(model: ModelSpec, gpu: GpuSpec) -> str:
-    """Matmul precision: fp8 when the weights are fp8 and the GPU has fp8 tensor cores, else bf16; block-quantized
-    fp8 runs the MMA of the kernel vLLM 0.33 picks for the GPU (fp8_block.py: Marlin, BF16 MMAs, below sm90)."""
-    blk = fp8_block_kernel(model, gpu)
-    if blk is not None and blk.mma_dtype == "bf16":
-        return "bf16"
-    return "fp8" if model.quant.method == "fp8" and gpu.fp8_flops_per_s else "bf16"
 
 
 def attention_dtype(kv: KVLedger, gpu: GpuSpec) -> str:
@@ -152,7 +143,10 @@ class RooflineStepCost(DecodePrices):
     def _init_moe(self, model: ModelSpec, tp: int, ep: int, half_tokens: float) -> None:
         """Routed-expert FLOP parameters per token and whether the MoE terms (moe_terms.py) change any step."""
         self.ep, self.grouped_gemm_half_tokens = ep, half_tokens
-        self._moe_terms = model.is_moe and (ep > 1 or half_tokens > 0)
+        # routed experts at their own kernel's MMA peak (fp8_block.py: FP8 Triton MoE beside BF16 Marlin linears)
+        self.expert_peak_flops = self.gpu.fp8_flops_per_s if expert_mma_dtype(model, self.gpu) == "fp8" \
+            else self.peak_flops
+        self._moe_terms = model.is_moe and (ep > 1 or half_tokens > 0 or self.expert_peak_flops != self.peak_flops)
         frac = model.experts_per_token / model.num_experts if model.is_moe else 0.0
         self.expert_params_per_token = frac * sum(w.numel for w in model.weights if w.expert) / tp
 
@@ -256,7 +250,9 @@ class RooflineStepCost(DecodePrices):
             return max(c.matmul_flops / self.peak_flops + c.attn_flops / self.attn_peak_flops,
                        c.bytes / self.bw) + c.allreduce_s
         p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
-        mm = (c.matmul_flops - c.expert_flops + c.expert_flops * c.expert_time_factor) / p
+        pe = self.expert_peak_flops * self.flops_fraction  # routed experts apart only at another MMA dtype
+        mm = (c.matmul_flops - c.expert_flops + c.expert_flops * c.expert_time_factor) / p if pe == p else (
+            (c.matmul_flops - c.expert_flops) / p + c.expert_flops * c.expert_time_factor / pe)
         gpu = max(mm, c.weight_bytes / b) + self.attention_s(c) + c.allreduce_s + c.all_to_all_s
         return max(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu + self.cpu_overhead_s
 

@@ -3,7 +3,12 @@ FP8 block-quantized GEMMs (fp8_block.py) and DeepSeek sparse attention's indexer
 
 from __future__ import annotations
 
-from kvledger.accounting.fp8_block import FP8_BLOCK_EFFICIENCY, FP8_BLOCK_EFFICIENCY_RANGE, fp8_block_kernel
+from kvledger.accounting.fp8_block import (
+    FP8_BLOCK_EFFICIENCY,
+    FP8_BLOCK_EFFICIENCY_RANGE,
+    expert_mma_dtype,
+    fp8_block_kernel,
+)
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
@@ -26,7 +31,9 @@ def step_term_notes(model: ModelSpec, gpu: GpuSpec) -> list[str]:
         r, c = model.quant.block
         notes.append(f"FP8 block-quantized linears ({r}×{c} weight scales): {k.name}, matmuls at the "
                      f"{k.mma_dtype.upper()} peak ({k.source}); the block-scaled GEMM's rate against a per-tensor "
-                     f"FP8 GEMM is not applied (assumption {FP8_BLOCK_EFFICIENCY:g}, range {lo:g}–{hi:g})")
+                     f"FP8 GEMM is not applied (assumption {FP8_BLOCK_EFFICIENCY:g}, range {lo:g}–{hi:g})"
+                     + ("; the routed experts run Triton's fused MoE in FP8 (fused_moe/oracle/fp8.py, "
+                        "experts/triton_moe.py: FP8 from sm89)" if expert_mma_dtype(model, gpu) else ""))
     sp = sparse_mla_layer(model)
     if sp is not None:
         per_pair = 2 * sp.index_n_heads * (sp.index_head_dim + 1)
