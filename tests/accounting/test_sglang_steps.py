@@ -63,3 +63,12 @@ def test_padded_decode_step_by_hand():
         assert padded.decode_steps_list(37, 37 * 1024, n_steps) == [
             padded.step_time_s(StepShape(num_decode_seqs=37, decode_kv_tokens=37 * 1024 + 37 * i))
             for i in range(n_steps)]
+
+
+def test_running_cap_and_request_pool_bound_the_sizes():
+    # --max-running-requests 64 caps the default cuda_graph_max_bs 256 (memory_hook.py): sizes end at 64; a request
+    # pool of 60 (the resolved max_running_requests) drops 64 and adds 60 (get_batch_sizes_to_capture): 57 → 60
+    sizes, _ = sglang_capture_sizes(get_gpu("H100-SXM"), 1, 1, None, 64)
+    assert sizes[-3:] == (48, 56, 64)
+    sizes, _ = sglang_capture_sizes(get_gpu("H100-SXM"), 1, 1, None, 64, 60)
+    assert sizes[-2:] == (56, 60) and padded_decode_batch(57, sizes) == 60

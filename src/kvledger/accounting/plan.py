@@ -102,7 +102,8 @@ class Plan:
         0.5.23 its overlap scheduling is on and decode batches run at the captured CUDA-graph sizes (sglang_steps.py:
         a ``GraphPaddedStepCost`` around the roofline, which reads as the roofline otherwise)."""
         s = self.settings
-        sg = sglang_capture_sizes(self.gpu, s.tp, s.pp, s.engine_version) if s.engine == "sglang" else None
+        sg = sglang_capture_sizes(self.gpu, s.tp, s.pp, s.engine_version, s.max_num_seqs,
+                                  self.memory.max_num_seqs or None) if s.engine == "sglang" else None
         rc = RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp,
                               flops_fraction=s.achievable_flops_fraction,
                               bandwidth_fraction=s.achievable_bandwidth_fraction,

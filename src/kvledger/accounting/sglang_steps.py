@@ -138,15 +138,19 @@ class GraphPaddedStepCost:
         return self.inner.decode_plain_terms(num_seqs)
 
 
-def sglang_capture_sizes(gpu: Any, tp: int, pp: int, engine_version: str | None) -> tuple[tuple[int, ...], str] | None:
+def sglang_capture_sizes(gpu: Any, tp: int, pp: int, engine_version: str | None, max_running_given: int | None = None,
+                         pool_requests: int | None = None) -> tuple[tuple[int, ...], str] | None:
     """(the decode sizes SGLang captures on ``gpu`` at TP ``tp`` × PP ``pp`` by default, where they come from); None
-    for a release before 0.5.23, whose capture lists were not read."""
+    for a release before 0.5.23, whose capture lists were not read. ``max_running_given``: ``--max-running-requests``
+    when set (it caps the default ``cuda_graph_max_bs``, ``memory_hook.py``); ``pool_requests``: the request pool's
+    size (the resolved ``max_running_requests``, ``get_batch_sizes_to_capture``)."""
     ver = parse_sglang_version(engine_version) if engine_version else SGLANG_LATEST
     if ver < SGLANG_LATEST:
         return None
     smi_mib = gpu.nvidia_smi_mib or gpu.memory_bytes / (1 << 20)
     max_bs = sglang_version_defaults(ver, smi_mib, tp, pp).cuda_graph_max_bs
-    return decode_capture_sizes(max_bs), (
+    max_bs = min(max_bs, max_running_given) if max_running_given else max_bs
+    return decode_capture_sizes(max_bs, pool_requests=pool_requests), (
         f"SGLang {sglang_version_text(ver)} pads each decode batch to the next captured CUDA-graph size (1, 2, 4, 8, "
         f"12, 16–256 by 8, 272–496 by 16, 512+ by 32, up to cuda_graph_max_bs {max_bs}; above it eager) — "
         "arg_groups/cuda_graph_hook.py, model_executor/runner/base_cuda_graph_runner.py; overlap scheduling "
