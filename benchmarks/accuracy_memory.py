@@ -15,8 +15,11 @@ Sources (read-only, beside the clone):
     RTX 3090, RTX 4060, H100, A100 40GB/80GB; TP 1/2/4), each with its source URL (SOURCES file beside it);
   * ``benchmarks/data/vme_startups.csv``: 140 start-ups of vllm-memory-estimator's published validation set
     (Apache-2.0; H200, MI300X, B200; TP 1/4/8; vLLM 0.11–0.20), from ``benchmarks/import_vme_startups.py``;
-  * ``benchmarks/data/sglang_public_startups.csv``: public SGLang start-ups (0.4.3–0.5.3; L4, H100, H200; TP 1/4/8)
-    through kvledger's SGLang plan (``analyses/doctor/sglang_startups.py``), reported on their own;
+  * ``benchmarks/data/sglang_public_startups.csv``: public SGLang start-ups (0.4.1–0.5.3; L4, H100, H200, RTX A6000, a
+    24 GB GeForce; TP 1/4/8) through kvledger's SGLang plan (``analyses/doctor/sglang_startups.py``), and
+    ``benchmarks/data/trtllm_public_startups.csv``: public TensorRT-LLM start-ups (0.13–1.2.1; TensorRT engines and the
+    PyTorch backend; H100, A100 40GB, RTX 5090, a 12 GiB Ada) through its TensorRT-LLM plan
+    (``analyses/doctor/trtllm_startups.py``), both reported on their own (``engine_startup_lines``);
   * held out: the serving runs under ``shared/data/measured-runs`` whose record states the engine's block count
     (LLMServingSim's ``meta.json``: ``kv_cache.num_gpu_blocks``, the launch arguments, the device's total memory):
     the plan from those settings alone, before any log, against the count the engine allocated.
@@ -41,10 +44,12 @@ from kvledger.accounting.plan import build_plan
 from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.settings import make_settings
 from kvledger.analyses.doctor.bucket_error import BucketRecord, bucket_summary, buckets_above, scaled_error
+from kvledger.analyses.doctor.engine_startups import bucket_counts
 from kvledger.analyses.doctor.memory_accuracy import TermError, exact_from_logged, replay
 from kvledger.analyses.doctor.public_startups import load_rows, replay_row, topology_label
 from kvledger.analyses.doctor.rocm_loo import leave_one_out_rocm
 from kvledger.analyses.doctor.sglang_startups import replay_sglang_row
+from kvledger.analyses.doctor.trtllm_startups import replay_trtllm_row
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
@@ -111,24 +116,44 @@ PUBLIC = (ROOT / "benchmarks" / "data" / "vllm_public_startups.csv", ROOT / "ben
 SGLANG_PUBLIC = ROOT / "benchmarks" / "data" / "sglang_public_startups.csv"
 
 
-def sglang_lines(sgl) -> list[str]:
-    """Each SGLang start-up's printed figures against the plan, then the counts: available KV within 2%, printed
-    figures inside the range, and (given the printed memory) tokens and K size exact."""
+TRTLLM_PUBLIC = ROOT / "benchmarks" / "data" / "trtllm_public_startups.csv"
+
+
+def _replay_lines(replays) -> list[str]:
+    """Each start-up's printed figures against the plan, the range in brackets where the plan gives one."""
     out = []
-    for x in sgl:
+    for x in replays:
         out.append(f"  {x.row_id} {x.version}, {x.gpu}, {x.topology} ({x.source_url})")
         for t in x.terms + x.from_printed:
-            f = ",.0f" if "tokens" in t.term else ".4f"
+            f = ",.0f" if "tokens" in t.term or "blocks" in t.term else ".4f"
             rng = f" [{t.low:{f}}–{t.high:{f}}] {'inside' if t.inside else 'OUTSIDE'}" if t.low is not None else ""
-            out.append(f"      {t.term:28s} predicted {t.predicted:>14{f}}  printed {t.printed:>14{f}}  "
+            out.append(f"      {t.term:34s} predicted {t.predicted:>14{f}}  printed {t.printed:>14{f}}  "
                        f"{t.rel_error * 100:+7.2f}%{rng}")
-    av = [t for x in sgl for t in x.terms if t.term == "available KV"]
-    ins = [t for x in sgl for t in x.terms if t.inside is not None and t.low != t.high]
-    fp = [t for x in sgl for t in x.from_printed]
-    out.append(f"  SGLang: available KV within 2% {sum(abs(t.rel_error) <= 0.02 for t in av)}/{len(av)}; printed "
-               f"figure inside the plan's range {sum(bool(t.inside) for t in ins)}/{len(ins)} terms; given the printed "
-               f"memory, tokens and K size exact {sum(bool(t.inside) for t in fp)}/{len(fp)}")
     return out
+
+
+def engine_startup_lines(sgl, trt) -> list[str]:
+    """The SGLang and TensorRT-LLM start-ups: each replay, then per engine and per bucket of version, GPU and TP the
+    KV memories within 2 %, the printed figures inside the plan's range and the checks from the printed memory."""
+    out = ["\nSGLang start-ups (benchmarks/data/sglang_public_startups.csv; printed figure vs plan, range in "
+           "brackets):"]
+    out += _replay_lines(sgl)
+    out.append("\nTensorRT-LLM start-ups (benchmarks/data/trtllm_public_startups.csv; printed figure vs plan):")
+    out += _replay_lines(trt)
+    out.append("\nSGLang and TensorRT-LLM by bucket (available KV within 2% of the printed figure; printed figures "
+               "inside the plan's range; checks from the printed memory exact):")
+    for by in ("engine", "version", "GPU", "TP"):
+        out.append(f"  by {by}:")
+        for c in bucket_counts(sgl + trt, by):
+            out.append(f"    {c.key:52s} n={c.startups:2d}  within 2%: {c.within}/{c.available:<3d} inside range: "
+                       f"{c.inside}/{c.ranged:<3d} from printed exact: {c.exact}/{c.from_printed}")
+    return out
+
+
+def _engine_json(replays) -> list[dict]:
+    return [{"id": x.row_id, "source": x.source_url, "version": x.version, "gpu": x.gpu, "topology": x.topology,
+             "terms": [t.to_dict() for t in x.terms], "from_printed": [t.to_dict() for t in x.from_printed]}
+            for x in replays]
 
 
 def bucket_records(reps, obs, pubs, usable_019: list[float | None]) -> list[BucketRecord]:
@@ -267,6 +292,7 @@ def main() -> int:
     recs = bucket_records([x for x, _ in kept], obs, pubs, [float(r["requested_memory_gib"] or 0) or None
                                                             for _, r in kept])
     sgl = [replay_sglang_row(r, ROOT) for r in load_rows(SGLANG_PUBLIC)]
+    trt = [replay_trtllm_row(r, ROOT) for r in load_rows(TRTLLM_PUBLIC)]
     buckets = {name: bucket_summary(recs, name) for name in ("version", "gpu", "topology", "term")}
     if as_json:
         print(json.dumps({"corpus": out_rows, "summary": summary, "exact_from_logged": {"checked": len(exact),
@@ -276,9 +302,7 @@ def main() -> int:
                                       "topology": x.topology, "terms": [t.to_dict() for t in x.terms],
                                       "from_printed": [t.to_dict() for t in x.from_printed]} for x in pubs],
                           "buckets": buckets, "rocm_leave_one_out": loo,
-                          "sglang": [{"id": x.row_id, "source": x.source_url, "version": x.version, "gpu": x.gpu,
-                                      "topology": x.topology, "terms": [t.to_dict() for t in x.terms],
-                                      "from_printed": [t.to_dict() for t in x.from_printed]} for x in sgl]}, indent=2))
+                          "sglang": _engine_json(sgl), "trtllm": _engine_json(trt)}, indent=2))
         return 0
     print("\nSummary over the start-ups kvledger can read (relative error, predicted − logged):")
     for t, s in summary.items():
@@ -332,8 +356,7 @@ def main() -> int:
     print("  (per figure: " + ("; ".join(f"{f} {k} {v['mean_abs_rel_to_figure_pct']:.1f}%" for f in
                                         ("version", "gpu", "topology") for k, v in buckets[f].items()
                                         if v["mean_abs_rel_to_figure_pct"] > 5) or "none") + ")")
-    print("\nSGLang start-ups (benchmarks/data/sglang_public_startups.csv; printed figure vs plan, range in brackets):")
-    for line in sglang_lines(sgl):
+    for line in engine_startup_lines(sgl, trt):
         print(line)
     print("\nHeld out (a serving run's record with the engine's block count; predicted from its settings alone):")
     for line in held_out_runs():

@@ -33,11 +33,14 @@ def test_rocm_non_torch_outside_the_data_interpolates_and_widens():
 
 
 def test_rocm_weights_range_reaches_up_2_5_percent():
-    # ROCm logs the weights as device-wide used memory: 100 GiB of tensors may print up to 102.5 GiB; CUDA: exact.
+    # ROCm logs the weights as device-wide used memory: 100 GiB of tensors may print up to 102.5 GiB. CUDA: the
+    # tensors −0.1% … +0.25% (load-time buffers seen in the public corpus) and ±0.005 GiB of the log's print:
+    # 100 × 0.999 − 0.005 = 99.895 GiB, 100 × 1.0025 + 0.005 = 100.255 GiB.
     m = load_model("meta-llama/Meta-Llama-3.1-70B")
     d = weights_item(100 * GiB, "x", m, "", rocm=True)
     assert (d.low_bytes, d.high_bytes) == (100 * GiB, pytest.approx(102.5 * GiB))
-    assert weights_item(100 * GiB, "x", m, "sm90").high_bytes == 100 * GiB
+    cuda = weights_item(100 * GiB, "x", m, "sm90")
+    assert (cuda.low_bytes / GiB, cuda.high_bytes / GiB) == pytest.approx((99.895, 100.255))
 
 
 def test_hopper_nvswitch_tp4_before_018_is_the_measured_residual():
