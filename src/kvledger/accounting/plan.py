@@ -8,9 +8,8 @@ plan_other.py), concurrency at each context, the roofline (roofline_report.py), 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kvledger.accounting.advice import Advice, advise, waterfall
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
@@ -20,12 +19,16 @@ from kvledger.accounting.plan_vllm import served_model, vllm_plan
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture_sizes
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import online_fp8
 from kvledger.errors import InputError
 from kvledger.jsonable import json_fields, to_jsonable
 from kvledger.units import GiB, cdiv
+
+if TYPE_CHECKING:
+    from kvledger.accounting.advice import Advice
 
 __all__ = ["ConcurrencyRow", "Plan", "build_plan", "concurrency_rows", "default_contexts"]
 
@@ -97,13 +100,18 @@ class Plan:
         return cdiv(num_tokens, self.memory.block_size)
 
     def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False) -> RooflineStepCost:
-        """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling)."""
+        """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling). On SGLang
+        0.5.23 its overlap scheduling is on and decode batches run at the captured CUDA-graph sizes (sglang_steps.py:
+        a ``GraphPaddedStepCost`` around the roofline, which reads as the roofline otherwise)."""
         s = self.settings
-        return RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp,
-                                flops_fraction=s.achievable_flops_fraction,
-                                bandwidth_fraction=s.achievable_bandwidth_fraction,
-                                cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
-                                weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu)
+        sg = sglang_capture_sizes(self.gpu, s.tp, s.pp, s.engine_version, s.max_num_seqs,
+                                  self.memory.max_num_seqs or None) if s.engine == "sglang" else None
+        rc = RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp,
+                              flops_fraction=s.achievable_flops_fraction,
+                              bandwidth_fraction=s.achievable_bandwidth_fraction,
+                              cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
+                              weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu or sg is not None)
+        return rc if sg is None else GraphPaddedStepCost(rc, *sg)
 
     def row_at(self, context_tokens: int) -> ConcurrencyRow | None:
         """The concurrency row at a context (max_model_len's row is always available), or None."""
@@ -248,6 +256,10 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         maxc = {r.context_tokens: float(r.max_running) for r in rows if r.max_requests > 0}
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
     plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len)
-    adv = advise(plan, build_plan) if with_advice else None
-    wf = tuple(waterfall(plan)) if with_advice and s.engine == "vllm" and mem.fits else ()
+    if not with_advice:  # a simulation's plan (sim_setup): the advice module is not even imported
+        return plan
+    from kvledger.accounting.advice import advise, waterfall
+
+    adv = advise(plan, build_plan)
+    wf = tuple(waterfall(plan)) if s.engine == "vllm" and mem.fits else ()
     return Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, adv, wf, at_len)

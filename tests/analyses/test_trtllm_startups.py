@@ -1,0 +1,108 @@
+"""The public TensorRT-LLM start-ups replayed through the TensorRT-LLM plan
+(benchmarks/data/trtllm_public_startups.csv), worked by hand from the printed lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvledger.accounting.plan_other import trtllm_blocks_round_up, trtllm_runtime
+from kvledger.analyses.doctor.engine_startups import bucket_counts
+from kvledger.analyses.doctor.trtllm_startups import load_rows, replay_trtllm_row
+
+ROOT = Path(__file__).resolve().parents[2]
+ROWS = {r["id"]: r for r in load_rows(ROOT / "benchmarks" / "data" / "trtllm_public_startups.csv")}
+
+
+def _term(x, name):
+    return next(t for t in x.terms + x.from_printed if t.term == name)
+
+
+def test_tr03_engine_takes_the_fraction_of_the_printed_free_memory_and_rounds_blocks_up():
+    # https://github.com/NVIDIA/TensorRT-LLM/issues/4275#issuecomment-2941155249 (0.19.0, RTX 5090, Llama-3.1-8B FP8
+    # engine with FP8 KV): "total: 31.84 GiB, available: 17.83 GiB", fraction 0.9 → 16.047 GiB; the print's ± 0.005
+    # gives 16.0425–16.0515 ∋ the printed "Allocated 16.05 GiB". Blocks: 32 layers × 2 × 8 heads × 128 × 1 B = 65,536 B
+    # per token → floor(16.0425 × 16,384) = 262,840 to floor(16.0515 × 16,384) = 262,987 tokens → ceil(/32) = 8,214 to
+    # 8,219 ∋ the printed 8,219 (263,008 = 8,219 × 32 tokens).
+    x = replay_trtllm_row(ROWS["TR03"], ROOT)
+    f = _term(x, "KV memory from printed free memory")
+    assert (f.predicted, f.low, f.high) == pytest.approx((16.047, 16.0425, 16.0515)) and f.inside
+    b = _term(x, "blocks from printed memory")
+    assert (b.low, b.high, b.printed, b.inside) == (8_214, 8_219, 8_219, True)
+
+
+def test_tr04_qwen15_7b_blocks_need_the_executors_round_up():
+    # https://github.com/NVIDIA/TensorRT-LLM/issues/2268 (0.13, A100 40GB): "available: 21.89 GiB" × 0.9 (default) =
+    # 19.6965–19.7055 GiB; 32 layers × 2 × 32 heads × 128 × 2 B = 524,288 B per token → 40,338–40,356 tokens; 64 per
+    # block: ceil → 631 at both ends, the printed "Number of blocks in KV cache primary pool: 631" (floor would be 630).
+    b = _term(replay_trtllm_row(ROWS["TR04"], ROOT), "blocks from printed memory")
+    assert (b.low, b.high, b.printed) == (631, 631, 631)
+
+
+def test_tr06_pytorch_backend_before_1_0_rounds_blocks_up():
+    # https://github.com/NVIDIA/TensorRT-LLM/issues/6294 (0.20.0, PyTorch backend, H100): the estimate printed
+    # max_tokens 860,308; "Allocated 52.51 GiB for max tokens in paged KV cache (860320)": 860,320 = 26,885 × 32 and
+    # ceil(860,308 / 32) = 26,885, where floor gives 26,884 (860,288 tokens).
+    assert trtllm_blocks_round_up("pytorch", "0.20.0") and not trtllm_blocks_round_up("pytorch", "1.2.1")
+    assert trtllm_blocks_round_up("tensorrt", "0.13.0")
+    b = _term(replay_trtllm_row(ROWS["TR06"], ROOT), "blocks from printed max_tokens")
+    assert (b.predicted, b.printed) == (26_885, 26_885)
+    # the release ships both runtimes, so the row names its backend
+    assert trtllm_runtime("0.20.0", "pytorch")[0] == "pytorch" and trtllm_runtime("0.20.0")[0] == "tensorrt"
+
+
+def test_tr01_tr02_same_free_memory_at_two_fractions():
+    # https://github.com/lmontigny/lm7/blob/main/docs/tensorrt-llm.md (1.2.1, RTX 4070 SUPER 12 GiB, SmolLM2-135M): 9.06
+    # GiB at the default 0.9 and 2.52 GiB at --free_gpu_memory_fraction 0.25: 2.52 / 9.06 = 0.2781 against 0.25 / 0.9 =
+    # 0.2778, one free memory after the dry run (10.07 GiB) times each fraction. Given 9.055–9.065 GiB: 30 layers × 2 ×
+    # 3 heads × 64 × 2 B = 23,040 B per token → 421,993–422,459 tokens → // 32 = 13,187–13,201 ∋ 13,189 printed.
+    x1, x2 = (replay_trtllm_row(ROWS[i], ROOT) for i in ("TR01", "TR02"))
+    a1, a2 = _term(x1, "available KV"), _term(x2, "available KV")
+    assert a2.predicted / a1.predicted == pytest.approx(0.25 / 0.9)
+    assert a2.printed / a1.printed == pytest.approx(0.25 / 0.9, abs=0.001)
+    b = _term(x1, "blocks from printed memory")
+    assert (b.low, b.high, b.printed) == (13_187, 13_201, 13_189)
+    # from the config alone (https://github.com/lmontigny/lm7/blob/main/docs/tensorrt-llm.md, TR01): the exact terms are
+    # weights 269,030,016 B (134,515,008 params × 2 B), the forward over 8,192 tokens 8,192 × (2·576 + 15·64 + 3·1,536)
+    # × 2 B = 110,100,480 B and the 139,586,437 B context: 518,716,933 B; the fitted 1.94 GiB (2,083,059,138.56 B, 0 to
+    # 2.5 GiB) beyond them. Point: (12,874,164,469 − 518,716,933 − 2,083,059,138.56) × 0.9 = 9,245,149,557 B = 8.610
+    # GiB, −4.96 % against 9.06; low (… − 2,684,354,560) × 0.9 = 8,703,983,678.4 B = 8.106 GiB, high (… − 0) × 0.9 =
+    # 11,119,902,782.4 B = 10.356 GiB ∋ 9.06. Tokens: ÷ 23,040 → 377,777 → 11,805 blocks → 377,760 to 482,634 →
+    # 15,082 blocks → 482,624 ∋ 422,048 printed.
+    assert a1.predicted == pytest.approx(9_245_149_557 / 2**30) and a1.rel_error == pytest.approx(-0.0496, abs=0.0005)
+    assert (a1.low, a1.high) == pytest.approx((8_703_983_678.4 / 2**30, 11_119_902_782.4 / 2**30)) and a1.inside
+    t = _term(x1, "KV tokens")
+    assert (t.low, t.high, t.printed, t.inside) == (377_760, 482_624, 422_048, True)
+
+
+def test_fitted_extra_terms_are_the_corpus_residuals():
+    # residual = what the log implies beyond the exact terms = the fitted term + (planned − printed KV) ÷ fraction.
+    # PyTorch backend: TR01 1.94 + (8.6102 − 9.06) / 0.9 = 1.440 GiB, TR02 1.94 + (2.3917 − 2.52) / 0.25 = 1.427 GiB
+    # (one set-up: 1.434), TR06 1.94 + (52.9170 − 52.51) / 0.8 = 2.449 GiB
+    # (https://github.com/NVIDIA/TensorRT-LLM/issues/6294); mean of the two set-ups (1.434 + 2.449) / 2 = 1.94 GiB,
+    # all under the 2.5 GiB high. TensorRT engine: TR03 3.74 + (17.4628 − 16.05) / 0.9 = 5.310 GiB; TR04
+    # (https://github.com/NVIDIA/TensorRT-LLM/issues/2268) 39.39 − 21.89 (printed free) − 14.382 (weights) − 0.816
+    # (forward over 8,192 tokens) − 0.130 = 2.172 GiB; mean 3.74 GiB, under the 5.4 GiB high.
+    from kvledger.accounting.trtllm_terms import TRTLLM_EXTRA_GIB
+
+    def resid(i):
+        a = _term(replay_trtllm_row(ROWS[i], ROOT), "available KV")
+        runtime = ROWS[i]["runtime"]
+        return TRTLLM_EXTRA_GIB[runtime][1] + (a.predicted - a.printed) / float(ROWS[i]["free_gpu_memory_fraction"])
+
+    r1, r2, r6, r3 = (resid(i) for i in ("TR01", "TR02", "TR06", "TR03"))
+    assert (r1, r2, r6, r3) == pytest.approx((1.440, 1.427, 2.449, 5.310), abs=0.002)
+    assert ((r1 + r2) / 2 + r6) / 2 == pytest.approx(TRTLLM_EXTRA_GIB["pytorch"][1], abs=0.005)
+    assert (r3 + 2.172) / 2 == pytest.approx(TRTLLM_EXTRA_GIB["tensorrt"][1], abs=0.005)
+    assert max(r1, r2, r6) < TRTLLM_EXTRA_GIB["pytorch"][2] and r3 < TRTLLM_EXTRA_GIB["tensorrt"][2]
+
+
+def test_bucket_counts_by_engine():
+    # TR01–TR06: every check from the printed memory holds (8 of 8); of the four KV memories planned from the config
+    # alone TR06 is within 2 % (+0.78 %), TR01/TR02 −5.0 % and TR03 +8.8 % are not; all 8 printed KV memories and token
+    # counts lie inside the plan's range (the fitted term's 0 to 2.5 / 5.4 GiB)
+    trt = [replay_trtllm_row(r, ROOT) for r in ROWS.values()]
+    (c,) = bucket_counts(trt, "engine")
+    assert (c.key, c.startups, c.within, c.available, c.ranged, c.exact, c.from_printed) == (
+        "TensorRT-LLM", 6, 1, 4, 8, 8, 8)
