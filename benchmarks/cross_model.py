@@ -72,17 +72,18 @@ def _verdict(rows: list[dict]) -> dict:
             "saturation_within": [sum(abs(r["throughput"]) <= TARGETS["throughput"] for r in sat), len(sat)]}
 
 
-def cross_model(lomo: bool = False) -> dict:
-    """Single-model fits (fit on X, predict each other model) and, with ``lomo``, leave-one-model-out fits; each
-    twice: the two GPU fractions alone, and with the set-up's frontend latency (``fit_gpu_fractions(fit_frontend)``)."""
+def cross_model(lomo: bool = False, single: bool = True, variants: tuple[bool, ...] = (False, True)) -> dict:
+    """Single-model fits (fit on X, predict each other model) and, with ``lomo``, leave-one-model-out fits (fit on
+    the two others); each once per ``variants``: the two GPU fractions alone (False) and with the set-up's frontend
+    latency (True, ``fit_gpu_fractions(fit_frontend)``)."""
     from kvledger.calibration.gpu_fit import fit_gpu_fractions
 
     groups = _groups()
     models = sorted(groups)
     out = {"models": {m: {"tp": groups[m][0][2].tp, "stages": len(groups[m])} for m in models},
            "uncalibrated": {m: _errors(groups[m], None) for m in models}, "folds": []}
-    fits = [[m] for m in models] + ([[m for m in models if m != y] for y in models] if lomo else [])
-    for frontend in (False, True):
+    fits = ([[m] for m in models] if single else []) + ([[m for m in models if m != y] for y in models] if lomo else [])
+    for frontend in variants:
         for fit_on in fits:
             t = time.perf_counter()
             fit = fit_gpu_fractions([(r, s) for m in fit_on for r, st, s in groups[m] if not _saturated(st)],
