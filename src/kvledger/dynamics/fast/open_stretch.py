@@ -33,16 +33,19 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
+from itertools import accumulate
 
+from kvledger.accounting.decode_prices import PLAIN_FLOAT_MAX_STEPS
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.request_state import RUNNING, SimRequest, accept
 from kvledger.dynamics.fast.open_settle import settle
-from kvledger.dynamics.fast.stretch_times import chunk_steps, extend_decode_chunk, plain_decode_terms
+from kvledger.dynamics.fast.stretch_times import chunk_steps, plain_decode_terms
 
 __all__ = ["eligible", "run_arrivals", "MAX_ARRIVAL_STRETCH_STEPS"]
 
 MAX_ARRIVAL_STRETCH_STEPS = 4096  # steps settled at a time
+_INF = math.inf
 
 
 def eligible(rep) -> bool:
@@ -130,45 +133,56 @@ class _ArrivalStretch:
 
     def decode_until(self, bound: float) -> None:
         """Decode steps up to the first one scheduled at or after ``bound``, in pieces between finishes (as
-        ``stretch_times.decode_times`` does, on the counts), as far as the blocks' lower bound and the step cap go."""
-        K, n, keys, groups = self.K, self.n, self.keys, self.groups
+        ``stretch_times.decode_times`` does, on the counts), as far as the blocks' lower bound and the step cap go.
+
+        Chunks priced as ``stretch_times.extend_decode_chunk`` does (same floats), in place: the innermost loop."""
+        K, n, keys, groups, lag, ends, durs = self.K, self.n, self.keys, self.groups, self.lag, self.ends, self.durs
         q = self.blocks_left // n  # blocks each running request may take: at most q·B − 1 steps
-        stop = min(K + q * self.B - 1 if q > 0 else K, MAX_ARRIVAL_STRETCH_STEPS)
-        alive, s_alive, a, si = n, self.S, K, 0
+        stop = K + q * self.B - 1 if q > 0 else K
+        if stop > MAX_ARRIVAL_STRETCH_STEPS:
+            stop = MAX_ARRIVAL_STRETCH_STEPS
+        alive, s_alive, a, si, nk = n, self.S, K, 0, len(keys)
+        forms, prices, stored, last, finite = self.forms, self.prices, self.stored, self.last, bound < _INF
         while True:
-            b = min(keys[si], stop)
-            j, cut = self._price_piece(a, b, alive, s_alive, bound)
-            b = min(b, j)
+            b = keys[si]
+            if b > stop:
+                b = stop
+            terms = forms.get(alive, 0)
+            if terms == 0:
+                terms = plain_decode_terms(forms, prices, alive)
+            j, cut = a, False
+            while j < b:
+                m = b - j  # a chunk never crosses the piece's end
+                if finite:
+                    m = chunk_steps(m, bound, ends[j], last, lag)
+                kv0 = s_alive + alive * (j + 1)
+                if terms is not None and m <= PLAIN_FLOAT_MAX_STEPS:
+                    gemm, g, bw = terms
+                    d = [gemm + g * x / bw for x in range(kv0, kv0 + alive * m, alive)]
+                else:
+                    d = prices.decode_list(alive, kv0, m)
+                durs += d
+                ends += accumulate(d, initial=ends.pop())  # the last end time is the chunk's start
+                last = d[-1]
+                j += m
+                if j - 1 - lag >= K and ends[j - 1 - lag] >= bound:  # stopped at the first step at/after the bound
+                    lo = a - lag if a - lag > K else K
+                    j = bisect_left(ends, bound, lo, j - lag) + lag
+                    cut = True
+                    break
+            if j < b:
+                b = j
             if b > a:
-                self.stored += (a, b - a, s_alive + alive * (a + 1), alive)
+                stored += (a, b - a, s_alive + alive * (a + 1), alive)
             if cut or b >= stop or n == 1:
                 break
             cnt, tok = groups[b]  # the requests finishing in step b − 1 leave
             alive, s_alive, a = alive - cnt, s_alive - tok, b
             si += 1
-            if si == len(keys):  # everyone finished
+            if si == nk:  # everyone finished
                 break
-        self._advance_to(b)
-
-    def _price_piece(self, a: int, b: int, alive: int, s_alive: int, bound: float) -> tuple[int, bool]:
-        """Price decode steps ``a .. b − 1`` of ``alive`` requests in chunks (appending end times and durations);
-        returns (the end step, whether it stopped at the first step scheduled at or after ``bound``)."""
-        ends, durs, lag, K = self.ends, self.durs, self.lag, self.K
-        prices = self.prices
-        terms = plain_decode_terms(self.forms, prices, alive)
-        last, finite = self.last, bound < math.inf
-        j = a
-        while j < b:
-            m = b - j  # a chunk never crosses the piece's end: past it the batch differs
-            if finite:
-                m = chunk_steps(m, bound, ends[j], last, lag)
-            last = extend_decode_chunk(ends, durs, prices, terms, alive, s_alive + alive * (j + 1), m, ends[j])
-            j += m
-            if j - 1 - lag >= K and ends[j - 1 - lag] >= bound:
-                self.last = last
-                return bisect_left(ends, bound, max(a - lag, K), j - lag) + lag, True
         self.last = last
-        return j, False
+        self._advance_to(b)
 
     def _advance_to(self, b: int) -> None:
         """The decode steps ``K .. b − 1`` ran: drop the priced steps past them, count their blocks at their most and
@@ -178,17 +192,25 @@ class _ArrivalStretch:
         if not k:
             del ends[K + 1:], durs[K:]
             return
-        del ends[b + 1:], durs[b:]
+        if len(durs) > b:
+            del ends[b + 1:], durs[b:]
         self.blocks_left -= self.n * (k // self.B + 1)
         if self.lag:
             g = self.groups.get(b)
             self.finishing = g[0] if g is not None else 0  # async: finished in the segment's last step
         self.K = b
         keys, groups = self.keys, self.groups
-        while keys and keys[0] <= b:
-            cnt, tok = groups.pop(keys.pop(0))
-            self.n -= cnt
-            self.S -= tok
+        if keys[0] <= b:
+            n, S, x = self.n, self.S, 0
+            for f in keys:
+                if f > b:
+                    break
+                cnt, tok = groups.pop(f)
+                n -= cnt
+                S -= tok
+                x += 1
+            del keys[:x]
+            self.n, self.S = n, S
         self.sched_t = ends[b - 1] if self.lag else ends[b]
 
     def gather_arrivals(self, spec_at, arrivals, i: int, total: int) -> tuple[list | None, list, int]:
