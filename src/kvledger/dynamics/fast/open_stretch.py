@@ -64,7 +64,7 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     waiting and no free pending. ``arrivals[i]`` is ``specs[i].arrival_s``. Rejected arrivals' records and
     (without the replica's ``sink``) finished requests' ``(uid, record)`` pairs are appended to ``out``.
     Phases, repeated: the decode steps up to the next arrival (``decode_until``), the arrivals visible then
-    (``gather_arrivals``), their mixed step (``mixed_step``); then ``settle`` once.
+    and their mixed step (``arrive``); then ``settle`` once.
     """
     if not rep.kv.pool.is_uncached or rep.has_deferred:
         return i, False
@@ -77,13 +77,10 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
             run.decode_until(bound)
             if not run.n or run.sched_t < bound or run.K >= MAX_ARRIVAL_STRETCH_STEPS:
                 break  # everyone finished, or stopped short of the arrival (blocks, the step cap)
-        new, rejected, i_next = run.gather_arrivals(spec_at, arrivals, i, total)
-        if new is None:
+        i_next = run.arrive(spec_at, arrivals, i, total, out)
+        if i_next < 0:
             break
-        out.extend(rejected)
         i = i_next
-        if new:  # only rejections: nobody to admit, the step stays a pure decode step
-            run.mixed_step(new)
     rep.decode_step_hint_s = run.last
     if run.K == 0:
         return i, False
@@ -213,86 +210,81 @@ class _ArrivalStretch:
             self.n, self.S = n, S
         self.sched_t = ends[b - 1] if self.lag else ends[b]
 
-    def gather_arrivals(self, spec_at, arrivals, i: int, total: int) -> tuple[list | None, list, int]:
-        """The arrivals visible when the next step is scheduled: (those to admit with their prompt blocks, rejected
-        ``(index, record)`` pairs, the next index); None for the first when the mixed step cannot take them all
-        (module doc: budget, seats, a one-token output, shareable segments, the blocks' lower bound)."""
-        cfg, n, B = self.cfg, self.n, self.B
+    def arrive(self, spec_at, arrivals, i: int, total: int, out: list) -> int:
+        """The arrivals visible when the next step is scheduled and their mixed step: the running requests decode and
+        the new ones are admitted with their whole prompts, as ``Scheduler.admit_waiting`` would (rejected ones' records
+        appended to ``out``). Returns the next index, or −1 (nothing done) when the step cannot take them all (module
+        doc: budget, seats, a one-token output, shareable segments, the blocks' lower bound)."""
+        cfg, n, B, left = self.cfg, self.n, self.B, self.blocks_left
         room = cfg.max_num_batched_tokens - n
-        if room <= 0 or self.blocks_left < n:
-            return None, [], i
-        new, rejected, take = [], [], n
-        seats, max_len, caps, t = cfg.max_num_seqs - self.finishing, cfg.max_model_len, cfg.caps_output, self.sched_t
+        if room <= 0 or left < n:
+            return -1
+        new, rejected, take, pf, pairs = [], [], n, 0, 0.0
+        seats, max_len, caps = cfg.max_num_seqs - self.finishing - n, cfg.max_model_len, cfg.caps_output
+        t = self.sched_t
         while i < total and arrivals[i] <= t:
             req = accept(i, spec_at(i), max_len, caps)
             if req.__class__ is SimRequest:
                 p = req.num_prompt_tokens
                 need = -(-p // B)
-                if (p > room or n + len(new) >= seats or req.num_output_tokens < 2 or req.spec.prefix_segments
-                        or take + need > self.blocks_left):
-                    return None, [], i
+                if (p > room or len(new) >= seats or req.num_output_tokens < 2 or req.spec.prefix_segments
+                        or take + need > left):
+                    return -1
                 room -= p
                 take += need
+                pf += p
+                pairs += p * (p + 1) / 2  # Replica.apply_plan's c·n + n(n+1)/2 with nothing computed (c = 0)
                 new.append((req, need))
             else:
                 rejected.append((i, req))
             i += 1
-        return new, rejected, i
+        if rejected:
+            out.extend(rejected)
+        if new:  # only rejections: nobody to admit, the step stays a pure decode step
+            self._mixed_step(new, pf, pairs, take)
+        return i
 
-    def mixed_step(self, new: list[tuple[SimRequest, int]]) -> None:
-        """One step: the running requests decode and ``new`` (request, prompt blocks) are admitted with their whole
-        prompts, as ``Scheduler.admit_waiting`` would."""
-        rep, n, K, groups, keys = self.rep, self.n, self.K, self.groups, self.keys
-        pf, pairs, held = 0, 0.0, 0
-        for r, h in new:
-            p = r.num_prompt_tokens
-            pf += p
-            pairs += p * (p + 1) / 2  # Replica.apply_plan's c·n + n(n+1)/2 with nothing computed (c = 0)
-            held += h
-        self.blocks_left -= n + held
+    def _mixed_step(self, new: list[tuple[SimRequest, int]], pf: int, pairs: float, take: int) -> None:
+        """The step admitting ``new`` (request, prompt blocks; ``pf`` prompt tokens, ``pairs`` attention pairs in all)
+        while the running requests decode (``take``: blocks at most); they start decoding at the next step and join the
+        counts."""
+        rep, n, K, groups, keys, ends = self.rep, self.n, self.K, self.groups, self.keys, self.ends
+        self.blocks_left -= take
         dec_kv = self.S + n * (K + 1)  # Σ computed + n
-        price = self.prices.step_price
-        dur = (price(pf, len(new), pf, pairs, n, dec_kv) if price is not None else
-               rep.cost.step_time_s(StepShape(pf, len(new), pf, pairs, n, dec_kv)))
-        self.split += (pf, len(new), pf, pairs, n, dec_kv, dur)  # the step's prefill part, priced later
+        price, a = self.prices.step_price, len(new)
+        dur = (price(pf, a, pf, pairs, n, dec_kv) if price is not None else
+               rep.cost.step_time_s(StepShape(pf, a, pf, pairs, n, dec_kv)))
+        self.split += (pf, a, pf, pairs, n, dec_kv, dur)  # the step's prefill part, priced later
         self.stored += (K, 1, pf + dec_kv, 0)
-        ends = self.ends
         ends.append(ends[K] + dur)
         self.durs.append(dur)
-        g = groups.get(K + 1)
-        fin = g[0] if g is not None else 0  # finished in this step
         K += 1
-        if fin:
-            del groups[K]
-            keys.pop(0)
-            n -= fin
-            self.S -= g[1]
-        self._admit(new, K, pf)
-        self.K, self.n = K, n + len(new)
-        self.finishing = fin if self.lag else 0
-        self.sched_t = ends[K - 1] if self.lag else ends[K]
-
-    def _admit(self, new: list[tuple[SimRequest, int]], K: int, prompt_tokens: int) -> None:
-        """The requests admitted in step ``K − 1`` (``prompt_tokens`` in all) start decoding at step ``K`` and join the
-        counts."""
-        rep, groups, keys, stats = self.rep, self.groups, self.keys, self.rep.kv.prefix_stats
-        stats.requests += len(new)  # one lookup each, no hit: PrefixCacheStats.record(p, 0, False) per request
-        stats.queries += prompt_tokens
+        g = groups.pop(K, None)  # finished in this step
         S = self.S
+        if g is not None:
+            del keys[0]
+            n -= g[0]
+            S -= g[1]
+        stats = rep.kv.prefix_stats
+        stats.requests += a  # one lookup each, no hit: PrefixCacheStats.record(p, 0, False) per request
+        stats.queries += pf
+        grants, lives, run_start = self.grants, self.lives, rep.num_steps + K - 1
         for r, h in new:
             p, o = r.num_prompt_tokens, r.num_output_tokens
-            self.grants += (K - 1, h)
-            self.lives.append((r, K, p, h, o - 1, True))
+            grants += (K - 1, h)
+            lives.append((r, K, p, h, o - 1, True))
             r.status = RUNNING
-            r.run_start = rep.num_steps + K - 1
+            r.run_start = run_start
             r.num_cached_tokens = 0
             f = K + o - 1  # its finish: after step K + o − 2
-            g = groups.get(f)
-            if g is None:
+            x = groups.get(f)
+            if x is None:
                 groups[f] = [1, p - K]
                 insort(keys, f)
             else:
-                g[0] += 1
-                g[1] += p - K
+                x[0] += 1
+                x[1] += p - K
             S += p - K
-        self.S = S
+        self.S, self.K, self.n = S, K, n + a
+        self.finishing = g[0] if self.lag and g is not None else 0
+        self.sched_t = ends[K - 1] if self.lag else ends[K]
