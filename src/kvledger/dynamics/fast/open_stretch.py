@@ -40,7 +40,8 @@ from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.request_state import RUNNING, SimRequest, accept
 from kvledger.dynamics.fast.open_settle import settle
-from kvledger.dynamics.fast.stretch_times import chunk_steps, plain_decode_terms
+from kvledger.dynamics.fast.stretch_times import CHUNK_MIN_STEPS as MIN_STEPS
+from kvledger.dynamics.fast.stretch_times import CHUNK_SPARE_STEPS, CHUNK_UNPRICED_STEPS, plain_decode_terms
 
 __all__ = ["eligible", "run_arrivals", "MAX_ARRIVAL_STRETCH_STEPS"]
 
@@ -140,6 +141,7 @@ class _ArrivalStretch:
             stop = MAX_ARRIVAL_STRETCH_STEPS
         alive, s_alive, a, si, nk = n, self.S, K, 0, len(keys)
         forms, prices, stored, last, finite = self.forms, self.prices, self.stored, self.last, bound < _INF
+        spare = CHUNK_SPARE_STEPS + lag
         while True:
             b = keys[si]
             if b > stop:
@@ -150,8 +152,12 @@ class _ArrivalStretch:
             j, cut = a, False
             while j < b:
                 m = b - j  # a chunk never crosses the piece's end
-                if finite:
-                    m = chunk_steps(m, bound, ends[j], last, lag)
+                if finite:  # as chunk_steps: the steps likely to start before the bound at the last price, a few spare
+                    est = int((bound - ends[j]) / last) + spare if last > 0 else CHUNK_UNPRICED_STEPS
+                    if est < MIN_STEPS:
+                        est = MIN_STEPS
+                    if est < m:
+                        m = est
                 kv0 = s_alive + alive * (j + 1)
                 if terms is not None and m <= PLAIN_FLOAT_MAX_STEPS:
                     gemm, g, bw = terms
