@@ -207,8 +207,7 @@ class KvUsageTracker:
             durs = np.concatenate([p[1] for p in self._parts])
             self._parts, self._n_parts = [], 0
         else:
-            starts = np.frombuffer(array("d", self._starts))  # via array: faster than np.array or fromiter
-            durs = np.frombuffer(array("d", self._durs))
+            starts, durs = np.frombuffer(array("d", self._starts)), np.frombuffer(array("d", self._durs))  # (fastest)
         step = np.zeros(n + 1, dtype=np.int64)  # whole-block changes per step: blocks, then slots
         slot = np.zeros(n + 1, dtype=np.int64)
         if self._allocs or self._runs:
