@@ -185,26 +185,19 @@ class _ArrivalStretch:
             if si == nk:  # everyone finished
                 break
         self.last = last
-        self._advance_to(b)
-
-    def _advance_to(self, b: int) -> None:
-        """The decode steps ``K .. b − 1`` ran: drop the priced steps past them, count their blocks at their most and
-        the requests that finished in them."""
-        K, ends, durs = self.K, self.ends, self.durs
-        k = b - K
-        if not k:
+        k = b - K  # steps K .. b − 1 ran: drop the priced steps past them, count their blocks at their most and the
+        if not k:  # requests that finished in them
             del ends[K + 1:], durs[K:]
             return
         if len(durs) > b:
             del ends[b + 1:], durs[b:]
-        self.blocks_left -= self.n * (k // self.B + 1)
-        if self.lag:
-            g = self.groups.get(b)
+        self.blocks_left -= n * (k // self.B + 1)
+        if lag:
+            g = groups.get(b)
             self.finishing = g[0] if g is not None else 0  # async: finished in the segment's last step
         self.K = b
-        keys, groups = self.keys, self.groups
         if keys[0] <= b:
-            n, S, x = self.n, self.S, 0
+            S, x = self.S, 0
             for f in keys:
                 if f > b:
                     break
@@ -214,7 +207,7 @@ class _ArrivalStretch:
                 x += 1
             del keys[:x]
             self.n, self.S = n, S
-        self.sched_t = ends[b - 1] if self.lag else ends[b]
+        self.sched_t = ends[b - 1] if lag else ends[b]
 
     def arrive(self, spec_at, arrivals, i: int, total: int, out: list) -> int:
         """The arrivals visible when the next step is scheduled and their mixed step: the running requests decode and
