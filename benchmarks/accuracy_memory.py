@@ -11,19 +11,24 @@ Sources (read-only, beside the clone):
     Apache-2.0; version not stated: the sort-era profile, vLLM ≤0.16, is applied);
   * public logs quoted in ``docs/engine-model.md`` §1.9 that name model, GPU and the printed available memory:
     only blocks, tokens and the printed concurrency can be checked there (no memory terms are printed);
-  * ``benchmarks/data/vllm_public_startups.csv``: public start-ups quoted in vLLM issue threads (0.6–0.15; RTX 3090,
-    RTX 4060, H100, A100 40GB; TP 1/2/4), each with its source URL (SOURCES file beside it);
+  * ``benchmarks/data/vllm_public_startups.csv``: public start-ups quoted in vLLM issue threads and posts (0.6–0.19;
+    RTX 3090, RTX 4060, H100, A100 40GB/80GB; TP 1/2/4), each with its source URL (SOURCES file beside it);
   * ``benchmarks/data/vme_startups.csv``: 140 start-ups of vllm-memory-estimator's published validation set
     (Apache-2.0; H200, MI300X, B200; TP 1/4/8; vLLM 0.11–0.20), from ``benchmarks/import_vme_startups.py``;
-  * ``benchmarks/data/sglang_public_startups.csv``: public SGLang start-ups (0.4.3–0.5.3; L4, H100, H200; TP 1/4/8)
-    through kvledger's SGLang plan (``analyses/doctor/sglang_startups.py``), reported on their own;
+  * ``benchmarks/data/sglang_public_startups.csv``: public SGLang start-ups (0.4.1–0.5.3; L4, H100, H200, RTX A6000, a
+    24 GB GeForce; TP 1/4/8) through kvledger's SGLang plan (``analyses/doctor/sglang_startups.py``), and
+    ``benchmarks/data/trtllm_public_startups.csv``: public TensorRT-LLM start-ups (0.13–1.2.1; TensorRT engines and the
+    PyTorch backend; H100, A100 40GB, RTX 5090, a 12 GiB Ada) through its TensorRT-LLM plan
+    (``analyses/doctor/trtllm_startups.py``), both reported on their own (``engine_startup_lines``);
   * held out: the serving runs under ``shared/data/measured-runs`` whose record states the engine's block count
     (LLMServingSim's ``meta.json``: ``kv_cache.num_gpu_blocks``, the launch arguments, the device's total memory):
     the plan from those settings alone, before any log, against the count the engine allocated.
 
 Prints one line per start-up and term (predicted, logged, error), then the mean absolute and the worst error per
-term, then every start-up bucketed by version, GPU, topology and term: the share of available-KV predictions within 2%
-and the share of printed figures inside the plan's printed range; and, given the printed memory, whether the printed
+term, then every start-up bucketed by version, GPU, topology and term: the mean error on the stated measure
+(``analyses/doctor/bucket_error.py``: memory terms and a failed start-up's available KV over the usable memory, the
+rest over the printed figure; the per-figure mean beside it), the share of available-KV predictions within 2% and the
+share of printed figures inside the plan's printed range; and, given the printed memory, whether the printed
 tokens' blocks and concurrency follow exactly. Rows whose config kvledger cannot read say so.
 Usage: ``python benchmarks/accuracy_memory.py [--json]``.
 """
@@ -38,10 +43,13 @@ from pathlib import Path
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.settings import make_settings
+from kvledger.analyses.doctor.bucket_error import BucketRecord, bucket_summary, buckets_above, scaled_error
+from kvledger.analyses.doctor.engine_startups import bucket_counts
 from kvledger.analyses.doctor.memory_accuracy import TermError, exact_from_logged, replay
 from kvledger.analyses.doctor.public_startups import load_rows, replay_row, topology_label
 from kvledger.analyses.doctor.rocm_loo import leave_one_out_rocm
 from kvledger.analyses.doctor.sglang_startups import replay_sglang_row
+from kvledger.analyses.doctor.trtllm_startups import replay_trtllm_row
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
@@ -84,7 +92,7 @@ def corpus_rows() -> list[dict[str, str]]:
     return rows
 
 
-def observation_replays() -> list[tuple[str, list[TermError]]]:
+def observation_replays() -> list[tuple[str, list[TermError], float]]:
     out = []
     for r in csv.DictReader((SHARED / "vllm_memory_observations.csv").open()):
         m = load_model(OBSERVATION_CONFIGS[r["model"]])
@@ -99,7 +107,8 @@ def observation_replays() -> list[tuple[str, list[TermError]]]:
             TermError("activation peak", pred["activation peak"], float(r["peak_activation_gib"])),
             TermError("non-torch", pred["non-torch memory"], float(r["non_torch_gib"])),
             TermError("available KV", p.memory.available_kv_bytes / GiB, float(r["available_kv_gib"]),
-                      *(x / GiB for x in p.memory.ranges["available_kv_bytes"]))]))
+                      *(x / GiB for x in p.memory.ranges["available_kv_bytes"]))],
+                    float(r["gpu_total_gib"]) * float(r["gpu_memory_utilization"])))
     return out
 
 
@@ -107,43 +116,66 @@ PUBLIC = (ROOT / "benchmarks" / "data" / "vllm_public_startups.csv", ROOT / "ben
 SGLANG_PUBLIC = ROOT / "benchmarks" / "data" / "sglang_public_startups.csv"
 
 
-def sglang_lines(sgl) -> list[str]:
-    """Each SGLang start-up's printed figures against the plan, then the counts: available KV within 2%, printed
-    figures inside the range, and (given the printed memory) tokens and K size exact."""
+TRTLLM_PUBLIC = ROOT / "benchmarks" / "data" / "trtllm_public_startups.csv"
+
+
+def _replay_lines(replays) -> list[str]:
+    """Each start-up's printed figures against the plan, the range in brackets where the plan gives one."""
     out = []
-    for x in sgl:
+    for x in replays:
         out.append(f"  {x.row_id} {x.version}, {x.gpu}, {x.topology} ({x.source_url})")
         for t in x.terms + x.from_printed:
-            f = ",.0f" if "tokens" in t.term else ".4f"
+            f = ",.0f" if "tokens" in t.term or "blocks" in t.term else ".4f"
             rng = f" [{t.low:{f}}–{t.high:{f}}] {'inside' if t.inside else 'OUTSIDE'}" if t.low is not None else ""
-            out.append(f"      {t.term:28s} predicted {t.predicted:>14{f}}  printed {t.printed:>14{f}}  "
+            out.append(f"      {t.term:34s} predicted {t.predicted:>14{f}}  printed {t.printed:>14{f}}  "
                        f"{t.rel_error * 100:+7.2f}%{rng}")
-    av = [t for x in sgl for t in x.terms if t.term == "available KV"]
-    ins = [t for x in sgl for t in x.terms if t.inside is not None and t.low != t.high]
-    fp = [t for x in sgl for t in x.from_printed]
-    out.append(f"  SGLang: available KV within 2% {sum(abs(t.rel_error) <= 0.02 for t in av)}/{len(av)}; printed "
-               f"figure inside the plan's range {sum(bool(t.inside) for t in ins)}/{len(ins)} terms; given the printed "
-               f"memory, tokens and K size exact {sum(bool(t.inside) for t in fp)}/{len(fp)}")
     return out
 
 
-def bucket_records(reps, obs, pubs) -> list[tuple[str, str, str, str, float, bool | None]]:
-    """(version, GPU, topology, term, relative error, inside the range) for every checked term of every start-up."""
+def engine_startup_lines(sgl, trt) -> list[str]:
+    """The SGLang and TensorRT-LLM start-ups: each replay, then per engine and per bucket of version, GPU and TP the
+    KV memories within 2 %, the printed figures inside the plan's range and the checks from the printed memory."""
+    out = ["\nSGLang start-ups (benchmarks/data/sglang_public_startups.csv; printed figure vs plan, range in "
+           "brackets):"]
+    out += _replay_lines(sgl)
+    out.append("\nTensorRT-LLM start-ups (benchmarks/data/trtllm_public_startups.csv; printed figure vs plan):")
+    out += _replay_lines(trt)
+    out.append("\nSGLang and TensorRT-LLM by bucket (available KV within 2% of the printed figure; printed figures "
+               "inside the plan's range; checks from the printed memory exact):")
+    for by in ("engine", "version", "GPU", "TP"):
+        out.append(f"  by {by}:")
+        for c in bucket_counts(sgl + trt, by):
+            out.append(f"    {c.key:52s} n={c.startups:2d}  within 2%: {c.within}/{c.available:<3d} inside range: "
+                       f"{c.inside}/{c.ranged:<3d} from printed exact: {c.exact}/{c.from_printed}")
+    return out
+
+
+def _engine_json(replays) -> list[dict]:
+    return [{"id": x.row_id, "source": x.source_url, "version": x.version, "gpu": x.gpu, "topology": x.topology,
+             "terms": [t.to_dict() for t in x.terms], "from_printed": [t.to_dict() for t in x.from_printed]}
+            for x in replays]
+
+
+def bucket_records(reps, obs, pubs, usable_019: list[float | None]) -> list[BucketRecord]:
+    """Every checked term of every start-up with its buckets, figure-relative and scaled error (``bucket_error``) and
+    whether it lies in the printed range; ``usable_019``: each 0.19 start-up's requested memory, GiB."""
     out = []
-    for x in reps:
+    for x, usable in zip(reps, usable_019, strict=True):
         for t in x.terms:
             if t.rel_error is not None:
                 inside = None if t.low is None else t.low - 0.005 <= t.logged <= t.high + 0.005
-                out.append(("0.19.0", H100_NAME, _topo_019(x.label), t.term, t.rel_error, inside))
-    for _label, ts in obs:
+                out.append(BucketRecord("0.19.0", H100_NAME, _topo_019(x.label), t.term, t.rel_error,
+                                        scaled_error(t.term, t.predicted, t.logged, usable), inside))
+    for _label, ts, usable in obs:
         for t in ts:
             inside = None if t.low is None else t.low - 0.005 <= t.logged <= t.high + 0.005
-            out.append(("≤0.16 (llm-d-benchmark)", H100_NAME, "TP1 PP1", t.term.replace("non-torch memory",
-                                                                                        "non-torch"),
-                        t.rel_error, inside))
+            term = t.term.replace("non-torch memory", "non-torch")
+            out.append(BucketRecord("≤0.16 (llm-d-benchmark)", H100_NAME, "TP1 PP1", term, t.rel_error,
+                                    scaled_error(term, t.predicted, t.logged, usable), inside))
     for x in pubs:
         for t in x.terms:
-            out.append((x.version, x.gpu, x.topology, t.term, t.rel_error, t.inside))
+            out.append(BucketRecord(x.version, x.gpu, x.topology, t.term, t.rel_error,
+                                    scaled_error(t.term, t.predicted, t.printed, x.usable_gib), t.inside))
     return out
 
 
@@ -156,22 +188,6 @@ def _topo_019(label: str) -> str:
 
     m = re.search(r"TP ?(\d+) PP ?(\d+)", label)
     return topology_label(int(m.group(1)), int(m.group(2)), True) if m else "TP1 PP1"
-
-
-def bucket_summary(records, key: int) -> dict[str, dict[str, float]]:
-    """Per bucket of field ``key`` (0 version, 1 GPU, 2 topology, 3 term): n, mean |error| %, share of available-KV
-    within 2% and share of figures inside the printed range."""
-    out: dict[str, dict[str, float]] = {}
-    for k in sorted({r[key] for r in records}):
-        rs = [r for r in records if r[key] == k]
-        av = [r for r in rs if r[3] == "available KV"]
-        ins = [r for r in rs if r[5] is not None]
-        out[k] = {"n": len(rs), "mean_abs_pct": 100 * sum(abs(r[4]) for r in rs) / len(rs),
-                  "available_n": len(av),
-                      "available_mean_abs_pct": 100 * sum(abs(r[4]) for r in av) / len(av) if av else None,
-                  "available_within_2pct": sum(abs(r[4]) <= 0.02 for r in av) / len(av) if av else None,
-                  "inside_range_n": len(ins), "inside_range": sum(bool(r[5]) for r in ins) / len(ins) if ins else None}
-    return out
 
 
 def public_log_checks() -> list[str]:
@@ -272,20 +288,21 @@ def main() -> int:
                    "worst_pct": 100 * max(v, key=abs) if v else None} for t, v in per_term.items()}
     raw = [r for path in PUBLIC for r in load_rows(path)]
     pubs, loo = leave_one_out_rocm(raw, [replay_row(r, ROOT) for r in raw])  # MI300X: fitted without itself
-    recs = bucket_records([x for x in reps if not x.skipped], obs, pubs)
+    kept = [(x, r) for x, r in zip(reps, rows, strict=True) if not x.skipped]
+    recs = bucket_records([x for x, _ in kept], obs, pubs, [float(r["requested_memory_gib"] or 0) or None
+                                                            for _, r in kept])
     sgl = [replay_sglang_row(r, ROOT) for r in load_rows(SGLANG_PUBLIC)]
-    buckets = {name: bucket_summary(recs, i) for i, name in enumerate(("version", "gpu", "topology", "term"))}
+    trt = [replay_trtllm_row(r, ROOT) for r in load_rows(TRTLLM_PUBLIC)]
+    buckets = {name: bucket_summary(recs, name) for name in ("version", "gpu", "topology", "term")}
     if as_json:
         print(json.dumps({"corpus": out_rows, "summary": summary, "exact_from_logged": {"checked": len(exact),
                                                                                         "exact": ok},
-                          "observations": [{"label": item, "terms": [t.to_dict() for t in ts]} for item, ts in obs],
+                          "observations": [{"label": item, "terms": [t.to_dict() for t in ts]} for item, ts, _ in obs],
                           "public": [{"id": x.row_id, "source": x.source_url, "version": x.version, "gpu": x.gpu,
                                       "topology": x.topology, "terms": [t.to_dict() for t in x.terms],
                                       "from_printed": [t.to_dict() for t in x.from_printed]} for x in pubs],
                           "buckets": buckets, "rocm_leave_one_out": loo,
-                          "sglang": [{"id": x.row_id, "source": x.source_url, "version": x.version, "gpu": x.gpu,
-                                      "topology": x.topology, "terms": [t.to_dict() for t in x.terms],
-                                      "from_printed": [t.to_dict() for t in x.from_printed]} for x in sgl]}, indent=2))
+                          "sglang": _engine_json(sgl), "trtllm": _engine_json(trt)}, indent=2))
         return 0
     print("\nSummary over the start-ups kvledger can read (relative error, predicted − logged):")
     for t, s in summary.items():
@@ -296,7 +313,7 @@ def main() -> int:
           "(blocks: the engine's count lies in the range the 2-decimal GiB figure allows; tokens and concurrency: "
           "equal)")
     print("\nEarlier release, vllm_memory_observations.csv:")
-    for label, ts in obs:
+    for label, ts, _ in obs:
         print(
             f"  {label}: "
             + "; ".join(f"{t.term} {t.predicted:.2f} vs {t.logged:.2f} ({t.rel_error * 100:+.1f}%)" for t in ts)
@@ -311,14 +328,19 @@ def main() -> int:
             rng = f" [{t.low:,.2f}–{t.high:,.2f}] {'inside' if t.inside else 'OUTSIDE'}" if t.low is not None else ""
             print(f"      {t.term:16s} predicted {t.predicted:>12,.2f}  printed {t.printed:>12,.2f}  "
                   f"{t.rel_error * 100:+7.2f}%{rng}")
-    av = [r for r in recs if r[3] == "available KV"]
-    ins = [r for r in recs if r[5] is not None]
+    av = [r for r in recs if r.term == "available KV"]
+    ins = [r for r in recs if r.inside is not None]
     print(f"\nAll start-ups ({len(av)} with an available-KV figure): within 2% "
-          f"{sum(abs(r[4]) <= 0.02 for r in av)}/{len(av)}; "
-          f"printed figure inside the plan's range {sum(bool(r[5]) for r in ins)}/{len(ins)} terms")
+          f"{sum(abs(r.scaled) <= 0.02 for r in av)}/{len(av)}; "
+          f"printed figure inside the plan's range {sum(bool(r.inside) for r in ins)}/{len(ins)} terms")
     print(rocm_loo_line(loo))
     for line in from_printed_lines(pubs):
         print(line)
+    print("\nBuckets. Error measure (analyses/doctor/bucket_error.py): available KV, KV tokens, blocks and concurrency "
+          "relative to the printed figure; the memory terms (weights, activation peak, non-torch, CUDA-graph estimate) "
+          "and a failed start-up's available KV (printed ≤ 0) relative to the usable memory (device total × "
+          "gpu_memory_utilization), since those figures are near zero; 'per figure' is every term relative to its own "
+          "figure, as before.")
     for name, table in buckets.items():
         print(f"  by {name}:")
         for k, v in table.items():
@@ -326,10 +348,15 @@ def main() -> int:
                   f"{v['available_mean_abs_pct']:.2f}%)"
                   if v["available_n"] else "—")
             inr = f"{v['inside_range'] * 100:5.1f}% of {v['inside_range_n']}" if v["inside_range_n"] else "—"
-            print(f"    {k:28s} n={v['n']:3d}  mean |error| {v['mean_abs_pct']:6.2f}%  available within 2%: {w2:26s}  "
-                  f"inside range: {inr}")
-    print("\nSGLang start-ups (benchmarks/data/sglang_public_startups.csv; printed figure vs plan, range in brackets):")
-    for line in sglang_lines(sgl):
+            print(f"    {k:28s} n={v['n']:3d}  mean |error| {v['mean_abs_pct']:6.2f}% (per figure "
+                  f"{v['mean_abs_rel_to_figure_pct']:6.2f}%)  available within 2%: {w2:26s}  inside range: {inr}")
+    above = buckets_above(buckets)
+    print("  version, GPU or topology buckets with a mean |error| above 5%: "
+          + ("; ".join(f"{f} {k} {pct:.2f}%" for f, k, pct in above) if above else "none"))
+    print("  (per figure: " + ("; ".join(f"{f} {k} {v['mean_abs_rel_to_figure_pct']:.1f}%" for f in
+                                        ("version", "gpu", "topology") for k, v in buckets[f].items()
+                                        if v["mean_abs_rel_to_figure_pct"] > 5) or "none") + ")")
+    for line in engine_startup_lines(sgl, trt):
         print(line)
     print("\nHeld out (a serving run's record with the engine's block count; predicted from its settings alone):")
     for line in held_out_runs():

@@ -21,13 +21,15 @@ def test_sglang_default_fraction_and_token_pool_on_h100():
     frac, _ = sglang_mem_fraction_static(81_559, 1, 8192, 256)
     assert frac == 0.835
     p = build_plan(LLAMA8, H100, make_settings(engine="sglang"), with_roofline=False)
-    # free before load = 81,090 MiB − 0.13 GiB = 85,029,027,840 − 139,586,437 = 84,889,441,403 B;
-    # available = 84,889,441,403 × 0.835 − 16,060,522,496 (weights) = 54,822,161,075 B;
-    # #tokens = floor(54,822,161,075 / 131,072) = 418,259; K = V = 418,259 × 65,536 B = 25.53 GiB (SGLang says "GB").
-    assert (p.memory.fraction, p.memory.available_kv_bytes, p.memory.pool_tokens) == (0.835, 54_822_161_075, 418_259)
-    assert p.memory.printed_lines == ("KV Cache is allocated. #tokens: 418259, K size: 25.53 GB, V size: 25.53 GB",)
-    # Page size 1: an 8,192-token request needs 8,192 slots → floor(418,259 / 8,192) = 51 whole requests.
-    assert p.row_at(8192).max_requests == 51
+    # free before load = 81,090 MiB − 0.42 GiB held before the weights (no custom all-reduce at TP 1,
+    # sglang_rules.SGLANG_PRELOAD_GIB) = 85,029,027,840 − 450,971,566.08 = 84,578,056,273.92 B;
+    # available = 84,578,056,273.92 × 0.835 − 16,060,522,496 (weights) − 139,586,437.12 (0.13 GiB weight-load
+    # overhead, sglang_rules.SGLANG_LOAD_EXTRA_GIB) = 54,422,568,055 B;
+    # #tokens = floor(54,422,568,055 / 131,072) = 415,211; K = V = 415,211 × 65,536 B = 25.34 GiB (SGLang says "GB").
+    assert (p.memory.fraction, p.memory.available_kv_bytes, p.memory.pool_tokens) == (0.835, 54_422_568_055, 415_211)
+    assert p.memory.printed_lines == ("KV Cache is allocated. #tokens: 415211, K size: 25.34 GB, V size: 25.34 GB",)
+    # Page size 1: an 8,192-token request needs 8,192 slots → floor(415,211 / 8,192) = 50 whole requests.
+    assert p.row_at(8192).max_requests == 50
 
 
 def test_trtllm_pool_on_h100():
@@ -170,25 +172,30 @@ def test_trtllm_engine_example_10718_tokens_is_670_blocks():
 
 
 def test_sglang_range_from_the_pre_load_memory_and_the_device_total():
-    # SGLang: available = (total − X) × f − weights, X = memory in use before the weights load. Point X = 0.13 GiB
-    # (CUDA context); public logs reach 0.75 GiB at TP 1 (sglang_rules.SGLANG_PRELOAD_HIGH_GIB). H100's CUDA total
-    # ranges 85,023,784,960–85,060,485,120 B over drivers (gpu_cuda.csv). f = 0.835, weights 16,060,522,496 B:
-    #   low  = (85,023,784,960 − 805,306,368) × 0.835 − 16,060,522,496 = 54,261,907,128 B → floor(/131,072) 413,985
-    #   high = (85,060,485,120 − 139,586,437) × 0.835 − 16,060,522,496 = 54,848,427,904 B → 418,460 tokens
-    # page 1, 131,072-token requests: concurrency 413,985 / 131,072 = 3.158 to 418,460 / 131,072 = 3.193
+    # SGLang: available = (total − X) × f − weights − E, X = memory in use before the weights load, E = what the load
+    # adds to the parameters. Point X = 0.42 GiB at TP 1; X runs from 0.13 GiB (CUDA context) to 0.75 GiB in public logs
+    # (sglang_rules.SGLANG_PRELOAD_HIGH_GIB); E from 0 to 0.3 GiB. H100's CUDA total ranges
+    # 85,023,784,960–85,060,485,120 B over drivers (gpu_cuda.csv). f = 0.835, weights 16,060,522,496 B:
+    #   low  = (85,023,784,960 − 805,306,368) × 0.835 − 16,060,522,496 − 322,122,547.2 = 53,939,784,581 B
+    #          → floor(/131,072) 411,527 tokens
+    #   high = (85,060,485,120 − 139,586,437) × 0.835 − 16,060,522,496 − 0 = 54,848,427,904 B → 418,460 tokens
+    # page 1, 131,072-token requests: concurrency 411,527 / 131,072 = 3.140 to 418,460 / 131,072 = 3.193
     p = build_plan(LLAMA8, H100, make_settings(engine="sglang"), with_roofline=False)
     r = p.memory.ranges
-    assert r["available_kv_bytes"] == (54_261_907_128.0, 54_848_427_904.0)
-    assert r["pool_tokens"] == r["num_gpu_blocks"] == (413_985, 418_460)
-    assert r["max_concurrency"] == (413_985 / 131_072, 418_460 / 131_072)
-    # the reserve's range: the point's reserve up to + (0.75 GiB − 0.13 GiB) × 0.835 = + 0.5177 GiB
-    res = p.memory.deductions[1]
-    assert (res.high_bytes - res.bytes) / 2**30 == pytest.approx(0.5177, abs=1e-4) and res.low_bytes == res.bytes
-    # distributed (TP 2): up to 2.67 GiB before the weights (sglang PR #11716, TP 8 on H200: CUDA total 139.96 GiB
-    # less "Load weight begin. avail mem=137.29 GB"; its "Init torch distributed" share alone is 1.77–2.01 GB)
+    assert r["available_kv_bytes"] == (53_939_784_581.0, 54_848_427_904.0)
+    assert r["pool_tokens"] == r["num_gpu_blocks"] == (411_527, 418_460)
+    assert r["max_concurrency"] == (411_527 / 131_072, 418_460 / 131_072)
+    # the reserve's range: − (0.42 − 0.13 GiB) × 0.835 = − 0.24215 GiB to + (0.75 − 0.42 GiB) × 0.835 = + 0.27555 GiB
+    res = p.memory.deductions[2]
+    assert (res.high_bytes - res.bytes) / 2**30 == pytest.approx(0.27555, abs=1e-5)
+    assert (res.bytes - res.low_bytes) / 2**30 == pytest.approx(0.24215, abs=1e-5)
+    # distributed (TP 2 over NVLink, custom all-reduce on): no public TP-2 start-up, so the point stays 0.42 GiB and the
+    # range reaches 2.67 GiB before the weights (sglang PR #11716, TP 8 on H200: CUDA total 139.96 GiB less "Load weight
+    # begin. avail mem=137.29 GB"): + (2.67 − 0.42) and − (0.42 − 0.13) GiB, × f
     p2 = build_plan(LLAMA8, H100, make_settings(engine="sglang", tp=2), with_roofline=False)
-    d2 = p2.memory.deductions[1]
-    assert (d2.high_bytes - d2.bytes) / p2.memory.fraction == pytest.approx(2.67 * 2**30 - 139_586_437)
+    d2 = p2.memory.deductions[2]
+    assert (d2.high_bytes - d2.bytes) / p2.memory.fraction == pytest.approx(2.25 * 2**30)
+    assert (d2.bytes - d2.low_bytes) / p2.memory.fraction == pytest.approx(0.29 * 2**30)
     # given the engine's figure there is nothing left to range over
     g = build_plan(LLAMA8, H100, make_settings(engine="sglang", available_kv_memory_bytes=50 * 2**30),
                    with_roofline=False)

@@ -8,7 +8,12 @@ import pytest
 
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
-from kvledger.accounting.sglang_rules import parse_sglang_version, sglang_version_defaults
+from kvledger.accounting.sglang_rules import (
+    parse_sglang_version,
+    sglang_custom_all_reduce,
+    sglang_preload_bytes,
+    sglang_version_defaults,
+)
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 from kvledger.errors import InputError
@@ -85,11 +90,24 @@ def test_053_reserve_from_chunk_and_graph_batch():
 
 
 def test_sglang_plan_by_version_on_h100():
-    # Llama-3.1-8B, H100 (81,090 MiB to CUDA), SGLang 0.4.9: free before load 85,029,027,840 − 139,586,437 (0.13 GiB)
-    # = 84,889,441,403 B; × 0.874 − 16,060,522,496 (weights) = 58,132,849,290 B → ÷ 131,072 = 443,518 tokens
-    # (0.5.23: 0.835 → 418,259, tests/accounting/test_other_engines.py)
+    # Llama-3.1-8B, H100 (81,090 MiB to CUDA), SGLang 0.4.9: free before load 85,029,027,840 − 450,971,566.08
+    # (0.42 GiB held at TP 1) = 84,578,056,273.92 B; × 0.874 − 16,060,522,496 (weights) − 139,586,437.12 (0.13 GiB
+    # weight-load overhead) = 57,721,112,250 B → ÷ 131,072 = 440,377 tokens
+    # (0.5.23: 0.835 → 415,211, tests/accounting/test_other_engines.py)
     p = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("h100"),
                    make_settings(engine="sglang", engine_version="0.4.9"), with_roofline=False, with_advice=False)
-    assert (p.memory.fraction, p.memory.pool_tokens, p.memory.engine_version) == (0.874, 443_518, "0.4.9 rules")
+    assert (p.memory.fraction, p.memory.pool_tokens, p.memory.engine_version) == (0.874, 440_377, "0.4.9 rules")
     with pytest.raises(InputError, match="predates"):
         parse_sglang_version("0.3.6")
+
+
+def test_sglang_memory_held_before_the_weights_by_custom_all_reduce():
+    # custom_all_reduce.py (0.4.4.post1): world sizes 2, 4, 6, 8; above two GPUs only over full NVLink. The plan's point
+    # (sglang_rules.SGLANG_PRELOAD_GIB): 0.42 GiB without it (median of 0.31, 0.38, 0.42, 0.60, 0.75 in public logs),
+    # 2.67 GiB with it at TP 4–8 (sglang PR #11716, H200 TP 8: 139.96 − 137.29 GiB); TP 2 has no public log → 0.42.
+    assert not sglang_custom_all_reduce(4, False) and sglang_custom_all_reduce(4, True)  # 4×L4 over PCIe vs 4×H100
+    assert sglang_custom_all_reduce(2, False) and not sglang_custom_all_reduce(3, True)
+    assert sglang_preload_bytes(1, True) == pytest.approx(0.42 * 2**30)
+    assert sglang_preload_bytes(4, False) == pytest.approx(0.42 * 2**30)
+    assert sglang_preload_bytes(2, True) == pytest.approx(0.42 * 2**30)
+    assert sglang_preload_bytes(8, True) == pytest.approx(2.67 * 2**30)

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from kvledger.accounting import vllm_profile
 from kvledger.accounting.kv_range import kv_ranges
 from kvledger.accounting.memory import Deduction
 from kvledger.accounting.plan import build_plan
@@ -15,6 +16,7 @@ from kvledger.accounting.vllm_collectives import custom_all_reduce, custom_all_r
 from kvledger.accounting.vllm_profile import sampler_peak_bytes
 from kvledger.accounting.vllm_rules import default_batch_limits
 from kvledger.accounting.vllm_sampler import sampler_backends
+from kvledger.accounting.vllm_terms import cudagraph_range
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB, MiB
@@ -74,6 +76,38 @@ def test_b200_nvswitch_non_torch_measured_from_0_18():
     assert non_torch_term((0, 16, 0), 4, 1, 1, b200, False).bytes == pytest.approx(2.13 * GiB)
     # with --disable-custom-all-reduce the measured figure does not apply
     assert non_torch_term((0, 18, 0), 4, 1, 1, b200, True).bytes < 2.13 * GiB
+
+
+def test_h200_nvswitch_tp4_non_torch_from_0_18():
+    # vme_startups.csv (ashishkamra/vllm-memory-estimator test_data/validation_db.json), H200 TP 4, vLLM 0.18.0/0.19.0:
+    # residual = requested − printed weights − printed available KV − code activation peak, e.g. Llama-3.3-70B bf16
+    # (record 18297adf): the 2.13 GiB planned + the plan's +0.214 GiB excess of available KV = 2.344; over 18 rows
+    # 2.304–2.354, median 2.344 → 2.34 (2.30–2.36). Before 0.18 the TP-4 figure is 0.80 (0.74–1.82).
+    h200, h100 = get_gpu("h200"), get_gpu("h100")
+    t = non_torch_term((0, 18, 0), 4, 1, 1, h200, False)
+    assert (t.bytes, t.low, t.high) == (2.34 * GiB, 2.30 * GiB, 2.36 * GiB)
+    assert non_torch_term((0, 16, 0), 4, 1, 1, h200, False).bytes == 0.80 * GiB
+    # H100 logged its own TP-4 figure at 0.19 (2.13, vllm-startups-0.19 Llama-3.1-8B/Qwen2.5-7B): that stays.
+    assert non_torch_term(V19, 4, 1, 1, h100, False).bytes == pytest.approx(2.13 * GiB)
+    # 0.20 (no H200 row isolates non-torch there): down to the pre-0.18 0.74, up 0.3 GiB → 2.66.
+    t = non_torch_term((0, 20, 0), 4, 1, 1, h200, False)
+    assert (t.bytes, round(t.low / GiB, 2), round(t.high / GiB, 2)) == (2.34 * GiB, 0.74, 2.66)
+
+
+def test_cudagraph_estimate_range_holds_every_logged_019_estimate():
+    # profile_cudagraph_memory (0.19 = 0.20 = 0.21): max(first captures) + Σ modes (n − 1) × per-graph. The rule:
+    # 244 MiB + 2 × 50 × 5 MiB = 744 MiB = 780,140,544 B (0.7266 GiB) for 51 sizes. shared/data/vllm-startups-0.19
+    # logs 0.49 GiB (Llama-3.1-8B PP 4) to 1.69 GiB (Llama-3.1-8B TP 2, PIECEWISE 26 MiB per graph): ×0.66 → 0.4795 GiB
+    # and ×2.34 → 1.7002 GiB hold both (0.485 and 1.695 with the 2-decimal print).
+    cg, _ = vllm_profile.cudagraph_estimate(51)
+    lo, hi, _ = cudagraph_range(cg)
+    assert cg == 744 * MiB and (lo, hi) == (pytest.approx(514_892_759.04), pytest.approx(1_825_528_872.96))
+    assert lo / GiB < 0.485 and hi / GiB > 1.695
+    # The plan subtracts it from 0.20 with that range: Llama-3.1-8B on H100 at 0.20 (51 sizes at the defaults).
+    p = build_plan(load_model("meta-llama/Llama-3.1-8B"), get_gpu("h100"), make_settings(engine_version="0.20.0"),
+                   with_roofline=False, with_advice=False)
+    d = next(i for i in p.memory.deductions if i.name.startswith("CUDA graphs"))
+    assert (d.bytes, d.low_bytes, d.high_bytes) == (cg, lo, hi)
 
 
 def test_sampler_backend_per_version_and_flashinfer_bytes():

@@ -31,9 +31,62 @@ def test_sg01_tokens_and_k_size_from_the_printed_memory():
 
 def test_sg02_h200_tp8_inside_the_pre_load_range():
     # H200 TP 8 (0.5.3 rule: chunk 8,192, graphs 512: 512 + 12,288 + 1,024 + 1,024 = 14,848 MiB → f = 0.897), printed
-    # K + V = 106.62 GiB. Low end: (149,915,959,296 − 2.67 GiB) × 0.897 − 17,640,734,720 (weights) = 114,262,279,837 B
-    # = 106.415 GiB ≤ 106.62 (with the 2.01 GiB used before, the low end was 107.007 and the log fell outside).
+    # K + V = 106.62 GiB. Point: custom all-reduce at TP 8 holds 2.67 GiB before the weights (this row's own figure:
+    # sglang_rules.SGLANG_PRELOAD_GIB), and the load adds 0.13 GiB to the 17,640,734,720 B of weights:
+    # (150,282,960,896 − 2.67 GiB) × 0.897 − 17,640,734,720 − 0.13 GiB = 106.592 GiB (−0.03 %, in sample).
+    # Low end: (149,915,959,296 − 2.67 GiB) × 0.897 − 17,640,734,720 − 0.3 GiB (the load overhead's top) = 106.115 GiB.
     x = replay_sglang_row(ROWS["SG02"], ROOT)
     av = next(t for t in x.terms if t.term == "available KV")
-    assert av.low == pytest.approx(((149_915_959_296 - 2.67 * 2**30) * 0.897 - 17_640_734_720) / 2**30)
+    assert av.predicted == pytest.approx(((150_282_960_896 - 2.67 * 2**30) * 0.897 - 17_640_734_720) / 2**30 - 0.13)
+    assert av.low == pytest.approx(((149_915_959_296 - 2.67 * 2**30) * 0.897 - 17_640_734_720) / 2**30 - 0.3)
     assert av.inside and av.printed == pytest.approx(106.62)
+
+
+def test_sg05_sglang_docs_notebook_on_h100_within_a_tenth_of_a_percent():
+    # https://docs.sglang.ai/start/send_request.html (run 2025-01-23, 0.4.1.post7): Llama-3.1-8B-Instruct, TP 1, printed
+    # mem_fraction_static=0.88 (the 0.4.0–0.4.5 default at TP 1), "Load weight begin. avail mem=78.81 GB", "Load weight
+    # end. ... avail mem=63.72 GB", K = V = 27.13 GB, max_total_num_tokens=444500.
+    # Free before the load: 85,029,027,840 − 0.42 GiB (no custom all-reduce at TP 1) = 78.769 GiB (printed 78.81);
+    # weights 16,060,522,496 B + 0.13 GiB load overhead = 15.088 GiB (printed 78.81 − 63.72 = 15.09);
+    # K + V = (85,029,027,840 − 0.42 GiB) × 0.88 − 16,060,522,496 − 0.13 GiB = 58,228,580,587 B = 54.230 GiB
+    # (printed 54.26: −0.06 %) → floor(/131,072 B per token) = 444,248 tokens (printed 444,500).
+    x = replay_sglang_row(ROWS["SG05"], ROOT)
+    t = {y.term: y for y in x.terms}
+    assert t["mem_fraction_static default"].predicted == t["mem_fraction_static default"].printed == 0.88
+    assert t["free before load"].predicted == pytest.approx((85_029_027_840 - 0.42 * 2**30) / 2**30)
+    assert t["weights"].predicted == pytest.approx(16_060_522_496 / 2**30 + 0.13)
+    assert t["available KV"].predicted == pytest.approx(58_228_580_587 / 2**30)
+    assert round(t["available KV"].rel_error * 100, 2) == -0.06
+    assert (t["KV tokens"].predicted, t["KV tokens"].printed) == (444_248, 444_500)
+    assert all(y.inside for y in x.terms)
+
+
+def test_sg08_pool_from_the_printed_memory_with_the_version_default_fraction():
+    # https://github.com/MaxUhl98/Thesis/blob/main/inference_server/readme.md (SGLang of 2025-07-14, a 24 GB GeForce
+    # planned as an RTX 4090 of 24,564 MiB): no server_args line, so the 0.4.8–0.5.2 default: 2.8 + 1/10 GiB reserved
+    # below 35 GiB → round((24,564 − 2,969.6) / 24,564, 3) = 0.879. Free before the load = 7.37 + 15.02 = 22.39 GiB
+    # (after + mem usage); rest = 7.37 − 22.39 × 0.121 = 4.66081 GiB, ± 0.005 × (1 + 0.121) GiB for the two 2-decimal
+    # figures; × 8,192 tokens per GiB (131,072 B each): floor(38,135.4)–floor(38,227.3) = 38,135–38,227 ∋ 38,141.
+    x = replay_sglang_row(ROWS["SG08"], ROOT)
+    tok, ksize = x.from_printed
+    assert (tok.low, tok.high, tok.printed, tok.inside) == (38_135, 38_227, 38_141, True)
+    assert (ksize.predicted, ksize.printed) == (2.33, 2.33)
+
+
+def test_sg09_rtx3090_pool_from_the_printed_memory_and_the_default_fraction():
+    # https://github.com/jerryzsj/my-deepseek-r1/blob/main/README.md (lmsysorg/sglang:latest on 2025-02-04; the printed
+    # server_args fields are 0.4.2.post1's): DeepSeek-R1-Distill-Qwen-7B (Qwen2.5-7B's shapes) on an RTX 3090, TP 1,
+    # compose.yaml passes no memory flag. Printed: mem_fraction_static=0.88 (the 0.4.x default at TP 1), "Load weight
+    # begin. avail mem=22.76 GB", "Load weight end. ... avail mem=8.37 GB", "K size: 2.82 GB",
+    # max_total_num_tokens=105531. rest = 8.37 − 22.76 × 0.12 = 5.6388 GiB ± 0.005 × 1.12;
+    # cell = 28 layers × (K + V) × 4 heads × 128 × 2 B = 57,344 B:
+    # floor(5.6332 × 2^30 / 57,344) = 105,479 to floor(5.6444 × 2^30 / 57,344) = 105,688 ∋ 105,531;
+    # K size 105,531 × 28,672 B / 2^30 = 2.818 → "2.82 GB". Weights: 15,231,233,024 B + 0.13 GiB = 14.315 GiB against
+    # 22.76 − 8.37 = 14.39 (−0.52 %, inside 14.185–14.485).
+    x = replay_sglang_row(ROWS["SG09"], ROOT)
+    tok, ksize = x.from_printed
+    assert (tok.low, tok.high, tok.printed, tok.inside) == (105_479, 105_688, 105_531, True)
+    assert (ksize.predicted, ksize.printed) == (2.82, 2.82)
+    t = {y.term: y for y in x.terms}
+    assert t["mem_fraction_static default"].predicted == t["mem_fraction_static default"].printed == 0.88
+    assert t["weights"].predicted == pytest.approx(15_231_233_024 / 2**30 + 0.13) and t["weights"].inside

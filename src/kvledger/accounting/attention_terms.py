@@ -3,7 +3,9 @@
 Softmax attention costs 4·H_q·d FLOPs per pair (QK and PV) and reads every cached token; absorbed MLA decode
 scores the latent (+ rope) and sums over the latent, MLA prefill runs MHA over ``qk_nope + qk_rope`` with the
 cached context re-expanded through ``kv_b_proj`` (vLLM ``mla_attention.py``); windowed layers see at most their
-window; DeepSeek-V4 layers see their raw window and their compressed entries, at ratio 4 only the indexer's top-k.
+window; DeepSeek-V4 layers see their raw window and their compressed entries, at ratio 4 only the indexer's top-k;
+DeepSeek-V3.2's sparse MLA layers (DSA) score every cached token with the indexer and attend only its top-k latent
+entries (``_sparse_mla``).
 """
 
 from __future__ import annotations
@@ -38,8 +40,10 @@ class AttentionTerms:
     window_state_bytes: float = 0.0
 
 
-def attention_terms(model: ModelSpec, kv: KVLedger, tp: int) -> AttentionTerms:
-    """The attention coefficients of ``model`` at TP ``tp`` with this KV ledger (per GPU)."""
+def attention_terms(model: ModelSpec, kv: KVLedger, tp: int, indexer_rate: float = 1.0) -> AttentionTerms:
+    """The attention coefficients of ``model`` at TP ``tp`` with this KV ledger (per GPU). ``indexer_rate``: the
+    attention dtype's peak ÷ the FP8 peak, which turns DeepSeek-V3.2's FP8 indexer FLOPs into FLOPs at the attention
+    dtype's rate (1 where the attention runs in FP8 or the GPU has no FP8 peak)."""
     t = AttentionTerms(0.0, [], 0.0, 0.0, kv.growing_bytes_per_token)
     mla = _mla_head_dims(model)
     for g in kv.groups:
@@ -49,6 +53,9 @@ def attention_terms(model: ModelSpec, kv: KVLedger, tp: int) -> AttentionTerms:
         heads = sp.num_attention_heads / tp
         if isinstance(sp, CompressedMLAAttention):
             _compressed(t, sp, g.num_layers, heads)
+            continue
+        if isinstance(sp, MLAAttention) and sp.index_topk and not sp.window_tokens:
+            _sparse_mla(t, sp, g.num_layers, heads, g.bytes_per_token, indexer_rate)
             continue
         if isinstance(sp, MLAAttention):  # absorbed MLA: QK over (latent + rope), PV over the latent
             per_pair = 2 * heads * (sp.kv_lora_rank + sp.qk_rope_head_dim) + 2 * heads * sp.kv_lora_rank
@@ -89,6 +96,25 @@ def _compressed(t: AttentionTerms, sp: CompressedMLAAttention, n: int, heads: fl
     elif r > 1:
         t.full += per_pair / r * n
         t.prefill += per_pair / r * n
+
+
+def _sparse_mla(t: AttentionTerms, sp: MLAAttention, n: int, heads: float, group_bytes: float, rate: float) -> None:
+    """DeepSeek-V3.2 sparse attention (vLLM 0.33 ``deepseek_v2.py`` ``Indexer``, ``layers/sparse_attn_indexer.py``,
+    ``v1/attention/backends/mla/flashmla_sparse.py``): per layer the indexer scores every cached token for each query
+    with ``index_n_heads`` FP8 dot products of ``index_head_dim`` plus a weighted sum over the heads, 2·H_I·(d_I + 1)
+    FLOPs per (query, key) pair, the heads whole on every TP rank (``wq_b`` is a ``ReplicatedLinear``), reading every
+    token's indexer key (``indexer_bytes_per_token``: it stays in the growing term); then the absorbed MLA kernel
+    attends the ``index_topk`` selected latent entries only — a window term of ``index_topk`` tokens over the latent
+    bytes, with absorbed per-pair FLOPs for prefill too (the sparse kernel is MQA over the latent; vLLM runs dense MHA
+    only for prefills no longer than ``index_topk``, where sparse and dense see the same pairs). No ``kv_b_proj``
+    re-expansion of the context, so no up-projection term."""
+    per_pair = 2 * heads * (sp.kv_lora_rank + sp.qk_rope_head_dim) + 2 * heads * sp.kv_lora_rank
+    latent_bytes = group_bytes - sp.indexer_bytes_per_token * n
+    t.windows.append((per_pair * n, latent_bytes, sp.index_topk))
+    t.growing_read_bytes -= latent_bytes
+    score = 2 * sp.index_n_heads * (sp.index_head_dim + 1) * n * rate
+    t.full += score
+    t.prefill += score
 
 
 def _mla_head_dims(model: ModelSpec) -> tuple[int, int] | None:

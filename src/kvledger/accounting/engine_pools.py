@@ -109,12 +109,14 @@ TRTLLM_RUNTIMES = ("pytorch", "tensorrt")
 
 
 def trtllm_window_pools(model: ModelSpec, tp: int, elem_bytes: float, max_seq_len: int, memory_bytes: float,
-                        tokens_per_block: int, runtime: str = "pytorch") -> list[TrtWindowPool]:
+                        tokens_per_block: int, runtime: str = "pytorch",
+                        round_up: bool | None = None) -> list[TrtWindowPool]:
     """TensorRT-LLM's per-window pools for ``memory_bytes`` of KV memory on one GPU, smallest window first.
 
     Full (and MLA, chunked) layers have window max_seq_len; sliding layers their window. Blocks per pool round
-    up (C++ ``calculateMaxNumBlocks``) except for one window on the PyTorch backend, whose Python path floors
-    (see the module docstring). ``runtime``: "pytorch" or "tensorrt".
+    up (C++ ``calculateMaxNumBlocks``) except for one window on the PyTorch backend, whose Python path floors on main
+    (see the module docstring); ``round_up`` overrides that one-window choice (plan_other.trtllm_blocks_round_up: the
+    0.x PyTorch backend rounds up). ``runtime``: "pytorch" or "tensorrt".
     """
     if runtime not in TRTLLM_RUNTIMES:
         raise ValueError(f"runtime {runtime!r}: expected one of {TRTLLM_RUNTIMES}")
@@ -129,8 +131,8 @@ def trtllm_window_pools(model: ModelSpec, tp: int, elem_bytes: float, max_seq_le
     if len(per_window) == 1:
         (w, b), = per_window.items()
         t = max(0, math.floor(memory_bytes / b)) if b else 0
-        return [TrtWindowPool(w, b, 1.0, t,
-                              t // tokens_per_block if runtime == "pytorch" else -(-t // tokens_per_block))]
+        up = runtime != "pytorch" if round_up is None else round_up
+        return [TrtWindowPool(w, b, 1.0, t, -(-t // tokens_per_block) if up else t // tokens_per_block)]
     total = sum(b * w for w, b in per_window.items())
     pools = []
     for w in sorted(per_window):

@@ -12,7 +12,8 @@ __all__ = ["vllm_newer_than_read", "pp_above_layers", "DSV4_NO_UNIFIED", "block_
            "WEIGHTS_GIVEN", "weights_computed", "ACTIVATION_GIVEN", "activation_modelled", "NON_TORCH_GIVEN",
            "CUDAGRAPHS_GIVEN", "cudagraphs_subtracted", "cudagraphs_not_subtracted", "SGLANG_RESERVE",
            "sglang_reserve_source", "SGLANG_MAMBA_POOL_SOURCE", "sglang_mamba_pool", "sglang_no_mamba_request",
-           "sglang_mamba_cap", "sglang_settings", "SGLANG_REQUESTED", "trtllm_activation", "TRTLLM_NON_TORCH",
+           "sglang_mamba_cap", "sglang_settings", "SGLANG_REQUESTED", "SGLANG_LOAD_EXTRA", "SGLANG_LOAD_EXTRA_SOURCE",
+           "trtllm_activation", "TRTLLM_NON_TORCH",
            "trtllm_reserve", "trtllm_reserve_source", "trtllm_block_rule", "trtllm_tokens_per_block_source",
            "trtllm_settings", "TRTLLM_REQUESTED"]
 
@@ -113,13 +114,18 @@ def cudagraphs_not_subtracted(version: str) -> str:
 # --- SGLang's memory plan (plan_other.sglang_plan; SGLang 0.5.23 mem_cache/kv_cache_configurator.py) -----------------
 
 SGLANG_RESERVE = "reserve (1 − mem_fraction_static) × free before load"
-SGLANG_REQUESTED = "free before the weights load (device total − 0.13 GiB CUDA context)"
+SGLANG_REQUESTED = ("free before the weights load (device total − the memory held before it, "
+                    "sglang_rules.SGLANG_PRELOAD_GIB)")
+SGLANG_LOAD_EXTRA = "weight-load overhead"
+SGLANG_LOAD_EXTRA_SOURCE = ("measured: what \"Load weight end. ... mem usage\" adds to the parameters, 0.06–0.28 GiB "
+                            "in five public start-ups (sglang_rules.SGLANG_LOAD_EXTRA_GIB)")
 SGLANG_MAMBA_POOL_SOURCE = ("mamba_full_memory_ratio 0.9: 0.9/1.9 of the budget in whole per-request slots "
                             "(kv_cache_configurator.py::_handle_max_mamba_cache)")
 
 
-def sglang_reserve_source(share: float, total_gib: float) -> str:
-    return f"{share:.3f} × ({total_gib:.2f} − 0.13 GiB CUDA context) GiB; activations and graphs live here"
+def sglang_reserve_source(share: float, total_gib: float, held_gib: float, custom_ar: bool) -> str:
+    return (f"{share:.3f} × ({total_gib:.2f} − {held_gib:.2f} GiB held before the weights load, measured "
+            f"{'with' if custom_ar else 'without'} custom all-reduce) GiB; activations and graphs live here")
 
 
 def sglang_preload_range(high_gib: float, mfs: float) -> str:
@@ -174,9 +180,12 @@ def trtllm_reserve_source(runtime: str) -> str:
             else "kvCacheManager.cpp calculateMaxNumBlocks takes only the fraction of free memory")
 
 
-def trtllm_block_rule(runtime: str, windows: list) -> str:
+def trtllm_block_rule(runtime: str, windows: list, round_up: bool = False) -> str:
     """``windows``: the per-window pools (``window``, ``max_tokens``, ``blocks``), the full-attention one last."""
     if len(windows) == 1 and runtime == "pytorch":
+        if round_up:
+            return ("blocks = ceil(max_tokens / tokens_per_block) (one window, PyTorch backend before 1.0: "
+                    "resource_manager.py::calculate_max_num_blocks used math.ceil)")
         return "blocks = max_tokens // tokens_per_block (one window: resource_manager.py::calculate_max_num_blocks)"
     if len(windows) == 1:
         return ("blocks = ceil(max_tokens / tokens_per_block) (TensorRT-engine executor: kvCacheManager.cpp::"

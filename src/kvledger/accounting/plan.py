@@ -20,6 +20,7 @@ from kvledger.accounting.plan_vllm import served_model, vllm_plan
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture_sizes
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import online_fp8
@@ -97,13 +98,18 @@ class Plan:
         return cdiv(num_tokens, self.memory.block_size)
 
     def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False) -> RooflineStepCost:
-        """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling)."""
+        """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling). On SGLang
+        0.5.23 its overlap scheduling is on and decode batches run at the captured CUDA-graph sizes (sglang_steps.py:
+        a ``GraphPaddedStepCost`` around the roofline, which reads as the roofline otherwise)."""
         s = self.settings
-        return RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp,
-                                flops_fraction=s.achievable_flops_fraction,
-                                bandwidth_fraction=s.achievable_bandwidth_fraction,
-                                cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
-                                weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu)
+        sg = sglang_capture_sizes(self.gpu, s.tp, s.pp, s.engine_version, s.max_num_seqs,
+                                  self.memory.max_num_seqs or None) if s.engine == "sglang" else None
+        rc = RooflineStepCost(roofline_model(self.model, s), self.gpu, self.kv, s.tp,
+                              flops_fraction=s.achievable_flops_fraction,
+                              bandwidth_fraction=s.achievable_bandwidth_fraction,
+                              cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
+                              weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu or sg is not None)
+        return rc if sg is None else GraphPaddedStepCost(rc, *sg)
 
     def row_at(self, context_tokens: int) -> ConcurrencyRow | None:
         """The concurrency row at a context (max_model_len's row is always available), or None."""

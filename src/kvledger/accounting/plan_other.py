@@ -31,7 +31,10 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
 from kvledger.accounting.sglang_rules import (
     SGLANG_LATEST,
+    SGLANG_LOAD_EXTRA_GIB,
+    SGLANG_PRELOAD_GIB,
     parse_sglang_version,
+    sglang_preload_bytes,
     sglang_preload_high_bytes,
     sglang_version_defaults,
     sglang_version_text,
@@ -44,7 +47,8 @@ from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.units import GiB, MiB
 
-__all__ = ["sglang_plan", "trtllm_plan", "trtllm_bytes_per_token", "trtllm_runtime"]  # pool splits: engine_pools.py
+# pool splits: engine_pools.py
+__all__ = ["sglang_plan", "trtllm_plan", "trtllm_blocks_round_up", "trtllm_bytes_per_token", "trtllm_runtime"]
 
 
 def _hybrid_note(kv: KVLedger, engine: str) -> list[str]:
@@ -68,18 +72,24 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     mfs, msrc = (s.mem_fraction_static, "given") if s.mem_fraction_static else (d.mem_fraction_static, d.source)
     w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
     w = s.weights_bytes if s.weights_bytes is not None else w
-    pre_free = gpu.memory_bytes - NON_TORCH_BYTES
+    # a given weights figure is SGLang's own "mem usage", which already holds the load's overhead
+    x_lo, x, x_hi_load = (0.0, 0.0, 0.0) if s.weights_bytes is not None else (g * GiB for g in SGLANG_LOAD_EXTRA_GIB)
+    held = sglang_preload_bytes(s.tp, gpu.nvlink_all_to_all)
+    pre_free = gpu.memory_bytes - held
     reserve = pre_free * (1 - mfs)
-    x_hi = sglang_preload_high_bytes(s.tp, s.pp)  # the pre-load memory's upper end: available KV falls by ΔX × f
+    x_hi = max(sglang_preload_high_bytes(s.tp, s.pp), held)  # the pre-load memory's upper end: KV falls by ΔX × f
     items = (Deduction("weights", w, "given" if s.weights_bytes is not None else f"computed: {how}"),
-             Deduction(N.SGLANG_RESERVE, reserve, N.sglang_reserve_source(1 - mfs, gpu.memory_bytes / GiB),
-                       reserve, reserve + (x_hi - NON_TORCH_BYTES) * mfs, N.sglang_preload_range(x_hi / GiB, mfs)))
+             Deduction(N.SGLANG_LOAD_EXTRA, x, N.SGLANG_LOAD_EXTRA_SOURCE, x_lo, x_hi_load),
+             Deduction(N.SGLANG_RESERVE, reserve, N.sglang_reserve_source(1 - mfs, gpu.memory_bytes / GiB, held / GiB,
+                                                                         held > SGLANG_PRELOAD_GIB[False] * GiB),
+                       reserve - (held - NON_TORCH_BYTES) * mfs, reserve + (x_hi - held) * mfs,
+                       N.sglang_preload_range(x_hi / GiB, mfs)))
     given = s.available_kv_memory_bytes is not None
-    avail = s.available_kv_memory_bytes if given else int(pre_free - reserve - w)
+    avail = s.available_kv_memory_bytes if given else int(pre_free - reserve - w - x)
     page = s.block_size or 1
     pools = sglang_pools(kv, avail, page)
-    rng = {} if given else _sglang_ranges(kv, page, L, [int((t - x) * mfs - w) for t, x in (
-        (gpu.memory_low_bytes, x_hi), (gpu.memory_high_bytes, NON_TORCH_BYTES))])
+    rng = {} if given else _sglang_ranges(kv, page, L, [int((t - h) * mfs - w - e) for t, h, e in (
+        (gpu.memory_low_bytes, x_hi, x_hi_load), (gpu.memory_high_bytes, NON_TORCH_BYTES, x_lo))])
     tokens, cell = pools.full_tokens, pools.cell_bytes
     if pools.state_bytes:
         items = items + (Deduction(N.sglang_mamba_pool(pools.state_slots), pools.state_bytes,
@@ -157,28 +167,45 @@ def trtllm_bytes_per_token(model: ModelSpec, tp: int, elem_bytes: float) -> floa
     return total
 
 
-def trtllm_runtime(version: str | None) -> tuple[str, str]:
+def trtllm_runtime(version: str | None, backend: str | None = None) -> tuple[str, str]:
     """(runtime, label) for TensorRT-LLM ``--engine-version``: the PyTorch backend from 1.0 (and by default), the
-    TensorRT-engine C++ executor before (the 0.x releases serve trtllm-build engines).
+    TensorRT-engine C++ executor before (the 0.x releases serve trtllm-build engines); ``backend`` ("pytorch" or
+    "tensorrt") names it where a release ships both (0.17–0.21).
 
     Raises:
         InputError: text that is not a version.
     """
     if version is None:
-        return "pytorch", "PyTorch backend rules (newest read)"
+        return backend or "pytorch", f"{backend or 'PyTorch'} backend rules (newest read)"
     m = re.match(r"^v?(\d+)\.(\d+)", str(version).strip())
     if not m:
         raise InputError(f"--engine-version {version!r} is not a TensorRT-LLM version like 0.13.0 or 1.2.1")
+    if backend is not None:
+        return backend, f"{version} ({'PyTorch backend' if backend == 'pytorch' else 'TensorRT-engine executor'} rules)"
     if (int(m.group(1)), int(m.group(2))) >= (1, 0):
         return "pytorch", f"{version} (PyTorch backend rules)"
     return "tensorrt", f"{version} (TensorRT-engine executor rules)"
+
+
+def trtllm_blocks_round_up(runtime: str, version: str | None) -> bool:
+    """Whether one window's block count rounds up. The TensorRT-engine executor always does (C++
+    ``calculateMaxNumBlocks``); the PyTorch backend's Python ``KVCacheManager.calculate_max_num_blocks`` had
+    ``math.ceil(max_tokens / tokens_per_block)`` in the 0.x copies read (NVIDIA/TensorRT-LLM#6294 at 0.20.0: max_tokens
+    860,308 → 26,885 blocks of 32 = 860,320 tokens) and ``int(max_tokens // tokens_per_block)`` on main (commit
+    001541b), applied from 1.0 here: the release that changed it is not pinned (1.2.1's public log,
+    benchmarks/data/trtllm_public_startups.csv TR01, fits both)."""
+    if runtime != "pytorch":
+        return True
+    m = re.match(r"^v?(\d+)\.(\d+)", str(version or "").strip())
+    return bool(m) and (int(m.group(1)), int(m.group(2))) < (1, 0)
 
 
 def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
     """TensorRT-LLM KV pool per GPU: PyTorch backend (tokens_per_block 32, fraction 0.9 of free memory after the
     dry run) or, for a version before 1.0, the TensorRT-engine executor (blocks round up; 64 tokens per block)."""
     _require_per_token_kv(model, kv, "TensorRT-LLM")
-    runtime, label = trtllm_runtime(s.engine_version)
+    runtime, label = trtllm_runtime(s.engine_version, s.trtllm_backend)
+    round_up = trtllm_blocks_round_up(runtime, s.engine_version)
     L, _ = resolve_max_model_len(model, s)
     frac = s.free_gpu_memory_fraction or 0.9
     max_num_tokens = s.max_num_batched_tokens or 8192
@@ -200,13 +227,13 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(free_after - reserve)
     tpb = s.block_size or (32 if runtime == "pytorch" else 64)
-    windows = trtllm_window_pools(model, s.tp, kv.elem_bytes, L, avail, tpb, runtime)
+    windows = trtllm_window_pools(model, s.tp, kv.elem_bytes, L, avail, tpb, runtime, round_up)
     per_tok = sum(w.bytes_per_token for w in windows)
     full = windows[-1]  # one window, or the full-attention (largest-window) pool of several
     max_tokens, blocks = full.max_tokens, full.blocks
     tpb_src = N.trtllm_tokens_per_block_source(bool(s.block_size), runtime)
     notes = (N.trtllm_settings(frac, bool(s.free_gpu_memory_fraction), runtime, tpb, tpb_src, per_tok)
-             + [N.trtllm_block_rule(runtime, windows)] + _hybrid_note(kv, "trtllm"))
+             + [N.trtllm_block_rule(runtime, windows, round_up)] + _hybrid_note(kv, "trtllm"))
     return MemoryPlan("trtllm", label, gpu.memory_bytes, "free_gpu_memory_fraction", frac, gpu.memory_bytes, items,
                       avail, given, tpb, int(windows[-1].bytes_per_token * tpb), blocks, blocks, max_tokens,
                           (f"max_tokens={max_tokens}, blocks={blocks}",),

@@ -25,7 +25,7 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_rule, vllm_block_size
 from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_profile import PPStage
-from kvledger.accounting.vllm_terms import activation_item, weights_item
+from kvledger.accounting.vllm_terms import activation_item, cudagraph_range, weights_item
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.loading import SERVED_DTYPE_BYTES, loaded_weights
@@ -103,8 +103,7 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
                                "--enforce-eager: no CUDA graphs captured, nothing estimated"))
     else:
         cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
-        items.append(Deduction("CUDA graphs (estimate)", cg, N.cudagraphs_subtracted(src), max(0.0, cg - 0.12 * GiB),
-                               cg + 0.12 * GiB, "±0.12 GiB against the vLLM 0.19 H100 logs"))
+        items.append(Deduction("CUDA graphs (estimate)", cg, N.cudagraphs_subtracted(src), *cudagraph_range(cg)))
     return items
 
 

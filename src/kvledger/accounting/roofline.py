@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from kvledger.accounting.attention_terms import attention_terms
 from kvledger.accounting.decode_prices import DecodePrices
+from kvledger.accounting.fp8_block import compute_dtype, expert_mma_dtype
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.moe_terms import ep_all_to_all_bytes, ep_imbalance, grouped_gemm_efficiency, tokens_per_expert
 from kvledger.accounting.stepcost import StepShape
@@ -38,11 +39,6 @@ from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 
 __all__ = ["StepCosts", "RooflineStepCost", "compute_dtype", "attention_dtype"]
-
-
-def compute_dtype(model: ModelSpec, gpu: GpuSpec) -> str:
-    """Matmul precision: fp8 when the weights are fp8 and the GPU has fp8 tensor cores, else bf16."""
-    return "fp8" if model.quant.method == "fp8" and gpu.fp8_flops_per_s else "bf16"
 
 
 def attention_dtype(kv: KVLedger, gpu: GpuSpec) -> str:
@@ -116,11 +112,8 @@ class RooflineStepCost(DecodePrices):
         self.attn_dtype = attention_dtype(kv, gpu)
         self.attn_peak_flops = gpu.fp8_flops_per_s if self.attn_dtype == "fp8" else gpu.bf16_flops_per_s
         self.bw = gpu.hbm_bandwidth_bytes_per_s
-        self.flops_fraction, self.bandwidth_fraction, self.cpu_overhead_s = (
-            flops_fraction,
-            bandwidth_fraction,
-            cpu_overhead_s,
-        )
+        self.flops_fraction, self.bandwidth_fraction = flops_fraction, bandwidth_fraction
+        self.cpu_overhead_s = cpu_overhead_s
         self.overlap_cpu = overlap_cpu
         self._init_weights(model, tp, weights_bytes)
         self._init_allreduce(model, gpu, tp, allreduce_latency_s)
@@ -129,7 +122,7 @@ class RooflineStepCost(DecodePrices):
         lm_params = 0 if model.tie_word_embeddings else head
         self.matmul_params = (model.num_active_params - emb_params - lm_params) / tp  # per token, excluding the head
         self.head_flops_per_seq = 2 * head / tp
-        at = attention_terms(model, kv, tp)
+        at = attention_terms(model, kv, tp, self.attn_peak_flops / (gpu.fp8_flops_per_s or self.attn_peak_flops))
         self.attn_flops_per_pair = at.full  # FLOPs per (decode query, key) pair over the unbounded layers, FLOP
         self.window_terms = at.windows  # [(FLOPs per pair, B per token, window tokens)] of the windowed layers
         self.prefill_flops_per_pair = at.prefill  # FLOPs per prefill (query, key) pair, FLOP
@@ -150,7 +143,10 @@ class RooflineStepCost(DecodePrices):
     def _init_moe(self, model: ModelSpec, tp: int, ep: int, half_tokens: float) -> None:
         """Routed-expert FLOP parameters per token and whether the MoE terms (moe_terms.py) change any step."""
         self.ep, self.grouped_gemm_half_tokens = ep, half_tokens
-        self._moe_terms = model.is_moe and (ep > 1 or half_tokens > 0)
+        # routed experts at their own kernel's MMA peak (fp8_block.py: FP8 Triton MoE beside BF16 Marlin linears)
+        self.expert_peak_flops = self.gpu.fp8_flops_per_s if expert_mma_dtype(model, self.gpu) == "fp8" \
+            else self.peak_flops
+        self._moe_terms = model.is_moe and (ep > 1 or half_tokens > 0 or self.expert_peak_flops != self.peak_flops)
         frac = model.experts_per_token / model.num_experts if model.is_moe else 0.0
         self.expert_params_per_token = frac * sum(w.numel for w in model.weights if w.expert) / tp
 
@@ -254,7 +250,9 @@ class RooflineStepCost(DecodePrices):
             return max(c.matmul_flops / self.peak_flops + c.attn_flops / self.attn_peak_flops,
                        c.bytes / self.bw) + c.allreduce_s
         p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
-        mm = (c.matmul_flops - c.expert_flops + c.expert_flops * c.expert_time_factor) / p
+        pe = self.expert_peak_flops * self.flops_fraction  # routed experts apart only at another MMA dtype
+        mm = (c.matmul_flops - c.expert_flops + c.expert_flops * c.expert_time_factor) / p if pe == p else (
+            (c.matmul_flops - c.expert_flops) / p + c.expert_flops * c.expert_time_factor / pe)
         gpu = max(mm, c.weight_bytes / b) + self.attention_s(c) + c.allreduce_s + c.all_to_all_s
         return max(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu + self.cpu_overhead_s
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvledger.accounting.roofline import RooflineStepCost, StepCosts
+from kvledger.accounting.step_term_notes import sparse_mla_layer, step_term_notes
 from kvledger.accounting.stepcost import StepShape
 from kvledger.jsonable import json_fields, to_jsonable
 
@@ -178,13 +179,15 @@ def roofline_report(rc: RooflineStepCost, contexts: list[int], max_concurrency: 
         notes.append("dtype float32: matmuls are priced at the GPU's BF16 tensor-core peak, a lower bound on step time "
                      "(the GPU catalog has no FP32 figure, and PyTorch's default FP32 matmul does not use TF32 tensor "
                      "cores)")
+    notes += step_term_notes(rc.model, rc.gpu)
     return RooflineReport(rc.dtype, rc.peak_flops, rc.bw, ridge, cross, attn_int, prefill, tuple(rows), turn,
                           rc.flops_fraction, rc.bandwidth_fraction, tuple(notes), by_ctx, _why_it_varies(rc))
 
 
 def _why_it_varies(rc: RooflineStepCost) -> str:
     """What makes decode attention's FLOP/B depend on the context: window terms and fixed per-request state bytes."""
-    windows = "it reads bounded windows (sliding-window layers, or DeepSeek-V4's window and top-k entries)"
+    windows = ("it reads bounded windows (DeepSeek sparse attention's top-k latent entries)" if sparse_mla_layer(
+        rc.model) else "it reads bounded windows (sliding-window layers, or DeepSeek-V4's window and top-k entries)")
     parts = ([windows] if rc.window_terms else []) + (
         [f"each request also reads a fixed {rc.state_bytes:,.0f} B of recurrent or compressor state"]
         if rc.state_bytes

@@ -25,7 +25,8 @@ class PlanSettings(BaseModel):
         tokens; None = derived from the config.
         contexts: context lengths to report concurrency at, tokens.
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
-        free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load.
+        free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load. trtllm_backend: TensorRT-LLM's
+            runtime, "pytorch" or "tensorrt" (0.17–0.21 ship both); None = by version (PyTorch from 1.0).
         kv_cache_dtype: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
         dtype: vLLM ``--dtype`` (the served dtype of weights, activations and "auto" KV). quantization: vLLM
             ``--quantization``; "fp8" quantizes an unquantized checkpoint on load.
@@ -56,6 +57,7 @@ class PlanSettings(BaseModel):
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
     mem_fraction_static: float | None = Field(None, gt=0, le=1)
     free_gpu_memory_fraction: float | None = Field(None, gt=0, le=1)
+    trtllm_backend: Literal["pytorch", "tensorrt"] | None = Field(None, exclude=True)  # the plan's label names it
     kv_cache_dtype: str = "auto"
     dtype: Literal["auto", "bfloat16", "float16", "float32", "half", "float"] = "auto"
     quantization: Literal["fp8"] | None = None

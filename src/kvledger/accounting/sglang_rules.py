@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from kvledger.accounting.memory import sglang_defaults, sglang_mem_fraction_static
 from kvledger.errors import InputError
 
-__all__ = ["SGLANG_LATEST", "SGLANG_PRELOAD_HIGH_GIB", "SglangDefaults", "parse_sglang_version", "sglang_version_text",
+__all__ = ["SGLANG_LATEST", "SGLANG_LOAD_EXTRA_GIB", "SGLANG_PRELOAD_GIB", "SGLANG_PRELOAD_HIGH_GIB", "SglangDefaults",
+           "parse_sglang_version", "sglang_custom_all_reduce", "sglang_version_text", "sglang_preload_bytes",
            "sglang_preload_high_bytes", "sglang_version_defaults"]
 
 SGLANG_LATEST = (0, 5, 23)
@@ -182,3 +183,34 @@ def sglang_preload_high_bytes(tp: int, pp: int = 1) -> float:
     """Upper end of SGLang's pre-load memory per GPU (``SGLANG_PRELOAD_HIGH_GIB``), B: a distributed start-up above
     TP·PP 1."""
     return SGLANG_PRELOAD_HIGH_GIB[1 if tp * pp == 1 else 2] * (1 << 30)
+
+
+SGLANG_PRELOAD_GIB = {False: 0.42, True: 2.67}
+"""The plan's point for the memory held before the weights load (CUDA total less "Load weight begin. avail mem"), GiB:
+False without custom all-reduce or at TP 2, True with it at TP 4–8 (``sglang_custom_all_reduce``). Measured, not
+derivable from code (CUDA context, cuBLAS, NCCL and all-reduce buffers depend on driver, interconnect and build).
+False: the median of five start-ups of benchmarks/data/sglang_public_startups.csv and PR #4826 — SG05 H100 0.38, SG06
+H100 0.60, SG07 RTX A6000 0.31, PR #4826 H200 0.75 (TP 1), SG01 4×L4 over PCIe 0.42 (custom all-reduce off at TP 4):
+0.31–0.75, so ±0.3 GiB × the fraction on the KV budget; the 24 GB GeForce of SG08 under Docker Desktop held 1.13 and
+is left out (a desktop GPU's display and WSL share the card). True: SG02 (H200 TP 8, 2.67), the only start-up that
+prints it; SG04 (H100 TP 4, K + V only) checks it out of sample. TP 2 with custom all-reduce has no public start-up,
+so it keeps the False point (its range still reaches 2.67). The range (SGLANG_PRELOAD_HIGH_GIB, down to the 0.13 GiB
+context) stays as it was."""
+
+SGLANG_LOAD_EXTRA_GIB = (0.0, 0.13, 0.3)
+"""What SGLang's "Load weight end. ... mem usage" adds to the parameters' bytes, GiB (low, point, high): 0.13
+(Llama-3.1-8B on H100, SG05), 0.15 (SG06), 0.06 (Qwen3-14B on an RTX A6000, SG07), 0.06 (Llama-3.1-8B on a 24 GB
+GeForce, SG08), 0.28 (QwQ-32B at TP 4 on L4s, SG01); the point is their median. Measured: ``load_model`` reads the free
+memory before and after ``get_model`` (model_runner.py, 0.4.4.post1), so CUDA modules and library workspaces first used
+during the load count with the weights; which ones depends on build and GPU, which code does not tell."""
+
+
+def sglang_custom_all_reduce(tp: int, all_to_all: bool) -> bool:
+    """Whether SGLang sets up custom all-reduce for a TP group of ``tp`` GPUs (``custom_all_reduce.py``,
+    0.4.4.post1): world sizes 2, 4, 6 and 8 only, and above two GPUs only when every pair is NVLink-connected."""
+    return tp in (2, 4, 6, 8) and (tp == 2 or all_to_all)
+
+
+def sglang_preload_bytes(tp: int, all_to_all: bool) -> float:
+    """The plan's point for the memory held before the weights load (``SGLANG_PRELOAD_GIB``), B."""
+    return SGLANG_PRELOAD_GIB[tp >= 4 and sglang_custom_all_reduce(tp, all_to_all)] * (1 << 30)

@@ -150,7 +150,8 @@ all of it falls at 0.18 or part at 0.17 (torch 2.10's NCCL, FlashInfer all-reduc
 not in the data: 0.17 is planned with the pre-0.18 figures."""
 
 
-HOPPER_NVSWITCH_GIB = {(False, 4): (0.80, 0.74, 1.82), (False, 8): (1.00, 0.82, 1.08), (True, 8): (2.53, 2.51, 2.54)}
+HOPPER_NVSWITCH_GIB = {(False, 4): (0.80, 0.74, 1.82), (False, 8): (1.00, 0.82, 1.08), (True, 4): (2.34, 2.30, 2.36),
+                       (True, 8): (2.53, 2.51, 2.54)}
 """Non-torch per GPU on Hopper NVSwitch boards, measured on H200 (GiB: point, low, high), keyed by (from 0.18, TP): the
 residual requested − printed weights − printed available KV − code activation peak of vllm-memory-estimator's H200
 start-ups (benchmarks/data/vme_startups.csv; ``python benchmarks/accuracy_memory.py`` reprints them).
@@ -163,7 +164,12 @@ start-ups (benchmarks/data/vme_startups.csv; ``python benchmarks/accuracy_memory
   * TP 8 from 0.18: the same model, 2.52–2.54 (0.18.0 ×4, 0.19.0 ×2); each release predicts the other within 0.01 GiB.
     Not fitted to, and agreeing: TP 8's pre-0.18 figure plus TP 4's step (0.79 → 2.34, Llama-3.3-70B bf16/FP8) gives
     2.55.
-0.11.0 builds (−3.6 to 1.1) are not covered; TP 4 from 0.18 keeps the H100 0.19 figure (2.13; H200 leaves 2.30–2.35)."""
+  * TP 4 from 0.18: Llama-3.3-70B bf16 2.344–2.354 (10), its FP8-dynamic checkpoint 2.324–2.334 (7), NVIDIA's FP8
+    checkpoint 2.304 (1), vLLM 0.18.0 and 0.19.0: point 2.34 (the median, 2.344, to 2 decimals), range 2.30–2.36. Leave
+    one out (median of the other 17: 2.334–2.344) the errors are ≤ 0.04 GiB (≤ 0.04% of available KV). Was: the H100
+    0.19 figure 2.13, 0.17–0.22 GiB under every row (+0.16% to +0.25% available KV). 0.20.0 rows (2) leave 2.51–2.54:
+    the 0.17–0.20 GiB above 2.34 is the CUDA-graph estimate 0.20 subtracts (plan 0.73 GiB), not non-torch.
+0.11.0 builds (−3.6 to 1.1) are not covered."""
 
 BLACKWELL_NVSWITCH_GIB = {(True, 4): (2.46, 2.45, 2.47), (True, 8): (2.68, 2.68, 2.69)}
 """The same residual on B200 boards from 0.18 (vme_startups.csv, vLLM 0.18.0 and 0.18.0+rhaiv.7, the only B200
@@ -182,12 +188,14 @@ def _hopper_nvswitch_measured(ver: tuple[int, int, int], tp: int, pp: int, nnode
     if (pp != 1 or nnodes != 1 or not gpu.nvlink_all_to_all or disable_custom_all_reduce
             or (new, tp) not in table):
         return None
+    if gpu.gpu_id.startswith("nvidia_h100") and new and tp <= 4:  # H100 measured itself there (vLLM 0.19 corpus)
+        return None
     pt, lo, hi = table[new, tp]
     if gpu.arch == "sm100":
         return _blackwell_term(ver, tp, pt, lo, hi)
     era = "vLLM 0.18.0–0.19.0" if new else "vLLM 0.11.2–0.16.0"
     data = ("DeepSeek-R1 FP8, " + ("6" if new else "19") + " start-ups" if tp == 8 else
-            "Llama-3.3-70B bf16/FP8, Qwen3-235B, 47 start-ups")
+            "Llama-3.3-70B bf16/FP8, 18 start-ups" if new else "Llama-3.3-70B bf16/FP8, Qwen3-235B, 47 start-ups")
     why = f"{lo:.2f}–{hi:.2f} GiB over the rows ({data})"
     if (new, tp) == (False, 4):
         why += "; up to 1.82 with --enable-expert-parallel (Qwen3-235B FP8; the plan has no EP setting)"

@@ -59,7 +59,8 @@ CUDAGRAPH_BYTES_PER_GRAPH = 5 * MiB
 """Each further graph, B: 6 and 6 MiB (Llama-3.1-8B PIECEWISE, FULL), 4 and 4 MiB (Qwen2.5-7B) in the same logs: mean 5
 MiB.
 With the code's total below this gives 0.73 GiB for 51 sizes in both modes; the logs print 0.84 and 0.61 GiB
-(error ±0.12 GiB; across the corpus the estimate ranges 0.49–1.69 GiB)."""
+(error ±0.12 GiB on those two; across the corpus the estimate ranges 0.49–1.69 GiB: the range,
+``vllm_terms.CUDAGRAPH_LOGGED_RATIO``)."""
 
 _SM_COUNTS = {"nvidia_a10": 72, "nvidia_a10g": 80, "nvidia_l4": 58, "nvidia_l40s": 142, "nvidia_a100_40gb_sxm": 108,
                "nvidia_a100_80gb_sxm": 108, "nvidia_a100_80gb_pcie": 108, "nvidia_h100_sxm": 132,
@@ -289,4 +290,4 @@ def cudagraph_estimate(num_sizes: int, full_and_piecewise: bool = True) -> tuple
     return total, (f"{CUDAGRAPH_FIRST_CAPTURE_BYTES // MiB} MiB first capture + {modes} mode(s) × ({num_sizes} − 1) "
                    f"graphs × "
                    f"{CUDAGRAPH_BYTES_PER_GRAPH // MiB} MiB (profile_cudagraph_memory's sum; sizes fitted to vLLM 0.19 "
-                   f"H100 logs, ±0.12 GiB)")
+                   f"H100 logs; range ×0.66–×2.34 over the corpus)")

@@ -13,7 +13,26 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB
 
-__all__ = ["weights_item", "activation_item"]
+__all__ = ["weights_item", "activation_item", "CUDAGRAPH_LOGGED_RATIO", "cudagraph_range", "WEIGHTS_LOGGED_SPREAD"]
+
+CUDAGRAPH_LOGGED_RATIO = (0.66, 2.34)
+"""The CUDA-graph estimate's range as multiples of the rule's point (``vllm_profile.cudagraph_estimate``): the vLLM
+0.19.0 H100 corpus (shared/data/vllm-startups-0.19) logs "Estimated CUDA graph memory" of 0.49–1.69 GiB over its 34
+start-ups that captured graphs (13 models and checkpoints, TP 1/2/4, PP 2/4) where the rule gives 0.7266 GiB for all
+of them (51 sizes, both modes): 0.485/0.7266 = 0.668 and 1.695/0.7266 = 2.333 with the 2-decimal print, rounded out.
+What moves it is read, not sized (profile_cudagraph_memory, identical in 0.19, 0.20 and 0.21): the FULL first capture
+holds FlashAttention's split-KV buffers (32 splits × 512 tokens × heads per GPU × head size × fp32: 256/128/64 MiB for
+Llama-3.1-8B at TP 1/2/4 against 260/132/70 logged) and the per-graph bytes run 1–26 MiB by model and TP. Not fitted to,
+and inside: the rank-0 estimates vLLM 0.20.0 implies on H200 (Llama-3.3-70B TP 4 0.91–0.92 GiB, DeepSeek-R1 TP 8
+about 1.56; vme_startups.csv residuals above the measured non-torch). Was ±0.12 GiB, which 20 of the 34 logs fall
+outside."""
+
+
+def cudagraph_range(point_bytes: float) -> tuple[float, float, str]:
+    """(low, high, why) of the CUDA-graph estimate around the rule's point, B (``CUDAGRAPH_LOGGED_RATIO``)."""
+    lo, hi = CUDAGRAPH_LOGGED_RATIO
+    return (point_bytes * lo, point_bytes * hi, f"×{lo}–×{hi} of the point: the vLLM 0.19 H100 corpus logs 0.49–1.69 "
+            "GiB where the rule gives 0.73 (34 start-ups, TP 1–4, PP 1–4)")
 
 
 def weights_item(b: float, how: str, checkpoint: ModelSpec, arch: str, rocm: bool = False) -> Deduction:
@@ -25,10 +44,24 @@ def weights_item(b: float, how: str, checkpoint: ModelSpec, arch: str, rocm: boo
         return Deduction("weights", b, how, b, b * (1 + up), f"ROCm measures the weights as device-wide used memory "
                          f"(platforms/rocm.py): up to +{up:.1%} (MI300X logs)")
     if checkpoint.quant.method != "mxfp4":
-        return Deduction("weights", b, how)
+        lo, hi = WEIGHTS_LOGGED_SPREAD
+        low_text = f"{lo:+.2%}".replace("-", "−")
+        return Deduction("weights", b, how, b * (1 + lo) - PRINT_ROUNDING_BYTES, b * (1 + hi) + PRINT_ROUNDING_BYTES,
+                         f"the tensors {low_text} … {hi:+.2%} (buffers allocated at load that are not checkpoint "
+                         "tensors; public corpus on CUDA) and the log's 2-decimal print (±0.005 GiB)")
     up = 0.11 if arch in ("sm80", "sm86") else 0.06
     return Deduction("weights", b, how, b, b * (1 + up), f"MXFP4 layout varies by version and GPU: up to +{up:.0%}")
 
+
+WEIGHTS_LOGGED_SPREAD = (-0.001, 0.0025)
+"""Relative spread of vLLM's logged "Model loading took" around the tensors' bytes on CUDA, non-MXFP4 checkpoints
+(benchmarks/accuracy_memory.py, 2026-12-02: 125 logged weights in the public corpus and the 0.19 H100 corpus, point
+error −0.14% … +0.21% once the ±0.005 GiB print rounding is taken off: Llama-3.1-8B W4A16 +0.21%, DeepSeek-R1-0528
+FP8 at TP 8 +0.08–0.10% (0.06–0.08 GiB per GPU not in the checkpoint's tensors), Qwen3-235B-A22B-2507 at TP 4 +0.05%
+(its 262,144-position RoPE table against the base config's 40,960). Before this range the weights were a point and 33
+of 90 logged weights with a range fell outside it."""
+PRINT_ROUNDING_BYTES = 0.005 * GiB
+"""Half the last printed digit of vLLM's GiB figures (two decimals)."""
 
 _MEASURED_PROFILE_VERSIONS = ((0, 15, 0), (0, 19, 99))
 """vLLM versions whose profile-run peak was checked against H100 logs (0.15–0.19; the ≤0.16 sort fit's campaign)."""

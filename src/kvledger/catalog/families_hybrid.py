@@ -99,7 +99,10 @@ def _mla_spec(c: Cfg, i: int, kind: str, rope: int, indexer: int, indexed_kinds:
     if kind == "sliding_attention":
         return MLAAttention(lc.int("kv_lora_rank"), rope, lc.int("num_attention_heads"), "sliding_window", idx,
                             c.int("sliding_window"))
-    return MLAAttention(lc.int("kv_lora_rank"), rope, lc.int("num_attention_heads"), indexer_bytes_per_token=idx)
+    # the indexer's scoring shape (vLLM 0.33 deepseek_v2.py Indexer: index_topk / index_n_heads / index_head_dim)
+    topk = (c.int("index_topk"), c.int("index_n_heads", 64), c.int("index_head_dim", 128)) if idx else (0, 0, 0)
+    return MLAAttention(lc.int("kv_lora_rank"), rope, lc.int("num_attention_heads"), indexer_bytes_per_token=idx,
+                        index_topk=topk[0], index_n_heads=topk[1], index_head_dim=topk[2])
 
 
 def _mla_mlp(c: Cfg, lp: str, h: int, i: int, E: int, first_dense: int, freq: int) -> list[Weight]:

@@ -113,6 +113,12 @@ class MLAAttention:
     window_tokens: int = 0
     """Sliding-window MLA (dots3's ``sliding_attention`` layers, kind "sliding_window"): the latent of the last
     ``window_tokens`` tokens only; 0 for MLA over the whole context."""
+    index_topk: int = 0
+    """DeepSeek sparse attention (``index_topk``): latent entries each query attends, tokens; 0 without an indexer."""
+    index_n_heads: int = 0
+    """The indexer's query heads (``index_n_heads``), whole on every TP rank (vLLM ``Indexer.wq_b`` is replicated)."""
+    index_head_dim: int = 0
+    """The indexer's key width (``index_head_dim``), elements."""
 
     def kv_elements_per_token(self, tp: int = 1) -> int:
         return self.kv_lora_rank + self.qk_rope_head_dim

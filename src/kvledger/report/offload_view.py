@@ -97,8 +97,8 @@ def _rule_rows(s, row) -> None:
         if d is None:
             continue
         row(f"prefix hit rate, {name}", f"{d.hit_rate:.3f}", "—", "—")
-        row(f"tokens served from {name} (GB read, served + unserved)",
-            f"{d.hit_tokens:,} ({d.loaded_bytes / 1e9:,.2f} GB)", "—", "—")
+        row(f"tokens served from {name} (GiB read, served + unserved)",
+            f"{d.hit_tokens:,} ({d.loaded_bytes / 2**30:,.2f} GiB)", "—", "—")
         if d.unserved_tokens:
             row(f"tokens loaded from {name}, unserved", f"{d.unserved_tokens:,}", "—", "—")
         row(f"{name} load time (Σ, served + unserved, on TTFT)",

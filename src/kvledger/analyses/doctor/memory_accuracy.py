@@ -239,6 +239,10 @@ def replay(r: dict[str, str], config_dir: Path, rank: str | None = None,
         logged_avail = requested - non_kv
     cg_sizes = int(r["cudagraph_capture_sizes_count"] or 0)
     from kvledger.accounting.vllm_profile import cudagraph_estimate
+    from kvledger.accounting.vllm_terms import cudagraph_range
+
+    cg = cudagraph_estimate(cg_sizes)[0] if cg_sizes else None
+    cg_range = tuple(x / GiB for x in cudagraph_range(cg)[:2]) if cg else (None, None)
 
     if st is None or st.get("binds"):
         avail_range = tuple(x / GiB for x in mem.ranges["available_kv_bytes"])
@@ -250,8 +254,7 @@ def replay(r: dict[str, str], config_dir: Path, rank: str | None = None,
                        by_rank(r["activation_peak_gib_by_rank"]).get(rank)),
              TermError("non-torch", pred.get("non-torch memory"),
                        by_rank(r["non_torch_forward_gib_by_rank"]).get(rank)),
-             TermError("CUDA graph estimate", cudagraph_estimate(cg_sizes)[0] / GiB if cg_sizes else None,
-                       _f(r["cuda_graph_estimated_gib"])),
+             TermError("CUDA graph estimate", cg / GiB if cg else None, _f(r["cuda_graph_estimated_gib"]), *cg_range),
              TermError("available KV", avail_pred, logged_avail, *avail_range),
              TermError("KV tokens", float(mem.pool_tokens), _f(r["gpu_kv_cache_tokens"])),
              TermError("max concurrency", p.at_max_model_len.max_concurrency if p.at_max_model_len else None,

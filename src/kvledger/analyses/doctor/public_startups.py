@@ -60,6 +60,9 @@ class PublicReplay:
     from_printed: tuple[PublicTerm, ...] = field(default_factory=tuple)
     """Given the printed available memory: the block count the printed tokens imply against the range the 2-decimal
     GiB figure allows, and the printed "Maximum concurrency" against the plan's from those blocks (exact if inside)."""
+    usable_gib: float | None = None
+    """Device total (printed, else the catalog's) × gpu_memory_utilization (the row's, else vLLM's default 0.9), GiB:
+    what the memory terms' error is scaled by (``bucket_error``); None where the GPU is not stated."""
 
 
 def load_rows(path: Path) -> list[dict[str, str]]:
@@ -152,8 +155,10 @@ def replay_row(r: dict[str, str], root: Path) -> PublicReplay:
             out.append(PublicTerm("max concurrency", c, float(r["max_concurrency"]),
                                   *(round(x, 2) for x in rng["max_concurrency"])))
     exact = _from_printed(r, load_model(cfg), gpu, kw) if r["config"] and gpu is not None else ()
+    usable = None if gpu is None else (
+        (_f(r["gpu_memory_gib_printed"]) or gpu.memory_bytes / GiB) * (_f(r["gpu_memory_utilization"]) or 0.9))
     return PublicReplay(r["id"], r["source_url"], ver, gpu.name if gpu else "not stated", _topology(r, gpu), tuple(out),
-                        exact)
+                        exact, usable)
 
 
 def _from_printed(r: dict[str, str], model, gpu, kw: dict[str, Any]) -> tuple[PublicTerm, ...]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kvledger.accounting import notes as N
 from kvledger.accounting.overheads import NON_TORCH_BYTES
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
@@ -62,10 +63,10 @@ def replay_sglang_row(r: dict[str, str], root: Path) -> PublicReplay:
         out.append(PublicTerm("free before load", m.requested_bytes / GiB, float(r["preload_avail_gib"]),
                               (gpu.memory_low_bytes - sglang_preload_high_bytes(tp)) / GiB, hi / GiB))
     items = {i.name: i for i in m.deductions}
-    if "weights" in checks:
-        w = items["weights"]
-        out.append(PublicTerm("weights", w.bytes / GiB, float(r["weights_gib"]), w.low_bytes / GiB,
-                              w.high_bytes / GiB))
+    if "weights" in checks:  # SGLang's "mem usage": the parameters and what the load adds (N.SGLANG_LOAD_EXTRA)
+        w, x = items["weights"], items[N.SGLANG_LOAD_EXTRA]
+        out.append(PublicTerm("weights", (w.bytes + x.bytes) / GiB, float(r["weights_gib"]),
+                              (w.low_bytes + x.low_bytes) / GiB, (w.high_bytes + x.high_bytes) / GiB))
     if "available" in checks:
         lo, hi = m.ranges["available_kv_bytes"]
         kv = float(r["k_size_gib"]) + float(r["v_size_gib"])
@@ -78,9 +79,12 @@ def replay_sglang_row(r: dict[str, str], root: Path) -> PublicReplay:
 
 
 def _from_printed(r: dict[str, str], model, gpu, kw: dict[str, Any]) -> tuple[PublicTerm, ...]:
-    """Given the printed free memory before and after the weights and the printed fraction: the pool's tokens against
-    the range the 2-decimal prints allow, and the printed K size against the plan's from the printed tokens."""
-    mfs = float(r["mem_fraction_static_printed"])
+    """Given the printed free memory before and after the weights and the printed fraction (the version's default
+    where the row does not quote the server_args line): the pool's tokens against the range the 2-decimal prints allow,
+    and the printed K size against the plan's from the printed tokens."""
+    mfs = _f(r["mem_fraction_static_printed"]) or sglang_version_defaults(
+        parse_sglang_version(r["sglang_version"]), gpu.nvidia_smi_mib or gpu.memory_bytes / MiB,
+        int(r["tp"] or 1)).mem_fraction_static
     _, lo, hi = printed_rest_bytes(float(r["preload_avail_gib"]), float(r["after_load_avail_gib"]), mfs)
     t_lo, t_hi = (_plan(model, gpu, kw | {"available_kv_memory_bytes": int(x)}).pool_tokens for x in (lo, hi))
     printed = int(r["kv_tokens"])

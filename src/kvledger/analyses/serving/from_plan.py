@@ -46,7 +46,8 @@ def default_async_scheduling(engine: str, engine_version: str, batching: str) ->
     in-flight rule (``accounting/vllm_rules.py : sliding_inflight_tokens``).
     """
     if batching != "continuous":
-        extra = " (SGLang's overlap scheduling is not modelled)" if batching == "sglang" else ""
+        extra = (" (SGLang's overlap scheduling: its step timing, max(GPU, CPU), is in the step cost; the one-step lag "
+                 "in seeing results is not modelled)") if batching == "sglang" else ""
         return False, f"batching={batching!r} schedules synchronously{extra}"
     if engine != "vllm":
         return False, f"the {engine} memory plan: synchronous steps"

@@ -17,6 +17,8 @@ import difflib
 from collections import defaultdict
 from typing import Any
 
+from kvledger.accounting.sglang_steps import GraphPaddedStepCost
+from kvledger.accounting.step_term_notes import step_term_notes
 from kvledger.errors import InputError, UnknownNameError
 
 __all__ = ["CALIBRATED_PREFIX", "find_calibrated_cost", "calibration_listing", "calibrated_step_cost",
@@ -200,6 +202,8 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
     """
     if a.step_cost == "roofline":
         cost = plan.step_cost(overlap_cpu=overlap_cpu)
+        overlap_cpu = cost.overlap_cpu  # SGLang's overlap scheduling (sglang_steps.py) turns it on
+        extra = step_term_notes(plan.model, plan.gpu) + ([cost.source] if isinstance(cost, GraphPaddedStepCost) else [])
         cal = find_calibrated_cost(a.model, a.gpu, a.tp)
         prof = gpu_profile_of(a, plan.gpu.name)
         scope = "uncalibrated" if prof is None else "gpu"
@@ -223,7 +227,7 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
                                                               "per step")
                                 + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:g} ms)" if cost.cpu_overhead_s else
                                    " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)")
-                                + f"; {hint}"}
+                                + f"; {hint}" + "".join("; " + n for n in extra)}
     if a.step_cost == "calibrated" or a.step_cost.startswith(CALIBRATED_PREFIX):
         cost, info = calibrated_step_cost(a.step_cost, a.model, a.gpu, a.tp)
         info["scope"] = "model (bundled measurements)"

@@ -1,0 +1,45 @@
+"""The step-cost terms a model and GPU switch on beyond the plain roofline, each in one line with its engine source:
+FP8 block-quantized GEMMs (fp8_block.py) and DeepSeek sparse attention's indexer (attention_terms.py)."""
+
+from __future__ import annotations
+
+from kvledger.accounting.fp8_block import (
+    FP8_BLOCK_EFFICIENCY,
+    FP8_BLOCK_EFFICIENCY_RANGE,
+    expert_mma_dtype,
+    fp8_block_kernel,
+)
+from kvledger.catalog.gpus import GpuSpec
+from kvledger.catalog.layers import MLAAttention
+from kvledger.catalog.modelspec import ModelSpec
+
+__all__ = ["sparse_mla_layer", "step_term_notes"]
+
+
+def sparse_mla_layer(model: ModelSpec) -> MLAAttention | None:
+    """The first MLA layer with a DeepSeek sparse-attention indexer (``index_topk``), or None."""
+    return next((sp for sp in model.layers if isinstance(sp, MLAAttention) and sp.index_topk and not sp.window_tokens),
+                None)
+
+
+def step_term_notes(model: ModelSpec, gpu: GpuSpec) -> list[str]:
+    """One line per extra term the roofline prices for ``model`` on ``gpu``, with its source; [] when none."""
+    notes = []
+    k = fp8_block_kernel(model, gpu)
+    if k is not None:
+        lo, hi = FP8_BLOCK_EFFICIENCY_RANGE
+        r, c = model.quant.block
+        notes.append(f"FP8 block-quantized linears ({r}×{c} weight scales): {k.name}, matmuls at the "
+                     f"{k.mma_dtype.upper()} peak ({k.source}); the block-scaled GEMM's rate against a per-tensor "
+                     f"FP8 GEMM is not applied (assumption {FP8_BLOCK_EFFICIENCY:g}, range {lo:g}–{hi:g})"
+                     + ("; the routed experts run Triton's fused MoE in FP8 (fused_moe/oracle/fp8.py, "
+                        "experts/triton_moe.py: FP8 from sm89)" if expert_mma_dtype(model, gpu) else ""))
+    sp = sparse_mla_layer(model)
+    if sp is not None:
+        per_pair = 2 * sp.index_n_heads * (sp.index_head_dim + 1)
+        notes.append(f"DeepSeek sparse attention: each layer's indexer scores every cached token per query "
+                     f"({sp.index_n_heads} heads × {sp.index_head_dim} in FP8, {per_pair:,} FLOP per pair: quadratic "
+                     f"in a prefill, linear in a decode step) and reads its {sp.indexer_bytes_per_token} B/token keys; "
+                     f"the MLA attends only the top {sp.index_topk:,} latent entries (vLLM 0.33 deepseek_v2.py "
+                     f"Indexer, v1/attention/backends/mla/flashmla_sparse.py)")
+    return notes

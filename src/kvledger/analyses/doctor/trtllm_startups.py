@@ -1,0 +1,104 @@
+"""Replays the public TensorRT-LLM start-ups of ``benchmarks/data/trtllm_public_startups.csv`` through kvledger's
+TensorRT-LLM plan (``accounting/plan_other.py::trtllm_plan``): the KV memory planned from the config alone against the
+printed "[MemUsageChange] Allocated … GiB for max tokens in paged KV cache (N)", and, given the printed memory, the
+fraction rule and the pool's blocks.
+
+TensorRT-LLM's rules, as the plan reads them: the TensorRT-engine executor (``kvCacheManager.cpp::
+calculateMaxNumBlocks``) takes free_gpu_memory_fraction of the free memory it prints as "available" once the engine is
+loaded; the PyTorch backend (``_torch/pyexecutor/_util.py::KvCacheCreator``) takes it of what its dry run leaves. Tokens
+= ⌊memory ÷ bytes per token⌋, blocks = tokens ÷ tokens per block, rounded as ``plan_other.trtllm_blocks_round_up`` says;
+the log's "(N)" is blocks × tokens per block.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.plan_other import trtllm_blocks_round_up
+from kvledger.accounting.settings import make_settings
+from kvledger.analyses.doctor.public_startups import PublicReplay, PublicTerm, load_rows, topology_label
+from kvledger.catalog.gpu_file import resolve_gpu
+from kvledger.catalog.models import load_model
+from kvledger.units import GiB
+
+__all__ = ["load_rows", "replay_trtllm_row"]
+
+_PRINT_HALF_GIB = 0.005
+"""TensorRT-LLM prints GiB to 2 decimals ("available: 17.83 GiB", "Allocated 16.05 GiB"): ± 0.005 GiB."""
+
+
+def _f(x: str) -> float | None:
+    return float(x) if x not in ("", None) else None
+
+
+def _gpu(r: dict[str, str]):
+    """The row's GPU with the total it printed (or, for a card outside the catalog, its stated size) as its memory."""
+    base = r["gpu"].split(":", 1)[-1]
+    total = _f(r["gpu_memory_gib_printed"])
+    g = resolve_gpu(base, memory_bytes=int(total * GiB) if total is not None else None)
+    return replace(g, name=f"custom {total} GiB ({g.arch})") if r["gpu"].startswith("custom:") else g
+
+
+def _memory(model, gpu, kw: dict[str, Any], kv_bytes: float | None = None):
+    extra = {} if kv_bytes is None else {"available_kv_memory_bytes": int(kv_bytes)}
+    return build_plan(model, gpu, make_settings(engine="trtllm", **kw, **extra), with_roofline=False,
+                      with_advice=False).memory
+
+
+def _printed_blocks(r: dict[str, str]) -> int:
+    if r["blocks_printed"]:
+        return int(r["blocks_printed"])
+    return int(r["kv_tokens_printed"]) // int(r["tokens_per_block"])
+
+
+def replay_trtllm_row(r: dict[str, str], root: Path) -> PublicReplay:
+    """Predict what TensorRT-LLM start-up ``r`` printed, with the rules of its version and runtime."""
+    gpu, tp, ver, runtime = _gpu(r), int(r["tp"] or 1), r["trtllm_version"] or None, r["runtime"]
+    frac, tpb, checks = float(r["free_gpu_memory_fraction"]), int(r["tokens_per_block"]), r["checks"].split(";")
+    avail_printed, kv_printed = _f(r["available_gib_printed"]), _f(r["kv_gib_printed"])
+    terms: list[PublicTerm] = []
+    from_printed: list[PublicTerm] = []
+    if "fraction" in checks:  # the executor's KV memory: the fraction of the free memory it printed
+        a = avail_printed or 0.0
+        from_printed.append(PublicTerm("KV memory from printed free memory", a * frac, kv_printed or 0.0,
+                                       (a - _PRINT_HALF_GIB) * frac, (a + _PRINT_HALF_GIB) * frac))
+    if r["config"]:
+        cfg = str(root / r["config"]) if r["config"].startswith(("tests/", "benchmarks/")) else r["config"]
+        model = load_model(cfg)
+        kw: dict[str, Any] = {"engine_version": ver, "trtllm_backend": runtime, "tp": tp,
+                              "free_gpu_memory_fraction": frac, "block_size": tpb}
+        if r["max_num_tokens"]:
+            kw["max_num_batched_tokens"] = int(r["max_num_tokens"])
+        if r["max_seq_len"]:
+            kw["max_model_len"] = int(r["max_seq_len"])
+        if "kv-cache-dtype=fp8" in r["flags"].split(";"):
+            kw["kv_cache_dtype"] = "fp8"
+        if "available" in checks and kv_printed is not None:
+            m = _memory(model, gpu, kw)
+            terms.append(PublicTerm("available KV", m.available_kv_bytes / GiB, kv_printed))
+            terms.append(PublicTerm("KV tokens", m.num_gpu_blocks * tpb, int(r["kv_tokens_printed"])))
+        if "tokens" in checks:
+            from_printed += _blocks_from_printed(r, model, gpu, kw, frac)
+    return PublicReplay(r["id"], r["source_url"], f"TensorRT-LLM {ver or 'version not stated'} ({runtime})", gpu.name,
+                        topology_label(tp, 1, gpu.nvlink_all_to_all), tuple(terms), tuple(from_printed))
+
+
+def _blocks_from_printed(r: dict[str, str], model, gpu, kw: dict[str, Any], frac: float) -> list[PublicTerm]:
+    """Given the printed memory (the executor's free memory × the fraction, or the printed KV memory): the printed
+    blocks against the range the 2-decimal figure allows; given a printed max_tokens, the blocks exactly."""
+    avail, kv = _f(r["available_gib_printed"]), _f(r["kv_gib_printed"])
+    lo_gib, hi_gib = (((avail - _PRINT_HALF_GIB) * frac, (avail + _PRINT_HALF_GIB) * frac) if avail is not None
+                      else (kv - _PRINT_HALF_GIB, kv + _PRINT_HALF_GIB))
+    b_lo, b_hi = (_memory(model, gpu, kw, g * GiB).num_gpu_blocks for g in (lo_gib, hi_gib))
+    printed = _printed_blocks(r)
+    out = [PublicTerm("blocks from printed memory", min(max(printed, b_lo), b_hi), printed, b_lo, b_hi)]
+    if r["max_tokens_printed"]:  # the estimate TensorRT-LLM printed: its blocks follow from the rounding alone
+        t, tpb = int(r["max_tokens_printed"]), int(r["tokens_per_block"])
+        up = trtllm_blocks_round_up(r["runtime"], r["trtllm_version"] or None)
+        b = math.ceil(t / tpb) if up else t // tpb
+        out.append(PublicTerm("blocks from printed max_tokens", b, printed, b, b))
+    return out
