@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -86,6 +85,8 @@ def suggest(name: str, known: Iterable[str], n: int = 5) -> list[str]:
     low = {k.lower(): k for k in known}
     key = name.lower()
     subs = [k for k in known if key and (key in k.lower() or k.lower() in key)]
+    import difflib  # here: only a misspelt name needs it (a few ms of every start-up otherwise)
+
     close = [low[m] for m in difflib.get_close_matches(key, list(low), n=n, cutoff=0.5)]
     out: list[str] = []
     for k in subs + close:

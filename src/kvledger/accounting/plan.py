@@ -8,9 +8,8 @@ plan_other.py), concurrency at each context, the roofline (roofline_report.py), 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kvledger.accounting.advice import Advice, advise, waterfall
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
@@ -27,6 +26,9 @@ from kvledger.catalog.quant import online_fp8
 from kvledger.errors import InputError
 from kvledger.jsonable import json_fields, to_jsonable
 from kvledger.units import GiB, cdiv
+
+if TYPE_CHECKING:
+    from kvledger.accounting.advice import Advice
 
 __all__ = ["ConcurrencyRow", "Plan", "build_plan", "concurrency_rows", "default_contexts"]
 
@@ -254,6 +256,10 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         maxc = {r.context_tokens: float(r.max_running) for r in rows if r.max_requests > 0}
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
     plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len)
-    adv = advise(plan, build_plan) if with_advice else None
-    wf = tuple(waterfall(plan)) if with_advice and s.engine == "vllm" and mem.fits else ()
+    if not with_advice:  # a simulation's plan (sim_setup): the advice module is not even imported
+        return plan
+    from kvledger.accounting.advice import advise, waterfall
+
+    adv = advise(plan, build_plan)
+    wf = tuple(waterfall(plan)) if s.engine == "vllm" and mem.fits else ()
     return Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, adv, wf, at_len)

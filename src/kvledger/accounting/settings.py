@@ -1,20 +1,52 @@
-"""Validated engine settings for a plan, named as the engines name their flags."""
+"""Validated engine settings for a plan, named as the engines name their flags.
+
+The settings are a frozen dataclass whose values are checked as they are made. A value of the exact type its field
+declares, within the field's bounds (:data:`BOUNDS`), is taken as it is; any other value (a string for a number, an
+int for a float, a list for the contexts, an unknown name, something out of bounds) goes through the pydantic model
+of the same fields (:func:`_model`), which converts it as pydantic does or raises its ``ValidationError``.
+So pydantic is imported only for such values (``kvledger simulate`` on a plain command line never imports it: tens
+of ms of its start-up, docs/performance.md §2.6), and every value means and fails what it did when the settings were
+the pydantic model itself.
+"""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import functools
 import math
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from kvledger.errors import InputError
+from kvledger.jsonable import json_fields
 
-__all__ = ["PlanSettings", "make_settings", "reason_in_words"]
+__all__ = ["PlanSettings", "BOUNDS", "make_settings", "reason_in_words"]
 
 _TOKENS_MAX = 1 << 26  # 64M tokens: beyond any real context window
+_B45 = 1 << 45
+#: numeric fields' bounds: (lower, lower excluded, upper included); _model() declares them to pydantic
+BOUNDS: dict[str, tuple[float, bool, float]] = {
+    "tp": (1, False, 1024), "pp": (1, False, 256), "max_model_len": (1, False, _TOKENS_MAX),
+    "gpu_memory_utilization": (0, True, 1), "mem_fraction_static": (0, True, 1),
+    "free_gpu_memory_fraction": (0, True, 1),
+    "max_num_batched_tokens": (1, False, _TOKENS_MAX), "max_num_seqs": (1, False, 1 << 20),
+    "block_size": (1, False, 4096), "available_kv_memory_bytes": (0, False, _B45),
+    "num_gpu_blocks_override": (1, False, 1 << 32), "weights_bytes": (0, False, _B45),
+    "activation_peak_bytes": (0, False, _B45), "non_torch_bytes": (0, False, _B45),
+    "cudagraph_bytes": (-(1 << 40), False, _B45), "achievable_flops_fraction": (0, True, 1),
+    "achievable_bandwidth_fraction": (0, True, 1), "cpu_overhead_s": (0, False, 10), "nnodes": (1, False, 1024)}
 
 
-class PlanSettings(BaseModel):
+#: fields left out of ``model_dump`` and of the settings' JSON (pydantic's ``Field(exclude=True)`` when the settings
+#: were a pydantic model)
+_NOT_DUMPED = ("trtllm_backend",)
+
+
+@json_fields(exclude=_NOT_DUMPED)
+@dataclass(frozen=True)
+class PlanSettings:
     """Engine settings for ``build_plan``. None means "the engine's default for this GPU and version".
 
     Attributes (units in names; vLLM flag names unless marked):
@@ -46,55 +78,128 @@ class PlanSettings(BaseModel):
             version's choice, vllm_sampler.py), "flashinfer" or "pytorch" (VLLM_USE_FLASHINFER_SAMPLER=1/0).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
     engine_version: str | None = None
-    tp: int = Field(1, ge=1, le=1024)
-    pp: int = Field(1, ge=1, le=256)
-    max_model_len: int | None = Field(None, ge=1, le=_TOKENS_MAX)
+    tp: int = 1
+    pp: int = 1
+    max_model_len: int | None = None
     contexts: tuple[int, ...] | None = None
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
-    mem_fraction_static: float | None = Field(None, gt=0, le=1)
-    free_gpu_memory_fraction: float | None = Field(None, gt=0, le=1)
-    trtllm_backend: Literal["pytorch", "tensorrt"] | None = Field(None, exclude=True)  # the plan's label names it
+    gpu_memory_utilization: float | None = None
+    mem_fraction_static: float | None = None
+    free_gpu_memory_fraction: float | None = None
+    trtllm_backend: Literal["pytorch", "tensorrt"] | None = None  # not in model_dump / JSON: the plan's label names it
     kv_cache_dtype: str = "auto"
     dtype: Literal["auto", "bfloat16", "float16", "float32", "half", "float"] = "auto"
     quantization: Literal["fp8"] | None = None
-    max_num_batched_tokens: int | None = Field(None, ge=1, le=_TOKENS_MAX)
-    max_num_seqs: int | None = Field(None, ge=1, le=1 << 20)
-    block_size: int | None = Field(None, ge=1, le=4096)
-    available_kv_memory_bytes: int | None = Field(None, ge=0, le=1 << 45)
-    num_gpu_blocks_override: int | None = Field(None, ge=1, le=1 << 32)
-    weights_bytes: int | None = Field(None, ge=0, le=1 << 45)
-    activation_peak_bytes: int | None = Field(None, ge=0, le=1 << 45)
-    non_torch_bytes: int | None = Field(None, ge=0, le=1 << 45)
-    cudagraph_bytes: int | None = Field(None, ge=-(1 << 40), le=1 << 45)
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    block_size: int | None = None
+    available_kv_memory_bytes: int | None = None
+    num_gpu_blocks_override: int | None = None
+    weights_bytes: int | None = None
+    activation_peak_bytes: int | None = None
+    non_torch_bytes: int | None = None
+    cudagraph_bytes: int | None = None
     disable_hybrid_kv_cache_manager: bool = False
     enable_prefix_caching: bool | None = None
     mamba_ssm_cache_dtype: str = "auto"
-    achievable_flops_fraction: float = Field(0.7, gt=0, le=1)
-    achievable_bandwidth_fraction: float = Field(0.8, gt=0, le=1)
-    cpu_overhead_s: float = Field(0.0, ge=0, le=10)
+    achievable_flops_fraction: float = 0.7
+    achievable_bandwidth_fraction: float = 0.8
+    cpu_overhead_s: float = 0.0
     disable_custom_all_reduce: bool = False
     enforce_eager: bool = False
     distributed_executor_backend: Literal["mp", "ray"] | None = None
-    nnodes: int = Field(1, ge=1, le=1024)
+    nnodes: int = 1
     sampler_backend: Literal["auto", "flashinfer", "pytorch"] = "auto"
 
-    @field_validator("engine", mode="before")
-    @classmethod
-    def _engine(cls, v: object) -> object:
-        return engine_name(v) if isinstance(v, str) else v
+    def __post_init__(self) -> None:
+        values = self.__dict__
+        if not all(_plain(name, v) for name, v in values.items()):
+            for name, v in _validated(values).items():  # raises pydantic's ValidationError
+                object.__setattr__(self, name, v)
 
-    @field_validator("contexts")
-    @classmethod
-    def _contexts(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
-        if v is not None:
-            bad = [c for c in v if not (1 <= c <= _TOKENS_MAX)]
-            if bad:
-                raise ValueError(f"context lengths must be between 1 and {_TOKENS_MAX:,} tokens, got {bad[0]}")
-        return v
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> PlanSettings:
+        """A copy with ``update`` applied, unchecked (as pydantic's ``model_copy``)."""
+        new = copy.copy(self)
+        for name, v in (update or {}).items():
+            object.__setattr__(new, name, v)
+        return new
+
+    def model_dump(self) -> dict[str, Any]:
+        """Every field in order but those of :data:`_NOT_DUMPED` (as pydantic's ``model_dump`` with ``exclude``)."""
+        return {name: v for name, v in self.__dict__.items() if name not in _NOT_DUMPED}
+
+    def __str__(self) -> str:  # as pydantic's: name=value pairs
+        return " ".join(f"{name}={v!r}" for name, v in self.__dict__.items())
+
+
+def _kinds() -> dict[str, tuple[Any, bool, tuple | None]]:
+    """field → (its type without None, whether None is allowed, a Literal's values or None)."""
+    out = {}
+    for name, hint in typing.get_type_hints(PlanSettings).items():
+        args = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, type(int | None)) else (hint,)
+        base = [a for a in args if a is not type(None)][0]
+        allowed = typing.get_args(base) if typing.get_origin(base) is Literal else None
+        out[name] = (base, len(args) > 1, allowed)
+    return out
+
+
+_KINDS: dict[str, tuple[Any, bool, tuple | None]] = {}
+
+
+def _plain(name: str, v: Any) -> bool:
+    """Whether ``v`` is a value pydantic would take unchanged for field ``name`` (exact type, within bounds)."""
+    if not _KINDS:
+        _KINDS.update(_kinds())
+    base, optional, allowed = _KINDS[name]
+    if v is None:
+        return optional
+    if allowed is not None:
+        return type(v) is str and v in allowed
+    if base is int or base is float:
+        if type(v) is not base or (base is float and not math.isfinite(v)):
+            return False
+        lo, excluded, hi = BOUNDS.get(name, (-math.inf, False, math.inf))
+        return (v > lo if excluded else v >= lo) and v <= hi
+    if base is bool or base is str:
+        return type(v) is base
+    # contexts: a tuple of token counts (the model's own check: 1 ≤ c ≤ 64M)
+    return type(v) is tuple and all(type(c) is int and 1 <= c <= _TOKENS_MAX for c in v)
+
+
+def _validated(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` as the pydantic model of the fields converts them (every field), or pydantic's ValidationError."""
+    return dict(_model()(**values))
+
+
+@functools.cache
+def _model() -> Any:
+    """The pydantic model of PlanSettings' fields, made from the dataclass's fields, types, defaults and
+    :data:`BOUNDS` on first use (so the two cannot drift apart): frozen, no extra names. It converts a value as
+    pydantic does (``"8"`` → 8, 1 → 1.0, a list → a tuple, ``TensorRT-LLM`` → ``trtllm``) or refuses it."""
+    from pydantic import ConfigDict, Field, create_model, field_validator
+
+    hints = typing.get_type_hints(PlanSettings)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(PlanSettings):
+        bound = BOUNDS.get(f.name)
+        kw = {} if bound is None else {"gt" if bound[1] else "ge": bound[0], "le": bound[2]}
+        fields[f.name] = (hints[f.name], Field(f.default, **kw))
+    return create_model("PlanSettings", __config__=ConfigDict(frozen=True, extra="forbid"),
+                        __validators__={"_engine": field_validator("engine", mode="before")(_engine_before),
+                                        "_contexts": field_validator("contexts")(_check_contexts)}, **fields)
+
+
+def _engine_before(cls: type, v: object) -> object:
+    return engine_name(v) if isinstance(v, str) else v
+
+
+def _check_contexts(cls: type, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    if v is not None:
+        bad = [c for c in v if not (1 <= c <= _TOKENS_MAX)]
+        if bad:
+            raise ValueError(f"context lengths must be between 1 and {_TOKENS_MAX:,} tokens, got {bad[0]}")
+    return v
 
 
 ENGINE_ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "tensorrtllm": "trtllm", "trt-llm": "trtllm",
@@ -115,9 +220,16 @@ def make_settings(**kwargs) -> PlanSettings:
     Raises:
         InputError: a zero, negative, absurd or unknown setting.
     """
+    from_names = set(kwargs) <= _FIELD_NAMES  # an unknown name: the model's extra_forbidden error
     try:
-        return PlanSettings(**{k: v for k, v in kwargs.items()})
-    except ValidationError as err:
+        if from_names:
+            return PlanSettings(**kwargs)
+        return PlanSettings(**_validated(kwargs))
+    except Exception as err:
+        from pydantic import ValidationError  # imported already when the model refused a value
+
+        if not isinstance(err, ValidationError):
+            raise
         msgs = []
         for e in err.errors():
             loc = ".".join(str(x) for x in e["loc"])
@@ -132,6 +244,7 @@ def make_settings(**kwargs) -> PlanSettings:
         raise InputError("invalid setting: " + "; ".join(msgs)) from None
 
 
+_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(PlanSettings))
 _FLAGS = {"contexts": "--context", "weights_bytes": "--weights-memory",
           "available_kv_memory_bytes": "--available-kv-memory",
           "activation_peak_bytes": "--activation-peak", "non_torch_bytes": "--non-torch-memory",

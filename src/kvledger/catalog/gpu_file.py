@@ -7,17 +7,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from kvledger.catalog.gpus import GpuSpec, custom_gpu, get_gpu
 
 __all__ = ["gpu_file", "resolve_gpu"]
 
 
 @lru_cache(maxsize=1)
-def _gpu_file_model() -> type[BaseModel]:
-    """The pydantic model of a GPU file, built on first use (building it costs a few ms that catalog GPUs never
-    need)."""
+def _gpu_file_model() -> Any:
+    """The pydantic model of a GPU file, built on first use (importing pydantic and building it cost tens of ms that
+    catalog GPUs never need)."""
+    from pydantic import BaseModel, ConfigDict, Field, field_validator
 
     class GpuFile(BaseModel):
         """A custom GPU file, validated: every figure finite and within what an accelerator can physically have."""
@@ -53,6 +52,8 @@ def gpu_file(path: Path) -> GpuSpec:
         ConfigError: unreadable file, wrong types, missing or out-of-range fields (file, field and allowed range named).
     """
     import tomllib
+
+    from pydantic import ValidationError
 
     from kvledger.catalog.jsonload import loads_located
     from kvledger.errors import ConfigError

@@ -18,8 +18,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-import typer
-
 __all__ = ["flag", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups", "WorkloadFlags",
            "EngineFlags", "PricingFlags", "TierFlags", "SessionFlags", "SIM_ONLY"]
 
@@ -38,6 +36,8 @@ def flag_of(cls: type, name: str) -> str:
 def option(cls: type, name: str, default: Any = None, *, help: str | None = None, also: tuple[str, ...] = ()) -> Any:
     """A default-style ``typer.Option`` for one field of a group, for a command that takes that flag alone (its
     spelling from the group; ``also``: older spellings kept as aliases; ``help``: the command's own text)."""
+    import typer  # here, not at the top: the simulate quick path (quick_argv.py) reads the groups without typer
+
     f = {f.name: f for f in dataclasses.fields(cls)}[name]
     return typer.Option(default, *f.metadata["decls"], *also, help=help or f.metadata["help"])
 
@@ -45,6 +45,8 @@ def option(cls: type, name: str, default: Any = None, *, help: str | None = None
 def option_info(cls: type, name: str, *, help: str | None = None, show_default: bool = False) -> Any:  # noqa: A002
     """A ``typer.Option`` without a default, for ``Annotated[type, ...]`` aliases of one field of a group (spelling
     from the group; ``help``: the command's own text)."""
+    import typer
+
     f = {f.name: f for f in dataclasses.fields(cls)}[name]
     return typer.Option(*f.metadata["decls"], help=help or f.metadata["help"], show_default=show_default)
 
@@ -227,6 +229,8 @@ class GroupUse:
 
     def parameters(self) -> list[inspect.Parameter]:
         """One typer option per field, typed as the field, default and help as this command takes it."""
+        import typer
+
         hints = typing.get_type_hints(self.cls)
         out = []
         for f in self.fields():

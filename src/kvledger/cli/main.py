@@ -7,6 +7,8 @@ before dispatching, and each command module pulls in its own analyses): ``kvledg
 never imports the code of ``search``, ``report`` or ``ui``. Anything else (``--help``, ``--version``,
 no command, an unknown one) gets the whole app, so the help lists every command and a misspelt name
 gets click's own message. ``from kvledger.cli.main import app`` gives the whole app, built on first use.
+A plain ``kvledger simulate`` line is read without typer at all (``quick_argv.py``: typer, pydantic and rich are
+not imported); any other simulate line goes through typer as before. typer is imported only where an app is built.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ import gc
 import importlib
 import os
 import sys
-
-import typer
+from typing import Any
 
 from kvledger.errors import KvLedgerError
 
@@ -35,23 +36,33 @@ COMMANDS: dict[str, str] = {
 
 def _version(value: bool) -> None:
     if value:
+        import typer
+
         from kvledger import __version__
 
         typer.echo(f"kvledger {__version__}")
         raise typer.Exit()
 
 
-def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version "
-    "and exit.")) -> None:
-    """The KV-cache ledger and the serving/cost ledger for LLM inference."""
+def _main_callback() -> Any:
+    """The app's callback (``--version``), made with typer when an app is built (typer is imported only then)."""
+    import typer
+
+    def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                           help="Show the version and exit.")) -> None:
+        """The KV-cache ledger and the serving/cost ledger for LLM inference."""
+
+    return _main
 
 
-def build_app(command: str | None = None) -> typer.Typer:
+def build_app(command: str | None = None) -> Any:
     """The typer app with every command, or with only ``command`` (a key of :data:`COMMANDS`).
 
     Every command's numeric options are checked against their ranges (kvledger/cli/limits.py)
     before the command runs.
     """
+    import typer
+
     application = typer.Typer(
         name="kvledger",
         help="The KV-cache ledger and the serving/cost ledger for LLM inference.",
@@ -60,7 +71,7 @@ def build_app(command: str | None = None) -> typer.Typer:
         add_completion=False,
         rich_markup_mode=None,
     )
-    application.callback()(_main)
+    application.callback()(_main_callback())
     modules = dict.fromkeys(COMMANDS.values()) if command is None else [COMMANDS[command]]
     for name in modules:
         importlib.import_module(f"kvledger.cli.{name}").register(application)
@@ -75,7 +86,7 @@ def build_app(command: str | None = None) -> typer.Typer:
     return application
 
 
-def __getattr__(name: str) -> typer.Typer:
+def __getattr__(name: str) -> Any:
     """``app``: the whole app (every command), built on first use and kept."""
     if name == "app":
         globals()["app"] = full = build_app()
@@ -99,6 +110,21 @@ def run() -> None:
     argv = sys.argv[1:]
     as_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
     try:
+        if argv[:1] == ["simulate"]:
+            # No garbage collection while a plain simulate runs (the simulator turns it off for its loop already):
+            # the imports and the setup make tens of thousands of objects but no garbage cycles, and the collections
+            # they set off cost 10-20 ms of CPU here (docs/performance.md §2.6).
+            gc.disable()
+            try:
+                from kvledger.cli.quick_argv import run_simulate_quick
+
+                done = run_simulate_quick(argv[1:])  # a plain line, read without typer (quick_argv.py); else typer's
+            finally:
+                gc.enable()
+            if done:
+                return
+        import typer
+
         application = build_app(argv[0] if argv and argv[0] in COMMANDS else None)
         if not as_json:
             application()

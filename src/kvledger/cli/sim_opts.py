@@ -11,16 +11,26 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any
 
-import typer
-
 from kvledger.cli.flag_groups import EngineFlags, GroupUse, TierFlags, WorkloadFlags, given_flags
 
-__all__ = ["Simulate", "SIM_WORKLOAD", "SIM_ENGINE", "SIM_TIERS", "TIER_HELP", "sim_request", "synthetic_spec",
-           "reject_sim_flags", "check_loop_flags"]
+__all__ = ["Simulate",  # noqa: F822 - made on first access (__getattr__)
+           "SIM_WORKLOAD", "SIM_ENGINE", "SIM_TIERS", "TIER_HELP", "sim_request", "synthetic_spec", "reject_sim_flags",
+           "check_loop_flags"]
 
-Simulate = Annotated[str | None, typer.Option(
-    "--simulate", show_default=False,
-    help="Simulate this model (HF id, alias, config.json path or Hub id) on --gpu instead of reading a FILE.")]
+
+def __getattr__(name: str) -> Any:
+    """``Simulate``, the ``--simulate MODEL`` option type, made on first use: ``kvledger simulate``'s quick path
+    (quick_argv.py) imports this module without typer."""
+    if name != "Simulate":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import typer
+
+    globals()["Simulate"] = made = Annotated[str | None, typer.Option(
+        "--simulate", show_default=False,
+        help="Simulate this model (HF id, alias, config.json path or Hub id) on --gpu instead of reading a FILE.")]
+    return made
+
+
 #: the groups as ``cost`` and ``goodput`` take them: used only with ``--simulate``, and marked so in the help.
 SIM_WORKLOAD = GroupUse(WorkloadFlags, prefix="[--simulate] ")
 SIM_ENGINE = GroupUse(EngineFlags, prefix="[--simulate] ")

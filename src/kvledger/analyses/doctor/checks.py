@@ -10,7 +10,7 @@ damaged, or comes from another GPU than ``--gpu``: the doctor stops (exit status
 
 from __future__ import annotations
 
-from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.settings import BOUNDS
 from kvledger.catalog.gpus import custom_gpu
 from kvledger.errors import FormatError, InputError
 from kvledger.evidence.vllm_log import VllmLog
@@ -42,15 +42,7 @@ _SETTINGS = [  # (StartupFacts field, PlanSettings field it becomes)
 
 def _bounds(setting: str) -> tuple[float | None, bool, float | None]:
     """(lower bound, whether it is exclusive, upper bound) of a PlanSettings field."""
-    lo, strict, hi = None, False, None
-    for m in PlanSettings.model_fields[setting].metadata:
-        if getattr(m, "ge", None) is not None:
-            lo = m.ge
-        if getattr(m, "gt", None) is not None:
-            lo, strict = m.gt, True
-        if getattr(m, "le", None) is not None:
-            hi = m.le
-    return lo, strict, hi
+    return BOUNDS.get(setting, (None, False, None))
 
 
 def _fmt(value: float, setting: str) -> str:

@@ -13,7 +13,6 @@ with that one's times; the description says so. A path to a calibration profile 
 
 from __future__ import annotations
 
-import difflib
 from collections import defaultdict
 from typing import Any
 
@@ -66,6 +65,8 @@ def _combos_text(combos: list[tuple[str, int]]) -> str:
 def _example(model: str, gpu_key: str | None, tp: int) -> str:
     """A key from the listing for the calibrated model whose name is closest to ``model``, on the same GPU and TP if it
     has them."""
+    import difflib
+
     from kvledger.accounting.calibrated import list_calibrated
 
     cals = list_calibrated()
