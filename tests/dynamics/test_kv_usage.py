@@ -36,8 +36,8 @@ def _as_changes(tracker: KvUsageTracker) -> None:
 def test_a_stretch_as_changes_equals_its_steps_one_by_one(before):
     a, b = KvUsageTracker(4), KvUsageTracker(4)
     for t in (a, b):
-        for j in range(before):  # earlier steps: 1 used block, 4 held slots, 2 stored tokens, 5e-5 s each (before 1 s)
-            t.add(j * 5e-5, 5e-5, 1, 10, 2, 4)
+        for j in range(before):  # earlier steps: 1 used block, 4 held slots, 2 stored tokens, 1e-4 s each
+            t.add(j * 1e-4, 1e-4, 1, 10, 2, 4)
     _by_step(a)
     _as_changes(b)
     sa, sb = a.summary(4.0), b.summary(4.0)
@@ -57,7 +57,7 @@ def test_steps_given_per_step_or_with_stored_pieces_equal_the_steps_one_by_one(b
     trackers = [KvUsageTracker(4) for _ in range(3)]
     for t in trackers:
         for j in range(before):
-            t.add(j * 5e-5, 5e-5, 1, 10, 2, 4)
+            t.add(j * 1e-4, 1e-4, 1, 10, 2, 4)
     _by_step(trackers[0])
     starts, durs = [1.0, 1.5, 2.0, 2.5, 3.0], [0.5] * 5
     used, held = np.array([3.0, 4, 5, 3, 3]), np.array([12.0, 16, 20, 12, 12])

@@ -36,7 +36,7 @@ from kvledger.dynamics.outputs.usage_buckets import MAX_USAGE_BUCKETS, UsageBuck
 
 __all__ = ["KvUsageTracker", "MAX_USAGE_BUCKETS", "CHUNK_STEPS"]
 
-CHUNK_STEPS = 16384  # steps buffered before they are folded into the totals
+CHUNK_STEPS = 4096  # steps buffered before they are folded into the totals
 
 
 class KvUsageTracker:
