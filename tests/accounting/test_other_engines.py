@@ -34,12 +34,38 @@ def test_sglang_default_fraction_and_token_pool_on_h100():
 
 def test_trtllm_pool_on_h100():
     # free after the dry run = 85,029,027,840 − 16,060,522,496 (weights) − 939,524,096 (8,192 tokens × (2·4,096 +
-    # 48·128 + 3·14,336) × 2 B) − 139,586,437 = 67,889,394,811 B; × 0.9 = 61,100,455,329 B; ÷ 131,072 B/token =
-    # 466,159 tokens; // 32 = 14,567 blocks; an 8K request is 256 blocks → 14,567 / 256 = 56.90x.
+    # 48·128 + 3·14,336) × 2 B) − 139,586,437 − 2,083,059,138.56 (the fitted 1.94 GiB beyond the forward,
+    # trtllm_terms.TRTLLM_EXTRA_GIB) = 65,806,335,672.44 B; × 0.9 = 59,225,702,105 B; ÷ 131,072 B/token = 451,856
+    # tokens; // 32 = 14,120 blocks; an 8K request is 256 blocks → 14,120 / 256 = 55.16x.
     p = build_plan(LLAMA8, H100, make_settings(engine="trtllm"), with_roofline=False)
-    assert (p.memory.available_kv_bytes, p.memory.pool_tokens, p.memory.num_gpu_blocks) == (61_100_455_329, 466_159,
-        14_567)
-    assert round(p.row_at(8192).max_concurrency, 2) == 56.90
+    assert (p.memory.available_kv_bytes, p.memory.pool_tokens, p.memory.num_gpu_blocks) == (59_225_702_105, 451_856,
+        14_120)
+    assert round(p.row_at(8192).max_concurrency, 2) == 55.16
+    # range: low end = (85,023,784,960 (H100's lowest CUDA total) − 17,139,633,029 (the exact terms) − 2,684,354,560
+    # (the extra term's 2.5 GiB high)) × 0.9 = 58,679,817,633.9 B → 447,691 tokens → 13,990 blocks; high end =
+    # (85,060,485,120 − 17,139,633,029 − 0) × 0.9 = 61,128,766,881.9 B → 466,375 tokens → 14,574 blocks; at
+    # max_model_len 131,072 (4,096 blocks a request) 13,990 / 4,096 = 3.416x to 14,574 / 4,096 = 3.558x.
+    r = p.memory.ranges
+    assert r["available_kv_bytes"] == pytest.approx((58_679_817_633.9, 61_128_766_881.9))
+    assert (r["num_gpu_blocks"], r["pool_tokens"]) == ((13_990, 14_574), (447_691, 466_375))
+    assert r["max_concurrency"] == pytest.approx((13_990 / 4096, 14_574 / 4096))
+    # the reserve follows: 0.1 × 65,199,797,371 = 6,519,979,737.1 to 0.1 × 67,920,852,091 = 6,792,085,209.1 B
+    reserve = p.memory.deductions[-1]
+    assert (reserve.low_bytes, reserve.high_bytes) == pytest.approx((6_519_979_737.1, 6_792_085_209.1))
+
+
+def test_trtllm_tensorrt_extra_term_and_given_memory_range():
+    # the TensorRT-engine executor's fitted term: 3.74 GiB (0 to 5.4 GiB); given the printed KV memory (16.05 GiB, TR03
+    # https://github.com/NVIDIA/TensorRT-LLM/issues/4275#issuecomment-2941155249) the range is its print's ± 0.005 GiB:
+    # 16.045–16.055 GiB; Llama-3.1-8B bf16 KV 131,072 B/token → floor(16.045 × 8,192) = 131,440 to 131,522 tokens →
+    # ceil(/64) = 2,054 to 2,056 blocks.
+    p = build_plan(LLAMA8, H100, make_settings(engine="trtllm", engine_version="0.19.0",
+                                               available_kv_memory_bytes=int(16.05 * 2**30)), with_roofline=False)
+    extra = p.memory.deductions[3]
+    assert "engine's activations" in extra.name
+    assert (extra.bytes, extra.low_bytes, extra.high_bytes) == pytest.approx((3.74 * 2**30, 0, 5.4 * 2**30))
+    assert p.memory.ranges["available_kv_bytes"] == pytest.approx((16.045 * 2**30, 16.055 * 2**30))
+    assert p.memory.ranges["pool_tokens"] == (131_440, 131_522) and p.memory.ranges["num_gpu_blocks"] == (2_054, 2_056)
 
 
 def test_trtllm_per_token_estimate_divides_heads_without_rounding_up():

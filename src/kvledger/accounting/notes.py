@@ -15,7 +15,7 @@ __all__ = ["vllm_newer_than_read", "pp_above_layers", "DSV4_NO_UNIFIED", "block_
            "sglang_mamba_cap", "sglang_settings", "SGLANG_REQUESTED", "SGLANG_LOAD_EXTRA", "SGLANG_LOAD_EXTRA_SOURCE",
            "trtllm_activation", "TRTLLM_NON_TORCH",
            "trtllm_reserve", "trtllm_reserve_source", "trtllm_block_rule", "trtllm_tokens_per_block_source",
-           "trtllm_settings", "TRTLLM_REQUESTED"]
+           "trtllm_settings", "TRTLLM_REQUESTED", "TRTLLM_RESERVE_RANGE"]
 
 
 # --- the plan's notes -------------------------------------------------------------------------------------------------
@@ -158,6 +158,7 @@ def sglang_settings(mfs: float, mfs_source: str, chunked_prefill_size: int, max_
 # --- TensorRT-LLM's memory plan (plan_other.trtllm_plan; runtime "pytorch" or "tensorrt") -----------------------------
 
 TRTLLM_NON_TORCH = "as measured for vLLM on H100 (assumed)"
+TRTLLM_RESERVE_RANGE = "follows the free memory's range (the device total's and each term's low/high)"
 TRTLLM_REQUESTED = "device total (the fraction applies to what is free after the dry run)"
 
 

@@ -39,6 +39,7 @@ from kvledger.accounting.sglang_rules import (
     sglang_version_defaults,
     sglang_version_text,
 )
+from kvledger.accounting.trtllm_terms import trtllm_extra_term, trtllm_ranges
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
@@ -219,14 +220,20 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
                        else "given"),
              Deduction("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES,
                        N.TRTLLM_NON_TORCH))
+    items = items + (trtllm_extra_term(runtime),)
     free_after = gpu.memory_bytes - sum(i.bytes for i in items)
     # nothing free (the model does not fit): no reserve is kept, and the KV memory is the shortfall (negative)
     reserve = max(free_after, 0) * (1 - frac)
-    items = items + (Deduction(N.trtllm_reserve(max(free_after, 0) / GiB, runtime), reserve,
-                               N.trtllm_reserve_source(runtime)),)
+    free_ends = (gpu.memory_low_bytes - sum(i.high_bytes for i in items),
+                 gpu.memory_high_bytes - sum(i.low_bytes for i in items))
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(free_after - reserve)
     tpb = s.block_size or (32 if runtime == "pytorch" else 64)
+    rng = trtllm_ranges(model, s.tp, kv.elem_bytes, L, tpb, runtime, round_up, frac, gpu.memory_low_bytes,
+                        gpu.memory_high_bytes, items, s.available_kv_memory_bytes)
+    items = items + (Deduction(N.trtllm_reserve(max(free_after, 0) / GiB, runtime), reserve,
+                               N.trtllm_reserve_source(runtime), *(max(f, 0) * (1 - frac) for f in free_ends),
+                               N.TRTLLM_RESERVE_RANGE),)
     windows = trtllm_window_pools(model, s.tp, kv.elem_bytes, L, avail, tpb, runtime, round_up)
     per_tok = sum(w.bytes_per_token for w in windows)
     full = windows[-1]  # one window, or the full-attention (largest-window) pool of several
@@ -237,4 +244,4 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     return MemoryPlan("trtllm", label, gpu.memory_bytes, "free_gpu_memory_fraction", frac, gpu.memory_bytes, items,
                       avail, given, tpb, int(windows[-1].bytes_per_token * tpb), blocks, blocks, max_tokens,
                           (f"max_tokens={max_tokens}, blocks={blocks}",),
-                      L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes), N.TRTLLM_REQUESTED)
+                      L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes), N.TRTLLM_REQUESTED, ranges=rng)

@@ -79,8 +79,10 @@ def replay_trtllm_row(r: dict[str, str], root: Path) -> PublicReplay:
             kw["kv_cache_dtype"] = "fp8"
         if "available" in checks and kv_printed is not None:
             m = _memory(model, gpu, kw)
-            terms.append(PublicTerm("available KV", m.available_kv_bytes / GiB, kv_printed))
-            terms.append(PublicTerm("KV tokens", m.num_gpu_blocks * tpb, int(r["kv_tokens_printed"])))
+            (a_lo, a_hi), (b_lo, b_hi) = m.ranges["available_kv_bytes"], m.ranges["num_gpu_blocks"]
+            terms.append(PublicTerm("available KV", m.available_kv_bytes / GiB, kv_printed, a_lo / GiB, a_hi / GiB))
+            terms.append(PublicTerm("KV tokens", m.num_gpu_blocks * tpb, int(r["kv_tokens_printed"]), b_lo * tpb,
+                                    b_hi * tpb))
         if "tokens" in checks:
             from_printed += _blocks_from_printed(r, model, gpu, kw, frac)
     return PublicReplay(r["id"], r["source_url"], f"TensorRT-LLM {ver or 'version not stated'} ({runtime})", gpu.name,
