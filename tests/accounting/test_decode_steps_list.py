@@ -32,3 +32,21 @@ def test_decode_steps_list_equals_each_step_priced_alone(name, gpu, tp, kw, num_
     alone = [rc.step_time_s(StepShape(0, 0, 0, 0.0, num_seqs, kv_tokens + num_seqs * j)) for j in range(num_steps)]
     assert rc.decode_steps_list(num_seqs, kv_tokens, num_steps) == alone
     assert rc.decode_steps_s(num_seqs, kv_tokens, num_steps).tolist() == alone
+
+
+@pytest.mark.parametrize("name, gpu, tp, kw", [
+    ("meta-llama/Llama-3.1-8B", "H100", 1, {}),
+    ("meta-llama/Llama-3.1-8B", "H100", 2, {"cpu_overhead_s": 0.0004}),
+    ("meta-llama/Llama-3.1-8B", "L4", 1, {"cpu_overhead_s": 0.003, "overlap_cpu": True}),
+    ("Qwen/Qwen3-8B", "H100", 1, {"flops_fraction": 0.5, "bandwidth_fraction": 0.6}),
+])
+def test_a_mixed_step_priced_from_its_fields_equals_its_costs_priced(name, gpu, tp, kw):
+    # step_time_of reads its constants (2 × matmul params, peak × fraction, …) from step_consts, kept at the first
+    # call: every price must still be time_s(costs(shape)) float for float, the first call and the later ones.
+    rc = _cost(name, gpu, tp, **kw)
+    shapes = [(0, 0, 0, 0.0, 5, 4_000), (1_000, 1, 1_000, 500_500.0, 60, 250_000), (512, 2, 2_048, 393_472.0, 0, 0),
+              (3, 1, 903, 2_709.0, 255, 1_000_000), (0, 0, 0, 0.0, 0, 0)]
+    for _ in range(2):
+        assert [rc.step_time_of(*s) for s in shapes] == [
+            rc.time_s(rc.costs(StepShape(*s))) if s[0] + s[4] else 0.0 for s in shapes]
+    assert rc.step_consts()[7] == rc.peak_flops * rc.flops_fraction  # matmul peak × fraction, FLOP/s

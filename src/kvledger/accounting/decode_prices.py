@@ -22,6 +22,22 @@ class DecodePrices:
     """``_gemm_s``, ``decode_plain_terms``, ``decode_steps_list`` and ``decode_steps_s`` of a roofline step-cost
     model."""
 
+    _step_consts: tuple | bool | None = None  # step_consts(), kept at the first step priced
+
+    def step_consts(self) -> tuple | bool:
+        """The constants of ``step_time_of``'s plain form, each the float the full expression computes (2 × matmul
+        params, head FLOPs per sequence, up-projection FLOPs per token, prefill and decode attention FLOPs per pair, KV
+        bytes per token, 2 × state bytes, peak FLOP/s × fraction for the matmuls and for attention, bandwidth ×
+        fraction, CPU overlap, CPU overhead s); False where windowed layers, split attention kernels or MoE terms
+        price a step through ``costs``."""
+        if self.window_terms or self.split_attention or self._moe_terms:
+            return False
+        ff = self.flops_fraction
+        return (2 * self.matmul_params, self.head_flops_per_seq, self.upproj_flops_per_token,
+                self.prefill_flops_per_pair, self.attn_flops_per_pair, self.growing_read_bytes, 2 * self.state_bytes,
+                self.peak_flops * ff, self.attn_peak_flops * ff, self.bw * self.bandwidth_fraction, self.overlap_cpu,
+                self.cpu_overhead_s)
+
     def _gemm_s(self, num_seqs: int) -> float:
         """Weight-matmul term of a pure-decode step of ``num_seqs`` sequences, s (cached; as ``costs``/``time_s``
         compute it, bit for bit)."""

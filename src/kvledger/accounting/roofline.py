@@ -273,21 +273,21 @@ class RooflineStepCost(DecodePrices):
         T = num_prefill_tokens + num_decode_seqs
         if T == 0:
             return 0.0
-        if self.window_terms or self.split_attention or self._moe_terms:
+        k = self._step_consts
+        if k is None:
+            k = self._step_consts = self.step_consts()
+        if not k:  # windowed layers, split attention kernels or MoE terms
             return self.time_s(self.costs(StepShape(num_prefill_tokens, num_prefill_seqs, prefill_kv_tokens,
                                                     prefill_attn_pairs, num_decode_seqs, decode_kv_tokens)))
+        mm2, head, up, pre, att, grb, st2, pk, pa, b, overlap, cpu = k
         seqs = num_prefill_seqs + num_decode_seqs
-        matmul = (2 * self.matmul_params * T + self.head_flops_per_seq * seqs
-                  + self.upproj_flops_per_token * (prefill_kv_tokens - num_prefill_tokens))
-        attn = self.prefill_flops_per_pair * prefill_attn_pairs + self.attn_flops_per_pair * decode_kv_tokens
-        kv_bytes = (self.growing_read_bytes * (decode_kv_tokens + prefill_kv_tokens)
-                    + 2 * self.state_bytes * seqs)
-        ff, b = self.flops_fraction, self.bw * self.bandwidth_fraction
+        matmul = mm2 * T + head * seqs + up * (prefill_kv_tokens - num_prefill_tokens)
+        attn = pre * prefill_attn_pairs + att * decode_kv_tokens
+        kv_bytes = grb * (decode_kv_tokens + prefill_kv_tokens) + st2 * seqs
         c = self._token_terms.get(T)  # (weight bytes read, all-reduce s) of a step over T tokens, cached
         if c is None:
             c = (self.weight_read_bytes(T), self.allreduce_s(T))
             if len(self._token_terms) < 65536:
                 self._token_terms[T] = c
-        gpu = (max(matmul / (self.peak_flops * ff), c[0] / b)
-               + max(attn / (self.attn_peak_flops * ff), kv_bytes / b) + c[1])
-        return max(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu + self.cpu_overhead_s
+        gpu = max(matmul / pk, c[0] / b) + max(attn / pa, kv_bytes / b) + c[1]
+        return max(gpu, cpu) if overlap else gpu + cpu

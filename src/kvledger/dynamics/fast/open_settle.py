@@ -7,6 +7,8 @@ registered in the prefix cache the blocks are handed out request by request (``P
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 
 from kvledger.dynamics.engine.request_state import SimRequest
@@ -57,14 +59,14 @@ def settle(rep, lives: list, K: int, ends: list[float], durs: list[float], store
             r.num_tokens = r.num_prompt_tokens + g
             running.append(r)
     kv.take_in_turn(takes)
-    times = np.fromiter(ends, np.float64, K + 1)  # step end times (times[0]: the start of the first), as one array
+    times = np.frombuffer(array("d", ends))[: K + 1]  # step end times (times[0]: the first one's start), one array
     rep.push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
     rep.now_s = ends[K]
     if freed:  # after the blocks were taken: frees put blocks back at the queue's head
         kv.free_finished(freed)
     sched.running = running
-    rep.usage.add_stretch(times[:K], np.fromiter(durs, np.float64, K), kv.capacity_blocks, used0, held0, (), (), runs,
-                          (), grants, frees, stored)
+    rep.usage.add_stretch(times[:K], np.frombuffer(array("d", durs))[:K], kv.capacity_blocks, used0, held0, (), (),
+                          runs, (), grants, frees, stored)
     if lag:
         rep.defer(deferred)
         rep.last_start_s = ends[K - 1]

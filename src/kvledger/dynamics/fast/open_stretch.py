@@ -33,16 +33,20 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
+from itertools import accumulate
 
+from kvledger.accounting.decode_prices import PLAIN_FLOAT_MAX_STEPS
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.request_state import RUNNING, SimRequest, accept
 from kvledger.dynamics.fast.open_settle import settle
-from kvledger.dynamics.fast.stretch_times import chunk_steps, extend_decode_chunk, plain_decode_terms
+from kvledger.dynamics.fast.stretch_times import CHUNK_MIN_STEPS as MIN_STEPS
+from kvledger.dynamics.fast.stretch_times import CHUNK_SPARE_STEPS, CHUNK_UNPRICED_STEPS, plain_decode_terms
 
 __all__ = ["eligible", "run_arrivals", "MAX_ARRIVAL_STRETCH_STEPS"]
 
 MAX_ARRIVAL_STRETCH_STEPS = 4096  # steps settled at a time
+_INF = math.inf
 
 
 def eligible(rep) -> bool:
@@ -61,7 +65,7 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     waiting and no free pending. ``arrivals[i]`` is ``specs[i].arrival_s``. Rejected arrivals' records and
     (without the replica's ``sink``) finished requests' ``(uid, record)`` pairs are appended to ``out``.
     Phases, repeated: the decode steps up to the next arrival (``decode_until``), the arrivals visible then
-    (``gather_arrivals``), their mixed step (``mixed_step``); then ``settle`` once.
+    and their mixed step (``arrive``); then ``settle`` once.
     """
     if not rep.kv.pool.is_uncached or rep.has_deferred:
         return i, False
@@ -74,13 +78,10 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
             run.decode_until(bound)
             if not run.n or run.sched_t < bound or run.K >= MAX_ARRIVAL_STRETCH_STEPS:
                 break  # everyone finished, or stopped short of the arrival (blocks, the step cap)
-        new, rejected, i_next = run.gather_arrivals(spec_at, arrivals, i, total)
-        if new is None:
+        i_next = run.arrive(spec_at, arrivals, i, total, out)
+        if i_next < 0:
             break
-        out.extend(rejected)
         i = i_next
-        if new:  # only rejections: nobody to admit, the step stays a pure decode step
-            run.mixed_step(new)
     rep.decode_step_hint_s = run.last
     if run.K == 0:
         return i, False
@@ -130,147 +131,159 @@ class _ArrivalStretch:
 
     def decode_until(self, bound: float) -> None:
         """Decode steps up to the first one scheduled at or after ``bound``, in pieces between finishes (as
-        ``stretch_times.decode_times`` does, on the counts), as far as the blocks' lower bound and the step cap go."""
-        K, n, keys, groups = self.K, self.n, self.keys, self.groups
+        ``stretch_times.decode_times`` does, on the counts), as far as the blocks' lower bound and the step cap go.
+
+        Chunks priced as ``stretch_times.extend_decode_chunk`` does (same floats), in place: the innermost loop."""
+        K, n, keys, groups, lag, ends, durs = self.K, self.n, self.keys, self.groups, self.lag, self.ends, self.durs
         q = self.blocks_left // n  # blocks each running request may take: at most q·B − 1 steps
-        stop = min(K + q * self.B - 1 if q > 0 else K, MAX_ARRIVAL_STRETCH_STEPS)
-        alive, s_alive, a, si = n, self.S, K, 0
+        stop = K + q * self.B - 1 if q > 0 else K
+        if stop > MAX_ARRIVAL_STRETCH_STEPS:
+            stop = MAX_ARRIVAL_STRETCH_STEPS
+        alive, s_alive, a, si, nk = n, self.S, K, 0, len(keys)
+        forms, prices, stored, last, finite = self.forms, self.prices, self.stored, self.last, bound < _INF
+        spare = CHUNK_SPARE_STEPS + lag
         while True:
-            b = min(keys[si], stop)
-            j, cut = self._price_piece(a, b, alive, s_alive, bound)
-            b = min(b, j)
+            b = keys[si]
+            if b > stop:
+                b = stop
+            terms = forms.get(alive, 0)
+            if terms == 0:
+                terms = plain_decode_terms(forms, prices, alive)
+            j, cut = a, False
+            while j < b:
+                m = b - j  # a chunk never crosses the piece's end
+                if finite:  # as chunk_steps: the steps likely to start before the bound at the last price, a few spare
+                    est = int((bound - ends[j]) / last) + spare if last > 0 else CHUNK_UNPRICED_STEPS
+                    if est < MIN_STEPS:
+                        est = MIN_STEPS
+                    if est < m:
+                        m = est
+                kv0 = s_alive + alive * (j + 1)
+                if terms is not None and m <= PLAIN_FLOAT_MAX_STEPS:
+                    gemm, g, bw = terms
+                    d = [gemm + g * x / bw for x in range(kv0, kv0 + alive * m, alive)]
+                else:
+                    d = prices.decode_list(alive, kv0, m)
+                durs += d
+                ends += accumulate(d, initial=ends.pop())  # the last end time is the chunk's start
+                last = d[-1]
+                j += m
+                if j - 1 - lag >= K and ends[j - 1 - lag] >= bound:  # stopped at the first step at/after the bound
+                    lo = a - lag if a - lag > K else K
+                    j = bisect_left(ends, bound, lo, j - lag) + lag
+                    cut = True
+                    break
+            if j < b:
+                b = j
             if b > a:
-                self.stored += (a, b - a, s_alive + alive * (a + 1), alive)
+                stored += (a, b - a, s_alive + alive * (a + 1), alive)
             if cut or b >= stop or n == 1:
                 break
             cnt, tok = groups[b]  # the requests finishing in step b − 1 leave
             alive, s_alive, a = alive - cnt, s_alive - tok, b
             si += 1
-            if si == len(keys):  # everyone finished
+            if si == nk:  # everyone finished
                 break
-        self._advance_to(b)
-
-    def _price_piece(self, a: int, b: int, alive: int, s_alive: int, bound: float) -> tuple[int, bool]:
-        """Price decode steps ``a .. b − 1`` of ``alive`` requests in chunks (appending end times and durations);
-        returns (the end step, whether it stopped at the first step scheduled at or after ``bound``)."""
-        ends, durs, lag, K = self.ends, self.durs, self.lag, self.K
-        prices = self.prices
-        terms = plain_decode_terms(self.forms, prices, alive)
-        last, finite = self.last, bound < math.inf
-        j = a
-        while j < b:
-            m = b - j  # a chunk never crosses the piece's end: past it the batch differs
-            if finite:
-                m = chunk_steps(m, bound, ends[j], last, lag)
-            last = extend_decode_chunk(ends, durs, prices, terms, alive, s_alive + alive * (j + 1), m, ends[j])
-            j += m
-            if j - 1 - lag >= K and ends[j - 1 - lag] >= bound:
-                self.last = last
-                return bisect_left(ends, bound, max(a - lag, K), j - lag) + lag, True
         self.last = last
-        return j, False
-
-    def _advance_to(self, b: int) -> None:
-        """The decode steps ``K .. b − 1`` ran: drop the priced steps past them, count their blocks at their most and
-        the requests that finished in them."""
-        K, ends, durs = self.K, self.ends, self.durs
-        k = b - K
-        if not k:
+        k = b - K  # steps K .. b − 1 ran: drop the priced steps past them, count their blocks at their most and the
+        if not k:  # requests that finished in them
             del ends[K + 1:], durs[K:]
             return
-        del ends[b + 1:], durs[b:]
-        self.blocks_left -= self.n * (k // self.B + 1)
-        if self.lag:
-            g = self.groups.get(b)
+        if len(durs) > b:
+            del ends[b + 1:], durs[b:]
+        self.blocks_left -= n * (k // self.B + 1)
+        if lag:
+            g = groups.get(b)
             self.finishing = g[0] if g is not None else 0  # async: finished in the segment's last step
         self.K = b
-        keys, groups = self.keys, self.groups
-        while keys and keys[0] <= b:
-            cnt, tok = groups.pop(keys.pop(0))
-            self.n -= cnt
-            self.S -= tok
-        self.sched_t = ends[b - 1] if self.lag else ends[b]
+        if keys[0] <= b:
+            S, x = self.S, 0
+            for f in keys:
+                if f > b:
+                    break
+                cnt, tok = groups.pop(f)
+                n -= cnt
+                S -= tok
+                x += 1
+            del keys[:x]
+            self.n, self.S = n, S
+        self.sched_t = ends[b - 1] if lag else ends[b]
 
-    def gather_arrivals(self, spec_at, arrivals, i: int, total: int) -> tuple[list | None, list, int]:
-        """The arrivals visible when the next step is scheduled: (those to admit with their prompt blocks, rejected
-        ``(index, record)`` pairs, the next index); None for the first when the mixed step cannot take them all
-        (module doc: budget, seats, a one-token output, shareable segments, the blocks' lower bound)."""
-        cfg, n, B = self.cfg, self.n, self.B
+    def arrive(self, spec_at, arrivals, i: int, total: int, out: list) -> int:
+        """The arrivals visible when the next step is scheduled and their mixed step: the running requests decode and
+        the new ones are admitted with their whole prompts, as ``Scheduler.admit_waiting`` would (rejected ones' records
+        appended to ``out``). Returns the next index, or −1 (nothing done) when the step cannot take them all (module
+        doc: budget, seats, a one-token output, shareable segments, the blocks' lower bound)."""
+        cfg, n, B, left = self.cfg, self.n, self.B, self.blocks_left
         room = cfg.max_num_batched_tokens - n
-        if room <= 0 or self.blocks_left < n:
-            return None, [], i
-        new, rejected, take = [], [], n
-        seats, max_len, caps, t = cfg.max_num_seqs - self.finishing, cfg.max_model_len, cfg.caps_output, self.sched_t
+        if room <= 0 or left < n:
+            return -1
+        new, rejected, take, pf, pairs = [], [], n, 0, 0.0
+        seats, max_len, caps = cfg.max_num_seqs - self.finishing - n, cfg.max_model_len, cfg.caps_output
+        t = self.sched_t
         while i < total and arrivals[i] <= t:
             req = accept(i, spec_at(i), max_len, caps)
             if req.__class__ is SimRequest:
                 p = req.num_prompt_tokens
                 need = -(-p // B)
-                if (p > room or n + len(new) >= seats or req.num_output_tokens < 2 or req.spec.prefix_segments
-                        or take + need > self.blocks_left):
-                    return None, [], i
+                if (p > room or len(new) >= seats or req.num_output_tokens < 2 or req.spec.prefix_segments
+                        or take + need > left):
+                    return -1
                 room -= p
                 take += need
+                pf += p
+                pairs += p * (p + 1) / 2  # Replica.apply_plan's c·n + n(n+1)/2 with nothing computed (c = 0)
                 new.append((req, need))
             else:
                 rejected.append((i, req))
             i += 1
-        return new, rejected, i
+        if rejected:
+            out.extend(rejected)
+        if new:  # only rejections: nobody to admit, the step stays a pure decode step
+            self._mixed_step(new, pf, pairs, take)
+        return i
 
-    def mixed_step(self, new: list[tuple[SimRequest, int]]) -> None:
-        """One step: the running requests decode and ``new`` (request, prompt blocks) are admitted with their whole
-        prompts, as ``Scheduler.admit_waiting`` would."""
-        rep, n, K, groups, keys = self.rep, self.n, self.K, self.groups, self.keys
-        pf, pairs, held = 0, 0.0, 0
-        for r, h in new:
-            p = r.num_prompt_tokens
-            pf += p
-            pairs += p * (p + 1) / 2  # Replica.apply_plan's c·n + n(n+1)/2 with nothing computed (c = 0)
-            held += h
-        self.blocks_left -= n + held
+    def _mixed_step(self, new: list[tuple[SimRequest, int]], pf: int, pairs: float, take: int) -> None:
+        """The step admitting ``new`` (request, prompt blocks; ``pf`` prompt tokens, ``pairs`` attention pairs in all)
+        while the running requests decode (``take``: blocks at most); they start decoding at the next step and join the
+        counts."""
+        rep, n, K, groups, keys, ends = self.rep, self.n, self.K, self.groups, self.keys, self.ends
+        self.blocks_left -= take
         dec_kv = self.S + n * (K + 1)  # Σ computed + n
-        price = self.prices.step_price
-        dur = (price(pf, len(new), pf, pairs, n, dec_kv) if price is not None else
-               rep.cost.step_time_s(StepShape(pf, len(new), pf, pairs, n, dec_kv)))
-        self.split += (pf, len(new), pf, pairs, n, dec_kv, dur)  # the step's prefill part, priced later
+        price, a = self.prices.step_price, len(new)
+        dur = (price(pf, a, pf, pairs, n, dec_kv) if price is not None else
+               rep.cost.step_time_s(StepShape(pf, a, pf, pairs, n, dec_kv)))
+        self.split += (pf, a, pf, pairs, n, dec_kv, dur)  # the step's prefill part, priced later
         self.stored += (K, 1, pf + dec_kv, 0)
-        ends = self.ends
         ends.append(ends[K] + dur)
         self.durs.append(dur)
-        g = groups.get(K + 1)
-        fin = g[0] if g is not None else 0  # finished in this step
         K += 1
-        if fin:
-            del groups[K]
-            keys.pop(0)
-            n -= fin
-            self.S -= g[1]
-        self._admit(new, K, pf)
-        self.K, self.n = K, n + len(new)
-        self.finishing = fin if self.lag else 0
-        self.sched_t = ends[K - 1] if self.lag else ends[K]
-
-    def _admit(self, new: list[tuple[SimRequest, int]], K: int, prompt_tokens: int) -> None:
-        """The requests admitted in step ``K − 1`` (``prompt_tokens`` in all) start decoding at step ``K`` and join the
-        counts."""
-        rep, groups, keys, stats = self.rep, self.groups, self.keys, self.rep.kv.prefix_stats
-        stats.requests += len(new)  # one lookup each, no hit: PrefixCacheStats.record(p, 0, False) per request
-        stats.queries += prompt_tokens
+        g = groups.pop(K, None)  # finished in this step
         S = self.S
+        if g is not None:
+            del keys[0]
+            n -= g[0]
+            S -= g[1]
+        stats = rep.kv.prefix_stats
+        stats.requests += a  # one lookup each, no hit: PrefixCacheStats.record(p, 0, False) per request
+        stats.queries += pf
+        grants, lives, run_start = self.grants, self.lives, rep.num_steps + K - 1
         for r, h in new:
             p, o = r.num_prompt_tokens, r.num_output_tokens
-            self.grants += (K - 1, h)
-            self.lives.append((r, K, p, h, o - 1, True))
+            grants += (K - 1, h)
+            lives.append((r, K, p, h, o - 1, True))
             r.status = RUNNING
-            r.run_start = rep.num_steps + K - 1
+            r.run_start = run_start
             r.num_cached_tokens = 0
             f = K + o - 1  # its finish: after step K + o − 2
-            g = groups.get(f)
-            if g is None:
+            x = groups.get(f)
+            if x is None:
                 groups[f] = [1, p - K]
                 insort(keys, f)
             else:
-                g[0] += 1
-                g[1] += p - K
+                x[0] += 1
+                x[1] += p - K
             S += p - K
-        self.S = S
+        self.S, self.K, self.n = S, K, n + a
+        self.finishing = g[0] if self.lag and g is not None else 0
+        self.sched_t = ends[K - 1] if self.lag else ends[K]

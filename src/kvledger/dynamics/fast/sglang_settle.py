@@ -18,6 +18,7 @@ Token runs: a running request emits in every decode step; each prefill step whil
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 
 import numpy as np
@@ -34,7 +35,7 @@ def settle(rep, run, out: list) -> None:
     step0, dsteps, prefills = rep.num_steps, run.dsteps, run.prefills
     used0 = kv.tree_tokens - kv.evictable_tokens + kv.private_tokens
     held0 = kv.held_slots
-    times = np.fromiter(run.ends, np.float64, K + 1)
+    times = np.frombuffer(array("d", run.ends))[: K + 1]
     rep.push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
     rep.now_s = run.ends[K]
     is_prefill = bytearray(K + 1)
@@ -65,7 +66,7 @@ def settle(rep, run, out: list) -> None:
     _replay(kv, run, leaving, D)
     sched.running = running
     sched.advance_decode(D)
-    rep.usage.add_stretch(times[:K], np.fromiter(run.durs, np.float64, K), kv.capacity_blocks, used0, held0, (), (),
+    rep.usage.add_stretch(times[:K], np.frombuffer(array("d", run.durs))[:K], kv.capacity_blocks, used0, held0, (), (),
                           (), (), run.grants + _decode_grants(run.stored), frees, run.stored)
     rep.ready = True
     if not leaving:

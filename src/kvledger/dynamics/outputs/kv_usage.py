@@ -26,6 +26,7 @@ right: every total is bit for bit the sum a step-at-a-time loop would reach.
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 import numpy as np
@@ -191,7 +192,7 @@ class KvUsageTracker:
     def _seal(self) -> None:
         """Move the steps buffered in the two lists into ``_parts``, as arrays."""
         n = len(self._durs)
-        self._parts.append((np.fromiter(self._starts, np.float64, n), np.fromiter(self._durs, np.float64, n)))
+        self._parts.append((np.frombuffer(array("d", self._starts)), np.frombuffer(array("d", self._durs))))
         self._n_parts += n
         self._starts, self._durs = [], []
 
@@ -206,8 +207,7 @@ class KvUsageTracker:
             durs = np.concatenate([p[1] for p in self._parts])
             self._parts, self._n_parts = [], 0
         else:
-            starts = np.fromiter(self._starts, np.float64, n)  # fromiter: faster than np.array for a list of floats
-            durs = np.fromiter(self._durs, np.float64, n)
+            starts, durs = np.frombuffer(array("d", self._starts)), np.frombuffer(array("d", self._durs))  # (fastest)
         step = np.zeros(n + 1, dtype=np.int64)  # whole-block changes per step: blocks, then slots
         slot = np.zeros(n + 1, dtype=np.int64)
         if self._allocs or self._runs:
@@ -238,7 +238,7 @@ class KvUsageTracker:
         last = np.maximum.accumulate(last)
         used = since_set(sets[:, 1], at, last, step[:n])
         held = since_set(sets[:, 2], at, last, slot[:n])
-        s = np.fromiter(self._stored, np.float64, len(self._stored)).reshape(-1, 4)
+        s = np.frombuffer(array("d", self._stored)).reshape(-1, 4)
         sh = self._stored_shift
         for j in range(0, len(sh), 3):
             s[sh[j]: sh[j + 1], 0] += sh[j + 2]
