@@ -33,15 +33,18 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from itertools import accumulate
 
-from kvledger.accounting.decode_prices import PLAIN_FLOAT_MAX_STEPS
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.request_state import RUNNING, SimRequest, accept
 from kvledger.dynamics.fast.open_settle import settle
 from kvledger.dynamics.fast.stretch_times import CHUNK_MIN_STEPS as MIN_STEPS
-from kvledger.dynamics.fast.stretch_times import CHUNK_SPARE_STEPS, CHUNK_UNPRICED_STEPS, plain_decode_terms
+from kvledger.dynamics.fast.stretch_times import (
+    CHUNK_SPARE_STEPS,
+    CHUNK_UNPRICED_STEPS,
+    extend_decode_chunk,
+    plain_decode_terms,
+)
 
 __all__ = ["eligible", "run_arrivals", "MAX_ARRIVAL_STRETCH_STEPS"]
 
@@ -133,7 +136,7 @@ class _ArrivalStretch:
         """Decode steps up to the first one scheduled at or after ``bound``, in pieces between finishes (as
         ``stretch_times.decode_times`` does, on the counts), as far as the blocks' lower bound and the step cap go.
 
-        Chunks priced as ``stretch_times.extend_decode_chunk`` does (same floats), in place: the innermost loop."""
+        Chunks priced by ``stretch_times.extend_decode_chunk`` (one call per chunk, not per step)."""
         K, n, keys, groups, lag, ends, durs = self.K, self.n, self.keys, self.groups, self.lag, self.ends, self.durs
         q = self.blocks_left // n  # blocks each running request may take: at most q·B − 1 steps
         stop = K + q * self.B - 1 if q > 0 else K
@@ -158,15 +161,7 @@ class _ArrivalStretch:
                         est = MIN_STEPS
                     if est < m:
                         m = est
-                kv0 = s_alive + alive * (j + 1)
-                if terms is not None and m <= PLAIN_FLOAT_MAX_STEPS:
-                    gemm, g, bw = terms
-                    d = [gemm + g * x / bw for x in range(kv0, kv0 + alive * m, alive)]
-                else:
-                    d = prices.decode_list(alive, kv0, m)
-                durs += d
-                ends += accumulate(d, initial=ends.pop())  # the last end time is the chunk's start
-                last = d[-1]
+                last = extend_decode_chunk(ends, durs, prices, terms, alive, s_alive + alive * (j + 1), m, ends[-1])
                 j += m
                 if j - 1 - lag >= K and ends[j - 1 - lag] >= bound:  # stopped at the first step at/after the bound
                     lo = a - lag if a - lag > K else K
