@@ -50,6 +50,11 @@ def test_tr06_pytorch_backend_before_1_0_rounds_blocks_up():
     assert (b.predicted, b.printed) == (26_885, 26_885)
     # the release ships both runtimes, so the row names its backend
     assert trtllm_runtime("0.20.0", "pytorch")[0] == "pytorch" and trtllm_runtime("0.20.0")[0] == "tensorrt"
+    # no version: the label names the runtime asked for as a version's label does (was "tensorrt backend rules")
+    assert trtllm_runtime(None, "tensorrt") == ("tensorrt", "TensorRT-engine executor rules (newest read)")
+    assert trtllm_runtime(None, "pytorch") == ("pytorch", "PyTorch backend rules (newest read)")
+    assert trtllm_runtime(None) == ("pytorch", "PyTorch backend rules (newest read)")
+    assert trtllm_runtime("0.19.0", "tensorrt")[1] == "0.19.0 (TensorRT-engine executor rules)"
 
 
 def test_tr01_tr02_same_free_memory_at_two_fractions():

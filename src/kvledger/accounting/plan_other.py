@@ -176,16 +176,17 @@ def trtllm_runtime(version: str | None, backend: str | None = None) -> tuple[str
     Raises:
         InputError: text that is not a version.
     """
-    if version is None:
-        return backend or "pytorch", f"{backend or 'PyTorch'} backend rules (newest read)"
+    if version is None:  # the runtime's own name, as with a version ("tensorrt backend" named no runtime)
+        return backend or "pytorch", f"{_RUNTIME_NAMES[backend or 'pytorch']} rules (newest read)"
     m = re.match(r"^v?(\d+)\.(\d+)", str(version).strip())
     if not m:
         raise InputError(f"--engine-version {version!r} is not a TensorRT-LLM version like 0.13.0 or 1.2.1")
-    if backend is not None:
-        return backend, f"{version} ({'PyTorch backend' if backend == 'pytorch' else 'TensorRT-engine executor'} rules)"
-    if (int(m.group(1)), int(m.group(2))) >= (1, 0):
-        return "pytorch", f"{version} (PyTorch backend rules)"
-    return "tensorrt", f"{version} (TensorRT-engine executor rules)"
+    if backend is None:
+        backend = "pytorch" if (int(m.group(1)), int(m.group(2))) >= (1, 0) else "tensorrt"
+    return backend, f"{version} ({_RUNTIME_NAMES[backend]} rules)"
+
+
+_RUNTIME_NAMES = {"pytorch": "PyTorch backend", "tensorrt": "TensorRT-engine executor"}
 
 
 def trtllm_blocks_round_up(runtime: str, version: str | None) -> bool:

@@ -169,8 +169,9 @@ def sglang_version_defaults(ver: tuple[int, ...], smi_mib: float, tp: int, pp: i
 
 SGLANG_PRELOAD_HIGH_GIB = {1: 0.75, 2: 2.67}
 """Upper end of the memory SGLang's GPU holds before the weights load (the device's CUDA total less "Load weight begin.
-avail mem"), GiB, at TP 1 and at TP ≥ 2, against the plan's 0.13 GiB CUDA context (``overheads.NON_TORCH_BYTES``, the
-point and the low end). SGLang prints GiB as "GB" (``get_available_gpu_memory`` divides by 1 << 30). Evidence: TP ≥ 2,
+avail mem"), GiB, at TP 1 and at TP ≥ 2, against the 0.13 GiB CUDA context (``overheads.NON_TORCH_BYTES``, the low
+end; the plan's point is ``SGLANG_PRELOAD_GIB``). SGLang prints GiB as "GB" (``get_available_gpu_memory`` divides by
+1 << 30). Evidence: TP ≥ 2,
 sgl-project/sglang PR #11716 (TP 8 on H200, CUDA total 139.96 GiB: "Load weight begin. avail mem=137.29–137.52 GB",
 so 2.44–2.67 GiB held, of which "Init torch distributed ends. mem usage=1.77–2.01 GB" is NCCL and custom all-reduce;
 2.01 was used here before, the distributed share alone, and the printed H200 TP-8 figure fell outside the range;

@@ -203,7 +203,10 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
     """
     if a.step_cost == "roofline":
         cost = plan.step_cost(overlap_cpu=overlap_cpu)
-        overlap_cpu = cost.overlap_cpu  # SGLang's overlap scheduling (sglang_steps.py) turns it on
+        # SGLang's overlap scheduling (sglang_steps.py) turns it on; its config is synchronous (batching 'sglang',
+        # from_plan.default_async_scheduling), so the overlap is named as SGLang's, not as vLLM's async scheduling
+        why = "async scheduling" if overlap_cpu else "SGLang's overlap scheduling"
+        overlap_cpu = cost.overlap_cpu
         extra = step_term_notes(plan.model, plan.gpu) + ([cost.source] if isinstance(cost, GraphPaddedStepCost) else [])
         cal = find_calibrated_cost(a.model, a.gpu, a.tp)
         prof = gpu_profile_of(a, plan.gpu.name)
@@ -222,8 +225,7 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
                                 "max(FLOPs/achievable "
                                 f"peak, bytes/achievable bandwidth) at "
                                 f"{cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, "
-                                + "+ TP all-reduces, " + ("with the CPU overhead overlapping the GPU (async "
-                                                          "scheduling): "
+                                + "+ TP all-reduces, " + (f"with the CPU overhead overlapping the GPU ({why}): "
                                                           "max(GPU, CPU) per step" if overlap_cpu else "+ CPU overhead "
                                                               "per step")
                                 + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:g} ms)" if cost.cpu_overhead_s else
