@@ -11,7 +11,7 @@ from kvledger.accounting.plan import build_plan
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop
-from kvledger.accounting.tp_comm import allreduce_latency_s
+from kvledger.accounting.tp_comm import allreduce_latency_s, allreduce_step_s_array
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 
@@ -99,6 +99,31 @@ def test_tp_all_reduce_term():
     # TP 1: no term
     _, _, one = rc_for("meta-llama/Meta-Llama-3.1-8B", "H100-SXM")
     assert one.costs(StepShape(0, 0, 0, 0.0, 64, 64 * 2048)).allreduce_s == 0.0
+
+
+def test_vllm_custom_all_reduce_prices_decode_calls():
+    m, g = load_model("meta-llama/Llama-2-70b-hf", allow_hub=False), get_gpu("H100-SXM")
+
+    def cost(**kw):
+        return build_plan(m, g, PlanSettings(tp=4, **kw), with_roofline=False, with_advice=False).step_cost()
+
+    rc = cost()
+    # vLLM (latest) on H100 TP 4, one node, NVSwitch: custom all-reduce on, max_size min(8 MiB, 32 MiB) = 8 MiB
+    assert rc.custom_allreduce_max_bytes == 8 * 2**20
+    # batch 32: 32 × 8,192 × 2 B = 524,288 B = 512 KiB, not below 512 KiB at 4 ranks → two-shot:
+    # 2 × 6 µs + 3 × 524,288 B / 450 GB/s (NVLink 4, one direction) = 12 + 3.4953 µs = 15.4953 µs per call;
+    # 2 per layer × 80 layers = 160 calls → 2.4793 ms (NCCL's price: 160 × (33.74 + 1.5 × 1.1651) µs = 5.679 ms)
+    assert rc.allreduce_s(32) * 1e3 == pytest.approx(2.4792, abs=1e-4)
+    # batch 16: 262,144 B < 512 KiB → one-shot: 6 + 3 × 262,144 / 450e9 = 7.7476 µs; × 160 = 1.2396 ms
+    assert rc.allreduce_s(16) * 1e3 == pytest.approx(1.2396, abs=1e-4)
+    # a 512-token prefill step: 512 × 16,384 B = 8 MiB, not below max_size → NCCL: 160 × (33.74 + 1.5 × 8,388,608 /
+    # 450e9 = 27.96 µs) = 9.873 ms
+    assert rc.allreduce_s(512) * 1e3 == pytest.approx(9.873, abs=1e-3)
+    # --disable-custom-all-reduce: NCCL's price at batch 32, 5.679 ms
+    assert cost(disable_custom_all_reduce=True).allreduce_s(32) * 1e3 == pytest.approx(5.679, abs=1e-3)
+    # the array form (step_split.py) agrees call for call
+    arr = allreduce_step_s_array([0, 16, 32, 512], 8192, 80, 4, rc.allreduce_latency_s, 450e9, 8 * 2**20)
+    assert list(arr) == pytest.approx([0.0] + [rc.allreduce_s(t) for t in (16, 32, 512)], rel=1e-12)
 
 
 def test_measured_weight_memory_sets_the_bytes_read():

@@ -20,6 +20,7 @@ from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture_sizes
+from kvledger.accounting.vllm_collectives import custom_all_reduce_max_bytes
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import online_fp8
@@ -110,7 +111,8 @@ class Plan:
                               flops_fraction=s.achievable_flops_fraction,
                               bandwidth_fraction=s.achievable_bandwidth_fraction,
                               cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
-                              weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu or sg is not None)
+                              weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu or sg is not None,
+                              custom_allreduce_max_bytes=custom_ar_max_bytes(s, self.gpu))
         return rc if sg is None else GraphPaddedStepCost(rc, *sg)
 
     def row_at(self, context_tokens: int) -> ConcurrencyRow | None:
@@ -170,6 +172,14 @@ def concurrency_rows(mem: MemoryPlan, layout: KVLayout | None, kv: KVLedger, inf
 
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 """Block sizes vLLM accepts for ``--block-size`` (config/cache.py; 256 only for backends that need it)."""
+
+
+def custom_ar_max_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
+    """vLLM's custom all-reduce size limit for these settings, B (vllm_collectives.py); 0 when off or not vLLM."""
+    from kvledger.accounting.vllm_rules import LATEST, parse_version
+
+    return 0 if s.engine != "vllm" else custom_all_reduce_max_bytes(
+        parse_version(s.engine_version or LATEST), s.tp, s.nnodes, gpu, s.disable_custom_all_reduce)
 
 
 _ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
@@ -252,7 +262,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     if with_roofline and mem.fits:  # no roofline for a model whose weights do not fit: advice says what would
         rc = RooflineStepCost(roofline_model(model, s), gpu, kv, s.tp, flops_fraction=s.achievable_flops_fraction,
                               bandwidth_fraction=s.achievable_bandwidth_fraction, cpu_overhead_s=s.cpu_overhead_s,
-                              weights_bytes=s.weights_bytes)
+                              weights_bytes=s.weights_bytes, custom_allreduce_max_bytes=custom_ar_max_bytes(s, gpu))
         maxc = {r.context_tokens: float(r.max_running) for r in rows if r.max_requests > 0}
         roof = roofline_report(rc, contexts, maxc, min(mem.max_num_batched_tokens, 8192))
     plan = Plan(model, gpu, s, kv, mem, layout, inflight, tuple(rows), roof, None, (), at_len)

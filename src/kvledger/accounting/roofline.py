@@ -95,7 +95,8 @@ class RooflineStepCost(DecodePrices):
         weights_bytes: measured weight memory per GPU, B (``--weights-memory``); scales every weight read.
         split_attention: prefill and decode attention as separate kernels (terms add); None → True for
             MLA models (vLLM's MLA backends), False otherwise (FlashAttention's one varlen kernel).
-        allreduce_latency_s: per-call all-reduce latency, s; None → the fit in tp_comm.py.
+        allreduce_latency_s: per-call NCCL all-reduce latency, s; None → the fit in tp_comm.py.
+        custom_allreduce_max_bytes: calls under this size run vLLM's custom all-reduce (tp_comm.py), B; 0: off.
         ep / grouped_gemm_half_tokens: MoE only — expert-parallel ranks and the grouped GEMM's half-rate tokens per
             expert (``moe_terms.py``); the defaults (1, 0) model neither imbalance nor a small-GEMM penalty.
     """
@@ -105,7 +106,8 @@ class RooflineStepCost(DecodePrices):
     def __init__(self, model: ModelSpec, gpu: GpuSpec, kv: KVLedger, tp: int = 1, *, flops_fraction: float = 0.7,
                  bandwidth_fraction: float = 0.8, cpu_overhead_s: float = 0.0, overlap_cpu: bool = False,
                  weights_bytes: float | None = None, split_attention: bool | None = None,
-                 allreduce_latency_s: float | None = None, ep: int = 1, grouped_gemm_half_tokens: float = 0.0) -> None:
+                 allreduce_latency_s: float | None = None, ep: int = 1, grouped_gemm_half_tokens: float = 0.0,
+                 custom_allreduce_max_bytes: float = 0.0) -> None:
         self.model, self.gpu, self.kv, self.tp = model, gpu, kv, tp
         self.dtype = compute_dtype(model, gpu)
         self.peak_flops = gpu.fp8_flops_per_s if self.dtype == "fp8" else gpu.bf16_flops_per_s
@@ -117,6 +119,7 @@ class RooflineStepCost(DecodePrices):
         self.overlap_cpu = overlap_cpu
         self._init_weights(model, tp, weights_bytes)
         self._init_allreduce(model, gpu, tp, allreduce_latency_s)
+        self.custom_allreduce_max_bytes = custom_allreduce_max_bytes if tp > 1 else 0.0
         head = model.vocab_size * model.hidden_size
         emb_params = sum(w.numel for w in model.weights if "embed" in w.path)
         lm_params = 0 if model.tie_word_embeddings else head
@@ -177,7 +180,8 @@ class RooflineStepCost(DecodePrices):
         if not self.num_allreduce_layers:
             return 0.0
         return allreduce_step_s(num_tokens, self.model.hidden_size, self.num_allreduce_layers, self.tp,
-                                self.allreduce_latency_s, self.link_bytes_per_s)
+                                self.allreduce_latency_s, self.link_bytes_per_s,
+                                custom_max_bytes=self.custom_allreduce_max_bytes)
 
     def experts_touched_fraction(self, num_tokens: float) -> float:
         """Share of each MoE layer's experts that ``num_tokens`` tokens touch (uniform top-k routing), 0–1."""

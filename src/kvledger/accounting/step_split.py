@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from kvledger.accounting.stepcost import StepCostModel, StepShape, step_prices
+from kvledger.accounting.tp_comm import allreduce_step_s_array
 
 __all__ = ["STEP_SPLIT_RULE", "StepPrice", "step_pricer", "prefill_part_s", "PrefillTime", "roofline_prefill_fraction",
            "roofline_prefill_fraction_one", "gpu_time_split"]
@@ -168,8 +169,8 @@ def roofline_prefill_fraction(rc: Any, pf_tok: np.ndarray, pf_seqs: np.ndarray, 
     by_b = np.divide(pre_kv, kv, out=np.zeros_like(kv), where=kv > 0)
     ar = 0.0
     if rc.num_allreduce_layers:
-        ar = np.where(T > 0, 2 * rc.num_allreduce_layers * (rc.allreduce_latency_s + 2 * (rc.tp - 1) / rc.tp
-                                                            * T * m.hidden_size * 2 / rc.link_bytes_per_s), 0.0)
+        ar = allreduce_step_s_array(T, m.hidden_size, rc.num_allreduce_layers, rc.tp, rc.allreduce_latency_s,
+                                    rc.link_bytes_per_s, rc.custom_allreduce_max_bytes)
     by_tok = np.divide(pf_tok, T, out=np.zeros_like(T), where=T > 0)
     total = mm + at + ar
     pre = mm * np.divide(pre_f, f, out=np.zeros_like(f), where=f > 0) + at * np.where(at_f >= at_b, by_f,

@@ -18,6 +18,20 @@ DGX-A100 and DGX-H100, 2–8 ranks, 2 KiB–64 MiB): the median over messages �
 resulting model's median absolute error on those messages is 9–15% (H100) and 10–18% (A100). Those
 were eager ``torch.distributed`` calls: vLLM's custom all-reduce inside CUDA graphs is likely
 faster for small messages, so for decode steps this term leans high (pass a latency to override).
+
+vLLM's custom all-reduce (``distributed/device_communicators/custom_all_reduce.py``; 0.33 ``cuda_communicator.py
+:: all_reduce`` tries it before torch symmetric memory and pynccl) takes every call whose message is under its
+``max_size`` (8 MiB; from 0.11 on sm90/sm100 ``min(8 MiB, CUSTOM_ALL_REDUCE_MAX_SIZES[cc][ws])``: H100 TP 6 512 KiB,
+TP 8 256 KiB) when the plan has it on (``vllm_collectives.custom_all_reduce``). Its kernel
+(``csrc/custom_all_reduce.cuh``) is one-shot at 2 ranks, below 512 KiB at ≤ 4 ranks and below 256 KiB at ≤ 8
+ranks: every rank reads the ``n − 1`` peers' whole buffers over NVLink P2P, ``t = CA_LATENCY_S + (n − 1)·S /
+link``; otherwise two-shot (reduce-scatter, then all-gather, two barriers): ``t = 2·CA_LATENCY_S + (n − 1)·S /
+link`` — the one-shot's byte term, as vLLM's published H100 TP 4 two-shot times move bytes no faster than one-shot
+(below). ``CA_LATENCY_S`` = 6 µs (4–10 µs): vLLM's ``benchmark_device_communicators.py`` on H100 (vllm#24111,
+vllm#24532) gives one-shot 7 µs at TP 2 and 10 µs at TP 4 for a 0.5 MiB (32 × 8192 bf16) message, 14 µs at TP 4
+for 1 MiB (less the byte term at 450 GB/s: 5.8, 6.5, 7.0 µs); two-shot at TP 4 17, 26, 42 µs at 0.5, 2, 4 MiB
+(this rule: 15.5, 26, 40). Eager calls (no CUDA graph) take ~9 µs (sglang#2904): the range's high end. Messages
+at or over ``max_size`` (prefill chunks) keep the NCCL price above.
 """
 
 from __future__ import annotations
@@ -28,10 +42,13 @@ from pathlib import Path
 
 from kvledger.catalog.gpus import GpuSpec
 
-__all__ = ["allreduce_latency_s", "link_bytes_per_s", "allreduce_step_s", "FIT_MAX_BYTES"]
+__all__ = ["allreduce_latency_s", "link_bytes_per_s", "allreduce_step_s", "allreduce_step_s_array", "FIT_MAX_BYTES",
+           "CA_LATENCY_S", "CA_LATENCY_LOW_S", "CA_LATENCY_HIGH_S", "custom_ar_call_s"]
 
 _DATA = Path(__file__).parent / "data" / "profiling" / "vidur" / "network"
 FIT_MAX_BYTES = 8 << 20  # messages used for the latency fit, B (decode and chunked-prefill activations)
+CA_LATENCY_S, CA_LATENCY_LOW_S, CA_LATENCY_HIGH_S = 6e-6, 4e-6, 10e-6
+"""Per-call latency of vLLM's custom all-reduce kernel in a CUDA graph, s (module doc: vllm#24111/#24532, H100)."""
 _NOMINAL_LINK = {"a100_dgx": 300e9, "h100_dgx": 450e9}  # NVLink 3 / NVLink 4, one direction, B/s (gpus.csv ÷ 2)
 
 
@@ -69,11 +86,33 @@ def link_bytes_per_s(gpu: GpuSpec) -> float:
     return bidir / 2
 
 
+def custom_ar_call_s(payload_bytes: float, tp: int, link_Bps: float, latency_s: float = CA_LATENCY_S) -> float:
+    """One custom all-reduce call of ``payload_bytes``, s: one-shot or two-shot by size and ranks (module doc)."""
+    one_shot = tp == 2 or (tp <= 4 and payload_bytes < 512 * 1024) or (tp <= 8 and payload_bytes < 256 * 1024)
+    return (1 if one_shot else 2) * latency_s + (tp - 1) * payload_bytes / link_Bps
+
+
 def allreduce_step_s(num_tokens: float, hidden_size: int, num_layers: int, tp: int, latency_s: float,
-                     link_Bps: float, act_bytes: int = 2) -> float:
+                     link_Bps: float, act_bytes: int = 2, custom_max_bytes: float = 0.0) -> float:
     """All-reduce time of one step: ``2 × num_layers`` calls of ``num_tokens × hidden_size × act_bytes`` bytes, s (0 at
-    TP 1)."""
+    TP 1); a call under ``custom_max_bytes`` (0: custom all-reduce off) at the custom kernel's price, else NCCL's."""
     if tp <= 1 or num_tokens <= 0:
         return 0.0
     payload = num_tokens * hidden_size * act_bytes
+    if payload < custom_max_bytes:
+        return 2 * num_layers * custom_ar_call_s(payload, tp, link_Bps)
     return 2 * num_layers * (latency_s + 2 * (tp - 1) / tp * payload / link_Bps)
+
+
+def allreduce_step_s_array(num_tokens, hidden_size: int, num_layers: int, tp: int, latency_s: float,
+                           link_Bps: float, custom_max_bytes: float = 0.0):
+    """``allreduce_step_s`` over an array of step token counts (bf16 activations), s per step."""
+    import numpy as np
+
+    T = np.asarray(num_tokens, dtype=float)
+    payload = T * hidden_size * 2
+    nccl = latency_s + 2 * (tp - 1) / tp * payload / link_Bps
+    one = (tp == 2) | ((tp <= 4) & (payload < 512 * 1024)) | ((tp <= 8) & (payload < 256 * 1024))
+    ca = np.where(one, 1.0, 2.0) * CA_LATENCY_S + (tp - 1) * payload / link_Bps
+    per_call = np.where(payload < custom_max_bytes, ca, nccl)
+    return np.where((T > 0) & (tp > 1), 2 * num_layers * per_call, 0.0)

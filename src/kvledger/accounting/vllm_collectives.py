@@ -27,7 +27,8 @@ from kvledger.accounting.vllm_rocm import is_rocm, rocm_non_torch_term
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.units import GiB, MiB
 
-__all__ = ["Term", "custom_all_reduce", "custom_all_reduce_bytes", "symm_mem_bytes", "non_torch_term",
+__all__ = ["Term", "custom_all_reduce", "custom_all_reduce_bytes", "custom_all_reduce_max_bytes", "symm_mem_bytes",
+           "non_torch_term",
            "NVLS_ARCHS", "RING_NCCL_LOW_GIB", "RING_NCCL_HIGH_GIB", "GRAPH_PROFILE_IN_WINDOW", "HOPPER_NVSWITCH_GIB",
            "BLACKWELL_NVSWITCH_GIB"]
 
@@ -78,12 +79,23 @@ def custom_all_reduce(tp: int, nnodes: int, gpu: GpuSpec, disabled: bool) -> tup
     return True, f"custom all-reduce on (TP {tp}, one node, {'all-to-all links' if tp > 2 else 'peer access'})"
 
 
-def custom_all_reduce_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> int:
-    """Buffers one GPU allocates for custom all-reduce, B: 2 × max_size + 8 MiB rank_data (meta_size() is a few KiB)."""
+def _ca_max_size(ver: tuple[int, int, int], tp: int, arch: str) -> int:
+    """Custom all-reduce's ``max_size``, B: 8 MiB, from 0.11 on sm90/sm100 capped by the symmetric-memory table."""
     max_size = 8 * MiB
     if ver >= (0, 11, 0) and arch in _CA_MAX_SIZES_SYMM:
         max_size = min(max_size, _CA_MAX_SIZES_SYMM[arch].get(tp, max_size))
-    return 2 * max_size + 8 * MiB
+    return max_size
+
+
+def custom_all_reduce_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> int:
+    """Buffers one GPU allocates for custom all-reduce, B: 2 × max_size + 8 MiB rank_data (meta_size() is a few KiB)."""
+    return 2 * _ca_max_size(ver, tp, arch) + 8 * MiB
+
+
+def custom_all_reduce_max_bytes(ver: tuple[int, int, int], tp: int, nnodes: int, gpu: GpuSpec, disabled: bool) -> int:
+    """Largest message (exclusive) vLLM's custom all-reduce takes, B (``should_custom_ar``: ``size < max_size``); 0
+    when it is off for this TP group."""
+    return _ca_max_size(ver, tp, gpu.arch) if custom_all_reduce(tp, nnodes, gpu, disabled)[0] else 0
 
 
 def symm_mem_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> int:

@@ -70,7 +70,8 @@ def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: fl
 
     return RooflineStepCost(roofline_model(plan.model, s), plan.gpu, plan.kv, s.tp, flops_fraction=flops_fraction,
                             bandwidth_fraction=bandwidth_fraction, cpu_overhead_s=cost.cpu_overhead_s,
-                            weights_bytes=s.weights_bytes, overlap_cpu=cost.overlap_cpu)
+                            weights_bytes=s.weights_bytes, overlap_cpu=cost.overlap_cpu,
+                            custom_allreduce_max_bytes=cost.custom_allreduce_max_bytes)
 
 
 def _best_frontend(reps: list) -> tuple[float, float]:

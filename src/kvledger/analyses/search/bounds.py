@@ -75,10 +75,12 @@ def request_work_s(cost: Any, prompt: Any, output: Any) -> Any:
 
 
 def _allreduce_per_token_s(cost: Any) -> float:
-    """The part of a step's all-reduce time that grows with its tokens, s per token (0 at TP 1)."""
+    """The part of a step's all-reduce time that grows with its tokens, s per token (0 at TP 1): the smaller of the two
+    rules' byte slopes (tp_comm.py), NCCL's ring ``2(n − 1)/n`` under the custom kernel's ``n − 1``."""
     if not cost.num_allreduce_layers:
         return 0.0
-    return max(0.0, cost.allreduce_s(1) - 2 * cost.num_allreduce_layers * cost.allreduce_latency_s)
+    return 2 * cost.num_allreduce_layers * 2 * (cost.tp - 1) / cost.tp * cost.model.hidden_size * 2 \
+        / cost.link_bytes_per_s
 
 
 def _one_step_s(cost: Any, tokens: Any, kv_tokens: Any) -> Any:
