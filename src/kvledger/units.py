@@ -56,6 +56,22 @@ def parse_bytes(text: str | int | float, *, what: str = "size") -> int:
     return int(value * _BYTE_UNITS[unit])
 
 
+def parse_memory_flag(text: str, *, what: str) -> int:
+    """A memory figure typed on the command line (``--weights-memory 14.99GiB``): :func:`parse_bytes`, but a bare
+    number under 1 MiB is refused rather than read as bytes — no engine term is that small, and "15" almost always
+    means 15 GiB with the unit forgotten. ``0`` stays 0 B.
+
+    Raises:
+        InputError: as :func:`parse_bytes`, or a bare number between 0 and 1 MiB.
+    """
+    value = parse_bytes(text, what=what)
+    m = _NUMBER_UNIT.match(str(text))
+    if m and not m.group(2) and 0 < value < MiB:
+        raise InputError(f"{what}: {text!r} has no unit and would be read as {value:,} bytes; give the unit, e.g. "
+                         f"'{str(text).strip()}GiB' (GiB, 2^30 B) or '{str(text).strip()}GB' (10^9 B)")
+    return value
+
+
 _COUNT = re.compile(r"^\s*((?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([kKmMbBtT]?)\s*$")
 _COUNT_STEPS = {"": 0, "k": 1, "m": 2, "b": 3, "t": 4}
 

@@ -13,9 +13,9 @@ __all__ = ["register"]
 
 
 def _bytes_opt(v: str | None, what: str) -> int | None:
-    from kvledger.units import parse_bytes
+    from kvledger.units import parse_memory_flag
 
-    return None if v is None else parse_bytes(v, what=what)
+    return None if v is None else parse_memory_flag(v, what=what)
 
 
 #: the tier flags plan takes: all but the simulated rules (a plan sizes the tiers, it runs no store or eviction rule)
