@@ -225,7 +225,11 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
                                 "max(FLOPs/achievable "
                                 f"peak, bytes/achievable bandwidth) at "
                                 f"{cost.flops_fraction:.0%}/{cost.bandwidth_fraction:.0%}, "
-                                + "+ TP all-reduces, " + (f"with the CPU overhead overlapping the GPU ({why}): "
+                                + "+ TP all-reduces"
+                                + (" (vLLM's custom all-reduce below "
+                                   f"{cost.custom_allreduce_max_bytes / 2**20:g} MiB a call, NCCL above: "
+                                   "accounting/tp_comm.py)" if cost.custom_allreduce_max_bytes else "")
+                                + ", " + (f"with the CPU overhead overlapping the GPU ({why}): "
                                                           "max(GPU, CPU) per step" if overlap_cpu else "+ CPU overhead "
                                                               "per step")
                                 + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:g} ms)" if cost.cpu_overhead_s else
