@@ -26,7 +26,8 @@ import csv
 from functools import cache
 from pathlib import Path
 
-from kvledger.catalog.gpus import GpuSpec
+from kvledger.catalog.gpus import GpuSpec, require_link_bytes_per_s
+from kvledger.errors import InputError
 
 __all__ = ["allreduce_latency_s", "link_bytes_per_s", "allreduce_step_s", "FIT_MAX_BYTES"]
 
@@ -64,9 +65,12 @@ def allreduce_latency_s(gpu: GpuSpec, tp: int) -> float:
 
 
 def link_bytes_per_s(gpu: GpuSpec) -> float:
-    """One-direction bandwidth of the link the all-reduce uses, B/s (catalog figures are bidirectional)."""
-    bidir = gpu.interconnect_bytes_per_s or gpu.host_link_bytes_per_s
-    return bidir / 2
+    """One-direction bandwidth of the link the all-reduce uses, B/s (catalog figures are bidirectional).
+
+    Raises:
+        InputError: the GPU has no link figure (a GPU file without links or base); the field to add is named.
+    """
+    return require_link_bytes_per_s(gpu, "scaleup", "the tensor-parallel all-reduce (TP > 1)") / 2
 
 
 def allreduce_step_s(num_tokens: float, hidden_size: int, num_layers: int, tp: int, latency_s: float,
@@ -75,5 +79,7 @@ def allreduce_step_s(num_tokens: float, hidden_size: int, num_layers: int, tp: i
     TP 1)."""
     if tp <= 1 or num_tokens <= 0:
         return 0.0
+    if not link_Bps > 0:
+        raise InputError(f"the TP {tp} all-reduce needs a link bandwidth > 0, got {link_Bps!r} B/s")
     payload = num_tokens * hidden_size * act_bytes
     return 2 * num_layers * (latency_s + 2 * (tp - 1) / tp * payload / link_Bps)

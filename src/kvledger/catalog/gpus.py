@@ -207,3 +207,25 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
                    b.host_link_bytes_per_s if b else 0.0, b.tdp_w if b else None, b.arch if b else "", "user", "given",
                        "",
                    p2p=b.p2p if b else True, nvlink_all_to_all=b.nvlink_all_to_all if b else False)
+
+
+def require_link_bytes_per_s(gpu: GpuSpec, kind: str, needed_for: str) -> float:
+    """The bidirectional bandwidth of ``gpu``'s link, B/s: ``kind`` "scaleup" (the scale-up link, else the host link,
+    as the TP all-reduce falls back) or "host" (PCIe/C2C to host memory).
+
+    Raises:
+        InputError: the GPU (a GPU file without ``base``) has no such figure; names the file field to add.
+    """
+    bidir = (gpu.interconnect_bytes_per_s or gpu.host_link_bytes_per_s) if kind == "scaleup" else \
+        gpu.host_link_bytes_per_s
+    if bidir > 0:
+        return bidir
+    origin = f" ({gpu.datasheet_ref})" if gpu.datasheet_ref.startswith("GPU file") else ""
+    if kind == "scaleup":
+        add = ("interconnect_gb_s = <GB/s> (scale-up link, bidirectional per GPU, e.g. 900 for NVLink 4 on H100 SXM) "
+               "or host_link_gb_s = <GB/s> (PCIe, bidirectional, e.g. 64 for Gen4 x16)")
+    else:
+        add = "host_link_gb_s = <GB/s> (PCIe/C2C to host memory, bidirectional, e.g. 64 for PCIe Gen4 x16)"
+    raise InputError(f"GPU {gpu.name!r}{origin} has no link bandwidth, which {needed_for} needs: add {add} to the GPU "
+                     f"file, or base = \"<catalog GPU>\" to take its links")
+
