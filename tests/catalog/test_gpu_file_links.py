@@ -79,3 +79,20 @@ def test_zero_bandwidth_divides_are_refused():
         load_s(1024, 131072, 0.0)
     # 1024 tokens × 131,072 B / 25.6e9 B/s = 5.24288e-3 s
     assert load_s(1024, 131072, 25.6e9) == pytest.approx(5.24288e-3)
+
+
+@pytest.mark.parametrize("body,message", [
+    # 1,000,000 TB = 1e18 B = 1e18 / 2^40 TiB = 909,494.7 TiB; the range is custom_gpu's 1 MiB … 2^45 B = 32 TiB
+    ('memory = "1000000TB"\nbandwidth_tb_s = 1\nbf16_tflops = 100\n',
+     r"g.toml: memory: GPU memory 909,495 TiB is not plausible \(expected 1 MiB–32 TiB\)"),
+    # 100 KiB is below 1 MiB
+    ('memory = "100KiB"\nbandwidth_tb_s = 1\nbf16_tflops = 100\n',
+     r"g.toml: memory: GPU memory 100 KiB is not plausible \(expected 1 MiB–32 TiB\)"),
+    ('memory = "40GiB"\nbandwidth_tb_s = 0.0001\nbf16_tflops = 100\n',
+     r"g.toml: bandwidth_tb_s: GPU HBM bandwidth 0.0001 TB/s is not plausible \(expected 0.001–1,000 TB/s\)"),
+])
+def test_implausible_figures_name_the_file_and_read_plainly(tmp_path, body, message):
+    f = tmp_path / "g.toml"
+    f.write_text(body)
+    with pytest.raises(InputError, match=message):
+        resolve_gpu(str(f))

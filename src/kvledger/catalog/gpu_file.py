@@ -100,7 +100,9 @@ def gpu_file(path: Path) -> GpuSpec:
     base = get_gpu(f.base) if f.base else None
     g = custom_gpu(f.name, parse_bytes(f.memory, what=f"{path}: memory"), f.bandwidth_tb_s * 1e12,
                    f.bf16_tflops * 1e12,
-                   f.fp8_tflops * 1e12 if f.fp8_tflops else None, base)
+                   f.fp8_tflops * 1e12 if f.fp8_tflops else None, base,
+                   flags={"memory": f"{path}: memory", "HBM bandwidth": f"{path}: bandwidth_tb_s",
+                          "dense BF16 peak": f"{path}: bf16_tflops"})
     links = {}
     if f.interconnect_gb_s is not None:
         links.update(interconnect="given" if f.interconnect_gb_s else "none",
