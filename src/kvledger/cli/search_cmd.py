@@ -43,8 +43,8 @@ SESSIONS = GroupUse(SessionFlags, help={
     "sessions": "Sessions per probe, count (default 200; the same seeded sessions for every candidate).",
     "session_rate": "The load to size for, session starts per second (× the drawn sessions' turns per session = "
                     "req/s)."})
-PRICING = GroupUse(PricingFlags, only=("gpu_provider", "utilization", "max_utilization", "batch_share",
-                                       "cache_hit_rate", "cache_write_rate"),
+PRICING = GroupUse(PricingFlags, only=("gpu_provider", "gpu_usd_per_hour", "utilization", "max_utilization",
+                                       "batch_share", "cache_hit_rate", "cache_write_rate"),
                    help={"utilization": "Average load ÷ capacity over billed hours for $ per token (default with "
                                         "--rate/--monthly-tokens: the sizing's realized utilization)."})
 
@@ -196,7 +196,8 @@ def register(app: typer.Typer) -> None:
                           gpu_memory_utilization=e.gpu_memory_utilization, gpu_provider=p.gpu_provider,
                           utilization=p.utilization, max_utilization=p.max_utilization, rate_req_per_s=rate,
                           monthly_tokens=monthly_tokens, api=api, batch_share=p.batch_share,
-                          cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate)
+                          cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
+                          gpu_usd_per_hour=p.gpu_usd_per_hour)
         axes = axes_of(",".join([gpus or "", *(gpu or [])]), tp, kv_cache_dtype, max_num_seqs, max_num_batched_tokens,
                      prefix_caching, splits_of(disagg_splits) if disagg else ())
         rank = rank_of(show_command)

@@ -184,7 +184,9 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
 
     frontier, dominated = pareto(feasible)
     notes = []
-    if spec.gpu_provider is None:
+    if spec.gpu_usd_per_hour is not None:
+        notes.append(f"GPU price: ${spec.gpu_usd_per_hour:g}/GPU-h for every candidate, given (--gpu-usd-per-hour)")
+    elif spec.gpu_provider is None:
         notes.append("GPU prices: the cheapest on-demand row of each GPU in gpu_prices.csv (any provider); "
                      "--gpu-provider fixes one")
     from kvledger.analyses.search.bands import band_notes

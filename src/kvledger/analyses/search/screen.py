@@ -37,10 +37,15 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           step_cost=spec.step_cost, cpu_overhead=spec.cpu_overhead)
 
 
-def price_row(gpu_id: str, provider: str | None) -> Any:
-    """The rental row that prices ``gpu_id``: the cheapest per GPU-hour among its rows (of ``provider`` when given;
-    ties go to the first in the file), or None when there is none."""
-    from kvledger.catalog.prices import find_gpu_prices
+def price_row(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None = None) -> Any:
+    """The rental row that prices ``gpu_id``: the user's ``usd_per_gpu_hour`` (--gpu-usd-per-hour) when given, else
+    the cheapest per GPU-hour among its rows (of ``provider`` when given; ties go to the first in the file), or None
+    when there is none (a GPU file has none)."""
+    from kvledger.catalog.prices import GpuPrice, find_gpu_prices
+
+    if usd_per_gpu_hour is not None:
+        return GpuPrice("given", "user", gpu_id, gpu_id, "--gpu-usd-per-hour", 1, usd_per_gpu_hour, usd_per_gpu_hour,
+                        "user input", "", "", "user input (--gpu-usd-per-hour)", "user input", "")
 
     try:
         rows = find_gpu_prices(gpu_id, provider)
@@ -115,10 +120,12 @@ def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
         if rejected is not None:
             return rejected
         extra["decode_plan"] = plan_figures(dplan)
-    price = price_row(cand.gpu_id, spec.gpu_provider)
+    price = price_row(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour)
     if price is None:
         where = f" at {spec.gpu_provider}" if spec.gpu_provider else ""
-        return _reject(cand, "no price row", f"gpu_prices.csv has no rental row for {cand.gpu_id}{where}",
+        what = ("a GPU file has no catalog price; pass --gpu-usd-per-hour" if plan.gpu.gpu_id == "custom" else
+                f"gpu_prices.csv has no rental row for {cand.gpu_id}{where}")
+        return _reject(cand, "no price row", what,
                        plan=plan_figures(plan), **extra)
     return {**cand.to_dict(), "status": "planned", "reason": None, "detail": None, "gpu_name": plan.gpu.name,
             "plan": plan_figures(plan), **extra, "price": _price_dict(price)}
