@@ -96,3 +96,13 @@ def test_implausible_figures_name_the_file_and_read_plainly(tmp_path, body, mess
     f.write_text(body)
     with pytest.raises(InputError, match=message):
         resolve_gpu(str(f))
+
+
+def test_a_kv_link_the_gpu_file_lacks_names_the_field(bare):
+    from kvledger.dynamics.engine.kv_transfer import link_from_gpu
+
+    g = resolve_gpu(str(bare))
+    with pytest.raises(InputError, match=rf"X has no nvlink bandwidth \(GPU file {bare}: add interconnect_gb_s"):
+        link_from_gpu(g, "nvlink")
+    with pytest.raises(InputError, match=r"no pcie bandwidth \(GPU file .*: add host_link_gb_s"):
+        link_from_gpu(g, "pcie")
