@@ -31,6 +31,8 @@ def summary_lines(p: Plan) -> list[str]:
     w = next((d.bytes for d in m.deductions if d.name == "weights"), None)
     weights = f"weights {w / GiB:,.2f} GiB, " if w is not None else ""
     rng = m.ranges.get("available_kv_bytes")
+    if rng and m.available_kv_bytes <= 0:  # the shortfall's range, as positive numbers like its point
+        rng = (max(0.0, -rng[1]), max(0.0, -rng[0]))
     rtxt = f" {range_text(*rng, fmt=',.2f')}" if rng and range_text(*rng, fmt=',.2f') else ""
     avail = (f"available KV {m.available_kv_bytes / GiB:,.2f} GiB{rtxt}" if m.available_kv_bytes > 0 else
              f"no memory left for the KV cache (short by {-m.available_kv_bytes / GiB:,.2f} GiB{rtxt})")

@@ -1,0 +1,46 @@
+"""What the fourth new-user trial found, each pinned: a no-fit plan's shortfall range, the notes on an engine version
+newer than the rules read, vLLM-only flags with another engine, and an engine on hardware it does not run on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app
+from kvledger.errors import KvLedgerError
+
+runner = CliRunner()
+MODEL = "meta-llama/Llama-3.1-8B"
+
+
+def _run(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False, env={"COLUMNS": "250"})
+
+
+def _refused(*args: str) -> str:
+    with pytest.raises(KvLedgerError) as err:
+        _run(*args)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("gpu", [("--gpu", "T4"), ("--gpu", "H100", "--gpu-memory-utilization", "0.2")])
+def test_a_plan_that_does_not_fit_gives_its_shortfall_and_range_the_same_sign(gpu):
+    # T4: 14.58 GiB × 0.92 = 13.41 GiB against 14.99 weights + 0.56 + 0.25 + 0.73 = 16.52 GiB: short by 3.11 GiB; the
+    # signed range of available KV is (−4.39, −2.59) GiB, so the shortfall's is (2.59, 4.39), around its point.
+    d = json.loads(_run("plan", MODEL, *gpu, "--json").stdout)["memory"]
+    assert d["available_kv_bytes"] == 0.0 and d["ranges"]["available_kv_bytes"] == [0.0, 0.0]
+    lo, hi = d["ranges"]["kv_shortfall_bytes"]
+    assert 0 < lo <= d["kv_shortfall_bytes"] <= hi
+    text = " ".join(_run("plan", MODEL, *gpu).stdout.split())
+    short = text.split("no memory left for the KV cache (short by ")[1].split(")")[0]
+    assert "−" not in short and "to" not in short  # "3.11 GiB (2.59–4.39": positive ends, an en dash between
+    point, ends = short.split(" GiB (")
+    low, high = (float(x) for x in ends.split("–"))
+    assert 0 < low <= float(point) <= high
+
+
+def test_a_plan_that_fits_keeps_its_ranges_as_they_were():
+    d = json.loads(_run("plan", MODEL, "--gpu", "H100", "--json").stdout)["memory"]
+    assert "kv_shortfall_bytes" not in d["ranges"] and d["ranges"]["available_kv_bytes"][0] > 0
