@@ -44,3 +44,28 @@ def test_a_plan_that_does_not_fit_gives_its_shortfall_and_range_the_same_sign(gp
 def test_a_plan_that_fits_keeps_its_ranges_as_they_were():
     d = json.loads(_run("plan", MODEL, "--gpu", "H100", "--json").stdout)["memory"]
     assert "kv_shortfall_bytes" not in d["ranges"] and d["ranges"]["available_kv_bytes"][0] > 0
+
+
+@pytest.mark.parametrize("args,note", [
+    # vllm_rules.LATEST = 0.33.0, sglang_rules.SGLANG_LATEST = (0, 5, 23), plan_other.TRTLLM_NEWEST_CHECKED = 1.2.1
+    (("--engine-version", "9.9"), "vLLM 9.9.0 is newer than the newest release whose code was read (0.33.0)"),
+    (("--engine", "sglang", "--engine-version", "99.0"),
+     "SGLang 99.0.0 is newer than the newest release whose code was read (0.5.23)"),
+    (("--engine", "trtllm", "--engine-version", "99.0"),
+     "TensorRT-LLM 99.0 is newer than the newest release checked against a start-up log (1.2.1;"),
+])
+def test_plan_says_when_the_version_is_newer_than_the_rules_read(args, note):
+    text = " ".join(_run("plan", MODEL, "--gpu", "H100", *args).stdout.split())
+    assert f"note: {note}" in text
+
+
+@pytest.mark.parametrize("args", [("--engine", "sglang", "--engine-version", "0.5.23"),
+                                  ("--engine", "trtllm", "--engine-version", "1.2.1"), ()])
+def test_no_newer_note_at_or_below_the_newest_read(args):
+    assert "is newer than the newest release" not in _run("plan", MODEL, "--gpu", "H100", *args).stdout
+
+
+def test_simulate_says_when_the_vllm_version_is_newer_than_the_rules_read():
+    text = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--engine-version", "9.9", "--num-requests", "5")
+                    .stdout.split())
+    assert "note: vLLM 9.9.0 is newer than the newest release whose code was read (0.33.0): its rules are" in text
