@@ -69,3 +69,14 @@ def test_simulate_says_when_the_vllm_version_is_newer_than_the_rules_read():
     text = " ".join(_run("simulate", MODEL, "--gpu", "H100", "--engine-version", "9.9", "--num-requests", "5")
                     .stdout.split())
     assert "note: vLLM 9.9.0 is newer than the newest release whose code was read (0.33.0): its rules are" in text
+
+
+@pytest.mark.parametrize("engine,flags,start", [
+    ("trtllm", ("--tp", "2", "--enforce-eager", "--disable-custom-all-reduce"),
+     "--enforce-eager, --disable-custom-all-reduce are vLLM flags"),
+    ("sglang", ("--sampler-backend", "pytorch"), "--sampler-backend is a vLLM flag"),
+    ("trtllm", ("--num-gpu-blocks-override", "100"), "--num-gpu-blocks-override is a vLLM flag"),
+])
+def test_a_vllm_only_flag_with_another_engine_is_refused_as_its_fraction_is(engine, flags, start):
+    msg = _refused("plan", MODEL, "--gpu", "H100", "--engine", engine, *flags)
+    assert msg.startswith(start) and f"with --engine {engine}" in msg and "use --engine vllm" in msg
