@@ -80,3 +80,23 @@ def test_simulate_says_when_the_vllm_version_is_newer_than_the_rules_read():
 def test_a_vllm_only_flag_with_another_engine_is_refused_as_its_fraction_is(engine, flags, start):
     msg = _refused("plan", MODEL, "--gpu", "H100", "--engine", engine, *flags)
     assert msg.startswith(start) and f"with --engine {engine}" in msg and "use --engine vllm" in msg
+
+
+@pytest.mark.parametrize("gpu,where,instead", [("MI300X", "ROCm", "--engine vllm or --engine sglang"),
+                                               ("TPU-v5e", "TPU", "--engine vllm,"),
+                                               ("gaudi3", "Gaudi", "--engine vllm,")])
+def test_tensorrt_llm_on_a_gpu_that_is_not_nvidias_is_refused(gpu, where, instead):
+    msg = _refused("plan", MODEL, "--engine", "trtllm", "--gpu", gpu)
+    assert msg.startswith("TensorRT-LLM runs on NVIDIA GPUs only") and f"is a {where} device" in msg and instead in msg
+
+
+@pytest.mark.parametrize("gpu,where", [("TPU-v5e", "TPU"), ("gaudi3", "Gaudi")])
+def test_vllm_on_a_tpu_or_gaudi_says_its_back_end_is_not_modelled(gpu, where):
+    text = " ".join(_run("plan", MODEL, "--gpu", gpu).stdout.split())
+    assert f"note: vLLM's {where} back-end is not modelled by these rules" in text
+
+
+@pytest.mark.parametrize("args", [("--gpu", "MI300X"), ("--gpu", "H100"), ("--gpu", "H100", "--engine", "trtllm")])
+def test_no_platform_note_where_the_rules_model_the_platform(args):
+    # ROCm: vllm_rocm.py models vLLM's ROCm platform from MI300X start-ups; NVIDIA: CUDA
+    assert "back-end is not modelled" not in _run("plan", MODEL, *args).stdout
