@@ -100,3 +100,12 @@ def test_vllm_on_a_tpu_or_gaudi_says_its_back_end_is_not_modelled(gpu, where):
 def test_no_platform_note_where_the_rules_model_the_platform(args):
     # ROCm: vllm_rocm.py models vLLM's ROCm platform from MI300X start-ups; NVIDIA: CUDA
     assert "back-end is not modelled" not in _run("plan", MODEL, *args).stdout
+
+
+def test_sglang_without_kv_tokens_does_not_print_max_num_seqs_0():
+    # SGLang's max_running_requests = min(clamp(#tokens/context_len·512, 2048, 4096), #tokens // 2) is 0 when the
+    # 14.99 GiB of weights leave no KV tokens on a T4
+    text = " ".join(_run("plan", MODEL, "--engine", "sglang", "--gpu", "T4").stdout.split())
+    assert "max_num_seqs 0" not in text
+    assert "max_num_seqs — (SGLang sizes max_running_requests from the KV pool, which is empty)" in text
+    assert "max_num_seqs 256" in " ".join(_run("plan", MODEL, "--gpu", "T4").stdout.split())  # vLLM: its default
