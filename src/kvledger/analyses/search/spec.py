@@ -41,7 +41,8 @@ class SearchSpec:
             ``synthetic`` is a ``SyntheticSpec``, or a ``session_spec.SessionSpec`` (sessions probed at turn rates).
         step_cost: ``roofline`` or ``calibrated`` (``kvledger.analyses.serving.step_cost_choice``); cpu_overhead:
         per-step CPU
-            time added to the roofline (``2ms``; None: none).
+            time added to the roofline (``2ms``; None: none). gpu_profile: ``--gpu-profile`` (a GPU-scope
+            calibration file prices the candidates on its GPU; "none"; None: each GPU's bundled profile).
         engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
         gpu_provider: rental provider whose rows price the GPUs (None: the cheapest listed row of each GPU).
         utilization: average load ÷ capacity over the billed hours for $ per token (None: the realized one of the
@@ -60,6 +61,7 @@ class SearchSpec:
     synthetic: SyntheticSpec | SessionSpec | None = None
     step_cost: str = "roofline"
     cpu_overhead: str | None = None
+    gpu_profile: str | None = None
     engine_version: str | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
@@ -95,9 +97,16 @@ class SearchSpec:
 
         if looks_like_profile(self.step_cost):  # a profile file: read once here, not refused by every candidate
             load_profile(self.step_cost)
+        if self.gpu_profile not in (None, "auto", "none"):
+            from kvledger.accounting.gpu_profile import load_gpu_profile
+
+            load_gpu_profile(self.gpu_profile)
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
+        d = to_jsonable(self)
+        if self.gpu_profile is None:  # the default (each GPU's bundled profile): left out, as before the option
+            d.pop("gpu_profile")
+        return d
 
 
 @dataclass(frozen=True)
