@@ -112,3 +112,21 @@ def test_report_takes_the_flag_and_refuses_another_gpus_profile(profile, tmp_pat
                               "--gpu-profile", str(profile), "--out", str(tmp_path / "r.html")])
     assert f"was fitted on {H100}, not NVIDIA A100 80GB SXM4" in _error(res)
     assert not (tmp_path / "r.html").exists()
+
+
+def test_plans_roofline_view_takes_the_profile_and_names_it(profile):
+    base = ["plan", MODEL, "--gpu", "H100", "--json"]
+    res = runner.invoke(app, base + ["--gpu-profile", str(profile)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    roof = doc["roofline"]
+    assert (roof["flops_fraction"], roof["bandwidth_fraction"]) == (0.5, 0.6)
+    assert roof.pop("priced_by") == f"gpu: GPU profile {profile} (fitted on myrun)"
+    # the same plan as the two fractions given by hand; without either, the assumed 0.7 / 0.8 and no priced_by
+    hand = json.loads(runner.invoke(app, base + ["--achievable-flops-fraction", "0.5",
+                                                 "--achievable-bandwidth-fraction", "0.6"]).output)
+    assert hand == doc
+    plain = json.loads(runner.invoke(app, base).output)["roofline"]
+    assert (plain["flops_fraction"], plain["bandwidth_fraction"], "priced_by" in plain) == (0.7, 0.8, False)
+    err = _error(runner.invoke(app, ["plan", MODEL, "--gpu", "A100", "--gpu-profile", str(profile)]))
+    assert f"was fitted on {H100}, not NVIDIA A100 80GB SXM4" in err
