@@ -150,7 +150,9 @@ def _group(spec: LayerSpec, n: int, s: float, tp: int, state_s: tuple[float, flo
         return KVGroup(spec, n, per_layer, total, fixed, f)
     if isinstance(spec, MLAAttention):
         idx = f" + {spec.indexer_bytes_per_token} B indexer keys" if spec.indexer_bytes_per_token else ""
-        f = f"{n} layers × (({spec.kv_lora_rank} + {spec.qk_rope_head_dim}) × {s:g} B{idx}) = {total:,.0f} B/token"
+        latent = (f"{spec.packed_entry_bytes} B fp8_ds_mla entry" if spec.packed_entry_bytes else
+                  f"({spec.kv_lora_rank} + {spec.qk_rope_head_dim}) × {s:g} B")
+        f = f"{n} layers × ({latent}{idx}) = {total:,.0f} B/token"
         if spec.window_tokens:
             f += f", at most {spec.window_tokens:,} tokens held (sliding window)"
     else:

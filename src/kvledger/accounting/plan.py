@@ -227,8 +227,11 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     if s.engine == "vllm":
         from kvledger.accounting.vllm_rules import LATEST, parse_version
         from kvledger.accounting.vllm_sampler import pre_mla_cache_model
+        from kvledger.accounting.vllm_sparse_mla import sparse_mla_cache_model, sparse_mla_choice
 
-        model = pre_mla_cache_model(model, parse_version(s.engine_version or LATEST))
+        ver = parse_version(s.engine_version or LATEST)
+        model = pre_mla_cache_model(model, ver)
+        model = sparse_mla_cache_model(model, sparse_mla_choice(model, ver, gpu.arch, s.kv_cache_dtype, s.tp))
     kv = kv_ledger(model, s.kv_cache_dtype, s.tp, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
     layout, inflight = None, 0
     if s.engine == "vllm":

@@ -25,6 +25,7 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_rule, vllm_block_size
 from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_profile import PPStage
+from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
 from kvledger.accounting.vllm_terms import activation_item, cudagraph_range, weights_item
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
@@ -174,6 +175,9 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
     dsv4 = has_compressed_mla(model.layers)
     B, bsrc = vllm_block_size(model, s, ver, gpu.arch, dsv4)
     notes.append(N.block_size_from(B, bsrc))
+    sparse = sparse_mla_choice(model, ver, gpu.arch, s.kv_cache_dtype, s.tp)
+    if sparse is not None:
+        notes.append(sparse.note())
     unify = s.disable_hybrid_kv_cache_manager or R.era(ver) in ("v0", "v1-0.8")
     if s.gpu_memory_utilization:
         util, usrc = s.gpu_memory_utilization, "given"

@@ -7,6 +7,7 @@ from kvledger.accounting import vllm_rules as R
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.kvlayout_packed import DSV4_BLOCK_SIZE
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.vllm_sparse_mla import SPARSE_MLA_BLOCK_SIZE, sparse_mla_choice
 from kvledger.catalog.layers import MLAAttention, StateLayer
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
@@ -23,6 +24,11 @@ def vllm_block_size(model: ModelSpec, s: PlanSettings, ver, arch: str, dsv4: boo
         return block
     if s.block_size:
         return s.block_size, "given"
+    sparse = sparse_mla_choice(model, ver, arch, s.kv_cache_dtype, s.tp)
+    if sparse is not None:
+        return SPARSE_MLA_BLOCK_SIZE, (f"vLLM 0.33 sparse MLA: {sparse.backend} takes multiples of 64 and the "
+                                       "indexer cache exactly 64 (platforms/interface.py "
+                                       "_preferred_block_size_for_backends, v1/attention/backends/mla/indexer.py)")
     return R.default_block_size(ver, any(isinstance(layer, MLAAttention) for layer in model.layers), arch)
 
 

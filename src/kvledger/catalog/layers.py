@@ -119,18 +119,24 @@ class MLAAttention:
     """The indexer's query heads (``index_n_heads``), whole on every TP rank (vLLM ``Indexer.wq_b`` is replicated)."""
     index_head_dim: int = 0
     """The indexer's key width (``index_head_dim``), elements."""
+    packed_entry_bytes: int = 0
+    """A packed per-token latent entry that replaces ``elements × dtype bytes``, B (vLLM's fp8_ds_mla: 656 B, set by
+    the engine's backend choice, accounting/vllm_sparse_mla.py); 0 for the plain element layout."""
 
     def kv_elements_per_token(self, tp: int = 1) -> int:
         return self.kv_lora_rank + self.qk_rope_head_dim
 
     def kv_bytes_per_token(self, elem_bytes: float, tp: int = 1) -> float:
-        return self.kv_elements_per_token(tp) * elem_bytes + self.indexer_bytes_per_token
+        latent = self.packed_entry_bytes or self.kv_elements_per_token(tp) * elem_bytes
+        return latent + self.indexer_bytes_per_token
 
     def tokens_held(self, context_tokens: int) -> int:
         return min(context_tokens, self.window_tokens) if self.window_tokens else context_tokens
 
     def formula(self, elem_bytes: float, tp: int = 1) -> str:
         idx = f" + {self.indexer_bytes_per_token} B indexer keys" if self.indexer_bytes_per_token else ""
+        if self.packed_entry_bytes:
+            return f"{self.packed_entry_bytes} B fp8_ds_mla latent entry{idx}, whole on every TP rank"
         return (f"({self.kv_lora_rank} kv_lora_rank + {self.qk_rope_head_dim} qk_rope_head_dim) "
                 f"× {elem_bytes:g} B{idx}, no K/V factor 2, whole on every TP rank")
 
