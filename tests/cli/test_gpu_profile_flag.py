@@ -95,10 +95,21 @@ def test_goodput_and_cost_simulate_take_the_flag(profile):
 
 def test_search_prices_the_candidates_on_the_profiles_gpu_and_refuses_it_for_others(profile):
     from kvledger.accounting.gpu_profile import choice_for_gpu
+    from kvledger.analyses.search.bands import search_regime
+    from kvledger.analyses.search.screen import sim_args
+    from kvledger.analyses.search.spec import Candidate, SearchSpec
 
     # a search over several GPUs: the file prices its own GPU's candidates; another GPU keeps its default (None)
     assert choice_for_gpu(str(profile), H100) == str(profile)
     assert choice_for_gpu(str(profile), "NVIDIA A100 80GB SXM4") is None
+    spec = SearchSpec(model=MODEL, slo="ttft=500ms", utilization=0.5, gpu_profile=str(profile))
+    assert sim_args(spec, Candidate("nvidia_h100_sxm", 1)).gpu_profile == str(profile)
+    assert sim_args(spec, Candidate("nvidia_a100_80gb_sxm", 1)).gpu_profile is None
+    # the capacity band is the gpu-scope one on the H100, the uncalibrated one on the A100 (no bundled profile)
+    assert search_regime(spec, "nvidia_h100_sxm").startswith("gpu/")
+    assert search_regime(spec, "nvidia_a100_80gb_sxm").startswith("uncalibrated/")
+    assert spec.to_dict()["gpu_profile"] == str(profile)
+    assert "gpu_profile" not in SearchSpec(model=MODEL, slo="ttft=500ms", utilization=0.5).to_dict()
     res = runner.invoke(app, ["search", MODEL, "--gpus", "A100", "--tp", "1", "--slo", "ttft=500ms,tpot=50ms",
                               "--rate", "5", "--gpu-profile", str(profile)])
     assert f"was fitted on {H100}, which this search does not try (NVIDIA A100 80GB SXM4)" in _error(res)
