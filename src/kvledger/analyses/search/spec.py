@@ -41,7 +41,8 @@ class SearchSpec:
             ``synthetic`` is a ``SyntheticSpec``, or a ``session_spec.SessionSpec`` (sessions probed at turn rates).
         step_cost: ``roofline`` or ``calibrated`` (``kvledger.analyses.serving.step_cost_choice``); cpu_overhead:
         per-step CPU
-            time added to the roofline (``2ms``; None: none).
+            time added to the roofline (``2ms``; None: none). gpu_profile: ``--gpu-profile`` (a GPU-scope
+            calibration file prices the candidates on its GPU; "none"; None: each GPU's bundled profile).
         engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
         gpu_provider: rental provider whose rows price the GPUs (None: the cheapest listed row of each GPU).
         gpu_usd_per_hour: the user's price, USD/GPU-h, for every candidate (None: the price table; a GPU file has no
@@ -62,6 +63,7 @@ class SearchSpec:
     synthetic: SyntheticSpec | SessionSpec | None = None
     step_cost: str = "roofline"
     cpu_overhead: str | None = None
+    gpu_profile: str | None = None
     engine_version: str | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
@@ -98,11 +100,17 @@ class SearchSpec:
 
         if looks_like_profile(self.step_cost):  # a profile file: read once here, not refused by every candidate
             load_profile(self.step_cost)
+        if self.gpu_profile not in (None, "auto", "none"):
+            from kvledger.accounting.gpu_profile import load_gpu_profile
+
+            load_gpu_profile(self.gpu_profile)
 
     def to_dict(self) -> dict[str, Any]:
         d = to_jsonable(self)
         if d["gpu_usd_per_hour"] is None:  # absent unless given: ledgers written before the option still resume
             del d["gpu_usd_per_hour"]
+        if self.gpu_profile is None:  # the default (each GPU's bundled profile): left out, as before the option
+            d.pop("gpu_profile")
         return d
 
 
