@@ -167,6 +167,7 @@ COMMAND_RANGES: dict[tuple[str, str], Range] = {
     ("cost", "utilization"): Range(0.0, 1.0, lo_open=True, unit="(share of billed hours spent serving)"),
     ("cost", "max_utilization"): Range(0.0, 1.0, lo_open=True, unit="(share of billed hours spent serving)"),
     ("cost", "gpu_usd_per_hour"): Range(0.0, 1e6, lo_open=True, unit="USD/GPU-hour"),
+    ("search", "gpu_usd_per_hour"): Range(0.0, 1e6, lo_open=True, unit="USD/GPU-hour"),
 }
 
 

@@ -32,3 +32,22 @@ def test_the_runs_own_settings_fill_what_the_user_left_unset(tmp_path):
     # a flag given on the command line wins over the record
     given = engine_for(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", max_num_seqs=16), run)
     assert given.config.max_num_seqs == 16 and given.config.max_model_len == 4096
+
+
+def test_validate_reads_the_model_from_the_runs_record_as_calibrate_does(tmp_path):
+    # the meta.json names meta-llama/Llama-3.1-8B: validate without --model replays that model, exactly as with it
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    path = str(_run_dir(tmp_path))
+    runner = CliRunner()
+    bare = runner.invoke(app, ["validate", path, "--gpu", "H100", "--json"])
+    assert bare.exit_code == 0, bare.output
+    given = runner.invoke(app, ["validate", path, "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B", "--json"])
+    assert json.loads(bare.output) == json.loads(given.output)
+    assert json.loads(bare.output)["model"].startswith("meta-llama/Llama-3.1-8B")
+    # a record naming no model: the refusal says to pass --model
+    (tmp_path / "meta.json").write_text(json.dumps({"vllm_version": "0.19.0"}))
+    res = runner.invoke(app, ["validate", path, "--gpu", "H100"])
+    assert res.exit_code != 0 and "names no model; pass --model" in str(res.exception)

@@ -118,3 +118,22 @@ def test_file_without_a_shared_clock_is_refused():
     f = llmperf / "leaderboard_individual_anyscale_70b.json"
     res = runner.invoke(app, ["validate", str(f), "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100"])
     assert isinstance(res.exception, FormatError) and "common clock" in str(res.exception)
+
+
+def test_gpu_scope_fit_frontend_prints_the_fitted_latency_with_its_unit(tmp_path):
+    # three requests whose meta.json names the model; --fit-frontend fits the set-up's latency outside the engine. It
+    # was only in the file (fit.frontend_s, seconds): the printed figure must be that value, in ms
+    reqs = [{"request_id": f"r{i}", "input_toks": 100, "output_toks": 4, "queued_ts": 1.0 + i,
+             "first_token_ts": 1.1 + i, "last_token_ts": 1.2 + i} for i in range(3)]
+    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reqs))
+    (tmp_path / "meta.json").write_text(json.dumps({"model": "meta-llama/Llama-3.1-8B", "vllm_version": "0.19.0"}))
+    out = tmp_path / "g.json"
+    res = runner.invoke(app, ["calibrate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--scope", "gpu",
+                              "--fit-frontend", "--out", str(out)], env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output
+    fe_s = json.loads(out.read_text())["fit"]["frontend_s"]
+    assert 0 < fe_s <= 0.2  # searched over [0, 200 ms] (gpu_fit.FRONTEND_MAX_S)
+    assert f"front-end latency (the set-up's, per request, outside the engine): {fe_s * 1e3:.1f} ms" in res.output
+    # without --fit-frontend nothing is fitted and no latency is printed
+    plain = runner.invoke(app, ["calibrate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--scope", "gpu"])
+    assert plain.exit_code == 0 and "front-end latency" not in plain.output

@@ -105,7 +105,7 @@ def test_errors_name_the_flag_and_the_allowed_values():
                    "OpenAI:gpt-4.1", "--utilization", "0.5")
     assert "unknown GPU price provider 'Nowhere'." in msg and "providers with a nvidia_h100_sxm row: AWS" in msg
     assert _refused("plan", MODEL, "--gpu", "H100", "--gpu-memory", "0").startswith(
-        "--gpu-memory: GPU memory 0 GiB is not plausible")
+        "--gpu-memory: GPU memory 0 B is not plausible")
     # vLLM's --dtype choices (ModelConfig dtype): the literal the settings accept, not pydantic's "Input should be"
     assert _refused("plan", MODEL, "--gpu", "H100", "--dtype", "float8") == (
         "invalid setting: --dtype must be one of 'auto', 'bfloat16', 'float16', 'float32', 'half' or 'float', "

@@ -103,3 +103,20 @@ def test_answer_first_at_80_columns_and_a_low_confidence_winner_says_so():
     assert "vllm serve meta-llama/Llama-3.2-3B" in head and "cost frontier" in head
     assert all(len(line) <= 80 for line in res.output.splitlines() if not line.lstrip().startswith(("vllm", "vLLM",
                                                                                                    "SGLang", "check")))
+
+
+def test_a_gpu_file_is_searched_at_the_given_price(tmp_path):
+    g = tmp_path / "my-gpu.toml"
+    g.write_text('name = "X"\nmemory = "47.5GiB"\nbandwidth_tb_s = 1.2\nbf16_tflops = 300\n')
+    args = ["search", "meta-llama/Llama-3.2-3B", "--slo", "ttft=2s,tpot=100ms", "--gpu", str(g), "--tp", "1",
+            "--max-model-len", "8K", "--num-requests", "60", "--rate", "5"]
+    res = runner.invoke(app, [*args, "--json"])
+    assert isinstance(res.exception, InputError)
+    assert f"GPU file {g} has no catalog price" in str(res.exception) and "--gpu-usd-per-hour" in str(res.exception)
+    d = json.loads(_ok([*args, "--gpu-usd-per-hour", "2", "--json"]))
+    c = d["candidates"][0]
+    assert c["id"] == f"{g}:tp1:kv-auto" and c["gpu_name"] == "X" and c["status"] == "feasible"
+    assert (c["price"]["usd_per_gpu_hour"], c["price"]["provider"]) == (2.0, "given")
+    # the bill: replicas × 1 GPU × $2/GPU-h × 730 h/month
+    assert c["sizing"]["monthly_usd"] == pytest.approx(c["sizing"]["replicas"] * 2 * 730)
+    assert d["spec"]["gpu_usd_per_hour"] == 2.0

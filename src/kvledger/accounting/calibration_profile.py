@@ -21,10 +21,12 @@ from typing import Any
 from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
 from kvledger.errors import FormatError
 
-__all__ = ["PROFILE_KIND", "read_profile_json", "load_profile", "profile_step_cost", "looks_like_profile",
-           "dump_profile"]
+__all__ = ["PROFILE_KIND", "GPU_PROFILE_KIND", "read_profile_json", "load_profile", "profile_step_cost",
+           "looks_like_profile", "dump_profile"]
 
 PROFILE_KIND = "kvledger-calibration-profile"
+#: a GPU-scope profile (``kvledger.accounting.gpu_profile``): a GPU's efficiency for any model, read by --gpu-profile
+GPU_PROFILE_KIND = "kvledger-gpu-profile"
 
 
 def looks_like_profile(choice: str) -> bool:
@@ -65,6 +67,10 @@ def load_profile(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     d = read_profile_json(p, "no such calibration profile (write one with `kvledger calibrate FILE... --out "
                              "PROFILE.json`)")
+    if isinstance(d, dict) and d.get("kind") == GPU_PROFILE_KIND:
+        raise FormatError(str(p), f"this is a GPU profile (fitted on {d.get('gpu')}; it prices any model on that GPU): "
+                                  f"use --gpu-profile {p}, not --step-cost (which takes a model-scope profile from "
+                                  "`kvledger calibrate --scope model`)")
     if not isinstance(d, dict) or d.get("kind") != PROFILE_KIND:
         raise FormatError(str(p), f"not a kvledger calibration profile (expected \"kind\": \"{PROFILE_KIND}\")")
     sc = d.get("step_cost")

@@ -18,13 +18,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kvledger.accounting.calibration_profile import read_profile_json
+from kvledger.accounting.calibration_profile import GPU_PROFILE_KIND, read_profile_json
 from kvledger.errors import FormatError, InputError
 
 __all__ = ["GPU_PROFILE_KIND", "GpuProfile", "load_gpu_profile", "bundled_gpu_profile", "resolve_gpu_profile",
-           "looks_like_gpu_profile"]
-
-GPU_PROFILE_KIND = "kvledger-gpu-profile"
+           "looks_like_gpu_profile", "choice_for_gpu", "check_profile_gpus"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +34,7 @@ class GpuProfile:
             datasheet peak FLOP/s and HBM bandwidth, 0–1. source: the file (or bundled name) and its data, in words.
         fit_error: the fit's headline errors (mean TTFT/TPOT error per run), for the output.
         data: the fitted runs' sources (a validation of one of them is in-sample, and says so).
+        label: the profile in a few words, for a "priced by" line (``GPU profile FILE (fitted on RUNS)``).
     """
 
     gpu: str
@@ -44,6 +43,7 @@ class GpuProfile:
     source: str
     fit_error: str = ""
     data: tuple[str, ...] = ()
+    label: str = ""
 
 
 def looks_like_gpu_profile(path: str | Path) -> bool:
@@ -74,7 +74,8 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
                      f"{_pct(r.get('tpot_mean_rel_error'))}" for r in runs)
     data = ", ".join(str(r.get("label")) for r in runs) or "unnamed runs"
     src = f"GPU profile {where}: fitted on {data} (kvledger.calibration.gpu_fit)"
-    return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r.get("source") or "") for r in runs if r.get("source")))
+    return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r.get("source") or "") for r in runs if r.get("source")),
+                      f"GPU profile {where} (fitted on {data})")
 
 
 def _pct(v: Any) -> str:
@@ -128,3 +129,30 @@ def resolve_gpu_profile(choice: str | None, gpu_name: str) -> GpuProfile | None:
                          "carry to another GPU (calibrate this one with `kvledger calibrate --scope gpu`, or pass "
                          "--gpu-profile none)")
     return prof
+
+
+def choice_for_gpu(choice: str | None, gpu_name: str) -> str | None:
+    """``--gpu-profile`` as it applies to one GPU of a search over several: a file fitted on ``gpu_name`` stays, a
+    file fitted on another GPU leaves this one its default (None: its bundled profile, if any); "none" and "auto" stay.
+
+    Raises:
+        FormatError: unreadable file.
+    """
+    if choice is None or choice in ("auto", "none"):
+        return choice
+    return choice if load_gpu_profile(choice).gpu.lower() == gpu_name.lower() else None
+
+
+def check_profile_gpus(choice: str | None, gpu_names: list[str]) -> None:
+    """Refuse ``--gpu-profile FILE`` for a search none of whose GPUs (catalog names) is the one it was fitted on.
+
+    Raises:
+        FormatError: unreadable file. InputError: the profile's GPU is not searched.
+    """
+    if choice is None or choice in ("auto", "none") or not gpu_names:
+        return
+    prof = load_gpu_profile(choice)
+    if prof.gpu.lower() not in {g.lower() for g in gpu_names}:
+        raise InputError(f"--gpu-profile {choice} was fitted on {prof.gpu}, which this search does not try "
+                         f"({', '.join(gpu_names)}): a GPU's efficiency does not carry to another GPU (add --gpu "
+                         f"for {prof.gpu}, or drop --gpu-profile)")

@@ -28,6 +28,7 @@ from kvledger.accounting.kv_tier_rules import (
 )
 from kvledger.accounting.plan import Plan
 from kvledger.accounting.stepcost import StepShape
+from kvledger.catalog.gpus import require_link_bytes_per_s
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import state_layers
 from kvledger.jsonable import to_jsonable
@@ -110,7 +111,15 @@ def prefill_s(rc, new_tokens: int, cached_tokens: int) -> float:
 
 
 def load_s(num_tokens: int, bytes_per_token: float, read_bytes_per_s: float) -> float:
-    """Time to bring ``num_tokens`` of KV into HBM at the tier's read bandwidth, s."""
+    """Time to bring ``num_tokens`` of KV into HBM at the tier's read bandwidth, s.
+
+    Raises:
+        InputError: a read bandwidth that is not > 0.
+    """
+    if not read_bytes_per_s > 0:
+        from kvledger.errors import InputError
+
+        raise InputError(f"a KV tier's read bandwidth must be > 0, got {read_bytes_per_s!r} B/s")
     return num_tokens * bytes_per_token / read_bytes_per_s
 
 
@@ -218,6 +227,8 @@ def build_tier_plan(plan: Plan, tiers: TierSettings, *, suffix_tokens: int = 1) 
     if host is not None:
         out.append(host)
     out += _disk_tiers(plan, tiers, link)
+    if len(out) > 1:
+        require_link_bytes_per_s(plan.gpu, "host", "a KV tier below HBM (offloading)")
     rc = plan.step_cost()
     overlapped = s.engine == "sglang"
     max_tokens = max(2, m.max_model_len - suffix_tokens)

@@ -6,7 +6,8 @@ sentences apply. The upstream file and function a sentence cites is the one the 
 
 from __future__ import annotations
 
-__all__ = ["vllm_newer_than_read", "pp_above_layers", "DSV4_NO_UNIFIED", "block_size_from", "hybrid_block_size",
+__all__ = ["NEWER_THAN_READ", "vllm_newer_than_read", "sglang_newer_than_read", "trtllm_newer_than_checked",
+           "pp_above_layers", "DSV4_NO_UNIFIED", "block_size_from", "hybrid_block_size",
            "gpu_memory_utilization_from", "PROFILE_TERMS_FROM_0_19", "pp_binding_stage", "blocks_overridden",
            "printed_gib_range", "stage_without_kv_group", "model_without_kv", "NULL_BLOCK", "sliding_inflight",
            "WEIGHTS_GIVEN", "weights_computed", "ACTIVATION_GIVEN", "activation_modelled", "NON_TORCH_GIVEN",
@@ -20,8 +21,21 @@ __all__ = ["vllm_newer_than_read", "pp_above_layers", "DSV4_NO_UNIFIED", "block_
 
 # --- the plan's notes -------------------------------------------------------------------------------------------------
 
+#: the words every engine's note on a version newer than the rules read shares (plan and simulate print those notes)
+NEWER_THAN_READ = "is newer than the newest release"
+
+
 def vllm_newer_than_read(version: str, latest: str) -> str:
-    return f"vLLM {version} is newer than the newest release whose code was read ({latest}): its rules are applied"
+    return f"vLLM {version} {NEWER_THAN_READ} whose code was read ({latest}): its rules are applied"
+
+
+def sglang_newer_than_read(version: str, latest: str) -> str:
+    return f"SGLang {version} {NEWER_THAN_READ} whose code was read ({latest}): its rules are applied"
+
+
+def trtllm_newer_than_checked(version: str, latest: str, runtime: str) -> str:
+    return (f"TensorRT-LLM {version} {NEWER_THAN_READ} checked against a start-up log ({latest}; the code read is one "
+            f"unpinned copy of main): the {runtime} rules are applied")
 
 
 def block_size_from(block_size: int, source: str) -> str:

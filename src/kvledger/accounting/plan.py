@@ -16,6 +16,7 @@ from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.plan_json import KVFacts, MemoryFacts, ModelFacts
 from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
+from kvledger.accounting.platforms import check_engine_platform, platform_note
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
@@ -185,6 +186,14 @@ def custom_ar_max_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
 _ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
+#: vLLM flags only vLLM's memory plan reads: (flag, PlanSettings attribute, its value when not given)
+_VLLM_ONLY = (("--enforce-eager", "enforce_eager", False), ("--disable-custom-all-reduce", "disable_custom_all_reduce",
+              False), ("--disable-hybrid-kv-cache-manager", "disable_hybrid_kv_cache_manager", False),
+              ("--distributed-executor-backend", "distributed_executor_backend", None),
+              ("--sampler-backend", "sampler_backend", "auto"), ("--cudagraph-memory", "cudagraph_bytes", None),
+              ("--num-gpu-blocks-override", "num_gpu_blocks_override", None))
+
+
 def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     """Reject combinations the engines would reject or that cannot be meant.
 
@@ -200,6 +209,13 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
             raise InputError(f"{flag} is {_ENGINE_NAMES[engine]}'s memory fraction; with --engine {s.engine} it would "
                              f"be "
                              f"ignored: use {own[1]} ({_ENGINE_NAMES[s.engine]}'s), or --engine {engine}")
+    check_engine_platform(s.engine, gpu)
+    vllm_only = [flag for flag, attr, off in _VLLM_ONLY if getattr(s, attr) != off]
+    if s.engine != "vllm" and vllm_only:
+        one = len(vllm_only) == 1
+        raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "
+                         f"memory plan only; with --engine {s.engine} {'it' if one else 'they'} would be ignored: drop "
+                         f"{'it' if one else 'them'}, or use --engine vllm")
     if s.engine != "vllm" and s.quantization is not None:
         raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with "
                          f"--engine "
@@ -258,6 +274,8 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         mem, row_kv = sglang_plan(model, gpu, s, kv), kv
     else:
         mem, row_kv = trtllm_plan(model, gpu, s, kv), kv
+    if (note := platform_note(s.engine, gpu)) is not None:
+        mem = replace(mem, notes=(note, *mem.notes))
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
     rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
     at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]

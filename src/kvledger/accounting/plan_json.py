@@ -71,11 +71,13 @@ class KVFacts:
 
 @dataclass(frozen=True)
 class MemoryFacts:
-    """The memory plan's JSON with nothing negative left for KV: available KV floored at 0 (B and GiB), the shortfall
-    below 0 (B), the block layout and the in-flight tokens it reserves."""
+    """The memory plan's JSON with nothing negative left for KV: available KV floored at 0 (B and GiB) and its range
+    floored the same way, the shortfall below 0 (B) and, when the range reaches below 0, the shortfall's range (B), the
+    block layout and the in-flight tokens it reserves."""
 
     __json__ = ("**plan", ("available_kv_bytes", "available_kv_shown_bytes"),
-                ("available_kv_gib", "available_kv_shown_gib"), "kv_shortfall_bytes", "layout", "inflight_tokens")
+                ("available_kv_gib", "available_kv_shown_gib"), ("ranges", "ranges_shown"), "kv_shortfall_bytes",
+                "layout", "inflight_tokens")
     plan: MemoryPlan
     layout: KVLayout | None
     inflight_tokens: int
@@ -94,6 +96,22 @@ class MemoryFacts:
     def kv_shortfall_bytes(self) -> float:
         """How far the budget falls short of any KV, B (0 when it does not)."""
         return max(0.0, -self.plan.available_kv_bytes)
+
+    @property
+    def ranges_shown(self) -> dict[str, tuple[float, float]]:
+        """The plan's ranges with available KV floored at 0 like its point; when the low end is below 0, a
+        ``kv_shortfall_bytes`` range follows it: (max(0, −high), max(0, −low)), B."""
+        rng = self.plan.ranges.get("available_kv_bytes")
+        if rng is None or rng[0] >= 0:
+            return self.plan.ranges
+        out: dict[str, tuple[float, float]] = {}
+        for key, value in self.plan.ranges.items():
+            if key != "available_kv_bytes":
+                out[key] = value
+                continue
+            out[key] = (max(0.0, value[0]), max(0.0, value[1]))
+            out["kv_shortfall_bytes"] = (max(0.0, -value[1]), max(0.0, -value[0]))
+        return out
 
     def to_dict(self) -> dict:
         return to_jsonable(self)

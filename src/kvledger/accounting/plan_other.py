@@ -115,6 +115,8 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
         mrr = min(mrr, cap)
     notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note)) + mamba_note + pools.notes
              + _hybrid_note(kv, "sglang"))
+    if ver > SGLANG_LATEST:
+        notes.insert(0, N.sglang_newer_than_read(sglang_version_text(ver), sglang_version_text(SGLANG_LATEST)))
     label = f"{sglang_version_text(ver)} rules"
     return MemoryPlan("sglang", label, gpu.memory_bytes, "mem_fraction_static", mfs, int(pre_free), items,
                       int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page,
@@ -187,6 +189,14 @@ def trtllm_runtime(version: str | None, backend: str | None = None) -> tuple[str
 
 
 _RUNTIME_NAMES = {"pytorch": "PyTorch backend", "tensorrt": "TensorRT-engine executor"}
+#: the newest TensorRT-LLM release a start-up log checks (benchmarks/data/trtllm_public_startups.csv TR01/TR02)
+TRTLLM_NEWEST_CHECKED = (1, 2, 1)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    """"1.2.1" → (1, 2, 1), "v99.0rc1" → (99, 0); the text was checked by ``trtllm_runtime``."""
+    m = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", str(version).strip())
+    return tuple(int(g) for g in m.groups() if g is not None) if m else ()
 
 
 def trtllm_blocks_round_up(runtime: str, version: str | None) -> bool:
@@ -242,6 +252,9 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     tpb_src = N.trtllm_tokens_per_block_source(bool(s.block_size), runtime)
     notes = (N.trtllm_settings(frac, bool(s.free_gpu_memory_fraction), runtime, tpb, tpb_src, per_tok)
              + [N.trtllm_block_rule(runtime, windows, round_up)] + _hybrid_note(kv, "trtllm"))
+    if s.engine_version and _version_tuple(s.engine_version) > TRTLLM_NEWEST_CHECKED:
+        notes.insert(0, N.trtllm_newer_than_checked(s.engine_version, ".".join(map(str, TRTLLM_NEWEST_CHECKED)),
+                                                    _RUNTIME_NAMES[runtime]))
     return MemoryPlan("trtllm", label, gpu.memory_bytes, "free_gpu_memory_fraction", frac, gpu.memory_bytes, items,
                       avail, given, tpb, int(windows[-1].bytes_per_token * tpb), blocks, blocks, max_tokens,
                           (f"max_tokens={max_tokens}, blocks={blocks}",),

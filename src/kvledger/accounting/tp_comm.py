@@ -40,7 +40,8 @@ import csv
 from functools import cache
 from pathlib import Path
 
-from kvledger.catalog.gpus import GpuSpec
+from kvledger.catalog.gpus import GpuSpec, require_link_bytes_per_s
+from kvledger.errors import InputError
 
 __all__ = ["allreduce_latency_s", "link_bytes_per_s", "allreduce_step_s", "allreduce_step_s_array", "FIT_MAX_BYTES",
            "CA_LATENCY_S", "CA_LATENCY_LOW_S", "CA_LATENCY_HIGH_S", "custom_ar_call_s"]
@@ -81,9 +82,12 @@ def allreduce_latency_s(gpu: GpuSpec, tp: int) -> float:
 
 
 def link_bytes_per_s(gpu: GpuSpec) -> float:
-    """One-direction bandwidth of the link the all-reduce uses, B/s (catalog figures are bidirectional)."""
-    bidir = gpu.interconnect_bytes_per_s or gpu.host_link_bytes_per_s
-    return bidir / 2
+    """One-direction bandwidth of the link the all-reduce uses, B/s (catalog figures are bidirectional).
+
+    Raises:
+        InputError: the GPU has no link figure (a GPU file without links or base); the field to add is named.
+    """
+    return require_link_bytes_per_s(gpu, "scaleup", "the tensor-parallel all-reduce (TP > 1)") / 2
 
 
 def custom_ar_call_s(payload_bytes: float, tp: int, link_Bps: float, latency_s: float = CA_LATENCY_S) -> float:
@@ -98,6 +102,8 @@ def allreduce_step_s(num_tokens: float, hidden_size: int, num_layers: int, tp: i
     TP 1); a call under ``custom_max_bytes`` (0: custom all-reduce off) at the custom kernel's price, else NCCL's."""
     if tp <= 1 or num_tokens <= 0:
         return 0.0
+    if not link_Bps > 0:
+        raise InputError(f"the TP {tp} all-reduce needs a link bandwidth > 0, got {link_Bps!r} B/s")
     payload = num_tokens * hidden_size * act_bytes
     if payload < custom_max_bytes:
         return 2 * num_layers * custom_ar_call_s(payload, tp, link_Bps)

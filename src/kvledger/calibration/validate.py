@@ -8,7 +8,7 @@ and the simulated side, so they can be compared); None when no stage passes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
@@ -120,10 +120,24 @@ def knee_rate(rates: list[float], ttft_means: list[float | None], threshold: flo
     return None
 
 
+def _with_model(t: Target, args: SimRequestArgs) -> SimRequestArgs:
+    """``args`` with the model the run's record names (meta.json's ``model``) when ``--model`` was not given.
+
+    Raises:
+        InputError: neither names one.
+    """
+    if args.model:
+        return args
+    meta = t.run.measured.metadata if t.run.measured is not None else None
+    if meta is None or not meta.model:
+        raise InputError(f"{t.run.source}: the run's record names no model; pass --model (the served model)")
+    return replace(args, model=meta.model)
+
+
 def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
     from kvledger.calibration.api import engine_for, headline_errors
 
-    setup = engine_for(args, t.run, max_paddings)
+    setup = engine_for(_with_model(t, args), t.run, max_paddings)
     records = replay(t.run, setup.config, setup.cost).records
     if t.stage is not None:
         c = stage_comparison(t.run.label, t.stage, records)

@@ -29,6 +29,8 @@ def _gpu_file_model() -> Any:
         bf16_tflops: float = Field(gt=0, le=1e6, allow_inf_nan=False)
         fp8_tflops: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False)
         base: str | None = Field(default=None, min_length=1, max_length=255)
+        interconnect_gb_s: float | None = Field(default=None, ge=0, le=1e5, allow_inf_nan=False)
+        host_link_gb_s: float | None = Field(default=None, gt=0, le=1e5, allow_inf_nan=False)
 
         @field_validator("memory", mode="before")
         @classmethod
@@ -46,7 +48,8 @@ def _gpu_file_model() -> Any:
 
 def gpu_file(path: Path) -> GpuSpec:
     """A custom GPU from a small JSON or TOML file: name, memory ("79.22GiB"), bandwidth_tb_s, bf16_tflops[,
-    fp8_tflops, base].
+    fp8_tflops, base, interconnect_gb_s, host_link_gb_s] (links bidirectional, as gpus.csv; they override base's;
+    without either and without base the GPU has no link figure, and TP > 1 or offloading is refused naming the field).
 
     Raises:
         ConfigError: unreadable file, wrong types, missing or out-of-range fields (file, field and allowed range named).
@@ -86,7 +89,8 @@ def gpu_file(path: Path) -> GpuSpec:
     except ValidationError as err:
         e = err.errors()[0]
         loc = ".".join(str(x) for x in e["loc"]) or None
-        field_names = "the fields are name, memory, bandwidth_tb_s, bf16_tflops, fp8_tflops, base"
+        field_names = ("the fields are name, memory, bandwidth_tb_s, bf16_tflops, fp8_tflops, base, "
+                       "interconnect_gb_s, host_link_gb_s")
         allowed = _GPU_RANGES.get(str(e["loc"][0]) if e["loc"] else "", field_names)
         raise ConfigError(
             str(path),
@@ -94,14 +98,25 @@ def gpu_file(path: Path) -> GpuSpec:
             field=loc,
         ) from None
     base = get_gpu(f.base) if f.base else None
-    return custom_gpu(f.name, parse_bytes(f.memory, what=f"{path}: memory"), f.bandwidth_tb_s * 1e12,
-                      f.bf16_tflops * 1e12,
-                      f.fp8_tflops * 1e12 if f.fp8_tflops else None, base)
+    g = custom_gpu(f.name, parse_bytes(f.memory, what=f"{path}: memory"), f.bandwidth_tb_s * 1e12,
+                   f.bf16_tflops * 1e12,
+                   f.fp8_tflops * 1e12 if f.fp8_tflops else None, base,
+                   flags={"memory": f"{path}: memory", "HBM bandwidth": f"{path}: bandwidth_tb_s",
+                          "dense BF16 peak": f"{path}: bf16_tflops"})
+    links = {}
+    if f.interconnect_gb_s is not None:
+        links.update(interconnect="given" if f.interconnect_gb_s else "none",
+                     interconnect_bytes_per_s=f.interconnect_gb_s * 1e9)
+    if f.host_link_gb_s is not None:
+        links["host_link_bytes_per_s"] = f.host_link_gb_s * 1e9
+    return replace(g, datasheet_ref=f"GPU file {path}", **links)
 
 
 _GPU_RANGES = {"name": "1 to 255 characters", "memory": 'a size such as "79.22GiB", 1 MiB to 32 TiB',
                "bandwidth_tb_s": "0 < TB/s ≤ 1000", "bf16_tflops": "0 < TFLOP/s ≤ 1,000,000",
-               "fp8_tflops": "0 < TFLOP/s ≤ 1,000,000", "base": "a catalog GPU name"}
+               "fp8_tflops": "0 < TFLOP/s ≤ 1,000,000", "base": "a catalog GPU name",
+               "interconnect_gb_s": "0 ≤ GB/s ≤ 100,000 (bidirectional per GPU; 0: no scale-up link)",
+               "host_link_gb_s": "0 < GB/s ≤ 100,000 (bidirectional)"}
 
 
 def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth_bytes_per_s: float | None = None,

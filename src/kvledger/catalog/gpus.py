@@ -181,6 +181,19 @@ def get_gpu(name: str) -> GpuSpec:
                            "catalog GPU adjusted with --gpu-memory/--gpu-bandwidth/--gpu-bf16-tflops.")
 
 
+def _plain(x: float) -> str:
+    """A figure without exponent notation: 4 significant digits below 1000, thousands grouped above."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def _size(n_bytes: float) -> str:
+    """A byte count in the largest binary unit it reaches (B … TiB), e.g. 1e18 → "909,495 TiB", 2**20 → "1 MiB"."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", MiB), ("KiB", 2**10)):
+        if abs(n_bytes) >= scale:
+            return f"{_plain(n_bytes / scale)} {unit}"
+    return f"{_plain(n_bytes)} B"
+
+
 def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, bf16_flops_per_s: float,
                fp8_flops_per_s: float | None = None, base: GpuSpec | None = None,
                flags: dict[str, str] | None = None) -> GpuSpec:
@@ -192,13 +205,14 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
     Raises:
         InputError: a zero, negative or absurd figure.
     """
-    for what, v, lo, hi, unit, scale in (("memory", memory_bytes, 1 * MiB, 2**45, "GiB", 2**30),
-                                         ("HBM bandwidth", hbm_bandwidth_bytes_per_s, 1e9, 1e15, "TB/s", 1e12),
-                                         ("dense BF16 peak", bf16_flops_per_s, 1e11, 1e18, "TFLOP/s", 1e12)):
+    for what, v, lo, hi, unit, scale in (("memory", memory_bytes, 1 * MiB, 2**45, "", 1),
+                                         ("HBM bandwidth", hbm_bandwidth_bytes_per_s, 1e9, 1e15, " TB/s", 1e12),
+                                         ("dense BF16 peak", bf16_flops_per_s, 1e11, 1e18, " TFLOP/s", 1e12)):
         if not (lo <= v <= hi):
             flag = f"{flags[what]}: " if flags and what in flags else ""
-            raise InputError(f"{flag}GPU {what} {v / scale:g} {unit} is not plausible (expected {lo / scale:g}–"
-                             f"{hi / scale:g} {unit})")
+            show = _size if what == "memory" else _plain
+            raise InputError(f"{flag}GPU {what} {show(v / scale)}{unit} is not plausible (expected "
+                             f"{show(lo / scale)}–{show(hi / scale)}{unit})")
     b = base
     return GpuSpec("custom", name, memory_bytes / GB, None, int(memory_bytes), "given by the user",
                    hbm_bandwidth_bytes_per_s,
@@ -207,3 +221,25 @@ def custom_gpu(name: str, memory_bytes: int, hbm_bandwidth_bytes_per_s: float, b
                    b.host_link_bytes_per_s if b else 0.0, b.tdp_w if b else None, b.arch if b else "", "user", "given",
                        "",
                    p2p=b.p2p if b else True, nvlink_all_to_all=b.nvlink_all_to_all if b else False)
+
+
+def require_link_bytes_per_s(gpu: GpuSpec, kind: str, needed_for: str) -> float:
+    """The bidirectional bandwidth of ``gpu``'s link, B/s: ``kind`` "scaleup" (the scale-up link, else the host link,
+    as the TP all-reduce falls back) or "host" (PCIe/C2C to host memory).
+
+    Raises:
+        InputError: the GPU (a GPU file without ``base``) has no such figure; names the file field to add.
+    """
+    bidir = (gpu.interconnect_bytes_per_s or gpu.host_link_bytes_per_s) if kind == "scaleup" else \
+        gpu.host_link_bytes_per_s
+    if bidir > 0:
+        return bidir
+    origin = f" ({gpu.datasheet_ref})" if gpu.datasheet_ref.startswith("GPU file") else ""
+    if kind == "scaleup":
+        add = ("interconnect_gb_s = <GB/s> (scale-up link, bidirectional per GPU, e.g. 900 for NVLink 4 on H100 SXM) "
+               "or host_link_gb_s = <GB/s> (PCIe, bidirectional, e.g. 64 for Gen4 x16)")
+    else:
+        add = "host_link_gb_s = <GB/s> (PCIe/C2C to host memory, bidirectional, e.g. 64 for PCIe Gen4 x16)"
+    raise InputError(f"GPU {gpu.name!r}{origin} has no link bandwidth, which {needed_for} needs: add {add} to the GPU "
+                     f"file, or base = \"<catalog GPU>\" to take its links")
+

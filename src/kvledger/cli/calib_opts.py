@@ -49,10 +49,8 @@ FlopsFraction = Annotated[float | None, option_info(EngineFlags, "achievable_flo
     "of peak FLOP/s (default: the GPU profile's, else 0.7).")]
 BandwidthFraction = Annotated[float | None, option_info(EngineFlags, "achievable_bandwidth_fraction", help="Roofline: "
     "share of peak HBM bandwidth (default: the GPU profile's, else 0.8).")]
-GpuProfile = Annotated[str | None, typer.Option("--gpu-profile", help="GPU-scope calibration pricing the roofline: a "
-                                                                      "FILE from `kvledger calibrate --scope gpu`, "
-                                                                      "'none', or (default) the GPU's bundled one.",
-                                                                          show_default=False)]
+GpuProfile = Annotated[str | None, option_info(EngineFlags, "gpu_profile", help="GPU-scope calibration pricing the "
+    "roofline: a FILE from `kvledger calibrate --scope gpu`, 'none', or (default) the GPU's bundled one.")]
 CpuOverhead = Annotated[str | None, option_info(EngineFlags, "cpu_overhead")]
 
 def engine_args(model: str | None, gpu: str, params: dict[str, Any], step_cost: str = "roofline"):

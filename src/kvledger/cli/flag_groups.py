@@ -137,6 +137,9 @@ class EngineFlags:
         "Roofline: share of peak FLOP/s matmuls reach (default 0.7, an assumption)."))
     achievable_bandwidth_fraction: float | None = flag("--achievable-bandwidth-fraction", help=(
         "Roofline: share of peak HBM bandwidth kernels reach (default 0.8, an assumption)."))
+    gpu_profile: str | None = flag("--gpu-profile", help=(
+        "GPU-scope calibration pricing the roofline: a FILE from `kvledger calibrate --scope gpu` (fitted on this "
+        "GPU; any model), 'none', or (default) the GPU's bundled one where the data has runs."))
 
 
 @dataclass(frozen=True, slots=True)

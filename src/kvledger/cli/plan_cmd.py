@@ -77,10 +77,13 @@ def plan(
                                                                              "overriding the catalog."),
     gpu_bf16_tflops: float | None = typer.Option(None, "--gpu-bf16-tflops", help="Dense BF16 tensor peak, TFLOP/s, "
         "overriding the catalog."),
-    achievable_flops_fraction: float = option(EngineFlags, "achievable_flops_fraction", 0.7, help="Roofline: share of "
-        "peak FLOP/s matmuls reach (assumption)."),
-    achievable_bandwidth_fraction: float = option(EngineFlags, "achievable_bandwidth_fraction", 0.8, help="Roofline: "
-        "share of peak HBM bandwidth kernels reach (assumption)."),
+    achievable_flops_fraction: float | None = option(EngineFlags, "achievable_flops_fraction", help="Roofline: share "
+        "of peak FLOP/s matmuls reach (default: --gpu-profile's, else 0.7, an assumption)."),
+    achievable_bandwidth_fraction: float | None = option(EngineFlags, "achievable_bandwidth_fraction", help="Roofline: "
+        "share of peak HBM bandwidth kernels reach (default: --gpu-profile's, else 0.8, an assumption)."),
+    gpu_profile: str | None = option(EngineFlags, "gpu_profile", help="Roofline view priced by a GPU-scope "
+        "calibration: a FILE from `kvledger calibrate --scope gpu` fitted on this GPU (default: none, the assumed "
+        "0.7 / 0.8)."),
     disable_hybrid_kv_cache_manager: bool = typer.Option(False, "--disable-hybrid-kv-cache-manager", help="vLLM flag: "
         "allocate sliding/chunked layers as full."),
     enable_prefix_caching: bool | None = option(EngineFlags, "prefix_caching", help="vLLM flag (default: the "
@@ -118,6 +121,19 @@ def plan(
         tuple(parse_tokens(c, what="--context") for item in (context or []) for c in item.split(",") if c.strip())
         or None
     )
+    spec = load_model(model)
+    g = resolve_gpu(gpu, memory_bytes=_bytes_opt(gpu_memory, "--gpu-memory"),
+                    bandwidth_bytes_per_s=gpu_bandwidth * 1e12 if gpu_bandwidth is not None else None,
+                    bf16_flops_per_s=gpu_bf16_tflops * 1e12 if gpu_bf16_tflops is not None else None)
+    prof = None
+    if gpu_profile is not None and gpu_profile not in ("none", "auto"):
+        from kvledger.accounting.gpu_profile import resolve_gpu_profile
+
+        prof = resolve_gpu_profile(gpu_profile, g.name)
+    if achievable_flops_fraction is None:
+        achievable_flops_fraction = prof.flops_fraction if prof is not None else 0.7
+    if achievable_bandwidth_fraction is None:
+        achievable_bandwidth_fraction = prof.bandwidth_fraction if prof is not None else 0.8
     settings = make_settings(
         engine=engine_name(engine), engine_version=engine_version, tp=tp, pp=pp,
         max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None, contexts=ctxs,
@@ -138,11 +154,8 @@ def plan(
         disable_custom_all_reduce=disable_custom_all_reduce, enforce_eager=enforce_eager, nnodes=nnodes,
         distributed_executor_backend=distributed_executor_backend.lower() if distributed_executor_backend else None,
         sampler_backend=sampler_backend.lower())
-    spec = load_model(model)
-    g = resolve_gpu(gpu, memory_bytes=_bytes_opt(gpu_memory, "--gpu-memory"),
-                    bandwidth_bytes_per_s=gpu_bandwidth * 1e12 if gpu_bandwidth is not None else None,
-                    bf16_flops_per_s=gpu_bf16_tflops * 1e12 if gpu_bf16_tflops is not None else None)
     p = build_plan(spec, g, settings)
+    priced_by = f"gpu: {prof.label}" if prof is not None else None
     from kvledger.cli.tier_opts import tier_settings, tiers_given
 
     settings_t = tier_settings(tiers, link_fraction=link_fraction)
@@ -153,11 +166,16 @@ def plan(
         tier_plan = build_tier_plan(p, settings_t, suffix_tokens=suffix_tokens)
     if as_json:
         d = p.to_dict()
+        if priced_by is not None and d.get("roofline") is not None:
+            d["roofline"]["priced_by"] = priced_by
         if tier_plan is not None:
             d["kv_tiers"] = tier_plan.to_dict()
         typer.echo(strict_json.dumps(d, indent=2))
     else:
         render_plan(p, Console(), verbose=verbose)
+        if priced_by is not None:
+            Console().print(f"roofline priced by: {priced_by} (achievable {p.settings.achievable_flops_fraction:.0%} "
+                            f"FLOP/s, {p.settings.achievable_bandwidth_fraction:.0%} bandwidth)")
         if tier_plan is not None:
             from kvledger.report.kv_tiers_view import render_kv_tiers
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from kvledger.cli import bill_opts as bo
+from kvledger.cli.flag_groups import EngineFlags, option
 
 if TYPE_CHECKING:
     from kvledger.analyses.serving.report_data import ReportData
@@ -55,6 +56,7 @@ def report(
     max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="Most running requests per replica."),
     step_cost: str | None = typer.Option(None, "--step-cost", help="roofline (default) or calibrated (see kvledger "
                                                                    "simulate --help)."),
+    gpu_profile: str | None = option(EngineFlags, "gpu_profile"),
     utilization: float | None = typer.Option(None, "--utilization", help="Override: average load ÷ capacity over the "
                                                                          "billed hours, (0, 1] (default: the volume's "
                                                                          "realized utilization).", show_default=False),
@@ -102,10 +104,11 @@ def report(
     from kvledger.report.report_pool import report_pool
 
     keys = [k for _, _, ks in SECTIONS for k in ks]
-    _check_outputs(out, png, force, keys, [trace, step_cost, *(bench or [])])
+    _check_outputs(out, png, force, keys, [trace, step_cost, gpu_profile, *(bench or [])])
     engine = {k: v for k, v in (("tp", tp), ("engine_version", engine_version), ("max_model_len", max_model_len),
                                 ("gpu_memory_utilization", gpu_memory_utilization), ("kv_cache_dtype", kv_cache_dtype),
-                                ("max_num_seqs", max_num_seqs), ("step_cost", step_cost)) if v is not None}
+                                ("max_num_seqs", max_num_seqs), ("step_cost", step_cost),
+                                ("gpu_profile", gpu_profile)) if v is not None}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, seed=seed,
                         target=target,
                         engine=engine, utilization=utilization, max_utilization=max_utilization,

@@ -35,7 +35,7 @@ WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "prompt_lengths", "output_leng
                                           "candidate).",
                           "seed": "RNG seed of the workload."})
 ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "engine_version", "step_cost",
-                                     "cpu_overhead"),
+                                     "cpu_overhead", "gpu_profile"),
                   defaults={"step_cost": "roofline"})
 SESSIONS = GroupUse(SessionFlags, help={
     "session_workload": "Multi-turn sessions instead of a trace: chat or agent (the presets of `kvledger offload`), "
@@ -43,8 +43,8 @@ SESSIONS = GroupUse(SessionFlags, help={
     "sessions": "Sessions per probe, count (default 200; the same seeded sessions for every candidate).",
     "session_rate": "The load to size for, session starts per second (× the drawn sessions' turns per session = "
                     "req/s)."})
-PRICING = GroupUse(PricingFlags, only=("gpu_provider", "utilization", "max_utilization", "batch_share",
-                                       "cache_hit_rate", "cache_write_rate"),
+PRICING = GroupUse(PricingFlags, only=("gpu_provider", "gpu_usd_per_hour", "utilization", "max_utilization",
+                                       "batch_share", "cache_hit_rate", "cache_write_rate"),
                    help={"utilization": "Average load ÷ capacity over billed hours for $ per token (default with "
                                         "--rate/--monthly-tokens: the sizing's realized utilization)."})
 
@@ -192,13 +192,20 @@ def register(app: typer.Typer) -> None:
         spec = SearchSpec(model=model, slo=slo, target=target, trace=w.trace or "azure-conv",
                           num_requests=w.num_requests,
                           seed=w.seed, synthetic=wl, step_cost=e.step_cost, cpu_overhead=e.cpu_overhead,
+                          gpu_profile=e.gpu_profile,
                           engine_version=e.engine_version, max_model_len=mml,
                           gpu_memory_utilization=e.gpu_memory_utilization, gpu_provider=p.gpu_provider,
                           utilization=p.utilization, max_utilization=p.max_utilization, rate_req_per_s=rate,
                           monthly_tokens=monthly_tokens, api=api, batch_share=p.batch_share,
-                          cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate)
+                          cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
+                          gpu_usd_per_hour=p.gpu_usd_per_hour)
         axes = axes_of(",".join([gpus or "", *(gpu or [])]), tp, kv_cache_dtype, max_num_seqs, max_num_batched_tokens,
                      prefix_caching, splits_of(disagg_splits) if disagg else ())
+        if e.gpu_profile is not None and axes.gpus:
+            from kvledger.accounting.gpu_profile import check_profile_gpus
+            from kvledger.catalog.gpu_file import resolve_gpu
+
+            check_profile_gpus(e.gpu_profile, [resolve_gpu(g).name for g in axes.gpus])
         rank = rank_of(show_command)
         if show_command is not None and rank is None:
             show_command_of(spec, axes, show_command, as_json)

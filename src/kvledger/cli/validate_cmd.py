@@ -1,5 +1,5 @@
-"""``kvledger validate FILE --model M --gpu G [--step-cost …] [--slo …]``: replay a measured run and print predicted vs
-measured with the error of each figure."""
+"""``kvledger validate FILE [--model M] --gpu G [--step-cost …] [--slo …]``: replay a measured run and print predicted
+vs measured with the error of each figure (the model: --model, else the run's record)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from kvledger.cli.calib_opts import (
     MaxNumBatchedTokens,
     MaxNumSeqs,
     MaxPaddings,
-    Model,
     NumGpuBlocksOverride,
     PrefixCaching,
     Tp,
@@ -38,7 +37,10 @@ def validate(
                                                 "an inference-perf stage report, or an aggregate-only benchmark file "
                                                 "(vLLM/SGLang bench_serving; several rates: a sweep); with --sweep, "
                                                 "the stage files of one load sweep."),
-    model: Model = ..., gpu: Gpu = ..., engine_version: EngineVersion = None, tp: Tp = None,
+    model: str | None = typer.Option(None, "--model", help="The served model: bundled HF id or alias, a config.json "
+                                                           "path or a Hub id (default: the run's record, as "
+                                                           "calibrate reads it; needed for files that name none)."),
+    gpu: Gpu = ..., engine_version: EngineVersion = None, tp: Tp = None,
     max_model_len: MaxModelLen = None, gpu_memory_utilization: GpuMemUtil = None, kv_cache_dtype: KvCacheDtype = "auto",
     block_size: BlockSize = None, max_num_batched_tokens: MaxNumBatchedTokens = None, max_num_seqs: MaxNumSeqs = None,
     num_gpu_blocks_override: NumGpuBlocksOverride = None, prefix_caching: PrefixCaching = None,

@@ -88,12 +88,17 @@ def render_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
         con.print(f"profile written to {escape(str(out))}: use it with --step-cost {escape(str(out))}")
 
 
-def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None) -> None:
-    """A GPU-scope profile: the fitted fractions, the objective, each run's errors under them."""
+def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_frontend: bool = False) -> None:
+    """A GPU-scope profile: the fitted fractions, the objective, each run's errors under them; with ``fit_frontend``
+    (calibrate --fit-frontend), the set-up's fitted front-end latency."""
     fit = p["fit"]
     con.print(f"GPU profile for {escape(p['gpu'])}: achievable FLOP/s fraction {p['flops_fraction']:.3f}, bandwidth "
               f"fraction {p['bandwidth_fraction']:.3f} (objective {fit['objective_start']:.4g} at 0.7/0.8 → "
               f"{fit['objective']:.4g}; {fit['num_replays']} replays)")
+    if fit_frontend:
+        con.print(f"front-end latency (the set-up's, per request, outside the engine): {fit['frontend_s'] * 1e3:.1f} "
+                  "ms, fitted with the fractions (kvledger.calibration.gpu_fit, golden-section at each pair); added to "
+                  "each run's TTFT and E2E below, written as fit.frontend_s, never added by the GPU profile")
     t = Table(title="each run under the fitted fractions (error = predicted/measured − 1)", title_justify="left")
     for col in ("run", "model", "TP", "TTFT mean", "TPOT mean", "E2E mean", "throughput"):
         t.add_column(col, justify="left" if col in ("run", "model") else "right")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from kvledger.accounting.kv_range import range_text
+from kvledger.accounting.notes import NEWER_THAN_READ
 from kvledger.accounting.plan import Plan
+from kvledger.accounting.platforms import NOT_MODELLED
 from kvledger.accounting.roofline_breakdown import RooflineReport
 from kvledger.units import GiB, KiB
 
@@ -17,7 +19,7 @@ def summary_lines(p: Plan) -> list[str]:
     groups = "".join(f" — {t}" for t in ["; ".join(f"{g.num_layers} {g.kind}: {g.formula}" for g in kv.groups)] if t)
     out = [f"KV per token: {kv.bytes_per_token:,.0f} B ({kv.bytes_per_token / KiB:,.2f} KiB) per GPU, KV dtype "
            f"{kv.kv_cache_dtype}{groups}"]
-    out += [f"note: {n}" for n in m.notes if "newer than the newest release" in n]
+    out += [f"note: {n}" for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n]
     out += [f"note: {n}" for n in p.model.notes if "read as a standard decoder" in n]  # an unknown model_type: say how
     out += [f"note: {n}" for n in p.model.notes if n.startswith("KV per ")]  # a note that qualifies the headline figure
     if m.kv_free:
@@ -31,6 +33,8 @@ def summary_lines(p: Plan) -> list[str]:
     w = next((d.bytes for d in m.deductions if d.name == "weights"), None)
     weights = f"weights {w / GiB:,.2f} GiB, " if w is not None else ""
     rng = m.ranges.get("available_kv_bytes")
+    if rng and m.available_kv_bytes <= 0:  # the shortfall's range, as positive numbers like its point
+        rng = (max(0.0, -rng[1]), max(0.0, -rng[0]))
     rtxt = f" {range_text(*rng, fmt=',.2f')}" if rng and range_text(*rng, fmt=',.2f') else ""
     avail = (f"available KV {m.available_kv_bytes / GiB:,.2f} GiB{rtxt}" if m.available_kv_bytes > 0 else
              f"no memory left for the KV cache (short by {-m.available_kv_bytes / GiB:,.2f} GiB{rtxt})")

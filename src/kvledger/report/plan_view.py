@@ -113,7 +113,7 @@ def _concurrency(p: Plan) -> Table:
     unit = "tokens" if p.memory.engine == "sglang" else "blocks"
     t = _t("Maximum concurrency (per replica)", "context", f"{unit} / request", "KV state / request",
            "pool budget / request", "engine figure", "whole requests (KV)",
-           f"running (≤ max_num_seqs {p.memory.max_num_seqs:,})")
+           f"running (≤ max_num_seqs {_seqs_text(p)})")
     for r in p.concurrency:
         flag = "" if r.within_max_model_len else " [red](> max_model_len)[/]"
         capped = " [yellow](capped)[/]" if r.max_requests > r.running_cap else ""
@@ -182,6 +182,15 @@ def _roofline(p: Plan) -> list[Table]:
     return [t, d]
 
 
+def _seqs_text(p: Plan) -> str:
+    """max_num_seqs as a number, or what it is when SGLang had no KV tokens to size max_running_requests from (its rule
+    gives 0 there: min(…, #tokens // 2))."""
+    m = p.memory
+    if m.max_num_seqs == 0 and m.engine == "sglang" and m.pool_tokens <= 0:
+        return "— (SGLang sizes max_running_requests from the KV pool, which is empty)"
+    return f"{m.max_num_seqs:,}"
+
+
 def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
     """Print the summary (a few lines) and, with ``verbose``, the whole ledger: model, KV bytes, memory plan,
     concurrency, waterfall, roofline, every note."""
@@ -190,7 +199,7 @@ def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
     console.print(f"[bold]KV-cache ledger[/]: {p.model.name} on {p.gpu.name} — {p.memory.engine} "
                   f"{p.memory.engine_version}, TP {s.tp}{pp}, max_model_len {p.memory.max_model_len:,}, "
                   f"max_num_batched_tokens {p.memory.max_num_batched_tokens:,}, "
-                  f"max_num_seqs {p.memory.max_num_seqs:,}")
+                  f"max_num_seqs {_seqs_text(p)}")
     for line in summary_lines(p):
         console.print(f"  {line}", markup=False, highlight=False)
     if not verbose:

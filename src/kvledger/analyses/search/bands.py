@@ -13,14 +13,16 @@ __all__ = ["search_regime", "band_notes"]
 
 def search_regime(spec: Any, gpu_name: str) -> str:
     """The regime a candidate was priced in: the search's step cost, the GPU's bundled profile, the model's kind."""
-    from kvledger.accounting.gpu_profile import bundled_gpu_profile
+    from kvledger.accounting.gpu_profile import choice_for_gpu, resolve_gpu_profile
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
 
     if spec.step_cost != "roofline":
         scope = "model"
     else:
-        scope = "gpu" if bundled_gpu_profile(resolve_gpu(gpu_name).name) is not None else "uncalibrated"
+        name = resolve_gpu(gpu_name).name
+        prof = resolve_gpu_profile(choice_for_gpu(getattr(spec, "gpu_profile", None), name), name)
+        scope = "gpu" if prof is not None else "uncalibrated"
     return regime_of(scope, load_model(spec.model).is_moe, "vllm")
 
 

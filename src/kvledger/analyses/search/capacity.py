@@ -157,12 +157,12 @@ def _requests(spec: SearchSpec, rate: float) -> list[Any]:
 def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
     from kvledger.accounting.settings import make_settings
     from kvledger.analyses.judgments.pd_disagg import DEFAULT_TRANSFER_LATENCY_S, Deployment, DisaggStudy
-    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.dynamics.engine.kv_transfer import link_from_gpu
     from kvledger.units import parse_duration_s
 
-    gpu = get_gpu(cand.gpu_id)
+    gpu = resolve_gpu(cand.gpu_id)
     link_kind = "nvlink" if gpu.interconnect_bytes_per_s else "pcie"
     settings = make_settings(engine_version=spec.engine_version, max_model_len=spec.max_model_len,
                              gpu_memory_utilization=spec.gpu_memory_utilization, kv_cache_dtype=cand.kv_cache_dtype,

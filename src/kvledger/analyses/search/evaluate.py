@@ -111,7 +111,7 @@ def evaluate_candidate(spec: SearchSpec, entry: dict[str, Any]) -> dict[str, Any
         return {**entry, "status": "error", "reason": "simulation error", "detail": str(err)}
     wl = pr.workload
     rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
-    row = price_row(cand.gpu_id, spec.gpu_provider)
+    row = price_row(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour)
     sizing = None if rate is None else _sizing(spec, rate, cap, n_gpus, row.usd_per_gpu_hour)
     utilization = spec.utilization if spec.utilization is not None else sizing["realized_utilization"]
     setup = SelfHostSetup(GpuRate.from_catalog(row), n_gpus, utilization, max_utilization=spec.max_utilization)

@@ -77,7 +77,7 @@ def caveats(entry: dict[str, Any]) -> list[str]:
     not measured on its GPU."""
     out = []
     pr = entry.get("price") or {}
-    if pr.get("confidence") and pr["confidence"] != "high":
+    if pr.get("confidence") and pr["confidence"] not in ("high", "user input"):  # a given price is no row
         out.append(
             f"{pr['confidence']}-confidence price row ({pr.get('provider', '')} {pr.get('instance_type', '')})".strip()
         )

@@ -181,11 +181,12 @@ def candidate_commands(spec: Any, candidate_id: str) -> CandidateCommands:
 
     from kvledger.analyses.search.screen import screen_candidate
     from kvledger.analyses.search.spec import parse_candidate_id
-    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.errors import InputError
 
     cand = parse_candidate_id(candidate_id)
-    cand = replace(cand, gpu_id=get_gpu(cand.gpu_id).gpu_id)
+    g = resolve_gpu(cand.gpu_id)
+    cand = replace(cand, gpu_id=cand.gpu_id if g.gpu_id == "custom" else g.gpu_id)
     e = screen_candidate(spec, cand)
     if e["status"] == "rejected" and e["reason"] != "no price row":
         raise InputError(f"{cand.id} is rejected ({e['reason']}): {e['detail']}")

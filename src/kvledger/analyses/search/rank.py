@@ -184,7 +184,9 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
 
     frontier, dominated = pareto(feasible)
     notes = []
-    if spec.gpu_provider is None:
+    if spec.gpu_usd_per_hour is not None:
+        notes.append(f"GPU price: ${spec.gpu_usd_per_hour:g}/GPU-h for every candidate, given (--gpu-usd-per-hour)")
+    elif spec.gpu_provider is None:
         notes.append("GPU prices: the cheapest on-demand row of each GPU in gpu_prices.csv (any provider); "
                      "--gpu-provider fixes one")
     from kvledger.analyses.search.bands import band_notes
@@ -194,7 +196,14 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     if any(e["status"] == "error" for e in entries):
         notes.append("some candidates failed (status error): run again with --resume LEDGER to redo only those")
     cfront, cdom = cost_frontier(feasible)
-    if spec.step_cost == "roofline":
+    if spec.step_cost == "roofline" and spec.gpu_profile not in (None, "auto", "none"):
+        from kvledger.accounting.gpu_profile import load_gpu_profile
+
+        prof = load_gpu_profile(spec.gpu_profile)
+        notes.append(f"priced by: gpu: {prof.label} for the candidates on {prof.gpu} (roofline at "
+                     f"{prof.flops_fraction:.0%} of peak FLOP/s, {prof.bandwidth_fraction:.0%} of peak bandwidth); "
+                     "any other GPU by its bundled profile, if any, else uncalibrated")
+    elif spec.step_cost == "roofline":
         notes.append("step cost uncalibrated (roofline): every capacity is a model estimate, not a measurement")
     return SearchResult(spec, entries, ranking, frontier, dominated, _api(spec, feasible), notes, cfront, cdom)
 

@@ -55,7 +55,14 @@ def plan_candidates(spec: SearchSpec, axes: Axes) -> list[Candidate]:
     spec.check()
     if spec.api is not None:
         find_api_price(spec.api)
-    return make_candidates(axes, load_model(spec.model).num_kv_heads, spec.gpu_provider)
+    cands = make_candidates(axes, load_model(spec.model).num_kv_heads, spec.gpu_provider)
+    files = sorted({c.gpu_id for c in cands if c.gpu_id.endswith((".json", ".toml"))})
+    if files and spec.gpu_usd_per_hour is None:
+        from kvledger.errors import InputError
+
+        raise InputError(f"GPU file {files[0]} has no catalog price (gpu_prices.csv rows are for catalog GPUs): give "
+                         "--gpu-usd-per-hour, your USD per GPU-hour, to rank it")
+    return cands
 
 
 Batches = Iterator[list[dict[str, Any]]]

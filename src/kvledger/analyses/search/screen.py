@@ -28,19 +28,28 @@ __all__ = ["sim_args", "screen_candidate", "price_row", "plan_figures"]
 
 def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
     """The simulation (and plan) inputs of one candidate: the spec's workload and fixed settings, the candidate's
-    axes."""
+    axes; ``--gpu-profile FILE`` prices the candidates on the GPU it was fitted on (the others keep their default)."""
+    from kvledger.accounting.gpu_profile import choice_for_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
+
+    profile = spec.gpu_profile and choice_for_gpu(spec.gpu_profile, resolve_gpu(cand.gpu_id).name)
     return SimRequestArgs(model=spec.model, gpu=cand.gpu_id, trace=spec.trace, num_requests=spec.num_requests,
                           seed=spec.seed, engine_version=spec.engine_version, tp=cand.tp,
                           max_model_len=spec.max_model_len, gpu_memory_utilization=spec.gpu_memory_utilization,
                           kv_cache_dtype=cand.kv_cache_dtype, max_num_batched_tokens=cand.max_num_batched_tokens,
                           max_num_seqs=cand.max_num_seqs, enable_prefix_caching=cand.enable_prefix_caching,
-                          step_cost=spec.step_cost, cpu_overhead=spec.cpu_overhead)
+                          step_cost=spec.step_cost, cpu_overhead=spec.cpu_overhead, gpu_profile=profile or None)
 
 
-def price_row(gpu_id: str, provider: str | None) -> Any:
-    """The rental row that prices ``gpu_id``: the cheapest per GPU-hour among its rows (of ``provider`` when given;
-    ties go to the first in the file), or None when there is none."""
-    from kvledger.catalog.prices import find_gpu_prices
+def price_row(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None = None) -> Any:
+    """The rental row that prices ``gpu_id``: the user's ``usd_per_gpu_hour`` (--gpu-usd-per-hour) when given, else
+    the cheapest per GPU-hour among its rows (of ``provider`` when given; ties go to the first in the file), or None
+    when there is none (a GPU file has none)."""
+    from kvledger.catalog.prices import GpuPrice, find_gpu_prices
+
+    if usd_per_gpu_hour is not None:
+        return GpuPrice("given", "user", gpu_id, gpu_id, "--gpu-usd-per-hour", 1, usd_per_gpu_hour, usd_per_gpu_hour,
+                        "user input", "", "", "user input (--gpu-usd-per-hour)", "user input", "")
 
     try:
         rows = find_gpu_prices(gpu_id, provider)
@@ -115,10 +124,12 @@ def screen_candidate(spec: SearchSpec, cand: Candidate) -> dict[str, Any]:
         if rejected is not None:
             return rejected
         extra["decode_plan"] = plan_figures(dplan)
-    price = price_row(cand.gpu_id, spec.gpu_provider)
+    price = price_row(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour)
     if price is None:
         where = f" at {spec.gpu_provider}" if spec.gpu_provider else ""
-        return _reject(cand, "no price row", f"gpu_prices.csv has no rental row for {cand.gpu_id}{where}",
+        what = ("a GPU file has no catalog price; pass --gpu-usd-per-hour" if plan.gpu.gpu_id == "custom" else
+                f"gpu_prices.csv has no rental row for {cand.gpu_id}{where}")
+        return _reject(cand, "no price row", what,
                        plan=plan_figures(plan), **extra)
     return {**cand.to_dict(), "status": "planned", "reason": None, "detail": None, "gpu_name": plan.gpu.name,
             "plan": plan_figures(plan), **extra, "price": _price_dict(price)}

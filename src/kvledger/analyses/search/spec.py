@@ -41,9 +41,12 @@ class SearchSpec:
             ``synthetic`` is a ``SyntheticSpec``, or a ``session_spec.SessionSpec`` (sessions probed at turn rates).
         step_cost: ``roofline`` or ``calibrated`` (``kvledger.analyses.serving.step_cost_choice``); cpu_overhead:
         per-step CPU
-            time added to the roofline (``2ms``; None: none).
+            time added to the roofline (``2ms``; None: none). gpu_profile: ``--gpu-profile`` (a GPU-scope
+            calibration file prices the candidates on its GPU; "none"; None: each GPU's bundled profile).
         engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
         gpu_provider: rental provider whose rows price the GPUs (None: the cheapest listed row of each GPU).
+        gpu_usd_per_hour: the user's price, USD/GPU-h, for every candidate (None: the price table; a GPU file has no
+            row, so it needs this).
         utilization: average load ÷ capacity over the billed hours for $ per token (None: the realized one of the
         sizing).
         max_utilization: highest average load per replica when sizing for ``rate_req_per_s`` / ``monthly_tokens``.
@@ -60,6 +63,7 @@ class SearchSpec:
     synthetic: SyntheticSpec | SessionSpec | None = None
     step_cost: str = "roofline"
     cpu_overhead: str | None = None
+    gpu_profile: str | None = None
     engine_version: str | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
@@ -72,6 +76,7 @@ class SearchSpec:
     batch_share: float = 0.0
     cache_hit_rate: float = 0.0
     cache_write_rate: float = 0.0
+    gpu_usd_per_hour: float | None = None
 
     def check(self) -> None:
         """Raises InputError for out-of-range inputs, all of them named together."""
@@ -87,7 +92,7 @@ class SearchSpec:
                        "whose sizing then sets it")
         bad += [str(e) for e in range_problems("search", {
             "batch_share": self.batch_share, "cache_hit_rate": self.cache_hit_rate,
-            "cache_write_rate": self.cache_write_rate})]
+            "cache_write_rate": self.cache_write_rate, "gpu_usd_per_hour": self.gpu_usd_per_hour})]
         if bad:
             raise InputError(bad[0] if len(bad) == 1 else f"{len(bad)} problems with the inputs:\n"
                              + "\n".join(f"  - {b}" for b in bad))
@@ -95,9 +100,18 @@ class SearchSpec:
 
         if looks_like_profile(self.step_cost):  # a profile file: read once here, not refused by every candidate
             load_profile(self.step_cost)
+        if self.gpu_profile not in (None, "auto", "none"):
+            from kvledger.accounting.gpu_profile import load_gpu_profile
+
+            load_gpu_profile(self.gpu_profile)
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
+        d = to_jsonable(self)
+        if d["gpu_usd_per_hour"] is None:  # absent unless given: ledgers written before the option still resume
+            del d["gpu_usd_per_hour"]
+        if self.gpu_profile is None:  # the default (each GPU's bundled profile): left out, as before the option
+            d.pop("gpu_profile")
+        return d
 
 
 @dataclass(frozen=True)
@@ -199,11 +213,16 @@ def make_candidates(axes: Axes, num_kv_heads: int, provider: str | None = None) 
 
     Raises:
         UnknownNameError: a GPU the catalog does not know (the closest names suggested).
+        ConfigError: an unreadable or invalid GPU file (a .json/.toml path, kept as the candidate's GPU).
         InputError: a TP below 1.
     """
-    from kvledger.catalog.gpus import get_gpu
+    from kvledger.catalog.gpu_file import resolve_gpu
 
-    gpus = [get_gpu(g).gpu_id for g in axes.gpus] if axes.gpus else default_gpus(provider)
+    def gpu_key(name: str) -> str:
+        g = resolve_gpu(name)  # validates a GPU file here, once, rather than in every candidate
+        return name if g.gpu_id == "custom" else g.gpu_id
+
+    gpus = [gpu_key(g) for g in axes.gpus] if axes.gpus else default_gpus(provider)
     gpus = list(dict.fromkeys(gpus))
     tps = list(dict.fromkeys(axes.tps)) if axes.tps else default_tps(num_kv_heads)
     if any(t < 1 for t in tps):

@@ -107,7 +107,7 @@ def variant_entry(spec: Any, base: dict[str, Any], opt: Any, prices: dict[str, f
         notes.append(note)
     pr = Probed(b, first_failing, p.probes(), notes, run, gp, wl, points=points)
     cap = capacity_from(run, gp, None)
-    row = price_row(cand.gpu_id, spec.gpu_provider)
+    row = price_row(cand.gpu_id, spec.gpu_provider, spec.gpu_usd_per_hour)
     unit_month = cand.num_gpus * row.usd_per_gpu_hour * HOURS_PER_MONTH + tier_month
     rate = load_rate_req_per_s(spec, wl["prompt_tokens_mean"], wl["output_tokens_mean"])
     sizing = None

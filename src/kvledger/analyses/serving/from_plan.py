@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvledger.accounting.notes import NEWER_THAN_READ
+from kvledger.accounting.platforms import NOT_MODELLED
 from kvledger.accounting.vllm_rules import parse_version
 from kvledger.analyses.serving import notes as N
 from kvledger.dynamics.engine.config import EngineConfig
@@ -136,6 +138,7 @@ def _pool_notes(plan) -> list[str]:
     pool = (_sglang_pool(plan) if m.engine == "sglang" else
             N.pool_from_override(m) if plan.settings.num_gpu_blocks_override else N.pool_from_plan(m))
     notes = [N.kv_pool(pool, N.limits(m))]
+    notes += [n for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n]  # what plan also says of its rules
     if m.engine == "sglang":
         notes.append(N.SGLANG_NULL_BLOCK)
         for n in m.notes:

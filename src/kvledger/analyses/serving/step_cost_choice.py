@@ -218,7 +218,7 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
                     + (f"; its fit errors: {prof.fit_error}" if prof.fit_error else ""))
         if cal is not None and (note := disagreement_note(cost, cal)):
             hint += "; " + note
-        data = {"gpu_profile_data": list(prof.data)} if prof is not None else {}
+        data = {"gpu_profile_data": list(prof.data), "priced_by": f"gpu: {prof.label}"} if prof is not None else {}
         return cost, {"name": "roofline", "scope": scope, **data, "flops_fraction": cost.flops_fraction,
                       "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
                       "source": "kvledger.accounting.roofline: weight matmuls then attention, each "

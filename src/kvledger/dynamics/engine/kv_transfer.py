@@ -99,8 +99,12 @@ def link_from_gpu(gpu, link: str, latency_s: float = 0.0) -> KVLink:
         bidir = gpu.interconnect_bytes_per_s if key == "nvlink" else gpu.host_link_bytes_per_s
         what = f"{gpu.interconnect} scale-up link" if key == "nvlink" else "host link (PCIe)"
         if not bidir:
-            raise InputError(f"{gpu.name} has no {key} bandwidth in the GPU catalog (scale-up: {gpu.interconnect!r}); "
-                             "use --link pcie or give the network bandwidth per GPU, e.g. --link 50GB/s")
+            field = "interconnect_gb_s" if key == "nvlink" else "host_link_gb_s"
+            where = (f"({gpu.datasheet_ref}: add {field} = <GB/s>, bidirectional per GPU, to the file)"
+                     if gpu.datasheet_ref.startswith("GPU file")
+                     else f"in the GPU catalog (scale-up: {gpu.interconnect!r})")
+            raise InputError(f"{gpu.name} has no {key} bandwidth {where}; use --link pcie or give the network "
+                             "bandwidth per GPU, e.g. --link 50GB/s")
         src = (f"{gpu.name} {what}: {bidir / 1e9:,.0f} GB/s bidirectional per GPU (catalog gpus.csv, "
                f"{gpu.datasheet_ref}) ÷ 2 = {bidir / 2e9:,.0f} GB/s one way")
         return KVLink(key, bidir / 2, latency_s, src)

@@ -1,0 +1,143 @@
+"""``--gpu-profile FILE`` (a GPU-scope calibration from ``kvledger calibrate --scope gpu``) on every command that
+simulates: simulate (typer's path and the quick path), goodput --simulate, cost --simulate, search, report; the
+output names the profile that priced the steps; a profile fitted on another GPU, or given to --step-cost, is refused
+with the way out."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.cli.main import app, build_app
+from kvledger.cli.quick_argv import parse_simulate
+
+runner = CliRunner()
+MODEL = "meta-llama/Meta-Llama-3.1-8B"
+H100 = "NVIDIA H100 80GB SXM5"  # the catalog name `--gpu H100` resolves to
+SIM = ["simulate", MODEL, "--gpu", "H100", "--num-requests", "40"]
+
+
+def _error(res) -> str:
+    """The refusal: the InputError the command raised (the console entry point prints it as one line, no traceback)."""
+    assert res.exit_code != 0
+    return str(res.exception) if res.exception is not None else res.output
+
+
+@pytest.fixture()
+def profile(tmp_path):
+    # a hand-written GPU profile for the H100: 50% of peak FLOP/s, 60% of peak bandwidth, fitted on one run "myrun"
+    path = tmp_path / "h100.json"
+    path.write_text(json.dumps({"kind": "kvledger-gpu-profile", "version": 1, "gpu": H100, "flops_fraction": 0.5,
+                                "bandwidth_fraction": 0.6,
+                                "runs": [{"label": "myrun", "source": "my/run", "model": MODEL, "tp": 1}]}))
+    return path
+
+
+def test_simulate_prices_the_roofline_with_the_profiles_fractions_and_says_so(profile):
+    res = runner.invoke(app, SIM + ["--gpu-profile", str(profile), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    cost = doc["step_cost"]
+    assert (cost["flops_fraction"], cost["bandwidth_fraction"], cost["scope"]) == (0.5, 0.6, "gpu")
+    assert cost["priced_by"] == f"gpu: GPU profile {profile} (fitted on myrun)"
+    # the profile only sets the two fractions: the same run with them given by hand (and no profile) is identical
+    hand = runner.invoke(app, SIM + ["--gpu-profile", "none", "--achievable-flops-fraction", "0.5",
+                                     "--achievable-bandwidth-fraction", "0.6", "--json"])
+    assert hand.exit_code == 0, hand.output
+    assert json.loads(hand.output)["summary"] == doc["summary"]
+    # and it differs from the H100's default (0.7 / 0.8, uncalibrated: no bundled H100 profile)
+    plain = json.loads(runner.invoke(app, SIM + ["--json"]).output)
+    assert plain["step_cost"]["scope"] == "uncalibrated" and "priced_by" not in plain["step_cost"]
+    assert plain["summary"]["ttft_s"]["mean"] < doc["summary"]["ttft_s"]["mean"]
+
+
+def test_simulate_text_output_names_what_priced_the_steps(profile):
+    res = runner.invoke(app, SIM + ["--gpu-profile", str(profile)], env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output
+    assert f"priced by: gpu: GPU profile {profile} (fitted on myrun)" in res.output
+    res = runner.invoke(app, SIM, env={"COLUMNS": "300"})
+    assert "priced by: uncalibrated" in res.output
+
+
+def test_the_quick_path_reads_the_flag_as_typer_does(profile):
+    values = parse_simulate([MODEL, "--gpu", "H100", "--gpu-profile", str(profile)])
+    assert values is not None and values["gpu_profile"] == str(profile)
+
+
+def test_a_profile_of_another_gpu_is_refused_naming_both(profile):
+    for argv in (["simulate", MODEL, "--gpu", "A100", "--num-requests", "40"],
+                 ["goodput", "--simulate", MODEL, "--gpu", "A100", "--num-requests", "40", "--slo", "ttft=500ms"]):
+        res = runner.invoke(app, argv + ["--gpu-profile", str(profile)])
+        assert f"was fitted on {H100}, not NVIDIA A100 80GB SXM4" in _error(res)
+
+
+def test_step_cost_given_a_gpu_profile_points_to_gpu_profile(profile):
+    err = _error(runner.invoke(app, SIM + ["--step-cost", str(profile)]))
+    assert f"this is a GPU profile (fitted on {H100}" in err and f"use --gpu-profile {profile}" in err
+
+
+def test_goodput_and_cost_simulate_take_the_flag(profile):
+    res = runner.invoke(app, ["goodput", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "40", "--slo",
+                              "ttft=500ms", "--gpu-profile", str(profile), "--json"])
+    assert res.exit_code == 0, res.output
+    assert f"gpu: GPU profile {profile} (fitted on myrun)" in res.output
+    res = runner.invoke(app, ["cost", "--simulate", MODEL, "--gpu", "H100", "--num-requests", "40", "--slo",
+                              "ttft=500ms", "--utilization", "0.5", "--gpu-profile", str(profile)],
+                        env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output
+    assert f"fractions from the GPU profile {profile}" in res.output
+    # without --simulate it describes a simulation, as every other engine flag
+    res = runner.invoke(app, ["goodput", str(profile), "--slo", "ttft=500ms", "--gpu-profile", str(profile)])
+    assert "--gpu-profile describe a simulation" in _error(res)
+
+
+def test_search_prices_the_candidates_on_the_profiles_gpu_and_refuses_it_for_others(profile):
+    from kvledger.accounting.gpu_profile import choice_for_gpu
+    from kvledger.analyses.search.bands import search_regime
+    from kvledger.analyses.search.screen import sim_args
+    from kvledger.analyses.search.spec import Candidate, SearchSpec
+
+    # a search over several GPUs: the file prices its own GPU's candidates; another GPU keeps its default (None)
+    assert choice_for_gpu(str(profile), H100) == str(profile)
+    assert choice_for_gpu(str(profile), "NVIDIA A100 80GB SXM4") is None
+    spec = SearchSpec(model=MODEL, slo="ttft=500ms", utilization=0.5, gpu_profile=str(profile))
+    assert sim_args(spec, Candidate("nvidia_h100_sxm", 1)).gpu_profile == str(profile)
+    assert sim_args(spec, Candidate("nvidia_a100_80gb_sxm", 1)).gpu_profile is None
+    # the capacity band is the gpu-scope one on the H100, the uncalibrated one on the A100 (no bundled profile)
+    assert search_regime(spec, "nvidia_h100_sxm").startswith("gpu/")
+    assert search_regime(spec, "nvidia_a100_80gb_sxm").startswith("uncalibrated/")
+    assert spec.to_dict()["gpu_profile"] == str(profile)
+    assert "gpu_profile" not in SearchSpec(model=MODEL, slo="ttft=500ms", utilization=0.5).to_dict()
+    res = runner.invoke(app, ["search", MODEL, "--gpus", "A100", "--tp", "1", "--slo", "ttft=500ms,tpot=50ms",
+                              "--rate", "5", "--gpu-profile", str(profile)])
+    assert f"was fitted on {H100}, which this search does not try (NVIDIA A100 80GB SXM4)" in _error(res)
+
+
+def test_report_takes_the_flag_and_refuses_another_gpus_profile(profile, tmp_path):
+    cmd = next(c for c in __import__("typer").main.get_command(build_app("report")).commands["report"].params
+               if c.name == "gpu_profile")
+    assert cmd.opts == ["--gpu-profile"]
+    res = runner.invoke(app, ["report", MODEL, "--gpu", "A100", "--slo", "ttft=500ms", "--num-requests", "40",
+                              "--gpu-profile", str(profile), "--out", str(tmp_path / "r.html")])
+    assert f"was fitted on {H100}, not NVIDIA A100 80GB SXM4" in _error(res)
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_plans_roofline_view_takes_the_profile_and_names_it(profile):
+    base = ["plan", MODEL, "--gpu", "H100", "--json"]
+    res = runner.invoke(app, base + ["--gpu-profile", str(profile)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    roof = doc["roofline"]
+    assert (roof["flops_fraction"], roof["bandwidth_fraction"]) == (0.5, 0.6)
+    assert roof.pop("priced_by") == f"gpu: GPU profile {profile} (fitted on myrun)"
+    # the same plan as the two fractions given by hand; without either, the assumed 0.7 / 0.8 and no priced_by
+    hand = json.loads(runner.invoke(app, base + ["--achievable-flops-fraction", "0.5",
+                                                 "--achievable-bandwidth-fraction", "0.6"]).output)
+    assert hand == doc
+    plain = json.loads(runner.invoke(app, base).output)["roofline"]
+    assert (plain["flops_fraction"], plain["bandwidth_fraction"], "priced_by" in plain) == (0.7, 0.8, False)
+    err = _error(runner.invoke(app, ["plan", MODEL, "--gpu", "A100", "--gpu-profile", str(profile)]))
+    assert f"was fitted on {H100}, not NVIDIA A100 80GB SXM4" in err
