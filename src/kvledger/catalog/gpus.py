@@ -19,7 +19,7 @@ from kvledger.errors import InputError, UnknownNameError
 from kvledger.jsonable import to_jsonable
 from kvledger.units import GB, MiB
 
-__all__ = ["GpuSpec", "get_gpu", "gpu_catalog", "custom_gpu", "CUDA_RESERVE_MIB"]
+__all__ = ["GpuSpec", "get_gpu", "gpu_alias_note", "gpu_catalog", "custom_gpu", "CUDA_RESERVE_MIB"]
 
 CUDA_RESERVE_MIB = 450
 """nvidia-smi total − CUDA total assumed for a GPU with no measured CUDA total, MiB (gpu_cuda.csv: measured gaps
@@ -162,6 +162,33 @@ def _norm(s: str) -> str:
     return s.strip().lower().replace("_", "-").replace(" ", "-").removeprefix("nvidia-")
 
 
+def _names(gid: str) -> list[str]:
+    """The normalised names a catalog row answers to: its id, its id without the vendor prefix, its aliases."""
+    return [_norm(gid), _norm(gid.removeprefix("nvidia_"))] + [_norm(a) for a in _ALIASES.get(gid, [])]
+
+
+def _find(name: str) -> str | None:
+    key = _norm(name)
+    return next((gid for gid in gpu_catalog() if key in _names(gid)), None)
+
+
+def gpu_alias_note(name: str) -> str | None:
+    """A note when ``name`` is a family name that several catalog rows share and one was picked, e.g. "A100" (the
+    80GB SXM4; the 40GB SXM4 and the PCIe cards also answer to every word of it); None when the name picks one row.
+    A row shares the name when each of its words is a word of one of that row's names."""
+    gid = _find(name)
+    if gid is None:
+        return None
+    words = set(_norm(name).split("-"))
+    others = [g for g in gpu_catalog() if g != gid and any(words <= set(n.split("-")) for n in _names(g))]
+    if not others:
+        return None
+    cat = gpu_catalog()
+    also = ", ".join(f"{cat[g].name.removeprefix('NVIDIA ')} (--gpu {_norm(g.removeprefix('nvidia_'))})"
+                     for g in others)
+    return f"--gpu {name} → {cat[gid].name} (also: {also}; name one to choose)"
+
+
 def get_gpu(name: str) -> GpuSpec:
     """Look up a GPU by catalog id or alias (``H100``, ``h100-sxm``, ``nvidia_h200_sxm``, case-insensitive).
 
@@ -169,10 +196,9 @@ def get_gpu(name: str) -> GpuSpec:
         UnknownNameError: unknown name, with the closest names.
     """
     cat = gpu_catalog()
-    key = _norm(name)
-    for gid in cat:
-        if key in (_norm(gid), _norm(gid.removeprefix("nvidia_"))) or key in (_norm(a) for a in _ALIASES.get(gid, [])):
-            return cat[gid]
+    gid = _find(name)
+    if gid is not None:
+        return cat[gid]
     known = list(cat) + [a for v in _ALIASES.values() for a in v]
     raise UnknownNameError("GPU", name, known, hint="Run `kvledger gpus` for the catalog; for another GPU pass --gpu "
                                                     "FILE.json/.toml (fields: name, memory "

@@ -10,8 +10,8 @@ import typer
 from kvledger.cli.flag_groups import EngineFlags, option
 from kvledger.report.tables import table  # noqa: F401  (re-exported: the views live in kvledger.report)
 
-__all__ = ["load_target", "parse_token_list", "table", "MODEL_ARG", "GPU_OPT", "TP_OPT", "MAX_LEN_OPT", "UTIL_OPT",
-           "AVAIL_OPT", "BLOCK_OPT", "VERSION_OPT", "BW_OPT", "FLOPS_OPT", "JSON_OPT", "gib_option"]
+__all__ = ["list_items", "load_target", "parse_token_list", "table", "MODEL_ARG", "GPU_OPT", "TP_OPT", "MAX_LEN_OPT",
+           "UTIL_OPT", "AVAIL_OPT", "BLOCK_OPT", "VERSION_OPT", "BW_OPT", "FLOPS_OPT", "JSON_OPT", "gib_option"]
 
 MODEL_ARG = typer.Argument(..., help="Bundled model (HF id or alias; see `kvledger models`), a config.json path or "
                                      "folder, or a Hub id.")
@@ -32,12 +32,26 @@ FLOPS_OPT = option(EngineFlags, "achievable_flops_fraction", 0.7, also=("--flops
 JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
 
 
+def list_items(items: list[str] | None, what: str) -> list[str]:
+    """The items of repeated and/or comma-separated options ("8K,32K" and "--x 8K --x 32K"), stripped; an empty item
+    ("8K,,32K", "8K,") is refused rather than skipped, so a typo does not quietly drop a value."""
+    from kvledger.errors import InputError
+
+    out = []
+    for item in items or []:
+        parts = [c.strip() for c in item.split(",")]
+        if any(not c for c in parts):
+            raise InputError(f"{what}: {item!r} has an empty item; give comma-separated values like 8K,32K")
+        out += parts
+    return out
+
+
 def parse_token_list(items: list[str] | None, what: str) -> list[int] | None:
     """Token counts from repeated and/or comma-separated options ("8K,32K"), tokens; None when none given."""
     from kvledger.errors import InputError
     from kvledger.units import parse_tokens
 
-    out = [parse_tokens(c, what=what) for item in (items or []) for c in item.split(",") if c.strip()]
+    out = [parse_tokens(c, what=what) for c in list_items(items, what)]
     if len(out) > 64:  # one row (and one roofline curve point) each: keep the work and the table bounded
         raise InputError(f"{what}: {len(out)} values given; at most 64")
     return out or None

@@ -114,11 +114,12 @@ def plan(
     from kvledger.accounting.settings import engine_name, make_settings
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
+    from kvledger.cli.analysis_opts import list_items
     from kvledger.report.plan_view import render_plan
     from kvledger.units import parse_tokens
 
     ctxs = (
-        tuple(parse_tokens(c, what="--context") for item in (context or []) for c in item.split(",") if c.strip())
+        tuple(parse_tokens(c, what="--context") for c in list_items(context, "--context"))
         or None
     )
     spec = load_model(model)
@@ -173,6 +174,10 @@ def plan(
         typer.echo(strict_json.dumps(d, indent=2))
     else:
         render_plan(p, Console(), verbose=verbose)
+        from kvledger.catalog.gpus import gpu_alias_note
+
+        if (alias := gpu_alias_note(gpu)) is not None:
+            Console().print(f"note: {alias}", markup=False, highlight=False)
         if priced_by is not None:
             Console().print(f"roofline priced by: {priced_by} (achievable {p.settings.achievable_flops_fraction:.0%} "
                             f"FLOP/s, {p.settings.achievable_bandwidth_fraction:.0%} bandwidth)")

@@ -24,6 +24,10 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
     from kvledger.cli.sim_opts import sim_request
     from kvledger.cli.tier_opts import check_session_flags, tier_settings, tiers_given
 
+    if chrome_trace and out is None:
+        from kvledger.errors import InputError
+
+        raise InputError("--chrome-trace writes trace.json into the --out folder: give --out DIR with it")
     session_run = check_session_flags(sessions, workload)
     args, synthetic = sim_request(model, gpu, workload, engine)
     tier = tier_settings(tiers, engine_flag="--policy") if tiers_given(tiers) else None
@@ -69,6 +73,10 @@ def run_simulate(model: str, gpu: str, workload: WorkloadFlags, sessions: Sessio
         from kvledger.report.simulate_view import render_summary
 
         render_summary(payload, Console(), out)
+        from kvledger.catalog.gpus import gpu_alias_note
+
+        if (alias := gpu_alias_note(gpu)) is not None:
+            Console().print(f"note: {alias}", markup=False, highlight=False)
         if tier_report is not None:
             from kvledger.report.sim_tiers_view import render_sim_tiers
 

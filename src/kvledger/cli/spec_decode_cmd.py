@@ -20,6 +20,7 @@ from kvledger.cli.analysis_opts import (
     TP_OPT,
     UTIL_OPT,
     VERSION_OPT,
+    list_items,
     load_target,
     parse_token_list,
 )
@@ -37,7 +38,7 @@ def _rates(text: str | None) -> list[float] | str | None:
     if text.strip().lower() == "auto":
         return "auto"
     try:
-        out = [float(x) for x in text.split(",") if x.strip()]
+        out = [float(x) for x in list_items([text], "--rates")]
     except ValueError:
         raise InputError(f"--rates: cannot read {text!r}; give req/s values like 1,2,4,8 or 'auto'") from None
     if len(out) > 32:  # each rate is two simulations: keep the sweep bounded

@@ -1,0 +1,52 @@
+"""What the fifth new-user trial found, each pinned: inputs that were silently accepted (--chrome-trace without --out,
+an empty list item, a family GPU name that picks one variant), and wording and number format in the output."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from kvledger.catalog.gpus import gpu_alias_note
+from kvledger.cli.main import app
+from kvledger.errors import KvLedgerError
+
+runner = CliRunner()
+MODEL = "meta-llama/Llama-3.1-8B"
+
+
+def _run(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False, env={"COLUMNS": "250"})
+
+
+def _refused(*args: str) -> str:
+    with pytest.raises(KvLedgerError) as err:
+        _run(*args)
+    return str(err.value)
+
+
+def test_chrome_trace_without_out_is_refused():
+    # trace.json is written into the --out folder only; without one the flag did nothing
+    assert "--chrome-trace writes trace.json into the --out folder" in _refused(
+        "simulate", MODEL, "--gpu", "H100", "--chrome-trace")
+
+
+@pytest.mark.parametrize("cmd", [("plan", MODEL, "--gpu", "H100"),
+                                 ("fp8-kv", MODEL, "--gpu", "H100", "--contexts")])
+@pytest.mark.parametrize("value", ["8K,,32K", "8K,"])
+def test_an_empty_list_item_is_refused(cmd, value):
+    if cmd[0] == "plan":
+        cmd = (*cmd, "--context")
+    assert f"{value!r} has an empty item" in _refused(*cmd, value)
+
+
+def test_a_family_gpu_name_says_which_variant_it_picked():
+    # catalog rows whose every name word set includes {"a100"}: 80GB SXM4 (picked, the alias "a100"), 40GB SXM4,
+    # 80GB PCIe, 40GB PCIe, in gpus.csv order
+    assert gpu_alias_note("A100") == (
+        "--gpu A100 → NVIDIA A100 80GB SXM4 (also: A100 40GB SXM4 (--gpu a100-40gb-sxm), A100 80GB PCIe "
+        "(--gpu a100-80gb-pcie), A100 40GB PCIe (--gpu a100-40gb-pcie); name one to choose)")
+    # a name that picks one row says nothing: "h100-sxm" (no other H100 answers to "sxm"), "l40" (L40S is another word)
+    assert gpu_alias_note("H100-SXM") is None and gpu_alias_note("l40") is None
+    assert gpu_alias_note("a100-40gb-sxm") is None
+    text = " ".join(_run("plan", MODEL, "--gpu", "A100").stdout.split())
+    assert "note: --gpu A100 → NVIDIA A100 80GB SXM4 (also: A100 40GB SXM4" in text
