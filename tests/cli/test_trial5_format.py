@@ -3,6 +3,8 @@ an empty list item, a family GPU name that picks one variant), and wording and n
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -50,3 +52,19 @@ def test_a_family_gpu_name_says_which_variant_it_picked():
     assert gpu_alias_note("a100-40gb-sxm") is None
     text = " ".join(_run("plan", MODEL, "--gpu", "A100").stdout.split())
     assert "note: --gpu A100 → NVIDIA A100 80GB SXM4 (also: A100 40GB SXM4" in text
+
+
+def _host_rule(*args: str) -> str:
+    res = _run("plan", MODEL, "--gpu", "H100", *args, "--json")
+    assert res.exit_code == 0, res.output
+    return {t["name"]: t for t in json.loads(res.stdout)["kv_tiers"]["tiers"]}["host_dram"]["capacity_rule"]
+
+
+def test_tier_capacity_rules_write_the_size_once_with_its_unit():
+    # vLLM 0.33.0: 64 GiB = 64 × 2^30 B, in 2,097,152 B blocks (8B: 131,072 B/token × 16) on 1 rank, page-aligned to
+    # 4096 B: 2^36 // 2^21 = 32,768 chunks. The size was written "64 GiB × 2^30" (the unit twice) and "1 ranks".
+    rule = _host_rule("--kv-offloading-size", "64")
+    assert rule.startswith("num_chunks = 64 × 2^30 B // round_up(2,097,152 B × 1 rank, 4096 B) = 32,768 ")
+    # SGLang --hicache-size 10 (GB): 10 × 10^9 B // 131,072 B/token = 76,293 tokens
+    rule = _host_rule("--engine", "sglang", "--enable-hierarchical-cache", "--hicache-size", "10")
+    assert rule.startswith("--hicache-size 10 × 10^9 B // 131,072 B/token = 76,293;")

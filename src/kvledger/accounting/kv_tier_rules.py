@@ -225,7 +225,7 @@ def vllm_host_tokens(size_gib: float, backend: str, version: tuple[int, ...], by
         src = ("lmcache.max_local_cpu_size = size / ranks (vLLM 0.12.0)" if version < (0, 33, 0) else
                "assumed the LMCache server's budget: vLLM 0.33.0 does not pass the size on")
         per_token = chunk / LMCACHE_CHUNK_TOKENS
-        rule = (f"{size_gib:g} GiB / {world_size} ranks // ({LMCACHE_CHUNK_TOKENS} tokens × {per_token:,.0f} "
+        rule = (f"{size_gib:g} GiB / {_ranks(world_size)} // ({LMCACHE_CHUNK_TOKENS} tokens × {per_token:,.0f} "
                 f"B/token) = {n:,} chunks ({src})")
         return n * LMCACHE_CHUNK_TOKENS, LMCACHE_CHUNK_TOKENS, rule
     if version >= (0, 33, 0):
@@ -233,21 +233,25 @@ def vllm_host_tokens(size_gib: float, backend: str, version: tuple[int, ...], by
         chunk = bytes_per_block * copies
         aligned = -(-int(math.ceil(chunk)) // HOST_PAGE_BYTES) * HOST_PAGE_BYTES
         n = int(total // aligned)
-        what = "1 copy (MLA replicated_layout)" if replicated_mla else f"{world_size} ranks"
-        rule = (f"num_chunks = {size_gib:g} GiB × 2^30 // round_up({bytes_per_block:,.0f} B × {what}, "
+        what = "1 copy (MLA replicated_layout)" if replicated_mla else _ranks(world_size)
+        rule = (f"num_chunks = {size_gib:g} × 2^30 B // round_up({bytes_per_block:,.0f} B × {what}, "
                 f"{HOST_PAGE_BYTES} B) = {n:,} (vLLM 0.33.0 CPUOffloadingSpec; blocks_per_chunk 1)")
         return n * block_size, block_size, rule
     n = int(total / world_size // bytes_per_block)
-    rule = (f"kv_bytes_per_rank = {size_gib:g} GiB × 2^30 / {world_size} ranks; ÷ {bytes_per_block:,.0f} B per block "
+    rule = (f"kv_bytes_per_rank = {size_gib:g} × 2^30 B / {_ranks(world_size)}; ÷ {bytes_per_block:,.0f} B per block "
             f"= {n:,} CPU blocks (vLLM 0.11.1–0.14.0: one CPU block per GPU block)")
     return n * block_size, block_size, rule
+
+
+def _ranks(n: int) -> str:
+    return "1 rank" if n == 1 else f"{n} ranks"
 
 
 def sglang_host_tokens(t: TierSettings, device_tokens: int, bytes_per_token: float, page_size: int) -> tuple[int, str]:
     """(host tokens per GPU, the rule in words) of SGLang's HiCache host pool (module doc)."""
     if t.hicache_size_gb > 0:
         size = int(t.hicache_size_gb * 1e9 // bytes_per_token)
-        how = f"--hicache-size {t.hicache_size_gb} GB × 10^9 // {bytes_per_token:,.0f} B/token"
+        how = f"--hicache-size {t.hicache_size_gb:g} × 10^9 B // {bytes_per_token:,.0f} B/token"
     else:
         ratio = DEFAULT_HICACHE_RATIO if t.hicache_ratio is None else t.hicache_ratio
         size = int(device_tokens * ratio)

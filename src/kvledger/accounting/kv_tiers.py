@@ -199,7 +199,7 @@ def _disk_tiers(plan: Plan, t: TierSettings, link: float) -> list[Tier]:
         src = (f"{what}: {rd / 1e9:g} GB/s read, {wr / 1e9:g} GB/s write (assumption; flags override), "
                f"through the host link (the smaller of the two)")
         out.append(Tier(name, what, gib * 2**30, tokens, tokens // m.block_size, m.block_size, min(rd, link),
-                        min(wr, link), f"{gib:g} GiB × 2^30 // {bpt:,.0f} B/token", src))
+                        min(wr, link), f"{gib:g} × 2^30 B // {bpt:,.0f} B/token", src))
     return out
 
 
