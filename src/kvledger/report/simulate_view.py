@@ -66,6 +66,18 @@ def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x * 1e3:,.1f}"
 
 
+def _pool(eng: dict) -> str:
+    """The KV pool in the engine's own terms: vLLM's blocks; SGLang's token slots (pages) of which the first is the
+    padded slot its memory pool keeps for the dummy writes of padded tokens (mem_cache/memory_pool.py)."""
+    n, size = eng["num_gpu_blocks"], eng["block_size"]
+    tokens = f"{size:,} token{'s' if size != 1 else ''}"
+    if eng["batching"] != "sglang":
+        return f"{n:,} KV blocks × {tokens}"
+    if size == 1:
+        return f"{n:,} KV token slots (slot 0 reserved: SGLang's padded slot)"
+    return f"{n:,} KV pages of {tokens} (page 0 reserved: SGLang's padded slot)"
+
+
 def render_summary(payload: SimDocument, console, out: Path | None = None) -> None:
     """Print the run's summary: workload, engine, latency table, throughput, KV usage, cache, preemptions."""
     from kvledger.report.tables import LedgerTable as Table
@@ -79,7 +91,7 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
         console.print(session_shape_line(wl["sessions"]))
     reps = payload.replicas
     each = f"{reps} replicas behind the {payload.router} router, each with " if reps > 1 else ""
-    console.print(f"[bold]engine[/]: {each}{eng['num_gpu_blocks']:,} KV blocks × {eng['block_size']} tokens, "
+    console.print(f"[bold]engine[/]: {each}{_pool(eng)}, "
                   f"max_model_len "
                   f"{eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, max_num_seqs "
                   f"{eng['max_num_seqs']:,}; batching {eng['batching']}, KV {eng['kv_allocation']}, prefix caching "

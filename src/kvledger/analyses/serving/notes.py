@@ -63,7 +63,9 @@ def kv_pool(pool: str, limits_text: str) -> str:
     return f"KV pool: {pool}; {limits_text}"
 
 
-SGLANG_NULL_BLOCK = "SGLang pool: usable token slots + vLLM's null block convention (one extra block)"
+SGLANG_NULL_BLOCK = ("SGLang pool: the usable token slots + one page, page 0: SGLang's padded slot, kept for the dummy "
+                     "writes of padded tokens (mem_cache/memory_pool.py: size + page_size slots; allocator.py: free "
+                     "pages from 1)")
 SGLANG_MAMBA_SLOTS = ("; the simulator does not hold these slots per request (only max_running_requests limits the "
                       "requests running)")
 SGLANG_SLIDING_POOL = ("; the simulator holds every token of a request in the full pool and does not model the "
