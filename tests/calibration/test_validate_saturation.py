@@ -63,3 +63,14 @@ def test_calibrate_marks_saturated_runs_in_its_error_table():
     behind = next(x for x in lines if "│ behind" in x)
     assert "+900.0% ⚠" in behind and "-51.0% ⚠" not in behind
     assert "saturated run(s) (⚠: the queue kept growing): behind" in " ".join(lines)
+
+
+def test_the_warning_agrees_with_how_many_runs_grew_and_gives_each_note_its_line():
+    from kvledger.report.calibration_view import saturation_warning
+
+    one = saturation_warning(saturation(STEADY, BEHIND))
+    assert one.startswith("WARNING: the simulated run is saturated (its queue kept growing):")
+    both = saturation_warning(saturation(BEHIND, BEHIND)).splitlines()
+    assert both[0].startswith("WARNING: the measured and the simulated runs are saturated (their queues kept growing):")
+    # one line per side's note, measured first (sorted), after the warning
+    assert [x.split(":")[0] for x in both[1:]] == ["  measured", "  simulated"]

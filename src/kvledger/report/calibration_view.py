@@ -151,9 +151,12 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
 
 def saturation_warning(sat: dict[str, Any]) -> str:
     """The warning under rows of a saturated run: which side did not keep up, and what to compare instead."""
-    return (f"WARNING: the {' and the '.join(sat['sides'])} run is saturated (its queue kept growing): latency errors "
-            f"(⚠) measure the queue, not the engine, and are not meaningful; throughput is the figure to compare. "
-            + " ".join(escape(n) for n in sat["notes"]))
+    sides = sat["sides"]
+    which = f"the {sides[0]} run is" if len(sides) == 1 else f"the {' and the '.join(sides)} runs are"
+    queue = "its queue" if len(sides) == 1 else "their queues"
+    return (f"WARNING: {which} saturated ({queue} kept growing): latency errors (⚠) measure the queue, not the "
+            f"engine, and are not meaningful; throughput is the figure to compare."
+            + "".join(f"\n  {escape(n)}" for n in sat["notes"]))
 
 
 def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
