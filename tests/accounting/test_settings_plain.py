@@ -44,7 +44,7 @@ def test_bounds_are_inclusive_or_exclusive_as_declared_and_refused_with_the_flag
     assert S._plain("tp", 1024) and not S._plain("tp", 1025) and not S._plain("tp", True)
     with pytest.raises(InputError, match=r"^invalid setting: --gpu-memory-utilization must be > 0, got 0.0$"):
         make_settings(gpu_memory_utilization=0.0)
-    with pytest.raises(InputError, match=r"^invalid setting: --tp must be ≤ 1,024, got 1025; --bogus Extra inputs"):
+    with pytest.raises(InputError, match=r"^invalid setting: --tp must be ≤ 1,024, got 1,025; --bogus Extra inputs"):
         make_settings(tp=1025, bogus=1)
 
 

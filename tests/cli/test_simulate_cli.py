@@ -76,7 +76,7 @@ def test_bad_names_and_settings_are_clear_errors():
     assert isinstance(res.exception, UnknownNameError) and "azure-conv" in str(res.exception)
     res = runner.invoke(app, BASE + ["--no-enable-chunked-prefill", "--max-num-batched-tokens", "2048"])
     assert isinstance(res.exception, InputError)
-    assert "max_num_batched_tokens (2048) is smaller than max_model_len" in str(res.exception)
+    assert "max_num_batched_tokens (2,048) is smaller than max_model_len" in str(res.exception)
     res = runner.invoke(app, BASE + ["--router", "random"])
     assert isinstance(res.exception, KvLedgerError) and "round_robin" in str(res.exception)
 

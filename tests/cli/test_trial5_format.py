@@ -79,3 +79,15 @@ def test_simulate_names_sglang_pool_in_its_own_terms():
     # vLLM: blocks of 16 tokens, as before
     text = " ".join(_run("simulate", MODEL, "--gpu", "H100").stdout.split())
     assert "KV blocks × 16 tokens," in text
+
+
+def test_errors_group_their_numbers_as_the_rest_of_the_output_does():
+    # pydantic's bound on max_num_batched_tokens is 2^26 = 67,108,864; the value came back ungrouped ("got 999999999")
+    assert _refused("simulate", MODEL, "--gpu", "H100", "--max-num-batched-tokens", "999999999").endswith(
+        "--max-num-batched-tokens must be ≤ 67,108,864, got 999,999,999")
+    # 8B on L4 (vLLM 0.33.0): 1,947 blocks of 16 tokens, less the null block = 1,946 usable = 31,136 tokens, against
+    # 131,072 / 16 = 8,192 blocks for one request of the config's max_model_len
+    msg = _refused("simulate", MODEL, "--gpu", "L4")
+    assert msg.startswith("the KV pool has 1,946 usable blocks of 16 tokens (block 0 is the null block), but one "
+                          "request of max_model_len 131,072 tokens needs 8,192 blocks")
+    assert "lower max_model_len to ≤ 31,136" in msg

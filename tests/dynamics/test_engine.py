@@ -137,7 +137,7 @@ def test_memory_pressure_causes_preemptions_and_caching_gets_hits():
     (dict(num_gpu_blocks=-5, max_model_len=16), "num_gpu_blocks must be ≥ 1"),
     (dict(num_gpu_blocks=4, max_model_len=64, block_size=16), "could never run"),
     (dict(num_gpu_blocks=100, max_model_len=4096, max_num_batched_tokens=2048, enable_chunked_prefill=False),
-     "max_num_batched_tokens (2048) is smaller than max_model_len (4096)"),
+     "max_num_batched_tokens (2,048) is smaller than max_model_len (4,096)"),
     (dict(num_gpu_blocks=100, max_model_len=64, kv_allocation="contiguous"), "enable_prefix_caching=False"),
     (dict(num_gpu_blocks=100, max_model_len=64, max_num_seqs=2.5), "must be an integer"),
 ])

@@ -240,7 +240,9 @@ def make_settings(**kwargs) -> PlanSettings:
                 gib = {k: v / 2**30 for k, v in (e.get("ctx") or {}).items() if isinstance(v, int)}
                 msgs.append(f"{name} {reason_in_words({**e, 'ctx': gib})} GiB, got {e['input'] / 2**30:,.2f} GiB")
             else:
-                msgs.append(f"{name} {reason_in_words(e)}, got {e.get('input')!r}")
+                got = e.get("input")
+                shown = f"{got:,}" if isinstance(got, int) and not isinstance(got, bool) else repr(got)
+                msgs.append(f"{name} {reason_in_words(e)}, got {shown}")
         raise InputError("invalid setting: " + "; ".join(msgs)) from None
 
 

@@ -32,7 +32,7 @@ def override_leaves_no_block(num_blocks: int, available_bytes: float) -> str:
 
 def does_not_fit(available_bytes: float, usable_blocks: int) -> str:
     left = (f"is short by {-available_bytes / _GIB:.2f} GiB before any KV cache" if available_bytes < 0 else
-            f"leaves {available_bytes / _GIB:.2f} GiB for the KV cache ({usable_blocks} usable blocks)")
+            f"leaves {available_bytes / _GIB:.2f} GiB for the KV cache ({usable_blocks:,} usable blocks)")
     return f"the model does not fit: the memory plan {left}; see `kvledger plan` for the breakdown and the fixes"
 
 

@@ -139,8 +139,8 @@ class EngineConfig:
     def _check_combinations(self) -> None:
         if not self.enable_chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
             raise InputError(
-                f"max_num_batched_tokens ({self.max_num_batched_tokens}) is smaller than max_model_len "
-                f"({self.max_model_len}) with chunked prefill off: a prompt longer than the step budget could never "
+                f"max_num_batched_tokens ({self.max_num_batched_tokens:,}) is smaller than max_model_len "
+                f"({self.max_model_len:,}) with chunked prefill off: a prompt longer than the step budget could never "
                 "be scheduled (vLLM refuses this setting). Raise max_num_batched_tokens to ≥ max_model_len, lower "
                 "max_model_len, or enable chunked prefill.")
         if self.kv_allocation == "contiguous" and self.enable_prefix_caching:
@@ -177,9 +177,9 @@ class EngineConfig:
         need, wm = self.blocks_needed(self.max_model_len), self.v0_watermark_blocks
         if need > self.num_gpu_blocks - wm:
             raise InputError(
-                f"a request of max_model_len={self.max_model_len} tokens needs {need} KV blocks, more than the "
-                f"{self.num_gpu_blocks} blocks less vLLM V0's watermark of {wm} (1%): V0 would ignore such a prompt "
-                "(AllocStatus.NEVER). Lower max_model_len or give the KV cache more blocks")
+                f"a request of max_model_len {self.max_model_len:,} tokens needs {need:,} KV blocks, more than the "
+                f"{self.num_gpu_blocks:,} blocks less vLLM V0's watermark of {wm:,} (1%): V0 would ignore such a "
+                "prompt (AllocStatus.NEVER). Lower max_model_len or give the KV cache more blocks")
 
     @property
     def v0_watermark_blocks(self) -> int:
@@ -210,11 +210,11 @@ class EngineConfig:
             need = max(need, self.step_blocks.admission(self.max_model_len))
         if need > usable:
             fit = usable * self.block_size if self.blocks_for_tokens is None else None
-            hint = f"; lower max_model_len to ≤ {fit}" if fit else ""
+            hint = f"; lower max_model_len to ≤ {fit:,}" if fit else ""
             raise InputError(
-                f"the KV pool has {usable} usable blocks of {self.block_size} tokens (block 0 is the null block), "
-                f"but one request of max_model_len={self.max_model_len} tokens needs {need} blocks, so it could never "
-                f"run (vLLM refuses to start in this case){hint}, or give the KV cache more memory")
+                f"the KV pool has {usable:,} usable blocks of {self.block_size:,} tokens (block 0 is the null block), "
+                f"but one request of max_model_len {self.max_model_len:,} tokens needs {need:,} blocks, so it could "
+                f"never run (vLLM refuses to start in this case){hint}, or give the KV cache more memory")
 
     def blocks_needed(self, num_tokens: int) -> int:
         """Blocks a request holds with ``num_tokens`` computed tokens, blocks."""
