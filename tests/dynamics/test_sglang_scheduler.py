@@ -13,6 +13,7 @@ from kvledger.dynamics.engine.request_state import SimRequest
 from kvledger.dynamics.engine.sglang_scheduler import MIN_NEW_TOKEN_RATIO, NEW_TOKEN_RATIO_DECAY, SGLangScheduler
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.simulator import EngineConfig, simulate
+from kvledger.errors import InputError
 
 STEP = FixedStepCost(per_step_s=0.010)
 SGL = dict(batching="sglang", prefix_caching_policy="sglang", block_size=1)
@@ -127,6 +128,28 @@ def test_sglang_rejects_prompt_plus_output_beyond_the_context_length():
                        num_gpu_blocks=40, max_model_len=16, max_num_batched_tokens=64)
     assert not recs["long"].ok and "= 17 tokens exceeds max_model_len=16" in recs["long"].error
     assert res.summary.num_rejected == 1
+
+
+def test_sglang_starts_with_a_pool_shorter_than_the_context_and_caps_requests_to_it():
+    # SGLang 0.5.23 tp_worker.py get_worker_info only warns when the pool (21 − 1 = 20 token slots) is below
+    # context_len 64: max_req_len = min(64 − 1, 20 − 1) = 19, max_req_input_len = 19 − 5 = 14. "ok" 8 + 4 = 12 runs
+    # whole; "capped" 10 + 15 = 25 ≤ 64 passes the tokenizer check, prompt 10 < 14, max_new_tokens capped at
+    # 19 − 10 − 1 = 8 (scheduler.py init_req_max_new_tokens); "aborted" prompt 14 ≥ 14 (utils.py validate_input_length).
+    # vLLM's rule refuses this pool at start-up (one 64-token request needs 64 blocks of 1 token > 20).
+    cfg = EngineConfig(**SGL, num_gpu_blocks=21, max_model_len=64, max_num_batched_tokens=64)
+    assert (cfg.sglang_max_req_len, cfg.sglang_pool_caps_context) == (19, True)
+    recs, _, res = run([RequestSpec("ok", 0.0, 8, 4), RequestSpec("capped", 0.0, 10, 15),
+                        RequestSpec("aborted", 0.0, 14, 1)], num_gpu_blocks=21, max_model_len=64,
+                       max_num_batched_tokens=64)
+    assert [recs[k].num_output_tokens for k in ("ok", "capped")] == [4, 8]
+    assert not recs["aborted"].ok and "max_req_input_len=14" in recs["aborted"].error
+    assert res.summary.num_rejected == 1
+
+
+def test_vllm_refuses_a_pool_shorter_than_the_context_in_blocks_of_one_token():
+    # vLLM v1: 21 blocks − the null block = 20 usable, one 64-token request needs 64 blocks of 1 token
+    with pytest.raises(InputError, match=r"20 usable blocks of 1 token \(block 0"):
+        EngineConfig(num_gpu_blocks=21, max_model_len=64, block_size=1)
 
 
 def test_lpm_moves_requests_sharing_an_uncached_prefix_to_the_back():

@@ -78,10 +78,21 @@ def test_measured_split_is_raised_to_the_floor():
 def test_no_floor_says_why():
     run = _two_prompts()
     assert prefill_floor(run, None, "H100", 1) == (None, "the run names no model (pass --model and --gpu)")
-    floor, why = prefill_floor(run, "meta-llama/Llama-2-70b-chat-hf", "H100", 1)
-    assert floor is None and "unknown model 'meta-llama/Llama-2-70b-chat-hf'" in why and "--model" in why
+    floor, why = prefill_floor(run, "acme/Unbundled-70b-chat", "H100", 1)
+    assert floor is None and "unknown model 'acme/Unbundled-70b-chat'" in why and "--model" in why
     gp = goodput(run, parse_slo("ttft=1s"))
     assert "no roofline floor under it: unknown model" in capacity_from(run, gp, None, why).prefill_share_method
+
+
+def test_llama2_70b_chat_is_priced_on_the_base_config():
+    # llmperf's Anyscale run names meta-llama/Llama-2-70b-chat-hf: the same architecture as the bundled
+    # meta-llama/Llama-2-70b-hf (80 layers, 8192 hidden, 64 query / 8 KV heads, 28672 MLP, vocab 32000), so the
+    # floor is priced on that config and says so; the same figure as naming the base model
+    run = _two_prompts()
+    chat, why = prefill_floor(run, "meta-llama/Llama-2-70b-chat-hf", "H100", 1)
+    base, _ = prefill_floor(run, "meta-llama/Llama-2-70b-hf", "H100", 1)
+    assert why == "" and chat.prefill_gpu_s == base.prefill_gpu_s > 0
+    assert "meta-llama/Llama-2-70b-chat-hf (config of meta-llama/Llama-2-70b-hf)" in chat.text
 
 
 def test_no_occupancy_split_falls_back_to_the_floor():

@@ -208,6 +208,11 @@ def advise(p: Plan, build: Callable) -> Advice:
                f"blocks); "
                f"short by {(need - have) / GiB:.2f} GiB. Based on the available memory the estimated maximum model "
                f"length is {est or 0:,}.{no_fit_caveat(m.ranges)}")
+        if m.engine == "sglang":  # SGLang 0.5.23 managers/tp_worker.py get_worker_info: a warning, not a refusal
+            cap = min(m.max_model_len, m.pool_tokens) - 1
+            msg += (f" SGLang still starts (it logs a warning; managers/tp_worker.py get_worker_info): max_req_len = "
+                    f"min(context_len − 1, pool tokens − 1) = {cap:,}, so prompts ≥ {cap - 5:,} tokens are aborted "
+                    f"and outputs are capped at max_req_len − prompt − 1 (managers/utils.py validate_input_length).")
         return Advice("max_model_len_does_not_fit", msg, need - have, est, tuple(_options(p, build, est)))
     c, n = _at_len(p)
     asked = [r for r in p.concurrency if r.context_tokens != m.max_model_len and r.within_max_model_len

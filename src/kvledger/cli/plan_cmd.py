@@ -78,12 +78,12 @@ def plan(
     gpu_bf16_tflops: float | None = typer.Option(None, "--gpu-bf16-tflops", help="Dense BF16 tensor peak, TFLOP/s, "
         "overriding the catalog."),
     achievable_flops_fraction: float | None = option(EngineFlags, "achievable_flops_fraction", help="Roofline: share "
-        "of peak FLOP/s matmuls reach (default: --gpu-profile's, else 0.7, an assumption)."),
+        "of peak FLOP/s matmuls reach (default: the GPU profile's, else 0.7, an assumption)."),
     achievable_bandwidth_fraction: float | None = option(EngineFlags, "achievable_bandwidth_fraction", help="Roofline: "
-        "share of peak HBM bandwidth kernels reach (default: --gpu-profile's, else 0.8, an assumption)."),
+        "share of peak HBM bandwidth kernels reach (default: the GPU profile's, else 0.8, an assumption)."),
     gpu_profile: str | None = option(EngineFlags, "gpu_profile", help="Roofline view priced by a GPU-scope "
-        "calibration: a FILE from `kvledger calibrate --scope gpu` fitted on this GPU (default: none, the assumed "
-        "0.7 / 0.8)."),
+        "calibration: a FILE from `kvledger calibrate --scope gpu` fitted on this GPU, or none (default: the GPU's "
+        "bundled profile if it has one, else the assumed 0.7 / 0.8)."),
     disable_hybrid_kv_cache_manager: bool = typer.Option(False, "--disable-hybrid-kv-cache-manager", help="vLLM flag: "
         "allocate sliding/chunked layers as full."),
     enable_prefix_caching: bool | None = option(EngineFlags, "prefix_caching", help="vLLM flag (default: the "
@@ -126,8 +126,8 @@ def plan(
     g = resolve_gpu(gpu, memory_bytes=_bytes_opt(gpu_memory, "--gpu-memory"),
                     bandwidth_bytes_per_s=gpu_bandwidth * 1e12 if gpu_bandwidth is not None else None,
                     bf16_flops_per_s=gpu_bf16_tflops * 1e12 if gpu_bf16_tflops is not None else None)
-    prof = None
-    if gpu_profile is not None and gpu_profile not in ("none", "auto"):
+    prof = None  # as simulate (step_cost_choice.gpu_profile_of): the GPU's bundled profile unless both fractions given
+    if achievable_flops_fraction is None or achievable_bandwidth_fraction is None:
         from kvledger.accounting.gpu_profile import resolve_gpu_profile
 
         prof = resolve_gpu_profile(gpu_profile, g.name)

@@ -209,7 +209,7 @@ def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRul
             continue
         if i == total:
             return
-        req = accept(i, specs[i], max_len, rep.cfg.caps_output)
+        req = accept(i, specs[i], max_len, rep.cfg.caps_output, rep.cfg.sglang_max_req_len)
         if req.__class__ is SimRequest:
             rep.add(req)
         else:
@@ -264,7 +264,7 @@ def _run_general(arr: _Arrivals, replicas: list[Replica], route: Callable, progr
             replicas[i].add(req)
             continue
         spec, user = arr.pop()
-        req = accept(uid, spec, max_len, replicas[0].cfg.caps_output)
+        req = accept(uid, spec, max_len, replicas[0].cfg.caps_output, replicas[0].cfg.sglang_max_req_len)
         if req.__class__ is not SimRequest:
             out.append((uid, req))
             if user >= 0:

@@ -118,7 +118,11 @@ def engine_config_from_plan(plan, *, policy: str | None = None, **overrides: Any
         fields["blocks_for_tokens"] = bft
         notes.append(N.HYBRID_LAYOUT)
         notes += _hybrid_fields(plan, fields)
-    return EngineConfig(**fields), notes
+    cfg = EngineConfig(**fields)
+    if cfg.sglang_pool_caps_context:
+        notes.append(N.sglang_pool_caps((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.max_model_len,
+                                         cfg.sglang_max_req_len))
+    return cfg, notes
 
 
 def _refuse_unplannable(plan) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["model_without_kv", "override_leaves_no_block", "does_not_fit", "pool_from_override", "pool_from_plan",
-           "limits", "kv_pool", "SGLANG_NULL_BLOCK", "SGLANG_MAMBA_SLOTS", "SGLANG_SLIDING_POOL", "policy_preset",
+           "limits", "kv_pool", "SGLANG_NULL_BLOCK", "sglang_pool_caps", "SGLANG_MAMBA_SLOTS", "SGLANG_SLIDING_POOL",
+           "policy_preset",
            "v0_engine_by_default", "async_scheduling", "HYBRID_LAYOUT", "sliding_prefill_chunk", "HYBRID_NO_CACHING",
            "HYBRID_CACHING", "overloaded", "sweep_without_load", "sweep_misses_target", "sweep_capacity"]
 
@@ -66,6 +67,17 @@ def kv_pool(pool: str, limits_text: str) -> str:
 SGLANG_NULL_BLOCK = ("SGLang pool: the usable token slots + one page, page 0: SGLang's padded slot, kept for the dummy "
                      "writes of padded tokens (mem_cache/memory_pool.py: size + page_size slots; allocator.py: free "
                      "pages from 1)")
+
+
+def sglang_pool_caps(pool_tokens: int, max_model_len: int, max_req_len: int) -> str:
+    """SGLang starting with a pool shorter than the context (0.5.23 managers/tp_worker.py get_worker_info)."""
+    return (f"SGLang starts with a KV pool of {pool_tokens:,} tokens, fewer than max_model_len {max_model_len:,} "
+            f"(it logs a warning, where vLLM refuses to start): max_req_len = min(context_len − 1, pool − 1) = "
+            f"{max_req_len:,}, so prompts ≥ {max_req_len - 5:,} tokens (max_req_input_len) are aborted and outputs "
+            f"are capped at max_req_len − prompt − 1 (SGLang 0.5.23 managers/tp_worker.py, managers/utils.py "
+            "validate_input_length, scheduler.py init_req_max_new_tokens)")
+
+
 SGLANG_MAMBA_SLOTS = ("; the simulator does not hold these slots per request (only max_running_requests limits the "
                       "requests running)")
 SGLANG_SLIDING_POOL = ("; the simulator holds every token of a request in the full pool and does not model the "

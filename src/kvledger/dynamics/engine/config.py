@@ -203,7 +203,25 @@ class EngineConfig:
         """Blocks requests can hold: all of them in V0, all but the null block 0 in vLLM v1, blocks."""
         return self.num_gpu_blocks if self.batching == "vllm_v0" else self.num_gpu_blocks - 1
 
+    @property
+    def sglang_max_req_len(self) -> int | None:
+        """SGLang's ``max_req_len = min(context_len − 1, pool tokens − 1)`` (0.5.23 ``managers/tp_worker.py :
+        get_worker_info``; pool tokens = (num_gpu_blocks − 1) × block_size), tokens; None outside ``sglang``."""
+        if self.batching != "sglang":
+            return None
+        return min(self.max_model_len, (self.num_gpu_blocks - 1) * self.block_size) - 1
+
+    @property
+    def sglang_pool_caps_context(self) -> bool:
+        """SGLang starts with a pool shorter than max_model_len, capping requests to it (tp_worker.py warns)."""
+        return self.batching == "sglang" and self.sglang_max_req_len < self.max_model_len - 1
+
     def _check_pool(self) -> None:
+        if self.batching == "sglang":  # SGLang starts (a warning), asserting only max_req_len > 0 (tp_worker.py)
+            if self.sglang_max_req_len < 1:
+                raise InputError(f"the KV pool holds {(self.num_gpu_blocks - 1) * self.block_size:,} tokens: SGLang "
+                                 "stops at start-up ('Memory pool size is too small'); give the KV cache more memory")
+            return
         usable = self.num_usable_blocks
         need = self.blocks_needed(self.max_model_len)
         if self.step_blocks is not None:  # sliding windows: vLLM's admission counts the in-flight tokens too
@@ -212,9 +230,10 @@ class EngineConfig:
             fit = usable * self.block_size if self.blocks_for_tokens is None else None
             hint = f"; lower max_model_len to ≤ {fit:,}" if fit else ""
             raise InputError(
-                f"the KV pool has {usable:,} usable blocks of {self.block_size:,} tokens (block 0 is the null block), "
-                f"but one request of max_model_len {self.max_model_len:,} tokens needs {need:,} blocks, so it could "
-                f"never run (vLLM refuses to start in this case){hint}, or give the KV cache more memory")
+                f"the KV pool has {usable:,} usable blocks of {self.block_size:,} token{'s' * (self.block_size > 1)} "
+                f"(block 0 is the null block), but one request of max_model_len {self.max_model_len:,} tokens needs "
+                f"{need:,} blocks, so it could never run (vLLM refuses to start in this case){hint}, or give the KV "
+                "cache more memory")
 
     def blocks_needed(self, num_tokens: int) -> int:
         """Blocks a request holds with ``num_tokens`` computed tokens, blocks."""

@@ -67,7 +67,8 @@ class SimRequest:
                 f"generated={self.num_generated}/{self.num_output_tokens}, {self.status})")
 
 
-def accept(uid: int, spec: RequestSpec, max_model_len: int, cap_output: bool) -> SimRequest | RequestRecord:
+def accept(uid: int, spec: RequestSpec, max_model_len: int, cap_output: bool,
+           max_req_len: int | None = None) -> SimRequest | RequestRecord:
     """A request at input validation: the SimRequest to serve, or the record of its rejection.
 
     ``cap_output`` (vLLM v1, checked in 0.33): only a prompt of ``max_model_len`` tokens or more is
@@ -75,10 +76,19 @@ def accept(uid: int, spec: RequestSpec, max_model_len: int, cap_output: bool) ->
     request is served and stops at ``max_model_len`` tokens (``get_max_tokens`` clamps
     ``max_tokens`` to ``max_model_len − prompt``; ``v1/core/sched/utils.py : check_stop``), so its
     output is capped. Otherwise (V0's OpenAI server) prompt + output > ``max_model_len`` is rejected.
+    ``max_req_len`` (SGLang 0.5.23, ``EngineConfig.sglang_max_req_len``): after that check the scheduler
+    aborts a prompt ≥ ``max_req_len − 5`` tokens (``managers/utils.py : validate_input_length``) and caps
+    ``max_new_tokens`` at ``max_req_len − prompt − 1`` (``scheduler.py : init_req_max_new_tokens``).
     """
     p, total = spec.num_prompt_tokens, spec.num_prompt_tokens + spec.num_output_tokens
     if (p >= max_model_len) if cap_output else (total > max_model_len):
         return rejected_record(spec, max_model_len, cap_output)
+    if max_req_len is not None:
+        if p >= max_req_len - 5:
+            return RequestRecord(spec.request_id, spec.arrival_s, p, 0, finish_s=spec.arrival_s, num_cached_tokens=None,
+                                 num_preemptions=0, error=f"rejected: prompt ({p} tokens) ≥ SGLang's max_req_input_len"
+                                 f"={max_req_len - 5} (max_req_len − 5; managers/utils.py validate_input_length)")
+        return SimRequest(uid, spec, max_req_len - 1)
     return SimRequest(uid, spec, max_model_len if cap_output else None)
 
 

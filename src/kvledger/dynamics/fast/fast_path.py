@@ -269,7 +269,7 @@ def _deliver(rep, specs, arrivals, i: int, out: list) -> int:
     index. ``arrivals[i]`` is ``specs[i].arrival_s`` (a plain sequence: a columnar workload makes a spec per index)."""
     max_len, now, cap, total = rep.cfg.max_model_len, rep.sched_s, rep.cfg.caps_output, len(arrivals)
     while i < total and arrivals[i] <= now:
-        req = accept(i, specs[i], max_len, cap)
+        req = accept(i, specs[i], max_len, cap, rep.cfg.sglang_max_req_len)
         if req.__class__ is SimRequest:
             rep.sched.waiting.append(req)
         else:

@@ -217,7 +217,7 @@ class _ArrivalStretch:
         seats, max_len, caps = cfg.max_num_seqs - self.finishing - n, cfg.max_model_len, cfg.caps_output
         t = self.sched_t
         while i < total and arrivals[i] <= t:
-            req = accept(i, spec_at(i), max_len, caps)
+            req = accept(i, spec_at(i), max_len, caps, cfg.sglang_max_req_len)
             if req.__class__ is SimRequest:
                 p = req.num_prompt_tokens
                 need = -(-p // B)

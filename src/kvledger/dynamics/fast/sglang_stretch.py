@@ -212,7 +212,7 @@ class _SGLangStretch:
         budget, seats, held = cfg.max_num_batched_tokens, cfg.max_num_seqs, n
         new, rejected, max_len, caps = [], [], cfg.max_model_len, cfg.caps_output
         while i < total and arrivals[i] <= t:
-            req = accept(i, spec_at(i), max_len, caps)
+            req = accept(i, spec_at(i), max_len, caps, cfg.sglang_max_req_len)
             if req.__class__ is SimRequest:
                 p, o = req.num_prompt_tokens, req.num_output_tokens
                 clip = o if o < CLIP_MAX_NEW_TOKENS else CLIP_MAX_NEW_TOKENS
