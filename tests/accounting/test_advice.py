@@ -45,6 +45,11 @@ def test_verdict_does_not_depend_on_the_reported_contexts():
     # The --max-model-len option names the length it leaves: one request of that length fits.
     opt = next(o for o in only8k.advice.options if o.action.startswith("--max-model-len"))
     assert opt.context_tokens == only8k.advice.estimated_max_model_len and opt.max_requests == 1
+    # ... and it can be pasted: the flag value is a plain integer (a grouped "47,040" is refused by --max-model-len,
+    # whose lists elsewhere split on commas)
+    from kvledger.units import parse_tokens
+
+    assert parse_tokens(opt.action.split()[-1], what="--max-model-len") == opt.context_tokens
 
 
 def test_settings_that_cannot_be_meant_are_refused():

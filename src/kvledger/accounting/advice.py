@@ -55,7 +55,7 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
             opts.append(Option("--kv-cache-dtype fp8", c, n, "page size halves, blocks double (kv_cache_interface.py)",
                                q.memory.max_model_len))
     if est_len:
-        opts.append(Option(f"--max-model-len {est_len:,}", p.memory.usable_blocks / max(1, _blocks_at(p, est_len)), 1,
+        opts.append(Option(f"--max-model-len {est_len}", p.memory.usable_blocks / max(1, _blocks_at(p, est_len)), 1,
                            "the longest request the current pool holds", est_len))
     seqs = [Option(*fix) for fix in max_num_seqs_fix(p, build)]
     return opts + _utilization_option(p, build) + seqs + _bigger_gpus(p, build)
