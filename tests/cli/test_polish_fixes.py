@@ -7,24 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
-
-from kvledger.cli.main import app
-from kvledger.errors import KvLedgerError
-
-runner = CliRunner()
-MODEL = "meta-llama/Llama-3.1-8B"
-
-
-def _run(*args: str):
-    return runner.invoke(app, list(args), catch_exceptions=False, env={"COLUMNS": "250"})
-
-
-def _refused(*args: str) -> str:
-    """The message of the error the command ends with (the console entry prints it and exits with status 2)."""
-    with pytest.raises(KvLedgerError) as err:
-        _run(*args)
-    return str(err.value)
+from cli_run import MODEL
+from cli_run import refused as _refused
+from cli_run import run_cli as _run
 
 
 def _mode(*workload: str) -> str:

@@ -6,23 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
-
-from kvledger.cli.main import app
-from kvledger.errors import KvLedgerError
-
-runner = CliRunner()
-MODEL = "meta-llama/Llama-3.1-8B"
-
-
-def _run(*args: str):
-    return runner.invoke(app, list(args), catch_exceptions=False, env={"COLUMNS": "250"})
-
-
-def _refused(*args: str) -> str:
-    with pytest.raises(KvLedgerError) as err:
-        _run(*args)
-    return str(err.value)
+from cli_run import MODEL
+from cli_run import refused as _refused
+from cli_run import run_cli as _run
 
 
 @pytest.mark.parametrize("gpu", [("--gpu", "T4"), ("--gpu", "H100", "--gpu-memory-utilization", "0.2")])

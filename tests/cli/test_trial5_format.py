@@ -6,24 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
+from cli_run import MODEL
+from cli_run import refused as _refused
+from cli_run import run_cli as _run
 
 from kvledger.catalog.gpus import gpu_alias_note
-from kvledger.cli.main import app
-from kvledger.errors import KvLedgerError
-
-runner = CliRunner()
-MODEL = "meta-llama/Llama-3.1-8B"
-
-
-def _run(*args: str):
-    return runner.invoke(app, list(args), catch_exceptions=False, env={"COLUMNS": "250"})
-
-
-def _refused(*args: str) -> str:
-    with pytest.raises(KvLedgerError) as err:
-        _run(*args)
-    return str(err.value)
 
 
 def test_chrome_trace_without_out_is_refused():
