@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from importlib import resources
 from pathlib import Path
 
 import pytest
+from console_run import console as _cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,16 +31,6 @@ _MODELS = resources.files("kvledger.catalog") / "data" / "models"
 def _llama():
     return json.loads((_MODELS / "meta-llama--Meta-Llama-3.1-8B.json").read_text())
 
-
-def _cli(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    """Run the real console entry point (the one that turns a KvLedgerError into exit status 2)."""
-    from kvledger.cli.main import run
-
-    monkeypatch.setattr(sys, "argv", ["kvledger", *args])
-    with pytest.raises(SystemExit) as e:
-        run()
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 @pytest.mark.parametrize("key,value,message", [

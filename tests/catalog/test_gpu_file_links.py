@@ -3,9 +3,8 @@ figure, and TP > 1 or a KV tier below HBM is refused naming the file and the fie
 
 from __future__ import annotations
 
-import sys
-
 import pytest
+from console_run import console as _cli
 
 from kvledger.accounting.kv_tiers import load_s
 from kvledger.accounting.tp_comm import allreduce_step_s, link_bytes_per_s
@@ -15,15 +14,6 @@ from kvledger.errors import ConfigError, InputError
 M = "meta-llama/Llama-3.1-8B"
 _BODY = 'name = "X"\nmemory = "47.5GiB"\nbandwidth_tb_s = 1.2\nbf16_tflops = 300\n'
 
-
-def _cli(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    from kvledger.cli.main import run
-
-    monkeypatch.setattr(sys, "argv", ["kvledger", *args])
-    with pytest.raises(SystemExit) as e:
-        run()
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 @pytest.fixture
