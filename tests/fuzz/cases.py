@@ -461,8 +461,9 @@ def _odd_name(rng: random.Random, tmp: Path, flag: str) -> str:
                        f"/nonexistent/a{suffix}",
                        str(tmp), str(tmp) + "/", "-", "~/nope" + suffix, "a\u00e9b" + suffix, str(garbage), "/dev/null",
                        "/proc/self/status", " ", "a" * 4100, str(tmp / "new" / "deeper" / ("f" + suffix))])
-    # a relative name is taken inside the case's folder (an output must not land in the working directory)
-    return name if name.startswith(("/", "~")) or len(name) > 255 else str(tmp / name)
+    # a relative name is taken inside the case's folder (an output must not land in the working directory); so is
+    # "~/nope…", which no shell expanded here: a literal "~" folder, relative like any other name
+    return name if name.startswith("/") or len(name) > 255 else str(tmp / name)
 
 
 def _cli(rng: random.Random, tmp: Path) -> str:
