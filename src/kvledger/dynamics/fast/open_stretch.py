@@ -32,7 +32,7 @@ every reported figure with step-by-step execution.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, insort
+from bisect import bisect_left
 
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
@@ -43,6 +43,7 @@ from kvledger.dynamics.fast.stretch_times import (
     CHUNK_SPARE_STEPS,
     CHUNK_UNPRICED_STEPS,
     extend_decode_chunk,
+    join_finish_group,
     plain_decode_terms,
 )
 
@@ -271,13 +272,7 @@ class _ArrivalStretch:
             r.run_start = run_start
             r.num_cached_tokens = 0
             f = K + o - 1  # its finish: after step K + o − 2
-            x = groups.get(f)
-            if x is None:
-                groups[f] = [1, p - K]
-                insort(keys, f)
-            else:
-                x[0] += 1
-                x[1] += p - K
+            join_finish_group(groups, keys, f, p - K)
             S += p - K
         self.S, self.K, self.n = S, K, n + a
         self.finishing = g[0] if self.lag and g is not None else 0

@@ -99,14 +99,19 @@ def _gaps(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, st
     before the stretch, then ``_runs``'s, then the last to ``stop``), queued on ``gap_runs`` and ``singles``; returns
     the steps of its first and last tokens."""
     prev = first = -1
-    for a, b in r.runs:
+
+    def close(a: int, b: int) -> None:  # a run of steps [a, b) ends: its gaps, and the single gap from the last run
+        nonlocal prev, first
         if b - a > 1:
-            gap_runs += (a + 1, b)
+            gap_runs.extend((a + 1, b))
         if prev >= 0:
-            singles += (a, prev)
+            singles.extend((a, prev))
         else:
             first = a
         prev = b - 1
+
+    for a, b in r.runs:
+        close(a, b)
     s = _start(r, adm, is_prefill, step0)
     j = bisect_left(prefills, adm + 1)
     n = len(prefills)
@@ -115,24 +120,13 @@ def _gaps(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, st
         if p >= stop:
             break
         if s >= 0:  # a run [s, step0 + p) closes
-            if step0 + p - s > 1:
-                gap_runs += (s + 1, step0 + p)
-            if prev >= 0:
-                singles += (s, prev)
-            else:
-                first = s
-            prev = step0 + p - 1
+            close(s, step0 + p)
             s = -1
         if p + 1 < stop and not is_prefill[p + 1]:
             s = step0 + p + 1
         j += 1
     end = step0 + stop
-    if end - s > 1:
-        gap_runs += (s + 1, end)
-    if prev >= 0:
-        singles += (s, prev)
-    else:
-        first = s
+    close(s, end)
     return first, end - 1
 
 

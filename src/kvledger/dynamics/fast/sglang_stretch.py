@@ -32,14 +32,19 @@ figure with step-by-step execution.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, insort
+from bisect import bisect_left
 
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest, accept
 from kvledger.dynamics.engine.sglang_scheduler import CLIP_MAX_NEW_TOKENS
 from kvledger.dynamics.fast.sglang_settle import settle
-from kvledger.dynamics.fast.stretch_times import chunk_steps, extend_decode_chunk, plain_decode_terms
+from kvledger.dynamics.fast.stretch_times import (
+    chunk_steps,
+    extend_decode_chunk,
+    join_finish_group,
+    plain_decode_terms,
+)
 
 __all__ = ["eligible", "run_arrivals", "MAX_SGLANG_STRETCH_STEPS"]
 
@@ -254,13 +259,7 @@ class _SGLangStretch:
             p, o = r.num_prompt_tokens, r.num_output_tokens
             self.lives.append([r, D, p, o - 1, K])
             f = D + o - 1  # its last decode step: D + o − 2
-            g = groups.get(f)
-            if g is None:
-                groups[f] = [1, p - D]
-                insort(keys, f)
-            else:
-                g[0] += 1
-                g[1] += p - D
+            join_finish_group(groups, keys, f, p - D)
             S += p - D
             F += f
         self.S, self.F, self.n, self.K = S, F, self.n + len(new), K + 1

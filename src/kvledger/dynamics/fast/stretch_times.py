@@ -8,7 +8,7 @@ sums, as step-by-step execution adds them.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from itertools import accumulate
 
 from kvledger.accounting.decode_prices import PLAIN_FLOAT_MAX_STEPS
@@ -119,3 +119,15 @@ def extend_decode_chunk(ends: list[float], durs: list[float], prices, terms, ali
     next(it)
     ends.extend(it)
     return d[-1]
+
+
+def join_finish_group(groups: dict, keys: list[int], step: int, kv_offset: int) -> None:
+    """Count one request in the group finishing at ``step``: ``groups[step]`` = [requests, Σ their KV-token offsets];
+    ``keys`` keeps the groups' steps sorted (the vLLM and SGLang arrival stretches share this bookkeeping)."""
+    g = groups.get(step)
+    if g is None:
+        groups[step] = [1, kv_offset]
+        insort(keys, step)
+    else:
+        g[0] += 1
+        g[1] += kv_offset
