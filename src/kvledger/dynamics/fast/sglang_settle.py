@@ -110,21 +110,11 @@ def _gaps(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, st
             first = a
         prev = b - 1
 
+    runs, s = _runs(r, adm, stop, prefills, is_prefill, step0)  # the stretch's runs, as an unfinished request's
     for a, b in r.runs:
         close(a, b)
-    s = _start(r, adm, is_prefill, step0)
-    j = bisect_left(prefills, adm + 1)
-    n = len(prefills)
-    while j < n:
-        p = prefills[j]
-        if p >= stop:
-            break
-        if s >= 0:  # a run [s, step0 + p) closes
-            close(s, step0 + p)
-            s = -1
-        if p + 1 < stop and not is_prefill[p + 1]:
-            s = step0 + p + 1
-        j += 1
+    for a, b in runs:
+        close(a, b)
     end = step0 + stop
     close(s, end)
     return first, end - 1
