@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kvledger.accounting import notes as N
 from kvledger.accounting.memory import sglang_mem_fraction_static
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.plan_other import trtllm_bytes_per_token
@@ -23,12 +24,13 @@ def test_sglang_default_fraction_and_token_pool_on_h100():
     p = build_plan(LLAMA8, H100, make_settings(engine="sglang"), with_roofline=False)
     # free before load = 81,090 MiB − 0.42 GiB held before the weights (no custom all-reduce at TP 1,
     # sglang_rules.SGLANG_PRELOAD_GIB) = 85,029,027,840 − 450,971,566.08 = 84,578,056,273.92 B;
-    # available = 84,578,056,273.92 × 0.835 − 16,060,522,496 (weights) − 139,586,437.12 (0.13 GiB weight-load
-    # overhead, sglang_rules.SGLANG_LOAD_EXTRA_GIB) = 54,422,568,055 B;
-    # #tokens = floor(54,422,568,055 / 131,072) = 415,211; K = V = 415,211 × 65,536 B = 25.34 GiB (SGLang says "GB").
-    assert (p.memory.fraction, p.memory.available_kv_bytes, p.memory.pool_tokens) == (0.835, 54_422_568_055, 415_211)
-    assert p.memory.printed_lines == ("KV Cache is allocated. #tokens: 415211, K size: 25.34 GB, V size: 25.34 GB",)
-    # Page size 1: an 8,192-token request needs 8,192 slots → floor(415,211 / 8,192) = 50 whole requests.
+    # available = 84,578,056,273.92 × 0.835 − 16,060,522,496 (weights) − 67,108,864 (float32 RoPE buffer,
+    # 131,072 × 128 × 4 B) − 1,564,672 (segment tails: 65 norms of 8,192 B in one 2 MiB small segment)
+    # − 69,793,218.56 (0.065 GiB measured rest of the load, sglang_rules.SGLANG_LOAD_EXTRA_GIB) = 54,423,687,738 B;
+    # #tokens = floor(54,423,687,738 / 131,072) = 415,219; K = V = 415,219 × 65,536 B = 25.34 GiB (SGLang says "GB").
+    assert (p.memory.fraction, p.memory.available_kv_bytes, p.memory.pool_tokens) == (0.835, 54_423_687_738, 415_219)
+    assert p.memory.printed_lines == ("KV Cache is allocated. #tokens: 415219, K size: 25.34 GB, V size: 25.34 GB",)
+    # Page size 1: an 8,192-token request needs 8,192 slots → floor(415,219 / 8,192) = 50 whole requests.
     assert p.row_at(8192).max_requests == 50
 
 
@@ -198,28 +200,30 @@ def test_trtllm_engine_example_10718_tokens_is_670_blocks():
 
 
 def test_sglang_range_from_the_pre_load_memory_and_the_device_total():
-    # SGLang: available = (total − X) × f − weights − E, X = memory in use before the weights load, E = what the load
-    # adds to the parameters. Point X = 0.42 GiB at TP 1; X runs from 0.13 GiB (CUDA context) to 0.75 GiB in public logs
-    # (sglang_rules.SGLANG_PRELOAD_HIGH_GIB); E from 0 to 0.3 GiB. H100's CUDA total ranges
+    # SGLang: available = (total − X) × f − weights − B − E, X = memory in use before the weights load, B = the RoPE
+    # buffer and segment tails (67,108,864 + 1,564,672 B, computed), E = the rest the load adds. Point X = 0.42 GiB
+    # at TP 1; X runs from 0.13 GiB (CUDA context) to 0.75 GiB in public logs (sglang_rules.SGLANG_PRELOAD_HIGH_GIB);
+    # E from −0.005 to 0.15 GiB (sglang_rules.SGLANG_LOAD_EXTRA_GIB). H100's CUDA total ranges
     # 85,023,784,960–85,060,485,120 B over drivers (gpu_cuda.csv). f = 0.835, weights 16,060,522,496 B:
-    #   low  = (85,023,784,960 − 805,306,368) × 0.835 − 16,060,522,496 − 322,122,547.2 = 53,939,784,581 B
-    #          → floor(/131,072) 411,527 tokens
-    #   high = (85,060,485,120 − 139,586,437) × 0.835 − 16,060,522,496 − 0 = 54,848,427,904 B → 418,460 tokens
-    # page 1, 131,072-token requests: concurrency 411,527 / 131,072 = 3.140 to 418,460 / 131,072 = 3.193
+    #   low  = (85,023,784,960 − 805,306,368) × 0.835 − 16,060,522,496 − 68,673,536 − 161,061,273.6
+    #        = 54,032,172,318 B → floor(/131,072) 412,232 tokens
+    #   high = (85,060,485,120 − 139,586,437) × 0.835 − 16,060,522,496 − 68,673,536 + 5,368,709.12
+    #        = 54,785,123,077 B → 417,977 tokens
+    # page 1, 131,072-token requests: concurrency 412,232 / 131,072 = 3.145 to 417,977 / 131,072 = 3.189
     p = build_plan(LLAMA8, H100, make_settings(engine="sglang"), with_roofline=False)
     r = p.memory.ranges
-    assert r["available_kv_bytes"] == (53_939_784_581.0, 54_848_427_904.0)
-    assert r["pool_tokens"] == r["num_gpu_blocks"] == (411_527, 418_460)
-    assert r["max_concurrency"] == (411_527 / 131_072, 418_460 / 131_072)
+    assert r["available_kv_bytes"] == (54_032_172_318.0, 54_785_123_077.0)
+    assert r["pool_tokens"] == r["num_gpu_blocks"] == (412_232, 417_977)
+    assert r["max_concurrency"] == (412_232 / 131_072, 417_977 / 131_072)
     # the reserve's range: − (0.42 − 0.13 GiB) × 0.835 = − 0.24215 GiB to + (0.75 − 0.42 GiB) × 0.835 = + 0.27555 GiB
-    res = p.memory.deductions[2]
+    res = next(d for d in p.memory.deductions if d.name == N.SGLANG_RESERVE)
     assert (res.high_bytes - res.bytes) / 2**30 == pytest.approx(0.27555, abs=1e-5)
     assert (res.bytes - res.low_bytes) / 2**30 == pytest.approx(0.24215, abs=1e-5)
     # distributed (TP 2 over NVLink, custom all-reduce on): no public TP-2 start-up, so the point stays 0.42 GiB and the
     # range reaches 2.67 GiB before the weights (sglang PR #11716, TP 8 on H200: CUDA total 139.96 GiB less "Load weight
     # begin. avail mem=137.29 GB"): + (2.67 − 0.42) and − (0.42 − 0.13) GiB, × f
     p2 = build_plan(LLAMA8, H100, make_settings(engine="sglang", tp=2), with_roofline=False)
-    d2 = p2.memory.deductions[2]
+    d2 = next(d for d in p2.memory.deductions if d.name == N.SGLANG_RESERVE)
     assert (d2.high_bytes - d2.bytes) / p2.memory.fraction == pytest.approx(2.25 * 2**30)
     assert (d2.bytes - d2.low_bytes) / p2.memory.fraction == pytest.approx(0.29 * 2**30)
     # given the engine's figure there is nothing left to range over

@@ -32,13 +32,16 @@ def test_sg01_tokens_and_k_size_from_the_printed_memory():
 def test_sg02_h200_tp8_inside_the_pre_load_range():
     # H200 TP 8 (0.5.3 rule: chunk 8,192, graphs 512: 512 + 12,288 + 1,024 + 1,024 = 14,848 MiB → f = 0.897), printed
     # K + V = 106.62 GiB. Point: custom all-reduce at TP 8 holds 2.67 GiB before the weights (this row's own figure:
-    # sglang_rules.SGLANG_PRELOAD_GIB), and the load adds 0.13 GiB to the 17,640,734,720 B of weights:
-    # (150,282,960,896 − 2.67 GiB) × 0.897 − 17,640,734,720 − 0.13 GiB = 106.592 GiB (−0.03 %, in sample).
-    # Low end: (149,915,959,296 − 2.67 GiB) × 0.897 − 17,640,734,720 − 0.3 GiB (the load overhead's top) = 106.115 GiB.
+    # sglang_rules.SGLANG_PRELOAD_GIB); the load holds 17,640,734,720 B of weights, the float32 RoPE buffer
+    # (131,072 × 128 × 4 = 67,108,864 B), segment tails of 4,702,208 B (embedding and lm_head 250.5 → 252 MiB each,
+    # 161 norms of 16 KiB in two 2 MiB small segments: 3 MiB + 1,556,480 B) and 0.065 GiB measured:
+    # (150,282,960,896 − 2.67 GiB) × 0.897 − 17,640,734,720 − 71,811,072 − 0.065 GiB = 106.590 GiB (−0.03 %).
+    # Low end: (149,915,959,296 − 2.67 GiB) × 0.897 − … − 0.15 GiB (the measured rest's top) = 106.198 GiB.
     x = replay_sglang_row(ROWS["SG02"], ROOT)
     av = next(t for t in x.terms if t.term == "available KV")
-    assert av.predicted == pytest.approx(((150_282_960_896 - 2.67 * 2**30) * 0.897 - 17_640_734_720) / 2**30 - 0.13)
-    assert av.low == pytest.approx(((149_915_959_296 - 2.67 * 2**30) * 0.897 - 17_640_734_720) / 2**30 - 0.3)
+    load = 17_640_734_720 + 67_108_864 + 4_702_208
+    assert av.predicted == pytest.approx(((150_282_960_896 - 2.67 * 2**30) * 0.897 - load) / 2**30 - 0.065)
+    assert av.low == pytest.approx(((149_915_959_296 - 2.67 * 2**30) * 0.897 - load) / 2**30 - 0.15)
     assert av.inside and av.printed == pytest.approx(106.62)
 
 
@@ -47,17 +50,19 @@ def test_sg05_sglang_docs_notebook_on_h100_within_a_tenth_of_a_percent():
     # mem_fraction_static=0.88 (the 0.4.0–0.4.5 default at TP 1), "Load weight begin. avail mem=78.81 GB", "Load weight
     # end. ... avail mem=63.72 GB", K = V = 27.13 GB, max_total_num_tokens=444500.
     # Free before the load: 85,029,027,840 − 0.42 GiB (no custom all-reduce at TP 1) = 78.769 GiB (printed 78.81);
-    # weights 16,060,522,496 B + 0.13 GiB load overhead = 15.088 GiB (printed 78.81 − 63.72 = 15.09);
-    # K + V = (85,029,027,840 − 0.42 GiB) × 0.88 − 16,060,522,496 − 0.13 GiB = 58,228,580,587 B = 54.230 GiB
-    # (printed 54.26: −0.06 %) → floor(/131,072 B per token) = 444,248 tokens (printed 444,500).
+    # the load: weights 16,060,522,496 B + the RoPE buffer in bf16 (0.4.1.post7 casts it: 131,072 × 128 × 2 B =
+    # 33,554,432) + segment tails 1,564,672 B (65 norms of 8 KiB in one 2 MiB small segment) + 0.065 GiB measured
+    # = 15.055 GiB (printed 78.81 − 63.72 = 15.09);
+    # K + V = (85,029,027,840 − 0.42 GiB) × 0.88 − 16,095,641,600 − 0.065 GiB = 58,263,254,702 B = 54.262 GiB
+    # (printed 54.26: +0.00 %) → floor(/131,072 B per token) = 444,513 tokens (printed 444,500).
     x = replay_sglang_row(ROWS["SG05"], ROOT)
     t = {y.term: y for y in x.terms}
     assert t["mem_fraction_static default"].predicted == t["mem_fraction_static default"].printed == 0.88
     assert t["free before load"].predicted == pytest.approx((85_029_027_840 - 0.42 * 2**30) / 2**30)
-    assert t["weights"].predicted == pytest.approx(16_060_522_496 / 2**30 + 0.13)
-    assert t["available KV"].predicted == pytest.approx(58_228_580_587 / 2**30)
-    assert round(t["available KV"].rel_error * 100, 2) == -0.06
-    assert (t["KV tokens"].predicted, t["KV tokens"].printed) == (444_248, 444_500)
+    assert t["weights"].predicted == pytest.approx(16_095_641_600 / 2**30 + 0.065)
+    assert t["available KV"].predicted == pytest.approx(58_263_254_702 / 2**30)
+    assert round(t["available KV"].rel_error * 100, 2) == 0.0
+    assert (t["KV tokens"].predicted, t["KV tokens"].printed) == (444_513, 444_500)
     assert all(y.inside for y in x.terms)
 
 
@@ -81,12 +86,15 @@ def test_sg09_rtx3090_pool_from_the_printed_memory_and_the_default_fraction():
     # max_total_num_tokens=105531. rest = 8.37 − 22.76 × 0.12 = 5.6388 GiB ± 0.005 × 1.12;
     # cell = 28 layers × (K + V) × 4 heads × 128 × 2 B = 57,344 B:
     # floor(5.6332 × 2^30 / 57,344) = 105,479 to floor(5.6444 × 2^30 / 57,344) = 105,688 ∋ 105,531;
-    # K size 105,531 × 28,672 B / 2^30 = 2.818 → "2.82 GB". Weights: 15,231,233,024 B + 0.13 GiB = 14.315 GiB against
-    # 22.76 − 8.37 = 14.39 (−0.52 %, inside 14.185–14.485).
+    # K size 105,531 × 28,672 B / 2^30 = 2.818 → "2.82 GB". Weights: 15,231,233,024 B + RoPE buffer in float32
+    # (32,768 × 128 × 4 = 16,777,216 B) + segment tails 105,239,552 B (28 layers × (q/k/v 31.5 → 32, o_proj
+    # 24.5 → 26, gate/up 259 → 260, down 129.5 → 130 MiB) = 98 MiB, embedding and lm_head 1,039.5 → 1,040 MiB, the
+    # small pool's 666,624 B in one 2 MiB segment) + 0.065 GiB = 14.364 GiB against 22.76 − 8.37 = 14.39 (−0.18 %).
     x = replay_sglang_row(ROWS["SG09"], ROOT)
     tok, ksize = x.from_printed
     assert (tok.low, tok.high, tok.printed, tok.inside) == (105_479, 105_688, 105_531, True)
     assert (ksize.predicted, ksize.printed) == (2.82, 2.82)
     t = {y.term: y for y in x.terms}
     assert t["mem_fraction_static default"].predicted == t["mem_fraction_static default"].printed == 0.88
-    assert t["weights"].predicted == pytest.approx(15_231_233_024 / 2**30 + 0.13) and t["weights"].inside
+    load = 15_231_233_024 + 16_777_216 + 105_239_552
+    assert t["weights"].predicted == pytest.approx(load / 2**30 + 0.065) and t["weights"].inside

@@ -14,6 +14,7 @@ __all__ = ["NEWER_THAN_READ", "vllm_newer_than_read", "sglang_newer_than_read", 
            "CUDAGRAPHS_GIVEN", "cudagraphs_subtracted", "cudagraphs_not_subtracted", "SGLANG_RESERVE",
            "sglang_reserve_source", "SGLANG_MAMBA_POOL_SOURCE", "sglang_mamba_pool", "sglang_no_mamba_request",
            "sglang_mamba_cap", "sglang_settings", "SGLANG_REQUESTED", "SGLANG_LOAD_EXTRA", "SGLANG_LOAD_EXTRA_SOURCE",
+           "SGLANG_ROPE_BUFFER", "SGLANG_SEGMENT_TAILS", "sglang_load_buffers_source",
            "trtllm_activation", "TRTLLM_NON_TORCH",
            "trtllm_reserve", "trtllm_reserve_source", "trtllm_block_rule", "trtllm_tokens_per_block_source",
            "trtllm_settings", "TRTLLM_REQUESTED", "TRTLLM_RESERVE_RANGE"]
@@ -131,8 +132,15 @@ SGLANG_RESERVE = "reserve (1 − mem_fraction_static) × free before load"
 SGLANG_REQUESTED = ("free before the weights load (device total − the memory held before it, "
                     "sglang_rules.SGLANG_PRELOAD_GIB)")
 SGLANG_LOAD_EXTRA = "weight-load overhead"
-SGLANG_LOAD_EXTRA_SOURCE = ("measured: what \"Load weight end. ... mem usage\" adds to the parameters, 0.06–0.28 GiB "
-                            "in five public start-ups (sglang_rules.SGLANG_LOAD_EXTRA_GIB)")
+SGLANG_LOAD_EXTRA_SOURCE = ("measured: what \"Load weight end. ... mem usage\" adds to the parameters, the RoPE buffer "
+                            "and the segment tails, −0.001 to 0.100 GiB in six public start-ups "
+                            "(sglang_rules.SGLANG_LOAD_EXTRA_GIB)")
+SGLANG_ROPE_BUFFER = "RoPE cos/sin buffer"
+SGLANG_SEGMENT_TAILS = "allocator segment tails"
+
+
+def sglang_load_buffers_source(how: str) -> str:
+    return f"computed (counted in SGLang's \"Load weight end. ... mem usage\"; sglang_load.py): {how}"
 SGLANG_MAMBA_POOL_SOURCE = ("mamba_full_memory_ratio 0.9: 0.9/1.9 of the budget in whole per-request slots "
                             "(kv_cache_configurator.py::_handle_max_mamba_cache)")
 

@@ -28,6 +28,7 @@ from kvledger.accounting.memory import Deduction, MemoryPlan
 from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
 from kvledger.accounting.plan_vllm import resolve_max_model_len
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.sglang_load import sglang_load_buffers
 from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
 from kvledger.accounting.sglang_rules import (
     SGLANG_LATEST,
@@ -75,21 +76,27 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     w = s.weights_bytes if s.weights_bytes is not None else w
     # a given weights figure is SGLang's own "mem usage", which already holds the load's overhead
     x_lo, x, x_hi_load = (0.0, 0.0, 0.0) if s.weights_bytes is not None else (g * GiB for g in SGLANG_LOAD_EXTRA_GIB)
+    bufs = sglang_load_buffers(model, s.tp, ver)
+    rope, tails = (0, 0) if s.weights_bytes is not None else (bufs.rope_bytes, bufs.tail_bytes)
+    w_all = w + rope + tails  # what "mem usage" holds besides the measured overhead
     held = sglang_preload_bytes(s.tp, gpu.nvlink_all_to_all)
     pre_free = gpu.memory_bytes - held
     reserve = pre_free * (1 - mfs)
     x_hi = max(sglang_preload_high_bytes(s.tp, s.pp), held)  # the pre-load memory's upper end: KV falls by ΔX × f
     items = (Deduction("weights", w, "given" if s.weights_bytes is not None else f"computed: {how}"),
+             *((Deduction(N.SGLANG_ROPE_BUFFER, rope, N.sglang_load_buffers_source(bufs.rope_how)),
+                Deduction(N.SGLANG_SEGMENT_TAILS, tails, N.sglang_load_buffers_source(bufs.tail_how)))
+               if s.weights_bytes is None else ()),
              Deduction(N.SGLANG_LOAD_EXTRA, x, N.SGLANG_LOAD_EXTRA_SOURCE, x_lo, x_hi_load),
              Deduction(N.SGLANG_RESERVE, reserve, N.sglang_reserve_source(1 - mfs, gpu.memory_bytes / GiB, held / GiB,
                                                                          held > SGLANG_PRELOAD_GIB[False] * GiB),
                        reserve - (held - NON_TORCH_BYTES) * mfs, reserve + (x_hi - held) * mfs,
                        N.sglang_preload_range(x_hi / GiB, mfs)))
     given = s.available_kv_memory_bytes is not None
-    avail = s.available_kv_memory_bytes if given else int(pre_free - reserve - w - x)
+    avail = s.available_kv_memory_bytes if given else int(pre_free - reserve - w_all - x)
     page = s.block_size or 1
     pools = sglang_pools(kv, avail, page)
-    rng = {} if given else _sglang_ranges(kv, page, L, [int((t - h) * mfs - w - e) for t, h, e in (
+    rng = {} if given else _sglang_ranges(kv, page, L, [int((t - h) * mfs - w_all - e) for t, h, e in (
         (gpu.memory_low_bytes, x_hi, x_hi_load), (gpu.memory_high_bytes, NON_TORCH_BYTES, x_lo))])
     tokens, cell = pools.full_tokens, pools.cell_bytes
     if pools.state_bytes:

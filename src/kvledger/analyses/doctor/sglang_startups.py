@@ -63,10 +63,10 @@ def replay_sglang_row(r: dict[str, str], root: Path) -> PublicReplay:
         out.append(PublicTerm("free before load", m.requested_bytes / GiB, float(r["preload_avail_gib"]),
                               (gpu.memory_low_bytes - sglang_preload_high_bytes(tp)) / GiB, hi / GiB))
     items = {i.name: i for i in m.deductions}
-    if "weights" in checks:  # SGLang's "mem usage": the parameters and what the load adds (N.SGLANG_LOAD_EXTRA)
-        w, x = items["weights"], items[N.SGLANG_LOAD_EXTRA]
-        out.append(PublicTerm("weights", (w.bytes + x.bytes) / GiB, float(r["weights_gib"]),
-                              (w.low_bytes + x.low_bytes) / GiB, (w.high_bytes + x.high_bytes) / GiB))
+    if "weights" in checks:  # SGLang's "mem usage": the parameters, the RoPE buffer, segment tails, the measured rest
+        load = [items[k] for k in ("weights", N.SGLANG_ROPE_BUFFER, N.SGLANG_SEGMENT_TAILS, N.SGLANG_LOAD_EXTRA)]
+        out.append(PublicTerm("weights", sum(i.bytes for i in load) / GiB, float(r["weights_gib"]),
+                              sum(i.low_bytes for i in load) / GiB, sum(i.high_bytes for i in load) / GiB))
     if "available" in checks:
         lo, hi = m.ranges["available_kv_bytes"]
         kv = float(r["k_size_gib"]) + float(r["v_size_gib"])
