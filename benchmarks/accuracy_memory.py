@@ -125,7 +125,9 @@ def _replay_lines(replays) -> list[str]:
     for x in replays:
         out.append(f"  {x.row_id} {x.version}, {x.gpu}, {x.topology} ({x.source_url})")
         for t in x.terms + x.from_printed:
-            f = ",.0f" if "tokens" in t.term or "blocks" in t.term else ".4f"
+            # counts print whole; a size "from printed tokens" is GiB (K size 1.42, not 1)
+            count = ("tokens" in t.term or "blocks" in t.term) and not t.term.startswith(("K size", "KV memory"))
+            f = ",.0f" if count else ".4f"
             rng = f" [{t.low:{f}}–{t.high:{f}}] {'inside' if t.inside else 'OUTSIDE'}" if t.low is not None else ""
             out.append(f"      {t.term:34s} predicted {t.predicted:>14{f}}  printed {t.printed:>14{f}}  "
                        f"{t.rel_error * 100:+7.2f}%{rng}")

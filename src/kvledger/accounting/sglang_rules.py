@@ -196,7 +196,13 @@ H100 0.60, SG07 RTX A6000 0.31, PR #4826 H200 0.75 (TP 1), SG01 4×L4 over PCIe 
 is left out (a desktop GPU's display and WSL share the card). True: SG02 (H200 TP 8, 2.67), the only start-up that
 prints it; SG04 (H100 TP 4, K + V only) checks it out of sample. TP 2 with custom all-reduce has no public start-up,
 so it keeps the False point (its range still reaches 2.67). The range (SGLANG_PRELOAD_HIGH_GIB, down to the 0.13 GiB
-context) stays as it was."""
+context) stays as it was. SG04 out of sample: with its load computed from code (55.12 GiB of weights, 0.02 RoPE, 0.28
+segment tails, sglang_load.py) and SGLang 0.4.9's pool rule, its printed K + V (16.46 GiB at mem_fraction_static 0.93)
+implies 1.82 GiB held (1.73–1.90 over the measured load rest's range) on H100 at TP 4, against SG02's 2.67 on H200 at
+TP 8: SGLang's own code allocates the same before the weights at both (one TP group: PyNccl, custom all-reduce buffers
+of 8 MiB; 0.4.9 and 0.5.3 parallel_state.py), so the difference is NCCL's and the driver's (NVLS buffers scale with the
+ranks, the CUDA context with the GPU), which the plan does not know; the point is kept and SG04 stays a miss (−4.8 %)
+inside the range."""
 
 SGLANG_LOAD_EXTRA_GIB = (-0.005, 0.065, 0.15)
 """What SGLang's "Load weight end. ... mem usage" holds beyond what code tells (the parameters, the RoPE buffer and the
