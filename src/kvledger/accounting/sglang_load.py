@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kvledger.accounting.cuda_segments import segment_bytes
 from kvledger.catalog.layers import kv_heads_per_gpu
@@ -74,14 +75,21 @@ def sglang_rank_tensors(model: ModelSpec, tp: int) -> list[int]:
     return [int(round(b)) for b in groups.values()]
 
 
+@lru_cache(maxsize=64)
+def _rank_tensors(model: ModelSpec, tp: int) -> tuple[int, ...]:
+    """``sglang_rank_tensors`` kept per (model, TP): a search or a replay plans one model many times, and matching
+    each weight against a checkpoint's modules_to_not_convert list dominates the cost."""
+    return tuple(sglang_rank_tensors(model, tp))
+
+
 def sglang_load_buffers(model: ModelSpec, tp: int, version: tuple[int, ...]) -> SglangLoadBuffers:
     """The RoPE buffer (float32 from 0.4.2.post1, else the model dtype) and the segment tails of one rank's parameters
     and that buffer, B."""
     positions_x_dims = model.rope_cache_bytes // model.dtype_bytes if model.dtype_bytes else 0
     elem = 4 if version >= SGLANG_ROPE_FP32_FROM else model.dtype_bytes
     rope = int(positions_x_dims * elem)
-    tensors = sglang_rank_tensors(model, tp)
-    sizes = tensors[:1] + [rope] + tensors[1:]  # the embedding, then the first layer (whose attention builds the rope)
+    tensors = _rank_tensors(model, tp)
+    sizes = [*tensors[:1], rope, *tensors[1:]]  # the embedding, then the first layer (whose attention builds the rope)
     tail = segment_bytes(sizes) - sum(s for s in sizes if s > 0)
     rope_how = (f"{positions_x_dims:,} positions × rotary dims × {elem} B "
                 f"({'float32' if elem == 4 else model.dtype}, layers/rotary_embedding.py)")
