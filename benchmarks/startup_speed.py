@@ -5,7 +5,7 @@ process whose ``kvledger.dynamics.simulator.run_cluster`` (the event loop) is ti
 **start-up** is process start → the first step (interpreter, imports, option parsing, plan, trace,
 engine setup), **wrap-up** is the last step → process exit (the summary: ITL merge and percentiles,
 KV usage; JSON output; interpreter exit). Their sum is the part of the whole process that is not
-the simulation (issue 10: ≤ 0.2 s). The child is the CLI's own entry point (``kvledger.cli.main.run``);
+the simulation (issue 10: ≤ 0.2 s). The child is the CLI's own entry point (``kvledger.cli.main.main``);
 the timer is installed by an import hook when the engine module loads, so nothing is imported
 ahead of the CLI; the package is byte-compiled first, as an installed one is. Best and median of
 ``--repeat`` runs; on a shared machine best-of-N is the steadier figure.
@@ -55,8 +55,8 @@ class _TimeLoop:  # wraps engine.run_cluster once kvledger.dynamics.simulator is
 
 sys.meta_path.insert(0, _TimeLoop())
 sys.argv = ["kvledger", *sys.argv[1:]]
-from kvledger.cli.main import run
-run()
+from kvledger.cli.main import main
+main()
 """
 
 

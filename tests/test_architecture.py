@@ -181,12 +181,18 @@ def _is_private(attr: str) -> bool:
     return attr.startswith("_") and not attr.startswith("__")
 
 
+# stdlib names with a leading underscore that the library reference documents as public API
+DOCUMENTED_STDLIB = {"os._exit"}  # https://docs.python.org/3/library/os.html#os._exit (cli/main.py: _exit_now)
+
+
 def test_no_module_reads_another_modules_private_names():
     bad = []
     for name in _modules():
         own = _private_names(name)
         for node in ast.walk(_tree(name)):
             if isinstance(node, ast.Attribute) and _is_private(node.attr) and node.attr not in own:
+                if ast.unparse(node) in DOCUMENTED_STDLIB:
+                    continue
                 if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
                     bad.append(f"{name}:{node.lineno} {ast.unparse(node)}")
             elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kvledger"):

@@ -1,7 +1,7 @@
 """The ``kvledger`` command: registers each sub-command and turns user errors into clear messages.
 
 Each command module exposes ``register(app)``; heavy imports happen inside the command
-body so that ``kvledger plan`` starts fast. The console entry point (:func:`run`) imports and
+body so that ``kvledger plan`` starts fast. The console entry point (:func:`main`) imports and
 registers only the command it is asked to run (typer builds every registered command's options
 before dispatching, and each command module pulls in its own analyses): ``kvledger simulate …``
 never imports the code of ``search``, ``report`` or ``ui``. Anything else (``--help``, ``--version``,
@@ -21,7 +21,7 @@ from typing import Any
 
 from kvledger.errors import KvLedgerError
 
-__all__ = ["COMMANDS", "app", "build_app", "run"]  # noqa: F822 - app is built on first access (__getattr__)
+__all__ = ["COMMANDS", "app", "build_app", "main", "run"]  # noqa: F822 - app is built on first access (__getattr__)
 
 # Command name → the kvledger.cli module whose register(app) adds it, in the order `kvledger --help` lists them.
 COMMANDS: dict[str, str] = {
@@ -94,15 +94,49 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def main() -> None:
+    """The ``kvledger`` program (pyproject's console script, ``python -m kvledger.cli.main``): :func:`run`, and after a
+    plain ``simulate`` read by the quick path (its output written and flushed) the process ends at once when nothing
+    is registered to run at exit (:func:`_exit_now`)."""
+    if _run():
+        _exit_now()
+
+
 def run() -> None:
-    """Console entry point: run the app; a KvLedgerError prints its message and exits with status 2. With ``--json``
-    an error (ours, or a usage error click finds) is also written to stdout as a JSON object (:func:`_json_error`).
+    """Run the app (the entry point before :func:`main`; tests call it in-process): a KvLedgerError prints its message
+    and exits with status 2. With ``--json`` an error (ours, or a usage error click finds) is also written to stdout as
+    a JSON object (:func:`_json_error`).
 
     OpenBLAS runs one thread (``OPENBLAS_NUM_THREADS=1`` unless set): see the comment below. When the
     command is done its objects are frozen out of the garbage collector (``gc.freeze``): the
     interpreter's last full collection at exit then skips them instead of walking every object the
     imports made (about 20 ms after ``simulate``'s); nothing is left to run but the exit.
     """
+    _run()
+
+
+def _exit_now() -> None:
+    """End the process with status 0 without the interpreter's teardown (``os._exit``), which frees every object and
+    module one by one: 10-35 ms after a simulate of the Azure conversation trace on the 2-core development machine
+    (docs/performance.md §2.8). Only when that teardown has nothing else to do: no ``atexit`` handler registered
+    (a plain simulate registers none) and no other thread; stdout and stderr are flushed first, and a failed flush
+    (a closed pipe) leaves the exit to the interpreter, which reports it as before."""
+    import atexit
+    import threading
+
+    pending = getattr(atexit, "_ncallbacks", None)  # CPython's count of registered handlers; elsewhere: no shortcut
+    if pending is None or pending() or threading.active_count() > 1:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe or stream: the normal exit reports it
+        return
+    os._exit(0)
+
+
+def _run() -> bool:
+    """:func:`run`'s body; True when a plain ``simulate`` finished by the quick path (quick_argv.py)."""
     # No command does BLAS work (no matrix products, no linear algebra), but numpy's OpenBLAS starts a pool of
     # threads when numpy is imported: 40-50 ms of a `kvledger` start on this 2-core machine (more with more
     # cores). One thread, unless the user asked for more; set before anything imports numpy.
@@ -122,7 +156,7 @@ def run() -> None:
             finally:
                 gc.enable()
             if done:
-                return
+                return True
         import typer
 
         application = build_app(argv[0] if argv and argv[0] in COMMANDS else None)
@@ -152,6 +186,7 @@ def run() -> None:
         sys.exit(2)
     finally:
         gc.freeze()
+    return False
 
 
 def _json_error(message: str, exit_code: int, kind: str) -> None:
@@ -164,4 +199,4 @@ def _json_error(message: str, exit_code: int, kind: str) -> None:
 
 
 if __name__ == "__main__":
-    run()
+    main()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -30,7 +31,6 @@ from kvledger.dynamics.outputs.record_sink import RecordSink
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
 from kvledger.dynamics.workload.columns import WorkloadColumns
-from kvledger.dynamics.workload.sessions import SessionLoop
 from kvledger.errors import InputError
 from kvledger.record_columns import RecordColumns
 from kvledger.records import RequestRecord
@@ -54,6 +54,13 @@ def _check(spec: RequestSpec) -> None:
         raise InputError(f"request {spec.request_id!r}: {bad}")
 
 
+def _session_loop(source) -> bool:
+    """Whether ``source`` is a ``workload.sessions.SessionLoop``, without importing that module for a run that has none
+    (one exists only once its module is loaded; its import is about 2 % of a plain simulate's start-up)."""
+    sessions = sys.modules.get("kvledger.dynamics.workload.sessions")
+    return sessions is not None and isinstance(source, sessions.SessionLoop)
+
+
 class _Arrivals:
     """Known future arrivals: a time-sorted open trace, plus (closed loop) a heap of follow-up requests."""
 
@@ -61,8 +68,9 @@ class _Arrivals:
         self.heap: list[tuple[float, int, RequestSpec, int]] = []
         self.loads: list[tuple[float, int, SimRequest, int]] = []  # requests waiting for a KV load: (ready s, seq, ...)
         self.seq = 0
-        self.closed = source if isinstance(source, (ClosedLoop, SessionLoop)) else None
-        self.sessions = source.driver() if isinstance(source, SessionLoop) else None
+        sessions = _session_loop(source)
+        self.closed = source if sessions or isinstance(source, ClosedLoop) else None
+        self.sessions = source.driver() if sessions else None
         if self.sessions is not None:  # one closed loop per session (sessions.py)
             self.total, self._open = source.num_turns, []
             for t, user in self.sessions.starts:

@@ -104,11 +104,15 @@ class _ArrivalStretch:
     m, admitted here) for ``settle``.
     """
 
-    __slots__ = ("rep", "cfg", "prices", "B", "lag", "lives", "groups", "keys", "n", "S", "blocks_left", "ends",
+    __slots__ = ("rep", "limits", "prices", "B", "lag", "lives", "groups", "keys", "n", "S", "blocks_left", "ends",
                  "durs", "stored", "grants", "split", "sched_t", "finishing", "last", "forms", "K")
 
     def __init__(self, rep) -> None:
-        self.rep, self.cfg, self.prices = rep, rep.cfg, rep.prices
+        cfg = rep.cfg
+        self.rep, self.prices = rep, rep.prices
+        # the frozen engine settings each arrival reads: token budget, seats, max_model_len, capped outputs, SGLang cap
+        self.limits = (cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.max_model_len, cfg.caps_output,
+                       cfg.sglang_max_req_len)
         self.B, self.lag = rep.kv.block_size, 1 if rep.rules.async_scheduling else 0
         lives, groups, S = [], {}, 0
         for r in rep.sched.running:
@@ -210,15 +214,16 @@ class _ArrivalStretch:
         the new ones are admitted with their whole prompts, as ``Scheduler.admit_waiting`` would (rejected ones' records
         appended to ``out``). Returns the next index, or −1 (nothing done) when the step cannot take them all (module
         doc: budget, seats, a one-token output, shareable segments, the blocks' lower bound)."""
-        cfg, n, B, left = self.cfg, self.n, self.B, self.blocks_left
-        room = cfg.max_num_batched_tokens - n
+        n, B, left = self.n, self.B, self.blocks_left
+        budget, seats, max_len, caps, max_req = self.limits
+        room = budget - n
         if room <= 0 or left < n:
             return -1
         new, rejected, take, pf, pairs = [], [], n, 0, 0.0
-        seats, max_len, caps = cfg.max_num_seqs - self.finishing - n, cfg.max_model_len, cfg.caps_output
+        seats -= self.finishing + n
         t = self.sched_t
         while i < total and arrivals[i] <= t:
-            req = accept(i, spec_at(i), max_len, caps, cfg.sglang_max_req_len)
+            req = accept(i, spec_at(i), max_len, caps, max_req)
             if req.__class__ is SimRequest:
                 p = req.num_prompt_tokens
                 need = -(-p // B)

@@ -30,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 
-from kvledger.dynamics.workload.bailian import BAILIAN_BLOCK_TOKENS, BAILIAN_KEYS, read_bailian
 from kvledger.dynamics.workload.trace_arrow import MAX_TRACE_TOKENS, read_csv_fast, read_jsonl_fast
 from kvledger.errors import FormatError
 
@@ -191,6 +190,8 @@ def _segments_at(value: object, prompt: int, block: int, path: Path, where: str)
 
 def _first_layout(path: Path) -> str | None:
     """The layout the first non-blank line's keys name, or None (the row reader then gives the error)."""
+    from kvledger.dynamics.workload.bailian import BAILIAN_KEYS  # here: a CSV trace never needs the Bailian reader
+
     with path.open(encoding="utf-8") as f:
         for text in f:
             if text.strip():
@@ -210,6 +211,8 @@ def _read_jsonl(path: Path, segment_tokens: int) -> ParsedTrace:
     """A JSON Lines trace: pyarrow's reader with every row checked (trace_arrow.py), else row by row."""
     layout = _first_layout(path)
     if layout == "bailian":
+        from kvledger.dynamics.workload.bailian import BAILIAN_BLOCK_TOKENS, read_bailian
+
         b = read_bailian(path)
         return ParsedTrace(layout, b.arrivals_s, b.prompt_tokens, b.output_tokens, b.segments, BAILIAN_BLOCK_TOKENS,
                            b.sessions)
