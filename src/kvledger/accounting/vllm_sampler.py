@@ -11,6 +11,10 @@ Read in the wheels (``v1/sample/ops/topk_topp_sampler.py :: TopKTopPSampler.__in
     vllm_memory_observations.csv show the sort-era peak, e.g. 4.76 GiB for Llama-3.1-8B at 1,024 requests, not
     FlashInfer's 2.5 GiB). vme_startups.csv shows both: upstream v0.11.0 builds on H200 leave 2.5–3.2 GiB more KV
     than the plan's sort point (the FlashInfer end of the range), Red Hat's 0.11.0+rhai builds match the sort point.
+    With ``--sampler-backend flashinfer`` the upstream rows land at +0.02% (Llama-3.3-70B FP8-dynamic TP 4), +1.44%
+    (Qwen3-235B FP8-dynamic TP 4, expert parallel) and −3.6% (DeepSeek-R1 TP 8, whose kept fused-MoE workspace the
+    plan charges: 1.75 GiB, about the remaining gap); a pip-installed 0.10.2 (vllm_public_startups.csv P14) fits the
+    sort point (+0.34%; FlashInfer would give +3.7%). So the point stays PyTorch; the row says which was installed.
   * 0.11.1+: PyTorch unless ``VLLM_USE_FLASHINFER_SAMPLER=1`` ("Users must opt in explicitly", 0.11.1, 0.11.2, 0.12.0,
     0.14.0, 0.19.0).
 """
