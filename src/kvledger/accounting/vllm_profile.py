@@ -143,13 +143,23 @@ FLASHINFER_BYTES_PER_LOGIT = 12
 logits (4), FlashInfer's ``top_k_mask_logits`` output (4) and the softmax ``probs`` (4), live at once; no sort."""
 
 
+AITER_BYTES_PER_LOGIT = 8
+"""ROCm AITER top-k/top-p sampler (vLLM ≥0.12 ``topk_topp_sampler.py::aiter_sample``), B per logit beyond the
+model-dtype logits: the sampler's fp32 logits (4; temperature divides them in place) and ``softmax(dtype=float32)``'s
+probs (4), which AITER samples from without a sort. What AITER allocates inside its kernel is not in vLLM's code."""
+
+
 def sampler_peak_bytes(model: ModelSpec, ver: tuple[int, int, int], num_reqs: int, num_sms: int = 132,
                        backend: str = "pytorch") -> tuple[float, str]:
     """The sampler's transient at ``num_reqs`` dummy requests, per GPU (logits are all-gathered under TP), B.
-    ``backend``: "pytorch" (the version's native top-k/top-p) or "flashinfer"."""
+    ``backend``: "pytorch" (the version's native top-k/top-p), "flashinfer" or "aiter" (ROCm)."""
     n = num_reqs * model.vocab_size
     if backend == "logits-only":  # the floor of any sampler: the model-dtype logits and one fp32 copy
         return n * (model.dtype_bytes + 4), f"sampler floor {num_reqs} reqs × vocab × ({model.dtype_bytes} + 4) B"
+    if backend == "aiter":
+        per = model.dtype_bytes + AITER_BYTES_PER_LOGIT
+        return n * per, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + 4 + 4) B "
+                         "(ROCm AITER top-k/top-p: fp32 logits, softmax probs; topk_topp_sampler.aiter_sample)")
     if backend == "flashinfer":
         per = model.dtype_bytes + FLASHINFER_BYTES_PER_LOGIT
         return n * per, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + 4 + 4 + 4) B "
