@@ -142,11 +142,13 @@ FLASHINFER_BYTES_PER_LOGIT = 12
 ``topk_topp_sampler.py::flashinfer_sample`` → ``top_k_top_p_sampling_from_logits``): the sampler's fp32 copy of the
 logits (4), FlashInfer's ``top_k_mask_logits`` output (4) and the softmax ``probs`` (4), live at once; no sort."""
 
-
 AITER_BYTES_PER_LOGIT = 8
-"""ROCm AITER top-k/top-p sampler (vLLM ≥0.12 ``topk_topp_sampler.py::aiter_sample``), B per logit beyond the
-model-dtype logits: the sampler's fp32 logits (4; temperature divides them in place) and ``softmax(dtype=float32)``'s
-probs (4), which AITER samples from without a sort. What AITER allocates inside its kernel is not in vLLM's code."""
+"""ROCm AITER sampler (vLLM ≥0.12 ``topk_topp_sampler.py::aiter_sample``), B per logit beyond the model-dtype logits:
+fp32 logits (4, temperature in place) and the fp32 softmax probs (4) it samples from; no sort (its kernel: not read)."""
+
+_SORT_FREE = {"flashinfer": (FLASHINFER_BYTES_PER_LOGIT, "4 + 4 + 4", "FlashInfer top-k/top-p: fp32 logits, masked "
+                             "logits, probs; topk_topp_sampler.flashinfer_sample"),
+              "aiter": (AITER_BYTES_PER_LOGIT, "4 + 4", "ROCm AITER: fp32 logits, probs; topk_topp_sampler.py")}
 
 
 def sampler_peak_bytes(model: ModelSpec, ver: tuple[int, int, int], num_reqs: int, num_sms: int = 132,
@@ -156,15 +158,10 @@ def sampler_peak_bytes(model: ModelSpec, ver: tuple[int, int, int], num_reqs: in
     n = num_reqs * model.vocab_size
     if backend == "logits-only":  # the floor of any sampler: the model-dtype logits and one fp32 copy
         return n * (model.dtype_bytes + 4), f"sampler floor {num_reqs} reqs × vocab × ({model.dtype_bytes} + 4) B"
-    if backend == "aiter":
-        per = model.dtype_bytes + AITER_BYTES_PER_LOGIT
-        return n * per, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + 4 + 4) B "
-                         "(ROCm AITER top-k/top-p: fp32 logits, softmax probs; topk_topp_sampler.aiter_sample)")
-    if backend == "flashinfer":
-        per = model.dtype_bytes + FLASHINFER_BYTES_PER_LOGIT
-        return n * per, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + 4 + 4 + 4) B "
-                         "(FlashInfer top-k/top-p: fp32 logits, masked logits, probs; "
-                         "topk_topp_sampler.flashinfer_sample)")
+    if backend in _SORT_FREE:
+        extra, terms, what = _SORT_FREE[backend]
+        return n * (model.dtype_bytes + extra), (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × "
+                                                 f"({model.dtype_bytes} + {terms}) B ({what})")
     if ver >= (0, 17, 0):
         per = model.dtype_bytes + 12
         buf = min(num_sms, num_reqs) * model.vocab_size * 4 if num_reqs >= 8 else 0
