@@ -56,6 +56,21 @@ def base_version(printed: str) -> str:
     return m.group(1)
 
 
+def release_image_sampler(printed: str) -> str | None:
+    """``sampler-backend=flashinfer`` for a bare upstream release build of vLLM 0.9–0.11.0, else None.
+
+    Those releases sample with FlashInfer whenever it is importable (``v1/sample/ops/topk_topp_sampler.py``, read in
+    0.11.0: ``VLLM_USE_FLASHINFER_SAMPLER`` unset counts as on); the wheel lists FlashInfer only as an extra
+    (``vllm[flashinfer]``), the project's release image installs it (``docker/Dockerfile``, stage ``vllm-base``).
+    The set's runs are container deployments: a build printed as a bare release (``v0.11.0``) is that image; a vendor
+    build (``+rhai2``) or a development build (``.dev8+g…``) has contents the set does not state, so it keeps the plan's
+    default (sort point, FlashInfer in the range)."""
+    m = re.fullmatch(r"v?(\d+)\.(\d+)\.(\d+)", printed.strip())
+    if m and (0, 9, 0) <= tuple(map(int, m.groups())) < (0, 11, 1):
+        return "sampler-backend=flashinfer"
+    return None
+
+
 def runtime_args(text: str) -> dict[str, str]:
     out = {}
     for part in text.split(";"):
@@ -72,6 +87,8 @@ def row(uuid: str, rec: dict) -> dict[str, str] | None:
     config, weights_checked = CONFIGS[cfg["model"]]
     mem, args = rec["log_memory"], runtime_args(rec["csv_metadata"]["runtime_args"])
     flags = [f"{k}={args[k]}" if args[k] not in ("True", "") else k for k in KEPT_ARGS if k in args]
+    if sampler := release_image_sampler(cfg["vllm_version"]):
+        flags.append(sampler)
     if cfg.get("quantization"):
         flags.append(f"checkpoint-quantization={cfg['quantization']}")
     checks = (["weights"] if weights_checked else []) + ["available", "tokens", "concurrency"]

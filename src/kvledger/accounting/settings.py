@@ -75,7 +75,8 @@ class PlanSettings:
         disable_custom_all_reduce, enforce_eager: vLLM flags (custom all-reduce buffers; no CUDA graphs, so no 0.20+
             estimate). distributed_executor_backend: "mp" or "ray" (None: vLLM's default, mp on one node).
         nnodes: nodes the TP × PP group spans (custom all-reduce is off across nodes). sampler_backend: "auto" (the
-            version's choice, vllm_sampler.py), "flashinfer" or "pytorch" (VLLM_USE_FLASHINFER_SAMPLER=1/0).
+            version's choice, vllm_sampler.py), "flashinfer" or "pytorch" (VLLM_USE_FLASHINFER_SAMPLER=1/0), "aiter"
+            (ROCm ≥0.12 with VLLM_ROCM_USE_AITER=1).
     """
 
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
@@ -110,7 +111,7 @@ class PlanSettings:
     enforce_eager: bool = False
     distributed_executor_backend: Literal["mp", "ray"] | None = None
     nnodes: int = 1
-    sampler_backend: Literal["auto", "flashinfer", "pytorch"] = "auto"
+    sampler_backend: Literal["auto", "flashinfer", "pytorch", "aiter"] = "auto"
 
     def __post_init__(self) -> None:
         values = self.__dict__

@@ -142,19 +142,26 @@ FLASHINFER_BYTES_PER_LOGIT = 12
 ``topk_topp_sampler.py::flashinfer_sample`` → ``top_k_top_p_sampling_from_logits``): the sampler's fp32 copy of the
 logits (4), FlashInfer's ``top_k_mask_logits`` output (4) and the softmax ``probs`` (4), live at once; no sort."""
 
+AITER_BYTES_PER_LOGIT = 8
+"""ROCm AITER sampler (vLLM ≥0.12 ``topk_topp_sampler.py::aiter_sample``), B per logit beyond the model-dtype logits:
+fp32 logits (4, temperature in place) and the fp32 softmax probs (4) it samples from; no sort (its kernel: not read)."""
+
+_SORT_FREE = {"flashinfer": (FLASHINFER_BYTES_PER_LOGIT, "4 + 4 + 4", "FlashInfer top-k/top-p: fp32 logits, masked "
+                             "logits, probs; topk_topp_sampler.flashinfer_sample"),
+              "aiter": (AITER_BYTES_PER_LOGIT, "4 + 4", "ROCm AITER: fp32 logits, probs; topk_topp_sampler.py")}
+
 
 def sampler_peak_bytes(model: ModelSpec, ver: tuple[int, int, int], num_reqs: int, num_sms: int = 132,
                        backend: str = "pytorch") -> tuple[float, str]:
     """The sampler's transient at ``num_reqs`` dummy requests, per GPU (logits are all-gathered under TP), B.
-    ``backend``: "pytorch" (the version's native top-k/top-p) or "flashinfer"."""
+    ``backend``: "pytorch" (the version's native top-k/top-p), "flashinfer" or "aiter" (ROCm)."""
     n = num_reqs * model.vocab_size
     if backend == "logits-only":  # the floor of any sampler: the model-dtype logits and one fp32 copy
         return n * (model.dtype_bytes + 4), f"sampler floor {num_reqs} reqs × vocab × ({model.dtype_bytes} + 4) B"
-    if backend == "flashinfer":
-        per = model.dtype_bytes + FLASHINFER_BYTES_PER_LOGIT
-        return n * per, (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × ({model.dtype_bytes} + 4 + 4 + 4) B "
-                         "(FlashInfer top-k/top-p: fp32 logits, masked logits, probs; "
-                         "topk_topp_sampler.flashinfer_sample)")
+    if backend in _SORT_FREE:
+        extra, terms, what = _SORT_FREE[backend]
+        return n * (model.dtype_bytes + extra), (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × "
+                                                 f"({model.dtype_bytes} + {terms}) B ({what})")
     if ver >= (0, 17, 0):
         per = model.dtype_bytes + 12
         buf = min(num_sms, num_reqs) * model.vocab_size * 4 if num_reqs >= 8 else 0

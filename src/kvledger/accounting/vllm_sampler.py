@@ -11,19 +11,39 @@ Read in the wheels (``v1/sample/ops/topk_topp_sampler.py :: TopKTopPSampler.__in
     vllm_memory_observations.csv show the sort-era peak, e.g. 4.76 GiB for Llama-3.1-8B at 1,024 requests, not
     FlashInfer's 2.5 GiB). vme_startups.csv shows both: upstream v0.11.0 builds on H200 leave 2.5–3.2 GiB more KV
     than the plan's sort point (the FlashInfer end of the range), Red Hat's 0.11.0+rhai builds match the sort point.
+    With ``--sampler-backend flashinfer`` the upstream rows land at +0.02% (Llama-3.3-70B FP8-dynamic TP 4), +1.44%
+    (Qwen3-235B FP8-dynamic TP 4, expert parallel) and −3.6% (DeepSeek-R1 TP 8, whose kept fused-MoE workspace the
+    plan charges: 1.75 GiB, about the remaining gap); a pip-installed 0.10.2 (vllm_public_startups.csv P14) fits the
+    sort point (+0.34%; FlashInfer would give +3.7%). So the point stays PyTorch; the row says which was installed.
   * 0.11.1+: PyTorch unless ``VLLM_USE_FLASHINFER_SAMPLER=1`` ("Users must opt in explicitly", 0.11.1, 0.11.2, 0.12.0,
     0.14.0, 0.19.0).
+  * ROCm: every FlashInfer branch above sits under ``current_platform.is_cuda()`` (0.11.0, 0.12.0, 0.13.0), so ROCm
+    never samples with FlashInfer. From 0.12.0 (absent in 0.11.2) ROCm takes ``forward_hip``, AITER's
+    ``top_k_top_p_sampling_from_probs``, when ``VLLM_ROCM_USE_AITER=1`` (default "False", 0.13.0 ``envs.py``) and
+    ``aiter.ops.sampling`` imports; else PyTorch. Both are in the range of ``auto``. vme_startups.csv's two MI300X
+    start-ups of a 0.13.1 development build print 3.0 and 3.6 GiB more KV than Red Hat's 0.13.0/0.14.1 builds of the
+    same checkpoints (which match the sort point), the size of the sort sampler's extra bytes; whether that build ran
+    AITER is not recorded, so the rows keep ``auto``.
 """
 
 from __future__ import annotations
 
 __all__ = ["SAMPLER_BACKENDS", "sampler_backends"]
 
-SAMPLER_BACKENDS = ("auto", "flashinfer", "pytorch")
+SAMPLER_BACKENDS = ("auto", "flashinfer", "pytorch", "aiter")
+
+AITER_SAMPLER_FROM = (0, 12, 0)
+"""First release whose ``TopKTopPSampler`` has the ROCm AITER path (``forward_hip``; read in 0.12.0 and 0.13.0, absent
+in 0.11.2)."""
 
 
-def sampler_backends(ver: tuple[int, int, int], choice: str) -> tuple[str, str | None, str]:
-    """(backend the plan uses, the other backend the same command may get or None, why) for ``--sampler-backend``."""
+def sampler_backends(ver: tuple[int, int, int], choice: str, rocm: bool = False) -> tuple[str, str | None, str]:
+    """(backend the plan uses, the other backend the same command may get or None, why) for ``--sampler-backend``;
+    ``rocm``: an AMD GPU (vLLM's ROCm platform)."""
+    if rocm:
+        return _rocm_backends(ver, choice)
+    if choice == "aiter":
+        return "pytorch", None, "the AITER sampler is ROCm-only (topk_topp_sampler.py forward_hip): PyTorch on CUDA"
     if choice in ("flashinfer", "pytorch"):
         env = "VLLM_USE_FLASHINFER_SAMPLER=1" if choice == "flashinfer" else "VLLM_USE_FLASHINFER_SAMPLER=0"
         if choice == "flashinfer" and ver < (0, 8, 0):
@@ -36,6 +56,19 @@ def sampler_backends(ver: tuple[int, int, int], choice: str) -> tuple[str, str |
     if ver < (0, 11, 1):
         return "pytorch", "flashinfer", "0.9–0.11.0: FlashInfer if installed, else sort (both in range)"
     return "pytorch", None, "≥0.11.1: PyTorch unless VLLM_USE_FLASHINFER_SAMPLER=1"
+
+
+def _rocm_backends(ver: tuple[int, int, int], choice: str) -> tuple[str, str | None, str]:
+    """ROCm: no FlashInfer (its branches need ``is_cuda()``); AITER from 0.12 with ``VLLM_ROCM_USE_AITER=1``."""
+    has_aiter = ver >= AITER_SAMPLER_FROM
+    if choice == "aiter" and has_aiter:
+        return "aiter", None, "sampler aiter (given; VLLM_ROCM_USE_AITER=1, topk_topp_sampler.py forward_hip)"
+    if choice in ("aiter", "flashinfer"):
+        why = "before 0.12 (no forward_hip)" if choice == "aiter" else "on ROCm (FlashInfer needs is_cuda())"
+        return "pytorch", None, f"no {choice} sampler {why}: PyTorch"
+    if choice == "pytorch" or not has_aiter:
+        return "pytorch", None, "ROCm: PyTorch sampler" + (" (given)" if choice == "pytorch" else "")
+    return "pytorch", "aiter", "ROCm ≥0.12: AITER if VLLM_ROCM_USE_AITER=1, else PyTorch (both in range)"
 
 
 MLA_PADDED_HEAD_DIM = 256

@@ -7,7 +7,7 @@ from kvledger.accounting import vllm_profile as P
 from kvledger.accounting.memory import Deduction
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_profile import PPStage
-from kvledger.accounting.vllm_rocm import ROCM_WEIGHTS_UP
+from kvledger.accounting.vllm_rocm import ROCM_WEIGHTS_UP, is_rocm
 from kvledger.accounting.vllm_sampler import sampler_backends
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
@@ -74,7 +74,7 @@ def activation_item(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: 
     if s.activation_peak_bytes is not None:
         return Deduction("activation peak", s.activation_peak_bytes, "given (your log's torch peak increase)")
     sms = P.sm_count(gpu.gpu_id, gpu.arch)
-    backend, other, why = sampler_backends(ver, s.sampler_backend)
+    backend, other, why = sampler_backends(ver, s.sampler_backend, is_rocm(gpu))
     peak, src = P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, backend, gpu.arch)
     ends = [peak] + ([P.activation_peak(model, ver, mnbt, seqs, s.tp, stage, sms, other, gpu.arch)[0]] if other else [])
     ws, ws_lo, ws_hi, _ = P.moe_workspace(model, ver, mnbt, s.tp, gpu.arch)  # the MoE kernel's choice, when unknown

@@ -101,7 +101,8 @@ def plan(
     nnodes: int = typer.Option(1, "--nnodes", help="Nodes the TP×PP group spans (custom all-reduce is off across "
                                                    "nodes)."),
     sampler_backend: str = typer.Option("auto", "--sampler-backend",
-                                        help="auto (the version's), flashinfer or pytorch."),
+                                        help="auto (the version's), flashinfer, pytorch, or aiter "
+                                             "(ROCm, VLLM_ROCM_USE_AITER=1)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the whole ledger (every term with its source, "
                                                                 "the waterfall, the roofline tables, every note) after "

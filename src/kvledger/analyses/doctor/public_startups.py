@@ -93,8 +93,11 @@ def topology_label(tp: int, pp: int, all_to_all: bool) -> str:
 
 FLAG_SETTINGS = {"kv-cache-dtype": "kv_cache_dtype", "enforce-eager": "enforce_eager",
                  "disable-custom-all-reduce": "disable_custom_all_reduce",
-                 "distributed-executor-backend": "distributed_executor_backend", "nnodes": "nnodes"}
-"""The row's launch flags that are plan settings; the rest (checkpoint-quantization, enable-expert-parallel, ...) are
+                 "distributed-executor-backend": "distributed_executor_backend", "nnodes": "nnodes",
+                 "sampler-backend": "sampler_backend"}
+"""The row's launch flags that are plan settings (``sampler-backend``: the installation's sampler where the row's build
+tells it, ``benchmarks/import_vme_startups.py::release_image_sampler``); the rest (checkpoint-quantization,
+enable-expert-parallel, ...) are
 recorded for the reader and do not change the plan."""
 
 
