@@ -25,7 +25,7 @@ from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
 
-__all__ = ["load_rows", "replay_trtllm_row"]
+__all__ = ["load_rows", "replay_trtllm_row", "trtllm_residual_gib"]
 
 _PRINT_HALF_GIB = 0.005
 """TensorRT-LLM prints GiB to 2 decimals ("available: 17.83 GiB", "Allocated 16.05 GiB"): ± 0.005 GiB."""
@@ -75,8 +75,7 @@ def replay_trtllm_row(r: dict[str, str], root: Path) -> PublicReplay:
             kw["max_num_batched_tokens"] = int(r["max_num_tokens"])
         if r["max_seq_len"]:
             kw["max_model_len"] = int(r["max_seq_len"])
-        if "kv-cache-dtype=fp8" in r["flags"].split(";"):
-            kw["kv_cache_dtype"] = "fp8"
+        kw.update(_flag_settings(r["flags"]))
         if "available" in checks and kv_printed is not None:
             m = _memory(model, gpu, kw)
             (a_lo, a_hi), (b_lo, b_hi) = m.ranges["available_kv_bytes"], m.ranges["num_gpu_blocks"]
@@ -87,6 +86,35 @@ def replay_trtllm_row(r: dict[str, str], root: Path) -> PublicReplay:
             from_printed += _blocks_from_printed(r, model, gpu, kw, frac)
     return PublicReplay(r["id"], r["source_url"], f"TensorRT-LLM {ver or 'version not stated'} ({runtime})", gpu.name,
                         topology_label(tp, 1, gpu.nvlink_all_to_all), tuple(terms), tuple(from_printed))
+
+
+_FLAGS = {"kv-cache-dtype": ("kv_cache_dtype", str), "max-batch-size": ("max_num_seqs", int),
+          "cuda-graph-max-batch-size": ("cuda_graph_max_batch_size", int)}
+"""The row's ``flags`` (``name=value;…``) that change a planned term, and the plan setting each one sets."""
+
+
+def _flag_settings(flags: str) -> dict[str, Any]:
+    """``kv-cache-dtype=fp8;max-batch-size=4096;wddm`` → the plan settings (``wddm``: Windows or WSL2)."""
+    out: dict[str, Any] = {}
+    for f in filter(None, flags.split(";")):
+        name, _, value = f.partition("=")
+        if name == "wddm":
+            out["wddm"] = True
+        elif name in _FLAGS:
+            key, kind = _FLAGS[name]
+            out[key] = kind(value)
+    return out
+
+
+def trtllm_residual_gib(r: dict[str, str], root: Path) -> float:
+    """What start-up ``r``'s printed figures leave beyond the terms the plan sizes, GiB: the fitted term
+    (``trtllm_terms.TRTLLM_EXTRA_GIB``) plus (planned − printed) ÷ the fraction (the PyTorch backend's KV memory is
+    (total − peak) × fraction), or, where the engine's free memory is printed, planned − printed free memory."""
+    from kvledger.accounting.trtllm_terms import TRTLLM_EXTRA_GIB
+
+    x = replay_trtllm_row(r, root)
+    a = next(t for t in x.terms if t.term == "available KV")
+    return TRTLLM_EXTRA_GIB[r["runtime"]][1] + (a.predicted - a.printed) / float(r["free_gpu_memory_fraction"])
 
 
 def _blocks_from_printed(r: dict[str, str], model, gpu, kw: dict[str, Any], frac: float) -> list[PublicTerm]:
