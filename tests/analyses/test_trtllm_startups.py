@@ -87,7 +87,7 @@ def test_tr01_tr02_same_free_memory_at_two_fractions():
 
 def test_fitted_extra_terms_are_the_corpus_residuals():
     # residual = what the log implies beyond the sized terms (weights, forward, 0.13 GiB, CUDA-graph pool, WDDM hold) =
-    # the fitted term + (planned − printed KV) ÷ fraction (trtllm_startups.trtllm_residual_gib). PyTorch backend: TR01
+    # the fitted term + (planned − printed KV) ÷ fraction (trtllm_startups.trtllm_residual_gib): TR01
     # 1.01 + (9.0397 − 9.06) / 0.9 = 0.988 GiB, TR02 1.01 + (2.5110 − 2.52) / 0.25 = 0.974 GiB (one set-up: 0.981),
     # TR06 1.01 + (52.5282 − 52.51) / 0.8 = 1.033 GiB (https://github.com/NVIDIA/TensorRT-LLM/issues/6294; its graph
     # pool at trtllm-bench's 4,096: 4,096 × 57,344 × 2 B + 4,096 × 128,256 × 2 B = 1.416 GiB); mean of the two set-ups
@@ -96,15 +96,21 @@ def test_fitted_extra_terms_are_the_corpus_residuals():
     # (https://github.com/NVIDIA/TensorRT-LLM/issues/2268) 39.39 − 21.89 (printed free) − 14.382 (weights) − 0.816
     # (forward over 8,192 tokens) − 0.130 = 2.172 GiB; mean 3.52 GiB, leave-one-out 2.70 GiB, under the 5.4 GiB high.
     from kvledger.accounting.trtllm_terms import TRTLLM_EXTRA_GIB
-    from kvledger.analyses.doctor.trtllm_startups import trtllm_residual_gib
+    from kvledger.analyses.doctor.trtllm_startups import trtllm_leave_one_out, trtllm_residual_gib
 
-    r1, r2, r6, r3 = (trtllm_residual_gib(ROWS[i], ROOT) for i in ("TR01", "TR02", "TR06", "TR03"))
-    assert (r1, r2, r6, r3) == pytest.approx((0.988, 0.974, 1.033, 4.870), abs=0.002)
+    r1, r2, r6, r3, r4 = (trtllm_residual_gib(ROWS[i], ROOT) for i in ("TR01", "TR02", "TR06", "TR03", "TR04"))
+    # TR03 through its printed free memory: 31.84 − 17.83 − the sized terms = 4.874 GiB (4.870 through the KV memory)
+    assert (r1, r2, r6, r3, r4) == pytest.approx((0.987, 0.974, 1.033, 4.874, 2.172), abs=0.002)
     assert ((r1 + r2) / 2 + r6) / 2 == pytest.approx(TRTLLM_EXTRA_GIB["pytorch"][1], abs=0.005)
-    assert abs((r1 + r2) / 2 - r6) == pytest.approx(0.052, abs=0.002)
-    assert (r3 + 2.172) / 2 == pytest.approx(TRTLLM_EXTRA_GIB["tensorrt"][1], abs=0.005)
+    assert (r3 + r4) / 2 == pytest.approx(TRTLLM_EXTRA_GIB["tensorrt"][1], abs=0.005)
     lo, _, hi = TRTLLM_EXTRA_GIB["pytorch"]
     assert lo < min(r1, r2, r6) and max(r1, r2, r6) < hi and r3 < TRTLLM_EXTRA_GIB["tensorrt"][2]
+    # leave-one-out: TR01/TR02 share a set-up, so each is left out with its twin: the term is then TR06's 1.033 GiB;
+    # TR06's is the set-up mean (0.987 + 0.974) / 2 = 0.981; TR03's is TR04's 2.172 (and TR04's TR03's 4.874)
+    loo = {i: held for i, _, _, held in trtllm_leave_one_out(list(ROWS.values()), ROOT)}
+    assert (loo["TR01"], loo["TR02"], loo["TR06"], loo["TR03"], loo["TR04"]) == pytest.approx(
+        (r6, r6, (r1 + r2) / 2, r4, r3))
+    assert "TR05" not in loo  # no model: no residual
 
 
 def test_bucket_counts_by_engine():

@@ -21,6 +21,7 @@ from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture_sizes
+from kvledger.accounting.trtllm_terms import check_trtllm_only
 from kvledger.accounting.vllm_collectives import custom_all_reduce_max_bytes
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
@@ -193,9 +194,6 @@ _VLLM_ONLY = (("--enforce-eager", "enforce_eager", False), ("--disable-custom-al
               ("--sampler-backend", "sampler_backend", "auto"), ("--cudagraph-memory", "cudagraph_bytes", None),
               ("--num-gpu-blocks-override", "num_gpu_blocks_override", None))
 
-#: TensorRT-LLM settings only its plan reads (trtllm_terms.py): (flag, PlanSettings attribute, its value when not given)
-_TRTLLM_ONLY = (("--cuda-graph-max-batch-size", "cuda_graph_max_batch_size", None), ("--wddm", "wddm", False))
-
 
 def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     """Reject combinations the engines would reject or that cannot be meant.
@@ -219,11 +217,7 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
         raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "
                          f"memory plan only; with --engine {s.engine} {'it' if one else 'they'} would be ignored: drop "
                          f"{'it' if one else 'them'}, or use --engine vllm")
-    trt_only = [flag for flag, attr, off in _TRTLLM_ONLY if getattr(s, attr) != off]
-    if s.engine != "trtllm" and trt_only:
-        raise InputError(f"{', '.join(trt_only)}: TensorRT-LLM's memory plan only reads "
-                         f"{'it' if len(trt_only) == 1 else 'them'}; drop it with --engine {s.engine}, or use --engine "
-                         "trtllm")
+    check_trtllm_only(s)
     if s.engine != "vllm" and s.quantization is not None:
         raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with "
                          f"--engine "

@@ -27,11 +27,13 @@ from collections.abc import Sequence
 from kvledger.accounting.engine_pools import trtllm_window_pools
 from kvledger.accounting.memory import Deduction
 from kvledger.accounting.overheads import forward_peak_bytes
+from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.modelspec import ModelSpec
+from kvledger.errors import InputError
 from kvledger.units import GiB, MiB
 
-__all__ = ["TRTLLM_EXTRA_GIB", "TRTLLM_GRAPH_MAX_BATCH", "WDDM_HELD_MIB", "trtllm_extra_term", "trtllm_graph_batch",
-           "trtllm_graph_pool_term", "trtllm_ranges", "wddm_held_term"]
+__all__ = ["TRTLLM_EXTRA_GIB", "TRTLLM_GRAPH_MAX_BATCH", "WDDM_HELD_MIB", "check_trtllm_only", "trtllm_extra_term",
+           "trtllm_graph_batch", "trtllm_graph_pool_term", "trtllm_ranges", "wddm_held_term"]
 
 TRTLLM_GRAPH_MAX_BATCH = 128
 """``CudaGraphConfig.max_batch_size`` 0 → 128 (``llmapi/llm_args.py``, 0.20 to 1.2): the largest CUDA graph the
@@ -57,9 +59,26 @@ set-up: SmolLM2-135M, RTX 4070 SUPER under WSL2, 1.2.1) 0.988 and 0.974 GiB, TR0
 other). Range 0.5–1.6 GiB: two set-ups only, on two GPUs; ±0.5 GiB is assumed for a CUDA context on other GPUs,
 drivers and versions (the vLLM corpus shows non-torch memory from 0.13 to 0.55 GiB on one GPU, TP 1). TensorRT engine
 (CUDA context, the executor's runtime and decoder buffers, sized at engine build): TR03 (Llama-3.1-8B FP8 engine, RTX
-5090, max_batch_size 2048, Triton, WDDM) 4.870 GiB, TR04 (Qwen1.5-7B, A100 40GB) 2.172 GiB; point = mean 3.52 GiB,
+5090, max_batch_size 2048, Triton, WDDM) 4.874 GiB, TR04 (Qwen1.5-7B, A100 40GB) 2.172 GiB; point = mean 3.52 GiB,
 leave-one-out error ±2.70 GiB; high 5.4 GiB (the largest rounded up with a margin), low 0. TR05 (engine of 6,695 MiB,
 H100) leaves 2.08 GiB besides the engine, inside."""
+
+
+#: settings only TensorRT-LLM's plan reads: (flag, PlanSettings attribute, its value when not given)
+_TRTLLM_ONLY = (("--cuda-graph-max-batch-size", "cuda_graph_max_batch_size", None), ("--wddm", "wddm", False))
+
+
+def check_trtllm_only(s: PlanSettings) -> None:
+    """Refuse the TensorRT-LLM-only settings with another engine (its plan would ignore them).
+
+    Raises:
+        InputError: one was given with --engine vllm or sglang.
+    """
+    given = [flag for flag, attr, off in _TRTLLM_ONLY if getattr(s, attr) != off]
+    if s.engine != "trtllm" and given:
+        them = "it" if len(given) == 1 else "them"
+        raise InputError(f"{', '.join(given)}: TensorRT-LLM's memory plan only reads {them}; drop {them} with "
+                         f"--engine {s.engine}, or use --engine trtllm")
 
 
 def trtllm_graph_batch(max_batch_size: int, cuda_graph_max_batch_size: int | None) -> int:
