@@ -49,7 +49,7 @@ from kvledger.analyses.doctor.memory_accuracy import TermError, exact_from_logge
 from kvledger.analyses.doctor.public_startups import load_rows, replay_row, topology_label
 from kvledger.analyses.doctor.rocm_loo import leave_one_out_rocm
 from kvledger.analyses.doctor.sglang_startups import replay_sglang_row
-from kvledger.analyses.doctor.trtllm_startups import replay_trtllm_row
+from kvledger.analyses.doctor.trtllm_startups import replay_trtllm_row, trtllm_leave_one_out
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
@@ -149,6 +149,27 @@ def engine_startup_lines(sgl, trt) -> list[str]:
         for c in bucket_counts(sgl + trt, by):
             out.append(f"    {c.key:52s} n={c.startups:2d}  within 2%: {c.within}/{c.available:<3d} inside range: "
                        f"{c.inside}/{c.ranged:<3d} from printed exact: {c.exact}/{c.from_printed}")
+    return out
+
+
+def trtllm_loo_lines(rows: list[dict], trt) -> list[str]:
+    """The TensorRT-LLM fitted term (``trtllm_terms.TRTLLM_EXTRA_GIB``) by start-up: its residual and, with its own
+    set-up left out, the available KV the plan would print (KV moves by (fitted − left-out) × the fraction)."""
+    from kvledger.accounting.trtllm_terms import TRTLLM_EXTRA_GIB
+
+    out = ["\nTensorRT-LLM fitted term, leave-one-out (residual = total − the free memory the log implies − the sized "
+           "terms, GiB; the term is the mean residual of the runtime's set-ups):"]
+    kv = {x.row_id: next((t for t in x.terms if t.term == "available KV"), None) for x in trt}
+    frac = {r["id"]: float(r["free_gpu_memory_fraction"]) for r in rows}
+    for rid, runtime, resid, loo in trtllm_leave_one_out(rows, ROOT):
+        fit = TRTLLM_EXTRA_GIB[runtime][1]
+        line = f"  {rid} {runtime:8s} residual {resid:.3f}  fitted {fit:.2f}  left out {loo:.3f}"
+        if kv.get(rid) is not None:
+            a = kv[rid]
+            held = a.predicted + (fit - loo) * frac[rid]
+            line += (f"  available KV in-sample {a.rel_error * 100:+.2f}%, left out {held:.4f} GiB vs printed "
+                     f"{a.printed:.4f} ({(held - a.printed) / a.printed * 100:+.2f}%)")
+        out.append(line)
     return out
 
 
@@ -358,7 +379,7 @@ def main() -> int:
     print("  (per figure: " + ("; ".join(f"{f} {k} {v['mean_abs_rel_to_figure_pct']:.1f}%" for f in
                                         ("version", "gpu", "topology") for k, v in buckets[f].items()
                                         if v["mean_abs_rel_to_figure_pct"] > 5) or "none") + ")")
-    for line in engine_startup_lines(sgl, trt):
+    for line in engine_startup_lines(sgl, trt) + trtllm_loo_lines(load_rows(TRTLLM_PUBLIC), trt):
         print(line)
     print("\nHeld out (a serving run's record with the engine's block count; predicted from its settings alone):")
     for line in held_out_runs():

@@ -93,6 +93,7 @@ OPTION_RANGES: dict[str, Range] = {
     "achievable_flops_fraction": _frac(), "achievable_bandwidth_fraction": _frac(),
     "flops_fraction": _frac(), "bandwidth_fraction": _frac(),
     "max_num_seqs": _count(1, 1 << 20, "requests"), "block_size": _count(1, 4096, "tokens"),
+    "cuda_graph_max_batch_size": _count(1, 1 << 20, "requests"),
     "num_gpu_blocks_override": _count(1, 1 << 32, "blocks"),
     "max_num_batched_tokens": _count(1, _TOKENS_MAX, "tokens"), "prefill_mnbt": _count(1, _TOKENS_MAX, "tokens"),
     "tune_prefill_mnbt": _count(1, _TOKENS_MAX, "tokens"), "decode_mns": _count(1, 1 << 20, "requests"),

@@ -36,28 +36,30 @@ def test_sglang_default_fraction_and_token_pool_on_h100():
 
 def test_trtllm_pool_on_h100():
     # free after the dry run = 85,029,027,840 − 16,060,522,496 (weights) − 939,524,096 (8,192 tokens × (2·4,096 +
-    # 48·128 + 3·14,336) × 2 B) − 139,586,437 − 2,083,059,138.56 (the fitted 1.94 GiB beyond the forward,
-    # trtllm_terms.TRTLLM_EXTRA_GIB) = 65,806,335,672.44 B; × 0.9 = 59,225,702,105 B; ÷ 131,072 B/token = 451,856
-    # tokens; // 32 = 14,120 blocks; an 8K request is 256 blocks → 14,120 / 256 = 55.16x.
+    # 48·128 + 3·14,336) × 2 B) − 139,586,437 − 47,513,600 (the CUDA-graph pool of the default largest graph, 128:
+    # 128 × 57,344 × 2 B activations + 128 × 128,256 × 2 B logits) − 1,084,479,242.24 (the fitted 1.01 GiB,
+    # trtllm_terms.TRTLLM_EXTRA_GIB) = 66,757,401,968.76 B; × 0.9 = 60,081,661,771 B; ÷ 131,072 B/token = 458,386
+    # tokens; // 32 = 14,324 blocks; an 8K request is 256 blocks → 14,324 / 256 = 55.95x.
     p = build_plan(LLAMA8, H100, make_settings(engine="trtllm"), with_roofline=False)
-    assert (p.memory.available_kv_bytes, p.memory.pool_tokens, p.memory.num_gpu_blocks) == (59_225_702_105, 451_856,
-        14_120)
-    assert round(p.row_at(8192).max_concurrency, 2) == 55.16
-    # range: low end = (85,023,784,960 (H100's lowest CUDA total) − 17,139,633,029 (the exact terms) − 2,684,354,560
-    # (the extra term's 2.5 GiB high)) × 0.9 = 58,679,817,633.9 B → 447,691 tokens → 13,990 blocks; high end =
-    # (85,060,485,120 − 17,139,633,029 − 0) × 0.9 = 61,128,766,881.9 B → 466,375 tokens → 14,574 blocks; at
-    # max_model_len 131,072 (4,096 blocks a request) 13,990 / 4,096 = 3.416x to 14,574 / 4,096 = 3.558x.
+    assert (p.memory.available_kv_bytes, p.memory.pool_tokens, p.memory.num_gpu_blocks) == (60_081_661_771, 458_386,
+        14_324)
+    assert round(p.row_at(8192).max_concurrency, 2) == 55.95
+    # range: low end = (85,023,784,960 (H100's lowest CUDA total) − 17,139,633,029 (weights, forward, non-torch) −
+    # 71,270,400 (1.5 × the graph pool) − 1,717,986,918.4 (the fitted term's 1.6 GiB high)) × 0.9 = 59,485,405,151.3 B
+    # → 453,837 tokens → 14,182 blocks; high end = (85,060,485,120 − 17,139,633,029 − 32,833,536 (the logits alone) −
+    # 536,870,912 (0.5 GiB)) × 0.9 = 60,616,032,878.7 B → 462,463 tokens → 14,451 blocks; at max_model_len 131,072
+    # (4,096 blocks a request) 14,182 / 4,096 = 3.462x to 14,451 / 4,096 = 3.528x.
     r = p.memory.ranges
-    assert r["available_kv_bytes"] == pytest.approx((58_679_817_633.9, 61_128_766_881.9))
-    assert (r["num_gpu_blocks"], r["pool_tokens"]) == ((13_990, 14_574), (447_691, 466_375))
-    assert r["max_concurrency"] == pytest.approx((13_990 / 4096, 14_574 / 4096))
-    # the reserve follows: 0.1 × 65,199,797,371 = 6,519,979,737.1 to 0.1 × 67,920,852,091 = 6,792,085,209.1 B
+    assert r["available_kv_bytes"] == pytest.approx((59_485_405_151.3, 60_616_032_878.7))
+    assert (r["num_gpu_blocks"], r["pool_tokens"]) == ((14_182, 14_451), (453_837, 462_463))
+    assert r["max_concurrency"] == pytest.approx((14_182 / 4096, 14_451 / 4096))
+    # the reserve follows: 0.1 × 66,094,894,612.6 = 6,609,489,461.26 to 0.1 × 67,351,147,643 = 6,735,114,764.3 B
     reserve = p.memory.deductions[-1]
-    assert (reserve.low_bytes, reserve.high_bytes) == pytest.approx((6_519_979_737.1, 6_792_085_209.1))
+    assert (reserve.low_bytes, reserve.high_bytes) == pytest.approx((6_609_489_461.26, 6_735_114_764.3))
 
 
 def test_trtllm_tensorrt_extra_term_and_given_memory_range():
-    # the TensorRT-engine executor's fitted term: 3.74 GiB (0 to 5.4 GiB); given the printed KV memory (16.05 GiB, TR03
+    # the TensorRT-engine executor's fitted term: 3.52 GiB (0 to 5.4 GiB); given the printed KV memory (16.05 GiB, TR03
     # https://github.com/NVIDIA/TensorRT-LLM/issues/4275#issuecomment-2941155249) the range is its print's ± 0.005 GiB:
     # 16.045–16.055 GiB; Llama-3.1-8B bf16 KV 131,072 B/token → floor(16.045 × 8,192) = 131,440 to 131,522 tokens →
     # ceil(/64) = 2,054 to 2,056 blocks.
@@ -65,7 +67,7 @@ def test_trtllm_tensorrt_extra_term_and_given_memory_range():
                                                available_kv_memory_bytes=int(16.05 * 2**30)), with_roofline=False)
     extra = p.memory.deductions[3]
     assert "engine's activations" in extra.name
-    assert (extra.bytes, extra.low_bytes, extra.high_bytes) == pytest.approx((3.74 * 2**30, 0, 5.4 * 2**30))
+    assert (extra.bytes, extra.low_bytes, extra.high_bytes) == pytest.approx((3.52 * 2**30, 0, 5.4 * 2**30))
     assert p.memory.ranges["available_kv_bytes"] == pytest.approx((16.045 * 2**30, 16.055 * 2**30))
     assert p.memory.ranges["pool_tokens"] == (131_440, 131_522) and p.memory.ranges["num_gpu_blocks"] == (2_054, 2_056)
 

@@ -68,46 +68,56 @@ def test_tr01_tr02_same_free_memory_at_two_fractions():
     assert a2.printed / a1.printed == pytest.approx(0.25 / 0.9, abs=0.001)
     b = _term(x1, "blocks from printed memory")
     assert (b.low, b.high, b.printed) == (13_187, 13_201, 13_189)
-    # from the config alone (https://github.com/lmontigny/lm7/blob/main/docs/tensorrt-llm.md, TR01): the exact terms are
-    # weights 269,030,016 B (134,515,008 params × 2 B), the forward over 8,192 tokens 8,192 × (2·576 + 15·64 + 3·1,536)
-    # × 2 B = 110,100,480 B and the 139,586,437 B context: 518,716,933 B; the fitted 1.94 GiB (2,083,059,138.56 B, 0 to
-    # 2.5 GiB) beyond them. Point: (12,874,164,469 − 518,716,933 − 2,083,059,138.56) × 0.9 = 9,245,149,557 B = 8.610
-    # GiB, −4.96 % against 9.06; low (… − 2,684,354,560) × 0.9 = 8,703,983,678.4 B = 8.106 GiB, high (… − 0) × 0.9 =
-    # 11,119,902,782.4 B = 10.356 GiB ∋ 9.06. Tokens: ÷ 23,040 → 377,777 → 11,805 blocks → 377,760 to 482,634 →
-    # 15,082 blocks → 482,624 ∋ 422,048 printed.
-    assert a1.predicted == pytest.approx(9_245_149_557 / 2**30) and a1.rel_error == pytest.approx(-0.0496, abs=0.0005)
-    assert (a1.low, a1.high) == pytest.approx((8_703_983_678.4 / 2**30, 11_119_902_782.4 / 2**30)) and a1.inside
+    # from the config alone (https://github.com/lmontigny/lm7/blob/main/docs/tensorrt-llm.md, TR01; WSL2, so WDDM: the
+    # whole board 11.99 GiB = 12,874,164,469 B is the total): weights 269,030,016 B (134,515,008 params × 2 B), the
+    # forward over 8,192 tokens 8,192 × (2·576 + 15·64 + 3·1,536) × 2 B = 110,100,480 B, the 139,586,437 B non-torch
+    # term, the CUDA-graph pool of the default largest graph (128: CudaGraphConfig) 128 × 6,720 × 2 B = 1,720,320 B of
+    # activations + 128 × 49,152 vocab × 2 B = 12,582,912 B of logits = 14,303,232 B, the WDDM hold 450 MiB =
+    # 471,859,200 B and the fitted 1.01 GiB = 1,084,479,242.24 B: 2,089,358,607.24 B in all. Point: (12,874,164,469 −
+    # 2,089,358,607.24) × 0.9 = 9,706,325,275 B = 9.0397 GiB, −0.22 % against 9.06. Low: the terms' highs 12,582,912 ×
+    # … 21,454,848 (1.5 × the pool), 1,610,612,736 (1.5 GiB WDDM), 1,717,986,918.4 (1.6 GiB fitted) → (12,874,164,469 −
+    # 3,868,771,435.4) × 0.9 = 8,104,853,730.24 B = 7.548 GiB; high: the lows 12,582,912, 314,572,800, 536,870,912 →
+    # (12,874,164,469 − 1,382,743,557) × 0.9 = 10,342,278,820.8 B = 9.632 GiB ∋ 9.06. Tokens: ÷ 23,040 → 351,773 →
+    # 10,992 blocks → 351,744 to 448,883 → 14,027 blocks → 448,864 ∋ 422,048 printed.
+    assert a1.predicted == pytest.approx(9_706_325_275 / 2**30) and a1.rel_error == pytest.approx(-0.0022, abs=0.0005)
+    assert (a1.low, a1.high) == pytest.approx((8_104_853_730.24 / 2**30, 10_342_278_820.8 / 2**30)) and a1.inside
     t = _term(x1, "KV tokens")
-    assert (t.low, t.high, t.printed, t.inside) == (377_760, 482_624, 422_048, True)
+    assert (t.low, t.high, t.printed, t.inside) == (351_744, 448_864, 422_048, True)
 
 
 def test_fitted_extra_terms_are_the_corpus_residuals():
-    # residual = what the log implies beyond the exact terms = the fitted term + (planned − printed KV) ÷ fraction.
-    # PyTorch backend: TR01 1.94 + (8.6102 − 9.06) / 0.9 = 1.440 GiB, TR02 1.94 + (2.3917 − 2.52) / 0.25 = 1.427 GiB
-    # (one set-up: 1.434), TR06 1.94 + (52.9170 − 52.51) / 0.8 = 2.449 GiB
-    # (https://github.com/NVIDIA/TensorRT-LLM/issues/6294); mean of the two set-ups (1.434 + 2.449) / 2 = 1.94 GiB,
-    # all under the 2.5 GiB high. TensorRT engine: TR03 3.74 + (17.4628 − 16.05) / 0.9 = 5.310 GiB; TR04
+    # residual = what the log implies beyond the sized terms (weights, forward, 0.13 GiB, CUDA-graph pool, WDDM hold) =
+    # the fitted term + (planned − printed KV) ÷ fraction (trtllm_startups.trtllm_residual_gib): TR01
+    # 1.01 + (9.0397 − 9.06) / 0.9 = 0.988 GiB, TR02 1.01 + (2.5110 − 2.52) / 0.25 = 0.974 GiB (one set-up: 0.981),
+    # TR06 1.01 + (52.5282 − 52.51) / 0.8 = 1.033 GiB (https://github.com/NVIDIA/TensorRT-LLM/issues/6294; its graph
+    # pool at trtllm-bench's 4,096: 4,096 × 57,344 × 2 B + 4,096 × 128,256 × 2 B = 1.416 GiB); mean of the two set-ups
+    # (0.981 + 1.033) / 2 = 1.007 → 1.01 GiB; leave-one-out (each set-up predicted by the other) 0.052 GiB, all inside
+    # 0.5–1.6 GiB. TensorRT engine: TR03 3.52 + (17.2653 − 16.05) / 0.9 = 4.870 GiB; TR04
     # (https://github.com/NVIDIA/TensorRT-LLM/issues/2268) 39.39 − 21.89 (printed free) − 14.382 (weights) − 0.816
-    # (forward over 8,192 tokens) − 0.130 = 2.172 GiB; mean 3.74 GiB, under the 5.4 GiB high.
+    # (forward over 8,192 tokens) − 0.130 = 2.172 GiB; mean 3.52 GiB, leave-one-out 2.70 GiB, under the 5.4 GiB high.
     from kvledger.accounting.trtllm_terms import TRTLLM_EXTRA_GIB
+    from kvledger.analyses.doctor.trtllm_startups import trtllm_leave_one_out, trtllm_residual_gib
 
-    def resid(i):
-        a = _term(replay_trtllm_row(ROWS[i], ROOT), "available KV")
-        runtime = ROWS[i]["runtime"]
-        return TRTLLM_EXTRA_GIB[runtime][1] + (a.predicted - a.printed) / float(ROWS[i]["free_gpu_memory_fraction"])
-
-    r1, r2, r6, r3 = (resid(i) for i in ("TR01", "TR02", "TR06", "TR03"))
-    assert (r1, r2, r6, r3) == pytest.approx((1.440, 1.427, 2.449, 5.310), abs=0.002)
+    r1, r2, r6, r3, r4 = (trtllm_residual_gib(ROWS[i], ROOT) for i in ("TR01", "TR02", "TR06", "TR03", "TR04"))
+    # TR03 through its printed free memory: 31.84 − 17.83 − the sized terms = 4.874 GiB (4.870 through the KV memory)
+    assert (r1, r2, r6, r3, r4) == pytest.approx((0.987, 0.974, 1.033, 4.874, 2.172), abs=0.002)
     assert ((r1 + r2) / 2 + r6) / 2 == pytest.approx(TRTLLM_EXTRA_GIB["pytorch"][1], abs=0.005)
-    assert (r3 + 2.172) / 2 == pytest.approx(TRTLLM_EXTRA_GIB["tensorrt"][1], abs=0.005)
-    assert max(r1, r2, r6) < TRTLLM_EXTRA_GIB["pytorch"][2] and r3 < TRTLLM_EXTRA_GIB["tensorrt"][2]
+    assert (r3 + r4) / 2 == pytest.approx(TRTLLM_EXTRA_GIB["tensorrt"][1], abs=0.005)
+    lo, _, hi = TRTLLM_EXTRA_GIB["pytorch"]
+    assert lo < min(r1, r2, r6) and max(r1, r2, r6) < hi and r3 < TRTLLM_EXTRA_GIB["tensorrt"][2]
+    # leave-one-out: TR01/TR02 share a set-up, so each is left out with its twin: the term is then TR06's 1.033 GiB;
+    # TR06's is the set-up mean (0.987 + 0.974) / 2 = 0.981; TR03's is TR04's 2.172 (and TR04's TR03's 4.874)
+    loo = {i: held for i, _, _, held in trtllm_leave_one_out(list(ROWS.values()), ROOT)}
+    assert (loo["TR01"], loo["TR02"], loo["TR06"], loo["TR03"], loo["TR04"]) == pytest.approx(
+        (r6, r6, (r1 + r2) / 2, r4, r3))
+    assert "TR05" not in loo  # no model: no residual
 
 
 def test_bucket_counts_by_engine():
     # TR01–TR06: every check from the printed memory holds (8 of 8); of the four KV memories planned from the config
-    # alone TR06 is within 2 % (+0.78 %), TR01/TR02 −5.0 % and TR03 +8.8 % are not; all 8 printed KV memories and token
-    # counts lie inside the plan's range (the fitted term's 0 to 2.5 / 5.4 GiB)
+    # alone TR01 −0.22 %, TR02 −0.36 % and TR06 +0.03 % are within 2 %, TR03 +7.6 % is not (the TensorRT engine's
+    # runtime buffers are fitted on two start-ups); all 8 printed KV memories and token counts lie inside the range
     trt = [replay_trtllm_row(r, ROOT) for r in ROWS.values()]
     (c,) = bucket_counts(trt, "engine")
     assert (c.key, c.startups, c.within, c.available, c.ranged, c.exact, c.from_printed) == (
-        "TensorRT-LLM", 6, 1, 4, 8, 8, 8)
+        "TensorRT-LLM", 6, 3, 4, 8, 8, 8)

@@ -40,7 +40,13 @@ from kvledger.accounting.sglang_rules import (
     sglang_version_defaults,
     sglang_version_text,
 )
-from kvledger.accounting.trtllm_terms import trtllm_extra_term, trtllm_ranges
+from kvledger.accounting.trtllm_terms import (
+    trtllm_extra_term,
+    trtllm_graph_batch,
+    trtllm_graph_pool_term,
+    trtllm_ranges,
+    wddm_held_term,
+)
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
@@ -219,6 +225,24 @@ def trtllm_blocks_round_up(runtime: str, version: str | None) -> bool:
     return bool(m) and (int(m.group(1)), int(m.group(2))) < (1, 0)
 
 
+def _trtllm_total(gpu: GpuSpec, wddm: bool) -> tuple[int, int, int]:
+    """The device total TensorRT-LLM sees, with its low/high, B: CUDA's (gpu_cuda.csv), or under WDDM (Windows, WSL2)
+    the whole board nvidia-smi shows, which CUDA reports there (unless the memory was given)."""
+    if wddm and gpu.nvidia_smi_mib and gpu.memory_basis != "given":
+        board = gpu.nvidia_smi_mib * MiB
+        return board, board, board
+    return gpu.memory_bytes, gpu.memory_low_bytes, gpu.memory_high_bytes
+
+
+def _trtllm_sized_terms(model: ModelSpec, s: PlanSettings, runtime: str) -> tuple[Deduction, ...]:
+    """Terms the code sizes beyond weights and the forward: the CUDA-graph pool (PyTorch backend) and the WDDM hold."""
+    out: tuple[Deduction, ...] = ()
+    if runtime == "pytorch":
+        batch = trtllm_graph_batch(s.max_num_seqs or 2048, s.cuda_graph_max_batch_size)
+        out += (trtllm_graph_pool_term(model, s.tp, batch),)
+    return out + ((wddm_held_term(),) if s.wddm else ())
+
+
 def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
     """TensorRT-LLM KV pool per GPU: PyTorch backend (tokens_per_block 32, fraction 0.9 of free memory after the
     dry run) or, for a version before 1.0, the TensorRT-engine executor (blocks round up; 64 tokens per block)."""
@@ -238,17 +262,17 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
                        else "given"),
              Deduction("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES,
                        N.TRTLLM_NON_TORCH))
-    items = items + (trtllm_extra_term(runtime),)
-    free_after = gpu.memory_bytes - sum(i.bytes for i in items)
+    items = items + _trtllm_sized_terms(model, s, runtime) + (trtllm_extra_term(runtime),)
+    total, total_lo, total_hi = _trtllm_total(gpu, s.wddm)
+    free_after = total - sum(i.bytes for i in items)
     # nothing free (the model does not fit): no reserve is kept, and the KV memory is the shortfall (negative)
     reserve = max(free_after, 0) * (1 - frac)
-    free_ends = (gpu.memory_low_bytes - sum(i.high_bytes for i in items),
-                 gpu.memory_high_bytes - sum(i.low_bytes for i in items))
+    free_ends = (total_lo - sum(i.high_bytes for i in items), total_hi - sum(i.low_bytes for i in items))
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(free_after - reserve)
     tpb = s.block_size or (32 if runtime == "pytorch" else 64)
-    rng = trtllm_ranges(model, s.tp, kv.elem_bytes, L, tpb, runtime, round_up, frac, gpu.memory_low_bytes,
-                        gpu.memory_high_bytes, items, s.available_kv_memory_bytes)
+    rng = trtllm_ranges(model, s.tp, kv.elem_bytes, L, tpb, runtime, round_up, frac, total_lo, total_hi, items,
+                        s.available_kv_memory_bytes)
     items = items + (Deduction(N.trtllm_reserve(max(free_after, 0) / GiB, runtime), reserve,
                                N.trtllm_reserve_source(runtime), *(max(f, 0) * (1 - frac) for f in free_ends),
                                N.TRTLLM_RESERVE_RANGE),)
@@ -262,7 +286,7 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     if s.engine_version and _version_tuple(s.engine_version) > TRTLLM_NEWEST_CHECKED:
         notes.insert(0, N.trtllm_newer_than_checked(s.engine_version, ".".join(map(str, TRTLLM_NEWEST_CHECKED)),
                                                     _RUNTIME_NAMES[runtime]))
-    return MemoryPlan("trtllm", label, gpu.memory_bytes, "free_gpu_memory_fraction", frac, gpu.memory_bytes, items,
+    return MemoryPlan("trtllm", label, total, "free_gpu_memory_fraction", frac, total, items,
                       avail, given, tpb, int(windows[-1].bytes_per_token * tpb), blocks, blocks, max_tokens,
                           (f"max_tokens={max_tokens}, blocks={blocks}",),
                       L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes), N.TRTLLM_REQUESTED, ranges=rng)

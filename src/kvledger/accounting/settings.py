@@ -32,6 +32,7 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
     "gpu_memory_utilization": (0, True, 1), "mem_fraction_static": (0, True, 1),
     "free_gpu_memory_fraction": (0, True, 1),
     "max_num_batched_tokens": (1, False, _TOKENS_MAX), "max_num_seqs": (1, False, 1 << 20),
+    "cuda_graph_max_batch_size": (1, False, 1 << 20),
     "block_size": (1, False, 4096), "available_kv_memory_bytes": (0, False, _B45),
     "num_gpu_blocks_override": (1, False, 1 << 32), "weights_bytes": (0, False, _B45),
     "activation_peak_bytes": (0, False, _B45), "non_torch_bytes": (0, False, _B45),
@@ -41,7 +42,7 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
 
 #: fields left out of ``model_dump`` and of the settings' JSON (pydantic's ``Field(exclude=True)`` when the settings
 #: were a pydantic model)
-_NOT_DUMPED = ("trtllm_backend",)
+_NOT_DUMPED = ("trtllm_backend", "cuda_graph_max_batch_size", "wddm")
 
 
 @json_fields(exclude=_NOT_DUMPED)
@@ -59,6 +60,9 @@ class PlanSettings:
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
         free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load. trtllm_backend: TensorRT-LLM's
             runtime, "pytorch" or "tensorrt" (0.17–0.21 ship both); None = by version (PyTorch from 1.0).
+        cuda_graph_max_batch_size: TensorRT-LLM ``cuda_graph_config.max_batch_size`` (None: 128, the default).
+        wddm: the GPU runs the Windows display driver (Windows, WSL2): CUDA reports the whole board as its total and
+            the driver's hold counts as used memory (TensorRT-LLM plans).
         kv_cache_dtype: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
         dtype: vLLM ``--dtype`` (the served dtype of weights, activations and "auto" KV). quantization: vLLM
             ``--quantization``; "fp8" quantizes an unquantized checkpoint on load.
@@ -89,6 +93,8 @@ class PlanSettings:
     mem_fraction_static: float | None = None
     free_gpu_memory_fraction: float | None = None
     trtllm_backend: Literal["pytorch", "tensorrt"] | None = None  # not in model_dump / JSON: the plan's label names it
+    cuda_graph_max_batch_size: int | None = None  # not dumped (as trtllm_backend): the plan's deduction names it
+    wddm: bool = False  # not dumped: the plan's deduction names it
     kv_cache_dtype: str = "auto"
     dtype: Literal["auto", "bfloat16", "float16", "float32", "half", "float"] = "auto"
     quantization: Literal["fp8"] | None = None

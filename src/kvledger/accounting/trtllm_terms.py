@@ -2,18 +2,21 @@
 
 What the code says (``_torch/pyexecutor/_util.py::KvCacheCreator``, 0.20 and 1.x; ``py_executor_creator.py``): the
 PyTorch backend builds a first executor with a small KV pool (enough blocks for the dummy requests), warms it up
-(CUDA graphs are captured here, and released only after the estimate), then resets torch's peak statistics and runs
-dummy context requests of min(max_num_tokens, max_seq_len − 1) tokens each, max_num_tokens in all, one output token
-each. peak = torch's allocated peak + (device used − torch allocated, after ``empty_cache``: "NCCL and CUDA graphs");
-kv_mem = (total − peak + the small pool's bytes) × free_gpu_memory_fraction, so the temporary pool cancels out. Weights,
-the forward over max_num_tokens and the CUDA context are modelled in ``plan_other.trtllm_plan``; what the logs show on
-top of them (CUDA-graph pools captured before the estimate, sampler and workspace buffers, memory other processes hold
-on a desktop GPU) is not in the config and is fitted below. The TensorRT-engine executor (before 1.0) takes the
-fraction of the free memory after the engine and its runtime buffers load (``kvCacheManager.cpp``); the buffers are
-sized by the engine's build (max batch size, max_num_tokens, decoder), which the config does not give either.
+(autotuner, then CUDA graphs for every ``cuda_graph_config`` batch size, largest first), then resets torch's peak
+statistics and runs dummy context requests of min(max_num_tokens, max_seq_len − 1) tokens each, max_num_tokens in
+all, one output token each. peak = torch's allocated peak + (device used − torch allocated, after ``empty_cache``:
+"NCCL and CUDA graphs"), kv_mem = (total − peak + the small pool's bytes) × free_gpu_memory_fraction, so the temporary
+pool cancels out. The device-wide "used" makes three things part of the peak that a per-process profile would not
+see: the CUDA graphs' private pool (captured before the estimate and not released by ``empty_cache``), the CUDA
+context and library workspaces, and whatever other processes hold on the GPU. The TensorRT-engine executor (before
+1.0) takes the fraction of the free memory after the engine and its runtime buffers load (``kvCacheManager.cpp``);
+the buffers are sized by the engine's build (max batch size, max_num_tokens, decoder), which the config does not give.
 
-Ranges: available KV = (total − Σ terms) × fraction at each end (the device total's range, each term's low/high);
-blocks, tokens and concurrency follow TensorRT-LLM's own pool rules (``engine_pools.trtllm_window_pools``) at each end.
+Terms here: the CUDA-graph pool (PyTorch backend, from the code: the largest captured batch's decode step), the
+memory the Windows display driver (WDDM, also under WSL2) holds on a GPU whose whole board CUDA reports, and one fitted
+term per runtime for what remains (CUDA context, workspaces, engine runtime buffers), with its data and leave-one-out
+error. Ranges: available KV = (total − Σ terms) × fraction at each end (the device total's range, each term's
+low/high); blocks, tokens and concurrency follow TensorRT-LLM's own pool rules (``engine_pools.trtllm_window_pools``).
 """
 
 from __future__ import annotations
@@ -23,34 +26,101 @@ from collections.abc import Sequence
 
 from kvledger.accounting.engine_pools import trtllm_window_pools
 from kvledger.accounting.memory import Deduction
+from kvledger.accounting.overheads import forward_peak_bytes
+from kvledger.accounting.settings import PlanSettings
 from kvledger.catalog.modelspec import ModelSpec
-from kvledger.units import GiB
+from kvledger.errors import InputError
+from kvledger.units import GiB, MiB
 
-__all__ = ["TRTLLM_EXTRA_GIB", "trtllm_extra_term", "trtllm_ranges"]
+__all__ = ["TRTLLM_EXTRA_GIB", "TRTLLM_GRAPH_MAX_BATCH", "WDDM_HELD_MIB", "check_trtllm_only", "trtllm_extra_term",
+           "trtllm_graph_batch", "trtllm_graph_pool_term", "trtllm_ranges", "wddm_held_term"]
 
-TRTLLM_EXTRA_GIB = {"pytorch": (0.0, 1.94, 2.5), "tensorrt": (0.0, 3.74, 5.4)}
-"""(low, point, high) GiB of the memory the logs show beyond the modelled terms (weights, forward peak, 0.13 GiB
-non-torch), per runtime. Data: benchmarks/data/trtllm_public_startups.csv, residual = total − printed KV ÷ fraction
-(PyTorch) or total − printed free memory (TensorRT engine) − the modelled terms.
-PyTorch backend: TR01/TR02 (one set-up, SmolLM2-135M, RTX 4070 SUPER under WSL2, 1.2.1) 1.440 and 1.427 GiB, TR06
-(Llama-3.1-8B FP8, H100, 0.20.0, trtllm-bench max_batch_size 4096) 2.449 GiB; point = mean of the two set-ups 1.94 GiB
-(error −0.50 / +0.51 GiB); high 2.5 GiB = the largest residual rounded up to 0.1 GiB; low 0 = nothing beyond the
-modelled terms. TensorRT engine: TR03 (Llama-3.1-8B FP8 engine, RTX 5090, max_batch_size 2048) 5.313 GiB, TR04
-(Qwen1.5-7B, A100 40GB) 2.172 GiB; point = mean 3.74 GiB (error ±1.57 GiB), high 5.4 GiB (largest rounded up), low 0.
-TR05 (engine of 6,695 MiB, H100) leaves 2.08 GiB besides the engine, inside. In-sample: two set-ups per runtime."""
+TRTLLM_GRAPH_MAX_BATCH = 128
+"""``CudaGraphConfig.max_batch_size`` 0 → 128 (``llmapi/llm_args.py``, 0.20 to 1.2): the largest CUDA graph the
+PyTorch backend captures by default. ``trtllm-bench`` sets it to its max_batch_size (with padding) instead
+(``bench/benchmark/utils/general.py::get_settings``); pass ``--cuda-graph-max-batch-size`` for such a run."""
+
+WDDM_HELD_MIB = (300.0, 450.0, 1536.0)
+"""(low, point, high) MiB the display driver holds on a WDDM GPU (Windows, WSL2), where CUDA reports nvidia-smi's
+whole board as its total. On Linux the driver's reserve is left out of CUDA's total instead: nvidia-smi − CUDA total =
+430 (T4, RTX 3090), 316–483 (RTX 4090), 316 (A10), 420–512 (A100 40GB), 439–469 (H100), 768 (A100 80GB) MiB
+(catalog/data/gpus.SOURCES.md, the 450 MiB rule of gpu_cuda.csv); under WDDM the same hold counts as used memory. Point
+450 MiB and low 300 MiB as that rule; high 1.5 GiB: a desktop's own windows and applications add to it (unmeasured,
+assumed)."""
+
+TRTLLM_EXTRA_GIB = {"pytorch": (0.5, 1.01, 1.6), "tensorrt": (0.0, 3.52, 5.4)}
+"""(low, point, high) GiB of the memory the logs show beyond the terms the code sizes (weights, forward peak, 0.13 GiB
+non-torch, the CUDA-graph pool, the WDDM hold), per runtime. Data: benchmarks/data/trtllm_public_startups.csv, residual
+= total − printed KV ÷ fraction (PyTorch) or total − printed free memory (TensorRT engine) − those terms
+(``analyses/doctor/trtllm_startups.trtllm_residual_gib``; tests/analyses/test_trtllm_startups.py re-fits it).
+PyTorch backend (CUDA context, cuBLAS/attention workspaces and other non-torch memory of the process): TR01/TR02 (one
+set-up: SmolLM2-135M, RTX 4070 SUPER under WSL2, 1.2.1) 0.988 and 0.974 GiB, TR06 (Llama-3.1-8B FP8, H100, 0.20.0)
+1.033 GiB; point = mean of the two set-ups 1.01 GiB; leave-one-out error ±0.05 GiB (each set-up predicted by the
+other). Range 0.5–1.6 GiB: two set-ups only, on two GPUs; ±0.5 GiB is assumed for a CUDA context on other GPUs,
+drivers and versions (the vLLM corpus shows non-torch memory from 0.13 to 0.55 GiB on one GPU, TP 1). TensorRT engine
+(CUDA context, the executor's runtime and decoder buffers, sized at engine build): TR03 (Llama-3.1-8B FP8 engine, RTX
+5090, max_batch_size 2048, Triton, WDDM) 4.874 GiB, TR04 (Qwen1.5-7B, A100 40GB) 2.172 GiB; point = mean 3.52 GiB,
+leave-one-out error ±2.70 GiB; high 5.4 GiB (the largest rounded up with a margin), low 0. TR05 (engine of 6,695 MiB,
+H100) leaves 2.08 GiB besides the engine, inside."""
+
+
+#: settings only TensorRT-LLM's plan reads: (flag, PlanSettings attribute, its value when not given)
+_TRTLLM_ONLY = (("--cuda-graph-max-batch-size", "cuda_graph_max_batch_size", None), ("--wddm", "wddm", False))
+
+
+def check_trtllm_only(s: PlanSettings) -> None:
+    """Refuse the TensorRT-LLM-only settings with another engine (its plan would ignore them).
+
+    Raises:
+        InputError: one was given with --engine vllm or sglang.
+    """
+    given = [flag for flag, attr, off in _TRTLLM_ONLY if getattr(s, attr) != off]
+    if s.engine != "trtllm" and given:
+        them = "it" if len(given) == 1 else "them"
+        raise InputError(f"{', '.join(given)}: TensorRT-LLM's memory plan only reads {them}; drop {them} with "
+                         f"--engine {s.engine}, or use --engine trtllm")
+
+
+def trtllm_graph_batch(max_batch_size: int, cuda_graph_max_batch_size: int | None) -> int:
+    """The largest batch the PyTorch backend captures a CUDA graph for: ``cuda_graph_config.max_batch_size`` (128 by
+    default) but no larger than the executor's max_batch_size (the capture runs real decode requests)."""
+    return min(cuda_graph_max_batch_size or TRTLLM_GRAPH_MAX_BATCH, max_batch_size)
+
+
+def trtllm_graph_pool_term(model: ModelSpec, tp: int, batch: int) -> Deduction:
+    """The CUDA graphs' private pool at the estimate, B: graphs are captured largest first into one shared pool and
+    keep only weak references to their outputs (``cuda_graph_runner.py``), so the pool holds the largest graph's decode
+    step: its activations (``forward_peak_bytes`` over ``batch`` tokens) and its logits (batch × vocab in the model
+    dtype; the LM head's output is gathered to the full vocabulary on every rank). Low: the logits alone (activation
+    blocks reused); high: 1.5 × (workspaces captured with the graph, not measured)."""
+    logits = batch * model.vocab_size * model.dtype_bytes
+    pt = forward_peak_bytes(model, batch, tp) + logits
+    return Deduction(f"CUDA-graph pool (largest captured batch {batch})", pt,
+                     "model: a decode step of the largest graph (activations + logits), captured before the estimate",
+                     logits, 1.5 * pt, "low: logits alone; high: 1.5 × (capture-time workspaces, not measured)")
+
+
+def wddm_held_term() -> Deduction:
+    """The WDDM display driver's hold (``WDDM_HELD_MIB``) as a deduction: device-wide used memory in the peak."""
+    lo, pt, hi = (m * MiB for m in WDDM_HELD_MIB)
+    return Deduction("held by the display driver (WDDM: Windows, WSL2)", pt,
+                     "catalog: the nvidia-smi − CUDA total gap Linux leaves out (gpus.SOURCES.md), used memory under "
+                     "WDDM", lo, hi, "300 MiB to 1.5 GiB (the smallest Linux gap; a desktop's windows, assumed)")
 
 
 def trtllm_extra_term(runtime: str) -> Deduction:
-    """The fitted term beyond the modelled ones (``TRTLLM_EXTRA_GIB``) as a ledger deduction with its range."""
+    """The fitted term beyond the sized ones (``TRTLLM_EXTRA_GIB``) as a ledger deduction with its range."""
     lo, pt, hi = (g * GiB for g in TRTLLM_EXTRA_GIB[runtime])
     if runtime == "pytorch":
-        name = "dry-run memory beyond the forward (CUDA-graph pools, sampler/workspace buffers, other processes)"
+        name = "CUDA context and workspaces outside torch (fitted)"
+        src = ("fit: mean residual of 2 public set-ups' printed KV memory (benchmarks/data/trtllm_public_startups.csv;"
+               " TR01/TR02 0.98, TR06 1.03 GiB; leave-one-out error ±0.05 GiB)")
+        why = "0.5 to 1.6 GiB (two set-ups; ±0.5 GiB assumed for other GPUs, drivers and versions)"
     else:
-        name = "executor runtime buffers beyond the engine's activations (sized at engine build)"
-    src = ("fit: mean residual of 2 public start-ups' printed KV memory (benchmarks/data/trtllm_public_startups.csv; "
-           + ("TR01/TR02 1.43, TR06 2.45 GiB; error ±0.5 GiB)" if runtime == "pytorch" else
-              "TR03 5.31, TR04 2.17 GiB; error ±1.57 GiB)"))
-    why = (f"0 (nothing beyond the modelled terms) to {hi / GiB:.1f} GiB (the corpus's largest residual, rounded up)")
+        name = "executor runtime buffers beyond the engine's activations (sized at engine build; fitted)"
+        src = ("fit: mean residual of 2 public start-ups' printed free memory (benchmarks/data/"
+               "trtllm_public_startups.csv; TR03 4.87, TR04 2.17 GiB; leave-one-out error ±2.70 GiB)")
+        why = f"0 to {hi / GiB:.1f} GiB (the corpus's largest residual, rounded up)"
     return Deduction(name, pt, src, lo, hi, why)
 
 

@@ -25,7 +25,7 @@ from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
 
-__all__ = ["load_rows", "replay_trtllm_row"]
+__all__ = ["load_rows", "replay_trtllm_row", "trtllm_leave_one_out", "trtllm_residual_gib"]
 
 _PRINT_HALF_GIB = 0.005
 """TensorRT-LLM prints GiB to 2 decimals ("available: 17.83 GiB", "Allocated 16.05 GiB"): ± 0.005 GiB."""
@@ -75,8 +75,7 @@ def replay_trtllm_row(r: dict[str, str], root: Path) -> PublicReplay:
             kw["max_num_batched_tokens"] = int(r["max_num_tokens"])
         if r["max_seq_len"]:
             kw["max_model_len"] = int(r["max_seq_len"])
-        if "kv-cache-dtype=fp8" in r["flags"].split(";"):
-            kw["kv_cache_dtype"] = "fp8"
+        kw.update(_flag_settings(r["flags"]))
         if "available" in checks and kv_printed is not None:
             m = _memory(model, gpu, kw)
             (a_lo, a_hi), (b_lo, b_hi) = m.ranges["available_kv_bytes"], m.ranges["num_gpu_blocks"]
@@ -87,6 +86,65 @@ def replay_trtllm_row(r: dict[str, str], root: Path) -> PublicReplay:
             from_printed += _blocks_from_printed(r, model, gpu, kw, frac)
     return PublicReplay(r["id"], r["source_url"], f"TensorRT-LLM {ver or 'version not stated'} ({runtime})", gpu.name,
                         topology_label(tp, 1, gpu.nvlink_all_to_all), tuple(terms), tuple(from_printed))
+
+
+_FLAGS = {"kv-cache-dtype": ("kv_cache_dtype", str), "max-batch-size": ("max_num_seqs", int),
+          "cuda-graph-max-batch-size": ("cuda_graph_max_batch_size", int)}
+"""The row's ``flags`` (``name=value;…``) that change a planned term, and the plan setting each one sets."""
+
+
+def _flag_settings(flags: str) -> dict[str, Any]:
+    """``kv-cache-dtype=fp8;max-batch-size=4096;wddm`` → the plan settings (``wddm``: Windows or WSL2)."""
+    out: dict[str, Any] = {}
+    for f in filter(None, flags.split(";")):
+        name, _, value = f.partition("=")
+        if name == "wddm":
+            out["wddm"] = True
+        elif name in _FLAGS:
+            key, kind = _FLAGS[name]
+            out[key] = kind(value)
+    return out
+
+
+def trtllm_residual_gib(r: dict[str, str], root: Path) -> float | None:
+    """What start-up ``r``'s printed figures leave beyond the terms the plan sizes, GiB: the device total − the free
+    memory it implies (the engine's printed free memory, or the printed KV memory ÷ the fraction: (total − peak) ×
+    fraction) − every sized deduction (weights, forward, non-torch, CUDA-graph pool, WDDM hold); None without a config
+    or a printed memory. The plan's fitted term (``trtllm_terms.TRTLLM_EXTRA_GIB``) is the mean of these by set-up."""
+    avail, kv = _f(r["available_gib_printed"]), _f(r["kv_gib_printed"])
+    if not r["config"] or (avail is None and kv is None):
+        return None
+    cfg = str(root / r["config"]) if r["config"].startswith(("tests/", "benchmarks/")) else r["config"]
+    kw: dict[str, Any] = {"engine_version": r["trtllm_version"] or None, "trtllm_backend": r["runtime"],
+                          "tp": int(r["tp"] or 1), "free_gpu_memory_fraction": float(r["free_gpu_memory_fraction"]),
+                          "block_size": int(r["tokens_per_block"]), **_flag_settings(r["flags"])}
+    if r["max_num_tokens"]:
+        kw["max_num_batched_tokens"] = int(r["max_num_tokens"])
+    if r["max_seq_len"]:
+        kw["max_model_len"] = int(r["max_seq_len"])
+    m = _memory(load_model(cfg), _gpu(r), kw)
+    free = avail if avail is not None else kv / float(r["free_gpu_memory_fraction"])
+    sized = sum(d.bytes for d in m.deductions if "fitted" not in d.name and not d.name.startswith("reserve"))
+    return (m.gpu_total_bytes - sized) / GiB - free
+
+
+def trtllm_leave_one_out(rows: list[dict[str, str]], root: Path) -> list[tuple[str, str, float, float]]:
+    """Per start-up with a config and a printed memory: (id, runtime, residual GiB, the fitted term left out of its own
+    set-up GiB) — the mean residual of the runtime's other set-ups (a set-up: one source, GPU and model; its start-ups'
+    residuals averaged first). Planned KV memory moves by (fitted − left-out) × the fraction."""
+    res = {r["id"]: trtllm_residual_gib(r, root) for r in rows}
+    setups: dict[tuple[str, str, str, str], list[float]] = {}
+    for r in rows:
+        if res[r["id"]] is not None:
+            setups.setdefault((r["runtime"], r["source_url"], r["gpu"], r["config"]), []).append(res[r["id"]])
+    out = []
+    for r in rows:
+        if res[r["id"]] is None:
+            continue
+        own = (r["runtime"], r["source_url"], r["gpu"], r["config"])
+        others = [sum(v) / len(v) for k, v in setups.items() if k[0] == r["runtime"] and k != own]
+        out.append((r["id"], r["runtime"], res[r["id"]], sum(others) / len(others) if others else float("nan")))
+    return out
 
 
 def _blocks_from_printed(r: dict[str, str], model, gpu, kw: dict[str, Any], frac: float) -> list[PublicTerm]:

@@ -1,0 +1,66 @@
+"""TensorRT-LLM's sized terms (accounting/trtllm_terms.py): the CUDA-graph pool and the WDDM hold, worked by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.settings import make_settings
+from kvledger.accounting.trtllm_terms import trtllm_graph_batch, trtllm_graph_pool_term, wddm_held_term
+from kvledger.catalog.gpus import get_gpu
+from kvledger.catalog.models import load_model
+from kvledger.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOL = load_model(str(ROOT / "benchmarks" / "data" / "configs" / "SmolLM2-135M-Instruct.json"))
+LLAMA8_FP8 = load_model(str(ROOT / "benchmarks" / "data" / "configs" / "Llama-3.1-8B-Instruct-FP8.json"))
+
+
+def test_graph_batch_is_cuda_graph_configs_128_capped_by_the_max_batch_size():
+    # CudaGraphConfig.max_batch_size 0 → 128 (llm_args.py); the executor never captures past its max_batch_size;
+    # trtllm-bench passes its max_batch_size (4,096 in NVIDIA/TensorRT-LLM#6294).
+    assert trtllm_graph_batch(2048, None) == 128
+    assert trtllm_graph_batch(64, None) == 64
+    assert trtllm_graph_batch(4096, 4096) == 4096
+
+
+def test_graph_pool_is_the_largest_graphs_decode_step():
+    # SmolLM2-135M at 128: activations 128 × (2·576 + (9 + 2·3)·64 + 3·1,536) × 2 B = 128 × 6,720 × 2 = 1,720,320 B,
+    # logits 128 × 49,152 × 2 B = 12,582,912 B: 14,303,232 B (low: the logits; high: × 1.5 = 21,454,848 B).
+    t = trtllm_graph_pool_term(SMOL, 1, 128)
+    assert (t.bytes, t.low_bytes, t.high_bytes) == (14_303_232, 12_582_912, 21_454_848)
+    # Llama-3.1-8B at trtllm-bench's 4,096: 4,096 × (2·4,096 + 48·128 + 3·14,336) × 2 B = 469,762,048 B (0.4375 GiB)
+    # + 4,096 × 128,256 × 2 B = 1,050,673,152 B (0.9785 GiB) = 1,520,435,200 B = 1.416 GiB.
+    assert trtllm_graph_pool_term(LLAMA8_FP8, 1, 4096).bytes == 1_520_435_200
+
+
+def test_wddm_hold_and_whole_board_total():
+    # 450 MiB = 471,859,200 B (300 MiB to 1.5 GiB); under WDDM the RTX 4070 SUPER's total is its whole board,
+    # nvidia-smi 12,282 MiB = 12,878,610,432 B, where Linux reports 12,282 − 450 = 11,832 MiB (gpu_cuda.csv).
+    t = wddm_held_term()
+    assert (t.bytes, t.low_bytes, t.high_bytes) == (471_859_200, 314_572_800, 1_610_612_736)
+    g = get_gpu("nvidia_rtx_4070_super")
+    assert (g.nvidia_smi_mib, g.memory_bytes, g.arch) == (12_282, 11_832 * 2**20, "sm89")
+    s = make_settings(engine="trtllm", max_model_len=2049, wddm=True)
+    p = build_plan(SMOL, g, s, with_roofline=False, with_advice=False).memory
+    assert p.gpu_total_bytes == 12_878_610_432
+    names = [d.name for d in p.deductions]
+    assert "held by the display driver (WDDM: Windows, WSL2)" in names
+    # without --wddm: the Linux total and no hold; the KV memory differs by (12,878,610,432 − 12,406,751,232 −
+    # 471,859,200) × 0.9 = 0 B: the hold is the gap Linux leaves out of the total (at the point values)
+    q = build_plan(SMOL, g, make_settings(engine="trtllm", max_model_len=2049), with_roofline=False,
+                   with_advice=False).memory
+    assert q.gpu_total_bytes == 12_406_751_232
+    assert "held by the display driver (WDDM: Windows, WSL2)" not in [d.name for d in q.deductions]
+    assert p.available_kv_bytes == pytest.approx(q.available_kv_bytes, abs=1)
+
+
+def test_trtllm_only_settings_are_refused_for_other_engines():
+    # --wddm and --cuda-graph-max-batch-size change TensorRT-LLM's plan only: with vLLM they would be ignored.
+    with pytest.raises(InputError, match="--wddm: TensorRT-LLM's memory plan only reads it"):
+        build_plan(SMOL, get_gpu("H100"), make_settings(engine="vllm", wddm=True), with_roofline=False)
+    with pytest.raises(InputError, match="--cuda-graph-max-batch-size"):
+        build_plan(SMOL, get_gpu("H100"), make_settings(engine="sglang", cuda_graph_max_batch_size=64),
+                   with_roofline=False)
