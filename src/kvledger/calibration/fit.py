@@ -30,7 +30,8 @@ from kvledger.calibration.replay import MeasuredRun, StepTable, replay, replay_r
 from kvledger.dynamics.simulator import EngineConfig, SimResult
 from kvledger.errors import InputError
 
-__all__ = ["FitResult", "fit_step_cost", "initial_guess", "objective", "run_term", "shifted_term", "METRIC_WEIGHTS"]
+__all__ = ["FitResult", "fit_step_cost", "initial_guess", "objective", "run_term", "shifted_term", "robust_term",
+           "METRIC_WEIGHTS"]
 
 #: weight of each metric's squared relative error in the objective
 METRIC_WEIGHTS = {"ttft": 1.0, "tpot": 1.0, "e2e": 0.5}
@@ -174,6 +175,15 @@ def shifted_term(run: MeasuredRun, res: SimResult, add_s: float) -> float:
     E2E — a frontend latency profiled without replaying again."""
     r, _ = _residuals(run, res, None, _NAMES[:NUM_GPU_TERMS], None, add_s)
     return float(r @ r)
+
+
+def robust_term(run: MeasuredRun, res: SimResult, add_s: float, scale: float) -> float:
+    """``shifted_term`` under a Cauchy loss, Σ c²·ln(1 + (r/c)²) over the weighted log residuals r (c = ``scale``):
+    r² where |r| ≪ c, growing only as the log of r beyond, so a statistic the step costs cannot produce (a queueing
+    tail no step time explains) stops pulling the fit once it is several c off, where a square would let it outweigh
+    every other statistic."""
+    r, _ = _residuals(run, res, None, _NAMES[:NUM_GPU_TERMS], None, add_s)
+    return float(np.sum(scale * scale * np.log1p((r / scale) ** 2)))
 
 
 def objective(runs: list[tuple[MeasuredRun, EngineConfig]], cost: StepCostModel) -> float:
