@@ -30,8 +30,7 @@ from kvledger.calibration.replay import MeasuredRun, StepTable, replay, replay_r
 from kvledger.dynamics.simulator import EngineConfig, SimResult
 from kvledger.errors import InputError
 
-__all__ = ["FitResult", "fit_step_cost", "initial_guess", "objective", "run_term", "shifted_term", "robust_term",
-           "METRIC_WEIGHTS"]
+__all__ = ["FitResult", "fit_step_cost", "initial_guess", "objective", "run_term", "shifted_term", "METRIC_WEIGHTS"]
 
 #: weight of each metric's squared relative error in the objective
 METRIC_WEIGHTS = {"ttft": 1.0, "tpot": 1.0, "e2e": 0.5}
@@ -170,20 +169,12 @@ def run_term(run: MeasuredRun, cfg: EngineConfig, cost: StepCostModel) -> float:
     return float(r @ r)
 
 
-def shifted_term(run: MeasuredRun, res: SimResult, add_s: float) -> float:
+def shifted_term(run: MeasuredRun, res: SimResult, add_s: float, scale: float | None = None) -> float:
     """``run_term`` of a run already replayed (``res``: engine-side records) with ``add_s`` s added to each TTFT and
-    E2E — a frontend latency profiled without replaying again."""
+    E2E — a frontend latency profiled without replaying again. With ``scale`` c, each residual r enters as a Cauchy
+    loss c²·ln(1 + (r/c)²) instead of r²: the same near 0, growing only as the log of r beyond a few c."""
     r, _ = _residuals(run, res, None, _NAMES[:NUM_GPU_TERMS], None, add_s)
-    return float(r @ r)
-
-
-def robust_term(run: MeasuredRun, res: SimResult, add_s: float, scale: float) -> float:
-    """``shifted_term`` under a Cauchy loss, Σ c²·ln(1 + (r/c)²) over the weighted log residuals r (c = ``scale``):
-    r² where |r| ≪ c, growing only as the log of r beyond, so a statistic the step costs cannot produce (a queueing
-    tail no step time explains) stops pulling the fit once it is several c off, where a square would let it outweigh
-    every other statistic."""
-    r, _ = _residuals(run, res, None, _NAMES[:NUM_GPU_TERMS], None, add_s)
-    return float(np.sum(scale * scale * np.log1p((r / scale) ** 2)))
+    return float(r @ r) if scale is None else float(np.sum(scale * scale * np.log1p((r / scale) ** 2)))
 
 
 def objective(runs: list[tuple[MeasuredRun, EngineConfig]], cost: StepCostModel) -> float:

@@ -44,7 +44,7 @@ from typing import Any
 from kvledger.accounting.gpu_profile import GPU_PROFILE_KIND
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.analyses.serving.sim_setup import SimSetup
-from kvledger.calibration.fit import robust_term, shifted_term
+from kvledger.calibration.fit import shifted_term
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.errors import InputError
 
@@ -59,7 +59,7 @@ FRONTEND_ITERS = 40  # golden-section steps: 0.2 s × 0.618^40 ≈ 1e-9 s
 #: per refine factor, the additive moves of the host terms (s per step; s per sequence in the step)
 HOST_STEP_MOVES = (0.5e-3, 0.15e-3, 0.05e-3)
 HOST_SEQ_MOVES = (8e-6, 2.5e-6, 0.8e-6)
-#: the Cauchy loss's scale on each weighted log residual (``kvledger.calibration.fit.robust_term``; None: squares)
+#: the Cauchy loss's scale on each weighted log residual (``kvledger.calibration.fit.shifted_term``; None: squares)
 ROBUST_SCALE = 0.1
 HOST_MIN_GAIN = 0.01  # a host move must lower the objective by this share of it (module docstring)
 #: per factor, the eight moves of the pattern search: each fraction alone, and both together (the valleys of a
@@ -103,14 +103,10 @@ def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: fl
                             host_seq_s=host_seq_s)
 
 
-def _term(run: MeasuredRun, res, d: float, robust: float | None) -> float:
-    return shifted_term(run, res, d) if robust is None else robust_term(run, res, d, robust)
-
-
 def _best_frontend(reps: list, robust: float | None = None) -> tuple[float, float]:
     """(objective, frontend_s) minimising the objective over the frontend latency, golden-section (module docstring)."""
     def f(d: float) -> float:
-        return sum(_term(run, res, d, robust) for run, res in reps)
+        return sum(shifted_term(run, res, d, robust) for run, res in reps)
 
     g = (5 ** 0.5 - 1) / 2
     a, b = 0.0, FRONTEND_MAX_S
@@ -134,7 +130,7 @@ def _total(items: list[tuple[MeasuredRun, SimSetup]], ff: float, bf: float, fit_
     frontend latency, recorded in ``frontends[(ff, bf, h0, h1)]``."""
     reps = [(run, replay(run, s.config, roofline_with(s, ff, bf, h0, h1))) for run, s in items]
     if not fit_frontend:
-        return sum(_term(run, res, 0.0, robust) for run, res in reps)
+        return sum(shifted_term(run, res, 0.0, robust) for run, res in reps)
     obj, fe = _best_frontend(reps, robust)
     if frontends is not None:
         frontends[(ff, bf, h0, h1)] = fe
