@@ -45,9 +45,10 @@ def _saturated(st) -> bool:
     return st.requests_per_s < SATURATED_SHARE * st.requested_rate
 
 
-def _errors(items: list[tuple], fractions: tuple[float, float] | None, frontend_s: float = 0.0) -> list[dict]:
-    """Per stage: label, TP, saturated, and the TTFT/TPOT/throughput errors under the roofline at ``fractions`` with
-    ``frontend_s`` of set-up latency added to each TTFT and E2E."""
+def _errors(items: list[tuple], fractions: tuple[float, ...] | None, frontend_s: float = 0.0) -> list[dict]:
+    """Per stage: label, TP, saturated, and the TTFT/TPOT/throughput errors under the roofline at ``fractions`` (the
+    two fractions, then optionally the host's per-step and per-sequence time, s) with ``frontend_s`` of set-up latency
+    added to each TTFT and E2E."""
     from kvledger.calibration.gpu_fit import roofline_with
     from kvledger.calibration.replay import replay, with_frontend
     from kvledger.calibration.sweep import stage_comparison
@@ -72,10 +73,14 @@ def _verdict(rows: list[dict]) -> dict:
             "saturation_within": [sum(abs(r["throughput"]) <= TARGETS["throughput"] for r in sat), len(sat)]}
 
 
-def cross_model(lomo: bool = False, single: bool = True, variants: tuple[bool, ...] = (False, True)) -> dict:
+#: the fits compared: (fit the set-up's frontend latency, fit the host's per-step and per-sequence time)
+VARIANTS = ((False, False), (True, False), (True, True))
+
+
+def cross_model(lomo: bool = False, single: bool = True, variants: tuple[tuple[bool, bool], ...] = VARIANTS) -> dict:
     """Single-model fits (fit on X, predict each other model) and, with ``lomo``, leave-one-model-out fits (fit on
-    the two others); each once per ``variants``: the two GPU fractions alone (False) and with the set-up's frontend
-    latency (True, ``fit_gpu_fractions(fit_frontend)``)."""
+    the two others); each once per ``variants``: (fit_frontend, fit_host) of ``fit_gpu_fractions`` — the two GPU
+    fractions alone, with the set-up's frontend latency, and with the host's per-step and per-sequence time too."""
     from kvledger.calibration.gpu_fit import fit_gpu_fractions
 
     groups = _groups()
@@ -83,15 +88,16 @@ def cross_model(lomo: bool = False, single: bool = True, variants: tuple[bool, .
     out = {"models": {m: {"tp": groups[m][0][2].tp, "stages": len(groups[m])} for m in models},
            "uncalibrated": {m: _errors(groups[m], None) for m in models}, "folds": []}
     fits = ([[m] for m in models] if single else []) + ([[m for m in models if m != y] for y in models] if lomo else [])
-    for frontend in variants:
+    for frontend, host in variants:
         for fit_on in fits:
             t = time.perf_counter()
             fit = fit_gpu_fractions([(r, s) for m in fit_on for r, st, s in groups[m] if not _saturated(st)],
-                                    fit_frontend=frontend)
-            fr = (fit.flops_fraction, fit.bandwidth_fraction)
+                                    fit_frontend=frontend, fit_host=host)
+            fr = (fit.flops_fraction, fit.bandwidth_fraction, fit.host_step_s, fit.host_seq_s)
             for y in (m for m in models if m not in fit_on):
                 rows = _errors(groups[y], fr, fit.frontend_s)
-                out["folds"].append({"fit_on": fit_on, "predict": y, "fractions": list(fr),
+                out["folds"].append({"fit_on": fit_on, "predict": y, "fractions": list(fr[:2]),
+                                     "host_step_s": fit.host_step_s, "host_seq_s": fit.host_seq_s, "fit_host": host,
                                      "frontend_s": fit.frontend_s, "fit_frontend": frontend,
                                      "objective": fit.objective, "rows": rows, **_verdict(rows),
                                      "wall_s": time.perf_counter() - t})
@@ -112,7 +118,9 @@ def print_cross_model(d: dict) -> None:
     for f in d["folds"]:
         print(f"  fit on {' + '.join(f['fit_on'])} (fractions {f['fractions'][0]:.3f} FLOP/s, "
               f"{f['fractions'][1]:.3f} bandwidth, frontend {f['frontend_s'] * 1e3:.1f} ms"
-              f"{'' if f['fit_frontend'] else ' (not fitted)'}) → {f['predict']}: below saturation "
+              f"{'' if f['fit_frontend'] else ' (not fitted)'}"
+              + (f", host {f['host_step_s'] * 1e3:.2f} ms/step + {f['host_seq_s'] * 1e6:.1f} µs/seq"
+                 if f.get('fit_host') else "") + f") → {f['predict']}: below saturation "
               f"{f['below_within'][0]}/{f['below_within'][1]} stages within 15% TTFT and TPOT; saturation throughput "
               f"{f['saturation_within'][0]}/{f['saturation_within'][1]} within 10%  ({f['wall_s']:.0f} s)")
         for r in f["rows"]:

@@ -24,8 +24,9 @@ Sections (error = predicted/measured − 1 throughout):
 * ``lodo`` — leave one deployment out over every replayable run, uncalibrated and GPU-calibrated; the error
   bands (``--write-bands``: ``kvledger/ledgers/data/error_bands.json``) and ``docs/calibration/validation-latency.md``
   (``--write-docs``); see benchmarks/lodo_bands.py.
-* ``crossmodel`` — a GPU-scope calibration fitted on one model's inference-sim/training stages (or two models')
-  predicting another model's on the same H100 set-up (benchmarks/cross_model.py).
+* ``crossmodel`` — a GPU-scope calibration (fractions and the set-up's frontend latency) fitted on one model's
+  inference-sim/training stages, and on two models' (leave one model out), predicting another model's on the same
+  H100 set-up (benchmarks/cross_model.py; ``cross_model.VARIANTS`` for the fractions alone and the host terms).
 * ``robustness`` — every bundled calibrated step cost on the whole Azure conversation trace (no traceback).
 
 Timing figures are wall-clock on a shared machine: noisy.
@@ -468,7 +469,7 @@ def _print_lodo(d: dict) -> None:
 def crossmodel() -> dict:
     import cross_model
 
-    return cross_model.cross_model()
+    return cross_model.cross_model(lomo=True, variants=((True, False),))
 
 
 def _print_crossmodel(d: dict) -> None:

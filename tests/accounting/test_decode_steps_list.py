@@ -23,6 +23,8 @@ def _cost(name, gpu, tp=1, **kw):
     ("meta-llama/Llama-3.1-8B", "H100", 2, {"cpu_overhead_s": 0.0004}),  # all-reduce and CPU terms added
     ("meta-llama/Llama-3.1-8B", "L4", 1, {"cpu_overhead_s": 0.003, "overlap_cpu": True}),  # the CPU floor under overlap
     ("Qwen/Qwen3-8B", "H100", 1, {"flops_fraction": 0.5, "bandwidth_fraction": 0.6}),
+    ("meta-llama/Llama-3.1-8B", "H100", 1, {"host_step_s": 0.0007, "host_seq_s": 1.3e-5}),  # host terms in series
+    ("meta-llama/Llama-3.1-8B", "H100", 2, {"host_seq_s": 2e-5, "cpu_overhead_s": 0.004, "overlap_cpu": True}),
 ])
 @pytest.mark.parametrize("num_seqs, kv_tokens", [(1, 17), (9, 12_345), (300, 600_000)])
 @pytest.mark.parametrize("num_steps", [1, 7, 32, 33, 96, 97, 250])
@@ -39,6 +41,8 @@ def test_decode_steps_list_equals_each_step_priced_alone(name, gpu, tp, kw, num_
     ("meta-llama/Llama-3.1-8B", "H100", 2, {"cpu_overhead_s": 0.0004}),
     ("meta-llama/Llama-3.1-8B", "L4", 1, {"cpu_overhead_s": 0.003, "overlap_cpu": True}),
     ("Qwen/Qwen3-8B", "H100", 1, {"flops_fraction": 0.5, "bandwidth_fraction": 0.6}),
+    ("meta-llama/Llama-3.1-8B", "H100", 1, {"host_step_s": 0.0007, "host_seq_s": 1.3e-5}),  # host terms in series
+    ("meta-llama/Llama-3.1-8B", "H100", 2, {"host_seq_s": 2e-5, "cpu_overhead_s": 0.004, "overlap_cpu": True}),
 ])
 def test_a_mixed_step_priced_from_its_fields_equals_its_costs_priced(name, gpu, tp, kw):
     # step_time_of reads its constants (2 × matmul params, peak × fraction, …) from step_consts, kept at the first

@@ -74,3 +74,23 @@ def test_float32_says_its_matmuls_are_priced_at_the_bf16_peak():
     assert r.ridge_flops_per_byte == pytest.approx(295.37, abs=0.01)
     assert any(n.startswith("dtype float32: matmuls are priced at the GPU's BF16 tensor-core peak") for n in r.notes)
     assert not any("float32" in n for n in roof("meta-llama/Llama-3.1-8B").notes)
+
+
+def test_host_terms_add_a_fixed_and_a_per_sequence_time_to_each_step():
+    # Llama-3.1-8B on one H100 at 0.7/0.8 of peak: a decode step of 10 sequences reading 20,000 KV tokens costs
+    # base = time_s(costs) without host terms; with host_step_s = 1 ms and host_seq_s = 20 µs the step is
+    # base + 1 ms + 10 × 20 µs = base + 1.2 ms, in series with the GPU (not hidden under async scheduling's overlap,
+    # which only hides cpu_overhead_s). A prefill step of 1 sequence adds 1 ms + 20 µs.
+    m, g = load_model("meta-llama/Llama-3.1-8B", allow_hub=False), get_gpu("H100")
+    kv = build_plan(m, g, make_settings(), with_roofline=False, with_advice=False).kv
+    plain = RooflineStepCost(m, g, kv, 1)
+    host = RooflineStepCost(m, g, kv, 1, host_step_s=1e-3, host_seq_s=2e-5)
+    dec = StepShape(0, 0, 0, 0.0, 10, 20_000)
+    pre = StepShape(2_000, 1, 2_000, 2_001_000.0, 0, 0)
+    assert host.costs(dec).host_s == pytest.approx(1.2e-3, abs=1e-15)
+    assert host.step_time_s(dec) - plain.step_time_s(dec) == pytest.approx(1.2e-3, rel=1e-9)
+    assert host.step_time_s(pre) - plain.step_time_s(pre) == pytest.approx(1.02e-3, rel=1e-9)
+    over = RooflineStepCost(m, g, kv, 1, host_step_s=1e-3, host_seq_s=2e-5, cpu_overhead_s=1e-3, overlap_cpu=True)
+    # the overlapped 1 ms CPU overhead hides under a GPU step of several ms; the host time does not
+    assert over.step_time_s(dec) == host.step_time_s(dec)
+    assert plain.costs(dec).host_s == 0.0

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from kvledger.accounting.stepcost import StepShape
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
 from kvledger.calibration.api import engine_for
 from kvledger.calibration.gpu_fit import GRID_BANDWIDTH, GRID_FLOPS, fit_gpu_fractions, gpu_profile_dict, roofline_with
@@ -96,3 +97,69 @@ def test_the_setups_frontend_latency_is_fitted_apart_from_the_gpu_fractions():
     plain = fit_gpu_fractions([(client, setup)])
     assert plain.frontend_s == 0.0 and plain.flops_fraction < 0.95 * TRUE_FLOPS
     assert plain.objective > 10 * fit.objective
+
+
+TRUE_HOST_STEP, TRUE_HOST_SEQ = 0.8e-3, 1.2e-5  # s per step, s per sequence in the step
+
+
+def _synthetic_host_runs():
+    """Two models of different sizes on one H100 (Llama-3.1-8B TP1, Qwen3-32B TP2) replayed at the true fractions
+    and host terms."""
+    out = []
+    for model, tp, seed in ((MODEL, 1, 3), ("Qwen/Qwen3-32B", 2, 4)):
+        reqs = _workload(seed=seed)
+        blank = MeasuredRun(model, "synthetic", reqs, RunRecords([], RunMetadata("synthetic", "synthetic")))
+        setup = engine_for(SimRequestArgs(model=model, gpu=GPU, tp=tp, gpu_profile="none", max_model_len=8192), blank)
+        truth = replay(blank, setup.config, roofline_with(setup, TRUE_FLOPS, TRUE_BW, TRUE_HOST_STEP,
+                                                          TRUE_HOST_SEQ)).records
+        out.append((MeasuredRun(model, "synthetic", reqs, truth), setup))
+    return out
+
+
+def test_the_gpu_fit_with_host_terms_prices_every_step_of_two_models_and_a_third_as_the_truth_does():
+    # truth: 0.45/0.65 of peak, 0.8 ms per step + 12 µs per sequence in series. An 8B TP1 decode step of 20 sequences
+    # is ~9.7 ms, a 32B TP2 one ~18.4 ms: a fixed 0.8 ms is 8% of the first and 4% of the second, so a bandwidth share
+    # alone cannot reproduce both and the fit takes host time. How much of it is per step and how much per sequence,
+    # and how much is traded against a slightly lower bandwidth share, the two runs tell only weakly (measured: the fit
+    # lands at 0.448/0.625, 0.65 ms + 4.7 µs, objective 5.5e-4 where the truth gives 0): the terms are not asserted
+    # one by one. What must hold is what carries: every step shape priced within 3% of the truth, on both models and
+    # on a third (Llama-3.1-70B TP4) never fitted (measured: −1.4 … +2.7%).
+    items = _synthetic_host_runs()
+    fit = fit_gpu_fractions(items, fit_host=True)
+    assert fit.flops_fraction == pytest.approx(TRUE_FLOPS, rel=0.05)
+    assert fit.bandwidth_fraction == pytest.approx(TRUE_BW, rel=0.05)
+    assert fit.host_step_s > 0 and fit.objective < 1e-3 < fit.objective_start
+    blank = MeasuredRun("third", "synthetic", items[0][0].requests,
+                        RunRecords([], RunMetadata("synthetic", "synthetic")))
+    third = engine_for(SimRequestArgs(model="meta-llama/Llama-3.1-70B", gpu=GPU, tp=4, gpu_profile="none",
+                                      max_model_len=8192), blank)
+    shapes = [StepShape(0, 0, 0, 0.0, n, kv) for n, kv in ((1, 1_000), (20, 30_000), (100, 150_000))]
+    shapes.append(StepShape(2_000, 1, 2_000, 2_001_000.0, 0, 0))  # a 2,000-token prompt: n(n+1)/2 pairs
+    for setup in (items[0][1], items[1][1], third):
+        truth = roofline_with(setup, TRUE_FLOPS, TRUE_BW, TRUE_HOST_STEP, TRUE_HOST_SEQ)
+        fitted = roofline_with(setup, fit.flops_fraction, fit.bandwidth_fraction, fit.host_step_s, fit.host_seq_s)
+        for sh in shapes:
+            assert fitted.step_time_s(sh) == pytest.approx(truth.step_time_s(sh), rel=0.03)
+    prof = gpu_profile_dict(fit, [], ["synthetic"])
+    assert (prof["version"], prof["host_step_s"], prof["host_seq_s"]) == (2, round(fit.host_step_s, 7),
+                                                                          round(fit.host_seq_s, 9))
+
+
+def test_a_version_2_profile_carries_its_host_terms_a_version_1_has_none_and_a_later_one_is_refused(tmp_path):
+    from kvledger.errors import FormatError
+
+    base = {"kind": "kvledger-gpu-profile", "gpu": "NVIDIA H100 80GB HBM3", "flops_fraction": 0.9,
+            "bandwidth_fraction": 0.75}
+    gpu = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile="none")).gpu_name
+    base["gpu"] = gpu
+    v1, v2, v3 = tmp_path / "v1.json", tmp_path / "v2.json", tmp_path / "v3.json"
+    v1.write_text(json.dumps({**base, "version": 1}))
+    v2.write_text(json.dumps({**base, "version": 2, "host_step_s": 0.0006, "host_seq_s": 1.3e-5}))
+    v3.write_text(json.dumps({**base, "version": 3}))
+    old = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v1)))
+    assert (old.cost.host_step_s, old.cost.host_seq_s) == (0.0, 0.0) and "host_step_s" not in old.cost_info
+    new = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v2)))
+    assert (new.cost.host_step_s, new.cost.host_seq_s) == (0.0006, 1.3e-5)
+    assert new.cost_info["host_step_s"] == 0.0006 and "0.6 ms per step + 13 µs per sequence" in new.cost_info["source"]
+    with pytest.raises(FormatError, match="version 3"):
+        prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v3)))

@@ -53,12 +53,12 @@ class DecodePrices:
 
     def _list_terms(self, n: int) -> tuple:
         """Per batch size ``n`` (cached): gemm s, 2 × state bytes, all-reduce s, whether the price is in its plain form
-        (no state, all-reduce or CPU term), KV bytes per token and bandwidth B/s."""
+        (no state, all-reduce, host or CPU term), KV bytes per token, bandwidth B/s and host s."""
         c = self._list_consts.get(n)
         if c is None:
-            gemm, st, ar = self._gemm_s(n), 2 * self.state_bytes * n, self.allreduce_s(n)
-            c = (gemm, st, ar, not st and not ar and not self.cpu_overhead_s and gemm > 0, self.growing_read_bytes,
-                 self.bw * self.bandwidth_fraction)
+            gemm, st, ar, host = self._gemm_s(n), 2 * self.state_bytes * n, self.allreduce_s(n), self.host_s(n)
+            c = (gemm, st, ar, not st and not ar and not host and not self.cpu_overhead_s and gemm > 0,
+                 self.growing_read_bytes, self.bw * self.bandwidth_fraction, host)
             if len(self._list_consts) < 4096:
                 self._list_consts[n] = c
         return c
@@ -85,11 +85,14 @@ class DecodePrices:
         if num_steps > PLAIN_FLOAT_MAX_STEPS or not self._bw_bound or num_seqs == 0 or self._moe_terms:
             return self.decode_steps_s(num_seqs, kv_tokens, num_steps).tolist()
         n = num_seqs
-        gemm, st, ar, plain, g, b = self._list_terms(n)
+        gemm, st, ar, plain, g, b, host = self._list_terms(n)
         if plain:
             return [gemm + g * x / b for x in range(kv_tokens, kv_tokens + n * num_steps, n)]
         cpu = self.cpu_overhead_s
         kvs = range(kv_tokens, kv_tokens + n * num_steps, n)
+        if host:  # time_s's order: GPU terms, then the host's, then the CPU overhead
+            gpus = [gemm + (g * k + st) / b + ar + host for k in kvs]
+            return [x if x > cpu else cpu for x in gpus] if self.overlap_cpu else [x + cpu for x in gpus]
         if self.overlap_cpu:
             return [x if (x := gemm + (g * k + st) / b + ar) > cpu else cpu for k in kvs]
         return [gemm + (g * k + st) / b + ar + cpu for k in kvs]
@@ -113,10 +116,12 @@ class DecodePrices:
         pa, b = self.attn_peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
         gemm = self._gemm_s(n)
         g, st, ar, cpu = self.growing_read_bytes, 2 * self.state_bytes * n, self.allreduce_s(n), self.cpu_overhead_s
+        host = self.host_s(n)
         if self._bw_bound and not self.overlap_cpu and num_steps <= 16:  # a short run: plain floats, same operations
             out = np.empty(num_steps)
             for i in range(num_steps):
-                out[i] = gemm + (g * (kv_tokens + n * i) + st) / b + ar + cpu
+                x = gemm + (g * (kv_tokens + n * i) + st) / b + ar
+                out[i] = (x + host if host else x) + cpu
             return out
         kvt = np.arange(kv_tokens, kv_tokens + n * num_steps, n)  # exact integers: kv_tokens + n·i
         byts = g * kvt
@@ -134,6 +139,8 @@ class DecodePrices:
         gpu = gemm + term
         if ar:  # x + 0.0 is x: skip the no-op adds
             gpu = gpu + ar
+        if host:
+            gpu = gpu + host
         if self.overlap_cpu:
             return np.maximum(gpu, cpu)
         return gpu + cpu if cpu else gpu

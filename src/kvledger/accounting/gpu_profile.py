@@ -3,9 +3,11 @@ measured runs of any model, which then prices every model on that GPU.
 
 Written by ``kvledger calibrate --scope gpu`` (``kvledger.calibration.gpu_fit``); read by ``--gpu-profile FILE``
 and, for a GPU with bundled measurements, by default (``accounting/data/gpu_profiles/*.json``, one per GPU,
-each naming its data, its fit and its error). Layout (``"kind": "kvledger-gpu-profile"``, ``"version": 1``):
-``gpu`` (catalog name), ``flops_fraction``, ``bandwidth_fraction``, ``fit`` (method, objective before and after,
-replays), ``runs`` (each run's model, TP and errors under the fitted fractions), ``data_files``, ``source``.
+each naming its data, its fit and its error). Layout (``"kind": "kvledger-gpu-profile"``, ``"version"`` 1 or 2):
+``gpu`` (catalog name), ``flops_fraction``, ``bandwidth_fraction``, version 2 also ``host_step_s`` and ``host_seq_s``
+(the host's time per step and per sequence in series with the GPU, s; a version 1 file has none: 0), ``fit`` (method,
+objective before and after, replays), ``runs`` (each run's model, TP and errors under the fitted fractions),
+``data_files``, ``source``. A later version is refused with the version named.
 A model-scope profile (``kvledger.accounting.calibration_profile``) refines one model at one TP on top.
 """
 
@@ -35,6 +37,8 @@ class GpuProfile:
         fit_error: the fit's headline errors (mean TTFT/TPOT error per run), for the output.
         data: the fitted runs' sources (a validation of one of them is in-sample, and says so).
         label: the profile in a few words, for a "priced by" line (``GPU profile FILE (fitted on RUNS)``).
+        host_step_s / host_seq_s: host time per step and per sequence in series with the GPU, s (0 in a version 1
+            file).
     """
 
     gpu: str
@@ -44,6 +48,8 @@ class GpuProfile:
     fit_error: str = ""
     data: tuple[str, ...] = ()
     label: str = ""
+    host_step_s: float = 0.0
+    host_seq_s: float = 0.0
 
 
 def looks_like_gpu_profile(path: str | Path) -> bool:
@@ -61,21 +67,28 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
     if not isinstance(d, dict) or d.get("kind") != GPU_PROFILE_KIND:
         raise FormatError(where, f"not a kvledger GPU profile (expected \"kind\": \"{GPU_PROFILE_KIND}\"; write one "
                                  "with `kvledger calibrate FILE... --scope gpu --out GPU.json`)")
+    version = d.get("version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version not in (1, 2):
+        raise FormatError(where, f"GPU profile version {version!r}: this kvledger reads versions 1 and 2 (refit with "
+                                 "`kvledger calibrate FILE... --scope gpu --out GPU.json`, or update kvledger)")
     try:
         ff, bf = float(d["flops_fraction"]), float(d["bandwidth_fraction"])
         gpu = str(d["gpu"])
+        h0, h1 = float(d.get("host_step_s", 0.0)), float(d.get("host_seq_s", 0.0))
     except (KeyError, TypeError, ValueError) as e:
         raise FormatError(where, f"malformed GPU profile ({e}): it needs gpu, flops_fraction, "
                                  "bandwidth_fraction") from None
     if not (0 < ff <= 1 and 0 < bf <= 1):
         raise FormatError(where, f"fractions must be in (0, 1], got flops {ff:g}, bandwidth {bf:g}")
+    if not (0 <= h0 <= 1 and 0 <= h1 <= 0.01):
+        raise FormatError(where, f"host terms out of range: host_step_s {h0:g} s (0–1), host_seq_s {h1:g} s (0–0.01)")
     runs = d.get("runs") or []
     errs = "; ".join(f"{r.get('model')} TP {r.get('tp')}: TTFT {_pct(r.get('ttft_mean_rel_error'))}, TPOT "
                      f"{_pct(r.get('tpot_mean_rel_error'))}" for r in runs)
     data = ", ".join(str(r.get("label")) for r in runs) or "unnamed runs"
     src = f"GPU profile {where}: fitted on {data} (kvledger.calibration.gpu_fit)"
     return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r.get("source") or "") for r in runs if r.get("source")),
-                      f"GPU profile {where} (fitted on {data})")
+                      f"GPU profile {where} (fitted on {data})", h0, h1)
 
 
 def _pct(v: Any) -> str:

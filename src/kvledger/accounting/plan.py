@@ -102,8 +102,10 @@ class Plan:
             return self.layout.blocks_for_tokens(num_tokens)
         return cdiv(num_tokens, self.memory.block_size)
 
-    def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False) -> RooflineStepCost:
-        """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling). On SGLang
+    def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False, host_step_s: float = 0.0,
+                  host_seq_s: float = 0.0) -> RooflineStepCost:
+        """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling; the host
+        terms: a GPU profile's, ``kvledger.accounting.gpu_profile``). On SGLang
         0.5.23 its overlap scheduling is on and decode batches run at the captured CUDA-graph sizes (sglang_steps.py:
         a ``GraphPaddedStepCost`` around the roofline, which reads as the roofline otherwise)."""
         s = self.settings
@@ -114,7 +116,8 @@ class Plan:
                               bandwidth_fraction=s.achievable_bandwidth_fraction,
                               cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
                               weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu or sg is not None,
-                              custom_allreduce_max_bytes=custom_ar_max_bytes(s, self.gpu))
+                              custom_allreduce_max_bytes=custom_ar_max_bytes(s, self.gpu),
+                              host_step_s=host_step_s, host_seq_s=host_seq_s)
         return rc if sg is None else GraphPaddedStepCost(rc, *sg)
 
     def row_at(self, context_tokens: int) -> ConcurrencyRow | None:

@@ -18,18 +18,21 @@ How vLLM executes the step, and what that changes here:
 * a tied LM head reads the embedding matrix every step (``LlamaForCausalLM``: ``lm_head.tie_weights``);
 * at TP > 1 two all-reduces per layer (tp_comm.py);
 * with ``weights_bytes`` (``--weights-memory``, the engine's "Loading weights took") every weight
-  read scales by measured / computed weight bytes.
+  read scales by measured / computed weight bytes;
+* ``host_step_s`` + ``host_seq_s`` × sequences: host time each step spends in series with the GPU (scheduling,
+  input preparation, sampling and output processing the engine does not hide), the same for every model on a host
+  (Vidur's ``cpu_overheads`` tables: about 1.2 ms + 0.04 ms per sequence for Llama-2-7B and phi-2 alike on A100
+  hosts). 0 unless a GPU-scope fit (``kvledger.calibration.gpu_fit``, ``fit_host``) sets them.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from kvledger.accounting.attention_terms import attention_terms
 from kvledger.accounting.decode_prices import DecodePrices
 from kvledger.accounting.fp8_block import compute_dtype, expert_mma_dtype
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.moe_terms import ep_all_to_all_bytes, ep_imbalance, grouped_gemm_efficiency, tokens_per_expert
+from kvledger.accounting.step_costs import StepCosts
 from kvledger.accounting.stepcost import StepShape
 from kvledger.accounting.tp_comm import allreduce_latency_s as allreduce_latency_s_default
 from kvledger.accounting.tp_comm import allreduce_step_s, link_bytes_per_s
@@ -44,40 +47,6 @@ __all__ = ["StepCosts", "RooflineStepCost", "compute_dtype", "attention_dtype"]
 def attention_dtype(kv: KVLedger, gpu: GpuSpec) -> str:
     """Attention precision: fp8 when the KV cache is fp8 and the GPU has fp8 tensor cores, else bf16."""
     return "fp8" if kv.kv_cache_dtype.lower().startswith("fp8") and gpu.fp8_flops_per_s else "bf16"
-
-
-@dataclass(frozen=True)
-class StepCosts:
-    """FLOPs and bytes of one step on one GPU, split by term.
-
-    Attributes:
-        matmul_flops / attn_flops: FLOPs, FLOP. weight_bytes / kv_bytes: HBM bytes read (KV: read + new writes), B.
-        prefill_attn_flops / prefill_kv_bytes: the prefill chunks' share of attn_flops / kv_bytes (split-kernel
-            backends price it apart from the decodes'), FLOP / B.
-        allreduce_s: TP all-reduce time of the step, s (0 at TP 1).
-        expert_flops: the routed experts' share of matmul_flops (filled only when MoE terms are modelled), FLOP;
-            expert_time_factor: busiest-rank imbalance ÷ grouped-GEMM efficiency (moe_terms.py), ≥ 1;
-            all_to_all_s: expert parallelism's dispatch + combine time, s.
-    """
-
-    matmul_flops: float
-    attn_flops: float
-    weight_bytes: float
-    kv_bytes: float
-    prefill_attn_flops: float = 0.0
-    prefill_kv_bytes: float = 0.0
-    allreduce_s: float = 0.0
-    expert_flops: float = 0.0
-    expert_time_factor: float = 1.0
-    all_to_all_s: float = 0.0
-
-    @property
-    def flops(self) -> float:
-        return self.matmul_flops + self.attn_flops
-
-    @property
-    def bytes(self) -> float:
-        return self.weight_bytes + self.kv_bytes
 
 
 class RooflineStepCost(DecodePrices):
@@ -97,6 +66,8 @@ class RooflineStepCost(DecodePrices):
             MLA models (vLLM's MLA backends), False otherwise (FlashAttention's one varlen kernel).
         allreduce_latency_s: per-call NCCL all-reduce latency, s; None → the fit in tp_comm.py.
         custom_allreduce_max_bytes: calls under this size run vLLM's custom all-reduce (tp_comm.py), B; 0: off.
+        host_step_s / host_seq_s: host time per step and per sequence in the step that runs in series with the GPU
+            (module docstring), s; 0 by default.
         ep / grouped_gemm_half_tokens: MoE only — expert-parallel ranks and the grouped GEMM's half-rate tokens per
             expert (``moe_terms.py``); the defaults (1, 0) model neither imbalance nor a small-GEMM penalty.
     """
@@ -107,7 +78,7 @@ class RooflineStepCost(DecodePrices):
                  bandwidth_fraction: float = 0.8, cpu_overhead_s: float = 0.0, overlap_cpu: bool = False,
                  weights_bytes: float | None = None, split_attention: bool | None = None,
                  allreduce_latency_s: float | None = None, ep: int = 1, grouped_gemm_half_tokens: float = 0.0,
-                 custom_allreduce_max_bytes: float = 0.0) -> None:
+                 custom_allreduce_max_bytes: float = 0.0, host_step_s: float = 0.0, host_seq_s: float = 0.0) -> None:
         self.model, self.gpu, self.kv, self.tp = model, gpu, kv, tp
         self.dtype = compute_dtype(model, gpu)
         self.peak_flops = gpu.fp8_flops_per_s if self.dtype == "fp8" else gpu.bf16_flops_per_s
@@ -117,6 +88,7 @@ class RooflineStepCost(DecodePrices):
         self.flops_fraction, self.bandwidth_fraction = flops_fraction, bandwidth_fraction
         self.cpu_overhead_s = cpu_overhead_s
         self.overlap_cpu = overlap_cpu
+        self.host_step_s, self.host_seq_s = host_step_s, host_seq_s
         self._init_weights(model, tp, weights_bytes)
         self._init_allreduce(model, gpu, tp, allreduce_latency_s)
         self.custom_allreduce_max_bytes = custom_allreduce_max_bytes if tp > 1 else 0.0
@@ -218,8 +190,10 @@ class RooflineStepCost(DecodePrices):
             else:
                 attn += coef * min(pairs, window * T)
                 kv_bytes += bpt * min(kv_tokens, window * seqs)
+        host = self.host_s(seqs)
         if not self._moe_terms:
-            return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T))
+            return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),
+                             host_s=host)
         m = self.model
         eta = grouped_gemm_efficiency(tokens_per_expert(T, m.experts_per_token, m.num_experts),
                                       self.grouped_gemm_half_tokens)
@@ -228,7 +202,11 @@ class RooflineStepCost(DecodePrices):
         link = link_bytes_per_s(self.gpu)
         return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),
                          2 * self.expert_params_per_token * T, imb / eta if eta > 0 else float("inf"),
-                         a2a / link if link else 0.0)
+                         a2a / link if link else 0.0, host)
+
+    def host_s(self, num_seqs: float) -> float:
+        """Host time in series with the GPU of a step over ``num_seqs`` sequences, s (0.0 when neither term is set)."""
+        return self.host_step_s + self.host_seq_s * num_seqs if self.host_step_s or self.host_seq_s else 0.0
 
     def attention_s(self, c: StepCosts) -> float:
         """The attention term at the achievable fractions and the attention dtype's peak, s: one roofline over
@@ -258,6 +236,8 @@ class RooflineStepCost(DecodePrices):
         mm = (c.matmul_flops - c.expert_flops + c.expert_flops * c.expert_time_factor) / p if pe == p else (
             (c.matmul_flops - c.expert_flops) / p + c.expert_flops * c.expert_time_factor / pe)
         gpu = max(mm, c.weight_bytes / b) + self.attention_s(c) + c.allreduce_s + c.all_to_all_s
+        if c.host_s:
+            gpu = gpu + c.host_s
         return max(gpu, self.cpu_overhead_s) if self.overlap_cpu else gpu + self.cpu_overhead_s
 
     def step_time_s(self, shape: StepShape) -> float:
@@ -294,4 +274,6 @@ class RooflineStepCost(DecodePrices):
             if len(self._token_terms) < 65536:
                 self._token_terms[T] = c
         gpu = max(matmul / pk, c[0] / b) + max(attn / pa, kv_bytes / b) + c[1]
+        if self.host_step_s or self.host_seq_s:  # as time_s adds costs().host_s (0.0 + all-to-all is exact)
+            gpu = gpu + self.host_s(seqs)
         return max(gpu, cpu) if overlap else gpu + cpu

@@ -169,11 +169,12 @@ def run_term(run: MeasuredRun, cfg: EngineConfig, cost: StepCostModel) -> float:
     return float(r @ r)
 
 
-def shifted_term(run: MeasuredRun, res: SimResult, add_s: float) -> float:
+def shifted_term(run: MeasuredRun, res: SimResult, add_s: float, scale: float | None = None) -> float:
     """``run_term`` of a run already replayed (``res``: engine-side records) with ``add_s`` s added to each TTFT and
-    E2E — a frontend latency profiled without replaying again."""
+    E2E — a frontend latency profiled without replaying again. With ``scale`` c, each residual r enters as a Cauchy
+    loss c²·ln(1 + (r/c)²) instead of r²: the same near 0, growing only as the log of r beyond a few c."""
     r, _ = _residuals(run, res, None, _NAMES[:NUM_GPU_TERMS], None, add_s)
-    return float(r @ r)
+    return float(r @ r) if scale is None else float(np.sum(scale * scale * np.log1p((r / scale) ** 2)))
 
 
 def objective(runs: list[tuple[MeasuredRun, EngineConfig]], cost: StepCostModel) -> float:

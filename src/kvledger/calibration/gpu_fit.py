@@ -9,6 +9,15 @@ E2E or of a stage's aggregates), summed over the runs, each replayed with its ow
 Search: a coarse grid over the fractions (``GRID_FLOPS`` × ``GRID_BANDWIDTH``), then a multiplicative pattern
 search around the best point (``REFINE_FACTORS``, axis and diagonal moves), fractions kept in (0, 1]. Deterministic.
 
+Each statistic's weighted log residual r enters through a Cauchy loss c²·ln(1 + (r/c)²), c = ``ROBUST_SCALE`` (0.1:
+a 10% error), not its square: a GPU's efficiency is what every step shares, and a statistic that no step time
+produces should not move it. The case that set this: Llama-2-70B TP4's 20 req/s stage in inference-sim/training has a
+mean TTFT of 121 ms over a 68 ms median (p90 250 ms); the replay gives no such tail at any bandwidth share that fits
+the same stage's TPOT (−30 … −52% mean TTFT, −70% p90 at TPOT −10 … +1%, over 1,000 to 12,000 requests replayed),
+and squared, those two residuals alone pulled a fit on the 70B's five stages to 0.57/0.62 — every one of its own TPOTs
++9 … +13%, CodeLlama-34B's +23 … +27% and Llama-2-7B's +17 … +61%. Under the Cauchy loss the same fit lands at
+1.00/0.68 with a 7.3 ms frontend: its own TPOTs −1 … +1%.
+
 ``fit_frontend`` also fits a per-request latency outside the engine (HTTP, tokenization, streaming to the client:
 ``frontend_s``, as ``calibrate --fit-frontend`` does for a step-cost fit). It belongs to the set-up — client, server
 front end, host — not to the GPU: runs timed at one client share it whatever the model, and a client-side TTFT would
@@ -16,6 +25,15 @@ otherwise pull the GPU fractions down to absorb it (the fractions fitted on kube
 inference-sim/training's did not carry to each other for that reason). It shifts each TTFT and E2E and leaves the
 schedule alone, so it is profiled out at every candidate pair of fractions from the same replays: golden-section
 search over [0, ``FRONTEND_MAX_S``] (``FRONTEND_ITERS`` steps, about 0.01 ms).
+
+``fit_host`` also fits the host time each step spends in series with the GPU (``RooflineStepCost``'s
+``host_step_s`` + ``host_seq_s`` × sequences: scheduling, input preparation, sampling, output processing): the same for
+every model on one host, so, unlike the fractions, its share of a step shrinks as the model grows — on runs of models
+of different sizes the two separate (a 7B's 6 ms decode step and a 70B's 18 ms one tell a fixed 1 ms from a 6%
+slower bandwidth). On one model alone they do not (a fixed host time and the weight read are both a constant per step):
+the terms start at 0 and only move where the objective falls by more than ``HOST_MIN_GAIN`` of itself. Searched with the
+fractions: additive moves (``HOST_STEP_MOVES`` s, ``HOST_SEQ_MOVES`` s per sequence, kept ≥ 0) beside the
+multiplicative ones.
 """
 
 from __future__ import annotations
@@ -38,6 +56,12 @@ REFINE_FACTORS = (1.12, 1.04, 1.012)
 MAX_MOVES = 6  # per factor
 FRONTEND_MAX_S = 0.2  # largest per-request frontend latency searched, s
 FRONTEND_ITERS = 40  # golden-section steps: 0.2 s × 0.618^40 ≈ 1e-9 s
+#: per refine factor, the additive moves of the host terms (s per step; s per sequence in the step)
+HOST_STEP_MOVES = (0.5e-3, 0.15e-3, 0.05e-3)
+HOST_SEQ_MOVES = (8e-6, 2.5e-6, 0.8e-6)
+#: the Cauchy loss's scale on each weighted log residual (``kvledger.calibration.fit.shifted_term``; None: squares)
+ROBUST_SCALE = 0.1
+HOST_MIN_GAIN = 0.01  # a host move must lower the objective by this share of it (module docstring)
 #: per factor, the eight moves of the pattern search: each fraction alone, and both together (the valleys of a
 #: queueing objective run diagonally: a slower prefill can be traded for a faster decode)
 _MOVES = {f: [(a, b) for a in (f, 1.0, 1 / f) for b in (f, 1.0, 1 / f) if (a, b) != (1.0, 1.0)] for f in REFINE_FACTORS}
@@ -57,10 +81,14 @@ class GpuFit:
     history: list[tuple[float, float, float]] = field(default_factory=list)
     num_refine: int = 0
     frontend_s: float = 0.0
+    host_step_s: float = 0.0
+    host_seq_s: float = 0.0
 
 
-def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: float) -> RooflineStepCost:
-    """The setup's roofline step cost at other achievable fractions (same model, TP, weights, CPU overhead)."""
+def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: float, host_step_s: float = 0.0,
+                  host_seq_s: float = 0.0) -> RooflineStepCost:
+    """The setup's roofline step cost at other achievable fractions and host terms (same model, TP, weights, CPU
+    overhead)."""
     cost = setup.cost
     if not isinstance(cost, RooflineStepCost):
         raise InputError("a GPU-scope fit prices steps with the roofline: start from --step-cost roofline")
@@ -71,13 +99,14 @@ def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: fl
     return RooflineStepCost(roofline_model(plan.model, s), plan.gpu, plan.kv, s.tp, flops_fraction=flops_fraction,
                             bandwidth_fraction=bandwidth_fraction, cpu_overhead_s=cost.cpu_overhead_s,
                             weights_bytes=s.weights_bytes, overlap_cpu=cost.overlap_cpu,
-                            custom_allreduce_max_bytes=cost.custom_allreduce_max_bytes)
+                            custom_allreduce_max_bytes=cost.custom_allreduce_max_bytes, host_step_s=host_step_s,
+                            host_seq_s=host_seq_s)
 
 
-def _best_frontend(reps: list) -> tuple[float, float]:
+def _best_frontend(reps: list, robust: float | None = None) -> tuple[float, float]:
     """(objective, frontend_s) minimising the objective over the frontend latency, golden-section (module docstring)."""
     def f(d: float) -> float:
-        return sum(shifted_term(run, res, d) for run, res in reps)
+        return sum(shifted_term(run, res, d, robust) for run, res in reps)
 
     g = (5 ** 0.5 - 1) / 2
     a, b = 0.0, FRONTEND_MAX_S
@@ -96,22 +125,23 @@ def _best_frontend(reps: list) -> tuple[float, float]:
 
 
 def _total(items: list[tuple[MeasuredRun, SimSetup]], ff: float, bf: float, fit_frontend: bool = False,
-           frontends: dict | None = None) -> float:
-    """The objective summed over the runs at these fractions; with ``fit_frontend`` at the best frontend latency,
-    recorded in ``frontends[(ff, bf)]``."""
-    reps = [(run, replay(run, s.config, roofline_with(s, ff, bf))) for run, s in items]
+           frontends: dict | None = None, h0: float = 0.0, h1: float = 0.0, robust: float | None = None) -> float:
+    """The objective summed over the runs at these fractions and host terms; with ``fit_frontend`` at the best
+    frontend latency, recorded in ``frontends[(ff, bf, h0, h1)]``."""
+    reps = [(run, replay(run, s.config, roofline_with(s, ff, bf, h0, h1))) for run, s in items]
     if not fit_frontend:
-        return sum(shifted_term(run, res, 0.0) for run, res in reps)
-    obj, fe = _best_frontend(reps)
+        return sum(shifted_term(run, res, 0.0, robust) for run, res in reps)
+    obj, fe = _best_frontend(reps, robust)
     if frontends is not None:
-        frontends[(ff, bf)] = fe
+        frontends[(ff, bf, h0, h1)] = fe
     return obj
 
 
 def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[float, float] = (0.7, 0.8), *,
-                      fit_frontend: bool = False) -> GpuFit:
-    """Fit the two fractions (and, with ``fit_frontend``, the set-up's frontend latency) to the runs (module
-    docstring); every run must be on the same GPU.
+                      fit_frontend: bool = False, fit_host: bool = False,
+                      robust: float | None = ROBUST_SCALE) -> GpuFit:
+    """Fit the two fractions (with ``fit_frontend``, the set-up's frontend latency; with ``fit_host``, the host's
+    per-step and per-sequence time) to the runs (module docstring); every run must be on the same GPU.
 
     Raises:
         InputError: no run, or runs on different GPUs.
@@ -122,38 +152,54 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
     if len(gpus) > 1:
         raise InputError(f"a GPU profile is one GPU's: these runs are on {', '.join(gpus)}; calibrate each GPU apart")
     fe: dict = {}
-    f0 = _total(items, *start, fit_frontend, fe)
+    f0 = _total(items, *start, fit_frontend, fe, robust=robust)
     history = [(start[0], start[1], f0)]
-    best = min(((ff, bf, _total(items, ff, bf, fit_frontend, fe)) for ff in GRID_FLOPS for bf in GRID_BANDWIDTH),
-               key=lambda x: x[2])
+    best = min(((ff, bf, _total(items, ff, bf, fit_frontend, fe, robust=robust)) for ff in GRID_FLOPS
+                for bf in GRID_BANDWIDTH), key=lambda x: x[2])
     history.append(best)
     ff, bf, f = best
+    h0 = h1 = 0.0
     evals = 0
-    for factor in REFINE_FACTORS:
+    for i, factor in enumerate(REFINE_FACTORS):
+        moves = [(dff, dbf, 0.0, 0.0) for dff, dbf in _MOVES[factor]]
+        if fit_host:  # each host move alone, and with the fractions moving the other way (more host time, faster
+            # kernels: the valley of a one-model objective runs that way)
+            for sign in (1.0, -1.0):
+                g = factor if sign > 0 else 1 / factor
+                for d0, d1 in ((sign * HOST_STEP_MOVES[i], 0.0), (0.0, sign * HOST_SEQ_MOVES[i])):
+                    moves += [(1.0, 1.0, d0, d1), (1.0, g, d0, d1), (g, g, d0, d1)]
+                # a fixed time for a per-sequence one (at one batch size they are the same time)
+                moves.append((1.0, 1.0, sign * HOST_STEP_MOVES[i], -sign * HOST_SEQ_MOVES[i]))
         moved, n = True, 0
-        while moved and n < MAX_MOVES:
+        while moved and n < MAX_MOVES * (2 if fit_host else 1):  # four terms walk further than two
             moved, n = False, n + 1
-            for dff, dbf in _MOVES[factor]:
+            for dff, dbf, d0, d1 in moves:
                 cf, cb = min(1.0, ff * dff), min(1.0, bf * dbf)
-                if (cf, cb) == (ff, bf):
+                c0, c1 = max(0.0, h0 + d0), max(0.0, h1 + d1)
+                if (cf, cb, c0, c1) == (ff, bf, h0, h1):
                     continue
-                fc = _total(items, cf, cb, fit_frontend, fe)
+                fc = _total(items, cf, cb, fit_frontend, fe, c0, c1, robust)
                 evals += 1
-                if fc < f:
-                    ff, bf, f, moved = cf, cb, fc, True
+                # a host term moves only for a clear gain: on one model it trades against the fractions
+                if fc < (f * (1 - HOST_MIN_GAIN) if (c0, c1) != (h0, h1) else f):
+                    ff, bf, h0, h1, f, moved = cf, cb, c0, c1, fc, True
                     history.append((ff, bf, f))
                     break
     replays = len(items) * (1 + len(GRID_FLOPS) * len(GRID_BANDWIDTH) + evals)
-    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, fe.get((ff, bf), 0.0))
+    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, fe.get((ff, bf, h0, h1), 0.0), h0, h1)
 
 
 def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str]) -> dict[str, Any]:
     """The GPU profile's layout (``kvledger.accounting.gpu_profile``) from a fit and each run's errors under it."""
-    return {"kind": GPU_PROFILE_KIND, "version": 1, "gpu": fit.gpu, "flops_fraction": round(fit.flops_fraction, 4),
-            "bandwidth_fraction": round(fit.bandwidth_fraction, 4),
-            "fit": {"method": "grid over the roofline's achievable fractions, then a multiplicative pattern search, "
-                              "on kvledger.calibration.fit's objective summed over the runs "
-                              "(kvledger.calibration.gpu_fit)",
+    return {"kind": GPU_PROFILE_KIND, "version": 2, "gpu": fit.gpu, "flops_fraction": round(fit.flops_fraction, 4),
+            "bandwidth_fraction": round(fit.bandwidth_fraction, 4), "host_step_s": round(fit.host_step_s, 7),
+            "host_seq_s": round(fit.host_seq_s, 9),
+            "fit": {"method": "grid over the roofline's achievable fractions, then a multiplicative pattern search "
+                              "(with the host terms: additive moves too), on kvledger.calibration.fit's statistics "
+                              "summed over the runs under a Cauchy loss of scale "
+                              f"{ROBUST_SCALE} (kvledger.calibration.gpu_fit)",
+                    "host_note": "host_step_s + host_seq_s × sequences: host time in series with every step (0 "
+                                 "unless fitted with --fit-host), priced for every model on this GPU",
                     "objective_start": fit.objective_start, "objective": fit.objective,
                     "frontend_s": fit.frontend_s,
                     "frontend_note": "the set-up's per-request latency outside the engine (calibrate --fit-frontend; 0 "
@@ -184,9 +230,10 @@ def _setups(paths: list[str], args, client_concurrency: int | None) -> list[tupl
 
 
 def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | None = None,
-                        fit_frontend: bool = False) -> dict[str, Any]:
+                        fit_frontend: bool = False, fit_host: bool = False) -> dict[str, Any]:
     """The GPU profile fitted on the measured runs in ``paths`` (any models, one GPU), with each run's errors (with
-    ``fit_frontend``, the set-up's frontend latency fitted too and added to each run's TTFT and E2E).
+    ``fit_frontend``, the set-up's frontend latency fitted too and added to each run's TTFT and E2E; with
+    ``fit_host``, the host's per-step and per-sequence time, which the profile then adds to every step).
 
     Raises:
         InputError / FormatError: no run, runs on several GPUs, unreadable files.
@@ -200,15 +247,15 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
     if not paths:
         raise InputError("calibrate needs at least one measured run file")
     items = _setups(paths, args, client_concurrency)
-    fit = fit_gpu_fractions(items, fit_frontend=fit_frontend)
+    fit = fit_gpu_fractions(items, fit_frontend=fit_frontend, fit_host=fit_host)
     stages = {t.run.label: t.stage for i, p in enumerate(paths)
               for t in load_targets(p, seed=i, client_concurrency=client_concurrency)}
     from kvledger.calibration.saturation import saturation
 
     per_run = []
     for run, s in items:
-        recs = with_frontend(replay(run, s.config, roofline_with(s, fit.flops_fraction, fit.bandwidth_fraction)),
-                             fit.frontend_s).records
+        cost = roofline_with(s, fit.flops_fraction, fit.bandwidth_fraction, fit.host_step_s, fit.host_seq_s)
+        recs = with_frontend(replay(run, s.config, cost), fit.frontend_s).records
         st = stages.get(run.label)
         c = stage_comparison(run.label, st, recs) if st is not None else compare_runs(run.label, run.measured, recs)
         per_run.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,

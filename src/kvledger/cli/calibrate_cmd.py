@@ -59,6 +59,9 @@ def calibrate(
     fit_frontend: bool = typer.Option(False, "--fit-frontend/--no-fit-frontend", help="Also fit a per-request latency "
         "outside the engine (HTTP, tokenisation), added to TTFT and E2E: for client-side measurements. With --scope "
         "gpu it is the set-up's, fitted apart from the GPU fractions and not part of the GPU profile's pricing."),
+    fit_host: bool = typer.Option(False, "--fit-host/--no-fit-host", help="--scope gpu: also fit the host's time per "
+        "step and per sequence in series with the GPU (scheduling, input preparation, sampling); it separates from the "
+        "fractions only on runs of models of different sizes."),
     start: str = typer.Option("roofline", "--start", help="Step cost the fit starts from (its least-squares linear "
                                                           "form): roofline, calibrated, calibrated:KEY or a "
                                                           "PROFILE.json."),
@@ -89,7 +92,8 @@ def calibrate(
     if scope == "gpu":
         from kvledger.calibration.gpu_fit import calibrate_gpu_files
 
-        profile = calibrate_gpu_files(files, args, client_concurrency=client_concurrency, fit_frontend=fit_frontend)
+        profile = calibrate_gpu_files(files, args, client_concurrency=client_concurrency, fit_frontend=fit_frontend,
+                                      fit_host=fit_host)
     else:
         if model is None:
             raise InputError("calibrate --scope model needs --model (the model whose step cost is fitted)")

@@ -95,6 +95,10 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
     con.print(f"GPU profile for {escape(p['gpu'])}: achievable FLOP/s fraction {p['flops_fraction']:.3f}, bandwidth "
               f"fraction {p['bandwidth_fraction']:.3f} (objective {fit['objective_start']:.4g} at 0.7/0.8 → "
               f"{fit['objective']:.4g}; {fit['num_replays']} replays)")
+    if p.get("host_step_s") or p.get("host_seq_s"):
+        con.print(f"host time in series with each step: {p['host_step_s'] * 1e3:.3f} ms + "
+                  f"{p['host_seq_s'] * 1e6:.2f} µs per sequence (fitted with --fit-host; the profile adds it to every "
+                  "step of every model)")
     if fit_frontend:
         con.print(f"front-end latency (the set-up's, per request, outside the engine): {fit['frontend_s'] * 1e3:.1f} "
                   "ms, fitted with the fractions (kvledger.calibration.gpu_fit, golden-section at each pair); added to "

@@ -202,14 +202,15 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
         UnknownNameError: another name.
     """
     if a.step_cost == "roofline":
-        cost = plan.step_cost(overlap_cpu=overlap_cpu)
+        prof = gpu_profile_of(a, plan.gpu.name)
+        host = {} if prof is None else {"host_step_s": prof.host_step_s, "host_seq_s": prof.host_seq_s}
+        cost = plan.step_cost(overlap_cpu=overlap_cpu, **host)
         # SGLang's overlap scheduling (sglang_steps.py) turns it on; its config is synchronous (batching 'sglang',
         # from_plan.default_async_scheduling), so the overlap is named as SGLang's, not as vLLM's async scheduling
         why = "async scheduling" if overlap_cpu else "SGLang's overlap scheduling"
         overlap_cpu = cost.overlap_cpu
         extra = step_term_notes(plan.model, plan.gpu) + ([cost.source] if isinstance(cost, GraphPaddedStepCost) else [])
         cal = find_calibrated_cost(a.model, a.gpu, a.tp)
-        prof = gpu_profile_of(a, plan.gpu.name)
         scope = "uncalibrated" if prof is None else "gpu"
         hint = (f"uncalibrated; measured tables exist for this model, GPU and TP: --step-cost calibrated ({cal.name})"
                 if cal is not None else "uncalibrated (no bundled measurements for this model, GPU and TP)")
@@ -219,6 +220,9 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
         if cal is not None and (note := disagreement_note(cost, cal)):
             hint += "; " + note
         data = {"gpu_profile_data": list(prof.data), "priced_by": f"gpu: {prof.label}"} if prof is not None else {}
+        hs = getattr(cost, "host_step_s", 0.0), getattr(cost, "host_seq_s", 0.0)
+        if hs[0] or hs[1]:  # only a profile fitted with host terms prints them (the others' output is unchanged)
+            data.update({"host_step_s": hs[0], "host_seq_s": hs[1]})
         return cost, {"name": "roofline", "scope": scope, **data, "flops_fraction": cost.flops_fraction,
                       "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
                       "source": "kvledger.accounting.roofline: weight matmuls then attention, each "
@@ -234,6 +238,8 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
                                                               "per step")
                                 + (f" (CPU overhead {cost.cpu_overhead_s * 1e3:g} ms)" if cost.cpu_overhead_s else
                                    " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)")
+                                + (f", + the GPU profile's host time in series {hs[0] * 1e3:g} ms per step + "
+                                   f"{hs[1] * 1e6:g} µs per sequence" if hs[0] or hs[1] else "")
                                 + f"; {hint}" + "".join("; " + n for n in extra)}
     if a.step_cost == "calibrated" or a.step_cost.startswith(CALIBRATED_PREFIX):
         cost, info = calibrated_step_cost(a.step_cost, a.model, a.gpu, a.tp)

@@ -1,0 +1,44 @@
+"""The FLOPs, bytes and times of one roofline step on one GPU, split by term (``kvledger.accounting.roofline`` fills
+and prices them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["StepCosts"]
+
+
+@dataclass(frozen=True)
+class StepCosts:
+    """FLOPs and bytes of one step on one GPU, split by term.
+
+    Attributes:
+        matmul_flops / attn_flops: FLOPs, FLOP. weight_bytes / kv_bytes: HBM bytes read (KV: read + new writes), B.
+        prefill_attn_flops / prefill_kv_bytes: the prefill chunks' share of attn_flops / kv_bytes (split-kernel
+            backends price it apart from the decodes'), FLOP / B.
+        allreduce_s: TP all-reduce time of the step, s (0 at TP 1).
+        expert_flops: the routed experts' share of matmul_flops (filled only when MoE terms are modelled), FLOP;
+            expert_time_factor: busiest-rank imbalance ÷ grouped-GEMM efficiency (moe_terms.py), ≥ 1;
+            all_to_all_s: expert parallelism's dispatch + combine time, s.
+        host_s: host time in series with the GPU, ``host_step_s + host_seq_s × sequences``, s (0 unless set).
+    """
+
+    matmul_flops: float
+    attn_flops: float
+    weight_bytes: float
+    kv_bytes: float
+    prefill_attn_flops: float = 0.0
+    prefill_kv_bytes: float = 0.0
+    allreduce_s: float = 0.0
+    expert_flops: float = 0.0
+    expert_time_factor: float = 1.0
+    all_to_all_s: float = 0.0
+    host_s: float = 0.0
+
+    @property
+    def flops(self) -> float:
+        return self.matmul_flops + self.attn_flops
+
+    @property
+    def bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes
