@@ -13,8 +13,8 @@ across ``get_model``, after ``torch.cuda.empty_cache``; so what it counts is dev
     (``QKVParallelLinear`` q/k/v in one tensor, ``MergedColumnParallelLinear`` gate/up in one, ``FusedMoE`` all of a
     layer's experts in ``w13_weight`` and ``w2_weight``), each rank's shard its own allocation; the allocator
     (``cuda_segments.py``) rounds a tensor of 10 MiB or more up to 2 MiB, and the tail is held while the tensor lives.
-    QwQ-32B at TP 4: o_proj 5,120 × 1,280 × 2 B = 12.5 MiB takes a 14 MiB segment; q/k/v 17.5 → 18, down 67.5 → 68;
-    2.5 MiB a layer, 160 MiB over 64 layers.
+    QwQ-32B at TP 4: o_proj 5,120 × 1,280 × 2 B = 12.5 MiB takes a 14 MiB segment; q/k/v 17.5 → 18, gate/up 135 → 136,
+    down 67.5 → 68; 3.5 MiB a layer, 224 MiB over 64 layers (tests/accounting/test_sglang_load.py).
 
 Not modelled: the rope computation's float32 temporaries (freed; later tensors may reuse their segments), vocab
 padding to 64 rows (the planned vocabularies are multiples of 64 × TP), expert parallelism.
