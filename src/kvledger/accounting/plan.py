@@ -106,7 +106,7 @@ class Plan:
                   host_seq_s: float = 0.0) -> RooflineStepCost:
         """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling; host terms:
         a GPU profile's). On SGLang 0.5.23 overlap scheduling is on and decode batches run at the captured CUDA-graph
-        sizes (sglang_steps.py: a ``GraphPaddedStepCost`` around the roofline, which reads as the roofline otherwise)."""
+        sizes (sglang_steps.py: a ``GraphPaddedStepCost`` around the roofline, else the roofline)."""
         s = self.settings
         sg = sglang_capture_sizes(self.gpu, s.tp, s.pp, s.engine_version, s.max_num_seqs,
                                   self.memory.max_num_seqs or None) if s.engine == "sglang" else None
