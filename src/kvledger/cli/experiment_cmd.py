@@ -18,13 +18,14 @@ def experiment(
     quick: bool = typer.Option(False, "--quick", help="Fewer requests: a first look in seconds."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the comparison to FILE (.png, .svg or .pdf); "
-                                                          "refuses to overwrite."),
+                                                          "refuses to overwrite without --force."),
+    force: bool = typer.Option(False, "--force", help="Allow --plot to overwrite an existing file."),
 ) -> None:
     """Run a comparison from the seed claims (continuous vs static batching, KV waste, the token-budget seesaw,
     prefix caching and routing) and print it with its setup and the published expectation."""
     from kvledger.analyses.serving.experiments import run_experiment
 
-    check_plot_path(plot)
+    check_plot_path(plot, force)
     with working(f"running experiment {name}"):
         res = run_experiment(name, quick=quick)
     if plot is not None:

@@ -85,7 +85,8 @@ def fp8_kv(
         flops_fraction: float = FLOPS_OPT,
     as_json: bool = JSON_OPT,
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses "
-                                                          "to overwrite."),
+                                                          "to overwrite without --force."),
+    force: bool = typer.Option(False, "--force", help="Allow --plot to overwrite an existing file."),
 ) -> None:
     """FP8 KV cache: capacity doubling, the decode break-even context, the bf16-vs-fp8 step curve, and when to leave it
     off."""
@@ -93,7 +94,7 @@ def fp8_kv(
 
     from kvledger.analyses.judgments.fp8_kv import analyse_fp8_kv
 
-    check_plot_path(plot, inputs=[calibration])
+    check_plot_path(plot, force, inputs=[calibration])
     spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len,
                                     gpu_memory_utilization=gpu_memory_utilization,
                                     available_kv_memory=available_kv_memory, block_size=block_size,

@@ -70,7 +70,8 @@ def spec_decode(
         flops_fraction: float = FLOPS_OPT,
     as_json: bool = JSON_OPT,
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the figure to FILE (.png, .svg or .pdf); refuses "
-                                                          "to overwrite."),
+                                                          "to overwrite without --force."),
+    force: bool = typer.Option(False, "--force", help="Allow --plot to overwrite an existing file."),
 ) -> None:
     """Speculative decoding: expected tokens per round, the gain at low load, the flip concurrency, and a request-rate
     sweep."""
@@ -79,7 +80,7 @@ def spec_decode(
     from kvledger.analyses.judgments.spec_decode_summary import analyse_spec_decode, make_draft
     from kvledger.units import parse_tokens
 
-    check_plot_path(plot)
+    check_plot_path(plot, force)
     spec, g, settings = load_target(model, gpu, tp=tp, max_model_len=max_model_len,
                                     gpu_memory_utilization=gpu_memory_utilization,
                                     available_kv_memory=available_kv_memory, block_size=block_size,
