@@ -89,3 +89,22 @@ def test_sglang_plan_short_of_max_model_len_says_sglang_starts_and_caps_requests
                    make_settings(engine="sglang", max_model_len=16384), with_roofline=False)
     assert p.memory.pool_tokens == 12640
     assert "SGLang still starts" in p.advice.message and "= 12,639, so prompts ≥ 12,634 tokens" in p.advice.message
+
+
+def test_fp8_weights_are_offered_when_max_model_len_does_not_fit():
+    # Llama-3.1-70B at TP 2 on H100: 2.36 GiB of KV per GPU, one 131,072-token request needs 20.00 GiB
+    # (2 × 80 layers × 4 KV heads per GPU × 128 × 2 B = 160 KiB/token per GPU). vLLM's --quantization fp8 halves the
+    # weights (65.74 → 33.87 GiB per GPU): 34.24 GiB of KV, 34.24 / 20.00 = 1.71 requests, so one fits
+    # (fresh-user trial: the fix was offered only when the plan already fitted).
+    p = build_plan(load_model("meta-llama/Llama-3.1-70B"), get_gpu("h100"), make_settings(tp=2), with_roofline=False)
+    assert p.advice.verdict == "max_model_len_does_not_fit"
+    fp8 = next(o for o in p.advice.options if o.action == "-q fp8")
+    assert fp8.max_requests == 1 and round(fp8.max_concurrency, 2) == 1.71 and "34.24 GiB KV per GPU" in fp8.detail
+
+
+def test_fp8_kv_fix_cites_vllm_code_only_for_vllm():
+    sg = build_plan(load_model("Qwen/Qwen3-8B"), get_gpu("rtx4090"),
+                    make_settings(engine="sglang", max_model_len=16384), with_roofline=False)
+    kv = next(o for o in sg.advice.options if o.action == "--kv-cache-dtype fp8")
+    assert "kv_cache_interface.py" not in kv.detail and "halve" in kv.detail
+    assert all(o.action != "-q fp8" for o in sg.advice.options)  # --quantization fp8 is a vLLM flag

@@ -52,13 +52,28 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
         q = _try(build, p, kv_cache_dtype="fp8")
         if q and _at_len(q)[1] >= 1:
             c, n = _at_len(q)
-            opts.append(Option("--kv-cache-dtype fp8", c, n, "page size halves, blocks double (kv_cache_interface.py)",
-                               q.memory.max_model_len))
+            opts.append(Option("--kv-cache-dtype fp8", c, n, _fp8_kv_why(p), q.memory.max_model_len))
+    if p.settings.quantization is None:  # vLLM only: _try gets None from the other engines' refusal
+        q = _try(build, p, quantization="fp8")
+        if q and _at_len(q)[1] >= 1:
+            c, n = _at_len(q)
+            opts.append(Option("-q fp8", c, n, f"{_FP8_WEIGHTS_WHY}; {q.memory.available_kv_bytes / GiB:.2f} GiB KV "
+                               "per GPU", q.memory.max_model_len))
     if est_len:
         opts.append(Option(f"--max-model-len {est_len}", p.memory.usable_blocks / max(1, _blocks_at(p, est_len)), 1,
                            "the longest request the current pool holds", est_len))
     seqs = [Option(*fix) for fix in max_num_seqs_fix(p, build)]
     return opts + _utilization_option(p, build) + seqs + _bigger_gpus(p, build)
+
+
+_FP8_WEIGHTS_WHY = "vLLM --quantization fp8: weights quantized on load, about half their bytes freed for KV"
+
+
+def _fp8_kv_why(p: Plan) -> str:
+    """Why FP8 KV doubles capacity, in the plan's engine's words (vLLM: its kv_cache_interface.py page rule)."""
+    if p.settings.engine == "vllm":
+        return "page size halves, blocks double (kv_cache_interface.py)"
+    return "KV bytes per token halve (1 B per element instead of 2), so the pool holds twice the tokens"
 
 
 LOW_CONCURRENCY = 8
@@ -73,11 +88,9 @@ def _more_concurrency(p: Plan, build: Callable, n: int) -> list[Option]:
     if tp is not None:
         tries.append((f"--tp {tp}", {"tp": tp}, "weights and KV split over more GPUs"))
     if not p.settings.kv_cache_dtype.startswith("fp8"):
-        tries.append(("--kv-cache-dtype fp8", {"kv_cache_dtype": "fp8"},
-                      "page size halves, blocks double (kv_cache_interface.py)"))
+        tries.append(("--kv-cache-dtype fp8", {"kv_cache_dtype": "fp8"}, _fp8_kv_why(p)))
     if p.settings.quantization is None:
-        tries.append(("-q fp8", {"quantization": "fp8"},
-                      "vLLM --quantization fp8: weights quantized on load, about half their bytes freed for KV"))
+        tries.append(("-q fp8", {"quantization": "fp8"}, _FP8_WEIGHTS_WHY))
     opts = []
     for action, update, why in tries:
         q = _try(build, p, **update)
