@@ -195,6 +195,22 @@ def _winner_line(result: Any) -> str:
             + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
 
 
+_MEMORY_FIXES = {"max_model_len": "lower --max-model-len (each rejection says how far), FP8 KV/weights or more TP",
+                 "does not fit": "more TP or bigger GPUs (the weights alone do not fit)"}
+
+
+def _no_winner_line(result: Any) -> str:
+    """Why nothing won, from the rejections: a search whose candidates were all refused by memory names that and its
+    fix, not the SLO (fresh-user trial: max_model_len rejections were reported as an SLO miss)."""
+    from kvledger.analyses.search.frontier import rejections_by_reason
+
+    groups = rejections_by_reason([e for e in result.entries if e["status"] not in ("feasible", "bounded")])
+    if groups and all(g["reason"] in _MEMORY_FIXES for g in groups):
+        return ("no candidate can start: " + "; ".join(f"{g['count']} rejected for {g['reason']}" for g in groups)
+                + " (" + "; ".join(_MEMORY_FIXES[g["reason"]] for g in groups) + ")")
+    return "no candidate meets the SLO: see the reasons below (loosen the SLO, lower --target, add GPUs or TP)"
+
+
 def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
     """For a decision: the winner (with what its ranking rests on), its launch command, the API bill for the same
     traffic and the top of the cost frontier first; then the table, rejections grouped by reason, notes, details."""
@@ -209,7 +225,7 @@ def print_search(result: Any, top: int = 10, verbose: bool = False) -> None:
                      f"candidate{'' if len(result.entries) == 1 else 's'}, {feas} feasible"))
     w = result.winner
     if w is None:
-        con.print("no candidate meets the SLO: see the reasons below (loosen the SLO, lower --target, add GPUs or TP)")
+        con.print(escape(_no_winner_line(result)))
     else:
         con.print(f"[bold]{escape(_winner_line(result))}[/]")
         con.print(escape(f"  {w['launch']['vllm']}"), soft_wrap=True)
