@@ -40,6 +40,13 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
         parts.append(f"{label} {_sig(b.predicted * k)} {unit} (80% band {_sig(b.low * k)}–{_sig(b.high * k)} "
                      f"{unit}, {scope})")
     console.print("[bold]error bands[/]: " + "; ".join(parts))
+    # a band that excludes its point: q10 and q90 of the errors share a sign, so the simulator erred the same way on at
+    # least about 90% of this regime's measured points; say so above the fine print (fresh-user trial)
+    biased = [f"{_BAND_LABELS[m][0]} {'under' if b.low > b.predicted else 'over'}-predicted"
+              for m, b in bands.items() if not b.low <= b.predicted <= b.high]
+    if biased:
+        console.print(f"[bold]read the band, not the point[/]: {', '.join(biased)} (the 80% band lies wholly on one "
+                      "side: the simulator erred that way on this regime's measured points)")
     first = next(iter(bands.values()))
     console.print(f"[dim]bands: where a real engine's figure fell, given this prediction, on 80% of "
                   f"{first.source} (kvledger.ledgers.error_band; regime {first.regime}); a biased regime's band "
