@@ -210,8 +210,7 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     for engine, (attr, flag) in fractions.items():
         if engine != s.engine and getattr(s, attr) is not None and own is not None:
             raise InputError(f"{flag} is {_ENGINE_NAMES[engine]}'s memory fraction; with --engine {s.engine} it would "
-                             f"be "
-                             f"ignored: use {own[1]} ({_ENGINE_NAMES[s.engine]}'s), or --engine {engine}")
+                             f"be ignored: use {own[1]} ({_ENGINE_NAMES[s.engine]}'s), or --engine {engine}")
     check_engine_platform(s.engine, gpu)
     vllm_only = [flag for flag, attr, off in _VLLM_ONLY if getattr(s, attr) != off]
     if s.engine != "vllm" and vllm_only:
