@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,7 @@ def test_wddm_hold_and_whole_board_total():
     assert (t.bytes, t.low_bytes, t.high_bytes) == (471_859_200, 314_572_800, 1_610_612_736)
     g = get_gpu("nvidia_rtx_4070_super")
     assert (g.nvidia_smi_mib, g.memory_bytes, g.arch) == (12_282, 11_832 * 2**20, "sm89")
+    assert {get_gpu(n).gpu_id for n in ("rtx4070super", "4070super", "RTX 4070 SUPER")} == {g.gpu_id}  # as the 4090's
     s = make_settings(engine="trtllm", max_model_len=2049, wddm=True)
     p = build_plan(SMOL, g, s, with_roofline=False, with_advice=False).memory
     assert p.gpu_total_bytes == 12_878_610_432
@@ -64,3 +66,51 @@ def test_trtllm_only_settings_are_refused_for_other_engines():
     with pytest.raises(InputError, match="--cuda-graph-max-batch-size"):
         build_plan(SMOL, get_gpu("H100"), make_settings(engine="sglang", cuda_graph_max_batch_size=64),
                    with_roofline=False)
+
+
+def test_wddm_refused_without_a_whole_board_figure_and_on_server_modules():
+    # GH200 (superchip) and H100 SXM are server modules (gpus.csv form_factor): no Windows display driver. Before, the
+    # GH200 (no nvidia-smi total) kept its Linux CUDA total 97,404 MiB and still lost the 450 MiB hold: KV 70.294 →
+    # 69.898 GiB = 0.9 × 450 MiB less for Llama-3.1-8B.
+    for name in ("gh200", "H100"):
+        with pytest.raises(InputError, match="server module"):
+            build_plan(SMOL, get_gpu(name), make_settings(engine="trtllm", wddm=True), with_roofline=False)
+    # a PCIe card whose nvidia-smi total the catalog lacks: refused (the hold would come off a total that leaves it out)
+    g = replace(get_gpu("rtx4070super"), nvidia_smi_mib=None)
+    with pytest.raises(InputError, match="no nvidia-smi total"):
+        build_plan(SMOL, g, make_settings(engine="trtllm", wddm=True), with_roofline=False)
+    # ...unless the total CUDA reports is given (--gpu-memory: memory_basis "given")
+    given = replace(g, memory_basis="given")
+    p = build_plan(SMOL, given, make_settings(engine="trtllm", max_model_len=2049, wddm=True), with_roofline=False,
+                   with_advice=False).memory
+    assert p.gpu_total_bytes == 11_832 * 2**20
+
+
+def test_cuda_graph_settings_refused_on_the_tensorrt_engine_runtime():
+    # 0.12.0 runs the TensorRT-engine executor (before 1.0): it has no cuda_graph_config, so the flag would be ignored
+    for kw in ({"cuda_graph_max_batch_size": 64}, {"no_cuda_graph": True}):
+        with pytest.raises(InputError, match="TensorRT-engine executor"):
+            build_plan(SMOL, get_gpu("H100"), make_settings(engine="trtllm", engine_version="0.12.0", **kw),
+                       with_roofline=False)
+    with pytest.raises(InputError, match="give one"):
+        build_plan(SMOL, get_gpu("H100"), make_settings(engine="trtllm", cuda_graph_max_batch_size=64,
+                                                        no_cuda_graph=True), with_roofline=False)
+
+
+def test_no_cuda_graph_drops_the_graph_pool():
+    # SmolLM2-135M, default largest graph 128: the pool is 14,303,232 B (test above). Without graphs it is not deducted,
+    # so the KV memory grows by 14,303,232 × 0.9 = 12,872,908.8 B (the fraction takes 0.9 of the freed bytes).
+    on = build_plan(SMOL, get_gpu("H100"), make_settings(engine="trtllm", max_model_len=2049), with_roofline=False,
+                    with_advice=False).memory
+    off = build_plan(SMOL, get_gpu("H100"), make_settings(engine="trtllm", max_model_len=2049, no_cuda_graph=True),
+                     with_roofline=False, with_advice=False).memory
+    assert not any(d.name.startswith("CUDA-graph pool") for d in off.deductions)
+    assert off.available_kv_bytes - on.available_kv_bytes == pytest.approx(12_872_908.8, abs=2)
+
+
+def test_trtllm_settings_are_dumped():
+    # plan --json records them under settings, and model_dump() round-trips them (pd_disagg rebuilds settings so)
+    s = make_settings(engine="trtllm", cuda_graph_max_batch_size=64, wddm=True)
+    d = s.model_dump()
+    assert (d["cuda_graph_max_batch_size"], d["no_cuda_graph"], d["wddm"]) == (64, False, True)
+    assert make_settings(**d) == s

@@ -69,29 +69,31 @@ def test_tr01_tr02_same_free_memory_at_two_fractions():
     b = _term(x1, "blocks from printed memory")
     assert (b.low, b.high, b.printed) == (13_187, 13_201, 13_189)
     # from the config alone (https://github.com/lmontigny/lm7/blob/main/docs/tensorrt-llm.md, TR01; WSL2, so WDDM: the
-    # whole board 11.99 GiB = 12,874,164,469 B is the total): weights 269,030,016 B (134,515,008 params × 2 B), the
+    # total is not printed; the whole board, nvidia-smi 12,282 MiB = 12,878,610,432 B, is the total):
+    # weights 269,030,016 B (134,515,008 params × 2 B), the
     # forward over 8,192 tokens 8,192 × (2·576 + 15·64 + 3·1,536) × 2 B = 110,100,480 B, the 139,586,437 B non-torch
     # term, the CUDA-graph pool of the default largest graph (128: CudaGraphConfig) 128 × 6,720 × 2 B = 1,720,320 B of
     # activations + 128 × 49,152 vocab × 2 B = 12,582,912 B of logits = 14,303,232 B, the WDDM hold 450 MiB =
-    # 471,859,200 B and the fitted 1.01 GiB = 1,084,479,242.24 B: 2,089,358,607.24 B in all. Point: (12,874,164,469 −
-    # 2,089,358,607.24) × 0.9 = 9,706,325,275 B = 9.0397 GiB, −0.22 % against 9.06. Low: the terms' highs 12,582,912 ×
-    # … 21,454,848 (1.5 × the pool), 1,610,612,736 (1.5 GiB WDDM), 1,717,986,918.4 (1.6 GiB fitted) → (12,874,164,469 −
-    # 3,868,771,435.4) × 0.9 = 8,104,853,730.24 B = 7.548 GiB; high: the lows 12,582,912, 314,572,800, 536,870,912 →
-    # (12,874,164,469 − 1,382,743,557) × 0.9 = 10,342,278,820.8 B = 9.632 GiB ∋ 9.06. Tokens: ÷ 23,040 → 351,773 →
-    # 10,992 blocks → 351,744 to 448,883 → 14,027 blocks → 448,864 ∋ 422,048 printed.
-    assert a1.predicted == pytest.approx(9_706_325_275 / 2**30) and a1.rel_error == pytest.approx(-0.0022, abs=0.0005)
-    assert (a1.low, a1.high) == pytest.approx((8_104_853_730.24 / 2**30, 10_342_278_820.8 / 2**30)) and a1.inside
+    # 471,859,200 B and the fitted 1.01 GiB = 1,084,479,242.24 B: 2,089,358,607.24 B in all. Point: (12,878,610,432 −
+    # 2,089,358,607.24) × 0.9 = 9,710,326,642.58 B = 9.0434 GiB, −0.18 % against 9.06. Low: the terms' highs 12,582,912
+    # × … 21,454,848 (1.5 × the pool), 1,610,612,736 (1.5 GiB WDDM), 1,717,986,918.4 (1.6 GiB fitted) → (12,878,610,432
+    # − 3,868,771,435.4) × 0.9 = 8,108,855,096.94 B = 7.552 GiB; high: the lows 12,582,912, 314,572,800, 536,870,912 →
+    # (12,878,610,432 − 1,382,743,557) × 0.9 = 10,346,280,187.5 B = 9.636 GiB ∋ 9.06. Tokens: ÷ 23,040 → 351,946 →
+    # 10,998 blocks → 351,936 to 449,057 → 14,033 blocks → 449,056 ∋ 422,048 printed.
+    assert a1.predicted == pytest.approx(9_710_326_642.58 / 2**30)
+    assert a1.rel_error == pytest.approx(-0.0018, abs=0.0005)
+    assert (a1.low, a1.high) == pytest.approx((8_108_855_096.94 / 2**30, 10_346_280_187.5 / 2**30)) and a1.inside
     t = _term(x1, "KV tokens")
-    assert (t.low, t.high, t.printed, t.inside) == (351_744, 448_864, 422_048, True)
+    assert (t.low, t.high, t.printed, t.inside) == (351_936, 449_056, 422_048, True)
 
 
 def test_fitted_extra_terms_are_the_corpus_residuals():
     # residual = what the log implies beyond the sized terms (weights, forward, 0.13 GiB, CUDA-graph pool, WDDM hold) =
     # the fitted term + (planned − printed KV) ÷ fraction (trtllm_startups.trtllm_residual_gib): TR01
-    # 1.01 + (9.0397 − 9.06) / 0.9 = 0.988 GiB, TR02 1.01 + (2.5110 − 2.52) / 0.25 = 0.974 GiB (one set-up: 0.981),
+    # 1.01 + (9.0434 − 9.06) / 0.9 = 0.992 GiB, TR02 1.01 + (2.5121 − 2.52) / 0.25 = 0.978 GiB (one set-up: 0.985),
     # TR06 1.01 + (52.5282 − 52.51) / 0.8 = 1.033 GiB (https://github.com/NVIDIA/TensorRT-LLM/issues/6294; its graph
     # pool at trtllm-bench's 4,096: 4,096 × 57,344 × 2 B + 4,096 × 128,256 × 2 B = 1.416 GiB); mean of the two set-ups
-    # (0.981 + 1.033) / 2 = 1.007 → 1.01 GiB; leave-one-out (each set-up predicted by the other) 0.052 GiB, all inside
+    # (0.985 + 1.033) / 2 = 1.009 → 1.01 GiB; leave-one-out (each set-up predicted by the other) 0.048 GiB, all inside
     # 0.5–1.6 GiB. TensorRT engine: TR03 3.52 + (17.2653 − 16.05) / 0.9 = 4.870 GiB; TR04
     # (https://github.com/NVIDIA/TensorRT-LLM/issues/2268) 39.39 − 21.89 (printed free) − 14.382 (weights) − 0.816
     # (forward over 8,192 tokens) − 0.130 = 2.172 GiB; mean 3.52 GiB, leave-one-out 2.70 GiB, under the 5.4 GiB high.
@@ -100,13 +102,13 @@ def test_fitted_extra_terms_are_the_corpus_residuals():
 
     r1, r2, r6, r3, r4 = (trtllm_residual_gib(ROWS[i], ROOT) for i in ("TR01", "TR02", "TR06", "TR03", "TR04"))
     # TR03 through its printed free memory: 31.84 − 17.83 − the sized terms = 4.874 GiB (4.870 through the KV memory)
-    assert (r1, r2, r6, r3, r4) == pytest.approx((0.987, 0.974, 1.033, 4.874, 2.172), abs=0.002)
+    assert (r1, r2, r6, r3, r4) == pytest.approx((0.992, 0.978, 1.033, 4.874, 2.172), abs=0.002)
     assert ((r1 + r2) / 2 + r6) / 2 == pytest.approx(TRTLLM_EXTRA_GIB["pytorch"][1], abs=0.005)
     assert (r3 + r4) / 2 == pytest.approx(TRTLLM_EXTRA_GIB["tensorrt"][1], abs=0.005)
     lo, _, hi = TRTLLM_EXTRA_GIB["pytorch"]
     assert lo < min(r1, r2, r6) and max(r1, r2, r6) < hi and r3 < TRTLLM_EXTRA_GIB["tensorrt"][2]
     # leave-one-out: TR01/TR02 share a set-up, so each is left out with its twin: the term is then TR06's 1.033 GiB;
-    # TR06's is the set-up mean (0.987 + 0.974) / 2 = 0.981; TR03's is TR04's 2.172 (and TR04's TR03's 4.874)
+    # TR06's is the set-up mean (0.992 + 0.978) / 2 = 0.985; TR03's is TR04's 2.172 (and TR04's TR03's 4.874)
     loo = {i: held for i, _, _, held in trtllm_leave_one_out(list(ROWS.values()), ROOT)}
     assert (loo["TR01"], loo["TR02"], loo["TR06"], loo["TR03"], loo["TR04"]) == pytest.approx(
         (r6, r6, (r1 + r2) / 2, r4, r3))

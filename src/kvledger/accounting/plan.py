@@ -14,7 +14,7 @@ from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.plan_json import KVFacts, MemoryFacts, ModelFacts
-from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
+from kvledger.accounting.plan_other import sglang_plan, trtllm_plan, trtllm_runtime
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
 from kvledger.accounting.platforms import check_engine_platform, platform_note
 from kvledger.accounting.roofline import RooflineStepCost
@@ -210,8 +210,7 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
     for engine, (attr, flag) in fractions.items():
         if engine != s.engine and getattr(s, attr) is not None and own is not None:
             raise InputError(f"{flag} is {_ENGINE_NAMES[engine]}'s memory fraction; with --engine {s.engine} it would "
-                             f"be "
-                             f"ignored: use {own[1]} ({_ENGINE_NAMES[s.engine]}'s), or --engine {engine}")
+                             f"be ignored: use {own[1]} ({_ENGINE_NAMES[s.engine]}'s), or --engine {engine}")
     check_engine_platform(s.engine, gpu)
     vllm_only = [flag for flag, attr, off in _VLLM_ONLY if getattr(s, attr) != off]
     if s.engine != "vllm" and vllm_only:
@@ -219,7 +218,8 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
         raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "
                          f"memory plan only; with --engine {s.engine} {'it' if one else 'they'} would be ignored: drop "
                          f"{'it' if one else 'them'}, or use --engine vllm")
-    check_trtllm_only(s)
+    check_trtllm_only(s, gpu, trtllm_runtime(s.engine_version, s.trtllm_backend)[0] if s.engine == "trtllm" else
+                      None)
     if s.engine != "vllm" and s.quantization is not None:
         raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with "
                          f"--engine "

@@ -235,9 +235,10 @@ def _trtllm_total(gpu: GpuSpec, wddm: bool) -> tuple[int, int, int]:
 
 
 def _trtllm_sized_terms(model: ModelSpec, s: PlanSettings, runtime: str) -> tuple[Deduction, ...]:
-    """Terms the code sizes beyond weights and the forward: the CUDA-graph pool (PyTorch backend) and the WDDM hold."""
+    """Terms the code sizes beyond weights and the forward: the CUDA-graph pool (PyTorch backend, unless
+    --no-cuda-graph) and the WDDM hold."""
     out: tuple[Deduction, ...] = ()
-    if runtime == "pytorch":
+    if runtime == "pytorch" and not s.no_cuda_graph:
         batch = trtllm_graph_batch(s.max_num_seqs or 2048, s.cuda_graph_max_batch_size)
         out += (trtllm_graph_pool_term(model, s.tp, batch),)
     return out + ((wddm_held_term(),) if s.wddm else ())

@@ -42,7 +42,7 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
 
 #: fields left out of ``model_dump`` and of the settings' JSON (pydantic's ``Field(exclude=True)`` when the settings
 #: were a pydantic model)
-_NOT_DUMPED = ("trtllm_backend", "cuda_graph_max_batch_size", "wddm")
+_NOT_DUMPED = ("trtllm_backend",)
 
 
 @json_fields(exclude=_NOT_DUMPED)
@@ -61,6 +61,8 @@ class PlanSettings:
         free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load. trtllm_backend: TensorRT-LLM's
             runtime, "pytorch" or "tensorrt" (0.17–0.21 ship both); None = by version (PyTorch from 1.0).
         cuda_graph_max_batch_size: TensorRT-LLM ``cuda_graph_config.max_batch_size`` (None: 128, the default).
+        no_cuda_graph: TensorRT-LLM's PyTorch backend without CUDA graphs (``cuda_graph_config: null``; 0.x
+            ``use_cuda_graph: false``): no graph pool.
         wddm: the GPU runs the Windows display driver (Windows, WSL2): CUDA reports the whole board as its total and
             the driver's hold counts as used memory (TensorRT-LLM plans).
         kv_cache_dtype: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
@@ -93,8 +95,9 @@ class PlanSettings:
     mem_fraction_static: float | None = None
     free_gpu_memory_fraction: float | None = None
     trtllm_backend: Literal["pytorch", "tensorrt"] | None = None  # not in model_dump / JSON: the plan's label names it
-    cuda_graph_max_batch_size: int | None = None  # not dumped (as trtllm_backend): the plan's deduction names it
-    wddm: bool = False  # not dumped: the plan's deduction names it
+    cuda_graph_max_batch_size: int | None = None
+    no_cuda_graph: bool = False
+    wddm: bool = False
     kv_cache_dtype: str = "auto"
     dtype: Literal["auto", "bfloat16", "float16", "float32", "half", "float"] = "auto"
     quantization: Literal["fp8"] | None = None

@@ -28,6 +28,7 @@ from kvledger.accounting.engine_pools import trtllm_window_pools
 from kvledger.accounting.memory import Deduction
 from kvledger.accounting.overheads import forward_peak_bytes
 from kvledger.accounting.settings import PlanSettings
+from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.units import GiB, MiB
@@ -54,7 +55,7 @@ non-torch, the CUDA-graph pool, the WDDM hold), per runtime. Data: benchmarks/da
 = total − printed KV ÷ fraction (PyTorch) or total − printed free memory (TensorRT engine) − those terms
 (``analyses/doctor/trtllm_startups.trtllm_residual_gib``; tests/analyses/test_trtllm_startups.py re-fits it).
 PyTorch backend (CUDA context, cuBLAS/attention workspaces and other non-torch memory of the process): TR01/TR02 (one
-set-up: SmolLM2-135M, RTX 4070 SUPER under WSL2, 1.2.1) 0.988 and 0.974 GiB, TR06 (Llama-3.1-8B FP8, H100, 0.20.0)
+set-up: SmolLM2-135M, RTX 4070 SUPER under WSL2, 1.2.1) 0.992 and 0.978 GiB, TR06 (Llama-3.1-8B FP8, H100, 0.20.0)
 1.033 GiB; point = mean of the two set-ups 1.01 GiB; leave-one-out error ±0.05 GiB (each set-up predicted by the
 other). Range 0.5–1.6 GiB: two set-ups only, on two GPUs; ±0.5 GiB is assumed for a CUDA context on other GPUs,
 drivers and versions (the vLLM corpus shows non-torch memory from 0.13 to 0.55 GiB on one GPU, TP 1). TensorRT engine
@@ -65,20 +66,47 @@ H100) leaves 2.08 GiB besides the engine, inside."""
 
 
 #: settings only TensorRT-LLM's plan reads: (flag, PlanSettings attribute, its value when not given)
-_TRTLLM_ONLY = (("--cuda-graph-max-batch-size", "cuda_graph_max_batch_size", None), ("--wddm", "wddm", False))
+_TRTLLM_ONLY = (("--cuda-graph-max-batch-size", "cuda_graph_max_batch_size", None),
+                ("--no-cuda-graph", "no_cuda_graph", False), ("--wddm", "wddm", False))
+#: of those, the PyTorch backend's CUDA-graph settings (the TensorRT-engine executor has no cuda_graph_config)
+_PYTORCH_ONLY = ("cuda_graph_max_batch_size", "no_cuda_graph")
 
 
-def check_trtllm_only(s: PlanSettings) -> None:
-    """Refuse the TensorRT-LLM-only settings with another engine (its plan would ignore them).
+def check_trtllm_only(s: PlanSettings, gpu: GpuSpec | None = None, runtime: str | None = None) -> None:
+    """Refuse the TensorRT-LLM-only settings where the plan would ignore them or count them wrongly: with another
+    engine; the CUDA-graph settings on the TensorRT-engine runtime (``runtime`` "tensorrt": its graphs are the
+    engine's, sized at build); --wddm on a ``gpu`` whose whole board is not in the catalog (no nvidia-smi total, and
+    no --gpu-memory given: the plan would keep CUDA's Linux total, which already leaves the driver's reserve out, and
+    deduct the hold again) or that is a server module (SXM, OAM, superchip: no Windows display driver).
 
     Raises:
-        InputError: one was given with --engine vllm or sglang.
+        InputError: one of those.
     """
     given = [flag for flag, attr, off in _TRTLLM_ONLY if getattr(s, attr) != off]
     if s.engine != "trtllm" and given:
         them = "it" if len(given) == 1 else "them"
         raise InputError(f"{', '.join(given)}: TensorRT-LLM's memory plan only reads {them}; drop {them} with "
                          f"--engine {s.engine}, or use --engine trtllm")
+    if s.engine != "trtllm":
+        return
+    graph = [flag for flag, attr, off in _TRTLLM_ONLY if attr in _PYTORCH_ONLY and getattr(s, attr) != off]
+    if runtime == "tensorrt" and graph:
+        why = ("trtllm_backend tensorrt" if s.trtllm_backend == "tensorrt"
+               else f"--engine-version {s.engine_version}, before 1.0")
+        raise InputError(f"{', '.join(graph)}: the PyTorch backend's cuda_graph_config; the TensorRT-engine executor "
+                         f"({why}) has no such setting and the plan would ignore it: drop it, or plan the PyTorch "
+                         f"backend (--engine-version 1.0 or later)")
+    if s.cuda_graph_max_batch_size is not None and s.no_cuda_graph:
+        raise InputError("--cuda-graph-max-batch-size sizes the CUDA graphs that --no-cuda-graph turns off: give one")
+    if s.wddm and gpu is not None:
+        if gpu.server_module:
+            raise InputError(f"--wddm: the {gpu.name} is a server module ({gpu.form_factor}), which runs the "
+                             f"datacenter driver on Linux, never the Windows display driver (WDDM): drop --wddm")
+        if gpu.memory_basis != "given" and not gpu.nvidia_smi_mib:
+            raise InputError(f"--wddm: the catalog has no nvidia-smi total for the {gpu.name}, the whole board CUDA "
+                             f"reports under WDDM; the plan would deduct the driver's hold from the Linux total, which "
+                             f"already leaves it out. Pass the total CUDA reports with --gpu-memory (e.g. torch's "
+                             f"'total capacity' in GiB)")
 
 
 def trtllm_graph_batch(max_batch_size: int, cuda_graph_max_batch_size: int | None) -> int:
@@ -92,11 +120,17 @@ def trtllm_graph_pool_term(model: ModelSpec, tp: int, batch: int) -> Deduction:
     keep only weak references to their outputs (``cuda_graph_runner.py``), so the pool holds the largest graph's decode
     step: its activations (``forward_peak_bytes`` over ``batch`` tokens) and its logits (batch × vocab in the model
     dtype; the LM head's output is gathered to the full vocabulary on every rank). Low: the logits alone (activation
-    blocks reused); high: 1.5 × (workspaces captured with the graph, not measured)."""
+    blocks reused); high: 1.5 × (workspaces captured with the graph, not measured). The plan takes it unless
+    --no-cuda-graph: ``TorchLlmArgs.cuda_graph_config`` defaults to ``CudaGraphConfig()`` (graphs on) in the 1.x
+    llm_args.py read, while a 0.20-era llm_args.py had ``use_cuda_graph: bool = Field(default=False)`` (LLM() and
+    trtllm-serve eager unless asked; trtllm-bench turns graphs on); which 0.x releases shipped that default is not
+    pinned, so the term is not gated by version."""
     logits = batch * model.vocab_size * model.dtype_bytes
     pt = forward_peak_bytes(model, batch, tp) + logits
     return Deduction(f"CUDA-graph pool (largest captured batch {batch})", pt,
-                     "model: a decode step of the largest graph (activations + logits), captured before the estimate",
+                     "model: a decode step of the largest graph (activations + logits), captured before the estimate;"
+                     " assumes graphs on (cuda_graph_config's default from 1.0; some 0.20-era TorchLlmArgs had "
+                     "use_cuda_graph False, trtllm-bench turns them on): --no-cuda-graph if the run had none",
                      logits, 1.5 * pt, "low: logits alone; high: 1.5 × (capture-time workspaces, not measured)")
 
 
@@ -114,7 +148,7 @@ def trtllm_extra_term(runtime: str) -> Deduction:
     if runtime == "pytorch":
         name = "CUDA context and workspaces outside torch (fitted)"
         src = ("fit: mean residual of 2 public set-ups' printed KV memory (benchmarks/data/trtllm_public_startups.csv;"
-               " TR01/TR02 0.98, TR06 1.03 GiB; leave-one-out error ±0.05 GiB)")
+               " TR01/TR02 0.985, TR06 1.033 GiB; leave-one-out error ±0.05 GiB)")
         why = "0.5 to 1.6 GiB (two set-ups; ±0.5 GiB assumed for other GPUs, drivers and versions)"
     else:
         name = "executor runtime buffers beyond the engine's activations (sized at engine build; fitted)"

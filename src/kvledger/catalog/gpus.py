@@ -38,6 +38,7 @@ _ALIASES = {
     "nvidia_gh200_96gb": ["gh200", "gh200-96gb"], "nvidia_gh200_144gb": ["gh200-144gb"],
     "nvidia_l4": ["l4"], "nvidia_l40s": ["l40s"], "nvidia_a10": ["a10"], "nvidia_a10g": ["a10g"],
     "nvidia_rtx_3090": ["rtx3090", "rtx-3090", "3090"], "nvidia_rtx_4090": ["rtx4090", "rtx-4090", "4090"],
+    "nvidia_rtx_4070_super": ["rtx4070super", "rtx-4070-super", "4070super", "4070-super", "rtx 4070 super"],
         "nvidia_rtx_5090": ["rtx5090", "rtx-5090", "5090"],
     "nvidia_rtx_pro_6000_server": ["rtx-pro-6000", "rtx-pro-6000-server", "rtx pro 6000", "rtxpro6000",
                                    "nvidia_rtx_pro_6000"],
@@ -80,6 +81,7 @@ class GpuSpec:
         p2p: CUDA peer access between two such GPUs in one server (vLLM's ``_can_p2p``); False on GeForce cards.
         nvlink_all_to_all: every GPU of the server reaches every other over NVLink/xGMI (NVSwitch boards; vLLM's
             ``is_fully_connected``), which custom all-reduce needs above 2 GPUs.
+        form_factor: gpus.csv ``form_factor`` ("PCIe consumer", "SXM5", "OAM", "Superchip module"…); "" if not given.
     """
 
     gpu_id: str
@@ -105,12 +107,20 @@ class GpuSpec:
     memory_basis: str = "given"
     p2p: bool = True
     nvlink_all_to_all: bool = False
+    form_factor: str = ""
 
     def __post_init__(self) -> None:
         if not self.memory_low_bytes:
             object.__setattr__(self, "memory_low_bytes", self.memory_bytes)
         if not self.memory_high_bytes:
             object.__setattr__(self, "memory_high_bytes", self.memory_bytes)
+
+    @property
+    def server_module(self) -> bool:
+        """A module on a server baseboard or superchip (SXM, OAM, Grace superchip, rack-scale tray, TPU board), not a
+        PCIe card: it has no display output and runs under a Linux server's datacenter driver, never the Windows
+        display driver (WDDM). False for PCIe cards and for a GPU whose form factor is not given."""
+        return bool(self.form_factor) and not self.form_factor.startswith("PCIe")
 
     def ridge_flops_per_byte(self, dtype: str = "bf16") -> float:
         """Roofline ridge point: dense peak FLOP/s ÷ HBM bytes/s, FLOP/B (H100 SXM bf16: 989.5e12/3.35e12 = 295.4)."""
@@ -146,7 +156,7 @@ def _row_to_spec(r: dict[str, str], cuda: dict[str, str]) -> GpuSpec:
         arch=_ARCH.get(key, "") if key else "", datasheet_ref=r["datasheet_ref"], confidence=r["confidence"],
             notes=r["notes"],
         memory_low_bytes=lo * MiB, memory_high_bytes=hi * MiB, memory_basis=cuda["basis"], p2p=cuda["p2p"] == "yes",
-        nvlink_all_to_all=cuda["nvlink_all_to_all"] == "yes")
+        nvlink_all_to_all=cuda["nvlink_all_to_all"] == "yes", form_factor=r["form_factor"])
 
 
 @lru_cache(maxsize=1)

@@ -105,6 +105,8 @@ def plan(
                                              "(ROCm, VLLM_ROCM_USE_AITER=1)."),
     cuda_graph_max_batch_size: int | None = typer.Option(None, "--cuda-graph-max-batch-size", help="TensorRT-LLM "
         "cuda_graph_config.max_batch_size (default 128; trtllm-bench sets its max batch size)."),
+    no_cuda_graph: bool = typer.Option(False, "--no-cuda-graph", help="TensorRT-LLM PyTorch backend run without CUDA "
+        "graphs (cuda_graph_config: null; 0.x use_cuda_graph false): no graph pool. Default: graphs on."),
     wddm: bool = typer.Option(False, "--wddm", help="TensorRT-LLM on Windows or WSL2: CUDA reports the whole board "
                                                     "and the display driver's hold counts as used."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
@@ -159,7 +161,8 @@ def plan(
             achievable_bandwidth_fraction=achievable_bandwidth_fraction,
         disable_custom_all_reduce=disable_custom_all_reduce, enforce_eager=enforce_eager, nnodes=nnodes,
         distributed_executor_backend=distributed_executor_backend.lower() if distributed_executor_backend else None,
-        sampler_backend=sampler_backend.lower(), cuda_graph_max_batch_size=cuda_graph_max_batch_size, wddm=wddm)
+        sampler_backend=sampler_backend.lower(), cuda_graph_max_batch_size=cuda_graph_max_batch_size,
+        no_cuda_graph=no_cuda_graph, wddm=wddm)
     p = build_plan(spec, g, settings)
     priced_by = f"gpu: {prof.label}" if prof is not None else None
     from kvledger.cli.tier_opts import tier_settings, tiers_given
