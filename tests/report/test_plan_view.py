@@ -111,3 +111,20 @@ def test_verbose_plan_prints_block_and_concurrency_ranges():
     text = con.export_text()
     assert f"range {b_lo:,}–{b_hi:,} from the available KV range" in text
     assert f"{row.max_concurrency:,.2f}x ({b_lo / 512:,.2f}–{b_hi / 512:,.2f}x)" in text
+
+
+def test_wddm_total_cites_the_board_not_the_linux_measurement():
+    # --wddm: TensorRT-LLM sees the whole board nvidia-smi shows (RTX 4090: 24,564 MiB = 23.99 GiB), so the device
+    # total row must cite that, not the Linux CUDA measurement 25,250,627,584 B (23.52 GiB) alone (fresh-user trial);
+    # the summary applies free_gpu_memory_fraction to the free memory after the dry run, not to the device total.
+    from kvledger.catalog.models import load_model
+    from kvledger.report.plan_summary import summary_lines
+
+    plan = build_plan(load_model("Qwen/Qwen3-8B"), get_gpu("rtx4090"), make_settings(engine="trtllm", wddm=True))
+    con = Console(record=True, width=400)
+    render_plan(plan, con, verbose=True)
+    row = next(ln for ln in con.export_text().splitlines() if "the whole board as nvidia-smi shows it" in ln)
+    assert "(24,564 MiB)" in row and "CUDA's total under Linux 23.52 GiB" in row
+    text = " ".join(summary_lines(plan))
+    assert "device total 23.99 GiB less weights" in text and "× free_gpu_memory_fraction" not in text
+    assert "free_gpu_memory_fraction 0.9 applies to the memory free after the dry run" in text

@@ -48,8 +48,12 @@ def summary_lines(p: Plan) -> list[str]:
             f"no stage keeps a KV cache, so there are no blocks to compare; figures below are per GPU of stage {where}"
             if m.kv_free else f"the binding stage {where} has the fewest blocks and sizes the engine's pool; figures "
                               "below are per GPU of that stage"))
+    terms = ", ".join(d.name for d in m.deductions if d.bytes)
     budget = (f"{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB "
-              f"× {m.fraction_name} {m.fraction:g} less " + ", ".join(d.name for d in m.deductions if d.bytes))
+              f"× {m.fraction_name} {m.fraction:g} less {terms}")
+    if m.fraction_name == "free_gpu_memory_fraction":  # TensorRT-LLM applies it to the free memory, after the dry run
+        budget = (f"{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB less {terms}; "
+                  f"{m.fraction_name} {m.fraction:g} applies to the memory free after the dry run")
     if p.layout is not None and not p.layout.groups and not m.kv_free:
         avail = "no KV cache group on the binding stage's GPU (its layers all read other layers' K/V)"
     if m.kv_free:

@@ -10,7 +10,7 @@ from kvledger.catalog.compressed_mla import FP8_DS_MLA_ENTRY_BYTES, CompressedML
 from kvledger.catalog.models import stated_params
 from kvledger.report.plan_summary import attention_by_context_text, summary_lines
 from kvledger.report.tables import LedgerTable as Table
-from kvledger.units import GB, GiB, KiB, fmt_bytes, fmt_duration
+from kvledger.units import GB, GiB, KiB, MiB, fmt_bytes, fmt_duration
 
 __all__ = ["render_plan"]
 
@@ -65,7 +65,12 @@ def _memory(p: Plan) -> Table:
         else "per GPU"
     )
     t = _t(f"Memory plan: {m.engine} {m.engine_version}, {where}", "term", "GiB", "GB", "source")
-    t.add_row("device total", f"{m.gpu_total_bytes / GiB:,.2f}", f"{m.gpu_total_bytes / GB:,.2f}", p.gpu.memory_source)
+    total_source = p.gpu.memory_source
+    if p.settings.wddm and m.gpu_total_bytes != p.gpu.memory_bytes:  # TensorRT-LLM --wddm
+        total_source = (f"the whole board as nvidia-smi shows it ({m.gpu_total_bytes / MiB:,.0f} MiB), which CUDA "
+                        f"reports under the Windows display driver (--wddm); CUDA's total under Linux "
+                        f"{p.gpu.memory_bytes / GiB:,.2f} GiB: {p.gpu.memory_source}")
+    t.add_row("device total", f"{m.gpu_total_bytes / GiB:,.2f}", f"{m.gpu_total_bytes / GB:,.2f}", total_source)
     if m.requested_bytes != m.gpu_total_bytes:
         t.add_row(m.requested_label or f"× {m.fraction_name} {m.fraction}", f"{m.requested_bytes / GiB:,.2f}",
                   f"{m.requested_bytes / GB:,.2f}", f"{m.fraction_name} {m.fraction}: engine rule ({m.engine})")
