@@ -205,18 +205,18 @@ def test_sglang_range_from_the_pre_load_memory_and_the_device_total():
     # SGLang: available = (total − X) × f − weights − B − E, X = memory in use before the weights load, B = the RoPE
     # buffer and segment tails (67,108,864 + 1,564,672 B, computed), E = the rest the load adds. Point X = 0.42 GiB
     # at TP 1; X runs from 0.13 GiB (CUDA context) to 0.75 GiB in public logs (sglang_rules.SGLANG_PRELOAD_HIGH_GIB);
-    # E from −0.005 to 0.15 GiB (sglang_rules.SGLANG_LOAD_EXTRA_GIB). H100's CUDA total ranges
+    # E from −0.005 to 0.19 GiB (sglang_rules.SGLANG_LOAD_EXTRA_GIB). H100's CUDA total ranges
     # 85,023,784,960–85,060,485,120 B over drivers (gpu_cuda.csv). f = 0.835, weights 16,060,522,496 B:
-    #   low  = (85,023,784,960 − 805,306,368) × 0.835 − 16,060,522,496 − 68,673,536 − 161,061,273.6
-    #        = 54,032,172,318 B → floor(/131,072) 412,232 tokens
+    #   low  = (85,023,784,960 − 805,306,368) × 0.835 − 16,060,522,496 − 68,673,536 − 204,010,946.56
+    #        = 53,989,222,645 B → floor(/131,072) 411,905 tokens
     #   high = (85,060,485,120 − 139,586,437) × 0.835 − 16,060,522,496 − 68,673,536 + 5,368,709.12
     #        = 54,785,123,077 B → 417,977 tokens
-    # page 1, 131,072-token requests: concurrency 412,232 / 131,072 = 3.145 to 417,977 / 131,072 = 3.189
+    # page 1, 131,072-token requests: concurrency 411,905 / 131,072 = 3.143 to 417,977 / 131,072 = 3.189
     p = build_plan(LLAMA8, H100, make_settings(engine="sglang"), with_roofline=False)
     r = p.memory.ranges
-    assert r["available_kv_bytes"] == (54_032_172_318.0, 54_785_123_077.0)
-    assert r["pool_tokens"] == r["num_gpu_blocks"] == (412_232, 417_977)
-    assert r["max_concurrency"] == (412_232 / 131_072, 417_977 / 131_072)
+    assert r["available_kv_bytes"] == (53_989_222_645.0, 54_785_123_077.0)
+    assert r["pool_tokens"] == r["num_gpu_blocks"] == (411_905, 417_977)
+    assert r["max_concurrency"] == (411_905 / 131_072, 417_977 / 131_072)
     # the reserve's range: − (0.42 − 0.13 GiB) × 0.835 = − 0.24215 GiB to + (0.75 − 0.42 GiB) × 0.835 = + 0.27555 GiB
     res = next(d for d in p.memory.deductions if d.name == N.SGLANG_RESERVE)
     assert (res.high_bytes - res.bytes) / 2**30 == pytest.approx(0.27555, abs=1e-5)

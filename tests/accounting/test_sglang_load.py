@@ -62,3 +62,17 @@ def test_given_weights_skip_the_computed_buffers():
                       with_roofline=False, with_advice=False).memory
     names = {i.name for i in plan.deductions}
     assert N.SGLANG_ROPE_BUFFER not in names and N.SGLANG_SEGMENT_TAILS not in names
+
+
+def test_rope_buffer_in_model_dtype_on_rocm():
+    # rotary_embedding.py casts cos_sin_cache to the model dtype "if not _is_cuda" (is_cuda(): torch.version.cuda set,
+    # None on a ROCm build), so on MI300X SGLang 0.5.x holds Llama-3.1-8B's 131,072 positions × 128 dims × 2 B (bf16)
+    # = 32 MiB, where an H100 holds the float32 64 MiB; 32 MiB is a 2 MiB multiple, so the tails stay 1,564,672 B.
+    m = load_model("meta-llama/Meta-Llama-3.1-8B")
+    rocm = sglang_load_buffers(m, 1, (0, 5, 5), rocm=True)
+    assert rocm.rope_bytes == 32 * MiB and rocm.tail_bytes == 1_564_672
+    assert "× 2 B (bfloat16, cast on ROCm" in rocm.rope_how
+    for gpu, rope in (("amd_mi300x", 32 * MiB), ("nvidia_h100_sxm", 64 * MiB)):
+        plan = build_plan(m, get_gpu(gpu), make_settings(engine="sglang", engine_version="0.5.5"),
+                          with_roofline=False, with_advice=False).memory
+        assert {i.name: i.bytes for i in plan.deductions}[N.SGLANG_ROPE_BUFFER] == rope

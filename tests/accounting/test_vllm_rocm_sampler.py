@@ -10,6 +10,7 @@ from kvledger.accounting.vllm_profile import sampler_peak_bytes
 from kvledger.accounting.vllm_sampler import sampler_backends
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
+from kvledger.errors import InputError
 from kvledger.units import GiB
 
 
@@ -20,12 +21,37 @@ from kvledger.units import GiB
     ((0, 11, 2), "auto", True, ("pytorch", None)),  # no forward_hip in 0.11.2
     ((0, 12, 0), "auto", True, ("pytorch", "aiter")),  # forward_hip from 0.12.0, off unless VLLM_ROCM_USE_AITER=1
     ((0, 13, 0), "aiter", True, ("aiter", None)),
-    ((0, 11, 2), "aiter", True, ("pytorch", None)),
-    ((0, 13, 0), "flashinfer", True, ("pytorch", None)),
-    ((0, 13, 0), "aiter", False, ("pytorch", None)),  # AITER is ROCm-only
+    ((0, 13, 0), "pytorch", True, ("pytorch", None)),
 ])
 def test_sampler_backend_on_rocm_and_cuda(ver, choice, rocm, expected):
     assert sampler_backends(ver, choice, rocm)[:2] == expected
+
+
+@pytest.mark.parametrize(("ver", "choice", "rocm", "words"), [
+    ((0, 13, 0), "aiter", False, "runs on AMD GPUs only"),  # forward_hip is ROCm's path; CUDA never takes it
+    ((0, 11, 2), "aiter", True, "vLLM 0.11.2 has no AITER sampler"),  # forward_hip absent in 0.11.2, there in 0.12.0
+    ((0, 13, 0), "flashinfer", True, "never samples with FlashInfer on ROCm"),  # every branch needs is_cuda()
+])
+def test_sampler_backend_that_cannot_apply_is_refused(ver, choice, rocm, words):
+    # the plan used to swap these for PyTorch without a word; the project refuses a flag it would ignore
+    with pytest.raises(InputError, match=words):
+        sampler_backends(ver, choice, rocm)
+
+
+def test_refused_sampler_backend_is_one_line_on_the_cli(capsys, monkeypatch):
+    # through the entry point: exit 2, the message on stderr, no traceback
+    import sys
+
+    from kvledger.cli.main import run as entry
+    for args, words in ((["--gpu", "H100", "--sampler-backend", "aiter"], "use --sampler-backend auto, pytorch or"),
+                        (["--gpu", "MI300X", "--sampler-backend", "flashinfer"], "auto or pytorch, or aiter"),
+                        (["--gpu", "MI300X", "--sampler-backend", "aiter", "--engine-version", "0.11.2"],
+                         "--engine-version 0.12.0 or later")):
+        monkeypatch.setattr(sys, "argv", ["kvledger", "plan", "meta-llama/Llama-3.1-8B", *args])
+        with pytest.raises(SystemExit) as e:
+            entry()
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and words in err and "Traceback" not in err, (args, err)
 
 
 def test_aiter_sampler_bytes_and_the_mi300x_plan():

@@ -27,6 +27,7 @@ from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.memory import Deduction, MemoryPlan
 from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
 from kvledger.accounting.plan_vllm import resolve_max_model_len
+from kvledger.accounting.platforms import platform
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_load import sglang_load_buffers
 from kvledger.accounting.sglang_mamba import sglang_mamba_ratio
@@ -82,7 +83,7 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     w = s.weights_bytes if s.weights_bytes is not None else w
     # a given weights figure is SGLang's own "mem usage", which already holds the load's overhead
     x_lo, x, x_hi_load = (0.0, 0.0, 0.0) if s.weights_bytes is not None else (g * GiB for g in SGLANG_LOAD_EXTRA_GIB)
-    bufs = sglang_load_buffers(model, s.tp, ver)
+    bufs = sglang_load_buffers(model, s.tp, ver, platform(gpu) == "ROCm")
     rope, tails = (0, 0) if s.weights_bytes is not None else (bufs.rope_bytes, bufs.tail_bytes)
     w_all = w + rope + tails  # what "mem usage" holds besides the measured overhead
     held = sglang_preload_bytes(s.tp, gpu.nvlink_all_to_all)

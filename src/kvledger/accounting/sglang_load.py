@@ -8,7 +8,8 @@ across ``get_model``, after ``torch.cuda.empty_cache``; so what it counts is dev
     (max_position × rotary_dim values, one per model: ``get_rope`` caches it) on the GPU. Up to 0.4.2 it is cast to the
     model dtype; from 0.4.2.post1 it stays float32 on CUDA ("cache needs to be in FP32 for numerical stability";
     read in 0.4.1.post7, 0.4.2: cast; 0.4.2.post1, 0.4.3.post4, 0.4.4.post1, 0.4.6.post4, 0.4.9.post2, 0.5.3, 0.5.5:
-    float32).
+    float32). Not on ROCm: the same releases cast it when not ``is_cuda()`` (``torch.version.cuda`` set), and a ROCm
+    build of PyTorch has ``torch.version.hip`` instead, so on an AMD GPU it is in the model dtype in every release.
   * **segment tails**: each parameter is one ``torch.empty`` on the device, in the fused layout SGLang's layers build
     (``QKVParallelLinear`` q/k/v in one tensor, ``MergedColumnParallelLinear`` gate/up in one, ``FusedMoE`` all of a
     layer's experts in ``w13_weight`` and ``w2_weight``), each rank's shard its own allocation; the allocator
@@ -82,17 +83,18 @@ def _rank_tensors(model: ModelSpec, tp: int) -> tuple[int, ...]:
     return tuple(sglang_rank_tensors(model, tp))
 
 
-def sglang_load_buffers(model: ModelSpec, tp: int, version: tuple[int, ...]) -> SglangLoadBuffers:
-    """The RoPE buffer (float32 from 0.4.2.post1, else the model dtype) and the segment tails of one rank's parameters
-    and that buffer, B."""
+def sglang_load_buffers(model: ModelSpec, tp: int, version: tuple[int, ...], rocm: bool = False) -> SglangLoadBuffers:
+    """The RoPE buffer (float32 from 0.4.2.post1 on CUDA, else the model dtype) and the segment tails of one rank's
+    parameters and that buffer, B. ``rocm``: an AMD GPU (SGLang casts the buffer to the model dtype there)."""
     positions_x_dims = model.rope_cache_bytes // model.dtype_bytes if model.dtype_bytes else 0
-    elem = 4 if version >= SGLANG_ROPE_FP32_FROM else model.dtype_bytes
+    elem = 4 if version >= SGLANG_ROPE_FP32_FROM and not rocm else model.dtype_bytes
     rope = int(positions_x_dims * elem)
     tensors = _rank_tensors(model, tp)
     sizes = [*tensors[:1], rope, *tensors[1:]]  # the embedding, then the first layer (whose attention builds the rope)
     tail = segment_bytes(sizes) - sum(s for s in sizes if s > 0)
-    rope_how = (f"{positions_x_dims:,} positions × rotary dims × {elem} B "
-                f"({'float32' if elem == 4 else model.dtype}, layers/rotary_embedding.py)")
+    why = "cast on ROCm, " if rocm and elem != 4 else ""
+    rope_how = (f"{positions_x_dims:,} values (max positions × rotary dims) × {elem} B "
+                f"({'float32' if elem == 4 else model.dtype}, {why}layers/rotary_embedding.py)")
     tail_how = (f"{len(tensors):,} per-rank tensors in SGLang's fused layout, each in PyTorch caching-allocator "
                 "segments (≥ 10 MiB rounded up to 2 MiB, 1–10 MiB packed in 20 MiB, ≤ 1 MiB in 2 MiB; "
                 "cuda_segments.py)")

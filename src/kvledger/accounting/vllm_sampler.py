@@ -28,6 +28,8 @@ Read in the wheels (``v1/sample/ops/topk_topp_sampler.py :: TopKTopPSampler.__in
 
 from __future__ import annotations
 
+from kvledger.errors import InputError
+
 __all__ = ["SAMPLER_BACKENDS", "sampler_backends"]
 
 SAMPLER_BACKENDS = ("auto", "flashinfer", "pytorch", "aiter")
@@ -39,11 +41,18 @@ in 0.11.2)."""
 
 def sampler_backends(ver: tuple[int, int, int], choice: str, rocm: bool = False) -> tuple[str, str | None, str]:
     """(backend the plan uses, the other backend the same command may get or None, why) for ``--sampler-backend``;
-    ``rocm``: an AMD GPU (vLLM's ROCm platform)."""
+    ``rocm``: an AMD GPU (vLLM's ROCm platform).
+
+    Raises:
+        InputError: a choice vLLM cannot take there (AITER off ROCm or before 0.12, FlashInfer on ROCm): the plan would
+            otherwise ignore the flag.
+    """
     if rocm:
         return _rocm_backends(ver, choice)
     if choice == "aiter":
-        return "pytorch", None, "the AITER sampler is ROCm-only (topk_topp_sampler.py forward_hip): PyTorch on CUDA"
+        raise InputError("--sampler-backend aiter: vLLM's AITER sampler runs on AMD GPUs only (ROCm; "
+                         "topk_topp_sampler.py forward_hip), and this GPU is not one: use --sampler-backend auto, "
+                         "pytorch or flashinfer")
     if choice in ("flashinfer", "pytorch"):
         env = "VLLM_USE_FLASHINFER_SAMPLER=1" if choice == "flashinfer" else "VLLM_USE_FLASHINFER_SAMPLER=0"
         if choice == "flashinfer" and ver < (0, 8, 0):
@@ -63,9 +72,14 @@ def _rocm_backends(ver: tuple[int, int, int], choice: str) -> tuple[str, str | N
     has_aiter = ver >= AITER_SAMPLER_FROM
     if choice == "aiter" and has_aiter:
         return "aiter", None, "sampler aiter (given; VLLM_ROCM_USE_AITER=1, topk_topp_sampler.py forward_hip)"
-    if choice in ("aiter", "flashinfer"):
-        why = "before 0.12 (no forward_hip)" if choice == "aiter" else "on ROCm (FlashInfer needs is_cuda())"
-        return "pytorch", None, f"no {choice} sampler {why}: PyTorch"
+    if choice == "aiter":
+        raise InputError(f"--sampler-backend aiter: vLLM {'.'.join(map(str, ver))} has no AITER sampler (forward_hip "
+                         "arrived in 0.12.0): use --sampler-backend auto or pytorch, or --engine-version 0.12.0 or "
+                         "later")
+    if choice == "flashinfer":
+        raise InputError("--sampler-backend flashinfer: vLLM never samples with FlashInfer on ROCm (every FlashInfer "
+                         "branch of topk_topp_sampler.py needs current_platform.is_cuda()): use --sampler-backend "
+                         "auto or pytorch" + (", or aiter" if has_aiter else ""))
     if choice == "pytorch" or not has_aiter:
         return "pytorch", None, "ROCm: PyTorch sampler" + (" (given)" if choice == "pytorch" else "")
     return "pytorch", "aiter", "ROCm ≥0.12: AITER if VLLM_ROCM_USE_AITER=1, else PyTorch (both in range)"

@@ -17,7 +17,7 @@ import gc
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from kvledger.errors import KvLedgerError
 
@@ -136,7 +136,37 @@ def _exit_now() -> None:
 
 
 def _run() -> bool:
-    """:func:`run`'s body; True when a plain ``simulate`` finished by the quick path (quick_argv.py)."""
+    """:func:`run`'s body; True when a plain ``simulate`` finished by the quick path (quick_argv.py). Output that
+    cannot be written (stdout closed, a full disk: ``> /dev/full``) ends in one line on stderr and exit 1."""
+    if sys.stdout is None:  # started with stdout closed (`>&-`): there is nowhere to put the output
+        _cannot_write("stdout is closed")
+    try:
+        try:
+            return _run_command()
+        finally:  # a write the buffer held back fails here, not in the interpreter's exit
+            sys.stdout.flush()
+    except OSError as err:
+        if err.filename is not None:  # opening or reading a named file, not writing to stdout: not ours to word
+            raise
+        _cannot_write(err.strerror or str(err))
+    return False
+
+
+def _cannot_write(reason: str) -> NoReturn:
+    """Exit 1 with "error: cannot write output: <reason>" on stderr (when stderr can take it); stdout is pointed at
+    the null device first, so that the interpreter's final flush of the unwritten output does not fail again."""
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - as click's PacifyFlushWrapper: nothing more to write
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(f"error: cannot write output: {reason}\n")
+            sys.stderr.flush()
+    except (OSError, ValueError):  # stderr full or closed as well: the exit status says it
+        pass
+    sys.exit(1)
+
+
+def _run_command() -> bool:
+    """The command itself (see :func:`_run`)."""
     # No command does BLAS work (no matrix products, no linear algebra), but numpy's OpenBLAS starts a pool of
     # threads when numpy is imported: 40-50 ms of a `kvledger` start on this 2-core machine (more with more
     # cores). One thread, unless the user asked for more; set before anything imports numpy.
@@ -180,9 +210,9 @@ def _run() -> bool:
         from rich.console import Console
         from rich.markup import escape
 
-        if as_json:
-            _json_error(str(err), 2, type(err).__name__)
         Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {escape(str(err))}", soft_wrap=True)
+        if as_json:  # after stderr's line, so that the message is said even when stdout cannot take the JSON
+            _json_error(str(err), 2, type(err).__name__)
         sys.exit(2)
     finally:
         gc.freeze()

@@ -101,8 +101,8 @@ def plan(
     nnodes: int = typer.Option(1, "--nnodes", help="Nodes the TP×PP group spans (custom all-reduce is off across "
                                                    "nodes)."),
     sampler_backend: str = typer.Option("auto", "--sampler-backend",
-                                        help="auto (the version's), flashinfer, pytorch, or aiter "
-                                             "(ROCm, VLLM_ROCM_USE_AITER=1)."),
+                                        help="auto (the version's), flashinfer (not on ROCm), pytorch, or aiter "
+                                             "(ROCm from vLLM 0.12, VLLM_ROCM_USE_AITER=1)."),
     cuda_graph_max_batch_size: int | None = typer.Option(None, "--cuda-graph-max-batch-size", help="TensorRT-LLM "
         "cuda_graph_config.max_batch_size (default 128; trtllm-bench sets its max batch size)."),
     no_cuda_graph: bool = typer.Option(False, "--no-cuda-graph", help="TensorRT-LLM PyTorch backend run without CUDA "

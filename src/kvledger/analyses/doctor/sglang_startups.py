@@ -10,6 +10,7 @@ before them × (1 − mem_fraction_static); #tokens = floor(rest / cell), cell =
 from __future__ import annotations
 
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from kvledger.accounting import notes as N
@@ -22,7 +23,8 @@ from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB, MiB
 
-__all__ = ["load_rows", "printed_rest_bytes", "replay_sglang_row"]
+__all__ = ["load_rows", "printed_rest_bytes", "replay_sglang_row", "sglang_load_leave_one_out",
+           "sglang_load_residual_gib"]
 
 _PRINT_HALF_GIB = 0.005
 """SGLang prints GiB to 2 decimals ("avail mem=21.63 GB"): a printed figure is the true one ± 0.005 GiB."""
@@ -42,6 +44,26 @@ def _f(x: str) -> float | None:
 
 def _plan(model, gpu, kw: dict[str, Any]):
     return build_plan(model, gpu, make_settings(engine="sglang", **kw), with_roofline=False, with_advice=False).memory
+
+
+def sglang_load_residual_gib(r: dict[str, str], root: Path) -> float | None:
+    """What start-up ``r``'s printed "Load weight end. ... mem usage" holds beyond what code sizes (the parameters, the
+    RoPE buffer and the segment tails, ``sglang_load.py``), GiB; None where the row prints no load. The plan's measured
+    term (``sglang_rules.SGLANG_LOAD_EXTRA_GIB``) is the median of these."""
+    if not r["weights_gib"]:
+        return None
+    cfg = str(root / r["config"]) if r["config"].startswith(("tests/", "benchmarks/")) else r["config"]
+    m = _plan(load_model(cfg), resolve_gpu(r["gpu"]), {"engine_version": r["sglang_version"], "tp": int(r["tp"] or 1)})
+    items = {i.name: i.bytes for i in m.deductions}
+    coded = sum(items[k] for k in ("weights", N.SGLANG_ROPE_BUFFER, N.SGLANG_SEGMENT_TAILS))
+    return float(r["weights_gib"]) - coded / GiB
+
+
+def sglang_load_leave_one_out(rows: list[dict[str, str]], root: Path) -> list[tuple[str, float, float]]:
+    """Per start-up that prints its load: (id, residual GiB, residual − the median of the others' residuals GiB), the
+    error the measured term would make on a start-up it was not fitted on."""
+    res = {r["id"]: x for r in rows if (x := sglang_load_residual_gib(r, root)) is not None}
+    return [(k, x, x - median(v for j, v in res.items() if j != k)) for k, x in res.items()]
 
 
 def replay_sglang_row(r: dict[str, str], root: Path) -> PublicReplay:
