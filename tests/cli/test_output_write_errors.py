@@ -44,3 +44,27 @@ def test_closed_stdout_is_one_line_and_exit_1(args):
             "sys.stderr.write(f'rc={r.returncode}\\n' + r.stderr)\n")
     r = subprocess.run([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True, timeout=120)
     assert r.stderr.startswith("rc=1\nerror: cannot write output: stdout is closed\n"), r.stderr
+
+
+def test_a_network_error_is_not_called_a_write_error(monkeypatch):
+    # A ConnectionError (an OSError without a file name, e.g. a Hub download reset) must surface as itself, not as
+    # "cannot write output"; a full disk (ENOSPC) on stdout is a write error.
+    import errno
+
+    from kvledger.cli import main as cli_main
+
+    def reset() -> bool:
+        raise ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
+
+    monkeypatch.setattr(cli_main, "_run_command", reset)
+    with pytest.raises(ConnectionResetError):
+        cli_main._run()
+
+    def full() -> bool:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cli_main, "_run_command", full)
+    monkeypatch.setattr(cli_main.sys, "stdout", open(os.devnull, "w"))  # noqa: SIM115 - _cannot_write replaces it
+    with pytest.raises(SystemExit) as ended:
+        cli_main._run()
+    assert ended.value.code == 1

@@ -13,6 +13,7 @@ not imported); any other simulate line goes through typer as before. typer is im
 
 from __future__ import annotations
 
+import errno
 import gc
 import importlib
 import os
@@ -146,10 +147,17 @@ def _run() -> bool:
         finally:  # a write the buffer held back fails here, not in the interpreter's exit
             sys.stdout.flush()
     except OSError as err:
-        if err.filename is not None:  # opening or reading a named file, not writing to stdout: not ours to word
+        # only what a write to stdout raises: a named file (opening or reading an input) or a network error (a
+        # ConnectionError that is not a broken pipe) is not ours to word as "cannot write output"
+        if (err.filename is not None or err.errno not in _WRITE_ERRNOS
+                or (isinstance(err, ConnectionError) and not isinstance(err, BrokenPipeError))):
             raise
         _cannot_write(err.strerror or str(err))
     return False
+
+
+#: errno values a write to stdout fails with: a full disk or quota, a closed pipe or descriptor, an I/O error
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EPIPE, errno.EBADF, errno.EIO})
 
 
 def _cannot_write(reason: str) -> NoReturn:
