@@ -49,7 +49,7 @@ from kvledger.analyses.doctor.memory_accuracy import TermError, exact_from_logge
 from kvledger.analyses.doctor.public_startups import load_rows, replay_row, topology_label
 from kvledger.analyses.doctor.rocm_loo import leave_one_out_rocm
 from kvledger.analyses.doctor.sglang_startups import replay_sglang_row
-from kvledger.analyses.doctor.trtllm_startups import replay_trtllm_row, trtllm_leave_one_out
+from kvledger.analyses.doctor.trtllm_startups import replay_trtllm_row, trtllm_leave_one_out, trtllm_residual_gib
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
 from kvledger.units import GiB
@@ -153,16 +153,19 @@ def engine_startup_lines(sgl, trt) -> list[str]:
 
 
 def trtllm_loo_lines(rows: list[dict], trt) -> list[str]:
-    """The TensorRT-LLM fitted term (``trtllm_terms.TRTLLM_EXTRA_GIB``) by start-up: its residual and, with its own
-    set-up left out, the available KV the plan would print (KV moves by (fitted − left-out) × the fraction)."""
+    """The TensorRT-LLM fitted terms by start-up. PyTorch backend (``trtllm_terms.TRTLLM_EXTRA_GIB``): its residual
+    and, with its own set-up left out, the available KV the plan would print (KV moves by (fitted − left-out) × the
+    fraction). TensorRT-engine executor: what the row leaves for the uncounted rest once the code-sized runtime buffers
+    and decoder are taken, against the rest fitted outside the corpus (``TRTLLM_ENGINE_OTHER_GIB``)."""
+    from kvledger.accounting.trtllm_engine_buffers import TRTLLM_ENGINE_OTHER_GIB
     from kvledger.accounting.trtllm_terms import TRTLLM_EXTRA_GIB
 
-    out = ["\nTensorRT-LLM fitted term, leave-one-out (residual = total − the free memory the log implies − the sized "
-           "terms, GiB; the term is the mean residual of the runtime's set-ups):"]
+    out = ["\nTensorRT-LLM fitted terms (residual = total − the free memory the log implies − the sized terms, GiB). "
+           "PyTorch backend, leave-one-out (the term is the mean residual of the set-ups):"]
     kv = {x.row_id: next((t for t in x.terms if t.term == "available KV"), None) for x in trt}
     frac = {r["id"]: float(r["free_gpu_memory_fraction"]) for r in rows}
+    fit = TRTLLM_EXTRA_GIB[1]
     for rid, runtime, resid, loo in trtllm_leave_one_out(rows, ROOT):
-        fit = TRTLLM_EXTRA_GIB[runtime][1]
         line = f"  {rid} {runtime:8s} residual {resid:.3f}  fitted {fit:.2f}  left out {loo:.3f}"
         if kv.get(rid) is not None:
             a = kv[rid]
@@ -170,6 +173,16 @@ def trtllm_loo_lines(rows: list[dict], trt) -> list[str]:
             line += (f"  available KV in-sample {a.rel_error * 100:+.2f}%, left out {held:.4f} GiB vs printed "
                      f"{a.printed:.4f} ({(held - a.printed) / a.printed * 100:+.2f}%)")
         out.append(line)
+    lo, pt, hi = TRTLLM_ENGINE_OTHER_GIB
+    out.append(f"TensorRT-engine executor: runtime buffers and decoder from the code; the uncounted rest {pt} GiB "
+               f"({lo}–{hi}) is fitted on two logs outside the corpus, so every row below is out of sample:")
+    for r in rows:
+        printed_total = r["runtime"] == "tensorrt" and r["gpu_memory_gib_printed"]
+        resid = trtllm_residual_gib(r, ROOT) if printed_total else None
+        if resid is not None:
+            a = kv.get(r["id"])
+            tail = f"  available KV {a.rel_error * 100:+.2f}%" if a is not None else "  (no available-KV check)"
+            out.append(f"  {r['id']} tensorrt leaves {resid:+.3f} GiB for the rest (fit {pt}){tail}")
     return out
 
 

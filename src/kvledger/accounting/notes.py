@@ -15,7 +15,7 @@ __all__ = ["NEWER_THAN_READ", "vllm_newer_than_read", "sglang_newer_than_read", 
            "sglang_reserve_source", "SGLANG_MAMBA_POOL_SOURCE", "sglang_mamba_pool", "sglang_no_mamba_request",
            "sglang_mamba_cap", "sglang_settings", "SGLANG_REQUESTED", "SGLANG_LOAD_EXTRA", "SGLANG_LOAD_EXTRA_SOURCE",
            "SGLANG_ROPE_BUFFER", "SGLANG_SEGMENT_TAILS", "sglang_load_buffers_source",
-           "trtllm_activation", "TRTLLM_NON_TORCH",
+           "trtllm_activation", "TRTLLM_NON_TORCH", "TRTLLM_ENGINE_ACTIVATION_RANGE",
            "trtllm_reserve", "trtllm_reserve_source", "trtllm_block_rule", "trtllm_tokens_per_block_source",
            "trtllm_settings", "TRTLLM_REQUESTED", "TRTLLM_RESERVE_RANGE"]
 
@@ -180,6 +180,8 @@ def sglang_settings(mfs: float, mfs_source: str, chunked_prefill_size: int, max_
 # --- TensorRT-LLM's memory plan (plan_other.trtllm_plan; runtime "pytorch" or "tensorrt") -----------------------------
 
 TRTLLM_NON_TORCH = "as measured for vLLM on H100 (assumed)"
+TRTLLM_ENGINE_ACTIVATION_RANGE = ("high: 1.5 × (TensorRT sizes it at build; Llama-2-7B FP8 printed +11% over the "
+                                  "model, benchmarks/Suite.md; FP8 GEMMs can need more, the memory FAQ)")
 TRTLLM_RESERVE_RANGE = "follows the free memory's range (the device total's and each term's low/high)"
 TRTLLM_REQUESTED = "device total (the fraction applies to what is free after the dry run)"
 

@@ -9,14 +9,15 @@ all, one output token each. peak = torch's allocated peak + (device used − tor
 pool cancels out. The device-wide "used" makes three things part of the peak that a per-process profile would not
 see: the CUDA graphs' private pool (captured before the estimate and not released by ``empty_cache``), the CUDA
 context and library workspaces, and whatever other processes hold on the GPU. The TensorRT-engine executor (before
-1.0) takes the fraction of the free memory after the engine and its runtime buffers load (``kvCacheManager.cpp``);
-the buffers are sized by the engine's build (max batch size, max_num_tokens, decoder), which the config does not give.
+1.0) takes the fraction of the free memory after the engine, its runtime buffers and its decoder load
+(``kvCacheManager.cpp``); those are sized from the code by the runtime max batch size, vocabulary and max_seq_len
+(``trtllm_engine_buffers``).
 
 Terms here: the CUDA-graph pool (PyTorch backend, from the code: the largest captured batch's decode step), the
 memory the Windows display driver (WDDM, also under WSL2) holds on a GPU whose whole board CUDA reports, and one fitted
-term per runtime for what remains (CUDA context, workspaces, engine runtime buffers), with its data and leave-one-out
-error. Ranges: available KV = (total − Σ terms) × fraction at each end (the device total's range, each term's
-low/high); blocks, tokens and concurrency follow TensorRT-LLM's own pool rules (``engine_pools.trtllm_window_pools``).
+term for what remains on the PyTorch backend (CUDA context, workspaces), with its data and leave-one-out error.
+Ranges: available KV = (total − Σ terms) × fraction at each end (the device total's range, each term's low/high);
+blocks, tokens and concurrency follow TensorRT-LLM's own pool rules (``engine_pools.trtllm_window_pools``).
 """
 
 from __future__ import annotations
@@ -49,20 +50,18 @@ whole board as its total. On Linux the driver's reserve is left out of CUDA's to
 450 MiB and low 300 MiB as that rule; high 1.5 GiB: a desktop's own windows and applications add to it (unmeasured,
 assumed)."""
 
-TRTLLM_EXTRA_GIB = {"pytorch": (0.5, 1.01, 1.6), "tensorrt": (0.0, 3.52, 5.4)}
-"""(low, point, high) GiB of the memory the logs show beyond the terms the code sizes (weights, forward peak, 0.13 GiB
-non-torch, the CUDA-graph pool, the WDDM hold), per runtime. Data: benchmarks/data/trtllm_public_startups.csv, residual
-= total − printed KV ÷ fraction (PyTorch) or total − printed free memory (TensorRT engine) − those terms
-(``analyses/doctor/trtllm_startups.trtllm_residual_gib``; tests/analyses/test_trtllm_startups.py re-fits it).
-PyTorch backend (CUDA context, cuBLAS/attention workspaces and other non-torch memory of the process): TR01/TR02 (one
-set-up: SmolLM2-135M, RTX 4070 SUPER under WSL2, 1.2.1) 0.992 and 0.978 GiB, TR06 (Llama-3.1-8B FP8, H100, 0.20.0)
-1.033 GiB; point = mean of the two set-ups 1.01 GiB; leave-one-out error ±0.05 GiB (each set-up predicted by the
-other). Range 0.5–1.6 GiB: two set-ups only, on two GPUs; ±0.5 GiB is assumed for a CUDA context on other GPUs,
-drivers and versions (the vLLM corpus shows non-torch memory from 0.13 to 0.55 GiB on one GPU, TP 1). TensorRT engine
-(CUDA context, the executor's runtime and decoder buffers, sized at engine build): TR03 (Llama-3.1-8B FP8 engine, RTX
-5090, max_batch_size 2048, Triton, WDDM) 4.874 GiB, TR04 (Qwen1.5-7B, A100 40GB) 2.172 GiB; point = mean 3.52 GiB,
-leave-one-out error ±2.70 GiB; high 5.4 GiB (the largest rounded up with a margin), low 0. TR05 (engine of 6,695 MiB,
-H100) leaves 2.08 GiB besides the engine, inside."""
+TRTLLM_EXTRA_GIB = (0.5, 1.01, 1.6)
+"""(low, point, high) GiB of the memory the PyTorch backend's logs show beyond the terms the code sizes (weights,
+forward peak, 0.13 GiB non-torch, the CUDA-graph pool, the WDDM hold): the CUDA context, cuBLAS/attention workspaces
+and other non-torch memory of the process. Data: benchmarks/data/trtllm_public_startups.csv, residual = total −
+printed KV ÷ fraction − those terms (``analyses/doctor/trtllm_startups.trtllm_residual_gib``;
+tests/analyses/test_trtllm_startups.py re-fits it): TR01/TR02 (one set-up: SmolLM2-135M, RTX 4070 SUPER under WSL2,
+1.2.1) 0.992 and 0.978 GiB, TR06 (Llama-3.1-8B FP8, H100, 0.20.0) 1.033 GiB; point = mean of the two set-ups 1.01 GiB;
+leave-one-out error ±0.05 GiB (each set-up predicted by the other). Range 0.5–1.6 GiB: two set-ups only, on two GPUs;
+±0.5 GiB is assumed for a CUDA context on other GPUs, drivers and versions (the vLLM corpus shows non-torch memory
+from 0.13 to 0.55 GiB on one GPU, TP 1). The TensorRT-engine executor has no such fitted remainder any more: its
+runtime buffers and decoder are sized from the code (``trtllm_engine_buffers``; the 3.52 GiB this term held for it,
+leave-one-out ±2.70 GiB, is gone)."""
 
 
 #: settings only TensorRT-LLM's plan reads: (flag, PlanSettings attribute, its value when not given)
@@ -142,20 +141,13 @@ def wddm_held_term() -> Deduction:
                      "WDDM", lo, hi, "300 MiB to 1.5 GiB (the smallest Linux gap; a desktop's windows, assumed)")
 
 
-def trtllm_extra_term(runtime: str) -> Deduction:
-    """The fitted term beyond the sized ones (``TRTLLM_EXTRA_GIB``) as a ledger deduction with its range."""
-    lo, pt, hi = (g * GiB for g in TRTLLM_EXTRA_GIB[runtime])
-    if runtime == "pytorch":
-        name = "CUDA context and workspaces outside torch (fitted)"
-        src = ("fit: mean residual of 2 public set-ups' printed KV memory (benchmarks/data/trtllm_public_startups.csv;"
-               " TR01/TR02 0.985, TR06 1.033 GiB; leave-one-out error ±0.05 GiB)")
-        why = "0.5 to 1.6 GiB (two set-ups; ±0.5 GiB assumed for other GPUs, drivers and versions)"
-    else:
-        name = "executor runtime buffers beyond the engine's activations (sized at engine build; fitted)"
-        src = ("fit: mean residual of 2 public start-ups' printed free memory (benchmarks/data/"
-               "trtllm_public_startups.csv; TR03 4.87, TR04 2.17 GiB; leave-one-out error ±2.70 GiB)")
-        why = f"0 to {hi / GiB:.1f} GiB (the corpus's largest residual, rounded up)"
-    return Deduction(name, pt, src, lo, hi, why)
+def trtllm_extra_term() -> Deduction:
+    """The PyTorch backend's fitted term beyond the sized ones (``TRTLLM_EXTRA_GIB``) as a ledger deduction."""
+    lo, pt, hi = (g * GiB for g in TRTLLM_EXTRA_GIB)
+    return Deduction("CUDA context and workspaces outside torch (fitted)", pt,
+                     "fit: mean residual of 2 public set-ups' printed KV memory (benchmarks/data/"
+                     "trtllm_public_startups.csv; TR01/TR02 0.985, TR06 1.033 GiB; leave-one-out error ±0.05 GiB)",
+                     lo, hi, "0.5 to 1.6 GiB (two set-ups; ±0.5 GiB assumed for other GPUs, drivers and versions)")
 
 
 def trtllm_ranges(model: ModelSpec, tp: int, elem_bytes: float, max_seq_len: int, tokens_per_block: int, runtime: str,

@@ -82,6 +82,8 @@ def replay_trtllm_row(r: dict[str, str], root: Path) -> PublicReplay:
             terms.append(PublicTerm("available KV", m.available_kv_bytes / GiB, kv_printed, a_lo / GiB, a_hi / GiB))
             terms.append(PublicTerm("KV tokens", m.num_gpu_blocks * tpb, int(r["kv_tokens_printed"]), b_lo * tpb,
                                     b_hi * tpb))
+        if "buffers" in checks:
+            terms += _buffer_terms(r, _memory(model, gpu, kw))
         if "tokens" in checks:
             from_printed += _blocks_from_printed(r, model, gpu, kw, frac)
     return PublicReplay(r["id"], r["source_url"], f"TensorRT-LLM {ver or 'version not stated'} ({runtime})", gpu.name,
@@ -106,11 +108,31 @@ def _flag_settings(flags: str) -> dict[str, Any]:
     return out
 
 
+_BUFFER_LINES = (("runtime buffers", "runtime_buffers_gib_printed", "executor runtime buffers"),
+                 ("decoder buffers", "decoder_gib_printed", "decoder buffers"))
+"""(term, column, the plan deduction's name prefix): the TensorRT-engine executor's "Allocated X GB GPU memory for
+runtime buffers" and "… for decoder" lines against the plan's code-sized terms (``trtllm_engine_buffers``)."""
+
+
+def _buffer_terms(r: dict[str, str], m) -> list[PublicTerm]:
+    """The printed runtime-buffer and decoder figures (GiB: ``MemoryCounters`` prints binary units as "GB") against
+    the plan's deductions and their ranges."""
+    out = []
+    for term, col, prefix in _BUFFER_LINES:
+        if r[col]:
+            d = next(d for d in m.deductions if d.name.startswith(prefix))
+            out.append(PublicTerm(term, d.bytes / GiB, float(r[col]), d.low_bytes / GiB, d.high_bytes / GiB))
+    return out
+
+
 def trtllm_residual_gib(r: dict[str, str], root: Path) -> float | None:
     """What start-up ``r``'s printed figures leave beyond the terms the plan sizes, GiB: the device total − the free
     memory it implies (the engine's printed free memory, or the printed KV memory ÷ the fraction: (total − peak) ×
     fraction) − every sized deduction (weights, forward, non-torch, CUDA-graph pool, WDDM hold); None without a config
-    or a printed memory. The plan's fitted term (``trtllm_terms.TRTLLM_EXTRA_GIB``) is the mean of these by set-up."""
+    or a printed memory. PyTorch backend: the plan's fitted term (``trtllm_terms.TRTLLM_EXTRA_GIB``) is the mean of
+    these by set-up. TensorRT-engine executor: what the row leaves for the uncounted rest
+    (``trtllm_engine_buffers.TRTLLM_ENGINE_OTHER_GIB``, fitted on logs outside this corpus) once the code-sized runtime
+    buffers and decoder are taken."""
     avail, kv = _f(r["available_gib_printed"]), _f(r["kv_gib_printed"])
     if not r["config"] or (avail is None and kv is None):
         return None
@@ -129,9 +151,11 @@ def trtllm_residual_gib(r: dict[str, str], root: Path) -> float | None:
 
 
 def trtllm_leave_one_out(rows: list[dict[str, str]], root: Path) -> list[tuple[str, str, float, float]]:
-    """Per start-up with a config and a printed memory: (id, runtime, residual GiB, the fitted term left out of its own
-    set-up GiB) — the mean residual of the runtime's other set-ups (a set-up: one source, GPU and model; its start-ups'
-    residuals averaged first). Planned KV memory moves by (fitted − left-out) × the fraction."""
+    """Per PyTorch-backend start-up with a config and a printed memory: (id, runtime, residual GiB, the fitted term left
+    out of its own set-up GiB) — the mean residual of the other set-ups (a set-up: one source, GPU and model; its
+    start-ups' residuals averaged first). Planned KV memory moves by (fitted − left-out) × the fraction. The
+    TensorRT-engine rows fit nothing here (their one fitted term comes from logs outside the corpus)."""
+    rows = [r for r in rows if r["runtime"] == "pytorch"]
     res = {r["id"]: trtllm_residual_gib(r, root) for r in rows}
     setups: dict[tuple[str, str, str, str], list[float]] = {}
     for r in rows:
@@ -142,7 +166,7 @@ def trtllm_leave_one_out(rows: list[dict[str, str]], root: Path) -> list[tuple[s
         if res[r["id"]] is None:
             continue
         own = (r["runtime"], r["source_url"], r["gpu"], r["config"])
-        others = [sum(v) / len(v) for k, v in setups.items() if k[0] == r["runtime"] and k != own]
+        others = [sum(v) / len(v) for k, v in setups.items() if k != own]
         out.append((r["id"], r["runtime"], res[r["id"]], sum(others) / len(others) if others else float("nan")))
     return out
 
