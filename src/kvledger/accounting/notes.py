@@ -17,7 +17,7 @@ __all__ = ["NEWER_THAN_READ", "vllm_newer_than_read", "sglang_newer_than_read", 
            "SGLANG_ROPE_BUFFER", "SGLANG_SEGMENT_TAILS", "sglang_load_buffers_source",
            "trtllm_activation", "TRTLLM_NON_TORCH", "TRTLLM_ENGINE_ACTIVATION_RANGE",
            "trtllm_reserve", "trtllm_reserve_source", "trtllm_block_rule", "trtllm_tokens_per_block_source",
-           "trtllm_settings", "TRTLLM_REQUESTED", "TRTLLM_RESERVE_RANGE"]
+           "trtllm_settings", "TRTLLM_REQUESTED", "TRTLLM_REQUESTED_ENGINE", "TRTLLM_RESERVE_RANGE"]
 
 
 # --- the plan's notes -------------------------------------------------------------------------------------------------
@@ -184,6 +184,8 @@ TRTLLM_ENGINE_ACTIVATION_RANGE = ("high: 1.5 × (TensorRT sizes it at build; Lla
                                   "model, benchmarks/Suite.md; FP8 GEMMs can need more, the memory FAQ)")
 TRTLLM_RESERVE_RANGE = "follows the free memory's range (the device total's and each term's low/high)"
 TRTLLM_REQUESTED = "device total (the fraction applies to what is free after the dry run)"
+TRTLLM_REQUESTED_ENGINE = ("device total (the fraction applies to what is free once the engine, its runtime buffers "
+                           "and its decoder are loaded)")
 
 
 def _after(runtime: str) -> str:

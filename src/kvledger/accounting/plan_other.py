@@ -313,4 +313,5 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     return MemoryPlan("trtllm", label, total, "free_gpu_memory_fraction", frac, total, items,
                       avail, given, tpb, int(windows[-1].bytes_per_token * tpb), blocks, blocks, max_tokens,
                           (f"max_tokens={max_tokens}, blocks={blocks}",),
-                      L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes), N.TRTLLM_REQUESTED, ranges=rng)
+                      L, max_num_tokens, s.max_num_seqs or 2048, tuple(notes),
+                      N.TRTLLM_REQUESTED if runtime == "pytorch" else N.TRTLLM_REQUESTED_ENGINE, ranges=rng)

@@ -52,8 +52,10 @@ def summary_lines(p: Plan) -> list[str]:
     budget = (f"{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB "
               f"× {m.fraction_name} {m.fraction:g} less {terms}")
     if m.fraction_name == "free_gpu_memory_fraction":  # TensorRT-LLM applies it to the free memory, after the dry run
+        after = ("the engine, its runtime buffers and its decoder load" if "TensorRT-engine" in m.engine_version
+                 else "the dry run")  # the TensorRT-engine executor has no dry run (kvCacheManager.cpp)
         budget = (f"{m.engine} {m.engine_version}: device total {m.gpu_total_bytes / GiB:,.2f} GiB less {terms}; "
-                  f"{m.fraction_name} {m.fraction:g} applies to the memory free after the dry run")
+                  f"{m.fraction_name} {m.fraction:g} applies to the memory free after {after}")
     if p.layout is not None and not p.layout.groups and not m.kv_free:
         avail = "no KV cache group on the binding stage's GPU (its layers all read other layers' K/V)"
     if m.kv_free:
