@@ -25,7 +25,7 @@ from kvledger.accounting import notes as N
 from kvledger.accounting.engine_pools import sglang_pools, trtllm_window_pools
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.memory import Deduction, MemoryPlan
-from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
+from kvledger.accounting.overheads import NON_TORCH_BYTES
 from kvledger.accounting.plan_vllm import resolve_max_model_len
 from kvledger.accounting.platforms import platform
 from kvledger.accounting.settings import PlanSettings
@@ -41,18 +41,7 @@ from kvledger.accounting.sglang_rules import (
     sglang_version_defaults,
     sglang_version_text,
 )
-from kvledger.accounting.trtllm_engine_buffers import (
-    TRTLLM_BUILD_MAX_BATCH,
-    engine_activation_range,
-    trtllm_engine_buffer_terms,
-)
-from kvledger.accounting.trtllm_terms import (
-    trtllm_extra_term,
-    trtllm_graph_batch,
-    trtllm_graph_pool_term,
-    trtllm_ranges,
-    wddm_held_term,
-)
+from kvledger.accounting.trtllm_terms import trtllm_items, trtllm_ranges
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
@@ -240,43 +229,6 @@ def _trtllm_total(gpu: GpuSpec, wddm: bool) -> tuple[int, int, int]:
     return gpu.memory_bytes, gpu.memory_low_bytes, gpu.memory_high_bytes
 
 
-def _trtllm_sized_terms(model: ModelSpec, s: PlanSettings, runtime: str) -> tuple[Deduction, ...]:
-    """Terms the code sizes beyond weights and the forward: the CUDA-graph pool (PyTorch backend, unless
-    --no-cuda-graph) and the WDDM hold."""
-    out: tuple[Deduction, ...] = ()
-    if runtime == "pytorch" and not s.no_cuda_graph:
-        batch = trtllm_graph_batch(s.max_num_seqs or 2048, s.cuda_graph_max_batch_size)
-        out += (trtllm_graph_pool_term(model, s.tp, batch),)
-    return out + ((wddm_held_term(),) if s.wddm else ())
-
-
-def _trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens: int,
-                  max_seq_len: int) -> tuple[Deduction, ...]:
-    """The deductions before the fraction. Both runtimes: weights, the forward over max_num_tokens. PyTorch backend:
-    the non-torch memory, the CUDA-graph pool, the fitted rest. TensorRT-engine executor: the engine's activations
-    (with their range), its runtime buffers and decoder sized from the code, and the fitted uncounted rest
-    (``trtllm_engine_buffers``); a given --non-torch-memory replaces that rest. Both: the WDDM hold under --wddm."""
-    w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
-    given_act = s.activation_peak_bytes is not None
-    act = s.activation_peak_bytes if given_act else forward_peak_bytes(model, max_num_tokens, s.tp)
-    act_lo, act_hi = (act, act) if given_act or runtime == "pytorch" else engine_activation_range(act)
-    items = (Deduction("weights", s.weights_bytes if s.weights_bytes is not None else w,
-                       f"computed: {how}" if s.weights_bytes is None else "given"),
-             Deduction(N.trtllm_activation(runtime), act,
-                       f"model: forward over max_num_tokens {max_num_tokens}" if not given_act else "given",
-                       act_lo, act_hi, "" if act_hi == act else N.TRTLLM_ENGINE_ACTIVATION_RANGE))
-    if runtime == "tensorrt":
-        old = bool(s.engine_version) and _version_tuple(s.engine_version)[:2] < (0, 13)
-        runtime_buf, decoder, other = trtllm_engine_buffer_terms(model, s.tp, s.max_num_seqs or TRTLLM_BUILD_MAX_BATCH,
-                                                                 max_seq_len, old_release=old)
-        if s.non_torch_bytes is not None:
-            other = Deduction("non-torch memory", s.non_torch_bytes, "given")
-        return items + (runtime_buf, decoder, other) + _trtllm_sized_terms(model, s, runtime)
-    items += (Deduction("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES,
-                        N.TRTLLM_NON_TORCH),)
-    return items + _trtllm_sized_terms(model, s, runtime) + (trtllm_extra_term(),)
-
-
 def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
     """TensorRT-LLM KV pool per GPU: PyTorch backend (tokens_per_block 32, fraction 0.9 of free memory after the
     dry run) or, for a version before 1.0, the TensorRT-engine executor (blocks round up; 64 tokens per block)."""
@@ -286,7 +238,7 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     L, _ = resolve_max_model_len(model, s)
     frac = s.free_gpu_memory_fraction or 0.9
     max_num_tokens = s.max_num_batched_tokens or 8192
-    items = _trtllm_items(model, s, runtime, max_num_tokens, L)
+    items = trtllm_items(model, s, runtime, max_num_tokens, L)
     total, total_lo, total_hi = _trtllm_total(gpu, s.wddm)
     free_after = total - sum(i.bytes for i in items)
     # nothing free (the model does not fit): no reserve is kept, and the KV memory is the shortfall (negative)

@@ -79,7 +79,8 @@ _OLD_RELEASE_HIGH = 1.48
 """Releases before 0.13: the decoder's and the runtime buffers' high ends × 1.48. The 0.12.0.dev walkthrough
 (benchmarks/Suite.md, B 4,096, V 32,000, S 4,098) printed "Allocated 4.35 GB GPU memory for decoder" where the 20-B
 layout gives 2.94 GiB (1.48×) and "1.14 GB … for runtime buffers" where the 24-B layout gives 0.863 GiB (1.32×): a
-development build whose layout no copy read explains."""
+development build whose layout no copy read explains, and a walkthrough whose KV line does not fit Llama-2-7B
+(229,376 B per token where 32 FP8 layers give 262,144; trtllm_public_startups.SOURCES.md), so a bound, not a point."""
 
 TRTLLM_ENGINE_OTHER_GIB = (0.3, 0.773, 3.1)
 """(low, point, high) GiB in use at the KV sizing that no executor counter prints (CUDA context, TensorRT's and the

@@ -23,19 +23,27 @@ blocks, tokens and concurrency follow TensorRT-LLM's own pool rules (``engine_po
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
+from kvledger.accounting import notes as N
 from kvledger.accounting.engine_pools import trtllm_window_pools
 from kvledger.accounting.memory import Deduction
-from kvledger.accounting.overheads import forward_peak_bytes
+from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.trtllm_engine_buffers import (
+    TRTLLM_BUILD_MAX_BATCH,
+    engine_activation_range,
+    trtllm_engine_buffer_terms,
+)
+from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
 from kvledger.units import GiB, MiB
 
 __all__ = ["TRTLLM_EXTRA_GIB", "TRTLLM_GRAPH_MAX_BATCH", "WDDM_HELD_MIB", "check_trtllm_only", "trtllm_extra_term",
-           "trtllm_graph_batch", "trtllm_graph_pool_term", "trtllm_ranges", "wddm_held_term"]
+           "trtllm_graph_batch", "trtllm_graph_pool_term", "trtllm_items", "trtllm_ranges", "wddm_held_term"]
 
 TRTLLM_GRAPH_MAX_BATCH = 128
 """``CudaGraphConfig.max_batch_size`` 0 → 128 (``llmapi/llm_args.py``, 0.20 to 1.2): the largest CUDA graph the
@@ -172,3 +180,45 @@ def trtllm_ranges(model: ModelSpec, tp: int, elem_bytes: float, max_seq_len: int
             "num_gpu_blocks": (pools[0].blocks, pools[1].blocks),
             "pool_tokens": (pools[0].max_tokens, pools[1].max_tokens),
             "max_concurrency": (pools[0].blocks / per_req, pools[1].blocks / per_req)}
+
+
+def _sized_terms(model: ModelSpec, s: PlanSettings, runtime: str) -> tuple[Deduction, ...]:
+    """Terms the code sizes beyond weights and the forward: the CUDA-graph pool (PyTorch backend, unless
+    --no-cuda-graph) and the WDDM hold."""
+    out: tuple[Deduction, ...] = ()
+    if runtime == "pytorch" and not s.no_cuda_graph:
+        batch = trtllm_graph_batch(s.max_num_seqs or 2048, s.cuda_graph_max_batch_size)
+        out += (trtllm_graph_pool_term(model, s.tp, batch),)
+    return out + ((wddm_held_term(),) if s.wddm else ())
+
+
+def _before_0_13(version: str | None) -> bool:
+    """A release before 0.13 ("0.12.0.dev2024073000" → True; the text was checked by ``plan_other.trtllm_runtime``)."""
+    m = re.match(r"^v?(\d+)\.(\d+)", str(version or "").strip())
+    return bool(m) and (int(m.group(1)), int(m.group(2))) < (0, 13)
+
+
+def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens: int,
+                 max_seq_len: int) -> tuple[Deduction, ...]:
+    """The deductions before the fraction. Both runtimes: weights, the forward over max_num_tokens. PyTorch backend:
+    the non-torch memory, the CUDA-graph pool, the fitted rest. TensorRT-engine executor: the engine's activations
+    (with their range), its runtime buffers and decoder sized from the code, and the fitted uncounted rest
+    (``trtllm_engine_buffers``); a given --non-torch-memory replaces that rest. Both: the WDDM hold under --wddm."""
+    w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
+    given_act = s.activation_peak_bytes is not None
+    act = s.activation_peak_bytes if given_act else forward_peak_bytes(model, max_num_tokens, s.tp)
+    act_lo, act_hi = (act, act) if given_act or runtime == "pytorch" else engine_activation_range(act)
+    items = (Deduction("weights", s.weights_bytes if s.weights_bytes is not None else w,
+                       f"computed: {how}" if s.weights_bytes is None else "given"),
+             Deduction(N.trtllm_activation(runtime), act,
+                       f"model: forward over max_num_tokens {max_num_tokens}" if not given_act else "given",
+                       act_lo, act_hi, "" if act_hi == act else N.TRTLLM_ENGINE_ACTIVATION_RANGE))
+    if runtime == "tensorrt":
+        batch, old = s.max_num_seqs or TRTLLM_BUILD_MAX_BATCH, _before_0_13(s.engine_version)
+        runtime_buf, decoder, other = trtllm_engine_buffer_terms(model, s.tp, batch, max_seq_len, old_release=old)
+        if s.non_torch_bytes is not None:
+            other = Deduction("non-torch memory", s.non_torch_bytes, "given")
+        return items + (runtime_buf, decoder, other) + _sized_terms(model, s, runtime)
+    items += (Deduction("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES,
+                        N.TRTLLM_NON_TORCH),)
+    return items + _sized_terms(model, s, runtime) + (trtllm_extra_term(),)
