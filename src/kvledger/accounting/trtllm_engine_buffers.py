@@ -1,17 +1,23 @@
 """What the TensorRT-engine executor (TensorRT-LLM before 1.0, trtllm-build engines) allocates before it sizes the KV
 cache, term by term from its C++ code, each with its low–high range from the public logs that print it.
 
-The order (``batch_manager/trtGptModelInflightBatching.cpp``, the ``TrtGptModelInflightBatching`` constructor, read
-in the 2024–2025 copies of the stored index; the same order and log lines in the 0.12.0.dev walkthrough
+The order (``batch_manager/trtGptModelInflightBatching.cpp``, the ``TrtGptModelInflightBatching`` constructor, read in
+the 2024–2025 copies of the stored index; the same order and log lines in the 0.12.0.dev walkthrough
 ``benchmarks/Suite.md`` and the memory FAQ ``docs/source/reference/memory.md``): ``TllmRuntime`` deserializes the engine
 ("Loaded engine size": weights and constants) and allocates its device memory ("Allocated X MiB for execution context
-memory": the engine's activations, fixed at build by its max_num_tokens); ``createBuffers`` ("Allocated X GPU memory
-for runtime buffers"); ``createDecoder`` ("Allocated X GPU memory for decoder"); then
-``BaseKVCacheManager::calculateFreeMemBytes`` reads the device's free memory ("Memory usage when calculating max tokens
-in paged kv cache: total, available") and the KV cache takes free_gpu_memory_fraction (0.9 by default,
-``executor::KvCacheConfig``) of that free memory. ``MemoryCounters::bytesToString`` prints binary units with decimal
-labels ("GB" = GiB). The 0.19 source itself was not readable here (the snapshot is too large; the index holds other
-versions of each file): the layouts below are the copies read, checked against the logs that print them.
+memory": the engine's activations, fixed at build by its max_num_tokens); ``createBuffers`` ("Allocated X GPU memory for
+runtime buffers"); ``createDecoder`` ("Allocated X GPU memory for decoder"); then
+``BaseKVCacheManager::calculateFreeMemBytes`` (``kvCacheManager.cpp``) synchronizes, reads cudaMemGetInfo's free memory
+plus what the runtime's stream-ordered pool holds unused (``BufferManager::memoryPoolFree``), prints it ("Memory usage
+when calculating max tokens in paged kv cache: total, available") and gives the KV cache free_gpu_memory_fraction of it
+(``KvCacheConfig::kDefaultGpuMemFraction`` 0.9 unless set; with max_tokens also set, the smaller).
+``MemoryCounters::bytesToString`` prints binary units with decimal labels ("GB" = GiB). The 0.19 source itself was not
+readable here (the snapshot is too large; the index holds other versions of each file): the layouts below are the copies
+read, checked against the logs that print them. Copies read (NVIDIA/TensorRT-LLM, commit as the stored index gave it):
+trtGptModelInflightBatching.cpp @00825c4e, runtimeBuffers.cpp @092a5a15, decoderBuffers.cpp @000a01de,
+decodingLayerWorkspace.cpp @1a43c7d6, samplingLayer.cpp @03961722, topPSamplingLayer.cpp @04a2cacb, penaltyLayer.cpp
+@05316d33 (the IAllocator era, its own runtime logits) and a later BufferManager-era copy, decoderState.cpp,
+samplingTopKKernels.h and the Triton backend's model_instance_state.cc (no commit given).
 
 Terms (B = the runtime max batch size, beam the max beam width, 1 in the plan, V = vocab_size padded to a multiple of
 the world size, ``ModelConfig::getVocabSizePadded``, S = max_seq_len):
