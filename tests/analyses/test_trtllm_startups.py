@@ -122,7 +122,7 @@ def test_tr03_out_of_sample_from_the_code_sized_terms():
     #   WDDM hold 450 MiB                                     471,859,200
     # free = 18,132,080,350.05; × 0.9 = 16,318,872,315 B = 15.198 GiB against the printed 16.05: −5.3%, where the
     # fitted 3.52 GiB gave +7.57% in sample and +15.1% left out. The printed free memory 17.83 GiB leaves −0.170 GiB
-    # for the rest and the WDDM hold together; no line says which term is smaller in 0.19 (see docs/validation.md).
+    # for the rest (0.269 GiB with the WDDM hold); no line says which term is smaller in 0.19 (see docs/validation.md).
     from kvledger.analyses.doctor.trtllm_startups import trtllm_residual_gib
 
     a = _term(replay_trtllm_row(ROWS["TR03"], ROOT), "available KV")

@@ -78,8 +78,9 @@ _DECODER_PER_LOGIT = (12.0, 16.0, 20.0)
 4, occurrence-penalty workspace 4, embedding bias 4; float32 logits), checked exactly by #1188's print; high 20, the
 memory FAQ's older executor (its penalty layer's own runtime logits). Low 12, one 4-B buffer fewer: assumed for the
 releases whose decoder source was not read (0.19 among them), and set by the one 0.19 start-up
-(benchmarks/data/trtllm_public_startups.csv TR03: with the 16-B layout, the WDDM hold and a CUDA context at their
-lows its free memory would be 0.2 GiB below the printed 17.83 GiB) — in-sample for that row's range."""
+(benchmarks/data/trtllm_public_startups.csv TR03: with the 16-B layout and every other term at its low end, the WDDM
+hold and a CUDA context among them, its free memory would be 0.26 GiB below the printed 17.83 GiB) — in-sample for
+that row's range."""
 
 _OLD_RELEASE_HIGH = 1.48
 """Releases before 0.13: the decoder's and the runtime buffers' high ends × 1.48. The 0.12.0.dev walkthrough
