@@ -15,6 +15,7 @@ from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_collectives import (
     custom_all_reduce,
     custom_all_reduce_bytes,
+    custom_all_reduce_max_bytes,
     non_torch_term,
     tp_group_nodes,
 )
@@ -58,6 +59,9 @@ def test_tp_group_nodes_follow_the_rank_layout():
     two_nodes, one_node = non_torch_term(V10, 4, 2, 2, gh200, False), non_torch_term(V10, 4, 2, 1, gh200, False)
     assert two_nodes == one_node and "custom all-reduce on" in two_nodes.source and "24 MiB" in two_nodes.source
     assert "spans 2 nodes" in non_torch_term(V10, 8, 1, 2, gh200, False).source
+    # The step-cost side reads the same rule: 0.10.1 max_size 8 MiB with PP 2 over 2 nodes, 0 when TP 4 spans both.
+    assert custom_all_reduce_max_bytes(V10, 4, 2, gh200, False, pp=2) == 8 * MiB
+    assert custom_all_reduce_max_bytes(V10, 4, 2, gh200, False) == 0
 
 
 def test_custom_all_reduce_buffer_size_by_version():

@@ -22,7 +22,7 @@ from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_repo
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture_sizes
 from kvledger.accounting.trtllm_terms import check_trtllm_only
-from kvledger.accounting.vllm_collectives import custom_all_reduce_max_bytes, tp_group_nodes
+from kvledger.accounting.vllm_collectives import custom_all_reduce_max_bytes
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import online_fp8
@@ -183,8 +183,7 @@ def custom_ar_max_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
     from kvledger.accounting.vllm_rules import LATEST, parse_version
 
     return 0 if s.engine != "vllm" else custom_all_reduce_max_bytes(
-        parse_version(s.engine_version or LATEST), s.tp, tp_group_nodes(s.tp, s.pp, s.nnodes), gpu,
-        s.disable_custom_all_reduce)
+        parse_version(s.engine_version or LATEST), s.tp, s.nnodes, gpu, s.disable_custom_all_reduce, pp=s.pp)
 
 
 _ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}

@@ -104,10 +104,12 @@ def custom_all_reduce_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> in
     return 2 * _ca_max_size(ver, tp, arch) + 8 * MiB
 
 
-def custom_all_reduce_max_bytes(ver: tuple[int, int, int], tp: int, nnodes: int, gpu: GpuSpec, disabled: bool) -> int:
+def custom_all_reduce_max_bytes(ver: tuple[int, int, int], tp: int, nnodes: int, gpu: GpuSpec, disabled: bool,
+                                pp: int = 1) -> int:
     """Largest message (exclusive) vLLM's custom all-reduce takes, B (``should_custom_ar``: ``size < max_size``); 0
-    when it is off for this TP group."""
-    return _ca_max_size(ver, tp, gpu.arch) if custom_all_reduce(tp, nnodes, gpu, disabled)[0] else 0
+    when it is off for this TP group (``nnodes``: the deployment's nodes, ``tp_group_nodes`` of them per TP group)."""
+    on = custom_all_reduce(tp, tp_group_nodes(tp, pp, nnodes), gpu, disabled)[0]
+    return _ca_max_size(ver, tp, gpu.arch) if on else 0
 
 
 def symm_mem_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> int:
