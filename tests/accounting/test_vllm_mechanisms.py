@@ -12,7 +12,13 @@ from kvledger.accounting.kv_range import kv_ranges
 from kvledger.accounting.memory import Deduction
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
-from kvledger.accounting.vllm_collectives import custom_all_reduce, custom_all_reduce_bytes, non_torch_term
+from kvledger.accounting.vllm_collectives import (
+    custom_all_reduce,
+    custom_all_reduce_bytes,
+    custom_all_reduce_max_bytes,
+    non_torch_term,
+    tp_group_nodes,
+)
 from kvledger.accounting.vllm_profile import sampler_peak_bytes
 from kvledger.accounting.vllm_rules import default_batch_limits
 from kvledger.accounting.vllm_sampler import sampler_backends
@@ -37,6 +43,25 @@ V19, V10, V063 = (0, 19, 0), (0, 10, 1), (0, 6, 3)
 def test_custom_all_reduce_rule(gpu, tp, nnodes, disabled, on):
     # vLLM 0.6.3–0.19.0 custom_all_reduce.py CustomAllreduce.__init__: checks in this order.
     assert custom_all_reduce(tp, nnodes, get_gpu(gpu), disabled)[0] is on
+
+
+def test_tp_group_nodes_follow_the_rank_layout():
+    # vLLM 0.10.1 parallel_state.py: ranks = arange(world).reshape(-1, dp, pp, tp), so a TP group is tp consecutive
+    # ranks; ray_distributed_executor.py ranks the workers node by node. tp × pp / nnodes GPUs a node:
+    #   TP 4 × PP 2 on 2 nodes of 4 → ranks 0–3 (stage 0) on node 0, 4–7 on node 1: each TP group in 1 node;
+    #   TP 8 × PP 1 on 2 nodes of 4 → ranks 0–7 span both; TP 8 × PP 2 on 4 nodes of 4 → 2 nodes a group.
+    assert (tp_group_nodes(4, 2, 2), tp_group_nodes(8, 1, 2), tp_group_nodes(8, 2, 4), tp_group_nodes(4, 1, 1)) == (
+        1, 2, 2, 1)
+    # So custom all-reduce stays on for TP 4 × PP 2 over 2 GH200 nodes (the rwood-97/multi_node_inference log
+    # registers its CUDA-graph buffers in custom_all_reduce.py): the term is the one-node term, 24 MiB buffers
+    # included (0.10.1: 2 × 8 MiB + 8 MiB rank_data), and off when TP 8 spans the 2 nodes.
+    gh200 = get_gpu("gh200")
+    two_nodes, one_node = non_torch_term(V10, 4, 2, 2, gh200, False), non_torch_term(V10, 4, 2, 1, gh200, False)
+    assert two_nodes == one_node and "custom all-reduce on" in two_nodes.source and "24 MiB" in two_nodes.source
+    assert "spans 2 nodes" in non_torch_term(V10, 8, 1, 2, gh200, False).source
+    # The step-cost side reads the same rule: 0.10.1 max_size 8 MiB with PP 2 over 2 nodes, 0 when TP 4 spans both.
+    assert custom_all_reduce_max_bytes(V10, 4, 2, gh200, False, pp=2) == 8 * MiB
+    assert custom_all_reduce_max_bytes(V10, 4, 2, gh200, False) == 0
 
 
 def test_custom_all_reduce_buffer_size_by_version():

@@ -110,3 +110,29 @@ def test_vme_h200_tp4_startup_exact_from_printed_memory():
     blocks, conc = x.from_printed
     assert (blocks.printed, blocks.low, blocks.high, blocks.inside) == (75_025, 75_018, 75_026, True)
     assert conc.predicted == conc.printed == 146.53
+
+
+def test_ray_two_node_pp_startup_planned_on_its_binding_stage():
+    # rwood-97/multi_node_inference (P15): vLLM 0.10.1 dev, Ray over 2 GH200 nodes, TP 4 × PP 2, Qwen3-30B-A3B-2507
+    # at 262,144 tokens, 16,384 batched tokens and 1,024 sequences (the LLM class defaults). The last stage binds:
+    # budget 0.9 × 95.12 GiB = 85.61; weights 7.33 (24 layers a stage, and the embedding and LM head on both stages:
+    # qwen3_moe.py builds them everywhere; 7.3272 printed); activation 5.74 (sort sampler 1,024 × 151,936 ×
+    # 37.95 B = 5.50 GiB + hidden 16,384 × 2,048 × 2 B = 0.06 + PP hidden and residual 0.13 + 0.05 fixed); non-torch
+    # 2.13 (custom all-reduce on: each TP group sits in one node, ceil(2 / 2) = 1). 85.61 − 7.33 − 5.74 − 2.13 = 70.42
+    # GiB against 70.58 printed (−0.23%); 24 of 48 layers × 1 KV head × 128 × 2 × 2 B = 12,288 B a token.
+    x = PUBLIC["P15"]
+    avail = next(t for t in x.terms if t.term == "available KV")
+    assert avail.predicted == pytest.approx(70.42, abs=0.01) and avail.inside and abs(avail.rel_error) < 0.005
+    weights = next(t for t in x.terms if t.term == "weights")
+    assert weights.predicted == pytest.approx(7.325, abs=0.001) and weights.inside
+    assert x.topology == "TP4 PP2 NVLink all-to-all"
+
+
+def test_ray_tp2_rocm_startups_within_half_a_percent():
+    # ROCm blogs (P16 vLLM 0.9.2 dev, P17 0.11.1 dev): DeepSeek-R1-Distill-Qwen-14B, TP 2 under Ray, 4,096 tokens:
+    # 0.9 × 191.69 GiB = 172.52; weights 13.95 (computed); activation 5.63 (sampler 1,024 × 152,064 × 37.95 B = 5.50
+    # + 8,192 × 5,120 × 2 B = 0.08 + 0.05); MI300X non-torch at TP 2 1.15 (log2 between TP 1 and 4) → 151.79 GiB,
+    # against 151.25 and 152.07 printed (the two builds bracket the point).
+    for rid, printed in (("P16", 151.25), ("P17", 152.07)):
+        avail = next(t for t in PUBLIC[rid].terms if t.term == "available KV")
+        assert avail.printed == printed and avail.predicted == pytest.approx(151.79, abs=0.01) and avail.inside

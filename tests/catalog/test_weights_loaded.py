@@ -102,6 +102,24 @@ def test_pipeline_stages_follow_get_pp_indices():
         loaded_weights(load_model("meta-llama/Llama-3.1-8B"), pp=64)
 
 
+def test_moe_classes_build_embedding_and_head_on_every_stage():
+    # vLLM qwen3_moe.py (0.10.1, 0.11.0, 0.19.0) builds embed_tokens, the final norm and lm_head on every PP stage;
+    # llama.py gates them. Qwen3-30B-A3B at TP 4 × PP 2: each stage adds both 151,936 × 2,048 × 2 B / 4 =
+    # 155,582,464 B tensors, so the two stages are equal and the LM-head stage holds one embedding more than a gated
+    # layout would. 24 layers (3,623,878,656 expert + 113,246,208 attention + 6,291,456 gate + 104,448 norm params)
+    # + 2 × 77,791,232 + 2,048 = 3,898,861,568 params × 2 B = 7.262 GiB, + the RoPE buffer (40,960 × 128 × 2 B =
+    # 10 MiB) = 7.27 GiB; the 2507 checkpoint's 262,144 positions make it 64 MiB: 7.325, and the GH200 start-up
+    # (vllm_public_startups.csv P15) prints 7.3272 GiB on both stages.
+    m = load_model("Qwen/Qwen3-30B-A3B")
+    s0, s1 = (loaded_weights(m, tp=4, pp=2, pp_rank=r) for r in (0, 1))
+    one = 151_936 * 2_048 * 2 // 4
+    assert s0.bytes == s1.bytes and round(s1.bytes / 2**30, 2) == 7.27
+    dense = load_model("meta-llama/Llama-3.1-8B")  # gated: the last stage has the head, not the embedding
+    d0, d1 = (loaded_weights(dense, tp=1, pp=2, pp_rank=r) for r in (0, 1))
+    assert d0.bytes != d1.bytes and "every stage" not in d1.how and "every stage" in s1.how
+    assert one == 155_582_464
+
+
 def test_dtype_and_online_fp8():
     # Llama-3.1-8B: 8,030,261,248 params × 4 B + the RoPE buffer 131,072 × 128 × 4 B = 32,188,153,856 B = 29.98 GiB
     # (logged for --dtype float32); --quantization fp8: 8.49 GiB logged.

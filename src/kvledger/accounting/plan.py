@@ -183,7 +183,7 @@ def custom_ar_max_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
     from kvledger.accounting.vllm_rules import LATEST, parse_version
 
     return 0 if s.engine != "vllm" else custom_all_reduce_max_bytes(
-        parse_version(s.engine_version or LATEST), s.tp, s.nnodes, gpu, s.disable_custom_all_reduce)
+        parse_version(s.engine_version or LATEST), s.tp, s.nnodes, gpu, s.disable_custom_all_reduce, pp=s.pp)
 
 
 _ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}

@@ -28,7 +28,7 @@ from kvledger.catalog.gpus import GpuSpec
 from kvledger.units import GiB, MiB
 
 __all__ = ["Term", "custom_all_reduce", "custom_all_reduce_bytes", "custom_all_reduce_max_bytes", "symm_mem_bytes",
-           "non_torch_term",
+           "non_torch_term", "tp_group_nodes",
            "NVLS_ARCHS", "RING_NCCL_LOW_GIB", "RING_NCCL_HIGH_GIB", "GRAPH_PROFILE_IN_WINDOW", "HOPPER_NVSWITCH_GIB",
            "BLACKWELL_NVSWITCH_GIB"]
 
@@ -61,8 +61,20 @@ class Term:
     range_source: str = ""
 
 
+def tp_group_nodes(tp: int, pp: int, nnodes: int) -> int:
+    """Nodes one TP group spans when the TP × PP ranks are spread evenly over ``nnodes`` nodes: ceil(nnodes / pp).
+
+    vLLM 0.10.1 ``parallel_state.py::initialize_model_parallel`` lays ranks out as ``arange(world).reshape(-1, dp, pp,
+    tp)``, so a TP group is ``tp`` consecutive ranks, and ``ray_distributed_executor.py`` ranks workers node by node
+    (the driver's node first); ``mp`` across nodes gives each node consecutive ranks (``--node-rank``). With ``tp × pp /
+    nnodes`` GPUs a node, a TP group stays inside one node unless nnodes > pp: TP 4 × PP 2 over 2 nodes keeps custom
+    all-reduce on in each node (the rwood-97/multi_node_inference GH200 log registers its CUDA-graph buffers)."""
+    return max(1, -(-nnodes // max(1, pp)))
+
+
 def custom_all_reduce(tp: int, nnodes: int, gpu: GpuSpec, disabled: bool) -> tuple[bool, str]:
-    """Whether vLLM's custom all-reduce is on for this TP group, and which check decides (CustomAllreduce.__init__)."""
+    """Whether vLLM's custom all-reduce is on for this TP group, and which check decides (CustomAllreduce.__init__).
+    ``nnodes``: the nodes the TP group spans (``tp_group_nodes``), not the whole deployment's."""
     if tp == 1:
         return False, "TP 1: no all-reduce"
     if disabled:
@@ -92,10 +104,12 @@ def custom_all_reduce_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> in
     return 2 * _ca_max_size(ver, tp, arch) + 8 * MiB
 
 
-def custom_all_reduce_max_bytes(ver: tuple[int, int, int], tp: int, nnodes: int, gpu: GpuSpec, disabled: bool) -> int:
+def custom_all_reduce_max_bytes(ver: tuple[int, int, int], tp: int, nnodes: int, gpu: GpuSpec, disabled: bool,
+                                pp: int = 1) -> int:
     """Largest message (exclusive) vLLM's custom all-reduce takes, B (``should_custom_ar``: ``size < max_size``); 0
-    when it is off for this TP group."""
-    return _ca_max_size(ver, tp, gpu.arch) if custom_all_reduce(tp, nnodes, gpu, disabled)[0] else 0
+    when it is off for this TP group (``nnodes``: the deployment's nodes, ``tp_group_nodes`` of them per TP group)."""
+    on = custom_all_reduce(tp, tp_group_nodes(tp, pp, nnodes), gpu, disabled)[0]
+    return _ca_max_size(ver, tp, gpu.arch) if on else 0
 
 
 def symm_mem_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> int:
@@ -136,8 +150,9 @@ def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu
     ``--enforce-eager`` from 0.18, see below; ROCm: ``vllm_rocm.rocm_non_torch_term``)."""
     if is_rocm(gpu):
         return Term(*rocm_non_torch_term(ver, tp, pp, gpu))
-    t = _hopper_nvswitch_measured(ver, tp, pp, nnodes, gpu, disable_custom_all_reduce)
-    t = t or _non_torch_term(ver, tp, pp, nnodes, gpu, disable_custom_all_reduce)
+    tp_nodes = tp_group_nodes(tp, pp, nnodes)  # what the TP group's mechanisms see (PP stages may sit on other nodes)
+    t = _hopper_nvswitch_measured(ver, tp, pp, tp_nodes, gpu, disable_custom_all_reduce)
+    t = t or _non_torch_term(ver, tp, pp, tp_nodes, gpu, disable_custom_all_reduce)
     if (0, 6, 5) <= ver < (0, 7, 0):  # the profiler of vllm PR #10511 as released in 0.6.5
         hi = max(t.high, V065_NON_TORCH_GIB * max(1, min(tp, 2)) * GiB)
         return Term(t.bytes, t.low, hi, t.source, t.range_source + f"; vLLM 0.6.5's profiler printed "

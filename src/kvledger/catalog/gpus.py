@@ -35,7 +35,7 @@ _ALIASES = {
     "nvidia_a100_80gb_pcie": ["a100-pcie", "a100-80gb-pcie"],
     "nvidia_a100_40gb_sxm": ["a100-40gb", "a100-sxm4-40gb"],
     "nvidia_b200": ["b200"], "nvidia_gb200": ["gb200"], "nvidia_b300": ["b300"], "nvidia_gb300": ["gb300"],
-    "nvidia_gh200_96gb": ["gh200", "gh200-96gb"], "nvidia_gh200_144gb": ["gh200-144gb"],
+    "nvidia_gh200_96gb": ["gh200", "gh200-96gb", "gh200-120gb"], "nvidia_gh200_144gb": ["gh200-144gb"],
     "nvidia_l4": ["l4"], "nvidia_l40s": ["l40s"], "nvidia_a10": ["a10"], "nvidia_a10g": ["a10g"],
     "nvidia_rtx_3090": ["rtx3090", "rtx-3090", "3090"], "nvidia_rtx_4090": ["rtx4090", "rtx-4090", "4090"],
     "nvidia_rtx_4070_super": ["rtx4070super", "rtx-4070-super", "4070super", "4070-super", "rtx 4070 super"],

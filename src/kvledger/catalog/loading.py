@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import QuantScheme, online_fp8
-from kvledger.catalog.vllm_load_extras import mla_dequant_copy_bytes, rocm_moe_padding_bytes
+from kvledger.catalog.vllm_load_extras import EVERY_STAGE_EMBED_AND_HEAD, mla_dequant_copy_bytes, rocm_moe_padding_bytes
 from kvledger.catalog.weights import Weight
 from kvledger.errors import InputError
 from kvledger.ranges import OPTION_RANGES
@@ -190,13 +190,13 @@ def _mxfp4_padded(w: Weight, model: ModelSpec, arch: str, engine_version: tuple[
     return w
 
 
-def _on_rank(path: str, pp: int, rank: int, lo: int, hi: int, tied: bool) -> bool:
+def _on_rank(path: str, pp: int, rank: int, lo: int, hi: int, tied: bool, every_stage: bool = False) -> bool:
     if pp == 1:
         return True
     m = _LAYER.search(path)
     if m:
         return lo <= int(m.group(1)) < hi
-    first, last = rank == 0, rank == pp - 1
+    first, last = rank == 0 or every_stage, rank == pp - 1 or every_stage
     head = path.split(".")
     if any(k in head for k in _LAST_ONLY):
         return last
@@ -245,8 +245,9 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     fused: dict[tuple[str, int], float] = {}
     fused_g_idx: set[str] = set()
     mla_copies = moe_pad = 0
+    every = bool(EVERY_STAGE_EMBED_AND_HEAD.intersection(model.architectures))
     for w in model.weights:
-        if not _on_rank(w.path, pp, pp_rank, lo, hi, model.tie_word_embeddings):
+        if not _on_rank(w.path, pp, pp_rank, lo, hi, model.tie_word_embeddings, every):
             continue
         copy = mla_dequant_copy_bytes(w, q, tp, db, engine_version)
         mla_copies += cuda_allocated_bytes(copy) if copy else 0
@@ -271,8 +272,9 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     if pp > 1:
         how += (
             f", PP stage {pp_rank} of {pp}: layers {lo}–{hi - 1}"
-            + (" + embedding" if pp_rank == 0 else "")
-            + (" + final norm and LM head" if pp_rank == pp - 1 else "")
+            + (" + embedding" if pp_rank == 0 or every else "")
+            + (" + final norm and LM head" if pp_rank == pp - 1 or every else "")
+            + (" (this model class builds both on every stage)" if every else "")
         )
     if rope:
         how += f" + {rope:,} B RoPE cos/sin buffer"

@@ -1,5 +1,6 @@
 """What vLLM adds to a checkpoint's stored tensors while loading it, beyond their layout: the activation-dtype copy of a
-quantized MLA ``kv_b_proj`` and ROCm's fused-MoE padding. Both are read from the engine code (see each function)."""
+quantized MLA ``kv_b_proj``, ROCm's fused-MoE padding and the embedding/LM head some model classes build on every
+pipeline stage. Each is read from the engine code (see each)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 from kvledger.catalog.quant import QuantScheme
 from kvledger.catalog.weights import Weight
 
-__all__ = ["mla_dequant_copy_bytes", "rocm_moe_padding_bytes"]
+__all__ = ["mla_dequant_copy_bytes", "rocm_moe_padding_bytes", "EVERY_STAGE_EMBED_AND_HEAD"]
 
 
 def mla_dequant_copy_bytes(w: Weight, q: QuantScheme, tp: int, dtype_bytes: int,
@@ -47,3 +48,13 @@ def rocm_moe_padding_bytes(w: Weight, q: QuantScheme, tp: int, dtype_bytes: int)
     if (stride_elems * dtype_bytes) % 512:
         return 0
     return w.count * rows * 256
+
+
+EVERY_STAGE_EMBED_AND_HEAD = frozenset({"Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM", "MixtralForCausalLM",
+                                        "GptOssForCausalLM", "Qwen3NextForCausalLM"})
+"""vLLM model classes that build the input embedding, the final norm and the LM head on every pipeline stage: their
+``__init__`` has no ``is_first_rank``/``is_last_rank`` gate (``models/qwen3_moe.py``, ``qwen2_moe.py``, ``mixtral.py``,
+``gpt_oss.py`` read in 0.10.1, 0.11.0 and 0.19.0; ``qwen3_next.py`` in 0.11.0 and 0.19.0), where ``llama.py``,
+``qwen2.py`` (Qwen3 too) and ``deepseek_v2.py`` build them only on the first / last stage. Checked: the Qwen3-30B-A3B
+TP 4 × PP 2 start-up of vllm_public_startups.csv P15 prints 7.3272 GiB on both stages; one of the two 151,936 × 2,048
+× 2 B / 4 = 0.145 GiB tensors a stage gives 7.18, both 7.325."""

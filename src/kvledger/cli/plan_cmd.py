@@ -98,8 +98,8 @@ def plan(
     enforce_eager: bool = typer.Option(False, "--enforce-eager", help="vLLM flag: no CUDA graphs (no 0.20+ estimate)."),
     distributed_executor_backend: str | None = typer.Option(None, "--distributed-executor-backend", help="vLLM: mp or "
         "ray."),
-    nnodes: int = typer.Option(1, "--nnodes", help="Nodes the TP×PP group spans (custom all-reduce is off across "
-                                                   "nodes)."),
+    nnodes: int = typer.Option(1, "--nnodes", help="Nodes the TP×PP group spans (custom all-reduce is off when a "
+                                                   "TP group spans nodes: ceil(nnodes / pp) > 1)."),
     sampler_backend: str = typer.Option("auto", "--sampler-backend",
                                         help="auto (the version's), flashinfer (not on ROCm), pytorch, or aiter "
                                              "(ROCm from vLLM 0.12, VLLM_ROCM_USE_AITER=1)."),

@@ -125,6 +125,8 @@ def replay_row(r: dict[str, str], root: Path) -> PublicReplay:
         cfg = str(root / r["config"]) if r["config"].startswith(("tests/", "benchmarks/")) else r["config"]
         given_avail = gpu is None
         kw: dict[str, Any] = {"engine_version": ver, "tp": tp, "max_model_len": int(r["max_model_len"])}
+        if int(r["pp"] or 1) > 1:  # the plan reports the binding stage, as the row's figures are (SOURCES)
+            kw["pp"] = int(r["pp"])
         if r["gpu_memory_utilization"]:
             kw["gpu_memory_utilization"] = float(r["gpu_memory_utilization"])
         if r["max_num_seqs"]:
