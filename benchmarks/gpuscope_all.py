@@ -364,3 +364,23 @@ def print_gpuscope(d: dict) -> None:
               f"within; covered {every['covered'][0]}/{every['covered'][1]}")
     for e in d["excluded"]:
         print(f"  not replayed: {e['label']} ({e['gpu']}, {e['runs']} run(s)): {e['why']}")
+
+
+def markdown(d: dict) -> str:
+    """The per-run table of docs/validation.md (§2.4) from the section's result: the issue's rule ("all") and, where
+    it differs, the own-set-up rule ("setup"); errors TTFT / TPOT / throughput, the judged ones in bold."""
+    lines = ["| run | GPU | regime | judged | TTFT / TPOT / throughput (all other models on the GPU) | within | band "
+             "covers | own set-up's other models, where different | within |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        cells = []
+        for view in VIEWS:
+            v = r["views"][view]
+            e = r["errors"][v["pricing"]]
+            cells.append(" / ".join((f"**{_pct(e[m])}**" if m in _judged(r["saturated"]) else _pct(e[m]))
+                                    .replace("-", "−") for m in ROWS))
+        a, s = r["views"]["all"], r["views"]["setup"]
+        other = (cells[1], "yes" if s["within"] else "no") if s["pricing"] != a["pricing"] else ("same", "")
+        lines.append(f"| {r['run']} | {r['gpu']} | {'GPU profile' if a['regime'] == 'gpu' else 'no cross-model'} | "
+                     f"{'saturation' if r['saturated'] else 'below'} | {cells[0]} | {'yes' if a['within'] else 'no'} | "
+                     f"{'yes' if a['covered_without_deployment'] else 'no'} | {other[0]} | {other[1]} |")
+    return "\n".join(lines)
