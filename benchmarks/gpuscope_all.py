@@ -340,13 +340,14 @@ def print_gpuscope(d: dict) -> None:
               f"frontend {fe}; objective {f['objective']:.3f}, {f['num_replays']} replays, {f['wall_s']:.0f} s")
     for view in VIEWS:
         print(f"  -- view '{view}' --")
-        print(f"  {'run':<52}{'priced by':<14}{'TTFT':>7}{'TPOT':>7}{'thr':>7}  judged  within  band (w/o deployment)")
+        print(f"  {'run':<52}{'priced by':<26}{'TTFT':>7}{'TPOT':>7}{'thr':>7}  judged  within  band (w/o deployment)")
         for r in d["rows"]:
             v = r["views"][view]
             e = r["errors"][v["pricing"]]
             bands = "; ".join(f"{m.split('_')[0]} {_pct(b.get('q10'))}…{_pct(b.get('q90'))}"
                               for m, b in v["band_without_deployment"].items())
-            print(f"  {r['run']:<52}{'gpu' if v['regime'] == 'gpu' else 'no x-model':<14}{_pct(e['ttft_mean']):>7}"
+            how = "GPU profile" if v["regime"] == "gpu" else "no cross-model evidence"
+            print(f"  {r['run']:<52}{how:<26}{_pct(e['ttft_mean']):>7}"
                   f"{_pct(e['tpot_mean']):>7}{_pct(e['throughput']):>7}  {'sat.' if r['saturated'] else 'below':<7} "
                   f"{'yes' if v['within'] else 'NO':<7} {'in' if v['covered_without_deployment'] else 'OUT'}  {bands}")
         c = d["counts"][view]
