@@ -14,11 +14,13 @@ Per GPU and per model M measured on it, one fit (``kvledger.calibration.gpu_fit.
 ``calibrate --scope gpu --fit-frontend``) on every run below saturation of every *other* model on that GPU: the two
 roofline fractions, and one frontend latency per set-up (the client's, not the GPU's). M's runs are then predicted
 with the fractions, and with the frontend latency of their own set-up where another model was timed through it
-(else none). Each fit is reused for every run of M.
+(else none). Each fit is reused for every run of M. A second view (``VIEWS``: "setup") fits only on the other models
+timed through M's own set-up where there are any (inference-sim/training's three models), else as the first ("all",
+the issue's rule): runs timed on another host price that host's per-step time into the fractions.
 
 Verdict per run (``TARGETS``): below saturation, mean TTFT and mean TPOT within 15%; saturated, throughput within
 10%. A sweep stage is below saturation when the client kept the requested rate (≥ 95%) and the engine served ≥ 90% of
-it (as ``lodo_bands``); a per-request run when neither the measured queue grew while requests arrived
+it (as ``lodo_bands``); a per-request run when its measured queue did not keep growing while requests arrived
 (``kvledger.calibration.saturation``).
 
 Bands: per regime (``gpu``: a cross-model GPU profile priced the run; ``uncalibrated``: the plain roofline), the
