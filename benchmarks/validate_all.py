@@ -1,7 +1,8 @@
 """Validate the simulator on every measured run the project has, calibrating where the issue asks, and print the tables
 of docs/validation.md §2.
 
-    python benchmarks/validate_all.py [--sections distserve,llmservingsim,kubecon,training,robustness,lodo,crossmodel]
+    python benchmarks/validate_all.py [--sections distserve,llmservingsim,kubecon,training,robustness,lodo,crossmodel,
+        gpuscope]
         [--json]
 
 Sections (error = predicted/measured − 1 throughout):
@@ -27,6 +28,9 @@ Sections (error = predicted/measured − 1 throughout):
 * ``crossmodel`` — a GPU-scope calibration (fractions and the set-up's frontend latency) fitted on one model's
   inference-sim/training stages, and on two models' (leave one model out), predicting another model's on the same
   H100 set-up (benchmarks/cross_model.py; ``cross_model.VARIANTS`` for the fractions alone and the host terms).
+* ``gpuscope`` — issue 23's must-hold counted over every measured run (DistServe's bundled runs, LLMServingSim,
+  kubecon, inference-sim/training): each predicted by a GPU-scope fit on the other models' runs on its GPU, or, with
+  no other model there, by the uncalibrated roofline; per-run verdicts and band coverage (benchmarks/gpuscope_all.py).
 * ``robustness`` — every bundled calibrated step cost on the whole Azure conversation trace (no traceback).
 
 Timing figures are wall-clock on a shared machine: noisy.
@@ -478,7 +482,19 @@ def _print_crossmodel(d: dict) -> None:
     cross_model.print_cross_model(d)
 
 
-SECTIONS = ("distserve", "llmservingsim", "kubecon", "training", "robustness", "lodo", "crossmodel")
+def gpuscope() -> dict:
+    import gpuscope_all
+
+    return gpuscope_all.gpuscope(SHARED)
+
+
+def _print_gpuscope(d: dict) -> None:
+    import gpuscope_all
+
+    gpuscope_all.print_gpuscope(d)
+
+
+SECTIONS = ("distserve", "llmservingsim", "kubecon", "training", "robustness", "lodo", "crossmodel", "gpuscope")
 
 
 def main() -> None:

@@ -65,3 +65,22 @@ def test_ignore_eos_fixes_the_generated_output_length(tmp_path):
     (stage.parent / "config.yaml").write_text("server:\n  ignore_eos: false\ndata:\n  shared_prefix:\n"
                                               "    output_len: 64\n", encoding="utf-8")
     assert fixed_output_tokens(stage) is None
+
+
+def test_a_sweeps_one_client_config_two_folders_up_fixes_the_output_length(tmp_path):
+    # kubecon NA 2025's layout: <sweep>/config.yaml (ignore_eos, output_len 64) ran every launch configuration,
+    # <sweep>/<launch>/results/stage_k_….json. The bundled stage (E2E mean 0.48323 s, TTFT mean 0.03332 s, counted
+    # output mean 62.35) then gets TPOT (0.48323 − 0.03332)/(64 − 1) = 7.141 ms, not /(62.35 − 1) = 7.333 ms
+    cfg = (STAGE.parent / "config.yaml").read_text(encoding="utf-8")
+    (tmp_path / "vllm" / "results").mkdir(parents=True)
+    stage = Path(shutil.copy(STAGE, tmp_path / "vllm" / "results" / STAGE.name))
+    (tmp_path / "config.yaml").write_text(cfg, encoding="utf-8")
+    assert fixed_output_tokens(stage) == 64
+    assert read_stage(stage).stats["tpot"]["mean"] == pytest.approx((0.48322820 - 0.03331899) / 63, rel=1e-6)
+    # the nearest config decides: one in the launch folder without ignore_eos leaves the counted lengths standing
+    (tmp_path / "vllm" / "config.yaml").write_text("server:\n  ignore_eos: false\n", encoding="utf-8")
+    assert fixed_output_tokens(stage) is None
+    # three folders up is not the stage's client: nothing is read from there
+    deep = tmp_path / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    assert fixed_output_tokens(Path(shutil.copy(STAGE, deep / STAGE.name))) is None

@@ -83,6 +83,8 @@ class GpuFit:
     frontend_s: float = 0.0
     host_step_s: float = 0.0
     host_seq_s: float = 0.0
+    #: with ``setups``: each set-up's frontend latency, s (``frontend_s`` is then 0 unless there is one set-up)
+    frontends_s: dict[str, float] = field(default_factory=dict)
 
 
 def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: float, host_step_s: float = 0.0,
@@ -125,13 +127,19 @@ def _best_frontend(reps: list, robust: float | None = None) -> tuple[float, floa
 
 
 def _total(items: list[tuple[MeasuredRun, SimSetup]], ff: float, bf: float, fit_frontend: bool = False,
-           frontends: dict | None = None, h0: float = 0.0, h1: float = 0.0, robust: float | None = None) -> float:
+           frontends: dict | None = None, h0: float = 0.0, h1: float = 0.0, robust: float | None = None,
+           keys: list[str] | None = None) -> float:
     """The objective summed over the runs at these fractions and host terms; with ``fit_frontend`` at the best
-    frontend latency, recorded in ``frontends[(ff, bf, h0, h1)]``."""
+    frontend latency of each set-up (``keys``: one set-up name per run; None: one set-up), recorded as
+    ``frontends[(ff, bf, h0, h1)]`` = {set-up: s}."""
     reps = [(run, replay(run, s.config, roofline_with(s, ff, bf, h0, h1))) for run, s in items]
     if not fit_frontend:
         return sum(shifted_term(run, res, 0.0, robust) for run, res in reps)
-    obj, fe = _best_frontend(reps, robust)
+    keys = keys or [""] * len(reps)
+    obj, fe = 0.0, {}
+    for k in dict.fromkeys(keys):  # the shift of one set-up's runs moves no other set-up's terms: profiled apart
+        o, fe[k] = _best_frontend([rp for rp, kk in zip(reps, keys) if kk == k], robust)
+        obj += o
     if frontends is not None:
         frontends[(ff, bf, h0, h1)] = fe
     return obj
@@ -139,9 +147,11 @@ def _total(items: list[tuple[MeasuredRun, SimSetup]], ff: float, bf: float, fit_
 
 def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[float, float] = (0.7, 0.8), *,
                       fit_frontend: bool = False, fit_host: bool = False,
-                      robust: float | None = ROBUST_SCALE) -> GpuFit:
+                      robust: float | None = ROBUST_SCALE, setups: list[str] | None = None) -> GpuFit:
     """Fit the two fractions (with ``fit_frontend``, the set-up's frontend latency; with ``fit_host``, the host's
-    per-step and per-sequence time) to the runs (module docstring); every run must be on the same GPU.
+    per-step and per-sequence time) to the runs (module docstring); every run must be on the same GPU. ``setups``
+    names each run's set-up (client and server front end): runs timed through different clients get a frontend
+    latency each (``GpuFit.frontends_s``), one set-up's never priced into another's.
 
     Raises:
         InputError: no run, or runs on different GPUs.
@@ -151,10 +161,12 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
     gpus = sorted({s.gpu_name for _, s in items})
     if len(gpus) > 1:
         raise InputError(f"a GPU profile is one GPU's: these runs are on {', '.join(gpus)}; calibrate each GPU apart")
+    if setups is not None and len(setups) != len(items):
+        raise InputError(f"{len(setups)} set-up names for {len(items)} runs: give one per run")
     fe: dict = {}
-    f0 = _total(items, *start, fit_frontend, fe, robust=robust)
+    f0 = _total(items, *start, fit_frontend, fe, robust=robust, keys=setups)
     history = [(start[0], start[1], f0)]
-    best = min(((ff, bf, _total(items, ff, bf, fit_frontend, fe, robust=robust)) for ff in GRID_FLOPS
+    best = min(((ff, bf, _total(items, ff, bf, fit_frontend, fe, robust=robust, keys=setups)) for ff in GRID_FLOPS
                 for bf in GRID_BANDWIDTH), key=lambda x: x[2])
     history.append(best)
     ff, bf, f = best
@@ -178,7 +190,7 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
                 c0, c1 = max(0.0, h0 + d0), max(0.0, h1 + d1)
                 if (cf, cb, c0, c1) == (ff, bf, h0, h1):
                     continue
-                fc = _total(items, cf, cb, fit_frontend, fe, c0, c1, robust)
+                fc = _total(items, cf, cb, fit_frontend, fe, c0, c1, robust, setups)
                 evals += 1
                 # a host term moves only for a clear gain: on one model it trades against the fractions
                 if fc < (f * (1 - HOST_MIN_GAIN) if (c0, c1) != (h0, h1) else f):
@@ -186,7 +198,9 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
                     history.append((ff, bf, f))
                     break
     replays = len(items) * (1 + len(GRID_FLOPS) * len(GRID_BANDWIDTH) + evals)
-    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, fe.get((ff, bf, h0, h1), 0.0), h0, h1)
+    fronts = fe.get((ff, bf, h0, h1), {})
+    one = next(iter(fronts.values())) if len(fronts) == 1 else 0.0
+    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, one, h0, h1, fronts)
 
 
 def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ __all__ = ["LAUNCH_FILE", "CLIENT_FILE", "StageLaunch", "stage_launch", "fixed_o
 
 LAUNCH_FILE = "exp-config.yaml"
 CLIENT_FILE = "config.yaml"  # inference-perf's echo of the resolved client config, beside the stage files
+CLIENT_FILE_UP = 2  # or this many folders above them (``fixed_output_tokens``)
 #: exp-config.yaml key → vLLM's engine argument (what ``run_record`` reads from ``engine_kwargs``)
 _INT_KEYS = {"tensor_parallelism": "tensor_parallel_size", "max_model_len": "max_model_len",
              "max_num_batched_tokens": "max_num_batched_tokens", "max_num_seqs": "max_num_seqs"}
@@ -69,8 +70,12 @@ def stage_launch(stage_path: str | Path) -> StageLaunch:
 
 
 def fixed_output_tokens(stage_path: str | Path) -> int | None:
-    """The output length every request of the stage was generated to, when its client config (``config.yaml`` beside
-    the stage file, inference-perf's echo) sent ``ignore_eos`` with one fixed ``shared_prefix.output_len``; else None.
+    """The output length every request of the stage was generated to, when its client config sent ``ignore_eos`` with
+    one fixed ``shared_prefix.output_len``; else None. The client config is the nearest ``config.yaml`` beside the
+    stage file or up to ``CLIENT_FILE_UP`` folders above it: inference-perf's echo beside the stages
+    (inference-sim/training: ``<exp>/results/config.yaml``), or the one config a sweep of several launch
+    configurations ran with (kubecon NA 2025: ``<sweep>/config.yaml`` over ``<sweep>/<launch>/results/``). The nearest
+    file decides: one that states no fixed length is not overruled by another further up.
 
     Why it matters: with ``ignore_eos`` the engine generates ``max_tokens`` tokens, but inference-perf counts a
     response's ``output_len`` by re-tokenizing its text, which under-counts some (Llama-2-7B general at 8 req/s:
@@ -79,8 +84,10 @@ def fixed_output_tokens(stage_path: str | Path) -> int | None:
     streamed tokens give 8.2 ms), and a replay drawing the counted lengths decodes too few tokens. An unreadable or
     other-shaped file states nothing (None).
     """
-    f = Path(stage_path).resolve().parent / CLIENT_FILE
-    if not f.is_file():
+    here = Path(stage_path).resolve().parent
+    f = next((d / CLIENT_FILE for d in [here, *here.parents][:CLIENT_FILE_UP + 1] if (d / CLIENT_FILE).is_file()),
+             None)
+    if f is None:
         return None
     import yaml
 
