@@ -37,6 +37,7 @@ from bisect import bisect_left
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.request_state import RUNNING, SimRequest, accept
+from kvledger.dynamics.fast import native
 from kvledger.dynamics.fast.open_settle import settle
 from kvledger.dynamics.fast.stretch_times import CHUNK_MIN_STEPS as MIN_STEPS
 from kvledger.dynamics.fast.stretch_times import (
@@ -105,7 +106,7 @@ class _ArrivalStretch:
     """
 
     __slots__ = ("rep", "limits", "prices", "B", "lag", "lives", "groups", "keys", "n", "S", "blocks_left", "ends",
-                 "durs", "stored", "grants", "split", "sched_t", "finishing", "last", "forms", "K")
+                 "durs", "stored", "grants", "split", "sched_t", "finishing", "last", "forms", "K", "core")
 
     def __init__(self, rep) -> None:
         cfg = rep.cfg
@@ -136,12 +137,22 @@ class _ArrivalStretch:
         self.last = rep.decode_step_hint_s  # a recent decode step's price: sizes pricing chunks only
         self.forms: dict[int, tuple | None] = {}  # per batch size: the plain form of its decode price (or None)
         self.K = 0  # steps run
+        self.core = native.core  # the compiled decode_until, or None (the Python one below)
 
     def decode_until(self, bound: float) -> None:
         """Decode steps up to the first one scheduled at or after ``bound``, in pieces between finishes (as
         ``stretch_times.decode_times`` does, on the counts), as far as the blocks' lower bound and the step cap go.
 
-        Chunks priced by ``stretch_times.extend_decode_chunk`` (one call per chunk, not per step)."""
+        Chunks priced by ``stretch_times.extend_decode_chunk`` (one call per chunk, not per step). With the compiled
+        core (native.py), its ``decode_until``: this loop in C, the same float operations in the same order."""
+        if self.core is not None:
+            K, n, S, left, fin, last, sched_t = self.core.decode_until(
+                self.ends, self.durs, self.stored, self.keys, self.groups, self.forms, self.prices, plain_decode_terms,
+                self.K, self.n, self.S, self.lag, self.blocks_left, self.B, self.finishing, self.last, bound)
+            self.K, self.n, self.S, self.blocks_left, self.finishing, self.last = K, n, S, left, fin, last
+            if sched_t is not None:
+                self.sched_t = sched_t
+            return
         K, n, keys, groups, lag, ends, durs = self.K, self.n, self.keys, self.groups, self.lag, self.ends, self.durs
         q = self.blocks_left // n  # blocks each running request may take: at most q·B − 1 steps
         stop = K + q * self.B - 1 if q > 0 else K
