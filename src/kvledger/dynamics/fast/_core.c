@@ -366,6 +366,269 @@ fail:
     return NULL;
 }
 
+/* ---- arrive ----------------------------------------------------------------------------------------------- */
+
+/* The arrival stretch's fields arrive reads and writes (open_stretch._ArrivalStretch's slots, the caller's own). */
+static PyObject *s_n, *s_B, *s_blocks_left, *s_limits, *s_finishing, *s_sched_t, *s_S, *s_K, *s_groups, *s_keys,
+    *s_ends, *s_durs, *s_split, *s_stored, *s_grants, *s_lives, *s_lag, *s_spec, *s_prefix_segments, *s_status,
+    *s_run_start, *s_num_cached;
+
+typedef struct {
+    long long n, B, left, K, S, lag, finishing;
+    PyObject *groups, *keys, *ends, *durs, *split, *stored, *grants, *lives;  /* borrowed from the run */
+} Run;
+
+static int run_ll(PyObject *run, PyObject *name, long long *out) { return get_ll_attr(run, name, out); }
+
+static PyObject *run_list(PyObject *run, PyObject *name, int dict)
+{
+    PyObject *v = PyObject_GetAttr(run, name);
+    if (v == NULL) return NULL;
+    Py_DECREF(v);  /* the run keeps it alive for the call */
+    if (dict ? !PyDict_CheckExact(v) : !PyList_CheckExact(v)) {
+        PyErr_Format(PyExc_TypeError, "arrive: the run's %U is not a %s", name, dict ? "dict" : "list");
+        return NULL;
+    }
+    return v;
+}
+
+static int read_run(PyObject *run, Run *st)
+{
+    PyObject *ll_names[7] = {s_n, s_B, s_blocks_left, s_K, s_S, s_lag, s_finishing};
+    long long *ll[7] = {&st->n, &st->B, &st->left, &st->K, &st->S, &st->lag, &st->finishing};
+    for (int i = 0; i < 7; i++)
+        if (run_ll(run, ll_names[i], ll[i]) < 0) return -1;
+    PyObject *names[8] = {s_groups, s_keys, s_ends, s_durs, s_split, s_stored, s_grants, s_lives};
+    PyObject **lists[8] = {&st->groups, &st->keys, &st->ends, &st->durs, &st->split, &st->stored, &st->grants,
+                           &st->lives};
+    for (int i = 0; i < 8; i++)
+        if ((*lists[i] = run_list(run, names[i], i == 0)) == NULL) return -1;
+    return st->B > 0 ? 0 : (PyErr_SetString(PyExc_ValueError, "arrive: block size must be positive"), -1);
+}
+
+/* stretch_times.join_finish_group: one request in the group finishing at ``step`` (keys kept sorted, as insort). */
+static int join_group(Run *st, long long step, long long kv_offset)
+{
+    PyObject *key = PyLong_FromLongLong(step);
+    if (key == NULL) return -1;
+    PyObject *g = PyDict_GetItemWithError(st->groups, key);
+    int rc = -1;
+    if (g != NULL) {
+        long long cnt, tok;
+        if (get_ll_item(g, 0, &cnt) == 0 && get_ll_item(g, 1, &tok) == 0) {
+            PyObject *c = PyLong_FromLongLong(cnt + 1), *t = PyLong_FromLongLong(tok + kv_offset);
+            rc = (c && t && PyList_SetItem(g, 0, c) == 0 && PyList_SetItem(g, 1, t) == 0) ? 0 : -1;
+            if (rc < 0) { Py_XDECREF(c); Py_XDECREF(t); }  /* SetItem steals; an error leaves at most one */
+        }
+    } else if (!PyErr_Occurred()) {
+        PyObject *fresh = Py_BuildValue("[iL]", 1, kv_offset);
+        Py_ssize_t lo = 0, hi = PyList_GET_SIZE(st->keys);
+        while (lo < hi) {  /* bisect_right */
+            Py_ssize_t mid = (lo + hi) / 2;
+            long long v;
+            if (get_ll_item(st->keys, mid, &v) < 0) { Py_XDECREF(fresh); Py_DECREF(key); return -1; }
+            if (step < v) hi = mid; else lo = mid + 1;
+        }
+        rc = (fresh && PyDict_SetItem(st->groups, key, fresh) == 0 && PyList_Insert(st->keys, lo, key) == 0) ? 0 : -1;
+        Py_XDECREF(fresh);
+    }
+    Py_DECREF(key);
+    return rc;
+}
+
+/* One admitted request joins the running counts (the loop at the end of ``_mixed_step``). */
+static int admit_one(Run *st, PyObject *pair, PyObject *running_status, PyObject *run_start, PyObject *zero,
+                     long long K)
+{
+    PyObject *r = PyTuple_GET_ITEM(pair, 0);
+    long long h = PyLong_AsLongLong(PyTuple_GET_ITEM(pair, 1)), p, o;
+    if ((h == -1 && PyErr_Occurred()) || get_ll_attr(r, s_num_prompt, &p) < 0 || get_ll_attr(r, s_num_output, &o) < 0)
+        return -1;
+    if (append_ll4(st->grants, K - 1, h, 0, 0, 2) < 0) return -1;
+    PyObject *life = Py_BuildValue("(OLLLLO)", r, K, p, h, o - 1, Py_True);
+    if (life == NULL || PyList_Append(st->lives, life) < 0) { Py_XDECREF(life); return -1; }
+    Py_DECREF(life);
+    if (PyObject_SetAttr(r, s_status, running_status) < 0 || PyObject_SetAttr(r, s_run_start, run_start) < 0
+        || PyObject_SetAttr(r, s_num_cached, zero) < 0) return -1;
+    if (join_group(st, K + o - 1, p - K) < 0) return -1;  /* its finish: after step K + o − 2 */
+    st->S += p - K;
+    return 0;
+}
+
+/* ``_ArrivalStretch._mixed_step``: the step admitting ``new`` while the running requests decode; its price from the
+   Python callable ``price(pf, a, pf, pairs, n, dec_kv)``. */
+static int mixed_step(PyObject *run, Run *st, PyObject *new, long long pf, double pairs, long long take,
+                      PyObject *price, PyObject *running_status, long long step0)
+{
+    long long n = st->n, K = st->K, a = PyList_GET_SIZE(new), dec_kv = st->S + n * (K + 1);  /* Σ computed + n */
+    st->left -= take;
+    PyObject *d = PyObject_CallFunction(price, "LLLdLL", pf, a, pf, pairs, n, dec_kv);
+    if (d == NULL) return -1;
+    double dur = as_double(d), end = as_double(PyList_GET_ITEM(st->ends, K)) + dur;
+    PyObject *mixed = Py_BuildValue("(LLLdLLO)", pf, a, pf, pairs, n, dec_kv, d);
+    Py_DECREF(d);
+    if (mixed == NULL || PyErr_Occurred()) { Py_XDECREF(mixed); return -1; }
+    PyObject *ext = PySequence_InPlaceConcat(st->split, mixed);  /* the step's prefill part, priced later */
+    Py_DECREF(mixed);
+    if (ext == NULL) return -1;
+    Py_DECREF(ext);
+    if (append_ll4(st->stored, K, 1, pf + dec_kv, 0, 4) < 0 || append_double(st->ends, end) < 0
+        || append_double(st->durs, dur) < 0) return -1;
+    K += 1;
+    PyObject *key = PyLong_FromLongLong(K), *g;
+    if (key == NULL) return -1;
+    g = PyDict_GetItemWithError(st->groups, key);  /* finished in this step */
+    long long gone = 0, gone_tok = 0;
+    if (g != NULL) {
+        if (get_ll_item(g, 0, &gone) < 0 || get_ll_item(g, 1, &gone_tok) < 0 || PyDict_DelItem(st->groups, key) < 0
+            || PyList_SetSlice(st->keys, 0, 1, NULL) < 0) { Py_DECREF(key); return -1; }
+        n -= gone;
+        st->S -= gone_tok;
+    }
+    Py_DECREF(key);
+    if (PyErr_Occurred()) return -1;
+    PyObject *run_start = PyLong_FromLongLong(step0 + K - 1), *zero = PyLong_FromLong(0);
+    int rc = run_start && zero ? 0 : -1;
+    for (Py_ssize_t x = 0; rc == 0 && x < a; x++)
+        rc = admit_one(st, PyList_GET_ITEM(new, x), running_status, run_start, zero, K);
+    Py_XDECREF(run_start);
+    Py_XDECREF(zero);
+    if (rc < 0) return -1;
+    st->K = K, st->n = n + a;
+    st->finishing = st->lag && g != NULL ? gone : 0;
+    PyObject *sched = PyList_GET_ITEM(st->ends, st->lag ? K - 1 : K);
+    PyObject *vals[4] = {PyLong_FromLongLong(st->S), PyLong_FromLongLong(st->K), PyLong_FromLongLong(st->n),
+                         PyLong_FromLongLong(st->finishing)};
+    PyObject *names[6] = {s_S, s_K, s_n, s_finishing, s_blocks_left, s_sched_t};
+    PyObject *left = PyLong_FromLongLong(st->left);
+    for (int i = 0; i < 6; i++) {
+        PyObject *v = i < 4 ? vals[i] : i == 4 ? left : sched;
+        if (rc == 0 && (v == NULL || PyObject_SetAttr(run, names[i], v) < 0)) rc = -1;
+    }
+    for (int i = 0; i < 4; i++) Py_XDECREF(vals[i]);
+    Py_XDECREF(left);
+    return rc;
+}
+
+/* Whether the accepted request ``req`` fits the step (``arrive``'s test): 1, 0, or -1 on an error; its prompt tokens
+   and blocks in *p and *need. */
+static int fits(PyObject *req, long long room, Py_ssize_t admitted, long long seats, long long take, long long left,
+                long long B, long long *p, long long *need)
+{
+    long long o;
+    if (get_ll_attr(req, s_num_prompt, p) < 0 || get_ll_attr(req, s_num_output, &o) < 0) return -1;
+    *need = (*p + B - 1) / B;  /* -(-p // B), p ≥ 0 */
+    if (*p > room || admitted >= seats || o < 2 || take + *need > left) return 0;
+    PyObject *spec = PyObject_GetAttr(req, s_spec), *segs;
+    if (spec == NULL) return -1;
+    segs = PyObject_GetAttr(spec, s_prefix_segments);
+    Py_DECREF(spec);
+    if (segs == NULL) return -1;
+    int shared = PyObject_IsTrue(segs);
+    Py_DECREF(segs);
+    return shared < 0 ? -1 : !shared;
+}
+
+/* The arrivals from ``i`` visible at ``t``: accepted ones that fit go to ``new`` as (request, blocks), refused ones to
+   ``rejected`` as (index, record); returns the next index, -2 when one does not fit, -1 on an error. */
+static long long gather(PyObject *const *args, Run *st, double t, long long i, PyObject *new, PyObject *rejected,
+                        long long *pf, double *pairs, long long *take)
+{
+    PyObject *spec_at = args[1], *arrivals = args[2], *accept = args[6], *req_type = args[7], *limits = args[10];
+    long long total = PyLong_AsLongLong(args[4]), lim[2];
+    for (int x = 0; x < 2; x++)
+        if ((lim[x] = PyLong_AsLongLong(PyTuple_GET_ITEM(limits, x))) == -1 && PyErr_Occurred()) return -1;
+    long long room = lim[0] - st->n, seats = lim[1] - (st->finishing + st->n);
+    if (room <= 0 || st->left < st->n) return -2;
+    *take = st->n;
+    for (; i < total; i++) {
+        PyObject *at = PySequence_GetItem(arrivals, i);
+        double a = at ? as_double(at) : 0.0;
+        Py_XDECREF(at);
+        if (PyErr_Occurred()) return -1;
+        if (!(a <= t)) break;
+        PyObject *idx = PyLong_FromLongLong(i), *spec = idx ? PyObject_CallOneArg(spec_at, idx) : NULL, *req = NULL;
+        if (spec != NULL)
+            req = PyObject_CallFunctionObjArgs(accept, idx, spec, PyTuple_GET_ITEM(limits, 2),
+                                               PyTuple_GET_ITEM(limits, 3), PyTuple_GET_ITEM(limits, 4), NULL);
+        Py_XDECREF(spec);
+        if (req == NULL) { Py_XDECREF(idx); return -1; }
+        int rc = 0;
+        if (Py_TYPE(req) == (PyTypeObject *)req_type) {
+            long long p, need;
+            rc = fits(req, room, PyList_GET_SIZE(new), seats, *take, st->left, st->B, &p, &need);
+            if (rc == 1) {
+                room -= p, *take += need, *pf += p;
+                *pairs += (double)(p * (p + 1) / 2);  /* Replica.apply_plan's n(n+1)/2, nothing computed; exact */
+                PyObject *pair = Py_BuildValue("(OL)", req, need);
+                rc = pair && PyList_Append(new, pair) == 0 ? 1 : -1;
+                Py_XDECREF(pair);
+            }
+        } else {
+            PyObject *pair = PyTuple_Pack(2, idx, req);
+            rc = pair && PyList_Append(rejected, pair) == 0 ? 1 : -1;
+            Py_XDECREF(pair);
+        }
+        Py_DECREF(idx);
+        Py_DECREF(req);
+        if (rc <= 0) return rc < 0 ? -1 : -2;
+    }
+    return i;
+}
+
+/* ``_ArrivalStretch.arrive``: the arrivals visible when the next step is scheduled and their mixed step; returns
+   (next index, requests admitted, their prompt tokens), or None (nothing done) when the step cannot take them all. */
+static PyObject *arrive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 12 || !PyTuple_Check(args[10]) || PyTuple_GET_SIZE(args[10]) != 5) {
+        PyErr_SetString(PyExc_TypeError, "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, "
+                        "running_status, limits, step0): 12 arguments, limits a 5-tuple");
+        return NULL;
+    }
+    Run st;
+    long long i = PyLong_AsLongLong(args[3]), step0 = PyLong_AsLongLong(args[11]), pf = 0, take = 0;
+    double pairs = 0.0;
+    PyObject *t = PyObject_GetAttr(args[0], s_sched_t);
+    double sched = t ? as_double(t) : 0.0;
+    Py_XDECREF(t);
+    if (PyErr_Occurred() || read_run(args[0], &st) < 0) return NULL;
+    PyObject *new = PyList_New(0), *rejected = PyList_New(0), *res = NULL;
+    if (new == NULL || rejected == NULL) goto done;
+    i = gather(args, &st, sched, i, new, rejected, &pf, &pairs, &take);
+    if (i == -1) goto done;
+    if (i == -2) { res = Py_NewRef(Py_None); goto done; }
+    if (PyList_GET_SIZE(rejected)) {  /* out.extend(rejected): a list, or the replica's record sink */
+        PyObject *r = PyObject_CallMethod(args[5], "extend", "O", rejected);
+        if (r == NULL) goto done;
+        Py_DECREF(r);
+    }
+    if (PyList_GET_SIZE(new) && mixed_step(args[0], &st, new, pf, pairs, take, args[8], args[9], step0) < 0) goto done;
+    res = Py_BuildValue("LnL", i, PyList_GET_SIZE(new), pf);
+done:
+    Py_XDECREF(new);
+    Py_XDECREF(rejected);
+    return res;
+}
+
+/* ---- doubles ---------------------------------------------------------------------------------------------- */
+
+/* array("d", floats) as a bytearray (np.frombuffer reads it without a copy): the step end times and durations that
+   settle hands to numpy, converted without array's per-element generic path. */
+static PyObject *doubles(PyObject *self, PyObject *floats)
+{
+    if (!PyList_CheckExact(floats)) {
+        PyErr_SetString(PyExc_TypeError, "doubles: a list of floats");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(floats);
+    PyObject *buf = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(double));
+    if (buf == NULL) return NULL;
+    double *out = (double *)PyByteArray_AS_STRING(buf);
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = as_double(PyList_GET_ITEM(floats, i));
+    if (PyErr_Occurred()) { Py_DECREF(buf); return NULL; }
+    return buf;
+}
+
 /* ---- module ----------------------------------------------------------------------------------------------- */
 
 static PyMethodDef core_methods[] = {
@@ -373,6 +636,10 @@ static PyMethodDef core_methods[] = {
      "decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, K, n, S, lag, blocks_left, B, "
      "finishing, last, bound) -> (K, n, S, blocks_left, finishing, last, sched_t or None): "
      "open_stretch._ArrivalStretch.decode_until's loop."},
+    {"arrive", (PyCFunction)(void (*)(void))arrive, METH_FASTCALL,
+     "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0) -> "
+     "(next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
+    {"doubles", doubles, METH_O, "doubles(floats) -> bytearray: array('d', floats)'s bytes, for np.frombuffer."},
     {"settle_lives", settle_lives, METH_VARARGS,
      "settle_lives(lives, K, B, lag, step0) -> (takes, runs, frees, running, finished, freed, deferred): "
      "open_settle.settle's per-request loop."},
@@ -384,10 +651,15 @@ static struct PyModuleDef core_module = {PyModuleDef_HEAD_INIT, "_core", "kvledg
 
 PyMODINIT_FUNC PyInit__core(void)
 {
-    PyObject **names[5] = {&s_num_computed, &s_num_generated, &s_num_tokens, &s_num_output, &s_num_prompt};
-    const char *text[5] = {"num_computed_tokens", "num_generated", "num_tokens", "num_output_tokens",
-                           "num_prompt_tokens"};
-    for (int i = 0; i < 5; i++)
+    PyObject **names[] = {&s_num_computed, &s_num_generated, &s_num_tokens, &s_num_output, &s_num_prompt, &s_n, &s_B,
+                          &s_blocks_left, &s_limits, &s_finishing, &s_sched_t, &s_S, &s_K, &s_groups, &s_keys,
+                          &s_ends, &s_durs, &s_split, &s_stored, &s_grants, &s_lives, &s_lag, &s_spec,
+                          &s_prefix_segments, &s_status, &s_run_start, &s_num_cached};
+    const char *text[] = {"num_computed_tokens", "num_generated", "num_tokens", "num_output_tokens",
+                          "num_prompt_tokens", "n", "B", "blocks_left", "limits", "finishing", "sched_t", "S", "K",
+                          "groups", "keys", "ends", "durs", "split", "stored", "grants", "lives", "lag", "spec",
+                          "prefix_segments", "status", "run_start", "num_cached_tokens"};
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         if ((*names[i] = PyUnicode_InternFromString(text[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (m != NULL && PyModule_AddIntConstant(m, "VERSION", CORE_VERSION) < 0) Py_CLEAR(m);

@@ -27,19 +27,21 @@ def settle(rep, lives: list, K: int, ends: list[float], durs: list[float], store
     kv, sched = rep.kv, rep.sched
     B, lag = kv.block_size, 1 if rep.rules.async_scheduling else 0
     used0, held0 = kv.num_used_blocks, kv.held_slots
-    if native.core is not None:  # the loop below, compiled (native.py)
-        takes, runs, frees, running, finished, freed, deferred = native.core.settle_lives(lives, K, B, lag,
-                                                                                          rep.num_steps)
+    core = native.core
+    if core is not None:  # the loop below, compiled (native.py); the same float64 arrays
+        takes, runs, frees, running, finished, freed, deferred = core.settle_lives(lives, K, B, lag, rep.num_steps)
+        ends_buf, durs_buf = core.doubles(ends), core.doubles(durs)
     else:
         takes, runs, frees, running, finished, freed, deferred = settle_lives(lives, K, B, lag, rep.num_steps)
+        ends_buf, durs_buf = array("d", ends), array("d", durs)
     kv.take_in_turn(takes)
-    times = np.frombuffer(array("d", ends))[: K + 1]  # step end times (times[0]: the first one's start), one array
+    times = np.frombuffer(ends_buf)[: K + 1]  # step end times (times[0]: the first one's start), one array
     rep.push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
     rep.now_s = ends[K]
     if freed:  # after the blocks were taken: frees put blocks back at the queue's head
         kv.free_finished(freed)
     sched.running = running
-    rep.usage.add_stretch(times[:K], np.frombuffer(array("d", durs))[:K], kv.capacity_blocks, used0, held0, (), (),
+    rep.usage.add_stretch(times[:K], np.frombuffer(durs_buf)[:K], kv.capacity_blocks, used0, held0, (), (),
                           runs, (), grants, frees, stored)
     if lag:
         rep.defer(deferred)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from functools import partial
 
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
@@ -106,7 +107,7 @@ class _ArrivalStretch:
     """
 
     __slots__ = ("rep", "limits", "prices", "B", "lag", "lives", "groups", "keys", "n", "S", "blocks_left", "ends",
-                 "durs", "stored", "grants", "split", "sched_t", "finishing", "last", "forms", "K", "core")
+                 "durs", "stored", "grants", "split", "sched_t", "finishing", "last", "forms", "K", "core", "price")
 
     def __init__(self, rep) -> None:
         cfg = rep.cfg
@@ -137,7 +138,8 @@ class _ArrivalStretch:
         self.last = rep.decode_step_hint_s  # a recent decode step's price: sizes pricing chunks only
         self.forms: dict[int, tuple | None] = {}  # per batch size: the plain form of its decode price (or None)
         self.K = 0  # steps run
-        self.core = native.core  # the compiled decode_until, or None (the Python one below)
+        self.core = native.core  # the compiled decode_until and arrive, or None (the Python ones below)
+        self.price = self.prices.step_price or partial(_shape_price, rep.cost)  # a mixed step's price, s
 
     def decode_until(self, bound: float) -> None:
         """Decode steps up to the first one scheduled at or after ``bound``, in pieces between finishes (as
@@ -225,6 +227,17 @@ class _ArrivalStretch:
         the new ones are admitted with their whole prompts, as ``Scheduler.admit_waiting`` would (rejected ones' records
         appended to ``out``). Returns the next index, or −1 (nothing done) when the step cannot take them all (module
         doc: budget, seats, a one-token output, shareable segments, the blocks' lower bound)."""
+        if self.core is not None:  # this and _mixed_step compiled: the same steps, the same float operations
+            res = self.core.arrive(self, spec_at, arrivals, i, total, out, accept, SimRequest, self.price, RUNNING,
+                                   self.limits, self.rep.num_steps)
+            if res is None:
+                return -1
+            i, a, pf = res
+            if a:
+                stats = self.rep.kv.prefix_stats  # one lookup each, no hit (as _mixed_step)
+                stats.requests += a
+                stats.queries += pf
+            return i
         n, B, left = self.n, self.B, self.blocks_left
         budget, seats, max_len, caps, max_req = self.limits
         room = budget - n
@@ -262,9 +275,8 @@ class _ArrivalStretch:
         rep, n, K, groups, keys, ends = self.rep, self.n, self.K, self.groups, self.keys, self.ends
         self.blocks_left -= take
         dec_kv = self.S + n * (K + 1)  # Σ computed + n
-        price, a = self.prices.step_price, len(new)
-        dur = (price(pf, a, pf, pairs, n, dec_kv) if price is not None else
-               rep.cost.step_time_s(StepShape(pf, a, pf, pairs, n, dec_kv)))
+        a = len(new)
+        dur = self.price(pf, a, pf, pairs, n, dec_kv)
         self.split += (pf, a, pf, pairs, n, dec_kv, dur)  # the step's prefill part, priced later
         self.stored += (K, 1, pf + dec_kv, 0)
         ends.append(ends[K] + dur)
@@ -293,3 +305,8 @@ class _ArrivalStretch:
         self.S, self.K, self.n = S, K, n + a
         self.finishing = g[0] if self.lag and g is not None else 0
         self.sched_t = ends[K - 1] if self.lag else ends[K]
+
+
+def _shape_price(cost, pf: int, a: int, pf_kv: int, pairs: float, n: int, dec_kv: int) -> float:
+    """A mixed step's price through ``step_time_s`` when the step cost has no ``step_price``, s."""
+    return cost.step_time_s(StepShape(pf, a, pf_kv, pairs, n, dec_kv))
