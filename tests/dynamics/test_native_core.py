@@ -66,7 +66,8 @@ def plain_workloads(draw):
 
 
 @needs_core
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(reqs=plain_workloads(), blocks=st.integers(33, 600), lag=st.booleans(), seats=st.sampled_from([3, 256]),
        per_token=st.sampled_from([0.0, 1e-5, 3e-4]), token_times=st.booleans())
 def test_core_and_fallback_agree_on_every_reported_figure(monkeypatch, reqs, blocks, lag, seats, per_token,
