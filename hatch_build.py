@@ -1,4 +1,4 @@
-"""Build hook: compile the optional C core (src/kvledger/dynamics/fast/_core.c) when a C compiler is at hand.
+"""Build hook: compile the optional C core (src/kvledger/dynamics/fast/stretch_core.c) when a C compiler is at hand.
 
 A failed or missing compiler is not an error: the wheel is then pure Python and kvledger runs its pure-Python
 fallback, which gives the same bytes (kvledger/dynamics/fast/native.py). ``pip install -e .`` compiles the module next
@@ -20,17 +20,17 @@ import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-SOURCE = ROOT / "src" / "kvledger" / "dynamics" / "fast" / "_core.c"
-MODULE = "kvledger/dynamics/fast/_core"
+SOURCE = ROOT / "src" / "kvledger" / "dynamics" / "fast" / "stretch_core.c"
+MODULE = "kvledger/dynamics/fast/stretch_core"
 FLAGS = ["-O2", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math", "-std=c11", "-Wall"]
 
 
 def compile_core(out_dir: Path) -> Path | None:
-    """Compile ``_core.c`` into ``out_dir``; the module's path, or None (with the reason on stderr) when it fails."""
+    """Compile ``stretch_core.c`` into ``out_dir``; the module's path, or None (the reason on stderr) when it fails."""
     if os.environ.get("KVLEDGER_PURE_PYTHON", "") not in ("", "0"):
         return None
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    target = out_dir / f"_core{suffix}"
+    target = out_dir / f"stretch_core{suffix}"
     cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
     extra = ["-undefined", "dynamic_lookup"] if sys.platform == "darwin" else []
     cmd = [*cc, *FLAGS, *extra, "-I", sysconfig.get_paths()["include"], str(SOURCE), "-o", str(target)]
@@ -62,7 +62,7 @@ class CoreBuildHook(BuildHookInterface):
             return
         built = compile_core(ROOT / "build" / "kvledger-core")
         if built is not None:
-            build_data["force_include"][str(built)] = f"{MODULE}{built.name[len('_core'):]}"
+            build_data["force_include"][str(built)] = MODULE + built.name.removeprefix("stretch_core")
             build_data["pure_python"] = False
             build_data["infer_tag"] = True
 

@@ -1,5 +1,5 @@
-"""The optional compiled core (dynamics/fast/_core.c) gives every reported figure bit for bit what the pure-Python
-fallback gives: the same simulations run both ways, in process and through the command line."""
+"""The optional compiled core (dynamics/fast/stretch_core.c) gives every reported figure bit for bit what the
+pure-Python fallback gives: the same simulations run both ways, in process and through the command line."""
 
 from __future__ import annotations
 

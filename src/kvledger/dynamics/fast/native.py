@@ -1,7 +1,7 @@
-"""The optional compiled core (``_core.c``): loaded when it was built and not switched off, else None.
+"""The optional compiled core (``stretch_core.c``): loaded when it was built and not switched off, else None.
 
 ``core`` is the C module, or None when it was not compiled (no compiler at install: hatch_build.py), was built from
-another version of ``_core.c``, or ``KVLEDGER_PURE_PYTHON=1`` is set in the environment. Its callers keep their
+another version of ``stretch_core.c``, or ``KVLEDGER_PURE_PYTHON=1`` is set in the environment. Its callers keep their
 pure-Python code as the fallback and the reference: both give every figure bit for bit the same
 (tests/dynamics/test_native_core.py runs the same simulations both ways).
 """
@@ -12,7 +12,7 @@ import os
 
 __all__ = ["core", "CORE_VERSION", "load"]
 
-CORE_VERSION = 1  # the VERSION _core.c declares for the functions its callers here expect
+CORE_VERSION = 1  # the VERSION stretch_core.c declares for the functions its callers here expect
 
 
 def load():
@@ -20,10 +20,10 @@ def load():
     if os.environ.get("KVLEDGER_PURE_PYTHON", "") not in ("", "0"):
         return None
     try:
-        from kvledger.dynamics.fast import _core
+        from kvledger.dynamics.fast import stretch_core
     except ImportError:
         return None
-    return _core if getattr(_core, "VERSION", None) == CORE_VERSION else None
+    return stretch_core if getattr(stretch_core, "VERSION", None) == CORE_VERSION else None
 
 
 core = load()

@@ -57,8 +57,8 @@ def settle_lives(lives: list, K: int, B: int, lag: int, step0: int) -> tuple[lis
     Returns ``(takes, runs, frees, running, finished, freed, deferred)``: (request, blocks it takes) in the free queue's
     order; [first step, blocks, …], one block every ``B`` steps from the first; [step, blocks, …], a finished request's
     blocks off the samples from that step on; the requests still running; (request, its last step's number) of the
-    finished; those freed in the stretch; those freed after the next schedule (async). ``_core.settle_lives`` is this
-    function in C."""
+    finished; those freed in the stretch; those freed after the next schedule (async).
+    ``stretch_core.settle_lives`` is this function in C."""
     takes: list[tuple[SimRequest, int]] = []
     runs: list[int] = []
     frees: list[int] = []

@@ -35,10 +35,9 @@ import math
 from bisect import bisect_left
 from functools import partial
 
-from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.request_state import RUNNING, SimRequest, accept
-from kvledger.dynamics.fast import native
+from kvledger.dynamics.fast import native, open_native
 from kvledger.dynamics.fast.open_settle import settle
 from kvledger.dynamics.fast.stretch_times import CHUNK_MIN_STEPS as MIN_STEPS
 from kvledger.dynamics.fast.stretch_times import (
@@ -139,7 +138,7 @@ class _ArrivalStretch:
         self.forms: dict[int, tuple | None] = {}  # per batch size: the plain form of its decode price (or None)
         self.K = 0  # steps run
         self.core = native.core  # the compiled decode_until and arrive, or None (the Python ones below)
-        self.price = self.prices.step_price or partial(_shape_price, rep.cost)  # a mixed step's price, s
+        self.price = self.prices.step_price or partial(open_native.shape_price, rep.cost)  # a mixed step's price, s
 
     def decode_until(self, bound: float) -> None:
         """Decode steps up to the first one scheduled at or after ``bound``, in pieces between finishes (as
@@ -148,13 +147,7 @@ class _ArrivalStretch:
         Chunks priced by ``stretch_times.extend_decode_chunk`` (one call per chunk, not per step). With the compiled
         core (native.py), its ``decode_until``: this loop in C, the same float operations in the same order."""
         if self.core is not None:
-            K, n, S, left, fin, last, sched_t = self.core.decode_until(
-                self.ends, self.durs, self.stored, self.keys, self.groups, self.forms, self.prices, plain_decode_terms,
-                self.K, self.n, self.S, self.lag, self.blocks_left, self.B, self.finishing, self.last, bound)
-            self.K, self.n, self.S, self.blocks_left, self.finishing, self.last = K, n, S, left, fin, last
-            if sched_t is not None:
-                self.sched_t = sched_t
-            return
+            return open_native.decode_until(self, bound)
         K, n, keys, groups, lag, ends, durs = self.K, self.n, self.keys, self.groups, self.lag, self.ends, self.durs
         q = self.blocks_left // n  # blocks each running request may take: at most q·B − 1 steps
         stop = K + q * self.B - 1 if q > 0 else K
@@ -228,16 +221,7 @@ class _ArrivalStretch:
         appended to ``out``). Returns the next index, or −1 (nothing done) when the step cannot take them all (module
         doc: budget, seats, a one-token output, shareable segments, the blocks' lower bound)."""
         if self.core is not None:  # this and _mixed_step compiled: the same steps, the same float operations
-            res = self.core.arrive(self, spec_at, arrivals, i, total, out, accept, SimRequest, self.price, RUNNING,
-                                   self.limits, self.rep.num_steps)
-            if res is None:
-                return -1
-            i, a, pf = res
-            if a:
-                stats = self.rep.kv.prefix_stats  # one lookup each, no hit (as _mixed_step)
-                stats.requests += a
-                stats.queries += pf
-            return i
+            return open_native.arrive(self, spec_at, arrivals, i, total, out)
         n, B, left = self.n, self.B, self.blocks_left
         budget, seats, max_len, caps, max_req = self.limits
         room = budget - n
@@ -306,7 +290,3 @@ class _ArrivalStretch:
         self.finishing = g[0] if self.lag and g is not None else 0
         self.sched_t = ends[K - 1] if self.lag else ends[K]
 
-
-def _shape_price(cost, pf: int, a: int, pf_kv: int, pairs: float, n: int, dec_kv: int) -> float:
-    """A mixed step's price through ``step_time_s`` when the step cost has no ``step_price``, s."""
-    return cost.step_time_s(StepShape(pf, a, pf_kv, pairs, n, dec_kv))

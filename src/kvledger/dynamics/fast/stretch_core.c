@@ -646,10 +646,10 @@ static PyMethodDef core_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef core_module = {PyModuleDef_HEAD_INIT, "_core", "kvledger's optional compiled core.", -1,
+static struct PyModuleDef core_module = {PyModuleDef_HEAD_INIT, "stretch_core", "kvledger's optional compiled core.", -1,
                                          core_methods};
 
-PyMODINIT_FUNC PyInit__core(void)
+PyMODINIT_FUNC PyInit_stretch_core(void)
 {
     PyObject **names[] = {&s_num_computed, &s_num_generated, &s_num_tokens, &s_num_output, &s_num_prompt, &s_n, &s_B,
                           &s_blocks_left, &s_limits, &s_finishing, &s_sched_t, &s_S, &s_K, &s_groups, &s_keys,
