@@ -38,6 +38,7 @@ from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest, accept
 from kvledger.dynamics.engine.sglang_scheduler import CLIP_MAX_NEW_TOKENS
+from kvledger.dynamics.fast import native
 from kvledger.dynamics.fast.sglang_settle import settle
 from kvledger.dynamics.fast.stretch_times import (
     chunk_steps,
@@ -111,7 +112,7 @@ class _SGLangStretch:
     """
 
     __slots__ = ("rep", "cfg", "prices", "lives", "groups", "keys", "n", "S", "F", "room", "ends", "durs", "stored",
-                 "grants", "dsteps", "prefills", "admits", "last", "forms", "K", "D")
+                 "grants", "dsteps", "prefills", "admits", "last", "forms", "K", "D", "core")
 
     def __init__(self, rep) -> None:
         self.rep, self.cfg, self.prices = rep, rep.cfg, rep.prices
@@ -138,10 +139,18 @@ class _SGLangStretch:
         self.last = rep.decode_step_hint_s
         self.forms: dict[int, tuple | None] = {}
         self.K = self.D = 0
+        self.core = native.core  # the compiled decode loop, or None (the Python one below)
 
     def decode_until(self, bound: float) -> None:
         """Decode steps up to the first one starting at or after ``bound``, in pieces between finishes, as far as the
-        slots and the step cap go."""
+        slots and the step cap go. With the compiled core (native.py), its ``sglang_decode_until``: this loop and
+        ``_price_piece`` in C, the same float operations in the same order."""
+        if self.core is not None:
+            b, self.last = self.core.sglang_decode_until(
+                self.ends, self.durs, self.stored, self.keys, self.groups, self.forms, self.prices, plain_decode_terms,
+                self.D, self.K, self.n, self.S, self.room, self.last, bound)
+            self._advance_to(b, self.K - self.D)
+            return
         D, keys, groups = self.D, self.keys, self.groups
         off = self.K - D  # step of decode step d: d + off
         cap = D + MAX_SGLANG_STRETCH_STEPS - self.K

@@ -23,6 +23,7 @@
 #define CHUNK_UNPRICED_STEPS 16 /* stretch_times.py: steps priced first when no step has been priced yet */
 #define PLAIN_FLOAT_MAX_STEPS 96 /* decode_prices.py: longer runs are priced by prices.decode_list (numpy) */
 #define MAX_ARRIVAL_STRETCH_STEPS 4096 /* open_stretch.py: steps settled at a time */
+#define MAX_SGLANG_STRETCH_STEPS 4096 /* sglang_stretch.py: the same under SGLang's rule */
 
 static PyObject *s_num_computed, *s_num_generated, *s_num_tokens, *s_num_output, *s_num_prompt;
 
@@ -292,6 +293,90 @@ static PyObject *decode_until(PyObject *self, PyObject *const *args, Py_ssize_t 
     /* when the next step is scheduled: the end of step b (async: of step b − 1); None when no step ran */
     PyObject *sched = b > K0 ? PyList_GET_ITEM(st.ends, st.lag ? b - 1 : b) : Py_None;
     return Py_BuildValue("LLLLLNO", st.K, st.n, st.S, st.blocks_left, st.finishing, last, sched);
+}
+
+/* ---- sglang_decode_until --------------------------------------------------------------------------------- */
+
+/* Python's floor division, for a possibly negative numerator and a positive divisor. */
+static long long floor_div(long long x, long long y) { return x / y - ((x % y != 0) && ((x < 0) != (y < 0))); }
+
+/* sglang_stretch._SGLangStretch._price_piece: decode steps a .. b − 1 (decode-step numbers; step d is ends index
+   d + off) of ``alive`` requests, priced in chunks; returns the end and sets *cut when it stopped at the first step
+   starting at or after the bound. */
+static long long sglang_piece(Stretch *st, long long a, long long b, long long alive, long long s_alive, long long off,
+                              int *cut)
+{
+    double t[3] = {0.0, 0.0, 0.0};
+    int plain = 0, finite = st->bound < Py_HUGE_VAL;
+    if (decode_terms(st, alive, t, &plain) < 0) return -1;
+    long long j = a;
+    *cut = 0;
+    while (j < b) {
+        long long m = b - j;
+        if (finite) {  /* stretch_times.chunk_steps with no lag */
+            long long est = CHUNK_UNPRICED_STEPS;
+            if (st->last > 0) {
+                double q = (st->bound - as_double(PyList_GET_ITEM(st->ends, j + off))) / st->last;
+                est = q >= 9.0e15 ? (long long)9.0e15 : (long long)q + CHUNK_SPARE_STEPS;
+            }
+            if (est < CHUNK_MIN_STEPS) est = CHUNK_MIN_STEPS;
+            if (est < m) m = est;
+        }
+        if (extend_chunk(st, t, plain, alive, s_alive + alive * (j + 1), m) < 0) return -1;
+        j += m;
+        if (as_double(PyList_GET_ITEM(st->ends, j - 1 + off)) >= st->bound) {
+            *cut = 1;
+            return bisect_ends(st->ends, st->bound, a + off, j + off) - off;
+        }
+    }
+    return j;
+}
+
+/* ``_SGLangStretch.decode_until``'s loop: decode steps from decode step D, in pieces between finishes, as far as the
+   token slots (``room``) and the step cap go; returns (b, last), the decode step reached and the last price. */
+static PyObject *sglang_decode_until(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 15 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1]) || !PyList_CheckExact(args[2])
+        || !PyList_CheckExact(args[3]) || !PyDict_CheckExact(args[4]) || !PyDict_CheckExact(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, "
+                        "terms_of, D, K, n, S, room, last, bound): lists, then dicts");
+        return NULL;
+    }
+    Stretch st = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]};
+    long long v[5];  /* D, K, n, S, room */
+    for (int i = 0; i < 5; i++)
+        if ((v[i] = PyLong_AsLongLong(args[8 + i])) == -1 && PyErr_Occurred()) return NULL;
+    st.last = as_double(args[13]);
+    st.bound = as_double(args[14]);
+    if (PyErr_Occurred()) return NULL;
+    long long D = v[0], off = v[1] - D, cap = D + MAX_SGLANG_STRETCH_STEPS - v[1], alive = v[2], s_alive = v[3];
+    long long room = v[4], a = D, b = D;
+    Py_ssize_t si = 0, nk = PyList_GET_SIZE(st.keys);
+    while (alive > 0 && si < nk) {
+        long long fits = floor_div(room - s_alive, alive), stop = cap < fits ? cap : fits, key;  /* slots left */
+        if (get_ll_item(st.keys, si, &key) < 0) return NULL;
+        b = key < stop ? key : stop;
+        if (b <= a) { b = a; break; }
+        int cut = 0;
+        long long j = sglang_piece(&st, a, b, alive, s_alive, off, &cut);
+        if (j < 0 && PyErr_Occurred()) return NULL;
+        if (j > a && append_ll4(st.stored, a + off, j - a, s_alive + alive * (a + 1), alive, 4) < 0) return NULL;
+        b = j;
+        if (cut || b >= stop) break;
+        PyObject *bk = PyLong_FromLongLong(b), *g;
+        if (bk == NULL) return NULL;
+        g = PyDict_GetItemWithError(st.groups, bk);  /* the requests whose last decode step was b − 1 leave */
+        Py_DECREF(bk);
+        long long cnt, tok;
+        if (g == NULL || get_ll_item(g, 0, &cnt) < 0 || get_ll_item(g, 1, &tok) < 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "sglang_decode_until: finish group");
+            return NULL;
+        }
+        alive -= cnt, s_alive -= tok, a = b;
+        si++;
+    }
+    PyObject *last = st.priced ? PyFloat_FromDouble(st.last) : Py_NewRef(args[13]);
+    return last ? Py_BuildValue("LN", b, last) : NULL;
 }
 
 /* ---- settle_lives ----------------------------------------------------------------------------------------- */
@@ -640,6 +725,9 @@ static PyMethodDef core_methods[] = {
      "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0) -> "
      "(next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
     {"doubles", doubles, METH_O, "doubles(floats) -> bytearray: array('d', floats)'s bytes, for np.frombuffer."},
+    {"sglang_decode_until", (PyCFunction)(void (*)(void))sglang_decode_until, METH_FASTCALL,
+     "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, D, K, n, S, room, last, bound) -> "
+     "(decode step reached, last price): sglang_stretch._SGLangStretch.decode_until's loop."},
     {"settle_lives", settle_lives, METH_VARARGS,
      "settle_lives(lives, K, B, lag, step0) -> (takes, runs, frees, running, finished, freed, deferred): "
      "open_settle.settle's per-request loop."},
