@@ -146,6 +146,9 @@ def _cli_json(env_extra: dict, *argv: str) -> bytes:
 
 
 @needs_core
-def test_the_command_line_prints_the_same_bytes_with_and_without_the_core():
-    argv = ("--trace", "azure-conv", "--num-requests", "3000")
+@pytest.mark.parametrize("policy", ["vllm", "sglang"])
+def test_the_command_line_prints_the_same_bytes_with_and_without_the_core(policy):
+    # vLLM's rule runs open_stretch.py's arrival stretches (decode_until, arrive, settle_lives in C); SGLang's,
+    # sglang_stretch.py's (sglang_decode_until, with CUDA-graph padded prices asked of prices.decode_list)
+    argv = ("--trace", "azure-conv", "--num-requests", "3000", "--policy", policy)
     assert _cli_json({}, *argv) == _cli_json({"KVLEDGER_PURE_PYTHON": "1"}, *argv)
