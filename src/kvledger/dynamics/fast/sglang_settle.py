@@ -24,6 +24,7 @@ from bisect import bisect_left
 import numpy as np
 
 from kvledger.dynamics.engine.request_state import RUNNING
+from kvledger.dynamics.fast import native
 
 __all__ = ["settle"]
 
@@ -111,6 +112,8 @@ def _gaps(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, st
         prev = b - 1
 
     runs, s = _runs(r, adm, stop, prefills, is_prefill, step0)  # the stretch's runs, as an unfinished request's
+    if native.core is not None:  # the rest compiled (native.py)
+        return native.core.sglang_gaps(r.runs, runs, s, step0 + stop, gap_runs, singles)
     for a, b in r.runs:
         close(a, b)
     for a, b in runs:
@@ -133,7 +136,9 @@ def _start(r, adm: int, is_prefill: bytearray, step0: int) -> int:
 def _runs(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, step0: int) -> tuple[list, int]:
     """The request's token runs closed over the stretch's steps before ``stop`` (each prefill step after it entered
     breaks its run; admitted in step ``adm``, or running from the start: ``adm`` −1), and the start of its open run
-    (−1: paused)."""
+    (−1: paused). ``stretch_core.sglang_runs`` is this function in C."""
+    if native.core is not None:
+        return native.core.sglang_runs(r.run_start, adm, stop, prefills, is_prefill, step0)
     s = _start(r, adm, is_prefill, step0)
     runs = []
     j = bisect_left(prefills, adm + 1)

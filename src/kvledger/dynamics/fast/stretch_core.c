@@ -16,6 +16,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <string.h>
 
 #define CORE_VERSION 1          /* native.py loads only the version it was written for */
 #define CHUNK_SPARE_STEPS 3     /* stretch_times.py: steps priced beyond those the last price says fit */
@@ -379,6 +380,97 @@ static PyObject *sglang_decode_until(PyObject *self, PyObject *const *args, Py_s
     return last ? Py_BuildValue("LN", b, last) : NULL;
 }
 
+/* ---- sglang_runs, sglang_gaps ------------------------------------------------------------------------------- */
+
+static int append_pair(PyObject *list, long long a, long long b)
+{
+    PyObject *t = Py_BuildValue("(LL)", a, b);
+    if (t == NULL) return -1;
+    int rc = PyList_Append(list, t);
+    Py_DECREF(t);
+    return rc;
+}
+
+/* sglang_settle._runs: a request's token runs closed over the stretch's steps before ``stop`` (each prefill step after
+   it entered breaks its run) and the start of its open run (−1: paused); ``run_start`` is the request's before the
+   stretch, ``adm`` the prefill step it was admitted in (−1: running from the start). Returns (runs, start). */
+static PyObject *sglang_runs(PyObject *self, PyObject *args)
+{
+    PyObject *prefills, *is_prefill;
+    long long run_start, adm, stop, step0;
+    if (!PyArg_ParseTuple(args, "LLLO!O!L", &run_start, &adm, &stop, &PyList_Type, &prefills, &PyByteArray_Type,
+                          &is_prefill, &step0))
+        return NULL;
+    const char *flag = PyByteArray_AS_STRING(is_prefill);
+    Py_ssize_t n = PyList_GET_SIZE(prefills), lo = 0, hi = n, nf = PyByteArray_GET_SIZE(is_prefill);
+    long long s = adm >= 0 ? step0 + adm : run_start;  /* _start */
+    if (adm < 0 && s < 0 && !(nf > 0 && flag[0])) s = step0;  /* paused by the prefill step before: emits again */
+    while (lo < hi) {  /* bisect_left(prefills, adm + 1) */
+        Py_ssize_t mid = (lo + hi) / 2;
+        long long v;
+        if (get_ll_item(prefills, mid, &v) < 0) return NULL;
+        if (v < adm + 1) lo = mid + 1; else hi = mid;
+    }
+    PyObject *runs = PyList_New(0);
+    if (runs == NULL) return NULL;
+    for (Py_ssize_t j = lo; j < n; j++) {
+        long long p;
+        if (get_ll_item(prefills, j, &p) < 0) goto fail;
+        if (p >= stop) break;
+        if (s >= 0) {
+            if (append_pair(runs, s, step0 + p) < 0) goto fail;
+            s = -1;
+        }
+        if (p + 1 < stop && !(p + 1 < nf && flag[p + 1])) s = step0 + p + 1;
+    }
+    return Py_BuildValue("NL", runs, s);
+fail:
+    Py_DECREF(runs);
+    return NULL;
+}
+
+/* The gap bookkeeping of sglang_settle._gaps: runs of steps closed in order. */
+typedef struct { PyObject *gap_runs, *singles; long long prev, first; } Gaps;
+
+static int close_run(Gaps *g, long long a, long long b)
+{
+    if (b - a > 1 && append_ll4(g->gap_runs, a + 1, b, 0, 0, 2) < 0) return -1;
+    if (g->prev >= 0) {
+        if (append_ll4(g->singles, a, g->prev, 0, 0, 2) < 0) return -1;
+    } else {
+        g->first = a;
+    }
+    g->prev = b - 1;
+    return 0;
+}
+
+static int close_runs(Gaps *g, PyObject *runs)
+{
+    PyObject *seq = PySequence_Fast(runs, "sglang_gaps: runs are (first step, end step) pairs");
+    if (seq == NULL) return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i);
+        long long a, b;
+        if (!PyArg_ParseTuple(pair, "LL", &a, &b) || close_run(g, a, b) < 0) { Py_DECREF(seq); return -1; }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* sglang_settle._gaps after its _runs: the request's earlier runs, the stretch's, then the open one from ``s`` to
+   ``end``, their gaps queued on ``gap_runs`` and ``singles``; returns (step of its first token, of its last). */
+static PyObject *sglang_gaps(PyObject *self, PyObject *args)
+{
+    PyObject *old, *runs;
+    long long s, end;
+    Gaps g = {NULL, NULL, -1, -1};
+    if (!PyArg_ParseTuple(args, "OOLLO!O!", &old, &runs, &s, &end, &PyList_Type, &g.gap_runs, &PyList_Type,
+                          &g.singles))
+        return NULL;
+    if (close_runs(&g, old) < 0 || close_runs(&g, runs) < 0 || close_run(&g, s, end) < 0) return NULL;
+    return Py_BuildValue("LL", g.first, end - 1);
+}
+
 /* ---- settle_lives ----------------------------------------------------------------------------------------- */
 
 /* One request's part of open_settle.settle: ``life`` = (request, d0, c0, held, m, admitted). */
@@ -714,6 +806,136 @@ static PyObject *doubles(PyObject *self, PyObject *floats)
     return buf;
 }
 
+/* ---- fold_totals, bucket_steps: the KV usage fold (outputs/kv_usage.py, outputs/usage_buckets.py) ----------- */
+
+#define MAX_USAGE_BUCKETS 256  /* usage_buckets.py */
+
+/* A float64 array's data (a C-contiguous buffer of doubles: numpy's float64 arrays), its length in *n. */
+static int get_doubles(PyObject *obj, Py_buffer *view, Py_ssize_t *n)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    if (view->itemsize != sizeof(double) || view->format == NULL || strcmp(view->format, "d") != 0) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_TypeError, "a contiguous float64 array is needed");
+        return -1;
+    }
+    *n = view->len / (Py_ssize_t)sizeof(double);
+    return 0;
+}
+
+static void release_all(Py_buffer *views, int count)
+{
+    for (int i = 0; i < count; i++) PyBuffer_Release(&views[i]);
+}
+
+/* KvUsageTracker._fold's totals: busy s, ∫ usage dt, ∫ stored tokens dt, ∫ held slots dt, each added step by step
+   left to right from its value so far (what np.cumsum along each row computes): durs, ud, stored·durs, held·durs. */
+static PyObject *fold_totals(PyObject *self, PyObject *args)
+{
+    PyObject *arr[4];
+    double t[4];
+    if (!PyArg_ParseTuple(args, "OOOO(dddd)", &arr[0], &arr[1], &arr[2], &arr[3], &t[0], &t[1], &t[2], &t[3]))
+        return NULL;
+    Py_buffer v[4];
+    Py_ssize_t n[4];
+    for (int i = 0; i < 4; i++)
+        if (get_doubles(arr[i], &v[i], &n[i]) < 0) { release_all(v, i); return NULL; }
+    if (n[1] != n[0] || n[2] != n[0] || n[3] != n[0]) {
+        release_all(v, 4);
+        PyErr_SetString(PyExc_ValueError, "fold_totals: arrays of one length");
+        return NULL;
+    }
+    const double *durs = v[0].buf, *ud = v[1].buf, *stored = v[2].buf, *held = v[3].buf;
+    for (Py_ssize_t k = 0; k < n[0]; k++) {
+        t[0] = t[0] + durs[k];
+        t[1] = t[1] + ud[k];
+        t[2] = t[2] + stored[k] * durs[k];
+        t[3] = t[3] + held[k] * durs[k];
+    }
+    release_all(v, 4);
+    return Py_BuildValue("dddd", t[0], t[1], t[2], t[3]);
+}
+
+/* UsageBuckets' buckets as C triples [∫ usage dt, busy s, max usage] and back. */
+static int read_buckets(PyObject *list, double *b, Py_ssize_t *nb)
+{
+    *nb = PyList_GET_SIZE(list);
+    if (*nb > MAX_USAGE_BUCKETS) {
+        PyErr_SetString(PyExc_ValueError, "bucket_steps: more buckets than MAX_USAGE_BUCKETS");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < *nb; i++) {
+        PyObject *x = PyList_GET_ITEM(list, i);
+        if (!PyList_Check(x) || PyList_GET_SIZE(x) != 3) {
+            PyErr_SetString(PyExc_TypeError, "bucket_steps: a bucket is a list of three floats");
+            return -1;
+        }
+        for (int j = 0; j < 3; j++) b[3 * i + j] = as_double(PyList_GET_ITEM(x, j));
+    }
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static int write_buckets(PyObject *list, const double *b, Py_ssize_t nb)
+{
+    PyObject *fresh = PyList_New(nb);
+    if (fresh == NULL) return -1;
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        PyObject *x = Py_BuildValue("[ddd]", b[3 * i], b[3 * i + 1], b[3 * i + 2]);
+        if (x == NULL) { Py_DECREF(fresh); return -1; }
+        PyList_SET_ITEM(fresh, i, x);
+    }
+    int rc = PyList_SetSlice(list, 0, PY_SSIZE_T_MAX, fresh);
+    Py_DECREF(fresh);
+    return rc;
+}
+
+/* UsageBuckets._bucket's merge: pairs of buckets merged (sums added, maxima kept), the width doubled, while the step
+   starting at ``start`` is past the last bucket. */
+static void merge_buckets(double *b, Py_ssize_t *nb, double *width, double start)
+{
+    while ((long long)(start / *width) >= MAX_USAGE_BUCKETS) {
+        Py_ssize_t m = 0;
+        for (Py_ssize_t j = 0; j < *nb; j += 2, m++) {
+            double a0 = b[3 * j], a1 = b[3 * j + 1], a2 = b[3 * j + 2], c0 = 0.0, c1 = 0.0, c2 = 0.0;
+            if (j + 1 < *nb) c0 = b[3 * j + 3], c1 = b[3 * j + 4], c2 = b[3 * j + 5];
+            b[3 * m] = a0 + c0, b[3 * m + 1] = a1 + c1, b[3 * m + 2] = c2 > a2 ? c2 : a2;  /* Python's max(a, c) */
+        }
+        *nb = m;
+        *width = *width * 2;
+    }
+}
+
+/* UsageBuckets.add: each step counted in the bucket where it starts, its sums added left to right in step order. */
+static PyObject *bucket_steps(PyObject *self, PyObject *args)
+{
+    PyObject *list, *arr[4];
+    double width, b[3 * MAX_USAGE_BUCKETS];
+    if (!PyArg_ParseTuple(args, "O!dOOOO", &PyList_Type, &list, &width, &arr[0], &arr[1], &arr[2], &arr[3]))
+        return NULL;
+    Py_ssize_t nb, n[4];
+    Py_buffer v[4];
+    if (read_buckets(list, b, &nb) < 0) return NULL;
+    for (int i = 0; i < 4; i++)
+        if (get_doubles(arr[i], &v[i], &n[i]) < 0) { release_all(v, i); return NULL; }
+    const double *starts = v[0].buf, *durs = v[1].buf, *u = v[2].buf, *ud = v[3].buf;
+    Py_ssize_t steps = n[0] < n[1] ? n[0] : n[1];
+    for (Py_ssize_t k = 0; k < steps && k < n[2] && k < n[3]; k++) {
+        double pos = starts[k] / width;  /* bucket i holds the steps with i ≤ pos < i + 1 */
+        if (pos >= MAX_USAGE_BUCKETS) {
+            merge_buckets(b, &nb, &width, starts[k]);
+            pos = starts[k] / width;
+        }
+        Py_ssize_t i = (Py_ssize_t)(long long)pos;
+        for (; nb <= i; nb++) b[3 * nb] = b[3 * nb + 1] = b[3 * nb + 2] = 0.0;
+        b[3 * i] = b[3 * i] + ud[k];
+        b[3 * i + 1] = b[3 * i + 1] + durs[k];
+        if (u[k] > b[3 * i + 2]) b[3 * i + 2] = u[k];
+    }
+    release_all(v, 4);
+    if (write_buckets(list, b, nb) < 0) return NULL;
+    return PyFloat_FromDouble(width);
+}
+
 /* ---- module ----------------------------------------------------------------------------------------------- */
 
 static PyMethodDef core_methods[] = {
@@ -728,6 +950,14 @@ static PyMethodDef core_methods[] = {
     {"sglang_decode_until", (PyCFunction)(void (*)(void))sglang_decode_until, METH_FASTCALL,
      "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, D, K, n, S, room, last, bound) -> "
      "(decode step reached, last price): sglang_stretch._SGLangStretch.decode_until's loop."},
+    {"sglang_runs", sglang_runs, METH_VARARGS,
+     "sglang_runs(run_start, adm, stop, prefills, is_prefill, step0) -> (runs, open run's start): sglang_settle._runs."},
+    {"sglang_gaps", sglang_gaps, METH_VARARGS,
+     "sglang_gaps(old_runs, runs, start, end, gap_runs, singles) -> (first token's step, last's): sglang_settle._gaps."},
+    {"fold_totals", fold_totals, METH_VARARGS,
+     "fold_totals(durs, ud, stored, held, (busy, usage, stored_s, held_s)) -> the four totals: KvUsageTracker._fold."},
+    {"bucket_steps", bucket_steps, METH_VARARGS,
+     "bucket_steps(buckets, width, starts, durs, u, ud) -> width: UsageBuckets.add (buckets changed in place)."},
     {"settle_lives", settle_lives, METH_VARARGS,
      "settle_lives(lives, K, B, lag, step0) -> (takes, runs, frees, running, finished, freed, deferred): "
      "open_settle.settle's per-request loop."},

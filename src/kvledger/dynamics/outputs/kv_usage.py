@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from kvledger.dynamics.fast import native
 from kvledger.dynamics.outputs.step_runs import changed_sets, per_step_floats, run_steps, since_set, stored_quads
 from kvledger.dynamics.outputs.usage_buckets import MAX_USAGE_BUCKETS, UsageBuckets
 
@@ -257,6 +258,13 @@ class KvUsageTracker:
         """Add buffered steps to the totals and buckets, left to right."""
         u = used / self._cap
         ud = u * durs
+        core = native.core
+        if core is not None:  # the row sums below in C (native.py): the same additions, left to right
+            self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s = core.fold_totals(
+                durs, ud, stored, held, (self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s))
+            self._max_usage = max(self._max_usage, float(u.max()))
+            self._buckets.add(starts, durs, u, ud)
+            return
         n = len(starts)
         rows = np.empty((4, n + 1))  # each total plus its steps, summed left to right along the row by one cumsum
         rows[:, 0] = self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s
