@@ -21,6 +21,7 @@ from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.fast import native, open_settle
+from kvledger.dynamics.outputs.kv_usage import KvUsageTracker
 from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.workload.columns import WorkloadColumns
 
@@ -95,6 +96,27 @@ def test_the_roofline_run_is_the_same_with_and_without_the_core(monkeypatch, lag
     cost = RooflineStepCost(m, g, build_plan(m, g, PlanSettings(), with_roofline=False, with_advice=False).kv)
     compiled, pure = _both_ways(monkeypatch, work, cfg, cost, record_token_times=False)
     assert compiled == pure
+
+
+@needs_core
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.sampled_from([0.0, 1e-4, 0.003, 0.5, 7.0, 3e4, 1e17]), st.floats(1e-5, 0.05),
+                                st.integers(0, 10), st.integers(0, 160)), min_size=1, max_size=300))
+def test_the_usage_fold_is_the_same_with_and_without_the_core(monkeypatch, steps):
+    # steps far apart merge the time buckets (up to 1e17 s: past 2^63 buckets of the first width); the totals, the
+    # maximum and every bucket's sums must be the same floats whichever path folds them
+    def summary():
+        tracker, t = KvUsageTracker(16), 0.0
+        for gap, dur, used, stored in steps:
+            t += gap
+            tracker.add(t, dur, used, 10, stored, used * 16)
+        return json.dumps([tracker.summary(t + 1.0), tracker.busy_s, tracker.stored_token_s, tracker.held_token_s])
+
+    compiled = summary()
+    monkeypatch.setattr(native, "core", None)
+    pure = summary()
+    monkeypatch.undo()  # the next example starts with the core again
+    assert pure == compiled
 
 
 class _Req:

@@ -893,7 +893,7 @@ static int write_buckets(PyObject *list, const double *b, Py_ssize_t nb)
    starting at ``start`` is past the last bucket. */
 static void merge_buckets(double *b, Py_ssize_t *nb, double *width, double start)
 {
-    while ((long long)(start / *width) >= MAX_USAGE_BUCKETS) {
+    while (start / *width >= MAX_USAGE_BUCKETS) {  /* int(start / width) ≥ 256, compared as a double (no overflow) */
         Py_ssize_t m = 0;
         for (Py_ssize_t j = 0; j < *nb; j += 2, m++) {
             double a0 = b[3 * j], a1 = b[3 * j + 1], a2 = b[3 * j + 2], c0 = 0.0, c1 = 0.0, c2 = 0.0;
@@ -924,6 +924,11 @@ static PyObject *bucket_steps(PyObject *self, PyObject *args)
         if (pos >= MAX_USAGE_BUCKETS) {
             merge_buckets(b, &nb, &width, starts[k]);
             pos = starts[k] / width;
+        }
+        if (!(pos >= 0)) {  /* a negative or NaN start has no bucket here (the simulator's clock starts at 0) */
+            release_all(v, 4);
+            PyErr_SetString(PyExc_ValueError, "bucket_steps: a step starts before 0 s");
+            return NULL;
         }
         Py_ssize_t i = (Py_ssize_t)(long long)pos;
         for (; nb <= i; nb++) b[3 * nb] = b[3 * nb + 1] = b[3 * nb + 2] = 0.0;

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.dynamics.fast import native
+from kvledger.dynamics.outputs import step_runs
 from kvledger.dynamics.outputs.step_runs import changed_sets, per_step_floats, run_steps, since_set, stored_quads
 from kvledger.dynamics.outputs.usage_buckets import MAX_USAGE_BUCKETS, UsageBuckets
 
@@ -258,21 +258,9 @@ class KvUsageTracker:
         """Add buffered steps to the totals and buckets, left to right."""
         u = used / self._cap
         ud = u * durs
-        core = native.core
-        if core is not None:  # the row sums below in C (native.py): the same additions, left to right
-            self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s = core.fold_totals(
-                durs, ud, stored, held, (self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s))
-            self._max_usage = max(self._max_usage, float(u.max()))
-            self._buckets.add(starts, durs, u, ud)
-            return
-        n = len(starts)
-        rows = np.empty((4, n + 1))  # each total plus its steps, summed left to right along the row by one cumsum
-        rows[:, 0] = self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s
-        rows[0, 1:] = durs
-        rows[1, 1:] = ud
-        np.multiply(stored, durs, out=rows[2, 1:])
-        np.multiply(held, durs, out=rows[3, 1:])
-        self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s = rows.cumsum(axis=1)[:, -1].tolist()
+        t = (self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s)
+        self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s = step_runs.fold_totals(
+            t, durs, ud, stored, held)  # left to right, as a step-at-a-time loop adds them
         self._max_usage = max(self._max_usage, float(u.max()))
         self._buckets.add(starts, durs, u, ud)
 

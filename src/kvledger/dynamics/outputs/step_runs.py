@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["changed_sets", "per_step_floats", "stored_quads", "run_steps", "since_set"]
+from kvledger.dynamics.fast import native
+
+__all__ = ["changed_sets", "per_step_floats", "stored_quads", "run_steps", "since_set", "fold_totals"]
 
 
 def run_steps(runs: list[int], block_size: int, offsets: list[int] | None = None) -> np.ndarray:
@@ -59,3 +61,18 @@ def stored_quads(quads: list, stored: list | None, pieces: list | None, j: int, 
 def per_step_floats(x, k: int) -> list[float]:
     """``k`` per-step values as Python floats: an array or list as it is, one number repeated."""
     return [float(x)] * k if np.ndim(x) == 0 else np.asarray(x, np.float64).tolist()
+
+
+def fold_totals(totals: tuple, durs: np.ndarray, ud: np.ndarray, stored: np.ndarray, held: np.ndarray) -> list:
+    """``totals`` (busy s, ∫ usage dt, ∫ stored tokens dt, ∫ held slots dt) plus the steps' ``durs``, ``ud`` (usage ×
+    duration), ``stored``·``durs`` and ``held``·``durs``, each added left to right (as a step-at-a-time loop does; the
+    compiled core's ``fold_totals`` makes the same additions, native.py)."""
+    if native.core is not None:
+        return native.core.fold_totals(durs, ud, stored, held, totals)
+    rows = np.empty((4, len(durs) + 1))  # each total plus its steps, summed left to right along the row by one cumsum
+    rows[:, 0] = totals
+    rows[0, 1:] = durs
+    rows[1, 1:] = ud
+    np.multiply(stored, durs, out=rows[2, 1:])
+    np.multiply(held, durs, out=rows[3, 1:])
+    return rows.cumsum(axis=1)[:, -1].tolist()
