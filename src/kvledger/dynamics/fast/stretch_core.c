@@ -30,7 +30,11 @@ static PyObject *s_num_computed, *s_num_generated, *s_num_tokens, *s_num_output,
 
 /* ---- small helpers ---------------------------------------------------------------------------------------- */
 
-static inline double as_double(PyObject *o) { return PyFloat_CheckExact(o) ? PyFloat_AS_DOUBLE(o) : PyFloat_AsDouble(o); }
+/* float(o): a float's value, an int converted (correctly rounded, as Python's float() and numpy do) */
+static inline double as_double(PyObject *o)
+{
+    return PyFloat_CheckExact(o) ? PyFloat_AS_DOUBLE(o) : PyLong_CheckExact(o) ? PyLong_AsDouble(o) : PyFloat_AsDouble(o);
+}
 
 static int append_double(PyObject *list, double x)
 {
@@ -806,6 +810,165 @@ static PyObject *doubles(PyObject *self, PyObject *floats)
     return buf;
 }
 
+/* ---- usage_samples: the KV usage buffer expanded per step (outputs/kv_usage.py's _flush) ----------------------- */
+
+/* A list item as an integer (a float truncated, as numpy's astype(int64) does). */
+static int item_ll(PyObject *list, Py_ssize_t i, long long *out)
+{
+    PyObject *o = PyList_GET_ITEM(list, i);
+    if (PyFloat_Check(o)) {
+        *out = (long long)PyFloat_AS_DOUBLE(o);
+        return 0;
+    }
+    *out = PyLong_AsLongLong(o);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* numpy's index rules for add.at on an array of ``len``: −len ≤ i < len, a negative one counted from the end. */
+static int at_index(long long i, long long len, long long *out)
+{
+    if (i < -len || i >= len) {
+        PyErr_SetString(PyExc_IndexError, "usage_samples: a step outside the buffer");
+        return -1;
+    }
+    *out = i < 0 ? i + len : i;
+    return 0;
+}
+
+/* step[k] += sign·blocks, slot[k] += sign·slots for (step, blocks[, slots]) records shifted by their stretch's start:
+   grants and frees ([step, blocks, …] with ``at`` the stretch starts, slots = blocks·B) and drops ([step, blocks,
+   slots, …]). */
+static int add_changes(long long *step, long long *slot, long long len, PyObject *flat, PyObject *at, int width,
+                       long long B, long long sign)
+{
+    Py_ssize_t m = PyList_GET_SIZE(flat) / width;
+    for (Py_ssize_t r = 0; r < m; r++) {
+        long long s0, blocks, slots = 0, shift = 0, k;
+        if (item_ll(flat, width * r, &s0) < 0 || item_ll(flat, width * r + 1, &blocks) < 0) return -1;
+        if (width == 3 && item_ll(flat, 3 * r + 2, &slots) < 0) return -1;
+        if (at != NULL && item_ll(at, r, &shift) < 0) return -1;
+        if (at_index(s0 + shift, len, &k) < 0) return -1;
+        step[k] += sign * blocks;
+        slot[k] += sign * (width == 3 ? slots : blocks * B);
+    }
+    return 0;
+}
+
+/* The steps where blocks were allocated one at a time (allocs, shifted by alloc_at) and in runs ([first step, blocks,
+   …], one block every B steps, shifted by run_at): +1 block, +B slots each (np.bincount's counts). */
+static int add_allocs(long long *step, long long *slot, long long len, PyObject **lists, long long B)
+{
+    PyObject *allocs = lists[0], *alloc_at = lists[1], *runs = lists[2], *run_at = lists[3];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(allocs); i++) {
+        long long a, at;
+        if (item_ll(allocs, i, &a) < 0 || item_ll(alloc_at, i, &at) < 0) return -1;
+        if (a + at < 0 || a + at >= len) return PyErr_SetString(PyExc_ValueError, "usage_samples: allocation step"), -1;
+        step[a + at] += 1, slot[a + at] += B;
+    }
+    for (Py_ssize_t r = 0; r < PyList_GET_SIZE(runs) / 2; r++) {
+        long long first, count, at;
+        if (item_ll(runs, 2 * r, &first) < 0 || item_ll(runs, 2 * r + 1, &count) < 0 || item_ll(run_at, r, &at) < 0)
+            return -1;
+        for (long long c = 0; c < count; c++) {
+            long long k = first + at + B * c;
+            if (k < 0 || k >= len) return PyErr_SetString(PyExc_ValueError, "usage_samples: allocation step"), -1;
+            step[k] += 1, slot[k] += B;
+        }
+    }
+    return 0;
+}
+
+/* since_set (step_runs.py) for both counts: per step, the value last set at or before it plus the whole changes
+   since that set step; the sets are (step, used blocks, held slots) triples. */
+static int since_sets(PyObject *sets, const long long *step, const long long *slot, long long n, double *used,
+                      double *held)
+{
+    Py_ssize_t m = PyList_GET_SIZE(sets) / 3;
+    long long *last = PyMem_Calloc(n ? n : 1, sizeof(long long)), *at = PyMem_Calloc(m ? m : 1, sizeof(long long));
+    long long *run_u = PyMem_Calloc(n ? n : 1, sizeof(long long)), *run_h = PyMem_Calloc(n ? n : 1, sizeof(long long));
+    int rc = -1;
+    if (!last || !at || !run_u || !run_h) { PyErr_NoMemory(); goto done; }
+    if (m == 0 && n > 0) { PyErr_SetString(PyExc_ValueError, "usage_samples: no value set at step 0"); goto done; }
+    for (Py_ssize_t j = 0; j < m; j++) {  /* last[at] = arange(m), then its running maximum */
+        if (item_ll(sets, 3 * j, &at[j]) < 0 || at_index(at[j], n, &at[j]) < 0) goto done;
+        last[at[j]] = j;
+    }
+    for (long long k = 0, u = 0, h = 0; k < n; k++) {
+        if (k && last[k - 1] > last[k]) last[k] = last[k - 1];
+        run_u[k] = u += step[k], run_h[k] = h += slot[k];  /* change.cumsum() */
+    }
+    double u0 = 0.0, h0 = 0.0;
+    for (long long k = 0, j = -1; k < n; k++) {
+        if (last[k] != j) {  /* the set values as floats, read once per set */
+            j = last[k];
+            u0 = as_double(PyList_GET_ITEM(sets, 3 * j + 1)), h0 = as_double(PyList_GET_ITEM(sets, 3 * j + 2));
+        }
+        long long a = at[j];
+        used[k] = u0 + (double)(run_u[k] - (run_u[a] - step[a]));
+        held[k] = h0 + (double)(run_h[k] - (run_h[a] - slot[a]));
+    }
+    rc = PyErr_Occurred() ? -1 : 0;
+done:
+    PyMem_Free(last), PyMem_Free(at), PyMem_Free(run_u), PyMem_Free(run_h);
+    return rc;
+}
+
+/* The stored tokens per step from the (first step, steps, tokens, Δ per step) quadruples, in step order; the
+   quadruples [r0, r1) have ``shift`` added to their first steps (stored_shift's triples). */
+static int stored_steps(PyObject *quads, PyObject *shifts, long long n, double *stored)
+{
+    Py_ssize_t m = PyList_GET_SIZE(quads) / 4, ns = PyList_GET_SIZE(shifts) / 3;
+    long long k = 0;
+    for (Py_ssize_t q = 0; q < m; q++) {
+        double first = as_double(PyList_GET_ITEM(quads, 4 * q)), tokens = as_double(PyList_GET_ITEM(quads, 4 * q + 2));
+        double slope = as_double(PyList_GET_ITEM(quads, 4 * q + 3));
+        long long count;
+        if (item_ll(quads, 4 * q + 1, &count) < 0) return -1;
+        for (Py_ssize_t x = 0; x < ns; x++) {  /* s[r0:r1, 0] += shift, in turn */
+            long long r0, r1, sh;
+            if (item_ll(shifts, 3 * x, &r0) < 0 || item_ll(shifts, 3 * x + 1, &r1) < 0
+                || item_ll(shifts, 3 * x + 2, &sh) < 0) return -1;
+            if (r0 <= q && q < r1) first = first + (double)sh;
+        }
+        if (count < 0 || k + count > n) break;  /* numpy's shapes would not match: reported below */
+        for (long long c = 0; c < count; c++, k++) stored[k] = tokens + slope * ((double)k - first);
+    }
+    if (PyErr_Occurred()) return -1;
+    if (k != n) return PyErr_SetString(PyExc_ValueError, "usage_samples: quadruples do not cover the steps"), -1;
+    return 0;
+}
+
+/* KvUsageTracker._flush's expansion: (used blocks, stored tokens, held slots) per buffered step, float64 bytes. */
+static PyObject *usage_samples(PyObject *self, PyObject *args)
+{
+    long long n, B;
+    PyObject *l[12];  /* allocs, alloc_at, runs, run_at, grants, grant_at, frees, free_at, drops, sets, stored, shift */
+    if (!PyArg_ParseTuple(args, "LLO!O!O!O!O!O!O!O!O!O!O!O!", &n, &B, &PyList_Type, &l[0], &PyList_Type, &l[1],
+                          &PyList_Type, &l[2], &PyList_Type, &l[3], &PyList_Type, &l[4], &PyList_Type, &l[5],
+                          &PyList_Type, &l[6], &PyList_Type, &l[7], &PyList_Type, &l[8], &PyList_Type, &l[9],
+                          &PyList_Type, &l[10], &PyList_Type, &l[11]))
+        return NULL;
+    if (n < 0) return PyErr_SetString(PyExc_ValueError, "usage_samples: n ≥ 0"), NULL;
+    PyObject *out[3] = {NULL, NULL, NULL};
+    long long *step = PyMem_Calloc(n + 1, sizeof(long long)), *slot = PyMem_Calloc(n + 1, sizeof(long long));
+    if (!step || !slot) { PyErr_NoMemory(); goto fail; }
+    for (int i = 0; i < 3; i++)
+        if ((out[i] = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(double))) == NULL) goto fail;
+    double *used = (double *)PyByteArray_AS_STRING(out[0]), *stored = (double *)PyByteArray_AS_STRING(out[1]);
+    double *held = (double *)PyByteArray_AS_STRING(out[2]);
+    if (add_allocs(step, slot, n + 1, l, B) < 0 || add_changes(step, slot, n + 1, l[4], l[5], 2, B, 1) < 0
+        || add_changes(step, slot, n + 1, l[6], l[7], 2, B, -1) < 0
+        || add_changes(step, slot, n + 1, l[8], NULL, 3, B, -1) < 0 || since_sets(l[9], step, slot, n, used, held) < 0
+        || stored_steps(l[10], l[11], n, stored) < 0)
+        goto fail;
+    PyMem_Free(step), PyMem_Free(slot);
+    return Py_BuildValue("NNN", out[0], out[1], out[2]);
+fail:
+    PyMem_Free(step), PyMem_Free(slot);
+    for (int i = 0; i < 3; i++) Py_XDECREF(out[i]);
+    return NULL;
+}
+
 /* ---- fold_totals, bucket_steps: the KV usage fold (outputs/kv_usage.py, outputs/usage_buckets.py) ----------- */
 
 #define MAX_USAGE_BUCKETS 256  /* usage_buckets.py */
@@ -959,6 +1122,9 @@ static PyMethodDef core_methods[] = {
      "sglang_runs(run_start, adm, stop, prefills, is_prefill, step0) -> (runs, open run's start): sglang_settle._runs."},
     {"sglang_gaps", sglang_gaps, METH_VARARGS,
      "sglang_gaps(old_runs, runs, start, end, gap_runs, singles) -> (first token's step, last's): sglang_settle._gaps."},
+    {"usage_samples", usage_samples, METH_VARARGS,
+     "usage_samples(n, B, allocs, alloc_at, runs, run_at, grants, grant_at, frees, free_at, drops, sets, stored, "
+     "stored_shift) -> (used, stored, held) float64 bytes per step: KvUsageTracker._flush's expansion."},
     {"fold_totals", fold_totals, METH_VARARGS,
      "fold_totals(durs, ud, stored, held, (busy, usage, stored_s, held_s)) -> the four totals: KvUsageTracker._fold."},
     {"bucket_steps", bucket_steps, METH_VARARGS,
