@@ -17,8 +17,8 @@ from kvledger.dynamics.fast import native
 __all__ = ["settle"]
 
 
-def settle(rep, lives: list, K: int, ends: list[float], durs: list[float], stored: list, grants: list[int],
-           out: list) -> None:
+def settle(rep, lives: list, K: int, ends: list[float] | bytearray, durs: list[float] | bytearray, stored: list,
+           grants: list[int], out: list) -> None:
     """Blocks, frees, KV usage, token times, counters and records of the ``K`` steps run (see ``run_arrivals``).
 
     ``lives``: per request ``(request, first decode step, computed tokens then, blocks held then, tokens left then,
@@ -28,16 +28,16 @@ def settle(rep, lives: list, K: int, ends: list[float], durs: list[float], store
     B, lag = kv.block_size, 1 if rep.rules.async_scheduling else 0
     used0, held0 = kv.num_used_blocks, kv.held_slots
     core = native.core
-    if core is not None:  # the loop below, compiled (native.py); the same float64 arrays
+    if core is not None:  # the loop below, compiled (native.py); the step times already float64 bytes
         takes, runs, frees, running, finished, freed, deferred = core.settle_lives(lives, K, B, lag, rep.num_steps)
-        ends_buf, durs_buf = core.doubles(ends), core.doubles(durs)
+        ends_buf, durs_buf = ends, durs
     else:
         takes, runs, frees, running, finished, freed, deferred = settle_lives(lives, K, B, lag, rep.num_steps)
         ends_buf, durs_buf = array("d", ends), array("d", durs)
     kv.take_in_turn(takes)
     times = np.frombuffer(ends_buf)[: K + 1]  # step end times (times[0]: the first one's start), one array
     rep.push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
-    rep.now_s = ends[K]
+    rep.now_s = float(times[K])
     if freed:  # after the blocks were taken: frees put blocks back at the queue's head
         kv.free_finished(freed)
     sched.running = running
@@ -45,7 +45,7 @@ def settle(rep, lives: list, K: int, ends: list[float], durs: list[float], store
                           runs, (), grants, frees, stored)
     if lag:
         rep.defer(deferred)
-        rep.last_start_s = ends[K - 1]
+        rep.last_start_s = float(times[K - 1])
     recs = rep.finish(finished, freed=True) if finished else []
     if rep.sink is None:
         out.extend((r.uid, rec) for r, rec in recs)

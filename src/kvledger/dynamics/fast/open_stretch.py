@@ -32,6 +32,7 @@ every reported figure with step-by-step execution.
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left
 from functools import partial
 
@@ -130,6 +131,9 @@ class _ArrivalStretch:
         self.n, self.keys = len(lives), sorted(groups)  # keys: the finish steps, ascending
         self.blocks_left = rep.kv.num_free_blocks  # a lower bound on the free blocks: every take counted at its most
         self.ends, self.durs = [rep.now_s], []  # step end times (ends[0]: the first step's start), durations, s
+        self.core = native.core  # the compiled decode_until and arrive (open_native.py), or None (the methods below)
+        if self.core is not None:  # the core keeps the step times as float64 bytes: no float object per step
+            self.ends, self.durs = bytearray(array("d", self.ends)), bytearray()
         self.stored, self.grants = [], []  # stored: [first step, steps, KV tokens, Δ per step, …]
         self.split = rep.prefill_time.mixed  # mixed steps' shapes and prices, split later (PrefillTime)
         self.sched_t = rep.sched_s  # when the next step is scheduled, s
@@ -137,7 +141,6 @@ class _ArrivalStretch:
         self.last = rep.decode_step_hint_s  # a recent decode step's price: sizes pricing chunks only
         self.forms: dict[int, tuple | None] = {}  # per batch size: the plain form of its decode price (or None)
         self.K = 0  # steps run
-        self.core = native.core  # the compiled decode_until and arrive, or None (the Python ones below)
         self.price = self.prices.step_price or partial(open_native.shape_price, rep.cost)  # a mixed step's price, s
 
     def decode_until(self, bound: float) -> None:

@@ -18,7 +18,7 @@
 #include <Python.h>
 #include <string.h>
 
-#define CORE_VERSION 1          /* native.py loads only the version it was written for */
+#define CORE_VERSION 2          /* native.py loads only the version it was written for */
 #define CHUNK_SPARE_STEPS 3     /* stretch_times.py: steps priced beyond those the last price says fit */
 #define CHUNK_MIN_STEPS 8       /* stretch_times.py: fewest steps priced in one call while a bound is ahead */
 #define CHUNK_UNPRICED_STEPS 16 /* stretch_times.py: steps priced first when no step has been priced yet */
@@ -87,6 +87,39 @@ static int get_ll_attr(PyObject *obj, PyObject *name, long long *out)
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
+/* ---- step times: a list of floats (the fallback's) or a bytearray of C doubles (the arrival stretch's) ----------- */
+
+/* open_stretch keeps its step end times and durations as float64 bytes when the core runs it (no float object per
+   step; settle hands the bytes to numpy as they are); sglang_stretch keeps Python lists. These read either. */
+static inline Py_ssize_t times_len(PyObject *t)
+{
+    return PyByteArray_CheckExact(t) ? PyByteArray_GET_SIZE(t) / (Py_ssize_t)sizeof(double) : PyList_GET_SIZE(t);
+}
+
+static inline double time_at(PyObject *t, Py_ssize_t i)
+{
+    return PyByteArray_CheckExact(t) ? ((double *)PyByteArray_AS_STRING(t))[i] : as_double(PyList_GET_ITEM(t, i));
+}
+
+static int time_append(PyObject *t, double x)
+{
+    if (!PyByteArray_CheckExact(t)) return append_double(t, x);
+    Py_ssize_t n = times_len(t);
+    if (PyByteArray_Resize(t, (n + 1) * (Py_ssize_t)sizeof(double)) < 0) return -1;  /* grows by ~1/8 when full */
+    ((double *)PyByteArray_AS_STRING(t))[n] = x;
+    return 0;
+}
+
+/* del t[n:] */
+static int times_trim(PyObject *t, Py_ssize_t n)
+{
+    if (n >= times_len(t)) return 0;
+    if (PyByteArray_CheckExact(t)) return PyByteArray_Resize(t, n * (Py_ssize_t)sizeof(double));
+    return PyList_SetSlice(t, n, PY_SSIZE_T_MAX, NULL);
+}
+
+static int is_times(PyObject *t) { return PyList_CheckExact(t) || PyByteArray_CheckExact(t); }
+
 /* ---- decode_until ----------------------------------------------------------------------------------------- */
 
 /* The state of one decode_until call: the arrival stretch's lists and counts (open_stretch.py's names). */
@@ -125,12 +158,12 @@ static int decode_terms(Stretch *st, long long alive, double t[3], int *plain)
    tokens; their durations go to durs and their end times, summed one by one from the last end, to ends. */
 static int extend_chunk(Stretch *st, const double t[3], int plain, long long alive, long long kv0, long long m)
 {
-    double end = as_double(PyList_GET_ITEM(st->ends, PyList_GET_SIZE(st->ends) - 1)), d = 0.0;
+    double end = time_at(st->ends, times_len(st->ends) - 1), d = 0.0;
     if (plain && m <= PLAIN_FLOAT_MAX_STEPS) {
         for (long long x = kv0; x < kv0 + alive * m; x += alive) {
             d = t[0] + t[1] * (double)x / t[2];
             end = end + d;
-            if (append_double(st->durs, d) < 0 || append_double(st->ends, end) < 0) return -1;
+            if (time_append(st->durs, d) < 0 || time_append(st->ends, end) < 0) return -1;
         }
     } else {  /* prices.decode_list(alive, kv0, m): a list of floats */
         PyObject *ds = PyObject_CallMethod(st->prices, "decode_list", "LLL", alive, kv0, m);
@@ -141,7 +174,7 @@ static int extend_chunk(Stretch *st, const double t[3], int plain, long long ali
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
             d = as_double(PySequence_Fast_GET_ITEM(seq, i));
             end = end + d;
-            if (append_double(st->durs, d) < 0 || append_double(st->ends, end) < 0) { Py_DECREF(seq); return -1; }
+            if (time_append(st->durs, d) < 0 || time_append(st->ends, end) < 0) { Py_DECREF(seq); return -1; }
         }
         Py_DECREF(seq);
     }
@@ -155,7 +188,7 @@ static long long bisect_ends(PyObject *ends, double bound, long long lo, long lo
 {
     while (lo < hi) {
         long long mid = (lo + hi) / 2;
-        if (as_double(PyList_GET_ITEM(ends, mid)) < bound) lo = mid + 1;
+        if (time_at(ends, mid) < bound) lo = mid + 1;
         else hi = mid;
     }
     return lo;
@@ -175,7 +208,7 @@ static long long run_piece(Stretch *st, long long a, long long b, long long aliv
         if (finite) {  /* as chunk_steps: the steps likely to start before the bound at the last price, a few spare */
             long long est = CHUNK_UNPRICED_STEPS;
             if (st->last > 0) {
-                double q = (st->bound - as_double(PyList_GET_ITEM(st->ends, j))) / st->last;
+                double q = (st->bound - time_at(st->ends, j)) / st->last;
                 est = q >= 9.0e15 ? (long long)9.0e15 : (long long)q + spare;  /* int() truncates toward zero */
             }
             if (est < CHUNK_MIN_STEPS) est = CHUNK_MIN_STEPS;
@@ -183,7 +216,7 @@ static long long run_piece(Stretch *st, long long a, long long b, long long aliv
         }
         if (extend_chunk(st, t, plain, alive, s_alive + alive * (j + 1), m) < 0) return -1;
         j += m;
-        if (j - 1 - lag >= K && as_double(PyList_GET_ITEM(st->ends, j - 1 - lag)) >= st->bound) {
+        if (j - 1 - lag >= K && time_at(st->ends, j - 1 - lag) >= st->bound) {
             long long lo = a - lag > K ? a - lag : K;
             j = bisect_ends(st->ends, st->bound, lo, j - lag) + lag;
             *cut = 1;
@@ -227,11 +260,11 @@ static long long run_pieces(Stretch *st, long long max_steps)
 static int close_pieces(Stretch *st, long long b)
 {
     long long K = st->K, k = b - K;
-    Py_ssize_t nd = PyList_GET_SIZE(st->durs);
+    Py_ssize_t nd = times_len(st->durs);
     if (!k || nd > b) {
         long long cut = k ? b : K;
-        if (PyList_SetSlice(st->ends, cut + 1, PY_SSIZE_T_MAX, NULL) < 0) return -1;
-        if (PyList_SetSlice(st->durs, cut, PY_SSIZE_T_MAX, NULL) < 0) return -1;
+        if (times_trim(st->ends, cut + 1) < 0) return -1;
+        if (times_trim(st->durs, cut) < 0) return -1;
     }
     if (!k) return 0;
     st->blocks_left -= st->n * (k / st->B + 1);
@@ -276,8 +309,8 @@ static PyObject *decode_until(PyObject *self, PyObject *const *args, Py_ssize_t 
         if (*ints[i] == -1 && PyErr_Occurred()) return NULL;
     }
     for (int i = 0; i < 4; i++)
-        if (!PyList_CheckExact(args[i])) {
-            PyErr_SetString(PyExc_TypeError, "decode_until: ends, durs, stored and keys are lists");
+        if (i < 2 ? !is_times(args[i]) : !PyList_CheckExact(args[i])) {
+            PyErr_SetString(PyExc_TypeError, "decode_until: ends, durs are lists or float64 bytearrays, stored, keys lists");
             return NULL;
         }
     if (!PyDict_CheckExact(args[4]) || !PyDict_CheckExact(args[5])) {
@@ -296,8 +329,9 @@ static PyObject *decode_until(PyObject *self, PyObject *const *args, Py_ssize_t 
     PyObject *last = st.priced ? PyFloat_FromDouble(st.last) : Py_NewRef(args[15]);
     if (last == NULL) return NULL;
     /* when the next step is scheduled: the end of step b (async: of step b − 1); None when no step ran */
-    PyObject *sched = b > K0 ? PyList_GET_ITEM(st.ends, st.lag ? b - 1 : b) : Py_None;
-    return Py_BuildValue("LLLLLNO", st.K, st.n, st.S, st.blocks_left, st.finishing, last, sched);
+    PyObject *sched = b > K0 ? PyFloat_FromDouble(time_at(st.ends, st.lag ? b - 1 : b)) : Py_NewRef(Py_None);
+    if (sched == NULL) { Py_DECREF(last); return NULL; }
+    return Py_BuildValue("LLLLLNN", st.K, st.n, st.S, st.blocks_left, st.finishing, last, sched);
 }
 
 /* ---- sglang_decode_until --------------------------------------------------------------------------------- */
@@ -321,7 +355,7 @@ static long long sglang_piece(Stretch *st, long long a, long long b, long long a
         if (finite) {  /* stretch_times.chunk_steps with no lag */
             long long est = CHUNK_UNPRICED_STEPS;
             if (st->last > 0) {
-                double q = (st->bound - as_double(PyList_GET_ITEM(st->ends, j + off))) / st->last;
+                double q = (st->bound - time_at(st->ends, j + off)) / st->last;
                 est = q >= 9.0e15 ? (long long)9.0e15 : (long long)q + CHUNK_SPARE_STEPS;
             }
             if (est < CHUNK_MIN_STEPS) est = CHUNK_MIN_STEPS;
@@ -329,7 +363,7 @@ static long long sglang_piece(Stretch *st, long long a, long long b, long long a
         }
         if (extend_chunk(st, t, plain, alive, s_alive + alive * (j + 1), m) < 0) return -1;
         j += m;
-        if (as_double(PyList_GET_ITEM(st->ends, j - 1 + off)) >= st->bound) {
+        if (time_at(st->ends, j - 1 + off) >= st->bound) {
             *cut = 1;
             return bisect_ends(st->ends, st->bound, a + off, j + off) - off;
         }
@@ -341,7 +375,7 @@ static long long sglang_piece(Stretch *st, long long a, long long b, long long a
    token slots (``room``) and the step cap go; returns (b, last), the decode step reached and the last price. */
 static PyObject *sglang_decode_until(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 15 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1]) || !PyList_CheckExact(args[2])
+    if (nargs != 15 || !is_times(args[0]) || !is_times(args[1]) || !PyList_CheckExact(args[2])
         || !PyList_CheckExact(args[3]) || !PyDict_CheckExact(args[4]) || !PyDict_CheckExact(args[5])) {
         PyErr_SetString(PyExc_TypeError, "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, "
                         "terms_of, D, K, n, S, room, last, bound): lists, then dicts");
@@ -561,13 +595,14 @@ typedef struct {
 
 static int run_ll(PyObject *run, PyObject *name, long long *out) { return get_ll_attr(run, name, out); }
 
-static PyObject *run_list(PyObject *run, PyObject *name, int dict)
+/* kind 0: a list, 1: a dict, 2: step times (a list or a float64 bytearray) */
+static PyObject *run_list(PyObject *run, PyObject *name, int kind)
 {
     PyObject *v = PyObject_GetAttr(run, name);
     if (v == NULL) return NULL;
     Py_DECREF(v);  /* the run keeps it alive for the call */
-    if (dict ? !PyDict_CheckExact(v) : !PyList_CheckExact(v)) {
-        PyErr_Format(PyExc_TypeError, "arrive: the run's %U is not a %s", name, dict ? "dict" : "list");
+    if (kind == 1 ? !PyDict_CheckExact(v) : kind == 2 ? !is_times(v) : !PyList_CheckExact(v)) {
+        PyErr_Format(PyExc_TypeError, "arrive: the run's %U is not a %s", name, kind == 1 ? "dict" : "list");
         return NULL;
     }
     return v;
@@ -583,7 +618,7 @@ static int read_run(PyObject *run, Run *st)
     PyObject **lists[8] = {&st->groups, &st->keys, &st->ends, &st->durs, &st->split, &st->stored, &st->grants,
                            &st->lives};
     for (int i = 0; i < 8; i++)
-        if ((*lists[i] = run_list(run, names[i], i == 0)) == NULL) return -1;
+        if ((*lists[i] = run_list(run, names[i], i == 0 ? 1 : i == 2 || i == 3 ? 2 : 0)) == NULL) return -1;
     return st->B > 0 ? 0 : (PyErr_SetString(PyExc_ValueError, "arrive: block size must be positive"), -1);
 }
 
@@ -645,7 +680,7 @@ static int mixed_step(PyObject *run, Run *st, PyObject *new, long long pf, doubl
     st->left -= take;
     PyObject *d = PyObject_CallFunction(price, "LLLdLL", pf, a, pf, pairs, n, dec_kv);
     if (d == NULL) return -1;
-    double dur = as_double(d), end = as_double(PyList_GET_ITEM(st->ends, K)) + dur;
+    double dur = as_double(d), end = time_at(st->ends, K) + dur;
     PyObject *mixed = Py_BuildValue("(LLLdLLO)", pf, a, pf, pairs, n, dec_kv, d);
     Py_DECREF(d);
     if (mixed == NULL || PyErr_Occurred()) { Py_XDECREF(mixed); return -1; }
@@ -653,8 +688,8 @@ static int mixed_step(PyObject *run, Run *st, PyObject *new, long long pf, doubl
     Py_DECREF(mixed);
     if (ext == NULL) return -1;
     Py_DECREF(ext);
-    if (append_ll4(st->stored, K, 1, pf + dec_kv, 0, 4) < 0 || append_double(st->ends, end) < 0
-        || append_double(st->durs, dur) < 0) return -1;
+    if (append_ll4(st->stored, K, 1, pf + dec_kv, 0, 4) < 0 || time_append(st->ends, end) < 0
+        || time_append(st->durs, dur) < 0) return -1;
     K += 1;
     PyObject *key = PyLong_FromLongLong(K), *g;
     if (key == NULL) return -1;
@@ -677,7 +712,7 @@ static int mixed_step(PyObject *run, Run *st, PyObject *new, long long pf, doubl
     if (rc < 0) return -1;
     st->K = K, st->n = n + a;
     st->finishing = st->lag && g != NULL ? gone : 0;
-    PyObject *sched = PyList_GET_ITEM(st->ends, st->lag ? K - 1 : K);
+    PyObject *sched = PyFloat_FromDouble(time_at(st->ends, st->lag ? K - 1 : K));
     PyObject *vals[4] = {PyLong_FromLongLong(st->S), PyLong_FromLongLong(st->K), PyLong_FromLongLong(st->n),
                          PyLong_FromLongLong(st->finishing)};
     PyObject *names[6] = {s_S, s_K, s_n, s_finishing, s_blocks_left, s_sched_t};
@@ -688,6 +723,7 @@ static int mixed_step(PyObject *run, Run *st, PyObject *new, long long pf, doubl
     }
     for (int i = 0; i < 4; i++) Py_XDECREF(vals[i]);
     Py_XDECREF(left);
+    Py_XDECREF(sched);
     return rc;
 }
 
@@ -789,25 +825,6 @@ done:
     Py_XDECREF(new);
     Py_XDECREF(rejected);
     return res;
-}
-
-/* ---- doubles ---------------------------------------------------------------------------------------------- */
-
-/* array("d", floats) as a bytearray (np.frombuffer reads it without a copy): the step end times and durations that
-   settle hands to numpy, converted without array's per-element generic path. */
-static PyObject *doubles(PyObject *self, PyObject *floats)
-{
-    if (!PyList_CheckExact(floats)) {
-        PyErr_SetString(PyExc_TypeError, "doubles: a list of floats");
-        return NULL;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(floats);
-    PyObject *buf = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(double));
-    if (buf == NULL) return NULL;
-    double *out = (double *)PyByteArray_AS_STRING(buf);
-    for (Py_ssize_t i = 0; i < n; i++) out[i] = as_double(PyList_GET_ITEM(floats, i));
-    if (PyErr_Occurred()) { Py_DECREF(buf); return NULL; }
-    return buf;
 }
 
 /* ---- usage_samples: the KV usage buffer expanded per step (outputs/kv_usage.py's _flush) ----------------------- */
@@ -1114,7 +1131,6 @@ static PyMethodDef core_methods[] = {
     {"arrive", (PyCFunction)(void (*)(void))arrive, METH_FASTCALL,
      "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0) -> "
      "(next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
-    {"doubles", doubles, METH_O, "doubles(floats) -> bytearray: array('d', floats)'s bytes, for np.frombuffer."},
     {"sglang_decode_until", (PyCFunction)(void (*)(void))sglang_decode_until, METH_FASTCALL,
      "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, D, K, n, S, room, last, bound) -> "
      "(decode step reached, last price): sglang_stretch._SGLangStretch.decode_until's loop."},
