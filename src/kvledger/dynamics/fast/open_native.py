@@ -15,13 +15,9 @@ __all__ = ["decode_until", "arrive", "shape_price"]
 
 
 def decode_until(run, bound: float) -> None:
-    """``run.decode_until(bound)`` by the core: the decode steps up to the first one scheduled at or after ``bound``."""
-    K, n, S, left, fin, last, sched_t = run.core.decode_until(
-        run.ends, run.durs, run.stored, run.keys, run.groups, run.forms, run.prices, plain_decode_terms, run.K, run.n,
-        run.S, run.lag, run.blocks_left, run.B, run.finishing, run.last, bound)
-    run.K, run.n, run.S, run.blocks_left, run.finishing, run.last = K, n, S, left, fin, last
-    if sched_t is not None:  # None: no step ran
-        run.sched_t = sched_t
+    """``run.decode_until(bound)`` by the core, on the run's own fields: the decode steps up to the first one scheduled
+    at or after ``bound``."""
+    run.core.decode_until(run, plain_decode_terms, bound)
 
 
 def arrive(run, spec_at, arrivals, i: int, total: int, out) -> int:

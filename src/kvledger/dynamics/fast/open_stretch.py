@@ -78,13 +78,16 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     run = _ArrivalStretch(rep)
     total = len(specs)
     spec_at = getattr(specs, "spec_at", None) or specs.__getitem__  # a columnar workload builds a spec when asked
+    decode_until, arrive = run.decode_until, run.arrive
+    if run.core is not None:  # the compiled ones, called straight (open_native.py)
+        decode_until, arrive = partial(run.core.decode_until, run, plain_decode_terms), partial(open_native.arrive, run)
     while run.n and run.K < MAX_ARRIVAL_STRETCH_STEPS:
         bound = arrivals[i] if i < total else math.inf
         if not (run.lag and run.sched_t >= bound):
-            run.decode_until(bound)
+            decode_until(bound)
             if not run.n or run.sched_t < bound or run.K >= MAX_ARRIVAL_STRETCH_STEPS:
                 break  # everyone finished, or stopped short of the arrival (blocks, the step cap)
-        i_next = run.arrive(spec_at, arrivals, i, total, out)
+        i_next = arrive(spec_at, arrivals, i, total, out)
         if i_next < 0:
             break
         i = i_next

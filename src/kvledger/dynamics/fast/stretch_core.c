@@ -18,7 +18,7 @@
 #include <Python.h>
 #include <string.h>
 
-#define CORE_VERSION 2          /* native.py loads only the version it was written for */
+#define CORE_VERSION 3          /* native.py loads only the version it was written for */
 #define CHUNK_SPARE_STEPS 3     /* stretch_times.py: steps priced beyond those the last price says fit */
 #define CHUNK_MIN_STEPS 8       /* stretch_times.py: fewest steps priced in one call while a bound is ahead */
 #define CHUNK_UNPRICED_STEPS 16 /* stretch_times.py: steps priced first when no step has been priced yet */
@@ -27,6 +27,11 @@
 #define MAX_SGLANG_STRETCH_STEPS 4096 /* sglang_stretch.py: the same under SGLang's rule */
 
 static PyObject *s_num_computed, *s_num_generated, *s_num_tokens, *s_num_output, *s_num_prompt;
+/* The arrival stretch's fields decode_until and arrive read and write (open_stretch._ArrivalStretch's slots: the
+   caller passes itself). */
+static PyObject *s_n, *s_B, *s_blocks_left, *s_finishing, *s_sched_t, *s_S, *s_K, *s_groups, *s_keys, *s_ends,
+    *s_durs, *s_split, *s_stored, *s_grants, *s_lives, *s_lag, *s_spec, *s_prefix_segments, *s_status, *s_run_start,
+    *s_num_cached, *s_forms, *s_prices, *s_last;
 
 /* ---- small helpers ---------------------------------------------------------------------------------------- */
 
@@ -295,43 +300,59 @@ static int close_pieces(Stretch *st, long long b)
     return x ? PyList_SetSlice(st->keys, 0, x, NULL) : 0;
 }
 
+/* Set the run's integer fields ``names`` to ``values``. */
+static int set_ll_attrs(PyObject *run, PyObject **names, const long long *values, int count)
+{
+    for (int i = 0; i < count; i++)
+        if (set_ll_attr(run, names[i], values[i]) < 0) return -1;
+    return 0;
+}
+
+/* ``_ArrivalStretch.decode_until(bound)`` on the run's own fields (``terms_of``: stretch_times.plain_decode_terms). */
 static PyObject *decode_until(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 17) {
-        PyErr_SetString(PyExc_TypeError, "decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, K, "
-                        "n, S, lag, blocks_left, B, finishing, last, bound) takes 17 arguments");
-        return NULL;
-    }
-    Stretch st = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]};
-    long long *ints[7] = {&st.K, &st.n, &st.S, &st.lag, &st.blocks_left, &st.B, &st.finishing};
+    if (nargs != 3) return PyErr_SetString(PyExc_TypeError, "decode_until(run, terms_of, bound)"), NULL;
+    PyObject *run = args[0], *objs[7], *onames[7] = {s_ends, s_durs, s_stored, s_keys, s_groups, s_forms, s_prices};
+    Stretch st = {NULL};
+    PyObject **slots[7] = {&st.ends, &st.durs, &st.stored, &st.keys, &st.groups, &st.forms, &st.prices};
     for (int i = 0; i < 7; i++) {
-        *ints[i] = PyLong_AsLongLong(args[8 + i]);
-        if (*ints[i] == -1 && PyErr_Occurred()) return NULL;
+        if ((objs[i] = PyObject_GetAttr(run, onames[i])) == NULL) return NULL;
+        Py_DECREF(objs[i]);  /* the run keeps it alive for the call */
+        *slots[i] = objs[i];
     }
-    for (int i = 0; i < 4; i++)
-        if (i < 2 ? !is_times(args[i]) : !PyList_CheckExact(args[i])) {
-            PyErr_SetString(PyExc_TypeError, "decode_until: ends, durs are lists or float64 bytearrays, stored, keys lists");
-            return NULL;
-        }
-    if (!PyDict_CheckExact(args[4]) || !PyDict_CheckExact(args[5])) {
-        PyErr_SetString(PyExc_TypeError, "decode_until: groups and forms are dicts");
-        return NULL;
-    }
-    st.last = as_double(args[15]);
-    st.bound = as_double(args[16]);
+    st.terms_of = args[1];
+    PyObject *inames[7] = {s_K, s_n, s_S, s_lag, s_blocks_left, s_B, s_finishing};
+    long long *ints[7] = {&st.K, &st.n, &st.S, &st.lag, &st.blocks_left, &st.B, &st.finishing};
+    for (int i = 0; i < 7; i++)
+        if (get_ll_attr(run, inames[i], ints[i]) < 0) return NULL;
+    if (!is_times(st.ends) || !is_times(st.durs) || !PyList_CheckExact(st.stored) || !PyList_CheckExact(st.keys)
+        || !PyDict_CheckExact(st.groups) || !PyDict_CheckExact(st.forms))
+        return PyErr_SetString(PyExc_TypeError, "decode_until: the run's ends, durs, stored, keys, groups, forms"), NULL;
+    PyObject *last0 = PyObject_GetAttr(run, s_last);
+    if (last0 == NULL) return NULL;
+    st.last = as_double(last0);
+    Py_DECREF(last0);
+    st.bound = as_double(args[2]);
     if (PyErr_Occurred()) return NULL;
-    if (st.n <= 0 || st.B <= 0 || PyList_GET_SIZE(st.keys) == 0) {
-        PyErr_SetString(PyExc_ValueError, "decode_until: no running request");
-        return NULL;
-    }
+    if (st.n <= 0 || st.B <= 0 || PyList_GET_SIZE(st.keys) == 0)
+        return PyErr_SetString(PyExc_ValueError, "decode_until: no running request"), NULL;
     long long K0 = st.K, b = run_pieces(&st, MAX_ARRIVAL_STRETCH_STEPS);
     if (b < 0 || close_pieces(&st, b) < 0) return NULL;
-    PyObject *last = st.priced ? PyFloat_FromDouble(st.last) : Py_NewRef(args[15]);
-    if (last == NULL) return NULL;
-    /* when the next step is scheduled: the end of step b (async: of step b − 1); None when no step ran */
-    PyObject *sched = b > K0 ? PyFloat_FromDouble(time_at(st.ends, st.lag ? b - 1 : b)) : Py_NewRef(Py_None);
-    if (sched == NULL) { Py_DECREF(last); return NULL; }
-    return Py_BuildValue("LLLLLNN", st.K, st.n, st.S, st.blocks_left, st.finishing, last, sched);
+    if (st.priced) {  /* the last price priced: it sizes the next chunks */
+        PyObject *last = PyFloat_FromDouble(st.last);
+        if (last == NULL || PyObject_SetAttr(run, s_last, last) < 0) { Py_XDECREF(last); return NULL; }
+        Py_DECREF(last);
+    }
+    if (b == K0) Py_RETURN_NONE;  /* no step ran */
+    long long vals[5] = {st.K, st.n, st.S, st.blocks_left, st.finishing};
+    PyObject *names[5] = {s_K, s_n, s_S, s_blocks_left, s_finishing};
+    PyObject *sched = PyFloat_FromDouble(time_at(st.ends, st.lag ? b - 1 : b));  /* the next step's schedule time */
+    if (sched == NULL || set_ll_attrs(run, names, vals, 5) < 0 || PyObject_SetAttr(run, s_sched_t, sched) < 0) {
+        Py_XDECREF(sched);
+        return NULL;
+    }
+    Py_DECREF(sched);
+    Py_RETURN_NONE;
 }
 
 /* ---- sglang_decode_until --------------------------------------------------------------------------------- */
@@ -583,10 +604,6 @@ fail:
 
 /* ---- arrive ----------------------------------------------------------------------------------------------- */
 
-/* The arrival stretch's fields arrive reads and writes (open_stretch._ArrivalStretch's slots, the caller's own). */
-static PyObject *s_n, *s_B, *s_blocks_left, *s_limits, *s_finishing, *s_sched_t, *s_S, *s_K, *s_groups, *s_keys,
-    *s_ends, *s_durs, *s_split, *s_stored, *s_grants, *s_lives, *s_lag, *s_spec, *s_prefix_segments, *s_status,
-    *s_run_start, *s_num_cached;
 
 typedef struct {
     long long n, B, left, K, S, lag, finishing;
@@ -1125,9 +1142,7 @@ static PyObject *bucket_steps(PyObject *self, PyObject *args)
 
 static PyMethodDef core_methods[] = {
     {"decode_until", (PyCFunction)(void (*)(void))decode_until, METH_FASTCALL,
-     "decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, K, n, S, lag, blocks_left, B, "
-     "finishing, last, bound) -> (K, n, S, blocks_left, finishing, last, sched_t or None): "
-     "open_stretch._ArrivalStretch.decode_until's loop."},
+     "decode_until(run, terms_of, bound): open_stretch._ArrivalStretch.decode_until on the run's fields."},
     {"arrive", (PyCFunction)(void (*)(void))arrive, METH_FASTCALL,
      "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0) -> "
      "(next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
@@ -1157,13 +1172,13 @@ static struct PyModuleDef core_module = {PyModuleDef_HEAD_INIT, "stretch_core", 
 PyMODINIT_FUNC PyInit_stretch_core(void)
 {
     PyObject **names[] = {&s_num_computed, &s_num_generated, &s_num_tokens, &s_num_output, &s_num_prompt, &s_n, &s_B,
-                          &s_blocks_left, &s_limits, &s_finishing, &s_sched_t, &s_S, &s_K, &s_groups, &s_keys,
+                          &s_blocks_left, &s_finishing, &s_sched_t, &s_S, &s_K, &s_groups, &s_keys,
                           &s_ends, &s_durs, &s_split, &s_stored, &s_grants, &s_lives, &s_lag, &s_spec,
-                          &s_prefix_segments, &s_status, &s_run_start, &s_num_cached};
+                          &s_prefix_segments, &s_status, &s_run_start, &s_num_cached, &s_forms, &s_prices, &s_last};
     const char *text[] = {"num_computed_tokens", "num_generated", "num_tokens", "num_output_tokens",
-                          "num_prompt_tokens", "n", "B", "blocks_left", "limits", "finishing", "sched_t", "S", "K",
+                          "num_prompt_tokens", "n", "B", "blocks_left", "finishing", "sched_t", "S", "K",
                           "groups", "keys", "ends", "durs", "split", "stored", "grants", "lives", "lag", "spec",
-                          "prefix_segments", "status", "run_start", "num_cached_tokens"};
+                          "prefix_segments", "status", "run_start", "num_cached_tokens", "forms", "prices", "last"};
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         if ((*names[i] = PyUnicode_InternFromString(text[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&core_module);
