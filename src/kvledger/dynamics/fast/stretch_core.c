@@ -38,7 +38,8 @@ static PyObject *s_n, *s_B, *s_blocks_left, *s_finishing, *s_sched_t, *s_S, *s_K
 /* float(o): a float's value, an int converted (correctly rounded, as Python's float() and numpy do) */
 static inline double as_double(PyObject *o)
 {
-    return PyFloat_CheckExact(o) ? PyFloat_AS_DOUBLE(o) : PyLong_CheckExact(o) ? PyLong_AsDouble(o) : PyFloat_AsDouble(o);
+    if (PyFloat_CheckExact(o)) return PyFloat_AS_DOUBLE(o);
+    return PyLong_CheckExact(o) ? PyLong_AsDouble(o) : PyFloat_AsDouble(o);
 }
 
 static int append_double(PyObject *list, double x)
@@ -57,6 +58,16 @@ static int append_ll(PyObject *list, long long x)
     int rc = PyList_Append(list, v);
     Py_DECREF(v);
     return rc;
+}
+
+/* (o, x): a request and a count, the pairs open_settle's and open_stretch's lists hold */
+static PyObject *pair_ol(PyObject *o, long long x)
+{
+    PyObject *v = PyLong_FromLongLong(x);
+    if (v == NULL) return NULL;
+    PyObject *t = PyTuple_Pack(2, o, v);
+    Py_DECREF(v);
+    return t;
 }
 
 /* list += (a, b, c, d): the flat records open_stretch.py keeps (stored pieces, frees, block runs) */
@@ -164,7 +175,18 @@ static int decode_terms(Stretch *st, long long alive, double t[3], int *plain)
 static int extend_chunk(Stretch *st, const double t[3], int plain, long long alive, long long kv0, long long m)
 {
     double end = time_at(st->ends, times_len(st->ends) - 1), d = 0.0;
-    if (plain && m <= PLAIN_FLOAT_MAX_STEPS) {
+    if (plain && m <= PLAIN_FLOAT_MAX_STEPS && PyByteArray_CheckExact(st->ends) && PyByteArray_CheckExact(st->durs)) {
+        Py_ssize_t ne = times_len(st->ends), nd = times_len(st->durs), size = (Py_ssize_t)sizeof(double);
+        if (PyByteArray_Resize(st->ends, (ne + m) * size) < 0 || PyByteArray_Resize(st->durs, (nd + m) * size) < 0)
+            return -1;  /* room for the chunk's m steps, filled in place */
+        double *ends = (double *)PyByteArray_AS_STRING(st->ends) + ne;
+        double *durs = (double *)PyByteArray_AS_STRING(st->durs) + nd;
+        for (long long i = 0; i < m; i++) {
+            d = t[0] + t[1] * (double)(kv0 + alive * i) / t[2];
+            end = end + d;
+            durs[i] = d, ends[i] = end;
+        }
+    } else if (plain && m <= PLAIN_FLOAT_MAX_STEPS) {  /* the same, on lists */
         for (long long x = kv0; x < kv0 + alive * m; x += alive) {
             d = t[0] + t[1] * (double)x / t[2];
             end = end + d;
@@ -252,7 +274,10 @@ static long long run_pieces(Stretch *st, long long max_steps)
         if (bk == NULL) return -1;
         g = PyDict_GetItemWithError(st->groups, bk);  /* [requests, Σ (c0 − d0)] finishing in step b − 1 */
         Py_DECREF(bk);
-        if (g == NULL) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "decode_until: finish group"); return -1; }
+        if (g == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "decode_until: finish group");
+            return -1;
+        }
         long long cnt, tok;
         if (get_ll_item(g, 0, &cnt) < 0 || get_ll_item(g, 1, &tok) < 0) return -1;
         alive -= cnt, s_alive -= tok, a = b;
@@ -327,7 +352,7 @@ static PyObject *decode_until(PyObject *self, PyObject *const *args, Py_ssize_t 
         if (get_ll_attr(run, inames[i], ints[i]) < 0) return NULL;
     if (!is_times(st.ends) || !is_times(st.durs) || !PyList_CheckExact(st.stored) || !PyList_CheckExact(st.keys)
         || !PyDict_CheckExact(st.groups) || !PyDict_CheckExact(st.forms))
-        return PyErr_SetString(PyExc_TypeError, "decode_until: the run's ends, durs, stored, keys, groups, forms"), NULL;
+        return PyErr_SetString(PyExc_TypeError, "decode_until: the run's step times, lists or dicts"), NULL;
     PyObject *last0 = PyObject_GetAttr(run, s_last);
     if (last0 == NULL) return NULL;
     st.last = as_double(last0);
@@ -558,7 +583,7 @@ static int settle_one(PyObject *life, long long K, long long B, long long lag, l
     }
     long long take = admitted ? held + cnt : cnt;  /* an admitted request also takes its prompt's blocks */
     if (take) {
-        PyObject *pair = Py_BuildValue("OL", r, take);
+        PyObject *pair = pair_ol(r, take);
         if (pair == NULL || PyList_Append(takes, pair) < 0) { Py_XDECREF(pair); return -1; }
         Py_DECREF(pair);
     }
@@ -567,7 +592,7 @@ static int settle_one(PyObject *life, long long K, long long B, long long lag, l
         long long f = d0 + m - 1;
         if (set_ll_attr(r, s_num_computed, c0 + m) < 0 || set_ll_attr(r, s_num_generated, out_tok) < 0
             || set_ll_attr(r, s_num_tokens, prompt + out_tok) < 0) return -1;
-        PyObject *pair = Py_BuildValue("OL", r, step0 + f);
+        PyObject *pair = pair_ol(r, step0 + f);
         if (pair == NULL || PyList_Append(finished, pair) < 0) { Py_XDECREF(pair); return -1; }
         Py_DECREF(pair);
         if (f + 1 + lag <= K) {  /* missing from the samples from step f + 1 on (at K: past the stretch) */
@@ -678,7 +703,10 @@ static int admit_one(Run *st, PyObject *pair, PyObject *running_status, PyObject
     if ((h == -1 && PyErr_Occurred()) || get_ll_attr(r, s_num_prompt, &p) < 0 || get_ll_attr(r, s_num_output, &o) < 0)
         return -1;
     if (append_ll4(st->grants, K - 1, h, 0, 0, 2) < 0) return -1;
-    PyObject *life = Py_BuildValue("(OLLLLO)", r, K, p, h, o - 1, Py_True);
+    PyObject *lv[4] = {PyLong_FromLongLong(K), PyLong_FromLongLong(p), PyLong_FromLongLong(h),
+                       PyLong_FromLongLong(o - 1)};
+    PyObject *life = lv[0] && lv[1] && lv[2] && lv[3] ? PyTuple_Pack(6, r, lv[0], lv[1], lv[2], lv[3], Py_True) : NULL;
+    for (int i = 0; i < 4; i++) Py_XDECREF(lv[i]);
     if (life == NULL || PyList_Append(st->lives, life) < 0) { Py_XDECREF(life); return -1; }
     Py_DECREF(life);
     if (PyObject_SetAttr(r, s_status, running_status) < 0 || PyObject_SetAttr(r, s_run_start, run_start) < 0
@@ -695,12 +723,20 @@ static int mixed_step(PyObject *run, Run *st, PyObject *new, long long pf, doubl
 {
     long long n = st->n, K = st->K, a = PyList_GET_SIZE(new), dec_kv = st->S + n * (K + 1);  /* Σ computed + n */
     st->left -= take;
-    PyObject *d = PyObject_CallFunction(price, "LLLdLL", pf, a, pf, pairs, n, dec_kv);
-    if (d == NULL) return -1;
-    double dur = as_double(d), end = time_at(st->ends, K) + dur;
-    PyObject *mixed = Py_BuildValue("(LLLdLLO)", pf, a, pf, pairs, n, dec_kv, d);
-    Py_DECREF(d);
-    if (mixed == NULL || PyErr_Occurred()) { Py_XDECREF(mixed); return -1; }
+    PyObject *v[7] = {PyLong_FromLongLong(pf), PyLong_FromLongLong(a), NULL, PyFloat_FromDouble(pairs),
+                      PyLong_FromLongLong(n), PyLong_FromLongLong(dec_kv), NULL};  /* the step's shape, its price */
+    v[2] = Py_XNewRef(v[0]);  /* prefill KV tokens: the prompts' own */
+    for (int i = 0; i < 6; i++)
+        if (v[i] == NULL) { for (int j = 0; j < 6; j++) Py_XDECREF(v[j]); return -1; }
+    v[6] = PyObject_Vectorcall(price, v, 6, NULL);
+    PyObject *mixed = v[6] != NULL ? PyTuple_New(7) : NULL;
+    if (mixed != NULL)
+        for (int i = 0; i < 7; i++) PyTuple_SET_ITEM(mixed, i, v[i]);  /* steals the references */
+    else
+        for (int i = 0; i < 7; i++) Py_XDECREF(v[i]);
+    if (mixed == NULL) return -1;
+    double dur = as_double(PyTuple_GET_ITEM(mixed, 6)), end = time_at(st->ends, K) + dur;
+    if (PyErr_Occurred()) { Py_DECREF(mixed); return -1; }
     PyObject *ext = PySequence_InPlaceConcat(st->split, mixed);  /* the step's prefill part, priced later */
     Py_DECREF(mixed);
     if (ext == NULL) return -1;
@@ -794,7 +830,7 @@ static long long gather(PyObject *const *args, Run *st, double t, long long i, P
             if (rc == 1) {
                 room -= p, *take += need, *pf += p;
                 *pairs += (double)(p * (p + 1) / 2);  /* Replica.apply_plan's n(n+1)/2, nothing computed; exact */
-                PyObject *pair = Py_BuildValue("(OL)", req, need);
+                PyObject *pair = pair_ol(req, need);
                 rc = pair && PyList_Append(new, pair) == 0 ? 1 : -1;
                 Py_XDECREF(pair);
             }
@@ -1150,9 +1186,11 @@ static PyMethodDef core_methods[] = {
      "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, D, K, n, S, room, last, bound) -> "
      "(decode step reached, last price): sglang_stretch._SGLangStretch.decode_until's loop."},
     {"sglang_runs", sglang_runs, METH_VARARGS,
-     "sglang_runs(run_start, adm, stop, prefills, is_prefill, step0) -> (runs, open run's start): sglang_settle._runs."},
+     "sglang_runs(run_start, adm, stop, prefills, is_prefill, step0) -> (runs, open run's start): "
+     "sglang_settle._runs."},
     {"sglang_gaps", sglang_gaps, METH_VARARGS,
-     "sglang_gaps(old_runs, runs, start, end, gap_runs, singles) -> (first token's step, last's): sglang_settle._gaps."},
+     "sglang_gaps(old_runs, runs, start, end, gap_runs, singles) -> (first token's step, last's): "
+     "sglang_settle._gaps."},
     {"usage_samples", usage_samples, METH_VARARGS,
      "usage_samples(n, B, allocs, alloc_at, runs, run_at, grants, grant_at, frees, free_at, drops, sets, stored, "
      "stored_shift) -> (used, stored, held) float64 bytes per step: KvUsageTracker._flush's expansion."},
@@ -1166,7 +1204,8 @@ static PyMethodDef core_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef core_module = {PyModuleDef_HEAD_INIT, "stretch_core", "kvledger's optional compiled core.", -1,
+static struct PyModuleDef core_module = {PyModuleDef_HEAD_INIT, "stretch_core", "kvledger's optional compiled core.",
+                                         -1,
                                          core_methods};
 
 PyMODINIT_FUNC PyInit_stretch_core(void)
