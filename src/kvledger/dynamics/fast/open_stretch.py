@@ -110,7 +110,8 @@ class _ArrivalStretch:
     """
 
     __slots__ = ("rep", "limits", "prices", "B", "lag", "lives", "groups", "keys", "n", "S", "blocks_left", "ends",
-                 "durs", "stored", "grants", "split", "sched_t", "finishing", "last", "forms", "K", "core", "price")
+                 "durs", "stored", "grants", "split", "sched_t", "finishing", "last", "forms", "K", "core", "price",
+                 "plain")
 
     def __init__(self, rep) -> None:
         cfg = rep.cfg
@@ -135,6 +136,8 @@ class _ArrivalStretch:
         self.blocks_left = rep.kv.num_free_blocks  # a lower bound on the free blocks: every take counted at its most
         self.ends, self.durs = [rep.now_s], []  # step end times (ends[0]: the first step's start), durations, s
         self.core = native.core  # the compiled decode_until and arrive (open_native.py), or None (the methods below)
+        self.price = self.prices.step_price or partial(open_native.shape_price, rep.cost)  # a mixed step's price, s
+        self.plain = self.core and open_native.plain_price(rep.cost, self.price)  # the roofline's form, for the core
         if self.core is not None:  # the core keeps the step times as float64 bytes: no float object per step
             self.ends, self.durs = bytearray(array("d", self.ends)), bytearray()
         self.stored, self.grants = [], []  # stored: [first step, steps, KV tokens, Δ per step, …]
@@ -144,7 +147,6 @@ class _ArrivalStretch:
         self.last = rep.decode_step_hint_s  # a recent decode step's price: sizes pricing chunks only
         self.forms: dict[int, tuple | None] = {}  # per batch size: the plain form of its decode price (or None)
         self.K = 0  # steps run
-        self.price = self.prices.step_price or partial(open_native.shape_price, rep.cost)  # a mixed step's price, s
 
     def decode_until(self, bound: float) -> None:
         """Decode steps up to the first one scheduled at or after ``bound``, in pieces between finishes (as

@@ -18,7 +18,7 @@
 #include <Python.h>
 #include <string.h>
 
-#define CORE_VERSION 3          /* native.py loads only the version it was written for */
+#define CORE_VERSION 4          /* native.py loads only the version it was written for */
 #define CHUNK_SPARE_STEPS 3     /* stretch_times.py: steps priced beyond those the last price says fit */
 #define CHUNK_MIN_STEPS 8       /* stretch_times.py: fewest steps priced in one call while a bound is ahead */
 #define CHUNK_UNPRICED_STEPS 16 /* stretch_times.py: steps priced first when no step has been priced yet */
@@ -716,10 +716,39 @@ static int admit_one(Run *st, PyObject *pair, PyObject *running_status, PyObject
     return 0;
 }
 
+/* accounting/roofline.py RooflineStepCost.step_time_of in its plain form: ``plain`` = (step_consts(), token_terms)
+   as open_native.plain_price hands it (float constants, no host term); the same operations in the same order, each
+   max() as Python's (the first argument unless the second is larger). Returns a new float, or NULL. */
+static PyObject *roofline_price(PyObject *plain, long long pf, long long seqs_pf, long long pf_kv, double pairs,
+                                long long n, long long dec_kv)
+{
+    PyObject *k = PyTuple_GET_ITEM(plain, 0);
+    double c[12];
+    for (int i = 0; i < 12; i++) c[i] = i == 10 ? 0.0 : PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(k, i));
+    int overlap = PyObject_IsTrue(PyTuple_GET_ITEM(k, 10));
+    long long T = pf + n, seqs = seqs_pf + n;
+    if (overlap < 0) return NULL;
+    if (T == 0) return PyFloat_FromDouble(0.0);
+    PyObject *key = PyLong_FromLongLong(T), *terms = key ? PyObject_CallOneArg(PyTuple_GET_ITEM(plain, 1), key) : NULL;
+    Py_XDECREF(key);
+    if (terms == NULL) return NULL;
+    double weight = as_double(PyTuple_GetItem(terms, 0)), allreduce = as_double(PyTuple_GetItem(terms, 1));
+    Py_DECREF(terms);
+    if (PyErr_Occurred()) return NULL;
+    double mm2 = c[0], head = c[1], up = c[2], pre = c[3], att = c[4], grb = c[5], st2 = c[6], pk = c[7], pa = c[8];
+    double b = c[9], cpu = c[11];
+    double matmul = mm2 * (double)T + head * (double)seqs + up * (double)(pf_kv - pf);
+    double attn = pre * pairs + att * (double)dec_kv;
+    double kv_bytes = grb * (double)(dec_kv + pf_kv) + st2 * (double)seqs;
+    double x = matmul / pk, y = weight / b, u = attn / pa, v = kv_bytes / b;
+    double gpu = (y > x ? y : x) + (v > u ? v : u) + allreduce;
+    return PyFloat_FromDouble(overlap ? (cpu > gpu ? cpu : gpu) : gpu + cpu);
+}
+
 /* ``_ArrivalStretch._mixed_step``: the step admitting ``new`` while the running requests decode; its price from the
    Python callable ``price(pf, a, pf, pairs, n, dec_kv)``. */
 static int mixed_step(PyObject *run, Run *st, PyObject *new, long long pf, double pairs, long long take,
-                      PyObject *price, PyObject *running_status, long long step0)
+                      PyObject *price, PyObject *plain, PyObject *running_status, long long step0)
 {
     long long n = st->n, K = st->K, a = PyList_GET_SIZE(new), dec_kv = st->S + n * (K + 1);  /* Σ computed + n */
     st->left -= take;
@@ -728,7 +757,8 @@ static int mixed_step(PyObject *run, Run *st, PyObject *new, long long pf, doubl
     v[2] = Py_XNewRef(v[0]);  /* prefill KV tokens: the prompts' own */
     for (int i = 0; i < 6; i++)
         if (v[i] == NULL) { for (int j = 0; j < 6; j++) Py_XDECREF(v[j]); return -1; }
-    v[6] = PyObject_Vectorcall(price, v, 6, NULL);
+    v[6] = plain != Py_None ? roofline_price(plain, pf, a, pf, pairs, n, dec_kv)
+                            : PyObject_Vectorcall(price, v, 6, NULL);
     PyObject *mixed = v[6] != NULL ? PyTuple_New(7) : NULL;
     if (mixed != NULL)
         for (int i = 0; i < 7; i++) PyTuple_SET_ITEM(mixed, i, v[i]);  /* steals the references */
@@ -846,13 +876,27 @@ static long long gather(PyObject *const *args, Run *st, double t, long long i, P
     return i;
 }
 
+/* Whether ``plain`` is None or what roofline_price reads: (12 constants, floats but the overlap flag, a callable). */
+static int plain_form(PyObject *plain)
+{
+    if (plain == Py_None) return 1;
+    if (!PyTuple_Check(plain) || PyTuple_GET_SIZE(plain) != 2 || !PyCallable_Check(PyTuple_GET_ITEM(plain, 1)))
+        return 0;
+    PyObject *k = PyTuple_GET_ITEM(plain, 0);
+    if (!PyTuple_Check(k) || PyTuple_GET_SIZE(k) != 12) return 0;
+    for (int i = 0; i < 12; i++)
+        if (i != 10 && !PyFloat_CheckExact(PyTuple_GET_ITEM(k, i))) return 0;
+    return 1;
+}
+
 /* ``_ArrivalStretch.arrive``: the arrivals visible when the next step is scheduled and their mixed step; returns
    (next index, requests admitted, their prompt tokens), or None (nothing done) when the step cannot take them all. */
 static PyObject *arrive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 12 || !PyTuple_Check(args[10]) || PyTuple_GET_SIZE(args[10]) != 5) {
+    if (nargs != 13 || !PyTuple_Check(args[10]) || PyTuple_GET_SIZE(args[10]) != 5 || !plain_form(args[12])) {
         PyErr_SetString(PyExc_TypeError, "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, "
-                        "running_status, limits, step0): 12 arguments, limits a 5-tuple");
+                        "running_status, limits, step0, plain): 13 arguments, limits a 5-tuple, plain None or "
+                        "(12 constants, floats but the 11th, token_terms)");
         return NULL;
     }
     Run st;
@@ -872,7 +916,8 @@ static PyObject *arrive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (r == NULL) goto done;
         Py_DECREF(r);
     }
-    if (PyList_GET_SIZE(new) && mixed_step(args[0], &st, new, pf, pairs, take, args[8], args[9], step0) < 0) goto done;
+    if (PyList_GET_SIZE(new) && mixed_step(args[0], &st, new, pf, pairs, take, args[8], args[12], args[9], step0) < 0)
+        goto done;
     res = Py_BuildValue("LnL", i, PyList_GET_SIZE(new), pf);
 done:
     Py_XDECREF(new);
@@ -1180,7 +1225,8 @@ static PyMethodDef core_methods[] = {
     {"decode_until", (PyCFunction)(void (*)(void))decode_until, METH_FASTCALL,
      "decode_until(run, terms_of, bound): open_stretch._ArrivalStretch.decode_until on the run's fields."},
     {"arrive", (PyCFunction)(void (*)(void))arrive, METH_FASTCALL,
-     "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0) -> "
+     "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0, "
+     "plain) -> "
      "(next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
     {"sglang_decode_until", (PyCFunction)(void (*)(void))sglang_decode_until, METH_FASTCALL,
      "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, D, K, n, S, room, last, bound) -> "
