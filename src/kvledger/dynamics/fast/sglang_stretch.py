@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from functools import partial
 
+from kvledger.accounting.sglang_steps import GraphPaddedStepCost
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest, accept
@@ -112,7 +114,7 @@ class _SGLangStretch:
     """
 
     __slots__ = ("rep", "cfg", "prices", "lives", "groups", "keys", "n", "S", "F", "room", "ends", "durs", "stored",
-                 "grants", "dsteps", "prefills", "admits", "last", "forms", "K", "D", "core")
+                 "grants", "dsteps", "prefills", "admits", "last", "forms", "K", "D", "core", "terms_of")
 
     def __init__(self, rep) -> None:
         self.rep, self.cfg, self.prices = rep, rep.cfg, rep.prices
@@ -140,6 +142,10 @@ class _SGLangStretch:
         self.forms: dict[int, tuple | None] = {}
         self.K = self.D = 0
         self.core = native.core  # the compiled decode loop, or None (the Python one below)
+        self.terms_of = plain_decode_terms  # the decode price's plain form for the core: CUDA-graph padding included
+        cost = rep.cost
+        if type(cost) is GraphPaddedStepCost and self.prices.decode_list == cost.decode_steps_list:
+            self.terms_of = partial(_padded_form, cost)
 
     def decode_until(self, bound: float) -> None:
         """Decode steps up to the first one starting at or after ``bound``, in pieces between finishes, as far as the
@@ -147,7 +153,7 @@ class _SGLangStretch:
         ``_price_piece`` in C, the same float operations in the same order."""
         if self.core is not None:
             b, self.last = self.core.sglang_decode_until(
-                self.ends, self.durs, self.stored, self.keys, self.groups, self.forms, self.prices, plain_decode_terms,
+                self.ends, self.durs, self.stored, self.keys, self.groups, self.forms, self.prices, self.terms_of,
                 self.D, self.K, self.n, self.S, self.room, self.last, bound)
             self._advance_to(b, self.K - self.D)
             return
@@ -272,3 +278,10 @@ class _SGLangStretch:
             S += p - D
             F += f
         self.S, self.F, self.n, self.K = S, F, self.n + len(new), K + 1
+
+
+def _padded_form(cost: GraphPaddedStepCost, forms: dict, prices, alive: int):
+    """``decode_steps_list``'s plain form at SGLang's padded batch (gemm, g, bw, padding tokens), memoised in ``forms``
+    (the compiled decode loop's ``terms_of``); None where the wrapped model has none."""
+    terms = forms[alive] = cost.decode_padded_terms(alive)
+    return terms

@@ -147,8 +147,9 @@ typedef struct {
 } Stretch;
 
 /* The plain form (gemm s, KV bytes per token, bandwidth B/s) of a decode step of ``alive`` requests, memoised in
-   ``forms`` by stretch_times.plain_decode_terms; 0 and *plain = 0 when the step cost has none. */
-static int decode_terms(Stretch *st, long long alive, double t[3], int *plain)
+   ``forms`` by ``terms_of`` (stretch_times.plain_decode_terms, or sglang_stretch's padded form, which adds the KV
+   tokens of SGLang's CUDA-graph padding rows: a fourth term, *pad); *plain = 0 when the step cost has none. */
+static int decode_terms(Stretch *st, long long alive, double t[3], long long *pad, int *plain)
 {
     PyObject *key = PyLong_FromLongLong(alive);
     if (key == NULL) return -1;
@@ -159,12 +160,14 @@ static int decode_terms(Stretch *st, long long alive, double t[3], int *plain)
     if (terms == NULL) return -1;
     *plain = terms != Py_None;
     if (*plain) {
-        if (!PyTuple_Check(terms) || PyTuple_GET_SIZE(terms) != 3) {
+        Py_ssize_t size = PyTuple_Check(terms) ? PyTuple_GET_SIZE(terms) : 0;
+        if (size != 3 && size != 4) {
             Py_DECREF(terms);
-            PyErr_SetString(PyExc_TypeError, "decode_until: a plain decode form is a (gemm, g, bw) tuple");
+            PyErr_SetString(PyExc_TypeError, "decode_until: a plain decode form is a (gemm, g, bw[, pad]) tuple");
             return -1;
         }
         for (int i = 0; i < 3; i++) t[i] = as_double(PyTuple_GET_ITEM(terms, i));
+        *pad = size == 4 ? PyLong_AsLongLong(PyTuple_GET_ITEM(terms, 3)) : 0;
     }
     Py_DECREF(terms);
     return PyErr_Occurred() ? -1 : 0;
@@ -172,7 +175,8 @@ static int decode_terms(Stretch *st, long long alive, double t[3], int *plain)
 
 /* stretch_times.extend_decode_chunk: price ``m`` decode steps of ``alive`` requests whose first reads ``kv0`` KV
    tokens; their durations go to durs and their end times, summed one by one from the last end, to ends. */
-static int extend_chunk(Stretch *st, const double t[3], int plain, long long alive, long long kv0, long long m)
+static int extend_chunk(Stretch *st, const double t[3], long long pad, int plain, long long alive, long long kv0,
+                        long long m)
 {
     double end = time_at(st->ends, times_len(st->ends) - 1), d = 0.0;
     if (plain && m <= PLAIN_FLOAT_MAX_STEPS && PyByteArray_CheckExact(st->ends) && PyByteArray_CheckExact(st->durs)) {
@@ -182,12 +186,12 @@ static int extend_chunk(Stretch *st, const double t[3], int plain, long long ali
         double *ends = (double *)PyByteArray_AS_STRING(st->ends) + ne;
         double *durs = (double *)PyByteArray_AS_STRING(st->durs) + nd;
         for (long long i = 0; i < m; i++) {
-            d = t[0] + t[1] * (double)(kv0 + alive * i) / t[2];
+            d = t[0] + t[1] * (double)(kv0 + pad + alive * i) / t[2];
             end = end + d;
             durs[i] = d, ends[i] = end;
         }
     } else if (plain && m <= PLAIN_FLOAT_MAX_STEPS) {  /* the same, on lists */
-        for (long long x = kv0; x < kv0 + alive * m; x += alive) {
+        for (long long x = kv0 + pad; x < kv0 + pad + alive * m; x += alive) {
             d = t[0] + t[1] * (double)x / t[2];
             end = end + d;
             if (time_append(st->durs, d) < 0 || time_append(st->ends, end) < 0) return -1;
@@ -226,8 +230,9 @@ static long long bisect_ends(PyObject *ends, double bound, long long lo, long lo
 static long long run_piece(Stretch *st, long long a, long long b, long long alive, long long s_alive, int *cut)
 {
     double t[3] = {0.0, 0.0, 0.0};
+    long long pad = 0;
     int plain = 0, finite = st->bound < Py_HUGE_VAL;
-    if (decode_terms(st, alive, t, &plain) < 0) return -1;
+    if (decode_terms(st, alive, t, &pad, &plain) < 0) return -1;
     long long j = a, spare = CHUNK_SPARE_STEPS + st->lag, K = st->K, lag = st->lag;
     *cut = 0;
     while (j < b) {
@@ -241,7 +246,7 @@ static long long run_piece(Stretch *st, long long a, long long b, long long aliv
             if (est < CHUNK_MIN_STEPS) est = CHUNK_MIN_STEPS;
             if (est < m) m = est;
         }
-        if (extend_chunk(st, t, plain, alive, s_alive + alive * (j + 1), m) < 0) return -1;
+        if (extend_chunk(st, t, pad, plain, alive, s_alive + alive * (j + 1), m) < 0) return -1;
         j += m;
         if (j - 1 - lag >= K && time_at(st->ends, j - 1 - lag) >= st->bound) {
             long long lo = a - lag > K ? a - lag : K;
@@ -392,8 +397,9 @@ static long long sglang_piece(Stretch *st, long long a, long long b, long long a
                               int *cut)
 {
     double t[3] = {0.0, 0.0, 0.0};
+    long long pad = 0;
     int plain = 0, finite = st->bound < Py_HUGE_VAL;
-    if (decode_terms(st, alive, t, &plain) < 0) return -1;
+    if (decode_terms(st, alive, t, &pad, &plain) < 0) return -1;
     long long j = a;
     *cut = 0;
     while (j < b) {
@@ -407,7 +413,7 @@ static long long sglang_piece(Stretch *st, long long a, long long b, long long a
             if (est < CHUNK_MIN_STEPS) est = CHUNK_MIN_STEPS;
             if (est < m) m = est;
         }
-        if (extend_chunk(st, t, plain, alive, s_alive + alive * (j + 1), m) < 0) return -1;
+        if (extend_chunk(st, t, pad, plain, alive, s_alive + alive * (j + 1), m) < 0) return -1;
         j += m;
         if (time_at(st->ends, j - 1 + off) >= st->bound) {
             *cut = 1;
