@@ -42,27 +42,14 @@ def settle(rep, run, out: list) -> None:
     is_prefill = bytearray(K + 1)
     for p in prefills:
         is_prefill[p] = 1
-    frees: list[int] = []  # add_stretch's [step, slots, …]
-    leaving: list[tuple] = []  # (last step, index in lives, steps of its first and last tokens or None)
-    running = []
     counted = rep.counts_gaps
     gap_runs: list[int] = []
     singles: list[int] = []
-    for idx, life in enumerate(run.lives):
-        r, d0, c0, m, adm = life
-        if d0 + m <= D:  # finished in the stretch
-            stop = dsteps[d0 + m - 1] + 1  # the step after its last
-            if stop < K:
-                frees += (stop, c0 + m)
-            if counted:
-                leaving.append((stop - 1, idx, _gaps(r, adm, stop, prefills, is_prefill, step0, gap_runs, singles)))
-                continue
-            leaving.append((stop - 1, idx, None))
-        else:
-            stop = K
-            running.append(r)
-        new, r.run_start = _runs(r, adm, stop, prefills, is_prefill, step0)
-        r.runs += new
+    if native.core is not None:  # _lives compiled (native.py)
+        frees, leaving, running = native.core.sglang_lives(run.lives, D, K, dsteps, prefills, is_prefill, step0,
+                                                           counted, gap_runs, singles)
+    else:
+        frees, leaving, running = _lives(run, D, K, prefills, is_prefill, step0, counted, gap_runs, singles)
     leaving.sort()
     _replay(kv, run, leaving, D)
     sched.running = running
@@ -80,6 +67,33 @@ def settle(rep, run, out: list) -> None:
     recs = rep.finish([(lives[i][0], step0 + f) for f, i, _ in leaving], freed=True)
     if rep.sink is None:
         out.extend((r.uid, rec) for r, rec in recs)
+
+
+def _lives(run, D: int, K: int, prefills: list[int], is_prefill: bytearray, step0: int, counted: bool,
+           gap_runs: list[int], singles: list[int]) -> tuple[list[int], list[tuple], list]:
+    """Per request of the stretch: (add_stretch's frees [step, slots, …], the finished as (last step, index in lives,
+    steps of its first and last tokens or None), the requests still running); the others' token runs set, the
+    finished ones' gaps queued when the replica counts them. ``stretch_core.sglang_lives`` is this loop in C."""
+    frees: list[int] = []
+    leaving: list[tuple] = []
+    running = []
+    dsteps = run.dsteps
+    for idx, life in enumerate(run.lives):
+        r, d0, c0, m, adm = life
+        if d0 + m <= D:  # finished in the stretch
+            stop = dsteps[d0 + m - 1] + 1  # the step after its last
+            if stop < K:
+                frees += (stop, c0 + m)
+            if counted:
+                leaving.append((stop - 1, idx, _gaps(r, adm, stop, prefills, is_prefill, step0, gap_runs, singles)))
+                continue
+            leaving.append((stop - 1, idx, None))
+        else:
+            stop = K
+            running.append(r)
+        new, r.run_start = _runs(r, adm, stop, prefills, is_prefill, step0)
+        r.runs += new
+    return frees, leaving, running
 
 
 def _decode_grants(stored: list) -> list[int]:
@@ -112,8 +126,6 @@ def _gaps(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, st
         prev = b - 1
 
     runs, s = _runs(r, adm, stop, prefills, is_prefill, step0)  # the stretch's runs, as an unfinished request's
-    if native.core is not None:  # the rest compiled (native.py)
-        return native.core.sglang_gaps(r.runs, runs, s, step0 + stop, gap_runs, singles)
     for a, b in r.runs:
         close(a, b)
     for a, b in runs:
@@ -136,9 +148,7 @@ def _start(r, adm: int, is_prefill: bytearray, step0: int) -> int:
 def _runs(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, step0: int) -> tuple[list, int]:
     """The request's token runs closed over the stretch's steps before ``stop`` (each prefill step after it entered
     breaks its run; admitted in step ``adm``, or running from the start: ``adm`` −1), and the start of its open run
-    (−1: paused). ``stretch_core.sglang_runs`` is this function in C."""
-    if native.core is not None:
-        return native.core.sglang_runs(r.run_start, adm, stop, prefills, is_prefill, step0)
+    (−1: paused)."""
     s = _start(r, adm, is_prefill, step0)
     runs = []
     j = bisect_left(prefills, adm + 1)

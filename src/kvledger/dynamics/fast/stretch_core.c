@@ -18,7 +18,7 @@
 #include <Python.h>
 #include <string.h>
 
-#define CORE_VERSION 4          /* native.py loads only the version it was written for */
+#define CORE_VERSION 5          /* native.py loads only the version it was written for */
 #define CHUNK_SPARE_STEPS 3     /* stretch_times.py: steps priced beyond those the last price says fit */
 #define CHUNK_MIN_STEPS 8       /* stretch_times.py: fewest steps priced in one call while a bound is ahead */
 #define CHUNK_UNPRICED_STEPS 16 /* stretch_times.py: steps priced first when no step has been priced yet */
@@ -31,7 +31,7 @@ static PyObject *s_num_computed, *s_num_generated, *s_num_tokens, *s_num_output,
    caller passes itself). */
 static PyObject *s_n, *s_B, *s_blocks_left, *s_finishing, *s_sched_t, *s_S, *s_K, *s_groups, *s_keys, *s_ends,
     *s_durs, *s_split, *s_stored, *s_grants, *s_lives, *s_lag, *s_spec, *s_prefix_segments, *s_status, *s_run_start,
-    *s_num_cached, *s_forms, *s_prices, *s_last;
+    *s_num_cached, *s_forms, *s_prices, *s_last, *s_runs;
 
 /* ---- small helpers ---------------------------------------------------------------------------------------- */
 
@@ -470,11 +470,13 @@ static PyObject *sglang_decode_until(PyObject *self, PyObject *const *args, Py_s
     return last ? Py_BuildValue("LN", b, last) : NULL;
 }
 
-/* ---- sglang_runs, sglang_gaps ------------------------------------------------------------------------------- */
+/* ---- sglang_lives: sglang_settle.settle's loop over the stretch's requests ------------------------------------ */
 
 static int append_pair(PyObject *list, long long a, long long b)
 {
-    PyObject *t = Py_BuildValue("(LL)", a, b);
+    PyObject *x = PyLong_FromLongLong(a), *y = PyLong_FromLongLong(b), *t = x && y ? PyTuple_Pack(2, x, y) : NULL;
+    Py_XDECREF(x);
+    Py_XDECREF(y);
     if (t == NULL) return -1;
     int rc = PyList_Append(list, t);
     Py_DECREF(t);
@@ -483,14 +485,10 @@ static int append_pair(PyObject *list, long long a, long long b)
 
 /* sglang_settle._runs: a request's token runs closed over the stretch's steps before ``stop`` (each prefill step after
    it entered breaks its run) and the start of its open run (−1: paused); ``run_start`` is the request's before the
-   stretch, ``adm`` the prefill step it was admitted in (−1: running from the start). Returns (runs, start). */
-static PyObject *sglang_runs(PyObject *self, PyObject *args)
+   stretch, ``adm`` the prefill step it was admitted in (−1: running from the start). Returns the runs, *start. */
+static PyObject *runs_of(long long run_start, long long adm, long long stop, PyObject *prefills, PyObject *is_prefill,
+                         long long step0, long long *start)
 {
-    PyObject *prefills, *is_prefill;
-    long long run_start, adm, stop, step0;
-    if (!PyArg_ParseTuple(args, "LLLO!O!L", &run_start, &adm, &stop, &PyList_Type, &prefills, &PyByteArray_Type,
-                          &is_prefill, &step0))
-        return NULL;
     const char *flag = PyByteArray_AS_STRING(is_prefill);
     Py_ssize_t n = PyList_GET_SIZE(prefills), lo = 0, hi = n, nf = PyByteArray_GET_SIZE(is_prefill);
     long long s = adm >= 0 ? step0 + adm : run_start;  /* _start */
@@ -513,7 +511,8 @@ static PyObject *sglang_runs(PyObject *self, PyObject *args)
         }
         if (p + 1 < stop && !(p + 1 < nf && flag[p + 1])) s = step0 + p + 1;
     }
-    return Py_BuildValue("NL", runs, s);
+    *start = s;
+    return runs;
 fail:
     Py_DECREF(runs);
     return NULL;
@@ -536,7 +535,7 @@ static int close_run(Gaps *g, long long a, long long b)
 
 static int close_runs(Gaps *g, PyObject *runs)
 {
-    PyObject *seq = PySequence_Fast(runs, "sglang_gaps: runs are (first step, end step) pairs");
+    PyObject *seq = PySequence_Fast(runs, "sglang_lives: runs are (first step, end step) pairs");
     if (seq == NULL) return -1;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *pair = PySequence_Fast_GET_ITEM(seq, i);
@@ -547,18 +546,80 @@ static int close_runs(Gaps *g, PyObject *runs)
     return 0;
 }
 
-/* sglang_settle._gaps after its _runs: the request's earlier runs, the stretch's, then the open one from ``s`` to
-   ``end``, their gaps queued on ``gap_runs`` and ``singles``; returns (step of its first token, of its last). */
-static PyObject *sglang_gaps(PyObject *self, PyObject *args)
+/* One request of sglang_settle.settle's loop: ``life`` = [request, d0, c0, m, adm]; ``idx`` its index in lives. */
+static int sg_settle_one(PyObject *life, Py_ssize_t idx, const long long *v, PyObject *const *a, PyObject **out)
 {
-    PyObject *old, *runs;
-    long long s, end;
-    Gaps g = {NULL, NULL, -1, -1};
-    if (!PyArg_ParseTuple(args, "OOLLO!O!", &old, &runs, &s, &end, &PyList_Type, &g.gap_runs, &PyList_Type,
-                          &g.singles))
+    long long D = v[0], K = v[1], step0 = v[2], counted = v[3], x[4], stop, s, run_start;
+    PyObject *dsteps = a[0], *prefills = a[1], *is_prefill = a[2], *frees = out[0], *leaving = out[1];
+    if (!PyList_Check(life) || PyList_GET_SIZE(life) != 5)
+        return PyErr_SetString(PyExc_TypeError, "sglang_lives: a life is [request, d0, c0, m, adm]"), -1;
+    PyObject *r = PyList_GET_ITEM(life, 0);
+    for (int i = 0; i < 4; i++)
+        if (get_ll_item(life, i + 1, &x[i]) < 0) return -1;
+    long long d0 = x[0], c0 = x[1], m = x[2], adm = x[3];
+    PyObject *rs = PyObject_GetAttr(r, s_run_start);
+    run_start = rs ? PyLong_AsLongLong(rs) : -1;
+    Py_XDECREF(rs);
+    if (PyErr_Occurred()) return -1;
+    if (d0 + m <= D) {  /* finished in the stretch */
+        if (d0 + m - 1 < 0 || d0 + m - 1 >= PyList_GET_SIZE(dsteps) || get_ll_item(dsteps, d0 + m - 1, &stop) < 0)
+            return PyErr_Occurred() ? -1 : (PyErr_SetString(PyExc_IndexError, "sglang_lives: decode step"), -1);
+        stop += 1;  /* the step after its last */
+        if (stop < K && append_ll4(frees, stop, c0 + m, 0, 0, 2) < 0) return -1;
+        PyObject *gaps = Py_NewRef(Py_None), *runs = NULL;
+        if (counted) {  /* _gaps: its earlier runs, the stretch's, then the last to stop */
+            Gaps g = {a[3], a[4], -1, -1};
+            PyObject *old = PyObject_GetAttr(r, s_runs);
+            runs = old ? runs_of(run_start, adm, stop, prefills, is_prefill, step0, &s) : NULL;
+            int rc = runs && close_runs(&g, old) == 0 && close_runs(&g, runs) == 0
+                     && close_run(&g, s, step0 + stop) == 0;
+            Py_XDECREF(old);
+            Py_XDECREF(runs);
+            Py_DECREF(gaps);
+            if (!rc || (gaps = Py_BuildValue("(LL)", g.first, step0 + stop - 1)) == NULL) return -1;
+        }
+        PyObject *item = Py_BuildValue("(LnN)", stop - 1, idx, gaps);
+        int rc = item && PyList_Append(leaving, item) == 0 ? 0 : -1;
+        Py_XDECREF(item);
+        if (rc < 0 || counted) return rc;
+    } else {
+        stop = K;
+        if (PyList_Append(out[2], r) < 0) return -1;
+    }
+    PyObject *runs = runs_of(run_start, adm, stop, prefills, is_prefill, step0, &s), *old, *ext, *sv;
+    if (runs == NULL) return -1;
+    old = PyObject_GetAttr(r, s_runs);  /* r.runs += new; r.run_start = s */
+    ext = old ? PySequence_InPlaceConcat(old, runs) : NULL;
+    int rc = ext && PyObject_SetAttr(r, s_runs, ext) == 0 && (sv = PyLong_FromLongLong(s)) != NULL ? 0 : -1;
+    if (rc == 0) {
+        rc = PyObject_SetAttr(r, s_run_start, sv);
+        Py_DECREF(sv);
+    }
+    Py_XDECREF(old);
+    Py_XDECREF(ext);
+    Py_DECREF(runs);
+    return rc;
+}
+
+/* sglang_settle.settle's loop over the stretch's requests: (frees, leaving, running); finished ones' gaps queued on
+   gap_runs and singles when the replica counts gaps, the others' token runs set on the request. */
+static PyObject *sglang_lives(PyObject *self, PyObject *args)
+{
+    PyObject *lives, *a[5];  /* dsteps, prefills, is_prefill, gap_runs, singles */
+    long long v[4];  /* D, K, step0, counted */
+    if (!PyArg_ParseTuple(args, "O!LLO!O!O!LLO!O!", &PyList_Type, &lives, &v[0], &v[1], &PyList_Type, &a[0],
+                          &PyList_Type, &a[1], &PyByteArray_Type, &a[2], &v[2], &v[3], &PyList_Type, &a[3],
+                          &PyList_Type, &a[4]))
         return NULL;
-    if (close_runs(&g, old) < 0 || close_runs(&g, runs) < 0 || close_run(&g, s, end) < 0) return NULL;
-    return Py_BuildValue("LL", g.first, end - 1);
+    PyObject *out[3] = {PyList_New(0), PyList_New(0), PyList_New(0)};  /* frees, leaving, running */
+    int rc = out[0] && out[1] && out[2] ? 0 : -1;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(lives); i++)
+        rc = sg_settle_one(PyList_GET_ITEM(lives, i), i, v, a, out);
+    if (rc < 0) {
+        for (int i = 0; i < 3; i++) Py_XDECREF(out[i]);
+        return NULL;
+    }
+    return Py_BuildValue("NNN", out[0], out[1], out[2]);
 }
 
 /* ---- settle_lives ----------------------------------------------------------------------------------------- */
@@ -1232,17 +1293,10 @@ static PyMethodDef core_methods[] = {
      "decode_until(run, terms_of, bound): open_stretch._ArrivalStretch.decode_until on the run's fields."},
     {"arrive", (PyCFunction)(void (*)(void))arrive, METH_FASTCALL,
      "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0, "
-     "plain) -> "
-     "(next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
+     "plain) -> (next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
     {"sglang_decode_until", (PyCFunction)(void (*)(void))sglang_decode_until, METH_FASTCALL,
      "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, D, K, n, S, room, last, bound) -> "
      "(decode step reached, last price): sglang_stretch._SGLangStretch.decode_until's loop."},
-    {"sglang_runs", sglang_runs, METH_VARARGS,
-     "sglang_runs(run_start, adm, stop, prefills, is_prefill, step0) -> (runs, open run's start): "
-     "sglang_settle._runs."},
-    {"sglang_gaps", sglang_gaps, METH_VARARGS,
-     "sglang_gaps(old_runs, runs, start, end, gap_runs, singles) -> (first token's step, last's): "
-     "sglang_settle._gaps."},
     {"usage_samples", usage_samples, METH_VARARGS,
      "usage_samples(n, B, allocs, alloc_at, runs, run_at, grants, grant_at, frees, free_at, drops, sets, stored, "
      "stored_shift) -> (used, stored, held) float64 bytes per step: KvUsageTracker._flush's expansion."},
@@ -1250,6 +1304,9 @@ static PyMethodDef core_methods[] = {
      "fold_totals(durs, ud, stored, held, (busy, usage, stored_s, held_s)) -> the four totals: KvUsageTracker._fold."},
     {"bucket_steps", bucket_steps, METH_VARARGS,
      "bucket_steps(buckets, width, starts, durs, u, ud) -> width: UsageBuckets.add (buckets changed in place)."},
+    {"sglang_lives", sglang_lives, METH_VARARGS,
+     "sglang_lives(lives, D, K, dsteps, prefills, is_prefill, step0, counted, gap_runs, singles) -> (frees, leaving, "
+     "running): sglang_settle.settle's loop over the stretch's requests."},
     {"settle_lives", settle_lives, METH_VARARGS,
      "settle_lives(lives, K, B, lag, step0) -> (takes, runs, frees, running, finished, freed, deferred): "
      "open_settle.settle's per-request loop."},
@@ -1265,11 +1322,13 @@ PyMODINIT_FUNC PyInit_stretch_core(void)
     PyObject **names[] = {&s_num_computed, &s_num_generated, &s_num_tokens, &s_num_output, &s_num_prompt, &s_n, &s_B,
                           &s_blocks_left, &s_finishing, &s_sched_t, &s_S, &s_K, &s_groups, &s_keys,
                           &s_ends, &s_durs, &s_split, &s_stored, &s_grants, &s_lives, &s_lag, &s_spec,
-                          &s_prefix_segments, &s_status, &s_run_start, &s_num_cached, &s_forms, &s_prices, &s_last};
+                          &s_prefix_segments, &s_status, &s_run_start, &s_num_cached, &s_forms, &s_prices, &s_last,
+                          &s_runs};
     const char *text[] = {"num_computed_tokens", "num_generated", "num_tokens", "num_output_tokens",
                           "num_prompt_tokens", "n", "B", "blocks_left", "finishing", "sched_t", "S", "K",
                           "groups", "keys", "ends", "durs", "split", "stored", "grants", "lives", "lag", "spec",
-                          "prefix_segments", "status", "run_start", "num_cached_tokens", "forms", "prices", "last"};
+                          "prefix_segments", "status", "run_start", "num_cached_tokens", "forms", "prices", "last",
+                          "runs"};
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         if ((*names[i] = PyUnicode_InternFromString(text[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&core_module);
