@@ -151,11 +151,10 @@ class _SGLangStretch:
         """Decode steps up to the first one starting at or after ``bound``, in pieces between finishes, as far as the
         slots and the step cap go. With the compiled core (native.py), its ``sglang_decode_until``: this loop and
         ``_price_piece`` in C, the same float operations in the same order."""
-        if self.core is not None:
-            b, self.last = self.core.sglang_decode_until(
+        if self.core is not None:  # with _advance_to
+            self.last, self.K, self.D, self.n, self.S, self.F = self.core.sglang_decode_until(
                 self.ends, self.durs, self.stored, self.keys, self.groups, self.forms, self.prices, self.terms_of,
-                self.D, self.K, self.n, self.S, self.room, self.last, bound)
-            self._advance_to(b, self.K - self.D)
+                self.D, self.K, self.n, self.S, self.room, self.last, bound, self.F, self.dsteps)
             return
         D, keys, groups = self.D, self.keys, self.groups
         off = self.K - D  # step of decode step d: d + off

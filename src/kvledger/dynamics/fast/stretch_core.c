@@ -18,7 +18,7 @@
 #include <Python.h>
 #include <string.h>
 
-#define CORE_VERSION 5          /* native.py loads only the version it was written for */
+#define CORE_VERSION 6          /* native.py loads only the version it was written for */
 #define CHUNK_SPARE_STEPS 3     /* stretch_times.py: steps priced beyond those the last price says fit */
 #define CHUNK_MIN_STEPS 8       /* stretch_times.py: fewest steps priced in one call while a bound is ahead */
 #define CHUNK_UNPRICED_STEPS 16 /* stretch_times.py: steps priced first when no step has been priced yet */
@@ -423,14 +423,42 @@ static long long sglang_piece(Stretch *st, long long a, long long b, long long a
     return j;
 }
 
+/* ``_SGLangStretch._advance_to``: decode steps D .. b − 1 ran: drop the priced steps past them, record their step
+   numbers in dsteps and drop the requests that finished in them from the counts (n, S, F). */
+static int sglang_advance(Stretch *st, long long b, long long D, long long off, PyObject *dsteps, long long *n,
+                          long long *S, long long *F)
+{
+    long long K = b + off;
+    if (times_trim(st->ends, K + 1) < 0 || times_trim(st->durs, K) < 0) return -1;
+    if (b == D) return 0;
+    for (long long k = D + off; k < K; k++)
+        if (append_ll(dsteps, k) < 0) return -1;
+    Py_ssize_t x = 0, nk = PyList_GET_SIZE(st->keys);
+    for (; x < nk; x++) {
+        PyObject *f = PyList_GET_ITEM(st->keys, x), *g;
+        long long fv, cnt, tok;
+        if (get_ll_item(st->keys, x, &fv) < 0) return -1;
+        if (fv > b) break;
+        g = PyDict_GetItemWithError(st->groups, f);
+        if (g == NULL || get_ll_item(g, 0, &cnt) < 0 || get_ll_item(g, 1, &tok) < 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "sglang_decode_until: finish group");
+            return -1;
+        }
+        *n -= cnt, *S -= tok, *F -= fv * cnt;
+        if (PyDict_DelItem(st->groups, f) < 0) return -1;
+    }
+    return x ? PyList_SetSlice(st->keys, 0, x, NULL) : 0;
+}
+
 /* ``_SGLangStretch.decode_until``'s loop: decode steps from decode step D, in pieces between finishes, as far as the
    token slots (``room``) and the step cap go; returns (b, last), the decode step reached and the last price. */
 static PyObject *sglang_decode_until(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 15 || !is_times(args[0]) || !is_times(args[1]) || !PyList_CheckExact(args[2])
-        || !PyList_CheckExact(args[3]) || !PyDict_CheckExact(args[4]) || !PyDict_CheckExact(args[5])) {
+    if (nargs != 17 || !is_times(args[0]) || !is_times(args[1]) || !PyList_CheckExact(args[2])
+        || !PyList_CheckExact(args[3]) || !PyDict_CheckExact(args[4]) || !PyDict_CheckExact(args[5])
+        || !PyList_CheckExact(args[16])) {
         PyErr_SetString(PyExc_TypeError, "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, "
-                        "terms_of, D, K, n, S, room, last, bound): lists, then dicts");
+                        "terms_of, D, K, n, S, room, last, bound, F, dsteps): lists, then dicts, dsteps a list");
         return NULL;
     }
     Stretch st = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]};
@@ -466,8 +494,10 @@ static PyObject *sglang_decode_until(PyObject *self, PyObject *const *args, Py_s
         alive -= cnt, s_alive -= tok, a = b;
         si++;
     }
+    long long F = PyLong_AsLongLong(args[15]), n = v[2], S = v[3];
+    if ((F == -1 && PyErr_Occurred()) || sglang_advance(&st, b, D, off, args[16], &n, &S, &F) < 0) return NULL;
     PyObject *last = st.priced ? PyFloat_FromDouble(st.last) : Py_NewRef(args[13]);
-    return last ? Py_BuildValue("LN", b, last) : NULL;
+    return last ? Py_BuildValue("NLLLLL", last, b + off, b, n, S, F) : NULL;
 }
 
 /* ---- sglang_lives: sglang_settle.settle's loop over the stretch's requests ------------------------------------ */
@@ -1295,8 +1325,8 @@ static PyMethodDef core_methods[] = {
      "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0, "
      "plain) -> (next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
     {"sglang_decode_until", (PyCFunction)(void (*)(void))sglang_decode_until, METH_FASTCALL,
-     "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, D, K, n, S, room, last, bound) -> "
-     "(decode step reached, last price): sglang_stretch._SGLangStretch.decode_until's loop."},
+     "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, D, K, n, S, room, last, bound, F, "
+     "dsteps) -> (last, K, D, n, S, F): sglang_stretch._SGLangStretch.decode_until with _advance_to."},
     {"usage_samples", usage_samples, METH_VARARGS,
      "usage_samples(n, B, allocs, alloc_at, runs, run_at, grants, grant_at, frees, free_at, drops, sets, stored, "
      "stored_shift) -> (used, stored, held) float64 bytes per step: KvUsageTracker._flush's expansion."},
