@@ -297,4 +297,3 @@ class _ArrivalStretch:
         self.S, self.K, self.n = S, K, n + a
         self.finishing = g[0] if self.lag and g is not None else 0
         self.sched_t = ends[K - 1] if self.lag else ends[K]
-
