@@ -1,13 +1,19 @@
-/* kvledger's optional compiled core: the arrival stretch's two hottest loops (open_stretch.py, open_settle.py).
+/* kvledger's optional compiled core: the self-contained loops of the simulator's arrival stretches (dynamics/fast/).
 
    Each function here is a line-for-line translation of the pure-Python code it replaces, which stays the reference
    and the fallback (native.py loads this module; KVLEDGER_PURE_PYTHON=1 or a failed compile leaves it out):
 
-   - decode_until: ``_ArrivalStretch.decode_until``: a vLLM v1 arrival stretch's pure-decode steps up to the next
-     arrival, in pieces between finishes, each step priced by the roofline's plain form ``gemm + g·kv / bw`` and the
-     step end times summed one by one;
-   - settle_lives: the per-request loop of ``open_settle.settle``: the blocks each request took, its final or
-     running token counters, and who finished, is freed or waits for the next schedule (async scheduling).
+   - decode_until: open_stretch ``_ArrivalStretch.decode_until``: a vLLM v1 arrival stretch's pure-decode steps up to
+     the next arrival, in pieces between finishes, each step priced by the roofline's plain form ``gemm + g·kv / bw``
+     and the step end times summed one by one (kept as float64 bytes);
+   - arrive: ``_ArrivalStretch.arrive`` and ``_mixed_step``: the visible arrivals admitted in one mixed step, priced by
+     RooflineStepCost.step_time_of's plain form (roofline_price) or the model's own price;
+   - settle_lives: open_settle's per-request loop: the blocks each request took, its final or running token counters,
+     and who finished, is freed or waits for the next schedule (async scheduling);
+   - usage_samples, fold_totals, bucket_steps: the KV usage fold (outputs/kv_usage.py, step_runs.py,
+     usage_buckets.py): per-step samples from the buffered changes, the time-weighted totals and the time buckets;
+   - sglang_decode_until, sglang_lives: the same two loops of SGLang's arrival stretches (sglang_stretch.py,
+     sglang_settle.py), decode steps priced at the CUDA-graph padded batch.
 
    Byte-identical results need the same IEEE double operations in the same order as the Python code: the build
    (hatch_build.py) compiles with -ffp-contract=off and without -ffast-math, so ``gemm + g * x / bw`` is a multiply,
