@@ -277,3 +277,13 @@ class RooflineStepCost(DecodePrices):
         if self.host_step_s or self.host_seq_s:  # as time_s adds costs().host_s (0.0 + all-to-all is exact)
             gpu = gpu + self.host_s(seqs)
         return max(gpu, cpu) if overlap else gpu + cpu
+
+    def token_terms(self, num_tokens: int) -> tuple[float, float]:
+        """(weight bytes read, all-reduce s) of a step over ``num_tokens`` tokens, cached: ``step_time_of``'s token
+        terms (the simulator's compiled core prices a step's plain form with them)."""
+        c = self._token_terms.get(num_tokens)
+        if c is None:
+            c = (self.weight_read_bytes(num_tokens), self.allreduce_s(num_tokens))
+            if len(self._token_terms) < 65536:
+                self._token_terms[num_tokens] = c
+        return c

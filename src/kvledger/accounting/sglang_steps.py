@@ -110,12 +110,7 @@ class GraphPaddedStepCost:
         """``num_steps`` pure-decode steps of ``num_seqs`` requests, KV growing by ``num_seqs`` a step, s each: at the
         padded batch ``p`` the padding rows hold ``p − num_seqs`` tokens every step; in the wrapped model's plain form
         (``gemm + bytes per token · tokens / bandwidth``, bit for bit its own step price) where it has one."""
-        c = self.padded_terms.get(num_seqs)
-        if c is None:  # (padding tokens, the wrapped model's plain form at the padded batch or None), cached
-            p = padded_decode_batch(num_seqs, self.capture_sizes)
-            fast = num_seqs and hasattr(self.inner, "decode_plain_terms")
-            c = self.padded_terms[num_seqs] = ((p - num_seqs) * SGLANG_SEQ_LEN_FILL,
-                                               self.inner.decode_plain_terms(p) if fast else None)
+        c = self.padded_terms.get(num_seqs) or self._padded(num_seqs)
         start, plain = kv_tokens + c[0], c[1]
         if plain is not None:
             gemm, g, b = plain
@@ -125,6 +120,21 @@ class GraphPaddedStepCost:
 
             return (gemm + g * np.arange(start, start + num_seqs * num_steps, num_seqs) / b).tolist()
         return [self.step_time_of(0, 0, 0, 0.0, num_seqs, kv_tokens + i * num_seqs) for i in range(num_steps)]
+
+    def _padded(self, num_seqs: int) -> tuple:
+        """(padding tokens, the wrapped model's plain form at the padded batch or None), cached."""
+        p = padded_decode_batch(num_seqs, self.capture_sizes)
+        fast = num_seqs and hasattr(self.inner, "decode_plain_terms")
+        c = self.padded_terms[num_seqs] = ((p - num_seqs) * SGLANG_SEQ_LEN_FILL,
+                                           self.inner.decode_plain_terms(p) if fast else None)
+        return c
+
+    def decode_padded_terms(self, num_seqs: int) -> tuple[float, float, float, int] | None:
+        """``decode_steps_list``'s plain form: (gemm s, KV bytes per token, bandwidth B/s, padding tokens), a step
+        reading ``kv`` tokens costing ``gemm + g · (kv + padding) / bw`` at the padded batch; None where the wrapped
+        model has no plain form."""
+        c = self.padded_terms.get(num_seqs) or self._padded(num_seqs)
+        return (*c[1], c[0]) if c[1] is not None else None
 
     def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int):
         return decode_steps_by_loop(self, num_seqs, kv_tokens, num_steps)

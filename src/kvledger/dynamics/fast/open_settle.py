@@ -12,12 +12,13 @@ from array import array
 import numpy as np
 
 from kvledger.dynamics.engine.request_state import SimRequest
+from kvledger.dynamics.fast import native
 
 __all__ = ["settle"]
 
 
-def settle(rep, lives: list, K: int, ends: list[float], durs: list[float], stored: list, grants: list[int],
-           out: list) -> None:
+def settle(rep, lives: list, K: int, ends: list[float] | bytearray, durs: list[float] | bytearray, stored: list,
+           grants: list[int], out: list) -> None:
     """Blocks, frees, KV usage, token times, counters and records of the ``K`` steps run (see ``run_arrivals``).
 
     ``lives``: per request ``(request, first decode step, computed tokens then, blocks held then, tokens left then,
@@ -26,11 +27,42 @@ def settle(rep, lives: list, K: int, ends: list[float], durs: list[float], store
     kv, sched = rep.kv, rep.sched
     B, lag = kv.block_size, 1 if rep.rules.async_scheduling else 0
     used0, held0 = kv.num_used_blocks, kv.held_slots
-    takes: list[tuple[SimRequest, int]] = []  # blocks each request takes, in the free queue's order
-    runs: list[int] = []  # [first step, blocks, …]: one block every B steps from the first
-    frees: list[int] = []  # [step, blocks, …]: a finished request's blocks, off the samples from that step on
+    core = native.core
+    if core is not None:  # the loop below, compiled (native.py); the step times already float64 bytes
+        takes, runs, frees, running, finished, freed, deferred = core.settle_lives(lives, K, B, lag, rep.num_steps)
+        ends_buf, durs_buf = ends, durs
+    else:
+        takes, runs, frees, running, finished, freed, deferred = settle_lives(lives, K, B, lag, rep.num_steps)
+        ends_buf, durs_buf = array("d", ends), array("d", durs)
+    kv.take_in_turn(takes)
+    times = np.frombuffer(ends_buf)[: K + 1]  # step end times (times[0]: the first one's start), one array
+    rep.push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
+    rep.now_s = float(times[K])
+    if freed:  # after the blocks were taken: frees put blocks back at the queue's head
+        kv.free_finished(freed)
+    sched.running = running
+    rep.usage.add_stretch(times[:K], np.frombuffer(durs_buf)[:K], kv.capacity_blocks, used0, held0, (), (),
+                          runs, (), grants, frees, stored)
+    if lag:
+        rep.defer(deferred)
+        rep.last_start_s = float(times[K - 1])
+    recs = rep.finish(finished, freed=True) if finished else []
+    if rep.sink is None:
+        out.extend((r.uid, rec) for r, rec in recs)
+
+
+def settle_lives(lives: list, K: int, B: int, lag: int, step0: int) -> tuple[list, ...]:
+    """Each request's blocks taken and counters after the ``K`` steps (set on the request), and who finished.
+
+    Returns ``(takes, runs, frees, running, finished, freed, deferred)``: (request, blocks it takes) in the free queue's
+    order; [first step, blocks, …], one block every ``B`` steps from the first; [step, blocks, …], a finished request's
+    blocks off the samples from that step on; the requests still running; (request, its last step's number) of the
+    finished; those freed in the stretch; those freed after the next schedule (async).
+    ``stretch_core.settle_lives`` is this function in C."""
+    takes: list[tuple[SimRequest, int]] = []
+    runs: list[int] = []
+    frees: list[int] = []
     running, finished, freed, deferred = [], [], [], []
-    step0 = rep.num_steps
     for r, d0, c0, held, m, admitted in lives:
         end = m if d0 + m <= K else K - d0  # decode steps it ran here
         j = held * B - c0  # its first block-filling step, from d0
@@ -58,18 +90,4 @@ def settle(rep, lives: list, K: int, ends: list[float], durs: list[float], store
             r.num_generated = g = r.num_output_tokens - (d0 + m - K)
             r.num_tokens = r.num_prompt_tokens + g
             running.append(r)
-    kv.take_in_turn(takes)
-    times = np.frombuffer(array("d", ends))[: K + 1]  # step end times (times[0]: the first one's start), one array
-    rep.push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
-    rep.now_s = ends[K]
-    if freed:  # after the blocks were taken: frees put blocks back at the queue's head
-        kv.free_finished(freed)
-    sched.running = running
-    rep.usage.add_stretch(times[:K], np.frombuffer(array("d", durs))[:K], kv.capacity_blocks, used0, held0, (), (),
-                          runs, (), grants, frees, stored)
-    if lag:
-        rep.defer(deferred)
-        rep.last_start_s = ends[K - 1]
-    recs = rep.finish(finished, freed=True) if finished else []
-    if rep.sink is None:
-        out.extend((r.uid, rec) for r, rec in recs)
+    return takes, runs, frees, running, finished, freed, deferred

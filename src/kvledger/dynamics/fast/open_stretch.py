@@ -32,11 +32,13 @@ every reported figure with step-by-step execution.
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left
+from functools import partial
 
-from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
 from kvledger.dynamics.engine.request_state import RUNNING, SimRequest, accept
+from kvledger.dynamics.fast import native, open_native
 from kvledger.dynamics.fast.open_settle import settle
 from kvledger.dynamics.fast.stretch_times import CHUNK_MIN_STEPS as MIN_STEPS
 from kvledger.dynamics.fast.stretch_times import (
@@ -76,13 +78,16 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     run = _ArrivalStretch(rep)
     total = len(specs)
     spec_at = getattr(specs, "spec_at", None) or specs.__getitem__  # a columnar workload builds a spec when asked
+    decode_until, arrive = run.decode_until, run.arrive
+    if run.core is not None:  # the compiled ones, called straight (open_native.py)
+        decode_until, arrive = partial(run.core.decode_until, run, plain_decode_terms), partial(open_native.arrive, run)
     while run.n and run.K < MAX_ARRIVAL_STRETCH_STEPS:
         bound = arrivals[i] if i < total else math.inf
         if not (run.lag and run.sched_t >= bound):
-            run.decode_until(bound)
+            decode_until(bound)
             if not run.n or run.sched_t < bound or run.K >= MAX_ARRIVAL_STRETCH_STEPS:
                 break  # everyone finished, or stopped short of the arrival (blocks, the step cap)
-        i_next = run.arrive(spec_at, arrivals, i, total, out)
+        i_next = arrive(spec_at, arrivals, i, total, out)
         if i_next < 0:
             break
         i = i_next
@@ -105,7 +110,8 @@ class _ArrivalStretch:
     """
 
     __slots__ = ("rep", "limits", "prices", "B", "lag", "lives", "groups", "keys", "n", "S", "blocks_left", "ends",
-                 "durs", "stored", "grants", "split", "sched_t", "finishing", "last", "forms", "K")
+                 "durs", "stored", "grants", "split", "sched_t", "finishing", "last", "forms", "K", "core", "price",
+                 "plain")
 
     def __init__(self, rep) -> None:
         cfg = rep.cfg
@@ -129,6 +135,11 @@ class _ArrivalStretch:
         self.n, self.keys = len(lives), sorted(groups)  # keys: the finish steps, ascending
         self.blocks_left = rep.kv.num_free_blocks  # a lower bound on the free blocks: every take counted at its most
         self.ends, self.durs = [rep.now_s], []  # step end times (ends[0]: the first step's start), durations, s
+        self.core = native.core  # the compiled decode_until and arrive (open_native.py), or None (the methods below)
+        self.price = self.prices.step_price or partial(open_native.shape_price, rep.cost)  # a mixed step's price, s
+        self.plain = self.core and open_native.plain_price(rep.cost, self.price)  # the roofline's form, for the core
+        if self.core is not None:  # the core keeps the step times as float64 bytes: no float object per step
+            self.ends, self.durs = bytearray(array("d", self.ends)), bytearray()
         self.stored, self.grants = [], []  # stored: [first step, steps, KV tokens, Δ per step, …]
         self.split = rep.prefill_time.mixed  # mixed steps' shapes and prices, split later (PrefillTime)
         self.sched_t = rep.sched_s  # when the next step is scheduled, s
@@ -141,7 +152,10 @@ class _ArrivalStretch:
         """Decode steps up to the first one scheduled at or after ``bound``, in pieces between finishes (as
         ``stretch_times.decode_times`` does, on the counts), as far as the blocks' lower bound and the step cap go.
 
-        Chunks priced by ``stretch_times.extend_decode_chunk`` (one call per chunk, not per step)."""
+        Chunks priced by ``stretch_times.extend_decode_chunk`` (one call per chunk, not per step). With the compiled
+        core (native.py), its ``decode_until``: this loop in C, the same float operations in the same order."""
+        if self.core is not None:
+            return open_native.decode_until(self, bound)
         K, n, keys, groups, lag, ends, durs = self.K, self.n, self.keys, self.groups, self.lag, self.ends, self.durs
         q = self.blocks_left // n  # blocks each running request may take: at most q·B − 1 steps
         stop = K + q * self.B - 1 if q > 0 else K
@@ -214,6 +228,8 @@ class _ArrivalStretch:
         the new ones are admitted with their whole prompts, as ``Scheduler.admit_waiting`` would (rejected ones' records
         appended to ``out``). Returns the next index, or −1 (nothing done) when the step cannot take them all (module
         doc: budget, seats, a one-token output, shareable segments, the blocks' lower bound)."""
+        if self.core is not None:  # this and _mixed_step compiled: the same steps, the same float operations
+            return open_native.arrive(self, spec_at, arrivals, i, total, out)
         n, B, left = self.n, self.B, self.blocks_left
         budget, seats, max_len, caps, max_req = self.limits
         room = budget - n
@@ -251,9 +267,8 @@ class _ArrivalStretch:
         rep, n, K, groups, keys, ends = self.rep, self.n, self.K, self.groups, self.keys, self.ends
         self.blocks_left -= take
         dec_kv = self.S + n * (K + 1)  # Σ computed + n
-        price, a = self.prices.step_price, len(new)
-        dur = (price(pf, a, pf, pairs, n, dec_kv) if price is not None else
-               rep.cost.step_time_s(StepShape(pf, a, pf, pairs, n, dec_kv)))
+        a = len(new)
+        dur = self.price(pf, a, pf, pairs, n, dec_kv)
         self.split += (pf, a, pf, pairs, n, dec_kv, dur)  # the step's prefill part, priced later
         self.stored += (K, 1, pf + dec_kv, 0)
         ends.append(ends[K] + dur)

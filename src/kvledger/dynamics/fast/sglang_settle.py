@@ -24,6 +24,7 @@ from bisect import bisect_left
 import numpy as np
 
 from kvledger.dynamics.engine.request_state import RUNNING
+from kvledger.dynamics.fast import native
 
 __all__ = ["settle"]
 
@@ -41,27 +42,14 @@ def settle(rep, run, out: list) -> None:
     is_prefill = bytearray(K + 1)
     for p in prefills:
         is_prefill[p] = 1
-    frees: list[int] = []  # add_stretch's [step, slots, …]
-    leaving: list[tuple] = []  # (last step, index in lives, steps of its first and last tokens or None)
-    running = []
     counted = rep.counts_gaps
     gap_runs: list[int] = []
     singles: list[int] = []
-    for idx, life in enumerate(run.lives):
-        r, d0, c0, m, adm = life
-        if d0 + m <= D:  # finished in the stretch
-            stop = dsteps[d0 + m - 1] + 1  # the step after its last
-            if stop < K:
-                frees += (stop, c0 + m)
-            if counted:
-                leaving.append((stop - 1, idx, _gaps(r, adm, stop, prefills, is_prefill, step0, gap_runs, singles)))
-                continue
-            leaving.append((stop - 1, idx, None))
-        else:
-            stop = K
-            running.append(r)
-        new, r.run_start = _runs(r, adm, stop, prefills, is_prefill, step0)
-        r.runs += new
+    if native.core is not None:  # _lives compiled (native.py)
+        frees, leaving, running = native.core.sglang_lives(run.lives, D, K, dsteps, prefills, is_prefill, step0,
+                                                           counted, gap_runs, singles)
+    else:
+        frees, leaving, running = _lives(run, D, K, prefills, is_prefill, step0, counted, gap_runs, singles)
     leaving.sort()
     _replay(kv, run, leaving, D)
     sched.running = running
@@ -79,6 +67,33 @@ def settle(rep, run, out: list) -> None:
     recs = rep.finish([(lives[i][0], step0 + f) for f, i, _ in leaving], freed=True)
     if rep.sink is None:
         out.extend((r.uid, rec) for r, rec in recs)
+
+
+def _lives(run, D: int, K: int, prefills: list[int], is_prefill: bytearray, step0: int, counted: bool,
+           gap_runs: list[int], singles: list[int]) -> tuple[list[int], list[tuple], list]:
+    """Per request of the stretch: (add_stretch's frees [step, slots, …], the finished as (last step, index in lives,
+    steps of its first and last tokens or None), the requests still running); the others' token runs set, the
+    finished ones' gaps queued when the replica counts them. ``stretch_core.sglang_lives`` is this loop in C."""
+    frees: list[int] = []
+    leaving: list[tuple] = []
+    running = []
+    dsteps = run.dsteps
+    for idx, life in enumerate(run.lives):
+        r, d0, c0, m, adm = life
+        if d0 + m <= D:  # finished in the stretch
+            stop = dsteps[d0 + m - 1] + 1  # the step after its last
+            if stop < K:
+                frees += (stop, c0 + m)
+            if counted:
+                leaving.append((stop - 1, idx, _gaps(r, adm, stop, prefills, is_prefill, step0, gap_runs, singles)))
+                continue
+            leaving.append((stop - 1, idx, None))
+        else:
+            stop = K
+            running.append(r)
+        new, r.run_start = _runs(r, adm, stop, prefills, is_prefill, step0)
+        r.runs += new
+    return frees, leaving, running
 
 
 def _decode_grants(stored: list) -> list[int]:

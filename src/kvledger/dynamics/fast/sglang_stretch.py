@@ -33,11 +33,14 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from functools import partial
 
+from kvledger.accounting.sglang_steps import GraphPaddedStepCost
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest, accept
 from kvledger.dynamics.engine.sglang_scheduler import CLIP_MAX_NEW_TOKENS
+from kvledger.dynamics.fast import native
 from kvledger.dynamics.fast.sglang_settle import settle
 from kvledger.dynamics.fast.stretch_times import (
     chunk_steps,
@@ -111,7 +114,7 @@ class _SGLangStretch:
     """
 
     __slots__ = ("rep", "cfg", "prices", "lives", "groups", "keys", "n", "S", "F", "room", "ends", "durs", "stored",
-                 "grants", "dsteps", "prefills", "admits", "last", "forms", "K", "D")
+                 "grants", "dsteps", "prefills", "admits", "last", "forms", "K", "D", "core", "terms_of")
 
     def __init__(self, rep) -> None:
         self.rep, self.cfg, self.prices = rep, rep.cfg, rep.prices
@@ -138,10 +141,21 @@ class _SGLangStretch:
         self.last = rep.decode_step_hint_s
         self.forms: dict[int, tuple | None] = {}
         self.K = self.D = 0
+        self.core = native.core  # the compiled decode loop, or None (the Python one below)
+        self.terms_of = plain_decode_terms  # the decode price's plain form for the core: CUDA-graph padding included
+        cost = rep.cost
+        if type(cost) is GraphPaddedStepCost and self.prices.decode_list == cost.decode_steps_list:
+            self.terms_of = partial(_padded_form, cost)
 
     def decode_until(self, bound: float) -> None:
         """Decode steps up to the first one starting at or after ``bound``, in pieces between finishes, as far as the
-        slots and the step cap go."""
+        slots and the step cap go. With the compiled core (native.py), its ``sglang_decode_until``: this loop and
+        ``_price_piece`` in C, the same float operations in the same order."""
+        if self.core is not None:  # with _advance_to
+            self.last, self.K, self.D, self.n, self.S, self.F = self.core.sglang_decode_until(
+                self.ends, self.durs, self.stored, self.keys, self.groups, self.forms, self.prices, self.terms_of,
+                self.D, self.K, self.n, self.S, self.room, self.last, bound, self.F, self.dsteps)
+            return
         D, keys, groups = self.D, self.keys, self.groups
         off = self.K - D  # step of decode step d: d + off
         cap = D + MAX_SGLANG_STRETCH_STEPS - self.K
@@ -263,3 +277,10 @@ class _SGLangStretch:
             S += p - D
             F += f
         self.S, self.F, self.n, self.K = S, F, self.n + len(new), K + 1
+
+
+def _padded_form(cost: GraphPaddedStepCost, forms: dict, prices, alive: int):
+    """``decode_steps_list``'s plain form at SGLang's padded batch (gemm, g, bw, padding tokens), memoised in ``forms``
+    (the compiled decode loop's ``terms_of``); None where the wrapped model has none."""
+    terms = forms[alive] = cost.decode_padded_terms(alive)
+    return terms

@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from kvledger.dynamics.outputs.step_runs import changed_sets, per_step_floats, run_steps, since_set, stored_quads
+from kvledger.dynamics.outputs import step_runs
+from kvledger.dynamics.outputs.step_runs import changed_sets, per_step_floats, stored_quads
 from kvledger.dynamics.outputs.usage_buckets import MAX_USAGE_BUCKETS, UsageBuckets
 
 __all__ = ["KvUsageTracker", "MAX_USAGE_BUCKETS", "CHUNK_STEPS"]
@@ -208,42 +209,9 @@ class KvUsageTracker:
             self._parts, self._n_parts = [], 0
         else:
             starts, durs = np.frombuffer(array("d", self._starts)), np.frombuffer(array("d", self._durs))  # (fastest)
-        step = np.zeros(n + 1, dtype=np.int64)  # whole-block changes per step: blocks, then slots
-        slot = np.zeros(n + 1, dtype=np.int64)
-        if self._allocs or self._runs:
-            steps = np.array(self._allocs, dtype=np.int64) + np.array(self._alloc_at, dtype=np.int64)
-            if self._runs:
-                steps = np.concatenate((steps, run_steps(self._runs, self.block_size, self._run_at)))
-            a = np.bincount(steps, minlength=n + 1)
-            step += a
-            slot += a * self.block_size
-        if self._grants:
-            g = np.array(self._grants, dtype=np.int64).reshape(-1, 2)
-            at = g[:, 0] + np.array(self._grant_at, dtype=np.int64)
-            np.add.at(step, at, g[:, 1])
-            np.add.at(slot, at, g[:, 1] * self.block_size)
-        if self._frees:
-            f = np.array(self._frees, dtype=np.int64).reshape(-1, 2)
-            at = f[:, 0] + np.array(self._free_at, dtype=np.int64)
-            np.subtract.at(step, at, f[:, 1])
-            np.subtract.at(slot, at, f[:, 1] * self.block_size)
-        if self._drops:
-            d = np.array(self._drops, dtype=np.int64).reshape(-1, 3)
-            np.subtract.at(step, d[:, 0], d[:, 1])
-            np.subtract.at(slot, d[:, 0], d[:, 2])
-        sets = np.array(self._sets, dtype=np.float64).reshape(-1, 3)  # a value is set at step 0 of every buffer
-        at = sets[:, 0].astype(np.int64)
-        last = np.zeros(n, dtype=np.int64)  # index into sets of the last value set at or before each step
-        last[at] = np.arange(len(at))
-        last = np.maximum.accumulate(last)
-        used = since_set(sets[:, 1], at, last, step[:n])
-        held = since_set(sets[:, 2], at, last, slot[:n])
-        s = np.frombuffer(array("d", self._stored)).reshape(-1, 4)
-        sh = self._stored_shift
-        for j in range(0, len(sh), 3):
-            s[sh[j]: sh[j + 1], 0] += sh[j + 2]
-        count = s[:, 1].astype(np.int64)
-        stored = s[:, 2].repeat(count) + s[:, 3].repeat(count) * (np.arange(n) - s[:, 0].repeat(count))
+        used, stored, held = step_runs.usage_samples(  # each a float64 array of the n buffered steps
+            n, self.block_size, self._allocs, self._alloc_at, self._runs, self._run_at, self._grants, self._grant_at,
+            self._frees, self._free_at, self._drops, self._sets, self._stored, self._stored_shift)
         self._starts, self._durs, self._drops, self._sets, self._stored = [], [], [], [], []
         self._allocs, self._alloc_at, self._runs, self._run_at, self._grants = [], [], [], [], []
         self._grant_at, self._frees, self._free_at, self._stored_shift = [], [], [], []
@@ -257,14 +225,9 @@ class KvUsageTracker:
         """Add buffered steps to the totals and buckets, left to right."""
         u = used / self._cap
         ud = u * durs
-        n = len(starts)
-        rows = np.empty((4, n + 1))  # each total plus its steps, summed left to right along the row by one cumsum
-        rows[:, 0] = self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s
-        rows[0, 1:] = durs
-        rows[1, 1:] = ud
-        np.multiply(stored, durs, out=rows[2, 1:])
-        np.multiply(held, durs, out=rows[3, 1:])
-        self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s = rows.cumsum(axis=1)[:, -1].tolist()
+        t = (self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s)
+        self._busy_s, self._usage_s, self._stored_token_s, self._held_token_s = step_runs.fold_totals(
+            t, durs, ud, stored, held)  # left to right, as a step-at-a-time loop adds them
         self._max_usage = max(self._max_usage, float(u.max()))
         self._buckets.add(starts, durs, u, ud)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kvledger.dynamics.fast import native
+
 __all__ = ["UsageBuckets", "MAX_USAGE_BUCKETS"]
 
 MAX_USAGE_BUCKETS = 256
@@ -25,7 +27,10 @@ class UsageBuckets:
 
     def add(self, starts: np.ndarray, durs: np.ndarray, u: np.ndarray, ud: np.ndarray) -> None:
         """Steps starting at ``starts`` (ascending, s), lasting ``durs`` (s), at usage ``u`` (``ud`` = ``u`` ×
-        ``durs``)."""
+        ``durs``). The compiled core's ``bucket_steps`` (native.py) adds them one step at a time, the same sums."""
+        if native.core is not None:
+            self.width_s = native.core.bucket_steps(self._b, self.width_s, starts, durs, u, ud)
+            return
         j, n = 0, len(starts)
         while j < n:
             self._bucket(float(starts[j]))  # merges buckets first when the run has outgrown them

@@ -1,0 +1,180 @@
+"""The optional compiled core (dynamics/fast/stretch_core.c) gives every reported figure bit for bit what the
+pure-Python fallback gives: the same simulations run both ways, in process and through the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.roofline import RooflineStepCost
+from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.stepcost import FixedStepCost
+from kvledger.catalog.gpus import get_gpu
+from kvledger.catalog.models import load_model
+from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.fast import native, open_settle
+from kvledger.dynamics.outputs.kv_usage import KvUsageTracker
+from kvledger.dynamics.simulator import EngineConfig, simulate
+from kvledger.dynamics.workload.columns import WorkloadColumns
+
+needs_core = pytest.mark.skipif(native.core is None, reason="the C core is not compiled here (no compiler at install, "
+                                "or KVLEDGER_PURE_PYTHON=1): only the fallback runs")
+
+
+def _all(res) -> str:
+    return json.dumps(res.to_dict(include_records=True), sort_keys=True, default=str)
+
+
+def _both_ways(monkeypatch, *args, **kw) -> tuple[str, str]:
+    """Every reported figure of ``simulate(*args, **kw)`` with the compiled core and with the pure-Python fallback."""
+    compiled = _all(simulate(*args, **kw))
+    monkeypatch.setattr(native, "core", None)
+    pure = _all(simulate(*args, **kw))
+    monkeypatch.undo()
+    return compiled, pure
+
+
+def test_the_switch_turns_the_core_off(monkeypatch):
+    monkeypatch.setenv("KVLEDGER_PURE_PYTHON", "1")
+    assert native.load() is None
+    monkeypatch.setenv("KVLEDGER_PURE_PYTHON", "0")  # "0" or unset: the core when it was compiled
+    try:
+        from kvledger.dynamics.fast import stretch_core
+    except ImportError:  # not compiled here
+        stretch_core = None
+    assert native.load() is stretch_core
+
+
+@needs_core
+def test_the_core_is_the_version_its_callers_expect():
+    assert native.core.VERSION == native.CORE_VERSION
+
+
+@st.composite
+def plain_workloads(draw):
+    """Arrivals close together and far apart, prompts up to twice the budget, one-token outputs, some rejected."""
+    n = draw(st.integers(1, 40))
+    t, out = 0.0, []
+    for i in range(n):
+        t += draw(st.sampled_from([0.0, 0.0005, 0.003, 0.01, 0.05, 0.3]))
+        out.append(RequestSpec(f"q{i}", t, draw(st.sampled_from([1, 7, 16, 33, 100, 250, 520])),
+                               draw(st.integers(1, 200))))
+    return out
+
+
+@needs_core
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(reqs=plain_workloads(), blocks=st.integers(33, 600), lag=st.booleans(), seats=st.sampled_from([3, 256]),
+       per_token=st.sampled_from([0.0, 1e-5, 3e-4]), token_times=st.booleans())
+def test_core_and_fallback_agree_on_every_reported_figure(monkeypatch, reqs, blocks, lag, seats, per_token,
+                                                         token_times):
+    # FixedStepCost has no plain decode form: the core asks prices.decode_list for every chunk; pools of 33 blocks
+    # preempt and max_model_len 512 rejects the 520-token prompts, so every hand-over runs under both
+    cfg = EngineConfig(num_gpu_blocks=blocks, block_size=16, max_model_len=512, async_scheduling=lag,
+                       max_num_seqs=seats)
+    compiled, pure = _both_ways(monkeypatch, reqs, cfg, FixedStepCost(0.004, per_token),
+                                record_token_times=token_times)
+    assert compiled == pure
+
+
+@needs_core
+@pytest.mark.parametrize("lag", [False, True])
+def test_the_roofline_run_is_the_same_with_and_without_the_core(monkeypatch, lag):
+    # Llama-3.1-8B on an H100, 800 arrivals at about 8 per second (fixed seed), columnar as the CLI runs it: the core
+    # prices the decode steps in the roofline's plain form gemm + g·kv / bw and sums their end times in C
+    rng = np.random.default_rng(11)
+    n = 800
+    work = WorkloadColumns(np.cumsum(rng.exponential(1 / 8, n)), rng.integers(20, 3000, n), rng.integers(2, 600, n),
+                           "r")
+    cfg = EngineConfig(num_gpu_blocks=20000, block_size=16, max_model_len=8192, async_scheduling=lag)
+    m, g = load_model("meta-llama/Llama-3.1-8B", allow_hub=False), get_gpu("H100")
+    cost = RooflineStepCost(m, g, build_plan(m, g, PlanSettings(), with_roofline=False, with_advice=False).kv)
+    compiled, pure = _both_ways(monkeypatch, work, cfg, cost, record_token_times=False)
+    assert compiled == pure
+
+
+@needs_core
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.sampled_from([0.0, 1e-4, 0.003, 0.5, 7.0, 3e4, 1e17]), st.floats(1e-5, 0.05),
+                                st.integers(0, 10), st.integers(0, 160)), min_size=1, max_size=300))
+def test_the_usage_fold_is_the_same_with_and_without_the_core(monkeypatch, steps):
+    # steps far apart merge the time buckets (up to 1e17 s: past 2^63 buckets of the first width); the totals, the
+    # maximum and every bucket's sums must be the same floats whichever path folds them
+    def summary():
+        tracker, t = KvUsageTracker(16), 0.0
+        for gap, dur, used, stored in steps:
+            t += gap
+            tracker.add(t, dur, used, 10, stored, used * 16)
+        return json.dumps([tracker.summary(t + 1.0), tracker.busy_s, tracker.stored_token_s, tracker.held_token_s])
+
+    compiled = summary()
+    monkeypatch.setattr(native, "core", None)
+    pure = summary()
+    monkeypatch.undo()  # the next example starts with the core again
+    assert pure == compiled
+
+
+class _Req:
+    __slots__ = ("name", "num_prompt_tokens", "num_output_tokens", "num_computed_tokens", "num_generated",
+                 "num_tokens")
+
+    def __init__(self, name: str, prompt: int, output: int) -> None:
+        self.name, self.num_prompt_tokens, self.num_output_tokens = name, prompt, output
+        self.num_computed_tokens = self.num_generated = self.num_tokens = -1
+
+    def state(self) -> tuple:
+        return self.name, self.num_computed_tokens, self.num_generated, self.num_tokens
+
+
+@needs_core
+@pytest.mark.parametrize("lag", [0, 1])
+def test_settle_lives_in_c_is_the_python_loop(lag):
+    # K = 10 steps, blocks of 4 tokens; (request, d0, c0, held, m, admitted), first block-filling step j = held·4 − c0
+    # from d0, blocks taken (end − j − 1) // 4 + 1 over its `end` steps here:
+    #   "a" (5 computed in 2 blocks, 40 left) runs all 10: j = 3, 2 blocks from step 3; still running, 15 computed;
+    #   "b" (4 in 1 block, 4 left) finishes after step 3: j = 0, 1 block from step 0; its 2 blocks freed from step 4;
+    #   "c" admitted at step 2 (9-token prompt in 3 blocks, 8 left) finishes in step 9: j = 3, 2 blocks from step 5,
+    #       takes 3 + 2; "d" (12 in 3 blocks, 1 left) decodes in step 9 and finishes: 1 block from step 9.
+    # Finishing in the last step, c and d are freed in the stretch when synchronous, deferred under async.
+    def lives():
+        return [(_Req("a", 5, 50), 0, 5, 2, 40, False), (_Req("b", 3, 6), 0, 4, 1, 4, False),
+                (_Req("c", 9, 9), 2, 9, 3, 8, True), (_Req("d", 2, 20), 9, 12, 3, 1, False)]
+
+    py_lives, c_lives = lives(), lives()
+    py = open_settle.settle_lives(py_lives, 10, 4, lag, 100)
+    c = native.core.settle_lives(c_lives, 10, 4, lag, 100)
+
+    def plain(x):
+        return x.state() if isinstance(x, _Req) else tuple(plain(y) for y in x) if isinstance(x, tuple | list) else x
+
+    assert plain(c) == plain(py)
+    assert [life[0].state() for life in c_lives] == [life[0].state() for life in py_lives]
+    assert c[1] == [3, 2, 0, 1, 5, 2, 9, 1] and c[2] == [4, 2]
+    assert [(r.name, n) for r, n in c[0]] == [("a", 2), ("b", 1), ("c", 5), ("d", 1)]
+    assert [r.name for r in c[5]] == (["b"] if lag else ["b", "c", "d"])
+    assert [r.name for r in c[6]] == (["c", "d"] if lag else [])
+    assert c_lives[0][0].state() == ("a", 15, 20, 25)
+
+
+def _cli_json(env_extra: dict, *argv: str) -> bytes:
+    env = {**os.environ, **env_extra}
+    return subprocess.run([sys.executable, "-m", "kvledger.cli.main", "simulate", "meta-llama/Llama-3.1-8B", "--gpu",
+                           "H100-SXM", *argv, "--json"], capture_output=True, env=env, check=True).stdout
+
+
+@needs_core
+@pytest.mark.parametrize("policy", ["vllm", "sglang"])
+def test_the_command_line_prints_the_same_bytes_with_and_without_the_core(policy):
+    # vLLM's rule runs open_stretch.py's arrival stretches (decode_until, arrive, settle_lives in C); SGLang's,
+    # sglang_stretch.py's (sglang_decode_until, with CUDA-graph padded prices asked of prices.decode_list)
+    argv = ("--trace", "azure-conv", "--num-requests", "3000", "--policy", policy)
+    assert _cli_json({}, *argv) == _cli_json({"KVLEDGER_PURE_PYTHON": "1"}, *argv)
