@@ -9,7 +9,10 @@ the highest average utilization allowed per replica u_max:
     API bill = Σ tokens × effective price (after batch and prompt-cache discounts), per API row
 
 The verdict is the cheaper bill for that volume; then the break-even volume and utilization (``breakeven``). How
-robust it is: the capacity and GPU-price multipliers at which it would flip, against the band the capacity is known to.
+robust it is: the capacity and GPU-price multipliers at which it would flip, against the band the capacity is known to,
+and the decision redone at both ends of that band (``BandEnd``: g × band_low and g × band_high → replicas, realized
+utilization, the bill). The self-hosted bill never rises with the capacity (fewer or as many replicas, each less
+loaded), so the verdict holds across the whole band exactly when it is the same at both ends.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = [
     "GpuPower",
     "ApiOption",
     "Decision",
+    "BandEnd",
     "resolve_volume",
     "monthly_self_host",
     "api_options",
@@ -193,6 +197,23 @@ def flip_points(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class BandEnd:
+    """The decision redone at one end of the capacity band: the capacity multiplier k (e.g. 0.58), the goodput it
+    means (good req/s per replica), the replicas the volume then needs, their realized utilization, the self-hosted
+    bill (USD/month, the cheaper of rented and bought, people included) and the verdict against the same API bill."""
+
+    capacity_multiplier: float
+    goodput_req_per_s: float
+    replicas: int
+    realized_utilization: float
+    self_host_usd_per_month: float
+    verdict: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
 @dataclass(slots=True)
 class Decision:
     """The answer for one volume: both bills, the verdict, and what it rests on (``__json__`` is its JSON)."""
@@ -203,7 +224,7 @@ class Decision:
                 ("api_usd_per_month", "primary.bill.total_usd"), ("api", "primary.price.key"),
                 ("self_host_rent", "self_host"), ("self_host_buy", "buy"), ("api_options", "apis"), "flips",
                 "capacity_band", ("capacity_band_low", "band_low"), ("capacity_band_high", "band_high"),
-                "band_source", "holds_within_band", "rests_on", "notes")
+                "band_source", "holds_within_band", "band_ends", "rests_on", "notes")
     volume: Volume
     replicas: int
     realized_utilization: float
@@ -219,6 +240,7 @@ class Decision:
     rests_on: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     band_sides: tuple[float, float] | None = None  # (fraction below, fraction above) when asymmetric
+    band_ends: tuple[BandEnd, BandEnd] | None = None  # the decision at capacity × band_low and × band_high
 
     @property
     def band_low(self) -> float:  # the lowest capacity multiplier inside the band, e.g. 0.69 for ×0.69–×1.06
@@ -233,7 +255,11 @@ class Decision:
         return min(self.self_host.total_usd, self.buy.total_usd) if self.buy is not None else self.self_host.total_usd
 
     def holds_within_band(self) -> bool:
-        """True when no capacity inside the band (×band_low–×band_high) flips the verdict."""
+        """True when no capacity inside the band (×band_low–×band_high) flips the verdict: the verdict is the same at
+        both ends (the bill is monotone in the capacity: the module docstring), else the flip multiplier lies
+        outside."""
+        if self.band_ends is not None:
+            return all(e.verdict == self.verdict for e in self.band_ends)
         k = self.flips.get("capacity_multiplier")
         if k is None:
             return True
@@ -281,5 +307,21 @@ def decide(
         rests.insert(0, text)
     people = setup.engineer_months_per_month * setup.engineer_usd_per_month
     flips = flip_points(vol, cap.goodput_req_per_s, setup, sh, primary.bill.total_usd, people)
-    return Decision(vol, n, load, setup.max_utilization, rent, bought, apis, primary, verdict, flips, capacity_band,
-                    band_source, rests, band_sides=band_sides)
+    d = Decision(vol, n, load, setup.max_utilization, rent, bought, apis, primary, verdict, flips, capacity_band,
+                 band_source, rests, band_sides=band_sides)
+    d.band_ends = tuple(band_end(k, cap.goodput_req_per_s, setup, vol, primary.bill.total_usd, buy=buy, power=power,
+                                 people_source=people_source) for k in (d.band_low, d.band_high))
+    return d
+
+
+def band_end(k: float, goodput_req_per_s: float, setup: SelfHostSetup, vol: Volume, api_usd: float, *,
+             buy: HostBill | None = None, power: GpuPower | None = None, people_source: str = "user input") -> BandEnd:
+    """The decision with each replica serving ``k`` × ``goodput_req_per_s``: replicas for the volume's peak, realized
+    utilization, the self-hosted bill (rented, or bought when cheaper) and the verdict against ``api_usd``."""
+    g = goodput_req_per_s * k
+    n = replicas_for(vol.peak_rate_req_per_s, g, setup.max_utilization)
+    load = vol.rate_req_per_s / (n * g)
+    sh = monthly_self_host(setup, n, load, people_source=people_source).total_usd
+    if buy is not None and buy.gpu_capex_usd is not None:
+        sh = min(sh, monthly_self_host(setup, n, load, buy=buy, power=power, people_source=people_source).total_usd)
+    return BandEnd(k, g, n, load, sh, "self-host" if sh < api_usd else "API")

@@ -138,6 +138,10 @@ def _break_even_text(c: dict[str, Any]) -> str:
         if bv.get("requests_per_month") is not None
         else f"no break-even volume: {bv.get('reason', '')}"
     )
+    first = bv.get("first_cheaper_requests_per_month")
+    if first is not None and bv.get("requests_per_month") and first < bv["requests_per_month"] * (1 - 1e-9):
+        v += (f" (self-hosting is first cheaper at {fmt(first)}, then on and off as replicas are added, and at every "
+              "volume above it)")
     return f"{u[0].upper()}{u[1:]}; {v}."
 
 
