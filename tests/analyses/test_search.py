@@ -246,7 +246,8 @@ def test_ranking_margin_reads_the_winners_asymmetric_band():
     from kvledger.analyses.search.frontier import ranking_margin
 
     def entry(cid: str, usd: float) -> dict:
-        return {"id": cid, "sizing": {"monthly_usd": usd}, "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
+        return {"id": cid, "sizing": {"monthly_usd": usd},
+                "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
                 "capacity": {"goodput_req_per_s": 10.0},
                 "capacity_band": {"low_multiplier": 0.58, "high_multiplier": 1.07, "regime": "uncalibrated/dense/vllm",
                                   "source": "test"}}

@@ -75,7 +75,10 @@ def no_volume_lines(bv: dict[str, Any], bu: dict[str, Any], api_key: str) -> lis
     if bv.get("requests_per_month") is None:
         first = f"answer: the API ({api_key}) at any volume — {_break_even_text(bv, bu)}"
     else:
-        first = f"answer depends on volume: {_break_even_text(bv, bu)}; below the first the API ({api_key}) is cheaper"
+        per_req = (bv["input_tokens_per_month"] + bv["output_tokens_per_month"]) / bv["requests_per_month"]
+        v1 = bv.get("first_cheaper_requests_per_month") or bv["requests_per_month"]
+        first = (f"answer depends on volume: {_break_even_text(bv, bu)}; below {tokens_text(v1 * per_req)} "
+                 f"tokens/month the API ({api_key}) is cheaper")
     return [
         first,
         "  give the volume (--monthly-tokens, --monthly-requests, or --monthly-input-tokens with "
