@@ -66,7 +66,8 @@ def verdict_lines(d: Any, bv: dict[str, Any], bu: dict[str, Any], gpu_label: str
         f"utilization {d.realized_utilization:.1%} (≤ {d.max_utilization:.0%} allowed"
         + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",
         f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), after batch and cache discounts",
-        f"  break-even: {_break_even_text(bv, bu, v, d.verdict)}",
+        f"  break-even{' (rented GPUs; the verdict compares the bought bill)' if how == 'bought' else ''}: "
+        f"{_break_even_text(bv, bu, v, d.verdict if how == 'rented' else None)}",
     ]
 
 
