@@ -124,3 +124,23 @@ def test_a_search_started_at_its_bound_stops_where_goodput_simulate_does():
             p = _Cliff(b)
             glo, ghi, ggood, gbad, _ = guessed_bracket(p, bracket_start(b * factor))
             assert _finish(p, glo, ghi, ggood, gbad) == want, (b, factor)
+
+
+def test_search_from_its_bound_and_goodput_simulate_find_the_same_boundary_and_goodput():
+    """The simulator, not a cliff: Llama-3.1-8B on an H100, 200 Azure conversation requests per probe. The search's
+    start for a bound of 26.085 req/s (the trial's TP 1 bound) is 32, guessed bracket [16, 32]; goodput --simulate
+    doubles from 1 to the same bracket; both bisect it through the same midpoints, so the boundary and the goodput
+    measured at it are identical (before: 26.1, another bracket, another stopping rate)."""
+    from kvledger.analyses.search.capacity import bracket_start
+    from kvledger.analyses.serving.sim_boundary import search_sim_boundary
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
+
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=200)
+    slo = SLO(ttft_s=0.5, tpot_s=0.05)
+    plain = search_sim_boundary(args, slo, 0.9, "request_rate")
+    guess = search_sim_boundary(args, slo, 0.9, "request_rate", start=bracket_start(26.085), guess=True)
+    assert guess.boundary.boundary_value == plain.boundary.boundary_value
+    assert guess.boundary.notes == plain.boundary.notes  # "bisection on request_rate in [16, 32], ..."
+    good = {p.value: g.goodput_req_per_s for g, p in zip(plain.goodputs, plain.probes)}
+    gg = {p.value: g.goodput_req_per_s for g, p in zip(guess.goodputs, guess.probes)}
+    assert gg[guess.boundary.boundary_value] == good[plain.boundary.boundary_value]

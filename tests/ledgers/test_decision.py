@@ -228,3 +228,20 @@ def test_break_even_names_where_self_hosting_is_first_cheaper_and_where_it_stays
     bp = break_even_volume(CAP, people, a)
     assert bp["first_cheaper_replicas"] == 2 and bp["first_cheaper_requests_per_month"] == pytest.approx(
         (2 * 1963.7 + 5000) / a)
+
+
+def test_a_break_even_priced_for_rented_gpus_says_so_when_the_verdict_compares_the_bought_bill():
+    # 10⁸ requests/month, 5 replicas: bought at $30,000 per GPU over 36 months = $833.33 a GPU-month (+ power at the
+    # load, no hosting) is below the $1,963.70 rented; the break-even (rented R) is on another price basis, and says so
+    from kvledger.ledgers.breakeven import break_even_utilization, break_even_volume
+    from kvledger.ledgers.decision_notes import verdict_lines
+
+    vol = resolve_volume(MonthlyVolume(requests=1e8), CAP)
+    opts, _ = api_options([(TOGETHER_8B, True, False)], ApiMix(), vol)
+    setup = SelfHostSetup(RUNPOD, 1, None, max_utilization=0.8)
+    d = decide(CAP, setup, vol, opts, buy=HostBill(gpu_capex_usd=30_000), power=GpuPower(700.0, 0.0, "test"))
+    assert d.buy.total_usd < d.self_host.total_usd
+    a = 1250 * 0.18 / 1e6
+    line = verdict_lines(d, break_even_volume(CAP, setup, a), break_even_utilization(CAP, setup, a), "H100", 1)[3]
+    assert line.startswith("  break-even (rented GPUs; the verdict compares the bought bill): ")
+    assert "window" not in line and "gap" not in line
