@@ -217,3 +217,41 @@ def test_candidate_json_is_id_layout_gpus_then_every_field():
     assert d["id"] == "nvidia_h100_sxm:p2xtp2+d1xtp4:kv-auto:seqs-64"
     assert d["layout"] == "(p)2×tp2 + (d)1×tp4" and d["num_gpus_per_unit"] == 8
     assert Candidate.from_entry(d) == c
+
+
+def test_search_sizing_at_both_ends_of_the_capacity_band_and_the_api_verdict():
+    # fresh-user trial (issue 23): the winner sized ⌈30 ÷ (18.2 × 80%)⌉ = 3 replicas, $5,891/month, with no band.
+    # At ×0.58: 18.2 × 0.58 = 10.556 good req/s, ⌈30 ÷ 8.4448⌉ = ⌈3.55⌉ = 4 replicas, 4 × $1,963.70 = $7,854.80,
+    # 30 ÷ 42.224 = 71.0%; at ×1.07: 19.474, ⌈30 ÷ 15.579⌉ = ⌈1.93⌉ = 2 replicas, $3,927.40.
+    # Against an API at $5,000: self-host at ×1.07 and at the point (the point's $5,891.10 > $5,000 → API) — flips.
+    from kvledger.analyses.search.bands import api_within_band, band_sizing
+
+    e = {"capacity": {"goodput_req_per_s": 18.2},
+         "sizing": {"rate_req_per_s": 30.0, "replicas": 3, "num_gpus": 3, "monthly_usd": 3 * 1963.7}}
+    low, high = band_sizing(e, 0.58, 0.8), band_sizing(e, 1.07, 0.8)
+    assert (low["replicas"], low["num_gpus"], low["monthly_usd"]) == (4, 4, pytest.approx(4 * 1963.7))
+    assert low["realized_utilization"] == pytest.approx(30 / (4 * 18.2 * 0.58))
+    assert (high["replicas"], high["monthly_usd"]) == (2, pytest.approx(2 * 1963.7))
+    e["sizing"].update(at_band_low=low, at_band_high=high)
+    wb = api_within_band(e, 5000.0)
+    assert (wb["point"], wb["band_low"], wb["band_high"], wb["flips_inside_band"]) == ("API", "API", "self-host", True)
+    assert wb["winner_monthly_usd_range"] == pytest.approx([2 * 1963.7, 4 * 1963.7])
+    assert not api_within_band(e, 2369.0)["flips_inside_band"]  # the API below even the 2-replica bill
+
+
+def test_ranking_margin_reads_the_winners_asymmetric_band():
+    # band ×0.58–×1.07: two capacities inside it can differ by 1.07 ÷ 0.58 = 1.845×, so a runner-up 50% dearer may
+    # swap with the winner (the band note's flips_inside test); the old "gap < wider side" (50% > 42%) said it could
+    # not. The margin carries the band as it is, not as ±42%.
+    from kvledger.analyses.search.frontier import ranking_margin
+
+    def entry(cid: str, usd: float) -> dict:
+        return {"id": cid, "sizing": {"monthly_usd": usd},
+                "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
+                "capacity": {"goodput_req_per_s": 10.0},
+                "capacity_band": {"low_multiplier": 0.58, "high_multiplier": 1.07, "regime": "uncalibrated/dense/vllm",
+                                  "source": "test"}}
+
+    m = ranking_margin([entry("a", 1000.0), entry("b", 1500.0)], "roofline")
+    assert m.could_flip and (m.band_low, m.band_high) == (0.58, 1.07) and m.band == pytest.approx(0.42)
+    assert not ranking_margin([entry("a", 1000.0), entry("b", 1900.0)], "roofline").could_flip

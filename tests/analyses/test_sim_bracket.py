@@ -90,3 +90,57 @@ def test_search_sim_boundary_same_boundary_two_probes_fewer():
         v: x for v, x in verdicts.items() if v not in (20.0, 40.0)}
     assert [p.value for p in guess.probes[:2]] == [30.0, 25.0]
     assert any("20 meets as 25 does; 40 misses as 30 does" in n for n in guess.notes)
+
+
+def _finish(p: _Cliff, lo: float, hi: float, good: float, bad: float) -> float:
+    """search_boundary's bisection from a bracket state to hi/100 (kvledger.ledgers.boundary): the boundary rate."""
+    while bad - good > hi / 100.0:
+        mid = (good + bad) / 2.0
+        good, bad = (mid, bad) if p.meets(mid) else (good, mid)
+    return good
+
+
+def test_bracket_start_is_the_power_of_two_at_or_above_the_bound():
+    from kvledger.analyses.search.capacity import bracket_start
+
+    # 2^4 = 16 < 26.085 ≤ 32 = 2^5; an exact power stays; 0.3 → 0.5 (2^−1); no bound → 1 req/s
+    assert [bracket_start(x) for x in (26.085, 32.0, 0.3, None, float("inf"))] == [32.0, 32.0, 0.5, 1.0, 1.0]
+
+
+def test_a_search_started_at_its_bound_stops_where_goodput_simulate_does():
+    """A fresh-user trial: search (started at its bound 26.085, rounded to 26.1) stopped at 21.0023 req/s, goodput
+    --simulate (doubling from 1) at 21 — the same SLO, trace and seed, two brackets bisected to 1% of their top. From
+    the power of two at or above the bound, halving lands on the bracket doubling from 1 finds ([16, 32] for a cliff at
+    21.1: 16 meets, 32 misses), so the midpoints (24, 20, 22, 21, 21.5, 21.25) and the boundary (21) are the same, for
+    any bound, however far off."""
+    from kvledger.analyses.search.capacity import bracket_start
+
+    main = _main(21.1, 1.0)[0]
+    assert main == (16.0, 32.0, 21.0, 21.25)
+    for b in (0.05 * 1.07 ** i for i in range(120)):
+        (lo, hi, good, bad), _ = _main(b, 1.0)
+        want = _finish(_Cliff(b), lo, hi, good, bad)
+        for factor in (0.3, 0.9, 1.0, 1.24, 1.9, 3.5):
+            p = _Cliff(b)
+            glo, ghi, ggood, gbad, _ = guessed_bracket(p, bracket_start(b * factor))
+            assert _finish(p, glo, ghi, ggood, gbad) == want, (b, factor)
+
+
+def test_search_from_its_bound_and_goodput_simulate_find_the_same_boundary_and_goodput():
+    """The simulator, not a cliff: Llama-3.1-8B on an H100, 200 Azure conversation requests per probe. The search's
+    start for a bound of 26.085 req/s (the trial's TP 1 bound) is 32, guessed bracket [16, 32]; goodput --simulate
+    doubles from 1 to the same bracket; both bisect it through the same midpoints, so the boundary and the goodput
+    measured at it are identical (before: 26.1, another bracket, another stopping rate)."""
+    from kvledger.analyses.search.capacity import bracket_start
+    from kvledger.analyses.serving.sim_boundary import search_sim_boundary
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
+
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=200)
+    slo = SLO(ttft_s=0.5, tpot_s=0.05)
+    plain = search_sim_boundary(args, slo, 0.9, "request_rate")
+    guess = search_sim_boundary(args, slo, 0.9, "request_rate", start=bracket_start(26.085), guess=True)
+    assert guess.boundary.boundary_value == plain.boundary.boundary_value
+    assert guess.boundary.notes == plain.boundary.notes  # "bisection on request_rate in [16, 32], ..."
+    good = {p.value: g.goodput_req_per_s for g, p in zip(plain.goodputs, plain.probes)}
+    gg = {p.value: g.goodput_req_per_s for g, p in zip(guess.goodputs, guess.probes)}
+    assert gg[guess.boundary.boundary_value] == good[plain.boundary.boundary_value]

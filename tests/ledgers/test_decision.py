@@ -168,3 +168,80 @@ def test_the_flip_check_uses_each_side_of_an_asymmetric_band():
     assert not decide(CAP, pricey, vol, opts, capacity_band=0.31, band_sides=(0.31, 0.25)).holds_within_band()
     assert "within −31%/+6% capacity" in rests_on_line(d)
     assert d.to_dict()["capacity_band"] == 0.31 and d.to_dict()["capacity_band_high"] == pytest.approx(1.06)
+
+
+def test_the_decision_is_redone_at_both_ends_of_the_band():
+    # 10⁸ requests/month = 10⁸ ÷ (730 × 3600) = 38.05 req/s; API $22,500; 5 replicas × $1,963.70 = $9,818.50 self-host.
+    # Band ×0.40–×1.06. Low end: 4 good req/s a replica, ⌈38.05 ÷ (4 × 0.8)⌉ = ⌈11.89⌉ = 12 replicas at
+    # 38.05 ÷ 48 = 79.3%, 12 × $1,963.70 = $23,564.40 > $22,500 → the API. High end: 10.6 good req/s,
+    # ⌈38.05 ÷ 8.48⌉ = ⌈4.49⌉ = 5 replicas at 38.05 ÷ 53 = 71.8%, $9,818.50 → self-host. So the verdict FLIPS inside
+    # the band, and the robustness line prints both bills (fresh-user trial: the bill never carried the band).
+    rate = 1e8 / (730 * 3600)
+    vol = resolve_volume(MonthlyVolume(requests=1e8), CAP)
+    opts, _ = api_options([(TOGETHER_8B, True, False)], ApiMix(), vol)
+    d = decide(CAP, SelfHostSetup(RUNPOD, 1, None, max_utilization=0.8), vol, opts, capacity_band=0.6,
+               band_sides=(0.6, 0.06))
+    low, high = d.band_ends
+    assert (low.capacity_multiplier, low.goodput_req_per_s, low.replicas) == pytest.approx((0.4, 4.0, 12))
+    assert low.realized_utilization == pytest.approx(rate / 48) and low.self_host_usd_per_month == pytest.approx(
+        12 * 1963.7) and low.verdict == "API"
+    assert (high.replicas, high.self_host_usd_per_month, high.verdict) == (5, pytest.approx(5 * 1963.7), "self-host")
+    assert high.realized_utilization == pytest.approx(rate / 53)
+    assert d.verdict == "self-host" and not d.holds_within_band()
+    line = rests_on_line(d)
+    assert "FLIPS within −60%/+6% capacity" in line
+    assert "at ×0.40 (4 good req/s): 12 replicas at 79.3%, $23,564.40/month → the API" in line
+    assert "at ×1.06 (10.6 good req/s): 5 replicas at 71.8%, $9,818.50/month → self-host" in line
+    js = d.to_dict()["band_ends"]
+    assert [e["replicas"] for e in js] == [12, 5] and js[0]["self_host_usd_per_month"] == pytest.approx(23_564.4)
+
+
+def test_break_even_names_where_self_hosting_is_first_cheaper_and_where_it_stays_cheaper():
+    # 10 good req/s a replica, 1,250 tokens a request at $0.18/M (Together): a = $0.000225 a request; at ≤ 80%
+    # a replica serves c = 10 × 3600 × 730 × 0.8 = 21,024,000 requests/month (a·c = $4,730.40).
+    # At $4/GPU-h, R = $2,920: one replica wins from V₁ = R ÷ a = 12,977,778 requests (49.4% of one replica's
+    # 26,280,000) to c; 2 replicas cost $5,840 = the API at 25,955,556 requests, so (21,024,000, 25,955,556) is an
+    # API gap, and above 25,955,556 self-hosting stays cheaper (V*, 2 replicas). A verdict of self-host at 15M
+    # requests (18.75B tokens) sits in the first window, API at 23M (28.75B tokens) in the gap: both stated as such.
+    from kvledger.ledgers.breakeven import break_even_utilization, break_even_volume
+    from kvledger.ledgers.decision_notes import verdict_lines
+
+    setup = SelfHostSetup(GpuRate.given(4.0, "H100"), 1, None, max_utilization=0.8)
+    a = 1250 * 0.18 / 1e6
+    bv = break_even_volume(CAP, setup, a)
+    assert bv["first_cheaper_requests_per_month"] == pytest.approx(2920 / a)
+    assert bv["first_cheaper_replicas"] == 1
+    assert bv["first_cheaper_utilization"] == pytest.approx(2920 / a / 26_280_000)
+    assert bv["requests_per_month"] == pytest.approx(2 * 2920 / a) and bv["replicas_at_break_even"] == 2
+    bu = break_even_utilization(CAP, setup, a)
+    for requests, verdict, where in ((15e6, "self-host", "a self-host window"), (23e6, "API", "an API gap")):
+        vol = resolve_volume(MonthlyVolume(requests=requests), CAP)
+        opts, _ = api_options([(TOGETHER_8B, True, True)], ApiMix(), vol)
+        d = decide(CAP, setup, vol, opts)
+        assert d.verdict == verdict
+        text = verdict_lines(d, bv, bu, "H100", 1)[3]
+        assert "first cheaper at 16.2B tokens/month (49.4% utilization of 1 replica)" in text
+        assert "at every volume above 32.4B tokens/month (2 replicas)" in text and where in text
+    # with people P = $5,000 at $2.69/GPU-h (R = $1,963.70): n₁ = ⌊5,000 ÷ (4,730.40 − 1,963.70)⌋ + 1 = 2 replicas,
+    # V₁ = (2 × 1,963.70 + 5,000) ÷ a = 39,677,333 requests, inside (c, 2c] = (21,024,000, 42,048,000]
+    people = SelfHostSetup(RUNPOD, 1, None, 0.25, 20_000.0, max_utilization=0.8)
+    bp = break_even_volume(CAP, people, a)
+    assert bp["first_cheaper_replicas"] == 2 and bp["first_cheaper_requests_per_month"] == pytest.approx(
+        (2 * 1963.7 + 5000) / a)
+
+
+def test_a_break_even_priced_for_rented_gpus_says_so_when_the_verdict_compares_the_bought_bill():
+    # 10⁸ requests/month, 5 replicas: bought at $30,000 per GPU over 36 months = $833.33 a GPU-month (+ power at the
+    # load, no hosting) is below the $1,963.70 rented; the break-even (rented R) is on another price basis, and says so
+    from kvledger.ledgers.breakeven import break_even_utilization, break_even_volume
+    from kvledger.ledgers.decision_notes import verdict_lines
+
+    vol = resolve_volume(MonthlyVolume(requests=1e8), CAP)
+    opts, _ = api_options([(TOGETHER_8B, True, False)], ApiMix(), vol)
+    setup = SelfHostSetup(RUNPOD, 1, None, max_utilization=0.8)
+    d = decide(CAP, setup, vol, opts, buy=HostBill(gpu_capex_usd=30_000), power=GpuPower(700.0, 0.0, "test"))
+    assert d.buy.total_usd < d.self_host.total_usd
+    a = 1250 * 0.18 / 1e6
+    line = verdict_lines(d, break_even_volume(CAP, setup, a), break_even_utilization(CAP, setup, a), "H100", 1)[3]
+    assert line.startswith("  break-even (rented GPUs; the verdict compares the bought bill): ")
+    assert "window" not in line and "gap" not in line

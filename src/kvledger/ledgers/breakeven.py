@@ -8,7 +8,11 @@ per month, people P per month, and serves g good requests/s. Then:
   cheaper than sending the same requests to the API (u* > 1: never);
 * break-even monthly volume V*: the smallest volume above which self-hosting stays
   cheaper, with whole replicas each loaded to at most ``max_utilization`` (cost is then a
-  staircase, n·R + P for volumes up to n·c, c = g × 3600 × 730 × max_utilization).
+  staircase, n·R + P for volumes up to n·c, c = g × 3600 × 730 × max_utilization);
+* the first volume V₁ at which self-hosting is cheaper at all: n replicas win on ((n·R + P)/a, n·c] when that is
+  not empty, first for n₁ = ⌊P/(a·c − R)⌋ + 1, at V₁ = (n₁·R + P)/a. Between V₁ and V* the cheaper side alternates:
+  each replica added to keep under ``max_utilization`` starts nearly empty and costs more than the API until it
+  fills. A verdict at a volume in [V₁, V*) is therefore not contradicted by V*; both are stated.
 """
 
 from __future__ import annotations
@@ -71,6 +75,9 @@ def break_even_volume(cap: Capacity, setup: SelfHostSetup, api_usd_per_request: 
     if n_full > max_replicas:
         out.update(requests_per_month=None, reason=f"break-even needs more than {max_replicas} replicas")
         return out
+    n_first = math.floor(P / (a * c - R)) + 1  # the first n whose window ((nR + P)/a, n·c] is not empty
+    out.update(first_cheaper_requests_per_month=(n_first * R + P) / a, first_cheaper_replicas=n_first,
+               first_cheaper_utilization=(n_first * R + P) / a / (n_first * c / setup.max_utilization))
     v_star, replicas = (n_full - 1) * c, n_full
     for n in range(n_full - 1, 0, -1):
         start = (n * R + P) / a  # volume where n replicas start to be cheaper than the API

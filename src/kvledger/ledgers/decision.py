@@ -9,7 +9,10 @@ the highest average utilization allowed per replica u_max:
     API bill = Σ tokens × effective price (after batch and prompt-cache discounts), per API row
 
 The verdict is the cheaper bill for that volume; then the break-even volume and utilization (``breakeven``). How
-robust it is: the capacity and GPU-price multipliers at which it would flip, against the band the capacity is known to.
+robust it is: the capacity and GPU-price multipliers at which it would flip, against the band the capacity is known to,
+and the decision redone at both ends of that band (``BandEnd``: g × band_low and g × band_high → replicas, realized
+utilization, the bill). The self-hosted bill never rises with the capacity (fewer or as many replicas, each less
+loaded), so the verdict holds across the whole band exactly when it is the same at both ends.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from kvledger.catalog.prices import ApiPrice
 from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.api_cost import ApiMix, api_ledger
-from kvledger.ledgers.cost import HOURS_PER_MONTH, Capacity, SelfHostSetup, people_as_of
-from kvledger.ledgers.host_bill import HostBill, capex_item, hosting_item, power_item
-from kvledger.ledgers.items import Ledger, LineItem
-from kvledger.ledgers.tier_items import tier_items
+from kvledger.ledgers.cost import Capacity, SelfHostSetup
+from kvledger.ledgers.host_bill import HostBill
+from kvledger.ledgers.items import Ledger
+from kvledger.ledgers.self_host_month import BandEnd, GpuPower, band_end, monthly_self_host, replicas_for
 from kvledger.ledgers.volume import MonthlyVolume, Volume, resolve_volume
 
 __all__ = [
@@ -34,90 +37,13 @@ __all__ = [
     "GpuPower",
     "ApiOption",
     "Decision",
+    "BandEnd",
     "resolve_volume",
     "monthly_self_host",
     "api_options",
     "decide",
     "flip_points",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class GpuPower:
-    """Board power and idle power of one GPU (W), with their sources (catalog TDP, idle-power table or user input)."""
-
-    board_w: float
-    idle_w: float
-    source: str
-
-
-def replicas_for(rate_req_per_s: float, cap_req_per_s: float, max_utilization: float) -> int:
-    """Whole replicas to serve ``rate`` with none above ``max_utilization`` of its capacity; at least one."""
-    return max(1, math.ceil(rate_req_per_s / (cap_req_per_s * max_utilization) - 1e-12))
-
-
-def monthly_self_host(
-    setup: SelfHostSetup,
-    replicas: int,
-    load: float,
-    *,
-    buy: HostBill | None = None,
-    power: GpuPower | None = None,
-    people_source: str = "user input",
-) -> Ledger:
-    """The self-hosted bill per month for ``replicas`` replicas at ``load``: rented (the default) or, with ``buy``,
-    bought (amortized purchase, power at the load, hosting). People are one line for the service, not per replica."""
-    gpus = replicas * setup.num_gpus
-    sizing = (
-        f"{replicas} replica{'' if replicas == 1 else 's'} × {setup.num_gpus} GPU{'' if setup.num_gpus == 1 else 's'}"
-    )
-    if buy is None:
-        led = Ledger("self-hosted bill per month, rented GPUs", "USD per month")
-        led.add(
-            LineItem(
-                "GPU rental (power and hosting included)",
-                "GPU-hour",
-                gpus * HOURS_PER_MONTH,
-                setup.gpu.usd_per_gpu_hour,
-                setup.gpu.source,
-                setup.gpu.as_of,
-                f"{sizing} × 730 h",
-            )
-        )
-    else:
-        led = Ledger("self-hosted bill per month, bought GPUs", "USD per month")
-        led.add(capex_item(gpus, buy))
-        if power is not None:
-            from kvledger.ledgers.host_bill import DEFAULT_PUE, DEFAULT_USD_PER_KWH, KWH_SOURCE, PUE_SOURCE
-
-            src = (
-                "; ".join(
-                    s
-                    for s, dflt in (
-                        (PUE_SOURCE, buy.pue == DEFAULT_PUE),
-                        (KWH_SOURCE, buy.usd_per_kwh == DEFAULT_USD_PER_KWH),
-                    )
-                    if dflt
-                )
-                or "user input (--pue, --usd-per-kwh)"
-            )
-            led.add(
-                power_item(gpus, power.board_w, power.idle_w, load, buy.pue, buy.usd_per_kwh, f"{power.source}; {src}")
-            )
-        led.add(hosting_item(gpus, buy))
-    for item in tier_items(setup.kv_tiers, gpus * HOURS_PER_MONTH, f" ({sizing} × 730 h)"):
-        led.add(item)
-    led.add(
-        LineItem(
-            "people (engineers running it)",
-            "engineer-month",
-            setup.engineer_months_per_month,
-            setup.engineer_usd_per_month,
-            people_source,
-            people_as_of(people_source),
-        )
-    )
-    return led
 
 
 @dataclass(slots=True)
@@ -203,7 +129,7 @@ class Decision:
                 ("api_usd_per_month", "primary.bill.total_usd"), ("api", "primary.price.key"),
                 ("self_host_rent", "self_host"), ("self_host_buy", "buy"), ("api_options", "apis"), "flips",
                 "capacity_band", ("capacity_band_low", "band_low"), ("capacity_band_high", "band_high"),
-                "band_source", "holds_within_band", "rests_on", "notes")
+                "band_source", "holds_within_band", "band_ends", "rests_on", "notes")
     volume: Volume
     replicas: int
     realized_utilization: float
@@ -219,6 +145,7 @@ class Decision:
     rests_on: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     band_sides: tuple[float, float] | None = None  # (fraction below, fraction above) when asymmetric
+    band_ends: tuple[BandEnd, BandEnd] | None = None  # the decision at capacity × band_low and × band_high
 
     @property
     def band_low(self) -> float:  # the lowest capacity multiplier inside the band, e.g. 0.69 for ×0.69–×1.06
@@ -233,7 +160,11 @@ class Decision:
         return min(self.self_host.total_usd, self.buy.total_usd) if self.buy is not None else self.self_host.total_usd
 
     def holds_within_band(self) -> bool:
-        """True when no capacity inside the band (×band_low–×band_high) flips the verdict."""
+        """True when no capacity inside the band (×band_low–×band_high) flips the verdict: the verdict is the same at
+        both ends (the bill is monotone in the capacity: the module docstring), else the flip multiplier lies
+        outside."""
+        if self.band_ends is not None:
+            return all(e.verdict == self.verdict for e in self.band_ends)
         k = self.flips.get("capacity_multiplier")
         if k is None:
             return True
@@ -281,5 +212,9 @@ def decide(
         rests.insert(0, text)
     people = setup.engineer_months_per_month * setup.engineer_usd_per_month
     flips = flip_points(vol, cap.goodput_req_per_s, setup, sh, primary.bill.total_usd, people)
-    return Decision(vol, n, load, setup.max_utilization, rent, bought, apis, primary, verdict, flips, capacity_band,
-                    band_source, rests, band_sides=band_sides)
+    d = Decision(vol, n, load, setup.max_utilization, rent, bought, apis, primary, verdict, flips, capacity_band,
+                 band_source, rests, band_sides=band_sides)
+    d.band_ends = tuple(band_end(k, cap.goodput_req_per_s, setup, vol, primary.bill.total_usd, buy=buy, power=power,
+                                 people_source=people_source) for k in (d.band_low, d.band_high))
+    return d
+

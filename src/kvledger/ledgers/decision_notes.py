@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", "effective_cost_line", "rests_on_line"]
+__all__ = ["tokens_text", "verdict_lines", "no_volume_lines", "secondary_line", "effective_cost_line", "rests_on_line",
+           "band_sides_text", "band_end_text"]
 
 
 def tokens_text(n: float) -> str:
@@ -20,13 +21,30 @@ def _usd(x: float) -> str:
     return f"${x:,.2f}" if abs(x) < 1e5 else f"${x:,.0f}"
 
 
-def _break_even_text(bv: dict[str, Any], bu: dict[str, Any]) -> str:
+def _break_even_text(bv: dict[str, Any], bu: dict[str, Any], volume: Any = None, verdict: str | None = None) -> str:
+    """Where self-hosting is first cheaper (V₁) and above which it stays cheaper (V*): one statement, so that a verdict
+    for a volume between the two (a self-host window of the replica staircase) does not read as a contradiction."""
     if bv.get("requests_per_month") is None:
         return bv["reason"]
     tok = bv["input_tokens_per_month"] + bv["output_tokens_per_month"]
-    u = bu["utilization"]
-    util = f"{u:.1%} utilization of one replica" if bu.get("reachable") else "more than one replica's full capacity"
-    return f"self-hosting is cheaper above {tokens_text(tok)} tokens/month ({util})"
+    per_req = tok / bv["requests_per_month"]
+    first = bv.get("first_cheaper_requests_per_month")
+    if first is None or first >= bv["requests_per_month"] * (1 - 1e-9):
+        u = bu["utilization"]
+        util = f"{u:.1%} utilization of one replica" if bu.get("reachable") else "more than one replica's full capacity"
+        return f"self-hosting is cheaper above {tokens_text(tok)} tokens/month ({util})"
+    n1 = bv["first_cheaper_replicas"]
+    text = (f"self-hosting is first cheaper at {tokens_text(first * per_req)} tokens/month "
+            f"({bv['first_cheaper_utilization']:.1%} utilization of {n1} replica{'' if n1 == 1 else 's'}), then on and "
+            f"off (each replica added under the utilization cap starts nearly empty and costs more than the API until "
+            f"it fills), and at every volume above {tokens_text(tok)} tokens/month ({bv['replicas_at_break_even']} "
+            f"replicas)")
+    if volume is not None and verdict is not None:
+        v = volume.input_tokens + volume.output_tokens
+        if first * per_req <= v < tok:
+            text += (f"; {tokens_text(v)} tokens/month lies in "
+                     + ("a self-host window" if verdict == "self-host" else "an API gap") + " of that staircase")
+    return text
 
 
 def verdict_lines(d: Any, bv: dict[str, Any], bu: dict[str, Any], gpu_label: str, num_gpus: int) -> list[str]:
@@ -48,7 +66,8 @@ def verdict_lines(d: Any, bv: dict[str, Any], bu: dict[str, Any], gpu_label: str
         f"utilization {d.realized_utilization:.1%} (≤ {d.max_utilization:.0%} allowed"
         + (f" at a peak {v.peak_to_mean:g}× the mean" if v.peak_to_mean != 1 else "") + f"); {gpu_label}",
         f"  API: {api.price.key} ({api.price.confidence or 'unstated'} confidence), after batch and cache discounts",
-        f"  break-even: {_break_even_text(bv, bu)}",
+        f"  break-even{' (rented GPUs; the verdict compares the bought bill)' if how == 'bought' else ''}: "
+        f"{_break_even_text(bv, bu, v, d.verdict if how == 'rented' else None)}",
     ]
 
 
@@ -57,7 +76,10 @@ def no_volume_lines(bv: dict[str, Any], bu: dict[str, Any], api_key: str) -> lis
     if bv.get("requests_per_month") is None:
         first = f"answer: the API ({api_key}) at any volume — {_break_even_text(bv, bu)}"
     else:
-        first = f"answer depends on volume: {_break_even_text(bv, bu)}; below it the API ({api_key}) is cheaper"
+        per_req = (bv["input_tokens_per_month"] + bv["output_tokens_per_month"]) / bv["requests_per_month"]
+        v1 = bv.get("first_cheaper_requests_per_month") or bv["requests_per_month"]
+        first = (f"answer depends on volume: {_break_even_text(bv, bu)}; below {tokens_text(v1 * per_req)} "
+                 f"tokens/month the API ({api_key}) is cheaper")
     return [
         first,
         "  give the volume (--monthly-tokens, --monthly-requests, or --monthly-input-tokens with "
@@ -85,12 +107,24 @@ def effective_cost_line(sticker: dict[str, Any]) -> str:
     )
 
 
+def band_sides_text(low: float, high: float) -> str:
+    """The band ×LOW–×HIGH as signed sides: ``±30%`` when symmetric, else ``−42%/+7%`` (never the wider side alone)."""
+    below, above = 1 - low, high - 1
+    return f"±{below:.0%}" if abs(below - above) < 0.005 else f"−{below:.0%}/+{above:.0%}"
+
+
+def band_end_text(e: Any) -> str:
+    """One end of the band: ``at ×0.58 (9.61 good req/s): 2 replicas at 62.3%, $3,927.40/month → API``."""
+    return (f"at ×{e.capacity_multiplier:.2f} ({e.goodput_req_per_s:,.4g} good req/s): {e.replicas} "
+            f"replica{'' if e.replicas == 1 else 's'} at {e.realized_utilization:.1%}, "
+            f"{_usd(e.self_host_usd_per_month)}/month → {'the API' if e.verdict == 'API' else 'self-host'}")
+
+
 def rests_on_line(d: Any) -> str:
-    """Whether the verdict flips inside the capacity band, and the GPU price at which it would."""
+    """Whether the verdict flips inside the capacity band (the decision redone at both ends: replicas and bill), and
+    the GPU price at which it would."""
     k, m = d.flips.get("capacity_multiplier"), d.flips.get("gpu_price_multiplier")
-    lo, hi = 1 - d.band_low, d.band_high - 1
-    sides = f"±{lo:.0%}" if abs(lo - hi) < 0.005 else f"−{lo:.0%}/+{hi:.0%}"
-    band = f"{sides} capacity ({d.band_source})"
+    band = f"{band_sides_text(d.band_low, d.band_high)} capacity ({d.band_source})"
     if k is None:
         cap = (
             "no capacity error flips it (one replica and the people already cost more)"
@@ -100,5 +134,6 @@ def rests_on_line(d: Any) -> str:
     else:
         cap = f"it flips at {k:.2f}× the capacity"
     held = "holds" if d.holds_within_band() else "FLIPS"
+    ends = f" — {'; '.join(band_end_text(e) for e in d.band_ends)}" if d.band_ends else ""
     price = f"; at {m:.2f}× the GPU price" if m is not None else ""
-    return f"robustness: the verdict {held} within {band}: {cap}{price}"
+    return f"robustness: the verdict {held} within {band}: {cap}{ends}{price}"

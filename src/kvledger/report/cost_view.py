@@ -112,6 +112,11 @@ def _print_tail(con: Any, rep: Any, sim: Any = None) -> None:
                   f"{bv['output_tokens_per_month']:,.0f} output tokens) with "
                   f"{_units(bv['replicas_at_break_even'], sim)} — "
                   f"{escape(bv['reason'])}")
+        first = bv.get("first_cheaper_requests_per_month")
+        if first is not None and first < bv["requests_per_month"] * (1 - 1e-9):
+            con.print(f"  self-hosting is first cheaper at {first:,.0f} good requests/month "
+                      f"({bv['first_cheaper_utilization']:.1%} utilization of "
+                      f"{_units(bv['first_cheaper_replicas'], sim)}), then on and off up to the break-even volume")
     else:
         con.print(f"[bold]break-even volume[/]: none — {escape(bv['reason'])}")
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from html import escape
+from types import SimpleNamespace
 from typing import Any
 
 from kvledger.analyses.serving.report_data import ReportData
-from kvledger.ledgers.decision_notes import effective_cost_line
+from kvledger.ledgers.decision_notes import band_end_text, effective_cost_line
 from kvledger.report.figure import Figure, fmt, svg_of
 
 __all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS"]
@@ -92,9 +93,11 @@ def _answer(data: ReportData) -> str:
     d = c.get("decision")
     if d is not None:
         held = "holds" if d["holds_within_band"] else "flips"
+        ends = "; ".join(band_end_text(SimpleNamespace(**e)) for e in d.get("band_ends") or [])
         lines.append(f"Rests on: {'; '.join(d['rests_on']) or 'nothing flagged'}; the verdict {held} within "
                      f"×{d.get('capacity_band_low', 1 - d['capacity_band']):.2f}–"
-                     f"×{d.get('capacity_band_high', 1 + d['capacity_band']):.2f} capacity.")
+                     f"×{d.get('capacity_band_high', 1 + d['capacity_band']):.2f} capacity"
+                     + (f" ({ends})" if ends else "") + ".")
     lines += [
         f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {cs['boundary_rate_req_per_s']:g} "
         f"req/s with "
@@ -138,6 +141,10 @@ def _break_even_text(c: dict[str, Any]) -> str:
         if bv.get("requests_per_month") is not None
         else f"no break-even volume: {bv.get('reason', '')}"
     )
+    first = bv.get("first_cheaper_requests_per_month")
+    if first is not None and bv.get("requests_per_month") and first < bv["requests_per_month"] * (1 - 1e-9):
+        v += (f" (self-hosting is first cheaper at {fmt(first)}, then on and off as replicas are added, and at every "
+              "volume above it)")
     return f"{u[0].upper()}{u[1:]}; {v}."
 
 

@@ -111,6 +111,12 @@ def _api(con: Any, result: Any) -> None:
         if w:
             line += (" — the API is cheaper than the winner's GPUs alone" if a["monthly_usd"] < w["monthly_usd"] else
                      " — the winner's GPUs cost less (before people and hosting: kvledger cost prices those)")
+            wb = a.get("within_band")
+            if wb is not None:
+                lo, hi = wb["winner_monthly_usd_range"]
+                line += (f"; this FLIPS inside the capacity band (winner ${lo:,.0f}–${hi:,.0f}/month)"
+                         if wb["flips_inside_band"] else
+                         f", across the whole capacity band (winner ${lo:,.0f}–${hi:,.0f}/month)")
     con.print(escape(line))
     for n in a["notes"]:
         con.print(escape(f"  note: {n}"))
@@ -184,13 +190,20 @@ def _winner_line(result: Any) -> str:
         gpus = f"{s['num_gpus']} GPU{'' if s['num_gpus'] == 1 else 's'}"
         reps = f"{s['replicas']} replica{'' if s['replicas'] == 1 else 's'}"
         bill = f"${s['monthly_usd']:,.0f}/month for {gpus} ({reps} × TP {w['tp']})"
+        if "at_band_low" in s:
+            bill += " (capacity band: " + ", ".join(
+                f"{x['replicas']} replica{'' if x['replicas'] == 1 else 's'} ${x['monthly_usd']:,.0f} at "
+                f"×{x['capacity_multiplier']:.2f}" for x in (s["at_band_low"], s["at_band_high"])) + ")"
     else:
         bill = f"${w['cost']['usd_per_1k_requests']:.4f} per 1k good requests"
     flags = caveats(w)
     m = result.margin()
     if m is not None and m.could_flip:
-        flags.append(f"runner-up {m.runner_up} only {m.gap:.0%} dearer, inside the ±{m.band:.0%} "
-                     "capacity band")
+        from kvledger.ledgers.decision_notes import band_sides_text
+
+        band = (f"capacity band ×{m.band_low:.2f}–×{m.band_high:.2f} ({band_sides_text(m.band_low, m.band_high)})"
+                if m.band_low is not None else f"±{m.band:.0%} capacity band")
+        flags.append(f"runner-up {m.runner_up} only {m.gap:.0%} dearer, inside the {band}")
     return (f"winner: {w['id']} — {bill}, {cap['goodput_req_per_s']:,.2f} good req/s per replica"
             + (f" [rests on: {'; '.join(flags)}]" if flags else ""))
 

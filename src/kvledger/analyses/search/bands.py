@@ -1,5 +1,11 @@
-"""The error band of each searched candidate's SLO capacity, and whether the winner and the runner-up could swap inside
-it (``kvledger.ledgers.error_band``)."""
+"""The error band of each searched candidate's SLO capacity, the sizing redone at both ends of it, whether the winner
+and the runner-up could swap inside it, and whether the winner-vs-API answer flips inside it
+(``kvledger.ledgers.error_band``).
+
+Sizing at a band end k (``size_for_load``, as the point is sized): replicas = ⌈rate ÷ (goodput × k × max_utilization)⌉,
+bill = replicas × GPUs per replica × $/GPU-h × 730 h. The bill never rises with k, so the cheaper of the winner and the
+API is the same across the band exactly when it is the same at both ends.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from typing import Any
 from kvledger.analyses.search.frontier import tier_twins
 from kvledger.ledgers.error_band import error_band, flips_inside, regime_of
 
-__all__ = ["search_regime", "band_notes"]
+__all__ = ["search_regime", "band_notes", "band_sizing", "api_within_band"]
 
 
 def search_regime(spec: Any, gpu_name: str) -> str:
@@ -34,7 +40,11 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
         band = error_band(search_regime(spec, e["gpu_id"]), "throughput")
         cap = e["capacity"]["goodput_req_per_s"]
         e["capacity_band"] = None if band is None else {"low": cap * band.low, "high": cap * band.high,
+                                                        "low_multiplier": band.low, "high_multiplier": band.high,
                                                         "regime": band.regime, "source": band.source}
+        if band is not None and e.get("sizing"):
+            e["sizing"]["at_band_low"], e["sizing"]["at_band_high"] = (band_sizing(e, k, spec.max_utilization)
+                                                                       for k in (band.low, band.high))
     if len(feasible_ranked) >= 2:
         a, b = feasible_ranked[0], feasible_ranked[1]
         band = error_band(search_regime(spec, a["gpu_id"]), "throughput")
@@ -52,3 +62,31 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
             notes.append(f"the winner {a['id']} stays ahead of the runner-up {b['id']} across the capacity's 80% error "
                          f"band ({band.regime})")
     return notes
+
+
+def band_sizing(e: dict[str, Any], k: float, max_utilization: float) -> dict[str, Any]:
+    """The sizing of a feasible entry with its goodput × ``k`` (the module docstring): replicas, GPUs, realized
+    utilization and the monthly bill (USD per month)."""
+    from kvledger.analyses.search.evaluate import size_for_load
+
+    s, g = e["sizing"], e["capacity"]["goodput_req_per_s"] * k
+    per_replica_usd = s["monthly_usd"] / s["replicas"]  # GPUs per replica × $/GPU-h × 730 h
+    replicas, realized = size_for_load(s["rate_req_per_s"], g, max_utilization)
+    return {"capacity_multiplier": k, "goodput_req_per_s": g, "replicas": replicas,
+            "num_gpus": replicas * s["num_gpus"] // s["replicas"], "realized_utilization": realized,
+            "monthly_usd": replicas * per_replica_usd}
+
+
+def api_within_band(winner: dict[str, Any] | None, api_monthly_usd: float | None) -> dict[str, Any] | None:
+    """Whether the API or the winner's GPUs cost less at the point and at both ends of the capacity band (GPUs alone,
+    as the search prices them); None without a monthly bill on both sides or without a band."""
+    s = (winner or {}).get("sizing") or {}
+    if api_monthly_usd is None or "at_band_low" not in s:
+        return None
+    def side(usd: float) -> str:
+        return "API" if api_monthly_usd < usd else "self-host"
+
+    at = {"point": side(s["monthly_usd"]), "band_low": side(s["at_band_low"]["monthly_usd"]),
+          "band_high": side(s["at_band_high"]["monthly_usd"])}
+    return {**at, "flips_inside_band": len(set(at.values())) > 1,
+            "winner_monthly_usd_range": [s["at_band_high"]["monthly_usd"], s["at_band_low"]["monthly_usd"]]}

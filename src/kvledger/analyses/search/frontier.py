@@ -88,13 +88,17 @@ def caveats(entry: dict[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class RankingMargin:
-    """The runner-up's cost gap to the winner (its cost ÷ the winner's − 1), the capacity band it is read against (±,
-    a fraction) and whether the gap lies inside it (the order of the two could flip)."""
+    """The runner-up's cost gap to the winner (its cost ÷ the winner's − 1), the capacity band it is read against
+    (``band``: the wider side, a fraction; ``band_low`` / ``band_high``: the band as multipliers, ×0.58–×1.07) and
+    whether the gap lies inside it (the order of the two could flip: ``kvledger.ledgers.error_band.flips_inside``,
+    the test the search's band note uses)."""
 
     runner_up: str
     gap: float
     band: float
     could_flip: bool
+    band_low: float | None = None
+    band_high: float | None = None
 
 
 def ranking_margin(ranked: list[dict[str, Any]], step_cost: str) -> RankingMargin | None:
@@ -105,6 +109,14 @@ def ranking_margin(ranked: list[dict[str, Any]], step_cost: str) -> RankingMargi
         return None
     a, b = rank_key(ranked[0])[0], rank_key(ranked[1])[0]
     gap = b / a - 1.0 if a > 0 else float("inf")
+    cb = ranked[0].get("capacity_band") or {}
+    if "low_multiplier" in cb:  # the winner's own band (search.bands: its GPU's regime), as the band note reads it
+        from kvledger.ledgers.error_band import Band, flips_inside
+
+        lo, hi = cb["low_multiplier"], cb["high_multiplier"]
+        inside = flips_inside(a, b, Band(cb["regime"], "throughput", lo, hi, 0, cb["source"]))
+        return RankingMargin(ranked[1]["id"], gap, max(1 - lo, hi - 1),
+                             inside and not tier_twins(ranked[0], ranked[1]), lo, hi)
     band = _capacity_band(step_cost)
     return RankingMargin(ranked[1]["id"], gap, band, gap < band and not tier_twins(ranked[0], ranked[1]))
 

@@ -205,7 +205,12 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
                      "any other GPU by its bundled profile, if any, else uncalibrated")
     elif spec.step_cost == "roofline":
         notes.append("step cost uncalibrated (roofline): every capacity is a model estimate, not a measurement")
-    return SearchResult(spec, entries, ranking, frontier, dominated, _api(spec, feasible), notes, cfront, cdom)
+    api = _api(spec, feasible)
+    if api is not None and ranking:
+        from kvledger.analyses.search.bands import api_within_band
+
+        api["within_band"] = api_within_band(by_id[ranking[0]], api.get("monthly_usd"))
+    return SearchResult(spec, entries, ranking, frontier, dominated, api, notes, cfront, cdom)
 
 
 CSV_COLUMNS = ["rank", "id", "layout", "gpu_id", "tp", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens",

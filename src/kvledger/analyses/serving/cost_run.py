@@ -135,8 +135,7 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
         d["simulation"] = {**sim.provenance().to_dict(), **search}
         from kvledger.analyses.serving.prediction_bands import cost_band
 
-        band = cost_band(sim.setup, rep.capacity["goodput_req_per_s"], rep.self_host_output.total_usd,
-                         rep.api_output.total_usd)
+        band = cost_band(sim.setup, rep, capacity.rate_req_per_s if capacity is not None else None)
         if band is not None:
             d["error_band"], basis.error_band = band.to_dict(), band
     return CostRun(rep, basis, d)

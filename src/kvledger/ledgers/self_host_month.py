@@ -1,0 +1,131 @@
+"""The self-hosted side of the build-or-buy decision for one month: whole replicas for a rate at the allowed
+utilization, the bill of those replicas (rented, or bought: amortized purchase, power at the load, hosting; plus the KV
+tiers and people), and the same sizing redone at one end of the capacity band (``BandEnd``).
+
+The self-hosted bill never rises with the capacity: more good req/s per replica means as many replicas or fewer, each
+less loaded (a rented bill does not depend on the load; a bought one's power falls with it). So the cheaper side at a
+fixed API bill is the same across a band of capacities exactly when it is the same at both ends.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from kvledger.jsonable import to_jsonable
+from kvledger.ledgers.cost import HOURS_PER_MONTH, SelfHostSetup, people_as_of
+from kvledger.ledgers.host_bill import HostBill, capex_item, hosting_item, power_item
+from kvledger.ledgers.items import Ledger, LineItem
+from kvledger.ledgers.tier_items import tier_items
+from kvledger.ledgers.volume import Volume
+
+__all__ = ["GpuPower", "replicas_for", "monthly_self_host", "BandEnd", "band_end"]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuPower:
+    """Board power and idle power of one GPU (W), with their sources (catalog TDP, idle-power table or user input)."""
+
+    board_w: float
+    idle_w: float
+    source: str
+
+
+def replicas_for(rate_req_per_s: float, cap_req_per_s: float, max_utilization: float) -> int:
+    """Whole replicas to serve ``rate`` with none above ``max_utilization`` of its capacity; at least one."""
+    return max(1, math.ceil(rate_req_per_s / (cap_req_per_s * max_utilization) - 1e-12))
+
+
+def monthly_self_host(
+    setup: SelfHostSetup,
+    replicas: int,
+    load: float,
+    *,
+    buy: HostBill | None = None,
+    power: GpuPower | None = None,
+    people_source: str = "user input",
+) -> Ledger:
+    """The self-hosted bill per month for ``replicas`` replicas at ``load``: rented (the default) or, with ``buy``,
+    bought (amortized purchase, power at the load, hosting). People are one line for the service, not per replica."""
+    gpus = replicas * setup.num_gpus
+    sizing = (
+        f"{replicas} replica{'' if replicas == 1 else 's'} × {setup.num_gpus} GPU{'' if setup.num_gpus == 1 else 's'}"
+    )
+    if buy is None:
+        led = Ledger("self-hosted bill per month, rented GPUs", "USD per month")
+        led.add(
+            LineItem(
+                "GPU rental (power and hosting included)",
+                "GPU-hour",
+                gpus * HOURS_PER_MONTH,
+                setup.gpu.usd_per_gpu_hour,
+                setup.gpu.source,
+                setup.gpu.as_of,
+                f"{sizing} × 730 h",
+            )
+        )
+    else:
+        led = Ledger("self-hosted bill per month, bought GPUs", "USD per month")
+        led.add(capex_item(gpus, buy))
+        if power is not None:
+            from kvledger.ledgers.host_bill import DEFAULT_PUE, DEFAULT_USD_PER_KWH, KWH_SOURCE, PUE_SOURCE
+
+            src = (
+                "; ".join(
+                    s
+                    for s, dflt in (
+                        (PUE_SOURCE, buy.pue == DEFAULT_PUE),
+                        (KWH_SOURCE, buy.usd_per_kwh == DEFAULT_USD_PER_KWH),
+                    )
+                    if dflt
+                )
+                or "user input (--pue, --usd-per-kwh)"
+            )
+            led.add(
+                power_item(gpus, power.board_w, power.idle_w, load, buy.pue, buy.usd_per_kwh, f"{power.source}; {src}")
+            )
+        led.add(hosting_item(gpus, buy))
+    for item in tier_items(setup.kv_tiers, gpus * HOURS_PER_MONTH, f" ({sizing} × 730 h)"):
+        led.add(item)
+    led.add(
+        LineItem(
+            "people (engineers running it)",
+            "engineer-month",
+            setup.engineer_months_per_month,
+            setup.engineer_usd_per_month,
+            people_source,
+            people_as_of(people_source),
+        )
+    )
+    return led
+
+
+@dataclass(frozen=True, slots=True)
+class BandEnd:
+    """The decision redone at one end of the capacity band: the capacity multiplier k (e.g. 0.58), the goodput it
+    means (good req/s per replica), the replicas the volume then needs, their realized utilization, the self-hosted
+    bill (USD/month, the cheaper of rented and bought, people included) and the verdict against the same API bill."""
+
+    capacity_multiplier: float
+    goodput_req_per_s: float
+    replicas: int
+    realized_utilization: float
+    self_host_usd_per_month: float
+    verdict: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+def band_end(k: float, goodput_req_per_s: float, setup: SelfHostSetup, vol: Volume, api_usd: float, *,
+             buy: HostBill | None = None, power: GpuPower | None = None, people_source: str = "user input") -> BandEnd:
+    """The decision with each replica serving ``k`` × ``goodput_req_per_s``: replicas for the volume's peak, realized
+    utilization, the self-hosted bill (rented, or bought when cheaper) and the verdict against ``api_usd``."""
+    g = goodput_req_per_s * k
+    n = replicas_for(vol.peak_rate_req_per_s, g, setup.max_utilization)
+    load = vol.rate_req_per_s / (n * g)
+    sh = monthly_self_host(setup, n, load, people_source=people_source).total_usd
+    if buy is not None and buy.gpu_capex_usd is not None:
+        sh = min(sh, monthly_self_host(setup, n, load, buy=buy, power=power, people_source=people_source).total_usd)
+    return BandEnd(k, g, n, load, sh, "self-host" if sh < api_usd else "API")
