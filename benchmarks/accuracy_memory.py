@@ -30,7 +30,9 @@ term, then every start-up bucketed by version, GPU, topology and term: the mean 
 (``analyses/doctor/bucket_error.py``: memory terms and a failed start-up's available KV over the usable memory, the
 rest over the printed figure; the per-figure mean beside it), the share of available-KV predictions within 2% and the
 share of printed figures inside the plan's printed range; and, given the printed memory, whether the printed
-tokens' blocks and concurrency follow exactly. Rows whose config kvledger cannot read say so.
+tokens' blocks and concurrency follow exactly (a multi-GPU pool below the printed rank's range is listed with the
+memory its smallest rank must have lacked: ``accounting/vllm_rank_print.py``). Rows whose config kvledger cannot read
+say so.
 Usage: ``python benchmarks/accuracy_memory.py [--json]``.
 """
 
