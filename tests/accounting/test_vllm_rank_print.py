@@ -12,6 +12,8 @@ DSR1_BLOCK = 16 * 61 * (512 + 64) * 2
 
 
 def test_who_prints_by_version():
+    # V0 (before 0.8 here): worker.py logs every worker's profile, executor_base.py logs the minimum's blocks.
+    assert (rank_print((0, 6, 4)).memory, rank_print((0, 6, 4)).tokens_are_minimum) == ("every worker", True)
     # 0.11.0 gpu_worker.py: logger.info in every worker; kv_cache_utils.py logs each worker's tokens inside
     # get_kv_cache_config_from_groups, before get_kv_cache_configs takes the minimum.
     assert rank_print((0, 11, 0)) == rank_print((0, 10, 1))

@@ -2,11 +2,11 @@
 
 With several GPUs every worker profiles its own memory and sizes its own pool; the engine then gives each worker the
 smallest block count of all (``v1/core/kv_cache_utils.py::get_kv_cache_configs``, "Change the num_blocks of each rank
-to the smallest among all ranks"; ``unify_kv_cache_configs`` in 0.10.1.1). What the log shows of it changed twice
+to the smallest among all ranks"; ``unify_kv_cache_configs`` in 0.10.1.1). What V1's log shows of it changed twice
 (read in the wheels of 0.10.1.1, 0.11.0, 0.11.1, 0.11.2, 0.13.0, 0.14.1, 0.16.0, 0.18.0, 0.19.0 and 0.20.0):
 
-* up to 0.11.0 every worker logs its memory (``v1/worker/gpu_worker.py``, ``logger.info``) and the tokens of its own
-  pool before the minimum is taken (``get_kv_cache_config``): each tokens line belongs to one worker's memory line;
+* 0.8 up to 0.11.0 every worker logs its memory (``v1/worker/gpu_worker.py``, ``logger.info``) and the tokens of its
+  own pool before the minimum is taken (``get_kv_cache_config``): each tokens line belongs to one worker's memory line;
 * 0.11.1–0.19 only each node's first local rank logs its memory (``logger.info_once(..., scope="local")``) and the
   tokens are logged once, after the minimum (``_report_kv_cache_config``, called at the end of
   ``get_kv_cache_configs``, ``info_once(scope="local")``): the printed tokens are the smallest rank's pool, the
@@ -21,7 +21,7 @@ memory the smallest rank lacks when they do not. The ranks' spread is not a rule
 collectives and runtime allocate on each device during the profile) and no printed line gives it: on vLLM 0.19 H100
 runs at TP 2 and 4 every rank's DEBUG "Total non KV cache memory" is equal to 0.01 GiB
 (``shared/data/vllm-startups-0.19``, ``non_kv_total_gib_by_rank``); on MI300X and from 0.20 (each rank's own
-CUDA-graph estimate is subtracted, ``gpu_worker.py::determine_available_memory``) no per-rank figure is published.
+CUDA-graph estimate is subtracted, ``gpu_worker.py::determine_available_memory``) the records here hold one rank's.
 """
 
 from __future__ import annotations
@@ -46,7 +46,12 @@ class RankPrint:
 
 
 def rank_print(ver: tuple[int, int, int]) -> RankPrint:
-    """The version's rule (module docstring); versions before V1's ``get_kv_cache_configs`` (0.10) are given 0.10's."""
+    """The version's rule (module docstring). Before 0.8 (the V0 engine) every worker logs its memory profile
+    (``worker/worker.py``) and the executor logs "# GPU blocks" once, the smallest over the workers
+    (``executor/executor_base.py::initialize_cache``), read in 0.10.1.1's V0 files, which earlier releases kept."""
+    if ver < (0, 8, 0):
+        return RankPrint("every worker", True, "vLLM V0 worker/worker.py logs each worker's profile; "
+                         "executor/executor_base.py takes the minimum over workers before logging the blocks")
     if ver < (0, 11, 1):
         return RankPrint("every worker", False, "vLLM ≤0.11.0 v1/worker/gpu_worker.py logger.info per worker; "
                          "v1/core/kv_cache_utils.py logs each worker's tokens before the minimum over ranks")
@@ -82,7 +87,8 @@ def check_printed_pool(ver: tuple[int, int, int], ranks: int, printed_gib: float
     if blocks < lo and ranks > 1 and rule.tokens_are_minimum:
         low = max(0, math.ceil((printed_gib - 0.005) * GiB) - (blocks + 1) * bytes_per_block + 1)
         high = math.ceil((printed_gib + 0.005) * GiB) - 1 - blocks * bytes_per_block
-        return PoolCheck("smallest rank", low, high,
-                         f"the pool is the smallest of {ranks} ranks' and the memory printed is {rule.memory}'s "
+        who = ("the memory printed is local rank 0's" if rule.memory == "local rank 0" else
+               "every worker prints its own memory and one line is one worker's")
+        return PoolCheck("smallest rank", low, high, f"the pool is the smallest of {ranks} ranks' and {who} "
                          f"({rule.source})")
     return PoolCheck("miss")
