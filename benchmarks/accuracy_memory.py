@@ -30,7 +30,9 @@ term, then every start-up bucketed by version, GPU, topology and term: the mean 
 (``analyses/doctor/bucket_error.py``: memory terms and a failed start-up's available KV over the usable memory, the
 rest over the printed figure; the per-figure mean beside it), the share of available-KV predictions within 2% and the
 share of printed figures inside the plan's printed range; and, given the printed memory, whether the printed
-tokens' blocks and concurrency follow exactly. Rows whose config kvledger cannot read say so.
+tokens' blocks and concurrency follow exactly (a multi-GPU pool below the printed rank's range is listed with the
+memory its smallest rank must have lacked: ``accounting/vllm_rank_print.py``). Rows whose config kvledger cannot read
+say so.
 Usage: ``python benchmarks/accuracy_memory.py [--json]``.
 """
 
@@ -44,6 +46,8 @@ from pathlib import Path
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.settings import make_settings
+from kvledger.accounting.vllm_rank_print import rank_print
+from kvledger.accounting.vllm_rules import parse_version
 from kvledger.analyses.doctor.bucket_error import BucketRecord, bucket_summary, buckets_above, scaled_error
 from kvledger.analyses.doctor.engine_startups import bucket_counts
 from kvledger.analyses.doctor.memory_accuracy import TermError, exact_from_logged, replay
@@ -274,15 +278,43 @@ def held_out_runs() -> list[str]:
 
 def from_printed_lines(pubs) -> list[str]:
     """Given the printed available memory: blocks (from the printed tokens) inside the range the 2-decimal GiB figure
-    allows, and the printed concurrency equal to the plan's from those blocks; every miss named."""
+    allows, and the printed concurrency equal to the plan's from those blocks. A count below that range on several GPUs
+    of a version whose pool is the smallest rank's while the memory printed is one rank's (``vllm_rank_print``) is
+    listed with the spread it implies; every other miss is named."""
     out = []
     for term in ("blocks from printed memory", "concurrency from printed memory"):
         ts = [(x, t) for x in pubs for t in x.from_printed if t.term == term]
         n_ok = sum(bool(t.inside) for _, t in ts)
         what = "" if term.startswith("conc") else " (printed tokens' blocks inside the 2-decimal GiB figure's range)"
         out.append(f"  Given the printed memory, {term.split(' from')[0]}: {n_ok}/{len(ts)} exact{what}")
+        ranked = [(x, t) for x, t in ts if not t.inside and t.rank_spread]
+        if ranked:
+            out.append(f"    {len(ranked)} below the printed rank's range, as vLLM's pool allows (the smallest of the "
+                       "ranks' counts, while the memory printed is one rank's: accounting/vllm_rank_print.py); "
+                       "exact needs every rank's memory, which these records do not hold:")
+        out += [f"      {x.row_id} vLLM {x.version} {x.gpu} {x.topology}: printed {t.printed:,.0f}, printed rank "
+                f"{t.low:,.0f}–{t.high:,.0f}: the smallest rank held {t.rank_spread[0]:.4f}–{t.rank_spread[1]:.4f} GiB "
+                "less" for x, t in ranked]
         out += [f"      miss {x.row_id} vLLM {x.version} {x.gpu} {x.topology}: printed {t.printed:,.2f}, plan "
-                f"{t.low:,.2f}–{t.high:,.2f}" for x, t in ts if not t.inside]
+                f"{t.low:,.2f}–{t.high:,.2f}" for x, t in ts if not t.inside and not t.rank_spread]
+        out += rank_spread_lines(ranked)
+    return out
+
+
+def rank_spread_lines(ranked) -> list[str]:
+    """Those start-ups' spreads by GPU, TP and which rank prints the memory, intersected. One figure that every model
+    of a group shares (blocks of 770,048 B to 1,310,720 B, GQA and MLA) says the ranks differ in memory by that much,
+    not in page layout (a layout rule would move the count by a share of each pool, not by one size in GiB)."""
+    groups: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    for x, t in ranked:
+        key = (x.gpu, x.topology.split()[0], rank_print(parse_version(x.version)).memory)
+        groups.setdefault(key, []).append(t.rank_spread)
+    out = ["    the smallest rank's shortfall by GPU, TP and printing rank (intersected over the start-ups; measured, "
+           "not a rule: not used by the plan):"] if groups else []
+    for (gpu, tp, who), spans in sorted(groups.items()):
+        lo, hi = max(a for a, _ in spans), min(b for _, b in spans)
+        joint = f"all inside {lo:.4f}–{hi:.4f} GiB" if lo <= hi else "no one figure fits all"
+        out.append(f"      {gpu} {tp}, memory printed by {who}: {len(spans)} start-up(s), {joint}")
     return out
 
 

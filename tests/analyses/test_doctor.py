@@ -274,3 +274,30 @@ def test_018_profiling_override_is_not_the_block_count():
     c = doc("v0.18_cudagraph_estimate_override.log").startup
     assert "num_gpu_blocks_override" not in c.settings and c.row("GPU blocks") is None
     assert any(n.startswith("line 1: 'Overriding num_gpu_blocks=0") for n in c.notes)
+
+
+def test_multi_gpu_pool_below_rank_0s_memory_is_the_smallest_ranks():
+    # CONSTRUCTED from vllm-memory-estimator record 88462985 (benchmarks/data/vme_startups.csv V88462985: vLLM
+    # 0.13.0+rhai0, Llama-3.3-70B on 4 × MI300X, max_model_len 8,192, utilization 0.92): rank 0 printed 137.30 GiB;
+    # 137.295–137.305 GiB hold 112,472–112,480 blocks of 16 × 80 layers × 2 × (8 / 4) heads × 128 × 2 B = 1,310,720 B.
+    # The engine printed 1,799,360 tokens = 112,460 blocks: the smallest of the 4 ranks' counts
+    # (kv_cache_utils.py::get_kv_cache_configs), below rank 0's by 12–20 blocks, so that rank held 0.0135–0.0247 GiB
+    # less, printed 0.014–0.025 (tests/accounting/test_vllm_rank_print.py). 112,460 / 512 blocks per request = 219.65x.
+    text = "\n".join([
+        "(APIServer pid=1) INFO 12-01 10:00:01 [api_server.py:1] vLLM API server version 0.13.0",
+        "(APIServer pid=1) INFO 12-01 10:00:01 [utils.py:1] non-default args: {'model': "
+        "'meta-llama/Llama-3.3-70B-Instruct', 'max_model_len': 8192, 'tensor_parallel_size': 4, "
+        "'gpu_memory_utilization': 0.92}",
+        "(Worker_TP0 pid=11) INFO 12-01 10:05:00 [gpu_worker.py:375] Available KV cache memory: 137.30 GiB",
+        "(EngineCore_DP0 pid=9) INFO 12-01 10:05:00 [kv_cache_utils.py:1291] GPU KV cache size: 1,799,360 tokens",
+        "(EngineCore_DP0 pid=9) INFO 12-01 10:05:00 [kv_cache_utils.py:1295] Maximum concurrency for 8,192 tokens per "
+        "request: 219.65x"])
+    c = diagnose(parse_vllm_log(text), model="meta-llama/Meta-Llama-3.1-70B", gpu="MI300X").startup
+    b = c.row("GPU blocks")
+    assert (b.log_value, b.ledger_value) == (112_460, 112_476)
+    assert "inside 1–112,480" in b.explanation and "0.014–0.025 GiB less" in b.explanation
+    assert c.row("max concurrency at 8,192 tokens").ledger_value == 219.65 and c.consistent is True
+    # The same figures from one GPU are a mismatch: the pool is that GPU's own.
+    one = diagnose(parse_vllm_log(text.replace("'tensor_parallel_size': 4", "'tensor_parallel_size': 1")),
+                   model="meta-llama/Meta-Llama-3.1-70B", gpu="MI300X").startup
+    assert "OUTSIDE" in one.row("GPU blocks").explanation and one.consistent is False

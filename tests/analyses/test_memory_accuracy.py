@@ -110,6 +110,21 @@ def test_vme_h200_tp4_startup_exact_from_printed_memory():
     blocks, conc = x.from_printed
     assert (blocks.printed, blocks.low, blocks.high, blocks.inside) == (75_025, 75_018, 75_026, True)
     assert conc.predicted == conc.printed == 146.53
+    assert blocks.rank_spread is None
+
+
+def test_vme_mi300x_tp8_pool_is_the_smallest_ranks():
+    # vme record 5f389286 (vLLM 0.11.2+rhai1, DeepSeek-R1-0528 on 8 × MI300X, max_model_len 10,000): rank 0 printed
+    # 87.09 GiB, which holds 83,165–83,174 blocks of 16 × 61 × 576 × 2 B = 1,124,352 B; the engine printed 1,324,304
+    # tokens = 82,769 blocks, the smallest of the 8 ranks' counts (0.11.2 kv_cache_utils.py::get_kv_cache_configs),
+    # which only that rank's memory (never printed in 0.11.2) would pin: 0.4137–0.4247 GiB less than rank 0's.
+    # The concurrency follows from the printed tokens either way: 82,769 blocks × 16 / 10,000 = 132.43.
+    x = replay_row(VME_ROWS["V5f389286"], Path(__file__).resolve().parents[2])
+    blocks, conc = x.from_printed
+    assert (blocks.printed, blocks.low, blocks.high, blocks.inside) == (82_769, 83_165, 83_174, False)
+    assert blocks.rank_spread is not None
+    assert (round(blocks.rank_spread[0], 4), round(blocks.rank_spread[1], 4)) == (0.4137, 0.4247)
+    assert conc.predicted == conc.printed == 132.43
 
 
 def test_ray_two_node_pp_startup_planned_on_its_binding_stage():

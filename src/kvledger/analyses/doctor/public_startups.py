@@ -12,6 +12,7 @@ from kvledger.accounting.plan import build_plan
 from kvledger.accounting.plan_vllm import printed_gib_block_range
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_collectives import non_torch_term
+from kvledger.accounting.vllm_rank_print import check_printed_pool
 from kvledger.accounting.vllm_rules import parse_version
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
@@ -31,6 +32,11 @@ class PublicTerm:
     printed: float
     low: float | None = None
     high: float | None = None
+    rank_spread: tuple[float, float] | None = None
+    """Blocks below the printed rank's range on a version whose pool is the smallest rank's (``vllm_rank_print``):
+    how much less memory that smallest rank must have held, (low, high) GiB; None otherwise."""
+    note: str = ""
+    """Why such a figure still follows the engine's rule (the code it is read from); empty otherwise."""
 
     @property
     def rel_error(self) -> float:
@@ -175,7 +181,10 @@ def _from_printed(r: dict[str, str], model, gpu, kw: dict[str, Any]) -> tuple[Pu
     m = build_plan(model, gpu, make_settings(**kw), with_roofline=False, with_advice=False).memory
     lo, hi = printed_gib_block_range(kw["available_kv_memory_bytes"], m.bytes_per_block)
     blocks = int(r["kv_tokens"]) // m.block_size
-    out = [PublicTerm("blocks from printed memory", min(max(blocks, lo), hi), blocks, lo, hi)]
+    chk = check_printed_pool(parse_version(r["vllm_version"]), int(r["tp"] or 1), float(r["available_kv_gib"]),
+                             blocks, m.bytes_per_block, lo, hi)
+    spread = (chk.spread_low / GiB, chk.spread_high / GiB) if chk.verdict == "smallest rank" else None
+    out = [PublicTerm("blocks from printed memory", min(max(blocks, lo), hi), blocks, lo, hi, spread, chk.why)]
     if r["max_concurrency"]:
         p = build_plan(model, gpu, make_settings(**kw | {"num_gpu_blocks_override": blocks}), with_roofline=False,
                        with_advice=False)

@@ -14,6 +14,7 @@ import re
 
 from kvledger.accounting.plan import Plan
 from kvledger.accounting.plan_vllm import printed_gib_block_range
+from kvledger.accounting.vllm_rank_print import check_printed_pool
 from kvledger.accounting.vllm_rules import era, parse_version
 from kvledger.analyses.doctor.context import DoctorContext, printed_figures
 from kvledger.analyses.doctor.types import ComparisonRow, StartupComparison
@@ -156,11 +157,24 @@ def _blocks_row(ctx: DoctorContext) -> ComparisonRow | None:
     rlo, rhi = printed_gib_block_range(st.available_kv_bytes, bpb)
     text = f"ledger: floor({_gib(st.available_kv_bytes)} / {bpb:,} B per block) = {ledger:,}; log: {how}"
     if lo is not None and ledger != lo:
-        inside = rlo <= lo <= rhi
         text += (f"; vLLM prints the available memory to 2 decimals, so {st.available_kv_bytes / GiB:.2f} GiB allows "
-                 f"{rlo:,}–{rhi:,} blocks: the log's {lo:,} is {'inside' if inside else 'OUTSIDE'} that range"
-                 + ("" if inside else " — the model, KV dtype or TP do not match the log"))
+                 f"{rlo:,}–{rhi:,} blocks: the log's {lo:,} " + _range_verdict(ctx, lo, bpb, rlo, rhi))
     return _row("GPU blocks", "blocks", lo, line, ledger, text)
+
+
+def _range_verdict(ctx: DoctorContext, lo: int, bpb: int, rlo: int, rhi: int) -> str:
+    """The log's block count against the printed memory's range. Below it on several GPUs it is still the engine's
+    when the pool is the smallest rank's and the memory line one rank's (``vllm_rank_print``): inside 1–rhi, as with
+    pipeline stages; otherwise the settings do not match the log."""
+    if rlo <= lo <= rhi:
+        return "is inside that range"
+    ver = ctx.settings.get("engine_version")
+    chk = check_printed_pool(parse_version(ver), int(ctx.settings.get("tp") or 1),
+                             round(ctx.log.startup.available_kv_bytes / GiB, 2), lo, bpb, rlo, rhi) if ver else None
+    if chk is None or chk.verdict != "smallest rank":
+        return "is OUTSIDE that range — the model, KV dtype or TP do not match the log"
+    return (f"is below it but inside 1–{rhi:,}, as vLLM allows: {chk.why}; so the smallest rank had "
+            f"{chk.spread_low / GiB:.3f}–{chk.spread_high / GiB:.3f} GiB less available memory than the one printed")
 
 
 def _pp_blocks_row(ctx: DoctorContext, lo: int | None, line: int | None, how: str) -> ComparisonRow:
