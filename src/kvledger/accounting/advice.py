@@ -60,8 +60,7 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
             opts.append(Option("-q fp8", c, n, f"{_FP8_WEIGHTS_WHY}; {q.memory.available_kv_bytes / GiB:.2f} GiB KV "
                                "per GPU", q.memory.max_model_len))
     if est_len:
-        opts.append(Option(f"--max-model-len {est_len}", p.memory.usable_blocks / max(1, _blocks_at(p, est_len)), 1,
-                           "the longest request the current pool holds", est_len))
+        opts.append(_max_len_option(p, est_len, _estimate_len_low(p, est_len)))
     seqs = [Option(*fix) for fix in max_num_seqs_fix(p, build)]
     return opts + _utilization_option(p, build) + seqs + _bigger_gpus(p, build)
 
@@ -167,14 +166,53 @@ def _blocks_at(p: Plan, length: int) -> int:
     return -(-length // p.memory.block_size)
 
 
-def _estimate_len(p: Plan) -> int | None:
+def _estimate_len(p: Plan, usable_blocks: int | None = None) -> int | None:
+    """vLLM's estimated maximum model length for ``usable_blocks`` (the plan's own when None), tokens."""
     m = p.memory
-    if m.usable_blocks <= 0:
+    usable = m.usable_blocks if usable_blocks is None else usable_blocks
+    if usable <= 0:
         return None
     if p.layout is not None:
         from kvledger.accounting.plan_vllm import estimate_max_model_len
-        return estimate_max_model_len(p.layout, m.usable_blocks, p.inflight_tokens, m.max_model_len) or None
+        return estimate_max_model_len(p.layout, usable, p.inflight_tokens, m.max_model_len) or None
+    if usable_blocks is not None:
+        return None
     return m.pool_tokens or None
+
+
+def _estimate_len_low(p: Plan, est: int | None) -> int | None:
+    """The estimate at the low end of the plan's block range (its low num_gpu_blocks less vLLM's null block), the
+    length that starts even if every ranged term lands at its worst; ``est`` when the plan has no block range."""
+    low = (p.memory.ranges or {}).get("num_gpu_blocks")
+    if est is None or p.layout is None or not low or int(low[0]) >= p.memory.num_gpu_blocks:
+        return est
+    return _estimate_len(p, int(low[0]) - 1)
+
+
+def _max_len_option(p: Plan, est: int, est_low: int | None) -> Option:
+    """--max-model-len at the range's low end (a guaranteed start), naming the point estimate when they differ."""
+    if not est_low or est_low == est:
+        return Option(f"--max-model-len {est}", p.memory.usable_blocks / max(1, _blocks_at(p, est)), 1,
+                      "the longest request the current pool holds", est)
+    low_usable = int(p.memory.ranges["num_gpu_blocks"][0]) - 1
+    return Option(f"--max-model-len {est_low}", low_usable / max(1, _blocks_at(p, est_low)), 1,
+                  f"fits even at the low end of the range ({low_usable:,} usable blocks); the point estimate "
+                  f"{est:,} holds only if the memory lands at the plan's point figure", est_low)
+
+
+def _null_block_clause(m: Any) -> str:
+    """Why the usable blocks are one fewer than the pool's (vLLM's null block), "" for engines without one."""
+    if m.engine != "vllm" or m.num_gpu_blocks != m.usable_blocks + 1:
+        return ""
+    return (f" ({m.num_gpu_blocks:,} blocks, {m.available_kv_bytes / GiB:.2f} GiB available, less vLLM's null block: "
+            f"vllm/v1/core/block_pool.py keeps block 0 for itself)")
+
+
+def _low_len_clause(est: int | None, est_low: int | None) -> str:
+    """The estimate at the range's low end when it differs from the point one, "" otherwise."""
+    if not est or not est_low or est_low == est:
+        return ""
+    return f" (at the range's low end {est_low:,}, the length that starts for sure)"
 
 
 def advise(p: Plan, build: Callable) -> Advice:
@@ -215,18 +253,18 @@ def advise(p: Plan, build: Callable) -> Advice:
         need = need_blocks * m.bytes_per_block
         have = m.usable_blocks * m.bytes_per_block
         est = _estimate_len(p)
+        est_low = _estimate_len_low(p, est)
         msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV "
-               f"cache "
-               f"({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB available ({m.usable_blocks:,} usable "
-               f"blocks); "
-               f"short by {(need - have) / GiB:.2f} GiB. Based on the available memory the estimated maximum model "
-               f"length is {est or 0:,}.{no_fit_caveat(m.ranges)}")
+               f"cache ({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB its {m.usable_blocks:,} usable "
+               f"blocks hold{_null_block_clause(m)}; short by {(need - have) / GiB:.2f} GiB. Based on the available "
+               f"memory the estimated maximum model length is {est or 0:,}{_low_len_clause(est, est_low)}."
+               f"{no_fit_caveat(m.ranges)}")
         if m.engine == "sglang":  # SGLang 0.5.23 managers/tp_worker.py get_worker_info: a warning, not a refusal
             cap = min(m.max_model_len, m.pool_tokens) - 1
             msg += (f" SGLang still starts (it logs a warning; managers/tp_worker.py get_worker_info): max_req_len = "
                     f"min(context_len − 1, pool tokens − 1) = {cap:,}, so prompts ≥ {cap - 5:,} tokens are aborted "
                     f"and outputs are capped at max_req_len − prompt − 1 (managers/utils.py validate_input_length).")
-        return Advice("max_model_len_does_not_fit", msg, need - have, est, tuple(_options(p, build, est)))
+        return Advice("max_model_len_does_not_fit", msg, need - have, est, tuple(_options(p, build, est)), est_low)
     c, n = _at_len(p)
     asked = [r for r in p.concurrency if r.context_tokens != m.max_model_len and r.within_max_model_len
              and r.context_tokens in p.settings.contexts] if p.settings.contexts else []
