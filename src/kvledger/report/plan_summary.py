@@ -99,16 +99,17 @@ def _ranged(low: float, high: float) -> str:
 
 
 def _concurrency_cell(r: ConcurrencyRow, reserved: int) -> str:
-    """ "2,048 tokens: 7 requests (7.57x; range 3–9 requests, 3.11–9.39x)": the point and, where the plan's block range
-    moves them, the whole requests at each end ((blocks − ``reserved`` blocks, vLLM's null block) ÷ blocks per request,
-    as the point's) and the engine's × at each end."""
+    """ "2,048 tokens: 7 requests (range 3–9; 7.57x)": the point and, where the plan's block range moves them, the whole
+    requests at each end ((blocks − ``reserved`` blocks, vLLM's null block) ÷ blocks per request, as the point's), or
+    the engine's × at each end when the whole requests do not move ("0 requests (0.47x, range 0.19–0.59x)")."""
     point = f"{r.context_tokens:,} tokens: {r.max_requests:,} request{'' if r.max_requests == 1 else 's'}"
     rng = r.max_concurrency_range
     if not rng or not range_text(*rng, scale=1, fmt=",.2f") or not r.blocks_per_request:
         return f"{point} ({r.max_concurrency:,.2f}x)"
     lo, hi = (max(0, (round(x * r.blocks_per_request) - reserved) // r.blocks_per_request) for x in rng)
-    whole = f"{lo:,}–{hi:,} requests, " if lo != hi else ""
-    return f"{point} ({r.max_concurrency:,.2f}x; range {whole}{rng[0]:,.2f}–{rng[1]:,.2f}x)"
+    if lo != hi:  # the whole requests' range says it; the engine's × at each end is in --verbose and --json
+        return f"{point} (range {lo:,}–{hi:,}; {r.max_concurrency:,.2f}x)"
+    return f"{point} ({r.max_concurrency:,.2f}x, range {rng[0]:,.2f}–{rng[1]:,.2f}x)"
 
 
 def attention_by_context_text(r: RooflineReport) -> str:
