@@ -95,11 +95,13 @@ UNBANDED_REASON = ("no validated band: the leave-one-deployment-out validation b
 
 def band_coverage(bands: dict[str, PredictionBand], kept_up: bool = False) -> dict[str, Any]:
     """Which figures carry a band and which do not: ``{"banded": [...], "unbanded": {figure: None, ...}, "reason":
-    ...}`` (throughput is unbanded when an open loop kept up: its throughput is the offered load, not a capacity)."""
-    banded = [m for m in bands if not (kept_up and m == "throughput")]
+    ..., "throughput": ...}``; ``throughput`` says, for an open loop that kept up, that its band (still in
+    ``error_bands``) is for saturation and its throughput is the offered load (None otherwise)."""
     unbanded: dict[str, None] = dict.fromkeys(UNBANDED_FIGURES)
-    unbanded.update(dict.fromkeys(m for m in ("ttft_mean", "tpot_mean", "throughput") if m not in banded))
-    return {"banded": banded, "unbanded": unbanded, "reason": UNBANDED_REASON}
+    unbanded.update(dict.fromkeys(m for m in ("ttft_mean", "tpot_mean", "throughput") if m not in bands))
+    note = ("the run kept up with its arrivals: its throughput is the offered load, not the saturation throughput "
+            "the band is for" if kept_up and "throughput" in bands else None)
+    return {"banded": list(bands), "unbanded": unbanded, "reason": UNBANDED_REASON, "throughput": note}
 
 
 def prediction_bands(setup: Any, summary: dict[str, Any]) -> dict[str, PredictionBand]:

@@ -130,8 +130,8 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
     cap.error_band = capacity_band(sb.boundary_run.setup, float(b))
     cap.not_steady = queue_growth(sb.boundary_run.run)
-    cap.notes.extend(_steady_note(cap))
     cap.notes.extend(_drain_note(cap, at.duration_s))
+    cap.notes.extend(_steady_note(cap))
     cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early
     return cap
 

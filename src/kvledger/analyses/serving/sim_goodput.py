@@ -141,5 +141,5 @@ def simulated_goodput_search(args: SimRequestArgs, slo: SLO, target: float, axis
         sb.error_band = capacity_band(sb.first_run.setup, sb.boundary.boundary_value)
         q = queue_growth(sb.boundary_run.run) if sb.boundary_run is not None else None
         if q is not None:  # the boundary probe never reached steady state: its capacity is optimistic
-            sb.notes.insert(0, not_steady_note(q, sb.boundary.boundary_value, sb.num_requests_per_probe))
+            sb.notes.append(not_steady_note(q, sb.boundary.boundary_value, sb.num_requests_per_probe))
     return SimGoodputSearch(sb)
