@@ -11,6 +11,14 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kvledger.accounting.advice_len import (
+    blocks_at,
+    estimate_len,
+    estimate_len_low,
+    low_len_clause,
+    max_len_option,
+    null_block_clause,
+)
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat
@@ -60,7 +68,7 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
             opts.append(Option("-q fp8", c, n, f"{_FP8_WEIGHTS_WHY}; {q.memory.available_kv_bytes / GiB:.2f} GiB KV "
                                "per GPU", q.memory.max_model_len))
     if est_len:
-        opts.append(_max_len_option(p, est_len, _estimate_len_low(p, est_len)))
+        opts.append(max_len_option(p, est_len, estimate_len_low(p, est_len)))
     seqs = [Option(*fix) for fix in max_num_seqs_fix(p, build)]
     return opts + _utilization_option(p, build) + seqs + _bigger_gpus(p, build)
 
@@ -107,7 +115,7 @@ def _utilization_option(p: Plan, build: Callable) -> list[Option]:
     m = p.memory
     if m.fraction_name != "gpu_memory_utilization" or m.kv_free or m.available_given:
         return []
-    need = (_blocks_at(p, m.max_model_len) + 1) * m.bytes_per_block + sum(d.bytes for d in m.deductions)
+    need = (blocks_at(p, m.max_model_len) + 1) * m.bytes_per_block + sum(d.bytes for d in m.deductions)
     first = math.ceil(need / m.gpu_total_bytes * 100 - 1e-9) / 100
     for u in (round(first + k / 100, 2) for k in range(3)):
         if u <= m.fraction or u > 1.0:
@@ -160,61 +168,6 @@ def _bigger_gpus(p: Plan, build: Callable) -> list[Option]:
     return opts
 
 
-def _blocks_at(p: Plan, length: int) -> int:
-    if p.layout is not None:
-        return p.layout.blocks_per_request(length, p.inflight_tokens)
-    return -(-length // p.memory.block_size)
-
-
-def _estimate_len(p: Plan, usable_blocks: int | None = None) -> int | None:
-    """vLLM's estimated maximum model length for ``usable_blocks`` (the plan's own when None), tokens."""
-    m = p.memory
-    usable = m.usable_blocks if usable_blocks is None else usable_blocks
-    if usable <= 0:
-        return None
-    if p.layout is not None:
-        from kvledger.accounting.plan_vllm import estimate_max_model_len
-        return estimate_max_model_len(p.layout, usable, p.inflight_tokens, m.max_model_len) or None
-    if usable_blocks is not None:
-        return None
-    return m.pool_tokens or None
-
-
-def _estimate_len_low(p: Plan, est: int | None) -> int | None:
-    """The estimate at the low end of the plan's block range (its low num_gpu_blocks less vLLM's null block), the
-    length that starts even if every ranged term lands at its worst; ``est`` when the plan has no block range."""
-    low = (p.memory.ranges or {}).get("num_gpu_blocks")
-    if est is None or p.layout is None or not low or int(low[0]) >= p.memory.num_gpu_blocks:
-        return est
-    return _estimate_len(p, int(low[0]) - 1)
-
-
-def _max_len_option(p: Plan, est: int, est_low: int | None) -> Option:
-    """--max-model-len at the range's low end (a guaranteed start), naming the point estimate when they differ."""
-    if not est_low or est_low == est:
-        return Option(f"--max-model-len {est}", p.memory.usable_blocks / max(1, _blocks_at(p, est)), 1,
-                      "the longest request the current pool holds", est)
-    low_usable = int(p.memory.ranges["num_gpu_blocks"][0]) - 1
-    return Option(f"--max-model-len {est_low}", low_usable / max(1, _blocks_at(p, est_low)), 1,
-                  f"fits even at the low end of the range ({low_usable:,} usable blocks); the point estimate "
-                  f"{est:,} holds only if the memory lands at the plan's point figure", est_low)
-
-
-def _null_block_clause(m: Any) -> str:
-    """Why the usable blocks are one fewer than the pool's (vLLM's null block), "" for engines without one."""
-    if m.engine != "vllm" or m.num_gpu_blocks != m.usable_blocks + 1:
-        return ""
-    return (f" ({m.num_gpu_blocks:,} blocks, {m.available_kv_bytes / GiB:.2f} GiB available, less vLLM's null block: "
-            f"vllm/v1/core/block_pool.py keeps block 0 for itself)")
-
-
-def _low_len_clause(est: int | None, est_low: int | None) -> str:
-    """The estimate at the range's low end when it differs from the point one, "" otherwise."""
-    if not est or not est_low or est_low == est:
-        return ""
-    return f" (at the range's low end {est_low:,}, the length that starts for sure)"
-
-
 def advise(p: Plan, build: Callable) -> Advice:
     """The verdict for a plan and, when it does not fit, the fixes re-planned with numbers."""
     m = p.memory
@@ -252,12 +205,12 @@ def advise(p: Plan, build: Callable) -> Advice:
     if row and row.max_requests < 1:
         need = need_blocks * m.bytes_per_block
         have = m.usable_blocks * m.bytes_per_block
-        est = _estimate_len(p)
-        est_low = _estimate_len_low(p, est)
+        est = estimate_len(p)
+        est_low = estimate_len_low(p, est)
         msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV "
                f"cache ({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB its {m.usable_blocks:,} usable "
-               f"blocks hold{_null_block_clause(m)}; short by {(need - have) / GiB:.2f} GiB. Based on the available "
-               f"memory the estimated maximum model length is {est or 0:,}{_low_len_clause(est, est_low)}."
+               f"blocks hold{null_block_clause(m)}; short by {(need - have) / GiB:.2f} GiB. Based on the available "
+               f"memory the estimated maximum model length is {est or 0:,}{low_len_clause(est, est_low)}."
                f"{no_fit_caveat(m.ranges)}")
         if m.engine == "sglang":  # SGLang 0.5.23 managers/tp_worker.py get_worker_info: a warning, not a refusal
             cap = min(m.max_model_len, m.pool_tokens) - 1
