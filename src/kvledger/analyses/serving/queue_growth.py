@@ -92,8 +92,8 @@ def not_steady_note(q: QueueGrowth, rate: float, num_requests: int) -> str:
             f"still growing — requests in the system rose from {q.backlog_mid:,} at the median arrival to "
             f"{q.backlog_last:,} at the last; {q.arrived_per_s:,.2f} req/s arrived and {q.finished_per_s:,.2f} req/s "
             "finished in between (kvledger.analyses.serving.queue_growth) — so the run ended before its queue cost "
-            "the SLO, and the capacity is optimistic: rerun with more requests per probe (--num-requests; "
-            f"{STEADY_HINT_REQUESTS:,} is the default)")
+            "the SLO, and the rate found is optimistic (whatever a drain tail does to the goodput priced): rerun "
+            f"with more requests per probe (--num-requests; {STEADY_HINT_REQUESTS:,} is the default)")
 
 
 @dataclass(frozen=True, slots=True)

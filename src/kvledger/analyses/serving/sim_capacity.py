@@ -61,7 +61,7 @@ class SimCapacity:
     that priced the run), None when no measured run stands for it."""
     not_steady: Any = None
     """The boundary run's queue growth (``queue_growth.QueueGrowth``) when its backlog was still growing at its last
-    arrival: the probe ended before it reached steady state, so the capacity is optimistic; None when it held."""
+    arrival: the probe ended before it reached steady state, so the rate found is optimistic; None when it held."""
 
     def text(self) -> str:
         """One line: the search and what it priced."""
