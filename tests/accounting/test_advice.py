@@ -42,9 +42,11 @@ def test_verdict_does_not_depend_on_the_reported_contexts():
     only8k = build_plan(m, g, make_settings(tp=2, contexts=(8192,)), with_roofline=False)
     assert full.advice.verdict == only8k.advice.verdict == "max_model_len_does_not_fit"
     assert full.advice.shortfall_bytes == only8k.advice.shortfall_bytes
-    # The --max-model-len option names the length it leaves: one request of that length fits.
+    # The --max-model-len option names the length it leaves: one request of that length fits even at the low end of
+    # the plan's block range (a start the advice can promise), not only at the point figure.
     opt = next(o for o in only8k.advice.options if o.action.startswith("--max-model-len"))
-    assert opt.context_tokens == only8k.advice.estimated_max_model_len and opt.max_requests == 1
+    assert opt.context_tokens == only8k.advice.estimated_max_model_len_low and opt.max_requests == 1
+    assert "fits even at the low end of the range" in opt.detail
     # ... and it can be pasted: the flag value is a plain integer (a grouped "47,040" is refused by --max-model-len,
     # whose lists elsewhere split on commas)
     from kvledger.units import parse_tokens
@@ -108,3 +110,18 @@ def test_fp8_kv_fix_cites_vllm_code_only_for_vllm():
     kv = next(o for o in sg.advice.options if o.action == "--kv-cache-dtype fp8")
     assert "kv_cache_interface.py" not in kv.detail and "halve" in kv.detail
     assert all(o.action != "-q fp8" for o in sg.advice.options)  # --quantization fp8 is a vLLM flag
+
+
+def test_max_model_len_advice_uses_the_block_range_low_end():
+    # 70B at TP 2 on H100: the plan's block range is 398–1,202 blocks of 16 tokens (point 969). vLLM keeps block 0 as
+    # its null block (block_pool.py), so the low end leaves 397 usable blocks: 397 × 16 = 6,352 tokens for one
+    # full-attention request; the point's 968 usable blocks give 968 × 16 = 15,488.
+    p = build_plan(load_model("meta-llama/Llama-3.1-70B"), get_gpu("h100"), make_settings(tp=2), with_roofline=False)
+    assert p.memory.ranges["num_gpu_blocks"] == (398, 1202) and p.memory.num_gpu_blocks == 969
+    a = p.advice
+    assert a.estimated_max_model_len == 968 * 16 == 15488
+    assert a.estimated_max_model_len_low == 397 * 16 == 6352
+    assert "--max-model-len 6352" in [o.action for o in a.options]
+    # the two figures of the pool are reconciled in the message: 969 blocks less the null block = 968 usable
+    assert "968 usable blocks hold (969 blocks, 2.37 GiB available, less vLLM's null block" in a.message
+    assert "at the range's low end 6,352, the length that starts for sure" in a.message

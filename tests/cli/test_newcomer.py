@@ -64,8 +64,13 @@ def test_tables_never_cut_a_figure_at_80_columns():
 def test_plan_prints_the_answer_first_and_the_ledger_with_verbose():
     short = _out("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100")
     full = _out("plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--verbose")
-    # ≤ 24 lines: 3 concurrent 128K requests is under 8, so the two fixes that raise it are listed (issue 21)
-    assert len(short.splitlines()) <= 24 < len(full.splitlines())
+    # ≤ 26 lines: 3 concurrent 128K requests is under 8, so the two fixes that raise it are listed (issue 21), and the
+    # weights and each context's concurrency carry their range (issue 20 item 4: two wrapped lines more)
+    assert len(short.splitlines()) <= 26 < len(full.splitlines())
+    # the ranges: weights 14.97–15.03 GiB; 2,048 tokens = 128 blocks, (27,531 − 1) // 128 = 215 and
+    # (28,417 − 1) // 128 = 222 whole requests at the ends of the 27,531–28,417-block range
+    assert "weights 14.99 GiB (14.97–15.03)" in " ".join(short.split())
+    assert "2,048 tokens: 219 requests (range 215–222; 220.00x)" in " ".join(short.split())
     flat = " ".join(short.split())
     # 2 × 32 layers × 8 KV heads × 128 × 2 B = 131,072 B; 3 whole 131,072-token requests (8,192 blocks each)
     assert (

@@ -201,6 +201,21 @@ def test_report_prints_the_plan_ranges_beside_the_point_figures(built):
     assert f"{c8['max_concurrency']:,.2f} ({b_lo / 512:,.2f}–{b_hi / 512:,.2f})" in html
 
 
+def test_report_html_carries_the_capacity_band_and_the_not_steady_warning(built):
+    # 150 requests per probe: the probe at the capacity ends with its queue still growing (queue_growth), so the
+    # answer warns; the capacity's band is in the answer, the latency table (load as a share of the band) and the
+    # probe table's caption, and the probe rates print as goodput prints them (:g)
+    d, data = built
+    cs = data["cost"]["simulation"]["capacity_search"]
+    html = " ".join((d / "r.html").read_text().split())
+    band = f"(80% band {cs['error_band']['low']:.4g}–{cs['error_band']['high']:.4g} req/s, uncalibrated roofline)"
+    assert f"{cs['boundary_rate_req_per_s']:g} req/s{band}" in html.replace(" (80% band", "(80% band")
+    assert cs["not_steady"] is not None and "Warning: the probe at the capacity" in html
+    assert "load, % of capacity (80% band)" in html and "Shaded: the capacity&#x27;s 80% band" in html
+    for p in cs["probes"]:
+        assert f"<td>{p['value']:g}</td>" in html
+
+
 def test_report_html_drawn_beside_a_forked_worker_is_byte_identical(built):
     # issue 25: the worker of `kvledger report` (two of the seven runs after the capacity search, every figure) gives
     # the same bytes as one process: the file `built` wrote (its figures drawn here) equals data + figures from a

@@ -11,6 +11,14 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kvledger.accounting.advice_len import (
+    blocks_at,
+    estimate_len,
+    estimate_len_low,
+    low_len_clause,
+    max_len_option,
+    null_block_clause,
+)
 from kvledger.accounting.advice_seqs import max_num_seqs_fix
 from kvledger.accounting.advice_types import Advice, Option
 from kvledger.accounting.kv_range import concurrency_caveat, no_fit_caveat
@@ -60,8 +68,7 @@ def _options(p: Plan, build: Callable, est_len: int | None) -> list[Option]:
             opts.append(Option("-q fp8", c, n, f"{_FP8_WEIGHTS_WHY}; {q.memory.available_kv_bytes / GiB:.2f} GiB KV "
                                "per GPU", q.memory.max_model_len))
     if est_len:
-        opts.append(Option(f"--max-model-len {est_len}", p.memory.usable_blocks / max(1, _blocks_at(p, est_len)), 1,
-                           "the longest request the current pool holds", est_len))
+        opts.append(max_len_option(p, est_len, estimate_len_low(p, est_len)))
     seqs = [Option(*fix) for fix in max_num_seqs_fix(p, build)]
     return opts + _utilization_option(p, build) + seqs + _bigger_gpus(p, build)
 
@@ -108,7 +115,7 @@ def _utilization_option(p: Plan, build: Callable) -> list[Option]:
     m = p.memory
     if m.fraction_name != "gpu_memory_utilization" or m.kv_free or m.available_given:
         return []
-    need = (_blocks_at(p, m.max_model_len) + 1) * m.bytes_per_block + sum(d.bytes for d in m.deductions)
+    need = (blocks_at(p, m.max_model_len) + 1) * m.bytes_per_block + sum(d.bytes for d in m.deductions)
     first = math.ceil(need / m.gpu_total_bytes * 100 - 1e-9) / 100
     for u in (round(first + k / 100, 2) for k in range(3)):
         if u <= m.fraction or u > 1.0:
@@ -161,22 +168,6 @@ def _bigger_gpus(p: Plan, build: Callable) -> list[Option]:
     return opts
 
 
-def _blocks_at(p: Plan, length: int) -> int:
-    if p.layout is not None:
-        return p.layout.blocks_per_request(length, p.inflight_tokens)
-    return -(-length // p.memory.block_size)
-
-
-def _estimate_len(p: Plan) -> int | None:
-    m = p.memory
-    if m.usable_blocks <= 0:
-        return None
-    if p.layout is not None:
-        from kvledger.accounting.plan_vllm import estimate_max_model_len
-        return estimate_max_model_len(p.layout, m.usable_blocks, p.inflight_tokens, m.max_model_len) or None
-    return m.pool_tokens or None
-
-
 def advise(p: Plan, build: Callable) -> Advice:
     """The verdict for a plan and, when it does not fit, the fixes re-planned with numbers."""
     m = p.memory
@@ -214,19 +205,19 @@ def advise(p: Plan, build: Callable) -> Advice:
     if row and row.max_requests < 1:
         need = need_blocks * m.bytes_per_block
         have = m.usable_blocks * m.bytes_per_block
-        est = _estimate_len(p)
+        est = estimate_len(p)
+        est_low = estimate_len_low(p, est)
         msg = (f"max_model_len does not fit: one {m.max_model_len:,}-token request needs {need / GiB:.2f} GiB of KV "
-               f"cache "
-               f"({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB available ({m.usable_blocks:,} usable "
-               f"blocks); "
-               f"short by {(need - have) / GiB:.2f} GiB. Based on the available memory the estimated maximum model "
-               f"length is {est or 0:,}.{no_fit_caveat(m.ranges)}")
+               f"cache ({need_blocks:,} blocks), more than the {have / GiB:.2f} GiB its {m.usable_blocks:,} usable "
+               f"blocks hold{null_block_clause(m)}; short by {(need - have) / GiB:.2f} GiB. Based on the available "
+               f"memory the estimated maximum model length is {est or 0:,}{low_len_clause(est, est_low)}."
+               f"{no_fit_caveat(m.ranges)}")
         if m.engine == "sglang":  # SGLang 0.5.23 managers/tp_worker.py get_worker_info: a warning, not a refusal
             cap = min(m.max_model_len, m.pool_tokens) - 1
             msg += (f" SGLang still starts (it logs a warning; managers/tp_worker.py get_worker_info): max_req_len = "
                     f"min(context_len − 1, pool tokens − 1) = {cap:,}, so prompts ≥ {cap - 5:,} tokens are aborted "
                     f"and outputs are capped at max_req_len − prompt − 1 (managers/utils.py validate_input_length).")
-        return Advice("max_model_len_does_not_fit", msg, need - have, est, tuple(_options(p, build, est)))
+        return Advice("max_model_len_does_not_fit", msg, need - have, est, tuple(_options(p, build, est)), est_low)
     c, n = _at_len(p)
     asked = [r for r in p.concurrency if r.context_tokens != m.max_model_len and r.within_max_model_len
              and r.context_tokens in p.settings.contexts] if p.settings.contexts else []

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kvledger.ledgers.cost_summary import CostReport
 
-__all__ = ["print_answer", "print_bills", "report_answer_lines"]
+__all__ = ["print_answer", "print_bills", "report_answer_lines", "capacity_band_clause", "not_steady_lines"]
 
 
 def print_answer(con: Any, rep: CostReport) -> None:
@@ -55,6 +55,24 @@ def report_answer_lines(cost: dict[str, Any]) -> list[str]:
     capacity it is priced at, from ``cost --simulate --json`` (``cost``)."""
     cs = cost["simulation"]["capacity_search"]
     first = (cost.get("headline") or [f"answer: {cost['verdict']}"])[0]
-    return [first, f"SLO capacity: {cs['boundary_rate_req_per_s']:g} req/s per deployment unit "
-                   f"({cost['inputs']['num_gpus']} GPU), {cs['goodput_at_boundary_req_per_s']:.2f} good req/s there, "
-                   f"{cs['attainment_at_boundary']:.1%} of requests within the SLO (target ≥ {cs['target']:.0%})"]
+    return [first, f"SLO capacity: {cs['boundary_rate_req_per_s']:g} req/s{capacity_band_clause(cs)} per deployment "
+                   f"unit ({cost['inputs']['num_gpus']} GPU), "
+                   f"{cs['goodput_at_boundary_req_per_s']:.2f} good req/s there, "
+                   f"{cs['attainment_at_boundary']:.1%} of requests within the SLO (target ≥ {cs['target']:.0%})",
+            *not_steady_lines(cs)]
+
+
+def capacity_band_clause(cs: dict[str, Any]) -> str:
+    """ " (80% band 11.43–21.22 req/s, uncalibrated roofline)" from a capacity search's ``error_band``, or "" without
+    one (no measured run stands for the regime, or an older JSON)."""
+    b = cs.get("error_band")
+    if not b:
+        return ""
+    scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(
+        b["regime"].split("/")[0], "model-calibrated")
+    return f" (80% band {b['low']:.4g}–{b['high']:.4g} req/s, {scope})"
+
+
+def not_steady_lines(cs: dict[str, Any]) -> list[str]:
+    """``warning: …`` when the probe at the capacity had not reached steady state (its ``not steady`` note)."""
+    return [f"warning: {n.removeprefix('not steady: ')}" for n in cs.get("notes", []) if n.startswith("not steady: ")]

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from kvledger.analyses.serving.report_data import ReportData
+from kvledger.analyses.serving.sim_capacity import stopped_share_text
+from kvledger.report.decision_view import capacity_band_clause, not_steady_lines
 from kvledger.report.figure import Figure, fmt, new_axes
 
 __all__ = ["cost_by_utilization", "cost_by_volume", "latency_by_rate", "goodput_by_rate", "engine_savings",
@@ -78,7 +80,8 @@ def _slo_ms(data: ReportData, key: str) -> float | None:
 
 
 def latency_by_rate(data: ReportData) -> Figure:
-    sweep, cap = data.rate_sweep, data.cost["simulation"]["capacity_search"]["boundary_rate_req_per_s"]
+    cs = data.cost["simulation"]["capacity_search"]
+    sweep, cap = data.rate_sweep, cs["boundary_rate_req_per_s"]
     fig, (ax, bx) = new_axes(2, width=7.2, height=3.2)
     rates = [r["rate_req_per_s"] for r in sweep]
     rows = []
@@ -93,20 +96,25 @@ def latency_by_rate(data: ReportData) -> Figure:
         if s is not None:
             axis.axhline(s, color="#c44e52", lw=1, label=f"SLO {s:g} ms")
         axis.axvline(cap, color="grey", ls=":", label=f"capacity {cap:g} req/s")
+        _shade_band(axis, cs)
         axis.set_yscale("log")
         axis.set_xlabel("request rate, req/s")
         axis.set_ylabel(f"{name}, ms")
         axis.legend(fontsize=6)
     for r in sweep:
         s = r["summary"]
-        rows.append([fmt(r["rate_req_per_s"]), *(f"{s['ttft_s'][q] * 1e3:,.1f}" for q in ("p50", "p90", "p99")),
+        rows.append([f"{r['rate_req_per_s']:.4g}", _load_share(r["rate_req_per_s"], cs),
+                     *(f"{s['ttft_s'][q] * 1e3:,.1f}" for q in ("p50", "p90", "p99")),
                      *(f"{s['tpot_s'][q] * 1e3:,.1f}" for q in ("p50", "p90", "p99")), f"{100 * r['attainment']:.1f}"])
     return Figure("latency_by_rate", "Latency percentiles against request rate",
                   "TTFT and TPOT percentiles over the requests of each simulated rate (× marks: measured p90 of the "
                   "benchmark files "
-                  "given); the SLO lines and the capacity found are drawn.", fig,
-                  ["rate, req/s", "TTFT p50, ms", "TTFT p90, ms", "TTFT p99, ms", "TPOT p50, ms", "TPOT p90, ms",
-                   "TPOT p99, ms", "within SLO, %"],
+                  "given); the SLO lines and the capacity found are drawn. Load: the rate as a share of the capacity "
+                  "found and, in brackets, of a real engine's capacity anywhere in its 80% band (a real engine "
+                  "reaches these latencies at that load, not at the rate). The percentiles themselves carry no "
+                  f"validated band (the validation measured errors of means only). {_band_caption(cs)}", fig,
+                  ["rate, req/s", "load, % of capacity (80% band)", "TTFT p50, ms", "TTFT p90, ms", "TTFT p99, ms",
+                   "TPOT p50, ms", "TPOT p90, ms", "TPOT p99, ms", "within SLO, %"],
                   rows, [data.commands["sweep_point"], "TPOT excludes the first token (vLLM calculate_metrics)"])
 
 
@@ -124,8 +132,9 @@ def goodput_by_rate(data: ReportData) -> Figure:
         if m["rate_req_per_s"] and m["goodput_req_per_s"] is not None:
             ax.scatter([m["rate_req_per_s"]], [m["goodput_req_per_s"]], marker="x", color="black", zorder=3)
     ax.axvline(cs["boundary_rate_req_per_s"], color="grey", ls=":")
-    ax.annotate(f"capacity {cs['boundary_rate_req_per_s']:g} req/s", (cs["boundary_rate_req_per_s"], 0), fontsize=7,
-                xytext=(4, 8), textcoords="offset points")
+    _shade_band(ax, cs)
+    ax.annotate(f"capacity {cs['boundary_rate_req_per_s']:g} req/s{capacity_band_clause(cs)}",
+                (cs["boundary_rate_req_per_s"], 0), fontsize=7, xytext=(4, 8), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_xlabel("offered request rate, req/s")
     ax.set_ylabel("req/s")
@@ -133,19 +142,52 @@ def goodput_by_rate(data: ReportData) -> Figure:
     tw.set_ylim(0, 105)
     ax.legend(fontsize=7, loc="upper left")
     tw.legend(fontsize=7, loc="center left")
-    rows = [[fmt(p["value"]), f"{100 * p['attainment']:.1f}", fmt(p["goodput_req_per_s"]),
-             fmt(p["throughput_req_per_s"]), p["phase"]]
-            for p in probes]
-    rows += [[f"{m['file']} (measured)", f"{100 * m['attainment']:.1f}", fmt(m["goodput_req_per_s"]),
+    rows = [[f"{p['value']:g}", _probe_share(p), fmt(p["goodput_req_per_s"]), fmt(p["throughput_req_per_s"]),
+             p["phase"]] for p in probes]  # the rate as goodput and search print it (:g: 19.75, not 19.8)
+    rows += [[f"{m['file']} (measured)", f"{m['attainment']:.1%}", fmt(m["goodput_req_per_s"]),
               fmt(m["throughput_req_per_s"]), "—"]
              for m in data.measured]
+    stopped = any(p.get("stopped_early") for p in probes)
     return Figure("goodput_by_rate", "Goodput against request rate, and the capacity found",
                   f"Every probe of the SLO-capacity search ({cs['num_requests_per_probe']:,} requests each): the "
                   f"capacity is the "
                   f"highest rate with ≥ {100 * cs['target']:.0f}% of requests within the SLO; the cost ledger is "
-                  f"priced at the goodput there.",
-                  fig, ["rate, req/s", "within SLO, %", "goodput, req/s", "throughput, req/s", "probe"], rows,
+                  f"priced at the goodput there. {_band_caption(cs)}"
+                  + (" lo–hi*: a probe stopped early once it could no longer reach the target (its share lies between "
+                     "the two; kvledger.dynamics.early_stop)." if stopped else "")
+                  + "".join(f" Warning: {w.removeprefix('warning: ')}" for w in not_steady_lines(cs)),
+                  fig, ["rate, req/s", "within SLO", "goodput, req/s", "throughput, req/s", "probe"], rows,
                   [data.commands["capacity"], "DistServe's goodput (Zhong et al., OSDI 2024 §2)"])
+
+
+def _load_share(rate: float, cs: dict) -> str:
+    """ "50% (47–86%)": a rate as a share of the capacity found and of the capacity band's high and low ends."""
+    cap, b = cs["boundary_rate_req_per_s"], cs.get("error_band")
+    point = f"{100 * rate / cap:.0f}%" if cap else "—"
+    return f"{point} ({100 * rate / b['high']:.0f}–{100 * rate / b['low']:.0f}%)" if b and cap else point
+
+
+def _probe_share(p: dict) -> str:
+    """A probe's share within the SLO as ``goodput`` prints it: ``91.3%``, or ``80.5%–89.7%*`` when it stopped early."""
+    st = p.get("stopped_early")
+    return stopped_share_text(p["attainment"], st["attainment_upper"]) if st else f"{p['attainment']:.1%}"
+
+
+def _shade_band(ax, cs: dict) -> None:
+    """The capacity's 80% band as a grey span on a request-rate axis (nothing when the search has none)."""
+    b = cs.get("error_band")
+    if b:
+        ax.axvspan(b["low"], b["high"], color="grey", alpha=0.12, lw=0, label="capacity, 80% band")
+
+
+def _band_caption(cs: dict) -> str:
+    """The capacity's band in a sentence for a caption, or a sentence saying there is none."""
+    b = cs.get("error_band")
+    if not b:
+        return "The capacity has no error band: no measured run stands for this regime."
+    return (f"Shaded: the capacity's 80% band, {b['low']:.4g}–{b['high']:.4g} req/s ({b['regime']}): where a real "
+            "engine's capacity fell around such a prediction (leave-one-deployment-out saturation-throughput errors, "
+            "docs/validation.md §2.3).")
 
 
 def engine_savings(data: ReportData) -> Figure:

@@ -161,6 +161,9 @@ def print_search(sb: SimBoundary, slo_text: str) -> None:
     band = sb.error_band
     if band:
         con.print(f"[bold]error band[/]: {escape(band.text)} — {escape(band.source)}")
+    for n in sb.notes:  # a boundary probe that never reached steady state: said above the table, not only in the notes
+        if n.startswith("not steady: "):
+            con.print(f"[bold]warning[/]: {escape(n.removeprefix('not steady: '))}")
     con.print(f"SLO: {escape(first)}; target attainment ≥ {sb.target:.0%}; search on {sb.axis}, "
               f"{sb.num_requests_per_probe:,} requests per probe" + (f"\n{escape(rest)}" if rest else ""))
     short = {"request_rate": "rate/s", "concurrency": "users", "max_num_seqs": "seqs"}[sb.axis]

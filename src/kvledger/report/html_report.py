@@ -14,6 +14,7 @@ from typing import Any
 
 from kvledger.analyses.serving.report_data import ReportData
 from kvledger.ledgers.decision_notes import band_end_text, effective_cost_line
+from kvledger.report.decision_view import capacity_band_clause, not_steady_lines
 from kvledger.report.figure import Figure, fmt, svg_of
 
 __all__ = ["report_figures", "drawn_figures", "render_html", "SECTIONS"]
@@ -100,9 +101,10 @@ def _answer(data: ReportData) -> str:
                      + (f" ({ends})" if ends else "") + ".")
     lines += [
         f"SLO capacity of one deployment unit ({c['inputs']['num_gpus']}× GPU): {cs['boundary_rate_req_per_s']:g} "
-        f"req/s with "
+        f"req/s{capacity_band_clause(cs)} with "
         f"≥ {100 * cs['target']:.0f}% of requests within {inp['slo_text']}; goodput there "
         f"{cs['goodput_at_boundary_req_per_s']:,.2f} good req/s.",
+        *(w[0].upper() + w[1:] for w in not_steady_lines(cs)),
         c.get("secondary") or "",
         f"Self-hosted at goodput: ${t['self_host_usd_per_mtok_input']:,.4f} per 1M input and "
         f"${t['self_host_usd_per_mtok_output']:,.4f} per 1M output tokens; API {c['inputs']['api_price']}: "

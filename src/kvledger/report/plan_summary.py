@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kvledger.accounting.kv_range import range_text
 from kvledger.accounting.notes import NEWER_THAN_READ
-from kvledger.accounting.plan import Plan
+from kvledger.accounting.plan import ConcurrencyRow, Plan
 from kvledger.accounting.platforms import NOT_MODELLED
 from kvledger.accounting.roofline_breakdown import RooflineReport
 from kvledger.units import GiB, KiB
@@ -30,8 +30,8 @@ def summary_lines(p: Plan) -> list[str]:
         out[0] = (f"KV per token: {stage:,.0f} B ({stage / KiB:,.2f} KiB) per GPU of the binding pipeline stage (its "
                   f"layers only); all layers at TP {p.settings.tp}: {kv.bytes_per_token:,.0f} B, KV dtype "
                   f"{kv.kv_cache_dtype}{groups}")
-    w = next((d.bytes for d in m.deductions if d.name == "weights"), None)
-    weights = f"weights {w / GiB:,.2f} GiB, " if w is not None else ""
+    wd = next((d for d in m.deductions if d.name == "weights"), None)
+    weights = f"weights {wd.bytes / GiB:,.2f} GiB{_ranged(wd.low_bytes, wd.high_bytes)}, " if wd is not None else ""
     rng = m.ranges.get("available_kv_bytes")
     if rng and m.available_kv_bytes <= 0:  # the shortfall's range, as positive numbers like its point
         rng = (max(0.0, -rng[1]), max(0.0, -rng[0]))
@@ -77,8 +77,7 @@ def summary_lines(p: Plan) -> list[str]:
                    f"at every context up to max_model_len {m.max_model_len:,} (no KV cache to fill; "
                    "the engine prints no maximum concurrency)")
     elif m.fits:
-        rows = "; ".join(f"{r.context_tokens:,} tokens: {r.max_requests:,} request{'' if r.max_requests == 1 else 's'} "
-                         f"({r.max_concurrency:,.2f}x)" if r.within_max_model_len else
+        rows = "; ".join(_concurrency_cell(r, m.num_gpu_blocks - m.usable_blocks) if r.within_max_model_len else
                          f"{r.context_tokens:,} tokens: above max_model_len, rejected" for r in p.concurrency)
         out.append(f"concurrency (per replica): {rows}")
     r = p.roofline
@@ -91,6 +90,26 @@ def summary_lines(p: Plan) -> list[str]:
                          if r.decode_attention_varies() else "")
                       + ", bandwidth-bound at any batch" if r.decode_attention_intensity else ""))
     return out
+
+
+def _ranged(low: float, high: float) -> str:
+    """ " (65.50–66.00)" GiB for a term's range, "" when its ends print the same."""
+    r = range_text(low, high, fmt=",.2f")
+    return f" {r}" if r else ""
+
+
+def _concurrency_cell(r: ConcurrencyRow, reserved: int) -> str:
+    """ "2,048 tokens: 7 requests (range 3–9; 7.57x)": the point and, where the plan's block range moves them, the whole
+    requests at each end ((blocks − ``reserved`` blocks, vLLM's null block) ÷ blocks per request, as the point's), or
+    the engine's × at each end when the whole requests do not move ("0 requests (0.47x, range 0.19–0.59x)")."""
+    point = f"{r.context_tokens:,} tokens: {r.max_requests:,} request{'' if r.max_requests == 1 else 's'}"
+    rng = r.max_concurrency_range
+    if not rng or not range_text(*rng, scale=1, fmt=",.2f") or not r.blocks_per_request:
+        return f"{point} ({r.max_concurrency:,.2f}x)"
+    lo, hi = (max(0, (round(x * r.blocks_per_request) - reserved) // r.blocks_per_request) for x in rng)
+    if lo != hi:  # the whole requests' range says it; the engine's × at each end is in --verbose and --json
+        return f"{point} (range {lo:,}–{hi:,}; {r.max_concurrency:,.2f}x)"
+    return f"{point} ({r.max_concurrency:,.2f}x, range {rng[0]:,.2f}–{rng[1]:,.2f}x)"
 
 
 def attention_by_context_text(r: RooflineReport) -> str:

@@ -56,6 +56,10 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
                   + ("; closed loop: each turn or request is sent after the last one finished, so the throughput is "
                      "what the loop sent; its band holds where the engine was saturated (search --workload / goodput "
                      "--simulate --target find the capacity)" if closed and "throughput" in bands else "") + "[/]")
+    names = ", ".join(_BAND_LABELS[m][0].removesuffix(" at saturation") for m in bands)
+    console.print(f"[dim]banded: {names} only; the percentiles (p50/p90/p99), "
+                  "ITL and E2E have no validated band: the leave-one-deployment-out validation measured the errors "
+                  "of means and saturation throughput only (docs/validation.md §2.3; --json: band_coverage)[/]")
 
 
 def priced_by(cost: dict) -> str:

@@ -84,6 +84,7 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     ``monthly_tokens`` the volume-first decision (both monthly bills) leads the headline."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.ranges import range_for
+    from kvledger.report.decision_view import not_steady_lines
     from kvledger.report.figures_serving import serving_figures
 
     range_for("ui", "num_requests").check("requests per simulation", num_requests)  # [10, 5,000]: kvledger.ranges
@@ -93,7 +94,11 @@ def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str 
     data = build_report_data(req)
     c = data.cost
     cs = c["simulation"]["capacity_search"]
+    band = cs.get("error_band")
     headline = {"capacity_req_per_s": cs["boundary_rate_req_per_s"],
+                "capacity_req_per_s_range": [band["low"], band["high"]] if band else None,
+                "capacity_band": band["text"] if band else None,
+                "capacity_warning": " ".join(not_steady_lines(cs)) or None,
                 "goodput_req_per_s": cs["goodput_at_boundary_req_per_s"],
                 **c["totals"], "verdict": c["verdict"], "answer": (c.get("headline") or [""])[0],
                 "gpu_price": data.inputs["gpu_price_choice"], "error_band": (c.get("error_band") or {}).get("text"),

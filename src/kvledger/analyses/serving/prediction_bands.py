@@ -9,7 +9,8 @@ from typing import Any
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.error_band import error_band, regime_of
 
-__all__ = ["setup_regime", "PredictionBand", "CostBand", "CapacityBand", "prediction_bands", "cost_band",
+__all__ = ["setup_regime", "band_coverage", "UNBANDED_FIGURES", "PredictionBand", "CostBand", "CapacityBand",
+           "prediction_bands", "cost_band",
            "capacity_band"]
 
 
@@ -96,6 +97,26 @@ def setup_regime(setup: Any) -> str:
     is_moe = bool(plan is not None and plan.model.is_moe)
     engine = getattr(getattr(plan, "memory", None), "engine", "vllm") if plan is not None else "vllm"
     return regime_of((setup.cost_info or {}).get("scope"), is_moe, engine)
+
+
+#: the simulate figures the leave-one-deployment-out validation never measured the error of (it compares means and
+#: saturation throughput: benchmarks/lodo_bands.py, docs/validation.md §2.3), so they carry no band
+UNBANDED_FIGURES = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50", "tpot_p90", "tpot_p99", "itl_mean", "itl_p50",
+                    "itl_p90", "itl_p99", "e2e_mean", "e2e_p50", "e2e_p90", "e2e_p99")
+UNBANDED_REASON = ("no validated band: the leave-one-deployment-out validation behind the bands (docs/validation.md "
+                   "§2.3, ledgers/data/error_bands.json) measured the errors of mean TTFT, mean TPOT and saturation "
+                   "throughput only; a band for these would be invented")
+
+
+def band_coverage(bands: dict[str, PredictionBand], kept_up: bool = False) -> dict[str, Any]:
+    """Which figures carry a band and which do not: ``{"banded": [...], "unbanded": {figure: None, ...}, "reason":
+    ..., "throughput": ...}``; ``throughput`` says, for an open loop that kept up, that its band (still in
+    ``error_bands``) is for saturation and its throughput is the offered load (None otherwise)."""
+    unbanded: dict[str, None] = dict.fromkeys(UNBANDED_FIGURES)
+    unbanded.update(dict.fromkeys(m for m in ("ttft_mean", "tpot_mean", "throughput") if m not in bands))
+    note = ("the run kept up with its arrivals: its throughput is the offered load, not the saturation throughput "
+            "the band is for" if kept_up and "throughput" in bands else None)
+    return {"banded": list(bands), "unbanded": unbanded, "reason": UNBANDED_REASON, "throughput": note}
 
 
 def prediction_bands(setup: Any, summary: dict[str, Any]) -> dict[str, PredictionBand]:

@@ -26,8 +26,8 @@ from kvledger.analyses.serving import notes as N
 from kvledger.ledgers.columns import columns_from
 from kvledger.records import RunRecords
 
-__all__ = ["QueueGrowth", "queue_growth", "GROWTH", "MIN_GROWTH", "MIN_SHARE", "SessionQueue", "run_overload",
-           "SESSION_TTFT_SHARE"]
+__all__ = ["QueueGrowth", "queue_growth", "not_steady_note", "GROWTH", "MIN_GROWTH", "MIN_SHARE", "SessionQueue",
+           "run_overload", "SESSION_TTFT_SHARE"]
 
 GROWTH = 1.5  # backlog at the last arrival ÷ backlog at the median arrival, at least
 MIN_GROWTH = 10  # requests the backlog grew by, more than
@@ -78,6 +78,22 @@ def queue_growth(run: RunRecords) -> QueueGrowth | None:
                                                                                      side="right")) / span
     return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, finished,
                        N.overloaded(mid, t_mid - t0, last, t_last - t0, arrived, finished))
+
+
+STEADY_HINT_REQUESTS = 2000
+"""The requests per probe the warning suggests: report's and cost --simulate's default (cli/report_cmd.py)."""
+
+
+def not_steady_note(q: QueueGrowth, rate: float, num_requests: int) -> str:
+    """The warning for an SLO-capacity probe at ``rate`` req/s (``num_requests`` requests) that met its target with its
+    backlog still growing at its last arrival: a rate above what the engine sustains still passes a run too short for
+    its queue to cost the SLO, so the capacity found is too high. Starts with ``not steady: `` (views look for it)."""
+    return (f"not steady: the probe at the capacity ({rate:g} req/s, {num_requests:,} requests) ended with its queue "
+            f"still growing — requests in the system rose from {q.backlog_mid:,} at the median arrival to "
+            f"{q.backlog_last:,} at the last; {q.arrived_per_s:,.2f} req/s arrived and {q.finished_per_s:,.2f} req/s "
+            "finished in between (kvledger.analyses.serving.queue_growth) — so the run ended before its queue cost "
+            "the SLO, and the rate found is optimistic (whatever a drain tail does to the goodput priced): rerun "
+            f"with more requests per probe (--num-requests; {STEADY_HINT_REQUESTS:,} is the default)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from kvledger.analyses.serving.prediction_bands import capacity_band
+from kvledger.analyses.serving.queue_growth import not_steady_note, queue_growth
 from kvledger.analyses.serving.sim_boundary import SimBoundary, search_sim_boundary
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
@@ -46,14 +48,20 @@ class SimCapacity:
     method: ClassVar[str] = "kvledger.analyses.serving.sim_boundary.search_sim_boundary on request_rate"
     __json__ = ("method", ("target", "search.target"), ("boundary_rate_req_per_s", "rate_req_per_s"),
                 ("attainment_at_boundary", "attainment"), ("goodput_at_boundary_req_per_s", "goodput_req_per_s"),
-                ("num_requests_per_probe", "search.num_requests_per_probe"), ("boundary", "search.boundary"),
-                ("probes", "search.probes"), ("notes", "all_notes"))
+                ("num_requests_per_probe", "search.num_requests_per_probe"), "error_band", "not_steady",
+                ("boundary", "search.boundary"), ("probes", "search.probes"), ("notes", "all_notes"))
     run: SimulatedRun
     search: SimBoundary
     rate_req_per_s: float
     attainment: float
     goodput_req_per_s: float
     notes: list[str] = field(default_factory=list)
+    error_band: Any = None
+    """The 80% band of the capacity (``prediction_bands.capacity_band``: the saturation-throughput band of the regime
+    that priced the run), None when no measured run stands for it."""
+    not_steady: Any = None
+    """The boundary run's queue growth (``queue_growth.QueueGrowth``) when its backlog was still growing at its last
+    arrival: the probe ended before it reached steady state, so the rate found is optimistic; None when it held."""
 
     def text(self) -> str:
         """One line: the search and what it priced."""
@@ -120,9 +128,18 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
                          "--at-offered-load")
     at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
+    cap.error_band = capacity_band(sb.boundary_run.setup, float(b))
+    cap.not_steady = queue_growth(sb.boundary_run.run)
     cap.notes.extend(_drain_note(cap, at.duration_s))
+    cap.notes.extend(_steady_note(cap))
     cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early
     return cap
+
+
+def _steady_note(cap: SimCapacity) -> list[str]:
+    """The ``not steady`` warning of the probe at the boundary (``queue_growth.not_steady_note``), [] when it held."""
+    q = cap.not_steady
+    return [] if q is None else [not_steady_note(q, cap.rate_req_per_s, cap.search.num_requests_per_probe)]
 
 
 DRAIN_NOTE_SHARE = 0.9

@@ -88,10 +88,13 @@ class SimDocument:
             means; step_cost: the step-cost model's name and source.
         overload: an open loop's queue growth (``kvledger.analyses.serving.queue_growth``), None when it kept up or
             the loop was closed.
-        error_bands: the prediction bands of the headline figures (``prediction_bands``).
+        error_bands: the prediction bands of the headline figures (``prediction_bands``); ``band_coverage`` (a
+            property, in the JSON) names the figures with no validated band, each null, and why.
         notes: what the reader should know about the run.
     """
 
+    __json__ = ("summary", "replicas", "router", "engine", "workload", "step_cost", "overload", "error_bands",
+                "band_coverage", "notes")
     summary: dict[str, Any]
     replicas: int
     router: str | None
@@ -106,6 +109,13 @@ class SimDocument:
     def kept_up(self) -> bool:
         """An open loop whose queue did not grow: its latency figures are for a load the deployment sustains."""
         return str(self.workload.get("mode", "")).startswith("open loop") and not self.overload
+
+    @property
+    def band_coverage(self) -> dict[str, Any]:
+        """The banded figures, the unbanded ones (each null) and why (``prediction_bands.band_coverage``)."""
+        from kvledger.analyses.serving.prediction_bands import band_coverage
+
+        return band_coverage(self.error_bands, self.kept_up)
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)

@@ -1,0 +1,61 @@
+"""The SLO capacity's 80% band and the not-steady warning in report's text, HTML tables and the web app's headline;
+the probe table formatted as goodput prints it."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvledger.analyses.serving.sim_capacity import search_capacity
+from kvledger.analyses.serving.sim_setup import SimRequestArgs
+from kvledger.ledgers.slo import parse_slo
+from kvledger.report.decision_view import capacity_band_clause, not_steady_lines, report_answer_lines
+from kvledger.report.figures_serving import _load_share, _probe_share
+
+# the throughput errors of regime uncalibrated/dense/vllm in ledgers/data/error_bands.json: q10 −0.0694, q90 +0.7281,
+# so a capacity C stands for a real one in [C / 1.7281, C / 0.9306]
+Q10, Q90 = -0.06942217573991472, 0.7281448527616925
+
+
+@pytest.fixture(scope="module")
+def short():
+    args = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=300, seed=0)
+    return search_capacity(args, parse_slo("ttft=200ms,tpot=50ms"), 0.9)
+
+
+def test_the_capacity_band_is_the_throughput_band_around_the_boundary(short):
+    b = short.to_dict()["error_band"]
+    assert short.rate_req_per_s == 23.25
+    assert b["low"] == pytest.approx(23.25 / (1 + Q90)) and b["high"] == pytest.approx(23.25 / (1 + Q10))
+    assert f"{b['low']:.4g}–{b['high']:.4g}" == "13.45–24.98"
+
+
+def test_a_short_probe_whose_queue_still_grows_is_flagged(short):
+    # 300 requests: at 23.25 req/s the backlog grew from 81 (median arrival) to 173 (last arrival), ≥ 1.5× and by
+    # more than 10 (queue_growth's rule), so the run ended before its queue cost the SLO; 2,000 requests per probe
+    # give 19.75 req/s with no such growth.
+    cs = short.to_dict()
+    assert cs["not_steady"]["backlog_mid"] == 81 and cs["not_steady"]["backlog_last"] == 173
+    (warn,) = not_steady_lines(cs)
+    assert warn.startswith("warning: the probe at the capacity (23.25 req/s, 300 requests) ended with its queue "
+                           "still growing")
+
+
+def test_answer_lines_carry_the_band_and_the_warning(short):
+    cost = {"headline": ["answer: x"], "inputs": {"num_gpus": 1},
+            "simulation": {"capacity_search": short.to_dict()}}
+    lines = report_answer_lines(cost)
+    assert lines[1].startswith("SLO capacity: 23.25 req/s (80% band 13.45–24.98 req/s, uncalibrated roofline) per "
+                               "deployment unit (1 GPU)")
+    assert lines[2].startswith("warning: ") and len(lines) == 3
+    assert capacity_band_clause({}) == "" and not_steady_lines({"notes": []}) == []
+
+
+def test_probe_and_load_cells_match_goodput():
+    # an early-stopped probe prints its two bounds as goodput does; 20 req/s with 80.45% finished-good and
+    # (2000 − 206) / 2000 = 89.7% at most
+    assert _probe_share({"attainment": 0.8045, "stopped_early": {"attainment_upper": 0.897}}) == "80.5%–89.7%*"
+    assert _probe_share({"attainment": 0.908, "stopped_early": None}) == "90.8%"
+    # 9.875 req/s is 50% of 19.75 and, over the band 11.43–21.22, 9.875 / 21.22 = 47% to 9.875 / 11.43 = 86%
+    cs = {"boundary_rate_req_per_s": 19.75, "error_band": {"low": 19.75 / (1 + Q90), "high": 19.75 / (1 + Q10)}}
+    assert _load_share(9.875, cs) == "50% (47–86%)"
+    assert _load_share(9.875, {"boundary_rate_req_per_s": 19.75}) == "50%"
