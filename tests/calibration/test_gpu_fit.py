@@ -193,3 +193,21 @@ def test_a_version_2_profile_carries_its_host_terms_a_version_1_has_none_and_a_l
     assert new.cost_info["host_step_s"] == 0.0006 and "0.6 ms per step + 13 µs per sequence" in new.cost_info["source"]
     with pytest.raises(FormatError, match="version 3"):
         prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v3)))
+
+
+def test_a_poor_in_sample_fit_is_stated_with_its_threshold_and_hints():
+    # kubecon `vllm` stage 0 under the fitted 0.439/0.557 (calibrate --scope gpu on stages 0–3): TTFT −56.3%, TPOT
+    # +13.1% in-sample; the limits are issue 23's held-out targets (TTFT/TPOT 15%, throughput 10%)
+    from kvledger.calibration.gpu_fit import fit_quality
+
+    runs = [{"label": "stage_0", "model": "M", "tp": 1, "saturated": None, "ttft_mean_rel_error": -0.563,
+             "tpot_mean_rel_error": 0.131, "throughput_rel_error": -0.001}]
+    q = fit_quality(runs, client_timed=True, fit_frontend=False)
+    assert q["poor"] and q["beyond"] == ["stage_0: ttft mean -56.3% (limit ±15%)"]
+    assert q["limits"] == {"ttft_mean": 0.15, "tpot_mean": 0.15, "throughput": 0.10}
+    assert [h.split(":")[0].split(" ")[0] for h in q["hints"]] == ["--fit-frontend", "--max-model-len",
+                                                                  "--engine-version"]
+    # with the frontend fitted it is not suggested again; a good fit has no hints
+    assert not fit_quality(runs, True, True)["hints"][0].startswith("--fit-frontend")
+    good = [{**runs[0], "ttft_mean_rel_error": -0.05}]
+    assert fit_quality(good, True, False) == {**q, "poor": False, "beyond": [], "hints": []}

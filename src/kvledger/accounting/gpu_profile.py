@@ -24,7 +24,7 @@ from kvledger.accounting.calibration_profile import GPU_PROFILE_KIND, read_profi
 from kvledger.errors import FormatError, InputError
 
 __all__ = ["GPU_PROFILE_KIND", "GpuProfile", "load_gpu_profile", "bundled_gpu_profile", "resolve_gpu_profile",
-           "looks_like_gpu_profile", "choice_for_gpu", "check_profile_gpus"]
+           "looks_like_gpu_profile", "choice_for_gpu", "run_facts", "check_profile_gpus"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,9 @@ class GpuProfile:
         label: the profile in a few words, for a "priced by" line (``GPU profile FILE (fitted on RUNS)``).
         host_step_s / host_seq_s: host time per step and per sequence in series with the GPU, s (0 in a version 1
             file).
+        runs: per fitted run, its label, model, TP, whether it was saturated (None: not stated) and its in-sample
+            errors ``ttft_mean`` / ``tpot_mean`` / ``throughput`` (predicted/measured − 1; None: not stated), for the
+            band (``kvledger.ledgers.profile_band``).
     """
 
     gpu: str
@@ -50,6 +53,21 @@ class GpuProfile:
     label: str = ""
     host_step_s: float = 0.0
     host_seq_s: float = 0.0
+    runs: tuple[dict, ...] = ()
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def run_facts(r: Any) -> dict:
+    """A profile run's label, model, TP, saturation and in-sample errors (``GpuProfile.runs``)."""
+    num = _num
+    sat = r.get("saturated")
+    return {"label": str(r.get("label") or r.get("model")), "model": str(r.get("model")),
+            "tp": int(r["tp"]) if isinstance(r.get("tp"), int) else None,
+            "saturated": sat if isinstance(sat, bool) else None,
+            **{m: num(r.get(f"{m}_rel_error")) for m in ("ttft_mean", "tpot_mean", "throughput")}}
 
 
 def looks_like_gpu_profile(path: str | Path) -> bool:
@@ -82,13 +100,13 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
         raise FormatError(where, f"fractions must be in (0, 1], got flops {ff:g}, bandwidth {bf:g}")
     if not (0 <= h0 <= 1 and 0 <= h1 <= 0.01):
         raise FormatError(where, f"host terms out of range: host_step_s {h0:g} s (0–1), host_seq_s {h1:g} s (0–0.01)")
-    runs = d.get("runs") or []
+    runs = [r for r in d.get("runs") or [] if isinstance(r, dict)]
     errs = "; ".join(f"{r.get('model')} TP {r.get('tp')}: TTFT {_pct(r.get('ttft_mean_rel_error'))}, TPOT "
                      f"{_pct(r.get('tpot_mean_rel_error'))}" for r in runs)
     data = ", ".join(str(r.get("label")) for r in runs) or "unnamed runs"
     src = f"GPU profile {where}: fitted on {data} (kvledger.calibration.gpu_fit)"
     return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r.get("source") or "") for r in runs if r.get("source")),
-                      f"GPU profile {where} (fitted on {data})", h0, h1)
+                      f"GPU profile {where} (fitted on {data})", h0, h1, tuple(run_facts(r) for r in runs))
 
 
 def _pct(v: Any) -> str:

@@ -286,6 +286,13 @@ def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *
                                                          record_token_times=record_token_times, stop=stop))
 
 
+#: why a saturated run prints no latency band (the note simulate adds)
+NO_LATENCY_BAND = ("no TTFT or TPOT error band: the run is saturated (its queue grew), so its latency is set by how "
+                   "long the arrivals lasted, not by the step cost the bands measure (validate compares only "
+                   "throughput under saturation; docs/validation.md §2.3); lower --rate below the capacity for a "
+                   "latency with a band")
+
+
 def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     """What ``kvledger simulate`` reports (its ``--json`` and ``summary.json``): the summary with its invariants
     checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up)."""
@@ -296,5 +303,6 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     overload = run_overload(result.records, setup.workload_info.get("mode", ""))
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
                        setup.router if setup.replicas > 1 else None, result.config, setup.workload_info,
-                       setup.cost_info, to_jsonable(overload), prediction_bands(setup, result.summary.to_dict()),
-                       list(setup.notes) + ([overload.note] if overload else []))
+                       setup.cost_info, to_jsonable(overload),
+                       prediction_bands(setup, result.summary.to_dict(), saturated=overload is not None),
+                       list(setup.notes) + ([overload.note, NO_LATENCY_BAND] if overload else []))
