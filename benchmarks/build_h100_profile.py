@@ -1,7 +1,7 @@
 """Fit the bundled H100 SXM profile (``src/kvledger/accounting/data/gpu_profiles/h100-sxm.json``) on
 inference-sim/training's three models (one set-up, one client), and measure how it carries: leave one model out.
 
-    python benchmarks/build_h100_profile.py [--write] [--json OUT]
+    python benchmarks/build_h100_profile.py [--write] [--json OUT] [--kubecon]
 
 The fit (``kvledger.calibration.gpu_fit.fit_gpu_fractions``, the ``calibrate --scope gpu --fit-frontend`` machinery)
 takes the two roofline fractions and the set-up's per-request frontend latency on every stage below saturation of
@@ -27,6 +27,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 OUT = ROOT / "src" / "kvledger" / "accounting" / "data" / "gpu_profiles" / "h100-sxm.json"
 SETUP = "inference-sim/training inference-perf client"
+#: why commands do not use it on H100 unless named (--gpu-profile bundled:h100-sxm); the evidence is what
+#: ``--kubecon`` prints (docs/validation.md §2.5)
+DEFAULT_NOTE = ("opt-in, not H100's default: on the one H100 set-up it was not fitted on (kubecon's client and "
+                "host, Llama-3.1-8B, 28 stages) it is 0/28 within issue 23's targets like the plain roofline; it "
+                "prices TPOT closer on 15 of 16 stages below saturation (-13.5 … -71.7% against -21.2 … -71.0%) "
+                "and TTFT alike, but saturation throughput further off on all 12 saturated stages (+16.7 … +97.1%"
+                " against +13.9 … +74.6%): its FLOP/s share of 1.0 is not pinned by training's prefix-cached, "
+                "decode-bound steps (§2.4), and capacity is what goodput, cost and search price. On training's "
+                "own set-up, leaving each model out, it holds 14 of 16 stages")
 
 
 def _units():
@@ -44,7 +53,7 @@ def _errs(ga, units, setups, fit, with_frontend: bool) -> list[dict]:
         s = setups[id(u)]
         fe = fit.frontends_s.get("training", 0.0) if with_frontend else 0.0
         e = ga._errors(u, s, roofline_with(s, fit.flops_fraction, fit.bandwidth_fraction), fe)
-        out.append({"label": u.label, "model": u.model, "tp": s.tp, "saturated": u.saturated,
+        out.append({"label": u.label, "model": s.model_name, "tp": s.tp, "saturated": u.saturated,
                     **{f"{k}_rel_error": (round(v, 4) if v is not None else None) for k, v in e.items()}})
     return out
 
@@ -84,6 +93,8 @@ def build() -> dict:
     prof["fit"]["set_up_frontend_s"] = {SETUP: round(fit.frontends_s.get("training", 0.0), 5)}
     prof["fit"]["frontend_note"] = ("fitted for the training client and profiled out of the fractions; the profile "
                                     "never adds it (another user's client has its own)")
+    prof["default"] = False
+    prof["default_note"] = DEFAULT_NOTE
     prof["runs_without_frontend"] = bare
     prof["leave_one_model_out"] = lomo
     prof["data_files"] = ["../shared/data/measured-runs/inference-sim-training/default_args/*/results/"
@@ -94,13 +105,45 @@ def build() -> dict:
     return prof
 
 
+def kubecon(fractions: tuple[float, float]) -> dict:
+    """kubecon's 28 modelled H100 stages (Llama-3.1-8B, another client and host than the fit's), priced by the
+    profile's fractions with no frontend (what a user gets by default) and by the uncalibrated roofline (0.7/0.8): the
+    evidence for making the profile H100's default. Judged as issue 23's must-hold (gpuscope_all.TARGETS)."""
+    import gpuscope_all as ga
+    from kvledger.calibration.gpu_fit import roofline_with
+
+    units, _ = ga._sweep_units()
+    out = {"profile": [], "uncalibrated": []}
+    for u in (u for u in units if u.setup == "kubecon"):
+        s = ga._setup_of(u)
+        for key, cost in (("profile", roofline_with(s, *fractions)), ("uncalibrated", roofline_with(s, 0.7, 0.8))):
+            e = ga._errors(u, s, cost)
+            out[key].append({"label": u.label, "saturated": u.saturated, **e})
+    for key, rows in out.items():
+        within = sum(ga._within(r, r["saturated"]) for r in rows)
+        judged = [abs(r[m]) for r in rows for m in ga._judged(r["saturated"]) if r[m] is not None]
+        print(f"kubecon by {key}: {within}/{len(rows)} within; median |judged error| "
+              f"{sorted(judged)[len(judged) // 2]:.1%}")
+        for r in rows:
+            print(f"  {r['label']}: " + " / ".join(f"{r[m]:+.1%}" if r[m] is not None else "n/a"
+                                                  for m in ("ttft_mean", "tpot_mean", "throughput"))
+                  + (" (saturated)" if r["saturated"] else ""))
+    return out
+
+
 def main() -> None:
     from kvledger.accounting.calibration_profile import dump_profile
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--kubecon", action="store_true", help="only compare profile and roofline on kubecon's stages")
     a = ap.parse_args()
+    if a.kubecon:
+        prof = json.loads(OUT.read_text(encoding="utf-8")) if OUT.exists() else {"flops_fraction": 1.0,
+                                                                                "bandwidth_fraction": 0.728}
+        kubecon((prof["flops_fraction"], prof["bandwidth_fraction"]))
+        return
     prof = build()
     if a.json:
         Path(a.json).write_text(json.dumps(prof, indent=1), encoding="utf-8")

@@ -3,7 +3,8 @@ TTFT and TPOT are set by how long the arrivals lasted, which the bands (measured
 
 from __future__ import annotations
 
-from kvledger.analyses.serving.sim_ledgers import NO_LATENCY_BAND, simulate_document, simulate_run
+from kvledger.analyses.serving.prediction_bands import NO_LATENCY_BAND
+from kvledger.analyses.serving.sim_ledgers import simulate_document, simulate_run
 from kvledger.analyses.serving.sim_setup import SimRequestArgs
 
 ARGS = dict(model="meta-llama/Llama-3.1-8B", gpu="H100", trace="azure-conv", num_requests=300, gpu_profile="none")

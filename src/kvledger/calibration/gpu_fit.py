@@ -48,8 +48,7 @@ from kvledger.calibration.fit import shifted_term
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.errors import InputError
 
-__all__ = ["GpuFit", "roofline_with", "fit_gpu_fractions", "gpu_profile_dict", "fit_quality", "GRID_FLOPS",
-           "GRID_BANDWIDTH"]
+__all__ = ["GpuFit", "roofline_with", "fit_gpu_fractions", "gpu_profile_dict", "GRID_FLOPS", "GRID_BANDWIDTH"]
 
 GRID_FLOPS = (0.25, 0.4, 0.6, 0.85)
 GRID_BANDWIDTH = (0.35, 0.5, 0.7, 0.9)
@@ -223,28 +222,6 @@ def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str
             "runs": per_run, "data_files": list(paths)}
 
 
-def fit_quality(per_run: list[dict[str, Any]], client_timed: bool, fit_frontend: bool) -> dict[str, Any]:
-    """Whether the fit holds its own runs (``kvledger.ledgers.profile_band.poor_fit``: an in-sample error beyond
-    issue 23's held-out targets, mean TTFT/TPOT 15%, throughput 10%), the errors beyond, and, for a poor fit of runs
-    timed at a client (inference-perf stages), what to try. A poor profile still prices, but its band widens to the
-    uncalibrated one (``profile_band``)."""
-    from kvledger.accounting.gpu_profile import run_facts
-    from kvledger.ledgers.profile_band import FIT_LIMITS, poor_fit
-
-    beyond = poor_fit([run_facts(r) for r in per_run])
-    hints = []
-    if beyond and client_timed:
-        hints = (([] if fit_frontend else ["--fit-frontend: the client's HTTP, tokenisation and streaming time is in "
-                                           "every measured TTFT; without it the fractions absorb it"])
-                 + ["--max-model-len and the other launch flags the server was started with (kubecon's manifests pass "
-                    "--max-model-len=512, which sets vLLM's default token budget): a stage file does not record them",
-                    "--engine-version as launched (kubecon's V0 configuration ran vLLM 0.9.0 with VLLM_USE_V1=0)"])
-    return {"poor": bool(beyond), "limits": dict(FIT_LIMITS), "beyond": beyond, "hints": hints,
-            "why": "a fit that misses on its own runs the targets set for runs it never saw (issue 23: mean TTFT and "
-                   "TPOT within 15%, throughput within 10%) cannot be expected to meet them on other models; its "
-                   "bands widen to the uncalibrated roofline's (kvledger.ledgers.profile_band)"}
-
-
 def _setups(paths: list[str], args, client_concurrency: int | None) -> list[tuple[MeasuredRun, SimSetup]]:
     """Each run with its engine: the model its record names (else ``args.model``) at its own TP and settings,
     priced by the plain roofline (no GPU profile: that is what is being fitted)."""
@@ -298,7 +275,10 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
         per_run.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,
                         "num_requests": len(run.requests), **headline_errors(c),
                         "saturated": saturation(run.measured if st is None else None, recs)})
+    from kvledger.accounting.gpu_profile import run_facts
+    from kvledger.ledgers.profile_band import fit_quality
+
     prof = gpu_profile_dict(fit, per_run, paths)
-    prof["fit_quality"] = fit_quality(per_run, bool(stages) and any(st is not None for st in stages.values()),
-                                      fit_frontend)
+    timed_at_client = bool(stages) and any(st is not None for st in stages.values())
+    prof["fit_quality"] = fit_quality([run_facts(r) for r in per_run], timed_at_client, fit_frontend)
     return prof

@@ -116,7 +116,8 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
     q = p.get("fit_quality") or {}
     if q.get("poor"):
         lim = ", ".join(f"{k.replace('_', ' ')} ±{v:.0%}" for k, v in q["limits"].items())
-        con.print(f"[bold red]WARNING: poor fit[/] — in-sample errors beyond {lim}: {escape('; '.join(q['beyond']))}. "
+        con.print(f"[bold red]WARNING: poor fit[/] — {q['runs_within']} of {q['runs']} runs within {lim} in-sample "
+                  f"({q['min_share_within']:.0%} needed); beyond: {escape('; '.join(q['beyond']))}. "
                   f"{escape(q['why'])}.")
         for h in q.get("hints", []):
             con.print(f"  try {escape(h)}")

@@ -10,8 +10,14 @@ from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.error_band import Band, regime_of
 from kvledger.ledgers.profile_band import ProfileFacts, profile_band
 
-__all__ = ["setup_regime", "setup_band", "profile_facts", "PredictionBand", "CostBand", "CapacityBand",
-           "prediction_bands", "cost_band", "capacity_band"]
+__all__ = ["NO_LATENCY_BAND", "setup_regime", "setup_band", "profile_facts", "PredictionBand", "CostBand",
+           "CapacityBand", "prediction_bands", "cost_band", "capacity_band"]
+
+#: why a saturated run prints no latency band (the note simulate adds)
+NO_LATENCY_BAND = ("no TTFT or TPOT error band: the run is saturated (its queue grew), so its latency is set by how "
+                   "long the arrivals lasted, not by the step cost the bands measure (validate compares only "
+                   "throughput under saturation; docs/validation.md §2.3); lower --rate below the capacity for a "
+                   "latency with a band")
 
 
 @dataclass(frozen=True)
