@@ -210,6 +210,10 @@ def write_bands(d: dict) -> None:
                           "data": "../shared/data/measured-runs (LLMServingSim MIT, inference-perf kubecon Apache-2.0, "
                                   "inference-sim/training: errors only, no data copied)"},
            "regimes": d["bands"], "coverage_leave_one_out": d["coverage"]}
+    if BANDS.exists():  # the cross-model band is another section's (benchmarks/crossmodel_bands.py): kept
+        kept = json.loads(BANDS.read_text(encoding="utf-8")).get("cross_model")
+        if kept:
+            doc["cross_model"] = kept
     BANDS.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 

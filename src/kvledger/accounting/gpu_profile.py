@@ -3,7 +3,8 @@ measured runs of any model, which then prices every model on that GPU.
 
 Written by ``kvledger calibrate --scope gpu`` (``kvledger.calibration.gpu_fit``); read by ``--gpu-profile FILE``
 and, for a GPU with bundled measurements, by default (``accounting/data/gpu_profiles/*.json``, one per GPU,
-each naming its data, its fit and its error). Layout (``"kind": "kvledger-gpu-profile"``, ``"version"`` 1 or 2):
+each naming its data, its fit and its error; a file with ``"default": false`` only when named,
+``--gpu-profile bundled:NAME``). Layout (``"kind": "kvledger-gpu-profile"``, ``"version"`` 1 or 2):
 ``gpu`` (catalog name), ``flops_fraction``, ``bandwidth_fraction``, version 2 also ``host_step_s`` and ``host_seq_s``
 (the host's time per step and per sequence in series with the GPU, s; a version 1 file has none: 0), ``fit`` (method,
 objective before and after, replays), ``runs`` (each run's model, TP and errors under the fitted fractions),
@@ -24,7 +25,7 @@ from kvledger.accounting.calibration_profile import GPU_PROFILE_KIND, read_profi
 from kvledger.errors import FormatError, InputError
 
 __all__ = ["GPU_PROFILE_KIND", "GpuProfile", "load_gpu_profile", "bundled_gpu_profile", "resolve_gpu_profile",
-           "looks_like_gpu_profile", "choice_for_gpu", "check_profile_gpus"]
+           "looks_like_gpu_profile", "choice_for_gpu", "run_facts", "check_profile_gpus"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ class GpuProfile:
         label: the profile in a few words, for a "priced by" line (``GPU profile FILE (fitted on RUNS)``).
         host_step_s / host_seq_s: host time per step and per sequence in series with the GPU, s (0 in a version 1
             file).
+        runs: per fitted run, its label, model, TP, whether it was saturated (None: not stated) and its in-sample
+            errors ``ttft_mean`` / ``tpot_mean`` / ``throughput`` (predicted/measured − 1; None: not stated), for the
+            band (``kvledger.ledgers.profile_band``).
     """
 
     gpu: str
@@ -50,6 +54,21 @@ class GpuProfile:
     label: str = ""
     host_step_s: float = 0.0
     host_seq_s: float = 0.0
+    runs: tuple[dict, ...] = ()
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def run_facts(r: Any) -> dict:
+    """A profile run's label, model, TP, saturation and in-sample errors (``GpuProfile.runs``)."""
+    num = _num
+    sat = r.get("saturated")
+    return {"label": str(r.get("label") or r.get("model")), "model": str(r.get("model")),
+            "tp": int(r["tp"]) if isinstance(r.get("tp"), int) else None,
+            "saturated": sat if isinstance(sat, bool) else None,
+            **{m: num(r.get(f"{m}_rel_error")) for m in ("ttft_mean", "tpot_mean", "throughput")}}
 
 
 def looks_like_gpu_profile(path: str | Path) -> bool:
@@ -82,13 +101,25 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
         raise FormatError(where, f"fractions must be in (0, 1], got flops {ff:g}, bandwidth {bf:g}")
     if not (0 <= h0 <= 1 and 0 <= h1 <= 0.01):
         raise FormatError(where, f"host terms out of range: host_step_s {h0:g} s (0–1), host_seq_s {h1:g} s (0–0.01)")
-    runs = d.get("runs") or []
+    runs = [r for r in d.get("runs") or [] if isinstance(r, dict)]
     errs = "; ".join(f"{r.get('model')} TP {r.get('tp')}: TTFT {_pct(r.get('ttft_mean_rel_error'))}, TPOT "
                      f"{_pct(r.get('tpot_mean_rel_error'))}" for r in runs)
     data = ", ".join(str(r.get("label")) for r in runs) or "unnamed runs"
+    if len(runs) > _LIST_RUNS:  # many stages: by model and TP, the errors as a range
+        data = f"{len(runs)} runs of " + ", ".join(dict.fromkeys(f"{r.get('model')} TP {r.get('tp')}" for r in runs))
+        errs = "; ".join(f"{name} {_span([r.get(f'{k}_rel_error') for r in runs if r.get('saturated') is not True])}"
+                         for name, k in (("TTFT", "ttft_mean"), ("TPOT", "tpot_mean"))) + " below saturation"
     src = f"GPU profile {where}: fitted on {data} (kvledger.calibration.gpu_fit)"
     return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r.get("source") or "") for r in runs if r.get("source")),
-                      f"GPU profile {where} (fitted on {data})", h0, h1)
+                      f"GPU profile {where} (fitted on {data})", h0, h1, tuple(run_facts(r) for r in runs))
+
+
+_LIST_RUNS = 4  # a profile of more runs names them by model and TP
+
+
+def _span(vals: list[Any]) -> str:
+    v = [x for x in vals if isinstance(x, (int, float))]
+    return f"{_pct(min(v))} … {_pct(max(v))}" if v else "n/a"
 
 
 def _pct(v: Any) -> str:
@@ -96,11 +127,19 @@ def _pct(v: Any) -> str:
 
 
 def load_gpu_profile(path: str | Path) -> GpuProfile:
-    """The GPU profile in ``path``.
+    """The GPU profile in ``path``, or the bundled one named ``bundled:NAME`` (a file under
+    ``accounting/data/gpu_profiles``, with or without ``.json``: also those not used by default).
 
     Raises:
         FormatError: missing file, not JSON, another kind of file or out-of-range fractions.
     """
+    if str(path).startswith(BUNDLED_PREFIX):
+        name = str(path)[len(BUNDLED_PREFIX):]
+        f = _bundled_dir() / (name if name.endswith(".json") else name + ".json")
+        if not f.is_file():
+            have = ", ".join(BUNDLED_PREFIX + g.stem for g in sorted(_bundled_dir().glob("*.json")))
+            raise FormatError(str(path), f"no bundled GPU profile of that name (bundled: {have})")
+        return _from_dict(json.loads(f.read_text(encoding="utf-8")), f"bundled:{f.name}")
     p = Path(path)
     d = read_profile_json(p, "no such GPU profile (write one with `kvledger calibrate FILE... --scope gpu --out "
                              "GPU.json`)")
@@ -111,14 +150,21 @@ def _bundled_dir() -> Path:
     return Path(str(resources.files("kvledger.accounting") / "data" / "gpu_profiles"))
 
 
+BUNDLED_PREFIX = "bundled:"
+
+
 @functools.lru_cache(maxsize=32)
 def bundled_gpu_profile(gpu_name: str) -> GpuProfile | None:
-    """The bundled profile fitted on ``gpu_name`` (catalog name, case-insensitive), or None."""
+    """The bundled profile fitted on ``gpu_name`` (catalog name, case-insensitive) that commands use by default, or
+    None. A file with ``"default": false`` (its ``default_note`` says why) is used only when named,
+    ``--gpu-profile bundled:NAME``."""
     folder = _bundled_dir()
     if not folder.is_dir():
         return None
     for f in sorted(folder.glob("*.json")):
         d = json.loads(f.read_text(encoding="utf-8"))
+        if d.get("default") is False:
+            continue
         if str(d.get("gpu", "")).lower() == gpu_name.lower():
             return _from_dict(d, f"bundled:{f.name}")
     return None

@@ -275,4 +275,10 @@ def calibrate_gpu_files(paths: list[str], args, *, client_concurrency: int | Non
         per_run.append({"label": run.label, "source": run.source, "model": s.model_name, "tp": s.tp,
                         "num_requests": len(run.requests), **headline_errors(c),
                         "saturated": saturation(run.measured if st is None else None, recs)})
-    return gpu_profile_dict(fit, per_run, paths)
+    from kvledger.accounting.gpu_profile import run_facts
+    from kvledger.ledgers.profile_band import fit_quality
+
+    prof = gpu_profile_dict(fit, per_run, paths)
+    timed_at_client = bool(stages) and any(st is not None for st in stages.values())
+    prof["fit_quality"] = fit_quality([run_facts(r) for r in per_run], timed_at_client, fit_frontend)
+    return prof

@@ -50,7 +50,8 @@ FlopsFraction = Annotated[float | None, option_info(EngineFlags, "achievable_flo
 BandwidthFraction = Annotated[float | None, option_info(EngineFlags, "achievable_bandwidth_fraction", help="Roofline: "
     "share of peak HBM bandwidth (default: the GPU profile's, else 0.8).")]
 GpuProfile = Annotated[str | None, option_info(EngineFlags, "gpu_profile", help="GPU-scope calibration pricing the "
-    "roofline: a FILE from `kvledger calibrate --scope gpu`, 'none', or (default) the GPU's bundled one.")]
+    "roofline: a FILE from `kvledger calibrate --scope gpu`, 'none', a bundled one by name (bundled:h100-sxm, "
+    "opt-in), or (default) the GPU's default bundled one.")]
 CpuOverhead = Annotated[str | None, option_info(EngineFlags, "cpu_overhead")]
 
 def engine_args(model: str | None, gpu: str, params: dict[str, Any], step_cost: str = "roofline"):

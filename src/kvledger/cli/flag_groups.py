@@ -139,7 +139,8 @@ class EngineFlags:
         "Roofline: share of peak HBM bandwidth kernels reach (default 0.8, an assumption)."))
     gpu_profile: str | None = flag("--gpu-profile", help=(
         "GPU-scope calibration pricing the roofline: a FILE from `kvledger calibrate --scope gpu` (fitted on this "
-        "GPU; any model), 'none', or (default) the GPU's bundled one where the data has runs."))
+        "GPU; any model), 'none', a bundled one by name (bundled:h100-sxm: opt-in, not the H100 default), or "
+        "(default) the GPU's default bundled one where the data has runs."))
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Band", "error_band", "regime_of", "band_text", "METRICS", "flips_inside"]
+__all__ = ["Band", "error_band", "regime_of", "band_text", "METRICS", "flips_inside", "stored_bands"]
 
 #: metrics with a band: mean TTFT, mean TPOT, throughput at saturation (capacity; cost per request is its inverse)
 METRICS = ("ttft_mean", "tpot_mean", "throughput")
@@ -55,6 +55,12 @@ class Band:
 def _table() -> dict[str, Any]:
     path = Path(str(resources.files("kvledger.ledgers") / "data" / "error_bands.json"))
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def stored_bands() -> dict[str, Any]:
+    """The whole ``error_bands.json`` (regimes, provenance, coverage, and the ``cross_model`` band of
+    ``kvledger.ledgers.profile_band``)."""
+    return _table()
 
 
 def regime_of(scope: str | None, is_moe: bool = False, engine: str = "vllm") -> str:

@@ -113,10 +113,19 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
                   fmt_error(r.get("throughput_rel_error")))
     con.print(t)
     saturated_runs_warning(p["runs"], con)
+    q = p.get("fit_quality") or {}
+    if q.get("poor"):
+        lim = ", ".join(f"{k.replace('_', ' ')} ±{v:.0%}" for k, v in q["limits"].items())
+        con.print(f"[bold red]WARNING: poor fit[/] — {q['runs_within']} of {q['runs']} runs within {lim} in-sample "
+                  f"({q['min_share_within']:.0%} needed); beyond: {escape('; '.join(q['beyond']))}. "
+                  f"{escape(q['why'])}.")
+        for h in q.get("hints", []):
+            con.print(f"  try {escape(h)}")
     if out is not None:
-        con.print(
-            f"written to {escape(str(out))}: use it with --gpu-profile {escape(str(out))} (any model on this GPU)"
-        )
+        what = ("any model on this GPU" if not q.get("poor") else
+                "any model on this GPU, but its poor fit says little about other models: its bands are the "
+                "uncalibrated roofline's or wider")
+        con.print(f"written to {escape(str(out))}: use it with --gpu-profile {escape(str(out))} ({what})")
 
 
 def render_sweep(r: SweepValidation, con: Console) -> None:

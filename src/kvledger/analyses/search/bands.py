@@ -12,24 +12,40 @@ from __future__ import annotations
 from typing import Any
 
 from kvledger.analyses.search.frontier import tier_twins
-from kvledger.ledgers.error_band import error_band, flips_inside, regime_of
+from kvledger.ledgers.error_band import Band, flips_inside, regime_of
+from kvledger.ledgers.profile_band import profile_band
 
-__all__ = ["search_regime", "band_notes", "band_sizing", "api_within_band"]
+__all__ = ["search_regime", "search_band", "band_notes", "band_sizing", "api_within_band"]
+
+
+def _profile(spec: Any, gpu_name: str):
+    from kvledger.accounting.gpu_profile import choice_for_gpu, resolve_gpu_profile
+    from kvledger.catalog.gpu_file import resolve_gpu
+
+    if spec.step_cost != "roofline":
+        return None
+    name = resolve_gpu(gpu_name).name
+    return resolve_gpu_profile(choice_for_gpu(getattr(spec, "gpu_profile", None), name), name)
 
 
 def search_regime(spec: Any, gpu_name: str) -> str:
     """The regime a candidate was priced in: the search's step cost, the GPU's bundled profile, the model's kind."""
-    from kvledger.accounting.gpu_profile import choice_for_gpu, resolve_gpu_profile
-    from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
 
-    if spec.step_cost != "roofline":
-        scope = "model"
-    else:
-        name = resolve_gpu(gpu_name).name
-        prof = resolve_gpu_profile(choice_for_gpu(getattr(spec, "gpu_profile", None), name), name)
-        scope = "gpu" if prof is not None else "uncalibrated"
+    scope = "model" if spec.step_cost != "roofline" else "gpu" if _profile(spec, gpu_name) is not None else \
+        "uncalibrated"
     return regime_of(scope, load_model(spec.model).is_moe, "vllm")
+
+
+def search_band(spec: Any, candidate: dict[str, Any]) -> Band | None:
+    """A candidate's capacity band: its regime's, made honest for the GPU profile that priced it
+    (``kvledger.ledgers.profile_band``: the candidate's model and TP against the profile's fit)."""
+    from kvledger.analyses.serving.prediction_bands import profile_facts
+    from kvledger.catalog.models import load_model
+
+    facts = profile_facts(_profile(spec, candidate["gpu_id"]))
+    return profile_band(search_regime(spec, candidate["gpu_id"]), "throughput", facts, load_model(spec.model).name,
+                        candidate.get("tp"))
 
 
 def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> list[str]:
@@ -37,7 +53,7 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
     within the capacity band of the winner's (the ranking may flip inside the band)."""
     notes = []
     for e in feasible_ranked:
-        band = error_band(search_regime(spec, e["gpu_id"]), "throughput")
+        band = search_band(spec, e)
         cap = e["capacity"]["goodput_req_per_s"]
         e["capacity_band"] = None if band is None else {"low": cap * band.low, "high": cap * band.high,
                                                         "low_multiplier": band.low, "high_multiplier": band.high,
@@ -47,7 +63,7 @@ def band_notes(spec: Any, feasible_ranked: list[dict[str, Any]], rank_value) -> 
                                                                        for k in (band.low, band.high))
     if len(feasible_ranked) >= 2:
         a, b = feasible_ranked[0], feasible_ranked[1]
-        band = error_band(search_regime(spec, a["gpu_id"]), "throughput")
+        band = search_band(spec, a)
         if tier_twins(a, b):
             notes.append(f"the winner {a['id']} and the runner-up {b['id']} are one setup with and without a KV tier "
                          f"at the same simulated capacity ({a['capacity']['goodput_req_per_s']:,.4g} good req/s): a "

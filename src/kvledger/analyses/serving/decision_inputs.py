@@ -82,11 +82,10 @@ def _measured_band(sim: Any) -> tuple[float, str, tuple[float, float]] | None:
     """The simulated capacity's measured 80% error band (kvledger.ledgers.error_band, by the regime that priced it):
     the wider side max(1 − low, high − 1) (kept for the JSON's ``capacity_band``), its source, and the two sides
     (1 − low, high − 1), which the flip test and the robustness line use."""
-    from kvledger.analyses.serving.prediction_bands import setup_regime
-    from kvledger.ledgers.error_band import error_band
+    from kvledger.analyses.serving.prediction_bands import setup_band
 
     setup = getattr(sim, "setup", None)
-    band = error_band(setup_regime(setup), "throughput") if setup is not None else None
+    band = setup_band(setup, "throughput") if setup is not None else None
     if band is None:
         return None
     frac = max(1.0 - band.low, band.high - 1.0)

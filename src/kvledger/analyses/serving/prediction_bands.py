@@ -7,11 +7,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvledger.jsonable import to_jsonable
-from kvledger.ledgers.error_band import error_band, regime_of
+from kvledger.ledgers.error_band import Band, regime_of
+from kvledger.ledgers.profile_band import ProfileFacts, profile_band
 
-__all__ = ["setup_regime", "band_coverage", "UNBANDED_FIGURES", "PredictionBand", "CostBand", "CapacityBand",
-           "prediction_bands", "cost_band",
-           "capacity_band"]
+__all__ = ["NO_LATENCY_BAND", "setup_regime", "setup_band", "profile_facts", "band_coverage", "UNBANDED_FIGURES",
+           "PredictionBand", "CostBand", "CapacityBand", "prediction_bands", "cost_band", "capacity_band"]
+
+#: why a saturated run prints no latency band (the note simulate adds)
+NO_LATENCY_BAND = ("no TTFT or TPOT error band: the run is saturated (its queue grew), so its latency is set by how "
+                   "long the arrivals lasted, not by the step cost the bands measure (validate compares only "
+                   "throughput under saturation; docs/validation.md §2.3); lower --rate below the capacity for a "
+                   "latency with a band")
 
 
 @dataclass(frozen=True)
@@ -119,16 +125,34 @@ def band_coverage(bands: dict[str, PredictionBand], kept_up: bool = False) -> di
     return {"banded": list(bands), "unbanded": unbanded, "reason": UNBANDED_REASON, "throughput": note}
 
 
-def prediction_bands(setup: Any, summary: dict[str, Any]) -> dict[str, PredictionBand]:
+def profile_facts(prof: Any) -> ProfileFacts | None:
+    """What the band needs of a GPU profile (``kvledger.accounting.gpu_profile.GpuProfile``; None → None)."""
+    if prof is None:
+        return None
+    return ProfileFacts(prof.label or prof.source, tuple((r["model"], r["tp"]) for r in prof.runs), tuple(prof.runs))
+
+
+def setup_band(setup: Any, metric: str) -> Band | None:
+    """The 80% band of ``metric`` for a prepared simulation: its regime's, made honest for the GPU profile that
+    priced it (``kvledger.ledgers.profile_band``: the model and TP against the profile's fit, its in-sample errors)."""
+    return profile_band(setup_regime(setup), metric, profile_facts(getattr(setup, "gpu_profile", None)),
+                        getattr(setup, "model_name", None), getattr(setup, "tp", None))
+
+
+def prediction_bands(setup: Any, summary: dict[str, Any], saturated: bool = False) -> dict[str, PredictionBand]:
     """metric → its band, for mean TTFT and TPOT (s) and throughput (req/s; the band holds at saturation, where
-    throughput is the engine's capacity); a metric without a band is left out."""
+    throughput is the engine's capacity); a metric without a band is left out. ``saturated``: the run's queue grew,
+    so its latency measures how long the run lasted, not the step cost (``validate`` does not compare latency under
+    saturation either, docs/validation.md §2.3): no latency band."""
     regime = setup_regime(setup)
     values = {"ttft_mean": (summary.get("ttft_s") or {}).get("mean"),
               "tpot_mean": (summary.get("tpot_s") or {}).get("mean"),
               "throughput": summary.get("throughput_req_per_s")}
+    if saturated:
+        values = {"throughput": values["throughput"]}
     out: dict[str, PredictionBand] = {}
     for metric, v in values.items():
-        band = error_band(regime, metric)
+        band = setup_band(setup, metric)
         if band is None or v is None:
             continue
         lo, hi = band.around(v)
@@ -152,7 +176,7 @@ def cost_band(setup: Any, report: Any, capacity_req_per_s: float | None = None) 
     the band) against the API's. None when no measured band stands for the regime.
     """
     regime = setup_regime(setup)
-    band = error_band(regime, "throughput")
+    band = setup_band(setup, "throughput")
     g = report.capacity["goodput_req_per_s"]
     if band is None or g <= 0:
         return None
@@ -202,7 +226,7 @@ def _cost_band_text(regime: str, band: Any, g: float, cap: float | None, basis: 
 def capacity_band(setup: Any, capacity_req_per_s: float | None) -> CapacityBand | None:
     """The 80% band of an SLO capacity (req/s) found by simulation, with a sentence; None without a band or value."""
     regime = setup_regime(setup)
-    band = error_band(regime, "throughput")
+    band = setup_band(setup, "throughput")
     if band is None or not capacity_req_per_s:
         return None
     lo, hi = band.around(capacity_req_per_s)

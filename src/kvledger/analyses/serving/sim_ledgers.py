@@ -5,8 +5,7 @@ The ledgers take ``RunRecords`` and never import the simulator; this module is t
 ``kvledger simulate`` does (``kvledger.analyses.serving.sim_setup.prepare``: the vLLM memory plan sizes the KV pool,
 ``--step-cost`` prices each step, the trace or a synthetic workload supplies the requests), runs
 ``kvledger.dynamics.simulator.simulate``, and completes the run metadata the ledgers need and a benchmark file would
-state: GPU count (replicas × TP), offered request rate, ``max_num_seqs``, the catalog GPU id for the price table.
-"""
+state: GPU count (replicas × TP), offered request rate, ``max_num_seqs``, the catalog GPU id for the price table."""
 
 from __future__ import annotations
 
@@ -289,12 +288,13 @@ def simulate_run(args: SimRequestArgs, synthetic: SyntheticSpec | None = None, *
 def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     """What ``kvledger simulate`` reports (its ``--json`` and ``summary.json``): the summary with its invariants
     checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up)."""
-    from kvledger.analyses.serving.prediction_bands import prediction_bands
+    from kvledger.analyses.serving.prediction_bands import NO_LATENCY_BAND, prediction_bands
     from kvledger.analyses.serving.queue_growth import run_overload
     from kvledger.invariants import check_sim_summary
 
     overload = run_overload(result.records, setup.workload_info.get("mode", ""))
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
                        setup.router if setup.replicas > 1 else None, result.config, setup.workload_info,
-                       setup.cost_info, to_jsonable(overload), prediction_bands(setup, result.summary.to_dict()),
-                       list(setup.notes) + ([overload.note] if overload else []))
+                       setup.cost_info, to_jsonable(overload), prediction_bands(setup, result.summary.to_dict(),
+                                                                                saturated=overload is not None),
+                       list(setup.notes) + ([overload.note, NO_LATENCY_BAND] if overload else []))

@@ -80,6 +80,7 @@ class SimSetup:
     notes: list[str] = field(default_factory=list)
     tp: int = 1
     plan: Any = None
+    gpu_profile: Any = None  # the GpuProfile that priced the roofline (None: none), for the band (prediction_bands)
 
 
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
@@ -266,8 +267,9 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
             notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
                          "simulated with it off (faster; --enable-prefix-caching to keep it)")
     workload = _sessions_for_affinity(a, workload, info, notes)
+    prof = gpu_profile_of(a, plan.gpu.name) if cost_info.get("scope") == "gpu" else None
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
-                    plan_notes + notes, a.tp, plan)
+                    plan_notes + notes, a.tp, plan, prof)
 
 
 def _sessions_for_affinity(a: SimRequestArgs, workload: Any, info: dict[str, Any], notes: list[str]) -> Any:
