@@ -135,7 +135,7 @@ def _brief(con: Any, rep: Any) -> None:
     if refused:
         con.print(f"[bold red]FOUND[/] [bold]start-up[/] (max_model_len_does_not_fit): {escape(refused)}")
     for f in rep.findings:
-        if rep.failed and not f.triggered:  # a server that never served: its traffic findings say nothing
+        if rep.not_started and not f.triggered:  # a server that never served: its traffic findings say nothing
             con.print(f"[dim]— {f.name}: not diagnosed (the server did not start)[/]")
             continue
         flag = "[bold red]FOUND[/]" if f.triggered else "[green]ok[/]"

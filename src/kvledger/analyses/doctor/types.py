@@ -88,7 +88,7 @@ class StartupComparison:
 class DoctorReport:
     """Everything ``kvledger doctor`` found in one log."""
 
-    __json__ = ("source", ("log", "log_summary"), "model", "gpu", "startup", "findings", "failed", "notes", "warnings")
+    __json__ = ("source", ("log", "log_summary"), "model", "gpu", "startup", "findings", "failed", "not_started", "notes", "warnings")
     source: str
     log_summary: dict[str, Any]
     model: str | None
@@ -104,7 +104,13 @@ class DoctorReport:
 
     @property
     def failed(self) -> bool:
-        """True when the log shows the server failing to start (a ``startup_failure`` finding)."""
+        """True when the log shows the server failing to start or dying while serving (a ``startup_failure`` or
+        ``crashed_while_serving`` finding): never a healthy server."""
+        return self.not_started or self.finding("crashed_while_serving") is not None
+
+    @property
+    def not_started(self) -> bool:
+        """True when the server did not start (a ``startup_failure`` finding): its traffic findings say nothing."""
         return self.finding("startup_failure") is not None
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from kvledger.errors import FormatError, InputError
 from kvledger.evidence.vllm_log.engines import ENGINE_NAMES, other_engine_hits
-from kvledger.evidence.vllm_log.failures import VLLM_FAILURES, failure_on_line, root_cause
+from kvledger.evidence.vllm_log.failures import SERVING_READY, VLLM_FAILURES, failure_on_line, root_cause
 from kvledger.evidence.vllm_log.lines import Segment, seconds_of, segments
 from kvledger.evidence.vllm_log.override import OverrideLine, split_overrides
 from kvledger.evidence.vllm_log.startup import apply_rules
@@ -150,7 +150,7 @@ def _relative(stats: list[StatsSample], events: list[PreemptionEvent]) -> tuple[
 
 def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEvent], dict[str, Any]]:
     c, stats, events = _Collector(), [], []
-    info: dict[str, Any] = {"total": 0, "vllm": 0, "other": {}, "other_first": {}, "failures": []}
+    info: dict[str, Any] = {"total": 0, "vllm": 0, "other": {}, "other_first": {}, "failures": [], "ready": None}
     # Lines as `grep -n` counts them: only "\n" ends one (progress bars' bare "\r" and other separators that
     # str.splitlines() also breaks on stay inside their line).
     for n, raw in enumerate(text.removesuffix("\n").split("\n") if text else [], start=1):
@@ -174,6 +174,8 @@ def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEven
                 used = True
             if used:
                 c.see(seg)
+        if info["ready"] is None and SERVING_READY.search(raw):
+            info["ready"] = n
         if (fail := failure_on_line(n, raw)) is not None:
             info["failures"].append(fail)
             used = used or fail.kind in VLLM_FAILURES
@@ -205,11 +207,16 @@ def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
         engine, evidence = "unknown", None
     notes = [f"also holds {n} {ENGINE_NAMES[e]} line(s)" for e, n in info["other"].items() if engine == "vllm"]
     fails = info["failures"]
-    first_tb = next((f.line_no for f in fails if f.kind == "traceback"), None)
+    serving = min((x for x in (info["ready"], *(s.line_no for s in stats[:1]), *(e.line_no for e in events[:1]))
+                   if x is not None), default=None)
+    # the root cause of the failure that ended the log: after the server started serving, when it died then
+    after = 0 if serving is None or not any(f.line_no > serving for f in fails) else serving
+    first_tb = next((f.line_no for f in fails if f.kind == "traceback" and f.line_no > after), None)
     cause = root_cause(text, first_tb) if first_tb is not None else None
     return VllmLog(source, engine, evidence, version, vsrc, generation, rules, why, startup, tuple(stats),
                    tuple(events),
-                   info["total"], info["vllm"], info["total"] - info["vllm"], tuple(notes), tuple(fails), cause)
+                   info["total"], info["vllm"], info["total"] - info["vllm"], tuple(notes), tuple(fails), cause,
+                   serving)
 
 
 def require_vllm(log: VllmLog) -> VllmLog:

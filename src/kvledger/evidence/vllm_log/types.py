@@ -181,7 +181,11 @@ class VllmLog:
     failures: tuple[Any, ...] = ()
     """Start-up failure lines (failures.StartupFailure), in log order."""
     failure_cause: tuple[int, str] | None = None
-    """(line, "ExceptionType: message") of the first exception after the first traceback: the root cause."""
+    """(line, "ExceptionType: message") of the first exception after the first traceback: the root cause (when the
+    server died while serving, the first traceback after ``serving_line``)."""
+    serving_line: int | None = None
+    """The first line showing the server up and serving (an API-server-ready line, a metrics line or a preemption
+    line), or None: the start-up is over from here on."""
 
     @property
     def prints_preemption_counts(self) -> bool:
