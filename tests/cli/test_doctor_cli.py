@@ -147,3 +147,20 @@ def test_impossible_log_values_are_clear_errors_naming_the_line(tmp_path):
                  "{'gpu_memory_utilization': 1.5}\n"
                  + fixture, encoding="utf-8")
     assert "line 1: gpu memory utilization 1.5 is not a value vLLM prints or accepts" in _error(p, "--gpu", "H100")
+
+
+def test_a_log_cut_off_after_the_kv_budget_says_what_was_compared(tmp_path):
+    # the first 6 lines of constructed_v1_preemptions_at_full_kv.log (its start-up is a real H100 measurement): it
+    # stops at "Available KV cache memory: 51.38 GiB". With --gpu H100 the memory terms are compared: ledger
+    # ceil(79.19 GiB × 0.9) = 76,526,125,056 B − weights 16,094,076,928 − activation peak 5,104,926,720 − non-torch
+    # 139,586,437 = 55,187,534,971 B = 51.40 GiB against the log's 51.38 GiB. No block count, KV cache size or
+    # concurrency is printed, so there is no capacity figure to check — not "the ledger has no figure".
+    log = tmp_path / "cut.log"
+    log.write_text("".join((LOGS / "constructed_v1_preemptions_at_full_kv.log").read_text().splitlines(True)[:6]))
+    out = " ".join(run(log, "--gpu", "H100").stdout.split())
+    assert "has no figure" not in out and "comparison with the ledger skipped" not in out
+    assert ("start-up: capacity figures not checked: the log prints no block count, KV cache size or concurrency, so "
+            "only its memory terms were compared") in out
+    assert "available KV memory: log 51.38 GiB (line 6), ledger 51.40 GiB (+0.02 GiB)" in out
+    d = json.loads(run(log, "--gpu", "H100", "--json").stdout)["startup"]
+    assert d["consistent"] is None and d["skipped"] is None and "51.40 GiB" in d["memory_only"]

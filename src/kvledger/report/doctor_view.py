@@ -62,6 +62,8 @@ def _startup(con: Any, cmp: Any) -> None:
         said = (_REPRODUCED if cmp.consistent
                 else "the ledger does NOT reproduce the log's capacity figures: see the rows above")
         con.print("[bold]" + said + "[/]")
+    elif cmp.memory_only:
+        con.print(f"[bold]capacity figures not checked: {escape(cmp.memory_only)}[/]")
     elif cmp.skipped:
         con.print(f"[bold]comparison with the ledger skipped: {escape(cmp.skipped)}[/]")
     for n in cmp.notes:
@@ -129,6 +131,8 @@ def _brief(con: Any, rep: Any) -> None:
         said = (_REPRODUCED if cmp.consistent
                 else "the ledger does NOT reproduce the log's capacity figures (--verbose shows the rows)")
         con.print("start-up: " + said)
+    elif cmp.memory_only:
+        con.print(f"start-up: capacity figures not checked: {escape(cmp.memory_only)}")
     elif cmp.skipped:
         con.print(f"start-up: comparison with the ledger skipped: {escape(cmp.skipped)}")
     refused = _refused_start(cmp) if cmp is not None else None

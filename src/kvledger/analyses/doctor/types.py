@@ -69,6 +69,8 @@ class StartupComparison:
         rows: the comparison, term by term. consistent: True when every block/token/concurrency row agrees
             (within vLLM's printed rounding). notes: assumptions and rule choices.
         skipped: when no row could be compared (``consistent`` is None), why and what to pass to compare; else None.
+        memory_only: when the memory terms were compared but the log prints no capacity figure to check (a log cut
+            off after "Available KV cache memory"), what was compared; else None.
     """
 
     settings: dict[str, dict[str, Any]]
@@ -76,6 +78,7 @@ class StartupComparison:
     consistent: bool | None
     notes: tuple[str, ...] = ()
     skipped: str | None = None
+    memory_only: str | None = None
 
     def row(self, term: str) -> ComparisonRow | None:
         return next((r for r in self.rows if r.term == term), None)
