@@ -162,7 +162,9 @@ def render_doctor(rep: DoctorReport, verbose: bool = False) -> None:
     con, s = Console(highlight=False), rep.log_summary
     con.print(f"[bold]kvledger doctor[/] {escape(rep.source)}: vLLM {s['version'] or '(version unknown)'} — "
               f"{escape(s['version_source'])}; "
-              f"{s['generation'] or '?'} engine; ledger rules of {s['rules_version']} ({escape(s['rules_reason'])})")
+              f"{s['generation'] or '?'} engine; "
+              + (f"ledger rules of {s['rules_version']}" if s["rules_version"] else "no ledger rules")
+              + f" ({escape(s['rules_reason'])})")
     con.print(f"{s['vllm_lines']:,} of {s['total_lines']:,} lines read ({s['skipped_lines']:,} skipped as unknown); "
               f"{s['metrics_lines']} metrics lines, {s['preemption_lines']} per-preemption warning lines (preemptions "
               f"are also counted in the metrics lines)")

@@ -19,7 +19,7 @@ from typing import Any
 from kvledger.accounting.plan import Plan, build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_rules import era, parse_version, printed_capacity_lines
-from kvledger.analyses.doctor.checks import check_log_values, check_setting
+from kvledger.analyses.doctor.checks import check_capacity, check_log_values, check_setting
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.gpus import GpuSpec, custom_gpu
 from kvledger.catalog.models import load_model
@@ -263,7 +263,8 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
     check_options("doctor", {"replicas": replicas, "prefix_share": prefix_share})  # kvledger.ranges
     spec, msrc = _resolve_model(log, model)
     g, gsrc = _resolve_gpu(log, gpu)
-    check_log_values(log, g.memory_bytes if g is not None else None, f"{g.name}, --gpu {gpu}" if gpu and g else gsrc)
+    device_source = f"{g.name}, --gpu {gpu}" if gpu and g else gsrc.split(";")[0]
+    check_log_values(log, g.memory_bytes if g is not None else None, device_source)
     kw, src, notes = _settings(log, engine_version)
     plans: list[Plan | None] = [None, None, None]
     if spec is not None:
@@ -278,6 +279,8 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
                 notes.append(f"ledger: {p}")
                 plans[i] = None
         base = plans[1] or plans[0] or plan_with(spec, sg, kw)
+        check_capacity(log, base if not isinstance(base, str) else None, g.memory_bytes if g else None,
+                       device_source)
         blocks = log_blocks(log, base if not isinstance(base, str) else None)
         if blocks[0] is not None and st.num_gpu_blocks is None and st.num_gpu_blocks_override is None:
             check_setting(log, "kv_cache_tokens", "num_gpu_blocks_override", blocks[0], st.lines.get("kv_cache_tokens"),

@@ -91,7 +91,8 @@ class StartupComparison:
 class DoctorReport:
     """Everything ``kvledger doctor`` found in one log."""
 
-    __json__ = ("source", ("log", "log_summary"), "model", "gpu", "startup", "findings", "failed", "not_started", "notes", "warnings")
+    __json__ = ("source", ("log", "log_summary"), "model", "gpu", "startup", "findings", "failed", "not_started",
+                "notes", "warnings")
     source: str
     log_summary: dict[str, Any]
     model: str | None
