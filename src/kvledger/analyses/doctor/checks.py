@@ -12,6 +12,7 @@ the doctor stops (exit status 2) instead of comparing it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kvledger.accounting.settings import BOUNDS
@@ -21,7 +22,7 @@ from kvledger.errors import FormatError, InputError
 from kvledger.evidence.vllm_log import VllmLog
 from kvledger.units import GiB
 
-__all__ = ["ImpossibleLogValueError", "check_log_values", "check_setting", "check_capacity"]
+__all__ = ["ImpossibleLogValueError", "check_log_values", "check_setting", "check_capacity", "printed_figures"]
 
 
 class ImpossibleLogValueError(FormatError):
@@ -130,8 +131,6 @@ def check_capacity(log: VllmLog, plan: Any, device_total_bytes: int | None, devi
         plan: a ledger plan for the log's model and settings (None or no layout: nothing checked).
         device_total_bytes: the device's memory, B (None: the largest per-GPU KV budget the ledger accepts).
     """
-    from kvledger.analyses.doctor.context import printed_figures
-
     if plan is None or plan.layout is None:
         return
     st, m = log.startup, plan.memory
@@ -158,3 +157,20 @@ def check_capacity(log: VllmLog, plan: Any, device_total_bytes: int | None, devi
             f"{m.engine_version} as at most {most[key]:,} — with every byte of the device as KV cache. vLLM cannot "
             "have printed it: the log looks edited or damaged, or --model/--gpu do not match it",
             f"line {st.lines.get(field)}")
+
+
+_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+_CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+
+
+def printed_figures(lines: tuple[str, ...] | list[str]) -> dict[str, float]:
+    """The numbers in capacity lines (the ledger's or the log's): kv_cache_tokens, num_gpu_blocks, max_concurrency."""
+    text = " ".join(lines)
+    out: dict[str, float] = {}
+    if m := _TOKENS.search(text):
+        out["kv_cache_tokens"] = int(m.group(1).replace(",", ""))
+    if m := re.search(r"# GPU blocks: (\d+)", text):
+        out["num_gpu_blocks"] = int(m.group(1))
+    if m := _CONC.search(text):
+        out["max_concurrency"] = float(m.group(2))
+    return out

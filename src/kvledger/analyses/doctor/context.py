@@ -19,7 +19,7 @@ from typing import Any
 from kvledger.accounting.plan import Plan, build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_rules import era, parse_version, printed_capacity_lines
-from kvledger.analyses.doctor.checks import check_capacity, check_log_values, check_setting
+from kvledger.analyses.doctor.checks import check_capacity, check_log_values, check_setting, printed_figures
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.gpus import GpuSpec, custom_gpu
 from kvledger.catalog.models import load_model
@@ -200,23 +200,6 @@ def stand_in_gpu(log: VllmLog, gpu: GpuSpec | None, settings: dict[str, Any]) ->
     known = (st.available_kv_bytes or 0) + (st.weights_bytes or 0)
     total = min(max(int(known / util), 1 << 30), 1 << 45) if known else 80 * GiB  # within custom_gpu's plausible range
     return custom_gpu("unknown GPU (stand-in)", total, 1e12, 1e14)
-
-
-_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-_CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
-
-
-def printed_figures(lines: tuple[str, ...] | list[str]) -> dict[str, float]:
-    """The numbers in capacity lines (the ledger's or the log's): kv_cache_tokens, num_gpu_blocks, max_concurrency."""
-    text = " ".join(lines)
-    out: dict[str, float] = {}
-    if m := _TOKENS.search(text):
-        out["kv_cache_tokens"] = int(m.group(1).replace(",", ""))
-    if m := re.search(r"# GPU blocks: (\d+)", text):
-        out["num_gpu_blocks"] = int(m.group(1))
-    if m := _CONC.search(text):
-        out["max_concurrency"] = float(m.group(2))
-    return out
 
 
 def log_blocks(log: VllmLog, plan: Plan | None) -> tuple[int | None, int | None, str]:
