@@ -65,10 +65,14 @@ def parse_memory_flag(text: str, *, what: str) -> int:
     ``0`` stays 0 B.
 
     Raises:
-        InputError: as :func:`parse_bytes`.
+        InputError: as :func:`parse_bytes`, or a bare number of 2^20 GiB (1 PiB) or more: a byte count without its unit.
     """
     m = _NUMBER_UNIT.match(str(text))
     if m and not m.group(2):
+        if abs(float(m.group(1))) >= 2**20:  # ≥ 1 PiB read as GiB: a byte count with its unit left off
+            raise InputError(f"{what}: {text!r} has no unit, and a bare number is GiB (as vLLM's "
+                             f"--kv-offloading-size): {float(m.group(1)):,.0f} GiB is more than any device or host. "
+                             f"For bytes write '{m.group(1)}B', for GiB '{m.group(1)}GiB'")
         return parse_bytes(f"{m.group(1)}GiB", what=what)
     return parse_bytes(text, what=what)
 
