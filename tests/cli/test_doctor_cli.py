@@ -199,3 +199,12 @@ def test_a_table_or_json_is_refused_as_not_a_log(tmp_path):
     assert "this is a JSON document, not a vLLM server log" in _error(p)
     # the real headerless posts (v0.6.4_*.log: the messages alone) are still logs
     assert run(LOGS / "v0.6.4_llama-3.1-8b_rtx3090_20k.log", "--json").exit_code == 0
+
+
+def test_the_not_a_log_check_never_raises_on_odd_text():
+    # found by the fuzzer: JSON nested past Python's recursion limit, and a "CSV field" over csv's 131,072-character
+    # limit, are read as lines (and then refused as holding no vLLM line), never a traceback
+    from kvledger.evidence.vllm_log import parse_vllm_log
+
+    assert parse_vllm_log("[" * 100_000).not_a_log is None
+    assert parse_vllm_log("a,b,c\n" + "x" * 200_000 + ",1,2\n").not_a_log is None

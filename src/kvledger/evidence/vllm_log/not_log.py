@@ -22,7 +22,10 @@ _SAMPLE = 200  # lines read to decide
 
 def _table(lines: list[str]) -> str | None:
     for delim, name in ((",", "CSV"), ("\t", "TSV")):
-        rows = list(csv.reader(lines, delimiter=delim))
+        try:
+            rows = list(csv.reader(lines, delimiter=delim))
+        except csv.Error:  # a field over csv's limit, a NUL byte: not a table csv reads
+            return None
         width = len(rows[0])
         if width < 3 or len(rows) < 2 or not all(_COLUMN.match(c.strip()) for c in rows[0]):
             continue
@@ -40,7 +43,7 @@ def _json(text: str) -> str | None:
     try:
         json.loads(body)
         return "a JSON document"
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's recursion limit: read as lines
         return None  # JSON lines may be a collector's structured log, whose messages are read as lines
 
 
