@@ -2,7 +2,9 @@
 
 GiB (2**30 bytes) and GB (10**9 bytes) are never mixed: every constant and every
 formatter names its unit, and parsers accept only explicit unit suffixes (a bare
-number of bytes is the one exception, because bytes are the base unit).
+number of bytes is the one exception, because bytes are the base unit) — except the
+command line's size flags (:func:`parse_memory_flag`), where a bare number is GiB as
+in vLLM's ``--kv-offloading-size``.
 """
 
 from __future__ import annotations
@@ -57,19 +59,22 @@ def parse_bytes(text: str | int | float, *, what: str = "size") -> int:
 
 
 def parse_memory_flag(text: str, *, what: str) -> int:
-    """A memory figure typed on the command line (``--weights-memory 14.99GiB``): :func:`parse_bytes`, but a bare
-    number under 1 MiB is refused rather than read as bytes — no engine term is that small, and "15" almost always
-    means 15 GiB with the unit forgotten. ``0`` stays 0 B.
+    """A size typed on the command line (``--gpu-memory 80GiB``, ``--kv-offloading-size 256``): :func:`parse_bytes`,
+    except that a bare number is GiB (2^30 B). One rule for every size flag, the convention of vLLM's own
+    ``--kv-offloading-size`` (vllm/config/cache.py: "in GiB"); a byte count needs its unit ("16094076928B").
+    ``0`` stays 0 B.
 
     Raises:
-        InputError: as :func:`parse_bytes`, or a bare number between 0 and 1 MiB.
+        InputError: as :func:`parse_bytes`, or a bare number of 2^20 GiB (1 PiB) or more: a byte count without its unit.
     """
-    value = parse_bytes(text, what=what)
     m = _NUMBER_UNIT.match(str(text))
-    if m and not m.group(2) and 0 < value < MiB:
-        raise InputError(f"{what}: {text!r} has no unit and would be read as {value:,} bytes; give the unit, e.g. "
-                         f"'{str(text).strip()}GiB' (GiB, 2^30 B) or '{str(text).strip()}GB' (10^9 B)")
-    return value
+    if m and not m.group(2):
+        if abs(float(m.group(1))) >= 2**20:  # ≥ 1 PiB read as GiB: a byte count with its unit left off
+            raise InputError(f"{what}: {text!r} has no unit, and a bare number is GiB (as vLLM's "
+                             f"--kv-offloading-size): {float(m.group(1)):,.0f} GiB is more than any device or host. "
+                             f"For bytes write '{m.group(1)}B', for GiB '{m.group(1)}GiB'")
+        return parse_bytes(f"{m.group(1)}GiB", what=what)
+    return parse_bytes(text, what=what)
 
 
 _COUNT = re.compile(r"^\s*((?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([kKmMbBtT]?)\s*$")

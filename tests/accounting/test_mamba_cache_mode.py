@@ -154,7 +154,7 @@ def test_cli_no_enable_prefix_caching(capsys):
     from kvledger.cli.main import app
 
     args = ["plan", QWEN3_NEXT, "--gpu", "H100-SXM", "--tp", "4", "--max-model-len", "8192", "--available-kv-memory",
-            str(AVAIL_30_GIB)]
+            f"{AVAIL_30_GIB}B"]  # bytes need their unit: a bare number on a size flag is GiB
     on = CliRunner().invoke(app, args)
     off = CliRunner().invoke(app, args + ["--no-enable-prefix-caching"])
     assert "234.06x" in on.output and "283.44x" in off.output

@@ -51,3 +51,26 @@ def test_validate_reads_the_model_from_the_runs_record_as_calibrate_does(tmp_pat
     (tmp_path / "meta.json").write_text(json.dumps({"vllm_version": "0.19.0"}))
     res = runner.invoke(app, ["validate", path, "--gpu", "H100"])
     assert res.exit_code != 0 and "names no model; pass --model" in str(res.exception)
+
+
+def test_the_notes_name_meta_json_as_the_record_and_the_source_of_the_pool(tmp_path):
+    # the real RTX 4090 run's record states num_gpu_blocks 2588 and the three limits: the notes must say the pool and
+    # the limits came from meta.json, not from --num-gpu-blocks-override or the engine's defaults, and name meta.json
+    # (requests.jsonl holds the requests, not the settings)
+    path = _run_dir(tmp_path)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    meta["kv_cache"] = {"num_gpu_blocks": 2588, "block_size": 16, "gpu_memory_utilization": 0.9}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    setup = engine_for(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100"), load_measured(str(path)))
+    record = next(n for n in setup.notes if n.startswith("from the run's own record"))
+    assert f"({tmp_path / 'meta.json'})" in record and "requests.jsonl" not in record
+    pool = next(n for n in setup.notes if n.startswith("KV pool: "))
+    assert "from num_gpu_blocks_override in the run's record (meta.json)" in pool
+    assert "--num-gpu-blocks-override" not in pool and "engine defaults" not in pool
+    assert pool.endswith("max_num_seqs 8 (all three from the run's record)")
+    # a flag given on the command line is still said to be the flag
+    flagged = engine_for(SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", num_gpu_blocks_override=2000,
+                                        max_num_seqs=16), load_measured(str(path)))
+    pool = next(n for n in flagged.notes if n.startswith("KV pool: "))
+    assert "from --num-gpu-blocks-override" in pool
+    assert "max_model_len, max_num_batched_tokens: the run's record; the others a flag" in pool

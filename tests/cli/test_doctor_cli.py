@@ -138,12 +138,73 @@ def test_impossible_log_values_are_clear_errors_naming_the_line(tmp_path):
                  "99,999,999,999,984 tokens\n",
                  encoding="utf-8")
     msg = _error(p, "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100")
-    assert (
-        "line 3: the block count behind the printed KV cache size (99,999,999,999,984 tokens) 6,249,999,999,999 is not"
-        in msg
-    )
+    # the whole H100 as KV cache: 79.19 GiB = 85,029,027,840 B // 2,097,152 B per block (32 layers × 2 × 8 KV heads ×
+    # 128 × 2 B × 16 tokens) = 40,545 blocks, printed by 0.19 as 40,545 × 16 = 648,720 tokens
+    assert ("line 3: GPU KV cache size (tokens) 99,999,999,999,984 is more than the whole GPU could hold" in msg
+            and "÷ 2,097,152 B per block = 40,545 blocks, printed by vLLM 0.19.0 as at most 648,720" in msg)
     # an echoed setting outside vLLM's range: gpu_memory_utilization 1.5 (line 1)
     p.write_text("(APIServer pid=1) INFO 04-22 00:03:35 [entrypoints/utils.py:233] non-default args: "
                  "{'gpu_memory_utilization': 1.5}\n"
                  + fixture, encoding="utf-8")
     assert "line 1: gpu memory utilization 1.5 is not a value vLLM prints or accepts" in _error(p, "--gpu", "H100")
+
+
+def test_a_log_cut_off_after_the_kv_budget_says_what_was_compared(tmp_path):
+    # the first 6 lines of constructed_v1_preemptions_at_full_kv.log (its start-up is a real H100 measurement): it
+    # stops at "Available KV cache memory: 51.38 GiB". With --gpu H100 the memory terms are compared: ledger
+    # ceil(79.19 GiB × 0.9) = 76,526,125,056 B − weights 16,094,076,928 − activation peak 5,104,926,720 − non-torch
+    # 139,586,437 = 55,187,534,971 B = 51.40 GiB against the log's 51.38 GiB. No block count, KV cache size or
+    # concurrency is printed, so there is no capacity figure to check — not "the ledger has no figure".
+    log = tmp_path / "cut.log"
+    log.write_text("".join((LOGS / "constructed_v1_preemptions_at_full_kv.log").read_text().splitlines(True)[:6]))
+    out = " ".join(run(log, "--gpu", "H100").stdout.split())
+    assert "has no figure" not in out and "comparison with the ledger skipped" not in out
+    assert ("start-up: capacity figures not checked: the log prints no block count, KV cache size or concurrency, so "
+            "only its memory terms were compared") in out
+    assert "available KV memory: log 51.38 GiB (line 6), ledger 51.40 GiB (+0.02 GiB)" in out
+    d = json.loads(run(log, "--gpu", "H100", "--json").stdout)["startup"]
+    assert d["consistent"] is None and d["skipped"] is None and "51.40 GiB" in d["memory_only"]
+
+
+def test_impossible_capacity_and_unreadable_figures_exit_2_without_a_traceback(tmp_path):
+    # the real start-up of constructed_v1_preemptions_at_full_kv.log (its first 6 lines: Llama-3.1-8B-Instruct, vLLM
+    # 0.11.0, 51.38 GiB available) and a printed KV cache size of 999,999,999,999 tokens: even the whole H100 holds
+    # 40,545 blocks × 16 = 648,720 tokens of this model (see above), so vLLM cannot have printed it
+    head = "".join((LOGS / "constructed_v1_preemptions_at_full_kv.log").read_text().splitlines(True)[:6])
+    p = tmp_path / "edited.log"
+    p.write_text(head + "(EngineCore_DP0 pid=312) INFO 11-04 14:58:40 [kv_cache_utils.py:1087] GPU KV cache size: "
+                        "999,999,999,999 tokens\n")
+    proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", "doctor", str(p), "--gpu", "H100"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "line 7: GPU KV cache size (tokens) 999,999,999,999 is more than the whole GPU could hold" in proc.stderr
+    # "nan GiB" is no figure (Python formats a failed computation so): an error naming the line, not a silent skip
+    p.write_text(head.replace("Available KV cache memory: 51.38 GiB", "Available KV cache memory: nan GiB"))
+    assert "line 6: 'Available KV cache memory: nan' is not a figure" in _error(p, "--gpu", "H100")
+
+
+def test_a_table_or_json_is_refused_as_not_a_log(tmp_path):
+    # a CSV of start-ups (the shape of ../shared/data/vllm-startups-0.19/startups.csv): one cell quotes vLLM's
+    # "151936 is not divisible by 5"; no line carries vLLM's logger header, and every row has the header's width
+    p = tmp_path / "startups.csv"
+    p.write_text("log_file,status,vllm_version,error\n"
+                 "a.log,ok,v0.19.0,\n"
+                 "b.FAILED.log,failed,v0.19.0,AssertionError: 151936 is not divisible by 5\n")
+    proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", "doctor", str(p)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "not_divisible" not in proc.stdout
+    assert "this is a CSV table (2 rows of 4 columns under a header row: log_file, status, vllm_version, " \
+           "error, …), not a vLLM server log" in " ".join(proc.stderr.split())
+    p.write_text('{"num_gpu_blocks": 26306}')
+    assert "this is a JSON document, not a vLLM server log" in _error(p)
+    # the real headerless posts (v0.6.4_*.log: the messages alone) are still logs
+    assert run(LOGS / "v0.6.4_llama-3.1-8b_rtx3090_20k.log", "--json").exit_code == 0
+
+
+def test_the_not_a_log_check_never_raises_on_odd_text():
+    # found by the fuzzer: JSON nested past Python's recursion limit, and a "CSV field" over csv's 131,072-character
+    # limit, are read as lines (and then refused as holding no vLLM line), never a traceback
+    from kvledger.evidence.vllm_log import parse_vllm_log
+
+    assert parse_vllm_log("[" * 100_000).not_a_log is None
+    assert parse_vllm_log("a,b,c\n" + "x" * 200_000 + ",1,2\n").not_a_log is None

@@ -48,7 +48,8 @@ def test_a_data_dir_allows_its_files_and_nothing_outside(tmp_path):
 def test_bad_numbers_are_named_in_words():
     client = TestClient(create_app())
     r = _get(client, gpu_memory_utilization="nan")
-    assert r.status_code == 400 and r.json()["error"] == ("invalid setting: --gpu-memory-utilization must be a finite "
+    # the request's field, not the command line's flag (webapp_words.py)
+    assert r.status_code == 400 and r.json()["error"] == ("invalid setting: gpu_memory_utilization must be a finite "
                                                           "number, got nan")
     r = _get(client, tp="two")
     assert r.status_code == 400 and r.json()["error"] == "invalid parameter: tp must be a whole number, got 'two'"

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-__all__ = ["tier_notes"]
+__all__ = ["tier_notes", "HOST_GIB_PER_GPU_MAX"]
+
+#: host memory per GPU above which an offloading size is beyond any real host, GiB: 16× the 256 GiB per GPU of a
+#: large cloud GPU host (AWS p5.48xlarge: 2 TiB of memory for 8 GPUs, catalog/data/prices.SOURCES.md)
+HOST_GIB_PER_GPU_MAX = 4096
 
 
 def tier_notes(plan, tiers, out) -> list[str]:
     """Notes for ``build_tier_plan``: store/load rule, what is assumed, what is not modelled."""
     eng = plan.settings.engine
     notes = []
+    ranks = plan.settings.tp * plan.settings.pp
+    size = getattr(tiers, "kv_offloading_size_gib", None)
+    if eng == "vllm" and size is not None and size / ranks > HOST_GIB_PER_GPU_MAX:
+        notes.append(f"WARNING: --kv-offloading-size {size:,.0f} GiB over {ranks} GPU(s) is {size / ranks:,.0f} GiB of "
+                     f"host memory per GPU, more than any real host holds (above {HOST_GIB_PER_GPU_MAX:,} GiB per "
+                     "GPU, 16× the 256 GiB per GPU of a large cloud GPU host such as AWS p5.48xlarge: 2 TiB for 8 "
+                     "GPUs); a bare number is GiB — check the size and its unit")
     if eng == "vllm":
         notes.append("vLLM OffloadingConnector: every newly computed full block is stored to the CPU tier as it is "
                      "computed (write-through, kv_offload LRU; ARC and store_threshold reuse gating are opt-in "

@@ -9,10 +9,12 @@ profile written here and passed back as ``--step-cost FILE`` reproduces the numb
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import PurePath
 from typing import Any
 
 from kvledger.accounting.calibration_profile import PROFILE_KIND
 from kvledger.accounting.fitted_cost import GPU_TERMS, LinearStepCost
+from kvledger.analyses.serving import notes as N
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.calibration.compare import Comparison, compare_runs
 from kvledger.calibration.fit import METRIC_WEIGHTS, STAT_QUANTILES
@@ -26,16 +28,39 @@ from kvledger.errors import InputError
 __all__ = ["engine_for", "calibrate_runs", "calibrate_files", "headline_errors"]
 
 
-def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimRequestArgs, list[str]]:
+def _record_name(run: MeasuredRun) -> str:
+    """The file the run's launch settings were read from: its reader's record file (LLMServingSim: meta.json beside
+    requests.jsonl) when it names one, else the run's own file."""
+    extra = run.measured.metadata.extra if run.measured is not None else {}
+    return str(extra.get("record_file") or run.source)
+
+
+def _pool_note(note: str, plan: Any, record: str, taken: dict[str, Any]) -> str:
+    """The simulation's "KV pool: …" note with the record named as the source of what it gave (from_plan.py writes it
+    as if every setting came from a flag or a default)."""
+    m = plan.memory
+    if not note.startswith("KV pool: ") or m.engine != "vllm":
+        return note
+    limits = [k for k in ("max_model_len", "max_num_batched_tokens", "max_num_seqs") if k in taken]
+    if "num_gpu_blocks_override" in taken:  # the record's file name here; the note above names it in full
+        pool = N.pool_from_override(m, f"num_gpu_blocks_override in the run's record ({PurePath(record).name})")
+    else:
+        pool = N.pool_from_override(m) if plan.settings.num_gpu_blocks_override else N.pool_from_plan(m)
+    said = (f"{', '.join(limits)}: the run's record; the others a flag or the engine's default" if limits
+            else "engine defaults unless set")
+    return N.kv_pool(pool, N.limits(m, said if len(limits) < 3 else "all three from the run's record"))
+
+
+def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimRequestArgs, list[str], dict[str, Any]]:
     """``args`` with every engine setting the run's own record states (``run_record.recorded_settings``) filled in where
-    the user left it unset, and notes saying which. A record names the engine it measured: replaying it under other
-    defaults would not be that engine.
+    the user left it unset, notes saying which, and the settings taken from the record. A record names the engine it
+    measured: replaying it under other defaults would not be that engine.
 
     Raises:
         InputError: the record states a deployment kvledger cannot replay as one engine (data or pipeline parallel).
     """
     if run.source.startswith("distserve:"):  # DistServe's settings are vLLM 0.2.3's, given on the command line
-        return (replace(args, tp=args.tp or 1), [])
+        return (replace(args, tp=args.tp or 1), [], {})
     extra = dict(run.measured.metadata.extra) if run.measured is not None else {}
     if not extra.get("engine_kwargs") and run.engine_hints:
         extra["engine_kwargs"] = run.engine_hints
@@ -58,21 +83,23 @@ def _with_run_settings(args: SimRequestArgs, run: MeasuredRun) -> tuple[SimReque
     notes = []
     if taken:
         text = ", ".join(f"{k} {v}" for k, v in taken.items())
-        notes.append(f"from the run's own record ({run.source}): {text} (a flag given on the command line wins)")
+        notes.append(f"from the run's own record ({_record_name(run)}): {text} (a flag given on the command line "
+                     "wins)")
     if args.tp is None and "tp" not in taken:
         taken["tp"] = 1
     if run.num_dropped and run.target_stats is None:
         notes.append(f"{run.num_dropped} failed or unfinished request(s) of the run dropped: compared on the "
                      f"{len(run.requests)} that finished")
-    return replace(args, **taken), notes
+    return replace(args, **taken), notes, taken
 
 
 def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None = None) -> SimSetup:
     """The simulation setup (plan, engine settings, step cost from ``args.step_cost``) for replaying ``run``, with the
     launch settings the run's own record states filled in where the user gave none."""
-    args, notes = _with_run_settings(args, run)
+    args, notes, taken = _with_run_settings(args, run)
     setup = prepare(args, run.requests, run.label)
-    setup.notes = notes + list(setup.notes)
+    setup.notes = notes + [_pool_note(n, setup.plan, _record_name(run), taken) if setup.plan is not None else n
+                           for n in setup.notes]
     if max_paddings is not None:
         if setup.config.batching != "vllm_v0":
             raise InputError("--max-paddings is a vLLM V0 (0.2.x) setting: it needs --batching vllm_v0")

@@ -7,9 +7,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from kvledger.catalog.gpus import GpuSpec, custom_gpu, get_gpu
+from kvledger.catalog.gpus import GpuSpec, custom_gpu, get_gpu, gpu_catalog
+from kvledger.errors import InputError
 
-__all__ = ["gpu_file", "resolve_gpu"]
+__all__ = ["gpu_file", "resolve_gpu", "check_device_memory"]
 
 
 @lru_cache(maxsize=1)
@@ -158,3 +159,21 @@ def resolve_gpu(name_or_path: str, *, memory_bytes: int | None = None, bandwidth
                    memory_low_bytes=checked.memory_bytes if given else g.memory_low_bytes,
                    memory_high_bytes=checked.memory_bytes if given else g.memory_high_bytes,
                    memory_basis="given" if given else g.memory_basis)
+
+
+def check_device_memory(memory_bytes: int | None, flag: str) -> int | None:
+    """``memory_bytes`` itself when no catalog GPU is smaller than it could hold: a device total above the largest
+    catalog GPU's (catalog/data/gpus.csv) is refused, since a typo there ("8000GiB") plans terabytes of KV cache.
+
+    Raises:
+        InputError: naming the largest catalog GPU and its memory, and the GPU file for a device beyond it.
+    """
+    if memory_bytes is None:
+        return None
+    top = max(gpu_catalog().values(), key=lambda g: g.memory_bytes)
+    if memory_bytes > top.memory_bytes:
+        raise InputError(f"{flag}: {memory_bytes / 2**30:,.2f} GiB is more memory than any GPU holds: the largest in "
+                         f"the GPU catalog is the {top.name} with {top.memory_bytes / 2**30:,.2f} GiB "
+                         "(catalog/data/gpus.csv). A bare number is GiB, as for every size flag; for a device beyond "
+                         "the catalog pass a GPU file (--gpu FILE.json with its memory)")
+    return memory_bytes

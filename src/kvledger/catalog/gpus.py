@@ -122,6 +122,13 @@ class GpuSpec:
         display driver (WDDM). False for PCIe cards and for a GPU whose form factor is not given."""
         return bool(self.form_factor) and not self.form_factor.startswith("PCIe")
 
+    @property
+    def bf16_supported(self) -> bool:
+        """False below compute capability 8.0 (T4, sm75): vLLM refuses bfloat16 there ("Bfloat16 is only supported on
+        GPUs with compute capability of at least 8.0 … --dtype=half", its CUDA platform's dtype check) and serves in
+        float16, so the catalog's ``bf16_flops_per_s`` holds the FP16 dense rate for such a GPU (gpus.csv notes)."""
+        return self.arch not in ("sm70", "sm75")
+
     def ridge_flops_per_byte(self, dtype: str = "bf16") -> float:
         """Roofline ridge point: dense peak FLOP/s ÷ HBM bytes/s, FLOP/B (H100 SXM bf16: 989.5e12/3.35e12 = 295.4)."""
         peak = {"bf16": self.bf16_flops_per_s, "fp8": self.fp8_flops_per_s, "fp4": self.fp4_flops_per_s}[dtype]

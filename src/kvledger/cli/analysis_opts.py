@@ -20,7 +20,7 @@ TP_OPT = option(EngineFlags, "tp", 1, help="Tensor-parallel degree.")
 MAX_LEN_OPT = option(EngineFlags, "max_model_len", help="Tokens (8192, 8K, 128K); default: from the config.")
 UTIL_OPT = option(EngineFlags, "gpu_memory_utilization", help="vLLM fraction of the device total (default by version).")
 AVAIL_OPT = typer.Option(None, "--available-kv-memory", help="Your engine's printed 'Available KV cache memory' (e.g. "
-                                                             "11.47GiB).")
+                                                             "11.47GiB; a bare number is GiB).")
 BLOCK_OPT = option(EngineFlags, "block_size", help="Tokens per KV block (default 16).")
 VERSION_OPT = option(EngineFlags, "engine_version", help="vLLM version whose rules to apply (default: newest read).")
 BW_OPT = option(EngineFlags, "achievable_bandwidth_fraction", also=("--bandwidth-fraction",),
@@ -66,30 +66,31 @@ def load_target(model: str, gpu: str, *, tp: int = 1, max_model_len: str | None 
     from kvledger.accounting.settings import make_settings
     from kvledger.catalog.gpu_file import resolve_gpu
     from kvledger.catalog.models import load_model
-    from kvledger.units import parse_bytes, parse_tokens
+    from kvledger.units import parse_memory_flag, parse_tokens
 
     settings = make_settings(
         tp=tp, max_model_len=parse_tokens(max_model_len, what="--max-model-len") if max_model_len else None,
         gpu_memory_utilization=gpu_memory_utilization, block_size=block_size, engine_version=engine_version,
-        available_kv_memory_bytes=parse_bytes(available_kv_memory,
-                                              what="--available-kv-memory") if available_kv_memory else None,
+        available_kv_memory_bytes=parse_memory_flag(available_kv_memory,
+                                                    what="--available-kv-memory") if available_kv_memory else None,
         achievable_bandwidth_fraction=0.8 if bandwidth_fraction is None else bandwidth_fraction,
             achievable_flops_fraction=flops_fraction, **extra)
     return load_model(model), resolve_gpu(gpu), settings
 
 
 def gib_option(v: str | None, what: str) -> float | None:
-    """A size flag in GiB as vLLM's ``--kv-offloading-size`` takes it: a number of GiB, or a size with its unit
-    (256GiB, 300GB); None when not given.
+    """A size flag in GiB (``--kv-offloading-size`` and the other tier sizes): a bare number is GiB, as for every
+    size flag (units.parse_memory_flag, vLLM's convention), or a size with its unit (256GiB, 300GB); None when not
+    given.
 
     Raises:
         InputError: unreadable text, a unit that is not a size, a negative or non-finite value.
     """
-    from kvledger.units import parse_bytes
+    from kvledger.units import parse_memory_flag
 
     if v is None:
         return None
-    try:
+    try:  # a bare number: GiB, kept exact (not rounded to whole bytes)
         return float(v)
     except ValueError:
-        return parse_bytes(v, what=what) / 2**30
+        return parse_memory_flag(v, what=what) / 2**30

@@ -37,7 +37,7 @@ def doctor(
         typer.echo(strict_json.dumps(rep.to_dict(), indent=2))
     else:
         _render(rep, verbose)
-    if rep.failed:  # a server that did not start is not healthy: scripts and CI see it in the exit status
+    if rep.failed:  # a server that did not start, or died serving, is not healthy: scripts and CI see it in the status
         raise typer.Exit(1)
 
 

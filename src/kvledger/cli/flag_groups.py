@@ -174,7 +174,8 @@ class TierFlags:
     ``offload``; ``plan`` does not take the simulator-only rules, SIM_ONLY)."""
 
     kv_offloading_size: str | None = flag("--kv-offloading-size", help=(
-        "vLLM: host memory for KV offloading, GiB summed over the TP×PP ranks (256 or 256GiB); adds the KV tiers."))
+        "vLLM: host memory for KV offloading, summed over the TP×PP ranks; a bare number is GiB, vLLM's unit (256 = "
+        "256GiB; as for every size flag); adds the KV tiers."))
     kv_offloading_backend: str | None = flag("--kv-offloading-backend", help=(
         "vLLM: native (OffloadingConnector) or lmcache."))
     enable_hierarchical_cache: bool | None = flag("--enable-hierarchical-cache", help="SGLang HiCache: a host KV tier.")

@@ -60,19 +60,20 @@ def plan(
     block_size: int | None = option(EngineFlags, "block_size", help="Tokens per KV block (default 16, or the "
                                                                     "backend's)."),
     available_kv_memory: str | None = typer.Option(None, "--available-kv-memory", help="Your engine's printed "
-        "'Available KV cache memory' (e.g. 51.38GiB or bytes)."),
+        "'Available KV cache memory' (e.g. 51.38GiB; a bare number is GiB, as for every size flag)."),
     num_gpu_blocks_override: int | None = option(EngineFlags, "num_gpu_blocks_override", help="vLLM's flag: fix the "
         "block count."),
-    weights_memory: str | None = typer.Option(None, "--weights-memory", help="Measured weight memory (e.g. 14.99GiB) "
-                                                                             "instead of the computed one."),
+    weights_memory: str | None = typer.Option(None, "--weights-memory", help="Measured weight memory (e.g. 14.99GiB; "
+                                                                             "bare: GiB) instead of the computed one."),
     activation_peak: str | None = typer.Option(None, "--activation-peak", help="Measured activation peak instead of "
                                                                                "the model."),
     non_torch_memory: str | None = typer.Option(None, "--non-torch-memory", help="Measured non-torch memory instead of "
         "the model (by vLLM version, TP and PP)."),
     cudagraph_memory: str | None = typer.Option(None, "--cudagraph-memory", help="Your log's 'Estimated CUDA graph "
         "memory'."),
-    gpu_memory: str | None = typer.Option(None, "--gpu-memory", help="Device total as CUDA reports it (e.g. 79.18GiB), "
-                                                                     "overriding the catalog."),
+    gpu_memory: str | None = typer.Option(None, "--gpu-memory", help="Device total as CUDA reports it (e.g. 79.18GiB; "
+                                                                     "a bare number is GiB), overriding the catalog; "
+                                                                     "at most the largest catalog GPU's."),
     gpu_bandwidth: float | None = typer.Option(None, "--gpu-bandwidth", help="HBM bandwidth, TB/s (10^12 B/s), "
                                                                              "overriding the catalog."),
     gpu_bf16_tflops: float | None = typer.Option(None, "--gpu-bf16-tflops", help="Dense BF16 tensor peak, TFLOP/s, "
@@ -119,7 +120,7 @@ def plan(
 
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import engine_name, make_settings
-    from kvledger.catalog.gpu_file import resolve_gpu
+    from kvledger.catalog.gpu_file import check_device_memory, resolve_gpu
     from kvledger.catalog.models import load_model
     from kvledger.cli.analysis_opts import list_items
     from kvledger.report.plan_view import render_plan
@@ -130,7 +131,7 @@ def plan(
         or None
     )
     spec = load_model(model)
-    g = resolve_gpu(gpu, memory_bytes=_bytes_opt(gpu_memory, "--gpu-memory"),
+    g = resolve_gpu(gpu, memory_bytes=check_device_memory(_bytes_opt(gpu_memory, "--gpu-memory"), "--gpu-memory"),
                     bandwidth_bytes_per_s=gpu_bandwidth * 1e12 if gpu_bandwidth is not None else None,
                     bf16_flops_per_s=gpu_bf16_tflops * 1e12 if gpu_bf16_tflops is not None else None)
     prof = None  # as simulate (step_cost_choice.gpu_profile_of): the GPU's bundled profile unless both fractions given

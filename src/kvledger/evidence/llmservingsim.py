@@ -109,6 +109,8 @@ def read_llmservingsim(path: str | Path) -> RunRecords:
     hw = meta.get("hardware") or {}
     extra = {k: meta[k] for k in ("vllm_version", "engine_kwargs", "kv_cache", "dataset_path",
                                   "started_at") if k in meta}
+    if meta:
+        extra["record_file"] = str(meta_path)  # the launch record the settings come from (not requests.jsonl)
     resolved = meta.get("resolved_config") or {}
     picked = {k: resolved[k] for k in ("scheduler_config", "parallel_config", "cache_config")
               if isinstance(resolved.get(k), dict)}

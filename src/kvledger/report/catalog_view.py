@@ -53,14 +53,16 @@ def render_gpus(cat: dict[str, Any], con: Any) -> None:
         row = {"id": g.gpu_id, "name": g.name, "CUDA GiB": f"{g.memory_bytes / GiB:,.2f}",
                "smi MiB": f"{g.nvidia_smi_mib:,}" if g.nvidia_smi_mib else "",
                "TB/s": f"{g.hbm_bandwidth_bytes_per_s / 1e12:g}",
-               "BF16 TF": f"{g.bf16_flops_per_s / 1e12:g}",
+               "BF16 TF": (f"{g.bf16_flops_per_s / 1e12:g}" if g.bf16_supported
+                           else f"no bf16 (FP16 {g.bf16_flops_per_s / 1e12:g})"),
                "FP8 TF": f"{g.fp8_flops_per_s / 1e12:g}" if g.fp8_flops_per_s else "",
                "ridge": f"{g.ridge_flops_per_byte():,.0f}",
                "scale-up link": (f"{g.interconnect} {g.interconnect_bytes_per_s / 1e9:g} GB/s"
                                  if g.interconnect_bytes_per_s else g.interconnect)}
         t.add_row(*(row[c] for c in cols))
     t.caption = (
-        "CUDA GiB: device total as CUDA reports it; TB/s: HBM bandwidth; TF: dense TFLOP/s; ridge: FLOP per byte"
+        "CUDA GiB: device total as CUDA reports it; TB/s: HBM bandwidth; TF: dense TFLOP/s; ridge: FLOP per byte; "
+        "no bf16: below compute capability 8.0 vLLM serves in float16 (--dtype half), at the FP16 rate shown"
     )
     con.print(t)
 

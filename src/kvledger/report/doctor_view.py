@@ -62,6 +62,8 @@ def _startup(con: Any, cmp: Any) -> None:
         said = (_REPRODUCED if cmp.consistent
                 else "the ledger does NOT reproduce the log's capacity figures: see the rows above")
         con.print("[bold]" + said + "[/]")
+    elif cmp.memory_only:
+        con.print(f"[bold]capacity figures not checked: {escape(cmp.memory_only)}[/]")
     elif cmp.skipped:
         con.print(f"[bold]comparison with the ledger skipped: {escape(cmp.skipped)}[/]")
     for n in cmp.notes:
@@ -129,13 +131,15 @@ def _brief(con: Any, rep: Any) -> None:
         said = (_REPRODUCED if cmp.consistent
                 else "the ledger does NOT reproduce the log's capacity figures (--verbose shows the rows)")
         con.print("start-up: " + said)
+    elif cmp.memory_only:
+        con.print(f"start-up: capacity figures not checked: {escape(cmp.memory_only)}")
     elif cmp.skipped:
         con.print(f"start-up: comparison with the ledger skipped: {escape(cmp.skipped)}")
     refused = _refused_start(cmp) if cmp is not None else None
     if refused:
         con.print(f"[bold red]FOUND[/] [bold]start-up[/] (max_model_len_does_not_fit): {escape(refused)}")
     for f in rep.findings:
-        if rep.failed and not f.triggered:  # a server that never served: its traffic findings say nothing
+        if rep.not_started and not f.triggered:  # a server that never served: its traffic findings say nothing
             con.print(f"[dim]— {f.name}: not diagnosed (the server did not start)[/]")
             continue
         flag = "[bold red]FOUND[/]" if f.triggered else "[green]ok[/]"
@@ -158,7 +162,9 @@ def render_doctor(rep: DoctorReport, verbose: bool = False) -> None:
     con, s = Console(highlight=False), rep.log_summary
     con.print(f"[bold]kvledger doctor[/] {escape(rep.source)}: vLLM {s['version'] or '(version unknown)'} — "
               f"{escape(s['version_source'])}; "
-              f"{s['generation'] or '?'} engine; ledger rules of {s['rules_version']} ({escape(s['rules_reason'])})")
+              f"{s['generation'] or '?'} engine; "
+              + (f"ledger rules of {s['rules_version']}" if s["rules_version"] else "no ledger rules")
+              + f" ({escape(s['rules_reason'])})")
     con.print(f"{s['vllm_lines']:,} of {s['total_lines']:,} lines read ({s['skipped_lines']:,} skipped as unknown); "
               f"{s['metrics_lines']} metrics lines, {s['preemption_lines']} per-preemption warning lines (preemptions "
               f"are also counted in the metrics lines)")

@@ -31,7 +31,11 @@ def _model(p: Plan) -> Table:
         t.add_row("active parameters", f"{m.num_active_params:,}",
                   f"top-{m.experts_per_token} of {m.num_experts} experts per layer, embeddings included")
     wb = m.weight_bytes()
-    t.add_row("weights (whole model)", fmt_bytes(wb), f"{m.quant.description}; {m.dtype}")
+    plan_w = next((d for d in p.memory.deductions if d.name == "weights"), None)
+    also = ("" if plan_w is None or plan_w.bytes == wb else
+            f"; the memory plan's weights term ({plan_w.bytes / GiB:,.2f} GiB) is per GPU, as vLLM allocates them"
+            + (", with its RoPE cos/sin buffer" if "RoPE" in plan_w.source else ""))
+    t.add_row("weights (checkpoint tensors, whole model)", fmt_bytes(wb), f"{m.quant.description}; {m.dtype}{also}")
     t.add_row("layers", ", ".join(f"{n} {k}" for k, n in m.layer_counts().items()), m.source)
     for n in m.notes:
         t.add_row("note", "", n)
@@ -77,7 +81,8 @@ def _memory(p: Plan) -> Table:
     for d in m.deductions:
         r = range_text(d.low_bytes, d.high_bytes, fmt=",.2f")
         rs = f"; range {r} GiB" + (f": {d.range_source}" if d.range_source else "") if r else ""
-        t.add_row(f"− {d.name}", f"{d.bytes / GiB:,.2f}", f"{d.bytes / GB:,.2f}", d.source + rs)
+        label = f"− {d.name}" + (" (+ RoPE buffer)" if d.name == "weights" and "RoPE" in d.source else "")
+        t.add_row(label, f"{d.bytes / GiB:,.2f}", f"{d.bytes / GB:,.2f}", d.source + rs)
     src = "given: your engine's printed figure" if m.available_given else "what remains"
     if m.kv_free:
         src = (f"none allocated: no KV cache group, so vLLM skips the profile and gives the cache 0 B "

@@ -146,24 +146,23 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse
 
-    from kvledger.accounting.settings import reason_in_words
     from kvledger.errors import KvLedgerError
     from kvledger.report.jsonout import strict_json
     from kvledger.report.webapp_guard import Busy, Refused, WorkQueue, check_request
     from kvledger.report.webapp_inputs import check_web_gpu, check_web_model, check_web_trace
     from kvledger.report.webapp_page import PAGE
+    from kvledger.report.webapp_words import in_app_words, request_errors
 
     app = FastAPI(title="kvledger", docs_url=None, redoc_url=None, openapi_url=None)
     queues = {"plan": WorkQueue("plan", running=2, waiting=8), "serving": WorkQueue("serving", running=1, waiting=2)}
 
     @app.exception_handler(KvLedgerError)
     async def _bad_input(_request: Request, err: KvLedgerError) -> JSONResponse:
-        return JSONResponse({"error": str(err)}, status_code=400)
+        return JSONResponse({"error": in_app_words(str(err))}, status_code=400)
 
     @app.exception_handler(RequestValidationError)
     async def _bad_param(_request: Request, err: RequestValidationError) -> JSONResponse:
-        msgs = [f"{e['loc'][-1]} {reason_in_words(e)}, got {e.get('input')!r}" for e in err.errors()]
-        return JSONResponse({"error": "invalid parameter: " + "; ".join(msgs)}, status_code=400)
+        return JSONResponse({"error": request_errors(list(err.errors()))}, status_code=400)
 
     @app.exception_handler(Refused)
     async def _refused(_request: Request, err: Refused) -> JSONResponse:

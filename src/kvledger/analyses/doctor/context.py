@@ -19,7 +19,7 @@ from typing import Any
 from kvledger.accounting.plan import Plan, build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.vllm_rules import era, parse_version, printed_capacity_lines
-from kvledger.analyses.doctor.checks import check_log_values, check_setting
+from kvledger.analyses.doctor.checks import check_capacity, check_log_values, check_setting, printed_figures
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.gpus import GpuSpec, custom_gpu
 from kvledger.catalog.models import load_model
@@ -202,23 +202,6 @@ def stand_in_gpu(log: VllmLog, gpu: GpuSpec | None, settings: dict[str, Any]) ->
     return custom_gpu("unknown GPU (stand-in)", total, 1e12, 1e14)
 
 
-_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-_CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
-
-
-def printed_figures(lines: tuple[str, ...] | list[str]) -> dict[str, float]:
-    """The numbers in capacity lines (the ledger's or the log's): kv_cache_tokens, num_gpu_blocks, max_concurrency."""
-    text = " ".join(lines)
-    out: dict[str, float] = {}
-    if m := _TOKENS.search(text):
-        out["kv_cache_tokens"] = int(m.group(1).replace(",", ""))
-    if m := re.search(r"# GPU blocks: (\d+)", text):
-        out["num_gpu_blocks"] = int(m.group(1))
-    if m := _CONC.search(text):
-        out["max_concurrency"] = float(m.group(2))
-    return out
-
-
 def log_blocks(log: VllmLog, plan: Plan | None) -> tuple[int | None, int | None, str]:
     """The log's block count (low, high) and how it was found: printed, the override, or inverted from the
     printed "GPU KV cache size" under this version's rule (docs/engine-model.md §1.7) using the plan's layout."""
@@ -263,7 +246,8 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
     check_options("doctor", {"replicas": replicas, "prefix_share": prefix_share})  # kvledger.ranges
     spec, msrc = _resolve_model(log, model)
     g, gsrc = _resolve_gpu(log, gpu)
-    check_log_values(log, g.memory_bytes if g is not None else None, f"{g.name}, --gpu {gpu}" if gpu and g else gsrc)
+    device_source = f"{g.name}, --gpu {gpu}" if gpu and g else gsrc.split(";")[0]
+    check_log_values(log, g.memory_bytes if g is not None else None, device_source)
     kw, src, notes = _settings(log, engine_version)
     plans: list[Plan | None] = [None, None, None]
     if spec is not None:
@@ -278,6 +262,8 @@ def build_context(log: VllmLog, *, model: str | None = None, gpu: str | None = N
                 notes.append(f"ledger: {p}")
                 plans[i] = None
         base = plans[1] or plans[0] or plan_with(spec, sg, kw)
+        check_capacity(log, base if not isinstance(base, str) else None, g.memory_bytes if g else None,
+                       device_source)
         blocks = log_blocks(log, base if not isinstance(base, str) else None)
         if blocks[0] is not None and st.num_gpu_blocks is None and st.num_gpu_blocks_override is None:
             check_setting(log, "kv_cache_tokens", "num_gpu_blocks_override", blocks[0], st.lines.get("kv_cache_tokens"),

@@ -13,6 +13,7 @@ from typing import Any
 
 from kvledger.analyses.doctor.capacity import diagnose_capacity
 from kvledger.analyses.doctor.context import build_context, model_mismatch
+from kvledger.analyses.doctor.crash import diagnose_crash
 from kvledger.analyses.doctor.failure import diagnose_failure
 from kvledger.analyses.doctor.startup import compare_startup
 from kvledger.analyses.doctor.traffic import diagnose_batching, diagnose_prefix_cache
@@ -51,7 +52,7 @@ def diagnose(log: VllmLog, *, model: str | None = None, gpu: str | None = None, 
     require_vllm(log)
     ctx = build_context(log, model=model, gpu=gpu, replicas=replicas, prefix_share=prefix_share,
                         engine_version=engine_version)
-    failed = diagnose_failure(ctx)
+    failed = diagnose_failure(ctx) or diagnose_crash(ctx)
     findings = ((failed,) if failed else ()) + (diagnose_capacity(ctx), diagnose_prefix_cache(ctx),
                                                 diagnose_batching(ctx))
     mismatch = model_mismatch(log, model, ctx.model) if model and ctx.model else None

@@ -38,7 +38,10 @@ def _ledger_line(ctx: DoctorContext) -> str:
 
 def diagnose_failure(ctx: DoctorContext) -> Finding | None:
     """The start-up failure finding, or None when the log shows no failure."""
-    fails = ctx.log.failures
+    log = ctx.log
+    # a failure after the server began serving is a crash (crash.py), not a start-up failure; failures before it
+    # did not stop the start-up
+    fails = list(log.failures) if log.serving_line is None else []
     if not fails:
         return None
     kind = min((f.kind for f in fails), key=FAILURE_KINDS.index)  # the most specific kind the log shows

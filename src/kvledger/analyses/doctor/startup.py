@@ -276,8 +276,22 @@ def compare_startup(ctx: DoctorContext) -> StartupComparison | None:
     notes = list(ctx.notes) + list(st.notes)
     if ctx.model is None:
         notes.append("no model: " + ctx.model_source)
+    memory_only = _memory_only(rows) if consistent is None else None
     return StartupComparison(_settings(ctx), tuple(rows), consistent, tuple(notes),
-                             _skipped(ctx) if consistent is None else None)
+                             _skipped(ctx) if consistent is None and memory_only is None else None, memory_only)
+
+
+def _memory_only(rows: list[ComparisonRow]) -> str | None:
+    """When the log stops before its capacity lines but memory terms were compared: what was compared (None when no
+    memory term was)."""
+    compared = [r for r in rows if r.unit == "B" and r.difference is not None]
+    if not compared:
+        return None
+    shown = [r for r in compared if r.term == "available KV memory"] or compared[:3]
+    figures = "; ".join(f"{r.term}: log {r.log_value / GiB:.2f} GiB (line {r.log_line}), ledger "
+                        f"{r.ledger_value / GiB:.2f} GiB ({r.difference / GiB:+.2f} GiB)" for r in shown)
+    return (f"the log prints no block count, KV cache size or concurrency, so only its memory terms were compared "
+            f"({len(compared)} of them; --verbose lists each): {figures}")
 
 
 def _skipped(ctx: DoctorContext) -> str:

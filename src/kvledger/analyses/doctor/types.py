@@ -69,6 +69,8 @@ class StartupComparison:
         rows: the comparison, term by term. consistent: True when every block/token/concurrency row agrees
             (within vLLM's printed rounding). notes: assumptions and rule choices.
         skipped: when no row could be compared (``consistent`` is None), why and what to pass to compare; else None.
+        memory_only: when the memory terms were compared but the log prints no capacity figure to check (a log cut
+            off after "Available KV cache memory"), what was compared; else None.
     """
 
     settings: dict[str, dict[str, Any]]
@@ -76,6 +78,7 @@ class StartupComparison:
     consistent: bool | None
     notes: tuple[str, ...] = ()
     skipped: str | None = None
+    memory_only: str | None = None
 
     def row(self, term: str) -> ComparisonRow | None:
         return next((r for r in self.rows if r.term == term), None)
@@ -88,7 +91,8 @@ class StartupComparison:
 class DoctorReport:
     """Everything ``kvledger doctor`` found in one log."""
 
-    __json__ = ("source", ("log", "log_summary"), "model", "gpu", "startup", "findings", "failed", "notes", "warnings")
+    __json__ = ("source", ("log", "log_summary"), "model", "gpu", "startup", "findings", "failed", "not_started",
+                "notes", "warnings")
     source: str
     log_summary: dict[str, Any]
     model: str | None
@@ -104,7 +108,13 @@ class DoctorReport:
 
     @property
     def failed(self) -> bool:
-        """True when the log shows the server failing to start (a ``startup_failure`` finding)."""
+        """True when the log shows the server failing to start or dying while serving (a ``startup_failure`` or
+        ``crashed_while_serving`` finding): never a healthy server."""
+        return self.not_started or self.finding("crashed_while_serving") is not None
+
+    @property
+    def not_started(self) -> bool:
+        """True when the server did not start (a ``startup_failure`` finding): its traffic findings say nothing."""
         return self.finding("startup_failure") is not None
 
     def to_dict(self) -> dict[str, Any]:

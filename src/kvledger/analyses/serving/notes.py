@@ -39,9 +39,9 @@ def does_not_fit(available_bytes: float, usable_blocks: int) -> str:
 
 # --- the KV pool and limits -------------------------------------------------------------------------------------------
 
-def pool_from_override(m: Any) -> str:
-    """``m``: the plan's MemoryPlan."""
-    return (f"{m.num_gpu_blocks:,} blocks of {m.block_size} tokens from --num-gpu-blocks-override "
+def pool_from_override(m: Any, source: str = "--num-gpu-blocks-override") -> str:
+    """``m``: the plan's MemoryPlan; ``source``: where the block count was given (the flag, or a run's record)."""
+    return (f"{m.num_gpu_blocks:,} blocks of {m.block_size} tokens from {source} "
             f"({m.num_gpu_blocks * m.bytes_per_block / _GIB:.2f} GiB of KV; the {m.engine} {m.engine_version} memory "
             f"plan would leave {m.available_kv_bytes / _GIB:.2f} GiB)")
 
@@ -51,13 +51,14 @@ def pool_from_plan(m: Any) -> str:
             f"({m.available_kv_bytes / _GIB:.2f} GiB for KV)")
 
 
-def limits(m: Any) -> str:
+def limits(m: Any, source: str = "engine defaults unless set") -> str:
+    """``source``: where max_model_len, max_num_batched_tokens and max_num_seqs come from."""
     if m.engine == "sglang":
         return (f"max_model_len {m.max_model_len:,}, chunked_prefill_size {m.max_num_batched_tokens:,} (as "
                 f"max_num_batched_tokens), max_running_requests {m.max_num_seqs:,} (as max_num_seqs; SGLang's "
                 "defaults unless set)")
     return (f"max_model_len {m.max_model_len:,}, max_num_batched_tokens {m.max_num_batched_tokens:,}, max_num_seqs "
-            f"{m.max_num_seqs:,} (engine defaults unless set)")
+            f"{m.max_num_seqs:,} ({source})")
 
 
 def kv_pool(pool: str, limits_text: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from kvledger.evidence.vllm_log.lines import segments
 from kvledger.jsonable import to_jsonable
 
-__all__ = ["StartupFailure", "FAILURE_KINDS", "VLLM_FAILURES", "failure_on_line", "root_cause"]
+__all__ = ["StartupFailure", "FAILURE_KINDS", "VLLM_FAILURES", "SERVING_READY", "failure_on_line", "root_cause"]
 
 _NEG_GIB = r"-\s?(\d{1,15}(?:\.\d{1,15})?)\s*GiB"
 # (kind, pattern), most specific first: a line takes the first kind that matches
@@ -30,12 +30,18 @@ _SIGNALS: tuple[tuple[str, re.Pattern[str]], ...] = (
                                       r"Worker failed with error")),
     ("engine_core_init_failed", re.compile(r"EngineCore failed to start|Engine core initialization failed|"
                                            r"Engine process failed to start")),
+    # V1's engine core died after start-up (v1/engine/core.py "EngineCore encountered a fatal error.", and the
+    # API server's vllm.v1.engine.exceptions.EngineDeadError)
+    ("engine_dead", re.compile(r"EngineDeadError|EngineCore encountered a fatal error")),
     ("traceback", re.compile(r"Traceback \(most recent call last\)")),
 )
 FAILURE_KINDS = tuple(k for k, _ in _SIGNALS)
 # the kinds only vLLM prints (a log holding one is a vLLM log even when no start-up figure was read)
 VLLM_FAILURES = frozenset({"negative_kv_memory", "no_kv_memory", "max_model_len_too_large", "dp_rank_out_of_bounds",
-                           "worker_init_failed", "engine_core_init_failed"})
+                           "worker_init_failed", "engine_core_init_failed", "engine_dead"})
+# Lines that show the server up and serving (the start-up is over): vLLM's API server announces itself only after the
+# engine is built (entrypoints/openai/api_server.py "Starting vLLM API server"), then uvicorn's own ready lines.
+SERVING_READY = re.compile(r"Starting vLLM API server|Application startup complete|Uvicorn running on")
 _ANY = re.compile("|".join(f"(?:{p.pattern})" for _, p in _SIGNALS))
 _EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)|Exception|AssertionError)"
                         r"(?::\s*(.*))?$")

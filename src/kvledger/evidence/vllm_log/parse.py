@@ -14,10 +14,11 @@ from typing import Any
 
 from kvledger.errors import FormatError, InputError
 from kvledger.evidence.vllm_log.engines import ENGINE_NAMES, other_engine_hits
-from kvledger.evidence.vllm_log.failures import VLLM_FAILURES, failure_on_line, root_cause
+from kvledger.evidence.vllm_log.failures import SERVING_READY, VLLM_FAILURES, failure_on_line, root_cause
 from kvledger.evidence.vllm_log.lines import Segment, seconds_of, segments
+from kvledger.evidence.vllm_log.not_log import not_a_log
 from kvledger.evidence.vllm_log.override import OverrideLine, split_overrides
-from kvledger.evidence.vllm_log.startup import apply_rules
+from kvledger.evidence.vllm_log.startup import apply_rules, unreadable_figure
 from kvledger.evidence.vllm_log.stats import parse_preemption, parse_stats, parse_v0_prefix_line
 from kvledger.evidence.vllm_log.types import PreemptionEvent, StartupFacts, StatsSample, VllmLog
 from kvledger.evidence.vllm_log.version import infer_generation, infer_version, rules_version
@@ -44,6 +45,7 @@ class _Collector:
         self.version_where: str | None = None
         self.overrides: list[OverrideLine] = []
         self.field_workers: dict[str, str] = {}
+        self.unreadable: list[tuple[int, str, str]] = []
 
     def add(self, result: dict[str, Any], seg: Segment) -> None:
         note, marker = result.pop("_note", None), result.pop("_marker", None)
@@ -150,13 +152,16 @@ def _relative(stats: list[StatsSample], events: list[PreemptionEvent]) -> tuple[
 
 def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEvent], dict[str, Any]]:
     c, stats, events = _Collector(), [], []
-    info: dict[str, Any] = {"total": 0, "vllm": 0, "other": {}, "other_first": {}, "failures": []}
+    info: dict[str, Any] = {"total": 0, "vllm": 0, "other": {}, "other_first": {}, "failures": [], "ready": None,
+                            "headed": 0}
     # Lines as `grep -n` counts them: only "\n" ends one (progress bars' bare "\r" and other separators that
     # str.splitlines() also breaks on stay inside their line).
     for n, raw in enumerate(text.removesuffix("\n").split("\n") if text else [], start=1):
         info["total"] += 1
         used = False
-        for seg in segments(n, raw):
+        segs = segments(n, raw)
+        info["headed"] += any(seg.src for seg in segs)
+        for seg in segs:
             t = seconds_of(seg.time_text)
             s = parse_stats(seg.message, n, seg.time_text, t)
             if s is not None:
@@ -172,8 +177,13 @@ def _scan(text: str) -> tuple[_Collector, list[StatsSample], list[PreemptionEven
             for result in apply_rules(seg.message):
                 c.add(result, seg)
                 used = True
+            if (bad := unreadable_figure(seg.message)) is not None:
+                c.unreadable.append((n, *bad))
+                used = True
             if used:
                 c.see(seg)
+        if info["ready"] is None and SERVING_READY.search(raw):
+            info["ready"] = n
         if (fail := failure_on_line(n, raw)) is not None:
             info["failures"].append(fail)
             used = used or fail.kind in VLLM_FAILURES
@@ -195,7 +205,8 @@ def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
     rules, why = rules_version(version, generation, c.markers)
     _take_override(c, version, generation)
     startup = StartupFacts(vllm_version=version, engine_generation=generation, workers=tuple(c.workers),
-                           lines=dict(c.lines), notes=tuple(c.notes), field_workers=dict(c.field_workers), **c.values)
+                           lines=dict(c.lines), notes=tuple(c.notes), field_workers=dict(c.field_workers),
+                           unreadable=tuple(c.unreadable), **c.values)
     if info["vllm"]:
         engine, evidence = "vllm", None
     elif info["other"]:
@@ -205,20 +216,31 @@ def parse_vllm_log(text: str, source: str = "<text>") -> VllmLog:
         engine, evidence = "unknown", None
     notes = [f"also holds {n} {ENGINE_NAMES[e]} line(s)" for e, n in info["other"].items() if engine == "vllm"]
     fails = info["failures"]
-    first_tb = next((f.line_no for f in fails if f.kind == "traceback"), None)
+    serving = min((x for x in (info["ready"], *(s.line_no for s in stats[:1]), *(e.line_no for e in events[:1]))
+                   if x is not None), default=None)
+    # the root cause of the failure that ended the log: after the server started serving, when it died then
+    after = 0 if serving is None or not any(f.line_no > serving for f in fails) else serving
+    first_tb = next((f.line_no for f in fails if f.kind == "traceback" and f.line_no > after), None)
     cause = root_cause(text, first_tb) if first_tb is not None else None
     return VllmLog(source, engine, evidence, version, vsrc, generation, rules, why, startup, tuple(stats),
                    tuple(events),
-                   info["total"], info["vllm"], info["total"] - info["vllm"], tuple(notes), tuple(fails), cause)
+                   info["total"], info["vllm"], info["total"] - info["vllm"], tuple(notes), tuple(fails), cause,
+                   serving, not_a_log(text, info["headed"]))
 
 
 def require_vllm(log: VllmLog) -> VllmLog:
     """The log itself when it holds vLLM lines.
 
     Raises:
-        UnsupportedLogError: a log from another engine (named, with the line that identified it), or
+        UnsupportedLogError: a table or JSON document (``not_log.py``), a log from another engine (named, with the
+            line that identified it), or
             a file with no vLLM start-up, metrics or preemption lines.
     """
+    if log.not_a_log:
+        raise UnsupportedLogError(log.source, f"this is {log.not_a_log}, not a vLLM server log: no line carries vLLM's "
+                                  "logger header ('INFO 03-21 20:15:45 [gpu_worker.py:267] …'), so vLLM messages "
+                                  "quoted in it are not events. kvledger doctor reads the text `vllm serve` "
+                                  "prints (its stdout/stderr)")
     if log.engine == "vllm":
         return log
     if log.engine in ENGINE_NAMES:

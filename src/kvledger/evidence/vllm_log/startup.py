@@ -24,7 +24,7 @@ from typing import Any
 from kvledger.evidence.vllm_log.settings_echo import from_arg_dict, from_command_line, from_key_values
 from kvledger.units import GiB
 
-__all__ = ["RULES", "apply_rules"]
+__all__ = ["RULES", "apply_rules", "unreadable_figure"]
 
 _V = r"v?(\d+\.\d+[\w.+-]*)"
 # Numbers as vLLM prints them, and nothing else: a figure such as "1.2.3" or a run of 40 digits does not match
@@ -189,3 +189,21 @@ def apply_rules(message: str) -> list[dict[str, Any]]:
             for m in pattern.finditer(message):
                 out.append(handler(m))
     return out
+
+
+# A start-up figure printed as nan or inf (Python's float formatting of a broken computation): the rules above do not
+# read it, and a comparison without it would be silently partial, so the doctor reports it (checks.py).
+_UNREADABLE = re.compile(
+    r"(Available KV cache memory|GPU KV cache size|Maximum concurrency for [\d,]+ tokens per request|"
+    r"(?:GPU|cuda) blocks|Model loading took|Loading model weights took|Total non KV cache memory|"
+    r"torch peak memory increase|non-torch forward increase memory|weights memory|Estimated CUDA graph memory)"
+    r":?\s*([-+]?(?:nan|inf(?:inity)?))\b", re.I)
+
+
+def unreadable_figure(message: str) -> tuple[str, str] | None:
+    """(label, text) when a start-up figure on this message is printed as nan or inf, else None."""
+    low = message.lower()
+    if "nan" not in low and "inf" not in low:
+        return None
+    m = _UNREADABLE.search(message)
+    return (m.group(1), m.group(2)) if m else None

@@ -85,6 +85,8 @@ class StartupFacts:
     lines: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     field_workers: dict[str, str] = field(default_factory=dict)
+    unreadable: tuple[tuple[int, str, str], ...] = ()
+    """Start-up figures printed as nan or inf: (line, label, text as printed); the doctor stops on them."""
 
     def found(self) -> list[str]:
         """Names of the fields the log printed (or that were derived from printed ones)."""
@@ -181,7 +183,13 @@ class VllmLog:
     failures: tuple[Any, ...] = ()
     """Start-up failure lines (failures.StartupFailure), in log order."""
     failure_cause: tuple[int, str] | None = None
-    """(line, "ExceptionType: message") of the first exception after the first traceback: the root cause."""
+    """(line, "ExceptionType: message") of the first exception after the first traceback: the root cause (when the
+    server died while serving, the first traceback after ``serving_line``)."""
+    serving_line: int | None = None
+    """The first line showing the server up and serving (an API-server-ready line, a metrics line or a preemption
+    line), or None: the start-up is over from here on."""
+    not_a_log: str | None = None
+    """What the input is when it is plainly not a log ("a CSV table (…)", "a JSON document"; not_log.py), else None."""
 
     @property
     def prints_preemption_counts(self) -> bool:

@@ -1,0 +1,59 @@
+"""Error texts in the web app's words: the core's messages name command-line flags (``--gpu FILE.json``,
+``--gpu-memory``, ``--gpu-provider``), which the app's form does not have; each is reworded for the app's fields, and
+a flag left over is said to be the command line's."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["in_app_words", "request_errors"]
+
+_FIELDS = ("model, GPU, engine, tensor parallel (TP), max_model_len, KV cache dtype, SLOs, API price row, traffic, "
+           "volume, utilization, requests per simulation")
+# (pattern, replacement), most specific first
+_WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
+    (r"for another GPU pass --gpu FILE\.json/\.toml \(fields: ([^)]*)\)",
+     r"for another GPU write a GPU file (.json/.toml; fields: \1) into the folder given to `kvledger ui --data-dir "
+     r"DIR` and name it in the GPU field"),
+    (r",? or a catalog GPU adjusted with --gpu-memory/--gpu-bandwidth/--gpu-bf16-tflops\.?",
+     r". A catalog GPU with other memory, bandwidth or peak is a command-line option (`kvledger plan --gpu-memory "
+     r"…`), not a field here."),
+    (r"Pick one with --gpu-provider \(and --instance\), or give --gpu-usd-per-hour",
+     r"The app has no provider field: `kvledger cost --gpu-provider P --instance I` picks one row, and "
+     r"`--gpu-usd-per-hour` there takes your own price"),
+    (r"\(or pass --gpu-usd-per-hour to give your own price\)",
+     r"(the app prices catalog rows only; `kvledger cost --gpu-usd-per-hour X` takes your own price)"),
+    (r"\(--max-model-len (\d+)\)", r"(max_model_len \1 in the context field)"),
+    (r"--max-model-len", r"the context field (max_model_len)"),
+    (r"--kv-cache-dtype", r"the KV cache dtype field"),
+    (r"--gpu-memory-utilization", r"gpu_memory_utilization"),  # the request's own field of that name
+    (r"--tensor-parallel-size|--tp\b", r"the tensor parallel (TP) field"),
+))
+_FLAG = re.compile(r"(?<![\w`-])--[a-z][a-z0-9-]+")
+
+
+def in_app_words(message: str) -> str:
+    """``message`` with the command line's flags replaced by the app's fields where the app has one; a flag the app
+    has no field for is kept and said to be the command line's."""
+    for pattern, replacement in _WORDS:
+        message = pattern.sub(replacement, message)
+    outside = [m.group(0) for m in _FLAG.finditer(re.sub(r"`[^`]*`", "", message))]
+    if outside:
+        message += (f" ({', '.join(dict.fromkeys(outside))}: `kvledger` command-line option"
+                    f"{'s' if len(set(outside)) > 1 else ''}; the app's fields are {_FIELDS})")
+    return message
+
+
+def request_errors(errors: list[dict]) -> str:
+    """One sentence for pydantic's validation errors of a request: a body that is not JSON (or not a JSON object)
+    said so, else each field with what it must be."""
+    from kvledger.accounting.settings import reason_in_words
+
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return ("the request body is not JSON: the app's API takes a JSON object such as "
+                '{"model": "meta-llama/Llama-3.1-8B", "gpu": "H100"}')
+    if any(e.get("type") == "model_attributes_type" or tuple(e.get("loc", ())) == ("body",) for e in errors):
+        return ('the request body is not a JSON object: the app\'s API takes one such as {"model": '
+                '"meta-llama/Llama-3.1-8B", "gpu": "H100"}')
+    return "invalid parameter: " + "; ".join(f"{e['loc'][-1]} {reason_in_words(e)}, got {e.get('input')!r}"
+                                             for e in errors)
