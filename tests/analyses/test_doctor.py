@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kvledger.analyses.doctor.capacity import usage_at
+from kvledger.analyses.doctor.checks import ImpossibleLogValueError
 from kvledger.analyses.doctor.context import build_context
 from kvledger.analyses.doctor.diagnose import diagnose, diagnose_file
 from kvledger.evidence.vllm_log import UnsupportedLogError, parse_vllm_log, read_vllm_log
@@ -297,7 +298,8 @@ def test_multi_gpu_pool_below_rank_0s_memory_is_the_smallest_ranks():
     assert (b.log_value, b.ledger_value) == (112_460, 112_476)
     assert "inside 1–112,480" in b.explanation and "0.014–0.025 GiB less" in b.explanation
     assert c.row("max concurrency at 8,192 tokens").ledger_value == 219.65 and c.consistent is True
-    # The same figures from one GPU are a mismatch: the pool is that GPU's own.
-    one = diagnose(parse_vllm_log(text.replace("'tensor_parallel_size': 4", "'tensor_parallel_size': 1")),
-                   model="meta-llama/Meta-Llama-3.1-70B", gpu="MI300X").startup
-    assert "OUTSIDE" in one.row("GPU blocks").explanation and one.consistent is False
+    # The same figures from one GPU cannot be: at TP 1 a block is 4 × 1,310,720 = 5,242,880 B, and the whole
+    # 191.69 GiB MI300X holds at most 39,257 of them (628,112 tokens), far below the 1,799,360 printed.
+    with pytest.raises(ImpossibleLogValueError, match="more than the whole GPU could hold"):
+        diagnose(parse_vllm_log(text.replace("'tensor_parallel_size': 4", "'tensor_parallel_size': 1")),
+                 model="meta-llama/Meta-Llama-3.1-70B", gpu="MI300X")
