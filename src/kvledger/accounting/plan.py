@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
-from kvledger.accounting.plan_json import KVFacts, MemoryFacts, ModelFacts
-from kvledger.accounting.plan_other import sglang_plan, trtllm_plan, trtllm_runtime
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
 from kvledger.accounting.platforms import check_engine_platform, platform_note
 from kvledger.accounting.roofline import RooflineStepCost
@@ -32,6 +30,7 @@ from kvledger.units import GiB, cdiv
 
 if TYPE_CHECKING:
     from kvledger.accounting.advice import Advice
+    from kvledger.accounting.plan_json import KVFacts, MemoryFacts, ModelFacts
 
 __all__ = ["ConcurrencyRow", "Plan", "build_plan", "concurrency_rows", "default_contexts"]
 
@@ -132,13 +131,19 @@ class Plan:
         return self.at_max_model_len is not None and self.at_max_model_len.max_requests >= 1
 
     def model_facts(self) -> ModelFacts:
+        from kvledger.accounting.plan_json import ModelFacts  # lazy, as the two below: `plan`'s output only
+
         return ModelFacts.of(self.model, self.kv)
 
     def kv_facts(self) -> KVFacts:
+        from kvledger.accounting.plan_json import KVFacts
+
         m = self.memory
         return KVFacts(self.kv, m.bytes_per_block / m.block_size if m.stages else None)
 
     def memory_facts(self) -> MemoryFacts:
+        from kvledger.accounting.plan_json import MemoryFacts
+
         return MemoryFacts(self.memory, self.layout, self.inflight_tokens)
 
     def to_dict(self) -> dict[str, Any]:
@@ -218,8 +223,12 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
         raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "
                          f"memory plan only; with --engine {s.engine} {'it' if one else 'they'} would be ignored: drop "
                          f"{'it' if one else 'them'}, or use --engine vllm")
-    check_trtllm_only(s, gpu, trtllm_runtime(s.engine_version, s.trtllm_backend)[0] if s.engine == "trtllm" else
-                      None)
+    runtime = None
+    if s.engine == "trtllm":
+        from kvledger.accounting.plan_other import trtllm_runtime  # lazy: SGLang's and TRT-LLM's plans, not vLLM's
+
+        runtime = trtllm_runtime(s.engine_version, s.trtllm_backend)[0]
+    check_trtllm_only(s, gpu, runtime)
     if s.engine != "vllm" and s.quantization is not None:
         raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with "
                          f"--engine "
@@ -274,10 +283,10 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
                              f"lower "
                              "--max-num-seqs")
         row_kv = res.stage_kv or kv  # with PP, a request's bytes on one GPU of the binding stage
-    elif s.engine == "sglang":
-        mem, row_kv = sglang_plan(model, gpu, s, kv), kv
-    else:
-        mem, row_kv = trtllm_plan(model, gpu, s, kv), kv
+    else:  # plan_other (SGLang's and TRT-LLM's plans, with their load buffers and pools) is imported only for them
+        from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
+
+        mem, row_kv = (sglang_plan if s.engine == "sglang" else trtllm_plan)(model, gpu, s, kv), kv
     if (note := platform_note(s.engine, gpu)) is not None:
         mem = replace(mem, notes=(note, *mem.notes))
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
