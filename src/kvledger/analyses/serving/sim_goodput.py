@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.analyses.serving.prediction_bands import CapacityBand, capacity_band
+from kvledger.analyses.serving.capacity_bands import CapacityBand, capacity_band
 from kvledger.analyses.serving.sim_boundary import SimBoundary, SimProbe, search_sim_boundary
 from kvledger.analyses.serving.sim_document import SimProvenance
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run
