@@ -97,6 +97,32 @@ def test_exact_mean_is_the_correctly_rounded_sum_in_every_regime():
     assert exact_mean(big) == _fsum_mean(big, None)  # math.fsum: correctly rounded, as the Fractions above
 
 
+def test_exact_mean_of_a_narrow_exponent_span_needs_no_sort():
+    # Step gaps lie within a few binades: a pass whose exponents span at most _SHIFT_SPAN (12) is summed by shifting
+    # each mantissa to the lowest exponent (exact_mean._narrow_total), the rest by grouping equal exponents. Both
+    # must give the exact sum: the reference is the sum in Fractions, × 2^1127 (an integer: every double is a
+    # multiple of 2^-1074, and 2^-1074 × 2^1127 = 2^53). Negative values (the signed top piece), counts past 2^16
+    # (split into 15 + 16 bits), no counts, spans of exactly 12 and 13 binades, more than one pass.
+    from fractions import Fraction
+
+    from kvledger.dynamics.outputs.exact_mean import _PASS, _SHIFT_SPAN, _exact_total
+
+    rng = np.random.default_rng(11)
+
+    def exact(v, c):
+        return int(sum(Fraction(x) * int(k) for x, k in zip(v.tolist(), c.tolist())) * 2**1127)
+
+    for span in (0, 3, _SHIFT_SPAN, _SHIFT_SPAN + 1):
+        v = (1 + rng.random(2000)) * 2.0 ** rng.integers(-8, -7 + span, 2000)  # exponents -7 .. -7 + span
+        v[::7] *= -1
+        for c in (rng.integers(0, 40, 2000), rng.integers(0, 2**31, 2000)):
+            assert _exact_total(v, c) == exact(v, c)
+        assert _exact_total(v, None) == exact(v, np.ones(len(v), dtype=np.int64))
+    v = 0.004 + rng.random(_PASS + 5) * 0.003  # two passes, the second of 5 values
+    c = rng.integers(1, 30, len(v))
+    assert _exact_total(v, c) == exact(v, c)
+
+
 def test_ranked_values_without_a_full_sort_are_those_of_the_expanded_array():
     # _ranked buckets the values by their top bits and sorts only the buckets holding the asked ranks; the answer
     # must be the rank-th element of np.sort(np.repeat(values, counts)) for every rank, whatever the spread

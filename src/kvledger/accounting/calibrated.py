@@ -20,11 +20,18 @@ import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
+# the calibrations' names live in calibration_keys.py, which a roofline run checks its model with (without this
+# module's step-cost classes); they stay importable from here
+from kvledger.accounting.calibration_keys import (
+    SPLITWISE_MODELS,
+    VIDUR_GPU,
+    calibrated_model_keys,
+    calibration_model_key,
+    profiling_root,
+)
 from kvledger.accounting.stepcost import StepCostModel, StepShape
 from kvledger.errors import InputError, UnknownNameError
 
@@ -35,8 +42,7 @@ __all__ = ["DistServeStepCost", "SplitwiseStepCost", "CalibrationInfo", "list_ca
 CALIBRATION_SOURCES = ("distserve-vllm", "distserve", "vidur", "splitwise")
 
 
-def _root() -> Path:
-    return Path(str(resources.files("kvledger.accounting") / "data" / "profiling"))
+_root = profiling_root  # the bundled profiling data
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,14 +188,7 @@ class CalibrationInfo:
         return f"{self.source}:{self.model}@{self.gpu}/tp{self.tp}"
 
 
-_SPLITWISE_MODELS = {"llama2-70b": "meta-llama/Llama-2-70b-hf", "bloom-176b": "bigscience/bloom"}
-_VIDUR_GPU = {"a100-80gb": "a100", "h100-80gb": "h100", "a40": "a40"}
-
-
-def calibration_model_key(name: str) -> str:
-    """Loose model key: last path part, lower case, '-hf' dropped, 'llama2' → 'llama-2'."""
-    key = name.strip().lower().rsplit("/", 1)[-1].removesuffix("-hf")
-    return re.sub(r"^llama2-", "llama-2-", key).replace("bloom-176b", "bloom")
+_SPLITWISE_MODELS, _VIDUR_GPU = SPLITWISE_MODELS, VIDUR_GPU  # Splitwise's two models; Vidur's GPU folders
 
 
 def calibration_gpu_key(gpu: str) -> str:
@@ -205,20 +204,6 @@ def calibration_gpu_key(gpu: str) -> str:
         return "a40"
     raise UnknownNameError("GPU with calibration data", gpu, ["A100-80GB", "H100-80GB", "H100-80GB-pcap", "A40"],
                            hint="Use the roofline step cost for other GPUs.")
-
-
-@functools.lru_cache(maxsize=1)
-def calibrated_model_keys() -> frozenset[str]:
-    """The loose model keys (``calibration_model_key``) of every bundled calibration, from file and folder names only
-    (cheap: ``list_calibrated`` reads each table for its TP degrees)."""
-    root, keys = _root(), set(calibration_model_key(m) for m in _SPLITWISE_MODELS.values())
-    for file in ("vllm", "distserve"):
-        table = json.loads((root / "distserve" / f"profiler-a100-80g.{file}.json").read_text())
-        keys |= {calibration_model_key(m) for m in table}
-    for folder in _VIDUR_GPU.values():
-        tables = (root / "vidur" / "compute" / folder).glob("*/*/mlp_median.csv")
-        keys |= {calibration_model_key(p.parent.name) for p in tables}
-    return frozenset(keys)
 
 
 @functools.lru_cache(maxsize=1)

@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any
 from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
-from kvledger.accounting.plan_json import KVFacts, MemoryFacts, ModelFacts
-from kvledger.accounting.plan_other import sglang_plan, trtllm_plan, trtllm_runtime
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
 from kvledger.accounting.platforms import check_engine_platform, platform_note
 from kvledger.accounting.roofline import RooflineStepCost
@@ -32,6 +30,7 @@ from kvledger.units import GiB, cdiv
 
 if TYPE_CHECKING:
     from kvledger.accounting.advice import Advice
+    from kvledger.accounting.plan_json import KVFacts, MemoryFacts, ModelFacts
 
 __all__ = ["ConcurrencyRow", "Plan", "build_plan", "concurrency_rows", "default_contexts"]
 
@@ -131,15 +130,20 @@ class Plan:
         """True when at least one request of max_model_len fits (the engine would start)."""
         return self.at_max_model_len is not None and self.at_max_model_len.max_requests >= 1
 
+    # The JSON's three sections (__json__), from plan_json.py, imported only when a plan is written out: `simulate`
+    # never writes one and need not make those three dataclasses (~1.5 ms)
     def model_facts(self) -> ModelFacts:
-        return ModelFacts.of(self.model, self.kv)
+        from kvledger.accounting import plan_json
+        return plan_json.ModelFacts.of(self.model, self.kv)
 
     def kv_facts(self) -> KVFacts:
-        m = self.memory
-        return KVFacts(self.kv, m.bytes_per_block / m.block_size if m.stages else None)
+        from kvledger.accounting import plan_json
+        return plan_json.KVFacts(self.kv, self.memory.bytes_per_block / self.memory.block_size
+                                 if self.memory.stages else None)
 
     def memory_facts(self) -> MemoryFacts:
-        return MemoryFacts(self.memory, self.layout, self.inflight_tokens)
+        from kvledger.accounting import plan_json
+        return plan_json.MemoryFacts(self.memory, self.layout, self.inflight_tokens)
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -155,12 +159,7 @@ def concurrency_rows(mem: MemoryPlan, layout: KVLayout | None, kv: KVLedger, inf
     """Concurrency at each context under the engine's own per-request demand rule."""
     rows = []
     for c in contexts:
-        if mem.engine == "vllm":
-            r = layout.blocks_per_request(c, inflight)
-        elif mem.engine == "sglang":
-            r = cdiv(c, mem.block_size)
-        else:
-            r = cdiv(c, mem.block_size)
+        r = layout.blocks_per_request(c, inflight) if mem.engine == "vllm" else cdiv(c, mem.block_size)
         # no KV of its own: nothing limits the requests held but max_num_seqs (the engine prints no figure)
         if mem.kv_free:
             rows.append(ConcurrencyRow(c, 0, 0.0, 0.0, float(mem.max_num_seqs), mem.max_num_seqs, mem.max_num_seqs,
@@ -218,20 +217,22 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
         raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "
                          f"memory plan only; with --engine {s.engine} {'it' if one else 'they'} would be ignored: drop "
                          f"{'it' if one else 'them'}, or use --engine vllm")
-    check_trtllm_only(s, gpu, trtllm_runtime(s.engine_version, s.trtllm_backend)[0] if s.engine == "trtllm" else
-                      None)
+    runtime = None
+    if s.engine == "trtllm":
+        from kvledger.accounting.plan_other import trtllm_runtime  # lazy: SGLang's and TRT-LLM's plans, not vLLM's
+
+        runtime = trtllm_runtime(s.engine_version, s.trtllm_backend)[0]
+    check_trtllm_only(s, gpu, runtime)
     if s.engine != "vllm" and s.quantization is not None:
         raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with "
-                         f"--engine "
-                         f"{s.engine} it would be ignored: plan a quantized checkpoint, or use --engine vllm")
+                         f"--engine {s.engine} it would be ignored: plan a quantized checkpoint, or use --engine vllm")
     if s.engine != "vllm" and s.pp > 1:
         raise InputError(f"--pp is modelled for vLLM only (its stage split, get_pp_indices, and per-stage profile); "
                          f"plan {s.engine} with --tp, or use --engine vllm")
     if s.available_kv_memory_bytes is not None and s.available_kv_memory_bytes > gpu.memory_bytes:
         raise InputError(f"--available-kv-memory {s.available_kv_memory_bytes / GiB:.2f} GiB is more than the whole "
-                         f"device "
-                         f"({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass the figure your engine printed for "
-                         f"one GPU")
+                         f"device ({gpu.memory_bytes / GiB:.2f} GiB on {gpu.name}); pass the figure your engine "
+                         "printed for one GPU")
     if s.engine == "vllm" and s.block_size is not None and s.block_size not in VLLM_BLOCK_SIZES:
         raise InputError(f"--block-size {s.block_size}: vLLM accepts {', '.join(map(str, VLLM_BLOCK_SIZES))}")
 
@@ -271,13 +272,12 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         if mem.max_num_batched_tokens < mem.max_num_seqs:
             raise InputError(f"max_num_batched_tokens ({mem.max_num_batched_tokens:,}) must be at least max_num_seqs "
                              f"({mem.max_num_seqs:,}), or vLLM refuses to start; raise --max-num-batched-tokens or "
-                             f"lower "
-                             "--max-num-seqs")
+                             "lower --max-num-seqs")
         row_kv = res.stage_kv or kv  # with PP, a request's bytes on one GPU of the binding stage
-    elif s.engine == "sglang":
-        mem, row_kv = sglang_plan(model, gpu, s, kv), kv
-    else:
-        mem, row_kv = trtllm_plan(model, gpu, s, kv), kv
+    else:  # plan_other (SGLang's and TRT-LLM's plans, with their load buffers and pools) is imported only for them
+        from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
+
+        mem, row_kv = (sglang_plan if s.engine == "sglang" else trtllm_plan)(model, gpu, s, kv), kv
     if (note := platform_note(s.engine, gpu)) is not None:
         mem = replace(mem, notes=(note, *mem.notes))
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)

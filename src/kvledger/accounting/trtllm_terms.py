@@ -27,7 +27,6 @@ import re
 from collections.abc import Sequence
 
 from kvledger.accounting import notes as N
-from kvledger.accounting.engine_pools import trtllm_window_pools
 from kvledger.accounting.memory import Deduction
 from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
 from kvledger.accounting.settings import PlanSettings
@@ -165,6 +164,9 @@ def trtllm_ranges(model: ModelSpec, tp: int, elem_bytes: float, max_seq_len: int
 
     ``terms``: the deductions taken before the fraction (not the reserve). Given the engine's printed KV memory, the
     range is its 2-decimal rounding (± 0.005 GiB)."""
+    # lazy: a vLLM plan imports this module for check_trtllm_only alone (engine_pools' two dataclasses: ~1 ms to make)
+    from kvledger.accounting.engine_pools import trtllm_window_pools
+
     if given_available is not None:
         shown = round(given_available / GiB, 2)
         ends = [max(0.0, (shown - 0.005) * GiB), (shown + 0.005) * GiB]

@@ -7,17 +7,11 @@ follow the Hugging Face modeling files named in each docstring.
 
 from __future__ import annotations
 
-from kvledger.catalog import families_hybrid as fh
+import importlib
+
 from kvledger.catalog.cfg import Cfg
-from kvledger.catalog.families_blt import blt
-from kvledger.catalog.families_classic import falcon, gpt_bigcode, opt
-from kvledger.catalog.families_dsv4 import deepseek_v4
 from kvledger.catalog.families_mlp import VERIFIED_DECODERS as _VERIFIED_DECODERS
 from kvledger.catalog.families_mlp import decoder_mlp, moe_counts
-from kvledger.catalog.families_phi import phi
-from kvledger.catalog.families_recurrent import recurrent_gemma, rwkv, xlstm
-from kvledger.catalog.families_ssm import ssm
-from kvledger.catalog.families_zamba import zamba, zamba2
 from kvledger.catalog.family_base import Family, embed, heads
 from kvledger.catalog.layers import ChunkedLocalAttention, FullAttention, LayerSpec, SlidingWindowAttention
 from kvledger.catalog.layerwise import (
@@ -30,7 +24,6 @@ from kvledger.catalog.layerwise import (
     qsa_indexer,
     qsa_layer,
 )
-from kvledger.catalog.statelayers import state_layer
 from kvledger.catalog.weights import mat, norm, std_attention, vec
 
 __all__ = ["Family", "FAMILY_OF", "build_family", "decoder_mlp", "moe_counts"]
@@ -146,6 +139,8 @@ def decoder(c: Cfg, mt: str) -> Family:
         p = f"model.layers.{i}"
         starts.append(len(fam.layers))
         if kinds[i] in ("conv", "linear", "mamba", "mlp"):
+            from kvledger.catalog.statelayers import state_layer  # lazy: hybrid layouts only (see _FAMILY_FUNCS)
+
             spec, sw = state_layer(c, kinds[i], mt, p, h, nh, hd)
             fam.layers.append(spec)
             w += sw
@@ -160,6 +155,8 @@ def decoder(c: Cfg, mt: str) -> Family:
                 fam.layers.append(conv)
             # attention and a Mamba-2 mixer side by side in every layer (vLLM models/falcon_h1.py)
             if mt == "falcon_h1":
+                from kvledger.catalog.statelayers import state_layer  # lazy: hybrid layouts only
+
                 spec, sw = state_layer(c, "mamba", mt, p, h, nh, hd)
                 fam.layers.append(spec)
                 w += sw
@@ -226,8 +223,17 @@ def build_family(c: Cfg, mt: str) -> Family:
     kind = family_of(c, mt)
     if kind == "decoder":
         return decoder(c, mt)
-    return {"mla": fh.mla, "qwen3_next": fh.qwen3_next, "jamba": fh.jamba, "nemotron_h": fh.nemotron_h, "opt": opt,
-            "falcon": falcon, "gpt_bigcode": gpt_bigcode, "ssm": ssm, "phi": phi,
-            "zamba": zamba, "zamba2": zamba2, "rwkv": rwkv, "xlstm": xlstm, "recurrent_gemma": recurrent_gemma,
-                "blt": blt,
-            "deepseek_v4": deepseek_v4}[kind](c)
+    module, name = _FAMILY_FUNCS[kind]
+    return getattr(importlib.import_module(f"kvledger.catalog.{module}"), name)(c)
+
+
+# family → (catalog module, function), imported when a model of that family is read: the standard decoder (most
+# models) needs none of these modules, each a few hundred lines of layouts (docs/performance.md §2.10)
+_FAMILY_FUNCS = {"mla": ("families_hybrid", "mla"), "qwen3_next": ("families_hybrid", "qwen3_next"),
+                 "jamba": ("families_hybrid", "jamba"), "nemotron_h": ("families_hybrid", "nemotron_h"),
+                 "opt": ("families_classic", "opt"), "falcon": ("families_classic", "falcon"),
+                 "gpt_bigcode": ("families_classic", "gpt_bigcode"), "ssm": ("families_ssm", "ssm"),
+                 "phi": ("families_phi", "phi"), "zamba": ("families_zamba", "zamba"),
+                 "zamba2": ("families_zamba", "zamba2"), "rwkv": ("families_recurrent", "rwkv"),
+                 "xlstm": ("families_recurrent", "xlstm"), "recurrent_gemma": ("families_recurrent", "recurrent_gemma"),
+                 "blt": ("families_blt", "blt"), "deepseek_v4": ("families_dsv4", "deepseek_v4")}

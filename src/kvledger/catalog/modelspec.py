@@ -17,7 +17,6 @@ from kvledger.catalog.families import build_family, family_of
 from kvledger.catalog.hfread import MAX_LEN_KEYS, read_text_config
 from kvledger.catalog.layers import FullAttention, LayerSpec, MLAAttention, StateLayer
 from kvledger.catalog.quant import QuantScheme, parse_quant
-from kvledger.catalog.towers import vision_tower
 from kvledger.catalog.weights import Weight
 from kvledger.errors import ConfigError
 from kvledger.jsonable import to_jsonable
@@ -231,7 +230,11 @@ def parse_config(raw: Any, *, source: str, name: str | None = None, catalog_id: 
                      "as a speculative draft, wiring each layer to the target's last cache layer of the same type "
                      "(v1/spec_decode/gemma4.py _setup_gemma4_kv_sharing): plan the target model for the KV memory")
     hidden = fam.hidden_size or c.int("hidden_size")
-    tower, tower_note = vision_tower(raw, source, hidden) if c.prefix else ([], None)
+    tower, tower_note = [], None
+    if c.prefix:  # a multimodal config; its tower's layouts are imported only then
+        from kvledger.catalog.towers import vision_tower
+
+        tower, tower_note = vision_tower(raw, source, hidden)
     if tower_note:
         notes.append(tower_note)
     dtype, dbytes = _dtype(c, notes)

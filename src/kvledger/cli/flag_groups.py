@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 __all__ = ["flag", "flag_of", "given_flags", "option", "option_info", "GroupUse", "with_groups", "WorkloadFlags",
-           "EngineFlags", "PricingFlags", "TierFlags", "SessionFlags", "SIM_ONLY"]
+           "EngineFlags", "TierFlags", "SessionFlags", "SIM_ONLY"]  # the pricing group: pricing_flags.py
 
 
 def flag(*decls: str, help: str, default: Any = None) -> Any:  # noqa: A002  (typer's own keyword)
@@ -141,29 +141,6 @@ class EngineFlags:
         "GPU-scope calibration pricing the roofline: a FILE from `kvledger calibrate --scope gpu` (fitted on this "
         "GPU; any model), 'none', a bundled one by name (bundled:h100-sxm: opt-in, not the H100 default), or "
         "(default) the GPU's default bundled one where the data has runs."))
-
-
-@dataclass(frozen=True, slots=True)
-class PricingFlags:
-    """What self-hosting costs (GPU price row, utilization) and the API mix it is compared with (the people and the
-    whole bill: ``cli/bill_opts.py``)."""
-
-    gpu_provider: str | None = flag("--gpu-provider", help=(
-        "Rental provider, e.g. Nebius, AWS, CoreWeave (default: the cheapest row listed for the GPU, stated "
-        "in the output)."))
-    instance: str | None = flag("--instance", help="Instance type when a provider lists several.")
-    gpu_usd_per_hour: float | None = flag("--gpu-usd-per-hour", help=(
-        "Your own price, USD per GPU-hour (overrides the table)."))
-    utilization: float | None = flag("--utilization", help=(
-        "Average load ÷ the capacity priced over the billed hours, (0, 1]."))
-    max_utilization: float | None = flag("--max-utilization", default=0.8, help=(
-        "Highest average utilization per replica, as a share of its SLO capacity, when sizing for a volume."))
-    batch_share: float | None = flag("--batch-share", default=0.0, help=(
-        "Share of requests sent through the API's batch endpoint."))
-    cache_hit_rate: float | None = flag("--cache-hit-rate", default=0.0, help=(
-        "Share of API input tokens that are prompt-cache reads."))
-    cache_write_rate: float | None = flag("--cache-write-rate", default=0.0, help=(
-        "Share of API input tokens written to the prompt cache."))
 
 
 @dataclass(frozen=True, slots=True)

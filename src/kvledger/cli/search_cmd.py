@@ -19,7 +19,8 @@ from typing import Any
 
 import typer
 
-from kvledger.cli.flag_groups import EngineFlags, GroupUse, PricingFlags, SessionFlags, WorkloadFlags, with_groups
+from kvledger.cli.flag_groups import EngineFlags, GroupUse, SessionFlags, WorkloadFlags, with_groups
+from kvledger.cli.pricing_flags import PricingFlags
 from kvledger.cli.search_axes import axes_of, splits_of, workload_of
 from kvledger.cli.search_show import rank_of, show_command_of, show_ranked
 from kvledger.units import count_option

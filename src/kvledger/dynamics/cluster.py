@@ -26,7 +26,7 @@ from dataclasses import replace
 from kvledger.dynamics.early_stop import MissRule
 from kvledger.dynamics.engine.request import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec
 from kvledger.dynamics.engine.request_state import SimRequest, accept
-from kvledger.dynamics.fast import fast_path, open_stretch, sglang_stretch
+from kvledger.dynamics.fast import fast_path, open_stretch
 from kvledger.dynamics.outputs.record_sink import RecordSink
 from kvledger.dynamics.replica import Replica
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
@@ -59,6 +59,16 @@ def _session_loop(source) -> bool:
     (one exists only once its module is loaded; its import is about 2 % of a plain simulate's start-up)."""
     sessions = sys.modules.get("kvledger.dynamics.workload.sessions")
     return sessions is not None and isinstance(source, sessions.SessionLoop)
+
+
+def _sglang_stretches(rep):
+    """SGLang's arrival stretches (fast/sglang_stretch.py) if they apply to ``rep``, else None: only to a radix cache,
+    which exists once its module is loaded (``--policy sglang``); other runs import neither (~1.5 % of a simulate)."""
+    if "kvledger.dynamics.engine.radix_cache" not in sys.modules:
+        return None
+    from kvledger.dynamics.fast import sglang_stretch
+
+    return sglang_stretch if sglang_stretch.eligible(rep) else None
 
 
 class _Arrivals:
@@ -183,7 +193,7 @@ def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRul
     specs, max_len = arr._open, rep.cfg.max_model_len
     arrivals = _arrival_times(specs)
     lean = open_stretch.eligible(rep)  # arrival stretches
-    sgl = stop is None and sglang_stretch.eligible(rep)  # SGLang's (its early stops are checked after each step)
+    sgl = None if stop is not None else _sglang_stretches(rep)  # SGLang's (early stops are checked after each step)
     tick, done = max(1, arr.total // 200), 0
     i, total = 0, len(specs)
     sched = rep.sched
@@ -196,7 +206,7 @@ def _single_open_loop(arr: _Arrivals, rep: Replica, progress, out, stop: MissRul
                 if progressed and stop is not None and stop.due(len(out)) and stop.decided([rep], out):
                     return  # an early stop is checked between arrival stretches and after general steps
             elif sgl:
-                i, progressed = sglang_stretch.run_arrivals(rep, specs, arrivals, i, out)
+                i, progressed = sgl.run_arrivals(rep, specs, arrivals, i, out)
             if not progressed:
                 i, progressed = fast_path.run_open(rep, specs, arrivals, i, out)
             if progressed:

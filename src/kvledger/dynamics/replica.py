@@ -28,7 +28,6 @@ from kvledger.dynamics.engine.config import EngineConfig, make_kv_manager
 from kvledger.dynamics.engine.kv_interface import KVManager
 from kvledger.dynamics.engine.request_state import FINISHED, SimRequest
 from kvledger.dynamics.engine.scheduler import Scheduler, padded_prompt_shape
-from kvledger.dynamics.engine.sglang_scheduler import SGLangScheduler
 from kvledger.dynamics.fast import fast_path
 from kvledger.dynamics.outputs.itl_gaps import GapHistogram
 from kvledger.dynamics.outputs.steplog import KvUsageTracker, StepLog
@@ -59,6 +58,8 @@ class Replica(TokenTimes):
                  record_token_times: bool = True) -> None:
         self.cfg, self.cost, self.index = cfg, cost, index
         self.kv = make_kv_manager(cfg) if kv_manager is None else kv_manager
+        if cfg.batching == "sglang":  # SGLang's scheduler (and its radix cache): imported for its policy only
+            from kvledger.dynamics.engine.sglang_scheduler import SGLangScheduler
         self.sched = SGLangScheduler(cfg, self.kv) if cfg.batching == "sglang" else Scheduler(cfg, self.kv)
         self.now_s = 0.0
         self.fast_forward = fast_forward and self.kv.supports_stretches

@@ -225,7 +225,7 @@ class CapacityBasis:
     load_check: LoadCheck | None = None
     sweep: dict[str, Any] | None = None
     probes: str | None = None
-    error_band: Any = None  # kvledger.analyses.serving.prediction_bands.CostBand (a layer above: not imported)
+    error_band: Any = None  # kvledger.analyses.serving.capacity_bands.CostBand (a layer above: not imported)
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)

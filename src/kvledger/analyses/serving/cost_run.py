@@ -133,7 +133,7 @@ def cost_payload(run: Any, slo: Any, setup: Any, api_price: Any, mix: Any, facto
     if sim is not None:
         search = {"capacity_search": capacity.to_dict()} if capacity else {}
         d["simulation"] = {**sim.provenance().to_dict(), **search}
-        from kvledger.analyses.serving.prediction_bands import cost_band
+        from kvledger.analyses.serving.capacity_bands import cost_band
 
         band = cost_band(sim.setup, rep, capacity.rate_req_per_s if capacity is not None else None)
         if band is not None:

@@ -18,7 +18,7 @@ runs with TTFT mean 1.6–6.9 s had 0.17–0.77).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,8 +26,11 @@ from kvledger.analyses.serving import notes as N
 from kvledger.ledgers.columns import columns_from
 from kvledger.records import RunRecords
 
-__all__ = ["QueueGrowth", "queue_growth", "not_steady_note", "GROWTH", "MIN_GROWTH", "MIN_SHARE", "SessionQueue",
-           "run_overload", "SESSION_TTFT_SHARE"]
+if TYPE_CHECKING:
+    from kvledger.analyses.serving.overloads import QueueGrowth, SessionQueue
+
+__all__ = ["QueueGrowth", "queue_growth", "not_steady_note", "GROWTH", "MIN_GROWTH", "MIN_SHARE", "SessionQueue",  # noqa: F822
+           "run_overload", "SESSION_TTFT_SHARE"]  # QueueGrowth and SessionQueue: overloads.py, by __getattr__
 
 GROWTH = 1.5  # backlog at the last arrival ÷ backlog at the median arrival, at least
 MIN_GROWTH = 10  # requests the backlog grew by, more than
@@ -35,18 +38,14 @@ MIN_SHARE = 0.05  # backlog at the last arrival ÷ requests in the run, more tha
 SESSION_TTFT_SHARE = 0.10  # a session run's Σ TTFT ÷ Σ E2E, at least (module doc)
 
 
-@dataclass(frozen=True, slots=True)
-class QueueGrowth:
-    """An overload: the backlog at the median and the last arrival (times from the first arrival, s) and the rates at
-    which requests arrived and finished in between (requests/s), with the note that says so."""
+def __getattr__(name: str) -> Any:
+    """The two overload records, from ``overloads.py`` on first use (PEP 562): a run that kept up (most ``simulate``
+    runs) makes neither class (~0.4 ms each at import)."""
+    if name in ("QueueGrowth", "SessionQueue"):
+        from kvledger.analyses.serving import overloads
 
-    t_mid_s: float
-    t_last_s: float
-    backlog_mid: int
-    backlog_last: int
-    arrived_per_s: float
-    finished_per_s: float
-    note: str
+        return getattr(overloads, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def queue_growth(run: RunRecords) -> QueueGrowth | None:
@@ -71,6 +70,8 @@ def queue_growth(run: RunRecords) -> QueueGrowth | None:
     mid, last = backlog(t_mid), backlog(t_last)
     if not (last >= GROWTH * mid and last - mid > MIN_GROWTH and last > MIN_SHARE * n):
         return None
+    from kvledger.analyses.serving.overloads import QueueGrowth  # lazy: only an overloaded run makes one
+
     span = t_last - t_mid
     arrived = float(np.searchsorted(arrival, t_last, side="right") - np.searchsorted(arrival, t_mid,
                                                                                      side="right")) / span
@@ -96,17 +97,6 @@ def not_steady_note(q: QueueGrowth, rate: float, num_requests: int) -> str:
             f"with more requests per probe (--num-requests; {STEADY_HINT_REQUESTS:,} is the default)")
 
 
-@dataclass(frozen=True, slots=True)
-class SessionQueue:
-    """A session run's overload: Σ TTFT ÷ Σ E2E of its turns (``ttft_share``, at least ``threshold``), their TTFT mean
-    (s), and the note that says so."""
-
-    ttft_share: float
-    ttft_mean_s: float
-    threshold: float
-    note: str
-
-
 def run_overload(run: RunRecords, mode: str) -> QueueGrowth | SessionQueue | None:
     """The overload of a run by its workload's ``mode``: an open loop's queue growth, a session run's waiting share
     (module doc); None when it kept up, or for another closed loop."""
@@ -123,4 +113,6 @@ def run_overload(run: RunRecords, mode: str) -> QueueGrowth | SessionQueue | Non
     if share < SESSION_TTFT_SHARE:
         return None
     mean = float(ttft[done].mean())
+    from kvledger.analyses.serving.overloads import SessionQueue  # lazy: only an overloaded run makes one
+
     return SessionQueue(share, mean, SESSION_TTFT_SHARE, N.sessions_overloaded(share, mean, SESSION_TTFT_SHARE))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvledger.analyses.serving.prediction_bands import CapacityBand
+from kvledger.analyses.serving.capacity_bands import CapacityBand
 from kvledger.analyses.serving.sim_bracket import find_bracket, guessed_bracket
 from kvledger.analyses.serving.sim_document import SimProvenance
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec, simulate_run

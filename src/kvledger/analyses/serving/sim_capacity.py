@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from kvledger.analyses.serving.prediction_bands import capacity_band
+from kvledger.analyses.serving.capacity_bands import capacity_band
 from kvledger.analyses.serving.queue_growth import not_steady_note, queue_growth
 from kvledger.analyses.serving.sim_boundary import SimBoundary, search_sim_boundary
 from kvledger.analyses.serving.sim_ledgers import SimulatedRun, SyntheticSpec
@@ -57,7 +57,7 @@ class SimCapacity:
     goodput_req_per_s: float
     notes: list[str] = field(default_factory=list)
     error_band: Any = None
-    """The 80% band of the capacity (``prediction_bands.capacity_band``: the saturation-throughput band of the regime
+    """The 80% band of the capacity (``capacity_bands.capacity_band``: the saturation-throughput band of the regime
     that priced the run), None when no measured run stands for it."""
     not_steady: Any = None
     """The boundary run's queue growth (``queue_growth.QueueGrowth``) when its backlog was still growing at its last

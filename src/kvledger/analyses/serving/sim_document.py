@@ -2,8 +2,8 @@
 
 ``SimDocument`` is what ``kvledger simulate`` reports (``sim_ledgers.simulate_document``; its ``to_dict`` is
 ``simulate --json`` and ``summary.json``; ``kvledger.report.simulate_view.render_summary`` draws it).
-``SimProvenance`` (with its ``PlanFigures``) says what a simulated run was: the ``simulation`` section of
-``goodput --simulate``, ``cost --simulate`` and the capacity search.
+``SimProvenance`` (with its ``PlanFigures``, both in ``sim_provenance.py``) says what a simulated run was: the
+``simulation`` section of ``goodput --simulate``, ``cost --simulate`` and the capacity search.
 """
 
 from __future__ import annotations
@@ -16,64 +16,17 @@ from kvledger.jsonable import to_jsonable
 if TYPE_CHECKING:
     from kvledger.analyses.serving.prediction_bands import PredictionBand
 
-__all__ = ["SimDocument", "PlanFigures", "SimProvenance"]
+__all__ = ["SimDocument", "PlanFigures", "SimProvenance"]  # noqa: F822 - the last two: __getattr__
 
 
-@dataclass(frozen=True)
-class PlanFigures:
-    """The memory-plan figures that sized each replica's KV pool (``kvledger plan`` shows them term by term).
+def __getattr__(name: str) -> Any:
+    """``PlanFigures`` and ``SimProvenance``, from ``sim_provenance.py`` on first use (PEP 562): ``simulate`` makes
+    neither, and each frozen dataclass costs ~0.5 ms to make at import."""
+    if name in ("PlanFigures", "SimProvenance"):
+        from kvledger.analyses.serving import sim_provenance
 
-    Attributes:
-        engine, engine_version: the engine and the version whose rules the plan applied.
-        kv_bytes_per_token: KV bytes per token of the model, B. available_kv_bytes: the KV pool per GPU, B.
-        num_gpu_blocks, block_size: the pool in blocks of ``block_size`` tokens.
-        max_model_len, max_num_batched_tokens, max_num_seqs: the engine limits the plan settled on.
-        source: the function that made the plan.
-    """
-
-    engine: str
-    engine_version: str
-    kv_bytes_per_token: float
-    available_kv_bytes: float
-    num_gpu_blocks: int
-    block_size: int
-    max_model_len: int
-    max_num_batched_tokens: int
-    max_num_seqs: int
-    source: str = "kvledger.accounting.plan.build_plan (the KV-cache ledger)"
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
-
-
-@dataclass(frozen=True)
-class SimProvenance:
-    """What a simulated run was: simulator and rule, model, GPUs, engine settings, step cost, plan and workload.
-
-    Attributes:
-        simulator: the simulator and the scheduling rule it ran. model, gpu, gpu_id: the names simulated.
-        tp, replicas, router, num_gpus: the deployment unit (router None for one replica).
-        engine: the engine settings (``EngineConfig``'s fields); step_cost: the step-cost model's name and source.
-        plan: the plan figures of each replica; workload: the workload description and its seed.
-        notes: what the reader should know about the run.
-    """
-
-    simulator: str
-    model: str
-    gpu: str
-    gpu_id: str
-    tp: int
-    replicas: int
-    router: str | None
-    num_gpus: int
-    engine: dict[str, Any]
-    step_cost: dict[str, Any]
-    plan: PlanFigures
-    workload: dict[str, Any]
-    notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
+        return getattr(sim_provenance, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ the capacity band of its boundary, each a typed result whose ``lines()`` are the
 A run's line is its goodput object with the simulation's provenance under ``simulation``. A search writes one line
 per probe (the probe's goodput object with ``probe``: axis, value, order, phase, early-stop evidence) and a last line:
 ``boundary`` (the bisection's result with the per-replica and per-GPU figures), ``probes``, ``simulation`` (the
-first probe's inputs), ``notes`` and, on the request-rate axis, ``error_band`` (``prediction_bands.capacity_band``).
+first probe's inputs), ``notes`` and, on the request-rate axis, ``error_band`` (``capacity_bands.capacity_band``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvledger.analyses.serving.prediction_bands import CapacityBand, capacity_band
+from kvledger.analyses.serving.capacity_bands import CapacityBand, capacity_band
 from kvledger.analyses.serving.queue_growth import not_steady_note, queue_growth
 from kvledger.analyses.serving.sim_boundary import SimBoundary, SimProbe, search_sim_boundary
 from kvledger.analyses.serving.sim_document import SimProvenance

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kvledger.analyses.serving.sim_document import PlanFigures, SimDocument, SimProvenance
+from kvledger.analyses.serving.sim_document import SimDocument
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import SimResult, simulate
@@ -22,6 +22,9 @@ from kvledger.errors import InputError
 from kvledger.jsonable import to_jsonable
 from kvledger.ranges import check_options
 from kvledger.records import RunRecords
+
+if TYPE_CHECKING:
+    from kvledger.analyses.serving.sim_provenance import PlanFigures, SimProvenance
 
 __all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_prepared", "finish_run",
            "simulate_document", "workload_text", "simulator_description"]
@@ -72,10 +75,7 @@ class SyntheticSpec:
         Raises:
             InputError: unreadable length specs, num_requests < 1, rate not > 0, cv not > 0.
         """
-        from kvledger.dynamics.workload.synthetic import (  # a trace run never needs them
-            parse_lengths,
-            synthetic_workload,
-        )
+        from kvledger.dynamics.workload.synthetic import parse_lengths, synthetic_workload  # not for a trace run
 
         check_options("simulate", {"num_requests": num_requests})  # [1, 10,000,000] requests: kvledger.ranges
         dists = []
@@ -129,12 +129,13 @@ class SimulatedRun:
 
     @property
     def gpu_id(self) -> str:
-        """Catalog id of the simulated GPU (``nvidia_h100_sxm``; ``custom`` for a GPU file), the key of the price
-        table."""
+        """Catalog id of the simulated GPU (``nvidia_h100_sxm``; ``custom`` for a GPU file): the price table's key."""
         return self.setup.plan.gpu.gpu_id
 
     def plan_figures(self) -> PlanFigures:
         """The memory-plan figures that sized each replica's KV pool."""
+        from kvledger.analyses.serving.sim_provenance import PlanFigures  # lazy: `simulate` reports neither class
+
         plan = self.setup.plan
         m = plan.memory
         return PlanFigures(m.engine, m.engine_version, plan.kv.bytes_per_token, m.available_kv_bytes, m.num_gpu_blocks,
@@ -142,6 +143,8 @@ class SimulatedRun:
 
     def provenance(self) -> SimProvenance:
         """What the run was: simulator, model, GPUs, engine settings, step-cost model, plan figures, workload."""
+        from kvledger.analyses.serving.sim_provenance import SimProvenance
+
         s = self.setup
         return SimProvenance(simulator_description(self.result.config), s.model_name, s.gpu_name, self.gpu_id, s.tp,
                              s.replicas, s.router if s.replicas > 1 else None, self.num_gpus, self.result.config,
@@ -174,11 +177,8 @@ def _load_text(info: dict[str, Any]) -> str:
     if info.get("mode") == "closed loop":
         return f"closed loop, {info['concurrency']} users, think time {info['think_time_s']:g} s"
     rate = info.get("offered_rate_req_per_s")
-    return (
-        "open loop, all at t = 0"
-        if rate is None or not math.isfinite(rate)
-        else f"open loop at {rate:.3f} req/s offered"
-    )
+    return ("open loop, all at t = 0" if rate is None or not math.isfinite(rate)
+            else f"open loop at {rate:.3f} req/s offered")
 
 
 def workload_text(info: dict[str, Any]) -> str:

@@ -29,10 +29,12 @@ CALIBRATED_PREFIX = "calibrated:"
 def find_calibrated_cost(model: str, gpu: str, tp: int) -> Any | None:
     """The calibrated step cost ``--step-cost calibrated`` would use for (model, GPU, TP), or None when none is
     bundled."""
-    from kvledger.accounting.calibrated import calibrated_model_keys, calibration_model_key, get_calibrated_cost
+    from kvledger.accounting.calibration_keys import calibrated_model_keys, calibration_model_key
 
     if calibration_model_key(model) not in calibrated_model_keys():  # no table for this model at all: skip reading them
         return None
+    from kvledger.accounting.calibrated import get_calibrated_cost  # the calibrated models, only for such a model
+
     try:
         return get_calibrated_cost(model, gpu, tp)
     except (UnknownNameError, InputError):

@@ -9,7 +9,6 @@ from typing import Any
 from kvledger.dynamics.engine.hybrid_kv import HybridKVManager, supports_hybrid_caching
 from kvledger.dynamics.engine.kv_interface import KVManager
 from kvledger.dynamics.engine.kv_manager import PagedKVManager
-from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.errors import InputError, UnknownNameError
 from kvledger.jsonable import json_fields, to_jsonable
 
@@ -264,6 +263,8 @@ class EngineConfig:
 def make_kv_manager(cfg: EngineConfig) -> KVManager:
     """The KV cache manager the settings select (a PagedKVManager, HybridKVManager or RadixKVManager)."""
     if cfg.caching_policy_in_effect == "sglang":
+        from kvledger.dynamics.engine.radix_cache import RadixKVManager  # lazy: SGLang's cache, for its policy only
+
         return RadixKVManager((cfg.num_gpu_blocks - 1) * cfg.block_size, cfg.block_size)
     if cfg.hybrid_caching:
         return HybridKVManager(cfg.num_gpu_blocks, cfg.step_blocks, True)

@@ -268,8 +268,9 @@ def _deliver(rep, specs, arrivals, i: int, out: list) -> int:
     """Move the arrivals visible at the next step's start into the waiting queue (or reject them); returns the next
     index. ``arrivals[i]`` is ``specs[i].arrival_s`` (a plain sequence: a columnar workload makes a spec per index)."""
     max_len, now, cap, total = rep.cfg.max_model_len, rep.sched_s, rep.cfg.caps_output, len(arrivals)
+    max_req = rep.cfg.sglang_max_req_len
     while i < total and arrivals[i] <= now:
-        req = accept(i, specs[i], max_len, cap, rep.cfg.sglang_max_req_len)
+        req = accept(i, specs[i], max_len, cap, max_req)
         if req.__class__ is SimRequest:
             rep.sched.waiting.append(req)
         else:

@@ -229,9 +229,9 @@ class _SGLangStretch:
             offset = sum(c * min(f - D, CLIP_MAX_NEW_TOKENS) for f, (c, _) in self.groups.items())
         avail = self.room - (self.S + n * D)
         budget, seats, held = cfg.max_num_batched_tokens, cfg.max_num_seqs, n
-        new, rejected, max_len, caps = [], [], cfg.max_model_len, cfg.caps_output
+        new, rejected, max_len, caps, max_req = [], [], cfg.max_model_len, cfg.caps_output, cfg.sglang_max_req_len
         while i < total and arrivals[i] <= t:
-            req = accept(i, spec_at(i), max_len, caps, cfg.sglang_max_req_len)
+            req = accept(i, spec_at(i), max_len, caps, max_req)
             if req.__class__ is SimRequest:
                 p, o = req.num_prompt_tokens, req.num_output_tokens
                 clip = o if o < CLIP_MAX_NEW_TOKENS else CLIP_MAX_NEW_TOKENS
