@@ -238,3 +238,37 @@ def test_the_h100_profile_is_bundled_opt_in_with_its_evidence():
                                                                               "Llama-2-70b-hf", "Llama-2-7b-hf"]
     with pytest.raises(FormatError, match="bundled: bundled:h100-sxm"):
         load_gpu_profile("bundled:a100")
+
+
+def test_with_the_measured_gemm_curve_the_fit_finds_the_scale_and_a_decode_only_run_keeps_the_curve():
+    # --gemm-efficiency measured: the weight matmuls run at f × e(M, N·K) (accounting/gemm_efficiency.py). A run
+    # generated at f = 0.8 (kernels at 0.8 of Vidur's measured ones), bandwidth 0.65: the prefill steps (200–3,000-token
+    # prompts) see f through the curve, and the fit finds it back (measured 0.830 / 0.632: within 5%).
+    # Then a decode-only run (8-token prompts, 300 outputs): f is not seen (measured: it stays at 0.699, where the
+    # search left it; the flat fit drifts such an f as far as 1.0), but it now only scales the curve: a 384-token step
+    # is priced at f × e(384, 218M) = 0.699 × 0.479 = 0.335 of peak, never above the measured e(384) ≈ 0.48.
+    from kvledger.accounting.gemm_efficiency import gemm_curve
+
+    reqs = _workload()
+    blank = MeasuredRun("synthetic", "synthetic", reqs, RunRecords([], RunMetadata("synthetic", "synthetic")))
+    setup = engine_for(SimRequestArgs(model=MODEL, gpu=GPU, tp=1, gpu_profile="none", max_model_len=8192,
+                                      gemm_efficiency="measured"), blank)
+    truth = roofline_with(setup, 0.8, TRUE_BW)
+    assert truth.gemm_curve is gemm_curve("nvidia_h100_sxm")
+    run = MeasuredRun("synthetic", "synthetic", reqs, replay(blank, setup.config, truth).records)
+    fit = fit_gpu_fractions([(run, setup)])
+    assert fit.gemm_efficiency == "measured"
+    assert fit.flops_fraction == pytest.approx(0.8, rel=0.05) and fit.bandwidth_fraction == pytest.approx(TRUE_BW,
+                                                                                                          rel=0.05)
+    assert gpu_profile_dict(fit, [], ["synthetic"])["gemm_efficiency"] == "measured"
+    dec = [RequestSpec(r.request_id, r.arrival_s, 8, 300) for r in reqs[:60]]
+    blank = MeasuredRun("dec", "dec", dec, RunRecords([], RunMetadata("synthetic", "synthetic")))
+    seen = MeasuredRun("dec", "dec", dec, replay(blank, setup.config, roofline_with(setup, 0.8, TRUE_BW)).records)
+    got = fit_gpu_fractions([(seen, setup)])
+    cost = roofline_with(setup, got.flops_fraction, got.bandwidth_fraction)
+    shape = StepShape(384, 2, 384, 384 * 385 / 2, 0, 0)
+    share = cost.costs(shape).matmul_flops / (cost.peak_flops * (cost.step_time_s(shape) - cost.attention_s(
+        cost.costs(shape))))
+    e384 = gemm_curve("nvidia_h100_sxm").efficiency(384, cost.gemm_nk)
+    assert share == pytest.approx(got.flops_fraction * e384) and share <= e384 < 0.49
+    assert got.bandwidth_fraction == pytest.approx(TRUE_BW, rel=0.05)
