@@ -177,23 +177,30 @@ def test_the_gpu_fit_with_host_terms_prices_every_step_of_two_models_and_a_third
 
 
 def test_a_version_2_profile_carries_its_host_terms_a_version_1_has_none_and_a_later_one_is_refused(tmp_path):
-    from kvledger.errors import FormatError
+    # version 3 (gemm_efficiency) is read; version 4 is refused; a flat profile refuses --gemm-efficiency measured
+    from kvledger.errors import FormatError, InputError
 
     base = {"kind": "kvledger-gpu-profile", "gpu": "NVIDIA H100 80GB HBM3", "flops_fraction": 0.9,
             "bandwidth_fraction": 0.75}
     gpu = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile="none")).gpu_name
     base["gpu"] = gpu
-    v1, v2, v3 = tmp_path / "v1.json", tmp_path / "v2.json", tmp_path / "v3.json"
+    v1, v2, v3, v4 = (tmp_path / f"v{i}.json" for i in (1, 2, 3, 4))
     v1.write_text(json.dumps({**base, "version": 1}))
     v2.write_text(json.dumps({**base, "version": 2, "host_step_s": 0.0006, "host_seq_s": 1.3e-5}))
-    v3.write_text(json.dumps({**base, "version": 3}))
+    v3.write_text(json.dumps({**base, "version": 3, "gemm_efficiency": "measured"}))
+    v4.write_text(json.dumps({**base, "version": 4}))
     old = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v1)))
     assert (old.cost.host_step_s, old.cost.host_seq_s) == (0.0, 0.0) and "host_step_s" not in old.cost_info
     new = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v2)))
     assert (new.cost.host_step_s, new.cost.host_seq_s) == (0.0006, 1.3e-5)
     assert new.cost_info["host_step_s"] == 0.0006 and "0.6 ms per step + 13 µs per sequence" in new.cost_info["source"]
-    with pytest.raises(FormatError, match="version 3"):
-        prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v3)))
+    meas = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v3)))
+    assert meas.cost.gemm_curve is not None and meas.cost.flops_fraction == 0.9
+    assert meas.cost_info["gemm_efficiency"] == "measured" and old.cost.gemm_curve is None
+    with pytest.raises(FormatError, match="version 4"):
+        prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v4)))
+    with pytest.raises(InputError, match="fitted with flat"):
+        prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v1), gemm_efficiency="measured"))
 
 
 def test_a_poor_in_sample_fit_is_stated_with_its_threshold_and_hints():
