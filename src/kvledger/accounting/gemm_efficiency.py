@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["GemmCurve", "gemm_curve", "curve_points", "fit_curve", "GEMM_MODES", "VIDUR_GPU", "GRID_M"]
+__all__ = ["GemmCurve", "MeasuredGemm", "gemm_curve", "curve_points", "fit_curve", "GEMM_MODES", "VIDUR_GPU", "GRID_M"]
 
 GEMM_MODES = ("flat", "measured")
 #: catalog GPU id → Vidur's profile folder (Vidur profiled DGX A100 80GB and DGX H100 SXM nodes)
@@ -185,3 +185,27 @@ def gemm_curve(gpu_id: str) -> GemmCurve | None:
     loso_abs = sum(abs(c - e) for c, e in errs) / len(errs)
     loso_rel = sum(abs(c / e - 1) for c, e in errs) / len(errs)
     return replace(curve, fit_abs=_mean_abs(curve, pts)[0], loso_abs=loso_abs, loso_rel=loso_rel)
+
+
+class MeasuredGemm:
+    """The roofline's use of the curve (mixed into ``RooflineStepCost``, whose ``model``, ``dtype``, ``matmul_params``
+    and ``flops_fraction`` it reads): the weight GEMMs' efficiency per step tokens, and attention's FLOP share — the
+    fraction × the curve's 4,096-token plateau (an assumption: no attention kernel was measured against the curve)."""
+
+    def _init_gemm_curve(self, model, curve: GemmCurve | None) -> None:
+        """The curve where it applies (dense, BF16 weights), the layer's ΣN·K per GPU and attention's FLOP share
+        (``flops_fraction`` itself without a curve: the same float)."""
+        self.gemm_curve = curve if curve is not None and not model.is_moe and self.dtype == "bf16" else None
+        self.gemm_nk = self.matmul_params / max(model.num_layers, 1)  # Σ N·K of one layer's weight GEMMs per GPU
+        self._eff_cache: dict[float, float] = {}
+        self.attn_fraction = self.flops_fraction if self.gemm_curve is None else (
+            self.flops_fraction * self.gemm_curve.efficiency(self.gemm_curve.grid[-1], self.gemm_nk))
+
+    def matmul_efficiency(self, num_tokens: float) -> float:
+        """The measured share of peak of the weight GEMMs over ``num_tokens`` tokens (1.0 without a curve)."""
+        if self.gemm_curve is None:
+            return 1.0
+        e = self._eff_cache.get(num_tokens)
+        if e is None:
+            e = self._eff_cache[num_tokens] = self.gemm_curve.efficiency(num_tokens, self.gemm_nk)
+        return e

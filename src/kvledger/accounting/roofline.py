@@ -19,10 +19,8 @@ How vLLM executes the step, and what that changes here:
 * at TP > 1 two all-reduces per layer (tp_comm.py);
 * with ``weights_bytes`` (``--weights-memory``, the engine's "Loading weights took") every weight
   read scales by measured / computed weight bytes;
-* ``gemm_curve`` (``kvledger.accounting.gemm_efficiency``; ``--gemm-efficiency measured``): the weight matmuls of a
-  dense BF16 model run at ``flops_fraction`` × the GPU's measured efficiency at the step's tokens and the layer's GEMM
-  size, e(T, N·K), instead of at ``flops_fraction`` alone; attention at ``flops_fraction`` × the curve's large-GEMM
-  plateau (an assumption: no attention kernel was measured against it);
+* ``gemm_curve`` (``--gemm-efficiency measured``): dense BF16 weight matmuls at ``flops_fraction`` × the GPU's
+  measured efficiency e(T, N·K) (``kvledger.accounting.gemm_efficiency``, which says how attention's share is set);
 * ``host_step_s`` + ``host_seq_s`` × sequences: host time each step spends in series with the GPU (scheduling,
   input preparation, sampling and output processing the engine does not hide), the same for every model on a host
   (Vidur's ``cpu_overheads`` tables: about 1.2 ms + 0.04 ms per sequence for Llama-2-7B and phi-2 alike on A100
@@ -34,7 +32,7 @@ from __future__ import annotations
 from kvledger.accounting.attention_terms import attention_terms
 from kvledger.accounting.decode_prices import DecodePrices
 from kvledger.accounting.fp8_block import compute_dtype, expert_mma_dtype
-from kvledger.accounting.gemm_efficiency import GemmCurve
+from kvledger.accounting.gemm_efficiency import GemmCurve, MeasuredGemm
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.moe_terms import ep_all_to_all_bytes, ep_imbalance, grouped_gemm_efficiency, tokens_per_expert
 from kvledger.accounting.step_costs import StepCosts
@@ -54,7 +52,7 @@ def attention_dtype(kv: KVLedger, gpu: GpuSpec) -> str:
     return "fp8" if kv.kv_cache_dtype.lower().startswith("fp8") and gpu.fp8_flops_per_s else "bf16"
 
 
-class RooflineStepCost(DecodePrices):
+class RooflineStepCost(DecodePrices, MeasuredGemm):
     """Per-GPU roofline costs for one model on one GPU at a TP degree; also a StepCostModel for the simulator.
 
     Args:
@@ -123,24 +121,6 @@ class RooflineStepCost(DecodePrices):
         # decode attention bandwidth-bound at every length, with a margin no rounding can cross
         self._bw_bound = not self.window_terms and fa < fb * (1 - 1e-9)
         self._init_moe(model, tp, ep, grouped_gemm_half_tokens)
-
-    def _init_gemm_curve(self, model: ModelSpec, curve: GemmCurve | None) -> None:
-        """The measured matmul efficiency where it applies (dense, BF16 weights), the layer's ΣN·K per GPU, and the
-        attention's FLOP share (``flops_fraction`` itself without a curve: the same float)."""
-        self.gemm_curve = curve if curve is not None and not model.is_moe and self.dtype == "bf16" else None
-        self.gemm_nk = self.matmul_params / max(model.num_layers, 1)  # Σ N·K of one layer's weight GEMMs per GPU
-        self._eff_cache: dict[int, float] = {}
-        self.attn_fraction = self.flops_fraction if self.gemm_curve is None else (
-            self.flops_fraction * self.gemm_curve.efficiency(self.gemm_curve.grid[-1], self.gemm_nk))
-
-    def matmul_efficiency(self, num_tokens: float) -> float:
-        """The measured share of peak of the weight GEMMs over ``num_tokens`` tokens (1.0 without a curve)."""
-        if self.gemm_curve is None:
-            return 1.0
-        e = self._eff_cache.get(num_tokens)
-        if e is None:
-            e = self._eff_cache[num_tokens] = self.gemm_curve.efficiency(num_tokens, self.gemm_nk)
-        return e
 
     def _init_moe(self, model: ModelSpec, tp: int, ep: int, half_tokens: float) -> None:
         """Routed-expert FLOP parameters per token and whether the MoE terms (moe_terms.py) change any step."""
