@@ -141,7 +141,7 @@ def _base(ver: tuple[int, int, int], gpu: GpuSpec) -> Term:
     if gpu.arch == "sm90":
         return Term(gib * GiB, (gib - 0.02) * GiB, (gib + 0.02) * GiB, src, "±0.02 GiB (H100 logs)")
     up, why = ((OFF_HOPPER_GRAPH_WINDOW_UP_GIB, "; from 0.18 up 0.32 GiB (off-Hopper 0.19 records at 2,048 tokens / "
-                "256 sequences hold 0.19–0.32 GiB more non-KV memory than the plan's terms: OFF_HOPPER_GRAPH_WINDOW_UP_GIB)")
+                "256 sequences hold 0.19–0.32 GiB more non-KV memory than the plan's terms)")
                if ver >= GRAPH_PROFILE_IN_WINDOW else (0.15, ", up 0.15 GiB"))
     return Term(gib * GiB, max(0.0, gib - 0.13) * GiB, (gib + up) * GiB, src,
                 f"not measured on {gpu.name}: down to 0 (0.03 GiB on an RTX 4060, vllm#13882){why}")
