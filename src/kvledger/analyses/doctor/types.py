@@ -46,6 +46,10 @@ class ComparisonRow:
         ledger_value: what ``kvledger plan`` gives for the same settings (None: not computable).
         difference: ledger − log, in ``unit`` (None when either is missing).
         explanation: why they differ (or agree), term by term.
+        agrees: for a capacity check (blocks, tokens, concurrency with both figures): True when the ledger reproduces
+            the log's figure (equal; for blocks, also inside the range vLLM's 2-decimal memory print allows), False
+            when not; None for a row that is not such a check (a memory term, a missing figure, blocks from the
+            ledger's own memory model). ``StartupComparison.consistent`` is decided from it.
     """
 
     term: str
@@ -55,6 +59,7 @@ class ComparisonRow:
     ledger_value: float | None
     difference: float | None
     explanation: str
+    agrees: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
