@@ -68,7 +68,10 @@ def parse_memory_flag(text: str, *, what: str) -> int:
         InputError: as :func:`parse_bytes`, or a bare number of 2^20 GiB (1 PiB) or more: a byte count without its unit.
     """
     m = _NUMBER_UNIT.match(str(text))
-    if m and not m.group(2):
+    if not m:  # parse_bytes' hint would offer "a number of bytes", which a size flag reads as GiB
+        raise InputError(f"{what}: cannot read {text!r} as a size; write e.g. '51.38GiB', '16GB', or a bare number "
+                         "of GiB (as vLLM's --kv-offloading-size)")
+    if not m.group(2):
         if abs(float(m.group(1))) >= 2**20:  # ≥ 1 PiB read as GiB: a byte count with its unit left off
             raise InputError(f"{what}: {text!r} has no unit, and a bare number is GiB (as vLLM's "
                              f"--kv-offloading-size): {float(m.group(1)):,.0f} GiB is more than any device or host. "
