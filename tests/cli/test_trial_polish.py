@@ -43,3 +43,10 @@ def test_an_unknown_format_names_the_commands_that_take_format(tmp_path):
     msg = " ".join(str(res.exception).split())
     assert "goodput and cost force one with --format NAME; calibrate and validate read these only" in msg
     assert "--format" not in CliRunner().invoke(app, ["validate", "--help"]).output
+
+
+def test_plan_verbose_gives_the_prefill_chunks_intensity_its_unit():
+    # 131.9 TFLOP ÷ 16.08 GB = 8,204 FLOP per byte; the roofline table printed "intensity 8,204" with no unit
+    res = CliRunner().invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--verbose"])
+    text = " ".join(res.output.split())
+    assert "intensity 8,204 FLOP/B" in text
