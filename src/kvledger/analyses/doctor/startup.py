@@ -30,16 +30,7 @@ _MEMORY_TERMS = [
 ]
 
 
-def _row(term: str, unit: str, log_value, log_line, ledger_value, explanation: str, *, check: bool = True,
-         in_range: bool = False) -> ComparisonRow:
-    """A row; ``agrees`` is decided here for the capacity checks (blocks, tokens, concurrency with both figures):
-    equal, or for blocks ``in_range`` (inside the range the log's 2-decimal memory print allows); ``check=False``
-    for a figure that is not a check of the log (the ledger's blocks from its own memory model)."""
-    diff = None if log_value is None or ledger_value is None else ledger_value - log_value
-    agrees = None
-    if check and diff is not None and unit in ("blocks", "tokens", "x"):
-        agrees = bool(diff == 0 or in_range) if unit == "blocks" else abs(diff) < 1e-9
-    return ComparisonRow(term, unit, log_value, log_line, ledger_value, diff, explanation, agrees)
+_row = ComparisonRow.compared  # the row with its difference and its agrees flag (types.py)
 
 
 def _deduction(p: Plan | None, name: str):

@@ -61,6 +61,19 @@ class ComparisonRow:
     explanation: str
     agrees: bool | None = None
 
+    @classmethod
+    def compared(cls, term: str, unit: str, log_value: float | None, log_line: int | None,
+                 ledger_value: float | None, explanation: str, *, check: bool = True,
+                 in_range: bool = False) -> ComparisonRow:
+        """A row with its difference and ``agrees``, decided for the capacity checks (blocks, tokens, concurrency with
+        both figures): equal, or for blocks ``in_range`` (inside the range the log's 2-decimal memory print allows);
+        ``check=False`` for a figure that is not a check of the log (the ledger's blocks from its own memory model)."""
+        diff = None if log_value is None or ledger_value is None else ledger_value - log_value
+        agrees = None
+        if check and diff is not None and unit in ("blocks", "tokens", "x"):
+            agrees = bool(diff == 0 or in_range) if unit == "blocks" else abs(diff) < 1e-9
+        return cls(term, unit, log_value, log_line, ledger_value, diff, explanation, agrees)
+
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
 
