@@ -268,11 +268,13 @@ def held_out_runs() -> list[str]:
         gpu = resolve_gpu(meta_path.parts[-4], memory_bytes=int(hw["device_total_memory_bytes"]))
         p = build_plan(load_model(meta["model"]), gpu, s, with_roofline=False, with_advice=False)
         got, want = p.memory.num_gpu_blocks, int(kv["num_gpu_blocks"])
+        lo, hi = p.memory.ranges["num_gpu_blocks"]
         lines.append(f"  {meta['model']} on {hw.get('device_name', gpu.name)}, vLLM {meta['vllm_version']}, "
                      f"max_num_seqs "
                      f"{kw.get('max_num_seqs')}, max_num_batched_tokens {kw.get('max_num_batched_tokens')}: predicted "
-                     f"{got:,} blocks ({p.memory.available_kv_bytes / GiB:.2f} GiB), the engine allocated {want:,} "
-                     f"({(got - want) / want * 100:+.1f}%) — {meta_path.relative_to(SHARED)}")
+                     f"{got:,} blocks ({p.memory.available_kv_bytes / GiB:.2f} GiB; range {lo:,}–{hi:,}), the engine "
+                     f"allocated {want:,} ({(got - want) / want * 100:+.1f}%, "
+                     f"{'inside' if lo <= want <= hi else 'OUTSIDE'} the range) — {meta_path.relative_to(SHARED)}")
     return lines
 
 

@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 OUT = ROOT / "src" / "kvledger" / "accounting" / "data" / "gpu_profiles" / "h100-sxm.json"
 SETUP = "inference-sim/training inference-perf client"
+MEASURED = (ROOT / ".." / "shared" / "data" / "measured-runs").resolve()
 #: why commands do not use it on H100 unless named (--gpu-profile bundled:h100-sxm); the evidence is what
 #: ``--kubecon`` prints (docs/validation.md §2.5)
 DEFAULT_NOTE = ("opt-in, not H100's default: on the one H100 set-up it was not fitted on (kubecon's client and "
@@ -53,7 +54,10 @@ def _errs(ga, units, setups, fit, with_frontend: bool) -> list[dict]:
         s = setups[id(u)]
         fe = fit.frontends_s.get("training", 0.0) if with_frontend else 0.0
         e = ga._errors(u, s, roofline_with(s, fit.flops_fraction, fit.bandwidth_fraction), fe)
-        out.append({"label": u.label, "model": s.model_name, "tp": s.tp, "saturated": u.saturated,
+        # source: the stage file under ../shared/data/measured-runs (a path, no data), so that a validation of a
+        # fitted stage says it is in-sample (accounting/gpu_profile.py: GpuProfile.data)
+        out.append({"label": u.label, "source": str(Path(u.run.source).resolve().relative_to(MEASURED)),
+                    "model": s.model_name, "tp": s.tp, "saturated": u.saturated,
                     **{f"{k}_rel_error": (round(v, 4) if v is not None else None) for k, v in e.items()}})
     return out
 

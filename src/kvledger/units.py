@@ -68,13 +68,44 @@ def parse_memory_flag(text: str, *, what: str) -> int:
         InputError: as :func:`parse_bytes`, or a bare number of 2^20 GiB (1 PiB) or more: a byte count without its unit.
     """
     m = _NUMBER_UNIT.match(str(text))
-    if m and not m.group(2):
+    if not m:  # parse_bytes' hint would offer "a number of bytes", which a size flag reads as GiB
+        raise InputError(f"{what}: cannot read {text!r} as a size; write e.g. '51.38GiB', '16GB', or a bare number "
+                         "of GiB (as vLLM's --kv-offloading-size)")
+    if not m.group(2):
         if abs(float(m.group(1))) >= 2**20:  # ≥ 1 PiB read as GiB: a byte count with its unit left off
             raise InputError(f"{what}: {text!r} has no unit, and a bare number is GiB (as vLLM's "
                              f"--kv-offloading-size): {float(m.group(1)):,.0f} GiB is more than any device or host. "
                              f"For bytes write '{m.group(1)}B', for GiB '{m.group(1)}GiB'")
         return parse_bytes(f"{m.group(1)}GiB", what=what)
     return parse_bytes(text, what=what)
+
+
+#: the largest size a KV-tier flag takes, GiB (per GPU, or summed over the ranks for ``--kv-offloading-size``): 2^20
+#: GiB = 1 PiB, the bound of a bare size (:func:`parse_memory_flag`) and of ``--hicache-size`` (2^20 GB, ranges.py);
+#: no host memory, disk or remote store holds that for one GPU, so a larger value is a unit or typing slip
+TIER_GIB_MAX = 2**20
+
+
+def parse_tier_gib(text: str, *, what: str) -> float:
+    """A KV-tier size flag in GiB (``--kv-offloading-size``, ``--kv-tier-host``, ``--kv-tier-nvme``,
+    ``--kv-tier-remote``, ``search --offload``): a bare number is GiB, kept exact (not rounded to whole bytes), or a
+    size with its unit (256GiB, 300GB, 2TiB).
+
+    Raises:
+        InputError: unreadable text, a unit that is not a size, a negative or non-finite value, or
+            :data:`TIER_GIB_MAX` (1 PiB) or more.
+    """
+    m = _NUMBER_UNIT.match(str(text))
+    value = float(m.group(1)) if m and not m.group(2) else None
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise InputError(f"{what}: {text!r} must be a finite, non-negative size (a bare number is GiB)")
+    gib_value = value if value is not None else parse_memory_flag(text, what=what) / GiB
+    if gib_value >= TIER_GIB_MAX:
+        shown = f"{gib_value:,.0f}" if gib_value < 1e15 else f"{gib_value:.3g}"
+        raise InputError(f"{what}: {text!r} is {shown} GiB, more than any host memory, disk or remote store a GPU "
+                         f"server has (the bound is {TIER_GIB_MAX:,} GiB = 1 PiB); a bare number is GiB, as "
+                         "for every size flag: check the size and its unit")
+    return gib_value
 
 
 _COUNT = re.compile(r"^\s*((?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([kKmMbBtT]?)\s*$")

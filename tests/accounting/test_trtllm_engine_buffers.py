@@ -108,3 +108,23 @@ def test_plan_takes_the_runtime_max_batch_and_a_given_rest():
                    with_advice=False).memory
     assert not any("(fitted)" in d.name for d in q.deductions)
     assert next(d for d in q.deductions if d.name == "non-torch memory").bytes == 2**29
+
+
+LLAMA31_FP8 = load_model(str(ROOT / "benchmarks" / "data" / "configs" / "Llama-3.1-8B-Instruct-FP8.json"))
+
+
+def test_float16_logits_of_a_modelopt_exported_engine():
+    # ModelOpt's export (quantize.py → export_tensorrt_llm_checkpoint → convert_to_tensorrt_llm_config) writes
+    # logits_dtype "float16" for a bfloat16 model; runtimeBuffers.cpp and createDecoder take the engine's "logits"
+    # tensor type, so T = 2 B. Llama-3.1-8B (V 128,256), max batch 2,048, max_seq_len 2,048 (TR03's engine):
+    # runtime 2 × 2,048 × 128,256 = 525,336,576 + 24 × 2,048 × 2,048 = 100,663,296 → 625,999,872 B;
+    # decoder (3 × 2 + 4) = 10 B × 262,668,288 = 2,626,682,880 + top-K candidates 1,024 × 8 × (4 + 2) = 49,152 B ×
+    # 2,048 = 100,663,296 + 16 × 2,048 × 2,048 = 67,108,864 → 2,794,455,040 B (low 8 B, high 12 B per entry).
+    run, dec, _ = trtllm_engine_buffer_terms(LLAMA31_FP8, 1, 2048, 2048, logits_dtype="float16")
+    assert run.bytes == 625_999_872 and dec.bytes == 2_794_455_040
+    assert (dec.low_bytes, dec.high_bytes) == (2_794_455_040 - 2 * 262_668_288, 2_794_455_040 + 2 * 262_668_288)
+    # float32 (convert_checkpoint.py's default): runtime 1,050,673,152 + 100,663,296 = 1,151,336,448 B; decoder
+    # 16 × 262,668,288 + 65,536 × 2,048 + 67,108,864 = 4,404,019,200 B; float16 saves 2,134,900,736 B = 1.988 GiB.
+    run32, dec32, _ = trtllm_engine_buffer_terms(LLAMA31_FP8, 1, 2048, 2048)
+    assert (run32.bytes, dec32.bytes) == (1_151_336_448, 4_404_019_200)
+    assert round((run32.bytes + dec32.bytes - run.bytes - dec.bytes) / GiB, 3) == 1.988

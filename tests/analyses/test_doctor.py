@@ -303,3 +303,22 @@ def test_multi_gpu_pool_below_rank_0s_memory_is_the_smallest_ranks():
     with pytest.raises(ImpossibleLogValueError, match="more than the whole GPU could hold"):
         diagnose(parse_vllm_log(text.replace("'tensor_parallel_size': 4", "'tensor_parallel_size': 1")),
                  model="meta-llama/Meta-Llama-3.1-70B", gpu="MI300X")
+
+
+def test_consistent_is_decided_by_each_rows_agrees_not_by_its_words():
+    # the RTX 3090 log: ledger 1,950 blocks, the log's 1,952 lies inside the 1,948–1,953 its 2-decimal 3.81 GiB allows
+    # (see test_v0_rtx3090_blocks_inside_the_printed_rounding_and_terms), and 1.56x is reproduced exactly
+    text = (LOGS / "v0.6.4_llama-3.1-8b_rtx3090_20k.log").read_text()
+    c = diagnose(parse_vllm_log(text), model="meta-llama/Llama-3.1-8B-Instruct").startup
+    assert c.row("GPU blocks").agrees is True and c.row("GPU blocks").difference == -2
+    assert c.row("max concurrency at 20,000 tokens").agrees is True
+    assert c.row("weights").agrees is None and c.consistent is True  # a memory term is not a capacity check
+    # the JSON keeps every key it had and adds the boolean
+    row = json.loads(json.dumps(c.to_dict()))["rows"][0]
+    assert list(row) == ["term", "unit", "log_value", "log_line", "ledger_value", "difference", "explanation",
+                         "agrees"]
+    # 1,960 blocks lie OUTSIDE 1,948–1,953 (the concurrency line changed to match: 1,960 × 16 / 20,000 = 1.568 → 1.57x)
+    text = text.replace("GPU blocks: 1952", "GPU blocks: 1960").replace("1.56x", "1.57x")
+    c = diagnose(parse_vllm_log(text), model="meta-llama/Llama-3.1-8B-Instruct").startup
+    b = c.row("GPU blocks")
+    assert "OUTSIDE" in b.explanation and b.agrees is False and c.consistent is False

@@ -51,3 +51,44 @@ def test_offloading_beyond_any_host_warns():
     res = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "256",
                               "--json"])
     assert "WARNING" not in " ".join(json.loads(res.output)["kv_tiers"]["notes"])
+
+
+@pytest.mark.parametrize("flag", ["--kv-offloading-size", "--kv-tier-nvme", "--kv-tier-remote", "--kv-tier-host"])
+@pytest.mark.parametrize("text", ["2000000", "2000000GiB", "1e30", "1e999", "-5", "1024TiB"])
+def test_tier_sizes_beyond_any_host_disk_or_store_are_refused(flag, text):
+    # 1024 TiB = 2^20 GiB = 1 PiB (units.TIER_GIB_MAX); 2,000,000 GiB and 1e30 GiB lie above it; 1e999 reads as
+    # infinity; before, a bare number bypassed every bound (float(text)) and 1e30 GiB planned a host tier
+    with pytest.raises(InputError, match=flag):
+        gib_option(text, flag)
+
+
+def test_tier_sizes_up_to_the_bound_are_kept_exact():
+    # 1 PiB less 1 GiB is kept; 2TiB = 2,048 GiB; a bare 0.5 is half a GiB, not rounded to bytes
+    assert gib_option("1048575", "--kv-tier-remote") == 1_048_575.0
+    assert gib_option("2TiB", "--kv-tier-nvme") == 2048.0 and gib_option("0.5", "--kv-tier-nvme") == 0.5
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "64", "--kv-offloading-backend",
+     "lmcache", "--kv-tier-nvme", "1e30"],
+    ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "64", "--kv-offloading-backend",
+     "lmcache", "--kv-tier-remote", "5000TiB"],
+    ["search", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--slo", "ttft=500ms", "--rate", "1", "--offload",
+     "disk:1e30"],
+])
+def test_impossible_tier_sizes_end_with_one_line_and_exit_2(argv):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "kvledger.cli.main", *argv], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "more than any host memory, disk or remote store a GPU server has" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "1 PiB" in proc.stderr
+
+
+def test_a_tier_flag_below_zero_names_the_flag_the_user_gave():
+    # check_tier_settings named it "--nvme"; the flag is --kv-tier-nvme
+    res = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--kv-offloading-size", "64",
+                              "--kv-offloading-backend", "lmcache", "--kv-tier-nvme", "0"])
+    assert isinstance(res.exception, InputError) and "--kv-tier-nvme must be" in str(res.exception)

@@ -22,3 +22,31 @@ def test_memory_rejections_are_named_with_their_fix():
 def test_an_slo_miss_among_them_keeps_the_slo_headline():
     line = _no_winner_line(_result("max_model_len", "SLO not met at any rate"))
     assert line.startswith("no candidate meets the SLO")
+
+
+def test_none_can_start_only_when_every_candidate_is_refused_for_memory():
+    from kvledger.analyses.search.frontier import none_can_start
+
+    assert none_can_start(_result("max_model_len", "does not fit").entries)
+    assert not none_can_start(_result("max_model_len", "SLO not met at any rate").entries)  # an SLO miss: exit 0
+    assert not none_can_start(_result("does not fit", "no price row").entries)
+    assert not none_can_start([])  # no candidate at all is not "none can start"
+    feasible = {"id": "f", "status": "feasible", "reason": None}
+    assert not none_can_start(_result("does not fit").entries + [feasible])
+
+
+def test_search_exits_3_when_no_candidate_can_start():
+    # Llama-3.1-70B in BF16 on one L40S: ~131 GiB of weights (70.6e9 params × 2 B) against 44.55 GiB of device
+    # memory, so the only candidate is rejected "does not fit"; the headline is printed, then exit 3 (was 0)
+    import json
+
+    from typer.testing import CliRunner
+
+    from kvledger.cli.main import app
+
+    argv = ["search", "meta-llama/Llama-3.1-70B", "--gpu", "L40S", "--tp", "1", "--slo", "ttft=500ms", "--rate", "1"]
+    res = CliRunner().invoke(app, argv)
+    assert res.exit_code == 3 and "no candidate can start: 1 rejected for does not fit" in " ".join(res.output.split())
+    res = CliRunner().invoke(app, [*argv, "--json"])
+    assert res.exit_code == 3 and json.loads(res.output)["winner"] is None
+    assert "3 when no candidate can start" in " ".join(CliRunner().invoke(app, ["search", "--help"]).output.split())

@@ -38,7 +38,9 @@ class GpuProfile:
         gpu: catalog name of the GPU it was fitted on. flops_fraction / bandwidth_fraction: achieved shares of the
             datasheet peak FLOP/s and HBM bandwidth, 0–1. source: the file (or bundled name) and its data, in words.
         fit_error: the fit's headline errors (mean TTFT/TPOT error per run), for the output.
-        data: the fitted runs' sources (a validation of one of them is in-sample, and says so).
+        data: the fitted runs' sources (a validation of one of them is in-sample, and says so); a run recorded with
+            ``"saturated": true`` was listed but left out of the fit (benchmarks/build_h100_profile.py fits the stages
+            below saturation), so it is not among them.
         label: the profile in a few words, for a "priced by" line (``GPU profile FILE (fitted on RUNS)``).
         host_step_s / host_seq_s: host time per step and per sequence in series with the GPU, s (0 in a version 1
             file).
@@ -117,7 +119,9 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
         errs = "; ".join(f"{name} {_span([r.get(f'{k}_rel_error') for r in runs if r.get('saturated') is not True])}"
                          for name, k in (("TTFT", "ttft_mean"), ("TPOT", "tpot_mean"))) + " below saturation"
     src = f"GPU profile {where}: fitted on {data} (kvledger.calibration.gpu_fit)"
-    return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r.get("source") or "") for r in runs if r.get("source")),
+    return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r["source"]) for r in runs
+                                                                          if r.get("source") and r.get("saturated")
+                                                                          is not True),
                       f"GPU profile {where} (fitted on {data})", h0, h1, tuple(run_facts(r) for r in runs), gemm)
 
 

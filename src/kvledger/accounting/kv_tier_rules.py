@@ -135,7 +135,7 @@ def check_tier_settings(t: TierSettings, engine: str, engine_version: str | None
         InputError: one paragraph naming the flag, the engine's rule and what to pass instead.
     """
     for name, v in (("--kv-offloading-size", t.kv_offloading_size_gib), ("--hicache-ratio", t.hicache_ratio),
-                    ("--nvme", t.nvme_gib), ("--remote", t.remote_gib),
+                    ("--kv-tier-nvme", t.nvme_gib), ("--kv-tier-remote", t.remote_gib),
                     ("--nvme-read-bandwidth", t.nvme_read_bytes_per_s), ("--network-bandwidth", t.network_bytes_per_s)):
         _positive(name, v)
     OPTION_RANGES["link_fraction"].check("--link-fraction", t.link_fraction)

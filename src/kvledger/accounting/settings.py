@@ -42,7 +42,7 @@ BOUNDS: dict[str, tuple[float, bool, float]] = {
 
 #: fields left out of ``model_dump`` and of the settings' JSON (pydantic's ``Field(exclude=True)`` when the settings
 #: were a pydantic model)
-_NOT_DUMPED = ("trtllm_backend",)
+_NOT_DUMPED = ("trtllm_backend", "trtllm_logits_dtype")
 
 
 @json_fields(exclude=_NOT_DUMPED)
@@ -60,6 +60,8 @@ class PlanSettings:
         gpu_memory_utilization: vLLM fraction of the device total. mem_fraction_static: SGLang.
         free_gpu_memory_fraction: TensorRT-LLM fraction of free memory after load. trtllm_backend: TensorRT-LLM's
             runtime, "pytorch" or "tensorrt" (0.17–0.21 ship both); None = by version (PyTorch from 1.0).
+        trtllm_logits_dtype: the TensorRT engine's logits dtype (``PretrainedConfig.logits_dtype``; None: float32,
+            the default; ModelOpt-exported checkpoints of bfloat16 models, quantize.py's, carry float16).
         cuda_graph_max_batch_size: TensorRT-LLM ``cuda_graph_config.max_batch_size`` (None: 128, the default).
         no_cuda_graph: TensorRT-LLM's PyTorch backend without CUDA graphs (``cuda_graph_config: null``; 0.x
             ``use_cuda_graph: false``): no graph pool.
@@ -95,6 +97,7 @@ class PlanSettings:
     mem_fraction_static: float | None = None
     free_gpu_memory_fraction: float | None = None
     trtllm_backend: Literal["pytorch", "tensorrt"] | None = None  # not in model_dump / JSON: the plan's label names it
+    trtllm_logits_dtype: Literal["float32", "float16"] | None = None  # not dumped either: the deductions name it
     cuda_graph_max_batch_size: int | None = None
     no_cuda_graph: bool = False
     wddm: bool = False
@@ -260,7 +263,8 @@ _FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(PlanSettings))
 _FLAGS = {"contexts": "--context", "weights_bytes": "--weights-memory",
           "available_kv_memory_bytes": "--available-kv-memory",
           "activation_peak_bytes": "--activation-peak", "non_torch_bytes": "--non-torch-memory",
-          "cudagraph_bytes": "--cudagraph-memory", "cpu_overhead_s": "--cpu-overhead"}
+          "cudagraph_bytes": "--cudagraph-memory", "cpu_overhead_s": "--cpu-overhead",
+          "trtllm_logits_dtype": "--logits-dtype"}
 """Settings whose command-line flag is not the field's name with dashes."""
 
 

@@ -20,7 +20,15 @@ decodingLayerWorkspace.cpp @1a43c7d6, samplingLayer.cpp @03961722, topPSamplingL
 samplingTopKKernels.h and the Triton backend's model_instance_state.cc (no commit given).
 
 Terms (B = the runtime max batch size, beam the max beam width, 1 in the plan, V = vocab_size padded to a multiple of
-the world size, ``ModelConfig::getVocabSizePadded``, S = max_seq_len):
+the world size, ``ModelConfig::getVocabSizePadded``, S = max_seq_len, T = the engine's logits dtype size):
+
+* the logits dtype: ``PretrainedConfig.logits_dtype`` ('float32' unless the checkpoint's config or trtllm-build's
+  ``--logits_dtype`` says otherwise), the decoder's dtype too (``createDecoder`` takes the engine's "logits" tensor
+  type). Checkpoints exported by ModelOpt, which TensorRT-LLM's ``examples/quantization/quantize.py`` calls
+  (``export_tensorrt_llm_checkpoint``), carry "float16" for a bfloat16 model and the model dtype otherwise
+  (NVIDIA/TensorRT-Model-Optimizer ``modelopt/torch/export/tensorrt_llm_utils.py::convert_to_tensorrt_llm_config``
+  @09914046, and the same line in the NVIDIA/Model-Optimizer copy): T = 2 for such engines, 4 for
+  ``convert_checkpoint.py``'s (--logits-dtype float16 in the plan).
 
 * runtime buffers: the engine's logits output, [B × beam, V] in the engine's logits dtype, float32 unless built with
   --logits_dtype float16 (``runtimeBuffers.cpp::setMaxBufferSizes``: numLogits = B × max(1 + draft, beam); ``reshape``
@@ -30,7 +38,7 @@ the world size, ``ModelConfig::getVocabSizePadded``, S = max_seq_len):
   before the host-only ``DecoderOutputBuffers``), 16 B more: 24 B × B × beam × S. Two public logs print exactly this:
   the memory FAQ's "43.29 MB" (B 256, V 32,000, S 2,048: 256 × (4 × 32,000 + 24 × 2,048) B = 43.25 MiB) and
   NVIDIA/TensorRT-LLM#1188's "2.66 GB" (Qwen2.5-Coder-0.5B, B 2,048, V 151,936, S 32,768: 2,048 × (4 × 151,936 + 24 ×
-  32,768) B = 2.660 GiB).
+  32,768) B = 2.660 GiB). At T = 2 the logits take 2 B per entry.
 * decoder: ``DecodingLayerWorkspace`` (``runtime/decodingLayerWorkspace.cpp``: runtime logits [B, 1, beam, V] ×
   sizeof(T), T the logits dtype, and one scratch buffer the size of the largest layer workspace: top-K's, whose
   ``getTopKWorkspaceSizes`` (``kernels/samplingTopKKernels.h``) is sizeof(T) × B × V of temporary log-probs plus B ×
@@ -55,32 +63,39 @@ from kvledger.catalog.modelspec import ModelSpec
 from kvledger.units import GiB
 
 __all__ = ["TRTLLM_ACTIVATION_HIGH", "TRTLLM_BUILD_MAX_BATCH", "TRTLLM_ENGINE_OTHER_GIB", "engine_activation_range",
-           "trtllm_decoder_bytes", "trtllm_engine_buffer_terms", "trtllm_logits_bytes", "trtllm_runtime_buffer_bytes",
-           "vocab_padded"]
+           "logits_bytes", "trtllm_decoder_bytes", "trtllm_engine_buffer_terms", "trtllm_logits_bytes",
+           "trtllm_runtime_buffer_bytes", "vocab_padded"]
 
 TRTLLM_BUILD_MAX_BATCH = 2048
 """trtllm-build's default max_batch_size (``BuildConfig.max_batch_size``, 0.11 on); the executor's max batch size is
 the engine's unless the runtime sets a smaller one (the plan's --max-num-seqs)."""
 
-_LOGITS_BYTES = 4
-"""float32: ``PretrainedConfig.logits_dtype`` defaults to 'float32' (tensorrt_llm/models/modeling_utils.py)."""
+_LOGITS_BYTES = {"float32": 4, "float16": 2}
+"""T by logits dtype: ``PretrainedConfig.logits_dtype`` defaults to 'float32' (tensorrt_llm/models/modeling_utils.py);
+ModelOpt's export writes 'float16' for bfloat16 models (module doc)."""
 
-_TOP_K_ROW_BYTES = 1024 * 8 * (4 + _LOGITS_BYTES)
-"""B per sequence slot of top-K's candidate buffers: TOP_K_MAX 1,024 × 8 blocks per beam × (int32 id + float32 value)
-(``getTopKWorkspaceSizes``), 65,536 B."""
+
+def logits_bytes(dtype: str | None) -> int:
+    """T, B per logit: 4 (float32, the default when ``dtype`` is None) or 2 (float16)."""
+    return _LOGITS_BYTES[dtype or "float32"]
+
+
+def _top_k_row_bytes(t: int) -> int:
+    """B per sequence slot of top-K's candidate buffers: TOP_K_MAX 1,024 × 8 blocks per beam × (int32 id + T-sized
+    value) (``getTopKWorkspaceSizes``): 65,536 B at float32, 49,152 B at float16."""
+    return 1024 * 8 * (4 + t)
 
 _RUNTIME_PER_SEQ_TOKEN = (8, 24, 24)
 """(low, point, high) runtime-buffer B per B·beam·S element beside the logits: 24 as both public logs print it, 8 in
 the newest copy read (only the per-slot output ids and log-probs on the device)."""
 
-_DECODER_PER_LOGIT = (12.0, 16.0, 20.0)
-"""(low, point, high) decoder B per B·beam·V element: 16 from the code (runtime logits 4, top-K's temporary log-probs
-4, occurrence-penalty workspace 4, embedding bias 4; float32 logits), checked exactly by #1188's print; high 20, the
-memory FAQ's older executor (its penalty layer's own runtime logits). Low 12, one 4-B buffer fewer: assumed for the
-releases whose decoder source was not read (0.19 among them), and set by the one 0.19 start-up
-(benchmarks/data/trtllm_public_startups.csv TR03: with the 16-B layout and every other term at its low end, the WDDM
-hold and a CUDA context among them, its free memory would be 0.26 GiB below the printed 17.83 GiB) — in-sample for
-that row's range."""
+def _decoder_per_logit(t: int) -> tuple[int, int, int]:
+    """(low, point, high) decoder B per B·beam·V element at T B per logit: point 3T + 4 from the code (runtime logits T,
+    top-K's temporary log-probs T, the int32 occurrence-penalty workspace 4, embedding bias T), 16 at float32, checked
+    exactly by #1188's print; high 4T + 4, the memory FAQ's older executor (its penalty layer's own runtime logits,
+    20 at float32); low 2T + 4, one T-sized buffer fewer, for the releases whose decoder source was not read (0.19
+    among them: its tag is not in the stored index)."""
+    return 2 * t + 4, 3 * t + 4, 4 * t + 4
 
 _OLD_RELEASE_HIGH = 1.48
 """Releases before 0.13: the decoder's and the runtime buffers' high ends × 1.48. The 0.12.0.dev walkthrough
@@ -111,22 +126,24 @@ def vocab_padded(model: ModelSpec, tp: int) -> int:
     return math.ceil(model.vocab_size / tp) * tp
 
 
-def trtllm_logits_bytes(model: ModelSpec, tp: int, max_batch: int, beam: int = 1) -> int:
-    """The engine's float32 logits buffer, [max_batch × beam, V] × 4 B (``runtimeBuffers.cpp``), B."""
-    return max_batch * beam * vocab_padded(model, tp) * _LOGITS_BYTES
+def trtllm_logits_bytes(model: ModelSpec, tp: int, max_batch: int, beam: int = 1, t: int = 4) -> int:
+    """The engine's logits buffer, [max_batch × beam, V] × T B (``runtimeBuffers.cpp``), B."""
+    return max_batch * beam * vocab_padded(model, tp) * t
 
 
 def trtllm_runtime_buffer_bytes(model: ModelSpec, tp: int, max_batch: int, max_seq_len: int, beam: int = 1,
-                                per_seq_token: int = _RUNTIME_PER_SEQ_TOKEN[1]) -> int:
+                                per_seq_token: int = _RUNTIME_PER_SEQ_TOKEN[1], t: int = 4) -> int:
     """The runtime buffers (module doc), B: the logits + per_seq_token × B·beam·S."""
-    return trtllm_logits_bytes(model, tp, max_batch, beam) + per_seq_token * max_batch * beam * max_seq_len
+    return trtllm_logits_bytes(model, tp, max_batch, beam, t) + per_seq_token * max_batch * beam * max_seq_len
 
 
 def trtllm_decoder_bytes(model: ModelSpec, tp: int, max_batch: int, max_seq_len: int, beam: int = 1,
-                         per_logit: float = _DECODER_PER_LOGIT[1]) -> float:
-    """The decoder's buffers (module doc), B: per_logit × B·beam·V + 65,536 B per slot + 16 B × B·beam·S."""
+                         per_logit: float | None = None, t: int = 4) -> float:
+    """The decoder's buffers (module doc), B: per_logit (default 3T + 4) × B·beam·V + the top-K candidates per slot +
+    16 B × B·beam·S."""
     rows = max_batch * beam
-    return per_logit * rows * vocab_padded(model, tp) + _TOP_K_ROW_BYTES * max_batch + 16 * rows * max_seq_len
+    per = _decoder_per_logit(t)[1] if per_logit is None else per_logit
+    return per * rows * vocab_padded(model, tp) + _top_k_row_bytes(t) * max_batch + 16 * rows * max_seq_len
 
 
 def engine_activation_range(point: float) -> tuple[float, float]:
@@ -135,25 +152,28 @@ def engine_activation_range(point: float) -> tuple[float, float]:
 
 
 def trtllm_engine_buffer_terms(model: ModelSpec, tp: int, max_batch: int, max_seq_len: int, beam: int = 1,
-                               old_release: bool = False) -> tuple[Deduction, ...]:
+                               old_release: bool = False, logits_dtype: str | None = None) -> tuple[Deduction, ...]:
     """The runtime buffers, the decoder and the uncounted rest as ledger deductions with their ranges;
-    ``old_release``: a release before 0.13 (wider high ends, ``_OLD_RELEASE_HIGH``)."""
+    ``old_release``: a release before 0.13 (wider high ends, ``_OLD_RELEASE_HIGH``); ``logits_dtype``: the engine's
+    (None: float32)."""
     widen = _OLD_RELEASE_HIGH if old_release else 1.0
     old = "; × 1.48 before 0.13 (a 0.12.0.dev log, benchmarks/Suite.md)" if old_release else ""
-    r_lo, r_pt, r_hi = (trtllm_runtime_buffer_bytes(model, tp, max_batch, max_seq_len, beam, b)
+    t, name = logits_bytes(logits_dtype), logits_dtype or "float32"
+    r_lo, r_pt, r_hi = (trtllm_runtime_buffer_bytes(model, tp, max_batch, max_seq_len, beam, b, t)
                         for b in _RUNTIME_PER_SEQ_TOKEN)
     runtime = Deduction(
-        f"executor runtime buffers (logits {max_batch:,} × {vocab_padded(model, tp):,} float32, outputs)", r_pt,
-        "code: runtimeBuffers.cpp logits [max_batch × beam, vocab padded] float32 + 24 B per slot × max_seq_len "
+        f"executor runtime buffers (logits {max_batch:,} × {vocab_padded(model, tp):,} {name}, outputs)", r_pt,
+        f"code: runtimeBuffers.cpp logits [max_batch × beam, vocab padded] {name} + 24 B per slot × max_seq_len "
         "(decoderBuffers.cpp), as the memory FAQ's log and TensorRT-LLM#1188 print them", r_lo, widen * r_hi,
         "low: 8 B per slot × max_seq_len (the newest copy's decoder outputs on the host)" + old)
-    d_lo, d_pt, d_hi = (trtllm_decoder_bytes(model, tp, max_batch, max_seq_len, beam, b) for b in _DECODER_PER_LOGIT)
+    d_lo, d_pt, d_hi = (trtllm_decoder_bytes(model, tp, max_batch, max_seq_len, beam, b, t)
+                        for b in _decoder_per_logit(t))
     decoder = Deduction(
-        f"decoder buffers ({max_batch:,} slots)", d_pt,
-        "code: decodingLayerWorkspace.cpp, samplingTopKKernels.h, penaltyLayer.cpp, decoderState.cpp: 16 B per slot "
-        "× vocab entry + top-K candidates + 16 B per slot × max_seq_len (as TensorRT-LLM#1188 prints it)", d_lo,
-        widen * d_hi, "low: 12 B per vocab entry (one buffer fewer, assumed for unread releases such as 0.19); high: "
-        "20 B (the memory FAQ's older executor)" + old)
+        f"decoder buffers ({max_batch:,} slots, {name} logits)", d_pt,
+        f"code: decodingLayerWorkspace.cpp, samplingTopKKernels.h, penaltyLayer.cpp, decoderState.cpp: {3 * t + 4} B "
+        "per slot × vocab entry + top-K candidates + 16 B per slot × max_seq_len (as TensorRT-LLM#1188 prints it at "
+        "float32)", d_lo, widen * d_hi, f"low: {2 * t + 4} B per vocab entry (one buffer fewer, assumed for unread "
+        f"releases such as 0.19); high: {4 * t + 4} B (the memory FAQ's older executor)" + old)
     o_lo, o_pt, o_hi = (g * GiB for g in TRTLLM_ENGINE_OTHER_GIB)
     other = Deduction(
         "CUDA context and memory no executor counter prints (fitted)", o_pt,

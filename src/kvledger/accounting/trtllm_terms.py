@@ -73,7 +73,8 @@ leave-one-out ±2.70 GiB, is gone)."""
 
 #: settings only TensorRT-LLM's plan reads: (flag, PlanSettings attribute, its value when not given)
 _TRTLLM_ONLY = (("--cuda-graph-max-batch-size", "cuda_graph_max_batch_size", None),
-                ("--no-cuda-graph", "no_cuda_graph", False), ("--wddm", "wddm", False))
+                ("--no-cuda-graph", "no_cuda_graph", False), ("--wddm", "wddm", False),
+                ("--logits-dtype", "trtllm_logits_dtype", None))
 #: of those, the PyTorch backend's CUDA-graph settings (the TensorRT-engine executor has no cuda_graph_config)
 _PYTORCH_ONLY = ("cuda_graph_max_batch_size", "no_cuda_graph")
 
@@ -102,6 +103,10 @@ def check_trtllm_only(s: PlanSettings, gpu: GpuSpec | None = None, runtime: str 
         raise InputError(f"{', '.join(graph)}: the PyTorch backend's cuda_graph_config; the TensorRT-engine executor "
                          f"({why}) has no such setting and the plan would ignore it: drop it, or plan the PyTorch "
                          f"backend (--engine-version 1.0 or later)")
+    if runtime == "pytorch" and s.trtllm_logits_dtype is not None:
+        raise InputError("--logits-dtype: the TensorRT engine's logits dtype sizes the TensorRT-engine executor's "
+                         "runtime buffers and decoder; the PyTorch backend has neither: drop it, or plan the "
+                         "TensorRT engine (--engine-version before 1.0)")
     if s.cuda_graph_max_batch_size is not None and s.no_cuda_graph:
         raise InputError("--cuda-graph-max-batch-size sizes the CUDA graphs that --no-cuda-graph turns off: give one")
     if s.wddm and gpu is not None:
@@ -217,7 +222,8 @@ def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens
                        act_lo, act_hi, "" if act_hi == act else N.TRTLLM_ENGINE_ACTIVATION_RANGE))
     if runtime == "tensorrt":
         batch, old = s.max_num_seqs or TRTLLM_BUILD_MAX_BATCH, _before_0_13(s.engine_version)
-        runtime_buf, decoder, other = trtllm_engine_buffer_terms(model, s.tp, batch, max_seq_len, old_release=old)
+        runtime_buf, decoder, other = trtllm_engine_buffer_terms(model, s.tp, batch, max_seq_len, old_release=old,
+                                                                 logits_dtype=s.trtllm_logits_dtype)
         if s.non_torch_bytes is not None:
             other = Deduction("non-torch memory", s.non_torch_bytes, "given")
         return items + (runtime_buf, decoder, other) + _sized_terms(model, s, runtime)

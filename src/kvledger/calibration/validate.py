@@ -23,7 +23,7 @@ from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.slo import SLO
 
 __all__ = ["RunValidation", "SweepSide", "SweepValidation", "validate_file", "validate_sweep", "knee_rate",
-           "KNEE_FACTOR"]
+           "KNEE_FACTOR", "fitted_on"]
 
 #: the knee: mean TTFT passes this many times its value at the sweep's lowest rate
 KNEE_FACTOR = 5.0
@@ -35,10 +35,11 @@ class RunValidation:
     priced it (``scope``, ``step_cost``: the step cost's name, source and scope), the engine settings, the stage's
     requested rate (req/s; None for a per-request run), the comparison, its headline errors (``errors``: flat
     ``*_rel_error`` keys, ``kvledger.calibration.api.headline_errors``), saturation (None when neither side's queue
-    grew) and notes. ``to_dict`` is ``validate --json``."""
+    grew), notes, and ``in_sample``: True when the GPU profile pricing it was fitted on this very run (its errors are
+    the fit's, not a prediction's). ``to_dict`` is ``validate --json``."""
 
-    __json__ = ("run", "source", "num_requests", "num_dropped", "model", "gpu", "tp", "scope", "step_cost", "engine",
-                "rate", "comparison", "**errors", "saturated", "notes")
+    __json__ = ("run", "source", "num_requests", "num_dropped", "model", "gpu", "tp", "scope", "in_sample",
+                "step_cost", "engine", "rate", "comparison", "**errors", "saturated", "notes")
     run: str
     source: str
     num_requests: int
@@ -54,6 +55,7 @@ class RunValidation:
     errors: dict[str, float | None]
     saturated: dict[str, Any] | None
     notes: list[str]
+    in_sample: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -120,6 +122,31 @@ def knee_rate(rates: list[float], ttft_means: list[float | None], threshold: flo
     return None
 
 
+def fitted_on(source: str, data: list[str] | tuple[str, ...]) -> bool:
+    """Whether the run in ``source`` is one of a GPU profile's fitted runs (``data``: their sources, as the profile
+    records them: absolute, or relative to where it was fitted, e.g. under ../shared/data/measured-runs); matched on
+    whole path components at the end, so that stage_1 is not stage_10 and a run's folder holds its files.
+
+    >>> fitted_on("/d/runs/t/results/stage_0_lifecycle_metrics.json", ["t/results/stage_0_lifecycle_metrics.json"])
+    True
+    >>> fitted_on("/d/runs/t/results/stage_10_lifecycle_metrics.json", ["t/results/stage_1_lifecycle_metrics.json"])
+    False
+    """
+    from pathlib import PurePosixPath
+
+    here = PurePosixPath(str(source).replace("\\", "/"))
+    parts = here.parts
+    for d in data:
+        want = PurePosixPath(str(d).replace("\\", "/").removeprefix("./")).parts
+        want = tuple(p for p in want if p != "..")
+        if not want:
+            continue
+        n = len(want)
+        if any(parts[i:i + n] == want for i in range(len(parts) - n + 1)):
+            return True
+    return False
+
+
 def _with_model(t: Target, args: SimRequestArgs) -> SimRequestArgs:
     """``args`` with the model the run's record names (meta.json's ``model``) when ``--model`` was not given.
 
@@ -146,7 +173,8 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     notes = list(setup.notes) + list(c.notes)
     sat = saturation(t.run.measured if t.stage is None else None, records)
     scope = setup.cost_info.get("scope", "uncalibrated")
-    if any(d and d in t.run.source for d in setup.cost_info.get("gpu_profile_data") or []):
+    in_sample = fitted_on(t.run.source, setup.cost_info.get("gpu_profile_data") or [])
+    if in_sample:
         notes.append("IN-SAMPLE: the GPU profile pricing this run was fitted on this very run, so these errors are "
                      "the fit's, not a prediction's; for an out-of-sample check pass --gpu-profile none or a profile "
                      "fitted on other runs")
@@ -156,7 +184,8 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
                      "calibrate the GPU instead (kvledger calibrate --scope gpu)")
     return RunValidation(t.run.label, t.run.source, len(t.run.requests), t.run.num_dropped, setup.model_name,
                          setup.gpu_name, setup.tp, scope, setup.cost_info, setup.config,
-                         None if t.stage is None else t.stage.requested_rate, c, headline_errors(c), sat, notes)
+                         None if t.stage is None else t.stage.requested_rate, c, headline_errors(c), sat, notes,
+                         in_sample)
 
 
 def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_paddings: int | None = None, *,

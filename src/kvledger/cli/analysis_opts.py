@@ -84,13 +84,9 @@ def gib_option(v: str | None, what: str) -> float | None:
     given.
 
     Raises:
-        InputError: unreadable text, a unit that is not a size, a negative or non-finite value.
+        InputError: unreadable text, a unit that is not a size, a negative or non-finite value, 1 PiB or more
+            (units.TIER_GIB_MAX).
     """
-    from kvledger.units import parse_memory_flag
+    from kvledger.units import parse_tier_gib
 
-    if v is None:
-        return None
-    try:  # a bare number: GiB, kept exact (not rounded to whole bytes)
-        return float(v)
-    except ValueError:
-        return parse_memory_flag(v, what=what) / 2**30
+    return None if v is None else parse_tier_gib(v, what=what)

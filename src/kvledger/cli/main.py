@@ -13,11 +13,13 @@ not imported); any other simulate line goes through typer as before. typer is im
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gc
 import importlib
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any, NoReturn
 
 from kvledger.errors import KvLedgerError
@@ -143,7 +145,8 @@ def _run() -> bool:
         _cannot_write("stdout is closed")
     try:
         try:
-            return _run_command()
+            with _pipe_width():
+                return _run_command()
         finally:  # a write the buffer held back fails here, not in the interpreter's exit
             sys.stdout.flush()
     except OSError as err:
@@ -171,6 +174,38 @@ def _cannot_write(reason: str) -> NoReturn:
     except (OSError, ValueError):  # stderr full or closed as well: the exit status says it
         pass
     sys.exit(1)
+
+
+#: the width of every rich console when stdout is not a terminal and $COLUMNS is not set, columns: wider than any
+#: table or paragraph we print (the widest, the ledger table of ``plan --verbose``, is 1,431 columns on
+#: Llama-3.1-8B), so a file or pipe gets whole lines; rich tables and paragraphs take their own width, not this one
+PIPE_COLUMNS = 10_000
+
+
+@contextlib.contextmanager
+def _pipe_width() -> Iterator[None]:
+    """Output to a file or a pipe is not wrapped. Without a terminal rich wraps at 80 columns (or at the width of the
+    terminal stdin or stderr is on), which broke numbers and table rows mid-line in a saved report. While a command
+    runs with stdout not a terminal, every console is $COLUMNS wide when the user set it, else :data:`PIPE_COLUMNS`;
+    typer's help and usage-error panels, which stretch to the console's width, keep the width of stderr's terminal,
+    else 80 (typer's own $TERMINAL_WIDTH, honoured when set). The environment is restored afterwards (tests run
+    commands in-process)."""
+    saved = {k: os.environ.get(k) for k in ("COLUMNS", "TERMINAL_WIDTH")}
+    if sys.stdout is not None and not sys.stdout.isatty() and not (saved["COLUMNS"] or "").strip().isdigit():
+        try:
+            panel = os.get_terminal_size(2).columns
+        except (OSError, ValueError):  # stderr is no terminal either
+            panel = 80
+        os.environ.setdefault("TERMINAL_WIDTH", str(panel))
+        os.environ["COLUMNS"] = str(PIPE_COLUMNS)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _run_command() -> bool:

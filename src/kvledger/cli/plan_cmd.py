@@ -110,6 +110,8 @@ def plan(
         "graphs (cuda_graph_config: null; 0.x use_cuda_graph false): no graph pool. Default: graphs on."),
     wddm: bool = typer.Option(False, "--wddm", help="TensorRT-LLM on Windows or WSL2: CUDA reports the whole board "
                                                     "and the display driver's hold counts as used."),
+    logits_dtype: str | None = typer.Option(None, "--logits-dtype", help="TensorRT-LLM TensorRT engine's logits "
+        "dtype, float32 (default) or float16 (ModelOpt/quantize.py checkpoints of bfloat16 models)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print the whole ledger (every term with its source, "
                                                                 "the waterfall, the roofline tables, every note) after "
@@ -163,7 +165,7 @@ def plan(
         disable_custom_all_reduce=disable_custom_all_reduce, enforce_eager=enforce_eager, nnodes=nnodes,
         distributed_executor_backend=distributed_executor_backend.lower() if distributed_executor_backend else None,
         sampler_backend=sampler_backend.lower(), cuda_graph_max_batch_size=cuda_graph_max_batch_size,
-        no_cuda_graph=no_cuda_graph, wddm=wddm)
+        no_cuda_graph=no_cuda_graph, wddm=wddm, trtllm_logits_dtype=logits_dtype.lower() if logits_dtype else None)
     p = build_plan(spec, g, settings)
     priced_by = f"gpu: {prof.label}" if prof is not None else None
     from kvledger.cli.tier_opts import tier_settings, tiers_given

@@ -78,6 +78,15 @@ def _write_csv(result: Any, path: Path) -> None:
     write_text_atomic(path, buf.getvalue())
 
 
+def _exit_if_none_can_start(result: Any) -> None:
+    """Exit 3 after the output (its headline says why) when every candidate was rejected for memory: a script must
+    not take "nothing can start" for a ranking (analyses.search.frontier.none_can_start)."""
+    from kvledger.analyses.search.frontier import none_can_start
+
+    if none_can_start(result.entries):
+        raise typer.Exit(3)
+
+
 def _exit_if_failed(result: Any) -> None:
     """Exit 1 after the output when a candidate could not be evaluated (a worker failed): scripts must not take a
     ranking with holes for a complete one. The failed candidates are named on stderr (and in the output)."""
@@ -181,6 +190,10 @@ def register(app: typer.Typer) -> None:
         --rate or --monthly-tokens the replicas, GPUs and monthly bill; --api adds the API bill. A candidate whose
         analytic bounds (roofline work, TTFT/TPOT lower bounds) prove it cannot win, be the runner-up or reach a
         frontier is decided by bound, unsimulated, with the margin (--exhaustive simulates every one).
+
+        Exit status: 0 with a ranking (or none meeting the SLO); 1 when a candidate could not be evaluated; 2 for bad
+        input; 3 when no candidate can start, every one rejected for memory (its max_model_len or its weights do not
+        fit), as `plan` exits 3 when the model does not fit.
         """
         from kvledger.analyses.search import SearchSpec, run_search
         from kvledger.errors import InputError
@@ -261,3 +274,4 @@ def register(app: typer.Typer) -> None:
 
                 print_offload_axis(variants, result.ranking)
         _exit_if_failed(result)
+        _exit_if_none_can_start(result)

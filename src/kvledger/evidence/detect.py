@@ -129,7 +129,8 @@ def detect_format(doc: Document) -> str:
     if fmt is None:
         known = "\n".join(f"  {name}: {desc}" for name, desc in FORMAT_DESCRIPTIONS.items())
         raise FormatError(doc.path, f"unknown benchmark output format. {describe_content(doc)}.\n"
-                          f"Known formats (force one with --format NAME):\n{known}")
+                          f"Known formats (goodput and cost force one with --format NAME; calibrate and validate "
+                          f"read these only):\n{known}")
     return fmt
 
 

@@ -131,8 +131,11 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
 def render_sweep(r: SweepValidation, con: Console) -> None:
     """A validated load sweep: per stage TTFT/TPOT mean and throughput errors, then the knee on both sides."""
     t = Table(title=f"load sweep (priced by: {r.scope})", title_justify="left")
+    fitted = sum(x.in_sample for x in r.runs)
     for col in ("rate req/s", "TTFT mean meas.", "error", "TPOT mean meas.", "error", "throughput", "error"):
         t.add_column(col, justify="right")
+    if fitted:
+        t.add_column("GPU profile", justify="left")
     for x in r.runs:
         rows = {row.metric: row for row in x.comparison.rows}
         cells = [f"{x.rate:g}"]
@@ -141,8 +144,12 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
             flag = " ⚠" if x.saturated and m != "throughput" else ""
             cells += [fmt_value(row.measured if row else None, row.unit if row else "s"),
                       fmt_error(row.rel_error if row else None) + flag]
-        t.add_row(*cells)
+        t.add_row(*cells, *([("IN-SAMPLE: fitted on it" if x.in_sample else "held out")] if fitted else []))
     con.print(t)
+    if fitted:
+        con.print(f"IN-SAMPLE: the GPU profile pricing this sweep was fitted on {fitted} of its {len(r.runs)} stages: "
+                  "their errors are the fit's, not a prediction's; for an out-of-sample check pass --gpu-profile "
+                  "none or a profile fitted on other runs")
     if any(x.saturated for x in r.runs):
         con.print("WARNING: stages marked ⚠ are saturated (the simulated queue kept growing): their latency errors "
                   "are not meaningful; throughput is the figure to compare.")
@@ -159,7 +166,8 @@ def render_sweep(r: SweepValidation, con: Console) -> None:
                   f"{p.saturation_throughput_req_per_s:.2f} req/s "
                   f"({fmt_error(p.saturation_throughput_req_per_s / m.saturation_throughput_req_per_s - 1)})")
     for n in r.notes:
-        con.print(f"note: {escape(n)}")
+        if not (fitted and n.startswith("IN-SAMPLE")):  # said per stage in the table and once above
+            con.print(f"note: {escape(n)}")
 
 
 def saturation_warning(sat: dict[str, Any]) -> str:
@@ -182,7 +190,8 @@ def render_validation(r: RunValidation | SweepValidation, con: Console) -> None:
     c = r.comparison
     con.print(f"run {escape(r.run)} ({escape(str(r.source))}): {c.num_measured:,} measured requests, "
               f"{c.num_predicted:,} finished in the replay; {escape(str(r.model))} on {escape(str(r.gpu))} "
-              f"at TP {r.tp}")
+              f"at TP {r.tp}" + (" — IN-SAMPLE: the GPU profile pricing it was fitted on this run" if r.in_sample
+                                 else ""))
     sc = r.step_cost
     con.print(f"step cost: {escape(str(sc.get('name')))} (priced by: {escape(str(r.scope))}) — "
               f"{escape(str(sc.get('source', '')))}")

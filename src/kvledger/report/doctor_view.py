@@ -49,7 +49,7 @@ def _startup(con: Any, cmp: Any) -> None:
 
     t = _table("Settings used for the ledger", "setting", "value", "source")
     for k, v in cmp.settings.items():
-        t.add_row(k, escape(str(v["value"])), escape(str(v["source"])))
+        t.add_row(k, "—" if v["value"] is None else escape(str(v["value"])), escape(str(v["source"])))
     con.print(t)
     t = _table("Start-up: the log against kvledger plan (ledger − log)", "term", "log (line)", "ledger", "difference",
                "explanation")

@@ -209,16 +209,16 @@ def _winner_line(result: Any) -> str:
 
 
 _MEMORY_FIXES = {"max_model_len": "lower --max-model-len (each rejection says how far), FP8 KV/weights or more TP",
-                 "does not fit": "more TP or bigger GPUs (the weights alone do not fit)"}
+                 "does not fit": "more TP or bigger GPUs: the weights alone do not fit"}
 
 
 def _no_winner_line(result: Any) -> str:
     """Why nothing won, from the rejections: a search whose candidates were all refused by memory names that and its
     fix, not the SLO (fresh-user trial: max_model_len rejections were reported as an SLO miss)."""
-    from kvledger.analyses.search.frontier import rejections_by_reason
+    from kvledger.analyses.search.frontier import none_can_start, rejections_by_reason
 
     groups = rejections_by_reason([e for e in result.entries if e["status"] not in ("feasible", "bounded")])
-    if groups and all(g["reason"] in _MEMORY_FIXES for g in groups):
+    if none_can_start(result.entries):
         return ("no candidate can start: " + "; ".join(f"{g['count']} rejected for {g['reason']}" for g in groups)
                 + " (" + "; ".join(_MEMORY_FIXES[g["reason"]] for g in groups) + ")")
     return "no candidate meets the SLO: see the reasons below (loosen the SLO, lower --target, add GPUs or TP)"

@@ -30,9 +30,7 @@ _MEMORY_TERMS = [
 ]
 
 
-def _row(term: str, unit: str, log_value, log_line, ledger_value, explanation: str) -> ComparisonRow:
-    diff = None if log_value is None or ledger_value is None else ledger_value - log_value
-    return ComparisonRow(term, unit, log_value, log_line, ledger_value, diff, explanation)
+_row = ComparisonRow.compared  # the row with its difference and its agrees flag (types.py)
 
 
 def _deduction(p: Plan | None, name: str):
@@ -150,31 +148,34 @@ def _blocks_row(ctx: DoctorContext) -> ComparisonRow | None:
         ledger = a.memory.num_gpu_blocks if a else None
         text = (f"ledger from its memory model (the log prints no KV budget): {_gib(a.memory.available_kv_bytes)} / "
                 f"{a.memory.bytes_per_block:,} B per block; log: {how}") if a else f"log: {how}"
-        return _row("GPU blocks", "blocks", lo, line, ledger, text)
+        return _row("GPU blocks", "blocks", lo, line, ledger, text, check=False)
     if ctx.settings.get("pp", 1) > 1:
         return _pp_blocks_row(ctx, lo, line, how)
     ledger, bpb = b.memory.num_gpu_blocks, b.memory.bytes_per_block
     rlo, rhi = printed_gib_block_range(st.available_kv_bytes, bpb)
     text = f"ledger: floor({_gib(st.available_kv_bytes)} / {bpb:,} B per block) = {ledger:,}; log: {how}"
+    in_range = False
     if lo is not None and ledger != lo:
+        verdict, in_range = _range_verdict(ctx, lo, bpb, rlo, rhi)
         text += (f"; vLLM prints the available memory to 2 decimals, so {st.available_kv_bytes / GiB:.2f} GiB allows "
-                 f"{rlo:,}–{rhi:,} blocks: the log's {lo:,} " + _range_verdict(ctx, lo, bpb, rlo, rhi))
-    return _row("GPU blocks", "blocks", lo, line, ledger, text)
+                 f"{rlo:,}–{rhi:,} blocks: the log's {lo:,} " + verdict)
+    return _row("GPU blocks", "blocks", lo, line, ledger, text, in_range=in_range)
 
 
-def _range_verdict(ctx: DoctorContext, lo: int, bpb: int, rlo: int, rhi: int) -> str:
-    """The log's block count against the printed memory's range. Below it on several GPUs it is still the engine's
-    when the pool is the smallest rank's and the memory line one rank's (``vllm_rank_print``): inside 1–rhi, as with
-    pipeline stages; otherwise the settings do not match the log."""
+def _range_verdict(ctx: DoctorContext, lo: int, bpb: int, rlo: int, rhi: int) -> tuple[str, bool]:
+    """The log's block count against the printed memory's range, and whether the engine could have printed it. Below
+    it on several GPUs it is still the engine's when the pool is the smallest rank's and the memory line one rank's
+    (``vllm_rank_print``): inside 1–rhi, as with pipeline stages; otherwise the settings do not match the log."""
     if rlo <= lo <= rhi:
-        return "is inside that range"
+        return "is inside that range", True
     ver = ctx.settings.get("engine_version")
     chk = check_printed_pool(parse_version(ver), int(ctx.settings.get("tp") or 1),
                              round(ctx.log.startup.available_kv_bytes / GiB, 2), lo, bpb, rlo, rhi) if ver else None
     if chk is None or chk.verdict != "smallest rank":
-        return "is OUTSIDE that range — the model, KV dtype or TP do not match the log"
+        return "is OUTSIDE that range — the model, KV dtype or TP do not match the log", False
     return (f"is below it but inside 1–{rhi:,}, as vLLM allows: {chk.why}; so the smallest rank had "
-            f"{chk.spread_low / GiB:.3f}–{chk.spread_high / GiB:.3f} GiB less available memory than the one printed")
+            f"{chk.spread_low / GiB:.3f}–{chk.spread_high / GiB:.3f} GiB less available memory than the one "
+            "printed"), True
 
 
 def _pp_blocks_row(ctx: DoctorContext, lo: int | None, line: int | None, how: str) -> ComparisonRow:
@@ -193,11 +194,11 @@ def _pp_blocks_row(ctx: DoctorContext, lo: int | None, line: int | None, how: st
             f"floor({_gib(st.available_kv_bytes)} / "
             f"{bpb:,} B per block of stage 0's {first['num_layers']} layers) = {first['num_gpu_blocks']:,} "
             f"(up to {rhi:,} within the 2-decimal print); log: {how}")
+    inside = lo is not None and 1 <= lo <= rhi
     if lo is not None:
-        inside = 1 <= lo <= rhi
         text += (f"; the log's {lo:,} is {'inside' if inside else 'OUTSIDE'} 1–{rhi:,}"
                  + ("" if inside else " — the model, KV dtype or PP split do not match the log"))
-    return _row("GPU blocks", "blocks", lo, line, first["num_gpu_blocks"], text)
+    return _row("GPU blocks", "blocks", lo, line, first["num_gpu_blocks"], text, in_range=inside)
 
 
 def _capacity_rows(ctx: DoctorContext) -> list[ComparisonRow]:
@@ -266,12 +267,8 @@ def compare_startup(ctx: DoctorContext) -> StartupComparison | None:
     if all(getattr(st, k) is None for k in keys):
         return None
     rows = _memory_rows(ctx) + _capacity_rows(ctx)
-    checked = [r for r in rows if r.unit in ("blocks", "tokens", "x") and r.difference is not None]
-    checked = [r for r in checked if not r.explanation.startswith("ledger from its memory model")]
-    blocks_ok = all(r.difference == 0 or "inside" in r.explanation for r in checked if r.unit == "blocks")
-    consistent = (
-        (blocks_ok and all(abs(r.difference) < 1e-9 for r in checked if r.unit != "blocks")) if checked else None
-    )
+    checked = [r.agrees for r in rows if r.agrees is not None]  # decided per row by _row, not read from its text
+    consistent = all(checked) if checked else None
     rows = [r for r in rows if r.log_value is not None or r.ledger_value is not None]
     notes = list(ctx.notes) + list(st.notes)
     if ctx.model is None:

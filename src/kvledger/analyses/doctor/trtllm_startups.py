@@ -91,7 +91,7 @@ def replay_trtllm_row(r: dict[str, str], root: Path) -> PublicReplay:
 
 
 _FLAGS = {"kv-cache-dtype": ("kv_cache_dtype", str), "max-batch-size": ("max_num_seqs", int),
-          "cuda-graph-max-batch-size": ("cuda_graph_max_batch_size", int)}
+          "cuda-graph-max-batch-size": ("cuda_graph_max_batch_size", int), "logits-dtype": ("trtllm_logits_dtype", str)}
 """The row's ``flags`` (``name=value;…``) that change a planned term, and the plan setting each one sets."""
 
 

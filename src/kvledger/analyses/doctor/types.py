@@ -46,6 +46,10 @@ class ComparisonRow:
         ledger_value: what ``kvledger plan`` gives for the same settings (None: not computable).
         difference: ledger − log, in ``unit`` (None when either is missing).
         explanation: why they differ (or agree), term by term.
+        agrees: for a capacity check (blocks, tokens, concurrency with both figures): True when the ledger reproduces
+            the log's figure (equal; for blocks, also inside the range vLLM's 2-decimal memory print allows), False
+            when not; None for a row that is not such a check (a memory term, a missing figure, blocks from the
+            ledger's own memory model). ``StartupComparison.consistent`` is decided from it.
     """
 
     term: str
@@ -55,6 +59,20 @@ class ComparisonRow:
     ledger_value: float | None
     difference: float | None
     explanation: str
+    agrees: bool | None = None
+
+    @classmethod
+    def compared(cls, term: str, unit: str, log_value: float | None, log_line: int | None,
+                 ledger_value: float | None, explanation: str, *, check: bool = True,
+                 in_range: bool = False) -> ComparisonRow:
+        """A row with its difference and ``agrees``, decided for the capacity checks (blocks, tokens, concurrency with
+        both figures): equal, or for blocks ``in_range`` (inside the range the log's 2-decimal memory print allows);
+        ``check=False`` for a figure that is not a check of the log (the ledger's blocks from its own memory model)."""
+        diff = None if log_value is None or ledger_value is None else ledger_value - log_value
+        agrees = None
+        if check and diff is not None and unit in ("blocks", "tokens", "x"):
+            agrees = bool(diff == 0 or in_range) if unit == "blocks" else abs(diff) < 1e-9
+        return cls(term, unit, log_value, log_line, ledger_value, diff, explanation, agrees)
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)

@@ -13,8 +13,8 @@ from typing import Any
 
 from kvledger.analyses.search.order import rank_key
 
-__all__ = ["cost_frontier", "rejections_by_reason", "caveats", "ranking_margin", "RankingMargin", "MEMORY_RULES_GPU",
-           "CAPACITY_BAND"]
+__all__ = ["cost_frontier", "rejections_by_reason", "none_can_start", "MEMORY_REASONS", "caveats", "ranking_margin",
+           "RankingMargin", "MEMORY_RULES_GPU", "CAPACITY_BAND"]
 
 CAPACITY_BAND = 0.3
 """The band an uncalibrated roofline capacity is taken to within (a kvledger assumption until measured error bands
@@ -70,6 +70,20 @@ def rejections_by_reason(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         {"reason": r, "count": len(ids), "ids": ids}
         for r, ids in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     ]
+
+
+#: the rejection reasons that mean a candidate cannot start for memory (``plan.py``'s advice: its max_model_len does
+#: not fit the KV budget, or the weights alone do not fit), as opposed to an SLO miss or a missing price row
+MEMORY_REASONS = ("max_model_len", "does not fit")
+
+
+def none_can_start(entries: list[dict[str, Any]]) -> bool:
+    """Whether no candidate can start: there are candidates, none feasible or decided by bound, and every one was
+    rejected for memory (:data:`MEMORY_REASONS`); ``search`` then exits 3, as ``plan`` does when the model does not
+    fit."""
+    groups = rejections_by_reason(entries)
+    return (bool(entries) and not any(e["status"] in ("feasible", "bounded") for e in entries)
+            and all(g["reason"] in MEMORY_REASONS for g in groups))
 
 
 def caveats(entry: dict[str, Any]) -> list[str]:

@@ -5,7 +5,6 @@ the pass that adds each colocated candidate again with each tier as a candidate 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +32,7 @@ def parse_offload(text: str | None) -> tuple[OffloadOption, ...]:
     Raises:
         InputError: an unknown kind, a missing or unreadable size, a size ≤ 0.
     """
-    from kvledger.units import parse_bytes
+    from kvledger.units import parse_tier_gib
 
     if not text or not text.strip():
         return (OffloadOption("none"),)
@@ -47,11 +46,8 @@ def parse_offload(text: str | None) -> tuple[OffloadOption, ...]:
         if kind not in TIER_OF or not size.strip():
             raise InputError(f"--offload takes none, cpu:SIZE or disk:SIZE (e.g. none,cpu:256GiB,disk:1TiB), got "
                              f"{part!r}")
-        try:
-            gib = float(size)
-        except ValueError:
-            gib = parse_bytes(size.strip(), what="--offload") / 2**30
-        if not (math.isfinite(gib) and gib > 0):
+        gib = parse_tier_gib(size.strip(), what=f"--offload {part!r}")
+        if gib <= 0:
             raise InputError(f"--offload {part!r}: the size must be positive")
         out.append(OffloadOption(kind, gib))
     return tuple(dict.fromkeys(out))
