@@ -151,7 +151,7 @@ def test_gpu_scope_fit_with_the_measured_gemm_curve_writes_a_version_3_profile_t
                               "--gemm-efficiency", "measured", "--no-leave-one-out", "--out", str(out)])
     assert res.exit_code == 0, res.output
     prof = json.loads(out.read_text())
-    assert (prof["version"], prof["gemm_efficiency"]) == (3, "measured")
+    assert (prof["version"], prof["gemm_efficiency"]) == (3, "measured") and "--gemm-efficiency measured" in res.output
     got = json.loads(_ok(["validate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--gpu-profile", str(out),
                           "--json"]))
     assert got["step_cost"]["gemm_efficiency"] == "measured" and got["step_cost"]["scope"] == "gpu"
