@@ -168,10 +168,17 @@ def _exp_dir(short: str) -> str:
     return next(p.name for p in va.TRAINING.iterdir() if p.is_dir() and p.name.split("-", 2)[2] == short)
 
 
+#: ``validate_all.py --gemm-efficiency``: how every roofline here prices the weight matmuls (None: flat, as before)
+GEMM_MODE: str | None = None
+
+
 def _setup_of(u: Unit):
+    from dataclasses import replace
+
     from kvledger.calibration.api import engine_for
 
-    return engine_for(u.args, u.run, max_paddings=u.max_paddings)
+    args = u.args if GEMM_MODE is None else replace(u.args, gemm_efficiency=GEMM_MODE)
+    return engine_for(args, u.run, max_paddings=u.max_paddings)
 
 
 def _errors(u: Unit, setup, cost, frontend_s: float = 0.0) -> dict[str, float | None]:

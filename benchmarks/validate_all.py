@@ -503,11 +503,17 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     ap.add_argument("--write-bands", action="store_true", help="lodo: write the error bands into the package")
     ap.add_argument("--write-docs", action="store_true", help="lodo: write docs/calibration/validation-latency.md")
+    ap.add_argument("--gemm-efficiency", choices=("flat", "measured"), default=None,
+                    help="gpuscope: price the weight matmuls flat (default) or by the GPU's measured curve")
     a = ap.parse_args()
     chosen = [s.strip() for s in a.sections.split(",") if s.strip()]
     bad = [s for s in chosen if s not in SECTIONS]
     if bad:
         ap.error(f"unknown section(s) {', '.join(bad)}; known: {', '.join(SECTIONS)}")
+    if a.gemm_efficiency is not None:
+        import gpuscope_all
+
+        gpuscope_all.GEMM_MODE = a.gemm_efficiency
     out = {}
     for s in chosen:
         t = time.perf_counter()

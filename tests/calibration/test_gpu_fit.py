@@ -172,28 +172,35 @@ def test_the_gpu_fit_with_host_terms_prices_every_step_of_two_models_and_a_third
         for sh in shapes:
             assert fitted.step_time_s(sh) == pytest.approx(truth.step_time_s(sh), rel=0.03)
     prof = gpu_profile_dict(fit, [], ["synthetic"])
-    assert (prof["version"], prof["host_step_s"], prof["host_seq_s"]) == (2, round(fit.host_step_s, 7),
+    assert (prof["version"], prof["host_step_s"], prof["host_seq_s"]) == (3, round(fit.host_step_s, 7),
                                                                           round(fit.host_seq_s, 9))
 
 
 def test_a_version_2_profile_carries_its_host_terms_a_version_1_has_none_and_a_later_one_is_refused(tmp_path):
-    from kvledger.errors import FormatError
+    # version 3 (gemm_efficiency) is read; version 4 is refused; a flat profile refuses --gemm-efficiency measured
+    from kvledger.errors import FormatError, InputError
 
     base = {"kind": "kvledger-gpu-profile", "gpu": "NVIDIA H100 80GB HBM3", "flops_fraction": 0.9,
             "bandwidth_fraction": 0.75}
     gpu = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile="none")).gpu_name
     base["gpu"] = gpu
-    v1, v2, v3 = tmp_path / "v1.json", tmp_path / "v2.json", tmp_path / "v3.json"
+    v1, v2, v3, v4 = (tmp_path / f"v{i}.json" for i in (1, 2, 3, 4))
     v1.write_text(json.dumps({**base, "version": 1}))
     v2.write_text(json.dumps({**base, "version": 2, "host_step_s": 0.0006, "host_seq_s": 1.3e-5}))
-    v3.write_text(json.dumps({**base, "version": 3}))
+    v3.write_text(json.dumps({**base, "version": 3, "gemm_efficiency": "measured"}))
+    v4.write_text(json.dumps({**base, "version": 4}))
     old = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v1)))
     assert (old.cost.host_step_s, old.cost.host_seq_s) == (0.0, 0.0) and "host_step_s" not in old.cost_info
     new = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v2)))
     assert (new.cost.host_step_s, new.cost.host_seq_s) == (0.0006, 1.3e-5)
     assert new.cost_info["host_step_s"] == 0.0006 and "0.6 ms per step + 13 µs per sequence" in new.cost_info["source"]
-    with pytest.raises(FormatError, match="version 3"):
-        prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v3)))
+    meas = prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v3)))
+    assert meas.cost.gemm_curve is not None and meas.cost.flops_fraction == 0.9
+    assert meas.cost_info["gemm_efficiency"] == "measured" and old.cost.gemm_curve is None
+    with pytest.raises(FormatError, match="version 4"):
+        prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v4)))
+    with pytest.raises(InputError, match="fitted with flat"):
+        prepare(SimRequestArgs(model=MODEL, gpu=GPU, num_requests=5, gpu_profile=str(v1), gemm_efficiency="measured"))
 
 
 def test_a_poor_in_sample_fit_is_stated_with_its_threshold_and_hints():
@@ -238,3 +245,37 @@ def test_the_h100_profile_is_bundled_opt_in_with_its_evidence():
                                                                               "Llama-2-70b-hf", "Llama-2-7b-hf"]
     with pytest.raises(FormatError, match="bundled: bundled:h100-sxm"):
         load_gpu_profile("bundled:a100")
+
+
+def test_with_the_measured_gemm_curve_the_fit_finds_the_scale_and_a_decode_only_run_keeps_the_curve():
+    # --gemm-efficiency measured: the weight matmuls run at f × e(M, N·K) (accounting/gemm_efficiency.py). A run
+    # generated at f = 0.8 (kernels at 0.8 of Vidur's measured ones), bandwidth 0.65: the prefill steps (200–3,000-token
+    # prompts) see f through the curve, and the fit finds it back (measured 0.830 / 0.632: within 5%).
+    # Then a decode-only run (8-token prompts, 300 outputs): f is not seen (measured: it stays at 0.699, where the
+    # search left it; the flat fit drifts such an f as far as 1.0), but it now only scales the curve: a 384-token step
+    # is priced at f × e(384, 218M) = 0.699 × 0.479 = 0.335 of peak, never above the measured e(384) ≈ 0.48.
+    from kvledger.accounting.gemm_efficiency import gemm_curve
+
+    reqs = _workload()
+    blank = MeasuredRun("synthetic", "synthetic", reqs, RunRecords([], RunMetadata("synthetic", "synthetic")))
+    setup = engine_for(SimRequestArgs(model=MODEL, gpu=GPU, tp=1, gpu_profile="none", max_model_len=8192,
+                                      gemm_efficiency="measured"), blank)
+    truth = roofline_with(setup, 0.8, TRUE_BW)
+    assert truth.gemm_curve is gemm_curve("nvidia_h100_sxm")
+    run = MeasuredRun("synthetic", "synthetic", reqs, replay(blank, setup.config, truth).records)
+    fit = fit_gpu_fractions([(run, setup)])
+    assert fit.gemm_efficiency == "measured"
+    assert fit.flops_fraction == pytest.approx(0.8, rel=0.05) and fit.bandwidth_fraction == pytest.approx(TRUE_BW,
+                                                                                                          rel=0.05)
+    assert gpu_profile_dict(fit, [], ["synthetic"])["gemm_efficiency"] == "measured"
+    dec = [RequestSpec(r.request_id, r.arrival_s, 8, 300) for r in reqs[:60]]
+    blank = MeasuredRun("dec", "dec", dec, RunRecords([], RunMetadata("synthetic", "synthetic")))
+    seen = MeasuredRun("dec", "dec", dec, replay(blank, setup.config, roofline_with(setup, 0.8, TRUE_BW)).records)
+    got = fit_gpu_fractions([(seen, setup)])
+    cost = roofline_with(setup, got.flops_fraction, got.bandwidth_fraction)
+    shape = StepShape(384, 2, 384, 384 * 385 / 2, 0, 0)
+    share = cost.costs(shape).matmul_flops / (cost.peak_flops * (cost.step_time_s(shape) - cost.attention_s(
+        cost.costs(shape))))
+    e384 = gemm_curve("nvidia_h100_sxm").efficiency(384, cost.gemm_nk)
+    assert share == pytest.approx(got.flops_fraction * e384) and share <= e384 < 0.49
+    assert got.bandwidth_fraction == pytest.approx(TRUE_BW, rel=0.05)

@@ -137,3 +137,24 @@ def test_gpu_scope_fit_frontend_prints_the_fitted_latency_with_its_unit(tmp_path
     # without --fit-frontend nothing is fitted and no latency is printed
     plain = runner.invoke(app, ["calibrate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--scope", "gpu"])
     assert plain.exit_code == 0 and "front-end latency" not in plain.output
+
+
+def test_gpu_scope_fit_with_the_measured_gemm_curve_writes_a_version_3_profile_that_validate_prices_with(tmp_path):
+    # the same three-request run; --gemm-efficiency measured: the profile records the mode (version 3), and a run it
+    # prices takes the curve without the flag; with --gemm-efficiency flat against it, a one-paragraph refusal
+    reqs = [{"request_id": f"r{i}", "input_toks": 300, "output_toks": 4, "queued_ts": 1.0 + i,
+             "first_token_ts": 1.1 + i, "last_token_ts": 1.2 + i} for i in range(3)]
+    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reqs))
+    (tmp_path / "meta.json").write_text(json.dumps({"model": "meta-llama/Llama-3.1-8B", "vllm_version": "0.19.0"}))
+    out = tmp_path / "g.json"
+    res = runner.invoke(app, ["calibrate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--scope", "gpu",
+                              "--gemm-efficiency", "measured", "--no-leave-one-out", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    prof = json.loads(out.read_text())
+    assert (prof["version"], prof["gemm_efficiency"]) == (3, "measured") and "--gemm-efficiency measured" in res.output
+    got = json.loads(_ok(["validate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--gpu-profile", str(out),
+                          "--json"]))
+    assert got["step_cost"]["gemm_efficiency"] == "measured" and got["step_cost"]["scope"] == "gpu"
+    bad = runner.invoke(app, ["validate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--gpu-profile", str(out),
+                              "--gemm-efficiency", "flat"])
+    assert isinstance(bad.exception, InputError) and "fitted with measured" in str(bad.exception)

@@ -30,7 +30,7 @@ class DecodePrices:
         bytes per token, 2 × state bytes, peak FLOP/s × fraction for the matmuls and for attention, bandwidth ×
         fraction, CPU overlap, CPU overhead s); False where windowed layers, split attention kernels or MoE terms
         price a step through ``costs``."""
-        if self.window_terms or self.split_attention or self._moe_terms:
+        if self.window_terms or self.split_attention or self._moe_terms or self.gemm_curve is not None:
             return False
         ff = self.flops_fraction
         return (2 * self.matmul_params, self.head_flops_per_seq, self.upproj_flops_per_token,
@@ -46,7 +46,8 @@ class DecodePrices:
             n = num_seqs
             p, b = self.peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
             matmul = 2 * self.matmul_params * n + self.head_flops_per_seq * n + self.upproj_flops_per_token * 0
-            t = max(matmul / p, self.weight_read_bytes(n) / b)
+            e = self.matmul_efficiency(n)
+            t = max(matmul / p / e if e != 1.0 else matmul / p, self.weight_read_bytes(n) / b)
             if len(self._gemm_cache) < 4096:
                 self._gemm_cache[num_seqs] = t
         return t
@@ -113,7 +114,7 @@ class DecodePrices:
 
             return decode_steps_by_loop(self, num_seqs, kv_tokens, num_steps)
         n = num_seqs
-        pa, b = self.attn_peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
+        pa, b = self.attn_peak_flops * self.attn_fraction, self.bw * self.bandwidth_fraction
         gemm = self._gemm_s(n)
         g, st, ar, cpu = self.growing_read_bytes, 2 * self.state_bytes * n, self.allreduce_s(n), self.cpu_overhead_s
         host = self.host_s(n)

@@ -4,9 +4,11 @@ measured runs of any model, which then prices every model on that GPU.
 Written by ``kvledger calibrate --scope gpu`` (``kvledger.calibration.gpu_fit``); read by ``--gpu-profile FILE``
 and, for a GPU with bundled measurements, by default (``accounting/data/gpu_profiles/*.json``, one per GPU,
 each naming its data, its fit and its error; a file with ``"default": false`` only when named,
-``--gpu-profile bundled:NAME``). Layout (``"kind": "kvledger-gpu-profile"``, ``"version"`` 1 or 2):
+``--gpu-profile bundled:NAME``). Layout (``"kind": "kvledger-gpu-profile"``, ``"version"`` 1, 2 or 3):
 ``gpu`` (catalog name), ``flops_fraction``, ``bandwidth_fraction``, version 2 also ``host_step_s`` and ``host_seq_s``
-(the host's time per step and per sequence in series with the GPU, s; a version 1 file has none: 0), ``fit`` (method,
+(the host's time per step and per sequence in series with the GPU, s; a version 1 file has none: 0), version 3 also
+``gemm_efficiency`` ("flat", or "measured": ``flops_fraction`` scales the GPU's measured matmul curve,
+``kvledger.accounting.gemm_efficiency``; versions 1 and 2 are flat), ``fit`` (method,
 objective before and after, replays), ``runs`` (each run's model, TP and errors under the fitted fractions),
 ``data_files``, ``source``. A later version is refused with the version named.
 A model-scope profile (``kvledger.accounting.calibration_profile``) refines one model at one TP on top.
@@ -42,6 +44,7 @@ class GpuProfile:
         label: the profile in a few words, for a "priced by" line (``GPU profile FILE (fitted on RUNS)``).
         host_step_s / host_seq_s: host time per step and per sequence in series with the GPU, s (0 in a version 1
             file).
+        gemm_efficiency: "flat" (versions 1–2) or "measured" (``flops_fraction`` scales the measured GEMM curve).
         runs: per fitted run, its label, model, TP, whether it was saturated (None: not stated) and its in-sample
             errors ``ttft_mean`` / ``tpot_mean`` / ``throughput`` (predicted/measured − 1; None: not stated), for the
             band (``kvledger.ledgers.profile_band``).
@@ -57,6 +60,7 @@ class GpuProfile:
     host_step_s: float = 0.0
     host_seq_s: float = 0.0
     runs: tuple[dict, ...] = ()
+    gemm_efficiency: str = "flat"
 
 
 def _num(v: Any) -> float | None:
@@ -89,18 +93,21 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
         raise FormatError(where, f"not a kvledger GPU profile (expected \"kind\": \"{GPU_PROFILE_KIND}\"; write one "
                                  "with `kvledger calibrate FILE... --scope gpu --out GPU.json`)")
     version = d.get("version", 1)
-    if not isinstance(version, int) or isinstance(version, bool) or version not in (1, 2):
-        raise FormatError(where, f"GPU profile version {version!r}: this kvledger reads versions 1 and 2 (refit with "
+    if not isinstance(version, int) or isinstance(version, bool) or version not in (1, 2, 3):
+        raise FormatError(where, f"GPU profile version {version!r}: this kvledger reads versions 1 to 3 (refit with "
                                  "`kvledger calibrate FILE... --scope gpu --out GPU.json`, or update kvledger)")
     try:
         ff, bf = float(d["flops_fraction"]), float(d["bandwidth_fraction"])
         gpu = str(d["gpu"])
         h0, h1 = float(d.get("host_step_s", 0.0)), float(d.get("host_seq_s", 0.0))
+        gemm = str(d.get("gemm_efficiency", "flat")) if version >= 3 else "flat"
     except (KeyError, TypeError, ValueError) as e:
         raise FormatError(where, f"malformed GPU profile ({e}): it needs gpu, flops_fraction, "
                                  "bandwidth_fraction") from None
     if not (0 < ff <= 1 and 0 < bf <= 1):
         raise FormatError(where, f"fractions must be in (0, 1], got flops {ff:g}, bandwidth {bf:g}")
+    if gemm not in ("flat", "measured"):
+        raise FormatError(where, f"gemm_efficiency {gemm!r}: a GPU profile's is 'flat' or 'measured'")
     if not (0 <= h0 <= 1 and 0 <= h1 <= 0.01):
         raise FormatError(where, f"host terms out of range: host_step_s {h0:g} s (0–1), host_seq_s {h1:g} s (0–0.01)")
     runs = [r for r in d.get("runs") or [] if isinstance(r, dict)]
@@ -115,7 +122,7 @@ def _from_dict(d: Any, where: str) -> GpuProfile:
     return GpuProfile(gpu, ff, bf, src, errs, tuple(str(r["source"]) for r in runs
                                                                           if r.get("source") and r.get("saturated")
                                                                           is not True),
-                      f"GPU profile {where} (fitted on {data})", h0, h1, tuple(run_facts(r) for r in runs))
+                      f"GPU profile {where} (fitted on {data})", h0, h1, tuple(run_facts(r) for r in runs), gemm)
 
 
 _LIST_RUNS = 4  # a profile of more runs names them by model and TP

@@ -102,7 +102,7 @@ class Plan:
         return cdiv(num_tokens, self.memory.block_size)
 
     def step_cost(self, cpu_overhead_s: float | None = None, overlap_cpu: bool = False, host_step_s: float = 0.0,
-                  host_seq_s: float = 0.0) -> RooflineStepCost:
+                  host_seq_s: float = 0.0, gemm_curve=None) -> RooflineStepCost:
         """The roofline as a StepCostModel with this plan's efficiencies (``overlap_cpu``: async scheduling; host terms:
         a GPU profile's). On SGLang 0.5.23 overlap scheduling is on and decode batches run at the captured CUDA-graph
         sizes (sglang_steps.py: a ``GraphPaddedStepCost`` around the roofline, else the roofline)."""
@@ -115,7 +115,7 @@ class Plan:
                               cpu_overhead_s=s.cpu_overhead_s if cpu_overhead_s is None else cpu_overhead_s,
                               weights_bytes=s.weights_bytes, overlap_cpu=overlap_cpu or sg is not None,
                               custom_allreduce_max_bytes=custom_ar_max_bytes(s, self.gpu),
-                              host_step_s=host_step_s, host_seq_s=host_seq_s)
+                              host_step_s=host_step_s, host_seq_s=host_seq_s, gemm_curve=gemm_curve)
         return rc if sg is None else GraphPaddedStepCost(rc, *sg)
 
     def row_at(self, context_tokens: int) -> ConcurrencyRow | None:

@@ -19,6 +19,8 @@ How vLLM executes the step, and what that changes here:
 * at TP > 1 two all-reduces per layer (tp_comm.py);
 * with ``weights_bytes`` (``--weights-memory``, the engine's "Loading weights took") every weight
   read scales by measured / computed weight bytes;
+* ``gemm_curve`` (``--gemm-efficiency measured``): dense BF16 weight matmuls at ``flops_fraction`` × the GPU's
+  measured efficiency e(T, N·K) (``kvledger.accounting.gemm_efficiency``, which says how attention's share is set);
 * ``host_step_s`` + ``host_seq_s`` × sequences: host time each step spends in series with the GPU (scheduling,
   input preparation, sampling and output processing the engine does not hide), the same for every model on a host
   (Vidur's ``cpu_overheads`` tables: about 1.2 ms + 0.04 ms per sequence for Llama-2-7B and phi-2 alike on A100
@@ -30,6 +32,7 @@ from __future__ import annotations
 from kvledger.accounting.attention_terms import attention_terms
 from kvledger.accounting.decode_prices import DecodePrices
 from kvledger.accounting.fp8_block import compute_dtype, expert_mma_dtype
+from kvledger.accounting.gemm_efficiency import GemmCurve, MeasuredGemm
 from kvledger.accounting.kvcache import KVLedger
 from kvledger.accounting.moe_terms import ep_all_to_all_bytes, ep_imbalance, grouped_gemm_efficiency, tokens_per_expert
 from kvledger.accounting.step_costs import StepCosts
@@ -49,7 +52,7 @@ def attention_dtype(kv: KVLedger, gpu: GpuSpec) -> str:
     return "fp8" if kv.kv_cache_dtype.lower().startswith("fp8") and gpu.fp8_flops_per_s else "bf16"
 
 
-class RooflineStepCost(DecodePrices):
+class RooflineStepCost(DecodePrices, MeasuredGemm):
     """Per-GPU roofline costs for one model on one GPU at a TP degree; also a StepCostModel for the simulator.
 
     Args:
@@ -68,6 +71,8 @@ class RooflineStepCost(DecodePrices):
         custom_allreduce_max_bytes: calls under this size run vLLM's custom all-reduce (tp_comm.py), B; 0: off.
         host_step_s / host_seq_s: host time per step and per sequence in the step that runs in series with the GPU
             (module docstring), s; 0 by default.
+        gemm_curve: the GPU's measured matmul efficiency (``gemm_efficiency.GemmCurve``), which ``flops_fraction`` then
+            scales (1.0: as measured); None: the flat fraction. Ignored for MoE and FP8 models (not measured).
         ep / grouped_gemm_half_tokens: MoE only — expert-parallel ranks and the grouped GEMM's half-rate tokens per
             expert (``moe_terms.py``); the defaults (1, 0) model neither imbalance nor a small-GEMM penalty.
     """
@@ -78,7 +83,8 @@ class RooflineStepCost(DecodePrices):
                  bandwidth_fraction: float = 0.8, cpu_overhead_s: float = 0.0, overlap_cpu: bool = False,
                  weights_bytes: float | None = None, split_attention: bool | None = None,
                  allreduce_latency_s: float | None = None, ep: int = 1, grouped_gemm_half_tokens: float = 0.0,
-                 custom_allreduce_max_bytes: float = 0.0, host_step_s: float = 0.0, host_seq_s: float = 0.0) -> None:
+                 custom_allreduce_max_bytes: float = 0.0, host_step_s: float = 0.0, host_seq_s: float = 0.0,
+                 gemm_curve: GemmCurve | None = None) -> None:
         self.model, self.gpu, self.kv, self.tp = model, gpu, kv, tp
         self.dtype = compute_dtype(model, gpu)
         self.peak_flops = gpu.fp8_flops_per_s if self.dtype == "fp8" else gpu.bf16_flops_per_s
@@ -103,13 +109,14 @@ class RooflineStepCost(DecodePrices):
         self.prefill_flops_per_pair = at.prefill  # FLOPs per prefill (query, key) pair, FLOP
         self.upproj_flops_per_token = at.upproj  # MLA's FLOPs per cached-context token of a prefill chunk, FLOP
         self.growing_read_bytes = at.growing_read_bytes  # KV bytes a step reads per context token, B/token
+        self._init_gemm_curve(model, gemm_curve)
         has_mla = any(isinstance(g.spec, MLAAttention) for g in kv.groups)
         self.split_attention = has_mla if split_attention is None else split_attention
         self.state_bytes = kv.state_bytes_per_seq - at.window_state_bytes
         self._gemm_cache: dict[int, float] = {}
         self._list_consts: dict[int, tuple] = {}  # per batch size: gemm s, state bytes, all-reduce s, the plain form's
         self._token_terms: dict[int, tuple[float, float]] = {}  # per step tokens: weight bytes read, all-reduce s
-        pa, b = self.attn_peak_flops * flops_fraction, self.bw * bandwidth_fraction
+        pa, b = self.attn_peak_flops * self.attn_fraction, self.bw * bandwidth_fraction
         fa, fb = self.attn_flops_per_pair / pa, self.growing_read_bytes / b
         # decode attention bandwidth-bound at every length, with a margin no rounding can cross
         self._bw_bound = not self.window_terms and fa < fb * (1 - 1e-9)
@@ -193,7 +200,7 @@ class RooflineStepCost(DecodePrices):
         host = self.host_s(seqs)
         if not self._moe_terms:
             return StepCosts(matmul, attn, self.weight_read_bytes(T), kv_bytes, pf_attn, pf_kv, self.allreduce_s(T),
-                             host_s=host)
+                             host_s=host, matmul_efficiency=self.matmul_efficiency(T))
         m = self.model
         eta = grouped_gemm_efficiency(tokens_per_expert(T, m.experts_per_token, m.num_experts),
                                       self.grouped_gemm_half_tokens)
@@ -211,7 +218,7 @@ class RooflineStepCost(DecodePrices):
     def attention_s(self, c: StepCosts) -> float:
         """The attention term at the achievable fractions and the attention dtype's peak, s: one roofline over
         prefill and decode attention, or (split-kernel backends) the two added."""
-        pa, b = self.attn_peak_flops * self.flops_fraction, self.bw * self.bandwidth_fraction
+        pa, b = self.attn_peak_flops * self.attn_fraction, self.bw * self.bandwidth_fraction
         if not self.split_attention:
             return max(c.attn_flops / pa, c.kv_bytes / b)
         return (max(c.prefill_attn_flops / pa, c.prefill_kv_bytes / b)
@@ -235,6 +242,8 @@ class RooflineStepCost(DecodePrices):
         pe = self.expert_peak_flops * self.flops_fraction  # routed experts apart only at another MMA dtype
         mm = (c.matmul_flops - c.expert_flops + c.expert_flops * c.expert_time_factor) / p if pe == p else (
             (c.matmul_flops - c.expert_flops) / p + c.expert_flops * c.expert_time_factor / pe)
+        if c.matmul_efficiency != 1.0:  # the measured GEMM curve (gemm_efficiency.py); flat: no operation at all
+            mm = mm / c.matmul_efficiency
         gpu = max(mm, c.weight_bytes / b) + self.attention_s(c) + c.allreduce_s + c.all_to_all_s
         if c.host_s:
             gpu = gpu + c.host_s
@@ -243,7 +252,7 @@ class RooflineStepCost(DecodePrices):
     def step_time_s(self, shape: StepShape) -> float:
         """``time_s(costs(shape))``, s; without windowed layers or split attention kernels computed in place (the same
         operations in the same order, so bit for bit the same float, without building ``StepCosts``)."""
-        if self.window_terms or self.split_attention or self._moe_terms:
+        if self.window_terms or self.split_attention or self._moe_terms or self.gemm_curve is not None:
             if shape.num_prefill_tokens + shape.num_decode_seqs == 0:
                 return 0.0
             return self.time_s(self.costs(shape))

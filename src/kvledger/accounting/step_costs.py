@@ -21,6 +21,8 @@ class StepCosts:
             expert_time_factor: busiest-rank imbalance ÷ grouped-GEMM efficiency (moe_terms.py), ≥ 1;
             all_to_all_s: expert parallelism's dispatch + combine time, s.
         host_s: host time in series with the GPU, ``host_step_s + host_seq_s × sequences``, s (0 unless set).
+        matmul_efficiency: the weight GEMMs' measured share of peak at the step's tokens (``gemm_efficiency.py``),
+            which divides their FLOP time; 1.0 without a measured curve.
     """
 
     matmul_flops: float
@@ -34,6 +36,7 @@ class StepCosts:
     expert_time_factor: float = 1.0
     all_to_all_s: float = 0.0
     host_s: float = 0.0
+    matmul_efficiency: float = 1.0
 
     @property
     def flops(self) -> float:

@@ -85,12 +85,14 @@ class GpuFit:
     host_seq_s: float = 0.0
     #: with ``setups``: each set-up's frontend latency, s (``frontend_s`` is then 0 unless there is one set-up)
     frontends_s: dict[str, float] = field(default_factory=dict)
+    #: "measured": the runs' rooflines price matmuls by the GPU's measured curve, which the FLOP fraction scales
+    gemm_efficiency: str = "flat"
 
 
 def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: float, host_step_s: float = 0.0,
                   host_seq_s: float = 0.0) -> RooflineStepCost:
     """The setup's roofline step cost at other achievable fractions and host terms (same model, TP, weights, CPU
-    overhead)."""
+    overhead, measured GEMM curve or none)."""
     cost = setup.cost
     if not isinstance(cost, RooflineStepCost):
         raise InputError("a GPU-scope fit prices steps with the roofline: start from --step-cost roofline")
@@ -102,7 +104,7 @@ def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: fl
                             bandwidth_fraction=bandwidth_fraction, cpu_overhead_s=cost.cpu_overhead_s,
                             weights_bytes=s.weights_bytes, overlap_cpu=cost.overlap_cpu,
                             custom_allreduce_max_bytes=cost.custom_allreduce_max_bytes, host_step_s=host_step_s,
-                            host_seq_s=host_seq_s)
+                            host_seq_s=host_seq_s, gemm_curve=cost.gemm_curve)
 
 
 def _best_frontend(reps: list, robust: float | None = None) -> tuple[float, float]:
@@ -200,18 +202,23 @@ def fit_gpu_fractions(items: list[tuple[MeasuredRun, SimSetup]], start: tuple[fl
     replays = len(items) * (1 + len(GRID_FLOPS) * len(GRID_BANDWIDTH) + evals)
     fronts = fe.get((ff, bf, h0, h1), {})
     one = next(iter(fronts.values())) if len(fronts) == 1 else 0.0
-    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, one, h0, h1, fronts)
+    mode = "measured" if any(getattr(s.cost, "gemm_curve", None) is not None for _, s in items) else "flat"
+    return GpuFit(gpus[0], ff, bf, f0, f, replays, history, evals, one, h0, h1, fronts, mode)
 
 
 def gpu_profile_dict(fit: GpuFit, per_run: list[dict[str, Any]], paths: list[str]) -> dict[str, Any]:
     """The GPU profile's layout (``kvledger.accounting.gpu_profile``) from a fit and each run's errors under it."""
-    return {"kind": GPU_PROFILE_KIND, "version": 2, "gpu": fit.gpu, "flops_fraction": round(fit.flops_fraction, 4),
+    return {"kind": GPU_PROFILE_KIND, "version": 3, "gpu": fit.gpu, "flops_fraction": round(fit.flops_fraction, 4),
+            "gemm_efficiency": fit.gemm_efficiency,
             "bandwidth_fraction": round(fit.bandwidth_fraction, 4), "host_step_s": round(fit.host_step_s, 7),
             "host_seq_s": round(fit.host_seq_s, 9),
             "fit": {"method": "grid over the roofline's achievable fractions, then a multiplicative pattern search "
                               "(with the host terms: additive moves too), on kvledger.calibration.fit's statistics "
                               "summed over the runs under a Cauchy loss of scale "
                               f"{ROBUST_SCALE} (kvledger.calibration.gpu_fit)",
+                    "gemm_note": "gemm_efficiency 'measured': the weight matmuls run at flops_fraction × the GPU's "
+                                 "measured efficiency against tokens and GEMM size (kvledger.accounting."
+                                 "gemm_efficiency; 1.0: as measured); 'flat': at flops_fraction alone",
                     "host_note": "host_step_s + host_seq_s × sequences: host time in series with every step (0 "
                                  "unless fitted with --fit-host), priced for every model on this GPU",
                     "objective_start": fit.objective_start, "objective": fit.objective,

@@ -17,6 +17,7 @@ from kvledger.cli.calib_opts import (
     CpuOverhead,
     EngineVersion,
     FlopsFraction,
+    GemmEfficiency,
     Gpu,
     GpuMemUtil,
     GpuProfile,
@@ -48,6 +49,7 @@ def calibrate(
     chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
     cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None, gpu_profile: GpuProfile = None,
     achievable_flops_fraction: FlopsFraction = None, achievable_bandwidth_fraction: BandwidthFraction = None,
+    gemm_efficiency: GemmEfficiency = None,
     scope: str = typer.Option("model", "--scope", help="gpu: fit the GPU's achieved efficiency (the roofline's "
                                                        "fractions) on runs of any models, carried to every model "
                                                        "(write with --out, use with --gpu-profile); model: fit one "

@@ -14,6 +14,7 @@ from kvledger.cli.calib_opts import (
     CpuOverhead,
     EngineVersion,
     FlopsFraction,
+    GemmEfficiency,
     Gpu,
     GpuMemUtil,
     GpuProfile,
@@ -47,6 +48,7 @@ def validate(
     chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
     cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None, gpu_profile: GpuProfile = None,
     achievable_flops_fraction: FlopsFraction = None, achievable_bandwidth_fraction: BandwidthFraction = None,
+    gemm_efficiency: GemmEfficiency = None,
     sweep: bool = typer.Option(False, "--sweep", help="The files are one load sweep: per-stage errors and the measured "
                                                       "and simulated knee."),
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a "

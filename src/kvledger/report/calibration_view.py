@@ -95,6 +95,9 @@ def render_gpu_profile(p: dict[str, Any], con: Console, out: Path | None, fit_fr
     con.print(f"GPU profile for {escape(p['gpu'])}: achievable FLOP/s fraction {p['flops_fraction']:.3f}, bandwidth "
               f"fraction {p['bandwidth_fraction']:.3f} (objective {fit['objective_start']:.4g} at 0.7/0.8 → "
               f"{fit['objective']:.4g}; {fit['num_replays']} replays)")
+    if p.get("gemm_efficiency") == "measured":
+        con.print("weight matmuls at the FLOP fraction × the GPU's measured efficiency against tokens and GEMM size "
+                  "(--gemm-efficiency measured; kvledger.accounting.gemm_efficiency): every run it prices uses it")
     if p.get("host_step_s") or p.get("host_seq_s"):
         con.print(f"host time in series with each step: {p['host_step_s'] * 1e3:.3f} ms + "
                   f"{p['host_seq_s'] * 1e6:.2f} µs per sequence (fitted with --fit-host; the profile adds it to every "

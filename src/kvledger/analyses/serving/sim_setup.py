@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
-from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
+from kvledger.analyses.serving.step_cost_choice import gemm_curve_of, gpu_profile_of, make_step_cost
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
@@ -61,6 +61,9 @@ class SimRequestArgs:
     achievable_flops_fraction: float | None = None  # roofline: share of peak FLOP/s (None: the plan's default, 0.7)
     achievable_bandwidth_fraction: float | None = None  # roofline: share of peak HBM bandwidth (None: 0.8)
     gpu_profile: str | None = None  # None/"auto": the GPU's bundled profile if any; "none"; or a GPU profile file
+    #: roofline weight matmuls: "flat" (one FLOP fraction), "measured" (the fraction scales the GPU's measured curve,
+    #: accounting/gemm_efficiency.py); None: the GPU profile's, else flat
+    gemm_efficiency: str | None = None
 
 
 @dataclass
@@ -88,7 +91,8 @@ _PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_me
                 "mem_fraction_static",
                 "kv_cache_dtype",
                 "max_num_batched_tokens", "max_num_seqs", "block_size", "num_gpu_blocks_override", "cpu_overhead",
-                "enable_prefix_caching", "achievable_flops_fraction", "achievable_bandwidth_fraction", "gpu_profile")
+                "enable_prefix_caching", "achievable_flops_fraction", "achievable_bandwidth_fraction", "gpu_profile",
+                "gemm_efficiency")
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -138,6 +142,8 @@ def _build_plan(a: SimRequestArgs):
     if prof is not None:  # the GPU's fitted efficiency where the user gave no fraction
         fractions = {"achievable_flops_fraction": a.achievable_flops_fraction or prof.flops_fraction,
                      "achievable_bandwidth_fraction": a.achievable_bandwidth_fraction or prof.bandwidth_fraction}
+    elif a.achievable_flops_fraction is None and gemm_curve_of(a, gpu, prof) is not None:
+        fractions["achievable_flops_fraction"] = 1.0  # the measured curve as measured (gemm_efficiency.py)
     mnbt = parse_tokens(a.max_num_batched_tokens, what="--max-num-batched-tokens") if a.max_num_batched_tokens else None
     settings = make_settings(
         engine=engine, engine_version=a.engine_version, tp=a.tp,

@@ -194,6 +194,36 @@ def gpu_profile_of(a: Any, gpu_name: str):
     return resolve_gpu_profile(a.gpu_profile, gpu_name)
 
 
+def gemm_mode(a: Any, prof) -> str:
+    """``--gemm-efficiency`` as it applies: the flag, else the GPU profile's mode (a profile's FLOP fraction means
+    something only with the curve it was fitted with), else "flat".
+
+    Raises:
+        InputError: an unknown mode, or a mode other than the one the GPU profile was fitted with.
+    """
+    from kvledger.accounting.gemm_efficiency import GEMM_MODES
+
+    mode = getattr(a, "gemm_efficiency", None)
+    if mode is not None and mode not in GEMM_MODES:
+        raise InputError(f"--gemm-efficiency {mode!r}: choose {' or '.join(GEMM_MODES)}")
+    have = getattr(prof, "gemm_efficiency", "flat") if prof is not None else None
+    if mode is not None and have is not None and mode != have:
+        raise InputError(f"--gemm-efficiency {mode}, but the GPU profile pricing this run ({prof.label}) was fitted "
+                         f"with {have} matmul efficiency, so its FLOP fraction means another thing: pass "
+                         f"--gemm-efficiency {have}, --gpu-profile none, or a profile fitted with `kvledger calibrate "
+                         f"--scope gpu --gemm-efficiency {mode}`")
+    return mode or have or "flat"
+
+
+def gemm_curve_of(a: Any, gpu, prof):
+    """The GPU's measured matmul-efficiency curve when the mode is "measured" and Vidur profiled the GPU, else None."""
+    if gemm_mode(a, prof) != "measured":
+        return None
+    from kvledger.accounting.gemm_efficiency import gemm_curve
+
+    return gemm_curve(gpu.gpu_id)
+
+
 def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[str, Any]]:
     """(StepCostModel, a description of it with its source) for ``--step-cost``: ``roofline``, ``calibrated`` or
     ``calibrated:KEY`` (``kvledger.analyses.serving.step_cost_choice``). ``overlap_cpu``: the engine schedules
@@ -206,7 +236,8 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
     if a.step_cost == "roofline":
         prof = gpu_profile_of(a, plan.gpu.name)
         host = {} if prof is None else {"host_step_s": prof.host_step_s, "host_seq_s": prof.host_seq_s}
-        cost = plan.step_cost(overlap_cpu=overlap_cpu, **host)
+        curve = gemm_curve_of(a, plan.gpu, prof)
+        cost = plan.step_cost(overlap_cpu=overlap_cpu, gemm_curve=curve, **host)
         # SGLang's overlap scheduling (sglang_steps.py) turns it on; its config is synchronous (batching 'sglang',
         # from_plan.default_async_scheduling), so the overlap is named as SGLang's, not as vLLM's async scheduling
         why = "async scheduling" if overlap_cpu else "SGLang's overlap scheduling"
@@ -219,9 +250,16 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
         if prof is not None:
             hint = (f"GPU-scope calibration: fractions from the {prof.source}"
                     + (f"; its fit errors: {prof.fit_error}" if prof.fit_error else ""))
+        if curve is not None:
+            hint += (f"; weight matmuls at the FLOP fraction × the GPU's measured GEMM efficiency against tokens and "
+                     f"N·K ({curve.source}; leave-one-shape-out error {curve.loso_abs:.3f} of peak)")
+        elif gemm_mode(a, prof) == "measured":
+            hint += f"; no measured GEMM efficiency for {plan.gpu.name} (Vidur profiled A100 80GB SXM, H100 SXM): flat"
         if cal is not None and (note := disagreement_note(cost, cal)):
             hint += "; " + note
         data = {"gpu_profile_data": list(prof.data), "priced_by": f"gpu: {prof.label}"} if prof is not None else {}
+        if curve is not None:  # only the measured mode prints it (flat output unchanged)
+            data["gemm_efficiency"] = "measured"
         hs = getattr(cost, "host_step_s", 0.0), getattr(cost, "host_seq_s", 0.0)
         if hs[0] or hs[1]:  # only a profile fitted with host terms prints them (the others' output is unchanged)
             data.update({"host_step_s": hs[0], "host_seq_s": hs[1]})

@@ -1,0 +1,211 @@
+"""Matmul efficiency against token count and GEMM shape: a property of the GPU, measured, not fitted to a model.
+
+The roofline's compute term of the weight matmuls is ``FLOPs / (peak · f)`` with one flat share ``f``. Measured GEMMs
+do not reach one share: on an H100 SXM the four weight GEMMs of a Llama-2-7B layer (TP 1) run at 0.75 of the BF16
+peak at 4,096 tokens but 0.40–0.52 at 256–384 tokens, near the roofline's ridge (295 FLOP/B), where neither the
+FLOPs nor the weight read explains their time; and a smaller GEMM (a higher TP, a smaller model) is less efficient
+at the same token count. This module reads that curve off public measurements and gives the achieved share of peak
+FLOP/s as a function of the step's tokens ``M`` and the layer's weight-GEMM size ``N·K`` (Σ over QKV, output, MLP
+up/gate and down projections, per GPU), for the roofline (``RooflineStepCost(gemm_curve=...)``) to scale by its fitted
+FLOP fraction: compute term = FLOPs / (peak · f · e(M, N·K)), f = 1 meaning "as measured".
+
+Data: Vidur's operator profiles (microsoft/vidur, MIT; ``data/profiling/vidur/compute/<gpu>/*/mlp_median.csv``, see
+SOURCES.md): the median time of each linear op of one layer against ``num_tokens`` (1 … 4,096) at TP 1, 2, 4, 8, for
+6–8 model shapes per GPU; the GPU's peak and bandwidth from the catalog (``gpus.csv``).
+
+Derivation, per (model shape, TP) and token count M (duplicate rows averaged):
+
+* F(M) = 2·M·ΣNK FLOP, t(M) = Σ of the four GEMM ops' medians (s), W(M) = 2·ΣNK + 2·M·Σ(N + K) bytes (BF16 weights
+  read once, activations in and out);
+* the shape's achieved bandwidth share at one token, b₁ = W(1) / (BW · t(1)) (a GEMV: the weight read alone);
+* a point (M, ΣNK, e = F / (peak · t)) is kept only where the measured time exceeds 1.1 × the weight read at b₁:
+  where it does not, the time is the weight read, which the roofline's bandwidth term already prices, and the compute
+  side of the kernel is not observed (keeping such points would price the weight read twice);
+* per token count on a log grid (``GRID_M``: points within a factor √1.5 pooled), e is regressed on log2(ΣNK) over
+  every shape's kept points: e(M, NK) = a(M) + s(M)·(log2 NK − 27) (least squares; a grid point with fewer than
+  ``MIN_POINTS`` points or fewer than three shapes is skipped);
+* between grid points, linear in log2 M; below the lowest grid point the efficiency is held at that point's (the
+  compute side is unobserved there; the compute term then grows as M, below the weight read) and above the highest
+  at that point's; N·K is clamped to the measured range; e is clipped to [0.02, 1].
+
+The fit's error is the mean absolute difference between e and the curve over the kept points (in points of peak), in
+sample and leaving each model's shape (all its TPs) out (``GemmCurve.loso_abs``). Only the BF16 weight GEMMs of
+dense models are priced by the curve (``RooflineStepCost``): FP8 GEMMs and MoE grouped GEMMs were not measured.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["GemmCurve", "MeasuredGemm", "gemm_curve", "curve_points", "fit_curve", "GEMM_MODES", "VIDUR_GPU", "GRID_M"]
+
+GEMM_MODES = ("flat", "measured")
+#: catalog GPU id → Vidur's profile folder (Vidur profiled DGX A100 80GB and DGX H100 SXM nodes)
+VIDUR_GPU = {"nvidia_h100_sxm": "h100", "nvidia_a100_80gb_sxm": "a100"}
+GRID_M = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
+MIN_POINTS = 6
+READ_MARGIN = 1.1  # a point is kept where the measured time exceeds this × the weight read at the GEMV's bandwidth
+_X0 = 27.0  # log2 of the reference N·K (1.3e8: a 7B layer's GEMMs at TP 2)
+_OPS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
+
+
+@dataclass(frozen=True)
+class GemmCurve:
+    """A GPU's weight-GEMM efficiency against tokens and GEMM size (module docstring).
+
+    Attributes:
+        gpu: the catalog id it prices. grid: the token counts fitted. coef: per grid point (a, s): e = a + s·(log2 NK −
+        27). nk_lo / nk_hi: the measured ΣNK range (clamp). source: the files, in words. shapes: the model shapes.
+        num_points: kept points. fit_abs / loso_abs: mean |e − curve| in sample / leaving each model shape out,
+        fraction of peak. loso_rel: the same as mean |curve/e − 1|.
+    """
+
+    gpu: str
+    grid: tuple[int, ...]
+    coef: tuple[tuple[float, float], ...]
+    nk_lo: float
+    nk_hi: float
+    source: str
+    shapes: tuple[str, ...]
+    num_points: int
+    fit_abs: float = 0.0
+    loso_abs: float = 0.0
+    loso_rel: float = 0.0
+
+    def efficiency(self, m_tokens: float, nk: float) -> float:
+        """Achieved share of peak FLOP/s of a layer's weight GEMMs over ``m_tokens`` tokens, ΣNK = ``nk``, 0.02–1."""
+        x = math.log2(min(max(nk, self.nk_lo), self.nk_hi)) - _X0
+        g = self.grid
+        m = min(max(m_tokens, g[0]), g[-1])
+        i = 0
+        while i < len(g) - 2 and m > g[i + 1]:
+            i += 1
+        (a0, s0), (a1, s1) = self.coef[i], self.coef[i + 1]
+        w = (math.log2(m) - math.log2(g[i])) / (math.log2(g[i + 1]) - math.log2(g[i]))
+        e = (1 - w) * (a0 + s0 * x) + w * (a1 + s1 * x)
+        return min(max(e, 0.02), 1.0)
+
+
+def _profile_dir(folder: str) -> Path:
+    return Path(str(resources.files("kvledger.accounting") / "data" / "profiling" / "vidur" / "compute" / folder))
+
+
+def _gemm_dims(r: dict[str, str], tp: int) -> list[tuple[int, int]]:
+    """(N, K) per GPU of the four weight GEMMs of a Vidur row (QKV, output, up(+gate), down)."""
+    d, h, kvh = int(r["n_embd"]), int(r["n_head"]), int(r["n_kv_head"])
+    hd, ff = d // h, int(r["n_expanded_embd"])
+    up = (2 if r.get("use_gated_mlp") == "True" else 1) * ff // tp
+    return [((h + 2 * kvh) * hd // tp, d), (d, h * hd // tp), (up, d), (d, ff // tp)]
+
+
+def curve_points(path: Path, peak: float, bw: float) -> list[tuple[int, float, float, str]]:
+    """The kept (M, ΣNK, e, shape) points of one Vidur ``mlp_median.csv`` (module docstring), for every TP in it."""
+    from kvledger.accounting.vidur_grid import mean_by_key, num, read_rows
+
+    rows = read_rows(path)
+    shape = f"{path.parent.parent.name}/{path.parent.name}"
+    times = mean_by_key([((int(r["num_tensor_parallel_workers"]), int(r["num_tokens"])),
+                          sum(num(r[f"time_stats.{op}.median"]) for op in _OPS) * 1e-3) for r in rows])
+    dims = {int(r["num_tensor_parallel_workers"]): _gemm_dims(r, int(r["num_tensor_parallel_workers"])) for r in rows}
+    out = []
+    for tp, nks in sorted(dims.items()):
+        nk = sum(n * k for n, k in nks)
+        nplusk = sum(n + k for n, k in nks)
+        if (tp, 1) not in times:
+            continue
+        b1 = (2 * nk + 2 * nplusk) / (bw * times[(tp, 1)])
+        for (t_tp, m), t in sorted(times.items()):
+            if t_tp != tp or t <= READ_MARGIN * (2 * nk + 2 * m * nplusk) / (bw * b1):
+                continue
+            out.append((m, float(nk), 2 * m * nk / (peak * t), shape))
+    return out
+
+
+def _regress(pts: list[tuple[int, float, float, str]]) -> tuple[float, float] | None:
+    if len(pts) < MIN_POINTS or len({p[3] for p in pts}) < 3:
+        return None
+    xs = [math.log2(p[1]) - _X0 for p in pts]
+    ys = [p[2] for p in pts]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    s = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx > 0 else 0.0
+    return my - s * mx, s
+
+
+def fit_curve(gpu: str, pts: list[tuple[int, float, float, str]], source: str = "") -> GemmCurve:
+    """The curve through the kept points (module docstring), without its errors.
+
+    Raises:
+        ValueError: fewer than two grid points could be fitted.
+    """
+    grid, coef = [], []
+    for g in GRID_M:
+        got = _regress([p for p in pts if g / 1.5 ** 0.5 <= p[0] < g * 1.5 ** 0.5])
+        if got is not None:
+            grid.append(g)
+            coef.append(got)
+    if len(grid) < 2:
+        raise ValueError(f"{gpu}: too few measured GEMM points for an efficiency curve")
+    nks = [p[1] for p in pts]
+    return GemmCurve(gpu, tuple(grid), tuple(coef), min(nks), max(nks), source, tuple(sorted({p[3] for p in pts})),
+                     len(pts))
+
+
+def _mean_abs(curve: GemmCurve, pts: list) -> tuple[float, float]:
+    d = [(curve.efficiency(m, nk), e) for m, nk, e, _ in pts]
+    return sum(abs(c - e) for c, e in d) / len(d), sum(abs(c / e - 1) for c, e in d) / len(d)
+
+
+@functools.lru_cache(maxsize=8)
+def gemm_curve(gpu_id: str) -> GemmCurve | None:
+    """The measured curve for a catalog GPU id (``VIDUR_GPU``), with its in-sample and leave-one-shape-out errors;
+    None for a GPU Vidur did not profile."""
+    folder = VIDUR_GPU.get(gpu_id)
+    if folder is None:
+        return None
+    from dataclasses import replace
+
+    from kvledger.catalog.gpus import get_gpu
+
+    spec = get_gpu(gpu_id)
+    files = sorted(_profile_dir(folder).glob("*/*/mlp_median.csv"))
+    pts = [p for f in files for p in curve_points(f, spec.bf16_flops_per_s, spec.hbm_bandwidth_bytes_per_s)]
+    src = (f"Vidur operator profiles (microsoft/vidur, MIT), {folder}: {len(files)} model shapes × TP 1–8, "
+           "kvledger.accounting.gemm_efficiency")
+    curve = fit_curve(gpu_id, pts, src)
+    errs = []
+    for shape in curve.shapes:
+        held = [p for p in pts if p[3] == shape]
+        rest = fit_curve(gpu_id, [p for p in pts if p[3] != shape])
+        errs += [(rest.efficiency(m, nk), e) for m, nk, e, _ in held]
+    loso_abs = sum(abs(c - e) for c, e in errs) / len(errs)
+    loso_rel = sum(abs(c / e - 1) for c, e in errs) / len(errs)
+    return replace(curve, fit_abs=_mean_abs(curve, pts)[0], loso_abs=loso_abs, loso_rel=loso_rel)
+
+
+class MeasuredGemm:
+    """The roofline's use of the curve (mixed into ``RooflineStepCost``, whose ``model``, ``dtype``, ``matmul_params``
+    and ``flops_fraction`` it reads): the weight GEMMs' efficiency per step tokens, and attention's FLOP share — the
+    fraction × the curve's 4,096-token plateau (an assumption: no attention kernel was measured against the curve)."""
+
+    def _init_gemm_curve(self, model, curve: GemmCurve | None) -> None:
+        """The curve where it applies (dense, BF16 weights), the layer's ΣN·K per GPU and attention's FLOP share
+        (``flops_fraction`` itself without a curve: the same float)."""
+        self.gemm_curve = curve if curve is not None and not model.is_moe and self.dtype == "bf16" else None
+        self.gemm_nk = self.matmul_params / max(model.num_layers, 1)  # Σ N·K of one layer's weight GEMMs per GPU
+        self._eff_cache: dict[float, float] = {}
+        self.attn_fraction = self.flops_fraction if self.gemm_curve is None else (
+            self.flops_fraction * self.gemm_curve.efficiency(self.gemm_curve.grid[-1], self.gemm_nk))
+
+    def matmul_efficiency(self, num_tokens: float) -> float:
+        """The measured share of peak of the weight GEMMs over ``num_tokens`` tokens (1.0 without a curve)."""
+        if self.gemm_curve is None:
+            return 1.0
+        e = self._eff_cache.get(num_tokens)
+        if e is None:
+            e = self._eff_cache[num_tokens] = self.gemm_curve.efficiency(num_tokens, self.gemm_nk)
+        return e

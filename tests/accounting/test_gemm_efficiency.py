@@ -1,0 +1,79 @@
+"""The measured matmul efficiency (accounting/gemm_efficiency.py): one point worked by hand from Vidur's CSV rows, the
+regression worked by hand on three synthetic shapes, and the roofline's compute term priced with the curve."""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from kvledger.accounting.gemm_efficiency import curve_points, fit_curve, gemm_curve
+from kvledger.accounting.stepcost import StepShape
+from kvledger.analyses.serving.sim_setup import SimRequestArgs, prepare
+from kvledger.catalog.gpus import get_gpu
+
+H100 = "nvidia_h100_sxm"
+
+
+def _vidur(path: str) -> Path:
+    return Path(str(resources.files("kvledger.accounting") / "data" / "profiling" / "vidur" / "compute" / path))
+
+
+def test_one_point_of_the_h100_curve_from_the_csv_rows():
+    # h100/meta-llama/Llama-2-7b-hf/mlp_median.csv, TP 1 (d 4096, 32 heads, 32 KV heads, FFN 11008 gated):
+    #   Σ N·K = 12288·4096 (QKV) + 4096·4096 (out) + 22016·4096 (up+gate) + 4096·11008 (down) = 202,375,168
+    #   Σ (N + K) = 16384 + 8192 + 26112 + 15104 = 65,792
+    # row num_tokens 384: attn_pre_proj 0.071, attn_post_proj 0.028, mlp_up_proj 0.142, mlp_down_proj 0.063 ms
+    #   → t = 0.304 ms, F = 2·384·202,375,168 = 1.5542e11 FLOP, e = F / (989.5e12 FLOP/s · 0.304e-3 s) = 0.51669
+    # row num_tokens 1: 0.038 + 0.016 + 0.064 + 0.038 = 0.156 ms; W(1) = 2·202,375,168 + 2·65,792 = 404,881,920 B
+    #   → b₁ = W(1) / (3.35e12 B/s · 0.156e-3 s) = 0.7747 (the GEMV's bandwidth share)
+    # row num_tokens 64: 0.040 + 0.016 + 0.066 + 0.040 = 0.162 ms, the weight read at b₁ W(64)/(BW·b₁) =
+    #   413,171,712 / (3.35e12 · 0.7747) = 0.1592 ms, × 1.1 = 0.1751 ms > 0.162: the read explains it, not kept
+    g = get_gpu(H100)
+    pts = curve_points(_vidur("h100/meta-llama/Llama-2-7b-hf/mlp_median.csv"), g.bf16_flops_per_s,
+                       g.hbm_bandwidth_bytes_per_s)
+    tp1 = {m: (nk, e) for m, nk, e, _ in pts if nk == 202_375_168}
+    assert tp1[384] == (202_375_168, pytest.approx(0.51669, abs=1e-4))
+    assert 64 not in tp1 and min(tp1) == 72
+
+
+def test_the_regression_over_shapes_by_hand():
+    # three shapes at ΣNK = 2^26, 2^27, 2^28 (x = log2 NK − 27 = −1, 0, +1) measured at M = 256 and M = 1024, two
+    # points each: e = 0.30, 0.40, 0.50 at 256 (a = 0.40, slope 0.10 per doubling) and 0.60, 0.65, 0.70 at 1024
+    # (a = 0.65, slope 0.05). At M = 512 (half way in log2 M) and NK = 2^28: ½(0.40 + 0.10) + ½(0.65 + 0.05) = 0.60;
+    # below 256 it holds 256's value; NK past the measured range is clamped (2^30 → 2^28).
+    pts = [(m, float(2 ** (27 + x)), e, f"s{x}") for m, es in ((256, (0.30, 0.40, 0.50)), (1024, (0.60, 0.65, 0.70)))
+           for x, e in zip((-1, 0, 1), es) for _ in range(2)]
+    c = fit_curve("test", pts)
+    assert c.grid == (256, 1024)
+    assert c.efficiency(512, 2 ** 28) == pytest.approx(0.60)
+    assert c.efficiency(16, 2 ** 27) == pytest.approx(0.40)
+    assert c.efficiency(512, 2 ** 30) == pytest.approx(c.efficiency(512, 2 ** 28))
+
+
+def test_the_bundled_curves_and_their_leave_one_shape_out_error():
+    # measured neighbours of Llama-3.1-8B TP 1 (ΣNK = 4096·(4096 + 2·1024 + 4096 + 3·14336) = 218,103,808) on the
+    # H100 at 384 tokens: Llama-2-7B TP 1 (202M) 0.52, Qwen-72B TP 4 (218M) 0.46, Llama-2-70B TP 4 (214M) 0.52
+    h = gemm_curve(H100)
+    assert 0.44 < h.efficiency(384, 218_103_808) < 0.54
+    assert h.efficiency(4096, 218_103_808) > 0.65 and h.efficiency(384, 25e6) < h.efficiency(384, 8e8)
+    assert h.loso_abs < 0.05 and gemm_curve("nvidia_a100_80gb_sxm").loso_abs < 0.04
+    assert gemm_curve("nvidia_h200_sxm") is None
+
+
+def test_the_roofline_prices_the_weight_matmuls_by_the_curve_and_flat_is_unchanged():
+    args = dict(model="meta-llama/Llama-3.1-8B", gpu="H100", num_requests=5, gpu_profile="none", max_model_len=8192)
+    flat = prepare(SimRequestArgs(**args)).cost
+    meas = prepare(SimRequestArgs(**args, gemm_efficiency="measured")).cost
+    assert flat.gemm_curve is None and meas.flops_fraction == 1.0  # no fraction given: the curve as measured
+    shape = StepShape(384, 2, 384, 384 * 385 / 2, 0, 0)  # two 192-token prompts: matmuls compute-bound
+    c = meas.costs(shape)
+    e = gemm_curve(H100).efficiency(384, meas.gemm_nk)
+    # the roofline's per-layer parameters also count the two RMSNorm weights (2·4096) and the final norm's share
+    assert c.matmul_efficiency == e and math.isclose(meas.gemm_nk, 218_103_808, rel_tol=1e-4)
+    gemm = c.matmul_flops / (meas.peak_flops * e)
+    assert gemm > c.weight_bytes / (meas.bw * meas.bandwidth_fraction)
+    assert meas.step_time_s(shape) == pytest.approx(gemm + meas.attention_s(c), rel=1e-12)
+    assert flat.costs(shape).matmul_efficiency == 1.0
