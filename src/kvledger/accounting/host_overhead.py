@@ -36,10 +36,11 @@ step is scheduled) takes
 * **CPU time in series** (V0 only: scheduling, input preparation, sampling, output processing): Vidur's
   ``cpu_overheads.csv`` (microsoft/vidur, MIT, commit 7f14d6a, bundled under ``data/profiling/vidur/cpu_overheads``;
   measured on Sarathi-Serve, "built on top of vLLM" in its V0-era engine loop, A100, batch 8–128): the medians of
-  ``schedule + prepare_inputs_e2e + sampler_e2e + process_model_outputs`` are a line in the batch, at TP 1
-  **0.81 ms + 42.4 µs per sequence** (Llama-2-7B 0.790 + 0.0426, phi-2 0.836 + 0.0421; residuals ≤ 0.063 ms), at
-  TP 2–4 **1.45 ms + 43.6 µs** (CodeLlama-34B, InternLM-20B, Llama-2-70B: 1.39–1.57 ms + 43.0–46.3 µs; Qwen-72B's
-  rows are noisier and left out). V1 (0.8+) builds its batch incrementally (persistent batch) and with async
+  ``schedule + prepare_inputs_e2e + sampler_e2e + process_model_outputs`` are a line in the batch; least squares
+  over the TP 1 rows (Llama-2-7B, phi-2: 26 rows) **0.813 ms + 42.3 µs per sequence** (each model alone 0.790/0.836
+  ms + 42.6/42.1 µs, residuals ≤ 0.063 ms), over the TP 2–4 rows (CodeLlama-34B, InternLM-20B, Llama-2-70B: 39
+  rows, Ray workers) **1.454 ms + 44.3 µs** (each alone 1.39–1.57 ms + 43.0–46.3 µs; Qwen-72B's rows are noisier,
+  residuals to 1.5 ms, and left out). A100 host; another host's CPU is not modelled. V1 (0.8+) builds its batch incrementally (persistent batch) and with async
   scheduling overlaps it with the GPU (the roofline's ``overlap_cpu``); no V1 CPU term is added here.
 """
 
@@ -58,9 +59,9 @@ OP_HOST_S = 17e-6
 OPS_PER_LAYER_023 = 20  # vLLM 0.2.3 models/opt.py OPTDecoderLayer (llama.py: 19), dispatched ops
 OPS_PER_LAYER_V0 = 18  # vLLM 0.9.0 V0 models/llama.py LlamaDecoderLayer, dispatched ops
 OPS_OUTSIDE_LAYERS = 12  # embedding, final norm, LM head, sampler launches
-V0_STEP_S = {1: 0.81e-3, 2: 1.45e-3}
+V0_STEP_S = {1: 0.813e-3, 2: 1.454e-3}
 """V0 CPU time in series per step, s, at TP 1 and at TP > 1 (Vidur cpu_overheads.csv, module docstring)."""
-V0_SEQ_S = {1: 42.4e-6, 2: 43.6e-6}
+V0_SEQ_S = {1: 42.3e-6, 2: 44.3e-6}
 """V0 CPU time in series per sequence in the step, s (same source)."""
 GRAPHS_FROM = (0, 2, 4)  # vLLM PR #1926: CUDA graphs from 0.2.4
 V1_FROM = (0, 8, 0)  # VLLM_USE_V1 default on from 0.8
