@@ -40,8 +40,9 @@ step is scheduled) takes
   over the TP 1 rows (Llama-2-7B, phi-2: 26 rows) **0.813 ms + 42.3 µs per sequence** (each model alone 0.790/0.836
   ms + 42.6/42.1 µs, residuals ≤ 0.063 ms), over the TP 2–4 rows (CodeLlama-34B, InternLM-20B, Llama-2-70B: 39
   rows, Ray workers) **1.454 ms + 44.3 µs** (each alone 1.39–1.57 ms + 43.0–46.3 µs; Qwen-72B's rows are noisier,
-  residuals to 1.5 ms, and left out). A100 host; another host's CPU is not modelled. V1 (0.8+) builds its batch incrementally (persistent batch) and with async
-  scheduling overlaps it with the GPU (the roofline's ``overlap_cpu``); no V1 CPU term is added here.
+  residuals to 1.5 ms, and left out). A100 host; another host's CPU is not modelled. V1 (0.8+) builds its batch
+  incrementally (persistent batch) and with async scheduling overlaps it with the GPU (the roofline's
+  ``overlap_cpu``); no V1 CPU term is added here.
 """
 
 from __future__ import annotations
