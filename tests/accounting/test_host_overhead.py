@@ -47,10 +47,15 @@ def test_opt13b_eager_decode_of_32_sequences_by_hand():
 
 def test_v0_with_cuda_graphs_launches_only_prompt_steps():
     # V0 (0.9.0 _use_captured_graph): decode steps replay a graph, prompt steps launch eagerly
-    h = host_overhead_for("vllm", "0.9.0", 32, 1, enforce_eager=False, batching="vllm_v0")
+    h = host_overhead_for("vllm", "0.9.0", 32, 1, enforce_eager=False, batching="vllm_v0", max_num_seqs=128)
     assert h.step(0.005, 0, 32) == pytest.approx(0.005 + 0.813e-3 + 32 * 42.3e-6)
     launch = (32 * 18 + 12) * 17e-6  # 9.996 ms
     assert h.step(0.005, 200, 1) == pytest.approx(launch + 0.813e-3 + 42.3e-6)
+    # 0.5.0 captures batches up to 256 only (_BATCH_SIZES_TO_CAPTURE): a decode step of 300 launches eagerly
+    h = host_overhead_for("vllm", "0.5.0", 32, 1, enforce_eager=False, batching="vllm_v0", max_num_seqs=512)
+    assert h.graph_max_batch == 256
+    assert h.step(0.005, 0, 256) == pytest.approx(0.005 + 0.813e-3 + 256 * 42.3e-6)
+    assert h.step(0.005, 0, 300) == pytest.approx(launch + 0.813e-3 + 300 * 42.3e-6)
 
 
 def test_which_engines_get_a_term():
@@ -58,7 +63,7 @@ def test_which_engines_get_a_term():
     assert host_overhead_for("sglang", "0.5.23", 32, 1, enforce_eager=True, batching="sglang") is None
     # V1 with --enforce-eager: launches, no V0 CPU term
     h = host_overhead_for("vllm", "0.11.0", 32, 1, enforce_eager=True, batching="continuous")
-    assert (h.step_s, h.seq_s, h.eager_decode) == (0.0, 0.0, True)
+    assert (h.step_s, h.seq_s, h.graph_max_batch) == (0.0, 0.0, 0)
     # TP > 1: Vidur's TP 2–4 line
     h = host_overhead_for("vllm", "0.9.0", 32, 2, enforce_eager=False, batching="vllm_v0")
     assert (h.step_s, h.seq_s) == (1.454e-3, 44.3e-6)

@@ -13,9 +13,10 @@ step is scheduled) takes
   - every step before vLLM 0.2.4 (CUDA graphs came with vllm-project/vllm PR #1926, merged 2023-12-17), and every
     step with ``--enforce-eager``;
   - V0 from 0.2.4 (0.9.0 ``worker/model_runner.py :: _use_captured_graph``): steps with a prompt, and decode steps
-    above the largest captured batch (0.9.0 ``config.py :: _set_cudagraph_sizes``: the smallest of 1, 2, 4, 8, 16, …
-    at or above ``max_num_seqs``, so no decode batch of the run) or with a context above ``max_seq_len_to_capture``
-    (8,192 by default; not modelled);
+    above the largest captured batch or with a context above ``max_seq_len_to_capture`` (8,192 by default; not
+    modelled). The largest captured batch: 256 in 0.5.0 (``worker/model_runner.py :: _BATCH_SIZES_TO_CAPTURE``,
+    1, 2, 4, 8 … 256), and the smallest of 1, 2, 4, 8, 16, … at or above ``max_num_seqs`` in 0.9.0
+    (``config.py :: _set_cudagraph_sizes``, so no decode batch of the run); 0.6–0.8 were not read and take 0.5's;
   - V1 (piecewise CUDA graphs over torch.compile'd code): only with ``--enforce-eager`` here (its compiled, fused ops
     are fewer; the dense count below is then an upper bound).
   Ops per decoder layer: **20** dispatched torch ops in vLLM 0.2.3 (``models/opt.py :: OPTDecoderLayer``: layer norm,
@@ -66,6 +67,8 @@ V0_SEQ_S = {1: 42.3e-6, 2: 44.3e-6}
 """V0 CPU time in series per sequence in the step, s (same source)."""
 GRAPHS_FROM = (0, 2, 4)  # vLLM PR #1926: CUDA graphs from 0.2.4
 V1_FROM = (0, 8, 0)  # VLLM_USE_V1 default on from 0.8
+V0_GRAPH_MAX_05 = 256  # 0.5.0 worker/model_runner.py _BATCH_SIZES_TO_CAPTURE[-1]
+V0_CAPTURE_ALL_FROM = (0, 9, 0)  # 0.9.0 config.py _set_cudagraph_sizes: captures up to ≥ max_num_seqs
 
 
 def eager_launch_s(num_layers: int, ops_per_layer: int, op_s: float = OP_HOST_S) -> float:
@@ -79,14 +82,15 @@ class HostOverhead:
 
     Attributes:
         launch_s: eager launch time of one forward, s (0: never eager).
-        eager_decode: pure-decode steps run eager too (no CUDA graph: < 0.2.4 or ``--enforce-eager``).
+        graph_max_batch: pure-decode steps of more sequences run eager (0: all, no CUDA graphs: < 0.2.4 or
+            ``--enforce-eager``).
         eager_prompt: steps with prompt tokens run eager (V0 never graphs them).
         step_s / seq_s: CPU time in series per step and per sequence in the step, s.
         source: the rule in words.
     """
 
     launch_s: float
-    eager_decode: bool
+    graph_max_batch: int
     eager_prompt: bool
     step_s: float
     seq_s: float
@@ -96,7 +100,7 @@ class HostOverhead:
         """Step time with the host term, s: max(GPU work, eager launches) + CPU in series."""
         if num_seqs == 0 and num_prefill_tokens == 0:
             return gpu_s
-        eager = self.eager_prompt if num_prefill_tokens else self.eager_decode
+        eager = self.eager_prompt if num_prefill_tokens else num_seqs > self.graph_max_batch
         t = gpu_s if not eager or gpu_s >= self.launch_s else self.launch_s
         return t + self.step_s + self.seq_s * num_seqs
 
@@ -108,7 +112,7 @@ def _ver(v: str | None) -> tuple[int, int, int]:
 
 
 def host_overhead_for(engine: str, engine_version: str | None, num_layers: int, tp: int, *, enforce_eager: bool,
-                      batching: str) -> HostOverhead | None:
+                      batching: str, max_num_seqs: int | None = None) -> HostOverhead | None:
     """The host term of a vLLM step for this version and flags, or None where none is modelled (V1 with CUDA graphs,
     SGLang, TensorRT-LLM). ``batching == "vllm_v0"`` marks a V0 engine (``VLLM_USE_V1=0`` or a release before 0.8)."""
     if engine != "vllm":
@@ -118,6 +122,7 @@ def host_overhead_for(engine: str, engine_version: str | None, num_layers: int, 
     if not v0 and not enforce_eager:
         return None
     no_graphs = enforce_eager or ver < GRAPHS_FROM
+    graphs = 0 if no_graphs else (V0_GRAPH_MAX_05 if ver < V0_CAPTURE_ALL_FROM or not max_num_seqs else 1 << 30)
     ops = OPS_PER_LAYER_023 if ver < GRAPHS_FROM else OPS_PER_LAYER_V0
     launch = eager_launch_s(num_layers, ops)
     k = 1 if tp == 1 else 2
@@ -130,7 +135,9 @@ def host_overhead_for(engine: str, engine_version: str | None, num_layers: int, 
     if v0:
         src += (f"; V0 CPU in series {step * 1e3:g} ms + {seq * 1e6:g} µs per sequence (Vidur cpu_overheads.csv, "
                 "A100)")
-    return HostOverhead(launch, no_graphs, True, step, seq, src)
+    if graphs and graphs < 1 << 30:
+        src += f"; decode batches above {graphs} run eager (0.5's largest captured batch)"
+    return HostOverhead(launch, graphs, True, step, seq, src)
 
 
 class HostStepCost:

@@ -270,7 +270,8 @@ def _with_host_term(cost: Any, plan, batching: str, data: dict[str, Any]) -> tup
 
     s = plan.settings
     h = host_overhead_for(s.engine, s.engine_version, plan.model.num_layers, s.tp,
-                          enforce_eager=bool(s.enforce_eager), batching=batching)
+                          enforce_eager=bool(s.enforce_eager), batching=batching,
+                          max_num_seqs=plan.memory.max_num_seqs or s.max_num_seqs)
     if h is None:
         return cost, data
     return HostStepCost(cost, h), {**data, "host_term": h.source}
