@@ -23,16 +23,17 @@ step is scheduled) takes
   fused QKV linear, chunk, in ``layers/attention.py :: PagedAttention.forward`` three views, flatten,
   ``reshape_and_cache``, ``empty_like``, ``paged_attention_v1``, view, output linear and its separate bias add
   (``RowParallelLinear``), residual add, layer norm, fc1, ReLU, fc2 and its bias add, residual add;
-  ``models/llama.py :: LlamaDecoderLayer`` has 19); **18** in 0.9.0's V0 Llama (``models/llama.py``: fused add-RMSNorm
+  ``models/llama.py :: LlamaDecoderLayer`` has 18: fused add-RMSNorm ×2, rotary in one op, ``SiluAndMul`` alloc +
+  kernel, no bias adds); **18** in 0.9.0's V0 Llama (``models/llama.py``: fused add-RMSNorm
   ×2, QKV linear, split, rotary, the attention layer's 8 (views, ``reshape_and_cache_flash``, the varlen kernel),
   output linear, gate-up linear, ``SiluAndMul`` (alloc + kernel), down linear). Outside the layers about **12**
   (embedding, final norm, LM head, the sampler's logits, softmax and argmax/multinomial launches). MoE routing adds
   ops that are not counted (a lower bound for MoE).
-  Per-op host time **17 µs** (range 14–18 µs): vLLM PR #1440 (2023-10-20, vLLM 0.2.1, Llama-2-7B TP 1, batch 1,
+  Per-op host time **19 µs** (range 15–19 µs): vLLM PR #1440 (2023-10-20, vLLM 0.2.1, Llama-2-7B TP 1, batch 1,
   5 prompt + 100 output tokens) measured 1.20 s eager against 1.05 s with CUDA graphs, 12.0 against 10.5 ms a token:
   the eager step is 1.5 ms longer, so its launches outlast the GPU work and 12.0 ms = L + CPU in series; with the
-  CPU term below at batch 1 (0.85 ms) L = 11.15 ms over 32 × 19 + 12 = 620 ops, 18 µs an op; a CPU term up to 3 ms
-  gives 14.5 µs. Public per-op breakdowns of PyTorch eager dispatch give 5–25 µs (Python, pybind11, dispatcher,
+  CPU term below at batch 1 (0.855 ms) L = 11.145 ms over 32 × 18 + 12 = 588 ops (counted in 0.2.3's llama.py; the
+  PR ran 0.2.1, not read), 18.95 µs an op; a CPU term up to 3 ms gives 15.3 µs. Public per-op breakdowns of PyTorch eager dispatch give 5–25 µs (Python, pybind11, dispatcher,
   ``cudaLaunchKernel``). Not fitted on any run kvledger validates against.
 * **CPU time in series** (V0 only: scheduling, input preparation, sampling, output processing): Vidur's
   ``cpu_overheads.csv`` (microsoft/vidur, MIT, commit 7f14d6a, bundled under ``data/profiling/vidur/cpu_overheads``;
@@ -56,9 +57,9 @@ from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop
 __all__ = ["HostOverhead", "HostStepCost", "host_overhead_for", "OP_HOST_S", "V0_STEP_S", "V0_SEQ_S",
            "eager_launch_s"]
 
-OP_HOST_S = 17e-6
-"""Host time per dispatched torch op in eager mode, s (module docstring: vLLM PR #1440; range 14–18 µs)."""
-OPS_PER_LAYER_023 = 20  # vLLM 0.2.3 models/opt.py OPTDecoderLayer (llama.py: 19), dispatched ops
+OP_HOST_S = 19e-6
+"""Host time per dispatched torch op in eager mode, s (module docstring: vLLM PR #1440; range 15–19 µs)."""
+OPS_PER_LAYER_023 = 20  # vLLM 0.2.3 models/opt.py OPTDecoderLayer (llama.py: 18), dispatched ops
 OPS_PER_LAYER_V0 = 18  # vLLM 0.9.0 V0 models/llama.py LlamaDecoderLayer, dispatched ops
 OPS_OUTSIDE_LAYERS = 12  # embedding, final norm, LM head, sampler launches
 V0_STEP_S = {1: 0.813e-3, 2: 1.454e-3}
