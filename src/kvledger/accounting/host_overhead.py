@@ -33,8 +33,9 @@ step is scheduled) takes
   5 prompt + 100 output tokens) measured 1.20 s eager against 1.05 s with CUDA graphs, 12.0 against 10.5 ms a token:
   the eager step is 1.5 ms longer, so its launches outlast the GPU work and 12.0 ms = L + CPU in series; with the
   CPU term below at batch 1 (0.855 ms) L = 11.145 ms over 32 × 18 + 12 = 588 ops (counted in 0.2.3's llama.py; the
-  PR ran 0.2.1, not read), 18.95 µs an op; a CPU term up to 3 ms gives 15.3 µs. Public per-op breakdowns of PyTorch eager dispatch give 5–25 µs (Python, pybind11, dispatcher,
-  ``cudaLaunchKernel``). Not fitted on any run kvledger validates against.
+  PR ran 0.2.1, not read), 18.95 µs an op; a CPU term up to 3 ms gives 15.3 µs. Public per-op breakdowns of PyTorch
+  eager dispatch give 5–25 µs (Python, pybind11, dispatcher, ``cudaLaunchKernel``). Not fitted on any run kvledger
+  validates against.
 * **CPU time in series** (V0 only: scheduling, input preparation, sampling, output processing): Vidur's
   ``cpu_overheads.csv`` (microsoft/vidur, MIT, commit 7f14d6a, bundled under ``data/profiling/vidur/cpu_overheads``;
   measured on Sarathi-Serve, "built on top of vLLM" in its V0-era engine loop, A100, batch 8–128): the medians of
