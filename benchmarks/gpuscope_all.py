@@ -87,7 +87,8 @@ def _distserve_units() -> list[Unit]:
 
     a = _args(model="facebook/opt-13b", gpu="A100-80GB", engine_version="0.5.0", gpu_memory_utilization=0.95,
               max_num_batched_tokens=16384, max_num_seqs=1024, max_model_len=2048, block_size=16, batching="vllm_v0",
-              enable_chunked_prefill=False, enable_prefix_caching=False)
+              enable_chunked_prefill=False, enable_prefix_caching=False,
+              enforce_eager=True)  # vLLM 0.2.3 had no CUDA graphs (vllm-project/vllm PR #1926, in 0.2.4)
     out = []
     for n in list_distserve_runs():
         r = load_measured("distserve:" + n)

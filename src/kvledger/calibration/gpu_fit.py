@@ -90,21 +90,26 @@ class GpuFit:
 
 
 def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: float, host_step_s: float = 0.0,
-                  host_seq_s: float = 0.0) -> RooflineStepCost:
+                  host_seq_s: float = 0.0) -> Any:
     """The setup's roofline step cost at other achievable fractions and host terms (same model, TP, weights, CPU
-    overhead, measured GEMM curve or none)."""
+    overhead, measured GEMM curve or none; the engine's host term kept)."""
+    from kvledger.accounting.host_overhead import HostStepCost
+
     cost = setup.cost
+    host = cost.host if isinstance(cost, HostStepCost) else None  # the engine's host term stays on (host_overhead.py)
+    cost = cost.inner if host is not None else cost
     if not isinstance(cost, RooflineStepCost):
         raise InputError("a GPU-scope fit prices steps with the roofline: start from --step-cost roofline")
     plan = setup.plan
     s = plan.settings
     from kvledger.accounting.plan import roofline_model
 
-    return RooflineStepCost(roofline_model(plan.model, s), plan.gpu, plan.kv, s.tp, flops_fraction=flops_fraction,
-                            bandwidth_fraction=bandwidth_fraction, cpu_overhead_s=cost.cpu_overhead_s,
-                            weights_bytes=s.weights_bytes, overlap_cpu=cost.overlap_cpu,
-                            custom_allreduce_max_bytes=cost.custom_allreduce_max_bytes, host_step_s=host_step_s,
-                            host_seq_s=host_seq_s, gemm_curve=cost.gemm_curve)
+    rc = RooflineStepCost(roofline_model(plan.model, s), plan.gpu, plan.kv, s.tp, flops_fraction=flops_fraction,
+                          bandwidth_fraction=bandwidth_fraction, cpu_overhead_s=cost.cpu_overhead_s,
+                          weights_bytes=s.weights_bytes, overlap_cpu=cost.overlap_cpu,
+                          custom_allreduce_max_bytes=cost.custom_allreduce_max_bytes, host_step_s=host_step_s,
+                          host_seq_s=host_seq_s, gemm_curve=cost.gemm_curve)
+    return rc if host is None else HostStepCost(rc, host)
 
 
 def _best_frontend(reps: list, robust: float | None = None) -> tuple[float, float]:

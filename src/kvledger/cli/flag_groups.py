@@ -122,6 +122,9 @@ class EngineFlags:
     kv_allocation: str | None = flag("--kv-allocation", help="paged or contiguous.")
     async_scheduling: bool | None = flag("--async-scheduling/--no-async-scheduling", help=(
         "vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33)."))
+    enforce_eager: bool | None = flag("--enforce-eager/--no-enforce-eager", help=(
+        "vLLM --enforce-eager: no CUDA graphs; the step cost adds the eager launch time "
+        "(accounting/host_overhead.py)."))
     replicas: int | None = flag("--replicas", help="Identical engine replicas behind a router (default 1).")
     router: str | None = flag("--router", help=(
         "round_robin (default), least_loaded, prefix_aware (sgl-router's cache-aware rule) or session_affinity "

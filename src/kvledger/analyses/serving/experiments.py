@@ -63,7 +63,8 @@ def _plan_setup(model: str, gpu: str, step_cost: str = "roofline", cost_gpu: str
     a = SimRequestArgs(model=model, gpu=gpu, step_cost=step_cost, **kw)
     plan, _ = load_plan(a)
     cfg, notes = engine_config_from_plan(plan)
-    cost, info = make_step_cost(replace(a, gpu=cost_gpu or gpu), plan, overlap_cpu=cfg.async_scheduling)
+    cost, info = make_step_cost(replace(a, gpu=cost_gpu or gpu), plan, overlap_cpu=cfg.async_scheduling,
+                                batching=cfg.batching)
     return cfg, cost, notes + [f"{plan.model.name} on {plan.gpu.name}; step cost: {info['name']} ({info['source']})"]
 
 

@@ -58,6 +58,7 @@ class SimRequestArgs:
     step_cost: str = "roofline"
     cpu_overhead: str | None = None
     async_scheduling: bool | None = None
+    enforce_eager: bool | None = None  # vLLM --enforce-eager: no CUDA graphs (memory plan and step cost's host term)
     achievable_flops_fraction: float | None = None  # roofline: share of peak FLOP/s (None: the plan's default, 0.7)
     achievable_bandwidth_fraction: float | None = None  # roofline: share of peak HBM bandwidth (None: 0.8)
     gpu_profile: str | None = None  # None/"auto": the GPU's bundled profile if any; "none"; or a GPU profile file
@@ -91,8 +92,8 @@ _PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_me
                 "mem_fraction_static",
                 "kv_cache_dtype",
                 "max_num_batched_tokens", "max_num_seqs", "block_size", "num_gpu_blocks_override", "cpu_overhead",
-                "enable_prefix_caching", "achievable_flops_fraction", "achievable_bandwidth_fraction", "gpu_profile",
-                "gemm_efficiency")
+                "enable_prefix_caching", "enforce_eager", "achievable_flops_fraction", "achievable_bandwidth_fraction",
+                "gpu_profile", "gemm_efficiency")
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -153,6 +154,7 @@ def _build_plan(a: SimRequestArgs):
         max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,
         num_gpu_blocks_override=a.num_gpu_blocks_override, enable_prefix_caching=a.enable_prefix_caching,
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
+        enforce_eager=bool(a.enforce_eager),
         **{k: v for k, v in fractions.items() if v is not None})
     return build_plan(load_model(a.model), gpu, settings, with_advice=False), mnbt
 
@@ -263,7 +265,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
             f"chunked prefill off: max_num_batched_tokens = max(max_model_len, default) = {mnbt:,} (vLLM rule)"
         )
     config, plan_notes = engine_config_from_plan(plan, policy=a.policy, **overrides)
-    cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling)
+    cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling, batching=config.batching)
     given = workload is not None
     workload, n, info = workload if given else _workload(a, requests, label)
     if config.hybrid_caching and a.enable_prefix_caching is None and not given:

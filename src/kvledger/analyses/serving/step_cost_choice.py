@@ -224,10 +224,11 @@ def gemm_curve_of(a: Any, gpu, prof):
     return gemm_curve(gpu.gpu_id)
 
 
-def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[str, Any]]:
+def make_step_cost(a: Any, plan, overlap_cpu: bool = False, batching: str = "continuous") -> tuple[Any, dict[str, Any]]:
     """(StepCostModel, a description of it with its source) for ``--step-cost``: ``roofline``, ``calibrated`` or
     ``calibrated:KEY`` (``kvledger.analyses.serving.step_cost_choice``). ``overlap_cpu``: the engine schedules
-    asynchronously, so the roofline's CPU overhead overlaps the GPU.
+    asynchronously, so the roofline's CPU overhead overlaps the GPU. ``batching``: the engine's rule (``vllm_v0``: a
+    V0 engine, whose roofline gets the host term of ``accounting/host_overhead.py``, as do eager runs).
 
     Raises:
         InputError: no bundled calibration for the model/GPU/TP or the key (the bundled ones listed, grouped by model).
@@ -263,6 +264,7 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
         hs = getattr(cost, "host_step_s", 0.0), getattr(cost, "host_seq_s", 0.0)
         if hs[0] or hs[1]:  # only a profile fitted with host terms prints them (the others' output is unchanged)
             data.update({"host_step_s": hs[0], "host_seq_s": hs[1]})
+        cost, data = _with_host_term(cost, plan, batching, data)
         return cost, {"name": "roofline", "scope": scope, **data, "flops_fraction": cost.flops_fraction,
                       "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
                       "source": "kvledger.accounting.roofline: weight matmuls then attention, each "
@@ -280,6 +282,7 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
                                    " (CPU overhead 0 s: none modelled unless --cpu-overhead is given)")
                                 + (f", + the GPU profile's host time in series {hs[0] * 1e3:g} ms per step + "
                                    f"{hs[1] * 1e6:g} µs per sequence" if hs[0] or hs[1] else "")
+                                + (f"; {data['host_term']}" if "host_term" in data else "")
                                 + f"; {hint}" + "".join("; " + n for n in extra)}
     if a.step_cost == "calibrated" or a.step_cost.startswith(CALIBRATED_PREFIX):
         cost, info = calibrated_step_cost(a.step_cost, a.model, a.gpu, a.tp)
@@ -296,3 +299,17 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False) -> tuple[Any, dict[s
     raise UnknownNameError("step cost model", a.step_cost, ["roofline", "calibrated"],
                            hint="Known: roofline, calibrated, calibrated:SOURCE:MODEL@GPU/tpN, or a "
                                 "profile PROFILE.json from `kvledger calibrate`.")
+
+
+def _with_host_term(cost: Any, plan, batching: str, data: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The roofline wrapped in the host term of its vLLM version and flags (``accounting/host_overhead.py``) where
+    one is modelled (V0; ``--enforce-eager``), with the rule in ``data["host_term"]``; else unchanged."""
+    from kvledger.accounting.host_overhead import HostStepCost, host_overhead_for
+
+    s = plan.settings
+    h = host_overhead_for(s.engine, s.engine_version, plan.model.num_layers, s.tp,
+                          enforce_eager=bool(s.enforce_eager), batching=batching,
+                          max_num_seqs=plan.memory.max_num_seqs or s.max_num_seqs)
+    if h is None:
+        return cost, data
+    return HostStepCost(cost, h), {**data, "host_term": h.source}

@@ -1,0 +1,179 @@
+"""Host time of a vLLM step the roofline does not see: eager kernel launches and V0's synchronous CPU work.
+
+A step of a synchronous engine (vLLM V0: ``worker/model_runner.py :: execute_model`` prepares the inputs, runs the
+model, then the sampler copies the sampled tokens to the host — ``.cpu()`` / ``.tolist()`` in
+``model_executor/layers/sampler.py`` of 0.2.3 and 0.9.0 — and ``llm_engine.py`` processes the outputs before the next
+step is scheduled) takes
+
+    step = max(GPU work, eager launch time) + CPU time in series
+
+* **eager launch time** ``L = (layers × ops per layer + ops outside the layers) × per-op host time``. Without a CUDA
+  graph the Python model issues every torch op from the host; the GPU runs behind the host's launches until the
+  sampler's sync, so the launches hide under the GPU work when they are shorter (max, not sum). A step runs eager:
+  - every step before vLLM 0.2.4 (CUDA graphs came with vllm-project/vllm PR #1926, merged 2023-12-17), and every
+    step with ``--enforce-eager``;
+  - V0 from 0.2.4 (0.9.0 ``worker/model_runner.py :: _use_captured_graph``): steps with a prompt, and decode steps
+    above the largest captured batch or with a context above ``max_seq_len_to_capture`` (8,192 by default; not
+    modelled). The largest captured batch: 256 in 0.5.0 (``worker/model_runner.py :: _BATCH_SIZES_TO_CAPTURE``,
+    1, 2, 4, 8 … 256), and the smallest of 1, 2, 4, 8, 16, … at or above ``max_num_seqs`` in 0.9.0
+    (``config.py :: _set_cudagraph_sizes``, so no decode batch of the run); 0.6–0.8 were not read and take 0.5's;
+  - V1 (piecewise CUDA graphs over torch.compile'd code): only with ``--enforce-eager`` here (its compiled, fused ops
+    are fewer; the dense count below is then an upper bound).
+  Ops per decoder layer: **20** dispatched torch ops in vLLM 0.2.3 (``models/opt.py :: OPTDecoderLayer``: layer norm,
+  fused QKV linear, chunk, in ``layers/attention.py :: PagedAttention.forward`` three views, flatten,
+  ``reshape_and_cache``, ``empty_like``, ``paged_attention_v1``, view, output linear and its separate bias add
+  (``RowParallelLinear``), residual add, layer norm, fc1, ReLU, fc2 and its bias add, residual add;
+  ``models/llama.py :: LlamaDecoderLayer`` has 18: fused add-RMSNorm ×2, rotary in one op, ``SiluAndMul`` alloc +
+  kernel, no bias adds); **18** in 0.9.0's V0 Llama (``models/llama.py``: fused add-RMSNorm
+  ×2, QKV linear, split, rotary, the attention layer's 8 (views, ``reshape_and_cache_flash``, the varlen kernel),
+  output linear, gate-up linear, ``SiluAndMul`` (alloc + kernel), down linear). Outside the layers about **12**
+  (embedding, final norm, LM head, the sampler's logits, softmax and argmax/multinomial launches). MoE routing adds
+  ops that are not counted (a lower bound for MoE).
+  Per-op host time **19 µs** (range 15–19 µs): vLLM PR #1440 (2023-10-20, vLLM 0.2.1, Llama-2-7B TP 1, batch 1,
+  5 prompt + 100 output tokens) measured 1.20 s eager against 1.05 s with CUDA graphs, 12.0 against 10.5 ms a token:
+  the eager step is 1.5 ms longer, so its launches outlast the GPU work and 12.0 ms = L + CPU in series; with the
+  CPU term below at batch 1 (0.855 ms) L = 11.145 ms over 32 × 18 + 12 = 588 ops (counted in 0.2.3's llama.py; the
+  PR ran 0.2.1, not read), 18.95 µs an op; a CPU term up to 3 ms gives 15.3 µs. Public per-op breakdowns of PyTorch
+  eager dispatch give 5–25 µs (Python, pybind11, dispatcher, ``cudaLaunchKernel``). Not fitted on any run kvledger
+  validates against.
+* **CPU time in series** (V0 only: scheduling, input preparation, sampling, output processing): Vidur's
+  ``cpu_overheads.csv`` (microsoft/vidur, MIT, commit 7f14d6a, bundled under ``data/profiling/vidur/cpu_overheads``;
+  measured on Sarathi-Serve, "built on top of vLLM" in its V0-era engine loop, A100, batch 8–128): the medians of
+  ``schedule + prepare_inputs_e2e + sampler_e2e + process_model_outputs`` are a line in the batch; least squares
+  over the TP 1 rows (Llama-2-7B, phi-2: 26 rows) **0.813 ms + 42.3 µs per sequence** (each model alone 0.790/0.836
+  ms + 42.6/42.1 µs, residuals ≤ 0.063 ms), over the TP 2–4 rows (CodeLlama-34B, InternLM-20B, Llama-2-70B: 39
+  rows, Ray workers) **1.454 ms + 44.3 µs** (each alone 1.39–1.57 ms + 43.0–46.3 µs; Qwen-72B's rows are noisier,
+  residuals to 1.5 ms, and left out). A100 host; another host's CPU is not modelled. V1 (0.8+) builds its batch
+  incrementally (persistent batch) and with async scheduling overlaps it with the GPU (the roofline's
+  ``overlap_cpu``); no V1 CPU term is added here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop
+
+__all__ = ["HostOverhead", "HostStepCost", "host_overhead_for", "OP_HOST_S", "V0_STEP_S", "V0_SEQ_S",
+           "eager_launch_s"]
+
+OP_HOST_S = 19e-6
+"""Host time per dispatched torch op in eager mode, s (module docstring: vLLM PR #1440; range 15–19 µs)."""
+OPS_PER_LAYER_023 = 20  # vLLM 0.2.3 models/opt.py OPTDecoderLayer (llama.py: 18), dispatched ops
+OPS_PER_LAYER_V0 = 18  # vLLM 0.9.0 V0 models/llama.py LlamaDecoderLayer, dispatched ops
+OPS_OUTSIDE_LAYERS = 12  # embedding, final norm, LM head, sampler launches
+V0_STEP_S = {1: 0.813e-3, 2: 1.454e-3}
+"""V0 CPU time in series per step, s, at TP 1 and at TP > 1 (Vidur cpu_overheads.csv, module docstring)."""
+V0_SEQ_S = {1: 42.3e-6, 2: 44.3e-6}
+"""V0 CPU time in series per sequence in the step, s (same source)."""
+GRAPHS_FROM = (0, 2, 4)  # vLLM PR #1926: CUDA graphs from 0.2.4
+V1_FROM = (0, 8, 0)  # VLLM_USE_V1 default on from 0.8
+V0_GRAPH_MAX_05 = 256  # 0.5.0 worker/model_runner.py _BATCH_SIZES_TO_CAPTURE[-1]
+V0_CAPTURE_ALL_FROM = (0, 9, 0)  # 0.9.0 config.py _set_cudagraph_sizes: captures up to ≥ max_num_seqs
+
+
+def eager_launch_s(num_layers: int, ops_per_layer: int, op_s: float = OP_HOST_S) -> float:
+    """Host time to launch one eager forward: (layers × ops per layer + ops outside) × per-op time, s."""
+    return (num_layers * ops_per_layer + OPS_OUTSIDE_LAYERS) * op_s
+
+
+@dataclass(frozen=True)
+class HostOverhead:
+    """The host term of a step (module docstring).
+
+    Attributes:
+        launch_s: eager launch time of one forward, s (0: never eager).
+        graph_max_batch: pure-decode steps of more sequences run eager (0: all, no CUDA graphs: < 0.2.4 or
+            ``--enforce-eager``).
+        eager_prompt: steps with prompt tokens run eager (V0 never graphs them).
+        step_s / seq_s: CPU time in series per step and per sequence in the step, s.
+        source: the rule in words.
+    """
+
+    launch_s: float
+    graph_max_batch: int
+    eager_prompt: bool
+    step_s: float
+    seq_s: float
+    source: str
+
+    def step(self, gpu_s: float, num_prefill_tokens: int, num_seqs: int) -> float:
+        """Step time with the host term, s: max(GPU work, eager launches) + CPU in series."""
+        if num_seqs == 0 and num_prefill_tokens == 0:
+            return gpu_s
+        eager = self.eager_prompt if num_prefill_tokens else num_seqs > self.graph_max_batch
+        t = gpu_s if not eager or gpu_s >= self.launch_s else self.launch_s
+        return t + self.step_s + self.seq_s * num_seqs
+
+
+def _ver(v: str | None) -> tuple[int, int, int]:
+    from kvledger.accounting.vllm_rules import parse_version
+
+    return parse_version(v) if v else (99, 0, 0)
+
+
+def host_overhead_for(engine: str, engine_version: str | None, num_layers: int, tp: int, *, enforce_eager: bool,
+                      batching: str, max_num_seqs: int | None = None) -> HostOverhead | None:
+    """The host term of a vLLM step for this version and flags, or None where none is modelled (V1 with CUDA graphs,
+    SGLang, TensorRT-LLM). ``batching == "vllm_v0"`` marks a V0 engine (``VLLM_USE_V1=0`` or a release before 0.8)."""
+    if engine != "vllm":
+        return None
+    ver = _ver(engine_version)
+    v0 = batching == "vllm_v0" or ver < V1_FROM
+    if not v0 and not enforce_eager:
+        return None
+    no_graphs = enforce_eager or ver < GRAPHS_FROM
+    graphs = 0 if no_graphs else (V0_GRAPH_MAX_05 if ver < V0_CAPTURE_ALL_FROM or not max_num_seqs else 1 << 30)
+    ops = OPS_PER_LAYER_023 if ver < GRAPHS_FROM else OPS_PER_LAYER_V0
+    launch = eager_launch_s(num_layers, ops)
+    k = 1 if tp == 1 else 2
+    step, seq = (V0_STEP_S[k], V0_SEQ_S[k]) if v0 else (0.0, 0.0)
+    where = ("every step eager (--enforce-eager)" if enforce_eager else
+             "V0: prompt steps eager, decode steps replay CUDA graphs")
+    src = (f"host term (accounting/host_overhead.py): {where}, launches "
+           f"{num_layers} layers × {ops} ops + {OPS_OUTSIDE_LAYERS} × {OP_HOST_S * 1e6:g} µs = {launch * 1e3:.2f} ms "
+           "against the GPU work (max)")
+    if v0:
+        src += (f"; V0 CPU in series {step * 1e3:g} ms + {seq * 1e6:g} µs per sequence (Vidur cpu_overheads.csv, "
+                "A100)")
+    if graphs and graphs < 1 << 30:
+        src += f"; decode batches above {graphs} run eager (0.5's largest captured batch)"
+    return HostOverhead(launch, graphs, True, step, seq, src)
+
+
+class HostStepCost:
+    """A step-cost model with a host term (``HostOverhead``) around another; any other attribute is the wrapped
+    model's. Pure-decode runs are priced step by step (no plain form), so every path prices the same float."""
+
+    def __init__(self, inner: Any, host: HostOverhead) -> None:
+        self.inner, self.host = inner, host
+        self.name = f"{inner.name}+host"
+        self.price_of = inner.step_time_of if hasattr(inner, "step_time_of") else (
+            lambda *f: inner.step_time_s(StepShape(*f)))
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr in ("inner", "host", "price_of"):  # not yet set (copy / pickle): no recursion
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+    def step_time_of(self, num_prefill_tokens: int, num_prefill_seqs: int, prefill_kv_tokens: int,
+                     prefill_attn_pairs: float, num_decode_seqs: int, decode_kv_tokens: int) -> float:
+        """The wrapped model's price of this step with the host term, s."""
+        gpu = self.price_of(num_prefill_tokens, num_prefill_seqs, prefill_kv_tokens, prefill_attn_pairs,
+                            num_decode_seqs, decode_kv_tokens)
+        return self.host.step(gpu, num_prefill_tokens, num_prefill_seqs + num_decode_seqs)
+
+    def step_time_s(self, shape: StepShape) -> float:
+        return self.step_time_of(shape.num_prefill_tokens, shape.num_prefill_seqs, shape.prefill_kv_tokens,
+                                 shape.prefill_attn_pairs, shape.num_decode_seqs, shape.decode_kv_tokens)
+
+    def decode_steps_list(self, num_seqs: int, kv_tokens: int, num_steps: int) -> list[float]:
+        return [self.step_time_of(0, 0, 0, 0.0, num_seqs, kv_tokens + i * num_seqs) for i in range(num_steps)]
+
+    def decode_steps_s(self, num_seqs: int, kv_tokens: int, num_steps: int):
+        return decode_steps_by_loop(self, num_seqs, kv_tokens, num_steps)
+
+    def decode_plain_terms(self, num_seqs: int) -> None:
+        """No plain form: the host term is not ``gemm + g · kv / bw``."""
+        return None

@@ -1,0 +1,126 @@
+"""The host term of a vLLM step (accounting/host_overhead.py), worked by hand, and how it reaches the step cost."""
+
+from __future__ import annotations
+
+import csv
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from kvledger.accounting.host_overhead import (
+    OP_HOST_S,
+    V0_SEQ_S,
+    V0_STEP_S,
+    HostStepCost,
+    eager_launch_s,
+    host_overhead_for,
+)
+from kvledger.accounting.stepcost import StepShape
+
+
+class Flat:
+    """A step cost of a fixed GPU time, s."""
+
+    name = "flat"
+
+    def __init__(self, gpu_s: float) -> None:
+        self.gpu_s = gpu_s
+
+    def step_time_s(self, shape: StepShape) -> float:
+        return self.gpu_s
+
+
+def test_opt13b_eager_decode_of_32_sequences_by_hand():
+    # OPT-13B: 40 decoder layers. vLLM 0.5-era V0 count 18 ops a layer + 12 outside: 40·18 + 12 = 732 ops;
+    # × 19 µs = 13.908 ms of launches. V0 CPU in series at TP 1 and 32 sequences: 0.813 ms + 32 × 42.3 µs = 2.1666 ms.
+    h = host_overhead_for("vllm", "0.5.0", 40, 1, enforce_eager=True, batching="vllm_v0")
+    assert h.launch_s == pytest.approx(732 * 19e-6)
+    assert eager_launch_s(40, 18) == pytest.approx(0.013908)
+    # GPU work 10 ms < launches: the launches set the pace, 13.908 + 2.1666 = 16.0746 ms
+    assert h.step(0.010, 0, 32) == pytest.approx(0.0160746)
+    # GPU work 20 ms > launches: the launches hide under it, 20 + 2.1666 = 22.1666 ms
+    assert h.step(0.020, 0, 32) == pytest.approx(0.0221666)
+    # a prompt step of 2 sequences, GPU 10 ms: 13.908 + 0.813 + 2 × 0.0423 = 14.8056 ms
+    assert h.step(0.010, 1600, 2) == pytest.approx(0.0148056)
+
+
+def test_v0_with_cuda_graphs_launches_only_prompt_steps():
+    # V0 (0.9.0 _use_captured_graph): decode steps replay a graph, prompt steps launch eagerly
+    h = host_overhead_for("vllm", "0.9.0", 32, 1, enforce_eager=False, batching="vllm_v0", max_num_seqs=128)
+    assert h.step(0.005, 0, 32) == pytest.approx(0.005 + 0.813e-3 + 32 * 42.3e-6)
+    launch = (32 * 18 + 12) * 19e-6  # 11.172 ms
+    assert h.step(0.005, 200, 1) == pytest.approx(launch + 0.813e-3 + 42.3e-6)
+    # 0.5.0 captures batches up to 256 only (_BATCH_SIZES_TO_CAPTURE): a decode step of 300 launches eagerly
+    h = host_overhead_for("vllm", "0.5.0", 32, 1, enforce_eager=False, batching="vllm_v0", max_num_seqs=512)
+    assert h.graph_max_batch == 256
+    assert h.step(0.005, 0, 256) == pytest.approx(0.005 + 0.813e-3 + 256 * 42.3e-6)
+    assert h.step(0.005, 0, 300) == pytest.approx(launch + 0.813e-3 + 300 * 42.3e-6)
+
+
+def test_which_engines_get_a_term():
+    assert host_overhead_for("vllm", "0.11.0", 32, 1, enforce_eager=False, batching="continuous") is None
+    assert host_overhead_for("sglang", "0.5.23", 32, 1, enforce_eager=True, batching="sglang") is None
+    # V1 with --enforce-eager: launches, no V0 CPU term
+    h = host_overhead_for("vllm", "0.11.0", 32, 1, enforce_eager=True, batching="continuous")
+    assert (h.step_s, h.seq_s, h.graph_max_batch) == (0.0, 0.0, 0)
+    # TP > 1: Vidur's TP 2–4 line
+    h = host_overhead_for("vllm", "0.9.0", 32, 2, enforce_eager=False, batching="vllm_v0")
+    assert (h.step_s, h.seq_s) == (1.454e-3, 44.3e-6)
+    # an idle step costs nothing
+    assert h.step(0.0, 0, 0) == 0.0
+
+
+def _vidur_line(models: set[str]) -> tuple[float, float]:
+    """Least-squares (ms, ms per sequence) of schedule + prepare_inputs_e2e + sampler_e2e + process_model_outputs
+    medians against batch over Vidur's A100 rows of these models."""
+    path = resources.files("kvledger.accounting") / "data" / "profiling" / "vidur" / "cpu_overheads" / "a100" / \
+        "cpu_overheads.csv"
+    with path.open() as fh:
+        rows = [r for r in csv.DictReader(fh) if r["model_name"] in models]
+    b = np.array([float(r["batch_size"]) for r in rows])
+    y = np.array([sum(float(r[k + "_median"]) for k in ("schedule", "prepare_inputs_e2e", "sampler_e2e",
+                                                          "process_model_outputs")) for r in rows])
+    c = np.linalg.lstsq(np.vstack([np.ones_like(b), b]).T, y, rcond=None)[0]
+    return float(c[0]), float(c[1])
+
+
+def test_v0_cpu_constants_are_vidurs_lines():
+    step, seq = _vidur_line({"meta-llama/Llama-2-7b-hf", "microsoft/phi-2"})  # the TP 1 rows
+    assert V0_STEP_S[1] * 1e3 == pytest.approx(step, abs=1e-3)
+    assert V0_SEQ_S[1] * 1e3 == pytest.approx(seq, abs=1e-4)
+    step, seq = _vidur_line({"codellama/CodeLlama-34b-Instruct-hf", "internlm/internlm-20b",
+                             "meta-llama/Llama-2-70b-hf"})  # TP 2 and 4
+    assert V0_STEP_S[2] * 1e3 == pytest.approx(step, abs=1e-3)
+    assert V0_SEQ_S[2] * 1e3 == pytest.approx(seq, abs=1e-4)
+    assert OP_HOST_S == 19e-6
+
+
+def test_wrapper_prices_every_path_alike():
+    h = host_overhead_for("vllm", "0.5.0", 40, 1, enforce_eager=True, batching="vllm_v0")
+    c = HostStepCost(Flat(0.010), h)
+    shape = StepShape(num_decode_seqs=32, decode_kv_tokens=32 * 500)
+    assert c.step_time_s(shape) == pytest.approx(0.0160746)
+    assert c.decode_steps_list(32, 16000, 3) == [c.step_time_s(shape)] * 3
+    assert list(c.decode_steps_s(32, 16000, 3)) == [c.step_time_s(shape)] * 3
+    assert c.decode_plain_terms(32) is None
+    assert c.name == "flat+host" and c.gpu_s == 0.010  # other attributes are the wrapped model's
+
+
+def test_v0_roofline_gets_the_term_from_make_step_cost():
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan, make_step_cost
+
+    a = SimRequestArgs(model="facebook/opt-13b", gpu="A100-80GB", engine_version="0.5.0", max_model_len=2048,
+                       gpu_profile="none", enforce_eager=True)
+    plan, _ = load_plan(a)
+    cost, info = make_step_cost(a, plan, batching="vllm_v0")
+    assert isinstance(cost, HostStepCost) and "host_overhead.py" in info["source"]
+    shape = StepShape(num_decode_seqs=8, decode_kv_tokens=8 * 1000)
+    gpu = cost.inner.step_time_s(shape)
+    assert cost.step_time_s(shape) == pytest.approx(max(gpu, eager_launch_s(40, 18)) + 0.813e-3 + 8 * 42.3e-6)
+    plain, _ = make_step_cost(SimRequestArgs(model="facebook/opt-13b", gpu="A100-80GB", engine_version="0.11.0",
+                                             max_model_len=2048, gpu_profile="none"),
+                              load_plan(SimRequestArgs(model="facebook/opt-13b", gpu="A100-80GB",
+                                                       engine_version="0.11.0", max_model_len=2048,
+                                                       gpu_profile="none"))[0])
+    assert not isinstance(plain, HostStepCost)
