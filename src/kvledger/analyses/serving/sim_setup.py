@@ -280,7 +280,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
 
 def _has_prefix_ids(workload: Any) -> bool:
     """Whether any request of an open- or closed-loop workload names prefix segments (Mooncake ``hash_ids`` or a
-    synthetic shared prefix); a columnar workload never does (``load_trace_columns`` keeps segmented traces as specs)."""
+    synthetic shared prefix); a columnar workload never does (``load_trace_columns`` leaves segmented traces)."""
     specs = workload.requests if hasattr(workload, "requests") else workload
     return not isinstance(specs, WorkloadColumns) and any(spec.prefix_segments for spec in specs)
 
