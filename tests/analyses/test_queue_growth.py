@@ -28,3 +28,30 @@ def test_a_steady_backlog_is_not_overload():
     # Every request takes 0.5 s (finish = arrival + 0.5): the backlog is 5 at both times (arrivals in (t − 0.5, t]).
     arrivals = [0.1 * i for i in range(100)]
     assert queue_growth(_run(arrivals, [a + 0.5 for a in arrivals])) is None
+
+
+def test_a_burst_over_almost_no_time_is_not_overload_by_growth():
+    # 40 requests sent within 20 ms (t = 0.0005 i), first token at 1 + 0.1 i s, finished 5 s later: at the median
+    # arrival (i = 20, t = 0.0100 s) 21 arrived, none finished; at the last (t = 0.0195 s) 40 → the backlog "grew"
+    # 21 → 40 (≥ 1.5 ×, by 19 > 10, 40 > 5 % of 40), but over 0.0095 s, shorter than the 5 s median decode time
+    # (E2E − TTFT) any request needs however idle the engine: no overload by growth (MIN_SPAN_DECODE = 1)
+    recs = [RequestRecord(f"r{i}", 0.0005 * i, 10, 5, first_token_s=1 + 0.1 * i, finish_s=6 + 0.1 * i)
+            for i in range(40)]
+    assert queue_growth(RunRecords(recs, RunMetadata(source="test", source_format="test"))) is None
+    # the same backlogs spread over 39 s (t = i s, each finished 100 s after its first token at 1000 + i): the window
+    # 19 s is still under the 100 s median decode time, so not read as growth either; at a 10 s stay it is
+    slow = [RequestRecord(f"r{i}", float(i), 10, 5, first_token_s=1000.0 + i, finish_s=1100.0 + i) for i in range(40)]
+    assert queue_growth(RunRecords(slow, RunMetadata(source="test", source_format="test"))) is None
+    fast = [RequestRecord(f"r{i}", float(i), 10, 5, first_token_s=1000.0 + i, finish_s=1010.0 + i) for i in range(40)]
+    assert queue_growth(RunRecords(fast, RunMetadata(source="test", source_format="test"))).backlog_last == 40
+
+
+def test_validate_advice_names_no_rate_flag():
+    # the overloaded run of the first test, as validate's measured side: its advice cannot name simulate's rate flags
+    from kvledger.calibration.saturation import saturation
+
+    run = _run([0.1 * i for i in range(100)], [1 + 0.2 * i for i in range(100)])
+    (note,) = saturation(run, None)["notes"]
+    assert note.startswith("measured: overloaded:") and "--rate" not in note and "--replicas" not in note
+    assert "compare throughput" in note
+    assert "lower the rate (--rate/--rate-scale)" in queue_growth(run).note  # simulate's advice, its flags
