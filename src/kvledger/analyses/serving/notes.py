@@ -118,8 +118,8 @@ HYBRID_CACHING = ("hybrid prefix caching as vLLM 0.33 (on by default; ModelConfi
 
 # --- how a run went ---------------------------------------------------------------------------------------------------
 
-OVERLOAD_ADVICE_SIMULATE = ("lower the rate (--rate/--rate-scale), add replicas, or size for it with `goodput --simulate "
-                            "--target`")
+OVERLOAD_ADVICE_SIMULATE = ("lower the rate (--rate/--rate-scale), add replicas, or size for it with "
+                            "`goodput --simulate --target`")
 """What ``simulate`` (whose flags these are) advises for an overloaded open loop."""
 OVERLOAD_ADVICE_MEASURED = ("latency errors then measure the queue: compare throughput, or check latency on a run "
                             "measured at a load the engine sustained (a lower request rate or concurrency in the "
