@@ -290,11 +290,15 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up)."""
     from kvledger.analyses.serving.prediction_bands import NO_LATENCY_BAND, prediction_bands
     from kvledger.analyses.serving.queue_growth import run_overload
+    from kvledger.analyses.serving.sim_setup import no_prefix_ids_note
     from kvledger.invariants import check_sim_summary
 
     overload = run_overload(result.records, setup.workload_info.get("mode", ""))
+    no_ids = no_prefix_ids_note(setup)  # 0 % hit rate by construction: said beside the figure (workload.prefix_ids)
+    info = setup.workload_info if no_ids is None else {**setup.workload_info, "prefix_ids": False}
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
-                       setup.router if setup.replicas > 1 else None, result.config, setup.workload_info,
+                       setup.router if setup.replicas > 1 else None, result.config, info,
                        setup.cost_info, to_jsonable(overload), prediction_bands(setup, result.summary.to_dict(),
                                                                                 saturated=overload is not None),
-                       list(setup.notes) + ([overload.note, NO_LATENCY_BAND] if overload else []))
+                       list(setup.notes) + ([no_ids] if no_ids else [])
+                       + ([overload.note, NO_LATENCY_BAND] if overload else []))

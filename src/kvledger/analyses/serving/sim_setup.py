@@ -260,29 +260,35 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling)
     given = workload is not None
     workload, n, info = workload if given else _workload(a, requests, label)
-    no_ids = not given and not _has_prefix_ids(workload)
-    if no_ids:
-        info["prefix_ids"] = False
-    if config.hybrid_caching and a.enable_prefix_caching is None and no_ids:
+    if config.hybrid_caching and a.enable_prefix_caching is None and not given and not has_prefix_ids(workload):
         config = replace(config, enable_prefix_caching=False)
         notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
                      "simulated with it off (faster; --enable-prefix-caching to keep it)")
-    elif config.enable_prefix_caching and no_ids:
-        notes.append(f"prefix caching is on, but the workload ({info['trace']}) carries no prefix ids (no hash ids or "
-                     "shared-prefix segments), so no two prompts share a cached block: the prefix-cache hit rate is 0 "
-                     "by construction, not a measure of this traffic's reuse (a trace with hash ids, e.g. mooncake, "
-                     "simulates reuse)")
     workload = _sessions_for_affinity(a, workload, info, notes)
     prof = gpu_profile_of(a, plan.gpu.name) if cost_info.get("scope") == "gpu" else None
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
                     plan_notes + notes, a.tp, plan, prof)
 
 
-def _has_prefix_ids(workload: Any) -> bool:
+def has_prefix_ids(workload: Any) -> bool:
     """Whether any request of an open- or closed-loop workload names prefix segments (Mooncake ``hash_ids`` or a
     synthetic shared prefix); a columnar workload never does (``load_trace_columns`` leaves segmented traces)."""
     specs = workload.requests if hasattr(workload, "requests") else workload
     return not isinstance(specs, WorkloadColumns) and any(spec.prefix_segments for spec in specs)
+
+
+def no_prefix_ids_note(setup: SimSetup) -> str | None:
+    """``simulate``'s note when prefix caching is on but an open- or closed-loop workload names no prefix ids (no
+    Mooncake ``hash_ids``, no shared-prefix segments): its hit rate is 0 by construction. None otherwise (sessions
+    share their earlier turns)."""
+    if not setup.config.enable_prefix_caching or not isinstance(setup.workload, (list, WorkloadColumns, ClosedLoop)):
+        return None
+    if has_prefix_ids(setup.workload):
+        return None
+    return (f"prefix caching is on, but the workload ({setup.workload_info.get('trace', 'given requests')}) carries "
+            "no prefix ids (no hash ids or shared-prefix segments), so no two prompts share a cached block: the "
+            "prefix-cache hit rate is 0 by construction, not a measure of this traffic's reuse (a trace with hash "
+            "ids, e.g. mooncake, simulates reuse)")
 
 
 def _sessions_for_affinity(a: SimRequestArgs, workload: Any, info: dict[str, Any], notes: list[str]) -> Any:
