@@ -42,3 +42,30 @@ def test_validate_does_not_read_a_burst_as_overload_nor_advise_flags_it_lacks():
                           "--json").stdout)
     assert not doc["saturated"]
     assert not any("--rate" in n for n in doc["notes"])
+
+
+def test_validate_reads_the_model_from_inference_perfs_config_yaml_as_goodput_does(tmp_path):
+    # the inference-perf report folder names its model only in config.yaml (server.model_name); goodput read it there,
+    # validate said "names no model". Now one reader serves both, and validate says where the name came from.
+    import shutil
+
+    import pytest
+
+    from kvledger.errors import KvLedgerError
+
+    src = "tests/evidence/data/inference-perf"
+    with pytest.raises(KvLedgerError, match=r"model meta-llama/Meta-Llama-3-8B-Instruct from config\.yaml "
+                                            r"server\.model_name \(no --model given\), but .* not bundled"):
+        runner.invoke(app, ["validate", f"{src}/stage_0_lifecycle_metrics.json", "--gpu", "H100"],
+                      catch_exceptions=False, env={"HF_HUB_OFFLINE": "1"})  # not bundled: no Hub look-up either
+    # the same folder naming a bundled model: validate replays it and its notes say where the name came from
+    shutil.copy(f"{src}/stage_0_lifecycle_metrics.json", tmp_path)
+    text = open(f"{src}/config.yaml", encoding="utf-8").read()
+    (tmp_path / "config.yaml").write_text(text.replace("meta-llama/Meta-Llama-3-8B-Instruct", L8))
+    doc = json.loads(_run("validate", str(tmp_path / "stage_0_lifecycle_metrics.json"), "--gpu", "H100",
+                          "--json").stdout)
+    assert doc["model"].startswith(L8)
+    assert doc["notes"][0] == f"model {L8} from config.yaml server.model_name (no --model given)"
+    good = json.loads(_run("goodput", str(tmp_path / "stage_0_lifecycle_metrics.json"), "--slo", "ttft=1s",
+                           "--json").stdout)
+    assert "model from config.yaml server.model_name" in json.dumps(good)
