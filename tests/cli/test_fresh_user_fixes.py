@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from kvledger.cli.main import app
@@ -49,8 +50,6 @@ def test_validate_reads_the_model_from_inference_perfs_config_yaml_as_goodput_do
     # validate said "names no model". Now one reader serves both, and validate says where the name came from.
     import shutil
 
-    import pytest
-
     from kvledger.errors import KvLedgerError
 
     src = "tests/evidence/data/inference-perf"
@@ -69,3 +68,37 @@ def test_validate_reads_the_model_from_inference_perfs_config_yaml_as_goodput_do
     good = json.loads(_run("goodput", str(tmp_path / "stage_0_lifecycle_metrics.json"), "--slo", "ttft=1s",
                            "--json").stdout)
     assert "model from config.yaml server.model_name" in json.dumps(good)
+
+
+_AIPERF = "tests/evidence/data/aiperf/run1_profile_export.jsonl"
+_LLMPERF = "tests/evidence/data/llmperf/leaderboard_individual_anyscale_70b.json"
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", L8, "--gpu", "H100", "--slo", "ttft=200ms,tpot=50ms", "--out", "{m}/x.html"],
+    ["report", L8, "--gpu", "H100", "--slo", "ttft=200ms,tpot=50ms", "--out", "{t}/x.html", "--png", "{m}/figs"],
+    ["cost", _LLMPERF, "--slo", "ttft=500ms,tpot=50ms", "--api", "OpenAI:gpt-4.1", "--gpu", "H100", "--num-gpus", "4",
+     "--out", "{m}/c.json"],
+    ["goodput", _AIPERF, "--slo", "ttft=900ms", "--out", "{m}/g.json"],
+    ["goodput", _AIPERF, "--slo", "ttft=900ms", "--target", "0.9", "--plot", "{m}/g.png"],
+    ["simulate", L8, "--gpu", "H100", "--num-requests", "10", "--out", "{m}/run"],
+    ["fp8-kv", L8, "--gpu", "H100-SXM", "--concurrency", "64", "--plot", "{m}/f.png"],
+    ["search", L8, "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--csv", "{m}/s.csv"],
+    ["calibrate", _AIPERF, "--gpu", "H100", "--out", "{m}/p.json"],
+])
+def test_an_output_in_a_missing_folder_is_refused_not_created(tmp_path, argv):
+    # every command that writes a file checks its folder first (kvledger.outputs): "missing/deeper" does not exist, so
+    # the command refuses, naming the first missing folder, and creates nothing (no command has a create-folders flag)
+    from kvledger.errors import InputError
+
+    missing = tmp_path / "missing"
+    args = [a.format(m=missing / "deeper", t=tmp_path) for a in argv]
+    with pytest.raises(InputError, match=f"the folder {missing} does not exist .*creates no folder above its output"):
+        _run(*args)
+    assert not missing.exists()
+
+
+def test_an_output_folder_itself_is_still_made_when_its_parent_exists(tmp_path):
+    # simulate --out DIR names the folder it writes: DIR itself is made (its parent exists), as before
+    res = _run("simulate", L8, "--gpu", "H100", "--num-requests", "10", "--out", str(tmp_path / "run"), "--json")
+    assert res.exit_code == 0 and (tmp_path / "run" / "summary.json").is_file()
