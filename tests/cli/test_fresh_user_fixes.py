@@ -102,3 +102,20 @@ def test_an_output_folder_itself_is_still_made_when_its_parent_exists(tmp_path):
     # simulate --out DIR names the folder it writes: DIR itself is made (its parent exists), as before
     res = _run("simulate", L8, "--gpu", "H100", "--num-requests", "10", "--out", str(tmp_path / "run"), "--json")
     assert res.exit_code == 0 and (tmp_path / "run" / "summary.json").is_file()
+
+
+def test_cost_capacity_line_groups_thousands_in_the_mean_token_counts():
+    # cost --simulate on azure-conv printed "mean 1051.6 in / 268.7 out tokens"; every other count groups thousands
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from kvledger.report.cost_view import _print_capacity
+
+    cap = {"goodput_req_per_s": 16.292, "good_input_tok_per_s": 17133.2, "good_output_tok_per_s": 4377.6,
+           "mean_input_tokens": 1051.6, "mean_output_tokens": 268.7, "prefill_share": 0.35,
+           "prefill_share_method": "given"}
+    basis = SimpleNamespace(text="capacity basis", probes=None, notes=[], warning=None, load_check=None)
+    con = Console(record=True, width=300)
+    _print_capacity(con, SimpleNamespace(capacity=cap), None, basis, 0)
+    assert "mean 1,051.6 in / 268.7 out tokens per good request" in con.export_text()
