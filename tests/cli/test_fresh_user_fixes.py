@@ -119,3 +119,19 @@ def test_cost_capacity_line_groups_thousands_in_the_mean_token_counts():
     con = Console(record=True, width=300)
     _print_capacity(con, SimpleNamespace(capacity=cap), None, basis, 0)
     assert "mean 1,051.6 in / 268.7 out tokens per good request" in con.export_text()
+
+
+def test_launch_commands_serve_the_hub_id_the_user_gave():
+    # the bundled config file is meta-llama/Meta-Llama-3.1-8B; a user who typed meta-llama/Llama-3.1-8B (a twin Hub
+    # id, or its Instruct checkpoint) gets that id in vllm serve / --model-path / the plan check line, spelled as
+    # published; a bare alias no engine can load gets the catalog's Hub id
+    from kvledger.analyses.search.launch import serve_model
+
+    assert serve_model(L8) == (L8, None)
+    assert serve_model("meta-llama/llama-3.1-8b-instruct") == ("meta-llama/Llama-3.1-8B-Instruct", None)
+    assert serve_model("llama-3.1-8b") == ("meta-llama/Meta-Llama-3.1-8B", None)
+    doc = json.loads(_run("search", L8, "--slo", "ttft=500ms,tpot=50ms", "--gpus", "H100", "--tp", "1", "--rate", "30",
+                          "--json").stdout)
+    launch = doc["winner"]["launch"]
+    assert launch["vllm"].startswith(f"vllm serve {L8} ") and f"--model-path {L8} " in launch["sglang"]
+    assert launch["check"].startswith(f"kvledger plan {L8} ")
