@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
+from kvledger.analyses.serving.prefix_ids import has_prefix_ids
 from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
@@ -268,27 +269,6 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     prof = gpu_profile_of(a, plan.gpu.name) if cost_info.get("scope") == "gpu" else None
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
                     plan_notes + notes, a.tp, plan, prof)
-
-
-def has_prefix_ids(workload: Any) -> bool:
-    """Whether any request of an open- or closed-loop workload names prefix segments (Mooncake ``hash_ids`` or a
-    synthetic shared prefix); a columnar workload never does (``load_trace_columns`` leaves segmented traces)."""
-    specs = workload.requests if hasattr(workload, "requests") else workload
-    return not isinstance(specs, WorkloadColumns) and any(spec.prefix_segments for spec in specs)
-
-
-def no_prefix_ids_note(setup: SimSetup) -> str | None:
-    """``simulate``'s note when prefix caching is on but an open- or closed-loop workload names no prefix ids (no
-    Mooncake ``hash_ids``, no shared-prefix segments): its hit rate is 0 by construction. None otherwise (sessions
-    share their earlier turns)."""
-    if not setup.config.enable_prefix_caching or not isinstance(setup.workload, (list, WorkloadColumns, ClosedLoop)):
-        return None
-    if has_prefix_ids(setup.workload):
-        return None
-    return (f"prefix caching is on, but the workload ({setup.workload_info.get('trace', 'given requests')}) carries "
-            "no prefix ids (no hash ids or shared-prefix segments), so no two prompts share a cached block: the "
-            "prefix-cache hit rate is 0 by construction, not a measure of this traffic's reuse (a trace with hash "
-            "ids, e.g. mooncake, simulates reuse)")
 
 
 def _sessions_for_affinity(a: SimRequestArgs, workload: Any, info: dict[str, Any], notes: list[str]) -> Any:
