@@ -8,13 +8,12 @@ it grew by at least half, by more than 10 requests and to more than 5 % of the r
 (``GROWTH``, ``MIN_GROWTH``, ``MIN_SHARE``: thresholds of this check, not fitted). Over that
 second half of the arrivals it also gives the rates at which requests arrived and finished.
 
-The comparison needs the engine to have had time to finish requests: a request stays in the system at least
-its decode time (its time after the first token, E2E − TTFT), however lightly loaded the engine, so over a window
-shorter than that the backlog grows by every arrival even when the engine keeps up — a burst (e.g. every request
-sent at t ≈ 0) is not an overload by growth. The window from the median to the last arrival must therefore span
-at least ``MIN_SPAN_DECODE`` × the finished requests' median decode time (their median E2E when the records have
-no first-token times; a threshold of this check, not fitted: one request's unqueued stay, the shortest window
-over which a kept-up engine's finishes can match its arrivals).
+The comparison needs the engine to have been finishing requests: until a run's first request finishes, the backlog
+counts every arrival however lightly loaded the engine is, so growth read then is the run's warm-up, not an overload —
+a burst (e.g. every request sent within milliseconds) grows that way. The arrivals up to the median must therefore
+span at least ``MIN_SPAN_FIRST_FINISH`` × the time the run took to finish its first request (first finish − first
+arrival; a threshold of this check, not fitted: the shortest span after which a kept-up engine's finishes can offset
+its arrivals). A run in which no request finished has no such span and is checked as before.
 
 A session run is closed loops (a turn is sent its think time after the previous one finished): its backlog cannot
 grow with the arrivals — an overloaded engine delays the next turns instead —, and measured on the agent preset it
@@ -39,13 +38,13 @@ if TYPE_CHECKING:
 
 # QueueGrowth and SessionQueue: overloads.py, by __getattr__
 __all__ = ["QueueGrowth", "queue_growth", "not_steady_note", "GROWTH", "MIN_GROWTH", "MIN_SHARE", "SessionQueue",  # noqa: F822
-           "run_overload", "SESSION_TTFT_SHARE", "MIN_SPAN_DECODE", "min_span_s"]
+           "run_overload", "SESSION_TTFT_SHARE", "MIN_SPAN_FIRST_FINISH"]
 
 GROWTH = 1.5  # backlog at the last arrival ÷ backlog at the median arrival, at least
 MIN_GROWTH = 10  # requests the backlog grew by, more than
 MIN_SHARE = 0.05  # backlog at the last arrival ÷ requests in the run, more than
 SESSION_TTFT_SHARE = 0.10  # a session run's Σ TTFT ÷ Σ E2E, at least (module doc)
-MIN_SPAN_DECODE = 1.0  # median → last arrival window ÷ the finished requests' median decode time, at least (module doc)
+MIN_SPAN_FIRST_FINISH = 1.0  # first → median arrival span ÷ first arrival → first finish, at least (module doc)
 
 
 def __getattr__(name: str) -> Any:
@@ -56,17 +55,6 @@ def __getattr__(name: str) -> Any:
 
         return getattr(overloads, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def min_span_s(cols: Any) -> float:
-    """The shortest median → last arrival window the growth check reads (module doc): ``MIN_SPAN_DECODE`` × the
-    finished requests' median E2E − TTFT (median E2E without first-token times), s; 0 when none finished."""
-    e2e, ttft = cols.e2e_s(), cols.ttft_s()
-    done = np.isfinite(e2e)
-    if not done.any():
-        return 0.0
-    stay = e2e - ttft if np.isfinite(ttft[done]).all() else e2e
-    return MIN_SPAN_DECODE * float(np.median(stay[done]))
 
 
 def queue_growth(run: RunRecords, advice: str = N.OVERLOAD_ADVICE_SIMULATE) -> QueueGrowth | None:
@@ -83,7 +71,8 @@ def queue_growth(run: RunRecords, advice: str = N.OVERLOAD_ADVICE_SIMULATE) -> Q
     finish = np.where(np.isfinite(cols.finish_s), cols.finish_s, np.inf)
     finish.sort()
     t0, t_mid, t_last = float(arrival[0]), float(arrival[n // 2]), float(arrival[-1])
-    if t_last <= t_mid or t_last - t_mid < min_span_s(cols):
+    warm_up = float(finish[0]) - t0 if np.isfinite(finish[0]) else 0.0  # until the first finish (module doc)
+    if t_last <= t_mid or t_mid - t0 < MIN_SPAN_FIRST_FINISH * warm_up:
         return None
 
     def backlog(t: float) -> int:
