@@ -53,8 +53,9 @@ def _writable_dir(folder: Path, flag: str, *, create: bool = False, target: Path
     """Prove a file can be written in ``folder``, else InputError; ``create``: make ``folder`` itself (an output
     folder) when its parent exists. A missing folder is refused (:func:`_missing_folder`), not created."""
     folder = Path(folder)
-    if not folder.exists() and not folder.is_symlink() and not (create and folder.parent.is_dir()):
-        raise _missing_folder(folder if not create else folder.parent, flag, target or folder)
+    container = folder.parent if create else folder  # one that is a file fails below: "cannot write there"
+    if not container.exists() and not container.is_symlink():
+        raise _missing_folder(container, flag, target or folder)
     try:
         folder.mkdir(exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".kvledger-probe-", dir=folder)
