@@ -1,7 +1,8 @@
 """Output files that never lose data: every location is checked before a command's work, and written atomically.
 
-A command calls :func:`prepare_output_file` or :func:`prepare_output_dir` first thing: the folder is
-created and a probe file written and removed in it (the only test that also holds for root, read-only
+A command calls :func:`prepare_output_file` or :func:`prepare_output_dir` first thing: the folder must exist
+(an output folder itself is created when its parent exists; no other folder is: a missing one is refused, naming
+it) and a probe file is written and removed in it (the only test that also holds for root, read-only
 mounts and full disks); an existing file is refused without ``--force``; a file that is one of the
 command's own inputs is refused even with ``--force`` (the command would destroy what it reads), and
 with ``--force`` an output folder that holds an input is refused too (``--force`` replaces only the
@@ -36,10 +37,27 @@ def _short(p: Path) -> str:
     return text if len(text) <= 120 else text[:100] + f"… ({len(text):,} characters)"
 
 
-def _writable_dir(folder: Path, flag: str) -> None:
-    """Create ``folder`` (and parents) and prove a file can be written there, else InputError."""
+def _missing_folder(folder: Path, flag: str, target: Path) -> InputError:
+    """The refusal for an output whose folder does not exist: kvledger creates no folder but an output folder itself
+    (no command has an option to create others), so a typo in a path is not silently made into a tree."""
+    missing = folder
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    deeper = "" if missing == folder else f" (nor does {_short(folder)} under it)"
+    return InputError(f"{flag} {_short(target)}: the folder {_short(missing)} does not exist{deeper}; kvledger "
+                      "creates no folder above its output: create it first, or choose another location. Nothing was "
+                      "run.")
+
+
+def _writable_dir(folder: Path, flag: str, *, create: bool = False, target: Path | None = None) -> None:
+    """Prove a file can be written in ``folder``, else InputError; ``create``: make ``folder`` itself (an output
+    folder) when its parent exists. A missing folder is refused (:func:`_missing_folder`), not created."""
+    folder = Path(folder)
+    container = folder.parent if create else folder  # one that is a file fails below: "cannot write there"
+    if not container.exists() and not container.is_symlink():
+        raise _missing_folder(container, flag, target or folder)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".kvledger-probe-", dir=folder)
         os.close(fd)
         os.unlink(probe)
@@ -106,7 +124,7 @@ def prepare_output_file(out: Path, *, force: bool, inputs: Iterable[Path | str |
     except OSError as err:  # e.g. a name longer than the file system allows
         raise InputError(f"{flag} {_short(out)}: {err.strerror or err}; choose another name. "
                          "Nothing was run.") from None
-    _writable_dir(out.parent, flag)
+    _writable_dir(out.parent, flag, target=out)
 
 
 def prepare_output_dir(out: Path, names: Iterable[str], *, force: bool, inputs: Iterable[Path | str | None] = (),
@@ -133,7 +151,7 @@ def prepare_output_dir(out: Path, names: Iterable[str], *, force: bool, inputs: 
     except OSError as err:  # e.g. a name longer than the file system allows
         raise InputError(f"{flag} {_short(out)}: {err.strerror or err}; choose another name. "
                          "Nothing was run.") from None
-    _writable_dir(out, flag)
+    _writable_dir(out, flag, create=True)
 
 
 def temp_beside(path: Path) -> tuple[int, str]:

@@ -28,3 +28,36 @@ def test_a_steady_backlog_is_not_overload():
     # Every request takes 0.5 s (finish = arrival + 0.5): the backlog is 5 at both times (arrivals in (t − 0.5, t]).
     arrivals = [0.1 * i for i in range(100)]
     assert queue_growth(_run(arrivals, [a + 0.5 for a in arrivals])) is None
+
+
+def test_a_burst_before_the_first_finish_is_not_overload_by_growth():
+    # 40 requests sent within 20 ms (t = 0.0005 i), first token at 1 + 0.1 i s, finished 5 s later: at the median
+    # arrival (i = 20, t = 0.0100 s) 21 arrived, none finished; at the last (t = 0.0195 s) 40 → the backlog "grew"
+    # 21 → 40 (≥ 1.5 ×, by 19 > 10, 40 > 5 % of 40), but the first request finished only at 6 s: the 0.01 s up to the
+    # median arrival is warm-up, shorter than the 6 s to the first finish (MIN_SPAN_FIRST_FINISH = 1): no overload
+    recs = [RequestRecord(f"r{i}", 0.0005 * i, 10, 5, first_token_s=1 + 0.1 * i, finish_s=6 + 0.1 * i)
+            for i in range(40)]
+    assert queue_growth(RunRecords(recs, RunMetadata(source="test", source_format="test"))) is None
+
+    # one request a second (t = 0 … 39 s, median arrival t = 20 s); request i finishes at first_finish + 10 i s
+    def run(first_finish: float) -> RunRecords:
+        return RunRecords([RequestRecord(f"r{i}", float(i), 10, 5, first_token_s=first_finish + 10 * i,
+                                         finish_s=first_finish + 10 * i) for i in range(40)],
+                          RunMetadata(source="test", source_format="test"))
+
+    # first finish at 19 s (before the median arrival): at t = 20 s 21 arrived, 1 finished → 20; at t = 39 s 40
+    # arrived, 3 finished (19, 29, 39 s) → 37: 37 ≥ 30, +17 > 10, 37 > 2 → overloaded. First finish at 21 s: the
+    # median arrival (20 s) comes before any finish, so the growth (21 → 38) is warm-up, not read as overload
+    assert queue_growth(run(19.0)).backlog_last == 37
+    assert queue_growth(run(21.0)) is None
+
+
+def test_validate_advice_names_no_rate_flag():
+    # the overloaded run of the first test, as validate's measured side: its advice cannot name simulate's rate flags
+    from kvledger.calibration.saturation import saturation
+
+    run = _run([0.1 * i for i in range(100)], [1 + 0.2 * i for i in range(100)])
+    (note,) = saturation(run, None)["notes"]
+    assert note.startswith("measured: overloaded:") and "--rate" not in note and "--replicas" not in note
+    assert "compare throughput" in note
+    assert "lower the rate (--rate/--rate-scale)" in queue_growth(run).note  # simulate's advice, its flags

@@ -47,7 +47,7 @@ def test_winner_launch_command_reproduces_its_plan(llama70b):
     """`kvledger plan` with the winner's vLLM flags gives the same KV blocks the search simulated."""
     w = llama70b.winner
     vllm = shlex.split(w["launch"]["vllm"])
-    assert vllm[:3] == ["vllm", "serve", "meta-llama/Meta-Llama-3.1-70B"]
+    assert vllm[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-70B"]  # the Hub id the spec gave, not the catalog file's
     flags = vllm[3:]
     assert flags[flags.index("--tensor-parallel-size") + 1] == "2"
     assert flags[flags.index("--max-model-len") + 1] == "8192"

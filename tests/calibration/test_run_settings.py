@@ -45,7 +45,11 @@ def test_validate_reads_the_model_from_the_runs_record_as_calibrate_does(tmp_pat
     bare = runner.invoke(app, ["validate", path, "--gpu", "H100", "--json"])
     assert bare.exit_code == 0, bare.output
     given = runner.invoke(app, ["validate", path, "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B", "--json"])
-    assert json.loads(bare.output) == json.loads(given.output)
+    b, g = json.loads(bare.output), json.loads(given.output)
+    # the same replay; the bare one says where its model came from, first among its notes
+    assert b["notes"][0].startswith("model meta-llama/Llama-3.1-8B from the run's record (") and \
+        b["notes"][0].endswith("(no --model given)")
+    assert {**b, "notes": b["notes"][1:]} == g
     assert json.loads(bare.output)["model"].startswith("meta-llama/Llama-3.1-8B")
     # a record naming no model: the refusal says to pass --model
     (tmp_path / "meta.json").write_text(json.dumps({"vllm_version": "0.19.0"}))

@@ -144,8 +144,11 @@ def test_output_file_checks(tmp_path, capsys):
         prepare_output_file(inp, force=False)
     with pytest.raises(InputError, match="is a directory"):
         prepare_output_file(tmp_path, force=True)
-    prepare_output_file(tmp_path / "new" / "deeper" / "out.json", force=False)  # folders are created
-    assert (tmp_path / "new" / "deeper").is_dir()
+    # a missing folder is refused, naming the first missing one, and nothing is created (fresh-user trial, item 5)
+    with pytest.raises(InputError, match=f"the folder {tmp_path / 'new'} does not exist"):
+        prepare_output_file(tmp_path / "new" / "deeper" / "out.json", force=False)
+    assert not (tmp_path / "new").exists()
+    prepare_output_file(tmp_path / "out.json", force=False)  # an existing folder is fine
 
 
 def test_a_link_out_of_the_output_folder_is_refused_then_warned_about(tmp_path, capsys):

@@ -75,6 +75,18 @@ def test_measured_split_is_raised_to_the_floor():
     assert cap.prefill_floor["share"] == pytest.approx(0.0410673, rel=1e-5)
 
 
+def test_split_above_the_floor_says_what_the_floor_share_is():
+    # TTFT 0.5 s of E2E 1 s for both prompts: occupancy 1.0 / 2.0 = 0.5, above the 0.0410673 GPU-s ÷ 1 GPU-s floor of
+    # test_roofline_floor_by_hand; the text names the ratio and its unit instead of a bare "(0.041)"
+    recs = [RequestRecord(str(i), 0.0, 1000, 100, 0.5, 1.0) for i in range(2)]
+    run = RunRecords(recs, RunMetadata("hand", "test", duration_s=1.0, num_gpus=1))
+    floor, _ = prefill_floor(run, "meta-llama/Llama-3.1-8B", "H100", 1)
+    cap = capacity_from(run, goodput(run, parse_slo("ttft=1s")), None, floor)
+    assert cap.prefill_share == pytest.approx(0.5)
+    assert cap.prefill_share_method.endswith(
+        "(kvledger.ledgers.prefill_floor); floor share = prefill 0.04107 ÷ run 1 GPU-s = 0.041 of the run's GPU time")
+
+
 def test_no_floor_says_why():
     run = _two_prompts()
     assert prefill_floor(run, None, "H100", 1) == (None, "the run names no model (pass --model and --gpu)")

@@ -11,9 +11,11 @@ def saturation(measured: Any, simulated: Any) -> dict[str, Any] | None:
     """Whether either side of a compared run was at or past saturation — its backlog kept growing while requests
     arrived (``kvledger.analyses.serving.queue_growth``) — and which; None when neither was. Then TTFT/E2E measure
     the queue, not the engine, and throughput is the figure to compare."""
+    from kvledger.analyses.serving.notes import OVERLOAD_ADVICE_MEASURED
     from kvledger.analyses.serving.queue_growth import queue_growth
 
-    sides = {name: queue_growth(run) for name, run in (("measured", measured), ("simulated", simulated))
+    sides = {name: queue_growth(run, OVERLOAD_ADVICE_MEASURED)
+             for name, run in (("measured", measured), ("simulated", simulated))
              if run is not None and len(run.records) > 0}
     grew = {name: g for name, g in sides.items() if g is not None}
     if not grew:

@@ -189,12 +189,21 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
     was what bound the load: the stage is replayed as a closed loop of that many users.
     ``max_requests`` keeps only the stage's first requests (a shorter window of the same load, for fitting).
     A launch record beside the stage file (``kvledger.calibration.stage_launch``) names the model, TP and scheduler
-    limits of the engine measured: they become the run's metadata and ``engine_hints``."""
+    limits of the engine measured: they become the run's metadata and ``engine_hints``; without one, the model is
+    the client config's (``evidence.inference_perf.client_config_model``), as the lifecycle reader takes it. Where
+    the model was read is ``metadata.extra["model_source"]``."""
     launch = stage_launch(stage.path) if Path(stage.path).is_file() else None
+    model, source = (launch.model, f"{launch.path} model") if launch and launch.model else (None, None)
+    if model is None and Path(stage.path).is_file():
+        from kvledger.evidence.inference_perf import client_config_model
+
+        model, source = client_config_model(stage.path) or (None, None)
+    extra: dict[str, Any] = {"launch_record": launch.path} if launch and launch.path else {}
+    if model is not None:
+        extra["model_source"] = source
     meta = RunMetadata(source=stage.path, source_format="inference-perf-lifecycle", request_rate=stage.requested_rate,
-                       model=launch.model if launch else None,
-                       num_gpus=launch.engine_kwargs.get("tensor_parallel_size") if launch else None,
-                       extra={"launch_record": launch.path} if launch and launch.path else {})
+                       model=model, num_gpus=launch.engine_kwargs.get("tensor_parallel_size") if launch else None,
+                       extra=extra)
     capped = client_concurrency if client_concurrency and stage.achieved_rate < 0.95 * stage.requested_rate else None
     reqs = stage_workload(stage, seed, **prefix)
     return MeasuredRun(label, stage.path, reqs[:max_requests] if max_requests else reqs, RunRecords([], meta),

@@ -18,7 +18,7 @@ from kvledger.calibration.saturation import saturation
 from kvledger.calibration.sweep import stage_comparison
 from kvledger.calibration.targets import Target, load_targets
 from kvledger.dynamics.engine.config import EngineConfig
-from kvledger.errors import InputError
+from kvledger.errors import InputError, KvLedgerError
 from kvledger.jsonable import to_jsonable
 from kvledger.ledgers.slo import SLO
 
@@ -147,30 +147,41 @@ def fitted_on(source: str, data: list[str] | tuple[str, ...]) -> bool:
     return False
 
 
-def _with_model(t: Target, args: SimRequestArgs) -> SimRequestArgs:
-    """``args`` with the model the run's record names (meta.json's ``model``) when ``--model`` was not given.
+def _with_model(t: Target, args: SimRequestArgs) -> tuple[SimRequestArgs, str | None]:
+    """``args`` with the model the run's record names (meta.json's ``model``, a stage's launch record or client
+    config.yaml) when ``--model`` was not given, and the note that says where it was read (None with --model).
 
     Raises:
         InputError: neither names one.
     """
     if args.model:
-        return args
+        return args, None
     meta = t.run.measured.metadata if t.run.measured is not None else None
     if meta is None or not meta.model:
         raise InputError(f"{t.run.source}: the run's record names no model; pass --model (the served model)")
-    return replace(args, model=meta.model)
+    where = meta.extra.get("model_source") or next((d.removeprefix("model from ") for d in meta.definitions
+                                                    if d.startswith("model from ")),
+                                               f"the run's record ({meta.source_format})")
+    return replace(args, model=meta.model), f"model {meta.model} from {where} (no --model given)"
 
 
 def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings: int | None) -> RunValidation:
     from kvledger.calibration.api import engine_for, headline_errors
 
-    setup = engine_for(_with_model(t, args), t.run, max_paddings)
+    args, model_note = _with_model(t, args)
+    try:
+        setup = engine_for(args, t.run, max_paddings)
+    except KvLedgerError as err:  # a model the record names but the catalog cannot load: say where the name came from
+        if model_note is None or args.model not in str(err):
+            raise
+        raise InputError(f"{t.run.source}: {model_note}, but {err} Or pass --model with a bundled name or a "
+                         "config.json.") from None
     records = replay(t.run, setup.config, setup.cost).records
     if t.stage is not None:
         c = stage_comparison(t.run.label, t.stage, records)
     else:
         c = compare_runs(t.run.label, t.run.measured, records, slo)
-    notes = list(setup.notes) + list(c.notes)
+    notes = ([model_note] if model_note else []) + list(setup.notes) + list(c.notes)
     sat = saturation(t.run.measured if t.stage is None else None, records)
     scope = setup.cost_info.get("scope", "uncalibrated")
     in_sample = fitted_on(t.run.source, setup.cost_info.get("gpu_profile_data") or [])

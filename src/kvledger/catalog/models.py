@@ -17,8 +17,8 @@ from kvledger.catalog.jsonload import load_json_file
 from kvledger.catalog.modelspec import ModelSpec, parse_config
 from kvledger.errors import KvLedgerError, UnknownNameError, suggest
 
-__all__ = ["load_model", "bundled_models", "resolve_bundled", "bundled_id_of_config", "StatedParams", "stated_params",
-           "BundledModel"]
+__all__ = ["load_model", "bundled_models", "resolve_bundled", "bundled_id_of_config", "published_hub_id",
+           "StatedParams", "stated_params", "BundledModel"]
 
 _DATA = resources.files("kvledger.catalog") / "data" / "models"
 
@@ -79,6 +79,18 @@ def resolve_bundled(name: str) -> BundledModel | None:
         if key in m.aliases:
             return m
     return None
+
+
+def published_hub_id(name: str) -> str | None:
+    """The Hub repository ``name`` spells, as published, when it names a bundled config by a Hub id (the config's own
+    or a twin's: ``meta-llama/llama-3.1-8b`` → ``meta-llama/Llama-3.1-8B``, not the bundled file's
+    ``meta-llama/Meta-Llama-3.1-8B``); None for a bare alias (``llama-3.1-8b``, which no engine loads) or an unbundled
+    name."""
+    bm = resolve_bundled(name)
+    key = name.strip().lower()
+    if bm is None or "/" not in key:
+        return None
+    return next((n for n in [bm.hf_id, *_TWINS.get(bm.hf_id, [])] if n.lower() == key), None)
 
 
 def bundled_id_of_config(raw: object) -> str | None:

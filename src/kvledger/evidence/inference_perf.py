@@ -24,7 +24,8 @@ from kvledger.evidence._io import Document, amount, count, latency_s, number, pe
 from kvledger.evidence.aggregate import AggregateRun, MetricSummary
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
-__all__ = ["FORMAT_LIFECYCLE", "FORMAT_PER_REQUEST", "read_lifecycle", "read_per_request"]
+__all__ = ["FORMAT_LIFECYCLE", "FORMAT_PER_REQUEST", "CONFIG_MODEL_KEY", "client_config_model", "read_lifecycle",
+           "read_per_request"]
 
 FORMAT_LIFECYCLE, FORMAT_PER_REQUEST = "inference-perf-lifecycle", "inference-perf-per-request"
 _LATENCIES = {  # inference-perf latency key → (canonical, weighting, note)
@@ -69,14 +70,30 @@ def _whole(v: Any, default: int) -> int:
     return int(n) if n == n and 0 <= n < 1 << 31 and n == int(n) else default
 
 
+CONFIG_MODEL_KEY = "config.yaml server.model_name"  # where an inference-perf report folder names the served model
+
+
+def client_config_model(report_path: str | Path) -> tuple[str, str] | None:
+    """(model, where it was read) from the ``config.yaml`` beside an inference-perf report (its echo of the client
+    config: ``server.model_name``), or None when there is none or it names no model; the last YAML document that
+    names one decides. The one reader of that field: the lifecycle reader (``goodput``, ``cost``) and the stage
+    replays (``validate``, ``calibrate``) both take the model from here."""
+    model = None
+    for cfg in _yaml_docs(Path(report_path).with_name("config.yaml")):
+        name = _get(cfg, "server", "model_name")
+        if isinstance(name, str) and name.strip():
+            model = name.strip()
+    return (model, CONFIG_MODEL_KEY) if model else None
+
+
 def _sidecars(path: str, meta: RunMetadata) -> None:
     """Fill model, GPU type/count and max_num_seqs from the report folder's config.yaml and Kubernetes
     manifests.yaml."""
     here = Path(path)
-    for cfg in _yaml_docs(here.with_name("config.yaml")):
-        if isinstance(_get(cfg, "server", "model_name"), str):
-            meta.model = _get(cfg, "server", "model_name")
-            meta.definitions.append("model from config.yaml server.model_name")
+    named = client_config_model(path)
+    if named is not None:
+        meta.model = named[0]
+        meta.definitions.append(f"model from {named[1]}")
     for doc in _yaml_docs(here.with_name("manifests.yaml")):
         if _get(doc, "kind") != "Deployment":
             continue

@@ -156,8 +156,8 @@ def _measured_prefill_share(run: RunRecords | AggregateRun, gp: GoodputResult,
     if not isinstance(floor, PrefillFloor):
         return share, how + f"; no roofline floor under it: {floor or 'not computed'}"
     if floor.share > share:
-        return floor.share, f"{floor.text}, raised from the {how}"
-    return share, f"{how}; above the {floor.text} ({floor.share:.3f})"
+        return floor.share, f"{floor.text}; {floor.share_text()}, raised from the {how}"
+    return share, f"{how}; above the {floor.text}; {floor.share_text()}"
 
 
 def _occupancy_share(run: RunRecords | AggregateRun, gp: GoodputResult) -> tuple[float, str]:

@@ -46,6 +46,11 @@ class PrefillFloor:
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
 
+    def share_text(self) -> str:
+        """The floor share in words: what it is, its two GPU-second figures and its unit (a fraction of GPU time)."""
+        return (f"floor share = prefill {self.prefill_gpu_s:.4g} ÷ run {self.run_gpu_s:.4g} GPU-s = {self.share:.3f} "
+                f"of the run's GPU time")
+
 
 def _prompts(run: RunRecords | AggregateRun) -> tuple[float, int, float, float] | None:
     """(new prompt tokens, prefills, Σ (new + cached) tokens, Σ causal pairs) of the completed requests, or None."""

@@ -58,8 +58,8 @@ def _print_capacity(con: Any, rep: Any, sim: Any, basis: CapacityBasis, n_source
     where = ("simulated per deployment unit [1]" if sim is not None else "measured per replica")
     con.print(f"{where}: {cap['goodput_req_per_s']:.3f} good req/s, {cap['good_input_tok_per_s']:,.1f} good input "
               f"tok/s, "
-              f"{cap['good_output_tok_per_s']:,.1f} good output tok/s; mean {cap['mean_input_tokens']:.1f} in / "
-              f"{cap['mean_output_tokens']:.1f} out tokens per good request")
+              f"{cap['good_output_tok_per_s']:,.1f} good output tok/s; mean {cap['mean_input_tokens']:,.1f} in / "
+              f"{cap['mean_output_tokens']:,.1f} out tokens per good request")
     con.print(escape(basis.text))
     if basis.probes:
         con.print(f"  probes (req/s → share of requests within the SLO): {escape(basis.probes)}")

@@ -133,8 +133,10 @@ def render_summary(payload: SimDocument, console, out: Path | None = None) -> No
                   "(first arrival → last finish)")
     console.print(f"KV usage (held blocks / usable): mean {kv['mean']:.1%}, max {kv['max']:.1%}; "
                   f"share of held KV holding token state {kv['token_state_share']:.1%}")
+    none = (" — 0 by construction: the workload has no prefix ids (see the note)"
+            if payload.workload.get("prefix_ids") is False and eng.get("enable_prefix_caching") else "")
     console.print(f"prefix cache: hit rate {s['prefix_cache_hit_rate']:.1%} ({s['prefix_cache_hit_tokens']:,} of "
-                  f"{s['prefix_cache_query_tokens']:,} prompt tokens)")
+                  f"{s['prefix_cache_query_tokens']:,} prompt tokens){none}")
     mode = str(payload.workload.get("mode", ""))
     render_bands(payload.error_bands or {}, console, payload.kept_up,
                  mode if mode.startswith(("sessions", "closed loop")) else "")

@@ -106,7 +106,8 @@ def launch_for(model: str, gpu_id: str, entry: dict[str, Any], engine_version: s
 
 
 def serve_model_id(model: str) -> str:
-    """The id to put in a launch command: the Hub repository of a bundled model, else the name as given."""
+    """The id to put in a launch command: the Hub id the user gave (as published), the bundled config's Hub
+    repository for a bare alias, else the name as given."""
     return serve_model(model)[0]
 
 
@@ -120,11 +121,11 @@ def serve_model(model: str) -> tuple[str, str | None]:
     """
     from pathlib import Path
 
-    from kvledger.catalog.models import load_model
+    from kvledger.catalog.models import load_model, published_hub_id
 
     spec = load_model(model)
-    if spec.catalog_id:
-        return spec.catalog_id, None
+    if spec.catalog_id:  # the Hub id typed (an Instruct twin is another checkpoint); a bare alias: the catalog's
+        return published_hub_id(model) or spec.catalog_id, None
     path = Path(model).expanduser()
     if not path.is_file():
         return model, None

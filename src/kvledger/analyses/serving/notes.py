@@ -118,13 +118,21 @@ HYBRID_CACHING = ("hybrid prefix caching as vLLM 0.33 (on by default; ModelConfi
 
 # --- how a run went ---------------------------------------------------------------------------------------------------
 
+OVERLOAD_ADVICE_SIMULATE = ("lower the rate (--rate/--rate-scale), add replicas, or size for it with "
+                            "`goodput --simulate --target`")
+"""What ``simulate`` (whose flags these are) advises for an overloaded open loop."""
+OVERLOAD_ADVICE_MEASURED = ("latency errors then measure the queue: compare throughput, or check latency on a run "
+                            "measured at a load the engine sustained (a lower request rate or concurrency in the "
+                            "benchmark); `goodput --simulate --target` finds that load")
+"""What ``validate`` (a measured run, replayed: it has no rate flag) advises for an overloaded run."""
+
+
 def overloaded(backlog_mid: int, t_mid_s: float, backlog_last: int, t_last_s: float, arrived_per_s: float,
-               finished_per_s: float) -> str:
+               finished_per_s: float, advice: str = OVERLOAD_ADVICE_SIMULATE) -> str:
     return (f"overloaded: requests in the system (arrived, not finished) grew from {backlog_mid:,} at the median "
             f"arrival (t = {t_mid_s:,.1f} s) to {backlog_last:,} at the last one (t = {t_last_s:,.1f} s); over that "
             f"time {arrived_per_s:,.2f} req/s arrived and {finished_per_s:,.2f} req/s finished, so the queue grows "
-            "with the trace and TTFT measures it, not the engine (kvledger.analyses.serving.queue_growth): lower the "
-            "rate (--rate/--rate-scale), add replicas, or size for it with `goodput --simulate --target`")
+            f"with the trace and TTFT measures it, not the engine (kvledger.analyses.serving.queue_growth): {advice}")
 
 
 def sessions_overloaded(share: float, ttft_mean_s: float, threshold: float) -> str:

@@ -8,6 +8,13 @@ it grew by at least half, by more than 10 requests and to more than 5 % of the r
 (``GROWTH``, ``MIN_GROWTH``, ``MIN_SHARE``: thresholds of this check, not fitted). Over that
 second half of the arrivals it also gives the rates at which requests arrived and finished.
 
+The comparison needs the engine to have been finishing requests: until a run's first request finishes, the backlog
+counts every arrival however lightly loaded the engine is, so growth read then is the run's warm-up, not an overload —
+a burst (e.g. every request sent within milliseconds) grows that way. The arrivals up to the median must therefore
+span at least ``MIN_SPAN_FIRST_FINISH`` × the time the run took to finish its first request (first finish − first
+arrival; a threshold of this check, not fitted: the shortest span after which a kept-up engine's finishes can offset
+its arrivals). A run in which no request finished has no such span and is checked as before.
+
 A session run is closed loops (a turn is sent its think time after the previous one finished): its backlog cannot
 grow with the arrivals — an overloaded engine delays the next turns instead —, and measured on the agent preset it
 peaks mid-run and falls as sessions end, overloaded or not. Its overload is the turns' waiting instead: the share of
@@ -29,13 +36,15 @@ from kvledger.records import RunRecords
 if TYPE_CHECKING:
     from kvledger.analyses.serving.overloads import QueueGrowth, SessionQueue
 
+# QueueGrowth and SessionQueue: overloads.py, by __getattr__
 __all__ = ["QueueGrowth", "queue_growth", "not_steady_note", "GROWTH", "MIN_GROWTH", "MIN_SHARE", "SessionQueue",  # noqa: F822
-           "run_overload", "SESSION_TTFT_SHARE"]  # QueueGrowth and SessionQueue: overloads.py, by __getattr__
+           "run_overload", "SESSION_TTFT_SHARE", "MIN_SPAN_FIRST_FINISH"]
 
 GROWTH = 1.5  # backlog at the last arrival ÷ backlog at the median arrival, at least
 MIN_GROWTH = 10  # requests the backlog grew by, more than
 MIN_SHARE = 0.05  # backlog at the last arrival ÷ requests in the run, more than
 SESSION_TTFT_SHARE = 0.10  # a session run's Σ TTFT ÷ Σ E2E, at least (module doc)
+MIN_SPAN_FIRST_FINISH = 1.0  # first → median arrival span ÷ first arrival → first finish, at least (module doc)
 
 
 def __getattr__(name: str) -> Any:
@@ -48,8 +57,9 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def queue_growth(run: RunRecords) -> QueueGrowth | None:
-    """The backlog's growth over the second half of the arrivals when it shows an overload (module doc), else None.
+def queue_growth(run: RunRecords, advice: str = N.OVERLOAD_ADVICE_SIMULATE) -> QueueGrowth | None:
+    """The backlog's growth over the second half of the arrivals when it shows an overload (module doc), else None;
+    ``advice`` ends the note (the flags of the command that prints it).
 
     Requests that never finish (failed, or still running when a run stopped) count as in the system to the end.
     """
@@ -61,7 +71,8 @@ def queue_growth(run: RunRecords) -> QueueGrowth | None:
     finish = np.where(np.isfinite(cols.finish_s), cols.finish_s, np.inf)
     finish.sort()
     t0, t_mid, t_last = float(arrival[0]), float(arrival[n // 2]), float(arrival[-1])
-    if t_last <= t_mid:
+    warm_up = float(finish[0]) - t0 if np.isfinite(finish[0]) else 0.0  # until the first finish (module doc)
+    if t_last <= t_mid or t_mid - t0 < MIN_SPAN_FIRST_FINISH * warm_up:
         return None
 
     def backlog(t: float) -> int:
@@ -78,7 +89,7 @@ def queue_growth(run: RunRecords) -> QueueGrowth | None:
     finished = float(np.searchsorted(finish, t_last, side="right") - np.searchsorted(finish, t_mid,
                                                                                      side="right")) / span
     return QueueGrowth(t_mid - t0, t_last - t0, mid, last, arrived, finished,
-                       N.overloaded(mid, t_mid - t0, last, t_last - t0, arrived, finished))
+                       N.overloaded(mid, t_mid - t0, last, t_last - t0, arrived, finished, advice))
 
 
 STEADY_HINT_REQUESTS = 2000

@@ -46,12 +46,11 @@ def simulator_description(engine: dict[str, Any]) -> str:
     """
     from kvledger.dynamics.engine.config import BATCHING_POLICIES, KV_ALLOCATION_POLICIES
 
-    b, kv = engine["batching"], engine["kv_allocation"]
+    b, kv, chunked = engine["batching"], engine["kv_allocation"], engine["enable_chunked_prefill"]
     caching = engine["prefix_caching_policy"] if engine["enable_prefix_caching"] else "off"
     return (f"{SIMULATOR}: {_RULES.get(b, b)} — {BATCHING_POLICIES.get(b, b)}; {kv} KV: "
-            f"{KV_ALLOCATION_POLICIES.get(kv, kv)}; "
-            f"chunked prefill {'on' if engine['enable_chunked_prefill'] else 'off'}; queue order "
-            f"{engine['scheduling_policy']}; prefix caching {caching}"
+            f"{KV_ALLOCATION_POLICIES.get(kv, kv)}; chunked prefill {'on' if chunked else 'off'}; "
+            f"queue order {engine['scheduling_policy']}; prefix caching {caching}"
             + ("; async scheduling (batch queue of 2)" if engine.get("async_scheduling") else ""))
 
 
@@ -289,12 +288,13 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     """What ``kvledger simulate`` reports (its ``--json`` and ``summary.json``): the summary with its invariants
     checked, the engine, workload and step cost it ran, and an open loop's queue growth (None when it kept up)."""
     from kvledger.analyses.serving.prediction_bands import NO_LATENCY_BAND, prediction_bands
+    from kvledger.analyses.serving.prefix_ids import with_prefix_ids_note
     from kvledger.analyses.serving.queue_growth import run_overload
     from kvledger.invariants import check_sim_summary
 
     overload = run_overload(result.records, setup.workload_info.get("mode", ""))
+    info, notes = with_prefix_ids_note(setup)  # a 0 % hit rate by construction says so
+    bands = prediction_bands(setup, result.summary.to_dict(), saturated=overload is not None)
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
-                       setup.router if setup.replicas > 1 else None, result.config, setup.workload_info,
-                       setup.cost_info, to_jsonable(overload), prediction_bands(setup, result.summary.to_dict(),
-                                                                                saturated=overload is not None),
-                       list(setup.notes) + ([overload.note, NO_LATENCY_BAND] if overload else []))
+                       setup.router if setup.replicas > 1 else None, result.config, info, setup.cost_info,
+                       to_jsonable(overload), bands, notes + ([overload.note, NO_LATENCY_BAND] if overload else []))

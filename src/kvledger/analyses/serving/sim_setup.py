@@ -12,7 +12,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
-from kvledger.analyses.serving.step_cost_choice import gemm_curve_of, gpu_profile_of, make_step_cost
+from kvledger.analyses.serving.gemm_choice import gemm_curve_of
+from kvledger.analyses.serving.prefix_ids import has_prefix_ids
+from kvledger.analyses.serving.step_cost_choice import gpu_profile_of, make_step_cost
 from kvledger.dynamics.engine.config import EngineConfig
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.workload.closed_loop import ClosedLoop
@@ -268,12 +270,10 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     cost, cost_info = make_step_cost(a, plan, overlap_cpu=config.async_scheduling, batching=config.batching)
     given = workload is not None
     workload, n, info = workload if given else _workload(a, requests, label)
-    if config.hybrid_caching and a.enable_prefix_caching is None and not given:
-        specs = workload.requests if hasattr(workload, "requests") else workload
-        if isinstance(specs, WorkloadColumns) or not any(spec.prefix_segments for spec in specs):
-            config = replace(config, enable_prefix_caching=False)
-            notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
-                         "simulated with it off (faster; --enable-prefix-caching to keep it)")
+    if config.hybrid_caching and a.enable_prefix_caching is None and not given and not has_prefix_ids(workload):
+        config = replace(config, enable_prefix_caching=False)
+        notes.append("no prompt in this workload shares a prefix, so vLLM's hybrid prefix caching could not hit: "
+                     "simulated with it off (faster; --enable-prefix-caching to keep it)")
     workload = _sessions_for_affinity(a, workload, info, notes)
     prof = gpu_profile_of(a, plan.gpu.name) if cost_info.get("scope") == "gpu" else None
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,

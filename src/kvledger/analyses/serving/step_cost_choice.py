@@ -18,6 +18,7 @@ from typing import Any
 
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost
 from kvledger.accounting.step_term_notes import step_term_notes
+from kvledger.analyses.serving.gemm_choice import gemm_curve_of, gemm_mode
 from kvledger.errors import InputError, UnknownNameError
 
 __all__ = ["CALIBRATED_PREFIX", "find_calibrated_cost", "calibration_listing", "calibrated_step_cost",
@@ -192,36 +193,6 @@ def gpu_profile_of(a: Any, gpu_name: str):
     if a.achievable_flops_fraction is not None and a.achievable_bandwidth_fraction is not None:
         return None
     return resolve_gpu_profile(a.gpu_profile, gpu_name)
-
-
-def gemm_mode(a: Any, prof) -> str:
-    """``--gemm-efficiency`` as it applies: the flag, else the GPU profile's mode (a profile's FLOP fraction means
-    something only with the curve it was fitted with), else "flat".
-
-    Raises:
-        InputError: an unknown mode, or a mode other than the one the GPU profile was fitted with.
-    """
-    from kvledger.accounting.gemm_efficiency import GEMM_MODES
-
-    mode = getattr(a, "gemm_efficiency", None)
-    if mode is not None and mode not in GEMM_MODES:
-        raise InputError(f"--gemm-efficiency {mode!r}: choose {' or '.join(GEMM_MODES)}")
-    have = getattr(prof, "gemm_efficiency", "flat") if prof is not None else None
-    if mode is not None and have is not None and mode != have:
-        raise InputError(f"--gemm-efficiency {mode}, but the GPU profile pricing this run ({prof.label}) was fitted "
-                         f"with {have} matmul efficiency, so its FLOP fraction means another thing: pass "
-                         f"--gemm-efficiency {have}, --gpu-profile none, or a profile fitted with `kvledger calibrate "
-                         f"--scope gpu --gemm-efficiency {mode}`")
-    return mode or have or "flat"
-
-
-def gemm_curve_of(a: Any, gpu, prof):
-    """The GPU's measured matmul-efficiency curve when the mode is "measured" and Vidur profiled the GPU, else None."""
-    if gemm_mode(a, prof) != "measured":
-        return None
-    from kvledger.accounting.gemm_efficiency import gemm_curve
-
-    return gemm_curve(gpu.gpu_id)
 
 
 def make_step_cost(a: Any, plan, overlap_cpu: bool = False, batching: str = "continuous") -> tuple[Any, dict[str, Any]]:

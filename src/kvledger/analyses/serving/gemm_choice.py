@@ -1,0 +1,40 @@
+"""``--gemm-efficiency`` as it applies to a run: the flag, the GPU profile's mode, and the GPU's measured matmul
+efficiency curve (``kvledger.accounting.gemm_efficiency``); apart from ``step_cost_choice`` to keep it small."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.errors import InputError
+
+__all__ = ["gemm_mode", "gemm_curve_of"]
+
+
+def gemm_mode(a: Any, prof) -> str:
+    """``--gemm-efficiency`` as it applies: the flag, else the GPU profile's mode (a profile's FLOP fraction means
+    something only with the curve it was fitted with), else "flat".
+
+    Raises:
+        InputError: an unknown mode, or a mode other than the one the GPU profile was fitted with.
+    """
+    from kvledger.accounting.gemm_efficiency import GEMM_MODES
+
+    mode = getattr(a, "gemm_efficiency", None)
+    if mode is not None and mode not in GEMM_MODES:
+        raise InputError(f"--gemm-efficiency {mode!r}: choose {' or '.join(GEMM_MODES)}")
+    have = getattr(prof, "gemm_efficiency", "flat") if prof is not None else None
+    if mode is not None and have is not None and mode != have:
+        raise InputError(f"--gemm-efficiency {mode}, but the GPU profile pricing this run ({prof.label}) was fitted "
+                         f"with {have} matmul efficiency, so its FLOP fraction means another thing: pass "
+                         f"--gemm-efficiency {have}, --gpu-profile none, or a profile fitted with `kvledger calibrate "
+                         f"--scope gpu --gemm-efficiency {mode}`")
+    return mode or have or "flat"
+
+
+def gemm_curve_of(a: Any, gpu, prof):
+    """The GPU's measured matmul-efficiency curve when the mode is "measured" and Vidur profiled the GPU, else None."""
+    if gemm_mode(a, prof) != "measured":
+        return None
+    from kvledger.accounting.gemm_efficiency import gemm_curve
+
+    return gemm_curve(gpu.gpu_id)

@@ -1,0 +1,42 @@
+"""Whether a simulated workload names shared prefixes (prefix ids), and ``simulate``'s note when it does not: with
+prefix caching on, a workload without Mooncake ``hash_ids`` or shared-prefix segments cannot hit the cache, so its
+0 % hit rate is a property of the trace, not of the engine or the traffic it stands for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvledger.dynamics.workload.closed_loop import ClosedLoop
+from kvledger.dynamics.workload.columns import WorkloadColumns
+
+__all__ = ["has_prefix_ids", "no_prefix_ids_note", "with_prefix_ids_note"]
+
+
+def has_prefix_ids(workload: Any) -> bool:
+    """Whether any request of an open- or closed-loop workload names prefix segments (Mooncake ``hash_ids`` or a
+    synthetic shared prefix); a columnar workload never does (``load_trace_columns`` leaves segmented traces)."""
+    specs = workload.requests if hasattr(workload, "requests") else workload
+    return not isinstance(specs, WorkloadColumns) and any(spec.prefix_segments for spec in specs)
+
+
+def no_prefix_ids_note(setup: Any) -> str | None:
+    """``simulate``'s note when prefix caching is on but an open- or closed-loop workload names no prefix ids (no
+    Mooncake ``hash_ids``, no shared-prefix segments): its hit rate is 0 by construction. None otherwise (sessions
+    share their earlier turns). ``setup``: a ``sim_setup.SimSetup``."""
+    if not setup.config.enable_prefix_caching or not isinstance(setup.workload, (list, WorkloadColumns, ClosedLoop)):
+        return None
+    if has_prefix_ids(setup.workload):
+        return None
+    return (f"prefix caching is on, but the workload ({setup.workload_info.get('trace', 'given requests')}) carries "
+            "no prefix ids (no hash ids or shared-prefix segments), so no two prompts share a cached block: the "
+            "prefix-cache hit rate is 0 by construction, not a measure of this traffic's reuse (a trace with hash "
+            "ids, e.g. mooncake, simulates reuse)")
+
+
+def with_prefix_ids_note(setup: Any) -> tuple[dict[str, Any], list[str]]:
+    """(the workload description, its notes) of ``setup`` for ``simulate``'s document: ``prefix_ids: false`` and the
+    note added when :func:`no_prefix_ids_note` applies."""
+    note = no_prefix_ids_note(setup)
+    if note is None:
+        return setup.workload_info, list(setup.notes)
+    return {**setup.workload_info, "prefix_ids": False}, [*setup.notes, note]
