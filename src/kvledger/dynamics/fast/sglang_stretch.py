@@ -40,7 +40,7 @@ from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest, accept
 from kvledger.dynamics.engine.sglang_scheduler import CLIP_MAX_NEW_TOKENS
-from kvledger.dynamics.fast import native
+from kvledger.dynamics.fast import native, open_native
 from kvledger.dynamics.fast.sglang_settle import settle
 from kvledger.dynamics.fast.stretch_times import (
     chunk_steps,
@@ -89,14 +89,11 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
             run.decode_until(bound)
             if not run.n or run.ends[run.K] < bound or run.K >= MAX_SGLANG_STRETCH_STEPS:
                 break  # everyone finished, or stopped short of the arrival (slots, the step cap)
-        new, rejected, i_next = run.gather_arrivals(spec_at, arrivals, i, total)
-        if new is None:
+        i_next = run.arrive(spec_at, arrivals, i, total, out)
+        if i_next < 0:
             rep.steady = False  # the arrivals' step is a general step
             break
-        out.extend(rejected)
         i = i_next
-        if new:  # only rejections: nothing to prefill
-            run.prefill_step(new)
     rep.decode_step_hint_s = run.last
     if run.K == 0:
         return i, False
@@ -114,7 +111,8 @@ class _SGLangStretch:
     """
 
     __slots__ = ("rep", "cfg", "prices", "lives", "groups", "keys", "n", "S", "F", "room", "ends", "durs", "stored",
-                 "grants", "dsteps", "prefills", "admits", "last", "forms", "K", "D", "core", "terms_of")
+                 "grants", "dsteps", "prefills", "admits", "last", "forms", "K", "D", "core", "terms_of", "price",
+                 "plain", "limits")
 
     def __init__(self, rep) -> None:
         self.rep, self.cfg, self.prices = rep, rep.cfg, rep.prices
@@ -146,6 +144,14 @@ class _SGLangStretch:
         cost = rep.cost
         if type(cost) is GraphPaddedStepCost and self.prices.decode_list == cost.decode_steps_list:
             self.terms_of = partial(_padded_form, cost)
+        if self.core is not None:  # the prefill step's price for the core: the roofline's plain form where it is that
+            self.price = self.prices.step_price or partial(open_native.shape_price, cost)
+            self.plain = open_native.plain_price(*(
+                (cost.inner, cost.price_of) if type(cost) is GraphPaddedStepCost and self.price == cost.step_time_of
+                else (cost, self.price)))  # GraphPaddedStepCost prices a step with a prefill by its wrapped model
+            cfg = self.cfg  # the frozen engine settings each arrival reads (gather_arrivals)
+            self.limits = (cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.max_model_len, cfg.caps_output,
+                           cfg.sglang_max_req_len)
 
     def decode_until(self, bound: float) -> None:
         """Decode steps up to the first one starting at or after ``bound``, in pieces between finishes, as far as the
@@ -217,6 +223,23 @@ class _SGLangStretch:
             self.n -= cnt
             self.S -= tok
             self.F -= f * cnt
+
+    def arrive(self, spec_at, arrivals, i: int, total: int, out) -> int:
+        """The arrivals visible when the next step is scheduled and their prefill step (``gather_arrivals``, then
+        ``prefill_step`` for any admitted); rejected ones' records go to ``out``. Returns the next arrival index, or −1
+        (nothing changed) when that step is a general step. With the compiled core, its ``sglang_arrive``: these two
+        methods in C, the same operations in the same order."""
+        if self.core is not None:
+            res = self.core.sglang_arrive(self, spec_at, arrivals, i, total, out, accept, SimRequest, self.price,
+                                          self.plain, self.rep.prefill_time, self.limits, CLIP_MAX_NEW_TOKENS)
+            return -1 if res is None else res
+        new, rejected, i_next = self.gather_arrivals(spec_at, arrivals, i, total)
+        if new is None:
+            return -1
+        out.extend(rejected)
+        if new:  # only rejections: nothing to prefill
+            self.prefill_step(new)
+        return i_next
 
     def gather_arrivals(self, spec_at, arrivals, i: int, total: int) -> tuple[list | None, list, int]:
         """The arrivals visible when the next step is scheduled: (those to admit, rejected ``(index, record)`` pairs,

@@ -24,7 +24,7 @@
 #include <Python.h>
 #include <string.h>
 
-#define CORE_VERSION 6          /* native.py loads only the version it was written for */
+#define CORE_VERSION 7          /* native.py loads only the version it was written for */
 #define CHUNK_SPARE_STEPS 3     /* stretch_times.py: steps priced beyond those the last price says fit */
 #define CHUNK_MIN_STEPS 8       /* stretch_times.py: fewest steps priced in one call while a bound is ahead */
 #define CHUNK_UNPRICED_STEPS 16 /* stretch_times.py: steps priced first when no step has been priced yet */
@@ -37,7 +37,8 @@ static PyObject *s_num_computed, *s_num_generated, *s_num_tokens, *s_num_output,
    caller passes itself). */
 static PyObject *s_n, *s_B, *s_blocks_left, *s_finishing, *s_sched_t, *s_S, *s_K, *s_groups, *s_keys, *s_ends,
     *s_durs, *s_split, *s_stored, *s_grants, *s_lives, *s_lag, *s_spec, *s_prefix_segments, *s_status, *s_run_start,
-    *s_num_cached, *s_forms, *s_prices, *s_last, *s_runs;
+    *s_num_cached, *s_forms, *s_prices, *s_last, *s_runs, *s_D, *s_F, *s_room, *s_prefills, *s_admits,
+    *s_pure_s;
 
 /* ---- small helpers ---------------------------------------------------------------------------------------- */
 
@@ -1028,6 +1029,199 @@ done:
     return res;
 }
 
+/* ---- sglang_arrive: sglang_stretch._SGLangStretch.gather_arrivals and prefill_step -------------------------- */
+
+/* The SGLang arrival stretch's counts and lists (sglang_stretch._SGLangStretch's slots: the caller passes itself). */
+typedef struct {
+    long long n, D, K, S, F, room;
+    PyObject *groups, *keys, *ends, *durs, *stored, *grants, *prefills, *admits, *lives;  /* borrowed from the run */
+} SgRun;
+
+static int read_sg_run(PyObject *run, SgRun *st)
+{
+    PyObject *ll_names[6] = {s_n, s_D, s_K, s_S, s_F, s_room};
+    long long *ll[6] = {&st->n, &st->D, &st->K, &st->S, &st->F, &st->room};
+    for (int i = 0; i < 6; i++)
+        if (run_ll(run, ll_names[i], ll[i]) < 0) return -1;
+    PyObject *names[9] = {s_groups, s_keys, s_ends, s_durs, s_stored, s_grants, s_prefills, s_admits, s_lives};
+    PyObject **lists[9] = {&st->groups, &st->keys, &st->ends, &st->durs, &st->stored, &st->grants, &st->prefills,
+                           &st->admits, &st->lives};
+    for (int i = 0; i < 9; i++)  /* the step times stay Python lists here (sglang_stretch.py) */
+        if ((*lists[i] = run_list(run, names[i], i == 0 ? 1 : 0)) == NULL) return -1;
+    return 0;
+}
+
+/* ``gather_arrivals``' reservation offset: Σ min(tokens left, CLIP_MAX_NEW_TOKENS) over the running requests, as the
+   integer F − n·D while every request has at most ``clip`` tokens left, else summed per finish group. */
+static int sg_offset(SgRun *st, long long clip, long long *offset)
+{
+    Py_ssize_t nk = PyList_GET_SIZE(st->keys), pos = 0;
+    long long last, f, c;
+    if (nk == 0) return PyErr_SetString(PyExc_IndexError, "list index out of range"), -1;  /* keys[-1], as Python */
+    if (get_ll_item(st->keys, nk - 1, &last) < 0) return -1;
+    if (last - st->D <= clip) {
+        *offset = st->F - st->n * st->D;
+        return 0;
+    }
+    PyObject *key, *g;
+    *offset = 0;
+    while (PyDict_Next(st->groups, &pos, &key, &g)) {  /* sum(c * min(f − D, clip) for f, (c, _) in groups.items()) */
+        f = PyLong_AsLongLong(key);
+        if ((f == -1 && PyErr_Occurred()) || !PyList_Check(g) || get_ll_item(g, 0, &c) < 0) return -1;
+        *offset += c * (f - st->D < clip ? f - st->D : clip);
+    }
+    return 0;
+}
+
+/* Whether the accepted request ``req`` can join the prefill step (``gather_arrivals``' test): 1, 0, or -1 on an
+   error; its prompt and (clipped) output tokens in *p and *clipped. */
+static int sg_fits(PyObject *req, long long budget, long long held, long long seats, long long offset,
+                   long long avail, long long clip, long long *p, long long *clipped)
+{
+    long long o;
+    if (get_ll_attr(req, s_num_prompt, p) < 0 || get_ll_attr(req, s_num_output, &o) < 0) return -1;
+    *clipped = o < clip ? o : clip;
+    if (budget <= 0 || held >= seats || !(*p + *clipped + 1 + offset < avail) || *p > budget || o < 2) return 0;
+    PyObject *spec = PyObject_GetAttr(req, s_spec), *segs;
+    if (spec == NULL) return -1;
+    segs = PyObject_GetAttr(spec, s_prefix_segments);
+    Py_DECREF(spec);
+    if (segs == NULL) return -1;
+    int shared = PyObject_IsTrue(segs);
+    Py_DECREF(segs);
+    return shared < 0 ? -1 : !shared;
+}
+
+/* ``gather_arrivals``: the arrivals from ``i`` visible at the next step's start go to ``new`` (requests) and
+   ``rejected`` ((index, record)); returns the next index, -2 where Python returns None (one prefill step cannot
+   admit them all), -1 on an error. */
+static long long sg_gather(PyObject *const *args, SgRun *st, long long i, PyObject *new, PyObject *rejected)
+{
+    PyObject *spec_at = args[1], *arrivals = args[2], *accept = args[6], *req_type = args[7], *limits = args[11];
+    long long total = PyLong_AsLongLong(args[4]), clip = PyLong_AsLongLong(args[12]), lim[2], offset;
+    for (int x = 0; x < 2; x++)
+        if ((lim[x] = PyLong_AsLongLong(PyTuple_GET_ITEM(limits, x))) == -1 && PyErr_Occurred()) return -1;
+    if (PyErr_Occurred() || sg_offset(st, clip, &offset) < 0) return -1;
+    double t = time_at(st->ends, st->K);
+    if (PyErr_Occurred()) return -1;
+    long long avail = st->room - (st->S + st->n * st->D), budget = lim[0], seats = lim[1], held = st->n;
+    for (; i < total; i++) {
+        PyObject *at = PySequence_GetItem(arrivals, i);
+        double a = at ? as_double(at) : 0.0;
+        Py_XDECREF(at);
+        if (PyErr_Occurred()) return -1;
+        if (!(a <= t)) break;
+        PyObject *idx = PyLong_FromLongLong(i), *spec = idx ? PyObject_CallOneArg(spec_at, idx) : NULL, *req = NULL;
+        if (spec != NULL)
+            req = PyObject_CallFunctionObjArgs(accept, idx, spec, PyTuple_GET_ITEM(limits, 2),
+                                               PyTuple_GET_ITEM(limits, 3), PyTuple_GET_ITEM(limits, 4), NULL);
+        Py_XDECREF(spec);
+        if (req == NULL) { Py_XDECREF(idx); return -1; }
+        int rc;
+        if (Py_TYPE(req) == (PyTypeObject *)req_type) {
+            long long p, clipped;
+            rc = sg_fits(req, budget, held, seats, offset, avail, clip, &p, &clipped);
+            if (rc == 1) {
+                budget -= p, held += 1, offset += p + 1 + clipped;
+                rc = PyList_Append(new, req) == 0 ? 1 : -1;
+            }
+        } else {
+            PyObject *pair = PyTuple_Pack(2, idx, req);
+            rc = pair && PyList_Append(rejected, pair) == 0 ? 1 : -1;
+            Py_XDECREF(pair);
+        }
+        Py_DECREF(idx);
+        Py_DECREF(req);
+        if (rc <= 0) return rc < 0 ? -1 : -2;
+    }
+    return held > lim[0] ? -2 : i;  /* the decode step after could not take everyone */
+}
+
+/* One admitted request's life [request, D, prompt, output − 1, K] and its finish group (``prefill_step``'s loop). */
+static int sg_admit_one(SgRun *st, PyObject *r, long long *S, long long *F)
+{
+    long long p, o, D = st->D;
+    if (get_ll_attr(r, s_num_prompt, &p) < 0 || get_ll_attr(r, s_num_output, &o) < 0) return -1;
+    PyObject *life = Py_BuildValue("[OLLLL]", r, D, p, o - 1, st->K);
+    if (life == NULL || PyList_Append(st->lives, life) < 0) { Py_XDECREF(life); return -1; }
+    Py_DECREF(life);
+    Run g = {0};
+    g.groups = st->groups, g.keys = st->keys;
+    if (join_group(&g, D + o - 1, p - D) < 0) return -1;  /* its last decode step: D + o − 2 */
+    *S += p - D;
+    *F += D + o - 1;
+    return 0;
+}
+
+/* ``prefill_step``: one prefill step admitting ``new`` with their whole prompts (the running requests left out),
+   priced by roofline_price on ``plain`` or by ``price(pf, seqs, pf, pairs, 0, 0)``; its duration added to the
+   replica's ``PrefillTime`` as ``add`` adds a step without decodes (``_pure_s += dur``). */
+static int sg_prefill(PyObject *run, SgRun *st, PyObject *new, PyObject *price, PyObject *plain, PyObject *ptime)
+{
+    long long pf = 0, p, K = st->K, seqs = PyList_GET_SIZE(new);
+    double pairs = 0.0;
+    for (Py_ssize_t x = 0; x < seqs; x++) {
+        if (get_ll_attr(PyList_GET_ITEM(new, x), s_num_prompt, &p) < 0) return -1;
+        pf += p;
+        pairs += (double)(p * (p + 1) / 2);  /* Replica.apply_plan's n(n+1)/2, nothing computed; exact */
+    }
+    PyObject *dur;
+    if (plain != Py_None)
+        dur = roofline_price(plain, pf, seqs, pf, pairs, 0, 0);
+    else
+        dur = PyObject_CallFunction(price, "LLLdii", pf, seqs, pf, pairs, 0, 0);
+    if (dur == NULL) return -1;
+    PyObject *pure = PyObject_GetAttr(ptime, s_pure_s), *sum = pure ? PyNumber_InPlaceAdd(pure, dur) : NULL;
+    Py_XDECREF(pure);
+    int rc = sum && PyObject_SetAttr(ptime, s_pure_s, sum) == 0 ? 0 : -1;
+    Py_XDECREF(sum);
+    PyObject *end = rc == 0 ? PyNumber_Add(PyList_GET_ITEM(st->ends, K), dur) : NULL;  /* ends[K] + dur */
+    if (end == NULL || append_ll4(st->stored, K, 1, pf + st->S + st->n * st->D, 0, 4) < 0
+        || append_ll4(st->grants, K, pf, 0, 0, 2) < 0 || PyList_Append(st->ends, end) < 0
+        || PyList_Append(st->durs, dur) < 0 || append_ll(st->prefills, K) < 0) rc = -1;
+    Py_XDECREF(end);
+    Py_DECREF(dur);
+    PyObject *adm = rc == 0 ? Py_BuildValue("(LO)", K, new) : NULL;
+    if (adm == NULL || PyList_Append(st->admits, adm) < 0) rc = -1;
+    Py_XDECREF(adm);
+    long long S = st->S, F = st->F;
+    for (Py_ssize_t x = 0; rc == 0 && x < seqs; x++)
+        rc = sg_admit_one(st, PyList_GET_ITEM(new, x), &S, &F);
+    PyObject *names[4] = {s_S, s_F, s_n, s_K};
+    long long vals[4] = {S, F, st->n + seqs, K + 1};
+    for (int i = 0; rc == 0 && i < 4; i++) rc = set_ll_attr(run, names[i], vals[i]);
+    return rc;
+}
+
+/* ``_SGLangStretch.arrive`` (its pure-Python branch: gather_arrivals, then prefill_step for any admitted): the next
+   arrival index, or None (nothing changed) where the arrivals' step is a general step. */
+static PyObject *sglang_arrive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 13 || !PyTuple_Check(args[11]) || PyTuple_GET_SIZE(args[11]) != 5 || !plain_form(args[9])) {
+        PyErr_SetString(PyExc_TypeError, "sglang_arrive(run, spec_at, arrivals, i, total, out, accept, request_type, "
+                        "price, plain, prefill_time, limits, clip): 13 arguments, limits a 5-tuple, plain None or "
+                        "(12 constants, floats but the 11th, token_terms)");
+        return NULL;
+    }
+    SgRun st;
+    long long i = PyLong_AsLongLong(args[3]);
+    if (PyErr_Occurred() || read_sg_run(args[0], &st) < 0) return NULL;
+    PyObject *new = PyList_New(0), *rejected = PyList_New(0), *res = NULL;
+    if (new == NULL || rejected == NULL) goto done;
+    i = sg_gather(args, &st, i, new, rejected);
+    if (i == -1) goto done;
+    if (i == -2) { res = Py_NewRef(Py_None); goto done; }
+    PyObject *r = PyObject_CallMethod(args[5], "extend", "O", rejected);  /* out.extend(rejected) */
+    if (r == NULL) goto done;
+    Py_DECREF(r);
+    if (PyList_GET_SIZE(new) && sg_prefill(args[0], &st, new, args[8], args[9], args[10]) < 0) goto done;
+    res = PyLong_FromLongLong(i);
+done:
+    Py_XDECREF(new);
+    Py_XDECREF(rejected);
+    return res;
+}
+
 /* ---- usage_samples: the KV usage buffer expanded per step (outputs/kv_usage.py's _flush) ----------------------- */
 
 /* A list item as an integer (a float truncated, as numpy's astype(int64) does). */
@@ -1330,6 +1524,9 @@ static PyMethodDef core_methods[] = {
     {"arrive", (PyCFunction)(void (*)(void))arrive, METH_FASTCALL,
      "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0, "
      "plain) -> (next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
+    {"sglang_arrive", (PyCFunction)(void (*)(void))sglang_arrive, METH_FASTCALL,
+     "sglang_arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, plain, prefill_time, limits, "
+     "clip) -> next index or None: sglang_stretch._SGLangStretch.gather_arrivals and prefill_step."},
     {"sglang_decode_until", (PyCFunction)(void (*)(void))sglang_decode_until, METH_FASTCALL,
      "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, D, K, n, S, room, last, bound, F, "
      "dsteps) -> (last, K, D, n, S, F): sglang_stretch._SGLangStretch.decode_until with _advance_to."},
@@ -1359,12 +1556,12 @@ PyMODINIT_FUNC PyInit_stretch_core(void)
                           &s_blocks_left, &s_finishing, &s_sched_t, &s_S, &s_K, &s_groups, &s_keys,
                           &s_ends, &s_durs, &s_split, &s_stored, &s_grants, &s_lives, &s_lag, &s_spec,
                           &s_prefix_segments, &s_status, &s_run_start, &s_num_cached, &s_forms, &s_prices, &s_last,
-                          &s_runs};
+                          &s_runs, &s_D, &s_F, &s_room, &s_prefills, &s_admits, &s_pure_s};
     const char *text[] = {"num_computed_tokens", "num_generated", "num_tokens", "num_output_tokens",
                           "num_prompt_tokens", "n", "B", "blocks_left", "finishing", "sched_t", "S", "K",
                           "groups", "keys", "ends", "durs", "split", "stored", "grants", "lives", "lag", "spec",
                           "prefix_segments", "status", "run_start", "num_cached_tokens", "forms", "prices", "last",
-                          "runs"};
+                          "runs", "D", "F", "room", "prefills", "admits", "_pure_s"};
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         if ((*names[i] = PyUnicode_InternFromString(text[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&core_module);
