@@ -18,6 +18,7 @@ Token runs: a running request emits in every decode step; each prefill step whil
 
 from __future__ import annotations
 
+import heapq
 from array import array
 from bisect import bisect_left
 
@@ -168,8 +169,13 @@ def _runs(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, st
 
 def _replay(kv, run, leaving: list[tuple], D: int) -> None:
     """The radix cache's admissions and frees in step order, decode slots added before each free and at the end, then
-    one eviction (module doc); the requests' counters set."""
+    one eviction (module doc); the requests' counters set. With the compiled core, its ``sglang_replay`` runs the
+    loops (``RadixFresh``'s methods translated with them: ``eligible`` admits only a ``RadixKVManager`` itself)."""
     lives, admits = run.lives, run.admits
+    if native.core is not None:  # these loops, admit_fresh, free_fresh and add_slots compiled (eligible: a plain cache)
+        native.core.sglang_replay(kv, lives, admits, leaving, D, RUNNING, heapq.heappush)
+        kv.settle_overdraft()
+        return
     ai, na = 0, len(admits)
     for f, idx, _ in leaving:
         while ai < na and admits[ai][0] < f:

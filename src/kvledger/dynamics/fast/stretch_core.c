@@ -1222,6 +1222,270 @@ done:
     return res;
 }
 
+/* ---- sglang_replay: sglang_settle._replay with radix_fresh.RadixFresh's admit_fresh, free_fresh, add_slots ---- */
+
+/* The radix cache's counters, kept here between calls into its Python (``_evict``, ``free``), which see them
+   written back first (radix_store) and are read again after (radix_load). */
+enum { R_TICK, R_SEQ, R_TREE, R_EVICTABLE, R_PRIVATE, R_HELD, R_CAPACITY, R_REQUESTS, R_QUERIES, R_COUNT };
+
+typedef struct {
+    PyObject *kv, *stats, *root, *children, *heap, *heappush, *running;  /* borrowed */
+    long long c[R_COUNT];
+} Radix;
+
+static PyObject *s_tick, *s_seq, *s_tree_tokens, *s_evictable, *s_private, *s_held_slots, *s_capacity, *s_requests,
+    *s_queries, *s_root, *s_children, *s_heap, *s_prefix_stats, *s_uid, *s_node, *s_covered, *s_last_access,
+    *s_evict, *s_free, *s_preempted;
+
+static PyObject *radix_owner(Radix *x, int i) { return i >= R_REQUESTS ? x->stats : x->kv; }
+
+static PyObject *radix_name(int i)
+{
+    PyObject *names[R_COUNT] = {s_tick, s_seq, s_tree_tokens, s_evictable, s_private, s_held_slots, s_capacity,
+                                s_requests, s_queries};
+    return names[i];
+}
+
+static int radix_load(Radix *x)
+{
+    for (int i = 0; i < R_COUNT; i++)
+        if (get_ll_attr(radix_owner(x, i), radix_name(i), &x->c[i]) < 0) return -1;
+    return 0;
+}
+
+static int radix_store(Radix *x)
+{
+    for (int i = 0; i < R_COUNT; i++)
+        if (i != R_CAPACITY && set_ll_attr(radix_owner(x, i), radix_name(i), x->c[i]) < 0) return -1;
+    return 0;
+}
+
+/* num_free_tokens: capacity − tree − private */
+static inline long long radix_free(const Radix *x) { return x->c[R_CAPACITY] - x->c[R_TREE] - x->c[R_PRIVATE]; }
+
+/* kv._evict(need) with the counters written back first and read again after */
+static int radix_evict(Radix *x, long long need)
+{
+    if (radix_store(x) < 0) return -1;
+    PyObject *k = PyLong_FromLongLong(need), *r = k ? PyObject_CallMethodOneArg(x->kv, s_evict, k) : NULL;
+    Py_XDECREF(k);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return radix_load(x);
+}
+
+/* Set ``count`` integer attributes of a request. */
+static int set_req_lls(PyObject *r, PyObject **names, const long long *values, int count)
+{
+    for (int i = 0; i < count; i++)
+        if (set_ll_attr(r, names[i], values[i]) < 0) return -1;
+    return 0;
+}
+
+/* RadixFresh.admit_fresh for one request: whole prompt, no hit, at the root. */
+static int radix_admit_one(Radix *x, PyObject *r)
+{
+    long long p;
+    if (get_ll_attr(r, s_num_prompt, &p) < 0) return -1;
+    x->c[R_TICK] += 1;  /* _lock_path(root) */
+    if (p > radix_free(x) + x->c[R_EVICTABLE]) {
+        if (radix_store(x) < 0) return -1;
+        PyErr_SetString(PyExc_RuntimeError, "radix cache: an admission checked on counts did not fit");
+        return -1;
+    }
+    x->c[R_REQUESTS] += 1;
+    x->c[R_QUERIES] += p;
+    PyObject *names[5] = {s_num_cached, s_num_computed, s_tree_tokens, s_private, s_covered};
+    long long values[5] = {0, p, 0, p, p};
+    if (set_req_lls(r, names, values, 2) < 0 || PyObject_SetAttr(r, s_node, x->root) < 0
+        || set_req_lls(r, names + 2, values + 2, 3) < 0) return -1;
+    x->c[R_HELD] += p;
+    if (p > radix_free(x) && radix_evict(x, p) < 0) return -1;
+    x->c[R_PRIVATE] += p;
+    return 0;
+}
+
+/* sglang_settle._admit: one prefill step's admissions (admit_fresh), then each request's counters. */
+static int radix_admit(Radix *x, PyObject *reqs)
+{
+    if (!PyList_Check(reqs)) return PyErr_SetString(PyExc_TypeError, "sglang_replay: admissions not a list"), -1;
+    Py_ssize_t n = PyList_GET_SIZE(reqs);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (radix_admit_one(x, PyList_GET_ITEM(reqs, i)) < 0) return -1;
+    PyObject *names[2] = {s_num_generated, s_num_tokens};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PyList_GET_ITEM(reqs, i);
+        long long p, v[2];
+        if (PyObject_SetAttr(r, s_status, x->running) < 0 || get_ll_attr(r, s_num_prompt, &p) < 0) return -1;
+        v[0] = 1, v[1] = p + 1;
+        if (set_req_lls(r, names, v, 2) < 0) return -1;
+    }
+    return 0;
+}
+
+/* RadixFresh.add_slots */
+static int radix_add_slots(Radix *x, PyObject *r, long long k)
+{
+    long long priv, cov;
+    if (get_ll_attr(r, s_private, &priv) < 0 || get_ll_attr(r, s_covered, &cov) < 0) return -1;
+    PyObject *names[2] = {s_private, s_covered};
+    long long v[2] = {priv + k, cov + k};
+    if (set_req_lls(r, names, v, 2) < 0) return -1;
+    x->c[R_PRIVATE] += k;
+    x->c[R_HELD] += k;
+    return 0;
+}
+
+/* kv.free(r, preempted=False): the general free, counters written back first */
+static int radix_free_general(Radix *x, PyObject *r)
+{
+    if (radix_store(x) < 0) return -1;
+    PyObject *meth = PyObject_GetAttr(x->kv, s_free), *args = PyTuple_Pack(1, r), *kw = Py_BuildValue("{OO}",
+                                                                                                   s_preempted, Py_False);
+    PyObject *res = meth && args && kw ? PyObject_Call(meth, args, kw) : NULL;
+    Py_XDECREF(meth);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    if (res == NULL) return -1;
+    Py_DECREF(res);
+    return radix_load(x);
+}
+
+/* RadixFresh.free_fresh: the request's computed tokens become an unlocked leaf under the root, on the heap. */
+static int radix_free_fresh(Radix *x, PyObject *r)
+{
+    long long tail, tree, priv, cov;
+    PyObject *uid = PyObject_GetAttr(r, s_uid), *key = uid ? Py_BuildValue("(iO)", -1, uid) : NULL, *node;
+    Py_XDECREF(uid);
+    if (key == NULL) return -1;
+    if (get_ll_attr(r, s_num_computed, &tail) < 0 || (node = PyObject_GetAttr(r, s_node)) == NULL) {
+        Py_DECREF(key);
+        return -1;
+    }
+    Py_DECREF(node);  /* only compared with the root, which the tree keeps alive */
+    int has = tail <= 0 ? 0 : PyDict_Contains(x->children, key);
+    if (has < 0 || get_ll_attr(r, s_tree_tokens, &tree) < 0) { Py_DECREF(key); return -1; }
+    if (tail <= 0 || has || node != x->root || tree) {
+        Py_DECREF(key);
+        return radix_free_general(x, r);
+    }
+    PyObject *ntok = PyLong_FromLongLong(tail);
+    PyObject *leaf = ntok ? PyObject_CallFunctionObjArgs((PyObject *)Py_TYPE(x->root), key, ntok, x->root, NULL) : NULL;
+    Py_XDECREF(ntok);
+    int rc = leaf && PyDict_SetItem(x->children, key, leaf) == 0 ? 0 : -1;
+    Py_DECREF(key);
+    if (rc == 0) {
+        x->c[R_TICK] += 3;
+        rc = set_ll_attr(leaf, s_last_access, x->c[R_TICK]);
+    }
+    if (rc == 0 && get_ll_attr(r, s_private, &priv) == 0 && get_ll_attr(r, s_covered, &cov) == 0) {
+        x->c[R_TREE] += tail, x->c[R_EVICTABLE] += tail, x->c[R_PRIVATE] -= priv, x->c[R_SEQ] += 1;
+        PyObject *item = Py_BuildValue("(LLO)", x->c[R_TICK], x->c[R_SEQ], leaf);
+        PyObject *res = item ? PyObject_CallFunctionObjArgs(x->heappush, x->heap, item, NULL) : NULL;
+        Py_XDECREF(item);
+        rc = res ? 0 : -1;
+        Py_XDECREF(res);
+        x->c[R_HELD] -= cov;
+    } else {
+        rc = -1;
+    }
+    Py_XDECREF(leaf);
+    PyObject *names[3] = {s_tree_tokens, s_private, s_covered};
+    long long zeros[3] = {0, 0, 0};
+    if (rc == 0 && (PyObject_SetAttr(r, s_node, Py_None) < 0 || set_req_lls(r, names, zeros, 3) < 0)) rc = -1;
+    return rc;
+}
+
+/* A life [request, d0, c0, m, adm] (sglang_stretch.py), its first four fields. */
+static int life_fields(PyObject *life, PyObject **r, long long v[3])
+{
+    if (!PyList_Check(life) || PyList_GET_SIZE(life) != 5)
+        return PyErr_SetString(PyExc_TypeError, "sglang_replay: a life is not a 5-list"), -1;
+    *r = PyList_GET_ITEM(life, 0);
+    for (int i = 0; i < 3; i++)
+        if (get_ll_item(life, i + 1, &v[i]) < 0) return -1;
+    return 0;
+}
+
+/* Set computed tokens, generated tokens and known tokens of a request. */
+static int set_counters(PyObject *r, long long computed, long long generated, long long prompt)
+{
+    PyObject *names[3] = {s_num_computed, s_num_generated, s_num_tokens};
+    long long v[3] = {computed, generated, prompt + generated};
+    return set_req_lls(r, names, v, 3);
+}
+
+/* The admissions of ``admits`` from *ai while their step is before ``f`` (``f`` < 0: all). */
+static int radix_admits_before(Radix *x, PyObject *admits, Py_ssize_t *ai, long long f)
+{
+    Py_ssize_t na = PyList_GET_SIZE(admits);
+    for (; *ai < na; (*ai)++) {
+        PyObject *a = PyList_GET_ITEM(admits, *ai);
+        long long k;
+        if (!PyTuple_Check(a) || PyTuple_GET_SIZE(a) != 2)
+            return PyErr_SetString(PyExc_TypeError, "sglang_replay: an admission is not a pair"), -1;
+        if ((k = PyLong_AsLongLong(PyTuple_GET_ITEM(a, 0))) == -1 && PyErr_Occurred()) return -1;
+        if (f >= 0 && !(k < f)) break;
+        if (radix_admit(x, PyTuple_GET_ITEM(a, 1)) < 0) return -1;
+    }
+    return 0;
+}
+
+/* _replay's loops, on the counters in ``x`` (written back by the caller). */
+static int replay_loops(Radix *x, PyObject *lives, PyObject *admits, PyObject *leaving, long long D)
+{
+    Py_ssize_t ai = 0, nl = PyList_GET_SIZE(leaving);
+    PyObject *r;
+    long long v[3], o, p;
+    for (Py_ssize_t j = 0; j < nl; j++) {
+        PyObject *lv = PyList_GET_ITEM(leaving, j);
+        long long f, idx;
+        if (!PyTuple_Check(lv) || PyTuple_GET_SIZE(lv) != 3)
+            return PyErr_SetString(PyExc_TypeError, "sglang_replay: a leaving entry is not a triple"), -1;
+        if (((f = PyLong_AsLongLong(PyTuple_GET_ITEM(lv, 0))) == -1 && PyErr_Occurred())
+            || ((idx = PyLong_AsLongLong(PyTuple_GET_ITEM(lv, 1))) == -1 && PyErr_Occurred())) return -1;
+        if (radix_admits_before(x, admits, &ai, f < 0 ? 0 : f) < 0) return -1;
+        if (idx < 0 || idx >= PyList_GET_SIZE(lives))
+            return PyErr_SetString(PyExc_IndexError, "sglang_replay: life index out of range"), -1;
+        if (life_fields(PyList_GET_ITEM(lives, idx), &r, v) < 0 || radix_add_slots(x, r, v[2]) < 0
+            || get_ll_attr(r, s_num_output, &o) < 0 || get_ll_attr(r, s_num_prompt, &p) < 0
+            || set_counters(r, v[1] + v[2], o, p) < 0 || radix_free_fresh(x, r) < 0) return -1;
+    }
+    if (radix_admits_before(x, admits, &ai, -1) < 0) return -1;
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(lives); j++) {
+        if (life_fields(PyList_GET_ITEM(lives, j), &r, v) < 0) return -1;
+        if (v[0] + v[2] <= D) continue;
+        long long t = D - v[0];
+        if ((t && radix_add_slots(x, r, t) < 0) || get_ll_attr(r, s_num_output, &o) < 0
+            || get_ll_attr(r, s_num_prompt, &p) < 0 || set_counters(r, v[1] + t, o - (v[2] - t), p) < 0) return -1;
+    }
+    return 0;
+}
+
+/* sglang_settle._replay up to its last line (``kv.settle_overdraft()``, left to the caller): the radix cache's
+   admissions and frees in step order, decode slots added before each free and at the end; the requests' counters. */
+static PyObject *sglang_replay(PyObject *self, PyObject *args)
+{
+    Radix x;
+    PyObject *lives, *admits, *leaving;
+    long long D;
+    if (!PyArg_ParseTuple(args, "OO!O!O!LOO", &x.kv, &PyList_Type, &lives, &PyList_Type, &admits, &PyList_Type,
+                          &leaving, &D, &x.running, &x.heappush)) return NULL;
+    PyObject *refs[4] = {PyObject_GetAttr(x.kv, s_prefix_stats), PyObject_GetAttr(x.kv, s_root), NULL,
+                         PyObject_GetAttr(x.kv, s_heap)};
+    if (refs[1] != NULL) refs[2] = PyObject_GetAttr(refs[1], s_children);
+    x.stats = refs[0], x.root = refs[1], x.children = refs[2], x.heap = refs[3];
+    int rc = -1;
+    if (x.stats && x.root && x.children && x.heap) {
+        if (!PyDict_CheckExact(x.children))
+            PyErr_SetString(PyExc_TypeError, "sglang_replay: the root's children are not a dict");
+        else if (radix_load(&x) == 0 && replay_loops(&x, lives, admits, leaving, D) == 0)
+            rc = radix_store(&x);
+    }
+    for (int i = 0; i < 4; i++) Py_XDECREF(refs[i]);
+    return rc == 0 ? Py_NewRef(Py_None) : NULL;
+}
+
 /* ---- usage_samples: the KV usage buffer expanded per step (outputs/kv_usage.py's _flush) ----------------------- */
 
 /* A list item as an integer (a float truncated, as numpy's astype(int64) does). */
@@ -1527,6 +1791,9 @@ static PyMethodDef core_methods[] = {
     {"sglang_arrive", (PyCFunction)(void (*)(void))sglang_arrive, METH_FASTCALL,
      "sglang_arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, plain, prefill_time, limits, "
      "clip) -> next index or None: sglang_stretch._SGLangStretch.gather_arrivals and prefill_step."},
+    {"sglang_replay", sglang_replay, METH_VARARGS,
+     "sglang_replay(kv, lives, admits, leaving, D, running_status, heappush): sglang_settle._replay but its "
+     "settle_overdraft, with RadixFresh's admit_fresh, free_fresh and add_slots."},
     {"sglang_decode_until", (PyCFunction)(void (*)(void))sglang_decode_until, METH_FASTCALL,
      "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, D, K, n, S, room, last, bound, F, "
      "dsteps) -> (last, K, D, n, S, F): sglang_stretch._SGLangStretch.decode_until with _advance_to."},
@@ -1556,12 +1823,18 @@ PyMODINIT_FUNC PyInit_stretch_core(void)
                           &s_blocks_left, &s_finishing, &s_sched_t, &s_S, &s_K, &s_groups, &s_keys,
                           &s_ends, &s_durs, &s_split, &s_stored, &s_grants, &s_lives, &s_lag, &s_spec,
                           &s_prefix_segments, &s_status, &s_run_start, &s_num_cached, &s_forms, &s_prices, &s_last,
-                          &s_runs, &s_D, &s_F, &s_room, &s_prefills, &s_admits, &s_pure_s};
+                          &s_runs, &s_D, &s_F, &s_room, &s_prefills, &s_admits, &s_pure_s, &s_tick, &s_seq,
+                          &s_tree_tokens, &s_evictable, &s_private, &s_held_slots, &s_capacity, &s_requests,
+                          &s_queries, &s_root, &s_children, &s_heap, &s_prefix_stats, &s_uid, &s_node, &s_covered,
+                          &s_last_access, &s_evict, &s_free, &s_preempted};
     const char *text[] = {"num_computed_tokens", "num_generated", "num_tokens", "num_output_tokens",
                           "num_prompt_tokens", "n", "B", "blocks_left", "finishing", "sched_t", "S", "K",
                           "groups", "keys", "ends", "durs", "split", "stored", "grants", "lives", "lag", "spec",
                           "prefix_segments", "status", "run_start", "num_cached_tokens", "forms", "prices", "last",
-                          "runs", "D", "F", "room", "prefills", "admits", "_pure_s"};
+                          "runs", "D", "F", "room", "prefills", "admits", "_pure_s", "_tick", "_seq", "tree_tokens",
+                          "evictable_tokens", "private_tokens", "held_slots", "capacity_tokens", "requests",
+                          "queries", "root", "children", "_heap", "prefix_stats", "uid", "node", "covered_tokens",
+                          "last_access", "_evict", "free", "preempted"};
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         if ((*names[i] = PyUnicode_InternFromString(text[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&core_module);
