@@ -170,10 +170,11 @@ def _runs(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, st
 def _replay(kv, run, leaving: list[tuple], D: int) -> None:
     """The radix cache's admissions and frees in step order, decode slots added before each free and at the end, then
     one eviction (module doc); the requests' counters set. With the compiled core, its ``sglang_replay`` runs the
-    loops (``RadixFresh``'s methods translated with them: ``eligible`` admits only a ``RadixKVManager`` itself)."""
+    loops (``RadixFresh``'s methods and ``RadixKVManager._evict`` translated with them: ``eligible`` admits only a
+    ``RadixKVManager`` itself)."""
     lives, admits = run.lives, run.admits
     if native.core is not None:  # these loops, admit_fresh, free_fresh and add_slots compiled (eligible: a plain cache)
-        native.core.sglang_replay(kv, lives, admits, leaving, D, RUNNING, heapq.heappush)
+        native.core.sglang_replay(kv, lives, admits, leaving, D, RUNNING, heapq.heappush, heapq.heappop)
         kv.settle_overdraft()
         return
     ai, na = 0, len(admits)

@@ -83,7 +83,12 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     run = _SGLangStretch(rep)
     total = len(specs)
     spec_at = getattr(specs, "spec_at", None) or specs.__getitem__
-    while run.n and run.K < MAX_SGLANG_STRETCH_STEPS:
+    if run.core is not None:  # the loop below in C (stretch_core.sglang_run), decode_until and arrive by their cores
+        i, general = run.core.sglang_run(run, spec_at, arrivals, i, total, out, accept, SimRequest, run.price,
+                                         run.plain, rep.prefill_time, run.limits, CLIP_MAX_NEW_TOKENS, run.terms_of)
+        if general:
+            rep.steady = False  # the arrivals' step is a general step
+    while run.core is None and run.n and run.K < MAX_SGLANG_STRETCH_STEPS:
         bound = arrivals[i] if i < total else math.inf
         if run.ends[run.K] < bound:
             run.decode_until(bound)

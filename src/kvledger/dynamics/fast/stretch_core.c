@@ -39,6 +39,10 @@ static PyObject *s_n, *s_B, *s_blocks_left, *s_finishing, *s_sched_t, *s_S, *s_K
     *s_durs, *s_split, *s_stored, *s_grants, *s_lives, *s_lag, *s_spec, *s_prefix_segments, *s_status, *s_run_start,
     *s_num_cached, *s_forms, *s_prices, *s_last, *s_runs, *s_D, *s_F, *s_room, *s_prefills, *s_admits,
     *s_pure_s;
+static PyObject *s_tick, *s_seq, *s_tree_tokens, *s_evictable, *s_private, *s_held_slots, *s_capacity, *s_requests,
+    *s_queries, *s_dsteps, *s_root, *s_children, *s_heap, *s_prefix_stats, *s_uid, *s_node, *s_covered, *s_last_access,
+    *s_evict, *s_free, *s_preempted, *s_num_evictions, *s_alive, *s_lock_ref, *s_parent, *s_key, *s_ntok, *s_push,
+    *s_backs_up;
 
 /* ---- small helpers ---------------------------------------------------------------------------------------- */
 
@@ -1222,27 +1226,86 @@ done:
     return res;
 }
 
+/* sglang_stretch.run_arrivals' loop: ``decode_until`` (sglang_decode_until, its six results set on the run as the
+   method sets them) and ``arrive`` (sglang_arrive) until a condition fails. Arguments: sglang_arrive's 13, then
+   the run's terms_of; returns (next index, whether the arrivals' step is a general step: Python sets
+   ``rep.steady = False``). The run's lists are the same objects throughout (no method rebinds them). */
+static PyObject *sglang_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 14) {
+        PyErr_SetString(PyExc_TypeError, "sglang_run(sglang_arrive's 13 arguments, terms_of)");
+        return NULL;
+    }
+    PyObject *run = args[0], *dec[17] = {NULL}, *arr[13];
+    PyObject *list_names[6] = {s_ends, s_durs, s_stored, s_keys, s_groups, s_forms};
+    long long i = PyLong_AsLongLong(args[3]), total = PyLong_AsLongLong(args[4]), n, K;
+    int general = 0, ok = !PyErr_Occurred();
+    for (int x = 0; ok && x < 6; x++)  /* borrowed: the run keeps them */
+        ok = (dec[x] = run_list(run, list_names[x], x == 4 || x == 5 ? 1 : 0)) != NULL;
+    PyObject *prices = ok ? PyObject_GetAttr(run, s_prices) : NULL, *dsteps = ok ? PyObject_GetAttr(run, s_dsteps) : NULL;
+    ok = prices && dsteps;
+    dec[6] = prices, dec[7] = args[13], dec[16] = dsteps;
+    memcpy(arr, args, sizeof arr);
+    while (ok) {
+        if (run_ll(run, s_n, &n) < 0 || run_ll(run, s_K, &K) < 0) { ok = 0; break; }
+        if (!(n && K < MAX_SGLANG_STRETCH_STEPS)) break;
+        PyObject *bound = i < total ? PySequence_GetItem(args[2], i) : PyFloat_FromDouble(Py_HUGE_VAL);
+        double b = bound ? as_double(bound) : 0.0;
+        if (bound == NULL || PyErr_Occurred()) { Py_XDECREF(bound); ok = 0; break; }
+        if (time_at(dec[0], K) < b) {  /* run.decode_until(bound) */
+            PyObject *names[6] = {s_D, s_K, s_n, s_S, s_room, s_last}, *res = NULL;
+            for (int x = 0; x < 6; x++) dec[8 + x] = NULL;
+            int got = 1;
+            for (int x = 0; got && x < 6; x++) got = (dec[x < 5 ? 8 + x : 13] = PyObject_GetAttr(run, names[x])) != NULL;
+            dec[14] = bound;
+            PyObject *F = got ? PyObject_GetAttr(run, s_F) : NULL;
+            dec[15] = F;
+            if (F != NULL) res = sglang_decode_until(NULL, dec, 17);
+            for (int x = 8; x < 14; x++) Py_XDECREF(dec[x]);
+            Py_XDECREF(F);
+            PyObject *set[6] = {s_last, s_K, s_D, s_n, s_S, s_F};  /* self.last, self.K, … = the core's six */
+            for (int x = 0; res != NULL && x < 6; x++)
+                if (PyObject_SetAttr(run, set[x], PyTuple_GET_ITEM(res, x)) < 0) Py_CLEAR(res);
+            Py_XDECREF(res);
+            if (res == NULL || run_ll(run, s_n, &n) < 0 || run_ll(run, s_K, &K) < 0) { Py_DECREF(bound); ok = 0; break; }
+            if (!n || time_at(dec[0], K) < b || K >= MAX_SGLANG_STRETCH_STEPS) { Py_DECREF(bound); break; }
+        }
+        Py_DECREF(bound);
+        PyObject *idx = PyLong_FromLongLong(i), *next;
+        arr[3] = idx;
+        next = idx ? sglang_arrive(NULL, arr, 13) : NULL;  /* run.arrive(…) */
+        Py_XDECREF(idx);
+        if (next == NULL) { ok = 0; break; }
+        if (next == Py_None) { Py_DECREF(next); general = 1; break; }
+        i = PyLong_AsLongLong(next);
+        Py_DECREF(next);
+        if (i == -1 && PyErr_Occurred()) { ok = 0; break; }
+    }
+    Py_XDECREF(prices);
+    Py_XDECREF(dsteps);
+    return ok ? Py_BuildValue("(Li)", i, general) : NULL;
+}
+
 /* ---- sglang_replay: sglang_settle._replay with radix_fresh.RadixFresh's admit_fresh, free_fresh, add_slots ---- */
 
 /* The radix cache's counters, kept here between calls into its Python (``_evict``, ``free``), which see them
    written back first (radix_store) and are read again after (radix_load). */
-enum { R_TICK, R_SEQ, R_TREE, R_EVICTABLE, R_PRIVATE, R_HELD, R_CAPACITY, R_REQUESTS, R_QUERIES, R_COUNT };
+enum { R_TICK, R_SEQ, R_TREE, R_EVICTABLE, R_PRIVATE, R_HELD, R_CAPACITY, R_EVICTIONS, R_REQUESTS, R_QUERIES, R_COUNT };
 
 typedef struct {
-    PyObject *kv, *stats, *root, *children, *heap, *heappush, *running;  /* borrowed */
+    PyObject *kv, *stats, *root, *children, *heap, *heappush, *heappop, *running;  /* borrowed */
+    int backs_up;  /* kv.backs_up_on_evict: then its own _evict runs */
     long long c[R_COUNT];
 } Radix;
 
-static PyObject *s_tick, *s_seq, *s_tree_tokens, *s_evictable, *s_private, *s_held_slots, *s_capacity, *s_requests,
-    *s_queries, *s_root, *s_children, *s_heap, *s_prefix_stats, *s_uid, *s_node, *s_covered, *s_last_access,
-    *s_evict, *s_free, *s_preempted;
+
 
 static PyObject *radix_owner(Radix *x, int i) { return i >= R_REQUESTS ? x->stats : x->kv; }
 
 static PyObject *radix_name(int i)
 {
     PyObject *names[R_COUNT] = {s_tick, s_seq, s_tree_tokens, s_evictable, s_private, s_held_slots, s_capacity,
-                                s_requests, s_queries};
+                                s_num_evictions, s_requests, s_queries};
     return names[i];
 }
 
@@ -1263,9 +1326,68 @@ static int radix_store(Radix *x)
 /* num_free_tokens: capacity − tree − private */
 static inline long long radix_free(const Radix *x) { return x->c[R_CAPACITY] - x->c[R_TREE] - x->c[R_PRIVATE]; }
 
-/* kv._evict(need) with the counters written back first and read again after */
+/* kv.<name>(arg) with the counters written back first and read again after */
+static int radix_call(Radix *x, PyObject *name, PyObject *arg)
+{
+    if (radix_store(x) < 0) return -1;
+    PyObject *r = PyObject_CallMethodOneArg(x->kv, name, arg);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return radix_load(x);
+}
+
+/* One heap entry (t, seq, node) popped by _evict: 1 when the node was evicted (its counters taken off), 0 when it
+   was stale, -1 on an error; *parent_push set when its parent must go on the heap (``_push``). */
+static int radix_evict_one(Radix *x, PyObject *item, PyObject **parent_push)
+{
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3)
+        return PyErr_SetString(PyExc_TypeError, "_evict: a heap entry is not a triple"), -1;
+    PyObject *node = PyTuple_GET_ITEM(item, 2), *children = PyObject_GetAttr(node, s_children), *alive;
+    if (children == NULL) return -1;
+    Py_ssize_t nch = PyDict_Check(children) ? PyDict_GET_SIZE(children) : PyObject_Length(children);
+    Py_DECREF(children);
+    long long lock, last, ntok;
+    if (nch < 0 || (alive = PyObject_GetAttr(node, s_alive)) == NULL) return -1;
+    int is_alive = PyObject_IsTrue(alive);
+    Py_DECREF(alive);
+    if (is_alive < 0 || get_ll_attr(node, s_lock_ref, &lock) < 0 || get_ll_attr(node, s_last_access, &last) < 0)
+        return -1;
+    long long t = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 0));
+    if (t == -1 && PyErr_Occurred()) return -1;
+    if (!is_alive || nch || lock || last != t) return 0;
+    if (PyObject_SetAttr(node, s_alive, Py_False) < 0) return -1;
+    PyObject *parent = PyObject_GetAttr(node, s_parent), *key = parent ? PyObject_GetAttr(node, s_key) : NULL;
+    PyObject *pch = key ? PyObject_GetAttr(parent, s_children) : NULL;
+    int rc = pch && PyObject_DelItem(pch, key) == 0 && get_ll_attr(node, s_ntok, &ntok) == 0 ? 0 : -1;
+    Py_XDECREF(key);
+    if (rc == 0) {
+        x->c[R_TREE] -= ntok, x->c[R_EVICTABLE] -= ntok, x->c[R_EVICTIONS] += 1;
+        long long plock = 0;
+        Py_ssize_t left = PyDict_Check(pch) ? PyDict_GET_SIZE(pch) : PyObject_Length(pch);
+        if (left < 0 || (parent != x->root && !left && get_ll_attr(parent, s_lock_ref, &plock) < 0)) rc = -1;
+        else if (parent != x->root && !left && plock == 0) *parent_push = Py_NewRef(parent);
+    }
+    Py_XDECREF(pch);
+    Py_XDECREF(parent);
+    return rc < 0 ? -1 : 1;
+}
+
+/* RadixKVManager._evict(need) on the counters here: pop the heap while the free slots fall short, evicting each
+   entry still current (alive, a leaf, unlocked, not touched since pushed); a parent left an unlocked leaf goes on
+   the heap by the cache's own ``_push``. A cache that backs up what it evicts runs its own ``_evict``. */
 static int radix_evict(Radix *x, long long need)
 {
+    if (!x->backs_up) {
+        while (radix_free(x) < need && PyList_GET_SIZE(x->heap)) {
+            PyObject *item = PyObject_CallOneArg(x->heappop, x->heap), *parent = NULL;
+            if (item == NULL) return -1;
+            int rc = radix_evict_one(x, item, &parent);
+            Py_DECREF(item);
+            if (rc < 0 || (parent != NULL && radix_call(x, s_push, parent) < 0)) { Py_XDECREF(parent); return -1; }
+            Py_XDECREF(parent);
+        }
+        return 0;
+    }
     if (radix_store(x) < 0) return -1;
     PyObject *k = PyLong_FromLongLong(need), *r = k ? PyObject_CallMethodOneArg(x->kv, s_evict, k) : NULL;
     Py_XDECREF(k);
@@ -1469,8 +1591,12 @@ static PyObject *sglang_replay(PyObject *self, PyObject *args)
     Radix x;
     PyObject *lives, *admits, *leaving;
     long long D;
-    if (!PyArg_ParseTuple(args, "OO!O!O!LOO", &x.kv, &PyList_Type, &lives, &PyList_Type, &admits, &PyList_Type,
-                          &leaving, &D, &x.running, &x.heappush)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO!O!O!LOOO", &x.kv, &PyList_Type, &lives, &PyList_Type, &admits, &PyList_Type,
+                          &leaving, &D, &x.running, &x.heappush, &x.heappop)) return NULL;
+    PyObject *flag = PyObject_GetAttr(x.kv, s_backs_up);
+    x.backs_up = flag ? PyObject_IsTrue(flag) : -1;
+    Py_XDECREF(flag);
+    if (x.backs_up < 0) return NULL;
     PyObject *refs[4] = {PyObject_GetAttr(x.kv, s_prefix_stats), PyObject_GetAttr(x.kv, s_root), NULL,
                          PyObject_GetAttr(x.kv, s_heap)};
     if (refs[1] != NULL) refs[2] = PyObject_GetAttr(refs[1], s_children);
@@ -1791,9 +1917,12 @@ static PyMethodDef core_methods[] = {
     {"sglang_arrive", (PyCFunction)(void (*)(void))sglang_arrive, METH_FASTCALL,
      "sglang_arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, plain, prefill_time, limits, "
      "clip) -> next index or None: sglang_stretch._SGLangStretch.gather_arrivals and prefill_step."},
+    {"sglang_run", (PyCFunction)(void (*)(void))sglang_run, METH_FASTCALL,
+     "sglang_run(run, spec_at, arrivals, i, total, out, accept, request_type, price, plain, prefill_time, limits, "
+     "clip, terms_of) -> (next index, general): sglang_stretch.run_arrivals' loop."},
     {"sglang_replay", sglang_replay, METH_VARARGS,
-     "sglang_replay(kv, lives, admits, leaving, D, running_status, heappush): sglang_settle._replay but its "
-     "settle_overdraft, with RadixFresh's admit_fresh, free_fresh and add_slots."},
+     "sglang_replay(kv, lives, admits, leaving, D, running_status, heappush, heappop): sglang_settle._replay but "
+     "its settle_overdraft, with RadixFresh's admit_fresh, free_fresh, add_slots and RadixKVManager._evict."},
     {"sglang_decode_until", (PyCFunction)(void (*)(void))sglang_decode_until, METH_FASTCALL,
      "sglang_decode_until(ends, durs, stored, keys, groups, forms, prices, terms_of, D, K, n, S, room, last, bound, F, "
      "dsteps) -> (last, K, D, n, S, F): sglang_stretch._SGLangStretch.decode_until with _advance_to."},
@@ -1825,16 +1954,18 @@ PyMODINIT_FUNC PyInit_stretch_core(void)
                           &s_prefix_segments, &s_status, &s_run_start, &s_num_cached, &s_forms, &s_prices, &s_last,
                           &s_runs, &s_D, &s_F, &s_room, &s_prefills, &s_admits, &s_pure_s, &s_tick, &s_seq,
                           &s_tree_tokens, &s_evictable, &s_private, &s_held_slots, &s_capacity, &s_requests,
-                          &s_queries, &s_root, &s_children, &s_heap, &s_prefix_stats, &s_uid, &s_node, &s_covered,
-                          &s_last_access, &s_evict, &s_free, &s_preempted};
+                          &s_queries, &s_dsteps, &s_root, &s_children, &s_heap, &s_prefix_stats, &s_uid, &s_node, &s_covered,
+                          &s_last_access, &s_evict, &s_free, &s_preempted, &s_num_evictions, &s_alive, &s_lock_ref,
+                          &s_parent, &s_key, &s_ntok, &s_push, &s_backs_up};
     const char *text[] = {"num_computed_tokens", "num_generated", "num_tokens", "num_output_tokens",
                           "num_prompt_tokens", "n", "B", "blocks_left", "finishing", "sched_t", "S", "K",
                           "groups", "keys", "ends", "durs", "split", "stored", "grants", "lives", "lag", "spec",
                           "prefix_segments", "status", "run_start", "num_cached_tokens", "forms", "prices", "last",
                           "runs", "D", "F", "room", "prefills", "admits", "_pure_s", "_tick", "_seq", "tree_tokens",
                           "evictable_tokens", "private_tokens", "held_slots", "capacity_tokens", "requests",
-                          "queries", "root", "children", "_heap", "prefix_stats", "uid", "node", "covered_tokens",
-                          "last_access", "_evict", "free", "preempted"};
+                          "queries", "dsteps", "root", "children", "_heap", "prefix_stats", "uid", "node", "covered_tokens",
+                          "last_access", "_evict", "free", "preempted", "num_evictions", "alive", "lock_ref",
+                          "parent", "key", "ntok", "_push", "backs_up_on_evict"};
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         if ((*names[i] = PyUnicode_InternFromString(text[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&core_module);
