@@ -99,7 +99,10 @@ def _lives(run, D: int, K: int, prefills: list[int], is_prefill: bytearray, step
 
 def _decode_grants(stored: list) -> list[int]:
     """The decode steps' slot grants ``[step, slots, …]``: in each step of a decode piece (a token-state quadruple
-    ``(first step, steps, tokens, requests)`` with requests > 0) one slot per request."""
+    ``(first step, steps, tokens, requests)`` with requests > 0) one slot per request. The compiled core's
+    ``sglang_decode_grants`` builds the same list."""
+    if native.core is not None:
+        return native.core.sglang_decode_grants(stored)
     q = np.array(stored, dtype=np.int64).reshape(-1, 4)
     q = q[q[:, 3] > 0]
     cnt = q[:, 1]

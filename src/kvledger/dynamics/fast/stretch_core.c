@@ -1612,6 +1612,38 @@ static PyObject *sglang_replay(PyObject *self, PyObject *args)
     return rc == 0 ? Py_NewRef(Py_None) : NULL;
 }
 
+/* ---- sglang_decode_grants: sglang_settle._decode_grants ------------------------------------------------------ */
+
+/* The decode steps' slot grants [step, slots, …]: for each token-state quadruple (first step, steps, tokens,
+   requests) of ``stored`` with requests > 0, one pair (step, requests) per step of it, in order. */
+static PyObject *sglang_decode_grants(PyObject *self, PyObject *stored)
+{
+    if (!PyList_Check(stored) || PyList_GET_SIZE(stored) % 4) {
+        PyErr_SetString(PyExc_TypeError, "sglang_decode_grants(stored): a list of quadruples, flat");
+        return NULL;
+    }
+    Py_ssize_t nq = PyList_GET_SIZE(stored) / 4, total = 0, at = 0;
+    long long q[4];
+    for (Py_ssize_t j = 0; j < nq; j++) {
+        if (get_ll_item(stored, 4 * j + 1, &q[1]) < 0 || get_ll_item(stored, 4 * j + 3, &q[3]) < 0) return NULL;
+        if (q[3] > 0 && q[1] > 0) total += q[1];
+    }
+    PyObject *out = PyList_New(2 * total);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t j = 0; j < nq; j++) {
+        for (int x = 0; x < 4; x++)
+            if (get_ll_item(stored, 4 * j + x, &q[x]) < 0) { Py_DECREF(out); return NULL; }
+        if (q[3] <= 0) continue;
+        for (long long k = 0; k < q[1]; k++) {
+            PyObject *step = PyLong_FromLongLong(q[0] + k), *req = PyLong_FromLongLong(q[3]);
+            if (step == NULL || req == NULL) { Py_XDECREF(step); Py_XDECREF(req); Py_DECREF(out); return NULL; }
+            PyList_SET_ITEM(out, at++, step);
+            PyList_SET_ITEM(out, at++, req);
+        }
+    }
+    return out;
+}
+
 /* ---- usage_samples: the KV usage buffer expanded per step (outputs/kv_usage.py's _flush) ----------------------- */
 
 /* A list item as an integer (a float truncated, as numpy's astype(int64) does). */
@@ -1920,6 +1952,8 @@ static PyMethodDef core_methods[] = {
     {"sglang_run", (PyCFunction)(void (*)(void))sglang_run, METH_FASTCALL,
      "sglang_run(run, spec_at, arrivals, i, total, out, accept, request_type, price, plain, prefill_time, limits, "
      "clip, terms_of) -> (next index, general): sglang_stretch.run_arrivals' loop."},
+    {"sglang_decode_grants", sglang_decode_grants, METH_O,
+     "sglang_decode_grants(stored) -> [step, slots, …]: sglang_settle._decode_grants."},
     {"sglang_replay", sglang_replay, METH_VARARGS,
      "sglang_replay(kv, lives, admits, leaving, D, running_status, heappush, heappop): sglang_settle._replay but "
      "its settle_overdraft, with RadixFresh's admit_fresh, free_fresh, add_slots and RadixKVManager._evict."},
