@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.sglang_steps import GraphPaddedStepCost, decode_capture_sizes
 from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 from kvledger.dynamics.engine.request import RequestSpec
-from kvledger.dynamics.fast import native, open_settle
+from kvledger.dynamics.fast import native, open_settle, sglang_settle
 from kvledger.dynamics.outputs.kv_usage import KvUsageTracker
 from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.workload.columns import WorkloadColumns
@@ -178,3 +179,64 @@ def test_the_command_line_prints_the_same_bytes_with_and_without_the_core(policy
     # sglang_stretch.py's (sglang_decode_until, with CUDA-graph padded prices asked of prices.decode_list)
     argv = ("--trace", "azure-conv", "--num-requests", "3000", "--policy", policy)
     assert _cli_json({}, *argv) == _cli_json({"KVLEDGER_PURE_PYTHON": "1"}, *argv)
+
+
+# ---- SGLang's arrival stretches in C: sglang_run (gathering, prefill step), sglang_replay (the radix cache's replay
+# with admit_fresh, free_fresh, add_slots and _evict), sglang_decode_grants; each against its Python, kept
+
+SGL = dict(batching="sglang", prefix_caching_policy="sglang", block_size=1)
+
+
+@needs_core
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(reqs=plain_workloads(), pool=st.sampled_from([600, 700, 900, 1500, 4000, 12000]),
+       seats=st.sampled_from([3, 256]), budget=st.sampled_from([64, 600, 8192]),
+       per_token=st.sampled_from([0.0, 1e-5, 3e-4]), token_times=st.booleans())
+def test_sglang_stretches_agree_with_and_without_the_core(monkeypatch, reqs, pool, seats, budget, per_token,
+                                                          token_times):
+    # pools of 600-900 tokens fill up: admissions evict the least-recently-used leaves (the replay's _evict), some
+    # arrivals wait and hand over to the general step; max_model_len 512 rejects the 520-token prompts (records
+    # through out.extend); a 64-token budget refuses batches; FixedStepCost has no plain form: the core calls
+    # the prefill step's price through StepShape
+    cfg = EngineConfig(num_gpu_blocks=pool, max_model_len=512, max_num_seqs=seats, max_num_batched_tokens=budget,
+                       **SGL)
+    compiled, pure = _both_ways(monkeypatch, reqs, cfg, FixedStepCost(0.004, per_token),
+                                record_token_times=token_times)
+    assert compiled == pure
+
+
+@needs_core
+@pytest.mark.parametrize("pool", [30000, 300000])
+def test_the_sglang_roofline_run_is_the_same_with_and_without_the_core(monkeypatch, pool):
+    # Llama-3.1-8B on an H100 as the CLI prices SGLang (the roofline under CUDA-graph padding: the core prices each
+    # prefill step by the wrapped roofline's plain form), 800 arrivals at about 8 per second (fixed seed); a pool of
+    # 30,000 tokens evicts cached leaves at most admissions, 300,000 at few
+    rng = np.random.default_rng(5)
+    n = 800
+    work = WorkloadColumns(np.cumsum(rng.exponential(1 / 8, n)), rng.integers(20, 3000, n), rng.integers(2, 600, n),
+                           "r")
+    cfg = EngineConfig(num_gpu_blocks=pool, max_model_len=8192, **SGL)
+    m, g = load_model("meta-llama/Llama-3.1-8B", allow_hub=False), get_gpu("H100")
+    inner = RooflineStepCost(m, g, build_plan(m, g, PlanSettings(), with_roofline=False, with_advice=False).kv)
+    cost = GraphPaddedStepCost(inner, decode_capture_sizes(256))
+    compiled, pure = _both_ways(monkeypatch, work, cfg, cost, record_token_times=False)
+    assert compiled == pure
+    res = simulate(work, cfg, cost, record_token_times=False)
+    assert pool > 30000 or res.to_dict()["summary"]["num_finished"] == n  # everyone served, evictions or not
+
+
+@needs_core
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(quads=st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 40), st.integers(0, 10**6),
+                                st.integers(0, 300)), max_size=30))
+def test_the_decode_grants_in_c_are_the_numpy_ones(monkeypatch, quads):
+    # (first step, steps, tokens, requests): pieces with requests (decode steps) give one (step, requests) pair a step;
+    # prefill steps (requests 0) give none
+    stored = [x for q in quads for x in q]
+    compiled = sglang_settle._decode_grants(stored)
+    with monkeypatch.context() as m:
+        m.setattr(native, "core", None)
+        pure = sglang_settle._decode_grants(stored)
+    assert compiled == pure
+    assert compiled == [x for f, k, _, r in quads if r for s in range(k) for x in (f + s, r)]  # by hand
