@@ -1033,6 +1033,55 @@ done:
     return res;
 }
 
+/* open_stretch.run_arrivals' loop with the core's decode_until and arrive (open_native.py): decode steps up to the
+   next arrival, then the arrivals visible and their mixed step, until a condition fails. Arguments: terms_of, then
+   arrive's 13; returns (next index, requests admitted, their prompt tokens), the prefix-cache counts open_native adds
+   after each arrive (the caller adds their sums: integers, the same totals). */
+static PyObject *open_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 14) return PyErr_SetString(PyExc_TypeError, "open_run(terms_of, arrive's 13 arguments)"), NULL;
+    PyObject *run = args[1], *arr[13], *dec[3] = {run, args[0], NULL};
+    memcpy(arr, args + 1, sizeof arr);
+    long long i = PyLong_AsLongLong(args[4]), total = PyLong_AsLongLong(args[5]), n, K, lag, admitted = 0, prompt = 0;
+    if (PyErr_Occurred() || run_ll(run, s_lag, &lag) < 0) return NULL;
+    for (;;) {
+        if (run_ll(run, s_n, &n) < 0 || run_ll(run, s_K, &K) < 0) return NULL;
+        if (!(n && K < MAX_ARRIVAL_STRETCH_STEPS)) break;
+        PyObject *bound = i < total ? PySequence_GetItem(args[3], i) : PyFloat_FromDouble(Py_HUGE_VAL), *t = NULL;
+        double b = bound ? as_double(bound) : 0.0, sched = 0.0;
+        if (bound != NULL && !PyErr_Occurred() && (t = PyObject_GetAttr(run, s_sched_t)) != NULL) sched = as_double(t);
+        Py_XDECREF(t);
+        if (bound == NULL || PyErr_Occurred()) { Py_XDECREF(bound); return NULL; }
+        if (!(lag && sched >= b)) {  /* decode_until(bound) */
+            dec[2] = bound;
+            PyObject *res = decode_until(NULL, dec, 3);
+            Py_DECREF(bound);
+            if (res == NULL) return NULL;
+            Py_DECREF(res);
+            if (run_ll(run, s_n, &n) < 0 || run_ll(run, s_K, &K) < 0 || (t = PyObject_GetAttr(run, s_sched_t)) == NULL)
+                return NULL;
+            sched = as_double(t);
+            Py_DECREF(t);
+            if (PyErr_Occurred()) return NULL;
+            if (!n || sched < b || K >= MAX_ARRIVAL_STRETCH_STEPS) break;
+        } else {
+            Py_DECREF(bound);
+        }
+        PyObject *idx = PyLong_FromLongLong(i), *res;
+        arr[3] = idx;
+        res = idx ? arrive(NULL, arr, 13) : NULL;  /* open_native.arrive: the core's arrive, then its counts */
+        Py_XDECREF(idx);
+        if (res == NULL) return NULL;
+        if (res == Py_None) { Py_DECREF(res); break; }
+        long long v[3];
+        for (int x = 0; x < 3; x++)
+            if ((v[x] = PyLong_AsLongLong(PyTuple_GET_ITEM(res, x))) == -1 && PyErr_Occurred()) { Py_DECREF(res); return NULL; }
+        Py_DECREF(res);
+        i = v[0], admitted += v[1], prompt += v[2];
+    }
+    return Py_BuildValue("(LLL)", i, admitted, prompt);
+}
+
 /* ---- sglang_arrive: sglang_stretch._SGLangStretch.gather_arrivals and prefill_step -------------------------- */
 
 /* The SGLang arrival stretch's counts and lists (sglang_stretch._SGLangStretch's slots: the caller passes itself). */
@@ -1946,6 +1995,9 @@ static PyMethodDef core_methods[] = {
     {"arrive", (PyCFunction)(void (*)(void))arrive, METH_FASTCALL,
      "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0, "
      "plain) -> (next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
+    {"open_run", (PyCFunction)(void (*)(void))open_run, METH_FASTCALL,
+     "open_run(terms_of, run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, "
+     "step0, plain) -> (next index, admitted, their prompt tokens): open_stretch.run_arrivals' loop."},
     {"sglang_arrive", (PyCFunction)(void (*)(void))sglang_arrive, METH_FASTCALL,
      "sglang_arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, plain, prefill_time, limits, "
      "clip) -> next index or None: sglang_stretch._SGLangStretch.gather_arrivals and prefill_step."},
