@@ -21,6 +21,7 @@ from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.request_state import SimRequest, accept
 from kvledger.dynamics.fast import native, open_settle, sglang_settle
 from kvledger.dynamics.outputs.kv_usage import KvUsageTracker
 from kvledger.dynamics.simulator import EngineConfig, simulate
@@ -240,3 +241,26 @@ def test_the_decode_grants_in_c_are_the_numpy_ones(monkeypatch, quads):
         pure = sglang_settle._decode_grants(stored)
     assert compiled == pure
     assert compiled == [x for f, k, _, r in quads if r for s in range(k) for x in (f + s, r)]  # by hand
+
+
+@needs_core
+@settings(max_examples=150, deadline=None)
+@given(p=st.integers(0, 700), o=st.integers(0, 700), max_len=st.sampled_from([1, 512, 520]), caps=st.booleans(),
+       max_req=st.sampled_from([None, 6, 300, 512]))
+def test_accept_in_c_builds_the_request_python_builds(p, o, max_len, caps, max_req):
+    # a served request is built by the core field by field (SimRequest.__init__'s order: every slot equal, the
+    # spec's own objects kept); a refused one is the Python accept's record: prompt ≥ max_model_len (vLLM v1's
+    # capped outputs), prompt + output > max_model_len (V0), SGLang's prompt ≥ max_req_len − 5 and its output cap
+    # at max_req_len − 1 − prompt
+    spec = RequestSpec("r", 2.5, p, o)
+    made = native.core.accept(accept, SimRequest, 11, spec, (0, 0, max_len, caps, max_req))
+    ref = accept(11, spec, max_len, caps, max_req)
+    assert type(made) is type(ref)
+    if type(ref) is SimRequest:
+        for name in SimRequest.__slots__:
+            assert getattr(made, name) == getattr(ref, name), name
+        assert made.spec is spec and made.num_prompt_tokens is spec.num_prompt_tokens and made.runs is not ref.runs
+        cap = max_req - 1 if max_req is not None else max_len if caps else None
+        assert made.num_output_tokens == (o if cap is None or p + o <= cap else cap - p)  # by hand
+    else:
+        assert made == ref

@@ -23,6 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+#include <structmember.h>  /* PyMemberDef, T_OBJECT_EX, READONLY */
 
 #define CORE_VERSION 7          /* native.py loads only the version it was written for */
 #define CHUNK_SPARE_STEPS 3     /* stretch_times.py: steps priced beyond those the last price says fit */
@@ -39,12 +40,62 @@ static PyObject *s_n, *s_B, *s_blocks_left, *s_finishing, *s_sched_t, *s_S, *s_K
     *s_durs, *s_split, *s_stored, *s_grants, *s_lives, *s_lag, *s_spec, *s_prefix_segments, *s_status, *s_run_start,
     *s_num_cached, *s_forms, *s_prices, *s_last, *s_runs, *s_D, *s_F, *s_room, *s_prefills, *s_admits,
     *s_pure_s;
+static PyObject *s_blocks_attr, *s_keys_attr, *s_arrival_s, *s_num_preemptions, *s_num_registered;
 static PyObject *s_tick, *s_seq, *s_tree_tokens, *s_evictable, *s_private, *s_held_slots, *s_capacity, *s_requests,
     *s_queries, *s_dsteps, *s_root, *s_children, *s_heap, *s_prefix_stats, *s_uid, *s_node, *s_covered, *s_last_access,
     *s_evict, *s_free, *s_preempted, *s_num_evictions, *s_alive, *s_lock_ref, *s_parent, *s_key, *s_ntok, *s_push,
     *s_backs_up;
 
 /* ---- small helpers ---------------------------------------------------------------------------------------- */
+
+/* ---- attribute access: __slots__ members read and written in place ------------------------------------------- */
+
+/* Most objects this core reads and writes (requests, stretches, radix nodes, the cache) keep their fields in
+   __slots__: each is a member descriptor on the type, and the generic getattr/setattr reach it through the type's
+   MRO lookup every time. For a type with the generic getattr and setattr (no __getattr__, __getattribute__,
+   __setattr__ of its own), a writable object member (T_OBJECT_EX) is read and written at its offset here, exactly
+   as the descriptor does (PyMember_GetOne / PyMember_SetOne: an unset slot raises AttributeError; a write keeps
+   the new value and drops the old). The (type, name) → offset map is cached per the type's version tag, which
+   CPython changes when the type or one of its bases is modified; anything else goes the generic way. */
+typedef struct { PyTypeObject *type; PyObject *name; unsigned int version; Py_ssize_t offset; } SlotEntry;
+static SlotEntry slot_cache[512];
+
+static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name)
+{
+    if (tp->tp_getattro != PyObject_GenericGetAttr || tp->tp_setattro != PyObject_GenericSetAttr) return -1;
+    SlotEntry *e = &slot_cache[(((size_t)tp >> 4) * 31 + ((size_t)name >> 4)) & 511];
+    if (e->type == tp && e->name == name && e->version == tp->tp_version_tag
+        && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)) return e->offset;
+    PyObject *d = _PyType_Lookup(tp, name);  /* borrowed; gives the type a version tag where it can */
+    Py_ssize_t off = -1;
+    if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type == T_OBJECT_EX && !(m->flags & READONLY)) off = m->offset;
+    }
+    if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) && PyUnicode_CHECK_INTERNED(name))
+        *e = (SlotEntry){tp, name, tp->tp_version_tag, off};  /* the names here are interned and kept */
+    return off;
+}
+
+static PyObject *core_getattr(PyObject *o, PyObject *name)
+{
+    Py_ssize_t off = slot_offset(Py_TYPE(o), name);
+    if (off >= 0) {
+        PyObject *v = *(PyObject **)((char *)o + off);
+        if (v != NULL) return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(o, name);  /* also an unset slot's AttributeError */
+}
+
+static int core_setattr(PyObject *o, PyObject *name, PyObject *v)
+{
+    Py_ssize_t off = v != NULL ? slot_offset(Py_TYPE(o), name) : -1;
+    if (off < 0) return PyObject_SetAttr(o, name, v);
+    PyObject **at = (PyObject **)((char *)o + off), *old = *at;
+    *at = Py_NewRef(v);
+    Py_XDECREF(old);
+    return 0;
+}
 
 /* float(o): a float's value, an int converted (correctly rounded, as Python's float() and numpy do) */
 static inline double as_double(PyObject *o)
@@ -100,14 +151,14 @@ static int set_ll_attr(PyObject *obj, PyObject *name, long long x)
 {
     PyObject *v = PyLong_FromLongLong(x);
     if (v == NULL) return -1;
-    int rc = PyObject_SetAttr(obj, name, v);
+    int rc = core_setattr(obj, name, v);
     Py_DECREF(v);
     return rc;
 }
 
 static int get_ll_attr(PyObject *obj, PyObject *name, long long *out)
 {
-    PyObject *v = PyObject_GetAttr(obj, name);
+    PyObject *v = core_getattr(obj, name);
     if (v == NULL) return -1;
     *out = PyLong_AsLongLong(v);
     Py_DECREF(v);
@@ -357,7 +408,7 @@ static PyObject *decode_until(PyObject *self, PyObject *const *args, Py_ssize_t 
     Stretch st = {NULL};
     PyObject **slots[7] = {&st.ends, &st.durs, &st.stored, &st.keys, &st.groups, &st.forms, &st.prices};
     for (int i = 0; i < 7; i++) {
-        if ((objs[i] = PyObject_GetAttr(run, onames[i])) == NULL) return NULL;
+        if ((objs[i] = core_getattr(run, onames[i])) == NULL) return NULL;
         Py_DECREF(objs[i]);  /* the run keeps it alive for the call */
         *slots[i] = objs[i];
     }
@@ -369,7 +420,7 @@ static PyObject *decode_until(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (!is_times(st.ends) || !is_times(st.durs) || !PyList_CheckExact(st.stored) || !PyList_CheckExact(st.keys)
         || !PyDict_CheckExact(st.groups) || !PyDict_CheckExact(st.forms))
         return PyErr_SetString(PyExc_TypeError, "decode_until: the run's step times, lists or dicts"), NULL;
-    PyObject *last0 = PyObject_GetAttr(run, s_last);
+    PyObject *last0 = core_getattr(run, s_last);
     if (last0 == NULL) return NULL;
     st.last = as_double(last0);
     Py_DECREF(last0);
@@ -381,14 +432,14 @@ static PyObject *decode_until(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (b < 0 || close_pieces(&st, b) < 0) return NULL;
     if (st.priced) {  /* the last price priced: it sizes the next chunks */
         PyObject *last = PyFloat_FromDouble(st.last);
-        if (last == NULL || PyObject_SetAttr(run, s_last, last) < 0) { Py_XDECREF(last); return NULL; }
+        if (last == NULL || core_setattr(run, s_last, last) < 0) { Py_XDECREF(last); return NULL; }
         Py_DECREF(last);
     }
     if (b == K0) Py_RETURN_NONE;  /* no step ran */
     long long vals[5] = {st.K, st.n, st.S, st.blocks_left, st.finishing};
     PyObject *names[5] = {s_K, s_n, s_S, s_blocks_left, s_finishing};
     PyObject *sched = PyFloat_FromDouble(time_at(st.ends, st.lag ? b - 1 : b));  /* the next step's schedule time */
-    if (sched == NULL || set_ll_attrs(run, names, vals, 5) < 0 || PyObject_SetAttr(run, s_sched_t, sched) < 0) {
+    if (sched == NULL || set_ll_attrs(run, names, vals, 5) < 0 || core_setattr(run, s_sched_t, sched) < 0) {
         Py_XDECREF(sched);
         return NULL;
     }
@@ -598,7 +649,7 @@ static int sg_settle_one(PyObject *life, Py_ssize_t idx, const long long *v, PyO
     for (int i = 0; i < 4; i++)
         if (get_ll_item(life, i + 1, &x[i]) < 0) return -1;
     long long d0 = x[0], c0 = x[1], m = x[2], adm = x[3];
-    PyObject *rs = PyObject_GetAttr(r, s_run_start);
+    PyObject *rs = core_getattr(r, s_run_start);
     run_start = rs ? PyLong_AsLongLong(rs) : -1;
     Py_XDECREF(rs);
     if (PyErr_Occurred()) return -1;
@@ -610,7 +661,7 @@ static int sg_settle_one(PyObject *life, Py_ssize_t idx, const long long *v, PyO
         PyObject *gaps = Py_NewRef(Py_None), *runs = NULL;
         if (counted) {  /* _gaps: its earlier runs, the stretch's, then the last to stop */
             Gaps g = {a[3], a[4], -1, -1};
-            PyObject *old = PyObject_GetAttr(r, s_runs);
+            PyObject *old = core_getattr(r, s_runs);
             runs = old ? runs_of(run_start, adm, stop, prefills, is_prefill, step0, &s) : NULL;
             int rc = runs && close_runs(&g, old) == 0 && close_runs(&g, runs) == 0
                      && close_run(&g, s, step0 + stop) == 0;
@@ -629,11 +680,11 @@ static int sg_settle_one(PyObject *life, Py_ssize_t idx, const long long *v, PyO
     }
     PyObject *runs = runs_of(run_start, adm, stop, prefills, is_prefill, step0, &s), *old, *ext, *sv;
     if (runs == NULL) return -1;
-    old = PyObject_GetAttr(r, s_runs);  /* r.runs += new; r.run_start = s */
+    old = core_getattr(r, s_runs);  /* r.runs += new; r.run_start = s */
     ext = old ? PySequence_InPlaceConcat(old, runs) : NULL;
-    int rc = ext && PyObject_SetAttr(r, s_runs, ext) == 0 && (sv = PyLong_FromLongLong(s)) != NULL ? 0 : -1;
+    int rc = ext && core_setattr(r, s_runs, ext) == 0 && (sv = PyLong_FromLongLong(s)) != NULL ? 0 : -1;
     if (rc == 0) {
-        rc = PyObject_SetAttr(r, s_run_start, sv);
+        rc = core_setattr(r, s_run_start, sv);
         Py_DECREF(sv);
     }
     Py_XDECREF(old);
@@ -748,7 +799,7 @@ static int run_ll(PyObject *run, PyObject *name, long long *out) { return get_ll
 /* kind 0: a list, 1: a dict, 2: step times (a list or a float64 bytearray) */
 static PyObject *run_list(PyObject *run, PyObject *name, int kind)
 {
-    PyObject *v = PyObject_GetAttr(run, name);
+    PyObject *v = core_getattr(run, name);
     if (v == NULL) return NULL;
     Py_DECREF(v);  /* the run keeps it alive for the call */
     if (kind == 1 ? !PyDict_CheckExact(v) : kind == 2 ? !is_times(v) : !PyList_CheckExact(v)) {
@@ -817,8 +868,8 @@ static int admit_one(Run *st, PyObject *pair, PyObject *running_status, PyObject
     for (int i = 0; i < 4; i++) Py_XDECREF(lv[i]);
     if (life == NULL || PyList_Append(st->lives, life) < 0) { Py_XDECREF(life); return -1; }
     Py_DECREF(life);
-    if (PyObject_SetAttr(r, s_status, running_status) < 0 || PyObject_SetAttr(r, s_run_start, run_start) < 0
-        || PyObject_SetAttr(r, s_num_cached, zero) < 0) return -1;
+    if (core_setattr(r, s_status, running_status) < 0 || core_setattr(r, s_run_start, run_start) < 0
+        || core_setattr(r, s_num_cached, zero) < 0) return -1;
     if (join_group(st, K + o - 1, p - K) < 0) return -1;  /* its finish: after step K + o − 2 */
     st->S += p - K;
     return 0;
@@ -910,12 +961,89 @@ static int mixed_step(PyObject *run, Run *st, PyObject *new, long long pf, doubl
     PyObject *left = PyLong_FromLongLong(st->left);
     for (int i = 0; i < 6; i++) {
         PyObject *v = i < 4 ? vals[i] : i == 4 ? left : sched;
-        if (rc == 0 && (v == NULL || PyObject_SetAttr(run, names[i], v) < 0)) rc = -1;
+        if (rc == 0 && (v == NULL || core_setattr(run, names[i], v) < 0)) rc = -1;
     }
     for (int i = 0; i < 4; i++) Py_XDECREF(vals[i]);
     Py_XDECREF(left);
     Py_XDECREF(sched);
     return rc;
+}
+
+/* ---- accept_request: request_state.accept and SimRequest.__init__ for a request served ------------------------ */
+
+static PyObject *waiting_status = NULL;  /* request_state.WAITING, looked up at first use */
+
+/* SimRequest(uid, spec, cap).__init__ on a fresh instance of ``req_type`` (object.__new__: its slots allocated),
+   each field set in __init__'s order to the same objects: the spec's own, new lists, small ints, None. */
+static PyObject *new_request(PyObject *req_type, PyObject *uid, PyObject *spec, PyObject *p, PyObject *o,
+                             PyObject *arrival, long long cap, int capped)
+{
+    if (waiting_status == NULL) {
+        PyObject *mod = PyImport_ImportModule("kvledger.dynamics.engine.request_state");
+        waiting_status = mod ? PyObject_GetAttrString(mod, "WAITING") : NULL;
+        Py_XDECREF(mod);
+        if (waiting_status == NULL) return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)req_type;
+    PyObject *r = tp->tp_alloc(tp, 0);
+    if (r == NULL) return NULL;
+    long long pv = PyLong_AsLongLong(p), ov = PyLong_AsLongLong(o);
+    PyObject *out = NULL;
+    if (!PyErr_Occurred())
+        out = capped && pv + ov > cap ? PyLong_FromLongLong(cap - pv) : Py_NewRef(o);  /* served with its output capped */
+    PyObject *zero = PyLong_FromLong(0), *minus1 = PyLong_FromLong(-1), *runs = PyList_New(0), *blocks = PyList_New(0);
+    PyObject *names[20] = {s_uid, s_spec, s_arrival_s, s_num_prompt, s_num_output, s_num_computed, s_num_generated,
+                           s_num_tokens, s_status, s_num_preemptions, s_num_cached, s_runs, s_run_start, s_blocks_attr,
+                           s_num_registered, s_keys_attr, s_node, s_private, s_tree_tokens, s_covered};
+    PyObject *values[20] = {uid, spec, arrival, p, out, zero, zero, p, waiting_status, zero, Py_None, runs, minus1,
+                            blocks, zero, Py_None, Py_None, zero, zero, zero};
+    int rc = out && zero && minus1 && runs && blocks ? 0 : -1;
+    for (int i = 0; rc == 0 && i < 20; i++) rc = core_setattr(r, names[i], values[i]);
+    Py_XDECREF(out); Py_XDECREF(zero); Py_XDECREF(minus1); Py_XDECREF(runs); Py_XDECREF(blocks);
+    if (rc < 0) Py_CLEAR(r);
+    return r;
+}
+
+/* request_state.accept(uid, spec, max_model_len, cap_output, max_req_len), ``limits`` = (…, those three): a request
+   it serves is built here (new_request); one it refuses is left to the Python ``accept`` (its record). */
+static PyObject *accept_request(PyObject *accept, PyObject *req_type, PyObject *uid, PyObject *spec, PyObject *limits)
+{
+    PyObject *max_len = PyTuple_GET_ITEM(limits, 2), *caps = PyTuple_GET_ITEM(limits, 3);
+    PyObject *max_req = PyTuple_GET_ITEM(limits, 4);
+    PyObject *p = core_getattr(spec, s_num_prompt), *o = p ? core_getattr(spec, s_num_output) : NULL;
+    PyObject *arrival = o ? core_getattr(spec, s_arrival_s) : NULL, *res = NULL;
+    long long pv = p ? PyLong_AsLongLong(p) : 0, ov = o ? PyLong_AsLongLong(o) : 0, ml = PyLong_AsLongLong(max_len);
+    int cap_output = PyObject_IsTrue(caps), refused = 0, capped = 1;
+    long long cap = ml;
+    if (arrival == NULL || PyErr_Occurred() || cap_output < 0 || !PyLong_CheckExact(p) || !PyLong_CheckExact(o)) {
+        PyErr_Clear();  /* anything unusual (not plain ints, …): the Python accept decides */
+        refused = 1;
+    } else {
+        refused = cap_output ? pv >= ml : pv + ov > ml;
+        if (!refused && max_req != Py_None) {
+            long long mr = PyLong_AsLongLong(max_req);
+            if (mr == -1 && PyErr_Occurred()) { PyErr_Clear(); refused = 1; }
+            else refused = pv >= mr - 5, cap = mr - 1;  /* SGLang: abort at max_req_len − 5, cap at max_req_len − 1 */
+        } else if (!cap_output) {
+            capped = 0;  /* V0's rule: nothing capped */
+        }
+    }
+    if (refused)
+        res = PyObject_CallFunctionObjArgs(accept, uid, spec, max_len, caps, max_req, NULL);
+    else
+        res = new_request(req_type, uid, spec, p, o, arrival, cap, capped);
+    Py_XDECREF(p); Py_XDECREF(o); Py_XDECREF(arrival);
+    return res;
+}
+
+/* accept_request as a module function (tests compare it with the Python accept). */
+static PyObject *accept_py(PyObject *self, PyObject *args)
+{
+    PyObject *accept, *req_type, *uid, *spec, *limits;
+    if (!PyArg_ParseTuple(args, "OOOOO!", &accept, &req_type, &uid, &spec, &PyTuple_Type, &limits)) return NULL;
+    if (!PyType_Check(req_type) || PyTuple_GET_SIZE(limits) != 5)
+        return PyErr_SetString(PyExc_TypeError, "accept(accept, request_type, uid, spec, limits: a 5-tuple)"), NULL;
+    return accept_request(accept, req_type, uid, spec, limits);
 }
 
 /* Whether the accepted request ``req`` fits the step (``arrive``'s test): 1, 0, or -1 on an error; its prompt tokens
@@ -927,9 +1055,9 @@ static int fits(PyObject *req, long long room, Py_ssize_t admitted, long long se
     if (get_ll_attr(req, s_num_prompt, p) < 0 || get_ll_attr(req, s_num_output, &o) < 0) return -1;
     *need = (*p + B - 1) / B;  /* -(-p // B), p ≥ 0 */
     if (*p > room || admitted >= seats || o < 2 || take + *need > left) return 0;
-    PyObject *spec = PyObject_GetAttr(req, s_spec), *segs;
+    PyObject *spec = core_getattr(req, s_spec), *segs;
     if (spec == NULL) return -1;
-    segs = PyObject_GetAttr(spec, s_prefix_segments);
+    segs = core_getattr(spec, s_prefix_segments);
     Py_DECREF(spec);
     if (segs == NULL) return -1;
     int shared = PyObject_IsTrue(segs);
@@ -957,8 +1085,7 @@ static long long gather(PyObject *const *args, Run *st, double t, long long i, P
         if (!(a <= t)) break;
         PyObject *idx = PyLong_FromLongLong(i), *spec = idx ? PyObject_CallOneArg(spec_at, idx) : NULL, *req = NULL;
         if (spec != NULL)
-            req = PyObject_CallFunctionObjArgs(accept, idx, spec, PyTuple_GET_ITEM(limits, 2),
-                                               PyTuple_GET_ITEM(limits, 3), PyTuple_GET_ITEM(limits, 4), NULL);
+            req = accept_request(accept, req_type, idx, spec, limits);
         Py_XDECREF(spec);
         if (req == NULL) { Py_XDECREF(idx); return -1; }
         int rc = 0;
@@ -1010,7 +1137,7 @@ static PyObject *arrive(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Run st;
     long long i = PyLong_AsLongLong(args[3]), step0 = PyLong_AsLongLong(args[11]), pf = 0, take = 0;
     double pairs = 0.0;
-    PyObject *t = PyObject_GetAttr(args[0], s_sched_t);
+    PyObject *t = core_getattr(args[0], s_sched_t);
     double sched = t ? as_double(t) : 0.0;
     Py_XDECREF(t);
     if (PyErr_Occurred() || read_run(args[0], &st) < 0) return NULL;
@@ -1049,7 +1176,7 @@ static PyObject *open_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
         if (!(n && K < MAX_ARRIVAL_STRETCH_STEPS)) break;
         PyObject *bound = i < total ? PySequence_GetItem(args[3], i) : PyFloat_FromDouble(Py_HUGE_VAL), *t = NULL;
         double b = bound ? as_double(bound) : 0.0, sched = 0.0;
-        if (bound != NULL && !PyErr_Occurred() && (t = PyObject_GetAttr(run, s_sched_t)) != NULL) sched = as_double(t);
+        if (bound != NULL && !PyErr_Occurred() && (t = core_getattr(run, s_sched_t)) != NULL) sched = as_double(t);
         Py_XDECREF(t);
         if (bound == NULL || PyErr_Occurred()) { Py_XDECREF(bound); return NULL; }
         if (!(lag && sched >= b)) {  /* decode_until(bound) */
@@ -1058,7 +1185,7 @@ static PyObject *open_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
             Py_DECREF(bound);
             if (res == NULL) return NULL;
             Py_DECREF(res);
-            if (run_ll(run, s_n, &n) < 0 || run_ll(run, s_K, &K) < 0 || (t = PyObject_GetAttr(run, s_sched_t)) == NULL)
+            if (run_ll(run, s_n, &n) < 0 || run_ll(run, s_K, &K) < 0 || (t = core_getattr(run, s_sched_t)) == NULL)
                 return NULL;
             sched = as_double(t);
             Py_DECREF(t);
@@ -1135,9 +1262,9 @@ static int sg_fits(PyObject *req, long long budget, long long held, long long se
     if (get_ll_attr(req, s_num_prompt, p) < 0 || get_ll_attr(req, s_num_output, &o) < 0) return -1;
     *clipped = o < clip ? o : clip;
     if (budget <= 0 || held >= seats || !(*p + *clipped + 1 + offset < avail) || *p > budget || o < 2) return 0;
-    PyObject *spec = PyObject_GetAttr(req, s_spec), *segs;
+    PyObject *spec = core_getattr(req, s_spec), *segs;
     if (spec == NULL) return -1;
-    segs = PyObject_GetAttr(spec, s_prefix_segments);
+    segs = core_getattr(spec, s_prefix_segments);
     Py_DECREF(spec);
     if (segs == NULL) return -1;
     int shared = PyObject_IsTrue(segs);
@@ -1166,8 +1293,7 @@ static long long sg_gather(PyObject *const *args, SgRun *st, long long i, PyObje
         if (!(a <= t)) break;
         PyObject *idx = PyLong_FromLongLong(i), *spec = idx ? PyObject_CallOneArg(spec_at, idx) : NULL, *req = NULL;
         if (spec != NULL)
-            req = PyObject_CallFunctionObjArgs(accept, idx, spec, PyTuple_GET_ITEM(limits, 2),
-                                               PyTuple_GET_ITEM(limits, 3), PyTuple_GET_ITEM(limits, 4), NULL);
+            req = accept_request(accept, req_type, idx, spec, limits);
         Py_XDECREF(spec);
         if (req == NULL) { Py_XDECREF(idx); return -1; }
         int rc;
@@ -1224,9 +1350,9 @@ static int sg_prefill(PyObject *run, SgRun *st, PyObject *new, PyObject *price, 
     else
         dur = PyObject_CallFunction(price, "LLLdii", pf, seqs, pf, pairs, 0, 0);
     if (dur == NULL) return -1;
-    PyObject *pure = PyObject_GetAttr(ptime, s_pure_s), *sum = pure ? PyNumber_InPlaceAdd(pure, dur) : NULL;
+    PyObject *pure = core_getattr(ptime, s_pure_s), *sum = pure ? PyNumber_InPlaceAdd(pure, dur) : NULL;
     Py_XDECREF(pure);
-    int rc = sum && PyObject_SetAttr(ptime, s_pure_s, sum) == 0 ? 0 : -1;
+    int rc = sum && core_setattr(ptime, s_pure_s, sum) == 0 ? 0 : -1;
     Py_XDECREF(sum);
     PyObject *end = rc == 0 ? PyNumber_Add(PyList_GET_ITEM(st->ends, K), dur) : NULL;  /* ends[K] + dur */
     if (end == NULL || append_ll4(st->stored, K, 1, pf + st->S + st->n * st->D, 0, 4) < 0
@@ -1291,7 +1417,7 @@ static PyObject *sglang_run(PyObject *self, PyObject *const *args, Py_ssize_t na
     int general = 0, ok = !PyErr_Occurred();
     for (int x = 0; ok && x < 6; x++)  /* borrowed: the run keeps them */
         ok = (dec[x] = run_list(run, list_names[x], x == 4 || x == 5 ? 1 : 0)) != NULL;
-    PyObject *prices = ok ? PyObject_GetAttr(run, s_prices) : NULL, *dsteps = ok ? PyObject_GetAttr(run, s_dsteps) : NULL;
+    PyObject *prices = ok ? core_getattr(run, s_prices) : NULL, *dsteps = ok ? core_getattr(run, s_dsteps) : NULL;
     ok = prices && dsteps;
     dec[6] = prices, dec[7] = args[13], dec[16] = dsteps;
     memcpy(arr, args, sizeof arr);
@@ -1305,16 +1431,16 @@ static PyObject *sglang_run(PyObject *self, PyObject *const *args, Py_ssize_t na
             PyObject *names[6] = {s_D, s_K, s_n, s_S, s_room, s_last}, *res = NULL;
             for (int x = 0; x < 6; x++) dec[8 + x] = NULL;
             int got = 1;
-            for (int x = 0; got && x < 6; x++) got = (dec[x < 5 ? 8 + x : 13] = PyObject_GetAttr(run, names[x])) != NULL;
+            for (int x = 0; got && x < 6; x++) got = (dec[x < 5 ? 8 + x : 13] = core_getattr(run, names[x])) != NULL;
             dec[14] = bound;
-            PyObject *F = got ? PyObject_GetAttr(run, s_F) : NULL;
+            PyObject *F = got ? core_getattr(run, s_F) : NULL;
             dec[15] = F;
             if (F != NULL) res = sglang_decode_until(NULL, dec, 17);
             for (int x = 8; x < 14; x++) Py_XDECREF(dec[x]);
             Py_XDECREF(F);
             PyObject *set[6] = {s_last, s_K, s_D, s_n, s_S, s_F};  /* self.last, self.K, … = the core's six */
             for (int x = 0; res != NULL && x < 6; x++)
-                if (PyObject_SetAttr(run, set[x], PyTuple_GET_ITEM(res, x)) < 0) Py_CLEAR(res);
+                if (core_setattr(run, set[x], PyTuple_GET_ITEM(res, x)) < 0) Py_CLEAR(res);
             Py_XDECREF(res);
             if (res == NULL || run_ll(run, s_n, &n) < 0 || run_ll(run, s_K, &K) < 0) { Py_DECREF(bound); ok = 0; break; }
             if (!n || time_at(dec[0], K) < b || K >= MAX_SGLANG_STRETCH_STEPS) { Py_DECREF(bound); break; }
@@ -1391,12 +1517,12 @@ static int radix_evict_one(Radix *x, PyObject *item, PyObject **parent_push)
 {
     if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3)
         return PyErr_SetString(PyExc_TypeError, "_evict: a heap entry is not a triple"), -1;
-    PyObject *node = PyTuple_GET_ITEM(item, 2), *children = PyObject_GetAttr(node, s_children), *alive;
+    PyObject *node = PyTuple_GET_ITEM(item, 2), *children = core_getattr(node, s_children), *alive;
     if (children == NULL) return -1;
     Py_ssize_t nch = PyDict_Check(children) ? PyDict_GET_SIZE(children) : PyObject_Length(children);
     Py_DECREF(children);
     long long lock, last, ntok;
-    if (nch < 0 || (alive = PyObject_GetAttr(node, s_alive)) == NULL) return -1;
+    if (nch < 0 || (alive = core_getattr(node, s_alive)) == NULL) return -1;
     int is_alive = PyObject_IsTrue(alive);
     Py_DECREF(alive);
     if (is_alive < 0 || get_ll_attr(node, s_lock_ref, &lock) < 0 || get_ll_attr(node, s_last_access, &last) < 0)
@@ -1404,9 +1530,9 @@ static int radix_evict_one(Radix *x, PyObject *item, PyObject **parent_push)
     long long t = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 0));
     if (t == -1 && PyErr_Occurred()) return -1;
     if (!is_alive || nch || lock || last != t) return 0;
-    if (PyObject_SetAttr(node, s_alive, Py_False) < 0) return -1;
-    PyObject *parent = PyObject_GetAttr(node, s_parent), *key = parent ? PyObject_GetAttr(node, s_key) : NULL;
-    PyObject *pch = key ? PyObject_GetAttr(parent, s_children) : NULL;
+    if (core_setattr(node, s_alive, Py_False) < 0) return -1;
+    PyObject *parent = core_getattr(node, s_parent), *key = parent ? core_getattr(node, s_key) : NULL;
+    PyObject *pch = key ? core_getattr(parent, s_children) : NULL;
     int rc = pch && PyObject_DelItem(pch, key) == 0 && get_ll_attr(node, s_ntok, &ntok) == 0 ? 0 : -1;
     Py_XDECREF(key);
     if (rc == 0) {
@@ -1468,7 +1594,7 @@ static int radix_admit_one(Radix *x, PyObject *r)
     x->c[R_QUERIES] += p;
     PyObject *names[5] = {s_num_cached, s_num_computed, s_tree_tokens, s_private, s_covered};
     long long values[5] = {0, p, 0, p, p};
-    if (set_req_lls(r, names, values, 2) < 0 || PyObject_SetAttr(r, s_node, x->root) < 0
+    if (set_req_lls(r, names, values, 2) < 0 || core_setattr(r, s_node, x->root) < 0
         || set_req_lls(r, names + 2, values + 2, 3) < 0) return -1;
     x->c[R_HELD] += p;
     if (p > radix_free(x) && radix_evict(x, p) < 0) return -1;
@@ -1487,7 +1613,7 @@ static int radix_admit(Radix *x, PyObject *reqs)
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *r = PyList_GET_ITEM(reqs, i);
         long long p, v[2];
-        if (PyObject_SetAttr(r, s_status, x->running) < 0 || get_ll_attr(r, s_num_prompt, &p) < 0) return -1;
+        if (core_setattr(r, s_status, x->running) < 0 || get_ll_attr(r, s_num_prompt, &p) < 0) return -1;
         v[0] = 1, v[1] = p + 1;
         if (set_req_lls(r, names, v, 2) < 0) return -1;
     }
@@ -1511,7 +1637,7 @@ static int radix_add_slots(Radix *x, PyObject *r, long long k)
 static int radix_free_general(Radix *x, PyObject *r)
 {
     if (radix_store(x) < 0) return -1;
-    PyObject *meth = PyObject_GetAttr(x->kv, s_free), *args = PyTuple_Pack(1, r), *kw = Py_BuildValue("{OO}",
+    PyObject *meth = core_getattr(x->kv, s_free), *args = PyTuple_Pack(1, r), *kw = Py_BuildValue("{OO}",
                                                                                                    s_preempted, Py_False);
     PyObject *res = meth && args && kw ? PyObject_Call(meth, args, kw) : NULL;
     Py_XDECREF(meth);
@@ -1526,10 +1652,10 @@ static int radix_free_general(Radix *x, PyObject *r)
 static int radix_free_fresh(Radix *x, PyObject *r)
 {
     long long tail, tree, priv, cov;
-    PyObject *uid = PyObject_GetAttr(r, s_uid), *key = uid ? Py_BuildValue("(iO)", -1, uid) : NULL, *node;
+    PyObject *uid = core_getattr(r, s_uid), *key = uid ? Py_BuildValue("(iO)", -1, uid) : NULL, *node;
     Py_XDECREF(uid);
     if (key == NULL) return -1;
-    if (get_ll_attr(r, s_num_computed, &tail) < 0 || (node = PyObject_GetAttr(r, s_node)) == NULL) {
+    if (get_ll_attr(r, s_num_computed, &tail) < 0 || (node = core_getattr(r, s_node)) == NULL) {
         Py_DECREF(key);
         return -1;
     }
@@ -1563,7 +1689,7 @@ static int radix_free_fresh(Radix *x, PyObject *r)
     Py_XDECREF(leaf);
     PyObject *names[3] = {s_tree_tokens, s_private, s_covered};
     long long zeros[3] = {0, 0, 0};
-    if (rc == 0 && (PyObject_SetAttr(r, s_node, Py_None) < 0 || set_req_lls(r, names, zeros, 3) < 0)) rc = -1;
+    if (rc == 0 && (core_setattr(r, s_node, Py_None) < 0 || set_req_lls(r, names, zeros, 3) < 0)) rc = -1;
     return rc;
 }
 
@@ -1642,13 +1768,13 @@ static PyObject *sglang_replay(PyObject *self, PyObject *args)
     long long D;
     if (!PyArg_ParseTuple(args, "OO!O!O!LOOO", &x.kv, &PyList_Type, &lives, &PyList_Type, &admits, &PyList_Type,
                           &leaving, &D, &x.running, &x.heappush, &x.heappop)) return NULL;
-    PyObject *flag = PyObject_GetAttr(x.kv, s_backs_up);
+    PyObject *flag = core_getattr(x.kv, s_backs_up);
     x.backs_up = flag ? PyObject_IsTrue(flag) : -1;
     Py_XDECREF(flag);
     if (x.backs_up < 0) return NULL;
-    PyObject *refs[4] = {PyObject_GetAttr(x.kv, s_prefix_stats), PyObject_GetAttr(x.kv, s_root), NULL,
-                         PyObject_GetAttr(x.kv, s_heap)};
-    if (refs[1] != NULL) refs[2] = PyObject_GetAttr(refs[1], s_children);
+    PyObject *refs[4] = {core_getattr(x.kv, s_prefix_stats), core_getattr(x.kv, s_root), NULL,
+                         core_getattr(x.kv, s_heap)};
+    if (refs[1] != NULL) refs[2] = core_getattr(refs[1], s_children);
     x.stats = refs[0], x.root = refs[1], x.children = refs[2], x.heap = refs[3];
     int rc = -1;
     if (x.stats && x.root && x.children && x.heap) {
@@ -1995,6 +2121,9 @@ static PyMethodDef core_methods[] = {
     {"arrive", (PyCFunction)(void (*)(void))arrive, METH_FASTCALL,
      "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0, "
      "plain) -> (next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
+    {"accept", accept_py, METH_VARARGS,
+     "accept(accept, request_type, uid, spec, limits) -> request_state.accept(uid, spec, *limits[2:]) (a served "
+     "request built in C)."},
     {"open_run", (PyCFunction)(void (*)(void))open_run, METH_FASTCALL,
      "open_run(terms_of, run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, "
      "step0, plain) -> (next index, admitted, their prompt tokens): open_stretch.run_arrivals' loop."},
@@ -2042,7 +2171,8 @@ PyMODINIT_FUNC PyInit_stretch_core(void)
                           &s_tree_tokens, &s_evictable, &s_private, &s_held_slots, &s_capacity, &s_requests,
                           &s_queries, &s_dsteps, &s_root, &s_children, &s_heap, &s_prefix_stats, &s_uid, &s_node, &s_covered,
                           &s_last_access, &s_evict, &s_free, &s_preempted, &s_num_evictions, &s_alive, &s_lock_ref,
-                          &s_parent, &s_key, &s_ntok, &s_push, &s_backs_up};
+                          &s_parent, &s_key, &s_ntok, &s_push, &s_backs_up, &s_arrival_s, &s_num_preemptions,
+                          &s_num_registered, &s_blocks_attr, &s_keys_attr};
     const char *text[] = {"num_computed_tokens", "num_generated", "num_tokens", "num_output_tokens",
                           "num_prompt_tokens", "n", "B", "blocks_left", "finishing", "sched_t", "S", "K",
                           "groups", "keys", "ends", "durs", "split", "stored", "grants", "lives", "lag", "spec",
@@ -2051,7 +2181,8 @@ PyMODINIT_FUNC PyInit_stretch_core(void)
                           "evictable_tokens", "private_tokens", "held_slots", "capacity_tokens", "requests",
                           "queries", "dsteps", "root", "children", "_heap", "prefix_stats", "uid", "node", "covered_tokens",
                           "last_access", "_evict", "free", "preempted", "num_evictions", "alive", "lock_ref",
-                          "parent", "key", "ntok", "_push", "backs_up_on_evict"};
+                          "parent", "key", "ntok", "_push", "backs_up_on_evict", "arrival_s", "num_preemptions",
+                          "num_registered", "blocks", "keys"};
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         if ((*names[i] = PyUnicode_InternFromString(text[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&core_module);
