@@ -264,3 +264,22 @@ def test_accept_in_c_builds_the_request_python_builds(p, o, max_len, caps, max_r
         assert made.num_output_tokens == (o if cap is None or p + o <= cap else cap - p)  # by hand
     else:
         assert made == ref
+
+
+@needs_core
+def test_a_type_with_its_own_setattr_is_written_through_it():
+    # the core writes __slots__ fields in place only for types with the generic setattr: a subclass defining
+    # __setattr__ sees every field of SimRequest.__init__ go through it, in order, with the same values
+    seen = []
+
+    class Watched(SimRequest):
+        __slots__ = ()
+
+        def __setattr__(self, name, value):
+            seen.append(name)
+            object.__setattr__(self, name, value)
+
+    made = native.core.accept(accept, Watched, 3, RequestSpec("w", 0.5, 10, 20), (0, 0, 512, True, None))
+    assert seen == list(SimRequest.__slots__) and type(made) is Watched
+    assert [getattr(made, n) for n in SimRequest.__slots__] == [getattr(accept(3, made.spec, 512, True), n)
+                                                                 for n in SimRequest.__slots__]
