@@ -37,9 +37,12 @@ def settle(rep, run, out: list) -> None:
     step0, dsteps, prefills = rep.num_steps, run.dsteps, run.prefills
     used0 = kv.tree_tokens - kv.evictable_tokens + kv.private_tokens
     held0 = kv.held_slots
-    times = np.frombuffer(array("d", run.ends))[: K + 1]
+    ends, durs = run.ends, run.durs  # float64 bytes with the compiled core, else lists of floats
+    if ends.__class__ is list:
+        ends, durs = array("d", ends), array("d", durs)
+    times = np.frombuffer(ends)[: K + 1]
     rep.push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
-    rep.now_s = run.ends[K]
+    rep.now_s = float(times[K])
     is_prefill = bytearray(K + 1)
     for p in prefills:
         is_prefill[p] = 1
@@ -55,7 +58,7 @@ def settle(rep, run, out: list) -> None:
     _replay(kv, run, leaving, D)
     sched.running = running
     sched.advance_decode(D)
-    rep.usage.add_stretch(times[:K], np.frombuffer(array("d", run.durs))[:K], kv.capacity_blocks, used0, held0, (), (),
+    rep.usage.add_stretch(times[:K], np.frombuffer(durs)[:K], kv.capacity_blocks, used0, held0, (), (),
                           (), (), run.grants + _decode_grants(run.stored), frees, run.stored)
     rep.ready = True
     if not leaving:

@@ -32,6 +32,7 @@ figure with step-by-step execution.
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left
 from functools import partial
 
@@ -149,8 +150,9 @@ class _SGLangStretch:
         cost = rep.cost
         if type(cost) is GraphPaddedStepCost and self.prices.decode_list == cost.decode_steps_list:
             self.terms_of = partial(_padded_form, cost)
-        if self.core is not None:  # the prefill step's price for the core: the roofline's plain form where it is that
-            self.price = self.prices.step_price or partial(open_native.shape_price, cost)
+        if self.core is not None:  # for the core: the step times as float64 bytes (no float object per step), and
+            self.ends, self.durs = bytearray(array("d", self.ends)), bytearray()  # the prefill step's price in the
+            self.price = self.prices.step_price or partial(open_native.shape_price, cost)  # roofline's plain form
             self.plain = open_native.plain_price(*(
                 (cost.inner, cost.price_of) if type(cost) is GraphPaddedStepCost and self.price == cost.step_time_of
                 else (cost, self.price)))  # GraphPaddedStepCost prices a step with a prefill by its wrapped model

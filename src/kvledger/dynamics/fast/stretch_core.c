@@ -1226,8 +1226,8 @@ static int read_sg_run(PyObject *run, SgRun *st)
     PyObject *names[9] = {s_groups, s_keys, s_ends, s_durs, s_stored, s_grants, s_prefills, s_admits, s_lives};
     PyObject **lists[9] = {&st->groups, &st->keys, &st->ends, &st->durs, &st->stored, &st->grants, &st->prefills,
                            &st->admits, &st->lives};
-    for (int i = 0; i < 9; i++)  /* the step times stay Python lists here (sglang_stretch.py) */
-        if ((*lists[i] = run_list(run, names[i], i == 0 ? 1 : 0)) == NULL) return -1;
+    for (int i = 0; i < 9; i++)  /* the step times: float64 bytes (or lists) */
+        if ((*lists[i] = run_list(run, names[i], i == 0 ? 1 : i == 2 || i == 3 ? 2 : 0)) == NULL) return -1;
     return 0;
 }
 
@@ -1354,11 +1354,10 @@ static int sg_prefill(PyObject *run, SgRun *st, PyObject *new, PyObject *price, 
     Py_XDECREF(pure);
     int rc = sum && core_setattr(ptime, s_pure_s, sum) == 0 ? 0 : -1;
     Py_XDECREF(sum);
-    PyObject *end = rc == 0 ? PyNumber_Add(PyList_GET_ITEM(st->ends, K), dur) : NULL;  /* ends[K] + dur */
-    if (end == NULL || append_ll4(st->stored, K, 1, pf + st->S + st->n * st->D, 0, 4) < 0
-        || append_ll4(st->grants, K, pf, 0, 0, 2) < 0 || PyList_Append(st->ends, end) < 0
-        || PyList_Append(st->durs, dur) < 0 || append_ll(st->prefills, K) < 0) rc = -1;
-    Py_XDECREF(end);
+    double d = as_double(dur), end = time_at(st->ends, K) + d;  /* ends[K] + dur */
+    if (rc < 0 || PyErr_Occurred() || append_ll4(st->stored, K, 1, pf + st->S + st->n * st->D, 0, 4) < 0
+        || append_ll4(st->grants, K, pf, 0, 0, 2) < 0 || time_append(st->ends, end) < 0
+        || time_append(st->durs, d) < 0 || append_ll(st->prefills, K) < 0) rc = -1;
     Py_DECREF(dur);
     PyObject *adm = rc == 0 ? Py_BuildValue("(LO)", K, new) : NULL;
     if (adm == NULL || PyList_Append(st->admits, adm) < 0) rc = -1;
@@ -1416,7 +1415,7 @@ static PyObject *sglang_run(PyObject *self, PyObject *const *args, Py_ssize_t na
     long long i = PyLong_AsLongLong(args[3]), total = PyLong_AsLongLong(args[4]), n, K;
     int general = 0, ok = !PyErr_Occurred();
     for (int x = 0; ok && x < 6; x++)  /* borrowed: the run keeps them */
-        ok = (dec[x] = run_list(run, list_names[x], x == 4 || x == 5 ? 1 : 0)) != NULL;
+        ok = (dec[x] = run_list(run, list_names[x], x == 4 || x == 5 ? 1 : x < 2 ? 2 : 0)) != NULL;
     PyObject *prices = ok ? core_getattr(run, s_prices) : NULL, *dsteps = ok ? core_getattr(run, s_dsteps) : NULL;
     ok = prices && dsteps;
     dec[6] = prices, dec[7] = args[13], dec[16] = dsteps;
