@@ -20,11 +20,12 @@ from kvledger.accounting.sglang_steps import GraphPaddedStepCost, decode_capture
 from kvledger.accounting.stepcost import FixedStepCost
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
-from kvledger.dynamics.engine.request import RequestSpec
+from kvledger.dynamics.engine.request import RequestSpec, plain_spec
 from kvledger.dynamics.engine.request_state import SimRequest, accept
 from kvledger.dynamics.fast import native, open_settle, sglang_settle
 from kvledger.dynamics.outputs.kv_usage import KvUsageTracker
 from kvledger.dynamics.simulator import EngineConfig, simulate
+from kvledger.dynamics.workload import columns
 from kvledger.dynamics.workload.columns import WorkloadColumns
 
 needs_core = pytest.mark.skipif(native.core is None, reason="the C core is not compiled here (no compiler at install, "
@@ -283,3 +284,15 @@ def test_a_type_with_its_own_setattr_is_written_through_it():
     assert seen == list(SimRequest.__slots__) and type(made) is Watched
     assert [getattr(made, n) for n in SimRequest.__slots__] == [getattr(accept(3, made.spec, 512, True), n)
                                                                  for n in SimRequest.__slots__]
+
+
+@needs_core
+@settings(max_examples=100, deadline=None)
+@given(rid=st.text(max_size=8), t=st.floats(0, 1e6), p=st.integers(0, 10**6), o=st.integers(0, 10**6))
+def test_the_compiled_plain_spec_is_the_python_one(rid, t, p, o):
+    # request.plain_spec by the core (stretch_core.new_spec, what WorkloadColumns builds its specs with): the same
+    # frozen RequestSpec, field by field, equal to the dataclass's own constructor with its defaults (no segments,
+    # 512-token segments, no client)
+    made, ref = columns.new_spec(rid, t, p, o), plain_spec(rid, t, p, o)
+    assert type(made) is RequestSpec and made == ref == RequestSpec(rid, t, p, o)
+    assert made.request_id is rid and made.prefix_segments == () and made.segment_tokens == 512

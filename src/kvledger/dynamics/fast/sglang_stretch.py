@@ -34,14 +34,12 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left
-from functools import partial
 
-from kvledger.accounting.sglang_steps import GraphPaddedStepCost
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest, accept
 from kvledger.dynamics.engine.sglang_scheduler import CLIP_MAX_NEW_TOKENS
-from kvledger.dynamics.fast import native, open_native
+from kvledger.dynamics.fast import native, sglang_native
 from kvledger.dynamics.fast.sglang_settle import settle
 from kvledger.dynamics.fast.stretch_times import (
     chunk_steps,
@@ -84,11 +82,8 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     run = _SGLangStretch(rep)
     total = len(specs)
     spec_at = getattr(specs, "spec_at", None) or specs.__getitem__
-    if run.core is not None:  # the loop below in C (stretch_core.sglang_run), decode_until and arrive by their cores
-        i, general = run.core.sglang_run(run, spec_at, arrivals, i, total, out, accept, SimRequest, run.price,
-                                         run.plain, rep.prefill_time, run.limits, CLIP_MAX_NEW_TOKENS, run.terms_of)
-        if general:
-            rep.steady = False  # the arrivals' step is a general step
+    if run.core is not None:  # the loop below in C, decode_until and arrive by their cores (sglang_native.py)
+        i = sglang_native.run_loop(run, rep, spec_at, arrivals, i, total, out)
     while run.core is None and run.n and run.K < MAX_SGLANG_STRETCH_STEPS:
         bound = arrivals[i] if i < total else math.inf
         if run.ends[run.K] < bound:
@@ -146,16 +141,10 @@ class _SGLangStretch:
         self.forms: dict[int, tuple | None] = {}
         self.K = self.D = 0
         self.core = native.core  # the compiled decode loop, or None (the Python one below)
-        self.terms_of = plain_decode_terms  # the decode price's plain form for the core: CUDA-graph padding included
-        cost = rep.cost
-        if type(cost) is GraphPaddedStepCost and self.prices.decode_list == cost.decode_steps_list:
-            self.terms_of = partial(_padded_form, cost)
-        if self.core is not None:  # for the core: the step times as float64 bytes (no float object per step), and
-            self.ends, self.durs = bytearray(array("d", self.ends)), bytearray()  # the prefill step's price in the
-            self.price = self.prices.step_price or partial(open_native.shape_price, cost)  # roofline's plain form
-            self.plain = open_native.plain_price(*(
-                (cost.inner, cost.price_of) if type(cost) is GraphPaddedStepCost and self.price == cost.step_time_of
-                else (cost, self.price)))  # GraphPaddedStepCost prices a step with a prefill by its wrapped model
+        self.terms_of = sglang_native.decode_terms_of(rep.cost, self.prices)  # the decode price's form, for the core
+        if self.core is not None:  # step times as float64 bytes (no float object per step), the prefill step's price
+            self.ends, self.durs = bytearray(array("d", self.ends)), bytearray()
+            self.price, self.plain = sglang_native.prefill_price(rep.cost, self.prices)
             cfg = self.cfg  # the frozen engine settings each arrival reads (gather_arrivals)
             self.limits = (cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.max_model_len, cfg.caps_output,
                            cfg.sglang_max_req_len)
@@ -308,9 +297,3 @@ class _SGLangStretch:
             F += f
         self.S, self.F, self.n, self.K = S, F, self.n + len(new), K + 1
 
-
-def _padded_form(cost: GraphPaddedStepCost, forms: dict, prices, alive: int):
-    """``decode_steps_list``'s plain form at SGLang's padded batch (gemm, g, bw, padding tokens), memoised in ``forms``
-    (the compiled decode loop's ``terms_of``); None where the wrapped model has none."""
-    terms = forms[alive] = cost.decode_padded_terms(alive)
-    return terms

@@ -40,6 +40,7 @@ static PyObject *s_n, *s_B, *s_blocks_left, *s_finishing, *s_sched_t, *s_S, *s_K
     *s_durs, *s_split, *s_stored, *s_grants, *s_lives, *s_lag, *s_spec, *s_prefix_segments, *s_status, *s_run_start,
     *s_num_cached, *s_forms, *s_prices, *s_last, *s_runs, *s_D, *s_F, *s_room, *s_prefills, *s_admits,
     *s_pure_s;
+static PyObject *s_request_id, *s_segment_tokens, *s_client_id, *s_output_segments;
 static PyObject *s_blocks_attr, *s_keys_attr, *s_arrival_s, *s_num_preemptions, *s_num_registered;
 static PyObject *s_tick, *s_seq, *s_tree_tokens, *s_evictable, *s_private, *s_held_slots, *s_capacity, *s_requests,
     *s_queries, *s_dsteps, *s_root, *s_children, *s_heap, *s_prefix_stats, *s_uid, *s_node, *s_covered, *s_last_access,
@@ -58,12 +59,14 @@ static PyObject *s_tick, *s_seq, *s_tree_tokens, *s_evictable, *s_private, *s_he
    the new value and drops the old). The (type, name) → offset map is cached per the type's version tag, which
    CPython changes when the type or one of its bases is modified; anything else goes the generic way. */
 typedef struct { PyTypeObject *type; PyObject *name; unsigned int version; Py_ssize_t offset; } SlotEntry;
-static SlotEntry slot_cache[512];
+#define SLOT_CACHE 4096  /* entries, a power of two */
+static SlotEntry slot_cache[SLOT_CACHE];
 
-static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name)
+/* The offset of the writable object member ``name`` of ``tp`` (its descriptor's), or -1. */
+static Py_ssize_t member_offset(PyTypeObject *tp, PyObject *name)
 {
-    if (tp->tp_getattro != PyObject_GenericGetAttr || tp->tp_setattro != PyObject_GenericSetAttr) return -1;
-    SlotEntry *e = &slot_cache[(((size_t)tp >> 4) * 31 + ((size_t)name >> 4)) & 511];
+    size_t h = ((size_t)tp >> 4) * 0x9E3779B97F4A7C15u ^ ((size_t)name >> 4) * 0xC2B2AE3D27D4EB4Fu;
+    SlotEntry *e = &slot_cache[(h >> 40) & (SLOT_CACHE - 1)];
     if (e->type == tp && e->name == name && e->version == tp->tp_version_tag
         && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)) return e->offset;
     PyObject *d = _PyType_Lookup(tp, name);  /* borrowed; gives the type a version tag where it can */
@@ -75,6 +78,13 @@ static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name)
     if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) && PyUnicode_CHECK_INTERNED(name))
         *e = (SlotEntry){tp, name, tp->tp_version_tag, off};  /* the names here are interned and kept */
     return off;
+}
+
+/* member_offset where the type reads and writes its attributes the generic way, else -1 */
+static Py_ssize_t slot_offset(PyTypeObject *tp, PyObject *name)
+{
+    if (tp->tp_getattro != PyObject_GenericGetAttr || tp->tp_setattro != PyObject_GenericSetAttr) return -1;
+    return member_offset(tp, name);
 }
 
 static PyObject *core_getattr(PyObject *o, PyObject *name)
@@ -967,6 +977,37 @@ static int mixed_step(PyObject *run, Run *st, PyObject *new, long long pf, doubl
     Py_XDECREF(left);
     Py_XDECREF(sched);
     return rc;
+}
+
+/* ---- new_spec: request.plain_spec ---------------------------------------------------------------------------- */
+
+/* request.plain_spec(request_id, arrival_s, prompt, output) for ``cls`` (RequestSpec, a frozen slotted dataclass):
+   object.__new__(cls), then each field set as its member descriptor's __set__ sets it (the dataclass's own
+   __setattr__ not called, as plain_spec does not): no segments, 512-token segments, no client, no output segments. */
+static PyObject *new_spec(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || !PyType_Check(args[0]))
+        return PyErr_SetString(PyExc_TypeError, "new_spec(cls, request_id, arrival_s, prompt, output)"), NULL;
+    PyTypeObject *tp = (PyTypeObject *)args[0];
+    PyObject *spec = tp->tp_alloc(tp, 0), *empty = PyTuple_New(0), *seg = PyLong_FromLong(512);
+    PyObject *names[8] = {s_request_id, s_arrival_s, s_num_prompt, s_num_output, s_prefix_segments, s_segment_tokens,
+                          s_client_id, s_output_segments};
+    PyObject *values[8] = {args[1], args[2], args[3], args[4], empty, seg, Py_None, empty};
+    int rc = spec && empty && seg ? 0 : -1;
+    for (int i = 0; rc == 0 && i < 8; i++) {
+        Py_ssize_t off = member_offset(tp, names[i]);
+        if (off < 0) {
+            rc = PyObject_GenericSetAttr(spec, names[i], values[i]);  /* object.__setattr__ */
+            continue;
+        }
+        PyObject **at = (PyObject **)((char *)spec + off), *old = *at;
+        *at = Py_NewRef(values[i]);
+        Py_XDECREF(old);
+    }
+    Py_XDECREF(empty);
+    Py_XDECREF(seg);
+    if (rc < 0) Py_CLEAR(spec);
+    return spec;
 }
 
 /* ---- accept_request: request_state.accept and SimRequest.__init__ for a request served ------------------------ */
@@ -2120,6 +2161,8 @@ static PyMethodDef core_methods[] = {
     {"arrive", (PyCFunction)(void (*)(void))arrive, METH_FASTCALL,
      "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0, "
      "plain) -> (next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
+    {"new_spec", (PyCFunction)(void (*)(void))new_spec, METH_FASTCALL,
+     "new_spec(cls, request_id, arrival_s, prompt, output) -> request.plain_spec's RequestSpec."},
     {"accept", accept_py, METH_VARARGS,
      "accept(accept, request_type, uid, spec, limits) -> request_state.accept(uid, spec, *limits[2:]) (a served "
      "request built in C)."},
@@ -2171,7 +2214,8 @@ PyMODINIT_FUNC PyInit_stretch_core(void)
                           &s_queries, &s_dsteps, &s_root, &s_children, &s_heap, &s_prefix_stats, &s_uid, &s_node, &s_covered,
                           &s_last_access, &s_evict, &s_free, &s_preempted, &s_num_evictions, &s_alive, &s_lock_ref,
                           &s_parent, &s_key, &s_ntok, &s_push, &s_backs_up, &s_arrival_s, &s_num_preemptions,
-                          &s_num_registered, &s_blocks_attr, &s_keys_attr};
+                          &s_num_registered, &s_blocks_attr, &s_keys_attr, &s_request_id, &s_segment_tokens,
+                          &s_client_id, &s_output_segments};
     const char *text[] = {"num_computed_tokens", "num_generated", "num_tokens", "num_output_tokens",
                           "num_prompt_tokens", "n", "B", "blocks_left", "finishing", "sched_t", "S", "K",
                           "groups", "keys", "ends", "durs", "split", "stored", "grants", "lives", "lag", "spec",
@@ -2181,7 +2225,8 @@ PyMODINIT_FUNC PyInit_stretch_core(void)
                           "queries", "dsteps", "root", "children", "_heap", "prefix_stats", "uid", "node", "covered_tokens",
                           "last_access", "_evict", "free", "preempted", "num_evictions", "alive", "lock_ref",
                           "parent", "key", "ntok", "_push", "backs_up_on_evict", "arrival_s", "num_preemptions",
-                          "num_registered", "blocks", "keys"};
+                          "num_registered", "blocks", "keys", "request_id", "segment_tokens", "client_id",
+                          "output_segments"};
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         if ((*names[i] = PyUnicode_InternFromString(text[i])) == NULL) return NULL;
     PyObject *m = PyModule_Create(&core_module);
