@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from kvledger.catalog.models import load_model
 from kvledger.dynamics.engine.request import RequestSpec, plain_spec
 from kvledger.dynamics.engine.request_state import SimRequest, accept
 from kvledger.dynamics.fast import native, open_settle, sglang_settle
+from kvledger.dynamics.outputs import exact_mean
 from kvledger.dynamics.outputs.kv_usage import KvUsageTracker
 from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.workload import columns
@@ -296,3 +298,20 @@ def test_the_compiled_plain_spec_is_the_python_one(rid, t, p, o):
     made, ref = columns.new_spec(rid, t, p, o), plain_spec(rid, t, p, o)
     assert type(made) is RequestSpec and made == ref == RequestSpec(rid, t, p, o)
     assert made.request_id is rid and made.prefix_segments == () and made.segment_tokens == 512
+
+
+@needs_core
+@settings(max_examples=120, deadline=None)
+@given(vals=st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=300),
+       wide=st.sampled_from([None, np.int32, np.int64]), seed=st.integers(0, 2**32 - 1))
+def test_the_exact_total_in_c_is_the_python_integer(vals, wide, seed):
+    # Σ values·counts × 2^1127 as an exact integer: every finite double (subnormals, ±0, the largest, mixed signs
+    # and binades) with no count, int32 counts below 2^16 and int64 counts up to 2^31 − 1; against the Python
+    # integer and, for the sum itself, Fractions
+    v = np.array(vals, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    c = None if wide is None else rng.integers(0, 2**16 if wide is np.int32 else 2**31, len(v)).astype(wide)
+    made = native.core.exact_total(v, c)
+    assert made == exact_mean._exact_total(v, c)
+    ones = [1] * len(v) if c is None else c.tolist()
+    assert Fraction(made, 2**1127) == sum(Fraction(x) * k for x, k in zip(vals, ones))  # by definition

@@ -13,7 +13,15 @@
    - usage_samples, fold_totals, bucket_steps: the KV usage fold (outputs/kv_usage.py, step_runs.py,
      usage_buckets.py): per-step samples from the buffered changes, the time-weighted totals and the time buckets;
    - sglang_decode_until, sglang_lives: the same two loops of SGLang's arrival stretches (sglang_stretch.py,
-     sglang_settle.py), decode steps priced at the CUDA-graph padded batch.
+     sglang_settle.py), decode steps priced at the CUDA-graph padded batch;
+   - sglang_arrive, sglang_run: ``_SGLangStretch.gather_arrivals`` with ``prefill_step``, and ``run_arrivals``' loop;
+     open_run: open_stretch ``run_arrivals``' loop (both around the decode_until and arrive above);
+   - sglang_replay, sglang_decode_grants: sglang_settle's ``_replay`` (with radix_fresh's admit_fresh, free_fresh,
+     add_slots and RadixKVManager._evict) and ``_decode_grants``;
+   - accept, new_spec: request_state.accept with SimRequest.__init__ for a served request, and request.plain_spec.
+
+   Fields kept in __slots__ are read and written at their member offsets where the type has the generic getattr and
+   setattr (core_getattr, core_setattr: what the member descriptor does, without the MRO lookup each time).
 
    Byte-identical results need the same IEEE double operations in the same order as the Python code: the build
    (hatch_build.py) compiles with -ffp-contract=off and without -ffast-math, so ``gemm + g * x / bw`` is a multiply,
@@ -23,6 +31,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+#include <math.h>
 #include <structmember.h>  /* PyMemberDef, T_OBJECT_EX, READONLY */
 
 #define CORE_VERSION 7          /* native.py loads only the version it was written for */
@@ -2153,6 +2162,78 @@ static PyObject *bucket_steps(PyObject *self, PyObject *args)
     return PyFloat_FromDouble(width);
 }
 
+/* ---- exact_total: exact_mean._exact_total ----------------------------------------------------------------- */
+
+#define ACC_DIGITS 80  /* 32-bit digits of the accumulator: bit positions 0 .. 2559 hold Σ m·count·2^(e+1074) */
+
+/* Σ values·counts × 2^1127 as a Python integer, exactly (exact_mean._exact_total, whose integer this is): each
+   finite double is m·2^(e−53) (frexp: |m| < 2^53 an integer), so value·count·2^1127 = m·count·2^(e+1074), e + 1074
+   ≥ 1; each product (below 2^84) is added at its bit position into signed 64-bit digits of 32 bits each, carried
+   once at the end (2^30 additions per digit at most before a carry could overflow: the caller's passes are 2^16).
+   ``values``: float64 buffer, finite; ``counts``: None (1 each) or an int32/int64 buffer of non-negative counts
+   below 2^31, as long. */
+static int acc_add(long long *acc, long long m, long long c, int shift)
+{
+    __int128 val = (__int128)m * c * ((__int128)1 << (shift % 32));  /* |val| < 2^116 */
+    int k = shift / 32;
+    while (val != 0 && val != -1) {  /* val = Σ low 32-bit chunks·2^(32j) + (what is left)·2^(32j) */
+        if (k >= ACC_DIGITS) return -1;
+        acc[k++] += (long long)(val & 0xFFFFFFFF);
+        val >>= 32;  /* floor division by 2^32 (gcc and clang shift signed integers arithmetically) */
+    }
+    if (val == -1) {  /* a negative product: −2^(32k) left */
+        if (k >= ACC_DIGITS) return -1;
+        acc[k] -= 1;
+    }
+    return 0;
+}
+
+static PyObject *exact_total(PyObject *self, PyObject *args)
+{
+    PyObject *vobj, *cobj;
+    if (!PyArg_ParseTuple(args, "OO", &vobj, &cobj)) return NULL;
+    Py_buffer v, c;
+    if (PyObject_GetBuffer(vobj, &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    int has_c = cobj != Py_None, c64 = 0;
+    if (has_c && PyObject_GetBuffer(cobj, &c, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&v);
+        return NULL;
+    }
+    Py_ssize_t n = v.len / (Py_ssize_t)sizeof(double);  /* below 2^30: no digit can overflow */
+    const char *cf = has_c ? (c.format ? c.format : "B") : "";
+    if (has_c) c64 = c.itemsize == 8;
+    int ok = n < (1 << 30) && v.itemsize == 8 && v.format && strcmp(v.format, "d") == 0
+             && (!has_c || ((c.itemsize == 4 || c.itemsize == 8) && strchr("ilq", cf[0]) && c.len / c.itemsize == n));
+    long long acc[ACC_DIGITS] = {0};
+    const double *x = (const double *)v.buf;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        int e;
+        double f = frexp(x[i], &e);
+        long long m = (long long)(f * 9007199254740992.0);  /* × 2^53: exact */
+        long long k = !has_c ? 1 : c64 ? ((const long long *)c.buf)[i] : ((const int *)c.buf)[i];
+        if (!isfinite(x[i]) || k < 0 || k >= (1LL << 31) || e + 1074 < 0 || acc_add(acc, m, k, e + 1074) < 0) ok = 0;
+    }
+    PyBuffer_Release(&v);
+    if (has_c) PyBuffer_Release(&c);
+    if (!ok) return PyErr_SetString(PyExc_ValueError, "exact_total(values, counts): finite float64 values, counts "
+                                    "None or int32/int64 in [0, 2^31), as many"), NULL;
+    for (int k = 0; k + 1 < ACC_DIGITS; k++) {  /* carry: each digit to [0, 2^32), the sign in the top one */
+        long long carry = acc[k] >> 32;  /* arithmetic shift: floor division by 2^32 */
+        acc[k] -= carry * 4294967296LL;
+        acc[k + 1] += carry;
+    }
+    PyObject *total = PyLong_FromLongLong(acc[ACC_DIGITS - 1]), *shift = PyLong_FromLong(32);
+    for (int k = ACC_DIGITS - 2; total && shift && k >= 0; k--) {
+        PyObject *t = PyNumber_Lshift(total, shift), *d = t ? PyLong_FromLongLong(acc[k]) : NULL;
+        Py_DECREF(total);
+        total = d ? PyNumber_Or(t, d) : NULL;
+        Py_XDECREF(t);
+        Py_XDECREF(d);
+    }
+    Py_XDECREF(shift);
+    return total;
+}
+
 /* ---- module ----------------------------------------------------------------------------------------------- */
 
 static PyMethodDef core_methods[] = {
@@ -2161,6 +2242,8 @@ static PyMethodDef core_methods[] = {
     {"arrive", (PyCFunction)(void (*)(void))arrive, METH_FASTCALL,
      "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0, "
      "plain) -> (next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
+    {"exact_total", exact_total, METH_VARARGS,
+     "exact_total(values, counts) -> Σ values·counts × 2^1127, an exact int: exact_mean._exact_total."},
     {"new_spec", (PyCFunction)(void (*)(void))new_spec, METH_FASTCALL,
      "new_spec(cls, request_id, arrival_s, prompt, output) -> request.plain_spec's RequestSpec."},
     {"accept", accept_py, METH_VARARGS,
