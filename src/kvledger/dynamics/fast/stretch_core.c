@@ -2164,30 +2164,31 @@ static PyObject *bucket_steps(PyObject *self, PyObject *args)
 
 /* ---- exact_total: exact_mean._exact_total ----------------------------------------------------------------- */
 
-#define ACC_DIGITS 80  /* 32-bit digits of the accumulator: bit positions 0 .. 2559 hold Σ m·count·2^(e+1074) */
+#define ACC_DIGITS 80  /* 32-bit digits of the accumulator: bit positions 0 .. 2559 hold the total */
 
-/* Σ values·counts × 2^1127 as a Python integer, exactly (exact_mean._exact_total, whose integer this is): each
-   finite double is m·2^(e−53) (frexp: |m| < 2^53 an integer), so value·count·2^1127 = m·count·2^(e+1074), e + 1074
-   ≥ 1; each product (below 2^84) is added at its bit position into signed 64-bit digits of 32 bits each, carried
-   once at the end (2^30 additions per digit at most before a carry could overflow: the caller's passes are 2^16).
-   ``values``: float64 buffer, finite; ``counts``: None (1 each) or an int32/int64 buffer of non-negative counts
-   below 2^31, as long. */
-static int acc_add(long long *acc, long long m, long long c, int shift)
+/* acc += val·2^shift, |val| < 2^95 (val·2^31 stays within __int128): val's 32-bit chunks added to the digits. */
+static int acc_add(long long *acc, __int128 val, int shift)
 {
-    __int128 val = (__int128)m * c * ((__int128)1 << (shift % 32));  /* |val| < 2^116 */
+    val *= (__int128)1 << (shift % 32);
     int k = shift / 32;
     while (val != 0 && val != -1) {  /* val = Σ low 32-bit chunks·2^(32j) + (what is left)·2^(32j) */
         if (k >= ACC_DIGITS) return -1;
         acc[k++] += (long long)(val & 0xFFFFFFFF);
         val >>= 32;  /* floor division by 2^32 (gcc and clang shift signed integers arithmetically) */
     }
-    if (val == -1) {  /* a negative product: −2^(32k) left */
+    if (val == -1) {  /* a negative value: −2^(32k) left */
         if (k >= ACC_DIGITS) return -1;
         acc[k] -= 1;
     }
     return 0;
 }
 
+/* Σ values·counts × 2^1127 as a Python integer, exactly: exact_mean._exact_total's integer (the exact sum is one
+   number, however it is grouped). A finite double with biased exponent E and mantissa field F is ±m·2^(E−1075)
+   with m = F + 2^52 (normal) or ±F·2^−1074 (subnormal, E = 0), so value·2^1127 = ±m·2^(E+52) (E ≥ 1) or ±F·2^53:
+   the products m·count (below 2^84) are summed per exponent in 128-bit integers (2^30 values at most: below 2^114),
+   then each exponent's sum is added at its bit position into 32-bit digits held in int64 and carried once.
+   ``values``: float64, finite; ``counts``: None (1 each) or int32/int64, each in [0, 2^31), as many. */
 static PyObject *exact_total(PyObject *self, PyObject *args)
 {
     PyObject *vobj, *cobj;
@@ -2199,22 +2200,32 @@ static PyObject *exact_total(PyObject *self, PyObject *args)
         PyBuffer_Release(&v);
         return NULL;
     }
-    Py_ssize_t n = v.len / (Py_ssize_t)sizeof(double);  /* below 2^30: no digit can overflow */
+    Py_ssize_t n = v.len / (Py_ssize_t)sizeof(double);  /* below 2^30: no sum can overflow */
     const char *cf = has_c ? (c.format ? c.format : "B") : "";
     if (has_c) c64 = c.itemsize == 8;
     int ok = n < (1 << 30) && v.itemsize == 8 && v.format && strcmp(v.format, "d") == 0
              && (!has_c || ((c.itemsize == 4 || c.itemsize == 8) && strchr("ilq", cf[0]) && c.len / c.itemsize == n));
-    long long acc[ACC_DIGITS] = {0};
-    const double *x = (const double *)v.buf;
+    __int128 *by_exp = ok ? PyMem_Calloc(2048, sizeof(__int128)) : NULL;  /* Σ ±m·count per biased exponent */
+    if (ok && by_exp == NULL) ok = 0;
+    const unsigned long long *bits = (const unsigned long long *)v.buf;
     for (Py_ssize_t i = 0; ok && i < n; i++) {
-        int e;
-        double f = frexp(x[i], &e);
-        long long m = (long long)(f * 9007199254740992.0);  /* × 2^53: exact */
+        unsigned long long b = bits[i], E = (b >> 52) & 0x7FF, m = b & 0xFFFFFFFFFFFFFULL;
         long long k = !has_c ? 1 : c64 ? ((const long long *)c.buf)[i] : ((const int *)c.buf)[i];
-        if (!isfinite(x[i]) || k < 0 || k >= (1LL << 31) || e + 1074 < 0 || acc_add(acc, m, k, e + 1074) < 0) ok = 0;
+        if (E == 0x7FF || k < 0 || k >= (1LL << 31)) { ok = 0; break; }  /* inf or NaN; a count out of range */
+        if (E) m |= 1ULL << 52;
+        __int128 p = (__int128)(long long)m * k;
+        by_exp[E] += b >> 63 ? -p : p;
     }
     PyBuffer_Release(&v);
     if (has_c) PyBuffer_Release(&c);
+    long long acc[ACC_DIGITS] = {0};
+    for (int E = 0; ok && E < 2047; E++) {  /* each sum split in two, each within acc_add's bound */
+        __int128 t = by_exp[E];
+        int shift = (E ? E : 1) + 52;
+        if (t != 0 && (acc_add(acc, t & (((__int128)1 << 62) - 1), shift) < 0 || acc_add(acc, t >> 62, shift + 62) < 0))
+            ok = 0;
+    }
+    PyMem_Free(by_exp);
     if (!ok) return PyErr_SetString(PyExc_ValueError, "exact_total(values, counts): finite float64 values, counts "
                                     "None or int32/int64 in [0, 2^31), as many"), NULL;
     for (int k = 0; k + 1 < ACC_DIGITS; k++) {  /* carry: each digit to [0, 2^32), the sign in the top one */
