@@ -24,7 +24,7 @@ from kvledger.catalog.models import load_model
 from kvledger.dynamics.engine.request import RequestSpec, plain_spec
 from kvledger.dynamics.engine.request_state import SimRequest, accept
 from kvledger.dynamics.fast import native, open_settle, sglang_settle
-from kvledger.dynamics.outputs import exact_mean, itl_gaps
+from kvledger.dynamics.outputs import exact_mean
 from kvledger.dynamics.outputs.kv_usage import KvUsageTracker
 from kvledger.dynamics.simulator import EngineConfig, simulate
 from kvledger.dynamics.workload import columns
@@ -315,24 +315,3 @@ def test_the_exact_total_in_c_is_the_python_integer(vals, wide, seed):
     assert made == exact_mean._exact_total(v, c)
     ones = [1] * len(v) if c is None else c.tolist()
     assert Fraction(made, 2**1127) == sum(Fraction(x) * k for x, k in zip(vals, ones))  # by definition
-
-
-@needs_core
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(vals=st.lists(st.floats(0, 1e300, allow_nan=False) | st.sampled_from([0.0, 0.001, 0.004, 5e-324]),
-                     min_size=1, max_size=400),
-       wide=st.booleans(), data=st.data())
-def test_ranked_values_in_c_are_the_python_ones(monkeypatch, vals, wide, data):
-    # itl_gaps._ranked with the core (weighted selection) and without (bucketed sort): the rank-th smallest of the
-    # values each repeated count times, ties and zero counts included; and by hand from the sorted expansion
-    v = np.array(vals, dtype=np.float64)
-    c = np.array(data.draw(st.lists(st.integers(0, 9), min_size=len(vals), max_size=len(vals))),
-                 dtype=np.int64 if wide else np.int32)
-    c[0] += 1
-    ranks = sorted(data.draw(st.lists(st.integers(0, int(c.sum()) - 1), min_size=1, max_size=6)))
-    made = itl_gaps._ranked(v, c, ranks, False)
-    with monkeypatch.context() as m:
-        m.setattr(native, "core", None)
-        assert made == itl_gaps._ranked(v, c, ranks, False)
-    expanded = sorted(x for x, k in zip(vals, c.tolist()) for _ in range(k))
-    assert made == [expanded[r] for r in ranks]

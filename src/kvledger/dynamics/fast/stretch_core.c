@@ -2245,92 +2245,6 @@ static PyObject *exact_total(PyObject *self, PyObject *args)
     return total;
 }
 
-/* ---- ranked_values: itl_gaps._ranked ------------------------------------------------------------------------ */
-
-/* One rank's value by weighted selection on (key, count) pairs in [lo, hi): the key whose cumulative count, in key
-   order, first passes ``r`` (numpy's searchsorted(cumsum, r, side="right")); keys and counts permuted in place. */
-static unsigned long long select_rank(unsigned long long *key, long long *cnt, Py_ssize_t lo, Py_ssize_t hi,
-                                      long long r)
-{
-    while (hi - lo > 16) {
-        unsigned long long a = key[lo], b = key[lo + (hi - lo) / 2], c = key[hi - 1];  /* median of three */
-        unsigned long long piv = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
-        Py_ssize_t lt = lo, i = lo, gt = hi;  /* [lo, lt) < piv, [lt, i) == piv, [gt, hi) > piv */
-        long long below = 0, equal = 0;
-        while (i < gt) {
-            unsigned long long k = key[i];
-            long long w = cnt[i];
-            if (k < piv) {
-                key[i] = key[lt], cnt[i] = cnt[lt], key[lt] = k, cnt[lt] = w;
-                below += w, lt++, i++;
-            } else if (k > piv) {
-                gt--;
-                key[i] = key[gt], cnt[i] = cnt[gt], key[gt] = k, cnt[gt] = w;
-            } else {
-                equal += w, i++;
-            }
-        }
-        if (r < below) hi = lt;
-        else if (r < below + equal) return piv;
-        else r -= below + equal, lo = gt;
-    }
-    for (Py_ssize_t i = lo + 1; i < hi; i++)  /* a few left: insertion sort, then the cumulative counts */
-        for (Py_ssize_t j = i; j > lo && key[j - 1] > key[j]; j--) {
-            unsigned long long k = key[j];
-            long long w = cnt[j];
-            key[j] = key[j - 1], cnt[j] = cnt[j - 1], key[j - 1] = k, cnt[j - 1] = w;
-        }
-    for (Py_ssize_t i = lo; i < hi; i++) {
-        if (r < cnt[i]) return key[i];
-        r -= cnt[i];
-    }
-    return key[hi - 1];  /* r past the total: the largest, as searchsorted's last index would fail (not reached) */
-}
-
-/* itl_gaps._ranked for values whose float64 bit patterns are all non-negative (they order as the values, and equal
-   values have equal bits): the rank-th smallest value (0-based) of the values each repeated ``count`` times, per
-   rank, by weighted selection (no sort). The value is unique, so it is the one numpy's sort and cumsum find.
-   ``counts``: int32 or int64, non-negative; ``ranks``: ints in [0, Σ counts). */
-static PyObject *ranked_values(PyObject *self, PyObject *args)
-{
-    PyObject *vobj, *cobj, *ranks;
-    if (!PyArg_ParseTuple(args, "OOO!", &vobj, &cobj, &PyList_Type, &ranks)) return NULL;
-    Py_buffer v, c;
-    if (PyObject_GetBuffer(vobj, &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
-    if (PyObject_GetBuffer(cobj, &c, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) { PyBuffer_Release(&v); return NULL; }
-    Py_ssize_t n = v.len / 8;
-    int ok = n > 0 && v.itemsize == 8 && v.format && strcmp(v.format, "d") == 0 && (c.itemsize == 4 || c.itemsize == 8)
-             && c.format && strchr("ilq", c.format[0]) && c.len / c.itemsize == n;
-    unsigned long long *key = ok ? PyMem_Malloc(n * sizeof *key) : NULL;
-    long long *cnt = key ? PyMem_Malloc(n * sizeof *cnt) : NULL, total = 0;
-    if (ok && cnt == NULL) ok = 0;
-    for (Py_ssize_t i = 0; ok && i < n; i++) {
-        key[i] = ((const unsigned long long *)v.buf)[i];
-        cnt[i] = c.itemsize == 8 ? ((const long long *)c.buf)[i] : ((const int *)c.buf)[i];
-        if (key[i] >> 63 || cnt[i] < 0) ok = 0;  /* a negative bit pattern or count: the Python path's case */
-        total += cnt[i];
-    }
-    PyBuffer_Release(&v);
-    PyBuffer_Release(&c);
-    PyObject *out = ok ? PyList_New(PyList_GET_SIZE(ranks)) : NULL;
-    for (Py_ssize_t j = 0; out && j < PyList_GET_SIZE(ranks); j++) {
-        long long r = PyLong_AsLongLong(PyList_GET_ITEM(ranks, j));
-        if ((r == -1 && PyErr_Occurred()) || r < 0 || r >= total) { Py_CLEAR(out); ok = 0; break; }
-        unsigned long long k = select_rank(key, cnt, 0, n, r);
-        double x;
-        memcpy(&x, &k, sizeof x);
-        PyObject *f = PyFloat_FromDouble(x);
-        if (f == NULL) { Py_CLEAR(out); break; }
-        PyList_SET_ITEM(out, j, f);
-    }
-    PyMem_Free(key);
-    PyMem_Free(cnt);
-    if (!ok && !PyErr_Occurred())
-        PyErr_SetString(PyExc_ValueError, "ranked_values(values, counts, ranks): float64 values with non-negative bit "
-                        "patterns, int32/int64 counts ≥ 0, as many, ranks in [0, Σ counts)");
-    return out;
-}
-
 /* ---- module ----------------------------------------------------------------------------------------------- */
 
 static PyMethodDef core_methods[] = {
@@ -2339,8 +2253,6 @@ static PyMethodDef core_methods[] = {
     {"arrive", (PyCFunction)(void (*)(void))arrive, METH_FASTCALL,
      "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0, "
      "plain) -> (next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
-    {"ranked_values", ranked_values, METH_VARARGS,
-     "ranked_values(values, counts, ranks) -> the rank-th smallest of the expanded values, per rank: itl_gaps._ranked."},
     {"exact_total", exact_total, METH_VARARGS,
      "exact_total(values, counts) -> Σ values·counts × 2^1127, an exact int: exact_mean._exact_total."},
     {"new_spec", (PyCFunction)(void (*)(void))new_spec, METH_FASTCALL,

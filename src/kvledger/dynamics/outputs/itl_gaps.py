@@ -24,7 +24,6 @@ import math
 
 import numpy as np
 
-from kvledger.dynamics.fast import native
 from kvledger.dynamics.outputs.exact_mean import exact_mean
 from kvledger.dynamics.outputs.metrics import LatencyStats
 
@@ -134,8 +133,6 @@ def _ranked(values: np.ndarray, counts: np.ndarray, ranks: list[int], is_sorted:
     """
     bits = values.view(np.int64)
     if not is_sorted and len(values) and int(bits.min()) >= 0:  # no negative value, nor -0.0
-        if native.core is not None:  # the same values by weighted selection in C (stretch_core.ranked_values)
-            return native.core.ranked_values(np.ascontiguousarray(values), np.ascontiguousarray(counts), ranks)
         lo, hi = int(bits.min()), int(bits.max())
         shift = 40 if (hi >> 40) - (lo >> 40) < 1 << 18 else 52
         key = bits >> shift
