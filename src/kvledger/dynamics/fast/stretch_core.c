@@ -31,7 +31,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
-#include <math.h>
 #include <structmember.h>  /* PyMemberDef, T_OBJECT_EX, READONLY */
 
 #define CORE_VERSION 7          /* native.py loads only the version it was written for */
@@ -2164,6 +2163,7 @@ static PyObject *bucket_steps(PyObject *self, PyObject *args)
 
 /* ---- exact_total: exact_mean._exact_total ----------------------------------------------------------------- */
 
+#ifdef __SIZEOF_INT128__  /* gcc and clang on 64-bit targets; elsewhere exact_mean sums in Python */
 #define ACC_DIGITS 80  /* 32-bit digits of the accumulator: bit positions 0 .. 2559 hold the total */
 
 /* acc += val·2^shift, |val| < 2^95 (val·2^31 stays within __int128): val's 32-bit chunks added to the digits. */
@@ -2245,6 +2245,8 @@ static PyObject *exact_total(PyObject *self, PyObject *args)
     return total;
 }
 
+#endif
+
 /* ---- module ----------------------------------------------------------------------------------------------- */
 
 static PyMethodDef core_methods[] = {
@@ -2253,8 +2255,10 @@ static PyMethodDef core_methods[] = {
     {"arrive", (PyCFunction)(void (*)(void))arrive, METH_FASTCALL,
      "arrive(run, spec_at, arrivals, i, total, out, accept, request_type, price, running_status, limits, step0, "
      "plain) -> (next index, admitted, their prompt tokens) or None: open_stretch._ArrivalStretch.arrive and _mixed_step."},
+#ifdef __SIZEOF_INT128__
     {"exact_total", exact_total, METH_VARARGS,
      "exact_total(values, counts) -> Σ values·counts × 2^1127, an exact int: exact_mean._exact_total."},
+#endif
     {"new_spec", (PyCFunction)(void (*)(void))new_spec, METH_FASTCALL,
      "new_spec(cls, request_id, arrival_s, prompt, output) -> request.plain_spec's RequestSpec."},
     {"accept", accept_py, METH_VARARGS,

@@ -116,7 +116,8 @@ def exact_mean(values: np.ndarray, counts: np.ndarray | None = None) -> float:
     n = len(values) if counts is None else int(counts.sum())
     if not np.isfinite(values).all() or (counts is not None and int(counts.max()) >> 31):
         return _fsum_mean(values, counts)  # non-finite values, or counts past the int64 pieces' bound
-    if native.core is not None:  # the same integer, summed in C (stretch_core.exact_total)
+    total = getattr(native.core, "exact_total", None)  # the same integer summed in C (not built without int128)
+    if total is not None:
         c = None if counts is None else np.ascontiguousarray(counts)
-        return native.core.exact_total(np.ascontiguousarray(values, dtype=np.float64), c) / (1 << 1127) / n
+        return total(np.ascontiguousarray(values, dtype=np.float64), c) / (1 << 1127) / n
     return _exact_total(values, counts) / (1 << 1127) / n
