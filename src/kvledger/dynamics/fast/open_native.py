@@ -12,7 +12,7 @@ from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.request_state import RUNNING, SimRequest, accept
 from kvledger.dynamics.fast.stretch_times import plain_decode_terms
 
-__all__ = ["decode_until", "arrive", "shape_price", "plain_price"]
+__all__ = ["decode_until", "arrive", "run_loop", "shape_price", "plain_price"]
 
 
 def decode_until(run, bound: float) -> None:
@@ -41,6 +41,18 @@ def arrive(run, spec_at, arrivals, i: int, total: int, out) -> int:
     if res is None:
         return -1
     i, a, pf = res
+    if a:
+        stats = run.rep.kv.prefix_stats
+        stats.requests += a
+        stats.queries += pf
+    return i
+
+
+def run_loop(run, spec_at, arrivals, i: int, total: int, out) -> int:
+    """``run_arrivals``' loop by the core (``open_run``: ``decode_until`` and ``arrive`` in turn, as above); returns the
+    next arrival index. The prefix-cache counters get the loop's sums of what ``arrive`` adds per call."""
+    i, a, pf = run.core.open_run(plain_decode_terms, run, spec_at, arrivals, i, total, out, accept, SimRequest,
+                                 run.price, RUNNING, run.limits, run.rep.num_steps, run.plain)
     if a:
         stats = run.rep.kv.prefix_stats
         stats.requests += a

@@ -79,9 +79,9 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     total = len(specs)
     spec_at = getattr(specs, "spec_at", None) or specs.__getitem__  # a columnar workload builds a spec when asked
     decode_until, arrive = run.decode_until, run.arrive
-    if run.core is not None:  # the compiled ones, called straight (open_native.py)
-        decode_until, arrive = partial(run.core.decode_until, run, plain_decode_terms), partial(open_native.arrive, run)
-    while run.n and run.K < MAX_ARRIVAL_STRETCH_STEPS:
+    if run.core is not None:  # the loop below in C with the compiled decode_until and arrive (open_native.py)
+        i = open_native.run_loop(run, spec_at, arrivals, i, total, out)
+    while run.core is None and run.n and run.K < MAX_ARRIVAL_STRETCH_STEPS:
         bound = arrivals[i] if i < total else math.inf
         if not (run.lag and run.sched_t >= bound):
             decode_until(bound)

@@ -18,6 +18,7 @@ Token runs: a running request emits in every decode step; each prefill step whil
 
 from __future__ import annotations
 
+import heapq
 from array import array
 from bisect import bisect_left
 
@@ -36,9 +37,12 @@ def settle(rep, run, out: list) -> None:
     step0, dsteps, prefills = rep.num_steps, run.dsteps, run.prefills
     used0 = kv.tree_tokens - kv.evictable_tokens + kv.private_tokens
     held0 = kv.held_slots
-    times = np.frombuffer(array("d", run.ends))[: K + 1]
+    ends, durs = run.ends, run.durs  # float64 bytes with the compiled core, else lists of floats
+    if ends.__class__ is list:
+        ends, durs = array("d", ends), array("d", durs)
+    times = np.frombuffer(ends)[: K + 1]
     rep.push_times(times[1:])  # sched.running still lists the requests whose token times the buffer must keep
-    rep.now_s = run.ends[K]
+    rep.now_s = float(times[K])
     is_prefill = bytearray(K + 1)
     for p in prefills:
         is_prefill[p] = 1
@@ -54,7 +58,7 @@ def settle(rep, run, out: list) -> None:
     _replay(kv, run, leaving, D)
     sched.running = running
     sched.advance_decode(D)
-    rep.usage.add_stretch(times[:K], np.frombuffer(array("d", run.durs))[:K], kv.capacity_blocks, used0, held0, (), (),
+    rep.usage.add_stretch(times[:K], np.frombuffer(durs)[:K], kv.capacity_blocks, used0, held0, (), (),
                           (), (), run.grants + _decode_grants(run.stored), frees, run.stored)
     rep.ready = True
     if not leaving:
@@ -98,7 +102,10 @@ def _lives(run, D: int, K: int, prefills: list[int], is_prefill: bytearray, step
 
 def _decode_grants(stored: list) -> list[int]:
     """The decode steps' slot grants ``[step, slots, …]``: in each step of a decode piece (a token-state quadruple
-    ``(first step, steps, tokens, requests)`` with requests > 0) one slot per request."""
+    ``(first step, steps, tokens, requests)`` with requests > 0) one slot per request. The compiled core's
+    ``sglang_decode_grants`` builds the same list."""
+    if native.core is not None:
+        return native.core.sglang_decode_grants(stored)
     q = np.array(stored, dtype=np.int64).reshape(-1, 4)
     q = q[q[:, 3] > 0]
     cnt = q[:, 1]
@@ -168,8 +175,14 @@ def _runs(r, adm: int, stop: int, prefills: list[int], is_prefill: bytearray, st
 
 def _replay(kv, run, leaving: list[tuple], D: int) -> None:
     """The radix cache's admissions and frees in step order, decode slots added before each free and at the end, then
-    one eviction (module doc); the requests' counters set."""
+    one eviction (module doc); the requests' counters set. With the compiled core, its ``sglang_replay`` runs the
+    loops (``RadixFresh``'s methods and ``RadixKVManager._evict`` translated with them: ``eligible`` admits only a
+    ``RadixKVManager`` itself)."""
     lives, admits = run.lives, run.admits
+    if native.core is not None:  # these loops, admit_fresh, free_fresh and add_slots compiled (eligible: a plain cache)
+        native.core.sglang_replay(kv, lives, admits, leaving, D, RUNNING, heapq.heappush, heapq.heappop)
+        kv.settle_overdraft()
+        return
     ai, na = 0, len(admits)
     for f, idx, _ in leaving:
         while ai < na and admits[ai][0] < f:

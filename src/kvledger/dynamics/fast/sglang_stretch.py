@@ -32,15 +32,14 @@ figure with step-by-step execution.
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left
-from functools import partial
 
-from kvledger.accounting.sglang_steps import GraphPaddedStepCost
 from kvledger.accounting.stepcost import StepShape
 from kvledger.dynamics.engine.radix_cache import RadixKVManager
 from kvledger.dynamics.engine.request_state import SimRequest, accept
 from kvledger.dynamics.engine.sglang_scheduler import CLIP_MAX_NEW_TOKENS
-from kvledger.dynamics.fast import native
+from kvledger.dynamics.fast import native, sglang_native
 from kvledger.dynamics.fast.sglang_settle import settle
 from kvledger.dynamics.fast.stretch_times import (
     chunk_steps,
@@ -83,20 +82,19 @@ def run_arrivals(rep, specs, arrivals, i: int, out: list) -> tuple[int, bool]:
     run = _SGLangStretch(rep)
     total = len(specs)
     spec_at = getattr(specs, "spec_at", None) or specs.__getitem__
-    while run.n and run.K < MAX_SGLANG_STRETCH_STEPS:
+    if run.core is not None:  # the loop below in C, decode_until and arrive by their cores (sglang_native.py)
+        i = sglang_native.run_loop(run, rep, spec_at, arrivals, i, total, out)
+    while run.core is None and run.n and run.K < MAX_SGLANG_STRETCH_STEPS:
         bound = arrivals[i] if i < total else math.inf
         if run.ends[run.K] < bound:
             run.decode_until(bound)
             if not run.n or run.ends[run.K] < bound or run.K >= MAX_SGLANG_STRETCH_STEPS:
                 break  # everyone finished, or stopped short of the arrival (slots, the step cap)
-        new, rejected, i_next = run.gather_arrivals(spec_at, arrivals, i, total)
-        if new is None:
+        i_next = run.arrive(spec_at, arrivals, i, total, out)
+        if i_next < 0:
             rep.steady = False  # the arrivals' step is a general step
             break
-        out.extend(rejected)
         i = i_next
-        if new:  # only rejections: nothing to prefill
-            run.prefill_step(new)
     rep.decode_step_hint_s = run.last
     if run.K == 0:
         return i, False
@@ -114,7 +112,8 @@ class _SGLangStretch:
     """
 
     __slots__ = ("rep", "cfg", "prices", "lives", "groups", "keys", "n", "S", "F", "room", "ends", "durs", "stored",
-                 "grants", "dsteps", "prefills", "admits", "last", "forms", "K", "D", "core", "terms_of")
+                 "grants", "dsteps", "prefills", "admits", "last", "forms", "K", "D", "core", "terms_of", "price",
+                 "plain", "limits")
 
     def __init__(self, rep) -> None:
         self.rep, self.cfg, self.prices = rep, rep.cfg, rep.prices
@@ -142,10 +141,13 @@ class _SGLangStretch:
         self.forms: dict[int, tuple | None] = {}
         self.K = self.D = 0
         self.core = native.core  # the compiled decode loop, or None (the Python one below)
-        self.terms_of = plain_decode_terms  # the decode price's plain form for the core: CUDA-graph padding included
-        cost = rep.cost
-        if type(cost) is GraphPaddedStepCost and self.prices.decode_list == cost.decode_steps_list:
-            self.terms_of = partial(_padded_form, cost)
+        self.terms_of = sglang_native.decode_terms_of(rep.cost, self.prices)  # the decode price's form, for the core
+        if self.core is not None:  # step times as float64 bytes (no float object per step), the prefill step's price
+            self.ends, self.durs = bytearray(array("d", self.ends)), bytearray()
+            self.price, self.plain = sglang_native.prefill_price(rep.cost, self.prices)
+            cfg = self.cfg  # the frozen engine settings each arrival reads (gather_arrivals)
+            self.limits = (cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.max_model_len, cfg.caps_output,
+                           cfg.sglang_max_req_len)
 
     def decode_until(self, bound: float) -> None:
         """Decode steps up to the first one starting at or after ``bound``, in pieces between finishes, as far as the
@@ -218,6 +220,23 @@ class _SGLangStretch:
             self.S -= tok
             self.F -= f * cnt
 
+    def arrive(self, spec_at, arrivals, i: int, total: int, out) -> int:
+        """The arrivals visible when the next step is scheduled and their prefill step (``gather_arrivals``, then
+        ``prefill_step`` for any admitted); rejected ones' records go to ``out``. Returns the next arrival index, or −1
+        (nothing changed) when that step is a general step. With the compiled core, its ``sglang_arrive``: these two
+        methods in C, the same operations in the same order."""
+        if self.core is not None:
+            res = self.core.sglang_arrive(self, spec_at, arrivals, i, total, out, accept, SimRequest, self.price,
+                                          self.plain, self.rep.prefill_time, self.limits, CLIP_MAX_NEW_TOKENS)
+            return -1 if res is None else res
+        new, rejected, i_next = self.gather_arrivals(spec_at, arrivals, i, total)
+        if new is None:
+            return -1
+        out.extend(rejected)
+        if new:  # only rejections: nothing to prefill
+            self.prefill_step(new)
+        return i_next
+
     def gather_arrivals(self, spec_at, arrivals, i: int, total: int) -> tuple[list | None, list, int]:
         """The arrivals visible when the next step is scheduled: (those to admit, rejected ``(index, record)`` pairs,
         the next index); None for the first when one prefill step cannot admit them all as ``_prefill`` would."""
@@ -278,9 +297,3 @@ class _SGLangStretch:
             F += f
         self.S, self.F, self.n, self.K = S, F, self.n + len(new), K + 1
 
-
-def _padded_form(cost: GraphPaddedStepCost, forms: dict, prices, alive: int):
-    """``decode_steps_list``'s plain form at SGLang's padded batch (gemm, g, bw, padding tokens), memoised in ``forms``
-    (the compiled decode loop's ``terms_of``); None where the wrapped model has none."""
-    terms = forms[alive] = cost.decode_padded_terms(alive)
-    return terms

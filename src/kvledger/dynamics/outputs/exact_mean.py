@@ -10,6 +10,8 @@ from itertools import chain
 
 import numpy as np
 
+from kvledger.dynamics.fast import native
+
 __all__ = ["exact_mean"]
 
 _CHUNK = 1 << 16  # _fsum_mean sums 64k values at a time: the Python floats fsum needs stay at ~2 MiB
@@ -114,4 +116,8 @@ def exact_mean(values: np.ndarray, counts: np.ndarray | None = None) -> float:
     n = len(values) if counts is None else int(counts.sum())
     if not np.isfinite(values).all() or (counts is not None and int(counts.max()) >> 31):
         return _fsum_mean(values, counts)  # non-finite values, or counts past the int64 pieces' bound
+    total = getattr(native.core, "exact_total", None)  # the same integer summed in C (not built without int128)
+    if total is not None:
+        c = None if counts is None else np.ascontiguousarray(counts)
+        return total(np.ascontiguousarray(values, dtype=np.float64), c) / (1 << 1127) / n
     return _exact_total(values, counts) / (1 << 1127) / n

@@ -11,11 +11,16 @@ no client ids (traces that have them stay lists).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import partial
 
 import numpy as np
 
 from kvledger.dynamics.engine.request import ARRIVAL_RULE, MAX_ARRIVAL_S, RequestSpec, plain_spec
+from kvledger.dynamics.fast import native
 from kvledger.errors import InputError
+
+# plain_spec's RequestSpec built by the compiled core (stretch_core.new_spec, a third of the time) when it is loaded
+new_spec = partial(native.core.new_spec, RequestSpec) if native.core is not None else plain_spec
 
 __all__ = ["WorkloadColumns"]
 
@@ -74,7 +79,7 @@ class WorkloadColumns(Sequence):
         if c is None or not c[0] <= k < c[0] + CHUNK_ROWS:
             c = self._chunk = self._rows(k)
         j = k - c[0]
-        spec = plain_spec(f"{self.id_prefix}{c[4][j]}", c[1][j], c[2][j], c[3][j])
+        spec = new_spec(f"{self.id_prefix}{c[4][j]}", c[1][j], c[2][j], c[3][j])
         self._last = (i, spec)
         return spec
 
@@ -84,7 +89,7 @@ class WorkloadColumns(Sequence):
         if c is None or not c[0] <= k < c[0] + CHUNK_ROWS:
             c = self._chunk = self._rows(k)
         j = k - c[0]
-        return plain_spec(f"{self.id_prefix}{c[4][j]}", c[1][j], c[2][j], c[3][j])
+        return new_spec(f"{self.id_prefix}{c[4][j]}", c[1][j], c[2][j], c[3][j])
 
     def _rows(self, start: int) -> tuple:
         """(start, arrival times, prompt tokens, output tokens, row numbers) of rows ``[start, start + CHUNK_ROWS)``,
