@@ -1097,6 +1097,25 @@ static PyObject *accept_py(PyObject *self, PyObject *args)
 
 /* Whether the accepted request ``req`` fits the step (``arrive``'s test): 1, 0, or -1 on an error; its prompt tokens
    and blocks in *p and *need. */
+/* The arrival at index ``i`` if it came by ``t``: 1 with ``*idx`` (the index as an int) and ``*req`` (what the
+   accept path made of it), both new references; 0 when it arrives after ``t``; -1 on an error. The first lines of
+   gather's loop and of SGLang's gathering, which read the arrivals alike. */
+static int arrival_by(PyObject *arrivals, long long i, double t, PyObject *spec_at, PyObject *accept,
+                      PyObject *req_type, PyObject *limits, PyObject **idx, PyObject **req)
+{
+    PyObject *at = PySequence_GetItem(arrivals, i), *spec;
+    double a = at ? as_double(at) : 0.0;
+    Py_XDECREF(at);
+    if (PyErr_Occurred()) return -1;
+    if (!(a <= t)) return 0;
+    *idx = PyLong_FromLongLong(i);
+    spec = *idx ? PyObject_CallOneArg(spec_at, *idx) : NULL;
+    *req = spec != NULL ? accept_request(accept, req_type, *idx, spec, limits) : NULL;
+    Py_XDECREF(spec);
+    if (*req == NULL) { Py_XDECREF(*idx); return -1; }
+    return 1;
+}
+
 static int fits(PyObject *req, long long room, Py_ssize_t admitted, long long seats, long long take, long long left,
                 long long B, long long *p, long long *need)
 {
@@ -1127,16 +1146,10 @@ static long long gather(PyObject *const *args, Run *st, double t, long long i, P
     if (room <= 0 || st->left < st->n) return -2;
     *take = st->n;
     for (; i < total; i++) {
-        PyObject *at = PySequence_GetItem(arrivals, i);
-        double a = at ? as_double(at) : 0.0;
-        Py_XDECREF(at);
-        if (PyErr_Occurred()) return -1;
-        if (!(a <= t)) break;
-        PyObject *idx = PyLong_FromLongLong(i), *spec = idx ? PyObject_CallOneArg(spec_at, idx) : NULL, *req = NULL;
-        if (spec != NULL)
-            req = accept_request(accept, req_type, idx, spec, limits);
-        Py_XDECREF(spec);
-        if (req == NULL) { Py_XDECREF(idx); return -1; }
+        PyObject *idx, *req;
+        int got = arrival_by(arrivals, i, t, spec_at, accept, req_type, limits, &idx, &req);
+        if (got < 0) return -1;
+        if (got == 0) break;
         int rc = 0;
         if (Py_TYPE(req) == (PyTypeObject *)req_type) {
             long long p, need;
@@ -1335,16 +1348,10 @@ static long long sg_gather(PyObject *const *args, SgRun *st, long long i, PyObje
     if (PyErr_Occurred()) return -1;
     long long avail = st->room - (st->S + st->n * st->D), budget = lim[0], seats = lim[1], held = st->n;
     for (; i < total; i++) {
-        PyObject *at = PySequence_GetItem(arrivals, i);
-        double a = at ? as_double(at) : 0.0;
-        Py_XDECREF(at);
-        if (PyErr_Occurred()) return -1;
-        if (!(a <= t)) break;
-        PyObject *idx = PyLong_FromLongLong(i), *spec = idx ? PyObject_CallOneArg(spec_at, idx) : NULL, *req = NULL;
-        if (spec != NULL)
-            req = accept_request(accept, req_type, idx, spec, limits);
-        Py_XDECREF(spec);
-        if (req == NULL) { Py_XDECREF(idx); return -1; }
+        PyObject *idx, *req;
+        int got = arrival_by(arrivals, i, t, spec_at, accept, req_type, limits, &idx, &req);
+        if (got < 0) return -1;
+        if (got == 0) break;
         int rc;
         if (Py_TYPE(req) == (PyTypeObject *)req_type) {
             long long p, clipped;
