@@ -12,6 +12,8 @@ from kvledger.accounting.host_overhead import (
     OP_HOST_S,
     V0_SEQ_S,
     V0_STEP_S,
+    V1_SEQ_S,
+    V1_STEP_S,
     HostStepCost,
     eager_launch_s,
     host_overhead_for,
@@ -59,11 +61,15 @@ def test_v0_with_cuda_graphs_launches_only_prompt_steps():
 
 
 def test_which_engines_get_a_term():
-    assert host_overhead_for("vllm", "0.11.0", 32, 1, enforce_eager=False, batching="continuous") is None
+    # V1 with CUDA graphs: only its CPU term, none when --cpu-overhead / a profile's host terms price it (v1_cpu off)
+    h = host_overhead_for("vllm", "0.11.0", 32, 1, enforce_eager=False, batching="continuous")
+    assert (h.launch_s, h.step_s, h.seq_s, h.overlap) == (0.0, V1_STEP_S, V1_SEQ_S, False)
+    assert host_overhead_for("vllm", "0.11.0", 32, 1, enforce_eager=False, batching="continuous", v1_cpu=False) is None
     assert host_overhead_for("sglang", "0.5.23", 32, 1, enforce_eager=True, batching="sglang") is None
-    # V1 with --enforce-eager: launches, no V0 CPU term
+    # V1 with --enforce-eager: launches on every step, and V1's CPU term (not V0's)
     h = host_overhead_for("vllm", "0.11.0", 32, 1, enforce_eager=True, batching="continuous")
-    assert (h.step_s, h.seq_s, h.graph_max_batch) == (0.0, 0.0, 0)
+    assert (h.step_s, h.seq_s, h.graph_max_batch) == (V1_STEP_S, V1_SEQ_S, 0)
+    assert h.launch_s == pytest.approx(eager_launch_s(32, 18))
     # TP > 1: Vidur's TP 2–4 line
     h = host_overhead_for("vllm", "0.9.0", 32, 2, enforce_eager=False, batching="vllm_v0")
     assert (h.step_s, h.seq_s) == (1.454e-3, 44.3e-6)
@@ -123,4 +129,41 @@ def test_v0_roofline_gets_the_term_from_make_step_cost():
                               load_plan(SimRequestArgs(model="facebook/opt-13b", gpu="A100-80GB",
                                                        engine_version="0.11.0", max_model_len=2048,
                                                        gpu_profile="none"))[0])
-    assert not isinstance(plain, HostStepCost)
+    assert isinstance(plain, HostStepCost) and "V1 CPU" in plain.host.source and not plain.host.overlap
+
+
+def test_v1_cpu_term_at_128_sequences_by_hand():
+    # vLLM 0.11 V1 without async scheduling (engine/core.py EngineCore.step: schedule → execute_model, which ends in
+    # the sampled ids' .tolist() sync → update_from_output, one after the other): CPU time in series
+    # 0.5 ms + 128 × 20 µs = 3.06 ms. A decode step whose GPU work is 7 ms then takes 7 + 3.06 = 10.06 ms.
+    h = host_overhead_for("vllm", "0.11.0", 32, 1, enforce_eager=False, batching="continuous")
+    assert h.step(0.007, 0, 128) == pytest.approx(0.01006)
+    # a prompt step of 3 sequences (no eager launches in V1): 7 + 0.5 + 3 × 0.02 = 7.56 ms
+    assert h.step(0.007, 1500, 3) == pytest.approx(0.00756)
+    # with async scheduling the engine overlaps it: max(7, 3.06) = 7 ms; with 2 ms of GPU work the CPU sets it, 3.06
+    h = host_overhead_for("vllm", "0.11.0", 32, 1, enforce_eager=False, batching="continuous", async_scheduling=True)
+    assert h.step(0.007, 0, 128) == pytest.approx(0.007)
+    assert h.step(0.002, 0, 128) == pytest.approx(0.00306)
+
+
+def test_v1_term_and_cpu_overhead_are_one_term():
+    from dataclasses import replace
+
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan, make_step_cost
+
+    a = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", engine_version="0.11.0", max_model_len=512,
+                       gpu_profile="none", max_num_seqs=128)
+    plan, _ = load_plan(a)
+    cost, info = make_step_cost(a, plan)
+    shape = StepShape(num_decode_seqs=128, decode_kv_tokens=128 * 300)
+    assert cost.step_time_s(shape) == pytest.approx(cost.inner.step_time_s(shape) + 0.5e-3 + 128 * 20e-6)
+    # async scheduling: the engine overlaps it; 8B's cheapest step (its 16 GB weight read, 5.6 ms) is above
+    # 0.5 + 128 × 0.02 = 3.06 ms: hidden, the plain roofline kept
+    over, _ = make_step_cost(a, plan, overlap_cpu=True)
+    assert not isinstance(over, HostStepCost)
+    assert over.step_time_s(shape) == pytest.approx(cost.inner.step_time_s(shape))
+    # --cpu-overhead 2ms replaces the term: the roofline's own per-step CPU time, no second one
+    b = replace(a, cpu_overhead="2ms")
+    plan_b, _ = load_plan(b)
+    given, _ = make_step_cost(b, plan_b)
+    assert not isinstance(given, HostStepCost) and given.cpu_overhead_s == pytest.approx(2e-3)

@@ -43,9 +43,28 @@ step is scheduled) takes
   over the TP 1 rows (Llama-2-7B, phi-2: 26 rows) **0.813 ms + 42.3 µs per sequence** (each model alone 0.790/0.836
   ms + 42.6/42.1 µs, residuals ≤ 0.063 ms), over the TP 2–4 rows (CodeLlama-34B, InternLM-20B, Llama-2-70B: 39
   rows, Ray workers) **1.454 ms + 44.3 µs** (each alone 1.39–1.57 ms + 43.0–46.3 µs; Qwen-72B's rows are noisier,
-  residuals to 1.5 ms, and left out). A100 host; another host's CPU is not modelled. V1 (0.8+) builds its batch
-  incrementally (persistent batch) and with async scheduling overlaps it with the GPU (the roofline's
-  ``overlap_cpu``); no V1 CPU term is added here.
+  residuals to 1.5 ms, and left out). A100 host; another host's CPU is not modelled.
+* **V1's CPU time** (0.8+; read in vLLM 0.11.0's wheel): ``v1/engine/core.py :: EngineCore.step`` runs
+  ``scheduler.schedule()`` → ``model_executor.execute_model()`` → ``scheduler.update_from_output()`` one after the
+  other; ``execute_model`` (``v1/worker/gpu_model_runner.py``) prepares the inputs (``_update_states``,
+  ``_prepare_inputs``), launches the graph, samples and syncs (``_bookkeeping_sync`` → ``_to_list`` of the sampled
+  ids when ``use_async_scheduling`` is off) — so without async scheduling all of it is in series with the GPU:
+  **0.5 ms + 20 µs per sequence**. 20 µs (range 12–22): vllm-project/vllm issue #10634 (2024-11-25, V1 with the
+  AsyncLLM of PR #9826, Llama-2-7B, batch 256, ShareGPT) measured 5–6 ms between two decode steps, of which 2–3 ms
+  it put on GIL contention with the engine core's IPC threads (still there in 0.11's ``core.py``): (5.5 − 0.5) / 256
+  = 19.5 µs, (5 − 2) / 256 = 11.7 µs to (6 − 0.3) / 256 = 22.3 µs. 0.5 ms (range 0.3–1.5): an assumption between
+  the ~0.2 ms left between steps once the host work is hidden (the residual gap xLLM's async-schedule docs report) and
+  vllm PR #17866's V1 decode of Llama-3.2-1B at about one request in flight, 2.73 ms TPOT (GPU not named; ~1 ms of
+  weight reads on an H100 would leave ≤ 1.7 ms of host time). Cross-checks: tenstorrent/vllm PR #305 (2026-01, a
+  V1 fork, a no-op model so only the host loop is timed) measured 1.15 ms a step at batch 32, and 0.5 + 32 × 0.02 =
+  1.14 ms; PR #23569 (2025-08-25), which took input preparation and sampling off the critical path on top of async
+  scheduling, expected 5–10% — the share of those two alone. With ``--async-scheduling`` (``step_with_batch_queue``,
+  ``AsyncScheduler``; 0.11's ``AsyncGPUModelRunnerOutput`` defers the copy) the engine overlaps it with the GPU: the
+  step takes max(GPU, CPU), the roofline's ``overlap_cpu`` rule (``overlap``; with CUDA graphs the serving layer's
+  step-cost choice leaves the term out there: the GPU step is the longer but for small models at hundreds of
+  sequences). ``--cpu-overhead`` replaces the term (the roofline's
+  ``cpu_overhead_s`` is the same per-step CPU time given by hand), as does a GPU profile fitted with host terms. Not
+  fitted on any run kvledger validates against.
 """
 
 from __future__ import annotations
@@ -55,8 +74,8 @@ from typing import Any
 
 from kvledger.accounting.stepcost import StepShape, decode_steps_by_loop
 
-__all__ = ["HostOverhead", "HostStepCost", "host_overhead_for", "OP_HOST_S", "V0_STEP_S", "V0_SEQ_S",
-           "eager_launch_s"]
+__all__ = ["HostOverhead", "HostStepCost", "host_overhead_for", "OP_HOST_S", "V0_STEP_S", "V0_SEQ_S", "V1_STEP_S",
+           "V1_SEQ_S", "eager_launch_s"]
 
 OP_HOST_S = 19e-6
 """Host time per dispatched torch op in eager mode, s (module docstring: vLLM PR #1440; range 15–19 µs)."""
@@ -67,6 +86,10 @@ V0_STEP_S = {1: 0.813e-3, 2: 1.454e-3}
 """V0 CPU time in series per step, s, at TP 1 and at TP > 1 (Vidur cpu_overheads.csv, module docstring)."""
 V0_SEQ_S = {1: 42.3e-6, 2: 44.3e-6}
 """V0 CPU time in series per sequence in the step, s (same source)."""
+V1_STEP_S = 0.5e-3
+"""V1 CPU time per step without async scheduling, s (module docstring: an assumption, range 0.3–1.5 ms)."""
+V1_SEQ_S = 20e-6
+"""V1 CPU time per sequence in the step, s (module docstring: vllm issue #10634, range 12–22 µs)."""
 GRAPHS_FROM = (0, 2, 4)  # vLLM PR #1926: CUDA graphs from 0.2.4
 V1_FROM = (0, 8, 0)  # VLLM_USE_V1 default on from 0.8
 V0_GRAPH_MAX_05 = 256  # 0.5.0 worker/model_runner.py _BATCH_SIZES_TO_CAPTURE[-1]
@@ -87,8 +110,9 @@ class HostOverhead:
         graph_max_batch: pure-decode steps of more sequences run eager (0: all, no CUDA graphs: < 0.2.4 or
             ``--enforce-eager``).
         eager_prompt: steps with prompt tokens run eager (V0 never graphs them).
-        step_s / seq_s: CPU time in series per step and per sequence in the step, s.
+        step_s / seq_s: CPU time per step and per sequence in the step, s.
         source: the rule in words.
+        overlap: the engine overlaps the CPU time with the GPU (V1's async scheduling): max instead of a sum.
     """
 
     launch_s: float
@@ -97,14 +121,16 @@ class HostOverhead:
     step_s: float
     seq_s: float
     source: str
+    overlap: bool = False
 
     def step(self, gpu_s: float, num_prefill_tokens: int, num_seqs: int) -> float:
-        """Step time with the host term, s: max(GPU work, eager launches) + CPU in series."""
+        """Step time with the host term, s: max(GPU work, eager launches) + CPU in series (overlapped: the max)."""
         if num_seqs == 0 and num_prefill_tokens == 0:
             return gpu_s
         eager = self.eager_prompt if num_prefill_tokens else num_seqs > self.graph_max_batch
         t = gpu_s if not eager or gpu_s >= self.launch_s else self.launch_s
-        return t + self.step_s + self.seq_s * num_seqs
+        cpu = self.step_s + self.seq_s * num_seqs
+        return (t if t >= cpu else cpu) if self.overlap else t + cpu
 
 
 def _ver(v: str | None) -> tuple[int, int, int]:
@@ -114,32 +140,44 @@ def _ver(v: str | None) -> tuple[int, int, int]:
 
 
 def host_overhead_for(engine: str, engine_version: str | None, num_layers: int, tp: int, *, enforce_eager: bool,
-                      batching: str, max_num_seqs: int | None = None) -> HostOverhead | None:
-    """The host term of a vLLM step for this version and flags, or None where none is modelled (V1 with CUDA graphs,
-    SGLang, TensorRT-LLM). ``batching == "vllm_v0"`` marks a V0 engine (``VLLM_USE_V1=0`` or a release before 0.8)."""
+                      batching: str, max_num_seqs: int | None = None, async_scheduling: bool = False,
+                      v1_cpu: bool = True) -> HostOverhead | None:
+    """The host term of a vLLM step for this version and flags, or None where none is modelled (SGLang,
+    TensorRT-LLM; V1 with CUDA graphs when ``v1_cpu`` is off: ``--cpu-overhead`` or a GPU profile's host terms price
+    its CPU time instead). ``batching == "vllm_v0"`` marks a V0 engine (``VLLM_USE_V1=0`` or a release before 0.8);
+    ``async_scheduling``: V1 overlaps its CPU time with the GPU (max, not a sum). V1's CPU term is priced only under
+    its own rule (``batching == "continuous"``), not for the static / contiguous baselines of the experiments."""
     if engine != "vllm":
         return None
     ver = _ver(engine_version)
     v0 = batching == "vllm_v0" or ver < V1_FROM
-    if not v0 and not enforce_eager:
+    v1_cpu = v1_cpu and batching == "continuous"  # V1's own loop: not a static or contiguous baseline's
+    if not v0 and not enforce_eager and not v1_cpu:
         return None
     no_graphs = enforce_eager or ver < GRAPHS_FROM
-    graphs = 0 if no_graphs else (V0_GRAPH_MAX_05 if ver < V0_CAPTURE_ALL_FROM or not max_num_seqs else 1 << 30)
+    graphs = 0 if no_graphs else (V0_GRAPH_MAX_05 if v0 and (ver < V0_CAPTURE_ALL_FROM or not max_num_seqs)
+                                  else 1 << 30)
     ops = OPS_PER_LAYER_023 if ver < GRAPHS_FROM else OPS_PER_LAYER_V0
-    launch = eager_launch_s(num_layers, ops)
+    launch = eager_launch_s(num_layers, ops) if v0 or enforce_eager else 0.0
     k = 1 if tp == 1 else 2
-    step, seq = (V0_STEP_S[k], V0_SEQ_S[k]) if v0 else (0.0, 0.0)
+    step, seq = (V0_STEP_S[k], V0_SEQ_S[k]) if v0 else (V1_STEP_S, V1_SEQ_S) if v1_cpu else (0.0, 0.0)
+    overlap = not v0 and async_scheduling
     where = ("every step eager (--enforce-eager)" if enforce_eager else
-             "V0: prompt steps eager, decode steps replay CUDA graphs")
-    src = (f"host term (accounting/host_overhead.py): {where}, launches "
-           f"{num_layers} layers × {ops} ops + {OPS_OUTSIDE_LAYERS} × {OP_HOST_S * 1e6:g} µs = {launch * 1e3:.2f} ms "
-           "against the GPU work (max)")
+             "V0: prompt steps eager, decode steps replay CUDA graphs" if v0 else "V1: CUDA graphs, no eager launches")
+    src = f"host term (accounting/host_overhead.py): {where}"
+    if launch:
+        src += (f", launches {num_layers} layers × {ops} ops + {OPS_OUTSIDE_LAYERS} × {OP_HOST_S * 1e6:g} µs = "
+                f"{launch * 1e3:.2f} ms against the GPU work (max)")
     if v0:
         src += (f"; V0 CPU in series {step * 1e3:g} ms + {seq * 1e6:g} µs per sequence (Vidur cpu_overheads.csv, "
                 "A100)")
+    elif step:
+        src += (f"; V1 CPU {step * 1e3:g} ms + {seq * 1e6:g} µs per sequence (schedule, input preparation, sampling "
+                "sync, output update: vLLM 0.11 engine/core.py; vllm issue #10634), "
+                + ("overlapped by async scheduling: max(GPU, CPU)" if overlap else "in series (no async scheduling)"))
     if graphs and graphs < 1 << 30:
         src += f"; decode batches above {graphs} run eager (0.5's largest captured batch)"
-    return HostOverhead(launch, graphs, True, step, seq, src)
+    return HostOverhead(launch, graphs, v0 or bool(enforce_eager), step, seq, src, overlap)
 
 
 class HostStepCost:
