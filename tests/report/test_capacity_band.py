@@ -38,6 +38,10 @@ def test_a_short_probe_whose_queue_still_grows_is_flagged(short):
     (warn,) = not_steady_lines(cs)
     assert warn.startswith("warning: the probe at the capacity (23.25 req/s, 300 requests) ended with its queue "
                            "still growing")
+    # the overload record's own note gives the capacity search's advice, not simulate's rate flags, which report and
+    # cost do not have
+    note = cs["not_steady"]["note"]
+    assert note.endswith("rerun with more requests per probe (--num-requests)") and "--rate" not in note
 
 
 def test_answer_lines_carry_the_band_and_the_warning(short):

@@ -125,6 +125,10 @@ OVERLOAD_ADVICE_MEASURED = ("latency errors then measure the queue: compare thro
                             "measured at a load the engine sustained (a lower request rate or concurrency in the "
                             "benchmark); `goodput --simulate --target` finds that load")
 """What ``validate`` (a measured run, replayed: it has no rate flag) advises for an overloaded run."""
+OVERLOAD_ADVICE_CAPACITY = ("at the SLO capacity's probe this means the probe ended before its queue cost the SLO, so "
+                            "the capacity found is optimistic: rerun with more requests per probe (--num-requests)")
+"""What an SLO-capacity search (``report``, ``cost --simulate``, ``goodput --simulate``) advises for its boundary
+probe's overload; the commands' not-steady warning says the same at more length."""
 
 
 def overloaded(backlog_mid: int, t_mid_s: float, backlog_last: int, t_last_s: float, arrived_per_s: float,

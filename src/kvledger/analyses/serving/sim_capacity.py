@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from kvledger.analyses.serving import notes as N
 from kvledger.analyses.serving.capacity_bands import capacity_band
 from kvledger.analyses.serving.queue_growth import not_steady_note, queue_growth
 from kvledger.analyses.serving.sim_boundary import SimBoundary, search_sim_boundary
@@ -129,7 +130,7 @@ def search_capacity(args: SimRequestArgs, slo: SLO, target: float = DEFAULT_TARG
     at = next(g for g, p in zip(sb.goodputs, sb.probes) if p.value == b)
     cap = SimCapacity(sb.boundary_run, sb, float(b), at.attainment, sb.goodput_at_boundary_req_per_s)
     cap.error_band = capacity_band(sb.boundary_run.setup, float(b))
-    cap.not_steady = queue_growth(sb.boundary_run.run)
+    cap.not_steady = queue_growth(sb.boundary_run.run, N.OVERLOAD_ADVICE_CAPACITY)
     cap.notes.extend(_drain_note(cap, at.duration_s))
     cap.notes.extend(_steady_note(cap))
     cap.notes.extend(n for n in sb.notes if n.startswith("early stop"))  # the rule behind probes marked stopped early

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvledger.analyses.serving import notes as N
 from kvledger.analyses.serving.capacity_bands import CapacityBand, capacity_band
 from kvledger.analyses.serving.queue_growth import not_steady_note, queue_growth
 from kvledger.analyses.serving.sim_boundary import SimBoundary, SimProbe, search_sim_boundary
@@ -139,7 +140,7 @@ def simulated_goodput_search(args: SimRequestArgs, slo: SLO, target: float, axis
     sb = search_sim_boundary(args, slo, target, axis, lo=lo, hi=hi, tol=tol, synthetic=synthetic)
     if sb.axis == "request_rate":
         sb.error_band = capacity_band(sb.first_run.setup, sb.boundary.boundary_value)
-        q = queue_growth(sb.boundary_run.run) if sb.boundary_run is not None else None
+        q = queue_growth(sb.boundary_run.run, N.OVERLOAD_ADVICE_CAPACITY) if sb.boundary_run is not None else None
         if q is not None:  # the boundary probe never reached steady state: its capacity is optimistic
             sb.notes.append(not_steady_note(q, sb.boundary.boundary_value, sb.num_requests_per_probe))
     return SimGoodputSearch(sb)
