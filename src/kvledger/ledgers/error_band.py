@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Band", "error_band", "regime_of", "band_text", "METRICS", "flips_inside", "stored_bands"]
+__all__ = ["Band", "error_band", "regime_of", "scope_words", "band_text", "METRICS", "flips_inside", "stored_bands"]
 
 #: metrics with a band: mean TTFT, mean TPOT, throughput at saturation (capacity; cost per request is its inverse)
 METRICS = ("ttft_mean", "tpot_mean", "throughput")
@@ -61,6 +61,13 @@ def stored_bands() -> dict[str, Any]:
     """The whole ``error_bands.json`` (regimes, provenance, coverage, and the ``cross_model`` band of
     ``kvledger.ledgers.profile_band``)."""
     return _table()
+
+
+def scope_words(regime: str) -> str:
+    """How a band's regime (``scope/architecture/engine``, :func:`regime_of`) names what priced the figure, in words:
+    "uncalibrated roofline", "GPU-calibrated roofline" or "model-calibrated"."""
+    return {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(regime.split("/")[0],
+                                                                                         "model-calibrated")
 
 
 def regime_of(scope: str | None, is_moe: bool = False, engine: str = "vllm") -> str:

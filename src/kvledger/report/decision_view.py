@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kvledger.ledgers.error_band import scope_words
+
 if TYPE_CHECKING:
     from kvledger.ledgers.cost_summary import CostReport
 
@@ -68,9 +70,7 @@ def capacity_band_clause(cs: dict[str, Any]) -> str:
     b = cs.get("error_band")
     if not b:
         return ""
-    scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(
-        b["regime"].split("/")[0], "model-calibrated")
-    return f" (80% band {b['low']:.4g}–{b['high']:.4g} req/s, {scope})"
+    return f" (80% band {b['low']:.4g}–{b['high']:.4g} req/s, {scope_words(b['regime'])})"
 
 
 def not_steady_lines(cs: dict[str, Any]) -> list[str]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from kvledger.analyses.serving.prediction_bands import PredictionBand
 from kvledger.analyses.serving.sim_document import SimDocument
+from kvledger.ledgers.error_band import scope_words
 
 __all__ = ["render_summary", "render_bands", "priced_by"]
 
@@ -34,9 +35,7 @@ def render_bands(bands: dict[str, PredictionBand], console, kept_up: bool = Fals
         if metric == "throughput" and closed:
             label = "throughput of the " + ("sessions' closed loops" if closed.startswith("sessions") else
                                             "closed loop")
-        scope = b.regime.split("/")[0]
-        scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(scope,
-            "model-calibrated")
+        scope = scope_words(b.regime)
         parts.append(f"{label} {_sig(b.predicted * k)} {unit} (80% band {_sig(b.low * k)}–{_sig(b.high * k)} "
                      f"{unit}, {scope})")
     console.print("[bold]error bands[/]: " + "; ".join(parts))

@@ -9,6 +9,7 @@ from typing import Any
 
 from kvledger.analyses.serving.prediction_bands import setup_band, setup_regime
 from kvledger.jsonable import to_jsonable
+from kvledger.ledgers.error_band import scope_words
 
 __all__ = ["CostBand", "CapacityBand", "cost_band", "capacity_band"]
 
@@ -70,11 +71,6 @@ class CapacityBand:
         return to_jsonable(self)
 
 
-def _scope_words(regime: str) -> str:
-    return {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(regime.split("/")[0],
-                                                                                         "model-calibrated")
-
-
 def cost_band(setup: Any, report: Any, capacity_req_per_s: float | None = None) -> CostBand | None:
     """The band of the goodput priced (good req/s at the SLO capacity, ``report.capacity``; ``capacity_req_per_s``:
     the capacity's request rate, when a search found it) and what it does to the verdict, on the verdict's own basis.
@@ -116,7 +112,7 @@ def _cost_band_text(regime: str, band: Any, g: float, cap: float | None, basis: 
     lo, hi = band.around(g)
     sh, lo_usd, hi_usd, api = usd
     cap_text = "" if cap is None else f"; SLO capacity {cap:.4g} req/s, band {cap * band.low:.4g}–{cap * band.high:.4g}"
-    head = (f"goodput at the SLO capacity {g:.4g} good req/s (80% band {lo:.4g}–{hi:.4g}, {_scope_words(regime)}"
+    head = (f"goodput at the SLO capacity {g:.4g} good req/s (80% band {lo:.4g}–{hi:.4g}, {scope_words(regime)}"
             f"{cap_text})")
     verdict = ("the decision FLIPS inside the band — the simulator cannot settle it; measure the capacity (kvledger "
                "calibrate --scope gpu, then validate)" if flips else f"{cheaper} is cheaper across the whole band")
@@ -140,7 +136,6 @@ def capacity_band(setup: Any, capacity_req_per_s: float | None) -> CapacityBand 
     if band is None or not capacity_req_per_s:
         return None
     lo, hi = band.around(capacity_req_per_s)
-    scope = {"uncalibrated": "uncalibrated roofline", "gpu": "GPU-calibrated roofline"}.get(regime.split("/")[0],
-                                                                                          "model-calibrated")
+    scope = scope_words(regime)
     return CapacityBand(capacity_req_per_s, lo, hi, regime, band.source,  # the capacity :g, as the search prints it
                         f"SLO capacity {capacity_req_per_s:g} req/s (80% band {lo:.4g}–{hi:.4g}, {scope})")
