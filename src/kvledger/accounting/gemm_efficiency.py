@@ -155,9 +155,9 @@ def fit_curve(gpu: str, pts: list[tuple[int, float, float, str]], source: str = 
                      len(pts))
 
 
-def _mean_abs(curve: GemmCurve, pts: list) -> tuple[float, float]:
-    d = [(curve.efficiency(m, nk), e) for m, nk, e, _ in pts]
-    return sum(abs(c - e) for c, e in d) / len(d), sum(abs(c / e - 1) for c, e in d) / len(d)
+def _errors(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+    """Mean |curve − measured| (fraction of peak) and mean |curve/measured − 1| over (curve, measured) pairs."""
+    return sum(abs(c - e) for c, e in pairs) / len(pairs), sum(abs(c / e - 1) for c, e in pairs) / len(pairs)
 
 
 @functools.lru_cache(maxsize=8)
@@ -182,9 +182,9 @@ def gemm_curve(gpu_id: str) -> GemmCurve | None:
         held = [p for p in pts if p[3] == shape]
         rest = fit_curve(gpu_id, [p for p in pts if p[3] != shape])
         errs += [(rest.efficiency(m, nk), e) for m, nk, e, _ in held]
-    loso_abs = sum(abs(c - e) for c, e in errs) / len(errs)
-    loso_rel = sum(abs(c / e - 1) for c, e in errs) / len(errs)
-    return replace(curve, fit_abs=_mean_abs(curve, pts)[0], loso_abs=loso_abs, loso_rel=loso_rel)
+    loso_abs, loso_rel = _errors(errs)
+    fit_abs = _errors([(curve.efficiency(m, nk), e) for m, nk, e, _ in pts])[0]
+    return replace(curve, fit_abs=fit_abs, loso_abs=loso_abs, loso_rel=loso_rel)
 
 
 class MeasuredGemm:
