@@ -9,7 +9,8 @@ import pytest
 
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
-from kvledger.accounting.trtllm_terms import trtllm_graph_batch, trtllm_graph_pool_term, wddm_held_term
+from kvledger.accounting.trtllm_terms import trtllm_graph_batch, trtllm_graph_pool_term
+from kvledger.accounting.wddm import wddm_held_term
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
 from kvledger.errors import InputError

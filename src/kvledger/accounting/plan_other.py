@@ -42,6 +42,7 @@ from kvledger.accounting.sglang_rules import (
     sglang_version_text,
 )
 from kvledger.accounting.trtllm_terms import trtllm_items, trtllm_ranges
+from kvledger.accounting.wddm import wddm_total
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
@@ -220,15 +221,6 @@ def trtllm_blocks_round_up(runtime: str, version: str | None) -> bool:
     return bool(m) and (int(m.group(1)), int(m.group(2))) < (1, 0)
 
 
-def _trtllm_total(gpu: GpuSpec, wddm: bool) -> tuple[int, int, int]:
-    """The device total TensorRT-LLM sees, with its low/high, B: CUDA's (gpu_cuda.csv), or under WDDM (Windows, WSL2)
-    the whole board nvidia-smi shows, which CUDA reports there (unless the memory was given)."""
-    if wddm and gpu.nvidia_smi_mib and gpu.memory_basis != "given":
-        board = gpu.nvidia_smi_mib * MiB
-        return board, board, board
-    return gpu.memory_bytes, gpu.memory_low_bytes, gpu.memory_high_bytes
-
-
 def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -> MemoryPlan:
     """TensorRT-LLM KV pool per GPU: PyTorch backend (tokens_per_block 32, fraction 0.9 of free memory after the
     dry run) or, for a version before 1.0, the TensorRT-engine executor (blocks round up; 64 tokens per block)."""
@@ -239,7 +231,7 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     frac = s.free_gpu_memory_fraction or 0.9
     max_num_tokens = s.max_num_batched_tokens or 8192
     items = trtllm_items(model, s, runtime, max_num_tokens, L)
-    total, total_lo, total_hi = _trtllm_total(gpu, s.wddm)
+    total, total_lo, total_hi = wddm_total(gpu, s.wddm)
     free_after = total - sum(i.bytes for i in items)
     # nothing free (the model does not fit): no reserve is kept, and the KV memory is the shortfall (negative)
     reserve = max(free_after, 0) * (1 - frac)

@@ -35,27 +35,20 @@ from kvledger.accounting.trtllm_engine_buffers import (
     engine_activation_range,
     trtllm_engine_buffer_terms,
 )
+from kvledger.accounting.wddm import wddm_held_term
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.errors import InputError
-from kvledger.units import GiB, MiB
+from kvledger.units import GiB
 
-__all__ = ["TRTLLM_EXTRA_GIB", "TRTLLM_GRAPH_MAX_BATCH", "WDDM_HELD_MIB", "check_trtllm_only", "trtllm_extra_term",
-           "trtllm_graph_batch", "trtllm_graph_pool_term", "trtllm_items", "trtllm_ranges", "wddm_held_term"]
+__all__ = ["TRTLLM_EXTRA_GIB", "TRTLLM_GRAPH_MAX_BATCH", "check_trtllm_only", "trtllm_extra_term",
+           "trtllm_graph_batch", "trtllm_graph_pool_term", "trtllm_items", "trtllm_ranges"]
 
 TRTLLM_GRAPH_MAX_BATCH = 128
 """``CudaGraphConfig.max_batch_size`` 0 → 128 (``llmapi/llm_args.py``, 0.20 to 1.2): the largest CUDA graph the
 PyTorch backend captures by default. ``trtllm-bench`` sets it to its max_batch_size (with padding) instead
 (``bench/benchmark/utils/general.py::get_settings``); pass ``--cuda-graph-max-batch-size`` for such a run."""
-
-WDDM_HELD_MIB = (300.0, 450.0, 1536.0)
-"""(low, point, high) MiB the display driver holds on a WDDM GPU (Windows, WSL2), where CUDA reports nvidia-smi's
-whole board as its total. On Linux the driver's reserve is left out of CUDA's total instead: nvidia-smi − CUDA total =
-430 (T4, RTX 3090), 316–483 (RTX 4090), 316 (A10), 420–512 (A100 40GB), 439–469 (H100), 768 (A100 80GB) MiB
-(catalog/data/gpus.SOURCES.md, the 450 MiB rule of gpu_cuda.csv); under WDDM the same hold counts as used memory. Point
-450 MiB and low 300 MiB as that rule; high 1.5 GiB: a desktop's own windows and applications add to it (unmeasured,
-assumed)."""
 
 TRTLLM_EXTRA_GIB = (0.5, 1.01, 1.6)
 """(low, point, high) GiB of the memory the PyTorch backend's logs show beyond the terms the code sizes (weights,
@@ -143,14 +136,6 @@ def trtllm_graph_pool_term(model: ModelSpec, tp: int, batch: int) -> Deduction:
                      " assumes graphs on (cuda_graph_config's default from 1.0; some 0.20-era TorchLlmArgs had "
                      "use_cuda_graph False, trtllm-bench turns them on): --no-cuda-graph if the run had none",
                      logits, 1.5 * pt, "low: logits alone; high: 1.5 × (capture-time workspaces, not measured)")
-
-
-def wddm_held_term() -> Deduction:
-    """The WDDM display driver's hold (``WDDM_HELD_MIB``) as a deduction: device-wide used memory in the peak."""
-    lo, pt, hi = (m * MiB for m in WDDM_HELD_MIB)
-    return Deduction("held by the display driver (WDDM: Windows, WSL2)", pt,
-                     "catalog: the nvidia-smi − CUDA total gap Linux leaves out (gpus.SOURCES.md), used memory under "
-                     "WDDM", lo, hi, "300 MiB to 1.5 GiB (the smallest Linux gap; a desktop's windows, assumed)")
 
 
 def trtllm_extra_term() -> Deduction:
