@@ -121,7 +121,7 @@ class EngineFlags:
         "--no-enable-prefix-caching) or sglang (SGLang's scheduler)."))
     kv_allocation: str | None = flag("--kv-allocation", help="paged or contiguous.")
     async_scheduling: bool | None = flag("--async-scheduling/--no-async-scheduling", help=(
-        "vLLM v1 async scheduling (default: as --engine-version does it; on in 0.33)."))
+        "vLLM v1 async scheduling (default: as --engine-version does it; on from 0.14)."))
     enforce_eager: bool | None = flag("--enforce-eager/--no-enforce-eager", help=(
         "vLLM --enforce-eager: no CUDA graphs; the step cost adds the eager launch time "
         "(accounting/host_overhead.py)."))

@@ -38,14 +38,21 @@ def plan_blocks_for_tokens(plan) -> Any:
     return plan.blocks_for_tokens
 
 
+#: first vLLM release that schedules asynchronously by default (default_async_scheduling: read in the wheels)
+ASYNC_DEFAULT_FROM = (0, 14, 0)
+
+
 def default_async_scheduling(engine: str, engine_version: str, batching: str) -> tuple[bool, str]:
     """Whether the engine schedules asynchronously by default, and why.
 
-    vLLM 0.33 enables it unless something rules it out (``config/vllm.py : VllmConfig.__post_init__``;
-    pipeline parallelism, some speculative methods and executors do — not modelled here). In
-    0.10–0.20 it was off unless ``--async-scheduling`` was given (``max_concurrent_batches`` 1);
-    0.21–0.32 were not read and are taken as off, the same boundary as the sliding-window
-    in-flight rule (``accounting/vllm_rules.py : sliding_inflight_tokens``).
+    vLLM enables it from 0.14.0 unless something rules it out: ``config/scheduler.py :
+    SchedulerConfig.async_scheduling`` defaults to None and ``config/vllm.py : VllmConfig.__post_init__``
+    then turns it on (speculative methods other than EAGLE/MTP/n-gram, a padded drafter batch turned off and
+    executors without support turn it off — not modelled here). Read in the wheels of 0.11.0 (default False,
+    no automatic branch), 0.11.1, 0.12.0, 0.13.0 (the automatic branch is there but the field's default is
+    False, so it is reached only from code), 0.14.0 and 0.19.0 (default None: on). The LLMServingSim RTX 4090
+    run of 0.19.0 (``../shared/data/measured-runs/llmservingsim``, ``meta.json`` ``resolved_config``) states
+    ``async_scheduling`` True with no flag given. Before 0.14 it is on only with ``--async-scheduling``.
     """
     if batching != "continuous":
         extra = (" (SGLang's overlap scheduling: its step timing, max(GPU, CPU), is in the step cost; the one-step lag "
@@ -53,14 +60,14 @@ def default_async_scheduling(engine: str, engine_version: str, batching: str) ->
         return False, f"batching={batching!r} schedules synchronously{extra}"
     if engine != "vllm":
         return False, f"the {engine} memory plan: synchronous steps"
-    if parse_version(engine_version) >= (0, 33, 0):
+    if parse_version(engine_version) >= ASYNC_DEFAULT_FROM:
         return (
             True,
             f"vLLM {engine_version} default (config/vllm.py: VllmConfig.__post_init__); simulate, goodput --simulate "
             f"and cost --simulate take --no-async-scheduling for a synchronous engine",
         )
-    return False, (f"vLLM {engine_version}: off by default (read in 0.10–0.20; 0.21–0.32 assumed the same); "
-                   "--async-scheduling to turn on")
+    return False, (f"vLLM {engine_version}: off by default before 0.14 (read in 0.11.0–0.13.0); --async-scheduling "
+                   "to turn on")
 
 
 def _sglang_pool(plan) -> str:

@@ -72,7 +72,7 @@ class EngineConfig:
             padding (padded size − Σ prompt tokens) must not exceed ``max_paddings`` tokens (vLLM
             default 256), and the step is priced on the padded size. None: unpadded, as later V0
             releases (``_schedule_default``) count prompt tokens.
-        async_scheduling: vLLM v1's async scheduling (``--async-scheduling``; on by default in 0.33,
+        async_scheduling: vLLM v1's async scheduling (``--async-scheduling``; on by default from 0.14,
             ``config/vllm.py : VllmConfig.__post_init__``): a batch queue of two steps
             (``v1/engine/core.py : EngineCore.step_with_batch_queue``), so step k+1 is scheduled
             while step k runs — a request arriving during step k joins step k+2, and a request
