@@ -20,9 +20,11 @@ def run(*extra):
 
 
 def test_async_scheduling_follows_the_engine_version():
-    # vLLM 0.33 schedules asynchronously by default; 0.20 does not; the flag overrides either
+    # vLLM 0.14 and later schedule asynchronously by default (0.14.0 config/scheduler.py: async_scheduling None, turned
+    # on by config/vllm.py VllmConfig.__post_init__); 0.13 does not (default False); the flag overrides either
     assert run()["engine"]["async_scheduling"] is True
-    assert run("--engine-version", "0.20.0")["engine"]["async_scheduling"] is False
+    assert run("--engine-version", "0.20.0")["engine"]["async_scheduling"] is True
+    assert run("--engine-version", "0.13.0")["engine"]["async_scheduling"] is False
     assert run("--no-async-scheduling")["engine"]["async_scheduling"] is False
     on, off = run()["summary"], run("--no-async-scheduling")["summary"]
     # the same arrivals: every request waits one step more for its first token under async (same step prices)
