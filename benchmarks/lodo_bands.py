@@ -221,11 +221,28 @@ def _pct(v) -> str:
     return "—" if v is None else f"{v * 100:+.1f}%"
 
 
+def _stamp() -> str:
+    """The UTC date and the code's commit (``git rev-parse --short HEAD``; "+ uncommitted code" when a tracked .py file
+    differs from it) the table was written at: the same text for two runs of one tree on one day."""
+    import datetime
+    import subprocess
+
+    def git(*a: str) -> str:
+        try:
+            return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown commit"
+    dirty = " + uncommitted code" if git("status", "--porcelain", "--untracked-files=no", "--", "*.py") else ""
+    return f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d} at commit {head}{dirty}"
+
+
 def write_doc(d: dict) -> None:
     lines = ["# Validation: latency and capacity against measured runs", "",
              "Written by `python benchmarks/validate_all.py --sections lodo --write-docs` "
-             "(benchmarks/lodo_bands.py). Error = predicted/measured − 1. Leave one deployment out: a GPU-calibrated "
-             "row uses a GPU profile fitted only on the other deployments on that GPU.", "",
+             f"(benchmarks/lodo_bands.py) on {_stamp()}. Error = predicted/measured − 1. Leave one deployment out: a "
+             "GPU-calibrated row uses a GPU profile fitted only on the other deployments on that GPU.", "",
              "| deployment | GPU | kind | scope | TTFT mean (each stage) | TPOT mean (each stage) | throughput |",
              "|---|---|---|---|---|---|---|"]
     for r in d["rows"]:
