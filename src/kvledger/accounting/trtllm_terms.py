@@ -217,8 +217,9 @@ def _weights_term(model: ModelSpec, s: PlanSettings, runtime: str) -> Deduction:
 def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens: int,
                  max_seq_len: int) -> tuple[Deduction, ...]:
     """The deductions before the fraction. Both runtimes: weights, the forward over max_num_tokens. PyTorch backend:
-    the non-torch memory, the CUDA-graph pool, the fitted rest. TensorRT-engine executor: the engine's activations
-    (with their range), its runtime buffers and decoder sized from the code, and the fitted uncounted rest
+    the non-torch memory, the CUDA-graph pool, the fitted rest. TensorRT-engine executor: the engine's rotary table in
+    its weights, its activations (with their range), its runtime buffers and decoder sized from the code, the custom
+    all-reduce workspace at TP > 1 (``trtllm_engine_weights``), and the fitted uncounted rest
     (``trtllm_engine_buffers``); a given --non-torch-memory replaces that rest. Both: the WDDM hold under --wddm."""
     given_act = s.activation_peak_bytes is not None
     act = s.activation_peak_bytes if given_act else forward_peak_bytes(model, max_num_tokens, s.tp)
