@@ -230,7 +230,7 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     L, _ = resolve_max_model_len(model, s)
     frac = s.free_gpu_memory_fraction or 0.9
     max_num_tokens = s.max_num_batched_tokens or 8192
-    items = trtllm_items(model, s, runtime, max_num_tokens, L)
+    items = trtllm_items(model, s, runtime, max_num_tokens, L, gpu)
     total, total_lo, total_hi = wddm_total(gpu, s.wddm)
     free_after = total - sum(i.bytes for i in items)
     # nothing free (the model does not fit): no reserve is kept, and the KV memory is the shortfall (negative)
