@@ -21,6 +21,7 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture_sizes
 from kvledger.accounting.trtllm_terms import check_trtllm_only
 from kvledger.accounting.vllm_collectives import custom_all_reduce_max_bytes
+from kvledger.accounting.wddm_engines import check_wddm
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import online_fp8
@@ -223,6 +224,7 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
 
         runtime = trtllm_runtime(s.engine_version, s.trtllm_backend)[0]
     check_trtllm_only(s, gpu, runtime)
+    check_wddm(s, gpu)
     if s.engine != "vllm" and s.quantization is not None:
         raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with "
                          f"--engine {s.engine} it would be ignored: plan a quantized checkpoint, or use --engine vllm")
