@@ -35,6 +35,12 @@ from kvledger.accounting.trtllm_engine_buffers import (
     engine_activation_range,
     trtllm_engine_buffer_terms,
 )
+from kvledger.accounting.trtllm_engine_weights import (
+    trtllm_allreduce_term,
+    trtllm_embedding_replica_bytes,
+    trtllm_rope_table_bytes,
+    trtllm_rotary_dim,
+)
 from kvledger.accounting.wddm import wddm_held_term
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
@@ -178,18 +184,35 @@ def _before_0_13(version: str | None) -> bool:
     return bool(m) and (int(m.group(1)), int(m.group(2))) < (0, 13)
 
 
+def _weights_term(model: ModelSpec, s: PlanSettings, runtime: str) -> Deduction:
+    """The weights as the runtime holds them: the checkpoint's tensors (``weightmem``, without vLLM's RoPE cache); a
+    TensorRT engine adds its float32 rotary table and, at TP > 1, may hold the vocabulary embedding whole on every rank
+    (the high end; ``trtllm_engine_weights``). A given --weights-memory replaces it."""
+    if s.weights_bytes is not None:
+        return Deduction("weights", s.weights_bytes, "given")
+    w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
+    if runtime != "tensorrt":
+        return Deduction("weights", w, f"computed: {how}")
+    rope, replica = trtllm_rope_table_bytes(model), trtllm_embedding_replica_bytes(model, s.tp)
+    if rope:
+        how += (f" + {rope:,} B rotary table (max_position_embeddings {model.max_position_embeddings:,} × rotary dim "
+                f"{trtllm_rotary_dim(model)} × 4 B float32, layers/attention.py embed_positions_for_gpt_attention)")
+    return Deduction("weights", w + rope, f"computed: {how}", w + rope, w + rope + replica,
+                     "" if not replica else "high: the vocabulary embedding whole on every rank (convert_checkpoint.py "
+                     "leaves --use_parallel_embedding off; ModelOpt's quantize.py export splits it, the point)")
+
+
 def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens: int,
                  max_seq_len: int) -> tuple[Deduction, ...]:
     """The deductions before the fraction. Both runtimes: weights, the forward over max_num_tokens. PyTorch backend:
-    the non-torch memory, the CUDA-graph pool, the fitted rest. TensorRT-engine executor: the engine's activations
-    (with their range), its runtime buffers and decoder sized from the code, and the fitted uncounted rest
+    the non-torch memory, the CUDA-graph pool, the fitted rest. TensorRT-engine executor: the engine's rotary table in
+    its weights, its activations (with their range), its runtime buffers and decoder sized from the code, the custom
+    all-reduce workspace at TP > 1 (``trtllm_engine_weights``), and the fitted uncounted rest
     (``trtllm_engine_buffers``); a given --non-torch-memory replaces that rest. Both: the WDDM hold under --wddm."""
-    w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
     given_act = s.activation_peak_bytes is not None
     act = s.activation_peak_bytes if given_act else forward_peak_bytes(model, max_num_tokens, s.tp)
     act_lo, act_hi = (act, act) if given_act or runtime == "pytorch" else engine_activation_range(act)
-    items = (Deduction("weights", s.weights_bytes if s.weights_bytes is not None else w,
-                       f"computed: {how}" if s.weights_bytes is None else "given"),
+    items = (_weights_term(model, s, runtime),
              Deduction(N.trtllm_activation(runtime), act,
                        f"model: forward over max_num_tokens {max_num_tokens}" if not given_act else "given",
                        act_lo, act_hi, "" if act_hi == act else N.TRTLLM_ENGINE_ACTIVATION_RANGE))
@@ -199,7 +222,8 @@ def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens
                                                                  logits_dtype=s.trtllm_logits_dtype)
         if s.non_torch_bytes is not None:
             other = Deduction("non-torch memory", s.non_torch_bytes, "given")
-        return items + (runtime_buf, decoder, other) + _sized_terms(model, s, runtime)
+        allreduce = (trtllm_allreduce_term(model, s.tp, batch, max_seq_len),) if s.tp > 1 else ()
+        return items + (runtime_buf, decoder) + allreduce + (other,) + _sized_terms(model, s, runtime)
     items += (Deduction("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES,
                         N.TRTLLM_NON_TORCH),)
     return items + _sized_terms(model, s, runtime) + (trtllm_extra_term(),)

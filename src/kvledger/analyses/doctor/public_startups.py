@@ -37,6 +37,9 @@ class PublicTerm:
     how much less memory that smallest rank must have held, (low, high) GiB; None otherwise."""
     note: str = ""
     """Why such a figure still follows the engine's rule (the code it is read from); empty otherwise."""
+    print_half: float = 0.005
+    """Half the printed figure's last digit, in its unit (GiB printed to 2 decimals: 0.005; a count: any value below
+    one; TensorRT-LLM's "3.44 MB" held in GiB: 0.005 / 1,024)."""
 
     @property
     def rel_error(self) -> float:
@@ -44,10 +47,10 @@ class PublicTerm:
 
     @property
     def inside(self) -> bool | None:
-        """The printed figure lies in the plan's range (widened by the print's own ±0.005 rounding)."""
+        """The printed figure lies in the plan's range (widened by the print's own rounding, ``print_half``)."""
         if self.low is None or self.high is None:
             return None
-        return self.low - 0.005 <= self.printed <= self.high + 0.005
+        return self.low - self.print_half <= self.printed <= self.high + self.print_half
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
