@@ -67,9 +67,8 @@ def test_wddm_hold_and_whole_board_total():
 
 
 def test_trtllm_only_settings_are_refused_for_other_engines():
-    # --wddm and --cuda-graph-max-batch-size change TensorRT-LLM's plan only: with vLLM they would be ignored.
-    with pytest.raises(InputError, match="--wddm: TensorRT-LLM's memory plan only reads it"):
-        build_plan(SMOL, get_gpu("H100"), make_settings(engine="vllm", wddm=True), with_roofline=False)
+    # --cuda-graph-max-batch-size changes TensorRT-LLM's plan only: with SGLang it would be ignored (--wddm is every
+    # engine's now: tests/accounting/test_wddm_engines.py).
     with pytest.raises(InputError, match="--cuda-graph-max-batch-size"):
         build_plan(SMOL, get_gpu("H100"), make_settings(engine="sglang", cuda_graph_max_batch_size=64),
                    with_roofline=False)
@@ -80,8 +79,9 @@ def test_wddm_refused_without_a_whole_board_figure_and_on_server_modules():
     # GH200 (no nvidia-smi total) kept its Linux CUDA total 97,404 MiB and still lost the 450 MiB hold: KV 70.294 →
     # 69.898 GiB = 0.9 × 450 MiB less for Llama-3.1-8B.
     for name in ("gh200", "H100"):
-        with pytest.raises(InputError, match="server module"):
-            build_plan(SMOL, get_gpu(name), make_settings(engine="trtllm", wddm=True), with_roofline=False)
+        for engine in ("trtllm", "vllm", "sglang"):
+            with pytest.raises(InputError, match="server module"):
+                build_plan(SMOL, get_gpu(name), make_settings(engine=engine, wddm=True), with_roofline=False)
     # a PCIe card whose nvidia-smi total the catalog lacks: refused (the hold would come off a total that leaves it out)
     g = replace(get_gpu("rtx4070super"), nvidia_smi_mib=None)
     with pytest.raises(InputError, match="no nvidia-smi total"):

@@ -74,8 +74,7 @@ and decoder are sized from the code (``trtllm_engine_buffers``; the 3.52 GiB thi
 
 #: settings only TensorRT-LLM's plan reads: (flag, PlanSettings attribute, its value when not given)
 _TRTLLM_ONLY = (("--cuda-graph-max-batch-size", "cuda_graph_max_batch_size", None),
-                ("--no-cuda-graph", "no_cuda_graph", False), ("--wddm", "wddm", False),
-                ("--logits-dtype", "trtllm_logits_dtype", None))
+                ("--no-cuda-graph", "no_cuda_graph", False), ("--logits-dtype", "trtllm_logits_dtype", None))
 #: of those, the PyTorch backend's CUDA-graph settings (the TensorRT-engine executor has no cuda_graph_config)
 _PYTORCH_ONLY = ("cuda_graph_max_batch_size", "no_cuda_graph")
 
@@ -83,9 +82,7 @@ _PYTORCH_ONLY = ("cuda_graph_max_batch_size", "no_cuda_graph")
 def check_trtllm_only(s: PlanSettings, gpu: GpuSpec | None = None, runtime: str | None = None) -> None:
     """Refuse the TensorRT-LLM-only settings where the plan would ignore them or count them wrongly: with another
     engine; the CUDA-graph settings on the TensorRT-engine runtime (``runtime`` "tensorrt": its graphs are the
-    engine's, sized at build); --wddm on a ``gpu`` whose whole board is not in the catalog (no nvidia-smi total, and
-    no --gpu-memory given: the plan would keep CUDA's Linux total, which already leaves the driver's reserve out, and
-    deduct the hold again) or that is a server module (SXM, OAM, superchip: no Windows display driver).
+    engine's, sized at build). --wddm, which every engine's plan reads, is checked by ``wddm_engines.check_wddm``.
 
     Raises:
         InputError: one of those.
@@ -110,15 +107,6 @@ def check_trtllm_only(s: PlanSettings, gpu: GpuSpec | None = None, runtime: str 
                          "TensorRT engine (--engine-version before 1.0)")
     if s.cuda_graph_max_batch_size is not None and s.no_cuda_graph:
         raise InputError("--cuda-graph-max-batch-size sizes the CUDA graphs that --no-cuda-graph turns off: give one")
-    if s.wddm and gpu is not None:
-        if gpu.server_module:
-            raise InputError(f"--wddm: the {gpu.name} is a server module ({gpu.form_factor}), which runs the "
-                             f"datacenter driver on Linux, never the Windows display driver (WDDM): drop --wddm")
-        if gpu.memory_basis != "given" and not gpu.nvidia_smi_mib:
-            raise InputError(f"--wddm: the catalog has no nvidia-smi total for the {gpu.name}, the whole board CUDA "
-                             f"reports under WDDM; the plan would deduct the driver's hold from the Linux total, which "
-                             f"already leaves it out. Pass the total CUDA reports with --gpu-memory (e.g. torch's "
-                             f"'total capacity' in GiB)")
 
 
 def trtllm_graph_batch(max_batch_size: int, cuda_graph_max_batch_size: int | None) -> int:

@@ -103,9 +103,10 @@ def topology_label(tp: int, pp: int, all_to_all: bool) -> str:
 FLAG_SETTINGS = {"kv-cache-dtype": "kv_cache_dtype", "enforce-eager": "enforce_eager",
                  "disable-custom-all-reduce": "disable_custom_all_reduce",
                  "distributed-executor-backend": "distributed_executor_backend", "nnodes": "nnodes",
-                 "sampler-backend": "sampler_backend"}
+                 "sampler-backend": "sampler_backend", "wddm": "wddm"}
 """The row's launch flags that are plan settings (``sampler-backend``: the installation's sampler where the row's build
-tells it, ``benchmarks/import_vme_startups.py::release_image_sampler``); the rest (checkpoint-quantization,
+tells it, ``benchmarks/import_vme_startups.py::release_image_sampler``; ``wddm``: the start-up ran on Windows or WSL2,
+whose driver reports the whole board as CUDA's total: ``plan --wddm``); the rest (checkpoint-quantization,
 enable-expert-parallel, ...) are
 recorded for the reader and do not change the plan."""
 
@@ -164,6 +165,10 @@ def replay_row(r: dict[str, str], root: Path) -> PublicReplay:
             out.append(PublicTerm("blocks", m.num_gpu_blocks, float(r["gpu_blocks"]), *rng["num_gpu_blocks"]))
         if "tokens" in r["checks"] and r["kv_tokens"]:
             out.append(PublicTerm("KV tokens", m.pool_tokens, float(r["kv_tokens"]), *rng["pool_tokens"]))
+        if "startup" in r["checks"] and m.startup is not None:  # --wddm: the printed "Free memory on device (x/y GiB)"
+            st = m.startup
+            out.append(PublicTerm("free at start-up", st.free_bytes / GiB, float(r["free_at_startup_gib"]),
+                                  st.free_low_bytes / GiB, st.free_high_bytes / GiB))
         if "concurrency" in r["checks"] and r["max_concurrency"] and p.at_max_model_len:
             c = round(p.at_max_model_len.max_concurrency, 2)
             out.append(PublicTerm("max concurrency", c, float(r["max_concurrency"]),
