@@ -191,6 +191,28 @@ def trtllm_loo_lines(rows: list[dict], trt) -> list[str]:
     return out
 
 
+def wddm_hold_lines() -> list[str]:
+    """The WDDM hold the TensorRT-LLM rows above take (``accounting/wddm.WDDM_HOLD_FIT``), re-fitted on its own corpus
+    (``benchmarks/data/wddm_holds.csv``), with its leave-one-card-out error against the two simpler forms."""
+    from kvledger.analyses.doctor.wddm_holds import (
+        fit_constant,
+        fit_share,
+        fit_wddm_hold,
+        load_wddm_holds,
+        wddm_hold_loco,
+    )
+
+    recs = load_wddm_holds(ROOT / "benchmarks" / "data" / "wddm_holds.csv")
+    a, b = fit_wddm_hold(recs)
+    errs = {name: wddm_hold_loco(recs, f) for name, f in (("line", fit_wddm_hold), ("absolute", fit_constant),
+                                                           ("share", fit_share))}
+    alt = ", ".join(f"{k} {v['per_record']:.2f}" for k, v in errs.items() if k != "line")
+    return [f"WDDM hold (benchmarks/data/wddm_holds.csv: {len(recs)} Windows/WSL2 records, "
+            f"{len({r.card for r in recs})} cards, no TensorRT-LLM row): {a:.3f} + {b:.4f} × board GiB (Theil–Sen); "
+            f"leave-one-card-out {errs['line']['per_record']:.2f} GiB per record ({errs['line']['per_card']:.2f} per "
+            f"card; {alt})"]
+
+
 def _engine_json(replays) -> list[dict]:
     return [{"id": x.row_id, "source": x.source_url, "version": x.version, "gpu": x.gpu, "topology": x.topology,
              "terms": [t.to_dict() for t in x.terms], "from_printed": [t.to_dict() for t in x.from_printed]}
@@ -427,7 +449,7 @@ def main() -> int:
     print("  (per figure: " + ("; ".join(f"{f} {k} {v['mean_abs_rel_to_figure_pct']:.1f}%" for f in
                                         ("version", "gpu", "topology") for k, v in buckets[f].items()
                                         if v["mean_abs_rel_to_figure_pct"] > 5) or "none") + ")")
-    for line in engine_startup_lines(sgl, trt) + trtllm_loo_lines(load_rows(TRTLLM_PUBLIC), trt):
+    for line in engine_startup_lines(sgl, trt) + trtllm_loo_lines(load_rows(TRTLLM_PUBLIC), trt) + wddm_hold_lines():
         print(line)
     print("\nHeld out (a serving run's record with the engine's block count; predicted from its settings alone):")
     for line in held_out_runs():

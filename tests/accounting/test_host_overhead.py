@@ -61,10 +61,11 @@ def test_v0_with_cuda_graphs_launches_only_prompt_steps():
 
 
 def test_which_engines_get_a_term():
-    # V1 with CUDA graphs: only its CPU term, none when --cpu-overhead / a profile's host terms price it (v1_cpu off)
+    # V1 with CUDA graphs: only its CPU term, none when --cpu-overhead / a profile's host terms price it (rule_cpu off)
     h = host_overhead_for("vllm", "0.11.0", 32, 1, enforce_eager=False, batching="continuous")
     assert (h.launch_s, h.step_s, h.seq_s, h.overlap) == (0.0, V1_STEP_S, V1_SEQ_S, False)
-    assert host_overhead_for("vllm", "0.11.0", 32, 1, enforce_eager=False, batching="continuous", v1_cpu=False) is None
+    assert host_overhead_for("vllm", "0.11.0", 32, 1, enforce_eager=False, batching="continuous",
+                             rule_cpu=False) is None
     assert host_overhead_for("sglang", "0.5.23", 32, 1, enforce_eager=True, batching="sglang") is None
     # V1 with --enforce-eager: launches on every step, and V1's CPU term (not V0's)
     h = host_overhead_for("vllm", "0.11.0", 32, 1, enforce_eager=True, batching="continuous")
@@ -167,3 +168,39 @@ def test_v1_term_and_cpu_overhead_are_one_term():
     plan_b, _ = load_plan(b)
     given, _ = make_step_cost(b, plan_b)
     assert not isinstance(given, HostStepCost) and given.cpu_overhead_s == pytest.approx(2e-3)
+
+
+def test_cpu_overhead_replaces_v0s_cpu_line_and_keeps_its_launches():
+    # --cpu-overhead gives the engine's CPU time per step: V0's Vidur line (0.813 ms + 42.3 µs per sequence) is then
+    # not added a second time, while eager launches (priced against the GPU work, max) stay: OPT-13B, 40 layers ×
+    # 18 ops + 12 = 732 launches × 19 µs = 13.908 ms against 5 ms of GPU work → 13.908 ms, no CPU line.
+    h = host_overhead_for("vllm", "0.5.0", 40, 1, enforce_eager=True, batching="vllm_v0", rule_cpu=False)
+    assert (h.step_s, h.seq_s) == (0.0, 0.0) and "V0 CPU" not in h.source
+    assert h.step(0.005, 0, 32) == pytest.approx(eager_launch_s(40, 18)) == pytest.approx(0.013908)
+
+
+def test_a_profiles_fitted_host_time_adds_to_v1s_cpu_term(tmp_path):
+    # calibration.gpu_fit fits host_step_s/host_seq_s with the engine's host term kept (roofline_with), so a
+    # profile's host time is what the rule leaves out and adds to it: vLLM 0.11 without async scheduling, a decode
+    # step of 128 sequences = the roofline's GPU time + 0.6 ms + 128 × 13 µs (the profile) + 0.5 ms + 128 × 20 µs
+    # (V1's CPU term) = GPU + 2.264 ms + 3.06 ms.
+    import json
+
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan, make_step_cost
+
+    base = SimRequestArgs(model="meta-llama/Llama-3.1-8B", gpu="H100", engine_version="0.11.0", max_model_len=512,
+                          gpu_profile="none", max_num_seqs=128)
+    plan, _ = load_plan(base)
+    prof = tmp_path / "p.json"
+    prof.write_text(json.dumps({"kind": "kvledger-gpu-profile", "version": 2, "gpu": plan.gpu.name,
+                                "flops_fraction": 0.7, "bandwidth_fraction": 0.8, "host_step_s": 0.0006,
+                                "host_seq_s": 1.3e-5}))
+    from dataclasses import replace
+
+    a = replace(base, gpu_profile=str(prof))
+    cost, info = make_step_cost(a, load_plan(a)[0])
+    assert isinstance(cost, HostStepCost) and "V1 CPU" in cost.host.source
+    shape = StepShape(num_decode_seqs=128, decode_kv_tokens=128 * 300)
+    plain, _ = make_step_cost(base, plan)
+    gpu = plain.inner.step_time_s(shape)
+    assert cost.step_time_s(shape) == pytest.approx(gpu + 0.0006 + 128 * 1.3e-5 + 0.5e-3 + 128 * 20e-6)

@@ -37,25 +37,25 @@ def test_sglang_default_fraction_and_token_pool_on_h100():
 def test_trtllm_pool_on_h100():
     # free after the dry run = 85,029,027,840 − 16,060,522,496 (weights) − 939,524,096 (8,192 tokens × (2·4,096 +
     # 48·128 + 3·14,336) × 2 B) − 139,586,437 − 47,513,600 (the CUDA-graph pool of the default largest graph, 128:
-    # 128 × 57,344 × 2 B activations + 128 × 128,256 × 2 B logits) − 1,084,479,242.24 (the fitted 1.01 GiB,
-    # trtllm_terms.TRTLLM_EXTRA_GIB) = 66,757,401,968.76 B; × 0.9 = 60,081,661,771 B; ÷ 131,072 B/token = 458,386
-    # tokens; // 32 = 14,324 blocks; an 8K request is 256 blocks → 14,324 / 256 = 55.95x.
+    # 128 × 57,344 × 2 B activations + 128 × 128,256 × 2 B logits) − 923,417,968.64 (the fitted 0.86 GiB,
+    # trtllm_terms.TRTLLM_EXTRA_GIB) = 66,918,463,242.36 B; × 0.9 = 60,226,616,918 B; ÷ 131,072 B/token = 459,492
+    # tokens; // 32 = 14,359 blocks; an 8K request is 256 blocks → 14,359 / 256 = 56.09x.
     p = build_plan(LLAMA8, H100, make_settings(engine="trtllm"), with_roofline=False)
-    assert (p.memory.available_kv_bytes, p.memory.pool_tokens, p.memory.num_gpu_blocks) == (60_081_661_771, 458_386,
-        14_324)
-    assert round(p.row_at(8192).max_concurrency, 2) == 55.95
+    assert (p.memory.available_kv_bytes, p.memory.pool_tokens, p.memory.num_gpu_blocks) == (60_226_616_918, 459_492,
+        14_359)
+    assert round(p.row_at(8192).max_concurrency, 2) == 56.09
     # range: low end = (85,023,784,960 (H100's lowest CUDA total) − 17,139,633,029 (weights, forward, non-torch) −
-    # 71,270,400 (1.5 × the graph pool) − 1,717,986,918.4 (the fitted term's 1.6 GiB high)) × 0.9 = 59,485,405,151.3 B
-    # → 453,837 tokens → 14,182 blocks; high end = (85,060,485,120 − 17,139,633,029 − 32,833,536 (the logits alone) −
-    # 536,870,912 (0.5 GiB)) × 0.9 = 60,616,032,878.7 B → 462,463 tokens → 14,451 blocks; at max_model_len 131,072
-    # (4,096 blocks a request) 14,182 / 4,096 = 3.462x to 14,451 / 4,096 = 3.528x.
+    # 71,270,400 (1.5 × the graph pool) − 1,460,288,880.64 (the fitted term's 1.36 GiB high)) × 0.9 = 59,717,333,385.32
+    # B → 455,607 tokens → 14,237 blocks; high end = (85,060,485,120 − 17,139,633,029 − 32,833,536 (the logits alone)
+    # − 386,547,056.64 (0.36 GiB)) × 0.9 = 60,751,324,348.52 B → 463,495 tokens → 14,484 blocks; at max_model_len
+    # 131,072 (4,096 blocks a request) 14,237 / 4,096 = 3.476x to 14,484 / 4,096 = 3.536x.
     r = p.memory.ranges
-    assert r["available_kv_bytes"] == pytest.approx((59_485_405_151.3, 60_616_032_878.7))
-    assert (r["num_gpu_blocks"], r["pool_tokens"]) == ((14_182, 14_451), (453_837, 462_463))
-    assert r["max_concurrency"] == pytest.approx((14_182 / 4096, 14_451 / 4096))
-    # the reserve follows: 0.1 × 66,094,894,612.6 = 6,609,489,461.26 to 0.1 × 67,351,147,643 = 6,735,114,764.3 B
+    assert r["available_kv_bytes"] == pytest.approx((59_717_333_385.32, 60_751_324_348.52))
+    assert (r["num_gpu_blocks"], r["pool_tokens"]) == ((14_237, 14_484), (455_607, 463_495))
+    assert r["max_concurrency"] == pytest.approx((14_237 / 4096, 14_484 / 4096))
+    # the reserve follows: 0.1 × 66,352,592,650.36 = 6,635,259,265.04 to 0.1 × 67,501,471,498.36 = 6,750,147,149.84 B
     reserve = p.memory.deductions[-1]
-    assert (reserve.low_bytes, reserve.high_bytes) == pytest.approx((6_609_489_461.26, 6_735_114_764.3))
+    assert (reserve.low_bytes, reserve.high_bytes) == pytest.approx((6_635_259_265.04, 6_750_147_149.84))
 
 
 def test_trtllm_tensorrt_engine_terms_and_given_memory_range():

@@ -141,17 +141,19 @@ def _ver(v: str | None) -> tuple[int, int, int]:
 
 def host_overhead_for(engine: str, engine_version: str | None, num_layers: int, tp: int, *, enforce_eager: bool,
                       batching: str, max_num_seqs: int | None = None, async_scheduling: bool = False,
-                      v1_cpu: bool = True) -> HostOverhead | None:
+                      rule_cpu: bool = True) -> HostOverhead | None:
     """The host term of a vLLM step for this version and flags, or None where none is modelled (SGLang,
-    TensorRT-LLM; V1 with CUDA graphs when ``v1_cpu`` is off: ``--cpu-overhead`` or a GPU profile's host terms price
-    its CPU time instead). ``batching == "vllm_v0"`` marks a V0 engine (``VLLM_USE_V1=0`` or a release before 0.8);
-    ``async_scheduling``: V1 overlaps its CPU time with the GPU (max, not a sum). V1's CPU term is priced only under
-    its own rule (``batching == "continuous"``), not for the static / contiguous baselines of the experiments."""
+    TensorRT-LLM; V1 with CUDA graphs when ``rule_cpu`` is off). ``rule_cpu`` off: ``--cpu-overhead`` gives the
+    engine's CPU time per step, which replaces the rule's (V0's in series, V1's); eager launches stay (they are priced
+    against the GPU work, not as CPU time). ``batching == "vllm_v0"`` marks a V0 engine (``VLLM_USE_V1=0`` or a
+    release before 0.8); ``async_scheduling``: V1 overlaps its CPU time with the GPU (max, not a sum). V1's CPU term
+    is priced only under its own rule (``batching == "continuous"``), not for the static / contiguous baselines of
+    the experiments."""
     if engine != "vllm":
         return None
     ver = _ver(engine_version)
     v0 = batching == "vllm_v0" or ver < V1_FROM
-    v1_cpu = v1_cpu and batching == "continuous"  # V1's own loop: not a static or contiguous baseline's
+    v1_cpu = rule_cpu and batching == "continuous"  # V1's own loop: not a static or contiguous baseline's
     if not v0 and not enforce_eager and not v1_cpu:
         return None
     no_graphs = enforce_eager or ver < GRAPHS_FROM
@@ -160,7 +162,8 @@ def host_overhead_for(engine: str, engine_version: str | None, num_layers: int, 
     ops = OPS_PER_LAYER_023 if ver < GRAPHS_FROM else OPS_PER_LAYER_V0
     launch = eager_launch_s(num_layers, ops) if v0 or enforce_eager else 0.0
     k = 1 if tp == 1 else 2
-    step, seq = (V0_STEP_S[k], V0_SEQ_S[k]) if v0 else (V1_STEP_S, V1_SEQ_S) if v1_cpu else (0.0, 0.0)
+    step, seq = ((V0_STEP_S[k], V0_SEQ_S[k]) if v0 and rule_cpu else (V1_STEP_S, V1_SEQ_S) if v1_cpu and not v0
+                 else (0.0, 0.0))
     overlap = not v0 and async_scheduling
     where = ("every step eager (--enforce-eager)" if enforce_eager else
              "V0: prompt steps eager, decode steps replay CUDA graphs" if v0 else "V1: CUDA graphs, no eager launches")
@@ -168,7 +171,7 @@ def host_overhead_for(engine: str, engine_version: str | None, num_layers: int, 
     if launch:
         src += (f", launches {num_layers} layers × {ops} ops + {OPS_OUTSIDE_LAYERS} × {OP_HOST_S * 1e6:g} µs = "
                 f"{launch * 1e3:.2f} ms against the GPU work (max)")
-    if v0:
+    if v0 and step:
         src += (f"; V0 CPU in series {step * 1e3:g} ms + {seq * 1e6:g} µs per sequence (Vidur cpu_overheads.csv, "
                 "A100)")
     elif step:

@@ -16,7 +16,7 @@ from typing import Any
 from kvledger.jsonable import to_jsonable
 from kvledger.units import GiB
 
-__all__ = ["Deduction", "MemoryPlan", "sglang_mem_fraction_static"]
+__all__ = ["Deduction", "MemoryPlan", "StartupCheck", "sglang_mem_fraction_static"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,41 @@ class Deduction:
 
 
 @dataclass(frozen=True)
+class StartupCheck:
+    """Whether vLLM starts where other memory is in use on its GPU (``plan --wddm``: the display driver's hold): the
+    free memory at its start-up snapshot against what ``gpu_memory_utilization`` asks.
+
+    Attributes:
+        free_bytes / free_low_bytes / free_high_bytes: free memory at the snapshot, B: device total − the driver's hold
+            − the engine process's own memory by then (each term's low/high at the ends).
+        requested_bytes: ceil(total × gpu_memory_utilization), B.
+        max_utilization / max_utilization_low / max_utilization_high: the largest gpu_memory_utilization that starts,
+            free ÷ total at the point and at each end.
+        verdict: "starts" (even at the range's low end), "may_refuse" (the point starts, the low end does not),
+            "refuses" (the point does not); "may_run_out" / "runs_out" where the version has no start-up check.
+        message: the sentence the plan prints.
+    """
+
+    free_bytes: float
+    free_low_bytes: float
+    free_high_bytes: float
+    requested_bytes: int
+    max_utilization: float
+    max_utilization_low: float
+    max_utilization_high: float
+    verdict: str
+    message: str
+
+    @property
+    def warns(self) -> bool:
+        """True unless the engine starts even at the range's low end."""
+        return self.verdict != "starts"
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+@dataclass(frozen=True)
 class MemoryPlan:
     """The KV pool one engine builds on one GPU.
 
@@ -81,12 +116,15 @@ class MemoryPlan:
             target's cache): vLLM builds no KV cache group, skips the memory profile and gives the cache 0 bytes
             (``v1/engine/core.py : EngineCore._initialize_kv_caches``, "Attention free models"), so
             ``available_kv_bytes`` is 0 and only max_num_seqs limits concurrency.
+        startup: vLLM under ``--wddm``: whether it starts with the display driver's hold in use (None otherwise).
     """
 
     __json__ = ("engine", "engine_version", "gpu_total_bytes", "fraction_name", "fraction", "requested_bytes",
                 "deductions", "available_kv_bytes", "available_kv_gib", "available_given", "block_size",
                 "bytes_per_block", "num_gpu_blocks", "usable_blocks", "pool_tokens", "printed_lines", "max_model_len",
-                "max_num_batched_tokens", "max_num_seqs", "notes", "requested_label", "stages", "kv_free", "ranges")
+                "max_num_batched_tokens", "max_num_seqs", "notes", "requested_label", "stages", "kv_free", "ranges",
+                "startup")
+    __json_optional__ = ("startup",)
     engine: str
     engine_version: str
     gpu_total_bytes: int
@@ -112,6 +150,7 @@ class MemoryPlan:
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Low and high of available_kv_bytes, num_gpu_blocks, pool_tokens and max_concurrency (at max_model_len) from the
     device total's and each term's range (kvledger.accounting.kv_range); empty when not computed."""
+    startup: StartupCheck | None = None
 
     @property
     def headroom_bytes(self) -> float:

@@ -17,7 +17,8 @@ __all__ = ["NEWER_THAN_READ", "vllm_newer_than_read", "sglang_newer_than_read", 
            "SGLANG_ROPE_BUFFER", "SGLANG_SEGMENT_TAILS", "sglang_load_buffers_source",
            "trtllm_activation", "TRTLLM_NON_TORCH", "TRTLLM_ENGINE_ACTIVATION_RANGE",
            "trtllm_reserve", "trtllm_reserve_source", "trtllm_block_rule", "trtllm_tokens_per_block_source",
-           "trtllm_settings", "TRTLLM_REQUESTED", "TRTLLM_REQUESTED_ENGINE", "TRTLLM_RESERVE_RANGE"]
+           "trtllm_settings", "TRTLLM_REQUESTED", "TRTLLM_REQUESTED_ENGINE", "TRTLLM_RESERVE_RANGE",
+           "vllm_wddm_startup", "sglang_wddm", "SGLANG_REQUESTED_WDDM"]
 
 
 # --- the plan's notes -------------------------------------------------------------------------------------------------
@@ -131,6 +132,8 @@ def cudagraphs_not_subtracted(version: str) -> str:
 SGLANG_RESERVE = "reserve (1 − mem_fraction_static) × free before load"
 SGLANG_REQUESTED = ("free before the weights load (device total − the memory held before it, "
                     "sglang_rules.SGLANG_PRELOAD_GIB)")
+SGLANG_REQUESTED_WDDM = ("free before the weights load (the whole board − the memory held before it, "
+                         "sglang_rules.SGLANG_PRELOAD_GIB − the display driver's hold, wddm.py)")
 SGLANG_LOAD_EXTRA = "weight-load overhead"
 SGLANG_LOAD_EXTRA_SOURCE = ("measured: what \"Load weight end. ... mem usage\" adds to the parameters, the RoPE buffer "
                             "and the segment tails, −0.001 to 0.100 GiB in six public start-ups "
@@ -237,3 +240,37 @@ def trtllm_settings(frac: float, frac_given: bool, runtime: str, tokens_per_bloc
     return [f"free_gpu_memory_fraction {frac} ({'given' if frac_given else 'default'}) of memory free after the "
             + _after(runtime), f"tokens_per_block {tokens_per_block} ({tpb_source})",
             f"bytes per token {bytes_per_token:,.0f} B from get_cache_size_per_token (integer division by TP)"]
+
+
+# --- the Windows display driver (--wddm) ------------------------------------------------------------------------------
+
+_GIB = float(1 << 30)
+
+
+def vllm_wddm_startup(ver: str, file: str, verdict: str, util: float, requested: int, total: int,
+                      free: tuple[float, float, float], held: float, own: float, mx: tuple[float, float, float]) -> str:
+    """The start-up sentence of a vLLM plan under --wddm (``wddm_engines.vllm_startup_check``)."""
+    f, lo, hi = (x / _GIB for x in free)
+    frees = (f"free at start-up {total / _GIB:.2f} − {held / _GIB:.2f} (display driver) − {own / _GIB:.2f} (this "
+             f"process) = {f:.2f} GiB ({lo:.2f}–{hi:.2f})")
+    asks = f"gpu_memory_utilization {util:g} asks {requested / _GIB:.2f} GiB"
+    largest = f"the largest that starts is {mx[0]:.3f} ({mx[1]:.3f}–{mx[2]:.3f})"
+    if verdict == "starts":
+        return f"start-up (--wddm): {asks}; {frees}: vLLM {ver} starts, even at the range's low end; {largest}"
+    where = "at the range's low end" if verdict in ("may_refuse", "may_run_out") else "at the plan's point"
+    if verdict in ("may_refuse", "refuses"):
+        return (f"warning (--wddm): {asks}; {frees}: {where} vLLM {ver} refuses to start ({file}: \"Free memory on "
+                f"device ... on startup is less than desired GPU memory utilization\"); {largest}: "
+                f"--gpu-memory-utilization {mx[1]:.3f} starts even at the low end")
+    return (f"warning (--wddm): {asks}; {frees}: more than is free {where}, and vLLM {ver} neither checks at start-up "
+            f"nor counts the driver's hold ({file}), so its cache allocation or CUDA-graph capture may run out of "
+            f"memory; up to {mx[0]:.3f} ({mx[1]:.3f}–{mx[2]:.3f}) asks no more than is free")
+
+
+def sglang_wddm(held_gib: float, mfs: float) -> str:
+    """The SGLang plan's note under --wddm."""
+    return (f"--wddm: CUDA reports the whole board as the total and the display driver holds {held_gib:.2f} GiB before "
+            f"SGLang starts; SGLang sizes the pool from the free memory before and after its weights load (KV = free "
+            f"after − free before × (1 − mem_fraction_static), mem_cache/kv_cache_configurator.py::"
+            f"_profile_available_bytes in 0.5.23, model_runner.py::profile_max_num_token in 0.4.6), so the hold "
+            f"lowers the KV by {held_gib:.2f} × {mfs:g} = {held_gib * mfs:.2f} GiB")

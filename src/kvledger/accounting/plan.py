@@ -21,6 +21,7 @@ from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture_sizes
 from kvledger.accounting.trtllm_terms import check_trtllm_only
 from kvledger.accounting.vllm_collectives import custom_all_reduce_max_bytes
+from kvledger.accounting.wddm_engines import check_wddm
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
 from kvledger.catalog.quant import online_fp8
@@ -217,12 +218,11 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
         raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "
                          f"memory plan only; with --engine {s.engine} {'it' if one else 'they'} would be ignored: drop "
                          f"{'it' if one else 'them'}, or use --engine vllm")
-    runtime = None
-    if s.engine == "trtllm":
-        from kvledger.accounting.plan_other import trtllm_runtime  # lazy: SGLang's and TRT-LLM's plans, not vLLM's
-
-        runtime = trtllm_runtime(s.engine_version, s.trtllm_backend)[0]
+    if s.engine == "trtllm":  # lazy: plan_other holds SGLang's and TRT-LLM's plans, not vLLM's
+        from kvledger.accounting.plan_other import trtllm_runtime
+    runtime = trtllm_runtime(s.engine_version, s.trtllm_backend)[0] if s.engine == "trtllm" else None
     check_trtllm_only(s, gpu, runtime)
+    check_wddm(s, gpu)
     if s.engine != "vllm" and s.quantization is not None:
         raise InputError(f"--quantization {s.quantization} is modelled for vLLM only (its online FP8 weights); with "
                          f"--engine {s.engine} it would be ignored: plan a quantized checkpoint, or use --engine vllm")

@@ -42,7 +42,7 @@ from kvledger.accounting.sglang_rules import (
     sglang_version_text,
 )
 from kvledger.accounting.trtllm_terms import trtllm_items, trtllm_ranges
-from kvledger.accounting.wddm import wddm_total
+from kvledger.accounting.wddm import wddm_held_term, wddm_total
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
@@ -82,24 +82,28 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     rope, tails = (0, 0) if s.weights_bytes is not None else (bufs.rope_bytes, bufs.tail_bytes)
     w_all = w + rope + tails  # what "mem usage" holds besides the measured overhead
     held = sglang_preload_bytes(s.tp, gpu.nvlink_all_to_all)
-    pre_free = gpu.memory_bytes - held
+    total, total_lo, total_hi = wddm_total(gpu, s.wddm)  # --wddm: the whole board, less the driver's hold below
+    hold = wddm_held_term(gpu) if s.wddm else None
+    h_pt, h_lo, h_hi = (hold.bytes, hold.low_bytes, hold.high_bytes) if hold else (0, 0, 0)
+    pre_free = total - held - h_pt
     reserve = pre_free * (1 - mfs)
     x_hi = max(sglang_preload_high_bytes(s.tp, s.pp), held)  # the pre-load memory's upper end: KV falls by ΔX × f
+    r_lo, r_hi = held - NON_TORCH_BYTES + h_pt - h_lo, x_hi - held + h_hi - h_pt
     items = (Deduction("weights", w, "given" if s.weights_bytes is not None else f"computed: {how}"),
              *((Deduction(N.SGLANG_ROPE_BUFFER, rope, N.sglang_load_buffers_source(bufs.rope_how)),
                 Deduction(N.SGLANG_SEGMENT_TAILS, tails, N.sglang_load_buffers_source(bufs.tail_how)))
                if s.weights_bytes is None else ()),
              Deduction(N.SGLANG_LOAD_EXTRA, x, N.SGLANG_LOAD_EXTRA_SOURCE, x_lo, x_hi_load),
-             Deduction(N.SGLANG_RESERVE, reserve, N.sglang_reserve_source(1 - mfs, gpu.memory_bytes / GiB, held / GiB,
+             Deduction(N.SGLANG_RESERVE, reserve, N.sglang_reserve_source(1 - mfs, total / GiB, (held + h_pt) / GiB,
                                                                          held > SGLANG_PRELOAD_GIB[False] * GiB),
-                       reserve - (held - NON_TORCH_BYTES) * mfs, reserve + (x_hi - held) * mfs,
+                       reserve - r_lo * mfs, reserve + r_hi * mfs,
                        N.sglang_preload_range(x_hi / GiB, mfs)))
     given = s.available_kv_memory_bytes is not None
     avail = s.available_kv_memory_bytes if given else int(pre_free - reserve - w_all - x)
     page = s.block_size or 1
     pools = sglang_pools(kv, avail, page)
     rng = {} if given else _sglang_ranges(kv, page, L, [int((t - h) * mfs - w_all - e) for t, h, e in (
-        (gpu.memory_low_bytes, x_hi, x_hi_load), (gpu.memory_high_bytes, NON_TORCH_BYTES, x_lo))])
+        (total_lo, x_hi + h_hi, x_hi_load), (total_hi, NON_TORCH_BYTES + h_lo, x_lo))])
     tokens, cell = pools.full_tokens, pools.cell_bytes
     if pools.state_bytes:
         items = items + (Deduction(N.sglang_mamba_pool(pools.state_slots), pools.state_bytes,
@@ -123,15 +127,15 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
             mamba_note = [N.sglang_mamba_cap(cap, pools.state_slots, ratio, why)]
         mrr = min(mrr, cap)
     notes = (N.sglang_settings(mfs, msrc, cps, mrr, bool(mamba_note)) + mamba_note + pools.notes
-             + _hybrid_note(kv, "sglang"))
+             + _hybrid_note(kv, "sglang") + ([N.sglang_wddm(h_pt / GiB, mfs)] if s.wddm else []))
     if ver > SGLANG_LATEST:
         notes.insert(0, N.sglang_newer_than_read(sglang_version_text(ver), sglang_version_text(SGLANG_LATEST)))
     label = f"{sglang_version_text(ver)} rules"
-    return MemoryPlan("sglang", label, gpu.memory_bytes, "mem_fraction_static", mfs, int(pre_free), items,
+    return MemoryPlan("sglang", label, total, "mem_fraction_static", mfs, int(pre_free), items,
                       int(avail - pools.state_bytes), given, page, int(cell * page), tokens // page, tokens // page,
                           tokens, lines,
                       L, s.max_num_batched_tokens or cps, mrr, tuple(notes),
-                      N.SGLANG_REQUESTED, ranges=rng)
+                      N.SGLANG_REQUESTED_WDDM if s.wddm else N.SGLANG_REQUESTED, ranges=rng)
 
 
 def _sglang_ranges(kv: KVLedger, page: int, max_model_len: int, ends: list[int]) -> dict[str, tuple[float, float]]:
@@ -230,7 +234,7 @@ def trtllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     L, _ = resolve_max_model_len(model, s)
     frac = s.free_gpu_memory_fraction or 0.9
     max_num_tokens = s.max_num_batched_tokens or 8192
-    items = trtllm_items(model, s, runtime, max_num_tokens, L)
+    items = trtllm_items(model, s, runtime, max_num_tokens, L, gpu)
     total, total_lo, total_hi = wddm_total(gpu, s.wddm)
     free_after = total - sum(i.bytes for i in items)
     # nothing free (the model does not fit): no reserve is kept, and the KV memory is the shortfall (negative)

@@ -27,6 +27,8 @@ from kvledger.accounting.vllm_collectives import non_torch_term
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
 from kvledger.accounting.vllm_terms import activation_item, cudagraph_range, weights_item
+from kvledger.accounting.wddm import wddm_total
+from kvledger.accounting.wddm_engines import vllm_startup_check, vllm_wddm_items
 from kvledger.catalog.compressed_mla import has_compressed_mla
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.loading import SERVED_DTYPE_BYTES, loaded_weights
@@ -105,7 +107,7 @@ def _deductions(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, ver, mnbt: int,
     else:
         cg, src = P.cudagraph_estimate(len(cudagraph_capture_sizes(seqs, mnbt)))
         items.append(Deduction("CUDA graphs (estimate)", cg, N.cudagraphs_subtracted(src), *cudagraph_range(cg)))
-    return items
+    return items + list(vllm_wddm_items(ver, gpu) if s.wddm else ())
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,8 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
         raise InputError(N.pp_above_layers(s.pp, model.name, model.num_layers))
     L, _ = resolve_max_model_len(model, s)
     sliding = any(getattr(layer, "window_tokens", 0) for layer in model.layers)
-    d_mnbt, d_seqs, why = R.default_batch_limits(ver, gpu.memory_bytes, gpu.name, L, sliding)
+    total, total_lo, total_hi = wddm_total(gpu, s.wddm)  # under --wddm the whole board CUDA reports there
+    d_mnbt, d_seqs, why = R.default_batch_limits(ver, total, gpu.name, L, sliding)
     mnbt, seqs = s.max_num_batched_tokens or d_mnbt, s.max_num_seqs or d_seqs
     if s.max_num_batched_tokens is None or s.max_num_seqs is None:
         notes.append(why)
@@ -184,7 +187,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
     else:
         util, usrc = R.default_gpu_memory_utilization(ver)
     notes.append(N.gpu_memory_utilization_from(util, usrc))
-    requested = math.ceil(gpu.memory_bytes * util)
+    requested = math.ceil(total * util)
     mamba = mamba_rule(model, s, ver, gpu.arch)
     if mamba is not None:
         notes.append(mamba.source)
@@ -209,7 +212,7 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
                                      cpu_blocks) if n > 0 and not no_groups else []
     summaries = tuple(_stage_summary(b, b is bind) for b in stages) if s.pp > 1 else ()
     rng = {} if no_groups else kv_ranges(
-        gpu.memory_low_bytes, gpu.memory_high_bytes, util, items, layout.bytes_per_block,
+        total_lo, total_hi, util, items, layout.bytes_per_block,
         given_available=s.available_kv_memory_bytes, fixed_blocks=s.num_gpu_blocks_override,
         num_groups=len(layout.groups), block_size=layout.block_size, blocks_per_request=Rl)
     if no_groups:
@@ -218,10 +221,11 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
         pool_tokens = int(n / Rl * L)
     else:
         pool_tokens = (n // len(layout.groups)) * layout.block_size
-    mem = MemoryPlan("vllm", vtxt, gpu.memory_bytes, "gpu_memory_utilization", util, requested, tuple(items), available,
+    startup = vllm_startup_check(ver, gpu, total, util, requested, s.tp) if s.wddm else None
+    mem = MemoryPlan("vllm", vtxt, total, "gpu_memory_utilization", util, requested, tuple(items), available,
                      given, layout.block_size, layout.bytes_per_block, n, usable, pool_tokens,
                      tuple(lines), L, mnbt, seqs, tuple(notes) + layout.notes,
-                     f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free, rng)
+                     f"× gpu_memory_utilization {util} (ceil)", summaries, kv_free, rng, startup)
     return VllmResult(mem, layout, F, ver, bind.kv if s.pp > 1 else None)
 
 

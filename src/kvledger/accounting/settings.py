@@ -66,7 +66,7 @@ class PlanSettings:
         no_cuda_graph: TensorRT-LLM's PyTorch backend without CUDA graphs (``cuda_graph_config: null``; 0.x
             ``use_cuda_graph: false``): no graph pool.
         wddm: the GPU runs the Windows display driver (Windows, WSL2): CUDA reports the whole board as its total and
-            the driver's hold counts as used memory (TensorRT-LLM plans).
+            the driver's hold counts as used memory (every engine's plan; vLLM's by its version's rule, wddm_engines).
         kv_cache_dtype: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2.
         dtype: vLLM ``--dtype`` (the served dtype of weights, activations and "auto" KV). quantization: vLLM
             ``--quantization``; "fp8" quantizes an unquantized checkpoint on load.

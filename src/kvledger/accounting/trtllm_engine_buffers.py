@@ -112,7 +112,9 @@ allocation … now: GPU N MiB"). Data: the two public logs that print every othe
 180.30) / 1,024 = 0.773 GiB, the point; the 0.12.0.dev trtllm-bench walkthrough (benchmarks/Suite.md, a Python
 process with its own CUDA context, FP8 engine with 6 optimization profiles): 79.10 − 63.62 − (6,166 + 928.77) /
 1,024 − 1.14 − 4.35 = 3.062 GiB, the high end (rounded up). Leave-one-out: each predicts the other to ±2.29 GiB.
-Low 0.3 GiB: a CUDA context alone (assumed)."""
+Low 0.3 GiB: a CUDA context alone (assumed). Both logs are TP 1; the one TP-2 start-up of the corpus (TR08,
+tensorrtllm_backend#577) leaves 1.45 GiB once the all-reduce workspace is taken (NCCL's buffers are in it): inside the
+range, out of sample, not fitted."""
 
 TRTLLM_ACTIVATION_HIGH = 1.5
 """The engine activation's high end as a multiple of the modelled forward over max_num_tokens: TensorRT sizes it at

@@ -35,6 +35,12 @@ from kvledger.accounting.trtllm_engine_buffers import (
     engine_activation_range,
     trtllm_engine_buffer_terms,
 )
+from kvledger.accounting.trtllm_engine_weights import (
+    trtllm_allreduce_term,
+    trtllm_embedding_replica_bytes,
+    trtllm_rope_table_bytes,
+    trtllm_rotary_dim,
+)
 from kvledger.accounting.wddm import wddm_held_term
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
 from kvledger.catalog.gpus import GpuSpec
@@ -50,24 +56,25 @@ TRTLLM_GRAPH_MAX_BATCH = 128
 PyTorch backend captures by default. ``trtllm-bench`` sets it to its max_batch_size (with padding) instead
 (``bench/benchmark/utils/general.py::get_settings``); pass ``--cuda-graph-max-batch-size`` for such a run."""
 
-TRTLLM_EXTRA_GIB = (0.5, 1.01, 1.6)
+TRTLLM_EXTRA_GIB = (0.36, 0.86, 1.36)
 """(low, point, high) GiB of the memory the PyTorch backend's logs show beyond the terms the code sizes (weights,
 forward peak, 0.13 GiB non-torch, the CUDA-graph pool, the WDDM hold): the CUDA context, cuBLAS/attention workspaces
 and other non-torch memory of the process. Data: benchmarks/data/trtllm_public_startups.csv, residual = total −
 printed KV ÷ fraction − those terms (``analyses/doctor/trtllm_startups.trtllm_residual_gib``;
 tests/analyses/test_trtllm_startups.py re-fits it): TR01/TR02 (one set-up: SmolLM2-135M, RTX 4070 SUPER under WSL2,
-1.2.1) 0.992 and 0.978 GiB, TR06 (Llama-3.1-8B FP8, H100, 0.20.0) 1.033 GiB; point = mean of the two set-ups 1.01 GiB;
-leave-one-out error ±0.05 GiB (each set-up predicted by the other). Range 0.5–1.6 GiB: two set-ups only, on two GPUs;
-±0.5 GiB is assumed for a CUDA context on other GPUs, drivers and versions (the vLLM corpus shows non-torch memory
-from 0.13 to 0.55 GiB on one GPU, TP 1). The TensorRT-engine executor has no such fitted remainder any more: its
-runtime buffers and decoder are sized from the code (``trtllm_engine_buffers``; the 3.52 GiB this term held for it,
-leave-one-out ±2.70 GiB, is gone)."""
+1.2.1) 0.699 and 0.685 GiB against the WDDM hold fitted on the board size (``wddm.WDDM_HOLD_FIT``: 0.73 GiB on this
+12 GiB board), TR06 (Llama-3.1-8B FP8, H100, 0.20.0) 1.033 GiB; point = mean of the two set-ups 0.86 GiB;
+leave-one-out error ±0.34 GiB (each set-up predicted by the other; ±0.05 when the hold was Linux's 450 MiB reserve,
+which the WDDM corpus shows too small). Range ±0.5 GiB about the point (0.36–1.36): two set-ups only, on two GPUs,
+assumed for a CUDA context on other GPUs, drivers and versions (the vLLM corpus shows non-torch memory from 0.13 to
+0.55 GiB on one GPU, TP 1). The TensorRT-engine executor has no such fitted remainder any more: its runtime buffers
+and decoder are sized from the code (``trtllm_engine_buffers``; the 3.52 GiB this term held for it, leave-one-out
+±2.70 GiB, is gone)."""
 
 
 #: settings only TensorRT-LLM's plan reads: (flag, PlanSettings attribute, its value when not given)
 _TRTLLM_ONLY = (("--cuda-graph-max-batch-size", "cuda_graph_max_batch_size", None),
-                ("--no-cuda-graph", "no_cuda_graph", False), ("--wddm", "wddm", False),
-                ("--logits-dtype", "trtllm_logits_dtype", None))
+                ("--no-cuda-graph", "no_cuda_graph", False), ("--logits-dtype", "trtllm_logits_dtype", None))
 #: of those, the PyTorch backend's CUDA-graph settings (the TensorRT-engine executor has no cuda_graph_config)
 _PYTORCH_ONLY = ("cuda_graph_max_batch_size", "no_cuda_graph")
 
@@ -75,9 +82,7 @@ _PYTORCH_ONLY = ("cuda_graph_max_batch_size", "no_cuda_graph")
 def check_trtllm_only(s: PlanSettings, gpu: GpuSpec | None = None, runtime: str | None = None) -> None:
     """Refuse the TensorRT-LLM-only settings where the plan would ignore them or count them wrongly: with another
     engine; the CUDA-graph settings on the TensorRT-engine runtime (``runtime`` "tensorrt": its graphs are the
-    engine's, sized at build); --wddm on a ``gpu`` whose whole board is not in the catalog (no nvidia-smi total, and
-    no --gpu-memory given: the plan would keep CUDA's Linux total, which already leaves the driver's reserve out, and
-    deduct the hold again) or that is a server module (SXM, OAM, superchip: no Windows display driver).
+    engine's, sized at build). --wddm, which every engine's plan reads, is checked by ``wddm_engines.check_wddm``.
 
     Raises:
         InputError: one of those.
@@ -102,15 +107,6 @@ def check_trtllm_only(s: PlanSettings, gpu: GpuSpec | None = None, runtime: str 
                          "TensorRT engine (--engine-version before 1.0)")
     if s.cuda_graph_max_batch_size is not None and s.no_cuda_graph:
         raise InputError("--cuda-graph-max-batch-size sizes the CUDA graphs that --no-cuda-graph turns off: give one")
-    if s.wddm and gpu is not None:
-        if gpu.server_module:
-            raise InputError(f"--wddm: the {gpu.name} is a server module ({gpu.form_factor}), which runs the "
-                             f"datacenter driver on Linux, never the Windows display driver (WDDM): drop --wddm")
-        if gpu.memory_basis != "given" and not gpu.nvidia_smi_mib:
-            raise InputError(f"--wddm: the catalog has no nvidia-smi total for the {gpu.name}, the whole board CUDA "
-                             f"reports under WDDM; the plan would deduct the driver's hold from the Linux total, which "
-                             f"already leaves it out. Pass the total CUDA reports with --gpu-memory (e.g. torch's "
-                             f"'total capacity' in GiB)")
 
 
 def trtllm_graph_batch(max_batch_size: int, cuda_graph_max_batch_size: int | None) -> int:
@@ -143,8 +139,8 @@ def trtllm_extra_term() -> Deduction:
     lo, pt, hi = (g * GiB for g in TRTLLM_EXTRA_GIB)
     return Deduction("CUDA context and workspaces outside torch (fitted)", pt,
                      "fit: mean residual of 2 public set-ups' printed KV memory (benchmarks/data/"
-                     "trtllm_public_startups.csv; TR01/TR02 0.985, TR06 1.033 GiB; leave-one-out error ±0.05 GiB)",
-                     lo, hi, "0.5 to 1.6 GiB (two set-ups; ±0.5 GiB assumed for other GPUs, drivers and versions)")
+                     "trtllm_public_startups.csv; TR01/TR02 0.692, TR06 1.033 GiB; leave-one-out error ±0.34 GiB)",
+                     lo, hi, "0.36 to 1.36 GiB (two set-ups; ±0.5 GiB assumed for other GPUs, drivers and versions)")
 
 
 def trtllm_ranges(model: ModelSpec, tp: int, elem_bytes: float, max_seq_len: int, tokens_per_block: int, runtime: str,
@@ -174,14 +170,14 @@ def trtllm_ranges(model: ModelSpec, tp: int, elem_bytes: float, max_seq_len: int
             "max_concurrency": (pools[0].blocks / per_req, pools[1].blocks / per_req)}
 
 
-def _sized_terms(model: ModelSpec, s: PlanSettings, runtime: str) -> tuple[Deduction, ...]:
+def _sized_terms(model: ModelSpec, s: PlanSettings, runtime: str, gpu: GpuSpec | None) -> tuple[Deduction, ...]:
     """Terms the code sizes beyond weights and the forward: the CUDA-graph pool (PyTorch backend, unless
-    --no-cuda-graph) and the WDDM hold."""
+    --no-cuda-graph) and the WDDM hold (fitted on the board size of ``gpu``)."""
     out: tuple[Deduction, ...] = ()
     if runtime == "pytorch" and not s.no_cuda_graph:
         batch = trtllm_graph_batch(s.max_num_seqs or 2048, s.cuda_graph_max_batch_size)
         out += (trtllm_graph_pool_term(model, s.tp, batch),)
-    return out + ((wddm_held_term(),) if s.wddm else ())
+    return out + ((wddm_held_term(gpu),) if s.wddm else ())
 
 
 def _before_0_13(version: str | None) -> bool:
@@ -190,18 +186,36 @@ def _before_0_13(version: str | None) -> bool:
     return bool(m) and (int(m.group(1)), int(m.group(2))) < (0, 13)
 
 
-def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens: int,
-                 max_seq_len: int) -> tuple[Deduction, ...]:
-    """The deductions before the fraction. Both runtimes: weights, the forward over max_num_tokens. PyTorch backend:
-    the non-torch memory, the CUDA-graph pool, the fitted rest. TensorRT-engine executor: the engine's activations
-    (with their range), its runtime buffers and decoder sized from the code, and the fitted uncounted rest
-    (``trtllm_engine_buffers``); a given --non-torch-memory replaces that rest. Both: the WDDM hold under --wddm."""
+def _weights_term(model: ModelSpec, s: PlanSettings, runtime: str) -> Deduction:
+    """The weights as the runtime holds them: the checkpoint's tensors (``weightmem``, without vLLM's RoPE cache); a
+    TensorRT engine adds its float32 rotary table and, at TP > 1, may hold the vocabulary embedding whole on every rank
+    (the high end; ``trtllm_engine_weights``). A given --weights-memory replaces it."""
+    if s.weights_bytes is not None:
+        return Deduction("weights", s.weights_bytes, "given")
     w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
+    if runtime != "tensorrt":
+        return Deduction("weights", w, f"computed: {how}")
+    rope, replica = trtllm_rope_table_bytes(model), trtllm_embedding_replica_bytes(model, s.tp)
+    if rope:
+        how += (f" + {rope:,} B rotary table (max_position_embeddings {model.max_position_embeddings:,} × rotary dim "
+                f"{trtllm_rotary_dim(model)} × 4 B float32, layers/attention.py embed_positions_for_gpt_attention)")
+    return Deduction("weights", w + rope, f"computed: {how}", w + rope, w + rope + replica,
+                     "" if not replica else "high: the vocabulary embedding whole on every rank (convert_checkpoint.py "
+                     "leaves --use_parallel_embedding off; ModelOpt's quantize.py export splits it, the point)")
+
+
+def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens: int, max_seq_len: int,
+                 gpu: GpuSpec | None = None) -> tuple[Deduction, ...]:
+    """The deductions before the fraction. Both runtimes: weights, the forward over max_num_tokens. PyTorch backend:
+    the non-torch memory, the CUDA-graph pool, the fitted rest. TensorRT-engine executor: the engine's rotary table in
+    its weights, its activations (with their range), its runtime buffers and decoder sized from the code, the custom
+    all-reduce workspace at TP > 1 (``trtllm_engine_weights``), and the fitted uncounted rest
+    (``trtllm_engine_buffers``); a given --non-torch-memory replaces that rest. Both: the WDDM hold on ``gpu`` under
+    --wddm."""
     given_act = s.activation_peak_bytes is not None
     act = s.activation_peak_bytes if given_act else forward_peak_bytes(model, max_num_tokens, s.tp)
     act_lo, act_hi = (act, act) if given_act or runtime == "pytorch" else engine_activation_range(act)
-    items = (Deduction("weights", s.weights_bytes if s.weights_bytes is not None else w,
-                       f"computed: {how}" if s.weights_bytes is None else "given"),
+    items = (_weights_term(model, s, runtime),
              Deduction(N.trtllm_activation(runtime), act,
                        f"model: forward over max_num_tokens {max_num_tokens}" if not given_act else "given",
                        act_lo, act_hi, "" if act_hi == act else N.TRTLLM_ENGINE_ACTIVATION_RANGE))
@@ -211,7 +225,8 @@ def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens
                                                                  logits_dtype=s.trtllm_logits_dtype)
         if s.non_torch_bytes is not None:
             other = Deduction("non-torch memory", s.non_torch_bytes, "given")
-        return items + (runtime_buf, decoder, other) + _sized_terms(model, s, runtime)
+        allreduce = (trtllm_allreduce_term(model, s.tp, batch, max_seq_len),) if s.tp > 1 else ()
+        return items + (runtime_buf, decoder) + allreduce + (other,) + _sized_terms(model, s, runtime, gpu)
     items += (Deduction("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES,
                         N.TRTLLM_NON_TORCH),)
-    return items + _sized_terms(model, s, runtime) + (trtllm_extra_term(),)
+    return items + _sized_terms(model, s, runtime, gpu) + (trtllm_extra_term(),)

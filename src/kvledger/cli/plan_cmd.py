@@ -108,8 +108,8 @@ def plan(
         "cuda_graph_config.max_batch_size (default 128; trtllm-bench sets its max batch size)."),
     no_cuda_graph: bool = typer.Option(False, "--no-cuda-graph", help="TensorRT-LLM PyTorch backend run without CUDA "
         "graphs (cuda_graph_config: null; 0.x use_cuda_graph false): no graph pool. Default: graphs on."),
-    wddm: bool = typer.Option(False, "--wddm", help="TensorRT-LLM on Windows or WSL2: CUDA reports the whole board "
-                                                    "and the display driver's hold counts as used."),
+    wddm: bool = typer.Option(False, "--wddm", help="Windows or WSL2 (any engine): CUDA reports the whole board and "
+                              "the display driver's hold is in use; vLLM plans say whether they start."),
     logits_dtype: str | None = typer.Option(None, "--logits-dtype", help="TensorRT-LLM TensorRT engine's logits "
         "dtype, float32 (default) or float16 (ModelOpt/quantize.py checkpoints of bfloat16 models)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),

@@ -55,6 +55,8 @@ def memory_waterfall(plan: dict[str, Any]) -> Figure:
     rows.append(["KV blocks", f"{m['num_gpu_blocks']:,}" + (f" ({b_lo:,}–{b_hi:,})" if b_lo != b_hi else "")
                  + f" × {m['block_size']} tokens ({m['bytes_per_block']:,} B each)"])
     srcs = [plan["gpu"]["memory_source"]] + [f"{d['name']}: {d['source']}" for d in m["deductions"]]
+    if m.get("startup"):  # vLLM under --wddm: whether it starts with the display driver's hold in use
+        srcs.append(m["startup"]["message"])
     if rng and rng[0] != rng[1]:
         srcs.append("range in brackets: each fitted or version-dependent term's low and high and the device total's, "
                     "propagated to available KV and blocks (accounting/kv_range.py)")

@@ -72,6 +72,8 @@ def summary_lines(p: Plan) -> list[str]:
                       f"{m.max_model_len:,} tokens "
                       f"{m.ranges['max_concurrency'][0]:,.2f}–{m.ranges['max_concurrency'][1]:,.2f}x)"
                       if m.ranges and m.ranges["num_gpu_blocks"][0] != m.ranges["num_gpu_blocks"][1] else ""))
+    if m.startup is not None:  # vLLM under --wddm: does it start with the display driver's hold in use
+        out.append(m.startup.message)
     if m.fits and m.kv_free:
         out.append(f"concurrency (per replica): only max_num_seqs = {m.max_num_seqs:,} limits it, "
                    f"at every context up to max_model_len {m.max_model_len:,} (no KV cache to fill; "

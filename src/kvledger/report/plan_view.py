@@ -70,7 +70,7 @@ def _memory(p: Plan) -> Table:
     )
     t = _t(f"Memory plan: {m.engine} {m.engine_version}, {where}", "term", "GiB", "GB", "source")
     total_source = p.gpu.memory_source
-    if p.settings.wddm and m.gpu_total_bytes != p.gpu.memory_bytes:  # TensorRT-LLM --wddm
+    if p.settings.wddm and m.gpu_total_bytes != p.gpu.memory_bytes:  # --wddm: the whole board
         total_source = (f"the whole board as nvidia-smi shows it ({m.gpu_total_bytes / MiB:,.0f} MiB), which CUDA "
                         f"reports under the Windows display driver (--wddm); CUDA's total under Linux "
                         f"{p.gpu.memory_bytes / GiB:,.2f} GiB: {p.gpu.memory_source}")

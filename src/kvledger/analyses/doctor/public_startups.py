@@ -37,6 +37,9 @@ class PublicTerm:
     how much less memory that smallest rank must have held, (low, high) GiB; None otherwise."""
     note: str = ""
     """Why such a figure still follows the engine's rule (the code it is read from); empty otherwise."""
+    print_half: float = 0.005
+    """Half the printed figure's last digit, in its unit (GiB printed to 2 decimals: 0.005; a count: any value below
+    one; TensorRT-LLM's "3.44 MB" held in GiB: 0.005 / 1,024)."""
 
     @property
     def rel_error(self) -> float:
@@ -44,10 +47,10 @@ class PublicTerm:
 
     @property
     def inside(self) -> bool | None:
-        """The printed figure lies in the plan's range (widened by the print's own ±0.005 rounding)."""
+        """The printed figure lies in the plan's range (widened by the print's own rounding, ``print_half``)."""
         if self.low is None or self.high is None:
             return None
-        return self.low - 0.005 <= self.printed <= self.high + 0.005
+        return self.low - self.print_half <= self.printed <= self.high + self.print_half
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -100,9 +103,10 @@ def topology_label(tp: int, pp: int, all_to_all: bool) -> str:
 FLAG_SETTINGS = {"kv-cache-dtype": "kv_cache_dtype", "enforce-eager": "enforce_eager",
                  "disable-custom-all-reduce": "disable_custom_all_reduce",
                  "distributed-executor-backend": "distributed_executor_backend", "nnodes": "nnodes",
-                 "sampler-backend": "sampler_backend"}
+                 "sampler-backend": "sampler_backend", "wddm": "wddm"}
 """The row's launch flags that are plan settings (``sampler-backend``: the installation's sampler where the row's build
-tells it, ``benchmarks/import_vme_startups.py::release_image_sampler``); the rest (checkpoint-quantization,
+tells it, ``benchmarks/import_vme_startups.py::release_image_sampler``; ``wddm``: the start-up ran on Windows or WSL2,
+whose driver reports the whole board as CUDA's total: ``plan --wddm``); the rest (checkpoint-quantization,
 enable-expert-parallel, ...) are
 recorded for the reader and do not change the plan."""
 
@@ -161,6 +165,10 @@ def replay_row(r: dict[str, str], root: Path) -> PublicReplay:
             out.append(PublicTerm("blocks", m.num_gpu_blocks, float(r["gpu_blocks"]), *rng["num_gpu_blocks"]))
         if "tokens" in r["checks"] and r["kv_tokens"]:
             out.append(PublicTerm("KV tokens", m.pool_tokens, float(r["kv_tokens"]), *rng["pool_tokens"]))
+        if "startup" in r["checks"] and m.startup is not None:  # --wddm: the printed "Free memory on device (x/y GiB)"
+            st = m.startup
+            out.append(PublicTerm("free at start-up", st.free_bytes / GiB, float(r["free_at_startup_gib"]),
+                                  st.free_low_bytes / GiB, st.free_high_bytes / GiB))
         if "concurrency" in r["checks"] and r["max_concurrency"] and p.at_max_model_len:
             c = round(p.at_max_model_len.max_concurrency, 2)
             out.append(PublicTerm("max concurrency", c, float(r["max_concurrency"]),

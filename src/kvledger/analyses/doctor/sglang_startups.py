@@ -18,6 +18,7 @@ from kvledger.accounting.overheads import NON_TORCH_BYTES
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
 from kvledger.accounting.sglang_rules import parse_sglang_version, sglang_preload_high_bytes, sglang_version_defaults
+from kvledger.accounting.wddm import wddm_held_term, wddm_total
 from kvledger.analyses.doctor.public_startups import PublicReplay, PublicTerm, flag_settings, load_rows, topology_label
 from kvledger.catalog.gpu_file import resolve_gpu
 from kvledger.catalog.models import load_model
@@ -72,7 +73,7 @@ def replay_sglang_row(r: dict[str, str], root: Path) -> PublicReplay:
     cfg = str(root / r["config"]) if r["config"].startswith(("tests/", "benchmarks/")) else r["config"]
     model = load_model(cfg)
     kw: dict[str, Any] = {"engine_version": ver, "tp": tp} | {
-        k: v for k, v in flag_settings(r["flags"]).items() if k == "kv_cache_dtype"}
+        k: v for k, v in flag_settings(r["flags"]).items() if k in ("kv_cache_dtype", "wddm")}
     if r["mem_fraction_static_given"] == "yes":
         kw["mem_fraction_static"] = float(r["mem_fraction_static_printed"])
     m, checks, out = _plan(model, gpu, kw), r["checks"].split(";"), []
@@ -80,10 +81,13 @@ def replay_sglang_row(r: dict[str, str], root: Path) -> PublicReplay:
         d = sglang_version_defaults(parse_sglang_version(ver), gpu.nvidia_smi_mib or gpu.memory_bytes / MiB, tp)
         out.append(PublicTerm("mem_fraction_static default", d.mem_fraction_static,
                               float(r["mem_fraction_static_printed"]), d.mem_fraction_static, d.mem_fraction_static))
-    if "preload" in checks:
-        hi = gpu.memory_high_bytes - NON_TORCH_BYTES
-        out.append(PublicTerm("free before load", m.requested_bytes / GiB, float(r["preload_avail_gib"]),
-                              (gpu.memory_low_bytes - sglang_preload_high_bytes(tp)) / GiB, hi / GiB))
+    if "preload" in checks:  # under --wddm: the whole board less the display driver's hold (wddm.py)
+        total_lo, total_hi = wddm_total(gpu, bool(kw.get("wddm")))[1:]
+        hold = wddm_held_term(gpu) if kw.get("wddm") else None
+        lo = total_lo - sglang_preload_high_bytes(tp) - (hold.high_bytes if hold else 0)
+        hi = total_hi - NON_TORCH_BYTES - (hold.low_bytes if hold else 0)
+        out.append(PublicTerm("free before load", m.requested_bytes / GiB, float(r["preload_avail_gib"]), lo / GiB,
+                              hi / GiB))
     items = {i.name: i for i in m.deductions}
     if "weights" in checks:  # SGLang's "mem usage": the parameters, the RoPE buffer, segment tails, the measured rest
         load = [items[k] for k in ("weights", N.SGLANG_ROPE_BUFFER, N.SGLANG_SEGMENT_TAILS, N.SGLANG_LOAD_EXTRA)]

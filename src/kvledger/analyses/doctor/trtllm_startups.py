@@ -76,18 +76,27 @@ def replay_trtllm_row(r: dict[str, str], root: Path) -> PublicReplay:
         if r["max_seq_len"]:
             kw["max_model_len"] = int(r["max_seq_len"])
         kw.update(_flag_settings(r["flags"]))
-        if "available" in checks and kv_printed is not None:
-            m = _memory(model, gpu, kw)
-            (a_lo, a_hi), (b_lo, b_hi) = m.ranges["available_kv_bytes"], m.ranges["num_gpu_blocks"]
-            terms.append(PublicTerm("available KV", m.available_kv_bytes / GiB, kv_printed, a_lo / GiB, a_hi / GiB))
-            terms.append(PublicTerm("KV tokens", m.num_gpu_blocks * tpb, int(r["kv_tokens_printed"]), b_lo * tpb,
-                                    b_hi * tpb))
+        if "available" in checks and (kv_printed is not None or avail_printed is not None):
+            terms += _available_terms(r, _memory(model, gpu, kw), tpb, frac)
         if "buffers" in checks:
             terms += _buffer_terms(r, _memory(model, gpu, kw))
         if "tokens" in checks:
             from_printed += _blocks_from_printed(r, model, gpu, kw, frac)
     return PublicReplay(r["id"], r["source_url"], f"TensorRT-LLM {ver or 'version not stated'} ({runtime})", gpu.name,
                         topology_label(tp, 1, gpu.nvlink_all_to_all), tuple(terms), tuple(from_printed))
+
+
+def _available_terms(r: dict[str, str], m, tpb: int, frac: float) -> list[PublicTerm]:
+    """The KV memory and tokens planned from the config alone against the printed ones; where the log prints no
+    "Allocated … GiB for max tokens" line, against the printed free memory × the fraction (what the executor gives the
+    cache, ± its rounding) and the printed blocks × tokens per block."""
+    kv = _f(r["kv_gib_printed"])
+    half = 0.005 if kv is not None else 0.005 * frac
+    kv = kv if kv is not None else float(r["available_gib_printed"]) * frac
+    tokens = int(r["kv_tokens_printed"]) if r["kv_tokens_printed"] else _printed_blocks(r) * tpb
+    (a_lo, a_hi), (b_lo, b_hi) = m.ranges["available_kv_bytes"], m.ranges["num_gpu_blocks"]
+    return [PublicTerm("available KV", m.available_kv_bytes / GiB, kv, a_lo / GiB, a_hi / GiB, print_half=half),
+            PublicTerm("KV tokens", m.num_gpu_blocks * tpb, tokens, b_lo * tpb, b_hi * tpb)]
 
 
 _FLAGS = {"kv-cache-dtype": ("kv_cache_dtype", str), "max-batch-size": ("max_num_seqs", int),
@@ -120,8 +129,10 @@ def _buffer_terms(r: dict[str, str], m) -> list[PublicTerm]:
     out = []
     for term, col, prefix in _BUFFER_LINES:
         if r[col]:
-            d = next(d for d in m.deductions if d.name.startswith(prefix))
-            out.append(PublicTerm(term, d.bytes / GiB, float(r[col]), d.low_bytes / GiB, d.high_bytes / GiB))
+            d, printed = next(d for d in m.deductions if d.name.startswith(prefix)), float(r[col])
+            half = 0.005 if printed >= 1 else 0.005 / 1024  # below 1 GiB MemoryCounters prints "MB" (MiB), 2 decimals
+            out.append(PublicTerm(term, d.bytes / GiB, printed, d.low_bytes / GiB, d.high_bytes / GiB,
+                                  print_half=half))
     return out
 
 

@@ -236,7 +236,7 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False, batching: str = "con
         if hs[0] or hs[1]:  # only a profile fitted with host terms prints them (the others' output is unchanged)
             data.update({"host_step_s": hs[0], "host_seq_s": hs[1]})
         cost, data = _with_host_term(cost, plan, batching, data, async_scheduling=why == "async scheduling"
-                                     and overlap_cpu, v1_cpu=not (cost.cpu_overhead_s or hs[0] or hs[1]))
+                                     and overlap_cpu, rule_cpu=not cost.cpu_overhead_s)
         return cost, {"name": "roofline", "scope": scope, **data, "flops_fraction": cost.flops_fraction,
                       "bandwidth_fraction": cost.bandwidth_fraction, "cpu_overhead_s": cost.cpu_overhead_s,
                       "source": "kvledger.accounting.roofline: weight matmuls then attention, each "
@@ -276,10 +276,12 @@ def make_step_cost(a: Any, plan, overlap_cpu: bool = False, batching: str = "con
 
 
 def _with_host_term(cost: Any, plan, batching: str, data: dict[str, Any], *, async_scheduling: bool = False,
-                    v1_cpu: bool = True) -> tuple[Any, dict[str, Any]]:
+                    rule_cpu: bool = True) -> tuple[Any, dict[str, Any]]:
     """The roofline wrapped in the host term of its vLLM version and flags (``accounting/host_overhead.py``) where
     one is modelled (V0; V1's CPU time; ``--enforce-eager``), with the rule in ``data["host_term"]``; else unchanged.
-    ``v1_cpu`` off: ``--cpu-overhead`` or a GPU profile's host terms already price V1's CPU time. Under async
+    ``rule_cpu`` off: ``--cpu-overhead`` gives the CPU time, which replaces the rule's (V0's and V1's). A GPU
+    profile's fitted host terms do not: ``calibration.gpu_fit`` fits them on top of this term (``roofline_with`` keeps
+    it), so they are the host time the rule leaves out and are added to it. Under async
     scheduling with CUDA graphs the engine overlaps V1's CPU time with the GPU step and the roofline is returned as
     is, its fast paths kept: max(GPU, CPU) = GPU wherever the CPU time is the shorter (Llama-3.1-8B on an H100:
     5.6 ms for the cheapest step of up to 256 sequences against 0.5 + 256 × 0.02 = 5.62 ms); a small model at
@@ -290,7 +292,7 @@ def _with_host_term(cost: Any, plan, batching: str, data: dict[str, Any], *, asy
     seats = plan.memory.max_num_seqs or s.max_num_seqs
     h = host_overhead_for(s.engine, s.engine_version, plan.model.num_layers, s.tp,
                           enforce_eager=bool(s.enforce_eager), batching=batching, max_num_seqs=seats,
-                          async_scheduling=async_scheduling, v1_cpu=v1_cpu)
+                          async_scheduling=async_scheduling, rule_cpu=rule_cpu)
     if h is None:
         return cost, data
     if h.overlap and not h.launch_s:  # async scheduling, CUDA graphs: hidden under the GPU step (docstring)

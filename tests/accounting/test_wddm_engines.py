@@ -1,0 +1,97 @@
+"""plan --wddm for vLLM and SGLang: the whole-board total, the display driver's hold where each version's code counts
+it, and vLLM's start-up check (accounting/wddm_engines.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kvledger.accounting.overheads import NON_TORCH_BYTES
+from kvledger.accounting.plan import build_plan
+from kvledger.accounting.settings import make_settings
+from kvledger.accounting.wddm import WDDM_HELD_MIB, WDDM_HELD_NAME
+from kvledger.accounting.wddm_engines import vllm_counts_other_processes
+from kvledger.catalog.gpus import get_gpu
+from kvledger.catalog.models import load_model
+from kvledger.units import GiB, MiB
+
+LLAMA = load_model("meta-llama/Llama-3.1-8B")
+RTX5090 = get_gpu("rtx5090")
+BOARD = 32_607 * MiB  # nvidia-smi's RTX 5090 total (gpus.csv) = 34,190,917,632 B = 31.84 GiB, CUDA's total under WDDM
+LINUX = 32_157 * MiB  # the catalog's Linux CUDA total: 32,607 − 450 MiB reserve = 33,719,058,432 B = 31.40 GiB
+HOLD_LO, HOLD, HOLD_HI = (m * MiB for m in WDDM_HELD_MIB)  # wddm.py's hold: 300 / 450 / 1,536 MiB at this commit
+OWN, OWN_HI = 0.42 * GiB, 0.75 * GiB  # this process at the snapshot: SGLang's measured pre-load memory at TP 1
+
+
+def _mem(engine: str = "vllm", **kw):
+    s = make_settings(engine=engine, max_model_len=32_768, **kw)
+    return build_plan(LLAMA, RTX5090, s, with_roofline=False, with_advice=False).memory
+
+
+def test_vllm_v1_budget_is_a_share_of_the_whole_board_and_the_hold_stays_out_of_the_kv():
+    # vLLM 0.19 (v1/worker/utils.py::request_memory): requested = ceil(total × 0.9), the 0.16–0.19 default.
+    # --wddm: ceil(34,190,917,632 × 0.9) = ceil(30,771,825,868.8) = 30,771,825,869 B (28.66 GiB);
+    # Linux: ceil(33,719,058,432 × 0.9) = 30,347,152,589 B. The profile counts growth since the init snapshot, so the
+    # hold is in no term: the KV grows by exactly the budget's difference, 0.9 × 450 MiB = 424,673,280 B.
+    w, lin = _mem(engine_version="0.19.0", wddm=True), _mem(engine_version="0.19.0")
+    assert (w.gpu_total_bytes, w.requested_bytes) == (BOARD, 30_771_825_869)
+    assert lin.requested_bytes == 30_347_152_589
+    assert WDDM_HELD_NAME not in {d.name for d in w.deductions}
+    assert w.available_kv_bytes - lin.available_kv_bytes == 424_673_280
+    # the ranges come from the board (a point, no Linux range) less the same terms' ends
+    assert w.ranges["available_kv_bytes"][1] - w.ranges["available_kv_bytes"][0] == pytest.approx(
+        sum(d.high_bytes - d.low_bytes for d in w.deductions), abs=2)
+
+
+def test_vllm_0_19_start_up_limit_on_an_rtx_5090():
+    # free at the snapshot = board − hold − this process: 34,190,917,632 − 471,859,200 − 450,971,566 = 33,268,086,866 B
+    # (30.98 GiB); largest utilization that starts = free ÷ board = 0.97301 → 0.973. Low end (hold 1,536 MiB, process
+    # 0.75 GiB): 31,774,998,528 B ÷ board = 0.92934 → 0.929; high end (300 MiB, 0.13 GiB context): 0.98672 → 0.986.
+    st = _mem(engine_version="0.19.0", wddm=True).startup
+    free = BOARD - HOLD - OWN
+    assert st.free_bytes == pytest.approx(free, abs=1)
+    assert st.free_low_bytes == pytest.approx(BOARD - HOLD_HI - OWN_HI, abs=1)
+    assert st.free_high_bytes == pytest.approx(BOARD - HOLD_LO - NON_TORCH_BYTES, abs=1)
+    assert st.max_utilization == math.floor(free / BOARD * 1000) / 1000
+    assert st.verdict == "starts"  # 0.9 asks 28.66 GiB, under even the low end's 29.59 GiB
+    # 0.95 asks ceil(0.95 × board) = 30.25 GiB: under the point's 30.98, over the low end's 29.59 GiB
+    st = _mem(engine_version="0.19.0", wddm=True, gpu_memory_utilization=0.95).startup
+    assert (st.requested_bytes, st.verdict) == (math.ceil(BOARD * 0.95), "may_refuse")
+    assert "Free memory on device ... on startup is less than desired GPU memory utilization" in st.message
+    # 0.98 asks 31.21 GiB, over the point: refused
+    assert _mem(engine_version="0.19.0", wddm=True, gpu_memory_utilization=0.98).startup.verdict == "refuses"
+
+
+def test_vllm_versions_that_count_the_hold_take_it_off_the_kv():
+    # 0.8.5's V1 profile (gpu_worker.py::determine_available_memory) adds (total − free) − torch allocated, device-wide:
+    # the hold comes off the KV 1:1 and nothing is checked at start-up. KV difference vs Linux: 0.9 × 450 MiB − hold.
+    assert [vllm_counts_other_processes(v) for v in ((0, 6, 3), (0, 6, 4), (0, 6, 6), (0, 8, 5), (0, 9, 0), (0, 9, 1),
+                                                      (0, 19, 0))] == [False, True, False, True, True, False, False]
+    w, lin = _mem(engine_version="0.8.5", wddm=True), _mem(engine_version="0.8.5")
+    assert w.startup is None
+    held = next(d for d in w.deductions if d.name == WDDM_HELD_NAME)
+    assert (held.bytes, held.low_bytes, held.high_bytes) == (HOLD, HOLD_LO, HOLD_HI)
+    assert w.available_kv_bytes - lin.available_kv_bytes == pytest.approx(0.9 * 450 * MiB - HOLD, abs=2)
+
+
+def test_vllm_v0_has_no_start_up_check_and_may_run_out():
+    # 0.6.3 (worker.py: peak = init_gpu_memory − free after the profile): the hold is not counted, nothing is checked;
+    # 0.95 asks more than the low end leaves free: a warning that it may run out of memory, not a refusal.
+    st = _mem(engine_version="0.6.3", wddm=True, gpu_memory_utilization=0.95).startup
+    assert st.verdict == "may_run_out" and "neither checks at start-up" in st.message
+
+
+def test_sglang_loses_the_hold_times_its_fraction():
+    # SGLang 0.5.23 (kv_cache_configurator.py::_profile_available_bytes): KV = free before load × f − the load, so the
+    # board (+450 MiB over Linux) less the hold (450 MiB) leaves the KV where Linux had it: (450 MiB − hold) × f = 0,
+    # give or take the int() of each plan (≤ 1 B). f = 0.789 on both (from nvidia-smi's total, the same board).
+    w, lin = _mem("sglang", wddm=True), _mem("sglang")
+    assert (w.gpu_total_bytes, w.fraction) == (BOARD, lin.fraction)
+    assert w.requested_bytes == pytest.approx(lin.requested_bytes + 450 * MiB - HOLD, abs=1)
+    assert w.available_kv_bytes - lin.available_kv_bytes == pytest.approx((450 * MiB - HOLD) * w.fraction, abs=1)
+    # low ends: Linux's total is the board less up to 800 MiB of reserve (gpus.csv range), --wddm's the board less the
+    # hold's high 1,536 MiB: (1,536 − 800) MiB × 0.789 = 608,912,277 B less KV at the low end
+    lo_gap = lin.ranges["available_kv_bytes"][0] - w.ranges["available_kv_bytes"][0]
+    assert BOARD - RTX5090.memory_low_bytes == 800 * MiB
+    assert lo_gap == pytest.approx((HOLD_HI - 800 * MiB) * w.fraction, abs=2)
