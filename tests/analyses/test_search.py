@@ -198,10 +198,12 @@ def test_ranking_margin_says_when_the_runner_up_is_inside_the_capacity_band():
         return {"id": cid, "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
                 "sizing": {"monthly_usd": usd}}
 
-    # $1,100 vs $1,000: the runner-up is 10% dearer, inside the ±30% band of an uncalibrated roofline capacity
+    # $1,100 vs $1,000: the runner-up is 10% dearer, inside the uncalibrated roofline capacity band's wider side
+    # (error_bands.json throughput −7.3 … +22.2%: capacity ×1/1.222 = ×0.818, 1 − 0.818 = 18.2%)
     m = ranking_margin([e("a", 1000.0), e("b", 1100.0)], "roofline")
     assert m.runner_up == "b" and m.gap == pytest.approx(0.1) and m.could_flip
-    assert not ranking_margin([e("a", 1000.0), e("b", 1500.0)], "roofline").could_flip  # 50% > 30%
+    assert m.band == pytest.approx(1 - 1 / 1.22205926772531548)
+    assert not ranking_margin([e("a", 1000.0), e("b", 1500.0)], "roofline").could_flip  # 50% > 18.2%
     assert ranking_margin([e("a", 1000.0)], "roofline") is None
 
 
@@ -255,3 +257,34 @@ def test_ranking_margin_reads_the_winners_asymmetric_band():
     m = ranking_margin([entry("a", 1000.0), entry("b", 1500.0)], "roofline")
     assert m.could_flip and (m.band_low, m.band_high) == (0.58, 1.07) and m.band == pytest.approx(0.42)
     assert not ranking_margin([entry("a", 1000.0), entry("b", 1900.0)], "roofline").could_flip
+
+
+def test_ranking_margin_without_a_stored_band_takes_the_priced_regimes_not_the_uncalibrated_one():
+    # A winner on an RTX 4090, priced by its bundled GPU profile (accounting/data/gpu_profiles/rtx-4090.json), whose
+    # entry carries no capacity_band: the margin is read against the band of the regime that priced it
+    # (search.bands.search_band → ledgers.profile_band), not the uncalibrated roofline's. That band: the GPU-profile
+    # regime's throughput errors −3.2 … +3.3% (error_bands.json, 2 points) are fewer than 10, so it widens to the
+    # cross-model band −48.7 … +95.0% (error_bands.json cross_model; the profile's in-sample throughput errors +0.6%
+    # and −0.5% lie inside): capacity multipliers 1 / 1.95 = 0.5128 to 1 / (1 − 0.4872) = 1.95. A runner-up 50%
+    # dearer can swap inside it (1.95 / 0.5128 = 3.8× > 1.5×); the uncalibrated band (−7.3 … +22.2%: ×0.818 … ×1.078,
+    # 1.078 / 0.818 = 1.32× < 1.5×) said it could not.
+    from types import SimpleNamespace
+
+    from kvledger.analyses.search.bands import search_band
+    from kvledger.analyses.search.frontier import ranking_margin
+
+    spec = SimpleNamespace(model="meta-llama/Llama-3.1-8B", step_cost="roofline", gpu_profile=None)
+
+    def entry(cid: str, usd: float) -> dict:
+        return {"id": cid, "gpu_id": "nvidia_rtx_4090", "tp": 1, "sizing": {"monthly_usd": usd},
+                "cost": {"usd_per_1k_requests": 1.0, "usd_per_1k_requests_at_capacity": 1.0},
+                "capacity": {"goodput_req_per_s": 10.0}}
+
+    pair = [entry("a", 1000.0), entry("b", 1500.0)]
+    m = ranking_margin(pair, "roofline", band_of=lambda w: search_band(spec, w))
+    assert m.band_low == pytest.approx(1 / 1.95) and m.band_high == pytest.approx(1 / (1 - 0.48717948717948717))
+    assert m.could_flip
+    assert not ranking_margin(pair, "roofline").could_flip  # the step cost's scope alone: the uncalibrated band
+    # no band for the priced regime: the assumption CAPACITY_BAND (±30%), not another regime's band
+    none = ranking_margin(pair, "roofline", band_of=lambda w: None)
+    assert none.band == 0.3 and not none.could_flip

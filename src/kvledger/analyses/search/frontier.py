@@ -8,6 +8,7 @@ better on one. The cheapest feasible candidate (ties: the faster) is never domin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,15 +116,21 @@ class RankingMargin:
     band_high: float | None = None
 
 
-def ranking_margin(ranked: list[dict[str, Any]], step_cost: str) -> RankingMargin | None:
+def ranking_margin(ranked: list[dict[str, Any]], step_cost: str,
+                   band_of: Callable[[dict[str, Any]], Any] | None = None) -> RankingMargin | None:
     """How far the runner-up is behind the winner (its cost ÷ the winner's − 1), and whether that gap lies inside the
     measured capacity band of its regime (kvledger.ledgers.error_band), in which case the order of the two could
-    flip. None with one."""
+    flip. None with one. The band is the winner's own (``capacity_band``, search.bands: the regime that priced it);
+    without one, ``band_of(winner)`` (the search passes ``search.bands.search_band``: a GPU profile's band where one
+    priced it, never the uncalibrated roofline's then), and CAPACITY_BAND where that gives none; with no ``band_of``,
+    the step cost's own scope (``_capacity_band``)."""
     if len(ranked) < 2:
         return None
     a, b = rank_key(ranked[0])[0], rank_key(ranked[1])[0]
     gap = b / a - 1.0 if a > 0 else float("inf")
     cb = ranked[0].get("capacity_band") or {}
+    if "low_multiplier" not in cb and band_of is not None and (own := band_of(ranked[0])) is not None:
+        cb = {"low_multiplier": own.low, "high_multiplier": own.high, "regime": own.regime, "source": own.source}
     if "low_multiplier" in cb:  # the winner's own band (search.bands: its GPU's regime), as the band note reads it
         from kvledger.ledgers.error_band import Band, flips_inside
 
@@ -131,7 +138,7 @@ def ranking_margin(ranked: list[dict[str, Any]], step_cost: str) -> RankingMargi
         inside = flips_inside(a, b, Band(cb["regime"], "throughput", lo, hi, 0, cb["source"]))
         return RankingMargin(ranked[1]["id"], gap, max(1 - lo, hi - 1),
                              inside and not tier_twins(ranked[0], ranked[1]), lo, hi)
-    band = _capacity_band(step_cost)
+    band = CAPACITY_BAND if band_of is not None else _capacity_band(step_cost)
     return RankingMargin(ranked[1]["id"], gap, band, gap < band and not tier_twins(ranked[0], ranked[1]))
 
 

@@ -76,8 +76,12 @@ class SearchResult:
         return next((e for e in self.entries if e["id"] == cid), None)
 
     def margin(self) -> RankingMargin | None:
-        """The runner-up's cost gap to the winner and whether it lies inside the capacity band."""
-        return ranking_margin([self.entry(c) for c in self.ranking[:2]], self.spec.step_cost)
+        """The runner-up's cost gap to the winner and whether it lies inside the capacity band (the winner's: the band
+        of the regime that priced it, ``search.bands.search_band``)."""
+        from kvledger.analyses.search.bands import search_band
+
+        return ranking_margin([self.entry(c) for c in self.ranking[:2]], self.spec.step_cost,
+                              band_of=lambda w: search_band(self.spec, w))
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
