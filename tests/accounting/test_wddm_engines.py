@@ -10,7 +10,7 @@ import pytest
 from kvledger.accounting.overheads import NON_TORCH_BYTES
 from kvledger.accounting.plan import build_plan
 from kvledger.accounting.settings import make_settings
-from kvledger.accounting.wddm import WDDM_HELD_MIB, WDDM_HELD_NAME
+from kvledger.accounting.wddm import WDDM_HELD_NAME
 from kvledger.accounting.wddm_engines import vllm_counts_other_processes
 from kvledger.catalog.gpus import get_gpu
 from kvledger.catalog.models import load_model
@@ -20,7 +20,9 @@ LLAMA = load_model("meta-llama/Llama-3.1-8B")
 RTX5090 = get_gpu("rtx5090")
 BOARD = 32_607 * MiB  # nvidia-smi's RTX 5090 total (gpus.csv) = 34,190,917,632 B = 31.84 GiB, CUDA's total under WDDM
 LINUX = 32_157 * MiB  # the catalog's Linux CUDA total: 32,607 − 450 MiB reserve = 33,719,058,432 B = 31.40 GiB
-HOLD_LO, HOLD, HOLD_HI = (m * MiB for m in WDDM_HELD_MIB)  # wddm.py's hold: 300 / 450 / 1,536 MiB at this commit
+# wddm.py's hold on this board: 0.393 + 0.0283 × 31.8427734375 GiB = 1.29415048828125 GiB = 1,389,583,505.82 B,
+# range −0.30 / +1.70 GiB about it: 0.99415 GiB = 1,067,460,958.62 B and 2.99415 GiB = 3,214,944,606.62 B
+HOLD_LO, HOLD, HOLD_HI = 1_067_460_958.6176, 1_389_583_505.8176, 3_214_944_606.6176
 OWN, OWN_HI = 0.42 * GiB, 0.75 * GiB  # this process at the snapshot: SGLang's measured pre-load memory at TP 1
 
 
@@ -45,22 +47,25 @@ def test_vllm_v1_budget_is_a_share_of_the_whole_board_and_the_hold_stays_out_of_
 
 
 def test_vllm_0_19_start_up_limit_on_an_rtx_5090():
-    # free at the snapshot = board − hold − this process: 34,190,917,632 − 471,859,200 − 450,971,566 = 33,268,086,866 B
-    # (30.98 GiB); largest utilization that starts = free ÷ board = 0.97301 → 0.973. Low end (hold 1,536 MiB, process
-    # 0.75 GiB): 31,774,998,528 B ÷ board = 0.92934 → 0.929; high end (300 MiB, 0.13 GiB context): 0.98672 → 0.986.
+    # free at the snapshot = board − hold − this process: 34,190,917,632 − 1,389,583,505.82 − 450,971,566.08 =
+    # 32,350,362,560.10 B (30.13 GiB); largest utilization that starts = free ÷ board = 0.94617 → 0.946 (the public
+    # WSL2 RTX 5090 refusals print 30.2 free of 31.84 GiB: 0.948). Low end (hold 2.99 GiB, process 0.75 GiB):
+    # 30,170,666,657.38 B = 28.10 GiB ÷ board = 0.88242 → 0.882; high end (hold 0.99 GiB, 0.13 GiB context): 0.9647.
     st = _mem(engine_version="0.19.0", wddm=True).startup
     free = BOARD - HOLD - OWN
-    assert st.free_bytes == pytest.approx(free, abs=1)
-    assert st.free_low_bytes == pytest.approx(BOARD - HOLD_HI - OWN_HI, abs=1)
+    assert st.free_bytes == pytest.approx(free, abs=1) == pytest.approx(32_350_362_560.1, abs=1)
+    assert st.free_low_bytes == pytest.approx(BOARD - HOLD_HI - OWN_HI, abs=1) == pytest.approx(30_170_666_657.4,
+                                                                                             abs=1)
     assert st.free_high_bytes == pytest.approx(BOARD - HOLD_LO - NON_TORCH_BYTES, abs=1)
-    assert st.max_utilization == math.floor(free / BOARD * 1000) / 1000
-    assert st.verdict == "starts"  # 0.9 asks 28.66 GiB, under even the low end's 29.59 GiB
-    # 0.95 asks ceil(0.95 × board) = 30.25 GiB: under the point's 30.98, over the low end's 29.59 GiB
-    st = _mem(engine_version="0.19.0", wddm=True, gpu_memory_utilization=0.95).startup
-    assert (st.requested_bytes, st.verdict) == (math.ceil(BOARD * 0.95), "may_refuse")
+    assert st.max_utilization == math.floor(free / BOARD * 1000) / 1000 == 0.946
+    # 0.9 asks ceil(0.9 × board) = 28.66 GiB: under the point's 30.13, over the low end's 28.10 GiB
+    assert st.verdict == "may_refuse"
     assert "Free memory on device ... on startup is less than desired GPU memory utilization" in st.message
-    # 0.98 asks 31.21 GiB, over the point: refused
-    assert _mem(engine_version="0.19.0", wddm=True, gpu_memory_utilization=0.98).startup.verdict == "refuses"
+    # 0.95 asks ceil(0.95 × board) = 30.25 GiB, over the point: refused
+    st = _mem(engine_version="0.19.0", wddm=True, gpu_memory_utilization=0.95).startup
+    assert (st.requested_bytes, st.verdict) == (math.ceil(BOARD * 0.95), "refuses")
+    # 0.88 asks 28.02 GiB, under even the low end: starts
+    assert _mem(engine_version="0.19.0", wddm=True, gpu_memory_utilization=0.88).startup.verdict == "starts"
 
 
 def test_vllm_versions_that_count_the_hold_take_it_off_the_kv():
@@ -71,27 +76,30 @@ def test_vllm_versions_that_count_the_hold_take_it_off_the_kv():
     w, lin = _mem(engine_version="0.8.5", wddm=True), _mem(engine_version="0.8.5")
     assert w.startup is None
     held = next(d for d in w.deductions if d.name == WDDM_HELD_NAME)
-    assert (held.bytes, held.low_bytes, held.high_bytes) == (HOLD, HOLD_LO, HOLD_HI)
+    assert (held.bytes, held.low_bytes, held.high_bytes) == pytest.approx((HOLD, HOLD_LO, HOLD_HI), abs=1)
     assert w.available_kv_bytes - lin.available_kv_bytes == pytest.approx(0.9 * 450 * MiB - HOLD, abs=2)
 
 
 def test_vllm_v0_has_no_start_up_check_and_may_run_out():
     # 0.6.3 (worker.py: peak = init_gpu_memory − free after the profile): the hold is not counted, nothing is checked;
-    # 0.95 asks more than the low end leaves free: a warning that it may run out of memory, not a refusal.
-    st = _mem(engine_version="0.6.3", wddm=True, gpu_memory_utilization=0.95).startup
+    # 0.9 asks 28.66 GiB, more than the low end leaves free (28.10): a warning that it may run out of memory, not a
+    # refusal; 0.95 asks 30.25 GiB, more than the point leaves (30.13): it runs out.
+    st = _mem(engine_version="0.6.3", wddm=True).startup
     assert st.verdict == "may_run_out" and "neither checks at start-up" in st.message
+    assert _mem(engine_version="0.6.3", wddm=True, gpu_memory_utilization=0.95).startup.verdict == "runs_out"
 
 
 def test_sglang_loses_the_hold_times_its_fraction():
     # SGLang 0.5.23 (kv_cache_configurator.py::_profile_available_bytes): KV = free before load × f − the load, so the
-    # board (+450 MiB over Linux) less the hold (450 MiB) leaves the KV where Linux had it: (450 MiB − hold) × f = 0,
-    # give or take the int() of each plan (≤ 1 B). f = 0.789 on both (from nvidia-smi's total, the same board).
+    # board (+450 MiB = 471,859,200 B over Linux) less the hold (1,389,583,505.82 B) moves the KV by (450 MiB − hold)
+    # × f = −917,724,305.82 × 0.789 ≈ −0.67 GiB, give or take the int() of each plan (≤ 1 B). f = 0.789 on both (from
+    # nvidia-smi's total, the same board).
     w, lin = _mem("sglang", wddm=True), _mem("sglang")
     assert (w.gpu_total_bytes, w.fraction) == (BOARD, lin.fraction)
     assert w.requested_bytes == pytest.approx(lin.requested_bytes + 450 * MiB - HOLD, abs=1)
     assert w.available_kv_bytes - lin.available_kv_bytes == pytest.approx((450 * MiB - HOLD) * w.fraction, abs=1)
     # low ends: Linux's total is the board less up to 800 MiB of reserve (gpus.csv range), --wddm's the board less the
-    # hold's high 1,536 MiB: (1,536 − 800) MiB × 0.789 = 608,912,277 B less KV at the low end
+    # hold's high 2.99 GiB: (3,214,944,606.62 − 838,860,800) B × 0.789 ≈ 1.75 GiB less KV at the low end
     lo_gap = lin.ranges["available_kv_bytes"][0] - w.ranges["available_kv_bytes"][0]
     assert BOARD - RTX5090.memory_low_bytes == 800 * MiB
     assert lo_gap == pytest.approx((HOLD_HI - 800 * MiB) * w.fraction, abs=2)
