@@ -199,7 +199,10 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
     out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
                          fit_frontend=fit_frontend, split_regimes=split_regimes, workers=workers,
                          two_starts=two_starts)
-    return build_profile(out, args, setups[0], paths)
+    profile = build_profile(out, args, setups[0], paths)
+    if max_paddings is not None:  # the runs replayed without the cap, each with its reason (engine_for)
+        profile["notes"] += [f"{m.label}: {n}" for m in measured for n in padding_notes(m, max_paddings)]
+    return profile
 
 
 def build_profile(out: dict[str, Any], args: SimRequestArgs, setup: SimSetup, paths: list[str]) -> dict[str, Any]:
