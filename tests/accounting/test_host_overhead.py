@@ -204,3 +204,37 @@ def test_a_profiles_fitted_host_time_adds_to_v1s_cpu_term(tmp_path):
     plain, _ = make_step_cost(base, plan)
     gpu = plain.inner.step_time_s(shape)
     assert cost.step_time_s(shape) == pytest.approx(gpu + 0.0006 + 128 * 1.3e-5 + 0.5e-3 + 128 * 20e-6)
+
+
+def test_a_fitted_step_cost_is_the_whole_step_no_host_term_on_top(tmp_path):
+    # A model-scope fit (`kvledger calibrate --scope model`'s profile, a bundled calibration) is fitted to the engine's
+    # measured latencies, so its fixed and per-request terms already hold that engine's host time (build_profile's
+    # note: "both are in fixed_s"); the term priced on top would count it twice. Under V0 and --enforce-eager, where
+    # the roofline is wrapped (test above), make_step_cost returns a fitted cost as fitted.
+    import json
+
+    from kvledger.accounting.calibration_profile import PROFILE_KIND
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs, load_plan, make_step_cost
+
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps({"kind": PROFILE_KIND, "version": 1, "step_cost": {
+        "fixed_s": 0.020, "prefill_token_s": 1e-4, "prefill_pair_s": 0.0, "decode_seq_s": 1e-3,
+        "decode_kv_token_s": 0.0, "cpu_overhead_s": 0.0, "overlap": False}}))
+    kw = dict(model="facebook/opt-13b", gpu="A100-80GB", engine_version="0.5.0", max_model_len=2048,
+              gpu_profile="none", enforce_eager=True)
+    plan, _ = load_plan(SimRequestArgs(**kw))
+    cost, info = make_step_cost(SimRequestArgs(**kw, step_cost=str(path)), plan, batching="vllm_v0")
+    assert not isinstance(cost, HostStepCost) and "host_overhead.py" not in info["source"]
+    # decode of 32 requests: 20 ms + 32 × 1 ms = 52 ms (with the term on top: 52 + 0.813 + 32 × 0.0423 = 54.167 ms)
+    assert cost.step_time_s(StepShape(num_decode_seqs=32, decode_kv_tokens=32_000)) == pytest.approx(0.052)
+    # a prompt step of 800 tokens: 20 + 800 × 0.1 = 100 ms (launches 40 × 18 + 12 ops × 19 µs = 13.9 ms lie under it;
+    # the CPU term, 0.813 + 0.0423 = 0.855 ms, is not added)
+    assert cost.step_time_s(StepShape(num_prefill_tokens=800, num_prefill_seqs=1, prefill_kv_tokens=800,
+                                      prefill_attn_pairs=800 * 801 / 2)) == pytest.approx(0.100)
+    bundled, _ = make_step_cost(SimRequestArgs(**kw, step_cost="calibrated"), plan, batching="vllm_v0")
+    assert not isinstance(bundled, HostStepCost)
+    # DistServe's decode fit below 95 requests, a + b·ΣK + c·B ms (its stored coefficients ≈ 23.48, 5.93e-4, 0.0607)
+    a, b, c = bundled.decode_small
+    assert bundled.step_time_s(StepShape(num_decode_seqs=32, decode_kv_tokens=32_000)) == pytest.approx(
+        (a + b * 32_000 + c * 32) / 1e3)
+    assert (a + b * 32_000 + c * 32) == pytest.approx(23.48 + 18.976 + 1.9424, abs=0.02)

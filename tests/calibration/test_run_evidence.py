@@ -62,10 +62,42 @@ def test_distserve_two_req_per_s_runs_break_max_paddings():
     assert largest == {"vllm-200-2": (14, 1405, 9), "vllm-300-3": (20, 254, 0), "vllm-400-4": (45, 253, 0)}
 
 
-def test_validate_warns_when_a_run_breaks_the_padding_cap():
+def test_a_run_that_breaks_the_padding_cap_is_replayed_without_it():
     # the 200-request 2 req/s run: 9 batched prompt steps padded past 256 tokens, the largest 1,405 (test above)
     [note] = padding_notes(load_measured("distserve:vllm-200-2"), 256)
-    assert note.startswith("WARNING: 9 prompt step(s)") and "largest 1405" in note
+    assert note.startswith("9 prompt step(s)") and "largest 1405" in note and "max_paddings unset" in note
     assert padding_notes(load_measured("distserve:vllm-300-3"), 256) == []
     # with a cap of 1,405 tokens nothing breaks it
     assert padding_notes(load_measured("distserve:vllm-200-2"), 1405) == []
+
+
+def test_each_distserve_run_is_replayed_under_the_padding_rule_its_record_shows():
+    # engine_for keeps --max-paddings 256 where a run's prompt steps obey it and drops it where they do not; the
+    # replay (DistServe's bundled step cost) then batches prompts as the record does. Prompt steps read off first
+    # tokens < 5 ms apart: (batched steps, steps padded > 256 tokens)
+    from dataclasses import replace
+
+    from kvledger.analyses.serving.sim_setup import SimRequestArgs
+    from kvledger.calibration.api import engine_for
+    from kvledger.calibration.replay import replay
+
+    a = SimRequestArgs(model="facebook/opt-13b", gpu="A100-80GB", engine_version="0.5.0", gpu_memory_utilization=0.95,
+                       max_num_batched_tokens=16384, max_num_seqs=1024, max_model_len=2048, block_size=16,
+                       batching="vllm_v0", enable_chunked_prefill=False, enable_prefix_caching=False,
+                       step_cost="calibrated")
+
+    def batching(records):
+        steps = [s for s in prompt_steps(records) if len(s.prompt_tokens) > 1]
+        return len(steps), sum(s.padding_tokens > 256 for s in steps)
+
+    run = load_measured("distserve:vllm-200-2")
+    setup = engine_for(a, run, max_paddings=256)
+    assert setup.config.max_paddings is None and any("max_paddings unset" in n for n in setup.notes)
+    assert batching(run.measured.records) == (14, 9)  # measured
+    assert batching(replay(run, setup.config, setup.cost).records.records) == (10, 8)  # replayed uncapped
+    assert batching(replay(run, replace(setup.config, max_paddings=256), setup.cost).records.records) == (5, 0)
+    run = load_measured("distserve:vllm-400-4")
+    setup = engine_for(a, run, max_paddings=256)
+    assert setup.config.max_paddings == 256
+    assert batching(run.measured.records) == (45, 0)  # measured
+    assert batching(replay(run, setup.config, setup.cost).records.records) == (34, 0)  # replayed capped

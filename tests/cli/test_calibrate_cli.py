@@ -158,3 +158,14 @@ def test_gpu_scope_fit_with_the_measured_gemm_curve_writes_a_version_3_profile_t
     bad = runner.invoke(app, ["validate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--gpu-profile", str(out),
                               "--gemm-efficiency", "flat"])
     assert isinstance(bad.exception, InputError) and "fitted with measured" in str(bad.exception)
+
+
+def test_calibrate_notes_a_run_replayed_without_the_padding_cap(tmp_path):
+    # distserve:vllm-100-2 padded 4 of its prompt steps past 256 tokens (largest 1,405; validation.md §2.2): the
+    # profile says it was replayed uncapped; vllm-100-1 (largest padding 120) keeps the cap
+    out = tmp_path / "p.json"
+    _ok(["calibrate", "distserve:vllm-100-1", "distserve:vllm-100-2", *DISTSERVE, "--start", "calibrated",
+         "--no-leave-one-out", "--workers", "1", "--out", str(out), "--json"])
+    notes = json.loads(out.read_text())["notes"]
+    [note] = [n for n in notes if "max_paddings" in n]
+    assert note.startswith("vllm-100-2: 4 prompt step(s)") and "largest 1405" in note

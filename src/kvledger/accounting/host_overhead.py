@@ -65,6 +65,16 @@ step is scheduled) takes
   sequences). ``--cpu-overhead`` replaces the term (the roofline's
   ``cpu_overhead_s`` is the same per-step CPU time given by hand), as does a GPU profile fitted with host terms. Not
   fitted on any run kvledger validates against.
+
+Only the roofline gets the term. A model-scope step cost — a ``kvledger calibrate --scope model`` profile, a bundled
+calibration (DistServe's offline fit of vLLM 0.2.3's iterations) — is fitted to the measured engine's own step or
+request times, host time included: its fixed and per-request terms already hold the CPU work and any launches that
+outlast the GPU (``calibration/api.py :: build_profile``'s note for a synchronous engine), so adding the term would
+count them twice (``step_cost_choice.make_step_cost`` wraps the roofline only). Fitting net of the term instead would,
+where the launches hide under the GPU work, only move V0's 0.813 ms and 42.3 µs per decoding request out of ``fixed_s``
+and ``decode_seq_s`` (fitted on DistServe's five OPT-13B runs: 23.4 and 0.97 ms, validation.md §2.2) and add 42.3 µs per
+prompt to prompt steps, while tying the profile to Vidur's A100 host constants rather than the host that served the
+runs.
 """
 
 from __future__ import annotations

@@ -103,21 +103,30 @@ def engine_for(args: SimRequestArgs, run: MeasuredRun, max_paddings: int | None 
     if max_paddings is not None:
         if setup.config.batching != "vllm_v0":
             raise InputError("--max-paddings is a vLLM V0 (0.2.x) setting: it needs --batching vllm_v0")
-        setup.config = replace(setup.config, max_paddings=max_paddings)
-        setup.notes.extend(padding_notes(run, max_paddings))
+        notes = padding_notes(run, max_paddings)
+        setup.config = replace(setup.config, max_paddings=None if notes else max_paddings)
+        setup.notes.extend(notes)
     return setup
 
 
 def padding_notes(run: MeasuredRun, max_paddings: int) -> list[str]:
-    """A warning when the run's own prompt steps (``run_evidence.prompt_steps``) padded more than ``max_paddings``
-    tokens: the engine that served it did not cap its prompt batches so, and the replay's cap is not its rule."""
+    """A note when the run's own prompt steps (``run_evidence.prompt_steps``) padded more than ``max_paddings``
+    tokens: the engine that served it had no padding cap, and ``engine_for`` replays it without one.
+
+    vLLM 0.2.2 brought the cap; before it (read in 0.1.7 and 0.2.1: ``core/scheduler.py`` admits prompts while their
+    tokens' sum fits ``max_num_batched_tokens``, ``worker/worker.py :: _prepare_inputs`` concatenates them unpadded)
+    a V0 prompt batch is the simulator's V0 rule with ``max_paddings`` unset. On DistServe's runs the two rules
+    reproduce the records: replayed uncapped, the 2 req/s runs batch prompts past 256 tokens of padding as measured,
+    and the 3 and 4 req/s runs, capped, never do (validation.md §2.2)."""
+    if run.measured is None:
+        return []
     over = [s.padding_tokens for s in prompt_steps(run.measured.records) if s.padding_tokens > max_paddings]
     if not over:
         return []
-    return [f"WARNING: {len(over)} prompt step(s) of the measured run batched prompts with more than max_paddings = "
-            f"{max_paddings} tokens of padding (largest {max(over)}, read off first tokens < "
-            f"{SAME_STEP_S * 1e3:g} ms apart): the engine that served it did not cap padding as vLLM 0.2.3 does (an "
-            "older vLLM without the cap, or other settings), so the replay's V0 rule is not the engine measured"]
+    return [f"{len(over)} prompt step(s) of the measured run batched prompts with more than max_paddings = "
+            f"{max_paddings} tokens of padding (largest {max(over)}, read off first tokens < {SAME_STEP_S * 1e3:g} ms "
+            "apart): the engine that served it had no padding cap (vLLM before 0.2.2: prompts batched while their sum "
+            "fits max_num_batched_tokens, unpadded), so this run is replayed so (max_paddings unset)"]
 
 
 def headline_errors(c: Comparison) -> dict[str, float | None]:
@@ -190,7 +199,10 @@ def calibrate_files(paths: list[str], args: SimRequestArgs, *, max_paddings: int
     out = calibrate_runs(runs, setups[0].cost, overlap=setups[0].config.async_scheduling, leave_one_out=leave_one_out,
                          fit_frontend=fit_frontend, split_regimes=split_regimes, workers=workers,
                          two_starts=two_starts)
-    return build_profile(out, args, setups[0], paths)
+    profile = build_profile(out, args, setups[0], paths)
+    if max_paddings is not None:  # the runs replayed without the cap, each with its reason (engine_for)
+        profile["notes"] += [f"{m.label}: {n}" for m in measured for n in padding_notes(m, max_paddings)]
+    return profile
 
 
 def build_profile(out: dict[str, Any], args: SimRequestArgs, setup: SimSetup, paths: list[str]) -> dict[str, Any]:

@@ -40,7 +40,10 @@ Batching = Annotated[str | None, option_info(EngineFlags, "batching", help="cont
                                                                             "static.")]
 MaxPaddings = Annotated[int | None, typer.Option("--max-paddings", help="vLLM 0.2.x only (with --batching vllm_v0): "
                                                                         "padded prompt batches with at most this many "
-                                                                        "padding tokens (0.2.3's default: 256).",
+                                                                        "padding tokens (0.2.3's default: 256); a run "
+                                                                        "whose own prompt steps padded more is "
+                                                                        "replayed uncapped, as vLLM before 0.2.2 "
+                                                                        "(with a note).",
                                                                             show_default=False)]
 AsyncScheduling = Annotated[bool | None, option_info(EngineFlags, "async_scheduling", help="vLLM v1 async "
     "scheduling (the step k+1 is scheduled while step k runs; CPU work overlaps the GPU). Default: the engine "
