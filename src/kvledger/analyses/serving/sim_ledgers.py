@@ -168,7 +168,8 @@ class SimulatedRun:
             f"({p.kv_bytes_per_token:,.{0 if float(p.kv_bytes_per_token).is_integer() else 1}f} B per token); "
             f"engine max_model_len {eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, "
             f"max_num_seqs {eng['max_num_seqs']:,}, prefix caching "
-            f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p.source}",
+            f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p.source}"
+            + (f"; {s.plan.memory.startup.message}" if s.plan.memory.startup is not None else ""),  # vLLM, --wddm
         ]
 
 
