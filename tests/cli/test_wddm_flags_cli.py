@@ -47,6 +47,16 @@ def test_simulate_serves_the_wddm_pool_and_says_whether_vllm_starts():
     _one_line_refusal("simulate", MODEL)
 
 
+def test_simulate_policy_sglang_serves_sglangs_wddm_pool():
+    # SGLang counts the hold (KV = free after the load − free before × (1 − mem_fraction_static)): fewer token slots
+    # under --wddm, where vLLM 0.33 gets more; the simulator's pool is the plan's usable slots + page 0 (from_plan.py)
+    plan = _json("plan", MODEL, *RTX, "--engine", "sglang", "--wddm")["memory"]
+    assert plan["usable_blocks"] < _json("plan", MODEL, *RTX, "--engine", "sglang")["memory"]["usable_blocks"]
+    doc = _json("simulate", MODEL, *RTX, "--policy", "sglang", "--wddm", "--num-requests", "50")
+    assert doc["engine"]["num_gpu_blocks"] == plan["usable_blocks"] + 1
+    assert any(n.startswith("--wddm: CUDA reports the whole board") for n in doc["notes"])
+
+
 def test_goodput_simulate_plans_with_wddm():
     doc = _json("goodput", "--simulate", MODEL, *RTX, "--wddm", "--num-requests", "50", *SLO)
     assert doc["simulation"]["plan"]["num_gpu_blocks"] == WDDM_BLOCKS
