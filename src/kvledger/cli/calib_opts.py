@@ -13,7 +13,7 @@ from kvledger.cli.flag_groups import EngineFlags, option_info
 __all__ = ["engine_args", "Model", "Gpu", "EngineVersion", "Tp", "MaxModelLen", "GpuMemUtil", "KvCacheDtype",
            "BlockSize", "MaxNumBatchedTokens", "MaxNumSeqs", "NumGpuBlocksOverride", "PrefixCaching", "ChunkedPrefill",
            "Batching", "MaxPaddings", "CpuOverhead", "AsyncScheduling", "EnforceEager", "FlopsFraction",
-           "BandwidthFraction", "GpuProfile", "GemmEfficiency"]
+           "BandwidthFraction", "GpuProfile", "GemmEfficiency", "Wddm"]
 
 Model = Annotated[str, typer.Option("--model", help="The served model: bundled HF id or alias, a config.json path or a "
                                                     "Hub id.")]
@@ -60,6 +60,8 @@ GemmEfficiency = Annotated[str | None, option_info(EngineFlags, "gemm_efficiency
 EnforceEager = Annotated[bool | None, option_info(EngineFlags, "enforce_eager", help="vLLM --enforce-eager (or a "
     "release before 0.2.4, which had no CUDA graphs): every step launched eagerly; the step cost adds the launch "
     "time (accounting/host_overhead.py).")]
+Wddm = Annotated[bool | None, option_info(EngineFlags, "wddm", help="The run was on Windows or WSL2: the pool is "
+    "planned as `kvledger plan --wddm` plans it (the whole board as the total, the display driver's hold in use).")]
 
 def engine_args(model: str | None, gpu: str, params: dict[str, Any], step_cost: str = "roofline"):
     """SimRequestArgs from a command's parsed parameters (no prefix caching unless asked: measured prompts carry no
@@ -75,7 +77,7 @@ def engine_args(model: str | None, gpu: str, params: dict[str, Any], step_cost: 
         enable_prefix_caching=params.get("prefix_caching"), enable_chunked_prefill=params.get("chunked_prefill"),
         batching=params.get("batching"), step_cost=step_cost, cpu_overhead=params.get("cpu_overhead"),
         async_scheduling=params.get("async_scheduling"), gpu_profile=params.get("gpu_profile"),
-        enforce_eager=params.get("enforce_eager"),
+        enforce_eager=params.get("enforce_eager"), wddm=params.get("wddm"),
         achievable_flops_fraction=params.get("achievable_flops_fraction"),
         achievable_bandwidth_fraction=params.get("achievable_bandwidth_fraction"),
         gemm_efficiency=params.get("gemm_efficiency"))

@@ -125,6 +125,9 @@ class EngineFlags:
     enforce_eager: bool | None = flag("--enforce-eager/--no-enforce-eager", help=(
         "vLLM --enforce-eager: no CUDA graphs; the step cost adds the eager launch time "
         "(accounting/host_overhead.py)."))
+    wddm: bool | None = flag("--wddm/--no-wddm", help=(
+        "Windows or WSL2: CUDA reports the whole board and the display driver's hold is in use; the pool is planned "
+        "as `kvledger plan --wddm` plans it (a vLLM plan says whether it starts; not on server-module GPUs)."))
     replicas: int | None = flag("--replicas", help="Identical engine replicas behind a router (default 1).")
     router: str | None = flag("--router", help=(
         "round_robin (default), least_loaded, prefix_aware (sgl-router's cache-aware rule) or session_affinity "

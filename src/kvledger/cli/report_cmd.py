@@ -57,6 +57,7 @@ def report(
     step_cost: str | None = typer.Option(None, "--step-cost", help="roofline (default) or calibrated (see kvledger "
                                                                    "simulate --help)."),
     gpu_profile: str | None = option(EngineFlags, "gpu_profile"),
+    wddm: bool = option(EngineFlags, "wddm", False),
     utilization: float | None = typer.Option(None, "--utilization", help="Override: average load ÷ capacity over the "
                                                                          "billed hours, (0, 1] (default: the volume's "
                                                                          "realized utilization).", show_default=False),
@@ -108,7 +109,7 @@ def report(
     engine = {k: v for k, v in (("tp", tp), ("engine_version", engine_version), ("max_model_len", max_model_len),
                                 ("gpu_memory_utilization", gpu_memory_utilization), ("kv_cache_dtype", kv_cache_dtype),
                                 ("max_num_seqs", max_num_seqs), ("step_cost", step_cost),
-                                ("gpu_profile", gpu_profile)) if v is not None}
+                                ("gpu_profile", gpu_profile), ("wddm", wddm or None)) if v is not None}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, seed=seed,
                         target=target,
                         engine=engine, utilization=utilization, max_utilization=max_utilization,

@@ -36,7 +36,7 @@ WORKLOAD = GroupUse(WorkloadFlags, only=("trace", "prompt_lengths", "output_leng
                                           "candidate).",
                           "seed": "RNG seed of the workload."})
 ENGINE = GroupUse(EngineFlags, only=("max_model_len", "gpu_memory_utilization", "engine_version", "step_cost",
-                                     "cpu_overhead", "gpu_profile"),
+                                     "cpu_overhead", "gpu_profile", "wddm"),
                   defaults={"step_cost": "roofline"})
 SESSIONS = GroupUse(SessionFlags, help={
     "session_workload": "Multi-turn sessions instead of a trace: chat or agent (the presets of `kvledger offload`), "
@@ -76,6 +76,19 @@ def _write_csv(result: Any, path: Path) -> None:
     w.writeheader()
     w.writerows(csv_rows(result))
     write_text_atomic(path, buf.getvalue())
+
+
+def _check_wddm_gpus(gpus: tuple[str, ...], wddm: bool) -> None:
+    """With --wddm, refuse a named GPU it cannot apply to (a server module), in `plan --wddm`'s words, before any work;
+    the default GPUs (every priced one) are screened per candidate instead ("invalid setting")."""
+    if not wddm:
+        return
+    from kvledger.accounting.settings import make_settings
+    from kvledger.accounting.wddm_engines import check_wddm
+    from kvledger.catalog.gpu_file import resolve_gpu
+
+    for g in gpus:
+        check_wddm(make_settings(wddm=True), resolve_gpu(g))
 
 
 def _exit_if_none_can_start(result: Any) -> None:
@@ -212,7 +225,7 @@ def register(app: typer.Typer) -> None:
                           utilization=p.utilization, max_utilization=p.max_utilization, rate_req_per_s=rate,
                           monthly_tokens=monthly_tokens, api=api, batch_share=p.batch_share,
                           cache_hit_rate=p.cache_hit_rate, cache_write_rate=p.cache_write_rate,
-                          gpu_usd_per_hour=p.gpu_usd_per_hour)
+                          gpu_usd_per_hour=p.gpu_usd_per_hour, wddm=bool(e.wddm))
         axes = axes_of(",".join([gpus or "", *(gpu or [])]), tp, kv_cache_dtype, max_num_seqs, max_num_batched_tokens,
                      prefix_caching, splits_of(disagg_splits) if disagg else ())
         if e.gpu_profile is not None and axes.gpus:
@@ -220,6 +233,7 @@ def register(app: typer.Typer) -> None:
             from kvledger.catalog.gpu_file import resolve_gpu
 
             check_profile_gpus(e.gpu_profile, [resolve_gpu(g).name for g in axes.gpus])
+        _check_wddm_gpus(axes.gpus, bool(e.wddm))
         rank = rank_of(show_command)
         if show_command is not None and rank is None:
             show_command_of(spec, axes, show_command, as_json)

@@ -27,6 +27,7 @@ from kvledger.cli.calib_opts import (
     NumGpuBlocksOverride,
     PrefixCaching,
     Tp,
+    Wddm,
     engine_args,
 )
 
@@ -48,7 +49,7 @@ def validate(
     num_gpu_blocks_override: NumGpuBlocksOverride = None, prefix_caching: PrefixCaching = None,
     chunked_prefill: ChunkedPrefill = None, batching: Batching = None, max_paddings: MaxPaddings = None,
     cpu_overhead: CpuOverhead = None, async_scheduling: AsyncScheduling = None, gpu_profile: GpuProfile = None,
-    enforce_eager: EnforceEager = None,
+    enforce_eager: EnforceEager = None, wddm: Wddm = None,
     achievable_flops_fraction: FlopsFraction = None, achievable_bandwidth_fraction: BandwidthFraction = None,
     gemm_efficiency: GemmEfficiency = None,
     sweep: bool = typer.Option(False, "--sweep", help="The files are one load sweep: per-stage errors and the measured "

@@ -43,8 +43,10 @@ def _figure_json(f: Any) -> dict[str, Any]:
 
 
 def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_model_len: str | None = None,
-                 kv_cache_dtype: str = "auto", gpu_memory_utilization: float | None = None) -> dict[str, Any]:
-    """The plan (as ``plan --json`` with ``--context 1K,…,128K``), the headline numbers and the three KV figures."""
+                 kv_cache_dtype: str = "auto", gpu_memory_utilization: float | None = None,
+                 wddm: bool = False) -> dict[str, Any]:
+    """The plan (as ``plan --json`` with ``--context 1K,…,128K``, and ``--wddm`` when ``wddm``), the headline numbers
+    and the three KV figures."""
     from kvledger.accounting.plan import build_plan
     from kvledger.accounting.settings import make_settings
     from kvledger.analyses.serving.decision_data import CONTEXTS
@@ -55,7 +57,7 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
 
     settings = make_settings(engine=engine.lower(), tp=tp, contexts=CONTEXTS, kv_cache_dtype=kv_cache_dtype,
                              max_model_len=parse_tokens(max_model_len, what="max_model_len") if max_model_len else None,
-                             gpu_memory_utilization=gpu_memory_utilization)
+                             gpu_memory_utilization=gpu_memory_utilization, wddm=wddm)
     plan = build_plan(load_model(model, allow_hub=False), resolve_gpu(gpu), settings).to_dict()
     conc = {r["context_tokens"]: r for r in plan["concurrency"]}
     m = plan["memory"]
@@ -73,22 +75,25 @@ def plan_payload(model: str, gpu: str, engine: str = "vllm", tp: int = 1, max_mo
                 "max_concurrency_8k": within(8192), "max_concurrency_128k": within(131072),
                 "max_concurrency_8k_range": within(8192, "max_concurrency_range"),
                 "max_concurrency_128k_range": within(131072, "max_concurrency_range"),
-                "fits": m["num_gpu_blocks"] > 0, "verdict": (plan.get("advice") or {}).get("message")}
+                "fits": m["num_gpu_blocks"] > 0, "verdict": (plan.get("advice") or {}).get("message"),
+                "startup": (m.get("startup") or {}).get("message")}  # vLLM under wddm: does it start (plan prints it)
     return {"plan": plan, "headline": headline, "figures": {f.key: _figure_json(f) for f in kv_figures(plan)}}
 
 
 def serving_payload(model: str, gpu: str, slo: str, api: str | None, trace: str = "azure-conv", tp: int = 1,
                     max_model_len: str | None = None, kv_cache_dtype: str = "auto", utilization: float | None = None,
-                    num_requests: int = SERVING_NUM_REQUESTS, monthly_tokens: float | None = None) -> dict[str, Any]:
+                    num_requests: int = SERVING_NUM_REQUESTS, monthly_tokens: float | None = None,
+                    wddm: bool = False) -> dict[str, Any]:
     """Capacity, cost and the serving figures (``num_requests`` per simulation, the CLI's default; vLLM rules); with
-    ``monthly_tokens`` the volume-first decision (both monthly bills) leads the headline."""
+    ``monthly_tokens`` the volume-first decision (both monthly bills) leads the headline; ``wddm``: as ``--wddm``."""
     from kvledger.analyses.serving.decision_data import ReportRequest, build_report_data
     from kvledger.ranges import range_for
     from kvledger.report.decision_view import not_steady_lines
     from kvledger.report.figures_serving import serving_figures
 
     range_for("ui", "num_requests").check("requests per simulation", num_requests)  # [10, 5,000]: kvledger.ranges
-    engine = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {})}
+    engine = {"tp": tp, "kv_cache_dtype": kv_cache_dtype, **({"max_model_len": max_model_len} if max_model_len else {}),
+              **({"wddm": True} if wddm else {})}
     req = ReportRequest(model=model, gpu=gpu, slo=slo, api=api, trace=trace, num_requests=num_requests, engine=engine,
                         utilization=utilization, monthly_tokens=monthly_tokens, with_engine_savings=False)
     data = build_report_data(req)
@@ -114,6 +119,7 @@ class _Plan(BaseModel):
     max_model_len: str | None = None
     kv_cache_dtype: str = "auto"
     gpu_memory_utilization: float | None = None
+    wddm: bool = False
     request_id: int | None = None
 
 
@@ -129,6 +135,7 @@ class _Serving(BaseModel):
     utilization: float | None = None
     num_requests: int = SERVING_NUM_REQUESTS
     monthly_tokens: float | None = None
+    wddm: bool = False
     request_id: int | None = None
 
 
@@ -205,7 +212,7 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
         with queues["plan"].slot():
             model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
             out = plan_payload(model, gpu, body.engine, body.tp, body.max_model_len or None, body.kv_cache_dtype,
-                               body.gpu_memory_utilization)
+                               body.gpu_memory_utilization, body.wddm)
         return _json({"request": body.model_dump(), **out})
 
     @app.post("/api/serving")
@@ -214,7 +221,8 @@ def create_app(data_dir: Path | None = None, token: str | None = None):
             model, gpu = check_web_model(body.model, data_dir), check_web_gpu(body.gpu, data_dir)
             trace = check_web_trace(body.trace, data_dir)
             out = serving_payload(model, gpu, body.slo, body.api, trace, body.tp, body.max_model_len or None,
-                                  body.kv_cache_dtype, body.utilization, body.num_requests, body.monthly_tokens)
+                                  body.kv_cache_dtype, body.utilization, body.num_requests, body.monthly_tokens,
+                                  body.wddm)
         return _json({"request": body.model_dump(), **out})
 
     return app

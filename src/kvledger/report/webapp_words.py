@@ -8,8 +8,8 @@ import re
 
 __all__ = ["in_app_words", "request_errors"]
 
-_FIELDS = ("model, GPU, engine, tensor parallel (TP), max_model_len, KV cache dtype, SLOs, API price row, traffic, "
-           "volume, utilization, requests per simulation")
+_FIELDS = ("model, GPU, engine, tensor parallel (TP), max_model_len, KV cache dtype, Windows/WSL2 (WDDM), SLOs, API "
+           "price row, traffic, volume, utilization, requests per simulation")
 # (pattern, replacement), most specific first
 _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
     (r"for another GPU pass --gpu FILE\.json/\.toml \(fields: ([^)]*)\)",
@@ -27,6 +27,8 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"--max-model-len", r"the context field (max_model_len)"),
     (r"--kv-cache-dtype", r"the KV cache dtype field"),
     (r"--gpu-memory-utilization", r"gpu_memory_utilization"),  # the request's own field of that name
+    (r"drop --wddm", r"untick the Windows/WSL2 (WDDM) box"),
+    (r"--wddm", r"Windows/WSL2 (WDDM)"),
     (r"--tensor-parallel-size|--tp\b", r"the tensor parallel (TP) field"),
 ))
 _FLAG = re.compile(r"(?<![\w`-])--[a-z][a-z0-9-]+")

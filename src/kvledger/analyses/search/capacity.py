@@ -174,7 +174,7 @@ def _study(spec: SearchSpec, cand: Candidate, slo: Any) -> tuple[Any, Any, str]:
     settings = make_settings(engine_version=spec.engine_version, max_model_len=spec.max_model_len,
                              gpu_memory_utilization=spec.gpu_memory_utilization, kv_cache_dtype=cand.kv_cache_dtype,
                              cpu_overhead_s=parse_duration_s(spec.cpu_overhead, what="--cpu-overhead")
-                             if spec.cpu_overhead else 0.0)
+                             if spec.cpu_overhead else 0.0, wddm=spec.wddm)
     study = DisaggStudy(load_model(spec.model), gpu, settings, link_from_gpu(gpu, link_kind,
                                                                              DEFAULT_TRANSFER_LATENCY_S),
                         slo, target=spec.target)

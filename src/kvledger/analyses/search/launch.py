@@ -44,7 +44,8 @@ def _engine(model_id: str, gpu_id: str, tp: int, p: dict[str, Any], pc: bool | N
     vllm = ["vllm", "serve", model_id, *flags] + ([] if pc is None else
                                                    ["--enable-prefix-caching" if pc else "--no-enable-prefix-caching"])
     check = ["kvledger", "plan", plan_model, "--gpu", gpu_id, *flags] + (["--engine-version", engine_version]
-                                                                       if engine_version else [])
+                                                                       if engine_version else []) + (
+        ["--wddm"] if p.get("wddm") else [])
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(tp),
               "--context-length", str(p["max_model_len"]), "--kv-cache-dtype", SGLANG_KV_DTYPES.get(p["kv_cache_dtype"],
                   "auto"),
@@ -83,7 +84,7 @@ def launch_commands(model_id: str, gpu_id: str, entry: dict[str, Any], engine_ve
         return {"vllm": _join(vllm), "sglang": _join(sglang), "check": _join(check),
                 "note": f"the plan follows {version}: {p['num_gpu_blocks']:,} KV blocks of {p['block_size']} tokens "
                         f"per "
-                        f"GPU; {sglang_note}{extra}"}
+                        f"GPU; {sglang_note}{extra}" + (f"; {p['startup']['message']}" if p.get("startup") else "")}
     lines: dict[str, list[str]] = {"vllm": [], "sglang": [], "check": []}
     for role, tp, plan, n in (("prefill", entry["tp"], p, entry["prefill_replicas"]),
                               ("decode", entry["decode_tp"], entry["decode_plan"], entry["decode_replicas"])):

@@ -193,6 +193,10 @@ def build_result(spec: SearchSpec, entries: list[dict[str, Any]]) -> SearchResul
     elif spec.gpu_provider is None:
         notes.append("GPU prices: the cheapest on-demand row of each GPU in gpu_prices.csv (any provider); "
                      "--gpu-provider fixes one")
+    if spec.wddm:
+        notes.append("--wddm: every candidate planned as `kvledger plan --wddm` plans it (the whole board as the "
+                     "device total, the display driver's hold in use); each vLLM plan's start-up check is in its "
+                     "plan.startup (--json); server-module GPUs are rejected as invalid settings")
     from kvledger.analyses.search.bands import band_notes
 
     by_id = {e["id"]: e for e in feasible}

@@ -38,7 +38,8 @@ def sim_args(spec: SearchSpec, cand: Candidate) -> SimRequestArgs:
                           max_model_len=spec.max_model_len, gpu_memory_utilization=spec.gpu_memory_utilization,
                           kv_cache_dtype=cand.kv_cache_dtype, max_num_batched_tokens=cand.max_num_batched_tokens,
                           max_num_seqs=cand.max_num_seqs, enable_prefix_caching=cand.enable_prefix_caching,
-                          step_cost=spec.step_cost, cpu_overhead=spec.cpu_overhead, gpu_profile=profile or None)
+                          step_cost=spec.step_cost, cpu_overhead=spec.cpu_overhead, gpu_profile=profile or None,
+                          wddm=spec.wddm or None)
 
 
 def price_row(gpu_id: str, provider: str | None, usd_per_gpu_hour: float | None = None) -> Any:
@@ -68,7 +69,9 @@ def plan_figures(plan: Any) -> dict[str, Any]:
             "block_size": m.block_size, "max_model_len": m.max_model_len,
                 "max_num_batched_tokens": m.max_num_batched_tokens,
             "max_num_seqs": m.max_num_seqs, "kv_cache_dtype": plan.settings.kv_cache_dtype,
-            "source": "kvledger.accounting.plan.build_plan (vLLM memory rules)"}
+            "source": "kvledger.accounting.plan.build_plan (vLLM memory rules)",
+            **({"wddm": True} if plan.settings.wddm else {}),  # --wddm: the check line plans it so
+            **({"startup": m.startup.to_dict()} if m.startup is not None else {})}  # --wddm: does vLLM start
 
 
 def _price_dict(row: Any) -> dict[str, Any]:

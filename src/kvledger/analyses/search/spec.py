@@ -44,6 +44,7 @@ class SearchSpec:
             time added to the roofline (``2ms``; None: none). gpu_profile: ``--gpu-profile`` (a GPU-scope
             calibration file prices the candidates on its GPU; "none"; None: each GPU's bundled profile).
         engine_version, max_model_len, gpu_memory_utilization: vLLM settings fixed for every candidate (None: default).
+        wddm: every candidate runs under the Windows display driver (Windows, WSL2; ``plan --wddm``).
         gpu_provider: rental provider whose rows price the GPUs (None: the cheapest listed row of each GPU).
         gpu_usd_per_hour: the user's price, USD/GPU-h, for every candidate (None: the price table; a GPU file has no
             row, so it needs this).
@@ -77,6 +78,7 @@ class SearchSpec:
     cache_hit_rate: float = 0.0
     cache_write_rate: float = 0.0
     gpu_usd_per_hour: float | None = None
+    wddm: bool = False
 
     def check(self) -> None:
         """Raises InputError for out-of-range inputs, all of them named together."""
@@ -111,6 +113,8 @@ class SearchSpec:
             del d["gpu_usd_per_hour"]
         if self.gpu_profile is None:  # the default (each GPU's bundled profile): left out, as before the option
             d.pop("gpu_profile")
+        if not self.wddm:  # absent unless given, as gpu_usd_per_hour
+            d.pop("wddm")
         return d
 
 

@@ -75,8 +75,14 @@ def sim_args(req: ReportRequest, **over: Any):
     return SimRequestArgs(**{**base, **req.engine, **over})
 
 
+def _flag(k: str, v: Any) -> str:
+    """`` --name value`` for an engine setting; an on/off one (``wddm``) as the bare flag, or nothing when off."""
+    name = f" --{k.replace('_', '-')}"
+    return "" if v is None or v is False else name if v is True else f"{name} {shlex.quote(str(v))}"
+
+
 def _cli_engine_flags(req: ReportRequest) -> str:
-    return "".join(f" --{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in req.engine.items() if v is not None)
+    return "".join(_flag(k, v) for k, v in req.engine.items())
 
 
 def build_plan_section(req: ReportRequest) -> dict[str, Any]:
@@ -93,7 +99,8 @@ def build_plan_section(req: ReportRequest) -> dict[str, Any]:
                              max_model_len=parse_tokens(str(mml), what="--max-model-len") if mml else None,
                                  contexts=CONTEXTS,
                              gpu_memory_utilization=e.get("gpu_memory_utilization"),
-                             kv_cache_dtype=e.get("kv_cache_dtype") or "auto", max_num_seqs=e.get("max_num_seqs"))
+                             kv_cache_dtype=e.get("kv_cache_dtype") or "auto", max_num_seqs=e.get("max_num_seqs"),
+                             wddm=bool(e.get("wddm")))
     return build_plan(load_model(req.model), resolve_gpu(req.gpu), settings).to_dict()
 
 
@@ -248,9 +255,9 @@ def build_report_data(req: ReportRequest, progress: Any = None, pool: Any = None
 def _commands(req: ReportRequest, gpu_price: str) -> dict[str, str]:
     """The kvledger command lines whose ``--json`` each section equals."""
     eng = _cli_engine_flags(req)
-    plan_eng = "".join(f" --{k.replace('_', '-')} {v}" for k, v in req.engine.items()
-                       if v is not None and k in ("engine_version", "tp", "max_model_len", "gpu_memory_utilization",
-                                                  "kv_cache_dtype", "max_num_seqs"))
+    plan_eng = "".join(_flag(k, v) for k, v in req.engine.items()
+                       if k in ("engine_version", "tp", "max_model_len", "gpu_memory_utilization", "kv_cache_dtype",
+                                "max_num_seqs", "wddm"))
     wl = f" --trace {shlex.quote(req.trace)} --num-requests {req.num_requests} --seed {req.seed}{eng}"
     mix = "".join(f" --{k.replace('_', '-')} {getattr(req, k)!r}" for k in ("batch_share", "cache_hit_rate",
                                                                             "cache_write_rate",

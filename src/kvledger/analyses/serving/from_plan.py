@@ -150,6 +150,9 @@ def _pool_notes(plan) -> list[str]:
             N.pool_from_override(m) if plan.settings.num_gpu_blocks_override else N.pool_from_plan(m))
     notes = [N.kv_pool(pool, N.limits(m))]
     notes += [n for n in m.notes if NEWER_THAN_READ in n or NOT_MODELLED in n]  # what plan also says of its rules
+    if m.startup is not None:  # vLLM under --wddm: whether it starts with the display driver's hold in use (as plan)
+        notes.append(m.startup.message)
+    notes += [n for n in m.notes if n.startswith("--wddm:")]  # SGLang under --wddm: what the hold takes off the KV
     if m.engine == "sglang":
         notes.append(N.SGLANG_NULL_BLOCK)
         for n in m.notes:

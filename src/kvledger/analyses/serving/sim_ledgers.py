@@ -156,9 +156,8 @@ class SimulatedRun:
         eng = self.result.config
         rules = p.engine_version if p.engine_version.endswith("rules") else f"{p.engine_version} rules"
         unit = "pages" if p.engine == "sglang" else "blocks"  # SGLang's pool: token slots in pages (kvledger plan)
-        layout = f"TP {s.tp} × {s.replicas} replica{'' if s.replicas == 1 else 's'}" + (
-            f", router {s.router}" if s.replicas > 1 else ""
-        )
+        layout = (f"TP {s.tp} × {s.replicas} replica{'' if s.replicas == 1 else 's'}"
+                  + (f", router {s.router}" if s.replicas > 1 else ""))
         return [
             f"simulated run: {simulator_description(eng)}; {s.model_name} on {self.num_gpus}× {s.gpu_name} ({layout}); "
             f"workload {workload_text(wl)}, seed {self.args.seed}",
@@ -168,7 +167,8 @@ class SimulatedRun:
             f"({p.kv_bytes_per_token:,.{0 if float(p.kv_bytes_per_token).is_integer() else 1}f} B per token); "
             f"engine max_model_len {eng['max_model_len']:,}, max_num_batched_tokens {eng['max_num_batched_tokens']:,}, "
             f"max_num_seqs {eng['max_num_seqs']:,}, prefix caching "
-            f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p.source}",
+            f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p.source}"
+            + (f"; {s.plan.memory.startup.message}" if s.plan.memory.startup is not None else ""),  # vLLM, --wddm
         ]
 
 

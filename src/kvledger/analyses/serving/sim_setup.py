@@ -61,6 +61,7 @@ class SimRequestArgs:
     cpu_overhead: str | None = None
     async_scheduling: bool | None = None
     enforce_eager: bool | None = None  # vLLM --enforce-eager: no CUDA graphs (memory plan and step cost's host term)
+    wddm: bool | None = None  # Windows/WSL2 display driver: the whole board as the total, the driver's hold in use
     achievable_flops_fraction: float | None = None  # roofline: share of peak FLOP/s (None: the plan's default, 0.7)
     achievable_bandwidth_fraction: float | None = None  # roofline: share of peak HBM bandwidth (None: 0.8)
     gpu_profile: str | None = None  # None/"auto": the GPU's bundled profile if any; "none"; or a GPU profile file
@@ -94,8 +95,8 @@ _PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_me
                 "mem_fraction_static",
                 "kv_cache_dtype",
                 "max_num_batched_tokens", "max_num_seqs", "block_size", "num_gpu_blocks_override", "cpu_overhead",
-                "enable_prefix_caching", "enforce_eager", "achievable_flops_fraction", "achievable_bandwidth_fraction",
-                "gpu_profile", "gemm_efficiency")
+                "enable_prefix_caching", "enforce_eager", "wddm", "achievable_flops_fraction",
+                "achievable_bandwidth_fraction", "gpu_profile", "gemm_efficiency")
 
 
 def plan_engine(a: SimRequestArgs) -> str:
@@ -156,7 +157,7 @@ def _build_plan(a: SimRequestArgs):
         max_num_batched_tokens=mnbt, max_num_seqs=a.max_num_seqs, block_size=a.block_size,
         num_gpu_blocks_override=a.num_gpu_blocks_override, enable_prefix_caching=a.enable_prefix_caching,
         cpu_overhead_s=parse_duration_s(a.cpu_overhead, what="--cpu-overhead") if a.cpu_overhead else 0.0,
-        enforce_eager=bool(a.enforce_eager),
+        enforce_eager=bool(a.enforce_eager), wddm=bool(a.wddm),
         **{k: v for k, v in fractions.items() if v is not None})
     return build_plan(load_model(a.model), gpu, settings, with_advice=False), mnbt
 
