@@ -24,6 +24,7 @@ from kvledger.accounting.overheads import cudagraph_capture_sizes
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.vllm_block_choice import dsv4_reservation_note, mamba_rule, vllm_block_size
 from kvledger.accounting.vllm_collectives import non_torch_term
+from kvledger.accounting.vllm_flag_terms import executor_note
 from kvledger.accounting.vllm_profile import PPStage
 from kvledger.accounting.vllm_sparse_mla import sparse_mla_choice
 from kvledger.accounting.vllm_terms import activation_item, cudagraph_range, weights_item
@@ -187,6 +188,8 @@ def vllm_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger,
     else:
         util, usrc = R.default_gpu_memory_utilization(ver)
     notes.append(N.gpu_memory_utilization_from(util, usrc))
+    if s.distributed_executor_backend:
+        notes.append(executor_note(ver, s.distributed_executor_backend, s.pp))
     requested = math.ceil(total * util)
     mamba = mamba_rule(model, s, ver, gpu.arch)
     if mamba is not None:

@@ -6,9 +6,12 @@ What the code decides (read in the wheels of 0.6.3, 0.8.5, 0.10.1, 0.11.0 and 0.
 is not 2, 4, 6 or 8, when more than 2 GPUs are not NVLink all-to-all (``is_fully_connected``) and when CUDA peer access
 fails (``_can_p2p``; skipped on ROCm). When on it allocates ``meta_size() + max_size`` and ``max_size`` of shared
 buffers plus 8 MiB of ``rank_data``, with ``max_size`` = 8 MiB
-(0.19: ``min(8 MiB, CUSTOM_ALL_REDUCE_MAX_SIZES[cc][ws])`` when symmetric memory is on). From 0.11
-``VLLM_ALLREDUCE_USE_SYMM_MEM`` defaults to 1 and ``symm_mem.py`` allocates a
-``SYMM_MEM_ALL_REDUCE_MAX_SIZES[cc][ws]`` bf16 buffer on sm90/sm100 (``all_reduce_utils.py``).
+(0.19: ``min(8 MiB, CUSTOM_ALL_REDUCE_MAX_SIZES[cc][ws])`` when symmetric memory is on), during the TP group's set-up;
+how much of that the profile deducts is the version's (``vllm_flag_terms.ca_bytes_in_window``: 24 MiB up to 0.8
+except 0.7, 16 MiB in 0.7 and 0.9–0.10, none from 0.11, whose init snapshot follows the set-up), and that is all
+``--disable-custom-all-reduce`` takes off the term for the same set-up (``non_torch_term``). From 0.11
+``VLLM_ALLREDUCE_USE_SYMM_MEM`` defaults to 1 and ``symm_mem.py`` allocates a bf16 buffer on sm90/sm100 in the same
+set-up, before the snapshot.
 
 What the code does not size (NCCL's own buffers, the CUDA context, cuBLAS workspaces) is measured, with the data named:
 vLLM 0.19.0 on H100 SXM (NVSwitch, so NCCL's NVLink-SHARP buffers) logs 0.24–0.25 GiB at TP 1, 2.06–2.07 at TP 2,
@@ -23,11 +26,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kvledger.accounting.vllm_flag_terms import ca_bytes_in_window, eager_source
 from kvledger.accounting.vllm_rocm import is_rocm, rocm_non_torch_term
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.units import GiB, MiB
 
-__all__ = ["Term", "custom_all_reduce", "custom_all_reduce_bytes", "custom_all_reduce_max_bytes", "symm_mem_bytes",
+__all__ = ["Term", "custom_all_reduce", "custom_all_reduce_bytes", "custom_all_reduce_max_bytes",
            "non_torch_term", "tp_group_nodes",
            "NVLS_ARCHS", "RING_NCCL_LOW_GIB", "RING_NCCL_HIGH_GIB", "GRAPH_PROFILE_IN_WINDOW", "HOPPER_NVSWITCH_GIB",
            "BLACKWELL_NVSWITCH_GIB"]
@@ -43,10 +47,6 @@ overhead beyond weights was 0.4–0.9 GiB (so NCCL ≤ 0.6)."""
 _CA_MAX_SIZES_SYMM = {"sm90": {2: 64 * MiB, 4: 32 * MiB, 6: MiB // 2, 8: MiB // 4},
                       "sm100": {2: 2 * MiB, 4: 2 * MiB, 6: 1 * MiB, 8: 1 * MiB}}
 """vLLM 0.19 ``all_reduce_utils.CUSTOM_ALL_REDUCE_MAX_SIZES`` ("9.0", "10.0"), B."""
-
-_SYMM_MAX_SIZES = {"sm90": {2: 64 * MiB, 4: 32 * MiB, 6: 64 * MiB, 8: 64 * MiB},
-                   "sm100": {2: 8 * MiB, 4: 32 * MiB, 6: 128 * MiB, 8: 128 * MiB}}
-"""vLLM 0.19 ``all_reduce_utils.SYMM_MEM_ALL_REDUCE_MAX_SIZES`` ("9.0", "10.0"), B (0.11–0.14 the same keys)."""
 
 
 @dataclass(frozen=True)
@@ -112,13 +112,6 @@ def custom_all_reduce_max_bytes(ver: tuple[int, int, int], tp: int, nnodes: int,
     return _ca_max_size(ver, tp, gpu.arch) if on else 0
 
 
-def symm_mem_bytes(ver: tuple[int, int, int], tp: int, arch: str) -> int:
-    """Torch symmetric-memory all-reduce buffer per GPU from 0.11 (VLLM_ALLREDUCE_USE_SYMM_MEM=1 default), B."""
-    if ver < (0, 11, 0) or arch not in _SYMM_MAX_SIZES:
-        return 0
-    return _SYMM_MAX_SIZES[arch].get(tp, 0)
-
-
 V064_ABSOLUTE_NON_TORCH_GIB = 0.35
 """vLLM 0.6.4.x subtracts all non-torch memory on the GPU, the CUDA context included: ``worker.py ::
 determine_num_available_blocks`` (0.6.4.post1) takes ``mem_get_info`` used − torch allocated after the profile
@@ -162,23 +155,25 @@ window holds no captures and the range keeps +0.15. In sample for those two reco
 
 def non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec,
                    disable_custom_all_reduce: bool, enforce_eager: bool = False) -> Term:
-    """Non-torch memory growth per GPU by mechanism, B, with its range (widened for 0.6.5–0.6.x and for
-    ``--enforce-eager`` from 0.18, see below; ROCm: ``vllm_rocm.rocm_non_torch_term``)."""
+    """Non-torch memory growth per GPU by mechanism, B, with its range: the term with custom all-reduce as the
+    topology leaves it, less what the version's profile counts of its buffers under ``--disable-custom-all-reduce``
+    (one rule on every basis, measured or not); the pre-0.18 term under ``--enforce-eager`` from 0.18; widened for
+    0.6.5–0.6.x. ROCm: ``vllm_rocm.rocm_non_torch_term``."""
     if is_rocm(gpu):
         return Term(*rocm_non_torch_term(ver, tp, pp, gpu))
+    if enforce_eager and ver >= GRAPH_PROFILE_IN_WINDOW:
+        pre = non_torch_term((0, 17, 0), tp, pp, nnodes, gpu, disable_custom_all_reduce)
+        return Term(pre.bytes, pre.low, pre.high, eager_source(pre.source), pre.range_source)
     tp_nodes = tp_group_nodes(tp, pp, nnodes)  # what the TP group's mechanisms see (PP stages may sit on other nodes)
-    t = _hopper_nvswitch_measured(ver, tp, pp, tp_nodes, gpu, disable_custom_all_reduce)
-    t = t or _non_torch_term(ver, tp, pp, tp_nodes, gpu, disable_custom_all_reduce)
+    t = _hopper_nvswitch_measured(ver, tp, pp, tp_nodes, gpu) or _non_torch_term(ver, tp, pp, tp_nodes, gpu)
+    if disable_custom_all_reduce and custom_all_reduce(tp, tp_nodes, gpu, False)[0]:
+        off, why = ca_bytes_in_window(ver, _ca_max_size(ver, tp, gpu.arch))
+        t = Term(t.bytes - off, t.low - off, t.high - off, f"{t.source}; --disable-custom-all-reduce: "
+                 f"{off / MiB:.0f} MiB less ({why})", t.range_source)
     if (0, 6, 5) <= ver < (0, 7, 0):  # the profiler of vllm PR #10511 as released in 0.6.5
         hi = max(t.high, V065_NON_TORCH_GIB * max(1, min(tp, 2)) * GiB)
         return Term(t.bytes, t.low, hi, t.source, t.range_source + f"; vLLM 0.6.5's profiler printed "
                     f"{V065_NON_TORCH_GIB} GiB at TP 1 and 3.58 at TP 2 on H100 (vllm PR #10511): up to that")
-    if enforce_eager and ver >= GRAPH_PROFILE_IN_WINDOW:
-        pre = non_torch_term((0, 17, 0), tp, pp, nnodes, gpu, disable_custom_all_reduce)
-        if pre.low < t.low:
-            return Term(t.bytes, pre.low, t.high, t.source, t.range_source + "; --enforce-eager skips the CUDA-graph "
-                        "profiling that runs inside the measured window from 0.18 (gpu_worker.py), so down to the "
-                        "pre-0.18 figure")
     return t
 
 
@@ -222,14 +217,12 @@ row planned with the median of the others at its TP): errors ≤ 0.020 GiB (≤ 
 GiB above H200 at both TPs (2.30–2.35 / 2.52–2.54). No B200 start-up before 0.18: those releases keep the H100 rule."""
 
 
-def _hopper_nvswitch_measured(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec,
-                              disable_custom_all_reduce: bool) -> Term | None:
+def _hopper_nvswitch_measured(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec) -> Term | None:
     """The H200- or B200-measured figure for this release era and TP (``HOPPER_NVSWITCH_GIB``,
-    ``BLACKWELL_NVSWITCH_GIB``), or None outside its set-up."""
+    ``BLACKWELL_NVSWITCH_GIB``; custom all-reduce on, as in every row), or None outside its set-up."""
     new = ver >= GRAPH_PROFILE_IN_WINDOW
     table = {"sm90": HOPPER_NVSWITCH_GIB, "sm100": BLACKWELL_NVSWITCH_GIB}.get(gpu.arch, {})
-    if (pp != 1 or nnodes != 1 or not gpu.nvlink_all_to_all or disable_custom_all_reduce
-            or (new, tp) not in table):
+    if pp != 1 or nnodes != 1 or not gpu.nvlink_all_to_all or (new, tp) not in table:
         return None
     if gpu.gpu_id.startswith("nvidia_h100") and new and tp <= 4:  # H100 measured itself there (vLLM 0.19 corpus)
         return None
@@ -246,8 +239,11 @@ def _hopper_nvswitch_measured(ver: tuple[int, int, int], tp: int, pp: int, nnode
         lo, hi = HOPPER_NVSWITCH_GIB.get((False, tp), (0, lo))[1], hi + 0.3
         why += (f"; no start-up for vLLM {'.'.join(map(str, ver))}: down to the pre-0.18 figure ({lo:.2f}), "
                 f"up 0.3 GiB")
-    return Term(pt * GiB, lo * GiB, hi * GiB,
-                f"measured on H200 NVSwitch at TP {tp}, {era}: {pt:.2f} GiB (vme_startups.csv residual)", why)
+    src = f"measured on H200 NVSwitch at TP {tp}, {era}: {pt:.2f} GiB (vme_startups.csv residual)"
+    ca, ca_why = ca_bytes_in_window(ver, _ca_max_size(ver, tp, gpu.arch))  # the rows' releases count none
+    if ca:
+        src += f"; + custom all-reduce {ca / MiB:.0f} MiB, which vLLM {'.'.join(map(str, ver))} counts ({ca_why})"
+    return Term(pt * GiB + ca, lo * GiB + ca, hi * GiB + ca, src, why)
 
 
 def _blackwell_term(ver: tuple[int, int, int], tp: int, pt: float, lo: float, hi: float) -> Term:
@@ -266,8 +262,8 @@ V065_NON_TORCH_GIB = 1.79
 (3.58 at TP 2): far above every other version's, so it widens the 0.6.5–0.6.x range rather than moving the point."""
 
 
-def _non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec,
-                    disable_custom_all_reduce: bool) -> Term:
+def _non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gpu: GpuSpec) -> Term:
+    """The term where no H200/B200 row measures it, custom all-reduce as the topology leaves it."""
     vtxt = ".".join(map(str, ver))
     if pp > 1 and tp == 1:
         return Term(0.07 * GiB, 0.05 * GiB, 0.30 * GiB, "measured 0.07 GiB per stage at PP 2 and 4 (vLLM 0.19 H100)",
@@ -276,15 +272,12 @@ def _non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gp
     base = _base(ver, gpu)
     if tp == 1:
         return base
-    ca_on, ca_why = custom_all_reduce(tp, nnodes, gpu, disable_custom_all_reduce)
-    ca = custom_all_reduce_bytes(ver, tp, gpu.arch) if ca_on else 0
-    sm = symm_mem_bytes(ver, tp, gpu.arch) if nnodes == 1 and gpu.nvlink_all_to_all else 0
-    code = f"{ca_why} ({ca / MiB:.0f} MiB buffers, code)"
-    code += f"; symmetric-memory buffer {sm / MiB:g} MiB" if sm else ""
+    ca_on, ca_why = custom_all_reduce(tp, nnodes, gpu, False)
+    ca, where = ca_bytes_in_window(ver, _ca_max_size(ver, tp, gpu.arch)) if ca_on else (0, "")
+    code = f"{ca_why}" + (f" ({ca / MiB:.0f} MiB of its buffers counted: {where})" if ca_on else "")
     if gpu.arch in NVLS_ARCHS and gpu.nvlink_all_to_all and nnodes == 1:
-        # the H100 figures were measured with custom all-reduce on: its code-sized buffers come off when it is off
-        on_bytes = custom_all_reduce_bytes(ver, tp, gpu.arch) if tp in (2, 4, 6, 8) else 0
-        total = (2.07 + 0.06 * (math.log2(tp) - 1)) * GiB - (on_bytes - ca)
+        # measured on 0.19 (custom all-reduce on, its buffers outside the window): + what this version counts of them
+        total = (2.07 + 0.06 * (math.log2(tp) - 1)) * GiB + ca
         src = f"NVSwitch board (NCCL NVLink SHARP): H100 vLLM 0.19 TP 2/4 figure 2.07/2.13 GiB, log2 in TP; {code}"
         if ver >= (0, 18, 0) and gpu.arch == "sm90" and tp <= 4:
             return Term(total, total - 0.03 * GiB, total + 0.05 * GiB, src, "measured 2.06–2.17 GiB (H100, vLLM 0.19)")
@@ -293,5 +286,5 @@ def _non_torch_term(ver: tuple[int, int, int], tp: int, pp: int, nnodes: int, gp
     src = f"{base.source}; NCCL ring/tree buffers {RING_NCCL_GIB} GiB (assumed); {code}"
     why = (f"{base.range_source}; NCCL {RING_NCCL_LOW_GIB}–{RING_NCCL_HIGH_GIB} GiB: no start-up isolates it for "
            f"{gpu.interconnect or 'this link'}{', across nodes' if nnodes > 1 else ''}")
-    return Term(base.bytes + RING_NCCL_GIB * GiB + ca + sm, base.low + RING_NCCL_LOW_GIB * GiB + ca + sm,
-                base.high + RING_NCCL_HIGH_GIB * GiB + ca + sm, src, why)
+    return Term(base.bytes + RING_NCCL_GIB * GiB + ca, base.low + RING_NCCL_LOW_GIB * GiB + ca,
+                base.high + RING_NCCL_HIGH_GIB * GiB + ca, src, why)

@@ -148,18 +148,18 @@ fp32 logits (4, temperature in place) and the fp32 softmax probs (4) it samples 
 
 _SORT_FREE = {"flashinfer": (FLASHINFER_BYTES_PER_LOGIT, "4 + 4 + 4", "FlashInfer top-k/top-p: fp32 logits, masked "
                              "logits, probs; topk_topp_sampler.flashinfer_sample"),
-              "aiter": (AITER_BYTES_PER_LOGIT, "4 + 4", "ROCm AITER: fp32 logits, probs; topk_topp_sampler.py")}
+              "aiter": (AITER_BYTES_PER_LOGIT, "4 + 4", "ROCm AITER: fp32 logits, probs; topk_topp_sampler.py"),
+              "flashinfer-v0": (12, "4 + 4 + 4", "V0 FlashInfer: fp32 logits, probs, logprobs, no sort; sampler.py")}
 
 
 def sampler_peak_bytes(model: ModelSpec, ver: tuple[int, int, int], num_reqs: int, num_sms: int = 132,
                        backend: str = "pytorch") -> tuple[float, str]:
-    """The sampler's transient at ``num_reqs`` dummy requests, per GPU (logits are all-gathered under TP), B.
-    ``backend``: "pytorch" (the version's native top-k/top-p), "flashinfer" or "aiter" (ROCm)."""
+    """Sampler transient at ``num_reqs`` dummy requests per GPU, B; ``backend``: pytorch, flashinfer or aiter (ROCm)."""
     n = num_reqs * model.vocab_size
     if backend == "logits-only":  # the floor of any sampler: the model-dtype logits and one fp32 copy
         return n * (model.dtype_bytes + 4), f"sampler floor {num_reqs} reqs × vocab × ({model.dtype_bytes} + 4) B"
     if backend in _SORT_FREE:
-        extra, terms, what = _SORT_FREE[backend]
+        extra, terms, what = _SORT_FREE[backend + ("-v0" if ver < (0, 8, 0) else "")]
         return n * (model.dtype_bytes + extra), (f"sampler {num_reqs} reqs × {model.vocab_size:,} vocab × "
                                                  f"({model.dtype_bytes} + {terms}) B ({what})")
     if ver >= (0, 17, 0):

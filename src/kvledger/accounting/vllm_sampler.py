@@ -1,7 +1,8 @@
 """Which top-k/top-p sampler vLLM's profile run uses, version by version, and the range it puts on the activation peak.
 
 Read in the wheels (``v1/sample/ops/topk_topp_sampler.py :: TopKTopPSampler.__init__``, ``envs.py``):
-  * V0 (< 0.8): ``VLLM_USE_FLASHINFER_SAMPLER`` defaults to "0" (0.6.3 ``envs.py``): the sort-based PyTorch sampler.
+  * V0 (< 0.8): ``VLLM_USE_FLASHINFER_SAMPLER`` defaults to "0" (0.6.3 ``envs.py``): the sort-based PyTorch sampler;
+    ``--sampler-backend flashinfer`` (the variable at 1) from 0.5.5, refused before (``V0_FLASHINFER_FROM``).
   * 0.8.x: FlashInfer only when the installed FlashInfer is older than 0.2.3 ("FlashInfer>=v0.2.3 is not backward
     compatible", 0.8.5), and the env var is not 0; otherwise PyTorch.
   * 0.9–0.11.0: FlashInfer whenever it is installed (≥ 0.2.3) and ``VLLM_USE_FLASHINFER_SAMPLER`` is not 0 (None
@@ -34,6 +35,12 @@ __all__ = ["SAMPLER_BACKENDS", "sampler_backends"]
 
 SAMPLER_BACKENDS = ("auto", "flashinfer", "pytorch", "aiter")
 
+V0_FLASHINFER_FROM = (0, 5, 5)
+"""First release with ``VLLM_USE_FLASHINFER_SAMPLER`` (``envs.py``; absent in 0.5.4). V0 (0.5.5–0.7.3,
+``model_executor/layers/sampler.py``) then samples with FlashInfer when the variable is 1 and FlashInfer is
+installed, skipping ``_apply_top_k_top_p``'s sort; the profile run's dummy requests (top_p 0.99, top_k vocab − 1)
+take that path."""
+
 AITER_SAMPLER_FROM = (0, 12, 0)
 """First release whose ``TopKTopPSampler`` has the ROCm AITER path (``forward_hip``; read in 0.12.0 and 0.13.0, absent
 in 0.11.2)."""
@@ -55,8 +62,13 @@ def sampler_backends(ver: tuple[int, int, int], choice: str, rocm: bool = False)
                          "pytorch or flashinfer")
     if choice in ("flashinfer", "pytorch"):
         env = "VLLM_USE_FLASHINFER_SAMPLER=1" if choice == "flashinfer" else "VLLM_USE_FLASHINFER_SAMPLER=0"
+        if choice == "flashinfer" and ver < V0_FLASHINFER_FROM:
+            raise InputError(f"--sampler-backend flashinfer: vLLM {'.'.join(map(str, ver))} has no FlashInfer sampler "
+                             "(VLLM_USE_FLASHINFER_SAMPLER arrived in 0.5.5, envs.py): use --sampler-backend auto or "
+                             "pytorch, or --engine-version 0.5.5 or later")
         if choice == "flashinfer" and ver < (0, 8, 0):
-            return "pytorch", None, "vLLM V0's profile run samples with the sort sampler (FlashInfer not modelled)"
+            return "flashinfer", None, ("sampler flashinfer (given; VLLM_USE_FLASHINFER_SAMPLER=1 with FlashInfer "
+                                        "installed: V0's sampler.py skips the top-k/top-p sort, 0.5.5–0.7.3)")
         return choice, None, f"sampler {choice} (given; {env})"
     if ver < (0, 8, 0):
         return "pytorch", None, "V0 sorts (VLLM_USE_FLASHINFER_SAMPLER=0 default)"

@@ -95,15 +95,16 @@ def plan(
     suffix_tokens: int = typer.Option(1, "--suffix-tokens",
         help="New tokens after the cached prefix in the break-even (≥ 1)."),
     disable_custom_all_reduce: bool = typer.Option(False, "--disable-custom-all-reduce", help="vLLM flag: no custom "
-        "all-reduce buffers."),
-    enforce_eager: bool = typer.Option(False, "--enforce-eager", help="vLLM flag: no CUDA graphs (no 0.20+ estimate)."),
+        "all-reduce buffers (off the non-torch term as far as the version's profile counts them: none from 0.11)."),
+    enforce_eager: bool = typer.Option(False, "--enforce-eager", help="vLLM flag: no CUDA graphs (no 0.20+ estimate; "
+        "from 0.18 the pre-0.18 non-torch term, graph profiling skipped)."),
     distributed_executor_backend: str | None = typer.Option(None, "--distributed-executor-backend", help="vLLM: mp or "
-        "ray."),
+        "ray (no memory term changes in the code read; the plan's notes say why)."),
     nnodes: int = typer.Option(1, "--nnodes", help="Nodes the TP×PP group spans (custom all-reduce is off when a "
                                                    "TP group spans nodes: ceil(nnodes / pp) > 1)."),
     sampler_backend: str = typer.Option("auto", "--sampler-backend",
-                                        help="auto (the version's), flashinfer (not on ROCm), pytorch, or aiter "
-                                             "(ROCm from vLLM 0.12, VLLM_ROCM_USE_AITER=1)."),
+                                        help="auto (the version's), flashinfer (not on ROCm; from vLLM 0.5.5), "
+                                             "pytorch, or aiter (ROCm from vLLM 0.12, VLLM_ROCM_USE_AITER=1)."),
     cuda_graph_max_batch_size: int | None = typer.Option(None, "--cuda-graph-max-batch-size", help="TensorRT-LLM "
         "cuda_graph_config.max_batch_size (default 128; trtllm-bench sets its max batch size)."),
     no_cuda_graph: bool = typer.Option(False, "--no-cuda-graph", help="TensorRT-LLM PyTorch backend run without CUDA "

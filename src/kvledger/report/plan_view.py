@@ -201,13 +201,23 @@ def _seqs_text(p: Plan) -> str:
     return f"{m.max_num_seqs:,}"
 
 
+def _vllm_flags_text(s) -> str:
+    """The vLLM flags given that change or may change a memory term, for the header (each term's source says how)."""
+    given = [f"executor {s.distributed_executor_backend}" if s.distributed_executor_backend else "",
+             "--enforce-eager" if s.enforce_eager else "",
+             "--disable-custom-all-reduce" if s.disable_custom_all_reduce else "",
+             f"sampler {s.sampler_backend}" if s.sampler_backend not in ("auto", None) else ""]
+    return "".join(f", {g}" for g in given if g)
+
+
 def render_plan(p: Plan, console: Console, *, verbose: bool = False) -> None:
     """Print the summary (a few lines) and, with ``verbose``, the whole ledger: model, KV bytes, memory plan,
     concurrency, waterfall, roofline, every note."""
     s = p.settings
     pp = f", PP {s.pp}" if s.pp > 1 else ""
     console.print(f"[bold]KV-cache ledger[/]: {p.model.name} on {p.gpu.name} — {p.memory.engine} "
-                  f"{p.memory.engine_version}, TP {s.tp}{pp}, max_model_len {p.memory.max_model_len:,}, "
+                  f"{p.memory.engine_version}, TP {s.tp}{pp}{_vllm_flags_text(s)}, "
+                  f"max_model_len {p.memory.max_model_len:,}, "
                   f"max_num_batched_tokens {p.memory.max_num_batched_tokens:,}, "
                   f"max_num_seqs {_seqs_text(p)}")
     for line in summary_lines(p):
