@@ -89,3 +89,24 @@ def test_custom_gpu_file_and_override(tmp_path):
         resolve_gpu(str(bad))
     with pytest.raises(InputError, match="GPU memory .* is not plausible"):
         resolve_gpu("h100", memory_bytes=10)
+
+
+def test_mi250x_is_one_gcd_not_the_package():
+    # ROCm, torch and vLLM see each of an MI250X's two GCDs as a device: torch prints total_memory=65520MB for
+    # 'AMD Instinct MI250X/MI250' and HIP 68,702,699,520 B = 65,520 MiB = 63.98 GiB (gpus.SOURCES.md), not the
+    # package's 127.71 GiB. Half the package: 3.2768 / 2 = 1.6384 TB/s, 383 / 2 = 191.5 TF BF16 dense.
+    g = get_gpu("MI250X")
+    assert g.memory_bytes == 65_520 * MiB == 68_702_699_520 and round(g.memory_bytes / GiB, 2) == 63.98
+    assert g.memory_basis == "measured" and "one GCD" in g.name
+    assert (g.hbm_bandwidth_bytes_per_s, g.bf16_flops_per_s) == (1.6384e12, 191.5e12)
+    # MI250: same die and device name, 362.1 TF a package → about 181 TF a GCD
+    assert get_gpu("MI250").memory_bytes == g.memory_bytes and get_gpu("MI250").bf16_flops_per_s == 181e12
+
+
+def test_superchips_count_the_gpu_hbm_only():
+    # nvidia-smi prints the GPU's HBM (not Grace's LPDDR5X): GB300 284,208 MiB, GB200 189,471, GH200 (96 GB) 97,871;
+    # CUDA total = nvidia-smi − 450 MiB (range −800 … −300). GB300 had been 288 GB − 900 MiB = 294,012 MiB (+9.6 GiB).
+    for name, smi in (("gb300", 284_208), ("gb200", 189_471), ("gh200", 97_871), ("gh200-144gb", 146_831)):
+        g = get_gpu(name)
+        assert g.nvidia_smi_mib == smi and g.memory_bytes == (smi - CUDA_RESERVE_MIB) * MiB, name
+        assert (g.memory_low_bytes, g.memory_high_bytes) == ((smi - 800) * MiB, (smi - 300) * MiB), name
