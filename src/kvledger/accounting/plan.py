@@ -19,6 +19,7 @@ from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture_sizes
+from kvledger.accounting.topology import check_topology
 from kvledger.accounting.trtllm_terms import check_trtllm_only
 from kvledger.accounting.vllm_collectives import custom_all_reduce_max_bytes
 from kvledger.accounting.wddm_engines import check_wddm
@@ -194,6 +195,7 @@ _VLLM_ONLY = (("--enforce-eager", "enforce_eager", False), ("--disable-custom-al
               False), ("--disable-hybrid-kv-cache-manager", "disable_hybrid_kv_cache_manager", False),
               ("--distributed-executor-backend", "distributed_executor_backend", None),
               ("--sampler-backend", "sampler_backend", "auto"), ("--cudagraph-memory", "cudagraph_bytes", None),
+              ("--nnodes", "nnodes", 1),
               ("--num-gpu-blocks-override", "num_gpu_blocks_override", None))
 
 
@@ -218,6 +220,9 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
         raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "
                          f"memory plan only; with --engine {s.engine} {'it' if one else 'they'} would be ignored: drop "
                          f"{'it' if one else 'them'}, or use --engine vllm")
+    from kvledger.accounting.vllm_rules import LATEST, parse_version
+
+    check_topology(s, parse_version(s.engine_version or LATEST) if s.engine == "vllm" else None)
     if s.engine == "trtllm":  # lazy: plan_other holds SGLang's and TRT-LLM's plans, not vLLM's
         from kvledger.accounting.plan_other import trtllm_runtime
     runtime = trtllm_runtime(s.engine_version, s.trtllm_backend)[0] if s.engine == "trtllm" else None
