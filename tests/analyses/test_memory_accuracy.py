@@ -132,7 +132,8 @@ def test_ray_two_node_pp_startup_planned_on_its_binding_stage():
     # at 262,144 tokens, 16,384 batched tokens and 1,024 sequences (the LLM class defaults). The last stage binds:
     # budget 0.9 × 95.14 GiB (GH200 nvidia-smi 97,871 − 450 MiB = 97,421 MiB) = 85.62; weights 7.33 (24 layers a
     # stage, and the embedding and LM head on both stages: qwen3_moe.py builds them everywhere; 7.3272 printed);
-    # activation 5.74 (sort sampler 1,024 × 151,936 × 37.95 B = 5.50 GiB + hidden 16,384 × 2,048 × 2 B = 0.06 + PP hidden and residual 0.13 + 0.05 fixed); non-torch
+    # activation 5.74 (sort sampler 1,024 × 151,936 × 37.95 B = 5.50 GiB + hidden 16,384 × 2,048 × 2 B = 0.06 + PP
+    # hidden and residual 0.13 + 0.05 fixed); non-torch
     # 2.13 (custom all-reduce on: each TP group sits in one node, ceil(2 / 2) = 1). 85.62 − 7.33 − 5.74 − 2.13 = 70.43
     # GiB (70.432 unrounded) against 70.58 printed (−0.21%); 24 of 48 layers × 1 KV head × 128 × 2 × 2 B = 12,288 B
     # a token.
