@@ -110,3 +110,19 @@ def test_superchips_count_the_gpu_hbm_only():
         g = get_gpu(name)
         assert g.nvidia_smi_mib == smi and g.memory_bytes == (smi - CUDA_RESERVE_MIB) * MiB, name
         assert (g.memory_low_bytes, g.memory_high_bytes) == ((smi - 800) * MiB, (smi - 300) * MiB), name
+
+
+def test_mxfp4_weights_source_names_the_layout_per_capability():
+    # gpt-oss-20b: 24 layers × 32 experts, hidden = intermediate = 2,880. MXFP4 = 0.5 B a value + 1 B a scale per 32.
+    # Marlin (A100, sm80) pads hidden to 3,072 (256) and intermediate to 2,944 (128), per expert:
+    #   w13 5,760 × 2,880 → 5,888 × 3,072: (9,043,968 + 565,248) − (8,294,400 + 518,400) = 796,416 B
+    #   w2  2,880 × 2,880 → 3,072 × 2,944: (4,521,984 + 282,624) − (4,147,200 + 259,200) = 398,208 B
+    #   (796,416 + 398,208) × 32 × 24 = 917,471,232 B. On H100 (0.33, Triton: intermediate to a multiple of 64) none.
+    from kvledger.catalog.loading import loaded_weights
+    from kvledger.catalog.models import load_model
+
+    m = load_model("openai/gpt-oss-20b")
+    a100, h100 = loaded_weights(m, gpu_arch="sm80"), loaded_weights(m, gpu_arch="sm90")
+    assert "repacked for Marlin on sm80" in a100.how and "+917,471,232 B of padding" in a100.how
+    assert "Triton layout on sm90" in h100.how and "no padding" in h100.how and "Marlin" not in h100.how
+    assert "FlashInfer's TRT-LLM layout on sm100" in loaded_weights(m, gpu_arch="sm100").how

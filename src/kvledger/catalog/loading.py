@@ -168,6 +168,22 @@ def mxfp4_uses_marlin(arch: str, engine_version: tuple[int, int, int]) -> bool:
     return arch in ("sm75", "sm80", "sm86", "sm89") or (arch == "sm90" and engine_version < (0, 11, 0))
 
 
+def mxfp4_layout_text(model: ModelSpec, arch: str, engine_version: tuple[int, int, int], pad_bytes: float) -> str:
+    """How vLLM lays out MXFP4 experts on ``arch`` (the backend's padding, ``_mxfp4_padded``), in words with the bytes
+    the padding adds per GPU."""
+    h, inter = model.hidden_size, model.intermediate_size or 0
+    if mxfp4_uses_marlin(arch, engine_version):
+        how = (f"MXFP4 experts repacked for Marlin on {arch} (weight-only FP4, mxfp4.py _should_use_marlin: hidden "
+               f"{h:,} → {-(-h // 256) * 256:,}, intermediate {inter:,} → {-(-inter // 128) * 128:,})")
+    elif arch.startswith(("sm10", "sm11")):
+        how = (f"MXFP4 experts in FlashInfer's TRT-LLM layout on {arch} (hidden {h:,} → {-(-h // 256) * 256:,}, "
+               f"intermediate {inter:,} → {-(-inter // 256) * 256:,})")
+    else:
+        how = (f"MXFP4 experts in the Triton layout on {arch or 'this GPU'} (intermediate {inter:,} → "
+               f"{-(-inter // 64) * 64:,})")
+    return how + (f": +{pad_bytes:,.0f} B of padding per GPU" if pad_bytes else ": no padding")
+
+
 def _mxfp4_padded(w: Weight, model: ModelSpec, arch: str, engine_version: tuple[int, int, int] = (0, 33, 0)) -> Weight:
     """An MXFP4 expert tensor with the backend's padding (see the module docstring)."""
     h, inter = model.hidden_size, model.intermediate_size
@@ -244,7 +260,7 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     mx = q.method == "mxfp4" or (q.method == "compressed-tensors" and q.bits == 4 and q.group_size == 32)
     fused: dict[tuple[str, int], float] = {}
     fused_g_idx: set[str] = set()
-    mla_copies = moe_pad = 0
+    mla_copies = moe_pad = mx_pad = 0
     every = bool(EVERY_STAGE_EMBED_AND_HEAD.intersection(model.architectures))
     for w in model.weights:
         if not _on_rank(w.path, pp, pp_rank, lo, hi, model.tie_word_embeddings, every):
@@ -252,9 +268,11 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
         copy = mla_dequant_copy_bytes(w, q, tp, db, engine_version)
         mla_copies += cuda_allocated_bytes(copy) if copy else 0
         moe_pad += rocm_moe_padding_bytes(w, q, tp, db) if rocm else 0
-        if mx and q.converts(w):
-            w = _mxfp4_padded(w, model, gpu_arch, engine_version)
         share = 1 / tp if w.tp == "shard" else (kv_share if w.tp == "kv" else 1.0)
+        if mx and q.converts(w):
+            padded = _mxfp4_padded(w, model, gpu_arch, engine_version)
+            mx_pad += (sum(q.tensor_bytes(padded, db)) - sum(q.tensor_bytes(w, db))) * share
+            w = padded
         key = _FUSE.sub(lambda m: _FUSED_NAME[m.group(1)], w.path)
         for part, b in enumerate(q.tensor_bytes(w, db)):
             if b:
@@ -276,6 +294,8 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
             + (" + final norm and LM head" if pp_rank == pp - 1 or every else "")
             + (" (this model class builds both on every stage)" if every else "")
         )
+    if mx and any(w.expert for w in model.weights):
+        how += "; " + mxfp4_layout_text(model, gpu_arch, engine_version, mx_pad)
     if rope:
         how += f" + {rope:,} B RoPE cos/sin buffer"
     ws, ws_src = (
