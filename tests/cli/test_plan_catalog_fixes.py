@@ -46,3 +46,18 @@ def test_mi250x_plans_one_gcd():
     # one GCD: 65,520 MiB = 63.98 GiB (not the package's 127.71 GiB)
     r = run("--gpu", "MI250X")
     assert r.exit_code == 0 and "device total 63.98 GiB" in r.output and "one GCD" in r.output
+
+
+@pytest.mark.parametrize("gpu,version,warned", [
+    ("B200", "0.6.3", True),  # sm100: first release built for it is 0.9.0 (default wheel on CUDA 12.8)
+    ("B200", "0.8.5", True), ("B200", "0.9.0", False),
+    ("rtx-5090", "0.8.5", True),  # sm120 likewise
+    ("H100", "0.6.3", False),  # sm90 is in every release planned
+])
+def test_versions_whose_wheels_lack_the_gpu_arch_are_warned_not_refused(gpu, version, warned):
+    r = run("--gpu", gpu, "--engine-version", version, "--max-model-len", "8192")
+    assert r.exit_code == 0, r.output
+    line = f"note: vLLM {version} ships no kernels for"
+    assert (line in r.output) is warned, r.output
+    if warned:
+        assert "first release built for" in r.output and "0.9.0" in r.output

@@ -22,6 +22,8 @@ from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture
 from kvledger.accounting.topology import check_topology
 from kvledger.accounting.trtllm_terms import check_trtllm_only
 from kvledger.accounting.vllm_collectives import custom_all_reduce_max_bytes
+from kvledger.accounting.vllm_gpu_support import vllm_gpu_note
+from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.accounting.wddm_engines import check_wddm
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
@@ -181,8 +183,6 @@ VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 
 def custom_ar_max_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
     """vLLM's custom all-reduce size limit for these settings, B (vllm_collectives.py); 0 when off or not vLLM."""
-    from kvledger.accounting.vllm_rules import LATEST, parse_version
-
     return 0 if s.engine != "vllm" else custom_all_reduce_max_bytes(
         parse_version(s.engine_version or LATEST), s.tp, s.nnodes, gpu, s.disable_custom_all_reduce, pp=s.pp)
 
@@ -220,8 +220,6 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
         raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "
                          f"memory plan only; with --engine {s.engine} {'it' if one else 'they'} would be ignored: drop "
                          f"{'it' if one else 'them'}, or use --engine vllm")
-    from kvledger.accounting.vllm_rules import LATEST, parse_version
-
     check_topology(s, parse_version(s.engine_version or LATEST) if s.engine == "vllm" else None)
     if s.engine == "trtllm":  # lazy: plan_other holds SGLang's and TRT-LLM's plans, not vLLM's
         from kvledger.accounting.plan_other import trtllm_runtime
@@ -261,7 +259,6 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     _check_settings(gpu, s)
     checkpoint, model = model, served_model(model, s.dtype)
     if s.engine == "vllm":
-        from kvledger.accounting.vllm_rules import LATEST, parse_version
         from kvledger.accounting.vllm_sampler import pre_mla_cache_model
         from kvledger.accounting.vllm_sparse_mla import sparse_mla_cache_model, sparse_mla_choice
 
@@ -284,6 +281,8 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
 
         mem, row_kv = (sglang_plan if s.engine == "sglang" else trtllm_plan)(model, gpu, s, kv), kv
     if (note := platform_note(s.engine, gpu)) is not None:
+        mem = replace(mem, notes=(note, *mem.notes))
+    if s.engine == "vllm" and (note := vllm_gpu_note(parse_version(s.engine_version or LATEST), gpu)) is not None:
         mem = replace(mem, notes=(note, *mem.notes))
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
     rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
