@@ -200,9 +200,11 @@ def _weights_term(model: ModelSpec, s: PlanSettings, runtime: str, arch: str = "
     if rope:
         how += (f" + {rope:,} B rotary table (max_position_embeddings {model.max_position_embeddings:,} × rotary dim "
                 f"{trtllm_rotary_dim(model)} × 4 B float32, layers/attention.py embed_positions_for_gpt_attention)")
-    return Deduction("weights", w + rope, f"computed: {how}", w + rope, w + rope + replica,
-                     "" if not replica else "high: the vocabulary embedding whole on every rank (convert_checkpoint.py "
-                     "leaves --use_parallel_embedding off; ModelOpt's quantize.py export splits it, the point)")
+    lo, hi, why = weights_range(model, w + rope, arch, "TensorRT-LLM")
+    return Deduction("weights", w + rope, f"computed: {how}", lo, hi + replica,
+                     why if not replica else why + "; high also: the vocabulary embedding whole on every rank "
+                     "(convert_checkpoint.py leaves --use_parallel_embedding off; ModelOpt's quantize.py export splits "
+                     "it, the point)")
 
 
 def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens: int, max_seq_len: int,
