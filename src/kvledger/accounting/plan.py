@@ -14,7 +14,7 @@ from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
-from kvledger.accounting.platforms import check_engine_platform, platform_note
+from kvledger.accounting.platforms import check_engine_platform
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
@@ -22,7 +22,7 @@ from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture
 from kvledger.accounting.topology import check_topology
 from kvledger.accounting.trtllm_terms import check_trtllm_only
 from kvledger.accounting.vllm_collectives import custom_all_reduce_max_bytes
-from kvledger.accounting.vllm_gpu_support import vllm_gpu_note
+from kvledger.accounting.vllm_gpu_support import gpu_notes
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.accounting.wddm_engines import check_wddm
 from kvledger.catalog.gpus import GpuSpec
@@ -195,8 +195,7 @@ _VLLM_ONLY = (("--enforce-eager", "enforce_eager", False), ("--disable-custom-al
               False), ("--disable-hybrid-kv-cache-manager", "disable_hybrid_kv_cache_manager", False),
               ("--distributed-executor-backend", "distributed_executor_backend", None),
               ("--sampler-backend", "sampler_backend", "auto"), ("--cudagraph-memory", "cudagraph_bytes", None),
-              ("--nnodes", "nnodes", 1),
-              ("--num-gpu-blocks-override", "num_gpu_blocks_override", None))
+              ("--nnodes", "nnodes", 1), ("--num-gpu-blocks-override", "num_gpu_blocks_override", None))
 
 
 def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
@@ -280,10 +279,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
 
         mem, row_kv = (sglang_plan if s.engine == "sglang" else trtllm_plan)(model, gpu, s, kv), kv
-    if (note := platform_note(s.engine, gpu)) is not None:
-        mem = replace(mem, notes=(note, *mem.notes))
-    if s.engine == "vllm" and (note := vllm_gpu_note(parse_version(s.engine_version or LATEST), gpu)) is not None:
-        mem = replace(mem, notes=(note, *mem.notes))
+    mem = replace(mem, notes=(*gpu_notes(s.engine, gpu, s.engine_version), *mem.notes))
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
     rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
     at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]

@@ -11,9 +11,11 @@ Older architectures (sm_75 to sm_90) are in every release planned here (0.6 on).
 
 from __future__ import annotations
 
+from kvledger.accounting.platforms import platform_note
+from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.catalog.gpus import GpuSpec
 
-__all__ = ["FIRST_RELEASE_BUILT_FOR", "NO_KERNELS", "vllm_gpu_note"]
+__all__ = ["FIRST_RELEASE_BUILT_FOR", "NO_KERNELS", "vllm_gpu_note", "gpu_notes"]
 
 FIRST_RELEASE_BUILT_FOR: dict[str, tuple[int, int, int]] = {"sm100": (0, 9, 0), "sm120": (0, 9, 0)}
 """Compute architecture → the first vLLM release whose default wheel (CUDA 12.8, PyTorch 2.7) is built for it. The
@@ -33,3 +35,10 @@ def vllm_gpu_note(version: tuple[int, int, int], gpu: GpuSpec) -> str | None:
             f"first release built for {gpu.arch} is {f} (default wheel on CUDA 12.8, its release notes); this "
             "version could start on this GPU only as a build of its own with CUDA ≥ 12.8 (none published), so the "
             "memory figures are those it would have if it ran")
+
+
+def gpu_notes(engine: str, gpu: GpuSpec, engine_version: str | None) -> tuple[str, ...]:
+    """The plan's notes about running ``engine`` on ``gpu``: its version without kernels for the GPU (vLLM), a back-end
+    the memory rules do not model (``platforms.platform_note``)."""
+    arch = vllm_gpu_note(parse_version(engine_version or LATEST), gpu) if engine == "vllm" else None
+    return tuple(n for n in (arch, platform_note(engine, gpu)) if n is not None)
