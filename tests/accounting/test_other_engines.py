@@ -44,18 +44,21 @@ def test_trtllm_pool_on_h100():
     assert (p.memory.available_kv_bytes, p.memory.pool_tokens, p.memory.num_gpu_blocks) == (60_226_616_918, 459_492,
         14_359)
     assert round(p.row_at(8192).max_concurrency, 2) == 56.09
-    # range: low end = (85,023,784,960 (H100's lowest CUDA total) − 17,139,633,029 (weights, forward, non-torch) −
-    # 71,270,400 (1.5 × the graph pool) − 1,460,288,880.64 (the fitted term's 1.36 GiB high)) × 0.9 = 59,717,333,385.32
-    # B → 455,607 tokens → 14,237 blocks; high end = (85,060,485,120 − 17,139,633,029 − 32,833,536 (the logits alone)
-    # − 386,547,056.64 (0.36 GiB)) × 0.9 = 60,751,324,348.52 B → 463,495 tokens → 14,484 blocks; at max_model_len
-    # 131,072 (4,096 blocks a request) 14,237 / 4,096 = 3.476x to 14,484 / 4,096 = 3.536x.
+    # range: the transferred terms at their ends (transferred_ranges.py): weights × (1 + 0.25%) = 16,100,673,802.24,
+    # forward × 1.11 = 1,042,871,746.56, non-torch 0.25 GiB = 268,435,456 (sum 17,411,981,004.80); low end =
+    # (85,023,784,960 (H100's lowest CUDA total) − 17,411,981,004.80 − 71,270,400 (1.5 × the graph pool) −
+    # 1,460,288,880.64 (the fitted term's 1.36 GiB high)) × 0.9 = 59,472,220,207.10 B → 453,737 tokens → 14,179 blocks;
+    # high end: weights × (1 − 0.1%) = 16,044,461,973.50, forward × 0.9 = 845,571,686.40, non-torch 0.03 GiB =
+    # 32,212,254.72 (sum 16,922,245,914.62); (85,060,485,120 − 16,922,245,914.62 − 32,833,536 (the logits alone) −
+    # 386,547,056.64 (0.36 GiB)) × 0.9 = 60,946,972,751.46 B → 464,988 tokens → 14,530 blocks; at max_model_len
+    # 131,072 (4,096 blocks a request) 14,179 / 4,096 to 14,530 / 4,096.
     r = p.memory.ranges
-    assert r["available_kv_bytes"] == pytest.approx((59_717_333_385.32, 60_751_324_348.52))
-    assert (r["num_gpu_blocks"], r["pool_tokens"]) == ((14_237, 14_484), (455_607, 463_495))
-    assert r["max_concurrency"] == pytest.approx((14_237 / 4096, 14_484 / 4096))
-    # the reserve follows: 0.1 × 66,352,592,650.36 = 6,635,259,265.04 to 0.1 × 67,501,471,498.36 = 6,750,147,149.84 B
+    assert r["available_kv_bytes"] == pytest.approx((59_472_220_207.10, 60_946_972_751.46))
+    assert (r["num_gpu_blocks"], r["pool_tokens"]) == ((14_179, 14_530), (453_737, 464_988))
+    assert r["max_concurrency"] == pytest.approx((14_179 / 4096, 14_530 / 4096))
+    # the reserve follows: 0.1 × the free memory at each end (6,608,024,467.46 to 6,771,885,861.27 B)
     reserve = p.memory.deductions[-1]
-    assert (reserve.low_bytes, reserve.high_bytes) == pytest.approx((6_635_259_265.04, 6_750_147_149.84))
+    assert (reserve.low_bytes, reserve.high_bytes) == pytest.approx((6_608_024_467.46, 6_771_885_861.27))
 
 
 def test_trtllm_tensorrt_engine_terms_and_given_memory_range():
@@ -210,17 +213,20 @@ def test_sglang_range_from_the_pre_load_memory_and_the_device_total():
     # buffer and segment tails (67,108,864 + 1,564,672 B, computed), E = the rest the load adds. Point X = 0.42 GiB
     # at TP 1; X runs from 0.13 GiB (CUDA context) to 0.75 GiB in public logs (sglang_rules.SGLANG_PRELOAD_HIGH_GIB);
     # E from −0.005 to 0.19 GiB (sglang_rules.SGLANG_LOAD_EXTRA_GIB). H100's CUDA total ranges
-    # 85,023,784,960–85,060,485,120 B over drivers (gpu_cuda.csv). f = 0.835, weights 16,060,522,496 B:
-    #   low  = (85,023,784,960 − 805,306,368) × 0.835 − 16,060,522,496 − 68,673,536 − 204,010,946.56
-    #        = 53,989,222,645 B → floor(/131,072) 411,905 tokens
-    #   high = (85,060,485,120 − 139,586,437) × 0.835 − 16,060,522,496 − 68,673,536 + 5,368,709.12
-    #        = 54,785,123,077 B → 417,977 tokens
-    # page 1, 131,072-token requests: concurrency 411,905 / 131,072 = 3.143 to 417,977 / 131,072 = 3.189
+    # 85,023,784,960–85,060,485,120 B over drivers (gpu_cuda.csv). f = 0.835, weights 16,060,522,496 B, −0.1% …
+    # +0.25% (vLLM's logged spread, transferred: transferred_ranges.weights_range): +40,151,306.24 / −16,060,522.50 B:
+    #   low  = (85,023,784,960 − 805,306,368) × 0.835 − 16,060,522,496 − 40,151,306.24 − 68,673,536 − 204,010,946.56
+    #        = 53,949,071,339 B → floor(/131,072) 411,598 tokens
+    #   high = (85,060,485,120 − 139,586,437) × 0.835 − 16,060,522,496 + 16,060,522.50 − 68,673,536 + 5,368,709.12
+    #        = 54,801,183,599 B → 418,099 tokens
+    # page 1, 131,072-token requests: concurrency 411,598 / 131,072 = 3.140 to 418,099 / 131,072 = 3.190
     p = build_plan(LLAMA8, H100, make_settings(engine="sglang"), with_roofline=False)
     r = p.memory.ranges
-    assert r["available_kv_bytes"] == (53_989_222_645.0, 54_785_123_077.0)
-    assert r["pool_tokens"] == r["num_gpu_blocks"] == (411_905, 417_977)
-    assert r["max_concurrency"] == (411_905 / 131_072, 417_977 / 131_072)
+    assert r["available_kv_bytes"] == (53_949_071_339.0, 54_801_183_599.0)
+    assert r["pool_tokens"] == r["num_gpu_blocks"] == (411_598, 418_099)
+    assert r["max_concurrency"] == (411_598 / 131_072, 418_099 / 131_072)
+    w = next(d for d in p.memory.deductions if d.name == "weights")
+    assert (w.low_bytes, w.high_bytes) == pytest.approx((16_060_522_496 * 0.999, 16_060_522_496 * 1.0025))
     # the reserve's range: − (0.42 − 0.13 GiB) × 0.835 = − 0.24215 GiB to + (0.75 − 0.42 GiB) × 0.835 = + 0.27555 GiB
     res = next(d for d in p.memory.deductions if d.name == N.SGLANG_RESERVE)
     assert (res.high_bytes - res.bytes) / 2**30 == pytest.approx(0.27555, abs=1e-5)

@@ -76,17 +76,19 @@ def test_tr01_tr02_same_free_memory_at_two_fractions():
     # activations + 128 × 49,152 vocab × 2 B = 12,582,912 B of logits = 14,303,232 B, the WDDM hold on this 11.994 GiB
     # board 0.393 + 0.0283 × 11.994140625 = 0.732434 GiB = 786,445,212.06 B (wddm.WDDM_HOLD_FIT) and the fitted 0.86 GiB
     # = 923,417,968.64 B: 2,242,883,345.70 B in all. Point: (12,878,610,432 − 2,242,883,345.70) × 0.9 =
-    # 9,572,154,377.67 B = 8.9148 GiB, −1.60 % against 9.06. Low: the terms' highs — 21,454,848 (1.5 × the pool),
-    # 2,611,806,312.86 (the hold + 1.70 GiB), 1,460,288,880.64 (1.36 GiB fitted) — 4,612,266,974.50 B in all →
-    # (12,878,610,432 − 4,612,266,974.50) × 0.9 = 7,439,709,111.75 B = 6.929 GiB; high: the lows 12,582,912,
-    # 464,322,664.86 (the hold − 0.30 GiB), 386,547,056.64 (0.36 GiB) → 1,382,169,566.50 B → (12,878,610,432 −
-    # 1,382,169,566.50) × 0.9 = 10,346,796,778.95 B = 9.636 GiB ∋ 9.06. Tokens: ÷ 23,040 → 322,904 → 10,090 blocks →
-    # 322,880 to 449,079 → 14,033 blocks → 449,056 ∋ 422,048 printed.
+    # 9,572,154,377.67 B = 8.9148 GiB, −1.60 % against 9.06. Low: the terms' highs — weights × 1.0025 =
+    # 269,702,591.04 and forward × 1.11 = 122,211,532.80 and non-torch 0.25 GiB = 268,435,456 (transferred_ranges.py),
+    # 21,454,848 (1.5 × the pool), 2,611,806,312.86 (the hold + 1.70 GiB), 1,460,288,880.64 (1.36 GiB fitted) —
+    # 4,753,899,621.34 B in all → (12,878,610,432 − 4,753,899,621.34) × 0.9 = 7,312,239,729.59 B = 6.810 GiB; high:
+    # the lows — weights × 0.999 = 268,760,985.98, forward × 0.9 = 99,090,432, non-torch 0.03 GiB = 32,212,254.72,
+    # 12,582,912, 464,322,664.86 (the hold − 0.30 GiB), 386,547,056.64 (0.36 GiB) — 1,263,516,306.20 B →
+    # (12,878,610,432 − 1,263,516,306.20) × 0.9 = 10,453,584,713.22 B = 9.736 GiB ∋ 9.06. Tokens: ÷ 23,040 → 317,371
+    # → 9,917 blocks → 317,344 to 453,714 → 14,178 blocks → 453,696 ∋ 422,048 printed.
     assert a1.predicted == pytest.approx(9_572_154_377.67 / 2**30)
     assert a1.rel_error == pytest.approx(-0.0160, abs=0.0005)
-    assert (a1.low, a1.high) == pytest.approx((7_439_709_111.75 / 2**30, 10_346_796_778.95 / 2**30)) and a1.inside
+    assert (a1.low, a1.high) == pytest.approx((7_312_239_729.59 / 2**30, 10_453_584_713.22 / 2**30)) and a1.inside
     t = _term(x1, "KV tokens")
-    assert (t.low, t.high, t.printed, t.inside) == (322_880, 449_056, 422_048, True)
+    assert (t.low, t.high, t.printed, t.inside) == (317_344, 453_696, 422_048, True)
 
 
 def test_fitted_extra_term_is_the_pytorch_residuals():

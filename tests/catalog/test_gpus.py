@@ -89,3 +89,40 @@ def test_custom_gpu_file_and_override(tmp_path):
         resolve_gpu(str(bad))
     with pytest.raises(InputError, match="GPU memory .* is not plausible"):
         resolve_gpu("h100", memory_bytes=10)
+
+
+def test_mi250x_is_one_gcd_not_the_package():
+    # ROCm, torch and vLLM see each of an MI250X's two GCDs as a device: torch prints total_memory=65520MB for
+    # 'AMD Instinct MI250X/MI250' and HIP 68,702,699,520 B = 65,520 MiB = 63.98 GiB (gpus.SOURCES.md), not the
+    # package's 127.71 GiB. Half the package: 3.2768 / 2 = 1.6384 TB/s, 383 / 2 = 191.5 TF BF16 dense.
+    g = get_gpu("MI250X")
+    assert g.memory_bytes == 65_520 * MiB == 68_702_699_520 and round(g.memory_bytes / GiB, 2) == 63.98
+    assert g.memory_basis == "measured" and "one GCD" in g.name
+    assert (g.hbm_bandwidth_bytes_per_s, g.bf16_flops_per_s) == (1.6384e12, 191.5e12)
+    # MI250: same die and device name, 362.1 TF a package → about 181 TF a GCD
+    assert get_gpu("MI250").memory_bytes == g.memory_bytes and get_gpu("MI250").bf16_flops_per_s == 181e12
+
+
+def test_superchips_count_the_gpu_hbm_only():
+    # nvidia-smi prints the GPU's HBM (not Grace's LPDDR5X): GB300 284,208 MiB, GB200 189,471, GH200 (96 GB) 97,871;
+    # CUDA total = nvidia-smi − 450 MiB (range −800 … −300). GB300 had been 288 GB − 900 MiB = 294,012 MiB (+9.6 GiB).
+    for name, smi in (("gb300", 284_208), ("gb200", 189_471), ("gh200", 97_871), ("gh200-144gb", 146_831)):
+        g = get_gpu(name)
+        assert g.nvidia_smi_mib == smi and g.memory_bytes == (smi - CUDA_RESERVE_MIB) * MiB, name
+        assert (g.memory_low_bytes, g.memory_high_bytes) == ((smi - 800) * MiB, (smi - 300) * MiB), name
+
+
+def test_mxfp4_weights_source_names_the_layout_per_capability():
+    # gpt-oss-20b: 24 layers × 32 experts, hidden = intermediate = 2,880. MXFP4 = 0.5 B a value + 1 B a scale per 32.
+    # Marlin (A100, sm80) pads hidden to 3,072 (256) and intermediate to 2,944 (128), per expert:
+    #   w13 5,760 × 2,880 → 5,888 × 3,072: (9,043,968 + 565,248) − (8,294,400 + 518,400) = 796,416 B
+    #   w2  2,880 × 2,880 → 3,072 × 2,944: (4,521,984 + 282,624) − (4,147,200 + 259,200) = 398,208 B
+    #   (796,416 + 398,208) × 32 × 24 = 917,471,232 B. On H100 (0.33, Triton: intermediate to a multiple of 64) none.
+    from kvledger.catalog.loading import loaded_weights
+    from kvledger.catalog.models import load_model
+
+    m = load_model("openai/gpt-oss-20b")
+    a100, h100 = loaded_weights(m, gpu_arch="sm80"), loaded_weights(m, gpu_arch="sm90")
+    assert "repacked for Marlin on sm80" in a100.how and "+917,471,232 B of padding" in a100.how
+    assert "Triton layout on sm90" in h100.how and "no padding" in h100.how and "Marlin" not in h100.how
+    assert "FlashInfer's TRT-LLM layout on sm100" in loaded_weights(m, gpu_arch="sm100").how

@@ -14,13 +14,16 @@ from kvledger.accounting.kvcache import KVLedger, kv_ledger
 from kvledger.accounting.kvlayout import KVLayout
 from kvledger.accounting.memory import MemoryPlan
 from kvledger.accounting.plan_vllm import served_model, vllm_plan
-from kvledger.accounting.platforms import check_engine_platform, platform_note
+from kvledger.accounting.platforms import check_engine_platform
 from kvledger.accounting.roofline import RooflineStepCost
 from kvledger.accounting.roofline_breakdown import RooflineReport, roofline_report
 from kvledger.accounting.settings import PlanSettings
 from kvledger.accounting.sglang_steps import GraphPaddedStepCost, sglang_capture_sizes
+from kvledger.accounting.topology import check_topology
 from kvledger.accounting.trtllm_terms import check_trtllm_only
 from kvledger.accounting.vllm_collectives import custom_all_reduce_max_bytes
+from kvledger.accounting.vllm_gpu_support import gpu_notes
+from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.accounting.wddm_engines import check_wddm
 from kvledger.catalog.gpus import GpuSpec
 from kvledger.catalog.modelspec import ModelSpec
@@ -180,8 +183,6 @@ VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 
 def custom_ar_max_bytes(s: PlanSettings, gpu: GpuSpec) -> int:
     """vLLM's custom all-reduce size limit for these settings, B (vllm_collectives.py); 0 when off or not vLLM."""
-    from kvledger.accounting.vllm_rules import LATEST, parse_version
-
     return 0 if s.engine != "vllm" else custom_all_reduce_max_bytes(
         parse_version(s.engine_version or LATEST), s.tp, s.nnodes, gpu, s.disable_custom_all_reduce, pp=s.pp)
 
@@ -194,7 +195,7 @@ _VLLM_ONLY = (("--enforce-eager", "enforce_eager", False), ("--disable-custom-al
               False), ("--disable-hybrid-kv-cache-manager", "disable_hybrid_kv_cache_manager", False),
               ("--distributed-executor-backend", "distributed_executor_backend", None),
               ("--sampler-backend", "sampler_backend", "auto"), ("--cudagraph-memory", "cudagraph_bytes", None),
-              ("--num-gpu-blocks-override", "num_gpu_blocks_override", None))
+              ("--nnodes", "nnodes", 1), ("--num-gpu-blocks-override", "num_gpu_blocks_override", None))
 
 
 def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
@@ -218,6 +219,7 @@ def _check_settings(gpu: GpuSpec, s: PlanSettings) -> None:
         raise InputError(f"{', '.join(vllm_only)} {'is a vLLM flag' if one else 'are vLLM flags'}, modelled in vLLM's "
                          f"memory plan only; with --engine {s.engine} {'it' if one else 'they'} would be ignored: drop "
                          f"{'it' if one else 'them'}, or use --engine vllm")
+    check_topology(s, parse_version(s.engine_version or LATEST) if s.engine == "vllm" else None)
     if s.engine == "trtllm":  # lazy: plan_other holds SGLang's and TRT-LLM's plans, not vLLM's
         from kvledger.accounting.plan_other import trtllm_runtime
     runtime = trtllm_runtime(s.engine_version, s.trtllm_backend)[0] if s.engine == "trtllm" else None
@@ -256,7 +258,6 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
     _check_settings(gpu, s)
     checkpoint, model = model, served_model(model, s.dtype)
     if s.engine == "vllm":
-        from kvledger.accounting.vllm_rules import LATEST, parse_version
         from kvledger.accounting.vllm_sampler import pre_mla_cache_model
         from kvledger.accounting.vllm_sparse_mla import sparse_mla_cache_model, sparse_mla_choice
 
@@ -278,8 +279,7 @@ def build_plan(model: ModelSpec, gpu: GpuSpec, settings: PlanSettings | None = N
         from kvledger.accounting.plan_other import sglang_plan, trtllm_plan
 
         mem, row_kv = (sglang_plan if s.engine == "sglang" else trtllm_plan)(model, gpu, s, kv), kv
-    if (note := platform_note(s.engine, gpu)) is not None:
-        mem = replace(mem, notes=(note, *mem.notes))
+    mem = replace(mem, notes=(*gpu_notes(s.engine, gpu, s.engine_version), *mem.notes))
     contexts = sorted(set(s.contexts)) if s.contexts else default_contexts(mem.max_model_len)
     rows = concurrency_rows(mem, layout, row_kv, inflight, contexts)
     at_len = concurrency_rows(mem, layout, row_kv, inflight, [mem.max_model_len])[0]

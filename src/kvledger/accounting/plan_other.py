@@ -41,6 +41,7 @@ from kvledger.accounting.sglang_rules import (
     sglang_version_defaults,
     sglang_version_text,
 )
+from kvledger.accounting.transferred_ranges import weights_range
 from kvledger.accounting.trtllm_terms import trtllm_items, trtllm_ranges
 from kvledger.accounting.wddm import wddm_held_term, wddm_total
 from kvledger.accounting.weightmem import weight_bytes_per_gpu
@@ -89,7 +90,8 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     reserve = pre_free * (1 - mfs)
     x_hi = max(sglang_preload_high_bytes(s.tp, s.pp), held)  # the pre-load memory's upper end: KV falls by ΔX × f
     r_lo, r_hi = held - NON_TORCH_BYTES + h_pt - h_lo, x_hi - held + h_hi - h_pt
-    items = (Deduction("weights", w, "given" if s.weights_bytes is not None else f"computed: {how}"),
+    w_lo, w_hi, w_why = (w, w, "") if s.weights_bytes is not None else weights_range(model, w, gpu.arch, "SGLang")
+    items = (Deduction("weights", w, "given" if s.weights_bytes is not None else f"computed: {how}", w_lo, w_hi, w_why),
              *((Deduction(N.SGLANG_ROPE_BUFFER, rope, N.sglang_load_buffers_source(bufs.rope_how)),
                 Deduction(N.SGLANG_SEGMENT_TAILS, tails, N.sglang_load_buffers_source(bufs.tail_how)))
                if s.weights_bytes is None else ()),
@@ -102,8 +104,8 @@ def sglang_plan(model: ModelSpec, gpu: GpuSpec, s: PlanSettings, kv: KVLedger) -
     avail = s.available_kv_memory_bytes if given else int(pre_free - reserve - w_all - x)
     page = s.block_size or 1
     pools = sglang_pools(kv, avail, page)
-    rng = {} if given else _sglang_ranges(kv, page, L, [int((t - h) * mfs - w_all - e) for t, h, e in (
-        (total_lo, x_hi + h_hi, x_hi_load), (total_hi, NON_TORCH_BYTES + h_lo, x_lo))])
+    rng = {} if given else _sglang_ranges(kv, page, L, [int((t - h) * mfs - w_all - dw - e) for t, h, dw, e in (
+        (total_lo, x_hi + h_hi, w_hi - w, x_hi_load), (total_hi, NON_TORCH_BYTES + h_lo, w_lo - w, x_lo))])
     tokens, cell = pools.full_tokens, pools.cell_bytes
     if pools.state_bytes:
         items = items + (Deduction(N.sglang_mamba_pool(pools.state_slots), pools.state_bytes,

@@ -30,6 +30,7 @@ from kvledger.accounting import notes as N
 from kvledger.accounting.memory import Deduction
 from kvledger.accounting.overheads import NON_TORCH_BYTES, forward_peak_bytes
 from kvledger.accounting.settings import PlanSettings
+from kvledger.accounting.transferred_ranges import dry_run_activation_range, non_torch_range, weights_range
 from kvledger.accounting.trtllm_engine_buffers import (
     TRTLLM_BUILD_MAX_BATCH,
     engine_activation_range,
@@ -186,7 +187,7 @@ def _before_0_13(version: str | None) -> bool:
     return bool(m) and (int(m.group(1)), int(m.group(2))) < (0, 13)
 
 
-def _weights_term(model: ModelSpec, s: PlanSettings, runtime: str) -> Deduction:
+def _weights_term(model: ModelSpec, s: PlanSettings, runtime: str, arch: str = "") -> Deduction:
     """The weights as the runtime holds them: the checkpoint's tensors (``weightmem``, without vLLM's RoPE cache); a
     TensorRT engine adds its float32 rotary table and, at TP > 1, may hold the vocabulary embedding whole on every rank
     (the high end; ``trtllm_engine_weights``). A given --weights-memory replaces it."""
@@ -194,14 +195,16 @@ def _weights_term(model: ModelSpec, s: PlanSettings, runtime: str) -> Deduction:
         return Deduction("weights", s.weights_bytes, "given")
     w, how = weight_bytes_per_gpu(model, s.tp, include_rope_cache=False)
     if runtime != "tensorrt":
-        return Deduction("weights", w, f"computed: {how}")
+        return Deduction("weights", w, f"computed: {how}", *weights_range(model, w, arch, "TensorRT-LLM"))
     rope, replica = trtllm_rope_table_bytes(model), trtllm_embedding_replica_bytes(model, s.tp)
     if rope:
         how += (f" + {rope:,} B rotary table (max_position_embeddings {model.max_position_embeddings:,} × rotary dim "
                 f"{trtllm_rotary_dim(model)} × 4 B float32, layers/attention.py embed_positions_for_gpt_attention)")
-    return Deduction("weights", w + rope, f"computed: {how}", w + rope, w + rope + replica,
-                     "" if not replica else "high: the vocabulary embedding whole on every rank (convert_checkpoint.py "
-                     "leaves --use_parallel_embedding off; ModelOpt's quantize.py export splits it, the point)")
+    lo, hi, why = weights_range(model, w + rope, arch, "TensorRT-LLM")
+    return Deduction("weights", w + rope, f"computed: {how}", lo, hi + replica,
+                     why if not replica else why + "; high also: the vocabulary embedding whole on every rank "
+                     "(convert_checkpoint.py leaves --use_parallel_embedding off; ModelOpt's quantize.py export splits "
+                     "it, the point)")
 
 
 def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens: int, max_seq_len: int,
@@ -214,11 +217,16 @@ def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens
     --wddm."""
     given_act = s.activation_peak_bytes is not None
     act = s.activation_peak_bytes if given_act else forward_peak_bytes(model, max_num_tokens, s.tp)
-    act_lo, act_hi = (act, act) if given_act or runtime == "pytorch" else engine_activation_range(act)
-    items = (_weights_term(model, s, runtime),
+    if given_act:
+        act_range: tuple[float, float, str] = (act, act, "")
+    elif runtime == "pytorch":
+        act_range = dry_run_activation_range(act)
+    else:
+        act_range = (*engine_activation_range(act), N.TRTLLM_ENGINE_ACTIVATION_RANGE)
+    items = (_weights_term(model, s, runtime, gpu.arch if gpu is not None else ""),
              Deduction(N.trtllm_activation(runtime), act,
                        f"model: forward over max_num_tokens {max_num_tokens}" if not given_act else "given",
-                       act_lo, act_hi, "" if act_hi == act else N.TRTLLM_ENGINE_ACTIVATION_RANGE))
+                       *act_range))
     if runtime == "tensorrt":
         batch, old = s.max_num_seqs or TRTLLM_BUILD_MAX_BATCH, _before_0_13(s.engine_version)
         runtime_buf, decoder, other = trtllm_engine_buffer_terms(model, s.tp, batch, max_seq_len, old_release=old,
@@ -227,6 +235,7 @@ def trtllm_items(model: ModelSpec, s: PlanSettings, runtime: str, max_num_tokens
             other = Deduction("non-torch memory", s.non_torch_bytes, "given")
         allreduce = (trtllm_allreduce_term(model, s.tp, batch, max_seq_len),) if s.tp > 1 else ()
         return items + (runtime_buf, decoder) + allreduce + (other,) + _sized_terms(model, s, runtime, gpu)
+    nt = ((s.non_torch_bytes, s.non_torch_bytes, "") if s.non_torch_bytes is not None else non_torch_range())
     items += (Deduction("non-torch memory", s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH_BYTES,
-                        N.TRTLLM_NON_TORCH),)
+                        "given" if s.non_torch_bytes is not None else N.TRTLLM_NON_TORCH, *nt),)
     return items + _sized_terms(model, s, runtime, gpu) + (trtllm_extra_term(),)

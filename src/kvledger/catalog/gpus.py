@@ -47,7 +47,8 @@ _ALIASES = {
     "nvidia_rtx_a4000": ["rtx-a4000", "a4000"], "nvidia_rtx_a5000": ["rtx-a5000", "a5000"],
         "nvidia_rtx_a6000": ["rtx-a6000", "a6000"],
     "nvidia_a100_40gb_pcie": ["a100-40gb-pcie", "a100-pcie-40gb"], "amd_mi210": ["mi210"],
-    "amd_mi300x": ["mi300x"], "amd_mi325x": ["mi325x"], "amd_mi355x": ["mi355x"], "amd_mi250x": ["mi250x"],
+    "amd_mi300x": ["mi300x"], "amd_mi325x": ["mi325x"], "amd_mi355x": ["mi355x"],
+    "amd_mi250x": ["mi250x", "mi250x-gcd"], "amd_mi250": ["mi250", "mi250-gcd"],
     "google_tpu_v5e": ["tpu-v5e", "v5e"], "google_tpu_v6e": ["tpu-v6e", "v6e", "trillium"], "intel_gaudi3": ["gaudi3"],
 }
 

@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kvledger.catalog.layers import MLAAttention
 from kvledger.catalog.modelspec import ModelSpec
+from kvledger.catalog.mxfp4_layout import mxfp4_layout_text, mxfp4_padded
 from kvledger.catalog.quant import QuantScheme, online_fp8
 from kvledger.catalog.vllm_load_extras import EVERY_STAGE_EMBED_AND_HEAD, mla_dequant_copy_bytes, rocm_moe_padding_bytes
-from kvledger.catalog.weights import Weight
 from kvledger.errors import InputError
 from kvledger.ranges import OPTION_RANGES
 
@@ -163,33 +163,6 @@ def _scheme(model: ModelSpec, quantization: str | None) -> QuantScheme:
                      f"{model.name} is {model.quant.description}")
 
 
-def mxfp4_uses_marlin(arch: str, engine_version: tuple[int, int, int]) -> bool:
-    """vLLM's MXFP4 MoE on the Marlin path: below Hopper always, on Hopper in 0.10.x (torch 2.7.1 pinned)."""
-    return arch in ("sm75", "sm80", "sm86", "sm89") or (arch == "sm90" and engine_version < (0, 11, 0))
-
-
-def _mxfp4_padded(w: Weight, model: ModelSpec, arch: str, engine_version: tuple[int, int, int] = (0, 33, 0)) -> Weight:
-    """An MXFP4 expert tensor with the backend's padding (see the module docstring)."""
-    h, inter = model.hidden_size, model.intermediate_size
-    if not (w.expert and inter):
-        return w
-    blackwell = arch.startswith("sm10") or arch.startswith("sm11")
-    if mxfp4_uses_marlin(arch, engine_version):
-        hp, ip = -(-h // 256) * 256, -(-inter // 128) * 128
-    else:
-        hp = -(-h // 256) * 256 if blackwell else h
-        ip = -(-inter // (256 if blackwell else 64)) * (256 if blackwell else 64)
-    if w.rows == 2 * inter and w.cols == h:
-        return replace(w, rows=2 * ip, cols=hp)
-    if w.rows == h and w.cols == inter:
-        return replace(w, rows=hp, cols=ip)
-    if w.rows == 1 and w.cols == 2 * inter:
-        return replace(w, cols=2 * ip)
-    if w.rows == 1 and w.cols == h:
-        return replace(w, cols=hp)
-    return w
-
-
 def _on_rank(path: str, pp: int, rank: int, lo: int, hi: int, tied: bool, every_stage: bool = False) -> bool:
     if pp == 1:
         return True
@@ -244,7 +217,7 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
     mx = q.method == "mxfp4" or (q.method == "compressed-tensors" and q.bits == 4 and q.group_size == 32)
     fused: dict[tuple[str, int], float] = {}
     fused_g_idx: set[str] = set()
-    mla_copies = moe_pad = 0
+    mla_copies = moe_pad = mx_pad = 0
     every = bool(EVERY_STAGE_EMBED_AND_HEAD.intersection(model.architectures))
     for w in model.weights:
         if not _on_rank(w.path, pp, pp_rank, lo, hi, model.tie_word_embeddings, every):
@@ -252,9 +225,11 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
         copy = mla_dequant_copy_bytes(w, q, tp, db, engine_version)
         mla_copies += cuda_allocated_bytes(copy) if copy else 0
         moe_pad += rocm_moe_padding_bytes(w, q, tp, db) if rocm else 0
-        if mx and q.converts(w):
-            w = _mxfp4_padded(w, model, gpu_arch, engine_version)
         share = 1 / tp if w.tp == "shard" else (kv_share if w.tp == "kv" else 1.0)
+        if mx and q.converts(w):
+            padded = mxfp4_padded(w, model, gpu_arch, engine_version)
+            mx_pad += (sum(q.tensor_bytes(padded, db)) - sum(q.tensor_bytes(w, db))) * share
+            w = padded
         key = _FUSE.sub(lambda m: _FUSED_NAME[m.group(1)], w.path)
         for part, b in enumerate(q.tensor_bytes(w, db)):
             if b:
@@ -276,6 +251,8 @@ def loaded_weights(model: ModelSpec, *, tp: int = 1, pp: int = 1, pp_rank: int =
             + (" + final norm and LM head" if pp_rank == pp - 1 or every else "")
             + (" (this model class builds both on every stage)" if every else "")
         )
+    if mx and any(w.expert for w in model.weights):
+        how += "; " + mxfp4_layout_text(model, gpu_arch, engine_version, mx_pad)
     if rope:
         how += f" + {rope:,} B RoPE cos/sin buffer"
     ws, ws_src = (

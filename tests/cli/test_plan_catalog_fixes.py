@@ -1,0 +1,63 @@
+"""Issue 20's fresh-user trial of `kvledger plan`: impossible topologies refused, MI250X planned as one GCD."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from cli_run import MODEL, refused, run_cli
+
+
+def run(*args):
+    return run_cli("plan", MODEL, *args)
+
+
+@pytest.mark.parametrize("args,words", [
+    # TP 2 is 2 GPUs: 8 nodes leave 6 without a rank
+    (("--tp", "2", "--nnodes", "8"), ("--nnodes 8 is more nodes than --tp 2 has GPUs (2)", "6 nodes")),
+    # TP 4 × PP 2 = 8 GPUs: 8 ÷ 3 is not whole (vLLM puts world_size // nnodes ranks on each node)
+    (("--tp", "4", "--pp", "2", "--nnodes", "3"), ("does not divide the 8 GPUs of --tp 4 × --pp 2",)),
+    # vLLM 0.6.3's mp executor has no multi-node mode (0.11.0's config/parallel.py has no nnodes)
+    (("--tp", "2", "--nnodes", "2", "--distributed-executor-backend", "mp", "--engine-version", "0.6.3"),
+     ("vLLM 0.6.3's multiprocessing executor runs on one node",)),
+    # SGLang's plan does not read --nnodes
+    (("--engine", "sglang", "--tp", "2", "--nnodes", "2"), ("--nnodes is a vLLM flag",)),
+])
+def test_impossible_topologies_are_refused_in_one_line(args, words):
+    msg = refused("plan", MODEL, "--gpu", "H100", *args)
+    assert all(w in msg for w in words) and "\n" not in msg, msg
+
+
+def test_the_console_entry_exits_2_without_a_traceback():
+    argv = ["plan", MODEL, "--gpu", "H100", "--tp", "2", "--nnodes", "8"]
+    p = subprocess.run([sys.executable, "-m", "kvledger.cli.main", *argv], capture_output=True, text=True)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.startswith("error: --nnodes 8"), p.stderr
+
+
+@pytest.mark.parametrize("args", [("--tp", "4", "--pp", "2", "--nnodes", "2"), ("--tp", "2", "--nnodes", "2"),
+                                  ("--tp", "2", "--nnodes", "2", "--distributed-executor-backend", "ray",
+                                   "--engine-version", "0.6.3")])
+def test_possible_topologies_still_plan(args):
+    assert run("--gpu", "H100", *args).exit_code == 0
+
+
+def test_mi250x_plans_one_gcd():
+    # one GCD: 65,520 MiB = 63.98 GiB (not the package's 127.71 GiB)
+    r = run("--gpu", "MI250X")
+    assert r.exit_code == 0 and "device total 63.98 GiB" in r.output and "one GCD" in r.output
+
+
+@pytest.mark.parametrize("gpu,version,warned", [
+    ("B200", "0.6.3", True),  # sm100: first release built for it is 0.9.0 (default wheel on CUDA 12.8)
+    ("B200", "0.8.5", True), ("B200", "0.9.0", False),
+    ("rtx-5090", "0.8.5", True),  # sm120 likewise
+    ("H100", "0.6.3", False),  # sm90 is in every release planned
+])
+def test_versions_whose_wheels_lack_the_gpu_arch_are_warned_not_refused(gpu, version, warned):
+    r = run("--gpu", gpu, "--engine-version", version, "--max-model-len", "8192")
+    assert r.exit_code == 0, r.output
+    line = f"note: vLLM {version} ships no kernels for"
+    assert (line in r.output) is warned, r.output
+    if warned:
+        assert "first release built for" in r.output and "0.9.0" in r.output
