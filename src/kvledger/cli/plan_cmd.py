@@ -199,6 +199,9 @@ def plan(
             render_kv_tiers(tier_plan, Console())
     if p.advice and p.advice.verdict != "fits":
         raise typer.Exit(code=3)
+    startup = p.memory.startup
+    if startup is not None and startup.verdict in ("refuses", "runs_out"):  # --wddm: the engine would not start
+        raise typer.Exit(code=3)
 
 
 def register(app: typer.Typer) -> None:
