@@ -207,9 +207,10 @@ def _fit_for(model: str, gpu: str, units: list[Unit], setups: dict[int, Any],
     return fit, sorted({u.model for u in on}), sorted({u.setup for u in on})
 
 
-#: the two rules for choosing a run's fit (``gpuscope``): every other model's runs on the GPU (the issue's rule), and
-#: those of the run's own set-up where another model was timed through it (else the same as the first)
-VIEWS = ("all", "setup")
+#: the rules for choosing a run's fit (``gpuscope``): every other model's runs on the GPU (the issue's rule); those of
+#: the run's own set-up where another model was timed through it (else the same as the first); and "client": the first
+#: rule's fractions with the set-up's latency fitted on the set-up's *other deployments* (``_client_latency``)
+VIEWS = ("all", "setup", "client")
 
 
 def _fits(gpu: str, model: str, units: list[Unit], setups: dict[int, Any]) -> dict[str, dict]:
@@ -243,7 +244,7 @@ def gpuscope(shared: Path) -> dict:
     units = _distserve_units() + lss + sweeps
     excluded = ex1 + ex2
     setups = {id(u): _setup_of(u) for u in units}
-    fits, views = [], {}
+    fits, views, fracs = [], {}, {}
     for gpu, model in sorted({(u.gpu, u.model) for u in units}):
         got = _fits(gpu, model, units, setups)
         fits += [f for v, f in got.items() if v == "all" or f is not got.get("all")]
@@ -256,11 +257,48 @@ def gpuscope(shared: Path) -> dict:
                 if key not in u.errors:
                     u.errors[key] = _errors(u, s, roofline_with(s, *f["fractions"]), f["frontends_s"].get(u.setup, 0.0))
                 views[id(u)][view] = key
+                fracs[key] = tuple(f["fractions"])
+    _client_view(units, setups, views, fracs)
     rows = [_row(u, views[id(u)]) for u in units]
     for view in VIEWS:
         _cover(rows, view)
     return {"rows": rows, "fits": fits, "excluded": [vars(e) for e in excluded],
             "counts": {view: _counts(rows, excluded, view) for view in VIEWS}}
+
+
+def _client_latency(u: Unit, units: list[Unit], setups: dict[int, Any], views: dict[int, dict],
+                    fracs: dict[str, tuple[float, float]]) -> tuple[float, list[str]]:
+    """The latency of ``u``'s set-up (its client and front end) fitted on the below-saturation runs of the set-up's
+    *other deployments*, each replayed at its own cross-model fractions ("all"): (seconds, the deployments used); 0 and
+    none where the set-up timed no other deployment. Never ``u``'s deployment, so never the run predicted."""
+    from kvledger.calibration.gpu_fit import best_frontend, roofline_with
+    from kvledger.calibration.replay import replay
+
+    on = [v for v in units if v.setup == u.setup and v.deployment != u.deployment and not v.saturated
+          and "all" in views[id(v)]]
+    if not on:
+        return 0.0, []
+    reps = [(v.run, replay(v.run, setups[id(v)].config, roofline_with(setups[id(v)], *fracs[views[id(v)]["all"]])))
+            for v in on]
+    return best_frontend(reps)[1], sorted({v.deployment for v in on})
+
+
+def _client_view(units: list[Unit], setups: dict[int, Any], views: dict[int, dict],
+                 fracs: dict[str, tuple[float, float]]) -> None:
+    """View "client": each run with a cross-model fit priced at that fit's fractions plus its set-up's latency fitted
+    on the set-up's other deployments (``_client_latency``, one fit per deployment)."""
+    from kvledger.calibration.gpu_fit import roofline_with
+
+    by_dep: dict[str, tuple[float, list[str]]] = {}
+    for u in units:
+        if "all" not in views[id(u)]:
+            continue
+        if u.deployment not in by_dep:
+            by_dep[u.deployment] = _client_latency(u, units, setups, views, fracs)
+        lat, via = by_dep[u.deployment]
+        key = f"{views[id(u)]['all']} + client {lat * 1e3:.1f} ms from {', '.join(via) or 'no other deployment'}"
+        u.errors[key] = _errors(u, setups[id(u)], roofline_with(setups[id(u)], *fracs[views[id(u)]["all"]]), lat)
+        views[id(u)]["client"] = key
 
 
 def _judged(saturated: bool) -> tuple[str, ...]:

@@ -48,7 +48,8 @@ from kvledger.calibration.fit import shifted_term
 from kvledger.calibration.replay import MeasuredRun, replay
 from kvledger.errors import InputError
 
-__all__ = ["GpuFit", "roofline_with", "fit_gpu_fractions", "gpu_profile_dict", "GRID_FLOPS", "GRID_BANDWIDTH"]
+__all__ = ["GpuFit", "roofline_with", "fit_gpu_fractions", "best_frontend", "gpu_profile_dict", "GRID_FLOPS",
+           "GRID_BANDWIDTH"]
 
 GRID_FLOPS = (0.25, 0.4, 0.6, 0.85)
 GRID_BANDWIDTH = (0.35, 0.5, 0.7, 0.9)
@@ -112,7 +113,7 @@ def roofline_with(setup: SimSetup, flops_fraction: float, bandwidth_fraction: fl
     return rc if host is None else HostStepCost(rc, host)
 
 
-def _best_frontend(reps: list, robust: float | None = None) -> tuple[float, float]:
+def best_frontend(reps: list, robust: float | None = None) -> tuple[float, float]:
     """(objective, frontend_s) minimising the objective over the frontend latency, golden-section (module docstring)."""
     def f(d: float) -> float:
         return sum(shifted_term(run, res, d, robust) for run, res in reps)
@@ -145,7 +146,7 @@ def _total(items: list[tuple[MeasuredRun, SimSetup]], ff: float, bf: float, fit_
     keys = keys or [""] * len(reps)
     obj, fe = 0.0, {}
     for k in dict.fromkeys(keys):  # the shift of one set-up's runs moves no other set-up's terms: profiled apart
-        o, fe[k] = _best_frontend([rp for rp, kk in zip(reps, keys) if kk == k], robust)
+        o, fe[k] = best_frontend([rp for rp, kk in zip(reps, keys) if kk == k], robust)
         obj += o
     if frontends is not None:
         frontends[(ff, bf, h0, h1)] = fe
