@@ -30,8 +30,9 @@ term, then every start-up bucketed by version, GPU, topology and term: the mean 
 (``analyses/doctor/bucket_error.py``: memory terms and a failed start-up's available KV over the usable memory, the
 rest over the printed figure; the per-figure mean beside it), the share of available-KV predictions within 2% and the
 share of printed figures inside the plan's printed range; and, given the printed memory, whether the printed
-tokens' blocks and concurrency follow exactly (a multi-GPU pool below the printed rank's range is listed with the
-memory its smallest rank must have lacked: ``accounting/vllm_rank_print.py``). Rows whose config kvledger cannot read
+tokens' blocks and concurrency follow exactly, counting blocks exact, genuine miss, or "smallest rank not printed" (a
+multi-GPU pool below the printed rank's range on a row whose source keeps one rank's memory line: listed with the
+memory its smallest rank must have lacked, ``accounting/vllm_rank_print.py``). Rows whose config kvledger cannot read
 say so.
 Usage: ``python benchmarks/accuracy_memory.py [--json]``.
 """
@@ -51,7 +52,7 @@ from kvledger.accounting.vllm_rules import parse_version
 from kvledger.analyses.doctor.bucket_error import BucketRecord, bucket_summary, buckets_above, scaled_error
 from kvledger.analyses.doctor.engine_startups import bucket_counts
 from kvledger.analyses.doctor.memory_accuracy import TermError, exact_from_logged, replay
-from kvledger.analyses.doctor.public_startups import load_rows, replay_row, topology_label
+from kvledger.analyses.doctor.public_startups import SMALLEST_NOT_PRINTED, load_rows, replay_row, topology_label
 from kvledger.analyses.doctor.rocm_loo import leave_one_out_rocm
 from kvledger.analyses.doctor.sglang_startups import replay_sglang_row
 from kvledger.analyses.doctor.trtllm_startups import replay_trtllm_row, trtllm_leave_one_out, trtllm_residual_gib
@@ -301,26 +302,32 @@ def held_out_runs() -> list[str]:
 
 
 def from_printed_lines(pubs) -> list[str]:
-    """Given the printed available memory: blocks (from the printed tokens) inside the range the 2-decimal GiB figure
-    allows, and the printed concurrency equal to the plan's from those blocks. A count below that range on several GPUs
-    of a version whose pool is the smallest rank's while the memory printed is one rank's (``vllm_rank_print``) is
-    listed with the spread it implies; every other miss is named."""
+    """Given the printed available memory (the smallest rank's where the row records every rank's): blocks (from the
+    printed tokens) inside the range the 2-decimal GiB figure allows, and the printed concurrency equal to the plan's
+    from those blocks. Blocks are counted exact, genuine miss, or "smallest rank not printed": below the range on a
+    version whose pool is the smallest rank's, on a row whose source holds one rank's memory line only
+    (``public_startups.rank_status``); those are listed with the spread they imply, and every miss is named."""
     out = []
     for term in ("blocks from printed memory", "concurrency from printed memory"):
         ts = [(x, t) for x in pubs for t in x.from_printed if t.term == term]
         n_ok = sum(bool(t.inside) for _, t in ts)
-        what = "" if term.startswith("conc") else " (printed tokens' blocks inside the 2-decimal GiB figure's range)"
-        out.append(f"  Given the printed memory, {term.split(' from')[0]}: {n_ok}/{len(ts)} exact{what}")
-        ranked = [(x, t) for x, t in ts if not t.inside and t.rank_spread]
+        if term.startswith("conc"):
+            out.append(f"  Given the printed memory, concurrency: {n_ok}/{len(ts)} exact")
+        ranked = [(x, t) for x, t in ts if t.rank_status == SMALLEST_NOT_PRINTED]
+        misses = [(x, t) for x, t in ts if not t.inside and t.rank_status != SMALLEST_NOT_PRINTED]
+        if term.startswith("blocks"):
+            out.append(f"  Given the printed memory, blocks of {len(ts)}: {n_ok} exact, {len(misses)} genuine misses, "
+                       f"{len(ranked)} smallest rank not printed (printed tokens' blocks inside the 2-decimal GiB "
+                       "figure's range; the smallest rank's figure where the source prints every rank's)")
         if ranked:
-            out.append(f"    {len(ranked)} below the printed rank's range, as vLLM's pool allows (the smallest of the "
-                       "ranks' counts, while the memory printed is one rank's: accounting/vllm_rank_print.py); "
-                       "exact needs every rank's memory, which these records do not hold:")
+            out.append(f"    {len(ranked)} smallest rank not printed: below the printed rank's range, as vLLM's pool "
+                       "allows (the smallest of the ranks' counts: accounting/vllm_rank_print.py), on rows whose "
+                       "source keeps one rank's memory line (rank_memory); exact needs the smallest rank's line:")
         out += [f"      {x.row_id} vLLM {x.version} {x.gpu} {x.topology}: printed {t.printed:,.0f}, printed rank "
                 f"{t.low:,.0f}–{t.high:,.0f}: the smallest rank held {t.rank_spread[0]:.4f}–{t.rank_spread[1]:.4f} GiB "
                 "less" for x, t in ranked]
         out += [f"      miss {x.row_id} vLLM {x.version} {x.gpu} {x.topology}: printed {t.printed:,.2f}, plan "
-                f"{t.low:,.2f}–{t.high:,.2f}" for x, t in ts if not t.inside and not t.rank_spread]
+                f"{t.low:,.2f}–{t.high:,.2f}" for x, t in misses]
         out += rank_spread_lines(ranked)
     return out
 

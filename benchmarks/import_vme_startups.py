@@ -28,7 +28,13 @@ SOURCE = ("https://github.com/ashishkamra/vllm-memory-estimator/blob/8b0e21d1ec4
           "test_data/validation_db.json")
 COLUMNS = ("id,source_url,vllm_version,version_note,gpu,gpu_memory_gib_printed,model,config,tp,pp,"
            "gpu_memory_utilization,max_model_len,max_num_seqs,max_num_batched_tokens,flags,weights_gib,activation_gib,"
-           "non_torch_gib,available_kv_gib,gpu_blocks,kv_tokens,max_concurrency,checks,notes").split(",")
+           "non_torch_gib,available_kv_gib,gpu_blocks,kv_tokens,max_concurrency,checks,notes,available_kv_gib_min_rank,"
+           "rank_memory").split(",")
+ONE_RANK = ("one rank: the record keeps the first \"Available KV cache memory\" line of the log (the set's "
+            "memory_estimator/validation_db.py reads it with one regex search); the logs themselves are not published")
+"""Every multi-GPU record's ``rank_memory``: vLLM 0.11.1–0.19 print local rank 0's line only, 0.20 every worker's, and
+the record holds one figure either way, so the smallest rank's memory is not in the source
+(``accounting/vllm_rank_print.py``); ``available_kv_gib_min_rank`` stays empty."""
 
 GPUS = {"H200": "nvidia_h200_sxm", "MI300X": "amd_mi300x", "B200": "nvidia_b200"}
 
@@ -106,6 +112,7 @@ def row(uuid: str, rec: dict) -> dict[str, str] | None:
         "kv_tokens": str(mem["kv_cache_tokens"]), "max_concurrency": f"{mem['max_concurrency_ratio']}",
         "checks": ";".join(checks),
         "notes": "weights given (re-quantized checkpoint)" if not weights_checked else "",
+        "available_kv_gib_min_rank": "", "rank_memory": ONE_RANK if cfg["tensor_parallel_size"] > 1 else "",
     }
 
 

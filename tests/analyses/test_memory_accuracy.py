@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from kvledger.analyses.doctor.memory_accuracy import exact_from_logged, replay
-from kvledger.analyses.doctor.public_startups import flag_settings, load_rows, replay_row
+from kvledger.analyses.doctor.public_startups import (
+    SMALLEST_NOT_PRINTED,
+    flag_settings,
+    load_rows,
+    rank_status,
+    replay_row,
+)
 
 D = Path(__file__).parents[1] / "fixtures" / "vllm_startups_0_19"
 ORACLE = Path(__file__).parents[2] / "benchmarks" / "data" / "oracle_configs"
@@ -124,7 +130,43 @@ def test_vme_mi300x_tp8_pool_is_the_smallest_ranks():
     assert (blocks.printed, blocks.low, blocks.high, blocks.inside) == (82_769, 83_165, 83_174, False)
     assert blocks.rank_spread is not None
     assert (round(blocks.rank_spread[0], 4), round(blocks.rank_spread[1], 4)) == (0.4137, 0.4247)
+    assert blocks.rank_status == SMALLEST_NOT_PRINTED  # the record keeps one rank's line (rank_memory)
     assert conc.predicted == conc.printed == 132.43
+
+
+def test_vme_multi_gpu_rows_record_that_one_rank_is_printed():
+    # validation_db.json keeps one "Available KV cache memory" figure per record (the first line of the log), so every
+    # multi-GPU row says so and none gives the smallest rank's figure; one-GPU rows leave both columns empty.
+    for r in VME_ROWS.values():
+        multi = int(r["tp"]) > 1
+        assert r["rank_memory"].startswith("one rank") == multi and r["available_kv_gib_min_rank"] == ""
+
+
+def test_smallest_rank_figure_makes_the_row_exact_or_a_miss():
+    # V5f389286 again, with the smallest rank's line given (CONSTRUCTED: the source has none). 86.67 GiB: 86.665 GiB
+    # = 93,055,835,177 B (rounded up) to 86.675 GiB − 1 B = 93,066,572,595 B hold 82,763–82,773 blocks of 1,124,352 B;
+    # the printed 1,324,304 tokens / 16 = 82,769 lie inside: exact, no spread. 86.66 GiB holds 82,754–82,763, below
+    # the printed count: a genuine miss (the pool cannot exceed the smallest rank's), not "smallest rank".
+    base = VME_ROWS["V5f389286"]
+    root = Path(__file__).resolve().parents[2]
+    x = replay_row(base | {"available_kv_gib_min_rank": "86.67"}, root)
+    blocks = x.from_printed[0]
+    assert (blocks.low, blocks.high, blocks.inside, blocks.rank_status, blocks.rank_spread) == (
+        82_763, 82_773, True, "exact", None)
+    blocks = replay_row(base | {"available_kv_gib_min_rank": "86.66"}, root).from_printed[0]
+    assert (blocks.low, blocks.high, blocks.inside, blocks.rank_status) == (82_754, 82_763, False, "miss")
+
+
+def test_below_range_is_a_miss_unless_the_row_says_one_rank_was_printed():
+    # The same figures without the row's note that the source kept one rank's line: counted as a miss, not explained.
+    root = Path(__file__).resolve().parents[2]
+    blocks = replay_row(VME_ROWS["V5f389286"] | {"rank_memory": ""}, root).from_printed[0]
+    assert (blocks.rank_status, blocks.rank_spread) == ("miss", None)
+    # rank_status itself: the verdicts of vllm_rank_print.check_printed_pool, the row's two columns.
+    assert rank_status("exact", False, "") == "exact"
+    assert rank_status("smallest rank", False, "one rank: …") == SMALLEST_NOT_PRINTED
+    assert rank_status("smallest rank", True, "one rank: …") == "miss"
+    assert rank_status("miss", False, "one rank: …") == "miss"
 
 
 def test_ray_two_node_pp_startup_planned_on_its_binding_stage():

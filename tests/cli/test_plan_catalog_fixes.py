@@ -61,3 +61,12 @@ def test_versions_whose_wheels_lack_the_gpu_arch_are_warned_not_refused(gpu, ver
     assert (line in r.output) is warned, r.output
     if warned:
         assert "first release built for" in r.output and "0.9.0" in r.output
+
+
+@pytest.mark.parametrize("engine,gpu,version", [("sglang", "rtx-5090", "0.4.1"), ("trtllm", "B200", "0.13")])
+def test_sglang_and_trtllm_versions_without_blackwell_kernels_are_warned(engine, gpu, version):
+    # engine_gpu_support: SGLang's first PyPI install with sm100/sm120 kernels is 0.5.2, TensorRT-LLM's B200 support
+    # starts at 0.17.0; the summary shows the note, as vLLM's.
+    r = run("--gpu", gpu, "--engine", engine, "--engine-version", version, "--max-model-len", "8192")
+    assert r.exit_code == 0, r.output
+    assert "ships no kernels for" in r.output and version in r.output

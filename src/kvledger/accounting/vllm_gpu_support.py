@@ -11,6 +11,7 @@ Older architectures (sm_75 to sm_90) are in every release planned here (0.6 on).
 
 from __future__ import annotations
 
+from kvledger.accounting.engine_gpu_support import NO_KERNELS, engine_gpu_note
 from kvledger.accounting.platforms import platform_note
 from kvledger.accounting.vllm_rules import LATEST, parse_version
 from kvledger.catalog.gpus import GpuSpec
@@ -20,9 +21,6 @@ __all__ = ["FIRST_RELEASE_BUILT_FOR", "NO_KERNELS", "vllm_gpu_note", "gpu_notes"
 FIRST_RELEASE_BUILT_FOR: dict[str, tuple[int, int, int]] = {"sm100": (0, 9, 0), "sm120": (0, 9, 0)}
 """Compute architecture → the first vLLM release whose default wheel (CUDA 12.8, PyTorch 2.7) is built for it. The
 catalog files B300/GB300 (compute capability 10.3) under sm100: their first release was not checked separately."""
-
-NO_KERNELS = "ships no kernels for"
-"""The words that mark this warning (the plan's summary shows notes that carry them)."""
 
 
 def vllm_gpu_note(version: tuple[int, int, int], gpu: GpuSpec) -> str | None:
@@ -38,7 +36,9 @@ def vllm_gpu_note(version: tuple[int, int, int], gpu: GpuSpec) -> str | None:
 
 
 def gpu_notes(engine: str, gpu: GpuSpec, engine_version: str | None) -> tuple[str, ...]:
-    """The plan's notes about running ``engine`` on ``gpu``: its version without kernels for the GPU (vLLM), a back-end
-    the memory rules do not model (``platforms.platform_note``)."""
-    arch = vllm_gpu_note(parse_version(engine_version or LATEST), gpu) if engine == "vllm" else None
+    """The plan's notes about running ``engine`` on ``gpu``: its version without kernels for the GPU (vLLM here;
+    SGLang and TensorRT-LLM in ``engine_gpu_support``), a back-end the memory rules do not model
+    (``platforms.platform_note``)."""
+    arch = (vllm_gpu_note(parse_version(engine_version or LATEST), gpu) if engine == "vllm" else
+            engine_gpu_note(engine, engine_version, gpu))
     return tuple(n for n in (arch, platform_note(engine, gpu)) if n is not None)

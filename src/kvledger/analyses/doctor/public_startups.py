@@ -19,7 +19,8 @@ from kvledger.catalog.models import load_model
 from kvledger.jsonable import json_fields, to_jsonable
 from kvledger.units import GiB
 
-__all__ = ["PublicTerm", "PublicReplay", "flag_settings", "load_rows", "replay_row", "topology_label"]
+__all__ = ["PublicTerm", "PublicReplay", "SMALLEST_NOT_PRINTED", "flag_settings", "load_rows", "rank_status",
+           "replay_row", "topology_label"]
 
 
 @json_fields(extra=("rel_error", "inside"))
@@ -33,10 +34,14 @@ class PublicTerm:
     low: float | None = None
     high: float | None = None
     rank_spread: tuple[float, float] | None = None
-    """Blocks below the printed rank's range on a version whose pool is the smallest rank's (``vllm_rank_print``):
-    how much less memory that smallest rank must have held, (low, high) GiB; None otherwise."""
+    """Blocks below the printed rank's range on a version whose pool is the smallest rank's (``vllm_rank_print``), on a
+    row whose source holds one rank's memory line ("smallest rank not printed"): how much less memory that smallest
+    rank must have held, (low, high) GiB; None otherwise."""
     note: str = ""
     """Why such a figure still follows the engine's rule (the code it is read from); empty otherwise."""
+    rank_status: str = ""
+    """A from-printed block count: "exact", "miss" or "smallest rank not printed" (``rank_status``); empty for the
+    rest."""
     print_half: float = 0.005
     """Half the printed figure's last digit, in its unit (GiB printed to 2 decimals: 0.005; a count: any value below
     one; TensorRT-LLM's "3.44 MB" held in GiB: 0.005 / 1,024)."""
@@ -181,18 +186,24 @@ def replay_row(r: dict[str, str], root: Path) -> PublicReplay:
 
 
 def _from_printed(r: dict[str, str], model, gpu, kw: dict[str, Any]) -> tuple[PublicTerm, ...]:
-    """Blocks and concurrency from the printed available memory and tokens (see ``PublicReplay.from_printed``)."""
+    """Blocks and concurrency from the printed available memory and tokens (see ``PublicReplay.from_printed``). The
+    memory is the smallest rank's where the row records it (``available_kv_gib_min_rank``: the source printed every
+    rank's line), so the pool must follow exactly; else the one printed line's."""
     if not (r["available_kv_gib"] and r["kv_tokens"]) or int(r["pp"] or 1) > 1:
         return ()
-    kw = {k: v for k, v in kw.items() if k != "weights_bytes"} | {
-        "available_kv_memory_bytes": round(float(r["available_kv_gib"]) * GiB)}
+    min_rank = _f(r.get("available_kv_gib_min_rank", ""))
+    gib = float(r["available_kv_gib"]) if min_rank is None else min_rank
+    kw = {k: v for k, v in kw.items() if k != "weights_bytes"} | {"available_kv_memory_bytes": round(gib * GiB)}
     m = build_plan(model, gpu, make_settings(**kw), with_roofline=False, with_advice=False).memory
     lo, hi = printed_gib_block_range(kw["available_kv_memory_bytes"], m.bytes_per_block)
     blocks = int(r["kv_tokens"]) // m.block_size
-    chk = check_printed_pool(parse_version(r["vllm_version"]), int(r["tp"] or 1), float(r["available_kv_gib"]),
-                             blocks, m.bytes_per_block, lo, hi)
-    spread = (chk.spread_low / GiB, chk.spread_high / GiB) if chk.verdict == "smallest rank" else None
-    out = [PublicTerm("blocks from printed memory", min(max(blocks, lo), hi), blocks, lo, hi, spread, chk.why)]
+    chk = check_printed_pool(parse_version(r["vllm_version"]), int(r["tp"] or 1), gib, blocks, m.bytes_per_block,
+                             lo, hi)
+    spread, status = None, rank_status(chk.verdict, min_rank is not None, r.get("rank_memory", ""))
+    if status == SMALLEST_NOT_PRINTED:
+        spread = (chk.spread_low / GiB, chk.spread_high / GiB)
+    out = [PublicTerm("blocks from printed memory", min(max(blocks, lo), hi), blocks, lo, hi, spread,
+                      chk.why if spread else "", rank_status=status)]
     if r["max_concurrency"]:
         p = build_plan(model, gpu, make_settings(**kw | {"num_gpu_blocks_override": blocks}), with_roofline=False,
                        with_advice=False)
@@ -200,3 +211,19 @@ def _from_printed(r: dict[str, str], model, gpu, kw: dict[str, Any]) -> tuple[Pu
             c = round(p.at_max_model_len.max_concurrency, 2)
             out.append(PublicTerm("concurrency from printed memory", c, float(r["max_concurrency"]), c, c))
     return tuple(out)
+
+
+SMALLEST_NOT_PRINTED = "smallest rank not printed"
+
+
+def rank_status(verdict: str, min_rank_given: bool, rank_memory: str) -> str:
+    """How a from-printed block count is counted: "exact" (inside the printed figure's range), "smallest rank not
+    printed" (below it where the version's pool is the smallest rank's and the row records that its source holds one
+    rank's memory line only, ``rank_memory`` "one rank…"), or "miss". A row giving the smallest rank's memory is exact
+    or a miss; a row that does not say its source holds one rank's line is a miss too: nothing is explained by
+    default."""
+    if verdict == "exact":
+        return "exact"
+    if verdict == "smallest rank" and not min_rank_given and rank_memory.startswith("one rank"):
+        return SMALLEST_NOT_PRINTED
+    return "miss"
