@@ -153,9 +153,23 @@ def engine_startup_lines(sgl, trt) -> list[str]:
     for by in ("engine", "version", "GPU", "TP"):
         out.append(f"  by {by}:")
         for c in bucket_counts(sgl + trt, by):
-            out.append(f"    {c.key:52s} n={c.startups:2d}  within 2%: {c.within}/{c.available:<3d} inside range: "
-                       f"{c.inside}/{c.ranged:<3d} from printed exact: {c.exact}/{c.from_printed}")
+            mean = "—" if c.mean_abs_error is None else f"{c.mean_abs_error * 100:.2f}%"
+            out.append(f"    {c.key:52s} n={c.startups:2d}  within 2%: {c.within}/{c.available:<3d} mean |error| "
+                       f"{mean:>6s}  inside range: {c.inside}/{c.ranged:<3d} from printed exact: "
+                       f"{c.exact}/{c.from_printed}")
     return out
+
+
+def all_engines_line(vllm_within: int, vllm_n: int, vllm_inside: int, vllm_ranged: int, sgl, trt) -> str:
+    """The must-hold counts over the whole corpus: vLLM's (the summary above) with SGLang's and TensorRT-LLM's."""
+    cs = bucket_counts(sgl + trt, "engine")
+    w, n = vllm_within + sum(c.within for c in cs), vllm_n + sum(c.available for c in cs)
+    i, r = vllm_inside + sum(c.inside for c in cs), vllm_ranged + sum(c.ranged for c in cs)
+    worst = max((c.mean_abs_error or 0.0 for by in ("version", "GPU", "TP") for c in bucket_counts(sgl + trt, by)),
+                default=0.0)
+    return (f"\nEvery engine (vLLM, SGLang, TensorRT-LLM): available KV within 2% {w}/{n} ({w / n:.1%}); printed "
+            f"figures inside the plan's range {i}/{r} ({i / r:.1%}); SGLang/TensorRT-LLM buckets' largest mean "
+            f"|error| {worst:.2%}")
 
 
 def trtllm_loo_lines(rows: list[dict], trt) -> list[str]:
@@ -458,6 +472,8 @@ def main() -> int:
                                         if v["mean_abs_rel_to_figure_pct"] > 5) or "none") + ")")
     for line in engine_startup_lines(sgl, trt) + trtllm_loo_lines(load_rows(TRTLLM_PUBLIC), trt) + wddm_hold_lines():
         print(line)
+    print(all_engines_line(sum(abs(r.scaled) <= 0.02 for r in av), len(av), sum(bool(r.inside) for r in ins), len(ins),
+                           sgl, trt))
     print("\nHeld out (a serving run's record with the engine's block count; predicted from its settings alone):")
     for line in held_out_runs():
         print(line)

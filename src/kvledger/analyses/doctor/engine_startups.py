@@ -19,7 +19,8 @@ WITHIN = 0.02
 class BucketCount:
     """One bucket's counts. startups: replays in it. within / available: KV memories within 2 % / planned from the
     config at all. inside / ranged: printed figures inside the plan's range / terms with a range. exact /
-    from_printed: checks from the printed memory that hold / made."""
+    from_printed: checks from the printed memory that hold / made. mean_abs_error: the mean |relative error| of the
+    KV memories planned from the config (None without one)."""
 
     key: str
     startups: int
@@ -29,6 +30,7 @@ class BucketCount:
     ranged: int
     exact: int
     from_printed: int
+    mean_abs_error: float | None = None
 
 
 BUCKETS: dict[str, Callable[[PublicReplay], str]] = {
@@ -51,5 +53,5 @@ def bucket_counts(replays: Sequence[PublicReplay], by: str) -> list[BucketCount]
         fp = [t for x in xs for t in x.from_printed]
         out.append(BucketCount(k, len(xs), sum(abs(t.rel_error) <= WITHIN for t in av), len(av),
                                sum(bool(t.inside) for t in ranged), len(ranged), sum(bool(t.inside) for t in fp),
-                               len(fp)))
+                               len(fp), sum(abs(t.rel_error) for t in av) / len(av) if av else None))
     return out
