@@ -44,10 +44,13 @@ class SimDocument:
         error_bands: the prediction bands of the headline figures (``prediction_bands``); ``band_coverage`` (a
             property, in the JSON) names the figures with no validated band, each null, and why.
         notes: what the reader should know about the run.
+        client_latency: the latency added to every TTFT and E2E (``client_latency.ClientLatency``: seconds and
+            source); None (left out of the JSON) when none was given.
     """
 
-    __json__ = ("summary", "replicas", "router", "engine", "workload", "step_cost", "overload", "error_bands",
-                "band_coverage", "notes")
+    __json__ = ("summary", "replicas", "router", "engine", "workload", "step_cost", "client_latency", "overload",
+                "error_bands", "band_coverage", "notes")
+    __json_optional__ = ("client_latency",)
     summary: dict[str, Any]
     replicas: int
     router: str | None
@@ -57,6 +60,7 @@ class SimDocument:
     overload: Any = None
     error_bands: dict[str, PredictionBand] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    client_latency: Any = None
 
     @property
     def kept_up(self) -> bool:

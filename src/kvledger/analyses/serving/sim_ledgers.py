@@ -250,7 +250,12 @@ def run_prepared(setup: SimSetup, args: SimRequestArgs, synthetic: SyntheticSpec
 def finish_run(setup: SimSetup, args: SimRequestArgs, result: SimResult,
                synthetic: SyntheticSpec | None = None) -> SimulatedRun:
     """A simulator result of ``setup`` (run here or elsewhere, e.g. with a host tier) as a SimulatedRun, its records'
-    metadata completed (GPU count, offered rate, max_num_seqs, workload) as :func:`run_prepared` completes it."""
+    metadata completed (GPU count, offered rate, max_num_seqs, workload) as :func:`run_prepared` completes it; with a
+    ``--client-latency``, every TTFT and E2E grown by it (``client_latency.with_client_latency``)."""
+    if setup.client_latency is not None:
+        from kvledger.analyses.serving.client_latency import with_client_latency
+
+        result = with_client_latency(result, setup.client_latency.seconds)
     sim = SimulatedRun(result.records, result, setup, args, synthetic)
     _complete_metadata(sim)
     return sim
@@ -297,4 +302,5 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     bands = prediction_bands(setup, result.summary.to_dict(), saturated=overload is not None)
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
                        setup.router if setup.replicas > 1 else None, result.config, info, setup.cost_info,
-                       to_jsonable(overload), bands, notes + ([overload.note, NO_LATENCY_BAND] if overload else []))
+                       to_jsonable(overload), bands, notes + ([overload.note, NO_LATENCY_BAND] if overload else []),
+                       setup.client_latency)

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kvledger.analyses.serving.client_latency import client_latency_of
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
@@ -59,6 +60,7 @@ class SimRequestArgs:
     router: str = "round_robin"
     step_cost: str = "roofline"
     cpu_overhead: str | None = None
+    client_latency: str | None = None  # --client-latency: added to each TTFT and E2E after the run (client_latency.py)
     async_scheduling: bool | None = None
     enforce_eager: bool | None = None  # vLLM --enforce-eager: no CUDA graphs (memory plan and step cost's host term)
     wddm: bool | None = None  # Windows/WSL2 display driver: the whole board as the total, the driver's hold in use
@@ -88,6 +90,7 @@ class SimSetup:
     tp: int = 1
     plan: Any = None
     gpu_profile: Any = None  # the GpuProfile that priced the roofline (None: none), for the band (prediction_bands)
+    client_latency: Any = None  # client_latency.ClientLatency added to each TTFT and E2E (None: none given)
 
 
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
@@ -256,6 +259,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     """
     check_options("simulate", {"replicas": a.replicas})  # [1, 4,096]: kvledger.ranges
     plan, user_mnbt = load_plan(a)
+    client = client_latency_of(a.client_latency, a.gpu_profile, plan.gpu.name) if a.client_latency else None
     overrides: dict[str, Any] = dict(
         enable_prefix_caching=a.enable_prefix_caching, enable_chunked_prefill=a.enable_chunked_prefill,
         prefix_caching_policy=a.prefix_caching_policy, scheduling_policy=a.scheduling_policy,
@@ -277,8 +281,9 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
                      "simulated with it off (faster; --enable-prefix-caching to keep it)")
     workload = _sessions_for_affinity(a, workload, info, notes)
     prof = gpu_profile_of(a, plan.gpu.name) if cost_info.get("scope") == "gpu" else None
+    notes += [client.note()] if client is not None else []
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
-                    plan_notes + notes, a.tp, plan, prof)
+                    plan_notes + notes, a.tp, plan, prof, client)
 
 
 def _sessions_for_affinity(a: SimRequestArgs, workload: Any, info: dict[str, Any], notes: list[str]) -> Any:
