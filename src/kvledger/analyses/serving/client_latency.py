@@ -53,12 +53,13 @@ def client_latency_of(text: str | None, gpu_profile: str | None = None, gpu_name
         return None
     if str(text).startswith("profile:"):
         seconds, source = profile_latency(str(text).removeprefix("profile:"), gpu_profile, gpu_name)
+        check_options("simulate", {"client_latency": seconds}, {"client_latency": FLAG})  # [0, 10] s: kvledger.ranges
     else:
         from kvledger.units import parse_duration_s
 
+        check_options("simulate", {"client_latency": str(text)}, {"client_latency": FLAG})  # read with its unit
         seconds = parse_duration_s(text, what=FLAG)
         source = f"given: {FLAG} {seconds * 1e3:g} ms"
-    check_options("simulate", {"client_latency": seconds}, {"client_latency": FLAG})  # [0, 10] s: kvledger.ranges
     if seconds == 0:
         return None
     return ClientLatency(seconds, f"{source}; {_WHAT}; {_HOW}")

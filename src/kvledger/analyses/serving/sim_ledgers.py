@@ -169,7 +169,7 @@ class SimulatedRun:
             f"max_num_seqs {eng['max_num_seqs']:,}, prefix caching "
             f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p.source}"
             + (f"; {s.plan.memory.startup.message}" if s.plan.memory.startup is not None else ""),  # vLLM, --wddm
-        ]
+        ] + ([s.client_latency.note()] if s.client_latency is not None else [])
 
 
 def _load_text(info: dict[str, Any]) -> str:
