@@ -18,7 +18,7 @@ from typing import Any
 from kvledger.errors import InputError
 from kvledger.ranges import check_options
 
-__all__ = ["FLAG", "ClientLatency", "client_latency_of", "profile_latency", "with_client_latency"]
+__all__ = ["FLAG", "ClientLatency", "client_latency_of", "client_latency_for", "profile_latency", "with_client_latency"]
 
 FLAG = "--client-latency"
 _WHAT = "the client's and front end's latency, not the engine's"
@@ -63,6 +63,14 @@ def client_latency_of(text: str | None, gpu_profile: str | None = None, gpu_name
     if seconds == 0:
         return None
     return ClientLatency(seconds, f"{source}; {_WHAT}; {_HOW}")
+
+
+def client_latency_for(a: Any, gpu_name: str, notes: list[str]) -> ClientLatency | None:
+    """The ``--client-latency`` of a simulation's args (``sim_setup.SimRequestArgs``: ``client_latency``,
+    ``gpu_profile``) on the catalog GPU ``gpu_name``, its note appended to ``notes``; None when none was given."""
+    got = client_latency_of(a.client_latency, a.gpu_profile, gpu_name) if a.client_latency else None
+    notes += [got.note()] if got is not None else []
+    return got
 
 
 def profile_latency(name: str, gpu_profile: str | None, gpu_name: str | None) -> tuple[float, str]:

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvledger.analyses.serving.client_latency import client_latency_of
+from kvledger.analyses.serving.client_latency import client_latency_for
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
@@ -95,9 +95,8 @@ class SimSetup:
 
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
 _PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization",
-                "mem_fraction_static",
-                "kv_cache_dtype",
-                "max_num_batched_tokens", "max_num_seqs", "block_size", "num_gpu_blocks_override", "cpu_overhead",
+                "mem_fraction_static", "kv_cache_dtype", "max_num_batched_tokens", "max_num_seqs", "block_size",
+                "num_gpu_blocks_override", "cpu_overhead",
                 "enable_prefix_caching", "enforce_eager", "wddm", "achievable_flops_fraction",
                 "achievable_bandwidth_fraction", "gpu_profile", "gemm_efficiency")
 
@@ -189,8 +188,7 @@ def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
     for value, what, fix in vllm_only:
         if value is not None:
             raise InputError(f"{what}; with --policy sglang the KV pool comes from SGLang's memory plan (`kvledger "
-                             f"plan "
-                             f"--engine sglang`), so it would be ignored: {fix}")
+                             f"plan --engine sglang`), so it would be ignored: {fix}")
 
 
 def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
@@ -225,8 +223,7 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
         return ClosedLoop(specs, a.concurrency, a.think_time_s), len(specs), info
     arrivals = _arrivals(a) if requests is None else "the given requests' arrival times"
     info.update({"mode": f"open loop ({arrivals})",
-                 "offered_rate_req_per_s":
-                 (len(specs) - 1) / span if span > 0 else math.inf})
+                 "offered_rate_req_per_s": (len(specs) - 1) / span if span > 0 else math.inf})
     return specs, len(specs), info
 
 
@@ -259,7 +256,6 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
     """
     check_options("simulate", {"replicas": a.replicas})  # [1, 4,096]: kvledger.ranges
     plan, user_mnbt = load_plan(a)
-    client = client_latency_of(a.client_latency, a.gpu_profile, plan.gpu.name) if a.client_latency else None
     overrides: dict[str, Any] = dict(
         enable_prefix_caching=a.enable_prefix_caching, enable_chunked_prefill=a.enable_chunked_prefill,
         prefix_caching_policy=a.prefix_caching_policy, scheduling_policy=a.scheduling_policy,
@@ -281,7 +277,7 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
                      "simulated with it off (faster; --enable-prefix-caching to keep it)")
     workload = _sessions_for_affinity(a, workload, info, notes)
     prof = gpu_profile_of(a, plan.gpu.name) if cost_info.get("scope") == "gpu" else None
-    notes += [client.note()] if client is not None else []
+    client = client_latency_for(a, plan.gpu.name, notes)  # --client-latency, its note added
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
                     plan_notes + notes, a.tp, plan, prof, client)
 
