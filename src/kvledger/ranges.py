@@ -140,11 +140,13 @@ OPTION_RANGES: dict[str, Range] = {
     "nvme_usd_per_gib_month": Range(0.0, 1e4, unit="USD/GiB-month"),
     # durations written with their unit (DURATION_OPTIONS), bounded in seconds
     "cpu_overhead": Range(0.0, 10.0, unit="s"),  # as PlanSettings.cpu_overhead_s (ge=0, le=10)
+    # a client's and front end's latency (HTTP, gateway, tokenisation, SSE): tens of ms; above 10 s is a typo
+    "client_latency": Range(0.0, 10.0, unit="s"),
 }
 
 # : options given as text with a time unit ("2ms"): read as seconds (kvledger.units.parse_duration_s), then
 # range-checked.
-DURATION_OPTIONS = frozenset({"cpu_overhead"})
+DURATION_OPTIONS = frozenset({"cpu_overhead", "client_latency"})
 
 #: (command, parameter name) → range, where a name means something else in that command.
 COMMAND_RANGES: dict[tuple[str, str], Range] = {

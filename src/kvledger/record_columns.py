@@ -10,13 +10,13 @@ per-request readers produce, field for field).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from kvledger.records import RequestRecord, RunMetadata, RunRecords
 
-__all__ = ["RecordColumns", "ColumnRecords", "run_from_columns"]
+__all__ = ["RecordColumns", "ColumnRecords", "run_from_columns", "with_arrivals_earlier"]
 
 
 @dataclass(slots=True)
@@ -141,3 +141,11 @@ class ColumnRecords(Sequence):
 def run_from_columns(columns: RecordColumns, metadata: RunMetadata) -> RunRecords:
     """A run held as columns: ``records`` builds each record on access, ``columns`` keeps the arrays."""
     return RunRecords(ColumnRecords(columns), metadata, columns)  # type: ignore[arg-type]
+
+
+def with_arrivals_earlier(run: RunRecords, d: float) -> RunRecords:
+    """A copy of ``run`` with every arrival ``d`` s earlier (first-token, finish and chunk times kept): each TTFT and
+    E2E grows by ``d``, each TPOT and ITL stays. The records are columns again when ``run`` held columns."""
+    if run.columns is not None:
+        return run_from_columns(replace(run.columns, arrival_s=run.columns.arrival_s - d), run.metadata)
+    return RunRecords([replace(r, arrival_s=r.arrival_s - d) for r in run.records], run.metadata)

@@ -27,7 +27,7 @@ from kvledger.accounting.calibration_profile import GPU_PROFILE_KIND, read_profi
 from kvledger.errors import FormatError, InputError
 
 __all__ = ["GPU_PROFILE_KIND", "GpuProfile", "load_gpu_profile", "bundled_gpu_profile", "resolve_gpu_profile",
-           "looks_like_gpu_profile", "choice_for_gpu", "run_facts", "check_profile_gpus"]
+           "looks_like_gpu_profile", "choice_for_gpu", "run_facts", "check_profile_gpus", "profile_fit"]
 
 
 @dataclass(frozen=True)
@@ -226,3 +226,25 @@ def check_profile_gpus(choice: str | None, gpu_names: list[str]) -> None:
         raise InputError(f"--gpu-profile {choice} was fitted on {prof.gpu}, which this search does not try "
                          f"({', '.join(gpu_names)}): a GPU's efficiency does not carry to another GPU (add --gpu "
                          f"for {prof.gpu}, or drop --gpu-profile)")
+
+
+def profile_fit(choice: str | None, gpu_name: str) -> tuple[dict[str, Any], str] | None:
+    """(the ``fit`` object, the profile's name) of the GPU profile ``--gpu-profile`` selects for ``gpu_name`` (as
+    :func:`resolve_gpu_profile` selects it), or None when none prices it. ``fit`` holds what the fit left out of the
+    fractions, e.g. ``set_up_frontend_s`` (each set-up's client and front-end latency, s); {} when absent.
+
+    Raises:
+        FormatError: unreadable file. InputError: a profile fitted on another GPU.
+    """
+    prof = resolve_gpu_profile(choice, gpu_name)
+    if prof is None:
+        return None
+    if choice is None or choice == "auto" or str(choice).startswith(BUNDLED_PREFIX):
+        name = str(choice)[len(BUNDLED_PREFIX):] if choice and choice != "auto" else None
+        files = [f for f in sorted(_bundled_dir().glob("*.json")) if f.stem == (name or "").removesuffix(".json")
+                 or (name is None and f"bundled:{f.name}" in prof.label)]
+        path, where = files[0], f"bundled:{files[0].stem}"
+    else:
+        path, where = Path(choice), str(choice)
+    fit = json.loads(path.read_text(encoding="utf-8")).get("fit")
+    return (fit if isinstance(fit, dict) else {}), where

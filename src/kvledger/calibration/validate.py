@@ -36,10 +36,12 @@ class RunValidation:
     requested rate (req/s; None for a per-request run), the comparison, its headline errors (``errors``: flat
     ``*_rel_error`` keys, ``kvledger.calibration.api.headline_errors``), saturation (None when neither side's queue
     grew), notes, and ``in_sample``: True when the GPU profile pricing it was fitted on this very run (its errors are
-    the fit's, not a prediction's). ``to_dict`` is ``validate --json``."""
+    the fit's, not a prediction's); ``client_latency``: the --client-latency added to every simulated TTFT and E2E
+    (seconds and source; None, left out of the JSON, when none). ``to_dict`` is ``validate --json``."""
 
     __json__ = ("run", "source", "num_requests", "num_dropped", "model", "gpu", "tp", "scope", "in_sample",
-                "step_cost", "engine", "rate", "comparison", "**errors", "saturated", "notes")
+                "step_cost", "client_latency", "engine", "rate", "comparison", "**errors", "saturated", "notes")
+    __json_optional__ = ("client_latency",)
     run: str
     source: str
     num_requests: int
@@ -56,6 +58,7 @@ class RunValidation:
     saturated: dict[str, Any] | None
     notes: list[str]
     in_sample: bool = False
+    client_latency: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -176,7 +179,7 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
             raise
         raise InputError(f"{t.run.source}: {model_note}, but {err} Or pass --model with a bundled name or a "
                          "config.json.") from None
-    records = replay(t.run, setup.config, setup.cost).records
+    records = _client_records(replay(t.run, setup.config, setup.cost), setup)
     if t.stage is not None:
         c = stage_comparison(t.run.label, t.stage, records)
     else:
@@ -196,7 +199,17 @@ def _compare_one(t: Target, args: SimRequestArgs, slo: SLO | None, max_paddings:
     return RunValidation(t.run.label, t.run.source, len(t.run.requests), t.run.num_dropped, setup.model_name,
                          setup.gpu_name, setup.tp, scope, setup.cost_info, setup.config,
                          None if t.stage is None else t.stage.requested_rate, c, headline_errors(c), sat, notes,
-                         in_sample)
+                         in_sample, setup.client_latency)
+
+
+def _client_records(res: Any, setup: Any) -> Any:
+    """The replay's records with the user's --client-latency added to every TTFT and E2E (on top of a model-scope
+    profile's own fitted ``frontend_s``, which ``replay`` adds)."""
+    if setup.client_latency is None:
+        return res.records
+    from kvledger.analyses.serving.client_latency import with_client_latency
+
+    return with_client_latency(res, setup.client_latency.seconds).records
 
 
 def validate_file(path: str, args: SimRequestArgs, slo: SLO | None = None, max_paddings: int | None = None, *,

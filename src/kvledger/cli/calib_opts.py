@@ -80,4 +80,4 @@ def engine_args(model: str | None, gpu: str, params: dict[str, Any], step_cost: 
         enforce_eager=params.get("enforce_eager"), wddm=params.get("wddm"),
         achievable_flops_fraction=params.get("achievable_flops_fraction"),
         achievable_bandwidth_fraction=params.get("achievable_bandwidth_fraction"),
-        gemm_efficiency=params.get("gemm_efficiency"))
+        gemm_efficiency=params.get("gemm_efficiency"), client_latency=params.get("client_latency_spec"))

@@ -139,6 +139,10 @@ class EngineFlags:
         "calibrated:vidur:meta-llama/Llama-2-7b-hf@h100-80gb/tp1; 'calibrated' without one lists them); or "
         "PROFILE.json, a step cost fitted by kvledger calibrate."))
     cpu_overhead: str | None = flag("--cpu-overhead", help="Per-step CPU time added to the roofline (e.g. 2ms).")
+    client_latency: str | None = flag("--client-latency", help=(
+        "The client's and server front end's latency (HTTP, gateway, tokenisation, SSE), e.g. 21ms: added to every "
+        "request's TTFT and E2E, not TPOT/ITL (default 0; the engine simulator does not model it; fit it with "
+        "`kvledger calibrate --scope gpu --fit-frontend`)."))
     achievable_flops_fraction: float | None = flag("--achievable-flops-fraction", help=(
         "Roofline: share of peak FLOP/s matmuls reach (default 0.7, an assumption)."))
     achievable_bandwidth_fraction: float | None = flag("--achievable-bandwidth-fraction", help=(

@@ -52,6 +52,10 @@ def validate(
     enforce_eager: EnforceEager = None, wddm: Wddm = None,
     achievable_flops_fraction: FlopsFraction = None, achievable_bandwidth_fraction: BandwidthFraction = None,
     gemm_efficiency: GemmEfficiency = None,
+    client_latency_spec: str | None = typer.Option(None, "--client-latency", help="The client's and front end's "
+        "latency added to every simulated TTFT and E2E (not TPOT/ITL): a duration such as 21ms (default 0), or "
+        "profile:NAME, the set-up NAME's latency fitted in the GPU profile (fit.set_up_frontend_s; "
+        "`kvledger calibrate --scope gpu --fit-frontend`)."),
     sweep: bool = typer.Option(False, "--sweep", help="The files are one load sweep: per-stage errors and the measured "
                                                       "and simulated knee."),
     step_cost: str = typer.Option("roofline", "--step-cost", help="roofline, calibrated, calibrated:KEY, or a "

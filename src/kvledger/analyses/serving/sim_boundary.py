@@ -158,12 +158,28 @@ class _Prober:
         key = float(value)
         if key not in self.runs:
             # token times only when the SLO judges per-request gaps (ITL): probes then hold no per-token data
-            stop = MissRule(self.target, self.slo.ttft_s, self.slo.e2e_s, self.slo.tpot_s) if self.early_stop else None
+            stop = self._miss_rule() if self.early_stop else None
             self.runs[key] = simulate_run(_with_value(self.args, self.axis, value), self.synthetic,
                                           record_token_times=self.slo.itl_s is not None, stop=stop)
             self.results[key] = goodput(self.runs[key].run, self.slo)
             self.phase[key] = self.current_phase
         return self.runs[key].run
+
+    def _miss_rule(self) -> MissRule:
+        """The early-stop rule on the engine's records: a --client-latency d is added after the run, so a request
+        meets a TTFT or E2E limit L there when its engine-side value is at most L − d."""
+        d = 0.0
+        if self.args.client_latency:
+            from kvledger.analyses.serving.client_latency import client_latency_of
+            from kvledger.catalog.gpu_file import resolve_gpu
+
+            got = client_latency_of(self.args.client_latency, self.args.gpu_profile, resolve_gpu(self.args.gpu).name)
+            d = got.seconds if got is not None else 0.0
+
+        def less(limit: float | None) -> float | None:
+            return None if limit is None else max(limit - d, 0.0)
+
+        return MissRule(self.target, less(self.slo.ttft_s), less(self.slo.e2e_s), self.slo.tpot_s)
 
     def meets(self, value: float) -> bool:
         self.run_at(value)

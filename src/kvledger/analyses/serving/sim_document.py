@@ -16,7 +16,8 @@ from kvledger.jsonable import to_jsonable
 if TYPE_CHECKING:
     from kvledger.analyses.serving.prediction_bands import PredictionBand
 
-__all__ = ["SimDocument", "PlanFigures", "SimProvenance"]  # noqa: F822 - the last two: __getattr__
+__all__ = ["SimDocument", "PlanFigures", "SimProvenance",  # noqa: F822 - these two: __getattr__
+           "SIMULATOR", "simulator_description"]
 
 
 def __getattr__(name: str) -> Any:
@@ -27,6 +28,31 @@ def __getattr__(name: str) -> Any:
 
         return getattr(sim_provenance, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: the simulator, whichever rule it runs
+SIMULATOR = "kvledger simulator (kvledger.dynamics.simulator.simulate; deterministic, no wall clock)"
+
+#: batching (EngineConfig.batching) → the name of the scheduling rule it simulates (kvledger.dynamics.engine.scheduler
+#: and sglang_scheduler; what each rule does is engine_config.BATCHING_POLICIES's text)
+_RULES = {"continuous": "vLLM v1 scheduling rule (preemption by recompute)", "static": "static batching",
+          "sglang": "SGLang 0.5.x scheduling rule", "vllm_v0": "vLLM V0 scheduling rule"}
+
+
+def simulator_description(engine: dict[str, Any]) -> str:
+    """The simulator and the rule it ran, from the run's engine settings (``EngineConfig.to_dict()``): batching rule,
+    KV allocation, chunked prefill, queue order, prefix caching, async scheduling.
+
+    ``--policy sglang`` reads as SGLang's rule, ``static`` as static batching, ``contiguous`` as contiguous KV.
+    """
+    from kvledger.dynamics.engine.config import BATCHING_POLICIES, KV_ALLOCATION_POLICIES
+
+    b, kv, chunked = engine["batching"], engine["kv_allocation"], engine["enable_chunked_prefill"]
+    caching = engine["prefix_caching_policy"] if engine["enable_prefix_caching"] else "off"
+    return (f"{SIMULATOR}: {_RULES.get(b, b)} — {BATCHING_POLICIES.get(b, b)}; {kv} KV: "
+            f"{KV_ALLOCATION_POLICIES.get(kv, kv)}; chunked prefill {'on' if chunked else 'off'}; "
+            f"queue order {engine['scheduling_policy']}; prefix caching {caching}"
+            + ("; async scheduling (batch queue of 2)" if engine.get("async_scheduling") else ""))
 
 
 @dataclass(frozen=True)
@@ -44,10 +70,13 @@ class SimDocument:
         error_bands: the prediction bands of the headline figures (``prediction_bands``); ``band_coverage`` (a
             property, in the JSON) names the figures with no validated band, each null, and why.
         notes: what the reader should know about the run.
+        client_latency: the latency added to every TTFT and E2E (``client_latency.ClientLatency``: seconds and
+            source); None (left out of the JSON) when none was given.
     """
 
-    __json__ = ("summary", "replicas", "router", "engine", "workload", "step_cost", "overload", "error_bands",
-                "band_coverage", "notes")
+    __json__ = ("summary", "replicas", "router", "engine", "workload", "step_cost", "client_latency", "overload",
+                "error_bands", "band_coverage", "notes")
+    __json_optional__ = ("client_latency",)
     summary: dict[str, Any]
     replicas: int
     router: str | None
@@ -57,6 +86,7 @@ class SimDocument:
     overload: Any = None
     error_bands: dict[str, PredictionBand] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    client_latency: Any = None
 
     @property
     def kept_up(self) -> bool:

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kvledger.analyses.serving.sim_document import SimDocument
+from kvledger.analyses.serving.client_latency import with_client_latency
+from kvledger.analyses.serving.sim_document import SimDocument, simulator_description
 from kvledger.analyses.serving.sim_setup import SimRequestArgs, SimSetup, prepare
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.simulator import SimResult, simulate
@@ -28,31 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SyntheticSpec", "SimulatedRun", "simulate_run", "prepare_run", "run_prepared", "finish_run",
            "simulate_document", "workload_text", "simulator_description"]
-
-#: the simulator, whichever rule it runs
-SIMULATOR = "kvledger simulator (kvledger.dynamics.simulator.simulate; deterministic, no wall clock)"
-
-#: batching (EngineConfig.batching) → the name of the scheduling rule it simulates (kvledger.dynamics.engine.scheduler
-#: and sglang_scheduler; what each rule does is engine_config.BATCHING_POLICIES's text)
-_RULES = {"continuous": "vLLM v1 scheduling rule (preemption by recompute)", "static": "static batching",
-          "sglang": "SGLang 0.5.x scheduling rule", "vllm_v0": "vLLM V0 scheduling rule"}
-
-
-def simulator_description(engine: dict[str, Any]) -> str:
-    """The simulator and the rule it ran, from the run's engine settings (``EngineConfig.to_dict()``): batching rule,
-    KV allocation, chunked prefill, queue order, prefix caching, async scheduling.
-
-    ``--policy sglang`` reads as SGLang's rule, ``static`` as static batching, ``contiguous`` as contiguous KV.
-    """
-    from kvledger.dynamics.engine.config import BATCHING_POLICIES, KV_ALLOCATION_POLICIES
-
-    b, kv, chunked = engine["batching"], engine["kv_allocation"], engine["enable_chunked_prefill"]
-    caching = engine["prefix_caching_policy"] if engine["enable_prefix_caching"] else "off"
-    return (f"{SIMULATOR}: {_RULES.get(b, b)} — {BATCHING_POLICIES.get(b, b)}; {kv} KV: "
-            f"{KV_ALLOCATION_POLICIES.get(kv, kv)}; chunked prefill {'on' if chunked else 'off'}; "
-            f"queue order {engine['scheduling_policy']}; prefix caching {caching}"
-            + ("; async scheduling (batch queue of 2)" if engine.get("async_scheduling") else ""))
-
 
 @dataclass(frozen=True, slots=True)
 class SyntheticSpec:
@@ -169,7 +145,7 @@ class SimulatedRun:
             f"max_num_seqs {eng['max_num_seqs']:,}, prefix caching "
             f"{eng['prefix_caching_policy'] if eng['enable_prefix_caching'] else 'off'}; {p.source}"
             + (f"; {s.plan.memory.startup.message}" if s.plan.memory.startup is not None else ""),  # vLLM, --wddm
-        ]
+        ] + ([s.client_latency.note()] if s.client_latency is not None else [])
 
 
 def _load_text(info: dict[str, Any]) -> str:
@@ -250,7 +226,9 @@ def run_prepared(setup: SimSetup, args: SimRequestArgs, synthetic: SyntheticSpec
 def finish_run(setup: SimSetup, args: SimRequestArgs, result: SimResult,
                synthetic: SyntheticSpec | None = None) -> SimulatedRun:
     """A simulator result of ``setup`` (run here or elsewhere, e.g. with a host tier) as a SimulatedRun, its records'
-    metadata completed (GPU count, offered rate, max_num_seqs, workload) as :func:`run_prepared` completes it."""
+    metadata completed (GPU count, offered rate, max_num_seqs, workload) as :func:`run_prepared` completes it; every
+    TTFT and E2E grown by a ``--client-latency`` (client_latency.py)."""
+    result = with_client_latency(result, setup.client_latency.seconds if setup.client_latency else 0.0)
     sim = SimulatedRun(result.records, result, setup, args, synthetic)
     _complete_metadata(sim)
     return sim
@@ -297,4 +275,5 @@ def simulate_document(setup: SimSetup, result: SimResult) -> SimDocument:
     bands = prediction_bands(setup, result.summary.to_dict(), saturated=overload is not None)
     return SimDocument(check_sim_summary(result.summary).to_dict(), setup.replicas,
                        setup.router if setup.replicas > 1 else None, result.config, info, setup.cost_info,
-                       to_jsonable(overload), bands, notes + ([overload.note, NO_LATENCY_BAND] if overload else []))
+                       to_jsonable(overload), bands, notes + ([overload.note, NO_LATENCY_BAND] if overload else []),
+                       setup.client_latency)

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kvledger.analyses.serving.client_latency import client_latency_for
 from kvledger.analyses.serving.from_plan import engine_config_from_plan
 from kvledger.analyses.serving.gemm_choice import gemm_curve_of
 from kvledger.analyses.serving.prefix_ids import has_prefix_ids
@@ -59,6 +60,7 @@ class SimRequestArgs:
     router: str = "round_robin"
     step_cost: str = "roofline"
     cpu_overhead: str | None = None
+    client_latency: str | None = None  # --client-latency: added to each TTFT and E2E after the run (client_latency.py)
     async_scheduling: bool | None = None
     enforce_eager: bool | None = None  # vLLM --enforce-eager: no CUDA graphs (memory plan and step cost's host term)
     wddm: bool | None = None  # Windows/WSL2 display driver: the whole board as the total, the driver's hold in use
@@ -88,13 +90,13 @@ class SimSetup:
     tp: int = 1
     plan: Any = None
     gpu_profile: Any = None  # the GpuProfile that priced the roofline (None: none), for the band (prediction_bands)
+    client_latency: Any = None  # client_latency.ClientLatency added to each TTFT and E2E (None: none given)
 
 
 _PLANS: dict[tuple, tuple[Any, int | None]] = {}  # (model, GPU, settings) → (plan, max_num_batched_tokens), per process
 _PLAN_FIELDS = ("model", "gpu", "engine_version", "tp", "max_model_len", "gpu_memory_utilization",
-                "mem_fraction_static",
-                "kv_cache_dtype",
-                "max_num_batched_tokens", "max_num_seqs", "block_size", "num_gpu_blocks_override", "cpu_overhead",
+                "mem_fraction_static", "kv_cache_dtype", "max_num_batched_tokens", "max_num_seqs", "block_size",
+                "num_gpu_blocks_override", "cpu_overhead",
                 "enable_prefix_caching", "enforce_eager", "wddm", "achievable_flops_fraction",
                 "achievable_bandwidth_fraction", "gpu_profile", "gemm_efficiency")
 
@@ -186,8 +188,7 @@ def _check_engine_flags(a: SimRequestArgs, engine: str) -> None:
     for value, what, fix in vllm_only:
         if value is not None:
             raise InputError(f"{what}; with --policy sglang the KV pool comes from SGLang's memory plan (`kvledger "
-                             f"plan "
-                             f"--engine sglang`), so it would be ignored: {fix}")
+                             f"plan --engine sglang`), so it would be ignored: {fix}")
 
 
 def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
@@ -222,8 +223,7 @@ def _workload(a: SimRequestArgs, requests: list[RequestSpec] | None = None,
         return ClosedLoop(specs, a.concurrency, a.think_time_s), len(specs), info
     arrivals = _arrivals(a) if requests is None else "the given requests' arrival times"
     info.update({"mode": f"open loop ({arrivals})",
-                 "offered_rate_req_per_s":
-                 (len(specs) - 1) / span if span > 0 else math.inf})
+                 "offered_rate_req_per_s": (len(specs) - 1) / span if span > 0 else math.inf})
     return specs, len(specs), info
 
 
@@ -277,8 +277,9 @@ def prepare(a: SimRequestArgs, requests: list[RequestSpec] | None = None, label:
                      "simulated with it off (faster; --enable-prefix-caching to keep it)")
     workload = _sessions_for_affinity(a, workload, info, notes)
     prof = gpu_profile_of(a, plan.gpu.name) if cost_info.get("scope") == "gpu" else None
+    client = client_latency_for(a, plan.gpu.name, notes)  # --client-latency, its note added
     return SimSetup(config, cost, workload, n, a.replicas, a.router, plan.model.name, plan.gpu.name, info, cost_info,
-                    plan_notes + notes, a.tp, plan, prof)
+                    plan_notes + notes, a.tp, plan, prof, client)
 
 
 def _sessions_for_affinity(a: SimRequestArgs, workload: Any, info: dict[str, Any], notes: list[str]) -> Any:
