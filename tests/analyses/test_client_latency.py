@@ -141,18 +141,15 @@ def test_validate_adds_it_and_reads_a_profile_set_up(three_requests):
     assert isinstance(res.exception, InputError) and str(res.exception).endswith(f"its set-ups: '{name}'")
 
 
-def test_validate_refuses_it_on_top_of_a_model_scope_profiles_own_latency(tmp_path):
+def test_validate_refuses_it_on_top_of_a_model_scope_profiles_own_latency(three_requests, tmp_path):
     # a model-scope profile fitted with --fit-frontend adds its own fitted latency in the replay (LinearStepCost
     # .frontend_s); --client-latency on top would count the client twice: one-line refusal, exit 2
     from kvledger.errors import KvLedgerError
 
-    reqs = [{"request_id": f"r{i}", "input_toks": 100, "output_toks": 4, "queued_ts": 1.0 + i,
-             "first_token_ts": 1.1 + i, "last_token_ts": 1.2 + i} for i in range(3)]
-    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reqs))
-    (tmp_path / "meta.json").write_text(json.dumps({"model": "meta-llama/Llama-3.1-8B", "vllm_version": "0.19.0"}))
     prof = tmp_path / "m.json"
-    _ok(["calibrate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B",
-         "--fit-frontend", "--out", str(prof)])
-    res = runner.invoke(app, ["validate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--step-cost", str(prof),
+    _ok(["calibrate", three_requests, "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B", "--fit-frontend", "--out",
+         str(prof)])
+    assert json.loads(prof.read_text())["step_cost"]["frontend_s"] > 0  # 100 ms TTFTs, a few ms of prefill
+    res = runner.invoke(app, ["validate", three_requests, "--gpu", "H100", "--step-cost", str(prof),
                               "--client-latency", "5ms"])
     assert isinstance(res.exception, KvLedgerError) and "counted twice" in str(res.exception)
