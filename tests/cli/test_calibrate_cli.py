@@ -120,13 +120,19 @@ def test_file_without_a_shared_clock_is_refused():
     assert isinstance(res.exception, FormatError) and "common clock" in str(res.exception)
 
 
+def _three_requests(d, input_toks: int) -> None:
+    """Three requests of ``input_toks`` prompt tokens and 4 output tokens, 1 s apart, TTFT 100 ms and E2E 200 ms each,
+    in ``d``/requests.jsonl, with a meta.json naming the model and vLLM 0.19.0."""
+    reqs = [{"request_id": f"r{i}", "input_toks": input_toks, "output_toks": 4, "queued_ts": 1.0 + i,
+             "first_token_ts": 1.1 + i, "last_token_ts": 1.2 + i} for i in range(3)]
+    (d / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reqs))
+    (d / "meta.json").write_text(json.dumps({"model": "meta-llama/Llama-3.1-8B", "vllm_version": "0.19.0"}))
+
+
 def test_gpu_scope_fit_frontend_prints_the_fitted_latency_with_its_unit(tmp_path):
     # three requests whose meta.json names the model; --fit-frontend fits the set-up's latency outside the engine. It
     # was only in the file (fit.frontend_s, seconds): the printed figure must be that value, in ms
-    reqs = [{"request_id": f"r{i}", "input_toks": 100, "output_toks": 4, "queued_ts": 1.0 + i,
-             "first_token_ts": 1.1 + i, "last_token_ts": 1.2 + i} for i in range(3)]
-    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reqs))
-    (tmp_path / "meta.json").write_text(json.dumps({"model": "meta-llama/Llama-3.1-8B", "vllm_version": "0.19.0"}))
+    _three_requests(tmp_path, 100)
     out = tmp_path / "g.json"
     res = runner.invoke(app, ["calibrate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--scope", "gpu",
                               "--fit-frontend", "--out", str(out)], env={"COLUMNS": "300"})
@@ -142,10 +148,7 @@ def test_gpu_scope_fit_frontend_prints_the_fitted_latency_with_its_unit(tmp_path
 def test_gpu_scope_fit_with_the_measured_gemm_curve_writes_a_version_3_profile_that_validate_prices_with(tmp_path):
     # the same three-request run; --gemm-efficiency measured: the profile records the mode (version 3), and a run it
     # prices takes the curve without the flag; with --gemm-efficiency flat against it, a one-paragraph refusal
-    reqs = [{"request_id": f"r{i}", "input_toks": 300, "output_toks": 4, "queued_ts": 1.0 + i,
-             "first_token_ts": 1.1 + i, "last_token_ts": 1.2 + i} for i in range(3)]
-    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reqs))
-    (tmp_path / "meta.json").write_text(json.dumps({"model": "meta-llama/Llama-3.1-8B", "vllm_version": "0.19.0"}))
+    _three_requests(tmp_path, 300)
     out = tmp_path / "g.json"
     res = runner.invoke(app, ["calibrate", str(tmp_path / "requests.jsonl"), "--gpu", "H100", "--scope", "gpu",
                               "--gemm-efficiency", "measured", "--no-leave-one-out", "--out", str(out)])
