@@ -161,10 +161,9 @@ def with_frontend(res: SimResult, d: float) -> SimResult:
     away sees them (TTFT and E2E grow by ``d``; ``res`` itself is changed)."""
     if d <= 0:
         return res
-    from dataclasses import replace as dc_replace
+    from kvledger.record_columns import with_arrivals_earlier
 
-    recs = [dc_replace(r, arrival_s=r.arrival_s - d) for r in res.records.records]
-    res.records = RunRecords(recs, res.records.metadata)
+    res.records = with_arrivals_earlier(res.records, d)
     return res
 
 

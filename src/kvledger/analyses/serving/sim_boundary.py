@@ -142,6 +142,17 @@ def _check_args(args: SimRequestArgs, axis: str, lo: float | None, hi: float | N
         raise InputError(f"need --lo < --hi, got lo={lo:g}, hi={hi:g}")
 
 
+def _client_latency_s(args: SimRequestArgs) -> float:
+    """The run's --client-latency in seconds (0 without one)."""
+    if not args.client_latency:
+        return 0.0
+    from kvledger.analyses.serving.client_latency import client_latency_of
+    from kvledger.catalog.gpu_file import resolve_gpu
+
+    got = client_latency_of(args.client_latency, args.gpu_profile, resolve_gpu(args.gpu).name)
+    return got.seconds if got is not None else 0.0
+
+
 class _Prober:
     """Runs (and remembers) one simulation per value; the goodput of each under the SLO."""
 
@@ -153,6 +164,7 @@ class _Prober:
         self.results: dict[float, GoodputResult] = {}
         self.phase: dict[float, str] = {}
         self.current_phase = "bracket"
+        self.client_latency_s = _client_latency_s(args)  # the same for every probe: read once
 
     def run_at(self, value: float):
         key = float(value)
@@ -168,13 +180,7 @@ class _Prober:
     def _miss_rule(self) -> MissRule:
         """The early-stop rule on the engine's records: a --client-latency d is added after the run, so a request
         meets a TTFT or E2E limit L there when its engine-side value is at most L − d."""
-        d = 0.0
-        if self.args.client_latency:
-            from kvledger.analyses.serving.client_latency import client_latency_of
-            from kvledger.catalog.gpu_file import resolve_gpu
-
-            got = client_latency_of(self.args.client_latency, self.args.gpu_profile, resolve_gpu(self.args.gpu).name)
-            d = got.seconds if got is not None else 0.0
+        d = self.client_latency_s
 
         def less(limit: float | None) -> float | None:
             return None if limit is None else max(limit - d, 0.0)
