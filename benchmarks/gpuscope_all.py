@@ -145,7 +145,7 @@ def _sweep_units() -> tuple[list[Unit], list[Excluded]]:
         for k in range(7):
             st = read_stage(va.KUBECON / name / "results" / f"stage_{k}_lifecycle_metrics.json")
             run = stage_run(st, f"kubecon {name}/stage {k}", seed=k, client_concurrency=va.CLIENT_CONCURRENCY,
-                            max_requests=STAGE_REQUESTS, prefix_groups=10, prefix_tokens=128)
+                            max_requests=STAGE_REQUESTS)
             units.append(Unit(run.label, f"kubecon {name}", "kubecon", "H100", "meta-llama/Llama-3.1-8B", run, st, a,
                               not _sweep_below(st)))
     for exp in va.training_runs(STAGE_REQUESTS):

@@ -73,7 +73,7 @@ def _sweep_runs(shared: Path) -> list[dict]:
         for k in range(7):
             st = read_stage(va.KUBECON / name / "results" / f"stage_{k}_lifecycle_metrics.json")
             items.append((stage_run(st, f"{name}/stage {k}", seed=k, client_concurrency=va.CLIENT_CONCURRENCY,
-                                    max_requests=STAGE_REQUESTS, prefix_groups=10, prefix_tokens=128), st))
+                                    max_requests=STAGE_REQUESTS), st))
         out.append({"deployment": f"kubecon {name}", "gpu": "H100", "engine_side": False, "kind": "sweep",
                     "items": items, "args": a})
     for exp in va.training_runs(STAGE_REQUESTS):  # model, TP, limits from each launch record; the prompt pool cached

@@ -256,7 +256,7 @@ def _kubecon_runs(name: str, max_requests: int | None):
     for k in range(7):
         st = read_stage(KUBECON / name / "results" / f"stage_{k}_lifecycle_metrics.json")
         run = stage_run(st, f"{name}/stage {k}", seed=k, client_concurrency=CLIENT_CONCURRENCY,
-                        max_requests=max_requests, prefix_groups=10, prefix_tokens=128)
+                        max_requests=max_requests)
         out.append((st, run, engine_for(a, run)))
     return out
 
@@ -343,34 +343,21 @@ def _print_kubecon(d: dict) -> None:
 TRAINING = SHARED / "inference-sim-training" / "default_args"
 
 
-def training_prompt_pool(exp: Path) -> int:
-    """Distinct prompts the experiment's client cycled through: inference-perf's resolved ``shared_prefix`` config
-    (``results/config.yaml``: ``num_groups`` × ``num_prompts_per_group``, 10 × 10 in every run). That version has
-    no multi-turn field, and the stages' prompt lengths never grow (559–608 tokens in ``general``): each request
-    re-sends one of a fixed pool of whole prompts (system prompt + question), so vLLM V1's prefix cache (on by
-    default; the launch record does not turn it off) serves all of a repeated prompt but its last partial block."""
-    import yaml
-
-    sp = yaml.safe_load((exp / "results" / "config.yaml").read_text(encoding="utf-8"))["data"]["shared_prefix"]
-    return int(sp["num_groups"]) * int(sp["num_prompts_per_group"])
-
-
 def training_runs(max_requests: int | None = None) -> list[dict]:
     """Every inference-sim/training experiment with a bundled model: its stages below the 10% failure cut as
     (run, stage), each replayed with the model, TP and scheduler limits of its launch record (``exp-config.yaml``,
-    read by ``kvledger.calibration.stage_launch``) and its prompt pool as shared prefixes (whole prompts up to the
-    stage's shortest one)."""
+    read by ``kvledger.calibration.stage_launch``) and its client's prompt pool as shared prefixes
+    (``kvledger.calibration.sweep.pool_prefix``: results/config.yaml, 10 × 10 whole prompts in every run)."""
     from kvledger.calibration.sweep import read_stage, stage_run
     from kvledger.catalog.models import resolve_bundled
 
     out = []
     for exp in sorted(p for p in TRAINING.iterdir() if p.is_dir()) if TRAINING.exists() else []:
-        pool, items, model = training_prompt_pool(exp), [], None
+        items, model = [], None
         for f in sorted((exp / "results").glob("stage_*_lifecycle_metrics.json")):
             st = read_stage(f)
             run = stage_run(st, f"{exp.name.split('-', 2)[2]} {f.name.split('_')[1]}", seed=0,
-                            max_requests=max_requests, prefix_groups=pool,
-                            prefix_tokens=int(min(v for _, v in st.prompt_quantiles)))
+                            max_requests=max_requests)
             model = run.measured.metadata.model
             if st.num_failed <= 0.1 * st.count:
                 items.append((run, st))

@@ -16,7 +16,8 @@ from typing import Any
 
 from kvledger.errors import FormatError
 
-__all__ = ["LAUNCH_FILE", "CLIENT_FILE", "StageLaunch", "stage_launch", "fixed_output_tokens"]
+__all__ = ["LAUNCH_FILE", "CLIENT_FILE", "StageLaunch", "PromptPool", "stage_launch", "fixed_output_tokens",
+           "client_prompt_pool"]
 
 LAUNCH_FILE = "exp-config.yaml"
 CLIENT_FILE = "config.yaml"  # inference-perf's echo of the resolved client config, beside the stage files
@@ -69,6 +70,22 @@ def stage_launch(stage_path: str | Path) -> StageLaunch:
     return StageLaunch(model.strip() if model else None, kwargs, str(rec))
 
 
+def _client_config(stage_path: str | Path) -> tuple[Path, Any] | None:
+    """The nearest client config (``CLIENT_FILE``) beside the stage file or up to ``CLIENT_FILE_UP`` folders above it,
+    parsed: (path, YAML value); None when there is none or it cannot be read as YAML (it then states nothing)."""
+    here = Path(stage_path).resolve().parent
+    f = next((d / CLIENT_FILE for d in [here, *here.parents][:CLIENT_FILE_UP + 1] if (d / CLIENT_FILE).is_file()),
+             None)
+    if f is None:
+        return None
+    import yaml
+
+    try:
+        return f, yaml.safe_load(f.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+
+
 def fixed_output_tokens(stage_path: str | Path) -> int | None:
     """The output length every request of the stage was generated to, when its client config sent ``ignore_eos`` with
     one fixed ``shared_prefix.output_len``; else None. The client config is the nearest ``config.yaml`` beside the
@@ -84,16 +101,49 @@ def fixed_output_tokens(stage_path: str | Path) -> int | None:
     streamed tokens give 8.2 ms), and a replay drawing the counted lengths decodes too few tokens. An unreadable or
     other-shaped file states nothing (None).
     """
-    here = Path(stage_path).resolve().parent
-    f = next((d / CLIENT_FILE for d in [here, *here.parents][:CLIENT_FILE_UP + 1] if (d / CLIENT_FILE).is_file()),
-             None)
-    if f is None:
-        return None
-    import yaml
-
+    cfg = _client_config(stage_path)
     try:
-        raw = yaml.safe_load(f.read_text(encoding="utf-8"))
-        eos, n = raw["server"]["ignore_eos"], raw["data"]["shared_prefix"]["output_len"]
-    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        eos, n = cfg[1]["server"]["ignore_eos"], cfg[1]["data"]["shared_prefix"]["output_len"]  # type: ignore[index]
+    except (KeyError, TypeError):
         return None
     return n if eos is True and isinstance(n, int) and not isinstance(n, bool) and n > 1 else None
+
+
+class PromptPool:
+    """The fixed pool of whole prompts an inference-perf ``shared_prefix`` client re-sent: ``prompts`` (groups ×
+    prompts per group), ``multi_turn`` (its sessions grow a context instead) and the config ``path`` read."""
+
+    __slots__ = ("prompts", "multi_turn", "path")
+
+    def __init__(self, prompts: int, multi_turn: bool, path: str) -> None:
+        self.prompts, self.multi_turn, self.path = prompts, multi_turn, path
+
+
+#: inference-perf's ``SharedPrefix`` config keys and their aliases (``config.py``: ``AliasChoices``)
+_POOL_KEYS = (("num_groups", "num_unique_system_prompts"), ("num_prompts_per_group", "num_users_per_system_prompt"))
+
+
+def client_prompt_pool(stage_path: str | Path) -> PromptPool | None:
+    """The prompt pool the stage's client drew from (``PromptPool``), read from the nearest client config (as
+    ``fixed_output_tokens``); None unless it states ``data.type: shared_prefix`` with positive integer group counts.
+
+    The rule, from inference-perf's ``datagen/shared_prefix_datagen.py`` (the 2025 releases): the generator makes
+    ``num_groups`` random system prompts of ``system_prompt_len`` tokens and, under each, ``num_prompts_per_group``
+    random questions of ``question_len`` tokens; the whole prompts (system + question) are shuffled once and then sent
+    in turn, ``i = (i + 1) % len(prompts)``, for the whole run. So every request re-sends one of a fixed pool of
+    whole prompts (not only a shared system prompt), and an engine with prefix caching serves all of a repeated
+    prompt but its last partial block. With ``enable_multi_turn_chat`` each prompt is a user session whose context
+    grows by round instead (``multi_turn``)."""
+    cfg = _client_config(stage_path)
+    if cfg is None or not isinstance(cfg[1], dict):
+        return None
+    data = cfg[1].get("data")
+    if not isinstance(data, dict) or str(data.get("type", "")).lower() != "shared_prefix":
+        return None
+    sp = data.get("shared_prefix")
+    if not isinstance(sp, dict):
+        return None
+    counts = [next((sp[k] for k in keys if k in sp), 10) for keys in _POOL_KEYS]  # 10 × 10: inference-perf's defaults
+    if any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts):
+        return None
+    return PromptPool(counts[0] * counts[1], sp.get("enable_multi_turn_chat") is True, str(cfg[0]))

@@ -6,8 +6,11 @@ of the prompt and output lengths its client counted. ``stage_workload`` draws th
 requests with Poisson arrivals filling the stage (gaps drawn exponentially and rescaled to
 the stage's send duration, as inference-perf's ``constant`` timer does in
 ``inference_perf/loadgen/load_timer.py``) and lengths by inverse-CDF interpolation of the
-stated quantiles — seeded, so the same stage always gives the same workload. Shared system
-prompts (``shared_prefix`` data) become one prefix segment per prompt group when given.
+stated quantiles — seeded, so the same stage always gives the same workload. When the client's config states a
+``shared_prefix`` prompt pool (``kvledger.calibration.stage_launch.client_prompt_pool``: inference-perf re-sends a
+fixed pool of whole prompts in turn), each request re-sends one of that many prompts, as a shared prefix of the
+stage's shortest prompt length, so an engine with prefix caching is replayed with the reuse it had; callers may give
+the groups and their length instead.
 Requests that failed at the client are dropped (the workload holds only the stage's successes) and counted.
 ``stage_run`` wraps it as a ``MeasuredRun`` whose targets are the stage's aggregates, which
 ``kvledger.calibration.fit`` fits and ``stage_comparison`` compares.
@@ -33,14 +36,14 @@ import numpy as np
 
 from kvledger.calibration.compare import Comparison, MetricRow, rel_error
 from kvledger.calibration.replay import MeasuredRun
-from kvledger.calibration.stage_launch import fixed_output_tokens, stage_launch
+from kvledger.calibration.stage_launch import client_prompt_pool, fixed_output_tokens, stage_launch
 from kvledger.dynamics.engine.request import RequestSpec
 from kvledger.dynamics.outputs.metrics import summarize_records
 from kvledger.errors import FormatError
 from kvledger.records import RunMetadata, RunRecords
 
 __all__ = ["Stage", "looks_like_stage", "read_stage", "aggregate_stage", "stage_workload", "stage_run",
-           "stage_comparison"]
+           "pool_prefix", "stage_comparison"]
 
 _FIELDS = {"ttft": "time_to_first_token", "tpot": "time_per_output_token", "e2e": "request_latency"}
 _STATS = {"mean": "mean", "p50": "median", "p90": "p90", "p99": "p99"}
@@ -191,7 +194,9 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
     A launch record beside the stage file (``kvledger.calibration.stage_launch``) names the model, TP and scheduler
     limits of the engine measured: they become the run's metadata and ``engine_hints``; without one, the model is
     the client config's (``evidence.inference_perf.client_config_model``), as the lifecycle reader takes it. Where
-    the model was read is ``metadata.extra["model_source"]``."""
+    the model was read is ``metadata.extra["model_source"]``. Without ``prefix`` (``prefix_groups``,
+    ``prefix_tokens``), the client config's prompt pool sets them (``pool_prefix``; ``metadata.extra["prompt_pool"]``
+    says so)."""
     launch = stage_launch(stage.path) if Path(stage.path).is_file() else None
     model, source = (launch.model, f"{launch.path} model") if launch and launch.model else (None, None)
     if model is None and Path(stage.path).is_file():
@@ -201,6 +206,10 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
     extra: dict[str, Any] = {"launch_record": launch.path} if launch and launch.path else {}
     if model is not None:
         extra["model_source"] = source
+    if not prefix:
+        prefix, pool_note = pool_prefix(stage)
+        if pool_note:
+            extra["prompt_pool"] = pool_note
     meta = RunMetadata(source=stage.path, source_format="inference-perf-lifecycle", request_rate=stage.requested_rate,
                        model=model, num_gpus=launch.engine_kwargs.get("tensor_parallel_size") if launch else None,
                        extra=extra)
@@ -209,6 +218,26 @@ def stage_run(stage: Stage, label: str, seed: int = 0, client_concurrency: int |
     return MeasuredRun(label, stage.path, reqs[:max_requests] if max_requests else reqs, RunRecords([], meta),
                        engine_hints=launch.engine_kwargs if launch else {}, target_stats=stage.stats,
                        concurrency=capped, num_dropped=stage.num_failed)
+
+
+def pool_prefix(stage: Stage) -> tuple[dict[str, int], str | None]:
+    """The ``stage_workload`` prefix arguments the stage's client prompt pool implies, and a note saying so (none
+    when its client config states no pool): every request re-sends one of the pool's whole prompts, shared up to the
+    stage's shortest prompt (the tokens every request of it has). A multi-turn pool's growing sessions are not
+    replayed (the note says so)."""
+    pool = client_prompt_pool(stage.path) if Path(stage.path).is_file() else None
+    if pool is None:
+        return {}, None
+    if pool.multi_turn:
+        return {}, (f"{pool.path}: shared_prefix with enable_multi_turn_chat — each of {pool.prompts} user sessions "
+                    "grows its context by round; the replay draws independent prompts (no reuse modelled)")
+    tokens = int(min(v for _, v in stage.prompt_quantiles)) if stage.prompt_quantiles else 0
+    if tokens < 1:
+        return {}, None
+    return {"prefix_groups": pool.prompts, "prefix_tokens": tokens}, (
+        f"{pool.path}: shared_prefix pool of {pool.prompts} whole prompts re-sent in turn (inference-perf's "
+        f"shared-prefix generator); each replayed request re-sends one, its first {tokens} tokens (the stage's "
+        "shortest prompt) shared, so prefix caching serves a repeat")
 
 
 def stage_comparison(label: str, stage: Stage, predicted: RunRecords) -> Comparison:
@@ -237,6 +266,8 @@ def stage_comparison(label: str, stage: Stage, predicted: RunRecords) -> Compari
                           rel_error(p.throughput_tok_per_s, stage.output_tokens_per_s)))
     notes: list[Any] = ["aggregates only: the replay is a synthetic workload with the stage's rate, count, duration "
                         "and length quantiles, not the measured requests"]
+    if pool_note := pool_prefix(stage)[1]:
+        notes.append(pool_note)
     if stage.num_failed:
         share = stage.num_failed / max(stage.count, 1)
         notes.append(f"{stage.num_failed:,} of the stage's {stage.count:,} requests ({share:.0%}) failed at the client "
