@@ -197,9 +197,15 @@ def disagg_capacity(spec: SearchSpec, cand: Candidate, slo: Any) -> Probed:
     runs: dict[float, Any] = {}
     order: list[float] = []
 
+    from kvledger.analyses.search.latency import latency_s
+    from kvledger.record_columns import with_arrivals_earlier
+
+    d = latency_s(spec)  # --client-latency: every TTFT and E2E grows by d (analyses/serving/client_latency.py)
+
     def run_at(rate: float) -> Any:
         if rate not in runs:
             run, _ = run_deployment(study, dep, _requests(spec, rate))
+            run = with_arrivals_earlier(run, d) if d > 0 else run
             run.metadata.request_rate = rate
             runs[rate] = (run, goodput_of_records(run, slo))
             order.append(rate)
